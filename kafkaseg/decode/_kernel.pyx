@@ -1,0 +1,874 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The compiled decoder: Kafka record batches -> Arrow buffers, with no Python object per record.
+
+Same interface and output as the pure twin ``_kernel_py.py``, which carries the record grammar in its docstring and
+is the reference in tests. Output columns grow in malloc'd buffers handed to Arrow without copying
+(``pyarrow.foreign_buffer``); CRC-32C and decompression are one library call per batch.
+"""
+
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy, memset
+
+import zlib
+
+import pyarrow as pa
+
+from kafkaseg import codecs as _codecs
+from kafkaseg.decode.api import (
+    MAX_PROBLEMS,
+    STOP_CORRUPT,
+    STOP_END,
+    STOP_LIMIT,
+    STOP_PARTIAL,
+    STOP_PAST_END,
+    TIMESTAMP_TYPE,
+    DecodeResult,
+    DecodeStats,
+)
+from kafkaseg.errors import (
+    CorruptBatchError,
+    CorruptDataError,
+    CrcMismatchError,
+    TruncatedDataError,
+    UnsupportedMagicError,
+)
+from kafkaseg.schema import HEADERS_TYPE
+from kafkaseg.wire.crc import crc32c as _crc32c
+
+IMPLEMENTATION = "cython"
+
+cdef int64_t TIMESTAMP_LIMIT_MS = 9223372036854775  # (2**63 - 1) // 1000
+cdef int64_t BINARY_LIMIT = 2147483647
+
+cdef uint8_t CODEC_MASK = 0x07
+cdef uint8_t TIMESTAMP_TYPE_MASK = 0x08
+cdef uint8_t TRANSACTIONAL_MASK = 0x10
+cdef uint8_t CONTROL_MASK = 0x20
+
+cdef object _PAST_END_SENTINEL = object()
+
+
+class _Frame(Exception):
+    def __init__(self, cls, message, position):
+        super().__init__(message)
+        self.cls, self.message, self.position = cls, message, position
+
+
+# -- big-endian reads -------------------------------------------------------------------------------------------------
+cdef inline int64_t rd64(const uint8_t* p) noexcept nogil:
+    return <int64_t>((<uint64_t>p[0] << 56) | (<uint64_t>p[1] << 48) | (<uint64_t>p[2] << 40) |
+                     (<uint64_t>p[3] << 32) | (<uint64_t>p[4] << 24) | (<uint64_t>p[5] << 16) |
+                     (<uint64_t>p[6] << 8) | <uint64_t>p[7])
+
+cdef inline int32_t rd32(const uint8_t* p) noexcept nogil:
+    return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | <uint32_t>p[3])
+
+cdef inline uint32_t rdu32(const uint8_t* p) noexcept nogil:
+    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | <uint32_t>p[3]
+
+cdef inline int16_t rd16(const uint8_t* p) noexcept nogil:
+    return <int16_t>((<uint32_t>p[0] << 8) | <uint32_t>p[1])
+
+
+cdef inline int read_varint(const uint8_t** pp, const uint8_t* end, int64_t* out) noexcept nogil:
+    """Zig-zag varint of up to 10 bytes. 0 on success; -1 past ``end``; -2 longer than 10 bytes."""
+    cdef const uint8_t* p = pp[0]
+    cdef uint64_t raw = 0
+    cdef int shift = 0
+    cdef uint8_t b
+    # Fast path: one byte (small lengths, deltas and counts are most varints).
+    if p < end and not (p[0] & 0x80):
+        raw = p[0]
+        pp[0] = p + 1
+        out[0] = <int64_t>((raw >> 1) ^ (-(raw & 1)))
+        return 0
+    while True:
+        if p >= end:
+            return -1
+        b = p[0]
+        p += 1
+        raw |= (<uint64_t>(b & 0x7F)) << shift
+        if not (b & 0x80):
+            break
+        shift += 7
+        if shift > 63:
+            return -2
+    pp[0] = p
+    out[0] = <int64_t>((raw >> 1) ^ (-(raw & 1)))
+    return 0
+
+
+cdef bint utf8_valid(const uint8_t* s, Py_ssize_t n) noexcept nogil:
+    """Strict UTF-8 (as Python's codec: no surrogates, no overlongs, max U+10FFFF)."""
+    cdef Py_ssize_t i = 0
+    cdef uint8_t c, c1
+    while i < n:
+        c = s[i]
+        if c < 0x80:
+            i += 1
+        elif c < 0xC2:
+            return False
+        elif c < 0xE0:
+            if i + 1 >= n or (s[i + 1] & 0xC0) != 0x80:
+                return False
+            i += 2
+        elif c < 0xF0:
+            if i + 2 >= n:
+                return False
+            c1 = s[i + 1]
+            if (c1 & 0xC0) != 0x80 or (s[i + 2] & 0xC0) != 0x80:
+                return False
+            if c == 0xE0 and c1 < 0xA0:
+                return False
+            if c == 0xED and c1 >= 0xA0:
+                return False
+            i += 3
+        elif c < 0xF5:
+            if i + 3 >= n:
+                return False
+            c1 = s[i + 1]
+            if (c1 & 0xC0) != 0x80 or (s[i + 2] & 0xC0) != 0x80 or (s[i + 3] & 0xC0) != 0x80:
+                return False
+            if c == 0xF0 and c1 < 0x90:
+                return False
+            if c == 0xF4 and c1 >= 0x90:
+                return False
+            i += 4
+        else:
+            return False
+    return True
+
+
+# -- growable output buffers ------------------------------------------------------------------------------------------
+cdef class _Mem:
+    """malloc'd memory owned by a Python object, so Arrow can hold it without a copy."""
+    cdef char* ptr
+    cdef Py_ssize_t size
+    cdef Py_ssize_t cap
+
+    def __cinit__(self):
+        self.ptr = NULL
+        self.size = 0
+        self.cap = 0
+
+    def __dealloc__(self):
+        if self.ptr != NULL:
+            free(self.ptr)
+
+    cdef inline int reserve(self, Py_ssize_t extra) except -1:
+        cdef Py_ssize_t need = self.size + extra
+        cdef Py_ssize_t cap
+        cdef char* p
+        if need <= self.cap:
+            return 0
+        cap = self.cap * 2 if self.cap else 4096
+        while cap < need:
+            cap *= 2
+        p = <char*>realloc(self.ptr, cap)
+        if p == NULL:
+            raise MemoryError(f"kafkaseg: cannot grow an output buffer to {cap} bytes")
+        self.ptr = p
+        self.cap = cap
+        return 0
+
+    cdef inline int put(self, const void* src, Py_ssize_t n) except -1:
+        if self.size + n > self.cap:
+            self.reserve(n)
+        memcpy(self.ptr + self.size, src, n)
+        self.size += n
+        return 0
+
+    cdef inline int put_i64(self, int64_t v) except -1:
+        if self.size + 8 > self.cap:
+            self.reserve(8)
+        (<int64_t*>(self.ptr + self.size))[0] = v
+        self.size += 8
+        return 0
+
+    cdef inline int put_i32(self, int32_t v) except -1:
+        if self.size + 4 > self.cap:
+            self.reserve(4)
+        (<int32_t*>(self.ptr + self.size))[0] = v
+        self.size += 4
+        return 0
+
+    cdef inline int put_i16(self, int16_t v) except -1:
+        if self.size + 2 > self.cap:
+            self.reserve(2)
+        (<int16_t*>(self.ptr + self.size))[0] = v
+        self.size += 2
+        return 0
+
+    cdef inline int put_i8(self, int8_t v) except -1:
+        if self.size + 1 > self.cap:
+            self.reserve(1)
+        (<int8_t*>(self.ptr + self.size))[0] = v
+        self.size += 1
+        return 0
+
+    cdef object arrow(self):
+        if self.size == 0:
+            return pa.py_buffer(b"")
+        return pa.foreign_buffer(<size_t>self.ptr, self.size, base=self)
+
+
+cdef class _Binary:
+    """A growing Arrow binary (or string) column: validity bitmap, int32 offsets, data."""
+    cdef _Mem valid
+    cdef _Mem offsets
+    cdef _Mem data
+    cdef Py_ssize_t length
+    cdef Py_ssize_t nulls
+
+    def __cinit__(self):
+        self.valid = _Mem()
+        self.offsets = _Mem()
+        self.data = _Mem()
+        self.length = 0
+        self.nulls = 0
+        self.offsets.put_i32(0)
+
+    cdef inline int _bit(self, bint present) except -1:
+        cdef Py_ssize_t byte = self.length >> 3
+        if byte >= self.valid.size:
+            self.valid.reserve(1)
+            self.valid.ptr[self.valid.size] = 0
+            self.valid.size += 1
+        if present:
+            self.valid.ptr[byte] |= <char>(1 << (self.length & 7))
+        else:
+            self.nulls += 1
+        self.length += 1
+        return 0
+
+    cdef inline int append(self, const uint8_t* src, Py_ssize_t n) except -1:
+        if self.data.size + n > BINARY_LIMIT:
+            raise OverflowError("kafkaseg: one output column would exceed 2 GiB; lower maxBytesPerBatch")
+        self.data.put(src, n)
+        self.offsets.put_i32(<int32_t>self.data.size)
+        self._bit(True)
+        return 0
+
+    cdef inline int append_null(self) except -1:
+        self.offsets.put_i32(<int32_t>self.data.size)
+        self._bit(False)
+        return 0
+
+    cdef object arrow(self, typ):
+        validity = self.valid.arrow() if self.nulls else None
+        return pa.Array.from_buffers(typ, self.length, [validity, self.offsets.arrow(), self.data.arrow()],
+                                     null_count=self.nulls)
+
+
+# -- the decoder ------------------------------------------------------------------------------------------------------
+cdef class _Decoder:
+    # request
+    cdef object path
+    cdef int64_t base_position
+    cdef bint verify_crc, include_control, include_headers, include_metadata, lenient
+    cdef int64_t min_offset, max_offset, max_records, max_bytes, max_batch_bytes, max_decompressed
+    cdef int n_aborted
+    cdef int64_t* aborted  # (pid, first, last) triples
+    # output
+    cdef _Binary keys, values, hkeys, hvalues
+    cdef _Mem offsets, timestamps, ts_types, h_offsets, h_valid
+    cdef Py_ssize_t h_nulls, h_count
+    cdef _Mem m_epoch, m_pid, m_pepoch, m_seq, m_txn, m_ctrl, m_magic, m_codec, m_batch, m_pos
+    cdef Py_ssize_t n
+    cdef int64_t nbytes
+    cdef object stats
+    cdef object whole  # the Python object behind the input buffer (for slicing to codecs / crc)
+
+    def __cinit__(self):
+        self.aborted = NULL
+
+    def __dealloc__(self):
+        if self.aborted != NULL:
+            free(self.aborted)
+
+    cdef void setup(self, req) except *:
+        cdef int i
+        self.path = req.path
+        self.base_position = req.base_position
+        self.verify_crc = req.verify_crc
+        self.include_control = req.include_control
+        self.include_headers = req.include_headers
+        self.include_metadata = req.include_metadata
+        self.lenient = req.lenient
+        self.min_offset = req.min_offset
+        self.max_offset = req.max_offset
+        self.max_records = req.max_records
+        self.max_bytes = req.max_bytes
+        self.max_batch_bytes = req.max_batch_bytes
+        self.max_decompressed = req.max_decompressed_bytes
+        self.n_aborted = len(req.aborted)
+        if self.n_aborted:
+            self.aborted = <int64_t*>malloc(sizeof(int64_t) * 3 * self.n_aborted)
+            if self.aborted == NULL:
+                raise MemoryError()
+            for i, (pid, first, last) in enumerate(req.aborted):
+                self.aborted[3 * i] = pid
+                self.aborted[3 * i + 1] = first
+                self.aborted[3 * i + 2] = last
+        self.keys = _Binary()
+        self.values = _Binary()
+        self.offsets = _Mem()
+        self.timestamps = _Mem()
+        self.ts_types = _Mem()
+        self.n = 0
+        self.nbytes = 0
+        if self.include_headers:
+            self.hkeys = _Binary()
+            self.hvalues = _Binary()
+            self.h_offsets = _Mem()
+            self.h_valid = _Mem()
+            self.h_offsets.put_i32(0)
+            self.h_nulls = 0
+            self.h_count = 0
+        if self.include_metadata:
+            self.m_epoch = _Mem(); self.m_pid = _Mem(); self.m_pepoch = _Mem(); self.m_seq = _Mem()
+            self.m_txn = _Mem(); self.m_ctrl = _Mem(); self.m_magic = _Mem(); self.m_codec = _Mem()
+            self.m_batch = _Mem(); self.m_pos = _Mem()
+        self.stats = DecodeStats()
+
+    cdef bint is_aborted(self, int64_t pid, int64_t base) noexcept:
+        cdef int i
+        for i in range(self.n_aborted):
+            if self.aborted[3 * i] == pid and self.aborted[3 * i + 1] <= base <= self.aborted[3 * i + 2]:
+                return True
+        return False
+
+    cdef inline int check_ts(self, int64_t ms, Py_ssize_t where) except -1:
+        if ms < -TIMESTAMP_LIMIT_MS or ms > TIMESTAMP_LIMIT_MS:
+            raise _Frame(CorruptBatchError, f"timestamp {ms} ms is outside the representable range", where)
+        return 0
+
+    cdef inline int emit_common(self, int64_t offset, int64_t ts, int32_t ts_type) except -1:
+        self.offsets.put_i64(offset)
+        self.timestamps.put_i64(ts * 1000)
+        self.ts_types.put_i32(ts_type)
+        self.n += 1
+        return 0
+
+    cdef inline int emit_meta(self, int32_t epoch, int64_t pid, int16_t pepoch, int32_t seq, bint txn, bint ctrl,
+                              int8_t magic, int8_t codec, int64_t batch, int64_t position) except -1:
+        self.m_epoch.put_i32(epoch)
+        self.m_pid.put_i64(pid)
+        self.m_pepoch.put_i16(pepoch)
+        self.m_seq.put_i32(seq)
+        self.m_txn.put_i8(txn)
+        self.m_ctrl.put_i8(ctrl)
+        self.m_magic.put_i8(magic)
+        self.m_codec.put_i8(codec)
+        self.m_batch.put_i64(batch)
+        self.m_pos.put_i64(position)
+        return 0
+
+    cdef inline int headers_null(self) except -1:
+        cdef Py_ssize_t byte = (self.n - 1) >> 3
+        # n was already incremented by emit_common: this record's index is n - 1
+        if byte >= self.h_valid.size:
+            self.h_valid.reserve(1)
+            self.h_valid.ptr[self.h_valid.size] = 0
+            self.h_valid.size += 1
+        self.h_nulls += 1
+        self.h_offsets.put_i32(<int32_t>self.h_count)
+        return 0
+
+    cdef inline int headers_present(self) except -1:
+        cdef Py_ssize_t i = self.n - 1
+        cdef Py_ssize_t byte = i >> 3
+        if byte >= self.h_valid.size:
+            self.h_valid.reserve(1)
+            self.h_valid.ptr[self.h_valid.size] = 0
+            self.h_valid.size += 1
+        self.h_valid.ptr[byte] |= <char>(1 << (i & 7))
+        self.h_offsets.put_i32(<int32_t>self.h_count)
+        return 0
+
+    # v2 ----------------------------------------------------------------------------------------------------------
+    cdef object decode_v2(self, const uint8_t* buf, Py_ssize_t pos, Py_ssize_t total, int64_t last_seen):
+        cdef const uint8_t* b = buf + pos
+        cdef int64_t base_offset = rd64(b)
+        cdef int32_t epoch = rd32(b + 12)
+        cdef uint32_t crc = rdu32(b + 17)
+        cdef int16_t attributes = rd16(b + 21)
+        cdef int32_t last_delta = rd32(b + 23)
+        cdef int64_t base_ts = rd64(b + 27)
+        cdef int64_t max_ts = rd64(b + 35)
+        cdef int64_t producer_id = rd64(b + 43)
+        cdef int16_t producer_epoch = rd16(b + 51)
+        cdef int32_t base_sequence = rd32(b + 53)
+        cdef int32_t count = rd32(b + 57)
+        cdef int64_t last_offset = base_offset + last_delta
+        cdef bint is_control, is_txn, log_append
+        cdef int codec
+        cdef Py_buffer dview
+        cdef bint have_dview = False
+        cdef const uint8_t* data
+        cdef const uint8_t* p
+        cdef const uint8_t* data_end
+        cdef const uint8_t* rec_end
+        cdef const uint8_t* key_ptr
+        cdef const uint8_t* value_ptr
+        cdef const uint8_t* headers_ptr
+        cdef int64_t length, ts_delta, offset_delta, key_len, value_len, header_count, hk_len, hv_len
+        cdef int64_t offset, prev_offset, timestamp
+        cdef int32_t ts_type, sequence
+        cdef int32_t i, h
+        cdef int rc
+        cdef int64_t payload_len
+
+        if last_offset < base_offset:
+            raise _Frame(CorruptBatchError,
+                         f"batch last offset {last_offset} is below its base offset {base_offset}", pos)
+        if base_offset <= last_seen:
+            raise _Frame(CorruptBatchError,
+                         f"non-monotonic offsets: batch base offset {base_offset} follows offset {last_seen}", pos)
+        if self.verify_crc:
+            actual = _crc32c(memoryview(self.whole)[pos + 21:pos + total])
+            if actual != crc:
+                raise _Frame(CrcMismatchError, f"CRC-32C mismatch in batch at offset {base_offset}: stored {crc}, "
+                                               f"computed {actual}", pos)
+        if base_offset >= self.max_offset:
+            return _PAST_END_SENTINEL
+        if last_offset < self.min_offset:
+            self.stats.skipped_batches_out_of_range += 1
+            return last_offset
+        is_control = (attributes & CONTROL_MASK) != 0
+        is_txn = (attributes & TRANSACTIONAL_MASK) != 0
+        if is_control and not self.include_control:
+            self.stats.skipped_control_batches += 1
+            return last_offset
+        if is_txn and not is_control and self.n_aborted and self.is_aborted(producer_id, base_offset):
+            self.stats.skipped_aborted_batches += 1
+            return last_offset
+        if count < 0:
+            raise _Frame(CorruptBatchError, f"negative record count {count}", pos)
+        codec = attributes & CODEC_MASK
+        log_append = (attributes & TIMESTAMP_TYPE_MASK) != 0
+        ts_type = 1 if log_append else 0
+        payload_len = total - 61
+        decompressed = None
+        try:
+            if codec:
+                decompressed = _codecs.decompress(codec, memoryview(self.whole)[pos + 61:pos + total],
+                                                  max_output=self.max_decompressed, magic=2)
+                PyObject_GetBuffer(decompressed, &dview, PyBUF_SIMPLE)
+                have_dview = True
+                data = <const uint8_t*>dview.buf
+                data_end = data + dview.len
+            else:
+                data = b + 61
+                data_end = b + total
+            if count > (data_end - data) // 7 + 1:
+                raise _Frame(CorruptBatchError, f"record count {count} cannot fit in {data_end - data} bytes", pos)
+            self.stats.batches += 1
+            prev_offset = last_seen
+            p = data
+            for i in range(count):
+                rc = read_varint(&p, data_end, &length)
+                if rc:
+                    self.varint_error(rc, pos)
+                if length < 0 or length > data_end - p:
+                    raise _Frame(CorruptBatchError, f"record length {length} runs past its batch", pos)
+                rec_end = p + length
+                p += 1  # attributes
+                rc = read_varint(&p, rec_end, &ts_delta)
+                if rc:
+                    self.varint_error(rc, pos)
+                rc = read_varint(&p, rec_end, &offset_delta)
+                if rc:
+                    self.varint_error(rc, pos)
+                offset = base_offset + offset_delta
+                rc = read_varint(&p, rec_end, &key_len)
+                if rc:
+                    self.varint_error(rc, pos)
+                key_ptr = p
+                if key_len >= 0:
+                    if key_len > rec_end - p:
+                        raise _Frame(CorruptBatchError, f"record key length {key_len} runs past its record", pos)
+                    p += key_len
+                elif key_len != -1:
+                    raise _Frame(CorruptBatchError, f"invalid key length {key_len}", pos)
+                rc = read_varint(&p, rec_end, &value_len)
+                if rc:
+                    self.varint_error(rc, pos)
+                value_ptr = p
+                if value_len >= 0:
+                    if value_len > rec_end - p:
+                        raise _Frame(CorruptBatchError, f"record value length {value_len} runs past its record",
+                                     pos)
+                    p += value_len
+                elif value_len != -1:
+                    raise _Frame(CorruptBatchError, f"invalid value length {value_len}", pos)
+                rc = read_varint(&p, rec_end, &header_count)
+                if rc:
+                    self.varint_error(rc, pos)
+                if header_count < 0 or header_count > rec_end - p:
+                    raise _Frame(CorruptBatchError, f"invalid header count {header_count}", pos)
+                headers_ptr = p
+                # Walk the headers to validate them (and find the record's end) even when they are not kept.
+                for h in range(header_count):
+                    rc = read_varint(&p, rec_end, &hk_len)
+                    if rc:
+                        self.varint_error(rc, pos)
+                    if hk_len < 0 or hk_len > rec_end - p:
+                        raise _Frame(CorruptBatchError, f"invalid header key length {hk_len}", pos)
+                    if not utf8_valid(p, hk_len):
+                        raise _Frame(CorruptBatchError, "header key is not valid UTF-8", pos)
+                    p += hk_len
+                    rc = read_varint(&p, rec_end, &hv_len)
+                    if rc:
+                        self.varint_error(rc, pos)
+                    if hv_len >= 0:
+                        if hv_len > rec_end - p:
+                            raise _Frame(CorruptBatchError, f"invalid header value length {hv_len}", pos)
+                        p += hv_len
+                    elif hv_len != -1:
+                        raise _Frame(CorruptBatchError, f"invalid header value length {hv_len}", pos)
+                if p != rec_end:
+                    raise _Frame(CorruptBatchError, f"record declares {length} bytes but its fields use "
+                                                    f"{length - (rec_end - p)}", pos)
+                if offset <= prev_offset or offset > last_offset:
+                    raise _Frame(CorruptBatchError, f"record offset {offset} out of order in batch "
+                                                    f"[{base_offset}, {last_offset}]", pos)
+                prev_offset = offset
+                if offset < self.min_offset or offset >= self.max_offset:
+                    continue
+                if log_append:
+                    timestamp = max_ts
+                else:
+                    self.check_ts(base_ts, pos)
+                    self.check_ts(ts_delta, pos)
+                    timestamp = base_ts + ts_delta
+                self.check_ts(timestamp, pos)
+                if key_len >= 0:
+                    self.keys.append(key_ptr, key_len)
+                    self.nbytes += key_len
+                else:
+                    self.keys.append_null()
+                if value_len >= 0:
+                    self.values.append(value_ptr, value_len)
+                    self.nbytes += value_len
+                else:
+                    self.values.append_null()
+                self.emit_common(offset, timestamp, ts_type)
+                if self.include_headers:
+                    if header_count == 0:
+                        self.headers_null()
+                    else:
+                        self.copy_headers(headers_ptr, rec_end, header_count)
+                        self.headers_present()
+                if self.include_metadata:
+                    if base_sequence < 0:
+                        sequence = -1
+                    else:
+                        sequence = <int32_t>((<int64_t>base_sequence + offset_delta) % 2147483648)
+                    self.emit_meta(epoch, producer_id, producer_epoch, sequence, is_txn, is_control, 2, codec,
+                                   base_offset, self.base_position + pos)
+            if p != data_end:
+                raise _Frame(CorruptBatchError, f"{data_end - p} bytes left after the batch's {count} records", pos)
+        finally:
+            if have_dview:
+                PyBuffer_Release(&dview)
+        return last_offset
+
+    cdef int copy_headers(self, const uint8_t* p, const uint8_t* rec_end, int64_t header_count) except -1:
+        cdef int64_t h, hk_len, hv_len
+        for h in range(header_count):
+            read_varint(&p, rec_end, &hk_len)
+            self.hkeys.append(p, hk_len)
+            self.nbytes += hk_len
+            p += hk_len
+            read_varint(&p, rec_end, &hv_len)
+            if hv_len >= 0:
+                self.hvalues.append(p, hv_len)
+                self.nbytes += hv_len
+                p += hv_len
+            else:
+                self.hvalues.append_null()
+            self.h_count += 1
+        return 0
+
+    cdef int varint_error(self, int rc, Py_ssize_t pos) except -1:
+        if rc == -1:
+            raise _Frame(CorruptBatchError, "varint runs past the end of its record", pos)
+        raise _Frame(CorruptBatchError, "varint longer than 10 bytes", pos)
+
+    # legacy ------------------------------------------------------------------------------------------------------
+    cdef tuple legacy_entry(self, const uint8_t* buf, Py_ssize_t pos, Py_ssize_t end, int magic_expected,
+                            Py_ssize_t where, object owner):
+        """(offset, total, magic, attributes, ts, key_pos, key_len, value_pos, value_len) of one legacy entry."""
+        cdef int64_t offset
+        cdef int32_t size, key_len, value_len
+        cdef uint32_t crc
+        cdef int8_t magic, attributes
+        cdef int64_t ts = -1
+        cdef Py_ssize_t total, p, key_pos, value_pos
+        if end - pos < 26:
+            raise _Frame(TruncatedDataError, "legacy entry header runs past its buffer", where)
+        offset = rd64(buf + pos)
+        size = rd32(buf + pos + 8)
+        crc = rdu32(buf + pos + 12)
+        magic = <int8_t>buf[pos + 16]
+        attributes = <int8_t>buf[pos + 17]
+        if magic_expected >= 0 and magic != magic_expected:
+            raise _Frame(CorruptBatchError, f"compressed message magic {magic} does not match wrapper magic "
+                                            f"{magic_expected}", where)
+        total = 12 + <Py_ssize_t>size
+        if size < (14 if magic == 0 else 22) or pos + total > end:
+            raise _Frame(CorruptBatchError, f"legacy entry size {size} is invalid here", where)
+        if self.verify_crc:
+            actual = zlib.crc32(memoryview(owner)[pos + 16:pos + total]) & 0xFFFFFFFF
+            if actual != crc:
+                raise _Frame(CrcMismatchError, f"CRC-32 mismatch in legacy entry at offset {offset}: stored {crc}, "
+                                               f"computed {actual}", where)
+        p = pos + 18
+        if magic == 1:
+            ts = rd64(buf + p)
+            p += 8
+        key_len = rd32(buf + p)
+        p += 4
+        key_pos = p
+        if key_len >= 0:
+            if p + key_len + 4 > pos + total:
+                raise _Frame(CorruptBatchError, f"legacy key length {key_len} runs past its entry", where)
+            p += key_len
+        elif key_len != -1:
+            raise _Frame(CorruptBatchError, f"invalid legacy key length {key_len}", where)
+        value_len = rd32(buf + p)
+        p += 4
+        value_pos = p
+        if value_len >= 0:
+            if p + value_len != pos + total:
+                raise _Frame(CorruptBatchError, f"legacy value length {value_len} does not match its entry", where)
+        elif value_len != -1 or p != pos + total:
+            raise _Frame(CorruptBatchError, f"invalid legacy value length {value_len}", where)
+        return (offset, total, magic, attributes, ts, key_pos, key_len, value_pos, value_len)
+
+    cdef int emit_legacy(self, const uint8_t* buf, tuple entry, int64_t offset, int64_t ts, int32_t ts_type,
+                         int8_t magic, int8_t codec, int64_t batch, Py_ssize_t pos) except -1:
+        cdef Py_ssize_t key_pos = entry[5]
+        cdef int32_t key_len = entry[6]
+        cdef Py_ssize_t value_pos = entry[7]
+        cdef int32_t value_len = entry[8]
+        if key_len >= 0:
+            self.keys.append(buf + key_pos, key_len)
+            self.nbytes += key_len
+        else:
+            self.keys.append_null()
+        if value_len >= 0:
+            self.values.append(buf + value_pos, value_len)
+            self.nbytes += value_len
+        else:
+            self.values.append_null()
+        self.emit_common(offset, ts, ts_type)
+        if self.include_headers:
+            self.headers_null()
+        if self.include_metadata:
+            self.emit_meta(-1, -1, -1, -1, False, False, magic, codec, batch, self.base_position + pos)
+        return 0
+
+    cdef object decode_legacy(self, const uint8_t* buf, Py_ssize_t pos, Py_ssize_t total, int magic,
+                              int64_t last_seen):
+        entry = self.legacy_entry(buf, pos, pos + total, -1, pos, self.whole)
+        cdef int64_t offset = entry[0]
+        cdef int attributes = entry[3]
+        cdef int64_t ts = entry[4]
+        cdef int codec = attributes & CODEC_MASK
+        cdef bint log_append = magic == 1 and (attributes & TIMESTAMP_TYPE_MASK) != 0
+        cdef int32_t ts_type = -1 if magic == 0 else (1 if log_append else 0)
+        cdef Py_buffer dview
+        cdef const uint8_t* data
+        cdef Py_ssize_t dlen, p
+        cdef int64_t base, first, prev, absolute, timestamp
+        if codec == 0:
+            if offset < offset or offset <= last_seen:
+                raise _Frame(CorruptBatchError,
+                             f"non-monotonic offsets: batch base offset {offset} follows offset {last_seen}", pos)
+            if offset >= self.max_offset:
+                return _PAST_END_SENTINEL
+            self.stats.batches += 1
+            self.check_ts(ts, pos)
+            if offset >= self.min_offset:
+                self.emit_legacy(buf, entry, offset, ts, ts_type, magic, 0, offset, pos)
+            return offset
+        if offset < self.min_offset:
+            if offset <= last_seen:
+                raise _Frame(CorruptBatchError,
+                             f"non-monotonic offsets: wrapper offset {offset} follows {last_seen}", pos)
+            self.stats.skipped_batches_out_of_range += 1
+            return offset
+        if entry[8] < 0:
+            raise _Frame(CorruptBatchError, "compressed legacy wrapper has a null value", pos)
+        value_pos = entry[7]
+        value_len = entry[8]
+        decompressed = bytes(_codecs.decompress(codec, memoryview(self.whole)[value_pos:value_pos + value_len],
+                                                max_output=self.max_decompressed, magic=magic))
+        data = <const uint8_t*><char*>decompressed
+        dlen = len(decompressed)
+        inner = []
+        p = 0
+        while p < dlen:
+            ientry = self.legacy_entry(data, p, dlen, magic, pos, decompressed)
+            if ientry[3] & CODEC_MASK:
+                raise _Frame(CorruptBatchError, "compressed legacy entry nested inside a compressed wrapper", pos)
+            inner.append(ientry)
+            p += <Py_ssize_t>ientry[1]
+        if not inner:
+            raise _Frame(CorruptBatchError, "compressed legacy wrapper holds no inner records", pos)
+        if magic == 1:
+            last_relative = inner[len(inner) - 1][0]
+            if offset == 0:
+                base = 0
+            elif offset < last_relative:
+                raise _Frame(CorruptBatchError, f"wrapper offset {offset} is less than the last inner offset "
+                                                f"{last_relative}", pos)
+            else:
+                base = offset - <int64_t>last_relative
+        else:
+            base = 0
+        first = base + <int64_t>inner[0][0]
+        self.stats.batches += 1
+        prev = last_seen
+        for ientry in inner:
+            absolute = base + <int64_t>ientry[0]
+            if absolute <= prev:
+                raise _Frame(CorruptBatchError, f"non-monotonic offsets: inner offset {absolute} follows {prev}", pos)
+            prev = absolute
+            if absolute >= self.max_offset or absolute < self.min_offset:
+                continue
+            if magic == 1:
+                timestamp = ts if log_append else (ientry[4] if ientry[2] == 1 else -1)
+            else:
+                timestamp = -1
+            self.check_ts(timestamp, pos)
+            self.emit_legacy(data, ientry, absolute, timestamp, ts_type, magic, codec, first, pos)
+        if first >= self.max_offset:
+            return _PAST_END_SENTINEL
+        return prev
+
+    # output --------------------------------------------------------------------------------------------------------
+    cdef dict columns(self):
+        cols = {
+            "key": self.keys.arrow(pa.binary()),
+            "value": self.values.arrow(pa.binary()),
+            "offset": pa.Array.from_buffers(pa.int64(), self.n, [None, self.offsets.arrow()]),
+            "timestamp": pa.Array.from_buffers(TIMESTAMP_TYPE, self.n, [None, self.timestamps.arrow()]),
+            "timestampType": pa.Array.from_buffers(pa.int32(), self.n, [None, self.ts_types.arrow()]),
+        }
+        if self.include_headers:
+            struct_arr = pa.StructArray.from_arrays(
+                [self.hkeys.arrow(pa.string()), self.hvalues.arrow(pa.binary())], fields=list(HEADERS_TYPE.value_type))
+            validity = self.h_valid.arrow() if self.h_nulls else None
+            cols["headers"] = pa.ListArray.from_buffers(
+                HEADERS_TYPE, self.n, [validity, self.h_offsets.arrow()], null_count=self.h_nulls,
+                children=[struct_arr])
+        if self.include_metadata:
+            cols["leaderEpoch"] = pa.Array.from_buffers(pa.int32(), self.n, [None, self.m_epoch.arrow()])
+            cols["producerId"] = pa.Array.from_buffers(pa.int64(), self.n, [None, self.m_pid.arrow()])
+            cols["producerEpoch"] = pa.Array.from_buffers(pa.int16(), self.n, [None, self.m_pepoch.arrow()])
+            cols["sequence"] = pa.Array.from_buffers(pa.int32(), self.n, [None, self.m_seq.arrow()])
+            cols["isTransactional"] = pa.Array.from_buffers(pa.uint8(), self.n, [None, self.m_txn.arrow()]).cast(
+                pa.bool_())
+            cols["isControl"] = pa.Array.from_buffers(pa.uint8(), self.n, [None, self.m_ctrl.arrow()]).cast(
+                pa.bool_())
+            cols["magic"] = pa.Array.from_buffers(pa.int8(), self.n, [None, self.m_magic.arrow()])
+            cols["codec"] = pa.Array.from_buffers(pa.int8(), self.n, [None, self.m_codec.arrow()])
+            cols["batchOffset"] = pa.Array.from_buffers(pa.int64(), self.n, [None, self.m_batch.arrow()])
+            cols["position"] = pa.Array.from_buffers(pa.int64(), self.n, [None, self.m_pos.arrow()])
+        return cols
+
+    cdef note(self, frame):
+        problems = self.stats.problems
+        if len(problems) < MAX_PROBLEMS:
+            problems.append((self.path, self.base_position + frame.position, frame.message))
+
+
+def decode(buf, req):
+    """Decode the batches in ``buf`` per ``req``; see :class:`kafkaseg.decode.api.DecodeResult`."""
+    cdef _Decoder d = _Decoder()
+    cdef Py_buffer view
+    cdef const uint8_t* b
+    cdef Py_ssize_t end, pos = 0, total, remaining
+    cdef int64_t first_offset, last_seen
+    cdef int32_t size
+    cdef int8_t magic
+    cdef int64_t min_size
+    cdef Py_ssize_t next_size = -1
+    d.setup(req)
+    d.whole = buf
+    stop = STOP_END
+    last_seen = req.check_offsets_after
+    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+    try:
+        b = <const uint8_t*>view.buf
+        end = view.len
+        while pos < end:
+            remaining = end - pos
+            if remaining < 17:
+                stop = STOP_PARTIAL
+                break
+            first_offset = rd64(b + pos)
+            size = rd32(b + pos + 8)
+            magic = <int8_t>b[pos + 16]
+            try:
+                if magic < 0 or magic > 2:
+                    raise _Frame(UnsupportedMagicError, f"unknown magic {magic} (batch at offset {first_offset})", pos)
+                min_size = 14 if magic == 0 else (22 if magic == 1 else 49)
+                if size < min_size:
+                    raise _Frame(CorruptBatchError,
+                                 f"magic {magic} batch size {size} is below the minimum {min_size}", pos)
+                if size > d.max_batch_bytes:
+                    raise _Frame(CorruptBatchError,
+                                 f"batch size {size} exceeds maxBatchBytes {d.max_batch_bytes} (absurd length field?)",
+                                 pos)
+            except _Frame as frame:
+                if d.lenient:
+                    d.note(frame)
+                    d.stats.corrupt_bytes += end - pos
+                    pos = end
+                    stop = STOP_CORRUPT
+                    break
+                raise frame.cls(frame.message, path=d.path, position=d.base_position + frame.position) from None
+            total = 12 + <Py_ssize_t>size
+            if total > remaining:
+                stop = STOP_PARTIAL
+                next_size = total
+                break
+            try:
+                if magic == 2:
+                    result = d.decode_v2(b, pos, total, last_seen)
+                else:
+                    result = d.decode_legacy(b, pos, total, magic, last_seen)
+            except _Frame as frame:
+                if not d.lenient:
+                    raise frame.cls(frame.message, path=d.path, position=d.base_position + frame.position) from None
+                d.note(frame)
+                d.stats.corrupt_batches += 1
+                d.stats.corrupt_bytes += total
+                result = last_seen
+            except CorruptDataError as err:
+                if not d.lenient:
+                    raise err.located(d.path, d.base_position + pos) from err
+                d.note(_Frame(type(err), err.detail, pos))
+                d.stats.corrupt_batches += 1
+                d.stats.corrupt_bytes += total
+                result = last_seen
+            pos += total
+            if result is _PAST_END_SENTINEL:
+                stop = STOP_PAST_END
+                last_seen = first_offset
+                break
+            last_seen = result
+            if d.nbytes >= d.max_bytes or d.n >= d.max_records:
+                if pos < end:
+                    stop = STOP_LIMIT
+                break
+    finally:
+        PyBuffer_Release(&view)
+    d.stats.records = d.n
+    return DecodeResult(d.columns(), d.n, pos, stop, next_size, last_seen, d.stats)

@@ -1,0 +1,485 @@
+"""The pure-Python decoder: the reference twin of ``_kernel.pyx``, with the same interface and identical output.
+
+It favours being obviously right over being fast; tests run every decode case through both twins and compare.
+
+Record grammar, v2 (``clients/src/main/java/org/apache/kafka/common/record/DefaultRecord.java``; varints are
+protobuf zig-zag, ``ByteUtils.readVarint``/``readVarlong``)::
+
+    length          varint   bytes after this field
+    attributes      int8     unused
+    timestampDelta  varlong  timestamp = baseTimestamp + delta (LogAppendTime: the batch's maxTimestamp)
+    offsetDelta     varint   offset = baseOffset + delta
+    keyLength       varint   -1 = null
+    key             bytes
+    valueLength     varint   -1 = null
+    value           bytes
+    headerCount     varint
+    headers         [keyLength varint, key UTF-8, valueLength varint (-1 = null), value] * headerCount
+
+Legacy v0/v1 entries and compressed wrappers: see ``kafkaseg/wire/batch.py`` and ``AbstractLegacyRecordBatch.java``
+(``DeepRecordsIterator``): inner entries of a v1 wrapper carry offsets relative to the first inner entry, so
+absolute = wrapperOffset - lastInnerRelativeOffset + innerRelativeOffset; v0 inner offsets are absolute. Inner
+entries of a LogAppendTime v1 wrapper take the wrapper's timestamp.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import pyarrow as pa
+
+from kafkaseg import codecs
+from kafkaseg.decode.api import (
+    STOP_CORRUPT,
+    STOP_END,
+    STOP_LIMIT,
+    STOP_PARTIAL,
+    STOP_PAST_END,
+    TIMESTAMP_TYPE,
+    DecodeRequest,
+    DecodeResult,
+    DecodeStats,
+    MAX_PROBLEMS,
+)
+from kafkaseg.errors import (
+    CorruptBatchError,
+    CorruptDataError,
+    CrcMismatchError,
+    TruncatedDataError,
+    UnsupportedMagicError,
+)
+from kafkaseg.schema import HEADERS_TYPE
+from kafkaseg.wire import batch as wb
+from kafkaseg.wire.crc import crc32c
+
+IMPLEMENTATION = "python"
+
+_V2 = struct.Struct(">qiibIhiqqqhii")
+_PREFIX = struct.Struct(">qib")  # offset, size, (skip 4), magic: read with explicit offsets below
+_I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+_U32 = struct.Struct(">I")
+_LEGACY_TS = struct.Struct(">q")
+
+
+class _Frame(Exception):
+    """Internal: a problem at a buffer position, turned into a located kafkaseg error by ``decode``."""
+
+    def __init__(self, cls, message, position):
+        super().__init__(message)
+        self.cls, self.message, self.position = cls, message, position
+
+
+def _varint(buf, pos, end):
+    """Zig-zag varint (up to 64 bits) at ``pos``; returns (value, new position)."""
+    shift = 0
+    raw = 0
+    while True:
+        if pos >= end:
+            raise _Frame(CorruptBatchError, "varint runs past the end of its record", pos)
+        b = buf[pos]
+        pos += 1
+        raw |= (b & 0x7F) << shift
+        if not b & 0x80:
+            break
+        shift += 7
+        if shift > 63:
+            raise _Frame(CorruptBatchError, "varint longer than 10 bytes", pos)
+    raw &= _U64_MASK
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
+_U64_MASK = (1 << 64) - 1
+# Timestamps are stored as microseconds (Spark's unit): milliseconds beyond this cannot be represented.
+TIMESTAMP_LIMIT_MS = ((1 << 63) - 1) // 1000
+
+
+def _check_timestamp(ms, pos):
+    if not -TIMESTAMP_LIMIT_MS <= ms <= TIMESTAMP_LIMIT_MS:
+        raise _Frame(CorruptBatchError, f"timestamp {ms} ms is outside the representable range", pos)
+
+
+class _Columns:
+    def __init__(self, req: DecodeRequest):
+        self.req = req
+        self.keys, self.values, self.offsets, self.timestamps, self.ts_types = [], [], [], [], []
+        self.headers = [] if req.include_headers else None
+        self.meta = {name: [] for name in _META_NAMES} if req.include_metadata else None
+        self.nbytes = 0
+
+    def add(self, key, value, offset, timestamp, ts_type, headers, meta):
+        self.keys.append(key)
+        self.values.append(value)
+        self.offsets.append(offset)
+        self.timestamps.append(timestamp * 1000)
+        self.ts_types.append(ts_type)
+        self.nbytes += (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
+        if self.headers is not None:
+            self.headers.append(headers)
+            if headers:
+                self.nbytes += sum(len(k) + (len(v) if v is not None else 0) for k, v in headers)
+        if self.meta is not None:
+            for name, v in zip(_META_NAMES, meta):
+                self.meta[name].append(v)
+
+    def arrays(self) -> dict:
+        cols = {
+            "key": pa.array(self.keys, pa.binary()),
+            "value": pa.array(self.values, pa.binary()),
+            "offset": pa.array(self.offsets, pa.int64()),
+            "timestamp": pa.array(self.timestamps, pa.int64()).cast(TIMESTAMP_TYPE),
+            "timestampType": pa.array(self.ts_types, pa.int32()),
+        }
+        if self.headers is not None:
+            cols["headers"] = pa.array(
+                [None if h is None else [{"key": k, "value": v} for k, v in h] for h in self.headers], HEADERS_TYPE)
+        if self.meta is not None:
+            for name, typ in zip(_META_NAMES, _META_TYPES):
+                cols[name] = pa.array(self.meta[name], typ)
+        return cols
+
+
+_META_NAMES = ("leaderEpoch", "producerId", "producerEpoch", "sequence", "isTransactional", "isControl", "magic",
+               "codec", "batchOffset", "position")
+_META_TYPES = (pa.int32(), pa.int64(), pa.int16(), pa.int32(), pa.bool_(), pa.bool_(), pa.int8(), pa.int8(),
+               pa.int64(), pa.int64())
+
+
+def _is_aborted(aborted, producer_id, base_offset) -> bool:
+    for pid, first, last in aborted:
+        if pid == producer_id and first <= base_offset <= last:
+            return True
+    return False
+
+
+def decode(buf, req: DecodeRequest) -> DecodeResult:
+    """Decode the batches in ``buf`` per ``req``; see :class:`kafkaseg.decode.api.DecodeResult`."""
+    buf = memoryview(buf).cast("B") if not isinstance(buf, (bytes, bytearray)) else buf
+    out = _Columns(req)
+    stats = DecodeStats()
+    end = len(buf)
+    pos = 0
+    stop = STOP_END
+    next_size = -1
+    last_seen = req.check_offsets_after
+    while pos < end:
+        remaining = end - pos
+        if remaining < wb.HEADER_PREFIX_SIZE:
+            stop = STOP_PARTIAL
+            break
+        first_offset = _I64.unpack_from(buf, pos)[0]
+        size = _I32.unpack_from(buf, pos + 8)[0]
+        magic = struct.unpack_from(">b", buf, pos + wb.MAGIC_OFFSET)[0]
+        try:
+            if magic not in wb.MIN_ENTRY_SIZE:
+                raise _Frame(UnsupportedMagicError, f"unknown magic {magic} (batch at offset {first_offset})", pos)
+            if size < wb.MIN_ENTRY_SIZE[magic]:
+                raise _Frame(CorruptBatchError,
+                             f"magic {magic} batch size {size} is below the minimum {wb.MIN_ENTRY_SIZE[magic]}", pos)
+            if size > req.max_batch_bytes:
+                raise _Frame(CorruptBatchError,
+                             f"batch size {size} exceeds maxBatchBytes {req.max_batch_bytes} (absurd length field?)",
+                             pos)
+        except _Frame as frame:
+            if req.lenient:
+                _note(stats, req, frame)
+                stats.corrupt_bytes += end - pos
+                pos = end
+                stop = STOP_CORRUPT
+                break
+            raise _located(req, frame) from None
+        total = wb.LOG_OVERHEAD + size
+        if total > remaining:
+            stop = STOP_PARTIAL
+            next_size = total
+            break
+        try:
+            if magic == 2:
+                last_seen = _decode_v2(buf, pos, total, req, out, stats, last_seen)
+            else:
+                last_seen = _decode_legacy(buf, pos, total, magic, req, out, stats, last_seen)
+        except _Frame as frame:
+            if not req.lenient:
+                raise _located(req, frame) from None
+            _note(stats, req, frame)
+            stats.corrupt_batches += 1
+            stats.corrupt_bytes += total
+        except CorruptDataError as err:  # from codecs: positions are relative to the payload
+            if not req.lenient:
+                raise err.located(req.path, req.base_position + pos) from err
+            _note(stats, req, _Frame(type(err), err.detail, pos))
+            stats.corrupt_batches += 1
+            stats.corrupt_bytes += total
+        pos += total
+        if last_seen is _PAST_END:
+            stop = STOP_PAST_END
+            last_seen = first_offset
+            break
+        if out.nbytes >= req.max_bytes or len(out.offsets) >= req.max_records:
+            if pos < end:
+                stop = STOP_LIMIT
+            break
+    stats.records = len(out.offsets)
+    return DecodeResult(out.arrays(), len(out.offsets), pos, stop, next_size, last_seen, stats)
+
+
+_PAST_END = object()
+
+
+def _note(stats: DecodeStats, req: DecodeRequest, frame: _Frame) -> None:
+    if len(stats.problems) < MAX_PROBLEMS:
+        stats.problems.append((req.path, req.base_position + frame.position, frame.message))
+
+
+def _located(req: DecodeRequest, frame: _Frame) -> CorruptDataError:
+    return frame.cls(frame.message, path=req.path, position=req.base_position + frame.position)
+
+
+def _check_batch_offsets(base_offset, last_offset, last_seen, pos):
+    if last_offset < base_offset:
+        raise _Frame(CorruptBatchError, f"batch last offset {last_offset} is below its base offset {base_offset}", pos)
+    if base_offset <= last_seen:
+        raise _Frame(CorruptBatchError,
+                     f"non-monotonic offsets: batch base offset {base_offset} follows offset {last_seen}", pos)
+
+
+def _decode_v2(buf, pos, total, req, out, stats, last_seen):
+    (base_offset, _, epoch, _, crc, attributes, last_delta, base_ts, max_ts, producer_id, producer_epoch,
+     base_sequence, count) = _V2.unpack_from(buf, pos)
+    last_offset = base_offset + last_delta
+    _check_batch_offsets(base_offset, last_offset, last_seen, pos)
+    if req.verify_crc:
+        actual = crc32c(buf[pos + wb.V2_ATTRIBUTES_OFFSET:pos + total])
+        if actual != crc:
+            raise _Frame(CrcMismatchError, f"CRC-32C mismatch in batch at offset {base_offset}: stored {crc}, "
+                                           f"computed {actual}", pos)
+    if base_offset >= req.max_offset:
+        return _PAST_END
+    if last_offset < req.min_offset:
+        stats.skipped_batches_out_of_range += 1
+        return last_offset
+    is_control = bool(attributes & wb.CONTROL_MASK)
+    is_txn = bool(attributes & wb.TRANSACTIONAL_MASK)
+    if is_control and not req.include_control:
+        stats.skipped_control_batches += 1
+        return last_offset
+    if is_txn and not is_control and req.aborted and _is_aborted(req.aborted, producer_id, base_offset):
+        stats.skipped_aborted_batches += 1
+        return last_offset
+    if count < 0:
+        raise _Frame(CorruptBatchError, f"negative record count {count}", pos)
+    codec = attributes & wb.CODEC_MASK
+    payload = buf[pos + wb.V2_HEADER_SIZE:pos + total]
+    if codec:
+        data = codecs.decompress(codec, payload, max_output=req.max_decompressed_bytes, magic=2)
+        data = bytes(data)
+        data_pos = 0
+    else:
+        data = buf
+        data_pos = pos + wb.V2_HEADER_SIZE
+    data_end = data_pos + len(payload) if not codec else len(data)
+    # A record needs at least 7 bytes: refuse counts the payload cannot hold before looping over them.
+    if count > (data_end - data_pos) // 7 + 1:
+        raise _Frame(CorruptBatchError, f"record count {count} cannot fit in {data_end - data_pos} bytes", pos)
+    log_append = bool(attributes & wb.TIMESTAMP_TYPE_MASK)
+    ts_type = 1 if log_append else 0
+    stats.batches += 1
+    meta = None
+    prev_offset = last_seen
+    p = data_pos
+    for _ in range(count):
+        length, p = _varint(data, p, data_end)
+        rec_end = p + length
+        if length < 0 or rec_end > data_end:
+            raise _Frame(CorruptBatchError, f"record length {length} runs past its batch", pos)
+        p += 1  # attributes
+        ts_delta, p = _varint(data, p, rec_end)
+        offset_delta, p = _varint(data, p, rec_end)
+        key_len, p = _varint(data, p, rec_end)
+        key = None
+        if key_len >= 0:
+            if p + key_len > rec_end:
+                raise _Frame(CorruptBatchError, f"record key length {key_len} runs past its record", pos)
+            key = bytes(data[p:p + key_len])
+            p += key_len
+        elif key_len != -1:
+            raise _Frame(CorruptBatchError, f"invalid key length {key_len}", pos)
+        value_len, p = _varint(data, p, rec_end)
+        value = None
+        if value_len >= 0:
+            if p + value_len > rec_end:
+                raise _Frame(CorruptBatchError, f"record value length {value_len} runs past its record", pos)
+            value = bytes(data[p:p + value_len])
+            p += value_len
+        elif value_len != -1:
+            raise _Frame(CorruptBatchError, f"invalid value length {value_len}", pos)
+        header_count, p = _varint(data, p, rec_end)
+        if header_count < 0 or header_count > rec_end - p:
+            raise _Frame(CorruptBatchError, f"invalid header count {header_count}", pos)
+        headers = [] if header_count else None
+        for _h in range(header_count):
+            hk_len, p = _varint(data, p, rec_end)
+            if hk_len < 0 or p + hk_len > rec_end:
+                raise _Frame(CorruptBatchError, f"invalid header key length {hk_len}", pos)
+            try:
+                hkey = bytes(data[p:p + hk_len]).decode("utf-8")
+            except UnicodeDecodeError:
+                raise _Frame(CorruptBatchError, "header key is not valid UTF-8", pos) from None
+            p += hk_len
+            hv_len, p = _varint(data, p, rec_end)
+            hval = None
+            if hv_len >= 0:
+                if p + hv_len > rec_end:
+                    raise _Frame(CorruptBatchError, f"invalid header value length {hv_len}", pos)
+                hval = bytes(data[p:p + hv_len])
+                p += hv_len
+            elif hv_len != -1:
+                raise _Frame(CorruptBatchError, f"invalid header value length {hv_len}", pos)
+            headers.append((hkey, hval))
+        if p != rec_end:
+            raise _Frame(CorruptBatchError, f"record declares {length} bytes but its fields use "
+                                            f"{length - (rec_end - p)}", pos)
+        offset = base_offset + offset_delta
+        if offset <= prev_offset or offset > last_offset:
+            raise _Frame(CorruptBatchError, f"record offset {offset} out of order in batch "
+                                            f"[{base_offset}, {last_offset}]", pos)
+        prev_offset = offset
+        if offset < req.min_offset or offset >= req.max_offset:
+            continue
+        if log_append:
+            timestamp = max_ts
+        else:
+            _check_timestamp(base_ts, pos)
+            _check_timestamp(ts_delta, pos)
+            timestamp = base_ts + ts_delta
+        _check_timestamp(timestamp, pos)
+        if req.include_metadata:
+            sequence = -1 if base_sequence < 0 else (base_sequence + offset_delta) % (1 << 31)
+            meta = (epoch, producer_id, producer_epoch, sequence, is_txn, is_control, 2, codec, base_offset,
+                    req.base_position + pos)
+        out.add(key, value, offset, timestamp, ts_type, headers, meta)
+    if p != data_end:
+        raise _Frame(CorruptBatchError, f"{data_end - p} bytes left after the batch's {count} records", pos)
+    return last_offset
+
+
+_LEGACY_HEAD = struct.Struct(">qiIbb")
+
+
+def _legacy_entry(buf, pos, end, magic_expected, verify_crc, where):
+    """Parse one uncompressed-layout legacy entry at ``pos``: (offset, total, magic, attributes, ts, key, value)."""
+    if end - pos < wb.LEGACY_V0_HEADER_SIZE:
+        raise _Frame(TruncatedDataError, "legacy entry header runs past its buffer", where)
+    offset, size, crc, magic, attributes = _LEGACY_HEAD.unpack_from(buf, pos)
+    if magic_expected is not None and magic != magic_expected:
+        # AbstractLegacyRecordBatch.DeepRecordsIterator (ensureMatchingMagic): inner and wrapper magic must match.
+        raise _Frame(CorruptBatchError, f"compressed message magic {magic} does not match wrapper magic "
+                                        f"{magic_expected}", where)
+    total = wb.LOG_OVERHEAD + size
+    if size < wb.MIN_ENTRY_SIZE[magic] or pos + total > end:
+        raise _Frame(CorruptBatchError, f"legacy entry size {size} is invalid here", where)
+    if verify_crc:
+        actual = zlib.crc32(buf[pos + wb.MAGIC_OFFSET:pos + total]) & 0xFFFFFFFF
+        if actual != crc:
+            raise _Frame(CrcMismatchError, f"CRC-32 mismatch in legacy entry at offset {offset}: stored {crc}, "
+                                           f"computed {actual}", where)
+    p = pos + 18
+    ts = -1
+    if magic == 1:
+        ts = _LEGACY_TS.unpack_from(buf, p)[0]
+        p += 8
+    key_len = _I32.unpack_from(buf, p)[0]
+    p += 4
+    key = None
+    if key_len >= 0:
+        if p + key_len + 4 > pos + total:
+            raise _Frame(CorruptBatchError, f"legacy key length {key_len} runs past its entry", where)
+        key = bytes(buf[p:p + key_len])
+        p += key_len
+    elif key_len != -1:
+        raise _Frame(CorruptBatchError, f"invalid legacy key length {key_len}", where)
+    value_len = _I32.unpack_from(buf, p)[0]
+    p += 4
+    value = None
+    if value_len >= 0:
+        if p + value_len != pos + total:
+            raise _Frame(CorruptBatchError, f"legacy value length {value_len} does not match its entry", where)
+        value = bytes(buf[p:p + value_len])
+        p += value_len
+    elif value_len != -1 or p != pos + total:
+        raise _Frame(CorruptBatchError, f"invalid legacy value length {value_len}", where)
+    return offset, total, magic, attributes, ts, key, value
+
+
+def _decode_legacy(buf, pos, total, magic, req, out, stats, last_seen):
+    offset, _, _, attributes, ts, key, value = _legacy_entry(buf, pos, pos + total, None, req.verify_crc, pos)
+    codec = attributes & wb.CODEC_MASK
+    log_append = magic == 1 and bool(attributes & wb.TIMESTAMP_TYPE_MASK)
+    ts_type = -1 if magic == 0 else (1 if log_append else 0)
+    if codec == 0:
+        _check_batch_offsets(offset, offset, last_seen, pos)
+        if offset >= req.max_offset:
+            return _PAST_END
+        stats.batches += 1
+        _check_timestamp(ts, pos)
+        if offset >= req.min_offset:
+            meta = (-1, -1, -1, -1, False, False, magic, 0, offset, req.base_position + pos) \
+                if req.include_metadata else None
+            out.add(key, value, offset, ts, ts_type, None, meta)
+        return offset
+    # Compressed wrapper: its offset is the LAST inner offset, so it can be skipped without decompressing.
+    if offset < req.min_offset:
+        if offset <= last_seen:
+            raise _Frame(CorruptBatchError, f"non-monotonic offsets: wrapper offset {offset} follows {last_seen}", pos)
+        stats.skipped_batches_out_of_range += 1
+        return offset
+    if value is None:
+        raise _Frame(CorruptBatchError, "compressed legacy wrapper has a null value", pos)
+    data = bytes(codecs.decompress(codec, value, max_output=req.max_decompressed_bytes, magic=magic))
+    inner = []
+    p = 0
+    while p < len(data):
+        entry = _legacy_entry(data, p, len(data), magic, req.verify_crc, pos)
+        if entry[3] & wb.CODEC_MASK:
+            raise _Frame(CorruptBatchError, "compressed legacy entry nested inside a compressed wrapper", pos)
+        inner.append(entry)
+        p += entry[1]
+    if not inner:
+        # DeepRecordsIterator: "Found invalid compressed record set with no inner records".
+        raise _Frame(CorruptBatchError, "compressed legacy wrapper holds no inner records", pos)
+    if magic == 1:
+        last_relative = inner[-1][0]
+        # Kafka's DeepRecordsIterator: absolute = wrapperOffset - lastInnerRelative + innerRelative.
+        if offset == 0:  # "produce data from certain versions of librdkafka": inner offsets are absolute
+            base = 0
+        elif offset < last_relative:
+            raise _Frame(CorruptBatchError, f"wrapper offset {offset} is less than the last inner offset "
+                                            f"{last_relative}", pos)
+        else:
+            base = offset - last_relative
+    else:
+        base = 0
+    first = base + inner[0][0]
+    stats.batches += 1
+    prev = last_seen
+    for (rel, _, inner_magic, _, inner_ts, ikey, ivalue) in inner:
+        absolute = base + rel
+        if absolute <= prev:
+            raise _Frame(CorruptBatchError, f"non-monotonic offsets: inner offset {absolute} follows {prev}", pos)
+        prev = absolute
+        if absolute >= req.max_offset:
+            continue
+        if absolute < req.min_offset:
+            continue
+        if magic == 1:
+            timestamp = ts if log_append else (inner_ts if inner_magic == 1 else -1)
+        else:
+            timestamp = -1
+        _check_timestamp(timestamp, pos)
+        meta = (-1, -1, -1, -1, False, False, magic, codec, first, req.base_position + pos) \
+            if req.include_metadata else None
+        out.add(ikey, ivalue, absolute, timestamp, ts_type, None, meta)
+    if first >= req.max_offset:
+        return _PAST_END
+    return prev

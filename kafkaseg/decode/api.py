@@ -1,0 +1,89 @@
+"""What both decoder twins take and return. No decoding here: see ``_kernel_py.py`` (reference) and ``_kernel.pyx``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+
+# Why the kernel stopped before the end of its buffer (DecodeResult.stop).
+STOP_END = "end"  # consumed the whole buffer, which ended on a batch boundary
+STOP_LIMIT = "limit"  # max_records or max_bytes reached (after a whole batch)
+STOP_PARTIAL = "partial"  # the buffer ends inside a batch: read more (next_batch_size says how much, when known)
+STOP_PAST_END = "past_end"  # a batch starts at or beyond max_offset: nothing further can match
+STOP_CORRUPT = "corrupt"  # lenient mode met framing it cannot step over: the rest of the buffer was skipped
+
+
+@dataclass(frozen=True)
+class DecodeRequest:
+    """How to decode one buffer of whole (or partial trailing) batches.
+
+    ``base_position`` is the file position of ``buf[0]``: errors and the ``position`` column use file positions.
+    Records are kept when ``min_offset <= offset < max_offset``. ``aborted`` lists read_committed's aborted
+    transactions as ``(producerId, firstOffset, lastOffset)``: a transactional data batch of that producer whose
+    base offset lies in ``[firstOffset, lastOffset]`` is dropped.
+    """
+
+    path: str | None = None
+    base_position: int = 0
+    verify_crc: bool = True
+    include_control: bool = False
+    include_headers: bool = False
+    include_metadata: bool = False
+    min_offset: int = INT64_MIN
+    max_offset: int = INT64_MAX
+    max_records: int = 1 << 62
+    max_bytes: int = 64 << 20
+    max_batch_bytes: int = 128 << 20
+    max_decompressed_bytes: int = 256 << 20
+    aborted: tuple[tuple[int, int, int], ...] = ()
+    lenient: bool = False
+    check_offsets_after: int = INT64_MIN  # the last offset seen before this buffer (monotonicity across buffers)
+
+
+@dataclass
+class DecodeStats:
+    batches: int = 0  # batches whose records were looked at
+    records: int = 0  # records emitted
+    skipped_batches_out_of_range: int = 0
+    skipped_control_batches: int = 0
+    skipped_aborted_batches: int = 0
+    corrupt_batches: int = 0  # lenient mode: batches skipped because they failed checks
+    corrupt_bytes: int = 0  # lenient mode: bytes skipped (whole corrupt batches and unreadable tails)
+    problems: list = field(default_factory=list)  # lenient mode: (path, position, message), the first few
+
+    def add(self, other: "DecodeStats") -> None:
+        for name in ("batches", "records", "skipped_batches_out_of_range", "skipped_control_batches",
+                     "skipped_aborted_batches", "corrupt_batches", "corrupt_bytes"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        room = MAX_PROBLEMS - len(self.problems)
+        if room > 0:
+            self.problems.extend(other.problems[:room])
+
+
+MAX_PROBLEMS = 20
+
+
+@dataclass
+class DecodeResult:
+    """Decoded columns (no topic/partition/segment: the scan adds constant columns) and how far decoding went.
+
+    ``columns`` maps names to Arrow arrays of equal length: key, value, offset, timestamp, timestampType, then
+    headers (with include_headers) and leaderEpoch, producerId, producerEpoch, sequence, isTransactional,
+    isControl, magic, codec (int8 codec id), batchOffset, position (with include_metadata).
+    """
+
+    columns: dict
+    num_rows: int
+    consumed: int
+    stop: str
+    next_batch_size: int = -1  # with STOP_PARTIAL: the size of the batch that did not fit, when its header did
+    last_offset: int = INT64_MIN  # the last offset of the last batch walked (for monotonicity across buffers)
+    stats: DecodeStats = field(default_factory=DecodeStats)
+
+
+TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")

@@ -1,0 +1,112 @@
+"""The one kafkaseg error hierarchy.
+
+Every error kafkaseg raises on bad input is a :class:`KafkaSegError`. Errors about bytes on disk carry the file
+(``path``) and the byte ``position`` in it where the problem was found, and say both in their message, so an
+operator can open the file at that byte. Lower layers (``kafkaseg.wire``, ``kafkaseg.codecs``) work on buffers with
+no file in sight: they raise with ``path=None`` and a position relative to the buffer, and the layer that knows the
+file re-raises with :meth:`CorruptDataError.located` (chaining the original with ``from``).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "KafkaSegError",
+    "CorruptDataError",
+    "CorruptBatchError",
+    "CrcMismatchError",
+    "TruncatedDataError",
+    "CorruptIndexError",
+    "CorruptCheckpointError",
+    "UnsupportedMagicError",
+    "UnsupportedCodecError",
+    "DecompressionLimitError",
+    "InvalidOptionError",
+    "DataLossError",
+    "LayoutError",
+]
+
+
+class KafkaSegError(Exception):
+    """Base class of every error kafkaseg raises on purpose."""
+
+
+class CorruptDataError(KafkaSegError):
+    """Bytes that do not follow Kafka's on-disk grammar.
+
+    ``path`` is the file (or None when the bytes came from a buffer), ``position`` the byte offset in that file
+    (or buffer) where the bad structure starts, ``detail`` the bare description without the location.
+    """
+
+    def __init__(self, detail: str, *, path: str | None = None, position: int | None = None):
+        self.detail = detail
+        self.path = path
+        self.position = position
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        where = []
+        if self.path is not None:
+            where.append(str(self.path))
+        if self.position is not None:
+            where.append(f"byte {self.position}")
+        return f"{' @ '.join(where)}: {self.detail}" if where else self.detail
+
+    def located(self, path: str | None, base_position: int = 0) -> "CorruptDataError":
+        """A copy of this error placed in ``path``, with its buffer-relative position shifted by ``base_position``."""
+        position = None if self.position is None else self.position + base_position
+        err = type(self).__new__(type(self))
+        CorruptDataError.__init__(err, self.detail, path=path if path is not None else self.path, position=position)
+        return err
+
+    def __reduce__(self):  # picklable across Spark's Python workers despite keyword-only arguments
+        return (_rebuild, (type(self), self.detail, self.path, self.position))
+
+
+def _rebuild(cls, detail, path, position):
+    err = cls.__new__(cls)
+    CorruptDataError.__init__(err, detail, path=path, position=position)
+    return err
+
+
+class CorruptBatchError(CorruptDataError):
+    """A record batch (or legacy message) whose framing or contents are malformed."""
+
+
+class CrcMismatchError(CorruptBatchError):
+    """A batch whose stored CRC does not match its bytes."""
+
+
+class TruncatedDataError(CorruptBatchError):
+    """A batch (or entry) that runs past the end of the file: typically the tail of an active segment."""
+
+
+class UnsupportedMagicError(CorruptBatchError):
+    """A batch with a magic byte other than 0, 1 or 2."""
+
+
+class UnsupportedCodecError(CorruptBatchError):
+    """A compression codec id this format does not define (or that the installed libraries cannot decode)."""
+
+
+class DecompressionLimitError(CorruptBatchError):
+    """A compressed batch that expands past the configured bound (a decompression bomb or a too-small limit)."""
+
+
+class CorruptIndexError(CorruptDataError):
+    """An ``.index``/``.timeindex``/``.txnindex`` file that fails Kafka's sanity checks."""
+
+
+class CorruptCheckpointError(CorruptDataError):
+    """A checkpoint, ``meta.properties``, ``partition.metadata`` or producer snapshot file that cannot be parsed."""
+
+
+class InvalidOptionError(KafkaSegError, ValueError):
+    """An unknown or malformed read option; the message names the option and what it accepts."""
+
+
+class DataLossError(KafkaSegError):
+    """Requested offsets are no longer in the log (below the log start offset or in a gap) and failOnDataLoss is on."""
+
+
+class LayoutError(KafkaSegError):
+    """A path that is not a Kafka log dir, topic-partition dir or segment file, or an unreadable file."""

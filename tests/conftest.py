@@ -1,0 +1,40 @@
+"""Shared fixtures. The Spark session is created lazily, once, only by tests that ask for it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "corpus"
+
+
+@pytest.fixture(scope="session")
+def corpus_dir() -> Path:
+    """``../shared/corpus`` (real broker and client bytes); skips the test when the checkout has no ../shared."""
+    if not (CORPUS / "MANIFEST.tsv").exists():
+        pytest.skip(f"conformance corpus not found at {CORPUS} (it lives in ../shared beside the project checkout)")
+    return CORPUS
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local[2] SparkSession for the whole run, with Python filter pushdown on (as conf/spark-defaults.conf)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("kafkaseg-tests")
+        .config("spark.sql.python.filterPushdown.enabled", "true")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    yield session
+    session.stop()
