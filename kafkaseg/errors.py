@@ -52,8 +52,9 @@ class CorruptDataError(KafkaSegError):
         return f"{' @ '.join(where)}: {self.detail}" if where else self.detail
 
     def located(self, path: str | None, base_position: int = 0) -> "CorruptDataError":
-        """A copy of this error placed in ``path``, with its buffer-relative position shifted by ``base_position``."""
-        position = None if self.position is None else self.position + base_position
+        """A copy of this error placed in ``path``, with its buffer-relative position shifted by ``base_position``
+        (an error raised with no position is placed at ``base_position``: the start of the structure it was in)."""
+        position = base_position if self.position is None else self.position + base_position
         err = type(self).__new__(type(self))
         CorruptDataError.__init__(err, self.detail, path=path if path is not None else self.path, position=position)
         return err
