@@ -1,0 +1,310 @@
+"""Decoder twins: agreement on arbitrary batches, exactness against the writer's records, limits, and bad input.
+
+The compiled kernel and the pure twin must give identical columns, stop points and errors (type and byte
+position) for every input; the expected records come from ``kafkaseg.testing`` (an independent writer).
+"""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafkaseg.decode import DecodeRequest, _kernel_py
+from kafkaseg.decode.api import STOP_CORRUPT, STOP_END, STOP_LIMIT, STOP_PARTIAL, STOP_PAST_END
+from kafkaseg.errors import (
+    CorruptBatchError,
+    CrcMismatchError,
+    DecompressionLimitError,
+    KafkaSegError,
+    UnsupportedCodecError,
+    UnsupportedMagicError,
+)
+from kafkaseg.testing import Record, build_batch_v2, build_control_batch, build_legacy_entries, build_legacy_wrapper
+from tests.oracle import kafkaseg_rows
+
+try:
+    from kafkaseg.decode import _kernel as _compiled
+except ImportError:  # pragma: no cover
+    _compiled = None
+
+needs_compiled = pytest.mark.skipif(_compiled is None, reason="compiled kernel not built")
+KERNELS = [pytest.param(_kernel_py, id="pure"), pytest.param(_compiled, id="compiled", marks=needs_compiled)]
+
+CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+
+
+def outcome(kernel, buf, req):
+    """Everything observable about one decode, for comparing the twins."""
+    try:
+        res = kernel.decode(buf, req)
+    except KafkaSegError as err:
+        return ("error", type(err).__name__, err.position, getattr(err, "path", None))
+    stats = res.stats
+    return ("ok", {k: v.to_pylist() for k, v in res.columns.items()}, res.num_rows, res.consumed, res.stop,
+            res.next_batch_size, res.last_offset, stats.batches, stats.skipped_batches_out_of_range,
+            stats.skipped_control_batches, stats.skipped_aborted_batches, stats.corrupt_batches,
+            stats.corrupt_bytes, stats.problems)
+
+
+# --- strategies ------------------------------------------------------------------------------------------------------
+_bytes_or_none = st.one_of(st.none(), st.binary(max_size=40))
+_header = st.tuples(st.text(max_size=8), _bytes_or_none)
+
+
+@st.composite
+def record_lists(draw, start_offset=0):
+    n = draw(st.integers(1, 12))
+    offset = start_offset + draw(st.integers(0, 3))
+    ts = draw(st.integers(0, 2 ** 41))
+    records = []
+    for _ in range(n):
+        records.append(Record(offset, ts + draw(st.integers(-5000, 5000)), draw(_bytes_or_none), draw(_bytes_or_none),
+                              draw(st.lists(_header, max_size=3))))
+        offset += 1 + draw(st.sampled_from([0, 0, 0, 1, 5]))
+    return records
+
+
+@st.composite
+def log_buffers(draw):
+    """A buffer of consecutive batches: v2 of any codec (some transactional, control, LogAppendTime), legacy."""
+    parts, expected, offset = [], [], draw(st.integers(0, 10 ** 12))
+    for _ in range(draw(st.integers(1, 5))):
+        kind = draw(st.sampled_from(["v2", "v2", "v2", "control", "legacy"]))
+        if kind == "control":
+            batch = build_control_batch(offset, 1_700_000_000_000, draw(st.sampled_from([0, 1])), producer_id=7,
+                                        producer_epoch=0)
+            parts.append(batch.data)
+            offset = batch.last_offset + 1
+            continue
+        records = draw(record_lists(start_offset=offset))
+        if kind == "legacy":
+            magic = draw(st.sampled_from([0, 1]))
+            codec = draw(st.sampled_from(["none", "gzip", "snappy", "lz4"]))
+            # legacy records have no headers, and magic 0 no timestamps
+            records = [Record(r.offset, r.timestamp if magic else -1, r.key, r.value, []) for r in records]
+            if codec == "none":
+                data = b"".join(e.data for e in build_legacy_entries(records, magic))
+            else:
+                data = build_legacy_wrapper(records, magic, codec).data
+        else:
+            log_append = draw(st.booleans())
+            data = build_batch_v2(records, codec=draw(st.sampled_from(CODECS)),
+                                  timestamp_type=1 if log_append else 0,
+                                  log_append_time=1_800_000_000_000 if log_append else None,
+                                  is_transactional=draw(st.booleans()), producer_id=7, producer_epoch=0,
+                                  base_sequence=draw(st.sampled_from([-1, 0, 2 ** 31 - 3]))).data
+        parts.append(data)
+        expected.extend(records)
+        offset = records[-1].offset + 1
+    return b"".join(parts), expected
+
+
+# --- twins agree, and both equal what was written --------------------------------------------------------------------
+@needs_compiled
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=log_buffers(), include_headers=st.booleans(), include_metadata=st.booleans(),
+       include_control=st.booleans(), max_records=st.sampled_from([1, 3, 1 << 40]),
+       window=st.tuples(st.integers(0, 20), st.integers(0, 40)))
+def test_twins_agree_on_arbitrary_valid_logs(data, include_headers, include_metadata, include_control, max_records,
+                                             window):
+    buf, expected = data
+    lo = struct.unpack_from(">q", buf)[0] + window[0]
+    req = DecodeRequest(path="x.log", include_headers=include_headers, include_metadata=include_metadata,
+                        include_control=include_control, max_records=max_records, min_offset=lo,
+                        max_offset=lo + window[1])
+    assert outcome(_kernel_py, buf, req) == outcome(_compiled, buf, req)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=log_buffers())
+def test_decoded_records_equal_the_written_ones(kernel, data):
+    buf, expected = data
+    res = kernel.decode(buf, DecodeRequest(include_headers=True))
+    assert res.stop == STOP_END and res.consumed == len(buf)
+    rows = kafkaseg_rows(res)
+    assert [r["offset"] for r in rows] == [r.offset for r in expected]
+    assert [r["key"] for r in rows] == [r.key for r in expected]
+    assert [r["value"] for r in rows] == [r.value for r in expected]
+    assert [r["headers"] or [] for r in rows] == [list(r.headers) for r in expected]
+
+
+@needs_compiled
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=log_buffers(), mutations=st.lists(st.tuples(st.integers(0, 10 ** 6), st.integers(0, 255)), min_size=1,
+                                              max_size=4),
+       cut=st.one_of(st.none(), st.integers(0, 10 ** 6)), lenient=st.booleans())
+def test_mutated_bytes_only_raise_kafkaseg_errors_and_twins_agree(data, mutations, cut, lenient):
+    buf = bytearray(data[0])
+    for position, value in mutations:
+        buf[position % len(buf)] = value
+    if cut is not None:
+        buf = buf[:cut % (len(buf) + 1)]
+    req = DecodeRequest(path="m.log", include_headers=True, include_metadata=True, include_control=True,
+                        lenient=lenient, max_decompressed_bytes=1 << 20)
+    # Only KafkaSegError may escape (outcome() lets anything else propagate and fail the test).
+    assert outcome(_kernel_py, bytes(buf), req) == outcome(_compiled, bytes(buf), req)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_a_flipped_bit_under_the_crc_is_always_caught(kernel):
+    records = [Record(i, 1_700_000_000_000 + i, b"k%d" % i, b"v" * 50, [("h", b"x")]) for i in range(10)]
+    good = build_batch_v2(records, codec="none").data
+    for position in range(21, len(good)):  # CRC-32C covers attributes..end
+        bad = bytearray(good)
+        bad[position] ^= 0x01
+        with pytest.raises(CrcMismatchError) as info:
+            kernel.decode(bytes(bad), DecodeRequest(path="f.log", base_position=4096))
+        assert info.value.position == 4096 and "f.log" in str(info.value)
+
+
+# --- limits and resumption -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_output_limits_stop_on_batch_boundaries_and_resume_exactly(kernel):
+    batches = [build_batch_v2([Record(o, 1000 + o, None, b"x" * 100, []) for o in range(b * 10, b * 10 + 10)],
+                              codec="lz4").data for b in range(20)]
+    buf = b"".join(batches)
+    seen, pos = [], 0
+    while pos < len(buf):
+        res = kernel.decode(memoryview(buf)[pos:], DecodeRequest(max_records=25, check_offsets_after=seen[-1]
+                                                                 if seen else -(1 << 63)))
+        assert res.num_rows <= 25 + 10 - 1  # the limit is checked after whole batches
+        seen.extend(res.columns["offset"].to_pylist())
+        pos += res.consumed
+        assert res.stop in (STOP_LIMIT, STOP_END)
+    assert seen == list(range(200))
+    res = kernel.decode(buf, DecodeRequest(max_bytes=1000))
+    assert res.stop == STOP_LIMIT and res.num_rows == 10
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_offset_window_skips_batches_without_decompressing_and_stops_past_the_end(kernel):
+    batches = [build_batch_v2([Record(o, 1000, None, b"v", []) for o in range(b * 10, b * 10 + 10)],
+                              codec="zstd").data for b in range(10)]
+    res = kernel.decode(b"".join(batches), DecodeRequest(min_offset=35, max_offset=52))
+    assert res.columns["offset"].to_pylist() == list(range(35, 52))
+    assert res.stats.skipped_batches_out_of_range == 3
+    assert res.stop == STOP_PAST_END and res.stats.batches == 3
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_read_committed_drops_aborted_transactional_batches_only(kernel):
+    def txn(base, pid):
+        return build_batch_v2([Record(o, 1, None, b"t", []) for o in range(base, base + 3)], is_transactional=True,
+                              producer_id=pid, producer_epoch=0, base_sequence=0).data
+    buf = (txn(0, 1) + txn(3, 2) + build_control_batch(6, 1, 0, producer_id=1, producer_epoch=0).data
+           + build_control_batch(7, 1, 1, producer_id=2, producer_epoch=0).data)
+    res = kernel.decode(buf, DecodeRequest(aborted=((1, 0, 6),)))
+    assert res.columns["offset"].to_pylist() == [3, 4, 5]
+    assert res.stats.skipped_aborted_batches == 1 and res.stats.skipped_control_batches == 2
+    res = kernel.decode(buf, DecodeRequest(aborted=((1, 0, 6),), include_control=True, include_metadata=True))
+    assert res.columns["offset"].to_pylist() == [3, 4, 5, 6, 7]
+    assert res.columns["isControl"].to_pylist() == [False] * 3 + [True] * 2
+    assert res.columns["key"].to_pylist()[3:] == [struct.pack(">hh", 0, 0), struct.pack(">hh", 0, 1)]
+
+
+# --- bad input: each a located kafkaseg error, or a counted skip when lenient -----------------------------------------
+def _three_batches():
+    return [build_batch_v2([Record(o, 5000 + o, b"k", b"value", [])
+                            for o in range(b * 5, b * 5 + 5)]).data for b in range(3)]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_bad_crc_raises_with_file_and_position_or_is_skipped_and_counted(kernel):
+    batches = _three_batches()
+    bad = bytearray(batches[1])
+    bad[-2] ^= 0xFF  # inside the last record's value (the last byte is its header count)
+    buf = batches[0] + bytes(bad) + batches[2]
+    with pytest.raises(CrcMismatchError, match=r"seg\.log @ byte %d" % (100 + len(batches[0]))):
+        kernel.decode(buf, DecodeRequest(path="seg.log", base_position=100))
+    res = kernel.decode(buf, DecodeRequest(path="seg.log", base_position=100, lenient=True))
+    assert res.columns["offset"].to_pylist() == list(range(0, 5)) + list(range(10, 15))
+    assert res.stats.corrupt_batches == 1 and res.stats.corrupt_bytes == len(bad)
+    assert res.stats.problems[0][:2] == ("seg.log", 100 + len(batches[0]))
+    # with verifyCrc off the same bytes decode (the flipped byte is in the last value)
+    assert kernel.decode(buf, DecodeRequest(verify_crc=False)).num_rows == 15
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_absurd_or_past_the_end_lengths_never_allocate(kernel):
+    batches = _three_batches()
+    absurd = bytearray(batches[1])
+    absurd[8:12] = struct.pack(">i", 2 ** 31 - 1)
+    buf = batches[0] + bytes(absurd)
+    with pytest.raises(CorruptBatchError, match="exceeds maxBatchBytes") as info:
+        kernel.decode(buf, DecodeRequest(path="a.log"))
+    assert info.value.position == len(batches[0])
+    res = kernel.decode(buf, DecodeRequest(lenient=True))
+    assert res.stop == STOP_CORRUPT and res.num_rows == 5 and res.stats.corrupt_bytes == len(absurd)
+    # a length within bounds but past the buffer: a partial batch to be completed by reading more
+    past = bytearray(batches[1])
+    past[8:12] = struct.pack(">i", 100_000)
+    res = kernel.decode(batches[0] + bytes(past), DecodeRequest())
+    assert res.stop == STOP_PARTIAL and res.next_batch_size == 100_012 and res.consumed == len(batches[0])
+    # sizes below the format's minimum
+    small = bytearray(batches[1])
+    small[8:12] = struct.pack(">i", 10)
+    with pytest.raises(CorruptBatchError, match="below the minimum"):
+        kernel.decode(bytes(small), DecodeRequest())
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_truncated_tail_is_partial_not_an_error(kernel):
+    batches = _three_batches()
+    buf = b"".join(batches)
+    for cut in (len(buf) - 1, len(buf) - len(batches[2]) + 5, len(buf) - len(batches[2]) + 20):
+        res = kernel.decode(buf[:cut], DecodeRequest())
+        assert res.stop == STOP_PARTIAL and res.num_rows == 10 and res.consumed == len(batches[0]) + len(batches[1])
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_unknown_magic_and_codec(kernel):
+    batch = bytearray(_three_batches()[0])
+    batch[16] = 3
+    with pytest.raises(UnsupportedMagicError, match="unknown magic 3"):
+        kernel.decode(bytes(batch), DecodeRequest(path="m.log"))
+    # codec 5 with a valid CRC: only the codec is wrong
+    records = [Record(0, 1, None, b"v", [])]
+    good = bytearray(build_batch_v2(records, codec="gzip").data)
+    good[22] = (good[22] & ~0x07) | 0x05
+    import crc32c
+
+    good[17:21] = struct.pack(">I", crc32c.crc32c(bytes(good[21:])))
+    with pytest.raises(UnsupportedCodecError) as info:
+        kernel.decode(bytes(good), DecodeRequest(path="c.log", base_position=8))
+    assert info.value.position == 8 and info.value.path == "c.log"
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_non_monotonic_offsets_are_corruption(kernel):
+    batches = _three_batches()
+    buf = batches[1] + batches[0]
+    with pytest.raises(CorruptBatchError, match="non-monotonic") as info:
+        kernel.decode(buf, DecodeRequest(path="n.log"))
+    assert info.value.position == len(batches[1])
+    res = kernel.decode(buf, DecodeRequest(lenient=True))
+    assert res.num_rows == 5 and res.stats.corrupt_batches == 1
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_decompression_bomb_is_bounded(kernel, codec):
+    records = [Record(i, 1, None, b"\0" * 1_000_000, []) for i in range(8)]  # 8 MB that compresses to little
+    batch = build_batch_v2(records, codec=codec).data
+    assert len(batch) < 1_000_000
+    with pytest.raises(DecompressionLimitError) as info:
+        kernel.decode(batch, DecodeRequest(path="bomb.log", max_decompressed_bytes=1 << 20))
+    assert info.value.path == "bomb.log" and info.value.position == 0
+    assert kernel.decode(batch, DecodeRequest(max_decompressed_bytes=16 << 20)).num_rows == 8
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_empty_buffer_and_zero_record_batches(kernel):
+    res = kernel.decode(b"", DecodeRequest())
+    assert (res.num_rows, res.consumed, res.stop) == (0, 0, STOP_END)
+    empty = build_batch_v2([], base_offset=10, last_offset=14, producer_id=3, producer_epoch=0).data
+    res = kernel.decode(empty, DecodeRequest())
+    assert (res.num_rows, res.consumed, res.last_offset) == (0, len(empty), 14)
