@@ -1,0 +1,215 @@
+"""Read-only file access for Kafka data dirs on local disks, ``file://``, ``s3://``, ``hdfs://`` (any URI
+:func:`pyarrow.fs.FileSystem.from_uri` accepts).
+
+Everything here only reads: files are opened with ``open_input_file`` (or ``os.open(O_RDONLY)`` locally), never for
+writing. Reads are positioned and bounded: :func:`read_at` returns at most ``length`` bytes from ``position``;
+:func:`read_small_file` refuses files above a size cap (checkpoints, indexes, snapshots are small). Nothing in this
+module reads a whole segment.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from typing import NamedTuple
+
+import pyarrow.fs as pafs
+
+from kafkaseg.errors import LayoutError
+
+__all__ = [
+    "open_filesystem",
+    "is_local",
+    "join",
+    "parent",
+    "basename",
+    "FileEntry",
+    "list_dir",
+    "stat",
+    "exists",
+    "read_small_file",
+    "read_at",
+    "RandomAccessReader",
+    "DEFAULT_SMALL_FILE_CAP",
+]
+
+#: Default cap for :func:`read_small_file`: checkpoints and snapshots are KiBs; an index is at most
+#: ``segment.index.bytes`` (10 MiB by default), so 64 MiB leaves room for raised configs.
+DEFAULT_SMALL_FILE_CAP = 64 * 1024 * 1024
+
+
+def open_filesystem(path: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem holding ``path`` and the path as that filesystem names it.
+
+    Plain paths (no ``scheme://``) are local and come back absolute; URIs go through
+    :func:`pyarrow.fs.FileSystem.from_uri` (``file://``, ``s3://bucket/key``, ``hdfs://host/path``, ...).
+    """
+    path = os.fspath(path)
+    if "://" not in path:
+        return pafs.LocalFileSystem(), os.path.abspath(path)
+    try:
+        filesystem, normalized = pafs.FileSystem.from_uri(path)
+    except (ValueError, OSError) as exc:
+        raise LayoutError(f"cannot open filesystem for {path!r}: {exc}") from exc
+    if isinstance(filesystem, pafs.LocalFileSystem):
+        normalized = os.path.abspath(normalized)
+    return filesystem, normalized.rstrip("/") if len(normalized) > 1 else normalized
+
+
+def is_local(filesystem: pafs.FileSystem | None) -> bool:
+    return filesystem is None or isinstance(filesystem, pafs.LocalFileSystem)
+
+
+def _resolve(filesystem: pafs.FileSystem | None, path: str) -> tuple[pafs.FileSystem, str]:
+    if filesystem is None:
+        return open_filesystem(path)
+    return filesystem, path
+
+
+def join(base: str, *names: str) -> str:
+    """Join path parts with ``/`` (what every pyarrow filesystem, local ones included on POSIX, uses)."""
+    return posixpath.join(base, *names)
+
+
+def parent(path: str) -> str:
+    return posixpath.dirname(path.rstrip("/"))
+
+
+def basename(path: str) -> str:
+    return posixpath.basename(path.rstrip("/"))
+
+
+class FileEntry(NamedTuple):
+    """One directory entry: ``path`` as the filesystem names it, ``name`` its last part."""
+
+    path: str
+    name: str
+    is_dir: bool
+    size: int
+    mtime_ms: int | None
+
+
+def _entry(info: pafs.FileInfo) -> FileEntry:
+    mtime = info.mtime_ns
+    return FileEntry(info.path, info.base_name, info.type == pafs.FileType.Directory,
+                     info.size if info.size is not None else 0,
+                     None if mtime is None else mtime // 1_000_000)
+
+
+def list_dir(path: str, filesystem: pafs.FileSystem | None = None) -> list[FileEntry]:
+    """The entries directly inside directory ``path``, sorted by name. Raises :class:`LayoutError` when unreadable."""
+    filesystem, path = _resolve(filesystem, path)
+    try:
+        infos = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=False, recursive=False))
+    except (OSError, ValueError) as exc:
+        raise LayoutError(f"cannot list {path}: {exc}") from exc
+    return sorted((_entry(i) for i in infos), key=lambda e: e.name)
+
+
+def stat(path: str, filesystem: pafs.FileSystem | None = None) -> FileEntry | None:
+    """The entry for ``path``, or None when nothing is there."""
+    filesystem, path = _resolve(filesystem, path)
+    try:
+        info = filesystem.get_file_info(path)
+    except (OSError, ValueError) as exc:
+        raise LayoutError(f"cannot stat {path}: {exc}") from exc
+    if info.type == pafs.FileType.NotFound:
+        return None
+    return _entry(info)
+
+
+def exists(path: str, filesystem: pafs.FileSystem | None = None) -> bool:
+    return stat(path, filesystem) is not None
+
+
+def read_small_file(path: str, filesystem: pafs.FileSystem | None = None, *,
+                    max_bytes: int = DEFAULT_SMALL_FILE_CAP) -> bytes:
+    """The whole content of a small file (checkpoint, ``meta.properties``, snapshot, index).
+
+    Raises :class:`LayoutError` when the file is missing or unreadable or larger than ``max_bytes`` (checked
+    before reading, so an unexpected multi-GB file is never pulled into memory).
+    """
+    filesystem, path = _resolve(filesystem, path)
+    try:
+        with filesystem.open_input_file(path) as handle:
+            size = handle.size()
+            if size > max_bytes:
+                raise LayoutError(f"{path}: {size} bytes is more than the {max_bytes}-byte cap for this kind of file")
+            return handle.read(size)
+    except LayoutError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise LayoutError(f"cannot read {path}: {exc}") from exc
+
+
+def read_at(path: str, position: int, length: int, filesystem: pafs.FileSystem | None = None) -> bytes:
+    """Up to ``length`` bytes of ``path`` from ``position`` (fewer at the end of the file)."""
+    with RandomAccessReader(path, filesystem) as reader:
+        return reader.read_at(position, length)
+
+
+class RandomAccessReader:
+    """An open read-only file for positioned reads. Local files use ``os.pread`` on an ``O_RDONLY`` descriptor
+    (thread-safe, no shared file position); other filesystems a pyarrow ``RandomAccessFile``.
+
+    ``size`` is the size observed when the file was opened: reads never go past it, so a file that grows while
+    being read (an active segment) is seen as it was at open.
+    """
+
+    def __init__(self, path: str, filesystem: pafs.FileSystem | None = None):
+        filesystem, path = _resolve(filesystem, path)
+        self.path = path
+        self.filesystem = filesystem
+        self._fd: int | None = None
+        self._handle = None
+        try:
+            if isinstance(filesystem, pafs.LocalFileSystem):
+                self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                self.size = os.fstat(self._fd).st_size
+            else:
+                self._handle = filesystem.open_input_file(path)
+                self.size = self._handle.size()
+        except (OSError, ValueError) as exc:
+            self.close()
+            raise LayoutError(f"cannot open {path} for reading: {exc}") from exc
+
+    def read_at(self, position: int, length: int) -> bytes:
+        """Up to ``length`` bytes from ``position``, never past :attr:`size`."""
+        if position < 0 or length < 0:
+            raise ValueError(f"negative position {position} or length {length}")
+        length = max(0, min(length, self.size - position))
+        if length == 0:
+            return b""
+        try:
+            if self._fd is not None:
+                data = os.pread(self._fd, length, position)
+                while len(data) < length:  # pread may return short reads; loop until EOF or done
+                    more = os.pread(self._fd, length - len(data), position + len(data))
+                    if not more:
+                        break
+                    data += more
+                return data
+            data = self._handle.read_at(length, position)
+            return data if isinstance(data, bytes) else bytes(data)
+        except (OSError, ValueError) as exc:
+            raise LayoutError(f"cannot read {length} bytes at byte {position} of {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def __enter__(self) -> "RandomAccessReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):  # best effort: do not leak descriptors when a caller forgets close()
+        try:
+            self.close()
+        except Exception:
+            pass

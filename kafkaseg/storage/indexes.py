@@ -1,0 +1,219 @@
+"""Index rebuild, verification against the log, and the load-or-rebuild policy.
+
+Rebuild follows ``LogSegment.recover`` (``storage/.../log/LogSegment.java``), header by header, no decompression::
+
+    validBytes = 0; lastIndexEntry = 0; maxTimestampSoFar = (-1, -1)
+    for batch in log:
+        if batch.maxTimestamp > maxTimestampSoFar.timestamp: maxTimestampSoFar = (batch.maxTimestamp, batch.lastOffset)
+        if validBytes - lastIndexEntry > indexIntervalBytes:
+            offsetIndex.append(batch.lastOffset, validBytes)          # validBytes = this batch's position
+            timeIndex.maybeAppend(maxTimestampSoFar)                  # only if its timestamp > the last entry's
+            lastIndexEntry = validBytes
+        validBytes += batch.sizeInBytes
+    timeIndex.maybeAppend(maxTimestampSoFar)                          # "a normally closed segment" appends its max
+
+(recover stops at the first invalid batch, CRC included; this rebuild stops at framing problems and an incomplete
+tail only, since it reads headers.) An index written by ``LogSegment.append`` while the broker ran can differ
+from a recovered one: append indexes once per produce request (possibly several batches), not per batch.
+
+Verification mirrors ``DumpLogSegments.dumpIndex``/``dumpTimeIndex`` (``core/.../tools/DumpLogSegments.scala``):
+each ``.index`` entry must sit at a batch start whose lastOffset equals the entry's offset; each ``.timeindex``
+entry's offset must be some batch's lastOffset (or, as brokers before 3.8 wrote, an offset inside that batch) and
+its timestamp that batch's maxTimestamp, timestamps increasing.
+It compares header-level values (for a legacy compressed wrapper the wrapper's offset is its last inner offset and
+its timestamp the inner maximum, so header values are what Kafka compares too).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pyarrow.fs as pafs
+
+from kafkaseg.errors import CorruptIndexError, LayoutError
+from kafkaseg.storage._index_file import DEFAULT_MAX_INDEX_BYTES
+from kafkaseg.storage.offset_index import OffsetIndex
+from kafkaseg.storage.segment import (DEFAULT_MAX_BATCH_BYTES, BatchTable, SegmentReader, batch_table,
+                                      log_end_offset)
+from kafkaseg.storage.time_index import NO_TIMESTAMP, TimeIndex
+
+__all__ = [
+    "DEFAULT_INDEX_INTERVAL_BYTES",
+    "rebuild_indexes",
+    "IndexMismatch",
+    "verify_offset_index",
+    "verify_time_index",
+    "load_indexes",
+]
+
+DEFAULT_INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes
+
+
+def rebuild_indexes(segment_reader: SegmentReader, base_offset: int,
+                    interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, *,
+                    max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
+                    reason: str = "rebuilt from batch headers") -> tuple[OffsetIndex, TimeIndex]:
+    """The ``.index`` and ``.timeindex`` ``LogSegment.recover`` would write for this log (see the module doc),
+    built in memory from one header walk. Both come back with ``rebuilt=True`` and ``rebuild_reason=reason``."""
+    offsets: list[int] = []
+    positions: list[int] = []
+    stamps: list[int] = []
+    stamp_offsets: list[int] = []
+    last_index_entry = 0
+    max_ts, max_ts_offset = NO_TIMESTAMP, -1
+    last_time_entry = NO_TIMESTAMP
+
+    def maybe_append_time(ts: int, offset: int) -> None:
+        nonlocal last_time_entry
+        if ts > last_time_entry:
+            stamps.append(ts)
+            stamp_offsets.append(offset)
+            last_time_entry = ts
+
+    for header in segment_reader.iter_headers(0, max_batch_bytes=max_batch_bytes):
+        if header.max_timestamp > max_ts:
+            max_ts, max_ts_offset = header.max_timestamp, header.last_offset
+        if header.position - last_index_entry > interval_bytes:
+            if not offsets or header.last_offset > offsets[-1]:  # OffsetIndex.append refuses a non-increasing one
+                offsets.append(header.last_offset)
+                positions.append(header.position)
+            maybe_append_time(max_ts, max_ts_offset)
+            last_index_entry = header.position
+    maybe_append_time(max_ts, max_ts_offset)
+    offset_index = OffsetIndex(base_offset, offsets, positions, rebuilt=True, rebuild_reason=reason)
+    time_index = TimeIndex(base_offset, stamps, stamp_offsets, rebuilt=True, rebuild_reason=reason)
+    return offset_index, time_index
+
+
+class IndexMismatch(NamedTuple):
+    """One index entry that disagrees with the log: ``file`` the index file, ``position`` the entry's byte in it."""
+
+    file: str | None
+    position: int
+    entry: tuple[int, int]   # (offset, position) or (timestamp, offset)
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.file} @ byte {self.position}: {self.detail}"
+
+
+def _table(segment_reader: SegmentReader, table: BatchTable | None, max_batch_bytes) -> BatchTable:
+    return table if table is not None else batch_table(segment_reader, max_batch_bytes=max_batch_bytes)
+
+
+def verify_offset_index(index: OffsetIndex, segment_reader: SegmentReader, *, table: BatchTable | None = None,
+                        max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> list[IndexMismatch]:
+    """Entries that do not point at a batch start whose lastOffset equals the entry's offset."""
+    table = _table(segment_reader, table, max_batch_bytes)
+    mismatches = []
+    for n, (offset, position) in enumerate(index):
+        at = int(np.searchsorted(table.positions, position))
+        file_position = n * OffsetIndex.ENTRY_SIZE
+        if at >= len(table) or table.positions[at] != position:
+            where = "past the end of the complete batches" if at >= len(table) else "not at a batch boundary"
+            mismatches.append(IndexMismatch(index.path, file_position, (offset, position),
+                                            f"entry offset {offset} -> position {position}: {where}"))
+        elif table.last_offsets[at] != offset:
+            mismatches.append(IndexMismatch(
+                index.path, file_position, (offset, position),
+                f"entry offset {offset} -> position {position}: the batch there ends at offset "
+                f"{int(table.last_offsets[at])}"))
+    return mismatches
+
+
+def verify_time_index(time_index: TimeIndex, segment_reader: SegmentReader, *, table: BatchTable | None = None,
+                      strict_last_offset: bool = False,
+                      max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> list[IndexMismatch]:
+    """Entries whose offset is in no batch, whose timestamp is not the holding batch's maxTimestamp, or whose
+    timestamp does not increase (``DumpLogSegments.dumpTimeIndex``).
+
+    Brokers before Kafka 3.8 (KAFKA-16310) stored the offset of the RECORD holding the max timestamp, which lies
+    inside its batch; later ones store the batch's last offset. By default any offset inside the batch is accepted;
+    ``strict_last_offset=True`` requires the batch's last offset, as today's ``DumpLogSegments`` does."""
+    table = _table(segment_reader, table, max_batch_bytes)
+    mismatches = []
+    previous = NO_TIMESTAMP
+    for n, (timestamp, offset) in enumerate(time_index):
+        file_position = n * TimeIndex.ENTRY_SIZE
+        at = int(np.searchsorted(table.last_offsets, offset))  # first batch with lastOffset >= offset
+        if at >= len(table):
+            mismatches.append(IndexMismatch(time_index.path, file_position, (timestamp, offset),
+                                            f"offset {offset} is past the last complete batch"))
+        elif table.base_offsets[at] > offset:
+            mismatches.append(IndexMismatch(
+                time_index.path, file_position, (timestamp, offset),
+                f"offset {offset} is in no batch (the next batch spans {int(table.base_offsets[at])}.."
+                f"{int(table.last_offsets[at])})"))
+        elif strict_last_offset and table.last_offsets[at] != offset:
+            mismatches.append(IndexMismatch(
+                time_index.path, file_position, (timestamp, offset),
+                f"offset {offset} is not its batch's last offset {int(table.last_offsets[at])}"))
+        else:
+            if table.max_timestamps[at] != timestamp:
+                mismatches.append(IndexMismatch(
+                    time_index.path, file_position, (timestamp, offset),
+                    f"timestamp {timestamp} for offset {offset} differs from the batch's max timestamp "
+                    f"{int(table.max_timestamps[at])}"))
+            if previous >= timestamp:
+                mismatches.append(IndexMismatch(
+                    time_index.path, file_position, (timestamp, offset),
+                    f"timestamp {timestamp} is not above the previous entry's {previous}"))
+        previous = timestamp
+    return mismatches
+
+
+def load_indexes(segment, filesystem: pafs.FileSystem | None = None, *, reader: SegmentReader | None = None,
+                 interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, max_index_bytes: int = DEFAULT_MAX_INDEX_BYTES,
+                 max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> tuple[OffsetIndex, TimeIndex]:
+    """The segment's ``.index`` and ``.timeindex``, or in-memory rebuilds of them when a file is missing,
+    unreadable, over ``max_index_bytes``, or fails its sanity checks (``rebuilt``/``rebuild_reason`` say so).
+
+    ``segment`` is any object with ``base_offset``, ``log_path``, ``index_path`` and ``timeindex_path`` (e.g.
+    :class:`~kafkaseg.storage.layout.SegmentFiles`). The on-disk index is used as found (after trimming a
+    preallocated tail); only rebuilding reads the log, one header walk.
+    """
+    filesystem = filesystem if filesystem is not None else getattr(segment, "filesystem", None)
+    owned = reader is None
+    if owned:
+        reader = SegmentReader(segment.log_path, filesystem)
+    try:
+        base = int(segment.base_offset)
+        offset_index = time_index = None
+        offset_reason = time_reason = None
+        if not segment.index_path:
+            offset_reason = "missing .index file"
+        else:
+            try:
+                offset_index = OffsetIndex.load(segment.index_path, base, filesystem, max_bytes=max_index_bytes)
+                problems = offset_index.sanity_problems(reader.size)
+                if problems:
+                    offset_reason = f"corrupt .index ({problems[0]})"
+                    offset_index = None
+            except (LayoutError, CorruptIndexError) as exc:
+                offset_reason = f"unreadable .index ({exc})"
+        if not segment.timeindex_path:
+            time_reason = "missing .timeindex file"
+        else:
+            try:
+                time_index = TimeIndex.load(segment.timeindex_path, base, filesystem, max_bytes=max_index_bytes)
+                end = log_end_offset(segment, offset_index=offset_index, reader=reader,
+                                     max_batch_bytes=max_batch_bytes) if len(time_index) else None
+                problems = time_index.sanity_problems(reader.size, log_end_offset=end)
+                if problems:
+                    time_reason = f"corrupt .timeindex ({problems[0]})"
+                    time_index = None
+            except (LayoutError, CorruptIndexError) as exc:
+                time_reason = f"unreadable .timeindex ({exc})"
+        if offset_reason or time_reason:
+            reason = "; ".join(r for r in (offset_reason, time_reason) if r)
+            rebuilt_offsets, rebuilt_times = rebuild_indexes(reader, base, interval_bytes,
+                                                             max_batch_bytes=max_batch_bytes, reason=reason)
+            if offset_index is None:
+                offset_index = rebuilt_offsets
+            if time_index is None:
+                time_index = rebuilt_times
+        return offset_index, time_index
+    finally:
+        if owned:
+            reader.close()

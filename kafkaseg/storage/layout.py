@@ -1,0 +1,628 @@
+"""Finding partitions and segments in Kafka log dirs, without changing anything on disk.
+
+Folder names (``core/.../log/LocalLog.scala`` ``parseTopicPartitionName``): ``<topic>-<partition>``, split at the
+LAST dash; folders ending ``-delete``, ``-future`` or ``-stray`` (``<topic>-<partition>.<uuid>-delete`` etc.) are
+partitions being deleted, moved between log dirs, or not assigned to this broker: skipped. Folders whose name does
+not parse are skipped too (Kafka would refuse to start; a reader reports them in ``LogDir.skipped``).
+
+Segment files (``LogFileUtils.java``): ``<base offset, 20 digits>.log`` with ``.index``, ``.timeindex``,
+``.txnindex`` beside it; ``<offset>.snapshot`` producer snapshots. Temporary files are resolved the way
+``LogLoader.load`` / ``removeTempFilesAndCollectSwapFiles`` does, in memory only:
+
+* ``.deleted`` and ``.cleaned`` files are ignored (Kafka deletes them at startup);
+* a ``.swap`` file whose base offset is >= the smallest ``.cleaned`` base is an incomplete split: ignored;
+* the remaining ``.log.swap`` files replace every segment file (and snapshot) whose offset is in
+  ``[min swap base, max swap next offset)``; their ``.index.swap``/``.timeindex.swap``/``.txnindex.swap`` go with
+  them.
+
+KRaft's ``__cluster_metadata-0`` also holds ``<offset>-<epoch>.checkpoint`` snapshots: listed in
+``PartitionDir.kraft_snapshot_paths``.
+
+Checkpoints of the log dir (``replication-offset-checkpoint`` etc.) are attached to each partition found in it.
+``logStartOffset = max(log-start-offset checkpoint, first segment base)`` (``LogLoader``).
+
+A single ``.log`` file given directly becomes a one-segment :class:`PartitionDir`: topic and partition come from its
+folder name when that looks like ``<topic>-<n>`` (the folder's checkpoints and snapshots come along); otherwise the
+topic is the folder's name and the partition is -1 (unknown).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import pyarrow.fs as pafs
+
+from kafkaseg.errors import CorruptCheckpointError, CorruptDataError, LayoutError
+from kafkaseg.storage import checkpoints as ckpt
+from kafkaseg.storage import fs as _fs
+from kafkaseg.storage.checkpoints import EpochEntry, MetaProperties
+
+__all__ = [
+    "SegmentFiles",
+    "PartitionDir",
+    "LogDir",
+    "ReplicaChoice",
+    "parse_topic_partition",
+    "read_log_dir",
+    "read_partition_dir",
+    "discover",
+    "choose_replicas",
+    "last_stable_offset",
+    "partition_log_end_offset",
+]
+
+_SEGMENT_NAME = re.compile(r"^(\d+)\.(log|index|timeindex|txnindex)(\.swap)?$")
+_SNAPSHOT_NAME = re.compile(r"^(\d+)\.snapshot$")
+_KRAFT_SNAPSHOT_NAME = re.compile(r"^(\d+)-(\d+)\.checkpoint$")
+_OFFSET_PREFIX = re.compile(r"^(\d+)\.")
+_SKIPPED_DIR_SUFFIXES = ("-delete", "-future", "-stray")
+_GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+@dataclass(frozen=True)
+class SegmentFiles:
+    """The files of one segment. ``log_size``/``mtime_ms`` are as listed at discovery; index paths are None when
+    the file is absent (an index is then rebuilt in memory when needed)."""
+
+    base_offset: int
+    log_path: str
+    log_size: int
+    index_path: str | None
+    timeindex_path: str | None
+    txnindex_path: str | None
+    mtime_ms: int
+    from_swap: bool = False
+    filesystem: Any = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class PartitionDir:
+    """One replica of one topic-partition: its segments (ascending base offset) and the metadata around them.
+
+    ``high_watermark``, ``recovery_point``, ``checkpoint_log_start_offset``, ``cleaner_offset`` come from the log
+    dir's checkpoint files (None when absent there); ``leader_epochs`` from ``leader-epoch-checkpoint``;
+    ``topic_id`` from ``partition.metadata``.
+    """
+
+    topic: str
+    partition: int
+    path: str
+    log_dir: str | None
+    segments: tuple[SegmentFiles, ...]
+    snapshot_paths: tuple[str, ...] = ()
+    high_watermark: int | None = None
+    recovery_point: int | None = None
+    checkpoint_log_start_offset: int | None = None
+    cleaner_offset: int | None = None
+    topic_id: str | None = None
+    leader_epochs: tuple[EpochEntry, ...] = ()
+    kraft_snapshot_paths: tuple[str, ...] = ()
+    log_dir_meta: MetaProperties | None = None
+    notes: tuple[str, ...] = ()  # what discovery resolved or ignored (swap files, unreadable metadata, ...)
+    filesystem: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def log_start_offset(self) -> int | None:
+        """``max(log-start-offset checkpoint, first segment base)``; None for a partition without segments."""
+        if not self.segments:
+            return self.checkpoint_log_start_offset
+        first = self.segments[0].base_offset
+        return first if self.checkpoint_log_start_offset is None else max(first, self.checkpoint_log_start_offset)
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.log_size for s in self.segments)
+
+    @property
+    def active_segment(self) -> SegmentFiles | None:
+        return self.segments[-1] if self.segments else None
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True)
+class LogDir:
+    """One ``log.dirs`` entry: ``meta.properties`` (None when absent), its checkpoints, partitions, and the child
+    folders it skipped with the reason."""
+
+    path: str
+    meta: MetaProperties | None
+    partitions: tuple[PartitionDir, ...]
+    high_watermarks: dict = field(default_factory=dict, compare=False)
+    recovery_points: dict = field(default_factory=dict, compare=False)
+    log_start_offsets: dict = field(default_factory=dict, compare=False)
+    cleaner_offsets: dict = field(default_factory=dict, compare=False)
+    skipped: tuple[tuple[str, str], ...] = ()
+    filesystem: Any = field(default=None, compare=False, repr=False)
+
+
+def parse_topic_partition(name: str) -> tuple[str, int] | None:
+    """``(topic, partition)`` from a ``<topic>-<partition>`` folder name, None for names Kafka would not load as a
+    live partition (no dash, empty topic, non-numeric partition, ``-delete``/``-future``/``-stray`` folders)."""
+    if not name or "-" not in name or name.endswith(_SKIPPED_DIR_SUFFIXES):
+        return None
+    topic, _, number = name.rpartition("-")
+    if not topic or not number.isascii() or not number.isdigit():
+        return None
+    partition = int(number)
+    if partition > 2**31 - 1:
+        return None
+    return topic, partition
+
+
+# -- reading one partition folder --------------------------------------------------------------------------------
+
+def _swap_next_offset(log_path: str, base: int, index_path: str | None, filesystem) -> int:
+    from kafkaseg.storage.segment import log_end_offset
+
+    probe = SegmentFiles(base, log_path, 0, index_path, None, None, 0, True, filesystem)
+    return log_end_offset(probe, filesystem=filesystem)
+
+
+def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: list[str]
+                           ) -> tuple[list[SegmentFiles], list[str]]:
+    by_name = {e.name: e for e in entries if not e.is_dir}
+    cleaned_bases = [int(m.group(1)) for n in by_name if n.endswith(".cleaned") and (m := _OFFSET_PREFIX.match(n))]
+    min_cleaned = min(cleaned_bases) if cleaned_bases else None
+    for n in sorted(by_name):
+        if n.endswith(".deleted") or n.endswith(".cleaned"):
+            notes.append(f"ignored temporary file {n}")
+
+    regular: dict[int, dict[str, _fs.FileEntry]] = {}
+    swapped: dict[int, dict[str, _fs.FileEntry]] = {}
+    for n, entry in by_name.items():
+        match = _SEGMENT_NAME.match(n)
+        if not match:
+            continue
+        base, kind, swap = int(match.group(1)), match.group(2), match.group(3)
+        if swap:
+            if min_cleaned is not None and base >= min_cleaned:
+                notes.append(f"ignored {n}: part of an incomplete split (base >= smallest .cleaned base "
+                             f"{min_cleaned})")
+                continue
+            swapped.setdefault(base, {})[kind] = entry
+        else:
+            regular.setdefault(base, {})[kind] = entry
+
+    snapshot_paths = sorted(((int(m.group(1)), e.path) for n, e in by_name.items()
+                             if (m := _SNAPSHOT_NAME.match(n))), key=lambda t: t[0])
+
+    swap_range = None
+    valid_swaps = {b: kinds for b, kinds in swapped.items() if "log" in kinds}
+    if valid_swaps:
+        lo = min(valid_swaps)
+        hi = max(_swap_next_offset(kinds["log"].path, b, kinds["index"].path if "index" in kinds else None,
+                                   filesystem) for b, kinds in valid_swaps.items())
+        swap_range = (lo, hi)
+        replaced = sorted(b for b in regular if lo <= b < hi)
+        notes.append(f"resolved .swap files: segments {replaced} in [{lo}, {hi}) replaced by swap segments "
+                     f"{sorted(valid_swaps)}")
+        # a swap segment also replaces a regular one at its own base (the rename overwrites it), even when the
+        # swap segment is empty and [lo, hi) is
+        regular = {b: k for b, k in regular.items() if not lo <= b < hi and b not in valid_swaps}
+        dropped = [p for off, p in snapshot_paths if lo <= off < hi]
+        if dropped:
+            notes.append(f"ignored snapshots {[_fs.basename(p) for p in dropped]} inside the swapped range")
+        snapshot_paths = [(off, p) for off, p in snapshot_paths if not lo <= off < hi]
+
+    segments: list[SegmentFiles] = []
+    for base, kinds in list(regular.items()) + [(b, k) for b, k in valid_swaps.items()]:
+        log = kinds.get("log")
+        if log is None:
+            continue  # orphaned index (LogLoader.loadSegmentFiles deletes these)
+        from_swap = base in valid_swaps and kinds is valid_swaps[base]
+        segments.append(SegmentFiles(
+            base_offset=base,
+            log_path=log.path,
+            log_size=log.size,
+            index_path=kinds["index"].path if "index" in kinds else None,
+            timeindex_path=kinds["timeindex"].path if "timeindex" in kinds else None,
+            txnindex_path=kinds["txnindex"].path if "txnindex" in kinds else None,
+            mtime_ms=log.mtime_ms or 0,
+            from_swap=from_swap,
+            filesystem=filesystem,
+        ))
+    segments.sort(key=lambda s: s.base_offset)
+    return segments, [p for _, p in snapshot_paths]
+
+
+def _safe(read, path: str, filesystem, notes: list[str]):
+    try:
+        return read(path, filesystem)
+    except (CorruptDataError, LayoutError) as exc:
+        notes.append(f"unreadable {_fs.basename(path)}: {exc}")
+        return None
+
+
+def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, log_dir: LogDir | None = None,
+                       topic: str | None = None, partition: int | None = None,
+                       entries: Sequence[_fs.FileEntry] | None = None) -> PartitionDir:
+    """One topic-partition folder. Checkpoint values come from ``log_dir`` (or, when not given, from the parent
+    folder's checkpoint files if it has any). Unreadable side files are noted in ``notes``, not raised."""
+    if filesystem is None:
+        filesystem, path = _fs.open_filesystem(path)
+    if topic is None or partition is None:
+        parsed = parse_topic_partition(_fs.basename(path))
+        if parsed is None:
+            raise LayoutError(f"{path}: folder name is not <topic>-<partition>")
+        topic, partition = parsed
+    if entries is None:
+        entries = _fs.list_dir(path, filesystem)
+    notes: list[str] = []
+    segments, snapshot_paths = _segments_from_listing(entries, filesystem, notes)
+    names = {e.name: e for e in entries if not e.is_dir}
+    epochs = ()
+    if ckpt.LEADER_EPOCH_CHECKPOINT in names:
+        epochs = _safe(ckpt.read_leader_epoch_checkpoint, names[ckpt.LEADER_EPOCH_CHECKPOINT].path, filesystem,
+                       notes) or ()
+    topic_id = None
+    if ckpt.PARTITION_METADATA in names:
+        meta = _safe(ckpt.read_partition_metadata, names[ckpt.PARTITION_METADATA].path, filesystem, notes)
+        topic_id = meta.topic_id if meta else None
+    kraft = tuple(e.path for n, e in sorted(names.items()) if _KRAFT_SNAPSHOT_NAME.match(n))
+    if log_dir is None:
+        parent_path = _fs.parent(path)
+        log_dir = _read_log_dir_metadata(parent_path, filesystem) if parent_path and parent_path != path else None
+    key = (topic, partition)
+    return PartitionDir(
+        topic=topic, partition=partition, path=path, log_dir=log_dir.path if log_dir else None,
+        segments=tuple(segments), snapshot_paths=tuple(snapshot_paths),
+        high_watermark=log_dir.high_watermarks.get(key) if log_dir else None,
+        recovery_point=log_dir.recovery_points.get(key) if log_dir else None,
+        checkpoint_log_start_offset=log_dir.log_start_offsets.get(key) if log_dir else None,
+        cleaner_offset=log_dir.cleaner_offsets.get(key) if log_dir else None,
+        topic_id=topic_id, leader_epochs=tuple(epochs), kraft_snapshot_paths=kraft,
+        log_dir_meta=log_dir.meta if log_dir else None,
+        notes=tuple(notes) + (tuple(f"log dir: {n}" for n in log_dir.skipped if isinstance(n, str)) if log_dir
+                              else ()),
+        filesystem=filesystem)
+
+
+_CHECKPOINT_FILES = {
+    ckpt.REPLICATION_OFFSET_CHECKPOINT: "high_watermarks",
+    ckpt.RECOVERY_POINT_OFFSET_CHECKPOINT: "recovery_points",
+    ckpt.LOG_START_OFFSET_CHECKPOINT: "log_start_offsets",
+    ckpt.CLEANER_OFFSET_CHECKPOINT: "cleaner_offsets",
+}
+
+
+def _read_log_dir_metadata(path: str, filesystem, entries: Sequence[_fs.FileEntry] | None = None,
+                           strict: bool = False) -> LogDir | None:
+    """A LogDir without partitions: meta.properties and checkpoints. None when the folder has none of them
+    (and is then not a log dir we know of). ``strict`` raises on a corrupt checkpoint instead of noting it."""
+    try:
+        if entries is None:
+            entries = _fs.list_dir(path, filesystem)
+    except LayoutError:
+        return None
+    names = {e.name: e for e in entries if not e.is_dir}
+    if ckpt.META_PROPERTIES not in names and not any(n in names for n in _CHECKPOINT_FILES):
+        return None
+    skipped: list = []
+    meta = None
+    if ckpt.META_PROPERTIES in names:
+        try:
+            meta = ckpt.read_meta_properties(names[ckpt.META_PROPERTIES].path, filesystem)
+        except (CorruptCheckpointError, LayoutError) as exc:
+            if strict:
+                raise
+            skipped.append(f"unreadable meta.properties: {exc}")
+    values = {}
+    for name, attribute in _CHECKPOINT_FILES.items():
+        values[attribute] = {}
+        if name in names:
+            try:
+                values[attribute] = ckpt.read_offset_checkpoint(names[name].path, filesystem)
+            except (CorruptCheckpointError, LayoutError) as exc:
+                if strict:
+                    raise
+                skipped.append(f"unreadable {name}: {exc}")
+    return LogDir(path=path, meta=meta, partitions=(), skipped=tuple(skipped), filesystem=filesystem, **values)
+
+
+def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None) -> LogDir:
+    """A log dir with its partitions (sorted by topic, partition). Child folders that are not live partitions
+    are listed in ``skipped`` as ``(name, reason)``; corrupt checkpoint files are noted, not raised."""
+    if filesystem is None:
+        filesystem, path = _fs.open_filesystem(path)
+    entries = _fs.list_dir(path, filesystem)
+    base = _read_log_dir_metadata(path, filesystem, entries) or LogDir(path, None, (), filesystem=filesystem)
+    partitions = []
+    skipped = [("(log dir)", note) for note in base.skipped]
+    for entry in entries:
+        if not entry.is_dir:
+            continue
+        if entry.name.endswith(_SKIPPED_DIR_SUFFIXES):
+            skipped.append((entry.name, f"{entry.name.rsplit('-', 1)[1]} folder (not a live partition)"))
+            continue
+        parsed = parse_topic_partition(entry.name)
+        if parsed is None:
+            skipped.append((entry.name, "not a <topic>-<partition> folder"))
+            continue
+        partitions.append(read_partition_dir(entry.path, filesystem, log_dir=base, topic=parsed[0],
+                                             partition=parsed[1]))
+    partitions.sort(key=lambda p: (p.topic, p.partition))
+    return LogDir(path=path, meta=base.meta, partitions=tuple(partitions), high_watermarks=base.high_watermarks,
+                  recovery_points=base.recovery_points, log_start_offsets=base.log_start_offsets,
+                  cleaner_offsets=base.cleaner_offsets, skipped=tuple(skipped), filesystem=filesystem)
+
+
+def _single_log_file(path: str, entry: _fs.FileEntry, filesystem) -> PartitionDir:
+    folder = _fs.parent(path)
+    folder_name = _fs.basename(folder)
+    parsed = parse_topic_partition(folder_name)
+    name = _fs.basename(path)
+    match = re.match(r"^(\d+)\.log$", name)
+    if parsed is not None:
+        whole = read_partition_dir(folder, filesystem, topic=parsed[0], partition=parsed[1])
+        same = [s for s in whole.segments if s.log_path == path]
+        if same:
+            return _replace(whole, segments=tuple(same))
+        topic, partition = parsed
+    else:
+        topic, partition = folder_name, -1
+        whole = None
+    if match:
+        base = int(match.group(1))
+    else:  # a .log file without a Kafka name: take the base offset from its first batch
+        from kafkaseg.storage.segment import SegmentReader
+
+        with SegmentReader(path, filesystem) as reader:
+            first = next(iter(reader.iter_headers(0)), None)
+        base = first.base_offset if first is not None else 0
+    stem = path[:-len(".log")]
+    siblings = {e.name: e for e in _fs.list_dir(folder, filesystem)} if folder else {}
+
+    def sibling(suffix: str) -> str | None:
+        candidate = _fs.basename(stem) + suffix
+        return siblings[candidate].path if candidate in siblings else None
+
+    segment = SegmentFiles(base, path, entry.size, sibling(".index"), sibling(".timeindex"), sibling(".txnindex"),
+                           entry.mtime_ms or 0, False, filesystem)
+    if whole is not None:
+        return _replace(whole, segments=(segment,))
+    return PartitionDir(topic=topic, partition=partition, path=folder, log_dir=None, segments=(segment,),
+                        notes=(f"single .log file outside a <topic>-<partition> folder: topic is the folder name, "
+                               f"partition -1",), filesystem=filesystem)
+
+
+def _replace(partition_dir: PartitionDir, **changes) -> PartitionDir:
+    from dataclasses import replace
+
+    return replace(partition_dir, **changes)
+
+
+def _expand(pattern: str) -> tuple[pafs.FileSystem, list[str]]:
+    """Paths matching ``pattern`` (``*``, ``?``, ``[...]`` per path component, fnmatch rules), sorted."""
+    filesystem, normalized = _fs.open_filesystem(pattern)
+    if not _GLOB_CHARS.search(normalized):
+        return filesystem, [normalized]
+    absolute = normalized.startswith("/")
+    parts = [p for p in normalized.split("/") if p]
+    current = ["/" if absolute else ""]
+    for part in parts:
+        following = []
+        for base in current:
+            if _GLOB_CHARS.search(part):
+                try:
+                    listing = _fs.list_dir(base or ".", filesystem)
+                except LayoutError:
+                    continue
+                following.extend(e.path for e in listing if fnmatch.fnmatchcase(e.name, part))
+            else:
+                following.append(_fs.join(base, part) if base else part)
+        current = following
+    matches = [p for p in current if _fs.stat(p, filesystem) is not None]
+    return filesystem, sorted(set(matches))
+
+
+def _looks_like_partition_dir(entries: Sequence[_fs.FileEntry]) -> bool:
+    names = {e.name for e in entries if not e.is_dir}
+    return any(_SEGMENT_NAME.match(n) or _SNAPSHOT_NAME.match(n) for n in names) or bool(
+        names & {ckpt.LEADER_EPOCH_CHECKPOINT, ckpt.PARTITION_METADATA})
+
+
+def discover(paths: str | Sequence[str]) -> list[PartitionDir]:
+    """Every partition replica under ``paths``: log dirs, topic-partition dirs, single ``.log`` files, or globs
+    of those (local or any pyarrow filesystem URI). The same topic-partition under several log dirs (several
+    brokers' copies) is returned once per copy: see :func:`choose_replicas`. Sorted by (topic, partition, path).
+
+    Raises :class:`LayoutError` for a path that does not exist, a glob that matches nothing, or a folder that is
+    neither a log dir nor a topic-partition dir.
+    """
+    if isinstance(paths, str):
+        paths = [paths]
+    found: dict[str, PartitionDir] = {}
+    for given in paths:
+        filesystem, resolved = _expand(str(given))
+        if not resolved:
+            raise LayoutError(f"{given}: no such file or directory (or the glob matched nothing)")
+        for path in resolved:
+            entry = _fs.stat(path, filesystem)
+            if entry is None:
+                raise LayoutError(f"{path}: no such file or directory")
+            if not entry.is_dir:
+                if not path.endswith(".log"):
+                    if _GLOB_CHARS.search(str(given)):
+                        continue  # a glob may also match side files; only .log files count
+                    raise LayoutError(f"{path}: not a .log segment file, topic-partition dir or log dir")
+                pd = _single_log_file(path, entry, filesystem)
+                key = pd.segments[0].log_path
+                if pd.path in found:  # already have this partition: add the segment
+                    existing = found[pd.path]
+                    if all(s.log_path != key for s in existing.segments):
+                        merged = tuple(sorted(existing.segments + pd.segments, key=lambda s: s.base_offset))
+                        found[pd.path] = _replace(existing, segments=merged)
+                else:
+                    found[pd.path] = pd
+                continue
+            listing = _fs.list_dir(path, filesystem)
+            name = _fs.basename(path)
+            parsed = parse_topic_partition(name)
+            if parsed is not None and _looks_like_partition_dir(listing):
+                found[path] = read_partition_dir(path, filesystem, topic=parsed[0], partition=parsed[1],
+                                                 entries=listing)
+                continue
+            log_dir_meta = _read_log_dir_metadata(path, filesystem, listing)
+            has_partitions = any(e.is_dir and parse_topic_partition(e.name) for e in listing)
+            if log_dir_meta is None and not has_partitions:
+                if _GLOB_CHARS.search(str(given)):
+                    continue
+                raise LayoutError(f"{path}: neither a Kafka log dir (no meta.properties, checkpoints or "
+                                  f"<topic>-<partition> folders) nor a topic-partition dir")
+            for pd in read_log_dir(path, filesystem).partitions:
+                found[pd.path] = pd
+    return sorted(found.values(), key=lambda p: (p.topic, p.partition, p.path))
+
+
+# -- replicas -----------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ReplicaChoice:
+    """The replica chosen for one topic-partition, the candidates it was chosen from, and why."""
+
+    topic: str
+    partition: int
+    chosen: PartitionDir
+    candidates: tuple[PartitionDir, ...]
+    reason: str
+
+
+REPLICA_POLICIES = ("highestHighWatermark", "largestLogEndOffset", "largestSize", "first")
+
+
+def choose_replicas(partitions: Iterable[PartitionDir], policy: str = "highestHighWatermark") -> list[ReplicaChoice]:
+    """One replica per (topic, partition).
+
+    Policies: ``highestHighWatermark`` (the copy whose log dir checkpointed the highest high watermark; ties, and
+    copies without one, fall back to the largest log end offset), ``largestLogEndOffset`` (reads one index interval
+    of each copy's last segment), ``largestSize`` (most bytes of segments), ``first`` (first in the given order).
+    Remaining ties go to the first copy in the given order.
+    """
+    if policy not in REPLICA_POLICIES:
+        from kafkaseg.errors import InvalidOptionError
+
+        raise InvalidOptionError(f"replica policy {policy!r} is not one of {', '.join(REPLICA_POLICIES)}")
+    groups: dict[tuple[str, int], list[PartitionDir]] = {}
+    for pd in partitions:
+        groups.setdefault((pd.topic, pd.partition), []).append(pd)
+    choices = []
+    for (topic, partition), copies in sorted(groups.items()):
+        if len(copies) == 1:
+            choices.append(ReplicaChoice(topic, partition, copies[0], tuple(copies), "only replica"))
+            continue
+        leo_cache: dict[int, int] = {}
+
+        def leo(i: int) -> int:
+            if i not in leo_cache:
+                try:
+                    leo_cache[i] = partition_log_end_offset(copies[i])
+                except (CorruptDataError, LayoutError):
+                    leo_cache[i] = -1
+            return leo_cache[i]
+
+        indices = range(len(copies))
+        if policy == "first":
+            best, why = 0, "first replica given"
+        elif policy == "largestSize":
+            best = max(indices, key=lambda i: (copies[i].size_bytes, -i))
+            why = f"largest size ({copies[best].size_bytes} bytes)"
+        elif policy == "largestLogEndOffset":
+            best = max(indices, key=lambda i: (leo(i), -i))
+            why = f"largest log end offset ({leo(best)})"
+        else:
+            hw = lambda i: copies[i].high_watermark if copies[i].high_watermark is not None else -1  # noqa: E731
+            top = max(hw(i) for i in indices)
+            tied = [i for i in indices if hw(i) == top]
+            if len(tied) == 1:
+                best = tied[0]
+                why = f"highest high watermark ({top})"
+            else:
+                best = max(tied, key=lambda i: (leo(i), -i))
+                why = (f"high watermark tie ({top if top >= 0 else 'none'}) broken by largest log end offset "
+                       f"({leo(best)})")
+        others = ", ".join(c.path for j, c in enumerate(copies) if j != best)
+        choices.append(ReplicaChoice(topic, partition, copies[best], tuple(copies),
+                                     f"{why}; other replicas: {others}"))
+    return choices
+
+
+# -- offsets that need reading the log -----------------------------------------------------------------------------
+
+def partition_log_end_offset(partition_dir: PartitionDir) -> int | None:
+    """The log end offset: the next offset after the last complete batch of the last segment (the last segment's
+    base when it is empty); None when the partition has no segments."""
+    from kafkaseg.storage.segment import log_end_offset
+
+    if not partition_dir.segments:
+        return None
+    return log_end_offset(partition_dir.segments[-1], filesystem=partition_dir.filesystem)
+
+
+def last_stable_offset(partition_dir: PartitionDir) -> int | None:
+    """The last stable offset (``UnifiedLog.lastStableOffset``): the first offset of the earliest transaction that
+    is still open, or whose marker is not below the high watermark, capped by the high watermark (the log end
+    offset when no high watermark was checkpointed). None when the partition has no segments.
+
+    Producer state comes from the latest readable ``.snapshot`` at or below the log end offset (its
+    ``currentTxnFirstOffset`` entries), then a header-only walk of the batches after it: a transactional data batch
+    from producer P opens a transaction at its base offset when P has none open; a control batch from P ends it.
+    Without a usable snapshot the walk starts at the first segment.
+    """
+    from kafkaseg.storage.offset_index import OffsetIndex
+    from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
+    from kafkaseg.storage.segment import SegmentReader
+
+    end = partition_log_end_offset(partition_dir)
+    if end is None:
+        return None
+    bound = partition_dir.high_watermark if partition_dir.high_watermark is not None else end
+    bound = min(bound, end)
+    open_txns: dict[int, int] = {}
+    unreplicated: dict[int, int] = {}  # completed, but the marker is at/after the high watermark
+    start_offset = partition_dir.segments[0].base_offset
+    candidates = sorted(((snapshot_offset_from_name(_fs.basename(p)), p) for p in partition_dir.snapshot_paths),
+                        reverse=True)
+    for offset, path in candidates:
+        if offset is None or offset > end:
+            continue
+        try:
+            snapshot = read_producer_snapshot(path, partition_dir.filesystem)
+        except (CorruptDataError, LayoutError):
+            continue  # Kafka deletes a corrupt snapshot and falls back to an older one
+        open_txns = snapshot.ongoing_transactions()
+        start_offset = offset
+        break
+    fs_ = partition_dir.filesystem
+    for i, segment in enumerate(partition_dir.segments):
+        next_base = partition_dir.segments[i + 1].base_offset if i + 1 < len(partition_dir.segments) else None
+        if next_base is not None and next_base <= start_offset:
+            continue
+        position = 0
+        if segment.base_offset < start_offset and segment.index_path:
+            try:
+                index = OffsetIndex.load(segment.index_path, segment.base_offset, fs_)
+                if not index.sanity_problems(segment.log_size):
+                    # floor(start - 1): the batch at that entry ends <= start - 1, so every batch holding offsets
+                    # >= start comes after it
+                    position = index.floor(start_offset - 1)[1]
+            except (CorruptDataError, LayoutError):
+                position = 0
+        with SegmentReader(segment.log_path, fs_) as reader:
+            for header in reader.iter_headers(position):
+                if header.last_offset < start_offset or header.producer_id < 0 or header.magic < 2:
+                    continue
+                pid = header.producer_id
+                if header.is_control:
+                    first = open_txns.pop(pid, None)
+                    if first is not None and header.base_offset >= bound:
+                        unreplicated[pid] = min(first, unreplicated.get(pid, first))
+                elif header.is_transactional and pid not in open_txns:
+                    open_txns[pid] = header.base_offset
+    firsts = list(open_txns.values()) + list(unreplicated.values())
+    return min([bound] + firsts)

@@ -1,0 +1,356 @@
+"""Bounded, positioned reads of one ``.log`` segment file.
+
+A segment is a sequence of record batches (v2) or legacy entries (v0/v1) laid end to end
+(``clients/.../record/FileRecords.java``, ``FileLogInputStream.java``); see :mod:`kafkaseg.wire.batch` for the
+header grammar. This module never reads a whole segment into memory: headers are read through fixed-size blocks,
+record data only when a caller asks for it (:meth:`SegmentReader.chunks`), one chunk at a time.
+
+The end of a segment can be unusable in two ways that are not errors:
+
+* the last batch is incomplete (an active segment being appended to, or a crash mid-write): ``FileLogInputStream``
+  returns no batch when the announced size runs past the end, and ``LogSegment.recover`` truncates there;
+* a zero-filled preallocated tail (``log.preallocate=true``): a header of zeros.
+
+Both are reported as a :class:`TailReport` on the iterator (``.tail``) and on the reader (``.tail``), never raised.
+Corrupt framing inside the scanned range (unknown magic, a size below the format minimum or above
+``max_batch_bytes``) raises a :class:`~kafkaseg.errors.CorruptBatchError` located at the file and byte.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+import pyarrow.fs as pafs
+
+from kafkaseg.errors import CorruptBatchError, CorruptDataError, CorruptIndexError, LayoutError, TruncatedDataError
+from kafkaseg.storage.fs import RandomAccessReader
+from kafkaseg.wire.batch import HEADER_PREFIX_SIZE, V2_HEADER_SIZE, BatchHeader, read_header
+
+__all__ = [
+    "SegmentReader",
+    "TailReport",
+    "HeaderWalk",
+    "ChunkWalk",
+    "BatchTable",
+    "batch_table",
+    "log_end_offset",
+    "largest_timestamp",
+    "DEFAULT_BLOCK_SIZE",
+    "DEFAULT_MAX_BATCH_BYTES",
+    "DEFAULT_CHUNK_BYTES",
+]
+
+DEFAULT_BLOCK_SIZE = 64 * 1024
+#: Refuse batches larger than this unless told otherwise: Kafka's message.max.bytes defaults to ~1 MiB and is
+#: rarely raised past tens of MiB; the int32 length field could otherwise ask for 2 GiB.
+DEFAULT_MAX_BATCH_BYTES = 64 * 1024 * 1024
+DEFAULT_CHUNK_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class TailReport:
+    """The unusable end of a scanned range: ``length`` bytes from file byte ``position`` up to the scan limit.
+
+    ``reason`` is ``"truncated batch"`` (a batch whose header or body runs past the end) or ``"zero-filled tail"``
+    (preallocated, never-written space); ``detail`` says more."""
+
+    path: str
+    position: int
+    length: int
+    reason: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.path} @ byte {self.position}: {self.reason} ({self.length} bytes): {self.detail}"
+
+
+def _zero_filled(buf, position: int) -> bool:
+    prefix = bytes(buf[position:position + HEADER_PREFIX_SIZE])
+    return len(prefix) > 0 and not any(prefix)
+
+
+class HeaderWalk:
+    """Iterator over batch headers returned by :meth:`SegmentReader.iter_headers`; ``tail`` is set when the walk
+    stopped at an unusable tail, ``end_position`` is where the walk stopped (just past the last whole batch)."""
+
+    def __init__(self, reader: "SegmentReader", start: int, end: int | None, max_batch_bytes: int | None,
+                 block_size: int):
+        self.reader = reader
+        self.start = start
+        self.end = end
+        self.max_batch_bytes = max_batch_bytes
+        self.block_size = max(block_size, V2_HEADER_SIZE)
+        self.tail: TailReport | None = None
+        self.end_position = start
+        self._iterator = self._walk()
+
+    def __iter__(self) -> "HeaderWalk":
+        return self
+
+    def __next__(self) -> BatchHeader:
+        return next(self._iterator)
+
+    def _walk(self) -> Iterator[BatchHeader]:
+        reader = self.reader
+        limit, explicit_end = reader._limit(self.end)
+        position = self.start
+        block = b""
+        block_start = position
+        while position < limit:
+            relative = position - block_start
+            left = limit - position
+            if relative < 0 or relative >= len(block) or (
+                    len(block) - relative < min(V2_HEADER_SIZE, left) and block_start + len(block) < limit):
+                block = reader.read_at(position, min(self.block_size, left))
+                block_start = position
+                relative = 0
+            try:
+                header = read_header(block, relative, max_batch_size=self.max_batch_bytes, available=left)
+            except TruncatedDataError as exc:
+                if explicit_end:
+                    raise CorruptBatchError(
+                        f"batch runs past the requested end {limit}, which is not a batch boundary ({exc.detail})",
+                        path=reader.path, position=position) from exc
+                self.tail = reader._record_tail(position, limit, "truncated batch", exc.detail)
+                break
+            except CorruptDataError as exc:
+                if _zero_filled(block, relative):
+                    self.tail = reader._record_tail(position, limit, "zero-filled tail",
+                                                    "all-zero batch header (preallocated, never written)")
+                    break
+                raise exc.located(reader.path, block_start) from exc
+            header = header._replace(position=position)
+            position += header.size
+            self.end_position = position
+            yield header
+        self.end_position = position if self.tail is None else self.tail.position
+
+
+class ChunkWalk:
+    """Iterator of ``(file_position, buffer)`` pairs returned by :meth:`SegmentReader.chunks`; ``tail`` and
+    ``end_position`` as on :class:`HeaderWalk`."""
+
+    def __init__(self, reader: "SegmentReader", start: int, end: int | None, target_bytes: int,
+                 max_batch_bytes: int | None):
+        self.reader = reader
+        self.start = start
+        self.end = end
+        self.target_bytes = max(int(target_bytes), V2_HEADER_SIZE)
+        self.max_batch_bytes = max_batch_bytes
+        self.tail: TailReport | None = None
+        self.end_position = start
+        self._iterator = self._walk()
+
+    def __iter__(self) -> "ChunkWalk":
+        return self
+
+    def __next__(self) -> tuple[int, memoryview]:
+        return next(self._iterator)
+
+    def _walk(self) -> Iterator[tuple[int, memoryview]]:
+        reader = self.reader
+        limit, explicit_end = reader._limit(self.end)
+        position = self.start
+        while position < limit:
+            data = reader.read_at(position, min(self.target_bytes, limit - position))
+            view = memoryview(data)
+            data_end = position + len(data)
+            cursor = 0
+            stop = False
+            while cursor < len(data):
+                left = limit - (position + cursor)
+                if len(data) - cursor < min(V2_HEADER_SIZE, left) and data_end < limit:
+                    break  # the next header straddles this read: it starts the next chunk
+                try:
+                    header = read_header(view, cursor, max_batch_size=self.max_batch_bytes, available=left)
+                except TruncatedDataError as exc:
+                    if explicit_end:
+                        raise CorruptBatchError(
+                            f"batch runs past the requested end {limit}, which is not a batch boundary "
+                            f"({exc.detail})", path=reader.path, position=position + cursor) from exc
+                    self.tail = reader._record_tail(position + cursor, limit, "truncated batch", exc.detail)
+                    stop = True
+                    break
+                except CorruptDataError as exc:
+                    if _zero_filled(view, cursor):
+                        self.tail = reader._record_tail(position + cursor, limit, "zero-filled tail",
+                                                        "all-zero batch header (preallocated, never written)")
+                        stop = True
+                        break
+                    raise exc.located(reader.path, position) from exc
+                if cursor + header.size > len(data):
+                    if cursor == 0:  # one batch larger than target_bytes: its own chunk
+                        whole = reader.read_at(position, header.size)
+                        if len(whole) < header.size:  # the file shrank under us
+                            self.tail = reader._record_tail(position, limit, "truncated batch",
+                                                            "file shrank while being read")
+                            stop = True
+                            break
+                        self.end_position = position + header.size
+                        yield position, memoryview(whole)
+                        position += header.size
+                        cursor = -1
+                    break
+                cursor += header.size
+            if cursor > 0:
+                self.end_position = position + cursor
+                yield position, view[:cursor]
+                position += cursor
+            if stop:
+                break
+        if self.tail is None:
+            self.end_position = position
+
+
+class SegmentReader:
+    """Read-only access to one ``.log`` file.
+
+    ``size`` is the file size observed at open: nothing past it is ever read, so a segment that grows while being
+    read is seen as it was (complete batches only). ``tail`` is the :class:`TailReport` of the last walk that
+    stopped at an unusable tail (None otherwise); ``truncated_at`` its position.
+    """
+
+    def __init__(self, path: str, filesystem: pafs.FileSystem | None = None):
+        self._file = RandomAccessReader(path, filesystem)
+        self.path = self._file.path
+        self.filesystem = self._file.filesystem
+        self.size = self._file.size
+        self.tail: TailReport | None = None
+
+    @property
+    def truncated_at(self) -> int | None:
+        return None if self.tail is None else self.tail.position
+
+    def read_at(self, position: int, length: int) -> bytes:
+        """Up to ``length`` bytes from ``position`` (fewer at the size observed at open)."""
+        return self._file.read_at(position, length)
+
+    def _limit(self, end: int | None) -> tuple[int, bool]:
+        if end is None or end >= self.size:
+            return self.size, False
+        return max(0, end), True
+
+    def _record_tail(self, position: int, limit: int, reason: str, detail: str) -> TailReport:
+        self.tail = TailReport(self.path, position, limit - position, reason, detail)
+        return self.tail
+
+    def iter_headers(self, start: int = 0, end: int | None = None, *,
+                     max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
+                     block_size: int = DEFAULT_BLOCK_SIZE) -> HeaderWalk:
+        """Headers of the batches from byte ``start`` (a batch boundary) to ``end`` (default: the size at open),
+        with FILE positions, reading ``block_size`` blocks and skipping record data. A tail is reported on the
+        returned walk (``.tail``); an explicit ``end`` that cuts a batch raises :class:`CorruptBatchError`."""
+        return HeaderWalk(self, start, end, max_batch_bytes, block_size)
+
+    def chunks(self, start: int = 0, end: int | None = None, target_bytes: int = DEFAULT_CHUNK_BYTES,
+               max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> ChunkWalk:
+        """``(file_position, buffer)`` pairs covering ``[start, end)`` whose buffers hold whole batches only,
+        about ``target_bytes`` each (a bigger batch is a chunk of its own). A batch larger than
+        ``max_batch_bytes`` raises :class:`CorruptBatchError` before anything is allocated for it; an incomplete
+        last batch is reported on the walk (``.tail``), not raised, and never yielded."""
+        return ChunkWalk(self, start, end, target_bytes, max_batch_bytes)
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> "SegmentReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SegmentReader({self.path!r}, size={self.size})"
+
+
+# -- whole-segment facts ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BatchTable:
+    """Header-level facts of every complete batch in a segment, as int64 numpy arrays (one header walk)."""
+
+    positions: np.ndarray
+    base_offsets: np.ndarray
+    last_offsets: np.ndarray
+    max_timestamps: np.ndarray
+    tail: TailReport | None
+
+    def __len__(self) -> int:
+        return int(self.positions.size)
+
+
+def batch_table(reader: SegmentReader, *, max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> BatchTable:
+    """Walk every header of ``reader`` once (memory: 32 bytes per batch)."""
+    positions, bases, lasts, stamps = [], [], [], []
+    walk = reader.iter_headers(0, max_batch_bytes=max_batch_bytes)
+    for h in walk:
+        positions.append(h.position)
+        bases.append(h.base_offset)
+        lasts.append(h.last_offset)
+        stamps.append(h.max_timestamp)
+    arr = lambda xs: np.asarray(xs, dtype=np.int64)  # noqa: E731
+    return BatchTable(arr(positions), arr(bases), arr(lasts), arr(stamps), walk.tail)
+
+
+def _reader_for(segment, filesystem, reader):
+    if reader is not None:
+        return reader, False
+    return SegmentReader(segment.log_path, filesystem if filesystem is not None else getattr(segment, "filesystem",
+                                                                                             None)), True
+
+
+def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset_index=None,
+                   reader: SegmentReader | None = None,
+                   max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> int:
+    """``LogSegment.readNextOffset``: the offset after the last complete batch of ``segment`` (any object with
+    ``base_offset``, ``log_path`` and ``index_path``, e.g. :class:`~kafkaseg.storage.layout.SegmentFiles`), or its
+    base offset when it holds none. Starts at the last offset-index entry's position, so it reads about one index
+    interval, not the segment; falls back to a walk from byte 0 when the index is missing, insane or wrong."""
+    from kafkaseg.storage.offset_index import OffsetIndex
+
+    reader, owned = _reader_for(segment, filesystem, reader)
+    try:
+        start = 0
+        index = offset_index
+        if index is None and getattr(segment, "index_path", None):
+            try:
+                index = OffsetIndex.load(segment.index_path, segment.base_offset, reader.filesystem)
+            except (LayoutError, CorruptIndexError):
+                index = None
+        if index is not None and len(index) and not index.sanity_problems(reader.size):
+            start = int(index.positions[-1])
+        last = None
+        try:
+            for last in reader.iter_headers(start, max_batch_bytes=max_batch_bytes):
+                pass
+        except CorruptDataError:
+            if start == 0:
+                raise
+            last = None
+            start = 0
+        if last is None and start > 0:  # the index pointed at garbage or past the data: walk from the start
+            for last in reader.iter_headers(0, max_batch_bytes=max_batch_bytes):
+                pass
+        return last.next_offset if last is not None else int(segment.base_offset)
+    finally:
+        if owned:
+            reader.close()
+
+
+def largest_timestamp(segment, *, filesystem: pafs.FileSystem | None = None, time_index=None) -> int:
+    """``LogSegment.largestTimestamp`` as retention uses it: the time index's last timestamp when it is >= 0, else
+    the ``.log`` file's mtime (``segment.mtime_ms``). Without ``time_index``, the segment's ``.timeindex`` file is
+    read when present (a missing one counts as empty, as Kafka resizes a newly created time index to 0)."""
+    from kafkaseg.storage.time_index import TimeIndex
+
+    if time_index is None and getattr(segment, "timeindex_path", None):
+        fs_ = filesystem if filesystem is not None else getattr(segment, "filesystem", None)
+        try:
+            time_index = TimeIndex.load(segment.timeindex_path, segment.base_offset, fs_)
+        except (LayoutError, CorruptIndexError):
+            time_index = None
+    if time_index is not None and time_index.max_timestamp >= 0:
+        return time_index.max_timestamp
+    return int(segment.mtime_ms)

@@ -1,0 +1,138 @@
+"""Checkpoint, meta.properties, partition.metadata and producer snapshot parsing (kafkaseg.storage)."""
+
+from __future__ import annotations
+
+import struct
+import uuid
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kafkaseg.errors import CorruptCheckpointError
+from kafkaseg.storage import checkpoints as ck
+from kafkaseg.storage.producer_snapshot import (ProducerSnapshotEntry, encode_producer_snapshot,
+                                                parse_producer_snapshot, read_producer_snapshot)
+
+SMART = "segments/smartassets__backend-server/51801d05/kafka/data"
+RAVI = "segments/RaviAzzuraPutra__LATIHAN-MICROSERVICE-NEW/f8f5c464/kafka/data"
+
+
+def _naive_offset_checkpoint(text: str) -> dict:
+    lines = text.splitlines()
+    return {(t, int(p)): int(o) for t, p, o in (line.split() for line in lines[2:])}
+
+
+def test_corpus_offset_checkpoints_match_a_naive_reading(corpus_dir):
+    seen = 0
+    for path in sorted(corpus_dir.glob("segments/*/*/kafka*/data/*-checkpoint")):
+        if path.name == "cleaner-offset-checkpoint" and path.stat().st_size == 0:
+            assert ck.read_offset_checkpoint(str(path)) == {}
+            continue
+        parsed = ck.read_offset_checkpoint(str(path))
+        text = path.read_text()
+        assert parsed == _naive_offset_checkpoint(text)
+        assert len(parsed) == int(text.splitlines()[1])
+        seen += 1
+    assert seen >= 6
+    hw = ck.read_offset_checkpoint(str(corpus_dir / RAVI / "replication-offset-checkpoint"))
+    assert hw[("order_created", 0)] == 2 and hw[("__consumer_offsets", 0)] == 6
+
+
+def test_corpus_leader_epochs_meta_and_partition_metadata(corpus_dir):
+    epochs = ck.read_leader_epoch_checkpoint(str(corpus_dir / RAVI / "__cluster_metadata-0/leader-epoch-checkpoint"))
+    assert [tuple(e) for e in epochs] == [(1, 0), (2, 14198), (3, 17511), (4, 30056)]
+    meta = ck.read_meta_properties(str(corpus_dir / RAVI / "meta.properties"))
+    assert (meta.version, meta.node_id, meta.cluster_id) == (1, 1, "EmptNWtoR4FVCK-BH6nGLQ")
+    pm = ck.read_partition_metadata(str(corpus_dir / RAVI / "__cluster_metadata-0/partition.metadata"))
+    assert pm.topic_id == "AAAAAAAAAAAAAAAAAAAAAQ" and pm.topic_uuid == uuid.UUID(int=1)
+    for path in (corpus_dir / RAVI).glob("*/partition.metadata"):
+        assert ck.read_partition_metadata(str(path)).topic_uuid.int != 0
+
+
+_topic = st.text(alphabet="abcxyzABC019._-", min_size=1, max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.tuples(_topic, st.integers(0, 2**31 - 1)), st.integers(-1, 2**63 - 1), max_size=20))
+def test_offset_checkpoint_roundtrip(entries):
+    text = "0\n%d\n" % len(entries) + "".join(f"{t} {p} {o}\n" for (t, p), o in entries.items())
+    assert ck.parse_offset_checkpoint(text.encode()) == entries
+
+
+@pytest.mark.parametrize("text, position, fragment", [
+    ("1\n0\n", 0, "version 1"),
+    ("0\n2\nt 0 5\n", 2, "expected 2 entries"),
+    ("0\n1\nt 0\n", 4, "malformed"),
+    ("0\n2\nt 0 5\ntopic.x x 7\n", 10, "partition 'x'"),
+    ("0\n1\nt 0 99999999999999999999\n", 4, "does not fit"),
+    ("zero\n", 0, "version"),
+])
+def test_bad_offset_checkpoint_is_located(text, position, fragment):
+    with pytest.raises(CorruptCheckpointError) as info:
+        ck.parse_offset_checkpoint(text.encode(), "/x/replication-offset-checkpoint")
+    assert info.value.position == position and fragment in info.value.detail
+    assert "/x/replication-offset-checkpoint" in str(info.value)
+
+
+def test_empty_and_header_only_checkpoints_have_no_entries():
+    assert ck.parse_offset_checkpoint(b"") == {}
+    assert ck.parse_offset_checkpoint(b"0\n") == {}
+    assert ck.parse_leader_epoch_checkpoint(b"0\n0\n") == ()
+
+
+def test_meta_properties_syntax_and_v0_broker_id():
+    data = b"#comment\n! also\nversion = 0\nbroker.id:7\ncluster.id \\\n   abc\\=d\ndirectory.id=x\n"
+    meta = ck.parse_meta_properties(data)
+    assert meta.version == 0 and meta.node_id == 7 and meta.cluster_id == "abc=d" and meta.directory_id == "x"
+    with pytest.raises(CorruptCheckpointError):
+        ck.parse_meta_properties(b"cluster.id=a\n")
+    with pytest.raises(CorruptCheckpointError) as info:
+        ck.parse_meta_properties(b"version=1\nnode.id=one\n")
+    assert info.value.position == len(b"version=1\n")
+
+
+@pytest.mark.parametrize("data", [b"", b"version: 0\n", b"version: 0\ntopic_id: short\n",
+                                  b"version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA\n", b"version 0 1\n"])
+def test_bad_partition_metadata(data):
+    with pytest.raises(CorruptCheckpointError):
+        ck.parse_partition_metadata(data, "p")
+
+
+_entry = st.builds(ProducerSnapshotEntry, st.integers(0, 2**63 - 1), st.integers(-2**15, 2**15 - 1),
+                   st.integers(-1, 2**31 - 1), st.integers(-1, 2**63 - 1), st.integers(0, 2**31 - 1),
+                   st.integers(-1, 2**63 - 1), st.integers(-1, 2**31 - 1), st.integers(-1, 2**63 - 1))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(_entry, max_size=8))
+def test_producer_snapshot_roundtrip_and_crc(entries):
+    data = encode_producer_snapshot(entries)
+    assert len(data) == 10 + 46 * len(entries)
+    assert list(parse_producer_snapshot(data).entries) == entries
+    if entries:
+        flipped = bytearray(data)
+        flipped[20] ^= 0x01
+        with pytest.raises(CorruptCheckpointError, match="CRC"):
+            parse_producer_snapshot(bytes(flipped), "s")
+
+
+def test_producer_snapshot_rejects_bad_headers():
+    good = encode_producer_snapshot([ProducerSnapshotEntry(1, 0, 5, 10, 0, 1000, -1, 7)])
+    with pytest.raises(CorruptCheckpointError, match="version"):
+        parse_producer_snapshot(struct.pack(">h", 2) + good[2:])
+    with pytest.raises(CorruptCheckpointError, match="announces"):
+        parse_producer_snapshot(good[:-1])
+    with pytest.raises(CorruptCheckpointError, match="header"):
+        parse_producer_snapshot(good[:5])
+    snap = parse_producer_snapshot(good, "/d/t-0/00000000000000000042.snapshot")
+    assert snap.offset == 42 and snap.ongoing_transactions() == {1: 7}
+
+
+def test_corpus_producer_snapshots_parse(corpus_dir):
+    paths = sorted(corpus_dir.glob("segments/*/*/kafka*/data/*/*.snapshot"))
+    assert len(paths) > 10
+    for path in paths:
+        snap = read_producer_snapshot(str(path))
+        assert snap.offset == int(path.stem)
+        assert len(snap.entries) == (path.stat().st_size - 10) // 46

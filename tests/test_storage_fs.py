@@ -1,0 +1,63 @@
+"""Filesystem access: local paths, file:// URIs, and a non-local pyarrow filesystem (pyarrow's in-memory mock)."""
+
+from __future__ import annotations
+
+import pyarrow.fs as pafs
+import pytest
+
+from kafkaseg.errors import LayoutError
+from kafkaseg.storage import fs
+from kafkaseg.storage.indexes import load_indexes
+from kafkaseg.storage.layout import discover, read_log_dir
+from kafkaseg.storage.segment import SegmentReader, log_end_offset
+from kafkaseg.wire.batch import iter_headers
+
+SMART = "segments/smartassets__backend-server/51801d05/kafka/data"
+
+
+def test_open_filesystem_local_and_uri(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    filesystem, path = fs.open_filesystem("rel/dir")
+    assert isinstance(filesystem, pafs.LocalFileSystem) and path == str(tmp_path / "rel/dir")
+    filesystem, path = fs.open_filesystem(f"file://{tmp_path}/x/")
+    assert isinstance(filesystem, pafs.LocalFileSystem) and path == f"{tmp_path}/x"
+
+
+def test_file_uri_discovery_matches_plain_paths(corpus_dir):
+    plain = discover(str(corpus_dir / SMART / "temperature-0"))
+    uri = discover(f"file://{corpus_dir / SMART / 'temperature-0'}")
+    assert [(p.topic, p.partition, p.high_watermark, p.segments) for p in plain] == \
+        [(p.topic, p.partition, p.high_watermark, p.segments) for p in uri]
+
+
+def test_small_file_cap_and_missing_files(tmp_path):
+    (tmp_path / "f").write_bytes(b"x" * 100)
+    assert fs.read_small_file(str(tmp_path / "f"), max_bytes=100) == b"x" * 100
+    with pytest.raises(LayoutError, match="cap"):
+        fs.read_small_file(str(tmp_path / "f"), max_bytes=99)
+    with pytest.raises(LayoutError):
+        fs.read_small_file(str(tmp_path / "missing"))
+    with pytest.raises(LayoutError):
+        SegmentReader(str(tmp_path / "missing.log"))
+    assert fs.read_at(str(tmp_path / "f"), 95, 50) == b"x" * 5
+
+
+def test_non_local_filesystem(corpus_dir):
+    mock = pafs._MockFileSystem()
+    source = corpus_dir / SMART
+    mock.create_dir("logs/docker-connect-configs-0")
+    for local in [source / "replication-offset-checkpoint", *sorted((source / "docker-connect-configs-0").iterdir())]:
+        name = local.name if local.parent == source else f"docker-connect-configs-0/{local.name}"
+        with mock.open_output_stream(f"logs/{name}") as out:
+            out.write(local.read_bytes())
+    log_dir = read_log_dir("logs", mock)
+    (pd,) = log_dir.partitions
+    assert [s.base_offset for s in pd.segments] == [0, 66, 69] and pd.high_watermark == 107
+    seg = pd.segments[-1]
+    data = (source / "docker-connect-configs-0" / f"{69:020d}.log").read_bytes()
+    with SegmentReader(seg.log_path, mock) as reader:
+        assert list(reader.iter_headers(block_size=256)) == list(iter_headers(data))
+        assert b"".join(bytes(b) for _, b in reader.chunks(0, None, 1000)) == data
+    assert log_end_offset(seg) == 107
+    offsets, times = load_indexes(seg)
+    assert not offsets.rebuilt and len(times) == 3

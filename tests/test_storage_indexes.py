@@ -1,0 +1,247 @@
+"""Offset/time/transaction indexes: loading, trimming, sanity checks, floor lookups, verification, rebuild."""
+
+from __future__ import annotations
+
+import csv
+import re
+import shutil
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kafkaseg.errors import CorruptIndexError
+from kafkaseg.storage.checkpoints import read_leader_epoch_checkpoint
+from kafkaseg.storage.indexes import load_indexes, rebuild_indexes, verify_offset_index, verify_time_index
+from kafkaseg.storage.layout import discover
+from kafkaseg.storage.offset_index import OffsetIndex
+from kafkaseg.storage.segment import SegmentReader, batch_table
+from kafkaseg.storage.time_index import TimeIndex
+from kafkaseg.storage.txn_index import AbortedTxn, TransactionIndex
+
+META_F8 = "segments/RaviAzzuraPutra__LATIHAN-MICROSERVICE-NEW/f8f5c464/kafka/data/__cluster_metadata-0"
+META_09 = "segments/RaviAzzuraPutra__LATIHAN-MICROSERVICE-NEW/09b38fa5/kafka/data/__cluster_metadata-0"
+TEMPERATURE = "segments/smartassets__backend-server/51801d05/kafka/data/temperature-0"
+BASE0 = "00000000000000000000"
+
+
+def _manifest(corpus_dir):
+    with open(corpus_dir / "MANIFEST.tsv") as handle:
+        return {row["path"]: row for row in csv.DictReader(handle, delimiter="\t")}
+
+
+def test_every_corpus_index_passes_verification_and_matches_the_manifest(corpus_dir):
+    manifest = _manifest(corpus_dir)
+    checked = 0
+    for pd in discover(str(corpus_dir / "segments/*/*/kafka*/data")):
+        for seg in pd.segments:
+            row = manifest.get(str(seg.log_path)[len(str(corpus_dir)) + 1:])
+            if not row or not row["index_check"]:
+                continue
+            idx, tidx = map(int, re.match(r"idx:(\d+)/0bad tidx:(\d+)/0bad", row["index_check"]).groups())
+            with SegmentReader(seg.log_path) as reader:
+                table = batch_table(reader)
+                assert len(table) == int(row["batches"]) and table.tail is None
+                offsets = OffsetIndex.load(seg.index_path, seg.base_offset)
+                times = TimeIndex.load(seg.timeindex_path, seg.base_offset)
+                assert (len(offsets), len(times)) == (idx, tidx), seg.log_path
+                assert offsets.sanity_problems(reader.size) == [] and times.sanity_problems(reader.size) == []
+                assert verify_offset_index(offsets, reader, table=table) == []
+                assert verify_time_index(times, reader, table=table) == []
+                checked += 1
+    assert checked >= 40
+
+
+def test_rebuilt_cluster_metadata_indexes_match_the_brokers(corpus_dir):
+    """The KRaft metadata log is appended one batch at a time, so LogSegment.recover's rebuild reproduces the
+    broker's .index exactly. The .timeindex differs by exactly the entry LogSegment.close appended when the broker
+    shut down: (max timestamp so far, its offset) just before the leader epoch the restart began."""
+    for folder, entries in ((META_F8, 521), (META_09, 60)):
+        d = corpus_dir / folder
+        with SegmentReader(str(d / f"{BASE0}.log")) as reader:
+            disk_offsets = OffsetIndex.load(str(d / f"{BASE0}.index"), 0)
+            disk_times = TimeIndex.load(str(d / f"{BASE0}.timeindex"), 0)
+            rebuilt_offsets, rebuilt_times = rebuild_indexes(reader, 0, 4096)
+        assert len(disk_offsets) == entries
+        assert np.array_equal(rebuilt_offsets.offsets, disk_offsets.offsets)
+        assert np.array_equal(rebuilt_offsets.positions, disk_offsets.positions)
+        disk, rebuilt = list(disk_times), list(rebuilt_times)
+        extra = [e for e in disk if e not in rebuilt]
+        assert [e for e in disk if e in rebuilt] == rebuilt  # same entries, same order
+        assert len(extra) == 1
+        epochs = read_leader_epoch_checkpoint(str(d / "leader-epoch-checkpoint"))
+        assert extra[0][1] + 1 == epochs[-1].start_offset
+        assert rebuilt_offsets.rebuilt and rebuilt_times.rebuild_reason
+
+
+def test_rebuilt_indexes_verify_strictly_for_every_corpus_segment(corpus_dir):
+    for pd in discover(str(corpus_dir / "segments/*/*/kafka*/data")):
+        for seg in pd.segments:
+            if seg.log_size == 0:
+                continue
+            with SegmentReader(seg.log_path) as reader:
+                table = batch_table(reader)
+                offsets, times = rebuild_indexes(reader, seg.base_offset, 1024)
+                assert verify_offset_index(offsets, reader, table=table) == []
+                assert verify_time_index(times, reader, table=table, strict_last_offset=True) == []
+                assert offsets.sanity_problems(reader.size) == []
+                if len(table) and table.max_timestamps.max() >= 0:
+                    assert times.max_timestamp == table.max_timestamps.max()
+
+
+def _copy_segment(corpus_dir, tmp_path, folder=META_F8):
+    target = tmp_path / "__cluster_metadata-0"
+    target.mkdir()
+    for suffix in (".log", ".index", ".timeindex"):
+        shutil.copy(corpus_dir / folder / f"{BASE0}{suffix}", target / f"{BASE0}{suffix}")
+    return target
+
+
+def test_zero_filled_preallocated_tail_is_trimmed(corpus_dir, tmp_path):
+    d = _copy_segment(corpus_dir, tmp_path)
+    original = OffsetIndex.load(str(d / f"{BASE0}.index"), 0)
+    original_times = TimeIndex.load(str(d / f"{BASE0}.timeindex"), 0)
+    with open(d / f"{BASE0}.index", "ab") as handle:
+        handle.write(b"\0" * 8 * 300_000)  # bigger than one read chunk
+    with open(d / f"{BASE0}.timeindex", "ab") as handle:
+        handle.write(b"\0" * 12 * 1000)
+    padded = OffsetIndex.load(str(d / f"{BASE0}.index"), 0)
+    padded_times = TimeIndex.load(str(d / f"{BASE0}.timeindex"), 0)
+    assert list(padded) == list(original) and padded.tail_entries == 300_000
+    assert list(padded_times) == list(original_times) and padded_times.tail_entries == 1000
+    assert padded.sanity_problems((d / f"{BASE0}.log").stat().st_size) == []
+    # Garbage after the zero entry is reported at its byte
+    data = bytearray((d / f"{BASE0}.index").read_bytes())
+    garbage_at = 8 * 521 + 8 * 200_000 + 3
+    data[garbage_at] = 7
+    (d / f"{BASE0}.index").write_bytes(bytes(data))
+    dirty = OffsetIndex.load(str(d / f"{BASE0}.index"), 0)
+    assert len(dirty) == 521 and dirty.tail_garbage_position == garbage_at
+    assert OffsetIndex.from_bytes(bytes(data), 0).tail_garbage_position == garbage_at
+    with pytest.raises(CorruptIndexError) as info:
+        dirty.check()
+    assert info.value.position == garbage_at
+
+
+def test_first_entry_with_relative_offset_zero_is_kept():
+    data = struct.pack(">ii", 0, 0) + struct.pack(">ii", 5, 4200) + b"\0" * 16
+    index = OffsetIndex.from_bytes(data, 100)
+    assert list(index) == [(100, 0), (105, 4200)] and index.tail_entries == 2
+    times = TimeIndex.from_bytes(struct.pack(">qi", 0, 0) + struct.pack(">qi", 10, 3) + b"\0" * 12, 100)
+    assert list(times) == [(0, 100), (10, 103)]
+
+
+def _offset_index_bytes(entries):
+    return b"".join(struct.pack(">ii", rel, pos) for rel, pos in entries)
+
+
+@pytest.mark.parametrize("entries, extra, log_size, position, fragment", [
+    ([(1, 10), (2, 20)], b"\1\2\3", 100, 16, "not a multiple"),
+    ([(1, 10), (-5, 20)], b"", 100, 8, "less than the base"),
+    ([(3, 10), (2, 20)], b"", 100, 8, "not above the previous"),
+    ([(1, 30), (2, 20)], b"", 100, 8, "position 20"),
+    ([(1, 10), (2, 500)], b"", 100, 8, "outside the 100-byte log"),
+])
+def test_offset_index_sanity_problems_are_located(tmp_path, entries, extra, log_size, position, fragment):
+    path = tmp_path / f"{BASE0}.index"
+    path.write_bytes(_offset_index_bytes(entries) + extra)
+    index = OffsetIndex.load(str(path), 0)
+    problems = index.sanity_problems(log_size)
+    assert problems and any(fragment in p for p in problems)
+    with pytest.raises(CorruptIndexError) as info:
+        index.check(log_size)
+    assert info.value.path == str(path) and info.value.position == problems[0].position
+    assert any(p.position == position for p in problems if fragment in p)
+
+
+def test_time_index_sanity_problems():
+    entries = struct.pack(">qi", 50, 1) + struct.pack(">qi", 40, 2)
+    problems = TimeIndex.from_bytes(entries, 0).sanity_problems(100)
+    assert any("less than the first" in p for p in problems)
+    assert any("not above" in p and p.position == 12 for p in problems)
+    assert TimeIndex.from_bytes(entries + b"\1", 0).sanity_problems()[0].position == 24
+    past_end = TimeIndex.from_bytes(struct.pack(">qi", 50, 9), 0)
+    assert past_end.sanity_problems(100, log_end_offset=5)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(1, 1000), min_size=0, max_size=60, unique=True), st.integers(0, 10**6),
+       st.lists(st.integers(-5, 1100), min_size=1, max_size=30))
+def test_floor_lookups_match_brute_force(relatives, base, targets):
+    relatives = sorted(relatives)
+    offsets = OffsetIndex(base, [base + r for r in relatives], [r * 10 for r in relatives])
+    times = TimeIndex(base, [1000 + r for r in relatives], [base + r for r in relatives])
+    for t in targets:
+        below = [r for r in relatives if base + r <= base + t]
+        assert offsets.floor(base + t) == ((base + below[-1], below[-1] * 10) if below else (base, 0))
+        tbelow = [r for r in relatives if 1000 + r <= 1000 + t]
+        assert times.floor(1000 + t) == ((1000 + tbelow[-1], base + tbelow[-1]) if tbelow else (-1, base))
+
+
+def test_verification_reports_entries_that_disagree_with_the_log(corpus_dir, tmp_path):
+    d = corpus_dir / TEMPERATURE
+    index_bytes = bytearray((d / f"{BASE0}.index").read_bytes())
+    index_bytes[8 * 3 + 7] ^= 0x01  # entry 3's position moves off the batch boundary by one byte
+    time_bytes = bytearray((d / f"{BASE0}.timeindex").read_bytes())
+    struct.pack_into(">q", time_bytes, 12 * 2, struct.unpack_from(">q", time_bytes, 12 * 2)[0] + 1)
+    with SegmentReader(str(d / f"{BASE0}.log")) as reader:
+        bad_offsets = verify_offset_index(OffsetIndex.from_bytes(bytes(index_bytes), 0, "x.index"), reader)
+        bad_times = verify_time_index(TimeIndex.from_bytes(bytes(time_bytes), 0, "x.timeindex"), reader)
+    assert [(m.file, m.position) for m in bad_offsets] == [("x.index", 24)]
+    assert "not at a batch boundary" in bad_offsets[0].detail
+    assert [(m.file, m.position) for m in bad_times] == [("x.timeindex", 24)]
+    assert "max timestamp" in bad_times[0].detail
+
+
+def test_load_indexes_rebuilds_missing_or_corrupt_indexes(corpus_dir, tmp_path):
+    d = _copy_segment(corpus_dir, tmp_path)
+    (part,) = discover(str(d))
+    seg = part.segments[0]
+    offsets, times = load_indexes(seg)
+    assert not offsets.rebuilt and not times.rebuilt and len(offsets) == 521
+    (d / f"{BASE0}.index").unlink()
+    (part,) = discover(str(d))
+    offsets, times = load_indexes(part.segments[0])
+    assert offsets.rebuilt and "missing .index" in offsets.rebuild_reason and len(offsets) == 521
+    assert not times.rebuilt and len(times) == 523
+    # entries pointing past the end of the log: sanity check fails, rebuilt
+    (d / f"{BASE0}.index").write_bytes(_offset_index_bytes([(5, 100), (9, 10**8)]))
+    (part,) = discover(str(d))
+    offsets, _ = load_indexes(part.segments[0])
+    assert offsets.rebuilt and "outside" in offsets.rebuild_reason and len(offsets) == 521
+    (d / f"{BASE0}.timeindex").write_bytes(b"\1" * 13)
+    (part,) = discover(str(d))
+    _, times = load_indexes(part.segments[0])
+    assert times.rebuilt and "corrupt .timeindex" in times.rebuild_reason and len(times) == 522
+
+
+def test_index_over_the_cap_is_refused_then_rebuilt(corpus_dir, tmp_path):
+    d = _copy_segment(corpus_dir, tmp_path)
+    with pytest.raises(CorruptIndexError):
+        OffsetIndex.load(str(d / f"{BASE0}.index"), 0, max_bytes=1024)
+    (part,) = discover(str(d))
+    offsets, _ = load_indexes(part.segments[0], max_index_bytes=1024)
+    assert offsets.rebuilt and "unreadable" in offsets.rebuild_reason
+
+
+def test_transaction_index(tmp_path):
+    rows = [AbortedTxn(0, 7, 100, 120, 100), AbortedTxn(0, 8, 90, 130, 95), AbortedTxn(0, 9, 200, 210, 205)]
+    data = b"".join(struct.pack(">hqqqq", *r) for r in rows)
+    path = tmp_path / "00000000000000000100.txnindex"
+    path.write_bytes(data + b"\1\2")  # a partial trailing entry is ignored, as Kafka does
+    index = TransactionIndex.load(str(path), 100)
+    assert list(index) == rows and index.trailing_bytes == 2 and index.sanity_problems() == []
+    for start, end in [(0, 95), (121, 200), (125, 201), (300, 400), (100, 101)]:
+        brute = [r for r in rows if r.last_offset >= start and r.first_offset < end]
+        assert index.aborted_overlapping(start, end) == brute
+    found, complete = index.collect_aborted(0, 101)  # row 2's lastStableOffset 205 >= 101 ends the search
+    assert complete and found == rows[:2]
+    assert index.collect_aborted(0, 100) == ([], True)  # row 0's lastStableOffset 100 >= 100 stops at once
+    assert index.collect_aborted(0, 1000) == (rows, False)
+    bad = TransactionIndex.from_bytes(struct.pack(">hqqqq", 1, 7, 100, 50, 0), 100, "t")
+    problems = bad.sanity_problems()
+    assert any("version" in p for p in problems) and any("below the segment base" in p for p in problems)
+    with pytest.raises(CorruptIndexError):
+        bad.check()

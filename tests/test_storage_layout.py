@@ -1,0 +1,252 @@
+"""Discovery of log dirs, partition dirs, segments; swap/temp resolution; replicas; last stable offset."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+
+import pytest
+
+from kafkaseg.errors import InvalidOptionError, LayoutError
+from kafkaseg.storage.checkpoints import read_offset_checkpoint
+from kafkaseg.storage.layout import (choose_replicas, discover, last_stable_offset, parse_topic_partition,
+                                     partition_log_end_offset, read_log_dir)
+from kafkaseg.storage.producer_snapshot import ProducerSnapshotEntry, encode_producer_snapshot
+from kafkaseg.wire.crc import crc32c
+
+SMART = "segments/smartassets__backend-server/51801d05/kafka/data"
+RAVI_F8 = "segments/RaviAzzuraPutra__LATIHAN-MICROSERVICE-NEW/f8f5c464/kafka/data"
+
+
+def _name(offset: int, suffix: str) -> str:
+    return f"{offset:020d}{suffix}"
+
+
+def test_parse_topic_partition_follows_kafka():
+    assert parse_topic_partition("my.topic_name-with-dashes-12") == ("my.topic_name-with-dashes", 12)
+    assert parse_topic_partition("__consumer_offsets-0") == ("__consumer_offsets", 0)
+    for bad in ("noDash", "-3", "topic-", "topic-x", "t-1.0123abc-delete", "t-1.abc-future", "t-1.abc-stray"):
+        assert parse_topic_partition(bad) is None
+
+
+def test_discover_corpus_log_dir(corpus_dir):
+    root = corpus_dir / SMART
+    parts = discover(str(root))
+    tps = {(p.topic, p.partition) for p in parts}
+    expected = {parse_topic_partition(d.name) for d in root.iterdir() if d.is_dir()}
+    assert tps == expected and len(parts) == len(expected)
+    hw = read_offset_checkpoint(str(root / "replication-offset-checkpoint"))
+    cleaner = read_offset_checkpoint(str(root / "cleaner-offset-checkpoint"))
+    by_tp = {(p.topic, p.partition): p for p in parts}
+    for tp, p in by_tp.items():
+        assert p.high_watermark == hw.get(tp) and p.cleaner_offset == cleaner.get(tp)
+        on_disk = sorted(int(f.name[:20]) for f in (root / f"{tp[0]}-{tp[1]}").glob("*.log"))
+        assert [s.base_offset for s in p.segments] == on_disk
+        for seg in p.segments:
+            assert seg.log_size == (root / f"{tp[0]}-{tp[1]}" / _name(seg.base_offset, ".log")).stat().st_size
+    configs = by_tp[("docker-connect-configs", 0)]
+    assert [s.base_offset for s in configs.segments] == [0, 66, 69] and configs.log_start_offset == 0
+    assert partition_log_end_offset(configs) == configs.high_watermark == 107
+    assert last_stable_offset(configs) == 107
+
+
+def test_discover_kraft_metadata_dir(corpus_dir):
+    (meta,) = [p for p in discover(str(corpus_dir / RAVI_F8)) if p.topic == "__cluster_metadata"]
+    assert [s.rsplit("/", 1)[1] for s in meta.kraft_snapshot_paths] == [
+        "00000000000000007260-0000000001.checkpoint", "00000000000000024828-0000000003.checkpoint"]
+    assert meta.topic_id == "AAAAAAAAAAAAAAAAAAAAAQ" and len(meta.leader_epochs) == 4
+    assert meta.log_dir_meta.node_id == 1 and len(meta.snapshot_paths) == 2
+    assert partition_log_end_offset(meta) == 30068 and last_stable_offset(meta) == 30068
+
+
+def test_globs_single_files_and_partition_dirs(corpus_dir):
+    by_glob = discover(str(corpus_dir / "segments/*/*/kafka*/data"))
+    assert len({p.log_dir for p in by_glob}) == 3
+    one = discover(str(corpus_dir / SMART / "temperature-0"))
+    assert [(p.topic, p.partition, p.high_watermark) for p in one] == [("temperature", 0, 412)]
+    segs = discover([str(corpus_dir / SMART / "docker-connect-configs-0" / _name(66, ".log")),
+                     str(corpus_dir / SMART / "docker-connect-configs-0" / _name(69, ".log"))])
+    assert len(segs) == 1 and [s.base_offset for s in segs[0].segments] == [66, 69]
+    assert segs[0].segments[0].index_path.endswith(_name(66, ".index"))
+    matched = discover(str(corpus_dir / SMART / "docker-connect-status-*"))
+    assert sorted(p.partition for p in matched) == [0, 1, 2, 3, 4]
+    with pytest.raises(LayoutError):
+        discover(str(corpus_dir / "segments/nothing-here-*"))
+    with pytest.raises(LayoutError):
+        discover(str(corpus_dir / "segments"))  # not a log dir
+
+
+def test_single_log_file_outside_a_partition_folder(corpus_dir, tmp_path):
+    folder = tmp_path / "loose"
+    folder.mkdir()
+    shutil.copy(corpus_dir / SMART / "temperature-0" / _name(0, ".log"), folder / "dump.log")
+    (pd,) = discover(str(folder / "dump.log"))
+    assert (pd.topic, pd.partition) == ("loose", -1) and pd.segments[0].base_offset == 0
+    assert pd.segments[0].index_path is None
+
+
+def _fake_log_dir(corpus_dir, tmp_path):
+    """A log dir made of corpus files: temperature-0 plus skipped folders and temp files."""
+    root = tmp_path / "logdir"
+    shutil.copytree(corpus_dir / SMART / "temperature-0", root / "temperature-0")
+    shutil.copytree(corpus_dir / SMART / "docker-connect-configs-0", root / "docker-connect-configs-0")
+    for skipped in ("temperature-1.8f3a7c-delete", "temperature-0.8f3a7c-future", "temperature-2.8f3a7c-stray",
+                    "not_a_partition"):
+        shutil.copytree(corpus_dir / SMART / "temperature-0", root / skipped)
+    (root / "meta.properties").write_text("version=0\nbroker.id=3\ncluster.id=abc\n")
+    (root / "replication-offset-checkpoint").write_text("0\n2\ntemperature 0 400\ndocker-connect-configs 0 107\n")
+    (root / "log-start-offset-checkpoint").write_text("0\n1\ndocker-connect-configs 0 70\n")
+    return root
+
+
+def test_skipped_folders_and_checkpoints(corpus_dir, tmp_path):
+    root = _fake_log_dir(corpus_dir, tmp_path)
+    log_dir = read_log_dir(str(root))
+    assert [(p.topic, p.partition) for p in log_dir.partitions] == [("docker-connect-configs", 0),
+                                                                    ("temperature", 0)]
+    assert {name for name, _ in log_dir.skipped} == {"temperature-1.8f3a7c-delete", "temperature-0.8f3a7c-future",
+                                                     "temperature-2.8f3a7c-stray", "not_a_partition"}
+    assert log_dir.meta.node_id == 3
+    configs = log_dir.partitions[0]
+    assert configs.checkpoint_log_start_offset == 70 and configs.log_start_offset == 70
+    assert log_dir.partitions[1].high_watermark == 400 and last_stable_offset(log_dir.partitions[1]) == 400
+    (root / "recovery-point-offset-checkpoint").write_text("0\n3\ntemperature 0 1\n")  # count mismatch
+    broken = read_log_dir(str(root))
+    assert broken.recovery_points == {} and any("recovery-point" in reason for _, reason in broken.skipped)
+
+
+def test_temporary_and_swap_files_are_resolved_in_memory(corpus_dir, tmp_path):
+    root = _fake_log_dir(corpus_dir, tmp_path)
+    part = root / "docker-connect-configs-0"
+    before = sorted(p.name for p in part.iterdir())
+    # the cleaner rewrote segments 66 and 69 into one swap segment at 66 (contents of segment 69 stand in)
+    shutil.copy(part / _name(69, ".log"), part / _name(66, ".log.swap"))
+    shutil.copy(part / _name(69, ".index"), part / _name(66, ".index.swap"))
+    shutil.copy(part / _name(0, ".log"), part / _name(0, ".log.deleted"))
+    shutil.copy(part / _name(0, ".log"), part / _name(150, ".log.cleaned"))
+    shutil.copy(part / _name(69, ".log"), part / _name(200, ".log.swap"))  # >= smallest .cleaned: invalid split
+    snapshot = part / _name(66, ".snapshot")
+    shutil.copy(snapshot, part / _name(70, ".snapshot"))  # inside the swapped range: Kafka deletes it
+    listing = sorted(p.name for p in part.iterdir())
+    (pd,) = discover(str(part))
+    # next offset of the swap segment is 107: segments 66 and 69 are both in [66, 107)
+    assert [(s.base_offset, s.from_swap) for s in pd.segments] == [(0, False), (66, True)]
+    assert pd.segments[1].log_path.endswith(".log.swap") and pd.segments[1].index_path.endswith(".index.swap")
+    assert pd.segments[1].timeindex_path is None
+    assert [p.rsplit("/", 1)[1][:20] for p in pd.snapshot_paths] == [_name(107, "")]  # 66, 69, 70, 99 dropped
+    assert any("swap" in n for n in pd.notes) and any("incomplete split" in n for n in pd.notes)
+    assert sorted(p.name for p in part.iterdir()) == listing and set(before) <= set(listing)  # nothing renamed
+    # a .cleaned file at or below every swap base marks them all as an incomplete split: ignored
+    shutil.copy(part / _name(0, ".log"), part / _name(0, ".log.cleaned"))
+    (pd,) = discover(str(part))
+    assert [(s.base_offset, s.from_swap) for s in pd.segments] == [(0, False), (66, False), (69, False)]
+
+
+def test_choose_replicas(corpus_dir, tmp_path):
+    a, b = tmp_path / "broker1", tmp_path / "broker2"
+    for root, hw in ((a, 300), (b, 412)):
+        shutil.copytree(corpus_dir / SMART / "temperature-0", root / "temperature-0")
+        (root / "replication-offset-checkpoint").write_text(f"0\n1\ntemperature 0 {hw}\n")
+    parts = discover([str(a), str(b)])
+    assert len(parts) == 2
+    (choice,) = choose_replicas(parts)
+    assert choice.chosen.log_dir == str(b) and "highest high watermark (412)" in choice.reason
+    assert len(choice.candidates) == 2
+    (by_size,) = choose_replicas(parts, "largestSize")
+    assert by_size.chosen is parts[0] and "largest size" in by_size.reason  # tie: first given
+    (by_leo,) = choose_replicas(parts, "largestLogEndOffset")
+    assert "412" in by_leo.reason
+    with pytest.raises(InvalidOptionError):
+        choose_replicas(parts, "random")
+
+
+# -- last stable offset on fabricated transactional logs -------------------------------------------------------------
+
+def _varint(value: int) -> bytes:
+    value = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _batch(base: int, count: int, *, pid: int = -1, transactional: bool = False, control: bool = False,
+           timestamp: int = 1_000) -> bytes:
+    """A v2 batch (DefaultRecordBatch layout) with ``count`` small records, or one ABORT marker when ``control``."""
+    records = b""
+    for delta in range(count):
+        if control:
+            key, value = struct.pack(">hh", 0, 0), struct.pack(">hi", 0, 5)
+        else:
+            key, value = None, b"v%d" % delta
+        body = (b"\x00" + _varint(0) + _varint(delta)
+                + (_varint(-1) if key is None else _varint(len(key)) + key)
+                + _varint(len(value)) + value + _varint(0))
+        records += _varint(len(body)) + body
+    attributes = (0x10 if transactional else 0) | (0x20 if control else 0)
+    after_crc = struct.pack(">hiqqqhii", attributes, count - 1, timestamp, timestamp, pid, 0 if pid >= 0 else -1,
+                            0 if pid >= 0 else -1, count) + records
+    batch_length = 4 + 1 + 4 + len(after_crc)
+    return struct.pack(">qiib", base, batch_length, 0, 2) + struct.pack(">I", crc32c(after_crc)) + after_crc
+
+
+def test_fabricated_batches_are_valid_kafka_batches():
+    from kafka.record.memory_records import MemoryRecords
+
+    data = _batch(10, 3, pid=7, transactional=True) + _batch(13, 1, pid=7, transactional=True, control=True)
+    records = MemoryRecords(data)
+    first = records.next_batch()
+    assert first.validate_crc() and first.is_transactional and [r.offset for r in first] == [10, 11, 12]
+    marker = records.next_batch()
+    assert marker.validate_crc() and marker.is_control_batch
+
+
+def _txn_partition(tmp_path, batches: list[bytes], *, hw: int | None, snapshot: tuple[int, list] | None = None):
+    root = tmp_path / "txlog"
+    part = root / "tx-0"
+    part.mkdir(parents=True)
+    (part / _name(0, ".log")).write_bytes(b"".join(batches))
+    if hw is not None:
+        (root / "replication-offset-checkpoint").write_text(f"0\n1\ntx 0 {hw}\n")
+    if snapshot is not None:
+        (part / _name(snapshot[0], ".snapshot")).write_bytes(encode_producer_snapshot(snapshot[1]))
+    (pd,) = discover(str(root))
+    return pd
+
+
+def test_last_stable_offset_open_and_unreplicated_transactions(tmp_path):
+    batches = [_batch(0, 2), _batch(2, 3, pid=7, transactional=True), _batch(5, 2, pid=8, transactional=True),
+               _batch(7, 1, pid=7, transactional=True, control=True), _batch(8, 2)]
+    # producer 8's transaction (first offset 5) is still open
+    assert last_stable_offset(_txn_partition(tmp_path / "a", batches, hw=10)) == 5
+    # close producer 8 too: everything is stable, LSO = high watermark
+    closed = batches + [_batch(10, 1, pid=8, transactional=True, control=True)]
+    assert last_stable_offset(_txn_partition(tmp_path / "b", closed, hw=11)) == 11
+    # producer 8's marker is at the high watermark (not replicated yet): its transaction is still unstable
+    assert last_stable_offset(_txn_partition(tmp_path / "c", closed, hw=10)) == 5
+    # no high watermark: the log end offset caps it
+    assert last_stable_offset(_txn_partition(tmp_path / "d", closed, hw=None)) == 11
+    assert last_stable_offset(_txn_partition(tmp_path / "e", [_batch(0, 4)], hw=2)) == 2
+
+
+def test_last_stable_offset_uses_the_producer_snapshot(tmp_path):
+    # producer 9 opened a transaction at offset 1, in data no longer walked: only the snapshot knows
+    batches = [_batch(0, 1), _batch(1, 2, pid=9, transactional=True), _batch(3, 2), _batch(5, 1)]
+    entry = ProducerSnapshotEntry(9, 0, 1, 2, 1, 1000, -1, 1)
+    pd = _txn_partition(tmp_path / "a", batches, hw=6, snapshot=(3, [entry]))
+    assert last_stable_offset(pd) == 1
+    # a snapshot saying no transaction is open hides the earlier transactional batch (Kafka trusts snapshots)
+    done = ProducerSnapshotEntry(9, 0, 1, 2, 1, 1000, -1, -1)
+    assert last_stable_offset(_txn_partition(tmp_path / "b", batches, hw=6, snapshot=(3, [done]))) == 6
+    # a corrupt snapshot is skipped: the walk from the log start finds the open transaction
+    pd = _txn_partition(tmp_path / "c", batches, hw=6, snapshot=(3, [done]))
+    path = pd.snapshot_paths[0]
+    with open(path, "r+b") as handle:
+        handle.seek(12)
+        handle.write(b"\xff")
+    assert last_stable_offset(pd) == 1

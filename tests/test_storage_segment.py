@@ -1,0 +1,205 @@
+"""SegmentReader: header walks, chunking, truncated/zero-filled tails, growth; log end offset, largest timestamp."""
+
+from __future__ import annotations
+
+import os
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kafka.record.memory_records import MemoryRecords
+
+from kafkaseg.errors import CorruptBatchError, UnsupportedMagicError
+from kafkaseg.storage.layout import discover
+from kafkaseg.storage.segment import SegmentReader, largest_timestamp, log_end_offset
+from kafkaseg.storage.time_index import TimeIndex
+from kafkaseg.wire.batch import iter_headers
+
+META = "segments/RaviAzzuraPutra__LATIHAN-MICROSERVICE-NEW/f8f5c464/kafka/data/__cluster_metadata-0"
+TEMPERATURE = "segments/smartassets__backend-server/51801d05/kafka/data/temperature-0"
+HAMLET = "segments/asayers__kafkalite/1b639b2f/tests/test-data/fs-data/hamlet-gzip-0"  # magic 0 gzip wrappers
+LOG0 = "00000000000000000000.log"
+
+
+def _oracle(data: bytes):
+    """(base offset, last offset, max timestamp or None) per batch as kafka-python reads them."""
+    records = MemoryRecords(data)
+    out = []
+    while (batch := records.next_batch()) is not None:
+        if batch.magic == 2:
+            out.append((batch.base_offset, batch.last_offset, batch.max_timestamp))
+        else:
+            out.append((batch._offset, batch._offset, None))
+    return out
+
+
+@pytest.mark.parametrize("folder", [META, TEMPERATURE, HAMLET])
+def test_header_walk_matches_kafka_python(corpus_dir, folder):
+    path = corpus_dir / folder / LOG0
+    data = path.read_bytes()
+    with SegmentReader(str(path)) as reader:
+        walk = reader.iter_headers(block_size=4096)
+        headers = list(walk)
+    assert walk.tail is None and walk.end_position == len(data)
+    assert headers == list(iter_headers(data))  # same headers, file positions, as a whole-buffer walk
+    oracle = _oracle(data)
+    assert len(headers) == len(oracle)
+    for header, (base, last, max_ts) in zip(headers, oracle):
+        assert (header.base_offset, header.last_offset) == (base, last)
+        if max_ts is not None:
+            assert header.max_timestamp == max_ts
+
+
+def test_every_corpus_segment_walks_to_its_manifest_batch_count(corpus_dir):
+    import csv
+
+    with open(corpus_dir / "MANIFEST.tsv") as handle:
+        rows = {r["path"]: r for r in csv.DictReader(handle, delimiter="\t") if r["path"].endswith(".log")}
+    for rel, row in rows.items():
+        if row["decode_error"]:
+            continue
+        with SegmentReader(str(corpus_dir / rel)) as reader:
+            assert sum(1 for _ in reader.iter_headers()) == int(row["batches"]), rel
+
+
+@settings(max_examples=25, deadline=None)
+@given(target=st.integers(61, 300_000), start_batch=st.integers(0, 29_000), span=st.integers(1, 2000))
+def test_chunks_hold_whole_batches_and_cover_the_range(corpus_dir, target, start_batch, span):
+    path = corpus_dir / META / LOG0
+    data = path.read_bytes()
+    positions = [h.position for h in iter_headers(data)] + [len(data)]
+    start = positions[min(start_batch, len(positions) - 2)]
+    end = positions[min(start_batch + span, len(positions) - 1)]
+    with SegmentReader(str(path)) as reader:
+        pieces = list(reader.chunks(start, end, target_bytes=target))
+    assert b"".join(bytes(buf) for _, buf in pieces) == data[start:end]
+    cursor = start
+    for position, buf in pieces:
+        assert position == cursor
+        inner = list(iter_headers(buf))  # raises if a chunk holds a torn batch
+        assert sum(h.size for h in inner) == len(buf)
+        assert len(buf) <= target or len(inner) == 1
+        cursor += len(buf)
+
+
+def test_big_batch_makes_its_own_chunk_and_absurd_length_raises(corpus_dir, tmp_path):
+    data = (corpus_dir / TEMPERATURE / LOG0).read_bytes()
+    sizes = [h.size for h in iter_headers(data)]
+    with SegmentReader(str(corpus_dir / TEMPERATURE / LOG0)) as reader:
+        pieces = list(reader.chunks(0, None, target_bytes=100))
+    assert [len(buf) for _, buf in pieces] == sizes
+    with SegmentReader(str(corpus_dir / TEMPERATURE / LOG0)) as reader:
+        with pytest.raises(CorruptBatchError) as info:
+            list(reader.chunks(0, None, target_bytes=1 << 20, max_batch_bytes=max(sizes) - 13))
+    assert info.value.path.endswith(LOG0) and info.value.position in {h.position for h in iter_headers(data)}
+    # A length field claiming ~2 GiB is rejected before anything is allocated for it
+    bad = bytearray(data)
+    second = sizes[0]
+    struct.pack_into(">i", bad, second + 8, 2**31 - 1)
+    target = tmp_path / LOG0
+    target.write_bytes(bytes(bad))
+    with SegmentReader(str(target)) as reader:
+        with pytest.raises(CorruptBatchError) as info:
+            list(reader.iter_headers())
+    assert info.value.position == second and str(target) in str(info.value)
+
+
+def test_truncated_tail_is_reported_not_raised(corpus_dir, tmp_path):
+    data = (corpus_dir / TEMPERATURE / LOG0).read_bytes()
+    headers = list(iter_headers(data))
+    last = headers[-1]
+    for cut in (last.position + 5, last.position + 40, last.position + 70, len(data) - 1):
+        path = tmp_path / f"cut{cut}.log"
+        path.write_bytes(data[:cut])
+        with SegmentReader(str(path)) as reader:
+            walk = reader.iter_headers()
+            assert len(list(walk)) == len(headers) - 1
+            assert walk.tail.position == last.position and walk.tail.reason == "truncated batch"
+            chunk_walk = reader.chunks(0, None, target_bytes=4096)
+            assert b"".join(bytes(b) for _, b in chunk_walk) == data[:last.position]
+            assert chunk_walk.tail.position == last.position and reader.truncated_at == last.position
+            assert chunk_walk.end_position == last.position
+
+
+def test_zero_filled_log_tail_is_reported(corpus_dir, tmp_path):
+    data = (corpus_dir / TEMPERATURE / LOG0).read_bytes()
+    path = tmp_path / LOG0
+    path.write_bytes(data + b"\0" * 5000)
+    with SegmentReader(str(path)) as reader:
+        walk = reader.iter_headers()
+        assert len(list(walk)) == len(list(iter_headers(data)))
+        assert walk.tail.reason == "zero-filled tail" and walk.tail.position == len(data)
+        chunks = reader.chunks(0, None, 1 << 16)
+        assert sum(len(b) for _, b in chunks) == len(data) and chunks.tail.reason == "zero-filled tail"
+
+
+def test_corrupt_magic_in_the_middle_raises_located(corpus_dir, tmp_path):
+    data = bytearray((corpus_dir / TEMPERATURE / LOG0).read_bytes())
+    third = list(iter_headers(bytes(data)))[2].position
+    data[third + 16] = 9
+    path = tmp_path / LOG0
+    path.write_bytes(bytes(data))
+    with SegmentReader(str(path)) as reader:
+        with pytest.raises(UnsupportedMagicError) as info:
+            list(reader.iter_headers(block_size=512))
+        assert info.value.position == third and info.value.path == str(path)
+        with pytest.raises(UnsupportedMagicError) as info:
+            list(reader.chunks(0, None, 1 << 20))
+        assert info.value.position == third
+
+
+def test_explicit_end_must_be_a_batch_boundary(corpus_dir):
+    data = (corpus_dir / TEMPERATURE / LOG0).read_bytes()
+    second = list(iter_headers(data))[1]
+    with SegmentReader(str(corpus_dir / TEMPERATURE / LOG0)) as reader:
+        assert [h.position for h in reader.iter_headers(0, second.end)][-1] == second.position
+        with pytest.raises(CorruptBatchError, match="not a batch boundary"):
+            list(reader.chunks(0, second.end - 1, 1 << 20))
+
+
+def test_growing_file_is_read_as_it_was_at_open(corpus_dir, tmp_path):
+    data = (corpus_dir / TEMPERATURE / LOG0).read_bytes()
+    headers = list(iter_headers(data))
+    half = headers[len(headers) // 2].position
+    path = tmp_path / LOG0
+    path.write_bytes(data[:half])
+    with SegmentReader(str(path)) as reader:
+        with open(path, "ab") as handle:
+            handle.write(data[half:half + 100])  # a writer appends part of the next batch after open
+        pieces = list(reader.chunks(0, None, target_bytes=7000))
+        assert b"".join(bytes(b) for _, b in pieces) == data[:half]
+        assert reader.size == half and reader.tail is None
+        assert reader.read_at(half - 10, 1000) == data[half - 10:half]
+
+
+def test_log_end_offset_and_largest_timestamp(corpus_dir):
+    checked = 0
+    for pd in discover(str(corpus_dir / "segments/*/*/kafka*/data")):
+        for seg in pd.segments:
+            data = open(seg.log_path, "rb").read()
+            headers = list(iter_headers(data))
+            expected = headers[-1].next_offset if headers else seg.base_offset
+            assert log_end_offset(seg) == expected, seg.log_path
+            times = TimeIndex.load(seg.timeindex_path, seg.base_offset) if seg.timeindex_path else None
+            if times is not None and len(times):
+                assert largest_timestamp(seg) == max(h.max_timestamp for h in headers)
+            else:
+                assert abs(largest_timestamp(seg) - os.stat(seg.log_path).st_mtime * 1000) < 1  # Kafka: mtime
+            checked += 1
+    assert checked > 100
+
+
+def test_log_end_offset_reads_about_one_index_interval(corpus_dir, monkeypatch):
+    (pd,) = [p for p in discover(str(corpus_dir / META).rsplit("/", 1)[0]) if p.topic == "__cluster_metadata"]
+    seg = pd.segments[0]
+    reads = []
+    original = SegmentReader.read_at
+
+    def counting(self, position, length):
+        reads.append(length)
+        return original(self, position, length)
+
+    monkeypatch.setattr(SegmentReader, "read_at", counting)
+    assert log_end_offset(seg) == 30068
+    assert sum(reads) < 64 * 1024 and seg.log_size > 2_000_000
