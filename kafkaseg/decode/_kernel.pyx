@@ -73,17 +73,31 @@ cdef inline int16_t rd16(const uint8_t* p) noexcept nogil:
 
 
 cdef inline int read_varint(const uint8_t** pp, const uint8_t* end, int64_t* out) noexcept nogil:
-    """Zig-zag varint of up to 10 bytes. 0 on success; -1 past ``end``; -2 longer than 10 bytes."""
+    """Zig-zag varint of up to 10 bytes. 0 on success; -1 past ``end``; -2 longer than 10 bytes.
+
+    One- and two-byte varints (most lengths, deltas and counts) are decoded inline; longer ones out of line.
+    """
+    cdef const uint8_t* p = pp[0]
+    cdef uint64_t raw
+    if end - p >= 2:
+        if p[0] < 0x80:
+            raw = p[0]
+            pp[0] = p + 1
+            out[0] = <int64_t>((raw >> 1) ^ (-(raw & 1)))
+            return 0
+        if p[1] < 0x80:
+            raw = (<uint64_t>(p[0] & 0x7F)) | (<uint64_t>p[1] << 7)
+            pp[0] = p + 2
+            out[0] = <int64_t>((raw >> 1) ^ (-(raw & 1)))
+            return 0
+    return read_varint_slow(pp, end, out)
+
+
+cdef int read_varint_slow(const uint8_t** pp, const uint8_t* end, int64_t* out) noexcept nogil:
     cdef const uint8_t* p = pp[0]
     cdef uint64_t raw = 0
     cdef int shift = 0
     cdef uint8_t b
-    # Fast path: one byte (small lengths, deltas and counts are most varints).
-    if p < end and not (p[0] & 0x80):
-        raw = p[0]
-        pp[0] = p + 1
-        out[0] = <int64_t>((raw >> 1) ^ (-(raw & 1)))
-        return 0
     while True:
         if p >= end:
             return -1
