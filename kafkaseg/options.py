@@ -1,0 +1,671 @@
+"""Read options: parsed once, validated once, shipped (pickled) to wherever a scan runs.
+
+:meth:`ReadOptions.from_options` takes Spark-style options (string values, keys case-insensitive) or the native
+Python values the Python API passes (``bool``, ``int``, ``dict``, ``list``) and returns a frozen, picklable
+:class:`ReadOptions`. Anything unknown or malformed raises :class:`~kafkaseg.errors.InvalidOptionError` naming the
+option and what it accepts.
+
+The options that Spark's own Kafka source knows keep its meaning (``KafkaSourceProvider.scala``,
+``JsonUtils.scala``, ``KafkaOffsetRangeCalculator.scala`` in apache/spark ``connector/kafka-0-10-sql``):
+
+* ``assign`` (JSON ``{"t":[0,1]}``), ``subscribe`` (comma list), ``subscribePattern`` (a regex that must match the
+  whole topic name, like Java's ``Pattern.matcher(topic).matches()``): at most one. Unlike Spark, which requires one,
+  none given means every topic found on disk.
+* ``startingOffsets`` ``"earliest"`` (default) or JSON ``{"t":{"0":23,"1":-2}}`` (-2 earliest; -1 latest is
+  rejected for a batch read, as Spark does), ``endingOffsets`` ``"latest"`` (default) or JSON (-1 latest; -2
+  earliest rejected). ``startingTimestamp``/``endingTimestamp`` (ms, every partition) and
+  ``startingOffsetsByTimestamp``/``endingOffsetsByTimestamp`` (JSON ``{"t":{"0":ts}}``). Precedence per side:
+  global timestamp > per-partition timestamps > offsets (the lower-precedence options are still checked for form).
+  ``startingOffsetsByTimestampStrategy`` ``error`` (default) | ``latest``: what a starting timestamp with no record
+  at or after it resolves to. An ending timestamp with no such record resolves to latest (Spark's rule).
+  When both sides are JSON offsets (or both per-partition timestamps) they must name the same partitions and
+  start <= end, as in Spark. Unlike Spark, a JSON need not list every partition read: unlisted partitions take the
+  default (earliest / latest); a listed partition that is not on disk is an error at planning.
+* ``failOnDataLoss`` (true), ``minPartitions``, ``maxRecordsPerPartition``, ``includeHeaders`` (false),
+  ``kafka.isolation.level`` ``read_uncommitted`` (default) | ``read_committed``.
+
+kafkaseg's own: ``upperBound``, ``verifyCrc``, ``includeControl``, ``includeMetadata``, ``onCorruption``,
+``splitSize``, ``maxRecordsPerBatch``, ``maxBytesPerBatch``, ``maxBatchBytes``, ``maxDecompressedBatchBytes``,
+``replicas`` (see :class:`ReadOptions`). ``path``/``paths`` are what Spark's ``DataFrameReader.load`` passes.
+
+Spark Kafka options that mean nothing for files are accepted and ignored (:data:`IGNORED_OPTIONS`,
+:data:`IGNORED_KAFKA_OPTIONS`), so existing Spark code can switch format with no other edits; ``kafka.*`` consumer
+settings that change what Spark would read are rejected with Spark's own explanation
+(:data:`REJECTED_KAFKA_OPTIONS`); any other ``kafka.*`` key is rejected as unknown.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from kafkaseg.errors import InvalidOptionError
+
+__all__ = [
+    "ReadOptions",
+    "OffsetLimit",
+    "EARLIEST",
+    "LATEST",
+    "OPTION_NAMES",
+    "IGNORED_OPTIONS",
+    "IGNORED_KAFKA_OPTIONS",
+    "IGNORED_KAFKA_OPTION_PREFIXES",
+    "REJECTED_KAFKA_OPTIONS",
+    "parse_byte_size",
+]
+
+EARLIEST = -2  # Spark's KafkaOffsetRangeLimit.EARLIEST (Kafka's ListOffsets EARLIEST_TIMESTAMP)
+LATEST = -1  # Spark's KafkaOffsetRangeLimit.LATEST
+
+KiB = 1024
+MiB = 1024 * KiB
+GiB = 1024 * MiB
+TWO_GIB = 2 * GiB
+
+# Canonical spelling of every option this module understands (keys are matched case-insensitively).
+OPTION_NAMES: tuple[str, ...] = (
+    "assign", "subscribe", "subscribePattern",
+    "startingOffsets", "endingOffsets", "startingTimestamp", "endingTimestamp",
+    "startingOffsetsByTimestamp", "endingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy",
+    "failOnDataLoss", "minPartitions", "maxRecordsPerPartition", "includeHeaders", "kafka.isolation.level",
+    "upperBound", "verifyCrc", "includeControl", "includeMetadata", "onCorruption", "splitSize",
+    "maxRecordsPerBatch", "maxBytesPerBatch", "maxBatchBytes", "maxDecompressedBatchBytes", "replicas",
+    "path", "paths",
+)
+
+#: Spark Kafka source options that only matter for a live cluster or a stream: accepted, recorded, no effect.
+IGNORED_OPTIONS: tuple[str, ...] = (
+    "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay", "groupIdPrefix",
+    "kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
+)
+
+#: Consumer settings (``kafka.<name>``) about reaching a cluster: accepted, recorded, no effect on files.
+IGNORED_KAFKA_OPTIONS: tuple[str, ...] = (
+    "bootstrap.servers", "security.protocol", "client.id", "group.id", "client.dns.lookup",
+    "request.timeout.ms", "default.api.timeout.ms", "session.timeout.ms", "heartbeat.interval.ms",
+    "retry.backoff.ms", "reconnect.backoff.ms", "reconnect.backoff.max.ms", "metadata.max.age.ms",
+    "connections.max.idle.ms", "receive.buffer.bytes", "send.buffer.bytes",
+)
+#: Prefixes of ``kafka.*`` connection/security settings that are ignored the same way.
+IGNORED_KAFKA_OPTION_PREFIXES: tuple[str, ...] = ("ssl.", "sasl.")
+
+#: ``kafka.*`` settings Spark itself rejects, with its reason (``KafkaSourceProvider.validateGeneralOptions``).
+REJECTED_KAFKA_OPTIONS: Mapping[str, str] = {
+    "auto.offset.reset": "set the option 'startingOffsets' to 'earliest' or a JSON of offsets instead",
+    "key.deserializer": "keys are returned as bytes; deserialize them with DataFrame operations",
+    "value.deserializer": "values are returned as bytes; deserialize them with DataFrame operations",
+    "enable.auto.commit": "a file reader commits nothing",
+    "interceptor.classes": "interceptors can modify payloads, so they are not supported",
+}
+
+_CANONICAL = {name.lower(): name for name in OPTION_NAMES}
+_IGNORED = {name.lower(): name for name in IGNORED_OPTIONS}
+_IGNORED_KAFKA = {name.lower() for name in IGNORED_KAFKA_OPTIONS}
+
+_CHOICES = {
+    "startingOffsetsByTimestampStrategy": ("error", "latest"),
+    "kafka.isolation.level": ("read_uncommitted", "read_committed"),
+    "upperBound": ("highWatermark", "logEndOffset"),
+    "onCorruption": ("fail", "skip"),
+    "replicas": ("highestHighWatermark", "all"),
+}
+
+
+@dataclass(frozen=True)
+class OffsetLimit:
+    """One side (start or end) of the offset range to read, before it is resolved against a partition.
+
+    ``kind`` is ``"earliest"``, ``"latest"``, ``"offsets"`` (``entries`` hold ``(topic, partition, offset)`` with
+    -2 earliest, -1 latest), ``"timestamp"`` (``timestamp`` applies to every partition) or ``"timestamps"``
+    (``entries`` hold ``(topic, partition, timestamp)``). ``option`` is the option it came from, for messages.
+    """
+
+    kind: str
+    entries: tuple[tuple[str, int, int], ...] = ()
+    timestamp: int | None = None
+    option: str | None = None
+
+    def lookup(self, topic: str, partition: int) -> int | None:
+        """The offset or timestamp given for ``topic``-``partition`` (None when not listed)."""
+        for entry_topic, entry_partition, value in self.entries:
+            if entry_topic == topic and entry_partition == partition:
+                return value
+        return None
+
+    def partitions(self) -> frozenset[tuple[str, int]]:
+        return frozenset((t, p) for t, p, _ in self.entries)
+
+    def describe(self) -> Any:
+        """A JSON-friendly form, as the option would be written."""
+        if self.kind in ("earliest", "latest"):
+            return self.kind
+        if self.kind == "timestamp":
+            return self.timestamp
+        nested: dict[str, dict[str, int]] = {}
+        for topic, partition, value in self.entries:
+            nested.setdefault(topic, {})[str(partition)] = value
+        return nested
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """Every read option, parsed and validated. Build it with :meth:`from_options`; the defaults are the defaults.
+
+    Topic selection: ``assign`` (sorted ``(topic, partition)`` pairs), ``subscribe`` (topics) or
+    ``subscribe_pattern`` (full-match regex); all None = every topic.
+
+    ``starting``/``ending``: the effective :class:`OffsetLimit` of each side after Spark's precedence.
+    ``upper_bound``: what ``latest`` means: ``highWatermark`` (from ``replication-offset-checkpoint``; the log end
+    offset when the checkpoint lacks the partition, which the plan report records) or ``logEndOffset``. Under
+    ``read_committed`` latest is further capped at the last stable offset.
+    ``split_size``: target bytes per input partition (slices are cut at ``.index`` entries near it).
+    ``max_records_per_batch``/``max_bytes_per_batch``: bounds of one output Arrow batch.
+    ``max_batch_bytes``: largest on-disk batch accepted (guards against absurd length fields).
+    ``max_decompressed_batch_bytes``: largest decompressed batch accepted (decompression-bomb guard).
+    ``replicas``: ``highestHighWatermark`` reads one replica per topic-partition, ``all`` reads every copy found.
+    ``ignored``: the no-op options that were given (canonical names), for logging.
+    """
+
+    assign: tuple[tuple[str, int], ...] | None = None
+    subscribe: tuple[str, ...] | None = None
+    subscribe_pattern: str | None = None
+    starting: OffsetLimit = OffsetLimit("earliest", option="startingOffsets")
+    ending: OffsetLimit = OffsetLimit("latest", option="endingOffsets")
+    starting_offsets_by_timestamp_strategy: str = "error"
+    fail_on_data_loss: bool = True
+    min_partitions: int | None = None
+    max_records_per_partition: int | None = None
+    include_headers: bool = False
+    isolation_level: str = "read_uncommitted"
+    upper_bound: str = "highWatermark"
+    verify_crc: bool = True
+    include_control: bool = False
+    include_metadata: bool = False
+    on_corruption: str = "fail"
+    split_size: int = 128 * MiB
+    max_records_per_batch: int = 65536
+    max_bytes_per_batch: int = 64 * MiB
+    max_batch_bytes: int = 128 * MiB
+    max_decompressed_batch_bytes: int = 256 * MiB
+    replicas: str = "highestHighWatermark"
+    paths: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = field(default=(), compare=False)
+
+    # ------------------------------------------------------------------------------------------------------------
+    @property
+    def read_committed(self) -> bool:
+        return self.isolation_level == "read_committed"
+
+    def selects_topic(self, topic: str) -> bool:
+        """Whether ``assign``/``subscribe``/``subscribePattern`` let ``topic`` through (no selection: every topic)."""
+        if self.assign is not None:
+            return any(t == topic for t, _ in self.assign)
+        if self.subscribe is not None:
+            return topic in self.subscribe
+        if self.subscribe_pattern is not None:
+            return re.fullmatch(self.subscribe_pattern, topic) is not None
+        return True
+
+    def selects(self, topic: str, partition: int) -> bool:
+        """Whether the topic selection lets ``topic``-``partition`` through."""
+        if self.assign is not None:
+            return (topic, partition) in self.assign
+        return self.selects_topic(topic)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The effective options under their canonical names, JSON-friendly (for logs and plan reports)."""
+        out: dict[str, Any] = {}
+        if self.assign is not None:
+            nested: dict[str, list[int]] = {}
+            for topic, partition in self.assign:
+                nested.setdefault(topic, []).append(partition)
+            out["assign"] = nested
+        if self.subscribe is not None:
+            out["subscribe"] = list(self.subscribe)
+        if self.subscribe_pattern is not None:
+            out["subscribePattern"] = self.subscribe_pattern
+        out[self.starting.option or "startingOffsets"] = self.starting.describe()
+        out[self.ending.option or "endingOffsets"] = self.ending.describe()
+        out.update({
+            "startingOffsetsByTimestampStrategy": self.starting_offsets_by_timestamp_strategy,
+            "failOnDataLoss": self.fail_on_data_loss,
+            "minPartitions": self.min_partitions,
+            "maxRecordsPerPartition": self.max_records_per_partition,
+            "includeHeaders": self.include_headers,
+            "kafka.isolation.level": self.isolation_level,
+            "upperBound": self.upper_bound,
+            "verifyCrc": self.verify_crc,
+            "includeControl": self.include_control,
+            "includeMetadata": self.include_metadata,
+            "onCorruption": self.on_corruption,
+            "splitSize": self.split_size,
+            "maxRecordsPerBatch": self.max_records_per_batch,
+            "maxBytesPerBatch": self.max_bytes_per_batch,
+            "maxBatchBytes": self.max_batch_bytes,
+            "maxDecompressedBatchBytes": self.max_decompressed_batch_bytes,
+            "replicas": self.replicas,
+        })
+        if self.paths:
+            out["paths"] = list(self.paths)
+        if self.ignored:
+            out["ignored"] = list(self.ignored)
+        return out
+
+    def replace(self, **changes: Any) -> "ReadOptions":
+        """A copy with some fields changed (no re-validation: callers pass already valid values)."""
+        return dataclasses.replace(self, **changes)
+
+    # ------------------------------------------------------------------------------------------------------------
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any] | None = None) -> "ReadOptions":
+        """Parse and validate ``options`` (keys case-insensitive; values strings or native Python values).
+
+        Raises :class:`InvalidOptionError` for an unknown key (suggesting the closest valid one), a malformed
+        value, two keys that differ only in case with different values, or a combination Spark rejects.
+        """
+        given: dict[str, tuple[str, Any]] = {}  # canonical name -> (key as given, value)
+        ignored: list[str] = []
+        for key, value in (options or {}).items():
+            if value is None:
+                continue
+            if not isinstance(key, str):
+                raise InvalidOptionError(f"option names must be strings, got {key!r}")
+            canonical = _canonical_name(key.strip())
+            if canonical is None:
+                ignored.append(_ignored_name(key.strip()))
+                continue
+            if canonical in given and given[canonical][1] != value:
+                raise InvalidOptionError(
+                    f"option {canonical!r} given twice with different values "
+                    f"({given[canonical][0]!r}={given[canonical][1]!r}, {key!r}={value!r}); option names are "
+                    "case-insensitive")
+            given[canonical] = (key, value)
+        # None means "not given" (the Python API passes optional keyword arguments straight through).
+        raw = {name: value for name, (_, value) in given.items() if value is not None}
+        kwargs: dict[str, Any] = {"ignored": tuple(sorted(set(ignored)))}
+
+        # Topic selection -----------------------------------------------------------------------------------------
+        strategies = [name for name in ("assign", "subscribe", "subscribePattern") if name in raw]
+        if len(strategies) > 1:
+            raise InvalidOptionError(
+                f"only one of the options 'assign', 'subscribe', 'subscribePattern' can be given, got "
+                f"{', '.join(repr(s) for s in strategies)}")
+        if "assign" in raw:
+            kwargs["assign"] = _parse_assign(raw["assign"])
+        if "subscribe" in raw:
+            kwargs["subscribe"] = _parse_subscribe(raw["subscribe"])
+        if "subscribePattern" in raw:
+            kwargs["subscribe_pattern"] = _parse_pattern(raw["subscribePattern"])
+
+        # Offsets -------------------------------------------------------------------------------------------------
+        if "startingOffsetsByTimestampStrategy" in raw:
+            kwargs["starting_offsets_by_timestamp_strategy"] = _parse_choice(
+                "startingOffsetsByTimestampStrategy", raw["startingOffsetsByTimestampStrategy"])
+        starting = _offset_limit(raw, "startingTimestamp", "startingOffsetsByTimestamp", "startingOffsets",
+                                 default="earliest")
+        ending = _offset_limit(raw, "endingTimestamp", "endingOffsetsByTimestamp", "endingOffsets",
+                               default="latest")
+        # Spark's validateBatchOptions: a batch read cannot start at latest nor end at earliest.
+        if starting.kind == "latest":
+            raise InvalidOptionError(
+                "option 'startingOffsets' can't be 'latest' for a batch read (accepted: 'earliest' or a JSON "
+                'like {"topicA":{"0":23,"1":-2}} with -2 = earliest)')
+        if starting.kind == "offsets":
+            for topic, partition, value in starting.entries:
+                if value == LATEST:
+                    raise InvalidOptionError(
+                        f"option 'startingOffsets' for {topic}-{partition} can't be latest (-1) for a batch read")
+        if ending.kind == "earliest":
+            raise InvalidOptionError(
+                "option 'endingOffsets' can't be 'earliest' for a batch read (accepted: 'latest' or a JSON "
+                'like {"topicA":{"0":23,"1":-1}} with -1 = latest)')
+        if ending.kind == "offsets":
+            for topic, partition, value in ending.entries:
+                if value == EARLIEST:
+                    raise InvalidOptionError(
+                        f"option 'endingOffsets' for {topic}-{partition} can't be earliest (-2) for a batch read")
+        _check_limit_validity(starting, ending)
+        kwargs["starting"] = starting
+        kwargs["ending"] = ending
+
+        # Scalars ---------------------------------------------------------------------------------------------------
+        for name, attr in (("failOnDataLoss", "fail_on_data_loss"), ("includeHeaders", "include_headers"),
+                           ("verifyCrc", "verify_crc"), ("includeControl", "include_control"),
+                           ("includeMetadata", "include_metadata")):
+            if name in raw:
+                kwargs[attr] = _parse_bool(name, raw[name])
+        for name, attr in (("minPartitions", "min_partitions"),
+                           ("maxRecordsPerPartition", "max_records_per_partition"),
+                           ("maxRecordsPerBatch", "max_records_per_batch")):
+            if name in raw:
+                kwargs[attr] = _parse_positive_int(name, raw[name])
+        if "minPartitions" in raw and kwargs["min_partitions"] >= 1 << 31:
+            raise InvalidOptionError(
+                f"option 'minPartitions' must be a positive 32-bit int, got {raw['minPartitions']!r}")
+        for name, attr, limit in (("splitSize", "split_size", None),
+                                  ("maxBytesPerBatch", "max_bytes_per_batch", TWO_GIB),
+                                  ("maxBatchBytes", "max_batch_bytes", TWO_GIB),
+                                  ("maxDecompressedBatchBytes", "max_decompressed_batch_bytes", None)):
+            if name in raw:
+                kwargs[attr] = _parse_size_option(name, raw[name], limit)
+        for name, attr in (("kafka.isolation.level", "isolation_level"), ("upperBound", "upper_bound"),
+                           ("onCorruption", "on_corruption"), ("replicas", "replicas")):
+            if name in raw:
+                kwargs[attr] = _parse_choice(name, raw[name])
+        paths: list[str] = []
+        if "path" in raw:
+            paths.extend(_parse_paths("path", raw["path"]))
+        if "paths" in raw:
+            paths.extend(_parse_paths("paths", raw["paths"]))
+        kwargs["paths"] = tuple(dict.fromkeys(paths))
+        return cls(**kwargs)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Names
+
+def _canonical_name(key: str) -> str | None:
+    """The canonical option for ``key``; None when it is an accepted no-op; raises for anything else."""
+    lowered = key.lower()
+    if lowered in _CANONICAL:
+        return _CANONICAL[lowered]
+    if lowered in _IGNORED:
+        return None
+    if lowered.startswith("kafka."):
+        setting = lowered[len("kafka."):]
+        if setting in REJECTED_KAFKA_OPTIONS:
+            raise InvalidOptionError(
+                f"Kafka option 'kafka.{setting}' is not supported: {REJECTED_KAFKA_OPTIONS[setting]}")
+        if setting in _IGNORED_KAFKA or setting.startswith(IGNORED_KAFKA_OPTION_PREFIXES):
+            return None
+        raise InvalidOptionError(
+            f"unknown option {key!r}: the only consumer setting with a meaning for files is "
+            f"'kafka.isolation.level' (read_uncommitted|read_committed); connection settings "
+            f"({', '.join('kafka.' + k for k in IGNORED_KAFKA_OPTIONS[:3])}, kafka.ssl.*, kafka.sasl.*, ...) are "
+            "accepted and ignored")
+    candidates = list(OPTION_NAMES) + list(IGNORED_OPTIONS)
+    close = difflib.get_close_matches(lowered, [c.lower() for c in candidates], n=1, cutoff=0.6)
+    hint = ""
+    if close:
+        suggestion = next(c for c in candidates if c.lower() == close[0])
+        hint = f"; did you mean {suggestion!r}?"
+    raise InvalidOptionError(
+        f"unknown option {key!r}{hint} Accepted options: {', '.join(OPTION_NAMES)} (case-insensitive); "
+        f"accepted and ignored: {', '.join(IGNORED_OPTIONS)}")
+
+
+def _ignored_name(key: str) -> str:
+    lowered = key.lower()
+    if lowered in _IGNORED:
+        return _IGNORED[lowered]
+    return "kafka." + lowered[len("kafka."):]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Values
+
+_TRUE = {"true"}
+_FALSE = {"false"}
+
+
+def _parse_bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+    raise InvalidOptionError(f"option {name!r} must be 'true' or 'false', got {value!r}")
+
+
+def _parse_int(name: str, value: Any, what: str = "an integer") -> int:
+    if isinstance(value, bool):
+        raise InvalidOptionError(f"option {name!r} must be {what}, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+        return int(value)
+    raise InvalidOptionError(f"option {name!r} must be {what}, got {value!r}")
+
+
+def _parse_positive_int(name: str, value: Any) -> int:
+    number = _parse_int(name, value, "a positive integer")
+    if number <= 0:
+        raise InvalidOptionError(f"option {name!r} must be positive, got {value!r}")
+    return number
+
+
+def _parse_choice(name: str, value: Any) -> str:
+    choices = _CHOICES[name]
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        for choice in choices:
+            if choice.lower() == lowered:
+                return choice
+    raise InvalidOptionError(f"option {name!r} must be one of {', '.join(choices)}, got {value!r}")
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": KiB, "kb": KiB, "kib": KiB, "m": MiB, "mb": MiB, "mib": MiB,
+               "g": GiB, "gb": GiB, "gib": GiB, "t": 1024 * GiB, "tb": 1024 * GiB, "tib": 1024 * GiB}
+
+
+def parse_byte_size(text: str) -> int:
+    """``"4096"``, ``"128k"``, ``"128m"``, ``"1g"``, ``"64MiB"``, ``"1.5g"`` -> bytes (binary units, as Spark's
+    ``byteStringAsBytes``). Raises ValueError for anything else."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    if not match or match.group(2).lower() not in _SIZE_UNITS:
+        raise ValueError(text)
+    number, unit = match.group(1), _SIZE_UNITS[match.group(2).lower()]
+    if "." in number:
+        whole, frac = number.split(".")
+        return int(whole) * unit + (int(frac) * unit) // (10 ** len(frac))
+    return int(number) * unit
+
+
+def _parse_size_option(name: str, value: Any, limit: int | None) -> int:
+    accepted = "a byte count such as 4096, '128k', '128m' or '1g'"
+    if isinstance(value, bool):
+        raise InvalidOptionError(f"option {name!r} must be {accepted}, got {value!r}")
+    if isinstance(value, int):
+        size = value
+    elif isinstance(value, str):
+        try:
+            size = parse_byte_size(value)
+        except ValueError:
+            raise InvalidOptionError(f"option {name!r} must be {accepted}, got {value!r}") from None
+    else:
+        raise InvalidOptionError(f"option {name!r} must be {accepted}, got {value!r}")
+    if size <= 0:
+        raise InvalidOptionError(f"option {name!r} must be positive, got {value!r}")
+    if limit is not None and size >= limit:
+        raise InvalidOptionError(f"option {name!r} must be below 2 GiB ({limit} bytes), got {value!r}")
+    return size
+
+
+def _load_json(name: str, value: Any, example: str) -> Any:
+    if isinstance(value, (dict, list)):
+        return value
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError as err:
+            raise InvalidOptionError(f"option {name!r}: expected JSON like {example}, got {value!r} ({err})") from err
+    raise InvalidOptionError(f"option {name!r}: expected JSON like {example}, got {value!r}")
+
+
+def _as_partition(name: str, topic: str, raw: Any, example: str) -> int:
+    if isinstance(raw, bool):
+        raise InvalidOptionError(f"option {name!r}: partition {raw!r} of topic {topic!r} is not an int; "
+                                 f"expected e.g. {example}")
+    if isinstance(raw, int):
+        partition = raw
+    elif isinstance(raw, str) and re.fullmatch(r"\s*\d+\s*", raw):
+        partition = int(raw)
+    else:
+        raise InvalidOptionError(f"option {name!r}: partition {raw!r} of topic {topic!r} is not a non-negative "
+                                 f"int; expected e.g. {example}")
+    if partition < 0 or partition >= 1 << 31:
+        raise InvalidOptionError(f"option {name!r}: partition {raw!r} of topic {topic!r} is out of range")
+    return partition
+
+
+def _check_topic(name: str, topic: Any, example: str) -> str:
+    if not isinstance(topic, str) or not topic.strip():
+        raise InvalidOptionError(f"option {name!r}: topic {topic!r} is not a non-empty string; expected e.g. {example}")
+    return topic
+
+
+def _parse_assign(value: Any) -> tuple[tuple[str, int], ...]:
+    example = '{"topicA":[0,1],"topicB":[0,1]}'
+    if isinstance(value, str) and not value.strip().startswith("{"):
+        raise InvalidOptionError(f"option 'assign': no topic-partitions to assign, expected JSON like {example}, "
+                                 f"got {value!r}")
+    parsed = _load_json("assign", value, example)
+    if not isinstance(parsed, dict):
+        raise InvalidOptionError(f"option 'assign': expected a JSON object like {example}, got {value!r}")
+    pairs = set()
+    for topic, partitions in parsed.items():
+        _check_topic("assign", topic, example)
+        if not isinstance(partitions, (list, tuple)):
+            raise InvalidOptionError(f"option 'assign': partitions of topic {topic!r} must be a list, e.g. {example}")
+        for raw in partitions:
+            if isinstance(raw, str):  # Jackson would not turn "0" into an Int inside a list either
+                raise InvalidOptionError(f"option 'assign': partition {raw!r} of topic {topic!r} must be a number")
+            pairs.add((topic, _as_partition("assign", topic, raw, example)))
+    if not pairs:
+        raise InvalidOptionError(f"option 'assign': no topic-partitions to assign in {value!r}")
+    return tuple(sorted(pairs))
+
+
+def _parse_subscribe(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        topics = [t.strip() for t in value.split(",")]
+    elif isinstance(value, (list, tuple, set, frozenset)) and all(isinstance(t, str) for t in value):
+        topics = [t.strip() for t in value]
+    else:
+        raise InvalidOptionError(f"option 'subscribe' must be a comma-separated list of topics, got {value!r}")
+    topics = [t for t in topics if t]
+    if not topics:
+        raise InvalidOptionError(f"option 'subscribe': no topics to subscribe to in {value!r}")
+    return tuple(dict.fromkeys(topics))
+
+
+def _parse_pattern(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidOptionError(f"option 'subscribePattern' must be a non-empty regular expression, got {value!r}")
+    pattern = value.strip()
+    try:
+        re.compile(pattern)
+    except re.error as err:
+        raise InvalidOptionError(f"option 'subscribePattern': {pattern!r} is not a valid regular expression "
+                                 f"({err})") from err
+    return pattern
+
+
+def _parse_timestamp(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise InvalidOptionError(f"option {name!r}: expected a single long value (ms since the epoch), got {value!r}")
+    try:
+        timestamp = int(value.strip()) if isinstance(value, str) else value
+    except ValueError:
+        raise InvalidOptionError(
+            f"option {name!r}: expected a single long value (ms since the epoch), got {value!r}") from None
+    if timestamp < 0:
+        raise InvalidOptionError(f"option {name!r}: timestamps must be >= 0 ms, got {value!r}")
+    return timestamp
+
+
+def _parse_partition_values(name: str, value: Any, example: str, *,
+                            timestamps: bool) -> tuple[tuple[str, int, int], ...]:
+    parsed = _load_json(name, value, example)
+    if not isinstance(parsed, dict):
+        raise InvalidOptionError(f"option {name!r}: expected a JSON object like {example}, got {value!r}")
+    entries = {}
+    for topic, per_partition in parsed.items():
+        _check_topic(name, topic, example)
+        if not isinstance(per_partition, dict):
+            raise InvalidOptionError(f"option {name!r}: value of topic {topic!r} must be an object of partition -> "
+                                     f"{'timestamp' if timestamps else 'offset'}, e.g. {example}")
+        for raw_partition, raw_value in per_partition.items():
+            partition = _as_partition(name, topic, raw_partition, example)
+            if isinstance(raw_value, bool) or not isinstance(raw_value, int):
+                raise InvalidOptionError(f"option {name!r}: {topic}-{partition} must map to an integer, got "
+                                         f"{raw_value!r}; expected e.g. {example}")
+            if timestamps and raw_value < 0:
+                raise InvalidOptionError(f"option {name!r}: timestamp of {topic}-{partition} must be >= 0 ms, got "
+                                         f"{raw_value}")
+            if not timestamps and raw_value < EARLIEST:
+                raise InvalidOptionError(f"option {name!r}: offset of {topic}-{partition} must be >= 0, -1 (latest) "
+                                         f"or -2 (earliest), got {raw_value}")
+            if (topic, partition) in entries and entries[(topic, partition)] != raw_value:
+                raise InvalidOptionError(f"option {name!r}: {topic}-{partition} given twice")
+            entries[(topic, partition)] = raw_value
+    return tuple(sorted((t, p, v) for (t, p), v in entries.items()))
+
+
+def _offset_limit(raw: Mapping[str, Any], global_ts: str, by_ts: str, offsets: str, *, default: str) -> OffsetLimit:
+    """Spark's ``getKafkaOffsetRangeLimit``: global timestamp > per-partition timestamps > offsets > default.
+    Every given option is parsed (so a malformed one is reported even when a higher-precedence one wins)."""
+    candidates: list[OffsetLimit] = []
+    if global_ts in raw:
+        candidates.append(OffsetLimit("timestamp", timestamp=_parse_timestamp(global_ts, raw[global_ts]),
+                                      option=global_ts))
+    if by_ts in raw:
+        example = '{"topicA":{"0":1700000000000,"1":1700000000000}}'
+        candidates.append(OffsetLimit("timestamps", _parse_partition_values(by_ts, raw[by_ts], example,
+                                                                            timestamps=True), option=by_ts))
+    if offsets in raw:
+        value = raw[offsets]
+        if isinstance(value, str) and value.strip().lower() in ("earliest", "latest"):
+            candidates.append(OffsetLimit(value.strip().lower(), option=offsets))
+        else:
+            if isinstance(value, str) and not value.strip().startswith("{"):
+                raise InvalidOptionError(
+                    f"option {offsets!r} must be 'earliest', 'latest' or a JSON like "
+                    f'{{"topicA":{{"0":23,"1":-1}},"topicB":{{"0":-2}}}}, got {value!r}')
+            example = '{"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}'
+            candidates.append(OffsetLimit("offsets", _parse_partition_values(offsets, value, example,
+                                                                             timestamps=False), option=offsets))
+    return candidates[0] if candidates else OffsetLimit(default, option=offsets)
+
+
+def _check_limit_validity(starting: OffsetLimit, ending: OffsetLimit) -> None:
+    """Spark's ``checkOffsetLimitValidity``: same partitions on both sides, start <= end where both are concrete."""
+    if starting.kind != ending.kind or starting.kind not in ("offsets", "timestamps"):
+        return
+    if starting.partitions() != ending.partitions():
+        fmt = lambda s: ", ".join(f"{t}-{p}" for t, p in sorted(s))  # noqa: E731
+        raise InvalidOptionError(
+            f"options {starting.option!r} and {ending.option!r} must name the same topic-partitions; "
+            f"{starting.option!r} has [{fmt(starting.partitions())}], {ending.option!r} has "
+            f"[{fmt(ending.partitions())}]")
+    for topic, partition, start in starting.entries:
+        end = ending.lookup(topic, partition)
+        if start >= 0 and end is not None and end >= 0 and start > end:
+            what = "offset" if starting.kind == "offsets" else "timestamp"
+            raise InvalidOptionError(
+                f"starting {what} {start} is greater than ending {what} {end} for {topic}-{partition} "
+                f"({starting.option!r}, {ending.option!r})")
+
+
+def _parse_paths(name: str, value: Any) -> list[str]:
+    if isinstance(value, str):
+        text = value.strip()
+        if name == "paths" and text.startswith("["):
+            try:
+                value = json.loads(text)
+            except ValueError as err:
+                raise InvalidOptionError(f"option 'paths' must be a JSON list of strings, got {value!r}") from err
+        else:
+            return [value]
+    if isinstance(value, (list, tuple)) and all(isinstance(p, str) for p in value):
+        return list(value)
+    if hasattr(value, "__fspath__"):
+        return [str(value.__fspath__())]
+    raise InvalidOptionError(f"option {name!r} must be a path or a list of paths, got {value!r}")

@@ -1,0 +1,827 @@
+"""Planning: topic-partitions + options + predicates -> :class:`SegmentSlice` s (units of work), with a report.
+
+Pure and cheap: planning reads file names and sizes, checkpoints, ``.index``/``.timeindex``/``.txnindex`` files,
+and batch HEADERS over at most about one index interval at each place it needs an exact position (a partition's
+log end offset, the batch holding a requested offset, the batch answering a timestamp lookup). The one exception is
+a timestamp lookup, which decodes the single batch that holds the answer (offsets for times are per record).
+
+Offsets follow Spark's Kafka source (``KafkaSourceProvider``/``KafkaOffsetReaderAdmin`` in apache/spark) over the
+broker's own answers (``UnifiedLog.fetchOffsetByTimestamp``, ``Partition.fetchOffsetForTimestamp``,
+``UnifiedLog.collectAbortedTransactions`` in apache/kafka):
+
+* earliest = the log start offset (``max(log-start-offset checkpoint, first segment base)``);
+* latest = the upper bound: the high watermark from ``replication-offset-checkpoint`` (``upperBound=highWatermark``;
+  the log end offset when the checkpoint lacks the partition, which the report records) or the log end offset
+  (``upperBound=logEndOffset``), and under ``read_committed`` at most the last stable offset;
+* a timestamp T resolves to the first record offset whose timestamp >= T: the first segment whose largest timestamp
+  >= T, its time-index floor of T, the offset-index floor of that, then batch headers up to the first batch whose
+  maxTimestamp >= T, then that batch's records. An answer at or past the upper bound is "no offset" (the broker
+  only answers below its last fetchable offset). No offset: a start fails (``startingOffsetsByTimestampStrategy=
+  error``) or becomes latest; an end becomes latest.
+* data loss (``failOnDataLoss``): a start below the log start offset, a start inside a hole between segments (offsets
+  missing from the files and not explained by compaction: above the cleaner checkpoint), or an end above the upper
+  bound raise :class:`~kafkaseg.errors.DataLossError`; with ``failOnDataLoss=false`` the range is clamped to what
+  exists and the report says so. A start above the end reads nothing (Spark drops such ranges).
+
+Byte ranges: a slice covers whole batches ``[start_position, end_position)`` of one segment. Consecutive slices of a
+segment are cut at ``.index`` entry positions (batch boundaries), near ``splitSize`` bytes, and (with
+``maxRecordsPerPartition``) near that many offsets as the index entries approximate them. Every slice of one offset
+range carries that whole range as ``[start_offset, end_offset)``: the byte ranges partition the batches, and the
+reader drops records outside the offsets. ``minPartitions`` keeps halving the largest slice (at its middle index
+entry) until there are enough.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from kafkaseg.errors import CorruptDataError, DataLossError, InvalidOptionError, KafkaSegError, LayoutError
+from kafkaseg.options import EARLIEST, LATEST, ReadOptions
+from kafkaseg.storage.indexes import load_indexes
+from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, choose_replicas, discover, last_stable_offset,
+                                     partition_log_end_offset)
+from kafkaseg.storage.segment import SegmentReader
+from kafkaseg.storage.txn_index import TransactionIndex
+
+__all__ = [
+    "SegmentSlice",
+    "Predicates",
+    "PartitionReport",
+    "PlanReport",
+    "ScanPlan",
+    "plan_scan",
+    "resolve_offsets",
+    "offset_for_timestamp",
+    "first_offset_with_timestamp_at_least",
+]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Public data
+
+@dataclass(frozen=True)
+class SegmentSlice:
+    """One unit of work (one Spark input partition): whole batches ``[start_position, end_position)`` of one
+    segment file, keeping records with ``start_offset <= offset < end_offset``.
+
+    ``aborted`` lists ``(producerId, firstOffset, lastOffset)`` of the aborted transactions that can touch the
+    slice (read_committed only, else empty). ``segment_size`` is the ``.log`` size seen at planning;
+    ``partition_path``/``log_dir`` say which replica; ``segment_index`` is the segment's rank in its partition.
+    """
+
+    topic: str
+    partition: int
+    log_path: str
+    base_offset: int
+    start_position: int
+    end_position: int
+    start_offset: int
+    end_offset: int
+    aborted: tuple[tuple[int, int, int], ...] = ()
+    segment_size: int = 0
+    segment_index: int = 0
+    partition_path: str = ""
+    log_dir: str | None = None
+    filesystem: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def size_bytes(self) -> int:
+        return self.end_position - self.start_position
+
+
+@dataclass(frozen=True)
+class Predicates:
+    """What filter pushdown (or the Python API) narrows a scan by. None = no restriction.
+
+    ``partitions`` holds partition numbers (any topic) and/or ``(topic, partition)`` pairs. ``offset_ranges`` is a
+    union of half-open ``[lo, hi)`` ranges on ``offset``. ``timestamp_range`` is ``(lo, hi)`` in ms, inclusive lo,
+    exclusive hi, either None; it only prunes (segments whose largest timestamp < lo, and the part of a segment
+    that the time index proves older than lo), so the caller must still apply the filter to rows.
+    """
+
+    topics: frozenset[str] | None = None
+    partitions: frozenset | None = None
+    offset_ranges: tuple[tuple[int, int], ...] | None = None
+    timestamp_range: tuple[int | None, int | None] | None = None
+
+    def selects(self, topic: str, partition: int) -> bool:
+        if self.topics is not None and topic not in self.topics:
+            return False
+        if self.partitions is not None:
+            return partition in self.partitions or (topic, partition) in self.partitions
+        return True
+
+
+@dataclass
+class PartitionReport:
+    """What planning found and decided for one topic-partition replica."""
+
+    topic: str
+    partition: int
+    path: str
+    log_dir: str | None
+    log_start_offset: int | None = None
+    log_end_offset: int | None = None
+    high_watermark: int | None = None
+    last_stable_offset: int | None = None
+    upper_bound: int | None = None
+    upper_bound_source: str | None = None
+    start_offset: int | None = None  # resolved, after clamping
+    end_offset: int | None = None
+    segments_total: int = 0
+    segments_pruned: int = 0
+    bytes_total: int = 0
+    bytes_planned: int = 0
+    slices: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass
+class PlanReport:
+    """What a plan considered, pruned and chose: per partition (``partitions``), partitions dropped before planning
+    (``partitions_pruned``: ``(topic, partition, reason)``), replica choices, indexes rebuilt in memory
+    (``(segment, reason)``), data-loss findings (with ``failOnDataLoss=false``) and other notes."""
+
+    options: dict = field(default_factory=dict)
+    partitions: list[PartitionReport] = field(default_factory=list)
+    partitions_pruned: list[tuple[str, int, str]] = field(default_factory=list)
+    replicas: list[dict] = field(default_factory=list)
+    indexes_rebuilt: list[tuple[str, str]] = field(default_factory=list)
+    data_loss: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def partitions_considered(self) -> int:
+        return len(self.partitions) + len(self.partitions_pruned)
+
+    @property
+    def segments_considered(self) -> int:
+        return sum(p.segments_total for p in self.partitions)
+
+    @property
+    def segments_pruned(self) -> int:
+        return sum(p.segments_pruned for p in self.partitions)
+
+    @property
+    def bytes_total(self) -> int:
+        return sum(p.bytes_total for p in self.partitions)
+
+    @property
+    def bytes_planned(self) -> int:
+        return sum(p.bytes_planned for p in self.partitions)
+
+    def offsets(self) -> dict[tuple[str, int], tuple[int | None, int | None]]:
+        """Resolved ``[start, end)`` per topic-partition (of the chosen replica; the first, with replicas=all)."""
+        out: dict[tuple[str, int], tuple[int | None, int | None]] = {}
+        for p in self.partitions:
+            out.setdefault((p.topic, p.partition), (p.start_offset, p.end_offset))
+        return out
+
+    def as_dict(self) -> dict:
+        return {
+            "options": self.options,
+            "partitions_considered": self.partitions_considered,
+            "segments_considered": self.segments_considered,
+            "segments_pruned": self.segments_pruned,
+            "bytes_total": self.bytes_total,
+            "bytes_planned": self.bytes_planned,
+            "partitions": [dict(vars(p)) for p in self.partitions],
+            "partitions_pruned": [list(x) for x in self.partitions_pruned],
+            "replicas": self.replicas,
+            "indexes_rebuilt": [list(x) for x in self.indexes_rebuilt],
+            "data_loss": self.data_loss,
+            "notes": self.notes,
+        }
+
+
+@dataclass
+class ScanPlan:
+    slices: list[SegmentSlice]
+    report: PlanReport
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Per-partition state (lazy: indexes are loaded only for the segments that need them)
+
+class _Partition:
+    def __init__(self, pdir: PartitionDir, options: ReadOptions, report: PlanReport | None):
+        self.pdir = pdir
+        self.options = options
+        self.report = report
+        self.fs = pdir.filesystem
+        self.segments: tuple[SegmentFiles, ...] = pdir.segments
+        self.bases = [s.base_offset for s in self.segments]
+        self._indexes: dict[int, tuple] = {}
+        self._txn: dict[int, TransactionIndex | None] = {}
+        self._leo: int | None = None
+        self._segment_end: dict[int, int] = {}
+
+    @property
+    def name(self) -> str:
+        return f"{self.pdir.topic}-{self.pdir.partition}"
+
+    def next_base(self, i: int) -> int | None:
+        return self.bases[i + 1] if i + 1 < len(self.bases) else None
+
+    def indexes(self, i: int):
+        if i not in self._indexes:
+            seg = self.segments[i]
+            offset_index, time_index = load_indexes(seg, self.fs, max_batch_bytes=self.options.max_batch_bytes)
+            for idx in (offset_index, time_index):
+                if getattr(idx, "rebuilt", False) and self.report is not None:
+                    entry = (seg.log_path, f"{type(idx).__name__}: {idx.rebuild_reason}")
+                    if entry not in self.report.indexes_rebuilt:
+                        self.report.indexes_rebuilt.append(entry)
+            self._indexes[i] = (offset_index, time_index)
+        return self._indexes[i]
+
+    def txn_index(self, i: int) -> TransactionIndex | None:
+        if i not in self._txn:
+            seg = self.segments[i]
+            index = None
+            if seg.txnindex_path:
+                try:
+                    index = TransactionIndex.load(seg.txnindex_path, seg.base_offset, self.fs)
+                    problems = index.sanity_problems()
+                    if problems:
+                        raise CorruptDataError(f"{problems[0]}", path=seg.txnindex_path)
+                except (CorruptDataError, LayoutError) as err:
+                    raise type(err)(f"cannot use the transaction index for read_committed: {err}") from err
+            self._txn[i] = index
+        return self._txn[i]
+
+    def log_end_offset(self) -> int:
+        if self._leo is None:
+            leo = partition_log_end_offset(self.pdir)
+            self._leo = self.bases[0] if leo is None else leo
+        return self._leo
+
+    def segment_end_offset(self, i: int) -> int:
+        """Offset after the last complete batch of segment ``i`` (one index interval of headers)."""
+        if i == len(self.segments) - 1:
+            return self.log_end_offset()
+        if i not in self._segment_end:
+            from kafkaseg.storage.segment import log_end_offset
+
+            offset_index, _ = self.indexes(i)
+            self._segment_end[i] = log_end_offset(self.segments[i], filesystem=self.fs, offset_index=offset_index,
+                                                  max_batch_bytes=self.options.max_batch_bytes)
+        return self._segment_end[i]
+
+    def segment_of(self, offset: int) -> int:
+        """Index of the segment whose range [base, next base) holds ``offset`` (0 when below the first base)."""
+        return max(0, bisect.bisect_right(self.bases, offset) - 1)
+
+    def largest_timestamp(self, i: int) -> int:
+        """The segment's largest timestamp: its time index's last entry (the broker writes the segment max there on
+        roll and clean shutdown), and for the last segment also the headers after its last offset-index entry
+        (every batch up to that entry's batch is covered by the time index, see ``LogSegment.append``)."""
+        offset_index, time_index = self.indexes(i)
+        largest = time_index.max_timestamp
+        if i == len(self.segments) - 1:
+            start = int(offset_index.positions[-1]) if len(offset_index) else 0
+            with SegmentReader(self.segments[i].log_path, self.fs) as reader:
+                for header in reader.iter_headers(start, max_batch_bytes=self.options.max_batch_bytes):
+                    largest = max(largest, header.max_timestamp)
+        return largest
+
+    # -- exact batch boundaries ------------------------------------------------------------------------------
+    def start_position(self, i: int, offset: int) -> int:
+        """Position of the first batch of segment ``i`` that can hold ``offset`` or later offsets (its last offset
+        >= ``offset``): the offset-index floor, then headers up to the next index entry."""
+        seg = self.segments[i]
+        if offset <= seg.base_offset:
+            return 0
+        offset_index, _ = self.indexes(i)
+        _, position = offset_index.floor(offset)
+        limit = self._next_entry_position(offset_index, position, seg.log_size)
+        try:
+            with SegmentReader(seg.log_path, self.fs) as reader:
+                for header in reader.iter_headers(position, max_batch_bytes=self.options.max_batch_bytes):
+                    if header.last_offset >= offset or header.position >= limit:
+                        return header.position
+                    position = header.end
+        except KafkaSegError:
+            pass  # the reader will report the corruption; the floor position is a safe start
+        return min(position, seg.log_size)
+
+    def end_position(self, i: int, offset: int) -> int:
+        """Position just past the last batch of segment ``i`` that can hold an offset below ``offset``."""
+        seg = self.segments[i]
+        next_base = self.next_base(i)
+        if next_base is not None and offset >= next_base:
+            return seg.log_size
+        if offset <= seg.base_offset:
+            return 0
+        offset_index, _ = self.indexes(i)
+        offsets = offset_index.offsets.tolist()
+        slot = bisect.bisect_left(offsets, offset)  # first entry with offset >= `offset`: its batch is the last needed
+        fallback = int(offset_index.positions[slot + 1]) if slot + 1 < len(offsets) else seg.log_size
+        _, position = offset_index.floor(offset - 1)  # that entry's batch ends below `offset`: needed in full
+        try:
+            with SegmentReader(seg.log_path, self.fs) as reader:
+                walk = reader.iter_headers(position, max_batch_bytes=self.options.max_batch_bytes)
+                for header in walk:
+                    if header.position >= fallback:
+                        return header.position
+                    legacy_wrapper = header.magic < 2 and header.codec != 0
+                    if header.base_offset >= offset and not legacy_wrapper:
+                        return header.position
+                    if header.last_offset >= offset:
+                        return header.end
+                    position = header.end
+                return walk.end_position if walk.tail is None else seg.log_size
+        except KafkaSegError:
+            return fallback
+
+    @staticmethod
+    def _next_entry_position(offset_index, position: int, size: int) -> int:
+        positions = offset_index.positions.tolist()
+        slot = bisect.bisect_right(positions, position)
+        return positions[slot] if slot < len(positions) else size
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Offsets for times
+
+def first_offset_with_timestamp_at_least(batch: bytes, timestamp: int, min_offset: int, *, path: str | None = None,
+                                         position: int = 0, options: ReadOptions | None = None) -> int | None:
+    """The offset of the first record of ``batch`` (the bytes of one whole batch) whose timestamp >= ``timestamp``
+    (ms) and whose offset >= ``min_offset``, or None. Decodes the batch (control records included, as the broker's
+    ``LogSegment.findOffsetByTimestamp`` iterates them too); LogAppendTime batches give every record the batch's
+    max timestamp."""
+    import pyarrow as pa
+
+    from kafkaseg import decode as _decode
+    from kafkaseg.decode.api import DecodeRequest
+
+    options = options or ReadOptions()
+    request = DecodeRequest(path=path, base_position=position, verify_crc=options.verify_crc, include_control=True,
+                            min_offset=min_offset, max_records=1 << 62, max_bytes=1 << 62,
+                            max_batch_bytes=options.max_batch_bytes,
+                            max_decompressed_bytes=options.max_decompressed_batch_bytes)
+    result = _decode.decode(memoryview(batch), request)
+    if not result.num_rows:
+        return None
+    offsets = result.columns["offset"].to_pylist()
+    stamps = result.columns["timestamp"].cast(pa.int64()).to_pylist()  # microseconds
+    threshold = timestamp * 1000
+    for offset, stamp in zip(offsets, stamps):
+        if stamp is not None and stamp >= threshold and offset >= min_offset:
+            return int(offset)
+    return None
+
+
+def _offset_for_timestamp(part: _Partition, timestamp: int, log_start: int, upper: int) -> int | None:
+    segments = part.segments
+    target = None
+    for i in range(len(segments)):
+        next_base = part.next_base(i)
+        if next_base is not None and next_base <= log_start:
+            continue
+        if part.largest_timestamp(i) >= timestamp:
+            target = i
+            break
+    if target is None:
+        return None
+    offset_index, time_index = part.indexes(target)
+    _, time_offset = time_index.floor(timestamp)
+    _, position = offset_index.floor(max(time_offset, log_start))
+    seg = segments[target]
+    with SegmentReader(seg.log_path, part.fs) as reader:
+        for header in reader.iter_headers(position, max_batch_bytes=part.options.max_batch_bytes):
+            if header.last_offset < log_start or header.max_timestamp < timestamp:
+                continue
+            if header.base_offset >= upper:
+                return None
+            data = reader.read_at(header.position, header.size)
+            found = first_offset_with_timestamp_at_least(data, timestamp, log_start, path=seg.log_path,
+                                                         position=header.position, options=part.options)
+            if found is not None:
+                return found if found < upper else None
+    return None
+
+
+def offset_for_timestamp(partition_dir: PartitionDir, timestamp: int, options: ReadOptions | None = None
+                         ) -> int | None:
+    """Kafka's ListOffsets for ``timestamp`` (ms) on one partition: the first record offset at or after the log
+    start offset whose timestamp >= ``timestamp``, below the upper bound; None when there is none."""
+    options = options or ReadOptions()
+    part = _Partition(partition_dir, options, None)
+    if not part.segments:
+        return None
+    bounds = _bounds(part, None)
+    return _offset_for_timestamp(part, timestamp, bounds.log_start, bounds.upper)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Resolving [start, end)
+
+@dataclass
+class _Bounds:
+    log_start: int
+    log_end: int
+    upper: int
+    upper_source: str
+    high_watermark: int | None
+    last_stable: int | None
+
+
+def _bounds(part: _Partition, preport: PartitionReport | None) -> _Bounds:
+    pdir, options = part.pdir, part.options
+    log_start = pdir.log_start_offset
+    leo = part.log_end_offset()
+    hw = pdir.high_watermark
+    if options.upper_bound == "logEndOffset":
+        upper, source = leo, "log end offset (upperBound=logEndOffset)"
+    elif hw is None:
+        upper, source = leo, "log end offset (no high watermark in replication-offset-checkpoint)"
+        if preport is not None:
+            preport.notes.append(f"{part.name}: replication-offset-checkpoint has no high watermark for this "
+                                 f"partition; reading up to the log end offset {leo}")
+    elif hw > leo:
+        upper, source = leo, f"log end offset (high watermark {hw} is above it: incomplete copy?)"
+        if preport is not None:
+            preport.notes.append(f"{part.name}: high watermark {hw} is above the log end offset {leo} of "
+                                 f"{pdir.path}; reading up to {leo}")
+    else:
+        upper, source = hw, "high watermark"
+    lso = None
+    if options.read_committed:
+        lso = last_stable_offset(pdir)
+        if lso is not None and lso < upper:
+            upper, source = lso, "last stable offset (read_committed)"
+    if log_start > upper and preport is not None:
+        preport.notes.append(f"{part.name}: log start offset {log_start} is above the upper bound {upper}")
+    return _Bounds(log_start, leo, upper, source, hw, lso)
+
+
+def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, preport: PartitionReport | None
+             ) -> tuple[int, int]:
+    options = part.options
+    topic, partition = part.pdir.topic, part.pdir.partition
+    name = part.name
+    fail = options.fail_on_data_loss
+
+    def loss(message: str) -> None:
+        if fail:
+            raise DataLossError(message + " (set failOnDataLoss=false to read what is there)")
+        if report is not None:
+            report.data_loss.append(message)
+        if preport is not None:
+            preport.notes.append(message)
+
+    # start -----------------------------------------------------------------------------------------------------
+    limit = options.starting
+    explicit_start = False
+    if limit.kind == "earliest":
+        start = bounds.log_start
+    elif limit.kind == "offsets":
+        value = limit.lookup(topic, partition)
+        if value is None or value == EARLIEST:
+            start = bounds.log_start
+        else:
+            start, explicit_start = value, True
+    else:
+        ts = limit.timestamp if limit.kind == "timestamp" else limit.lookup(topic, partition)
+        if ts is None:
+            start = bounds.log_start
+        else:
+            found = _offset_for_timestamp(part, ts, bounds.log_start, bounds.upper)
+            if found is not None:
+                start = found
+            elif options.starting_offsets_by_timestamp_strategy == "latest":
+                start = bounds.upper
+                if preport is not None:
+                    preport.notes.append(f"{name}: no record at or after timestamp {ts}; starting at latest "
+                                         f"({bounds.upper}) per startingOffsetsByTimestampStrategy=latest")
+            else:
+                raise InvalidOptionError(
+                    f"no offset matched the starting timestamp {ts} in {name} (option {limit.option!r}); set "
+                    "startingOffsetsByTimestampStrategy=latest to start at the latest offset instead")
+    if explicit_start:
+        if start < bounds.log_start:
+            loss(f"{name}: starting offset {start} is below the log start offset {bounds.log_start} in "
+                 f"{part.pdir.path}; offsets [{start}, {bounds.log_start}) are gone")
+            start = bounds.log_start
+        elif bounds.log_start <= start < bounds.upper:
+            i = part.segment_of(start)
+            next_base = part.next_base(i)
+            if next_base is not None:
+                seg_end = part.segment_end_offset(i)
+                cleaner = part.pdir.cleaner_offset
+                compacted = cleaner is not None and start < cleaner
+                if seg_end <= start < next_base and not compacted:
+                    loss(f"{name}: starting offset {start} is in a hole between segments "
+                         f"{part.segments[i].log_path} (ends at {seg_end}) and the next one (base {next_base}); "
+                         f"offsets [{start}, {next_base}) are missing")
+                    start = next_base
+
+    # end -------------------------------------------------------------------------------------------------------
+    limit = options.ending
+    if limit.kind == "latest":
+        end = bounds.upper
+    elif limit.kind == "offsets":
+        value = limit.lookup(topic, partition)
+        if value is None or value == LATEST:
+            end = bounds.upper
+        else:
+            end = value
+            if end > bounds.upper:
+                loss(f"{name}: ending offset {end} is above the available end {bounds.upper} "
+                     f"({bounds.upper_source}) in {part.pdir.path}")
+                end = bounds.upper
+    else:
+        ts = limit.timestamp if limit.kind == "timestamp" else limit.lookup(topic, partition)
+        found = None if ts is None else _offset_for_timestamp(part, ts, bounds.log_start, bounds.upper)
+        end = bounds.upper if found is None else found
+    if start > end and preport is not None:
+        preport.notes.append(f"{name}: resolved start {start} is above the end {end}: nothing to read")
+    return start, end
+
+
+def resolve_offsets(partition_dir: PartitionDir, options: ReadOptions) -> tuple[int, int]:
+    """The ``[start, end)`` offsets ``options`` select in one partition replica (Spark semantics, see the module
+    doc). Raises :class:`DataLossError` (failOnDataLoss) or :class:`InvalidOptionError` (a starting timestamp
+    with no match under strategy error). An empty partition gives ``(base, base)``."""
+    part = _Partition(partition_dir, options, None)
+    if not part.segments:
+        start = partition_dir.log_start_offset or 0
+        return start, start
+    bounds = _bounds(part, None)
+    return _resolve(part, bounds, None, None)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Slicing
+
+@dataclass
+class _Piece:
+    """A slice under construction plus the index entries inside it (candidate cut points)."""
+
+    part: _Partition
+    segment: int
+    start_position: int
+    end_position: int
+    start_offset: int
+    end_offset: int
+    cuts: list[tuple[int, int]]  # (position, offset) of index entries strictly inside the byte range
+
+    @property
+    def size(self) -> int:
+        return self.end_position - self.start_position
+
+    def split_at(self, k: int) -> tuple["_Piece", "_Piece"]:
+        position = self.cuts[k][0]
+        left = _Piece(self.part, self.segment, self.start_position, position, self.start_offset, self.end_offset,
+                      self.cuts[:k])
+        right = _Piece(self.part, self.segment, position, self.end_position, self.start_offset, self.end_offset,
+                       self.cuts[k + 1:])
+        return left, right
+
+
+def _intersect(start: int, end: int, ranges: Sequence[tuple[int, int]] | None) -> list[tuple[int, int]]:
+    if start >= end:
+        return []
+    if ranges is None:
+        return [(start, end)]
+    merged: list[list[int]] = []
+    for lo, hi in sorted((max(lo, start), min(hi, end)) for lo, hi in ranges):
+        if lo >= hi:
+            continue
+        if merged and lo <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    return [(lo, hi) for lo, hi in merged]
+
+
+def _pieces_for_range(part: _Partition, lo: int, hi: int, ts_lo: int | None, kept: set[int]) -> list[_Piece]:
+    pieces = []
+    first = part.segment_of(lo)
+    for i in range(first, len(part.segments)):
+        seg = part.segments[i]
+        if seg.base_offset >= hi:
+            break
+        next_base = part.next_base(i)
+        if next_base is not None and next_base <= lo:
+            continue
+        if seg.log_size == 0:
+            continue
+        start_position = part.start_position(i, lo) if lo > seg.base_offset else 0
+        if ts_lo is not None:
+            # Time index entry (ts, off): every record with offset <= off has timestamp <= ts. Skip what is older.
+            if part.largest_timestamp(i) < ts_lo:
+                continue
+            _, time_index = part.indexes(i)
+            older_ts, older_offset = time_index.floor(ts_lo - 1)
+            if older_ts >= 0 and older_offset + 1 > lo:
+                start_position = max(start_position, part.start_position(i, older_offset + 1))
+        end_position = seg.log_size if next_base is not None and hi >= next_base else part.end_position(i, hi)
+        if next_base is None and hi >= part.log_end_offset():
+            end_position = seg.log_size
+        if end_position <= start_position:
+            continue
+        kept.add(i)
+        cuts: list[tuple[int, int]] = []
+        if end_position - start_position > 0 and (
+                end_position - start_position > part.options.split_size or part.options.max_records_per_partition
+                or part.options.min_partitions):
+            offset_index, _ = part.indexes(i)
+            for offset, position in offset_index:
+                if start_position < position < end_position:
+                    cuts.append((position, offset))
+        pieces.append(_Piece(part, i, start_position, end_position, lo, hi, cuts))
+    return pieces
+
+
+def _split_by_size_and_records(piece: _Piece, split_size: int, max_records: int | None) -> list[_Piece]:
+    """Cut ``piece`` at index entries: a cut when the bytes since the last cut reach ``split_size``, or when going
+    on to the next entry would put more than ``max_records`` offsets (as the index entries approximate them) in
+    the current slice."""
+    if not piece.cuts:
+        return [piece]
+    part = piece.part
+    next_base = part.next_base(piece.segment)
+    range_end = piece.end_offset if next_base is None else min(piece.end_offset, next_base)
+    cut_at: list[int] = []
+    start_position = piece.start_position
+    anchor = max(piece.start_offset, part.segments[piece.segment].base_offset)
+    for k, (position, offset) in enumerate(piece.cuts):
+        following = piece.cuts[k + 1][1] if k + 1 < len(piece.cuts) else range_end
+        too_big = position - start_position >= split_size
+        too_many = max_records is not None and following - anchor > max_records
+        if too_big or too_many:
+            cut_at.append(k)
+            start_position = position
+            anchor = piece.cuts[k - 1][1] + 1 if k > 0 else offset
+    out = []
+    current = piece
+    consumed = 0
+    for k in cut_at:
+        left, current = current.split_at(k - consumed)
+        consumed = k + 1
+        out.append(left)
+    out.append(current)
+    return out
+
+
+def _aborted_for(part: _Partition, piece: _Piece) -> tuple[tuple[int, int, int], ...]:
+    """Kafka's ``collectAbortedTransactions(fetchOffset, upperBoundOffset)`` over the slice's offsets: the txn
+    indexes of this segment and every later one, until one proves completeness."""
+    seg = part.segments[piece.segment]
+    next_base = part.next_base(piece.segment)
+    lo = max(piece.start_offset, seg.base_offset)
+    hi = piece.end_offset if next_base is None else min(piece.end_offset, next_base)
+    if lo >= hi:
+        return ()
+    found: dict[tuple[int, int, int], None] = {}
+    for j in range(piece.segment, len(part.segments)):
+        index = part.txn_index(j)
+        if index is None:
+            continue
+        txns, complete = index.collect_aborted(lo, hi)
+        for txn in txns:
+            found[(txn.producer_id, txn.first_offset, txn.last_offset)] = None
+        if complete:
+            break
+    return tuple(found)
+
+
+def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predicates | None,
+                    report: PlanReport) -> list[_Piece]:
+    preport = PartitionReport(pdir.topic, pdir.partition, pdir.path, pdir.log_dir,
+                              segments_total=len(pdir.segments), bytes_total=pdir.size_bytes)
+    preport.notes.extend(pdir.notes)
+    report.partitions.append(preport)
+    part = _Partition(pdir, options, report)
+    if not part.segments:
+        preport.notes.append(f"{part.name}: no segments")
+        preport.log_start_offset = pdir.log_start_offset
+        return []
+    bounds = _bounds(part, preport)
+    preport.log_start_offset = bounds.log_start
+    preport.log_end_offset = bounds.log_end
+    preport.high_watermark = bounds.high_watermark
+    preport.last_stable_offset = bounds.last_stable
+    preport.upper_bound = bounds.upper
+    preport.upper_bound_source = bounds.upper_source
+    start, end = _resolve(part, bounds, report, preport)
+    preport.start_offset, preport.end_offset = start, end
+    ranges = _intersect(start, end, predicates.offset_ranges if predicates else None)
+    ts_lo = None
+    if predicates is not None and predicates.timestamp_range is not None:
+        ts_lo, ts_hi = predicates.timestamp_range
+        if ts_lo is not None and ts_hi is not None and ts_lo >= ts_hi:
+            ranges = []
+    kept: set[int] = set()
+    pieces: list[_Piece] = []
+    for lo, hi in ranges:
+        pieces.extend(_pieces_for_range(part, lo, hi, ts_lo, kept))
+    preport.segments_pruned = len(part.segments) - len(kept)
+    out: list[_Piece] = []
+    for piece in pieces:
+        out.extend(_split_by_size_and_records(piece, options.split_size, options.max_records_per_partition))
+    return out
+
+
+def _min_partitions(pieces: list[_Piece], wanted: int | None, report: PlanReport) -> list[_Piece]:
+    if not wanted or len(pieces) >= wanted:
+        return pieces
+    pieces = list(pieces)
+    while len(pieces) < wanted:
+        candidates = [(p.size, n) for n, p in enumerate(pieces) if p.cuts]
+        if not candidates:
+            report.notes.append(f"minPartitions={wanted}: only {len(pieces)} slices possible (no more index entries "
+                                "to cut at)")
+            break
+        _, n = max(candidates)
+        piece = pieces[n]
+        middle = piece.start_position + piece.size // 2
+        k = min(range(len(piece.cuts)), key=lambda j: abs(piece.cuts[j][0] - middle))
+        pieces[n:n + 1] = piece.split_at(k)
+    return pieces
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Entry point
+
+def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicates: Predicates | None = None
+              ) -> ScanPlan:
+    """Plan a scan of ``paths`` (log dirs, topic-partition dirs, ``.log`` files, globs; default
+    ``options.paths``): discover partitions, keep those the topic options and ``predicates`` select, choose
+    replicas, resolve each partition's ``[start, end)``, prune segments, and cut slices."""
+    if paths is None or (not isinstance(paths, str) and not paths):
+        paths = list(options.paths)
+    if not paths:
+        raise LayoutError("nothing to read: no path given")
+    report = PlanReport(options=options.as_dict())
+    found = discover(paths)
+    selected: list[PartitionDir] = []
+    for pdir in found:
+        if not options.selects(pdir.topic, pdir.partition):
+            report.partitions_pruned.append((pdir.topic, pdir.partition, "not selected by assign/subscribe/"
+                                             "subscribePattern"))
+            continue
+        selected.append(pdir)
+    _check_listed_partitions(options, selected)
+    chosen: list[PartitionDir] = []
+    for pdir in selected:
+        if predicates is not None and not predicates.selects(pdir.topic, pdir.partition):
+            report.partitions_pruned.append((pdir.topic, pdir.partition, "pruned by predicates"))
+            continue
+        chosen.append(pdir)
+    if options.replicas == "all":
+        replicas = chosen
+        for pdir in chosen:
+            report.replicas.append({"topic": pdir.topic, "partition": pdir.partition, "chosen": pdir.path,
+                                    "candidates": [pdir.path], "reason": "replicas=all"})
+    else:
+        replicas = []
+        for choice in choose_replicas(chosen, options.replicas):
+            replicas.append(choice.chosen)
+            report.replicas.append({"topic": choice.topic, "partition": choice.partition,
+                                    "chosen": choice.chosen.path,
+                                    "candidates": [c.path for c in choice.candidates], "reason": choice.reason})
+    pieces: list[_Piece] = []
+    for pdir in replicas:
+        pieces.extend(_plan_partition(pdir, options, predicates, report))
+    pieces = _min_partitions(pieces, options.min_partitions, report)
+    slices = []
+    reports = {(p.topic, p.partition, p.path): p for p in report.partitions}
+    for piece in pieces:
+        part = piece.part
+        seg = part.segments[piece.segment]
+        aborted = _aborted_for(part, piece) if options.read_committed else ()
+        slices.append(SegmentSlice(
+            topic=part.pdir.topic, partition=part.pdir.partition, log_path=seg.log_path, base_offset=seg.base_offset,
+            start_position=piece.start_position, end_position=piece.end_position, start_offset=piece.start_offset,
+            end_offset=piece.end_offset, aborted=aborted, segment_size=seg.log_size, segment_index=piece.segment,
+            partition_path=part.pdir.path, log_dir=part.pdir.log_dir, filesystem=part.fs))
+        preport = reports[(part.pdir.topic, part.pdir.partition, part.pdir.path)]
+        preport.slices += 1
+        preport.bytes_planned += piece.size
+    slices.sort(key=lambda s: (s.topic, s.partition, s.partition_path, s.base_offset, s.start_position,
+                               s.start_offset))
+    return ScanPlan(slices, report)
+
+
+def _check_listed_partitions(options: ReadOptions, selected: Iterable[PartitionDir]) -> None:
+    """A partition named in a JSON offsets/timestamps option must be among the partitions read (Spark fails when
+    they differ; kafkaseg only when a listed one is missing, unlisted ones take the default)."""
+    present = {(p.topic, p.partition) for p in selected}
+    for limit in (options.starting, options.ending):
+        if limit.kind not in ("offsets", "timestamps"):
+            continue
+        missing = sorted(limit.partitions() - present)
+        if missing:
+            names = ", ".join(f"{t}-{p}" for t, p in missing)
+            raise InvalidOptionError(
+                f"option {limit.option!r} names topic-partitions that are not being read: {names} (not found on "
+                "disk, or not selected by assign/subscribe/subscribePattern)")

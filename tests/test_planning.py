@@ -1,0 +1,565 @@
+"""plan_scan / resolve_offsets on generated data dirs (kafkaseg.testing) and the corpus.
+
+The oracle for coverage is an independent walk of every batch header of every segment (kafkaseg.wire.batch on the
+file bytes): the union of the planned byte ranges must hold each batch with an offset in [start, end) exactly once,
+and every cut must be a batch boundary. Expected offsets come from the records the tests wrote.
+"""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+
+from kafkaseg.errors import DataLossError, InvalidOptionError, LayoutError
+from kafkaseg.options import ReadOptions
+from kafkaseg.planning import (
+    Predicates,
+    SegmentSlice,
+    first_offset_with_timestamp_at_least,
+    offset_for_timestamp,
+    plan_scan,
+    resolve_offsets,
+)
+from kafkaseg.storage.layout import discover
+from kafkaseg.testing import (
+    ControlType,
+    PartitionWriter,
+    Record,
+    build_batch_v2,
+    build_control_batch,
+)
+from kafkaseg.testing.partition import write_offset_checkpoint
+from kafkaseg.wire.batch import iter_headers
+
+T0 = 1_700_000_000_000
+
+
+def opts(**options) -> ReadOptions:
+    return ReadOptions.from_options(options)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Data builders
+
+def write_partition(log_dir: Path, topic: str, partition: int, *, records: int, per_batch: int = 5,
+                    value_size: int = 100, segment_bytes: int = 1 << 30, start: int = 0, codec: str = "none",
+                    timestamp=lambda offset: T0 + offset * 10, index_interval: int = 4096, hole: tuple | None = None,
+                    live: bool = False):
+    """``records`` records from offset ``start`` in batches of ``per_batch``; ``hole=(at, to)`` skips offsets
+    [at, to) by rolling a new segment at ``to``. Returns (PartitionLog, {offset: timestamp})."""
+    writer = PartitionWriter(log_dir / f"{topic}-{partition}", segment_bytes=segment_bytes,
+                             index_interval_bytes=index_interval, log_start_offset=start)
+    stamps = {}
+    offset = start
+    written = 0
+    while written < records:
+        if hole is not None and offset == hole[0]:
+            writer.roll(hole[1])
+            offset = hole[1]
+        count = min(per_batch, records - written)
+        if hole is not None and offset < hole[0]:
+            count = min(count, hole[0] - offset)
+        batch = [Record(offset + k, timestamp(offset + k), f"k{offset + k}".encode(), bytes(value_size))
+                 for k in range(count)]
+        for r in batch:
+            stamps[r.offset] = r.timestamp
+        writer.append(build_batch_v2(batch, codec=codec))
+        offset += count
+        written += count
+    return writer.close(live=live), stamps
+
+
+def batches_of(log_path: str | Path):
+    data = Path(log_path).read_bytes()
+    return list(iter_headers(data))
+
+
+def check_coverage(plan, start_end: dict | None = None, *, exact_outside: bool = False):
+    """Every batch with an offset in the partition's [start, end) lies in exactly one slice; cuts are batch
+    boundaries. Returns the number of batches covered."""
+    report_offsets = plan.report.offsets()
+    by_segment: dict[str, list[SegmentSlice]] = {}
+    for piece in plan.slices:
+        by_segment.setdefault(piece.log_path, []).append(piece)
+        assert piece.start_position < piece.end_position <= piece.segment_size
+    covered = 0
+    partitions = {(p.topic, p.partition): p for p in plan.report.partitions}
+    for (topic, partition), preport in partitions.items():
+        start, end = (start_end or report_offsets)[(topic, partition)]
+        for log in sorted(Path(preport.path).glob("*.log")):
+            headers = batches_of(log)
+            boundaries = {h.position for h in headers} | {log.stat().st_size}
+            pieces = by_segment.get(str(log), [])
+            for piece in pieces:
+                assert piece.start_position in boundaries and piece.end_position in boundaries, (piece, log)
+                assert (piece.topic, piece.partition) == (topic, partition)
+            for h in headers:
+                holders = [p for p in pieces if p.start_position <= h.position and h.end <= p.end_position]
+                wanted = h.last_offset >= start and h.base_offset < end
+                if wanted:
+                    assert len(holders) == 1, (log, h.position, h.base_offset, len(holders))
+                    covered += 1
+                    assert holders[0].start_offset <= max(h.base_offset, start)
+                    assert holders[0].end_offset >= min(h.last_offset + 1, end)
+                else:
+                    assert len(holders) <= 1
+                    if exact_outside:
+                        assert not holders, (log, h.base_offset, start, end)
+    return covered
+
+
+@pytest.fixture
+def single(tmp_path):
+    """One log dir, topic t partition 0: 2000 records, 5 per batch, ~4 KiB index interval, 3 segments."""
+    log_dir = tmp_path / "broker0"
+    log, stamps = write_partition(log_dir, "t", 0, records=2000, segment_bytes=100_000)
+    write_offset_checkpoint(log_dir / "replication-offset-checkpoint", {("t", 0): 2000})
+    return log_dir, log, stamps
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Basics
+
+def test_defaults_cover_everything_once(single):
+    log_dir, log, _ = single
+    assert len(log.segments) >= 3
+    plan = plan_scan(str(log_dir), opts())
+    assert plan.report.offsets() == {("t", 0): (0, 2000)}
+    assert check_coverage(plan, exact_outside=True) == 400
+    assert len(plan.slices) == len(log.segments)  # segments smaller than splitSize: one slice each
+    assert plan.report.bytes_planned == plan.report.bytes_total == sum(s.size for s in log.segments)
+    p = plan.report.partitions[0]
+    assert (p.log_start_offset, p.log_end_offset, p.high_watermark, p.upper_bound) == (0, 2000, 2000, 2000)
+    assert p.upper_bound_source == "high watermark"
+    assert all(s.aborted == () for s in plan.slices)
+    clone = pickle.loads(pickle.dumps(plan.slices))
+    assert clone == plan.slices
+    assert plan.report.as_dict()["bytes_planned"] == plan.report.bytes_planned
+
+
+def test_high_watermark_and_upper_bound(single):
+    log_dir, _, _ = single
+    write_offset_checkpoint(log_dir / "replication-offset-checkpoint", {("t", 0): 1234})
+    plan = plan_scan(str(log_dir), opts())
+    assert plan.report.offsets()[("t", 0)] == (0, 1234)
+    check_coverage(plan, exact_outside=True)
+    plan = plan_scan(str(log_dir), opts(upperBound="logEndOffset"))
+    assert plan.report.offsets()[("t", 0)] == (0, 2000)
+    (log_dir / "replication-offset-checkpoint").unlink()
+    plan = plan_scan(str(log_dir), opts())
+    assert plan.report.offsets()[("t", 0)] == (0, 2000)
+    assert "no high watermark" in plan.report.partitions[0].upper_bound_source
+    assert any("no high watermark" in n for n in plan.report.partitions[0].notes)
+
+
+def test_specific_offsets_exact_bytes(single):
+    log_dir, _, _ = single
+    plan = plan_scan(str(log_dir), opts(startingOffsets='{"t":{"0":503}}', endingOffsets='{"t":{"0":1497}}'))
+    assert plan.report.offsets()[("t", 0)] == (503, 1497)
+    check_coverage(plan, exact_outside=True)
+    assert all(s.start_offset == 503 and s.end_offset == 1497 for s in plan.slices)
+    assert plan.report.segments_pruned == 0 or plan.report.segments_pruned < plan.report.segments_considered
+
+
+def test_segments_outside_range_are_pruned_by_name(single):
+    log_dir, log, _ = single
+    second = log.segments[1].base_offset
+    plan = plan_scan(str(log_dir), opts(startingOffsets=f'{{"t":{{"0":{second}}}}}',
+                                        endingOffsets=f'{{"t":{{"0":{second + 10}}}}}'))
+    assert plan.report.segments_pruned == len(log.segments) - 1
+    assert {s.base_offset for s in plan.slices} == {second}
+    check_coverage(plan, exact_outside=True)
+
+
+def test_live_broker_dir_with_preallocated_indexes(tmp_path):
+    log_dir = tmp_path / "live"
+    log, stamps = write_partition(log_dir, "t", 0, records=1500, segment_bytes=120_000, live=True)
+    active = Path(log.segments[-1].log_path).with_suffix(".index")
+    assert active.stat().st_size == 10 * 1024 * 1024  # zero-filled tail, as a running broker leaves it
+    plan = plan_scan(str(log_dir), opts(splitSize="20k", startingTimestamp=stamps[1100]))
+    assert plan.report.offsets()[("t", 0)] == (1100, 1500)
+    check_coverage(plan, exact_outside=True)
+    assert plan.report.partitions[0].log_end_offset == 1500
+    assert not plan.report.indexes_rebuilt
+
+
+def test_resolve_offsets_and_empty_ranges(single):
+    log_dir, _, _ = single
+    pdir = discover(str(log_dir))[0]
+    assert resolve_offsets(pdir, opts()) == (0, 2000)
+    assert resolve_offsets(pdir, opts(startingOffsets='{"t":{"0":-2}}', endingOffsets='{"t":{"0":-1}}')) == (0, 2000)
+    # start above the end reads nothing (Spark drops such ranges)
+    plan = plan_scan(str(log_dir), opts(startingOffsets='{"t":{"0":1999}}', endingOffsets='{"t":{"0":1999}}'))
+    assert plan.slices == []
+
+
+def test_unlisted_partitions_take_defaults_and_listed_must_exist(tmp_path):
+    log_dir = tmp_path / "b"
+    write_partition(log_dir, "t", 0, records=50)
+    write_partition(log_dir, "t", 1, records=60)
+    write_partition(log_dir, "u", 0, records=70)
+    plan = plan_scan(str(log_dir), opts(startingOffsets='{"t":{"1":7}}'))
+    assert plan.report.offsets() == {("t", 0): (0, 50), ("t", 1): (7, 60), ("u", 0): (0, 70)}
+    check_coverage(plan)
+    with pytest.raises(InvalidOptionError, match="t-5"):
+        plan_scan(str(log_dir), opts(startingOffsets='{"t":{"5":7}}'))
+    with pytest.raises(InvalidOptionError, match="u-0"):
+        plan_scan(str(log_dir), opts(subscribe="t", endingOffsetsByTimestamp='{"u":{"0":5}}'))
+
+
+def test_topic_selection_and_predicates(tmp_path):
+    log_dir = tmp_path / "b"
+    for topic, partition in (("alpha", 0), ("alpha", 1), ("beta", 0), ("gamma", 0)):
+        write_partition(log_dir, topic, partition, records=20)
+    names = lambda plan: sorted({(s.topic, s.partition) for s in plan.slices})  # noqa: E731
+    assert names(plan_scan(str(log_dir), opts(subscribe="alpha,gamma"))) == [("alpha", 0), ("alpha", 1),
+                                                                           ("gamma", 0)]
+    assert names(plan_scan(str(log_dir), opts(subscribePattern="a.*"))) == [("alpha", 0), ("alpha", 1)]
+    assert names(plan_scan(str(log_dir), opts(assign='{"alpha":[1],"beta":[0]}'))) == [("alpha", 1), ("beta", 0)]
+    plan = plan_scan(str(log_dir), opts(), Predicates(topics=frozenset({"alpha", "beta"}),
+                                                      partitions=frozenset({0})))
+    assert names(plan) == [("alpha", 0), ("beta", 0)]
+    assert plan.report.partitions_considered == 4
+    assert len(plan.report.partitions_pruned) == 2
+    plan = plan_scan(str(log_dir), opts(), Predicates(partitions=frozenset({("gamma", 0)})))
+    assert names(plan) == [("gamma", 0)]
+    with pytest.raises(LayoutError):
+        plan_scan(None, opts())
+    assert names(plan_scan(None, opts(path=str(log_dir / "beta-0")))) == [("beta", 0)]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Data loss
+
+def test_start_below_log_start(tmp_path):
+    log_dir = tmp_path / "b"
+    write_partition(log_dir, "t", 0, records=100, start=1000)
+    with pytest.raises(DataLossError, match=r"t-0.*500.*1000"):
+        plan_scan(str(log_dir), opts(startingOffsets='{"t":{"0":500}}'))
+    plan = plan_scan(str(log_dir), opts(startingOffsets='{"t":{"0":500}}', failOnDataLoss="false"))
+    assert plan.report.offsets()[("t", 0)] == (1000, 1100)
+    assert len(plan.report.data_loss) == 1 and "500" in plan.report.data_loss[0]
+    check_coverage(plan, exact_outside=True)
+
+
+def test_log_start_offset_checkpoint_moves_earliest(single):
+    log_dir, log, _ = single
+    write_offset_checkpoint(log_dir / "log-start-offset-checkpoint", {("t", 0): 777})
+    plan = plan_scan(str(log_dir), opts())
+    assert plan.report.offsets()[("t", 0)] == (777, 2000)
+    check_coverage(plan, exact_outside=True)
+    assert plan.report.segments_pruned == sum(1 for i, s in enumerate(log.segments)
+                                              if i + 1 < len(log.segments) and log.segments[i + 1].base_offset <= 777)
+    with pytest.raises(DataLossError):
+        plan_scan(str(log_dir), opts(startingOffsets='{"t":{"0":776}}'))
+
+
+def test_start_in_a_hole_between_segments(tmp_path):
+    log_dir = tmp_path / "b"
+    write_partition(log_dir, "t", 0, records=300, hole=(100, 250))
+    with pytest.raises(DataLossError, match=r"hole.*\[120, 250\)"):
+        plan_scan(str(log_dir), opts(startingOffsets='{"t":{"0":120}}'))
+    plan = plan_scan(str(log_dir), opts(startingOffsets='{"t":{"0":120}}', failOnDataLoss=False))
+    assert plan.report.offsets()[("t", 0)] == (250, 450)
+    assert plan.report.data_loss
+    check_coverage(plan, exact_outside=True)
+    # starting before the hole is fine: the reader just meets the gap
+    assert plan_scan(str(log_dir), opts(startingOffsets='{"t":{"0":99}}')).report.offsets()[("t", 0)] == (99, 450)
+
+
+def test_end_above_upper_bound(single):
+    log_dir, _, _ = single
+    with pytest.raises(DataLossError, match="2500"):
+        plan_scan(str(log_dir), opts(endingOffsets='{"t":{"0":2500}}'))
+    plan = plan_scan(str(log_dir), opts(endingOffsets='{"t":{"0":2500}}', failOnDataLoss="false"))
+    assert plan.report.offsets()[("t", 0)] == (0, 2000)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Splitting
+
+def test_split_size_cuts_at_index_entries(single):
+    log_dir, log, _ = single
+    plan = plan_scan(str(log_dir), opts(splitSize="16k"))
+    assert check_coverage(plan, exact_outside=True) == 400
+    assert len(plan.slices) > len(log.segments) * 4
+    interval = 4096 + 5 * 200  # one index interval plus a batch
+    for piece in plan.slices:
+        assert piece.size_bytes < 16384 + interval
+
+
+def test_min_partitions(single):
+    log_dir, log, _ = single
+    plan = plan_scan(str(log_dir), opts(minPartitions="10"))
+    assert len(plan.slices) == 10
+    assert check_coverage(plan, exact_outside=True) == 400
+    # more than possible: stops at one slice per index interval
+    plan = plan_scan(str(log_dir), opts(minPartitions="100000"))
+    assert check_coverage(plan, exact_outside=True) == 400
+    assert any("minPartitions" in n for n in plan.report.notes)
+    assert len(plan.slices) == sum(len(Path(s.log_path.with_suffix(".index")).read_bytes()) // 8 + 1
+                                   for s in log.segments)
+
+
+def test_max_records_per_partition(single):
+    log_dir, _, _ = single
+    plan = plan_scan(str(log_dir), opts(maxRecordsPerPartition="100"))
+    assert check_coverage(plan, exact_outside=True) == 400
+    for piece in plan.slices:
+        headers = [h for h in batches_of(piece.log_path) if piece.start_position <= h.position < piece.end_position]
+        count = sum(h.last_offset - h.base_offset + 1 for h in headers)
+        assert count <= 100 + 25  # approximate: cuts are index entries (~4 KiB = ~20 records apart)
+    assert len(plan.slices) >= 20
+
+
+def test_one_percent_offset_range_plans_at_most_two_percent_of_bytes(corpus_dir, tmp_path):
+    log_dir = tmp_path / "b"
+    log, _ = write_partition(log_dir, "big", 0, records=20000, per_batch=4, value_size=90)
+    total = sum(s.size for s in log.segments)
+    assert total > 2_000_000
+    for lo in (0, 7777, 19800):
+        plan = plan_scan(str(log_dir), opts(), Predicates(offset_ranges=((lo, lo + 200),)))
+        assert plan.report.bytes_planned <= 0.02 * total, (lo, plan.report.bytes_planned, total)
+        assert all((s.start_offset, s.end_offset) == (lo, lo + 200) for s in plan.slices)
+        check_coverage(plan, {("big", 0): (lo, lo + 200)}, exact_outside=True)
+    # the real 2 MB KRaft metadata segment with its broker-written index
+    path = next(corpus_dir.glob("segments/RaviAzzuraPutra__*/*/kafka/data/__cluster_metadata-0"))
+    full = plan_scan(str(path), opts())
+    end = full.report.offsets()[("__cluster_metadata", 0)][1]
+    lo = end // 2
+    span = end // 100
+    plan = plan_scan(str(path), opts(), Predicates(offset_ranges=((lo, lo + span),)))
+    assert plan.report.bytes_planned <= 0.02 * full.report.bytes_planned
+    check_coverage(plan, {("__cluster_metadata", 0): (lo, lo + span)}, exact_outside=True)
+
+
+def test_offset_range_union_and_intersection(single):
+    log_dir, _, _ = single
+    ranges = ((10, 20), (15, 40), (900, 950), (1990, 5000), (-5, 3))
+    plan = plan_scan(str(log_dir), opts(startingOffsets='{"t":{"0":1}}'), Predicates(offset_ranges=ranges))
+    assert sorted({(s.start_offset, s.end_offset) for s in plan.slices}) == [(1, 3), (10, 40), (900, 950),
+                                                                             (1990, 2000)]
+    for lo, hi in [(1, 3), (10, 40), (900, 950), (1990, 2000)]:
+        sub = [s for s in plan.slices if (s.start_offset, s.end_offset) == (lo, hi)]
+        for h in (h for log in sorted(Path(log_dir, "t-0").glob("*.log")) for h in batches_of(log)):
+            if h.last_offset >= lo and h.base_offset < hi:
+                assert sum(1 for s in sub if s.start_position <= h.position and h.end <= s.end_position) == 1
+    assert plan_scan(str(log_dir), opts(), Predicates(offset_ranges=())).slices == []
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Timestamps
+
+def jumbled(offset: int) -> int:
+    """CreateTime timestamps that go back and forth inside batches but trend upward."""
+    return T0 + offset * 10 + (37 if offset % 3 == 0 else 0) - (25 if offset % 5 == 1 else 0)
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "zstd"])
+def test_offset_for_timestamp_is_exact(tmp_path, codec):
+    log_dir = tmp_path / "b"
+    _, stamps = write_partition(log_dir, "t", 0, records=600, per_batch=7, segment_bytes=30_000, codec=codec,
+                                timestamp=jumbled)
+    pdir = discover(str(log_dir))[0]
+    assert len(pdir.segments) > 1 or codec != "none"
+    for target in (T0 - 5, T0, T0 + 1234, T0 + 3001, T0 + 4567, T0 + 5990, T0 + 6100):
+        expected = next((o for o in sorted(stamps) if stamps[o] >= target), None)
+        assert offset_for_timestamp(pdir, target) == expected, target
+
+
+def test_first_offset_with_timestamp_at_least():
+    batch = build_batch_v2([Record(10, 500, None, b"a"), Record(11, 300, None, b"b"), Record(12, 700, None, b"c")])
+    assert first_offset_with_timestamp_at_least(batch.data, 400, 0) == 10
+    assert first_offset_with_timestamp_at_least(batch.data, 400, 11) == 12
+    assert first_offset_with_timestamp_at_least(batch.data, 600, 0) == 12
+    assert first_offset_with_timestamp_at_least(batch.data, 701, 0) is None
+    log_append = build_batch_v2([Record(10, 500, None, b"a"), Record(11, 300, None, b"b")],
+                                timestamp_type=1, log_append_time=900)
+    assert first_offset_with_timestamp_at_least(log_append.data, 800, 0) == 10
+
+
+def test_timestamp_options(tmp_path):
+    log_dir = tmp_path / "b"
+    _, stamps = write_partition(log_dir, "t", 0, records=500, segment_bytes=20_000)
+    write_partition(log_dir, "t", 1, records=100, timestamp=lambda o: T0 + 100_000 + o)
+    first_at = lambda ts: next(o for o in sorted(stamps) if stamps[o] >= ts)  # noqa: E731
+    plan = plan_scan(str(log_dir), opts(assign='{"t":[0]}', startingTimestamp=T0 + 1005, endingTimestamp=T0 + 3000))
+    assert plan.report.offsets()[("t", 0)] == (first_at(T0 + 1005), first_at(T0 + 3000))
+    check_coverage(plan, exact_outside=True)
+    # per-partition timestamps; an ending timestamp past everything resolves to latest
+    plan = plan_scan(str(log_dir), opts(startingOffsetsByTimestamp=f'{{"t":{{"0":{T0 + 2000}}}}}',
+                                        endingOffsetsByTimestamp=f'{{"t":{{"0":{T0 + 10 ** 9}}}}}'))
+    assert plan.report.offsets() == {("t", 0): (200, 500), ("t", 1): (0, 100)}
+    # the global timestamp wins over per-partition ones and offsets
+    plan = plan_scan(str(log_dir), opts(startingTimestamp=T0 + 100_050, startingOffsets='{"t":{"0":3,"1":4}}',
+                                        startingOffsetsByTimestamp=f'{{"t":{{"0":{T0}}}}}',
+                                        startingOffsetsByTimestampStrategy="latest"))
+    assert plan.report.offsets() == {("t", 0): (500, 500), ("t", 1): (50, 100)}
+
+
+def test_starting_timestamp_without_match(tmp_path):
+    log_dir = tmp_path / "b"
+    write_partition(log_dir, "t", 0, records=50)
+    with pytest.raises(InvalidOptionError, match="no offset matched"):
+        plan_scan(str(log_dir), opts(startingTimestamp=T0 + 10 ** 6))
+    plan = plan_scan(str(log_dir), opts(startingTimestamp=T0 + 10 ** 6, startingOffsetsByTimestampStrategy="latest"))
+    assert plan.report.offsets()[("t", 0)] == (50, 50) and plan.slices == []
+
+
+def test_timestamp_answer_at_or_past_the_high_watermark_is_no_match(tmp_path):
+    log_dir = tmp_path / "b"
+    _, stamps = write_partition(log_dir, "t", 0, records=100)
+    write_offset_checkpoint(log_dir / "replication-offset-checkpoint", {("t", 0): 60})
+    with pytest.raises(InvalidOptionError):
+        plan_scan(str(log_dir), opts(startingTimestamp=stamps[70]))
+    plan = plan_scan(str(log_dir), opts(endingTimestamp=stamps[70]))
+    assert plan.report.offsets()[("t", 0)] == (0, 60)
+
+
+def test_timestamp_predicate_prunes_segments_and_leading_bytes(single):
+    log_dir, log, stamps = single
+    lo = stamps[1500]
+    plan = plan_scan(str(log_dir), opts(), Predicates(timestamp_range=(lo, None)))
+    assert plan.report.segments_pruned >= 1
+    planned = plan.report.bytes_planned
+    assert planned < 0.4 * plan.report.bytes_total
+    # every batch that may hold a record with timestamp >= lo is planned exactly once
+    for segment in log.segments:
+        for h in batches_of(segment.log_path):
+            holders = [s for s in plan.slices if s.log_path == str(segment.log_path)
+                       and s.start_position <= h.position and h.end <= s.end_position]
+            if h.max_timestamp >= lo:
+                assert len(holders) == 1
+    assert plan_scan(str(log_dir), opts(), Predicates(timestamp_range=(T0 + 10 ** 8, None))).slices == []
+    assert plan_scan(str(log_dir), opts(), Predicates(timestamp_range=(5, 5))).slices == []
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Transactions
+
+def write_transactional(log_dir: Path, *, open_at_end: bool):
+    """Producer 7 commits, producer 8 aborts (twice, across a segment roll), producer 9 interleaves; optionally
+    producer 10 leaves a transaction open at the end. Returns (PartitionLog, aborted [(pid, first, last)])."""
+    writer = PartitionWriter(log_dir / "tx-0", segment_bytes=3000, index_interval_bytes=512)
+    offset = 0
+    seq: dict[int, int] = {}
+
+    def data(pid, n=3, transactional=True):
+        nonlocal offset
+        records = [Record(offset + k, T0 + offset + k, b"k", bytes(60)) for k in range(n)]
+        writer.append(build_batch_v2(records, is_transactional=transactional, producer_id=pid if pid else -1,
+                                     producer_epoch=0 if pid else -1,
+                                     base_sequence=seq.get(pid, 0) if pid else -1))
+        if pid:
+            seq[pid] = seq.get(pid, 0) + n
+        offset += n
+
+    def marker(pid, kind):
+        nonlocal offset
+        writer.append(build_control_batch(offset, T0 + offset, kind, producer_id=pid, producer_epoch=0))
+        offset += 1
+
+    for round_ in range(6):
+        data(7)
+        data(8)
+        data(9)
+        data(0, transactional=False)
+        data(8)
+        marker(7, ControlType.COMMIT)
+        marker(8, ControlType.ABORT)
+        data(9)
+        marker(9, ControlType.COMMIT if round_ % 2 else ControlType.ABORT)
+    if open_at_end:
+        data(10)
+        data(0, transactional=False)
+    log = writer.close()
+    return log, [(t.producer_id, t.first_offset, t.last_offset) for t in log.aborted_txns]
+
+
+def test_read_committed_aborted_lists_and_lso(tmp_path):
+    log_dir = tmp_path / "b"
+    log, aborted = write_transactional(log_dir, open_at_end=True)
+    assert len(log.segments) > 2 and len(aborted) == 9
+    plan = plan_scan(str(log_dir), opts(**{"kafka.isolation.level": "read_committed"}))
+    start, end = plan.report.offsets()[("tx", 0)]
+    assert end == log.last_stable_offset < log.log_end_offset
+    assert plan.report.partitions[0].upper_bound_source.startswith("last stable offset")
+    check_coverage(plan, exact_outside=True)
+    for piece in plan.slices:
+        headers = [h for h in batches_of(piece.log_path) if piece.start_position <= h.position < piece.end_position]
+        lo = min(h.base_offset for h in headers)
+        hi = max(h.last_offset for h in headers) + 1
+        needed = {a for a in aborted if a[2] >= lo and a[1] < hi}  # transactions touching the slice's batches
+        assert needed <= set(piece.aborted), (piece, needed)
+        assert set(piece.aborted) <= set(aborted)
+    # every aborted data batch is listed in the slice that holds it
+    for segment in log.segments:
+        for h in batches_of(segment.log_path):
+            if not h.is_transactional or h.is_control or h.base_offset >= end:
+                continue
+            txn = [a for a in aborted if a[0] == h.producer_id and a[1] <= h.base_offset <= a[2]]
+            (holder,) = [s for s in plan.slices if s.log_path == str(segment.log_path)
+                         and s.start_position <= h.position < s.end_position]
+            assert all(a in holder.aborted for a in txn)
+    uncommitted = plan_scan(str(log_dir), opts())
+    assert uncommitted.report.offsets()[("tx", 0)] == (0, log.log_end_offset)
+    assert all(s.aborted == () for s in uncommitted.slices)
+
+
+def test_read_committed_with_split_slices(tmp_path):
+    log_dir = tmp_path / "b"
+    log, aborted = write_transactional(log_dir, open_at_end=False)
+    plan = plan_scan(str(log_dir), opts(**{"kafka.isolation.level": "read_committed", "minPartitions": 40}))
+    assert len(plan.slices) >= 20
+    assert plan.report.offsets()[("tx", 0)] == (0, log.log_end_offset)
+    check_coverage(plan, exact_outside=True)
+    seen = set()
+    for piece in plan.slices:
+        seen.update(piece.aborted)
+    assert seen == set(aborted)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Replicas
+
+def test_replicas(tmp_path):
+    dirs = []
+    for n, (records, hw) in enumerate([(300, 250), (300, 300), (200, 200)]):
+        log_dir = tmp_path / f"broker{n}"
+        write_partition(log_dir, "r", 0, records=records)
+        write_offset_checkpoint(log_dir / "replication-offset-checkpoint", {("r", 0): hw})
+        dirs.append(str(log_dir))
+    plan = plan_scan(dirs, opts())
+    assert {s.log_dir for s in plan.slices} == {dirs[1]}
+    assert plan.report.offsets()[("r", 0)] == (0, 300)
+    (choice,) = plan.report.replicas
+    assert choice["chosen"].startswith(dirs[1]) and len(choice["candidates"]) == 3
+    assert "high watermark" in choice["reason"]
+    check_coverage(plan)
+    everything = plan_scan(dirs, opts(replicas="all"))
+    assert {s.log_dir for s in everything.slices} == set(dirs)
+    assert sorted(p.end_offset for p in everything.report.partitions) == [200, 250, 300]
+    assert len(everything.report.replicas) == 3
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Corpus
+
+def test_corpus_log_dir_plan_covers_every_batch(corpus_dir):
+    data = next(corpus_dir.glob("segments/smartassets__backend-server/*/kafka/data"))
+    plan = plan_scan(str(data), opts(upperBound="logEndOffset"))
+    assert plan.report.bytes_planned == plan.report.bytes_total
+    check_coverage(plan)
+    hw_plan = plan_scan(str(data), opts())
+    assert hw_plan.report.bytes_planned <= plan.report.bytes_planned
+    check_coverage(hw_plan)
+
+
+def test_corpus_split_of_broker_written_index(corpus_dir):
+    path = next(corpus_dir.glob("segments/RaviAzzuraPutra__*/*/kafka/data/__cluster_metadata-0"))
+    plan = plan_scan(str(path), opts(splitSize="200k"))
+    assert len(plan.slices) >= 10
+    assert check_coverage(plan, exact_outside=True) > 20000
+    assert not plan.report.indexes_rebuilt
