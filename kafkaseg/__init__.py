@@ -30,13 +30,13 @@ from kafkaseg.errors import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "read_arrow", "iter_batches", "scan", "ReadOptions",
+    "read_arrow", "iter_batches", "open_scan", "Scan", "ReadOptions",
     "KafkaSegError", "CorruptDataError", "CorruptBatchError", "CrcMismatchError", "TruncatedDataError",
     "CorruptIndexError", "UnsupportedMagicError", "UnsupportedCodecError", "DecompressionLimitError",
     "InvalidOptionError", "DataLossError", "LayoutError",
 ]
 
-_LAZY = {"read_arrow": "kafkaseg.scan", "iter_batches": "kafkaseg.scan", "scan": "kafkaseg.scan",
+_LAZY = {"read_arrow": "kafkaseg.scan", "iter_batches": "kafkaseg.scan", "open_scan": "kafkaseg.scan", "Scan": "kafkaseg.scan",
          "ReadOptions": "kafkaseg.options"}
 
 
