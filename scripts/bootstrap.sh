@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Creates (or refreshes) the project's virtualenv in .venv with kafkaseg installed editable, its compiled decoder
+# built, and the dev/test dependencies. Idempotent and quick when nothing changed: a stamp records the hash of
+# the files that decide what gets installed or compiled. Prints the venv's python path on stdout's last line.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${KAFKASEG_VENV:-$root/.venv}"
+python="${PYTHON:-}"
+if [ -z "$python" ]; then
+  for candidate in python3.13 python3.12 python3.11 python3; do
+    if command -v "$candidate" >/dev/null 2>&1 &&
+       "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+      python="$candidate"; break
+    fi
+  done
+fi
+[ -n "$python" ] || { echo "kafkaseg needs Python 3.11 or newer on PATH" >&2; exit 1; }
+stamp="$venv/.kafkaseg-stamp"
+want="$(cat "$root/pyproject.toml" "$root/setup.py" "$root/kafkaseg/decode/_kernel.pyx" | sha256sum | cut -d' ' -f1)"
+if [ ! -x "$venv/bin/python" ]; then
+  echo "kafkaseg: creating $venv" >&2
+  "$python" -m venv "$venv"
+fi
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "kafkaseg: installing into $venv (pip install -e .[dev]; builds the compiled decoder)" >&2
+  "$venv/bin/python" -m pip install -q --upgrade pip >&2
+  "$venv/bin/python" -m pip install -q -e "$root[dev]" >&2
+  "$venv/bin/python" -c 'import kafkaseg.decode as d; assert d.IMPLEMENTATION == "cython", d.IMPLEMENTATION' >&2
+  echo "$want" > "$stamp"
+fi
+echo "$venv/bin/python"
