@@ -308,3 +308,30 @@ def test_empty_buffer_and_zero_record_batches(kernel):
     empty = build_batch_v2([], base_offset=10, last_offset=14, producer_id=3, producer_epoch=0).data
     res = kernel.decode(empty, DecodeRequest())
     assert (res.num_rows, res.consumed, res.last_offset) == (0, len(empty), 14)
+
+
+def test_kernel_selection_env_and_fallback_warning(tmp_path):
+    """KAFKASEG_PURE=1 forces the twin; a missing compiled module warns once and falls back."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import kafkaseg.decode as d; print(d.IMPLEMENTATION)"
+    env = dict(os.environ, KAFKASEG_PURE="1", PYTHONPATH=os.getcwd())
+    assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          check=True).stdout.strip() == "python"
+    # Hide the compiled module with an import hook and check the one-time warning.
+    hide = ("import sys, warnings\n"
+            "class Block:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'kafkaseg.decode._kernel': raise ImportError('hidden for the test')\n"
+            "sys.meta_path.insert(0, Block())\n"
+            "with warnings.catch_warnings(record=True) as caught:\n"
+            "    warnings.simplefilter('always')\n"
+            "    import kafkaseg.decode as d\n"
+            "    import kafkaseg.decode\n"
+            "print(d.IMPLEMENTATION, len([w for w in caught if 'pure-Python decoder' in str(w.message)]))\n")
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    env.pop("KAFKASEG_PURE", None)
+    out = subprocess.run([sys.executable, "-c", hide], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["python", "1"]

@@ -17,6 +17,18 @@ from kafkaseg.wire.batch import iter_headers
 from tests.oracle import kafka_python_records
 
 
+@pytest.fixture(params=["compiled", "pure"])
+def kernel(request, monkeypatch):
+    """Run a scan test with each decoder twin (the scan looks the kernel up at read time)."""
+    import kafkaseg.decode as decode
+
+    if request.param == "pure":
+        monkeypatch.setattr(decode, "decode", decode.pure_kernel.decode)
+    elif decode.IMPLEMENTATION != "cython":
+        pytest.skip("compiled kernel not built")
+    return request.param
+
+
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
     path = tmp_path_factory.mktemp("sample")
@@ -45,7 +57,7 @@ def _got(row) -> dict:
 
 
 @pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
-def test_sample_dir_reads_exactly_what_was_written(sample, isolation):
+def test_sample_dir_reads_exactly_what_was_written(sample, isolation, kernel):
     path, manifest = sample
     table = kafkaseg.read_arrow(str(path), includeHeaders=True, **{"kafka.isolation.level": isolation})
     assert table.schema.names == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
@@ -133,7 +145,7 @@ def test_reading_never_modifies_the_data_dir(sample):
 
 
 @pytest.mark.corpus
-def test_real_broker_dirs_match_kafka_python_record_by_record(corpus_dir, tmp_path):
+def test_real_broker_dirs_match_kafka_python_record_by_record(corpus_dir, kernel):
     """Every partition of the real broker data dirs, read through layout/planning/scan, equals kafka-python's
     decoding of its .log files (everything up to the log end, control records included)."""
     dirs = [corpus_dir / "segments/smartassets__backend-server/51801d05/kafka/data",
