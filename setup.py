@@ -14,6 +14,7 @@ if os.environ.get("KAFKASEG_NO_EXTENSION") != "1":
 
     ext_modules = cythonize(
         [Extension("kafkaseg.decode._kernel", ["kafkaseg/decode/_kernel.pyx"],
+                   include_dirs=["kafkaseg/decode"], depends=["kafkaseg/decode/_varint.h"],
                    extra_compile_args=["-O3"])],
         compiler_directives={"language_level": "3", "boundscheck": False, "wraparound": False,
                              "cdivision": True, "initializedcheck": False},

@@ -128,29 +128,34 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
     with RandomAccessReader(piece.log_path, piece.filesystem) as reader:
         end = min(piece.end_position, reader.size)
         pos = piece.start_position
-        want = read_chunk_bytes
-        buf = b""
-        buf_pos = pos  # file position of buf[0]
+        # One reusable read buffer per slice: the kernel copies what it keeps, so nothing references it after a
+        # decode call. It grows only when one batch is larger (bounded by maxBatchBytes, checked by the kernel).
+        chunk = bytearray(min(read_chunk_bytes, max(end - pos, 0)))
+        filled = 0  # valid bytes in chunk
+        buf_pos = pos  # file position of chunk[0]
+        want = 0  # bytes the next decode needs from pos (0: whatever the chunk holds)
         while pos < end:
             offset_in_buf = pos - buf_pos
-            if offset_in_buf >= len(buf) or want > len(buf) - offset_in_buf:
-                # (Re)fill: whole batches from pos, at least `want` bytes when the file has them.
-                length = min(max(want, read_chunk_bytes), end - pos)
-                buf = reader.read_at(pos, length)
-                buf_pos = pos
-                offset_in_buf = 0
-                metrics.bytes_read += len(buf)  # not under the lock: one reader thread per slice
-                if not buf:
+            if offset_in_buf >= filled or want > filled - offset_in_buf:
+                need = min(max(want, len(chunk)), end - pos)
+                if need > len(chunk):
+                    chunk = bytearray(need)
+                filled = reader.read_into(pos, memoryview(chunk)[:need])
+                buf_pos, offset_in_buf = pos, 0
+                metrics.bytes_read += filled  # one reader thread per slice
+                if not filled:
                     break
-            view = memoryview(buf)[offset_in_buf:]
+            view = memoryview(chunk)[offset_in_buf:filled]
             request = _replace(base_request, base_position=pos, check_offsets_after=last_seen)
             result = kernel(view, request)
+            view.release()
             stats.add(result.stats)
             if result.num_rows:
                 metrics.output_batches += 1
                 yield _record_batch(piece, result.columns, result.num_rows, schema)
             pos += result.consumed
             last_seen = result.last_offset
+            want = 0
             if result.stop in (STOP_PAST_END, STOP_CORRUPT):
                 break
             if result.stop == STOP_PARTIAL:
@@ -158,13 +163,8 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
                 if pos + needed > end:
                     _partial_tail(piece, reader.size, pos, end, options, stats, metrics)
                     break
-                if result.consumed == 0:
-                    want = needed  # one batch bigger than the chunk: read exactly it (bounded by maxBatchBytes)
-                else:
-                    want = read_chunk_bytes
-                buf = b""  # refill from pos
-            else:
-                want = read_chunk_bytes
+                want = needed
+                filled = 0  # refill from pos
     with metrics._lock:
         metrics.slices += 1
         metrics.decode.add(stats)

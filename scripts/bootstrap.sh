@@ -16,7 +16,7 @@ if [ -z "$python" ]; then
 fi
 [ -n "$python" ] || { echo "kafkaseg needs Python 3.11 or newer on PATH" >&2; exit 1; }
 stamp="$venv/.kafkaseg-stamp"
-want="$(cat "$root/pyproject.toml" "$root/setup.py" "$root/kafkaseg/decode/_kernel.pyx" | sha256sum | cut -d' ' -f1)"
+want="$(cat "$root/pyproject.toml" "$root/setup.py" "$root/kafkaseg/decode/_kernel.pyx" "$root/kafkaseg/decode/_varint.h" | sha256sum | cut -d' ' -f1)"
 if [ ! -x "$venv/bin/python" ]; then
   echo "kafkaseg: creating $venv" >&2
   "$python" -m venv "$venv"

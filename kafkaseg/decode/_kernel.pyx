@@ -72,46 +72,9 @@ cdef inline int16_t rd16(const uint8_t* p) noexcept nogil:
     return <int16_t>((<uint32_t>p[0] << 8) | <uint32_t>p[1])
 
 
-cdef inline int read_varint(const uint8_t** pp, const uint8_t* end, int64_t* out) noexcept nogil:
-    """Zig-zag varint of up to 10 bytes. 0 on success; -1 past ``end``; -2 longer than 10 bytes.
-
-    One- and two-byte varints (most lengths, deltas and counts) are decoded inline; longer ones out of line.
-    """
-    cdef const uint8_t* p = pp[0]
-    cdef uint64_t raw
-    if end - p >= 2:
-        if p[0] < 0x80:
-            raw = p[0]
-            pp[0] = p + 1
-            out[0] = <int64_t>((raw >> 1) ^ (-(raw & 1)))
-            return 0
-        if p[1] < 0x80:
-            raw = (<uint64_t>(p[0] & 0x7F)) | (<uint64_t>p[1] << 7)
-            pp[0] = p + 2
-            out[0] = <int64_t>((raw >> 1) ^ (-(raw & 1)))
-            return 0
-    return read_varint_slow(pp, end, out)
-
-
-cdef int read_varint_slow(const uint8_t** pp, const uint8_t* end, int64_t* out) noexcept nogil:
-    cdef const uint8_t* p = pp[0]
-    cdef uint64_t raw = 0
-    cdef int shift = 0
-    cdef uint8_t b
-    while True:
-        if p >= end:
-            return -1
-        b = p[0]
-        p += 1
-        raw |= (<uint64_t>(b & 0x7F)) << shift
-        if not (b & 0x80):
-            break
-        shift += 7
-        if shift > 63:
-            return -2
-    pp[0] = p
-    out[0] = <int64_t>((raw >> 1) ^ (-(raw & 1)))
-    return 0
+cdef extern from "_varint.h":
+    # Zig-zag varint of up to 10 bytes: 0 on success; -1 past ``end``; -2 longer than 10 bytes.
+    int read_varint "kafkaseg_read_varint" (const uint8_t** pp, const uint8_t* end, int64_t* out) noexcept nogil
 
 
 cdef bint utf8_valid(const uint8_t* s, Py_ssize_t n) noexcept nogil:

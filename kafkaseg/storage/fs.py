@@ -194,6 +194,30 @@ class RandomAccessReader:
         except (OSError, ValueError) as exc:
             raise LayoutError(f"cannot read {length} bytes at byte {position} of {self.path}: {exc}") from exc
 
+    def read_into(self, position: int, buffer: bytearray | memoryview) -> int:
+        """Fill ``buffer`` (reused by the caller, so no allocation per read) from ``position``; returns the number
+        of bytes read, fewer than ``len(buffer)`` only at :attr:`size`."""
+        view = memoryview(buffer).cast("B")
+        length = max(0, min(len(view), self.size - position))
+        done = 0
+        try:
+            if self._fd is not None:
+                while done < length:
+                    n = os.preadv(self._fd, [view[done:length]], position + done)
+                    if n <= 0:
+                        break
+                    done += n
+                return done
+            while done < length:
+                data = self._handle.read_at(length - done, position + done)
+                if not len(data):
+                    break
+                view[done:done + len(data)] = memoryview(data).cast("B")
+                done += len(data)
+            return done
+        except (OSError, ValueError) as exc:
+            raise LayoutError(f"cannot read {length} bytes at byte {position} of {self.path}: {exc}") from exc
+
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
