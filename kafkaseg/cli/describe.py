@@ -1,0 +1,154 @@
+"""``kafkaseg describe DIR``: what a log dir holds, from file names, checkpoints, index files and a few batch
+headers (never the record data): fast on large dirs.
+
+Per partition: segments, bytes, log start / log end / high watermark, the last stable offset when producer
+snapshots exist (a header walk from the latest snapshot), time range (first batch's max timestamp .. largest
+timestamp of the time indexes and the active segment's tail), and the magic values and codecs of the batches
+sampled: each segment's first batch, the batch at each segment's last ``.index`` entry and the active segment's
+batches after it (``--full`` walks every header instead).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kafkaseg.errors import KafkaSegError
+from kafkaseg.storage.layout import PartitionDir, discover, last_stable_offset
+from kafkaseg.storage.offset_index import OffsetIndex
+from kafkaseg.storage.segment import SegmentReader
+from kafkaseg.storage.time_index import TimeIndex
+
+__all__ = ["SegmentDescription", "PartitionDescription", "describe_partition", "describe_paths"]
+
+
+@dataclass
+class SegmentDescription:
+    path: str
+    base_offset: int
+    size: int
+    index_entries: int | None
+    time_index_entries: int | None
+    has_txn_index: bool
+    max_timestamp: int | None
+    mtime_ms: int
+
+
+@dataclass
+class PartitionDescription:
+    topic: str
+    partition: int
+    path: str
+    topic_id: str | None
+    segments: list[SegmentDescription] = field(default_factory=list)
+    size: int = 0
+    log_start_offset: int | None = None
+    log_end_offset: int | None = None
+    high_watermark: int | None = None
+    last_stable_offset: int | None = None
+    recovery_point: int | None = None
+    first_timestamp: int | None = None
+    max_timestamp: int | None = None
+    magics: set = field(default_factory=set)
+    codecs: set = field(default_factory=set)
+    transactional: bool = False
+    producer_snapshots: int = 0
+    kraft_snapshots: int = 0
+    leader_epoch: int | None = None
+    notes: list[str] = field(default_factory=list)
+    sampled: bool = True
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    def as_dict(self) -> dict:
+        return {
+            "topic": self.topic, "partition": self.partition, "path": self.path, "topicId": self.topic_id,
+            "segments": [s.__dict__ for s in self.segments], "sizeBytes": self.size,
+            "logStartOffset": self.log_start_offset, "logEndOffset": self.log_end_offset,
+            "highWatermark": self.high_watermark, "lastStableOffset": self.last_stable_offset,
+            "recoveryPoint": self.recovery_point, "firstTimestamp": self.first_timestamp,
+            "maxTimestamp": self.max_timestamp, "magics": sorted(self.magics), "codecs": sorted(self.codecs),
+            "transactional": self.transactional, "producerSnapshots": self.producer_snapshots,
+            "kraftSnapshots": self.kraft_snapshots, "leaderEpoch": self.leader_epoch, "notes": self.notes,
+            "sampled": self.sampled,
+        }
+
+
+def _note_header(desc: PartitionDescription, header) -> None:
+    desc.magics.add(header.magic)
+    desc.codecs.add(header.codec_name)
+    if header.is_transactional:
+        desc.transactional = True
+
+
+def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDescription:
+    """Describe one partition (see the module doc)."""
+    fs = pdir.filesystem
+    desc = PartitionDescription(pdir.topic, pdir.partition, pdir.path, pdir.topic_id,
+                                high_watermark=pdir.high_watermark, recovery_point=pdir.recovery_point,
+                                log_start_offset=pdir.log_start_offset, producer_snapshots=len(pdir.snapshot_paths),
+                                kraft_snapshots=len(pdir.kraft_snapshot_paths), sampled=not full,
+                                leader_epoch=pdir.leader_epochs[-1].epoch if pdir.leader_epochs else None,
+                                notes=list(pdir.notes))
+    last = len(pdir.segments) - 1
+    for i, seg in enumerate(pdir.segments):
+        desc.size += seg.log_size
+        offset_index = time_index = None
+        try:
+            offset_index = OffsetIndex.load(seg.index_path, seg.base_offset, fs) if seg.index_path else None
+        except KafkaSegError as err:
+            desc.notes.append(f"{seg.index_path}: {err}")
+        try:
+            time_index = TimeIndex.load(seg.timeindex_path, seg.base_offset, fs) if seg.timeindex_path else None
+        except KafkaSegError as err:
+            desc.notes.append(f"{seg.timeindex_path}: {err}")
+        max_ts = time_index.max_timestamp if time_index is not None and len(time_index) else None
+        try:
+            with SegmentReader(seg.log_path, fs) as reader:
+                if full:
+                    starts = [0]
+                else:
+                    starts = [0]
+                    if offset_index is not None and len(offset_index):
+                        starts.append(int(offset_index.positions[-1]))
+                for n, start in enumerate(starts):
+                    walk_all = full or (i == last and n == len(starts) - 1)
+                    if start >= reader.size:
+                        continue
+                    for header in reader.iter_headers(start):
+                        _note_header(desc, header)
+                        if i == 0 and n == 0 and desc.first_timestamp is None:
+                            desc.first_timestamp = header.max_timestamp
+                        if walk_all and (max_ts is None or header.max_timestamp > max_ts):
+                            max_ts = header.max_timestamp
+                        if not walk_all:
+                            break
+                    if i == last and walk_all:
+                        desc.log_end_offset = None  # computed below
+        except KafkaSegError as err:
+            desc.notes.append(f"{seg.log_path}: {err}")
+        desc.segments.append(SegmentDescription(seg.log_path, seg.base_offset, seg.log_size,
+                                                len(offset_index) if offset_index is not None else None,
+                                                len(time_index) if time_index is not None else None,
+                                                bool(seg.txnindex_path), max_ts, seg.mtime_ms))
+        if max_ts is not None and max_ts >= 0:
+            desc.max_timestamp = max_ts if desc.max_timestamp is None else max(desc.max_timestamp, max_ts)
+    try:
+        from kafkaseg.storage.layout import partition_log_end_offset
+
+        desc.log_end_offset = partition_log_end_offset(pdir)
+        if pdir.snapshot_paths or desc.transactional:
+            desc.last_stable_offset = last_stable_offset(pdir)
+    except KafkaSegError as err:
+        desc.notes.append(f"log end offset: {err}")
+    return desc
+
+
+def describe_paths(paths: list[str], *, full: bool = False, progress=None) -> list[PartitionDescription]:
+    out = []
+    for pdir in discover(paths):
+        out.append(describe_partition(pdir, full=full))
+        if progress is not None:
+            progress(pdir.size_bytes)
+    return out

@@ -1,0 +1,507 @@
+"""``kafkaseg dump``: ``kafka-dump-log.sh`` (``core/src/main/scala/kafka/tools/DumpLogSegments.scala``) without a JVM.
+
+Output follows DumpLogSegments line for line: ``Dumping <file>``, then per file type
+
+* ``.log`` / KRaft ``.checkpoint``: ``Log starting offset: N`` (``Snapshot end offset: N, epoch: E`` /
+  ``KRaft bootstrap snapshot``), one line per batch (``printBatchLevel``) and, with ``--deep-iteration`` (implied by
+  ``--print-data-log`` and the decoders), one ``| offset: ...`` line per record; ``Found N invalid bytes at the end
+  of <name>`` for a tail that is not a whole batch (only without ``--max-bytes``);
+* ``.index``: ``offset: O position: P`` (mismatches with the log on stderr), ``--index-sanity-check``,
+  ``--verify-index-only``; ``.timeindex``: ``timestamp: T offset: O`` and its error report;
+* ``.snapshot`` producer snapshots; ``.txnindex`` aborted transactions; anything else: ``Ignoring unknown file``.
+
+Kafka's end-of-run reports go to stderr in its words (``Mismatches in :<file>``, ``Found timestamp mismatch in :``,
+``Non-consecutive offsets in <file>``...). Differences: ``--json`` prints one JSON object per batch / entry instead;
+the exit status is 1 when an index disagrees with its log or a batch fails its CRC (Kafka always exits 0).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+import sys
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from kafkaseg.decode import decode
+from kafkaseg.decode.api import DecodeRequest
+from kafkaseg.errors import KafkaSegError
+from kafkaseg.storage.offset_index import OffsetIndex
+from kafkaseg.storage.producer_snapshot import read_producer_snapshot
+from kafkaseg.storage.segment import SegmentReader
+from kafkaseg.storage.time_index import TimeIndex
+from kafkaseg.storage.txn_index import TransactionIndex
+from kafkaseg.wire.batch import TIMESTAMP_TYPE_NAMES, BatchHeader
+from kafkaseg.wire.crc import crc_is_valid
+from kafkaseg.wire.internal.cluster_metadata import decode_control_record, decode_metadata_record
+from kafkaseg.wire.internal.consumer_offsets import format_offsets_record
+from kafkaseg.wire.internal.protocol import to_json
+from kafkaseg.wire.internal.transaction_state import format_transaction_record
+
+__all__ = ["DumpOptions", "DumpReport", "dump_files", "RECORD_INDENT"]
+
+RECORD_INDENT = "|"
+INT_MAX = 2**31 - 1
+_KRAFT_SNAPSHOT = re.compile(r"^(\d+)-(\d+)\.checkpoint$")
+BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
+
+
+@dataclass
+class DumpOptions:
+    print_data_log: bool = False
+    deep_iteration: bool = False
+    verify_index_only: bool = False
+    index_sanity_check: bool = False
+    max_bytes: int = INT_MAX
+    max_message_size: int = 5 * 1024 * 1024
+    skip_record_metadata: bool = False
+    decoder: str | None = None  # "offsets" | "transaction" | "cluster-metadata"
+    json: bool = False
+
+    @property
+    def should_print_data(self) -> bool:
+        return self.print_data_log or self.decoder is not None
+
+    @property
+    def deep(self) -> bool:
+        return self.deep_iteration or self.should_print_data
+
+
+@dataclass
+class DumpReport:
+    """What the run found; printed to stderr at the end as DumpLogSegments does."""
+
+    index_mismatches: dict = field(default_factory=dict)          # abs path -> [(index offset, log offset)]
+    time_mismatches: dict = field(default_factory=dict)           # abs path -> [(index ts, log ts)]
+    time_out_of_order: dict = field(default_factory=dict)         # abs path -> [(index ts, previous ts)]
+    time_offset_not_found: dict = field(default_factory=dict)     # abs path -> [(indexed offset, found offset)]
+    non_consecutive: dict = field(default_factory=dict)           # abs path -> [(offset, next offset)]
+    invalid_batches: list = field(default_factory=list)           # (path, position, detail)
+    errors: list = field(default_factory=list)                    # (path, message)
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.index_mismatches or self.time_mismatches or self.time_out_of_order
+                    or self.time_offset_not_found or self.invalid_batches or self.errors)
+
+    def print(self, err) -> None:
+        # DumpLogSegments prepends to Scala Lists, so these print newest first; kept for byte-compatibility.
+        for name, pairs in self.index_mismatches.items():
+            print(f"Mismatches in :{name}", file=err)
+            for index_offset, log_offset in reversed(pairs):
+                print(f"  Index offset: {index_offset}, log offset: {log_offset}", file=err)
+        for name, pairs in self.time_mismatches.items():
+            print(f"Found timestamp mismatch in :{name}", file=err)
+            for a, b in pairs:
+                print(f"  Index timestamp: {a}, log timestamp: {b}", file=err)
+        for name, pairs in self.time_out_of_order.items():
+            print(f"Found out of order timestamp in :{name}", file=err)
+            for a, b in pairs:
+                print(f"  Index timestamp: {a}, Previously indexed timestamp: {b}", file=err)
+        for pairs in self.time_offset_not_found.values():
+            print("The following indexed offsets are not found in the log.", file=err)
+            for a, b in pairs:
+                print(f"Indexed offset: {a}, found log offset: {b}", file=err)
+        for name, pairs in self.non_consecutive.items():
+            print(f"Non-consecutive offsets in {name}", file=err)
+            for a, b in reversed(pairs):
+                print(f"  {a} is followed by {b}", file=err)
+        for path, position, detail in self.invalid_batches:
+            print(f"Invalid batch in {path} at byte {position}: {detail}", file=err)
+        for path, message in self.errors:
+            print(f"Error dumping {path}: {message}", file=err)
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _utf8(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")  # StringDecoder: new String(bytes, UTF_8)
+
+
+def batch_line(header: BatchHeader, position: int, valid: bool) -> str:
+    """``printBatchLevel``: the batch-level line, in DumpLogSegments' field order."""
+    if header.magic >= 2:
+        head = (f"baseOffset: {header.base_offset} lastOffset: {header.last_offset} count: {header.records_count} "
+                f"baseSequence: {header.base_sequence} lastSequence: {header.last_sequence} "
+                f"producerId: {header.producer_id} producerEpoch: {header.producer_epoch} "
+                f"partitionLeaderEpoch: {header.partition_leader_epoch} "
+                f"isTransactional: {_bool(header.is_transactional)} isControl: {_bool(header.is_control)} "
+                f"deleteHorizonMs: {header.delete_horizon_ms}")
+    else:
+        head = f"offset: {header.last_offset}"
+    return (f"{head} position: {position} {TIMESTAMP_TYPE_NAMES[header.timestamp_type]}: {header.max_timestamp} "
+            f"size: {header.size} magic: {header.magic} compresscodec: {header.codec_name} crc: {header.crc} "
+            f"isvalid: {_bool(valid)}")
+
+
+def batch_json(header: BatchHeader, position: int, valid: bool) -> dict:
+    return {"baseOffset": header.base_offset, "lastOffset": header.last_offset, "count": header.records_count,
+            "baseSequence": header.base_sequence, "lastSequence": header.last_sequence,
+            "producerId": header.producer_id, "producerEpoch": header.producer_epoch,
+            "partitionLeaderEpoch": header.partition_leader_epoch, "isTransactional": header.is_transactional,
+            "isControl": header.is_control, "deleteHorizonMs": header.delete_horizon_ms, "position": position,
+            "timestampType": TIMESTAMP_TYPE_NAMES[header.timestamp_type], "maxTimestamp": header.max_timestamp,
+            "size": header.size, "magic": header.magic, "compresscodec": header.codec_name, "crc": header.crc,
+            "isvalid": valid}
+
+
+# -- records of one batch ---------------------------------------------------------------------------------------
+
+@dataclass
+class _Record:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    sequence: int
+    header_keys: list
+    legacy_crc: int | None = None
+    legacy_valid: bool | None = None
+
+
+def _legacy_inner(data: bytes, header: BatchHeader) -> dict[int, tuple[int, bool]]:
+    """Inner legacy messages' (crc, isValid) by offset (for ``isValid: .. crc: ..`` on magic 0/1 records)."""
+    from kafkaseg import codecs
+    from kafkaseg.wire.batch import iter_headers
+    from kafkaseg.wire.crc import crc_is_valid as valid
+
+    out: dict[int, tuple[int, bool]] = {}
+    if header.codec == 0:
+        out[header.last_offset] = (header.crc, valid(data, header._replace(position=0)))
+        return out
+    key_len_at = 18 if header.magic == 0 else 26  # offset 8, size 4, crc 4, magic 1, attributes 1, (timestamp 8)
+    (key_len,) = struct.unpack_from(">i", data, key_len_at)
+    value_at = key_len_at + 4 + max(key_len, 0)
+    (value_len,) = struct.unpack_from(">i", data, value_at)
+    inner = codecs.decompress(header.codec, memoryview(data)[value_at + 4:value_at + 4 + max(value_len, 0)],
+                              max_output=256 << 20, magic=header.magic)
+    inner = bytes(inner)
+    entries = list(iter_headers(inner))
+    if header.magic == 1 and entries:
+        last_relative = entries[-1].base_offset
+        shift = header.last_offset - last_relative
+    else:
+        shift = 0
+    for entry in entries:
+        out[entry.base_offset + shift] = (entry.crc, valid(inner, entry))
+    return out
+
+
+def _batch_records(data: bytes, header: BatchHeader, path: str) -> list[_Record]:
+    request = DecodeRequest(path=path, base_position=header.position, verify_crc=False, include_control=True,
+                            include_headers=True, include_metadata=True, max_batch_bytes=max(len(data), 1 << 20))
+    result = decode(memoryview(data), request)
+    cols = result.columns
+    offsets = cols["offset"].to_pylist()
+    stamps = [None if us is None else (us // 1000 if us >= 0 else -1)
+              for us in cols["timestamp"].cast(pa.int64()).to_pylist()]
+    keys = cols["key"].to_pylist()
+    values = cols["value"].to_pylist()
+    sequences = cols["sequence"].to_pylist()
+    headers = cols["headers"].to_pylist()
+    legacy = {}
+    if header.magic < 2:
+        try:
+            legacy = _legacy_inner(data, header)
+        except (KafkaSegError, struct.error):  # the decode above reported what matters; no inner CRCs then
+            legacy = {}
+    records = []
+    for i, offset in enumerate(offsets):
+        keys_of = [h["key"] for h in (headers[i] or [])]
+        crc, ok = legacy.get(offset, (None, None))
+        records.append(_Record(offset, stamps[i], keys[i], values[i], sequences[i], keys_of, crc, ok))
+    if header.magic == 0:
+        for r in records:
+            r.timestamp = -1
+    return records
+
+
+def _size(data: bytes | None) -> int:
+    return -1 if data is None else len(data)
+
+
+def _parse_data(record: _Record, options: DumpOptions) -> tuple[str | None, str | None]:
+    if options.decoder == "offsets":
+        return format_offsets_record(record.key, record.value, record.offset)
+    if options.decoder == "transaction":
+        return format_transaction_record(record.key, record.value, record.offset)
+    if options.decoder == "cluster-metadata":
+        try:
+            text = to_json(decode_metadata_record(record.value).as_json_object())
+        except KafkaSegError as err:
+            text = f"Error at {record.offset}, skipping. {err}"
+        return None, text
+    return (None if record.key is None else _utf8(record.key),
+            None if record.value is None else _utf8(record.value))
+
+
+def _control_text(record: _Record) -> str:
+    try:
+        control = decode_control_record(record.key, record.value)
+    except KafkaSegError as err:
+        return f" controlType: UNKNOWN({err})"
+    if control.type_id in (0, 1):
+        return f" endTxnMarker: {control.type_name} coordinatorEpoch: {control.coordinator_epoch}"
+    labels = {3: "SnapshotHeader", 4: "SnapshotFooter", 5: "KRaftVersion", 6: "KRaftVoters"}
+    if control.type_id in labels and control.data is not None:
+        return f" {labels[control.type_id]} {to_json(control.data)}"
+    return f" controlType: {control.type_name}({control.type_id})"
+
+
+def record_line(record: _Record, header: BatchHeader, options: DumpOptions) -> str:
+    """One ``| offset: ...`` line as DumpLogSegments prints it."""
+    prefix = f"{RECORD_INDENT} "
+    parts = []
+    if not options.skip_record_metadata:
+        parts.append(f"{prefix}offset: {record.offset} {TIMESTAMP_TYPE_NAMES[header.timestamp_type]}: "
+                     f"{record.timestamp} keySize: {_size(record.key)} valueSize: {_size(record.value)}")
+        prefix = " "
+        if header.magic >= 2:
+            parts.append(f" sequence: {record.sequence} headerKeys: [{','.join(record.header_keys)}]")
+        if header.magic < 2 and record.legacy_crc is not None:
+            parts.append(f" isValid: {_bool(bool(record.legacy_valid))} crc: {record.legacy_crc}}}")
+        if header.is_control:
+            parts.append(_control_text(record))
+    if options.should_print_data and not header.is_control:
+        key, payload = _parse_data(record, options)
+        if key is not None:
+            parts.append(f"{prefix}key: {key}")
+            prefix = " "
+        if payload is not None:
+            parts.append(f" payload: {payload}")
+    return "".join(parts)
+
+
+def record_json(record: _Record, header: BatchHeader, options: DumpOptions) -> dict:
+    out = {"offset": record.offset, "timestamp": record.timestamp, "keySize": _size(record.key),
+           "valueSize": _size(record.value)}
+    if header.magic >= 2:
+        out["sequence"] = record.sequence
+        out["headerKeys"] = record.header_keys
+    if header.is_control:
+        try:
+            control = decode_control_record(record.key, record.value)
+            out["controlType"] = control.type_name
+            if control.coordinator_epoch is not None:
+                out["coordinatorEpoch"] = control.coordinator_epoch
+            if control.data is not None:
+                out["control"] = control.data
+        except KafkaSegError as err:
+            out["controlError"] = str(err)
+    elif options.should_print_data:
+        key, payload = _parse_data(record, options)
+        for name, text in (("key", key), ("payload", payload)):
+            if text is None:
+                continue
+            try:
+                out[name] = json.loads(text) if options.decoder in ("offsets", "cluster-metadata") else text
+            except ValueError:
+                out[name] = text
+    return out
+
+
+# -- file kinds -----------------------------------------------------------------------------------------------
+
+def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress) -> None:
+    name = os.path.basename(path)
+    if name.endswith(".log"):
+        start = int(name.split(".")[0]) if name.split(".")[0].isdigit() else 0
+        header_line = f"Log starting offset: {start}"
+    elif name == BOOTSTRAP_CHECKPOINT:
+        header_line = "KRaft bootstrap snapshot"
+    else:
+        match = _KRAFT_SNAPSHOT.match(name)
+        header_line = (f"Snapshot end offset: {int(match.group(1))}, epoch: {int(match.group(2))}" if match
+                       else "Log starting offset: 0")
+    if options.json:
+        print(json.dumps({"file": path, "info": header_line}), file=out)
+    else:
+        print(header_line, file=out)
+    abs_path = os.path.abspath(path)
+    last_offset = -1
+    with SegmentReader(path) as reader:
+        limit = min(reader.size, options.max_bytes)
+        valid_bytes = 0
+        task = progress.add(name, limit) if progress else None
+        walk = reader.iter_headers(0, None if limit >= reader.size else None, max_batch_bytes=None)
+        for header in walk:
+            if header.end > limit:  # FileRecords.slice(0, maxBytes): a batch past the limit is not read
+                break
+            data = reader.read_at(header.position, header.size)
+            valid = crc_is_valid(data, header._replace(position=0))
+            if not valid:
+                report.invalid_batches.append((path, header.position, f"CRC mismatch (stored {header.crc})"))
+            batch = batch_json(header, valid_bytes, valid) if options.json else None
+            if not options.json:
+                print(batch_line(header, valid_bytes, valid), file=out)
+            if options.deep:
+                try:
+                    records = _batch_records(data, header, path)
+                except KafkaSegError as err:
+                    report.errors.append((path, str(err)))
+                    records = []
+                rows = []
+                for record in records:
+                    if last_offset != -1 and record.offset != last_offset + 1:
+                        report.non_consecutive.setdefault(abs_path, []).append((last_offset, record.offset))
+                    last_offset = record.offset
+                    if options.json:
+                        rows.append(record_json(record, header, options))
+                    else:
+                        print(record_line(record, header, options), file=out)
+                if batch is not None:
+                    batch["records"] = rows
+            if batch is not None:
+                print(json.dumps(batch, ensure_ascii=False), file=out)
+            valid_bytes += header.size
+            if task is not None:
+                progress.advance(task, header.size)
+        trailing = reader.size - valid_bytes
+        if trailing > 0 and options.max_bytes == INT_MAX:
+            message = f"Found {trailing} invalid bytes at the end of {name}"
+            if options.json:
+                print(json.dumps({"file": path, "invalidTrailingBytes": trailing, "position": valid_bytes}), file=out)
+            else:
+                print(message, file=out)
+
+
+def _log_for(path: str) -> str:
+    folder, name = os.path.split(os.path.abspath(path))
+    return os.path.join(folder, name.split(".")[0] + ".log")
+
+
+def _dump_index(path: str, options: DumpOptions, report: DumpReport, out) -> None:
+    base = int(os.path.basename(path).split(".")[0])
+    index = OffsetIndex.load(path, base)
+    if len(index) == 0:
+        print(f"{path} is empty.", file=out)
+        return
+    if options.index_sanity_check:
+        index.check()
+        print(f"{path} passed sanity check.", file=out)
+        return
+    with SegmentReader(_log_for(path)) as reader:
+        for n, (offset, position) in enumerate(index):
+            first_last = None
+            try:  # FileRecords.slice(position, maxMessageSize).batches.iterator.next().lastOffset
+                for header in reader.iter_headers(position, min(reader.size, position + options.max_message_size),
+                                                  max_batch_bytes=None) if position < reader.size else ():
+                    first_last = header.last_offset
+                    break
+            except KafkaSegError:
+                first_last = None
+            if first_last is None:
+                first_last = -1
+            if first_last != offset:
+                report.index_mismatches.setdefault(os.path.abspath(path), []).append((offset, first_last))
+            if not options.verify_index_only:
+                if options.json:
+                    print(json.dumps({"offset": offset, "position": position}), file=out)
+                else:
+                    print(f"offset: {offset} position: {position}", file=out)
+
+
+def _dump_time_index(path: str, options: DumpOptions, report: DumpReport, out) -> None:
+    base = int(os.path.basename(path).split(".")[0])
+    time_index = TimeIndex.load(path, base)
+    if options.index_sanity_check:
+        time_index.check()
+        print(f"{path} passed sanity check.", file=out)
+        return
+    index_path = _log_for(path)[:-4] + ".index"
+    offset_index = OffsetIndex.load(index_path, base) if os.path.exists(index_path) else OffsetIndex.empty(base)
+    abs_path = os.path.abspath(path)
+    previous = -1
+    with SegmentReader(_log_for(path)) as reader:
+        for timestamp, offset in time_index:
+            _, position = offset_index.floor(offset)
+            found = None
+            for header in reader.iter_headers(position, max_batch_bytes=None):
+                if header.last_offset >= offset:
+                    found = header
+                    break
+            if found is None:
+                report.time_offset_not_found.setdefault(abs_path, []).append((offset, -1))
+            elif found.last_offset != offset:
+                report.time_offset_not_found.setdefault(abs_path, []).append((offset, found.last_offset))
+            else:
+                data = reader.read_at(found.position, found.size)
+                records = _batch_records(data, found, path)
+                max_ts = max([r.timestamp for r in records], default=-1)
+                if max_ts != timestamp:
+                    report.time_mismatches.setdefault(abs_path, []).append((timestamp, max_ts))
+                if previous >= timestamp:
+                    report.time_out_of_order.setdefault(abs_path, []).append((timestamp, previous))
+            if not options.verify_index_only:
+                if options.json:
+                    print(json.dumps({"timestamp": timestamp, "offset": offset}), file=out)
+                else:
+                    print(f"timestamp: {timestamp} offset: {offset}", file=out)
+            previous = timestamp
+
+
+def _dump_txn_index(path: str, options: DumpOptions, out) -> None:
+    base = int(os.path.basename(path).split(".")[0])
+    for txn in TransactionIndex.load(path, base):
+        if options.json:
+            print(json.dumps(txn._asdict()), file=out)
+        else:
+            print(f"version: {txn.version} producerId: {txn.producer_id} firstOffset: {txn.first_offset} "
+                  f"lastOffset: {txn.last_offset} lastStableOffset: {txn.last_stable_offset}", file=out)
+
+
+def _dump_producer_snapshot(path: str, options: DumpOptions, out, err) -> None:
+    try:
+        snapshot = read_producer_snapshot(path)
+    except KafkaSegError as exc:
+        print(str(exc), file=err)
+        return
+    for e in snapshot.entries:
+        if options.json:
+            print(json.dumps(e._asdict()), file=out)
+            continue
+        # currentTxnFirstOffset is a java.util.OptionalLong in Kafka and prints as one
+        txn_first = (f"OptionalLong[{e.current_txn_first_offset}]" if e.current_txn_first_offset >= 0
+                     else "OptionalLong.empty")
+        line = (f"producerId: {e.producer_id} producerEpoch: {e.epoch} coordinatorEpoch: {e.coordinator_epoch} "
+                f"currentTxnFirstOffset: {txn_first} lastTimestamp: {e.timestamp} ")
+        if e.last_offset >= 0:  # readSnapshot keeps batch metadata only when there was a batch
+            # BatchMetadata.firstSeq = DefaultRecordBatch.decrementSequence(lastSeq, offsetDelta): wraps at Int.MAX
+            first_seq = (e.last_sequence - e.offset_delta if e.last_sequence >= e.offset_delta
+                         else INT_MAX - e.offset_delta + e.last_sequence + 1)
+            line += (f"firstSequence: {first_seq} lastSequence: {e.last_sequence} lastOffset: {e.last_offset} "
+                     f"offsetDelta: {e.offset_delta} timestamp: {e.timestamp}")
+        print(line, file=out)
+
+
+def dump_files(files: list[str], options: DumpOptions, out=None, err=None, progress=None) -> DumpReport:
+    """Dump ``files`` as DumpLogSegments does; returns what was found (also printed to ``err`` at the end)."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    report = DumpReport()
+    for path in files:
+        print(f"Dumping {path}", file=out)
+        name = os.path.basename(path)
+        suffix = name[name.rfind("."):] if "." in name else ""
+        try:
+            if suffix in (".log", ".checkpoint"):
+                _dump_log(path, options, report, out, progress)
+            elif suffix == ".index":
+                _dump_index(path, options, report, out)
+            elif suffix == ".timeindex":
+                _dump_time_index(path, options, report, out)
+            elif suffix == ".snapshot":
+                _dump_producer_snapshot(path, options, out, err)
+            elif suffix == ".txnindex":
+                _dump_txn_index(path, options, out)
+            else:
+                print(f"Ignoring unknown file {path}", file=err)
+        except KafkaSegError as exc:
+            report.errors.append((path, str(exc)))
+    report.print(err)
+    return report

@@ -1,0 +1,397 @@
+"""The ``kafkaseg`` console script: operator tools that read Kafka log dirs directly (no broker, no Spark).
+
+Subcommands::
+
+    kafkaseg dump --files F[,F...]      kafka-dump-log.sh (DumpLogSegments) output for .log/.checkpoint/.index/
+                                        .timeindex/.txnindex/.snapshot files
+    kafkaseg verify DIR...              check segments, indexes, CRCs, checkpoints and stray files (exit 1 on errors)
+    kafkaseg describe DIR...            topics, partitions, segments, offsets, times, codecs (headers/indexes only)
+    kafkaseg offsets --data-dir DIR --topic T [--partitions 0,1] --time X [--isolation read_committed]
+                                        kafka-get-offsets.sh: topic:partition:offset lines
+    kafkaseg locate --data-dir DIR --topic T --partition P (--offset O | --time X)
+                                        the segment, byte position, batch and record holding an offset
+
+``--json`` prints machine-readable output. Progress bars (rich) go to stderr on long runs when stderr is a terminal.
+Exit status: 0 ok, 1 verification failures (or nothing found), 2 usage or read errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from typing import Sequence
+
+from kafkaseg.errors import KafkaSegError
+
+__all__ = ["main", "build_parser"]
+
+EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+
+
+class _Progress:
+    """A rich progress bar on stderr, or nothing when stderr is not a terminal (or ``--no-progress``)."""
+
+    def __init__(self, enabled: bool, total: int, description: str):
+        self.bar = None
+        if enabled and total > 0 and sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+            self.bar = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                                TimeRemainingColumn(), console=Console(file=sys.stderr), transient=True)
+            self.task = self.bar.add_task(description, total=total)
+            self.bar.start()
+
+    def __call__(self, advance: int) -> None:
+        if self.bar is not None:
+            self.bar.advance(self.task, advance)
+
+    # DumpLogSegments-style per-file tasks
+    def add(self, description: str, total: int):
+        if self.bar is None:
+            return None
+        return self.bar.add_task(description, total=total)
+
+    def advance(self, task, amount: int) -> None:
+        if self.bar is not None and task is not None:
+            self.bar.advance(task, amount)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _console():
+    from rich.console import Console
+
+    # a pipe or file gets full-width rows (no truncated names); a terminal gets its own width
+    return Console(file=sys.stdout, width=None if sys.stdout.isatty() else 240)
+
+
+def _ms_text(ms: int | None) -> str:
+    if ms is None or ms < 0:
+        return "-"
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+# -- dump -----------------------------------------------------------------------------------------------------------
+
+def _cmd_dump(args) -> int:
+    from kafkaseg.cli.dump import DumpOptions, dump_files
+
+    decoder = ("offsets" if args.offsets_decoder else "transaction" if args.transaction_log_decoder
+               else "cluster-metadata" if args.cluster_metadata_decoder else None)
+    options = DumpOptions(print_data_log=args.print_data_log, deep_iteration=args.deep_iteration,
+                          verify_index_only=args.verify_index_only, index_sanity_check=args.index_sanity_check,
+                          max_bytes=args.max_bytes, max_message_size=args.max_message_size,
+                          skip_record_metadata=args.skip_record_metadata, decoder=decoder, json=args.json)
+    files = [f for f in args.files.split(",") if f]
+    import os
+
+    total = sum(os.path.getsize(f) for f in files if os.path.isfile(f))
+    progress = _Progress(not args.no_progress and total > (64 << 20), total, "dump")
+    try:
+        report = dump_files(files, options, progress=progress if progress.bar is not None else None)
+    finally:
+        progress.close()
+    return EXIT_FAILED if report.failed else EXIT_OK
+
+
+# -- verify ---------------------------------------------------------------------------------------------------------
+
+def _cmd_verify(args) -> int:
+    from kafkaseg.cli.verify import verify_partition, VerifyReport
+    from kafkaseg.storage.layout import discover
+
+    partitions = discover(args.paths)
+    total = sum(p.size_bytes for p in partitions)
+    progress = _Progress(not args.no_progress and total > (16 << 20), total, "verify")
+    report = VerifyReport()
+    try:
+        for pdir in partitions:
+            verify_partition(pdir, report, deep=not args.shallow, progress=progress)
+    finally:
+        progress.close()
+    shown = [p for p in report.problems if args.verbose or p.severity != "info"]
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=1))
+        return EXIT_OK if report.ok else EXIT_FAILED
+    from rich.table import Table
+
+    table = Table(title="kafkaseg verify", show_lines=False)
+    for column in ("partition", "segments", "batches", "records", "bytes", "log start", "log end", "HW", "bad CRCs",
+                   "errors", "warnings"):
+        table.add_column(column, justify="left" if column == "partition" else "right")
+    by_path: dict[str, list] = {}
+    for problem in report.problems:
+        by_path.setdefault(problem.file, []).append(problem)
+    for part in report.partitions:
+        files = {s.path for s in part.segments} | {part.path}
+        mine = [p for p in report.problems if p.file in files or p.file.startswith(part.path + "/")
+                or p.message.startswith(part.name + ":")]
+        table.add_row(part.name, str(len(part.segments)), str(sum(s.batches for s in part.segments)),
+                      str(sum(s.records for s in part.segments)) if not args.shallow else "-",
+                      str(sum(s.size for s in part.segments)), str(part.log_start_offset),
+                      str(part.log_end_offset), str(part.high_watermark),
+                      str(sum(s.bad_crcs for s in part.segments)),
+                      str(sum(1 for p in mine if p.severity == "error")),
+                      str(sum(1 for p in mine if p.severity == "warning")))
+    console = _console()
+    console.print(table)
+    for problem in shown:
+        print(str(problem))
+    errors = len(report.errors)
+    warnings = sum(1 for p in report.problems if p.severity == "warning")
+    print(f"{len(report.partitions)} partitions, {sum(len(p.segments) for p in report.partitions)} segments: "
+          f"{errors} errors, {warnings} warnings" + ("" if args.verbose else " (--verbose shows info notes)"))
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+# -- describe -------------------------------------------------------------------------------------------------------
+
+def _cmd_describe(args) -> int:
+    from kafkaseg.cli.describe import describe_paths
+
+    descriptions = describe_paths(args.paths, full=args.full)
+    if args.topic:
+        descriptions = [d for d in descriptions if d.topic == args.topic]
+    if args.json:
+        print(json.dumps([d.as_dict() for d in descriptions], indent=1))
+        return EXIT_OK
+    from rich.table import Table
+
+    table = Table(title="kafkaseg describe")
+    for column in ("topic", "partition", "segments", "bytes", "log start", "log end", "HW", "LSO", "first time",
+                   "max time", "magic", "codecs"):
+        table.add_column(column, justify="left" if column in ("topic", "codecs", "first time", "max time")
+                         else "right")
+    for d in descriptions:
+        table.add_row(d.topic, str(d.partition), str(len(d.segments)), str(d.size), str(d.log_start_offset),
+                      str(d.log_end_offset), "-" if d.high_watermark is None else str(d.high_watermark),
+                      "-" if d.last_stable_offset is None else str(d.last_stable_offset),
+                      _ms_text(d.first_timestamp), _ms_text(d.max_timestamp),
+                      ",".join(map(str, sorted(d.magics))), ",".join(sorted(d.codecs)))
+    _console().print(table)
+    if args.segments:
+        for d in descriptions:
+            seg_table = Table(title=f"{d.name} segments")
+            for column in ("base offset", "bytes", ".index entries", ".timeindex entries", "txnindex", "max time"):
+                seg_table.add_column(column, justify="right")
+            for s in d.segments:
+                seg_table.add_row(str(s.base_offset), str(s.size), str(s.index_entries), str(s.time_index_entries),
+                                  "yes" if s.has_txn_index else "", _ms_text(s.max_timestamp))
+            _console().print(seg_table)
+    for d in descriptions:
+        for note in d.notes:
+            print(f"{d.name}: {note}", file=sys.stderr)
+    return EXIT_OK
+
+
+# -- offsets / locate -----------------------------------------------------------------------------------------------
+
+def _partitions_for(data_dirs: list[str], topic: str, partitions: str | None):
+    from kafkaseg.storage.layout import choose_replicas, discover
+
+    found = [p for p in discover(data_dirs) if _topic_matches(topic, p.topic)]
+    wanted = None
+    if partitions:
+        wanted = set()
+        for part in partitions.split(","):
+            part = part.strip()
+            if "-" in part:
+                lo, hi = part.split("-", 1)
+                wanted.update(range(int(lo), int(hi) + 1))
+            elif part:
+                wanted.add(int(part))
+    found = [p for p in found if wanted is None or p.partition in wanted]
+    return [c.chosen for c in choose_replicas(found)]
+
+
+def _topic_matches(pattern: str, topic: str) -> bool:
+    """kafka-get-offsets' --topic is a Java regex matched against the whole name; plain names match themselves."""
+    try:
+        return re.fullmatch(pattern, topic) is not None
+    except re.error:
+        return pattern == topic
+
+
+def _cmd_offsets(args) -> int:
+    from kafkaseg.lookup import PartitionLookup, parse_time_spec
+
+    spec = parse_time_spec(args.time)
+    partitions = _partitions_for(args.data_dir, args.topic, args.partitions)
+    if not partitions:
+        print("Could not match any topic-partitions with the specified filters", file=sys.stderr)
+        return EXIT_FAILED
+    answers, stats = [], []
+    for pdir in partitions:
+        with PartitionLookup(pdir, isolation=args.isolation) as lookup:
+            answers.append(lookup.list_offset(spec, exact=args.exact))
+            stats.append(lookup.stats)
+    # GetOffsetShell sorts by TopicPartition.toString ("topic-partition") and skips partitions without an offset
+    order = sorted(range(len(answers)), key=lambda k: f"{answers[k].topic}-{answers[k].partition}")
+    if args.json:
+        rows = []
+        for k in order:
+            row = answers[k].as_dict()
+            if args.stats:
+                row["stats"] = stats[k].as_dict()
+            rows.append(row)
+        print(json.dumps(rows, indent=1))
+        return EXIT_OK
+    for k in order:
+        line = answers[k].line()
+        if line:
+            print(line)
+        elif args.verbose:
+            print(f"{answers[k].topic}:{answers[k].partition}: no offset ({answers[k].reason})", file=sys.stderr)
+        if args.stats:
+            print(f"{answers[k].topic}-{answers[k].partition}: {stats[k].as_dict()}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _cmd_locate(args) -> int:
+    from kafkaseg.lookup import PartitionLookup, parse_time_spec
+
+    partitions = _partitions_for(args.data_dir, re.escape(args.topic), str(args.partition))
+    if not partitions:
+        print(f"no partition {args.topic}-{args.partition} under {', '.join(args.data_dir)}", file=sys.stderr)
+        return EXIT_FAILED
+    pdir = partitions[0]
+    with PartitionLookup(pdir, isolation=args.isolation) as lookup:
+        answer = None
+        if args.time is not None:
+            answer = lookup.list_offset(parse_time_spec(args.time))
+            if answer.offset is None:
+                if args.json:
+                    print(json.dumps({"answer": answer.as_dict(), "location": None}, indent=1))
+                else:
+                    print(f"{pdir.name}: no offset for time {args.time} ({answer.reason})")
+                return EXIT_FAILED
+            offset = answer.offset
+        else:
+            offset = args.offset
+        location = lookup.locate(offset)
+        stats = lookup.stats
+    if args.json:
+        out = {"location": location.as_dict(), "stats": stats.as_dict()}
+        if answer is not None:
+            out["answer"] = answer.as_dict()
+        print(json.dumps(out, indent=1))
+        return EXIT_OK if location.found else EXIT_FAILED
+    if answer is not None:
+        print(f"time {args.time} -> offset {answer.offset} (timestamp {answer.timestamp}, "
+              f"{_ms_text(answer.timestamp)})")
+    if location.batch is None:
+        print(f"{pdir.name} offset {offset}: not found ({location.reason})")
+        return EXIT_FAILED
+    b = location.batch
+    print(f"partition:  {pdir.name}")
+    print(f"segment:    {location.segment}")
+    print(f"position:   {b.position} (batch of {b.size} bytes)")
+    print(f"batch:      baseOffset: {b.base_offset} lastOffset: {b.last_offset} magic: {b.magic} "
+          f"compresscodec: {b.codec_name} producerId: {b.producer_id} isTransactional: "
+          f"{str(b.is_transactional).lower()} isControl: {str(b.is_control).lower()} "
+          f"partitionLeaderEpoch: {b.partition_leader_epoch}")
+    print(f"record:     offset: {location.record_offset} (#{location.record_index} in the batch) timestamp: "
+          f"{location.record_timestamp} ({_ms_text(location.record_timestamp)}) keySize: {location.key_size} "
+          f"valueSize: {location.value_size}")
+    if location.reason:
+        print(f"note:       {location.reason}")
+    return EXIT_OK if location.found else EXIT_FAILED
+
+
+# -- parser ---------------------------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kafkaseg", description="Read Kafka log dirs directly: dump segments, "
+                                     "verify, describe, look up offsets.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    dump = sub.add_parser("dump", help="DumpLogSegments-compatible dump of segment and index files",
+                          description="Parse a log file and dump its contents to the console, as kafka-dump-log.sh "
+                                      "does.")
+    dump.add_argument("--files", required=True, help="REQUIRED: the comma separated list of data and index log "
+                      "files to be dumped")
+    dump.add_argument("--print-data-log", action="store_true", help="print the messages' content (implied by the "
+                      "decoders)")
+    dump.add_argument("--deep-iteration", action="store_true", help="print every record, not just batches "
+                      "(implied by --print-data-log)")
+    dump.add_argument("--verify-index-only", action="store_true", help="verify the index without printing it")
+    dump.add_argument("--index-sanity-check", action="store_true", help="only run the index sanity check a broker "
+                      "runs at startup")
+    dump.add_argument("--max-bytes", type=int, default=2**31 - 1, help="read at most this many bytes of each "
+                      ".log file")
+    dump.add_argument("--max-message-size", type=int, default=5 * 1024 * 1024, help="size of the largest message")
+    dump.add_argument("--skip-record-metadata", action="store_true", help="do not print record metadata")
+    decoders = dump.add_mutually_exclusive_group()
+    decoders.add_argument("--offsets-decoder", action="store_true", help="parse __consumer_offsets records")
+    decoders.add_argument("--transaction-log-decoder", action="store_true", help="parse __transaction_state records")
+    decoders.add_argument("--cluster-metadata-decoder", action="store_true", help="parse KRaft metadata records")
+    dump.add_argument("--json", action="store_true", help="one JSON object per batch/entry")
+    dump.add_argument("--no-progress", action="store_true")
+    dump.set_defaults(func=_cmd_dump)
+
+    verify = sub.add_parser("verify", help="verify segments, indexes, CRCs and checkpoints")
+    verify.add_argument("paths", nargs="+", metavar="DIR", help="log dirs, partition dirs or .log files")
+    verify.add_argument("--shallow", action="store_true", help="batch headers and CRCs only (no record walk)")
+    verify.add_argument("--verbose", "-v", action="store_true", help="also list info notes")
+    verify.add_argument("--json", action="store_true")
+    verify.add_argument("--no-progress", action="store_true")
+    verify.set_defaults(func=_cmd_verify)
+
+    describe = sub.add_parser("describe", help="summarize topics, partitions and segments")
+    describe.add_argument("paths", nargs="+", metavar="DIR")
+    describe.add_argument("--topic", help="only this topic")
+    describe.add_argument("--segments", action="store_true", help="also list every segment")
+    describe.add_argument("--full", action="store_true", help="walk every batch header (codecs, magic, times)")
+    describe.add_argument("--json", action="store_true")
+    describe.set_defaults(func=_cmd_describe)
+
+    offsets = sub.add_parser("offsets", help="kafka-get-offsets.sh on a log dir",
+                             description="Offsets for a time, with the broker's ListOffsets semantics.")
+    offsets.add_argument("--data-dir", required=True, action="append", help="log dir (repeatable)")
+    offsets.add_argument("--topic", required=True, help="topic name or regex")
+    offsets.add_argument("--partitions", help="comma separated partition ids or ranges (e.g. 0,1,4-6)")
+    offsets.add_argument("--time", default="latest", help="-1/latest, -2/earliest, -3/max-timestamp, "
+                         "-4/earliest-local, -5/latest-tiered, epoch ms, or ISO-8601 (default latest)")
+    offsets.add_argument("--isolation", default="read_uncommitted", choices=("read_uncommitted", "read_committed"))
+    offsets.add_argument("--exact", action="store_true", help="scan segments linearly as the broker does instead "
+                         "of binary search (matters only if segment timestamps decrease)")
+    offsets.add_argument("--stats", action="store_true", help="print index entries and bytes touched (stderr)")
+    offsets.add_argument("--verbose", "-v", action="store_true", help="say why a partition has no offset")
+    offsets.add_argument("--json", action="store_true")
+    offsets.set_defaults(func=_cmd_offsets)
+
+    locate = sub.add_parser("locate", help="which segment, byte, batch and record hold an offset or time")
+    locate.add_argument("--data-dir", required=True, action="append")
+    locate.add_argument("--topic", required=True)
+    locate.add_argument("--partition", required=True, type=int)
+    which = locate.add_mutually_exclusive_group(required=True)
+    which.add_argument("--offset", type=int)
+    which.add_argument("--time")
+    locate.add_argument("--isolation", default="read_uncommitted", choices=("read_uncommitted", "read_committed"))
+    locate.add_argument("--json", action="store_true")
+    locate.set_defaults(func=_cmd_locate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``kafkaseg`` console script; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except KafkaSegError as err:
+        print(f"kafkaseg {args.command}: {err}", file=sys.stderr)
+        return EXIT_ERROR
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

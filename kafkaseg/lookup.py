@@ -1,0 +1,589 @@
+"""Offset and time lookups on one partition, Spark-free, touching O(log n) index entries.
+
+This is what ``kafkaseg offsets`` (Kafka's ``kafka-get-offsets.sh``), ``kafkaseg locate`` and ``jobs/lookup.py``
+run. Semantics are the broker's ListOffsets (``core/.../log/UnifiedLog.scala`` ``fetchOffsetByTimestamp``,
+``LogSegment.findOffsetByTimestamp``, ``FileRecords.searchForTimestamp``, ``cluster/Partition.scala``
+``fetchOffsetForTimestamp``, ``server/ReplicaManager.scala``)::
+
+    -2 earliest        the log start offset (max(log-start-offset checkpoint, first segment base))
+    -4 earliest-local  the same (no tiered storage on disk)
+    -1 latest          the last fetchable offset: high watermark (read_uncommitted) or last stable offset
+                       (read_committed)
+    -5 latest-tiered   no offset (no tiered storage)
+    -3 max-timestamp   the segment with the largest maxTimestampSoFar (the first one on ties); its time index's last
+                       entry (ts, offset); the offset-index floor of offset; the first batch from there whose
+                       maxTimestamp == ts; the first record of it whose timestamp == ts (none for magic 0)
+    T >= 0             the first segment whose largestTimestamp >= T; its time-index floor of T (ts, off); the
+                       offset-index floor of max(off, logStartOffset); batches from there: in the first whose
+                       maxTimestamp >= T, the first record with timestamp >= T and offset >= logStartOffset (else on
+                       to the next batch, to the end of that segment)
+    -3 and T >= 0      an answer at or past the last fetchable offset is "no offset" (ReplicaManager)
+
+Why not ``kafkaseg.planning.offset_for_timestamp``: it implements the same T >= 0 rule, but scans segments in
+order loading each one's whole ``.index``/``.timeindex`` (O(segments) files and entries per lookup), has no
+max-timestamp, and reports nothing about the work done. Here:
+
+* the segment is found by binary search over segments' largest timestamps (each probe reads ONE time-index entry,
+  the last); that assumes largest timestamps do not decrease from segment to segment (always true for
+  LogAppendTime; true for CreateTime unless producers' clocks go backwards across a roll). When the probes see
+  them decrease the search falls back to Kafka's linear scan; ``exact=True`` always scans linearly;
+* index floors are binary searches over the index FILES with positioned reads of single entries (a live broker's
+  preallocated zero tail is found by binary search too); a missing or insane index is rebuilt in memory from the
+  segment's batch headers (:func:`kafkaseg.storage.indexes.load_indexes`), which the stats report;
+* log reads are batch headers from the offset-index floor plus the one batch that holds the answer.
+
+:class:`LookupStats` counts index entries read, index and log bytes read, and files opened.
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Iterator
+
+from kafkaseg.errors import CorruptDataError, CorruptIndexError, InvalidOptionError, KafkaSegError, LayoutError
+from kafkaseg.storage.fs import RandomAccessReader
+from kafkaseg.storage.layout import PartitionDir, last_stable_offset, partition_log_end_offset
+from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader
+from kafkaseg.wire.batch import BatchHeader
+
+__all__ = [
+    "EARLIEST", "LATEST", "MAX_TIMESTAMP", "EARLIEST_LOCAL", "LATEST_TIERED",
+    "LookupStats", "OffsetAnswer", "RecordLocation", "PartitionLookup",
+    "parse_time_spec", "list_offset", "locate_offset", "locate_time",
+]
+
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+LATEST_TIERED = -5
+_SPEC_NAMES = {"latest": LATEST, "earliest": EARLIEST, "max-timestamp": MAX_TIMESTAMP,
+               "earliest-local": EARLIEST_LOCAL, "latest-tiered": LATEST_TIERED}
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+
+
+def parse_time_spec(text: str | int) -> int:
+    """A ``--time`` value as ``kafka-get-offsets.sh`` takes it (``-1``/``latest``, ``-2``/``earliest``,
+    ``-3``/``max-timestamp``, ``-4``/``earliest-local``, ``-5``/``latest-tiered``, epoch milliseconds) or an ISO-8601
+    date-time (``2024-05-01T12:00:00Z``; without a zone it is UTC). Returns the ListOffsets timestamp."""
+    if isinstance(text, int):
+        value = text
+    else:
+        raw = str(text).strip()
+        if raw.lower() in _SPEC_NAMES:
+            return _SPEC_NAMES[raw.lower()]
+        try:
+            value = int(raw)
+        except ValueError:
+            try:
+                moment = datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
+            except ValueError as err:
+                raise InvalidOptionError(
+                    f"time {raw!r} is not -1/latest, -2/earliest, -3/max-timestamp, -4/earliest-local, "
+                    f"-5/latest-tiered, epoch milliseconds, or an ISO-8601 date-time") from err
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=timezone.utc)
+            return int(round(moment.timestamp() * 1000))
+    if value < LATEST_TIERED:
+        raise InvalidOptionError(f"time {value} is not a timestamp (>= 0) or one of -1..-5")
+    return value
+
+
+@dataclass
+class LookupStats:
+    """The work one or more lookups did."""
+
+    index_entries: int = 0       # .index/.timeindex entries read (binary-search probes, last-entry probes)
+    index_bytes: int = 0         # bytes read from index files
+    log_bytes: int = 0           # bytes read from .log files (headers and the decoded batch)
+    headers: int = 0             # batch headers walked
+    files_opened: int = 0
+    segments_probed: int = 0     # segments whose largest timestamp was looked at
+    rebuilt_indexes: list = field(default_factory=list)  # (path, reason) of indexes rebuilt in memory
+    fell_back_to_linear: bool = False
+
+    def as_dict(self) -> dict:
+        return {"indexEntries": self.index_entries, "indexBytes": self.index_bytes, "logBytes": self.log_bytes,
+                "headers": self.headers, "filesOpened": self.files_opened, "segmentsProbed": self.segments_probed,
+                "rebuiltIndexes": [list(r) for r in self.rebuilt_indexes],
+                "fellBackToLinear": self.fell_back_to_linear}
+
+
+@dataclass(frozen=True)
+class OffsetAnswer:
+    """A ListOffsets answer: ``offset`` None means "no offset" (kafka-get-offsets prints nothing for it);
+    ``timestamp`` -1 when the spec carries none (earliest/latest); ``reason`` says why there is no offset."""
+
+    topic: str
+    partition: int
+    spec: int
+    offset: int | None
+    timestamp: int = -1
+    leader_epoch: int | None = None
+    reason: str | None = None
+
+    def line(self) -> str:
+        """``topic:partition:offset`` as kafka-get-offsets.sh prints it (None -> no line: returns '')."""
+        return "" if self.offset is None else f"{self.topic}:{self.partition}:{self.offset}"
+
+    def as_dict(self) -> dict:
+        return {"topic": self.topic, "partition": self.partition, "time": self.spec, "offset": self.offset,
+                "timestamp": self.timestamp, "leaderEpoch": self.leader_epoch, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class RecordLocation:
+    """Where an offset lives: the segment file, its batch (header and byte position) and the record in it.
+
+    ``found`` is False when no record has exactly ``offset`` (a compaction gap, below the log start, at/past the
+    log end): then ``record_offset`` is the next record after it in the log (None when there is none)."""
+
+    topic: str
+    partition: int
+    offset: int
+    found: bool
+    segment: str | None = None
+    batch: BatchHeader | None = None
+    record_offset: int | None = None
+    record_timestamp: int | None = None
+    record_index: int | None = None  # position of the record inside its batch (0-based)
+    key_size: int | None = None
+    value_size: int | None = None
+    reason: str | None = None
+
+    def as_dict(self) -> dict:
+        b = self.batch
+        return {
+            "topic": self.topic, "partition": self.partition, "offset": self.offset, "found": self.found,
+            "segment": self.segment, "position": b.position if b else None,
+            "batch": None if b is None else {
+                "baseOffset": b.base_offset, "lastOffset": b.last_offset, "size": b.size, "magic": b.magic,
+                "compresscodec": b.codec_name, "maxTimestamp": b.max_timestamp, "producerId": b.producer_id,
+                "isTransactional": b.is_transactional, "isControl": b.is_control,
+                "partitionLeaderEpoch": b.partition_leader_epoch},
+            "recordOffset": self.record_offset, "recordTimestamp": self.record_timestamp,
+            "recordIndex": self.record_index, "keySize": self.key_size, "valueSize": self.value_size,
+            "reason": self.reason,
+        }
+
+
+# -- index files read entry by entry -----------------------------------------------------------------------------
+
+_OFFSET_ENTRY = struct.Struct(">ii")   # relativeOffset, position  (OffsetIndex.java)
+_TIME_ENTRY = struct.Struct(">qi")     # timestamp, relativeOffset  (TimeIndex.java)
+
+
+class _ProbedIndex:
+    """An ``.index`` or ``.timeindex`` file searched in place: one positioned read per entry looked at.
+
+    ``kind`` "offset" (entries (offset, position), key = offset) or "time" (entries (timestamp, offset),
+    key = timestamp). Real entries end at the first entry after entry 0 with relative offset 0 (a preallocated
+    tail), found by binary search since relative offsets of real entries after entry 0 are > 0."""
+
+    def __init__(self, path: str, kind: str, base_offset: int, filesystem, stats: LookupStats):
+        self.kind = kind
+        self.base = base_offset
+        self.stats = stats
+        self.entry = _OFFSET_ENTRY if kind == "offset" else _TIME_ENTRY
+        self.reader = RandomAccessReader(path, filesystem)
+        stats.files_opened += 1
+        self.path = self.reader.path
+        size = self.reader.size
+        if size % self.entry.size:
+            self.close()
+            raise CorruptIndexError(f"length {size} is not a multiple of {self.entry.size}", path=path,
+                                    position=size - size % self.entry.size)
+        self.count = size // self.entry.size
+        if self.count > 1 and self._relative(self.count - 1) == 0:
+            lo, hi = 1, self.count - 1  # first i >= 1 with relative offset 0
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if self._relative(mid) == 0:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            self.count = lo
+        if self.count and self.get(self.count - 1)[1 if kind == "time" else 0] < base_offset:
+            raise CorruptIndexError("last entry's offset is below the base offset", path=path,
+                                    position=(self.count - 1) * self.entry.size)
+        self._cache: dict[int, tuple[int, int]] = {}
+
+    def _raw(self, i: int) -> tuple[int, int]:
+        data = self.reader.read_at(i * self.entry.size, self.entry.size)
+        self.stats.index_entries += 1
+        self.stats.index_bytes += len(data)
+        if len(data) < self.entry.size:
+            raise CorruptIndexError(f"entry {i} is cut short", path=self.path, position=i * self.entry.size)
+        return self.entry.unpack(data)
+
+    def _relative(self, i: int) -> int:
+        a, b = self._raw(i)
+        return a if self.kind == "offset" else b
+
+    def get(self, i: int) -> tuple[int, int]:
+        """Entry ``i`` as (offset, position) or (timestamp, offset), offsets absolute."""
+        cache = getattr(self, "_cache", None)
+        if cache is not None and i in cache:
+            return cache[i]
+        a, b = self._raw(i)
+        value = (a + self.base, b) if self.kind == "offset" else (a, b + self.base)
+        if cache is not None:
+            cache[i] = value
+        return value
+
+    def __len__(self) -> int:
+        return self.count
+
+    def floor(self, key: int) -> tuple[int, int]:
+        """The entry with the largest key <= ``key``; ``(base, 0)`` / ``(-1, base)`` when none (Kafka's lookup)."""
+        lo, hi = 0, self.count - 1
+        best = None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            entry = self.get(mid)
+            if entry[0] <= key:
+                best = entry
+                lo = mid + 1
+            else:
+                hi = mid - 1
+        if best is None:
+            return (self.base, 0) if self.kind == "offset" else (-1, self.base)
+        return best
+
+    def last(self) -> tuple[int, int]:
+        if not self.count:
+            return (self.base, 0) if self.kind == "offset" else (-1, self.base)
+        return self.get(self.count - 1)
+
+    def close(self) -> None:
+        self.reader.close()
+
+
+class _LoadedIndex:
+    """A rebuilt (or fully loaded) index with the same interface as :class:`_ProbedIndex`."""
+
+    def __init__(self, index, kind: str):
+        self.kind = kind
+        self.index = index
+        self.base = index.base_offset
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def floor(self, key: int) -> tuple[int, int]:
+        return self.index.floor(key)
+
+    def last(self) -> tuple[int, int]:
+        if not len(self.index):
+            return (self.base, 0) if self.kind == "offset" else (-1, self.base)
+        return self.index.entry(len(self.index) - 1)
+
+    def close(self) -> None:
+        pass
+
+
+# -- one partition ------------------------------------------------------------------------------------------------
+
+class PartitionLookup:
+    """Lookups on one :class:`~kafkaseg.storage.layout.PartitionDir`. Index files are opened lazily and kept open
+    until :meth:`close` (use as a context manager); ``stats`` accumulates over calls."""
+
+    def __init__(self, partition_dir: PartitionDir, *, isolation: str = "read_uncommitted",
+                 max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES, verify_crc: bool = True):
+        if isolation not in ISOLATION_LEVELS:
+            raise InvalidOptionError(f"isolation {isolation!r} is not one of {', '.join(ISOLATION_LEVELS)}")
+        self.pdir = partition_dir
+        self.isolation = isolation
+        self.max_batch_bytes = max_batch_bytes
+        self.verify_crc = verify_crc
+        self.fs = partition_dir.filesystem
+        self.segments = partition_dir.segments
+        self.bases = [s.base_offset for s in self.segments]
+        self.stats = LookupStats()
+        self._indexes: dict[tuple[int, str], object] = {}
+        self._largest: dict[int, tuple[int, int]] = {}
+        self._leo: int | None = None
+        self._fetchable: int | None = None
+
+    # -- plumbing --------------------------------------------------------------------------------------------
+    def close(self) -> None:
+        for index in self._indexes.values():
+            index.close()
+        self._indexes.clear()
+
+    def __enter__(self) -> "PartitionLookup":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _index(self, i: int, kind: str):
+        key = (i, kind)
+        if key not in self._indexes:
+            seg = self.segments[i]
+            path = seg.index_path if kind == "offset" else seg.timeindex_path
+            index = None
+            reason = f"missing .{'index' if kind == 'offset' else 'timeindex'} file"
+            if path:
+                try:
+                    index = _ProbedIndex(path, kind, seg.base_offset, self.fs, self.stats)
+                except (CorruptIndexError, LayoutError) as err:
+                    reason = f"unusable index ({err})"
+            if index is None:
+                from kafkaseg.storage.indexes import rebuild_indexes
+
+                with SegmentReader(seg.log_path, self.fs) as reader:
+                    self.stats.files_opened += 1
+                    offsets, times = rebuild_indexes(reader, seg.base_offset, max_batch_bytes=self.max_batch_bytes,
+                                                     reason=reason)
+                self.stats.log_bytes += seg.log_size  # a rebuild walks every header of the segment
+                self.stats.rebuilt_indexes.append((seg.log_path, reason))
+                self._indexes[(i, "offset")] = self._indexes.get((i, "offset")) or _LoadedIndex(offsets, "offset")
+                self._indexes[(i, "time")] = self._indexes.get((i, "time")) or _LoadedIndex(times, "time")
+            else:
+                self._indexes[key] = index
+        return self._indexes[key]
+
+    def _headers(self, i: int, start: int) -> Iterator[BatchHeader]:
+        seg = self.segments[i]
+        with SegmentReader(seg.log_path, self.fs) as reader:
+            self.stats.files_opened += 1
+            for header in reader.iter_headers(start, max_batch_bytes=self.max_batch_bytes, block_size=16 * 1024):
+                self.stats.headers += 1
+                self.stats.log_bytes += 61
+                yield header
+
+    def _read_batch(self, i: int, header: BatchHeader) -> bytes:
+        seg = self.segments[i]
+        with SegmentReader(seg.log_path, self.fs) as reader:
+            self.stats.files_opened += 1
+            data = reader.read_at(header.position, header.size)
+        self.stats.log_bytes += len(data)
+        if len(data) < header.size:
+            raise CorruptDataError("batch cut short", path=seg.log_path, position=header.position)
+        return data
+
+    def _records(self, i: int, header: BatchHeader, min_offset: int | None = None):
+        """(offsets, timestamps ms, key sizes, value sizes) of the records of one batch, control records included."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from kafkaseg.decode import decode
+        from kafkaseg.decode.api import DecodeRequest
+
+        data = self._read_batch(i, header)
+        request = DecodeRequest(path=self.segments[i].log_path, base_position=header.position,
+                                verify_crc=self.verify_crc, include_control=True,
+                                max_batch_bytes=self.max_batch_bytes)
+        result = decode(memoryview(data), request)
+        offsets = result.columns["offset"].to_pylist()
+        micros = result.columns["timestamp"].cast(pa.int64()).to_pylist()
+        stamps = [None if us is None else (us // 1000 if us >= 0 else -1) for us in micros]
+        key_sizes = pc.binary_length(result.columns["key"]).to_pylist()
+        value_sizes = pc.binary_length(result.columns["value"]).to_pylist()
+        return offsets, stamps, key_sizes, value_sizes
+
+    # -- partition facts -------------------------------------------------------------------------------------
+    @property
+    def log_start_offset(self) -> int:
+        start = self.pdir.log_start_offset
+        return 0 if start is None else start
+
+    def log_end_offset(self) -> int:
+        if self._leo is None:
+            leo = partition_log_end_offset(self.pdir)
+            self._leo = self.log_start_offset if leo is None else leo
+        return self._leo
+
+    def high_watermark(self) -> int:
+        """The checkpointed high watermark, capped at the log end offset (the log end offset when none)."""
+        hw = self.pdir.high_watermark
+        leo = self.log_end_offset()
+        return leo if hw is None else min(hw, leo)
+
+    def last_fetchable_offset(self) -> int:
+        """High watermark (read_uncommitted) or last stable offset (read_committed)."""
+        if self._fetchable is None:
+            if self.isolation == "read_committed":
+                lso = last_stable_offset(self.pdir)
+                self._fetchable = self.high_watermark() if lso is None else min(lso, self.high_watermark())
+            else:
+                self._fetchable = self.high_watermark()
+        return self._fetchable
+
+    def largest_timestamp(self, i: int) -> tuple[int, int]:
+        """(maxTimestampSoFar, its offset) of segment ``i``: the time index's last entry, and for the active (last)
+        segment also the batch headers after its last offset-index entry, which the broker holds in memory only."""
+        if i not in self._largest:
+            self.stats.segments_probed += 1
+            ts, offset = self._index(i, "time").last()
+            if i == len(self.segments) - 1:
+                _, position = self._index(i, "offset").last()
+                try:
+                    for header in self._headers(i, position):
+                        if header.max_timestamp > ts:
+                            ts, offset = header.max_timestamp, header.last_offset
+                except KafkaSegError:
+                    pass
+            self._largest[i] = (ts, offset)
+        return self._largest[i]
+
+    def _retention_timestamp(self, i: int) -> int:
+        """``LogSegment.largestTimestamp``: maxTimestampSoFar, or the file's mtime when that is -1."""
+        ts = self.largest_timestamp(i)[0]
+        return ts if ts >= 0 else int(self.segments[i].mtime_ms)
+
+    def _first_segment_reaching(self, timestamp: int, exact: bool) -> int | None:
+        n = len(self.segments)
+        if not n:
+            return None
+        if not exact:
+            probes: dict[int, int] = {}
+            lo, hi = 0, n  # first i with largest(i) >= timestamp, assuming non-decreasing
+            while lo < hi:
+                mid = (lo + hi) // 2
+                probes[mid] = self._retention_timestamp(mid)
+                if probes[mid] >= timestamp:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            seen = [probes[k] for k in sorted(probes)]
+            if all(a <= b for a, b in zip(seen, seen[1:])):
+                if lo < n:
+                    return lo
+                return None
+            self.stats.fell_back_to_linear = True
+        for i in range(n):
+            if self._retention_timestamp(i) >= timestamp:
+                return i
+        return None
+
+    # -- ListOffsets -------------------------------------------------------------------------------------------
+    def list_offset(self, spec: int, *, exact: bool = False) -> OffsetAnswer:
+        """The broker's ListOffsets answer for ``spec`` (see the module doc)."""
+        topic, partition = self.pdir.topic, self.pdir.partition
+        if spec in (EARLIEST, EARLIEST_LOCAL):
+            return OffsetAnswer(topic, partition, spec, self.log_start_offset)
+        if spec == LATEST:
+            return OffsetAnswer(topic, partition, spec, self.last_fetchable_offset())
+        if spec == LATEST_TIERED:
+            return OffsetAnswer(topic, partition, spec, None, reason="no tiered storage in a local log dir")
+        if not self.segments:
+            return OffsetAnswer(topic, partition, spec, None, reason="partition has no segments")
+        if spec == MAX_TIMESTAMP:
+            found = self._max_timestamp()
+        elif spec >= 0:
+            found = self._offset_for_timestamp(spec, exact)
+        else:
+            raise InvalidOptionError(f"time {spec} is not a timestamp (>= 0) or one of -1..-5")
+        if found is None:
+            return OffsetAnswer(topic, partition, spec, None, reason="no record with a timestamp at or after it")
+        offset, timestamp, epoch = found
+        fetchable = self.last_fetchable_offset()
+        if offset >= fetchable:
+            return OffsetAnswer(topic, partition, spec, None, timestamp, epoch,
+                                reason=f"offset {offset} is at or past the last fetchable offset {fetchable} "
+                                       f"({'last stable offset' if self.isolation == 'read_committed' else 'high watermark'})")
+        return OffsetAnswer(topic, partition, spec, offset, timestamp, epoch)
+
+    def _offset_for_timestamp(self, timestamp: int, exact: bool) -> tuple[int, int, int | None] | None:
+        i = self._first_segment_reaching(timestamp, exact)
+        if i is None:
+            return None
+        start_offset = self.log_start_offset
+        _, time_offset = self._index(i, "time").floor(timestamp)
+        _, position = self._index(i, "offset").floor(max(time_offset, start_offset))
+        for header in self._headers(i, position):
+            if header.max_timestamp < timestamp:
+                continue
+            offsets, stamps, _, _ = self._records(i, header)
+            for offset, stamp in zip(offsets, stamps):
+                if stamp is not None and stamp >= timestamp and offset >= start_offset:
+                    epoch = header.partition_leader_epoch
+                    return offset, stamp, (epoch if epoch >= 0 else None)
+        return None
+
+    def _max_timestamp(self) -> tuple[int, int, int | None] | None:
+        best, best_i = None, None
+        for i in range(len(self.segments)):  # Kafka: logSegments.maxBy(_.maxTimestampSoFar), first on ties
+            ts, _ = self.largest_timestamp(i)
+            if best is None or ts > best:
+                best, best_i = ts, i
+        ts, offset = self.largest_timestamp(best_i)
+        _, position = self._index(best_i, "offset").floor(offset)
+        for header in self._headers(best_i, position):
+            if header.max_timestamp != ts:
+                continue
+            if header.magic == 0:
+                return None
+            offsets, stamps, _, _ = self._records(best_i, header)
+            for record_offset, stamp in zip(offsets, stamps):
+                if stamp == ts:
+                    epoch = header.partition_leader_epoch
+                    return record_offset, ts, (epoch if epoch >= 0 else None)
+            return None
+        return None
+
+    # -- locate -------------------------------------------------------------------------------------------------
+    def locate(self, offset: int) -> RecordLocation:
+        """The segment, batch and record holding ``offset`` (see :class:`RecordLocation`)."""
+        topic, partition = self.pdir.topic, self.pdir.partition
+        if not self.segments:
+            return RecordLocation(topic, partition, offset, False, reason="partition has no segments")
+        leo = self.log_end_offset()
+        if offset >= leo:
+            return RecordLocation(topic, partition, offset, False,
+                                  reason=f"offset {offset} is at or past the log end offset {leo}")
+        below_start = offset < self.log_start_offset
+        i = max(0, bisect.bisect_right(self.bases, offset) - 1)
+        wanted = offset
+        while i < len(self.segments):
+            _, position = self._index(i, "offset").floor(wanted)
+            for header in self._headers(i, position):
+                if header.last_offset < wanted:
+                    continue
+                offsets, stamps, keys, values = self._records(i, header)
+                for n, (record_offset, stamp) in enumerate(zip(offsets, stamps)):
+                    if record_offset >= wanted:
+                        exact = record_offset == offset
+                        reason = None
+                        if below_start:
+                            reason = f"offset {offset} is below the log start offset {self.log_start_offset}"
+                        elif not exact:
+                            reason = (f"offset {offset} is not in the log (removed by compaction, or a gap between "
+                                      f"segments); the next record is at {record_offset}")
+                        return RecordLocation(topic, partition, offset, exact and not below_start,
+                                              self.segments[i].log_path, header, record_offset, stamp, n, keys[n],
+                                              values[n], reason)
+            i += 1
+            if i < len(self.segments):
+                wanted = max(wanted, self.bases[i])
+        return RecordLocation(topic, partition, offset, False, reason="no record at or after this offset")
+
+
+# -- conveniences -------------------------------------------------------------------------------------------------
+
+def list_offset(partition_dir: PartitionDir, spec: int | str, *, isolation: str = "read_uncommitted",
+                exact: bool = False) -> OffsetAnswer:
+    """One ListOffsets answer for one partition (``spec`` as :func:`parse_time_spec` takes it)."""
+    with PartitionLookup(partition_dir, isolation=isolation) as lookup:
+        return lookup.list_offset(parse_time_spec(spec), exact=exact)
+
+
+def locate_offset(partition_dir: PartitionDir, offset: int) -> RecordLocation:
+    """Where ``offset`` lives in ``partition_dir``."""
+    with PartitionLookup(partition_dir) as lookup:
+        return lookup.locate(offset)
+
+
+def locate_time(partition_dir: PartitionDir, spec: int | str, *, isolation: str = "read_uncommitted"
+                ) -> tuple[OffsetAnswer, RecordLocation | None]:
+    """The ListOffsets answer for ``spec`` and where that offset lives (None when there is no offset)."""
+    with PartitionLookup(partition_dir, isolation=isolation) as lookup:
+        answer = lookup.list_offset(parse_time_spec(spec))
+        if answer.offset is None:
+            return answer, None
+        return answer, lookup.locate(answer.offset)

@@ -1,0 +1,91 @@
+"""``kafkaseg offsets`` (kafka-get-offsets.sh output) and ``kafkaseg locate``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kafkaseg.cli.main import main
+from kafkaseg.testing import TopicSpec, write_data_dir
+
+
+@pytest.fixture(scope="module")
+def datadir(tmp_path_factory):
+    return write_data_dir(tmp_path_factory.mktemp("offsets"), [
+        TopicSpec("t", partitions=12, records_per_partition=60, segment_bytes=4096),
+        TopicSpec("tx", records_per_partition=300, records_per_batch=10, transactional=True, open_transactions=1),
+    ], seed=5)
+
+
+def run(argv, capsys):
+    code = main(argv)
+    out = capsys.readouterr()
+    return code, out.out.splitlines(), out.err
+
+
+def test_latest_earliest_lines_sorted_like_get_offsets(datadir, capsys):
+    code, lines, _ = run(["offsets", "--data-dir", str(datadir.path), "--topic", "t"], capsys)
+    assert code == 0
+    # GetOffsetShell sorts by TopicPartition.toString: t-0, t-1, t-10, t-11, t-2, ...
+    names = sorted(f"t-{p}" for p in range(12))
+    assert lines == [f"t:{n.split('-')[1]}:{datadir.partition('t', int(n.split('-')[1])).high_watermark}"
+                     for n in names]
+    code, lines, _ = run(["offsets", "--data-dir", str(datadir.path), "--topic", "t", "--partitions", "0,3-4",
+                          "--time", "earliest"], capsys)
+    assert lines == ["t:0:0", "t:3:0", "t:4:0"]
+
+
+def test_timestamps_iso_and_no_offset(datadir, capsys):
+    pm = datadir.partition("t", 2)
+    target = pm.records[17]
+    code, lines, _ = run(["offsets", "--data-dir", str(datadir.path), "--topic", "t", "--partitions", "2",
+                          "--time", str(target.timestamp)], capsys)
+    assert lines == [f"t:2:{target.offset}"]
+    from datetime import datetime, timezone
+
+    iso = datetime.fromtimestamp(target.timestamp / 1000, tz=timezone.utc).isoformat()
+    assert run(["offsets", "--data-dir", str(datadir.path), "--topic", "t", "--partitions", "2", "--time", iso],
+               capsys)[1] == [f"t:2:{target.offset}"]
+    # past the last record: the broker answers no offset and kafka-get-offsets prints no line
+    code, lines, err = run(["offsets", "--data-dir", str(datadir.path), "--topic", "t", "--partitions", "2",
+                            "--time", str(pm.records[-1].timestamp + 1), "-v"], capsys)
+    assert code == 0 and lines == [] and "no offset" in err
+    code, lines, _ = run(["offsets", "--data-dir", str(datadir.path), "--topic", "t", "--partitions", "2",
+                          "--time", "-3", "--json", "--stats"], capsys)
+    row = json.loads("\n".join(lines))[0]
+    last = max(pm.records, key=lambda r: (r.timestamp, -r.offset))
+    assert row["offset"] == last.offset and row["timestamp"] == last.timestamp and row["stats"]["indexEntries"] > 0
+
+
+def test_read_committed_latest_is_the_last_stable_offset(datadir, capsys):
+    pm = datadir.partition("tx")
+    assert pm.last_stable_offset < pm.high_watermark
+    committed = run(["offsets", "--data-dir", str(datadir.path), "--topic", "tx", "--isolation", "read_committed"],
+                    capsys)[1]
+    assert committed == [f"tx:0:{pm.last_stable_offset}"]
+    assert run(["offsets", "--data-dir", str(datadir.path), "--topic", "tx"], capsys)[1] == [
+        f"tx:0:{pm.high_watermark}"]
+    assert run(["offsets", "--data-dir", str(datadir.path), "--topic", "nope"], capsys)[0] == 1
+
+
+def test_locate(datadir, capsys):
+    pm = datadir.partition("t", 5)
+    record = pm.records[33]
+    code, lines, _ = run(["locate", "--data-dir", str(datadir.path), "--topic", "t", "--partition", "5",
+                          "--offset", str(record.offset), "--json"], capsys)
+    location = json.loads("\n".join(lines))["location"]
+    assert code == 0 and location["found"] and location["recordOffset"] == record.offset
+    assert location["recordTimestamp"] == record.timestamp
+    assert location["keySize"] == len(record.key) and location["valueSize"] == len(record.value)
+    segment = max(s.base_offset for s in pm.segments if s.base_offset <= record.offset)
+    assert location["segment"].endswith(f"{segment:020d}.log")
+    with open(location["segment"], "rb") as f:  # the position is where a batch holding the offset starts
+        f.seek(location["position"])
+        base = int.from_bytes(f.read(8), "big")
+    assert base == location["batch"]["baseOffset"] <= record.offset <= location["batch"]["lastOffset"]
+    code, lines, _ = run(["locate", "--data-dir", str(datadir.path), "--topic", "t", "--partition", "5",
+                          "--time", str(record.timestamp)], capsys)
+    assert code == 0 and any(line.startswith("record:") and f"offset: {record.offset} " in line for line in lines)
+    assert run(["locate", "--data-dir", str(datadir.path), "--topic", "t", "--partition", "5", "--offset",
+                str(pm.log_end_offset)], capsys)[0] == 1

@@ -1,0 +1,114 @@
+"""``kafkaseg verify`` and ``kafkaseg describe``: clean dirs pass, each kind of damage is found at its file and
+byte, and describe's numbers match the generator's manifest."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+
+import pytest
+
+from kafkaseg.cli.main import main
+from kafkaseg.testing import TopicSpec, write_data_dir
+
+TOPICS = [
+    TopicSpec("orders", partitions=2, records_per_partition=1200, segment_bytes=40 * 1024, headers=1),
+    TopicSpec("pay", records_per_partition=600, records_per_batch=10, transactional=True, abort_ratio=0.3,
+              open_transactions=1, segment_bytes=32 * 1024, codec="gzip"),
+    TopicSpec("compacted", records_per_partition=800, key_cardinality=40, gap_ratio=0.3, idempotent=True,
+              cleanup_policy="compact", segment_bytes=24 * 1024),
+    TopicSpec("live", records_per_partition=500, preallocate_active_index=8 * 1024, segment_bytes=24 * 1024),
+]
+
+
+@pytest.fixture()
+def datadir(tmp_path):
+    manifest = write_data_dir(tmp_path / "kafka", TOPICS, seed=3)
+    return manifest
+
+
+def verify_json(path, capsys):
+    code = main(["verify", str(path), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    return code, report
+
+
+def test_clean_dir_passes(datadir, capsys):
+    code, report = verify_json(datadir.path, capsys)
+    assert code == 0 and report["ok"], [p for p in report["problems"] if p["severity"] != "info"]
+    by_name = {(p["topic"], p["partition"]): p for p in report["partitions"]}
+    for key, pm in datadir.partitions.items():
+        assert by_name[key]["logEndOffset"] == pm.log_end_offset
+        assert sum(s["records"] for s in by_name[key]["segments"]) == len(pm.records) - sum(
+            1 for r in pm.records if r.offset < pm.segments[0].base_offset)
+    gaps = [p for p in report["problems"] if "non-consecutive" in p["message"]]
+    assert gaps and all(p["severity"] == "info" and "compacted-0" in p["file"] for p in gaps)
+    # the human table
+    assert main(["verify", str(datadir.path)]) == 0
+    out = capsys.readouterr().out
+    assert "orders-1" in out and "0 errors" in out
+
+
+def test_corruptions_are_located(datadir, capsys):
+    pm = datadir.partition("orders", 0)
+    seg = pm.directory / f"{pm.segments[1].base_offset:020d}.log"
+    data = bytearray(seg.read_bytes())
+    data[200] ^= 0xFF  # inside the first batch's records: CRC mismatch at byte 0
+    seg.write_bytes(bytes(data))
+    index = pm.directory / f"{pm.segments[0].base_offset:020d}.index"
+    entries = bytearray(index.read_bytes())
+    struct.pack_into(">i", entries, 8 * 2 + 4, struct.unpack_from(">i", entries, 8 * 2 + 4)[0] + 1)
+    index.write_bytes(bytes(entries))
+    rolled = pm.directory / f"{pm.segments[0].base_offset:020d}.log"
+    with open(rolled, "ab") as f:
+        f.write(b"\x00\x00\x00\x00\x00\x00\x10\x00\x00\x00\x00\x40\x00")  # a batch header cut short
+    (pm.directory / "00000000000000099999.index").write_bytes(b"")
+    (pm.directory / "00000000000000000000.log.deleted").write_bytes(b"")
+    hw = datadir.path / "replication-offset-checkpoint"
+    hw.write_text(hw.read_text().replace(f"orders 1 {datadir.partition('orders', 1).high_watermark}",
+                                         f"orders 1 {datadir.partition('orders', 1).high_watermark + 5}"))
+    code, report = verify_json(datadir.path, capsys)
+    assert code == 1 and not report["ok"]
+    problems = report["problems"]
+
+    def find(severity, file_suffix, text):
+        return [p for p in problems if p["severity"] == severity and p["file"].endswith(file_suffix)
+                and text in p["message"]]
+
+    crc = find("error", seg.name, "CRC mismatch")
+    assert crc and crc[0]["position"] == 0
+    mismatch = find("error", index.name, "not at a batch boundary")
+    assert mismatch and mismatch[0]["position"] == 16
+    tail = find("error", rolled.name, "invalid bytes at the end of a rolled segment")
+    assert tail and tail[0]["position"] == rolled.stat().st_size - 13
+    assert find("warning", "00000000000000099999.index", "orphaned index")
+    assert find("warning", ".log.deleted", "temporary file")
+    assert find("error", "replication-offset-checkpoint", "orders-1: high watermark")
+
+
+def test_describe_matches_manifest(datadir, capsys):
+    assert main(["describe", str(datadir.path), "--json"]) == 0
+    described = {(d["topic"], d["partition"]): d for d in json.loads(capsys.readouterr().out)}
+    for key, pm in datadir.partitions.items():
+        d = described[key]
+        assert d["logStartOffset"] == pm.log_start_offset
+        assert d["logEndOffset"] == pm.log_end_offset
+        assert d["highWatermark"] == pm.high_watermark
+        assert len(d["segments"]) == len(pm.segments)
+        assert d["maxTimestamp"] == max(r.timestamp for r in pm.records)
+        assert d["magics"] == [2]
+    assert described[("pay", 0)]["lastStableOffset"] == datadir.partition("pay").last_stable_offset
+    assert described[("pay", 0)]["codecs"] == ["gzip", "none"]  # control batches are never compressed
+    assert described[("pay", 0)]["transactional"] is True
+    assert main(["describe", str(datadir.path), "--segments"]) == 0
+    assert "orders-0 segments" in capsys.readouterr().out
+
+
+@pytest.mark.corpus
+def test_corpus_dirs_verify_clean(corpus_dir, capsys):
+    for where in ("segments/smartassets__backend-server/51801d05/kafka/data",
+                  "segments/RaviAzzuraPutra__LATIHAN-MICROSERVICE-NEW/09b38fa5/kafka/data"):
+        code, report = verify_json(corpus_dir / where, capsys)
+        errors = [p for p in report["problems"] if p["severity"] == "error"]
+        assert code == 0 and not errors, errors

@@ -1,0 +1,201 @@
+"""kafkaseg.lookup vs a brute-force ListOffsets over every record (generated dirs with manifests, corpus dirs read
+record by record with kafka-python)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from kafka.record.memory_records import MemoryRecords
+
+from kafkaseg.errors import InvalidOptionError
+from kafkaseg.lookup import EARLIEST, LATEST, MAX_TIMESTAMP, PartitionLookup, parse_time_spec
+from kafkaseg.storage.layout import discover
+from kafkaseg.testing import TopicSpec, write_data_dir
+
+TOPICS = [
+    TopicSpec("plain", records_per_partition=2500, segment_bytes=48 * 1024, ts_jitter_ms=0, headers=1),
+    TopicSpec("jitter", records_per_partition=2000, segment_bytes=40 * 1024, ts_jitter_ms=40, codec="lz4"),
+    TopicSpec("txn", records_per_partition=1500, records_per_batch=10, transactional=True, abort_ratio=0.3,
+              open_transactions=1, segment_bytes=32 * 1024),
+    TopicSpec("appendtime", records_per_partition=1500, timestamp_type="LogAppendTime", segment_bytes=32 * 1024,
+              preallocate_active_index=16 * 1024),
+    TopicSpec("compacted", records_per_partition=1500, key_cardinality=50, gap_ratio=0.4, idempotent=True,
+              cleanup_policy="compact", segment_bytes=24 * 1024, log_start_offset=100, log_start_advance=37),
+    TopicSpec("legacy", records_per_partition=800, magic=1, codec="gzip", segment_bytes=12 * 1024),
+]
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lookup")
+    manifest = write_data_dir(root, TOPICS, seed=7)
+    return manifest, {(p.topic, p.partition): p for p in discover(str(root))}
+
+
+def _segments_of(records, bases):
+    """Records grouped by segment ([base, next base))."""
+    groups = [[] for _ in bases]
+    for r in records:
+        i = max(k for k, b in enumerate(bases) if b <= r.offset or k == 0)
+        groups[i].append(r)
+    return groups
+
+
+def brute_force(records, bases, log_start, fetchable, spec):
+    """UnifiedLog.fetchOffsetByTimestamp + ReplicaManager's last-fetchable filter, record by record.
+    ``records``: (offset, timestamp) of every record incl. control records, in offset order."""
+    if spec == EARLIEST:
+        return log_start
+    if spec == LATEST:
+        return fetchable
+    groups = _segments_of(records, bases)
+    if spec == MAX_TIMESTAMP:
+        best = max(range(len(groups)), key=lambda i: (max((r.timestamp for r in groups[i]), default=-1), -i))
+        top = max(r.timestamp for r in groups[best])
+        found = next(r.offset for r in groups[best] if r.timestamp == top)
+    else:
+        found = None
+        for group in groups:
+            if group and max(r.timestamp for r in group) >= spec:
+                found = next((r.offset for r in group if r.timestamp >= spec and r.offset >= log_start), None)
+                break
+    return None if found is None or found >= fetchable else found
+
+
+def _specs(records, rng, n=25):
+    stamps = sorted({r.timestamp for r in records})
+    taken = set(stamps)
+    specs = [EARLIEST, LATEST, MAX_TIMESTAMP, 0, stamps[-1] + 1]
+    for _ in range(n):  # between record timestamps (never equal: see FileRecords.searchForTimestamp's floor)
+        t = rng.choice(stamps) + rng.choice([1, -1, 3])
+        if t not in taken:
+            specs.append(t)
+    return specs
+
+
+@pytest.mark.parametrize("topic", [t.name for t in TOPICS])
+@pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
+def test_list_offset_matches_brute_force_on_generated_dirs(generated, topic, isolation):
+    manifest, partitions = generated
+    pm = manifest.partition(topic)
+    pdir = partitions[(topic, 0)]
+    bases = [s.base_offset for s in pdir.segments]
+    assert len(bases) > 3, "the test needs several segments"
+    fetchable = pm.last_stable_offset if isolation == "read_committed" else pm.high_watermark
+    rng = random.Random(topic)
+    with PartitionLookup(pdir, isolation=isolation) as lookup:
+        for spec in _specs(pm.records, rng):
+            expected = brute_force(pm.records, bases, pm.log_start_offset, fetchable, spec)
+            for exact in (False, True):
+                answer = lookup.list_offset(spec, exact=exact)
+                assert answer.offset == expected, (topic, isolation, spec, exact, answer)
+
+
+def test_locate_every_kind_of_offset(generated):
+    manifest, partitions = generated
+    pm = manifest.partition("compacted")
+    pdir = partitions[("compacted", 0)]
+    present = {r.offset: r for r in pm.records}
+    with PartitionLookup(pdir) as lookup:
+        for offset in range(pm.log_start_offset, pm.log_end_offset):
+            location = lookup.locate(offset)
+            nxt = min(o for o in present if o >= offset)
+            assert location.record_offset == nxt, offset
+            assert location.found == (offset in present)
+            assert location.batch.base_offset <= nxt <= location.batch.last_offset
+            assert location.record_timestamp == present[nxt].timestamp
+            assert Path(location.segment).name == f"{max(b for b in (s.base_offset for s in pdir.segments) if b <= nxt):020d}.log"
+        below = lookup.locate(pm.log_start_offset - 1)
+        assert not below.found and "below the log start offset" in below.reason
+        past = lookup.locate(pm.log_end_offset)
+        assert not past.found and past.batch is None
+
+
+def test_lookup_touches_log_n_entries(generated):
+    """A time lookup reads O(log n) index entries: here far fewer than the partition's index entries."""
+    manifest, partitions = generated
+    pdir = partitions[("plain", 0)]
+    pm = manifest.partition("plain")
+    total_entries = 0
+    for seg in pdir.segments:
+        total_entries += (Path(seg.index_path).stat().st_size // 8) + (Path(seg.timeindex_path).stat().st_size // 12)
+    with PartitionLookup(pdir) as lookup:
+        answer = lookup.list_offset(pm.records[len(pm.records) // 2].timestamp + 1)
+        assert answer.offset is not None
+        assert lookup.stats.index_entries < 40 < total_entries
+        assert lookup.stats.log_bytes < 3 * 4096 + 61 * 200
+
+
+def test_parse_time_spec():
+    assert [parse_time_spec(x) for x in ("-1", "latest", "-2", "earliest", "max-timestamp", "-3")] == \
+        [-1, -1, -2, -2, -3, -3]
+    assert parse_time_spec("1700000000000") == 1_700_000_000_000
+    assert parse_time_spec("2023-11-14T22:13:20Z") == 1_700_000_000_000
+    assert parse_time_spec("2023-11-14T23:13:20+01:00") == 1_700_000_000_000
+    assert parse_time_spec("2023-11-14 22:13:20.5") == 1_700_000_000_500
+    for bad in ("yesterday", "-7"):
+        with pytest.raises(InvalidOptionError):
+            parse_time_spec(bad)
+
+
+# -- corpus ---------------------------------------------------------------------------------------------------------
+
+class _Rec:
+    def __init__(self, offset, timestamp):
+        self.offset, self.timestamp = offset, timestamp
+
+
+def _corpus_records(pdir):
+    out = []
+    for seg in pdir.segments:
+        records = MemoryRecords(Path(seg.log_path).read_bytes())
+        while (batch := records.next_batch()) is not None:
+            for record in batch:
+                out.append(_Rec(record.offset, -1 if record.timestamp is None else record.timestamp))
+    return out
+
+
+CORPUS_DIRS = [
+    "segments/smartassets__backend-server/51801d05/kafka/data",
+    "segments/RaviAzzuraPutra__LATIHAN-MICROSERVICE-NEW/f8f5c464/kafka/data/__cluster_metadata-0",
+    "segments/mscaldas2012__kafka-connect-spooldir/d7b17b06/kafka-data",
+]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("where", CORPUS_DIRS)
+def test_list_offset_matches_brute_force_on_corpus(corpus_dir, where):
+    rng = random.Random(where)
+    checked = 0
+    for pdir in discover(str(corpus_dir / where)):
+        if not pdir.size_bytes:
+            continue
+        records = _corpus_records(pdir)
+        if not records:
+            continue
+        bases = [s.base_offset for s in pdir.segments]
+        with PartitionLookup(pdir) as lookup:
+            fetchable = lookup.last_fetchable_offset()
+            assert fetchable <= lookup.log_end_offset()
+            for spec in _specs(records, rng, n=8):
+                expected = brute_force(records, bases, lookup.log_start_offset, fetchable, spec)
+                assert lookup.list_offset(spec, exact=True).offset == expected, (pdir.name, spec)
+                assert lookup.list_offset(spec).offset == expected, (pdir.name, spec)
+                checked += 1
+    assert checked > 10
+
+
+def test_bench_lookup_quick_runs(tmp_path):
+    """benchmarks/bench_lookup.py end to end (--quick): its modes agree with each other and it prints a verdict."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, TMPDIR=str(tmp_path), PYTHONPATH=str(root))
+    proc = subprocess.run([sys.executable, str(root / "benchmarks/bench_lookup.py"), "--quick", "--no-planning"],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "verdict: time lookup median" in proc.stdout
