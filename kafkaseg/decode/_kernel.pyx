@@ -6,7 +6,9 @@ is the reference in tests. Output columns grow in malloc'd buffers handed to Arr
 (``pyarrow.foreign_buffer``); CRC-32C and decompression are one library call per batch.
 """
 
-from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+cimport cython
+from cpython.buffer cimport PyBUF_READ, PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.memoryview cimport PyMemoryView_FromMemory
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
@@ -35,7 +37,7 @@ from kafkaseg.errors import (
     UnsupportedMagicError,
 )
 from kafkaseg.schema import HEADERS_TYPE
-from kafkaseg.wire.crc import crc32c as _crc32c
+from crc32c import crc32c as _crc32c  # the library call itself: no wrapper frame per batch
 
 IMPLEMENTATION = "cython"
 
@@ -119,6 +121,7 @@ cdef bint utf8_valid(const uint8_t* s, Py_ssize_t n) noexcept nogil:
 
 
 # -- growable output buffers ------------------------------------------------------------------------------------------
+@cython.final
 cdef class _Mem:
     """malloc'd memory owned by a Python object, so Arrow can hold it without a copy."""
     cdef char* ptr
@@ -191,8 +194,10 @@ cdef class _Mem:
         return pa.foreign_buffer(<size_t>self.ptr, self.size, base=self)
 
 
+@cython.final
 cdef class _Binary:
-    """A growing Arrow binary (or string) column: validity bitmap, int32 offsets, data."""
+    """A growing Arrow binary (or string) column: int32 offsets, data, and a validity bitmap that only exists once
+    a null has been appended (most columns never see one, so most appends touch no bitmap)."""
     cdef _Mem valid
     cdef _Mem offsets
     cdef _Mem data
@@ -207,17 +212,24 @@ cdef class _Binary:
         self.nulls = 0
         self.offsets.put_i32(0)
 
-    cdef inline int _bit(self, bint present) except -1:
+    cdef int _set_valid(self, bint present) except -1:
         cdef Py_ssize_t byte = self.length >> 3
-        if byte >= self.valid.size:
+        while byte >= self.valid.size:
             self.valid.reserve(1)
             self.valid.ptr[self.valid.size] = 0
             self.valid.size += 1
         if present:
             self.valid.ptr[byte] |= <char>(1 << (self.length & 7))
-        else:
-            self.nulls += 1
-        self.length += 1
+        return 0
+
+    cdef int _start_bitmap(self) except -1:
+        """The first null: materialize an all-valid bitmap for the values so far."""
+        cdef Py_ssize_t nbytes = (self.length + 7) >> 3
+        self.valid.reserve(nbytes + 1)
+        memset(self.valid.ptr, 0xFF, nbytes)
+        self.valid.size = nbytes
+        if self.length & 7:
+            self.valid.ptr[nbytes - 1] = <char>((1 << (self.length & 7)) - 1)
         return 0
 
     cdef inline int append(self, const uint8_t* src, Py_ssize_t n) except -1:
@@ -225,12 +237,18 @@ cdef class _Binary:
             raise OverflowError("kafkaseg: one output column would exceed 2 GiB; lower maxBytesPerBatch")
         self.data.put(src, n)
         self.offsets.put_i32(<int32_t>self.data.size)
-        self._bit(True)
+        if self.nulls:
+            self._set_valid(True)
+        self.length += 1
         return 0
 
     cdef inline int append_null(self) except -1:
         self.offsets.put_i32(<int32_t>self.data.size)
-        self._bit(False)
+        if not self.nulls:
+            self._start_bitmap()
+        self._set_valid(False)
+        self.nulls += 1
+        self.length += 1
         return 0
 
     cdef object arrow(self, typ):
@@ -240,6 +258,7 @@ cdef class _Binary:
 
 
 # -- the decoder ------------------------------------------------------------------------------------------------------
+@cython.final
 cdef class _Decoder:
     # request
     cdef object path
@@ -256,6 +275,7 @@ cdef class _Decoder:
     cdef Py_ssize_t n
     cdef int64_t nbytes
     cdef object stats
+    cdef Py_ssize_t n_batches, n_out_of_range, n_control, n_aborted_batches
     cdef object whole  # the Python object behind the input buffer (for slicing to codecs / crc)
 
     def __cinit__(self):
@@ -309,6 +329,7 @@ cdef class _Decoder:
             self.m_txn = _Mem(); self.m_ctrl = _Mem(); self.m_magic = _Mem(); self.m_codec = _Mem()
             self.m_batch = _Mem(); self.m_pos = _Mem()
         self.stats = DecodeStats()
+        self.n_batches = self.n_out_of_range = self.n_control = self.n_aborted_batches = 0
 
     cdef bint is_aborted(self, int64_t pid, int64_t base) noexcept:
         cdef int i
@@ -405,22 +426,22 @@ cdef class _Decoder:
             raise _Frame(CorruptBatchError,
                          f"non-monotonic offsets: batch base offset {base_offset} follows offset {last_seen}", pos)
         if self.verify_crc:
-            actual = _crc32c(memoryview(self.whole)[pos + 21:pos + total])
+            actual = _crc32c(PyMemoryView_FromMemory(<char*>(b + 21), total - 21, PyBUF_READ))
             if actual != crc:
                 raise _Frame(CrcMismatchError, f"CRC-32C mismatch in batch at offset {base_offset}: stored {crc}, "
                                                f"computed {actual}", pos)
         if base_offset >= self.max_offset:
             return _PAST_END_SENTINEL
         if last_offset < self.min_offset:
-            self.stats.skipped_batches_out_of_range += 1
+            self.n_out_of_range += 1
             return last_offset
         is_control = (attributes & CONTROL_MASK) != 0
         is_txn = (attributes & TRANSACTIONAL_MASK) != 0
         if is_control and not self.include_control:
-            self.stats.skipped_control_batches += 1
+            self.n_control += 1
             return last_offset
         if is_txn and not is_control and self.n_aborted and self.is_aborted(producer_id, base_offset):
-            self.stats.skipped_aborted_batches += 1
+            self.n_aborted_batches += 1
             return last_offset
         if count < 0:
             raise _Frame(CorruptBatchError, f"negative record count {count}", pos)
@@ -442,7 +463,7 @@ cdef class _Decoder:
                 data_end = b + total
             if count > (data_end - data) // 7 + 1:
                 raise _Frame(CorruptBatchError, f"record count {count} cannot fit in {data_end - data} bytes", pos)
-            self.stats.batches += 1
+            self.n_batches += 1
             prev_offset = last_seen
             p = data
             for i in range(count):
@@ -668,7 +689,7 @@ cdef class _Decoder:
                              f"non-monotonic offsets: batch base offset {offset} follows offset {last_seen}", pos)
             if offset >= self.max_offset:
                 return _PAST_END_SENTINEL
-            self.stats.batches += 1
+            self.n_batches += 1
             self.check_ts(ts, pos)
             if offset >= self.min_offset:
                 self.emit_legacy(buf, entry, offset, ts, ts_type, magic, 0, offset, pos)
@@ -677,7 +698,7 @@ cdef class _Decoder:
             if offset <= last_seen:
                 raise _Frame(CorruptBatchError,
                              f"non-monotonic offsets: wrapper offset {offset} follows {last_seen}", pos)
-            self.stats.skipped_batches_out_of_range += 1
+            self.n_out_of_range += 1
             return offset
         if entry[8] < 0:
             raise _Frame(CorruptBatchError, "compressed legacy wrapper has a null value", pos)
@@ -709,7 +730,7 @@ cdef class _Decoder:
         else:
             base = 0
         first = base + <int64_t>inner[0][0]
-        self.stats.batches += 1
+        self.n_batches += 1
         prev = last_seen
         for ientry in inner:
             absolute = base + <int64_t>ientry[0]
@@ -848,4 +869,8 @@ def decode(buf, req):
     finally:
         PyBuffer_Release(&view)
     d.stats.records = d.n
+    d.stats.batches = d.n_batches
+    d.stats.skipped_batches_out_of_range = d.n_out_of_range
+    d.stats.skipped_control_batches = d.n_control
+    d.stats.skipped_aborted_batches = d.n_aborted_batches
     return DecodeResult(d.columns(), d.n, pos, stop, next_size, last_seen, d.stats)
