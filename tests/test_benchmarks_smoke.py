@@ -1,0 +1,63 @@
+"""The benchmark scripts run end to end (``--quick``) and print their tables and verdict lines.
+
+Performance is measured by the scripts, never asserted here: only exit status and output shape are checked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "benchmarks"
+
+
+def run(script: str, scratch: Path, *args: str) -> str:
+    env = dict(os.environ)
+    env["TMPDIR"] = str(scratch)  # the scripts generate segments under tempfile.gettempdir()
+    env.pop("KAFKASEG_PURE", None)  # measure the compiled kernel (it falls back to the twin when not built)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    proc = subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True, text=True, env=env,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, f"{script} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+def test_bench_decode_quick(tmp_path):
+    out_json = tmp_path / "decode.json"
+    pytest.importorskip("aiokafka")
+    out = run("bench_decode.py", tmp_path, "--quick", "--json", str(out_json))
+    assert out.startswith("machine: nproc=")
+    header = next(line for line in out.splitlines() if line.lstrip().startswith("codec"))
+    for column in ("mmap-sum", "codec-raw", "kseg rec/s", "aiokafka rec/s", "kafka-py rec/s", "pure rec/s"):
+        assert column in header
+    rows = [line.split() for line in out.splitlines() if re.match(r"\s*(none|gzip|snappy|lz4|zstd)\s+\d+[KM]\s", line)]
+    assert {(r[0], r[1]) for r in rows} == {(c, b) for c in ("none", "gzip", "snappy", "lz4", "zstd")
+                                             for b in ("16K", "1M")}
+    verdicts = [line for line in out.splitlines() if re.match(r"(PASS|FAIL)  ", line)]
+    assert len(verdicts) == 10 * 3  # one codec floor and two client floors per segment
+    data = json.loads(out_json.read_text())
+    assert len(data["results"]) == 10 and len(data["floors"]) == 30
+    for r in data["results"]:
+        assert r["records"] > 0 and r["scan_records_per_s"] > 0 and r["mmap_sum_MBps"] > 0
+        assert (r["codec"] == "none") == ("codec_raw_MBps" not in r)
+    assert not list(tmp_path.glob("kafkaseg-*")), "generated segments were left behind"
+
+
+def test_bench_memory_quick(tmp_path):
+    out_json = tmp_path / "memory.json"
+    out = run("bench_memory.py", tmp_path, "--quick", "--json", str(out_json))
+    assert "peak RSS MiB" in out
+    verdicts = [line for line in out.splitlines() if re.match(r"(PASS|FAIL)  memory does not grow", line)]
+    assert len(verdicts) == 2
+    data = json.loads(out_json.read_text())
+    assert len(data["results"]) == 4
+    for r in data["results"]:
+        assert r["rows"] > 0 and r["peak_rss"] >= r["baseline_rss"] > 0
+    assert not list(tmp_path.glob("kafkaseg-*")), "generated segments were left behind"
