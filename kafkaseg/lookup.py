@@ -19,9 +19,8 @@ run. Semantics are the broker's ListOffsets (``core/.../log/UnifiedLog.scala`` `
                        to the next batch, to the end of that segment)
     -3 and T >= 0      an answer at or past the last fetchable offset is "no offset" (ReplicaManager)
 
-Why not ``kafkaseg.planning.offset_for_timestamp``: it implements the same T >= 0 rule, but scans segments in
-order loading each one's whole ``.index``/``.timeindex`` (O(segments) files and entries per lookup), has no
-max-timestamp, and reports nothing about the work done. Here:
+Planning resolves Spark's timestamp options through :meth:`PartitionLookup.offset_for_timestamp` too, so there is
+one implementation of the rule. Here:
 
 * the segment is found by binary search over segments' largest timestamps (each probe reads ONE time-index entry,
   the last); that assumes largest timestamps do not decrease from segment to segment (always true for
@@ -488,6 +487,12 @@ class PartitionLookup:
                                 reason=f"offset {offset} is at or past the last fetchable offset {fetchable} "
                                        f"({'last stable offset' if self.isolation == 'read_committed' else 'high watermark'})")
         return OffsetAnswer(topic, partition, spec, offset, timestamp, epoch)
+
+    def offset_for_timestamp(self, timestamp: int, *, exact: bool = False) -> int | None:
+        """The first offset at or after the log start offset whose record timestamp >= ``timestamp`` (ms), with
+        no cap at the last fetchable offset (callers with their own upper bound, such as planning, apply it)."""
+        found = self._offset_for_timestamp(timestamp, exact) if self.segments else None
+        return None if found is None else found[0]
 
     def _offset_for_timestamp(self, timestamp: int, exact: bool) -> tuple[int, int, int | None] | None:
         i = self._first_segment_reaching(timestamp, exact)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from kafkaseg.errors import CorruptDataError, DataLossError, InvalidOptionError, KafkaSegError, LayoutError
+from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, LATEST, ReadOptions
 from kafkaseg.storage.indexes import load_indexes
 from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, choose_replicas, discover, last_stable_offset,
@@ -54,7 +55,6 @@ __all__ = [
     "plan_scan",
     "resolve_offsets",
     "offset_for_timestamp",
-    "first_offset_with_timestamp_at_least",
 ]
 
 
@@ -350,62 +350,16 @@ class _Partition:
 # --------------------------------------------------------------------------------------------------------------------
 # Offsets for times
 
-def first_offset_with_timestamp_at_least(batch: bytes, timestamp: int, min_offset: int, *, path: str | None = None,
-                                         position: int = 0, options: ReadOptions | None = None) -> int | None:
-    """The offset of the first record of ``batch`` (the bytes of one whole batch) whose timestamp >= ``timestamp``
-    (ms) and whose offset >= ``min_offset``, or None. Decodes the batch (control records included, as the broker's
-    ``LogSegment.findOffsetByTimestamp`` iterates them too); LogAppendTime batches give every record the batch's
-    max timestamp."""
-    import pyarrow as pa
-
-    from kafkaseg import decode as _decode
-    from kafkaseg.decode.api import DecodeRequest
-
-    options = options or ReadOptions()
-    request = DecodeRequest(path=path, base_position=position, verify_crc=options.verify_crc, include_control=True,
-                            min_offset=min_offset, max_records=1 << 62, max_bytes=1 << 62,
-                            max_batch_bytes=options.max_batch_bytes,
-                            max_decompressed_bytes=options.max_decompressed_batch_bytes)
-    result = _decode.decode(memoryview(batch), request)
-    if not result.num_rows:
-        return None
-    offsets = result.columns["offset"].to_pylist()
-    stamps = result.columns["timestamp"].cast(pa.int64()).to_pylist()  # microseconds
-    threshold = timestamp * 1000
-    for offset, stamp in zip(offsets, stamps):
-        if stamp is not None and stamp >= threshold and offset >= min_offset:
-            return int(offset)
-    return None
-
-
 def _offset_for_timestamp(part: _Partition, timestamp: int, log_start: int, upper: int) -> int | None:
-    segments = part.segments
-    target = None
-    for i in range(len(segments)):
-        next_base = part.next_base(i)
-        if next_base is not None and next_base <= log_start:
-            continue
-        if part.largest_timestamp(i) >= timestamp:
-            target = i
-            break
-    if target is None:
+    """Kafka's ListOffsets rule through :class:`kafkaseg.lookup.PartitionLookup` (O(log segments) index entries,
+    one index interval of log), capped at this scan's upper bound instead of the last fetchable offset."""
+    options = part.options
+    with PartitionLookup(part.pdir, max_batch_bytes=options.max_batch_bytes,
+                         verify_crc=options.verify_crc) as lookup:
+        found = lookup.offset_for_timestamp(timestamp)
+    if found is None or found < log_start or found >= upper:
         return None
-    offset_index, time_index = part.indexes(target)
-    _, time_offset = time_index.floor(timestamp)
-    _, position = offset_index.floor(max(time_offset, log_start))
-    seg = segments[target]
-    with SegmentReader(seg.log_path, part.fs) as reader:
-        for header in reader.iter_headers(position, max_batch_bytes=part.options.max_batch_bytes):
-            if header.last_offset < log_start or header.max_timestamp < timestamp:
-                continue
-            if header.base_offset >= upper:
-                return None
-            data = reader.read_at(header.position, header.size)
-            found = first_offset_with_timestamp_at_least(data, timestamp, log_start, path=seg.log_path,
-                                                         position=header.position, options=part.options)
-            if found is not None:
-                return found if found < upper else None
-    return None
+    return found
 
 
 def offset_for_timestamp(partition_dir: PartitionDir, timestamp: int, options: ReadOptions | None = None

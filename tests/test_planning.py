@@ -17,7 +17,6 @@ from kafkaseg.options import ReadOptions
 from kafkaseg.planning import (
     Predicates,
     SegmentSlice,
-    first_offset_with_timestamp_at_least,
     offset_for_timestamp,
     plan_scan,
     resolve_offsets,
@@ -369,15 +368,26 @@ def test_offset_for_timestamp_is_exact(tmp_path, codec):
         assert offset_for_timestamp(pdir, target) == expected, target
 
 
-def test_first_offset_with_timestamp_at_least():
+def test_offset_for_timestamp_within_one_batch(tmp_path):
+    """The first record (not batch) with timestamp >= T, at or after the log start offset; LogAppendTime batches
+    give every record the batch's max timestamp."""
+    def one_batch_partition(name, batch, log_start=10):
+        writer = PartitionWriter(tmp_path / name / "t-0", log_start_offset=log_start)
+        writer.append(batch)
+        writer.close()
+        return discover(str(tmp_path / name))[0]
+
     batch = build_batch_v2([Record(10, 500, None, b"a"), Record(11, 300, None, b"b"), Record(12, 700, None, b"c")])
-    assert first_offset_with_timestamp_at_least(batch.data, 400, 0) == 10
-    assert first_offset_with_timestamp_at_least(batch.data, 400, 11) == 12
-    assert first_offset_with_timestamp_at_least(batch.data, 600, 0) == 12
-    assert first_offset_with_timestamp_at_least(batch.data, 701, 0) is None
+    pdir = one_batch_partition("create", batch)
+    assert offset_for_timestamp(pdir, 400) == 10
+    assert offset_for_timestamp(pdir, 600) == 12
+    assert offset_for_timestamp(pdir, 701) is None
+    one_batch_partition("start11", batch)
+    write_offset_checkpoint(tmp_path / "start11" / "log-start-offset-checkpoint", {("t", 0): 11})
+    assert offset_for_timestamp(discover(str(tmp_path / "start11"))[0], 400) == 12
     log_append = build_batch_v2([Record(10, 500, None, b"a"), Record(11, 300, None, b"b")],
                                 timestamp_type=1, log_append_time=900)
-    assert first_offset_with_timestamp_at_least(log_append.data, 800, 0) == 10
+    assert offset_for_timestamp(one_batch_partition("append", log_append), 800) == 10
 
 
 def test_timestamp_options(tmp_path):
