@@ -1,4 +1,4 @@
-"""Shared loading for the fixed-size-entry index files (``.index``, ``.timeindex``).
+"""Shared loading and bookkeeping for the fixed-size-entry index files (``.index``, ``.timeindex``).
 
 A live broker preallocates the active segment's indexes to ``segment.index.bytes`` (10 MiB) and fills them from the
 front, leaving zeros behind the last entry; the file is trimmed on roll or clean shutdown. Kafka itself trusts the
@@ -10,6 +10,10 @@ offset equals the base offset (relative offset 0). Entries after entry 0 always 
 strictly increasing; time index: each entry is a later batch), so relative offset 0 there can only be unwritten space.
 
 Files are read in bounded chunks: memory is the real entries plus one chunk, whatever the preallocated size.
+:func:`load_entries` (files) and :func:`entries_from_bytes` (bytes in memory) apply the rule through the same
+:func:`_cut_at_tail`. :class:`FixedEntryIndex` is the common base of ``OffsetIndex`` and ``TimeIndex``: the file
+bookkeeping, construction, ``check``/``__repr__`` and the sanity checks both indexes make; each index module keeps
+its grammar, dtype, lookups and its own list of checks.
 """
 
 from __future__ import annotations
@@ -49,6 +53,36 @@ class LoadedEntries:
     tail_garbage_position: int | None  # first non-zero byte inside the tail (None: the tail is all zeros)
 
 
+def _cut_at_tail(data, count: int, dtype: np.dtype, relative_offset_field: str,
+                 first_entry_number: int) -> tuple[np.ndarray, int | None, int | None]:
+    """Apply the tail rule (module doc) to ``count`` whole entries at the front of ``data``, the first being entry
+    ``first_entry_number`` of the file. Returns the entries before the tail, the number (within ``data``) of the
+    entry where the tail starts (None: no tail here) and the byte (within ``data``) of the first non-zero byte of
+    the tail's whole entries (None: all zeros)."""
+    entry_size = dtype.itemsize
+    chunk = np.frombuffer(data, dtype=dtype, count=count)
+    zero_at = np.flatnonzero(chunk[relative_offset_field] == 0)
+    if first_entry_number == 0:
+        zero_at = zero_at[zero_at > 0]  # entry 0 may really be at relative offset 0
+    if not zero_at.size:
+        return chunk, None, None
+    cut = int(zero_at[0])
+    garbage = _first_nonzero_byte(np.frombuffer(data, dtype=np.uint8, count=count * entry_size)[cut * entry_size:])
+    return chunk[:cut], cut, None if garbage is None else cut * entry_size + garbage
+
+
+def _first_nonzero_byte(data) -> int | None:
+    nz = np.flatnonzero(np.frombuffer(data, dtype=np.uint8))
+    return int(nz[0]) if nz.size else None
+
+
+def entries_from_bytes(data, dtype: np.dtype, relative_offset_field: str) -> LoadedEntries:
+    """:func:`load_entries` for an index held in memory (no size cap: the bytes are already there)."""
+    whole = len(data) // dtype.itemsize
+    entries, cut, garbage = _cut_at_tail(data, whole, dtype, relative_offset_field, 0)
+    return LoadedEntries(entries, len(data), 0 if cut is None else whole - cut, garbage)
+
+
 def load_entries(path: str, filesystem: pafs.FileSystem | None, dtype: np.dtype, relative_offset_field: str,
                  max_bytes: int = DEFAULT_MAX_INDEX_BYTES) -> LoadedEntries:
     """Read an index file's entries, stopping at the preallocated tail (see the module doc)."""
@@ -69,34 +103,182 @@ def load_entries(path: str, filesystem: pafs.FileSystem | None, dtype: np.dtype,
                 whole = entry_number + count
                 data = data[:count * entry_size]
             if tail_start is None:
-                chunk = np.frombuffer(data, dtype=dtype, count=count)
-                rel = chunk[relative_offset_field]
-                zero_at = np.flatnonzero(rel == 0)
-                if entry_number == 0:
-                    zero_at = zero_at[zero_at > 0]
-                if zero_at.size:
-                    cut = int(zero_at[0])
+                chunk, cut, chunk_garbage = _cut_at_tail(data, count, dtype, relative_offset_field, entry_number)
+                kept.append(chunk)
+                kept_count += len(chunk)
+                if cut is not None:
                     tail_start = entry_number + cut
-                    kept.append(chunk[:cut])
-                    kept_count += cut
-                    rest = np.frombuffer(data, dtype=np.uint8)[cut * entry_size:]
-                    nz = np.flatnonzero(rest)
-                    if nz.size:
-                        garbage = tail_start * entry_size + int(nz[0])
-                else:
-                    kept.append(chunk)
-                    kept_count += count
+                if chunk_garbage is not None:
+                    garbage = entry_number * entry_size + chunk_garbage
                 if kept_count * entry_size > max_bytes:
                     raise CorruptIndexError(
                         f"index holds more than {max_bytes} bytes of entries (cap maxIndexBytes); refusing to load",
                         path=path, position=max_bytes)
             elif garbage is None:
-                nz = np.flatnonzero(np.frombuffer(data, dtype=np.uint8))
-                if nz.size:
-                    garbage = entry_number * entry_size + int(nz[0])
+                chunk_garbage = _first_nonzero_byte(data)
+                if chunk_garbage is not None:
+                    garbage = entry_number * entry_size + chunk_garbage
             else:
                 break
             entry_number += count
     entries = np.concatenate(kept) if kept else np.zeros(0, dtype=dtype)
     tail_entries = 0 if tail_start is None else whole - tail_start
     return LoadedEntries(entries, file_size, tail_entries, garbage)
+
+
+def raise_first_problem(problems: list[IndexProblem], path: str | None) -> None:
+    """The ``check`` of every index: raise :class:`CorruptIndexError` (file and byte) on the first problem."""
+    if problems:
+        raise CorruptIndexError(problems[0].detail, path=path, position=problems[0].position)
+
+
+class FixedEntryIndex:
+    """Base of ``OffsetIndex`` and ``TimeIndex``: the entries of one index file (or of one rebuilt in memory) as
+    two int64 numpy arrays, one of them the absolute ``offsets``.
+
+    ``file_size`` is the size on disk (None when rebuilt), ``tail_entries`` how many zero entries of a preallocated
+    tail were dropped and ``tail_garbage_position`` the first non-zero byte in that tail (None: clean).
+    ``rebuilt``/``rebuild_reason`` say whether this index came from walking the log instead of the file, and why.
+
+    A subclass states its file format in its class statement (``class OffsetIndex(FixedEntryIndex, dtype=...,
+    columns=..., kind=...)``): ``dtype`` the on-disk entry (``ENTRY_SIZE`` is its size), ``columns`` the
+    (attribute, dtype field) of the two arrays in the order of an entry tuple (the ``relative_offset`` field is
+    stored as absolute offsets, plus the base offset), ``kind`` its name in problem texts.
+    """
+
+    ENTRY_SIZE: int
+    _DTYPE: np.dtype
+    _COLUMNS: tuple[tuple[str, str], tuple[str, str]]
+    _KIND: str
+    offsets: np.ndarray
+
+    def __init_subclass__(cls, *, dtype: np.dtype, columns: tuple[tuple[str, str], tuple[str, str]], kind: str,
+                          **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._DTYPE = dtype
+        cls.ENTRY_SIZE = dtype.itemsize
+        cls._COLUMNS = columns
+        cls._KIND = kind
+
+    def __init__(self, base_offset: int, first, second, *, path: str | None = None, file_size: int | None = None,
+                 tail_entries: int = 0, tail_garbage_position: int | None = None, rebuilt: bool = False,
+                 rebuild_reason: str | None = None):
+        """``first``/``second``: the two arrays (see the class doc); the bookkeeping arguments are keyword-only."""
+        self.base_offset = int(base_offset)
+        (first_name, _), (second_name, _) = self._COLUMNS
+        setattr(self, first_name, np.asarray(first, dtype=np.int64))
+        setattr(self, second_name, np.asarray(second, dtype=np.int64))
+        if getattr(self, first_name).shape != getattr(self, second_name).shape:
+            raise ValueError(f"{first_name} and {second_name} differ in length")
+        self.path = path
+        self.file_size = file_size
+        self.tail_entries = tail_entries
+        self.tail_garbage_position = tail_garbage_position
+        self.rebuilt = rebuilt
+        self.rebuild_reason = rebuild_reason
+
+    # -- construction -------------------------------------------------------------------------------------------
+    @classmethod
+    def _from_loaded(cls, loaded: LoadedEntries, base_offset: int, path: str | None):
+        columns = []
+        for _, field in cls._COLUMNS:
+            column = loaded.entries[field].astype(np.int64)
+            columns.append(column + base_offset if field == "relative_offset" else column)
+        return cls(base_offset, *columns, path=path, file_size=loaded.file_size,
+                   tail_entries=loaded.tail_entries, tail_garbage_position=loaded.tail_garbage_position)
+
+    @classmethod
+    def empty(cls, base_offset: int, **kwargs):
+        """An index without entries; ``kwargs`` are the constructor's keyword arguments."""
+        return cls(base_offset, np.zeros(0, np.int64), np.zeros(0, np.int64), **kwargs)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, base_offset: int, path: str | None = None):
+        """Parse an index held in memory (same trimming rule as :meth:`load`)."""
+        return cls._from_loaded(entries_from_bytes(data, cls._DTYPE, "relative_offset"), base_offset, path)
+
+    @classmethod
+    def load(cls, path: str, base_offset: int, filesystem: pafs.FileSystem | None = None, *,
+             max_bytes: int = DEFAULT_MAX_INDEX_BYTES):
+        """Read ``path`` in bounded chunks. Raises :class:`LayoutError` when missing/unreadable and
+        :class:`CorruptIndexError` when its real entries exceed ``max_bytes``."""
+        loaded = load_entries(path, filesystem, cls._DTYPE, "relative_offset", max_bytes)
+        return cls._from_loaded(loaded, base_offset, path)
+
+    # -- queries ------------------------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return int(self.offsets.size)
+
+    @property
+    def entries(self) -> int:
+        return len(self)
+
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        (first_name, _), (second_name, _) = self._COLUMNS
+        return getattr(self, first_name), getattr(self, second_name)
+
+    def entry(self, n: int) -> tuple[int, int]:
+        """Entry ``n`` as a tuple of ints, in the order of ``_COLUMNS``."""
+        first, second = self._arrays()
+        return int(first[n]), int(second[n])
+
+    def __iter__(self):
+        first, second = self._arrays()
+        return zip(first.tolist(), second.tolist())
+
+    def entry_file_position(self, n: int) -> int:
+        """Byte position of entry ``n`` inside the index file."""
+        return n * self.ENTRY_SIZE
+
+    # -- checks shared by both indexes (each index's ``sanity_problems`` picks and orders them) -----------------
+    def _problems(self, *checks: IndexProblem | None) -> list[IndexProblem]:
+        """The problems found by the length check, then by ``checks`` (an index's own list, in its order), then by
+        the tail check."""
+        found = (self._length_problem(), *checks, self._tail_problem())
+        return [problem for problem in found if problem is not None]
+
+    def _length_problem(self) -> IndexProblem | None:
+        """Kafka's ``sanityCheck``: the file length must be a multiple of the entry size."""
+        if self.file_size is not None and self.file_size % self.ENTRY_SIZE:
+            return IndexProblem(f"{self._KIND} length {self.file_size} is not a multiple of {self.ENTRY_SIZE}",
+                                self.file_size - self.file_size % self.ENTRY_SIZE)
+        return None
+
+    def _last_offset_problem(self) -> IndexProblem | None:
+        """Kafka's ``sanityCheck``: the last offset must not be below the base offset."""
+        n = len(self)
+        if n and self.offsets[-1] < self.base_offset:
+            return IndexProblem(f"last offset {int(self.offsets[-1])} is less than the base offset "
+                                f"{self.base_offset}", self.entry_file_position(n - 1))
+        return None
+
+    def _offset_below_base_problem(self) -> IndexProblem | None:
+        """An entry other than the last (that one is :meth:`_last_offset_problem`'s) below the base offset."""
+        n = len(self)
+        below = np.flatnonzero(self.offsets < self.base_offset)
+        if below.size and below[0] != n - 1:
+            i = int(below[0])
+            return IndexProblem(f"entry {i} offset {int(self.offsets[i])} is below the base offset "
+                                f"{self.base_offset}", self.entry_file_position(i))
+        return None
+
+    def _order_problem(self, label: str, values: np.ndarray, *, strict: bool) -> IndexProblem | None:
+        """The first entry whose ``values`` element is not above (``strict``) / is below its predecessor's."""
+        steps = np.diff(values)
+        bad = np.flatnonzero(steps <= 0 if strict else steps < 0)
+        if bad.size:
+            i = int(bad[0]) + 1
+            relation = "is not above" if strict else "is below"
+            return IndexProblem(f"entry {i} {label} {int(values[i])} {relation} the previous entry's "
+                                f"{int(values[i - 1])}", self.entry_file_position(i))
+        return None
+
+    def _tail_problem(self) -> IndexProblem | None:
+        if self.tail_garbage_position is not None:
+            return IndexProblem(f"non-zero bytes after the zero entry that ends the {self._KIND}",
+                                self.tail_garbage_position)
+        return None
+
+    def __repr__(self) -> str:
+        extra = f", rebuilt ({self.rebuild_reason})" if self.rebuilt else ""
+        return f"{type(self).__name__}(base={self.base_offset}, entries={len(self)}, path={self.path!r}{extra})"

@@ -16,82 +16,31 @@ multiple of 12. Zero-filled preallocated tails are trimmed as ``DumpLogSegments`
 from __future__ import annotations
 
 import numpy as np
-import pyarrow.fs as pafs
 
-from kafkaseg.errors import CorruptIndexError
-from kafkaseg.storage._index_file import DEFAULT_MAX_INDEX_BYTES, IndexProblem, load_entries
+from kafkaseg.storage._index_file import FixedEntryIndex, IndexProblem, raise_first_problem
 
 __all__ = ["TimeIndex", "TIME_INDEX_ENTRY_SIZE", "NO_TIMESTAMP"]
 
-TIME_INDEX_ENTRY_SIZE = 12
-NO_TIMESTAMP = -1
 _DTYPE = np.dtype([("timestamp", ">i8"), ("relative_offset", ">i4")])
+TIME_INDEX_ENTRY_SIZE = _DTYPE.itemsize  # 12
+NO_TIMESTAMP = -1
 
 
-class TimeIndex:
+class TimeIndex(FixedEntryIndex, dtype=_DTYPE, columns=(("timestamps", "timestamp"), ("offsets", "relative_offset")),
+                kind="time index"):
     """The entries of one ``.timeindex`` file (or of one rebuilt in memory): int64 numpy arrays ``timestamps``
-    and absolute ``offsets``. Same bookkeeping attributes as :class:`~kafkaseg.storage.offset_index.OffsetIndex`."""
+    and absolute ``offsets``; entries iterate as (timestamp, offset) pairs. Same bookkeeping attributes,
+    construction (``empty``, ``from_bytes``, ``load``) and ``entry_file_position`` as
+    :class:`~kafkaseg.storage.offset_index.OffsetIndex`, from their common base
+    :class:`~kafkaseg.storage._index_file.FixedEntryIndex`."""
 
-    ENTRY_SIZE = TIME_INDEX_ENTRY_SIZE
+    timestamps: np.ndarray
+    offsets: np.ndarray
 
-    def __init__(self, base_offset: int, timestamps, offsets, *, path: str | None = None,
-                 file_size: int | None = None, tail_entries: int = 0, tail_garbage_position: int | None = None,
-                 rebuilt: bool = False, rebuild_reason: str | None = None):
-        self.base_offset = int(base_offset)
-        self.timestamps = np.asarray(timestamps, dtype=np.int64)
-        self.offsets = np.asarray(offsets, dtype=np.int64)
-        if self.offsets.shape != self.timestamps.shape:
-            raise ValueError("timestamps and offsets differ in length")
-        self.path = path
-        self.file_size = file_size
-        self.tail_entries = tail_entries
-        self.tail_garbage_position = tail_garbage_position
-        self.rebuilt = rebuilt
-        self.rebuild_reason = rebuild_reason
+    def __init__(self, base_offset: int, timestamps, offsets, **bookkeeping):
+        super().__init__(base_offset, timestamps, offsets, **bookkeeping)
 
-    @classmethod
-    def empty(cls, base_offset: int, **kwargs) -> "TimeIndex":
-        return cls(base_offset, np.zeros(0, np.int64), np.zeros(0, np.int64), **kwargs)
-
-    @classmethod
-    def from_bytes(cls, data: bytes, base_offset: int, path: str | None = None) -> "TimeIndex":
-        whole = len(data) // TIME_INDEX_ENTRY_SIZE
-        entries = np.frombuffer(data, dtype=_DTYPE, count=whole)
-        zeros = np.flatnonzero(entries["relative_offset"][1:] == 0)
-        cut = int(zeros[0]) + 1 if zeros.size else whole
-        garbage = None
-        if cut < whole:
-            nz = np.flatnonzero(np.frombuffer(data, np.uint8)[cut * 12:whole * 12])
-            garbage = cut * 12 + int(nz[0]) if nz.size else None
-        entries = entries[:cut]
-        return cls(base_offset, entries["timestamp"].astype(np.int64),
-                   entries["relative_offset"].astype(np.int64) + base_offset, path=path, file_size=len(data),
-                   tail_entries=whole - cut, tail_garbage_position=garbage)
-
-    @classmethod
-    def load(cls, path: str, base_offset: int, filesystem: pafs.FileSystem | None = None, *,
-             max_bytes: int = DEFAULT_MAX_INDEX_BYTES) -> "TimeIndex":
-        """Read ``path`` in bounded chunks (see :meth:`OffsetIndex.load`)."""
-        loaded = load_entries(path, filesystem, _DTYPE, "relative_offset", max_bytes)
-        entries = loaded.entries
-        return cls(base_offset, entries["timestamp"].astype(np.int64),
-                   entries["relative_offset"].astype(np.int64) + base_offset, path=path,
-                   file_size=loaded.file_size, tail_entries=loaded.tail_entries,
-                   tail_garbage_position=loaded.tail_garbage_position)
-
-    def __len__(self) -> int:
-        return int(self.offsets.size)
-
-    @property
-    def entries(self) -> int:
-        return len(self)
-
-    def entry(self, n: int) -> tuple[int, int]:
-        return int(self.timestamps[n]), int(self.offsets[n])
-
-    def __iter__(self):
-        return zip(self.timestamps.tolist(), self.offsets.tolist())
-
+    # -- queries ------------------------------------------------------------------------------------------------
     @property
     def last_entry(self) -> tuple[int, int]:
         """``TimeIndex.lastEntry``: (timestamp, offset) of the last entry, or ``(-1, base_offset)`` when empty."""
@@ -114,69 +63,40 @@ class TimeIndex:
             return NO_TIMESTAMP, self.base_offset
         return int(self.timestamps[slot]), int(self.offsets[slot])
 
-    def entry_file_position(self, n: int) -> int:
-        return n * TIME_INDEX_ENTRY_SIZE
-
+    # -- checks -------------------------------------------------------------------------------------------------
     def sanity_problems(self, log_size: int | None = None, *,
                         log_end_offset: int | None = None) -> list[IndexProblem]:
         """Kafka's ``TimeIndex.sanityCheck`` (length a multiple of 12, last timestamp >= first, last offset >= base)
         plus strictly increasing timestamps and non-decreasing offsets (``DumpLogSegments`` reports out-of-order
         timestamps), offsets below ``log_end_offset`` when given, and a clean preallocated tail. ``log_size`` is
         accepted for symmetry with :meth:`OffsetIndex.sanity_problems`: an empty log must have an empty index."""
-        problems: list[IndexProblem] = []
+        return self._problems(
+            self._last_timestamp_problem(),
+            self._last_offset_problem(),
+            self._order_problem("timestamp", self.timestamps, strict=True),
+            self._order_problem("offset", self.offsets, strict=False),
+            self._offset_below_base_problem(),
+            IndexProblem("time index has entries but the log is empty", 0) if len(self) and log_size == 0 else None,
+            self._offset_past_log_end_problem(log_end_offset))
+
+    def _last_timestamp_problem(self) -> IndexProblem | None:
+        """Kafka's ``TimeIndex.sanityCheck``: the last timestamp must not be below the first."""
         n = len(self)
-        if self.file_size is not None and self.file_size % TIME_INDEX_ENTRY_SIZE:
-            problems.append(IndexProblem(
-                f"time index length {self.file_size} is not a multiple of {TIME_INDEX_ENTRY_SIZE}",
-                self.file_size - self.file_size % TIME_INDEX_ENTRY_SIZE))
         if n and self.timestamps[-1] < self.timestamps[0]:
-            problems.append(IndexProblem(
-                f"last timestamp {int(self.timestamps[-1])} is less than the first {int(self.timestamps[0])}",
-                self.entry_file_position(n - 1)))
-        if n and self.offsets[-1] < self.base_offset:
-            problems.append(IndexProblem(
-                f"last offset {int(self.offsets[-1])} is less than the base offset {self.base_offset}",
-                self.entry_file_position(n - 1)))
-        if n > 1:
-            bad = np.flatnonzero(np.diff(self.timestamps) <= 0)
-            if bad.size:
-                i = int(bad[0]) + 1
-                problems.append(IndexProblem(
-                    f"entry {i} timestamp {int(self.timestamps[i])} is not above the previous entry's "
-                    f"{int(self.timestamps[i - 1])}", self.entry_file_position(i)))
-            bad = np.flatnonzero(np.diff(self.offsets) < 0)
-            if bad.size:
-                i = int(bad[0]) + 1
-                problems.append(IndexProblem(
-                    f"entry {i} offset {int(self.offsets[i])} is below the previous entry's "
-                    f"{int(self.offsets[i - 1])}", self.entry_file_position(i)))
-        if n:
-            below = np.flatnonzero(self.offsets < self.base_offset)
-            if below.size and below[0] != n - 1:
-                i = int(below[0])
-                problems.append(IndexProblem(
-                    f"entry {i} offset {int(self.offsets[i])} is below the base offset {self.base_offset}",
-                    self.entry_file_position(i)))
-        if n and log_size == 0:
-            problems.append(IndexProblem("time index has entries but the log is empty", 0))
-        if n and log_end_offset is not None:
-            bad = np.flatnonzero(self.offsets >= log_end_offset)
-            if bad.size:
-                i = int(bad[0])
-                problems.append(IndexProblem(
-                    f"entry {i} offset {int(self.offsets[i])} is at or past the log end offset {log_end_offset}",
-                    self.entry_file_position(i)))
-        if self.tail_garbage_position is not None:
-            problems.append(IndexProblem("non-zero bytes after the zero entry that ends the time index",
-                                         self.tail_garbage_position))
-        return problems
+            return IndexProblem(f"last timestamp {int(self.timestamps[-1])} is less than the first "
+                                f"{int(self.timestamps[0])}", self.entry_file_position(n - 1))
+        return None
+
+    def _offset_past_log_end_problem(self, log_end_offset: int | None) -> IndexProblem | None:
+        if log_end_offset is None:
+            return None
+        bad = np.flatnonzero(self.offsets >= log_end_offset)
+        if bad.size:
+            i = int(bad[0])
+            return IndexProblem(f"entry {i} offset {int(self.offsets[i])} is at or past the log end offset "
+                                f"{log_end_offset}", self.entry_file_position(i))
+        return None
 
     def check(self, log_size: int | None = None, *, log_end_offset: int | None = None) -> None:
         """Raise :class:`CorruptIndexError` (file and byte of the bad entry) on the first sanity problem."""
-        problems = self.sanity_problems(log_size, log_end_offset=log_end_offset)
-        if problems:
-            raise CorruptIndexError(problems[0].detail, path=self.path, position=problems[0].position)
-
-    def __repr__(self) -> str:
-        extra = f", rebuilt ({self.rebuild_reason})" if self.rebuilt else ""
-        return f"TimeIndex(base={self.base_offset}, entries={len(self)}, path={self.path!r}{extra})"
+        raise_first_problem(self.sanity_problems(log_size, log_end_offset=log_end_offset), self.path)

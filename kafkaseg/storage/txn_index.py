@@ -22,7 +22,7 @@ import pyarrow.fs as pafs
 
 from kafkaseg.errors import CorruptIndexError
 from kafkaseg.storage import fs as _fs
-from kafkaseg.storage._index_file import DEFAULT_MAX_INDEX_BYTES, IndexProblem
+from kafkaseg.storage._index_file import DEFAULT_MAX_INDEX_BYTES, IndexProblem, raise_first_problem
 
 __all__ = ["AbortedTxn", "TransactionIndex", "TXN_INDEX_ENTRY_SIZE"]
 
@@ -117,9 +117,8 @@ class TransactionIndex:
         return problems
 
     def check(self) -> None:
-        problems = self.sanity_problems()
-        if problems:
-            raise CorruptIndexError(problems[0].detail, path=self.path, position=problems[0].position)
+        """Raise :class:`CorruptIndexError` (file and byte of the bad entry) on the first sanity problem."""
+        raise_first_problem(self.sanity_problems(), self.path)
 
     def __repr__(self) -> str:
         return f"TransactionIndex(base={self.base_offset}, entries={len(self)}, path={self.path!r})"
