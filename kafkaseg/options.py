@@ -26,7 +26,7 @@ The options that Spark's own Kafka source knows keep its meaning (``KafkaSourceP
 
 kafkaseg's own: ``upperBound``, ``verifyCrc``, ``includeControl``, ``includeMetadata``, ``onCorruption``,
 ``splitSize``, ``maxRecordsPerBatch``, ``maxBytesPerBatch``, ``maxBatchBytes``, ``maxDecompressedBatchBytes``,
-``replicas`` (see :class:`ReadOptions`). ``path``/``paths`` are what Spark's ``DataFrameReader.load`` passes.
+``replicas``, ``filterPushdown`` (see :class:`ReadOptions`). ``path``/``paths`` are what Spark's ``DataFrameReader.load`` passes.
 
 Spark Kafka options that mean nothing for files are accepted and ignored (:data:`IGNORED_OPTIONS`,
 :data:`IGNORED_KAFKA_OPTIONS`), so existing Spark code can switch format with no other edits; ``kafka.*`` consumer
@@ -74,6 +74,7 @@ OPTION_NAMES: tuple[str, ...] = (
     "failOnDataLoss", "minPartitions", "maxRecordsPerPartition", "includeHeaders", "kafka.isolation.level",
     "upperBound", "verifyCrc", "includeControl", "includeMetadata", "onCorruption", "splitSize",
     "maxRecordsPerBatch", "maxBytesPerBatch", "maxBatchBytes", "maxDecompressedBatchBytes", "replicas",
+    "filterPushdown",
     "path", "paths",
 )
 
@@ -112,6 +113,7 @@ _CHOICES = {
     "upperBound": ("highWatermark", "logEndOffset"),
     "onCorruption": ("fail", "skip"),
     "replicas": ("highestHighWatermark", "all"),
+    "filterPushdown": ("auto", "true", "false"),
 }
 
 
@@ -167,6 +169,9 @@ class ReadOptions:
     ``max_batch_bytes``: largest on-disk batch accepted (guards against absurd length fields).
     ``max_decompressed_batch_bytes``: largest decompressed batch accepted (decompression-bomb guard).
     ``replicas``: ``highestHighWatermark`` reads one replica per topic-partition, ``all`` reads every copy found.
+    ``filter_pushdown``: whether the Spark source lets pushed-down WHERE predicates prune the scan: ``auto`` only
+    on PySpark versions that keep a pushed-down plan to its own query (see :mod:`kafkaseg.spark.source`),
+    ``true`` always (safe when every query uses its own ``load()``), ``false`` never. No effect outside Spark.
     ``ignored``: the no-op options that were given (canonical names), for logging.
     """
 
@@ -192,6 +197,7 @@ class ReadOptions:
     max_batch_bytes: int = 128 * MiB
     max_decompressed_batch_bytes: int = 256 * MiB
     replicas: str = "highestHighWatermark"
+    filter_pushdown: str = "auto"
     paths: tuple[str, ...] = ()
     ignored: tuple[str, ...] = field(default=(), compare=False)
 
@@ -248,6 +254,7 @@ class ReadOptions:
             "maxBatchBytes": self.max_batch_bytes,
             "maxDecompressedBatchBytes": self.max_decompressed_batch_bytes,
             "replicas": self.replicas,
+            "filterPushdown": self.filter_pushdown,
         })
         if self.paths:
             out["paths"] = list(self.paths)
@@ -353,7 +360,8 @@ class ReadOptions:
             if name in raw:
                 kwargs[attr] = _parse_size_option(name, raw[name], limit)
         for name, attr in (("kafka.isolation.level", "isolation_level"), ("upperBound", "upper_bound"),
-                           ("onCorruption", "on_corruption"), ("replicas", "replicas")):
+                           ("onCorruption", "on_corruption"), ("replicas", "replicas"),
+                           ("filterPushdown", "filter_pushdown")):
             if name in raw:
                 kwargs[attr] = _parse_choice(name, raw[name])
         paths: list[str] = []

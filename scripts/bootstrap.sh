@@ -24,7 +24,9 @@ fi
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "kafkaseg: installing into $venv (pip install -e .[dev]; builds the compiled decoder)" >&2
   "$venv/bin/python" -m pip install -q --upgrade pip >&2
-  "$venv/bin/python" -m pip install -q -e "$root[dev]" >&2
+  # compat mode puts the checkout itself on sys.path (a .pth line), which PySpark's discovery of top-level
+  # pyspark_* modules (pyspark_kafkaseg.DefaultSource) can see; the default editable finder hook cannot.
+  "$venv/bin/python" -m pip install -q -e "$root[dev]" --config-settings editable_mode=compat >&2
   "$venv/bin/python" -c 'import kafkaseg.decode as d; assert d.IMPLEMENTATION == "cython", d.IMPLEMENTATION' >&2
   echo "$want" > "$stamp"
 fi

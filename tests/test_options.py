@@ -57,6 +57,7 @@ def test_defaults():
     assert options.max_batch_bytes == 128 * MiB
     assert options.max_decompressed_batch_bytes == 256 * MiB
     assert options.replicas == "highestHighWatermark"
+    assert options.filter_pushdown == "auto"
     assert options.paths == () and options.ignored == ()
     assert options.selects("anything", 7)
 
@@ -77,7 +78,7 @@ def test_every_canonical_name_is_accepted_in_any_case(name):
               "upperBound": "logEndOffset", "verifyCrc": "false", "includeControl": "true",
               "includeMetadata": "true", "onCorruption": "skip", "splitSize": "1m", "maxRecordsPerBatch": "10",
               "maxBytesPerBatch": "1m", "maxBatchBytes": "1m", "maxDecompressedBatchBytes": "2m",
-              "replicas": "all", "path": "/x", "paths": '["/x","/y"]'}
+              "replicas": "all", "filterPushdown": "true", "path": "/x", "paths": '["/x","/y"]'}
     assert set(values) == set(OPTION_NAMES)
     for spelling in (name, name.lower(), name.upper()):
         parsed = ReadOptions.from_options({spelling: values[name]})
@@ -333,6 +334,7 @@ def test_two_gib_limits():
     ("upperBound", "upper_bound", ("highWatermark", "logEndOffset")),
     ("onCorruption", "on_corruption", ("fail", "skip")),
     ("replicas", "replicas", ("highestHighWatermark", "all")),
+    ("filterPushdown", "filter_pushdown", ("auto", "true", "false")),
 ])
 def test_choices(name, attr, choices):
     for choice in choices:

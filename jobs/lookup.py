@@ -1,0 +1,226 @@
+"""Bulk offset/time lookups on Kafka log dirs, distributed with Spark (spark-submit jobs/lookup.py ...).
+
+Input: rows of ``topic``, ``partition`` and ``time`` (-1/-2/-3/epoch ms/ISO-8601, as ``kafkaseg offsets --time``)
+and/or ``offset`` (as ``kafkaseg locate --offset``), from a CSV file (with a header), JSON lines, or a table name.
+Every row is answered by the Spark-free :mod:`kafkaseg.lookup` on the executors (``mapInArrow``, or
+``rdd.mapPartitions`` without pandas: each task opens the partitions it needs once and reuses their index files
+across its rows). Output: one row per input row::
+
+    topic, partition, time, request_offset,          what was asked (time as given, request_offset as given)
+    offset, timestamp, leader_epoch, reason,          the ListOffsets answer for `time` (offset null = no offset)
+    segment, position, batch_base_offset, record_offset, found
+                                                     where `offset` (or the answer for `time`) lives
+
+written as Parquet or Delta (``deltalake`` package). Every executor must see ``--data-dir`` at the same path (a
+shared mount, or a URI pyarrow can open).
+
+Usage::
+
+    spark-submit jobs/lookup.py --data-dir /var/lib/kafka/data --input requests.csv --output answers \\
+        [--format parquet|delta] [--isolation read_committed] [--mode overwrite]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Iterable, Iterator, Sequence
+
+import pyarrow as pa
+
+OUTPUT_SCHEMA = pa.schema([
+    pa.field("topic", pa.string()),
+    pa.field("partition", pa.int32()),
+    pa.field("time", pa.string()),
+    pa.field("request_offset", pa.int64()),
+    pa.field("offset", pa.int64()),
+    pa.field("timestamp", pa.int64()),
+    pa.field("leader_epoch", pa.int32()),
+    pa.field("reason", pa.string()),
+    pa.field("segment", pa.string()),
+    pa.field("position", pa.int64()),
+    pa.field("batch_base_offset", pa.int64()),
+    pa.field("record_offset", pa.int64()),
+    pa.field("found", pa.bool_()),
+])
+OUTPUT_DDL = ("topic STRING, partition INT, time STRING, request_offset BIGINT, offset BIGINT, timestamp BIGINT, "
+              "leader_epoch INT, reason STRING, segment STRING, position BIGINT, batch_base_offset BIGINT, "
+              "record_offset BIGINT, found BOOLEAN")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Bulk kafkaseg offset/time lookups with Spark")
+    parser.add_argument("--data-dir", action="append", required=True, help="Kafka log dir (repeatable)")
+    parser.add_argument("--input", required=True, help="CSV (.csv), JSON lines (.json/.jsonl) or a table name")
+    parser.add_argument("--output", required=True, help="output path (or table location)")
+    parser.add_argument("--format", choices=("parquet", "delta"), default="parquet")
+    parser.add_argument("--mode", choices=("overwrite", "append", "error"), default="error")
+    parser.add_argument("--isolation", choices=("read_uncommitted", "read_committed"), default="read_uncommitted")
+    parser.add_argument("--partitions", type=int, default=None, help="repartition the requests into this many tasks")
+    return parser.parse_args(argv)
+
+
+# -- extract --------------------------------------------------------------------------------------------------
+
+def extract(spark, source: str):
+    """The request rows as a DataFrame with string columns topic, partition, time, offset (missing ones null)."""
+    from pyspark.sql import functions as F
+
+    lower = source.lower()
+    if lower.endswith(".csv"):
+        df = spark.read.option("header", "true").csv(source)
+    elif lower.endswith((".json", ".jsonl", ".ndjson")):
+        df = spark.read.json(source)
+    else:
+        df = spark.table(source)
+    for name in ("time", "offset"):
+        if name not in df.columns:
+            df = df.withColumn(name, F.lit(None).cast("string"))
+    return df.select(F.col("topic").cast("string"), F.col("partition").cast("string"),
+                     F.col("time").cast("string"), F.col("offset").cast("string"))
+
+
+# -- transform (pure: no Spark) -------------------------------------------------------------------------------
+
+def _as_int(value) -> int | None:
+    if value is None:
+        return None
+    text = str(value).strip()
+    return int(text) if text else None
+
+
+def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
+                   isolation: str = "read_uncommitted") -> Iterator[pa.RecordBatch]:
+    """Answer every request row of ``batches`` (columns topic, partition, time, offset) with :mod:`kafkaseg.lookup`.
+
+    Runs anywhere (Spark's ``mapInArrow`` calls it on executors). Partitions are discovered once per call and each
+    partition's :class:`~kafkaseg.lookup.PartitionLookup` is reused across rows. A row naming a partition that is
+    not there, or a malformed time, gets a null answer and a ``reason``; it never fails the task."""
+    from kafkaseg.errors import KafkaSegError
+    from kafkaseg.lookup import PartitionLookup, parse_time_spec
+    from kafkaseg.storage.layout import choose_replicas, discover
+
+    replicas = {(c.topic, c.partition): c.chosen for c in choose_replicas(discover(list(data_dirs)))}
+    lookups: dict[tuple[str, int], PartitionLookup] = {}
+    try:
+        for batch in batches:
+            rows = batch.to_pylist()
+            out = {f.name: [] for f in OUTPUT_SCHEMA}
+            for row in rows:
+                topic = row.get("topic")
+                answer = dict.fromkeys(out)
+                answer.update(topic=topic, time=row.get("time"), found=False)
+                try:
+                    partition = _as_int(row.get("partition"))
+                    answer["partition"] = partition
+                    request_offset = _as_int(row.get("offset"))
+                    answer["request_offset"] = request_offset
+                    key = (topic, partition)
+                    if key not in replicas:
+                        raise KafkaSegError(f"no partition {topic}-{partition} under {', '.join(data_dirs)}")
+                    if key not in lookups:
+                        lookups[key] = PartitionLookup(replicas[key], isolation=isolation)
+                    lookup = lookups[key]
+                    target = request_offset
+                    if answer["time"] not in (None, ""):
+                        result = lookup.list_offset(parse_time_spec(answer["time"]))
+                        answer.update(offset=result.offset, timestamp=result.timestamp,
+                                      leader_epoch=result.leader_epoch, reason=result.reason)
+                        if target is None:
+                            target = result.offset
+                    if target is not None:
+                        location = lookup.locate(target)
+                        answer.update(found=location.found, segment=location.segment,
+                                      record_offset=location.record_offset)
+                        if location.batch is not None:
+                            answer.update(position=location.batch.position,
+                                          batch_base_offset=location.batch.base_offset)
+                        if answer["reason"] is None:
+                            answer["reason"] = location.reason
+                except (KafkaSegError, ValueError) as err:
+                    answer["reason"] = str(err)
+                for name in out:
+                    out[name].append(answer[name])
+            yield pa.RecordBatch.from_pydict(out, schema=OUTPUT_SCHEMA)
+    finally:
+        for lookup in lookups.values():
+            lookup.close()
+
+
+def _rows_to_answers(rows, data_dirs: Sequence[str], isolation: str, chunk: int = 4096):
+    """RDD fallback of :func:`lookup_batches`: Spark Rows in, answer tuples out (in chunks of ``chunk`` rows)."""
+    names = ("topic", "partition", "time", "offset")
+    request_schema = pa.schema([(n, pa.string()) for n in names])
+
+    def batches():
+        buffer = []
+        for row in rows:
+            buffer.append({n: row[n] for n in names})
+            if len(buffer) >= chunk:
+                yield pa.RecordBatch.from_pylist(buffer, schema=request_schema)
+                buffer = []
+        if buffer:
+            yield pa.RecordBatch.from_pylist(buffer, schema=request_schema)
+
+    for answer_batch in lookup_batches(batches(), data_dirs, isolation):
+        yield from (tuple(r.values()) for r in answer_batch.to_pylist())
+
+
+def _has_pandas() -> bool:
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def transform(requests, data_dirs: Sequence[str], isolation: str = "read_uncommitted", partitions: int | None = None):
+    """The answers DataFrame (schema :data:`OUTPUT_DDL`) for a requests DataFrame: ``mapInArrow`` over
+    :func:`lookup_batches`, or the same function over ``rdd.mapPartitions`` where pandas (which PySpark's
+    ``mapInArrow`` insists on importing) is not installed."""
+    if partitions:
+        requests = requests.repartition(partitions)
+    dirs = list(data_dirs)
+    if _has_pandas():
+        return requests.mapInArrow(lambda it: lookup_batches(it, dirs, isolation), OUTPUT_DDL)
+    rdd = requests.rdd.mapPartitions(lambda rows: _rows_to_answers(rows, dirs, isolation))
+    return requests.sparkSession.createDataFrame(rdd, OUTPUT_DDL)
+
+
+# -- load -----------------------------------------------------------------------------------------------------
+
+def load(answers, output: str, fmt: str = "parquet", mode: str = "error") -> None:
+    """Write the answers as Parquet (Spark's writer) or Delta (the ``deltalake`` package). For Delta, Spark first
+    writes Parquet to ``<output>.staging`` (in parallel, no pandas needed), which is then streamed batch by batch
+    into the Delta table and removed."""
+    spark_mode = "errorifexists" if mode == "error" else mode
+    if fmt == "parquet":
+        answers.write.mode(spark_mode).parquet(output)
+        return
+    import shutil
+
+    import pyarrow.dataset as ds
+    from deltalake import write_deltalake
+
+    staging = output.rstrip("/") + ".staging"
+    answers.write.mode("overwrite").parquet(staging)
+    try:
+        dataset = ds.dataset(staging, format="parquet", schema=OUTPUT_SCHEMA)
+        reader = pa.RecordBatchReader.from_batches(OUTPUT_SCHEMA, dataset.to_batches())
+        write_deltalake(output, reader, mode=mode)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.appName("kafkaseg-lookup").getOrCreate()
+    answers = transform(extract(spark, args.input), args.data_dir, args.isolation, args.partitions)
+    load(answers, args.output, args.format, args.mode)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""What a Spark scan planned and read, carried from Spark's Python workers back to the driver program.
+
+PySpark runs a Python data source's ``reader()``/``pushFilters()``/``partitions()`` in a Python *worker* process
+that the driver JVM starts (not in the driver's Python process), and ``read()`` in executor workers. So the plan
+report cannot be handed back in memory. Instead:
+
+* planning writes ``<report dir>/plans/<time ns>-<scan id>.json`` (the :class:`~kafkaseg.planning.PlanReport`, the
+  pushed filters and the slice count) and logs one line per scan (and one per replica choice among several copies);
+* each ``read()`` of a slice writes ``<report dir>/reads/<scan id>/<slice>-<pid>.json`` (its
+  :class:`~kafkaseg.scan.ScanMetrics`).
+
+The report dir is ``$KAFKASEG_SPARK_REPORT_DIR``, else ``<tmp>/kafkaseg-spark-reports-<uid>``. Planning workers run
+on the driver's host, so :func:`last_plan_report` always sees the plan; read metrics are complete only when the
+executors share that directory (local mode, or a shared mount named by the environment variable). The newest
+``KEEP_SCANS`` scans are kept; older files are removed when a new plan is written. Writing reports never fails a
+scan (errors are logged).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafkaseg.planning import PartitionReport, PlanReport
+
+__all__ = ["ScanReport", "report_dir", "write_plan", "write_read_metrics", "last_plan_report", "plan_reports",
+           "KEEP_SCANS", "REPORT_DIR_ENV"]
+
+REPORT_DIR_ENV = "KAFKASEG_SPARK_REPORT_DIR"
+KEEP_SCANS = 64
+
+log = logging.getLogger("kafkaseg.spark")
+
+
+def report_dir() -> Path:
+    """Where scan reports go (see the module docstring)."""
+    configured = os.environ.get(REPORT_DIR_ENV)
+    if configured:
+        return Path(configured)
+    uid = os.getuid() if hasattr(os, "getuid") else "user"
+    return Path(tempfile.gettempdir()) / f"kafkaseg-spark-reports-{uid}"
+
+
+@dataclass
+class ScanReport:
+    """One Spark scan of kafkaseg: what planning decided (``plan``) and, via :meth:`read_metrics`, what was read.
+
+    ``segments_planned``/``bytes_planned`` count what the slices cover; ``plan.bytes_total`` is the size of every
+    partition considered, so ``bytes_planned / plan.bytes_total`` is the fraction a query touches.
+    """
+
+    scan_id: str
+    created: float
+    slices: int
+    segments_planned: int
+    bytes_planned: int
+    pushdown: dict
+    plan: PlanReport
+    path: Path | None = field(default=None, repr=False)
+
+    @property
+    def segments_considered(self) -> int:
+        return self.plan.segments_considered
+
+    @property
+    def bytes_total(self) -> int:
+        return self.plan.bytes_total
+
+    def read_metrics(self) -> dict[str, Any]:
+        """What reading this scan's slices did, summed over slices, counting the latest read of each slice (an
+        action that runs the plan again replaces it; ``executions`` is the most times any slice was read):
+        ``slices_read``, ``bytes_read``, ``records``, ``batches``, ``truncated_tails``, ``problems``..."""
+        latest: dict[str, Path] = {}
+        reads: dict[str, int] = {}
+        folder = report_dir() / "reads" / self.scan_id
+        for path in sorted(folder.glob("*.json"), key=lambda p: p.stem.split("-")[-1]) if folder.is_dir() else ():
+            slice_index = path.stem.split("-")[0]
+            latest[slice_index] = path
+            reads[slice_index] = reads.get(slice_index, 0) + 1
+        totals: dict[str, Any] = {"slices_read": 0, "executions": max(reads.values(), default=0), "bytes_read": 0,
+                                  "records": 0, "batches": 0, "output_batches": 0, "skipped_aborted_batches": 0,
+                                  "corrupt_batches": 0, "truncated_tails": [], "problems": []}
+        for path in latest.values():
+            try:
+                metrics = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            totals["slices_read"] += metrics.get("slices", 0)
+            for key in ("bytes_read", "records", "batches", "output_batches", "skipped_aborted_batches",
+                        "corrupt_batches"):
+                totals[key] += metrics.get(key, 0)
+            totals["truncated_tails"].extend(metrics.get("truncated_tails", []))
+            totals["problems"].extend(metrics.get("problems", []))
+        return totals
+
+    def summary(self) -> str:
+        """The one line planning logs for this scan."""
+        plan = self.plan
+        return (f"kafkaseg scan {self.scan_id}: {self.slices} slices over {self.segments_planned} of "
+                f"{plan.segments_considered} segments, {self.bytes_planned:,} of {plan.bytes_total:,} bytes, "
+                f"{len(plan.partitions)} partitions read ({len(plan.partitions_pruned)} pruned); pushed "
+                f"{self.pushdown.get('handled', [])}, pruning only {self.pushdown.get('pruning_only', [])}"
+                + "".join(f"; {note}" for note in self.pushdown.get("disabled", [])))
+
+    @classmethod
+    def from_dict(cls, data: dict, path: Path | None = None) -> "ScanReport":
+        raw = data["plan"]
+        plan = PlanReport(
+            options=raw.get("options", {}),
+            partitions=[PartitionReport(**p) for p in raw.get("partitions", [])],
+            partitions_pruned=[tuple(x) for x in raw.get("partitions_pruned", [])],
+            replicas=raw.get("replicas", []),
+            indexes_rebuilt=[tuple(x) for x in raw.get("indexes_rebuilt", [])],
+            data_loss=raw.get("data_loss", []),
+            notes=raw.get("notes", []),
+        )
+        return cls(data["scan_id"], data["created"], data["slices"], data["segments_planned"],
+                   data["bytes_planned"], data.get("pushdown", {}), plan, path)
+
+
+def write_plan(scan_id: str, plan_report: PlanReport, slices: list, pushdown: dict) -> ScanReport:
+    """Record a scan's plan (called by ``partitions()`` in the planning worker); returns the :class:`ScanReport`."""
+    segments = {s.log_path for s in slices}
+    report = ScanReport(scan_id, time.time(), len(slices), len(segments), sum(s.size_bytes for s in slices),
+                        pushdown, plan_report)
+    data = {"scan_id": scan_id, "created": report.created, "slices": report.slices,
+            "segments_planned": report.segments_planned, "bytes_planned": report.bytes_planned,
+            "pushdown": pushdown, "plan": plan_report.as_dict()}
+    try:
+        folder = report_dir() / "plans"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{time.time_ns():020d}-{scan_id}.json"
+        _write_atomically(path, json.dumps(data, default=str))
+        report.path = path
+        _prune(folder)
+    except OSError as err:
+        log.warning("kafkaseg: could not write the plan report of scan %s: %s", scan_id, err)
+    return report
+
+
+def write_read_metrics(scan_id: str, slice_index: int, metrics: dict) -> None:
+    """Record what reading one slice did (called by ``read()`` in an executor's Python worker)."""
+    try:
+        folder = report_dir() / "reads" / scan_id
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{slice_index:06d}-{os.getpid()}-{time.time_ns()}.json"
+        _write_atomically(path, json.dumps(metrics, default=str))
+    except OSError as err:
+        log.warning("kafkaseg: could not write read metrics of scan %s slice %d: %s", scan_id, slice_index, err)
+
+
+def plan_reports(limit: int | None = None) -> list[ScanReport]:
+    """The kept scan reports, newest first (at most ``limit``)."""
+    folder = report_dir() / "plans"
+    if not folder.is_dir():
+        return []
+    out = []
+    for path in sorted(folder.glob("*.json"), reverse=True):
+        try:
+            out.append(ScanReport.from_dict(json.loads(path.read_text()), path))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # being pruned by another process, or not ours
+        if limit is not None and len(out) >= limit:
+            break
+    return out
+
+
+def last_plan_report() -> ScanReport | None:
+    """The most recent kafkaseg scan planned on this host (None when there is none)."""
+    reports = plan_reports(limit=1)
+    return reports[0] if reports else None
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _prune(folder: Path) -> None:
+    plans = sorted(folder.glob("*.json"))
+    for old in plans[:-KEEP_SCANS] if len(plans) > KEEP_SCANS else ():
+        scan_id = old.stem.split("-", 1)[-1]
+        try:
+            old.unlink()
+            reads = folder.parent / "reads" / scan_id
+            if reads.is_dir():
+                for f in reads.iterdir():
+                    f.unlink()
+                reads.rmdir()
+        except OSError:
+            pass  # another process got there first

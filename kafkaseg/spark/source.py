@@ -1,0 +1,198 @@
+"""``spark.read.format("kafkaseg").load(path)``: kafkaseg as a PySpark (4.1+) Python data source.
+
+Where each piece runs (PySpark's ``pyspark/sql/worker/*.py``):
+
+* ``create_data_source.py`` (a Python worker of the driver JVM, at ``load()``): ``KafkaSegDataSource(options)`` and
+  :meth:`KafkaSegDataSource.schema` (not called when the user supplied a schema);
+* ``data_source_pushdown_filters.py`` (with ``spark.sql.python.filterPushdown.enabled=true``) or
+  ``plan_data_source_read.py`` (without), at planning: :meth:`KafkaSegDataSource.reader`,
+  ``reader.pushFilters(filters)`` (pushdown only), then ``reader.partitions()``: :func:`~kafkaseg.planning.plan_scan`
+  runs there, once per query plan;
+* executors' Python workers: ``reader.read(partition)`` for each :class:`SlicePartition`, yielding
+  ``pyarrow.RecordBatch`` es straight from :func:`~kafkaseg.scan.read_slice` (PySpark passes Arrow batches through
+  when their schema equals the declared one).
+
+Stale pushed-down plans (PySpark 4.1 to 4.3): Spark keeps the read plan (partitions + read function) of a
+filter-pushdown pass on the relation (``PythonDataSourceV2.setReadInfo``) and reuses it for any later query on the
+same DataFrame that pushes no filter, so ``df.where("partition = 1").count()`` then ``df.count()`` returns the
+filtered count. Nothing in Python runs for the second query, so a source cannot detect it. Upstream moved the read
+plan into the scan (``PythonScanBuilder``) together with LIMIT pushdown, so kafkaseg takes
+``DataSourceReader.pushLimit`` as the sign of a PySpark without the bug. With ``filterPushdown=auto`` (the default)
+predicates prune only there; elsewhere ``pushFilters`` claims nothing and prunes nothing (Spark filters the rows;
+topic/partition/offset options still prune), and says so in the plan report and the log. ``filterPushdown=true``
+prunes anyway: safe when each query has its own ``load()``, as kafkaseg's jobs do.
+
+Pushdown on and off: PySpark refuses (``DATA_SOURCE_PUSHDOWN_DISABLED``) a reader whose class overrides
+``pushFilters`` when the conf is off, and the reader cannot see the conf (no SparkSession exists in the planning
+worker). Ignoring kafkaseg's pushdown is always correct, though: it claims only filters it applies exactly, and with
+pushdown off Spark evaluates every filter itself. So ``pushFilters`` is provided by a descriptor that looks like the
+base method to PySpark's check (``reader.pushFilters.__func__``) and does the translation when PySpark calls it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import uuid
+from typing import Any, Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+from kafkaseg.errors import InvalidOptionError
+from kafkaseg.options import ReadOptions
+from kafkaseg.planning import Predicates, SegmentSlice, plan_scan
+from kafkaseg.scan import ScanMetrics, read_slice
+from kafkaseg.schema import arrow_schema
+from kafkaseg.spark import reports
+from kafkaseg.spark.filters import translate_filters
+
+__all__ = ["KafkaSegDataSource", "KafkaSegReader", "SlicePartition", "spark_schema", "read_options",
+           "PUSHED_PLANS_ARE_SCOPED"]
+
+log = logging.getLogger("kafkaseg.spark")
+
+#: True on PySpark versions that keep a pushed-down read plan to its own query (see the module docstring).
+PUSHED_PLANS_ARE_SCOPED = hasattr(DataSourceReader, "pushLimit")
+STALE_PLAN_NOTE = ("filter pushdown is not applied: this PySpark reuses a DataFrame's last pushed-down read plan "
+                   "for its later queries (wrong rows); Spark filters the rows instead. Prune with options "
+                   "(assign, startingOffsets, ...) or set filterPushdown=true with one load() per query")
+
+
+def spark_schema(include_headers: bool = False, include_metadata: bool = False) -> StructType:
+    """Spark's Kafka source schema (plus kafkaseg's opt-in columns) as a ``StructType``, built from
+    :func:`kafkaseg.schema.arrow_schema` so the batches ``read()`` yields match it exactly."""
+    return from_arrow_schema(arrow_schema(include_headers, include_metadata))
+
+
+def read_options(options: Any) -> ReadOptions:
+    """Parse the data source's options. ``load("/a,/b")`` is split at commas like Kafka's ``log.dirs`` (Spark passes
+    it as one ``path``); ``load(["/a", "/b"])`` arrives as ``paths`` and is taken as given."""
+    given = dict(options or {})
+    for key in list(given):
+        if key.lower() == "path" and isinstance(given[key], str) and "," in given[key]:
+            parts = [p.strip() for p in given.pop(key).split(",") if p.strip()]
+            given["paths"] = parts
+    return ReadOptions.from_options(given)
+
+
+class KafkaSegDataSource(DataSource):
+    """``format("kafkaseg")``: Kafka log dirs read from files. Options: Spark's Kafka source names (``assign``,
+    ``subscribe``, ``startingOffsets``, ``kafka.isolation.level``, ...) plus kafkaseg's own; see
+    :mod:`kafkaseg.options`. The schema is fixed (Spark's Kafka schema; ``includeHeaders``/``includeMetadata`` add
+    columns), as in Spark's Kafka source."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafkaseg"
+
+    def schema(self) -> StructType:
+        options = read_options(self.options)
+        return spark_schema(options.include_headers, options.include_metadata)
+
+    def reader(self, schema: StructType) -> "KafkaSegReader":
+        options = read_options(self.options)
+        expected = spark_schema(options.include_headers, options.include_metadata)
+        if schema != expected:
+            raise InvalidOptionError(
+                "the kafkaseg source has a fixed schema and cannot be set with a custom one (as Spark's Kafka "
+                f"source); drop .schema(...) and use includeHeaders/includeMetadata. Expected "
+                f"{expected.simpleString()}, got {schema.simpleString()}")
+        return KafkaSegReader(options)
+
+
+class SlicePartition(InputPartition):
+    """One Spark input partition: one planned :class:`~kafkaseg.planning.SegmentSlice` (small and picklable)."""
+
+    def __init__(self, index: int, piece: SegmentSlice, scan_id: str):
+        super().__init__(index)
+        self.index = index
+        self.piece = piece
+        self.scan_id = scan_id
+
+    def __repr__(self) -> str:
+        p = self.piece
+        return (f"SlicePartition({self.index}, {p.topic}-{p.partition} {os.path.basename(p.log_path)} "
+                f"[{p.start_position}, {p.end_position}) offsets [{p.start_offset}, {p.end_offset}))")
+
+
+class _PushFilters:
+    """``reader.pushFilters``: see the module docstring. Accessed on the class it is the base method; on an
+    instance, a callable whose ``__func__`` is the base method, which runs :meth:`KafkaSegReader._push_filters`."""
+
+    def __get__(self, reader: "KafkaSegReader | None", owner: type | None = None):
+        if reader is None:
+            return DataSourceReader.pushFilters
+
+        def push_filters(filters: list[Filter]) -> list[Filter]:
+            return reader._push_filters(filters)
+
+        push_filters.__func__ = DataSourceReader.pushFilters  # type: ignore[attr-defined]
+        return push_filters
+
+
+class KafkaSegReader(DataSourceReader):
+    """Plans once (``partitions()``, in the planning worker) and reads slices (``read()``, in executors)."""
+
+    pushFilters = _PushFilters()
+
+    def __init__(self, options: ReadOptions):
+        self.options = options
+        self.predicates: Predicates | None = None
+        self.pushdown: dict[str, list[str]] = {"handled": [], "pruning_only": [], "remaining": []}
+        self.scan_id = uuid.uuid4().hex[:16]
+
+    def _push_filters(self, filters: list[Filter]) -> list[Filter]:
+        mode = self.options.filter_pushdown
+        if mode == "false" or (mode == "auto" and not PUSHED_PLANS_ARE_SCOPED):
+            self.pushdown = {"handled": [], "pruning_only": [], "remaining": [],
+                             "disabled": [STALE_PLAN_NOTE if mode == "auto" else "filterPushdown=false"]}
+            return list(filters)
+        result = translate_filters(filters)
+        self.predicates = result.predicates
+        self.pushdown = result.describe()
+        return result.remaining
+
+    def partitions(self) -> list[InputPartition]:
+        plan = plan_scan(None, self.options, self.predicates)
+        report = reports.write_plan(self.scan_id, plan.report, plan.slices, self.pushdown)
+        logger = _worker_logger()
+        logger.info("%s", report.summary())
+        for choice in plan.report.replicas:
+            if len(choice.get("candidates", ())) > 1:
+                logger.info("kafkaseg scan %s: %s-%s: reading replica %s of %d copies (%s)", self.scan_id,
+                            choice["topic"], choice["partition"], choice["chosen"], len(choice["candidates"]),
+                            choice.get("reason"))
+        for note in plan.report.data_loss:
+            logger.warning("kafkaseg scan %s: data loss: %s", self.scan_id, note)
+        return [SlicePartition(i, piece, self.scan_id) for i, piece in enumerate(plan.slices)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, SlicePartition):
+            return  # PySpark substitutes one empty InputPartition(None) when the plan has no slices
+        metrics = ScanMetrics()
+        try:
+            yield from read_slice(partition.piece, self.options, metrics)
+        finally:
+            reports.write_read_metrics(partition.scan_id, partition.index, metrics.as_dict())
+            for path, position, size in metrics.truncated_tails:
+                _worker_logger().info("kafkaseg scan %s: %s: stopped before a partial batch at byte %d (%d bytes, "
+                                      "still being written?)", partition.scan_id, path, position, size)
+
+
+def _worker_logger() -> logging.Logger:
+    """``kafkaseg.spark`` logging at INFO to the worker's stderr (which Spark forwards to the driver's or
+    executor's log), unless the application configured logging or PySpark's worker log capture is on.
+    ``KAFKASEG_SPARK_LOG_LEVEL`` changes the level (e.g. WARNING to silence the per-scan line)."""
+    if not log.handlers and not logging.getLogger().handlers and "PYSPARK_SPARK_SESSION_UUID" not in os.environ:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        log.addHandler(handler)
+        log.propagate = False
+    if log.level == logging.NOTSET:
+        log.setLevel(os.environ.get("KAFKASEG_SPARK_LOG_LEVEL", "INFO").upper())
+    return log
+

@@ -1,0 +1,73 @@
+"""jobs/lookup.py: the pure transform (no Spark) and one end-to-end run on the shared local[2] session."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from kafkaseg.testing import TopicSpec, write_data_dir
+
+_SPEC = importlib.util.spec_from_file_location("lookup_job", Path(__file__).resolve().parents[1] / "jobs/lookup.py")
+job = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(job)
+
+
+@pytest.fixture(scope="module")
+def datadir(tmp_path_factory):
+    return write_data_dir(tmp_path_factory.mktemp("job"), [
+        TopicSpec("a", partitions=3, records_per_partition=400, segment_bytes=16 * 1024)], seed=11)
+
+
+def _requests(manifest):
+    rows = []
+    for p in range(3):
+        pm = manifest.partition("a", p)
+        rows.append({"topic": "a", "partition": str(p), "time": str(pm.records[123].timestamp), "offset": None})
+        rows.append({"topic": "a", "partition": str(p), "time": None, "offset": str(pm.records[250].offset)})
+        rows.append({"topic": "a", "partition": str(p), "time": "latest", "offset": None})
+    rows.append({"topic": "a", "partition": "9", "time": "-1", "offset": None})
+    rows.append({"topic": "a", "partition": "0", "time": "soon", "offset": None})
+    return rows
+
+
+def _check(manifest, answers: list[dict]):
+    by = {}
+    for row in answers:
+        by.setdefault((row["partition"], row["time"], row["request_offset"]), row)
+    for p in range(3):
+        pm = manifest.partition("a", p)
+        t = by[(p, str(pm.records[123].timestamp), None)]
+        assert t["offset"] == pm.records[123].offset and t["found"] and t["segment"].endswith(".log")
+        o = by[(p, None, pm.records[250].offset)]
+        assert o["record_offset"] == pm.records[250].offset and o["found"] and o["position"] is not None
+        assert by[(p, "latest", None)]["offset"] == pm.high_watermark
+    assert "no partition a-9" in by[(9, "-1", None)]["reason"]
+    assert by[(0, "soon", None)]["offset"] is None and "soon" in by[(0, "soon", None)]["reason"]
+
+
+def test_lookup_batches_without_spark(datadir):
+    batch = pa.RecordBatch.from_pylist(_requests(datadir), schema=pa.schema(
+        [(n, pa.string()) for n in ("topic", "partition", "time", "offset")]))
+    out = pa.Table.from_batches(list(job.lookup_batches([batch], [str(datadir.path)])))
+    assert out.schema == job.OUTPUT_SCHEMA
+    _check(datadir, out.to_pylist())
+
+
+@pytest.mark.spark
+def test_job_end_to_end(spark, datadir, tmp_path):
+    requests = tmp_path / "requests.csv"
+    lines = ["topic,partition,time,offset"] + [
+        f"{r['topic']},{r['partition']},{r['time'] or ''},{r['offset'] or ''}" for r in _requests(datadir)]
+    requests.write_text("\n".join(lines) + "\n")
+    args = job.parse_args(["--data-dir", str(datadir.path), "--input", str(requests), "--output",
+                           str(tmp_path / "out"), "--format", "delta", "--partitions", "2"])
+    answers = job.transform(job.extract(spark, args.input), args.data_dir, args.isolation, args.partitions)
+    job.load(answers, args.output, args.format, "overwrite")
+    from deltalake import DeltaTable
+
+    table = DeltaTable(args.output).to_pyarrow_table()
+    assert table.num_rows == len(lines) - 1
+    _check(datadir, table.to_pylist())

@@ -1,0 +1,148 @@
+"""JVM-free: Spark filter objects -> Predicates, which filters are claimed, the pushdown guard, and PySpark's
+auto-discovery of ``pyspark_kafkaseg`` (run through PySpark's own lookup code)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import pickle
+
+import pytest
+from pyspark.sql.datasource import (
+    DataSourceReader,
+    EqualNullSafe,
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    IsNotNull,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    Not,
+    StringStartsWith,
+)
+
+from kafkaseg.errors import InvalidOptionError
+from kafkaseg.options import ReadOptions
+from kafkaseg.planning import Predicates
+from kafkaseg.spark import KafkaSegDataSource, KafkaSegReader, read_options, spark_schema, translate_filters
+from kafkaseg.spark.filters import OFFSET_END, OFFSET_MIN
+
+UTC = dt.timezone.utc
+
+
+def _ids(filters):
+    return [id(f) for f in filters]
+
+
+def test_offset_comparisons_become_exact_ranges_and_are_claimed():
+    filters = [IsNotNull(("offset",)), GreaterThanOrEqual(("offset",), 100), LessThanOrEqual(("offset",), 199),
+               Not(EqualTo(("offset",), 150))]
+    result = translate_filters(filters)
+    assert result.predicates.offset_ranges == ((100, 150), (151, 200))
+    assert _ids(result.handled) == _ids(filters) and result.remaining == []
+    assert translate_filters([GreaterThan(("offset",), 9), LessThan(("offset",), 12)]).predicates.offset_ranges \
+        == ((10, 12),)
+    assert translate_filters([In(("offset",), (7, 3, 4, None))]).predicates.offset_ranges == ((3, 5), (7, 8))
+    assert translate_filters([EqualNullSafe(("offset",), 5)]).predicates.offset_ranges == ((5, 6),)
+    assert translate_filters([LessThan(("offset",), 0)]).predicates.offset_ranges == ((OFFSET_MIN, 0),)
+    assert translate_filters([GreaterThan(("offset",), 5)]).predicates.offset_ranges == ((6, OFFSET_END),)
+
+
+def test_contradictions_and_nulls_read_nothing():
+    assert translate_filters([EqualTo(("offset",), 5), EqualTo(("offset",), 6)]).predicates.offset_ranges == ()
+    assert translate_filters([IsNull(("offset",))]).predicates.offset_ranges == ()
+    assert translate_filters([EqualNullSafe(("partition",), None)]).predicates.partitions == frozenset()
+    assert translate_filters([EqualTo(("partition",), 1), In(("partition",), (2, 3))]).predicates.partitions \
+        == frozenset()
+
+
+def test_partition_and_topic_sets_intersect():
+    filters = [In(("partition",), (1, 2, 3)), EqualTo(("partition",), 2), IsNotNull(("partition",)),
+               In(("topic",), ("a", "b")), EqualNullSafe(("topic",), "b")]
+    result = translate_filters(filters)
+    assert result.predicates == Predicates(topics=frozenset({"b"}), partitions=frozenset({2}))
+    assert len(result.handled) == len(filters)
+
+
+def test_unsupported_shapes_are_left_to_spark():
+    filters = [EqualTo(("offset",), 1.5), EqualTo(("offset",), True), GreaterThan(("partition",), 2),
+               Not(In(("partition",), (1,))), StringStartsWith(("topic",), "ord"), EqualTo(("value",), b"x"),
+               EqualTo(("headers", "key"), "h"), In(("offset",), (1, "2")), Not(GreaterThan(("offset",), 3))]
+    result = translate_filters(filters)
+    assert result.predicates is None
+    assert _ids(result.remaining) == _ids(filters) and result.handled == []
+
+
+def test_timestamp_bounds_only_prune_and_are_widened_to_whole_milliseconds():
+    t = dt.datetime(2023, 11, 14, 22, 13, 20, 123456, tzinfo=UTC)  # 1700000000123.456 ms
+    ms = 1_700_000_000_123
+    filters = [GreaterThan(("timestamp",), t), LessThanOrEqual(("timestamp",), t + dt.timedelta(seconds=1))]
+    result = translate_filters(filters)
+    assert result.handled == [] and _ids(result.remaining) == _ids(filters) == _ids(result.pruning_only)
+    assert result.predicates.timestamp_range == (ms, ms + 1000 + 1)
+    assert translate_filters([EqualTo(("timestamp",), t)]).predicates.timestamp_range == (ms, ms + 1)
+    assert translate_filters([In(("timestamp",), (t, t - dt.timedelta(milliseconds=5)))]).predicates \
+        .timestamp_range == (ms - 5, ms + 1)
+    # a record at exactly the bound's millisecond is never pruned, on either side
+    at = dt.datetime.fromtimestamp(ms / 1000, UTC)
+    lo, hi = translate_filters([GreaterThanOrEqual(("timestamp",), at), LessThan(("timestamp",), at)]) \
+        .predicates.timestamp_range
+    assert lo == ms and hi == ms + 1
+    naive = translate_filters([GreaterThan(("timestamp",), dt.datetime(2023, 1, 1))])
+    assert naive.predicates is None and naive.pruning_only == []
+
+
+def test_reader_passes_pysparks_pushdown_guard_yet_translates_when_called():
+    reader = KafkaSegReader(ReadOptions.from_options({"path": "/nowhere", "filterPushdown": "true"}))
+    # plan_data_source_read.py raises DATA_SOURCE_PUSHDOWN_DISABLED when this is not the base method
+    assert getattr(reader.pushFilters, "__func__", None) is DataSourceReader.pushFilters
+    assert KafkaSegReader.pushFilters is DataSourceReader.pushFilters
+    kept = GreaterThan(("value",), b"a")
+    pushed = EqualTo(("partition",), 3)
+    assert list(reader.pushFilters([pushed, kept])) == [kept]
+    assert reader.predicates == Predicates(partitions=frozenset({3}))
+    clone = pickle.loads(pickle.dumps(reader))  # PySpark pickles the reader into the read function
+    assert clone.predicates == reader.predicates and clone.scan_id == reader.scan_id
+
+
+def test_filter_pushdown_auto_claims_nothing_where_pyspark_reuses_pushed_plans():
+    from kafkaseg.spark.source import PUSHED_PLANS_ARE_SCOPED
+
+    filters = [EqualTo(("partition",), 3), GreaterThan(("value",), b"a")]
+    auto = KafkaSegReader(ReadOptions.from_options({"path": "/nowhere"}))
+    off = KafkaSegReader(ReadOptions.from_options({"path": "/nowhere", "filterPushdown": "false"}))
+    assert list(off.pushFilters(filters)) == filters and off.predicates is None
+    if PUSHED_PLANS_ARE_SCOPED:
+        assert list(auto.pushFilters(filters)) == filters[1:]
+    else:
+        assert list(auto.pushFilters(filters)) == filters and auto.predicates is None
+        assert auto.pushdown["disabled"] and auto.pushdown["handled"] == []
+
+
+def test_schema_options_and_user_schema():
+    source = KafkaSegDataSource({"path": "/x", "includeHeaders": "true"})
+    assert source.schema() == spark_schema(include_headers=True)
+    assert [f.name for f in source.schema()][-1] == "headers"
+    with pytest.raises(InvalidOptionError, match="fixed schema"):
+        source.reader(spark_schema())
+    with pytest.raises(InvalidOptionError, match="subscribePatern"):
+        KafkaSegDataSource({"path": "/x", "subscribePatern": "a.*"}).schema()
+    assert read_options({"path": "/a, /b"}).paths == ("/a", "/b")
+    assert read_options({"paths": '["/a,b"]'}).paths == ("/a,b",)
+
+
+def test_pyspark_lookup_finds_the_kafkaseg_default_source():
+    from pyspark.serializers import read_int, UTF8Deserializer
+    from pyspark.sql.worker import lookup_data_sources
+
+    out = io.BytesIO()
+    lookup_data_sources._main(io.BytesIO(), out)
+    out.seek(0)
+    names = []
+    for _ in range(read_int(out)):
+        names.append(UTF8Deserializer().loads(out))
+        length = read_int(out)
+        out.read(length)
+    assert "kafkaseg" in names
