@@ -168,3 +168,30 @@ def test_real_broker_dirs_match_kafka_python_record_by_record(corpus_dir, kernel
             assert [(r["key"], r["value"]) for r in rows] == [(e["key"], e["value"]) for e in expected], tp_dir
             checked += len(rows)
     assert checked > 60_000
+
+
+def test_empty_segments_are_read_as_empty(tmp_path):
+    tp, log = _single_partition(tmp_path)
+    clean = kafkaseg.read_arrow(str(tmp_path), upperBound="logEndOffset").column("offset").to_pylist()
+    last = list(iter_headers(log.read_bytes()))[-1]
+    empty = tp / f"{last.last_offset + 1:020d}.log"  # a freshly rolled, still empty active segment
+    empty.write_bytes(b"")
+    sc = kafkaseg.open_scan(str(tmp_path), upperBound="logEndOffset")
+    assert sc.to_table().column("offset").to_pylist() == clean
+    assert sc.metrics.truncated_tails == [] and sc.metrics.decode.corrupt_bytes == 0
+
+
+@pytest.mark.parametrize("kind", ["dangling-link", "fifo"])
+def test_unreadable_segment_files_raise_a_layout_error_naming_them(tmp_path, kind):
+    import os
+
+    from kafkaseg.errors import LayoutError
+
+    tp, log = _single_partition(tmp_path)
+    log.unlink()
+    if kind == "fifo":
+        os.mkfifo(log)  # opening a FIFO for reading would block forever without O_NONBLOCK
+    else:
+        log.symlink_to(tmp_path / "gone.log")
+    with pytest.raises(LayoutError, match=log.name):
+        kafkaseg.read_arrow(str(tmp_path), upperBound="logEndOffset")

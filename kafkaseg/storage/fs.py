@@ -10,6 +10,7 @@ module reads a whole segment.
 from __future__ import annotations
 
 import os
+import stat as stat_module
 import posixpath
 from typing import NamedTuple
 
@@ -87,6 +88,7 @@ class FileEntry(NamedTuple):
     is_dir: bool
     size: int
     mtime_ms: int | None
+    readable: bool = True  # False for an entry that cannot be stat'ed (a broken symlink)
 
 
 def _entry(info: pafs.FileInfo) -> FileEntry:
@@ -103,7 +105,17 @@ def list_dir(path: str, filesystem: pafs.FileSystem | None = None) -> list[FileE
         infos = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=False, recursive=False))
     except (OSError, ValueError) as exc:
         raise LayoutError(f"cannot list {path}: {exc}") from exc
-    return sorted((_entry(i) for i in infos), key=lambda e: e.name)
+    entries = [_entry(i) for i in infos]
+    if isinstance(filesystem, pafs.LocalFileSystem):
+        # pyarrow silently leaves out entries it cannot stat (broken symlinks): list them, marked, so that a
+        # segment that cannot be read is reported instead of silently missing from the scan.
+        try:
+            names = os.listdir(path)
+        except OSError:
+            names = []
+        seen = {e.name for e in entries}
+        entries.extend(FileEntry(posixpath.join(path, n), n, False, 0, None, False) for n in names if n not in seen)
+    return sorted(entries, key=lambda e: e.name)
 
 
 def stat(path: str, filesystem: pafs.FileSystem | None = None) -> FileEntry | None:
@@ -164,8 +176,13 @@ class RandomAccessReader:
         self._handle = None
         try:
             if isinstance(filesystem, pafs.LocalFileSystem):
-                self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-                self.size = os.fstat(self._fd).st_size
+                # O_NONBLOCK: opening a FIFO or device someone left in a data dir must not hang; then only
+                # regular files are read (the flag changes nothing for them).
+                self._fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+                info = os.fstat(self._fd)
+                if not stat_module.S_ISREG(info.st_mode):
+                    raise OSError(f"not a regular file (mode {stat_module.filemode(info.st_mode)})")
+                self.size = info.st_size
             else:
                 self._handle = filesystem.open_input_file(path)
                 self.size = self._handle.size()

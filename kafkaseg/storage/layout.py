@@ -180,6 +180,11 @@ def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: 
         if not match:
             continue
         base, kind, swap = int(match.group(1)), match.group(2), match.group(3)
+        if not entry.readable:
+            if kind == "log":  # records would silently go missing: refuse
+                raise LayoutError(f"cannot read segment {entry.path}: broken link or unreadable entry")
+            notes.append(f"ignored unreadable {n} (broken link?)")
+            continue
         if swap:
             if min_cleaned is not None and base >= min_cleaned:
                 notes.append(f"ignored {n}: part of an incomplete split (base >= smallest .cleaned base "
