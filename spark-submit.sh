@@ -34,4 +34,7 @@ export PYSPARK_PYTHON="$PYTHON"
 export PYSPARK_DRIVER_PYTHON="$PYTHON"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 
+# conf/ is Spark's conf dir unless the caller chose one: spark-defaults.conf and log4j2.properties (quiet logs).
+export SPARK_CONF_DIR="${SPARK_CONF_DIR:-$ROOT/conf}"
+
 exec "$SPARK_SUBMIT" --properties-file "$ROOT/conf/spark-defaults.conf" "$@"
