@@ -185,3 +185,28 @@ def test_names_and_json_printing():
     assert to_json({"a": [1, None, True], "b": b"\x00\x01", "c": "é\n"}) == '{"a":[1,null,true],"b":"AAE=","c":"é\\n"}'
     assert [_java_double(x) for x in (1e7, 0.5, 1.0, 1.5e-4, 123456789.0)] == \
         ["1.0E7", "0.5", "1.0", "1.5E-4", "1.23456789E8"]
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from kafkaseg.errors import KafkaSegError  # noqa: E402
+
+
+@settings(max_examples=400, deadline=None)
+@given(key=st.binary(max_size=40), value=st.one_of(st.none(), st.binary(max_size=200)),
+       prefix=st.sampled_from([b"", b"\x00\x00", b"\x00\x01", b"\x00\x02", b"\x00\x03", b"\x01", b"\x01\x02\x00"]))
+def test_arbitrary_bytes_only_raise_kafkaseg_errors(key, value, prefix):
+    """Internal-topic decoders on garbage: a KafkaSegError or a value, never another exception (and, since inputs
+    are small, never a large allocation from a length field)."""
+    for call in (lambda: decode_group_record(prefix + key, value),
+                 lambda: decode_transaction_record(prefix + key, value),
+                 lambda: decode_metadata_record(prefix + (value or b"")),
+                 lambda: decode_control_record(prefix + key, value)):
+        try:
+            call()
+        except KafkaSegError:
+            pass
+    # the formatters used by `kafkaseg dump` never raise at all: they print an error line instead
+    format_offsets_record(prefix + key, value, 0)
+    format_transaction_record(prefix + key, value, 0)
