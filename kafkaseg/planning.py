@@ -588,9 +588,9 @@ def _pieces_for_range(part: _Partition, lo: int, hi: int, ts_lo: int | None, kep
                 end_position - start_position > part.options.split_size or part.options.max_records_per_partition
                 or part.options.min_partitions):
             offset_index, _ = part.indexes(i)
-            for offset, position in offset_index:
-                if start_position < position < end_position:
-                    cuts.append((position, offset))
+            positions = offset_index.positions  # numpy: a 1 GB segment has ~260k entries
+            inside = (positions > start_position) & (positions < end_position)
+            cuts = list(zip(positions[inside].tolist(), offset_index.offsets[inside].tolist()))
         pieces.append(_Piece(part, i, start_position, end_position, lo, hi, cuts))
     return pieces
 
@@ -606,6 +606,17 @@ def _split_by_size_and_records(piece: _Piece, split_size: int, max_records: int 
     range_end = piece.end_offset if next_base is None else min(piece.end_offset, next_base)
     cut_at: list[int] = []
     start_position = piece.start_position
+    if max_records is None:  # sizes only: jump from cut to cut by binary search (O(slices log entries))
+        positions = [position for position, _ in piece.cuts]
+        k = 0
+        while True:
+            k = bisect.bisect_left(positions, start_position + split_size, k)
+            if k >= len(positions):
+                break
+            cut_at.append(k)
+            start_position = positions[k]
+            k += 1
+        return _split_at_cuts(piece, cut_at)
     anchor = max(piece.start_offset, part.segments[piece.segment].base_offset)
     for k, (position, offset) in enumerate(piece.cuts):
         following = piece.cuts[k + 1][1] if k + 1 < len(piece.cuts) else range_end
@@ -615,6 +626,10 @@ def _split_by_size_and_records(piece: _Piece, split_size: int, max_records: int 
             cut_at.append(k)
             start_position = position
             anchor = piece.cuts[k - 1][1] + 1 if k > 0 else offset
+    return _split_at_cuts(piece, cut_at)
+
+
+def _split_at_cuts(piece: _Piece, cut_at: list[int]) -> list[_Piece]:
     out = []
     current = piece
     consumed = 0
