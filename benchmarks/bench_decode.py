@@ -15,7 +15,7 @@ segment, each measurement the best of ``--runs`` timed runs (after one untimed w
                library's plain call (isal_zlib/zlib.decompress, cramjam.snappy.decompress_raw per xerial block,
                lz4.frame.decompress, zstandard decompressobj)        -> decompressed MB/s
   kafkaseg     kafkaseg.iter_batches(dir) with default options (CRC verification on) -> Arrow; also the compiled
-               kernel driven directly on 16 MiB os.pread chunks (what scan.read_slice does, without planning),
+               kernel driven directly on os.pread chunks of scan's size (what scan.read_slice does, without planning),
                and the pure-Python twin on the first --pure-mb MiB   -> file MB/s, decompressed MB/s, records/s
   aiokafka     aiokafka.record.memory_records.MemoryRecords (its _crecords Cython extension when built) on the
                first --subset-mb MiB of whole batches: validate_crc() per batch (consumer default check_crcs),
@@ -69,6 +69,7 @@ from kafkaseg.codecs import available_codecs, decompress  # noqa: E402
 from kafkaseg.decode import _kernel_py  # noqa: E402
 from kafkaseg.decode.api import STOP_PARTIAL, DecodeRequest  # noqa: E402
 from kafkaseg.testing import write_benchmark_segment  # noqa: E402
+from kafkaseg.scan import READ_CHUNK_BYTES as SCAN_CHUNK  # noqa: E402
 
 V2_HEADER_SIZE = 61
 READ_CHUNK = 16 * MiB
@@ -180,7 +181,7 @@ def kafkaseg_scan(partition_dir: Path) -> int:
 
 
 def kernel_pread_loop(kernel, log_path: Path, limit: int | None = None) -> int:
-    """The kernel on positioned reads: 16 MiB chunks, resuming at result.consumed (scan.read_slice's loop, minus
+    """The kernel on positioned reads of scan.READ_CHUNK_BYTES, resuming at result.consumed (scan.read_slice's loop, minus
     planning and Arrow batch assembly). CRC verification on, scan's default output bounds."""
     path = str(log_path)
     size = log_path.stat().st_size if limit is None else limit
@@ -190,7 +191,7 @@ def kernel_pread_loop(kernel, log_path: Path, limit: int | None = None) -> int:
     fd = os.open(path, os.O_RDONLY)
     try:
         while pos < size:
-            buf = os.pread(fd, min(READ_CHUNK, size - pos), pos)
+            buf = os.pread(fd, min(SCAN_CHUNK, size - pos), pos)
             if not buf:
                 break
             view = memoryview(buf)
@@ -349,7 +350,7 @@ def print_report(results: list[dict], info: dict) -> list[dict]:
           "  codec-raw / codec-kseg = decompressed MB/s of the segment's batch payloads (library's plain call / "
           "kafkaseg.codecs.decompress); kseg file / kseg dec = kafkaseg.iter_batches MB/s of file bytes / of\n"
           "  decompressed record bytes; kseg rec/s = iter_batches records/s; kernel rec/s = compiled kernel on "
-          "16 MiB preads; client and pure rates are on the subsets given in the JSON/header; cy/py = compiled "
+          "preads of scan's chunk size; client and pure rates are on the subsets given in the JSON/header; cy/py = compiled "
           "over pure twin.")
     print()
     verdicts = []

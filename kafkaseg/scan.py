@@ -1,8 +1,8 @@
 """Spark-free scanning: a planned :class:`~kafkaseg.planning.SegmentSlice` -> ``pyarrow.RecordBatch`` es, and the
 public Python API (:func:`iter_batches`, :func:`read_arrow`, :func:`scan`).
 
-A slice is read in bounded chunks (``readChunkBytes``, grown only as far as one batch needs, and never past
-``maxBatchBytes``), each chunk decoded by the kernel into output batches of at most ``maxRecordsPerBatch`` rows /
+A slice is read in bounded chunks (:data:`READ_CHUNK_BYTES`, grown only as far as one batch needs, and never
+past ``maxBatchBytes``), each chunk decoded by the kernel into output batches of at most ``maxRecordsPerBatch`` rows /
 ``maxBytesPerBatch`` bytes (plus at most one on-disk batch). Memory therefore depends on configuration, never on
 segment size.
 """
@@ -34,7 +34,10 @@ from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE
 
 __all__ = ["ScanMetrics", "read_slice", "iter_batches", "read_arrow", "open_scan", "Scan"]
 
-READ_CHUNK_BYTES = 16 << 20
+# 2 MiB: a chunk small enough to stay in a core's L2 cache between the read that fills it, the CRC pass and the
+# record parsing. Measured on 200 MiB segments (16 KiB / 1 MiB batches): 16 MiB chunks 1.9 / 2.4 GB/s, 2 MiB
+# 2.6 / 3.0 GB/s; lz4 0.84 -> 0.98 GB/s. Output batches are then at most about one chunk of records.
+READ_CHUNK_BYTES = 2 << 20
 _CODEC_NAMES = pa.array([CODEC_NAMES.get(i, "unknown") for i in range(8)], pa.string())
 
 
