@@ -263,9 +263,51 @@ def _snappy_xerial(view: memoryview, max_output: int) -> bytearray:
 
 # --- lz4 -------------------------------------------------------------------------------------------------------------
 
+def _lz4_output_bound(view: memoryview) -> tuple[int, int] | None:
+    """(end of the frame, most bytes it can decode to) from a walk over the frame's block headers, or None when
+    the frame is not the plain single frame Kafka writes (the bounded decoder below then sorts it out).
+
+    LZ4 frame (lz4_Frame_format.md): magic 0x184D2204 LE | FLG | BD | [content size u64 if FLG.3] | [dict id u32
+    if FLG.0] | HC | blocks: [u32 LE size, high bit = stored uncompressed; 0 = end mark] data [u32 checksum if
+    FLG.4] ... | [u32 content checksum if FLG.2]. A compressed block decodes to at most BD's block maximum."""
+    n = len(view)
+    if n < 7 or view[:4] != _LZ4_MAGIC:
+        return None
+    flg, bd = view[4], view[5]
+    block_max = _LZ4_BLOCK_MAX.get((bd >> 4) & 0x07)
+    if block_max is None or flg >> 6 != 1:
+        return None
+    position = 6 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0) + 1
+    block_checksum = 4 if flg & 0x10 else 0
+    bound = 0
+    while position + 4 <= n:
+        size = int.from_bytes(view[position:position + 4], "little")
+        position += 4
+        if size == 0:
+            position += 4 if flg & 0x04 else 0
+            return (position, bound) if position <= n else None
+        stored = size & 0x80000000
+        size &= 0x7FFFFFFF
+        bound += size if stored else block_max
+        position += size + block_checksum
+    return None
+
+
+_LZ4_BLOCK_MAX = {4: 64 << 10, 5: 256 << 10, 6: 1 << 20, 7: 4 << 20}
+
+
 def _lz4(data, max_output: int, magic: int):
     if magic == 0:
         data = _lz4_fix_header_checksum(data)
+    view = memoryview(data)
+    walked = _lz4_output_bound(view)
+    if walked is not None and walked[1] <= max_output:
+        # The block headers prove the output fits the budget: one unbounded call, no growing buffers
+        # (python-lz4's bounded decompressor allocates the bound and trims, about 30% slower on 16 KiB batches).
+        try:
+            return _lz4_frame.decompress(view[:walked[0]])
+        except RuntimeError as exc:
+            raise CorruptBatchError(f"corrupt lz4 frame: {exc}") from exc
     decoder = _LZ4FrameDecompressor()
     chunk = min(max_output + 1, max(_LZ4_MIN_FIRST_CHUNK, len(data) * _LZ4_GUESSED_RATIO))
     try:

@@ -7,6 +7,7 @@ Oracles: kafka-python's ``kafka.codec`` decoders on real corpus payloads and on 
 from __future__ import annotations
 
 import gzip
+import os
 import random
 import resource
 import struct
@@ -483,3 +484,26 @@ def test_gzip_without_isal_uses_zlib_with_the_same_behaviour(monkeypatch):
         decompress(GZIP, payload[:-3], max_output=len(raw))
     with pytest.raises(DecompressionLimitError):
         decompress(GZIP, gzip_bomb(64), max_output=MiB)
+
+
+def test_lz4_output_bound_walks_kafka_frames():
+    """The fast path's proof that a frame fits the budget: block headers, checksums and trailing bytes."""
+    import lz4.frame
+
+    from kafkaseg.codecs import _lz4_output_bound
+
+    payload = b"kafkaseg " * 20_000  # 180 kB: three 64 KiB blocks
+    for kwargs in ({}, {"block_checksum": True}, {"content_checksum": True}, {"store_size": True}):
+        frame = lz4.frame.compress(payload, block_size=lz4.frame.BLOCKSIZE_MAX64KB, **kwargs)
+        end, bound = _lz4_output_bound(memoryview(frame + b"trailing"))
+        assert end == len(frame)
+        assert len(payload) <= bound <= 3 * 64 * 1024
+        assert decompress(3, frame + b"trailing", max_output=len(payload)) == payload
+    raw = lz4.frame.compress(os.urandom(1000), block_size=lz4.frame.BLOCKSIZE_MAX64KB)
+    assert _lz4_output_bound(memoryview(raw))[1] in (1000, 64 * 1024)  # stored block: exactly its size
+    # not a frame it understands (bad magic, cut in a block header): no bound, the bounded decoder decides
+    assert _lz4_output_bound(memoryview(b"\x00" * 16)) is None
+    assert _lz4_output_bound(memoryview(frame[:9])) is None
+    # a budget below the walked bound falls back to the bounded decoder, which still enforces the limit
+    with pytest.raises(DecompressionLimitError):
+        decompress(3, lz4.frame.compress(payload), max_output=len(payload) - 1)
