@@ -1,4 +1,5 @@
-"""The CLI on damaged real segments: an exit status and a message, never a traceback or a hang."""
+"""The CLI (dump, verify, describe, offsets, locate) on damaged real segments: an exit status and a message,
+never a traceback or a hang."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ SEGMENT = "segments/smartassets__backend-server/51801d05/kafka/data/docker-conne
 
 
 @pytest.mark.corpus
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(mutations=st.lists(st.tuples(st.integers(0, 14_471), st.integers(0, 255)), min_size=1, max_size=6),
        cut=st.one_of(st.none(), st.integers(0, 14_472)))
 def test_dump_and_verify_survive_damaged_segments(corpus_dir, tmp_path_factory, capsys, mutations, cut):
@@ -30,7 +31,11 @@ def test_dump_and_verify_survive_damaged_segments(corpus_dir, tmp_path_factory, 
     for argv in (["dump", "--files", str(log), "--deep-iteration", "--print-data-log", "--no-progress"],
                  ["dump", "--files", str(log.with_suffix(".index")), "--verify-index-only", "--no-progress"],
                  ["verify", str(work), "--no-progress"],
-                 ["describe", str(work.parent)]):
+                 ["describe", str(work.parent)],
+                 ["offsets", "--data-dir", str(work.parent), "--topic", "docker-connect-status", "--time", "0"],
+                 ["offsets", "--data-dir", str(work.parent), "--topic", "docker-connect-status", "--time", "-3"],
+                 ["locate", "--data-dir", str(work.parent), "--topic", "docker-connect-status", "--partition", "3",
+                  "--offset", "200"]):
         status = main(argv)  # anything but a KafkaSegError would propagate and fail the test
         assert isinstance(status, int)
     capsys.readouterr()

@@ -75,7 +75,10 @@ def _ms_text(ms: int | None) -> str:
         return "-"
     from datetime import datetime, timezone
 
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    except (ValueError, OverflowError, OSError):  # beyond year 9999: a damaged header; show the raw value
+        return f"{ms} ms (out of range)"
 
 
 # -- dump -----------------------------------------------------------------------------------------------------------
