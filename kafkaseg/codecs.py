@@ -136,11 +136,17 @@ def decompress(codec: int, data, *, max_output: int, magic: int = 2):
     much is allocated); :class:`CorruptBatchError` (chained from the library's error) for a corrupt or truncated
     stream. Errors have ``position=None``: the caller locates them.
     """
+    return decoder_for(codec)(data, max_output, magic)
+
+
+def decoder_for(codec: int):
+    """The function behind :func:`decompress` for ``codec``: ``decoder(data, max_output, magic)``, for callers
+    that decompress many batches (the decoder kernel looks each codec up once per buffer, not once per batch).
+    Raises :class:`UnsupportedCodecError` for an unknown codec id."""
     try:
-        decoder = _DECODERS[codec]
+        return _DECODERS[codec]
     except (KeyError, TypeError):
         raise UnsupportedCodecError(f"unknown compression codec id {codec!r} (Kafka defines 0-4)") from None
-    return decoder(data, max_output, magic)
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------------

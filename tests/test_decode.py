@@ -335,3 +335,17 @@ def test_kernel_selection_env_and_fallback_warning(tmp_path):
     env.pop("KAFKASEG_PURE", None)
     out = subprocess.run([sys.executable, "-c", hide], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["python", "1"]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_record_offset_below_its_batch_base_is_corruption(kernel):
+    """A record whose offsetDelta is negative (offset below the batch's base offset) is refused, even with CRC
+    checks off and even as the first record of a buffer."""
+    from kafkaseg.testing.writer import assemble_batch_v2, encode_record
+
+    payload = encode_record(-3, 0, None, b"x", []) + encode_record(1, 0, None, b"y", [])
+    batch = assemble_batch_v2(base_offset=100, partition_leader_epoch=0, attributes=0, last_offset_delta=1,
+                              base_timestamp=1, max_timestamp=1, producer_id=-1, producer_epoch=-1,
+                              base_sequence=-1, records_count=2, payload=payload)
+    with pytest.raises(CorruptBatchError, match="out of order"):
+        kernel.decode(batch, DecodeRequest(path="neg.log", verify_crc=False))

@@ -43,6 +43,7 @@ IMPLEMENTATION = "cython"
 
 cdef int64_t TIMESTAMP_LIMIT_MS = 9223372036854775  # (2**63 - 1) // 1000
 cdef int64_t BINARY_LIMIT = 2147483647
+cdef int64_t SEQUENCE_MODULUS = 2147483648  # sequences wrap at Int32.MAX (DefaultRecordBatch.incrementSequence)
 
 cdef uint8_t CODEC_MASK = 0x07
 cdef uint8_t TIMESTAMP_TYPE_MASK = 0x08
@@ -275,6 +276,7 @@ cdef class _Decoder:
     cdef Py_ssize_t n
     cdef int64_t nbytes
     cdef object stats
+    cdef list decoders  # codec id -> kafkaseg.codecs decoder, looked up once per buffer
     cdef Py_ssize_t n_batches, n_out_of_range, n_control, n_aborted_batches
     cdef object whole  # the Python object behind the input buffer (for slicing to codecs / crc)
 
@@ -329,6 +331,7 @@ cdef class _Decoder:
             self.m_txn = _Mem(); self.m_ctrl = _Mem(); self.m_magic = _Mem(); self.m_codec = _Mem()
             self.m_batch = _Mem(); self.m_pos = _Mem()
         self.stats = DecodeStats()
+        self.decoders = [None] * 8
         self.n_batches = self.n_out_of_range = self.n_control = self.n_aborted_batches = 0
 
     cdef int presize(self, Py_ssize_t input_len) except -1:
@@ -469,8 +472,11 @@ cdef class _Decoder:
         decompressed = None
         try:
             if codec:
-                decompressed = _codecs.decompress(codec, memoryview(self.whole)[pos + 61:pos + total],
-                                                  max_output=self.max_decompressed, magic=2)
+                decoder = self.decoders[codec]
+                if decoder is None:
+                    decoder = self.decoders[codec] = _codecs.decoder_for(codec)
+                decompressed = decoder(PyMemoryView_FromMemory(<char*>(b + 61), total - 61, PyBUF_READ),
+                                       self.max_decompressed, 2)
                 PyObject_GetBuffer(decompressed, &dview, PyBUF_SIMPLE)
                 have_dview = True
                 data = <const uint8_t*>dview.buf
@@ -547,7 +553,7 @@ cdef class _Decoder:
                 if p != rec_end:
                     raise _Frame(CorruptBatchError, f"record declares {length} bytes but its fields use "
                                                     f"{length - (rec_end - p)}", pos)
-                if offset <= prev_offset or offset > last_offset:
+                if offset <= prev_offset or offset < base_offset or offset > last_offset:
                     raise _Frame(CorruptBatchError, f"record offset {offset} out of order in batch "
                                                     f"[{base_offset}, {last_offset}]", pos)
                 prev_offset = offset
@@ -581,7 +587,7 @@ cdef class _Decoder:
                     if base_sequence < 0:
                         sequence = -1
                     else:
-                        sequence = <int32_t>((<int64_t>base_sequence + offset_delta) % 2147483648)
+                        sequence = <int32_t>((<int64_t>base_sequence + offset_delta) % SEQUENCE_MODULUS)
                     self.emit_meta(epoch, producer_id, producer_epoch, sequence, is_txn, is_control, 2, codec,
                                    base_offset, self.base_position + pos)
             if p != data_end:

@@ -341,7 +341,7 @@ def _decode_v2(buf, pos, total, req, out, stats, last_seen):
             raise _Frame(CorruptBatchError, f"record declares {length} bytes but its fields use "
                                             f"{length - (rec_end - p)}", pos)
         offset = base_offset + offset_delta
-        if offset <= prev_offset or offset > last_offset:
+        if offset <= prev_offset or offset < base_offset or offset > last_offset:
             raise _Frame(CorruptBatchError, f"record offset {offset} out of order in batch "
                                             f"[{base_offset}, {last_offset}]", pos)
         prev_offset = offset
