@@ -12,12 +12,10 @@ Real use (every executor must see ``--data-dir`` at the same path, or a URI pyar
         [--option subscribe=orders,payments] [--option kafka.isolation.level=read_committed] ...
 
 Steps: :func:`extract` (the kafkaseg source; ``--option`` passes any kafkaseg/Spark-Kafka read option),
-:func:`summarize` (per topic-partition counts and offset ranges, printed), :func:`to_export_batch` (a pure Arrow
-transform: the Kafka columns plus a UTC ``date`` column, tested without Spark), then :func:`load_delta` (delta-rs
-``write_deltalake``, ONE commit; no delta-spark jar needed) or :func:`load_parquet` (pyarrow, hive-partitioned).
-Both consume :func:`export_stream`: the driver fetches about ``--chunk-records`` records per query (small partitions of a
-topic together, big ones in pushed-down ``offset`` ranges, so only those segments are read and the driver holds one
-chunk at a time). (``mapInArrow`` would write from the executors, but PySpark 4.3 requires pandas for it.)
+:func:`summarize` (per topic-partition counts and offset ranges, printed), :func:`with_export_columns` (the
+transform: the Kafka columns plus the record's UTC ``date``), then :func:`load`: executors write the data files
+(Spark's Parquet writer) and, for Delta, the driver commits them in one delta-rs transaction
+(:mod:`kafkaseg.spark.tables`; no delta-spark jar needed). No record passes through the driver.
 """
 
 from __future__ import annotations
@@ -28,14 +26,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 FORMAT = "kafkaseg"
-DEFAULT_CHUNK_RECORDS = 500_000
 NO_TIMESTAMP_MICROS = -1000  # Kafka's "no timestamp" (-1 ms), as Spark and kafkaseg show it
+MICROS_PER_DAY = 86_400_000_000
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -56,8 +53,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--partition-by", default="topic", help="comma-separated columns, '' for none (default topic)")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         help="a kafkaseg read option, e.g. includeHeaders=true, subscribe=orders (repeatable)")
-    parser.add_argument("--chunk-records", type=int, default=DEFAULT_CHUNK_RECORDS,
-                        help="delta: offsets per chunk fetched to the driver (bounds driver memory)")
     parser.add_argument("--work-dir", default="out", help="where --sample puts its data (default ./out)")
     args = parser.parse_args(argv)
     options = {}
@@ -74,70 +69,26 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.mode is None:
         args.mode = "overwrite" if args.sample else "error"
     args.partition_by = [c.strip() for c in args.partition_by.split(",") if c.strip()]
-    if args.chunk_records < 1:
-        parser.error("--chunk-records must be positive")
     return args
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# transform (pure Arrow, no Spark)
+# transform
 
 def export_schema(source: pa.Schema) -> pa.Schema:
     """The exported table's schema: every column read, plus ``date`` (the record's UTC date)."""
     return source.append(pa.field("date", pa.date32()))
 
 
-def to_export_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """One batch of kafkaseg rows -> the exported form: the same columns plus ``date`` = the UTC calendar date of
-    ``timestamp`` (null for records without a timestamp: magic 0, shown as -1 ms)."""
-    timestamps = batch.column(batch.schema.get_field_index("timestamp"))
-    micros = pc.cast(timestamps, pa.int64())  # microseconds since the epoch, UTC
-    dates = pc.cast(pc.cast(timestamps, pa.timestamp("us")), pa.date32())  # UTC wall clock -> its date
-    dates = pc.if_else(pc.equal(micros, NO_TIMESTAMP_MICROS), pa.scalar(None, pa.date32()), dates)
-    return pa.RecordBatch.from_arrays(list(batch.columns) + [dates], schema=export_schema(batch.schema))
+def with_export_columns(df):
+    """The exported form of kafkaseg rows: every column plus ``date``, the UTC calendar date of ``timestamp``
+    (null for records without a timestamp: magic 0, shown as -1 ms). Computed from the microseconds, so it does
+    not depend on the session time zone."""
+    from pyspark.sql import functions as F
 
-
-def export_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """:func:`to_export_batch` over a stream (the ``mapInArrow`` function for the Parquet path)."""
-    for batch in batches:
-        if batch.num_rows:
-            yield to_export_batch(batch)
-
-
-def offset_chunks(first: int, last: int, size: int) -> list[tuple[int, int]]:
-    """``[lo, hi)`` ranges of at most ``size`` offsets covering ``first..last`` inclusive."""
-    return [(lo, min(lo + size, last + 1)) for lo in range(first, last + 1, size)]
-
-
-def plan_chunks(summary, size: int) -> list[tuple[str, tuple[int, ...], int | None, int | None]]:
-    """Queries that fetch everything in ``summary`` with at most about ``size`` records each:
-    ``(topic, partitions, lo, hi)``. Small partitions of a topic are grouped (``partition IN (...)``, lo/hi None);
-    a partition with more than ``size`` records is split into offset ranges ``[lo, hi)``. Every query is a
-    conjunction, so all of it is pushed down."""
-    chunks: list[tuple[str, tuple[int, ...], int | None, int | None]] = []
-    group: list[int] = []
-    group_topic, group_records = None, 0
-
-    def flush() -> None:
-        nonlocal group, group_records
-        if group:
-            chunks.append((group_topic, tuple(group), None, None))
-        group, group_records = [], 0
-
-    for topic, partition, records, first, last in sorted(summary):
-        if topic != group_topic:
-            flush()
-            group_topic = topic
-        if records > size:
-            flush()
-            chunks.extend((topic, (partition,), lo, hi) for lo, hi in offset_chunks(first, last, size))
-            continue
-        if group and group_records + records > size:
-            flush()
-        group.append(partition)
-        group_records += records
-    flush()
-    return chunks
+    micros = F.unix_micros(F.col("timestamp"))
+    day = F.date_from_unix_date(F.floor(micros / MICROS_PER_DAY).cast("int"))
+    return df.withColumn("date", F.when(micros == NO_TIMESTAMP_MICROS, F.lit(None).cast("date")).otherwise(day))
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -171,44 +122,15 @@ def print_summary(summary, out=sys.stdout) -> None:
     print(f"{'total':<{width}}  {sum(s[2] for s in summary):>10,}", file=out)
 
 
-def export_stream(spark, paths, options, summary, chunk_records) -> pa.RecordBatchReader:
-    """The exported rows as one Arrow stream on the driver, fetched in the queries of :func:`plan_chunks` (each a
-    fresh, pushed-down query of about ``chunk_records`` records), through :func:`to_export_batch`."""
-    from pyspark.sql import functions as F
+def load(df, args: argparse.Namespace, source_schema: pa.Schema) -> dict:
+    """Write the exported rows from the executors: Parquet with Spark's writer, Delta with Spark's Parquet writer
+    and one delta-rs commit (:mod:`kafkaseg.spark.tables`)."""
+    from kafkaseg.spark.tables import write_delta, write_parquet
 
-    source_schema = _arrow_schema(options)
-
-    def chunks() -> Iterator[pa.RecordBatch]:
-        for topic, partitions, lo, hi in plan_chunks(summary, chunk_records):
-            condition = (F.col("topic") == topic) & F.col("partition").isin(*partitions)
-            if lo is not None:
-                condition = condition & (F.col("offset") >= lo) & (F.col("offset") < hi)
-            for batch in extract(spark, paths, options).where(condition).toArrow().cast(source_schema).to_batches():
-                if batch.num_rows:
-                    yield to_export_batch(batch)
-
-    return pa.RecordBatchReader.from_batches(export_schema(source_schema), chunks())
-
-
-def load_delta(stream: pa.RecordBatchReader, output: str, mode: str, partition_by: list[str]) -> None:
-    """One delta-rs commit of the whole stream."""
-    from deltalake import write_deltalake
-
-    write_deltalake(output, stream, mode=mode, partition_by=partition_by or None)
-
-
-def load_parquet(stream: pa.RecordBatchReader, output: str, mode: str, partition_by: list[str]) -> None:
-    """Hive-partitioned Parquet files (pyarrow). ``error`` refuses a non-empty output, ``overwrite`` replaces the
-    partitions written, ``append`` adds files beside existing ones."""
-    import pyarrow.dataset as ds
-
-    target = Path(output)
-    if mode == "error" and target.exists() and any(target.iterdir()):
-        raise SystemExit(f"{output} exists and is not empty (use --mode overwrite or append)")
-    ds.write_dataset(stream, output, format="parquet", partitioning=partition_by or None,
-                     partitioning_flavor="hive" if partition_by else None,
-                     basename_template=f"part-{time.time_ns()}-{{i}}.parquet",
-                     existing_data_behavior="delete_matching" if mode == "overwrite" else "overwrite_or_ignore")
+    if args.format == "parquet":
+        write_parquet(df, args.output, args.mode, args.partition_by)
+        return {}
+    return write_delta(df, args.output, args.mode, args.partition_by, export_schema(source_schema))
 
 
 def _arrow_schema(options: dict) -> pa.Schema:
@@ -241,9 +163,9 @@ def run(spark, args: argparse.Namespace) -> dict:
     total = sum(s[2] for s in summary)
     if manifest is not None and not args.options and total != manifest.record_count:
         raise SystemExit(f"read {total} records but the sample holds {manifest.record_count}")
-    stream = export_stream(spark, paths, args.options, summary, args.chunk_records)
-    load = load_parquet if args.format == "parquet" else load_delta
-    load(stream, args.output, args.mode, args.partition_by)
+    committed = load(with_export_columns(extract(spark, paths, args.options)), args, _arrow_schema(args.options))
+    if committed and committed["records"] != total:
+        raise SystemExit(f"committed {committed['records']} records but read {total}")
     seconds = time.perf_counter() - started
     print(f"wrote {total:,} records to {args.format} table {args.output} in {seconds:.1f}s")
     return {"paths": paths, "output": args.output, "records": total, "summary": summary, "manifest": manifest}

@@ -1,4 +1,5 @@
-"""jobs/export.py: the pure Arrow transform and argument parsing without Spark; the whole job on the session."""
+"""jobs/export.py: argument parsing without Spark; the transform and the whole job (executor-written Delta and
+Parquet tables) on the shared session."""
 
 from __future__ import annotations
 
@@ -20,29 +21,21 @@ def _batch(timestamps_ms):
         "timestampType": [0] * n}, schema=schema)
 
 
-def test_transform_adds_the_utc_date_and_keeps_every_column():
+@pytest.mark.spark
+def test_transform_adds_the_utc_date_and_keeps_every_column(spark):
     # 2023-11-14T23:59:59.999Z, 2023-11-15T00:00:00Z, no timestamp (magic 0), a pre-1970 edge
     batch = _batch([1_700_006_399_999, 1_700_006_400_000, -1, -86_400_000])
-    out = export.to_export_batch(batch)
-    assert out.schema == export.export_schema(batch.schema)
-    assert out.select(batch.schema.names).equals(batch)
-    assert out.column("date").to_pylist() == [dt.date(2023, 11, 14), dt.date(2023, 11, 15), None,
-                                              dt.date(1969, 12, 31)]
-    assert list(export.export_batches(iter([batch.slice(0, 0), batch]))) == [out]
-
-
-def test_offset_chunks_cover_the_range_exactly():
-    assert export.offset_chunks(5, 14, 4) == [(5, 9), (9, 13), (13, 15)]
-    assert export.offset_chunks(7, 7, 100) == [(7, 8)]
-    chunks = export.offset_chunks(0, 999, 7)
-    assert sum(hi - lo for lo, hi in chunks) == 1000 and all(a[1] == b[0] for a, b in zip(chunks, chunks[1:]))
-
-
-def test_chunks_group_small_partitions_and_split_big_ones():
-    summary = [("b", 0, 10, 0, 9), ("a", 1, 40, 0, 39), ("a", 0, 30, 5, 34), ("a", 2, 250, 0, 299), ("a", 3, 50, 0, 49)]
-    assert export.plan_chunks(summary, 100) == [
-        ("a", (0, 1), None, None), ("a", (2,), 0, 100), ("a", (2,), 100, 200), ("a", (2,), 200, 300),
-        ("a", (3,), None, None), ("b", (0,), None, None)]
+    previous = spark.conf.get("spark.sql.session.timeZone")
+    try:
+        spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")  # the date must not depend on it
+        out = export.with_export_columns(spark.createDataFrame(pa.Table.from_batches([batch])))
+        table = out.toArrow()
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", previous)
+    assert table.schema.names == export.export_schema(batch.schema).names
+    assert table.column("offset").to_pylist() == [0, 1, 2, 3]
+    assert table.column("date").to_pylist() == [dt.date(2023, 11, 14), dt.date(2023, 11, 15), None,
+                                                dt.date(1969, 12, 31)]
 
 
 def test_arguments():
@@ -62,7 +55,7 @@ def test_sample_job_writes_delta_and_parquet_tables_matching_the_manifest(spark,
     from deltalake import DeltaTable
     import pyarrow.dataset as ds
 
-    result = export.run(spark, export.parse_args(["--sample", "--work-dir", str(tmp_path), "--chunk-records", "2500"]))
+    result = export.run(spark, export.parse_args(["--sample", "--work-dir", str(tmp_path)]))
     manifest = result["manifest"]
     expected = sorted((t, p, r.offset, r.key, r.value) for (t, p), pm in manifest.partitions.items()
                       for r in pm.data_records())
@@ -78,3 +71,30 @@ def test_sample_job_writes_delta_and_parquet_tables_matching_the_manifest(spark,
     pq = ds.dataset(parquet["output"], format="parquet", partitioning="hive").to_table()
     assert sorted(zip(*(pq.column(c).to_pylist() for c in ("topic", "partition", "offset", "key", "value")))) \
         == [row for row in expected if row[0] in ("orders", "clicks")]
+
+
+@pytest.mark.spark
+def test_delta_modes_commit_once_per_run_and_keep_timestamps(spark, tmp_path):
+    """append adds a commit with the new files, overwrite replaces them, error refuses an existing table; the
+    executors' Parquet timestamps arrive in Delta as microsecond timestamps."""
+    from deltalake import DeltaTable
+
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    manifest = write_data_dir(tmp_path / "logs", [TopicSpec("t", partitions=2, records_per_partition=150)])
+    output = str(tmp_path / "table")
+    base = ["--data-dir", str(tmp_path / "logs"), "--output", output]
+    export.run(spark, export.parse_args(base))
+    export.run(spark, export.parse_args(base + ["--mode", "append"]))
+    table = DeltaTable(output)
+    assert table.version() == 1 and table.to_pyarrow_table().num_rows == 2 * manifest.record_count
+    export.run(spark, export.parse_args(base + ["--mode", "overwrite"]))
+    data = DeltaTable(output).to_pyarrow_table()
+    assert DeltaTable(output).version() == 2 and data.num_rows == manifest.record_count
+    assert pa.types.is_timestamp(data.schema.field("timestamp").type)
+    expected = sorted((p, r.offset, r.timestamp) for (_, p), pm in manifest.partitions.items() for r in pm.records)
+    got = sorted(zip(data.column("partition").to_pylist(), data.column("offset").to_pylist(),
+                     (int(v.timestamp() * 1000) for v in data.column("timestamp").to_pylist())))
+    assert got == expected
+    with pytest.raises(FileExistsError):
+        export.run(spark, export.parse_args(base))

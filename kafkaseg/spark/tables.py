@@ -1,0 +1,103 @@
+"""Writing Spark DataFrames as tables from the executors, with no JVM-side table format jar.
+
+* Parquet: Spark's own writer (``DataFrame.write.parquet``), hive-partitioned.
+* Delta: Spark's Parquet writer puts the data files into a fresh folder inside the table (executors, in parallel),
+  then the driver commits them in ONE Delta transaction with delta-rs (``deltalake``): add actions built from the
+  files' paths, sizes and footers. No record passes through the driver, and a failed job leaves only unreferenced
+  files behind (never a half-committed table); ``DeltaTable.vacuum`` removes them.
+
+Delta needs timestamps as INT64 microseconds, so the write sets ``spark.sql.parquet.outputTimestampType`` to
+``TIMESTAMP_MICROS`` for its duration.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import time
+import uuid
+from typing import Sequence
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from kafkaseg.storage.fs import open_filesystem
+
+__all__ = ["write_parquet", "write_delta", "delta_add_actions"]
+
+
+def write_parquet(df, output: str, mode: str, partition_by: Sequence[str]) -> None:
+    """Hive-partitioned Parquet written by the executors. ``mode``: error, overwrite or append."""
+    writer = df.write.mode("errorifexists" if mode == "error" else mode)
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
+    writer.parquet(output)
+
+
+def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema: pa.Schema) -> dict:
+    """``df`` as a Delta table at ``output``; ``schema`` is ``df``'s Arrow schema (the table's). ``mode``: error
+    (refuse an existing table), overwrite (one commit replacing every file) or append. Returns what was committed:
+    ``{"files": n, "records": n, "version": v}``."""
+    from deltalake import DeltaTable, Schema
+    from deltalake.transaction import create_table_with_add_actions
+
+    spark = df.sparkSession
+    exists = _is_delta_table(output)
+    if exists and mode == "error":
+        raise FileExistsError(f"{output} is already a Delta table (use mode overwrite or append)")
+    run_folder = f"kafkaseg-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+    previous = spark.conf.get("spark.sql.parquet.outputTimestampType", None)
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+    try:
+        write_parquet(df, _join(output, run_folder), "error", partition_by)
+    finally:
+        if previous is None:
+            spark.conf.unset("spark.sql.parquet.outputTimestampType")
+        else:
+            spark.conf.set("spark.sql.parquet.outputTimestampType", previous)
+    actions = delta_add_actions(output, run_folder, partition_by)
+    delta_schema = Schema.from_arrow(schema)
+    if exists:
+        DeltaTable(output).create_write_transaction(actions, mode, delta_schema, list(partition_by) or None)
+    else:
+        create_table_with_add_actions(output, delta_schema, actions, mode="error",
+                                      partition_by=list(partition_by) or None)
+    records = sum(json.loads(a.stats)["numRecords"] for a in actions)
+    return {"files": len(actions), "records": records, "version": DeltaTable(output).version()}
+
+
+def delta_add_actions(table: str, folder: str, partition_by: Sequence[str]) -> list:
+    """One Delta add action per Parquet data file under ``table``/``folder``: its path relative to the table,
+    size, partition values (from Spark's ``column=value`` directories, unescaped), modification time and
+    ``numRecords`` from the file's footer. Spark's markers (``_SUCCESS``) and checksum files are skipped."""
+    from deltalake.transaction import AddAction
+
+    filesystem, root = open_filesystem(table)
+    actions = []
+    selector = pafs.FileSelector(posixpath.join(root, folder), recursive=True)
+    for info in filesystem.get_file_info(selector):
+        if info.type != pafs.FileType.File or not info.base_name.endswith(".parquet") \
+                or info.base_name.startswith((".", "_")):
+            continue
+        relative = posixpath.relpath(info.path, root)
+        values = {}
+        for part in relative.split("/")[1:-1]:
+            column, sep, value = part.partition("=")
+            if sep and column in partition_by:
+                values[column] = None if value == "__HIVE_DEFAULT_PARTITION__" else unquote(value)
+        with filesystem.open_input_file(info.path) as handle:
+            rows = pq.ParquetFile(handle).metadata.num_rows
+        actions.append(AddAction(relative, info.size, values, int(info.mtime_ns // 1_000_000), True,
+                                 json.dumps({"numRecords": rows})))
+    return actions
+
+
+def _is_delta_table(path: str) -> bool:
+    filesystem, root = open_filesystem(path)
+    return filesystem.get_file_info(posixpath.join(root, "_delta_log")).type == pafs.FileType.Directory
+
+
+def _join(base: str, name: str) -> str:
+    return base.rstrip("/") + "/" + name
