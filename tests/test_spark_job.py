@@ -96,5 +96,39 @@ def test_delta_modes_commit_once_per_run_and_keep_timestamps(spark, tmp_path):
     got = sorted(zip(data.column("partition").to_pylist(), data.column("offset").to_pylist(),
                      (int(v.timestamp() * 1000) for v in data.column("timestamp").to_pylist())))
     assert got == expected
+    # per-file statistics from the footers: Delta readers can skip files by offset
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    actions = pa.table(DeltaTable(output).get_add_actions(flatten=True)).to_pydict()  # arro3 -> pyarrow
+    assert sum(actions["num_records"]) == manifest.record_count
+    for path, lo, hi in zip(actions["path"], actions["min.offset"], actions["max.offset"]):
+        offsets = pq.read_table(f"{output}/{path}", columns=["offset"]).column("offset")
+        assert (lo, hi) == (pc.min(offsets).as_py(), pc.max(offsets).as_py())
     with pytest.raises(FileExistsError):
         export.run(spark, export.parse_args(base))
+
+
+def test_delta_file_stats_from_parquet_footers(tmp_path):
+    """Per-file Delta statistics: exact row counts, min/max/null counts of offset, partition, timestamp and date;
+    none for binary key/value; a timestamp maximum with sub-millisecond digits is rounded up to stay a bound."""
+    import pyarrow.parquet as pq
+
+    from kafkaseg.spark.tables import file_stats
+
+    table = pa.table({
+        "key": pa.array([b"a", None, b"c"], pa.binary()),
+        "offset": pa.array([7, 9, 8], pa.int64()),
+        "partition": pa.array([3, 3, 3], pa.int32()),
+        "timestamp": pa.array([1_700_000_000_000_000, 1_700_000_000_001_500, None], pa.timestamp("us", tz="UTC")),
+        "date": pa.array([dt.date(2023, 11, 14)] * 3, pa.date32()),
+        "topic": pa.array(["t", "t", "u"]),
+    })
+    pq.write_table(table, tmp_path / "f.parquet", row_group_size=2)  # two row groups to merge
+    stats = file_stats(pq.ParquetFile(tmp_path / "f.parquet").metadata)
+    assert stats["numRecords"] == 3
+    assert stats["minValues"] == {"offset": 7, "partition": 3, "timestamp": "2023-11-14T22:13:20.000Z",
+                                  "date": "2023-11-14", "topic": "t"}
+    assert stats["maxValues"] == {"offset": 9, "partition": 3, "timestamp": "2023-11-14T22:13:20.002Z",
+                                  "date": "2023-11-14", "topic": "u"}
+    assert stats["nullCount"] == {"offset": 0, "partition": 0, "timestamp": 1, "date": 0, "topic": 0}

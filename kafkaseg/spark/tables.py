@@ -3,7 +3,7 @@
 * Parquet: Spark's own writer (``DataFrame.write.parquet``), hive-partitioned.
 * Delta: Spark's Parquet writer puts the data files into a fresh folder inside the table (executors, in parallel),
   then the driver commits them in ONE Delta transaction with delta-rs (``deltalake``): add actions built from the
-  files' paths, sizes and footers. No record passes through the driver, and a failed job leaves only unreferenced
+  files' paths, sizes and footers (row counts and min/max/null counts, so Delta readers can skip files). No record passes through the driver, and a failed job leaves only unreferenced
   files behind (never a half-committed table); ``DeltaTable.vacuum`` removes them.
 
 Delta needs timestamps as INT64 microseconds, so the write sets ``spark.sql.parquet.outputTimestampType`` to
@@ -12,6 +12,7 @@ Delta needs timestamps as INT64 microseconds, so the write sets ``spark.sql.parq
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import posixpath
 import time
@@ -88,10 +89,71 @@ def delta_add_actions(table: str, folder: str, partition_by: Sequence[str]) -> l
             if sep and column in partition_by:
                 values[column] = None if value == "__HIVE_DEFAULT_PARTITION__" else unquote(value)
         with filesystem.open_input_file(info.path) as handle:
-            rows = pq.ParquetFile(handle).metadata.num_rows
+            stats = file_stats(pq.ParquetFile(handle).metadata)
         actions.append(AddAction(relative, info.size, values, int(info.mtime_ns // 1_000_000), True,
-                                 json.dumps({"numRecords": rows})))
+                                 json.dumps(stats)))
     return actions
+
+
+def file_stats(metadata: pq.FileMetaData) -> dict:
+    """Delta's per-file statistics from a Parquet footer (PROTOCOL.md "Per-file Statistics"): ``numRecords``, and
+    ``minValues``/``maxValues``/``nullCount`` of the top-level numeric, boolean, date, timestamp and string columns
+    (offset, partition, timestamp, ...), so Delta readers can skip files by offset or time. Binary columns (key,
+    value) and nested ones get none, which the protocol allows."""
+    mins: dict = {}
+    maxs: dict = {}
+    nulls: dict = {}
+    complete: dict = {}
+    for g in range(metadata.num_row_groups):
+        group = metadata.row_group(g)
+        for c in range(group.num_columns):
+            column = group.column(c)
+            name = column.path_in_schema
+            stats = column.statistics
+            if ("." not in name and stats is not None and stats.has_null_count and not stats.has_min_max
+                    and stats.null_count == column.num_values):
+                nulls[name] = nulls.get(name, 0) + stats.null_count  # an all-null row group: no bounds needed
+                continue
+            if "." in name or not _has_usable_stats(column):
+                complete[name] = False
+                continue
+            low, high = stats.min, stats.max
+            if complete.get(name, True) and low is not None and high is not None:
+                mins[name] = low if name not in mins else min(mins[name], low)
+                maxs[name] = high if name not in maxs else max(maxs[name], high)
+                nulls[name] = nulls.get(name, 0) + stats.null_count
+                complete.setdefault(name, True)
+            else:
+                complete[name] = False
+    keep = [name for name, ok in complete.items() if ok and name in mins]
+    out = {"numRecords": metadata.num_rows}
+    if keep:
+        out["minValues"] = {n: _json_value(mins[n]) for n in keep}
+        out["maxValues"] = {n: _json_value(maxs[n], upper=True) for n in keep}
+        out["nullCount"] = {n: nulls[n] for n in keep}
+    return out
+
+
+def _has_usable_stats(column) -> bool:
+    stats = column.statistics
+    if stats is None or not stats.has_min_max or not stats.has_null_count:
+        return False
+    if column.physical_type == "BYTE_ARRAY":
+        return str(stats.logical_type) == "String"
+    return column.physical_type in ("INT32", "INT64", "BOOLEAN", "FLOAT", "DOUBLE")
+
+
+def _json_value(value, upper: bool = False):
+    """Delta's JSON forms: timestamps as ISO-8601 UTC with milliseconds and 'Z' (a maximum with sub-millisecond
+    digits is rounded up, so the bound stays a bound), dates as YYYY-MM-DD."""
+    if isinstance(value, _dt.datetime):
+        value = value.astimezone(_dt.timezone.utc)
+        if upper and value.microsecond % 1000:
+            value += _dt.timedelta(microseconds=1000 - value.microsecond % 1000)
+        return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    if isinstance(value, _dt.date):
+        return value.isoformat()
+    return value
 
 
 def _is_delta_table(path: str) -> bool:
