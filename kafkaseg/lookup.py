@@ -37,14 +37,13 @@ one implementation of the rule. Here:
 from __future__ import annotations
 
 import bisect
-import struct
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Iterator
 
 from kafkaseg.errors import CorruptDataError, CorruptIndexError, InvalidOptionError, KafkaSegError, LayoutError
-from kafkaseg.storage.fs import RandomAccessReader
 from kafkaseg.storage.layout import PartitionDir, last_stable_offset, partition_log_end_offset
+from kafkaseg.storage.probed_index import LoadedIndexView, ProbedIndex
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader
 from kafkaseg.wire.batch import BatchHeader
 
@@ -169,121 +168,6 @@ class RecordLocation:
         }
 
 
-# -- index files read entry by entry -----------------------------------------------------------------------------
-
-_OFFSET_ENTRY = struct.Struct(">ii")   # relativeOffset, position  (OffsetIndex.java)
-_TIME_ENTRY = struct.Struct(">qi")     # timestamp, relativeOffset  (TimeIndex.java)
-
-
-class _ProbedIndex:
-    """An ``.index`` or ``.timeindex`` file searched in place: one positioned read per entry looked at.
-
-    ``kind`` "offset" (entries (offset, position), key = offset) or "time" (entries (timestamp, offset),
-    key = timestamp). Real entries end at the first entry after entry 0 with relative offset 0 (a preallocated
-    tail), found by binary search since relative offsets of real entries after entry 0 are > 0."""
-
-    def __init__(self, path: str, kind: str, base_offset: int, filesystem, stats: LookupStats):
-        self.kind = kind
-        self.base = base_offset
-        self.stats = stats
-        self.entry = _OFFSET_ENTRY if kind == "offset" else _TIME_ENTRY
-        self.reader = RandomAccessReader(path, filesystem)
-        stats.files_opened += 1
-        self.path = self.reader.path
-        size = self.reader.size
-        if size % self.entry.size:
-            self.close()
-            raise CorruptIndexError(f"length {size} is not a multiple of {self.entry.size}", path=path,
-                                    position=size - size % self.entry.size)
-        self.count = size // self.entry.size
-        if self.count > 1 and self._relative(self.count - 1) == 0:
-            lo, hi = 1, self.count - 1  # first i >= 1 with relative offset 0
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if self._relative(mid) == 0:
-                    hi = mid
-                else:
-                    lo = mid + 1
-            self.count = lo
-        if self.count and self.get(self.count - 1)[1 if kind == "time" else 0] < base_offset:
-            raise CorruptIndexError("last entry's offset is below the base offset", path=path,
-                                    position=(self.count - 1) * self.entry.size)
-        self._cache: dict[int, tuple[int, int]] = {}
-
-    def _raw(self, i: int) -> tuple[int, int]:
-        data = self.reader.read_at(i * self.entry.size, self.entry.size)
-        self.stats.index_entries += 1
-        self.stats.index_bytes += len(data)
-        if len(data) < self.entry.size:
-            raise CorruptIndexError(f"entry {i} is cut short", path=self.path, position=i * self.entry.size)
-        return self.entry.unpack(data)
-
-    def _relative(self, i: int) -> int:
-        a, b = self._raw(i)
-        return a if self.kind == "offset" else b
-
-    def get(self, i: int) -> tuple[int, int]:
-        """Entry ``i`` as (offset, position) or (timestamp, offset), offsets absolute."""
-        cache = getattr(self, "_cache", None)
-        if cache is not None and i in cache:
-            return cache[i]
-        a, b = self._raw(i)
-        value = (a + self.base, b) if self.kind == "offset" else (a, b + self.base)
-        if cache is not None:
-            cache[i] = value
-        return value
-
-    def __len__(self) -> int:
-        return self.count
-
-    def floor(self, key: int) -> tuple[int, int]:
-        """The entry with the largest key <= ``key``; ``(base, 0)`` / ``(-1, base)`` when none (Kafka's lookup)."""
-        lo, hi = 0, self.count - 1
-        best = None
-        while lo <= hi:
-            mid = (lo + hi) // 2
-            entry = self.get(mid)
-            if entry[0] <= key:
-                best = entry
-                lo = mid + 1
-            else:
-                hi = mid - 1
-        if best is None:
-            return (self.base, 0) if self.kind == "offset" else (-1, self.base)
-        return best
-
-    def last(self) -> tuple[int, int]:
-        if not self.count:
-            return (self.base, 0) if self.kind == "offset" else (-1, self.base)
-        return self.get(self.count - 1)
-
-    def close(self) -> None:
-        self.reader.close()
-
-
-class _LoadedIndex:
-    """A rebuilt (or fully loaded) index with the same interface as :class:`_ProbedIndex`."""
-
-    def __init__(self, index, kind: str):
-        self.kind = kind
-        self.index = index
-        self.base = index.base_offset
-
-    def __len__(self) -> int:
-        return len(self.index)
-
-    def floor(self, key: int) -> tuple[int, int]:
-        return self.index.floor(key)
-
-    def last(self) -> tuple[int, int]:
-        if not len(self.index):
-            return (self.base, 0) if self.kind == "offset" else (-1, self.base)
-        return self.index.entry(len(self.index) - 1)
-
-    def close(self) -> None:
-        pass
-
-
 # -- one partition ------------------------------------------------------------------------------------------------
 
 class PartitionLookup:
@@ -328,7 +212,7 @@ class PartitionLookup:
             reason = f"missing .{'index' if kind == 'offset' else 'timeindex'} file"
             if path:
                 try:
-                    index = _ProbedIndex(path, kind, seg.base_offset, self.fs, self.stats)
+                    index = ProbedIndex(path, kind, seg.base_offset, self.fs, self.stats)
                 except (CorruptIndexError, LayoutError) as err:
                     reason = f"unusable index ({err})"
             if index is None:
@@ -340,8 +224,8 @@ class PartitionLookup:
                                                      reason=reason)
                 self.stats.log_bytes += seg.log_size  # a rebuild walks every header of the segment
                 self.stats.rebuilt_indexes.append((seg.log_path, reason))
-                self._indexes[(i, "offset")] = self._indexes.get((i, "offset")) or _LoadedIndex(offsets, "offset")
-                self._indexes[(i, "time")] = self._indexes.get((i, "time")) or _LoadedIndex(times, "time")
+                self._indexes[(i, "offset")] = self._indexes.get((i, "offset")) or LoadedIndexView(offsets, "offset")
+                self._indexes[(i, "time")] = self._indexes.get((i, "time")) or LoadedIndexView(times, "time")
             else:
                 self._indexes[key] = index
         return self._indexes[key]

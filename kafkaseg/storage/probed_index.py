@@ -1,0 +1,135 @@
+"""``.index``/``.timeindex`` files searched in place, one positioned read per entry looked at: O(log n) entries per
+lookup instead of loading whole files (what :mod:`kafkaseg.lookup` needs for ListOffsets-style lookups across
+thousands of segments). :class:`~kafkaseg.storage.offset_index.OffsetIndex` and
+:class:`~kafkaseg.storage.time_index.TimeIndex` are the loaded counterparts (planning, verification, rebuilds).
+
+Entry layouts (``storage/.../log/OffsetIndex.java``, ``TimeIndex.java``), big-endian::
+
+    .index      relativeOffset int32 | position int32
+    .timeindex  timestamp int64      | relativeOffset int32
+
+Real entries end at the first entry after entry 0 whose relative offset is 0 (a live broker's zero-filled,
+preallocated tail; the same rule as :mod:`kafkaseg.storage._index_file`), found here by binary search.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from kafkaseg.errors import CorruptIndexError
+from kafkaseg.storage.fs import RandomAccessReader
+
+__all__ = ["ProbedIndex", "LoadedIndexView"]
+
+_OFFSET_ENTRY = struct.Struct(">ii")   # relativeOffset, position  (OffsetIndex.java)
+_TIME_ENTRY = struct.Struct(">qi")     # timestamp, relativeOffset  (TimeIndex.java)
+
+
+class ProbedIndex:
+    """An ``.index`` or ``.timeindex`` file searched in place: one positioned read per entry looked at.
+
+    ``kind`` "offset" (entries (offset, position), key = offset) or "time" (entries (timestamp, offset),
+    key = timestamp). ``stats`` is any object with ``files_opened``, ``index_entries`` and ``index_bytes``
+    counters (:class:`kafkaseg.lookup.LookupStats`), incremented as the file is read."""
+
+    def __init__(self, path: str, kind: str, base_offset: int, filesystem, stats):
+        self.kind = kind
+        self.base = base_offset
+        self.stats = stats
+        self.entry = _OFFSET_ENTRY if kind == "offset" else _TIME_ENTRY
+        self.reader = RandomAccessReader(path, filesystem)
+        stats.files_opened += 1
+        self.path = self.reader.path
+        size = self.reader.size
+        if size % self.entry.size:
+            self.close()
+            raise CorruptIndexError(f"length {size} is not a multiple of {self.entry.size}", path=path,
+                                    position=size - size % self.entry.size)
+        self.count = size // self.entry.size
+        if self.count > 1 and self._relative(self.count - 1) == 0:
+            lo, hi = 1, self.count - 1  # first i >= 1 with relative offset 0
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if self._relative(mid) == 0:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            self.count = lo
+        if self.count and self.get(self.count - 1)[1 if kind == "time" else 0] < base_offset:
+            raise CorruptIndexError("last entry's offset is below the base offset", path=path,
+                                    position=(self.count - 1) * self.entry.size)
+        self._cache: dict[int, tuple[int, int]] = {}
+
+    def _raw(self, i: int) -> tuple[int, int]:
+        data = self.reader.read_at(i * self.entry.size, self.entry.size)
+        self.stats.index_entries += 1
+        self.stats.index_bytes += len(data)
+        if len(data) < self.entry.size:
+            raise CorruptIndexError(f"entry {i} is cut short", path=self.path, position=i * self.entry.size)
+        return self.entry.unpack(data)
+
+    def _relative(self, i: int) -> int:
+        a, b = self._raw(i)
+        return a if self.kind == "offset" else b
+
+    def get(self, i: int) -> tuple[int, int]:
+        """Entry ``i`` as (offset, position) or (timestamp, offset), offsets absolute."""
+        cache = getattr(self, "_cache", None)
+        if cache is not None and i in cache:
+            return cache[i]
+        a, b = self._raw(i)
+        value = (a + self.base, b) if self.kind == "offset" else (a, b + self.base)
+        if cache is not None:
+            cache[i] = value
+        return value
+
+    def __len__(self) -> int:
+        return self.count
+
+    def floor(self, key: int) -> tuple[int, int]:
+        """The entry with the largest key <= ``key``; ``(base, 0)`` / ``(-1, base)`` when none (Kafka's lookup)."""
+        lo, hi = 0, self.count - 1
+        best = None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            entry = self.get(mid)
+            if entry[0] <= key:
+                best = entry
+                lo = mid + 1
+            else:
+                hi = mid - 1
+        if best is None:
+            return (self.base, 0) if self.kind == "offset" else (-1, self.base)
+        return best
+
+    def last(self) -> tuple[int, int]:
+        if not self.count:
+            return (self.base, 0) if self.kind == "offset" else (-1, self.base)
+        return self.get(self.count - 1)
+
+    def close(self) -> None:
+        self.reader.close()
+
+
+class LoadedIndexView:
+    """A loaded (or rebuilt) :class:`OffsetIndex`/:class:`TimeIndex` behind the same interface as
+    :class:`ProbedIndex`."""
+
+    def __init__(self, index, kind: str):
+        self.kind = kind
+        self.index = index
+        self.base = index.base_offset
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def floor(self, key: int) -> tuple[int, int]:
+        return self.index.floor(key)
+
+    def last(self) -> tuple[int, int]:
+        if not len(self.index):
+            return (self.base, 0) if self.kind == "offset" else (-1, self.base)
+        return self.index.entry(len(self.index) - 1)
+
+    def close(self) -> None:
+        pass
