@@ -10,7 +10,7 @@ segment size.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
@@ -149,7 +149,7 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
                 if not filled:
                     break
             view = memoryview(chunk)[offset_in_buf:filled]
-            request = _replace(base_request, base_position=pos, check_offsets_after=last_seen)
+            request = replace(base_request, base_position=pos, check_offsets_after=last_seen)
             result = kernel(view, request)
             view.release()
             stats.add(result.stats)
@@ -187,12 +187,6 @@ def _partial_tail(piece, file_size, pos, end, options, stats, metrics):
     stats.corrupt_bytes += end - pos
     if len(stats.problems) < MAX_PROBLEMS:
         stats.problems.append((piece.log_path, pos, err.detail))
-
-
-def _replace(request: DecodeRequest, **changes) -> DecodeRequest:
-    values = dict(request.__dict__)
-    values.update(changes)
-    return DecodeRequest(**values)
 
 
 @dataclass

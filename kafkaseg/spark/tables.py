@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from kafkaseg.storage.fs import open_filesystem
+from kafkaseg.storage.fs import join, open_filesystem, stat
 
 __all__ = ["write_parquet", "write_delta", "delta_add_actions"]
 
@@ -52,7 +52,7 @@ def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema:
     previous = spark.conf.get("spark.sql.parquet.outputTimestampType", None)
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
     try:
-        write_parquet(df, _join(output, run_folder), "error", partition_by)
+        write_parquet(df, join(output, run_folder), "error", partition_by)
     finally:
         if previous is None:
             spark.conf.unset("spark.sql.parquet.outputTimestampType")
@@ -157,9 +157,5 @@ def _json_value(value, upper: bool = False):
 
 
 def _is_delta_table(path: str) -> bool:
-    filesystem, root = open_filesystem(path)
-    return filesystem.get_file_info(posixpath.join(root, "_delta_log")).type == pafs.FileType.Directory
-
-
-def _join(base: str, name: str) -> str:
-    return base.rstrip("/") + "/" + name
+    entry = stat(join(path, "_delta_log"))
+    return entry is not None and entry.is_dir
