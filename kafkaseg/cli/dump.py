@@ -168,11 +168,10 @@ def _legacy_inner(data: bytes, header: BatchHeader) -> dict[int, tuple[int, bool
     """Inner legacy messages' (crc, isValid) by offset (for ``isValid: .. crc: ..`` on magic 0/1 records)."""
     from kafkaseg import codecs
     from kafkaseg.wire.batch import iter_headers
-    from kafkaseg.wire.crc import crc_is_valid as valid
 
     out: dict[int, tuple[int, bool]] = {}
     if header.codec == 0:
-        out[header.last_offset] = (header.crc, valid(data, header._replace(position=0)))
+        out[header.last_offset] = (header.crc, crc_is_valid(data, header._replace(position=0)))
         return out
     key_len_at = 18 if header.magic == 0 else 26  # offset 8, size 4, crc 4, magic 1, attributes 1, (timestamp 8)
     (key_len,) = struct.unpack_from(">i", data, key_len_at)
@@ -188,7 +187,7 @@ def _legacy_inner(data: bytes, header: BatchHeader) -> dict[int, tuple[int, bool
     else:
         shift = 0
     for entry in entries:
-        out[entry.base_offset + shift] = (entry.crc, valid(inner, entry))
+        out[entry.base_offset + shift] = (entry.crc, crc_is_valid(inner, entry))
     return out
 
 

@@ -197,13 +197,11 @@ def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: 
     snapshot_paths = sorted(((int(m.group(1)), e.path) for n, e in by_name.items()
                              if (m := _SNAPSHOT_NAME.match(n))), key=lambda t: t[0])
 
-    swap_range = None
     valid_swaps = {b: kinds for b, kinds in swapped.items() if "log" in kinds}
     if valid_swaps:
         lo = min(valid_swaps)
         hi = max(_swap_next_offset(kinds["log"].path, b, kinds["index"].path if "index" in kinds else None,
                                    filesystem) for b, kinds in valid_swaps.items())
-        swap_range = (lo, hi)
         replaced = sorted(b for b in regular if lo <= b < hi)
         notes.append(f"resolved .swap files: segments {replaced} in [{lo}, {hi}) replaced by swap segments "
                      f"{sorted(valid_swaps)}")
@@ -392,8 +390,8 @@ def _single_log_file(path: str, entry: _fs.FileEntry, filesystem) -> PartitionDi
     if whole is not None:
         return _replace(whole, segments=(segment,))
     return PartitionDir(topic=topic, partition=partition, path=folder, log_dir=None, segments=(segment,),
-                        notes=(f"single .log file outside a <topic>-<partition> folder: topic is the folder name, "
-                               f"partition -1",), filesystem=filesystem)
+                        notes=("single .log file outside a <topic>-<partition> folder: topic is the folder name, "
+                               "partition -1",), filesystem=filesystem)
 
 
 def _replace(partition_dir: PartitionDir, **changes) -> PartitionDir:
