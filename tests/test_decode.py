@@ -229,6 +229,38 @@ def test_bad_crc_raises_with_file_and_position_or_is_skipped_and_counted(kernel)
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("codec", ["none", "lz4"])
+def test_lenient_read_skips_a_batch_that_breaks_halfway_whole(kernel, codec):
+    """A batch whose fourth record is malformed: its first three records parse before the error, and none of them
+    may reach the output (a skipped batch is skipped whole, in every column: keys with a null, headers, metadata)."""
+    import crc32c
+
+    def batch(first):
+        return build_batch_v2([Record(o, 5000 + o, None if o % 2 else b"k%d" % o, b"v" * o, [("h", b"x")] if o % 3
+                                      else []) for o in range(first, first + 5)], codec=codec).data
+
+    good0, good2 = batch(0), batch(10)
+    bad = build_batch_v2([Record(o, 5000 + o, b"k", b"value", []) for o in range(5, 10)]).data
+    bad = bytearray(bad)
+    # each record: length 12 (one zig-zag byte, 24), attributes, ts delta, offset delta, key length, ...
+    rec = 61 + 3 * 13  # the fourth record
+    assert bad[rec] == 24 and bad[rec + 4] == 2  # key length 1 (zig-zag 2)
+    bad[rec + 4] = 0x78  # key length 60: runs past the record
+    bad[17:21] = struct.pack(">I", crc32c.crc32c(bytes(bad[21:])))
+    buf = good0 + bytes(bad) + good2
+    req = DecodeRequest(lenient=True, include_headers=True, include_metadata=True)
+    with pytest.raises(CorruptBatchError, match="key length 60"):
+        kernel.decode(buf, DecodeRequest(include_headers=True))
+    res = kernel.decode(buf, req)
+    assert res.columns["offset"].to_pylist() == list(range(0, 5)) + list(range(10, 15))
+    assert res.columns["key"].to_pylist() == [None if o % 2 else b"k%d" % o for o in list(range(5)) + list(range(10, 15))]
+    assert res.columns["headers"].to_pylist() == [[{"key": "h", "value": b"x"}] if o % 3 else None
+                                                  for o in list(range(5)) + list(range(10, 15))]
+    assert len(res.columns["batchOffset"]) == 10 and res.stats.corrupt_batches == 1
+    assert outcome(kernel, buf, req) == outcome(_kernel_py, buf, req)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
 def test_absurd_or_past_the_end_lengths_never_allocate(kernel):
     batches = _three_batches()
     absurd = bytearray(batches[1])

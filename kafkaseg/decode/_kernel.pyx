@@ -122,6 +122,57 @@ cdef bint utf8_valid(const uint8_t* s, Py_ssize_t n) noexcept nogil:
 
 
 # -- growable output buffers ------------------------------------------------------------------------------------------
+# Output blocks are cached when Arrow lets go of them and handed to the next decode call. Without this, every call
+# got fresh blocks from malloc (large ones are mmap'd by glibc), wrote to pages that faulted in one by one and
+# unmapped them again on free: perf put a fifth of the kernel's time in page faults. The cache holds at most
+# _CACHE_SLOTS blocks and _CACHE_MAX_BYTES in all, so it adds a constant to memory, independent of segment size.
+# Every access happens with the GIL held (decode and Arrow's release of a foreign buffer's base object).
+cdef enum:
+    _CACHE_SLOTS = 32
+cdef Py_ssize_t _CACHE_MAX_BYTES = 64 << 20
+cdef Py_ssize_t _CACHE_MIN_BLOCK = 64 << 10  # smaller blocks come from malloc's own free lists cheaply
+cdef char* _cache_ptr[_CACHE_SLOTS]
+cdef Py_ssize_t _cache_cap[_CACHE_SLOTS]
+cdef int _cache_n = 0
+cdef Py_ssize_t _cache_bytes = 0
+
+
+cdef char* _cache_take(Py_ssize_t need, Py_ssize_t* cap_out) noexcept:
+    """The smallest cached block of at least ``need`` bytes (NULL if none), removed from the cache."""
+    global _cache_n, _cache_bytes
+    cdef int i, best = -1
+    cdef char* p
+    for i in range(_cache_n):
+        if _cache_cap[i] >= need and (best < 0 or _cache_cap[i] < _cache_cap[best]):
+            best = i
+    if best < 0:
+        return NULL
+    p = _cache_ptr[best]
+    cap_out[0] = _cache_cap[best]
+    _cache_bytes -= _cache_cap[best]
+    _cache_n -= 1
+    _cache_ptr[best] = _cache_ptr[_cache_n]
+    _cache_cap[best] = _cache_cap[_cache_n]
+    return p
+
+
+cdef void _cache_give(char* p, Py_ssize_t cap) noexcept:
+    """Keep a block for reuse if there is room, else free it."""
+    global _cache_n, _cache_bytes
+    if cap >= _CACHE_MIN_BLOCK and _cache_n < _CACHE_SLOTS and _cache_bytes + cap <= _CACHE_MAX_BYTES:
+        _cache_ptr[_cache_n] = p
+        _cache_cap[_cache_n] = cap
+        _cache_n += 1
+        _cache_bytes += cap
+    else:
+        free(p)
+
+
+def _output_cache_info():
+    """(blocks, bytes) held for reuse: for tests and benchmarks."""
+    return _cache_n, _cache_bytes
+
+
 @cython.final
 cdef class _Mem:
     """malloc'd memory owned by a Python object, so Arrow can hold it without a copy."""
@@ -136,7 +187,7 @@ cdef class _Mem:
 
     def __dealloc__(self):
         if self.ptr != NULL:
-            free(self.ptr)
+            _cache_give(self.ptr, self.cap)
 
     cdef inline int reserve(self, Py_ssize_t extra) except -1:
         cdef Py_ssize_t need = self.size + extra
@@ -144,6 +195,12 @@ cdef class _Mem:
         cdef char* p
         if need <= self.cap:
             return 0
+        if self.ptr == NULL and need >= _CACHE_MIN_BLOCK:
+            p = _cache_take(need, &cap)
+            if p != NULL:
+                self.ptr = p
+                self.cap = cap
+                return 0
         cap = self.cap * 2 if self.cap else 4096
         while cap < need:
             cap *= 2
@@ -197,8 +254,8 @@ cdef class _Mem:
 
 @cython.final
 cdef class _Binary:
-    """A growing Arrow binary (or string) column: int32 offsets, data, and a validity bitmap that only exists once
-    a null has been appended (most columns never see one, so most appends touch no bitmap)."""
+    """A growing Arrow binary (or string) column: int32 offsets, data, and one validity byte per value, packed into
+    Arrow's bitmap only if a null was appended (most columns never see one)."""
     cdef _Mem valid
     cdef _Mem offsets
     cdef _Mem data
@@ -213,49 +270,78 @@ cdef class _Binary:
         self.nulls = 0
         self.offsets.put_i32(0)
 
-    cdef int _set_valid(self, bint present) except -1:
-        cdef Py_ssize_t byte = self.length >> 3
-        while byte >= self.valid.size:
-            self.valid.reserve(1)
-            self.valid.ptr[self.valid.size] = 0
-            self.valid.size += 1
-        if present:
-            self.valid.ptr[byte] |= <char>(1 << (self.length & 7))
+    cdef int reserve_rows(self, Py_ssize_t rows) except -1:
+        self.offsets.reserve(4 * rows)
+        self.valid.reserve(rows)
         return 0
 
-    cdef int _start_bitmap(self) except -1:
-        """The first null: materialize an all-valid bitmap for the values so far."""
-        cdef Py_ssize_t nbytes = (self.length + 7) >> 3
-        self.valid.reserve(nbytes + 1)
-        memset(self.valid.ptr, 0xFF, nbytes)
-        self.valid.size = nbytes
-        if self.length & 7:
-            self.valid.ptr[nbytes - 1] = <char>((1 << (self.length & 7)) - 1)
+    cdef int grow_data(self, Py_ssize_t extra) except -1:
+        """Room for ``extra`` more data bytes, or OverflowError past Arrow's 2 GiB binary limit."""
+        if self.data.size + extra > BINARY_LIMIT:
+            raise OverflowError("kafkaseg: one output column would exceed 2 GiB; lower maxBytesPerBatch")
+        self.data.reserve(extra)
         return 0
 
     cdef inline int append(self, const uint8_t* src, Py_ssize_t n) except -1:
-        if self.data.size + n > BINARY_LIMIT:
-            raise OverflowError("kafkaseg: one output column would exceed 2 GiB; lower maxBytesPerBatch")
-        self.data.put(src, n)
+        if self.data.size + n > self.data.cap:
+            self.grow_data(n)
+        memcpy(self.data.ptr + self.data.size, src, n)
+        self.data.size += n
         self.offsets.put_i32(<int32_t>self.data.size)
-        if self.nulls:
-            self._set_valid(True)
+        self.valid.put_i8(1)
         self.length += 1
         return 0
 
     cdef inline int append_null(self) except -1:
         self.offsets.put_i32(<int32_t>self.data.size)
-        if not self.nulls:
-            self._start_bitmap()
-        self._set_valid(False)
+        self.valid.put_i8(0)
         self.nulls += 1
         self.length += 1
         return 0
 
     cdef object arrow(self, typ):
-        validity = self.valid.arrow() if self.nulls else None
+        validity = _pack_validity(self.valid, self.length) if self.nulls else None
         return pa.Array.from_buffers(typ, self.length, [validity, self.offsets.arrow(), self.data.arrow()],
                                      null_count=self.nulls)
+
+
+cdef object _pack_validity(_Mem valid, Py_ssize_t length):
+    """One byte per value (0 null, 1 valid) -> Arrow's LSB-first validity bitmap."""
+    cdef _Mem bits = _Mem()
+    cdef Py_ssize_t i, nbytes = (length + 7) >> 3
+    cdef const uint8_t* src = <const uint8_t*>valid.ptr
+    cdef uint8_t* dst
+    bits.reserve(nbytes)
+    dst = <uint8_t*>bits.ptr
+    memset(dst, 0, nbytes)
+    for i in range(length):
+        dst[i >> 3] |= <uint8_t>(src[i] << (i & 7))
+    bits.size = nbytes
+    return bits.arrow()
+
+
+# A batch that fails its checks halfway may already have written records; lenient reads skip it whole, so the
+# decoder remembers where every column ended before the batch and cuts back to it.
+cdef struct _BinaryMark:
+    Py_ssize_t length, nulls, data, offsets, valid
+
+
+cdef inline _BinaryMark _mark_binary(_Binary b) noexcept:
+    cdef _BinaryMark m
+    m.length = b.length
+    m.nulls = b.nulls
+    m.data = b.data.size
+    m.offsets = b.offsets.size
+    m.valid = b.valid.size
+    return m
+
+
+cdef inline void _reset_binary(_Binary b, _BinaryMark m) noexcept:
+    b.length = m.length
+    b.nulls = m.nulls
+    b.data.size = m.data
+    b.offsets.size = m.offsets
+    b.valid.size = m.valid
 
 
 # -- the decoder ------------------------------------------------------------------------------------------------------
@@ -279,6 +365,13 @@ cdef class _Decoder:
     cdef list decoders  # codec id -> kafkaseg.codecs decoder, looked up once per buffer
     cdef Py_ssize_t n_batches, n_out_of_range, n_control, n_aborted_batches
     cdef object whole  # the Python object behind the input buffer (for slicing to codecs / crc)
+    # mark()/rollback()
+    cdef Py_ssize_t mk_n
+    cdef int64_t mk_nbytes
+    cdef _BinaryMark mk_keys, mk_values, mk_hkeys, mk_hvalues
+    cdef Py_ssize_t mk_fixed[7]
+    cdef Py_ssize_t mk_meta[10]
+    cdef list meta_columns
 
     def __cinit__(self):
         self.aborted = NULL
@@ -330,6 +423,8 @@ cdef class _Decoder:
             self.m_epoch = _Mem(); self.m_pid = _Mem(); self.m_pepoch = _Mem(); self.m_seq = _Mem()
             self.m_txn = _Mem(); self.m_ctrl = _Mem(); self.m_magic = _Mem(); self.m_codec = _Mem()
             self.m_batch = _Mem(); self.m_pos = _Mem()
+            self.meta_columns = [self.m_epoch, self.m_pid, self.m_pepoch, self.m_seq, self.m_txn, self.m_ctrl,
+                                 self.m_magic, self.m_codec, self.m_batch, self.m_pos]
         self.stats = DecodeStats()
         self.decoders = [None] * 8
         self.n_batches = self.n_out_of_range = self.n_control = self.n_aborted_batches = 0
@@ -385,26 +480,57 @@ cdef class _Decoder:
         return 0
 
     cdef inline int headers_null(self) except -1:
-        cdef Py_ssize_t byte = (self.n - 1) >> 3
-        # n was already incremented by emit_common: this record's index is n - 1
-        if byte >= self.h_valid.size:
-            self.h_valid.reserve(1)
-            self.h_valid.ptr[self.h_valid.size] = 0
-            self.h_valid.size += 1
+        self.h_valid.put_i8(0)
         self.h_nulls += 1
         self.h_offsets.put_i32(<int32_t>self.h_count)
         return 0
 
     cdef inline int headers_present(self) except -1:
-        cdef Py_ssize_t i = self.n - 1
-        cdef Py_ssize_t byte = i >> 3
-        if byte >= self.h_valid.size:
-            self.h_valid.reserve(1)
-            self.h_valid.ptr[self.h_valid.size] = 0
-            self.h_valid.size += 1
-        self.h_valid.ptr[byte] |= <char>(1 << (i & 7))
+        self.h_valid.put_i8(1)
         self.h_offsets.put_i32(<int32_t>self.h_count)
         return 0
+
+    cdef void mark(self) noexcept:
+        """Remember where every column ends (before a batch), for :meth:`rollback`."""
+        cdef int i
+        self.mk_n = self.n
+        self.mk_nbytes = self.nbytes
+        self.mk_keys = _mark_binary(self.keys)
+        self.mk_values = _mark_binary(self.values)
+        self.mk_fixed[0] = self.offsets.size
+        self.mk_fixed[1] = self.timestamps.size
+        self.mk_fixed[2] = self.ts_types.size
+        if self.include_headers:
+            self.mk_hkeys = _mark_binary(self.hkeys)
+            self.mk_hvalues = _mark_binary(self.hvalues)
+            self.mk_fixed[3] = self.h_offsets.size
+            self.mk_fixed[4] = self.h_valid.size
+            self.mk_fixed[5] = self.h_nulls
+            self.mk_fixed[6] = self.h_count
+        if self.include_metadata:
+            for i in range(10):
+                self.mk_meta[i] = (<_Mem>self.meta_columns[i]).size
+
+    cdef void rollback(self) noexcept:
+        """Drop whatever was written since :meth:`mark`: a corrupt batch is skipped whole."""
+        cdef int i
+        self.n = self.mk_n
+        self.nbytes = self.mk_nbytes
+        _reset_binary(self.keys, self.mk_keys)
+        _reset_binary(self.values, self.mk_values)
+        self.offsets.size = self.mk_fixed[0]
+        self.timestamps.size = self.mk_fixed[1]
+        self.ts_types.size = self.mk_fixed[2]
+        if self.include_headers:
+            _reset_binary(self.hkeys, self.mk_hkeys)
+            _reset_binary(self.hvalues, self.mk_hvalues)
+            self.h_offsets.size = self.mk_fixed[3]
+            self.h_valid.size = self.mk_fixed[4]
+            self.h_nulls = self.mk_fixed[5]
+            self.h_count = self.mk_fixed[6]
+        if self.include_metadata:
+            for i in range(10):
+                (<_Mem>self.meta_columns[i]).size = self.mk_meta[i]
 
     # v2 ----------------------------------------------------------------------------------------------------------
     cdef object decode_v2(self, const uint8_t* buf, Py_ssize_t pos, Py_ssize_t total, int64_t last_seen):
@@ -428,16 +554,6 @@ cdef class _Decoder:
         cdef const uint8_t* data
         cdef const uint8_t* p
         cdef const uint8_t* data_end
-        cdef const uint8_t* rec_end
-        cdef const uint8_t* key_ptr
-        cdef const uint8_t* value_ptr
-        cdef const uint8_t* headers_ptr
-        cdef int64_t length, ts_delta, offset_delta, key_len, value_len, header_count, hk_len, hv_len
-        cdef int64_t offset, prev_offset, timestamp
-        cdef int32_t ts_type, sequence
-        cdef int32_t i, h
-        cdef int rc
-        cdef int64_t payload_len
 
         if last_offset < base_offset:
             raise _Frame(CorruptBatchError,
@@ -467,8 +583,6 @@ cdef class _Decoder:
             raise _Frame(CorruptBatchError, f"negative record count {count}", pos)
         codec = attributes & CODEC_MASK
         log_append = (attributes & TIMESTAMP_TYPE_MASK) != 0
-        ts_type = 1 if log_append else 0
-        payload_len = total - 61
         decompressed = None
         try:
             if codec:
@@ -487,115 +601,203 @@ cdef class _Decoder:
             if count > (data_end - data) // 7 + 1:
                 raise _Frame(CorruptBatchError, f"record count {count} cannot fit in {data_end - data} bytes", pos)
             self.n_batches += 1
-            prev_offset = last_seen
-            p = data
-            for i in range(count):
-                rc = read_varint(&p, data_end, &length)
-                if rc:
-                    self.varint_error(rc, pos)
-                if length < 0 or length > data_end - p:
-                    raise _Frame(CorruptBatchError, f"record length {length} runs past its batch", pos)
-                rec_end = p + length
-                p += 1  # attributes
-                rc = read_varint(&p, rec_end, &ts_delta)
-                if rc:
-                    self.varint_error(rc, pos)
-                rc = read_varint(&p, rec_end, &offset_delta)
-                if rc:
-                    self.varint_error(rc, pos)
-                offset = base_offset + offset_delta
-                rc = read_varint(&p, rec_end, &key_len)
-                if rc:
-                    self.varint_error(rc, pos)
-                key_ptr = p
-                if key_len >= 0:
-                    if key_len > rec_end - p:
-                        raise _Frame(CorruptBatchError, f"record key length {key_len} runs past its record", pos)
-                    p += key_len
-                elif key_len != -1:
-                    raise _Frame(CorruptBatchError, f"invalid key length {key_len}", pos)
-                rc = read_varint(&p, rec_end, &value_len)
-                if rc:
-                    self.varint_error(rc, pos)
-                value_ptr = p
-                if value_len >= 0:
-                    if value_len > rec_end - p:
-                        raise _Frame(CorruptBatchError, f"record value length {value_len} runs past its record",
-                                     pos)
-                    p += value_len
-                elif value_len != -1:
-                    raise _Frame(CorruptBatchError, f"invalid value length {value_len}", pos)
-                rc = read_varint(&p, rec_end, &header_count)
-                if rc:
-                    self.varint_error(rc, pos)
-                if header_count < 0 or header_count > rec_end - p:
-                    raise _Frame(CorruptBatchError, f"invalid header count {header_count}", pos)
-                headers_ptr = p
-                # Walk the headers to validate them (and find the record's end) even when they are not kept.
-                for h in range(header_count):
-                    rc = read_varint(&p, rec_end, &hk_len)
-                    if rc:
-                        self.varint_error(rc, pos)
-                    if hk_len < 0 or hk_len > rec_end - p:
-                        raise _Frame(CorruptBatchError, f"invalid header key length {hk_len}", pos)
-                    if not utf8_valid(p, hk_len):
-                        raise _Frame(CorruptBatchError, "header key is not valid UTF-8", pos)
-                    p += hk_len
-                    rc = read_varint(&p, rec_end, &hv_len)
-                    if rc:
-                        self.varint_error(rc, pos)
-                    if hv_len >= 0:
-                        if hv_len > rec_end - p:
-                            raise _Frame(CorruptBatchError, f"invalid header value length {hv_len}", pos)
-                        p += hv_len
-                    elif hv_len != -1:
-                        raise _Frame(CorruptBatchError, f"invalid header value length {hv_len}", pos)
-                if p != rec_end:
-                    raise _Frame(CorruptBatchError, f"record declares {length} bytes but its fields use "
-                                                    f"{length - (rec_end - p)}", pos)
-                if offset <= prev_offset or offset < base_offset or offset > last_offset:
-                    raise _Frame(CorruptBatchError, f"record offset {offset} out of order in batch "
-                                                    f"[{base_offset}, {last_offset}]", pos)
-                prev_offset = offset
-                if offset < self.min_offset or offset >= self.max_offset:
-                    continue
-                if log_append:
-                    timestamp = max_ts
-                else:
-                    self.check_ts(base_ts, pos)
-                    self.check_ts(ts_delta, pos)
-                    timestamp = base_ts + ts_delta
-                self.check_ts(timestamp, pos)
-                if key_len >= 0:
-                    self.keys.append(key_ptr, key_len)
-                    self.nbytes += key_len
-                else:
-                    self.keys.append_null()
-                if value_len >= 0:
-                    self.values.append(value_ptr, value_len)
-                    self.nbytes += value_len
-                else:
-                    self.values.append_null()
-                self.emit_common(offset, timestamp, ts_type)
-                if self.include_headers:
-                    if header_count == 0:
-                        self.headers_null()
-                    else:
-                        self.copy_headers(headers_ptr, rec_end, header_count)
-                        self.headers_present()
-                if self.include_metadata:
-                    if base_sequence < 0:
-                        sequence = -1
-                    else:
-                        sequence = <int32_t>((<int64_t>base_sequence + offset_delta) % SEQUENCE_MODULUS)
-                    self.emit_meta(epoch, producer_id, producer_epoch, sequence, is_txn, is_control, 2, codec,
-                                   base_offset, self.base_position + pos)
+            p = self.records_v2(data, data_end, pos, count, base_offset, last_offset, last_seen, base_ts, max_ts,
+                                log_append, epoch, producer_id, producer_epoch, base_sequence, is_txn, is_control,
+                                codec)
             if p != data_end:
                 raise _Frame(CorruptBatchError, f"{data_end - p} bytes left after the batch's {count} records", pos)
         finally:
             if have_dview:
                 PyBuffer_Release(&dview)
         return last_offset
+
+    cdef const uint8_t* records_v2(self, const uint8_t* data, const uint8_t* data_end, Py_ssize_t pos, int32_t count,
+                                   int64_t base_offset, int64_t last_offset, int64_t last_seen, int64_t base_ts,
+                                   int64_t max_ts, bint log_append, int32_t epoch, int64_t producer_id,
+                                   int16_t producer_epoch, int32_t base_sequence, bint is_txn, bint is_control,
+                                   int codec) except NULL:
+        """Parse a v2 batch's ``count`` records in ``[data, data_end)`` and append the in-range ones. Returns where
+        parsing stopped (the caller checks it is ``data_end``).
+
+        The fixed-width columns get room for ``count`` rows up front and are written through local pointers, so
+        the loop keeps no column state in memory it has to reload after every store; sizes are committed once,
+        after the last record. Keys and values check their data capacity per record (a rare slow path grows
+        them). Headers and metadata, both opt-in, use the checked appends."""
+        cdef const uint8_t* p = data
+        cdef const uint8_t* rec_end
+        cdef const uint8_t* key_ptr
+        cdef const uint8_t* value_ptr
+        cdef const uint8_t* headers_ptr
+        cdef int64_t length, ts_delta, offset_delta, key_len, value_len, header_count, hk_len, hv_len
+        cdef int64_t offset, prev_offset = last_seen, timestamp
+        cdef int64_t min_offset = self.min_offset, max_offset = self.max_offset
+        cdef bint include_headers = self.include_headers, include_metadata = self.include_metadata
+        cdef int32_t ts_type = 1 if log_append else 0
+        cdef int32_t sequence, i, h
+        cdef int rc
+        cdef Py_ssize_t emitted = 0, k_nulls = 0, v_nulls = 0
+        cdef _Binary keys = self.keys, values = self.values
+        cdef int64_t* out_offset
+        cdef int64_t* out_ts
+        cdef int32_t* out_type
+        cdef int32_t* k_offsets
+        cdef int32_t* v_offsets
+        cdef uint8_t* k_valid
+        cdef uint8_t* v_valid
+        cdef Py_ssize_t k_size, v_size, k_start, v_start
+
+        self.offsets.reserve(8 * <Py_ssize_t>count)
+        self.timestamps.reserve(8 * <Py_ssize_t>count)
+        self.ts_types.reserve(4 * <Py_ssize_t>count)
+        keys.reserve_rows(count)
+        values.reserve_rows(count)
+        out_offset = <int64_t*>(self.offsets.ptr + self.offsets.size)
+        out_ts = <int64_t*>(self.timestamps.ptr + self.timestamps.size)
+        out_type = <int32_t*>(self.ts_types.ptr + self.ts_types.size)
+        k_offsets = <int32_t*>(keys.offsets.ptr + keys.offsets.size)
+        v_offsets = <int32_t*>(values.offsets.ptr + values.offsets.size)
+        k_valid = <uint8_t*>(keys.valid.ptr + keys.valid.size)
+        v_valid = <uint8_t*>(values.valid.ptr + values.valid.size)
+        k_size = k_start = keys.data.size
+        v_size = v_start = values.data.size
+
+        for i in range(count):
+            rc = read_varint(&p, data_end, &length)
+            if rc:
+                self.varint_error(rc, pos)
+            if length < 0 or length > data_end - p:
+                raise _Frame(CorruptBatchError, f"record length {length} runs past its batch", pos)
+            rec_end = p + length
+            p += 1  # attributes
+            rc = read_varint(&p, rec_end, &ts_delta)
+            if rc:
+                self.varint_error(rc, pos)
+            rc = read_varint(&p, rec_end, &offset_delta)
+            if rc:
+                self.varint_error(rc, pos)
+            offset = base_offset + offset_delta
+            rc = read_varint(&p, rec_end, &key_len)
+            if rc:
+                self.varint_error(rc, pos)
+            key_ptr = p
+            if key_len >= 0:
+                if key_len > rec_end - p:
+                    raise _Frame(CorruptBatchError, f"record key length {key_len} runs past its record", pos)
+                p += key_len
+            elif key_len != -1:
+                raise _Frame(CorruptBatchError, f"invalid key length {key_len}", pos)
+            rc = read_varint(&p, rec_end, &value_len)
+            if rc:
+                self.varint_error(rc, pos)
+            value_ptr = p
+            if value_len >= 0:
+                if value_len > rec_end - p:
+                    raise _Frame(CorruptBatchError, f"record value length {value_len} runs past its record", pos)
+                p += value_len
+            elif value_len != -1:
+                raise _Frame(CorruptBatchError, f"invalid value length {value_len}", pos)
+            rc = read_varint(&p, rec_end, &header_count)
+            if rc:
+                self.varint_error(rc, pos)
+            if header_count < 0 or header_count > rec_end - p:
+                raise _Frame(CorruptBatchError, f"invalid header count {header_count}", pos)
+            headers_ptr = p
+            # Walk the headers to validate them (and find the record's end) even when they are not kept.
+            for h in range(header_count):
+                rc = read_varint(&p, rec_end, &hk_len)
+                if rc:
+                    self.varint_error(rc, pos)
+                if hk_len < 0 or hk_len > rec_end - p:
+                    raise _Frame(CorruptBatchError, f"invalid header key length {hk_len}", pos)
+                if not utf8_valid(p, hk_len):
+                    raise _Frame(CorruptBatchError, "header key is not valid UTF-8", pos)
+                p += hk_len
+                rc = read_varint(&p, rec_end, &hv_len)
+                if rc:
+                    self.varint_error(rc, pos)
+                if hv_len >= 0:
+                    if hv_len > rec_end - p:
+                        raise _Frame(CorruptBatchError, f"invalid header value length {hv_len}", pos)
+                    p += hv_len
+                elif hv_len != -1:
+                    raise _Frame(CorruptBatchError, f"invalid header value length {hv_len}", pos)
+            if p != rec_end:
+                raise _Frame(CorruptBatchError, f"record declares {length} bytes but its fields use "
+                                                f"{length - (rec_end - p)}", pos)
+            if offset <= prev_offset or offset < base_offset or offset > last_offset:
+                raise _Frame(CorruptBatchError, f"record offset {offset} out of order in batch "
+                                                f"[{base_offset}, {last_offset}]", pos)
+            prev_offset = offset
+            if offset < min_offset or offset >= max_offset:
+                continue
+            if log_append:
+                timestamp = max_ts
+            else:
+                if (base_ts < -TIMESTAMP_LIMIT_MS or base_ts > TIMESTAMP_LIMIT_MS
+                        or ts_delta < -TIMESTAMP_LIMIT_MS or ts_delta > TIMESTAMP_LIMIT_MS):
+                    self.check_ts(base_ts, pos)
+                    self.check_ts(ts_delta, pos)
+                timestamp = base_ts + ts_delta
+            if timestamp < -TIMESTAMP_LIMIT_MS or timestamp > TIMESTAMP_LIMIT_MS:
+                self.check_ts(timestamp, pos)
+            if key_len >= 0:
+                if k_size + key_len > keys.data.cap:
+                    keys.data.size = k_size
+                    keys.grow_data(key_len)
+                memcpy(keys.data.ptr + k_size, key_ptr, key_len)
+                k_size += key_len
+                k_valid[emitted] = 1
+            else:
+                k_valid[emitted] = 0
+                k_nulls += 1
+            k_offsets[emitted] = <int32_t>k_size
+            if value_len >= 0:
+                if v_size + value_len > values.data.cap:
+                    values.data.size = v_size
+                    values.grow_data(value_len)
+                memcpy(values.data.ptr + v_size, value_ptr, value_len)
+                v_size += value_len
+                v_valid[emitted] = 1
+            else:
+                v_valid[emitted] = 0
+                v_nulls += 1
+            v_offsets[emitted] = <int32_t>v_size
+            out_offset[emitted] = offset
+            out_ts[emitted] = timestamp * 1000
+            out_type[emitted] = ts_type
+            emitted += 1
+            if include_headers:
+                if header_count == 0:
+                    self.headers_null()
+                else:
+                    self.copy_headers(headers_ptr, rec_end, header_count)
+                    self.headers_present()
+            if include_metadata:
+                if base_sequence < 0:
+                    sequence = -1
+                else:
+                    sequence = <int32_t>((<int64_t>base_sequence + offset_delta) % SEQUENCE_MODULUS)
+                self.emit_meta(epoch, producer_id, producer_epoch, sequence, is_txn, is_control, 2, codec,
+                               base_offset, self.base_position + pos)
+        # commit
+        if k_size > BINARY_LIMIT or v_size > BINARY_LIMIT:
+            raise OverflowError("kafkaseg: one output column would exceed 2 GiB; lower maxBytesPerBatch")
+        keys.data.size = k_size
+        values.data.size = v_size
+        keys.offsets.size += 4 * emitted
+        values.offsets.size += 4 * emitted
+        keys.valid.size += emitted
+        values.valid.size += emitted
+        keys.length += emitted
+        values.length += emitted
+        keys.nulls += k_nulls
+        values.nulls += v_nulls
+        self.offsets.size += 8 * emitted
+        self.timestamps.size += 8 * emitted
+        self.ts_types.size += 4 * emitted
+        self.n += emitted
+        self.nbytes += (k_size - k_start) + (v_size - v_start)
+        return p
 
     cdef int copy_headers(self, const uint8_t* p, const uint8_t* rec_end, int64_t header_count) except -1:
         cdef int64_t h, hk_len, hv_len
@@ -707,7 +909,7 @@ cdef class _Decoder:
         cdef Py_ssize_t dlen, p
         cdef int64_t base, first, prev, absolute, timestamp
         if codec == 0:
-            if offset < offset or offset <= last_seen:
+            if offset <= last_seen:
                 raise _Frame(CorruptBatchError,
                              f"non-monotonic offsets: batch base offset {offset} follows offset {last_seen}", pos)
             if offset >= self.max_offset:
@@ -784,7 +986,7 @@ cdef class _Decoder:
         if self.include_headers:
             struct_arr = pa.StructArray.from_arrays(
                 [self.hkeys.arrow(pa.string()), self.hvalues.arrow(pa.binary())], fields=list(HEADERS_TYPE.value_type))
-            validity = self.h_valid.arrow() if self.h_nulls else None
+            validity = _pack_validity(self.h_valid, self.n) if self.h_nulls else None
             cols["headers"] = pa.ListArray.from_buffers(
                 HEADERS_TYPE, self.n, [validity, self.h_offsets.arrow()], null_count=self.h_nulls,
                 children=[struct_arr])
@@ -861,6 +1063,8 @@ def decode(buf, req):
                 stop = STOP_PARTIAL
                 next_size = total
                 break
+            if d.lenient:
+                d.mark()
             try:
                 if magic == 2:
                     result = d.decode_v2(b, pos, total, last_seen)
@@ -869,6 +1073,7 @@ def decode(buf, req):
             except _Frame as frame:
                 if not d.lenient:
                     raise frame.cls(frame.message, path=d.path, position=d.base_position + frame.position) from None
+                d.rollback()  # a corrupt batch is skipped whole: none of its records are kept
                 d.note(frame)
                 d.stats.corrupt_batches += 1
                 d.stats.corrupt_bytes += total
@@ -876,6 +1081,7 @@ def decode(buf, req):
             except CorruptDataError as err:
                 if not d.lenient:
                     raise err.located(d.path, d.base_position + pos) from err
+                d.rollback()
                 d.note(_Frame(type(err), err.detail, pos))
                 d.stats.corrupt_batches += 1
                 d.stats.corrupt_bytes += total

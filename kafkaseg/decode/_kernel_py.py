@@ -123,6 +123,17 @@ class _Columns:
             for name, v in zip(_META_NAMES, meta):
                 self.meta[name].append(v)
 
+    def mark(self) -> tuple:
+        """Where the columns end now, to drop a batch that turns out corrupt halfway (lenient reads)."""
+        return len(self.offsets), self.nbytes
+
+    def truncate(self, mark: tuple) -> None:
+        n, self.nbytes = mark
+        for column in (self.keys, self.values, self.offsets, self.timestamps, self.ts_types, self.headers,
+                       *(self.meta.values() if self.meta is not None else ())):
+            if column is not None:
+                del column[n:]
+
     def arrays(self) -> dict:
         cols = {
             "key": pa.array(self.keys, pa.binary()),
@@ -194,6 +205,7 @@ def decode(buf, req: DecodeRequest) -> DecodeResult:
             stop = STOP_PARTIAL
             next_size = total
             break
+        mark = out.mark()
         try:
             if magic == 2:
                 last_seen = _decode_v2(buf, pos, total, req, out, stats, last_seen)
@@ -202,12 +214,14 @@ def decode(buf, req: DecodeRequest) -> DecodeResult:
         except _Frame as frame:
             if not req.lenient:
                 raise _located(req, frame) from None
+            out.truncate(mark)  # a corrupt batch is skipped whole: none of its records are kept
             _note(stats, req, frame)
             stats.corrupt_batches += 1
             stats.corrupt_bytes += total
         except CorruptDataError as err:  # from codecs: positions are relative to the payload
             if not req.lenient:
                 raise err.located(req.path, req.base_position + pos) from err
+            out.truncate(mark)
             _note(stats, req, _Frame(type(err), err.detail, pos))
             stats.corrupt_batches += 1
             stats.corrupt_bytes += total
