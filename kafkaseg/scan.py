@@ -96,16 +96,29 @@ def _request(piece: SegmentSlice, options: ReadOptions) -> DecodeRequest:
     )
 
 
-def _record_batch(piece: SegmentSlice, columns: dict, n: int, schema: pa.Schema) -> pa.RecordBatch:
+class _ConstantColumns:
+    """The slice's constant columns (topic, partition, segment), built once at the largest size seen and sliced
+    (zero-copy) for each record batch: repeating the topic string for every batch cost more than decoding it."""
+
+    def __init__(self, piece: SegmentSlice):
+        self._values = {"topic": pa.scalar(piece.topic, pa.string()),
+                        "partition": pa.scalar(piece.partition, pa.int32()),
+                        "segment": pa.scalar(piece.log_path, pa.string())}
+        self._arrays: dict[str, pa.Array] = {}
+
+    def get(self, name: str, n: int) -> pa.Array:
+        array = self._arrays.get(name)
+        if array is None or len(array) < n:
+            array = self._arrays[name] = pa.repeat(self._values[name], n)
+        return array.slice(0, n) if len(array) > n else array
+
+
+def _record_batch(constants: _ConstantColumns, columns: dict, n: int, schema: pa.Schema) -> pa.RecordBatch:
     arrays = []
     for f in schema:
         name = f.name
-        if name == "topic":
-            arrays.append(pa.repeat(pa.scalar(piece.topic, pa.string()), n))
-        elif name == "partition":
-            arrays.append(pa.repeat(pa.scalar(piece.partition, pa.int32()), n))
-        elif name == "segment":
-            arrays.append(pa.repeat(pa.scalar(piece.log_path, pa.string()), n))
+        if name in ("topic", "partition", "segment"):
+            arrays.append(constants.get(name, n))
         elif name == "compression":
             arrays.append(_CODEC_NAMES.take(columns["codec"]))
         else:
@@ -127,6 +140,7 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
     base_request = _request(piece, options)
     kernel = _decode.decode
     stats = DecodeStats()
+    constants = _ConstantColumns(piece)
     last_seen = INT64_MIN
     with RandomAccessReader(piece.log_path, piece.filesystem) as reader:
         end = min(piece.end_position, reader.size)
@@ -155,7 +169,7 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
             stats.add(result.stats)
             if result.num_rows:
                 metrics.output_batches += 1
-                yield _record_batch(piece, result.columns, result.num_rows, schema)
+                yield _record_batch(constants, result.columns, result.num_rows, schema)
             pos += result.consumed
             last_seen = result.last_offset
             want = 0
