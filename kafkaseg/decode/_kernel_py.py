@@ -71,13 +71,14 @@ class _Frame(Exception):
         self.cls, self.message, self.position = cls, message, position
 
 
-def _varint(buf, pos, end):
-    """Zig-zag varint (up to 64 bits) at ``pos``; returns (value, new position)."""
+def _varint(buf, pos, end, where):
+    """Zig-zag varint (up to 64 bits) at ``pos``; returns (value, new position). Errors are located at ``where``
+    (the batch's position, like every other record-level error: ``pos`` may be inside decompressed data)."""
     shift = 0
     raw = 0
     while True:
         if pos >= end:
-            raise _Frame(CorruptBatchError, "varint runs past the end of its record", pos)
+            raise _Frame(CorruptBatchError, "varint runs past the end of its record", where)
         b = buf[pos]
         pos += 1
         raw |= (b & 0x7F) << shift
@@ -85,7 +86,7 @@ def _varint(buf, pos, end):
             break
         shift += 7
         if shift > 63:
-            raise _Frame(CorruptBatchError, "varint longer than 10 bytes", pos)
+            raise _Frame(CorruptBatchError, "varint longer than 10 bytes", where)
     raw &= _U64_MASK
     return (raw >> 1) ^ -(raw & 1), pos
 
@@ -303,14 +304,14 @@ def _decode_v2(buf, pos, total, req, out, stats, last_seen):
     prev_offset = last_seen
     p = data_pos
     for _ in range(count):
-        length, p = _varint(data, p, data_end)
+        length, p = _varint(data, p, data_end, pos)
         rec_end = p + length
         if length < 0 or rec_end > data_end:
             raise _Frame(CorruptBatchError, f"record length {length} runs past its batch", pos)
         p += 1  # attributes
-        ts_delta, p = _varint(data, p, rec_end)
-        offset_delta, p = _varint(data, p, rec_end)
-        key_len, p = _varint(data, p, rec_end)
+        ts_delta, p = _varint(data, p, rec_end, pos)
+        offset_delta, p = _varint(data, p, rec_end, pos)
+        key_len, p = _varint(data, p, rec_end, pos)
         key = None
         if key_len >= 0:
             if p + key_len > rec_end:
@@ -319,7 +320,7 @@ def _decode_v2(buf, pos, total, req, out, stats, last_seen):
             p += key_len
         elif key_len != -1:
             raise _Frame(CorruptBatchError, f"invalid key length {key_len}", pos)
-        value_len, p = _varint(data, p, rec_end)
+        value_len, p = _varint(data, p, rec_end, pos)
         value = None
         if value_len >= 0:
             if p + value_len > rec_end:
@@ -328,12 +329,12 @@ def _decode_v2(buf, pos, total, req, out, stats, last_seen):
             p += value_len
         elif value_len != -1:
             raise _Frame(CorruptBatchError, f"invalid value length {value_len}", pos)
-        header_count, p = _varint(data, p, rec_end)
+        header_count, p = _varint(data, p, rec_end, pos)
         if header_count < 0 or header_count > rec_end - p:
             raise _Frame(CorruptBatchError, f"invalid header count {header_count}", pos)
         headers = [] if header_count else None
         for _h in range(header_count):
-            hk_len, p = _varint(data, p, rec_end)
+            hk_len, p = _varint(data, p, rec_end, pos)
             if hk_len < 0 or p + hk_len > rec_end:
                 raise _Frame(CorruptBatchError, f"invalid header key length {hk_len}", pos)
             try:
@@ -341,7 +342,7 @@ def _decode_v2(buf, pos, total, req, out, stats, last_seen):
             except UnicodeDecodeError:
                 raise _Frame(CorruptBatchError, "header key is not valid UTF-8", pos) from None
             p += hk_len
-            hv_len, p = _varint(data, p, rec_end)
+            hv_len, p = _varint(data, p, rec_end, pos)
             hval = None
             if hv_len >= 0:
                 if p + hv_len > rec_end:
