@@ -38,6 +38,12 @@ raw block API; lz4 through python-lz4's ``LZ4FrameDecompressor`` (bounded by ``m
 python-zstandard with a reused per-thread ``ZstdDecompressor`` (cramjam's zstd is 2.5x slower on small batches
 because it builds a decoder context per call).
 
+The compiled kernel has fast paths for the frames Kafka's producers write (see ``_kernel.pyx``): it walks the
+framing in C and decompresses into one buffer it reuses from batch to batch, with cramjam's ``*_into`` calls
+(snappy blocks; lz4 blocks of a FLG 0x60 frame through the block API; zstd frames over 256 KiB), or
+python-zstandard for small zstd frames. Allocating a fresh output per batch, as every library's plain call does,
+costs more than decompressing a 16 KiB batch with lz4. Anything else, and every failure, comes here.
+
 Errors carry ``position=None``: the caller knows where the payload sits in its file and re-raises with
 :meth:`~kafkaseg.errors.CorruptDataError.located`.
 """
@@ -118,6 +124,15 @@ _ZSTD_SKIPPABLE_MAGIC = 0x184D2A50
 _ZSTD_BLOCK_SIZE_MAX = 128 * 1024
 _ZSTD_DICT_ID_SIZES = (0, 1, 2, 4)
 _zstd_local = threading.local()  # ZstdDecompressor is not thread-safe: one per thread, reused across calls
+
+
+# Entry points for the compiled kernel's fast paths: they decompress into a buffer the kernel reuses from batch
+# to batch (allocating a fresh output per batch costs more than decompressing a 16 KiB batch: see BENCHMARKS.md).
+# The kernel walks the framing itself (the same walks as below), sizes the buffer from it, and hands anything
+# unusual, and every failure, to the functions below, which own the error messages. None when not installed.
+snappy_raw_into = _cramjam.snappy.decompress_raw_into if _cramjam is not None else None
+lz4_block_into = _cramjam.lz4.decompress_block_into if _cramjam is not None else None  # LZ4_decompress_safe
+zstd_frame_into = _cramjam.zstd.decompress_into if _cramjam is not None else None
 
 
 def available_codecs() -> dict[str, str | None]:
@@ -394,14 +409,20 @@ def _xxh32_short(data, seed: int = 0) -> int:
 
 # --- zstd ------------------------------------------------------------------------------------------------------------
 
+def zstd_decompressor():
+    """This thread's reusable ``zstandard.ZstdDecompressor`` (the objects are not thread-safe)."""
+    try:
+        return _zstd_local.dctx
+    except AttributeError:
+        dctx = _zstd_local.dctx = _zstandard.ZstdDecompressor()
+        return dctx
+
+
 def _zstd(data, max_output: int, magic: int):
     if magic < 2:
         raise UnsupportedCodecError(f"zstd (codec 4) in a magic v{magic} message: legacy formats never had zstd")
     view = memoryview(data)
-    try:
-        dctx = _zstd_local.dctx
-    except AttributeError:
-        dctx = _zstd_local.dctx = _zstandard.ZstdDecompressor()
+    dctx = zstd_decompressor()
     parts = []
     total = 0
     for start, end, content_size, bound in _zstd_frames(view):

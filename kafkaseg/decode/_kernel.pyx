@@ -7,11 +7,11 @@ is the reference in tests. Output columns grow in malloc'd buffers handed to Arr
 """
 
 cimport cython
-from cpython.buffer cimport PyBUF_READ, PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.buffer cimport PyBUF_READ, PyBUF_SIMPLE, PyBUF_WRITE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy, memset
+from libc.string cimport memcmp, memcpy, memset
 
 import zlib
 
@@ -166,6 +166,18 @@ cdef void _cache_give(char* p, Py_ssize_t cap) noexcept:
         _cache_bytes += cap
     else:
         free(p)
+
+
+cdef Py_ssize_t _fast_hits[8]
+cdef Py_ssize_t _fast_misses[8]
+memset(_fast_hits, 0, sizeof(_fast_hits))
+memset(_fast_misses, 0, sizeof(_fast_misses))
+
+
+def _codec_fast_path_counts():
+    """{codec id: (batches decompressed by the kernel's fast path, batches handed to kafkaseg.codecs)} since
+    import: for tests that check the fast paths are taken (and left) when they should be."""
+    return {c: (_fast_hits[c], _fast_misses[c]) for c in range(1, 8)}
 
 
 def _output_cache_info():
@@ -344,6 +356,110 @@ cdef inline void _reset_binary(_Binary b, _BinaryMark m) noexcept:
     b.valid.size = m.valid
 
 
+# -- codec framing helpers (grammar in kafkaseg/codecs.py) -------------------------------------------------------------
+cdef int64_t _snappy_length(const uint8_t* p, Py_ssize_t n) noexcept:
+    """A raw snappy block's declared uncompressed length (little-endian base-128 varint, at most 32 bits), or -1."""
+    cdef uint64_t v = 0
+    cdef int shift = 0
+    cdef Py_ssize_t i
+    for i in range(min(n, 5)):
+        v |= (<uint64_t>(p[i] & 0x7F)) << shift
+        if not (p[i] & 0x80):
+            return <int64_t>v if v <= 0xFFFFFFFFu else -1
+        shift += 7
+    return -1
+
+
+# The header checksum byte of a FLG 0x60 frame for each block-size code (xxh32 of FLG and BD, second byte).
+cdef uint8_t _LZ4_HC_FLG60[8]
+for _code in range(8):
+    _LZ4_HC_FLG60[_code] = (_codecs._xxh32_short(bytes([0x60, _code << 4])) >> 8) & 0xFF
+
+
+cdef Py_ssize_t _lz4_block_max(int code) noexcept:
+    if code == 4:
+        return 64 << 10
+    if code == 5:
+        return 256 << 10
+    if code == 6:
+        return 1 << 20
+    if code == 7:
+        return 4 << 20
+    return 0
+
+
+cdef Py_ssize_t _zstd_single_frame(const uint8_t* p, Py_ssize_t n, Py_ssize_t* frame_end,
+                                   int64_t* content_size) noexcept:
+    """The most one zstd data frame at ``p`` can decode to (its content size, else raw/RLE sizes plus the block
+    maximum per compressed block) and where it ends; -1 for anything else (skippable frames, reserved bits,
+    dictionary ids, truncation)."""
+    cdef uint8_t descriptor, wd
+    cdef int fcs_flag, fcs_size
+    cdef bint single
+    cdef Py_ssize_t pos, header_end, bound = 0, block_max, block_size
+    cdef uint64_t window, window_base, cs = 0
+    cdef uint32_t block_header
+    cdef int block_type, i
+    if n < 6 or (<uint32_t>p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)) != 0xFD2FB528u:
+        return -1
+    descriptor = p[4]
+    if descriptor & 0x08 or descriptor & 0x03:  # reserved bit; dictionary id
+        return -1
+    single = (descriptor & 0x20) != 0
+    fcs_flag = descriptor >> 6
+    if fcs_flag == 0:
+        fcs_size = 1 if single else 0
+    else:
+        fcs_size = 2 if fcs_flag == 1 else (4 if fcs_flag == 2 else 8)
+    header_end = 5 + (0 if single else 1) + fcs_size
+    if header_end > n:
+        return -1
+    content_size[0] = -1
+    if fcs_size:
+        for i in range(fcs_size):
+            cs |= (<uint64_t>p[header_end - fcs_size + i]) << (8 * i)
+        if fcs_size == 2:
+            cs += 256
+        if cs > (1 << 40):
+            return -1
+        content_size[0] = <int64_t>cs
+    if single:
+        window = cs
+    else:
+        wd = p[5]
+        window_base = (<uint64_t>1) << (10 + (wd >> 3))
+        window = window_base + (window_base >> 3) * (wd & 0x07)
+    block_max = <Py_ssize_t>min(window, <uint64_t>(128 * 1024))
+    pos = header_end
+    while True:
+        if n - pos < 3:
+            return -1
+        block_header = <uint32_t>p[pos] | (<uint32_t>p[pos + 1] << 8) | (<uint32_t>p[pos + 2] << 16)
+        block_type = (block_header >> 1) & 0x03
+        block_size = <Py_ssize_t>(block_header >> 3)
+        if block_type == 0:
+            pos += 3 + block_size
+            bound += block_size
+        elif block_type == 1:
+            pos += 4
+            bound += block_size
+        elif block_type == 2:
+            pos += 3 + block_size
+            bound += block_max
+        else:
+            return -1
+        if pos > n:
+            return -1
+        if block_header & 0x01:
+            break
+    if descriptor & 0x04:
+        pos += 4
+        if pos > n:
+            return -1
+    frame_end[0] = pos
+    return <Py_ssize_t>content_size[0] if content_size[0] >= 0 else bound
+
+
 # -- the decoder ------------------------------------------------------------------------------------------------------
 @cython.final
 cdef class _Decoder:
@@ -363,6 +479,8 @@ cdef class _Decoder:
     cdef int64_t nbytes
     cdef object stats
     cdef list decoders  # codec id -> kafkaseg.codecs decoder, looked up once per buffer
+    cdef _Mem scratch  # decompressed payloads (fast paths), reused from batch to batch
+    cdef object zstd_dctx
     cdef Py_ssize_t n_batches, n_out_of_range, n_control, n_aborted_batches
     cdef object whole  # the Python object behind the input buffer (for slicing to codecs / crc)
     # mark()/rollback()
@@ -427,6 +545,8 @@ cdef class _Decoder:
                                  self.m_magic, self.m_codec, self.m_batch, self.m_pos]
         self.stats = DecodeStats()
         self.decoders = [None] * 8
+        self.scratch = _Mem()
+        self.zstd_dctx = None
         self.n_batches = self.n_out_of_range = self.n_control = self.n_aborted_batches = 0
 
     cdef int presize(self, Py_ssize_t input_len) except -1:
@@ -554,6 +674,7 @@ cdef class _Decoder:
         cdef const uint8_t* data
         cdef const uint8_t* p
         cdef const uint8_t* data_end
+        cdef Py_ssize_t fast_len = 0
 
         if last_offset < base_offset:
             raise _Frame(CorruptBatchError,
@@ -586,15 +707,19 @@ cdef class _Decoder:
         decompressed = None
         try:
             if codec:
-                decoder = self.decoders[codec]
-                if decoder is None:
-                    decoder = self.decoders[codec] = _codecs.decoder_for(codec)
-                decompressed = decoder(PyMemoryView_FromMemory(<char*>(b + 61), total - 61, PyBUF_READ),
-                                       self.max_decompressed, 2)
-                PyObject_GetBuffer(decompressed, &dview, PyBUF_SIMPLE)
-                have_dview = True
-                data = <const uint8_t*>dview.buf
-                data_end = data + dview.len
+                data = self.decompress_fast(codec, b + 61, total - 61, &fast_len)
+                if data != NULL:
+                    data_end = data + fast_len
+                else:
+                    decoder = self.decoders[codec]
+                    if decoder is None:
+                        decoder = self.decoders[codec] = _codecs.decoder_for(codec)
+                    decompressed = decoder(PyMemoryView_FromMemory(<char*>(b + 61), total - 61, PyBUF_READ),
+                                           self.max_decompressed, 2)
+                    PyObject_GetBuffer(decompressed, &dview, PyBUF_SIMPLE)
+                    have_dview = True
+                    data = <const uint8_t*>dview.buf
+                    data_end = data + dview.len
             else:
                 data = b + 61
                 data_end = b + total
@@ -610,6 +735,140 @@ cdef class _Decoder:
             if have_dview:
                 PyBuffer_Release(&dview)
         return last_offset
+
+    # codec fast paths ----------------------------------------------------------------------------------------------
+    # Each walks its codec's framing in C (the grammar is in kafkaseg/codecs.py, which does the same walks), sizes
+    # the reused scratch buffer from it, and decompresses into it with one library call per frame or block. It
+    # returns NULL, leaving the batch to kafkaseg.codecs, for anything unusual (a bound over the limit, dictionary
+    # ids, skippable or several zstd frames) and for every library failure, so kafkaseg.codecs alone decides what
+    # is corrupt and words the error: the twins cannot differ there.
+    cdef const uint8_t* decompress_fast(self, int codec, const uint8_t* src, Py_ssize_t n,
+                                        Py_ssize_t* out_len) except? NULL:
+        cdef const uint8_t* out = NULL
+        try:
+            if codec == 2 and _codecs.snappy_raw_into is not None:
+                out = self.snappy_fast(src, n, out_len)
+            elif codec == 3 and _codecs.lz4_block_into is not None:
+                out = self.lz4_fast(src, n, out_len)
+            elif codec == 4 and _codecs.zstd_frame_into is not None:
+                out = self.zstd_fast(src, n, out_len)
+        except Exception:
+            out = NULL
+        if out == NULL:
+            _fast_misses[codec] += 1
+        else:
+            _fast_hits[codec] += 1
+        return out
+
+    cdef const uint8_t* snappy_fast(self, const uint8_t* src, Py_ssize_t n, Py_ssize_t* out_len) except? NULL:
+        cdef Py_ssize_t pos, block_len, size, total = 0, done = 0
+        cdef int64_t declared
+        if n >= 16 and memcmp(src, b"\x82SNAPPY\x00", 8) == 0:
+            pos = 16
+            while pos < n:  # first pass: every block's declared size, checked against the budget
+                if n - pos < 4:
+                    return NULL
+                block_len = <Py_ssize_t>rd32(src + pos)
+                if block_len < 0 or block_len > n - pos - 4:
+                    return NULL
+                declared = _snappy_length(src + pos + 4, block_len)
+                if declared < 0:
+                    return NULL
+                total += declared
+                if total > self.max_decompressed:
+                    return NULL
+                pos += 4 + block_len
+            self.scratch.reserve(total + 1)
+            pos = 16
+            while pos < n:
+                block_len = <Py_ssize_t>rd32(src + pos)
+                size = <Py_ssize_t>_snappy_length(src + pos + 4, block_len)
+                if _codecs.snappy_raw_into(
+                        PyMemoryView_FromMemory(<char*>(src + pos + 4), block_len, PyBUF_READ),
+                        PyMemoryView_FromMemory(self.scratch.ptr + done, size, PyBUF_WRITE)) != size:
+                    return NULL
+                done += size
+                pos += 4 + block_len
+        else:
+            declared = _snappy_length(src, n)
+            if declared < 0 or declared > self.max_decompressed:
+                return NULL
+            done = <Py_ssize_t>declared
+            self.scratch.reserve(done + 1)
+            if _codecs.snappy_raw_into(PyMemoryView_FromMemory(<char*>src, n, PyBUF_READ),
+                                       PyMemoryView_FromMemory(self.scratch.ptr, done, PyBUF_WRITE)) != done:
+                return NULL
+        out_len[0] = done
+        return <const uint8_t*>self.scratch.ptr
+
+    cdef const uint8_t* lz4_fast(self, const uint8_t* src, Py_ssize_t n, Py_ssize_t* out_len) except? NULL:
+        """The frame Kafka's Java producer writes (KafkaLZ4BlockOutputStream: FLG 0x60 = version 01, independent
+        blocks, no checksums, no content size; a correct header checksum): its blocks are decoded one by one
+        with the block API straight into the scratch buffer. Any other frame goes to kafkaseg.codecs."""
+        cdef Py_ssize_t pos = 7, block_max, bound = 0, done = 0, got
+        cdef uint32_t size
+        if n < 7 or (<uint32_t>src[0] | (<uint32_t>src[1] << 8) | (<uint32_t>src[2] << 16)
+                     | (<uint32_t>src[3] << 24)) != 0x184D2204u or src[4] != 0x60:
+            return NULL
+        block_max = _lz4_block_max((src[5] >> 4) & 0x07)
+        if block_max == 0 or (src[5] & 0x8F) != 0 or src[6] != _LZ4_HC_FLG60[(src[5] >> 4) & 0x07]:
+            return NULL
+        while True:  # first pass: the blocks' bound, checked against the budget
+            if n - pos < 4:
+                return NULL
+            size = <uint32_t>src[pos] | (<uint32_t>src[pos + 1] << 8) | (<uint32_t>src[pos + 2] << 16) | (
+                <uint32_t>src[pos + 3] << 24)
+            pos += 4
+            if size == 0:
+                break
+            if (size & 0x7FFFFFFFu) > <uint32_t>block_max or (size & 0x7FFFFFFFu) > <uint32_t>(n - pos):
+                return NULL
+            bound += <Py_ssize_t>(size & 0x7FFFFFFFu) if size & 0x80000000u else block_max
+            pos += <Py_ssize_t>(size & 0x7FFFFFFFu)
+        if bound > self.max_decompressed:
+            return NULL
+        self.scratch.reserve(bound + 1)
+        pos = 7
+        while True:
+            size = <uint32_t>src[pos] | (<uint32_t>src[pos + 1] << 8) | (<uint32_t>src[pos + 2] << 16) | (
+                <uint32_t>src[pos + 3] << 24)
+            pos += 4
+            if size == 0:
+                break
+            if size & 0x80000000u:  # stored uncompressed
+                size &= 0x7FFFFFFFu
+                memcpy(self.scratch.ptr + done, src + pos, size)
+                done += size
+            else:
+                got = _codecs.lz4_block_into(
+                    PyMemoryView_FromMemory(<char*>(src + pos), size, PyBUF_READ),
+                    PyMemoryView_FromMemory(self.scratch.ptr + done, block_max, PyBUF_WRITE))
+                done += got
+            pos += size
+        out_len[0] = done
+        return <const uint8_t*>self.scratch.ptr
+
+    cdef const uint8_t* zstd_fast(self, const uint8_t* src, Py_ssize_t n, Py_ssize_t* out_len) except? NULL:
+        """One zstd frame (what Kafka's producers write): zstandard's reusable context for small frames, cramjam
+        into the scratch buffer for large ones (above 256 KiB zstandard's allocation of the output dominates)."""
+        cdef Py_ssize_t frame_end = 0, bound
+        cdef int64_t content_size = -1
+        bound = _zstd_single_frame(src, n, &frame_end, &content_size)
+        if bound < 0 or frame_end != n or bound > self.max_decompressed:
+            return NULL
+        if bound <= (256 << 10):
+            if self.zstd_dctx is None:
+                self.zstd_dctx = _codecs.zstd_decompressor()
+            piece = self.zstd_dctx.decompress(PyMemoryView_FromMemory(<char*>src, n, PyBUF_READ),
+                                              max_output_size=max(bound, 1))
+            self.scratch.reserve(len(piece) + 1)
+            memcpy(self.scratch.ptr, <char*>piece, len(piece))
+            out_len[0] = len(piece)
+            return <const uint8_t*>self.scratch.ptr
+        self.scratch.reserve(bound + 1)
+        out_len[0] = _codecs.zstd_frame_into(PyMemoryView_FromMemory(<char*>src, n, PyBUF_READ),
+                                             PyMemoryView_FromMemory(self.scratch.ptr, bound, PyBUF_WRITE))
+        return <const uint8_t*>self.scratch.ptr
 
     cdef const uint8_t* records_v2(self, const uint8_t* data, const uint8_t* data_end, Py_ssize_t pos, int32_t count,
                                    int64_t base_offset, int64_t last_offset, int64_t last_seen, int64_t base_ts,
