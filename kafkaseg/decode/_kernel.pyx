@@ -7,7 +7,8 @@ is the reference in tests. Output columns grow in malloc'd buffers handed to Arr
 """
 
 cimport cython
-from cpython.buffer cimport PyBUF_READ, PyBUF_SIMPLE, PyBUF_WRITE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.buffer cimport (PyBUF_READ, PyBUF_SIMPLE, PyBUF_WRITABLE, PyBUF_WRITE, PyBuffer_FillInfo,
+                             PyBuffer_Release, PyObject_GetBuffer)
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
@@ -168,6 +169,12 @@ cdef void _cache_give(char* p, Py_ssize_t cap) noexcept:
         free(p)
 
 
+# module-level C globals: no module attribute lookup per batch
+cdef object _SNAPPY_RAW_INTO = _codecs.snappy_raw_into
+cdef object _LZ4_BLOCK_INTO = _codecs.lz4_block_into
+cdef object _ZSTD_FRAME_INTO = _codecs.zstd_frame_into
+cdef object _CRC32C = _crc32c
+
 cdef Py_ssize_t _fast_hits[8]
 cdef Py_ssize_t _fast_misses[8]
 memset(_fast_hits, 0, sizeof(_fast_hits))
@@ -183,6 +190,34 @@ def _codec_fast_path_counts():
 def _output_cache_info():
     """(blocks, bytes) held for reuse: for tests and benchmarks."""
     return _cache_n, _cache_bytes
+
+
+@cython.final
+cdef class _RawView:
+    """A buffer-protocol window on C memory that the decoder points somewhere new for every call into a library
+    (crc32c, the codecs): one object per decoder instead of a new memoryview per batch. Callees only hold the
+    buffer for the duration of the call."""
+    cdef char* ptr
+    cdef Py_ssize_t size
+    cdef bint writable
+
+    def __cinit__(self, bint writable=False):
+        self.ptr = NULL
+        self.size = 0
+        self.writable = writable
+
+    cdef inline _RawView set(self, const void* ptr, Py_ssize_t size):
+        self.ptr = <char*>ptr
+        self.size = size
+        return self
+
+    def __getbuffer__(self, Py_buffer* buffer, int flags):
+        if (flags & PyBUF_WRITABLE) and not self.writable:
+            raise BufferError("kafkaseg: read-only view")
+        PyBuffer_FillInfo(buffer, self, self.ptr, self.size, 0 if self.writable else 1, flags)
+
+    def __releasebuffer__(self, Py_buffer* buffer):
+        pass
 
 
 @cython.final
@@ -480,7 +515,9 @@ cdef class _Decoder:
     cdef object stats
     cdef list decoders  # codec id -> kafkaseg.codecs decoder, looked up once per buffer
     cdef _Mem scratch  # decompressed payloads (fast paths), reused from batch to batch
+    cdef _RawView in_view, out_view  # handed to crc32c and the codecs
     cdef object zstd_dctx
+    cdef object zstd_piece  # the last small zstd frame's output (decoded in place)
     cdef Py_ssize_t n_batches, n_out_of_range, n_control, n_aborted_batches
     cdef object whole  # the Python object behind the input buffer (for slicing to codecs / crc)
     # mark()/rollback()
@@ -546,6 +583,8 @@ cdef class _Decoder:
         self.stats = DecodeStats()
         self.decoders = [None] * 8
         self.scratch = _Mem()
+        self.in_view = _RawView(False)
+        self.out_view = _RawView(True)
         self.zstd_dctx = None
         self.n_batches = self.n_out_of_range = self.n_control = self.n_aborted_batches = 0
 
@@ -653,7 +692,10 @@ cdef class _Decoder:
                 (<_Mem>self.meta_columns[i]).size = self.mk_meta[i]
 
     # v2 ----------------------------------------------------------------------------------------------------------
-    cdef object decode_v2(self, const uint8_t* buf, Py_ssize_t pos, Py_ssize_t total, int64_t last_seen):
+    cdef int decode_v2(self, const uint8_t* buf, Py_ssize_t pos, Py_ssize_t total, int64_t last_seen,
+                       int64_t* last_out) except -1:
+        """Decode one v2 batch; sets ``last_out`` to its last offset. Returns 1 when the batch starts at or past
+        ``max_offset`` (nothing further can match), else 0."""
         cdef const uint8_t* b = buf + pos
         cdef int64_t base_offset = rd64(b)
         cdef int32_t epoch = rd32(b + 12)
@@ -675,6 +717,7 @@ cdef class _Decoder:
         cdef const uint8_t* p
         cdef const uint8_t* data_end
         cdef Py_ssize_t fast_len = 0
+        cdef uint32_t actual
 
         if last_offset < base_offset:
             raise _Frame(CorruptBatchError,
@@ -683,23 +726,26 @@ cdef class _Decoder:
             raise _Frame(CorruptBatchError,
                          f"non-monotonic offsets: batch base offset {base_offset} follows offset {last_seen}", pos)
         if self.verify_crc:
-            actual = _crc32c(PyMemoryView_FromMemory(<char*>(b + 21), total - 21, PyBUF_READ))
+            actual = _CRC32C(self.in_view.set(b + 21, total - 21))
             if actual != crc:
                 raise _Frame(CrcMismatchError, f"CRC-32C mismatch in batch at offset {base_offset}: stored {crc}, "
                                                f"computed {actual}", pos)
         if base_offset >= self.max_offset:
-            return _PAST_END_SENTINEL
+            return 1
         if last_offset < self.min_offset:
             self.n_out_of_range += 1
-            return last_offset
+            last_out[0] = last_offset
+            return 0
         is_control = (attributes & CONTROL_MASK) != 0
         is_txn = (attributes & TRANSACTIONAL_MASK) != 0
         if is_control and not self.include_control:
             self.n_control += 1
-            return last_offset
+            last_out[0] = last_offset
+            return 0
         if is_txn and not is_control and self.n_aborted and self.is_aborted(producer_id, base_offset):
             self.n_aborted_batches += 1
-            return last_offset
+            last_out[0] = last_offset
+            return 0
         if count < 0:
             raise _Frame(CorruptBatchError, f"negative record count {count}", pos)
         codec = attributes & CODEC_MASK
@@ -734,7 +780,8 @@ cdef class _Decoder:
         finally:
             if have_dview:
                 PyBuffer_Release(&dview)
-        return last_offset
+        last_out[0] = last_offset
+        return 0
 
     # codec fast paths ----------------------------------------------------------------------------------------------
     # Each walks its codec's framing in C (the grammar is in kafkaseg/codecs.py, which does the same walks), sizes
@@ -746,11 +793,11 @@ cdef class _Decoder:
                                         Py_ssize_t* out_len) except? NULL:
         cdef const uint8_t* out = NULL
         try:
-            if codec == 2 and _codecs.snappy_raw_into is not None:
+            if codec == 2 and _SNAPPY_RAW_INTO is not None:
                 out = self.snappy_fast(src, n, out_len)
-            elif codec == 3 and _codecs.lz4_block_into is not None:
+            elif codec == 3 and _LZ4_BLOCK_INTO is not None:
                 out = self.lz4_fast(src, n, out_len)
-            elif codec == 4 and _codecs.zstd_frame_into is not None:
+            elif codec == 4 and _ZSTD_FRAME_INTO is not None:
                 out = self.zstd_fast(src, n, out_len)
         except Exception:
             out = NULL
@@ -783,9 +830,8 @@ cdef class _Decoder:
             while pos < n:
                 block_len = <Py_ssize_t>rd32(src + pos)
                 size = <Py_ssize_t>_snappy_length(src + pos + 4, block_len)
-                if _codecs.snappy_raw_into(
-                        PyMemoryView_FromMemory(<char*>(src + pos + 4), block_len, PyBUF_READ),
-                        PyMemoryView_FromMemory(self.scratch.ptr + done, size, PyBUF_WRITE)) != size:
+                if _SNAPPY_RAW_INTO(self.in_view.set(src + pos + 4, block_len),
+                                    self.out_view.set(self.scratch.ptr + done, size)) != size:
                     return NULL
                 done += size
                 pos += 4 + block_len
@@ -795,8 +841,7 @@ cdef class _Decoder:
                 return NULL
             done = <Py_ssize_t>declared
             self.scratch.reserve(done + 1)
-            if _codecs.snappy_raw_into(PyMemoryView_FromMemory(<char*>src, n, PyBUF_READ),
-                                       PyMemoryView_FromMemory(self.scratch.ptr, done, PyBUF_WRITE)) != done:
+            if _SNAPPY_RAW_INTO(self.in_view.set(src, n), self.out_view.set(self.scratch.ptr, done)) != done:
                 return NULL
         out_len[0] = done
         return <const uint8_t*>self.scratch.ptr
@@ -840,9 +885,8 @@ cdef class _Decoder:
                 memcpy(self.scratch.ptr + done, src + pos, size)
                 done += size
             else:
-                got = _codecs.lz4_block_into(
-                    PyMemoryView_FromMemory(<char*>(src + pos), size, PyBUF_READ),
-                    PyMemoryView_FromMemory(self.scratch.ptr + done, block_max, PyBUF_WRITE))
+                got = _LZ4_BLOCK_INTO(self.in_view.set(src + pos, size),
+                                      self.out_view.set(self.scratch.ptr + done, block_max))
                 done += got
             pos += size
         out_len[0] = done
@@ -859,15 +903,12 @@ cdef class _Decoder:
         if bound <= (256 << 10):
             if self.zstd_dctx is None:
                 self.zstd_dctx = _codecs.zstd_decompressor()
-            piece = self.zstd_dctx.decompress(PyMemoryView_FromMemory(<char*>src, n, PyBUF_READ),
-                                              max_output_size=max(bound, 1))
-            self.scratch.reserve(len(piece) + 1)
-            memcpy(self.scratch.ptr, <char*>piece, len(piece))
-            out_len[0] = len(piece)
-            return <const uint8_t*>self.scratch.ptr
+            # parsed where it lies: the bytes object stays referenced until the next batch replaces it
+            self.zstd_piece = self.zstd_dctx.decompress(self.in_view.set(src, n), max_output_size=max(bound, 1))
+            out_len[0] = len(<bytes>self.zstd_piece)
+            return <const uint8_t*><char*><bytes>self.zstd_piece
         self.scratch.reserve(bound + 1)
-        out_len[0] = _codecs.zstd_frame_into(PyMemoryView_FromMemory(<char*>src, n, PyBUF_READ),
-                                             PyMemoryView_FromMemory(self.scratch.ptr, bound, PyBUF_WRITE))
+        out_len[0] = _ZSTD_FRAME_INTO(self.in_view.set(src, n), self.out_view.set(self.scratch.ptr, bound))
         return <const uint8_t*>self.scratch.ptr
 
     cdef const uint8_t* records_v2(self, const uint8_t* data, const uint8_t* data_end, Py_ssize_t pos, int32_t count,
@@ -1281,6 +1322,8 @@ def decode(buf, req):
     cdef int8_t magic
     cdef int64_t min_size
     cdef Py_ssize_t next_size = -1
+    cdef int past_end = 0
+    cdef int64_t batch_last = 0
     d.setup(req)
     d.whole = buf
     stop = STOP_END
@@ -1326,9 +1369,12 @@ def decode(buf, req):
                 d.mark()
             try:
                 if magic == 2:
-                    result = d.decode_v2(b, pos, total, last_seen)
+                    past_end = d.decode_v2(b, pos, total, last_seen, &batch_last)
                 else:
                     result = d.decode_legacy(b, pos, total, magic, last_seen)
+                    past_end = result is _PAST_END_SENTINEL
+                    if not past_end:
+                        batch_last = result
             except _Frame as frame:
                 if not d.lenient:
                     raise frame.cls(frame.message, path=d.path, position=d.base_position + frame.position) from None
@@ -1336,7 +1382,8 @@ def decode(buf, req):
                 d.note(frame)
                 d.stats.corrupt_batches += 1
                 d.stats.corrupt_bytes += total
-                result = last_seen
+                past_end = 0
+                batch_last = last_seen
             except CorruptDataError as err:
                 if not d.lenient:
                     raise err.located(d.path, d.base_position + pos) from err
@@ -1344,13 +1391,14 @@ def decode(buf, req):
                 d.note(_Frame(type(err), err.detail, pos))
                 d.stats.corrupt_batches += 1
                 d.stats.corrupt_bytes += total
-                result = last_seen
+                past_end = 0
+                batch_last = last_seen
             pos += total
-            if result is _PAST_END_SENTINEL:
+            if past_end:
                 stop = STOP_PAST_END
                 last_seen = first_offset
                 break
-            last_seen = result
+            last_seen = batch_last
             if d.nbytes >= d.max_bytes or d.n >= d.max_records:
                 if pos < end:
                     stop = STOP_LIMIT
