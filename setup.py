@@ -1,7 +1,8 @@
-"""Builds the compiled decoder kernel. Everything else is declared in pyproject.toml.
+"""Builds the compiled decoder kernel and the guarded file mappings. Everything else is declared in pyproject.toml.
 
-The kernel is optional at run time: when it is not built (no compiler), kafkaseg warns once and uses its pure-Python
-twin, ``kafkaseg/decode/_kernel_py.py``, which has the same interface and output.
+Both are optional at run time: when the kernel is not built (no compiler), kafkaseg warns once and uses its
+pure-Python twin, ``kafkaseg/decode/_kernel_py.py``, which has the same interface and output; without
+``kafkaseg.storage._mapped`` files are read with ``pread`` only.
 """
 
 import os
@@ -15,7 +16,10 @@ if os.environ.get("KAFKASEG_NO_EXTENSION") != "1":
     ext_modules = cythonize(
         [Extension("kafkaseg.decode._kernel", ["kafkaseg/decode/_kernel.pyx"],
                    include_dirs=["kafkaseg/decode"], depends=["kafkaseg/decode/_varint.h"],
-                   extra_compile_args=["-O3"])],
+                   extra_compile_args=["-O3"]),
+         Extension("kafkaseg.storage._mapped", ["kafkaseg/storage/_mapped.pyx"],
+                   include_dirs=["kafkaseg/storage"], depends=["kafkaseg/storage/_sigbus_guard.h"],
+                   extra_compile_args=["-O2"])],
         compiler_directives={"language_level": "3", "boundscheck": False, "wraparound": False,
                              "cdivision": True, "initializedcheck": False},
     )

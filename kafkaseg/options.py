@@ -26,7 +26,7 @@ The options that Spark's own Kafka source knows keep its meaning (``KafkaSourceP
 
 kafkaseg's own: ``upperBound``, ``verifyCrc``, ``includeControl``, ``includeMetadata``, ``onCorruption``,
 ``splitSize``, ``maxRecordsPerBatch``, ``maxBytesPerBatch``, ``maxBatchBytes``, ``maxDecompressedBatchBytes``,
-``replicas``, ``filterPushdown`` (see :class:`ReadOptions`). ``path``/``paths`` are what Spark's ``DataFrameReader.load`` passes.
+``replicas``, ``filterPushdown``, ``readMode`` (see :class:`ReadOptions`). ``path``/``paths`` are what Spark's ``DataFrameReader.load`` passes.
 
 Spark Kafka options that mean nothing for files are accepted and ignored (:data:`IGNORED_OPTIONS`,
 :data:`IGNORED_KAFKA_OPTIONS`), so existing Spark code can switch format with no other edits; ``kafka.*`` consumer
@@ -74,7 +74,7 @@ OPTION_NAMES: tuple[str, ...] = (
     "failOnDataLoss", "minPartitions", "maxRecordsPerPartition", "includeHeaders", "kafka.isolation.level",
     "upperBound", "verifyCrc", "includeControl", "includeMetadata", "onCorruption", "splitSize",
     "maxRecordsPerBatch", "maxBytesPerBatch", "maxBatchBytes", "maxDecompressedBatchBytes", "replicas",
-    "filterPushdown",
+    "filterPushdown", "readMode",
     "path", "paths",
 )
 
@@ -114,6 +114,7 @@ _CHOICES = {
     "onCorruption": ("fail", "skip"),
     "replicas": ("highestHighWatermark", "all"),
     "filterPushdown": ("auto", "true", "false"),
+    "readMode": ("auto", "mmap", "pread"),
 }
 
 
@@ -172,6 +173,10 @@ class ReadOptions:
     ``filter_pushdown``: whether the Spark source lets pushed-down WHERE predicates prune the scan: ``auto`` only
     on PySpark versions that keep a pushed-down plan to its own query (see :mod:`kafkaseg.spark.source`),
     ``true`` always (safe when every query uses its own ``load()``), ``false`` never. No effect outside Spark.
+    ``read_mode``: how local segment files are read: ``mmap`` decodes straight from guarded read-only mappings
+    (a truncation by a live broker under the mapping is caught and that range reread with ``pread``; see
+    :mod:`kafkaseg.storage.fs`), ``pread`` copies each chunk into a buffer first, ``auto`` (default) maps local
+    files when the compiled mapping module is available. Other filesystems always use positioned reads.
     ``ignored``: the no-op options that were given (canonical names), for logging.
     """
 
@@ -198,6 +203,7 @@ class ReadOptions:
     max_decompressed_batch_bytes: int = 256 * MiB
     replicas: str = "highestHighWatermark"
     filter_pushdown: str = "auto"
+    read_mode: str = "auto"
     paths: tuple[str, ...] = ()
     ignored: tuple[str, ...] = field(default=(), compare=False)
 
@@ -255,6 +261,7 @@ class ReadOptions:
             "maxDecompressedBatchBytes": self.max_decompressed_batch_bytes,
             "replicas": self.replicas,
             "filterPushdown": self.filter_pushdown,
+            "readMode": self.read_mode,
         })
         if self.paths:
             out["paths"] = list(self.paths)
@@ -361,7 +368,7 @@ class ReadOptions:
                 kwargs[attr] = _parse_size_option(name, raw[name], limit)
         for name, attr in (("kafka.isolation.level", "isolation_level"), ("upperBound", "upper_bound"),
                            ("onCorruption", "on_corruption"), ("replicas", "replicas"),
-                           ("filterPushdown", "filter_pushdown")):
+                           ("filterPushdown", "filter_pushdown"), ("readMode", "read_mode")):
             if name in raw:
                 kwargs[attr] = _parse_choice(name, raw[name])
         paths: list[str] = []

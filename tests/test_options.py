@@ -78,7 +78,8 @@ def test_every_canonical_name_is_accepted_in_any_case(name):
               "upperBound": "logEndOffset", "verifyCrc": "false", "includeControl": "true",
               "includeMetadata": "true", "onCorruption": "skip", "splitSize": "1m", "maxRecordsPerBatch": "10",
               "maxBytesPerBatch": "1m", "maxBatchBytes": "1m", "maxDecompressedBatchBytes": "2m",
-              "replicas": "all", "filterPushdown": "true", "path": "/x", "paths": '["/x","/y"]'}
+              "replicas": "all", "filterPushdown": "true", "readMode": "pread", "path": "/x",
+              "paths": '["/x","/y"]'}
     assert set(values) == set(OPTION_NAMES)
     for spelling in (name, name.lower(), name.upper()):
         parsed = ReadOptions.from_options({spelling: values[name]})

@@ -36,7 +36,7 @@ def topic_specs(draw):
     )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
 @given(spec=topic_specs(), seed=st.integers(0, 1000), committed=st.booleans(),
        window=st.tuples(st.integers(0, 60), st.integers(0, 500)), split=st.sampled_from(["1k", "4k", "128m"]),
@@ -68,11 +68,15 @@ def test_random_dirs_and_options_read_exactly_the_selected_records(tmp_path_fact
         ranges = ((min(a, b), max(a, b) + 1), (a + 5, a + 9))
         predicates = Predicates(offset_ranges=ranges)
 
+    # both read paths, with chunks and mapping windows small enough to cut through batches
+    options["readMode"] = data.draw(st.sampled_from(["auto", "pread"]))
+    sizes = {"read_chunk_bytes": data.draw(st.sampled_from([300, 4096, 2 << 20])),
+             "map_window_bytes": data.draw(st.sampled_from([1000, 8192, 32 << 20]))}
     opts = ReadOptions.from_options(options)
     plan = plan_scan(str(root), opts, predicates)
     got = {}
     for piece in plan.slices:
-        for batch in read_slice(piece, opts):
+        for batch in read_slice(piece, opts, **sizes):
             cols = batch.to_pydict()
             for i in range(batch.num_rows):
                 got.setdefault(cols["partition"][i], []).append(

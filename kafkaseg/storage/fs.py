@@ -5,6 +5,12 @@ Everything here only reads: files are opened with ``open_input_file`` (or ``os.o
 writing. Reads are positioned and bounded: :func:`read_at` returns at most ``length`` bytes from ``position``;
 :func:`read_small_file` refuses files above a size cap (checkpoints, indexes, snapshots are small). Nothing in this
 module reads a whole segment.
+
+Local segment ranges can also be mapped (:meth:`RandomAccessReader.map_range`): read-only ``MAP_SHARED`` mappings
+of a bounded window, decoded in place with no copy. A live broker may truncate a segment under a mapping, which
+would normally kill the reader with SIGBUS; ``kafkaseg.storage._mapped`` guards every mapping (the vanished pages
+read as zeros and the mapping reports ``faulted``), and callers check ``faulted`` and :meth:`current_size` after
+using a mapping and reread the range with ``pread`` when either says the file shrank.
 """
 
 from __future__ import annotations
@@ -17,6 +23,14 @@ from typing import NamedTuple
 import pyarrow.fs as pafs
 
 from kafkaseg.errors import LayoutError
+
+try:
+    from kafkaseg.storage._mapped import MappedRange as _MappedRange
+except ImportError:  # not compiled: files are read with pread only
+    _MappedRange = None
+
+#: Whether guarded mappings can be made here (the compiled ``kafkaseg.storage._mapped`` is importable).
+MAPPING_AVAILABLE = _MappedRange is not None
 
 __all__ = [
     "open_filesystem",
@@ -32,6 +46,7 @@ __all__ = [
     "read_at",
     "RandomAccessReader",
     "DEFAULT_SMALL_FILE_CAP",
+    "MAPPING_AVAILABLE",
 ]
 
 #: Default cap for :func:`read_small_file`: checkpoints and snapshots are KiBs; an index is at most
@@ -234,6 +249,33 @@ class RandomAccessReader:
             return done
         except (OSError, ValueError) as exc:
             raise LayoutError(f"cannot read {length} bytes at byte {position} of {self.path}: {exc}") from exc
+
+    @property
+    def mappable(self) -> bool:
+        """Whether :meth:`map_range` can work here: a local file and the compiled mapping module."""
+        return self._fd is not None and _MappedRange is not None
+
+    def map_range(self, position: int, length: int):
+        """A guarded read-only mapping (a buffer-protocol object with ``faulted`` and ``close()``) of up to
+        ``length`` bytes from ``position``, never past :attr:`size`; None when this file cannot be mapped (not
+        local, no compiled module, or the kernel refused the mapping): the caller then reads with
+        :meth:`read_into`."""
+        length = max(0, min(length, self.size - position))
+        if not self.mappable or length == 0:
+            return None
+        try:
+            return _MappedRange(self._fd, position, length)
+        except (OSError, ValueError):
+            return None
+
+    def current_size(self) -> int:
+        """The file's size now (it may have shrunk or grown since open); :attr:`size` when not local."""
+        if self._fd is None:
+            return self.size
+        try:
+            return os.fstat(self._fd).st_size
+        except OSError as exc:
+            raise LayoutError(f"cannot stat {self.path}: {exc}") from exc
 
     def close(self) -> None:
         if self._fd is not None:

@@ -1,0 +1,153 @@
+"""A live broker truncates a segment while kafkaseg reads it (follower truncation, recovery, the trim at roll).
+
+Reading must neither crash (SIGBUS under a file mapping), nor hang (short positioned reads), nor return bytes that
+were not in the file: it returns the records of the batches wholly before the cut and reports the rest as a
+truncated tail. Both read paths (guarded mappings and preads) are exercised, with the cut landing on a page
+boundary and inside a page, before and inside the window being decoded. The guard itself is tested below: pages
+that vanish read as zeros and mark the mapping, and a SIGBUS that is not about our mappings still kills.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from kafkaseg.options import ReadOptions
+from kafkaseg.planning import plan_scan
+from kafkaseg.scan import ScanMetrics, read_slice
+from kafkaseg.storage import fs
+from kafkaseg.testing import write_benchmark_segment
+from kafkaseg.wire.batch import iter_headers
+
+needs_mapping = pytest.mark.skipif(not fs.MAPPING_AVAILABLE, reason="kafkaseg.storage._mapped not compiled")
+
+
+@pytest.fixture(autouse=True)
+def no_hang():
+    """A read that loops on short reads would hang forever: fail it after a minute instead."""
+    def expire(signum, frame):
+        raise TimeoutError("the read did not finish within 60 s (looping on a shrunk file?)")
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(60)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture
+def segment(tmp_path):
+    """A 1 MiB uncompressed segment of 4 KiB batches, and its batch headers."""
+    seg = write_benchmark_segment(tmp_path / "t-0", 1 << 20, 4096, "none")
+    data = open(seg.log_path, "rb").read()
+    return tmp_path, str(seg.log_path), list(iter_headers(data))
+
+
+@needs_mapping
+@pytest.mark.parametrize("read_mode", ["auto", "pread"])
+@pytest.mark.parametrize("cut", [300 * 1024, 300_001], ids=["page-boundary", "mid-page"])
+# 64 KiB decode chunks, 256 KiB windows: after 1 output batch the cut (at ~300 KiB) lies in a window not yet
+# mapped; after 5 it lies in the window being decoded (the generator is suspended with it mapped)
+@pytest.mark.parametrize("after_batches", [1, 5], ids=["window-not-yet-mapped", "window-being-decoded"])
+def test_a_segment_truncated_while_being_read_ends_the_slice_cleanly(segment, read_mode, cut, after_batches):
+    root, log, headers = segment
+    options = ReadOptions.from_options({"readMode": read_mode, "upperBound": "logEndOffset"})
+    (piece,) = plan_scan(str(root), options).slices
+    metrics = ScanMetrics()
+    # small windows and chunks, so the cut lands in a window that is mapped (or a chunk that is read) after it
+    batches = read_slice(piece, options, metrics, read_chunk_bytes=64 * 1024, map_window_bytes=256 * 1024)
+    before, after = [], []  # offsets yielded before / after the truncation
+    for i, batch in enumerate(batches):
+        (after if i >= after_batches else before).extend(batch.column("offset").to_pylist())
+        if i + 1 == after_batches:
+            os.truncate(log, cut)
+    last_whole = max(h.last_offset for h in headers if h.position + h.size <= cut)
+    # in order, no repeats or gaps; what was read before the cut may reach past it (it was in the file then),
+    # nothing read after it does, and every record wholly before the cut is returned
+    assert before + after == list(range(len(before) + len(after)))
+    assert all(offset <= last_whole for offset in after)
+    assert len(before) + len(after) >= last_whole + 1
+    assert metrics.truncated_tails and metrics.truncated_tails[-1][0] == log
+    assert metrics.decode.corrupt_batches == 0
+
+
+@needs_mapping
+def test_pages_that_vanish_under_a_guarded_mapping_read_as_zeros(tmp_path):
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * (256 * 1024))
+    with fs.RandomAccessReader(str(path)) as reader:
+        mapping = reader.map_range(100, 200 * 1024)
+        view = memoryview(mapping)
+        assert bytes(view[:3]) == b"xxx" and not mapping.faulted
+        os.truncate(path, 8192)
+        tail = bytes(view[8000:9000])  # file bytes 8100..9099: 92 survive, the rest were cut
+        assert tail == b"x" * 92 + b"\0" * 908
+        assert mapping.faulted
+        assert reader.current_size() == 8192
+        mapping.close()  # deferred while the view is exported ...
+        assert bytes(view[:3]) == b"xxx"  # ... so the view stays valid
+        view.release()
+        with pytest.raises(ValueError):
+            memoryview(mapping)
+
+
+@needs_mapping
+def test_a_sigbus_outside_kafkaseg_mappings_still_kills_the_process(tmp_path):
+    """The guard answers faults in its own mappings only; anything else keeps the default action."""
+    script = textwrap.dedent(f"""
+        import mmap, os
+        from kafkaseg.storage import fs
+        path = {str(tmp_path / "g")!r}
+        with open(path, "wb") as f:
+            f.write(b"y" * 65536)
+        reader = fs.RandomAccessReader(path)
+        guarded = reader.map_range(0, 65536)   # the guard is installed while this mapping lives
+        other = mmap.mmap(os.open(path, os.O_RDONLY), 65536, prot=mmap.PROT_READ)
+        os.truncate(path, 0)
+        print(other[40000], flush=True)          # not a kafkaseg mapping: SIGBUS, default action
+        print("survived", flush=True)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == -signal.SIGBUS, (proc.returncode, proc.stdout, proc.stderr)
+    assert "survived" not in proc.stdout
+
+
+@needs_mapping
+def test_the_previous_sigbus_handler_is_back_once_no_mapping_is_open(tmp_path):
+    """With faulthandler on (as pytest and PySpark workers may have it), a stray SIGBUS after a scan is reported
+    by faulthandler again: the guard put faulthandler's handler back when its last mapping closed."""
+    script = textwrap.dedent(f"""
+        import faulthandler, mmap, os, sys
+        faulthandler.enable()
+        from kafkaseg.storage import fs
+        path = {str(tmp_path / "h")!r}
+        with open(path, "wb") as f:
+            f.write(b"z" * 65536)
+        reader = fs.RandomAccessReader(path)
+        m = reader.map_range(0, 4096)
+        m.close()
+        other = mmap.mmap(os.open(path, os.O_RDONLY), 65536, prot=mmap.PROT_READ)
+        os.truncate(path, 0)
+        other[40000]
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == -signal.SIGBUS
+    assert "Bus error" in proc.stderr  # faulthandler's report
+
+
+@pytest.mark.parametrize("read_mode", ["auto", "pread"])
+def test_a_segment_shrinking_to_nothing_mid_read_ends_without_error(segment, read_mode):
+    root, log, _ = segment
+    options = ReadOptions.from_options({"readMode": read_mode, "upperBound": "logEndOffset"})
+    (piece,) = plan_scan(str(root), options).slices
+    metrics = ScanMetrics()
+    sizes = []
+    for batch in read_slice(piece, options, metrics, read_chunk_bytes=64 * 1024, map_window_bytes=256 * 1024):
+        sizes.append(batch.num_rows)
+        os.truncate(log, 0)
+    assert len(sizes) == 1 and sizes[0] > 0  # the first chunk's records, then nothing: the file is empty
+    assert metrics.truncated_tails[-1][1] > 0
