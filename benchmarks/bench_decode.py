@@ -14,9 +14,10 @@ segment, each measurement the best of ``--runs`` timed runs (after one untimed w
   codec        every batch payload of the segment through kafkaseg.codecs.decompress (bounded) and through the
                library's plain call (isal_zlib/zlib.decompress, cramjam.snappy.decompress_raw per xerial block,
                lz4.frame.decompress, zstandard decompressobj)        -> decompressed MB/s
-  kafkaseg     kafkaseg.iter_batches(dir) with default options (CRC verification on) -> Arrow; also the compiled
-               kernel driven directly on os.pread chunks of scan's size (what scan.read_slice does, without planning),
-               and the pure-Python twin on the first --pure-mb MiB   -> file MB/s, decompressed MB/s, records/s
+  kafkaseg     kafkaseg.iter_batches(dir) with default options (CRC verification on; local files decoded from
+               guarded mappings) -> Arrow; the same with readMode=pread; the compiled kernel driven directly on
+               os.pread chunks of scan's size (without planning), and the pure-Python twin on the first --pure-mb MiB
+               -> file MB/s, decompressed MB/s, records/s
   aiokafka     aiokafka.record.memory_records.MemoryRecords (its _crecords Cython extension when built) on the
                first --subset-mb MiB of whole batches: validate_crc() per batch (consumer default check_crcs),
                then offset/timestamp/key/value of every record    -> records/s
@@ -173,9 +174,9 @@ def raw_library_calls(codec: str, payloads: list, sizes: list[int]) -> list:
 
 # --- kafkaseg --------------------------------------------------------------------------------------------------------
 
-def kafkaseg_scan(partition_dir: Path) -> int:
+def kafkaseg_scan(partition_dir: Path, **options) -> int:
     rows = 0
-    for batch in kafkaseg.iter_batches(str(partition_dir)):
+    for batch in kafkaseg.iter_batches(str(partition_dir), **options):
         rows += batch.num_rows
     return rows
 
@@ -281,6 +282,11 @@ def bench_segment(root: Path, codec: str, batch_bytes: int, args, clients) -> di
         raise RuntimeError(f"iter_batches returned {rows} records, the segment has {seg.records}")
     out.update(scan_s=t, scan_file_MBps=seg.size / t / MB, scan_record_MBps=decompressed / t / MB,
                scan_records_per_s=rows / t)
+    # the same with readMode=pread (chunks copied out of the page cache first), for comparison
+    t, rows = best_of(lambda: kafkaseg_scan(partition_dir, readMode="pread"), runs)
+    if rows != seg.records:
+        raise RuntimeError(f"iter_batches(readMode=pread) returned {rows} records, the segment has {seg.records}")
+    out.update(scan_pread_file_MBps=seg.size / t / MB)
 
     # the compiled kernel on positioned reads (no planning, no Arrow batch assembly)
     kernel = _compiled_kernel or kdecode.kernel
@@ -332,7 +338,7 @@ def floors(r: dict) -> list[tuple[str, float, float, bool]]:
 
 def print_report(results: list[dict], info: dict) -> list[dict]:
     headers = ["codec", "batch", "file MB", "records", "mmap-sum", "pread", "memcpy-pc",
-               "codec-raw", "codec-kseg", "kseg file", "kseg dec", "kseg rec/s", "kernel rec/s",
+               "codec-raw", "codec-kseg", "kseg file", "kseg dec", "kseg rec/s", "pread file", "kernel rec/s",
                "aiokafka rec/s", "kafka-py rec/s", "pure rec/s", "cy/py"]
     rows = []
     for r in results:
@@ -341,7 +347,8 @@ def print_report(results: list[dict], info: dict) -> list[dict]:
                      fmt_rate(r["memcpy_from_page_cache_MBps"]),
                      fmt_rate(r.get("codec_raw_MBps")), fmt_rate(r.get("codec_kafkaseg_MBps")),
                      fmt_rate(r["scan_file_MBps"]), fmt_rate(r["scan_record_MBps"]),
-                     fmt_rate(r["scan_records_per_s"]), fmt_rate(r["kernel_records_per_s"]),
+                     fmt_rate(r["scan_records_per_s"]), fmt_rate(r.get("scan_pread_file_MBps")),
+                     fmt_rate(r["kernel_records_per_s"]),
                      fmt_rate(r.get("aiokafka_records_per_s")), fmt_rate(r.get("kafka_python_records_per_s")),
                      fmt_rate(r["pure_records_per_s"]), f"{r['compiled_over_pure']:.0f}x"])
     print(format_table(headers, rows))
@@ -349,7 +356,9 @@ def print_report(results: list[dict], info: dict) -> list[dict]:
           "pread = 16 MiB os.pread chunks; memcpy-pc = np.copyto out of the mapping;\n"
           "  codec-raw / codec-kseg = decompressed MB/s of the segment's batch payloads (library's plain call / "
           "kafkaseg.codecs.decompress); kseg file / kseg dec = kafkaseg.iter_batches MB/s of file bytes / of\n"
-          "  decompressed record bytes; kseg rec/s = iter_batches records/s; kernel rec/s = compiled kernel on "
+          "  decompressed record bytes (default options: local files decoded from guarded mappings); kseg rec/s = "
+          "iter_batches records/s; pread file = iter_batches(readMode=pread) MB/s of file bytes;\n"
+          "  kernel rec/s = compiled kernel on "
           "preads of scan's chunk size; client and pure rates are on the subsets given in the JSON/header; cy/py = compiled "
           "over pure twin.")
     print()

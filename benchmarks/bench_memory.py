@@ -8,7 +8,8 @@ Usage::
 For each size a segment is written under /tmp (``kafkaseg.testing.write_benchmark_segment``; deleted afterwards).
 Each (segment, options) pair is read by ``kafkaseg.iter_batches`` in a fresh subprocess that drops every batch after
 counting it; the child reports ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` (peak RSS) once after its imports
-(baseline) and once after the read. Options: the defaults, and a small ``maxRecordsPerBatch``.
+(baseline) and once after the read. Options: the defaults (local files decoded from mapped windows, whose file
+pages count in RSS while mapped), a small ``maxRecordsPerBatch``, and ``readMode=pread``.
 
 Check printed as PASS/FAIL: for each option set, the peak RSS of the largest segment exceeds that of the smallest by
 no more than 10% of the smaller peak plus 16 MiB (noise: allocator and Arrow pool high-water marks).
@@ -74,7 +75,8 @@ def main(argv=None) -> int:
     sizes = [int(float(s) * MiB) for s in ("64,160" if args.quick else args.sizes_mb).split(",") if s.strip()]
     batch_bytes = parse_size(args.batch_size)
     option_sets = [("defaults", {}), (f"maxRecordsPerBatch={args.small_max_records}",
-                                      {"maxRecordsPerBatch": str(args.small_max_records)})]
+                                      {"maxRecordsPerBatch": str(args.small_max_records)}),
+                   ("readMode=pread", {"readMode": "pread"})]
 
     from kafkaseg.testing import write_benchmark_segment
 
