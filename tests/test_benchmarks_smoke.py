@@ -35,7 +35,8 @@ def test_bench_decode_quick(tmp_path):
     out = run("bench_decode.py", tmp_path, "--quick", "--json", str(out_json))
     assert out.startswith("machine: nproc=")
     header = next(line for line in out.splitlines() if line.lstrip().startswith("codec"))
-    for column in ("mmap-sum", "codec-raw", "kseg rec/s", "aiokafka rec/s", "kafka-py rec/s", "pure rec/s"):
+    for column in ("mmap-sum", "codec-raw", "kseg rec/s", "pread file", "aiokafka rec/s", "kafka-py rec/s",
+                   "pure rec/s"):
         assert column in header
     rows = [line.split() for line in out.splitlines() if re.match(r"\s*(none|gzip|snappy|lz4|zstd)\s+\d+[KM]\s", line)]
     assert {(r[0], r[1]) for r in rows} == {(c, b) for c in ("none", "gzip", "snappy", "lz4", "zstd")
@@ -55,9 +56,9 @@ def test_bench_memory_quick(tmp_path):
     out = run("bench_memory.py", tmp_path, "--quick", "--json", str(out_json))
     assert "peak RSS MiB" in out
     verdicts = [line for line in out.splitlines() if re.match(r"(PASS|FAIL)  memory does not grow", line)]
-    assert len(verdicts) == 2
+    assert len(verdicts) == 3  # defaults, a small maxRecordsPerBatch, readMode=pread
     data = json.loads(out_json.read_text())
-    assert len(data["results"]) == 4
+    assert len(data["results"]) == 6
     for r in data["results"]:
         assert r["rows"] > 0 and r["peak_rss"] >= r["baseline_rss"] > 0
     assert not list(tmp_path.glob("kafkaseg-*")), "generated segments were left behind"
