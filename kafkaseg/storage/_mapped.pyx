@@ -16,14 +16,14 @@ cdef extern from "sys/mman.h":
     void* MAP_FAILED
     int PROT_READ
     int MAP_SHARED
-    int MAP_POPULATE
-    int MADV_SEQUENTIAL
 
 cdef extern from "unistd.h":
     long sysconf(int name) nogil
     int _SC_PAGESIZE
 
 cdef extern from "_sigbus_guard.h":
+    int MAP_POPULATE  # 0 where the platform has none
+    int MADV_SEQUENTIAL
     int kseg_guard_enter() nogil
     void kseg_guard_leave() nogil
     int kseg_guard_register(uintptr_t start, uintptr_t end) nogil

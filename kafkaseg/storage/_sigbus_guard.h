@@ -23,6 +23,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#ifndef MAP_POPULATE /* Linux only: elsewhere pages fault in on first touch */
+#define MAP_POPULATE 0
+#endif
+#ifndef MADV_SEQUENTIAL
+#define MADV_SEQUENTIAL 0
+#endif
+
 #define KSEG_GUARD_SLOTS 256
 
 typedef struct {
