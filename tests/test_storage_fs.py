@@ -61,3 +61,34 @@ def test_non_local_filesystem(corpus_dir):
     assert log_end_offset(seg) == 107
     offsets, times = load_indexes(seg)
     assert not offsets.rebuilt and len(times) == 3
+
+
+def test_non_local_readers_fill_buffers_and_never_map():
+    """Scans of non-local files take the positioned-read path: read_into fills the caller's buffer from the
+    pyarrow handle, map_range declines, current_size is the size at open."""
+    mock = pafs._MockFileSystem()
+    with mock.open_output_stream("seg.log") as out:
+        out.write(bytes(range(256)) * 40)
+    with fs.RandomAccessReader("seg.log", mock) as reader:
+        assert not reader.mappable and reader.map_range(0, 100) is None
+        buf = bytearray(300)
+        assert reader.read_into(10_000, buf) == 240 and bytes(buf[:240]) == (bytes(range(256)) * 40)[10_000:]
+        assert reader.read_into(5, memoryview(buf)[:7]) == 7 and bytes(buf[:7]) == bytes(range(5, 12))
+        assert reader.current_size() == reader.size == 10_240
+
+
+def test_local_readers_map_bounded_read_only_windows(tmp_path):
+    path = tmp_path / "seg.log"
+    path.write_bytes(bytes(range(256)) * 64)
+    with fs.RandomAccessReader(str(path)) as reader:
+        if not fs.MAPPING_AVAILABLE:
+            pytest.skip("kafkaseg.storage._mapped not compiled")
+        mapping = reader.map_range(5000, 1 << 30)  # clipped to the file
+        view = memoryview(mapping)
+        assert len(view) == 16384 - 5000 and bytes(view[:3]) == bytes(range(5000 % 256, 5000 % 256 + 3))
+        assert view.readonly
+        with pytest.raises(TypeError):
+            view[0] = 1
+        view.release()
+        mapping.close()
+        assert reader.map_range(16384, 10) is None  # nothing left to map
