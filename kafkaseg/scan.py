@@ -213,8 +213,8 @@ class _SliceDecoder:
         """Decode ``[pos, end)`` in place through guarded mappings of at most ``window_bytes`` (a batch larger
         than a window gets a window of its own size), handing the kernel ``chunk_bytes`` at a time so its output
         stays cache-sized. Returns where it stopped: ``end``, or a position the positioned-read path must
-        continue from (mapping refused, or the file shrank under a mapping, in which case nothing decoded from
-        that mapping since its last check is kept)."""
+        continue from (mapping refused, or the file changed under a mapping: truncated, rewritten or appended to,
+        in which case nothing decoded from that mapping since its last check is kept)."""
         want = 0
         while pos < end and not self.finished:
             window_end = min(end, pos + max(window_bytes, want))
@@ -222,6 +222,10 @@ class _SliceDecoder:
             if mapping is None:
                 return pos
             window_start = pos
+            stamp = reader.change_stamp()  # taken before the first decode from this mapping, compared after each
+            if stamp[0] < window_end:  # already shorter than planned: positioned reads see where it ends now
+                mapping.close()
+                return pos
             view = memoryview(mapping)
             try:
                 self.metrics.bytes_read += window_end - window_start
@@ -230,10 +234,10 @@ class _SliceDecoder:
                     try:
                         result = self.decode(view[pos - window_start:piece_end - window_start], pos)
                     except KafkaSegError:
-                        if mapping.faulted or reader.current_size() < window_end:
-                            return pos  # decoded zeros where the file was cut: reread with pread
+                        if mapping.faulted or reader.change_stamp() != stamp:
+                            return pos  # decoded bytes that changed (or zeros where the file was cut): reread
                         raise
-                    if mapping.faulted or reader.current_size() < window_end:
+                    if mapping.faulted or reader.change_stamp() != stamp:
                         return pos
                     batch = self.accept(result)
                     if batch is not None:

@@ -7,9 +7,8 @@ is the reference in tests. Output columns grow in malloc'd buffers handed to Arr
 """
 
 cimport cython
-from cpython.buffer cimport (PyBUF_READ, PyBUF_SIMPLE, PyBUF_WRITABLE, PyBUF_WRITE, PyBuffer_FillInfo,
+from cpython.buffer cimport (PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_FillInfo,
                              PyBuffer_Release, PyObject_GetBuffer)
-from cpython.memoryview cimport PyMemoryView_FromMemory
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memset
@@ -44,6 +43,7 @@ IMPLEMENTATION = "cython"
 
 cdef int64_t TIMESTAMP_LIMIT_MS = 9223372036854775  # (2**63 - 1) // 1000
 cdef int64_t BINARY_LIMIT = 2147483647
+cdef Py_ssize_t ROW_CHUNK = 65536  # rows records_v2 reserves at a time
 cdef int64_t SEQUENCE_MODULUS = 2147483648  # sequences wrap at Int32.MAX (DefaultRecordBatch.incrementSequence)
 
 cdef uint8_t CODEC_MASK = 0x07
@@ -760,8 +760,9 @@ cdef class _Decoder:
                     decoder = self.decoders[codec]
                     if decoder is None:
                         decoder = self.decoders[codec] = _codecs.decoder_for(codec)
-                    decompressed = decoder(PyMemoryView_FromMemory(<char*>(b + 61), total - 61, PyBUF_READ),
-                                           self.max_decompressed, 2)
+                    # an owned slice (it keeps the input exported, so a traceback holding it cannot outlive a
+                    # mapping or a reused read buffer)
+                    decompressed = decoder(memoryview(self.whole)[pos + 61:pos + total], self.max_decompressed, 2)
                     PyObject_GetBuffer(decompressed, &dview, PyBUF_SIMPLE)
                     have_dview = True
                     data = <const uint8_t*>dview.buf
@@ -828,8 +829,17 @@ cdef class _Decoder:
             self.scratch.reserve(total + 1)
             pos = 16
             while pos < n:
+                # Every value is checked again: the input may be a shared mapping of a file that changes between
+                # the passes, and nothing read in the first pass may be trusted to size a write in the second.
+                if n - pos < 4:
+                    return NULL
                 block_len = <Py_ssize_t>rd32(src + pos)
-                size = <Py_ssize_t>_snappy_length(src + pos + 4, block_len)
+                if block_len < 0 or block_len > n - pos - 4:
+                    return NULL
+                declared = _snappy_length(src + pos + 4, block_len)
+                if declared < 0 or declared > total - done:
+                    return NULL
+                size = <Py_ssize_t>declared
                 if _SNAPPY_RAW_INTO(self.in_view.set(src + pos + 4, block_len),
                                     self.out_view.set(self.scratch.ptr + done, size)) != size:
                     return NULL
@@ -875,16 +885,26 @@ cdef class _Decoder:
         self.scratch.reserve(bound + 1)
         pos = 7
         while True:
+            # Every value is checked again (the input may be a shared mapping that changes between the passes):
+            # a write is only ever sized from values checked against the scratch buffer's bound right here.
+            if n - pos < 4:
+                return NULL
             size = <uint32_t>src[pos] | (<uint32_t>src[pos + 1] << 8) | (<uint32_t>src[pos + 2] << 16) | (
                 <uint32_t>src[pos + 3] << 24)
             pos += 4
             if size == 0:
                 break
+            if (size & 0x7FFFFFFFu) > <uint32_t>block_max or (size & 0x7FFFFFFFu) > <uint32_t>(n - pos):
+                return NULL
             if size & 0x80000000u:  # stored uncompressed
                 size &= 0x7FFFFFFFu
+                if <Py_ssize_t>size > bound - done:
+                    return NULL
                 memcpy(self.scratch.ptr + done, src + pos, size)
                 done += size
             else:
+                if block_max > bound - done:
+                    return NULL
                 got = _LZ4_BLOCK_INTO(self.in_view.set(src + pos, size),
                                       self.out_view.set(self.scratch.ptr + done, block_max))
                 done += got
@@ -911,6 +931,15 @@ cdef class _Decoder:
         out_len[0] = _ZSTD_FRAME_INTO(self.in_view.set(src, n), self.out_view.set(self.scratch.ptr, bound))
         return <const uint8_t*>self.scratch.ptr
 
+    cdef int reserve_rows(self, Py_ssize_t rows) except -1:
+        """Capacity for ``rows`` rows past the committed end of every column records_v2 writes through pointers."""
+        self.offsets.reserve(8 * rows)
+        self.timestamps.reserve(8 * rows)
+        self.ts_types.reserve(4 * rows)
+        self.keys.reserve_rows(rows)
+        self.values.reserve_rows(rows)
+        return 0
+
     cdef const uint8_t* records_v2(self, const uint8_t* data, const uint8_t* data_end, Py_ssize_t pos, int32_t count,
                                    int64_t base_offset, int64_t last_offset, int64_t last_seen, int64_t base_ts,
                                    int64_t max_ts, bint log_append, int32_t epoch, int64_t producer_id,
@@ -919,7 +948,7 @@ cdef class _Decoder:
         """Parse a v2 batch's ``count`` records in ``[data, data_end)`` and append the in-range ones. Returns where
         parsing stopped (the caller checks it is ``data_end``).
 
-        The fixed-width columns get room for ``count`` rows up front and are written through local pointers, so
+        The fixed-width columns get room for up to ROW_CHUNK rows at a time and are written through local pointers, so
         the loop keeps no column state in memory it has to reload after every store; sizes are committed once,
         after the last record. Keys and values check their data capacity per record (a rare slow path grows
         them). Headers and metadata, both opt-in, use the checked appends."""
@@ -945,12 +974,11 @@ cdef class _Decoder:
         cdef uint8_t* k_valid
         cdef uint8_t* v_valid
         cdef Py_ssize_t k_size, v_size, k_start, v_start
+        # Rows are reserved ROW_CHUNK at a time, never for the whole declared count up front: a corrupt count (up
+        # to payload/7) must not reserve gigabytes before the first record fails.
+        cdef Py_ssize_t rows_reserved = min(<Py_ssize_t>count, ROW_CHUNK)
 
-        self.offsets.reserve(8 * <Py_ssize_t>count)
-        self.timestamps.reserve(8 * <Py_ssize_t>count)
-        self.ts_types.reserve(4 * <Py_ssize_t>count)
-        keys.reserve_rows(count)
-        values.reserve_rows(count)
+        self.reserve_rows(rows_reserved)
         out_offset = <int64_t*>(self.offsets.ptr + self.offsets.size)
         out_ts = <int64_t*>(self.timestamps.ptr + self.timestamps.size)
         out_type = <int32_t*>(self.ts_types.ptr + self.ts_types.size)
@@ -1040,6 +1068,16 @@ cdef class _Decoder:
                 timestamp = base_ts + ts_delta
             if timestamp < -TIMESTAMP_LIMIT_MS or timestamp > TIMESTAMP_LIMIT_MS:
                 self.check_ts(timestamp, pos)
+            if emitted == rows_reserved:  # room for the next ROW_CHUNK rows (uncommitted rows stay in place)
+                rows_reserved = min(<Py_ssize_t>count, rows_reserved + ROW_CHUNK)
+                self.reserve_rows(rows_reserved)
+                out_offset = <int64_t*>(self.offsets.ptr + self.offsets.size)
+                out_ts = <int64_t*>(self.timestamps.ptr + self.timestamps.size)
+                out_type = <int32_t*>(self.ts_types.ptr + self.ts_types.size)
+                k_offsets = <int32_t*>(keys.offsets.ptr + keys.offsets.size)
+                v_offsets = <int32_t*>(values.offsets.ptr + values.offsets.size)
+                k_valid = <uint8_t*>(keys.valid.ptr + keys.valid.size)
+                v_valid = <uint8_t*>(values.valid.ptr + values.valid.size)
             if key_len >= 0:
                 if k_size + key_len > keys.data.cap:
                     keys.data.size = k_size
@@ -1070,7 +1108,7 @@ cdef class _Decoder:
                 if header_count == 0:
                     self.headers_null()
                 else:
-                    self.copy_headers(headers_ptr, rec_end, header_count)
+                    self.copy_headers(headers_ptr, rec_end, header_count, pos)
                     self.headers_present()
             if include_metadata:
                 if base_sequence < 0:
@@ -1099,14 +1137,25 @@ cdef class _Decoder:
         self.nbytes += (k_size - k_start) + (v_size - v_start)
         return p
 
-    cdef int copy_headers(self, const uint8_t* p, const uint8_t* rec_end, int64_t header_count) except -1:
+    cdef int copy_headers(self, const uint8_t* p, const uint8_t* rec_end, int64_t header_count,
+                          Py_ssize_t pos) except -1:
+        """Append one record's headers, which the walk in records_v2 validated. Every length is checked again as it
+        is copied, and the key's UTF-8 check is repeated on the copy itself: the input may be a shared mapping of a
+        file that changed since the walk, and a length must never be trusted across two reads."""
         cdef int64_t h, hk_len, hv_len
+        cdef Py_ssize_t start
         for h in range(header_count):
-            read_varint(&p, rec_end, &hk_len)
+            if read_varint(&p, rec_end, &hk_len) or hk_len < 0 or hk_len > rec_end - p:
+                raise _Frame(CorruptBatchError, "invalid header key length (the batch changed while being read)", pos)
+            start = self.hkeys.data.size
             self.hkeys.append(p, hk_len)
+            if not utf8_valid(<const uint8_t*>self.hkeys.data.ptr + start, hk_len):
+                raise _Frame(CorruptBatchError, "header key is not valid UTF-8", pos)
             self.nbytes += hk_len
             p += hk_len
-            read_varint(&p, rec_end, &hv_len)
+            if read_varint(&p, rec_end, &hv_len) or hv_len < -1 or hv_len > rec_end - p:
+                raise _Frame(CorruptBatchError, "invalid header value length (the batch changed while being read)",
+                             pos)
             if hv_len >= 0:
                 self.hvalues.append(p, hv_len)
                 self.nbytes += hv_len

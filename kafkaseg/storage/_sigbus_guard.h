@@ -61,9 +61,9 @@ static void kseg_sigbus_handler(int sig, siginfo_t *info, void *context) {
             }
         }
     }
-    /* not ours: as if the guard were not installed */
+    /* not ours: as if the guard were not installed (never chaining to itself: that would spin forever) */
     if (kseg_previous.sa_flags & SA_SIGINFO) {
-        if (kseg_previous.sa_sigaction != NULL) {
+        if (kseg_previous.sa_sigaction != NULL && kseg_previous.sa_sigaction != kseg_sigbus_handler) {
             kseg_previous.sa_sigaction(sig, info, context);
             return;
         }
@@ -79,14 +79,17 @@ static int kseg_guard_enter(void) {
     int rc = 0;
     pthread_mutex_lock(&kseg_lock);
     if (kseg_users == 0) {
-        struct sigaction action;
+        struct sigaction action, replaced;
         long page = sysconf(_SC_PAGESIZE);
         if (page > 0) kseg_page_size = (uintptr_t)page;
         memset(&action, 0, sizeof(action));
         action.sa_sigaction = kseg_sigbus_handler;
         action.sa_flags = SA_SIGINFO | SA_ONSTACK;
         sigemptyset(&action.sa_mask);
-        rc = sigaction(SIGBUS, &action, &kseg_previous);
+        rc = sigaction(SIGBUS, &action, &replaced);
+        /* Ours may still be installed (someone put it back after we left): then keep the handler saved before. */
+        if (rc == 0 && !((replaced.sa_flags & SA_SIGINFO) && replaced.sa_sigaction == kseg_sigbus_handler))
+            kseg_previous = replaced;
     }
     if (rc == 0) kseg_users++;
     pthread_mutex_unlock(&kseg_lock);

@@ -9,8 +9,8 @@ module reads a whole segment.
 Local segment ranges can also be mapped (:meth:`RandomAccessReader.map_range`): read-only ``MAP_SHARED`` mappings
 of a bounded window, decoded in place with no copy. A live broker may truncate a segment under a mapping, which
 would normally kill the reader with SIGBUS; ``kafkaseg.storage._mapped`` guards every mapping (the vanished pages
-read as zeros and the mapping reports ``faulted``), and callers check ``faulted`` and :meth:`current_size` after
-using a mapping and reread the range with ``pread`` when either says the file shrank.
+read as zeros and the mapping reports ``faulted``), and callers check ``faulted`` and :meth:`change_stamp` after
+using a mapping and reread the range with ``pread`` when either says the file changed.
 """
 
 from __future__ import annotations
@@ -267,6 +267,18 @@ class RandomAccessReader:
             return _MappedRange(self._fd, position, length)
         except (OSError, ValueError):
             return None
+
+    def change_stamp(self) -> tuple[int, int]:
+        """``(size, ctime in ns)`` now: any write, truncation or append changes it. ``(size at open, 0)`` when not
+        local. Mapped reads take one before using a mapping and compare after, so bytes that changed under them
+        (a truncation, even one followed by new appends) are reread rather than trusted."""
+        if self._fd is None:
+            return self.size, 0
+        try:
+            info = os.fstat(self._fd)
+        except OSError as exc:
+            raise LayoutError(f"cannot stat {self.path}: {exc}") from exc
+        return info.st_size, info.st_ctime_ns
 
     def current_size(self) -> int:
         """The file's size now (it may have shrunk or grown since open); :attr:`size` when not local."""
