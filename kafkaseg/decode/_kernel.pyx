@@ -976,16 +976,11 @@ cdef class _Decoder:
         cdef Py_ssize_t k_size, v_size, k_start, v_start
         # Rows are reserved ROW_CHUNK at a time, never for the whole declared count up front: a corrupt count (up
         # to payload/7) must not reserve gigabytes before the first record fails.
-        cdef Py_ssize_t rows_reserved = min(<Py_ssize_t>count, ROW_CHUNK)
+        cdef Py_ssize_t rows_reserved = 0  # the first kept record reserves the first chunk
 
-        self.reserve_rows(rows_reserved)
-        out_offset = <int64_t*>(self.offsets.ptr + self.offsets.size)
-        out_ts = <int64_t*>(self.timestamps.ptr + self.timestamps.size)
-        out_type = <int32_t*>(self.ts_types.ptr + self.ts_types.size)
-        k_offsets = <int32_t*>(keys.offsets.ptr + keys.offsets.size)
-        v_offsets = <int32_t*>(values.offsets.ptr + values.offsets.size)
-        k_valid = <uint8_t*>(keys.valid.ptr + keys.valid.size)
-        v_valid = <uint8_t*>(values.valid.ptr + values.valid.size)
+        out_offset = out_ts = NULL
+        out_type = k_offsets = v_offsets = NULL
+        k_valid = v_valid = NULL
         k_size = k_start = keys.data.size
         v_size = v_start = values.data.size
 
