@@ -92,3 +92,17 @@ def test_local_readers_map_bounded_read_only_windows(tmp_path):
         view.release()
         mapping.close()
         assert reader.map_range(16384, 10) is None  # nothing left to map
+
+
+def test_without_the_mapping_module_every_read_mode_falls_back_to_preads(tmp_path, monkeypatch):
+    """A build without a compiler has no kafkaseg.storage._mapped: readMode=mmap/auto read with pread, same rows."""
+    import kafkaseg
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=300, records_per_batch=7, codec="lz4")])
+    expected = kafkaseg.read_arrow(str(tmp_path), readMode="pread")
+    monkeypatch.setattr(fs, "_MappedRange", None)
+    with fs.RandomAccessReader(str(next(tmp_path.glob("t-0/*.log")))) as reader:
+        assert not reader.mappable and reader.map_range(0, 10) is None
+    for mode in ("auto", "mmap"):
+        assert kafkaseg.read_arrow(str(tmp_path), readMode=mode).equals(expected)
