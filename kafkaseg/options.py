@@ -176,7 +176,8 @@ class ReadOptions:
     ``read_mode``: how local segment files are read: ``mmap`` decodes straight from guarded read-only mappings
     (a truncation by a live broker under the mapping is caught and that range reread with ``pread``; see
     :mod:`kafkaseg.storage.fs`), ``pread`` copies each chunk into a buffer first, ``auto`` (default) maps local
-    files when the compiled mapping module is available. Other filesystems always use positioned reads.
+    files when the compiled mapping module is available. Other filesystems, and ``mmap`` without that module,
+    use positioned reads.
     ``ignored``: the no-op options that were given (canonical names), for logging.
     """
 
