@@ -75,6 +75,9 @@ cdef inline uint32_t rdu32(const uint8_t* p) noexcept nogil:
 cdef inline int16_t rd16(const uint8_t* p) noexcept nogil:
     return <int16_t>((<uint32_t>p[0] << 8) | <uint32_t>p[1])
 
+cdef inline uint32_t rdu32le(const uint8_t* p) noexcept nogil:  # the codecs' framings are little-endian
+    return <uint32_t>p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
+
 
 cdef extern from "_varint.h":
     # Zig-zag varint of up to 10 bytes: 0 on success; -1 past ``end``; -2 longer than 10 bytes.
@@ -423,6 +426,33 @@ cdef Py_ssize_t _lz4_block_max(int code) noexcept:
     return 0
 
 
+cdef Py_ssize_t _xerial_block(const uint8_t* src, Py_ssize_t n, Py_ssize_t pos, Py_ssize_t* block_len,
+                              int64_t* declared) noexcept:
+    """The xerial snappy block at ``pos``: its length and declared uncompressed size; where the next block starts,
+    or -1 when the block is malformed."""
+    if n - pos < 4:
+        return -1
+    block_len[0] = <Py_ssize_t>rd32(src + pos)
+    if block_len[0] < 0 or block_len[0] > n - pos - 4:
+        return -1
+    declared[0] = _snappy_length(src + pos + 4, block_len[0])
+    if declared[0] < 0:
+        return -1
+    return pos + 4 + block_len[0]
+
+
+cdef Py_ssize_t _lz4_block(const uint8_t* src, Py_ssize_t n, Py_ssize_t pos, Py_ssize_t block_max,
+                           uint32_t* size) noexcept:
+    """The lz4 frame block header at ``pos``: ``size`` gets the data size with the high "stored uncompressed" bit
+    (0 for the end mark); returns where the data starts, or -1 when the size is past the frame or the block maximum."""
+    if n - pos < 4:
+        return -1
+    size[0] = rdu32le(src + pos)
+    if (size[0] & 0x7FFFFFFFu) > <uint32_t>block_max or (size[0] & 0x7FFFFFFFu) > <uint32_t>(n - pos - 4):
+        return -1
+    return pos + 4
+
+
 cdef Py_ssize_t _zstd_single_frame(const uint8_t* p, Py_ssize_t n, Py_ssize_t* frame_end,
                                    int64_t* content_size) noexcept:
     """The most one zstd data frame at ``p`` can decode to (its content size, else raw/RLE sizes plus the block
@@ -435,7 +465,7 @@ cdef Py_ssize_t _zstd_single_frame(const uint8_t* p, Py_ssize_t n, Py_ssize_t* f
     cdef uint64_t window, window_base, cs = 0
     cdef uint32_t block_header
     cdef int block_type, i
-    if n < 6 or (<uint32_t>p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)) != 0xFD2FB528u:
+    if n < 6 or rdu32le(p) != 0xFD2FB528u:
         return -1
     descriptor = p[4]
     if descriptor & 0x08 or descriptor & 0x03:  # reserved bit; dictionary id
@@ -809,42 +839,29 @@ cdef class _Decoder:
         return out
 
     cdef const uint8_t* snappy_fast(self, const uint8_t* src, Py_ssize_t n, Py_ssize_t* out_len) except? NULL:
-        cdef Py_ssize_t pos, block_len, size, total = 0, done = 0
+        cdef Py_ssize_t pos, block_len, total = 0, done = 0
         cdef int64_t declared
         if n >= 16 and memcmp(src, b"\x82SNAPPY\x00", 8) == 0:
             pos = 16
             while pos < n:  # first pass: every block's declared size, checked against the budget
-                if n - pos < 4:
-                    return NULL
-                block_len = <Py_ssize_t>rd32(src + pos)
-                if block_len < 0 or block_len > n - pos - 4:
-                    return NULL
-                declared = _snappy_length(src + pos + 4, block_len)
-                if declared < 0:
+                pos = _xerial_block(src, n, pos, &block_len, &declared)
+                if pos < 0:
                     return NULL
                 total += declared
                 if total > self.max_decompressed:
                     return NULL
-                pos += 4 + block_len
             self.scratch.reserve(total + 1)
             pos = 16
             while pos < n:
-                # Every value is checked again: the input may be a shared mapping of a file that changes between
-                # the passes, and nothing read in the first pass may be trusted to size a write in the second.
-                if n - pos < 4:
+                # Every block is read and checked again: the input may be a shared mapping of a file that changes
+                # between the passes, and nothing read in the first pass may size a write in the second.
+                pos = _xerial_block(src, n, pos, &block_len, &declared)
+                if pos < 0 or declared > total - done:
                     return NULL
-                block_len = <Py_ssize_t>rd32(src + pos)
-                if block_len < 0 or block_len > n - pos - 4:
+                if _SNAPPY_RAW_INTO(self.in_view.set(src + pos - block_len, block_len),
+                                    self.out_view.set(self.scratch.ptr + done, declared)) != declared:
                     return NULL
-                declared = _snappy_length(src + pos + 4, block_len)
-                if declared < 0 or declared > total - done:
-                    return NULL
-                size = <Py_ssize_t>declared
-                if _SNAPPY_RAW_INTO(self.in_view.set(src + pos + 4, block_len),
-                                    self.out_view.set(self.scratch.ptr + done, size)) != size:
-                    return NULL
-                done += size
-                pos += 4 + block_len
+                done += <Py_ssize_t>declared
         else:
             declared = _snappy_length(src, n)
             if declared < 0 or declared > self.max_decompressed:
@@ -860,24 +877,19 @@ cdef class _Decoder:
         """The frame Kafka's Java producer writes (KafkaLZ4BlockOutputStream: FLG 0x60 = version 01, independent
         blocks, no checksums, no content size; a correct header checksum): its blocks are decoded one by one
         with the block API straight into the scratch buffer. Any other frame goes to kafkaseg.codecs."""
-        cdef Py_ssize_t pos = 7, block_max, bound = 0, done = 0, got
+        cdef Py_ssize_t pos = 7, block_max, bound = 0, done = 0, need
         cdef uint32_t size
-        if n < 7 or (<uint32_t>src[0] | (<uint32_t>src[1] << 8) | (<uint32_t>src[2] << 16)
-                     | (<uint32_t>src[3] << 24)) != 0x184D2204u or src[4] != 0x60:
+        if n < 7 or rdu32le(src) != 0x184D2204u or src[4] != 0x60:
             return NULL
         block_max = _lz4_block_max((src[5] >> 4) & 0x07)
         if block_max == 0 or (src[5] & 0x8F) != 0 or src[6] != _LZ4_HC_FLG60[(src[5] >> 4) & 0x07]:
             return NULL
         while True:  # first pass: the blocks' bound, checked against the budget
-            if n - pos < 4:
+            pos = _lz4_block(src, n, pos, block_max, &size)
+            if pos < 0:
                 return NULL
-            size = <uint32_t>src[pos] | (<uint32_t>src[pos + 1] << 8) | (<uint32_t>src[pos + 2] << 16) | (
-                <uint32_t>src[pos + 3] << 24)
-            pos += 4
             if size == 0:
                 break
-            if (size & 0x7FFFFFFFu) > <uint32_t>block_max or (size & 0x7FFFFFFFu) > <uint32_t>(n - pos):
-                return NULL
             bound += <Py_ssize_t>(size & 0x7FFFFFFFu) if size & 0x80000000u else block_max
             pos += <Py_ssize_t>(size & 0x7FFFFFFFu)
         if bound > self.max_decompressed:
@@ -885,30 +897,23 @@ cdef class _Decoder:
         self.scratch.reserve(bound + 1)
         pos = 7
         while True:
-            # Every value is checked again (the input may be a shared mapping that changes between the passes):
-            # a write is only ever sized from values checked against the scratch buffer's bound right here.
-            if n - pos < 4:
+            # Every block header is read and checked again (the input may be a shared mapping that changes between
+            # the passes): a write is only ever sized from values checked against the scratch buffer's bound here.
+            pos = _lz4_block(src, n, pos, block_max, &size)
+            if pos < 0:
                 return NULL
-            size = <uint32_t>src[pos] | (<uint32_t>src[pos + 1] << 8) | (<uint32_t>src[pos + 2] << 16) | (
-                <uint32_t>src[pos + 3] << 24)
-            pos += 4
             if size == 0:
                 break
-            if (size & 0x7FFFFFFFu) > <uint32_t>block_max or (size & 0x7FFFFFFFu) > <uint32_t>(n - pos):
+            need = <Py_ssize_t>(size & 0x7FFFFFFFu) if size & 0x80000000u else block_max
+            if need > bound - done:
                 return NULL
             if size & 0x80000000u:  # stored uncompressed
-                size &= 0x7FFFFFFFu
-                if <Py_ssize_t>size > bound - done:
-                    return NULL
-                memcpy(self.scratch.ptr + done, src + pos, size)
-                done += size
+                memcpy(self.scratch.ptr + done, src + pos, need)
+                done += need
             else:
-                if block_max > bound - done:
-                    return NULL
-                got = _LZ4_BLOCK_INTO(self.in_view.set(src + pos, size),
-                                      self.out_view.set(self.scratch.ptr + done, block_max))
-                done += got
-            pos += size
+                done += _LZ4_BLOCK_INTO(self.in_view.set(src + pos, size),
+                                        self.out_view.set(self.scratch.ptr + done, block_max))
+            pos += <Py_ssize_t>(size & 0x7FFFFFFFu)
         out_len[0] = done
         return <const uint8_t*>self.scratch.ptr
 
@@ -999,6 +1004,8 @@ cdef class _Decoder:
             if rc:
                 self.varint_error(rc, pos)
             offset = base_offset + offset_delta
+            # Key and value are parsed inline, not through one shared helper: measured 6% slower that way (lengths
+            # passed through memory instead of registers).
             rc = read_varint(&p, rec_end, &key_len)
             if rc:
                 self.varint_error(rc, pos)
