@@ -149,7 +149,7 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
         pos = piece.start_position
         if options.read_mode != "pread" and reader.mappable:
             pos = yield from reading.mapped(reader, pos, end, map_window_bytes, read_chunk_bytes)
-        if pos < end:
+        if pos < end and not reading.finished:
             yield from reading.preads(reader, pos, end, read_chunk_bytes)
     with metrics._lock:
         metrics.slices += 1
@@ -186,35 +186,30 @@ class _SliceDecoder:
         return _record_batch(self.constants, result.columns, result.num_rows, self.schema)
 
     def resume(self, reader: RandomAccessReader, result, pos: int, end: int) -> tuple[int, int]:
-        """Where the next decode starts after ``result`` (decoded at ``pos``) and how many bytes it needs there (0:
-        whatever is available)."""
+        """Where the next decode starts after ``result`` (decoded at ``pos``) and how many bytes it needs there: 0
+        for whatever is available, also when a partial batch is the slice's tail (reported; the slice is
+        finished)."""
         pos += result.consumed
         if result.stop != STOP_PARTIAL:
             return pos, 0
-        return pos, self.partial(reader, result, pos, end)
-
-    def partial(self, reader: RandomAccessReader, result, pos: int, end: int) -> int:
-        """After STOP_PARTIAL at ``pos``: how many bytes the next decode needs, or 0 when the partial batch is
-        the slice's tail (reported; the slice is finished)."""
         needed = result.next_batch_size if result.next_batch_size > 0 else HEADER_PREFIX_SIZE
         if pos + needed > end:
             _partial_tail(self.piece, reader.size, pos, end, self.options, self.stats, self.metrics)
             self.finished = True
-            return 0
-        return needed
+            return pos, 0
+        return pos, needed
 
-    def shrunk(self, reader: RandomAccessReader, pos: int, end: int) -> None:
+    def shrunk(self, pos: int, end: int) -> None:
         """The file ended at ``pos`` before the planned ``end``: a live broker truncated it while we read."""
-        with self.metrics._lock:
-            self.metrics.truncated_tails.append((self.piece.log_path, pos, end - pos))
+        _report_tail(self.piece, self.metrics, pos, end)
         self.finished = True
 
     def mapped(self, reader: RandomAccessReader, pos: int, end: int, window_bytes: int, chunk_bytes: int):
         """Decode ``[pos, end)`` in place through guarded mappings of at most ``window_bytes`` (a batch larger
         than a window gets a window of its own size), handing the kernel ``chunk_bytes`` at a time so its output
-        stays cache-sized. Returns where it stopped: ``end``, or a position the positioned-read path must
-        continue from (mapping refused, or the file changed under a mapping: truncated, rewritten or appended to,
-        in which case nothing decoded from that mapping since its last check is kept)."""
+        stays cache-sized. Returns where it stopped; unless the slice is finished, the positioned-read path
+        continues from there (mapping refused, or the file changed under a mapping: truncated, rewritten or
+        appended to, in which case nothing decoded from that mapping since its last check is kept)."""
         want = 0
         while pos < end and not self.finished:
             window_end = min(end, pos + max(window_bytes, want))
@@ -231,14 +226,15 @@ class _SliceDecoder:
                 self.metrics.bytes_read += window_end - window_start
                 while pos < window_end and not self.finished:
                     piece_end = min(window_end, pos + max(chunk_bytes, want))
+                    error = None
                     try:
                         result = self.decode(view[pos - window_start:piece_end - window_start], pos)
-                    except KafkaSegError:
-                        if mapping.faulted or reader.change_stamp() != stamp:
-                            return pos  # decoded bytes that changed (or zeros where the file was cut): reread
-                        raise
+                    except KafkaSegError as err:
+                        error = err
                     if mapping.faulted or reader.change_stamp() != stamp:
-                        return pos
+                        return pos  # decoded bytes that changed (or zeros where the file was cut): reread
+                    if error is not None:
+                        raise error
                     batch = self.accept(result)
                     if batch is not None:
                         yield batch
@@ -248,7 +244,7 @@ class _SliceDecoder:
             finally:
                 view.release()
                 mapping.close()
-        return end if self.finished else pos
+        return pos
 
     def preads(self, reader: RandomAccessReader, pos: int, end: int, chunk_bytes: int):
         """Decode ``[pos, end)`` from positioned reads into one reusable buffer. The kernel copies what it keeps, so
@@ -267,8 +263,8 @@ class _SliceDecoder:
                 filled = reader.read_into(pos, memoryview(chunk)[:need])
                 buf_pos, offset_in_buf = pos, 0
                 self.metrics.bytes_read += filled  # one reader thread per slice
-                if filled < min(want, need) or not filled:
-                    self.shrunk(reader, pos, end)  # a short read: the file is now shorter than planned
+                if filled < want or not filled:
+                    self.shrunk(pos, end)  # a short read: the file is now shorter than planned
                     break
             view = memoryview(chunk)[offset_in_buf:filled]
             result = self.decode(view, pos)
@@ -281,12 +277,17 @@ class _SliceDecoder:
                 filled = 0  # refill from pos
 
 
+def _report_tail(piece: SegmentSlice, metrics: ScanMetrics, pos: int, end: int) -> None:
+    """Record ``[pos, end)`` of the slice's segment as a truncated tail (not read, not an error)."""
+    with metrics._lock:
+        metrics.truncated_tails.append((piece.log_path, pos, end - pos))
+
+
 def _partial_tail(piece, file_size, pos, end, options, stats, metrics):
     """A batch that runs past the slice's end: the segment's tail (an active segment mid-write, or a crash before
     a flush), reported; or, when the slice ends at a batch boundary inside the segment, corruption."""
     if end >= piece.segment_size or end >= file_size:
-        with metrics._lock:
-            metrics.truncated_tails.append((piece.log_path, pos, end - pos))
+        _report_tail(piece, metrics, pos, end)
         return
     err = TruncatedDataError(f"batch runs past the planned slice end at byte {end}", path=piece.log_path,
                              position=pos)

@@ -65,7 +65,7 @@ def test_non_local_filesystem(corpus_dir):
 
 def test_non_local_readers_fill_buffers_and_never_map():
     """Scans of non-local files take the positioned-read path: read_into fills the caller's buffer from the
-    pyarrow handle, map_range declines, current_size is the size at open."""
+    pyarrow handle, map_range declines, change_stamp holds the size at open."""
     mock = pafs._MockFileSystem()
     with mock.open_output_stream("seg.log") as out:
         out.write(bytes(range(256)) * 40)
@@ -74,7 +74,7 @@ def test_non_local_readers_fill_buffers_and_never_map():
         buf = bytearray(300)
         assert reader.read_into(10_000, buf) == 240 and bytes(buf[:240]) == (bytes(range(256)) * 40)[10_000:]
         assert reader.read_into(5, memoryview(buf)[:7]) == 7 and bytes(buf[:7]) == bytes(range(5, 12))
-        assert reader.current_size() == reader.size == 10_240
+        assert reader.change_stamp() == (reader.size, 0) and reader.size == 10_240
 
 
 def test_local_readers_map_bounded_read_only_windows(tmp_path):

@@ -280,15 +280,6 @@ class RandomAccessReader:
             raise LayoutError(f"cannot stat {self.path}: {exc}") from exc
         return info.st_size, info.st_ctime_ns
 
-    def current_size(self) -> int:
-        """The file's size now (it may have shrunk or grown since open); :attr:`size` when not local."""
-        if self._fd is None:
-            return self.size
-        try:
-            return os.fstat(self._fd).st_size
-        except OSError as exc:
-            raise LayoutError(f"cannot stat {self.path}: {exc}") from exc
-
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
