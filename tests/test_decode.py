@@ -386,3 +386,21 @@ def test_record_offset_below_its_batch_base_is_corruption(kernel):
                               base_sequence=-1, records_count=2, payload=payload)
     with pytest.raises(CorruptBatchError, match="out of order"):
         kernel.decode(batch, DecodeRequest(path="neg.log", verify_crc=False))
+
+
+@needs_compiled
+def test_freed_output_blocks_are_reused_within_a_fixed_bound():
+    """The compiled kernel keeps blocks Arrow has released for the next call, at most 32 blocks and 64 MiB, so
+    reading many buffers neither grows memory nor allocates afresh for every call."""
+    records = [Record(i, 1, b"k%d" % i, b"v" * 3000, []) for i in range(400)]
+    buf = build_batch_v2(records).data  # about 1.2 MB of output per call
+    for _ in range(50):
+        result = _compiled.decode(buf, DecodeRequest())
+        assert result.num_rows == 400
+        del result
+        blocks, nbytes = _compiled._output_cache_info()
+        assert blocks <= 32 and nbytes <= 64 << 20
+    assert blocks > 0  # released blocks were kept ...
+    held = _compiled.decode(buf, DecodeRequest())
+    assert _compiled._output_cache_info()[0] < blocks  # ... and the next call took them back
+    assert held.columns["value"].to_pylist() == [r.value for r in records]

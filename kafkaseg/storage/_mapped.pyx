@@ -46,7 +46,7 @@ cdef class MappedRange:
     cdef bint closing
     cdef int exports
 
-    def __cinit__(self, int fd, long long position, Py_ssize_t length, bint populate=True):
+    def __cinit__(self, int fd, long long position, Py_ssize_t length):
         cdef long page = sysconf(_SC_PAGESIZE)
         cdef long long aligned = position - position % page
         cdef void* p
@@ -62,7 +62,8 @@ cdef class MappedRange:
         if kseg_guard_enter() != 0:
             raise OSError("cannot install the SIGBUS guard")
         self.entered = True
-        p = mmap(NULL, self.mapped, PROT_READ, MAP_SHARED | (MAP_POPULATE if populate else 0), fd, aligned)
+        # populated at once: measured faster than faulting pages in as the decoder reaches them
+        p = mmap(NULL, self.mapped, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, aligned)
         if p == MAP_FAILED:
             self._unmap()
             raise OSError(f"mmap of {length} bytes at {position} failed")
@@ -78,9 +79,6 @@ cdef class MappedRange:
     def faulted(self) -> bool:
         """True once a page of this range was found past the file's end (and read as zeros)."""
         return kseg_guard_faulted(self.slot) != 0
-
-    def __len__(self):
-        return self.length
 
     def __getbuffer__(self, Py_buffer* buffer, int flags):
         if self.base == NULL or self.closing:
@@ -114,9 +112,3 @@ cdef class MappedRange:
 
     def __dealloc__(self):
         self._unmap()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
