@@ -277,7 +277,7 @@ class PartitionLookup:
 
     def log_end_offset(self) -> int:
         if self._leo is None:
-            leo = partition_log_end_offset(self.pdir)
+            leo = partition_log_end_offset(self.pdir, max_batch_bytes=self.max_batch_bytes)
             self._leo = self.log_start_offset if leo is None else leo
         return self._leo
 
@@ -291,7 +291,7 @@ class PartitionLookup:
         """High watermark (read_uncommitted) or last stable offset (read_committed)."""
         if self._fetchable is None:
             if self.isolation == "read_committed":
-                lso = last_stable_offset(self.pdir)
+                lso = last_stable_offset(self.pdir, max_batch_bytes=self.max_batch_bytes)
                 self._fetchable = self.high_watermark() if lso is None else min(lso, self.high_watermark())
             else:
                 self._fetchable = self.high_watermark()

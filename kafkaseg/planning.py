@@ -40,10 +40,12 @@ from typing import Any, Iterable, Sequence
 from kafkaseg.errors import CorruptDataError, DataLossError, InvalidOptionError, KafkaSegError, LayoutError
 from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, LATEST, ReadOptions
-from kafkaseg.storage.indexes import load_indexes
+from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
 from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, choose_replicas, discover, last_stable_offset,
                                      partition_log_end_offset)
+from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import SegmentReader
+from kafkaseg.storage.time_index import TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex
 
 __all__ = [
@@ -69,6 +71,9 @@ class SegmentSlice:
     ``aborted`` lists ``(producerId, firstOffset, lastOffset)`` of the aborted transactions that can touch the
     slice (read_committed only, else empty). ``segment_size`` is the ``.log`` size seen at planning;
     ``partition_path``/``log_dir`` say which replica; ``segment_index`` is the segment's rank in its partition.
+    ``next_base_offset`` is the base offset of the partition's next segment, None for its last (active) segment:
+    only the last segment may end in a partial batch (a broker mid-write), and every offset in a segment lies in
+    ``[base_offset, next_base_offset)``.
     """
 
     topic: str
@@ -85,6 +90,11 @@ class SegmentSlice:
     partition_path: str = ""
     log_dir: str | None = None
     filesystem: Any = field(default=None, compare=False, repr=False)
+    next_base_offset: int | None = None
+
+    @property
+    def is_last_segment(self) -> bool:
+        return self.next_base_offset is None
 
     @property
     def size_bytes(self) -> int:
@@ -233,13 +243,76 @@ class _Partition:
         if i not in self._indexes:
             seg = self.segments[i]
             offset_index, time_index = load_indexes(seg, self.fs, max_batch_bytes=self.options.max_batch_bytes)
-            for idx in (offset_index, time_index):
-                if getattr(idx, "rebuilt", False) and self.report is not None:
-                    entry = (seg.log_path, f"{type(idx).__name__}: {idx.rebuild_reason}")
-                    if entry not in self.report.indexes_rebuilt:
-                        self.report.indexes_rebuilt.append(entry)
-            self._indexes[i] = (offset_index, time_index)
+            self._set_indexes(i, offset_index, time_index)
         return self._indexes[i]
+
+    def _set_indexes(self, i: int, offset_index, time_index) -> None:
+        for idx in (offset_index, time_index):
+            if getattr(idx, "rebuilt", False) and self.report is not None:
+                entry = (self.segments[i].log_path, f"{type(idx).__name__}: {idx.rebuild_reason}")
+                if entry not in self.report.indexes_rebuilt:
+                    self.report.indexes_rebuilt.append(entry)
+        self._indexes[i] = (offset_index, time_index)
+
+    def entry_problem(self, i: int, entry_offset: int, position: int) -> str | None:
+        """Why the offset index entry ``(entry_offset, position)`` of segment ``i`` cannot be used, or None.
+
+        An index can pass every sanity check and still point at the wrong bytes. The batch at ``position`` must
+        parse and hold only offsets in ``[segment base, entry_offset]``: Kafka writes an entry as (largest offset
+        of one append, position of that append's first batch), so its batch ends at or below the entry's offset.
+        One header read; an index rebuilt from the log is trusted."""
+        offset_index, _ = self.indexes(i)
+        if position == 0 or offset_index.rebuilt:
+            return None
+        seg = self.segments[i]
+        try:
+            with SegmentReader(seg.log_path, self.fs) as reader:
+                header = next(iter(reader.iter_headers(position, max_batch_bytes=self.options.max_batch_bytes)),
+                              None)
+        except KafkaSegError as err:
+            return f"no batch at byte {position}: {err.detail}"
+        if header is None:
+            return f"no whole batch at byte {position}"
+        if not seg.base_offset <= header.base_offset <= header.last_offset <= entry_offset:
+            return (f"the batch at byte {position} holds offsets {header.base_offset}..{header.last_offset}, "
+                    f"not at or below the entry's offset {entry_offset} and at or above the segment base")
+        return None
+
+    def distrust_index(self, i: int, why: str) -> None:
+        """Replace segment ``i``'s indexes by in-memory rebuilds from its batch headers (reported). When the log
+        itself cannot be walked, by empty indexes: the segment is then read from its start, and the reader
+        reports (or, reading leniently, skips and counts) what is wrong with it."""
+        seg = self.segments[i]
+        reason = f"offset index entry points at the wrong bytes ({why})"
+        try:
+            with SegmentReader(seg.log_path, self.fs) as reader:
+                rebuilt = rebuild_indexes(reader, seg.base_offset, max_batch_bytes=self.options.max_batch_bytes,
+                                          reason=reason)
+        except KafkaSegError as err:
+            reason = f"{reason}; the log cannot be walked either ({err}), so the segment is read from its start"
+            rebuilt = (OffsetIndex(seg.base_offset, [], [], rebuilt=True, rebuild_reason=reason),
+                       TimeIndex(seg.base_offset, [], [], rebuilt=True, rebuild_reason=reason))
+        self._set_indexes(i, *rebuilt)
+
+    def cuts(self, i: int, start: int, end: int) -> list[tuple[int, int]]:
+        """``(position, offset)`` of segment ``i``'s index entries strictly inside ``[start, end)``: where a
+        slice may be cut."""
+        offset_index, _ = self.indexes(i)
+        positions = offset_index.positions  # numpy: a 1 GB segment has ~260k entries
+        inside = (positions > start) & (positions < end)
+        return list(zip(positions[inside].tolist(), offset_index.offsets[inside].tolist()))
+
+    def checked_floor(self, i: int, offset: int) -> tuple[int, int]:
+        """``OffsetIndex.floor`` of segment ``i``, after :meth:`entry_problem` accepts the entry (else the
+        index is rebuilt first)."""
+        offset_index, _ = self.indexes(i)
+        entry_offset, position = offset_index.floor(offset)
+        why = self.entry_problem(i, entry_offset, position)
+        if why is not None:
+            self.distrust_index(i, f"entry {entry_offset} -> byte {position}: {why}")
+            offset_index, _ = self.indexes(i)
+            entry_offset, position = offset_index.floor(offset)
+        return entry_offset, position
 
     def txn_index(self, i: int) -> TransactionIndex | None:
         if i not in self._txn:
@@ -258,7 +331,7 @@ class _Partition:
 
     def log_end_offset(self) -> int:
         if self._leo is None:
-            leo = partition_log_end_offset(self.pdir)
+            leo = partition_log_end_offset(self.pdir, max_batch_bytes=self.options.max_batch_bytes)
             self._leo = self.bases[0] if leo is None else leo
         return self._leo
 
@@ -298,8 +371,8 @@ class _Partition:
         seg = self.segments[i]
         if offset <= seg.base_offset:
             return 0
+        _, position = self.checked_floor(i, offset)
         offset_index, _ = self.indexes(i)
-        _, position = offset_index.floor(offset)
         limit = self._next_entry_position(offset_index, position, seg.log_size)
         try:
             with SegmentReader(seg.log_path, self.fs) as reader:
@@ -322,8 +395,15 @@ class _Partition:
         offset_index, _ = self.indexes(i)
         offsets = offset_index.offsets.tolist()
         slot = bisect.bisect_left(offsets, offset)  # first entry with offset >= `offset`: its batch is the last needed
+        if slot + 1 < len(offsets):
+            why = self.entry_problem(i, offsets[slot + 1], int(offset_index.positions[slot + 1]))
+            if why is not None:
+                self.distrust_index(i, f"entry {offsets[slot + 1]}: {why}")
+                offset_index, _ = self.indexes(i)
+                offsets = offset_index.offsets.tolist()
+                slot = bisect.bisect_left(offsets, offset)
         fallback = int(offset_index.positions[slot + 1]) if slot + 1 < len(offsets) else seg.log_size
-        _, position = offset_index.floor(offset - 1)  # that entry's batch ends below `offset`: needed in full
+        _, position = self.checked_floor(i, offset - 1)  # that entry's batch ends below `offset`: needed in full
         try:
             with SegmentReader(seg.log_path, self.fs) as reader:
                 walk = reader.iter_headers(position, max_batch_bytes=self.options.max_batch_bytes)
@@ -408,7 +488,7 @@ def _bounds(part: _Partition, preport: PartitionReport | None) -> _Bounds:
         upper, source = hw, "high watermark"
     lso = None
     if options.read_committed:
-        lso = last_stable_offset(pdir)
+        lso = last_stable_offset(pdir, max_batch_bytes=options.max_batch_bytes)
         if lso is not None and lso < upper:
             upper, source = lso, "last stable offset (read_committed)"
     if log_start > upper and preport is not None:
@@ -587,10 +667,7 @@ def _pieces_for_range(part: _Partition, lo: int, hi: int, ts_lo: int | None, kep
         if end_position - start_position > 0 and (
                 end_position - start_position > part.options.split_size or part.options.max_records_per_partition
                 or part.options.min_partitions):
-            offset_index, _ = part.indexes(i)
-            positions = offset_index.positions  # numpy: a 1 GB segment has ~260k entries
-            inside = (positions > start_position) & (positions < end_position)
-            cuts = list(zip(positions[inside].tolist(), offset_index.offsets[inside].tolist()))
+            cuts = part.cuts(i, start_position, end_position)
         pieces.append(_Piece(part, i, start_position, end_position, lo, hi, cuts))
     return pieces
 
@@ -696,8 +773,24 @@ def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predic
     preport.segments_pruned = len(part.segments) - len(kept)
     out: list[_Piece] = []
     for piece in pieces:
-        out.extend(_split_by_size_and_records(piece, options.split_size, options.max_records_per_partition))
+        out.extend(_split_checked(piece, options))
     return out
+
+
+def _split_checked(piece: _Piece, options: ReadOptions) -> list[_Piece]:
+    """Split ``piece`` at index entries, each checked against the log first (a slice starting at a wrong entry
+    would start inside a batch); when one is wrong the segment's index is rebuilt and the split redone."""
+    pieces = _split_by_size_and_records(piece, options.split_size, options.max_records_per_partition)
+    part = piece.part
+    cut_offsets = dict(piece.cuts)
+    for later in pieces[1:]:
+        why = part.entry_problem(piece.segment, cut_offsets[later.start_position], later.start_position)
+        if why is not None:
+            part.distrust_index(piece.segment, f"entry {cut_offsets[later.start_position]}: {why}")
+            piece = _Piece(part, piece.segment, piece.start_position, piece.end_position, piece.start_offset,
+                           piece.end_offset, part.cuts(piece.segment, piece.start_position, piece.end_position))
+            return _split_by_size_and_records(piece, options.split_size, options.max_records_per_partition)
+    return pieces
 
 
 def _min_partitions(pieces: list[_Piece], wanted: int | None, report: PlanReport) -> list[_Piece]:
@@ -772,7 +865,8 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
             topic=part.pdir.topic, partition=part.pdir.partition, log_path=seg.log_path, base_offset=seg.base_offset,
             start_position=piece.start_position, end_position=piece.end_position, start_offset=piece.start_offset,
             end_offset=piece.end_offset, aborted=aborted, segment_size=seg.log_size, segment_index=piece.segment,
-            partition_path=part.pdir.path, log_dir=part.pdir.log_dir, filesystem=part.fs))
+            partition_path=part.pdir.path, log_dir=part.pdir.log_dir, filesystem=part.fs,
+            next_base_offset=part.next_base(piece.segment)))
         preport = reports[(part.pdir.topic, part.pdir.partition, part.pdir.path)]
         preport.slices += 1
         preport.bytes_planned += piece.size

@@ -17,7 +17,6 @@ import pyarrow as pa
 
 from kafkaseg import decode as _decode
 from kafkaseg.decode.api import (
-    INT64_MIN,
     MAX_PROBLEMS,
     STOP_CORRUPT,
     STOP_PARTIAL,
@@ -168,7 +167,9 @@ class _SliceDecoder:
         self.kernel = _decode.decode
         self.stats = DecodeStats()
         self.constants = _ConstantColumns(piece)
-        self.last_seen = INT64_MIN
+        # Every offset in a segment is at least its base offset (the file name): content from elsewhere, e.g. a
+        # segment copied over another, fails the kernels' monotonic-offset check on its first batch.
+        self.last_seen = piece.base_offset - 1
         self.finished = False  # past the end offset, corrupt framing skipped, or a tail reported
 
     def decode(self, view, pos: int):
@@ -284,15 +285,25 @@ def _report_tail(piece: SegmentSlice, metrics: ScanMetrics, pos: int, end: int) 
 
 
 def _partial_tail(piece, file_size, pos, end, options, stats, metrics):
-    """A batch that runs past the slice's end: the segment's tail (an active segment mid-write, or a crash before
-    a flush), reported; or, when the slice ends at a batch boundary inside the segment, corruption."""
-    if end >= piece.segment_size or end >= file_size:
+    """A batch that runs past the slice's end. At the end of the partition's last segment that is its tail (an
+    active segment mid-write, or a crash before a flush), and so is a file that shrank after planning (a live
+    broker truncating it): reported, not an error. Anywhere else it is corruption: a slice that ends inside a
+    batch, or a rolled segment (one with a successor) that ends mid-batch, whose missing bytes no broker will
+    write."""
+    at_file_end = end >= piece.segment_size or end >= file_size
+    if at_file_end and (piece.is_last_segment or file_size < piece.segment_size):
         _report_tail(piece, metrics, pos, end)
         return
-    err = TruncatedDataError(f"batch runs past the planned slice end at byte {end}", path=piece.log_path,
-                             position=pos)
+    if at_file_end:
+        detail = (f"batch runs past the end of the segment at byte {end}, and the segment is not the partition's "
+                  f"last (the next starts at offset {piece.next_base_offset}): a rolled segment cannot be "
+                  "mid-write, so its bytes are lost or its length field is corrupt")
+    else:
+        detail = f"batch runs past the planned slice end at byte {end}"
+    err = TruncatedDataError(detail, path=piece.log_path, position=pos)
     if options.on_corruption != "skip":
         raise err
+    stats.corrupt_batches += 1
     stats.corrupt_bytes += end - pos
     if len(stats.problems) < MAX_PROBLEMS:
         stats.problems.append((piece.log_path, pos, err.detail))

@@ -39,6 +39,7 @@ from kafkaseg.errors import CorruptCheckpointError, CorruptDataError, LayoutErro
 from kafkaseg.storage import checkpoints as ckpt
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.checkpoints import EpochEntry, MetaProperties
+from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES
 
 __all__ = [
     "SegmentFiles",
@@ -161,7 +162,9 @@ def _swap_next_offset(log_path: str, base: int, index_path: str | None, filesyst
     from kafkaseg.storage.segment import log_end_offset
 
     probe = SegmentFiles(base, log_path, 0, index_path, None, None, 0, True, filesystem)
-    return log_end_offset(probe, filesystem=filesystem)
+    # A header walk allocates nothing from a length field, and discovery has no reader options: no batch size
+    # limit here, so a large valid batch in a .swap file is not mistaken for corruption.
+    return log_end_offset(probe, filesystem=filesystem, max_batch_bytes=None)
 
 
 def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: list[str]
@@ -557,17 +560,21 @@ def choose_replicas(partitions: Iterable[PartitionDir], policy: str = "highestHi
 
 # -- offsets that need reading the log -----------------------------------------------------------------------------
 
-def partition_log_end_offset(partition_dir: PartitionDir) -> int | None:
+def partition_log_end_offset(partition_dir: PartitionDir, *,
+                             max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> int | None:
     """The log end offset: the next offset after the last complete batch of the last segment (the last segment's
-    base when it is empty); None when the partition has no segments."""
+    base when it is empty); None when the partition has no segments. A batch larger than ``max_batch_bytes`` (the
+    reader's ``maxBatchBytes``) is corruption."""
     from kafkaseg.storage.segment import log_end_offset
 
     if not partition_dir.segments:
         return None
-    return log_end_offset(partition_dir.segments[-1], filesystem=partition_dir.filesystem)
+    return log_end_offset(partition_dir.segments[-1], filesystem=partition_dir.filesystem,
+                          max_batch_bytes=max_batch_bytes)
 
 
-def last_stable_offset(partition_dir: PartitionDir) -> int | None:
+def last_stable_offset(partition_dir: PartitionDir, *,
+                       max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> int | None:
     """The last stable offset (``UnifiedLog.lastStableOffset``): the first offset of the earliest transaction that
     is still open, or whose marker is not below the high watermark, capped by the high watermark (the log end
     offset when no high watermark was checkpointed). None when the partition has no segments.
@@ -581,7 +588,7 @@ def last_stable_offset(partition_dir: PartitionDir) -> int | None:
     from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
     from kafkaseg.storage.segment import SegmentReader
 
-    end = partition_log_end_offset(partition_dir)
+    end = partition_log_end_offset(partition_dir, max_batch_bytes=max_batch_bytes)
     if end is None:
         return None
     bound = partition_dir.high_watermark if partition_dir.high_watermark is not None else end
@@ -617,7 +624,7 @@ def last_stable_offset(partition_dir: PartitionDir) -> int | None:
             except (CorruptDataError, LayoutError):
                 position = 0
         with SegmentReader(segment.log_path, fs_) as reader:
-            for header in reader.iter_headers(position):
+            for header in reader.iter_headers(position, max_batch_bytes=max_batch_bytes):
                 if header.last_offset < start_offset or header.producer_id < 0 or header.magic < 2:
                     continue
                 pid = header.producer_id

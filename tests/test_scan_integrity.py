@@ -1,0 +1,157 @@
+"""A data dir whose files disagree with each other (a rolled segment that ends mid-batch, a segment holding another's
+content, an index that points at the wrong bytes, a corrupt checkpoint) must raise, or be skipped with a count when
+the user asked for lenient reads: never return fewer or repeated records without saying so."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+
+import pytest
+
+import kafkaseg
+from kafkaseg.errors import CorruptBatchError, TruncatedDataError
+from kafkaseg.testing import TopicSpec, write_data_dir
+from kafkaseg.wire.batch import iter_headers
+
+RECORDS = 600
+
+
+@pytest.fixture(scope="module")
+def rolled(tmp_path_factory):
+    """One partition of several rolled segments (uncompressed, 10-record batches, small index interval)."""
+    root = tmp_path_factory.mktemp("rolled")
+    write_data_dir(root, [TopicSpec("t", records_per_partition=RECORDS, records_per_batch=10, vary_batch_size=False,
+                                    segment_bytes=16 << 10, index_interval_bytes=1024)])
+    logs = sorted((root / "t-0").glob("*.log"))
+    assert len(logs) >= 4
+    return root
+
+
+@pytest.fixture
+def copy(rolled, tmp_path):
+    target = tmp_path / "dir"
+    shutil.copytree(rolled, target)
+    return target
+
+
+def _offsets(table) -> list[int]:
+    return table.column("offset").to_pylist()
+
+
+def _logs(root):
+    return sorted((root / "t-0").glob("*.log"))
+
+
+def test_a_rolled_segment_ending_mid_batch_is_corruption_not_a_tail(copy):
+    first = _logs(copy)[0]
+    size = first.stat().st_size
+    last = list(iter_headers(first.read_bytes()))[-1]
+    with open(first, "r+b") as f:
+        f.truncate(size - 10)  # the last batch of a rolled segment loses its end
+    with pytest.raises(TruncatedDataError) as info:
+        kafkaseg.read_arrow(str(copy))
+    assert info.value.path.endswith(first.name) and info.value.position == last.position
+    assert "not the partition's last" in str(info.value)
+
+    scan = kafkaseg.open_scan(str(copy), onCorruption="skip")
+    got = _offsets(scan.to_table())
+    assert got == [o for o in range(RECORDS) if not last.base_offset <= o <= last.last_offset]
+    assert scan.metrics.decode.corrupt_batches == 1 and scan.metrics.truncated_tails == []
+
+
+def test_a_length_field_past_the_end_of_a_rolled_segment_raises(copy):
+    first = _logs(copy)[0]
+    headers = list(iter_headers(first.read_bytes()))
+    third = headers[2]
+    with open(first, "r+b") as f:
+        f.seek(third.position + 8)
+        f.write(struct.pack(">i", 1_000_000))  # runs past the file, far below maxBatchBytes
+    with pytest.raises(TruncatedDataError) as info:
+        kafkaseg.read_arrow(str(copy))
+    assert info.value.position == third.position
+    scan = kafkaseg.open_scan(str(copy), onCorruption="skip")
+    got = set(_offsets(scan.to_table()))
+    lost = set(range(third.base_offset, headers[-1].last_offset + 1))
+    assert got == set(range(RECORDS)) - lost  # what follows the bad length in that file cannot be framed
+    assert scan.metrics.decode.corrupt_batches == 1
+    assert scan.metrics.decode.corrupt_bytes == first.stat().st_size - third.position
+
+
+def test_the_active_segment_may_still_end_mid_batch(copy):
+    active = _logs(copy)[-1]
+    last = list(iter_headers(active.read_bytes()))[-1]
+    with open(active, "r+b") as f:
+        f.truncate(active.stat().st_size - 10)
+    scan = kafkaseg.open_scan(str(copy), upperBound="logEndOffset")
+    assert _offsets(scan.to_table()) == list(range(last.base_offset))
+    assert [t[1] for t in scan.metrics.truncated_tails] == [last.position]
+
+
+def test_a_segment_holding_offsets_below_its_base_is_corruption(copy):
+    logs = _logs(copy)
+    second = logs[1]
+    shutil.copyfile(logs[0], second)  # the second segment's file now holds the first one's batches
+    with pytest.raises(CorruptBatchError) as info:
+        kafkaseg.read_arrow(str(copy))
+    assert info.value.path.endswith(second.name) and info.value.position == 0
+    scan = kafkaseg.open_scan(str(copy), onCorruption="skip")
+    got = _offsets(scan.to_table())
+    assert len(got) == len(set(got)), "no offset may be returned twice"
+    second_base = int(second.stem)
+    assert got == [o for o in range(RECORDS) if o < second_base or o >= int(logs[2].stem)]
+    assert scan.metrics.decode.corrupt_batches == len(list(iter_headers(logs[0].read_bytes())))
+
+
+def _shift_index_entry(root, segment: int, entry: int, by: int) -> tuple[int, int]:
+    """Move one ``.index`` entry's position by ``by`` bytes: entries stay increasing and inside the log, so the
+    index passes every sanity check and still points at the wrong bytes. Returns the entry (offset, position)."""
+    index = sorted((root / "t-0").glob("*.index"))[segment]
+    data = bytearray(index.read_bytes())
+    relative, position = struct.unpack_from(">ii", data, 8 * entry)
+    struct.pack_into(">ii", data, 8 * entry, relative, position + by)
+    index.write_bytes(bytes(data))
+    return int(index.stem) + relative, position
+
+
+@pytest.mark.parametrize("by", [7, -3])
+def test_an_index_entry_pointing_inside_a_batch_is_rebuilt_not_trusted(copy, by):
+    offset, _ = _shift_index_entry(copy, 0, 2, by)
+    ending = json_offsets(offset + 6)
+    scan = kafkaseg.open_scan(str(copy), startingOffsets=json_offsets(offset + 1), endingOffsets=ending)
+    assert _offsets(scan.to_table()) == list(range(offset + 1, offset + 6))
+    rebuilt = [reason for path, reason in scan.plan.report.indexes_rebuilt if path.endswith(_logs(copy)[0].name)]
+    assert rebuilt and "points at the wrong bytes" in rebuilt[0]
+
+
+def test_slices_are_never_cut_at_a_wrong_index_entry(copy):
+    for entry in (1, 3, 5):
+        _shift_index_entry(copy, 0, entry, 5)
+    scan = kafkaseg.open_scan(str(copy), splitSize="2k")
+    assert _offsets(scan.to_table()) == list(range(RECORDS))
+    first = [s for s in scan.plan.slices if s.segment_index == 0]
+    assert len(first) > 2
+    headers = {h.position for h in iter_headers(_logs(copy)[0].read_bytes())}
+    assert all(s.start_position in headers for s in first)
+    assert scan.metrics.decode.corrupt_batches == 0 and scan.metrics.truncated_tails == []
+
+
+def json_offsets(offset: int) -> str:
+    return '{"t":{"0":%d}}' % offset
+
+
+def test_max_batch_bytes_applies_to_finding_the_log_end(tmp_path):
+    """A valid batch larger than the default limit is read when maxBatchBytes allows it, in every step that walks
+    headers (log end offset, last stable offset), and refused with the limit that was set otherwise."""
+    from kafkaseg.testing import Record, build_batch_v2
+
+    tp = tmp_path / "big-0"
+    tp.mkdir()
+    small = build_batch_v2([Record(0, 0, b"k", b"v")])
+    big = build_batch_v2([Record(1, 0, b"k", b"x" * (65 << 20))])
+    (tp / ("0" * 20 + ".log")).write_bytes(small.data + big.data)
+    for isolation in ("read_uncommitted", "read_committed"):
+        table = kafkaseg.read_arrow(str(tmp_path), maxBatchBytes="128m", **{"kafka.isolation.level": isolation})
+        assert _offsets(table) == [0, 1] and len(table.column("value")[1].as_py()) == 65 << 20
+    with pytest.raises(CorruptBatchError, match="exceeds maxBatchBytes 33554432"):
+        kafkaseg.read_arrow(str(tmp_path), maxBatchBytes="32m")
