@@ -37,9 +37,11 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from kafkaseg.errors import CorruptDataError, DataLossError, InvalidOptionError, KafkaSegError, LayoutError
+from kafkaseg.errors import (CorruptCheckpointError, CorruptDataError, DataLossError, InvalidOptionError,
+                             KafkaSegError, LayoutError)
 from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, LATEST, ReadOptions
+from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
 from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, choose_replicas, discover, last_stable_offset,
                                      partition_log_end_offset)
@@ -467,8 +469,35 @@ class _Bounds:
     last_stable: int | None
 
 
+# Checkpoints that decide where a read starts or ends; the others (recovery point, cleaner offset) only inform.
+_BOUNDING_CHECKPOINTS = {
+    REPLICATION_OFFSET_CHECKPOINT: ("the high watermark (where 'latest' ends)", "upperBound=logEndOffset"),
+    LOG_START_OFFSET_CHECKPOINT: ("the log start offset (where 'earliest' starts)", None),
+}
+
+
+def _check_checkpoints(part: _Partition, preport: PartitionReport | None) -> None:
+    """A corrupt checkpoint that bounds this read is an error unless reading leniently, where the bound falls
+    back (log end offset, first segment's base) with a note: it must not silently widen what is returned."""
+    for name, why in part.pdir.unreadable_checkpoints:
+        if name not in _BOUNDING_CHECKPOINTS:
+            continue
+        what, way_around = _BOUNDING_CHECKPOINTS[name]
+        if name == REPLICATION_OFFSET_CHECKPOINT and part.options.upper_bound == "logEndOffset":
+            continue
+        if part.options.on_corruption == "skip":
+            if preport is not None:
+                preport.notes.append(f"{part.name}: {name} is unreadable, so {what} falls back to the log "
+                                     "(onCorruption=skip)")
+            continue
+        hint = f"pass {way_around} or onCorruption=skip" if way_around else "pass onCorruption=skip"
+        raise CorruptCheckpointError(f"{name} of {part.pdir.log_dir} is unreadable ({why}), so {what} of "
+                                     f"{part.name} is unknown; {hint} to read without it")
+
+
 def _bounds(part: _Partition, preport: PartitionReport | None) -> _Bounds:
     pdir, options = part.pdir, part.options
+    _check_checkpoints(part, preport)
     log_start = pdir.log_start_offset
     leo = part.log_end_offset()
     hw = pdir.high_watermark
@@ -544,6 +573,9 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
             loss(f"{name}: starting offset {start} is below the log start offset {bounds.log_start} in "
                  f"{part.pdir.path}; offsets [{start}, {bounds.log_start}) are gone")
             start = bounds.log_start
+        elif start > bounds.upper:  # Spark's consumer meets OffsetOutOfRange there: data loss, or nothing read
+            loss(f"{name}: starting offset {start} is above the available end {bounds.upper} "
+                 f"({bounds.upper_source}) in {part.pdir.path}")
         elif bounds.log_start <= start < bounds.upper:
             i = part.segment_of(start)
             next_base = part.next_base(i)
@@ -876,9 +908,15 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
 
 
 def _check_listed_partitions(options: ReadOptions, selected: Iterable[PartitionDir]) -> None:
-    """A partition named in a JSON offsets/timestamps option must be among the partitions read (Spark fails when
-    they differ; kafkaseg only when a listed one is missing, unlisted ones take the default)."""
+    """A partition named in ``assign`` or in a JSON offsets/timestamps option must be among the partitions read
+    (Spark fails when they differ; kafkaseg only when a listed one is missing, unlisted ones take the default)."""
     present = {(p.topic, p.partition) for p in selected}
+    if options.assign is not None:  # Spark fails on an assigned partition the cluster does not have
+        missing = sorted(set(options.assign) - present)
+        if missing:
+            names = ", ".join(f"{t}-{p}" for t, p in missing)
+            raise InvalidOptionError(f"option 'assign' names topic-partitions that are not on disk under the given "
+                                     f"paths: {names}")
     for limit in (options.starting, options.ending):
         if limit.kind not in ("offsets", "timestamps"):
             continue

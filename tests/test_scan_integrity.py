@@ -155,3 +155,42 @@ def test_max_batch_bytes_applies_to_finding_the_log_end(tmp_path):
         assert _offsets(table) == [0, 1] and len(table.column("value")[1].as_py()) == 65 << 20
     with pytest.raises(CorruptBatchError, match="exceeds maxBatchBytes 33554432"):
         kafkaseg.read_arrow(str(tmp_path), maxBatchBytes="32m")
+
+
+@pytest.mark.parametrize("name, content", [
+    ("replication-offset-checkpoint", "0\n3\nt 0 100\nt 1 100\n"),  # declares 3 entries, holds 2
+    ("log-start-offset-checkpoint", "0\n1\nt 0 abc\n"),
+])
+def test_a_corrupt_checkpoint_that_bounds_the_read_raises_unless_lenient(copy, name, content):
+    from kafkaseg.errors import CorruptCheckpointError
+
+    (copy / "meta.properties").write_text("version=0\nbroker.id=0\n")
+    (copy / name).write_text(content)
+    with pytest.raises(CorruptCheckpointError, match=name):
+        kafkaseg.read_arrow(str(copy))
+    scan = kafkaseg.open_scan(str(copy), onCorruption="skip")
+    assert _offsets(scan.to_table()) == list(range(RECORDS))
+    notes = [n for p in scan.plan.report.partitions for n in p.notes]
+    assert any(name in n and "onCorruption=skip" in n for n in notes)
+    if name == "replication-offset-checkpoint":  # the log end is an explicit choice that needs no high watermark
+        assert _offsets(kafkaseg.read_arrow(str(copy), upperBound="logEndOffset")) == list(range(RECORDS))
+
+
+def test_a_start_past_the_available_end_is_data_loss_as_in_spark(rolled):
+    """Spark's consumer meets OffsetOutOfRange there: an error under failOnDataLoss, else nothing read."""
+    from kafkaseg.errors import DataLossError
+
+    with pytest.raises(DataLossError, match="starting offset 100000 is above the available end 600"):
+        kafkaseg.read_arrow(str(rolled), startingOffsets=json_offsets(100_000))
+    scan = kafkaseg.open_scan(str(rolled), startingOffsets=json_offsets(100_000), failOnDataLoss="false")
+    assert scan.to_table().num_rows == 0
+    assert any("starting offset 100000" in m for m in scan.plan.report.data_loss)
+    assert kafkaseg.read_arrow(str(rolled), startingOffsets=json_offsets(RECORDS)).num_rows == 0  # at the end
+
+
+def test_an_assigned_partition_missing_from_disk_fails(rolled):
+    from kafkaseg.errors import InvalidOptionError
+
+    with pytest.raises(InvalidOptionError, match="'assign' .* t-7"):
+        kafkaseg.read_arrow(str(rolled), assign='{"t":[0,7]}')
+    assert kafkaseg.read_arrow(str(rolled), assign='{"t":[0]}').num_rows == RECORDS

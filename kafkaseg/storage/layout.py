@@ -104,6 +104,7 @@ class PartitionDir:
     log_dir_meta: MetaProperties | None = None
     notes: tuple[str, ...] = ()  # what discovery resolved or ignored (swap files, unreadable metadata, ...)
     filesystem: Any = field(default=None, compare=False, repr=False)
+    unreadable_checkpoints: tuple[tuple[str, str], ...] = ()  # the log dir's (file name, why), see LogDir
 
     @property
     def log_start_offset(self) -> int | None:
@@ -140,6 +141,7 @@ class LogDir:
     cleaner_offsets: dict = field(default_factory=dict, compare=False)
     skipped: tuple[tuple[str, str], ...] = ()
     filesystem: Any = field(default=None, compare=False, repr=False)
+    unreadable_checkpoints: tuple[tuple[str, str], ...] = ()  # (file name, why): corrupt or unreadable
 
 
 def parse_topic_partition(name: str) -> tuple[str, int] | None:
@@ -286,7 +288,7 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
         log_dir_meta=log_dir.meta if log_dir else None,
         notes=tuple(notes) + (tuple(f"log dir: {n}" for n in log_dir.skipped if isinstance(n, str)) if log_dir
                               else ()),
-        filesystem=filesystem)
+        filesystem=filesystem, unreadable_checkpoints=log_dir.unreadable_checkpoints if log_dir else ())
 
 
 _CHECKPOINT_FILES = {
@@ -319,6 +321,7 @@ def _read_log_dir_metadata(path: str, filesystem, entries: Sequence[_fs.FileEntr
                 raise
             skipped.append(f"unreadable meta.properties: {exc}")
     values = {}
+    unreadable: list[tuple[str, str]] = []
     for name, attribute in _CHECKPOINT_FILES.items():
         values[attribute] = {}
         if name in names:
@@ -328,7 +331,9 @@ def _read_log_dir_metadata(path: str, filesystem, entries: Sequence[_fs.FileEntr
                 if strict:
                     raise
                 skipped.append(f"unreadable {name}: {exc}")
-    return LogDir(path=path, meta=meta, partitions=(), skipped=tuple(skipped), filesystem=filesystem, **values)
+                unreadable.append((name, str(exc)))
+    return LogDir(path=path, meta=meta, partitions=(), skipped=tuple(skipped), filesystem=filesystem,
+                  unreadable_checkpoints=tuple(unreadable), **values)
 
 
 def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None) -> LogDir:
@@ -355,7 +360,8 @@ def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None) -> LogDir
     partitions.sort(key=lambda p: (p.topic, p.partition))
     return LogDir(path=path, meta=base.meta, partitions=tuple(partitions), high_watermarks=base.high_watermarks,
                   recovery_points=base.recovery_points, log_start_offsets=base.log_start_offsets,
-                  cleaner_offsets=base.cleaner_offsets, skipped=tuple(skipped), filesystem=filesystem)
+                  cleaner_offsets=base.cleaner_offsets, skipped=tuple(skipped), filesystem=filesystem,
+                  unreadable_checkpoints=base.unreadable_checkpoints)
 
 
 def _single_log_file(path: str, entry: _fs.FileEntry, filesystem) -> PartitionDir:
