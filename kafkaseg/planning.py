@@ -4,6 +4,10 @@ Pure and cheap: planning reads file names and sizes, checkpoints, ``.index``/``.
 and batch HEADERS over at most about one index interval at each place it needs an exact position (a partition's
 log end offset, the batch holding a requested offset, the batch answering a timestamp lookup). The one exception is
 a timestamp lookup, which decodes the single batch that holds the answer (offsets for times are per record).
+Under ``read_committed``, a needed segment without a usable ``.txnindex`` (Kafka writes it only on a segment's
+first abort) has its aborted transactions derived from one header walk of the partition from its first segment
+(:func:`kafkaseg.storage.txn_index.segment_aborted_txns`), cached per partition and reported in
+``PlanReport.indexes_rebuilt``.
 
 Offsets follow Spark's Kafka source (``KafkaSourceProvider``/``KafkaOffsetReaderAdmin`` in apache/spark) over the
 broker's own answers (``UnifiedLog.fetchOffsetByTimestamp``, ``Partition.fetchOffsetForTimestamp``,
@@ -48,7 +52,7 @@ from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, choose_replicas
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import SegmentReader
 from kafkaseg.storage.time_index import TimeIndex
-from kafkaseg.storage.txn_index import TransactionIndex
+from kafkaseg.storage.txn_index import TransactionIndex, segment_aborted_txns
 
 __all__ = [
     "SegmentSlice",
@@ -230,7 +234,13 @@ class _Partition:
         self.segments: tuple[SegmentFiles, ...] = pdir.segments
         self.bases = [s.base_offset for s in self.segments]
         self._indexes: dict[int, tuple] = {}
-        self._txn: dict[int, TransactionIndex | None] = {}
+        self._txn: dict[int, TransactionIndex] = {}
+        # the walk that derives aborted transactions from the log (read_committed, a segment without a usable
+        # .txnindex): segments [0, _txn_walked) replayed, the transactions open after each, and those open now
+        self._txn_walked = 0
+        self._derived: dict[int, list] = {}
+        self._open_after: dict[int, dict[int, int]] = {}
+        self._open_txns: dict[int, int] = {}
         self._leo: int | None = None
         self._segment_end: dict[int, int] = {}
 
@@ -316,20 +326,54 @@ class _Partition:
             entry_offset, position = offset_index.floor(offset)
         return entry_offset, position
 
-    def txn_index(self, i: int) -> TransactionIndex | None:
+    def txn_index(self, i: int) -> TransactionIndex:
+        """Segment ``i``'s aborted transactions: its ``.txnindex``, or, when the file is missing (Kafka writes it
+        lazily, but it can also be lost), unreadable or insane (which sends a broker into recovery, rebuilding
+        it), derived from the log by replaying producer state from the first segment (reported as rebuilt)."""
         if i not in self._txn:
             seg = self.segments[i]
-            index = None
+            reason = "missing .txnindex file"
             if seg.txnindex_path:
                 try:
                     index = TransactionIndex.load(seg.txnindex_path, seg.base_offset, self.fs)
                     problems = index.sanity_problems()
-                    if problems:
-                        raise CorruptDataError(f"{problems[0]}", path=seg.txnindex_path)
+                    if not problems:
+                        self._txn[i] = index
+                        return index
+                    reason = f"corrupt .txnindex ({problems[0]})"
                 except (CorruptDataError, LayoutError) as err:
-                    raise type(err)(f"cannot use the transaction index for read_committed: {err}") from err
+                    reason = f"unreadable .txnindex ({err})"
+            entries = self._walk_transactions(i)
+            index = TransactionIndex(seg.base_offset, tuple(entries), rebuilt=True, rebuild_reason=reason)
+            if self.report is not None:
+                self.report.indexes_rebuilt.append((seg.log_path, (
+                    f"TransactionIndex: {reason}: aborted transactions derived from the log ({len(entries)} found "
+                    "by replaying producer state over batch headers from the partition's first segment)")))
             self._txn[i] = index
         return self._txn[i]
+
+    def _walk_transactions(self, i: int) -> list:
+        """The aborted transactions whose markers are in segment ``i``, from one header walk of the partition
+        that starts at its first segment (a transaction can begin segments before its marker) and is extended
+        only as far as asked."""
+        while self._txn_walked <= i:
+            j = self._txn_walked
+            seg = self.segments[j]
+            try:
+                with SegmentReader(seg.log_path, self.fs) as reader:
+                    self._derived[j] = segment_aborted_txns(reader, self._open_txns,
+                                                            max_batch_bytes=self.options.max_batch_bytes)
+            except CorruptDataError as err:
+                raise type(err)(f"cannot derive aborted transactions for read_committed (no usable .txnindex): "
+                                f"{err.detail}", path=err.path, position=err.position) from err
+            self._open_after[j] = dict(self._open_txns)
+            self._txn_walked += 1
+        return self._derived[i]
+
+    def open_txns_after(self, i: int) -> dict[int, int] | None:
+        """Transactions (producerId -> first offset) still open at the end of segment ``i``, when the walk has
+        passed it."""
+        return self._open_after.get(i)
 
     def log_end_offset(self) -> int:
         if self._leo is None:
@@ -761,14 +805,12 @@ def _aborted_for(part: _Partition, piece: _Piece) -> tuple[tuple[int, int, int],
         return ()
     found: dict[tuple[int, int, int], None] = {}
     for j in range(piece.segment, len(part.segments)):
-        index = part.txn_index(j)
-        if index is None:
-            continue
-        txns, complete = index.collect_aborted(lo, hi)
+        txns, complete = part.txn_index(j).collect_aborted(lo, hi)
         for txn in txns:
             found[(txn.producer_id, txn.first_offset, txn.last_offset)] = None
-        if complete:
-            break
+        open_after = part.open_txns_after(j)
+        if complete or (open_after is not None and all(first >= hi for first in open_after.values())):
+            break  # (a walk past j knows every transaction that began below hi and ends after j)
     return tuple(found)
 
 

@@ -9,22 +9,42 @@ Layout (``storage/.../log/AbortedTxn.java``, ``TransactionIndex.java``), big-end
     lastStableOffset  int64   the partition's LSO when the marker was written
 
 Kafka reads whole entries only (a partial trailing entry is ignored, ``TransactionIndex.iterable``) and its
-``sanityCheck`` rejects an entry whose lastOffset is below the segment base. A missing ``.txnindex`` file means no
-transaction was aborted in the segment (Kafka creates it lazily on the first abort).
+``sanityCheck`` rejects an entry whose lastOffset is below the segment base.
+
+Kafka creates the file lazily, on the segment's first abort (``TransactionIndex``'s file channel is only opened
+when the file exists or an entry is appended, in 2.x ``kafka.log.TransactionIndex`` as in 3.x), so a missing
+``.txnindex`` is normal for a segment without aborts, but it is also what a lost or deleted file looks like. The
+broker rebuilds the index during recovery (``LogSegment.recover`` -> ``updateProducerState`` -> ``updateTxnIndex``)
+by replaying producer state over the log; :func:`derive_aborted_txns` (pure) and :func:`segment_aborted_txns`
+(one segment's header walk) do the same from batch headers and the key of each control batch's first record:
+
+* a transactional data batch from producer P opens P's transaction at the batch's base offset when P has none
+  open (``ProducerAppendInfo.appendDataBatch``);
+* a control batch from P with a record ends P's transaction (``appendEndTxnMarker``); when the marker is an ABORT
+  and a transaction was open, the entry is ``(P, first offset, marker offset, LSO)`` where the LSO is the first
+  offset of the earliest other open transaction, else marker + 1 (``ProducerStateManager.lastStableOffset``);
+* an empty control batch (its records cleaned away) changes nothing; a marker without an open transaction (an
+  empty transaction) gives no entry.
+
+A transaction can start segments before its marker: the caller keeps the open transactions (producerId -> first
+offset) from one segment to the next, starting at the partition's first segment. Where the log no longer holds a
+transaction's first batches, its first offset is the first of its batches still present.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Iterable, NamedTuple
 
 import numpy as np
 import pyarrow.fs as pafs
 
-from kafkaseg.errors import CorruptIndexError
+from kafkaseg.errors import CorruptBatchError, CorruptDataError, CorruptIndexError
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage._index_file import DEFAULT_MAX_INDEX_BYTES, IndexProblem, raise_first_problem
+from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader
+from kafkaseg.wire.batch import CONTROL_ABORT, CONTROL_COMMIT, V2_HEADER_SIZE, BatchHeader, read_control_key
 
-__all__ = ["AbortedTxn", "TransactionIndex", "TXN_INDEX_ENTRY_SIZE"]
+__all__ = ["AbortedTxn", "TransactionIndex", "TXN_INDEX_ENTRY_SIZE", "derive_aborted_txns", "segment_aborted_txns"]
 
 TXN_INDEX_ENTRY_SIZE = 34
 CURRENT_VERSION = 0
@@ -46,11 +66,13 @@ class TransactionIndex:
     ENTRY_SIZE = TXN_INDEX_ENTRY_SIZE
 
     def __init__(self, base_offset: int, entries: tuple[AbortedTxn, ...] = (), *, path: str | None = None,
-                 file_size: int | None = None):
+                 file_size: int | None = None, rebuilt: bool = False, rebuild_reason: str | None = None):
         self.base_offset = int(base_offset)
         self.entries = tuple(entries)
         self.path = path
         self.file_size = file_size
+        self.rebuilt = rebuilt
+        self.rebuild_reason = rebuild_reason
 
     @classmethod
     def from_bytes(cls, data: bytes, base_offset: int, path: str | None = None) -> "TransactionIndex":
@@ -121,4 +143,71 @@ class TransactionIndex:
         raise_first_problem(self.sanity_problems(), self.path)
 
     def __repr__(self) -> str:
-        return f"TransactionIndex(base={self.base_offset}, entries={len(self)}, path={self.path!r})"
+        rebuilt = ", rebuilt" if self.rebuilt else ""
+        return f"TransactionIndex(base={self.base_offset}, entries={len(self)}, path={self.path!r}{rebuilt})"
+
+
+# -- aborted transactions from the log itself ------------------------------------------------------------------
+
+def derive_aborted_txns(batches: Iterable[tuple[BatchHeader, int | None]], open_txns: dict[int, int]
+                        ) -> list[AbortedTxn]:
+    """The aborted transactions whose markers are among ``batches`` (``(header, control type)`` pairs in log order;
+    the type is the first control record's, None for data batches and empty control batches), replaying producer
+    state as the module doc says. ``open_txns`` (producerId -> first offset of its open transaction) is the state
+    before the first batch and is updated in place, so a caller can carry it into the next segment."""
+    aborted = []
+    for header, control_type in batches:
+        pid = header.producer_id
+        if header.magic < 2 or pid < 0:
+            continue
+        if header.is_control:
+            if control_type is None:
+                continue
+            first = open_txns.pop(pid, None)
+            if first is not None and control_type == CONTROL_ABORT:
+                lso = min(open_txns.values(), default=header.base_offset + 1)
+                aborted.append(AbortedTxn(CURRENT_VERSION, pid, first, header.base_offset, lso))
+        elif header.is_transactional and pid not in open_txns:
+            open_txns[pid] = header.base_offset
+    return aborted
+
+
+def _marker_type(reader: SegmentReader, header: BatchHeader) -> int | None:
+    """The control type of a producer's control batch (None when it holds no record): reads the first record's
+    first bytes only. A compressed or non-end-transaction control batch is an error: brokers write their markers
+    uncompressed (``MemoryRecords.withEndTransactionMarker``) and ``EndTransactionMarker.deserialize`` refuses
+    other types."""
+    if header.records_count == 0 or header.size <= V2_HEADER_SIZE:
+        return None
+    if header.codec:
+        raise CorruptBatchError(
+            f"control batch of producer {header.producer_id} at offset {header.base_offset} is compressed "
+            f"({header.codec_name}); brokers write transaction markers uncompressed, so its marker type is not "
+            "read", path=reader.path, position=header.position)
+    start = header.position + V2_HEADER_SIZE
+    data = reader.read_at(start, min(header.size - V2_HEADER_SIZE, 64))
+    try:
+        _, control_type = read_control_key(data, 0)
+    except CorruptDataError as exc:
+        raise exc.located(reader.path, start) from exc
+    if control_type not in (CONTROL_ABORT, CONTROL_COMMIT):
+        raise CorruptBatchError(
+            f"control batch of producer {header.producer_id} at offset {header.base_offset} has control type "
+            f"{control_type}, not ABORT or COMMIT", path=reader.path, position=header.position)
+    return control_type
+
+
+def segment_aborted_txns(reader: SegmentReader, open_txns: dict[int, int], *,
+                         max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> list[AbortedTxn]:
+    """:func:`derive_aborted_txns` over one segment: a walk of every batch header (no decompression), reading the
+    first control record's key of each producer's control batch. An incomplete tail ends the walk as it ends a
+    read; corrupt framing raises."""
+    def batches():
+        for header in reader.iter_headers(0, max_batch_bytes=max_batch_bytes):
+            marker = None
+            if header.is_control and header.producer_id >= 0:
+                marker = _marker_type(reader, header)
+            yield header, marker
+
+    return derive_aborted_txns(batches(), open_txns)
+

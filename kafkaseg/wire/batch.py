@@ -34,6 +34,12 @@ Legacy entry (``LegacyRecord.java``; v0 has no timestamp)::
 
 Legacy attributes: bits 0-2 codec (0 none, 1 gzip, 2 snappy, 3 lz4; 4 zstd is not valid below v2),
 bit 3 timestampType (v1 only).
+
+Control records (``DefaultRecord.java``, ``ControlRecordType.java``): the records of a control batch (attribute bit
+5) are ordinary v2 records whose key is ``version int16 | type int16`` (0 ABORT, 1 COMMIT, 2 LEADER_CHANGE, ...);
+:func:`read_control_key` reads it from the first record without decoding the rest. A record starts
+``length varint | attributes int8 | timestampDelta varlong | offsetDelta varint | keyLength varint | key``
+(varints are protobuf zig-zag, ``ByteUtils.readVarint``).
 """
 
 from __future__ import annotations
@@ -211,6 +217,49 @@ def read_header(buf, position: int = 0, *, max_batch_size: int | None = None,
     count = 1 if attributes & CODEC_MASK == 0 else -1
     return BatchHeader(position, total, magic, offset, offset, NO_PARTITION_LEADER_EPOCH, crc, attributes,
                        ts, ts, NO_PRODUCER_ID, -1, NO_SEQUENCE, count)
+
+
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+
+
+def _read_varint(buf, position: int, end: int) -> tuple[int, int]:
+    """Zig-zag varint (at most 10 bytes) at ``position``; returns (value, next position)."""
+    value = shift = 0
+    start = position
+    while True:
+        if position >= end:
+            raise TruncatedDataError("varint runs past the end of the record data", position=start)
+        byte = buf[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (value >> 1) ^ -(value & 1), position
+        shift += 7
+        if shift >= 70:
+            raise CorruptBatchError("varint longer than 10 bytes", position=start)
+
+
+def read_control_key(buf, position: int = 0, end: int | None = None) -> tuple[int, int]:
+    """``(version, type)`` from the key of the control record starting at ``position`` (in an uncompressed control
+    batch, the first record starts at the batch's position + ``V2_HEADER_SIZE``). ``end`` bounds the record data.
+    Raises :class:`TruncatedDataError` when the key runs past ``end`` and :class:`CorruptBatchError` for a
+    malformed record or a key shorter than 4 bytes (``ControlRecordType.parseTypeId``)."""
+    end = len(buf) if end is None else min(end, len(buf))
+    length, p = _read_varint(buf, position, end)
+    if length < 0:
+        raise CorruptBatchError(f"control record length {length} is negative", position=position)
+    p += 1  # attributes
+    _, p = _read_varint(buf, p, end)  # timestampDelta
+    _, p = _read_varint(buf, p, end)  # offsetDelta
+    key_length, p = _read_varint(buf, p, end)
+    if key_length < 4:
+        raise CorruptBatchError(f"control record key of {key_length} bytes (needs version and type, 4 bytes)",
+                                position=position)
+    if p + 4 > end:
+        raise TruncatedDataError("control record key runs past the end of the record data", position=position)
+    version, type_id = struct.unpack_from(">hh", buf, p)
+    return version, type_id
 
 
 def iter_headers(buf, start: int = 0, end: int | None = None, *,

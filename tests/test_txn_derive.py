@@ -1,0 +1,337 @@
+"""read_committed without a usable ``.txnindex``: aborted transactions derived from the log.
+
+Kafka writes a segment's ``.txnindex`` lazily (on its first abort), so a missing file is normal, but a lost one
+must not make read_committed return aborted records. The oracles are the ``.txnindex`` files and manifests that
+``kafkaseg.testing`` writes (an independent writer), and the same read with the files in place.
+"""
+
+from __future__ import annotations
+
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+
+import kafkaseg
+import kafkaseg.planning as planning
+from kafkaseg.errors import CorruptBatchError
+from kafkaseg.storage.segment import SegmentReader
+from kafkaseg.storage.txn_index import AbortedTxn, TransactionIndex, derive_aborted_txns, segment_aborted_txns
+from kafkaseg.testing import (
+    ControlType,
+    PartitionWriter,
+    Record,
+    TopicSpec,
+    build_batch_v2,
+    build_control_batch,
+    write_data_dir,
+)
+from kafkaseg.wire.batch import BatchHeader, read_control_key, read_header
+
+T0 = 1_700_000_000_000
+COMMITTED = {"kafka.isolation.level": "read_committed"}
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Builders and helpers
+
+class _Log:
+    """A PartitionWriter with explicit rolls, producer sequences and offsets."""
+
+    def __init__(self, directory: Path):
+        self.writer = PartitionWriter(directory, index_interval_bytes=256)
+        self.offset = 0
+        self.seq: dict[int, int] = {}
+
+    def data(self, pid: int = -1, n: int = 3, transactional: bool = True, codec: str = "none"):
+        records = [Record(self.offset + k, T0 + self.offset + k, b"k%d" % (self.offset + k), bytes(40))
+                   for k in range(n)]
+        txn = transactional and pid >= 0
+        self.writer.append(build_batch_v2(records, is_transactional=txn, producer_id=pid,
+                                          producer_epoch=0 if pid >= 0 else -1,
+                                          base_sequence=self.seq.get(pid, 0) if pid >= 0 else -1, codec=codec))
+        if pid >= 0:
+            self.seq[pid] = self.seq.get(pid, 0) + n
+        self.offset += n
+
+    def marker(self, pid: int, kind: int):
+        self.writer.append(build_control_batch(self.offset, T0 + self.offset, kind, producer_id=pid,
+                                               producer_epoch=0))
+        self.offset += 1
+
+    def roll(self):
+        self.writer.roll()
+
+    def close(self):
+        return self.writer.close()
+
+
+def spanning_partition(log_dir: Path):
+    """Four segments. Producer 7's aborted transaction starts in segment 0 and ends in segment 2 (its ABORT is the
+    only abort of segment 2); producer 8 commits a transaction then aborts the next one (segment 1); producer 9
+    interleaves with both and aborts in segment 3, the active one; non-transactional data in between."""
+    log = _Log(log_dir / "tx-0")
+    log.data(8)
+    log.data(7)           # 7's aborted transaction begins here (segment 0)
+    log.data(-1)
+    log.data(8)
+    log.marker(8, ControlType.COMMIT)
+    log.roll()
+    log.data(9)
+    log.data(8)           # 8's second transaction
+    log.data(7)
+    log.marker(8, ControlType.ABORT)
+    log.marker(9, ControlType.COMMIT)
+    log.roll()
+    log.data(-1)
+    log.data(7)
+    log.marker(7, ControlType.ABORT)
+    log.data(9)
+    log.roll()
+    log.data(8)
+    log.data(9)
+    log.marker(9, ControlType.ABORT)
+    log.marker(8, ControlType.COMMIT)
+    log.data(-1)
+    return log.close()
+
+
+def transactional_dir(path: Path, *, seed: int, **spec):
+    """A generated data dir with one transactional topic ``tx`` of several segments."""
+    return write_data_dir(path, [TopicSpec("tx", transactional=True, index_interval_bytes=512, **spec)], seed=seed)
+
+
+def drop_txnindexes(partition: Path) -> list[str]:
+    """Delete every .txnindex; the .log paths of the segments that had one."""
+    dropped = []
+    for path in sorted(partition.glob("*.txnindex")):
+        dropped.append(str(path.with_suffix(".log")))
+        path.unlink()
+    return dropped
+
+
+def rows(table):
+    return sorted(zip(table.column("partition").to_pylist(), table.column("offset").to_pylist(),
+                      table.column("value").to_pylist()))
+
+
+def derived_segments(report) -> dict[str, str]:
+    return {path: reason for path, reason in report.indexes_rebuilt if reason.startswith("TransactionIndex")}
+
+
+def header(pid, base, *, transactional=True, control=False, count=1, magic=2) -> BatchHeader:
+    attributes = (0x10 if transactional else 0) | (0x20 if control else 0)
+    return BatchHeader(0, 100, magic, base, base + max(count, 1) - 1, 0, 0, attributes, T0, T0, pid, 0, 0, count)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Storage: the pure replay and the segment walk
+
+def test_derive_aborted_txns_replays_producer_state():
+    open_txns: dict[int, int] = {}
+    batches = [
+        (header(5, 0, count=2), None),            # 5 opens at 0
+        (header(6, 2), None),                     # 6 opens at 2
+        (header(5, 3), None),                     # already open: first offset stays 0
+        (header(-1, 4, transactional=False), None),
+        (header(5, 5, control=True), 1),          # COMMIT: 5 closes, no entry
+        (header(5, 6), None),                     # 5 opens again at 6
+        (header(6, 7, control=True, count=0), None),  # empty control batch (cleaned): changes nothing
+        (header(5, 8, control=True), 0),          # ABORT (5, 6, 8); 6 still open at 2 -> LSO 2
+        (header(7, 9, control=True), 0),          # ABORT without an open transaction: no entry
+        (header(6, 10, control=True), 0),         # ABORT (6, 2, 10), nothing else open -> LSO 11
+        (header(4, 11, transactional=False), None),  # idempotent, not transactional
+    ]
+    assert derive_aborted_txns(batches, open_txns) == [AbortedTxn(0, 5, 6, 8, 2), AbortedTxn(0, 6, 2, 10, 11)]
+    assert open_txns == {}
+    carried = {3: 40}  # a transaction opened in an earlier segment
+    assert derive_aborted_txns([(header(3, 50), None), (header(3, 51, control=True), 0)], carried) == [
+        AbortedTxn(0, 3, 40, 51, 52)]
+
+
+def test_segment_walk_reproduces_every_written_txnindex(tmp_path):
+    manifest = transactional_dir(tmp_path, seed=7, partitions=3, records_per_partition=900, records_per_batch=6,
+                                 transaction_producers=4, abort_ratio=0.4, open_transactions=2, segment_bytes=6000)
+    for pm in manifest.partitions.values():
+        assert len(pm.segments) > 3 and pm.aborted_txns
+        open_txns: dict[int, int] = {}
+        derived = []
+        for segment in pm.segments:
+            path = Path(segment.log_path)
+            written = path.with_suffix(".txnindex")
+            expected = (TransactionIndex.load(str(written), segment.base_offset).entries if written.exists()
+                        else ())
+            with SegmentReader(str(path)) as reader:
+                got = segment_aborted_txns(reader, open_txns)
+            assert tuple(got) == expected, path
+            derived.extend(got)
+        assert [(t.producer_id, t.first_offset, t.last_offset) for t in derived] == [
+            (t.producer_id, t.first_offset, t.last_offset) for t in pm.aborted_txns]
+        assert open_txns == pm.open_txns
+
+
+def test_read_control_key_on_client_written_control_batches(corpus_dir):
+    # kafka-python's ABORT control record, and Sarama's control batch that holds no record
+    data = (corpus_dir / "fixtures/kafka-python/handmade/control_batch_data_v2.bin").read_bytes()
+    h = read_header(data)
+    assert h.is_control and h.records_count == 1
+    assert read_control_key(data, 61, h.size) == (0, ControlType.ABORT)
+    empty = (corpus_dir / "fixtures/sarama/record_test.control_batch.bin").read_bytes()
+    h = read_header(empty)
+    assert h.is_control and h.records_count == 0 and h.producer_id >= 0
+    assert derive_aborted_txns([(h, None)], {h.producer_id: 0}) == []
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Planning and scans
+
+def test_missing_txnindex_read_committed_matches_the_files(tmp_path):
+    good_dir = tmp_path / "good"
+    log = spanning_partition(good_dir)
+    aborted = {(t.producer_id, t.first_offset, t.last_offset) for t in log.aborted_txns}
+    assert len(log.segments) == 4 and len(aborted) == 3
+    assert any(t.producer_id == 7 and t.first_offset < log.segments[1].base_offset <= log.segments[2].base_offset
+               <= t.last_offset for t in log.aborted_txns)  # starts two segments before its marker
+    bad_dir = tmp_path / "bad"
+    shutil.copytree(good_dir, bad_dir)
+    dropped = drop_txnindexes(bad_dir / "tx-0")
+    assert len(dropped) == 3
+
+    for extra in ({}, {"minPartitions": 12}):
+        good = kafkaseg.open_scan(str(good_dir), **COMMITTED, **extra)
+        bad = kafkaseg.open_scan(str(bad_dir), **COMMITTED, **extra)
+        assert [s.aborted for s in bad.plan.slices] == [s.aborted for s in good.plan.slices]
+        want, got = good.to_table(), bad.to_table()
+        assert rows(got) == rows(want)
+        # with the files: only segment 0 (no abort, so Kafka never created its .txnindex) comes from the log
+        assert list(derived_segments(good.plan.report)) == [str(log.segments[0].log_path)]
+    uncommitted = set(kafkaseg.read_arrow(str(good_dir)).column("offset").to_pylist())
+    committed = set(got.column("offset").to_pylist())
+    for pid, first, last in aborted:  # each aborted transaction's data is there, and dropped
+        data = {o for o in _offsets_of_producer(log, pid) if first <= o < last}
+        assert data and data <= uncommitted and not data & committed
+    assert len(committed) == len(uncommitted) - sum(
+        len({o for o in _offsets_of_producer(log, pid) if first <= o < last}) for pid, first, last in aborted)
+
+    # the report names every segment whose aborted transactions came from the log, and why
+    report = derived_segments(bad.plan.report)
+    all_logs = [str(bad_dir / "tx-0" / Path(s.log_path).name) for s in log.segments]
+    assert set(report) == set(all_logs)
+    assert all("missing .txnindex" in reason and "derived from the log" in reason for reason in report.values())
+    assert "(1 found" in report[all_logs[2]] and "(0 found" in report[all_logs[0]]
+
+
+def _offsets_of_producer(log, pid: int) -> set[int]:
+    out = set()
+    for segment in log.segments:
+        with SegmentReader(str(segment.log_path)) as reader:
+            for h in reader.iter_headers():
+                if h.producer_id == pid and not h.is_control:
+                    out.update(range(h.base_offset, h.last_offset + 1))
+    return out
+
+
+def test_generated_dirs_without_txnindex_read_what_a_consumer_reads(tmp_path):
+    manifest = transactional_dir(tmp_path, seed=3, partitions=2, records_per_partition=700, records_per_batch=5,
+                                 transaction_producers=3, abort_ratio=0.5, open_transactions=1, segment_bytes=5000)
+    for pm in manifest.partitions.values():
+        drop_txnindexes(pm.directory)
+    scan = kafkaseg.open_scan(str(tmp_path), **COMMITTED)
+    table = scan.to_table()
+    for (topic, partition), pm in manifest.partitions.items():
+        expected = [r.offset for r in pm.data_records(read_committed=True)]
+        got = sorted(o for p, o in zip(table.column("partition").to_pylist(), table.column("offset").to_pylist())
+                     if p == partition)
+        assert got == expected
+    assert len(derived_segments(scan.plan.report)) == sum(len(pm.segments) for pm in manifest.partitions.values())
+
+
+def test_read_uncommitted_and_present_txnindexes_do_not_walk(tmp_path, monkeypatch):
+    spanning_partition(tmp_path / "d")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("walked the log")
+
+    monkeypatch.setattr(planning, "segment_aborted_txns", refuse)
+    kafkaseg.read_arrow(str(tmp_path / "d"))
+    # with every segment's .txnindex written, only a segment without one needs the walk
+    partition = tmp_path / "d" / "tx-0"
+    missing = [p for p in sorted(partition.glob("*.log")) if not p.with_suffix(".txnindex").exists()]
+    assert [p.name for p in missing] == ["00000000000000000000.log"]
+    plan = kafkaseg.open_scan(str(tmp_path / "d"), **COMMITTED,
+                              startingOffsets='{"tx":{"0":%d}}' % int(sorted(partition.glob("*.log"))[1].stem))
+    assert derived_segments(plan.plan.report) == {}
+    # from the start, segment 0 (no abort, so no file, as Kafka leaves it) is walked, and only it
+    monkeypatch.undo()
+    plan = kafkaseg.open_scan(str(tmp_path / "d"), **COMMITTED)
+    assert list(derived_segments(plan.plan.report)) == [str(missing[0])]
+
+
+def test_walk_is_once_per_partition_and_respects_max_batch_bytes(tmp_path, monkeypatch):
+    spanning_partition(tmp_path / "d")
+    drop_txnindexes(tmp_path / "d" / "tx-0")
+    calls = []
+    real = planning.segment_aborted_txns
+
+    def spy(reader, open_txns, **kwargs):
+        calls.append((reader.path, kwargs))
+        return real(reader, open_txns, **kwargs)
+
+    monkeypatch.setattr(planning, "segment_aborted_txns", spy)
+    kafkaseg.open_scan(str(tmp_path / "d"), **COMMITTED, minPartitions=12, maxBatchBytes=4096)
+    assert len(calls) == 4 and len({path for path, _ in calls}) == 4
+    assert all(kwargs["max_batch_bytes"] == 4096 for _, kwargs in calls)
+
+
+def test_insane_txnindex_is_derived_from_the_log_and_reported(tmp_path):
+    good_dir = tmp_path / "good"
+    spanning_partition(good_dir)
+    bad_dir = tmp_path / "bad"
+    shutil.copytree(good_dir, bad_dir)
+    txnindex = max((bad_dir / "tx-0").glob("*.txnindex"))
+    txnindex.write_bytes(struct.pack(">hqqqq", 0, 9, 0, 1, 2))  # marker below the segment base: insane
+    good = kafkaseg.read_arrow(str(good_dir), **COMMITTED)
+    scan = kafkaseg.open_scan(str(bad_dir), **COMMITTED)
+    assert rows(scan.to_table()) == rows(good)
+    report = derived_segments(scan.plan.report)
+    assert any("corrupt .txnindex" in reason for reason in report.values())
+    assert str(txnindex.with_suffix(".log")) in report
+
+
+def test_compressed_control_batch_is_a_clear_error(tmp_path):
+    log = _Log(tmp_path / "d" / "tx-0")
+    log.data(5)
+    marker = bytearray(build_control_batch(log.offset, T0, ControlType.ABORT, producer_id=5, producer_epoch=0).data)
+    marker[22] |= 0x03  # attributes (low byte): lz4; the walk never checks CRCs, the reader would
+    log.writer.append(bytes(marker), control_type=ControlType.ABORT)
+    log.offset += 1
+    log.data(-1)
+    log.close()
+    drop_txnindexes(tmp_path / "d" / "tx-0")
+    with pytest.raises(CorruptBatchError, match="compressed"):
+        kafkaseg.open_scan(str(tmp_path / "d"), **COMMITTED)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Corpus: real broker partitions (none has transactional batches or a .txnindex; the KRaft metadata log has
+# LEADER_CHANGE control batches without a producer id, which must not be taken for markers)
+
+@pytest.mark.parametrize("partition", [
+    "segments/smartassets__backend-server/51801d05/kafka/data/docker-connect-status-3",
+    "segments/smartassets__backend-server/51801d05/kafka/data/__consumer_offsets-49",
+    "segments/RaviAzzuraPutra__LATIHAN-MICROSERVICE-NEW/f8f5c464/kafka/data/__cluster_metadata-0",
+])
+def test_corpus_partitions_read_committed_walks_and_finds_no_aborts(corpus_dir, tmp_path, partition):
+    source = corpus_dir / partition
+    copy = tmp_path / source.name
+    shutil.copytree(source, copy)
+    assert drop_txnindexes(copy) == []  # Kafka wrote none: these segments never saw an abort
+    scan = kafkaseg.open_scan(str(copy), **COMMITTED)
+    committed = scan.to_table()
+    assert rows(committed) == rows(kafkaseg.read_arrow(str(copy)))
+    report = derived_segments(scan.plan.report)
+    planned = {s.log_path for s in scan.plan.slices}
+    assert planned and planned <= set(report)
+    assert all("(0 found" in reason for reason in report.values())
+    assert all(s.aborted == () for s in scan.plan.slices)
