@@ -50,6 +50,7 @@ from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
 from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, choose_replicas, discover, last_stable_offset,
                                      partition_log_end_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
+from kafkaseg.storage.producer_snapshot import read_producer_snapshot
 from kafkaseg.storage.segment import SegmentReader
 from kafkaseg.storage.time_index import TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, segment_aborted_txns
@@ -238,6 +239,7 @@ class _Partition:
         # the walk that derives aborted transactions from the log (read_committed, a segment without a usable
         # .txnindex): segments [0, _txn_walked) replayed, the transactions open after each, and those open now
         self._txn_walked = 0
+        self._txn_evidence: str | None = None  # "" once looked for and none found
         self._derived: dict[int, list] = {}
         self._open_after: dict[int, dict[int, int]] = {}
         self._open_txns: dict[int, int] = {}
@@ -326,12 +328,41 @@ class _Partition:
             entry_offset, position = offset_index.floor(offset)
         return entry_offset, position
 
+    def transactions_evidence(self) -> str | None:
+        """Why this partition may have aborted transactions that a missing ``.txnindex`` would hide, or None when
+        its files say it has none: no ``.txnindex`` anywhere, and producer snapshots that list no producer which
+        ever wrote a transaction marker (coordinatorEpoch >= 0) or has one open. Without a readable snapshot
+        there is no such proof."""
+        if self._txn_evidence is None:
+            self._txn_evidence = self._find_transactions_evidence() or ""
+        return self._txn_evidence or None
+
+    def _find_transactions_evidence(self) -> str | None:
+        with_index = [s for s in self.segments if s.txnindex_path]
+        if with_index:
+            return f"{len(with_index)} of its segments have a .txnindex"
+        if not self.pdir.snapshot_paths:
+            return "it has no producer snapshot to show it never saw a transaction"
+        for path in self.pdir.snapshot_paths:
+            try:
+                snapshot = read_producer_snapshot(path, self.fs)
+            except (CorruptDataError, LayoutError) as err:
+                return f"producer snapshot {path} is unreadable ({err})"
+            if any(e.coordinator_epoch >= 0 or e.has_ongoing_transaction for e in snapshot.entries):
+                return f"producer snapshot {path} lists transactional producers"
+        return None
+
     def txn_index(self, i: int) -> TransactionIndex:
         """Segment ``i``'s aborted transactions: its ``.txnindex``, or, when the file is missing (Kafka writes it
         lazily, but it can also be lost), unreadable or insane (which sends a broker into recovery, rebuilding
-        it), derived from the log by replaying producer state from the first segment (reported as rebuilt)."""
+        it), derived from the log by replaying producer state from the first segment (reported as rebuilt). A
+        missing file in a partition whose files show no transactions at all (:meth:`transactions_evidence`)
+        means none were aborted, as it does to the broker: that costs no walk of a non-transactional log."""
         if i not in self._txn:
             seg = self.segments[i]
+            if not seg.txnindex_path and self.transactions_evidence() is None:
+                self._txn[i] = TransactionIndex(seg.base_offset)
+                return self._txn[i]
             reason = "missing .txnindex file"
             if seg.txnindex_path:
                 try:
@@ -348,7 +379,8 @@ class _Partition:
             if self.report is not None:
                 self.report.indexes_rebuilt.append((seg.log_path, (
                     f"TransactionIndex: {reason}: aborted transactions derived from the log ({len(entries)} found "
-                    "by replaying producer state over batch headers from the partition's first segment)")))
+                    "by replaying producer state over batch headers from the partition's first segment, because "
+                    f"{self.transactions_evidence() or 'its .txnindex is unusable'})")))
             self._txn[i] = index
         return self._txn[i]
 

@@ -268,6 +268,22 @@ def test_read_uncommitted_and_present_txnindexes_do_not_walk(tmp_path, monkeypat
     assert list(derived_segments(plan.plan.report)) == [str(missing[0])]
 
 
+def test_a_partition_whose_files_show_no_transactions_is_not_walked(tmp_path, monkeypatch):
+    """No .txnindex anywhere and producer snapshots without transactional producers: the broker reads no aborts
+    there, and kafkaseg trusts the same files instead of reading every batch header of the partition."""
+    write_data_dir(tmp_path, [TopicSpec("plain", records_per_partition=400, records_per_batch=10,
+                                        segment_bytes=8 << 10)])
+    partition = tmp_path / "plain-0"
+    assert list(partition.glob("*.snapshot")) and not list(partition.glob("*.txnindex"))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("walked the log")
+
+    monkeypatch.setattr(planning, "segment_aborted_txns", refuse)
+    scan = kafkaseg.open_scan(str(tmp_path), **COMMITTED)
+    assert scan.to_table().num_rows == 400 and derived_segments(scan.plan.report) == {}
+
+
 def test_walk_is_once_per_partition_and_respects_max_batch_bytes(tmp_path, monkeypatch):
     spanning_partition(tmp_path / "d")
     drop_txnindexes(tmp_path / "d" / "tx-0")
@@ -304,7 +320,7 @@ def test_compressed_control_batch_is_a_clear_error(tmp_path):
     log.data(5)
     marker = bytearray(build_control_batch(log.offset, T0, ControlType.ABORT, producer_id=5, producer_epoch=0).data)
     marker[22] |= 0x03  # attributes (low byte): lz4; the walk never checks CRCs, the reader would
-    log.writer.append(bytes(marker), control_type=ControlType.ABORT)
+    log.writer.append(bytes(marker), control_type=ControlType.ABORT, coordinator_epoch=0)
     log.offset += 1
     log.data(-1)
     log.close()
@@ -323,15 +339,24 @@ def test_compressed_control_batch_is_a_clear_error(tmp_path):
     "segments/RaviAzzuraPutra__LATIHAN-MICROSERVICE-NEW/f8f5c464/kafka/data/__cluster_metadata-0",
 ])
 def test_corpus_partitions_read_committed_walks_and_finds_no_aborts(corpus_dir, tmp_path, partition):
+    """Kafka wrote no .txnindex here and its producer snapshots list no transactional producer: the broker would
+    read no aborts, and so does kafkaseg without walking the log. Without the snapshots nothing proves that, so
+    the log is walked (and finds none)."""
     source = corpus_dir / partition
     copy = tmp_path / source.name
     shutil.copytree(source, copy)
     assert drop_txnindexes(copy) == []  # Kafka wrote none: these segments never saw an abort
+    expected = rows(kafkaseg.read_arrow(str(copy)))
+    trusted = kafkaseg.open_scan(str(copy), **COMMITTED)
+    assert rows(trusted.to_table()) == expected
+    assert derived_segments(trusted.plan.report) == {}
+    for snapshot in copy.glob("*.snapshot"):
+        snapshot.unlink()
     scan = kafkaseg.open_scan(str(copy), **COMMITTED)
     committed = scan.to_table()
-    assert rows(committed) == rows(kafkaseg.read_arrow(str(copy)))
+    assert rows(committed) == expected
     report = derived_segments(scan.plan.report)
     planned = {s.log_path for s in scan.plan.slices}
     assert planned and planned <= set(report)
-    assert all("(0 found" in reason for reason in report.values())
+    assert all("(0 found" in reason and "no producer snapshot" in reason for reason in report.values())
     assert all(s.aborted == () for s in scan.plan.slices)
