@@ -714,17 +714,18 @@ class _Piece:
     start_offset: int
     end_offset: int
     cuts: list[tuple[int, int]]  # (position, offset) of index entries strictly inside the byte range
+    start_entry: int | None = None  # offset of the index entry the piece starts at, when it was cut there
 
     @property
     def size(self) -> int:
         return self.end_position - self.start_position
 
     def split_at(self, k: int) -> tuple["_Piece", "_Piece"]:
-        position = self.cuts[k][0]
+        position, offset = self.cuts[k]
         left = _Piece(self.part, self.segment, self.start_position, position, self.start_offset, self.end_offset,
-                      self.cuts[:k])
+                      self.cuts[:k], self.start_entry)
         right = _Piece(self.part, self.segment, position, self.end_position, self.start_offset, self.end_offset,
-                       self.cuts[k + 1:])
+                       self.cuts[k + 1:], offset)
         return left, right
 
 
@@ -888,11 +889,10 @@ def _split_checked(piece: _Piece, options: ReadOptions) -> list[_Piece]:
     would start inside a batch); when one is wrong the segment's index is rebuilt and the split redone."""
     pieces = _split_by_size_and_records(piece, options.split_size, options.max_records_per_partition)
     part = piece.part
-    cut_offsets = dict(piece.cuts)
     for later in pieces[1:]:
-        why = part.entry_problem(piece.segment, cut_offsets[later.start_position], later.start_position)
+        why = part.entry_problem(piece.segment, later.start_entry, later.start_position)
         if why is not None:
-            part.distrust_index(piece.segment, f"entry {cut_offsets[later.start_position]}: {why}")
+            part.distrust_index(piece.segment, f"entry {later.start_entry}: {why}")
             piece = _Piece(part, piece.segment, piece.start_position, piece.end_position, piece.start_offset,
                            piece.end_offset, part.cuts(piece.segment, piece.start_position, piece.end_position))
             return _split_by_size_and_records(piece, options.split_size, options.max_records_per_partition)
