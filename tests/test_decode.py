@@ -404,3 +404,22 @@ def test_freed_output_blocks_are_reused_within_a_fixed_bound():
     held = _compiled.decode(buf, DecodeRequest())
     assert _compiled._output_cache_info()[0] < blocks  # ... and the next call took them back
     assert held.columns["value"].to_pylist() == [r.value for r in records]
+
+
+@needs_compiled
+def test_output_cache_keeps_large_blocks_when_small_ones_fill_it():
+    """Small freed blocks (validity bytes, key offsets) must not crowd out the value blocks every call needs again:
+    a cache full of them made each decode write its values into fresh pages."""
+    small = build_batch_v2([Record(i, 0, None, b"v") for i in range(20_000)]).data  # 80-160 KiB columns
+    held = [_compiled.decode(small, DecodeRequest()) for _ in range(12)]
+    del held  # dozens of small blocks come back at once and fill every slot
+    blocks, small_bytes = _compiled._output_cache_info()
+    assert blocks == 32 and small_bytes <= 16 << 20
+    big = build_batch_v2([Record(i, 0, b"k", bytes(3000)) for i in range(1000)]).data  # ~3 MB of values
+    result = _compiled.decode(big, DecodeRequest())
+    del result
+    blocks, nbytes = _compiled._output_cache_info()
+    assert blocks <= 32 and nbytes <= 64 << 20
+    assert nbytes > small_bytes + (2 << 20)  # the values block was kept: smaller ones made room for it
+    again = _compiled.decode(big, DecodeRequest())
+    assert _compiled._output_cache_info()[1] < nbytes and again.num_rows == 1000
