@@ -410,6 +410,7 @@ def test_freed_output_blocks_are_reused_within_a_fixed_bound():
 def test_output_cache_keeps_large_blocks_when_small_ones_fill_it():
     """Small freed blocks (validity bytes, key offsets) must not crowd out the value blocks every call needs again:
     a cache full of them made each decode write its values into fresh pages."""
+    _compiled._output_cache_clear()
     small = build_batch_v2([Record(i, 0, None, b"v") for i in range(20_000)]).data  # 80-160 KiB columns
     held = [_compiled.decode(small, DecodeRequest()) for _ in range(12)]
     del held  # dozens of small blocks come back at once and fill every slot

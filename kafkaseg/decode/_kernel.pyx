@@ -211,6 +211,15 @@ def _output_cache_info():
     return _cache_n, _cache_bytes
 
 
+def _output_cache_clear():
+    """Free every cached block (tests start from an empty cache)."""
+    global _cache_n, _cache_bytes
+    while _cache_n:
+        _cache_n -= 1
+        free(_cache_ptr[_cache_n])
+    _cache_bytes = 0
+
+
 @cython.final
 cdef class _RawView:
     """A buffer-protocol window on C memory that the decoder points somewhere new for every call into a library
