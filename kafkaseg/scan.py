@@ -172,8 +172,9 @@ class _SliceDecoder:
         self.last_seen = piece.base_offset - 1
         self.finished = False  # past the end offset, corrupt framing skipped, or a tail reported
 
-    def decode(self, view, pos: int):
-        return self.kernel(view, replace(self.base_request, base_position=pos, check_offsets_after=self.last_seen))
+    def decode(self, view, pos: int, end: int):
+        return self.kernel(view, replace(self.base_request, base_position=pos, check_offsets_after=self.last_seen,
+                                         bytes_after=end - pos - len(view)))
 
     def accept(self, result) -> pa.RecordBatch | None:
         """Take a decode result: stats, last offset and stop reason; the record batch to yield, if any."""
@@ -229,7 +230,7 @@ class _SliceDecoder:
                     piece_end = min(window_end, pos + max(chunk_bytes, want))
                     error = None
                     try:
-                        result = self.decode(view[pos - window_start:piece_end - window_start], pos)
+                        result = self.decode(view[pos - window_start:piece_end - window_start], pos, end)
                     except KafkaSegError as err:
                         error = err
                     if mapping.faulted or reader.change_stamp() != stamp:
@@ -268,7 +269,7 @@ class _SliceDecoder:
                     self.shrunk(pos, end)  # a short read: the file is now shorter than planned
                     break
             view = memoryview(chunk)[offset_in_buf:filled]
-            result = self.decode(view, pos)
+            result = self.decode(view, pos, end)
             view.release()
             batch = self.accept(result)
             if batch is not None:

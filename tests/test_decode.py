@@ -7,6 +7,7 @@ position) for every input; the expected records come from ``kafkaseg.testing`` (
 from __future__ import annotations
 
 import struct
+from dataclasses import replace
 
 import pyarrow as pa
 import pytest
@@ -14,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkaseg.decode import DecodeRequest, _kernel_py
-from kafkaseg.decode.api import STOP_CORRUPT, STOP_END, STOP_LIMIT, STOP_PARTIAL, STOP_PAST_END
+from kafkaseg.decode.api import STOP_CORRUPT, STOP_END, STOP_LIMIT, STOP_PARTIAL, STOP_PAST_END, DecodeStats
 from kafkaseg.errors import (
     CorruptBatchError,
     CrcMismatchError,
@@ -24,6 +25,7 @@ from kafkaseg.errors import (
     UnsupportedMagicError,
 )
 from kafkaseg.testing import Record, build_batch_v2, build_control_batch, build_legacy_entries, build_legacy_wrapper
+from kafkaseg.wire.batch import iter_headers
 from tests.oracle import kafkaseg_rows
 
 try:
@@ -152,6 +154,69 @@ def test_mutated_bytes_only_raise_kafkaseg_errors_and_twins_agree(data, mutation
                         lenient=lenient, max_decompressed_bytes=1 << 20, verify_crc=verify_crc)
     # Only KafkaSegError may escape (outcome() lets anything else propagate and fail the test).
     assert outcome(_kernel_py, bytes(buf), req) == outcome(_compiled, bytes(buf), req)
+
+
+def chunked(kernel, buf, req, chunk):
+    """Decode ``buf`` as a scan does: ``chunk`` bytes at a time (more when the kernel asks for more), telling the
+    kernel how many bytes follow. Returns the offsets and the summed stats (as a comparable tuple)."""
+    pos, offsets, stats, last = 0, [], DecodeStats(), req.check_offsets_after
+    n = chunk
+    while pos < len(buf):
+        n = min(n, len(buf) - pos)
+        res = kernel.decode(buf[pos:pos + n], replace(req, base_position=req.base_position + pos,
+                                                      check_offsets_after=last, bytes_after=len(buf) - pos - n))
+        assert 0 <= res.consumed <= n
+        offsets += res.columns["offset"].to_pylist()
+        stats.add(res.stats)
+        last = res.last_offset
+        pos += res.consumed
+        if res.stop == STOP_PARTIAL:
+            need = res.next_batch_size if res.next_batch_size > 0 else 17
+            assert need > n - res.consumed  # it asks for more than it had: no endless loop
+            if pos + need > len(buf):
+                break  # a truncated tail: a scan reports it
+            n = max(chunk, need)
+        elif res.stop in (STOP_PAST_END, STOP_CORRUPT):
+            break
+        else:
+            n = chunk
+    return offsets, (stats.batches, stats.records, stats.corrupt_batches, stats.corrupt_bytes, stats.problems)
+
+
+@st.composite
+def framing_damage(draw):
+    """A valid log, with one batch's magic byte or attributes (codec bits and flags) overwritten, and perhaps its
+    length field or one more byte anywhere: what lenient reads must step over (or stop at) the same in both twins,
+    whatever the buffers' boundaries."""
+    buf, _ = draw(log_buffers())
+    buf = bytearray(buf)
+    headers = list(iter_headers(bytes(buf)))
+    victim = draw(st.sampled_from(headers))
+    if draw(st.booleans()):
+        buf[victim.position + 16] = draw(st.integers(0, 255))
+    else:
+        attributes = victim.position + (22 if victim.magic == 2 else 17)
+        buf[attributes] = draw(st.integers(0, 255))
+    if draw(st.booleans()):
+        buf[victim.position + 8:victim.position + 12] = struct.pack(">i", draw(st.integers(-20, 600)))
+    if draw(st.booleans()):
+        buf[draw(st.integers(0, len(buf) - 1))] = draw(st.integers(0, 255))
+    return bytes(buf)
+
+
+@needs_compiled
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(buf=framing_damage(), verify_crc=st.booleans(), chunk=st.integers(17, 400),
+       max_batch_bytes=st.sampled_from([300, 128 << 20]))
+def test_damaged_magic_or_attributes_in_lenient_mode_twins_agree_at_any_chunking(buf, verify_crc, chunk,
+                                                                                  max_batch_bytes):
+    req = DecodeRequest(path="r.log", base_position=64, include_headers=True, include_metadata=True,
+                        include_control=True, lenient=True, verify_crc=verify_crc, max_decompressed_bytes=1 << 20,
+                        max_batch_bytes=max_batch_bytes)
+    whole = outcome(_kernel_py, buf, req)
+    assert whole == outcome(_compiled, buf, req)
+    one_shot = chunked(_kernel_py, buf, req, len(buf))
+    assert chunked(_kernel_py, buf, req, chunk) == one_shot == chunked(_compiled, buf, req, chunk)
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -313,6 +378,131 @@ def test_unknown_magic_and_codec(kernel):
     with pytest.raises(UnsupportedCodecError) as info:
         kernel.decode(bytes(good), DecodeRequest(path="c.log", base_position=8))
     assert info.value.position == 8 and info.value.path == "c.log"
+
+
+def _bad_magic(batch: bytes, magic: int = 3) -> bytes:
+    bad = bytearray(batch)
+    bad[16] = magic
+    return bytes(bad)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("verify_crc", [True, False])
+def test_lenient_read_resynchronises_after_an_unknown_magic_with_an_intact_length(kernel, verify_crc):
+    batches = _three_batches() + [build_legacy_entries([Record(15, 5015, b"k", b"legacy", [])], 1)[0].data]
+    bad = _bad_magic(batches[1])
+    buf = batches[0] + bad + batches[2] + batches[3]
+    with pytest.raises(UnsupportedMagicError, match="unknown magic 3") as info:  # strict: as before
+        kernel.decode(buf, DecodeRequest(path="seg.log", base_position=100, verify_crc=verify_crc))
+    assert info.value.position == 100 + len(batches[0]) and info.value.path == "seg.log"
+    req = DecodeRequest(path="seg.log", base_position=100, lenient=True, verify_crc=verify_crc)
+    res = kernel.decode(buf, req)
+    assert res.columns["offset"].to_pylist() == list(range(5)) + list(range(10, 16))
+    assert res.stop == STOP_END and res.consumed == len(buf) and res.last_offset == 15
+    assert res.stats.corrupt_batches == 1 and res.stats.corrupt_bytes == len(bad)
+    (path, position, message), = res.stats.problems
+    assert (path, position) == ("seg.log", 100 + len(batches[0]))
+    assert message.startswith("unknown magic 3") and f"resynchronised at byte {100 + len(batches[0]) + len(bad)}" \
+        in message
+    assert outcome(kernel, buf, req) == outcome(_kernel_py, buf, req)
+    # two bad batches in a row: the first one's length leads to nothing plausible, so the rest is skipped
+    res = kernel.decode(batches[0] + bad + _bad_magic(batches[2], 0xFF) + batches[3], req)
+    assert res.stop == STOP_CORRUPT and res.columns["offset"].to_pylist() == list(range(5))
+    assert res.stats.corrupt_batches == 1 and res.stats.corrupt_bytes == len(buf) - len(batches[0])
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_lenient_read_resynchronises_after_a_size_below_the_minimum(kernel):
+    batches = _three_batches()
+    small = bytearray(batches[1])
+    small[8:12] = struct.pack(">i", 30)  # below v2's 49: the 42 bytes it declares are followed by garbage
+    res = kernel.decode(batches[0] + bytes(small) + batches[2], DecodeRequest(lenient=True))
+    assert res.stop == STOP_CORRUPT and res.columns["offset"].to_pylist() == list(range(5))
+    assert res.stats.corrupt_batches == 1 and res.stats.corrupt_bytes == len(small) + len(batches[2])
+    # the same size field on a batch that really is that short (a hand-made 42-byte entry) resynchronises
+    short = _bad_magic(batches[1])[:17] + bytes(25)
+    short = short[:8] + struct.pack(">i", 30) + short[12:]
+    res = kernel.decode(batches[0] + short + batches[2], DecodeRequest(lenient=True))
+    assert res.stop == STOP_END and res.columns["offset"].to_pylist() == list(range(5)) + list(range(10, 15))
+    assert res.stats.corrupt_batches == 1 and res.stats.corrupt_bytes == 42
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_lenient_read_stops_counted_when_the_declared_length_lands_on_garbage(kernel):
+    batches = _three_batches()
+    bad = bytearray(_bad_magic(batches[1]))
+    bad[8:12] = struct.pack(">i", len(bad) - 12 + 7)  # seven bytes into the next batch
+    buf = batches[0] + bytes(bad) + batches[2]
+    res = kernel.decode(buf, DecodeRequest(path="g.log", lenient=True))
+    assert res.stop == STOP_CORRUPT and res.consumed == len(buf)
+    assert res.columns["offset"].to_pylist() == list(range(5))
+    assert res.stats.corrupt_batches == 1 and res.stats.corrupt_bytes == len(bad) + len(batches[2])
+    assert "no valid batch at its declared end" in res.stats.problems[0][2]
+    # past the end of the data, and beyond maxBatchBytes: the same
+    for size in (len(bad) + len(batches[2]), 2 ** 31 - 1):
+        bad[8:12] = struct.pack(">i", size)
+        res = kernel.decode(batches[0] + bytes(bad) + batches[2], DecodeRequest(lenient=True))
+        assert res.stop == STOP_CORRUPT and res.num_rows == 5
+        assert res.stats.corrupt_batches == 1 and res.stats.corrupt_bytes == len(bad) + len(batches[2])
+    # the rest of the data (bytes_after: what a scan has not handed over yet) is counted too
+    res = kernel.decode(batches[0] + bytes(bad), DecodeRequest(lenient=True, bytes_after=1000))
+    assert res.stop == STOP_CORRUPT and res.stats.corrupt_bytes == len(bad) + 1000
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_lenient_resynchronisation_checks_the_next_batch_crc_unless_crcs_are_off(kernel):
+    batches = _three_batches()
+    flipped = bytearray(batches[2])
+    flipped[-2] ^= 0xFF  # inside the last record's value: only the CRC notices
+    buf = batches[0] + _bad_magic(batches[1]) + bytes(flipped)
+    res = kernel.decode(buf, DecodeRequest(lenient=True))
+    assert res.stop == STOP_CORRUPT and res.num_rows == 5
+    assert res.stats.corrupt_batches == 1 and res.stats.corrupt_bytes == len(batches[1]) + len(flipped)
+    # verifyCrc=false trusts a plausible header there, as it trusts every batch's header
+    res = kernel.decode(buf, DecodeRequest(lenient=True, verify_crc=False))
+    assert res.stop == STOP_END and res.columns["offset"].to_pylist() == list(range(5)) + list(range(10, 15))
+    assert res.stats.corrupt_batches == 1 and res.stats.corrupt_bytes == len(batches[1])
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_lenient_read_of_a_bad_last_batch_counts_it_and_ends_normally(kernel):
+    batches = _three_batches()
+    buf = batches[0] + batches[1] + _bad_magic(batches[2], 0x7F)
+    res = kernel.decode(buf, DecodeRequest(lenient=True))
+    assert res.stop == STOP_END and res.consumed == len(buf) and res.last_offset == 9
+    assert res.columns["offset"].to_pylist() == list(range(10))
+    assert res.stats.corrupt_batches == 1 and res.stats.corrupt_bytes == len(batches[2])
+    # when the buffer is not all there is, the kernel needs to see what follows before deciding
+    res = kernel.decode(buf, DecodeRequest(lenient=True, bytes_after=200))
+    assert res.stop == STOP_PARTIAL and res.consumed == len(batches[0]) + len(batches[1])
+    assert res.next_batch_size == len(batches[2]) + 17 and res.stats.corrupt_batches == 0 and res.num_rows == 10
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_lenient_resynchronisation_past_the_buffer_asks_for_the_bytes_it_needs(kernel):
+    """A scan hands the kernel chunks: when the bad batch or the one after it runs past the chunk, the kernel asks
+    for exactly what it needs (STOP_PARTIAL) and decides on the next call as if it had seen everything at once."""
+    batches = _three_batches()
+    buf = batches[0] + _bad_magic(batches[1]) + batches[2]
+    start = len(batches[0])
+    for cut in (start + 20, start + len(batches[1]), start + len(batches[1]) + 10, len(buf) - 1):
+        res = kernel.decode(buf[:cut], DecodeRequest(lenient=True, bytes_after=len(buf) - cut))
+        assert res.stop == STOP_PARTIAL and res.consumed == start and res.num_rows == 5
+        assert res.stats.corrupt_batches == 0 and res.stats.corrupt_bytes == 0 and not res.stats.problems
+        expected_need = len(batches[1]) + (17 if cut < start + len(batches[1]) + 17 else len(batches[2]))
+        assert res.next_batch_size == expected_need
+    whole = kernel.decode(buf, DecodeRequest(lenient=True))
+    assert whole.columns["offset"].to_pylist() == list(range(5)) + list(range(10, 15))
+    for chunk in range(17, len(buf) + 1):
+        assert chunked(kernel, buf, DecodeRequest(lenient=True), chunk) == (
+            whole.columns["offset"].to_pylist(), (2, 10, 1, len(batches[1]), whole.stats.problems))
+    # the bad batch and the next one must fit in one read of at most 12 + maxBatchBytes, else resync is refused,
+    # whatever the chunking
+    for chunk in (17, 100, len(buf)):
+        offsets, stats = chunked(kernel, buf, DecodeRequest(lenient=True, max_batch_bytes=200), chunk)
+        assert offsets == list(range(5)) and stats[2:4] == (1, len(batches[1]) + len(batches[2]))
+        offsets, stats = chunked(kernel, buf, DecodeRequest(lenient=True, max_batch_bytes=300), chunk)
+        assert offsets == list(range(5)) + list(range(10, 15)) and stats[2:4] == (1, len(batches[1]))
 
 
 @pytest.mark.parametrize("kernel", KERNELS)

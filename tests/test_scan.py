@@ -11,7 +11,10 @@ import pyarrow as pa
 import pytest
 
 import kafkaseg
-from kafkaseg.errors import CorruptBatchError, CrcMismatchError, InvalidOptionError
+from kafkaseg.errors import CorruptBatchError, CrcMismatchError, InvalidOptionError, UnsupportedMagicError
+from kafkaseg.options import ReadOptions
+from kafkaseg.planning import plan_scan
+from kafkaseg.scan import ScanMetrics, read_slice
 from kafkaseg.testing import Record, TopicSpec, build_batch_v2, sample_data_dir, write_data_dir
 from kafkaseg.wire.batch import iter_headers
 from tests.oracle import kafka_python_records
@@ -129,6 +132,36 @@ def test_corruption_is_located_or_skipped_and_counted(tmp_path):
     assert table.column("offset").to_pylist() == [o for o in clean if o not in lost]
     assert sc.metrics.decode.corrupt_batches == 1
     assert sc.metrics.decode.problems[0][1] == second
+
+
+def test_skip_steps_over_a_batch_with_an_unknown_magic_and_reads_on(tmp_path, kernel):
+    """A batch whose magic byte is damaged but whose length is intact costs that batch only (as a bad CRC does),
+    whatever chunks and mapping windows the slice is read in."""
+    log = _single_partition(tmp_path, batches=12)[1]
+    clean = kafkaseg.read_arrow(str(tmp_path)).column("offset").to_pylist()
+    data = bytearray(log.read_bytes())
+    headers = list(iter_headers(bytes(data)))
+    bad = headers[5]
+    data[bad.position + 16] = 3
+    log.write_bytes(bytes(data))
+    with pytest.raises(UnsupportedMagicError) as info:
+        kafkaseg.read_arrow(str(tmp_path))
+    assert info.value.path.endswith(log.name) and info.value.position == bad.position
+    expected = [o for o in clean if not bad.base_offset <= o <= bad.last_offset]
+    sc = kafkaseg.open_scan(str(tmp_path), onCorruption="skip")
+    assert sc.to_table().column("offset").to_pylist() == expected
+    assert (sc.metrics.decode.corrupt_batches, sc.metrics.decode.corrupt_bytes) == (1, bad.size)
+    assert sc.metrics.decode.problems[0][1] == bad.position and not sc.metrics.truncated_tails
+    assert kafkaseg.read_arrow(str(tmp_path), onCorruption="skip").column("offset").to_pylist() == expected
+    for read_mode in ("auto", "pread"):
+        opts = ReadOptions.from_options({"onCorruption": "skip", "readMode": read_mode})
+        for chunk, window in ((100, 300), (bad.position + 40, 1000), (4096, 8192)):
+            metrics = ScanMetrics()
+            got = [o for piece in plan_scan(str(tmp_path), opts).slices
+                   for b in read_slice(piece, opts, metrics, read_chunk_bytes=chunk, map_window_bytes=window)
+                   for o in b.column("offset").to_pylist()]
+            assert got == expected, (read_mode, chunk, window)
+            assert (metrics.decode.corrupt_batches, metrics.decode.corrupt_bytes) == (1, bad.size)
 
 
 def test_unknown_option_names_the_option():

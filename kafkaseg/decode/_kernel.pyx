@@ -562,7 +562,7 @@ cdef class _Decoder:
     cdef object path
     cdef int64_t base_position
     cdef bint verify_crc, include_control, include_headers, include_metadata, lenient
-    cdef int64_t min_offset, max_offset, max_records, max_bytes, max_batch_bytes, max_decompressed
+    cdef int64_t min_offset, max_offset, max_records, max_bytes, max_batch_bytes, max_decompressed, bytes_after
     cdef int n_aborted
     cdef int64_t* aborted  # (pid, first, last) triples
     # output
@@ -610,6 +610,7 @@ cdef class _Decoder:
         self.max_bytes = req.max_bytes
         self.max_batch_bytes = req.max_batch_bytes
         self.max_decompressed = req.max_decompressed_bytes
+        self.bytes_after = req.bytes_after
         self.n_aborted = len(req.aborted)
         if self.n_aborted:
             self.aborted = <int64_t*>malloc(sizeof(int64_t) * 3 * self.n_aborted)
@@ -1202,6 +1203,54 @@ cdef class _Decoder:
             raise _Frame(CorruptBatchError, "varint runs past the end of its record", pos)
         raise _Frame(CorruptBatchError, "varint longer than 10 bytes", pos)
 
+    # lenient resynchronisation -------------------------------------------------------------------------------------
+    cdef Py_ssize_t resync(self, const uint8_t* b, Py_ssize_t pos, Py_ssize_t end, int32_t size,
+                           Py_ssize_t* need) except -3:
+        """After bad framing at ``pos``: where the batch the bad one's declared ``size`` leads to starts, -1 when
+        there is nothing plausible there, -2 with ``need`` set when that many bytes from ``pos`` must be in the
+        buffer to decide (the twin's ``_resync`` and DecodeRequest's docstring have the rules)."""
+        cdef int64_t data_end = end + self.bytes_after
+        cdef int64_t limit = 12 + self.max_batch_bytes
+        cdef int64_t at, n
+        cdef int32_t next_size
+        cdef int8_t magic
+        cdef bint ok
+        if size < 0 or size > self.max_batch_bytes:
+            return -1
+        at = pos + 12 + <int64_t>size
+        if at == data_end:
+            if at <= end:
+                return <Py_ssize_t>at
+            need[0] = <Py_ssize_t>(at - pos)
+            return -2
+        if data_end - at < 17:
+            return -1
+        n = at - pos + 17
+        if n > limit:
+            return -1
+        if pos + n > end:
+            need[0] = <Py_ssize_t>n
+            return -2
+        next_size = rd32(b + at + 8)
+        magic = <int8_t>b[at + 16]
+        if magic < 0 or magic > 2 or next_size < (14 if magic == 0 else (22 if magic == 1 else 49)) \
+                or next_size > self.max_batch_bytes:
+            return -1
+        n = at - pos + 12 + <int64_t>next_size
+        if n > limit or pos + n > data_end:
+            return -1
+        if pos + n > end:
+            need[0] = <Py_ssize_t>n
+            return -2
+        if self.verify_crc:
+            if magic == 2:
+                ok = _CRC32C(self.in_view.set(b + at + 21, pos + n - at - 21)) == rdu32(b + at + 17)
+            else:
+                ok = (zlib.crc32(memoryview(self.whole)[at + 16:pos + n]) & 0xFFFFFFFF) == rdu32(b + at + 12)
+            if not ok:
+                return -1
+        return <Py_ssize_t>at
+
     # legacy ------------------------------------------------------------------------------------------------------
     cdef tuple legacy_entry(self, const uint8_t* buf, Py_ssize_t pos, Py_ssize_t end, int magic_expected,
                             Py_ssize_t where, object owner):
@@ -1403,6 +1452,7 @@ def decode(buf, req):
     cdef int8_t magic
     cdef int64_t min_size
     cdef Py_ssize_t next_size = -1
+    cdef Py_ssize_t resume
     cdef int past_end = 0
     cdef int64_t batch_last = 0
     d.setup(req)
@@ -1434,13 +1484,25 @@ def decode(buf, req):
                                  f"batch size {size} exceeds maxBatchBytes {d.max_batch_bytes} (absurd length field?)",
                                  pos)
             except _Frame as frame:
-                if d.lenient:
-                    d.note(frame)
-                    d.stats.corrupt_bytes += end - pos
-                    pos = end
-                    stop = STOP_CORRUPT
+                if not d.lenient:
+                    raise frame.cls(frame.message, path=d.path, position=d.base_position + frame.position) from None
+                resume = d.resync(b, pos, end, size, &next_size)
+                if resume == -2:
+                    stop = STOP_PARTIAL
                     break
-                raise frame.cls(frame.message, path=d.path, position=d.base_position + frame.position) from None
+                d.stats.corrupt_batches += 1
+                if resume >= 0:
+                    d.note(_Frame(frame.cls, f"{frame.message}; resynchronised at byte {d.base_position + resume}",
+                                  pos))
+                    d.stats.corrupt_bytes += resume - pos
+                    pos = resume
+                    continue
+                d.note(_Frame(frame.cls, f"{frame.message}; no valid batch at its declared end: the rest of the data "
+                                         f"skipped", pos))
+                d.stats.corrupt_bytes += end - pos + d.bytes_after
+                pos = end
+                stop = STOP_CORRUPT
+                break
             total = 12 + <Py_ssize_t>size
             if total > remaining:
                 stop = STOP_PARTIAL

@@ -194,13 +194,26 @@ def decode(buf, req: DecodeRequest) -> DecodeResult:
                              f"batch size {size} exceeds maxBatchBytes {req.max_batch_bytes} (absurd length field?)",
                              pos)
         except _Frame as frame:
-            if req.lenient:
-                _note(stats, req, frame)
-                stats.corrupt_bytes += end - pos
-                pos = end
-                stop = STOP_CORRUPT
+            if not req.lenient:
+                raise _located(req, frame) from None
+            resume, need = _resync(buf, pos, end, size, req)
+            if need:
+                stop = STOP_PARTIAL
+                next_size = need
                 break
-            raise _located(req, frame) from None
+            stats.corrupt_batches += 1
+            if resume >= 0:
+                _note(stats, req, _Frame(frame.cls, f"{frame.message}; resynchronised at byte "
+                                                    f"{req.base_position + resume}", pos))
+                stats.corrupt_bytes += resume - pos
+                pos = resume
+                continue
+            _note(stats, req, _Frame(frame.cls, f"{frame.message}; no valid batch at its declared end: the "
+                                                f"rest of the data skipped", pos))
+            stats.corrupt_bytes += end - pos + req.bytes_after
+            pos = end
+            stop = STOP_CORRUPT
+            break
         total = wb.LOG_OVERHEAD + size
         if total > remaining:
             stop = STOP_PARTIAL
@@ -240,6 +253,46 @@ def decode(buf, req: DecodeRequest) -> DecodeResult:
 
 
 _PAST_END = object()
+
+
+def _resync(buf, pos, end, size, req) -> tuple[int, int]:
+    """Lenient reads, after bad framing at ``pos`` (unknown magic, impossible size): ``(position, 0)`` to go on at
+    the batch where the bad one's declared ``size`` says it ends, ``(-1, need)`` when ``need`` bytes from ``pos``
+    (known to exist: ``req.bytes_after``) must be in the buffer to decide, ``(-1, 0)`` when there is nothing
+    plausible to go on at (the rules are in DecodeRequest's docstring). Decided from the data alone, never from
+    where the buffer ends; ``position > pos`` always."""
+    data_end = end + req.bytes_after
+    limit = wb.LOG_OVERHEAD + req.max_batch_bytes  # no resynchronisation needs a larger buffer than one batch
+    if size < 0 or size > req.max_batch_bytes:
+        return -1, 0
+    at = pos + wb.LOG_OVERHEAD + size
+    if at == data_end:  # the bad batch was the last: nothing after it to check
+        return (at, 0) if at <= end else (-1, at - pos)
+    if data_end - at < wb.HEADER_PREFIX_SIZE:
+        return -1, 0
+    need = at - pos + wb.HEADER_PREFIX_SIZE
+    if need > limit:
+        return -1, 0
+    if pos + need > end:
+        return -1, need
+    next_size = _I32.unpack_from(buf, at + 8)[0]
+    magic = struct.unpack_from(">b", buf, at + wb.MAGIC_OFFSET)[0]
+    if magic not in wb.MIN_ENTRY_SIZE or not wb.MIN_ENTRY_SIZE[magic] <= next_size <= req.max_batch_bytes:
+        return -1, 0
+    need = at - pos + wb.LOG_OVERHEAD + next_size
+    if need > limit or pos + need > data_end:
+        return -1, 0
+    if pos + need > end:
+        return -1, need
+    if req.verify_crc:
+        batch_end = pos + need
+        if magic == 2:
+            ok = crc32c(buf[at + wb.V2_ATTRIBUTES_OFFSET:batch_end]) == _U32.unpack_from(buf, at + wb.V2_CRC_OFFSET)[0]
+        else:
+            ok = zlib.crc32(buf[at + wb.MAGIC_OFFSET:batch_end]) == _U32.unpack_from(buf, at + wb.LEGACY_CRC_OFFSET)[0]
+        if not ok:
+            return -1, 0
+    return at, 0
 
 
 def _note(stats: DecodeStats, req: DecodeRequest, frame: _Frame) -> None:

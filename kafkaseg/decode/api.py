@@ -15,7 +15,9 @@ STOP_END = "end"  # consumed the whole buffer, which ended on a batch boundary
 STOP_LIMIT = "limit"  # max_records or max_bytes reached (after a whole batch)
 STOP_PARTIAL = "partial"  # the buffer ends inside a batch: read more (next_batch_size says how much, when known)
 STOP_PAST_END = "past_end"  # a batch starts at or beyond max_offset: nothing further can match
-STOP_CORRUPT = "corrupt"  # lenient mode met framing it cannot step over: the rest of the buffer was skipped
+# lenient mode met framing it could not resynchronise after: the rest of the buffer was skipped, and it and
+# bytes_after are counted as corrupt
+STOP_CORRUPT = "corrupt"
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,16 @@ class DecodeRequest:
     Records are kept when ``min_offset <= offset < max_offset``. ``aborted`` lists read_committed's aborted
     transactions as ``(producerId, firstOffset, lastOffset)``: a transactional data batch of that producer whose
     base offset lies in ``[firstOffset, lastOffset]`` is dropped.
+
+    ``bytes_after`` says how many bytes of the same data follow ``buf`` (a scan hands them over in later calls; 0:
+    ``buf`` is all there is). Lenient reads use it to resynchronise after bad framing (an unknown magic, an
+    impossible size) without depending on where a buffer happens to end: the bad batch's declared length (never one
+    beyond ``max_batch_bytes``) is trusted only if it ends exactly where the data ends or at a plausible batch (magic 0-2, a size within the format's
+    minimum and ``max_batch_bytes``, wholly inside the data, and its CRC correct when ``verify_crc``; with
+    ``verify_crc`` off the header checks alone decide, as every other batch's length is then trusted on its header
+    alone). When that batch runs past ``buf`` the kernel stops with STOP_PARTIAL and asks for the bytes it needs
+    (never more than ``12 + max_batch_bytes`` from the bad batch's start: a resynchronisation that would need more
+    is refused). Refused, the rest of the data is skipped: one corrupt batch, all its bytes.
     """
 
     path: str | None = None
@@ -43,6 +55,7 @@ class DecodeRequest:
     aborted: tuple[tuple[int, int, int], ...] = ()
     lenient: bool = False
     check_offsets_after: int = INT64_MIN  # the last offset seen before this buffer (monotonicity across buffers)
+    bytes_after: int = 0  # bytes of the same data after buf (lenient resynchronisation; see above)
 
 
 @dataclass
@@ -52,7 +65,7 @@ class DecodeStats:
     skipped_batches_out_of_range: int = 0
     skipped_control_batches: int = 0
     skipped_aborted_batches: int = 0
-    corrupt_batches: int = 0  # lenient mode: batches skipped because they failed checks
+    corrupt_batches: int = 0  # lenient mode: batches (or unreadable regions) skipped because they failed checks
     corrupt_bytes: int = 0  # lenient mode: bytes skipped (whole corrupt batches and unreadable tails)
     problems: list = field(default_factory=list)  # lenient mode: (path, position, message), the first few
 
@@ -81,7 +94,7 @@ class DecodeResult:
     num_rows: int
     consumed: int
     stop: str
-    next_batch_size: int = -1  # with STOP_PARTIAL: the size of the batch that did not fit, when its header did
+    next_batch_size: int = -1  # with STOP_PARTIAL: the bytes from ``consumed`` the next call needs, when known
     last_offset: int = INT64_MIN  # the last offset of the last batch walked (for monotonicity across buffers)
     stats: DecodeStats = field(default_factory=DecodeStats)
 
