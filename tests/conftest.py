@@ -9,14 +9,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus"
+# ../shared beside the checkout; KAFKASEG_SHARED points elsewhere (a git worktree, a checkout in another place)
+CORPUS = Path(os.environ.get("KAFKASEG_SHARED", ROOT.parent / "shared")) / "corpus"
 
 
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
     """``../shared/corpus`` (real broker and client bytes); skips the test when the checkout has no ../shared."""
     if not (CORPUS / "MANIFEST.tsv").exists():
-        pytest.skip(f"conformance corpus not found at {CORPUS} (it lives in ../shared beside the project checkout)")
+        pytest.skip(f"conformance corpus not found at {CORPUS} (it lives in ../shared beside the project checkout, "
+                    "or set KAFKASEG_SHARED)")
     return CORPUS
 
 
