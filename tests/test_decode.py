@@ -614,3 +614,24 @@ def test_output_cache_keeps_large_blocks_when_small_ones_fill_it():
     assert nbytes > small_bytes + (2 << 20)  # the values block was kept: smaller ones made room for it
     again = _compiled.decode(big, DecodeRequest())
     assert _compiled._output_cache_info()[1] < nbytes and again.num_rows == 1000
+
+
+@needs_compiled
+@pytest.mark.parametrize("codec", ["none", "gzip"])
+def test_rows_of_a_batch_survive_its_columns_growing_into_cached_blocks(codec):
+    """A batch keeps 150,000 rows: its fixed-width columns grow mid-batch (every 65,536 rows) while its rows are not
+    yet committed. Growing into a cached block must keep them, as realloc did (found in review: offsets of
+    262,144 rows came back wrong on the second read in one process)."""
+    N = 150_000
+
+    def batch(base, codec=codec):
+        return build_batch_v2([Record(base + i, 1_600_000_000_000, None, b"") for i in range(N)], codec=codec).data
+
+    _compiled._output_cache_clear()
+    warm = [_compiled.decode(batch(10**9, c), DecodeRequest()) for c in ("none", codec)]
+    del warm  # their freed blocks, of several sizes, hold other offsets
+    assert _compiled._output_cache_info()[0] > 0
+    result = _compiled.decode(batch(0), DecodeRequest())
+    assert result.columns["offset"].to_pylist() == list(range(N))
+    assert set(result.columns["timestamp"].cast("int64").to_pylist()) == {1_600_000_000_000_000}
+    assert result.columns["value"].null_count == 0 and result.columns["key"].null_count == N

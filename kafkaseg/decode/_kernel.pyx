@@ -274,12 +274,13 @@ cdef class _Mem:
         while cap < need:
             cap *= 2
         if cap >= _CACHE_MIN_BLOCK:
-            # Grow into a cached block (a copy of what is written so far, from cache): realloc would hand back
-            # fresh pages, and writing values into them faulted page by page.
+            # Grow into a cached block (a copy of the old block, from cache): realloc would hand back fresh pages,
+            # and writing values into them faulted page by page. The whole old capacity is copied, as realloc keeps
+            # it: records_v2 writes a batch's rows past `size` and commits them after the batch.
             p = _cache_take(cap if self.ptr != NULL else need, &cap)
             if p != NULL:
                 if self.ptr != NULL:
-                    memcpy(p, self.ptr, self.size)
+                    memcpy(p, self.ptr, self.cap)
                     _cache_give(self.ptr, self.cap)
                 self.ptr = p
                 self.cap = cap
