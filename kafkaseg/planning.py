@@ -41,6 +41,8 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
+import numpy as np
+
 from kafkaseg.errors import (CorruptCheckpointError, CorruptDataError, DataLossError, InvalidOptionError,
                              KafkaSegError, LayoutError)
 from kafkaseg.lookup import PartitionLookup
@@ -271,10 +273,12 @@ class _Partition:
     def entry_problem(self, i: int, entry_offset: int, position: int) -> str | None:
         """Why the offset index entry ``(entry_offset, position)`` of segment ``i`` cannot be used, or None.
 
-        An index can pass every sanity check and still point at the wrong bytes. The batch at ``position`` must
-        parse and hold only offsets in ``[segment base, entry_offset]``: Kafka writes an entry as (largest offset
-        of one append, position of that append's first batch), so its batch ends at or below the entry's offset.
-        One header read; an index rebuilt from the log is trusted."""
+        An index can pass every sanity check and still point at the wrong bytes. One header read: a batch must
+        parse at ``position``, its offsets must lie above the previous entry's offset (and the segment base) and
+        below the next entry's (or the next segment's base), and a v2 batch must start at or below the entry's
+        offset. Brokers wrote an entry's offset as the append's first offset (0.8 to 1.x), its largest (2.x on), or
+        the cleaner's largest retained one, at the position of the append's first batch, so nothing tighter holds;
+        a legacy compressed wrapper's offset is its last inner one. An index rebuilt from the log is trusted."""
         offset_index, _ = self.indexes(i)
         if position == 0 or offset_index.rebuilt:
             return None
@@ -287,9 +291,17 @@ class _Partition:
             return f"no batch at byte {position}: {err.detail}"
         if header is None:
             return f"no whole batch at byte {position}"
-        if not seg.base_offset <= header.base_offset <= header.last_offset <= entry_offset:
-            return (f"the batch at byte {position} holds offsets {header.base_offset}..{header.last_offset}, "
-                    f"not at or below the entry's offset {entry_offset} and at or above the segment base")
+        k = int(np.searchsorted(offset_index.positions, position))
+        above = int(offset_index.offsets[k - 1]) if 0 < k <= len(offset_index) else seg.base_offset - 1
+        below = int(offset_index.offsets[k + 1]) if k + 1 < len(offset_index) else self.next_base(i)
+        first = header.base_offset if header.magic >= 2 else header.last_offset  # a wrapper's offset is its last
+        where = f"the batch at byte {position} holds offsets {header.base_offset}..{header.last_offset}"
+        if first <= above:
+            return f"{where}, not above {above} (the previous entry or the segment base)"
+        if below is not None and header.last_offset >= below:
+            return f"{where}, not below {below} (the next entry or the next segment)"
+        if header.magic >= 2 and header.base_offset > entry_offset:
+            return f"{where}, starting above the entry's offset {entry_offset}"
         return None
 
     def distrust_index(self, i: int, why: str) -> None:
@@ -715,6 +727,7 @@ class _Piece:
     end_offset: int
     cuts: list[tuple[int, int]]  # (position, offset) of index entries strictly inside the byte range
     start_entry: int | None = None  # offset of the index entry the piece starts at, when it was cut there
+    cuts_from: Any = None  # the OffsetIndex the cuts came from (a rebuild replaces it: see _with_current_cuts)
 
     @property
     def size(self) -> int:
@@ -723,10 +736,30 @@ class _Piece:
     def split_at(self, k: int) -> tuple["_Piece", "_Piece"]:
         position, offset = self.cuts[k]
         left = _Piece(self.part, self.segment, self.start_position, position, self.start_offset, self.end_offset,
-                      self.cuts[:k], self.start_entry)
+                      self.cuts[:k], self.start_entry, self.cuts_from)
         right = _Piece(self.part, self.segment, position, self.end_position, self.start_offset, self.end_offset,
-                       self.cuts[k + 1:], offset)
+                       self.cuts[k + 1:], offset, self.cuts_from)
         return left, right
+
+    def with_current_cuts(self) -> "_Piece":
+        """This piece, with its cuts taken anew if its segment's index was rebuilt since they were listed (an
+        entry found wrong while planning another piece of the segment)."""
+        offset_index, _ = self.part.indexes(self.segment)
+        if not self.cuts or self.cuts_from is offset_index:
+            return self
+        return _Piece(self.part, self.segment, self.start_position, self.end_position, self.start_offset,
+                      self.end_offset, self.part.cuts(self.segment, self.start_position, self.end_position),
+                      self.start_entry, offset_index)
+
+    def check_cut(self, k: int) -> bool:
+        """Whether cut ``k`` may become a slice boundary (:meth:`_Partition.entry_problem`); when it may not, the
+        segment's index is rebuilt (reported) and the caller takes :meth:`with_current_cuts` again."""
+        position, offset = self.cuts[k]
+        why = self.part.entry_problem(self.segment, offset, position)
+        if why is None:
+            return True
+        self.part.distrust_index(self.segment, f"entry {offset}: {why}")
+        return False
 
 
 def _intersect(start: int, end: int, ranges: Sequence[tuple[int, int]] | None) -> list[tuple[int, int]]:
@@ -777,7 +810,7 @@ def _pieces_for_range(part: _Partition, lo: int, hi: int, ts_lo: int | None, kep
                 end_position - start_position > part.options.split_size or part.options.max_records_per_partition
                 or part.options.min_partitions):
             cuts = part.cuts(i, start_position, end_position)
-        pieces.append(_Piece(part, i, start_position, end_position, lo, hi, cuts))
+        pieces.append(_Piece(part, i, start_position, end_position, lo, hi, cuts, None, part.indexes(i)[0]))
     return pieces
 
 
@@ -887,15 +920,15 @@ def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predic
 def _split_checked(piece: _Piece, options: ReadOptions) -> list[_Piece]:
     """Split ``piece`` at index entries, each checked against the log first (a slice starting at a wrong entry
     would start inside a batch); when one is wrong the segment's index is rebuilt and the split redone."""
+    piece = piece.with_current_cuts()
     pieces = _split_by_size_and_records(piece, options.split_size, options.max_records_per_partition)
     part = piece.part
     for later in pieces[1:]:
         why = part.entry_problem(piece.segment, later.start_entry, later.start_position)
         if why is not None:
             part.distrust_index(piece.segment, f"entry {later.start_entry}: {why}")
-            piece = _Piece(part, piece.segment, piece.start_position, piece.end_position, piece.start_offset,
-                           piece.end_offset, part.cuts(piece.segment, piece.start_position, piece.end_position))
-            return _split_by_size_and_records(piece, options.split_size, options.max_records_per_partition)
+            return _split_by_size_and_records(piece.with_current_cuts(), options.split_size,
+                                              options.max_records_per_partition)
     return pieces
 
 
@@ -910,10 +943,13 @@ def _min_partitions(pieces: list[_Piece], wanted: int | None, report: PlanReport
                                 "to cut at)")
             break
         _, n = max(candidates)
-        piece = pieces[n]
+        piece = pieces[n] = pieces[n].with_current_cuts()
+        if not piece.cuts:
+            continue
         middle = piece.start_position + piece.size // 2
         k = min(range(len(piece.cuts)), key=lambda j: abs(piece.cuts[j][0] - middle))
-        pieces[n:n + 1] = piece.split_at(k)
+        if piece.check_cut(k):
+            pieces[n:n + 1] = piece.split_at(k)
     return pieces
 
 
