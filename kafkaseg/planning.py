@@ -403,13 +403,23 @@ class _Partition:
         while self._txn_walked <= i:
             j = self._txn_walked
             seg = self.segments[j]
+            lenient = self.options.on_corruption == "skip"
+            errors: list = []
             try:
                 with SegmentReader(seg.log_path, self.fs) as reader:
                     self._derived[j] = segment_aborted_txns(reader, self._open_txns,
-                                                            max_batch_bytes=self.options.max_batch_bytes)
+                                                            max_batch_bytes=self.options.max_batch_bytes,
+                                                            errors=errors if lenient else None)
             except CorruptDataError as err:
                 raise type(err)(f"cannot derive aborted transactions for read_committed (no usable .txnindex): "
-                                f"{err.detail}", path=err.path, position=err.position) from err
+                                f"{err.detail} (onCorruption=skip derives them up to the corruption)",
+                                path=err.path, position=err.position) from err
+            for err in errors:
+                if self.report is not None:
+                    self.report.notes.append(
+                        f"{self.name}: aborted transactions derived only up to the corrupt framing at {err} "
+                        "(onCorruption=skip): records of transactions aborted by a marker after it in that "
+                        "segment may be returned")
             self._open_after[j] = dict(self._open_txns)
             self._txn_walked += 1
         return self._derived[i]

@@ -27,7 +27,7 @@ from kafkaseg.testing import (
     build_control_batch,
     write_data_dir,
 )
-from kafkaseg.wire.batch import BatchHeader, read_control_key, read_header
+from kafkaseg.wire.batch import BatchHeader, iter_headers, read_control_key, read_header
 
 T0 = 1_700_000_000_000
 COMMITTED = {"kafka.isolation.level": "read_committed"}
@@ -360,3 +360,24 @@ def test_corpus_partitions_read_committed_walks_and_finds_no_aborts(corpus_dir, 
     assert planned and planned <= set(report)
     assert all("(0 found" in reason and "no producer snapshot" in reason for reason in report.values())
     assert all(s.aborted == () for s in scan.plan.slices)
+
+def test_a_corrupt_batch_does_not_stop_a_lenient_read_committed_plan(tmp_path):
+    """The walk that derives aborted transactions starts at the first segment; a corrupt batch there (a segment
+    the read may never touch) fails a strict read and is noted, not raised, by a lenient one (found in review)."""
+    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=2000, records_per_batch=10,
+                                        vary_batch_size=False, transactional=True, abort_ratio=0.3,
+                                        segment_bytes=16 << 10, index_interval_bytes=1024)])
+    logs = sorted((tmp_path / "t-0").glob("*.log"))
+    assert any(not p.with_suffix(".txnindex").exists() for p in logs)  # so the walk runs
+    last = int(logs[-1].stem)
+    start = '{"t":{"0":%d}}' % last
+    clean = kafkaseg.read_arrow(str(tmp_path), startingOffsets=start, **COMMITTED).column("offset").to_pylist()
+    data = bytearray(logs[0].read_bytes())
+    bad = list(iter_headers(bytes(data)))[5]
+    data[bad.position + 16] = 7  # an unknown magic
+    logs[0].write_bytes(bytes(data))
+    with pytest.raises(kafkaseg.KafkaSegError, match="cannot derive aborted transactions"):
+        kafkaseg.open_scan(str(tmp_path), startingOffsets=start, **COMMITTED)
+    scan = kafkaseg.open_scan(str(tmp_path), startingOffsets=start, onCorruption="skip", **COMMITTED)
+    assert scan.to_table().column("offset").to_pylist() == clean and clean
+    assert any("derived only up to the corrupt framing" in n for n in scan.plan.report.notes)

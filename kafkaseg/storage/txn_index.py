@@ -198,16 +198,23 @@ def _marker_type(reader: SegmentReader, header: BatchHeader) -> int | None:
 
 
 def segment_aborted_txns(reader: SegmentReader, open_txns: dict[int, int], *,
-                         max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> list[AbortedTxn]:
+                         max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
+                         errors: list | None = None) -> list[AbortedTxn]:
     """:func:`derive_aborted_txns` over one segment: a walk of every batch header (no decompression), reading the
     first control record's key of each producer's control batch. An incomplete tail ends the walk as it ends a
-    read; corrupt framing raises."""
+    read; corrupt framing raises, or, when ``errors`` is a list (a lenient read), is appended to it and ends the
+    walk of this segment there (what came before it counts)."""
     def batches():
-        for header in reader.iter_headers(0, max_batch_bytes=max_batch_bytes):
-            marker = None
-            if header.is_control and header.producer_id >= 0:
-                marker = _marker_type(reader, header)
-            yield header, marker
+        try:
+            for header in reader.iter_headers(0, max_batch_bytes=max_batch_bytes):
+                marker = None
+                if header.is_control and header.producer_id >= 0:
+                    marker = _marker_type(reader, header)
+                yield header, marker
+        except CorruptDataError as err:
+            if errors is None:
+                raise
+            errors.append(err)
 
     return derive_aborted_txns(batches(), open_txns)
 
