@@ -80,9 +80,9 @@ class SegmentSlice:
     ``aborted`` lists ``(producerId, firstOffset, lastOffset)`` of the aborted transactions that can touch the
     slice (read_committed only, else empty). ``segment_size`` is the ``.log`` size seen at planning;
     ``partition_path``/``log_dir`` say which replica; ``segment_index`` is the segment's rank in its partition.
-    ``next_base_offset`` is the base offset of the partition's next segment, None for its last (active) segment:
-    only the last segment may end in a partial batch (a broker mid-write), and every offset in a segment lies in
-    ``[base_offset, next_base_offset)``.
+    ``next_base_offset`` is the base offset of the partition's next segment, None for its last (active) segment;
+    every offset in a segment lies in ``[base_offset, next_base_offset)``. ``recovery_point`` is the partition's
+    ``recovery-point-offset-checkpoint`` entry (None when there is none): see :attr:`may_end_mid_batch`.
     """
 
     topic: str
@@ -100,10 +100,20 @@ class SegmentSlice:
     log_dir: str | None = None
     filesystem: Any = field(default=None, compare=False, repr=False)
     next_base_offset: int | None = None
+    recovery_point: int | None = None
 
     @property
     def is_last_segment(self) -> bool:
         return self.next_base_offset is None
+
+    @property
+    def may_end_mid_batch(self) -> bool:
+        """Whether a partial batch at the end of this segment is an expected tail: the active segment (a broker
+        mid-write), or a rolled one reaching past the recovery point, which a crash can leave torn (Kafka's
+        ``LogLoader`` recovers exactly those segments, truncating them). A segment wholly below the recovery
+        point was flushed: its missing bytes are lost, not pending."""
+        return (self.next_base_offset is None
+                or (self.recovery_point is not None and self.next_base_offset > self.recovery_point))
 
     @property
     def size_bytes(self) -> int:
@@ -1018,7 +1028,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
             start_position=piece.start_position, end_position=piece.end_position, start_offset=piece.start_offset,
             end_offset=piece.end_offset, aborted=aborted, segment_size=seg.log_size, segment_index=piece.segment,
             partition_path=part.pdir.path, log_dir=part.pdir.log_dir, filesystem=part.fs,
-            next_base_offset=part.next_base(piece.segment)))
+            next_base_offset=part.next_base(piece.segment), recovery_point=part.pdir.recovery_point))
         preport = reports[(part.pdir.topic, part.pdir.partition, part.pdir.path)]
         preport.slices += 1
         preport.bytes_planned += piece.size

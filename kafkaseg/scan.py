@@ -286,19 +286,21 @@ def _report_tail(piece: SegmentSlice, metrics: ScanMetrics, pos: int, end: int) 
 
 
 def _partial_tail(piece, file_size, pos, end, options, stats, metrics):
-    """A batch that runs past the slice's end. At the end of the partition's last segment that is its tail (an
-    active segment mid-write, or a crash before a flush), and so is a file that shrank after planning (a live
-    broker truncating it): reported, not an error. Anywhere else it is corruption: a slice that ends inside a
-    batch, or a rolled segment (one with a successor) that ends mid-batch, whose missing bytes no broker will
+    """A batch that runs past the slice's end. At the end of a segment that may end mid-batch (the active one, or
+    one past the recovery point that a crash can leave torn) that is its tail, and so is a file that shrank after
+    planning (a live broker truncating it): reported, not an error. Anywhere else it is corruption: a slice that
+    ends inside a batch, or a flushed rolled segment that ends mid-batch, whose missing bytes no broker will
     write."""
     at_file_end = end >= piece.segment_size or end >= file_size
-    if at_file_end and (piece.is_last_segment or file_size < piece.segment_size):
+    if at_file_end and (piece.may_end_mid_batch or file_size < piece.segment_size):
         _report_tail(piece, metrics, pos, end)
         return
     if at_file_end:
+        flushed = ("no recovery point is checkpointed for it" if piece.recovery_point is None else
+                   f"the recovery point {piece.recovery_point} is past it, so the broker had flushed it")
         detail = (f"batch runs past the end of the segment at byte {end}, and the segment is not the partition's "
-                  f"last (the next starts at offset {piece.next_base_offset}): a rolled segment cannot be "
-                  "mid-write, so its bytes are lost or its length field is corrupt")
+                  f"last (the next starts at offset {piece.next_base_offset}; {flushed}): its bytes are lost or "
+                  "its length field is corrupt")
     else:
         detail = f"batch runs past the planned slice end at byte {end}"
     err = TruncatedDataError(detail, path=piece.log_path, position=pos)

@@ -255,3 +255,22 @@ def test_a_rebuild_for_one_piece_recuts_the_other_pieces_of_the_segment(tmp_path
     assert len(plan.slices) > 4 and all(s.start_position in heads for s in plan.slices)
     scan = Scan(plan, options)
     assert _offsets(scan.to_table()) == list(range(0, 200)) + list(range(300, RECORDS))
+
+
+def test_a_rolled_segment_past_the_recovery_point_may_be_torn_by_a_crash(copy):
+    """Kafka flushes rolled segments lazily; after a crash, LogLoader recovers (truncates) the segments from the
+    recovery point on. A torn tail there is an expected tail, reported; below the recovery point it is lost data."""
+    logs = _logs(copy)
+    torn = logs[2]
+    (copy / "recovery-point-offset-checkpoint").write_text(f"0\n1\nt 0 {int(torn.stem)}\n")
+    last = list(iter_headers(torn.read_bytes()))[-1]
+    with open(torn, "r+b") as f:
+        f.truncate(torn.stat().st_size - 10)
+    scan = kafkaseg.open_scan(str(copy))
+    assert _offsets(scan.to_table()) == [o for o in range(RECORDS) if not last.base_offset <= o <= last.last_offset]
+    assert [(t[0].endswith(torn.name), t[1]) for t in scan.metrics.truncated_tails] == [(True, last.position)]
+    below = logs[1]
+    with open(below, "r+b") as f:
+        f.truncate(below.stat().st_size - 10)
+    with pytest.raises(TruncatedDataError, match="recovery point"):
+        kafkaseg.read_arrow(str(copy))
