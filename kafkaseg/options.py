@@ -82,14 +82,25 @@ OPTION_NAMES: tuple[str, ...] = (
 IGNORED_OPTIONS: tuple[str, ...] = (
     "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay", "groupIdPrefix",
     "kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
+    "topic",  # a sink option, which Spark's reader ignores too
 )
 
-#: Consumer settings (``kafka.<name>``) about reaching a cluster: accepted, recorded, no effect on files.
+#: Consumer settings (``kafka.<name>``, from the Java ``ConsumerConfig``) about reaching a cluster or tuning
+#: fetches: accepted, recorded, no effect on files. A ``kafka.`` name not listed is an error (a typo is likelier
+#: than a setting this list misses).
 IGNORED_KAFKA_OPTIONS: tuple[str, ...] = (
     "bootstrap.servers", "security.protocol", "client.id", "group.id", "client.dns.lookup",
     "request.timeout.ms", "default.api.timeout.ms", "session.timeout.ms", "heartbeat.interval.ms",
     "retry.backoff.ms", "reconnect.backoff.ms", "reconnect.backoff.max.ms", "metadata.max.age.ms",
     "connections.max.idle.ms", "receive.buffer.bytes", "send.buffer.bytes",
+    "fetch.min.bytes", "fetch.max.bytes", "fetch.max.wait.ms", "max.partition.fetch.bytes", "max.poll.records",
+    "max.poll.interval.ms", "check.crcs", "client.rack", "partition.assignment.strategy", "group.instance.id",
+    "group.protocol", "group.remote.assignor", "exclude.internal.topics", "allow.auto.create.topics",
+    "auto.commit.interval.ms", "retry.backoff.max.ms", "socket.connection.setup.timeout.ms",
+    "socket.connection.setup.timeout.max.ms", "security.providers", "metric.reporters", "metrics.num.samples",
+    "metrics.recording.level", "metrics.sample.window.ms", "enable.metrics.push", "auto.include.jmx.reporter",
+    "internal.leave.group.on.close", "internal.throw.on.fetch.stable.offset.unsupported",
+    "metadata.recovery.strategy", "metadata.recovery.rebootstrap.trigger.ms",
 )
 #: Prefixes of ``kafka.*`` connection/security settings that are ignored the same way.
 IGNORED_KAFKA_OPTION_PREFIXES: tuple[str, ...] = ("ssl.", "sasl.")
@@ -440,13 +451,23 @@ def _parse_bool(name: str, value: Any) -> bool:
     raise InvalidOptionError(f"option {name!r} must be 'true' or 'false', got {value!r}")
 
 
+_INT64_MAX = 2**63 - 1
+
+
+def _int64(name: str, number: int, value: Any) -> int:
+    """``number``, or an error naming the option when it does not fit Spark's (and the decoder's) 64-bit long."""
+    if not -_INT64_MAX - 1 <= number <= _INT64_MAX:
+        raise InvalidOptionError(f"option {name!r}: {value!r} does not fit a 64-bit integer")
+    return number
+
+
 def _parse_int(name: str, value: Any, what: str = "an integer") -> int:
     if isinstance(value, bool):
         raise InvalidOptionError(f"option {name!r} must be {what}, got {value!r}")
     if isinstance(value, int):
-        return value
+        return _int64(name, value, value)
     if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
-        return int(value)
+        return _int64(name, int(value), value)
     raise InvalidOptionError(f"option {name!r} must be {what}, got {value!r}")
 
 
@@ -499,6 +520,7 @@ def _parse_size_option(name: str, value: Any, limit: int | None) -> int:
         raise InvalidOptionError(f"option {name!r} must be {accepted}, got {value!r}")
     if size <= 0:
         raise InvalidOptionError(f"option {name!r} must be positive, got {value!r}")
+    _int64(name, size, value)
     if limit is not None and size >= limit:
         raise InvalidOptionError(f"option {name!r} must be below 2 GiB ({limit} bytes), got {value!r}")
     return size
@@ -594,7 +616,7 @@ def _parse_timestamp(name: str, value: Any) -> int:
             f"option {name!r}: expected a single long value (ms since the epoch), got {value!r}") from None
     if timestamp < 0:
         raise InvalidOptionError(f"option {name!r}: timestamps must be >= 0 ms, got {value!r}")
-    return timestamp
+    return _int64(name, timestamp, value)
 
 
 def _parse_partition_values(name: str, value: Any, example: str, *,
@@ -619,6 +641,7 @@ def _parse_partition_values(name: str, value: Any, example: str, *,
             if not timestamps and raw_value < EARLIEST:
                 raise InvalidOptionError(f"option {name!r}: offset of {topic}-{partition} must be >= 0, -1 (latest) "
                                          f"or -2 (earliest), got {raw_value}")
+            _int64(name, raw_value, f"{topic}-{partition}: {raw_value}")
             if (topic, partition) in entries and entries[(topic, partition)] != raw_value:
                 raise InvalidOptionError(f"option {name!r}: {topic}-{partition} given twice")
             entries[(topic, partition)] = raw_value

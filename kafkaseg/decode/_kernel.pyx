@@ -38,6 +38,7 @@ from kafkaseg.errors import (
 )
 from kafkaseg.schema import HEADERS_TYPE
 from crc32c import crc32c as _crc32c  # the library call itself: no wrapper frame per batch
+from kafkaseg.wire.text import java_utf8 as _java_utf8
 
 IMPLEMENTATION = "cython"
 
@@ -1071,8 +1072,6 @@ cdef class _Decoder:
                     self.varint_error(rc, pos)
                 if hk_len < 0 or hk_len > rec_end - p:
                     raise _Frame(CorruptBatchError, f"invalid header key length {hk_len}", pos)
-                if not utf8_valid(p, hk_len):
-                    raise _Frame(CorruptBatchError, "header key is not valid UTF-8", pos)
                 p += hk_len
                 rc = read_varint(&p, rec_end, &hv_len)
                 if rc:
@@ -1173,18 +1172,27 @@ cdef class _Decoder:
 
     cdef int copy_headers(self, const uint8_t* p, const uint8_t* rec_end, int64_t header_count,
                           Py_ssize_t pos) except -1:
-        """Append one record's headers, which the walk in records_v2 validated. Every length is checked again as it
-        is copied, and the key's UTF-8 check is repeated on the copy itself: the input may be a shared mapping of a
-        file that changed since the walk, and a length must never be trusted across two reads."""
+        """Append one record's headers, whose framing the walk in records_v2 validated. Every length is checked
+        again as it is copied (the input may be a shared mapping of a file that changed since the walk, and a length
+        must never be trusted across two reads). A key that is not UTF-8 gets U+FFFD for each malformed sequence,
+        checked on the copy: Kafka's Java consumer (so Spark) decodes keys that way, and non-Java clients can
+        write any bytes there."""
         cdef int64_t h, hk_len, hv_len
         cdef Py_ssize_t start
+        cdef bytes fixed
         for h in range(header_count):
             if read_varint(&p, rec_end, &hk_len) or hk_len < 0 or hk_len > rec_end - p:
                 raise _Frame(CorruptBatchError, "invalid header key length (the batch changed while being read)", pos)
             start = self.hkeys.data.size
             self.hkeys.append(p, hk_len)
             if not utf8_valid(<const uint8_t*>self.hkeys.data.ptr + start, hk_len):
-                raise _Frame(CorruptBatchError, "header key is not valid UTF-8", pos)
+                fixed = _java_utf8((self.hkeys.data.ptr + start)[:hk_len]).encode("utf-8")
+                self.hkeys.data.size = start  # take the raw key back and append its decoded form
+                self.hkeys.offsets.size -= 4
+                self.hkeys.valid.size -= 1
+                self.hkeys.length -= 1
+                self.hkeys.append(<const uint8_t*><char*>fixed, len(fixed))
+                self.nbytes += len(fixed) - hk_len
             self.nbytes += hk_len
             p += hk_len
             if read_varint(&p, rec_end, &hv_len) or hv_len < -1 or hv_len > rec_end - p:

@@ -52,6 +52,7 @@ from kafkaseg.errors import (
 from kafkaseg.schema import HEADERS_TYPE
 from kafkaseg.wire import batch as wb
 from kafkaseg.wire.crc import crc32c
+from kafkaseg.wire.text import java_utf8
 
 IMPLEMENTATION = "python"
 
@@ -390,10 +391,7 @@ def _decode_v2(buf, pos, total, req, out, stats, last_seen):
             hk_len, p = _varint(data, p, rec_end, pos)
             if hk_len < 0 or p + hk_len > rec_end:
                 raise _Frame(CorruptBatchError, f"invalid header key length {hk_len}", pos)
-            try:
-                hkey = bytes(data[p:p + hk_len]).decode("utf-8")
-            except UnicodeDecodeError:
-                raise _Frame(CorruptBatchError, "header key is not valid UTF-8", pos) from None
+            hkey = java_utf8(bytes(data[p:p + hk_len]))  # U+FFFD where malformed, as the Java client (and Spark)
             p += hk_len
             hv_len, p = _varint(data, p, rec_end, pos)
             hval = None
