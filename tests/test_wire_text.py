@@ -74,3 +74,23 @@ def test_a_record_with_a_malformed_header_key_is_read_with_replacement_character
                                                     {"key": "ok", "value": None}]]
     assert kept.columns["value"].to_pylist() == [b"v"]
     assert kernel.decode(batch, DecodeRequest()).num_rows == 1
+
+
+def test_both_decoders_count_a_decoded_keys_utf8_bytes_toward_max_bytes():
+    """U+FFFD is three UTF-8 bytes: the twins must stop at the same record when maxBytesPerBatch is reached (found
+    in review: the pure twin counted characters)."""
+    if _compiled is None:
+        pytest.skip("compiled kernel not built")
+
+    def batch(offset):
+        body = (b"\x00" + encode_varint(0) + encode_varint(0) + encode_varint(-1) + encode_varint(1) + b"v"
+                + encode_varint(1) + encode_varint(40) + b"\xff" * 40 + encode_varint(-1))
+        return assemble_batch_v2(base_offset=offset, partition_leader_epoch=0, attributes=0, last_offset_delta=0,
+                                 base_timestamp=1, max_timestamp=1, producer_id=-1, producer_epoch=-1,
+                                 base_sequence=-1, records_count=1, payload=encode_varint(len(body)) + body)
+
+    buf = b"".join(batch(o) for o in range(3))
+    request = DecodeRequest(include_headers=True, max_bytes=100)
+    pure, compiled = _kernel_py.decode(buf, request), _compiled.decode(buf, request)
+    assert (pure.num_rows, pure.stop, pure.consumed) == (compiled.num_rows, compiled.stop, compiled.consumed)
+    assert pure.num_rows == 1  # 40 replacement characters are 120 bytes

@@ -120,7 +120,8 @@ class _Columns:
         if self.headers is not None:
             self.headers.append(headers)
             if headers:
-                self.nbytes += sum(len(k) + (len(v) if v is not None else 0) for k, v in headers)
+                # keys count as the UTF-8 bytes Arrow stores (as the compiled kernel counts them)
+                self.nbytes += sum(len(k.encode()) + (len(v) if v is not None else 0) for k, v in headers)
         if self.meta is not None:
             for name, v in zip(_META_NAMES, meta):
                 self.meta[name].append(v)
