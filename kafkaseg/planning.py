@@ -43,6 +43,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from kafkaseg import decode as _decode
+from kafkaseg.decode.api import DecodeRequest
 from kafkaseg.errors import (CorruptCheckpointError, CorruptDataError, DataLossError, InvalidOptionError,
                              KafkaSegError, LayoutError)
 from kafkaseg.lookup import PartitionLookup
@@ -56,6 +58,7 @@ from kafkaseg.storage.producer_snapshot import read_producer_snapshot
 from kafkaseg.storage.segment import SegmentReader
 from kafkaseg.storage.time_index import TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, segment_aborted_txns
+from kafkaseg.wire.crc import crc_is_valid
 
 __all__ = [
     "SegmentSlice",
@@ -283,12 +286,13 @@ class _Partition:
     def entry_problem(self, i: int, entry_offset: int, position: int) -> str | None:
         """Why the offset index entry ``(entry_offset, position)`` of segment ``i`` cannot be used, or None.
 
-        An index can pass every sanity check and still point at the wrong bytes. One header read: a batch must
-        parse at ``position``, its offsets must lie above the previous entry's offset (and the segment base) and
-        below the next entry's (or the next segment's base), and a v2 batch must start at or below the entry's
-        offset. Brokers wrote an entry's offset as the append's first offset (0.8 to 1.x), its largest (2.x on), or
-        the cleaner's largest retained one, at the position of the append's first batch, so nothing tighter holds;
-        a legacy compressed wrapper's offset is its last inner one. An index rebuilt from the log is trusted."""
+        An index can pass every sanity check and still point at the wrong bytes, and record bytes can parse as a
+        header, so the batch at ``position`` is read whole and must carry a valid CRC. Its first offset must then
+        be at or below the entry's offset and above the previous entry's (or the segment base), and its last
+        offset below the next entry's (or the next segment's base). Brokers wrote an entry's offset as the
+        append's first offset (0.8 to 1.x), its largest (2.x on), or the cleaner's largest retained one, at the
+        position of the append's first batch, so nothing tighter holds. A legacy compressed wrapper's offset is
+        its last inner one: its first comes from decoding it. An index rebuilt from the log is trusted."""
         offset_index, _ = self.indexes(i)
         if position == 0 or offset_index.rebuilt:
             return None
@@ -297,21 +301,29 @@ class _Partition:
             with SegmentReader(seg.log_path, self.fs) as reader:
                 header = next(iter(reader.iter_headers(position, max_batch_bytes=self.options.max_batch_bytes)),
                               None)
+                if header is None:
+                    return f"no whole batch at byte {position}"
+                header = header._replace(position=0)
+                data = reader.read_at(position, header.size)
+            if not crc_is_valid(data, header):
+                return f"the bytes at {position} parse as a batch header, but not as a batch with a valid CRC"
+            first = header.base_offset
+            if header.magic < 2 and header.codec:
+                offsets = _decode.decode(data, DecodeRequest(path=seg.log_path, base_position=position,
+                                                             include_control=True)).columns["offset"]
+                first = offsets[0].as_py() if len(offsets) else header.last_offset
         except KafkaSegError as err:
             return f"no batch at byte {position}: {err.detail}"
-        if header is None:
-            return f"no whole batch at byte {position}"
         k = int(np.searchsorted(offset_index.positions, position))
         above = int(offset_index.offsets[k - 1]) if 0 < k <= len(offset_index) else seg.base_offset - 1
         below = int(offset_index.offsets[k + 1]) if k + 1 < len(offset_index) else self.next_base(i)
-        first = header.base_offset if header.magic >= 2 else header.last_offset  # a wrapper's offset is its last
-        where = f"the batch at byte {position} holds offsets {header.base_offset}..{header.last_offset}"
+        where = f"the batch at byte {position} holds offsets {first}..{header.last_offset}"
+        if first > entry_offset:
+            return f"{where}, starting above the entry's offset {entry_offset}"
         if first <= above:
             return f"{where}, not above {above} (the previous entry or the segment base)"
         if below is not None and header.last_offset >= below:
             return f"{where}, not below {below} (the next entry or the next segment)"
-        if header.magic >= 2 and header.base_offset > entry_offset:
-            return f"{where}, starting above the entry's offset {entry_offset}"
         return None
 
     def distrust_index(self, i: int, why: str) -> None:

@@ -274,3 +274,58 @@ def test_a_rolled_segment_past_the_recovery_point_may_be_torn_by_a_crash(copy):
         f.truncate(below.stat().st_size - 10)
     with pytest.raises(TruncatedDataError, match="recovery point"):
         kafkaseg.read_arrow(str(copy))
+
+
+def _same_without_index(root, **options):
+    """(rows read with the .index files, rows read with them deleted) for ``options``."""
+    got = _offsets(kafkaseg.read_arrow(str(root), onCorruption="skip", **options))
+    for index in (root / "t-0").glob("*.index"):
+        index.unlink()
+    return got, _offsets(kafkaseg.read_arrow(str(root), **options))
+
+
+def test_an_entry_shifted_onto_bytes_that_parse_as_a_header_is_still_caught(tmp_path):
+    """Record values holding big-endian longs parse as a magic-0 message header with a small, plausible offset
+    (found in review: such an entry passed and a lenient read lost every row after it). The batch at an entry must
+    carry a valid CRC."""
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+
+    writer = PartitionWriter(tmp_path / "t-0", index_interval_bytes=400, write_snapshots=False)
+    for b in range(200):
+        writer.append(build_batch_v2([Record(3 * b + i, 1_600_000_000_000, struct.pack(">q", 3 * b + i),
+                                             struct.pack(">qqq", 3 * b + i, 1_600_000_000_000, 0))
+                                      for i in range(3)]))
+    writer.close()
+    index = next((tmp_path / "t-0").glob("*.index"))
+    data = bytearray(index.read_bytes())
+    relative, position = struct.unpack_from(">ii", data, 0)
+    struct.pack_into(">ii", data, 0, relative, position - 25)  # into the previous batch's values
+    index.write_bytes(bytes(data))
+    with_index, without = _same_without_index(tmp_path, startingOffsets=json_offsets(12))
+    assert with_index == without == list(range(12, 600))
+
+
+@pytest.mark.parametrize("kind", ["v1", "v1 gzip wrapper"])
+def test_a_legacy_entry_pointing_at_a_later_message_is_caught(tmp_path, kind):
+    """Legacy messages carry no base offset: the entry's offset must still not be below the first offset at its
+    position (a wrapper's first inner offset comes from decoding it), or a read starting between them loses rows
+    (found in review)."""
+    from kafkaseg.testing.partition import SegmentWriter
+    from kafkaseg.testing.writer import Record, build_legacy_entries, build_legacy_wrapper
+
+    writer = SegmentWriter(tmp_path / "t-0", 0, index_interval_bytes=10**9)  # the test writes the .index
+    positions = {}
+    for first in range(0, 100, 5):
+        records = [Record(o, 1_600_000_000_000 + o, b"k", b"v" * 30) for o in range(first, first + 5)]
+        if kind == "v1":
+            for record in records:
+                positions[record.offset] = writer.append(build_legacy_entries([record], 1)[0].data,
+                                                         last_offset=record.offset, max_timestamp=record.timestamp)
+        else:
+            positions[first] = writer.append(build_legacy_wrapper(records, 1, "gzip").data, last_offset=first + 4,
+                                             max_timestamp=records[-1].timestamp)
+    writer.close()
+    entries = [(20, positions[20]), (50, positions[55]), (80, positions[80])]  # (50 -> a later message): wrong
+    (tmp_path / "t-0" / ("0" * 20 + ".index")).write_bytes(b"".join(struct.pack(">ii", o, p) for o, p in entries))
+    with_index, without = _same_without_index(tmp_path, startingOffsets=json_offsets(52))
+    assert with_index == without == list(range(52, 100))
