@@ -440,8 +440,8 @@ class _Partition:
                 if self.report is not None:
                     self.report.notes.append(
                         f"{self.name}: aborted transactions derived only up to the corrupt framing at {err} "
-                        "(onCorruption=skip): records of transactions aborted by a marker after it in that "
-                        "segment may be returned")
+                        "(onCorruption=skip), and the transactions open there forgotten: records of transactions "
+                        "aborted after it may be returned")
             self._open_after[j] = dict(self._open_txns)
             self._txn_walked += 1
         return self._derived[i]

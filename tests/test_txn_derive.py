@@ -381,3 +381,30 @@ def test_a_corrupt_batch_does_not_stop_a_lenient_read_committed_plan(tmp_path):
     scan = kafkaseg.open_scan(str(tmp_path), startingOffsets=start, onCorruption="skip", **COMMITTED)
     assert scan.to_table().column("offset").to_pylist() == clean and clean
     assert any("derived only up to the corrupt framing" in n for n in scan.plan.report.notes)
+
+
+def test_a_lenient_walk_forgets_transactions_open_at_corruption_rather_than_drop_committed_records(tmp_path):
+    """Producer 7 commits T1 with a marker just after a corrupt batch, then aborts T2 in the next segment. A walk
+    that stops at the corruption never sees the COMMIT; carrying T1 on made T2's abort cover T1's committed
+    records (found in review). Forgetting what was open at the gap keeps them."""
+    writer = PartitionWriter(tmp_path / "t-0", write_snapshots=True, index_interval_bytes=50)
+    writer.append(build_batch_v2([Record(o, T0, b"k", b"T1") for o in range(0, 10)], is_transactional=True,
+                                 producer_id=7, producer_epoch=0, base_sequence=0))
+    writer.append(build_batch_v2([Record(o, T0, b"k", b"plain") for o in range(10, 15)]))
+    bad = bytearray(build_batch_v2([Record(o, T0, b"k", b"x") for o in range(15, 20)]).data)
+    bad[16] = 9  # an unknown magic, its length intact: the decoder steps over it
+    writer.append_raw(bytes(bad))
+    writer.next_offset = 20
+    writer.append(build_control_batch(20, T0, ControlType.COMMIT, producer_id=7, producer_epoch=0))
+    writer.append(build_batch_v2([Record(o, T0, b"k", b"plain") for o in range(21, 30)]))
+    writer.roll(30)
+    writer.append(build_batch_v2([Record(o, T0, b"k", b"T2") for o in range(30, 40)], is_transactional=True,
+                                 producer_id=7, producer_epoch=0, base_sequence=10))
+    writer.append(build_control_batch(40, T0, ControlType.ABORT, producer_id=7, producer_epoch=0))
+    writer.append(build_batch_v2([Record(o, T0, b"k", b"plain") for o in range(41, 45)]))
+    writer.close()
+    drop_txnindexes(tmp_path / "t-0")
+    scan = kafkaseg.open_scan(str(tmp_path), onCorruption="skip", **COMMITTED)
+    expected = list(range(0, 15)) + list(range(21, 30)) + list(range(41, 45))  # 15-19 corrupt, T2 aborted
+    assert scan.to_table().column("offset").to_pylist() == expected
+    assert [s.aborted for s in scan.plan.slices][-1] == ((7, 30, 40),)

@@ -203,7 +203,10 @@ def segment_aborted_txns(reader: SegmentReader, open_txns: dict[int, int], *,
     """:func:`derive_aborted_txns` over one segment: a walk of every batch header (no decompression), reading the
     first control record's key of each producer's control batch. An incomplete tail ends the walk as it ends a
     read; corrupt framing raises, or, when ``errors`` is a list (a lenient read), is appended to it and ends the
-    walk of this segment there (what came before it counts)."""
+    walk of this segment there: what came before it counts, and the transactions open then are forgotten (their
+    markers may have been in the bytes not walked; carrying them on could extend a later abort over committed
+    records, while forgetting them can at worst let records of an aborted transaction through, which the caller
+    reports)."""
     def batches():
         try:
             for header in reader.iter_headers(0, max_batch_bytes=max_batch_bytes):
@@ -215,6 +218,7 @@ def segment_aborted_txns(reader: SegmentReader, open_txns: dict[int, int], *,
             if errors is None:
                 raise
             errors.append(err)
+            open_txns.clear()
 
     return derive_aborted_txns(batches(), open_txns)
 
