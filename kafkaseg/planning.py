@@ -637,7 +637,14 @@ def _bounds(part: _Partition, preport: PartitionReport | None) -> _Bounds:
         upper, source = hw, "high watermark"
     lso = None
     if options.read_committed:
-        lso = last_stable_offset(pdir, max_batch_bytes=options.max_batch_bytes)
+        errors: list = []
+        lso = last_stable_offset(pdir, max_batch_bytes=options.max_batch_bytes,
+                                 errors=errors if options.on_corruption == "skip" else None)
+        for err in errors:
+            if preport is not None:
+                preport.notes.append(f"{part.name}: the last stable offset skips corrupt framing at {err} "
+                                     "(onCorruption=skip), forgetting the transactions open there: records of a "
+                                     "transaction still open may be returned")
         if lso is not None and lso < upper:
             upper, source = lso, "last stable offset (read_committed)"
     if log_start > upper and preport is not None:

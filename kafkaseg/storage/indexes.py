@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow.fs as pafs
 
-from kafkaseg.errors import CorruptIndexError, LayoutError
+from kafkaseg.errors import CorruptDataError, CorruptIndexError, LayoutError
 from kafkaseg.storage._index_file import DEFAULT_MAX_INDEX_BYTES
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import (DEFAULT_MAX_BATCH_BYTES, BatchTable, SegmentReader, batch_table,
@@ -197,8 +197,11 @@ def load_indexes(segment, filesystem: pafs.FileSystem | None = None, *, reader: 
         else:
             try:
                 time_index = TimeIndex.load(segment.timeindex_path, base, filesystem, max_bytes=max_index_bytes)
-                end = log_end_offset(segment, offset_index=offset_index, reader=reader,
-                                     max_batch_bytes=max_batch_bytes) if len(time_index) else None
+                try:
+                    end = log_end_offset(segment, offset_index=offset_index, reader=reader,
+                                         max_batch_bytes=max_batch_bytes) if len(time_index) else None
+                except CorruptDataError:
+                    end = None  # the log's own corruption is the reader's to report (or skip); check the rest
                 problems = time_index.sanity_problems(reader.size, log_end_offset=end)
                 if problems:
                     time_reason = f"corrupt .timeindex ({problems[0]})"

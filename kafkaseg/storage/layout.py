@@ -580,7 +580,8 @@ def partition_log_end_offset(partition_dir: PartitionDir, *,
 
 
 def last_stable_offset(partition_dir: PartitionDir, *,
-                       max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> int | None:
+                       max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES, errors: list | None = None
+                       ) -> int | None:
     """The last stable offset (``UnifiedLog.lastStableOffset``): the first offset of the earliest transaction that
     is still open, or whose marker is not below the high watermark, capped by the high watermark (the log end
     offset when no high watermark was checkpointed). None when the partition has no segments.
@@ -588,7 +589,9 @@ def last_stable_offset(partition_dir: PartitionDir, *,
     Producer state comes from the latest readable ``.snapshot`` at or below the log end offset (its
     ``currentTxnFirstOffset`` entries), then a header-only walk of the batches after it: a transactional data batch
     from producer P opens a transaction at its base offset when P has none open; a control batch from P ends it.
-    Without a usable snapshot the walk starts at the first segment.
+    Without a usable snapshot the walk starts at the first segment. Corrupt framing raises, or, when ``errors`` is
+    a list (a lenient read), is appended to it, ends that segment's walk and forgets the transactions open there
+    (their markers may lie in the bytes not walked).
     """
     from kafkaseg.storage.offset_index import OffsetIndex
     from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
@@ -630,15 +633,21 @@ def last_stable_offset(partition_dir: PartitionDir, *,
             except (CorruptDataError, LayoutError):
                 position = 0
         with SegmentReader(segment.log_path, fs_) as reader:
-            for header in reader.iter_headers(position, max_batch_bytes=max_batch_bytes):
-                if header.last_offset < start_offset or header.producer_id < 0 or header.magic < 2:
-                    continue
-                pid = header.producer_id
-                if header.is_control:
-                    first = open_txns.pop(pid, None)
-                    if first is not None and header.base_offset >= bound:
-                        unreplicated[pid] = min(first, unreplicated.get(pid, first))
-                elif header.is_transactional and pid not in open_txns:
-                    open_txns[pid] = header.base_offset
+            try:
+                for header in reader.iter_headers(position, max_batch_bytes=max_batch_bytes):
+                    if header.last_offset < start_offset or header.producer_id < 0 or header.magic < 2:
+                        continue
+                    pid = header.producer_id
+                    if header.is_control:
+                        first = open_txns.pop(pid, None)
+                        if first is not None and header.base_offset >= bound:
+                            unreplicated[pid] = min(first, unreplicated.get(pid, first))
+                    elif header.is_transactional and pid not in open_txns:
+                        open_txns[pid] = header.base_offset
+            except CorruptDataError as err:
+                if errors is None:
+                    raise
+                errors.append(err)
+                open_txns.clear()
     firsts = list(open_txns.values()) + list(unreplicated.values())
     return min([bound] + firsts)
