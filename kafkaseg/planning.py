@@ -238,6 +238,9 @@ class ScanPlan:
     report: PlanReport
 
 
+#: The log end offset of a lenient read whose active segment cannot be walked: read every batch present.
+UNKNOWN_LOG_END = 2**63 - 1
+
 # --------------------------------------------------------------------------------------------------------------------
 # Per-partition state (lazy: indexes are loaded only for the segments that need them)
 
@@ -452,8 +455,18 @@ class _Partition:
         return self._open_after.get(i)
 
     def log_end_offset(self) -> int:
+        """The partition's log end offset. When the active segment's tail cannot be walked (corrupt framing), a
+        strict read raises; a lenient one reads every batch there is (an unbounded end), noted."""
         if self._leo is None:
-            leo = partition_log_end_offset(self.pdir, max_batch_bytes=self.options.max_batch_bytes)
+            try:
+                leo = partition_log_end_offset(self.pdir, max_batch_bytes=self.options.max_batch_bytes)
+            except CorruptDataError as err:
+                if self.options.on_corruption != "skip":
+                    raise
+                leo = UNKNOWN_LOG_END
+                if self.report is not None:
+                    self.report.notes.append(f"{self.name}: the log end offset is unknown ({err}); reading every "
+                                             "batch present (onCorruption=skip)")
             self._leo = self.bases[0] if leo is None else leo
         return self._leo
 
@@ -465,8 +478,14 @@ class _Partition:
             from kafkaseg.storage.segment import log_end_offset
 
             offset_index, _ = self.indexes(i)
-            self._segment_end[i] = log_end_offset(self.segments[i], filesystem=self.fs, offset_index=offset_index,
-                                                  max_batch_bytes=self.options.max_batch_bytes)
+            try:
+                self._segment_end[i] = log_end_offset(self.segments[i], filesystem=self.fs,
+                                                      offset_index=offset_index,
+                                                      max_batch_bytes=self.options.max_batch_bytes)
+            except CorruptDataError:
+                if self.options.on_corruption != "skip":
+                    raise
+                self._segment_end[i] = self.next_base(i)  # unknown: assume no gap before the next segment
         return self._segment_end[i]
 
     def segment_of(self, offset: int) -> int:
@@ -639,7 +658,7 @@ def _bounds(part: _Partition, preport: PartitionReport | None) -> _Bounds:
     if options.read_committed:
         errors: list = []
         lso = last_stable_offset(pdir, max_batch_bytes=options.max_batch_bytes,
-                                 errors=errors if options.on_corruption == "skip" else None)
+                                 errors=errors if options.on_corruption == "skip" else None, log_end=leo)
         for err in errors:
             if preport is not None:
                 preport.notes.append(f"{part.name}: the last stable offset skips corrupt framing at {err} "

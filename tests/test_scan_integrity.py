@@ -351,3 +351,29 @@ def test_corrupt_framing_does_not_stop_a_lenient_read_committed_plan(copy):
     assert _offsets(scan.to_table()) == [o for o in range(RECORDS) if o not in bad]
     assert scan.metrics.decode.corrupt_batches == 2
     assert any("last stable offset skips corrupt framing" in n for p in scan.plan.report.partitions for n in p.notes)
+
+
+@pytest.mark.parametrize("segment", [0, -1])
+def test_corrupt_framing_after_the_last_index_entry_is_never_a_short_log(tmp_path, segment):
+    """The log end walk starts at a segment's last index entry; corrupt framing there made it return the segment's
+    base offset as its end, without an error (found in review): a strict read of the active segment silently
+    stopped at its base, and a rolled segment's time index looked past the log end."""
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+
+    writer = PartitionWriter(tmp_path / "t-0", write_snapshots=True, index_interval_bytes=600)
+    for b in range(30):
+        if b == 20:
+            writer.roll(200)
+        writer.append(build_batch_v2([Record(o, 1_600_000_000_000 + o, b"k", b"v") for o in range(b * 10, b * 10 + 10)]))
+    writer.close()
+    log = _logs(tmp_path)[segment]
+    data = bytearray(log.read_bytes())
+    bad = list(iter_headers(bytes(data)))[-2]
+    data[bad.position + 16] = 9  # an unknown magic, its length intact
+    log.write_bytes(bytes(data))
+    with pytest.raises(kafkaseg.KafkaSegError, match="unknown magic 9"):
+        kafkaseg.read_arrow(str(tmp_path))
+    for isolation in ("read_uncommitted", "read_committed"):
+        scan = kafkaseg.open_scan(str(tmp_path), onCorruption="skip", **{"kafka.isolation.level": isolation})
+        skipped = set(range(bad.base_offset, bad.last_offset + 1))
+        assert _offsets(scan.to_table()) == [o for o in range(300) if o not in skipped], isolation

@@ -580,8 +580,8 @@ def partition_log_end_offset(partition_dir: PartitionDir, *,
 
 
 def last_stable_offset(partition_dir: PartitionDir, *,
-                       max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES, errors: list | None = None
-                       ) -> int | None:
+                       max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES, errors: list | None = None,
+                       log_end: int | None = None) -> int | None:
     """The last stable offset (``UnifiedLog.lastStableOffset``): the first offset of the earliest transaction that
     is still open, or whose marker is not below the high watermark, capped by the high watermark (the log end
     offset when no high watermark was checkpointed). None when the partition has no segments.
@@ -591,14 +591,15 @@ def last_stable_offset(partition_dir: PartitionDir, *,
     from producer P opens a transaction at its base offset when P has none open; a control batch from P ends it.
     Without a usable snapshot the walk starts at the first segment. Corrupt framing raises, or, when ``errors`` is
     a list (a lenient read), is appended to it, ends that segment's walk and forgets the transactions open there
-    (their markers may lie in the bytes not walked).
+    (their markers may lie in the bytes not walked). ``log_end`` is the log end offset when the caller has it.
     """
     from kafkaseg.storage.offset_index import OffsetIndex
     from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
     from kafkaseg.storage.segment import SegmentReader
 
-    end = partition_log_end_offset(partition_dir, max_batch_bytes=max_batch_bytes)
-    if end is None:
+    end = log_end if log_end is not None else partition_log_end_offset(partition_dir,
+                                                                       max_batch_bytes=max_batch_bytes)
+    if end is None or not partition_dir.segments:
         return None
     bound = partition_dir.high_watermark if partition_dir.high_watermark is not None else end
     bound = min(bound, end)

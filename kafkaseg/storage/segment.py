@@ -322,15 +322,16 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
         if index is not None and len(index) and not index.sanity_problems(reader.size):
             start = int(index.positions[-1])
         last = None
+        from_start = start == 0
         try:
             for last in reader.iter_headers(start, max_batch_bytes=max_batch_bytes):
                 pass
         except CorruptDataError:
-            if start == 0:
+            if from_start:
                 raise
             last = None
-            start = 0
-        if last is None and start > 0:  # the index pointed at garbage or past the data: walk from the start
+            from_start = True  # the index may point at garbage: walk from the start (which raises if the log is bad)
+        if last is None and (start > 0 or from_start):  # the index pointed at garbage or past the data
             for last in reader.iter_headers(0, max_batch_bytes=max_batch_bytes):
                 pass
         return last.next_offset if last is not None else int(segment.base_offset)
