@@ -463,9 +463,9 @@ class _Partition:
             for err in errors:
                 if self.report is not None:
                     self.report.notes.append(
-                        f"{self.name}: aborted transactions derived only up to the corrupt framing at {err} "
-                        "(onCorruption=skip), and the transactions open there forgotten: records of transactions "
-                        "aborted after it may be returned")
+                        f"{self.name}: aborted transactions derived past corrupt data at {err} "
+                        "(onCorruption=skip), forgetting what was open there: records of a transaction aborted "
+                        "after it may be returned")
             self._open_after[j] = dict(self._open_txns)
             self._txn_walked += 1
         return self._derived[i]

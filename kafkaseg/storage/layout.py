@@ -35,11 +35,12 @@ from typing import Any, Iterable, Sequence
 
 import pyarrow.fs as pafs
 
-from kafkaseg.errors import CorruptCheckpointError, CorruptDataError, LayoutError
+from kafkaseg.errors import CorruptCheckpointError, CorruptDataError, CrcMismatchError, LayoutError
 from kafkaseg.storage import checkpoints as ckpt
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.checkpoints import EpochEntry, MetaProperties
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES
+from kafkaseg.wire.crc import crc_is_valid
 
 __all__ = [
     "SegmentFiles",
@@ -604,6 +605,7 @@ def last_stable_offset(partition_dir: PartitionDir, *,
     bound = partition_dir.high_watermark if partition_dir.high_watermark is not None else end
     bound = min(bound, end)
     open_txns: dict[int, int] = {}
+    opened_by: dict[int, tuple[str, object]] = {}  # producer -> (log path, header) of the batch that opened it
     unreplicated: dict[int, int] = {}  # completed, but the marker is at/after the high watermark
     start_offset = partition_dir.segments[0].base_offset
     candidates = sorted(((snapshot_offset_from_name(_fs.basename(p)), p) for p in partition_dir.snapshot_paths),
@@ -645,10 +647,27 @@ def last_stable_offset(partition_dir: PartitionDir, *,
                             unreplicated[pid] = min(first, unreplicated.get(pid, first))
                     elif header.is_transactional and pid not in open_txns:
                         open_txns[pid] = header.base_offset
+                        opened_by[pid] = (segment.log_path, header)
             except CorruptDataError as err:
                 if errors is None:
                     raise
                 errors.append(err)
                 open_txns.clear()
+    # The walk trusts headers; a transaction still open caps the read, so the batch that opened it must be real:
+    # one flipped transactional bit would otherwise end a read early without a word. One batch read each.
+    for pid in list(open_txns):
+        if pid not in opened_by:
+            continue  # opened before the walk (a producer snapshot says so)
+        path, header = opened_by[pid]
+        with SegmentReader(path, fs_) as reader:
+            batch = reader.read_at(header.position, header.size)
+        if not crc_is_valid(batch, header._replace(position=0)):
+            err = CrcMismatchError(f"the batch that opens producer {pid}'s transaction at offset {header.base_offset} "
+                                   "fails its CRC-32C, so the last stable offset is unknown", path=path,
+                                   position=header.position)
+            if errors is None:
+                raise err
+            errors.append(err)
+            del open_txns[pid]
     firsts = list(open_txns.values()) + list(unreplicated.values())
     return min([bound] + firsts)

@@ -38,11 +38,15 @@ from typing import Iterable, NamedTuple
 import numpy as np
 import pyarrow.fs as pafs
 
-from kafkaseg.errors import CorruptBatchError, CorruptDataError, CorruptIndexError
+from kafkaseg.errors import CorruptBatchError, CorruptDataError, CorruptIndexError, CrcMismatchError
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage._index_file import DEFAULT_MAX_INDEX_BYTES, IndexProblem, raise_first_problem
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader
 from kafkaseg.wire.batch import CONTROL_ABORT, CONTROL_COMMIT, V2_HEADER_SIZE, BatchHeader, read_control_key
+from kafkaseg.wire.crc import crc_is_valid
+
+#: The control type of a marker whose batch failed its CRC (a lenient walk): which end it was is unknown.
+MARKER_UNREADABLE = -1
 
 __all__ = ["AbortedTxn", "TransactionIndex", "TXN_INDEX_ENTRY_SIZE", "derive_aborted_txns", "segment_aborted_txns"]
 
@@ -163,7 +167,9 @@ def derive_aborted_txns(batches: Iterable[tuple[BatchHeader, int | None]], open_
         if header.is_control:
             if control_type is None:
                 continue
-            first = open_txns.pop(pid, None)
+            first = open_txns.pop(pid, None)  # an unreadable marker ends the transaction too, as neither end
+            if control_type == MARKER_UNREADABLE:
+                continue
             if first is not None and control_type == CONTROL_ABORT:
                 lso = min(open_txns.values(), default=header.base_offset + 1)
                 aborted.append(AbortedTxn(CURRENT_VERSION, pid, first, header.base_offset, lso))
@@ -184,8 +190,13 @@ def _marker_type(reader: SegmentReader, header: BatchHeader) -> int | None:
             f"control batch of producer {header.producer_id} at offset {header.base_offset} is compressed "
             f"({header.codec_name}); brokers write transaction markers uncompressed, so its marker type is not "
             "read", path=reader.path, position=header.position)
+    batch = reader.read_at(header.position, header.size)  # a marker batch is tiny; its CRC guards the type
+    if not crc_is_valid(batch, header._replace(position=0)):
+        raise CrcMismatchError(f"control batch of producer {header.producer_id} at offset {header.base_offset} "
+                               "fails its CRC-32C, so its marker type is unknown", path=reader.path,
+                               position=header.position)
     start = header.position + V2_HEADER_SIZE
-    data = reader.read_at(start, min(header.size - V2_HEADER_SIZE, 64))
+    data = batch[V2_HEADER_SIZE:V2_HEADER_SIZE + 64]
     try:
         _, control_type = read_control_key(data, 0)
     except CorruptDataError as exc:
@@ -212,7 +223,13 @@ def segment_aborted_txns(reader: SegmentReader, open_txns: dict[int, int], *,
             for header in reader.iter_headers(0, max_batch_bytes=max_batch_bytes):
                 marker = None
                 if header.is_control and header.producer_id >= 0:
-                    marker = _marker_type(reader, header)
+                    try:
+                        marker = _marker_type(reader, header)
+                    except CrcMismatchError as err:  # the batch's framing holds: the walk can go on
+                        if errors is None:
+                            raise
+                        errors.append(err)
+                        marker = MARKER_UNREADABLE
                 yield header, marker
         except CorruptDataError as err:
             if errors is None:
