@@ -277,7 +277,8 @@ class PartitionLookup:
 
     def log_end_offset(self) -> int:
         if self._leo is None:
-            leo = partition_log_end_offset(self.pdir, max_batch_bytes=self.max_batch_bytes)
+            # a header walk allocates nothing from a length field: no batch size limit (kafkaseg offsets has none)
+            leo = partition_log_end_offset(self.pdir, max_batch_bytes=None)
             self._leo = self.log_start_offset if leo is None else leo
         return self._leo
 
@@ -291,7 +292,7 @@ class PartitionLookup:
         """High watermark (read_uncommitted) or last stable offset (read_committed)."""
         if self._fetchable is None:
             if self.isolation == "read_committed":
-                lso = last_stable_offset(self.pdir, max_batch_bytes=self.max_batch_bytes)
+                lso = last_stable_offset(self.pdir, max_batch_bytes=None)
                 self._fetchable = self.high_watermark() if lso is None else min(lso, self.high_watermark())
             else:
                 self._fetchable = self.high_watermark()

@@ -55,7 +55,7 @@ from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, choose_replicas
                                      partition_log_end_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot
-from kafkaseg.storage.segment import SegmentReader
+from kafkaseg.storage.segment import SegmentReader, end_before_corruption
 from kafkaseg.storage.time_index import TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, segment_aborted_txns
 from kafkaseg.wire.crc import crc_is_valid
@@ -238,8 +238,6 @@ class ScanPlan:
     report: PlanReport
 
 
-#: The log end offset of a lenient read whose active segment cannot be walked: read every batch present.
-UNKNOWN_LOG_END = 2**63 - 1
 #: Index entries are checked with the batch's CRC up to this size; a larger v2 batch by its header's structure
 #: (a 1 GiB segment cut every megabyte would otherwise read half the log while planning).
 ENTRY_CRC_MAX_BYTES = 64 << 10
@@ -247,13 +245,13 @@ ENTRY_CRC_MAX_BYTES = 64 << 10
 
 def _plausible_v2_header(header) -> bool:
     """A v2 header whose fields hang together: a known codec, no unknown attribute bits, a record count that fits
-    its size (a record is at least 7 bytes) and a last-offset delta that covers it (compaction only lowers the
-    count), a leader epoch of -1 or more. (Timestamps prove nothing: a delete horizon or a LogAppendTime batch
+    its size when uncompressed (a record is at least 7 bytes) and a last-offset delta that covers it (compaction
+    only lowers the count), a leader epoch of -1 or more. (Timestamps prove nothing: a delete horizon or a LogAppendTime batch
     from a producer whose clock ran ahead puts the base timestamp above the maximum.)"""
     count = header.records_count
-    return (header.magic == 2 and header.codec <= 4 and not header.attributes & ~0x7F and count >= 0
-            and 7 * count <= header.size - 49 and header.last_offset - header.base_offset >= max(count - 1, 0)
-            and header.partition_leader_epoch >= -1)
+    fits = header.codec != 0 or 7 * count <= header.size - 49  # compressed records can take under 7 bytes each
+    return (header.magic == 2 and header.codec <= 4 and not header.attributes & ~0x7F and count >= 0 and fits
+            and header.last_offset - header.base_offset >= max(count - 1, 0) and header.partition_leader_epoch >= -1)
 
 # --------------------------------------------------------------------------------------------------------------------
 # Per-partition state (lazy: indexes are loaded only for the segments that need them)
@@ -272,6 +270,7 @@ class _Partition:
         # .txnindex): segments [0, _txn_walked) replayed, the transactions open after each, and those open now
         self._txn_walked = 0
         self._txn_evidence: str | None = None  # "" once looked for and none found
+        self.log_end_position: int | None = None  # where the last segment's readable batches end, when cut short
         self._derived: dict[int, list] = {}
         self._open_after: dict[int, dict[int, int]] = {}
         self._open_txns: dict[int, int] = {}
@@ -453,9 +452,11 @@ class _Partition:
             errors: list = []
             try:
                 with SegmentReader(seg.log_path, self.fs) as reader:
+                    last = j == len(self.segments) - 1
                     self._derived[j] = segment_aborted_txns(reader, self._open_txns,
                                                             max_batch_bytes=self.options.max_batch_bytes,
-                                                            errors=errors if lenient else None)
+                                                            errors=errors if lenient else None,
+                                                            log_end=self.log_end_offset() if last else None)
             except CorruptDataError as err:
                 raise type(err)(f"cannot derive aborted transactions for read_committed (no usable .txnindex): "
                                 f"{err.detail} (onCorruption=skip derives them up to the corruption)",
@@ -476,18 +477,28 @@ class _Partition:
         return self._open_after.get(i)
 
     def log_end_offset(self) -> int:
-        """The partition's log end offset. When the active segment's tail cannot be walked (corrupt framing), a
-        strict read raises; a lenient one reads every batch there is (an unbounded end), noted."""
+        """The partition's log end offset. When the active segment cannot be walked to its end (corrupt framing,
+        e.g. an append a crash tore), it is the end of the last whole batch before the corruption, as Kafka's
+        recovery would truncate there. A strict read accepts that only when the checkpointed high watermark lies at
+        or below it (the torn bytes were never acknowledged); otherwise it raises. A lenient read takes the high
+        watermark when it is higher (reading through the corruption, skipped, to what the broker acknowledged).
+        Noted either way."""
         if self._leo is None:
             try:
                 leo = partition_log_end_offset(self.pdir, max_batch_bytes=self.options.max_batch_bytes)
             except CorruptDataError as err:
-                if self.options.on_corruption != "skip":
+                leo, self.log_end_position = end_before_corruption(self.segments[-1], filesystem=self.fs,
+                                                                   max_batch_bytes=self.options.max_batch_bytes)
+                hw = self.pdir.high_watermark
+                below_hw = hw is not None and hw <= leo and self.options.upper_bound != "logEndOffset"
+                if self.options.on_corruption != "skip" and not below_hw:
                     raise
-                leo = UNKNOWN_LOG_END
+                if hw is not None and hw > leo:  # lenient: the broker acknowledged offsets up to the high watermark,
+                    leo = hw                     # so read through the corruption (skipping it) to there
+                    self.log_end_position = None
                 if self.report is not None:
-                    self.report.notes.append(f"{self.name}: the log end offset is unknown ({err}); reading every "
-                                             "batch present (onCorruption=skip)")
+                    self.report.notes.append(f"{self.name}: the log end offset is taken as {leo}, the end of the last "
+                                             f"whole batch before corrupt framing ({err})")
             self._leo = self.bases[0] if leo is None else leo
         return self._leo
 
@@ -880,7 +891,7 @@ def _pieces_for_range(part: _Partition, lo: int, hi: int, ts_lo: int | None, kep
                 start_position = max(start_position, part.start_position(i, older_offset + 1))
         end_position = seg.log_size if next_base is not None and hi >= next_base else part.end_position(i, hi)
         if next_base is None and hi >= part.log_end_offset():
-            end_position = seg.log_size
+            end_position = seg.log_size if part.log_end_position is None else part.log_end_position
         if end_position <= start_position:
             continue
         kept.add(i)

@@ -635,9 +635,11 @@ def last_stable_offset(partition_dir: PartitionDir, *,
                     position = index.floor(start_offset - 1)[1]
             except (CorruptDataError, LayoutError):
                 position = 0
+        walked_to = segment.base_offset
         with SegmentReader(segment.log_path, fs_) as reader:
             try:
                 for header in reader.iter_headers(position, max_batch_bytes=max_batch_bytes):
+                    walked_to = header.next_offset
                     if header.last_offset < start_offset or header.producer_id < 0 or header.magic < 2:
                         continue
                     pid = header.producer_id
@@ -649,10 +651,13 @@ def last_stable_offset(partition_dir: PartitionDir, *,
                         open_txns[pid] = header.base_offset
                         opened_by[pid] = (segment.log_path, header)
             except CorruptDataError as err:
-                if errors is None:
+                if next_base is None and walked_to >= end:
+                    pass  # past the log end the caller settled on (a torn append it accepted): nothing to read
+                elif errors is None:
                     raise
-                errors.append(err)
-                open_txns.clear()
+                else:
+                    errors.append(err)
+                    open_txns.clear()
     # The walk trusts headers; a transaction still open caps the read, so the batch that opened it must be real:
     # one flipped transactional bit would otherwise end a read early without a word. One batch read each.
     for pid in list(open_txns):

@@ -36,6 +36,7 @@ __all__ = [
     "BatchTable",
     "batch_table",
     "log_end_offset",
+    "end_before_corruption",
     "largest_timestamp",
     "DEFAULT_BLOCK_SIZE",
     "DEFAULT_MAX_BATCH_BYTES",
@@ -338,6 +339,23 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
     finally:
         if owned:
             reader.close()
+
+
+def end_before_corruption(segment, *, filesystem: pafs.FileSystem | None = None,
+                          max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> tuple[int, int]:
+    """``(offset, position)`` just after the last whole batch of ``segment`` before its first corrupt framing (its
+    base offset and 0 when there is none): where Kafka's recovery would truncate it."""
+    reader, owned = _reader_for(segment, filesystem, None)
+    last = None
+    try:
+        for last in reader.iter_headers(0, max_batch_bytes=max_batch_bytes):
+            pass
+    except CorruptDataError:
+        pass
+    finally:
+        if owned:
+            reader.close()
+    return (last.next_offset, last.end) if last is not None else (int(segment.base_offset), 0)
 
 
 def largest_timestamp(segment, *, filesystem: pafs.FileSystem | None = None, time_index=None) -> int:

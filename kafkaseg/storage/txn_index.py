@@ -210,17 +210,20 @@ def _marker_type(reader: SegmentReader, header: BatchHeader) -> int | None:
 
 def segment_aborted_txns(reader: SegmentReader, open_txns: dict[int, int], *,
                          max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
-                         errors: list | None = None) -> list[AbortedTxn]:
+                         errors: list | None = None, log_end: int | None = None) -> list[AbortedTxn]:
     """:func:`derive_aborted_txns` over one segment: a walk of every batch header (no decompression), reading the
     first control record's key of each producer's control batch. An incomplete tail ends the walk as it ends a
     read; corrupt framing raises, or, when ``errors`` is a list (a lenient read), is appended to it and ends the
     walk of this segment there: what came before it counts, and the transactions open then are forgotten (their
     markers may have been in the bytes not walked; carrying them on could extend a later abort over committed
     records, while forgetting them can at worst let records of an aborted transaction through, which the caller
-    reports)."""
+    reports). Corrupt framing met once the walk has reached ``log_end`` (a torn append past the log end the caller
+    settled on) just ends the walk."""
     def batches():
+        walked_to = None
         try:
             for header in reader.iter_headers(0, max_batch_bytes=max_batch_bytes):
+                walked_to = header.next_offset
                 marker = None
                 if header.is_control and header.producer_id >= 0:
                     try:
@@ -232,6 +235,8 @@ def segment_aborted_txns(reader: SegmentReader, open_txns: dict[int, int], *,
                         marker = MARKER_UNREADABLE
                 yield header, marker
         except CorruptDataError as err:
+            if log_end is not None and walked_to is not None and walked_to >= log_end:
+                return
             if errors is None:
                 raise
             errors.append(err)
