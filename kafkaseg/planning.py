@@ -55,7 +55,7 @@ from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, choose_replicas
                                      partition_log_end_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot
-from kafkaseg.storage.segment import SegmentReader, end_before_corruption
+from kafkaseg.storage.segment import SegmentReader, end_before_corruption, end_skipping_corruption
 from kafkaseg.storage.time_index import TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, segment_aborted_txns
 from kafkaseg.wire.crc import crc_is_valid
@@ -238,6 +238,8 @@ class ScanPlan:
     report: PlanReport
 
 
+#: A segment's largest timestamp when a lenient read cannot walk its tail: prunes nothing.
+NO_TIMESTAMP_BOUND = 2**63 - 1
 #: Index entries are checked with the batch's CRC up to this size; a larger v2 batch by its header's structure
 #: (a 1 GiB segment cut every megabyte would otherwise read half the log while planning).
 ENTRY_CRC_MAX_BYTES = 64 << 10
@@ -456,7 +458,8 @@ class _Partition:
                     self._derived[j] = segment_aborted_txns(reader, self._open_txns,
                                                             max_batch_bytes=self.options.max_batch_bytes,
                                                             errors=errors if lenient else None,
-                                                            log_end=self.log_end_offset() if last else None)
+                                                            log_end=self.log_end_offset()
+                                                            if last and self.log_end_position is not None else None)
             except CorruptDataError as err:
                 raise type(err)(f"cannot derive aborted transactions for read_committed (no usable .txnindex): "
                                 f"{err.detail} (onCorruption=skip derives them up to the corruption)",
@@ -480,25 +483,28 @@ class _Partition:
         """The partition's log end offset. When the active segment cannot be walked to its end (corrupt framing,
         e.g. an append a crash tore), it is the end of the last whole batch before the corruption, as Kafka's
         recovery would truncate there. A strict read accepts that only when the checkpointed high watermark lies at
-        or below it (the torn bytes were never acknowledged); otherwise it raises. A lenient read takes the high
-        watermark when it is higher (reading through the corruption, skipped, to what the broker acknowledged).
-        Noted either way."""
+        or below it (the torn bytes were never acknowledged); otherwise it raises. A lenient read steps over the
+        corruption as its reader will and takes the last batch found. Noted either way."""
         if self._leo is None:
             try:
                 leo = partition_log_end_offset(self.pdir, max_batch_bytes=self.options.max_batch_bytes)
             except CorruptDataError as err:
-                leo, self.log_end_position = end_before_corruption(self.segments[-1], filesystem=self.fs,
-                                                                   max_batch_bytes=self.options.max_batch_bytes)
+                last = self.segments[-1]
+                max_batch = self.options.max_batch_bytes
+                leo, self.log_end_position = end_before_corruption(last, filesystem=self.fs, max_batch_bytes=max_batch)
                 hw = self.pdir.high_watermark
                 below_hw = hw is not None and hw <= leo and self.options.upper_bound != "logEndOffset"
-                if self.options.on_corruption != "skip" and not below_hw:
-                    raise
-                if hw is not None and hw > leo:  # lenient: the broker acknowledged offsets up to the high watermark,
-                    leo = hw                     # so read through the corruption (skipping it) to there
+                if self.options.on_corruption != "skip":
+                    if not below_hw:
+                        raise
+                    how = f"{leo}, the end of the last whole batch before it (at or above the high watermark {hw})"
+                else:  # lenient: step over it as the reader will, to the last batch found
+                    leo = max(leo, end_skipping_corruption(last, filesystem=self.fs, max_batch_bytes=max_batch))
                     self.log_end_position = None
+                    how = f"{leo}, stepping over it as a lenient read does"
                 if self.report is not None:
-                    self.report.notes.append(f"{self.name}: the log end offset is taken as {leo}, the end of the last "
-                                             f"whole batch before corrupt framing ({err})")
+                    self.report.notes.append(f"{self.name}: corrupt framing in the active segment ({err}): the log "
+                                             f"end offset is taken as {how}")
             self._leo = self.bases[0] if leo is None else leo
         return self._leo
 
@@ -532,9 +538,16 @@ class _Partition:
         largest = time_index.max_timestamp
         if i == len(self.segments) - 1:
             start = int(offset_index.positions[-1]) if len(offset_index) else 0
-            with SegmentReader(self.segments[i].log_path, self.fs) as reader:
-                for header in reader.iter_headers(start, max_batch_bytes=self.options.max_batch_bytes):
-                    largest = max(largest, header.max_timestamp)
+            self.log_end_offset()  # settles where a corrupt active segment's readable batches end
+            end = self.log_end_position if self.log_end_position is not None and start < self.log_end_position else None
+            try:
+                with SegmentReader(self.segments[i].log_path, self.fs) as reader:
+                    for header in reader.iter_headers(start, end, max_batch_bytes=self.options.max_batch_bytes):
+                        largest = max(largest, header.max_timestamp)
+            except CorruptDataError:
+                if self.options.on_corruption != "skip":
+                    raise
+                return NO_TIMESTAMP_BOUND  # unknown: nothing may be pruned by time
         return largest
 
     # -- exact batch boundaries ------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ __all__ = [
     "batch_table",
     "log_end_offset",
     "end_before_corruption",
+    "end_skipping_corruption",
     "largest_timestamp",
     "DEFAULT_BLOCK_SIZE",
     "DEFAULT_MAX_BATCH_BYTES",
@@ -356,6 +357,34 @@ def end_before_corruption(segment, *, filesystem: pafs.FileSystem | None = None,
         if owned:
             reader.close()
     return (last.next_offset, last.end) if last is not None else (int(segment.base_offset), 0)
+
+
+def end_skipping_corruption(segment, *, filesystem: pafs.FileSystem | None = None,
+                            max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> int:
+    """The offset after the last whole batch of ``segment``, stepping over corrupt framing by its declared length
+    where that lands inside the file (as a lenient read does; headers only, no CRC), and stopping where it cannot.
+    The base offset when no batch is found."""
+    reader, owned = _reader_for(segment, filesystem, None)
+    last, position = None, 0
+    try:
+        while position < reader.size:
+            try:
+                for last in reader.iter_headers(position, max_batch_bytes=max_batch_bytes):
+                    pass
+                break
+            except CorruptDataError as err:
+                if err.position is None or err.position < position:
+                    break
+                prefix = reader.read_at(err.position, 12)
+                size = int.from_bytes(prefix[8:12], "big", signed=True) if len(prefix) == 12 else -1
+                following = err.position + 12 + size
+                if size < 14 or (max_batch_bytes is not None and size > max_batch_bytes) or following > reader.size:
+                    break
+                position = following
+    finally:
+        if owned:
+            reader.close()
+    return last.next_offset if last is not None else int(segment.base_offset)
 
 
 def largest_timestamp(segment, *, filesystem: pafs.FileSystem | None = None, time_index=None) -> int:

@@ -221,26 +221,31 @@ def segment_aborted_txns(reader: SegmentReader, open_txns: dict[int, int], *,
     settled on) just ends the walk."""
     def batches():
         walked_to = None
-        try:
-            for header in reader.iter_headers(0, max_batch_bytes=max_batch_bytes):
-                walked_to = header.next_offset
-                marker = None
-                if header.is_control and header.producer_id >= 0:
-                    try:
-                        marker = _marker_type(reader, header)
-                    except CrcMismatchError as err:  # the batch's framing holds: the walk can go on
-                        if errors is None:
-                            raise
-                        errors.append(err)
-                        marker = MARKER_UNREADABLE
-                yield header, marker
-        except CorruptDataError as err:
-            if log_end is not None and walked_to is not None and walked_to >= log_end:
+        walk = iter(reader.iter_headers(0, max_batch_bytes=max_batch_bytes))
+        while True:
+            try:
+                header = next(walk)
+            except StopIteration:
                 return
-            if errors is None:
-                raise
-            errors.append(err)
-            open_txns.clear()
+            except CorruptDataError as err:  # framing: the walk cannot go on
+                if log_end is not None and walked_to is not None and walked_to >= log_end:
+                    return
+                if errors is None:
+                    raise
+                errors.append(err)
+                open_txns.clear()
+                return
+            walked_to = header.next_offset
+            marker = None
+            if header.is_control and header.producer_id >= 0:
+                try:
+                    marker = _marker_type(reader, header)
+                except CrcMismatchError as err:  # the batch's framing holds: the walk can go on
+                    if errors is None:
+                        raise
+                    errors.append(err)
+                    marker = MARKER_UNREADABLE
+            yield header, marker
 
     return derive_aborted_txns(batches(), open_txns)
 
