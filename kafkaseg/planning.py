@@ -55,7 +55,8 @@ from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, choose_replicas
                                      partition_log_end_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot
-from kafkaseg.storage.segment import SegmentReader, end_before_corruption, end_skipping_corruption
+from kafkaseg.storage.segment import (SegmentReader, end_before_corruption, end_skipping_corruption,
+                                      zero_filled_tail)
 from kafkaseg.storage.time_index import TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, segment_aborted_txns
 from kafkaseg.wire.crc import crc_is_valid
@@ -488,6 +489,11 @@ class _Partition:
         if self._leo is None:
             try:
                 leo = partition_log_end_offset(self.pdir, max_batch_bytes=self.options.max_batch_bytes)
+                if leo is not None:  # a preallocated tail of zeros is no data: the read stops where it starts
+                    offset_index, _ = self.indexes(len(self.segments) - 1)
+                    self.log_end_position = zero_filled_tail(self.segments[-1], filesystem=self.fs,
+                                                             offset_index=offset_index,
+                                                             max_batch_bytes=self.options.max_batch_bytes)
             except CorruptDataError as err:
                 last = self.segments[-1]
                 max_batch = self.options.max_batch_bytes

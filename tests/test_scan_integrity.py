@@ -423,3 +423,12 @@ def test_large_compressed_batches_of_tiny_records_are_not_taken_for_garbage(tmp_
     scan = kafkaseg.open_scan(str(tmp_path), splitSize="64k", startingOffsets=json_offsets(50_000))
     assert _offsets(scan.to_table()) == list(range(50_000, 120_000))
     assert scan.plan.report.indexes_rebuilt == [] and len(scan.plan.slices) > 1
+
+
+def test_a_preallocated_zero_tail_of_the_active_segment_is_not_data(copy):
+    """log.preallocate=true leaves the active segment's unwritten space as zeros; a strict read must stop where
+    they start (found in review: the slice ran over them and the decoder raised on a batch of size 0)."""
+    with open(_logs(copy)[-1], "ab") as f:
+        f.write(bytes(4096))
+    for options in ({}, {"kafka.isolation.level": "read_committed"}, {"minPartitions": 8}):
+        assert _offsets(kafkaseg.read_arrow(str(copy), upperBound="logEndOffset", **options)) == list(range(RECORDS))

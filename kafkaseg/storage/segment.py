@@ -37,6 +37,7 @@ __all__ = [
     "batch_table",
     "log_end_offset",
     "end_before_corruption",
+    "zero_filled_tail",
     "end_skipping_corruption",
     "largest_timestamp",
     "DEFAULT_BLOCK_SIZE",
@@ -337,6 +338,25 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
             for last in reader.iter_headers(0, max_batch_bytes=max_batch_bytes):
                 pass
         return last.next_offset if last is not None else int(segment.base_offset)
+    finally:
+        if owned:
+            reader.close()
+
+
+def zero_filled_tail(segment, *, filesystem: pafs.FileSystem | None = None, offset_index=None,
+                     max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> int | None:
+    """Where a zero-filled (preallocated, never written) tail of ``segment`` starts, or None: brokers with
+    ``log.preallocate=true`` leave one in the active segment. Walks from the last offset-index entry."""
+    reader, owned = _reader_for(segment, filesystem, None)
+    try:
+        start = int(offset_index.positions[-1]) if offset_index is not None and len(offset_index) else 0
+        walk = reader.iter_headers(start, max_batch_bytes=max_batch_bytes)
+        try:
+            for _ in walk:
+                pass
+        except CorruptDataError:
+            return None
+        return walk.tail.position if walk.tail is not None and walk.tail.reason == "zero-filled tail" else None
     finally:
         if owned:
             reader.close()
