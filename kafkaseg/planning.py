@@ -545,7 +545,9 @@ class _Partition:
         if i == len(self.segments) - 1:
             start = int(offset_index.positions[-1]) if len(offset_index) else 0
             self.log_end_offset()  # settles where a corrupt active segment's readable batches end
-            end = self.log_end_position if self.log_end_position is not None and start < self.log_end_position else None
+            end = self.log_end_position
+            if end is not None and start >= end:
+                return largest  # the last entry is at or past the readable end: nothing after it to walk
             try:
                 with SegmentReader(self.segments[i].log_path, self.fs) as reader:
                     for header in reader.iter_headers(start, end, max_batch_bytes=self.options.max_batch_bytes):

@@ -432,3 +432,38 @@ def test_a_preallocated_zero_tail_of_the_active_segment_is_not_data(copy):
         f.write(bytes(4096))
     for options in ({}, {"kafka.isolation.level": "read_committed"}, {"minPartitions": 8}):
         assert _offsets(kafkaseg.read_arrow(str(copy), upperBound="logEndOffset", **options)) == list(range(RECORDS))
+
+
+def test_a_hole_of_zeros_before_more_data_is_not_a_preallocated_tail(copy):
+    """Zeros followed by intact batches are a hole, not a tail: a strict read must raise, not stop at the zeros
+    (found in review: records after the hole vanished without an error)."""
+    active = _logs(copy)[-1]
+    data = active.read_bytes()
+    headers = list(iter_headers(data))
+    cut = headers[-2].position
+    active.write_bytes(data[:cut] + bytes(4096) + data[cut:])
+    index = active.with_suffix(".index")  # its entries all before the hole, as they would have been flushed
+    entries = index.read_bytes()
+    index.write_bytes(b"".join(entries[k:k + 8] for k in range(0, len(entries), 8)
+                               if struct.unpack(">ii", entries[k:k + 8])[1] < cut))
+    with pytest.raises(CorruptBatchError):
+        kafkaseg.read_arrow(str(copy), upperBound="logEndOffset")
+
+
+def test_a_lenient_log_end_steps_over_corruption_only_where_the_reader_does(copy):
+    """The decoders step over a batch with bad framing only onto a batch with a valid CRC; the lenient log end
+    must do the same (found in review: it stepped over any number of bad batches by header alone, claiming
+    offsets the read never reached, or a garbage offset)."""
+    from kafkaseg.storage.layout import discover
+    from kafkaseg.storage.segment import end_skipping_corruption
+
+    active = _logs(copy)[-1]
+    original = active.read_bytes()
+    headers = list(iter_headers(original))
+    segment = next(p for p in discover(str(copy))).segments[-1]
+    for bad, expected in ((headers[-3:-2], headers[-1].next_offset), (headers[-3:-1], headers[-3].base_offset)):
+        data = bytearray(original)
+        for h in bad:
+            data[h.position + 16] = 9
+        active.write_bytes(bytes(data))
+        assert end_skipping_corruption(segment) == expected, len(bad)

@@ -346,17 +346,29 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
 def zero_filled_tail(segment, *, filesystem: pafs.FileSystem | None = None, offset_index=None,
                      max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> int | None:
     """Where a zero-filled (preallocated, never written) tail of ``segment`` starts, or None: brokers with
-    ``log.preallocate=true`` leave one in the active segment. Walks from the last offset-index entry."""
+    ``log.preallocate=true`` leave one in the active segment. Walks from the last offset-index entry (from the
+    start when that entry itself lies in the zeros, as after a crash that flushed the index but not the log), and
+    samples the rest of the file: any non-zero byte there means a hole before more data, not a tail."""
     reader, owned = _reader_for(segment, filesystem, None)
     try:
         start = int(offset_index.positions[-1]) if offset_index is not None and len(offset_index) else 0
-        walk = reader.iter_headers(start, max_batch_bytes=max_batch_bytes)
-        try:
-            for _ in walk:
-                pass
-        except CorruptDataError:
+        for attempt_start in dict.fromkeys((start, 0)):
+            walk = reader.iter_headers(attempt_start, max_batch_bytes=max_batch_bytes)
+            try:
+                for _ in walk:
+                    pass
+            except CorruptDataError:
+                return None
+            tail = walk.tail
+            if tail is None or tail.reason != "zero-filled tail":
+                return None
+            if tail.position > attempt_start or attempt_start == 0:
+                break
+        span = reader.size - tail.position
+        probes = [tail.position + span * k // 16 for k in range(16)] + [max(tail.position, reader.size - 4096)]
+        if any(any(reader.read_at(p, 4096)) for p in probes):
             return None
-        return walk.tail.position if walk.tail is not None and walk.tail.reason == "zero-filled tail" else None
+        return tail.position
     finally:
         if owned:
             reader.close()
@@ -381,9 +393,11 @@ def end_before_corruption(segment, *, filesystem: pafs.FileSystem | None = None,
 
 def end_skipping_corruption(segment, *, filesystem: pafs.FileSystem | None = None,
                             max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> int:
-    """The offset after the last whole batch of ``segment``, stepping over corrupt framing by its declared length
-    where that lands inside the file (as a lenient read does; headers only, no CRC), and stopping where it cannot.
-    The base offset when no batch is found."""
+    """The offset after the last whole batch of ``segment`` as a lenient read finds it: corrupt framing is stepped
+    over by its declared length only when a batch with a valid CRC starts where that lands (the decoders' rule),
+    else the walk ends there. The base offset when no batch is found."""
+    from kafkaseg.wire.crc import crc_is_valid
+
     reader, owned = _reader_for(segment, filesystem, None)
     last, position = None, 0
     try:
@@ -398,7 +412,14 @@ def end_skipping_corruption(segment, *, filesystem: pafs.FileSystem | None = Non
                 prefix = reader.read_at(err.position, 12)
                 size = int.from_bytes(prefix[8:12], "big", signed=True) if len(prefix) == 12 else -1
                 following = err.position + 12 + size
-                if size < 14 or (max_batch_bytes is not None and size > max_batch_bytes) or following > reader.size:
+                if size < 14 or (max_batch_bytes is not None and size > max_batch_bytes) or following >= reader.size:
+                    break
+                try:
+                    landing = next(iter(reader.iter_headers(following, max_batch_bytes=max_batch_bytes)), None)
+                except CorruptDataError:
+                    break
+                if landing is None or not crc_is_valid(reader.read_at(following, landing.size),
+                                                       landing._replace(position=0)):
                     break
                 position = following
     finally:
