@@ -45,8 +45,8 @@ import numpy as np
 
 from kafkaseg import decode as _decode
 from kafkaseg.decode.api import DecodeRequest
-from kafkaseg.errors import (CorruptCheckpointError, CorruptDataError, DataLossError, InvalidOptionError,
-                             KafkaSegError, LayoutError)
+from kafkaseg.errors import (CorruptBatchError, CorruptCheckpointError, CorruptDataError, DataLossError,
+                             InvalidOptionError, KafkaSegError, LayoutError)
 from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, LATEST, ReadOptions
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
@@ -490,10 +490,7 @@ class _Partition:
             try:
                 leo = partition_log_end_offset(self.pdir, max_batch_bytes=self.options.max_batch_bytes)
                 if leo is not None:  # a preallocated tail of zeros is no data: the read stops where it starts
-                    offset_index, _ = self.indexes(len(self.segments) - 1)
-                    self.log_end_position = zero_filled_tail(self.segments[-1], filesystem=self.fs,
-                                                             offset_index=offset_index,
-                                                             max_batch_bytes=self.options.max_batch_bytes)
+                    self._zero_tail(leo)
             except CorruptDataError as err:
                 last = self.segments[-1]
                 max_batch = self.options.max_batch_bytes
@@ -505,7 +502,8 @@ class _Partition:
                         raise
                     how = f"{leo}, the end of the last whole batch before it (at or above the high watermark {hw})"
                 else:  # lenient: step over it as the reader will, to the last batch found
-                    leo = max(leo, end_skipping_corruption(last, filesystem=self.fs, max_batch_bytes=max_batch))
+                    leo = max(leo, end_skipping_corruption(last, filesystem=self.fs, max_batch_bytes=max_batch,
+                                                           verify_crc=self.options.verify_crc))
                     self.log_end_position = None
                     how = f"{leo}, stepping over it as a lenient read does"
                 if self.report is not None:
@@ -513,6 +511,31 @@ class _Partition:
                                              f"end offset is taken as {how}")
             self._leo = self.bases[0] if leo is None else leo
         return self._leo
+
+    def _zero_tail(self, leo: int) -> None:
+        """Stop the last segment's read where zeros end its batches. Zeros to the end of the file are a preallocated
+        tail. With data after them (a hole, or a torn write whose first page was lost), or with a high watermark
+        above ``leo`` (acknowledged offsets past the zeros), a strict read raises, unless the high watermark lies
+        at or below ``leo`` (the data after the zeros was never acknowledged); a lenient read stops there, noted."""
+        offset_index, _ = self.indexes(len(self.segments) - 1)
+        found = zero_filled_tail(self.segments[-1], filesystem=self.fs, offset_index=offset_index,
+                                 max_batch_bytes=self.options.max_batch_bytes)
+        if found is None:
+            return
+        position, data_after = found
+        hw = self.pdir.high_watermark
+        acknowledged_past = hw is not None and hw > leo
+        if data_after or acknowledged_past:
+            safe = hw is not None and hw <= leo and self.options.upper_bound != "logEndOffset"
+            what = ("data follows them" if data_after else
+                    f"the high watermark {hw} says offsets past {leo} were acknowledged")
+            if self.options.on_corruption != "skip" and not safe:
+                raise CorruptBatchError(f"zeros in the active segment end its readable batches, but {what}",
+                                        path=self.segments[-1].log_path, position=position)
+            if self.report is not None:
+                self.report.notes.append(f"{self.name}: the active segment's batches end in zeros at byte {position}"
+                                         f" and {what}; reading up to offset {leo}")
+        self.log_end_position = position
 
     def segment_end_offset(self, i: int) -> int:
         """Offset after the last complete batch of segment ``i`` (one index interval of headers)."""

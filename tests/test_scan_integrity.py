@@ -467,3 +467,36 @@ def test_a_lenient_log_end_steps_over_corruption_only_where_the_reader_does(copy
             data[h.position + 16] = 9
         active.write_bytes(bytes(data))
         assert end_skipping_corruption(segment) == expected, len(bad)
+
+
+def test_a_torn_write_whose_first_page_is_zeros_is_judged_by_the_high_watermark(copy):
+    """The last write lost its first page but not the rest: zeros, then data. At or above the high watermark it was
+    never acknowledged, so a strict read ends before it; below, it raises (found in review: it raised always)."""
+    active = _logs(copy)[-1]
+    data = active.read_bytes()
+    last = list(iter_headers(data))[-1]
+    torn = bytearray(data[last.position:])
+    torn[:min(4096, len(torn) - 1)] = bytes(min(4096, len(torn) - 1))
+    active.write_bytes(data[:last.position] + bytes(torn))
+    (copy / "replication-offset-checkpoint").write_text(f"0\n1\nt 0 {last.base_offset}\n")
+    assert _offsets(kafkaseg.read_arrow(str(copy))) == list(range(last.base_offset))
+    (copy / "replication-offset-checkpoint").write_text(f"0\n1\nt 0 {RECORDS}\n")
+    with pytest.raises(CorruptBatchError, match="zeros in the active segment"):
+        kafkaseg.read_arrow(str(copy))
+
+
+def test_the_lenient_log_end_follows_verify_crc_like_the_reader(copy):
+    """With verifyCrc=false the decoders step over a bad batch onto one whose CRC is wrong; the log end must agree
+    (found in review: it demanded a valid CRC and cut the read short)."""
+    from kafkaseg.storage.layout import discover
+    from kafkaseg.storage.segment import end_skipping_corruption
+
+    active = _logs(copy)[-1]
+    data = bytearray(active.read_bytes())
+    headers = list(iter_headers(bytes(data)))
+    data[headers[-3].position + 16] = 9  # bad framing
+    data[headers[-2].position + 70] ^= 1  # the batch it steps onto: a wrong CRC
+    active.write_bytes(bytes(data))
+    segment = next(iter(discover(str(copy)))).segments[-1]
+    assert end_skipping_corruption(segment, verify_crc=False) == headers[-1].next_offset
+    assert end_skipping_corruption(segment) == headers[-3].base_offset

@@ -344,11 +344,12 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
 
 
 def zero_filled_tail(segment, *, filesystem: pafs.FileSystem | None = None, offset_index=None,
-                     max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> int | None:
-    """Where a zero-filled (preallocated, never written) tail of ``segment`` starts, or None: brokers with
+                     max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> tuple[int, bool] | None:
+    """``(position, data_after)`` of a zero-filled region that ends ``segment``'s walk, or None: brokers with
     ``log.preallocate=true`` leave one in the active segment. Walks from the last offset-index entry (from the
     start when that entry itself lies in the zeros, as after a crash that flushed the index but not the log), and
-    samples the rest of the file: any non-zero byte there means a hole before more data, not a tail."""
+    samples the rest of the file: ``data_after`` is True when a non-zero byte follows (a hole, or a torn write
+    whose first page was lost), not a preallocated tail. Sampling can miss data between its probes."""
     reader, owned = _reader_for(segment, filesystem, None)
     try:
         start = int(offset_index.positions[-1]) if offset_index is not None and len(offset_index) else 0
@@ -366,9 +367,7 @@ def zero_filled_tail(segment, *, filesystem: pafs.FileSystem | None = None, offs
                 break
         span = reader.size - tail.position
         probes = [tail.position + span * k // 16 for k in range(16)] + [max(tail.position, reader.size - 4096)]
-        if any(any(reader.read_at(p, 4096)) for p in probes):
-            return None
-        return tail.position
+        return tail.position, any(any(reader.read_at(p, 4096)) for p in probes)
     finally:
         if owned:
             reader.close()
@@ -392,10 +391,11 @@ def end_before_corruption(segment, *, filesystem: pafs.FileSystem | None = None,
 
 
 def end_skipping_corruption(segment, *, filesystem: pafs.FileSystem | None = None,
-                            max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> int:
+                            max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES, verify_crc: bool = True) -> int:
     """The offset after the last whole batch of ``segment`` as a lenient read finds it: corrupt framing is stepped
-    over by its declared length only when a batch with a valid CRC starts where that lands (the decoders' rule),
-    else the walk ends there. The base offset when no batch is found."""
+    over by its declared length only onto a whole batch (with a valid CRC when ``verify_crc``), the two together
+    within one ``max_batch_bytes`` batch, as the decoders' resynchronisation does; else the walk ends there. The
+    base offset when no batch is found."""
     from kafkaseg.wire.crc import crc_is_valid
 
     reader, owned = _reader_for(segment, filesystem, None)
@@ -418,8 +418,12 @@ def end_skipping_corruption(segment, *, filesystem: pafs.FileSystem | None = Non
                     landing = next(iter(reader.iter_headers(following, max_batch_bytes=max_batch_bytes)), None)
                 except CorruptDataError:
                     break
-                if landing is None or not crc_is_valid(reader.read_at(following, landing.size),
-                                                       landing._replace(position=0)):
+                if landing is None:
+                    break
+                if max_batch_bytes is not None and following - err.position + landing.size > 12 + max_batch_bytes:
+                    break
+                if verify_crc and not crc_is_valid(reader.read_at(following, landing.size),
+                                                   landing._replace(position=0)):
                     break
                 position = following
     finally:
