@@ -55,8 +55,7 @@ from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, choose_replicas
                                      partition_log_end_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot
-from kafkaseg.storage.segment import (SegmentReader, end_before_corruption, end_skipping_corruption,
-                                      zero_filled_tail)
+from kafkaseg.storage.segment import SegmentReader, readable_end, zero_filled_tail
 from kafkaseg.storage.time_index import TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, segment_aborted_txns
 from kafkaseg.wire.crc import crc_is_valid
@@ -492,25 +491,28 @@ class _Partition:
                 if leo is not None:  # a preallocated tail of zeros is no data: the read stops where it starts
                     self._zero_tail(leo)
             except CorruptDataError as err:
-                last = self.segments[-1]
-                max_batch = self.options.max_batch_bytes
-                leo, self.log_end_position = end_before_corruption(last, filesystem=self.fs, max_batch_bytes=max_batch)
-                hw = self.pdir.high_watermark
-                below_hw = hw is not None and hw <= leo and self.options.upper_bound != "logEndOffset"
-                if self.options.on_corruption != "skip":
-                    if not below_hw:
-                        raise
-                    how = f"{leo}, the end of the last whole batch before it (at or above the high watermark {hw})"
-                else:  # lenient: step over it as the reader will, to the last batch found
-                    leo = max(leo, end_skipping_corruption(last, filesystem=self.fs, max_batch_bytes=max_batch,
-                                                           verify_crc=self.options.verify_crc))
-                    self.log_end_position = None
+                lenient = self.options.on_corruption == "skip"  # lenient: step over it as the reader will
+                leo, position = readable_end(self.segments[-1], step_over=lenient, verify_crc=self.options.verify_crc,
+                                             filesystem=self.fs, max_batch_bytes=self.options.max_batch_bytes)
+                if lenient:
                     how = f"{leo}, stepping over it as a lenient read does"
+                elif self._unacknowledged_past(leo):
+                    self.log_end_position = position
+                    how = (f"{leo}, the end of the last whole batch before it (at or above the high watermark "
+                           f"{self.pdir.high_watermark})")
+                else:
+                    raise
                 if self.report is not None:
                     self.report.notes.append(f"{self.name}: corrupt framing in the active segment ({err}): the log "
                                              f"end offset is taken as {how}")
             self._leo = self.bases[0] if leo is None else leo
         return self._leo
+
+    def _unacknowledged_past(self, leo: int) -> bool:
+        """Whether the checkpointed high watermark lies at or below ``leo`` (and bounds the read): bytes past it
+        were never acknowledged, so a torn write there is one Kafka's recovery would simply truncate."""
+        hw = self.pdir.high_watermark
+        return hw is not None and hw <= leo and self.options.upper_bound != "logEndOffset"
 
     def _zero_tail(self, leo: int) -> None:
         """Stop the last segment's read where zeros end its batches. Zeros to the end of the file are a preallocated
@@ -524,12 +526,10 @@ class _Partition:
             return
         position, data_after = found
         hw = self.pdir.high_watermark
-        acknowledged_past = hw is not None and hw > leo
-        if data_after or acknowledged_past:
-            safe = hw is not None and hw <= leo and self.options.upper_bound != "logEndOffset"
+        if data_after or (hw is not None and hw > leo):
             what = ("data follows them" if data_after else
                     f"the high watermark {hw} says offsets past {leo} were acknowledged")
-            if self.options.on_corruption != "skip" and not safe:
+            if self.options.on_corruption != "skip" and not self._unacknowledged_past(leo):
                 raise CorruptBatchError(f"zeros in the active segment end its readable batches, but {what}",
                                         path=self.segments[-1].log_path, position=position)
             if self.report is not None:

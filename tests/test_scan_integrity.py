@@ -455,7 +455,7 @@ def test_a_lenient_log_end_steps_over_corruption_only_where_the_reader_does(copy
     must do the same (found in review: it stepped over any number of bad batches by header alone, claiming
     offsets the read never reached, or a garbage offset)."""
     from kafkaseg.storage.layout import discover
-    from kafkaseg.storage.segment import end_skipping_corruption
+    from kafkaseg.storage.segment import readable_end
 
     active = _logs(copy)[-1]
     original = active.read_bytes()
@@ -466,7 +466,7 @@ def test_a_lenient_log_end_steps_over_corruption_only_where_the_reader_does(copy
         for h in bad:
             data[h.position + 16] = 9
         active.write_bytes(bytes(data))
-        assert end_skipping_corruption(segment) == expected, len(bad)
+        assert readable_end(segment, step_over=True)[0] == expected, len(bad)
 
 
 def test_a_torn_write_whose_first_page_is_zeros_is_judged_by_the_high_watermark(copy):
@@ -489,7 +489,7 @@ def test_the_lenient_log_end_follows_verify_crc_like_the_reader(copy):
     """With verifyCrc=false the decoders step over a bad batch onto one whose CRC is wrong; the log end must agree
     (found in review: it demanded a valid CRC and cut the read short)."""
     from kafkaseg.storage.layout import discover
-    from kafkaseg.storage.segment import end_skipping_corruption
+    from kafkaseg.storage.segment import readable_end
 
     active = _logs(copy)[-1]
     data = bytearray(active.read_bytes())
@@ -498,5 +498,5 @@ def test_the_lenient_log_end_follows_verify_crc_like_the_reader(copy):
     data[headers[-2].position + 70] ^= 1  # the batch it steps onto: a wrong CRC
     active.write_bytes(bytes(data))
     segment = next(iter(discover(str(copy)))).segments[-1]
-    assert end_skipping_corruption(segment, verify_crc=False) == headers[-1].next_offset
-    assert end_skipping_corruption(segment) == headers[-3].base_offset
+    assert readable_end(segment, step_over=True, verify_crc=False)[0] == headers[-1].next_offset
+    assert readable_end(segment, step_over=True)[0] == headers[-3].base_offset

@@ -40,7 +40,6 @@ from kafkaseg.storage import checkpoints as ckpt
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.checkpoints import EpochEntry, MetaProperties
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES
-from kafkaseg.wire.crc import crc_is_valid
 
 __all__ = [
     "SegmentFiles",
@@ -665,8 +664,8 @@ def last_stable_offset(partition_dir: PartitionDir, *,
             continue  # opened before the walk (a producer snapshot says so)
         path, header = opened_by[pid]
         with SegmentReader(path, fs_) as reader:
-            batch = reader.read_at(header.position, header.size)
-        if not crc_is_valid(batch, header._replace(position=0)):
+            valid = reader.crc_is_valid(header)
+        if not valid:
             err = CrcMismatchError(f"the batch that opens producer {pid}'s transaction at offset {header.base_offset} "
                                    "fails its CRC-32C, so the last stable offset is unknown", path=path,
                                    position=header.position)

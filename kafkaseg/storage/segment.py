@@ -26,7 +26,9 @@ import pyarrow.fs as pafs
 
 from kafkaseg.errors import CorruptBatchError, CorruptDataError, CorruptIndexError, LayoutError, TruncatedDataError
 from kafkaseg.storage.fs import RandomAccessReader
-from kafkaseg.wire.batch import HEADER_PREFIX_SIZE, V2_HEADER_SIZE, BatchHeader, read_header
+from kafkaseg.wire.batch import (HEADER_PREFIX_SIZE, LOG_OVERHEAD, MIN_ENTRY_SIZE, V2_HEADER_SIZE, BatchHeader,
+                                 read_header)
+from kafkaseg.wire.crc import crc_is_valid
 
 __all__ = [
     "SegmentReader",
@@ -36,9 +38,8 @@ __all__ = [
     "BatchTable",
     "batch_table",
     "log_end_offset",
-    "end_before_corruption",
+    "readable_end",
     "zero_filled_tail",
-    "end_skipping_corruption",
     "largest_timestamp",
     "DEFAULT_BLOCK_SIZE",
     "DEFAULT_MAX_BATCH_BYTES",
@@ -230,6 +231,11 @@ class SegmentReader:
         """Up to ``length`` bytes from ``position`` (fewer at the size observed at open)."""
         return self._file.read_at(position, length)
 
+    def crc_is_valid(self, header: BatchHeader) -> bool:
+        """Whether the whole batch ``header`` (with a file position) announces carries a valid CRC: one read of
+        ``header.size`` bytes, for walks that trust a header only after its batch checks out."""
+        return crc_is_valid(self.read_at(header.position, header.size), header._replace(position=0))
+
     def _limit(self, end: int | None) -> tuple[int, bool]:
         if end is None or end >= self.size:
             return self.size, False
@@ -373,31 +379,13 @@ def zero_filled_tail(segment, *, filesystem: pafs.FileSystem | None = None, offs
             reader.close()
 
 
-def end_before_corruption(segment, *, filesystem: pafs.FileSystem | None = None,
-                          max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> tuple[int, int]:
-    """``(offset, position)`` just after the last whole batch of ``segment`` before its first corrupt framing (its
-    base offset and 0 when there is none): where Kafka's recovery would truncate it."""
-    reader, owned = _reader_for(segment, filesystem, None)
-    last = None
-    try:
-        for last in reader.iter_headers(0, max_batch_bytes=max_batch_bytes):
-            pass
-    except CorruptDataError:
-        pass
-    finally:
-        if owned:
-            reader.close()
-    return (last.next_offset, last.end) if last is not None else (int(segment.base_offset), 0)
-
-
-def end_skipping_corruption(segment, *, filesystem: pafs.FileSystem | None = None,
-                            max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES, verify_crc: bool = True) -> int:
-    """The offset after the last whole batch of ``segment`` as a lenient read finds it: corrupt framing is stepped
-    over by its declared length only onto a whole batch (with a valid CRC when ``verify_crc``), the two together
-    within one ``max_batch_bytes`` batch, as the decoders' resynchronisation does; else the walk ends there. The
-    base offset when no batch is found."""
-    from kafkaseg.wire.crc import crc_is_valid
-
+def readable_end(segment, *, step_over: bool = False, verify_crc: bool = True, filesystem: pafs.FileSystem | None = None,
+                 max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> tuple[int, int]:
+    """``(offset, position)`` just after the last whole batch of ``segment`` that a walk from its start reaches
+    (its base offset and 0 when there is none). Without ``step_over`` the walk ends at the first corrupt framing,
+    where Kafka's recovery would truncate. With it, corrupt framing is stepped over as the decoders'
+    resynchronisation does for a lenient read: by its declared length, only onto a whole batch (with a valid CRC
+    when ``verify_crc``), the two together within one ``max_batch_bytes`` batch; else the walk ends there."""
     reader, owned = _reader_for(segment, filesystem, None)
     last, position = None, 0
     try:
@@ -407,29 +395,28 @@ def end_skipping_corruption(segment, *, filesystem: pafs.FileSystem | None = Non
                     pass
                 break
             except CorruptDataError as err:
-                if err.position is None or err.position < position:
+                if not step_over or err.position is None or err.position < position:
                     break
-                prefix = reader.read_at(err.position, 12)
-                size = int.from_bytes(prefix[8:12], "big", signed=True) if len(prefix) == 12 else -1
-                following = err.position + 12 + size
-                if size < 14 or (max_batch_bytes is not None and size > max_batch_bytes) or following >= reader.size:
+                prefix = reader.read_at(err.position, LOG_OVERHEAD)
+                size = int.from_bytes(prefix[8:], "big", signed=True) if len(prefix) == LOG_OVERHEAD else -1
+                following = err.position + LOG_OVERHEAD + size
+                if (size < min(MIN_ENTRY_SIZE.values()) or following >= reader.size
+                        or (max_batch_bytes is not None and size > max_batch_bytes)):
                     break
                 try:
                     landing = next(iter(reader.iter_headers(following, max_batch_bytes=max_batch_bytes)), None)
                 except CorruptDataError:
                     break
-                if landing is None:
+                if landing is None or (max_batch_bytes is not None
+                                       and following - err.position + landing.size > LOG_OVERHEAD + max_batch_bytes):
                     break
-                if max_batch_bytes is not None and following - err.position + landing.size > 12 + max_batch_bytes:
-                    break
-                if verify_crc and not crc_is_valid(reader.read_at(following, landing.size),
-                                                   landing._replace(position=0)):
+                if verify_crc and not reader.crc_is_valid(landing):
                     break
                 position = following
     finally:
         if owned:
             reader.close()
-    return last.next_offset if last is not None else int(segment.base_offset)
+    return (last.next_offset, last.end) if last is not None else (int(segment.base_offset), 0)
 
 
 def largest_timestamp(segment, *, filesystem: pafs.FileSystem | None = None, time_index=None) -> int:

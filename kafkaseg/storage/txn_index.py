@@ -179,8 +179,8 @@ def derive_aborted_txns(batches: Iterable[tuple[BatchHeader, int | None]], open_
 
 
 def _marker_type(reader: SegmentReader, header: BatchHeader) -> int | None:
-    """The control type of a producer's control batch (None when it holds no record): reads the first record's
-    first bytes only. A compressed or non-end-transaction control batch is an error: brokers write their markers
+    """The control type of a producer's control batch (None when it holds no record): reads the (tiny) batch
+    whole, so its CRC guards the type. A compressed or non-end-transaction control batch is an error: brokers write their markers
     uncompressed (``MemoryRecords.withEndTransactionMarker``) and ``EndTransactionMarker.deserialize`` refuses
     other types."""
     if header.records_count == 0 or header.size <= V2_HEADER_SIZE:
@@ -190,7 +190,7 @@ def _marker_type(reader: SegmentReader, header: BatchHeader) -> int | None:
             f"control batch of producer {header.producer_id} at offset {header.base_offset} is compressed "
             f"({header.codec_name}); brokers write transaction markers uncompressed, so its marker type is not "
             "read", path=reader.path, position=header.position)
-    batch = reader.read_at(header.position, header.size)  # a marker batch is tiny; its CRC guards the type
+    batch = reader.read_at(header.position, header.size)
     if not crc_is_valid(batch, header._replace(position=0)):
         raise CrcMismatchError(f"control batch of producer {header.producer_id} at offset {header.base_offset} "
                                "fails its CRC-32C, so its marker type is unknown", path=reader.path,
