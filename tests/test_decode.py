@@ -94,7 +94,11 @@ def log_buffers(draw):
             if codec == "none":
                 data = b"".join(e.data for e in build_legacy_entries(records, magic))
             else:
-                data = build_legacy_wrapper(records, magic, codec).data
+                # now and then the inner entries in the other format (KAFKA-4298's cleaner output)
+                inner_magic = draw(st.sampled_from([magic, magic, magic, 1 - magic]))
+                if inner_magic == 0:
+                    records = [Record(r.offset, -1, r.key, r.value, []) for r in records]
+                data = build_legacy_wrapper(records, magic, codec, inner_magic=inner_magic).data
         else:
             log_append = draw(st.booleans())
             data = build_batch_v2(records, codec=draw(st.sampled_from(CODECS)),
@@ -378,6 +382,51 @@ def test_unknown_magic_and_codec(kernel):
     with pytest.raises(UnsupportedCodecError) as info:
         kernel.decode(bytes(good), DecodeRequest(path="c.log", base_position=8))
     assert info.value.position == 8 and info.value.path == "c.log"
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("wrapper_magic,log_append", [(0, False), (1, False), (1, True)])  # v0: no timestamp type
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4"])
+def test_wrapper_and_inner_magic_may_differ_as_kafka_consumers_allow(kernel, wrapper_magic, log_append, codec):
+    """KAFKA-4298: 0.10.0's log cleaner wrote v1 wrappers around v0 messages (and the reverse). Kafka's consumers
+    read them (DeepRecordsIterator checks matching magic only for produce requests): offsets follow the wrapper's
+    rule, a v0 record has no timestamp, a v1 record takes a LogAppendTime wrapper's timestamp or else its own,
+    and the timestamp type is the wrapper's."""
+    inner_magic = 1 - wrapper_magic
+    records = [Record(100 + i, 1_600_000_000_000 + i, b"k%d" % i, b"v%d" % i, []) for i in range(4)]
+    wrapper = build_legacy_wrapper(records, wrapper_magic, codec, inner_magic=inner_magic,
+                                   timestamp_type=1 if log_append else 0,
+                                   log_append_time=1_700_000_000_000 if log_append else None)
+    head = build_legacy_entries([Record(99, 1_500_000_000_000, None, b"before", [])], wrapper_magic)[0].data
+    res = kernel.decode(head + wrapper.data, DecodeRequest(path="mixed.log", include_metadata=True))
+    assert res.stop == STOP_END
+    rows = kafkaseg_rows(res)
+    assert [r["offset"] for r in rows] == [99, 100, 101, 102, 103]
+    assert [r["value"] for r in rows] == [b"before", b"v0", b"v1", b"v2", b"v3"]
+    if inner_magic == 0:
+        expected_ts = [-1] * 4
+    else:
+        expected_ts = [1_700_000_000_000 if log_append else r.timestamp for r in records]
+    assert [r["timestamp"] for r in rows[1:]] == expected_ts
+    expected_type = -1 if wrapper_magic == 0 else (1 if log_append else 0)
+    assert {r["timestampType"] for r in rows[1:]} == {expected_type}
+    assert set(res.columns["magic"].to_pylist()[1:]) == {wrapper_magic}
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_an_inner_message_with_a_non_legacy_magic_is_corruption(kernel):
+    records = [Record(5, 1_600_000_000_000, None, b"v", [])]
+    wrapper = build_legacy_wrapper(records, 1, "gzip")
+    # rebuild the wrapper around an inner entry whose magic byte says 2
+    from kafkaseg.testing import build_legacy_message, compress
+
+    inner = bytearray(build_legacy_message(0, 1, None, b"v", timestamp=1))
+    inner[16] = 2
+    bad = build_legacy_message(5, 1, None, compress("gzip", bytes(inner), magic=1), timestamp=1, attributes=1)
+    with pytest.raises(CorruptBatchError, match="magic 2 is not a legacy magic") as info:
+        kernel.decode(bad, DecodeRequest(path="bad.log", verify_crc=False, base_position=40))
+    assert info.value.position == 40 and info.value.path == "bad.log"
+    assert kernel.decode(wrapper.data, DecodeRequest()).num_rows == 1
 
 
 def _bad_magic(batch: bytes, magic: int = 3) -> bytes:

@@ -1261,9 +1261,10 @@ cdef class _Decoder:
         return <Py_ssize_t>at
 
     # legacy ------------------------------------------------------------------------------------------------------
-    cdef tuple legacy_entry(self, const uint8_t* buf, Py_ssize_t pos, Py_ssize_t end, int magic_expected,
+    cdef tuple legacy_entry(self, const uint8_t* buf, Py_ssize_t pos, Py_ssize_t end, bint inner,
                             Py_ssize_t where, object owner):
-        """(offset, total, magic, attributes, ts, key_pos, key_len, value_pos, value_len) of one legacy entry."""
+        """(offset, total, magic, attributes, ts, key_pos, key_len, value_pos, value_len) of one legacy entry;
+        ``inner``: it is inside a compressed wrapper, so its magic has not been checked yet."""
         cdef int64_t offset
         cdef int32_t size, key_len, value_len
         cdef uint32_t crc
@@ -1277,9 +1278,9 @@ cdef class _Decoder:
         crc = rdu32(buf + pos + 12)
         magic = <int8_t>buf[pos + 16]
         attributes = <int8_t>buf[pos + 17]
-        if magic_expected >= 0 and magic != magic_expected:
-            raise _Frame(CorruptBatchError, f"compressed message magic {magic} does not match wrapper magic "
-                                            f"{magic_expected}", where)
+        if inner and magic != 0 and magic != 1:
+            raise _Frame(CorruptBatchError, f"compressed message magic {magic} is not a legacy magic (0 or 1)",
+                         where)
         total = 12 + <Py_ssize_t>size
         if size < (14 if magic == 0 else 22) or pos + total > end:
             raise _Frame(CorruptBatchError, f"legacy entry size {size} is invalid here", where)
@@ -1336,7 +1337,7 @@ cdef class _Decoder:
 
     cdef object decode_legacy(self, const uint8_t* buf, Py_ssize_t pos, Py_ssize_t total, int magic,
                               int64_t last_seen):
-        entry = self.legacy_entry(buf, pos, pos + total, -1, pos, self.whole)
+        entry = self.legacy_entry(buf, pos, pos + total, False, pos, self.whole)
         cdef int64_t offset = entry[0]
         cdef int attributes = entry[3]
         cdef int64_t ts = entry[4]
@@ -1375,7 +1376,7 @@ cdef class _Decoder:
         inner = []
         p = 0
         while p < dlen:
-            ientry = self.legacy_entry(data, p, dlen, magic, pos, decompressed)
+            ientry = self.legacy_entry(data, p, dlen, True, pos, decompressed)
             if ientry[3] & CODEC_MASK:
                 raise _Frame(CorruptBatchError, "compressed legacy entry nested inside a compressed wrapper", pos)
             inner.append(ientry)
@@ -1403,10 +1404,11 @@ cdef class _Decoder:
             prev = absolute
             if absolute >= self.max_offset or absolute < self.min_offset:
                 continue
-            if magic == 1:
-                timestamp = ts if log_append else (ientry[4] if ientry[2] == 1 else -1)
-            else:
+            # the twin's _inner_timestamp has the rule (and why inner and wrapper magic may differ)
+            if <int>ientry[2] == 0:
                 timestamp = -1
+            else:
+                timestamp = ts if log_append else <int64_t>ientry[4]
             self.check_ts(timestamp, pos)
             self.emit_legacy(data, ientry, absolute, timestamp, ts_type, magic, codec, first, pos)
         if first >= self.max_offset:

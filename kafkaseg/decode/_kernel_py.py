@@ -434,15 +434,14 @@ def _decode_v2(buf, pos, total, req, out, stats, last_seen):
 _LEGACY_HEAD = struct.Struct(">qiIbb")
 
 
-def _legacy_entry(buf, pos, end, magic_expected, verify_crc, where):
-    """Parse one uncompressed-layout legacy entry at ``pos``: (offset, total, magic, attributes, ts, key, value)."""
+def _legacy_entry(buf, pos, end, inner, verify_crc, where):
+    """Parse one uncompressed-layout legacy entry at ``pos``: (offset, total, magic, attributes, ts, key, value).
+    ``inner``: the entry is inside a compressed wrapper, so its magic has not been checked yet."""
     if end - pos < wb.LEGACY_V0_HEADER_SIZE:
         raise _Frame(TruncatedDataError, "legacy entry header runs past its buffer", where)
     offset, size, crc, magic, attributes = _LEGACY_HEAD.unpack_from(buf, pos)
-    if magic_expected is not None and magic != magic_expected:
-        # AbstractLegacyRecordBatch.DeepRecordsIterator (ensureMatchingMagic): inner and wrapper magic must match.
-        raise _Frame(CorruptBatchError, f"compressed message magic {magic} does not match wrapper magic "
-                                        f"{magic_expected}", where)
+    if inner and magic not in (0, 1):
+        raise _Frame(CorruptBatchError, f"compressed message magic {magic} is not a legacy magic (0 or 1)", where)
     total = wb.LOG_OVERHEAD + size
     if size < wb.MIN_ENTRY_SIZE[magic] or pos + total > end:
         raise _Frame(CorruptBatchError, f"legacy entry size {size} is invalid here", where)
@@ -479,8 +478,20 @@ def _legacy_entry(buf, pos, end, magic_expected, verify_crc, where):
     return offset, total, magic, attributes, ts, key, value
 
 
+def _inner_timestamp(log_append, wrapper_ts, inner_magic, inner_ts):
+    """An inner legacy record's timestamp, as Kafka's consumers read it (AbstractLegacyRecordBatch's
+    DeepRecordsIterator and LegacyRecord.timestamp): none for a v0 record; a v1 record takes a LogAppendTime
+    wrapper's timestamp, else its own. Inner and wrapper magic can differ (KAFKA-4298: 0.10.0's log cleaner
+    rewrote wrappers in the topic's format around the old inner messages); consumers read such sets without
+    checking (``ensureMatchingMagic`` is only on when the broker validates a produce request), so kafkaseg does.
+    The timestamp type is always the wrapper's (consumers take it from the batch)."""
+    if inner_magic == 0:
+        return -1
+    return wrapper_ts if log_append else inner_ts
+
+
 def _decode_legacy(buf, pos, total, magic, req, out, stats, last_seen):
-    offset, _, _, attributes, ts, key, value = _legacy_entry(buf, pos, pos + total, None, req.verify_crc, pos)
+    offset, _, _, attributes, ts, key, value = _legacy_entry(buf, pos, pos + total, False, req.verify_crc, pos)
     codec = attributes & wb.CODEC_MASK
     log_append = magic == 1 and bool(attributes & wb.TIMESTAMP_TYPE_MASK)
     ts_type = -1 if magic == 0 else (1 if log_append else 0)
@@ -507,7 +518,7 @@ def _decode_legacy(buf, pos, total, magic, req, out, stats, last_seen):
     inner = []
     p = 0
     while p < len(data):
-        entry = _legacy_entry(data, p, len(data), magic, req.verify_crc, pos)
+        entry = _legacy_entry(data, p, len(data), True, req.verify_crc, pos)
         if entry[3] & wb.CODEC_MASK:
             raise _Frame(CorruptBatchError, "compressed legacy entry nested inside a compressed wrapper", pos)
         inner.append(entry)
@@ -539,10 +550,7 @@ def _decode_legacy(buf, pos, total, magic, req, out, stats, last_seen):
             continue
         if absolute < req.min_offset:
             continue
-        if magic == 1:
-            timestamp = ts if log_append else (inner_ts if inner_magic == 1 else -1)
-        else:
-            timestamp = -1
+        timestamp = _inner_timestamp(log_append, ts, inner_magic, inner_ts)
         _check_timestamp(timestamp, pos)
         meta = (-1, -1, -1, -1, False, False, magic, codec, first, req.base_position + pos) \
             if req.include_metadata else None

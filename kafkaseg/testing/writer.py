@@ -291,8 +291,14 @@ def build_legacy_message(offset: int, magic: int, key: bytes | None, value: byte
 
 
 def build_legacy_wrapper(records: Sequence[Record], magic: int, codec: int | str, *,
-                         timestamp_type: int = CREATE_TIME, log_append_time: int | None = None) -> EncodedBatch:
-    """A compressed legacy wrapper holding ``records`` (inner entries uncompressed, offsets per magic's rule)."""
+                         timestamp_type: int = CREATE_TIME, log_append_time: int | None = None,
+                         inner_magic: int | None = None) -> EncodedBatch:
+    """A compressed legacy wrapper holding ``records`` (inner entries uncompressed, offsets per the wrapper
+    magic's rule). ``inner_magic`` writes the inner entries in the other legacy format, as 0.10.0's log cleaner
+    did (KAFKA-4298: a v1 wrapper around v0 messages, or the reverse); the default is the wrapper's magic."""
+    inner_magic = magic if inner_magic is None else inner_magic
+    if inner_magic not in (0, 1):
+        raise InvalidOptionError(f"legacy inner magic must be 0 or 1, not {inner_magic}")
     cid = codec_id(codec)
     if cid == 0 or cid == 4:
         raise InvalidOptionError(f"legacy wrappers take gzip, snappy or lz4, not codec {cid}")
@@ -302,8 +308,8 @@ def build_legacy_wrapper(records: Sequence[Record], magic: int, codec: int | str
     inner = []
     for r in records:
         inner_offset = r.offset - first if magic == 1 else r.offset
-        inner.append(build_legacy_message(inner_offset, magic, r.key, r.value,
-                                           timestamp=r.timestamp if magic == 1 else NO_TIMESTAMP))
+        inner.append(build_legacy_message(inner_offset, inner_magic, r.key, r.value,
+                                           timestamp=r.timestamp if inner_magic == 1 else NO_TIMESTAMP))
     payload = compress(cid, b"".join(inner), magic=magic)
     attributes = cid
     wrapper_ts = NO_TIMESTAMP
