@@ -29,7 +29,11 @@ one implementation of the rule. Here:
 * index floors are binary searches over the index FILES with positioned reads of single entries (a live broker's
   preallocated zero tail is found by binary search too); a missing or insane index is rebuilt in memory from the
   segment's batch headers (:func:`kafkaseg.storage.indexes.load_indexes`), which the stats report;
-* log reads are batch headers from the offset-index floor plus the one batch that holds the answer.
+* log reads are batch headers from the offset-index floor plus the one batch that holds the answer;
+* where files disagree, answers come from the log as after the broker's recovery: an index whose last entry lies
+  past its log's data is rebuilt (one entry read per index checks it), the active segment ends at a batch at or past
+  the high watermark that fails its CRC (the batches past the high watermark are read once), and an unreadable
+  checkpoint an answer depends on raises instead of falling back.
 
 :class:`LookupStats` counts index entries read, index and log bytes read, and files opened.
 """
@@ -41,11 +45,20 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Iterator
 
-from kafkaseg.errors import CorruptDataError, CorruptIndexError, InvalidOptionError, KafkaSegError, LayoutError
+from kafkaseg.errors import (
+    CorruptCheckpointError,
+    CorruptDataError,
+    CorruptIndexError,
+    InvalidOptionError,
+    KafkaSegError,
+    LayoutError,
+)
+from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 from kafkaseg.storage.layout import PartitionDir, last_stable_offset, partition_log_end_offset
 from kafkaseg.storage.probed_index import LoadedIndexView, ProbedIndex
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader
 from kafkaseg.wire.batch import BatchHeader
+from kafkaseg.wire.crc import crc_is_valid
 
 __all__ = [
     "EARLIEST", "LATEST", "MAX_TIMESTAMP", "EARLIEST_LOCAL", "LATEST_TIERED",
@@ -172,16 +185,23 @@ class RecordLocation:
 
 class PartitionLookup:
     """Lookups on one :class:`~kafkaseg.storage.layout.PartitionDir`. Index files are opened lazily and kept open
-    until :meth:`close` (use as a context manager); ``stats`` accumulates over calls."""
+    until :meth:`close` (use as a context manager); ``stats`` accumulates over calls.
+
+    An answer that depends on an unreadable ``replication-offset-checkpoint`` (latest, and timestamp answers capped
+    at it) or ``log-start-offset-checkpoint`` (earliest, and every timestamp answer) raises
+    :class:`~kafkaseg.errors.CorruptCheckpointError`; ``checkpoints_checked=True`` is for a caller that has applied
+    its own policy to them already (planning: fall back to the log under ``onCorruption=skip``)."""
 
     def __init__(self, partition_dir: PartitionDir, *, isolation: str = "read_uncommitted",
-                 max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES, verify_crc: bool = True):
+                 max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES, verify_crc: bool = True,
+                 checkpoints_checked: bool = False):
         if isolation not in ISOLATION_LEVELS:
             raise InvalidOptionError(f"isolation {isolation!r} is not one of {', '.join(ISOLATION_LEVELS)}")
         self.pdir = partition_dir
         self.isolation = isolation
         self.max_batch_bytes = max_batch_bytes
         self.verify_crc = verify_crc
+        self.checkpoints_checked = checkpoints_checked
         self.fs = partition_dir.filesystem
         self.segments = partition_dir.segments
         self.bases = [s.base_offset for s in self.segments]
@@ -190,6 +210,7 @@ class PartitionLookup:
         self._largest: dict[int, tuple[int, int]] = {}
         self._leo: int | None = None
         self._fetchable: int | None = None
+        self._torn: tuple[int, int] | None | bool = False  # False: not looked for yet
 
     # -- plumbing --------------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -215,6 +236,11 @@ class PartitionLookup:
                     index = ProbedIndex(path, kind, seg.base_offset, self.fs, self.stats)
                 except (CorruptIndexError, LayoutError) as err:
                     reason = f"unusable index ({err})"
+                else:
+                    stale = self._stale_entry(i, index)
+                    if stale is not None:
+                        index.close()
+                        index, reason = None, f"stale index ({stale})"
             if index is None:
                 from kafkaseg.storage.indexes import rebuild_indexes
 
@@ -230,11 +256,78 @@ class PartitionLookup:
                 self._indexes[key] = index
         return self._indexes[key]
 
-    def _headers(self, i: int, start: int) -> Iterator[BatchHeader]:
+    def _stale_entry(self, i: int, index: ProbedIndex) -> str | None:
+        """Why the last entry of segment ``i``'s index file cannot describe its log, or None. An index that runs
+        ahead of its log (a copy taken while the broker wrote, a log truncated after its index was flushed) has
+        entries past the data; the broker's recovery rebuilds such a segment's indexes from the log (it recovers
+        every segment past the recovery point), so kafkaseg rebuilds them too instead of answering from entries
+        for records that are not there. One entry read per index."""
         seg = self.segments[i]
+        if not len(index):
+            return None
+        if index.kind == "offset":
+            offset, position = index.last()
+            if position >= seg.log_size:
+                return f"entry for offset {offset} points at byte {position}, past the log's {seg.log_size} bytes"
+            return None
+        _, offset = index.last()
+        end = self.bases[i + 1] if i + 1 < len(self.segments) else self._segment_end_from_headers(i)
+        if offset >= end:
+            return f"last entry is for offset {offset}, but the segment's records end below {end}"
+        return None
+
+    def _segment_end_from_headers(self, i: int) -> int:
+        """The offset after the last whole batch of segment ``i``, walking headers from its offset index's last
+        entry (about one index interval); for the last segment, the log end offset."""
+        if i == len(self.segments) - 1:
+            return self.log_end_offset()
+        end = self.bases[i]
+        _, position = self._index(i, "offset").last()
+        for header in self._headers(i, position):
+            end = header.next_offset
+        return end
+
+    def _unacknowledged_tear(self) -> tuple[int, int] | None:
+        """``(offset, position)`` where the active segment's first batch at or past the high watermark that fails
+        its CRC starts, or None. Such a batch was never acknowledged, and the broker's recovery truncates the log at
+        the first invalid batch (``LogSegment.recover``), so lookups end the log there, as planning does for torn
+        framing. A bad batch below the high watermark is corruption of acknowledged data and raises where it is
+        read. Without a checkpointed high watermark nothing is known to be unacknowledged: None. Reads the batches
+        past the high watermark once."""
+        if self._torn is False:
+            self._torn = None
+            hw = self.pdir.high_watermark
+            if hw is not None and self.segments and self.verify_crc:
+                last = len(self.segments) - 1
+                _, position = self._index(last, "offset").floor(max(hw, self.bases[last]))
+                seg = self.segments[last]
+                with SegmentReader(seg.log_path, self.fs) as reader:
+                    self.stats.files_opened += 1
+                    try:
+                        for header in reader.iter_headers(position, max_batch_bytes=self.max_batch_bytes):
+                            self.stats.headers += 1
+                            if header.last_offset < hw:
+                                continue
+                            data = reader.read_at(header.position, header.size)
+                            self.stats.log_bytes += len(data)
+                            if len(data) < header.size or not crc_is_valid(data, header._replace(position=0)):
+                                self._torn = (header.base_offset, header.position)
+                                break
+                    except CorruptDataError:
+                        pass  # framing: the header walks decide (log_end_offset raises or reports it)
+        return self._torn
+
+    def _headers(self, i: int, start: int) -> Iterator[BatchHeader]:
+        """Batch headers of segment ``i`` from byte ``start``; in the active segment, not past a torn
+        unacknowledged batch (:meth:`_unacknowledged_tear`)."""
+        seg = self.segments[i]
+        torn = self._unacknowledged_tear() if i == len(self.segments) - 1 else None
+        stop = None if torn is None else torn[1]
         with SegmentReader(seg.log_path, self.fs) as reader:
             self.stats.files_opened += 1
             for header in reader.iter_headers(start, max_batch_bytes=self.max_batch_bytes, block_size=16 * 1024):
+                if stop is not None and header.position >= stop:
+                    return
                 self.stats.headers += 1
                 self.stats.log_bytes += 61
                 yield header
@@ -270,8 +363,19 @@ class PartitionLookup:
         return offsets, stamps, key_sizes, value_sizes
 
     # -- partition facts -------------------------------------------------------------------------------------
+    def _bounding_checkpoint(self, name: str, what: str) -> None:
+        """Raise when checkpoint ``name``, which decides ``what``, is unreadable: an answer that depends on it
+        must not silently fall back to the log (the rule planning applies to strict reads)."""
+        if self.checkpoints_checked:
+            return
+        for unreadable, why in self.pdir.unreadable_checkpoints:
+            if unreadable == name:
+                raise CorruptCheckpointError(f"{name} of {self.pdir.log_dir} is unreadable ({why}), so {what} of "
+                                             f"{self.pdir.topic}-{self.pdir.partition} is unknown")
+
     @property
     def log_start_offset(self) -> int:
+        self._bounding_checkpoint(LOG_START_OFFSET_CHECKPOINT, "the log start offset")
         start = self.pdir.log_start_offset
         return 0 if start is None else start
 
@@ -280,10 +384,15 @@ class PartitionLookup:
             # a header walk allocates nothing from a length field: no batch size limit (kafkaseg offsets has none)
             leo = partition_log_end_offset(self.pdir, max_batch_bytes=None)
             self._leo = self.log_start_offset if leo is None else leo
+            torn = self._unacknowledged_tear()
+            if torn is not None:
+                self._leo = min(self._leo, torn[0])
         return self._leo
 
     def high_watermark(self) -> int:
-        """The checkpointed high watermark, capped at the log end offset (the log end offset when none)."""
+        """The checkpointed high watermark, capped at the log end offset (the log end offset when none; an
+        unreadable checkpoint raises)."""
+        self._bounding_checkpoint(REPLICATION_OFFSET_CHECKPOINT, "the high watermark")
         hw = self.pdir.high_watermark
         leo = self.log_end_offset()
         return leo if hw is None else min(hw, leo)

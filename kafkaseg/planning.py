@@ -651,8 +651,8 @@ def _offset_for_timestamp(part: _Partition, timestamp: int, log_start: int, uppe
     """Kafka's ListOffsets rule through :class:`kafkaseg.lookup.PartitionLookup` (O(log segments) index entries,
     one index interval of log), capped at this scan's upper bound instead of the last fetchable offset."""
     options = part.options
-    with PartitionLookup(part.pdir, max_batch_bytes=options.max_batch_bytes,
-                         verify_crc=options.verify_crc) as lookup:
+    with PartitionLookup(part.pdir, max_batch_bytes=options.max_batch_bytes, verify_crc=options.verify_crc,
+                         checkpoints_checked=True) as lookup:  # _bounds applied the checkpoint policy
         found = lookup.offset_for_timestamp(timestamp)
     if found is None or found < log_start or found >= upper:
         return None

@@ -199,3 +199,116 @@ def test_bench_lookup_quick_runs(tmp_path):
                           capture_output=True, text=True, env=env, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "verdict: time lookup median" in proc.stdout
+
+
+# --- files that disagree: answers come from the log, as after the broker's recovery ---------------------------------
+def _copy_partition_dir(tmp_path):
+    """One partition, 2000 records in 20-record batches, 64 KiB segments, preallocated active indexes (a live
+    broker's)."""
+    root = tmp_path / "dir"
+    write_data_dir(root, [TopicSpec("t", partitions=1, records_per_partition=2000, records_per_batch=20,
+                                    segment_bytes=64 * 1024, preallocate_active_index=64 * 1024)], seed=3)
+    return root
+
+
+def _lookup(root, **kw):
+    (pdir,) = discover(str(root))
+    return PartitionLookup(pdir, **kw)
+
+
+def _records_on_disk(root):
+    """(offset, timestamp) of every record kafka-python reads from the partition's logs, stopping at a bad batch."""
+    out = []
+    for log in sorted((root / "t-0").glob("*.log")):
+        records = MemoryRecords(log.read_bytes())
+        while (batch := records.next_batch()) is not None:
+            if not batch.validate_crc():
+                return out
+            out.extend((r.offset, r.timestamp) for r in batch)
+    return out
+
+
+def test_an_index_running_ahead_of_a_truncated_log_is_rebuilt(tmp_path):
+    """A copy of an active segment taken after its indexes were flushed but with the log cut short: the index and
+    time index hold entries for records that are not there. The broker's recovery rebuilds them from the log."""
+    root = _copy_partition_dir(tmp_path)
+    active = sorted((root / "t-0").glob("*.log"))[-1]
+    size = active.stat().st_size
+    with open(active, "r+b") as fh:  # cut at a batch boundary about 60% in
+        data = fh.read()
+        batches, pos = [], 0
+        while pos < len(data):
+            batches.append(pos)
+            pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+        fh.truncate(batches[len(batches) * 3 // 5])
+    assert active.stat().st_size < size
+    records = _records_on_disk(root)
+    last_offset, last_ts = records[-1]
+    with _lookup(root) as lookup:
+        assert lookup.log_end_offset() == last_offset + 1
+        assert lookup.list_offset(LATEST).offset == last_offset + 1  # HW above the log end: capped
+        top = max(ts for _, ts in records)
+        assert lookup.list_offset(MAX_TIMESTAMP).offset == next(o for o, ts in records if ts == top)
+        assert lookup.list_offset(last_ts).offset == next(o for o, ts in records if ts >= last_ts)
+        assert lookup.list_offset(last_ts + 1).offset is None
+        assert any("stale index" in why for _, why in lookup.stats.rebuilt_indexes)
+
+
+def _tear_last_batch(root):
+    """Zero the second half of the active segment's last batch (its header stays whole, its CRC fails)."""
+    active = sorted((root / "t-0").glob("*.log"))[-1]
+    data = active.read_bytes()
+    pos = last = 0
+    while pos < len(data):
+        last = pos
+        pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+    torn_base = int.from_bytes(data[last:last + 8], "big")
+    with open(active, "r+b") as fh:
+        fh.seek(last + (pos - last) // 2)
+        fh.write(bytes(pos - (last + (pos - last) // 2)))
+    return torn_base
+
+
+def test_a_torn_batch_past_the_high_watermark_ends_the_log_as_recovery_would(tmp_path):
+    import re
+
+    root = _copy_partition_dir(tmp_path)
+    torn_base = _tear_last_batch(root)
+    ckpt = root / "replication-offset-checkpoint"  # the torn batch was never acknowledged
+    ckpt.write_text(re.sub(r"^t 0 \d+", f"t 0 {torn_base}", ckpt.read_text(), flags=re.M))
+    records = _records_on_disk(root)  # kafka-python stops at the bad CRC
+    assert records[-1][0] == torn_base - 1
+    with _lookup(root) as lookup:
+        assert lookup.log_end_offset() == torn_base
+        assert lookup.list_offset(LATEST).offset == torn_base
+        top = max(ts for _, ts in records)
+        assert lookup.list_offset(MAX_TIMESTAMP).offset == next(o for o, ts in records if ts == top)
+        answer = lookup.list_offset(records[-1][1] + 1)  # only the torn batch's records could match
+        assert answer.offset is None
+
+
+def test_a_torn_batch_below_the_high_watermark_is_an_error(tmp_path):
+    from kafkaseg.errors import CrcMismatchError
+
+    root = _copy_partition_dir(tmp_path)  # high watermark 2000: the torn batch was acknowledged
+    _tear_last_batch(root)
+    with _lookup(root) as lookup, pytest.raises(CrcMismatchError) as info:
+        lookup.list_offset(MAX_TIMESTAMP)
+    assert info.value.path.endswith(".log")
+
+
+@pytest.mark.parametrize("name,spec", [("replication-offset-checkpoint", LATEST),
+                                       ("log-start-offset-checkpoint", EARLIEST)])
+def test_an_unreadable_bounding_checkpoint_is_an_error_not_a_fallback(tmp_path, name, spec):
+    from kafkaseg.errors import CorruptCheckpointError
+
+    root = _copy_partition_dir(tmp_path)
+    (root / name).write_text("0\n1\nt 0 19x3\n")
+    with _lookup(root) as lookup:
+        with pytest.raises(CorruptCheckpointError, match=name):
+            lookup.list_offset(spec)
+        with pytest.raises(CorruptCheckpointError, match=name):
+            lookup.list_offset(1_700_000_000_000)
+    other = LATEST if spec == EARLIEST else EARLIEST
+    with _lookup(root) as lookup:
+        assert lookup.list_offset(other).offset is not None
