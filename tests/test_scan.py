@@ -228,3 +228,29 @@ def test_unreadable_segment_files_raise_a_layout_error_naming_them(tmp_path, kin
         log.symlink_to(tmp_path / "gone.log")
     with pytest.raises(LayoutError, match=log.name):
         kafkaseg.read_arrow(str(tmp_path), upperBound="logEndOffset")
+
+
+@pytest.mark.parametrize("hw_at", [0.55, 0.75, 0.9])
+def test_read_committed_with_a_high_watermark_below_the_log_end_stops_at_kafkas_last_stable_offset(tmp_path, hw_at):
+    """A copy whose high watermark lags its log end (and so lies below producer snapshots written at later rolls):
+    read_committed returns exactly what a read_committed consumer would, with the last stable offset computed
+    record by record from the writer's manifest (the first offset of any transaction whose marker is not below
+    the high watermark, or that is still open)."""
+    manifest = write_data_dir(tmp_path, [TopicSpec("pay", partitions=1, records_per_partition=1500,
+                                                   records_per_batch=20, transactional=True,
+                                                   transaction_producers=3, abort_ratio=0.4, open_transactions=1,
+                                                   codec="lz4", segment_bytes=32 * 1024)], seed=1)
+    part = manifest.partition("pay", 0)
+    hw = int(part.log_end_offset * hw_at)
+    (tmp_path / "replication-offset-checkpoint").write_text(f"0\n1\npay 0 {hw}\n")
+    assert any(int(p.stem) > hw for p in (tmp_path / "pay-0").glob("*.snapshot"))
+    first, spans = {}, []
+    for r in part.records:
+        if r.is_control:
+            spans.append((first.pop(r.producer_id), r.offset))
+        elif r.txn_state and r.producer_id not in first:
+            first[r.producer_id] = r.offset
+    lso = min([hw] + [f for f, marker in spans if f < hw <= marker] + [f for f in first.values() if f < hw])
+    expected = [r.offset for r in part.records if not r.is_control and r.offset < lso and not r.aborted]
+    table = kafkaseg.read_arrow(str(tmp_path), **{"kafka.isolation.level": "read_committed"})
+    assert table.column("offset").to_pylist() == expected

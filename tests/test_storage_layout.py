@@ -234,6 +234,20 @@ def test_last_stable_offset_open_and_unreplicated_transactions(tmp_path):
     assert last_stable_offset(_txn_partition(tmp_path / "e", [_batch(0, 4)], hw=2)) == 2
 
 
+def test_last_stable_offset_ignores_snapshots_above_the_high_watermark(tmp_path):
+    """A broker snapshots producer state at every roll, so a copy whose high watermark lags its log end often has a
+    snapshot above the high watermark. Transactions completed between the two are gone from that snapshot, but
+    their markers are not replicated yet: they still hold the last stable offset down."""
+    batches = [_batch(0, 2), _batch(2, 3, pid=7, transactional=True), _batch(5, 2),
+               _batch(7, 1, pid=7, transactional=True, control=True), _batch(8, 2)]
+    after_marker = ProducerSnapshotEntry(7, 0, 2, 4, 7, 1000, 0, -1)  # at 8: producer 7 has nothing open
+    pd = _txn_partition(tmp_path / "a", batches, hw=6, snapshot=(8, [after_marker]))
+    assert last_stable_offset(pd) == 2
+    # with the high watermark past the marker the transaction is stable and the snapshot may be used
+    pd = _txn_partition(tmp_path / "b", batches, hw=10, snapshot=(8, [after_marker]))
+    assert last_stable_offset(pd) == 10
+
+
 def test_last_stable_offset_uses_the_producer_snapshot(tmp_path):
     # producer 9 opened a transaction at offset 1, in data no longer walked: only the snapshot knows
     batches = [_batch(0, 1), _batch(1, 2, pid=9, transactional=True), _batch(3, 2), _batch(5, 1)]

@@ -586,8 +586,9 @@ def last_stable_offset(partition_dir: PartitionDir, *,
     is still open, or whose marker is not below the high watermark, capped by the high watermark (the log end
     offset when no high watermark was checkpointed). None when the partition has no segments.
 
-    Producer state comes from the latest readable ``.snapshot`` at or below the log end offset (its
-    ``currentTxnFirstOffset`` entries), then a header-only walk of the batches after it: a transactional data batch
+    Producer state comes from the latest readable ``.snapshot`` at or below the high watermark (its
+    ``currentTxnFirstOffset`` entries; a later snapshot has forgotten transactions whose markers lie between the
+    high watermark and it, which still hold the last stable offset down), then a header-only walk of the batches after it: a transactional data batch
     from producer P opens a transaction at its base offset when P has none open; a control batch from P ends it.
     Without a usable snapshot the walk starts at the first segment. Corrupt framing raises, or, when ``errors`` is
     a list (a lenient read), is appended to it, ends that segment's walk and forgets the transactions open there
@@ -610,7 +611,7 @@ def last_stable_offset(partition_dir: PartitionDir, *,
     candidates = sorted(((snapshot_offset_from_name(_fs.basename(p)), p) for p in partition_dir.snapshot_paths),
                         reverse=True)
     for offset, path in candidates:
-        if offset is None or offset > end:
+        if offset is None or offset > bound:
             continue
         try:
             snapshot = read_producer_snapshot(path, partition_dir.filesystem)
