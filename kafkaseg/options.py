@@ -8,9 +8,11 @@ option and what it accepts.
 The options that Spark's own Kafka source knows keep its meaning (``KafkaSourceProvider.scala``,
 ``JsonUtils.scala``, ``KafkaOffsetRangeCalculator.scala`` in apache/spark ``connector/kafka-0-10-sql``):
 
-* ``assign`` (JSON ``{"t":[0,1]}``), ``subscribe`` (comma list), ``subscribePattern`` (a regex that must match the
-  whole topic name, like Java's ``Pattern.matcher(topic).matches()``): at most one. Unlike Spark, which requires one,
-  none given means every topic found on disk.
+* ``assign`` (JSON ``{"t":[0,1]}``), ``subscribe`` (comma list), ``subscribePattern`` (a regex found anywhere in
+  the topic name, never matching internal topics, as Spark's admin-based ``SubscribePatternStrategy``): at most one.
+  Unlike Spark, which requires one, none given means every topic found on disk (then ``topic``, a sink option
+  Spark's reader ignores, is an error rather than a silent read of everything), and internal topics named in
+  ``subscribe``/``assign`` are read (Spark's reader drops them).
 * ``startingOffsets`` ``"earliest"`` (default) or JSON ``{"t":{"0":23,"1":-2}}`` (-2 earliest; -1 latest is
   rejected for a batch read, as Spark does), ``endingOffsets`` ``"latest"`` (default) or JSON (-1 latest; -2
   earliest rejected). ``startingTimestamp``/``endingTimestamp`` (ms, every partition) and
@@ -52,6 +54,7 @@ __all__ = [
     "LATEST",
     "OPTION_NAMES",
     "IGNORED_OPTIONS",
+    "INTERNAL_TOPICS",
     "IGNORED_KAFKA_OPTIONS",
     "IGNORED_KAFKA_OPTION_PREFIXES",
     "REJECTED_KAFKA_OPTIONS",
@@ -77,6 +80,11 @@ OPTION_NAMES: tuple[str, ...] = (
     "filterPushdown", "readMode",
     "path", "paths",
 )
+
+#: Kafka's internal topics (``Topic.INTERNAL_TOPICS``) and its KRaft metadata log, none of which
+#: ``Admin.listTopics()`` returns: ``subscribePattern`` never matches them, as in Spark. ``subscribe``/``assign``
+#: read them when named (Spark's reader silently returns nothing for them), and no selection reads every topic.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata"})
 
 #: Spark Kafka source options that only matter for a live cluster or a stream: accepted, recorded, no effect.
 IGNORED_OPTIONS: tuple[str, ...] = (
@@ -231,7 +239,9 @@ class ReadOptions:
         if self.subscribe is not None:
             return topic in self.subscribe
         if self.subscribe_pattern is not None:
-            return re.fullmatch(self.subscribe_pattern, topic) is not None
+            # Spark (SubscribePatternStrategy): the regex is searched for anywhere in the name (Scala's findFirstIn)
+            # among the topics Admin.listTopics() returns, which leaves out internal topics
+            return topic not in INTERNAL_TOPICS and re.search(self.subscribe_pattern, topic) is not None
         return True
 
     def selects(self, topic: str, partition: int) -> bool:
@@ -320,6 +330,13 @@ class ReadOptions:
             raise InvalidOptionError(
                 f"only one of the options 'assign', 'subscribe', 'subscribePattern' can be given, got "
                 f"{', '.join(repr(s) for s in strategies)}")
+        if not strategies and "topic" in ignored:
+            # Spark's reader requires a selection and so never reaches `topic`; here no selection means every
+            # topic on disk, which would silently read far more than the user who wrote topic=... meant.
+            raise InvalidOptionError(
+                "option 'topic' is a Kafka sink (write) option, which Spark's Kafka reader ignores; to read a topic "
+                "give subscribe=<topic> (or assign / subscribePattern). Without any of them kafkaseg reads every "
+                "topic on disk")
         if "assign" in raw:
             kwargs["assign"] = _parse_assign(raw["assign"])
         if "subscribe" in raw:

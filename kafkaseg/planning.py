@@ -38,6 +38,7 @@ entry) until there are enough.
 from __future__ import annotations
 
 import bisect
+import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -1095,7 +1096,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
     """Plan a scan of ``paths`` (log dirs, topic-partition dirs, ``.log`` files, globs; default
     ``options.paths``): discover partitions, keep those the topic options and ``predicates`` select, choose
     replicas, resolve each partition's ``[start, end)``, prune segments, and cut slices."""
-    if paths is None or (not isinstance(paths, str) and not paths):
+    if paths is None or (not isinstance(paths, (str, os.PathLike)) and not paths):
         paths = list(options.paths)
     if not paths:
         raise LayoutError("nothing to read: no path given")

@@ -111,9 +111,10 @@ def test_same_option_twice_in_different_case():
 
 @pytest.mark.parametrize("name", IGNORED_OPTIONS)
 def test_spark_stream_options_are_accepted_and_ignored(name):
-    options = ReadOptions.from_options({name.upper(): "123"})
+    selection = {"subscribe": "t"} if name == "topic" else {}  # `topic` alone is an error (see below)
+    options = ReadOptions.from_options({name.upper(): "123", **selection})
     assert options.ignored == (name,)
-    assert options == ReadOptions()  # ignored is not part of equality: no effect on anything else
+    assert options == ReadOptions.from_options(selection)  # ignored is not part of equality: no effect
     assert options.as_dict()["ignored"] == [name]
 
 
@@ -135,7 +136,7 @@ def test_consumer_tuning_is_ignored_and_a_misspelled_kafka_setting_is_unknown():
     audit: kafka.max.poll.records was refused); a name no consumer knows is likelier a typo."""
     for name in ("kafka.max.poll.records", "kafka.fetch.max.bytes", "kafka.check.crcs", "kafka.client.rack"):
         assert name in parse(**{name: "5"}).ignored
-    assert "topic" in parse(topic="t").ignored  # a sink option, which Spark's reader ignores as well
+    assert "topic" in parse(topic="t", subscribe="t").ignored  # a sink option, which Spark's reader ignores too
     rejects({"kafka.max.pol.records": "5"}, "kafka.max.pol.records", "kafka.isolation.level")
 
 
@@ -177,13 +178,27 @@ def test_subscribe():
     rejects({"subscribe": ["a", 1]}, "'subscribe'")
 
 
-def test_subscribe_pattern_is_a_full_match():
+def test_subscribe_pattern_is_searched_for_and_never_matches_internal_topics():
+    """Spark's SubscribePatternStrategy (the admin-based reader, Spark's default since 3.4): ``findFirstIn`` over
+    the names Admin.listTopics() returns, which leaves out internal topics."""
     options = parse(subscribePattern=" top.* ")
     assert options.subscribe_pattern == "top.*"
-    assert options.selects_topic("topic") and not options.selects_topic("my-topic")
-    assert not parse(subscribePattern="t").selects_topic("topic")  # not a search
+    assert options.selects_topic("topic") and options.selects_topic("my-topic")
+    assert parse(subscribePattern="rder").selects_topic("orders")
+    assert not parse(subscribePattern="^top.*$").selects_topic("my-topic")
+    for internal in ("__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata"):
+        assert not parse(subscribePattern=".*").selects_topic(internal)
+        assert parse(subscribe=internal).selects_topic(internal)  # named: read (Spark's reader drops them)
+        assert parse().selects_topic(internal)  # no selection: every topic on disk
+    assert parse(subscribePattern=".*").selects_topic("__my_own")  # only Kafka's internal topics are left out
     rejects({"subscribePattern": "  "}, "'subscribePattern'", "non-empty")
     rejects({"subscribePattern": "(unclosed"}, "'subscribePattern'", "not a valid regular expression")
+
+
+def test_topic_without_a_selection_is_an_error_not_a_read_of_everything():
+    rejects({"topic": "orders"}, "'topic'", "sink", "subscribe=")
+    rejects({"TOPIC": "orders"}, "'topic'")
+    assert parse(topic="orders", subscribe="orders").subscribe == ("orders",)  # ignored, as by Spark's reader
 
 
 def test_only_one_strategy():

@@ -215,7 +215,8 @@ def test_topic_selection_and_predicates(tmp_path):
     names = lambda plan: sorted({(s.topic, s.partition) for s in plan.slices})  # noqa: E731
     assert names(plan_scan(str(log_dir), opts(subscribe="alpha,gamma"))) == [("alpha", 0), ("alpha", 1),
                                                                            ("gamma", 0)]
-    assert names(plan_scan(str(log_dir), opts(subscribePattern="a.*"))) == [("alpha", 0), ("alpha", 1)]
+    assert names(plan_scan(str(log_dir), opts(subscribePattern="^al"))) == [("alpha", 0), ("alpha", 1)]
+    assert names(plan_scan(str(log_dir), opts(subscribePattern="et"))) == [("beta", 0)]  # searched, as Spark does
     assert names(plan_scan(str(log_dir), opts(assign='{"alpha":[1],"beta":[0]}'))) == [("alpha", 1), ("beta", 0)]
     plan = plan_scan(str(log_dir), opts(), Predicates(topics=frozenset({"alpha", "beta"}),
                                                       partitions=frozenset({0})))

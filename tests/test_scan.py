@@ -254,3 +254,10 @@ def test_read_committed_with_a_high_watermark_below_the_log_end_stops_at_kafkas_
     expected = [r.offset for r in part.records if not r.is_control and r.offset < lso and not r.aborted]
     table = kafkaseg.read_arrow(str(tmp_path), **{"kafka.isolation.level": "read_committed"})
     assert table.column("offset").to_pylist() == expected
+
+
+def test_paths_may_be_path_objects(sample):
+    root = Path(sample[0])
+    assert kafkaseg.read_arrow(root).num_rows == kafkaseg.read_arrow(str(root)).num_rows > 0
+    partition = next(p for p in sorted(root.iterdir()) if p.is_dir())
+    assert kafkaseg.read_arrow(partition).num_rows == kafkaseg.read_arrow([str(partition)]).num_rows > 0

@@ -29,6 +29,7 @@ topic is the folder's name and the partition is -1 (unknown).
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
@@ -439,7 +440,7 @@ def _looks_like_partition_dir(entries: Sequence[_fs.FileEntry]) -> bool:
         names & {ckpt.LEADER_EPOCH_CHECKPOINT, ckpt.PARTITION_METADATA})
 
 
-def discover(paths: str | Sequence[str]) -> list[PartitionDir]:
+def discover(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[PartitionDir]:
     """Every partition replica under ``paths``: log dirs, topic-partition dirs, single ``.log`` files, or globs
     of those (local or any pyarrow filesystem URI). The same topic-partition under several log dirs (several
     brokers' copies) is returned once per copy: see :func:`choose_replicas`. Sorted by (topic, partition, path).
@@ -447,11 +448,11 @@ def discover(paths: str | Sequence[str]) -> list[PartitionDir]:
     Raises :class:`LayoutError` for a path that does not exist, a glob that matches nothing, or a folder that is
     neither a log dir nor a topic-partition dir.
     """
-    if isinstance(paths, str):
+    if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     found: dict[str, PartitionDir] = {}
     for given in paths:
-        filesystem, resolved = _expand(str(given))
+        filesystem, resolved = _expand(os.fspath(given) if isinstance(given, os.PathLike) else str(given))
         if not resolved:
             raise LayoutError(f"{given}: no such file or directory (or the glob matched nothing)")
         for path in resolved:
