@@ -314,7 +314,8 @@ def _partial_tail(piece, file_size, pos, end, options, stats, metrics):
 
 @dataclass
 class Scan:
-    """A planned scan: ``plan`` says what will be read (and what was pruned), ``metrics`` fills while iterating."""
+    """A planned scan: ``plan`` says what will be read (and what was pruned), ``metrics`` fills while iterating.
+    Each iteration reads the files again and starts a new ``metrics`` (so it describes the latest read)."""
 
     plan: ScanPlan
     options: ReadOptions
@@ -325,8 +326,9 @@ class Scan:
         return arrow_schema(self.options.include_headers, self.options.include_metadata)
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
+        metrics = self.metrics = ScanMetrics()
         for piece in self.plan.slices:
-            yield from read_slice(piece, self.options, self.metrics)
+            yield from read_slice(piece, self.options, metrics)
 
     def to_table(self) -> pa.Table:
         return pa.Table.from_batches(list(self), schema=self.schema)

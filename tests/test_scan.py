@@ -261,3 +261,11 @@ def test_paths_may_be_path_objects(sample):
     assert kafkaseg.read_arrow(root).num_rows == kafkaseg.read_arrow(str(root)).num_rows > 0
     partition = next(p for p in sorted(root.iterdir()) if p.is_dir())
     assert kafkaseg.read_arrow(partition).num_rows == kafkaseg.read_arrow([str(partition)]).num_rows > 0
+
+
+def test_metrics_describe_the_latest_read_of_a_scan(sample):
+    scan = kafkaseg.open_scan(str(sample[0]))
+    first = scan.to_table()
+    assert scan.metrics.records == first.num_rows > 0
+    assert scan.to_table().num_rows == first.num_rows
+    assert scan.metrics.records == first.num_rows  # not doubled by the second read
