@@ -1017,6 +1017,12 @@ def _aborted_for(part: _Partition, piece: _Piece) -> tuple[tuple[int, int, int],
 
 def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predicates | None,
                     report: PlanReport) -> list[_Piece]:
+    given_logs = None
+    if pdir.whole is not None and len(pdir.segments) < len(pdir.whole.segments):
+        # .log files given as paths: planned in their partition, so its high watermark, last stable offset and
+        # aborted transactions apply (a transaction's marker may lie in a later segment), then cut to these files
+        given_logs = {s.log_path for s in pdir.segments}
+        pdir = pdir.whole
     preport = PartitionReport(pdir.topic, pdir.partition, pdir.path, pdir.log_dir,
                               segments_total=len(pdir.segments), bytes_total=pdir.size_bytes)
     preport.notes.extend(pdir.notes)
@@ -1036,6 +1042,12 @@ def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predic
     start, end = _resolve(part, bounds, report, preport)
     preport.start_offset, preport.end_offset = start, end
     ranges = _intersect(start, end, predicates.offset_ranges if predicates else None)
+    if given_logs is not None:
+        files = [(seg.base_offset, 2**63 - 1 if part.next_base(i) is None else part.next_base(i))
+                 for i, seg in enumerate(part.segments) if seg.log_path in given_logs]
+        ranges = [r for lo, hi in ranges for r in _intersect(lo, hi, files)]
+        preport.notes.append(f"{part.name}: reading {len(files)} of its {len(part.segments)} segment files (given "
+                             "as paths), within the partition's offsets")
     ts_lo = None
     if predicates is not None and predicates.timestamp_range is not None:
         ts_lo, ts_hi = predicates.timestamp_range

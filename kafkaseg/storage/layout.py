@@ -106,6 +106,9 @@ class PartitionDir:
     notes: tuple[str, ...] = ()  # what discovery resolved or ignored (swap files, unreadable metadata, ...)
     filesystem: Any = field(default=None, compare=False, repr=False)
     unreadable_checkpoints: tuple[tuple[str, str], ...] = ()  # the log dir's (file name, why), see LogDir
+    # When ``segments`` are only the .log files given as paths: the whole partition they belong to, whose other
+    # segments decide what a read of these needs (the log end, the last stable offset, later aborts).
+    whole: "PartitionDir | None" = field(default=None, compare=False, repr=False)
 
     @property
     def log_start_offset(self) -> int | None:
@@ -375,7 +378,7 @@ def _single_log_file(path: str, entry: _fs.FileEntry, filesystem) -> PartitionDi
         whole = read_partition_dir(folder, filesystem, topic=parsed[0], partition=parsed[1])
         same = [s for s in whole.segments if s.log_path == path]
         if same:
-            return _replace(whole, segments=tuple(same))
+            return _replace(whole, segments=tuple(same), whole=whole)
         topic, partition = parsed
     else:
         topic, partition = folder_name, -1
