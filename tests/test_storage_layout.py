@@ -74,6 +74,8 @@ def test_globs_single_files_and_partition_dirs(corpus_dir):
         discover(str(corpus_dir / "segments/nothing-here-*"))
     with pytest.raises(LayoutError):
         discover(str(corpus_dir / "segments"))  # not a log dir
+    with pytest.raises(LayoutError, match="as a list, not one comma-separated string"):
+        discover(f"{corpus_dir / SMART},{corpus_dir / SMART}")  # Spark's load() splits at commas; Python does not
 
 
 def test_single_log_file_outside_a_partition_folder(corpus_dir, tmp_path):

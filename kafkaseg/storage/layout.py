@@ -456,12 +456,13 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Par
     found: dict[str, PartitionDir] = {}
     for given in paths:
         filesystem, resolved = _expand(os.fspath(given) if isinstance(given, os.PathLike) else str(given))
+        hint = "; several paths are given as a list, not one comma-separated string" if "," in str(given) else ""
         if not resolved:
-            raise LayoutError(f"{given}: no such file or directory (or the glob matched nothing)")
+            raise LayoutError(f"{given}: no such file or directory (or the glob matched nothing){hint}")
         for path in resolved:
             entry = _fs.stat(path, filesystem)
             if entry is None:
-                raise LayoutError(f"{path}: no such file or directory")
+                raise LayoutError(f"{path}: no such file or directory{hint}")
             if not entry.is_dir:
                 if not path.endswith(".log"):
                     if _GLOB_CHARS.search(str(given)):
