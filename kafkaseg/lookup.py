@@ -271,7 +271,10 @@ class PartitionLookup:
                 return f"entry for offset {offset} points at byte {position}, past the log's {seg.log_size} bytes"
             return None
         _, offset = index.last()
-        end = self.bases[i + 1] if i + 1 < len(self.segments) else self._segment_end_from_headers(i)
+        try:
+            end = self.bases[i + 1] if i + 1 < len(self.segments) else self._segment_end_from_headers(i)
+        except KafkaSegError:
+            return None  # the log's own corruption is reported where the answer needs those bytes
         if offset >= end:
             return f"last entry is for offset {offset}, but the segment's records end below {end}"
         return None
