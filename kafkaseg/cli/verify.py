@@ -355,8 +355,10 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
         if progress is not None:
             progress(seg.log_size)
     if pdir.segments:
-        summary.log_end_offset = (last_offset + 1 if last_offset >= 0 else pdir.segments[-1].base_offset)
-        summary.log_end_offset = max(summary.log_end_offset, pdir.segments[-1].base_offset)
+        # Kafka's log end offset is the last batch's lastOffset + 1, not the last record's offset + 1: compaction
+        # can remove a batch's last records or leave it empty (the active segment's base when it holds nothing)
+        batch_ends = [s.last_offset for s in summary.segments if s.last_offset is not None]
+        summary.log_end_offset = max(max(batch_ends, default=-1) + 1, pdir.segments[-1].base_offset)
     _check_checkpoints(pdir, summary, report)
     for path in pdir.kraft_snapshot_paths:
         _verify_kraft_snapshot(path, pdir, report)
