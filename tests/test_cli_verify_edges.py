@@ -54,3 +54,30 @@ def test_log_end_is_last_batch_last_offset_plus_one(tmp_path, capsys):
         code, report = verify_json([tmp_path, *shallow], capsys)
         assert code == 0 and not errors(report), errors(report)
         assert report["partitions"][0]["logEndOffset"] == 13
+
+
+def simple_partition(root, *, batches=4, per_batch=5, **kwargs):
+    return write_partition(root, [build_batch_v2(records(b * per_batch, b * per_batch + per_batch - 1))
+                                  for b in range(batches)], **kwargs)
+
+
+def test_corrupt_or_unreadable_offset_checkpoints_are_errors(tmp_path, capsys):
+    simple_partition(tmp_path)
+    hw = tmp_path / "replication-offset-checkpoint"
+    hw.write_text("0\n2\nt 0 19x3\nt 1 2000\n")
+    code, report = verify_json([tmp_path], capsys)
+    assert code == 1 and not report["ok"]
+    found = [p for p in errors(report) if p["file"] == str(hw)]
+    assert len(found) == 1 and "line 3" in found[0]["message"] and found[0]["position"] == 4, found
+    # also when a partition folder is given rather than the log dir, and in the text output
+    assert main(["verify", str(tmp_path / "t-0")]) == 1
+    out = capsys.readouterr().out
+    assert f"ERROR: {hw} @ byte 4: " in out and "1 errors" in out
+
+    hw.unlink()
+    start = tmp_path / "log-start-offset-checkpoint"
+    start.unlink()
+    start.symlink_to(tmp_path / "nowhere")  # unreadable (a broken symlink)
+    code, report = verify_json([tmp_path], capsys)
+    assert code == 1
+    assert [p for p in errors(report) if p["file"] == str(start)], report["problems"]

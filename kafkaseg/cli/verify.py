@@ -13,6 +13,9 @@ Per segment (one read of the ``.log``, in bounded chunks):
   sanity check; batch maxTimestamp equal to the largest record timestamp (CreateTime v2); ``.txnindex`` sanity;
 * ``.snapshot`` producer snapshots parse and pass their CRC; KRaft ``.checkpoint`` snapshots' batches.
 
+Per log dir: offset checkpoints that cannot be read or parsed (an error for the high-watermark and log-start ones,
+which decide where reads end and start; a warning for the recovery point and cleaner offset, which Kafka resets).
+
 Per partition: high watermark <= log end offset, log start offset inside [first base, log end], recovery point <=
 log end, leader-epoch checkpoint offsets increasing and <= log end, gaps between segments; files Kafka would
 delete or ignore (``.deleted``, ``.cleaned``, ``.swap``, orphaned indexes, unknown names).
@@ -30,7 +33,7 @@ import pyarrow as pa
 
 from kafkaseg.decode import decode
 from kafkaseg.decode.api import DecodeRequest
-from kafkaseg.errors import KafkaSegError
+from kafkaseg.errors import CorruptCheckpointError, KafkaSegError
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.indexes import verify_offset_index, verify_time_index
 from kafkaseg.storage.layout import PartitionDir, discover
@@ -97,6 +100,7 @@ class PartitionSummary:
 class VerifyReport:
     partitions: list[PartitionSummary] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    checked_log_dirs: set = field(default_factory=set, repr=False)  # log-dir files are reported once per log dir
 
     @property
     def errors(self) -> list[Problem]:
@@ -278,8 +282,37 @@ def _check_files(pdir: PartitionDir, report: VerifyReport) -> None:
                                                "orphaned index: no .log with this base offset (a broker deletes it)"))
         elif name not in _SIDE_FILES:
             report.problems.append(Problem(INFO, entry.path, None, "unknown file in a partition folder"))
+    unreadable = {f"log dir: unreadable {name}: {why}" for name, why in pdir.unreadable_checkpoints}
     for note in pdir.notes:
-        report.problems.append(Problem(INFO, pdir.path, None, note))
+        if note not in unreadable:  # reported once, as a problem of the log dir (_check_log_dir_checkpoints)
+            report.problems.append(Problem(INFO, pdir.path, None, note))
+
+
+# A corrupt checkpoint that decides where reads end or start is an error (kafkaseg's readers refuse it); Kafka
+# resets a broken recovery point (full recovery) or cleaner offset (clean from the start) with a warning.
+_CHECKPOINT_SEVERITY = {"replication-offset-checkpoint": ERROR, "log-start-offset-checkpoint": ERROR,
+                        "recovery-point-offset-checkpoint": WARNING, "cleaner-offset-checkpoint": WARNING}
+
+
+def _check_log_dir_checkpoints(pdir: PartitionDir, report: VerifyReport) -> None:
+    """The log dir's corrupt or unreadable offset checkpoints (``PartitionDir.unreadable_checkpoints``), once per
+    log dir: the file, the byte where the bad line starts when known, and why."""
+    from kafkaseg.storage.checkpoints import read_offset_checkpoint
+
+    if pdir.log_dir is None or pdir.log_dir in report.checked_log_dirs:
+        return
+    report.checked_log_dirs.add(pdir.log_dir)
+    for name, why in pdir.unreadable_checkpoints:
+        path = _fs.join(pdir.log_dir, name)
+        position, detail, what = None, why, "corrupt or unreadable"
+        try:  # read it again for the byte position of the bad line
+            read_offset_checkpoint(path, pdir.filesystem)
+        except CorruptCheckpointError as err:
+            position, detail, what = err.position, err.detail, "corrupt"
+        except KafkaSegError as err:
+            detail, what = str(err), "unreadable"
+        report.problems.append(Problem(_CHECKPOINT_SEVERITY.get(name, ERROR), path, position,
+                                       f"{what} checkpoint (not used): {detail}"))
 
 
 def _check_checkpoints(pdir: PartitionDir, summary: PartitionSummary, report: VerifyReport) -> None:
@@ -359,6 +392,7 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
         # can remove a batch's last records or leave it empty (the active segment's base when it holds nothing)
         batch_ends = [s.last_offset for s in summary.segments if s.last_offset is not None]
         summary.log_end_offset = max(max(batch_ends, default=-1) + 1, pdir.segments[-1].base_offset)
+    _check_log_dir_checkpoints(pdir, report)
     _check_checkpoints(pdir, summary, report)
     for path in pdir.kraft_snapshot_paths:
         _verify_kraft_snapshot(path, pdir, report)
