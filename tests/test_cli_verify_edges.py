@@ -4,6 +4,12 @@ unreadable segments, single files, bounded problem lists."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
 
 from kafkaseg.cli.main import main
 from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
@@ -81,3 +87,59 @@ def test_corrupt_or_unreadable_offset_checkpoints_are_errors(tmp_path, capsys):
     code, report = verify_json([tmp_path], capsys)
     assert code == 1
     assert [p for p in errors(report) if p["file"] == str(start)], report["problems"]
+
+
+def _verify_after(paths, damage):
+    """verify_partition as ``kafkaseg verify`` runs it, with ``damage()`` done between discovery and the reads."""
+    from kafkaseg.cli.verify import VerifyReport, verify_partition
+    from kafkaseg.storage.layout import discover
+
+    partitions = discover([str(p) for p in paths])
+    damage()
+    report = VerifyReport()
+    for pdir in partitions:
+        verify_partition(pdir, report)
+    return report.as_dict()
+
+
+def test_an_unreadable_segment_is_one_error_and_the_rest_is_verified(tmp_path):
+    # discovery refuses a .log it cannot stat (a broken symlink), so the segment becomes unreadable after it, as
+    # when retention deletes it mid-run; opening it then raises the LayoutError a chmod 000 file raises (which root,
+    # running the tests, can still read: see the setpriv test below)
+    log = simple_partition(tmp_path, batches=12, segment_bytes=300)
+    assert len(log.segments) >= 3
+    middle = log.segments[1].log_path
+    last = log.segments[-1].log_path
+    data = bytearray(last.read_bytes())
+    data[-3] ^= 0xFF  # a CRC error in another segment is still found
+    last.write_bytes(bytes(data))
+
+    def damage():
+        middle.unlink()
+        middle.symlink_to(tmp_path / "nowhere")
+
+    report = _verify_after([tmp_path], damage)
+    assert not report["ok"]
+    found = errors(report)
+    assert [p for p in found if p["file"] == str(middle) and "cannot read" in p["message"]], found
+    assert [p for p in found if p["file"] == str(last) and "CRC mismatch" in p["message"]], found
+    assert not [p for p in report["problems"] if "missing before this segment" in p["message"]]
+    segments = report["partitions"][0]["segments"]
+    assert len(segments) == len(log.segments) and segments[-1]["batches"] > 0
+    assert report["partitions"][0]["logEndOffset"] == log.log_end_offset
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
+def test_chmod_000_segment_without_dac_override(tmp_path):
+    log = simple_partition(tmp_path, batches=12, segment_bytes=300)
+    os.chmod(log.segments[1].log_path, 0)
+    result = subprocess.run(["setpriv", "--bounding-set", "-dac_override,-dac_read_search", sys.executable, "-m",
+                             "kafkaseg.cli.main", "verify", str(tmp_path), "--json"], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, timeout=60)
+    if "Operation not permitted" in result.stderr:
+        pytest.skip("setpriv cannot drop capabilities here")
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert [p for p in errors(report) if p["file"] == str(log.segments[1].log_path)
+            and "Permission denied" in p["message"]]
+    assert report["partitions"][0]["segments"][-1]["batches"] > 0

@@ -79,6 +79,7 @@ class SegmentSummary:
     last_offset: int | None = None
     bad_crcs: int = 0
     compaction_gaps: int = 0
+    unreadable: bool = False
 
 
 @dataclass
@@ -368,7 +369,16 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
     for i, seg in enumerate(pdir.segments):
         seg_summary = SegmentSummary(seg.log_path, seg.base_offset, seg.log_size)
         summary.segments.append(seg_summary)
-        table, last_offset_after = _walk_segment(pdir, i, report, seg_summary, last_offset, deep)
+        try:
+            table, last_offset_after = _walk_segment(pdir, i, report, seg_summary, last_offset, deep)
+        except KafkaSegError as err:  # cannot open or read it (permissions, a broken symlink, an I/O error)
+            _unreadable(report, seg.log_path, err)
+            seg_summary.unreadable = True
+            if i + 1 < len(pdir.segments):  # unknown offsets: no gap or ordering note about the next segment
+                last_offset = max(last_offset, pdir.segments[i + 1].base_offset - 1)
+            if progress is not None:
+                progress(seg.log_size)
+            continue
         if i + 1 < len(pdir.segments) and seg_summary.last_offset is not None:
             next_base = pdir.segments[i + 1].base_offset
             if seg_summary.last_offset >= next_base:
@@ -380,14 +390,20 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
                                            f"offsets {last_offset + 1}..{seg_summary.first_offset - 1} are missing "
                                            f"before this segment (compaction or deleted records)"))
         last_offset = last_offset_after
-        _check_indexes(pdir, i, table, report)
+        try:
+            _check_indexes(pdir, i, table, report)
+        except KafkaSegError as err:
+            _unreadable(report, seg.log_path, err)
         if seg_summary.compaction_gaps:
             report.problems.append(Problem(INFO, seg.log_path, None,
                                            f"{seg_summary.compaction_gaps} non-consecutive offset gaps (records "
                                            f"removed by compaction; transaction markers are records and fill none)"))
         if progress is not None:
             progress(seg.log_size)
-    if pdir.segments:
+    if pdir.segments and summary.segments[-1].unreadable:
+        report.problems.append(Problem(INFO, pdir.path, None, f"{pdir.name}: log end offset unknown (the last segment "
+                                       f"cannot be read): checkpoints not compared with it"))
+    elif pdir.segments:
         # Kafka's log end offset is the last batch's lastOffset + 1, not the last record's offset + 1: compaction
         # can remove a batch's last records or leave it empty (the active segment's base when it holds nothing)
         batch_ends = [s.last_offset for s in summary.segments if s.last_offset is not None]
@@ -395,8 +411,16 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
     _check_log_dir_checkpoints(pdir, report)
     _check_checkpoints(pdir, summary, report)
     for path in pdir.kraft_snapshot_paths:
-        _verify_kraft_snapshot(path, pdir, report)
+        try:
+            _verify_kraft_snapshot(path, pdir, report)
+        except KafkaSegError as err:
+            _unreadable(report, path, err)
     _check_files(pdir, report)
+
+
+def _unreadable(report: VerifyReport, path: str, err: KafkaSegError) -> None:
+    report.problems.append(Problem(ERROR, path, getattr(err, "position", None),
+                                   f"cannot read: {getattr(err, 'detail', None) or err}"))
 
 
 def _verify_kraft_snapshot(path: str, pdir: PartitionDir, report: VerifyReport) -> None:
