@@ -143,3 +143,27 @@ def test_chmod_000_segment_without_dac_override(tmp_path):
     assert [p for p in errors(report) if p["file"] == str(log.segments[1].log_path)
             and "Permission denied" in p["message"]]
     assert report["partitions"][0]["segments"][-1]["batches"] > 0
+
+
+def test_one_segment_file_is_checked_against_the_whole_partition(tmp_path, capsys):
+    log = simple_partition(tmp_path, batches=12, segment_bytes=300)
+    first = log.segments[0]
+    assert log.segments[1].base_offset < log.log_end_offset
+    for given in ([first.log_path], [first.log_path, log.segments[1].log_path]):
+        code, report = verify_json(given, capsys)
+        assert code == 0 and not errors(report), errors(report)
+        part = report["partitions"][0]
+        assert len(part["segments"]) == len(given)
+        # offsets are the whole partition's, and the output says so
+        assert part["logEndOffset"] == log.log_end_offset and part["logStartOffset"] == 0
+        assert "whole partition" in part["note"]
+    # a checkpoint beyond the whole partition's end is still an error when one file is given
+    write_offset_checkpoint(tmp_path / "replication-offset-checkpoint", {("t", 0): log.log_end_offset + 1})
+    code, report = verify_json([first.log_path], capsys)
+    assert code == 1 and [p for p in errors(report) if "high watermark" in p["message"]]
+
+    assert main(["describe", str(first.log_path), "--json"]) == 0
+    (described,) = json.loads(capsys.readouterr().out)
+    assert len(described["segments"]) == 1
+    assert described["logEndOffset"] == log.log_end_offset and described["logStartOffset"] == 0
+    assert [n for n in described["notes"] if "whole partition" in n]

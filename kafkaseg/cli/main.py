@@ -145,6 +145,9 @@ def _cmd_verify(args) -> int:
                       str(sum(1 for p in mine if p.severity == "warning")))
     console = _console()
     console.print(table)
+    for part in report.partitions:
+        if part.note:
+            print(f"NOTE: {part.name}: {part.note}")
     for problem in shown:
         print(str(problem))
     errors = len(report.errors)

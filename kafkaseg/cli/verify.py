@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from kafkaseg.cli.common import whole_partition_offsets
 from kafkaseg.decode import decode
 from kafkaseg.decode.api import DecodeRequest
 from kafkaseg.errors import CorruptCheckpointError, KafkaSegError
@@ -91,6 +92,7 @@ class PartitionSummary:
     log_start_offset: int | None = None
     log_end_offset: int | None = None
     high_watermark: int | None = None
+    note: str | None = None  # only some segments of the partition given: where its offsets come from
 
     @property
     def name(self) -> str:
@@ -116,7 +118,7 @@ class VerifyReport:
             "ok": self.ok,
             "partitions": [{
                 "topic": p.topic, "partition": p.partition, "path": p.path, "logStartOffset": p.log_start_offset,
-                "logEndOffset": p.log_end_offset, "highWatermark": p.high_watermark,
+                "logEndOffset": p.log_end_offset, "highWatermark": p.high_watermark, "note": p.note,
                 "segments": [s.__dict__ for s in p.segments]} for p in self.partitions],
             "problems": [p.as_dict() for p in self.problems],
         }
@@ -317,9 +319,14 @@ def _check_log_dir_checkpoints(pdir: PartitionDir, report: VerifyReport) -> None
 
 
 def _check_checkpoints(pdir: PartitionDir, summary: PartitionSummary, report: VerifyReport) -> None:
-    leo, lso_ = summary.log_end_offset, pdir.log_start_offset
+    leo, lso_ = summary.log_end_offset, summary.log_start_offset
     where = pdir.log_dir or pdir.path
     problems = report.problems
+    for path in pdir.snapshot_paths:
+        try:
+            read_producer_snapshot(path, pdir.filesystem)
+        except KafkaSegError as err:
+            problems.append(Problem(ERROR, path, getattr(err, "position", None), str(err)))
     if leo is None:
         return
     first_base = pdir.segments[0].base_offset if pdir.segments else None
@@ -353,11 +360,6 @@ def _check_checkpoints(pdir: PartitionDir, summary: PartitionSummary, report: Ve
                                     f"epoch {entry.epoch}@{start} does not follow {previous.epoch}@"
                                     f"{previous.start_offset}"))
         previous = entry
-    for path in pdir.snapshot_paths:
-        try:
-            read_producer_snapshot(path, pdir.filesystem)
-        except KafkaSegError as err:
-            problems.append(Problem(ERROR, path, getattr(err, "position", None), str(err)))
 
 
 def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = True, progress=None) -> None:
@@ -400,7 +402,11 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
                                            f"removed by compaction; transaction markers are records and fill none)"))
         if progress is not None:
             progress(seg.log_size)
-    if pdir.segments and summary.segments[-1].unreadable:
+    partial = whole_partition_offsets(pdir)
+    if partial is not None:  # single .log files: the checkpoints describe the whole partition, not them
+        summary.log_start_offset, summary.log_end_offset = partial.log_start_offset, partial.log_end_offset
+        summary.note = partial.note
+    elif pdir.segments and summary.segments[-1].unreadable:
         report.problems.append(Problem(INFO, pdir.path, None, f"{pdir.name}: log end offset unknown (the last segment "
                                        f"cannot be read): checkpoints not compared with it"))
     elif pdir.segments:
@@ -409,7 +415,8 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
         batch_ends = [s.last_offset for s in summary.segments if s.last_offset is not None]
         summary.log_end_offset = max(max(batch_ends, default=-1) + 1, pdir.segments[-1].base_offset)
     _check_log_dir_checkpoints(pdir, report)
-    _check_checkpoints(pdir, summary, report)
+    _check_checkpoints(partial.whole if partial is not None and partial.whole is not None else pdir, summary,
+                       report)
     for path in pdir.kraft_snapshot_paths:
         try:
             _verify_kraft_snapshot(path, pdir, report)
