@@ -167,3 +167,42 @@ def test_one_segment_file_is_checked_against_the_whole_partition(tmp_path, capsy
     assert len(described["segments"]) == 1
     assert described["logEndOffset"] == log.log_end_offset and described["logStartOffset"] == 0
     assert [n for n in described["notes"] if "whole partition" in n]
+
+
+def test_verify_memory_does_not_grow_with_the_number_of_batches(tmp_path, monkeypatch):
+    import tracemalloc
+
+    from kafkaseg.cli import verify
+    from kafkaseg.storage.layout import discover
+    from kafkaseg.testing import write_benchmark_segment
+
+    monkeypatch.setattr(verify, "_CHUNK", 64 << 10)  # reads in 64 KiB chunks: what is left is per-batch state
+    info = write_benchmark_segment(tmp_path / "t-0", 2 << 20, batch_bytes=64, value_size=20, key_size=0)
+    assert info.batches > 15_000
+    (pdir,) = discover([str(tmp_path / "t-0")])
+    report = verify.VerifyReport()
+    tracemalloc.start()
+    try:
+        verify.verify_partition(pdir, report, deep=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert report.ok and report.partitions[0].segments[0].batches == info.batches
+    assert peak < 1 << 20, peak  # per-batch lists took ~40 bytes a batch for each of 4 fields
+
+
+def test_problems_beyond_the_first_hundred_per_file_are_counted_not_listed(tmp_path, capsys):
+    # a first batch with a wild base offset: every later batch and record "does not increase"
+    batches = [build_batch_v2(records(1_000_000, 1_000_000))]
+    batches += [build_batch_v2(records(b * 10, b * 10 + 9)) for b in range(40)]
+    write_partition(tmp_path, batches, checkpoints={"replication-offset-checkpoint": 0,
+                                                    "recovery-point-offset-checkpoint": 0})
+    log_path = str(tmp_path / "t-0" / "00000000000000000000.log")
+    code, report = verify_json([tmp_path], capsys)
+    assert code == 1
+    mine = [p for p in errors(report) if p["file"] == log_path]
+    assert len(mine) == 101
+    assert sum(p["count"] for p in mine) == 40 + 400
+    assert "340 more error problems" in mine[-1]["message"] and mine[-1]["count"] == 340
+    assert main(["verify", str(tmp_path)]) == 1
+    assert "440 errors" in capsys.readouterr().out.splitlines()[-1]

@@ -11,8 +11,8 @@ __all__ = ["PartitionOffsets", "whole_partition_offsets"]
 
 class PartitionOffsets:
     """The log start and end offsets of the whole partition when only some of its segments were given (single
-    ``.log`` files), with a note saying so (for the partition's name to prefix). An offset is None (and ``note`` says why) when it cannot be read:
-    checkpoints are then not compared with it."""
+    ``.log`` files), with a note saying so (to be prefixed with the partition's name). An offset is None (and
+    ``note`` says why) when it cannot be read: checkpoints are then not compared with it."""
 
     def __init__(self, pdir: PartitionDir, whole: PartitionDir | None, error: KafkaSegError | None = None):
         self.whole = whole

@@ -141,8 +141,8 @@ def _cmd_verify(args) -> int:
                       str(sum(s.size for s in part.segments)), str(part.log_start_offset),
                       str(part.log_end_offset), str(part.high_watermark),
                       str(sum(s.bad_crcs for s in part.segments)),
-                      str(sum(1 for p in mine if p.severity == "error")),
-                      str(sum(1 for p in mine if p.severity == "warning")))
+                      str(sum(p.count for p in mine if p.severity == "error")),
+                      str(sum(p.count for p in mine if p.severity == "warning")))
     console = _console()
     console.print(table)
     for part in report.partitions:
@@ -150,8 +150,7 @@ def _cmd_verify(args) -> int:
             print(f"NOTE: {part.name}: {part.note}")
     for problem in shown:
         print(str(problem))
-    errors = len(report.errors)
-    warnings = sum(1 for p in report.problems if p.severity == "warning")
+    errors, warnings = report.count("error"), report.count("warning")
     print(f"{len(report.partitions)} partitions, {sum(len(p.segments) for p in report.partitions)} segments: "
           f"{errors} errors, {warnings} warnings" + ("" if args.verbose else " (--verbose shows info notes)"))
     return EXIT_OK if report.ok else EXIT_FAILED
