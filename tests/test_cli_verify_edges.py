@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -206,3 +207,27 @@ def test_problems_beyond_the_first_hundred_per_file_are_counted_not_listed(tmp_p
     assert "340 more error problems" in mine[-1]["message"] and mine[-1]["count"] == 340
     assert main(["verify", str(tmp_path)]) == 1
     assert "440 errors" in capsys.readouterr().out.splitlines()[-1]
+
+
+def test_missing_indexes_are_reported_alike(tmp_path, capsys):
+    log = simple_partition(tmp_path, batches=12, segment_bytes=300)
+    rolled, active = log.segments[0], log.segments[-1]
+    for seg, suffix in ((rolled, ".index"), (rolled, ".timeindex"), (active, ".index"), (active, ".timeindex")):
+        seg.log_path.with_suffix(suffix).unlink()
+    code, report = verify_json([tmp_path], capsys)
+    assert code == 0
+    warned = {(p["file"], p["message"].split()[1]) for p in report["problems"] if p["severity"] == "warning"}
+    assert warned == {(str(s.log_path), k) for s in (rolled, active) for k in (".index", ".timeindex")}, warned
+
+
+def test_a_bad_crc_is_not_also_a_compaction_gap(tmp_path, capsys):
+    log = simple_partition(tmp_path, batches=6)
+    path = log.segments[0].log_path
+    data = bytearray(path.read_bytes())
+    second = struct.unpack_from(">i", data, 8)[0] + 12  # where the second batch starts
+    data[second + 70] ^= 0xFF  # inside its records
+    path.write_bytes(bytes(data))
+    for shallow in ([], ["--shallow"]):
+        code, report = verify_json([tmp_path, *shallow], capsys)
+        assert code == 1 and [p for p in errors(report) if "CRC mismatch" in p["message"]]
+        assert not [p for p in report["problems"] if "non-consecutive" in p["message"]], report["problems"]

@@ -10,7 +10,8 @@ Per segment (one read of the ``.log``, in bounded chunks):
   info; records going backwards or repeating: error);
 * the ``.index`` against the log (each entry at a batch start whose lastOffset is the entry's offset) and its sanity
   check; the ``.timeindex`` against the log (offset in a batch, timestamp that batch's max, increasing) and its
-  sanity check; batch maxTimestamp equal to the largest record timestamp (CreateTime v2); ``.txnindex`` sanity;
+  sanity check; a missing ``.index``/``.timeindex`` (warning: a broker rebuilds it); batch maxTimestamp equal to the
+  largest record timestamp (CreateTime v2); ``.txnindex`` sanity;
 * ``.snapshot`` producer snapshots parse and pass their CRC; KRaft ``.checkpoint`` snapshots' batches.
 
 Per log dir: offset checkpoints that cannot be read or parsed (an error for the high-watermark and log-start ones,
@@ -256,14 +257,16 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
     add = report.add
     last_offset = last_offset_before
     seg_last = None  # the largest batch lastOffset
+    after_bad_crc = False
     is_active = i == len(pdir.segments) - 1
     offset_index = _load_index(OffsetIndex, seg.index_path, seg, pdir, report) if seg.index_path else None
     time_index = _load_index(TimeIndex, seg.timeindex_path, seg, pdir, report) if seg.timeindex_path else None
     if offset_index is not None:
         for p in offset_index.sanity_problems(seg.log_size):
             add(ERROR, seg.index_path, p.position, f"sanity check: {p.detail}")
-    elif not seg.index_path and seg.log_size and not is_active:
-        add(WARNING, path, None, "no .index file (a broker rebuilds it)")
+    for kind, present in ((".index", seg.index_path), (".timeindex", seg.timeindex_path)):
+        if not present:  # LogSegment.sanityCheck fails and the broker recovers the segment, rebuilding both
+            add(WARNING if seg.log_size else INFO, path, None, f"no {kind} file (a broker rebuilds it at startup)")
     with SegmentReader(path, pdir.filesystem) as reader:
         offsets_cursor = _OffsetIndexCursor(offset_index, seg.index_path, report) if offset_index else None
         times_cursor = _TimeIndexCursor(time_index, seg.timeindex_path, report) if time_index else None
@@ -293,7 +296,11 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                         summary.bad_crcs += 1
                         add(ERROR, path, position, f"CRC mismatch in batch {header.base_offset}.."
                                                    f"{header.last_offset}: stored {header.crc}, computed {crc}")
+                        after_bad_crc = True
                         continue
+                    if after_bad_crc:  # the offsets a bad batch held are unknown: no gap is counted across it
+                        after_bad_crc = False
+                        last_offset = max(last_offset, header.base_offset - 1)
                     if header.magic >= 2 and header.base_offset <= last_offset and header.records_count != 0:
                         add(ERROR, path, position, f"batch base offset {header.base_offset} does not increase "
                                                    f"(previous offset {last_offset})")
