@@ -208,3 +208,34 @@ def test_json_output_and_unknown_file(tmp_path, capsys):
     other.write_text("x")
     code, out, err = run(["dump", "--files", str(other)], capsys)
     assert err == [f"Ignoring unknown file {other}"]
+
+
+def test_json_stdout_is_json_lines_only_with_mismatches_as_objects(tmp_path, capsys):
+    import struct
+
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    manifest = write_data_dir(tmp_path, [TopicSpec("j", records_per_partition=400, segment_bytes=1 << 20)])
+    folder = manifest.partition("j").directory
+    log, index = folder / "00000000000000000000.log", folder / "00000000000000000000.index"
+    entries = bytearray(index.read_bytes())
+    assert len(entries) >= 16
+    struct.pack_into(">i", entries, 8 + 4, struct.unpack_from(">i", entries, 8 + 4)[0] + 1)  # entry 1: wrong byte
+    index.write_bytes(bytes(entries))
+    other = tmp_path / "notes.txt"
+    other.write_text("x")
+    files = ",".join(map(str, [log, index, folder / "00000000000000000000.timeindex", other]))
+    code, out, err = run(["dump", "--files", files, "--json"], capsys)
+    assert code == 1
+    rows = [json.loads(line) for line in out]  # every stdout line is a JSON object
+    assert {"file": str(log)} in rows and {"file": str(index)} in rows
+    mismatches = [r for r in rows if r.get("problem") == "indexMismatch"]
+    assert len(mismatches) == 1 and mismatches[0]["file"] == str(index.resolve())
+    assert any(r.get("problem") == "ignoredUnknownFile" and r["file"] == str(other) for r in rows)
+    assert not err
+    code, out, err = run(["dump", "--files", str(index), "--verify-index-only", "--json"], capsys)
+    assert code == 1 and not err
+    rows = [json.loads(line) for line in out]
+    assert rows[0] == {"file": str(index)} and [r["problem"] for r in rows[1:]] == ["indexMismatch"]
+    code, out, _ = run(["dump", "--files", str(index), "--index-sanity-check", "--json"], capsys)
+    assert [json.loads(line) for line in out][-1] == {"file": str(index), "sanityCheck": "passed"}

@@ -89,3 +89,28 @@ def test_locate(datadir, capsys):
     assert code == 0 and any(line.startswith("record:") and f"offset: {record.offset} " in line for line in lines)
     assert run(["locate", "--data-dir", str(datadir.path), "--topic", "t", "--partition", "5", "--offset",
                 str(pm.log_end_offset)], capsys)[0] == 1
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--partitions", "a"], "--partitions"),
+    (["--partitions", "3-1"], "--partitions"),
+    (["--partitions", "1-x"], "--partitions"),
+    (["--partitions", ","], "--partitions"),
+    (["--topic", "["], "invalid regex"),
+    (["--time", "99999999999999999999"], "--time"),
+    (["--time", "-9223372036854775809"], "--time"),
+    (["--time", "yesterday"], "--time"),
+])
+def test_bad_arguments_are_one_line_usage_errors(datadir, capsys, argv, says):
+    base = ["offsets", "--data-dir", str(datadir.path), "--topic", "t"]
+    with pytest.raises(SystemExit) as exit_info:
+        main(base + argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and says in err.splitlines()[-1], err
+
+
+def test_locate_bad_time_is_a_usage_error(datadir, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["locate", "--data-dir", str(datadir.path), "--topic", "t", "--partition", "0", "--time", "soon"])
+    assert exit_info.value.code == 2 and "--time" in capsys.readouterr().err

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kafkaseg.cli.common import whole_partition_offsets
 from kafkaseg.errors import KafkaSegError
 from kafkaseg.storage.layout import PartitionDir, discover, last_stable_offset
 from kafkaseg.storage.offset_index import OffsetIndex
@@ -134,12 +135,20 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
                                                 bool(seg.txnindex_path), max_ts, seg.mtime_ms))
         if max_ts is not None and max_ts >= 0:
             desc.max_timestamp = max_ts if desc.max_timestamp is None else max(desc.max_timestamp, max_ts)
+    partial = whole_partition_offsets(pdir)
+    if partial is not None:  # single .log files: the checkpoints (HW, log start) are the whole partition's
+        desc.notes.append(partial.note)
+        desc.log_start_offset, desc.log_end_offset = partial.log_start_offset, partial.log_end_offset
+        if partial.whole is None or partial.log_end_offset is None:
+            return desc
+        pdir = partial.whole
     try:
         from kafkaseg.storage.layout import partition_log_end_offset
 
-        desc.log_end_offset = partition_log_end_offset(pdir)
+        if partial is None:
+            desc.log_end_offset = partition_log_end_offset(pdir)
         if pdir.snapshot_paths or desc.transactional:
-            desc.last_stable_offset = last_stable_offset(pdir)
+            desc.last_stable_offset = last_stable_offset(pdir, log_end=desc.log_end_offset)
     except KafkaSegError as err:
         desc.notes.append(f"log end offset: {err}")
     return desc

@@ -11,7 +11,8 @@ Output follows DumpLogSegments line for line: ``Dumping <file>``, then per file 
 * ``.snapshot`` producer snapshots; ``.txnindex`` aborted transactions; anything else: ``Ignoring unknown file``.
 
 Kafka's end-of-run reports go to stderr in its words (``Mismatches in :<file>``, ``Found timestamp mismatch in :``,
-``Non-consecutive offsets in <file>``...). Differences: ``--json`` prints one JSON object per batch / entry instead;
+``Non-consecutive offsets in <file>``...). Differences: ``--json`` prints only JSON lines on stdout: ``{"file": F}``
+before each file, one object per batch / entry, and the end-of-run findings as ``{"file", "problem", ...}`` objects;
 the exit status is 1 when an index disagrees with its log or a batch fails its CRC (Kafka always exits 0).
 """
 
@@ -113,6 +114,22 @@ class DumpReport:
             print(f"Invalid batch in {path} at byte {position}: {detail}", file=err)
         for path, message in self.errors:
             print(f"Error dumping {path}: {message}", file=err)
+
+    def json_rows(self):
+        """The same findings as JSON objects (``--json``: printed to stdout, in file order), one per finding."""
+        kinds = (("indexMismatch", self.index_mismatches, ("indexOffset", "logOffset")),
+                 ("timestampMismatch", self.time_mismatches, ("indexTimestamp", "logTimestamp")),
+                 ("timestampOutOfOrder", self.time_out_of_order, ("indexTimestamp", "previousIndexedTimestamp")),
+                 ("indexedOffsetNotFound", self.time_offset_not_found, ("indexedOffset", "foundLogOffset")),
+                 ("nonConsecutiveOffsets", self.non_consecutive, ("offset", "nextOffset")))
+        for problem, by_file, (first, second) in kinds:
+            for name, pairs in by_file.items():
+                for a, b in pairs:
+                    yield {"file": name, "problem": problem, first: a, second: b}
+        for path, position, detail in self.invalid_batches:
+            yield {"file": path, "problem": "invalidBatch", "position": position, "detail": detail}
+        for path, message in self.errors:
+            yield {"file": path, "problem": "error", "message": message}
 
 
 def _bool(value: bool) -> str:
@@ -378,11 +395,11 @@ def _dump_index(path: str, options: DumpOptions, report: DumpReport, out) -> Non
     base = int(os.path.basename(path).split(".")[0])
     index = OffsetIndex.load(path, base)
     if len(index) == 0:
-        print(f"{path} is empty.", file=out)
+        _say(out, options, path, f"{path} is empty.", empty=True)
         return
     if options.index_sanity_check:
         index.check()
-        print(f"{path} passed sanity check.", file=out)
+        _say(out, options, path, f"{path} passed sanity check.", sanityCheck="passed")
         return
     with SegmentReader(_log_for(path)) as reader:
         for n, (offset, position) in enumerate(index):
@@ -410,7 +427,7 @@ def _dump_time_index(path: str, options: DumpOptions, report: DumpReport, out) -
     time_index = TimeIndex.load(path, base)
     if options.index_sanity_check:
         time_index.check()
-        print(f"{path} passed sanity check.", file=out)
+        _say(out, options, path, f"{path} passed sanity check.", sanityCheck="passed")
         return
     index_path = _log_for(path)[:-4] + ".index"
     offset_index = OffsetIndex.load(index_path, base) if os.path.exists(index_path) else OffsetIndex.empty(base)
@@ -458,7 +475,10 @@ def _dump_producer_snapshot(path: str, options: DumpOptions, out, err) -> None:
     try:
         snapshot = read_producer_snapshot(path)
     except KafkaSegError as exc:
-        print(str(exc), file=err)
+        if options.json:
+            print(json.dumps({"file": path, "problem": "unreadableSnapshot", "message": str(exc)}), file=out)
+        else:
+            print(str(exc), file=err)
         return
     for e in snapshot.entries:
         if options.json:
@@ -484,7 +504,7 @@ def dump_files(files: list[str], options: DumpOptions, out=None, err=None, progr
     err = err or sys.stderr
     report = DumpReport()
     for path in files:
-        print(f"Dumping {path}", file=out)
+        _say(out, options, path, f"Dumping {path}")
         name = os.path.basename(path)
         suffix = name[name.rfind("."):] if "." in name else ""
         try:
@@ -498,9 +518,23 @@ def dump_files(files: list[str], options: DumpOptions, out=None, err=None, progr
                 _dump_producer_snapshot(path, options, out, err)
             elif suffix == ".txnindex":
                 _dump_txn_index(path, options, out)
+            elif options.json:
+                print(json.dumps({"file": path, "problem": "ignoredUnknownFile"}), file=out)
             else:
                 print(f"Ignoring unknown file {path}", file=err)
         except KafkaSegError as exc:
             report.errors.append((path, str(exc)))
-    report.print(err)
+    if options.json:  # stdout stays JSON lines: the end-of-run report as objects there
+        for row in report.json_rows():
+            print(json.dumps(row), file=out)
+    else:
+        report.print(err)
     return report
+
+
+def _say(out, options: DumpOptions, path: str, text: str, **fields) -> None:
+    """A DumpLogSegments line, or with ``--json`` the object ``{"file": path, **fields}``."""
+    if options.json:
+        print(json.dumps({"file": path, **fields}), file=out)
+    else:
+        print(text, file=out)

@@ -141,14 +141,16 @@ def _cmd_verify(args) -> int:
                       str(sum(s.size for s in part.segments)), str(part.log_start_offset),
                       str(part.log_end_offset), str(part.high_watermark),
                       str(sum(s.bad_crcs for s in part.segments)),
-                      str(sum(1 for p in mine if p.severity == "error")),
-                      str(sum(1 for p in mine if p.severity == "warning")))
+                      str(sum(p.count for p in mine if p.severity == "error")),
+                      str(sum(p.count for p in mine if p.severity == "warning")))
     console = _console()
     console.print(table)
+    for part in report.partitions:
+        if part.note:
+            print(f"NOTE: {part.name}: {part.note}")
     for problem in shown:
         print(str(problem))
-    errors = len(report.errors)
-    warnings = sum(1 for p in report.problems if p.severity == "warning")
+    errors, warnings = report.count("error"), report.count("warning")
     print(f"{len(report.partitions)} partitions, {sum(len(p.segments) for p in report.partitions)} segments: "
           f"{errors} errors, {warnings} warnings" + ("" if args.verbose else " (--verbose shows info notes)"))
     return EXIT_OK if report.ok else EXIT_FAILED
@@ -196,36 +198,67 @@ def _cmd_describe(args) -> int:
 
 # -- offsets / locate -----------------------------------------------------------------------------------------------
 
-def _partitions_for(data_dirs: list[str], topic: str, partitions: str | None):
+def _partitions_for(data_dirs: list[str], topic: re.Pattern, wanted: set[int] | None):
     from kafkaseg.storage.layout import choose_replicas, discover
 
-    found = [p for p in discover(data_dirs) if _topic_matches(topic, p.topic)]
-    wanted = None
-    if partitions:
-        wanted = set()
-        for part in partitions.split(","):
-            part = part.strip()
-            if "-" in part:
-                lo, hi = part.split("-", 1)
-                wanted.update(range(int(lo), int(hi) + 1))
-            elif part:
-                wanted.add(int(part))
+    found = [p for p in discover(data_dirs) if topic.fullmatch(p.topic) is not None]
     found = [p for p in found if wanted is None or p.partition in wanted]
     return [c.chosen for c in choose_replicas(found)]
 
 
-def _topic_matches(pattern: str, topic: str) -> bool:
-    """kafka-get-offsets' --topic is a Java regex matched against the whole name; plain names match themselves."""
+# -- argument types: a bad value is a one-line usage error (exit 2), never a traceback ---------------------------
+
+def _topic_regex(text: str) -> re.Pattern:
+    """kafka-get-offsets' --topic is a Java regex matched against the whole name (plain names match themselves)."""
     try:
-        return re.fullmatch(pattern, topic) is not None
-    except re.error:
-        return pattern == topic
+        return re.compile(text)
+    except re.error as err:
+        raise argparse.ArgumentTypeError(f"invalid regex {text!r}: {err}") from None
+
+
+def _partition_list(text: str) -> set[int]:
+    """``0,1,4-6``: partition ids and inclusive ranges."""
+    wanted: set[int] = set()
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        match = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        if match is None:
+            raise argparse.ArgumentTypeError(f"{part!r} is not a partition id or a range like 4-6")
+        lo = int(match.group(1))
+        hi = lo if match.group(2) is None else int(match.group(2))
+        if hi < lo:
+            raise argparse.ArgumentTypeError(f"range {part!r} ends before it starts")
+        wanted.update(range(lo, hi + 1))
+    if not wanted:
+        raise argparse.ArgumentTypeError(f"{text!r} names no partition")
+    return wanted
+
+
+class _Time(int):
+    """A parsed --time (the ListOffsets timestamp) that remembers how it was written."""
+
+    text: str
+
+
+def _time_spec(text: str) -> _Time:
+    """A --time value, checked as kafka-get-offsets checks it: a number must be a Java long."""
+    from kafkaseg.lookup import parse_time_spec
+
+    if re.fullmatch(r"\s*[+-]?\d+\s*", text) and not -(1 << 63) <= int(text) < (1 << 63):
+        raise argparse.ArgumentTypeError(f"malformed time argument {text!r}: beyond a 64-bit long")
+    try:
+        value = _Time(parse_time_spec(text))
+    except KafkaSegError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    value.text = text
+    return value
 
 
 def _cmd_offsets(args) -> int:
-    from kafkaseg.lookup import PartitionLookup, parse_time_spec
+    from kafkaseg.lookup import PartitionLookup
 
-    spec = parse_time_spec(args.time)
+    spec = int(args.time)
     partitions = _partitions_for(args.data_dir, args.topic, args.partitions)
     if not partitions:
         print("Could not match any topic-partitions with the specified filters", file=sys.stderr)
@@ -258,9 +291,9 @@ def _cmd_offsets(args) -> int:
 
 
 def _cmd_locate(args) -> int:
-    from kafkaseg.lookup import PartitionLookup, parse_time_spec
+    from kafkaseg.lookup import PartitionLookup
 
-    partitions = _partitions_for(args.data_dir, re.escape(args.topic), str(args.partition))
+    partitions = _partitions_for(args.data_dir, re.compile(re.escape(args.topic)), {args.partition})
     if not partitions:
         print(f"no partition {args.topic}-{args.partition} under {', '.join(args.data_dir)}", file=sys.stderr)
         return EXIT_FAILED
@@ -268,12 +301,12 @@ def _cmd_locate(args) -> int:
     with PartitionLookup(pdir, isolation=args.isolation) as lookup:
         answer = None
         if args.time is not None:
-            answer = lookup.list_offset(parse_time_spec(args.time))
+            answer = lookup.list_offset(int(args.time))
             if answer.offset is None:
                 if args.json:
                     print(json.dumps({"answer": answer.as_dict(), "location": None}, indent=1))
                 else:
-                    print(f"{pdir.name}: no offset for time {args.time} ({answer.reason})")
+                    print(f"{pdir.name}: no offset for time {args.time.text} ({answer.reason})")
                 return EXIT_FAILED
             offset = answer.offset
         else:
@@ -287,7 +320,7 @@ def _cmd_locate(args) -> int:
         print(json.dumps(out, indent=1))
         return EXIT_OK if location.found else EXIT_FAILED
     if answer is not None:
-        print(f"time {args.time} -> offset {answer.offset} (timestamp {answer.timestamp}, "
+        print(f"time {args.time.text} -> offset {answer.offset} (timestamp {answer.timestamp}, "
               f"{_ms_text(answer.timestamp)})")
     if location.batch is None:
         print(f"{pdir.name} offset {offset}: not found ({location.reason})")
@@ -358,9 +391,10 @@ def build_parser() -> argparse.ArgumentParser:
     offsets = sub.add_parser("offsets", help="kafka-get-offsets.sh on a log dir",
                              description="Offsets for a time, with the broker's ListOffsets semantics.")
     offsets.add_argument("--data-dir", required=True, action="append", help="log dir (repeatable)")
-    offsets.add_argument("--topic", required=True, help="topic name or regex")
-    offsets.add_argument("--partitions", help="comma separated partition ids or ranges (e.g. 0,1,4-6)")
-    offsets.add_argument("--time", default="latest", help="-1/latest, -2/earliest, -3/max-timestamp, "
+    offsets.add_argument("--topic", required=True, type=_topic_regex, help="topic name or regex")
+    offsets.add_argument("--partitions", type=_partition_list,
+                         help="comma separated partition ids or ranges (e.g. 0,1,4-6)")
+    offsets.add_argument("--time", default="latest", type=_time_spec, help="-1/latest, -2/earliest, -3/max-timestamp, "
                          "-4/earliest-local, -5/latest-tiered, epoch ms, or ISO-8601 (default latest)")
     offsets.add_argument("--isolation", default="read_uncommitted", choices=("read_uncommitted", "read_committed"))
     offsets.add_argument("--exact", action="store_true", help="scan segments linearly as the broker does instead "
@@ -376,7 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
     locate.add_argument("--partition", required=True, type=int)
     which = locate.add_mutually_exclusive_group(required=True)
     which.add_argument("--offset", type=int)
-    which.add_argument("--time")
+    which.add_argument("--time", type=_time_spec)
     locate.add_argument("--isolation", default="read_uncommitted", choices=("read_uncommitted", "read_committed"))
     locate.add_argument("--json", action="store_true")
     locate.set_defaults(func=_cmd_locate)

@@ -1,0 +1,55 @@
+"""Helpers the ``kafkaseg`` subcommands share."""
+
+from __future__ import annotations
+
+from kafkaseg.errors import KafkaSegError
+from kafkaseg.storage import fs as _fs
+from kafkaseg.storage.layout import PartitionDir, parse_topic_partition, partition_log_end_offset, read_partition_dir
+
+__all__ = ["PartitionOffsets", "whole_partition_offsets"]
+
+
+class PartitionOffsets:
+    """The log start and end offsets of the whole partition when only some of its segments were given (single
+    ``.log`` files), with a note saying so (to be prefixed with the partition's name). An offset is None (and
+    ``note`` says why) when it cannot be read: checkpoints are then not compared with it."""
+
+    def __init__(self, pdir: PartitionDir, whole: PartitionDir | None, error: KafkaSegError | None = None):
+        self.whole = whole
+        self.log_start_offset = self.log_end_offset = None
+        given = f"{len(pdir.segments)} of its segments given"
+        if whole is None:
+            self.note = (f"{given}; the partition folder cannot be read ({error}), so its checkpoints are not "
+                         f"compared with the log")
+            return
+        self.log_start_offset = whole.log_start_offset
+        try:
+            self.log_end_offset = partition_log_end_offset(whole)
+            end = f"end read from its last segment {_fs.basename(whole.segments[-1].log_path)}"
+        except KafkaSegError as err:
+            end = f"its log end offset cannot be read ({err}), so checkpoints are not compared with it"
+        self.note = (f"{len(pdir.segments)} of its {len(whole.segments)} segments given; log start and end offsets "
+                     f"are the whole partition's ({end})")
+
+
+def whole_partition_offsets(pdir: PartitionDir) -> PartitionOffsets | None:
+    """None when ``pdir`` holds every segment of its partition folder (or is not in a ``<topic>-<partition>``
+    folder, so has no checkpoints); else the whole partition's offsets, since its checkpoints (high watermark,
+    recovery point, log start) describe the partition, not the files given."""
+    if parse_topic_partition(_fs.basename(pdir.path)) is None or not pdir.segments:
+        return None
+    try:
+        entries = _fs.list_dir(pdir.path, pdir.filesystem)
+    except KafkaSegError:
+        return None
+    logs = {e.name for e in entries if not e.is_dir and e.name.endswith(".log")}
+    if logs == {_fs.basename(s.log_path) for s in pdir.segments}:
+        return None  # the common case: a log dir or partition dir was given (one listing, no re-read)
+    try:
+        whole = read_partition_dir(pdir.path, pdir.filesystem, topic=pdir.topic, partition=pdir.partition,
+                                   entries=entries)
+    except KafkaSegError as err:
+        return PartitionOffsets(pdir, None, err)
+    if [s.log_path for s in whole.segments] == [s.log_path for s in pdir.segments]:
+        return None  # swap files resolved, temporary .log names: still every segment
+    return PartitionOffsets(pdir, whole)

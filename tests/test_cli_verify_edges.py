@@ -1,0 +1,233 @@
+"""``kafkaseg verify``/``describe`` on small hand-built partitions: the log end offset, broken checkpoints,
+unreadable segments, single files, bounded problem lists."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+import pytest
+
+from kafkaseg.cli.main import main
+from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+from kafkaseg.testing.partition import write_offset_checkpoint
+
+T0 = 1_700_000_000_000
+
+
+def records(first: int, last: int, skip=()) -> list[Record]:
+    return [Record(o, T0 + o, b"k%d" % o, b"v%d" % o) for o in range(first, last + 1) if o not in skip]
+
+
+def write_partition(root, batches, *, checkpoints=None, segment_bytes=1 << 30, live=False):
+    """A log dir ``root`` with one partition ``t-0`` holding ``batches``; the three offset checkpoints say the
+    log end offset unless ``checkpoints`` overrides them (name -> offset)."""
+    writer = PartitionWriter(root / "t-0", segment_bytes=segment_bytes, index_interval_bytes=1)
+    for batch in batches:
+        writer.append(batch)
+    log = writer.close(live=live)
+    values = {"replication-offset-checkpoint": log.log_end_offset,
+              "recovery-point-offset-checkpoint": log.recovery_point,
+              "log-start-offset-checkpoint": 0}
+    values.update(checkpoints or {})
+    for name, offset in values.items():
+        write_offset_checkpoint(root / name, {("t", 0): offset})
+    return log
+
+
+def verify_json(argv, capsys):
+    code = main(["verify", *map(str, argv), "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def errors(report):
+    return [p for p in report["problems"] if p["severity"] == "error"]
+
+
+def test_log_end_is_last_batch_last_offset_plus_one(tmp_path, capsys):
+    # the last batch ends at 9 but its record 9 was removed by compaction; then an empty batch 10..12 (a
+    # producer's last batch the cleaner keeps): Kafka's log end offset is 13
+    log = write_partition(tmp_path, [
+        build_batch_v2(records(0, 4)),
+        build_batch_v2(records(5, 8), last_offset=9),
+        build_batch_v2([], base_offset=10, last_offset=12, producer_id=7, producer_epoch=0),
+    ])
+    assert log.log_end_offset == 13
+    for shallow in ([], ["--shallow"]):
+        code, report = verify_json([tmp_path, *shallow], capsys)
+        assert code == 0 and not errors(report), errors(report)
+        assert report["partitions"][0]["logEndOffset"] == 13
+
+
+def simple_partition(root, *, batches=4, per_batch=5, **kwargs):
+    return write_partition(root, [build_batch_v2(records(b * per_batch, b * per_batch + per_batch - 1))
+                                  for b in range(batches)], **kwargs)
+
+
+def test_corrupt_or_unreadable_offset_checkpoints_are_errors(tmp_path, capsys):
+    simple_partition(tmp_path)
+    hw = tmp_path / "replication-offset-checkpoint"
+    hw.write_text("0\n2\nt 0 19x3\nt 1 2000\n")
+    code, report = verify_json([tmp_path], capsys)
+    assert code == 1 and not report["ok"]
+    found = [p for p in errors(report) if p["file"] == str(hw)]
+    assert len(found) == 1 and "line 3" in found[0]["message"] and found[0]["position"] == 4, found
+    # also when a partition folder is given rather than the log dir, and in the text output
+    assert main(["verify", str(tmp_path / "t-0")]) == 1
+    out = capsys.readouterr().out
+    assert f"ERROR: {hw} @ byte 4: " in out and "1 errors" in out
+
+    hw.unlink()
+    start = tmp_path / "log-start-offset-checkpoint"
+    start.unlink()
+    start.symlink_to(tmp_path / "nowhere")  # unreadable (a broken symlink)
+    code, report = verify_json([tmp_path], capsys)
+    assert code == 1
+    assert [p for p in errors(report) if p["file"] == str(start)], report["problems"]
+
+
+def _verify_after(paths, damage):
+    """verify_partition as ``kafkaseg verify`` runs it, with ``damage()`` done between discovery and the reads."""
+    from kafkaseg.cli.verify import VerifyReport, verify_partition
+    from kafkaseg.storage.layout import discover
+
+    partitions = discover([str(p) for p in paths])
+    damage()
+    report = VerifyReport()
+    for pdir in partitions:
+        verify_partition(pdir, report)
+    return report.as_dict()
+
+
+def test_an_unreadable_segment_is_one_error_and_the_rest_is_verified(tmp_path):
+    # discovery refuses a .log it cannot stat (a broken symlink), so the segment becomes unreadable after it, as
+    # when retention deletes it mid-run; opening it then raises the LayoutError a chmod 000 file raises (which root,
+    # running the tests, can still read: see the setpriv test below)
+    log = simple_partition(tmp_path, batches=12, segment_bytes=300)
+    assert len(log.segments) >= 3
+    middle = log.segments[1].log_path
+    last = log.segments[-1].log_path
+    data = bytearray(last.read_bytes())
+    data[-3] ^= 0xFF  # a CRC error in another segment is still found
+    last.write_bytes(bytes(data))
+
+    def damage():
+        middle.unlink()
+        middle.symlink_to(tmp_path / "nowhere")
+
+    report = _verify_after([tmp_path], damage)
+    assert not report["ok"]
+    found = errors(report)
+    assert [p for p in found if p["file"] == str(middle) and "cannot read" in p["message"]], found
+    assert [p for p in found if p["file"] == str(last) and "CRC mismatch" in p["message"]], found
+    assert not [p for p in report["problems"] if "missing before this segment" in p["message"]]
+    segments = report["partitions"][0]["segments"]
+    assert len(segments) == len(log.segments) and segments[-1]["batches"] > 0
+    assert report["partitions"][0]["logEndOffset"] == log.log_end_offset
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
+def test_chmod_000_segment_without_dac_override(tmp_path):
+    log = simple_partition(tmp_path, batches=12, segment_bytes=300)
+    os.chmod(log.segments[1].log_path, 0)
+    result = subprocess.run(["setpriv", "--bounding-set", "-dac_override,-dac_read_search", sys.executable, "-m",
+                             "kafkaseg.cli.main", "verify", str(tmp_path), "--json"], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, timeout=60)
+    if "Operation not permitted" in result.stderr:
+        pytest.skip("setpriv cannot drop capabilities here")
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert [p for p in errors(report) if p["file"] == str(log.segments[1].log_path)
+            and "Permission denied" in p["message"]]
+    assert report["partitions"][0]["segments"][-1]["batches"] > 0
+
+
+def test_one_segment_file_is_checked_against_the_whole_partition(tmp_path, capsys):
+    log = simple_partition(tmp_path, batches=12, segment_bytes=300)
+    first = log.segments[0]
+    assert log.segments[1].base_offset < log.log_end_offset
+    for given in ([first.log_path], [first.log_path, log.segments[1].log_path]):
+        code, report = verify_json(given, capsys)
+        assert code == 0 and not errors(report), errors(report)
+        part = report["partitions"][0]
+        assert len(part["segments"]) == len(given)
+        # offsets are the whole partition's, and the output says so
+        assert part["logEndOffset"] == log.log_end_offset and part["logStartOffset"] == 0
+        assert "whole partition" in part["note"]
+    # a checkpoint beyond the whole partition's end is still an error when one file is given
+    write_offset_checkpoint(tmp_path / "replication-offset-checkpoint", {("t", 0): log.log_end_offset + 1})
+    code, report = verify_json([first.log_path], capsys)
+    assert code == 1 and [p for p in errors(report) if "high watermark" in p["message"]]
+
+    assert main(["describe", str(first.log_path), "--json"]) == 0
+    (described,) = json.loads(capsys.readouterr().out)
+    assert len(described["segments"]) == 1
+    assert described["logEndOffset"] == log.log_end_offset and described["logStartOffset"] == 0
+    assert [n for n in described["notes"] if "whole partition" in n]
+
+
+def test_verify_memory_does_not_grow_with_the_number_of_batches(tmp_path, monkeypatch):
+    import tracemalloc
+
+    from kafkaseg.cli import verify
+    from kafkaseg.storage.layout import discover
+    from kafkaseg.testing import write_benchmark_segment
+
+    monkeypatch.setattr(verify, "_CHUNK", 64 << 10)  # reads in 64 KiB chunks: what is left is per-batch state
+    info = write_benchmark_segment(tmp_path / "t-0", 2 << 20, batch_bytes=64, value_size=20, key_size=0)
+    assert info.batches > 15_000
+    (pdir,) = discover([str(tmp_path / "t-0")])
+    report = verify.VerifyReport()
+    tracemalloc.start()
+    try:
+        verify.verify_partition(pdir, report, deep=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert report.ok and report.partitions[0].segments[0].batches == info.batches
+    assert peak < 1 << 20, peak  # per-batch lists took ~40 bytes a batch for each of 4 fields
+
+
+def test_problems_beyond_the_first_hundred_per_file_are_counted_not_listed(tmp_path, capsys):
+    # a first batch with a wild base offset: every later batch and record "does not increase"
+    batches = [build_batch_v2(records(1_000_000, 1_000_000))]
+    batches += [build_batch_v2(records(b * 10, b * 10 + 9)) for b in range(40)]
+    write_partition(tmp_path, batches, checkpoints={"replication-offset-checkpoint": 0,
+                                                    "recovery-point-offset-checkpoint": 0})
+    log_path = str(tmp_path / "t-0" / "00000000000000000000.log")
+    code, report = verify_json([tmp_path], capsys)
+    assert code == 1
+    mine = [p for p in errors(report) if p["file"] == log_path]
+    assert len(mine) == 101
+    assert sum(p["count"] for p in mine) == 40 + 400
+    assert "340 more error problems" in mine[-1]["message"] and mine[-1]["count"] == 340
+    assert main(["verify", str(tmp_path)]) == 1
+    assert "440 errors" in capsys.readouterr().out.splitlines()[-1]
+
+
+def test_missing_indexes_are_reported_alike(tmp_path, capsys):
+    log = simple_partition(tmp_path, batches=12, segment_bytes=300)
+    rolled, active = log.segments[0], log.segments[-1]
+    for seg, suffix in ((rolled, ".index"), (rolled, ".timeindex"), (active, ".index"), (active, ".timeindex")):
+        seg.log_path.with_suffix(suffix).unlink()
+    code, report = verify_json([tmp_path], capsys)
+    assert code == 0
+    warned = {(p["file"], p["message"].split()[1]) for p in report["problems"] if p["severity"] == "warning"}
+    assert warned == {(str(s.log_path), k) for s in (rolled, active) for k in (".index", ".timeindex")}, warned
+
+
+def test_a_bad_crc_is_not_also_a_compaction_gap(tmp_path, capsys):
+    log = simple_partition(tmp_path, batches=6)
+    path = log.segments[0].log_path
+    data = bytearray(path.read_bytes())
+    second = struct.unpack_from(">i", data, 8)[0] + 12  # where the second batch starts
+    data[second + 70] ^= 0xFF  # inside its records
+    path.write_bytes(bytes(data))
+    for shallow in ([], ["--shallow"]):
+        code, report = verify_json([tmp_path, *shallow], capsys)
+        assert code == 1 and [p for p in errors(report) if "CRC mismatch" in p["message"]]
+        assert not [p for p in report["problems"] if "non-consecutive" in p["message"]], report["problems"]
