@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kafkaseg.errors import KafkaSegError
 from kafkaseg.storage import fs as _fs
-from kafkaseg.storage.layout import PartitionDir, parse_topic_partition, partition_log_end_offset, read_partition_dir
+from kafkaseg.storage.layout import PartitionDir, partition_log_end_offset
 
 __all__ = ["PartitionOffsets", "whole_partition_offsets"]
 
@@ -33,23 +33,11 @@ class PartitionOffsets:
 
 
 def whole_partition_offsets(pdir: PartitionDir) -> PartitionOffsets | None:
-    """None when ``pdir`` holds every segment of its partition folder (or is not in a ``<topic>-<partition>``
-    folder, so has no checkpoints); else the whole partition's offsets, since its checkpoints (high watermark,
-    recovery point, log start) describe the partition, not the files given."""
-    if parse_topic_partition(_fs.basename(pdir.path)) is None or not pdir.segments:
+    """None when ``pdir`` holds every segment of its partition (a log dir or partition dir was given); else, for
+    ``.log`` files given as paths (discovery keeps their whole partition in ``pdir.whole``), the whole partition's
+    offsets, since its checkpoints (high watermark, recovery point, log start) describe the partition, not the
+    files given."""
+    whole = pdir.whole
+    if whole is None or [s.log_path for s in whole.segments] == [s.log_path for s in pdir.segments]:
         return None
-    try:
-        entries = _fs.list_dir(pdir.path, pdir.filesystem)
-    except KafkaSegError:
-        return None
-    logs = {e.name for e in entries if not e.is_dir and e.name.endswith(".log")}
-    if logs == {_fs.basename(s.log_path) for s in pdir.segments}:
-        return None  # the common case: a log dir or partition dir was given (one listing, no re-read)
-    try:
-        whole = read_partition_dir(pdir.path, pdir.filesystem, topic=pdir.topic, partition=pdir.partition,
-                                   entries=entries)
-    except KafkaSegError as err:
-        return PartitionOffsets(pdir, None, err)
-    if [s.log_path for s in whole.segments] == [s.log_path for s in pdir.segments]:
-        return None  # swap files resolved, temporary .log names: still every segment
     return PartitionOffsets(pdir, whole)
