@@ -103,6 +103,19 @@ def test_describe_matches_manifest(datadir, capsys):
     assert described[("pay", 0)]["transactional"] is True
     assert main(["describe", str(datadir.path), "--segments"]) == 0
     assert "orders-0 segments" in capsys.readouterr().out
+    for key, d in described.items():  # without transactions the last stable offset is the bound (UnifiedLog)
+        if not d["transactional"]:
+            assert d["lastStableOffset"] == min(d["highWatermark"], d["logEndOffset"]), key
+
+
+def test_describe_notes_a_high_watermark_above_the_log_end(datadir, capsys):
+    (log,) = sorted((datadir.path / "orders-0").glob("*.log"))[-1:]
+    with open(log, "r+b") as fh:
+        fh.truncate(log.stat().st_size - 100)  # a copy cut short: the last batch is gone
+    assert main(["describe", str(datadir.path), "--json"]) == 0
+    d = next(d for d in json.loads(capsys.readouterr().out) if (d["topic"], d["partition"]) == ("orders", 0))
+    assert d["highWatermark"] > d["logEndOffset"] == d["lastStableOffset"]
+    assert any("is above the log end offset" in note for note in d["notes"])
 
 
 @pytest.mark.corpus

@@ -149,8 +149,15 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
             desc.log_end_offset = partition_log_end_offset(pdir)
         if pdir.snapshot_paths or desc.transactional:
             desc.last_stable_offset = last_stable_offset(pdir, log_end=desc.log_end_offset)
+        elif desc.log_end_offset is not None:  # no transaction can be open: the bound itself (UnifiedLog)
+            hw = pdir.high_watermark
+            desc.last_stable_offset = desc.log_end_offset if hw is None else min(hw, desc.log_end_offset)
     except KafkaSegError as err:
         desc.notes.append(f"log end offset: {err}")
+    hw, leo = pdir.high_watermark, desc.log_end_offset
+    if hw is not None and leo is not None and hw > leo:
+        desc.notes.append(f"high watermark {hw} is above the log end offset {leo} (an incomplete copy, or a log "
+                          f"cut short): reads and 'latest' stop at {leo}")
     return desc
 
 
