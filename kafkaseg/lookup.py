@@ -100,6 +100,8 @@ def parse_time_spec(text: str | int) -> int:
             return int(round(moment.timestamp() * 1000))
     if value < LATEST_TIERED:
         raise InvalidOptionError(f"time {value} is not a timestamp (>= 0) or one of -1..-5")
+    if value > 2**63 - 1:  # ListOffsets carries an int64; Kafka's tool rejects larger values
+        raise InvalidOptionError(f"time {value} does not fit in a 64-bit timestamp")
     return value
 
 

@@ -114,3 +114,16 @@ def test_locate_bad_time_is_a_usage_error(datadir, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["locate", "--data-dir", str(datadir.path), "--topic", "t", "--partition", "0", "--time", "soon"])
     assert exit_info.value.code == 2 and "--time" in capsys.readouterr().err
+
+
+def test_latest_without_a_checkpointed_high_watermark_is_noted(tmp_path, capsys):
+    manifest = write_data_dir(tmp_path, [TopicSpec("t", partitions=2, records_per_partition=60)], seed=5)
+    (tmp_path / "replication-offset-checkpoint").write_text("0\n1\nt 1 60\n")  # t-0 is not in it
+    code, lines, err = run(["offsets", "--data-dir", str(tmp_path), "--topic", "t", "-v"], capsys)
+    assert code == 0 and lines == [f"t:0:{manifest.partition('t', 0).log_end_offset}", "t:1:60"]
+    assert "t:0: note: replication-offset-checkpoint has no high watermark" in err and "t:1: note" not in err
+    code, out, _ = run(["offsets", "--data-dir", str(tmp_path), "--topic", "t", "--json"], capsys)
+    rows = {r["partition"]: r for r in json.loads("\n".join(out))}
+    assert "log end offset" in rows[0]["note"] and "note" not in rows[1]
+    code, _, err = run(["offsets", "--data-dir", str(tmp_path), "--topic", "t", "--time", "-2", "-v"], capsys)
+    assert "note" not in err  # earliest does not depend on the high watermark

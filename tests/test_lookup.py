@@ -128,6 +128,13 @@ def test_lookup_touches_log_n_entries(generated):
         assert lookup.stats.log_bytes < 3 * 4096 + 61 * 200
 
 
+def test_parse_time_spec_refuses_times_past_64_bits():
+    assert parse_time_spec(str(2**63 - 1)) == 2**63 - 1
+    for value in (str(2**63), 2**63, "99999999999999999999"):
+        with pytest.raises(InvalidOptionError, match="64-bit"):
+            parse_time_spec(value)
+
+
 def test_parse_time_spec():
     assert [parse_time_spec(x) for x in ("-1", "latest", "-2", "earliest", "max-timestamp", "-3")] == \
         [-1, -1, -2, -2, -3, -3]

@@ -256,18 +256,20 @@ def _time_spec(text: str) -> _Time:
 
 
 def _cmd_offsets(args) -> int:
-    from kafkaseg.lookup import PartitionLookup
+    from kafkaseg.lookup import LATEST, MAX_TIMESTAMP, PartitionLookup
 
     spec = int(args.time)
     partitions = _partitions_for(args.data_dir, args.topic, args.partitions)
     if not partitions:
         print("Could not match any topic-partitions with the specified filters", file=sys.stderr)
         return EXIT_FAILED
-    answers, stats = [], []
+    answers, stats, notes = [], [], []
     for pdir in partitions:
         with PartitionLookup(pdir, isolation=args.isolation) as lookup:
             answers.append(lookup.list_offset(spec, exact=args.exact))
             stats.append(lookup.stats)
+            notes.append(_high_watermark_note(lookup) if spec == LATEST or spec >= 0 or spec == MAX_TIMESTAMP
+                         else None)
     # GetOffsetShell sorts by TopicPartition.toString ("topic-partition") and skips partitions without an offset
     order = sorted(range(len(answers)), key=lambda k: f"{answers[k].topic}-{answers[k].partition}")
     if args.json:
@@ -276,6 +278,8 @@ def _cmd_offsets(args) -> int:
             row = answers[k].as_dict()
             if args.stats:
                 row["stats"] = stats[k].as_dict()
+            if notes[k]:
+                row["note"] = notes[k]
             rows.append(row)
         print(json.dumps(rows, indent=1))
         return EXIT_OK
@@ -285,9 +289,23 @@ def _cmd_offsets(args) -> int:
             print(line)
         elif args.verbose:
             print(f"{answers[k].topic}:{answers[k].partition}: no offset ({answers[k].reason})", file=sys.stderr)
+        if args.verbose and notes[k]:
+            print(f"{answers[k].topic}:{answers[k].partition}: note: {notes[k]}", file=sys.stderr)
         if args.stats:
             print(f"{answers[k].topic}-{answers[k].partition}: {stats[k].as_dict()}", file=sys.stderr)
     return EXIT_OK
+
+
+def _high_watermark_note(lookup) -> str | None:
+    """Why the last fetchable offset (where 'latest' and capped answers end) is not a checkpointed high watermark."""
+    hw = lookup.pdir.high_watermark
+    if hw is None:
+        return (f"replication-offset-checkpoint has no high watermark for this partition: the log end offset "
+                f"{lookup.log_end_offset()} stands in for it")
+    leo = lookup.log_end_offset()
+    if hw > leo:
+        return f"high watermark {hw} is above the log end offset {leo} (an incomplete copy?): {leo} stands in for it"
+    return None
 
 
 def _cmd_locate(args) -> int:
