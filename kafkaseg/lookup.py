@@ -213,6 +213,7 @@ class PartitionLookup:
         self._leo: int | None = None
         self._fetchable: int | None = None
         self._torn: tuple[int, int] | None | bool = False  # False: not looked for yet
+        self.search_note: str | None = None  # why the last timestamp search found nothing, when not obvious
 
     # -- plumbing --------------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -478,7 +479,9 @@ class PartitionLookup:
         else:
             raise InvalidOptionError(f"time {spec} is not a timestamp (>= 0) or one of -1..-5")
         if found is None:
-            return OffsetAnswer(topic, partition, spec, None, reason="no record with a timestamp at or after it")
+            note = self.search_note if spec >= 0 else None
+            return OffsetAnswer(topic, partition, spec, None, reason="no record with a timestamp at or after it"
+                                + (f" ({note})" if note else ""))
         offset, timestamp, epoch = found
         fetchable = self.last_fetchable_offset()
         if offset >= fetchable:
@@ -494,9 +497,16 @@ class PartitionLookup:
         return None if found is None else found[0]
 
     def _offset_for_timestamp(self, timestamp: int, exact: bool) -> tuple[int, int, int | None] | None:
+        self.search_note = None
         i = self._first_segment_reaching(timestamp, exact)
         if i is None:
             return None
+        if self.largest_timestamp(i)[0] < 0:
+            # UnifiedLog commits to this segment: with no timestamped batch (empty, or magic 0) its largest
+            # timestamp is the file's mtime, so a time past the segments before it ends here with no offset
+            self.search_note = (f"the search stopped at {self.segments[i].log_path}, which has no timestamped "
+                                "batch: as on a broker, its file's mtime counts as its largest timestamp and "
+                                "later segments are not searched")
         start_offset = self.log_start_offset
         _, time_offset = self._index(i, "time").floor(timestamp)
         _, position = self._index(i, "offset").floor(max(time_offset, start_offset))

@@ -648,13 +648,17 @@ class _Partition:
 # --------------------------------------------------------------------------------------------------------------------
 # Offsets for times
 
-def _offset_for_timestamp(part: _Partition, timestamp: int, log_start: int, upper: int) -> int | None:
+def _offset_for_timestamp(part: _Partition, timestamp: int, log_start: int, upper: int,
+                          why: list | None = None) -> int | None:
     """Kafka's ListOffsets rule through :class:`kafkaseg.lookup.PartitionLookup` (O(log segments) index entries,
-    one index interval of log), capped at this scan's upper bound instead of the last fetchable offset."""
+    one index interval of log), capped at this scan's upper bound instead of the last fetchable offset. ``why``
+    gets the search's note when it found nothing for a reason worth telling."""
     options = part.options
     with PartitionLookup(part.pdir, max_batch_bytes=options.max_batch_bytes, verify_crc=options.verify_crc,
                          checkpoints_checked=True) as lookup:  # _bounds applied the checkpoint policy
         found = lookup.offset_for_timestamp(timestamp)
+        if found is None and lookup.search_note and why is not None:
+            why.append(lookup.search_note)
     if found is None or found < log_start or found >= upper:
         return None
     return found
@@ -779,18 +783,20 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
         if ts is None:
             start = bounds.log_start
         else:
-            found = _offset_for_timestamp(part, ts, bounds.log_start, bounds.upper)
+            why: list[str] = []
+            found = _offset_for_timestamp(part, ts, bounds.log_start, bounds.upper, why)
+            because = f" ({why[0]})" if why else ""
             if found is not None:
                 start = found
             elif options.starting_offsets_by_timestamp_strategy == "latest":
                 start = bounds.upper
                 if preport is not None:
-                    preport.notes.append(f"{name}: no record at or after timestamp {ts}; starting at latest "
-                                         f"({bounds.upper}) per startingOffsetsByTimestampStrategy=latest")
+                    preport.notes.append(f"{name}: no record at or after timestamp {ts}{because}; starting at "
+                                         f"latest ({bounds.upper}) per startingOffsetsByTimestampStrategy=latest")
             else:
                 raise InvalidOptionError(
-                    f"no offset matched the starting timestamp {ts} in {name} (option {limit.option!r}); set "
-                    "startingOffsetsByTimestampStrategy=latest to start at the latest offset instead")
+                    f"no offset matched the starting timestamp {ts} in {name} (option {limit.option!r}){because}; "
+                    "set startingOffsetsByTimestampStrategy=latest to start at the latest offset instead")
     if explicit_start:
         if start < bounds.log_start:
             loss(f"{name}: starting offset {start} is below the log start offset {bounds.log_start} in "
@@ -828,8 +834,12 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
                 end = bounds.upper
     else:
         ts = limit.timestamp if limit.kind == "timestamp" else limit.lookup(topic, partition)
-        found = None if ts is None else _offset_for_timestamp(part, ts, bounds.log_start, bounds.upper)
+        why = []
+        found = None if ts is None else _offset_for_timestamp(part, ts, bounds.log_start, bounds.upper, why)
         end = bounds.upper if found is None else found
+        if why and preport is not None:
+            preport.notes.append(f"{name}: no record at or after ending timestamp {ts} ({why[0]}); reading to "
+                                 f"the end ({end})")
     if start > end and preport is not None:
         preport.notes.append(f"{name}: resolved start {start} is above the end {end}: nothing to read")
     return start, end

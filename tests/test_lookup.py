@@ -319,3 +319,29 @@ def test_an_unreadable_bounding_checkpoint_is_an_error_not_a_fallback(tmp_path, 
     other = LATEST if spec == EARLIEST else EARLIEST
     with _lookup(root) as lookup:
         assert lookup.list_offset(other).offset is not None
+
+
+def test_an_empty_segment_ends_a_timestamp_search_as_on_a_broker_and_says_so(tmp_path):
+    """UnifiedLog.fetchOffsetByTimestamp commits to the first segment whose largestTimestamp reaches the target;
+    an empty segment's is its file's mtime (LogSegment.largestTimestamp), so the search ends there empty. kafkaseg
+    keeps that answer (it is what Spark's Kafka source gets) and says why."""
+    import kafkaseg
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+
+    writer = PartitionWriter(tmp_path / "e-0")
+    offset, ts = 0, 1_700_000_000_000
+    for n in (30, 0, 30):
+        for _ in range(n // 10):
+            writer.append(build_batch_v2([Record(offset + i, ts + i, None, b"v", []) for i in range(10)],
+                                         base_offset=offset))
+            offset, ts = offset + 10, ts + 10
+        if n == 0:
+            offset += 5
+        writer.roll(offset)
+    writer.close()
+    with _lookup(tmp_path) as lookup:
+        assert lookup.list_offset(1_700_000_000_005).offset == 5  # before the empty segment: found
+        answer = lookup.list_offset(1_700_000_000_035)
+        assert answer.offset is None and "has no timestamped batch" in answer.reason
+    with pytest.raises(InvalidOptionError, match="no timestamped batch"):
+        kafkaseg.read_arrow(str(tmp_path), startingTimestamp=1_700_000_000_035)
