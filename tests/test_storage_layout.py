@@ -266,3 +266,70 @@ def test_last_stable_offset_uses_the_producer_snapshot(tmp_path):
         handle.seek(12)
         handle.write(b"\xff")
     assert last_stable_offset(pd) == 1
+
+
+def _retention_deleted_txn_dir(root, *, keep_low_snapshot: bool, hw: int, marker_at: int | None = None):
+    """pid 7 opens a transaction at 10 in segment 0, which retention then deletes (log start 20). Snapshots are
+    written at each roll (20, 60); ``keep_low_snapshot`` keeps the one at 20. With ``marker_at`` pid 7 commits at
+    that offset (in the last segment), else the transaction stays open."""
+    from kafkaseg.testing import ControlType, PartitionWriter, Record, build_batch_v2, build_control_batch
+    from kafkaseg.testing.partition import write_offset_checkpoint
+
+    writer = PartitionWriter(root / "t-0")
+    ts = 1_700_000_000_000
+
+    def plain(base, n):
+        writer.append(build_batch_v2([Record(base + i, ts + base + i, None, b"v", []) for i in range(n)],
+                                     base_offset=base))
+
+    plain(0, 10)
+    writer.append(build_batch_v2([Record(10 + i, ts + 10 + i, None, b"t", []) for i in range(5)], base_offset=10,
+                                 producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True))
+    plain(15, 5)
+    writer.roll()
+    for base in range(20, 60, 10):
+        plain(base, 10)
+    writer.roll()
+    if marker_at is None:
+        plain(60, 10)
+    else:
+        plain(60, marker_at - 60)
+        writer.append(build_control_batch(marker_at, ts + marker_at, ControlType.COMMIT, producer_id=7,
+                                          producer_epoch=0))
+        plain(marker_at + 1, 5)
+    writer.close()
+    for path in (root / "t-0").glob(_name(0, ".*")):
+        path.unlink()
+    if not keep_low_snapshot:
+        (root / "t-0" / _name(20, ".snapshot")).unlink()
+    write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): hw})
+    write_offset_checkpoint(root / "log-start-offset-checkpoint", {("t", 0): 20})
+    (pd,) = discover(str(root))
+    return pd
+
+
+@pytest.mark.parametrize("keep_low_snapshot", [True, False])
+def test_last_stable_offset_of_a_transaction_begun_in_a_deleted_segment(tmp_path, keep_low_snapshot):
+    """Still open: the LSO is held at the log start (UnifiedLog.maybeIncrementFirstUnstableOffset never lets it
+    below), whether the snapshot at or below the high watermark survives or only a later one says it is open."""
+    pd = _retention_deleted_txn_dir(tmp_path / "a", keep_low_snapshot=keep_low_snapshot, hw=50)
+    assert pd.log_start_offset == 20
+    assert last_stable_offset(pd) == 20
+
+
+def test_last_stable_offset_of_a_deleted_transaction_committed_past_the_high_watermark(tmp_path):
+    """No snapshot at or below the high watermark: the walk from the first segment meets a marker for a
+    transaction it never saw begin, past the high watermark: unstable, begun before the log start."""
+    pd = _retention_deleted_txn_dir(tmp_path / "a", keep_low_snapshot=False, hw=50, marker_at=65)
+    assert last_stable_offset(pd) == 20
+    # with the marker below the high watermark the transaction is stable
+    pd = _retention_deleted_txn_dir(tmp_path / "b", keep_low_snapshot=False, hw=70, marker_at=65)
+    assert last_stable_offset(pd) == 70
+
+
+def test_a_torn_transaction_opening_batch_past_the_high_watermark_does_not_fail_read_committed(tmp_path):
+    batches = [_batch(0, 40), _batch(40, 5, pid=7, transactional=True)]
+    torn = bytearray(batches[1])
+    torn[-3:] = b"\0\0\0"  # the tail of an append a crash cut: its CRC fails
+    pd = _txn_partition(tmp_path / "a", [batches[0], bytes(torn)], hw=40)
+    assert last_stable_offset(pd) == 40

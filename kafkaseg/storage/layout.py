@@ -593,11 +593,15 @@ def last_stable_offset(partition_dir: PartitionDir, *,
 
     Producer state comes from the latest readable ``.snapshot`` at or below the high watermark (its
     ``currentTxnFirstOffset`` entries; a later snapshot has forgotten transactions whose markers lie between the
-    high watermark and it, which still hold the last stable offset down), then a header-only walk of the batches after it: a transactional data batch
-    from producer P opens a transaction at its base offset when P has none open; a control batch from P ends it.
-    Without a usable snapshot the walk starts at the first segment. Corrupt framing raises, or, when ``errors`` is
-    a list (a lenient read), is appended to it, ends that segment's walk and forgets the transactions open there
-    (their markers may lie in the bytes not walked). ``log_end`` is the log end offset when the caller has it.
+    high watermark and it, which still hold the last stable offset down), then a header-only walk of the batches
+    after it: a transactional data batch from producer P opens a transaction at its base offset when P has none
+    open; a control batch from P ends it. Without such a snapshot the walk starts at the first segment, knowing
+    nothing of transactions begun in segments retention deleted: a marker for a transaction it did not see begin
+    began before the walk, and the oldest snapshot above the high watermark (if any) tells which of those are still
+    open. As in ``UnifiedLog.maybeIncrementFirstUnstableOffset``, no transaction holds the result below the log
+    start offset. Corrupt framing raises, or, when ``errors`` is a list (a lenient read), is appended to it, ends
+    that segment's walk and forgets the transactions open there (their markers may lie in the bytes not walked).
+    ``log_end`` is the log end offset when the caller has it.
     """
     from kafkaseg.storage.offset_index import OffsetIndex
     from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
@@ -613,18 +617,31 @@ def last_stable_offset(partition_dir: PartitionDir, *,
     opened_by: dict[int, tuple[str, object]] = {}  # producer -> (log path, header) of the batch that opened it
     unreplicated: dict[int, int] = {}  # completed, but the marker is at/after the high watermark
     start_offset = partition_dir.segments[0].base_offset
-    candidates = sorted(((snapshot_offset_from_name(_fs.basename(p)), p) for p in partition_dir.snapshot_paths),
-                        reverse=True)
-    for offset, path in candidates:
-        if offset is None or offset > bound:
-            continue
+    candidates = sorted(((snapshot_offset_from_name(_fs.basename(p)), p) for p in partition_dir.snapshot_paths
+                         if snapshot_offset_from_name(_fs.basename(p)) is not None), reverse=True)
+
+    def readable(path):
         try:
-            snapshot = read_producer_snapshot(path, partition_dir.filesystem)
+            return read_producer_snapshot(path, partition_dir.filesystem)
         except (CorruptDataError, LayoutError):
-            continue  # Kafka deletes a corrupt snapshot and falls back to an older one
-        open_txns = snapshot.ongoing_transactions()
-        start_offset = offset
-        break
+            return None  # Kafka deletes a corrupt snapshot and falls back to an older one
+
+    state_known = False  # whether the walk starts from producer state (a snapshot) or from nothing
+    before_walk: dict[int, int] = {}  # transactions begun before a walk from nothing, still open at the bound
+    for offset, path in candidates:
+        if offset > bound:
+            continue
+        snapshot = readable(path)
+        if snapshot is not None:
+            open_txns = snapshot.ongoing_transactions()
+            start_offset, state_known = offset, True
+            break
+    if not state_known:
+        for offset, path in reversed(candidates):  # the oldest snapshot above the bound
+            if bound < offset <= end and (snapshot := readable(path)) is not None:
+                before_walk = {pid: first for pid, first in snapshot.ongoing_transactions().items()
+                               if first < start_offset}
+                break
     fs_ = partition_dir.filesystem
     for i, segment in enumerate(partition_dir.segments):
         next_base = partition_dir.segments[i + 1].base_offset if i + 1 < len(partition_dir.segments) else None
@@ -650,6 +667,8 @@ def last_stable_offset(partition_dir: PartitionDir, *,
                     pid = header.producer_id
                     if header.is_control:
                         first = open_txns.pop(pid, None)
+                        if first is None and not state_known:
+                            first = start_offset - 1  # begun before the walk (in a segment since deleted)
                         if first is not None and header.base_offset >= bound:
                             unreplicated[pid] = min(first, unreplicated.get(pid, first))
                     elif header.is_transactional and pid not in open_txns:
@@ -669,6 +688,9 @@ def last_stable_offset(partition_dir: PartitionDir, *,
         if pid not in opened_by:
             continue  # opened before the walk (a producer snapshot says so)
         path, header = opened_by[pid]
+        if header.base_offset >= bound:
+            del open_txns[pid]  # cannot hold the result below the bound (and may be a torn append past it)
+            continue
         with SegmentReader(path, fs_) as reader:
             valid = reader.crc_is_valid(header)
         if not valid:
@@ -679,5 +701,6 @@ def last_stable_offset(partition_dir: PartitionDir, *,
                 raise err
             errors.append(err)
             del open_txns[pid]
-    firsts = list(open_txns.values()) + list(unreplicated.values())
-    return min([bound] + firsts)
+    firsts = list(open_txns.values()) + list(unreplicated.values()) + list(before_walk.values())
+    log_start = partition_dir.log_start_offset
+    return min([bound] + [max(first, log_start if log_start is not None else first) for first in firsts])
