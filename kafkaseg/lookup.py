@@ -31,9 +31,9 @@ one implementation of the rule. Here:
   segment's batch headers (:func:`kafkaseg.storage.indexes.load_indexes`), which the stats report;
 * log reads are batch headers from the offset-index floor plus the one batch that holds the answer;
 * where files disagree, answers come from the log as after the broker's recovery: an index whose last entry lies
-  past its log's data is rebuilt (one entry read per index checks it), the active segment ends at a batch at or past
-  the high watermark that fails its CRC (the batches past the high watermark are read once), and an unreadable
-  checkpoint an answer depends on raises instead of falling back.
+  past its log's data is rebuilt (one entry read per index, and one index interval of headers for a time index,
+  checks it), the active segment ends before a final batch wholly past the high watermark that fails its CRC (one
+  more batch read), and an unreadable checkpoint an answer depends on raises instead of falling back.
 
 :class:`LookupStats` counts index entries read, index and log bytes read, and files opened.
 """
@@ -229,35 +229,47 @@ class PartitionLookup:
 
     def _index(self, i: int, kind: str):
         key = (i, kind)
-        if key not in self._indexes:
-            seg = self.segments[i]
-            path = seg.index_path if kind == "offset" else seg.timeindex_path
-            index = None
-            reason = f"missing .{'index' if kind == 'offset' else 'timeindex'} file"
-            if path:
-                try:
-                    index = ProbedIndex(path, kind, seg.base_offset, self.fs, self.stats)
-                except (CorruptIndexError, LayoutError) as err:
-                    reason = f"unusable index ({err})"
-                else:
-                    stale = self._stale_entry(i, index)
-                    if stale is not None:
-                        index.close()
-                        index, reason = None, f"stale index ({stale})"
-            if index is None:
-                from kafkaseg.storage.indexes import rebuild_indexes
-
-                with SegmentReader(seg.log_path, self.fs) as reader:
-                    self.stats.files_opened += 1
-                    offsets, times = rebuild_indexes(reader, seg.base_offset, max_batch_bytes=self.max_batch_bytes,
-                                                     reason=reason)
-                self.stats.log_bytes += seg.log_size  # a rebuild walks every header of the segment
-                self.stats.rebuilt_indexes.append((seg.log_path, reason))
-                self._indexes[(i, "offset")] = self._indexes.get((i, "offset")) or LoadedIndexView(offsets, "offset")
-                self._indexes[(i, "time")] = self._indexes.get((i, "time")) or LoadedIndexView(times, "time")
+        if key in self._indexes:
+            return self._indexes[key]
+        seg = self.segments[i]
+        path = seg.index_path if kind == "offset" else seg.timeindex_path
+        reason = f"missing .{'index' if kind == 'offset' else 'timeindex'} file"
+        if path:
+            try:
+                index = ProbedIndex(path, kind, seg.base_offset, self.fs, self.stats)
+            except (CorruptIndexError, LayoutError) as err:
+                reason = f"unusable index ({err})"
             else:
-                self._indexes[key] = index
+                stale = self._stale_entry(i, index)
+                if key in self._indexes:  # the check itself rebuilt this segment's indexes
+                    index.close()
+                    return self._indexes[key]
+                if stale is None:
+                    self._indexes[key] = index
+                    return index
+                index.close()
+                reason = f"stale index ({stale})"
+        self._rebuild(i, reason)
         return self._indexes[key]
+
+    def _rebuild(self, i: int, reason: str) -> None:
+        """Both indexes of segment ``i`` rebuilt from its batch headers, replacing any opened before: once one is
+        known to disagree with the log, the log decides both."""
+        from kafkaseg.storage.indexes import rebuild_indexes
+
+        seg = self.segments[i]
+        with SegmentReader(seg.log_path, self.fs) as reader:
+            self.stats.files_opened += 1
+            offsets, times = rebuild_indexes(reader, seg.base_offset, max_batch_bytes=self.max_batch_bytes,
+                                             reason=reason)
+        self.stats.log_bytes += seg.log_size  # a rebuild walks every header of the segment
+        self.stats.rebuilt_indexes.append((seg.log_path, reason))
+        for kind, loaded in (("offset", offsets), ("time", times)):
+            previous = self._indexes.get((i, kind))
+            if previous is not None:
+                previous.close()
+            self._indexes[(i, kind)] = LoadedIndexView(loaded, kind)
+        self._largest.pop(i, None)
 
     def _stale_entry(self, i: int, index: ProbedIndex) -> str | None:
         """Why the last entry of segment ``i``'s index file cannot describe its log, or None. An index that runs
@@ -275,7 +287,7 @@ class PartitionLookup:
             return None
         _, offset = index.last()
         try:
-            end = self.bases[i + 1] if i + 1 < len(self.segments) else self._segment_end_from_headers(i)
+            end = self._segment_end_from_headers(i)
         except KafkaSegError:
             return None  # the log's own corruption is reported where the answer needs those bytes
         if offset >= end:
@@ -294,33 +306,32 @@ class PartitionLookup:
         return end
 
     def _unacknowledged_tear(self) -> tuple[int, int] | None:
-        """``(offset, position)`` where the active segment's first batch at or past the high watermark that fails
-        its CRC starts, or None. Such a batch was never acknowledged, and the broker's recovery truncates the log at
-        the first invalid batch (``LogSegment.recover``), so lookups end the log there, as planning does for torn
-        framing. A bad batch below the high watermark is corruption of acknowledged data and raises where it is
-        read. Without a checkpointed high watermark nothing is known to be unacknowledged: None. Reads the batches
-        past the high watermark once."""
+        """``(offset, position)`` of the active segment's final batch when it lies wholly at or past the high
+        watermark and fails its CRC, or None. That is a torn append, never acknowledged, and the broker's recovery
+        truncates the log at an invalid batch (``LogSegment.recover``), so lookups end the log there, as planning
+        does for torn framing. A bad batch that holds acknowledged offsets, or that is not the last, is corruption
+        and raises where it is read. Without a checkpointed high watermark nothing is known to be unacknowledged:
+        None. Costs one index interval of headers and one batch, once."""
         if self._torn is False:
             self._torn = None
             hw = self.pdir.high_watermark
             if hw is not None and self.segments and self.verify_crc:
                 last = len(self.segments) - 1
-                _, position = self._index(last, "offset").floor(max(hw, self.bases[last]))
+                _, position = self._index(last, "offset").last()
                 seg = self.segments[last]
+                final = None
                 with SegmentReader(seg.log_path, self.fs) as reader:
                     self.stats.files_opened += 1
                     try:
-                        for header in reader.iter_headers(position, max_batch_bytes=self.max_batch_bytes):
+                        for final in reader.iter_headers(position, max_batch_bytes=self.max_batch_bytes):
                             self.stats.headers += 1
-                            if header.last_offset < hw:
-                                continue
-                            data = reader.read_at(header.position, header.size)
-                            self.stats.log_bytes += len(data)
-                            if len(data) < header.size or not crc_is_valid(data, header._replace(position=0)):
-                                self._torn = (header.base_offset, header.position)
-                                break
                     except CorruptDataError:
-                        pass  # framing: the header walks decide (log_end_offset raises or reports it)
+                        final = None  # framing: the header walks decide (log_end_offset raises or reports it)
+                    if final is not None and final.base_offset >= hw:
+                        data = reader.read_at(final.position, final.size)
+                        self.stats.log_bytes += len(data)
+                        if len(data) < final.size or not crc_is_valid(data, final._replace(position=0)):
+                            self._torn = (final.base_offset, final.position)
         return self._torn
 
     def _headers(self, i: int, start: int) -> Iterator[BatchHeader]:
@@ -418,9 +429,14 @@ class PartitionLookup:
         segment also the batch headers after its last offset-index entry, which the broker holds in memory only."""
         if i not in self._largest:
             self.stats.segments_probed += 1
-            ts, offset = self._index(i, "time").last()
+            torn = self._unacknowledged_tear() if i == len(self.segments) - 1 else None
+            if torn is None:
+                ts, offset = self._index(i, "time").last()
+            else:  # entries for the torn batch (a rebuild, or a copy taken mid-write) describe no record
+                ts, offset = self._index(i, "time").last_below_offset(torn[0])
             if i == len(self.segments) - 1:
-                _, position = self._index(i, "offset").last()
+                offset_index = self._index(i, "offset")
+                _, position = offset_index.last() if torn is None else offset_index.last_below_offset(torn[0])
                 try:
                     for header in self._headers(i, position):
                         if header.max_timestamp > ts:
@@ -509,6 +525,9 @@ class PartitionLookup:
                                 "later segments are not searched")
         start_offset = self.log_start_offset
         _, time_offset = self._index(i, "time").floor(timestamp)
+        torn = self._unacknowledged_tear() if i == len(self.segments) - 1 else None
+        if torn is not None and time_offset >= torn[0]:
+            _, time_offset = self._index(i, "time").last_below_offset(torn[0])
         _, position = self._index(i, "offset").floor(max(time_offset, start_offset))
         for header in self._headers(i, position):
             if header.max_timestamp < timestamp:

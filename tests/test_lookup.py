@@ -345,3 +345,69 @@ def test_an_empty_segment_ends_a_timestamp_search_as_on_a_broker_and_says_so(tmp
         assert answer.offset is None and "has no timestamped batch" in answer.reason
     with pytest.raises(InvalidOptionError, match="no timestamped batch"):
         kafkaseg.read_arrow(str(tmp_path), startingTimestamp=1_700_000_000_035)
+
+
+@pytest.mark.parametrize("time_index", ["missing", "with an entry for the torn batch"])
+def test_a_torn_batch_is_no_record_even_where_the_time_index_describes_it(tmp_path, time_index):
+    """A rebuilt time index (every header, the torn one included) or a copy taken mid-write can hold an entry for
+    the torn batch; -3 must still answer from the records before it, as after the broker's recovery."""
+    import re
+    import struct
+
+    root = _copy_partition_dir(tmp_path)
+    torn_base = _tear_last_batch(root)
+    ckpt = root / "replication-offset-checkpoint"
+    ckpt.write_text(re.sub(r"^t 0 \d+", f"t 0 {torn_base}", ckpt.read_text(), flags=re.M))
+    active = sorted((root / "t-0").glob("*.timeindex"))[-1]
+    if time_index == "missing":
+        active.unlink()
+    else:
+        entries = active.read_bytes().rstrip(b"\0")
+        entries += b"\0" * (-len(entries) % 12)
+        base = int(active.stem)
+        active.write_bytes(entries + struct.pack(">qi", 1_900_000_000_000, torn_base + 3 - base))
+    records = _records_on_disk(root)
+    top = max(ts for _, ts in records)
+    with _lookup(root) as lookup:
+        assert lookup.list_offset(MAX_TIMESTAMP).offset == next(o for o, ts in records if ts == top)
+        assert lookup.list_offset(records[-1][1]).offset == next(o for o, ts in records if ts >= records[-1][1])
+
+
+def test_a_torn_batch_holding_acknowledged_offsets_is_an_error(tmp_path):
+    import re
+
+    from kafkaseg.errors import CrcMismatchError
+
+    root = _copy_partition_dir(tmp_path)
+    torn_base = _tear_last_batch(root)
+    ckpt = root / "replication-offset-checkpoint"  # the high watermark inside the torn batch
+    ckpt.write_text(re.sub(r"^t 0 \d+", f"t 0 {torn_base + 2}", ckpt.read_text(), flags=re.M))
+    with _lookup(root) as lookup, pytest.raises(CrcMismatchError):
+        lookup.list_offset(MAX_TIMESTAMP)
+
+
+@pytest.mark.parametrize("locate_first", [False, True])
+def test_a_rolled_segment_cut_short_under_its_indexes_answers_from_the_log(tmp_path, locate_first):
+    """A copy taken across a roll: a rolled segment's .log is short, its .index/.timeindex final. Answers come from
+    the log whichever index is opened first."""
+    root = _copy_partition_dir(tmp_path)
+    rolled = sorted((root / "t-0").glob("*.log"))[-2]
+    data = rolled.read_bytes()
+    starts, pos = [], 0
+    while pos < len(data):
+        starts.append(pos)
+        pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+    with open(rolled, "r+b") as fh:
+        fh.truncate(starts[len(starts) * 3 // 5])
+    records = _records_on_disk(root)
+    cut_last = max(o for o, _ in records if o < int(sorted((root / "t-0").glob("*.log"))[-1].stem))
+    with _lookup(root) as lookup:
+        if locate_first:
+            lookup.locate(int(rolled.stem) + 1)
+        for spec in (next(ts for o, ts in records if o == cut_last) + 1, MAX_TIMESTAMP):
+            if spec == MAX_TIMESTAMP:
+                top = max(ts for _, ts in records)
+                expected = next(o for o, ts in records if ts == top)
+            else:
+                expected = next(o for o, ts in records if ts >= spec)
+            assert lookup.list_offset(spec).offset == expected, spec

@@ -107,8 +107,27 @@ class ProbedIndex:
             return (self.base, 0) if self.kind == "offset" else (-1, self.base)
         return self.get(self.count - 1)
 
+    def last_below_offset(self, offset: int) -> tuple[int, int]:
+        """The last entry for an offset below ``offset`` (entries are ordered by offset in both kinds)."""
+        return _last_below_offset(self, self.get, offset)
+
     def close(self) -> None:
         self.reader.close()
+
+
+def _last_below_offset(index, entry, offset: int) -> tuple[int, int]:
+    position_of_offset = 0 if index.kind == "offset" else 1
+    lo, hi, best = 0, len(index) - 1, None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        found = entry(mid)
+        if found[position_of_offset] < offset:
+            best, lo = found, mid + 1
+        else:
+            hi = mid - 1
+    if best is None:
+        return (index.base, 0) if index.kind == "offset" else (-1, index.base)
+    return best
 
 
 class LoadedIndexView:
@@ -130,6 +149,9 @@ class LoadedIndexView:
         if not len(self.index):
             return (self.base, 0) if self.kind == "offset" else (-1, self.base)
         return self.index.entry(len(self.index) - 1)
+
+    def last_below_offset(self, offset: int) -> tuple[int, int]:
+        return _last_below_offset(self, self.index.entry, offset)
 
     def close(self) -> None:
         pass
