@@ -292,3 +292,14 @@ def test_log_files_given_as_paths_read_what_the_partition_read_holds_for_them(tm
     assert pair == [o for o in whole if bases[1] <= o < bases[3]]
     late = kafkaseg.read_arrow(logs[2], startingOffsets='{"pay":{"0":1}}', **options).column("offset").to_pylist()
     assert late == [o for o in whole if bases[2] <= o < bases[3]]
+
+
+def test_a_stray_log_file_next_to_segments_is_read_whatever_the_order_of_paths(tmp_path):
+    write_data_dir(tmp_path, [TopicSpec("t", partitions=1, records_per_partition=1000, segment_bytes=32 * 1024)],
+                   seed=2)
+    logs = sorted((tmp_path / "t-0").glob("*.log"))
+    stray = tmp_path / "t-0" / "restored-copy.log"  # not a Kafka segment name: not one of the partition's segments
+    shutil.copy(logs[1], stray)
+    first = kafkaseg.read_arrow(logs[0]).num_rows + kafkaseg.read_arrow(stray).num_rows
+    assert kafkaseg.read_arrow([str(logs[0]), str(stray)]).num_rows == first
+    assert kafkaseg.read_arrow([str(stray), str(logs[0])]).num_rows == first

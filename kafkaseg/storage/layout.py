@@ -474,7 +474,13 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Par
                     existing = found[pd.path]
                     if all(s.log_path != key for s in existing.segments):
                         merged = tuple(sorted(existing.segments + pd.segments, key=lambda s: s.base_offset))
-                        found[pd.path] = _replace(existing, segments=merged)
+                        # the partition's context holds only if every file given is one of its segments (a
+                        # stray copy like restored-1054.log is not: then the files are read on their own)
+                        whole = existing.whole if existing.whole is not None and pd.whole is not None else None
+                        if whole is not None and not {s.log_path for s in merged} <= {
+                                s.log_path for s in whole.segments}:
+                            whole = None
+                        found[pd.path] = _replace(existing, segments=merged, whole=whole)
                 else:
                     found[pd.path] = pd
                 continue
