@@ -580,6 +580,10 @@ class _Partition:
                 if self.options.on_corruption != "skip":
                     raise
                 return NO_TIMESTAMP_BOUND  # unknown: nothing may be pruned by time
+        if largest < 0:
+            # No timestamped batch: an empty segment, or magic-0 message sets, whose compressed wrappers can still
+            # hold v1 records with timestamps (KAFKA-4298's cleaner output), which the decoder returns. Unknown.
+            return NO_TIMESTAMP_BOUND
         return largest
 
     # -- exact batch boundaries ------------------------------------------------------------------------------

@@ -574,3 +574,26 @@ def test_corpus_split_of_broker_written_index(corpus_dir):
     assert len(plan.slices) >= 10
     assert check_coverage(plan, exact_outside=True) > 20000
     assert not plan.report.indexes_rebuilt
+
+
+def test_segments_without_timestamped_batches_are_not_pruned_by_time(tmp_path):
+    """v0 wrappers carry no timestamp (their segments' largest is -1), yet may hold v1 records with timestamps
+    (KAFKA-4298's cleaner output), which the decoder returns: such segments must not be pruned by a timestamp
+    predicate, or rows Spark's filter would keep are lost."""
+    from kafkaseg.scan import Scan
+    from kafkaseg.testing import PartitionWriter, Record, build_legacy_wrapper
+    from kafkaseg.testing.partition import write_offset_checkpoint
+
+    writer = PartitionWriter(tmp_path / "t-0", write_snapshots=False, segment_bytes=600)
+    ts, offset = 1_600_000_000_000, 0
+    for _ in range(12):
+        records = [Record(offset + i, ts + offset + i, b"k", b"v", []) for i in range(5)]
+        writer.append(build_legacy_wrapper(records, 0, "gzip", inner_magic=1))
+        offset += 5
+    writer.close()
+    write_offset_checkpoint(tmp_path / "replication-offset-checkpoint", {("t", 0): offset})
+    assert len(list(tmp_path.glob("t-0/*.log"))) > 1
+    options = opts()
+    table = Scan(plan_scan(str(tmp_path), options, Predicates(timestamp_range=(ts + 30, None))), options).to_table()
+    kept = [t for t in table.column("timestamp").cast("int64").to_pylist() if t >= (ts + 30) * 1000]
+    assert len(kept) == 30
