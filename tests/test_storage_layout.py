@@ -333,3 +333,13 @@ def test_a_torn_transaction_opening_batch_past_the_high_watermark_does_not_fail_
     torn[-3:] = b"\0\0\0"  # the tail of an append a crash cut: its CRC fails
     pd = _txn_partition(tmp_path / "a", [batches[0], bytes(torn)], hw=40)
     assert last_stable_offset(pd) == 40
+
+
+def test_a_marker_for_a_transaction_without_data_does_not_move_the_last_stable_offset(tmp_path):
+    """ProducerAppendInfo.appendEndTxnMarker: 'A transaction marker without any associated data will not have any
+    impact on the last stable offset' (a fenced producer's abort lands on every partition added to the
+    transaction). Here the only snapshot lies above the high watermark, so the walk starts at the first segment."""
+    marker = _batch(10, 1, pid=9, transactional=True, control=True)
+    batches = [_batch(0, 10), marker, _batch(11, 5)]
+    pd = _txn_partition(tmp_path / "a", batches, hw=10, snapshot=(16, []))
+    assert last_stable_offset(pd) == 10

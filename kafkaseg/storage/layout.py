@@ -601,11 +601,13 @@ def last_stable_offset(partition_dir: PartitionDir, *,
     ``currentTxnFirstOffset`` entries; a later snapshot has forgotten transactions whose markers lie between the
     high watermark and it, which still hold the last stable offset down), then a header-only walk of the batches
     after it: a transactional data batch from producer P opens a transaction at its base offset when P has none
-    open; a control batch from P ends it. Without such a snapshot the walk starts at the first segment, knowing
-    nothing of transactions begun in segments retention deleted: a marker for a transaction it did not see begin
-    began before the walk, and the oldest snapshot above the high watermark (if any) tells which of those are still
-    open. As in ``UnifiedLog.maybeIncrementFirstUnstableOffset``, no transaction holds the result below the log
-    start offset. Corrupt framing raises, or, when ``errors`` is a list (a lenient read), is appended to it, ends
+    open; a control batch from P ends it (a marker for a transaction with no data has no effect). Without such a
+    snapshot the walk starts at the first segment, as a broker rebuilding producer state from the log start does;
+    the oldest snapshot above the high watermark (if any) adds the transactions begun before the walk (in segments
+    retention deleted) that were still open there. A transaction begun in a deleted segment, continued in the
+    walk and completed before that snapshot is taken to begin at its first batch seen, as such a broker takes it.
+    As in ``UnifiedLog.maybeIncrementFirstUnstableOffset``, no transaction holds the result below the log start
+    offset. Corrupt framing raises, or, when ``errors`` is a list (a lenient read), is appended to it, ends
     that segment's walk and forgets the transactions open there (their markers may lie in the bytes not walked).
     ``log_end`` is the log end offset when the caller has it.
     """
@@ -672,9 +674,10 @@ def last_stable_offset(partition_dir: PartitionDir, *,
                         continue
                     pid = header.producer_id
                     if header.is_control:
+                        # A marker for a transaction not seen begin: an empty one (a fenced producer's abort)
+                        # has no effect (ProducerAppendInfo.appendEndTxnMarker); one begun in a deleted segment
+                        # and still open at a later snapshot is in before_walk.
                         first = open_txns.pop(pid, None)
-                        if first is None and not state_known:
-                            first = start_offset - 1  # begun before the walk (in a segment since deleted)
                         if first is not None and header.base_offset >= bound:
                             unreplicated[pid] = min(first, unreplicated.get(pid, first))
                     elif header.is_transactional and pid not in open_txns:
