@@ -279,6 +279,7 @@ class _Partition:
         self._open_txns: dict[int, int] = {}
         self._leo: int | None = None
         self._segment_end: dict[int, int] = {}
+        self._legacy: dict[int, bool] = {}
 
     @property
     def name(self) -> str:
@@ -580,11 +581,25 @@ class _Partition:
                 if self.options.on_corruption != "skip":
                     raise
                 return NO_TIMESTAMP_BOUND  # unknown: nothing may be pruned by time
-        if largest < 0:
-            # No timestamped batch: an empty segment, or magic-0 message sets, whose compressed wrappers can still
-            # hold v1 records with timestamps (KAFKA-4298's cleaner output), which the decoder returns. Unknown.
+        if largest < 0 or self.legacy_segment(i):
+            # No timestamped batch (an empty segment, magic-0 message sets), or a legacy one: v0 compressed
+            # wrappers can hold v1 records with timestamps (KAFKA-4298's cleaner output), which the decoder returns
+            # and neither the time index nor any batch header shows. Unknown.
             return NO_TIMESTAMP_BOUND
         return largest
+
+    def legacy_segment(self, i: int) -> bool:
+        """Whether segment ``i`` starts with a magic 0/1 batch (one header read, cached). Message formats only move
+        up within a log, so a segment that starts with a v2 batch holds no v0 wrapper."""
+        if i not in self._legacy:
+            seg = self.segments[i]
+            try:
+                with SegmentReader(seg.log_path, self.fs) as reader:
+                    first = next(iter(reader.iter_headers(0, max_batch_bytes=self.options.max_batch_bytes)), None)
+                self._legacy[i] = first is not None and first.magic < 2
+            except KafkaSegError:
+                self._legacy[i] = True  # unknown: do not prune by time
+        return self._legacy[i]
 
     # -- exact batch boundaries ------------------------------------------------------------------------------
     def start_position(self, i: int, offset: int) -> int:
@@ -945,7 +960,8 @@ def _pieces_for_range(part: _Partition, lo: int, hi: int, ts_lo: int | None, kep
             if part.largest_timestamp(i) < ts_lo:
                 continue
             _, time_index = part.indexes(i)
-            older_ts, older_offset = time_index.floor(ts_lo - 1)
+            # (a legacy segment's entries miss the timestamps of v1 records inside v0 wrappers: no skipping)
+            older_ts, older_offset = time_index.floor(ts_lo - 1) if not part.legacy_segment(i) else (-1, lo)
             if older_ts >= 0 and older_offset + 1 > lo:
                 start_position = max(start_position, part.start_position(i, older_offset + 1))
         end_position = seg.log_size if next_base is not None and hi >= next_base else part.end_position(i, hi)

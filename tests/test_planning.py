@@ -597,3 +597,24 @@ def test_segments_without_timestamped_batches_are_not_pruned_by_time(tmp_path):
     table = Scan(plan_scan(str(tmp_path), options, Predicates(timestamp_range=(ts + 30, None))), options).to_table()
     kept = [t for t in table.column("timestamp").cast("int64").to_pylist() if t >= (ts + 30) * 1000]
     assert len(kept) == 30
+
+
+def test_a_legacy_segment_mixing_wrapped_v1_records_and_v1_entries_is_not_pruned_by_time(tmp_path):
+    """KAFKA-4298's cleaner output mixes v0 wrappers around v1 records (timestamps no header or index shows) with
+    v1 entries (which do set the segment's largest timestamp): a legacy segment is never pruned by time."""
+    from kafkaseg.scan import Scan
+    from kafkaseg.testing import PartitionWriter, Record, build_legacy_entries, build_legacy_wrapper
+    from kafkaseg.testing.partition import write_offset_checkpoint
+
+    writer = PartitionWriter(tmp_path / "t-0", write_snapshots=False)
+    ts = 1_600_000_000_000
+    writer.append(build_legacy_wrapper([Record(i, ts + 100 + i, b"k", b"w", []) for i in range(5)], 0, "gzip",
+                                       inner_magic=1))
+    for entry in build_legacy_entries([Record(5 + i, ts + i, b"k", b"v", []) for i in range(5)], 1):
+        writer.append(entry)
+    writer.close()
+    write_offset_checkpoint(tmp_path / "replication-offset-checkpoint", {("t", 0): 10})
+    options = opts()
+    plan = plan_scan(str(tmp_path), options, Predicates(timestamp_range=(ts + 50, None)))
+    table = Scan(plan, options).to_table()
+    assert len([t for t in table.column("timestamp").cast("int64").to_pylist() if t >= (ts + 50) * 1000]) == 5
