@@ -303,3 +303,8 @@ def test_a_stray_log_file_next_to_segments_is_read_whatever_the_order_of_paths(t
     first = kafkaseg.read_arrow(logs[0]).num_rows + kafkaseg.read_arrow(stray).num_rows
     assert kafkaseg.read_arrow([str(logs[0]), str(stray)]).num_rows == first
     assert kafkaseg.read_arrow([str(stray), str(logs[0])]).num_rows == first
+    from kafkaseg.errors import LayoutError
+
+    for pair in ([logs[1], stray], [stray, logs[1]]):  # the same offsets twice: not one log
+        with pytest.raises(LayoutError, match="both start at offset"):
+            kafkaseg.read_arrow([str(p) for p in pair])

@@ -473,6 +473,12 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Par
                 if pd.path in found:  # already have this partition: add the segment
                     existing = found[pd.path]
                     if all(s.log_path != key for s in existing.segments):
+                        clash = next((s for s in existing.segments if s.base_offset == pd.segments[0].base_offset),
+                                     None)
+                        if clash is not None:  # e.g. a restored copy next to the segment: one log cannot hold both
+                            raise LayoutError(f"{key} and {clash.log_path} both start at offset {clash.base_offset}: "
+                                              "files holding the same offsets of a partition cannot be read as "
+                                              "one log; read them in separate calls")
                         merged = tuple(sorted(existing.segments + pd.segments, key=lambda s: s.base_offset))
                         # the partition's context holds only if every file given is one of its segments (a
                         # stray copy like restored-1054.log is not: then the files are read on their own)
