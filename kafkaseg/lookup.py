@@ -214,6 +214,7 @@ class PartitionLookup:
         self._fetchable: int | None = None
         self._torn: tuple[int, int] | None | bool = False  # False: not looked for yet
         self.search_note: str | None = None  # why the last timestamp search found nothing, when not obvious
+        self._time_checked: set[int] = set()  # segments whose time index an empty search checked against the log
 
     # -- plumbing --------------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -287,7 +288,9 @@ class PartitionLookup:
             return None
         _, offset = index.last()
         try:
-            end = self._segment_end_from_headers(i)
+            # rolled segments: against the next base only (one entry); a rolled segment cut short within its last
+            # index interval is caught when a search there comes back empty (_answer_from_log)
+            end = self.bases[i + 1] if i + 1 < len(self.segments) else self._segment_end_from_headers(i)
         except KafkaSegError:
             return None  # the log's own corruption is reported where the answer needs those bytes
         if offset >= end:
@@ -512,11 +515,40 @@ class PartitionLookup:
         found = self._offset_for_timestamp(timestamp, exact) if self.segments else None
         return None if found is None else found[0]
 
+    def _answer_from_log(self, search):
+        """``search()`` (returning ``(answer, segment searched)``), again after rebuilding that segment's indexes
+        when it found nothing there and the segment's time index proves stale: its last entry is for an offset at or
+        past where the segment's batches end (a rolled segment cut short within its last index interval; checking
+        every rolled segment up front would walk one index interval of each)."""
+        while True:
+            rebuilt = len(self.stats.rebuilt_indexes)
+            answer, i = search()
+            if answer is None and len(self.stats.rebuilt_indexes) > rebuilt:
+                continue  # an index the search used proved stale midway and was rebuilt: search again
+            if answer is not None or i is None or i in self._time_checked:
+                return answer
+            self._time_checked.add(i)
+            index = self._index(i, "time")
+            if not len(index):
+                return answer
+            try:
+                end = self._segment_end_from_headers(i)
+            except KafkaSegError:
+                return answer
+            _, last = index.last()
+            if last < end:
+                return answer
+            self._rebuild(i, f"stale index (last entry is for offset {last}, but the segment's records end below "
+                             f"{end})")
+
     def _offset_for_timestamp(self, timestamp: int, exact: bool) -> tuple[int, int, int | None] | None:
+        return self._answer_from_log(lambda: self._search_timestamp(timestamp, exact))
+
+    def _search_timestamp(self, timestamp: int, exact: bool):
         self.search_note = None
         i = self._first_segment_reaching(timestamp, exact)
         if i is None:
-            return None
+            return None, None
         if self.largest_timestamp(i)[0] < 0:
             # UnifiedLog commits to this segment: with no timestamped batch (empty, or magic 0) its largest
             # timestamp is the file's mtime, so a time past the segments before it ends here with no offset
@@ -536,10 +568,13 @@ class PartitionLookup:
             for offset, stamp in zip(offsets, stamps):
                 if stamp is not None and stamp >= timestamp and offset >= start_offset:
                     epoch = header.partition_leader_epoch
-                    return offset, stamp, (epoch if epoch >= 0 else None)
-        return None
+                    return (offset, stamp, (epoch if epoch >= 0 else None)), i
+        return None, i
 
     def _max_timestamp(self) -> tuple[int, int, int | None] | None:
+        return self._answer_from_log(self._search_max_timestamp)
+
+    def _search_max_timestamp(self):
         best, best_i = None, None
         for i in range(len(self.segments)):  # Kafka: logSegments.maxBy(_.maxTimestampSoFar), first on ties
             ts, _ = self.largest_timestamp(i)
@@ -551,14 +586,14 @@ class PartitionLookup:
             if header.max_timestamp != ts:
                 continue
             if header.magic == 0:
-                return None
+                return None, None
             offsets, stamps, _, _ = self._records(best_i, header)
             for record_offset, stamp in zip(offsets, stamps):
                 if stamp == ts:
                     epoch = header.partition_leader_epoch
-                    return record_offset, ts, (epoch if epoch >= 0 else None)
-            return None
-        return None
+                    return (record_offset, ts, (epoch if epoch >= 0 else None)), best_i
+            return None, None  # the batch is there, its records are not (emptied by compaction): Kafka's answer
+        return None, best_i
 
     # -- locate -------------------------------------------------------------------------------------------------
     def locate(self, offset: int) -> RecordLocation:

@@ -411,3 +411,28 @@ def test_a_rolled_segment_cut_short_under_its_indexes_answers_from_the_log(tmp_p
             else:
                 expected = next(o for o, ts in records if ts >= spec)
             assert lookup.list_offset(spec).offset == expected, spec
+
+
+def test_a_rolled_segment_cut_within_its_last_index_interval_answers_from_the_log(tmp_path):
+    """Its .index passes (every entry lies inside the file) but its .timeindex's roll-time entry names a lost batch:
+    a search that comes back empty there checks the time index against the log and searches again."""
+    root = _copy_partition_dir(tmp_path)
+    rolled = sorted((root / "t-0").glob("*.log"))[-2]
+    data = rolled.read_bytes()
+    last, pos = 0, 0
+    while pos < len(data):
+        last = pos
+        pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+    with open(rolled, "r+b") as fh:
+        fh.truncate(last)  # only the final batch is lost
+    index = rolled.with_suffix(".index")  # keep the .index consistent with the shorter log: only the time index lies
+    entries = index.read_bytes()
+    index.write_bytes(b"".join(entries[k:k + 8] for k in range(0, len(entries), 8)
+                               if int.from_bytes(entries[k + 4:k + 8], "big") < last))
+    records = _records_on_disk(root)
+    next_base = int(sorted((root / "t-0").glob("*.log"))[-1].stem)
+    kept = [ts for o, ts in records if o < next_base]
+    spec = max(kept) + 1  # only the lost batch's records (and later segments') reach it
+    with _lookup(root) as lookup:
+        assert lookup.list_offset(spec).offset == next(o for o, ts in records if ts >= spec)
+        assert any("stale index" in why for _, why in lookup.stats.rebuilt_indexes)
