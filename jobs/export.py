@@ -28,9 +28,15 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+import json
+
 import pyarrow as pa
 
 FORMAT = "kafkaseg"
+# the options that choose where each partition's read starts and ends: replaced by the offsets resolved once
+RANGE_OPTIONS = frozenset(name.lower() for name in (
+    "startingOffsets", "endingOffsets", "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp",
+    "endingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy"))
 NO_TIMESTAMP_MICROS = -1000  # Kafka's "no timestamp" (-1 ms), as Spark and kafkaseg show it
 MICROS_PER_DAY = 86_400_000_000
 
@@ -92,6 +98,50 @@ def with_export_columns(df):
 
 
 # --------------------------------------------------------------------------------------------------------------------
+# offset ranges (pure, no Spark)
+
+Ranges = dict  # {(topic, partition): (start, end)}, end exclusive
+
+
+def offsets_json(offsets: dict) -> str:
+    """Spark's per-partition offsets JSON, ``{"t":{"0":12}}``, from ``{(topic, partition): offset}``."""
+    out: dict = {}
+    for (topic, partition), offset in sorted(offsets.items()):
+        out.setdefault(topic, {})[str(partition)] = int(offset)
+    return json.dumps(out, separators=(",", ":"))
+
+
+def pinned_options(options: dict, ranges: Ranges) -> dict:
+    """``options`` with every starting*/ending* option replaced by explicit ``startingOffsets``/``endingOffsets``
+    JSON for ``ranges``, so each read of the job reads exactly these offsets however the log moves meanwhile
+    (an end below its start is raised to the start: nothing to read)."""
+    out = {k: v for k, v in options.items() if k.strip().lower() not in RANGE_OPTIONS}
+    out["startingOffsets"] = offsets_json({key: start for key, (start, _) in ranges.items()})
+    out["endingOffsets"] = offsets_json({key: max(start, end) for key, (start, end) in ranges.items()})
+    return out
+
+
+def resolve_ranges(paths: Sequence[str], options: dict) -> Ranges | None:
+    """Every selected partition's ``[start, end)`` under ``options``, resolved once on the driver by the Spark-free
+    planner (index files and checkpoints only; no record is read). None with ``replicas=all``, where one
+    topic-partition has several copies with different ranges and so cannot be pinned by one JSON."""
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.planning import plan_scan
+
+    opts = ReadOptions.from_options(options)
+    if opts.replicas == "all":
+        return None
+    report = plan_scan(list(paths), opts).report
+    log_start = {(p.topic, p.partition): p.log_start_offset for p in report.partitions}
+    ranges = {}
+    for key, (start, end) in report.offsets().items():
+        if start is None or end is None:  # a partition without segments: nothing to read now
+            start = end = log_start.get(key) or 0
+        ranges[key] = (start, max(start, end))
+    return ranges
+
+
+# --------------------------------------------------------------------------------------------------------------------
 # extract / load (Spark)
 
 def extract(spark, paths: Sequence[str], options: dict):
@@ -122,15 +172,17 @@ def print_summary(summary, out=sys.stdout) -> None:
     print(f"{'total':<{width}}  {sum(s[2] for s in summary):>10,}", file=out)
 
 
-def load(df, args: argparse.Namespace, source_schema: pa.Schema) -> dict:
+def load(df, args: argparse.Namespace, source_schema: pa.Schema, expected_records: int | None = None) -> dict:
     """Write the exported rows from the executors: Parquet with Spark's writer, Delta with Spark's Parquet writer
-    and one delta-rs commit (:mod:`kafkaseg.spark.tables`)."""
+    and one delta-rs commit (:mod:`kafkaseg.spark.tables`), which is refused unless the files written hold
+    ``expected_records``."""
     from kafkaseg.spark.tables import write_delta, write_parquet
 
     if args.format == "parquet":
         write_parquet(df, args.output, args.mode, args.partition_by)
         return {}
-    return write_delta(df, args.output, args.mode, args.partition_by, export_schema(source_schema))
+    return write_delta(df, args.output, args.mode, args.partition_by, export_schema(source_schema),
+                       expected_records=expected_records)
 
 
 def _arrow_schema(options: dict) -> pa.Schema:
@@ -158,17 +210,26 @@ def run(spark, args: argparse.Namespace) -> dict:
         paths = [str(data)]
         print(f"sample log dir: {data} ({manifest.record_count:,} records in {len(manifest.partitions)} "
               f"topic-partitions)")
-    summary = summarize(spark, paths, args.options)
+    # Both reads (the summary, then the write) get the same explicit offsets, resolved once here: on a live broker's
+    # dir the high watermark moves between them, and the table must hold what the summary counted.
+    ranges = resolve_ranges(paths, args.options)
+    if ranges is None:
+        options = dict(args.options)
+        print("replicas=all: offsets not pinned (each copy has its own range); the two reads may differ on a "
+              "live dir, and the Delta commit is refused if they do")
+    else:
+        options = pinned_options(args.options, ranges)
+    summary = summarize(spark, paths, options)
     print_summary(summary)
     total = sum(s[2] for s in summary)
     if manifest is not None and not args.options and total != manifest.record_count:
         raise SystemExit(f"read {total} records but the sample holds {manifest.record_count}")
-    committed = load(with_export_columns(extract(spark, paths, args.options)), args, _arrow_schema(args.options))
-    if committed and committed["records"] != total:
-        raise SystemExit(f"committed {committed['records']} records but read {total}")
+    committed = load(with_export_columns(extract(spark, paths, options)), args, _arrow_schema(args.options),
+                     expected_records=total)
     seconds = time.perf_counter() - started
     print(f"wrote {total:,} records to {args.format} table {args.output} in {seconds:.1f}s")
-    return {"paths": paths, "output": args.output, "records": total, "summary": summary, "manifest": manifest}
+    return {"paths": paths, "output": args.output, "records": total, "summary": summary, "manifest": manifest,
+            "ranges": ranges, "committed": committed}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -132,3 +132,59 @@ def test_delta_file_stats_from_parquet_footers(tmp_path):
     assert stats["maxValues"] == {"offset": 9, "partition": 3, "timestamp": "2023-11-14T22:13:20.002Z",
                                   "date": "2023-11-14", "topic": "u"}
     assert stats["nullCount"] == {"offset": 0, "partition": 0, "timestamp": 1, "date": 0, "topic": 0}
+
+
+def test_pinned_options_replace_every_range_option_with_the_resolved_offsets():
+    options = {"subscribe": "t", "startingTimestamp": "1", "EndingOffsets": "latest",
+               "startingOffsetsByTimestampStrategy": "latest", "endingOffsetsByTimestamp": "{}"}
+    pinned = export.pinned_options(options, {("t", 1): (5, 9), ("t", 0): (7, 3), ("u", 10): (0, 0)})
+    assert pinned == {"subscribe": "t", "startingOffsets": '{"t":{"0":7,"1":5},"u":{"10":0}}',
+                      "endingOffsets": '{"t":{"0":7,"1":9},"u":{"10":0}}'}
+
+
+def _lower_high_watermarks(root, manifest, behind):
+    from kafkaseg.testing.partition import write_offset_checkpoint
+
+    write_offset_checkpoint(root / "replication-offset-checkpoint",
+                            {key: pm.high_watermark - behind for key, pm in manifest.partitions.items()})
+
+
+def test_ranges_are_resolved_once_without_spark(tmp_path):
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    manifest = write_data_dir(tmp_path / "logs", [TopicSpec("t", partitions=2, records_per_partition=150)])
+    _lower_high_watermarks(tmp_path / "logs", manifest, 50)
+    assert export.resolve_ranges([str(tmp_path / "logs")], {"startingTimestamp": str(1_700_000_000_000 + 10 * 20)}) \
+        == {("t", 0): (20, 100), ("t", 1): (20, 100)}
+    assert export.resolve_ranges([str(tmp_path / "logs")], {"replicas": "all"}) is None
+
+
+@pytest.mark.spark
+def test_a_high_watermark_moving_between_the_reads_changes_nothing(spark, tmp_path, monkeypatch):
+    """On a live dir the replication-offset-checkpoint moves between the summary and the write: both read the
+    offsets resolved before them. A Delta commit whose files do not hold the expected count is refused."""
+    from deltalake import DeltaTable
+
+    from kafkaseg.spark.tables import RecordCountMismatch, write_delta
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    logs = tmp_path / "logs"
+    manifest = write_data_dir(logs, [TopicSpec("t", partitions=2, records_per_partition=150)])
+    _lower_high_watermarks(logs, manifest, 50)
+    summarize = export.summarize
+
+    def summarize_then_advance(*a, **k):
+        out = summarize(*a, **k)
+        _lower_high_watermarks(logs, manifest, 0)  # the broker acknowledged 50 more per partition meanwhile
+        return out
+
+    monkeypatch.setattr(export, "summarize", summarize_then_advance)
+    output = str(tmp_path / "table")
+    result = export.run(spark, export.parse_args(["--data-dir", str(logs), "--output", output]))
+    assert result["records"] == 200 and DeltaTable(output).to_pyarrow_table().num_rows == 200
+
+    df = export.with_export_columns(export.extract(spark, [str(logs)], {}))
+    with pytest.raises(RecordCountMismatch, match="expected 7"):
+        write_delta(df, str(tmp_path / "t2"), "error", ["topic"], export.export_schema(export._arrow_schema({})),
+                    expected_records=7)
+    assert not (tmp_path / "t2" / "_delta_log").exists()
