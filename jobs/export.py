@@ -8,7 +8,7 @@ formats), generated on the fly::
 Real use (every executor must see ``--data-dir`` at the same path, or a URI pyarrow can open)::
 
     ./spark-submit.sh jobs/export.py --data-dir /var/lib/kafka/data --output /lake/kafka_raw \\
-        [--format delta|parquet] [--mode error|overwrite|append] [--partition-by topic] \\
+        [--format delta|parquet] [--mode error|overwrite|append|incremental] [--partition-by topic] \\
         [--option subscribe=orders,payments] [--option kafka.isolation.level=read_committed] ...
 
 Steps: :func:`extract` (the kafkaseg source; ``--option`` passes any kafkaseg/Spark-Kafka read option),
@@ -24,11 +24,10 @@ import argparse
 import os
 import sys
 import tempfile
+import json
 import time
 from pathlib import Path
 from typing import Sequence
-
-import json
 
 import pyarrow as pa
 
@@ -54,8 +53,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="a Kafka log dir, topic-partition dir or glob (repeat for several, e.g. every log.dirs)")
     parser.add_argument("--output", metavar="PATH", help="table path (default with --sample: <work-dir>/sample-<format>)")
     parser.add_argument("--format", choices=("delta", "parquet"), default="delta")
-    parser.add_argument("--mode", choices=("error", "overwrite", "append"), default=None,
-                        help="when the table exists (default: error; overwrite with --sample)")
+    parser.add_argument("--mode", choices=("error", "overwrite", "append", "incremental"), default=None,
+                        help="when the table exists (default: error; overwrite with --sample). append refuses offsets "
+                             "the table already holds; incremental exports only the offsets after them (each "
+                             "partition in the table from its max offset + 1), creating the table when missing")
     parser.add_argument("--partition-by", default="topic", help="comma-separated columns, '' for none (default topic)")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         help="a kafkaseg read option, e.g. includeHeaders=true, subscribe=orders (repeatable)")
@@ -141,6 +142,112 @@ def resolve_ranges(paths: Sequence[str], options: dict) -> Ranges | None:
     return ranges
 
 
+def incremental_ranges(ranges: Ranges, existing: dict) -> Ranges:
+    """The ranges of an incremental export: a partition the table holds (``existing``: ``{(topic, partition):
+    (min offset, max offset)}``) starts at its max offset + 1, so records deleted since the last export (a gap)
+    are a data loss error under ``failOnDataLoss=true``, as in Spark; one it does not hold keeps its range."""
+    out = {}
+    for key, (start, end) in ranges.items():
+        if key in existing:
+            start = existing[key][1] + 1
+        out[key] = (start, max(start, end))
+    return out
+
+
+def overlaps(ranges: Ranges, existing: dict) -> list[str]:
+    """``topic-partition offsets a..b`` for every partition whose ``[start, end)`` shares offsets with the table's
+    ``(min, max)`` for it: what an append would duplicate."""
+    found = []
+    for key in sorted(ranges):
+        start, end = ranges[key]
+        if key in existing and end > start:
+            low, high = existing[key]
+            first, last = max(start, low), min(end - 1, high)
+            if first <= last:
+                found.append(f"{key[0]}-{key[1]} offsets {first}..{last}")
+    return found
+
+
+class UsageError(Exception):
+    """A problem with the job's arguments or its input (exit status 2)."""
+
+
+def _location(path: str) -> str:
+    """A comparable form of a path: the local real path (a glob cut at its first wildcard), or the URI normalized."""
+    import posixpath
+
+    text = str(path)
+    if text.startswith("file://"):
+        text = text[len("file://"):]
+    parts = text.split("/")
+    for i, part in enumerate(parts):
+        if any(c in part for c in "*?["):
+            text = "/".join(parts[:i]) or "/"
+            break
+    if "://" in text:
+        scheme, _, rest = text.partition("://")
+        return f"{scheme}://{posixpath.normpath(rest)}"
+    return os.path.realpath(text)
+
+
+def check_output_location(output: str, data_dirs: Sequence[str]) -> None:
+    """Refuse an output equal to or inside a data dir (a broker fails a log dir holding a folder that is not a
+    topic-partition) or containing one (an overwrite would delete it)."""
+    out = _location(output)
+    for data in data_dirs:
+        d = _location(data)
+        if out == d or out.startswith(d.rstrip("/") + "/"):
+            raise UsageError(f"--output {output} is inside --data-dir {data}: a Kafka log dir must hold only "
+                             "topic-partition folders (a broker fails it otherwise); write the table elsewhere")
+        if d.startswith(out.rstrip("/") + "/"):
+            raise UsageError(f"--data-dir {data} is inside --output {output}; write the table elsewhere")
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# the existing table (pyarrow, no Spark)
+
+def table_exists(output: str, fmt: str) -> bool:
+    from kafkaseg.storage.fs import join, stat
+
+    entry = stat(join(output, "_delta_log") if fmt == "delta" else output)
+    return entry is not None and (fmt == "parquet" or entry.is_dir)
+
+
+def _existing_dataset(output: str, fmt: str):
+    import pyarrow.dataset as ds
+
+    if fmt == "delta":
+        from deltalake import DeltaTable
+
+        return DeltaTable(output).to_pyarrow_dataset()
+    return ds.dataset(output, format="parquet", partitioning="hive")
+
+
+def existing_columns(output: str, fmt: str) -> list[str]:
+    return list(_existing_dataset(output, fmt).schema.names)
+
+
+def existing_offsets(output: str, fmt: str) -> dict:
+    """``{(topic, partition): (min offset, max offset)}`` of the table at ``output`` (only the topic, partition and
+    offset columns are read)."""
+    data = _existing_dataset(output, fmt).to_table(columns=["topic", "partition", "offset"])
+    grouped = data.group_by(["topic", "partition"]).aggregate([("offset", "min"), ("offset", "max")])
+    return {(t, int(p)): (lo, hi) for t, p, lo, hi in zip(
+        grouped.column("topic").to_pylist(), grouped.column("partition").to_pylist(),
+        grouped.column("offset_min").to_pylist(), grouped.column("offset_max").to_pylist())}
+
+
+def check_columns(table_columns: Sequence[str], export_columns: Sequence[str], output: str, mode: str) -> None:
+    """Refuse to append rows whose columns differ from the table's (Spark's writer would drop or null them)."""
+    only_table = [c for c in table_columns if c not in export_columns]
+    only_export = [c for c in export_columns if c not in table_columns]
+    if only_table or only_export:
+        raise UsageError(
+            f"--mode {mode}: {output} has other columns than this export (only in the table: "
+            f"{', '.join(only_table) or 'none'}; only in the export: {', '.join(only_export) or 'none'}); use the "
+            "read options it was written with (includeHeaders, includeMetadata) or --mode overwrite")
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # extract / load (Spark)
 
@@ -178,10 +285,11 @@ def load(df, args: argparse.Namespace, source_schema: pa.Schema, expected_record
     ``expected_records``."""
     from kafkaseg.spark.tables import write_delta, write_parquet
 
+    mode = "append" if args.mode == "incremental" else args.mode
     if args.format == "parquet":
-        write_parquet(df, args.output, args.mode, args.partition_by)
+        write_parquet(df, args.output, mode, args.partition_by)
         return {}
-    return write_delta(df, args.output, args.mode, args.partition_by, export_schema(source_schema),
+    return write_delta(df, args.output, mode, args.partition_by, export_schema(source_schema),
                        expected_records=expected_records)
 
 
@@ -210,9 +318,28 @@ def run(spark, args: argparse.Namespace) -> dict:
         paths = [str(data)]
         print(f"sample log dir: {data} ({manifest.record_count:,} records in {len(manifest.partitions)} "
               f"topic-partitions)")
+    check_output_location(args.output, paths)
+    existing = None
+    if table_exists(args.output, args.format):
+        if args.mode == "error":
+            raise FileExistsError(f"{args.output} already exists (use --mode overwrite, append or incremental)")
+        if args.mode in ("append", "incremental"):
+            check_columns(existing_columns(args.output, args.format),
+                          export_schema(_arrow_schema(args.options)).names, args.output, args.mode)
+            existing = existing_offsets(args.output, args.format)
     # Both reads (the summary, then the write) get the same explicit offsets, resolved once here: on a live broker's
     # dir the high watermark moves between them, and the table must hold what the summary counted.
     ranges = resolve_ranges(paths, args.options)
+    if args.mode == "incremental" and ranges is None:
+        raise UsageError("--mode incremental cannot be used with replicas=all (one partition, several ranges)")
+    if existing and ranges is not None:
+        if args.mode == "incremental":
+            # resolved again from the new starts: a start below the log start offset is data loss (or clamped)
+            ranges = resolve_ranges(paths, pinned_options(args.options, incremental_ranges(ranges, existing)))
+        elif args.mode == "append" and overlaps(ranges, existing):
+            raise UsageError(f"--mode append would duplicate what {args.output} holds: "
+                             f"{'; '.join(overlaps(ranges, existing))} (use --mode incremental to export only "
+                             "newer offsets, or --mode overwrite)")
     if ranges is None:
         options = dict(args.options)
         print("replicas=all: offsets not pinned (each copy has its own range); the two reads may differ on a "
@@ -224,6 +351,10 @@ def run(spark, args: argparse.Namespace) -> dict:
     total = sum(s[2] for s in summary)
     if manifest is not None and not args.options and total != manifest.record_count:
         raise SystemExit(f"read {total} records but the sample holds {manifest.record_count}")
+    if total == 0 and existing is not None:
+        print(f"nothing new to export: {args.output} unchanged")
+        return {"paths": paths, "output": args.output, "records": 0, "summary": summary, "manifest": manifest,
+                "ranges": ranges, "committed": {}}
     committed = load(with_export_columns(extract(spark, paths, options)), args, _arrow_schema(args.options),
                      expected_records=total)
     seconds = time.perf_counter() - started

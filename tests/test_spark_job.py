@@ -75,19 +75,29 @@ def test_sample_job_writes_delta_and_parquet_tables_matching_the_manifest(spark,
 
 @pytest.mark.spark
 def test_delta_modes_commit_once_per_run_and_keep_timestamps(spark, tmp_path):
-    """append adds a commit with the new files, overwrite replaces them, error refuses an existing table; the
-    executors' Parquet timestamps arrive in Delta as microsecond timestamps."""
+    """append refuses offsets the table holds and other columns; incremental adds one commit with only the newer
+    offsets; overwrite replaces every file; error refuses an existing table; the executors' Parquet timestamps
+    arrive in Delta as microsecond timestamps."""
     from deltalake import DeltaTable
 
     from kafkaseg.testing import TopicSpec, write_data_dir
 
-    manifest = write_data_dir(tmp_path / "logs", [TopicSpec("t", partitions=2, records_per_partition=150)])
+    logs = tmp_path / "logs"
+    manifest = write_data_dir(logs, [TopicSpec("t", partitions=2, records_per_partition=150)])
+    _lower_high_watermarks(logs, manifest, 50)
     output = str(tmp_path / "table")
-    base = ["--data-dir", str(tmp_path / "logs"), "--output", output]
+    base = ["--data-dir", str(logs), "--output", output]
     export.run(spark, export.parse_args(base))
-    export.run(spark, export.parse_args(base + ["--mode", "append"]))
+    with pytest.raises(export.UsageError, match=r"t-0 offsets 0\.\.99; t-1 offsets 0\.\.99"):
+        export.run(spark, export.parse_args(base + ["--mode", "append"]))
+    with pytest.raises(export.UsageError, match="only in the export: headers"):
+        export.run(spark, export.parse_args(base + ["--mode", "incremental", "--option", "includeHeaders=true"]))
+    _lower_high_watermarks(logs, manifest, 0)
+    assert export.run(spark, export.parse_args(base + ["--mode", "incremental"]))["records"] == 100
+    assert export.run(spark, export.parse_args(base + ["--mode", "incremental"]))["records"] == 0
     table = DeltaTable(output)
-    assert table.version() == 1 and table.to_pyarrow_table().num_rows == 2 * manifest.record_count
+    offsets = sorted(zip(*(table.to_pyarrow_table().column(c).to_pylist() for c in ("partition", "offset"))))
+    assert table.version() == 1 and offsets == [(p, o) for p in (0, 1) for o in range(150)]
     export.run(spark, export.parse_args(base + ["--mode", "overwrite"]))
     data = DeltaTable(output).to_pyarrow_table()
     assert DeltaTable(output).version() == 2 and data.num_rows == manifest.record_count
@@ -109,6 +119,48 @@ def test_delta_modes_commit_once_per_run_and_keep_timestamps(spark, tmp_path):
         export.run(spark, export.parse_args(base))
 
 
+def test_append_and_incremental_ranges_without_spark():
+    existing = {("t", 0): (0, 99), ("t", 1): (10, 49)}
+    ranges = {("t", 0): (0, 150), ("t", 1): (50, 80), ("u", 0): (5, 9)}
+    assert export.overlaps(ranges, existing) == ["t-0 offsets 0..99"]
+    assert export.overlaps({("t", 1): (40, 40)}, existing) == []  # nothing to read, nothing duplicated
+    assert export.incremental_ranges(ranges, existing) == {("t", 0): (100, 150), ("t", 1): (50, 80),
+                                                          ("u", 0): (5, 9)}
+    assert export.incremental_ranges({("t", 0): (0, 60)}, existing) == {("t", 0): (100, 100)}
+    export.check_columns(["topic", "offset"], ["offset", "topic"], "/o", "append")
+    with pytest.raises(export.UsageError, match="only in the table: headers; only in the export: none"):
+        export.check_columns(["topic", "headers"], ["topic"], "/o", "append")
+
+
+@pytest.mark.parametrize("fmt", ["delta", "parquet"])
+def test_existing_table_offsets_and_columns_without_spark(tmp_path, fmt):
+    import pyarrow.dataset as ds
+
+    table = pa.table({"offset": pa.array([5, 9, 7, 3], pa.int64()), "partition": pa.array([0, 0, 1, 0], pa.int32()),
+                      "topic": ["a", "a", "a", "b"]})
+    output = str(tmp_path / "t")
+    assert not export.table_exists(output, fmt)
+    if fmt == "delta":
+        from deltalake import write_deltalake
+
+        write_deltalake(output, table, partition_by=["topic"])
+    else:
+        ds.write_dataset(table, output, format="parquet", partitioning=["topic"], partitioning_flavor="hive")
+    assert export.table_exists(output, fmt)
+    assert export.existing_offsets(output, fmt) == {("a", 0): (5, 9), ("a", 1): (7, 7), ("b", 0): (3, 3)}
+    assert sorted(export.existing_columns(output, fmt)) == ["offset", "partition", "topic"]
+
+
+@pytest.mark.parametrize("output, data, inside", [
+    ("/k/data/export", "/k/data", True), ("/k/data", "/k/data/", True), ("/k", "/k/data", True),
+    ("/k/data-export", "/k/data", False), ("/k/out/x", "/k/data/*", False), ("/k/data/x", "/k/data/orders-*", True),
+    ("s3://b/data/x", "s3://b/data", True), ("s3://b/other", "s3://b/data", False)])
+def test_output_inside_a_data_dir_is_refused(output, data, inside):
+    if inside:
+        with pytest.raises(export.UsageError, match="inside"):
+            export.check_output_location(output, ["/elsewhere", data])
+    else:
+        export.check_output_location(output, [data])
 def test_delta_file_stats_from_parquet_footers(tmp_path):
     """Per-file Delta statistics: exact row counts, min/max/null counts of offset, partition, timestamp and date;
     none for binary key/value; a timestamp maximum with sub-millisecond digits is rounded up to stay a bound."""
