@@ -301,6 +301,38 @@ def _arrow_schema(options: dict) -> pa.Schema:
     return arrow_schema(parsed.include_headers, parsed.include_metadata)
 
 
+def skipped_report(metrics: dict, limit: int = 5) -> tuple[dict, list[str]]:
+    """What the write's read skipped, from :meth:`kafkaseg.spark.ScanReport.read_metrics`: ``(summary, lines to
+    print)``. Corrupt batches are skipped only with ``onCorruption=skip``; a torn tail of an active segment is
+    always left out (reported). Empty lines when nothing was skipped."""
+    skipped = {"corrupt_batches": metrics.get("corrupt_batches", 0), "corrupt_bytes": metrics.get("corrupt_bytes", 0),
+               "truncated_tails": [list(t) for t in metrics.get("truncated_tails", [])],
+               "problems": [list(p) for p in metrics.get("problems", [])]}
+    lines = []
+    if skipped["corrupt_batches"]:
+        lines.append(f"skipped {skipped['corrupt_batches']:,} corrupt batches ({skipped['corrupt_bytes']:,} bytes; "
+                     "onCorruption=skip): their records are not in the table")
+    for path, position, detail in skipped["problems"][:limit]:
+        lines.append(f"  {path} @ byte {position}: {detail}")
+    if len(skipped["problems"]) > limit:
+        lines.append(f"  ... and {len(skipped['problems']) - limit} more problems")
+    if skipped["truncated_tails"]:
+        lines.append(f"left out {len(skipped['truncated_tails'])} truncated tails (a batch cut off at a segment's "
+                     "end):")
+        for path, position, size in skipped["truncated_tails"][:limit]:
+            lines.append(f"  {path} @ byte {position}: {size:,} bytes")
+        if len(skipped["truncated_tails"]) > limit:
+            lines.append(f"  ... and {len(skipped['truncated_tails']) - limit} more")
+    return skipped, lines
+
+
+def _write_metrics() -> dict:
+    from kafkaseg.spark import last_plan_report
+
+    report = last_plan_report()
+    return report.read_metrics() if report is not None else {}
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # main
 
@@ -359,8 +391,11 @@ def run(spark, args: argparse.Namespace) -> dict:
                      expected_records=total)
     seconds = time.perf_counter() - started
     print(f"wrote {total:,} records to {args.format} table {args.output} in {seconds:.1f}s")
+    skipped, lines = skipped_report(_write_metrics())
+    for line in lines:
+        print(line)
     return {"paths": paths, "output": args.output, "records": total, "summary": summary, "manifest": manifest,
-            "ranges": ranges, "committed": committed}
+            "ranges": ranges, "committed": committed, "skipped": skipped}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

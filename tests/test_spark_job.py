@@ -119,6 +119,19 @@ def test_delta_modes_commit_once_per_run_and_keep_timestamps(spark, tmp_path):
         export.run(spark, export.parse_args(base))
 
 
+def test_skipped_report_lines():
+    assert export.skipped_report({}) == ({"corrupt_batches": 0, "corrupt_bytes": 0, "truncated_tails": [],
+                                          "problems": []}, [])
+    skipped, lines = export.skipped_report({"corrupt_batches": 2, "corrupt_bytes": 300, "problems": [
+        ("/d/t-0/0.log", 10, "CRC-32C mismatch"), ("/d/t-0/0.log", 90, "bad magic")],
+        "truncated_tails": [("/d/t-1/0.log", 500, 12)]}, limit=1)
+    assert skipped["corrupt_batches"] == 2 and skipped["truncated_tails"] == [["/d/t-1/0.log", 500, 12]]
+    assert lines == ["skipped 2 corrupt batches (300 bytes; onCorruption=skip): their records are not in the table",
+                     "  /d/t-0/0.log @ byte 10: CRC-32C mismatch", "  ... and 1 more problems",
+                     "left out 1 truncated tails (a batch cut off at a segment's end):",
+                     "  /d/t-1/0.log @ byte 500: 12 bytes"]
+
+
 def test_append_and_incremental_ranges_without_spark():
     existing = {("t", 0): (0, 99), ("t", 1): (10, 49)}
     ranges = {("t", 0): (0, 150), ("t", 1): (50, 80), ("u", 0): (5, 9)}
@@ -240,3 +253,14 @@ def test_a_high_watermark_moving_between_the_reads_changes_nothing(spark, tmp_pa
         write_delta(df, str(tmp_path / "t2"), "error", ["topic"], export.export_schema(export._arrow_schema({})),
                     expected_records=7)
     assert not (tmp_path / "t2" / "_delta_log").exists()
+
+    # onCorruption=skip: what was skipped is said and returned
+    segment = logs / "t-0" / "00000000000000000000.log"
+    data = bytearray(segment.read_bytes())
+    data[5000] ^= 0xFF
+    segment.write_bytes(bytes(data))
+    result = export.run(spark, export.parse_args(["--data-dir", str(logs), "--output", str(tmp_path / "pq"),
+                                                  "--format", "parquet", "--option", "onCorruption=skip"]))
+    skipped = result["skipped"]
+    assert skipped["corrupt_batches"] == 1 and skipped["corrupt_bytes"] > 0 and result["records"] < 300
+    assert skipped["problems"][0][0].endswith("00000000000000000000.log") and "CRC" in skipped["problems"][0][2]
