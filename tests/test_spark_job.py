@@ -69,6 +69,8 @@ def test_sample_job_writes_delta_and_parquet_tables_matching_the_manifest(spark,
     parquet = export.run(spark, export.parse_args(["--data-dir", result["paths"][0], "--output", str(tmp_path / "pq"),
                                                    "--format", "parquet", "--option", "subscribe=orders,clicks"]))
     pq = ds.dataset(parquet["output"], format="parquet", partitioning="hive").to_table()
+    assert pq.schema.field("timestamp").type == pa.timestamp("us", tz="UTC")  # not legacy INT96 (naive)
+    assert table.schema.field("timestamp").type == pa.timestamp("us", tz="UTC")
     assert sorted(zip(*(pq.column(c).to_pylist() for c in ("topic", "partition", "offset", "key", "value")))) \
         == [row for row in expected if row[0] in ("orders", "clicks")]
 

@@ -6,8 +6,9 @@
   files' paths, sizes and footers (row counts and min/max/null counts, so Delta readers can skip files). No record passes through the driver, and a failed job leaves only unreferenced
   files behind (never a half-committed table); ``DeltaTable.vacuum`` removes them.
 
-Delta needs timestamps as INT64 microseconds, so the write sets ``spark.sql.parquet.outputTimestampType`` to
-``TIMESTAMP_MICROS`` for its duration.
+Both write timestamps as INT64 microseconds adjusted to UTC (Delta needs them; for Parquet they read back as
+``timestamp[us, tz=UTC]`` instead of Spark's legacy naive INT96): ``write_parquet`` sets
+``spark.sql.parquet.outputTimestampType`` to ``TIMESTAMP_MICROS`` for its duration.
 """
 
 from __future__ import annotations
@@ -30,11 +31,22 @@ __all__ = ["write_parquet", "write_delta", "delta_add_actions", "RecordCountMism
 
 
 def write_parquet(df, output: str, mode: str, partition_by: Sequence[str]) -> None:
-    """Hive-partitioned Parquet written by the executors. ``mode``: error, overwrite or append."""
-    writer = df.write.mode("errorifexists" if mode == "error" else mode)
-    if partition_by:
-        writer = writer.partitionBy(*partition_by)
-    writer.parquet(output)
+    """Hive-partitioned Parquet written by the executors. ``mode``: error, overwrite or append. Timestamps are
+    written as INT64 microseconds adjusted to UTC (``spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS`` for
+    the write's duration), not Spark's default legacy INT96, which other readers take as naive."""
+    spark = df.sparkSession
+    previous = spark.conf.get("spark.sql.parquet.outputTimestampType", None)
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+    try:
+        writer = df.write.mode("errorifexists" if mode == "error" else mode)
+        if partition_by:
+            writer = writer.partitionBy(*partition_by)
+        writer.parquet(output)
+    finally:
+        if previous is None:
+            spark.conf.unset("spark.sql.parquet.outputTimestampType")
+        else:
+            spark.conf.set("spark.sql.parquet.outputTimestampType", previous)
 
 
 class RecordCountMismatch(RuntimeError):
@@ -51,20 +63,11 @@ def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema:
     from deltalake import DeltaTable, Schema
     from deltalake.transaction import create_table_with_add_actions
 
-    spark = df.sparkSession
     exists = _is_delta_table(output)
     if exists and mode == "error":
         raise FileExistsError(f"{output} is already a Delta table (use mode overwrite or append)")
     run_folder = f"kafkaseg-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
-    previous = spark.conf.get("spark.sql.parquet.outputTimestampType", None)
-    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-    try:
-        write_parquet(df, join(output, run_folder), "error", partition_by)
-    finally:
-        if previous is None:
-            spark.conf.unset("spark.sql.parquet.outputTimestampType")
-        else:
-            spark.conf.set("spark.sql.parquet.outputTimestampType", previous)
+    write_parquet(df, join(output, run_folder), "error", partition_by)  # timestamps as INT64 micros, as Delta needs
     actions = delta_add_actions(output, run_folder, partition_by)
     records = sum(json.loads(a.stats)["numRecords"] for a in actions)
     if expected_records is not None and records != expected_records:
