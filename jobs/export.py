@@ -336,9 +336,10 @@ def _write_metrics() -> dict:
 # --------------------------------------------------------------------------------------------------------------------
 # main
 
-def run(spark, args: argparse.Namespace) -> dict:
-    """The job on an existing SparkSession; returns what it did (for tests and the final report line)."""
-    started = time.perf_counter()
+def prepare(args: argparse.Namespace) -> dict:
+    """Everything the job decides before Spark starts (no JVM): the sample data dir, the output's location, the
+    existing table (mode error refuses it here, before anything is read; append/incremental check its columns and
+    offsets) and the pinned read options. Raises :class:`UsageError`, ``FileExistsError`` or a ``KafkaSegError``."""
     manifest = None
     paths = args.data_dir
     if args.sample:
@@ -378,6 +379,17 @@ def run(spark, args: argparse.Namespace) -> dict:
               "live dir, and the Delta commit is refused if they do")
     else:
         options = pinned_options(args.options, ranges)
+    return {"paths": paths, "manifest": manifest, "existing": existing, "ranges": ranges, "options": options}
+
+
+def run(spark, args: argparse.Namespace, prepared: dict | None = None) -> dict:
+    """The job on an existing SparkSession (``prepared``: :func:`prepare`'s result, made here when None); returns
+    what it did (for tests and the final report line)."""
+    started = time.perf_counter()
+    if prepared is None:
+        prepared = prepare(args)
+    paths, manifest, existing = prepared["paths"], prepared["manifest"], prepared["existing"]
+    ranges, options = prepared["ranges"], prepared["options"]
     summary = summarize(spark, paths, options)
     print_summary(summary)
     total = sum(s[2] for s in summary)
@@ -399,22 +411,30 @@ def run(spark, args: argparse.Namespace) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Exit status 0, 2 for a usage or input problem (bad arguments or options, a missing data dir, an existing
+    table, a refused append), 1 otherwise; errors are one line on stderr."""
+    from kafkaseg.spark.jobs import report_error
+
     args = parse_args(argv)
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder.appName("kafkaseg-export")
-    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # plain `python jobs/export.py`, not spark-submit
-        builder = (builder.master("local[*]").config("spark.sql.python.filterPushdown.enabled", "true")
-                   .config("spark.sql.session.timeZone", "UTC"))
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(os.environ.get("KAFKASEG_SPARK_LOG_LEVEL_JVM", "WARN"))
     try:
-        from kafkaseg.spark import register
+        prepared = prepare(args)
+        from pyspark.sql import SparkSession
 
-        register(spark)  # harmless when PySpark already found pyspark_kafkaseg on its own
-        run(spark, args)
-    finally:
-        spark.stop()
+        builder = SparkSession.builder.appName("kafkaseg-export")
+        if "PYSPARK_GATEWAY_PORT" not in os.environ:  # plain `python jobs/export.py`, not spark-submit
+            builder = (builder.master("local[*]").config("spark.sql.python.filterPushdown.enabled", "true")
+                       .config("spark.sql.session.timeZone", "UTC"))
+        spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel(os.environ.get("KAFKASEG_SPARK_LOG_LEVEL_JVM", "WARN"))
+        try:
+            from kafkaseg.spark import register
+
+            register(spark)  # harmless when PySpark already found pyspark_kafkaseg on its own
+            run(spark, args, prepared)
+        finally:
+            spark.stop()
+    except Exception as exc:  # noqa: BLE001 - report_error re-raises what it does not know
+        return report_error(exc, "export.py", usage=(UsageError,))
     return 0
 
 

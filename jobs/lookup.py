@@ -212,13 +212,33 @@ def load(answers, output: str, fmt: str = "parquet", mode: str = "error") -> Non
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    from pyspark.sql import SparkSession
+def check(args: argparse.Namespace) -> None:
+    """What can be refused before Spark starts: a data dir that is not there (``LayoutError``), an existing output
+    with ``--mode error`` (``FileExistsError``)."""
+    from kafkaseg.storage.fs import join, stat
+    from kafkaseg.storage.layout import discover
 
-    spark = SparkSession.builder.appName("kafkaseg-lookup").getOrCreate()
-    answers = transform(extract(spark, args.input), args.data_dir, args.isolation, args.partitions)
-    load(answers, args.output, args.format, args.mode)
+    discover(list(args.data_dir))
+    if args.mode == "error":
+        entry = stat(join(args.output, "_delta_log") if args.format == "delta" else args.output)
+        if entry is not None:
+            raise FileExistsError(f"{args.output} already exists (use --mode overwrite or append)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Exit status 0, 2 for a usage or input problem, 1 otherwise; errors are one line on stderr."""
+    from kafkaseg.spark.jobs import report_error
+
+    args = parse_args(argv)
+    try:
+        check(args)
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.appName("kafkaseg-lookup").getOrCreate()
+        answers = transform(extract(spark, args.input), args.data_dir, args.isolation, args.partitions)
+        load(answers, args.output, args.format, args.mode)
+    except Exception as exc:  # noqa: BLE001 - report_error re-raises what it does not know
+        return report_error(exc, "lookup.py")
     return 0
 
 

@@ -71,3 +71,15 @@ def test_job_end_to_end(spark, datadir, tmp_path):
     table = DeltaTable(args.output).to_pyarrow_table()
     assert table.num_rows == len(lines) - 1
     _check(datadir, table.to_pylist())
+
+
+def test_main_refuses_a_missing_data_dir_or_an_existing_output_in_one_line(datadir, tmp_path, capsys):
+    (tmp_path / "out").mkdir()
+    for argv, message in [
+            (["--data-dir", str(tmp_path / "nope"), "--input", "r.csv", "--output", str(tmp_path / "o")],
+             "LayoutError: "),
+            (["--data-dir", str(datadir.path), "--input", "r.csv", "--output", str(tmp_path / "out")],
+             "FileExistsError: ")]:
+        assert job.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("lookup.py: error: ") and message in err and err.count("\n") == 1, err

@@ -266,3 +266,42 @@ def test_a_high_watermark_moving_between_the_reads_changes_nothing(spark, tmp_pa
     skipped = result["skipped"]
     assert skipped["corrupt_batches"] == 1 and skipped["corrupt_bytes"] > 0 and result["records"] < 300
     assert skipped["problems"][0][0].endswith("00000000000000000000.log") and "CRC" in skipped["problems"][0][2]
+
+
+def test_errors_are_one_line_with_an_exit_status():
+    from kafkaseg.errors import CrcMismatchError, LayoutError
+    from kafkaseg.spark.jobs import error_line
+
+    assert error_line(LayoutError("/nope: no such file or directory")) == (
+        "LayoutError: /nope: no such file or directory", 2)
+    assert error_line(CrcMismatchError("/d/t-0/0.log @ byte 1410: CRC-32C mismatch")) == (
+        "CrcMismatchError: /d/t-0/0.log @ byte 1410: CRC-32C mismatch", 1)
+    assert error_line(FileExistsError("/o exists"))[1] == 2
+    assert error_line(export.UsageError("bad"), usage=(export.UsageError,)) == ("UsageError: bad", 2)
+    assert error_line(KeyError("a bug keeps its traceback")) is None
+
+    wrapped = type("PythonException", (Exception,), {"__module__": "pyspark.errors.exceptions.captured"})
+    text = ("\n  An exception was thrown from the Python worker. Please see the stack trace below.\nTraceback (most "
+            "recent call last):\n  File \"/x/planning.py\", line 1116, in plan_scan\n    found = discover(paths)\n"
+            "kafkaseg.errors.DataLossError: t-0: offset 5 is below the log start offset 9\n SQLSTATE: 38000")
+    assert error_line(wrapped(text)) == ("DataLossError: t-0: offset 5 is below the log start offset 9", 1)
+    assert error_line(wrapped(text.replace("DataLossError", "InvalidOptionError")))[1] == 2
+    other = wrapped("[PATH_NOT_FOUND] Path does not exist: file:/x.csv. SQLSTATE: 42K03\nJVM stacktrace: ...")
+    assert error_line(other) == ("PythonException: [PATH_NOT_FOUND] Path does not exist: file:/x.csv. SQLSTATE: "
+                                 "42K03", 1)
+
+
+def test_main_reports_input_problems_in_one_line_before_starting_spark(tmp_path, capsys):
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path / "logs", [TopicSpec("t", records_per_partition=10)])
+    (tmp_path / "table" / "_delta_log").mkdir(parents=True)
+    for argv, message in [
+            (["--data-dir", str(tmp_path / "nope"), "--output", str(tmp_path / "o")], "LayoutError: "),
+            (["--data-dir", str(tmp_path / "logs"), "--output", str(tmp_path / "table")], "already exists"),
+            (["--data-dir", str(tmp_path / "logs"), "--output", str(tmp_path / "o"), "--option", "subscrbe=t"],
+             "InvalidOptionError: unknown option 'subscrbe'"),
+            (["--data-dir", str(tmp_path / "logs"), "--output", str(tmp_path / "logs" / "x")], "inside --data-dir")]:
+        assert export.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("export.py: error: ") and message in err and err.count("\n") == 1, err
