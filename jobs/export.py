@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
-import tempfile
 import json
 import time
 from pathlib import Path
@@ -32,6 +32,7 @@ from typing import Sequence
 import pyarrow as pa
 
 FORMAT = "kafkaseg"
+SAMPLE_DIR = "sample-kafka-logs"  # under --work-dir
 # the options that choose where each partition's read starts and ends: replaced by the offsets resolved once
 RANGE_OPTIONS = frozenset(name.lower() for name in (
     "startingOffsets", "endingOffsets", "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp",
@@ -48,7 +49,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--sample", action="store_true",
-                        help="generate kafkaseg's sample log dir (under --work-dir) and export it")
+                        help="generate kafkaseg's sample log dir (<work-dir>/sample-kafka-logs, replaced each run) and "
+                             "export it")
     source.add_argument("--data-dir", action="append", metavar="DIR",
                         help="a Kafka log dir, topic-partition dir or glob (repeat for several, e.g. every log.dirs)")
     parser.add_argument("--output", metavar="PATH", help="table path (default with --sample: <work-dir>/sample-<format>)")
@@ -345,8 +347,10 @@ def prepare(args: argparse.Namespace) -> dict:
     if args.sample:
         from kafkaseg.testing import sample_data_dir
 
-        Path(args.work_dir).mkdir(parents=True, exist_ok=True)
-        data = Path(tempfile.mkdtemp(prefix="sample-kafka-logs-", dir=args.work_dir))
+        data = Path(args.work_dir) / SAMPLE_DIR  # one fixed dir, replaced each run
+        if data.exists():
+            shutil.rmtree(data)
+        data.mkdir(parents=True)
         manifest = sample_data_dir(data)
         paths = [str(data)]
         print(f"sample log dir: {data} ({manifest.record_count:,} records in {len(manifest.partitions)} "

@@ -305,3 +305,13 @@ def test_main_reports_input_problems_in_one_line_before_starting_spark(tmp_path,
         assert export.main(argv) == 2
         err = capsys.readouterr().err
         assert err.startswith("export.py: error: ") and message in err and err.count("\n") == 1, err
+
+
+def test_sample_data_dir_is_one_fixed_dir_replaced_each_run(tmp_path):
+    args = export.parse_args(["--sample", "--work-dir", str(tmp_path)])
+    first = export.prepare(args)
+    (tmp_path / "sample-kafka-logs" / "stale").write_text("x")
+    second = export.prepare(args)
+    assert first["paths"] == second["paths"] == [str(tmp_path / "sample-kafka-logs")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sample-kafka-logs"]
+    assert not (tmp_path / "sample-kafka-logs" / "stale").exists()
