@@ -314,18 +314,20 @@ def skipped_report(metrics: dict, limit: int = 5) -> tuple[dict, list[str]]:
     if skipped["corrupt_batches"]:
         lines.append(f"skipped {skipped['corrupt_batches']:,} corrupt batches ({skipped['corrupt_bytes']:,} bytes; "
                      "onCorruption=skip): their records are not in the table")
-    for path, position, detail in skipped["problems"][:limit]:
-        lines.append(f"  {path} @ byte {position}: {detail}")
-    if len(skipped["problems"]) > limit:
-        lines.append(f"  ... and {len(skipped['problems']) - limit} more problems")
+    lines += _first(skipped["problems"], limit, "{} @ byte {}: {}", "problems")
     if skipped["truncated_tails"]:
         lines.append(f"left out {len(skipped['truncated_tails'])} truncated tails (a batch cut off at a segment's "
                      "end):")
-        for path, position, size in skipped["truncated_tails"][:limit]:
-            lines.append(f"  {path} @ byte {position}: {size:,} bytes")
-        if len(skipped["truncated_tails"]) > limit:
-            lines.append(f"  ... and {len(skipped['truncated_tails']) - limit} more")
+        lines += _first(skipped["truncated_tails"], limit, "{} @ byte {}: {:,} bytes", "")
     return skipped, lines
+
+
+def _first(entries: list, limit: int, form: str, what: str) -> list[str]:
+    """The first ``limit`` entries as indented lines, and how many more there are."""
+    lines = ["  " + form.format(*entry) for entry in entries[:limit]]
+    if len(entries) > limit:
+        lines.append(f"  ... and {len(entries) - limit} more {what}".rstrip())
+    return lines
 
 
 def _write_metrics() -> dict:
