@@ -8,7 +8,7 @@ formats), generated on the fly::
 Real use (every executor must see ``--data-dir`` at the same path, or a URI pyarrow can open)::
 
     ./spark-submit.sh jobs/export.py --data-dir /var/lib/kafka/data --output /lake/kafka_raw \\
-        [--format delta|parquet] [--mode error|overwrite|append] [--partition-by topic] \\
+        [--format delta|parquet] [--mode error|overwrite|append|incremental] [--partition-by topic] \\
         [--option subscribe=orders,payments] [--option kafka.isolation.level=read_committed] ...
 
 Steps: :func:`extract` (the kafkaseg source; ``--option`` passes any kafkaseg/Spark-Kafka read option),
@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
-import tempfile
+import json
 import time
 from pathlib import Path
 from typing import Sequence
@@ -31,6 +32,11 @@ from typing import Sequence
 import pyarrow as pa
 
 FORMAT = "kafkaseg"
+SAMPLE_DIR = "sample-kafka-logs"  # under --work-dir
+# the options that choose where each partition's read starts and ends: replaced by the offsets resolved once
+RANGE_OPTIONS = frozenset(name.lower() for name in (
+    "startingOffsets", "endingOffsets", "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp",
+    "endingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy"))
 NO_TIMESTAMP_MICROS = -1000  # Kafka's "no timestamp" (-1 ms), as Spark and kafkaseg show it
 MICROS_PER_DAY = 86_400_000_000
 
@@ -43,13 +49,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--sample", action="store_true",
-                        help="generate kafkaseg's sample log dir (under --work-dir) and export it")
+                        help="generate kafkaseg's sample log dir (<work-dir>/sample-kafka-logs, replaced each run) and "
+                             "export it")
     source.add_argument("--data-dir", action="append", metavar="DIR",
                         help="a Kafka log dir, topic-partition dir or glob (repeat for several, e.g. every log.dirs)")
     parser.add_argument("--output", metavar="PATH", help="table path (default with --sample: <work-dir>/sample-<format>)")
     parser.add_argument("--format", choices=("delta", "parquet"), default="delta")
-    parser.add_argument("--mode", choices=("error", "overwrite", "append"), default=None,
-                        help="when the table exists (default: error; overwrite with --sample)")
+    parser.add_argument("--mode", choices=("error", "overwrite", "append", "incremental"), default=None,
+                        help="when the table exists (default: error; overwrite with --sample). append refuses offsets "
+                             "the table already holds; incremental exports only the offsets after them (each "
+                             "partition in the table from its max offset + 1), creating the table when missing")
     parser.add_argument("--partition-by", default="topic", help="comma-separated columns, '' for none (default topic)")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         help="a kafkaseg read option, e.g. includeHeaders=true, subscribe=orders (repeatable)")
@@ -92,6 +101,156 @@ def with_export_columns(df):
 
 
 # --------------------------------------------------------------------------------------------------------------------
+# offset ranges (pure, no Spark)
+
+Ranges = dict  # {(topic, partition): (start, end)}, end exclusive
+
+
+def offsets_json(offsets: dict) -> str:
+    """Spark's per-partition offsets JSON, ``{"t":{"0":12}}``, from ``{(topic, partition): offset}``."""
+    out: dict = {}
+    for (topic, partition), offset in sorted(offsets.items()):
+        out.setdefault(topic, {})[str(partition)] = int(offset)
+    return json.dumps(out, separators=(",", ":"))
+
+
+def pinned_options(options: dict, ranges: Ranges) -> dict:
+    """``options`` with every starting*/ending* option replaced by explicit ``startingOffsets``/``endingOffsets``
+    JSON for ``ranges``, so each read of the job reads exactly these offsets however the log moves meanwhile
+    (an end below its start is raised to the start: nothing to read)."""
+    out = {k: v for k, v in options.items() if k.strip().lower() not in RANGE_OPTIONS}
+    out["startingOffsets"] = offsets_json({key: start for key, (start, _) in ranges.items()})
+    out["endingOffsets"] = offsets_json({key: max(start, end) for key, (start, end) in ranges.items()})
+    return out
+
+
+def resolve_ranges(paths: Sequence[str], options: dict) -> Ranges | None:
+    """Every selected partition's ``[start, end)`` under ``options``, resolved once on the driver by the Spark-free
+    planner (index files and checkpoints only; no record is read). None with ``replicas=all``, where one
+    topic-partition has several copies with different ranges and so cannot be pinned by one JSON."""
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.planning import plan_scan
+
+    opts = ReadOptions.from_options(options)
+    if opts.replicas == "all":
+        return None
+    report = plan_scan(list(paths), opts).report
+    log_start = {(p.topic, p.partition): p.log_start_offset for p in report.partitions}
+    ranges = {}
+    for key, (start, end) in report.offsets().items():
+        if start is None or end is None:  # a partition without segments: nothing to read now
+            start = end = log_start.get(key) or 0
+        ranges[key] = (start, max(start, end))
+    return ranges
+
+
+def incremental_ranges(ranges: Ranges, existing: dict) -> Ranges:
+    """The ranges of an incremental export: a partition the table holds (``existing``: ``{(topic, partition):
+    (min offset, max offset)}``) starts at its max offset + 1, so records deleted since the last export (a gap)
+    are a data loss error under ``failOnDataLoss=true``, as in Spark; one it does not hold keeps its range."""
+    out = {}
+    for key, (start, end) in ranges.items():
+        if key in existing:
+            start = existing[key][1] + 1
+        out[key] = (start, max(start, end))
+    return out
+
+
+def overlaps(ranges: Ranges, existing: dict) -> list[str]:
+    """``topic-partition offsets a..b`` for every partition whose ``[start, end)`` shares offsets with the table's
+    ``(min, max)`` for it: what an append would duplicate."""
+    found = []
+    for key in sorted(ranges):
+        start, end = ranges[key]
+        if key in existing and end > start:
+            low, high = existing[key]
+            first, last = max(start, low), min(end - 1, high)
+            if first <= last:
+                found.append(f"{key[0]}-{key[1]} offsets {first}..{last}")
+    return found
+
+
+class UsageError(Exception):
+    """A problem with the job's arguments or its input (exit status 2)."""
+
+
+def _location(path: str) -> str:
+    """A comparable form of a path: the local real path (a glob cut at its first wildcard), or the URI normalized."""
+    import posixpath
+
+    text = str(path)
+    if text.startswith("file://"):
+        text = text[len("file://"):]
+    parts = text.split("/")
+    for i, part in enumerate(parts):
+        if any(c in part for c in "*?["):
+            text = "/".join(parts[:i]) or "/"
+            break
+    if "://" in text:
+        scheme, _, rest = text.partition("://")
+        return f"{scheme}://{posixpath.normpath(rest)}"
+    return os.path.realpath(text)
+
+
+def check_output_location(output: str, data_dirs: Sequence[str]) -> None:
+    """Refuse an output equal to or inside a data dir (a broker fails a log dir holding a folder that is not a
+    topic-partition) or containing one (an overwrite would delete it)."""
+    out = _location(output)
+    for data in data_dirs:
+        d = _location(data)
+        if out == d or out.startswith(d.rstrip("/") + "/"):
+            raise UsageError(f"--output {output} is inside --data-dir {data}: a Kafka log dir must hold only "
+                             "topic-partition folders (a broker fails it otherwise); write the table elsewhere")
+        if d.startswith(out.rstrip("/") + "/"):
+            raise UsageError(f"--data-dir {data} is inside --output {output}; write the table elsewhere")
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# the existing table (pyarrow, no Spark)
+
+def table_exists(output: str, fmt: str) -> bool:
+    from kafkaseg.storage.fs import join, stat
+
+    entry = stat(join(output, "_delta_log") if fmt == "delta" else output)
+    return entry is not None and (fmt == "parquet" or entry.is_dir)
+
+
+def _existing_dataset(output: str, fmt: str):
+    import pyarrow.dataset as ds
+
+    if fmt == "delta":
+        from deltalake import DeltaTable
+
+        return DeltaTable(output).to_pyarrow_dataset()
+    return ds.dataset(output, format="parquet", partitioning="hive")
+
+
+def existing_columns(output: str, fmt: str) -> list[str]:
+    return list(_existing_dataset(output, fmt).schema.names)
+
+
+def existing_offsets(output: str, fmt: str) -> dict:
+    """``{(topic, partition): (min offset, max offset)}`` of the table at ``output`` (only the topic, partition and
+    offset columns are read)."""
+    data = _existing_dataset(output, fmt).to_table(columns=["topic", "partition", "offset"])
+    grouped = data.group_by(["topic", "partition"]).aggregate([("offset", "min"), ("offset", "max")])
+    return {(t, int(p)): (lo, hi) for t, p, lo, hi in zip(
+        grouped.column("topic").to_pylist(), grouped.column("partition").to_pylist(),
+        grouped.column("offset_min").to_pylist(), grouped.column("offset_max").to_pylist())}
+
+
+def check_columns(table_columns: Sequence[str], export_columns: Sequence[str], output: str, mode: str) -> None:
+    """Refuse to append rows whose columns differ from the table's (Spark's writer would drop or null them)."""
+    only_table = [c for c in table_columns if c not in export_columns]
+    only_export = [c for c in export_columns if c not in table_columns]
+    if only_table or only_export:
+        raise UsageError(
+            f"--mode {mode}: {output} has other columns than this export (only in the table: "
+            f"{', '.join(only_table) or 'none'}; only in the export: {', '.join(only_export) or 'none'}); use the "
+            "read options it was written with (includeHeaders, includeMetadata) or --mode overwrite")
+
+
+# --------------------------------------------------------------------------------------------------------------------
 # extract / load (Spark)
 
 def extract(spark, paths: Sequence[str], options: dict):
@@ -122,15 +281,18 @@ def print_summary(summary, out=sys.stdout) -> None:
     print(f"{'total':<{width}}  {sum(s[2] for s in summary):>10,}", file=out)
 
 
-def load(df, args: argparse.Namespace, source_schema: pa.Schema) -> dict:
+def load(df, args: argparse.Namespace, source_schema: pa.Schema, expected_records: int | None = None) -> dict:
     """Write the exported rows from the executors: Parquet with Spark's writer, Delta with Spark's Parquet writer
-    and one delta-rs commit (:mod:`kafkaseg.spark.tables`)."""
+    and one delta-rs commit (:mod:`kafkaseg.spark.tables`), which is refused unless the files written hold
+    ``expected_records``."""
     from kafkaseg.spark.tables import write_delta, write_parquet
 
+    mode = "append" if args.mode == "incremental" else args.mode
     if args.format == "parquet":
-        write_parquet(df, args.output, args.mode, args.partition_by)
+        write_parquet(df, args.output, mode, args.partition_by)
         return {}
-    return write_delta(df, args.output, args.mode, args.partition_by, export_schema(source_schema))
+    return write_delta(df, args.output, mode, args.partition_by, export_schema(source_schema),
+                       expected_records=expected_records)
 
 
 def _arrow_schema(options: dict) -> pa.Schema:
@@ -141,53 +303,144 @@ def _arrow_schema(options: dict) -> pa.Schema:
     return arrow_schema(parsed.include_headers, parsed.include_metadata)
 
 
+def skipped_report(metrics: dict, limit: int = 5) -> tuple[dict, list[str]]:
+    """What the write's read skipped, from :meth:`kafkaseg.spark.ScanReport.read_metrics`: ``(summary, lines to
+    print)``. Corrupt batches are skipped only with ``onCorruption=skip``; a torn tail of an active segment is
+    always left out (reported). Empty lines when nothing was skipped."""
+    skipped = {"corrupt_batches": metrics.get("corrupt_batches", 0), "corrupt_bytes": metrics.get("corrupt_bytes", 0),
+               "truncated_tails": [list(t) for t in metrics.get("truncated_tails", [])],
+               "problems": [list(p) for p in metrics.get("problems", [])]}
+    lines = []
+    if skipped["corrupt_batches"]:
+        lines.append(f"skipped {skipped['corrupt_batches']:,} corrupt batches ({skipped['corrupt_bytes']:,} bytes; "
+                     "onCorruption=skip): their records are not in the table")
+    lines += _first(skipped["problems"], limit, "{} @ byte {}: {}", "problems")
+    if skipped["truncated_tails"]:
+        lines.append(f"left out {len(skipped['truncated_tails'])} truncated tails (a batch cut off at a segment's "
+                     "end):")
+        lines += _first(skipped["truncated_tails"], limit, "{} @ byte {}: {:,} bytes", "")
+    return skipped, lines
+
+
+def _first(entries: list, limit: int, form: str, what: str) -> list[str]:
+    """The first ``limit`` entries as indented lines, and how many more there are."""
+    lines = ["  " + form.format(*entry) for entry in entries[:limit]]
+    if len(entries) > limit:
+        lines.append(f"  ... and {len(entries) - limit} more {what}".rstrip())
+    return lines
+
+
+def _write_metrics() -> dict:
+    from kafkaseg.spark import last_plan_report
+
+    report = last_plan_report()
+    return report.read_metrics() if report is not None else {}
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # main
 
-def run(spark, args: argparse.Namespace) -> dict:
-    """The job on an existing SparkSession; returns what it did (for tests and the final report line)."""
-    started = time.perf_counter()
+def prepare(args: argparse.Namespace) -> dict:
+    """Everything the job decides before Spark starts (no JVM): the sample data dir, the output's location, the
+    existing table (mode error refuses it here, before anything is read; append/incremental check its columns and
+    offsets) and the pinned read options. Raises :class:`UsageError`, ``FileExistsError`` or a ``KafkaSegError``."""
     manifest = None
     paths = args.data_dir
     if args.sample:
         from kafkaseg.testing import sample_data_dir
 
-        Path(args.work_dir).mkdir(parents=True, exist_ok=True)
-        data = Path(tempfile.mkdtemp(prefix="sample-kafka-logs-", dir=args.work_dir))
+        data = Path(args.work_dir) / SAMPLE_DIR  # one fixed dir, replaced each run
+        if data.exists():
+            shutil.rmtree(data)
+        data.mkdir(parents=True)
         manifest = sample_data_dir(data)
         paths = [str(data)]
         print(f"sample log dir: {data} ({manifest.record_count:,} records in {len(manifest.partitions)} "
               f"topic-partitions)")
-    summary = summarize(spark, paths, args.options)
+    check_output_location(args.output, paths)
+    existing = None
+    if table_exists(args.output, args.format):
+        if args.mode == "error":
+            raise FileExistsError(f"{args.output} already exists (use --mode overwrite, append or incremental)")
+        if args.mode in ("append", "incremental"):
+            check_columns(existing_columns(args.output, args.format),
+                          export_schema(_arrow_schema(args.options)).names, args.output, args.mode)
+            existing = existing_offsets(args.output, args.format)
+    # Both reads (the summary, then the write) get the same explicit offsets, resolved once here: on a live broker's
+    # dir the high watermark moves between them, and the table must hold what the summary counted.
+    ranges = resolve_ranges(paths, args.options)
+    if args.mode == "incremental" and ranges is None:
+        raise UsageError("--mode incremental cannot be used with replicas=all (one partition, several ranges)")
+    if existing and ranges is not None:
+        if args.mode == "incremental":
+            # resolved again from the new starts: a start below the log start offset is data loss (or clamped)
+            ranges = resolve_ranges(paths, pinned_options(args.options, incremental_ranges(ranges, existing)))
+        elif args.mode == "append" and overlaps(ranges, existing):
+            raise UsageError(f"--mode append would duplicate what {args.output} holds: "
+                             f"{'; '.join(overlaps(ranges, existing))} (use --mode incremental to export only "
+                             "newer offsets, or --mode overwrite)")
+    if ranges is None:
+        options = dict(args.options)
+        print("replicas=all: offsets not pinned (each copy has its own range); the two reads may differ on a "
+              "live dir, and the Delta commit is refused if they do")
+    else:
+        options = pinned_options(args.options, ranges)
+    return {"paths": paths, "manifest": manifest, "existing": existing, "ranges": ranges, "options": options}
+
+
+def run(spark, args: argparse.Namespace, prepared: dict | None = None) -> dict:
+    """The job on an existing SparkSession (``prepared``: :func:`prepare`'s result, made here when None); returns
+    what it did (for tests and the final report line)."""
+    started = time.perf_counter()
+    if prepared is None:
+        prepared = prepare(args)
+    paths, manifest, existing = prepared["paths"], prepared["manifest"], prepared["existing"]
+    ranges, options = prepared["ranges"], prepared["options"]
+    summary = summarize(spark, paths, options)
     print_summary(summary)
     total = sum(s[2] for s in summary)
     if manifest is not None and not args.options and total != manifest.record_count:
         raise SystemExit(f"read {total} records but the sample holds {manifest.record_count}")
-    committed = load(with_export_columns(extract(spark, paths, args.options)), args, _arrow_schema(args.options))
-    if committed and committed["records"] != total:
-        raise SystemExit(f"committed {committed['records']} records but read {total}")
+    if total == 0 and existing is not None:
+        print(f"nothing new to export: {args.output} unchanged")
+        return {"paths": paths, "output": args.output, "records": 0, "summary": summary, "manifest": manifest,
+                "ranges": ranges, "committed": {}}
+    committed = load(with_export_columns(extract(spark, paths, options)), args, _arrow_schema(args.options),
+                     expected_records=total)
     seconds = time.perf_counter() - started
     print(f"wrote {total:,} records to {args.format} table {args.output} in {seconds:.1f}s")
-    return {"paths": paths, "output": args.output, "records": total, "summary": summary, "manifest": manifest}
+    skipped, lines = skipped_report(_write_metrics())
+    for line in lines:
+        print(line)
+    return {"paths": paths, "output": args.output, "records": total, "summary": summary, "manifest": manifest,
+            "ranges": ranges, "committed": committed, "skipped": skipped}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Exit status 0, 2 for a usage or input problem (bad arguments or options, a missing data dir, an existing
+    table, a refused append), 1 otherwise; errors are one line on stderr."""
+    from kafkaseg.spark.jobs import report_error
+
     args = parse_args(argv)
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder.appName("kafkaseg-export")
-    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # plain `python jobs/export.py`, not spark-submit
-        builder = (builder.master("local[*]").config("spark.sql.python.filterPushdown.enabled", "true")
-                   .config("spark.sql.session.timeZone", "UTC"))
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(os.environ.get("KAFKASEG_SPARK_LOG_LEVEL_JVM", "WARN"))
     try:
-        from kafkaseg.spark import register
+        prepared = prepare(args)
+        from pyspark.sql import SparkSession
 
-        register(spark)  # harmless when PySpark already found pyspark_kafkaseg on its own
-        run(spark, args)
-    finally:
-        spark.stop()
+        builder = SparkSession.builder.appName("kafkaseg-export")
+        if "PYSPARK_GATEWAY_PORT" not in os.environ:  # plain `python jobs/export.py`, not spark-submit
+            builder = (builder.master("local[*]").config("spark.sql.python.filterPushdown.enabled", "true")
+                       .config("spark.sql.session.timeZone", "UTC"))
+        spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel(os.environ.get("KAFKASEG_SPARK_LOG_LEVEL_JVM", "WARN"))
+        try:
+            from kafkaseg.spark import register
+
+            register(spark)  # harmless when PySpark already found pyspark_kafkaseg on its own
+            run(spark, args, prepared)
+        finally:
+            spark.stop()
+    except Exception as exc:  # noqa: BLE001 - report_error re-raises what it does not know
+        return report_error(exc, "export.py", usage=(UsageError,))
     return 0
 
 

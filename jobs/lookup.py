@@ -49,7 +49,10 @@ OUTPUT_DDL = ("topic STRING, partition INT, time STRING, request_offset BIGINT, 
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Bulk kafkaseg offset/time lookups with Spark")
+    parser = argparse.ArgumentParser(
+        description="Bulk kafkaseg offset/time lookups with Spark. Input columns: topic, partition, and time "
+                    "(-1/latest, -2/earliest, -3/max-timestamp, epoch ms or ISO-8601) and/or offset; one output row "
+                    "per input row (a row that cannot be answered gets a reason).")
     parser.add_argument("--data-dir", action="append", required=True, help="Kafka log dir (repeatable)")
     parser.add_argument("--input", required=True, help="CSV (.csv), JSON lines (.json/.jsonl) or a table name")
     parser.add_argument("--output", required=True, help="output path (or table location)")
@@ -82,11 +85,16 @@ def extract(spark, source: str):
 
 # -- transform (pure: no Spark) -------------------------------------------------------------------------------
 
-def _as_int(value) -> int | None:
+def _as_int(value, name: str = "value") -> int | None:
     if value is None:
         return None
     text = str(value).strip()
-    return int(text) if text else None
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{name} {text!r} is not an integer") from None
 
 
 def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
@@ -111,10 +119,14 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
                 answer = dict.fromkeys(out)
                 answer.update(topic=topic, time=row.get("time"), found=False)
                 try:
-                    partition = _as_int(row.get("partition"))
+                    partition = _as_int(row.get("partition"), "partition")
                     answer["partition"] = partition
-                    request_offset = _as_int(row.get("offset"))
+                    request_offset = _as_int(row.get("offset"), "offset")
                     answer["request_offset"] = request_offset
+                    if topic in (None, ""):
+                        raise ValueError("no topic given")
+                    if partition is None:
+                        raise ValueError("no partition given")
                     key = (topic, partition)
                     if key not in replicas:
                         raise KafkaSegError(f"no partition {topic}-{partition} under {', '.join(data_dirs)}")
@@ -192,7 +204,24 @@ def transform(requests, data_dirs: Sequence[str], isolation: str = "read_uncommi
 def load(answers, output: str, fmt: str = "parquet", mode: str = "error") -> None:
     """Write the answers as Parquet (Spark's writer) or Delta (the ``deltalake`` package). For Delta, Spark first
     writes Parquet to ``<output>.staging`` (in parallel, no pandas needed), which is then streamed batch by batch
-    into the Delta table and removed."""
+    into the Delta table and removed. When the write fails, an output this call created is removed, so that a
+    rerun does not find an empty or partial one in its way."""
+    from kafkaseg.storage.fs import open_filesystem, stat
+
+    created = stat(output) is None
+    try:
+        _write(answers, output, fmt, mode)
+    except BaseException:
+        if created and stat(output) is not None:
+            filesystem, root = open_filesystem(output)
+            try:
+                filesystem.delete_dir(root)
+            except OSError:
+                pass
+        raise
+
+
+def _write(answers, output: str, fmt: str, mode: str) -> None:
     spark_mode = "errorifexists" if mode == "error" else mode
     if fmt == "parquet":
         answers.write.mode(spark_mode).parquet(output)
@@ -212,13 +241,33 @@ def load(answers, output: str, fmt: str = "parquet", mode: str = "error") -> Non
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    from pyspark.sql import SparkSession
+def check(args: argparse.Namespace) -> None:
+    """What can be refused before Spark starts: a data dir that is not there (``LayoutError``), an existing output
+    with ``--mode error`` (``FileExistsError``)."""
+    from kafkaseg.storage.fs import join, stat
+    from kafkaseg.storage.layout import discover
 
-    spark = SparkSession.builder.appName("kafkaseg-lookup").getOrCreate()
-    answers = transform(extract(spark, args.input), args.data_dir, args.isolation, args.partitions)
-    load(answers, args.output, args.format, args.mode)
+    discover(list(args.data_dir))
+    if args.mode == "error":
+        entry = stat(join(args.output, "_delta_log") if args.format == "delta" else args.output)
+        if entry is not None:
+            raise FileExistsError(f"{args.output} already exists (use --mode overwrite or append)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Exit status 0, 2 for a usage or input problem, 1 otherwise; errors are one line on stderr."""
+    from kafkaseg.spark.jobs import report_error
+
+    args = parse_args(argv)
+    try:
+        check(args)
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.appName("kafkaseg-lookup").getOrCreate()
+        answers = transform(extract(spark, args.input), args.data_dir, args.isolation, args.partitions)
+        load(answers, args.output, args.format, args.mode)
+    except Exception as exc:  # noqa: BLE001 - report_error re-raises what it does not know
+        return report_error(exc, "lookup.py")
     return 0
 
 

@@ -30,6 +30,9 @@ def _requests(manifest):
         rows.append({"topic": "a", "partition": str(p), "time": "latest", "offset": None})
     rows.append({"topic": "a", "partition": "9", "time": "-1", "offset": None})
     rows.append({"topic": "a", "partition": "0", "time": "soon", "offset": None})
+    rows.append({"topic": "a", "partition": "abc", "time": "-1", "offset": None})
+    rows.append({"topic": "a", "partition": "", "time": "-1", "offset": None})
+    rows.append({"topic": "a", "partition": "1", "time": None, "offset": "x1"})
     return rows
 
 
@@ -46,6 +49,9 @@ def _check(manifest, answers: list[dict]):
         assert by[(p, "latest", None)]["offset"] == pm.high_watermark
     assert "no partition a-9" in by[(9, "-1", None)]["reason"]
     assert by[(0, "soon", None)]["offset"] is None and "soon" in by[(0, "soon", None)]["reason"]
+    reasons = sorted(row["reason"] for row in answers if row["partition"] is None or row["request_offset"] is None
+               and row["time"] is None)
+    assert reasons == ["no partition given", "offset 'x1' is not an integer", "partition 'abc' is not an integer"]
 
 
 def test_lookup_batches_without_spark(datadir):
@@ -71,3 +77,27 @@ def test_job_end_to_end(spark, datadir, tmp_path):
     table = DeltaTable(args.output).to_pyarrow_table()
     assert table.num_rows == len(lines) - 1
     _check(datadir, table.to_pylist())
+    # a failed run (the executors cannot find the data dir) leaves no output behind to block its rerun
+    for fmt in ("parquet", "delta"):
+        failed = tmp_path / f"failed-{fmt}"
+        with pytest.raises(Exception, match="no such file or directory"):
+            job.load(job.transform(job.extract(spark, args.input), [str(tmp_path / "nope")]), str(failed), fmt)
+        assert not failed.exists()
+
+
+def test_help_names_the_input_columns(capsys):
+    with pytest.raises(SystemExit):
+        job.parse_args(["--help"])
+    assert "Input columns: topic, partition, and time" in " ".join(capsys.readouterr().out.split())
+
+
+def test_main_refuses_a_missing_data_dir_or_an_existing_output_in_one_line(datadir, tmp_path, capsys):
+    (tmp_path / "out").mkdir()
+    for argv, message in [
+            (["--data-dir", str(tmp_path / "nope"), "--input", "r.csv", "--output", str(tmp_path / "o")],
+             "LayoutError: "),
+            (["--data-dir", str(datadir.path), "--input", "r.csv", "--output", str(tmp_path / "out")],
+             "FileExistsError: ")]:
+        assert job.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("lookup.py: error: ") and message in err and err.count("\n") == 1, err

@@ -69,25 +69,37 @@ def test_sample_job_writes_delta_and_parquet_tables_matching_the_manifest(spark,
     parquet = export.run(spark, export.parse_args(["--data-dir", result["paths"][0], "--output", str(tmp_path / "pq"),
                                                    "--format", "parquet", "--option", "subscribe=orders,clicks"]))
     pq = ds.dataset(parquet["output"], format="parquet", partitioning="hive").to_table()
+    assert pq.schema.field("timestamp").type == pa.timestamp("us", tz="UTC")  # not legacy INT96 (naive)
+    assert table.schema.field("timestamp").type == pa.timestamp("us", tz="UTC")
     assert sorted(zip(*(pq.column(c).to_pylist() for c in ("topic", "partition", "offset", "key", "value")))) \
         == [row for row in expected if row[0] in ("orders", "clicks")]
 
 
 @pytest.mark.spark
 def test_delta_modes_commit_once_per_run_and_keep_timestamps(spark, tmp_path):
-    """append adds a commit with the new files, overwrite replaces them, error refuses an existing table; the
-    executors' Parquet timestamps arrive in Delta as microsecond timestamps."""
+    """append refuses offsets the table holds and other columns; incremental adds one commit with only the newer
+    offsets; overwrite replaces every file; error refuses an existing table; the executors' Parquet timestamps
+    arrive in Delta as microsecond timestamps."""
     from deltalake import DeltaTable
 
     from kafkaseg.testing import TopicSpec, write_data_dir
 
-    manifest = write_data_dir(tmp_path / "logs", [TopicSpec("t", partitions=2, records_per_partition=150)])
+    logs = tmp_path / "logs"
+    manifest = write_data_dir(logs, [TopicSpec("t", partitions=2, records_per_partition=150)])
+    _lower_high_watermarks(logs, manifest, 50)
     output = str(tmp_path / "table")
-    base = ["--data-dir", str(tmp_path / "logs"), "--output", output]
+    base = ["--data-dir", str(logs), "--output", output]
     export.run(spark, export.parse_args(base))
-    export.run(spark, export.parse_args(base + ["--mode", "append"]))
+    with pytest.raises(export.UsageError, match=r"t-0 offsets 0\.\.99; t-1 offsets 0\.\.99"):
+        export.run(spark, export.parse_args(base + ["--mode", "append"]))
+    with pytest.raises(export.UsageError, match="only in the export: headers"):
+        export.run(spark, export.parse_args(base + ["--mode", "incremental", "--option", "includeHeaders=true"]))
+    _lower_high_watermarks(logs, manifest, 0)
+    assert export.run(spark, export.parse_args(base + ["--mode", "incremental"]))["records"] == 100
+    assert export.run(spark, export.parse_args(base + ["--mode", "incremental"]))["records"] == 0
     table = DeltaTable(output)
-    assert table.version() == 1 and table.to_pyarrow_table().num_rows == 2 * manifest.record_count
+    offsets = sorted(zip(*(table.to_pyarrow_table().column(c).to_pylist() for c in ("partition", "offset"))))
+    assert table.version() == 1 and offsets == [(p, o) for p in (0, 1) for o in range(150)]
     export.run(spark, export.parse_args(base + ["--mode", "overwrite"]))
     data = DeltaTable(output).to_pyarrow_table()
     assert DeltaTable(output).version() == 2 and data.num_rows == manifest.record_count
@@ -109,6 +121,61 @@ def test_delta_modes_commit_once_per_run_and_keep_timestamps(spark, tmp_path):
         export.run(spark, export.parse_args(base))
 
 
+def test_skipped_report_lines():
+    assert export.skipped_report({}) == ({"corrupt_batches": 0, "corrupt_bytes": 0, "truncated_tails": [],
+                                          "problems": []}, [])
+    skipped, lines = export.skipped_report({"corrupt_batches": 2, "corrupt_bytes": 300, "problems": [
+        ("/d/t-0/0.log", 10, "CRC-32C mismatch"), ("/d/t-0/0.log", 90, "bad magic")],
+        "truncated_tails": [("/d/t-1/0.log", 500, 12)]}, limit=1)
+    assert skipped["corrupt_batches"] == 2 and skipped["truncated_tails"] == [["/d/t-1/0.log", 500, 12]]
+    assert lines == ["skipped 2 corrupt batches (300 bytes; onCorruption=skip): their records are not in the table",
+                     "  /d/t-0/0.log @ byte 10: CRC-32C mismatch", "  ... and 1 more problems",
+                     "left out 1 truncated tails (a batch cut off at a segment's end):",
+                     "  /d/t-1/0.log @ byte 500: 12 bytes"]
+
+
+def test_append_and_incremental_ranges_without_spark():
+    existing = {("t", 0): (0, 99), ("t", 1): (10, 49)}
+    ranges = {("t", 0): (0, 150), ("t", 1): (50, 80), ("u", 0): (5, 9)}
+    assert export.overlaps(ranges, existing) == ["t-0 offsets 0..99"]
+    assert export.overlaps({("t", 1): (40, 40)}, existing) == []  # nothing to read, nothing duplicated
+    assert export.incremental_ranges(ranges, existing) == {("t", 0): (100, 150), ("t", 1): (50, 80),
+                                                          ("u", 0): (5, 9)}
+    assert export.incremental_ranges({("t", 0): (0, 60)}, existing) == {("t", 0): (100, 100)}
+    export.check_columns(["topic", "offset"], ["offset", "topic"], "/o", "append")
+    with pytest.raises(export.UsageError, match="only in the table: headers; only in the export: none"):
+        export.check_columns(["topic", "headers"], ["topic"], "/o", "append")
+
+
+@pytest.mark.parametrize("fmt", ["delta", "parquet"])
+def test_existing_table_offsets_and_columns_without_spark(tmp_path, fmt):
+    import pyarrow.dataset as ds
+
+    table = pa.table({"offset": pa.array([5, 9, 7, 3], pa.int64()), "partition": pa.array([0, 0, 1, 0], pa.int32()),
+                      "topic": ["a", "a", "a", "b"]})
+    output = str(tmp_path / "t")
+    assert not export.table_exists(output, fmt)
+    if fmt == "delta":
+        from deltalake import write_deltalake
+
+        write_deltalake(output, table, partition_by=["topic"])
+    else:
+        ds.write_dataset(table, output, format="parquet", partitioning=["topic"], partitioning_flavor="hive")
+    assert export.table_exists(output, fmt)
+    assert export.existing_offsets(output, fmt) == {("a", 0): (5, 9), ("a", 1): (7, 7), ("b", 0): (3, 3)}
+    assert sorted(export.existing_columns(output, fmt)) == ["offset", "partition", "topic"]
+
+
+@pytest.mark.parametrize("output, data, inside", [
+    ("/k/data/export", "/k/data", True), ("/k/data", "/k/data/", True), ("/k", "/k/data", True),
+    ("/k/data-export", "/k/data", False), ("/k/out/x", "/k/data/*", False), ("/k/data/x", "/k/data/orders-*", True),
+    ("s3://b/data/x", "s3://b/data", True), ("s3://b/other", "s3://b/data", False)])
+def test_output_inside_a_data_dir_is_refused(output, data, inside):
+    if inside:
+        with pytest.raises(export.UsageError, match="inside"):
+            export.check_output_location(output, ["/elsewhere", data])
+    else:
+        export.check_output_location(output, [data])
 def test_delta_file_stats_from_parquet_footers(tmp_path):
     """Per-file Delta statistics: exact row counts, min/max/null counts of offset, partition, timestamp and date;
     none for binary key/value; a timestamp maximum with sub-millisecond digits is rounded up to stay a bound."""
@@ -132,3 +199,119 @@ def test_delta_file_stats_from_parquet_footers(tmp_path):
     assert stats["maxValues"] == {"offset": 9, "partition": 3, "timestamp": "2023-11-14T22:13:20.002Z",
                                   "date": "2023-11-14", "topic": "u"}
     assert stats["nullCount"] == {"offset": 0, "partition": 0, "timestamp": 1, "date": 0, "topic": 0}
+
+
+def test_pinned_options_replace_every_range_option_with_the_resolved_offsets():
+    options = {"subscribe": "t", "startingTimestamp": "1", "EndingOffsets": "latest",
+               "startingOffsetsByTimestampStrategy": "latest", "endingOffsetsByTimestamp": "{}"}
+    pinned = export.pinned_options(options, {("t", 1): (5, 9), ("t", 0): (7, 3), ("u", 10): (0, 0)})
+    assert pinned == {"subscribe": "t", "startingOffsets": '{"t":{"0":7,"1":5},"u":{"10":0}}',
+                      "endingOffsets": '{"t":{"0":7,"1":9},"u":{"10":0}}'}
+
+
+def _lower_high_watermarks(root, manifest, behind):
+    from kafkaseg.testing.partition import write_offset_checkpoint
+
+    write_offset_checkpoint(root / "replication-offset-checkpoint",
+                            {key: pm.high_watermark - behind for key, pm in manifest.partitions.items()})
+
+
+def test_ranges_are_resolved_once_without_spark(tmp_path):
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    manifest = write_data_dir(tmp_path / "logs", [TopicSpec("t", partitions=2, records_per_partition=150)])
+    _lower_high_watermarks(tmp_path / "logs", manifest, 50)
+    assert export.resolve_ranges([str(tmp_path / "logs")], {"startingTimestamp": str(1_700_000_000_000 + 10 * 20)}) \
+        == {("t", 0): (20, 100), ("t", 1): (20, 100)}
+    assert export.resolve_ranges([str(tmp_path / "logs")], {"replicas": "all"}) is None
+
+
+@pytest.mark.spark
+def test_a_high_watermark_moving_between_the_reads_changes_nothing(spark, tmp_path, monkeypatch):
+    """On a live dir the replication-offset-checkpoint moves between the summary and the write: both read the
+    offsets resolved before them. A Delta commit whose files do not hold the expected count is refused."""
+    from deltalake import DeltaTable
+
+    from kafkaseg.spark.tables import RecordCountMismatch, write_delta
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    logs = tmp_path / "logs"
+    manifest = write_data_dir(logs, [TopicSpec("t", partitions=2, records_per_partition=150)])
+    _lower_high_watermarks(logs, manifest, 50)
+    summarize = export.summarize
+
+    def summarize_then_advance(*a, **k):
+        out = summarize(*a, **k)
+        _lower_high_watermarks(logs, manifest, 0)  # the broker acknowledged 50 more per partition meanwhile
+        return out
+
+    monkeypatch.setattr(export, "summarize", summarize_then_advance)
+    output = str(tmp_path / "table")
+    result = export.run(spark, export.parse_args(["--data-dir", str(logs), "--output", output]))
+    assert result["records"] == 200 and DeltaTable(output).to_pyarrow_table().num_rows == 200
+
+    df = export.with_export_columns(export.extract(spark, [str(logs)], {}))
+    with pytest.raises(RecordCountMismatch, match="expected 7"):
+        write_delta(df, str(tmp_path / "t2"), "error", ["topic"], export.export_schema(export._arrow_schema({})),
+                    expected_records=7)
+    assert not (tmp_path / "t2" / "_delta_log").exists()
+
+    # onCorruption=skip: what was skipped is said and returned
+    segment = logs / "t-0" / "00000000000000000000.log"
+    data = bytearray(segment.read_bytes())
+    data[5000] ^= 0xFF
+    segment.write_bytes(bytes(data))
+    result = export.run(spark, export.parse_args(["--data-dir", str(logs), "--output", str(tmp_path / "pq"),
+                                                  "--format", "parquet", "--option", "onCorruption=skip"]))
+    skipped = result["skipped"]
+    assert skipped["corrupt_batches"] == 1 and skipped["corrupt_bytes"] > 0 and result["records"] < 300
+    assert skipped["problems"][0][0].endswith("00000000000000000000.log") and "CRC" in skipped["problems"][0][2]
+
+
+def test_errors_are_one_line_with_an_exit_status():
+    from kafkaseg.errors import CrcMismatchError, LayoutError
+    from kafkaseg.spark.jobs import error_line
+
+    assert error_line(LayoutError("/nope: no such file or directory")) == (
+        "LayoutError: /nope: no such file or directory", 2)
+    assert error_line(CrcMismatchError("/d/t-0/0.log @ byte 1410: CRC-32C mismatch")) == (
+        "CrcMismatchError: /d/t-0/0.log @ byte 1410: CRC-32C mismatch", 1)
+    assert error_line(FileExistsError("/o exists"))[1] == 2
+    assert error_line(export.UsageError("bad"), usage=(export.UsageError,)) == ("UsageError: bad", 2)
+    assert error_line(KeyError("a bug keeps its traceback")) is None
+
+    wrapped = type("PythonException", (Exception,), {"__module__": "pyspark.errors.exceptions.captured"})
+    text = ("\n  An exception was thrown from the Python worker. Please see the stack trace below.\nTraceback (most "
+            "recent call last):\n  File \"/x/planning.py\", line 1116, in plan_scan\n    found = discover(paths)\n"
+            "kafkaseg.errors.DataLossError: t-0: offset 5 is below the log start offset 9\n SQLSTATE: 38000")
+    assert error_line(wrapped(text)) == ("DataLossError: t-0: offset 5 is below the log start offset 9", 1)
+    assert error_line(wrapped(text.replace("DataLossError", "InvalidOptionError")))[1] == 2
+    other = wrapped("[PATH_NOT_FOUND] Path does not exist: file:/x.csv. SQLSTATE: 42K03\nJVM stacktrace: ...")
+    assert error_line(other) == ("PythonException: [PATH_NOT_FOUND] Path does not exist: file:/x.csv. SQLSTATE: "
+                                 "42K03", 1)
+
+
+def test_main_reports_input_problems_in_one_line_before_starting_spark(tmp_path, capsys):
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path / "logs", [TopicSpec("t", records_per_partition=10)])
+    (tmp_path / "table" / "_delta_log").mkdir(parents=True)
+    for argv, message in [
+            (["--data-dir", str(tmp_path / "nope"), "--output", str(tmp_path / "o")], "LayoutError: "),
+            (["--data-dir", str(tmp_path / "logs"), "--output", str(tmp_path / "table")], "already exists"),
+            (["--data-dir", str(tmp_path / "logs"), "--output", str(tmp_path / "o"), "--option", "subscrbe=t"],
+             "InvalidOptionError: unknown option 'subscrbe'"),
+            (["--data-dir", str(tmp_path / "logs"), "--output", str(tmp_path / "logs" / "x")], "inside --data-dir")]:
+        assert export.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("export.py: error: ") and message in err and err.count("\n") == 1, err
+
+
+def test_sample_data_dir_is_one_fixed_dir_replaced_each_run(tmp_path):
+    args = export.parse_args(["--sample", "--work-dir", str(tmp_path)])
+    first = export.prepare(args)
+    (tmp_path / "sample-kafka-logs" / "stale").write_text("x")
+    second = export.prepare(args)
+    assert first["paths"] == second["paths"] == [str(tmp_path / "sample-kafka-logs")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sample-kafka-logs"]
+    assert not (tmp_path / "sample-kafka-logs" / "stale").exists()

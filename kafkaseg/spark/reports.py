@@ -85,7 +85,7 @@ class ScanReport:
             reads[slice_index] = reads.get(slice_index, 0) + 1
         totals: dict[str, Any] = {"slices_read": 0, "executions": max(reads.values(), default=0), "bytes_read": 0,
                                   "records": 0, "batches": 0, "output_batches": 0, "skipped_aborted_batches": 0,
-                                  "corrupt_batches": 0, "truncated_tails": [], "problems": []}
+                                  "corrupt_batches": 0, "corrupt_bytes": 0, "truncated_tails": [], "problems": []}
         for path in latest.values():
             try:
                 metrics = json.loads(path.read_text())
@@ -93,7 +93,7 @@ class ScanReport:
                 continue
             totals["slices_read"] += metrics.get("slices", 0)
             for key in ("bytes_read", "records", "batches", "output_batches", "skipped_aborted_batches",
-                        "corrupt_batches"):
+                        "corrupt_batches", "corrupt_bytes"):
                 totals[key] += metrics.get(key, 0)
             totals["truncated_tails"].extend(metrics.get("truncated_tails", []))
             totals["problems"].extend(metrics.get("problems", []))

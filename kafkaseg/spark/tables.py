@@ -6,8 +6,9 @@
   files' paths, sizes and footers (row counts and min/max/null counts, so Delta readers can skip files). No record passes through the driver, and a failed job leaves only unreferenced
   files behind (never a half-committed table); ``DeltaTable.vacuum`` removes them.
 
-Delta needs timestamps as INT64 microseconds, so the write sets ``spark.sql.parquet.outputTimestampType`` to
-``TIMESTAMP_MICROS`` for its duration.
+Both write timestamps as INT64 microseconds adjusted to UTC (Delta needs them; for Parquet they read back as
+``timestamp[us, tz=UTC]`` instead of Spark's legacy naive INT96): ``write_parquet`` sets
+``spark.sql.parquet.outputTimestampType`` to ``TIMESTAMP_MICROS`` for its duration.
 """
 
 from __future__ import annotations
@@ -26,46 +27,59 @@ import pyarrow.parquet as pq
 
 from kafkaseg.storage.fs import join, open_filesystem, stat
 
-__all__ = ["write_parquet", "write_delta", "delta_add_actions"]
+__all__ = ["write_parquet", "write_delta", "delta_add_actions", "RecordCountMismatch"]
 
 
 def write_parquet(df, output: str, mode: str, partition_by: Sequence[str]) -> None:
-    """Hive-partitioned Parquet written by the executors. ``mode``: error, overwrite or append."""
-    writer = df.write.mode("errorifexists" if mode == "error" else mode)
-    if partition_by:
-        writer = writer.partitionBy(*partition_by)
-    writer.parquet(output)
-
-
-def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema: pa.Schema) -> dict:
-    """``df`` as a Delta table at ``output``; ``schema`` is ``df``'s Arrow schema (the table's). ``mode``: error
-    (refuse an existing table), overwrite (one commit replacing every file) or append. Returns what was committed:
-    ``{"files": n, "records": n, "version": v}``."""
-    from deltalake import DeltaTable, Schema
-    from deltalake.transaction import create_table_with_add_actions
-
+    """Hive-partitioned Parquet written by the executors. ``mode``: error, overwrite or append. Timestamps are
+    written as INT64 microseconds adjusted to UTC (``spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS`` for
+    the write's duration), not Spark's default legacy INT96, which other readers take as naive."""
     spark = df.sparkSession
-    exists = _is_delta_table(output)
-    if exists and mode == "error":
-        raise FileExistsError(f"{output} is already a Delta table (use mode overwrite or append)")
-    run_folder = f"kafkaseg-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
     previous = spark.conf.get("spark.sql.parquet.outputTimestampType", None)
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
     try:
-        write_parquet(df, join(output, run_folder), "error", partition_by)
+        writer = df.write.mode("errorifexists" if mode == "error" else mode)
+        if partition_by:
+            writer = writer.partitionBy(*partition_by)
+        writer.parquet(output)
     finally:
         if previous is None:
             spark.conf.unset("spark.sql.parquet.outputTimestampType")
         else:
             spark.conf.set("spark.sql.parquet.outputTimestampType", previous)
+
+
+class RecordCountMismatch(RuntimeError):
+    """The files written hold a different number of records than expected; nothing was committed."""
+
+
+def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema: pa.Schema,
+                expected_records: int | None = None) -> dict:
+    """``df`` as a Delta table at ``output``; ``schema`` is ``df``'s Arrow schema (the table's). ``mode``: error
+    (refuse an existing table), overwrite (one commit replacing every file) or append. With ``expected_records``,
+    the commit is made only if the written files hold exactly that many records (their footers say), else
+    :class:`RecordCountMismatch` is raised and the files stay unreferenced (``DeltaTable.vacuum`` removes them).
+    Returns what was committed: ``{"files": n, "records": n, "version": v}``."""
+    from deltalake import DeltaTable, Schema
+    from deltalake.transaction import create_table_with_add_actions
+
+    exists = _is_delta_table(output)
+    if exists and mode == "error":
+        raise FileExistsError(f"{output} is already a Delta table (use mode overwrite or append)")
+    run_folder = f"kafkaseg-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+    write_parquet(df, join(output, run_folder), "error", partition_by)  # timestamps as INT64 micros, as Delta needs
     actions = delta_add_actions(output, run_folder, partition_by)
+    records = sum(json.loads(a.stats)["numRecords"] for a in actions)
+    if expected_records is not None and records != expected_records:
+        raise RecordCountMismatch(
+            f"wrote {records} records to {join(output, run_folder)} but expected {expected_records}; nothing "
+            f"committed (the files are unreferenced: DeltaTable.vacuum removes them)")
     delta_schema = Schema.from_arrow(schema)
     if exists:
         DeltaTable(output).create_write_transaction(actions, mode, delta_schema, list(partition_by) or None)
     else:
         create_table_with_add_actions(output, delta_schema, actions, mode="error",
                                       partition_by=list(partition_by) or None)
-    records = sum(json.loads(a.stats)["numRecords"] for a in actions)
     return {"files": len(actions), "records": records, "version": DeltaTable(output).version()}
 
 

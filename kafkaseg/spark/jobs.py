@@ -1,0 +1,56 @@
+"""Helpers for the Spark jobs' ``main()`` (``jobs/export.py``, ``jobs/lookup.py``): errors as one line.
+
+A ``KafkaSegError`` raised in a Python worker (planning or an executor's read) reaches the driver wrapped in a
+PySpark/Py4J exception whose text holds the worker's traceback; its ``kafkaseg.errors.<Name>: <message>`` line is
+what the user needs. No Spark import here: the functions are tested without a JVM.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+from kafkaseg import errors
+
+__all__ = ["error_line", "report_error", "USAGE_ERRORS"]
+
+# input problems: a bad option, a missing or unreadable data dir -> exit status 2 (as argparse's usage errors)
+USAGE_ERRORS: tuple[type, ...] = (errors.InvalidOptionError, errors.LayoutError, FileExistsError)
+_WRAPPED = re.compile(r"kafkaseg\.errors\.(\w+): ([^\n]*)")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(part.strip() for part in str(text).strip().splitlines() if part.strip())
+
+
+def error_line(exc: BaseException, usage: tuple[type, ...] = ()) -> tuple[str, int] | None:
+    """``(one line, exit status)`` for an error a job should report without a traceback, or None for anything
+    else (a bug: keep its traceback). Exit status 2 for usage/input problems (:data:`USAGE_ERRORS` and ``usage``),
+    1 otherwise."""
+    usage = USAGE_ERRORS + tuple(usage)
+    if isinstance(exc, errors.KafkaSegError) or isinstance(exc, usage):
+        return f"{type(exc).__name__}: {_one_line(str(exc))}", 2 if isinstance(exc, usage) else 1
+    module = type(exc).__module__ or ""
+    if module.startswith(("pyspark", "py4j")):
+        text = str(exc)
+        found = _WRAPPED.findall(text)
+        if found:
+            name, message = found[-1]
+            cls = getattr(errors, name, errors.KafkaSegError)
+            code = 2 if isinstance(cls, type) and issubclass(cls, usage) else 1
+            return f"{name}: {message.strip()}", code
+        first = next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
+        return f"{type(exc).__name__}: {first}", 1
+    if type(exc).__name__ == "RecordCountMismatch":  # kafkaseg.spark.tables: nothing was committed
+        return f"{type(exc).__name__}: {_one_line(str(exc))}", 1
+    return None
+
+
+def report_error(exc: BaseException, prog: str, usage: tuple[type, ...] = (), out=None) -> int:
+    """Print ``<prog>: error: <one line>`` to stderr and return the exit status, or re-raise ``exc``."""
+    found = error_line(exc, usage)
+    if found is None:
+        raise exc
+    line, code = found
+    print(f"{prog}: error: {line}", file=out or sys.stderr)
+    return code
