@@ -23,6 +23,7 @@ __all__ = [
     "InvalidOptionError",
     "DataLossError",
     "LayoutError",
+    "ExportMismatchError",
 ]
 
 
@@ -111,3 +112,8 @@ class DataLossError(KafkaSegError):
 
 class LayoutError(KafkaSegError):
     """A path that is not a Kafka log dir, topic-partition dir or segment file, or an unreadable file."""
+
+
+class ExportMismatchError(KafkaSegError):
+    """A table write found a different number of records in the files it wrote than the read planned; nothing was
+    committed (``kafkaseg.spark.tables.write_delta``)."""

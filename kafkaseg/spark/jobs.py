@@ -41,8 +41,6 @@ def error_line(exc: BaseException, usage: tuple[type, ...] = ()) -> tuple[str, i
             return f"{name}: {message.strip()}", code
         first = next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
         return f"{type(exc).__name__}: {first}", 1
-    if type(exc).__name__ == "RecordCountMismatch":  # kafkaseg.spark.tables: nothing was committed
-        return f"{type(exc).__name__}: {_one_line(str(exc))}", 1
     return None
 
 

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from kafkaseg.errors import ExportMismatchError
 from kafkaseg.storage.fs import join, open_filesystem, stat
 
 __all__ = ["write_parquet", "write_delta", "delta_add_actions", "RecordCountMismatch"]
@@ -49,8 +50,7 @@ def write_parquet(df, output: str, mode: str, partition_by: Sequence[str]) -> No
             spark.conf.set("spark.sql.parquet.outputTimestampType", previous)
 
 
-class RecordCountMismatch(RuntimeError):
-    """The files written hold a different number of records than expected; nothing was committed."""
+RecordCountMismatch = ExportMismatchError  # the files written hold another number of records: nothing committed
 
 
 def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema: pa.Schema,
