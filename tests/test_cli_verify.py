@@ -125,3 +125,13 @@ def test_corpus_dirs_verify_clean(corpus_dir, capsys):
         code, report = verify_json(corpus_dir / where, capsys)
         errors = [p for p in report["problems"] if p["severity"] == "error"]
         assert code == 0 and not errors, errors
+
+
+def test_a_live_partition_too_young_for_its_first_index_entry_verifies_clean(tmp_path, capsys):
+    """Preallocated active indexes holding only zeros (fewer than index.interval.bytes appended, or an empty
+    partition) are healthy live data, not index mismatches."""
+    write_data_dir(tmp_path, [
+        TopicSpec("plain", partitions=2, records_per_partition=3000, segment_bytes=60000, preallocate_active_index=True),
+        TopicSpec("empty", records_per_partition=0, preallocate_active_index=True)], seed=1)
+    code, report = verify_json(tmp_path, capsys)
+    assert code == 0, [p for p in report["problems"] if p["severity"] == "error"]

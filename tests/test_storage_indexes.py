@@ -245,3 +245,18 @@ def test_transaction_index(tmp_path):
     assert any("version" in p for p in problems) and any("below the segment base" in p for p in problems)
     with pytest.raises(CorruptIndexError):
         bad.check()
+
+
+def test_an_all_zero_first_entry_before_unwritten_space_is_no_entry(tmp_path):
+    """A live segment younger than index.interval.bytes has a preallocated index of zeros only: no entry (Kafka
+    never indexes the batch at position 0), where DumpLogSegments would print an entry (base offset, position 0)."""
+    from kafkaseg.lookup import LookupStats
+    from kafkaseg.storage.probed_index import ProbedIndex
+
+    assert list(OffsetIndex.from_bytes(b"\0" * 64, 100)) == []
+    assert list(TimeIndex.from_bytes(b"\0" * 60, 100)) == []
+    assert list(OffsetIndex.from_bytes(b"\0" * 8, 100)) == []
+    for kind, size in (("offset", 64), ("time", 60)):
+        path = tmp_path / f"young.{kind}"
+        path.write_bytes(b"\0" * size)
+        assert len(ProbedIndex(str(path), kind, 100, None, LookupStats())) == 0
