@@ -87,6 +87,10 @@ class SegmentSummary:
     bad_crcs: int = 0
     compaction_gaps: int = 0
     unreadable: bool = False
+    # where Kafka's recovery would truncate: the largest lastOffset before the first batch that fails its CRC, and
+    # that batch's position (None: every batch passed)
+    recoverable_last: int | None = None
+    first_bad_position: int | None = None
 
 
 @dataclass
@@ -292,8 +296,12 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                             add(ERROR, path, position, f"first batch's base offset {header.base_offset} is below "
                                                        f"the segment's base offset {seg.base_offset} (from its name)")
                     crc = computed_crc(buf, header)
+                    if crc == header.crc and summary.first_bad_position is None:
+                        summary.recoverable_last = seg_last
                     if crc != header.crc:
                         summary.bad_crcs += 1
+                        if summary.first_bad_position is None:
+                            summary.first_bad_position = position
                         add(ERROR, path, position, f"CRC mismatch in batch {header.base_offset}.."
                                                    f"{header.last_offset}: stored {header.crc}, computed {crc}")
                         after_bad_crc = True
@@ -524,6 +532,16 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
         # can remove a batch's last records or leave it empty (the active segment's base when it holds nothing)
         batch_ends = [s.last_offset for s in summary.segments if s.last_offset is not None]
         summary.log_end_offset = max(max(batch_ends, default=-1) + 1, pdir.segments[-1].base_offset)
+        active = summary.segments[-1]
+        if active.first_bad_position is not None:
+            # recovery truncates the active segment at its first invalid batch: the checkpoints are compared
+            # with that end, so a high watermark past it is reported, not hidden by the bad batch's offsets
+            earlier = [s.last_offset for s in summary.segments[:-1] if s.last_offset is not None]
+            kept = active.recoverable_last if active.recoverable_last is not None else max(earlier, default=-1)
+            summary.log_end_offset = max(kept + 1, pdir.segments[-1].base_offset)
+            report.add(INFO, active.path, active.first_bad_position,
+                       f"{pdir.name}: log end offset taken as {summary.log_end_offset}, where recovery would "
+                       "truncate the active segment (its first batch that fails its CRC)")
     _check_log_dir_checkpoints(pdir, report)
     _check_checkpoints(partial.whole if partial is not None and partial.whole is not None else pdir, summary,
                        report)
