@@ -270,7 +270,12 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
             add(ERROR, seg.index_path, p.position, f"sanity check: {p.detail}")
     for kind, present in ((".index", seg.index_path), (".timeindex", seg.timeindex_path)):
         if not present:  # LogSegment.sanityCheck fails and the broker recovers the segment, rebuilding both
-            add(WARNING if seg.log_size else INFO, path, None, f"no {kind} file (a broker rebuilds it at startup)")
+            if kind == ".timeindex" and seg.log_size and _first_magic(seg, pdir) in (0, 1):
+                add(INFO, path, None, "no .timeindex file (brokers before 0.10.1 wrote none for message formats "
+                                      "v0/v1; a newer broker rebuilds it at startup)")
+            else:
+                add(WARNING if seg.log_size else INFO, path, None,
+                    f"no {kind} file (a broker rebuilds it at startup)")
     with SegmentReader(path, pdir.filesystem) as reader:
         offsets_cursor = _OffsetIndexCursor(offset_index, seg.index_path, report) if offset_index else None
         times_cursor = _TimeIndexCursor(time_index, seg.timeindex_path, report) if time_index else None
@@ -323,8 +328,12 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
             add(ERROR, path, getattr(err, "position", None), f"corrupt framing: {getattr(err, 'detail', err)}")
         tail = walk.tail
         if tail is not None:
-            if tail.reason == "zero-filled tail":
+            if tail.reason == "zero-filled tail" and is_active:
                 add(INFO, path, tail.position, f"{tail.length} zero bytes after the last batch (preallocated segment)")
+            elif tail.reason == "zero-filled tail":  # Kafka trims a preallocated segment when it rolls it
+                add(WARNING, path, tail.position, f"{tail.length} zero bytes after the last batch of a rolled segment "
+                                                  "(a broker trims them at roll; DumpLogSegments reports them as "
+                                                  "invalid bytes)")
             elif is_active:
                 add(WARNING, path, tail.position, f"{tail.length} invalid bytes at the end of the active segment "
                                                   f"({tail.detail}); a broker would truncate them on recovery")
@@ -552,6 +561,16 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
             _unreadable(report, path, err)
     _check_files(pdir, report)
     report.flush_omitted()
+
+
+def _first_magic(seg, pdir: PartitionDir) -> int | None:
+    """The magic byte of the segment's first batch (None when it has none or cannot be read)."""
+    try:
+        with SegmentReader(seg.log_path, pdir.filesystem) as reader:
+            first = next(iter(reader.iter_headers(0)), None)
+    except KafkaSegError:
+        return None
+    return None if first is None else first.magic
 
 
 def _unreadable(report: VerifyReport, path: str, err: KafkaSegError) -> None:
