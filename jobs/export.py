@@ -192,11 +192,27 @@ def _location(path: str) -> str:
     return os.path.realpath(text)
 
 
+def _log_dirs(data_dirs: Sequence[str]) -> list[str]:
+    """The Kafka log dirs the data dirs are or are in: a partition dir's or a ``.log`` file's parent log dir, each
+    glob's matches (from discovery), else the paths as given."""
+    from kafkaseg.errors import KafkaSegError
+    from kafkaseg.storage import fs as _fs
+    from kafkaseg.storage.layout import discover
+
+    try:
+        found = discover(list(data_dirs))
+    except KafkaSegError:
+        return [str(d) for d in data_dirs]
+    dirs = {pdir.log_dir or _fs.parent(pdir.path) for pdir in found}
+    return sorted(d for d in dirs if d) or [str(d) for d in data_dirs]
+
+
 def check_output_location(output: str, data_dirs: Sequence[str]) -> None:
-    """Refuse an output equal to or inside a data dir (a broker fails a log dir holding a folder that is not a
-    topic-partition) or containing one (an overwrite would delete it)."""
+    """Refuse an output equal to or inside a Kafka log dir that holds the data (a broker fails a log dir holding a
+    folder that is not a topic-partition), also when a partition dir or ``.log`` file of it was given, or containing
+    one (an overwrite would delete it)."""
     out = _location(output)
-    for data in data_dirs:
+    for data in _log_dirs(data_dirs):
         d = _location(data)
         if out == d or out.startswith(d.rstrip("/") + "/"):
             raise UsageError(f"--output {output} is inside --data-dir {data}: a Kafka log dir must hold only "
@@ -215,14 +231,49 @@ def table_exists(output: str, fmt: str) -> bool:
     return entry is not None and (fmt == "parquet" or entry.is_dir)
 
 
-def _existing_dataset(output: str, fmt: str):
+def _parquet_files(output: str) -> list[str]:
+    """The Parquet data files under ``output`` (Spark's ``_SUCCESS`` and hidden files are not data)."""
+    import pyarrow.fs as pafs
+
+    from kafkaseg.storage.fs import open_filesystem
+
+    filesystem, root = open_filesystem(output)
+    infos = filesystem.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
+    return [i.path for i in infos if i.type == pafs.FileType.File and i.base_name.endswith(".parquet")
+            and not any(part.startswith(("_", ".")) for part in i.path[len(root):].split("/") if part)]
+
+
+def existing_partitioning(output: str, fmt: str) -> list[str]:
+    """The table's partition columns: Delta's metadata, or the ``column=value`` folders of a Parquet table."""
+    if fmt == "delta":
+        from deltalake import DeltaTable
+
+        return list(DeltaTable(output).metadata().partition_columns)
+    from kafkaseg.storage.fs import open_filesystem
+
+    _, root = open_filesystem(output)
+    keys: list[str] = []
+    for path in _parquet_files(output)[:1]:
+        keys = [part.split("=", 1)[0] for part in path[len(root):].split("/")[:-1] if "=" in part]
+    return keys
+
+
+def _existing_dataset(output: str, fmt: str, export_columns: pa.Schema | None = None):
     import pyarrow.dataset as ds
 
     if fmt == "delta":
         from deltalake import DeltaTable
 
         return DeltaTable(output).to_pyarrow_dataset()
-    return ds.dataset(output, format="parquet", partitioning="hive")
+    # partition values typed as the export writes them, never inferred: topic=007 stays the string "007"
+    keys = existing_partitioning(output, fmt)
+    types = {f.name: f.type for f in (export_columns or export_schema(_arrow_schema({})))}
+    schema = pa.schema([pa.field(k, types.get(k, pa.string())) for k in keys])
+    from kafkaseg.storage.fs import open_filesystem
+
+    filesystem, root = open_filesystem(output)
+    return ds.dataset(_parquet_files(output), format="parquet", filesystem=filesystem,
+                      partitioning=ds.partitioning(schema, flavor="hive"), partition_base_dir=root)
 
 
 def existing_columns(output: str, fmt: str) -> list[str]:
@@ -237,6 +288,15 @@ def existing_offsets(output: str, fmt: str) -> dict:
     return {(t, int(p)): (lo, hi) for t, p, lo, hi in zip(
         grouped.column("topic").to_pylist(), grouped.column("partition").to_pylist(),
         grouped.column("offset_min").to_pylist(), grouped.column("offset_max").to_pylist())}
+
+
+def check_partitioning(table_keys: Sequence[str], export_keys: Sequence[str], output: str, mode: str) -> None:
+    """Refuse to add files partitioned otherwise than the table's (Delta would read the new rows' partition columns
+    as null; Spark would not see Parquet files outside the table's folders)."""
+    if list(table_keys) != list(export_keys):
+        raise UsageError(f"--mode {mode}: {output} is partitioned by {', '.join(table_keys) or 'nothing'}, this "
+                         f"export by {', '.join(export_keys) or 'nothing'}; pass --partition-by "
+                         f"'{','.join(table_keys)}' or use --mode overwrite")
 
 
 def check_columns(table_columns: Sequence[str], export_columns: Sequence[str], output: str, mode: str) -> None:
@@ -359,18 +419,24 @@ def prepare(args: argparse.Namespace) -> dict:
               f"topic-partitions)")
     check_output_location(args.output, paths)
     existing = None
-    if table_exists(args.output, args.format):
+    exists = table_exists(args.output, args.format)
+    if exists and args.format == "parquet" and not _parquet_files(args.output):
+        exists = False  # a folder without data files (an earlier run that wrote nothing): nothing to keep
+    if exists:
         if args.mode == "error":
             raise FileExistsError(f"{args.output} already exists (use --mode overwrite, append or incremental)")
         if args.mode in ("append", "incremental"):
             check_columns(existing_columns(args.output, args.format),
                           export_schema(_arrow_schema(args.options)).names, args.output, args.mode)
+            check_partitioning(existing_partitioning(args.output, args.format), args.partition_by, args.output,
+                               args.mode)
             existing = existing_offsets(args.output, args.format)
     # Both reads (the summary, then the write) get the same explicit offsets, resolved once here: on a live broker's
     # dir the high watermark moves between them, and the table must hold what the summary counted.
     ranges = resolve_ranges(paths, args.options)
-    if args.mode == "incremental" and ranges is None:
-        raise UsageError("--mode incremental cannot be used with replicas=all (one partition, several ranges)")
+    if args.mode in ("incremental", "append") and ranges is None:
+        raise UsageError(f"--mode {args.mode} cannot be used with replicas=all (one partition, several ranges: "
+                         "duplicates could not be told from copies)")
     if existing and ranges is not None:
         if args.mode == "incremental":
             # resolved again from the new starts: a start below the log start offset is data loss (or clamped)

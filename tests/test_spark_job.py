@@ -315,3 +315,46 @@ def test_sample_data_dir_is_one_fixed_dir_replaced_each_run(tmp_path):
     assert first["paths"] == second["paths"] == [str(tmp_path / "sample-kafka-logs")]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sample-kafka-logs"]
     assert not (tmp_path / "sample-kafka-logs" / "stale").exists()
+
+
+def test_existing_parquet_table_keeps_numeric_topic_names_and_its_partitioning(tmp_path):
+    """A Parquet table read back for append/incremental: partition values typed as the export writes them (topic
+    "007" stays a string: inferred as 7 it matched no partition and incremental re-exported everything), its
+    partition columns known, and a folder with no data files is no table."""
+    import pyarrow.dataset as ds
+
+    table = pa.table({"offset": pa.array([5, 9], pa.int64()), "partition": pa.array([0, 0], pa.int32()),
+                      "topic": ["007", "123"]})
+    output = tmp_path / "t"
+    ds.write_dataset(table, str(output), format="parquet", partitioning=["topic"], partitioning_flavor="hive")
+    assert export.existing_offsets(str(output), "parquet") == {("007", 0): (5, 5), ("123", 0): (9, 9)}
+    assert export.existing_partitioning(str(output), "parquet") == ["topic"]
+    with pytest.raises(export.UsageError, match="partitioned by topic, this export by nothing"):
+        export.check_partitioning(["topic"], [], str(output), "append")
+    export.check_partitioning(["topic"], ["topic"], str(output), "append")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "_SUCCESS").write_text("")
+    assert export._parquet_files(str(empty)) == []
+
+
+def test_delta_partitioning_is_read_from_the_table(tmp_path):
+    from deltalake import write_deltalake
+
+    table = pa.table({"offset": pa.array([5], pa.int64()), "partition": pa.array([0], pa.int32()), "topic": ["a"]})
+    write_deltalake(str(tmp_path / "d"), table, partition_by=["topic"])
+    assert export.existing_partitioning(str(tmp_path / "d"), "delta") == ["topic"]
+
+
+def test_output_inside_the_log_dir_of_a_partition_dir_or_log_file_is_refused(tmp_path):
+    from kafkaseg.testing import sample_data_dir
+
+    sample_data_dir(tmp_path / "data")
+    partition = next(p for p in sorted((tmp_path / "data").iterdir()) if p.is_dir())
+    log = next(partition.glob("*.log"))
+    for given in (partition, log):
+        with pytest.raises(export.UsageError, match="inside"):
+            export.check_output_location(str(tmp_path / "data" / "out"), [str(given)])
+        with pytest.raises(export.UsageError, match="inside"):
+            export.check_output_location(str(partition / "out"), [str(given)])
+    export.check_output_location(str(tmp_path / "lake"), [str(tmp_path / "d[a]ta")])  # a glob: its matches count
