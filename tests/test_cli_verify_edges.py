@@ -268,3 +268,23 @@ def test_zeros_after_a_rolled_segment_warn_and_a_legacy_segment_needs_no_timeind
     code, report = verify_json([tmp_path / "b"], capsys)
     about = [p for p in report["problems"] if "no .timeindex" in p["message"]]
     assert about and {p["severity"] for p in about} == {"info"}, about
+
+
+def test_corrupt_framing_does_not_hide_the_batches_before_it(tmp_path, capsys):
+    """From a review: corrupt framing made the chunk walk raise before handing over the whole batches read with it,
+    so a CRC error earlier in the same 8 MiB went unreported and every index entry looked past the end."""
+    simple_partition(tmp_path, batches=6)
+    log = tmp_path / "t-0" / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    positions, pos = [], 0
+    while pos < len(data):
+        positions.append(pos)
+        pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+    data[positions[1] + 70] ^= 0xFF  # batch 1: a record byte, its CRC fails
+    data[positions[4] + 8:positions[4] + 12] = (10).to_bytes(4, "big")  # batch 4: a size below any batch's
+    log.write_bytes(bytes(data))
+    code, report = verify_json([tmp_path], capsys)
+    messages = [p["message"] for p in errors(report)]
+    assert any("CRC mismatch in batch 5..9" in m for m in messages), messages
+    assert any("corrupt framing" in m for m in messages), messages
+    assert report["partitions"][0]["segments"][0]["batches"] == 4

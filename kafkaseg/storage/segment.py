@@ -163,6 +163,7 @@ class ChunkWalk:
             data_end = position + len(data)
             cursor = 0
             stop = False
+            failure = None  # corrupt framing: raised after the whole batches before it are handed over
             while cursor < len(data):
                 left = limit - (position + cursor)
                 if len(data) - cursor < min(V2_HEADER_SIZE, left) and data_end < limit:
@@ -183,7 +184,9 @@ class ChunkWalk:
                                                         "all-zero batch header (preallocated, never written)")
                         stop = True
                         break
-                    raise exc.located(reader.path, position) from exc
+                    failure = exc.located(reader.path, position)
+                    failure.__cause__ = exc
+                    break
                 if cursor + header.size > len(data):
                     if cursor == 0:  # one batch larger than target_bytes: its own chunk
                         whole = reader.read_at(position, header.size)
@@ -202,6 +205,8 @@ class ChunkWalk:
                 self.end_position = position + cursor
                 yield position, view[:cursor]
                 position += cursor
+            if failure is not None:
+                raise failure
             if stop:
                 break
         if self.tail is None:
@@ -258,7 +263,8 @@ class SegmentReader:
         """``(file_position, buffer)`` pairs covering ``[start, end)`` whose buffers hold whole batches only,
         about ``target_bytes`` each (a bigger batch is a chunk of its own). A batch larger than
         ``max_batch_bytes`` raises :class:`CorruptBatchError` before anything is allocated for it; an incomplete
-        last batch is reported on the walk (``.tail``), not raised, and never yielded."""
+        last batch is reported on the walk (``.tail``), not raised, and never yielded. Corrupt framing raises after
+        the whole batches before it (in the same read) are yielded."""
         return ChunkWalk(self, start, end, target_bytes, max_batch_bytes)
 
     def close(self) -> None:
