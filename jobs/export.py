@@ -283,11 +283,19 @@ def existing_columns(output: str, fmt: str) -> list[str]:
 def existing_offsets(output: str, fmt: str) -> dict:
     """``{(topic, partition): (min offset, max offset)}`` of the table at ``output`` (only the topic, partition and
     offset columns are read)."""
-    data = _existing_dataset(output, fmt).to_table(columns=["topic", "partition", "offset"])
-    grouped = data.group_by(["topic", "partition"]).aggregate([("offset", "min"), ("offset", "max")])
-    return {(t, int(p)): (lo, hi) for t, p, lo, hi in zip(
-        grouped.column("topic").to_pylist(), grouped.column("partition").to_pylist(),
-        grouped.column("offset_min").to_pylist(), grouped.column("offset_max").to_pylist())}
+    out: dict = {}
+    # batch by batch: the driver keeps one batch and one (min, max) per partition, whatever the table's size
+    for batch in _existing_dataset(output, fmt).to_batches(columns=["topic", "partition", "offset"]):
+        if not batch.num_rows:
+            continue
+        grouped = pa.Table.from_batches([batch]).group_by(["topic", "partition"]).aggregate(
+            [("offset", "min"), ("offset", "max")])
+        for t, p, lo, hi in zip(grouped.column("topic").to_pylist(), grouped.column("partition").to_pylist(),
+                                grouped.column("offset_min").to_pylist(), grouped.column("offset_max").to_pylist()):
+            key = (t, int(p))
+            seen = out.get(key)
+            out[key] = (lo, hi) if seen is None else (min(seen[0], lo), max(seen[1], hi))
+    return out
 
 
 def check_partitioning(table_keys: Sequence[str], export_keys: Sequence[str], output: str, mode: str) -> None:
