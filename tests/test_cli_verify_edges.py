@@ -288,3 +288,15 @@ def test_corrupt_framing_does_not_hide_the_batches_before_it(tmp_path, capsys):
     assert any("CRC mismatch in batch 5..9" in m for m in messages), messages
     assert any("corrupt framing" in m for m in messages), messages
     assert report["partitions"][0]["segments"][0]["batches"] == 4
+
+
+def test_a_bad_last_batch_of_a_rolled_segment_is_not_also_a_gap_before_the_next(tmp_path, capsys):
+    log = simple_partition(tmp_path, batches=12, segment_bytes=300)
+    rolled = log.segments[0].log_path
+    data = bytearray(rolled.read_bytes())
+    data[-2] ^= 0xFF  # the last batch of the first segment fails its CRC
+    rolled.write_bytes(bytes(data))
+    code, report = verify_json([tmp_path], capsys)
+    assert any("CRC mismatch" in p["message"] for p in errors(report))
+    assert not [p for p in report["problems"] if "missing before this segment" in p["message"]
+                or "non-consecutive" in p["message"]], report["problems"]

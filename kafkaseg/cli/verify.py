@@ -359,6 +359,10 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                     f"{txn.trailing_bytes} bytes of a partial entry (ignored)")
         except KafkaSegError as err:
             add(ERROR, seg.txnindex_path, getattr(err, "position", None), str(err))
+    if after_bad_crc and seg_last is not None:
+        # the segment ends with batches that failed their CRC: the offsets they held are unknown, so no gap is
+        # counted across them into the next segment either (their header's lastOffset is the best bound there is)
+        last_offset = max(last_offset, seg_last)
     return last_offset
 
 
