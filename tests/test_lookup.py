@@ -436,3 +436,23 @@ def test_a_rolled_segment_cut_within_its_last_index_interval_answers_from_the_lo
     with _lookup(root) as lookup:
         assert lookup.list_offset(spec).offset == next(o for o, ts in records if ts >= spec)
         assert any("stale index" in why for _, why in lookup.stats.rebuilt_indexes)
+
+
+def test_a_rolled_segment_of_timestamp_zero_records_keeps_its_lone_time_entry(tmp_path):
+    """TimeIndex.maybeAppend at roll writes (largest timestamp, its offset): for a segment whose records all have
+    timestamp 0 that is the all-zero entry (0, base). It is real, so the segment's largest timestamp is 0, not its
+    mtime, and a search for a later time goes on to the next segment (found in review)."""
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+
+    writer = PartitionWriter(tmp_path / "t-0")
+    for i in range(5):
+        writer.append(build_batch_v2([Record(i, 0, b"k", b"v" * 50, [])]))
+    writer.roll()
+    for i in range(5, 10):
+        writer.append(build_batch_v2([Record(i, 1000 + i, b"k", b"v" * 50, [])]))
+    writer.close()
+    first = sorted((tmp_path / "t-0").glob("*.timeindex"))[0]
+    assert first.read_bytes() == b"\0" * 12
+    with _lookup(tmp_path) as lookup:
+        assert lookup.list_offset(500).offset == 5
+        assert lookup.list_offset(1007).offset == 7

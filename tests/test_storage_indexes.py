@@ -256,6 +256,11 @@ def test_an_all_zero_first_entry_before_unwritten_space_is_no_entry(tmp_path):
     assert list(OffsetIndex.from_bytes(b"\0" * 64, 100)) == []
     assert list(TimeIndex.from_bytes(b"\0" * 60, 100)) == []
     assert list(OffsetIndex.from_bytes(b"\0" * 8, 100)) == []
+    # but a lone time entry (0, 0) is real: the roll-time entry of a segment whose records all have timestamp 0
+    assert list(TimeIndex.from_bytes(b"\0" * 12, 100)) == [(0, 100)]
+    lone = tmp_path / "lone.time"
+    lone.write_bytes(b"\0" * 12)
+    assert len(ProbedIndex(str(lone), "time", 100, None, LookupStats())) == 1
     for kind, size in (("offset", 64), ("time", 60)):
         path = tmp_path / f"young.{kind}"
         path.write_bytes(b"\0" * size)

@@ -8,10 +8,11 @@ rule ``DumpLogSegments.dumpIndex``/``dumpTimeIndex`` apply instead ("since it is
 crash there may be many zero entries, stop if we see one"): entries end at the first entry after entry 0 whose
 offset equals the base offset (relative offset 0). Entries after entry 0 always have a larger offset (offset index:
 strictly increasing; time index: each entry is a later batch), so relative offset 0 there can only be unwritten space.
-An all-zero entry 0 followed by unwritten space (or alone) is unwritten too: a live segment too young for its first
-entry, where DumpLogSegments would print it. No broker writes one (``LogSegment.append`` indexes a batch only after
-``index.interval.bytes`` of earlier ones, so never the one at position 0; a time entry of timestamp 0 at the base
-offset is as unlikely).
+An all-zero entry 0 followed by unwritten space is unwritten too (a live segment too young for its first entry,
+where DumpLogSegments would print it), and so is a lone all-zero offset entry: ``LogSegment.append`` and
+``recover`` index a batch only after ``index.interval.bytes`` of earlier ones, so never the one at position 0. A
+lone time entry (timestamp 0, base offset) is real: the roll-time entry of a segment whose records all have
+timestamp 0.
 
 Files are read in bounded chunks: memory is the real entries plus one chunk, whatever the preallocated size.
 :func:`load_entries` (files) and :func:`entries_from_bytes` (bytes in memory) apply the rule through the same
@@ -66,7 +67,10 @@ def _cut_at_tail(data, count: int, dtype: np.dtype, relative_offset_field: str,
     entry_size = dtype.itemsize
     chunk = np.frombuffer(data, dtype=dtype, count=count)
     zero_at = np.flatnonzero(chunk[relative_offset_field] == 0)
-    entry0_unwritten = (first_entry_number == 0 and count and (count == 1 or chunk[relative_offset_field][1] == 0)
+    # a lone (0, 0) is a real time entry (a rolled segment whose records all have timestamp 0), never an offset one
+    offset_kind = dtype.names[0] == relative_offset_field
+    followed_by_zeros = count > 1 and chunk[relative_offset_field][1] == 0
+    entry0_unwritten = (first_entry_number == 0 and count and (followed_by_zeros or (offset_kind and count == 1))
                         and _first_nonzero_byte(np.frombuffer(data, dtype=np.uint8, count=entry_size)) is None)
     if first_entry_number == 0 and not entry0_unwritten:
         zero_at = zero_at[zero_at > 0]  # entry 0 may really be at relative offset 0, unless it is unwritten

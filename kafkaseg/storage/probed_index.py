@@ -46,7 +46,8 @@ class ProbedIndex:
             raise CorruptIndexError(f"length {size} is not a multiple of {self.entry.size}", path=path,
                                     position=size - size % self.entry.size)
         self.count = size // self.entry.size
-        if self.count and self._raw(0) == (0, 0) and (self.count == 1 or self._relative(1) == 0):
+        if self.count and self._raw(0) == (0, 0) and (
+                (self.count == 1 and kind == "offset") or (self.count > 1 and self._relative(1) == 0)):
             self.count = 0  # an all-zero entry 0 before unwritten space: no entry yet (see _index_file)
         if self.count > 1 and self._relative(self.count - 1) == 0:
             lo, hi = 1, self.count - 1  # first i >= 1 with relative offset 0
