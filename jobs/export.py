@@ -292,6 +292,8 @@ def existing_offsets(output: str, fmt: str) -> dict:
             [("offset", "min"), ("offset", "max")])
         for t, p, lo, hi in zip(grouped.column("topic").to_pylist(), grouped.column("partition").to_pylist(),
                                 grouped.column("offset_min").to_pylist(), grouped.column("offset_max").to_pylist()):
+            if lo is None:  # only null offsets for it in this batch
+                continue
             key = (t, int(p))
             seen = out.get(key)
             out[key] = (lo, hi) if seen is None else (min(seen[0], lo), max(seen[1], hi))

@@ -127,8 +127,8 @@ def test_an_unreadable_segment_is_one_error_and_the_rest_is_verified(tmp_path):
     assert not [p for p in report["problems"] if "missing before this segment" in p["message"]]
     segments = report["partitions"][0]["segments"]
     assert len(segments) == len(log.segments) and segments[-1]["batches"] > 0
-    # the last batch (5 records) fails its CRC: recovery would truncate there
-    assert report["partitions"][0]["logEndOffset"] == log.log_end_offset - 5
+    # the last batch fails its CRC, but below the recovery point (flushed): the broker keeps it, as the log end
+    assert report["partitions"][0]["logEndOffset"] == log.log_end_offset
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
@@ -236,19 +236,25 @@ def test_a_bad_crc_is_not_also_a_compaction_gap(tmp_path, capsys):
 
 @pytest.mark.parametrize("shallow", [[], ["--shallow"]])
 def test_a_bad_last_batch_does_not_hide_a_high_watermark_past_where_recovery_truncates(tmp_path, capsys, shallow):
-    """Recovery truncates the active segment at its first batch that fails its CRC, so the checkpoints are compared
-    with that end: a high watermark (and recovery point) past it are errors, not hidden by the bad batch's
-    offsets (found in review: one flipped byte in the last batch hid both)."""
-    simple_partition(tmp_path)  # 20 records in 4 batches; high watermark 20
-    log = tmp_path / "t-0" / "00000000000000000000.log"
-    data = bytearray(log.read_bytes())
-    data[-2] ^= 0xFF  # a value byte of the last batch (offsets 15..19): its CRC fails
-    log.write_bytes(bytes(data))
-    code, report = verify_json([tmp_path, *shallow], capsys)
-    assert code == 1
-    assert report["partitions"][0]["logEndOffset"] == 15
-    messages = [p["message"] for p in errors(report)]
-    assert any("high watermark 20 is above the log end offset 15" in m for m in messages), messages
+    """Recovery (LogLoader: the segments from the recovery point on) truncates the active segment at its first
+    batch that fails its CRC, so the checkpoints are compared with that end: a high watermark past it is an error,
+    not hidden by the bad batch's offsets (found in review). Below the recovery point the broker trusts the
+    flushed bytes and keeps its log end (found in the next review: false errors on a cleanly shut down dir)."""
+    for name, recovery_point, log_end in (("unflushed", 15, 15), ("flushed", 20, 20)):
+        simple_partition(tmp_path / name, checkpoints={"recovery-point-offset-checkpoint": recovery_point})
+        log = tmp_path / name / "t-0" / "00000000000000000000.log"
+        data = bytearray(log.read_bytes())
+        data[-2] ^= 0xFF  # a value byte of the last batch (offsets 15..19): its CRC fails
+        log.write_bytes(bytes(data))
+        code, report = verify_json([tmp_path / name, *shallow], capsys)
+        assert code == 1  # the CRC error
+        assert report["partitions"][0]["logEndOffset"] == log_end, name
+        messages = [p["message"] for p in errors(report)]
+        above = [m for m in messages if "is above the log end offset" in m]
+        if log_end == 15:
+            assert any("high watermark 20 is above the log end offset 15" in m for m in above), messages
+        else:
+            assert not above, messages
 
 
 def test_zeros_after_a_rolled_segment_warn_and_a_legacy_segment_needs_no_timeindex(tmp_path, capsys):

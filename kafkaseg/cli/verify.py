@@ -91,6 +91,7 @@ class SegmentSummary:
     # that batch's position (None: every batch passed)
     recoverable_last: int | None = None
     first_bad_position: int | None = None
+    first_bad_base: int | None = None
 
 
 @dataclass
@@ -307,6 +308,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                         summary.bad_crcs += 1
                         if summary.first_bad_position is None:
                             summary.first_bad_position = position
+                            summary.first_bad_base = header.base_offset
                         add(ERROR, path, position, f"CRC mismatch in batch {header.base_offset}.."
                                                    f"{header.last_offset}: stored {header.crc}, computed {crc}")
                         after_bad_crc = True
@@ -546,9 +548,12 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
         batch_ends = [s.last_offset for s in summary.segments if s.last_offset is not None]
         summary.log_end_offset = max(max(batch_ends, default=-1) + 1, pdir.segments[-1].base_offset)
         active = summary.segments[-1]
-        if active.first_bad_position is not None:
-            # recovery truncates the active segment at its first invalid batch: the checkpoints are compared
-            # with that end, so a high watermark past it is reported, not hidden by the bad batch's offsets
+        recovery_point = pdir.recovery_point
+        if active.first_bad_position is not None and (recovery_point is None
+                                                      or active.first_bad_base >= recovery_point):
+            # A bad batch at or past the recovery point (LogLoader recovers only the segments from there on,
+            # trusting flushed bytes below it): recovery truncates the active segment at it, so the checkpoints
+            # are compared with that end and a high watermark past it is reported, not hidden by its offsets.
             earlier = [s.last_offset for s in summary.segments[:-1] if s.last_offset is not None]
             kept = active.recoverable_last if active.recoverable_last is not None else max(earlier, default=-1)
             summary.log_end_offset = max(kept + 1, pdir.segments[-1].base_offset)
