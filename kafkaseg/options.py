@@ -615,6 +615,11 @@ def _parse_pattern(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidOptionError(f"option 'subscribePattern' must be a non-empty regular expression, got {value!r}")
     pattern = value.strip()
+    if re.search(r"\[[^\]]*&&", pattern):
+        # Java's character-class intersection ([a-z&&[^b]]), which Spark's regex understands and Python's reads as
+        # literal characters: refused rather than silently matching other topics
+        raise InvalidOptionError(f"option 'subscribePattern': {pattern!r} uses Java's character-class intersection "
+                                 "(&&), which kafkaseg's Python regular expressions do not have; write the class out")
     try:
         re.compile(pattern)
     except re.error as err:

@@ -191,6 +191,9 @@ def test_subscribe_pattern_is_searched_for_and_never_matches_internal_topics():
         assert parse(subscribe=internal).selects_topic(internal)  # named: read (Spark's reader drops them)
         assert parse().selects_topic(internal)  # no selection: every topic on disk
     assert parse(subscribePattern=".*").selects_topic("__my_own")  # only Kafka's internal topics are left out
+    # Java-only syntax that Python would read differently is refused, not silently matched otherwise
+    rejects({"subscribePattern": "[a-z&&[^b]]rders"}, "'subscribePattern'", "intersection")
+    rejects({"subscribePattern": "\\p{Alpha}+"}, "'subscribePattern'", "not a valid regular expression")
     rejects({"subscribePattern": "  "}, "'subscribePattern'", "non-empty")
     rejects({"subscribePattern": "(unclosed"}, "'subscribePattern'", "not a valid regular expression")
 
