@@ -11,17 +11,12 @@ __all__ = ["PartitionOffsets", "whole_partition_offsets"]
 
 class PartitionOffsets:
     """The log start and end offsets of the whole partition when only some of its segments were given (single
-    ``.log`` files), with a note saying so (to be prefixed with the partition's name). An offset is None (and
-    ``note`` says why) when it cannot be read: checkpoints are then not compared with it."""
+    ``.log`` files), with a note saying so (to be prefixed with the partition's name). The log end offset is None
+    (and ``note`` says why) when it cannot be read: checkpoints are then not compared with it."""
 
-    def __init__(self, pdir: PartitionDir, whole: PartitionDir | None, error: KafkaSegError | None = None):
+    def __init__(self, pdir: PartitionDir, whole: PartitionDir):
         self.whole = whole
-        self.log_start_offset = self.log_end_offset = None
-        given = f"{len(pdir.segments)} of its segments given"
-        if whole is None:
-            self.note = (f"{given}; the partition folder cannot be read ({error}), so its checkpoints are not "
-                         f"compared with the log")
-            return
+        self.log_end_offset = None
         self.log_start_offset = whole.log_start_offset
         try:
             self.log_end_offset = partition_log_end_offset(whole)

@@ -139,7 +139,7 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
     if partial is not None:  # single .log files: the checkpoints (HW, log start) are the whole partition's
         desc.notes.append(partial.note)
         desc.log_start_offset, desc.log_end_offset = partial.log_start_offset, partial.log_end_offset
-        if partial.whole is None or partial.log_end_offset is None:
+        if partial.log_end_offset is None:
             return desc
         pdir = partial.whole
     try:

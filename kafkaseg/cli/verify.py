@@ -561,8 +561,7 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
                        f"{pdir.name}: log end offset taken as {summary.log_end_offset}, where recovery would "
                        "truncate the active segment (its first batch that fails its CRC)")
     _check_log_dir_checkpoints(pdir, report)
-    _check_checkpoints(partial.whole if partial is not None and partial.whole is not None else pdir, summary,
-                       report)
+    _check_checkpoints(partial.whole if partial is not None else pdir, summary, report)
     for path in pdir.kraft_snapshot_paths:
         try:
             _verify_kraft_snapshot(path, pdir, report)
