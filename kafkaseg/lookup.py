@@ -286,13 +286,21 @@ class PartitionLookup:
             if position >= seg.log_size:
                 return f"entry for offset {offset} points at byte {position}, past the log's {seg.log_size} bytes"
             return None
+        # rolled segments: against the next base only (one entry); a rolled segment cut short within its last index
+        # interval is caught when a search there comes back empty (_answer_from_log)
+        return self._time_entry_past_end(i, index, from_headers=i + 1 == len(self.segments))
+
+    def _time_entry_past_end(self, i: int, index, *, from_headers: bool) -> str | None:
+        """Why time index ``index`` of segment ``i`` is stale (its last entry is for an offset at or past where the
+        segment's records end: the next base, or ``from_headers`` the end its batch headers show), or None (also
+        when that end cannot be read: the log's own corruption is reported where an answer needs those bytes)."""
+        if not len(index):
+            return None
         _, offset = index.last()
         try:
-            # rolled segments: against the next base only (one entry); a rolled segment cut short within its last
-            # index interval is caught when a search there comes back empty (_answer_from_log)
-            end = self.bases[i + 1] if i + 1 < len(self.segments) else self._segment_end_from_headers(i)
+            end = self._segment_end_from_headers(i) if from_headers else self.bases[i + 1]
         except KafkaSegError:
-            return None  # the log's own corruption is reported where the answer needs those bytes
+            return None
         if offset >= end:
             return f"last entry is for offset {offset}, but the segment's records end below {end}"
         return None
@@ -337,11 +345,15 @@ class PartitionLookup:
                             self._torn = (final.base_offset, final.position)
         return self._torn
 
+    def _tear_in(self, i: int) -> tuple[int, int] | None:
+        """:meth:`_unacknowledged_tear` when segment ``i`` is the active one, else None."""
+        return self._unacknowledged_tear() if i == len(self.segments) - 1 else None
+
     def _headers(self, i: int, start: int) -> Iterator[BatchHeader]:
         """Batch headers of segment ``i`` from byte ``start``; in the active segment, not past a torn
         unacknowledged batch (:meth:`_unacknowledged_tear`)."""
         seg = self.segments[i]
-        torn = self._unacknowledged_tear() if i == len(self.segments) - 1 else None
+        torn = self._tear_in(i)
         stop = None if torn is None else torn[1]
         with SegmentReader(seg.log_path, self.fs) as reader:
             self.stats.files_opened += 1
@@ -432,7 +444,7 @@ class PartitionLookup:
         segment also the batch headers after its last offset-index entry, which the broker holds in memory only."""
         if i not in self._largest:
             self.stats.segments_probed += 1
-            torn = self._unacknowledged_tear() if i == len(self.segments) - 1 else None
+            torn = self._tear_in(i)
             if torn is None:
                 ts, offset = self._index(i, "time").last()
             else:  # entries for the torn batch (a rebuild, or a copy taken mid-write) describe no record
@@ -528,18 +540,10 @@ class PartitionLookup:
             if answer is not None or i is None or i in self._time_checked:
                 return answer
             self._time_checked.add(i)
-            index = self._index(i, "time")
-            if not len(index):
+            stale = self._time_entry_past_end(i, self._index(i, "time"), from_headers=True)
+            if stale is None:
                 return answer
-            try:
-                end = self._segment_end_from_headers(i)
-            except KafkaSegError:
-                return answer
-            _, last = index.last()
-            if last < end:
-                return answer
-            self._rebuild(i, f"stale index (last entry is for offset {last}, but the segment's records end below "
-                             f"{end})")
+            self._rebuild(i, f"stale index ({stale})")
 
     def _offset_for_timestamp(self, timestamp: int, exact: bool) -> tuple[int, int, int | None] | None:
         return self._answer_from_log(lambda: self._search_timestamp(timestamp, exact))
@@ -557,7 +561,7 @@ class PartitionLookup:
                                 "later segments are not searched")
         start_offset = self.log_start_offset
         _, time_offset = self._index(i, "time").floor(timestamp)
-        torn = self._unacknowledged_tear() if i == len(self.segments) - 1 else None
+        torn = self._tear_in(i)
         if torn is not None and time_offset >= torn[0]:
             _, time_offset = self._index(i, "time").last_below_offset(torn[0])
         _, position = self._index(i, "offset").floor(max(time_offset, start_offset))
