@@ -516,9 +516,9 @@ class PartitionLookup:
         offset, timestamp, epoch = found
         fetchable = self.last_fetchable_offset()
         if offset >= fetchable:
+            bound = "last stable offset" if self.isolation == "read_committed" else "high watermark"
             return OffsetAnswer(topic, partition, spec, None, timestamp, epoch,
-                                reason=f"offset {offset} is at or past the last fetchable offset {fetchable} "
-                                       f"({'last stable offset' if self.isolation == 'read_committed' else 'high watermark'})")
+                                reason=f"offset {offset} is at or past the last fetchable offset {fetchable} ({bound})")
         return OffsetAnswer(topic, partition, spec, offset, timestamp, epoch)
 
     def offset_for_timestamp(self, timestamp: int, *, exact: bool = False) -> int | None:

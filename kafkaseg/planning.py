@@ -249,8 +249,8 @@ ENTRY_CRC_MAX_BYTES = 64 << 10
 def _plausible_v2_header(header) -> bool:
     """A v2 header whose fields hang together: a known codec, no unknown attribute bits, a record count that fits
     its size when uncompressed (a record is at least 7 bytes) and a last-offset delta that covers it (compaction
-    only lowers the count), a leader epoch of -1 or more. (Timestamps prove nothing: a delete horizon or a LogAppendTime batch
-    from a producer whose clock ran ahead puts the base timestamp above the maximum.)"""
+    only lowers the count), a leader epoch of -1 or more. (Timestamps prove nothing: a delete horizon or a
+    LogAppendTime batch from a producer whose clock ran ahead puts the base timestamp above the maximum.)"""
     count = header.records_count
     fits = header.codec != 0 or 7 * count <= header.size - 49  # compressed records can take under 7 bytes each
     return (header.magic == 2 and header.codec <= 4 and not header.attributes & ~0x7F and count >= 0 and fits
@@ -565,6 +565,10 @@ class _Partition:
         """The segment's largest timestamp: its time index's last entry (the broker writes the segment max there on
         roll and clean shutdown), and for the last segment also the headers after its last offset-index entry
         (every batch up to that entry's batch is covered by the time index, see ``LogSegment.append``)."""
+        if self.legacy_segment(i):
+            # v0 compressed wrappers can hold v1 records with timestamps (KAFKA-4298's cleaner output), which the
+            # decoder returns and neither the time index nor any batch header shows: unknown
+            return NO_TIMESTAMP_BOUND
         offset_index, time_index = self.indexes(i)
         largest = time_index.max_timestamp
         if i == len(self.segments) - 1:
@@ -581,12 +585,7 @@ class _Partition:
                 if self.options.on_corruption != "skip":
                     raise
                 return NO_TIMESTAMP_BOUND  # unknown: nothing may be pruned by time
-        if largest < 0 or self.legacy_segment(i):
-            # No timestamped batch (an empty segment, magic-0 message sets), or a legacy one: v0 compressed
-            # wrappers can hold v1 records with timestamps (KAFKA-4298's cleaner output), which the decoder returns
-            # and neither the time index nor any batch header shows. Unknown.
-            return NO_TIMESTAMP_BOUND
-        return largest
+        return NO_TIMESTAMP_BOUND if largest < 0 else largest  # no timestamped batch (an empty segment): unknown
 
     def legacy_segment(self, i: int) -> bool:
         """Whether segment ``i`` starts with a magic 0/1 batch (one header read, cached). Message formats only move
@@ -667,20 +666,19 @@ class _Partition:
 # --------------------------------------------------------------------------------------------------------------------
 # Offsets for times
 
-def _offset_for_timestamp(part: _Partition, timestamp: int, log_start: int, upper: int,
-                          why: list | None = None) -> int | None:
+def _offset_for_timestamp(part: _Partition, timestamp: int, log_start: int, upper: int
+                          ) -> tuple[int | None, str | None]:
     """Kafka's ListOffsets rule through :class:`kafkaseg.lookup.PartitionLookup` (O(log segments) index entries,
-    one index interval of log), capped at this scan's upper bound instead of the last fetchable offset. ``why``
-    gets the search's note when it found nothing for a reason worth telling."""
+    one index interval of log), capped at this scan's upper bound instead of the last fetchable offset; with the
+    search's note when it found nothing for a reason worth telling."""
     options = part.options
     with PartitionLookup(part.pdir, max_batch_bytes=options.max_batch_bytes, verify_crc=options.verify_crc,
                          checkpoints_checked=True) as lookup:  # _bounds applied the checkpoint policy
         found = lookup.offset_for_timestamp(timestamp)
-        if found is None and lookup.search_note and why is not None:
-            why.append(lookup.search_note)
+        note = lookup.search_note if found is None else None
     if found is None or found < log_start or found >= upper:
-        return None
-    return found
+        return None, note
+    return found, None
 
 
 def offset_for_timestamp(partition_dir: PartitionDir, timestamp: int, options: ReadOptions | None = None
@@ -692,7 +690,7 @@ def offset_for_timestamp(partition_dir: PartitionDir, timestamp: int, options: R
     if not part.segments:
         return None
     bounds = _bounds(part, None)
-    return _offset_for_timestamp(part, timestamp, bounds.log_start, bounds.upper)
+    return _offset_for_timestamp(part, timestamp, bounds.log_start, bounds.upper)[0]
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -802,9 +800,8 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
         if ts is None:
             start = bounds.log_start
         else:
-            why: list[str] = []
-            found = _offset_for_timestamp(part, ts, bounds.log_start, bounds.upper, why)
-            because = f" ({why[0]})" if why else ""
+            found, why = _offset_for_timestamp(part, ts, bounds.log_start, bounds.upper)
+            because = f" ({why})" if why else ""
             if found is not None:
                 start = found
             elif options.starting_offsets_by_timestamp_strategy == "latest":
@@ -853,11 +850,10 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
                 end = bounds.upper
     else:
         ts = limit.timestamp if limit.kind == "timestamp" else limit.lookup(topic, partition)
-        why = []
-        found = None if ts is None else _offset_for_timestamp(part, ts, bounds.log_start, bounds.upper, why)
+        found, why = (None, None) if ts is None else _offset_for_timestamp(part, ts, bounds.log_start, bounds.upper)
         end = bounds.upper if found is None else found
         if why and preport is not None:
-            preport.notes.append(f"{name}: no record at or after ending timestamp {ts} ({why[0]}); reading to "
+            preport.notes.append(f"{name}: no record at or after ending timestamp {ts} ({why}); reading to "
                                  f"the end ({end})")
     if start > end and preport is not None:
         preport.notes.append(f"{name}: resolved start {start} is above the end {end}: nothing to read")
@@ -959,11 +955,11 @@ def _pieces_for_range(part: _Partition, lo: int, hi: int, ts_lo: int | None, kep
             # Time index entry (ts, off): every record with offset <= off has timestamp <= ts. Skip what is older.
             if part.largest_timestamp(i) < ts_lo:
                 continue
-            _, time_index = part.indexes(i)
-            # (a legacy segment's entries miss the timestamps of v1 records inside v0 wrappers: no skipping)
-            older_ts, older_offset = time_index.floor(ts_lo - 1) if not part.legacy_segment(i) else (-1, lo)
-            if older_ts >= 0 and older_offset + 1 > lo:
-                start_position = max(start_position, part.start_position(i, older_offset + 1))
+            if not part.legacy_segment(i):  # (its entries miss the timestamps of v1 records in v0 wrappers)
+                _, time_index = part.indexes(i)
+                older_ts, older_offset = time_index.floor(ts_lo - 1)
+                if older_ts >= 0 and older_offset + 1 > lo:
+                    start_position = max(start_position, part.start_position(i, older_offset + 1))
         end_position = seg.log_size if next_base is not None and hi >= next_base else part.end_position(i, hi)
         if next_base is None and hi >= part.log_end_offset():
             end_position = seg.log_size if part.log_end_position is None else part.log_end_position
