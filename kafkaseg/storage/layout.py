@@ -482,7 +482,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Par
                         merged = tuple(sorted(existing.segments + pd.segments, key=lambda s: s.base_offset))
                         # the partition's context holds only if every file given is one of its segments (a
                         # stray copy like restored-1054.log is not: then the files are read on their own)
-                        whole = existing.whole if existing.whole is not None and pd.whole is not None else None
+                        whole = existing.whole
                         if whole is not None and not {s.log_path for s in merged} <= {
                                 s.log_path for s in whole.segments}:
                             whole = None
@@ -631,8 +631,8 @@ def last_stable_offset(partition_dir: PartitionDir, *,
     opened_by: dict[int, tuple[str, object]] = {}  # producer -> (log path, header) of the batch that opened it
     unreplicated: dict[int, int] = {}  # completed, but the marker is at/after the high watermark
     start_offset = partition_dir.segments[0].base_offset
-    candidates = sorted(((snapshot_offset_from_name(_fs.basename(p)), p) for p in partition_dir.snapshot_paths
-                         if snapshot_offset_from_name(_fs.basename(p)) is not None), reverse=True)
+    named = ((snapshot_offset_from_name(_fs.basename(p)), p) for p in partition_dir.snapshot_paths)
+    candidates = sorted(((offset, p) for offset, p in named if offset is not None), reverse=True)
 
     def readable(path):
         try:
@@ -640,17 +640,13 @@ def last_stable_offset(partition_dir: PartitionDir, *,
         except (CorruptDataError, LayoutError):
             return None  # Kafka deletes a corrupt snapshot and falls back to an older one
 
-    state_known = False  # whether the walk starts from producer state (a snapshot) or from nothing
     before_walk: dict[int, int] = {}  # transactions begun before a walk from nothing, still open at the bound
     for offset, path in candidates:
-        if offset > bound:
-            continue
-        snapshot = readable(path)
-        if snapshot is not None:
+        if offset <= bound and (snapshot := readable(path)) is not None:
             open_txns = snapshot.ongoing_transactions()
-            start_offset, state_known = offset, True
+            start_offset = offset
             break
-    if not state_known:
+    else:  # no producer state at or below the bound: the walk starts from nothing
         for offset, path in reversed(candidates):  # the oldest snapshot above the bound
             if bound < offset <= end and (snapshot := readable(path)) is not None:
                 before_walk = {pid: first for pid, first in snapshot.ongoing_transactions().items()
