@@ -243,8 +243,9 @@ def _parquet_files(output: str) -> list[str]:
             and not any(part.startswith(("_", ".")) for part in i.path[len(root):].split("/") if part)]
 
 
-def existing_partitioning(output: str, fmt: str) -> list[str]:
-    """The table's partition columns: Delta's metadata, or the ``column=value`` folders of a Parquet table."""
+def existing_partitioning(output: str, fmt: str, files: list[str] | None = None) -> list[str]:
+    """The table's partition columns: Delta's metadata, or the ``column=value`` folders of a Parquet table
+    (``files``: its data files when already listed)."""
     if fmt == "delta":
         from deltalake import DeltaTable
 
@@ -252,40 +253,45 @@ def existing_partitioning(output: str, fmt: str) -> list[str]:
     from kafkaseg.storage.fs import open_filesystem
 
     _, root = open_filesystem(output)
+    files = _parquet_files(output) if files is None else files
     keys: list[str] = []
-    for path in _parquet_files(output)[:1]:
+    for path in files[:1]:
         keys = [part.split("=", 1)[0] for part in path[len(root):].split("/")[:-1] if "=" in part]
     return keys
 
 
-def _existing_dataset(output: str, fmt: str, export_columns: pa.Schema | None = None):
+def _existing_dataset(output: str, fmt: str, files: list[str] | None = None):
+    """The table as a ``pyarrow.dataset`` (``files``: a Parquet table's data files when already listed)."""
     import pyarrow.dataset as ds
 
     if fmt == "delta":
         from deltalake import DeltaTable
 
         return DeltaTable(output).to_pyarrow_dataset()
-    # partition values typed as the export writes them, never inferred: topic=007 stays the string "007"
-    keys = existing_partitioning(output, fmt)
-    types = {f.name: f.type for f in (export_columns or export_schema(_arrow_schema({})))}
-    schema = pa.schema([pa.field(k, types.get(k, pa.string())) for k in keys])
     from kafkaseg.storage.fs import open_filesystem
 
+    files = _parquet_files(output) if files is None else files
+    # partition values typed as the export writes them, never inferred: topic=007 stays the string "007"
+    types = {f.name: f.type for f in export_schema(_arrow_schema({}))}
+    schema = pa.schema([pa.field(k, types.get(k, pa.string())) for k in existing_partitioning(output, fmt, files)])
     filesystem, root = open_filesystem(output)
-    return ds.dataset(_parquet_files(output), format="parquet", filesystem=filesystem,
+    return ds.dataset(files, format="parquet", filesystem=filesystem,
                       partitioning=ds.partitioning(schema, flavor="hive"), partition_base_dir=root)
 
 
-def existing_columns(output: str, fmt: str) -> list[str]:
-    return list(_existing_dataset(output, fmt).schema.names)
+def existing_columns(output: str, fmt: str, dataset=None) -> list[str]:
+    """The table's column names (``dataset``: :func:`_existing_dataset`'s, when already made)."""
+    return list((_existing_dataset(output, fmt) if dataset is None else dataset).schema.names)
 
 
-def existing_offsets(output: str, fmt: str) -> dict:
+def existing_offsets(output: str, fmt: str, dataset=None) -> dict:
     """``{(topic, partition): (min offset, max offset)}`` of the table at ``output`` (only the topic, partition and
-    offset columns are read)."""
+    offset columns are read; ``dataset``: :func:`_existing_dataset`'s, when already made)."""
     out: dict = {}
     # batch by batch: the driver keeps one batch and one (min, max) per partition, whatever the table's size
-    for batch in _existing_dataset(output, fmt).to_batches(columns=["topic", "partition", "offset"]):
+    if dataset is None:
+        dataset = _existing_dataset(output, fmt)
+    for batch in dataset.to_batches(columns=["topic", "partition", "offset"]):
         if not batch.num_rows:
             continue
         grouped = pa.Table.from_batches([batch]).group_by(["topic", "partition"]).aggregate(
@@ -430,17 +436,19 @@ def prepare(args: argparse.Namespace) -> dict:
     check_output_location(args.output, paths)
     existing = None
     exists = table_exists(args.output, args.format)
-    if exists and args.format == "parquet" and not _parquet_files(args.output):
+    files = _parquet_files(args.output) if exists and args.format == "parquet" else None  # listed once
+    if files == []:
         exists = False  # a folder without data files (an earlier run that wrote nothing): nothing to keep
     if exists:
         if args.mode == "error":
             raise FileExistsError(f"{args.output} already exists (use --mode overwrite, append or incremental)")
         if args.mode in ("append", "incremental"):
-            check_columns(existing_columns(args.output, args.format),
+            dataset = _existing_dataset(args.output, args.format, files)
+            check_columns(existing_columns(args.output, args.format, dataset),
                           export_schema(_arrow_schema(args.options)).names, args.output, args.mode)
-            check_partitioning(existing_partitioning(args.output, args.format), args.partition_by, args.output,
-                               args.mode)
-            existing = existing_offsets(args.output, args.format)
+            check_partitioning(existing_partitioning(args.output, args.format, files), args.partition_by,
+                               args.output, args.mode)
+            existing = existing_offsets(args.output, args.format, dataset)
     # Both reads (the summary, then the write) get the same explicit offsets, resolved once here: on a live broker's
     # dir the high watermark moves between them, and the table must hold what the summary counted.
     ranges = resolve_ranges(paths, args.options)
@@ -451,10 +459,9 @@ def prepare(args: argparse.Namespace) -> dict:
         if args.mode == "incremental":
             # resolved again from the new starts: a start below the log start offset is data loss (or clamped)
             ranges = resolve_ranges(paths, pinned_options(args.options, incremental_ranges(ranges, existing)))
-        elif args.mode == "append" and overlaps(ranges, existing):
-            raise UsageError(f"--mode append would duplicate what {args.output} holds: "
-                             f"{'; '.join(overlaps(ranges, existing))} (use --mode incremental to export only "
-                             "newer offsets, or --mode overwrite)")
+        elif args.mode == "append" and (duplicated := overlaps(ranges, existing)):
+            raise UsageError(f"--mode append would duplicate what {args.output} holds: {'; '.join(duplicated)} "
+                             "(use --mode incremental to export only newer offsets, or --mode overwrite)")
     if ranges is None:
         options = dict(args.options)
         print("replicas=all: offsets not pinned (each copy has its own range); the two reads may differ on a "
