@@ -160,13 +160,14 @@ class VerifyReport:
         }
 
 
-class _OffsetIndexCursor:
-    """The ``.index`` entries in position order, matched with the batches as the walk passes them (each entry at a
-    batch start whose lastOffset is the entry's offset): memory is the index's, not the segment's."""
+class _EntryCursor:
+    """An index's entries in the order of ``keys`` (one per entry), walked as the log walk passes them: ``n`` is the
+    current entry's number in the file, ``next`` its key (``_NEVER`` after the last). Memory is the index's."""
 
-    def __init__(self, index: OffsetIndex, path: str, report: VerifyReport):
+    def __init__(self, index, keys, path: str, report: VerifyReport):
         self.index, self.path, self.report = index, path, report
-        self.order = np.argsort(index.positions, kind="stable")
+        self.keys = keys
+        self.order = np.argsort(keys, kind="stable")
         self.i = -1
         self._advance()
 
@@ -174,40 +175,45 @@ class _OffsetIndexCursor:
         self.i += 1
         if self.i < len(self.order):
             self.n = int(self.order[self.i])
-            self.next_position = int(self.index.positions[self.n])
+            self.next = int(self.keys[self.n])
         else:
-            self.next_position = _NEVER
+            self.next = _NEVER
+
+
+class _OffsetIndexCursor(_EntryCursor):
+    """The ``.index`` entries in position order, matched with the batches as the walk passes them (each entry at a
+    batch start whose lastOffset is the entry's offset)."""
+
+    def __init__(self, index: OffsetIndex, path: str, report: VerifyReport):
+        super().__init__(index, index.positions, path, report)
 
     def _mismatch(self, what: str) -> None:
         offset = int(self.index.offsets[self.n])
         self.report.add(ERROR, self.path, self.n * OffsetIndex.ENTRY_SIZE,
-                        f"entry offset {offset} -> position {self.next_position}: {what}")
+                        f"entry offset {offset} -> position {self.next}: {what}")
 
     def at_batch(self, position: int, last_offset: int) -> None:
-        """The walk reached a batch at ``position`` >= ``next_position``."""
-        while self.next_position < position:
+        """The walk reached a batch at ``position`` >= ``next``."""
+        while self.next < position:
             self._mismatch("not at a batch boundary")
             self._advance()
-        while self.next_position == position:
+        while self.next == position:
             if int(self.index.offsets[self.n]) != last_offset:
                 self._mismatch(f"the batch there ends at offset {last_offset}")
             self._advance()
 
     def finish(self) -> None:
-        while self.next_position != _NEVER:
+        while self.next != _NEVER:
             self._mismatch("past the end of the complete batches")
             self._advance()
 
 
-class _TimeIndexCursor:
+class _TimeIndexCursor(_EntryCursor):
     """The ``.timeindex`` entries in offset order, matched with the batches as the walk passes them (offset in a
     batch, timestamp that batch's maxTimestamp; brokers before 3.8 stored an offset inside the batch, accepted)."""
 
     def __init__(self, index: TimeIndex, path: str, report: VerifyReport):
-        self.index, self.path, self.report = index, path, report
-        self.order = np.argsort(index.offsets, kind="stable")
-        self.i = -1
-        self._advance()
+        super().__init__(index, index.offsets, path, report)
         timestamps = index.timestamps
         if len(timestamps):  # timestamps increase in file order (DumpLogSegments.dumpTimeIndex)
             previous = np.concatenate(([NO_TIMESTAMP], timestamps[:-1]))
@@ -215,21 +221,13 @@ class _TimeIndexCursor:
                 report.add(ERROR, path, int(n) * TimeIndex.ENTRY_SIZE,
                            f"timestamp {int(timestamps[n])} is not above the previous entry's {int(previous[n])}")
 
-    def _advance(self) -> None:
-        self.i += 1
-        if self.i < len(self.order):
-            self.n = int(self.order[self.i])
-            self.next_offset = int(self.index.offsets[self.n])
-        else:
-            self.next_offset = _NEVER
-
     def _mismatch(self, what: str) -> None:
         self.report.add(ERROR, self.path, self.n * TimeIndex.ENTRY_SIZE, what)
 
     def at_batch(self, base_offset: int, last_offset: int, max_timestamp: int) -> None:
-        """The walk reached a batch whose ``last_offset`` >= ``next_offset``."""
-        while self.next_offset <= last_offset:
-            offset, timestamp = self.next_offset, int(self.index.timestamps[self.n])
+        """The walk reached a batch whose ``last_offset`` >= ``next``."""
+        while self.next <= last_offset:
+            offset, timestamp = self.next, int(self.index.timestamps[self.n])
             if offset < base_offset:
                 self._mismatch(f"offset {offset} is in no batch (the next batch spans {base_offset}..{last_offset})")
             elif timestamp != max_timestamp:
@@ -238,8 +236,8 @@ class _TimeIndexCursor:
             self._advance()
 
     def finish(self) -> None:
-        while self.next_offset != _NEVER:
-            self._mismatch(f"offset {self.next_offset} is past the last complete batch")
+        while self.next != _NEVER:
+            self._mismatch(f"offset {self.next} is past the last complete batch")
             self._advance()
 
 
@@ -280,8 +278,8 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
     with SegmentReader(path, pdir.filesystem) as reader:
         offsets_cursor = _OffsetIndexCursor(offset_index, seg.index_path, report) if offset_index else None
         times_cursor = _TimeIndexCursor(time_index, seg.timeindex_path, report) if time_index else None
-        next_index_position = offsets_cursor.next_position if offsets_cursor else _NEVER
-        next_time_offset = times_cursor.next_offset if times_cursor else _NEVER
+        next_index_position = offsets_cursor.next if offsets_cursor else _NEVER
+        next_time_offset = times_cursor.next if times_cursor else _NEVER
         walk = reader.chunks(0, target_bytes=_CHUNK)
         try:
             for chunk_position, buf in walk:
@@ -290,10 +288,10 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                     summary.batches += 1
                     if position >= next_index_position:
                         offsets_cursor.at_batch(position, header.last_offset)
-                        next_index_position = offsets_cursor.next_position
+                        next_index_position = offsets_cursor.next
                     if header.last_offset >= next_time_offset:
                         times_cursor.at_batch(header.base_offset, header.last_offset, header.max_timestamp)
-                        next_time_offset = times_cursor.next_offset
+                        next_time_offset = times_cursor.next
                     if seg_last is None or header.last_offset > seg_last:
                         seg_last = header.last_offset
                     if summary.first_offset is None:
