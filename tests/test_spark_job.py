@@ -232,7 +232,8 @@ def test_a_high_watermark_moving_between_the_reads_changes_nothing(spark, tmp_pa
     offsets resolved before them. A Delta commit whose files do not hold the expected count is refused."""
     from deltalake import DeltaTable
 
-    from kafkaseg.spark.tables import RecordCountMismatch, write_delta
+    from kafkaseg.errors import ExportMismatchError
+    from kafkaseg.spark.tables import write_delta
     from kafkaseg.testing import TopicSpec, write_data_dir
 
     logs = tmp_path / "logs"
@@ -251,7 +252,7 @@ def test_a_high_watermark_moving_between_the_reads_changes_nothing(spark, tmp_pa
     assert result["records"] == 200 and DeltaTable(output).to_pyarrow_table().num_rows == 200
 
     df = export.with_export_columns(export.extract(spark, [str(logs)], {}))
-    with pytest.raises(RecordCountMismatch, match="expected 7"):
+    with pytest.raises(ExportMismatchError, match="expected 7"):
         write_delta(df, str(tmp_path / "t2"), "error", ["topic"], export.export_schema(export._arrow_schema({})),
                     expected_records=7)
     assert not (tmp_path / "t2" / "_delta_log").exists()

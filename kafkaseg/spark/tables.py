@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from kafkaseg.errors import ExportMismatchError
 from kafkaseg.storage.fs import join, open_filesystem, stat
 
-__all__ = ["write_parquet", "write_delta", "delta_add_actions", "RecordCountMismatch"]
+__all__ = ["write_parquet", "write_delta", "delta_add_actions"]
 
 
 def write_parquet(df, output: str, mode: str, partition_by: Sequence[str]) -> None:
@@ -50,15 +50,12 @@ def write_parquet(df, output: str, mode: str, partition_by: Sequence[str]) -> No
             spark.conf.set("spark.sql.parquet.outputTimestampType", previous)
 
 
-RecordCountMismatch = ExportMismatchError  # the files written hold another number of records: nothing committed
-
-
 def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema: pa.Schema,
                 expected_records: int | None = None) -> dict:
     """``df`` as a Delta table at ``output``; ``schema`` is ``df``'s Arrow schema (the table's). ``mode``: error
     (refuse an existing table), overwrite (one commit replacing every file) or append. With ``expected_records``,
     the commit is made only if the written files hold exactly that many records (their footers say), else
-    :class:`RecordCountMismatch` is raised and the files stay unreferenced (``DeltaTable.vacuum`` removes them).
+    :class:`~kafkaseg.errors.ExportMismatchError` is raised and the files stay unreferenced (``DeltaTable.vacuum`` removes them).
     Returns what was committed: ``{"files": n, "records": n, "version": v}``."""
     from deltalake import DeltaTable, Schema
     from deltalake.transaction import create_table_with_add_actions
@@ -71,7 +68,7 @@ def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema:
     actions = delta_add_actions(output, run_folder, partition_by)
     records = sum(json.loads(a.stats)["numRecords"] for a in actions)
     if expected_records is not None and records != expected_records:
-        raise RecordCountMismatch(
+        raise ExportMismatchError(
             f"wrote {records} records to {join(output, run_folder)} but expected {expected_records}; nothing "
             f"committed (the files are unreferenced: DeltaTable.vacuum removes them)")
     delta_schema = Schema.from_arrow(schema)
