@@ -320,7 +320,7 @@ class _Partition:
         options = self.options
         try:
             with SegmentReader(seg.log_path, self.fs) as reader:
-                header = next(iter(reader.iter_headers(position, max_batch_bytes=options.max_batch_bytes)), None)
+                header = reader.header_at(position, max_batch_bytes=options.max_batch_bytes)
                 if header is None:  # (also an entry at a torn tail: rebuilding then costs a walk, rows are right)
                     return f"no whole batch at byte {position}"
                 header = header._replace(position=0)
@@ -594,7 +594,7 @@ class _Partition:
             seg = self.segments[i]
             try:
                 with SegmentReader(seg.log_path, self.fs) as reader:
-                    first = next(iter(reader.iter_headers(0, max_batch_bytes=self.options.max_batch_bytes)), None)
+                    first = reader.header_at(0, max_batch_bytes=self.options.max_batch_bytes)
                 self._legacy[i] = first is not None and first.magic < 2
             except KafkaSegError:
                 self._legacy[i] = True  # unknown: do not prune by time

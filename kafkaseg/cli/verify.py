@@ -573,7 +573,7 @@ def _first_magic(seg, pdir: PartitionDir) -> int | None:
     """The magic byte of the segment's first batch (None when it has none or cannot be read)."""
     try:
         with SegmentReader(seg.log_path, pdir.filesystem) as reader:
-            first = next(iter(reader.iter_headers(0)), None)
+            first = reader.header_at(0)
     except KafkaSegError:
         return None
     return None if first is None else first.magic

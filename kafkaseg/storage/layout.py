@@ -389,7 +389,7 @@ def _single_log_file(path: str, entry: _fs.FileEntry, filesystem) -> PartitionDi
         from kafkaseg.storage.segment import SegmentReader
 
         with SegmentReader(path, filesystem) as reader:
-            first = next(iter(reader.iter_headers(0)), None)
+            first = reader.header_at(0)
         base = first.base_offset if first is not None else 0
     stem = path[:-len(".log")]
     siblings = {e.name: e for e in _fs.list_dir(folder, filesystem)} if folder else {}

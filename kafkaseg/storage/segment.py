@@ -258,6 +258,12 @@ class SegmentReader:
         returned walk (``.tail``); an explicit ``end`` that cuts a batch raises :class:`CorruptBatchError`."""
         return HeaderWalk(self, start, end, max_batch_bytes, block_size)
 
+    def header_at(self, position: int = 0, *,
+                  max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> BatchHeader | None:
+        """The header of the whole batch at ``position``, or None when none is there (the end of the data, or a
+        tail); corrupt framing raises as in :meth:`iter_headers`."""
+        return next(iter(self.iter_headers(position, max_batch_bytes=max_batch_bytes)), None)
+
     def chunks(self, start: int = 0, end: int | None = None, target_bytes: int = DEFAULT_CHUNK_BYTES,
                max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> ChunkWalk:
         """``(file_position, buffer)`` pairs covering ``[start, end)`` whose buffers hold whole batches only,
@@ -410,7 +416,7 @@ def readable_end(segment, *, step_over: bool = False, verify_crc: bool = True, f
                         or (max_batch_bytes is not None and size > max_batch_bytes)):
                     break
                 try:
-                    landing = next(iter(reader.iter_headers(following, max_batch_bytes=max_batch_bytes)), None)
+                    landing = reader.header_at(following, max_batch_bytes=max_batch_bytes)
                 except CorruptDataError:
                     break
                 if landing is None or (max_batch_bytes is not None
