@@ -14,6 +14,10 @@ Queries: ``count(*)`` and ``sum(length(value))``; best of --repeat, after one wa
 (``partition = 0 AND offset BETWEEN a AND b``) shows the bytes planned and read (kafkaseg.spark.last_plan_report()).
 Floors (exit status 1 when missed): kafkaseg >= 70% of the ceiling's rate and within 1.5x of Parquet's time; the 1%
 query reads <= 2% of the partition's bytes.
+
+Last, many small segments (``--small-topic-partitions`` partitions of a quiet topic rolled every ~4 KiB, about 175
+segments each): ``count(*)`` with the default packing of small slices into input partitions against one input
+partition per slice (``openCostInBytes`` = ``splitSize``, what kafkaseg did before packing). Informational.
 """
 
 from __future__ import annotations
@@ -93,6 +97,8 @@ def main(argv=None) -> int:
     parser.add_argument("--partitions", type=int, default=os.cpu_count() or 2, help="input partitions and cores")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", help="reuse/keep generated data in this directory")
+    parser.add_argument("--small-topic-partitions", type=int, default=8,
+                        help="partitions of the many-small-segments case (0 skips it)")
     args = parser.parse_args(argv)
 
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="kafkaseg-bench-spark-"))
@@ -173,6 +179,29 @@ def main(argv=None) -> int:
           f"in {report.segments_planned} segment(s), read {read:,} of {report.bytes_total:,} bytes "
           f"({read / report.bytes_total:.2%}, floor 2%)")
     ok &= n == hi - lo + 1 and read <= 0.02 * report.bytes_total
+
+    if args.small_topic_partitions:
+        small_dir = work / f"small-{args.small_topic_partitions}"
+        if not small_dir.exists():
+            from kafkaseg.testing import TopicSpec, write_data_dir
+            write_data_dir(small_dir, [TopicSpec("quiet", partitions=args.small_topic_partitions,
+                                                 records_per_partition=5000, records_per_batch=5, value_size=100,
+                                                 segment_bytes=4096)])
+        timings = {}
+        for label, extra in (("packed (default)", {}), ("one task per slice", {"openCostInBytes": "128m"})):
+            def count_small():
+                reader = spark.read.format("kafkaseg")
+                for key, value in extra.items():
+                    reader = reader.option(key, value)
+                return reader.load(str(small_dir)).count()
+            seconds, n = timed(count_small, args.repeat)
+            report = last_plan_report()
+            timings[label] = seconds
+            print(f"many small segments, {label}: {n:,} records from {report.segments_planned:,} segments "
+                  f"({report.bytes_planned / 2**20:.1f} MiB) in {report.input_partitions} input partitions: "
+                  f"count(*) {seconds:.2f}s")
+        print(f"many small segments: packing is {timings['one task per slice'] / timings['packed (default)']:.1f}x "
+              f"faster")
     spark.stop()
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)

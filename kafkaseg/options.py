@@ -27,7 +27,7 @@ The options that Spark's own Kafka source knows keep its meaning (``KafkaSourceP
   ``kafka.isolation.level`` ``read_uncommitted`` (default) | ``read_committed``.
 
 kafkaseg's own: ``upperBound``, ``verifyCrc``, ``includeControl``, ``includeMetadata``, ``onCorruption``,
-``splitSize``, ``maxRecordsPerBatch``, ``maxBytesPerBatch``, ``maxBatchBytes``, ``maxDecompressedBatchBytes``,
+``splitSize``, ``openCostInBytes``, ``maxRecordsPerBatch``, ``maxBytesPerBatch``, ``maxBatchBytes``, ``maxDecompressedBatchBytes``,
 ``replicas``, ``filterPushdown``, ``readMode`` (see :class:`ReadOptions`). ``path``/``paths`` are what Spark's ``DataFrameReader.load`` passes.
 
 Spark Kafka options that mean nothing for files are accepted and ignored (:data:`IGNORED_OPTIONS`,
@@ -75,7 +75,7 @@ OPTION_NAMES: tuple[str, ...] = (
     "startingOffsets", "endingOffsets", "startingTimestamp", "endingTimestamp",
     "startingOffsetsByTimestamp", "endingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy",
     "failOnDataLoss", "minPartitions", "maxRecordsPerPartition", "includeHeaders", "kafka.isolation.level",
-    "upperBound", "verifyCrc", "includeControl", "includeMetadata", "onCorruption", "splitSize",
+    "upperBound", "verifyCrc", "includeControl", "includeMetadata", "onCorruption", "splitSize", "openCostInBytes",
     "maxRecordsPerBatch", "maxBytesPerBatch", "maxBatchBytes", "maxDecompressedBatchBytes", "replicas",
     "filterPushdown", "readMode",
     "path", "paths",
@@ -184,7 +184,9 @@ class ReadOptions:
     ``upper_bound``: what ``latest`` means: ``highWatermark`` (from ``replication-offset-checkpoint``; the log end
     offset when the checkpoint lacks the partition, which the plan report records) or ``logEndOffset``. Under
     ``read_committed`` latest is further capped at the last stable offset.
-    ``split_size``: target bytes per input partition (slices are cut at ``.index`` entries near it).
+    ``split_size``: target bytes per input partition (slices are cut at ``.index`` entries near it, and small slices
+    of one topic-partition are packed up to it). ``open_cost``: what each slice counts on top of its bytes when
+    packing (Spark's ``spark.sql.files.openCostInBytes``; :func:`kafkaseg.planning.pack_slices`).
     ``max_records_per_batch``/``max_bytes_per_batch``: bounds of one output Arrow batch.
     ``max_batch_bytes``: largest on-disk batch accepted (guards against absurd length fields).
     ``max_decompressed_batch_bytes``: largest decompressed batch accepted (decompression-bomb guard).
@@ -217,6 +219,7 @@ class ReadOptions:
     include_metadata: bool = False
     on_corruption: str = "fail"
     split_size: int = 128 * MiB
+    open_cost: int = 4 * MiB
     max_records_per_batch: int = 65536
     max_bytes_per_batch: int = 64 * MiB
     max_batch_bytes: int = 128 * MiB
@@ -277,6 +280,7 @@ class ReadOptions:
             "includeMetadata": self.include_metadata,
             "onCorruption": self.on_corruption,
             "splitSize": self.split_size,
+            "openCostInBytes": self.open_cost,
             "maxRecordsPerBatch": self.max_records_per_batch,
             "maxBytesPerBatch": self.max_bytes_per_batch,
             "maxBatchBytes": self.max_batch_bytes,
@@ -395,6 +399,8 @@ class ReadOptions:
                                   ("maxDecompressedBatchBytes", "max_decompressed_batch_bytes", None)):
             if name in raw:
                 kwargs[attr] = _parse_size_option(name, raw[name], limit)
+        if "openCostInBytes" in raw:
+            kwargs["open_cost"] = _parse_size_option("openCostInBytes", raw["openCostInBytes"], None, allow_zero=True)
         for name, attr in (("kafka.isolation.level", "isolation_level"), ("upperBound", "upper_bound"),
                            ("onCorruption", "on_corruption"), ("replicas", "replicas"),
                            ("filterPushdown", "filter_pushdown"), ("readMode", "read_mode")):
@@ -522,7 +528,7 @@ def parse_byte_size(text: str) -> int:
     return int(number) * unit
 
 
-def _parse_size_option(name: str, value: Any, limit: int | None) -> int:
+def _parse_size_option(name: str, value: Any, limit: int | None, allow_zero: bool = False) -> int:
     accepted = "a byte count such as 4096, '128k', '128m' or '1g'"
     if isinstance(value, bool):
         raise InvalidOptionError(f"option {name!r} must be {accepted}, got {value!r}")
@@ -535,8 +541,8 @@ def _parse_size_option(name: str, value: Any, limit: int | None) -> int:
             raise InvalidOptionError(f"option {name!r} must be {accepted}, got {value!r}") from None
     else:
         raise InvalidOptionError(f"option {name!r} must be {accepted}, got {value!r}")
-    if size <= 0:
-        raise InvalidOptionError(f"option {name!r} must be positive, got {value!r}")
+    if size < 0 or (size == 0 and not allow_zero):
+        raise InvalidOptionError(f"option {name!r} must be {'0 or more' if allow_zero else 'positive'}, got {value!r}")
     _int64(name, size, value)
     if limit is not None and size >= limit:
         raise InvalidOptionError(f"option {name!r} must be below 2 GiB ({limit} bytes), got {value!r}")

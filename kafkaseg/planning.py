@@ -68,6 +68,7 @@ __all__ = [
     "PlanReport",
     "ScanPlan",
     "plan_scan",
+    "pack_slices",
     "resolve_offsets",
     "offset_for_timestamp",
 ]
@@ -237,6 +238,47 @@ class PlanReport:
 class ScanPlan:
     slices: list[SegmentSlice]
     report: PlanReport
+
+    def input_partitions(self, options: ReadOptions) -> list[tuple[SegmentSlice, ...]]:
+        """The slices grouped into units of work (Spark input partitions): see :func:`pack_slices`."""
+        return pack_slices(self.slices, options.split_size, options.open_cost,
+                           options.min_partitions, packing=options.max_records_per_partition is None)
+
+
+def pack_slices(slices: Sequence[SegmentSlice], target_bytes: int, open_cost: int,
+                min_partitions: int | None = None, *, packing: bool = True) -> list[tuple[SegmentSlice, ...]]:
+    """Group consecutive slices of one topic-partition replica into units of work of at most ``target_bytes``,
+    each slice counting its bytes plus ``open_cost`` (Spark's file sources pack small files the same way:
+    ``spark.sql.files.maxPartitionBytes``/``openCostInBytes``). A partition of many small segments (a quiet topic
+    rolled hourly) becomes one task instead of hundreds, each of which costs a Spark task's overhead (tens of
+    milliseconds) to read a few KiB; big slices (cut near ``splitSize``) stay alone.
+
+    Slices of different topic-partitions are never packed together, so a scan has at least as many units as
+    Spark's Kafka source, which reads each topic-partition in one task. With ``min_partitions`` the target shrinks
+    to ``total cost / min_partitions`` so packing never leaves fewer units than asked for. ``packing=False`` (used
+    with ``maxRecordsPerPartition``, whose per-unit bound packing cannot see) gives one unit per slice. Order is
+    kept: units, and slices within a unit, follow the plan."""
+    if not packing:
+        return [(s,) for s in slices]
+    target = target_bytes
+    if min_partitions:
+        total = sum(s.size_bytes + open_cost for s in slices)
+        target = min(target, max(1, total // min_partitions))  # so that units >= total / target >= min
+    units: list[tuple[SegmentSlice, ...]] = []
+    current: list[SegmentSlice] = []
+    current_cost = 0
+    for piece in slices:
+        cost = piece.size_bytes + open_cost
+        if current and ((piece.topic, piece.partition, piece.partition_path)
+                        != (current[0].topic, current[0].partition, current[0].partition_path)
+                        or current_cost + cost > target):
+            units.append(tuple(current))
+            current, current_cost = [], 0
+        current.append(piece)
+        current_cost += cost
+    if current:
+        units.append(tuple(current))
+    return units
 
 
 #: A segment's largest timestamp when a lenient read cannot walk its tail: prunes nothing.

@@ -76,7 +76,8 @@ def test_every_canonical_name_is_accepted_in_any_case(name):
               "startingOffsetsByTimestampStrategy": "latest", "failOnDataLoss": "false", "minPartitions": "3",
               "maxRecordsPerPartition": "10", "includeHeaders": "true", "kafka.isolation.level": "read_committed",
               "upperBound": "logEndOffset", "verifyCrc": "false", "includeControl": "true",
-              "includeMetadata": "true", "onCorruption": "skip", "splitSize": "1m", "maxRecordsPerBatch": "10",
+              "includeMetadata": "true", "onCorruption": "skip", "splitSize": "1m", "openCostInBytes": "0",
+              "maxRecordsPerBatch": "10",
               "maxBytesPerBatch": "1m", "maxBatchBytes": "1m", "maxDecompressedBatchBytes": "2m",
               "replicas": "all", "filterPushdown": "true", "readMode": "pread", "path": "/x",
               "paths": '["/x","/y"]'}

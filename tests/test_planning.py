@@ -18,6 +18,7 @@ from kafkaseg.planning import (
     Predicates,
     SegmentSlice,
     offset_for_timestamp,
+    pack_slices,
     plan_scan,
     resolve_offsets,
 )
@@ -312,6 +313,57 @@ def test_max_records_per_partition(single):
         count = sum(h.last_offset - h.base_offset + 1 for h in headers)
         assert count <= 100 + 25  # approximate: cuts are index entries (~4 KiB = ~20 records apart)
     assert len(plan.slices) >= 20
+
+
+def _piece(topic, partition, start, size, path="d"):
+    return SegmentSlice(topic=topic, partition=partition, log_path=f"/{topic}-{partition}/{start:020d}.log",
+                        base_offset=start, start_position=0, end_position=size, start_offset=start,
+                        end_offset=start + 10, partition_path=path)
+
+
+def test_pack_slices_groups_consecutive_small_slices_of_one_partition():
+    a = [_piece("a", 0, i * 10, 1000) for i in range(5)]
+    b = [_piece("a", 1, i * 10, 1000) for i in range(2)]
+    c = [_piece("b", 0, 0, 50_000), _piece("b", 0, 10, 100), _piece("b", 0, 20, 100)]
+    other_replica = [_piece("b", 0, 30, 100, path="e")]
+    slices = a + b + c + other_replica
+    units = pack_slices(slices, 4000, 0)
+    assert units == [tuple(a[:4]), (a[4],), tuple(b), (c[0],), tuple(c[1:]), tuple(other_replica)]
+    # the open cost counts per slice: 1000 + 1000 each -> two per 4000-byte unit
+    assert pack_slices(a, 4000, 1000) == [tuple(a[0:2]), tuple(a[2:4]), (a[4],)]
+    # an open cost at the target keeps every slice alone; so does maxRecordsPerPartition (packing=False)
+    assert pack_slices(slices, 4000, 4000) == [(s,) for s in slices]
+    assert pack_slices(slices, 1 << 30, 0, packing=False) == [(s,) for s in slices]
+    # every slice in exactly one unit, in plan order
+    assert [s for unit in pack_slices(slices, 1 << 30, 4 << 20) for s in unit] == slices
+    assert pack_slices([], 100, 10) == []
+
+
+@pytest.mark.parametrize("count, wanted", [(5, 4), (10, 3), (10, 10), (7, 2), (3, 5)])
+def test_pack_slices_never_leaves_fewer_units_than_min_partitions(count, wanted):
+    slices = [_piece("t", 0, i * 10, 100 + 37 * i) for i in range(count)]
+    units = pack_slices(slices, 1 << 30, 4 << 20, wanted)
+    assert len(units) >= min(wanted, count)
+    assert [s for unit in units for s in unit] == slices
+
+
+def test_input_partitions_of_a_partition_of_many_small_segments(tmp_path):
+    """A quiet topic's partition rolled into 27 small segments is one unit of work, as Spark's Kafka source reads
+    one topic-partition in one task (a task per segment costs tens of ms each for a few KiB)."""
+    log_dir = tmp_path / "broker0"
+    for partition in range(2):
+        write_partition(log_dir, "quiet", partition, records=400, segment_bytes=2000)
+    options = opts()
+    plan = plan_scan(str(log_dir), options)
+    assert len(plan.slices) >= 50
+    units = plan.input_partitions(options)
+    assert [[(s.topic, s.partition) for s in u] for u in units] == [[("quiet", p)] * (len(plan.slices) // 2)
+                                                                   for p in range(2)]
+    assert len(plan.input_partitions(opts(openCostInBytes="128m"))) == len(plan.slices)
+    assert len(plan.input_partitions(opts(minPartitions="8"))) >= 8
+    with pytest.raises(InvalidOptionError, match="openCostInBytes"):
+        opts(openCostInBytes="-1")
+    assert opts(openCostInBytes="0").open_cost == 0
 
 
 def test_one_percent_offset_range_plans_at_most_two_percent_of_bytes(corpus_dir, tmp_path):

@@ -99,6 +99,8 @@ def test_sample_data_dir_reads_exactly_the_manifest_records(spark, sample):
         s.size for pm in sample.partitions.values() for s in pm.segments)
     metrics = report.read_metrics()
     assert metrics["records"] == sample.record_count and metrics["slices_read"] == report.slices
+    # small segments of one topic-partition are packed into one task: one per topic-partition here, not per slice
+    assert df.rdd.getNumPartitions() == report.input_partitions == len(sample.partitions) < report.slices
 
 
 @pytest.mark.corpus

@@ -63,6 +63,7 @@ class ScanReport:
     pushdown: dict
     plan: PlanReport
     path: Path | None = field(default=None, repr=False)
+    input_partitions: int = 0  # Spark input partitions (tasks) the slices were packed into
 
     @property
     def segments_considered(self) -> int:
@@ -102,7 +103,8 @@ class ScanReport:
     def summary(self) -> str:
         """The one line planning logs for this scan."""
         plan = self.plan
-        return (f"kafkaseg scan {self.scan_id}: {self.slices} slices over {self.segments_planned} of "
+        return (f"kafkaseg scan {self.scan_id}: {self.slices} slices in {self.input_partitions} input partitions "
+                f"over {self.segments_planned} of "
                 f"{plan.segments_considered} segments, {self.bytes_planned:,} of {plan.bytes_total:,} bytes, "
                 f"{len(plan.partitions)} partitions read ({len(plan.partitions_pruned)} pruned); pushed "
                 f"{self.pushdown.get('handled', [])}, pruning only {self.pushdown.get('pruning_only', [])}"
@@ -121,15 +123,19 @@ class ScanReport:
             notes=raw.get("notes", []),
         )
         return cls(data["scan_id"], data["created"], data["slices"], data["segments_planned"],
-                   data["bytes_planned"], data.get("pushdown", {}), plan, path)
+                   data["bytes_planned"], data.get("pushdown", {}), plan, path,
+                   data.get("input_partitions", data["slices"]))
 
 
-def write_plan(scan_id: str, plan_report: PlanReport, slices: list, pushdown: dict) -> ScanReport:
+def write_plan(scan_id: str, plan_report: PlanReport, slices: list, pushdown: dict,
+               input_partitions: int | None = None) -> ScanReport:
     """Record a scan's plan (called by ``partitions()`` in the planning worker); returns the :class:`ScanReport`."""
     segments = {s.log_path for s in slices}
     report = ScanReport(scan_id, time.time(), len(slices), len(segments), sum(s.size_bytes for s in slices),
-                        pushdown, plan_report)
+                        pushdown, plan_report,
+                        input_partitions=len(slices) if input_partitions is None else input_partitions)
     data = {"scan_id": scan_id, "created": report.created, "slices": report.slices,
+            "input_partitions": report.input_partitions,
             "segments_planned": report.segments_planned, "bytes_planned": report.bytes_planned,
             "pushdown": pushdown, "plan": plan_report.as_dict()}
     try:
@@ -144,15 +150,15 @@ def write_plan(scan_id: str, plan_report: PlanReport, slices: list, pushdown: di
     return report
 
 
-def write_read_metrics(scan_id: str, slice_index: int, metrics: dict) -> None:
-    """Record what reading one slice did (called by ``read()`` in an executor's Python worker)."""
+def write_read_metrics(scan_id: str, partition_index: int, metrics: dict) -> None:
+    """Record what reading one input partition (its slices) did (called by ``read()`` in an executor's Python worker)."""
     try:
         folder = report_dir() / "reads" / scan_id
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{slice_index:06d}-{os.getpid()}-{time.time_ns()}.json"
+        path = folder / f"{partition_index:06d}-{os.getpid()}-{time.time_ns()}.json"
         _write_atomically(path, json.dumps(metrics, default=str))
     except OSError as err:
-        log.warning("kafkaseg: could not write read metrics of scan %s slice %d: %s", scan_id, slice_index, err)
+        log.warning("kafkaseg: could not write read metrics of scan %s input partition %d: %s", scan_id, partition_index, err)
 
 
 def plan_reports(limit: int | None = None) -> list[ScanReport]:

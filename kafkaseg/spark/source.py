@@ -8,7 +8,8 @@ Where each piece runs (PySpark's ``pyspark/sql/worker/*.py``):
   ``plan_data_source_read.py`` (without), at planning: :meth:`KafkaSegDataSource.reader`,
   ``reader.pushFilters(filters)`` (pushdown only), then ``reader.partitions()``: :func:`~kafkaseg.planning.plan_scan`
   runs there, once per query plan;
-* executors' Python workers: ``reader.read(partition)`` for each :class:`SlicePartition`, yielding
+* executors' Python workers: ``reader.read(partition)`` for each :class:`SlicePartition` (one or more slices of
+  one topic-partition, packed by :func:`~kafkaseg.planning.pack_slices`), yielding
   ``pyarrow.RecordBatch`` es straight from :func:`~kafkaseg.scan.read_slice` (PySpark passes Arrow batches through
   when their schema equals the declared one).
 
@@ -105,18 +106,22 @@ class KafkaSegDataSource(DataSource):
 
 
 class SlicePartition(InputPartition):
-    """One Spark input partition: one planned :class:`~kafkaseg.planning.SegmentSlice` (small and picklable)."""
+    """One Spark input partition: consecutive planned :class:`~kafkaseg.planning.SegmentSlice` s of one
+    topic-partition, read in order (small and picklable; :func:`~kafkaseg.planning.pack_slices` groups them)."""
 
-    def __init__(self, index: int, piece: SegmentSlice, scan_id: str):
+    def __init__(self, index: int, pieces: tuple[SegmentSlice, ...], scan_id: str):
         super().__init__(index)
         self.index = index
-        self.piece = piece
+        self.pieces = tuple(pieces)
         self.scan_id = scan_id
 
     def __repr__(self) -> str:
-        p = self.piece
-        return (f"SlicePartition({self.index}, {p.topic}-{p.partition} {os.path.basename(p.log_path)} "
-                f"[{p.start_position}, {p.end_position}) offsets [{p.start_offset}, {p.end_offset}))")
+        first, last = self.pieces[0], self.pieces[-1]
+        files = os.path.basename(first.log_path)
+        if len(self.pieces) > 1:
+            files += f" .. {os.path.basename(last.log_path)} ({len(self.pieces)} slices)"
+        return (f"SlicePartition({self.index}, {first.topic}-{first.partition} {files} "
+                f"[{first.start_position}, {last.end_position}) offsets [{first.start_offset}, {last.end_offset}))")
 
 
 class _PushFilters:
@@ -158,7 +163,8 @@ class KafkaSegReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         plan = plan_scan(None, self.options, self.predicates)
-        report = reports.write_plan(self.scan_id, plan.report, plan.slices, self.pushdown)
+        units = plan.input_partitions(self.options)
+        report = reports.write_plan(self.scan_id, plan.report, plan.slices, self.pushdown, len(units))
         logger = _worker_logger()
         logger.info("%s", report.summary())
         for choice in plan.report.replicas:
@@ -168,14 +174,15 @@ class KafkaSegReader(DataSourceReader):
                             choice.get("reason"))
         for note in plan.report.data_loss:
             logger.warning("kafkaseg scan %s: data loss: %s", self.scan_id, note)
-        return [SlicePartition(i, piece, self.scan_id) for i, piece in enumerate(plan.slices)]
+        return [SlicePartition(i, unit, self.scan_id) for i, unit in enumerate(units)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, SlicePartition):
             return  # PySpark substitutes one empty InputPartition(None) when the plan has no slices
         metrics = ScanMetrics()
         try:
-            yield from read_slice(partition.piece, self.options, metrics)
+            for piece in partition.pieces:
+                yield from read_slice(piece, self.options, metrics)
         finally:
             reports.write_read_metrics(partition.scan_id, partition.index, metrics.as_dict())
             for path, position, size in metrics.truncated_tails:
