@@ -52,7 +52,8 @@ from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, LATEST, ReadOptions
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
-from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, choose_replicas, discover, last_stable_offset,
+from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, check_one_incarnation, choose_replicas, discover,
+                                     last_stable_offset,
                                      partition_log_end_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot
@@ -1197,6 +1198,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
             continue
         chosen.append(pdir)
     if options.replicas == "all":
+        check_one_incarnation(chosen)
         replicas = chosen
         for pdir in chosen:
             report.replicas.append({"topic": pdir.topic, "partition": pdir.partition, "chosen": pdir.path,

@@ -162,6 +162,34 @@ def test_choose_replicas(corpus_dir, tmp_path):
         choose_replicas(parts, "random")
 
 
+def test_copies_of_different_topic_incarnations_or_clusters_are_refused(corpus_dir, tmp_path):
+    """Broker 1 was offline while the topic was deleted and recreated: its copy (old topic id, the higher high
+    watermark) must not be chosen over, or read with, the new one; nor copies from two clusters."""
+    from kafkaseg import read_arrow
+    from kafkaseg.testing.partition import write_partition_metadata
+
+    a, b = tmp_path / "broker1", tmp_path / "broker2"
+    for root, hw in ((a, 412), (b, 300)):
+        shutil.copytree(corpus_dir / SMART / "temperature-0", root / "temperature-0")
+        (root / "replication-offset-checkpoint").write_text(f"0\n1\ntemperature 0 {hw}\n")
+        (root / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=abc\n")
+    write_partition_metadata(a / "temperature-0" / "partition.metadata", "EjRWeBI0VngSNFZ4EjRWeA")
+    assert len(read_arrow([str(a), str(b)])) > 0  # one copy without partition.metadata: nothing to compare
+    write_partition_metadata(b / "temperature-0" / "partition.metadata", "ASNFZ4mrze8BI0VniavN7w")
+    for options in ({}, {"replicas": "all"}):
+        with pytest.raises(LayoutError, match="different incarnations.*EjRWeBI0VngSNFZ4EjRWeA"):
+            read_arrow([str(a), str(b)], **options)
+    with pytest.raises(LayoutError, match="different incarnations"):
+        choose_replicas(discover([str(a), str(b)]))
+    assert len(read_arrow(str(a))) > 0  # each alone reads
+    write_partition_metadata(b / "temperature-0" / "partition.metadata", "EjRWeBI0VngSNFZ4EjRWeA")
+    (b / "meta.properties").write_text("version=1\nnode.id=2\ncluster.id=other\n")
+    with pytest.raises(LayoutError, match="different clusters: cluster id abc in .*broker1.*; other in"):
+        read_arrow([str(a), str(b)])
+    (b / "meta.properties").write_text("version=1\nnode.id=2\ncluster.id=abc\n")
+    assert len(read_arrow([str(a), str(b)])) > 0
+
+
 # -- last stable offset on fabricated transactional logs -------------------------------------------------------------
 
 def _varint(value: int) -> bytes:

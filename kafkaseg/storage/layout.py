@@ -52,6 +52,7 @@ __all__ = [
     "read_partition_dir",
     "discover",
     "choose_replicas",
+    "check_one_incarnation",
     "last_stable_offset",
     "partition_log_end_offset",
 ]
@@ -525,6 +526,34 @@ class ReplicaChoice:
 REPLICA_POLICIES = ("highestHighWatermark", "largestLogEndOffset", "largestSize", "first")
 
 
+def check_one_incarnation(partitions: Iterable[PartitionDir]) -> None:
+    """Raise :class:`LayoutError` when the partitions of one topic come from different clusters (``cluster.id`` in
+    their log dirs' ``meta.properties``) or carry different topic ids (``partition.metadata``): copies of a topic
+    that was deleted and recreated (a broker offline at the time keeps the old one), or of another cluster's topic
+    of the same name. Their offsets are unrelated, so choosing one copy by high watermark, or reading both, would
+    mix them silently; a broker never serves a log whose topic id is not the cluster's (``LogManager``'s stray
+    replica check renames it ``-stray``). Partitions that record neither are not compared."""
+    seen: dict[str, dict[tuple[str, str], list[str]]] = {}
+    for pd in partitions:
+        found = seen.setdefault(pd.topic, {})
+        cluster = pd.log_dir_meta.cluster_id if pd.log_dir_meta is not None else None
+        if cluster:
+            found.setdefault(("cluster id", cluster), []).append(pd.path)
+        if pd.topic_id:
+            found.setdefault(("topic id", pd.topic_id), []).append(pd.path)
+    for topic, found in sorted(seen.items()):
+        for kind in ("cluster id", "topic id"):
+            values = sorted((value, paths) for (k, value), paths in found.items() if k == kind)
+            if len(values) > 1:
+                listed = "; ".join(f"{value} in {', '.join(sorted(paths)[:3])}"
+                                   + (f" (+{len(paths) - 3} more)" if len(paths) > 3 else "")
+                                   for value, paths in values)
+                what, unit = (("from different clusters", "cluster") if kind == "cluster id" else
+                              ("from different incarnations of the topic (deleted and recreated)", "incarnation"))
+                raise LayoutError(f"topic {topic!r} has copies {what}: {kind} {listed}. Their offsets are unrelated "
+                                  f"and would be mixed; read the dirs of one {unit} only (leave the other's dirs out)")
+
+
 def choose_replicas(partitions: Iterable[PartitionDir], policy: str = "highestHighWatermark") -> list[ReplicaChoice]:
     """One replica per (topic, partition).
 
@@ -537,6 +566,8 @@ def choose_replicas(partitions: Iterable[PartitionDir], policy: str = "highestHi
         from kafkaseg.errors import InvalidOptionError
 
         raise InvalidOptionError(f"replica policy {policy!r} is not one of {', '.join(REPLICA_POLICIES)}")
+    partitions = list(partitions)
+    check_one_incarnation(partitions)
     groups: dict[tuple[str, int], list[PartitionDir]] = {}
     for pd in partitions:
         groups.setdefault((pd.topic, pd.partition), []).append(pd)
