@@ -347,6 +347,34 @@ def test_an_empty_segment_ends_a_timestamp_search_as_on_a_broker_and_says_so(tmp
         kafkaseg.read_arrow(str(tmp_path), startingTimestamp=1_700_000_000_035)
 
 
+def test_a_record_from_a_clock_running_ahead_is_found_as_the_broker_finds_it(tmp_path):
+    """One record stamped in 2100 in segment 2 of 7 makes every later segment's largest timestamp lower than
+    segment 2's. The broker takes the FIRST segment whose largest timestamp reaches T (a linear scan), so
+    ListOffsets(T), and Spark's startingTimestamp, land on that record; a binary search over segments probing
+    others answered from segment 5."""
+    import kafkaseg
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+
+    t0 = 1_700_000_000_000
+    writer = PartitionWriter(tmp_path / "skew-0")
+    for seg in range(7):
+        if seg:
+            writer.roll(seg * 100)
+        for b in range(4):
+            base = seg * 100 + b * 5
+            records = [Record(base + i, t0 + seg * 100_000 + b * 1000 + i, b"k", b"v", []) for i in range(5)]
+            if (seg, b) == (2, 1):
+                records[2] = Record(base + 2, 4_102_444_800_000, b"k", b"v", [])
+            writer.append(build_batch_v2(records, base_offset=base))
+    writer.close()
+    target = t0 + 450_000
+    with _lookup(tmp_path) as lookup:
+        assert lookup.list_offset(target).offset == 207
+        assert lookup.offset_for_timestamp(target) == 207
+    table = kafkaseg.read_arrow(str(tmp_path), startingTimestamp=target)
+    assert table["offset"][0].as_py() == 207 and table.num_rows == 13 + 4 * 20  # 207..219, then segments 3-6
+
+
 @pytest.mark.parametrize("time_index", ["missing", "with an entry for the torn batch"])
 def test_a_torn_batch_is_no_record_even_where_the_time_index_describes_it(tmp_path, time_index):
     """A rebuilt time index (every header, the torn one included) or a copy taken mid-write can hold an entry for
