@@ -1,12 +1,13 @@
-"""Offset and time lookups on one partition, Spark-free, touching O(log n) index entries.
+"""Offset and time lookups on one partition, Spark-free, touching one index entry per segment at most.
 
 This is what ``kafkaseg offsets`` (Kafka's ``kafka-get-offsets.sh``), ``kafkaseg locate`` and ``jobs/lookup.py``
 run. Semantics are the broker's ListOffsets (``core/.../log/UnifiedLog.scala`` ``fetchOffsetByTimestamp``,
 ``LogSegment.findOffsetByTimestamp``, ``FileRecords.searchForTimestamp``, ``cluster/Partition.scala``
 ``fetchOffsetForTimestamp``, ``server/ReplicaManager.scala``)::
 
-    -2 earliest        the log start offset (max(log-start-offset checkpoint, first segment base))
-    -4 earliest-local  the same (no tiered storage on disk)
+    -2 earliest        the log start offset: max(log-start-offset checkpoint, first segment base), or the checkpoint
+                       when it is below the first segment (a tiered topic's start: PartitionDir.below_local_log)
+    -4 earliest-local  max(log-start-offset checkpoint, first segment base): the first offset in these files
     -1 latest          the last fetchable offset: high watermark (read_uncommitted) or last stable offset
                        (read_committed)
     -5 latest-tiered   no offset (no tiered storage)
@@ -498,7 +499,11 @@ class PartitionLookup:
         """The broker's ListOffsets answer for ``spec`` (see the module doc)."""
         topic, partition = self.pdir.topic, self.pdir.partition
         if spec in (EARLIEST, EARLIEST_LOCAL):
-            return OffsetAnswer(topic, partition, spec, self.log_start_offset)
+            start = self.log_start_offset
+            below = self.pdir.below_local_log
+            if spec == EARLIEST and below is not None:  # the broker's log start of a tiered topic (see layout)
+                return OffsetAnswer(topic, partition, spec, below[0])
+            return OffsetAnswer(topic, partition, spec, start)
         if spec == LATEST:
             return OffsetAnswer(topic, partition, spec, self.last_fetchable_offset())
         if spec == LATEST_TIERED:

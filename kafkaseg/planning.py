@@ -809,6 +809,9 @@ def _bounds(part: _Partition, preport: PartitionReport | None) -> _Bounds:
             upper, source = lso, "last stable offset (read_committed)"
     if log_start > upper and preport is not None:
         preport.notes.append(f"{part.name}: log start offset {log_start} is above the upper bound {upper}")
+    below = pdir.below_local_log_note()
+    if below is not None and preport is not None:
+        preport.notes.append(f"{part.name}: {below}; earliest is the first local offset {log_start}")
     return _Bounds(log_start, leo, upper, source, hw, lso)
 
 
@@ -858,8 +861,13 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
                     "set startingOffsetsByTimestampStrategy=latest to start at the latest offset instead")
     if explicit_start:
         if start < bounds.log_start:
-            loss(f"{name}: starting offset {start} is below the log start offset {bounds.log_start} in "
-                 f"{part.pdir.path}; offsets [{start}, {bounds.log_start}) are gone")
+            below = part.pdir.below_local_log
+            if below is not None and start >= below[0]:
+                loss(f"{name}: starting offset {start} is below the first local offset {bounds.log_start} in "
+                     f"{part.pdir.path}; {part.pdir.below_local_log_note()}")
+            else:
+                loss(f"{name}: starting offset {start} is below the log start offset {bounds.log_start} in "
+                     f"{part.pdir.path}; offsets [{start}, {bounds.log_start}) are gone")
             start = bounds.log_start
         elif start > bounds.upper:  # Spark's consumer meets OffsetOutOfRange there: data loss, or nothing read
             loss(f"{name}: starting offset {start} is above the available end {bounds.upper} "

@@ -375,6 +375,32 @@ def test_a_record_from_a_clock_running_ahead_is_found_as_the_broker_finds_it(tmp
     assert table["offset"][0].as_py() == 207 and table.num_rows == 13 + 4 * 20  # 207..219, then segments 3-6
 
 
+def test_a_tiered_topics_log_start_below_the_first_local_segment(tmp_path):
+    """Kafka checkpoints a tiered topic's log start even below its first local segment (it writes an entry only with
+    remote storage on or a start above the first segment): earliest is the broker's log start, earliest-local and
+    reads start at the first local segment with a note, and a start in between is not "gone"."""
+    import kafkaseg
+    from kafkaseg.errors import DataLossError
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+    from kafkaseg.testing.partition import write_offset_checkpoint
+
+    writer = PartitionWriter(tmp_path / "tiered-0", log_start_offset=500)
+    writer.append(build_batch_v2([Record(500 + i, 1_700_000_000_000 + i, None, b"v", []) for i in range(10)],
+                                 base_offset=500))
+    writer.close()
+    write_offset_checkpoint(tmp_path / "log-start-offset-checkpoint", {("tiered", 0): 100})
+    with _lookup(tmp_path) as lookup:
+        assert lookup.list_offset(EARLIEST).offset == 100
+        assert lookup.list_offset(-4).offset == 500
+    scan = kafkaseg.open_scan(str(tmp_path))
+    assert scan.to_table()["offset"][0].as_py() == 500
+    assert any("[100, 500) are not in these files" in n and "tiered" in n for n in scan.plan.report.partitions[0].notes)
+    with pytest.raises(DataLossError, match=r"below the first local offset 500.*tiered \(remote\) storage"):
+        kafkaseg.read_arrow(str(tmp_path), startingOffsets='{"tiered":{"0":200}}')
+    with pytest.raises(DataLossError, match=r"offsets \[50, 500\) are gone"):
+        kafkaseg.read_arrow(str(tmp_path), startingOffsets='{"tiered":{"0":50}}')
+
+
 @pytest.mark.parametrize("time_index", ["missing", "with an entry for the torn batch"])
 def test_a_torn_batch_is_no_record_even_where_the_time_index_describes_it(tmp_path, time_index):
     """A rebuilt time index (every header, the torn one included) or a copy taken mid-write can hold an entry for

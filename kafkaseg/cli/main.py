@@ -269,7 +269,7 @@ def _cmd_offsets(args) -> int:
             answers.append(lookup.list_offset(spec, exact=not args.fast))
             stats.append(lookup.stats)
             notes.append(_high_watermark_note(lookup) if spec == LATEST or spec >= 0 or spec == MAX_TIMESTAMP
-                         else None)
+                         else pdir.below_local_log_note())
     # GetOffsetShell sorts by TopicPartition.toString ("topic-partition") and skips partitions without an offset
     order = sorted(range(len(answers)), key=lambda k: f"{answers[k].topic}-{answers[k].partition}")
     if args.json:

@@ -120,6 +120,28 @@ class PartitionDir:
         return first if self.checkpoint_log_start_offset is None else max(first, self.checkpoint_log_start_offset)
 
     @property
+    def below_local_log(self) -> tuple[int, int] | None:
+        """``(checkpointed log start, first segment base)`` when ``log-start-offset-checkpoint`` is below the first
+        segment: offsets the broker lists but these files do not hold. Kafka checkpoints a log start below the
+        first local segment only for tiered topics (``LogManager.checkpointLogStartOffsetsInDir`` writes an entry
+        when remote storage is on or the start is above the first segment), so those offsets are in tiered
+        storage; else the checkpoint predates a retention deletion (it is rewritten every minute). None otherwise."""
+        start = self.checkpoint_log_start_offset
+        if start is None or not self.segments or start >= self.segments[0].base_offset:
+            return None
+        return start, self.segments[0].base_offset
+
+    def below_local_log_note(self) -> str | None:
+        """The sentence that explains :attr:`below_local_log`, None when there is nothing to explain."""
+        below = self.below_local_log
+        if below is None:
+            return None
+        return (f"offsets [{below[0]}, {below[1]}) are not in these files: log-start-offset-checkpoint says "
+                f"{below[0]}, below the first local segment (base {below[1]}), which Kafka writes for a tiered "
+                f"topic: they are in tiered (remote) storage, which kafkaseg cannot read, unless they were deleted "
+                f"after the checkpoint was written")
+
+    @property
     def size_bytes(self) -> int:
         return sum(s.log_size for s in self.segments)
 
