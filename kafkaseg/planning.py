@@ -1106,8 +1106,14 @@ def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predic
     report.partitions.append(preport)
     part = _Partition(pdir, options, report)
     if not part.segments:
-        preport.notes.append(f"{part.name}: no segments")
-        preport.log_start_offset = pdir.log_start_offset
+        # Kafka's LogLoader gives a partition without segments an empty one at the checkpointed log start: offsets
+        # asked of it are checked as for any empty log (below or past it is data loss), and nothing is read
+        at = pdir.log_start_offset or 0
+        preport.notes.append(f"{part.name}: no segments (an empty log at offset {at})")
+        preport.log_start_offset = preport.log_end_offset = preport.upper_bound = at
+        preport.upper_bound_source = "log end offset (no segments)"
+        preport.start_offset, preport.end_offset = _resolve(
+            part, _Bounds(at, at, at, "log end offset (no segments)", pdir.high_watermark, None), report, preport)
         return []
     bounds = _bounds(part, preport)
     preport.log_start_offset = bounds.log_start

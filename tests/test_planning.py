@@ -366,6 +366,22 @@ def test_input_partitions_of_a_partition_of_many_small_segments(tmp_path):
     assert opts(openCostInBytes="0").open_cost == 0
 
 
+def test_a_partition_without_segments_is_an_empty_log_at_its_log_start(tmp_path):
+    """Kafka's LogLoader gives it an empty segment at the checkpointed log start: offsets asked below or past it are
+    data loss, as on any empty log, not a silent empty read."""
+    log_dir = tmp_path / "broker0"
+    (log_dir / "nolog-0").mkdir(parents=True)
+    write_offset_checkpoint(log_dir / "log-start-offset-checkpoint", {("nolog", 0): 42})
+    write_offset_checkpoint(log_dir / "replication-offset-checkpoint", {("nolog", 0): 42})
+    plan = plan_scan(str(log_dir), opts())
+    assert plan.slices == [] and plan.report.offsets()[("nolog", 0)] == (42, 42)
+    for starting in ('{"nolog":{"0":10}}', '{"nolog":{"0":50}}'):
+        with pytest.raises(DataLossError, match="nolog-0: starting offset"):
+            plan_scan(str(log_dir), opts(startingOffsets=starting))
+    plan = plan_scan(str(log_dir), opts(startingOffsets='{"nolog":{"0":10}}', failOnDataLoss="false"))
+    assert plan.slices == [] and plan.report.data_loss
+
+
 def test_one_percent_offset_range_plans_at_most_two_percent_of_bytes(corpus_dir, tmp_path):
     log_dir = tmp_path / "b"
     log, _ = write_partition(log_dir, "big", 0, records=20000, per_batch=4, value_size=90)
