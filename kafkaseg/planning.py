@@ -181,7 +181,8 @@ class PartitionReport:
 class PlanReport:
     """What a plan considered, pruned and chose: per partition (``partitions``), partitions dropped before planning
     (``partitions_pruned``: ``(topic, partition, reason)``), replica choices, indexes rebuilt in memory
-    (``(segment, reason)``), data-loss findings (with ``failOnDataLoss=false``) and other notes."""
+    (``(segment, reason)``), data-loss findings (with ``failOnDataLoss=false``), other notes, and the folders of
+    log dirs not read (``skipped_folders``: ``(path, reason)``, e.g. ``-delete``/``-future``/``-stray``)."""
 
     options: dict = field(default_factory=dict)
     partitions: list[PartitionReport] = field(default_factory=list)
@@ -190,6 +191,7 @@ class PlanReport:
     indexes_rebuilt: list[tuple[str, str]] = field(default_factory=list)
     data_loss: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    skipped_folders: list[tuple[str, str]] = field(default_factory=list)  # (path, reason): not live partitions
 
     @property
     def partitions_considered(self) -> int:
@@ -232,6 +234,7 @@ class PlanReport:
             "indexes_rebuilt": [list(x) for x in self.indexes_rebuilt],
             "data_loss": self.data_loss,
             "notes": self.notes,
+            "skipped_folders": [list(x) for x in self.skipped_folders],
         }
 
 
@@ -1196,7 +1199,11 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
     if not paths:
         raise LayoutError("nothing to read: no path given")
     report = PlanReport(options=options.as_dict())
-    found = discover(paths)
+    found = discover(paths, skipped=report.skipped_folders)
+    for path, _ in report.skipped_folders:
+        if path.endswith("-future"):  # ReplicaAlterLogDirsThread's destination: the current copy is elsewhere
+            report.notes.append(f"{path} is not read: the destination of a replica move between log dirs in "
+                                f"progress (its current copy is in another log dir of the same broker)")
     selected: list[PartitionDir] = []
     for pdir in found:
         if not options.selects(pdir.topic, pdir.partition):

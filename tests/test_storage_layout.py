@@ -112,6 +112,17 @@ def test_skipped_folders_and_checkpoints(corpus_dir, tmp_path):
     configs = log_dir.partitions[0]
     assert configs.checkpoint_log_start_offset == 70 and configs.log_start_offset == 70
     assert log_dir.partitions[1].high_watermark == 400 and last_stable_offset(log_dir.partitions[1]) == 400
+    skipped: list = []
+    assert [p.path for p in discover(str(root), skipped=skipped)] == [p.path for p in log_dir.partitions]
+    assert sorted(skipped) == sorted((str(root / name), reason) for name, reason in log_dir.skipped)
+    from kafkaseg import open_scan
+
+    report = open_scan(str(root), upperBound="logEndOffset").plan.report
+    assert sorted(p for p, _ in report.skipped_folders) == sorted(str(root / n) for n, _ in log_dir.skipped)
+    assert "skipped_folders" in report.as_dict()
+    assert [n for n in report.notes if "replica move" in n] == [
+        f"{root / 'temperature-0.8f3a7c-future'} is not read: the destination of a replica move between log dirs "
+        "in progress (its current copy is in another log dir of the same broker)"]
     (root / "recovery-point-offset-checkpoint").write_text("0\n3\ntemperature 0 1\n")  # count mismatch
     broken = read_log_dir(str(root))
     assert broken.recovery_points == {} and any("recovery-point" in reason for _, reason in broken.skipped)

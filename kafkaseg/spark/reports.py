@@ -121,6 +121,7 @@ class ScanReport:
             indexes_rebuilt=[tuple(x) for x in raw.get("indexes_rebuilt", [])],
             data_loss=raw.get("data_loss", []),
             notes=raw.get("notes", []),
+            skipped_folders=[tuple(x) for x in raw.get("skipped_folders", [])],
         )
         return cls(data["scan_id"], data["created"], data["slices"], data["segments_planned"],
                    data["bytes_planned"], data.get("pushdown", {}), plan, path,

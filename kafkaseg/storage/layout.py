@@ -466,10 +466,13 @@ def _looks_like_partition_dir(entries: Sequence[_fs.FileEntry]) -> bool:
         names & {ckpt.LEADER_EPOCH_CHECKPOINT, ckpt.PARTITION_METADATA})
 
 
-def discover(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[PartitionDir]:
+def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
+             skipped: list[tuple[str, str]] | None = None) -> list[PartitionDir]:
     """Every partition replica under ``paths``: log dirs, topic-partition dirs, single ``.log`` files, or globs
     of those (local or any pyarrow filesystem URI). The same topic-partition under several log dirs (several
     brokers' copies) is returned once per copy: see :func:`choose_replicas`. Sorted by (topic, partition, path).
+    ``skipped``, when given, gets ``(path, reason)`` for every folder of a log dir that is not read (``-delete``,
+    ``-future``, ``-stray``, names that are not ``<topic>-<partition>``).
 
     Raises :class:`LayoutError` for a path that does not exist, a glob that matches nothing, or a folder that is
     neither a log dir nor a topic-partition dir.
@@ -527,8 +530,12 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Par
                     continue
                 raise LayoutError(f"{path}: neither a Kafka log dir (no meta.properties, checkpoints or "
                                   f"<topic>-<partition> folders) nor a topic-partition dir")
-            for pd in read_log_dir(path, filesystem).partitions:
+            log_dir = read_log_dir(path, filesystem)
+            for pd in log_dir.partitions:
                 found[pd.path] = pd
+            if skipped is not None:
+                skipped.extend((_fs.join(path, name), reason) for name, reason in log_dir.skipped
+                               if name != "(log dir)")
     return sorted(found.values(), key=lambda p: (p.topic, p.partition, p.path))
 
 
