@@ -382,10 +382,12 @@ def _arrow_schema(options: dict) -> pa.Schema:
 def skipped_report(metrics: dict, limit: int = 5) -> tuple[dict, list[str]]:
     """What the write's read skipped, from :meth:`kafkaseg.spark.ScanReport.read_metrics`: ``(summary, lines to
     print)``. Corrupt batches are skipped only with ``onCorruption=skip``; a torn tail of an active segment is
-    always left out (reported). Empty lines when nothing was skipped."""
+    always left out (reported); a segment deleted after planning is read from its ``.deleted`` name or, with
+    ``failOnDataLoss=false``, skipped (reported). Empty lines when nothing was skipped."""
     skipped = {"corrupt_batches": metrics.get("corrupt_batches", 0), "corrupt_bytes": metrics.get("corrupt_bytes", 0),
                "truncated_tails": [list(t) for t in metrics.get("truncated_tails", [])],
-               "problems": [list(p) for p in metrics.get("problems", [])]}
+               "problems": [list(p) for p in metrics.get("problems", [])],
+               "vanished_segments": [list(v) for v in metrics.get("vanished_segments", [])]}
     lines = []
     if skipped["corrupt_batches"]:
         lines.append(f"skipped {skipped['corrupt_batches']:,} corrupt batches ({skipped['corrupt_bytes']:,} bytes; "
@@ -395,6 +397,10 @@ def skipped_report(metrics: dict, limit: int = 5) -> tuple[dict, list[str]]:
         lines.append(f"left out {len(skipped['truncated_tails'])} truncated tails (a batch cut off at a segment's "
                      "end):")
         lines += _first(skipped["truncated_tails"], limit, "{} @ byte {}: {:,} bytes", "")
+    if skipped["vanished_segments"]:
+        lines.append(f"{len(skipped['vanished_segments'])} segments were deleted or replaced by the broker after "
+                     "planning:")
+        lines += _first(skipped["vanished_segments"], limit, "{} offsets [{}, {}): {}", "")
     return skipped, lines
 
 

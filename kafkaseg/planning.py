@@ -52,6 +52,7 @@ from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, LATEST, ReadOptions
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
+from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, check_one_incarnation, choose_replicas, discover,
                                      last_stable_offset,
                                      partition_log_end_offset)
@@ -89,6 +90,8 @@ class SegmentSlice:
     ``next_base_offset`` is the base offset of the partition's next segment, None for its last (active) segment;
     every offset in a segment lies in ``[base_offset, next_base_offset)``. ``recovery_point`` is the partition's
     ``recovery-point-offset-checkpoint`` entry (None when there is none): see :attr:`may_end_mid_batch`.
+    ``file_identity`` says which file was planned (local files only), so a reader can tell a segment that a live
+    broker replaced (the cleaner swaps in a compacted one) from the one planned.
     """
 
     topic: str
@@ -107,6 +110,7 @@ class SegmentSlice:
     filesystem: Any = field(default=None, compare=False, repr=False)
     next_base_offset: int | None = None
     recovery_point: int | None = None
+    file_identity: tuple[int, int] | None = None  # (st_dev, st_ino) of a local .log at planning
 
     @property
     def is_last_segment(self) -> bool:
@@ -1237,16 +1241,20 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
     pieces = _min_partitions(pieces, options.min_partitions, report)
     slices = []
     reports = {(p.topic, p.partition, p.path): p for p in report.partitions}
+    identities: dict[str, tuple[int, int] | None] = {}
     for piece in pieces:
         part = piece.part
         seg = part.segments[piece.segment]
         aborted = _aborted_for(part, piece) if options.read_committed else ()
+        if seg.log_path not in identities:
+            identities[seg.log_path] = _fs.file_identity(seg.log_path, part.fs)
         slices.append(SegmentSlice(
             topic=part.pdir.topic, partition=part.pdir.partition, log_path=seg.log_path, base_offset=seg.base_offset,
             start_position=piece.start_position, end_position=piece.end_position, start_offset=piece.start_offset,
             end_offset=piece.end_offset, aborted=aborted, segment_size=seg.log_size, segment_index=piece.segment,
             partition_path=part.pdir.path, log_dir=part.pdir.log_dir, filesystem=part.fs,
-            next_base_offset=part.next_base(piece.segment), recovery_point=part.pdir.recovery_point))
+            next_base_offset=part.next_base(piece.segment), recovery_point=part.pdir.recovery_point,
+            file_identity=identities[seg.log_path]))
         preport = reports[(part.pdir.topic, part.pdir.partition, part.pdir.path)]
         preport.slices += 1
         preport.bytes_planned += piece.size

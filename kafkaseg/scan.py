@@ -9,6 +9,7 @@ segment size.
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Sequence
@@ -24,7 +25,7 @@ from kafkaseg.decode.api import (
     DecodeRequest,
     DecodeStats,
 )
-from kafkaseg.errors import KafkaSegError, TruncatedDataError
+from kafkaseg.errors import DataLossError, KafkaSegError, LayoutError, TruncatedDataError
 from kafkaseg.options import ReadOptions
 from kafkaseg.planning import ScanPlan, SegmentSlice, plan_scan
 from kafkaseg.schema import arrow_schema
@@ -52,6 +53,8 @@ class ScanMetrics:
     output_batches: int = 0
     decode: DecodeStats = field(default_factory=DecodeStats)
     truncated_tails: list = field(default_factory=list)  # (path, position, bytes) of partial final batches
+    # (path, start offset, end offset, what happened) of segments a live broker deleted or replaced after planning
+    vanished_segments: list = field(default_factory=list)
 
     def __post_init__(self):
         self._lock = threading.Lock()
@@ -68,7 +71,7 @@ class ScanMetrics:
                 "skipped_control_batches": d.skipped_control_batches,
                 "skipped_aborted_batches": d.skipped_aborted_batches, "corrupt_batches": d.corrupt_batches,
                 "corrupt_bytes": d.corrupt_bytes, "problems": list(d.problems),
-                "truncated_tails": list(self.truncated_tails)}
+                "truncated_tails": list(self.truncated_tails), "vanished_segments": list(self.vanished_segments)}
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -142,8 +145,11 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
     truncated tail.
     """
     metrics = metrics if metrics is not None else ScanMetrics()
+    opened = _open_planned_segment(piece, options, metrics)
+    if opened is None:
+        return
     reading = _SliceDecoder(piece, options, metrics)
-    with RandomAccessReader(piece.log_path, piece.filesystem) as reader:
+    with opened as reader:
         end = min(piece.end_position, reader.size)
         pos = piece.start_position
         if options.read_mode != "pread" and reader.mappable:
@@ -153,6 +159,51 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
     with metrics._lock:
         metrics.slices += 1
         metrics.decode.add(reading.stats)
+
+
+def _open_planned_segment(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics
+                          ) -> RandomAccessReader | None:
+    """The file planned for ``piece``, also when a live broker deleted or replaced it since planning.
+
+    Kafka deletes a segment (retention, the log cleaner, a truncation) by renaming it ``<name>.deleted`` and
+    removing that a minute later (``file.delete.delay.ms``); the cleaner swaps a compacted segment in under the old
+    name. So when the name is gone, or names another file than planned (local files: device and inode), the
+    planned file is read as ``<name>.deleted`` if it is still there. Else its records are lost: a
+    :class:`~kafkaseg.errors.DataLossError`, or with ``failOnDataLoss=false`` the slice is skipped and recorded in
+    ``metrics.vanished_segments``, as Spark's Kafka source skips offsets deleted under it."""
+    why = None
+    try:
+        reader = RandomAccessReader(piece.log_path, piece.filesystem)
+    except LayoutError as exc:
+        if not isinstance(exc.__cause__, FileNotFoundError):
+            raise
+        why = "is gone"
+    else:
+        if piece.file_identity is None or reader.identity == piece.file_identity:
+            return reader
+        reader.close()
+        why = "names another file (a compacted segment swapped in by the log cleaner?)"
+    lost = (max(piece.start_offset, piece.base_offset), piece.end_offset if piece.next_base_offset is None
+            else min(piece.end_offset, piece.next_base_offset))
+    moved = piece.log_path + ".deleted"
+    try:
+        reader = RandomAccessReader(moved, piece.filesystem)
+    except LayoutError:
+        pass
+    else:
+        if piece.file_identity is None or reader.identity == piece.file_identity:
+            with metrics._lock:
+                metrics.vanished_segments.append((piece.log_path, *lost, f"read from {os.path.basename(moved)}"))
+            return reader
+        reader.close()
+    message = (f"{piece.log_path} {why} since planning and no {os.path.basename(moved)} holds it: a live broker "
+               f"deleted it (retention or the log cleaner), so offsets [{lost[0]}, {lost[1]}) of "
+               f"{piece.topic}-{piece.partition} in it are lost to this read")
+    if options.fail_on_data_loss:
+        raise DataLossError(message + " (set failOnDataLoss=false to skip them)")
+    with metrics._lock:
+        metrics.vanished_segments.append((piece.log_path, *lost, "skipped (failOnDataLoss=false)"))
+    return None
 
 
 class _SliceDecoder:

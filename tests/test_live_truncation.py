@@ -182,3 +182,51 @@ def test_random_cuts_during_mapped_reads_of_compressed_segments(tmp_path, codec)
         assert all(offset <= last_whole for offset in after)
         assert len(before) + len(after) >= last_whole + 1
         assert metrics.decode.corrupt_batches == 0
+
+
+# -- segments deleted or replaced by a live broker between planning and reading ---------------------------------------
+
+def _three_segments(tmp_path):
+    import kafkaseg
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path, [TopicSpec("r", records_per_partition=600, segment_bytes=20_000)])
+    logs = sorted((tmp_path / "r-0").glob("*.log"))
+    assert len(logs) >= 3
+    return kafkaseg, logs
+
+
+def test_a_segment_deleted_after_planning_is_read_from_its_deleted_name(tmp_path):
+    """Retention renames a segment to <name>.deleted and removes it a minute later: the planned file is still
+    there under the new name, and the read returns every planned record."""
+    kafkaseg, logs = _three_segments(tmp_path)
+    expected = kafkaseg.read_arrow(str(tmp_path))
+    scan = kafkaseg.open_scan(str(tmp_path))
+    logs[0].rename(str(logs[0]) + ".deleted")
+    assert scan.to_table().equals(expected)
+    ((path, lo, hi, what),) = scan.metrics.vanished_segments
+    assert path == str(logs[0]) and lo == 0 and hi == int(logs[1].name[:20]) and what.endswith(".log.deleted")
+
+
+def test_a_segment_gone_or_replaced_after_planning_is_data_loss_or_a_recorded_skip(tmp_path):
+    from kafkaseg.errors import DataLossError
+
+    kafkaseg, logs = _three_segments(tmp_path)
+    second = int(logs[1].name[:20]), int(logs[2].name[:20])
+    scan = kafkaseg.open_scan(str(tmp_path))
+    data = logs[1].read_bytes()
+    logs[1].unlink()  # gone for good
+    with pytest.raises(DataLossError, match=rf"{logs[1].name} is gone since planning.*\[{second[0]}, {second[1]}\)"):
+        scan.to_table()
+    # a different file under the planned name (the cleaner's swap) is not the planned one: its byte ranges and
+    # offsets may differ, so it is not read in its place
+    logs[1].write_bytes(data)
+    lenient = kafkaseg.open_scan(str(tmp_path), failOnDataLoss="false")
+    replacement = tmp_path / "swap.tmp"
+    replacement.write_bytes(data)
+    os.replace(replacement, logs[1])
+    table = lenient.to_table()
+    offsets = table["offset"].to_pylist()
+    assert offsets and not [o for o in offsets if second[0] <= o < second[1]]
+    ((path, lo, hi, what),) = lenient.metrics.vanished_segments
+    assert (path, lo, hi) == (str(logs[1]), *second) and "skipped" in what

@@ -123,7 +123,7 @@ def test_delta_modes_commit_once_per_run_and_keep_timestamps(spark, tmp_path):
 
 def test_skipped_report_lines():
     assert export.skipped_report({}) == ({"corrupt_batches": 0, "corrupt_bytes": 0, "truncated_tails": [],
-                                          "problems": []}, [])
+                                          "problems": [], "vanished_segments": []}, [])
     skipped, lines = export.skipped_report({"corrupt_batches": 2, "corrupt_bytes": 300, "problems": [
         ("/d/t-0/0.log", 10, "CRC-32C mismatch"), ("/d/t-0/0.log", 90, "bad magic")],
         "truncated_tails": [("/d/t-1/0.log", 500, 12)]}, limit=1)
@@ -132,6 +132,9 @@ def test_skipped_report_lines():
                      "  /d/t-0/0.log @ byte 10: CRC-32C mismatch", "  ... and 1 more problems",
                      "left out 1 truncated tails (a batch cut off at a segment's end):",
                      "  /d/t-1/0.log @ byte 500: 12 bytes"]
+    _, lines = export.skipped_report({"vanished_segments": [("/d/t-0/5.log", 5, 9, "skipped (failOnDataLoss=false)")]})
+    assert lines == ["1 segments were deleted or replaced by the broker after planning:",
+                     "  /d/t-0/5.log offsets [5, 9): skipped (failOnDataLoss=false)"]
 
 
 def test_append_and_incremental_ranges_without_spark():

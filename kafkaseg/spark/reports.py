@@ -76,7 +76,8 @@ class ScanReport:
     def read_metrics(self) -> dict[str, Any]:
         """What reading this scan's slices did, summed over slices, counting the latest read of each slice (an
         action that runs the plan again replaces it; ``executions`` is the most times any slice was read):
-        ``slices_read``, ``bytes_read``, ``records``, ``batches``, ``truncated_tails``, ``problems``..."""
+        ``slices_read``, ``bytes_read``, ``records``, ``batches``, ``truncated_tails``, ``problems``,
+        ``vanished_segments`` (segments a live broker deleted or replaced after planning)..."""
         latest: dict[str, Path] = {}
         reads: dict[str, int] = {}
         folder = report_dir() / "reads" / self.scan_id
@@ -86,7 +87,8 @@ class ScanReport:
             reads[slice_index] = reads.get(slice_index, 0) + 1
         totals: dict[str, Any] = {"slices_read": 0, "executions": max(reads.values(), default=0), "bytes_read": 0,
                                   "records": 0, "batches": 0, "output_batches": 0, "skipped_aborted_batches": 0,
-                                  "corrupt_batches": 0, "corrupt_bytes": 0, "truncated_tails": [], "problems": []}
+                                  "corrupt_batches": 0, "corrupt_bytes": 0, "truncated_tails": [], "problems": [],
+                                  "vanished_segments": []}
         for path in latest.values():
             try:
                 metrics = json.loads(path.read_text())
@@ -97,6 +99,7 @@ class ScanReport:
                         "corrupt_batches", "corrupt_bytes"):
                 totals[key] += metrics.get(key, 0)
             totals["truncated_tails"].extend(metrics.get("truncated_tails", []))
+            totals["vanished_segments"].extend(metrics.get("vanished_segments", []))
             totals["problems"].extend(metrics.get("problems", []))
         return totals
 

@@ -34,6 +34,7 @@ MAPPING_AVAILABLE = _MappedRange is not None
 
 __all__ = [
     "open_filesystem",
+    "file_identity",
     "is_local",
     "join",
     "parent",
@@ -169,6 +170,17 @@ def read_small_file(path: str, filesystem: pafs.FileSystem | None = None, *,
         raise LayoutError(f"cannot read {path}: {exc}") from exc
 
 
+def file_identity(path: str, filesystem: pafs.FileSystem | None = None) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of a local file, None for other filesystems or when it cannot be stat'ed."""
+    if not is_local(filesystem):
+        return None
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
 def read_at(path: str, position: int, length: int, filesystem: pafs.FileSystem | None = None) -> bytes:
     """Up to ``length`` bytes of ``path`` from ``position`` (fewer at the end of the file)."""
     with RandomAccessReader(path, filesystem) as reader:
@@ -180,7 +192,8 @@ class RandomAccessReader:
     (thread-safe, no shared file position); other filesystems a pyarrow ``RandomAccessFile``.
 
     ``size`` is the size observed when the file was opened: reads never go past it, so a file that grows while
-    being read (an active segment) is seen as it was at open.
+    being read (an active segment) is seen as it was at open. ``identity`` is ``(st_dev, st_ino)`` of a local file
+    (None elsewhere): which file was opened, whatever its name is now.
     """
 
     def __init__(self, path: str, filesystem: pafs.FileSystem | None = None):
@@ -189,6 +202,7 @@ class RandomAccessReader:
         self.filesystem = filesystem
         self._fd: int | None = None
         self._handle = None
+        self.identity: tuple[int, int] | None = None
         try:
             if isinstance(filesystem, pafs.LocalFileSystem):
                 # O_NONBLOCK: opening a FIFO or device someone left in a data dir must not hang; then only
@@ -198,6 +212,7 @@ class RandomAccessReader:
                 if not stat_module.S_ISREG(info.st_mode):
                     raise OSError(f"not a regular file (mode {stat_module.filemode(info.st_mode)})")
                 self.size = info.st_size
+                self.identity = (info.st_dev, info.st_ino)
             else:
                 self._handle = filesystem.open_input_file(path)
                 self.size = self._handle.size()
