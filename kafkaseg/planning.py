@@ -718,7 +718,7 @@ class _Partition:
 
 def _offset_for_timestamp(part: _Partition, timestamp: int, log_start: int, upper: int
                           ) -> tuple[int | None, str | None]:
-    """Kafka's ListOffsets rule through :class:`kafkaseg.lookup.PartitionLookup` (O(log segments) index entries,
+    """Kafka's ListOffsets rule through :class:`kafkaseg.lookup.PartitionLookup` (one time-index entry per segment,
     one index interval of log), capped at this scan's upper bound instead of the last fetchable offset; with the
     search's note when it found nothing for a reason worth telling."""
     options = part.options
