@@ -8,8 +8,9 @@ Per segment (one read of the ``.log``, in bounded chunks):
 * offsets: strictly increasing across batches and records; the first batch at or above the file's base offset; the
   last offset below the next segment's base; non-consecutive offsets are listed and explained (compaction gaps:
   info; records going backwards or repeating: error);
-* the ``.index`` against the log (each entry at a batch start whose lastOffset is the entry's offset) and its sanity
-  check; the ``.timeindex`` against the log (offset in a batch, timestamp that batch's max, increasing) and its
+* the ``.index`` against the log (each entry at a batch start whose lastOffset is the entry's offset, or an offset
+  within that batch as brokers up to 1.0 and a <=2.0 broker's recovery wrote them: info, once per file) and its
+  sanity check; the ``.timeindex`` against the log (offset in a batch, timestamp that batch's max, increasing) and its
   sanity check; a missing ``.index``/``.timeindex`` (warning: a broker rebuilds it); batch maxTimestamp equal to the
   largest record timestamp (CreateTime v2); ``.txnindex`` sanity;
 * ``.snapshot`` producer snapshots parse and pass their CRC; KRaft ``.checkpoint`` snapshots' batches.
@@ -181,31 +182,48 @@ class _EntryCursor:
 
 
 class _OffsetIndexCursor(_EntryCursor):
-    """The ``.index`` entries in position order, matched with the batches as the walk passes them (each entry at a
-    batch start whose lastOffset is the entry's offset)."""
+    """The ``.index`` entries in position order, matched with the batches as the walk passes them: each entry at a
+    batch start, with the batch's lastOffset (brokers since 1.1; recovery since 2.1) or another offset of the batch
+    (``inside``: counted, reported once per segment by ``finish``). Brokers up to 1.0 indexed an append's FIRST
+    offset (Kafka commit a5cd34d7962 changed it, in 1.1.0) and recovery kept indexing ``batch.baseOffset`` until
+    2.1.0 (d2b2fbdf94c); the broker's lookup only needs an entry's offset to be at most the offsets it points to,
+    so such an index is right."""
 
     def __init__(self, index: OffsetIndex, path: str, report: VerifyReport):
         super().__init__(index, index.positions, path, report)
+        self.inside = 0
 
     def _mismatch(self, what: str) -> None:
         offset = int(self.index.offsets[self.n])
         self.report.add(ERROR, self.path, self.n * OffsetIndex.ENTRY_SIZE,
                         f"entry offset {offset} -> position {self.next}: {what}")
 
-    def at_batch(self, position: int, last_offset: int) -> None:
-        """The walk reached a batch at ``position`` >= ``next``."""
+    def at_batch(self, position: int, last_offset: int, first_offset) -> None:
+        """The walk reached a batch at ``position`` >= ``next``; ``first_offset()`` gives the batch's first offset
+        (called only for an entry that is not its last offset: a legacy wrapper is decoded for it)."""
         while self.next < position:
             self._mismatch("not at a batch boundary")
             self._advance()
         while self.next == position:
-            if int(self.index.offsets[self.n]) != last_offset:
-                self._mismatch(f"the batch there ends at offset {last_offset}")
+            offset = int(self.index.offsets[self.n])
+            if offset != last_offset:
+                first = first_offset()
+                if first <= offset < last_offset:
+                    self.inside += 1
+                else:
+                    self._mismatch(f"the batch there holds offsets {first}..{last_offset}")
             self._advance()
 
     def finish(self) -> None:
         while self.next != _NEVER:
             self._mismatch("past the end of the complete batches")
             self._advance()
+        if self.inside:
+            entries = "1 entry holds" if self.inside == 1 else f"{self.inside} entries hold"
+            self.report.add(INFO, self.path, None, f"{entries} an offset inside the batch pointed at, not its last "
+                            "offset: written by a pre-1.1 broker or a <=2.0 broker's recovery, where entries hold "
+                            "the append's first offset (right for lookups, which only need an entry's offset to be "
+                            "at most the offsets it points to)")
 
 
 class _TimeIndexCursor(_EntryCursor):
@@ -287,7 +305,8 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                     position = chunk_position + header.position
                     summary.batches += 1
                     if position >= next_index_position:
-                        offsets_cursor.at_batch(position, header.last_offset)
+                        offsets_cursor.at_batch(position, header.last_offset,
+                                                lambda: _first_offset(buf, header, path, chunk_position))
                         next_index_position = offsets_cursor.next
                     if header.last_offset >= next_time_offset:
                         times_cursor.at_batch(header.base_offset, header.last_offset, header.max_timestamp)
@@ -390,6 +409,18 @@ def _check_records(buf, header, path: str, chunk_position: int, position: int, l
         report.add(ERROR, path, position, f"record offset {offsets[-1]} is past the batch's last offset "
                    f"{header.last_offset}")
     return last_offset
+
+
+def _first_offset(buf, header, path: str, chunk_position: int) -> int:
+    """The batch's first offset: a legacy compressed wrapper's offset is its LAST inner one, so it is decoded for
+    its first (its header's offset when it cannot be: the walk reports why)."""
+    if header.magic >= 2 or header.codec == 0:
+        return header.base_offset
+    try:
+        offsets, _ = _decode_one(buf, header, path, chunk_position)
+    except KafkaSegError:
+        return header.base_offset
+    return offsets[0] if offsets else header.base_offset
 
 
 def _decode_one(buf, header, path: str, chunk_position: int) -> tuple[list[int], list[int]]:
