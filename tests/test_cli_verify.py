@@ -89,7 +89,7 @@ def test_corruptions_are_located(datadir, capsys):
 
 def test_describe_matches_manifest(datadir, capsys):
     assert main(["describe", str(datadir.path), "--json"]) == 0
-    described = {(d["topic"], d["partition"]): d for d in json.loads(capsys.readouterr().out)}
+    described = {(d["topic"], d["partition"]): d for d in json.loads(capsys.readouterr().out)["partitions"]}
     for key, pm in datadir.partitions.items():
         d = described[key]
         assert d["logStartOffset"] == pm.log_start_offset
@@ -113,7 +113,7 @@ def test_describe_notes_a_high_watermark_above_the_log_end(datadir, capsys):
     with open(log, "r+b") as fh:
         fh.truncate(log.stat().st_size - 100)  # a copy cut short: the last batch is gone
     assert main(["describe", str(datadir.path), "--json"]) == 0
-    d = next(d for d in json.loads(capsys.readouterr().out) if (d["topic"], d["partition"]) == ("orders", 0))
+    d = next(d for d in json.loads(capsys.readouterr().out)["partitions"] if (d["topic"], d["partition"]) == ("orders", 0))
     assert d["highWatermark"] > d["logEndOffset"] == d["lastStableOffset"]
     assert any("is above the log end offset" in note for note in d["notes"])
 

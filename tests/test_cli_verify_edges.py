@@ -165,7 +165,7 @@ def test_one_segment_file_is_checked_against_the_whole_partition(tmp_path, capsy
     assert code == 1 and [p for p in errors(report) if "high watermark" in p["message"]]
 
     assert main(["describe", str(first.log_path), "--json"]) == 0
-    (described,) = json.loads(capsys.readouterr().out)
+    (described,) = json.loads(capsys.readouterr().out)["partitions"]
     assert len(described["segments"]) == 1
     assert described["logEndOffset"] == log.log_end_offset and described["logStartOffset"] == 0
     assert [n for n in described["notes"] if "whole partition" in n]

@@ -75,3 +75,80 @@ def test_an_index_entry_outside_its_batch_stays_an_error(tmp_path, capsys, kind)
            f"{first}..{first + PER_BATCH - 1}" in error["message"], error
     about = [p for p in report["problems"] if p["severity"] == "info" and p["file"] == str(index)]
     assert about and about[0]["message"].startswith(f"{entries - 1} entries hold"), about
+
+
+UUID = "0123456789abcdef0123456789abcdef"
+SKIPPED = {f"t-1.{UUID}-delete": "info", f"t-0.{UUID}-future": "warning", f"t-2.{UUID}-stray": "info",
+           f"u-0.{UUID}-delete": "info", "lost+found": "info", "remote-log-index-cache": "info"}
+
+
+def log_dir_with_skipped_folders(root, live=True):
+    """A log dir holding partition t-0 (when ``live``) and the folders a broker leaves beside partitions."""
+    from kafkaseg.testing import PartitionWriter
+    from kafkaseg.testing.partition import write_meta_properties
+
+    root.mkdir(parents=True, exist_ok=True)
+    write_meta_properties(root / "meta.properties", cluster_id="AAAAAAAAAAAAAAAAAAAAAA", node_id=1,
+                          directory_id="BBBBBBBBBBBBBBBBBBBBBB")
+    for name in (["t-0"] if live else []) + [n for n in SKIPPED if n.endswith(("-delete", "-future", "-stray"))]:
+        writer = PartitionWriter(root / name)
+        writer.append(build_batch_v2([Record(0, T0, b"k", b"v")]))
+        writer.close()
+    (root / "lost+found").mkdir()
+    (root / "remote-log-index-cache").mkdir()
+    return root
+
+
+def test_verify_reports_the_folders_discovery_skips(tmp_path, capsys):
+    root = log_dir_with_skipped_folders(tmp_path / "data")
+    code, report = verify_json([root], capsys)
+    assert code == 0 and [p["topic"] for p in report["partitions"]] == ["t"]  # discovery's decisions unchanged
+    about = {p["file"]: p for p in report["problems"] if p["message"].startswith("skipped: ")}
+    assert {path: p["severity"] for path, p in about.items()} == {str(root / n): s for n, s in SKIPPED.items()}
+    future = about[str(root / f"t-0.{UUID}-future")]["message"]
+    assert "a copy of t-0 being moved into this log dir" in future and "another log dir" in future, future
+    assert "refuses to start" in about[str(root / "lost+found")]["message"]
+    assert main(["verify", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert f"WARNING: {root / f't-0.{UUID}-future'}: skipped: future folder" in out
+    assert "lost+found" not in out and "1 warnings" in out
+    assert main(["verify", str(root), str(root), "--verbose"]) == 0  # a log dir given twice: listed once
+    out = capsys.readouterr().out
+    assert all(out.count(f": {root / n}: skipped: ") == 1 for n in SKIPPED), out
+    # a partition folder given on its own: its log dir's other folders are none of this run's business
+    code, report = verify_json([root / "t-0"], capsys)
+    assert not [p for p in report["problems"] if p["message"].startswith("skipped: ")]
+
+
+def test_describe_lists_the_folders_discovery_skips(tmp_path, capsys):
+    root = log_dir_with_skipped_folders(tmp_path / "data")
+    assert main(["describe", str(root)]) == 0
+    out = capsys.readouterr().out
+    section = out[out.index("skipped folders"):]
+    assert all(f"  {root / n}: " in section for n in SKIPPED), out
+    assert main(["describe", str(root), "--json"]) == 0
+    described = json.loads(capsys.readouterr().out)
+    assert [p["topic"] for p in described["partitions"]] == ["t"]
+    folders = {f["path"]: f for f in described["skippedFolders"]}
+    assert set(folders) == {str(root / n) for n in SKIPPED}
+    assert (folders[str(root / f"t-0.{UUID}-future")]["topic"], folders[str(root / f"t-0.{UUID}-future")]
+            ["partition"]) == ("t", 0)
+    assert main(["describe", str(root), "--json", "--topic", "t"]) == 0
+    described = json.loads(capsys.readouterr().out)
+    assert {f["path"] for f in described["skippedFolders"]} == {str(root / n) for n in SKIPPED if n[0] == "t"}
+
+
+def test_the_destination_of_a_log_dir_move_read_alone_says_where_its_partition_went(tmp_path, capsys):
+    """Only the destination disk of an in-progress move (alterReplicaLogDirs): its one folder is a -future copy,
+    so no partition is read; that must not look like an empty log dir."""
+    root = log_dir_with_skipped_folders(tmp_path / "disk2", live=False)
+    assert main(["describe", str(root)]) == 0
+    assert f"{root / f't-0.{UUID}-future'}: future folder" in capsys.readouterr().out
+    code, report = verify_json([root], capsys)
+    assert code == 0 and report["partitions"] == []
+    assert [p["file"] for p in report["problems"] if p["severity"] == "warning"] == [str(root / f"t-0.{UUID}-future")]
+    # and through a glob, as discover expands it: a folder it matches that is no log dir is not listed
+    (tmp_path / "notes" / "2024").mkdir(parents=True)
+    code, report = verify_json([tmp_path / "*"], capsys)
+    assert [p["file"] for p in report["problems"] if p["severity"] == "warning"] == [str(root / f"t-0.{UUID}-future")]
+    assert not [p for p in report["problems"] if "notes" in p["file"]], report["problems"]

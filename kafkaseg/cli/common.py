@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Sequence
+
 from kafkaseg.errors import KafkaSegError
 from kafkaseg.storage import fs as _fs
-from kafkaseg.storage.layout import PartitionDir, partition_log_end_offset
+from kafkaseg.storage.layout import PartitionDir, parse_topic_partition, partition_log_end_offset
 
-__all__ = ["PartitionOffsets", "whole_partition_offsets"]
+__all__ = ["PartitionOffsets", "SkippedFolder", "skipped_folders", "whole_partition_offsets"]
 
 
 class PartitionOffsets:
@@ -36,3 +39,52 @@ def whole_partition_offsets(pdir: PartitionDir) -> PartitionOffsets | None:
     if whole is None or [s.log_path for s in whole.segments] == [s.log_path for s in pdir.segments]:
         return None
     return PartitionOffsets(pdir, whole)
+
+
+# What a skipped folder is, by the suffix a broker gives it (LocalLog.logDirNameWithSuffix)
+_SUFFIX_MEANING = {
+    "-future": "a copy of {name} being moved into this log dir (alterReplicaLogDirs): until the move completes, the "
+               "partition's current copy is in another log dir of the broker, which is the one to read",
+    "-delete": "a deleted replica of {name} (or one moved to another log dir or broker) the broker has not removed "
+               "yet",
+    "-stray": "a replica of {name} this broker found it does not host (KRaft), kept until an operator removes it",
+}
+_REMOTE_INDEX_CACHE = "remote-log-index-cache"
+
+
+@dataclass(frozen=True)
+class SkippedFolder:
+    """A folder in a log dir that discovery does not read as a partition (``LogDir.skipped``), with why.
+    ``topic``/``partition``: the partition it holds a copy of, when its name says (``-future``, ``-delete``,
+    ``-stray`` folders)."""
+
+    path: str
+    reason: str
+    topic: str | None = None
+    partition: int | None = None
+
+    @property
+    def moving(self) -> bool:
+        """A ``-future`` folder: a replica move between log dirs in progress, the current copy being elsewhere."""
+        return self.path.endswith("-future")
+
+    def as_dict(self) -> dict:
+        return {"path": self.path, "reason": self.reason, "topic": self.topic, "partition": self.partition}
+
+
+def skipped_folders(skipped: Sequence[tuple[str, str]]) -> list[SkippedFolder]:
+    """The folders of the log dirs given that discovery did not read (``discover(paths, skipped=...)``'s
+    ``(path, reason)`` pairs), with what each kind means to someone reading them; a log dir given twice once."""
+    return [_skipped_folder(path, reason) for path, reason in dict.fromkeys(skipped)]
+
+
+def _skipped_folder(path: str, reason: str) -> SkippedFolder:
+    name = _fs.basename(path)
+    suffix = next((s for s in _SUFFIX_MEANING if name.endswith(s)), None)
+    if suffix is not None:  # <topic>-<partition>.<uuid><suffix>
+        parsed = parse_topic_partition(name[:name.rfind(".")]) if "." in name else None
+        meaning = _SUFFIX_MEANING[suffix].format(name=f"{parsed[0]}-{parsed[1]}" if parsed else "a partition")
+        return SkippedFolder(path, f"{reason}: {meaning}", *(parsed or (None, None)))
+    if name == _REMOTE_INDEX_CACHE:
+        return SkippedFolder(path, f"{reason}: tiered storage's cache of remote indexes (brokers skip it too)")
+    return SkippedFolder(path, f"{reason} (a broker refuses to start with it in a log dir)")

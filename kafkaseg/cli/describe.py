@@ -161,9 +161,12 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
     return desc
 
 
-def describe_paths(paths: list[str], *, full: bool = False, progress=None) -> list[PartitionDescription]:
+def describe_paths(paths: list[str], *, full: bool = False, progress=None,
+                   skipped: list[tuple[str, str]] | None = None) -> list[PartitionDescription]:
+    """Describe every partition found under ``paths``; ``skipped`` gets discovery's ``(path, reason)`` for the log
+    dirs' folders it did not read (:func:`kafkaseg.storage.layout.discover`)."""
     out = []
-    for pdir in discover(paths):
+    for pdir in discover(paths, skipped=skipped):
         out.append(describe_partition(pdir, full=full))
         if progress is not None:
             progress(pdir.size_bytes)

@@ -107,10 +107,12 @@ def _cmd_dump(args) -> int:
 # -- verify ---------------------------------------------------------------------------------------------------------
 
 def _cmd_verify(args) -> int:
-    from kafkaseg.cli.verify import verify_partition, VerifyReport
+    from kafkaseg.cli.common import skipped_folders
+    from kafkaseg.cli.verify import VerifyReport, report_skipped_folders, verify_partition
     from kafkaseg.storage.layout import discover
 
-    partitions = discover(args.paths)
+    skipped: list[tuple[str, str]] = []
+    partitions = discover(args.paths, skipped=skipped)
     total = sum(p.size_bytes for p in partitions)
     progress = _Progress(not args.no_progress and total > (16 << 20), total, "verify")
     report = VerifyReport()
@@ -119,6 +121,7 @@ def _cmd_verify(args) -> int:
             verify_partition(pdir, report, deep=not args.shallow, progress=progress)
     finally:
         progress.close()
+    report_skipped_folders(report, skipped_folders(skipped))
     shown = [p for p in report.problems if args.verbose or p.severity != "info"]
     if args.json:
         print(json.dumps(report.as_dict(), indent=1))
@@ -159,13 +162,18 @@ def _cmd_verify(args) -> int:
 # -- describe -------------------------------------------------------------------------------------------------------
 
 def _cmd_describe(args) -> int:
+    from kafkaseg.cli.common import skipped_folders
     from kafkaseg.cli.describe import describe_paths
 
-    descriptions = describe_paths(args.paths, full=args.full)
+    found: list[tuple[str, str]] = []
+    descriptions = describe_paths(args.paths, full=args.full, skipped=found)
+    skipped = skipped_folders(found)
     if args.topic:
         descriptions = [d for d in descriptions if d.topic == args.topic]
+        skipped = [f for f in skipped if f.topic == args.topic]
     if args.json:
-        print(json.dumps([d.as_dict() for d in descriptions], indent=1))
+        print(json.dumps({"partitions": [d.as_dict() for d in descriptions],
+                          "skippedFolders": [f.as_dict() for f in skipped]}, indent=1))
         return EXIT_OK
     from rich.table import Table
 
@@ -190,6 +198,10 @@ def _cmd_describe(args) -> int:
                 seg_table.add_row(str(s.base_offset), str(s.size), str(s.index_entries), str(s.time_index_entries),
                                   "yes" if s.has_txn_index else "", _ms_text(s.max_timestamp))
             _console().print(seg_table)
+    if skipped:
+        print("skipped folders (no partition read from them):")
+        for folder in skipped:
+            print(f"  {folder.path}: {folder.reason}")
     for d in descriptions:
         for note in d.notes:
             print(f"{d.name}: {note}", file=sys.stderr)

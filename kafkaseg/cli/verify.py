@@ -18,6 +18,9 @@ Per segment (one read of the ``.log``, in bounded chunks):
 Per log dir: offset checkpoints that cannot be read or parsed (an error for the high-watermark and log-start ones,
 which decide where reads end and start; a warning for the recovery point and cleaner offset, which Kafka resets).
 
+Per log dir given: the folders discovery skips (``-delete``, ``-stray``, names that are not
+``<topic>-<partition>``: info; ``-future``, a replica move whose current copy is in another log dir: warning).
+
 Per partition: high watermark <= log end offset, log start offset inside [first base, log end], recovery point <=
 log end, leader-epoch checkpoint offsets increasing and <= log end, gaps between segments; files Kafka would
 delete or ignore (``.deleted``, ``.cleaned``, ``.swap``, orphaned indexes, unknown names).
@@ -34,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from kafkaseg.cli.common import whole_partition_offsets
+from kafkaseg.cli.common import SkippedFolder, skipped_folders, whole_partition_offsets
 from kafkaseg.decode import decode
 from kafkaseg.decode.api import DecodeRequest
 from kafkaseg.errors import CorruptCheckpointError, KafkaSegError
@@ -48,7 +51,8 @@ from kafkaseg.storage.txn_index import TransactionIndex
 from kafkaseg.wire.batch import iter_headers
 from kafkaseg.wire.crc import computed_crc
 
-__all__ = ["Problem", "SegmentSummary", "PartitionSummary", "VerifyReport", "verify_paths", "verify_partition"]
+__all__ = ["Problem", "SegmentSummary", "PartitionSummary", "VerifyReport", "verify_paths", "verify_partition",
+           "report_skipped_folders"]
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 _KNOWN_FILE = re.compile(r"^(\d+)\.(log|index|timeindex|txnindex|snapshot)$|^\d+-\d+\.checkpoint$")
@@ -631,9 +635,20 @@ def _verify_kraft_snapshot(path: str, pdir: PartitionDir, report: VerifyReport) 
                        f"{walk.tail.length} invalid bytes at the end of the snapshot")
 
 
+def report_skipped_folders(report: VerifyReport, folders: list[SkippedFolder]) -> None:
+    """The log dirs' folders discovery skipped: info, but a warning for a ``-future`` folder (a replica move between
+    log dirs in progress: this log dir does not hold the partition's current copy, another one does)."""
+    for folder in folders:
+        report.add(WARNING if folder.moving else INFO, folder.path, None, f"skipped: {folder.reason}")
+    report.flush_omitted()
+
+
 def verify_paths(paths: list[str], *, deep: bool = True, progress=None) -> VerifyReport:
-    """Verify every partition found under ``paths`` (see :func:`kafkaseg.storage.layout.discover`)."""
+    """Verify every partition found under ``paths`` (see :func:`kafkaseg.storage.layout.discover`) and report the
+    folders skipped in the log dirs among them."""
     report = VerifyReport()
-    for pdir in discover(paths):
+    skipped: list[tuple[str, str]] = []
+    for pdir in discover(paths, skipped=skipped):
         verify_partition(pdir, report, deep=deep, progress=progress)
+    report_skipped_folders(report, skipped_folders(skipped))
     return report
