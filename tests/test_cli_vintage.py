@@ -152,3 +152,33 @@ def test_the_destination_of_a_log_dir_move_read_alone_says_where_its_partition_w
     code, report = verify_json([tmp_path / "*"], capsys)
     assert [p["file"] for p in report["problems"] if p["severity"] == "warning"] == [str(root / f"t-0.{UUID}-future")]
     assert not [p for p in report["problems"] if "notes" in p["file"]], report["problems"]
+
+
+def describe_json(argv, capsys):
+    assert main(["describe", *map(str, argv), "--json"]) == 0
+    return {d["topic"]: d for d in json.loads(capsys.readouterr().out)["partitions"]}
+
+
+@pytest.mark.parametrize("kind", ["v2", "v1"])
+def test_describe_first_time_is_the_first_records_timestamp(tmp_path, capsys, kind):
+    """It was the first batch's MAX timestamp (a review: a 0.10 dir showed .004 where the first record is .000)."""
+    write_partition(tmp_path, batches(kind, count=6))
+    (described,) = describe_json([tmp_path], capsys).values()
+    assert described["firstTimestamp"] == T0 and described["maxTimestamp"] == T0 + 6 * PER_BATCH - 1
+    assert main(["describe", str(tmp_path)]) == 0
+    assert "2023-11-14T22:13:20.000Z" in capsys.readouterr().out
+    # records below the log start offset (DeleteRecords) are not the first any more
+    (tmp_path / "log-start-offset-checkpoint").write_text("0\n1\nt 0 7\n")
+    (described,) = describe_json([tmp_path], capsys).values()
+    assert described["logStartOffset"] == 7 and described["firstTimestamp"] == T0 + 7
+
+
+def test_describe_first_time_of_log_append_time_and_v0_records(tmp_path, capsys):
+    from kafkaseg.testing import LOG_APPEND_TIME, build_legacy_entries
+
+    records = [Record(o, T0 + o, b"k", b"v") for o in range(4)]
+    write_partition(tmp_path / "lat", [build_batch_v2(records, timestamp_type=LOG_APPEND_TIME,
+                                                      log_append_time=T0 + 99)])
+    write_partition(tmp_path / "v0", build_legacy_entries(records, 0))
+    assert describe_json([tmp_path / "lat"], capsys)["t"]["firstTimestamp"] == T0 + 99  # as consumers see it
+    assert describe_json([tmp_path / "v0"], capsys)["t"]["firstTimestamp"] is None  # v0 records have none

@@ -9,7 +9,25 @@ from kafkaseg.errors import KafkaSegError
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import PartitionDir, parse_topic_partition, partition_log_end_offset
 
-__all__ = ["PartitionOffsets", "SkippedFolder", "skipped_folders", "whole_partition_offsets"]
+__all__ = ["PartitionOffsets", "SkippedFolder", "decode_batch", "skipped_folders", "whole_partition_offsets"]
+
+
+def decode_batch(buf, header, path: str, buf_position: int) -> tuple[list[int], list[int]]:
+    """Offsets and timestamps (ms, -1 for none) of the records of the batch ``header`` describes in ``buf`` (which
+    starts at byte ``buf_position`` of ``path``), control records included, as consumers read them (a
+    LogAppendTime batch's records carry its max timestamp). The CRC is not checked."""
+    import pyarrow as pa
+
+    from kafkaseg.decode import decode
+    from kafkaseg.decode.api import DecodeRequest
+
+    view = memoryview(buf)[header.position:header.end]
+    result = decode(view, DecodeRequest(path=path, base_position=buf_position + header.position, verify_crc=False,
+                                        include_control=True, max_batch_bytes=max(header.size, 1 << 20)))
+    offsets = result.columns["offset"].to_pylist()
+    stamps = [us // 1000 if us is not None and us >= 0 else -1
+              for us in result.columns["timestamp"].cast(pa.int64()).to_pylist()]
+    return offsets, stamps
 
 
 class PartitionOffsets:

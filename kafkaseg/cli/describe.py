@@ -2,8 +2,8 @@
 headers (never the record data): fast on large dirs.
 
 Per partition: segments, bytes, log start / log end / high watermark, the last stable offset when producer
-snapshots exist (a header walk from the latest snapshot), time range (first batch's max timestamp .. largest
-timestamp of the time indexes and the active segment's tail), and the magic values and codecs of the batches
+snapshots exist (a header walk from the latest snapshot), time range (the first record's timestamp, from the one
+batch decoded, .. largest timestamp of the time indexes and the active segment's tail), and the magic values and codecs of the batches
 sampled: each segment's first batch, the batch at each segment's last ``.index`` entry and the active segment's
 batches after it (``--full`` walks every header instead).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kafkaseg.cli.common import whole_partition_offsets
+from kafkaseg.cli.common import decode_batch, whole_partition_offsets
 from kafkaseg.errors import KafkaSegError
 from kafkaseg.storage.layout import PartitionDir, discover, last_stable_offset
 from kafkaseg.storage.offset_index import OffsetIndex
@@ -119,8 +119,6 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
                         continue
                     for header in reader.iter_headers(start):
                         _note_header(desc, header)
-                        if i == 0 and n == 0 and desc.first_timestamp is None:
-                            desc.first_timestamp = header.max_timestamp
                         if walk_all and (max_ts is None or header.max_timestamp > max_ts):
                             max_ts = header.max_timestamp
                         if not walk_all:
@@ -135,6 +133,10 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
                                                 bool(seg.txnindex_path), max_ts, seg.mtime_ms))
         if max_ts is not None and max_ts >= 0:
             desc.max_timestamp = max_ts if desc.max_timestamp is None else max(desc.max_timestamp, max_ts)
+    try:
+        desc.first_timestamp = _first_record_timestamp(pdir)
+    except KafkaSegError as err:
+        desc.notes.append(f"first record's timestamp: {err}")
     partial = whole_partition_offsets(pdir)
     if partial is not None:  # single .log files: the checkpoints (HW, log start) are the whole partition's
         desc.notes.append(partial.note)
@@ -159,6 +161,31 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
         desc.notes.append(f"high watermark {hw} is above the log end offset {leo} (an incomplete copy, or a log "
                           f"cut short): reads and 'latest' stop at {leo}")
     return desc
+
+
+def _first_record_timestamp(pdir: PartitionDir) -> int | None:
+    """The timestamp of the first record at or after the log start offset, as consumers see it (None when it has
+    none, as in message format v0, or there is no record): one batch decoded, found through the offset index and
+    batch headers, control and empty batches passed over."""
+    start = pdir.log_start_offset
+    for i, seg in enumerate(pdir.segments):
+        if i + 1 < len(pdir.segments) and pdir.segments[i + 1].base_offset <= start:
+            continue  # wholly below the log start offset
+        position = 0
+        if seg.index_path and start > seg.base_offset:
+            index = OffsetIndex.load(seg.index_path, seg.base_offset, pdir.filesystem)
+            if not index.sanity_problems(seg.log_size):  # else walk from the start: no batch is skipped
+                position = index.floor(start)[1]
+        with SegmentReader(seg.log_path, pdir.filesystem) as reader:
+            for header in reader.iter_headers(position):
+                if header.last_offset < start or header.is_control or header.records_count == 0:
+                    continue
+                data = reader.read_at(header.position, header.size)
+                offsets, stamps = decode_batch(data, header._replace(position=0), seg.log_path, header.position)
+                for offset, stamp in zip(offsets, stamps):
+                    if offset >= start:
+                        return stamp if stamp >= 0 else None
+    return None
 
 
 def describe_paths(paths: list[str], *, full: bool = False, progress=None,

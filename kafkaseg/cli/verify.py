@@ -35,11 +35,8 @@ import re
 from dataclasses import dataclass, field
 
 import numpy as np
-import pyarrow as pa
 
-from kafkaseg.cli.common import SkippedFolder, skipped_folders, whole_partition_offsets
-from kafkaseg.decode import decode
-from kafkaseg.decode.api import DecodeRequest
+from kafkaseg.cli.common import SkippedFolder, decode_batch, skipped_folders, whole_partition_offsets
 from kafkaseg.errors import CorruptCheckpointError, KafkaSegError
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import PartitionDir, discover
@@ -394,7 +391,7 @@ def _check_records(buf, header, path: str, chunk_position: int, position: int, l
     """Decode one batch: record offsets increase (gaps counted), maxTimestamp is the records' largest (CreateTime
     v2), no record past the batch's lastOffset. Returns the last offset seen."""
     try:
-        offsets, record_stamps = _decode_one(buf, header, path, chunk_position)
+        offsets, record_stamps = decode_batch(buf, header, path, chunk_position)
     except KafkaSegError as err:
         report.add(ERROR, path, position, f"cannot decode batch: {getattr(err, 'detail', err)}")
         return max(last_offset, header.last_offset)
@@ -421,20 +418,10 @@ def _first_offset(buf, header, path: str, chunk_position: int) -> int:
     if header.magic >= 2 or header.codec == 0:
         return header.base_offset
     try:
-        offsets, _ = _decode_one(buf, header, path, chunk_position)
+        offsets, _ = decode_batch(buf, header, path, chunk_position)
     except KafkaSegError:
         return header.base_offset
     return offsets[0] if offsets else header.base_offset
-
-
-def _decode_one(buf, header, path: str, chunk_position: int) -> tuple[list[int], list[int]]:
-    view = memoryview(buf)[header.position:header.end]
-    result = decode(view, DecodeRequest(path=path, base_position=chunk_position + header.position, verify_crc=False,
-                                        include_control=True, max_batch_bytes=max(header.size, 1 << 20)))
-    offsets = result.columns["offset"].to_pylist()
-    stamps = [us // 1000 if us is not None and us >= 0 else -1
-              for us in result.columns["timestamp"].cast(pa.int64()).to_pylist()]
-    return offsets, stamps
 
 
 def _check_files(pdir: PartitionDir, report: VerifyReport) -> None:
