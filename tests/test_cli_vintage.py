@@ -182,3 +182,18 @@ def test_describe_first_time_of_log_append_time_and_v0_records(tmp_path, capsys)
     write_partition(tmp_path / "v0", build_legacy_entries(records, 0))
     assert describe_json([tmp_path / "lat"], capsys)["t"]["firstTimestamp"] == T0 + 99  # as consumers see it
     assert describe_json([tmp_path / "v0"], capsys)["t"]["firstTimestamp"] is None  # v0 records have none
+
+
+@pytest.mark.parametrize("kind", ["v0", "v1"])
+@pytest.mark.parametrize("shallow", [[], ["--shallow"]])
+def test_verify_segment_first_offset_of_a_legacy_wrapper_is_its_first_inner_offset(tmp_path, capsys, kind, shallow):
+    """A legacy wrapper's offset is its LAST inner one: a segment starting at 0 said first_offset 4, and a rolled
+    legacy segment looked as if offsets were missing before the next one."""
+    log = write_partition(tmp_path, batches(kind, count=12), segment_bytes=600)
+    assert len(log.segments) > 1
+    code, report = verify_json([tmp_path, *shallow], capsys)
+    assert code == 0, errors(report)
+    segments = report["partitions"][0]["segments"]
+    assert [s["first_offset"] for s in segments] == [s.base_offset for s in log.segments]
+    assert [s["last_offset"] for s in segments[:-1]] == [s.base_offset - 1 for s in log.segments[1:]]
+    assert not [p for p in report["problems"] if "missing before this segment" in p["message"]], report["problems"]

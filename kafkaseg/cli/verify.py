@@ -84,7 +84,7 @@ class SegmentSummary:
     size: int
     batches: int = 0
     records: int = 0
-    first_offset: int | None = None
+    first_offset: int | None = None  # the first batch's first offset (a legacy wrapper's first inner one)
     last_offset: int | None = None
     bad_crcs: int = 0
     compaction_gaps: int = 0
@@ -315,7 +315,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                     if seg_last is None or header.last_offset > seg_last:
                         seg_last = header.last_offset
                     if summary.first_offset is None:
-                        summary.first_offset = header.base_offset
+                        summary.first_offset = _first_offset(buf, header, path, chunk_position)
                         if header.magic >= 2 and header.base_offset < seg.base_offset:
                             add(ERROR, path, position, f"first batch's base offset {header.base_offset} is below "
                                                        f"the segment's base offset {seg.base_offset} (from its name)")
