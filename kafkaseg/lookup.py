@@ -216,7 +216,7 @@ class PartitionLookup:
         self._leo: int | None = None
         self._fetchable: int | None = None
         self._torn: tuple[int, int] | None | bool = False  # False: not looked for yet
-        self.search_note: str | None = None  # why the last timestamp search found nothing, when not obvious
+        self.search_note: str | None = None  # why the last timestamp or max-timestamp search found nothing
         self._time_checked: set[int] = set()  # segments whose time index an empty search checked against the log
 
     # -- plumbing --------------------------------------------------------------------------------------------
@@ -517,9 +517,12 @@ class PartitionLookup:
         else:
             raise InvalidOptionError(f"time {spec} is not a timestamp (>= 0) or one of -1..-5")
         if found is None:
-            note = self.search_note if spec >= 0 else None
-            return OffsetAnswer(topic, partition, spec, None, reason="no record with a timestamp at or after it"
-                                + (f" ({note})" if note else ""))
+            if spec == MAX_TIMESTAMP:
+                reason = "no record carries the partition's largest timestamp"
+            else:
+                reason = "no record with a timestamp at or after it"
+            note = self.search_note
+            return OffsetAnswer(topic, partition, spec, None, reason=reason + (f" ({note})" if note else ""))
         offset, timestamp, epoch = found
         fetchable = self.last_fetchable_offset()
         if offset >= fetchable:
@@ -586,6 +589,7 @@ class PartitionLookup:
         return self._answer_from_log(self._search_max_timestamp)
 
     def _search_max_timestamp(self):
+        self.search_note = None
         best, best_i = None, None
         for i in range(len(self.segments)):  # Kafka: logSegments.maxBy(_.maxTimestampSoFar), first on ties
             ts, _ = self.largest_timestamp(i)
@@ -597,13 +601,20 @@ class PartitionLookup:
             if header.max_timestamp != ts:
                 continue
             if header.magic == 0:
+                self.search_note = "no batch has a timestamp: message format v0 has none"
                 return None, None
             offsets, stamps, _, _ = self._records(best_i, header)
             for record_offset, stamp in zip(offsets, stamps):
                 if stamp == ts:
                     epoch = header.partition_leader_epoch
                     return (record_offset, ts, (epoch if epoch >= 0 else None)), best_i
-            return None, None  # the batch is there, its records are not (emptied by compaction): Kafka's answer
+            # the batch is there, its records are not (emptied by compaction): Kafka's answer
+            self.search_note = (f"the batch at byte {header.position} of {self.segments[best_i].log_path} has max "
+                                f"timestamp {ts} but no record with it left (compaction removed it)")
+            return None, None
+        self.search_note = ("no batch has a timestamp" if ts < 0 else
+                            f"no batch of {self.segments[best_i].log_path} has the largest timestamp {ts} its time "
+                            "index records")
         return None, best_i
 
     # -- locate -------------------------------------------------------------------------------------------------

@@ -127,3 +127,23 @@ def test_latest_without_a_checkpointed_high_watermark_is_noted(tmp_path, capsys)
     assert "log end offset" in rows[0]["note"] and "note" not in rows[1]
     code, _, err = run(["offsets", "--data-dir", str(tmp_path), "--topic", "t", "--time", "-2", "-v"], capsys)
     assert "note" not in err  # earliest does not depend on the high watermark
+
+
+def test_max_timestamp_with_no_answer_says_why_in_its_own_words(tmp_path, capsys):
+    """-3 with no answer said "no record with a timestamp at or after it", the wording of a time lookup."""
+    from kafkaseg.testing import Record, build_batch_v2, build_legacy_entries
+    from tests.test_cli_verify_edges import write_partition
+
+    t0 = 1_700_000_000_000
+    records = [Record(o, t0 + o, b"k", b"v") for o in range(4)]
+    write_partition(tmp_path / "v0", build_legacy_entries(records, 0))
+    # the cleaner keeps a producer's last batch with no record left, and its max timestamp
+    write_partition(tmp_path / "emptied", [build_batch_v2(records),
+                                           build_batch_v2([], base_offset=4, last_offset=6, producer_id=7,
+                                                          producer_epoch=0, empty_timestamp=t0 + 100)])
+    for where, why in (("v0", "message format v0 has none"), ("emptied", "compaction removed it")):
+        code, lines, err = run(["offsets", "--data-dir", str(tmp_path / where), "--topic", "t", "--time", "-3",
+                                "-v"], capsys)
+        assert code == 0 and lines == []
+        assert err.startswith("t:0: no offset (no record carries the partition's largest timestamp (") and why in err
+        assert "at or after" not in err, err
