@@ -197,3 +197,38 @@ def test_verify_segment_first_offset_of_a_legacy_wrapper_is_its_first_inner_offs
     assert [s["first_offset"] for s in segments] == [s.base_offset for s in log.segments]
     assert [s["last_offset"] for s in segments[:-1]] == [s.base_offset - 1 for s in log.segments[1:]]
     assert not [p for p in report["problems"] if "missing before this segment" in p["message"]], report["problems"]
+
+
+def follower_index(partition_dir, group: int = 3):
+    """Rewrite the ``.index`` as a follower writes it: one entry per append of ``group`` fetched batches, holding
+    the append's largest offset at the position of its first batch (``LogSegment.append``)."""
+    from kafkaseg.wire.batch import iter_headers
+
+    log = next(partition_dir.glob("*.log"))
+    headers = list(iter_headers(log.read_bytes()))
+    data = bytearray()
+    for g in range(1, len(headers) // group):  # the first append (at position 0) gets no entry, as in Kafka
+        first, last = headers[g * group], headers[g * group + group - 1]
+        data += struct.pack(">ii", last.last_offset, first.position)
+    index = next(partition_dir.glob("*.index"))
+    index.write_bytes(bytes(data))
+    return index, len(data) // 8, headers
+
+
+def test_a_followers_multi_batch_append_entries_are_one_info_not_errors(tmp_path, capsys):
+    write_partition(tmp_path, batches("v2", 30))
+    index, entries, headers = follower_index(tmp_path / "t-0")
+    code, report = verify_json([tmp_path], capsys)
+    assert code == 0 and not errors(report), errors(report)
+    about = [p for p in report["problems"] if p["file"] == str(index)]
+    assert len(about) == 1 and about[0]["severity"] == "info", about
+    assert about[0]["message"].startswith(f"{entries} entries hold the last offset of a later batch")
+    # an entry whose offset lies at or past the next entry's batch is wrong: an append ends before the next one
+    data = bytearray(index.read_bytes())
+    struct.pack_into(">ii", data, 8 * 1, headers[10].last_offset, headers[6].position)  # next entry: batch 9
+    index.write_bytes(bytes(data))
+    code, report = verify_json([tmp_path], capsys)
+    assert code == 1
+    (error,) = errors(report)
+    assert error["position"] == 8 and f"entry offset {headers[10].last_offset} -> position " \
+        f"{headers[6].position}: the offset lies in no batch before the next entry's" in error["message"], error

@@ -9,7 +9,8 @@ Per segment (one read of the ``.log``, in bounded chunks):
   last offset below the next segment's base; non-consecutive offsets are listed and explained (compaction gaps:
   info; records going backwards or repeating: error);
 * the ``.index`` against the log (each entry at a batch start whose lastOffset is the entry's offset, or an offset
-  within that batch as brokers up to 1.0 and a <=2.0 broker's recovery wrote them: info, once per file) and its
+  within that batch as brokers up to 1.0 and a <=2.0 broker's recovery wrote them, or the last offset of a later
+  batch before the next entry's as a follower's multi-batch append writes it: info, once per file) and its
   sanity check; the ``.timeindex`` against the log (offset in a batch, timestamp that batch's max, increasing) and its
   sanity check; a missing ``.index``/``.timeindex`` (warning: a broker rebuilds it); batch maxTimestamp equal to the
   largest record timestamp (CreateTime v2); ``.txnindex`` sanity;
@@ -183,39 +184,63 @@ class _EntryCursor:
 
 
 class _OffsetIndexCursor(_EntryCursor):
-    """The ``.index`` entries in position order, matched with the batches as the walk passes them: each entry at a
-    batch start, with the batch's lastOffset (brokers since 1.1; recovery since 2.1) or another offset of the batch
-    (``inside``: counted, reported once per segment by ``finish``). Brokers up to 1.0 indexed an append's FIRST
-    offset (Kafka commit a5cd34d7962 changed it, in 1.1.0) and recovery kept indexing ``batch.baseOffset`` until
-    2.1.0 (d2b2fbdf94c); the broker's lookup only needs an entry's offset to be at most the offsets it points to,
-    so such an index is right."""
+    """The ``.index`` entries in position order, matched with the batches as the walk passes them. Kafka indexes an
+    APPEND, not a batch: ``LogSegment.append`` writes (the append's largest offset, the position of its first
+    batch). A leader appends one batch at a time, so the entry is the batch's lastOffset (brokers since 1.1;
+    recovery since 2.1); a follower appends each fetched chunk of batches at once, so its entry's offset may lie in
+    a later batch (``pending`` until the walk reaches it: before the next entry's batch is right, ``appended``);
+    brokers up to 1.0 indexed an append's FIRST offset (Kafka commit a5cd34d7962, in 1.1.0) and recovery kept
+    indexing ``batch.baseOffset`` until 2.1.0 (d2b2fbdf94c): another offset of the batch (``inside``). The
+    broker's lookup only needs an entry's offset to be at least the first offset at its position, so all are
+    right (counted, reported once per segment by ``finish``); DumpLogSegments lists the last two as mismatches."""
 
     def __init__(self, index: OffsetIndex, path: str, report: VerifyReport):
         super().__init__(index, index.positions, path, report)
         self.inside = 0
+        self.appended = 0
+        self.pending: tuple[int, int, int] | None = None  # (entry number, offset, position) past its batch
+        self.pending_offset = _NEVER
 
-    def _mismatch(self, what: str) -> None:
-        offset = int(self.index.offsets[self.n])
-        self.report.add(ERROR, self.path, self.n * OffsetIndex.ENTRY_SIZE,
-                        f"entry offset {offset} -> position {self.next}: {what}")
+    def _mismatch(self, what: str, n: int | None = None, position: int | None = None) -> None:
+        n = self.n if n is None else n
+        offset = int(self.index.offsets[n])
+        self.report.add(ERROR, self.path, n * OffsetIndex.ENTRY_SIZE,
+                        f"entry offset {offset} -> position {self.next if position is None else position}: {what}")
 
     def at_batch(self, position: int, last_offset: int, first_offset) -> None:
-        """The walk reached a batch at ``position`` >= ``next``; ``first_offset()`` gives the batch's first offset
-        (called only for an entry that is not its last offset: a legacy wrapper is decoded for it)."""
+        """The walk reached a batch at ``position`` >= ``next``, or one whose ``last_offset`` reaches a pending
+        entry's offset; ``first_offset()`` gives the batch's first offset (called only for an entry that is not
+        its last offset: a legacy wrapper is decoded for it)."""
+        if self.pending is not None and last_offset >= self.pending_offset:
+            n, offset, at = self.pending
+            if position < self.next:  # within the append that starts at the entry's position
+                self.appended += 1
+            else:
+                self._mismatch(f"the offset lies in no batch before the next entry's (at {self.next})", n, at)
+            self.pending, self.pending_offset = None, _NEVER
         while self.next < position:
             self._mismatch("not at a batch boundary")
             self._advance()
         while self.next == position:
+            if self.pending is not None:  # the next entry came first: the pending offset is in no batch before it
+                n, offset, at = self.pending
+                self._mismatch(f"the offset lies in no batch before the next entry's (at {self.next})", n, at)
+                self.pending, self.pending_offset = None, _NEVER
             offset = int(self.index.offsets[self.n])
             if offset != last_offset:
                 first = first_offset()
                 if first <= offset < last_offset:
                     self.inside += 1
+                elif offset > last_offset:
+                    self.pending, self.pending_offset = (self.n, offset, position), offset
                 else:
                     self._mismatch(f"the batch there holds offsets {first}..{last_offset}")
             self._advance()
 
     def finish(self) -> None:
+        if self.pending is not None:
+            n, offset, at = self.pending
+            self._mismatch("past the end of the complete batches", n, at)
         while self.next != _NEVER:
             self._mismatch("past the end of the complete batches")
             self._advance()
@@ -225,6 +250,11 @@ class _OffsetIndexCursor(_EntryCursor):
                             "offset: written by a pre-1.1 broker or a <=2.0 broker's recovery, where entries hold "
                             "the append's first offset (right for lookups, which only need an entry's offset to be "
                             "at most the offsets it points to)")
+        if self.appended:
+            entries = "1 entry holds" if self.appended == 1 else f"{self.appended} entries hold"
+            self.report.add(INFO, self.path, None, f"{entries} the last offset of a later batch than the one "
+                            "pointed at: a follower's append of several fetched batches at once, indexed as one "
+                            "(LogSegment.append: the append's largest offset at its first batch; right for lookups)")
 
 
 class _TimeIndexCursor(_EntryCursor):
@@ -298,6 +328,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
         offsets_cursor = _OffsetIndexCursor(offset_index, seg.index_path, report) if offset_index else None
         times_cursor = _TimeIndexCursor(time_index, seg.timeindex_path, report) if time_index else None
         next_index_position = offsets_cursor.next if offsets_cursor else _NEVER
+        pending_index_offset = _NEVER
         next_time_offset = times_cursor.next if times_cursor else _NEVER
         walk = reader.chunks(0, target_bytes=_CHUNK)
         try:
@@ -305,10 +336,11 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                 for header in iter_headers(buf):
                     position = chunk_position + header.position
                     summary.batches += 1
-                    if position >= next_index_position:
+                    if position >= next_index_position or header.last_offset >= pending_index_offset:
                         offsets_cursor.at_batch(position, header.last_offset,
                                                 lambda: _first_offset(buf, header, path, chunk_position))
                         next_index_position = offsets_cursor.next
+                        pending_index_offset = offsets_cursor.pending_offset
                     if header.last_offset >= next_time_offset:
                         times_cursor.at_batch(header.base_offset, header.last_offset, header.max_timestamp)
                         next_time_offset = times_cursor.next
