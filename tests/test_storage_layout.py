@@ -307,6 +307,24 @@ def test_last_stable_offset_uses_the_producer_snapshot(tmp_path):
     assert last_stable_offset(pd) == 1
 
 
+def test_a_transaction_begun_below_the_cleaner_checkpoint_is_complete_even_without_its_marker(tmp_path):
+    """A snapshot taken before the log cleaner ran lists producer 9's transaction open at offset 1; the cleaner
+    (which only cleans stable offsets) later removed its batches and its COMMIT. Without the cleaner checkpoint the
+    walk from that snapshot never meets a marker; with it, the transaction is known complete."""
+    batches = [_batch(0, 1), _batch(3, 2), _batch(5, 3)]
+    entry = ProducerSnapshotEntry(9, 0, 1, 2, 1, 1000, -1, 1)  # currentTxnFirstOffset 1
+    pd = _txn_partition(tmp_path / "a", batches, hw=8, snapshot=(3, [entry]))
+    assert last_stable_offset(pd) == 1  # nothing says the transaction ended: it holds the read down
+    root = tmp_path / "b" / "txlog"
+    pd = _txn_partition(tmp_path / "b", batches, hw=8, snapshot=(3, [entry]))
+    (root / "cleaner-offset-checkpoint").write_text("0\n1\ntx 0 5\n")
+    (pd,) = discover(str(root))
+    assert pd.cleaner_offset == 5 and last_stable_offset(pd) == 8
+    (root / "cleaner-offset-checkpoint").write_text("0\n1\ntx 0 1\n")  # cleaned only below the transaction
+    (pd,) = discover(str(root))
+    assert last_stable_offset(pd) == 1
+
+
 def _retention_deleted_txn_dir(root, *, keep_low_snapshot: bool, hw: int, marker_at: int | None = None):
     """pid 7 opens a transaction at 10 in segment 0, which retention then deletes (log start 20). Snapshots are
     written at each roll (20, 60); ``keep_low_snapshot`` keeps the one at 20. With ``marker_at`` pid 7 commits at

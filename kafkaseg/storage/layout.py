@@ -673,7 +673,8 @@ def last_stable_offset(partition_dir: PartitionDir, *,
     retention deleted) that were still open there. A transaction begun in a deleted segment, continued in the
     walk and completed before that snapshot is taken to begin at its first batch seen, as such a broker takes it.
     As in ``UnifiedLog.maybeIncrementFirstUnstableOffset``, no transaction holds the result below the log start
-    offset. Corrupt framing raises, or, when ``errors`` is a list (a lenient read), is appended to it, ends
+    offset, and none begun below ``cleaner-offset-checkpoint`` holds it at all (the cleaner cleans only stable
+    offsets, and may have removed the marker). Corrupt framing raises, or, when ``errors`` is a list (a lenient read), is appended to it, ends
     that segment's walk and forgets the transactions open there (their markers may lie in the bytes not walked).
     ``log_end`` is the log end offset when the caller has it.
     """
@@ -772,6 +773,14 @@ def last_stable_offset(partition_dir: PartitionDir, *,
                 raise err
             errors.append(err)
             del open_txns[pid]
+    # The log cleaner only cleans below the first unstable offset (LogCleanerManager's firstUncleanableDirtyOffset),
+    # so a transaction begun below cleaner-offset-checkpoint had completed when it cleaned: its marker may since be
+    # gone (dropped with the transaction's last batch, or past the delete horizon), which a walk from a snapshot
+    # taken before the cleaning cannot see.
+    cleaned = partition_dir.cleaner_offset
+    if cleaned is not None:
+        open_txns = {pid: first for pid, first in open_txns.items() if first >= cleaned}
+        before_walk = {pid: first for pid, first in before_walk.items() if first >= cleaned}
     firsts = list(open_txns.values()) + list(unreplicated.values()) + list(before_walk.values())
     log_start = partition_dir.log_start_offset
     return min([bound] + [max(first, log_start if log_start is not None else first) for first in firsts])
