@@ -60,7 +60,7 @@ from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot
 from kafkaseg.storage.segment import SegmentReader, readable_end, zero_filled_tail
 from kafkaseg.storage.time_index import TimeIndex
-from kafkaseg.storage.txn_index import TransactionIndex, segment_aborted_txns
+from kafkaseg.storage.txn_index import TransactionIndex, segment_aborted_txns, unindexed_abort
 from kafkaseg.wire.crc import crc_is_valid
 
 __all__ = [
@@ -479,10 +479,14 @@ class _Partition:
                 try:
                     index = TransactionIndex.load(seg.txnindex_path, seg.base_offset, self.fs)
                     problems = index.sanity_problems()
-                    if not problems:
+                    stale = None if problems or not self._may_be_unrecovered(i) else self._unindexed_abort(i, index)
+                    if not problems and stale is None:
                         self._txn[i] = index
                         return index
-                    reason = f"corrupt .txnindex ({problems[0]})"
+                    reason = (f"corrupt .txnindex ({problems[0]})" if problems else
+                              f"stale .txnindex (no entry for producer {stale[0]}'s ABORT marker at offset "
+                              f"{stale[1]}, in a segment past the recovery point, whose index a broker's recovery "
+                              "rebuilds)")
                 except (CorruptDataError, LayoutError) as err:
                     reason = f"unreadable .txnindex ({err})"
             entries = self._walk_transactions(i)
@@ -494,6 +498,21 @@ class _Partition:
                     f"{self.transactions_evidence() or 'its .txnindex is unusable'})")))
             self._txn[i] = index
         return self._txn[i]
+
+    def _may_be_unrecovered(self, i: int) -> bool:
+        """Whether segment ``i`` reaches past the recovery point (the last one always): a broker's recovery after
+        a crash rebuilds its indexes from the log, so files a crash or a live copy left stale are never read."""
+        next_base = self.next_base(i)
+        recovery = self.pdir.recovery_point
+        return next_base is None or (recovery is not None and next_base > recovery)
+
+    def _unindexed_abort(self, i: int, index: TransactionIndex) -> tuple[int, int] | None:
+        seg = self.segments[i]
+        with SegmentReader(seg.log_path, self.fs) as reader:
+            try:
+                return unindexed_abort(reader, index, max_batch_bytes=self.options.max_batch_bytes)
+            except CorruptDataError:
+                return None  # the log walk that would replace the file meets the same framing: let it decide
 
     def _walk_transactions(self, i: int) -> list:
         """The aborted transactions whose markers are in segment ``i``, from one header walk of the partition

@@ -382,6 +382,34 @@ def test_a_partition_without_segments_is_an_empty_log_at_its_log_start(tmp_path)
     assert plan.slices == [] and plan.report.data_loss
 
 
+def test_a_stale_txn_index_past_the_recovery_point_is_not_trusted(tmp_path):
+    """A crash (or a live copy) left the active segment's .txnindex without the entry for an ABORT whose batches
+    are in the segment; the broker's recovery rebuilds that file from the log, so aborted records must not come
+    back as committed under read_committed."""
+    import kafkaseg
+    from kafkaseg.testing import ControlType, build_control_batch
+
+    log_dir = tmp_path / "broker0"
+    writer = PartitionWriter(log_dir / "tx-0")
+    writer.append(build_batch_v2([Record(0, T0, b"k", b"v")]))
+    writer.append(build_batch_v2([Record(1, T0, b"k", b"a"), Record(2, T0, b"k", b"b")], is_transactional=True,
+                                 producer_id=7, producer_epoch=0, base_sequence=0))
+    writer.append(build_control_batch(3, T0, ControlType.ABORT, producer_id=7, producer_epoch=0))
+    writer.append(build_batch_v2([Record(4, T0, b"k", b"v")]))
+    writer.close()
+    (txnindex,) = (log_dir / "tx-0").glob("*.txnindex")
+    assert txnindex.stat().st_size == 34  # the writer indexed the abort, as the broker does
+    committed = {"kafka.isolation.level": "read_committed"}
+    write_offset_checkpoint(log_dir / "replication-offset-checkpoint", {("tx", 0): 5})
+    assert kafkaseg.read_arrow(str(log_dir), **committed)["offset"].to_pylist() == [0, 4]
+    txnindex.write_bytes(b"")  # the entry never reached the disk
+    write_offset_checkpoint(log_dir / "recovery-point-offset-checkpoint", {("tx", 0): 0})
+    scan = kafkaseg.open_scan(str(log_dir), **committed)
+    assert scan.to_table()["offset"].to_pylist() == [0, 4]
+    assert any("stale .txnindex (no entry for producer 7's ABORT marker at offset 3" in why
+               for _, why in scan.plan.report.indexes_rebuilt)
+
+
 def test_one_percent_offset_range_plans_at_most_two_percent_of_bytes(corpus_dir, tmp_path):
     log_dir = tmp_path / "b"
     log, _ = write_partition(log_dir, "big", 0, records=20000, per_batch=4, value_size=90)

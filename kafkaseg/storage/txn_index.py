@@ -48,7 +48,9 @@ from kafkaseg.wire.crc import crc_is_valid
 #: The control type of a marker whose batch failed its CRC (a lenient walk): which end it was is unknown.
 MARKER_UNREADABLE = -1
 
-__all__ = ["AbortedTxn", "TransactionIndex", "TXN_INDEX_ENTRY_SIZE", "derive_aborted_txns", "segment_aborted_txns"]
+__all__ = [
+    "AbortedTxn", "TransactionIndex", "TXN_INDEX_ENTRY_SIZE", "derive_aborted_txns", "segment_aborted_txns",
+    "unindexed_abort"]
 
 TXN_INDEX_ENTRY_SIZE = 34
 CURRENT_VERSION = 0
@@ -206,6 +208,31 @@ def _marker_type(reader: SegmentReader, header: BatchHeader) -> int | None:
             f"control batch of producer {header.producer_id} at offset {header.base_offset} has control type "
             f"{control_type}, not ABORT or COMMIT", path=reader.path, position=header.position)
     return control_type
+
+
+def unindexed_abort(reader: SegmentReader, index: TransactionIndex, *,
+                    max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> tuple[int, int] | None:
+    """``(producer id, marker offset)`` of the first ABORT marker in the segment that ends a transaction with data
+    earlier in the same segment but has no entry in ``index``: the file is stale (a crash wrote the log's page but
+    not the index's, or a live copy took the index first; the broker's recovery rebuilds it). None when every such
+    marker has its entry. A marker whose transaction began in an earlier segment, or had no data (no entry then,
+    ``ProducerAppendInfo.appendEndTxnMarker``), is not checked: that needs the partition's walk. A header walk
+    (control batches read whole); a torn tail ends it, corrupt framing raises."""
+    indexed = {(entry.producer_id, entry.last_offset) for entry in index}
+    with_data: set[int] = set()
+    for header in reader.iter_headers(0, max_batch_bytes=max_batch_bytes):
+        pid = header.producer_id
+        if header.magic < 2 or pid < 0:
+            continue
+        if header.is_control:
+            marker = _marker_type(reader, header)
+            if marker == CONTROL_ABORT and pid in with_data and (pid, header.base_offset) not in indexed:
+                return pid, header.base_offset
+            if marker is not None:
+                with_data.discard(pid)
+        elif header.is_transactional:
+            with_data.add(pid)
+    return None
 
 
 def segment_aborted_txns(reader: SegmentReader, open_txns: dict[int, int], *,
