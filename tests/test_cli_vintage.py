@@ -232,3 +232,26 @@ def test_a_followers_multi_batch_append_entries_are_one_info_not_errors(tmp_path
     (error,) = errors(report)
     assert error["position"] == 8 and f"entry offset {headers[10].last_offset} -> position " \
         f"{headers[6].position}: the offset lies in no batch before the next entry's" in error["message"], error
+
+
+@pytest.mark.parametrize("recovery_point, severity", [(0, "warning"), (None, "error")])
+def test_a_txn_index_missing_an_abort_of_its_segment(tmp_path, capsys, recovery_point, severity):
+    """A .txnindex without the entry for an ABORT whose batches are in the segment: read_committed readers of the
+    file would return the aborted records. Past the recovery point a broker's recovery rebuilds it (warning); in a
+    flushed segment it is an error."""
+    from kafkaseg.testing import ControlType, build_control_batch
+
+    txn = [build_batch_v2([Record(0, T0, b"k", b"a"), Record(1, T0, b"k", b"b")], is_transactional=True,
+                          producer_id=7, producer_epoch=0, base_sequence=0),
+           build_control_batch(2, T0, ControlType.ABORT, producer_id=7, producer_epoch=0)]
+    tail = [build_batch_v2([Record(3, T0, b"k", b"v")])]
+    write_partition(tmp_path, txn + tail, segment_bytes=len(txn[0].data) + len(txn[1].data),
+                    checkpoints={"recovery-point-offset-checkpoint": 3 if recovery_point is None else 0})
+    txnindex = tmp_path / "t-0" / "00000000000000000000.txnindex"
+    assert verify_json([tmp_path], capsys)[0] == 0 and txnindex.stat().st_size == 34
+    txnindex.write_bytes(b"")
+    code, report = verify_json([tmp_path], capsys)
+    about = [p for p in report["problems"] if p["file"] == str(txnindex)]
+    assert [p["severity"] for p in about] == [severity], about
+    assert "no entry for producer 7's ABORT marker at offset 2" in about[0]["message"]
+    assert code == (1 if severity == "error" else 0)

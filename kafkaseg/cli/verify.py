@@ -13,7 +13,8 @@ Per segment (one read of the ``.log``, in bounded chunks):
   batch before the next entry's as a follower's multi-batch append writes it: info, once per file) and its
   sanity check; the ``.timeindex`` against the log (offset in a batch, timestamp that batch's max, increasing) and its
   sanity check; a missing ``.index``/``.timeindex`` (warning: a broker rebuilds it); batch maxTimestamp equal to the
-  largest record timestamp (CreateTime v2); ``.txnindex`` sanity;
+  largest record timestamp (CreateTime v2); ``.txnindex`` sanity and an entry for every ABORT marker ending a
+  transaction with data in the segment (a warning past the recovery point, whose files recovery rebuilds);
 * ``.snapshot`` producer snapshots parse and pass their CRC; KRaft ``.checkpoint`` snapshots' batches.
 
 Per log dir: offset checkpoints that cannot be read or parsed (an error for the high-watermark and log-start ones,
@@ -45,7 +46,7 @@ from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot
 from kafkaseg.storage.segment import SegmentReader
 from kafkaseg.storage.time_index import NO_TIMESTAMP, TimeIndex
-from kafkaseg.storage.txn_index import TransactionIndex
+from kafkaseg.storage.txn_index import TransactionIndex, unindexed_abort
 from kafkaseg.wire.batch import iter_headers
 from kafkaseg.wire.crc import computed_crc
 
@@ -409,6 +410,17 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
             if txn.trailing_bytes:
                 add(WARNING, seg.txnindex_path, len(txn) * txn.ENTRY_SIZE,
                     f"{txn.trailing_bytes} bytes of a partial entry (ignored)")
+            with SegmentReader(path, pdir.filesystem) as reader:
+                missing = unindexed_abort(reader, txn, max_batch_bytes=None)
+            if missing is not None:
+                next_base = pdir.segments[i + 1].base_offset if i + 1 < len(pdir.segments) else None
+                recovered = next_base is None or (pdir.recovery_point is not None
+                                                  and next_base > pdir.recovery_point)
+                add(WARNING if recovered else ERROR, seg.txnindex_path, None,
+                    f"no entry for producer {missing[0]}'s ABORT marker at offset {missing[1]}, whose transaction "
+                    "has data in this segment: read_committed readers would return the aborted records"
+                    + ("; the segment is past the recovery point, so a broker's recovery rebuilds the file (kafkaseg"
+                       " derives the aborts from the log)" if recovered else ""))
         except KafkaSegError as err:
             add(ERROR, seg.txnindex_path, getattr(err, "position", None), str(err))
     if after_bad_crc and seg_last is not None:
