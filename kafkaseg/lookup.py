@@ -58,7 +58,7 @@ from kafkaseg.errors import (
 )
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 from kafkaseg.storage.layout import PartitionDir, last_stable_offset, partition_log_end_offset
-from kafkaseg.storage.probed_index import LoadedIndexView, ProbedIndex
+from kafkaseg.storage.probed_index import LoadedIndexView, OpenFileLimit, ProbedIndex
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader
 from kafkaseg.wire.batch import BatchHeader
 from kafkaseg.wire.crc import crc_is_valid
@@ -212,6 +212,7 @@ class PartitionLookup:
         self.bases = [s.base_offset for s in self.segments]
         self.stats = LookupStats()
         self._indexes: dict[tuple[int, str], object] = {}
+        self._open_files = OpenFileLimit()  # index files held open at once (thousands of segments: ulimit -n)
         self._largest: dict[int, tuple[int, int]] = {}
         self._leo: int | None = None
         self._fetchable: int | None = None
@@ -240,7 +241,7 @@ class PartitionLookup:
         reason = f"missing .{'index' if kind == 'offset' else 'timeindex'} file"
         if path:
             try:
-                index = ProbedIndex(path, kind, seg.base_offset, self.fs, self.stats)
+                index = ProbedIndex(path, kind, seg.base_offset, self.fs, self.stats, self._open_files)
             except (CorruptIndexError, LayoutError) as err:
                 reason = f"unusable index ({err})"
             else:

@@ -510,3 +510,25 @@ def test_a_rolled_segment_of_timestamp_zero_records_keeps_its_lone_time_entry(tm
     with _lookup(tmp_path) as lookup:
         assert lookup.list_offset(500).offset == 5
         assert lookup.list_offset(1007).offset == 7
+
+
+def test_a_lookup_over_many_segments_keeps_few_index_files_open(tmp_path):
+    """The broker's linear scan reads every segment's time index up to the answer: with thousands of segments one
+    descriptor each would exceed ulimit -n, so a lookup keeps at most OpenFileLimit.limit index files open and
+    reopens a closed one when it is read again. Answers are the same."""
+    from kafkaseg.storage.probed_index import OpenFileLimit
+
+    write_data_dir(tmp_path, [TopicSpec("q", records_per_partition=1200, records_per_batch=2, value_size=100,
+                                        segment_bytes=1000)])
+    (pdir,) = discover(str(tmp_path))
+    assert len(pdir.segments) > 100
+    times = [1_700_000_000_000 + 10 * k for k in range(0, 1200, 37)]
+    with PartitionLookup(pdir) as lookup:
+        expected = [lookup.list_offset(t).offset for t in times]
+    with PartitionLookup(pdir) as lookup:
+        lookup._open_files = OpenFileLimit(4)
+        got = []
+        for t in times:
+            got.append(lookup.list_offset(t).offset)
+            assert sum(1 for i in lookup._indexes.values() if getattr(i, "reader", None) is not None) <= 4
+        assert got == expected and lookup.stats.files_opened > len(pdir.segments)

@@ -15,11 +15,35 @@ preallocated tail; the same rule as :mod:`kafkaseg.storage._index_file`), found 
 from __future__ import annotations
 
 import struct
+from collections import OrderedDict
 
 from kafkaseg.errors import CorruptIndexError
 from kafkaseg.storage.fs import RandomAccessReader
 
-__all__ = ["ProbedIndex", "LoadedIndexView"]
+__all__ = ["ProbedIndex", "LoadedIndexView", "OpenFileLimit"]
+
+
+class OpenFileLimit:
+    """At most ``limit`` :class:`ProbedIndex` files open at once (a lookup scanning thousands of segments would
+    otherwise hold a descriptor per index and hit ``ulimit -n``): the least recently read one is closed, and
+    reopened by its next read."""
+
+    def __init__(self, limit: int = 64):
+        self.limit = limit
+        self._open: OrderedDict[int, "ProbedIndex"] = OrderedDict()
+
+    def used(self, index: "ProbedIndex") -> None:
+        key = id(index)
+        if key in self._open:
+            self._open.move_to_end(key)
+            return
+        self._open[key] = index
+        while len(self._open) > self.limit:
+            _, oldest = self._open.popitem(last=False)
+            oldest.suspend()
+
+    def forget(self, index: "ProbedIndex") -> None:
+        self._open.pop(id(index), None)
 
 _OFFSET_ENTRY = struct.Struct(">ii")   # relativeOffset, position  (OffsetIndex.java)
 _TIME_ENTRY = struct.Struct(">qi")     # timestamp, relativeOffset  (TimeIndex.java)
@@ -32,13 +56,18 @@ class ProbedIndex:
     key = timestamp). ``stats`` is any object with ``files_opened``, ``index_entries`` and ``index_bytes``
     counters (:class:`kafkaseg.lookup.LookupStats`), incremented as the file is read."""
 
-    def __init__(self, path: str, kind: str, base_offset: int, filesystem, stats):
+    def __init__(self, path: str, kind: str, base_offset: int, filesystem, stats,
+                 open_files: OpenFileLimit | None = None):
         self.kind = kind
         self.base = base_offset
         self.stats = stats
         self.entry = _OFFSET_ENTRY if kind == "offset" else _TIME_ENTRY
-        self.reader = RandomAccessReader(path, filesystem)
+        self.filesystem = filesystem
+        self.open_files = open_files
+        self.reader: RandomAccessReader | None = RandomAccessReader(path, filesystem)
         stats.files_opened += 1
+        if open_files is not None:
+            open_files.used(self)
         self.path = self.reader.path
         size = self.reader.size
         if size % self.entry.size:
@@ -59,11 +88,17 @@ class ProbedIndex:
                     lo = mid + 1
             self.count = lo
         if self.count and self.get(self.count - 1)[1 if kind == "time" else 0] < base_offset:
+            self.close()
             raise CorruptIndexError("last entry's offset is below the base offset", path=path,
                                     position=(self.count - 1) * self.entry.size)
         self._cache: dict[int, tuple[int, int]] = {}
 
     def _raw(self, i: int) -> tuple[int, int]:
+        if self.reader is None:  # suspended by the open-file limit: entries below count are as they were
+            self.reader = RandomAccessReader(self.path, self.filesystem)
+            self.stats.files_opened += 1
+        if self.open_files is not None:
+            self.open_files.used(self)
         data = self.reader.read_at(i * self.entry.size, self.entry.size)
         self.stats.index_entries += 1
         self.stats.index_bytes += len(data)
@@ -114,8 +149,16 @@ class ProbedIndex:
         """The last entry for an offset below ``offset`` (entries are ordered by offset in both kinds)."""
         return _last_below_offset(self, self.get, offset)
 
+    def suspend(self) -> None:
+        """Close the file until the next read needs it."""
+        if self.reader is not None:
+            self.reader.close()
+            self.reader = None
+
     def close(self) -> None:
-        self.reader.close()
+        self.suspend()
+        if self.open_files is not None:
+            self.open_files.forget(self)
 
 
 def _last_below_offset(index, entry, offset: int) -> tuple[int, int]:
