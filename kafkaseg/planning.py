@@ -90,8 +90,8 @@ class SegmentSlice:
     ``next_base_offset`` is the base offset of the partition's next segment, None for its last (active) segment;
     every offset in a segment lies in ``[base_offset, next_base_offset)``. ``recovery_point`` is the partition's
     ``recovery-point-offset-checkpoint`` entry (None when there is none): see :attr:`may_end_mid_batch`.
-    ``file_identity`` says which file was planned (local files only), so a reader can tell a segment that a live
-    broker replaced (the cleaner swaps in a compacted one) from the one planned.
+    ``file_identity`` says which file was planned (local files only), so a reader on the planning host can tell a
+    segment that a live broker replaced (the cleaner swaps in a compacted one) from the one planned.
     """
 
     topic: str
@@ -110,7 +110,7 @@ class SegmentSlice:
     filesystem: Any = field(default=None, compare=False, repr=False)
     next_base_offset: int | None = None
     recovery_point: int | None = None
-    file_identity: tuple[int, int] | None = None  # (st_dev, st_ino) of a local .log at planning
+    file_identity: tuple[str, int, int] | None = None  # (host, st_dev, st_ino) of a local .log at planning
 
     @property
     def is_last_segment(self) -> bool:
@@ -1260,7 +1260,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
     pieces = _min_partitions(pieces, options.min_partitions, report)
     slices = []
     reports = {(p.topic, p.partition, p.path): p for p in report.partitions}
-    identities: dict[str, tuple[int, int] | None] = {}
+    identities: dict[str, tuple[str, int, int] | None] = {}
     for piece in pieces:
         part = piece.part
         seg = part.segments[piece.segment]

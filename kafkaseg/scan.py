@@ -29,7 +29,7 @@ from kafkaseg.errors import DataLossError, KafkaSegError, LayoutError, Truncated
 from kafkaseg.options import ReadOptions
 from kafkaseg.planning import ScanPlan, SegmentSlice, plan_scan
 from kafkaseg.schema import arrow_schema
-from kafkaseg.storage.fs import RandomAccessReader
+from kafkaseg.storage.fs import RandomAccessReader, same_file
 from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE
 
 __all__ = ["ScanMetrics", "read_slice", "iter_batches", "read_arrow", "open_scan", "Scan"]
@@ -163,15 +163,15 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
 
 def _open_planned_segment(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics
                           ) -> RandomAccessReader | None:
-    """The file planned for ``piece``, also when a live broker deleted or replaced it since planning.
+    """The file planned for ``piece``, also when a live broker deleted, replaced or renamed it since planning.
 
     Kafka deletes a segment (retention, the log cleaner, a truncation) by renaming it ``<name>.deleted`` and
-    removing that a minute later (``file.delete.delay.ms``); the cleaner swaps a compacted segment in under the old
-    name. So when the name is gone, or names another file than planned (local files: device and inode), the
-    planned file is read as ``<name>.deleted`` if it is still there. Else its records are lost: a
-    :class:`~kafkaseg.errors.DataLossError`, or with ``failOnDataLoss=false`` the slice is skipped and recorded in
-    ``metrics.vanished_segments``, as Spark's Kafka source skips offsets deleted under it."""
-    why = None
+    removing that a minute later (``file.delete.delay.ms``), swaps a compacted segment in under the old name, and
+    renames a ``.swap`` file it recovered to its ``.log`` name. So when the name is gone, or names another file than
+    planned (told on the planning host by device and inode: :func:`~kafkaseg.storage.fs.same_file`), the planned
+    file is looked for under those names. Else its records are lost: a :class:`~kafkaseg.errors.DataLossError`, or
+    with ``failOnDataLoss=false`` the slice is skipped and recorded in ``metrics.vanished_segments``, as Spark's
+    Kafka source skips offsets deleted under it."""
     try:
         reader = RandomAccessReader(piece.log_path, piece.filesystem)
     except LayoutError as exc:
@@ -179,26 +179,33 @@ def _open_planned_segment(piece: SegmentSlice, options: ReadOptions, metrics: Sc
             raise
         why = "is gone"
     else:
-        if piece.file_identity is None or reader.identity == piece.file_identity:
+        if same_file(piece.file_identity, reader) is not False:
             return reader
         reader.close()
         why = "names another file (a compacted segment swapped in by the log cleaner?)"
     lost = (max(piece.start_offset, piece.base_offset), piece.end_offset if piece.next_base_offset is None
             else min(piece.end_offset, piece.next_base_offset))
-    moved = piece.log_path + ".deleted"
-    try:
-        reader = RandomAccessReader(moved, piece.filesystem)
-    except LayoutError:
-        pass
-    else:
-        if piece.file_identity is None or reader.identity == piece.file_identity:
+    names = [piece.log_path + ".deleted"]
+    if piece.log_path.endswith(".swap"):
+        names.insert(0, piece.log_path[:-len(".swap")])
+    tried = []
+    for name in names:
+        try:
+            reader = RandomAccessReader(name, piece.filesystem)
+        except LayoutError as exc:
+            if not isinstance(exc.__cause__, FileNotFoundError):
+                tried.append(f"{os.path.basename(name)}: {exc.__cause__}")
+            continue
+        if same_file(piece.file_identity, reader) is not False:
             with metrics._lock:
-                metrics.vanished_segments.append((piece.log_path, *lost, f"read from {os.path.basename(moved)}"))
+                metrics.vanished_segments.append((piece.log_path, *lost, f"read from {os.path.basename(name)}"))
             return reader
         reader.close()
-    message = (f"{piece.log_path} {why} since planning and no {os.path.basename(moved)} holds it: a live broker "
-               f"deleted it (retention or the log cleaner), so offsets [{lost[0]}, {lost[1]}) of "
-               f"{piece.topic}-{piece.partition} in it are lost to this read")
+    message = (f"{piece.log_path} {why} since planning, and it is not under "
+               f"{' or '.join(os.path.basename(n) for n in names)}"
+               + (f" ({'; '.join(tried)})" if tried else "")
+               + f": a live broker deleted it (retention, the log cleaner, or the topic's deletion), so offsets "
+                 f"[{lost[0]}, {lost[1]}) of {piece.topic}-{piece.partition} in it are lost to this read")
     if options.fail_on_data_loss:
         raise DataLossError(message + " (set failOnDataLoss=false to skip them)")
     with metrics._lock:

@@ -230,3 +230,36 @@ def test_a_segment_gone_or_replaced_after_planning_is_data_loss_or_a_recorded_sk
     assert offsets and not [o for o in offsets if second[0] <= o < second[1]]
     ((path, lo, hi, what),) = lenient.metrics.vanished_segments
     assert (path, lo, hi) == (str(logs[1]), *second) and "skipped" in what
+
+
+def test_file_identity_is_compared_only_on_the_planning_host(tmp_path):
+    """Device numbers of a shared mount (NFS, FUSE) differ between hosts: an executor elsewhere must read the file
+    under the planned name, not call it replaced and lose every record."""
+    from dataclasses import replace
+
+    kafkaseg, logs = _three_segments(tmp_path)
+    options = ReadOptions.from_options({})
+    plan = plan_scan(str(tmp_path), options)
+    host, dev, ino = plan.slices[0].file_identity
+    elsewhere = [replace(s, file_identity=("another-host", dev + 1, s.file_identity[2])) for s in plan.slices]
+    metrics = ScanMetrics()
+    rows = sum(b.num_rows for s in elsewhere for b in read_slice(s, options, metrics))
+    assert rows == 600 and not metrics.vanished_segments
+    here = [replace(s, file_identity=(host, dev + 1, s.file_identity[2])) for s in plan.slices]
+    with pytest.raises(Exception, match="names another file"):
+        list(read_slice(here[0], options, ScanMetrics()))
+
+
+def test_a_swap_segment_renamed_into_place_after_planning_is_read(tmp_path):
+    """Discovery plans a recovered .swap file under its .swap name; a broker starting meanwhile renames it to .log
+    (LogLoader): the planned file is read under its new name."""
+    kafkaseg, logs = _three_segments(tmp_path)
+    expected = kafkaseg.read_arrow(str(tmp_path))
+    swap = logs[1].with_name(logs[1].name + ".swap")
+    logs[1].rename(swap)
+    scan = kafkaseg.open_scan(str(tmp_path))
+    assert any(s.log_path == str(swap) for s in scan.plan.slices)
+    swap.rename(logs[1])
+    assert scan.to_table().equals(expected)
+    ((path, _, _, what),) = scan.metrics.vanished_segments
+    assert path == str(swap) and what == f"read from {logs[1].name}"

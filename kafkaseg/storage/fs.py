@@ -16,6 +16,7 @@ using a mapping and reread the range with ``pread`` when either says the file ch
 from __future__ import annotations
 
 import os
+import socket
 import stat as stat_module
 import posixpath
 from typing import NamedTuple
@@ -35,6 +36,7 @@ MAPPING_AVAILABLE = _MappedRange is not None
 __all__ = [
     "open_filesystem",
     "file_identity",
+    "same_file",
     "is_local",
     "join",
     "parent",
@@ -170,15 +172,25 @@ def read_small_file(path: str, filesystem: pafs.FileSystem | None = None, *,
         raise LayoutError(f"cannot read {path}: {exc}") from exc
 
 
-def file_identity(path: str, filesystem: pafs.FileSystem | None = None) -> tuple[int, int] | None:
-    """``(st_dev, st_ino)`` of a local file, None for other filesystems or when it cannot be stat'ed."""
+def file_identity(path: str, filesystem: pafs.FileSystem | None = None) -> tuple[str, int, int] | None:
+    """``(host name, st_dev, st_ino)`` of a local file, None for other filesystems or when it cannot be stat'ed.
+    Device and inode numbers only name a file on the host that took them: a shared mount (NFS, FUSE) numbers
+    devices per client and FUSE file systems often invent inodes, so :func:`same_file` compares them only there."""
     if not is_local(filesystem):
         return None
     try:
         info = os.stat(path)
     except OSError:
         return None
-    return info.st_dev, info.st_ino
+    return socket.gethostname(), info.st_dev, info.st_ino
+
+
+def same_file(planned: tuple[str, int, int] | None, reader: "RandomAccessReader") -> bool | None:
+    """Whether ``reader`` has the file :func:`file_identity` described; None when that cannot be told (no
+    identity, another filesystem, or another host than the one that took it)."""
+    if planned is None or reader.identity is None or planned[0] != socket.gethostname():
+        return None
+    return reader.identity == planned[1:]
 
 
 def read_at(path: str, position: int, length: int, filesystem: pafs.FileSystem | None = None) -> bytes:
