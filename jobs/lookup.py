@@ -107,8 +107,28 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
     from kafkaseg.errors import KafkaSegError
     from kafkaseg.lookup import PartitionLookup, parse_time_spec
     from kafkaseg.storage.layout import choose_replicas, discover
+    from kafkaseg.storage.probed_index import OpenFileLimit
 
-    replicas = {(c.topic, c.partition): c.chosen for c in choose_replicas(discover(list(data_dirs)))}
+    by_topic: dict[str, list] = {}
+    for pdir in discover(list(data_dirs)):
+        by_topic.setdefault(pdir.topic, []).append(pdir)
+    chosen: dict[str, dict | KafkaSegError] = {}  # per topic, when a row first asks: a stale copy of one topic
+                                                   # (a refused replica choice) fails that topic's rows only
+
+    def replica(topic: str, partition: int):
+        if topic not in chosen:
+            try:
+                chosen[topic] = {c.partition: c.chosen for c in choose_replicas(by_topic.get(topic, []))}
+            except KafkaSegError as err:
+                chosen[topic] = err
+        found = chosen[topic]
+        if isinstance(found, KafkaSegError):
+            raise found
+        if partition not in found:
+            raise KafkaSegError(f"no partition {topic}-{partition} under {', '.join(data_dirs)}")
+        return found[partition]
+
+    open_files = OpenFileLimit(256)  # shared by every partition's lookup kept open across rows
     lookups: dict[tuple[str, int], PartitionLookup] = {}
     try:
         for batch in batches:
@@ -128,10 +148,9 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
                     if partition is None:
                         raise ValueError("no partition given")
                     key = (topic, partition)
-                    if key not in replicas:
-                        raise KafkaSegError(f"no partition {topic}-{partition} under {', '.join(data_dirs)}")
                     if key not in lookups:
-                        lookups[key] = PartitionLookup(replicas[key], isolation=isolation)
+                        lookups[key] = PartitionLookup(replica(topic, partition), isolation=isolation,
+                                                       open_files=open_files)
                     lookup = lookups[key]
                     target = request_offset
                     if answer["time"] not in (None, ""):

@@ -199,7 +199,7 @@ class PartitionLookup:
 
     def __init__(self, partition_dir: PartitionDir, *, isolation: str = "read_uncommitted",
                  max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES, verify_crc: bool = True,
-                 checkpoints_checked: bool = False):
+                 checkpoints_checked: bool = False, open_files: OpenFileLimit | None = None):
         if isolation not in ISOLATION_LEVELS:
             raise InvalidOptionError(f"isolation {isolation!r} is not one of {', '.join(ISOLATION_LEVELS)}")
         self.pdir = partition_dir
@@ -212,7 +212,9 @@ class PartitionLookup:
         self.bases = [s.base_offset for s in self.segments]
         self.stats = LookupStats()
         self._indexes: dict[tuple[int, str], object] = {}
-        self._open_files = OpenFileLimit()  # index files held open at once (thousands of segments: ulimit -n)
+        # index files held open at once (thousands of segments: ulimit -n); lookups of many partitions kept open
+        # together (jobs/lookup.py) share one limit
+        self._open_files = open_files if open_files is not None else OpenFileLimit()
         self._largest: dict[int, tuple[int, int]] = {}
         self._leo: int | None = None
         self._fetchable: int | None = None

@@ -62,6 +62,27 @@ def test_lookup_batches_without_spark(datadir):
     _check(datadir, out.to_pylist())
 
 
+def test_a_stale_copy_of_another_topic_fails_only_that_topics_rows(datadir, tmp_path):
+    """Copies of topic b from two incarnations (different topic ids) make b's replica choice an error: b's rows
+    get that reason, a's rows are answered (the job never fails for one topic's data)."""
+    import shutil
+
+    from kafkaseg.testing.partition import write_partition_metadata
+
+    for k, topic_id in enumerate(("EjRWeBI0VngSNFZ4EjRWeA", "ASNFZ4mrze8BI0VniavN7w")):
+        copy = tmp_path / f"broker{k}" / "b-0"
+        shutil.copytree(datadir.path / "a-0", copy)
+        write_partition_metadata(copy / "partition.metadata", topic_id)
+    batch = pa.RecordBatch.from_pylist(
+        _requests(datadir) + [{"topic": "b", "partition": "0", "time": "-1", "offset": None}],
+        schema=pa.schema([(n, pa.string()) for n in ("topic", "partition", "time", "offset")]))
+    dirs = [str(datadir.path), str(tmp_path / "broker0"), str(tmp_path / "broker1")]
+    answers = pa.Table.from_batches(list(job.lookup_batches([batch], dirs))).to_pylist()
+    (b_row,) = [row for row in answers if row["topic"] == "b"]
+    assert b_row["offset"] is None and "different incarnations" in b_row["reason"]
+    _check(datadir, [row for row in answers if row["topic"] == "a"])
+
+
 @pytest.mark.spark
 def test_job_end_to_end(spark, datadir, tmp_path):
     requests = tmp_path / "requests.csv"
