@@ -5,9 +5,9 @@ run. Semantics are the broker's ListOffsets (``core/.../log/UnifiedLog.scala`` `
 ``LogSegment.findOffsetByTimestamp``, ``FileRecords.searchForTimestamp``, ``cluster/Partition.scala``
 ``fetchOffsetForTimestamp``, ``server/ReplicaManager.scala``)::
 
-    -2 earliest        the log start offset: max(log-start-offset checkpoint, first segment base), or the checkpoint
-                       when it is below the first segment (a tiered topic's start: PartitionDir.below_local_log)
-    -4 earliest-local  max(log-start-offset checkpoint, first segment base): the first offset in these files
+    -2 earliest        the log start offset: max(log-start-offset checkpoint, first segment base) (for a tiered topic
+                       the broker answers a checkpoint below the first segment: PartitionDir.below_local_log)
+    -4 earliest-local  the same: the first offset in these files
     -1 latest          the last fetchable offset: high watermark (read_uncommitted) or last stable offset
                        (read_committed)
     -5 latest-tiered   no offset (no tiered storage)
@@ -502,11 +502,10 @@ class PartitionLookup:
         """The broker's ListOffsets answer for ``spec`` (see the module doc)."""
         topic, partition = self.pdir.topic, self.pdir.partition
         if spec in (EARLIEST, EARLIEST_LOCAL):
-            start = self.log_start_offset
-            below = self.pdir.below_local_log
-            if spec == EARLIEST and below is not None:  # the broker's log start of a tiered topic (see layout)
-                return OffsetAnswer(topic, partition, spec, below[0])
-            return OffsetAnswer(topic, partition, spec, start)
+            # A log-start checkpoint below the first segment (PartitionDir.below_local_log) is a tiered topic's
+            # start, or one older than a retention deletion: the files cannot tell, so both answer the first
+            # offset they hold, and the CLI notes the other possibility.
+            return OffsetAnswer(topic, partition, spec, self.log_start_offset)
         if spec == LATEST:
             return OffsetAnswer(topic, partition, spec, self.last_fetchable_offset())
         if spec == LATEST_TIERED:

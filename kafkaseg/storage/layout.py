@@ -137,9 +137,10 @@ class PartitionDir:
         if below is None:
             return None
         return (f"offsets [{below[0]}, {below[1]}) are not in these files: log-start-offset-checkpoint says "
-                f"{below[0]}, below the first local segment (base {below[1]}), which Kafka writes for a tiered "
-                f"topic: they are in tiered (remote) storage, which kafkaseg cannot read, unless they were deleted "
-                f"after the checkpoint was written")
+                f"{below[0]}, below the first local segment (base {below[1]}); for a tiered topic they are in "
+                f"remote storage, which kafkaseg cannot read, and the broker's earliest offset is {below[0]}; "
+                f"otherwise the checkpoint is older than a retention deletion (it is rewritten every minute) and "
+                f"the broker's is {below[1]}")
 
     @property
     def size_bytes(self) -> int:
