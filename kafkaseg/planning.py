@@ -286,6 +286,12 @@ def pack_slices(slices: Sequence[SegmentSlice], target_bytes: int, open_cost: in
         current_cost += cost
     if current:
         units.append(tuple(current))
+    wanted = min(min_partitions or 0, len(slices))
+    while len(units) < wanted:  # one slice larger than the target leaves the rest too few units: split the
+        k = max((k for k in range(len(units)) if len(units[k]) > 1),  # costliest unit of several slices
+                key=lambda k: sum(s.size_bytes + open_cost for s in units[k]))
+        half = len(units[k]) // 2
+        units[k:k + 1] = [units[k][:half], units[k][half:]]
     return units
 
 

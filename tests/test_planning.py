@@ -340,8 +340,9 @@ def test_pack_slices_groups_consecutive_small_slices_of_one_partition():
 
 
 @pytest.mark.parametrize("count, wanted", [(5, 4), (10, 3), (10, 10), (7, 2), (3, 5)])
-def test_pack_slices_never_leaves_fewer_units_than_min_partitions(count, wanted):
-    slices = [_piece("t", 0, i * 10, 100 + 37 * i) for i in range(count)]
+@pytest.mark.parametrize("first_size", [None, 50 << 20])  # one slice far larger than the rest
+def test_pack_slices_never_leaves_fewer_units_than_min_partitions(count, wanted, first_size):
+    slices = [_piece("t", 0, i * 10, first_size if i == 0 and first_size else 100 + 37 * i) for i in range(count)]
     units = pack_slices(slices, 1 << 30, 4 << 20, wanted)
     assert len(units) >= min(wanted, count)
     assert [s for unit in units for s in unit] == slices

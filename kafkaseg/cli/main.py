@@ -427,10 +427,11 @@ def build_parser() -> argparse.ArgumentParser:
     offsets.add_argument("--time", default="latest", type=_time_spec, help="-1/latest, -2/earliest, -3/max-timestamp, "
                          "-4/earliest-local, -5/latest-tiered, epoch ms, or ISO-8601 (default latest)")
     offsets.add_argument("--isolation", default="read_uncommitted", choices=("read_uncommitted", "read_committed"))
-    offsets.add_argument("--fast", action="store_true", help="find the segment for a time by binary search over "
+    scan_mode = offsets.add_mutually_exclusive_group()
+    scan_mode.add_argument("--fast", action="store_true", help="find the segment for a time by binary search over "
                          "segments' largest timestamps instead of the broker's linear scan (O(log n) index reads; "
                          "a wrong answer when a later segment's largest timestamp is below an earlier one's)")
-    offsets.add_argument("--exact", action="store_true", help="the broker's linear scan (the default; kept for "
+    scan_mode.add_argument("--exact", action="store_true", help="the broker's linear scan (the default; kept for "
                          "scripts written when --fast was the default)")
     offsets.add_argument("--stats", action="store_true", help="print index entries and bytes touched (stderr)")
     offsets.add_argument("--verbose", "-v", action="store_true", help="say why a partition has no offset")
