@@ -192,6 +192,10 @@ def test_copies_of_different_topic_incarnations_or_clusters_are_refused(corpus_d
             read_arrow([str(a), str(b)], **options)
     with pytest.raises(LayoutError, match="different incarnations"):
         choose_replicas(discover([str(a), str(b)]))
+    from kafkaseg.cli.verify import verify_paths
+
+    problems = [p for p in verify_paths([str(a), str(b)], deep=False).problems if p.severity == "error"]
+    assert len(problems) == 1 and "different incarnations" in problems[0].message
     assert len(read_arrow(str(a))) > 0  # each alone reads
     write_partition_metadata(b / "temperature-0" / "partition.metadata", "EjRWeBI0VngSNFZ4EjRWeA")
     (b / "meta.properties").write_text("version=1\nnode.id=2\ncluster.id=other\n")

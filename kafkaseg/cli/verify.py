@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kafkaseg.cli.common import SkippedFolder, decode_batch, skipped_folders, whole_partition_offsets
-from kafkaseg.errors import CorruptCheckpointError, KafkaSegError
+from kafkaseg.errors import CorruptCheckpointError, KafkaSegError, LayoutError
 from kafkaseg.storage import fs as _fs
-from kafkaseg.storage.layout import PartitionDir, discover
+from kafkaseg.storage.layout import PartitionDir, check_one_incarnation, discover
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot
 from kafkaseg.storage.segment import SegmentReader
@@ -679,7 +679,16 @@ def verify_paths(paths: list[str], *, deep: bool = True, progress=None) -> Verif
     folders skipped in the log dirs among them."""
     report = VerifyReport()
     skipped: list[tuple[str, str]] = []
-    for pdir in discover(paths, skipped=skipped):
+    found = discover(paths, skipped=skipped)
+    by_topic: dict[str, list[PartitionDir]] = {}
+    for pdir in found:
+        by_topic.setdefault(pdir.topic, []).append(pdir)
+    for topic, copies in by_topic.items():  # what reads refuse: copies from two incarnations or clusters
+        try:
+            check_one_incarnation(copies)
+        except LayoutError as err:
+            report.add(ERROR, copies[0].path, None, str(err))
+    for pdir in found:
         verify_partition(pdir, report, deep=deep, progress=progress)
     report_skipped_folders(report, skipped_folders(skipped))
     return report
