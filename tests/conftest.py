@@ -23,10 +23,13 @@ def corpus_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def spark():
-    """One local[2] SparkSession for the whole run, with Python filter pushdown on (as conf/spark-defaults.conf)."""
+def spark(tmp_path_factory):
+    """One local[2] SparkSession for the whole run, with Python filter pushdown on (as conf/spark-defaults.conf).
+    Scan reports go to this run's own folder (the workers inherit the variable), so another process's Spark scans
+    on the host cannot become this run's ``last_plan_report()``."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ["KAFKASEG_SPARK_REPORT_DIR"] = str(tmp_path_factory.mktemp("spark-reports"))
     from pyspark.sql import SparkSession
 
     session = (
