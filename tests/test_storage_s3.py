@@ -29,7 +29,7 @@ moto_server = pytest.importorskip("moto.server", reason="moto[server] is not ins
                                   "part of kafkaseg's dev extra): the S3 tests need its local S3 server")
 
 BUCKET = "kafka-backups"
-PREFIX = "broker-1/data"
+PREFIX = "backups/data"
 
 TOPICS = [
     TopicSpec("orders", partitions=2, records_per_partition=1200, records_per_batch=30, headers=1, idempotent=True,
@@ -112,7 +112,7 @@ def s3(tmp_path_factory):
             client = pafs.S3FileSystem(endpoint_override=state.endpoint, scheme="http", allow_bucket_creation=True)
             client.create_dir(BUCKET)
             pafs.copy_files(str(local), f"{BUCKET}/{PREFIX}", destination_filesystem=client)
-            with client.open_output_stream(f"{BUCKET}/broker-1/notes.txt") as out:
+            with client.open_output_stream(f"{BUCKET}/backups/notes.txt") as out:
                 out.write(b"not kafka")
             with client.open_output_stream(f"{BUCKET}/other/readme.txt") as out:
                 out.write(b"not a log dir")
@@ -178,3 +178,20 @@ def test_plan_reports_and_metrics_match(s3):
          for p in local.plan.slices]
     assert remote.to_table().num_rows == local.to_table().num_rows
     assert remote.metrics.bytes_read == local.metrics.bytes_read
+
+
+# -- paths that are not data ----------------------------------------------------------------------------------------
+
+def test_uri_query_is_not_a_glob(s3):
+    """The ``?`` of ``?endpoint_override=...`` is no glob character: a folder that is not a log dir and a file that
+    is not a segment are errors, as on disk, not silently skipped glob matches (0 rows)."""
+    with pytest.raises(LayoutError, match="neither a Kafka log dir"):
+        kafkaseg.read_arrow(s3.uri("", prefix="other"))
+    with pytest.raises(LayoutError, match="neither a Kafka log dir"):
+        kafkaseg.read_arrow(s3.uri("", prefix=""))  # the bucket itself
+    with pytest.raises(LayoutError, match="not a .log segment file"):
+        kafkaseg.read_arrow(s3.uri("orders-0/00000000000000000000.index"))
+    with pytest.raises(LayoutError, match="not a .log segment file"):
+        kafkaseg.read_arrow(s3.uri("", prefix="backups/notes.txt"))
+    # a real glob in such a URI still skips what it matches that is not data
+    assert kafkaseg.read_arrow(s3.uri("orders-0/*"), subscribe="orders").num_rows == 1200
