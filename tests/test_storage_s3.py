@@ -195,3 +195,56 @@ def test_uri_query_is_not_a_glob(s3):
         kafkaseg.read_arrow(s3.uri("", prefix="backups/notes.txt"))
     # a real glob in such a URI still skips what it matches that is not data
     assert kafkaseg.read_arrow(s3.uri("orders-0/*"), subscribe="orders").num_rows == 1200
+
+
+# -- the kafkaseg CLI ----------------------------------------------------------------------------------------------
+
+def _cli(argv, capsys) -> tuple[int, str, str]:
+    code = cli_main(argv)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _same_paths(text: str, s3: S3) -> str:
+    """Output with the data dir named alike: the URI as given, bucket/key as S3 names it, the local dir."""
+    text = text.replace(f"?endpoint_override={s3.endpoint}&scheme=http", "")
+    return (text.replace(f"s3://{BUCKET}/{PREFIX}", "<dir>").replace(f"{BUCKET}/{PREFIX}", "<dir>")
+            .replace(s3.local, "<dir>"))
+
+
+CLI = {
+    "describe": ["describe", "@"],
+    "verify": ["verify", "--json", "@"],
+    "offsets": ["offsets", "--data-dir", "@", "--topic", "orders|payments", "--time", "1700000005000"],
+    "offsets read_committed": ["offsets", "--data-dir", "@", "--topic", "payments", "--time", "-1", "--isolation",
+                               "read_committed"],
+    "locate": ["locate", "--data-dir", "@", "--topic", "orders", "--partition", "1", "--offset", "777"],
+    "dump .log": ["dump", "--deep-iteration", "--print-data-log", "--files", "@/orders-0/00000000000000000000.log"],
+    "dump .index": ["dump", "--files", "@/orders-0/00000000000000000000.index"],
+    "dump .timeindex": ["dump", "--files", "@/orders-0/00000000000000000000.timeindex"],
+    "dump .txnindex and .snapshot": ["dump", "--files", "@/payments-0/00000000000000000000.txnindex"],
+}
+
+
+@pytest.mark.parametrize("name", list(CLI))
+def test_cli_on_s3_prints_what_it_prints_for_disk(s3, capsys, name):
+    argv = CLI[name]
+    if name.startswith("dump .txnindex"):
+        snapshots = sorted(p.name for p in (s3.manifest.path / "payments-0").glob("*.snapshot"))
+        argv = [argv[0], argv[1], f"{argv[2]},@/payments-0/{snapshots[0]}"]
+
+    def with_root(root: str, uri: bool) -> list[str]:
+        out = []
+        for a in argv:
+            parts = [p.replace("@", root) for p in a.split(",")]
+            if uri and "@" in a:
+                parts = [p + f"?endpoint_override={s3.endpoint}&scheme=http" for p in parts]
+            out.append(",".join(parts))
+        return out
+
+    local = _cli(with_root(s3.local, False), capsys)
+    remote = _cli(with_root(f"s3://{BUCKET}/{PREFIX}", True), capsys)
+    assert local[0] == 0 and local[1].strip()
+    assert (remote[0], _same_paths(remote[1], s3), _same_paths(remote[2], s3)) == \
+        (local[0], _same_paths(local[1], s3), _same_paths(local[2], s3))
+    assert not _writes(s3.take())
