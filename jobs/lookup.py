@@ -106,6 +106,7 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
     not there, or a malformed time, gets a null answer and a ``reason``; it never fails the task."""
     from kafkaseg.errors import KafkaSegError
     from kafkaseg.lookup import PartitionLookup, parse_time_spec
+    from kafkaseg.storage.fs import redact
     from kafkaseg.storage.layout import choose_replicas, discover
 
     replicas = {(c.topic, c.partition): c.chosen for c in choose_replicas(discover(list(data_dirs)))}
@@ -129,7 +130,8 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
                         raise ValueError("no partition given")
                     key = (topic, partition)
                     if key not in replicas:
-                        raise KafkaSegError(f"no partition {topic}-{partition} under {', '.join(data_dirs)}")
+                        raise KafkaSegError(f"no partition {topic}-{partition} under "
+                                            f"{', '.join(redact(d) for d in data_dirs)}")
                     if key not in lookups:
                         lookups[key] = PartitionLookup(replicas[key], isolation=isolation)
                     lookup = lookups[key]

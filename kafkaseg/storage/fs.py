@@ -34,6 +34,7 @@ MAPPING_AVAILABLE = _MappedRange is not None
 
 __all__ = [
     "open_filesystem",
+    "redact",
     "is_local",
     "join",
     "parent",
@@ -54,6 +55,21 @@ __all__ = [
 DEFAULT_SMALL_FILE_CAP = 64 * 1024 * 1024
 
 
+def redact(text: str) -> str:
+    """``text`` with the secret of a URI's user info masked (``s3://KEY:SECRET@bucket/...`` ->
+    ``s3://KEY:***@bucket/...``), for messages: pyarrow takes credentials there. The user info ends at the last
+    ``@`` before the query, so a secret with an unescaped ``/`` (which pyarrow then cannot parse) is masked too."""
+    scheme, sep, rest = str(text).partition("://")
+    if not sep:
+        return str(text)
+    head = rest.split("?", 1)[0]
+    at = head.rfind("@")
+    colon = head.find(":")
+    if at < 0 or colon < 0 or colon > at:
+        return str(text)
+    return f"{scheme}://{rest[:colon + 1]}***{rest[at:]}"
+
+
 def open_filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     """The filesystem holding ``path`` and the path as that filesystem names it.
 
@@ -66,7 +82,8 @@ def open_filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     try:
         filesystem, normalized = pafs.FileSystem.from_uri(path)
     except (ValueError, OSError) as exc:
-        raise LayoutError(f"cannot open filesystem for {path!r}: {exc}") from exc
+        raise LayoutError(f"cannot open filesystem for {redact(path)!r}: "
+                          f"{str(exc).replace(path, redact(path))}") from None
     if isinstance(filesystem, pafs.LocalFileSystem):
         normalized = os.path.abspath(normalized)
     return filesystem, normalized.rstrip("/") if len(normalized) > 1 else normalized

@@ -459,7 +459,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Par
         filesystem, resolved, globbed = _expand(os.fspath(given) if isinstance(given, os.PathLike) else str(given))
         hint = "; several paths are given as a list, not one comma-separated string" if "," in str(given) else ""
         if not resolved:
-            raise LayoutError(f"{given}: no such file or directory (or the glob matched nothing){hint}")
+            raise LayoutError(f"{_fs.redact(given)}: no such file or directory (or the glob matched nothing){hint}")
         for path in resolved:
             entry = _fs.stat(path, filesystem)
             if entry is None:
