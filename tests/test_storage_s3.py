@@ -309,3 +309,87 @@ def test_lookup_job_answers_from_s3_as_from_disk(s3):
     assert remote[:4] == local[:4]
     assert "wJalrXUtn" not in remote[4]["reason"] and "AKIDEXAMPLE:***@" in remote[4]["reason"]
     assert not _writes(s3.take())
+
+
+# -- requests -------------------------------------------------------------------------------------------------------
+
+def _per_object(requests: list[Request], method: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for r in requests:
+        if r.kind == method:
+            counts[r.key] = counts.get(r.key, 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("options", [{}, {"kafka.isolation.level": "read_committed"},
+                                     {"startingTimestamp": 1_700_000_003_000, "subscribe": "orders,clicks"}])
+def test_a_plan_opens_and_reads_each_object_once(s3, options):
+    """Planning reads checkpoints, indexes and batch headers near a few positions, several of them more than once
+    (the log end offset, the first batch...) and a time lookup probes index entries one by one: on S3 each open is
+    a HEAD and each read a ranged GET (10-50 ms each). Every object here is smaller than a read block, so one HEAD
+    and one GET per object is what a plan may cost."""
+    s3.take()
+    scan = kafkaseg.open_scan(s3.uri(), **options)
+    requests = s3.take()
+    heads, gets = _per_object(requests, "HEAD"), _per_object(requests, "GET")
+    assert scan.plan.slices and gets
+    assert {k: n for k, n in heads.items() if n > 1} == {}
+    assert {k: n for k, n in gets.items() if n > 1} == {}
+    assert not _writes(requests)
+
+
+def test_lookups_cost_one_get_per_index_file(s3, capsys):
+    """ProbedIndex binary-searches .index/.timeindex files entry by entry (one 8- or 12-byte read each)."""
+    for argv in (["offsets", "--data-dir", s3.uri(), "--topic", "orders", "--time", "1700000005000"],
+                 ["locate", "--data-dir", s3.uri(), "--topic", "orders", "--partition", "0", "--offset", "1000"],
+                 ["locate", "--data-dir", s3.uri(), "--topic", "orders", "--partition", "0", "--time",
+                  "1700000007000"]):
+        s3.take()
+        assert cli_main(argv) == 0, capsys.readouterr()
+        gets = _per_object(s3.take(), "GET")
+        assert any(k.endswith("index") for k in gets)
+        assert {k: n for k, n in gets.items() if n > 1} == {}
+
+
+def test_reading_costs_one_get_per_slice_chunk(s3):
+    scan = kafkaseg.open_scan(s3.uri(), subscribe="orders")
+    s3.take()
+    table = scan.to_table()
+    requests = s3.take()
+    assert table.num_rows == 2400
+    assert len([r for r in requests if r.kind == "GET"]) == len(scan.plan.slices)
+    assert {k: n for k, n in _per_object(requests, "HEAD").items() if n > 1} == {}
+    assert not _writes(requests)
+
+
+def test_small_remote_reads_share_bounded_blocks(s3, monkeypatch):
+    """Reads shorter than a block are served from aligned blocks kept per filesystem object, at most
+    REMOTE_CACHE_BYTES of them; longer reads go straight to the object. Bytes are those of the object."""
+    from kafkaseg.storage import fs
+
+    payload = os.urandom(3 * fs.REMOTE_BLOCK_BYTES + 12345)
+    filesystem, key = fs.open_filesystem(s3.uri("", prefix="scratch/blob.bin"))
+    writer = pafs.S3FileSystem(endpoint_override=s3.endpoint, scheme="http")
+    with writer.open_output_stream(key) as out:
+        out.write(payload)
+    monkeypatch.setattr(fs, "REMOTE_CACHE_BYTES", 2 * fs.REMOTE_BLOCK_BYTES)
+    s3.take()
+    block = fs.REMOTE_BLOCK_BYTES
+    reads = [(0, 100), (50, 8), (block - 10, 20), (block + 5, 64 * 1024), (3 * block, 12345), (3 * block + 12000, 999),
+             (2 * block + 7, 3), (7, 9)]
+    with fs.RandomAccessReader(key, filesystem) as reader:
+        for position, length in reads:
+            assert reader.read_at(position, length) == payload[position:position + length]
+        assert reader.read_at(10, 2 * block) == payload[10:10 + 2 * block]
+        assert fs._remote_files(filesystem).cached_bytes <= fs.REMOTE_CACHE_BYTES
+    with fs.RandomAccessReader(key, filesystem) as again:  # the same filesystem: no new HEAD
+        assert again.read_at(3 * block + 1, 5) == payload[3 * block + 1:3 * block + 6]
+    requests = s3.take()
+    assert [r.kind for r in requests].count("HEAD") == 1
+    # fetched: block 0; 1 (0 cached); 3 (0 dropped: least recently used); 2 (1 dropped); 0 again (3 dropped); the
+    # long read, directly; 3 again
+    last = f"bytes={3 * block}-{len(payload) - 1}"
+    assert [r.range for r in requests if r.kind == "GET"] == [
+        f"bytes=0-{block - 1}", f"bytes={block}-{2 * block - 1}", last, f"bytes={2 * block}-{3 * block - 1}",
+        f"bytes=0-{block - 1}", f"bytes=10-{10 + 2 * block - 1}", last]
+    assert fs.read_small_file(key, filesystem) == payload
