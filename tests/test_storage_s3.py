@@ -393,3 +393,27 @@ def test_small_remote_reads_share_bounded_blocks(s3, monkeypatch):
         f"bytes=0-{block - 1}", f"bytes={block}-{2 * block - 1}", last, f"bytes={2 * block}-{3 * block - 1}",
         f"bytes=0-{block - 1}", f"bytes=10-{10 + 2 * block - 1}", last]
     assert fs.read_small_file(key, filesystem) == payload
+
+
+def test_a_big_slice_is_read_in_few_large_requests(s3, tmp_path):
+    """A slice of a remote segment is fetched REMOTE_READ_BYTES at a time (one GET per 8 MiB, not per 2 MiB
+    decode chunk), its rows those of the same segment on disk, whatever the decode chunk size."""
+    from kafkaseg.scan import read_slice
+    from kafkaseg.storage import fs
+
+    local = tmp_path / "bulk"
+    write_data_dir(local, [TopicSpec("bulk", records_per_partition=5000, records_per_batch=40, value_size=1200)],
+                   seed=3)
+    size = (local / "bulk-0" / f"{0:020d}.log").stat().st_size
+    assert 2 * (2 << 20) < size < fs.REMOTE_READ_BYTES
+    writer = pafs.S3FileSystem(endpoint_override=s3.endpoint, scheme="http")
+    pafs.copy_files(str(local), f"{BUCKET}/bulk", destination_filesystem=writer)
+    expected = kafkaseg.read_arrow(str(local), includeMetadata=True)
+    scan = kafkaseg.open_scan(s3.uri("", prefix="bulk"), includeMetadata=True)
+    (piece,) = scan.plan.slices
+    for chunk in (None, 300, 64 * 1024):  # the default, then decode chunks far smaller than a request
+        s3.take()
+        kwargs = {} if chunk is None else {"read_chunk_bytes": chunk}
+        table = pa.Table.from_batches(list(read_slice(piece, scan.options, **kwargs)))
+        assert _normalized(table).equals(_normalized(expected))
+        assert [r.range for r in s3.take() if r.kind == "GET"] == [f"bytes=0-{size - 1}"]

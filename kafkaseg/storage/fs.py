@@ -11,7 +11,8 @@ per filesystem object: a file is opened once (on S3 an open is a HEAD request) a
 :data:`REMOTE_BLOCK_BYTES` are served from aligned blocks of that size, the last :data:`REMOTE_CACHE_BYTES` of them
 kept. Planning reads small pieces (checkpoints, indexes, a few batch headers, index entries probed one by one),
 often the same ones from several places; on object storage each would otherwise be a request of 10-50 ms. Bulk
-reads (a slice's chunks, :meth:`RandomAccessReader.read_into`) go straight to the file.
+reads (a slice's chunks, :meth:`RandomAccessReader.read_into`, :data:`REMOTE_READ_BYTES` at a time) go straight to
+the file.
 
 Local segment ranges can also be mapped (:meth:`RandomAccessReader.map_range`): read-only ``MAP_SHARED`` mappings
 of a bounded window, decoded in place with no copy. A live broker may truncate a segment under a mapping, which
@@ -60,6 +61,7 @@ __all__ = [
     "MAPPING_AVAILABLE",
     "REMOTE_BLOCK_BYTES",
     "REMOTE_CACHE_BYTES",
+    "REMOTE_READ_BYTES",
 ]
 
 #: Default cap for :func:`read_small_file`: checkpoints and snapshots are KiBs; an index is at most
@@ -73,6 +75,9 @@ REMOTE_BLOCK_BYTES = 1 << 20
 REMOTE_CACHE_BYTES = 32 << 20
 #: At most this many non-local files are kept open per filesystem object (an open file is a path and a size).
 REMOTE_OPEN_FILES = 4096
+#: Bulk reads of a non-local file (a slice's record data) fetch this much per request: object stores charge a
+#: latency of tens of ms per request, so 2 MiB requests spend about as long waiting as transferring.
+REMOTE_READ_BYTES = 8 << 20
 
 
 def redact(text: str) -> str:
