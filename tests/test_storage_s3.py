@@ -94,8 +94,6 @@ class _Recording:
 def s3(tmp_path_factory):
     local = tmp_path_factory.mktemp("s3-source") / "data"
     manifest = write_data_dir(local, TOPICS, seed=11)
-    # a stray non-Kafka object next to the data dir, and a folder that is not a log dir
-    (local.parent / "notes.txt").write_text("not kafka")
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     with pytest.MonkeyPatch.context() as env:
         for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
@@ -111,6 +109,7 @@ def s3(tmp_path_factory):
             client = pafs.S3FileSystem(endpoint_override=state.endpoint, scheme="http", allow_bucket_creation=True)
             client.create_dir(BUCKET)
             pafs.copy_files(str(local), f"{BUCKET}/{PREFIX}", destination_filesystem=client)
+            # a stray non-Kafka object next to the data dir, and a folder that is not a log dir
             with client.open_output_stream(f"{BUCKET}/backups/notes.txt") as out:
                 out.write(b"not kafka")
             with client.open_output_stream(f"{BUCKET}/other/readme.txt") as out:
@@ -262,6 +261,17 @@ def test_missing_bucket_key_and_file_are_layout_errors_naming_the_path(s3):
         kafkaseg.read_arrow(s3.uri("nothing-*"))
     with pytest.raises(LayoutError, match="Unexpected query parameter in S3 URI: 'endpoint'"):
         kafkaseg.read_arrow(s3.uri().replace("endpoint_override", "endpoint"))
+    assert not _writes(s3.take())
+
+
+def test_bad_credentials_are_a_layout_error(s3):
+    """With moto checking signatures (IAM simulation on), the dummy keys are refused: a LayoutError naming the
+    path and S3's answer, not a raw pyarrow OSError."""
+    from moto.core.authorization import enable_iam_authentication
+
+    with enable_iam_authentication():
+        with pytest.raises(LayoutError, match=f"{BUCKET}/{PREFIX}.*ACCESS_DENIED"):
+            kafkaseg.read_arrow(s3.uri())
     assert not _writes(s3.take())
 
 
