@@ -106,6 +106,7 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
     not there, or a malformed time, gets a null answer and a ``reason``; it never fails the task."""
     from kafkaseg.errors import KafkaSegError
     from kafkaseg.lookup import PartitionLookup, parse_time_spec
+    from kafkaseg.storage.fs import redact
     from kafkaseg.storage.layout import choose_replicas, discover
     from kafkaseg.storage.probed_index import OpenFileLimit
 
@@ -125,7 +126,7 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
         if isinstance(found, KafkaSegError):
             raise found
         if partition not in found:
-            raise KafkaSegError(f"no partition {topic}-{partition} under {', '.join(data_dirs)}")
+            raise KafkaSegError(f"no partition {topic}-{partition} under {', '.join(redact(d) for d in data_dirs)}")
         return found[partition]
 
     open_files = OpenFileLimit(256)  # shared by every partition's lookup kept open across rows

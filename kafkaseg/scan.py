@@ -29,7 +29,7 @@ from kafkaseg.errors import DataLossError, KafkaSegError, LayoutError, Truncated
 from kafkaseg.options import ReadOptions
 from kafkaseg.planning import ScanPlan, SegmentSlice, plan_scan
 from kafkaseg.schema import arrow_schema
-from kafkaseg.storage.fs import RandomAccessReader, same_file
+from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, is_local, same_file
 from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE
 
 __all__ = ["ScanMetrics", "read_slice", "iter_batches", "read_arrow", "open_scan", "Scan"]
@@ -138,8 +138,9 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
 
     Reads ``[start_position, end_position)`` of the slice's ``.log``: through guarded mappings of at most
     ``map_window_bytes`` when ``readMode`` allows it and the file is local, else in ``read_chunk_bytes`` positioned
-    reads. A partial batch at the end of a segment (an active segment mid-write, or a crash) ends the slice and is
-    reported in ``metrics``; a partial batch anywhere else is corruption (a
+    reads (a non-local file is fetched :data:`~kafkaseg.storage.fs.REMOTE_READ_BYTES` at a time and decoded
+    ``read_chunk_bytes`` at a time). A partial batch at the end of a segment (an active segment mid-write, or a
+    crash) ends the slice and is reported in ``metrics``; a partial batch anywhere else is corruption (a
     :class:`~kafkaseg.errors.TruncatedDataError`, or a counted skip with ``onCorruption=skip``). A file that
     shrinks while being read (a live broker truncating it) ends the slice where the file now ends, reported as a
     truncated tail.
@@ -155,7 +156,8 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
         if options.read_mode != "pread" and reader.mappable:
             pos = yield from reading.mapped(reader, pos, end, map_window_bytes, read_chunk_bytes)
         if pos < end and not reading.finished:
-            yield from reading.preads(reader, pos, end, read_chunk_bytes)
+            fetch = read_chunk_bytes if is_local(reader.filesystem) else max(read_chunk_bytes, REMOTE_READ_BYTES)
+            yield from reading.preads(reader, pos, end, read_chunk_bytes, fetch)
     with metrics._lock:
         metrics.slices += 1
         metrics.decode.add(reading.stats)
@@ -306,11 +308,12 @@ class _SliceDecoder:
                 mapping.close()
         return pos
 
-    def preads(self, reader: RandomAccessReader, pos: int, end: int, chunk_bytes: int):
-        """Decode ``[pos, end)`` from positioned reads into one reusable buffer. The kernel copies what it keeps, so
-        nothing references the buffer after a decode call; it grows only when one batch is larger (bounded by
+    def preads(self, reader: RandomAccessReader, pos: int, end: int, chunk_bytes: int, fetch_bytes: int = 0):
+        """Decode ``[pos, end)`` from positioned reads of ``fetch_bytes`` (at least ``chunk_bytes``) into one
+        reusable buffer, handing the kernel ``chunk_bytes`` at a time. The kernel copies what it keeps, so nothing
+        references the buffer after a decode call; it grows only when one batch is larger (bounded by
         maxBatchBytes, checked by the kernel)."""
-        chunk = bytearray(min(chunk_bytes, max(end - pos, 0)))
+        chunk = bytearray(min(max(chunk_bytes, fetch_bytes), max(end - pos, 0)))
         filled = 0  # valid bytes in chunk
         buf_pos = pos  # file position of chunk[0]
         want = 0  # bytes the next decode needs from pos (0: whatever the chunk holds)
@@ -326,15 +329,15 @@ class _SliceDecoder:
                 if filled < want or not filled:
                     self.shrunk(pos, end)  # a short read: the file is now shorter than planned
                     break
-            view = memoryview(chunk)[offset_in_buf:filled]
+            # at most chunk_bytes (or the one batch wanted whole) per decode; a batch the view cuts is decoded
+            # from the buffer next time round, or refilled above when the buffer does not hold it whole
+            view = memoryview(chunk)[offset_in_buf:min(filled, offset_in_buf + max(chunk_bytes, want))]
             result = self.decode(view, pos, end)
             view.release()
             batch = self.accept(result)
             if batch is not None:
                 yield batch
             pos, want = self.resume(reader, result, pos, end)
-            if want:
-                filled = 0  # refill from pos
 
 
 def _report_tail(piece: SegmentSlice, metrics: ScanMetrics, pos: int, end: int) -> None:

@@ -19,7 +19,6 @@ the exit status is 1 when an index disagrees with its log or a batch fails its C
 from __future__ import annotations
 
 import json
-import os
 import re
 import struct
 import sys
@@ -30,6 +29,7 @@ import pyarrow as pa
 from kafkaseg.decode import decode
 from kafkaseg.decode.api import DecodeRequest
 from kafkaseg.errors import KafkaSegError
+from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot
 from kafkaseg.storage.segment import SegmentReader
@@ -323,8 +323,8 @@ def record_json(record: _Record, header: BatchHeader, options: DumpOptions) -> d
 
 # -- file kinds -----------------------------------------------------------------------------------------------
 
-def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress) -> None:
-    name = os.path.basename(path)
+def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress, filesystem, located: str) -> None:
+    name = _fs.basename(located)
     if name.endswith(".log"):
         start = int(name.split(".")[0]) if name.split(".")[0].isdigit() else 0
         header_line = f"Log starting offset: {start}"
@@ -338,9 +338,9 @@ def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress
         print(json.dumps({"file": path, "info": header_line}), file=out)
     else:
         print(header_line, file=out)
-    abs_path = os.path.abspath(path)
+    abs_path = located
     last_offset = -1
-    with SegmentReader(path) as reader:
+    with SegmentReader(located, filesystem) as reader:
         limit = min(reader.size, options.max_bytes)
         valid_bytes = 0
         task = progress.add(name, limit) if progress else None
@@ -386,14 +386,13 @@ def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress
                 print(message, file=out)
 
 
-def _log_for(path: str) -> str:
-    folder, name = os.path.split(os.path.abspath(path))
-    return os.path.join(folder, name.split(".")[0] + ".log")
+def _log_for(located: str) -> str:
+    return _fs.join(_fs.parent(located), _fs.basename(located).split(".")[0] + ".log")
 
 
-def _dump_index(path: str, options: DumpOptions, report: DumpReport, out) -> None:
-    base = int(os.path.basename(path).split(".")[0])
-    index = OffsetIndex.load(path, base)
+def _dump_index(path: str, options: DumpOptions, report: DumpReport, out, filesystem, located: str) -> None:
+    base = int(_fs.basename(located).split(".")[0])
+    index = OffsetIndex.load(located, base, filesystem)
     if len(index) == 0:
         _say(out, options, path, f"{path} is empty.", empty=True)
         return
@@ -401,7 +400,7 @@ def _dump_index(path: str, options: DumpOptions, report: DumpReport, out) -> Non
         index.check()
         _say(out, options, path, f"{path} passed sanity check.", sanityCheck="passed")
         return
-    with SegmentReader(_log_for(path)) as reader:
+    with SegmentReader(_log_for(located), filesystem) as reader:
         for n, (offset, position) in enumerate(index):
             first_last = None
             try:  # FileRecords.slice(position, maxMessageSize).batches.iterator.next().lastOffset
@@ -414,7 +413,7 @@ def _dump_index(path: str, options: DumpOptions, report: DumpReport, out) -> Non
             if first_last is None:
                 first_last = -1
             if first_last != offset:
-                report.index_mismatches.setdefault(os.path.abspath(path), []).append((offset, first_last))
+                report.index_mismatches.setdefault(located, []).append((offset, first_last))
             if not options.verify_index_only:
                 if options.json:
                     print(json.dumps({"offset": offset, "position": position}), file=out)
@@ -422,18 +421,19 @@ def _dump_index(path: str, options: DumpOptions, report: DumpReport, out) -> Non
                     print(f"offset: {offset} position: {position}", file=out)
 
 
-def _dump_time_index(path: str, options: DumpOptions, report: DumpReport, out) -> None:
-    base = int(os.path.basename(path).split(".")[0])
-    time_index = TimeIndex.load(path, base)
+def _dump_time_index(path: str, options: DumpOptions, report: DumpReport, out, filesystem, located: str) -> None:
+    base = int(_fs.basename(located).split(".")[0])
+    time_index = TimeIndex.load(located, base, filesystem)
     if options.index_sanity_check:
         time_index.check()
         _say(out, options, path, f"{path} passed sanity check.", sanityCheck="passed")
         return
-    index_path = _log_for(path)[:-4] + ".index"
-    offset_index = OffsetIndex.load(index_path, base) if os.path.exists(index_path) else OffsetIndex.empty(base)
-    abs_path = os.path.abspath(path)
+    index_path = _log_for(located)[:-4] + ".index"
+    offset_index = (OffsetIndex.load(index_path, base, filesystem) if _fs.exists(index_path, filesystem)
+                    else OffsetIndex.empty(base))
+    abs_path = located
     previous = -1
-    with SegmentReader(_log_for(path)) as reader:
+    with SegmentReader(_log_for(located), filesystem) as reader:
         for timestamp, offset in time_index:
             _, position = offset_index.floor(offset)
             found = None
@@ -461,9 +461,9 @@ def _dump_time_index(path: str, options: DumpOptions, report: DumpReport, out) -
             previous = timestamp
 
 
-def _dump_txn_index(path: str, options: DumpOptions, out) -> None:
-    base = int(os.path.basename(path).split(".")[0])
-    for txn in TransactionIndex.load(path, base):
+def _dump_txn_index(path: str, options: DumpOptions, out, filesystem, located: str) -> None:
+    base = int(_fs.basename(located).split(".")[0])
+    for txn in TransactionIndex.load(located, base, filesystem):
         if options.json:
             print(json.dumps(txn._asdict()), file=out)
         else:
@@ -471,9 +471,9 @@ def _dump_txn_index(path: str, options: DumpOptions, out) -> None:
                   f"lastOffset: {txn.last_offset} lastStableOffset: {txn.last_stable_offset}", file=out)
 
 
-def _dump_producer_snapshot(path: str, options: DumpOptions, out, err) -> None:
+def _dump_producer_snapshot(path: str, options: DumpOptions, out, err, filesystem, located: str) -> None:
     try:
-        snapshot = read_producer_snapshot(path)
+        snapshot = read_producer_snapshot(located, filesystem)
     except KafkaSegError as exc:
         if options.json:
             print(json.dumps({"file": path, "problem": "unreadableSnapshot", "message": str(exc)}), file=out)
@@ -505,19 +505,23 @@ def dump_files(files: list[str], options: DumpOptions, out=None, err=None, progr
     report = DumpReport()
     for path in files:
         _say(out, options, path, f"Dumping {path}")
-        name = os.path.basename(path)
-        suffix = name[name.rfind("."):] if "." in name else ""
         try:
+            # the kind is in the file's name as its filesystem names it: a URI's query (s3://b/k.log?region=...)
+            # is not part of it; a local path comes back absolute (the end-of-run reports name files so)
+            filesystem, located = _fs.open_filesystem(path)
+            name = _fs.basename(located)
+            suffix = name[name.rfind("."):] if "." in name else ""
+            where = (filesystem, located)
             if suffix in (".log", ".checkpoint"):
-                _dump_log(path, options, report, out, progress)
+                _dump_log(path, options, report, out, progress, *where)
             elif suffix == ".index":
-                _dump_index(path, options, report, out)
+                _dump_index(path, options, report, out, *where)
             elif suffix == ".timeindex":
-                _dump_time_index(path, options, report, out)
+                _dump_time_index(path, options, report, out, *where)
             elif suffix == ".snapshot":
-                _dump_producer_snapshot(path, options, out, err)
+                _dump_producer_snapshot(path, options, out, err, *where)
             elif suffix == ".txnindex":
-                _dump_txn_index(path, options, out)
+                _dump_txn_index(path, options, out, *where)
             elif options.json:
                 print(json.dumps({"file": path, "problem": "ignoredUnknownFile"}), file=out)
             else:

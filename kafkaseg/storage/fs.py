@@ -6,6 +6,14 @@ writing. Reads are positioned and bounded: :func:`read_at` returns at most ``len
 :func:`read_small_file` refuses files above a size cap (checkpoints, indexes, snapshots are small). Nothing in this
 module reads a whole segment.
 
+Non-local files (S3, HDFS, any pyarrow filesystem but the local one) are read through :class:`_RemoteFiles`, one
+per filesystem object: a file is opened once (on S3 an open is a HEAD request) and reads shorter than
+:data:`REMOTE_BLOCK_BYTES` are served from aligned blocks of that size, the last :data:`REMOTE_CACHE_BYTES` of them
+kept. Planning reads small pieces (checkpoints, indexes, a few batch headers, index entries probed one by one),
+often the same ones from several places; on object storage each would otherwise be a request of 10-50 ms. Bulk
+reads (a slice's chunks, :meth:`RandomAccessReader.read_into`, :data:`REMOTE_READ_BYTES` at a time) go straight to
+the file.
+
 Local segment ranges can also be mapped (:meth:`RandomAccessReader.map_range`): read-only ``MAP_SHARED`` mappings
 of a bounded window, decoded in place with no copy. A live broker may truncate a segment under a mapping, which
 would normally kill the reader with SIGBUS; ``kafkaseg.storage._mapped`` guards every mapping (the vanished pages
@@ -19,6 +27,9 @@ import os
 import socket
 import stat as stat_module
 import posixpath
+import threading
+import weakref
+from collections import OrderedDict
 from typing import NamedTuple
 
 import pyarrow.fs as pafs
@@ -37,6 +48,7 @@ __all__ = [
     "open_filesystem",
     "file_identity",
     "same_file",
+    "redact",
     "is_local",
     "join",
     "parent",
@@ -50,11 +62,40 @@ __all__ = [
     "RandomAccessReader",
     "DEFAULT_SMALL_FILE_CAP",
     "MAPPING_AVAILABLE",
+    "REMOTE_BLOCK_BYTES",
+    "REMOTE_CACHE_BYTES",
+    "REMOTE_READ_BYTES",
 ]
 
 #: Default cap for :func:`read_small_file`: checkpoints and snapshots are KiBs; an index is at most
 #: ``segment.index.bytes`` (10 MiB by default), so 64 MiB leaves room for raised configs.
 DEFAULT_SMALL_FILE_CAP = 64 * 1024 * 1024
+
+#: A read of a non-local file shorter than this fetches the aligned block(s) of this size around it (one request),
+#: kept for the reads that follow: a header walk, an index's binary search, a checkpoint read twice.
+REMOTE_BLOCK_BYTES = 1 << 20
+#: At most this many bytes of blocks are kept per non-local filesystem object, least recently used dropped first.
+REMOTE_CACHE_BYTES = 32 << 20
+#: At most this many non-local files are kept open per filesystem object (an open file is a path and a size).
+REMOTE_OPEN_FILES = 4096
+#: Bulk reads of a non-local file (a slice's record data) fetch this much per request: object stores charge a
+#: latency of tens of ms per request, so 2 MiB requests spend about as long waiting as transferring.
+REMOTE_READ_BYTES = 8 << 20
+
+
+def redact(text: str) -> str:
+    """``text`` with the secret of a URI's user info masked (``s3://KEY:SECRET@bucket/...`` ->
+    ``s3://KEY:***@bucket/...``), for messages: pyarrow takes credentials there. The user info ends at the last
+    ``@`` before the query, so a secret with an unescaped ``/`` (which pyarrow then cannot parse) is masked too."""
+    scheme, sep, rest = str(text).partition("://")
+    if not sep:
+        return str(text)
+    head = rest.split("?", 1)[0]
+    at = head.rfind("@")
+    colon = head.find(":")
+    if at < 0 or colon < 0 or colon > at:
+        return str(text)
+    return f"{scheme}://{rest[:colon + 1]}***{rest[at:]}"
 
 
 def open_filesystem(path: str) -> tuple[pafs.FileSystem, str]:
@@ -69,7 +110,8 @@ def open_filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     try:
         filesystem, normalized = pafs.FileSystem.from_uri(path)
     except (ValueError, OSError) as exc:
-        raise LayoutError(f"cannot open filesystem for {path!r}: {exc}") from exc
+        raise LayoutError(f"cannot open filesystem for {redact(path)!r}: "
+                          f"{str(exc).replace(path, redact(path))}") from None
     if isinstance(filesystem, pafs.LocalFileSystem):
         normalized = os.path.abspath(normalized)
     return filesystem, normalized.rstrip("/") if len(normalized) > 1 else normalized
@@ -152,6 +194,79 @@ def exists(path: str, filesystem: pafs.FileSystem | None = None) -> bool:
     return stat(path, filesystem) is not None
 
 
+class _RemoteFiles:
+    """The files one non-local filesystem object has opened and the blocks read from them, shared by all its
+    readers. It lives as long as that filesystem object: one discovery and the scan, CLI command or Spark task
+    using it (each opens its own). Objects are taken not to change meanwhile, as for a file's size at open (S3
+    replaces objects whole; nothing appends to them as a broker appends to a local segment, which never comes
+    here)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._handles: OrderedDict[str, object] = OrderedDict()
+        self._blocks: OrderedDict[tuple[str, int], bytes] = OrderedDict()
+        self.cached_bytes = 0
+
+    def open(self, filesystem: pafs.FileSystem, path: str):
+        """The open file at ``path``: opened (a request) only the first time."""
+        with self._lock:
+            handle = self._handles.get(path)
+            if handle is not None:
+                self._handles.move_to_end(path)
+                return handle
+        handle = filesystem.open_input_file(path)
+        with self._lock:
+            handle = self._handles.setdefault(path, handle)  # a concurrent open of the same path: keep one
+            while len(self._handles) > REMOTE_OPEN_FILES:
+                self._handles.popitem(last=False)  # not closed: a reader may still use it; freed with the last one
+        return handle
+
+    def read(self, path: str, handle, size: int, position: int, length: int) -> bytes:
+        """``length`` (< :data:`REMOTE_BLOCK_BYTES`, > 0) bytes from ``position`` (their end capped at ``size``),
+        through the blocks they fall in: the missing ones are fetched in one read."""
+        block = REMOTE_BLOCK_BYTES
+        numbers = range(position // block, (position + length - 1) // block + 1)
+        with self._lock:
+            found = [self._blocks.get((path, n)) for n in numbers]
+            for n, data in zip(numbers, found):
+                if data is not None:
+                    self._blocks.move_to_end((path, n))
+        missing = [n for n, data in zip(numbers, found) if data is None]
+        if missing:
+            start, end = missing[0] * block, min(size, (missing[-1] + 1) * block)
+            fetched = handle.read_at(end - start, start)
+            fetched = fetched if isinstance(fetched, bytes) else bytes(fetched)
+            with self._lock:
+                for i, n in enumerate(numbers):
+                    if n in missing:
+                        data = found[i] = fetched[n * block - start:(n + 1) * block - start]
+                        previous = self._blocks.pop((path, n), None)
+                        self.cached_bytes += len(data) - (len(previous) if previous is not None else 0)
+                        self._blocks[(path, n)] = data
+                while self.cached_bytes > REMOTE_CACHE_BYTES and len(self._blocks) > 1:
+                    _, dropped = self._blocks.popitem(last=False)
+                    self.cached_bytes -= len(dropped)
+        data = found[0] if len(found) == 1 else b"".join(found)
+        offset = position - numbers[0] * block
+        return data[offset:offset + length]
+
+
+_REMOTE: dict[int, _RemoteFiles] = {}
+_REMOTE_LOCK = threading.Lock()
+
+
+def _remote_files(filesystem: pafs.FileSystem) -> _RemoteFiles:
+    """The :class:`_RemoteFiles` of ``filesystem`` (pyarrow filesystems are not hashable: keyed by identity, and
+    dropped when the filesystem object is, before its identity can be reused)."""
+    key = id(filesystem)
+    with _REMOTE_LOCK:
+        files = _REMOTE.get(key)
+        if files is None:
+            files = _REMOTE[key] = _RemoteFiles()
+            weakref.finalize(filesystem, _REMOTE.pop, key, None)
+        return files
+
+
 def read_small_file(path: str, filesystem: pafs.FileSystem | None = None, *,
                     max_bytes: int = DEFAULT_SMALL_FILE_CAP) -> bytes:
     """The whole content of a small file (checkpoint, ``meta.properties``, snapshot, index).
@@ -160,6 +275,12 @@ def read_small_file(path: str, filesystem: pafs.FileSystem | None = None, *,
     before reading, so an unexpected multi-GB file is never pulled into memory).
     """
     filesystem, path = _resolve(filesystem, path)
+    if not is_local(filesystem):  # through the shared open files and blocks (it may have been read before)
+        with RandomAccessReader(path, filesystem) as reader:
+            if reader.size > max_bytes:
+                raise LayoutError(f"{path}: {reader.size} bytes is more than the {max_bytes}-byte cap for this kind "
+                                  "of file")
+            return reader.read_at(0, reader.size)
     try:
         with filesystem.open_input_file(path) as handle:
             size = handle.size()
@@ -215,6 +336,7 @@ class RandomAccessReader:
         self._fd: int | None = None
         self._handle = None
         self.identity: tuple[int, int] | None = None
+        self._remote: _RemoteFiles | None = None
         try:
             if isinstance(filesystem, pafs.LocalFileSystem):
                 # O_NONBLOCK: opening a FIFO or device someone left in a data dir must not hang; then only
@@ -226,7 +348,8 @@ class RandomAccessReader:
                 self.size = info.st_size
                 self.identity = (info.st_dev, info.st_ino)
             else:
-                self._handle = filesystem.open_input_file(path)
+                self._remote = _remote_files(filesystem)
+                self._handle = self._remote.open(filesystem, path)
                 self.size = self._handle.size()
         except (OSError, ValueError) as exc:
             self.close()
@@ -248,6 +371,8 @@ class RandomAccessReader:
                         break
                     data += more
                 return data
+            if length < REMOTE_BLOCK_BYTES:
+                return self._remote.read(self.path, self._handle, self.size, position, length)
             data = self._handle.read_at(length, position)
             return data if isinstance(data, bytes) else bytes(data)
         except (OSError, ValueError) as exc:
@@ -311,9 +436,7 @@ class RandomAccessReader:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+        self._handle = None  # shared with the filesystem's other readers (_RemoteFiles): not closed here
 
     def __enter__(self) -> "RandomAccessReader":
         return self

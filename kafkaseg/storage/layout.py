@@ -437,11 +437,12 @@ def _replace(partition_dir: PartitionDir, **changes) -> PartitionDir:
     return replace(partition_dir, **changes)
 
 
-def _expand(pattern: str) -> tuple[pafs.FileSystem, list[str]]:
-    """Paths matching ``pattern`` (``*``, ``?``, ``[...]`` per path component, fnmatch rules), sorted."""
+def _expand(pattern: str) -> tuple[pafs.FileSystem, list[str], bool]:
+    """Paths matching ``pattern`` (``*``, ``?``, ``[...]`` per path component, fnmatch rules), sorted, and whether
+    it is a glob: judged on the path, after a URI's query (``s3://b/k?endpoint_override=...``) was parsed off."""
     filesystem, normalized = _fs.open_filesystem(pattern)
     if not _GLOB_CHARS.search(normalized):
-        return filesystem, [normalized]
+        return filesystem, [normalized], False
     absolute = normalized.startswith("/")
     parts = [p for p in normalized.split("/") if p]
     current = ["/" if absolute else ""]
@@ -458,7 +459,7 @@ def _expand(pattern: str) -> tuple[pafs.FileSystem, list[str]]:
                 following.append(_fs.join(base, part) if base else part)
         current = following
     matches = [p for p in current if _fs.stat(p, filesystem) is not None]
-    return filesystem, sorted(set(matches))
+    return filesystem, sorted(set(matches)), True
 
 
 def _looks_like_partition_dir(entries: Sequence[_fs.FileEntry]) -> bool:
@@ -482,17 +483,17 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
         paths = [paths]
     found: dict[str, PartitionDir] = {}
     for given in paths:
-        filesystem, resolved = _expand(os.fspath(given) if isinstance(given, os.PathLike) else str(given))
+        filesystem, resolved, globbed = _expand(os.fspath(given) if isinstance(given, os.PathLike) else str(given))
         hint = "; several paths are given as a list, not one comma-separated string" if "," in str(given) else ""
         if not resolved:
-            raise LayoutError(f"{given}: no such file or directory (or the glob matched nothing){hint}")
+            raise LayoutError(f"{_fs.redact(given)}: no such file or directory (or the glob matched nothing){hint}")
         for path in resolved:
             entry = _fs.stat(path, filesystem)
             if entry is None:
                 raise LayoutError(f"{path}: no such file or directory{hint}")
             if not entry.is_dir:
                 if not path.endswith(".log"):
-                    if _GLOB_CHARS.search(str(given)):
+                    if globbed:
                         continue  # a glob may also match side files; only .log files count
                     raise LayoutError(f"{path}: not a .log segment file, topic-partition dir or log dir")
                 pd = _single_log_file(path, entry, filesystem)
@@ -527,7 +528,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
             log_dir_meta = _read_log_dir_metadata(path, filesystem, listing)
             has_partitions = any(e.is_dir and parse_topic_partition(e.name) for e in listing)
             if log_dir_meta is None and not has_partitions:
-                if _GLOB_CHARS.search(str(given)):
+                if globbed:
                     continue
                 raise LayoutError(f"{path}: neither a Kafka log dir (no meta.properties, checkpoints or "
                                   f"<topic>-<partition> folders) nor a topic-partition dir")

@@ -1,0 +1,429 @@
+"""Data dirs read through a real S3 API: moto's S3 server on a loopback port, reached with pyarrow's S3 client.
+
+Everything a user does with ``s3://bucket/prefix?endpoint_override=HOST:PORT&scheme=http`` is checked against the
+same dir read from local disk (rows, CLI output), plus what only object storage has: errors of the service, the
+requests a plan and a read cost, and that reads never send a write. The server records every request it serves
+(method, key, query, Range header).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pytest
+
+import kafkaseg
+from kafkaseg.cli.main import main as cli_main
+from kafkaseg.errors import KafkaSegError, LayoutError
+from kafkaseg.testing import TopicSpec, write_data_dir
+
+moto_server = pytest.importorskip("moto.server", reason="moto[server] is not installed (pip install 'moto[server]', "
+                                  "part of kafkaseg's dev extra): the S3 tests need its local S3 server")
+
+BUCKET = "kafka-backups"
+PREFIX = "backups/data"
+
+TOPICS = [
+    TopicSpec("orders", partitions=2, records_per_partition=1200, records_per_batch=30, headers=1, idempotent=True,
+              segment_bytes=48 * 1024, ts_jitter_ms=20),
+    TopicSpec("payments", records_per_partition=600, records_per_batch=15, transactional=True, abort_ratio=0.3,
+              open_transactions=1, codec="lz4", segment_bytes=24 * 1024),
+    TopicSpec("legacy", records_per_partition=300, magic=1, codec="gzip", segment_bytes=16 * 1024),
+    TopicSpec("clicks", records_per_partition=500, timestamp_type="LogAppendTime", preallocate_active_index=8192,
+              segment_bytes=32 * 1024),
+]
+
+
+@dataclass
+class Request:
+    method: str
+    key: str  # "bucket/key..." without the leading slash
+    query: str
+    range: str | None
+
+    @property
+    def kind(self) -> str:
+        if self.method == "GET" and "list-type" in self.query:
+            return "LIST"
+        return self.method
+
+
+@dataclass
+class S3:
+    """The running server: ``uri(rel)`` names ``rel`` under the data dir's prefix as a user writes it."""
+
+    endpoint: str
+    local: str  # the same data dir on local disk
+    manifest: object
+    requests: list[Request] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def uri(self, rel: str = "", *, bucket: str = BUCKET, prefix: str = PREFIX) -> str:
+        key = "/".join(p for p in (prefix, rel) if p)
+        return f"s3://{bucket}/{key}?endpoint_override={self.endpoint}&scheme=http"
+
+    def take(self) -> list[Request]:
+        with self.lock:
+            taken, self.requests[:] = list(self.requests), []
+        return taken
+
+
+class _Recording:
+    """WSGI middleware in front of moto's app: records each request before moto answers it."""
+
+    def __init__(self, app, s3: S3):
+        self.app = app
+        self.s3 = s3
+
+    def __call__(self, environ, start_response):
+        request = Request(environ["REQUEST_METHOD"], unquote(environ.get("PATH_INFO", "")).lstrip("/"),
+                          environ.get("QUERY_STRING", ""), environ.get("HTTP_RANGE"))
+        with self.s3.lock:
+            self.s3.requests.append(request)
+        return self.app(environ, start_response)
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    local = tmp_path_factory.mktemp("s3-source") / "data"
+    manifest = write_data_dir(local, TOPICS, seed=11)
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    with pytest.MonkeyPatch.context() as env:
+        for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                            "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}.items():
+            env.setenv(name, value)
+        for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
+            env.delenv(name, raising=False)
+        server.start()
+        try:
+            host, port = server.get_host_and_port()
+            state = S3(f"{host}:{port}", str(local), manifest)
+            server._server.app = _Recording(server._server.app, state)  # noqa: SLF001 (moto keeps it there)
+            client = pafs.S3FileSystem(endpoint_override=state.endpoint, scheme="http", allow_bucket_creation=True)
+            client.create_dir(BUCKET)
+            pafs.copy_files(str(local), f"{BUCKET}/{PREFIX}", destination_filesystem=client)
+            # a stray non-Kafka object next to the data dir, and a folder that is not a log dir
+            with client.open_output_stream(f"{BUCKET}/backups/notes.txt") as out:
+                out.write(b"not kafka")
+            with client.open_output_stream(f"{BUCKET}/other/readme.txt") as out:
+                out.write(b"not a log dir")
+            state.take()
+            yield state
+        finally:
+            server.stop()
+
+
+def _rel(segment: str) -> str:
+    return "/".join(segment.split("/")[-2:])
+
+
+def _normalized(table: pa.Table) -> pa.Table:
+    """``segment`` names the file as its filesystem does (bucket/key on S3, an absolute path on disk): compare
+    the ``<topic>-<partition>/<file>`` part."""
+    if "segment" not in table.column_names:
+        return table
+    i = table.column_names.index("segment")
+    return table.set_column(i, "segment", pa.array([_rel(s) for s in table.column("segment").to_pylist()]))
+
+
+def _writes(requests: list[Request]) -> list[Request]:
+    return [r for r in requests if r.method not in ("GET", "HEAD")]
+
+
+# -- rows -----------------------------------------------------------------------------------------------------------
+
+READS = {
+    "whole dir": ("", {}),
+    "headers and metadata": ("", {"includeHeaders": True, "includeMetadata": True}),
+    "read_committed": ("", {"kafka.isolation.level": "read_committed", "includeMetadata": True}),
+    "offsets": ("", {"subscribe": "orders", "startingOffsets": '{"orders":{"0":700,"1":5}}',
+                     "endingOffsets": '{"orders":{"0":1100,"1":-1}}'}),
+    "timestamps": ("", {"subscribe": "orders,payments", "startingTimestamp": 1_700_000_004_000,
+                        "endingTimestamp": 1_700_000_009_000}),
+    "log end offset bound": ("", {"upperBound": "logEndOffset", "minPartitions": 12}),
+    "topic-partition dir": ("orders-1", {"includeHeaders": True}),
+    "one .log file": (None, {"includeMetadata": True}),  # the second segment of orders-0, see below
+    "glob": ("orders-*", {}),
+    "glob of .log files": ("*-0/*.log", {"kafka.isolation.level": "read_committed"}),
+}
+
+
+@pytest.mark.parametrize("name", list(READS))
+def test_rows_from_s3_equal_rows_from_disk(s3, name):
+    rel, options = READS[name]
+    if rel is None:
+        rel = f"orders-0/{s3.manifest.partition('orders', 0).segments[1].base_offset:020d}.log"
+    local = kafkaseg.read_arrow(os.path.join(s3.local, rel) if rel else s3.local, **options)
+    remote = kafkaseg.read_arrow(s3.uri(rel), **options)
+    assert local.num_rows > 0
+    assert _normalized(remote).equals(_normalized(local))
+    assert not _writes(s3.take())
+
+
+def test_plan_reports_and_metrics_match(s3):
+    local = kafkaseg.open_scan(s3.local, **{"kafka.isolation.level": "read_committed"})
+    remote = kafkaseg.open_scan(s3.uri(), **{"kafka.isolation.level": "read_committed"})
+    assert [(p.topic, p.partition, p.start_offset, p.end_offset, p.start_position, p.end_position, p.aborted)
+            for p in remote.plan.slices] == \
+        [(p.topic, p.partition, p.start_offset, p.end_offset, p.start_position, p.end_position, p.aborted)
+         for p in local.plan.slices]
+    assert remote.to_table().num_rows == local.to_table().num_rows
+    assert remote.metrics.bytes_read == local.metrics.bytes_read
+
+
+# -- paths that are not data ----------------------------------------------------------------------------------------
+
+def test_uri_query_is_not_a_glob(s3):
+    """The ``?`` of ``?endpoint_override=...`` is no glob character: a folder that is not a log dir and a file that
+    is not a segment are errors, as on disk, not silently skipped glob matches (0 rows)."""
+    with pytest.raises(LayoutError, match="neither a Kafka log dir"):
+        kafkaseg.read_arrow(s3.uri("", prefix="other"))
+    with pytest.raises(LayoutError, match="neither a Kafka log dir"):
+        kafkaseg.read_arrow(s3.uri("", prefix=""))  # the bucket itself
+    with pytest.raises(LayoutError, match="not a .log segment file"):
+        kafkaseg.read_arrow(s3.uri("orders-0/00000000000000000000.index"))
+    with pytest.raises(LayoutError, match="not a .log segment file"):
+        kafkaseg.read_arrow(s3.uri("", prefix="backups/notes.txt"))
+    # a real glob in such a URI still skips what it matches that is not data
+    assert kafkaseg.read_arrow(s3.uri("orders-0/*"), subscribe="orders").num_rows == 1200
+
+
+# -- the kafkaseg CLI ----------------------------------------------------------------------------------------------
+
+def _cli(argv, capsys) -> tuple[int, str, str]:
+    code = cli_main(argv)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _same_paths(text: str, s3: S3) -> str:
+    """Output with the data dir named alike: the URI as given, bucket/key as S3 names it, the local dir."""
+    text = text.replace(f"?endpoint_override={s3.endpoint}&scheme=http", "")
+    return (text.replace(f"s3://{BUCKET}/{PREFIX}", "<dir>").replace(f"{BUCKET}/{PREFIX}", "<dir>")
+            .replace(s3.local, "<dir>"))
+
+
+CLI = {
+    "describe": ["describe", "@"],
+    "verify": ["verify", "--json", "@"],
+    "offsets": ["offsets", "--data-dir", "@", "--topic", "orders|payments", "--time", "1700000005000"],
+    "offsets read_committed": ["offsets", "--data-dir", "@", "--topic", "payments", "--time", "-1", "--isolation",
+                               "read_committed"],
+    "locate": ["locate", "--data-dir", "@", "--topic", "orders", "--partition", "1", "--offset", "777"],
+    "dump .log": ["dump", "--deep-iteration", "--print-data-log", "--files", "@/orders-0/00000000000000000000.log"],
+    "dump .index": ["dump", "--files", "@/orders-0/00000000000000000000.index"],
+    "dump .timeindex": ["dump", "--files", "@/orders-0/00000000000000000000.timeindex"],
+    "dump .txnindex and .snapshot": ["dump", "--files", "@/payments-0/00000000000000000000.txnindex"],
+}
+
+
+@pytest.mark.parametrize("name", list(CLI))
+def test_cli_on_s3_prints_what_it_prints_for_disk(s3, capsys, name):
+    argv = CLI[name]
+    if name.startswith("dump .txnindex"):
+        snapshots = sorted(p.name for p in (s3.manifest.path / "payments-0").glob("*.snapshot"))
+        argv = [argv[0], argv[1], f"{argv[2]},@/payments-0/{snapshots[0]}"]
+
+    def with_root(root: str, uri: bool) -> list[str]:
+        out = []
+        for a in argv:
+            parts = [p.replace("@", root) for p in a.split(",")]
+            if uri and "@" in a:
+                parts = [p + f"?endpoint_override={s3.endpoint}&scheme=http" for p in parts]
+            out.append(",".join(parts))
+        return out
+
+    local = _cli(with_root(s3.local, False), capsys)
+    remote = _cli(with_root(f"s3://{BUCKET}/{PREFIX}", True), capsys)
+    assert local[0] == 0 and local[1].strip()
+    assert (remote[0], _same_paths(remote[1], s3), _same_paths(remote[2], s3)) == \
+        (local[0], _same_paths(local[1], s3), _same_paths(local[2], s3))
+    assert not _writes(s3.take())
+
+
+# -- errors ---------------------------------------------------------------------------------------------------------
+
+def test_missing_bucket_key_and_file_are_layout_errors_naming_the_path(s3):
+    with pytest.raises(LayoutError, match="no-such-bucket/data: no such file or directory"):
+        kafkaseg.read_arrow(s3.uri("", bucket="no-such-bucket", prefix="data"))
+    with pytest.raises(LayoutError, match=f"{BUCKET}/{PREFIX}/nothing: no such file or directory"):
+        kafkaseg.read_arrow(s3.uri("nothing"))
+    with pytest.raises(LayoutError, match="no such file or directory"):
+        kafkaseg.read_arrow(s3.uri("orders-0/00000000000000000001.log"))
+    with pytest.raises(LayoutError, match="the glob matched nothing"):
+        kafkaseg.read_arrow(s3.uri("nothing-*"))
+    with pytest.raises(LayoutError, match="Unexpected query parameter in S3 URI: 'endpoint'"):
+        kafkaseg.read_arrow(s3.uri().replace("endpoint_override", "endpoint"))
+    assert not _writes(s3.take())
+
+
+def test_bad_credentials_are_a_layout_error(s3):
+    """With moto checking signatures (IAM simulation on), the dummy keys are refused: a LayoutError naming the
+    path and S3's answer, not a raw pyarrow OSError."""
+    from moto.core.authorization import enable_iam_authentication
+
+    with enable_iam_authentication():
+        with pytest.raises(LayoutError, match=f"{BUCKET}/{PREFIX}.*ACCESS_DENIED"):
+            kafkaseg.read_arrow(s3.uri())
+    assert not _writes(s3.take())
+
+
+def test_credentials_in_a_uri_never_reach_an_error_message(s3):
+    """pyarrow takes ``s3://KEY:SECRET@bucket/...``; kafkaseg's errors show the URI with the secret masked,
+    also when pyarrow cannot parse it (a secret with an unescaped ``/``, as AWS secrets often have)."""
+    cases = [s3.uri("nothing-*").replace("s3://", "s3://AKIDEXAMPLE:wJalrXUtnFEMI@"),
+             s3.uri().replace("s3://", "s3://AKIDEXAMPLE:wJalrXUtn/FEMI@")]
+    for uri in cases:
+        with pytest.raises(KafkaSegError) as caught:
+            kafkaseg.read_arrow(uri)
+        assert "wJalrXUtn" not in str(caught.value) and "AKIDEXAMPLE:***@" in str(caught.value)
+
+
+def _lookup_job():
+    spec = importlib.util.spec_from_file_location("lookup_job", Path(__file__).resolve().parents[1] / "jobs/lookup.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_lookup_job_answers_from_s3_as_from_disk(s3):
+    """jobs/lookup.py's executor side (lookup_batches) on an S3 data dir; its answers land in a table, so a
+    partition that is not there must not copy the URI's secret into the ``reason`` column."""
+    job = _lookup_job()
+    requests = pa.RecordBatch.from_pylist([
+        {"topic": "orders", "partition": "0", "time": "1700000003000", "offset": None},
+        {"topic": "orders", "partition": "1", "time": None, "offset": "999"},
+        {"topic": "payments", "partition": "0", "time": "-1", "offset": None},
+        {"topic": "clicks", "partition": "0", "time": "-3", "offset": None},
+        {"topic": "nope", "partition": "0", "time": "-1", "offset": None},
+    ], schema=pa.schema([(n, pa.string()) for n in ("topic", "partition", "time", "offset")]))
+
+    def answers(data_dir: str) -> list[dict]:
+        rows = [r for b in job.lookup_batches([requests], [data_dir], "read_committed") for r in b.to_pylist()]
+        for row in rows:
+            row["segment"] = row["segment"] and _rel(row["segment"])
+            row["reason"] = row["reason"] and _same_paths(row["reason"], s3)
+        return rows
+
+    local = answers(s3.local)
+    assert [r["found"] for r in local] == [True, True, True, True, False], local
+    secret = s3.uri().replace("s3://", "s3://AKIDEXAMPLE:wJalrXUtnFEMI@")
+    remote = answers(secret)
+    assert remote[:4] == local[:4]
+    assert "wJalrXUtn" not in remote[4]["reason"] and "AKIDEXAMPLE:***@" in remote[4]["reason"]
+    assert not _writes(s3.take())
+
+
+# -- requests -------------------------------------------------------------------------------------------------------
+
+def _per_object(requests: list[Request], method: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for r in requests:
+        if r.kind == method:
+            counts[r.key] = counts.get(r.key, 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("options", [{}, {"kafka.isolation.level": "read_committed"},
+                                     {"startingTimestamp": 1_700_000_003_000, "subscribe": "orders,clicks"}])
+def test_a_plan_opens_and_reads_each_object_once(s3, options):
+    """Planning reads checkpoints, indexes and batch headers near a few positions, several of them more than once
+    (the log end offset, the first batch...) and a time lookup probes index entries one by one: on S3 each open is
+    a HEAD and each read a ranged GET (10-50 ms each). Every object here is smaller than a read block, so one HEAD
+    and one GET per object is what a plan may cost."""
+    s3.take()
+    scan = kafkaseg.open_scan(s3.uri(), **options)
+    requests = s3.take()
+    heads, gets = _per_object(requests, "HEAD"), _per_object(requests, "GET")
+    assert scan.plan.slices and gets
+    assert {k: n for k, n in heads.items() if n > 1} == {}
+    assert {k: n for k, n in gets.items() if n > 1} == {}
+    assert not _writes(requests)
+
+
+def test_lookups_cost_one_get_per_index_file(s3, capsys):
+    """ProbedIndex binary-searches .index/.timeindex files entry by entry (one 8- or 12-byte read each)."""
+    for argv in (["offsets", "--data-dir", s3.uri(), "--topic", "orders", "--time", "1700000005000"],
+                 ["locate", "--data-dir", s3.uri(), "--topic", "orders", "--partition", "0", "--offset", "1000"],
+                 ["locate", "--data-dir", s3.uri(), "--topic", "orders", "--partition", "0", "--time",
+                  "1700000007000"]):
+        s3.take()
+        assert cli_main(argv) == 0, capsys.readouterr()
+        gets = _per_object(s3.take(), "GET")
+        assert any(k.endswith("index") for k in gets)
+        assert {k: n for k, n in gets.items() if n > 1} == {}
+
+
+def test_reading_costs_one_get_per_slice_chunk(s3):
+    scan = kafkaseg.open_scan(s3.uri(), subscribe="orders")
+    s3.take()
+    table = scan.to_table()
+    requests = s3.take()
+    assert table.num_rows == 2400
+    assert len([r for r in requests if r.kind == "GET"]) == len(scan.plan.slices)
+    assert {k: n for k, n in _per_object(requests, "HEAD").items() if n > 1} == {}
+    assert not _writes(requests)
+
+
+def test_small_remote_reads_share_bounded_blocks(s3, monkeypatch):
+    """Reads shorter than a block are served from aligned blocks kept per filesystem object, at most
+    REMOTE_CACHE_BYTES of them; longer reads go straight to the object. Bytes are those of the object."""
+    from kafkaseg.storage import fs
+
+    payload = os.urandom(3 * fs.REMOTE_BLOCK_BYTES + 12345)
+    filesystem, key = fs.open_filesystem(s3.uri("", prefix="scratch/blob.bin"))
+    writer = pafs.S3FileSystem(endpoint_override=s3.endpoint, scheme="http")
+    with writer.open_output_stream(key) as out:
+        out.write(payload)
+    monkeypatch.setattr(fs, "REMOTE_CACHE_BYTES", 2 * fs.REMOTE_BLOCK_BYTES)
+    s3.take()
+    block = fs.REMOTE_BLOCK_BYTES
+    reads = [(0, 100), (50, 8), (block - 10, 20), (block + 5, 64 * 1024), (3 * block, 12345), (3 * block + 12000, 999),
+             (2 * block + 7, 3), (7, 9)]
+    with fs.RandomAccessReader(key, filesystem) as reader:
+        for position, length in reads:
+            assert reader.read_at(position, length) == payload[position:position + length]
+        assert reader.read_at(10, 2 * block) == payload[10:10 + 2 * block]
+        assert fs._remote_files(filesystem).cached_bytes <= fs.REMOTE_CACHE_BYTES
+    with fs.RandomAccessReader(key, filesystem) as again:  # the same filesystem: no new HEAD
+        assert again.read_at(3 * block + 1, 5) == payload[3 * block + 1:3 * block + 6]
+    requests = s3.take()
+    assert [r.kind for r in requests].count("HEAD") == 1
+    # fetched: block 0; 1 (0 cached); 3 (0 dropped: least recently used); 2 (1 dropped); 0 again (3 dropped); the
+    # long read, directly; 3 again
+    last = f"bytes={3 * block}-{len(payload) - 1}"
+    assert [r.range for r in requests if r.kind == "GET"] == [
+        f"bytes=0-{block - 1}", f"bytes={block}-{2 * block - 1}", last, f"bytes={2 * block}-{3 * block - 1}",
+        f"bytes=0-{block - 1}", f"bytes=10-{10 + 2 * block - 1}", last]
+    assert fs.read_small_file(key, filesystem) == payload
+
+
+def test_a_big_slice_is_read_in_few_large_requests(s3, tmp_path):
+    """A slice of a remote segment is fetched REMOTE_READ_BYTES at a time (one GET per 8 MiB, not per 2 MiB
+    decode chunk), its rows those of the same segment on disk, whatever the decode chunk size."""
+    from kafkaseg.scan import read_slice
+    from kafkaseg.storage import fs
+
+    local = tmp_path / "bulk"
+    write_data_dir(local, [TopicSpec("bulk", records_per_partition=5000, records_per_batch=40, value_size=1200)],
+                   seed=3)
+    size = (local / "bulk-0" / f"{0:020d}.log").stat().st_size
+    assert 2 * (2 << 20) < size < fs.REMOTE_READ_BYTES
+    writer = pafs.S3FileSystem(endpoint_override=s3.endpoint, scheme="http")
+    pafs.copy_files(str(local), f"{BUCKET}/bulk", destination_filesystem=writer)
+    expected = kafkaseg.read_arrow(str(local), includeMetadata=True)
+    scan = kafkaseg.open_scan(s3.uri("", prefix="bulk"), includeMetadata=True)
+    (piece,) = scan.plan.slices
+    for chunk in (None, 300, 64 * 1024):  # the default, then decode chunks far smaller than a request
+        s3.take()
+        kwargs = {} if chunk is None else {"read_chunk_bytes": chunk}
+        table = pa.Table.from_batches(list(read_slice(piece, scan.options, **kwargs)))
+        assert _normalized(table).equals(_normalized(expected))
+        assert [r.range for r in s3.take() if r.kind == "GET"] == [f"bytes=0-{size - 1}"]
