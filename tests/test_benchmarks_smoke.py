@@ -62,3 +62,13 @@ def test_bench_memory_quick(tmp_path):
     for r in data["results"]:
         assert r["rows"] > 0 and r["peak_rss"] >= r["baseline_rss"] > 0
     assert not list(tmp_path.glob("kafkaseg-*")), "generated segments were left behind"
+
+
+def test_bench_s3_quick(tmp_path):
+    pytest.importorskip("moto.server", reason="moto[server] is not installed (part of the dev extra)")
+    out_json = tmp_path / "s3.json"
+    out = run("bench_s3.py", tmp_path, "--mib", "3", "--latency-ms", "0", "--json", str(out_json))
+    assert out.splitlines()[0].split()[:2] == ["operation", "latency"]
+    rows = json.loads(out_json.read_text())
+    assert {r["operation"] for r in rows} >= {"plan, sample dir", "read, big partition"}
+    assert all(r["GET"] > 0 and r["HEAD"] > 0 and r["other"] == 0 for r in rows)  # reads only: no PUT or DELETE

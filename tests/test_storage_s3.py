@@ -176,6 +176,16 @@ def test_plan_reports_and_metrics_match(s3):
          for p in local.plan.slices]
     assert remote.to_table().num_rows == local.to_table().num_rows
     assert remote.metrics.bytes_read == local.metrics.bytes_read
+    # remote partitions are planned in threads, each into its own report, merged in partition order: the same
+    # report as the local plan's, up to the names of files
+    def shape(report):
+        data = report.as_dict()
+        return ([(p["topic"], p["partition"], p["start_offset"], p["end_offset"], p["slices"], len(p["notes"]))
+                 for p in data["partitions"]], len(data["notes"]), len(data["indexes_rebuilt"]),
+                [why.split(":")[0] for _, why in data["indexes_rebuilt"]])
+    assert shape(remote.plan.report) == shape(local.plan.report)
+    assert [p.partition_path.rsplit("/", 1)[1] for p in remote.plan.slices] == \
+        [p.partition_path.rsplit("/", 1)[1] for p in local.plan.slices]
 
 
 # -- paths that are not data ----------------------------------------------------------------------------------------

@@ -364,6 +364,10 @@ def _read_log_dir_metadata(path: str, filesystem, entries: Sequence[_fs.FileEntr
                   unreadable_checkpoints=tuple(unreadable), **values)
 
 
+#: Partition folders of a log dir on a non-local filesystem read this many at a time.
+REMOTE_DISCOVERY_THREADS = 16
+
+
 def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None) -> LogDir:
     """A log dir with its partitions (sorted by topic, partition). Child folders that are not live partitions
     are listed in ``skipped`` as ``(name, reason)``; corrupt checkpoint files are noted, not raised."""
@@ -371,7 +375,7 @@ def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None) -> LogDir
         filesystem, path = _fs.open_filesystem(path)
     entries = _fs.list_dir(path, filesystem)
     base = _read_log_dir_metadata(path, filesystem, entries) or LogDir(path, None, (), filesystem=filesystem)
-    partitions = []
+    folders = []
     skipped = [("(log dir)", note) for note in base.skipped]
     for entry in entries:
         if not entry.is_dir:
@@ -383,8 +387,19 @@ def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None) -> LogDir
         if parsed is None:
             skipped.append((entry.name, "not a <topic>-<partition> folder"))
             continue
-        partitions.append(read_partition_dir(entry.path, filesystem, log_dir=base, topic=parsed[0],
-                                             partition=parsed[1]))
+        folders.append((entry.path, parsed))
+
+    def read(folder):
+        return read_partition_dir(folder[0], filesystem, log_dir=base, topic=folder[1][0], partition=folder[1][1])
+
+    if _fs.is_local(filesystem) or len(folders) < 2:
+        partitions = [read(folder) for folder in folders]
+    else:  # a listing and a few small reads per folder, 10-50 ms each on object storage: not one at a time
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(REMOTE_DISCOVERY_THREADS, len(folders)),
+                                thread_name_prefix="kafkaseg-discover") as pool:
+            partitions = list(pool.map(read, folders))
     partitions.sort(key=lambda p: (p.topic, p.partition))
     return LogDir(path=path, meta=base.meta, partitions=tuple(partitions), high_watermarks=base.high_watermarks,
                   recovery_points=base.recovery_points, log_start_offsets=base.log_start_offsets,
