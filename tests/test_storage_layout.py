@@ -311,22 +311,34 @@ def test_last_stable_offset_uses_the_producer_snapshot(tmp_path):
     assert last_stable_offset(pd) == 1
 
 
+def _cleaned_txn_dir(root, later: list[bytes], *, cleaner_offset: int | None):
+    """Segment 0 (offsets 0-4) as the cleaner left it: producer 9's transaction (from offset 1) and its COMMIT
+    removed, the snapshot at 3 taken before that still listing it open; the active segment at 5 holds ``later``."""
+    part = root / "tx-0"
+    part.mkdir(parents=True)
+    (part / _name(0, ".log")).write_bytes(_batch(0, 1) + _batch(3, 2))
+    (part / _name(5, ".log")).write_bytes(b"".join(later))
+    (part / _name(3, ".snapshot")).write_bytes(encode_producer_snapshot(
+        [ProducerSnapshotEntry(9, 0, 1, 2, 1, 1000, -1, 1)]))  # currentTxnFirstOffset 1
+    (root / "replication-offset-checkpoint").write_text("0\n1\ntx 0 8\n")
+    if cleaner_offset is not None:
+        (root / "cleaner-offset-checkpoint").write_text(f"0\n1\ntx 0 {cleaner_offset}\n")
+    (pd,) = discover(str(root))
+    return pd
+
+
 def test_a_transaction_begun_below_the_cleaner_checkpoint_is_complete_even_without_its_marker(tmp_path):
-    """A snapshot taken before the log cleaner ran lists producer 9's transaction open at offset 1; the cleaner
-    (which only cleans stable offsets) later removed its batches and its COMMIT. Without the cleaner checkpoint the
-    walk from that snapshot never meets a marker; with it, the transaction is known complete."""
-    batches = [_batch(0, 1), _batch(3, 2), _batch(5, 3)]
-    entry = ProducerSnapshotEntry(9, 0, 1, 2, 1, 1000, -1, 1)  # currentTxnFirstOffset 1
-    pd = _txn_partition(tmp_path / "a", batches, hw=8, snapshot=(3, [entry]))
-    assert last_stable_offset(pd) == 1  # nothing says the transaction ended: it holds the read down
-    root = tmp_path / "b" / "txlog"
-    pd = _txn_partition(tmp_path / "b", batches, hw=8, snapshot=(3, [entry]))
-    (root / "cleaner-offset-checkpoint").write_text("0\n1\ntx 0 5\n")
-    (pd,) = discover(str(root))
-    assert pd.cleaner_offset == 5 and last_stable_offset(pd) == 8
-    (root / "cleaner-offset-checkpoint").write_text("0\n1\ntx 0 1\n")  # cleaned only below the transaction
-    (pd,) = discover(str(root))
-    assert last_stable_offset(pd) == 1
+    """The log cleaner cleans only stable offsets, so a transaction begun below its checkpoint had completed, even
+    when the cleaner has since removed its marker and an older snapshot still lists it open."""
+    plain = [_batch(5, 3)]
+    assert last_stable_offset(_cleaned_txn_dir(tmp_path / "a", plain, cleaner_offset=None)) == 1  # nothing says so
+    assert last_stable_offset(_cleaned_txn_dir(tmp_path / "b", plain, cleaner_offset=5)) == 8
+    assert last_stable_offset(_cleaned_txn_dir(tmp_path / "c", plain, cleaner_offset=1)) == 1  # cleaned below it
+    # a checkpoint above the active segment's base is no cleaner's (the active segment is never cleaned): ignored
+    assert last_stable_offset(_cleaned_txn_dir(tmp_path / "d", plain, cleaner_offset=6)) == 1
+    # the same producer's NEW transaction from offset 5, still open: forgetting the cleaned one must not forget it
+    reused = [_batch(5, 2, pid=9, transactional=True), _batch(7, 1)]
+    assert last_stable_offset(_cleaned_txn_dir(tmp_path / "e", reused, cleaner_offset=5)) == 5
 
 
 def _retention_deleted_txn_dir(root, *, keep_low_snapshot: bool, hw: int, marker_at: int | None = None):

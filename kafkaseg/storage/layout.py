@@ -730,6 +730,27 @@ def last_stable_offset(partition_dir: PartitionDir, *,
                 before_walk = {pid: first for pid, first in snapshot.ongoing_transactions().items()
                                if first < start_offset}
                 break
+    # The log cleaner only cleans below the first unstable offset (LogCleanerManager's firstUncleanableDirtyOffset,
+    # itself at most the active segment's base), so a transaction begun below cleaner-offset-checkpoint had
+    # completed when it cleaned: its marker may since be gone (dropped with the transaction's last batch, or past
+    # the delete horizon), which a walk from a snapshot taken before the cleaning cannot see. Such transactions are
+    # forgotten once the walk reaches the checkpoint, so a later batch of the same producer opens a new one. A
+    # checkpoint above the active segment's base (or the log end) is no cleaner's: copied from another time, it is
+    # ignored, as LogCleanerManager resets one past the log end.
+    cleaned = partition_dir.cleaner_offset
+    if cleaned is not None and cleaned > partition_dir.segments[-1].base_offset:
+        cleaned = None
+    forgotten = cleaned is None
+
+    def forget_cleaned():
+        nonlocal open_txns, before_walk, forgotten
+        if not forgotten:
+            open_txns = {pid: first for pid, first in open_txns.items() if first >= cleaned}
+            before_walk = {pid: first for pid, first in before_walk.items() if first >= cleaned}
+            forgotten = True
+
+    if not forgotten and start_offset >= cleaned:
+        forget_cleaned()
     fs_ = partition_dir.filesystem
     for i, segment in enumerate(partition_dir.segments):
         next_base = partition_dir.segments[i + 1].base_offset if i + 1 < len(partition_dir.segments) else None
@@ -750,6 +771,8 @@ def last_stable_offset(partition_dir: PartitionDir, *,
             try:
                 for header in reader.iter_headers(position, max_batch_bytes=max_batch_bytes):
                     walked_to = header.next_offset
+                    if not forgotten and header.last_offset >= cleaned:
+                        forget_cleaned()
                     if header.last_offset < start_offset or header.producer_id < 0 or header.magic < 2:
                         continue
                     pid = header.producer_id
@@ -790,14 +813,7 @@ def last_stable_offset(partition_dir: PartitionDir, *,
                 raise err
             errors.append(err)
             del open_txns[pid]
-    # The log cleaner only cleans below the first unstable offset (LogCleanerManager's firstUncleanableDirtyOffset),
-    # so a transaction begun below cleaner-offset-checkpoint had completed when it cleaned: its marker may since be
-    # gone (dropped with the transaction's last batch, or past the delete horizon), which a walk from a snapshot
-    # taken before the cleaning cannot see.
-    cleaned = partition_dir.cleaner_offset
-    if cleaned is not None:
-        open_txns = {pid: first for pid, first in open_txns.items() if first >= cleaned}
-        before_walk = {pid: first for pid, first in before_walk.items() if first >= cleaned}
+    forget_cleaned()
     firsts = list(open_txns.values()) + list(unreplicated.values()) + list(before_walk.values())
     log_start = partition_dir.log_start_offset
     return min([bound] + [max(first, log_start if log_start is not None else first) for first in firsts])
