@@ -54,7 +54,7 @@ from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATIO
 from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, check_one_incarnation, choose_replicas, discover,
-                                     last_stable_offset,
+                                     last_stable_offset, transactions_open_at,
                                      partition_log_end_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot
@@ -516,7 +516,8 @@ class _Partition:
         seg = self.segments[i]
         with SegmentReader(seg.log_path, self.fs) as reader:
             try:
-                return unindexed_abort(reader, index, max_batch_bytes=self.options.max_batch_bytes)
+                return unindexed_abort(reader, index, max_batch_bytes=self.options.max_batch_bytes,
+                                       open_at_base=transactions_open_at(self.pdir, seg.base_offset))
             except CorruptDataError:
                 return None  # the log walk that would replace the file meets the same framing: let it decide
 

@@ -411,6 +411,31 @@ def test_a_stale_txn_index_past_the_recovery_point_is_not_trusted(tmp_path):
                for _, why in scan.plan.report.indexes_rebuilt)
 
 
+def test_a_stale_txn_index_missing_an_abort_of_a_transaction_from_the_previous_segment(tmp_path):
+    """The segment rolled between a transaction's data and its ABORT: the producer snapshot Kafka writes at the
+    roll says the transaction was open at the new segment's base, so its ABORT there needs an entry too."""
+    import kafkaseg
+    from kafkaseg.testing import ControlType, build_control_batch
+
+    log_dir = tmp_path / "broker0"
+    writer = PartitionWriter(log_dir / "tx-0")
+    writer.append(build_batch_v2([Record(0, T0, b"k", b"v")]))
+    writer.append(build_batch_v2([Record(1, T0, b"k", b"a"), Record(2, T0, b"k", b"b")], is_transactional=True,
+                                 producer_id=7, producer_epoch=0, base_sequence=0))
+    writer.roll(3)
+    writer.append(build_control_batch(3, T0, ControlType.ABORT, producer_id=7, producer_epoch=0))
+    writer.append(build_batch_v2([Record(4, T0, b"k", b"v")]))
+    writer.close()
+    assert (log_dir / "tx-0" / "00000000000000000003.snapshot").exists()
+    (txnindex,) = (log_dir / "tx-0").glob("*3.txnindex")
+    committed = {"kafka.isolation.level": "read_committed"}
+    write_offset_checkpoint(log_dir / "replication-offset-checkpoint", {("tx", 0): 5})
+    assert kafkaseg.read_arrow(str(log_dir), **committed)["offset"].to_pylist() == [0, 4]
+    txnindex.write_bytes(b"")
+    write_offset_checkpoint(log_dir / "recovery-point-offset-checkpoint", {("tx", 0): 3})
+    assert kafkaseg.read_arrow(str(log_dir), **committed)["offset"].to_pylist() == [0, 4]
+
+
 def test_one_percent_offset_range_plans_at_most_two_percent_of_bytes(corpus_dir, tmp_path):
     log_dir = tmp_path / "b"
     log, _ = write_partition(log_dir, "big", 0, records=20000, per_batch=4, value_size=90)

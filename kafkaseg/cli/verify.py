@@ -41,7 +41,7 @@ import numpy as np
 from kafkaseg.cli.common import SkippedFolder, decode_batch, skipped_folders, whole_partition_offsets
 from kafkaseg.errors import CorruptCheckpointError, KafkaSegError, LayoutError
 from kafkaseg.storage import fs as _fs
-from kafkaseg.storage.layout import PartitionDir, check_one_incarnation, discover
+from kafkaseg.storage.layout import PartitionDir, check_one_incarnation, discover, transactions_open_at
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot
 from kafkaseg.storage.segment import SegmentReader
@@ -411,14 +411,15 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                 add(WARNING, seg.txnindex_path, len(txn) * txn.ENTRY_SIZE,
                     f"{txn.trailing_bytes} bytes of a partial entry (ignored)")
             with SegmentReader(path, pdir.filesystem) as reader:
-                missing = unindexed_abort(reader, txn, max_batch_bytes=None)
+                missing = unindexed_abort(reader, txn, max_batch_bytes=None,
+                                          open_at_base=transactions_open_at(pdir, seg.base_offset))
             if missing is not None:
                 next_base = pdir.segments[i + 1].base_offset if i + 1 < len(pdir.segments) else None
                 recovered = next_base is None or (pdir.recovery_point is not None
                                                   and next_base > pdir.recovery_point)
                 add(WARNING if recovered else ERROR, seg.txnindex_path, None,
                     f"no entry for producer {missing[0]}'s ABORT marker at offset {missing[1]}, whose transaction "
-                    "has data in this segment: read_committed readers would return the aborted records"
+                    "has data in this segment or was open at its base: read_committed readers would return the aborted records"
                     + ("; the segment is past the recovery point, so a broker's recovery rebuilds the file (kafkaseg"
                        " derives the aborts from the log)" if recovered else ""))
         except KafkaSegError as err:

@@ -53,6 +53,7 @@ __all__ = [
     "discover",
     "choose_replicas",
     "check_one_incarnation",
+    "transactions_open_at",
     "last_stable_offset",
     "partition_log_end_offset",
 ]
@@ -671,6 +672,21 @@ def partition_log_end_offset(partition_dir: PartitionDir, *,
         return None
     return log_end_offset(partition_dir.segments[-1], filesystem=partition_dir.filesystem,
                           max_batch_bytes=max_batch_bytes)
+
+
+def transactions_open_at(partition_dir: PartitionDir, offset: int) -> tuple[int, ...]:
+    """Producers with a transaction open at ``offset`` by the producer snapshot named for exactly that offset
+    (Kafka writes one at each segment roll, named for the new segment's base); empty when there is none or it
+    is unreadable."""
+    from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
+
+    for path in partition_dir.snapshot_paths:
+        if snapshot_offset_from_name(_fs.basename(path)) == offset:
+            try:
+                return tuple(read_producer_snapshot(path, partition_dir.filesystem).ongoing_transactions())
+            except (CorruptDataError, LayoutError):
+                return ()
+    return ()
 
 
 def last_stable_offset(partition_dir: PartitionDir, *,

@@ -211,15 +211,18 @@ def _marker_type(reader: SegmentReader, header: BatchHeader) -> int | None:
 
 
 def unindexed_abort(reader: SegmentReader, index: TransactionIndex, *,
-                    max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> tuple[int, int] | None:
+                    max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
+                    open_at_base: Iterable[int] = ()) -> tuple[int, int] | None:
     """``(producer id, marker offset)`` of the first ABORT marker in the segment that ends a transaction with data
     earlier in the same segment but has no entry in ``index``: the file is stale (a crash wrote the log's page but
     not the index's, or a live copy took the index first; the broker's recovery rebuilds it). None when every such
-    marker has its entry. A marker whose transaction began in an earlier segment, or had no data (no entry then,
-    ``ProducerAppendInfo.appendEndTxnMarker``), is not checked: that needs the partition's walk. A header walk
-    (control batches read whole); a torn tail ends it, corrupt framing raises."""
+    marker has its entry. ``open_at_base``: producers with a transaction open at the segment's base (from the
+    producer snapshot Kafka writes there at the roll), whose markers are checked too. A marker of a transaction
+    that had no data (no entry then, ``ProducerAppendInfo.appendEndTxnMarker``), or began in an earlier segment
+    not in ``open_at_base``, is not checked: that needs the partition's walk. A header walk (control batches read
+    whole); a torn tail ends it, corrupt framing raises."""
     indexed = {(entry.producer_id, entry.last_offset) for entry in index}
-    with_data: set[int] = set()
+    with_data: set[int] = set(open_at_base)
     for header in reader.iter_headers(0, max_batch_bytes=max_batch_bytes):
         pid = header.producer_id
         if header.magic < 2 or pid < 0:
