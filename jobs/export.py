@@ -175,26 +175,33 @@ class UsageError(Exception):
 
 
 def _location(path: str) -> str:
-    """A comparable form of a path: the local real path (a glob cut at its first wildcard), or the URI normalized."""
+    """A comparable form of a path: the local real path (a glob cut at its first wildcard), or the URI without its
+    query and user info, with ``s3a://``/``s3n://`` (Spark's names) as ``s3://``, normalized."""
     import posixpath
 
     text = str(path)
     if text.startswith("file://"):
         text = text[len("file://"):]
+    scheme = None
+    if "://" in text:
+        scheme, _, text = text.partition("://")
+        text = text.split("?", 1)[0]
+        host, slash, rest = text.partition("/")
+        text = host.rpartition("@")[2] + slash + rest
+        scheme = {"s3a": "s3", "s3n": "s3"}.get(scheme.lower(), scheme.lower())
     parts = text.split("/")
     for i, part in enumerate(parts):
         if any(c in part for c in "*?["):
             text = "/".join(parts[:i]) or "/"
             break
-    if "://" in text:
-        scheme, _, rest = text.partition("://")
-        return f"{scheme}://{posixpath.normpath(rest)}"
+    if scheme is not None:
+        return f"{scheme}://{posixpath.normpath(text)}"
     return os.path.realpath(text)
 
 
 def _log_dirs(data_dirs: Sequence[str]) -> list[str]:
     """The Kafka log dirs the data dirs are or are in: a partition dir's or a ``.log`` file's parent log dir, each
-    glob's matches (from discovery), else the paths as given."""
+    glob's matches (from discovery; as URIs on other filesystems), else the paths as given."""
     from kafkaseg.errors import KafkaSegError
     from kafkaseg.storage import fs as _fs
     from kafkaseg.storage.layout import discover
@@ -203,22 +210,32 @@ def _log_dirs(data_dirs: Sequence[str]) -> list[str]:
         found = discover(list(data_dirs))
     except KafkaSegError:
         return [str(d) for d in data_dirs]
-    dirs = {pdir.log_dir or _fs.parent(pdir.path) for pdir in found}
-    return sorted(d for d in dirs if d) or [str(d) for d in data_dirs]
+    dirs = set()
+    for pdir in found:
+        d = pdir.log_dir or _fs.parent(pdir.path)
+        if d and not _fs.is_local(pdir.filesystem):  # pyarrow names it without its scheme: bucket/key
+            d = f"{pdir.filesystem.type_name}://{d}"
+        if d:
+            dirs.add(d)
+    return sorted(dirs) or [str(d) for d in data_dirs]
 
 
 def check_output_location(output: str, data_dirs: Sequence[str]) -> None:
     """Refuse an output equal to or inside a Kafka log dir that holds the data (a broker fails a log dir holding a
     folder that is not a topic-partition), also when a partition dir or ``.log`` file of it was given, or containing
     one (an overwrite would delete it)."""
+    from kafkaseg.storage.fs import redact
+
     out = _location(output)
     for data in _log_dirs(data_dirs):
         d = _location(data)
         if out == d or out.startswith(d.rstrip("/") + "/"):
-            raise UsageError(f"--output {output} is inside --data-dir {data}: a Kafka log dir must hold only "
-                             "topic-partition folders (a broker fails it otherwise); write the table elsewhere")
+            raise UsageError(f"--output {redact(output)} is inside --data-dir {redact(data)}: a Kafka log dir must "
+                             "hold only topic-partition folders (a broker fails it otherwise); write the table "
+                             "elsewhere")
         if d.startswith(out.rstrip("/") + "/"):
-            raise UsageError(f"--data-dir {data} is inside --output {output}; write the table elsewhere")
+            raise UsageError(f"--data-dir {redact(data)} is inside --output {redact(output)}; write the table "
+                             "elsewhere")
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -251,7 +251,8 @@ def _write(answers, output: str, fmt: str, mode: str) -> None:
     import pyarrow.dataset as ds
     from deltalake import write_deltalake
 
-    staging = output.rstrip("/") + ".staging"
+    base, question, query = output.partition("?") if "://" in output else (output, "", "")
+    staging = base.rstrip("/") + ".staging" + question + query
     answers.write.mode("overwrite").parquet(staging)
     try:
         dataset = ds.dataset(staging, format="parquet", schema=OUTPUT_SCHEMA)

@@ -172,7 +172,9 @@ def test_existing_table_offsets_and_columns_without_spark(tmp_path, fmt):
 @pytest.mark.parametrize("output, data, inside", [
     ("/k/data/export", "/k/data", True), ("/k/data", "/k/data/", True), ("/k", "/k/data", True),
     ("/k/data-export", "/k/data", False), ("/k/out/x", "/k/data/*", False), ("/k/data/x", "/k/data/orders-*", True),
-    ("s3://b/data/x", "s3://b/data", True), ("s3://b/other", "s3://b/data", False)])
+    ("s3://b/data/x", "s3://b/data", True), ("s3://b/other", "s3://b/data", False),
+    ("s3a://b/data/x", "s3://b/data?region=x", True), ("s3://b?region=x", "s3://K:S@b/data?region=x", True),
+    ("s3a://b/out", "s3://b/data", False)])
 def test_output_inside_a_data_dir_is_refused(output, data, inside):
     if inside:
         with pytest.raises(export.UsageError, match="inside"):

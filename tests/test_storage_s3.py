@@ -437,3 +437,15 @@ def test_a_big_slice_is_read_in_few_large_requests(s3, tmp_path):
         table = pa.Table.from_batches(list(read_slice(piece, scan.options, **kwargs)))
         assert _normalized(table).equals(_normalized(expected))
         assert [r.range for r in s3.take() if r.kind == "GET"] == [f"bytes=0-{size - 1}"]
+
+
+def test_the_export_refuses_an_output_in_an_s3_data_dir(s3):
+    """The output guard compares the log dirs discovery found (named bucket/key by pyarrow) as URIs, with queries,
+    user info and Spark's s3a:// scheme set aside; table checks join paths before a URI's query."""
+    from jobs import export
+
+    for output in (s3.uri(), s3.uri("out"), s3.uri(prefix="backups"), "s3a://" + f"{BUCKET}/{PREFIX}/out"):
+        with pytest.raises(export.UsageError, match="inside"):
+            export.check_output_location(output, [s3.uri()])
+    export.check_output_location(s3.uri(prefix="exports"), [s3.uri()])
+    assert export.table_exists(s3.uri(prefix="exports"), "delta") is False

@@ -102,11 +102,15 @@ def open_filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     """The filesystem holding ``path`` and the path as that filesystem names it.
 
     Plain paths (no ``scheme://``) are local and come back absolute; URIs go through
-    :func:`pyarrow.fs.FileSystem.from_uri` (``file://``, ``s3://bucket/key``, ``hdfs://host/path``, ...).
+    :func:`pyarrow.fs.FileSystem.from_uri` (``file://``, ``s3://bucket/key``, ``hdfs://host/path``, ...), with
+    Hadoop's ``s3a://``/``s3n://`` read as ``s3://``.
     """
     path = os.fspath(path)
     if "://" not in path:
         return pafs.LocalFileSystem(), os.path.abspath(path)
+    scheme, _, rest = path.partition("://")
+    if scheme.lower() in ("s3a", "s3n"):  # Hadoop's names for the same S3 objects (what Spark jobs write)
+        path = "s3://" + rest
     try:
         filesystem, normalized = pafs.FileSystem.from_uri(path)
     except (ValueError, OSError) as exc:
@@ -128,7 +132,11 @@ def _resolve(filesystem: pafs.FileSystem | None, path: str) -> tuple[pafs.FileSy
 
 
 def join(base: str, *names: str) -> str:
-    """Join path parts with ``/`` (what every pyarrow filesystem, local ones included on POSIX, uses)."""
+    """Join path parts with ``/`` (what every pyarrow filesystem, local ones included on POSIX, uses); a URI's
+    query stays at the end (``s3://b/t?region=x`` + ``_delta_log`` -> ``s3://b/t/_delta_log?region=x``)."""
+    if "://" in base and "?" in base:
+        base, _, query = base.partition("?")
+        return posixpath.join(base, *names) + "?" + query
     return posixpath.join(base, *names)
 
 
