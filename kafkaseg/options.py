@@ -289,8 +289,10 @@ class ReadOptions:
             "filterPushdown": self.filter_pushdown,
             "readMode": self.read_mode,
         })
-        if self.paths:
-            out["paths"] = list(self.paths)
+        if self.paths:  # masked: this dict goes into plan reports, which are files other users may read
+            from kafkaseg.storage.fs import redact
+
+            out["paths"] = [redact(p) for p in self.paths]
         if self.ignored:
             out["ignored"] = list(self.ignored)
         return out

@@ -296,6 +296,22 @@ def test_credentials_in_a_uri_never_reach_an_error_message(s3):
         assert "wJalrXUtn" not in str(caught.value) and "AKIDEXAMPLE:***@" in str(caught.value)
 
 
+def test_credentials_in_a_uri_stay_out_of_plan_reports_and_cli_output(s3, capsys):
+    """Plan reports (files other users of the host may read) and dump/locate output mask the secret too."""
+    uri = s3.uri().replace("s3://", "s3://testing:testing@")
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.planning import plan_scan
+
+    plan = plan_scan(None, ReadOptions.from_options({"path": uri, "subscribe": "orders"}))  # as Spark passes it
+    assert "testing:***@" in str(plan.report.as_dict()["options"]["paths"])
+    assert "testing:testing" not in str(plan.report.as_dict())
+    segment = s3.uri("orders-0/00000000000000000000.log").replace("s3://", "s3://testing:testing@")
+    assert cli_main(["dump", "--files", segment]) == 0
+    assert cli_main(["locate", "--data-dir", uri, "--topic", "orders", "--partition", "7", "--offset", "1"]) == 1
+    printed = capsys.readouterr()
+    assert "Dumping s3://testing:***@" in printed.out and "testing:testing" not in printed.out + printed.err
+
+
 def _lookup_job():
     spec = importlib.util.spec_from_file_location("lookup_job", Path(__file__).resolve().parents[1] / "jobs/lookup.py")
     module = importlib.util.module_from_spec(spec)

@@ -111,9 +111,9 @@ class DumpReport:
             for a, b in reversed(pairs):
                 print(f"  {a} is followed by {b}", file=err)
         for path, position, detail in self.invalid_batches:
-            print(f"Invalid batch in {path} at byte {position}: {detail}", file=err)
+            print(f"Invalid batch in {_fs.redact(path)} at byte {position}: {detail}", file=err)
         for path, message in self.errors:
-            print(f"Error dumping {path}: {message}", file=err)
+            print(f"Error dumping {_fs.redact(path)}: {_fs.redact(message)}", file=err)
 
     def json_rows(self):
         """The same findings as JSON objects (``--json``: printed to stdout, in file order), one per finding."""
@@ -539,6 +539,6 @@ def dump_files(files: list[str], options: DumpOptions, out=None, err=None, progr
 def _say(out, options: DumpOptions, path: str, text: str, **fields) -> None:
     """A DumpLogSegments line, or with ``--json`` the object ``{"file": path, **fields}``."""
     if options.json:
-        print(json.dumps({"file": path, **fields}), file=out)
+        print(json.dumps({"file": _fs.redact(path), **fields}), file=out)
     else:
-        print(text, file=out)
+        print(_fs.redact(text), file=out)

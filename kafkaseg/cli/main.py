@@ -325,7 +325,10 @@ def _cmd_locate(args) -> int:
 
     partitions = _partitions_for(args.data_dir, re.compile(re.escape(args.topic)), {args.partition})
     if not partitions:
-        print(f"no partition {args.topic}-{args.partition} under {', '.join(args.data_dir)}", file=sys.stderr)
+        from kafkaseg.storage.fs import redact
+
+        print(f"no partition {args.topic}-{args.partition} under {', '.join(map(redact, args.data_dir))}",
+              file=sys.stderr)
         return EXIT_FAILED
     pdir = partitions[0]
     with PartitionLookup(pdir, isolation=args.isolation) as lookup:
