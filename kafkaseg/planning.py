@@ -287,11 +287,27 @@ def pack_slices(slices: Sequence[SegmentSlice], target_bytes: int, open_cost: in
     if current:
         units.append(tuple(current))
     wanted = min(min_partitions or 0, len(slices))
-    while len(units) < wanted:  # one slice larger than the target leaves the rest too few units: split the
-        k = max((k for k in range(len(units)) if len(units[k]) > 1),  # costliest unit of several slices
-                key=lambda k: sum(s.size_bytes + open_cost for s in units[k]))
-        half = len(units[k]) // 2
-        units[k:k + 1] = [units[k][:half], units[k][half:]]
+    if len(units) < wanted:  # one slice larger than the target left the rest too few units: split the costliest
+        import heapq      # unit of several slices in halves until there are enough
+
+        order = {id(piece): k for k, piece in enumerate(slices)}
+
+        def entry(unit):
+            return -sum(s.size_bytes + open_cost for s in unit), order[id(unit[0])], unit
+
+        heap = [entry(unit) for unit in units if len(unit) > 1]
+        done = [unit for unit in units if len(unit) == 1]
+        heapq.heapify(heap)
+        count = len(units)
+        while count < wanted and heap:
+            unit = heapq.heappop(heap)[2]
+            for half in (unit[:len(unit) // 2], unit[len(unit) // 2:]):
+                if len(half) > 1:
+                    heapq.heappush(heap, entry(half))
+                else:
+                    done.append(half)
+            count += 1
+        units = sorted(done + [item[2] for item in heap], key=lambda unit: order[id(unit[0])])
     return units
 
 

@@ -196,6 +196,9 @@ def test_copies_of_different_topic_incarnations_or_clusters_are_refused(corpus_d
 
     problems = [p for p in verify_paths([str(a), str(b)], deep=False).problems if p.severity == "error"]
     assert len(problems) == 1 and "different incarnations" in problems[0].message
+    from kafkaseg.cli.main import main
+
+    assert main(["verify", str(a), str(b), "--shallow", "--no-progress"]) == 1  # the command, as verify_paths
     assert len(read_arrow(str(a))) > 0  # each alone reads
     write_partition_metadata(b / "temperature-0" / "partition.metadata", "EjRWeBI0VngSNFZ4EjRWeA")
     (b / "meta.properties").write_text("version=1\nnode.id=2\ncluster.id=other\n")

@@ -108,7 +108,7 @@ def _cmd_dump(args) -> int:
 
 def _cmd_verify(args) -> int:
     from kafkaseg.cli.common import skipped_folders
-    from kafkaseg.cli.verify import VerifyReport, report_skipped_folders, verify_partition
+    from kafkaseg.cli.verify import VerifyReport, report_incarnations, report_skipped_folders, verify_partition
     from kafkaseg.storage.layout import discover
 
     skipped: list[tuple[str, str]] = []
@@ -116,6 +116,7 @@ def _cmd_verify(args) -> int:
     total = sum(p.size_bytes for p in partitions)
     progress = _Progress(not args.no_progress and total > (16 << 20), total, "verify")
     report = VerifyReport()
+    report_incarnations(report, partitions)
     try:
         for pdir in partitions:
             verify_partition(pdir, report, deep=not args.shallow, progress=progress)

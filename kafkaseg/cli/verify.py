@@ -675,20 +675,25 @@ def report_skipped_folders(report: VerifyReport, folders: list[SkippedFolder]) -
     report.flush_omitted()
 
 
+def report_incarnations(report: VerifyReport, partitions: list[PartitionDir]) -> None:
+    """What reads refuse, as errors: a topic whose copies come from two incarnations (topic ids) or clusters."""
+    by_topic: dict[str, list[PartitionDir]] = {}
+    for pdir in partitions:
+        by_topic.setdefault(pdir.topic, []).append(pdir)
+    for copies in by_topic.values():
+        try:
+            check_one_incarnation(copies)
+        except LayoutError as err:
+            report.add(ERROR, copies[0].path, None, str(err))
+
+
 def verify_paths(paths: list[str], *, deep: bool = True, progress=None) -> VerifyReport:
     """Verify every partition found under ``paths`` (see :func:`kafkaseg.storage.layout.discover`) and report the
     folders skipped in the log dirs among them."""
     report = VerifyReport()
     skipped: list[tuple[str, str]] = []
     found = discover(paths, skipped=skipped)
-    by_topic: dict[str, list[PartitionDir]] = {}
-    for pdir in found:
-        by_topic.setdefault(pdir.topic, []).append(pdir)
-    for topic, copies in by_topic.items():  # what reads refuse: copies from two incarnations or clusters
-        try:
-            check_one_incarnation(copies)
-        except LayoutError as err:
-            report.add(ERROR, copies[0].path, None, str(err))
+    report_incarnations(report, found)
     for pdir in found:
         verify_partition(pdir, report, deep=deep, progress=progress)
     report_skipped_folders(report, skipped_folders(skipped))
