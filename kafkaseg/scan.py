@@ -29,7 +29,7 @@ from kafkaseg.errors import DataLossError, KafkaSegError, LayoutError, Truncated
 from kafkaseg.options import ReadOptions
 from kafkaseg.planning import ScanPlan, SegmentSlice, plan_scan
 from kafkaseg.schema import arrow_schema
-from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, is_local, same_file
+from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, is_local, redact, same_file
 from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE
 
 __all__ = ["ScanMetrics", "read_slice", "iter_batches", "read_arrow", "open_scan", "Scan"]
@@ -150,14 +150,23 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
     if opened is None:
         return
     reading = _SliceDecoder(piece, options, metrics)
-    with opened as reader:
-        end = min(piece.end_position, reader.size)
-        pos = piece.start_position
-        if options.read_mode != "pread" and reader.mappable:
-            pos = yield from reading.mapped(reader, pos, end, map_window_bytes, read_chunk_bytes)
-        if pos < end and not reading.finished:
-            fetch = read_chunk_bytes if is_local(reader.filesystem) else max(read_chunk_bytes, REMOTE_READ_BYTES)
-            yield from reading.preads(reader, pos, end, read_chunk_bytes, fetch)
+    try:
+        with opened as reader:
+            end = min(piece.end_position, reader.size)
+            pos = piece.start_position
+            if options.read_mode != "pread" and reader.mappable:
+                pos = yield from reading.mapped(reader, pos, end, map_window_bytes, read_chunk_bytes)
+            if pos < end and not reading.finished:
+                fetch = read_chunk_bytes if is_local(reader.filesystem) else max(read_chunk_bytes, REMOTE_READ_BYTES)
+                yield from reading.preads(reader, pos, end, read_chunk_bytes, fetch)
+    except LayoutError as exc:
+        # An object store has no rename: a remote segment deleted after planning (retention on the source, a
+        # sync with --delete) shows only when a read of a file kept open from planning fails. Before any of its
+        # records were returned, it is lost as a deleted local segment is; after, the read cannot be undone.
+        if reading.emitted or is_local(piece.filesystem) or not _is_missing(exc.__cause__):
+            raise
+        _lost(piece, options, metrics, "is gone since planning")
+        return
     with metrics._lock:
         metrics.slices += 1
         metrics.decode.add(reading.stats)
@@ -177,7 +186,7 @@ def _open_planned_segment(piece: SegmentSlice, options: ReadOptions, metrics: Sc
     try:
         reader = RandomAccessReader(piece.log_path, piece.filesystem)
     except LayoutError as exc:
-        if not isinstance(exc.__cause__, FileNotFoundError):
+        if not _is_missing(exc.__cause__):
             raise
         why = "is gone"
     else:
@@ -195,7 +204,7 @@ def _open_planned_segment(piece: SegmentSlice, options: ReadOptions, metrics: Sc
         try:
             reader = RandomAccessReader(name, piece.filesystem)
         except LayoutError as exc:
-            if not isinstance(exc.__cause__, FileNotFoundError):
+            if not _is_missing(exc.__cause__):
                 tried.append(f"{os.path.basename(name)}: {exc.__cause__}")
             continue
         if same_file(piece.file_identity, reader) is not False:
@@ -203,16 +212,30 @@ def _open_planned_segment(piece: SegmentSlice, options: ReadOptions, metrics: Sc
                 metrics.vanished_segments.append((piece.log_path, *lost, f"read from {os.path.basename(name)}"))
             return reader
         reader.close()
-    message = (f"{piece.log_path} {why} since planning, and it is not under "
-               f"{' or '.join(os.path.basename(n) for n in names)}"
-               + (f" ({'; '.join(tried)})" if tried else "")
-               + f": a live broker deleted it (retention, the log cleaner, or the topic's deletion), so offsets "
-                 f"[{lost[0]}, {lost[1]}) of {piece.topic}-{piece.partition} in it are lost to this read")
+    _lost(piece, options, metrics, f"{why} since planning, and it is not under "
+          f"{' or '.join(os.path.basename(n) for n in names)}" + (f" ({'; '.join(tried)})" if tried else ""))
+    return None
+
+
+def _is_missing(cause: BaseException | None) -> bool:
+    """Whether a filesystem error says the file is not there (pyarrow's S3 client names it in the message)."""
+    return isinstance(cause, FileNotFoundError) or (
+        isinstance(cause, OSError) and any(word in str(cause) for word in ("RESOURCE_NOT_FOUND", "NoSuchKey",
+                                                                           "Path does not exist")))
+
+
+def _lost(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics, why: str) -> None:
+    """The planned segment of ``piece`` is gone: a :class:`~kafkaseg.errors.DataLossError` naming its offsets, or
+    with ``failOnDataLoss=false`` a skip recorded in ``metrics.vanished_segments``."""
+    lost = (max(piece.start_offset, piece.base_offset), piece.end_offset if piece.next_base_offset is None
+            else min(piece.end_offset, piece.next_base_offset))
+    message = (f"{redact(piece.log_path)} {why}: a live broker or a sync deleted it (retention, the log cleaner, or "
+               f"the topic's deletion), so offsets [{lost[0]}, {lost[1]}) of {piece.topic}-{piece.partition} in it "
+               "are lost to this read")
     if options.fail_on_data_loss:
         raise DataLossError(message + " (set failOnDataLoss=false to skip them)")
     with metrics._lock:
         metrics.vanished_segments.append((piece.log_path, *lost, "skipped (failOnDataLoss=false)"))
-    return None
 
 
 class _SliceDecoder:
@@ -226,6 +249,7 @@ class _SliceDecoder:
         self.base_request = _request(piece, options)
         self.kernel = _decode.decode
         self.stats = DecodeStats()
+        self.emitted = False  # whether a record batch of this slice was handed out
         self.constants = _ConstantColumns(piece)
         # Every offset in a segment is at least its base offset (the file name): content from elsewhere, e.g. a
         # segment copied over another, fails the kernels' monotonic-offset check on its first batch.
@@ -245,6 +269,7 @@ class _SliceDecoder:
         if not result.num_rows:
             return None
         self.metrics.output_batches += 1
+        self.emitted = True
         return _record_batch(self.constants, result.columns, result.num_rows, self.schema)
 
     def resume(self, reader: RandomAccessReader, result, pos: int, end: int) -> tuple[int, int]:

@@ -465,3 +465,28 @@ def test_the_export_refuses_an_output_in_an_s3_data_dir(s3):
             export.check_output_location(output, [s3.uri()])
     export.check_output_location(s3.uri(prefix="exports"), [s3.uri()])
     assert export.table_exists(s3.uri(prefix="exports"), "delta") is False
+
+
+def test_an_object_deleted_after_planning_is_data_loss_or_a_recorded_skip(s3):
+    """No rename on S3: a segment deleted after planning (retention on the source, a sync with --delete) shows
+    when the read of the file opened at planning fails; it is treated as a local segment gone for good."""
+    from kafkaseg.errors import DataLossError
+
+    client = pafs.S3FileSystem(endpoint_override=s3.endpoint, scheme="http")
+    prefix = "vanishing/data"
+    segment = f"{BUCKET}/{prefix}/orders-0/00000000000000000000.log"
+    for fail in (True, False):
+        pafs.copy_files(s3.local, f"{BUCKET}/{prefix}", destination_filesystem=client)
+        scan = kafkaseg.open_scan(s3.uri(prefix=prefix), subscribe="orders", failOnDataLoss=str(fail).lower())
+        client.delete_file(segment)
+        if fail:
+            with pytest.raises(DataLossError, match="00000000000000000000.log is gone since planning"):
+                scan.to_table()
+        else:
+            table = scan.to_table()
+            local = kafkaseg.read_arrow(s3.local, subscribe="orders")
+            ((path, lo, hi, what),) = scan.metrics.vanished_segments
+            assert path == segment and "skipped" in what
+            assert table.num_rows == local.num_rows - sum(1 for p, o in zip(local["partition"].to_pylist(),
+                                                                            local["offset"].to_pylist())
+                                                          if p == 0 and lo <= o < hi)
