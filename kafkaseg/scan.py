@@ -220,8 +220,8 @@ def _open_planned_segment(piece: SegmentSlice, options: ReadOptions, metrics: Sc
 def _is_missing(cause: BaseException | None) -> bool:
     """Whether a filesystem error says the file is not there (pyarrow's S3 client names it in the message)."""
     return isinstance(cause, FileNotFoundError) or (
-        isinstance(cause, OSError) and any(word in str(cause) for word in ("RESOURCE_NOT_FOUND", "NoSuchKey",
-                                                                           "Path does not exist")))
+        isinstance(cause, OSError) and any(word in str(cause) for word in (
+            "RESOURCE_NOT_FOUND", "NO_SUCH_KEY", "NoSuchKey", "Path does not exist")))
 
 
 def _lost(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics, why: str) -> None:
