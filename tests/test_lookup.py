@@ -3,6 +3,7 @@ record by record with kafka-python)."""
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
@@ -533,3 +534,25 @@ def test_a_lookup_over_many_segments_keeps_few_index_files_open(tmp_path):
             got.append(lookup.list_offset(t).offset)
             assert sum(1 for i in lookup._indexes.values() if getattr(i, "reader", None) is not None) <= 4
         assert got == expected and lookup.stats.files_opened > len(pdir.segments)
+
+
+def test_a_suspended_index_replaced_meanwhile_is_an_error_not_other_entries(tmp_path):
+    """An index closed by the open-file limit and reopened by name must still be the file the lookup read: a file
+    the broker swapped in meanwhile would answer with another segment's entries."""
+    import shutil
+
+    from kafkaseg.errors import LayoutError
+    from kafkaseg.storage.probed_index import OpenFileLimit
+
+    write_data_dir(tmp_path, [TopicSpec("q", records_per_partition=400, records_per_batch=2, value_size=100,
+                                        segment_bytes=1000)])
+    (pdir,) = discover(str(tmp_path))
+    last = 1_700_000_000_000 + 10 * 399
+    with PartitionLookup(pdir) as lookup:
+        lookup._open_files = OpenFileLimit(2)
+        assert lookup.list_offset(last).offset == 399  # every time index read; the first ones suspended
+        first = pdir.segments[0].timeindex_path
+        shutil.copy(first, first + ".new")
+        os.replace(first + ".new", first)
+        with pytest.raises(LayoutError, match="was replaced while a lookup used it"):
+            lookup._index(0, "time")._raw(0)  # a read that reaches the file (entries read before are cached)

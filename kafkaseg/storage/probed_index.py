@@ -17,7 +17,7 @@ from __future__ import annotations
 import struct
 from collections import OrderedDict
 
-from kafkaseg.errors import CorruptIndexError
+from kafkaseg.errors import CorruptIndexError, LayoutError
 from kafkaseg.storage.fs import RandomAccessReader
 
 __all__ = ["ProbedIndex", "LoadedIndexView", "OpenFileLimit"]
@@ -69,6 +69,7 @@ class ProbedIndex:
         if open_files is not None:
             open_files.used(self)
         self.path = self.reader.path
+        self._identity = self.reader.identity  # which file (local: device and inode), checked when reopened
         size = self.reader.size
         if size % self.entry.size:
             self.close()
@@ -94,8 +95,13 @@ class ProbedIndex:
         self._cache: dict[int, tuple[int, int]] = {}
 
     def _raw(self, i: int) -> tuple[int, int]:
-        if self.reader is None:  # suspended by the open-file limit: entries below count are as they were
-            self.reader = RandomAccessReader(self.path, self.filesystem)
+        if self.reader is None:  # suspended by the open-file limit: entries below count are as they were,
+            reader = RandomAccessReader(self.path, self.filesystem)  # if it is still the same file
+            if reader.identity != self._identity:
+                reader.close()
+                raise LayoutError(f"{self.path} was replaced while a lookup used it (a live broker's log cleaner or "
+                                  "retention): look up again")
+            self.reader = reader
             self.stats.files_opened += 1
         if self.open_files is not None:
             self.open_files.used(self)
