@@ -1309,6 +1309,8 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
         report.indexes_rebuilt.extend(sub.indexes_rebuilt)
         report.data_loss.extend(sub.data_loss)
         report.notes.extend(sub.notes)
+    for filesystem in {id(p.filesystem): p.filesystem for p in replicas}.values():
+        _fs.release_cached_blocks(filesystem)  # planning's small reads are done; reads fetch big ranges
     return ScanPlan(slices, report)
 
 

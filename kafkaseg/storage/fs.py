@@ -63,6 +63,7 @@ __all__ = [
     "DEFAULT_SMALL_FILE_CAP",
     "MAPPING_AVAILABLE",
     "REMOTE_BLOCK_BYTES",
+    "release_cached_blocks",
     "REMOTE_CACHE_BYTES",
     "REMOTE_READ_BYTES",
 ]
@@ -257,6 +258,19 @@ class _RemoteFiles:
         data = found[0] if len(found) == 1 else b"".join(found)
         offset = position - numbers[0] * block
         return data[offset:offset + length]
+
+
+def release_cached_blocks(filesystem: pafs.FileSystem | None) -> None:
+    """Drop the small-read blocks kept for ``filesystem`` (planning's working set; a scan object kept in a notebook
+    would otherwise hold them, up to :data:`REMOTE_CACHE_BYTES`, as long as it lives). Open files are kept."""
+    if is_local(filesystem):
+        return
+    with _REMOTE_LOCK:
+        files = _REMOTE.get(id(filesystem))
+    if files is not None:
+        with files._lock:
+            files._blocks.clear()
+            files.cached_bytes = 0
 
 
 _REMOTE: dict[int, _RemoteFiles] = {}
