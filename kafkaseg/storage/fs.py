@@ -316,7 +316,7 @@ def read_small_file(path: str, filesystem: pafs.FileSystem | None = None, *,
 
 
 def file_identity(path: str, filesystem: pafs.FileSystem | None = None) -> tuple[str, int, int] | None:
-    """``(host name, st_dev, st_ino)`` of a local file, None for other filesystems or when it cannot be stat'ed.
+    """``(host and mount namespace, st_dev, st_ino)`` of a local file, None for other filesystems or when it cannot be stat'ed.
     Device and inode numbers only name a file on the host that took them: a shared mount (NFS, FUSE) numbers
     devices per client and FUSE file systems often invent inodes, so :func:`same_file` compares them only there."""
     if not is_local(filesystem):
@@ -325,13 +325,35 @@ def file_identity(path: str, filesystem: pafs.FileSystem | None = None) -> tuple
         info = os.stat(path)
     except OSError:
         return None
-    return socket.gethostname(), info.st_dev, info.st_ino
+    return _host_key(), info.st_dev, info.st_ino
+
+
+def _host_key() -> str:
+    """This host and mount namespace: device numbers mean the same file only within both (containers sharing a
+    host name, e.g. on host networking, may mount the same share with other device numbers)."""
+    global _HOST_KEY
+    if _HOST_KEY is None:
+        parts = [socket.gethostname()]
+        try:
+            with open("/proc/sys/kernel/random/boot_id") as boot:
+                parts.append(boot.read().strip())
+        except OSError:
+            parts.append("")
+        try:
+            parts.append(os.readlink("/proc/self/ns/mnt"))
+        except OSError:
+            parts.append("")
+        _HOST_KEY = "|".join(parts)
+    return _HOST_KEY
+
+
+_HOST_KEY: str | None = None
 
 
 def same_file(planned: tuple[str, int, int] | None, reader: "RandomAccessReader") -> bool | None:
     """Whether ``reader`` has the file :func:`file_identity` described; None when that cannot be told (no
     identity, another filesystem, or another host than the one that took it)."""
-    if planned is None or reader.identity is None or planned[0] != socket.gethostname():
+    if planned is None or reader.identity is None or planned[0] != _host_key():
         return None
     return reader.identity == planned[1:]
 
