@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from kafkaseg.cli.common import decode_batch, whole_partition_offsets
 from kafkaseg.errors import KafkaSegError
+from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import PartitionDir, discover, last_stable_offset
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import SegmentReader
@@ -192,9 +193,18 @@ def describe_paths(paths: list[str], *, full: bool = False, progress=None,
                    skipped: list[tuple[str, str]] | None = None) -> list[PartitionDescription]:
     """Describe every partition found under ``paths``; ``skipped`` gets discovery's ``(path, reason)`` for the log
     dirs' folders it did not read (:func:`kafkaseg.storage.layout.discover`)."""
-    out = []
-    for pdir in discover(paths, skipped=skipped):
-        out.append(describe_partition(pdir, full=full))
+    found = discover(paths, skipped=skipped)
+
+    def one(pdir: PartitionDir) -> PartitionDescription:
+        description = describe_partition(pdir, full=full)
         if progress is not None:
             progress(pdir.size_bytes)
-    return out
+        return description
+
+    if len(found) < 2 or all(_fs.is_local(p.filesystem) for p in found):
+        return [one(pdir) for pdir in found]
+    # a few small requests per partition, 10-50 ms each on object storage: not one partition at a time
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(16, len(found)), thread_name_prefix="kafkaseg-describe") as pool:
+        return list(pool.map(one, found))
