@@ -376,7 +376,7 @@ def test_a_record_from_a_clock_running_ahead_is_found_as_the_broker_finds_it(tmp
     assert table["offset"][0].as_py() == 207 and table.num_rows == 13 + 4 * 20  # 207..219, then segments 3-6
 
 
-def test_a_tiered_topics_log_start_below_the_first_local_segment(tmp_path):
+def test_a_tiered_topics_log_start_below_the_first_local_segment(tmp_path, capsys):
     """Kafka checkpoints a tiered topic's log start even below its first local segment (it writes an entry only with
     remote storage on or a start above the first segment), but a checkpoint older than a retention deletion looks
     the same: earliest and reads start at the first local segment with a note saying both, and a start in between
@@ -401,6 +401,11 @@ def test_a_tiered_topics_log_start_below_the_first_local_segment(tmp_path):
         kafkaseg.read_arrow(str(tmp_path), startingOffsets='{"tiered":{"0":200}}')
     with pytest.raises(DataLossError, match=r"offsets \[50, 500\) are gone"):
         kafkaseg.read_arrow(str(tmp_path), startingOffsets='{"tiered":{"0":50}}')
+    from kafkaseg.cli.main import main
+
+    for spec in ("-2", "0", "-3"):  # a tiered topic's broker also searches its remote segments for these
+        assert main(["offsets", "--data-dir", str(tmp_path), "--topic", "tiered", "--time", spec, "-v"]) == 0
+        assert "[100, 500) are not in these files" in capsys.readouterr().err, spec
 
 
 @pytest.mark.parametrize("time_index", ["missing", "with an entry for the torn batch"])

@@ -281,8 +281,10 @@ def _cmd_offsets(args) -> int:
         with PartitionLookup(pdir, isolation=args.isolation) as lookup:
             answers.append(lookup.list_offset(spec, exact=not args.fast))
             stats.append(lookup.stats)
-            notes.append(_high_watermark_note(lookup) if spec == LATEST or spec >= 0 or spec == MAX_TIMESTAMP
-                         else pdir.below_local_log_note())
+            hw_note = _high_watermark_note(lookup) if spec == LATEST or spec >= 0 or spec == MAX_TIMESTAMP else None
+            # a tiered topic's broker also searches its remote segments for -2 and times (-3 included)
+            below = pdir.below_local_log_note() if spec != LATEST else None
+            notes.append("; ".join(n for n in (hw_note, below) if n) or None)
     # GetOffsetShell sorts by TopicPartition.toString ("topic-partition") and skips partitions without an offset
     order = sorted(range(len(answers)), key=lambda k: f"{answers[k].topic}-{answers[k].partition}")
     if args.json:
