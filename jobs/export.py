@@ -184,8 +184,10 @@ def _location(path: str) -> str:
         text = text[len("file://"):]
     scheme = None
     if "://" in text:
+        from urllib.parse import unquote
+
         scheme, _, text = text.partition("://")
-        text = text.split("?", 1)[0]
+        text = unquote(text.split("?", 1)[0])  # what Hadoop's Path and pyarrow make of %61
         host, slash, rest = text.partition("/")
         text = host.rpartition("@")[2] + slash + rest
         scheme = {"s3a": "s3", "s3n": "s3"}.get(scheme.lower(), scheme.lower())
@@ -201,23 +203,45 @@ def _location(path: str) -> str:
 
 def _log_dirs(data_dirs: Sequence[str]) -> list[str]:
     """The Kafka log dirs the data dirs are or are in: a partition dir's or a ``.log`` file's parent log dir, each
-    glob's matches (from discovery; as URIs on other filesystems), else the paths as given."""
+    glob's matches (from discovery; as URIs with the given URI's scheme and authority on other filesystems), else
+    the paths as given."""
     from kafkaseg.errors import KafkaSegError
     from kafkaseg.storage import fs as _fs
     from kafkaseg.storage.layout import discover
 
-    try:
-        found = discover(list(data_dirs))
-    except KafkaSegError:
-        return [str(d) for d in data_dirs]
     dirs = set()
-    for pdir in found:
-        d = pdir.log_dir or _fs.parent(pdir.path)
-        if d and not _fs.is_local(pdir.filesystem):  # pyarrow names it without its scheme: bucket/key
-            d = f"{pdir.filesystem.type_name}://{d}"
-        if d:
-            dirs.add(d)
+    for given in data_dirs:
+        try:
+            found = discover([given])
+        except KafkaSegError:
+            dirs.add(str(given))
+            continue
+        prefix = _uri_prefix(str(given))
+        for pdir in found:
+            d = pdir.log_dir or _fs.parent(pdir.path)
+            if d and not _fs.is_local(pdir.filesystem):  # pyarrow names it without scheme (and, HDFS, authority)
+                d = prefix + d if prefix is not None else f"{pdir.filesystem.type_name}://{d}"
+            if d:
+                dirs.add(d)
     return sorted(dirs) or [str(d) for d in data_dirs]
+
+
+def _uri_prefix(uri: str) -> str | None:
+    """What comes before the filesystem's own path in ``uri``: ``s3://`` for ``s3://bucket/key`` (pyarrow's path
+    is ``bucket/key``), ``hdfs://nn:8020`` for ``hdfs://nn:8020/kafka`` (its path is ``/kafka``); None for a local
+    path or a URI that cannot be opened."""
+    from kafkaseg.errors import KafkaSegError
+    from kafkaseg.storage import fs as _fs
+
+    if "://" not in uri or uri.startswith("file://"):
+        return None
+    try:
+        filesystem, path = _fs.open_filesystem(uri)
+    except KafkaSegError:
+        return None
+    head = uri.split("?", 1)[0]
+    at = head.find(path.rstrip("/")) if path.strip("/") else -1
+    return head[:at] if at > 0 else None
 
 
 def check_output_location(output: str, data_dirs: Sequence[str]) -> None:

@@ -1336,9 +1336,14 @@ def _plan_partitions(replicas: list[PartitionDir], options: ReadOptions, predica
         sub = PlanReport(options=report.options)
         return sub, _plan_partition(pdir, options, predicates, sub)
 
-    with ThreadPoolExecutor(max_workers=min(REMOTE_PLANNING_THREADS, len(replicas)),
-                            thread_name_prefix="kafkaseg-plan") as pool:
-        yield from pool.map(plan_one, replicas)
+    pool = ThreadPoolExecutor(max_workers=min(REMOTE_PLANNING_THREADS, len(replicas)),
+                              thread_name_prefix="kafkaseg-plan")
+    try:
+        futures = [pool.submit(plan_one, pdir) for pdir in replicas]
+        for future in futures:
+            yield future.result()
+    finally:  # the first error in partition order is raised without waiting for partitions not yet started
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _check_listed_partitions(options: ReadOptions, selected: Iterable[PartitionDir]) -> None:

@@ -208,8 +208,10 @@ def _open_planned_segment(piece: SegmentSlice, options: ReadOptions, metrics: Sc
                 tried.append(f"{os.path.basename(name)}: {exc.__cause__}")
             continue
         if same_file(piece.file_identity, reader) is not False:
+            entry = (piece.log_path, *lost, f"read from {os.path.basename(name)}")
             with metrics._lock:
-                metrics.vanished_segments.append((piece.log_path, *lost, f"read from {os.path.basename(name)}"))
+                if entry not in metrics.vanished_segments:  # once per segment, not per slice of it
+                    metrics.vanished_segments.append(entry)
             return reader
         reader.close()
     _lost(piece, options, metrics, f"{why} since planning, and it is not under "
@@ -234,8 +236,10 @@ def _lost(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics, why: 
                "are lost to this read")
     if options.fail_on_data_loss:
         raise DataLossError(message + " (set failOnDataLoss=false to skip them)")
+    entry = (piece.log_path, *lost, "skipped (failOnDataLoss=false)")
     with metrics._lock:
-        metrics.vanished_segments.append((piece.log_path, *lost, "skipped (failOnDataLoss=false)"))
+        if entry not in metrics.vanished_segments:  # once per segment, not per slice of it
+            metrics.vanished_segments.append(entry)
 
 
 class _SliceDecoder:

@@ -174,13 +174,25 @@ def test_existing_table_offsets_and_columns_without_spark(tmp_path, fmt):
     ("/k/data-export", "/k/data", False), ("/k/out/x", "/k/data/*", False), ("/k/data/x", "/k/data/orders-*", True),
     ("s3://b/data/x", "s3://b/data", True), ("s3://b/other", "s3://b/data", False),
     ("s3a://b/data/x", "s3://b/data?region=x", True), ("s3://b?region=x", "s3://K:S@b/data?region=x", True),
-    ("s3a://b/out", "s3://b/data", False)])
+    ("s3a://b/out", "s3://b/data", False), ("s3://b/kafka/d%61ta/out", "s3://b/kafka/data", True)])
 def test_output_inside_a_data_dir_is_refused(output, data, inside):
     if inside:
         with pytest.raises(export.UsageError, match="inside"):
             export.check_output_location(output, ["/elsewhere", data])
     else:
         export.check_output_location(output, [data])
+def test_discovered_log_dirs_keep_the_given_uris_scheme_and_authority(monkeypatch):
+    """pyarrow names an HDFS path without its namenode and a GCS one without gs://: the guard rebuilds discovered
+    log dirs with what came before the filesystem's path in the URI given (libhdfs is not on this machine)."""
+    from kafkaseg.storage import fs
+
+    paths = {"hdfs://nn:8020/kafka/data/t-0": "/kafka/data/t-0", "gs://bkt/kafka/data": "bkt/kafka/data"}
+    monkeypatch.setattr(fs, "open_filesystem", lambda uri: (None, paths[uri.split("?")[0]]))
+    assert export._uri_prefix("hdfs://nn:8020/kafka/data/t-0") == "hdfs://nn:8020"
+    assert export._uri_prefix("gs://bkt/kafka/data?x=1") == "gs://"
+    assert export._uri_prefix("/local/kafka") is None
+
+
 def test_delta_file_stats_from_parquet_footers(tmp_path):
     """Per-file Delta statistics: exact row counts, min/max/null counts of offset, partition, timestamp and date;
     none for binary key/value; a timestamp maximum with sub-millisecond digits is rounded up to stay a bound."""

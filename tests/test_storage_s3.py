@@ -307,6 +307,7 @@ def test_credentials_in_a_uri_stay_out_of_plan_reports_and_cli_output(s3, capsys
     assert "testing:testing" not in str(plan.report.as_dict())
     segment = s3.uri("orders-0/00000000000000000000.log").replace("s3://", "s3://testing:testing@")
     assert cli_main(["dump", "--files", segment]) == 0
+    assert cli_main(["dump", "--files", segment, "--json"]) == 0
     assert cli_main(["locate", "--data-dir", uri, "--topic", "orders", "--partition", "7", "--offset", "1"]) == 1
     printed = capsys.readouterr()
     assert "Dumping s3://testing:***@" in printed.out and "testing:testing" not in printed.out + printed.err

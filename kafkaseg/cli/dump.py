@@ -91,15 +91,15 @@ class DumpReport:
     def print(self, err) -> None:
         # DumpLogSegments prepends to Scala Lists, so these print newest first; kept for byte-compatibility.
         for name, pairs in self.index_mismatches.items():
-            print(f"Mismatches in :{name}", file=err)
+            print(f"Mismatches in :{_fs.redact(name)}", file=err)
             for index_offset, log_offset in reversed(pairs):
                 print(f"  Index offset: {index_offset}, log offset: {log_offset}", file=err)
         for name, pairs in self.time_mismatches.items():
-            print(f"Found timestamp mismatch in :{name}", file=err)
+            print(f"Found timestamp mismatch in :{_fs.redact(name)}", file=err)
             for a, b in pairs:
                 print(f"  Index timestamp: {a}, log timestamp: {b}", file=err)
         for name, pairs in self.time_out_of_order.items():
-            print(f"Found out of order timestamp in :{name}", file=err)
+            print(f"Found out of order timestamp in :{_fs.redact(name)}", file=err)
             for a, b in pairs:
                 print(f"  Index timestamp: {a}, Previously indexed timestamp: {b}", file=err)
         for pairs in self.time_offset_not_found.values():
@@ -107,7 +107,7 @@ class DumpReport:
             for a, b in pairs:
                 print(f"Indexed offset: {a}, found log offset: {b}", file=err)
         for name, pairs in self.non_consecutive.items():
-            print(f"Non-consecutive offsets in {name}", file=err)
+            print(f"Non-consecutive offsets in {_fs.redact(name)}", file=err)
             for a, b in reversed(pairs):
                 print(f"  {a} is followed by {b}", file=err)
         for path, position, detail in self.invalid_batches:
@@ -125,11 +125,11 @@ class DumpReport:
         for problem, by_file, (first, second) in kinds:
             for name, pairs in by_file.items():
                 for a, b in pairs:
-                    yield {"file": name, "problem": problem, first: a, second: b}
+                    yield {"file": _fs.redact(name), "problem": problem, first: a, second: b}
         for path, position, detail in self.invalid_batches:
-            yield {"file": path, "problem": "invalidBatch", "position": position, "detail": detail}
+            yield {"file": _fs.redact(path), "problem": "invalidBatch", "position": position, "detail": detail}
         for path, message in self.errors:
-            yield {"file": path, "problem": "error", "message": message}
+            yield {"file": _fs.redact(path), "problem": "error", "message": _fs.redact(message)}
 
 
 def _bool(value: bool) -> str:
@@ -335,7 +335,7 @@ def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress
         header_line = (f"Snapshot end offset: {int(match.group(1))}, epoch: {int(match.group(2))}" if match
                        else "Log starting offset: 0")
     if options.json:
-        print(json.dumps({"file": path, "info": header_line}), file=out)
+        print(json.dumps({"file": _fs.redact(path), "info": header_line}), file=out)
     else:
         print(header_line, file=out)
     abs_path = located
@@ -381,7 +381,8 @@ def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress
         if trailing > 0 and options.max_bytes == INT_MAX:
             message = f"Found {trailing} invalid bytes at the end of {name}"
             if options.json:
-                print(json.dumps({"file": path, "invalidTrailingBytes": trailing, "position": valid_bytes}), file=out)
+                print(json.dumps({"file": _fs.redact(path), "invalidTrailingBytes": trailing, "position": valid_bytes}),
+                      file=out)
             else:
                 print(message, file=out)
 
@@ -476,7 +477,8 @@ def _dump_producer_snapshot(path: str, options: DumpOptions, out, err, filesyste
         snapshot = read_producer_snapshot(located, filesystem)
     except KafkaSegError as exc:
         if options.json:
-            print(json.dumps({"file": path, "problem": "unreadableSnapshot", "message": str(exc)}), file=out)
+            print(json.dumps({"file": _fs.redact(path), "problem": "unreadableSnapshot",
+                              "message": _fs.redact(str(exc))}), file=out)
         else:
             print(str(exc), file=err)
         return
@@ -523,9 +525,9 @@ def dump_files(files: list[str], options: DumpOptions, out=None, err=None, progr
             elif suffix == ".txnindex":
                 _dump_txn_index(path, options, out, *where)
             elif options.json:
-                print(json.dumps({"file": path, "problem": "ignoredUnknownFile"}), file=out)
+                print(json.dumps({"file": _fs.redact(path), "problem": "ignoredUnknownFile"}), file=out)
             else:
-                print(f"Ignoring unknown file {path}", file=err)
+                print(f"Ignoring unknown file {_fs.redact(path)}", file=err)
         except KafkaSegError as exc:
             report.errors.append((path, str(exc)))
     if options.json:  # stdout stays JSON lines: the end-of-run report as objects there

@@ -398,9 +398,12 @@ def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None) -> LogDir
     else:  # a listing and a few small reads per folder, 10-50 ms each on object storage: not one at a time
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(max_workers=min(REMOTE_DISCOVERY_THREADS, len(folders)),
-                                thread_name_prefix="kafkaseg-discover") as pool:
-            partitions = list(pool.map(read, folders))
+        pool = ThreadPoolExecutor(max_workers=min(REMOTE_DISCOVERY_THREADS, len(folders)),
+                                  thread_name_prefix="kafkaseg-discover")
+        try:
+            partitions = [future.result() for future in [pool.submit(read, folder) for folder in folders]]
+        finally:  # an error is raised without waiting for folders not yet started
+            pool.shutdown(wait=True, cancel_futures=True)
     partitions.sort(key=lambda p: (p.topic, p.partition))
     return LogDir(path=path, meta=base.meta, partitions=tuple(partitions), high_watermarks=base.high_watermarks,
                   recovery_points=base.recovery_points, log_start_offsets=base.log_start_offsets,
@@ -751,8 +754,9 @@ def last_stable_offset(partition_dir: PartitionDir, *,
     # completed when it cleaned: its marker may since be gone (dropped with the transaction's last batch, or past
     # the delete horizon), which a walk from a snapshot taken before the cleaning cannot see. Such transactions are
     # forgotten once the walk reaches the checkpoint, so a later batch of the same producer opens a new one. A
-    # checkpoint above the active segment's base (or the log end) is no cleaner's: copied from another time, it is
-    # ignored, as LogCleanerManager resets one past the log end.
+    # checkpoint above the active segment's base is ignored: a cleaner never writes one (a file copied at another
+    # time does; LogCleanerManager resets one past the log end), though a follower's truncation can leave one
+    # (maybeTruncateCheckpoint): ignoring it can only lower the result, never return an open transaction.
     cleaned = partition_dir.cleaner_offset
     if cleaned is not None and cleaned > partition_dir.segments[-1].base_offset:
         cleaned = None
