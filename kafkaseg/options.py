@@ -27,7 +27,8 @@ The options that Spark's own Kafka source knows keep its meaning (``KafkaSourceP
   ``kafka.isolation.level`` ``read_uncommitted`` (default) | ``read_committed``.
 
 kafkaseg's own: ``upperBound``, ``verifyCrc``, ``includeControl``, ``includeMetadata``, ``onCorruption``,
-``splitSize``, ``openCostInBytes``, ``maxRecordsPerBatch``, ``maxBytesPerBatch``, ``maxBatchBytes``, ``maxDecompressedBatchBytes``,
+``splitSize``, ``openCostInBytes``, ``maxRecordsPerBatch``, ``maxBytesPerBatch``, ``maxBatchBytes``,
+``maxDecompressedBatchBytes``,
 ``replicas``, ``filterPushdown``, ``readMode`` (see :class:`ReadOptions`). ``path``/``paths`` are what Spark's ``DataFrameReader.load`` passes.
 
 Spark Kafka options that mean nothing for files are accepted and ignored (:data:`IGNORED_OPTIONS`,

@@ -419,7 +419,8 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                                                   and next_base > pdir.recovery_point)
                 add(WARNING if recovered else ERROR, seg.txnindex_path, None,
                     f"no entry for producer {missing[0]}'s ABORT marker at offset {missing[1]}, whose transaction "
-                    "has data in this segment or was open at its base: read_committed readers would return the aborted records"
+                    "has data in this segment or was open at its base: read_committed readers would return the "
+                    "aborted records"
                     + ("; the segment is past the recovery point, so a broker's recovery rebuilds the file (kafkaseg"
                        " derives the aborts from the log)" if recovered else ""))
         except KafkaSegError as err:

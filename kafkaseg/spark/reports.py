@@ -155,14 +155,16 @@ def write_plan(scan_id: str, plan_report: PlanReport, slices: list, pushdown: di
 
 
 def write_read_metrics(scan_id: str, partition_index: int, metrics: dict) -> None:
-    """Record what reading one input partition (its slices) did (called by ``read()`` in an executor's Python worker)."""
+    """Record what reading one input partition (its slices) did (called by ``read()`` in an executor's Python
+    worker)."""
     try:
         folder = report_dir() / "reads" / scan_id
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{partition_index:06d}-{os.getpid()}-{time.time_ns()}.json"
         _write_atomically(path, json.dumps(metrics, default=str))
     except OSError as err:
-        log.warning("kafkaseg: could not write read metrics of scan %s input partition %d: %s", scan_id, partition_index, err)
+        log.warning("kafkaseg: could not write read metrics of scan %s input partition %d: %s", scan_id,
+                    partition_index, err)
 
 
 def plan_reports(limit: int | None = None) -> list[ScanReport]:

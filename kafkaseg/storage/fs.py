@@ -316,9 +316,10 @@ def read_small_file(path: str, filesystem: pafs.FileSystem | None = None, *,
 
 
 def file_identity(path: str, filesystem: pafs.FileSystem | None = None) -> tuple[str, int, int] | None:
-    """``(host and mount namespace, st_dev, st_ino)`` of a local file, None for other filesystems or when it cannot be stat'ed.
-    Device and inode numbers only name a file on the host that took them: a shared mount (NFS, FUSE) numbers
-    devices per client and FUSE file systems often invent inodes, so :func:`same_file` compares them only there."""
+    """``(host and mount namespace, st_dev, st_ino)`` of a local file, None for other filesystems or when it cannot
+    be stat'ed. Device and inode numbers only name a file on the host that took them: a shared mount (NFS, FUSE)
+    numbers devices per client and FUSE file systems often invent inodes, so :func:`same_file` compares them only
+    there."""
     if not is_local(filesystem):
         return None
     try:
