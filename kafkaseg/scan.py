@@ -91,7 +91,10 @@ def _request(piece: SegmentSlice, options: ReadOptions) -> DecodeRequest:
         include_headers=options.include_headers,
         include_metadata=options.include_metadata,
         min_offset=piece.start_offset,
-        max_offset=piece.end_offset,
+        # a segment holds only offsets below the next one's base: a file the log cleaner merged the next segment
+        # into during the read (swapped in under this name) must not return that segment's records twice
+        max_offset=piece.end_offset if piece.next_base_offset is None else min(piece.end_offset,
+                                                                               piece.next_base_offset),
         max_records=options.max_records_per_batch,
         max_bytes=options.max_bytes_per_batch,
         max_batch_bytes=options.max_batch_bytes,
