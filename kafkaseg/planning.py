@@ -1277,9 +1277,13 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
             report.replicas.append({"topic": choice.topic, "partition": choice.partition,
                                     "chosen": choice.chosen.path,
                                     "candidates": [c.path for c in choice.candidates], "reason": choice.reason})
+    def plan_one(pdir: PartitionDir) -> tuple[PlanReport, list[_Piece]]:
+        sub = PlanReport(options=report.options)  # its own: partitions on object storage are planned in threads
+        return sub, _plan_partition(pdir, options, predicates, sub)
+
     pieces: list[_Piece] = []
     partition_reports: list[PlanReport] = []
-    for sub, planned in _plan_partitions(replicas, options, predicates, report):
+    for sub, planned in _fs.map_files(plan_one, replicas, [p.filesystem for p in replicas]):
         report.partitions.extend(sub.partitions)
         partition_reports.append(sub)
         pieces.extend(planned)
@@ -1312,38 +1316,6 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
     for filesystem in {id(p.filesystem): p.filesystem for p in replicas}.values():
         _fs.release_cached_blocks(filesystem)  # planning's small reads are done; reads fetch big ranges
     return ScanPlan(slices, report)
-
-
-#: Partitions on a non-local filesystem are planned this many at a time: planning is a few small requests per
-#: segment (a HEAD and a GET each on S3, 10-50 ms apiece), so one at a time leaves a big backup's plan waiting
-#: on round trips (bench_s3.py). Local files are planned in order on the calling thread.
-REMOTE_PLANNING_THREADS = 16
-
-
-def _plan_partitions(replicas: list[PartitionDir], options: ReadOptions, predicates: Predicates | None,
-                     report: PlanReport) -> Iterable[tuple[PlanReport, list[_Piece]]]:
-    """``(report, pieces)`` of each partition, in order, each planned into its own :class:`PlanReport` (the caller
-    merges them after the slices are built, which can still add notes and rebuilt indexes). Partitions on a
-    non-local filesystem are planned in threads."""
-    if len(replicas) < 2 or all(_fs.is_local(p.filesystem) for p in replicas):
-        for pdir in replicas:
-            sub = PlanReport(options=report.options)
-            yield sub, _plan_partition(pdir, options, predicates, sub)
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    def plan_one(pdir: PartitionDir) -> tuple[PlanReport, list[_Piece]]:
-        sub = PlanReport(options=report.options)
-        return sub, _plan_partition(pdir, options, predicates, sub)
-
-    pool = ThreadPoolExecutor(max_workers=min(REMOTE_PLANNING_THREADS, len(replicas)),
-                              thread_name_prefix="kafkaseg-plan")
-    try:
-        futures = [pool.submit(plan_one, pdir) for pdir in replicas]
-        for future in futures:
-            yield future.result()
-    finally:  # the first error in partition order is raised without waiting for partitions not yet started
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _check_listed_partitions(options: ReadOptions, selected: Iterable[PartitionDir]) -> None:

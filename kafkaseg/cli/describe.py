@@ -201,10 +201,4 @@ def describe_paths(paths: list[str], *, full: bool = False, progress=None,
             progress(pdir.size_bytes)
         return description
 
-    if len(found) < 2 or all(_fs.is_local(p.filesystem) for p in found):
-        return [one(pdir) for pdir in found]
-    # a few small requests per partition, 10-50 ms each on object storage: not one partition at a time
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=min(16, len(found)), thread_name_prefix="kafkaseg-describe") as pool:
-        return list(pool.map(one, found))
+    return _fs.map_files(one, found, [p.filesystem for p in found])  # in threads on object storage

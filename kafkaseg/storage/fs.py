@@ -30,7 +30,7 @@ import posixpath
 import threading
 import weakref
 from collections import OrderedDict
-from typing import NamedTuple
+from typing import Iterable, NamedTuple, Sequence
 
 import pyarrow.fs as pafs
 
@@ -63,6 +63,8 @@ __all__ = [
     "DEFAULT_SMALL_FILE_CAP",
     "MAPPING_AVAILABLE",
     "REMOTE_BLOCK_BYTES",
+    "REMOTE_THREADS",
+    "map_files",
     "release_cached_blocks",
     "REMOTE_CACHE_BYTES",
     "REMOTE_READ_BYTES",
@@ -258,6 +260,27 @@ class _RemoteFiles:
         data = found[0] if len(found) == 1 else b"".join(found)
         offset = position - numbers[0] * block
         return data[offset:offset + length]
+
+
+#: Items on a non-local filesystem (partition folders, partitions to plan or describe) are worked on this many at a
+#: time: each costs a few small requests, 10-50 ms apiece on object storage, so one at a time leaves a big backup
+#: waiting on round trips (benchmarks/bench_s3.py).
+REMOTE_THREADS = 16
+
+
+def map_files(fn, items: Sequence, filesystems: Iterable[pafs.FileSystem | None]) -> list:
+    """``[fn(item) for item in items]``, in up to :data:`REMOTE_THREADS` threads when any of ``filesystems`` is not
+    local (on the calling thread otherwise). Results keep the items' order; the first error in that order is
+    raised without waiting for items not yet started."""
+    if len(items) < 2 or all(is_local(f) for f in filesystems):
+        return [fn(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=min(REMOTE_THREADS, len(items)), thread_name_prefix="kafkaseg")
+    try:
+        return [future.result() for future in [pool.submit(fn, item) for item in items]]
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def release_cached_blocks(filesystem: pafs.FileSystem | None) -> None:

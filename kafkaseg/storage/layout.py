@@ -365,10 +365,6 @@ def _read_log_dir_metadata(path: str, filesystem, entries: Sequence[_fs.FileEntr
                   unreadable_checkpoints=tuple(unreadable), **values)
 
 
-#: Partition folders of a log dir on a non-local filesystem read this many at a time.
-REMOTE_DISCOVERY_THREADS = 16
-
-
 def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None) -> LogDir:
     """A log dir with its partitions (sorted by topic, partition). Child folders that are not live partitions
     are listed in ``skipped`` as ``(name, reason)``; corrupt checkpoint files are noted, not raised."""
@@ -393,17 +389,7 @@ def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None) -> LogDir
     def read(folder):
         return read_partition_dir(folder[0], filesystem, log_dir=base, topic=folder[1][0], partition=folder[1][1])
 
-    if _fs.is_local(filesystem) or len(folders) < 2:
-        partitions = [read(folder) for folder in folders]
-    else:  # a listing and a few small reads per folder, 10-50 ms each on object storage: not one at a time
-        from concurrent.futures import ThreadPoolExecutor
-
-        pool = ThreadPoolExecutor(max_workers=min(REMOTE_DISCOVERY_THREADS, len(folders)),
-                                  thread_name_prefix="kafkaseg-discover")
-        try:
-            partitions = [future.result() for future in [pool.submit(read, folder) for folder in folders]]
-        finally:  # an error is raised without waiting for folders not yet started
-            pool.shutdown(wait=True, cancel_futures=True)
+    partitions = _fs.map_files(read, folders, [filesystem])  # in threads on object storage
     partitions.sort(key=lambda p: (p.topic, p.partition))
     return LogDir(path=path, meta=base.meta, partitions=tuple(partitions), high_watermarks=base.high_watermarks,
                   recovery_points=base.recovery_points, log_start_offsets=base.log_start_offsets,
