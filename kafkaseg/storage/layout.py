@@ -663,19 +663,34 @@ def partition_log_end_offset(partition_dir: PartitionDir, *,
                           max_batch_bytes=max_batch_bytes)
 
 
-def transactions_open_at(partition_dir: PartitionDir, offset: int) -> tuple[int, ...]:
-    """Producers with a transaction open at ``offset`` by the producer snapshot named for exactly that offset
-    (Kafka writes one at each segment roll, named for the new segment's base); empty when there is none or it
-    is unreadable."""
-    from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
+def _producer_snapshots(partition_dir: PartitionDir) -> list[tuple[int, str]]:
+    """``(offset, path)`` of the partition's producer ``.snapshot`` files, newest first."""
+    from kafkaseg.storage.producer_snapshot import snapshot_offset_from_name
 
-    for path in partition_dir.snapshot_paths:
-        if snapshot_offset_from_name(_fs.basename(path)) == offset:
-            try:
-                return tuple(read_producer_snapshot(path, partition_dir.filesystem).ongoing_transactions())
-            except (CorruptDataError, LayoutError):
-                return ()
-    return ()
+    named = ((snapshot_offset_from_name(_fs.basename(p)), p) for p in partition_dir.snapshot_paths)
+    return sorted(((offset, p) for offset, p in named if offset is not None), reverse=True)
+
+
+def _readable_snapshot(path: str, filesystem):
+    """The producer snapshot at ``path``, or None when it is corrupt or unreadable (Kafka deletes such a snapshot
+    and falls back to an older one)."""
+    from kafkaseg.storage.producer_snapshot import read_producer_snapshot
+
+    try:
+        return read_producer_snapshot(path, filesystem)
+    except (CorruptDataError, LayoutError):
+        return None
+
+
+def transactions_open_at(partition_dir: PartitionDir, offset: int) -> dict[int, int]:
+    """The transactions open at ``offset`` (producer id -> first offset) by the producer snapshot named for exactly
+    that offset (Kafka writes one at each segment roll, named for the new segment's base); empty when there is none
+    or it is unreadable."""
+    for at, path in _producer_snapshots(partition_dir):
+        if at == offset:
+            snapshot = _readable_snapshot(path, partition_dir.filesystem)
+            return snapshot.ongoing_transactions() if snapshot is not None else {}
+    return {}
 
 
 def last_stable_offset(partition_dir: PartitionDir, *,
@@ -696,12 +711,11 @@ def last_stable_offset(partition_dir: PartitionDir, *,
     walk and completed before that snapshot is taken to begin at its first batch seen, as such a broker takes it.
     As in ``UnifiedLog.maybeIncrementFirstUnstableOffset``, no transaction holds the result below the log start
     offset, and none begun below ``cleaner-offset-checkpoint`` holds it at all (the cleaner cleans only stable
-    offsets, and may have removed the marker). Corrupt framing raises, or, when ``errors`` is a list (a lenient read), is appended to it, ends
-    that segment's walk and forgets the transactions open there (their markers may lie in the bytes not walked).
-    ``log_end`` is the log end offset when the caller has it.
+    offsets, and may have removed the marker). Corrupt framing raises, or, when ``errors`` is a list (a lenient
+    read), is appended to it, ends that segment's walk and forgets the transactions open there (their markers may
+    lie in the bytes not walked). ``log_end`` is the log end offset when the caller has it.
     """
     from kafkaseg.storage.offset_index import OffsetIndex
-    from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
     from kafkaseg.storage.segment import SegmentReader
 
     end = log_end if log_end is not None else partition_log_end_offset(partition_dir,
@@ -714,24 +728,18 @@ def last_stable_offset(partition_dir: PartitionDir, *,
     opened_by: dict[int, tuple[str, object]] = {}  # producer -> (log path, header) of the batch that opened it
     unreplicated: dict[int, int] = {}  # completed, but the marker is at/after the high watermark
     start_offset = partition_dir.segments[0].base_offset
-    named = ((snapshot_offset_from_name(_fs.basename(p)), p) for p in partition_dir.snapshot_paths)
-    candidates = sorted(((offset, p) for offset, p in named if offset is not None), reverse=True)
-
-    def readable(path):
-        try:
-            return read_producer_snapshot(path, partition_dir.filesystem)
-        except (CorruptDataError, LayoutError):
-            return None  # Kafka deletes a corrupt snapshot and falls back to an older one
+    candidates = _producer_snapshots(partition_dir)
 
     before_walk: dict[int, int] = {}  # transactions begun before a walk from nothing, still open at the bound
     for offset, path in candidates:
-        if offset <= bound and (snapshot := readable(path)) is not None:
+        if offset <= bound and (snapshot := _readable_snapshot(path, partition_dir.filesystem)) is not None:
             open_txns = snapshot.ongoing_transactions()
             start_offset = offset
             break
     else:  # no producer state at or below the bound: the walk starts from nothing
         for offset, path in reversed(candidates):  # the oldest snapshot above the bound
-            if bound < offset <= end and (snapshot := readable(path)) is not None:
+            if bound < offset <= end and (
+                    snapshot := _readable_snapshot(path, partition_dir.filesystem)) is not None:
                 before_walk = {pid: first for pid, first in snapshot.ongoing_transactions().items()
                                if first < start_offset}
                 break

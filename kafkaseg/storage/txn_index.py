@@ -182,9 +182,9 @@ def derive_aborted_txns(batches: Iterable[tuple[BatchHeader, int | None]], open_
 
 def _marker_type(reader: SegmentReader, header: BatchHeader) -> int | None:
     """The control type of a producer's control batch (None when it holds no record): reads the (tiny) batch
-    whole, so its CRC guards the type. A compressed or non-end-transaction control batch is an error: brokers write their markers
-    uncompressed (``MemoryRecords.withEndTransactionMarker``) and ``EndTransactionMarker.deserialize`` refuses
-    other types."""
+    whole, so its CRC guards the type. A compressed or non-end-transaction control batch is an error: brokers
+    write their markers uncompressed (``MemoryRecords.withEndTransactionMarker``) and
+    ``EndTransactionMarker.deserialize`` refuses other types."""
     if header.records_count == 0 or header.size <= V2_HEADER_SIZE:
         return None
     if header.codec:
@@ -208,34 +208,6 @@ def _marker_type(reader: SegmentReader, header: BatchHeader) -> int | None:
             f"control batch of producer {header.producer_id} at offset {header.base_offset} has control type "
             f"{control_type}, not ABORT or COMMIT", path=reader.path, position=header.position)
     return control_type
-
-
-def unindexed_abort(reader: SegmentReader, index: TransactionIndex, *,
-                    max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
-                    open_at_base: Iterable[int] = ()) -> tuple[int, int] | None:
-    """``(producer id, marker offset)`` of the first ABORT marker in the segment that ends a transaction with data
-    earlier in the same segment but has no entry in ``index``: the file is stale (a crash wrote the log's page but
-    not the index's, or a live copy took the index first; the broker's recovery rebuilds it). None when every such
-    marker has its entry. ``open_at_base``: producers with a transaction open at the segment's base (from the
-    producer snapshot Kafka writes there at the roll), whose markers are checked too. A marker of a transaction
-    that had no data (no entry then, ``ProducerAppendInfo.appendEndTxnMarker``), or began in an earlier segment
-    not in ``open_at_base``, is not checked: that needs the partition's walk. A header walk (control batches read
-    whole); a torn tail ends it, corrupt framing raises."""
-    indexed = {(entry.producer_id, entry.last_offset) for entry in index}
-    with_data: set[int] = set(open_at_base)
-    for header in reader.iter_headers(0, max_batch_bytes=max_batch_bytes):
-        pid = header.producer_id
-        if header.magic < 2 or pid < 0:
-            continue
-        if header.is_control:
-            marker = _marker_type(reader, header)
-            if marker == CONTROL_ABORT and pid in with_data and (pid, header.base_offset) not in indexed:
-                return pid, header.base_offset
-            if marker is not None:
-                with_data.discard(pid)
-        elif header.is_transactional:
-            with_data.add(pid)
-    return None
 
 
 def segment_aborted_txns(reader: SegmentReader, open_txns: dict[int, int], *,
@@ -279,3 +251,18 @@ def segment_aborted_txns(reader: SegmentReader, open_txns: dict[int, int], *,
 
     return derive_aborted_txns(batches(), open_txns)
 
+
+def unindexed_abort(reader: SegmentReader, index: TransactionIndex, *,
+                    max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
+                    open_at_base: dict[int, int] | None = None) -> tuple[int, int] | None:
+    """``(producer id, marker offset)`` of the first aborted transaction :func:`segment_aborted_txns` derives for
+    the segment that has no entry in ``index``: the file is stale (a crash wrote the log's page but not the
+    index's, or a live copy took the index first; the broker's recovery rebuilds it). None when every one has its
+    entry. ``open_at_base``: the transactions open at the segment's base (producer id -> first offset, from the
+    producer snapshot Kafka writes there at the roll); aborts of transactions begun in an earlier segment and not
+    listed there are not seen (that needs the partition's walk). Corrupt framing raises."""
+    indexed = {(entry.producer_id, entry.last_offset) for entry in index}
+    for txn in segment_aborted_txns(reader, dict(open_at_base or {}), max_batch_bytes=max_batch_bytes):
+        if (txn.producer_id, txn.last_offset) not in indexed:
+            return txn.producer_id, txn.last_offset
+    return None
