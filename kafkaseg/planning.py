@@ -113,6 +113,13 @@ class SegmentSlice:
     file_identity: tuple[str, int, int] | None = None  # (host, st_dev, st_ino) of a local .log at planning
 
     @property
+    def segment_offsets(self) -> tuple[int, int]:
+        """``[lo, hi)``: the slice's offsets its segment can hold (``[start_offset, end_offset)`` within
+        ``[base_offset, next_base_offset)``)."""
+        hi = self.end_offset if self.next_base_offset is None else min(self.end_offset, self.next_base_offset)
+        return max(self.start_offset, self.base_offset), hi
+
+    @property
     def is_last_segment(self) -> bool:
         return self.next_base_offset is None
 

@@ -93,8 +93,7 @@ def _request(piece: SegmentSlice, options: ReadOptions) -> DecodeRequest:
         min_offset=piece.start_offset,
         # a segment holds only offsets below the next one's base: a file the log cleaner merged the next segment
         # into during the read (swapped in under this name) must not return that segment's records twice
-        max_offset=piece.end_offset if piece.next_base_offset is None else min(piece.end_offset,
-                                                                               piece.next_base_offset),
+        max_offset=piece.segment_offsets[1],
         max_records=options.max_records_per_batch,
         max_bytes=options.max_bytes_per_batch,
         max_batch_bytes=options.max_batch_bytes,
@@ -197,8 +196,6 @@ def _open_planned_segment(piece: SegmentSlice, options: ReadOptions, metrics: Sc
             return reader
         reader.close()
         why = "names another file (a compacted segment swapped in by the log cleaner?)"
-    lost = (max(piece.start_offset, piece.base_offset), piece.end_offset if piece.next_base_offset is None
-            else min(piece.end_offset, piece.next_base_offset))
     names = [piece.log_path + ".deleted"]
     if piece.log_path.endswith(".swap"):
         names.insert(0, piece.log_path[:-len(".swap")])
@@ -211,10 +208,7 @@ def _open_planned_segment(piece: SegmentSlice, options: ReadOptions, metrics: Sc
                 tried.append(f"{os.path.basename(name)}: {exc.__cause__}")
             continue
         if same_file(piece.file_identity, reader) is not False:
-            entry = (piece.log_path, *lost, f"read from {os.path.basename(name)}")
-            with metrics._lock:
-                if entry not in metrics.vanished_segments:  # once per segment, not per slice of it
-                    metrics.vanished_segments.append(entry)
+            _vanished(piece, metrics, f"read from {os.path.basename(name)}")
             return reader
         reader.close()
     _lost(piece, options, metrics, f"{why} since planning, and it is not under "
@@ -232,16 +226,21 @@ def _is_missing(cause: BaseException | None) -> bool:
 def _lost(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics, why: str) -> None:
     """The planned segment of ``piece`` is gone: a :class:`~kafkaseg.errors.DataLossError` naming its offsets, or
     with ``failOnDataLoss=false`` a skip recorded in ``metrics.vanished_segments``."""
-    lost = (max(piece.start_offset, piece.base_offset), piece.end_offset if piece.next_base_offset is None
-            else min(piece.end_offset, piece.next_base_offset))
+    lost = piece.segment_offsets
     message = (f"{redact(piece.log_path)} {why}: a live broker or a sync deleted it (retention, the log cleaner, or "
                f"the topic's deletion), so offsets [{lost[0]}, {lost[1]}) of {piece.topic}-{piece.partition} in it "
                "are lost to this read")
     if options.fail_on_data_loss:
         raise DataLossError(message + " (set failOnDataLoss=false to skip them)")
-    entry = (piece.log_path, *lost, "skipped (failOnDataLoss=false)")
+    _vanished(piece, metrics, "skipped (failOnDataLoss=false)")
+
+
+def _vanished(piece: SegmentSlice, metrics: ScanMetrics, what: str) -> None:
+    """Record in ``metrics.vanished_segments`` what became of a segment gone since planning, once per segment (not
+    per slice of it)."""
+    entry = (piece.log_path, *piece.segment_offsets, what)
     with metrics._lock:
-        if entry not in metrics.vanished_segments:  # once per segment, not per slice of it
+        if entry not in metrics.vanished_segments:
             metrics.vanished_segments.append(entry)
 
 
