@@ -179,6 +179,8 @@ def _location(path: str) -> str:
     query and user info, with ``s3a://``/``s3n://`` (Spark's names) as ``s3://``, normalized."""
     import posixpath
 
+    from kafkaseg.storage.fs import canonical_scheme
+
     text = str(path)
     if text.startswith("file://"):
         text = text[len("file://"):]
@@ -190,7 +192,7 @@ def _location(path: str) -> str:
         text = unquote(text.split("?", 1)[0])  # what Hadoop's Path and pyarrow make of %61
         host, slash, rest = text.partition("/")
         text = host.rpartition("@")[2] + slash + rest
-        scheme = {"s3a": "s3", "s3n": "s3"}.get(scheme.lower(), scheme.lower())
+        scheme = canonical_scheme(scheme).lower()
     parts = text.split("/")
     for i, part in enumerate(parts):
         if any(c in part for c in "*?["):

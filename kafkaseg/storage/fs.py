@@ -46,6 +46,7 @@ MAPPING_AVAILABLE = _MappedRange is not None
 
 __all__ = [
     "open_filesystem",
+    "canonical_scheme",
     "file_identity",
     "same_file",
     "redact",
@@ -112,8 +113,7 @@ def open_filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     if "://" not in path:
         return pafs.LocalFileSystem(), os.path.abspath(path)
     scheme, _, rest = path.partition("://")
-    if scheme.lower() in ("s3a", "s3n"):  # Hadoop's names for the same S3 objects (what Spark jobs write)
-        path = "s3://" + rest
+    path = f"{canonical_scheme(scheme)}://{rest}"
     try:
         filesystem, normalized = pafs.FileSystem.from_uri(path)
     except (ValueError, OSError) as exc:
@@ -122,6 +122,12 @@ def open_filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     if isinstance(filesystem, pafs.LocalFileSystem):
         normalized = os.path.abspath(normalized)
     return filesystem, normalized.rstrip("/") if len(normalized) > 1 else normalized
+
+
+def canonical_scheme(scheme: str) -> str:
+    """A URI scheme as pyarrow names its store: Hadoop's ``s3a``/``s3n`` (what Spark jobs write) as ``s3``, any
+    other as it is."""
+    return "s3" if scheme.lower() in ("s3a", "s3n") else scheme
 
 
 def is_local(filesystem: pafs.FileSystem | None) -> bool:
