@@ -494,3 +494,64 @@ def test_an_object_deleted_after_planning_is_data_loss_or_a_recorded_skip(s3):
             assert table.num_rows == local.num_rows - sum(1 for p, o in zip(local["partition"].to_pylist(),
                                                                             local["offset"].to_pylist())
                                                           if p == 0 and lo <= o < hi)
+
+
+def test_timeouts_in_the_query_reach_every_copy_of_the_filesystem(s3):
+    """``connect_timeout``/``request_timeout`` (kafkaseg's, seconds) are taken out of the query before pyarrow
+    parses it and set on the filesystem, in the form Spark executors unpickle: the plan's slices carry them."""
+    import pickle
+
+    uri = s3.uri() + "&request_timeout=30&connect_timeout=5"
+    scan = kafkaseg.open_scan(uri)
+    assert scan.to_table().num_rows == kafkaseg.read_arrow(s3.local).num_rows
+    for piece in scan.plan.slices:
+        settings = pickle.loads(pickle.dumps(piece.filesystem)).__reduce__()[1][0]
+        assert (settings["request_timeout"], settings["connect_timeout"]) == (30.0, 5.0)
+
+
+@pytest.mark.parametrize("query, message", [
+    ("&request_timeout=0", "'request_timeout' must be a number of seconds above 0, not '0'"),
+    ("&connect_timeout=soon", "'connect_timeout' must be a number of seconds above 0, not 'soon'"),
+    ("&request_timeout=5&tls_verify_certificates=false", "request_timeout cannot be combined with tls_verify"),
+])
+def test_malformed_timeouts_are_errors_naming_the_parameter(s3, query, message):
+    with pytest.raises(LayoutError, match=message):
+        kafkaseg.read_arrow(s3.uri() + query)
+
+
+def test_an_endpoint_that_never_answers_fails_within_its_timeouts():
+    """An endpoint that accepts connections and never answers (a hung proxy) was an error only after about 100 s
+    (the AWS SDK's 10 attempts that ``from_uri`` filesystems get); with the filesystem rebuilt as executors get it
+    (3 attempts) and ``request_timeout=1`` it is a LayoutError naming the path within seconds."""
+    import socket
+    import time
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held = []
+    stop = threading.Event()
+
+    def accept():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    uri = (f"s3://deaf/data?endpoint_override=127.0.0.1:{server.getsockname()[1]}&scheme=http&region=us-east-1"
+           "&request_timeout=1&connect_timeout=1")
+    started = time.monotonic()
+    try:
+        with pytest.raises(LayoutError, match="deaf/data.*Timeout was reached"):
+            kafkaseg.read_arrow(uri)
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        server.close()
+    assert time.monotonic() - started < 30, "100 s is the AWS SDK's default; 3 attempts of 1 s take under 10"

@@ -107,21 +107,71 @@ def open_filesystem(path: str) -> tuple[pafs.FileSystem, str]:
 
     Plain paths (no ``scheme://``) are local and come back absolute; URIs go through
     :func:`pyarrow.fs.FileSystem.from_uri` (``file://``, ``s3://bucket/key``, ``hdfs://host/path``, ...), with
-    Hadoop's ``s3a://``/``s3n://`` read as ``s3://``.
+    Hadoop's ``s3a://``/``s3n://`` read as ``s3://``. An ``s3://`` URI also takes ``connect_timeout`` and
+    ``request_timeout`` (seconds) in its query, and its filesystem is the one Spark executors unpickle (pyarrow's 3
+    attempts per request, not the AWS SDK's 10): see :func:`_as_pickled`.
     """
     path = os.fspath(path)
     if "://" not in path:
         return pafs.LocalFileSystem(), os.path.abspath(path)
     scheme, _, rest = path.partition("://")
     path = f"{canonical_scheme(scheme)}://{rest}"
+    timeouts: dict[str, float] = {}
+    if canonical_scheme(scheme).lower() == "s3":
+        path, timeouts = _s3_timeouts(path)
+    keeps_tls_setting = "tls_verify_certificates" in path.partition("?")[2]
+    if timeouts and keeps_tls_setting:
+        raise LayoutError(f"{redact(path)!r}: {' and '.join(sorted(timeouts))} cannot be combined with "
+                          "tls_verify_certificates (pyarrow keeps that setting only in the filesystem from_uri makes, "
+                          "which takes no timeouts, and drops it when the filesystem is pickled to Spark executors)")
     try:
         filesystem, normalized = pafs.FileSystem.from_uri(path)
     except (ValueError, OSError) as exc:
         raise LayoutError(f"cannot open filesystem for {redact(path)!r}: "
                           f"{str(exc).replace(path, redact(path))}") from None
+    if isinstance(filesystem, pafs.S3FileSystem) and not keeps_tls_setting:
+        filesystem = _as_pickled(filesystem, timeouts)
     if isinstance(filesystem, pafs.LocalFileSystem):
         normalized = os.path.abspath(normalized)
     return filesystem, normalized.rstrip("/") if len(normalized) > 1 else normalized
+
+
+#: Query parameters kafkaseg adds to ``s3://`` URIs (pyarrow's ``from_uri`` takes no timeout): seconds, > 0.
+S3_TIMEOUT_PARAMETERS = ("connect_timeout", "request_timeout")
+
+
+def _s3_timeouts(uri: str) -> tuple[str, dict[str, float]]:
+    """``uri`` without kafkaseg's timeout parameters, and their values (:data:`S3_TIMEOUT_PARAMETERS`)."""
+    base, sep, query = uri.partition("?")
+    if not sep:
+        return uri, {}
+    kept, timeouts = [], {}
+    for item in query.split("&"):
+        name, _, value = item.partition("=")
+        if name not in S3_TIMEOUT_PARAMETERS:
+            kept.append(item)
+            continue
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = float("nan")
+        if not seconds > 0 or seconds == float("inf"):
+            raise LayoutError(f"{redact(uri)!r}: query parameter {name!r} must be a number of seconds above 0, "
+                              f"not {value!r}")
+        timeouts[name] = seconds
+    return base + ("?" + "&".join(kept) if kept else ""), timeouts
+
+
+def _as_pickled(filesystem: pafs.S3FileSystem, timeouts: dict[str, float]) -> pafs.S3FileSystem:
+    """``filesystem`` as a Spark executor gets it (rebuilt from its pickled settings), with ``timeouts``.
+
+    ``from_uri`` gives S3 filesystems the AWS SDK's default retries (10 attempts: an endpoint that accepts
+    connections and never answers fails after about 100 s), while the same filesystem unpickled on an executor
+    has pyarrow's (3 attempts, about 12 s). Rebuilding it the pickle's way makes the driver, the CLI and the
+    executors behave alike, and is the one way to set timeouts on a filesystem made from a URI."""
+    rebuild, (settings, *rest) = filesystem.__reduce__()
+    settings = dict(settings, **timeouts)
+    return rebuild(settings, *rest)
 
 
 def canonical_scheme(scheme: str) -> str:
