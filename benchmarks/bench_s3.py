@@ -84,6 +84,13 @@ def operations(root: str, big: str, big_records: int):
         with contextlib.redirect_stdout(io.StringIO()):
             return main(["describe", path, "--json"])
 
+    def verify(path):
+        from kafkaseg.cli.main import main
+        import contextlib
+        import io
+        with contextlib.redirect_stdout(io.StringIO()):
+            return main(["verify", path, "--json"])
+
     def big_read(path):
         return kafkaseg.read_arrow(path).num_rows
 
@@ -93,6 +100,7 @@ def operations(root: str, big: str, big_records: int):
 
     return [("plan, sample dir", root, plan), ("read, sample dir", root, read),
             ("read_committed, sample dir", root, read_committed), ("kafkaseg describe, sample dir", root, describe),
+            ("kafkaseg verify, sample dir", root, verify),
             ("read, big partition", big, big_read), ("plan with startingTimestamp, big partition", big,
                                                       big_time_lookup)]
 

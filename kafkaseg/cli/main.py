@@ -108,7 +108,7 @@ def _cmd_dump(args) -> int:
 
 def _cmd_verify(args) -> int:
     from kafkaseg.cli.common import skipped_folders
-    from kafkaseg.cli.verify import VerifyReport, report_incarnations, report_skipped_folders, verify_partition
+    from kafkaseg.cli.verify import VerifyReport, report_incarnations, report_skipped_folders, verify_partitions
     from kafkaseg.storage.layout import discover
 
     skipped: list[tuple[str, str]] = []
@@ -118,8 +118,7 @@ def _cmd_verify(args) -> int:
     report = VerifyReport()
     report_incarnations(report, partitions)
     try:
-        for pdir in partitions:
-            verify_partition(pdir, report, deep=not args.shallow, progress=progress)
+        verify_partitions(partitions, report, deep=not args.shallow, progress=progress)
     finally:
         progress.close()
     report_skipped_folders(report, skipped_folders(skipped))

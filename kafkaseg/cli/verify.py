@@ -688,6 +688,26 @@ def report_incarnations(report: VerifyReport, partitions: list[PartitionDir]) ->
             report.add(ERROR, copies[0].path, None, str(err))
 
 
+def verify_partitions(partitions: list[PartitionDir], report: VerifyReport, *, deep: bool = True,
+                      progress=None) -> None:
+    """:func:`verify_partition` for each of ``partitions``, appending to ``report`` in their order. On object
+    storage partitions are verified :data:`~kafkaseg.storage.fs.REMOTE_THREADS` at a time (each in its own
+    report, merged in order), so a backup's requests overlap; local ones one after another. The log dirs'
+    checkpoints are checked first, once per log dir."""
+    for pdir in partitions:
+        _check_log_dir_checkpoints(pdir, report)
+    report.flush_omitted()
+
+    def verify_one(pdir: PartitionDir) -> VerifyReport:
+        own = VerifyReport(checked_log_dirs=set(report.checked_log_dirs), max_listed=report.max_listed)
+        verify_partition(pdir, own, deep=deep, progress=progress)
+        return own
+
+    for own in _fs.map_files(verify_one, partitions, [p.filesystem for p in partitions]):
+        report.partitions.extend(own.partitions)
+        report.problems.extend(own.problems)
+
+
 def verify_paths(paths: list[str], *, deep: bool = True, progress=None) -> VerifyReport:
     """Verify every partition found under ``paths`` (see :func:`kafkaseg.storage.layout.discover`) and report the
     folders skipped in the log dirs among them."""
@@ -695,7 +715,6 @@ def verify_paths(paths: list[str], *, deep: bool = True, progress=None) -> Verif
     skipped: list[tuple[str, str]] = []
     found = discover(paths, skipped=skipped)
     report_incarnations(report, found)
-    for pdir in found:
-        verify_partition(pdir, report, deep=deep, progress=progress)
+    verify_partitions(found, report, deep=deep, progress=progress)
     report_skipped_folders(report, skipped_folders(skipped))
     return report
