@@ -1,13 +1,15 @@
 """What reading a data dir from S3 costs: requests, bytes and time, measured against a real S3 API.
 
-Usage: python benchmarks/bench_s3.py [--latency-ms 0,20] [--mib 48] [--json FILE]
+Usage: python benchmarks/bench_s3.py [--latency-ms 0,20] [--stream-mbps 0] [--mib 48] [--json FILE]
 
 One run starts moto's S3 server on a loopback port (``moto[server]``, kafkaseg's dev extra), uploads two data dirs
 made by :mod:`kafkaseg.testing` (the built-in sample: 14 partitions, 28 segments; and one partition of three
 ``--mib``/3 MiB segments), and for each operation counts the requests the server answered (LIST, HEAD, GET), the
 bytes it sent, and the wall time. ``--latency-ms`` makes the server wait that long before answering each request
 (a stand-in for the 10-50 ms of a real S3 round trip; the rest of the time is moto's and kafkaseg's own), one
-row per value; the same operations on the local copy are timed for comparison. Nothing here is a floor: the
+row per value; ``--stream-mbps`` also makes each response take as long as sending its body at that many MB/s (S3
+serves one connection at about 50-100 MB/s; concurrent requests each get that rate); the same operations on the
+local copy are timed for comparison. Nothing here is a floor: the
 counts are deterministic for a given kafkaseg, the times are this machine's.
 """
 
@@ -40,6 +42,7 @@ class Recorder:
     def __init__(self, app):
         self.app = app
         self.latency = 0.0
+        self.stream_bytes_per_s = 0.0
         self.lock = threading.Lock()
         self.reset()
 
@@ -60,6 +63,8 @@ class Recorder:
         for chunk in body:
             size += len(chunk)
             chunks.append(chunk)
+        if self.stream_bytes_per_s:
+            time.sleep(size / self.stream_bytes_per_s)
         with self.lock:
             self.counts[kind if kind in self.counts else "other"] += 1
             self.bytes += size
@@ -108,6 +113,8 @@ def operations(root: str, big: str, big_records: int):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency-ms", default="0,20", help="comma list of per-request delays (ms)")
+    parser.add_argument("--stream-mbps", type=float, default=0.0,
+                        help="each response's bandwidth in MB/s (0: as fast as loopback)")
     parser.add_argument("--mib", type=int, default=48, help="size of the big partition (three segments)")
     parser.add_argument("--json", help="also write the results as JSON here")
     args = parser.parse_args(argv)
@@ -133,6 +140,7 @@ def main(argv=None) -> int:
         try:
             host, port = server.get_host_and_port()
             recorder = Recorder(server._server.app)  # noqa: SLF001 (moto keeps its WSGI app there)
+            recorder.stream_bytes_per_s = args.stream_mbps * 1e6
             server._server.app = recorder  # noqa: SLF001
             client = pafs.S3FileSystem(endpoint_override=f"{host}:{port}", scheme="http", allow_bucket_creation=True)
             client.create_dir(BUCKET)

@@ -29,7 +29,7 @@ from kafkaseg.errors import DataLossError, KafkaSegError, LayoutError, Truncated
 from kafkaseg.options import ReadOptions
 from kafkaseg.planning import ScanPlan, SegmentSlice, plan_scan
 from kafkaseg.schema import arrow_schema
-from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, is_local, redact, same_file
+from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
 from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE
 
 __all__ = ["ScanMetrics", "read_slice", "iter_batches", "read_arrow", "open_scan", "Scan"]
@@ -159,8 +159,12 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
             if options.read_mode != "pread" and reader.mappable:
                 pos = yield from reading.mapped(reader, pos, end, map_window_bytes, read_chunk_bytes)
             if pos < end and not reading.finished:
-                fetch = read_chunk_bytes if is_local(reader.filesystem) else max(read_chunk_bytes, REMOTE_READ_BYTES)
-                yield from reading.preads(reader, pos, end, read_chunk_bytes, fetch)
+                if is_local(reader.filesystem):
+                    yield from reading.preads(reader, pos, end, read_chunk_bytes)
+                else:
+                    fetch = max(read_chunk_bytes, REMOTE_READ_BYTES)
+                    with ReadAhead(reader, pos, end, block_bytes=fetch) as ahead:
+                        yield from reading.preads(reader, pos, end, read_chunk_bytes, fetch, source=ahead)
     except LayoutError as exc:
         # An object store has no rename: a remote segment deleted after planning (retention on the source, a
         # sync with --delete) shows only when a read of a file kept open from planning fails. Before any of its
@@ -339,11 +343,14 @@ class _SliceDecoder:
                 mapping.close()
         return pos
 
-    def preads(self, reader: RandomAccessReader, pos: int, end: int, chunk_bytes: int, fetch_bytes: int = 0):
+    def preads(self, reader: RandomAccessReader, pos: int, end: int, chunk_bytes: int, fetch_bytes: int = 0,
+               source: ReadAhead | None = None):
         """Decode ``[pos, end)`` from positioned reads of ``fetch_bytes`` (at least ``chunk_bytes``) into one
         reusable buffer, handing the kernel ``chunk_bytes`` at a time. The kernel copies what it keeps, so nothing
         references the buffer after a decode call; it grows only when one batch is larger (bounded by
-        maxBatchBytes, checked by the kernel)."""
+        maxBatchBytes, checked by the kernel). ``source`` serves the reads instead of ``reader`` (a non-local
+        file's :class:`~kafkaseg.storage.fs.ReadAhead`)."""
+        source = reader if source is None else source
         chunk = bytearray(min(max(chunk_bytes, fetch_bytes), max(end - pos, 0)))
         filled = 0  # valid bytes in chunk
         buf_pos = pos  # file position of chunk[0]
@@ -354,7 +361,7 @@ class _SliceDecoder:
                 need = min(max(want, len(chunk)), end - pos)
                 if need > len(chunk):
                     chunk = bytearray(need)
-                filled = reader.read_into(pos, memoryview(chunk)[:need])
+                filled = source.read_into(pos, memoryview(chunk)[:need])
                 buf_pos, offset_in_buf = pos, 0
                 self.metrics.bytes_read += filled  # one reader thread per slice
                 if filled < want or not filled:

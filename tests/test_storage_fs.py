@@ -106,3 +106,106 @@ def test_without_the_mapping_module_every_read_mode_falls_back_to_preads(tmp_pat
         assert not reader.mappable and reader.map_range(0, 10) is None
     for mode in ("auto", "mmap"):
         assert kafkaseg.read_arrow(str(tmp_path), readMode=mode).equals(expected)
+
+
+class _Watched:
+    """A reader's stand-in for :class:`fs.ReadAhead`: a non-local file's bytes, counting the fetches running at
+    once, failing at ``fail_at`` or ending early at ``short_at`` (a file shortened since it was opened)."""
+
+    def __init__(self, data: bytes, *, fail_at: int | None = None, short_at: int | None = None, delay: float = 0.002):
+        import threading
+
+        self.data, self.size, self.fail_at, self.short_at, self.delay = data, len(data), fail_at, short_at, delay
+        self.lock = threading.Lock()
+        self.running = self.most_running = self.fetches = 0
+        self.direct = 0
+
+    def read_at(self, position: int, length: int) -> bytes:
+        import time
+
+        with self.lock:
+            self.running += 1
+            self.fetches += 1
+            self.most_running = max(self.most_running, self.running)
+        try:
+            time.sleep(self.delay)
+            if self.fail_at is not None and position <= self.fail_at < position + length:
+                raise LayoutError(f"cannot read {length} bytes at byte {position} of f: boom")
+            stop = position + length if self.short_at is None else min(position + length, self.short_at)
+            return self.data[position:stop]
+        finally:
+            with self.lock:
+                self.running -= 1
+
+    def read_into(self, position: int, buffer) -> int:
+        self.direct += 1
+        data = self.read_at(position, len(buffer))
+        memoryview(buffer)[:len(data)] = data
+        return len(data)
+
+
+def _read_in_order(source, start: int, end: int, sizes) -> bytes:
+    """``[start, end)`` read as the scan reads it: in order, each read starting a few bytes before the previous
+    one's end (a batch cut by the buffer is read again from its start)."""
+    out, pos, i = bytearray(), start, 0
+    while pos < end:
+        buf = bytearray(min(sizes[i % len(sizes)], end - pos))
+        n = source.read_into(pos, buf)
+        have = start + len(out)
+        if pos + n > have:
+            out += buf[have - pos:n]
+        if n < len(buf):
+            break
+        pos += n - 3 if n > 3 and pos + n < end else n
+        i += 1
+    return bytes(out)
+
+
+def test_read_ahead_returns_the_file_and_bounds_requests_in_flight():
+    data = bytes(range(256)) * 4096  # 1 MiB
+    for start, end, sizes in ((0, len(data), [100_000]), (12_345, 1_000_000, [7_000, 130_000, 1])):
+        reader = _Watched(data)
+        with fs.ReadAhead(reader, start, end, block_bytes=64 * 1024, depth=3) as ahead:
+            assert _read_in_order(ahead, start, end, sizes) == data[start:end]
+        assert reader.most_running <= 4 and reader.direct == 0
+        assert reader.fetches == -(-(end - start) // (64 * 1024))  # each block fetched once, none past the end
+        assert reader.most_running > 1  # fetches did overlap
+
+
+def test_read_ahead_reads_behind_its_blocks_and_outside_its_range_from_the_file():
+    data = bytes(range(256)) * 1024
+    reader = _Watched(data)
+    with fs.ReadAhead(reader, 1000, 200_000, block_bytes=10_000, depth=2) as ahead:
+        buf = bytearray(500)
+        assert ahead.read_into(150_000, buf) == 500 and bytes(buf) == data[150_000:150_500]
+        assert ahead.read_into(5_000, buf) == 500 and bytes(buf) == data[5_000:5_500]  # behind: direct
+        assert ahead.read_into(0, buf) == 500 and bytes(buf) == data[:500]  # before the range: direct
+        assert ahead.read_into(199_800, buf) == 500 and bytes(buf) == data[199_800:200_300]  # past its end
+    assert reader.direct == 3
+
+
+def test_read_ahead_raises_a_failed_fetch_only_where_its_bytes_are_read():
+    data = bytes(300_000)
+    reader = _Watched(data, fail_at=250_000)
+    with fs.ReadAhead(reader, 0, len(data), block_bytes=50_000, depth=4) as ahead:
+        buf = bytearray(50_000)
+        for pos in range(0, 250_000, 50_000):  # the failing block is already requested by now
+            assert ahead.read_into(pos, buf) == 50_000
+        with pytest.raises(LayoutError, match="boom"):
+            ahead.read_into(250_000, buf)
+
+
+def test_read_ahead_stops_where_a_shortened_file_ends():
+    data = bytes(range(256)) * 1000
+    reader = _Watched(data, short_at=123_456)
+    with fs.ReadAhead(reader, 0, len(data), block_bytes=50_000, depth=2) as ahead:
+        got = _read_in_order(ahead, 0, len(data), [40_000])
+    assert got == data[:123_456]
+
+
+def test_closing_read_ahead_waits_for_fetches_already_running():
+    reader = _Watched(bytes(1_000_000), delay=0.05)
+    ahead = fs.ReadAhead(reader, 0, 1_000_000, block_bytes=100_000, depth=5)
+    ahead.read_into(0, bytearray(10))
+    ahead.close()
+    assert reader.running == 0

@@ -61,6 +61,8 @@ __all__ = [
     "read_small_file",
     "read_at",
     "RandomAccessReader",
+    "ReadAhead",
+    "REMOTE_READ_AHEAD",
     "DEFAULT_SMALL_FILE_CAP",
     "MAPPING_AVAILABLE",
     "REMOTE_BLOCK_BYTES",
@@ -85,6 +87,9 @@ REMOTE_OPEN_FILES = 4096
 #: Bulk reads of a non-local file (a slice's record data) fetch this much per request: object stores charge a
 #: latency of tens of ms per request, so 2 MiB requests spend about as long waiting as transferring.
 REMOTE_READ_BYTES = 8 << 20
+#: A slice of a non-local file keeps this many such requests in flight ahead of the one being decoded
+#: (:class:`ReadAhead`): an object store serves one stream at a fraction of a client's bandwidth.
+REMOTE_READ_AHEAD = 4
 
 
 def redact(text: str) -> str:
@@ -442,6 +447,104 @@ def read_at(path: str, position: int, length: int, filesystem: pafs.FileSystem |
     """Up to ``length`` bytes of ``path`` from ``position`` (fewer at the end of the file)."""
     with RandomAccessReader(path, filesystem) as reader:
         return reader.read_at(position, length)
+
+
+class ReadAhead:
+    """In-order reads of ``[start, end)`` of a non-local file, fetched ahead: blocks of ``block_bytes`` aligned on
+    ``start``, up to ``depth`` of them in flight past the one being read (in a shared pool of threads), so the
+    round trip and transfer of the next requests overlap decoding and each other. Memory: at most
+    ``depth + 1`` blocks.
+
+    :meth:`read_into` has :meth:`RandomAccessReader.read_into`'s contract; a read outside the range or behind
+    the blocks kept goes to the file directly. A failed fetch raises the file's error when (and only when) its
+    bytes are read, as the read itself would have. :meth:`close` cancels what has not started and waits for
+    what has (at most ``depth`` requests), so nothing touches the file after it."""
+
+    def __init__(self, reader: "RandomAccessReader", start: int, end: int, *, block_bytes: int = REMOTE_READ_BYTES,
+                 depth: int = 0):
+        self.reader = reader
+        self.start = start
+        self.end = max(start, min(end, reader.size))
+        self.block_bytes = max(1, block_bytes)
+        self.depth = REMOTE_READ_AHEAD if depth <= 0 else depth
+        self._blocks: OrderedDict = OrderedDict()  # block start -> Future of its bytes
+        self._next = start  # the next block to request
+
+    def _block(self, position: int):
+        """The future of the block holding ``position`` after requesting up to ``depth`` blocks past it; None when
+        that block is behind the ones kept."""
+        for begin in list(self._blocks):
+            if begin + self.block_bytes > position:
+                break
+            self._blocks.pop(begin).cancel()  # passed: dropped (a running fetch finishes in the pool)
+        begin = self.start + (position - self.start) // self.block_bytes * self.block_bytes
+        if begin < self._next and begin not in self._blocks:
+            return None
+        if begin > self._next:  # a jump forward: fetch from there on
+            for future in self._blocks.values():
+                future.cancel()
+            self._blocks.clear()
+            self._next = begin
+        pool = _read_ahead_pool()
+        while self._next < self.end and self._next <= begin + self.depth * self.block_bytes:
+            length = min(self.block_bytes, self.end - self._next)
+            self._blocks[self._next] = pool.submit(self.reader.read_at, self._next, length)
+            self._next += length
+        return self._blocks.get(begin)
+
+    def read_into(self, position: int, buffer: bytearray | memoryview) -> int:
+        view = memoryview(buffer).cast("B")
+        if not self.start <= position < self.end or position + len(view) > self.end:
+            return self.reader.read_into(position, view)
+        done = 0
+        while done < len(view):
+            future = self._block(position + done)
+            if future is None:
+                return done + self.reader.read_into(position + done, view[done:])
+            begin = self.start + (position + done - self.start) // self.block_bytes * self.block_bytes
+            data = future.result()
+            offset = position + done - begin
+            n = min(len(data) - offset, len(view) - done)
+            if n <= 0:
+                break
+            view[done:done + n] = memoryview(data)[offset:offset + n]
+            done += n
+            if len(data) < min(self.block_bytes, self.end - begin):
+                break  # a short block: the file ends there now
+        return done
+
+    def close(self) -> None:
+        futures = list(self._blocks.values())
+        self._blocks.clear()
+        for future in futures:
+            future.cancel()
+        for future in futures:
+            if not future.cancelled():
+                try:
+                    future.result()
+                except Exception:  # noqa: BLE001 - its bytes are not wanted any more
+                    pass
+
+    def __enter__(self) -> "ReadAhead":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+_READ_AHEAD_POOL: tuple[int, object] | None = None
+
+
+def _read_ahead_pool():
+    """The process's pool for :class:`ReadAhead` fetches (made again in a forked child, e.g. a Spark worker)."""
+    global _READ_AHEAD_POOL
+    with _REMOTE_LOCK:
+        if _READ_AHEAD_POOL is None or _READ_AHEAD_POOL[0] != os.getpid():
+            from concurrent.futures import ThreadPoolExecutor
+
+            _READ_AHEAD_POOL = (os.getpid(), ThreadPoolExecutor(max_workers=REMOTE_THREADS,
+                                                                thread_name_prefix="kafkaseg-read-ahead"))
+        return _READ_AHEAD_POOL[1]
 
 
 class RandomAccessReader:
