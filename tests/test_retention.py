@@ -193,6 +193,12 @@ def test_log_start_offset_breach(tmp_path):
     assert rules(result) == {0: LOG_START_BREACH, 4: LOG_START_BREACH}  # 8 holds 9: next base 12 > 9
     assert result.new_log_start_offset == 9  # max(checkpoint, first kept base 8)
     assert result.checkpoint_log_start_offset == 9
+    # a log start offset equal to a segment's base: the segment before it is wholly below (next base <= start)
+    d2 = DataDir(tmp_path / "data2")
+    d2.partition("t", [(4, NOW - HOUR)] * 4, log_start=8)
+    at_base = audit_one(d2.finish(), "t", config_for(retention_ms=-1))
+    assert rules(at_base) == {0: LOG_START_BREACH, 4: LOG_START_BREACH}
+    assert at_base.new_log_start_offset == 8
 
 
 def test_high_watermark_holds_back_deletion(tmp_path):
@@ -223,7 +229,10 @@ def test_every_segment_past_retention_rolls_and_the_log_starts_at_its_end(tmp_pa
 def test_empty_active_segment_is_never_deleted(tmp_path):
     d = DataDir(tmp_path / "data")
     d.partition("t", [(4, NOW - 30 * DAY)] * 2, empty_active=True)
-    result = audit_one(d.finish(), "t")
+    path = d.finish()
+    empty = tmp_path / "data" / "t-0" / "00000000000000000008.log"
+    os.utime(empty, ((NOW - 30 * DAY) / 1000,) * 2)  # its largestTimestamp (the mtime) is past retention too
+    result = audit_one(path, "t")
     assert result.segment_count == 3 and result.segments[-1].size == 0
     assert rules(result) == {0: TIME_BREACH, 4: TIME_BREACH}
     assert result.new_log_start_offset == 8
@@ -494,3 +503,21 @@ def test_a_partition_that_cannot_be_read_is_reported_not_raised(tmp_path, capsys
     assert "log-start-offset-checkpoint" in out["partitions"][0]["error"]
     assert out["summary"]["errors"][0]["partition"] == "t-0"
 
+
+
+@pytest.mark.corpus
+def test_real_kraft_metadata_snapshot_and_log(corpus_dir):
+    """A cp-kafka 7.6.1 broker's data dir: __consumer_offsets' configs live in the newest KRaft snapshot
+    (00000000000000024828-0000000003.checkpoint; the ConfigRecords at log offsets ~22 are below its end offset),
+    and the audit of its partitions uses them."""
+    data = corpus_dir / "segments/RaviAzzuraPutra__LATIHAN-MICROSERVICE-NEW/f8f5c464/kafka/data"
+    plan = plan_audit([str(data)], topics=["__consumer_offsets"])
+    assert plan.cluster.topics["__consumer_offsets"] == {"compression.type": "producer", "cleanup.policy": "compact",
+                                                         "segment.bytes": "104857600"}
+    assert len(plan.targets) == 50
+    pdir, config = plan.targets[0]
+    assert (config["cleanup.policy"], config.source("cleanup.policy")) == (("compact",),
+                                                                           "cluster metadata topic config")
+    assert config["segment.bytes"] == 104857600
+    result = audit(pdir, config, NOW)
+    assert result.error is None and result.compaction is not None and result.deletable_segments == 0
