@@ -30,6 +30,7 @@ written) or on another failure; 2 for a usage or input problem (before Spark sta
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import importlib.util
 import os
@@ -223,7 +224,8 @@ def run(spark, args: argparse.Namespace, prepared=None) -> dict:
         print(f"topic configs from the metadata log {plan.cluster.source} ({plan.cluster.records} config records)")
     audits = transform(spark, plan, now, args.tasks)
     try:
-        collected = audits.collect()  # one small object per partition (segment detail stays on the executors)
+        # one small object per partition: the segment detail stays on the executors
+        collected = audits.map(lambda a: dataclasses.replace(a, segments=())).collect()
         summary = summarize(collected, top=args.top)
         rows = [partition_row(a) for a in collected]
         df = spark.createDataFrame([tuple(r[f.name] for f in PARTITION_SCHEMA) for r in rows], ddl(PARTITION_SCHEMA))
