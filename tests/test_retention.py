@@ -400,6 +400,13 @@ def test_config_precedence_and_sources(tmp_path):
     assert (no_toml["retention.ms"], no_toml.source("retention.ms")) == (1000, "cluster metadata topic config")
     other = resolve_topic_config("payments", None, plan.cluster, node_id=9)
     assert other["retention.ms"] == 48 * HOUR and other["retention.bytes"] == -1
+    both = tmp_path / "both.toml"
+    both.write_text('[topics."regex:.*"]\n"retention.ms" = 1\n[topics."regex:o.*"]\n"retention.ms" = 2\n'
+                    '[topics."orders"]\n"retention.ms" = 3\n')
+    exact = resolve_topic_config("orders", load_config_file(str(both)))
+    assert (exact["retention.ms"], exact.source("retention.ms")) == (3, "toml topic 'orders'")
+    first = resolve_topic_config("other", load_config_file(str(both)))
+    assert (first["retention.ms"], first.source("retention.ms")) == (1, "toml 'regex:.*'")  # the first in the file
     off = ConfigFile(use_cluster_metadata=False)
     assert resolve_topic_config("orders", off, plan.cluster)["retention.ms"] == 7 * DAY
 
