@@ -231,6 +231,7 @@ CLI = {
     "dump .index": ["dump", "--files", "@/orders-0/00000000000000000000.index"],
     "dump .timeindex": ["dump", "--files", "@/orders-0/00000000000000000000.timeindex"],
     "dump .txnindex and .snapshot": ["dump", "--files", "@/payments-0/00000000000000000000.txnindex"],
+    "retention": ["retention", "@", "--now", "1700604810000", "--segments", "--json"],
 }
 
 

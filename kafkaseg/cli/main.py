@@ -10,6 +10,8 @@ Subcommands::
                                         kafka-get-offsets.sh: topic:partition:offset lines
     kafkaseg locate --data-dir DIR --topic T --partition P (--offset O | --time X)
                                         the segment, byte position, batch and record holding an offset
+    kafkaseg retention DIR... [--config retention.toml] [--now T] [--segments]
+                                        what the brokers' retention would delete now; compaction dirtiness
 
 ``--json`` prints machine-readable output. Progress bars (rich) go to stderr on long runs when stderr is a terminal.
 Exit status: 0 ok, 1 verification failures (or nothing found), 2 usage or read errors.
@@ -376,6 +378,14 @@ def _cmd_locate(args) -> int:
     return EXIT_OK if location.found else EXIT_FAILED
 
 
+# -- retention ------------------------------------------------------------------------------------------------------
+
+def _cmd_retention(args) -> int:
+    from kafkaseg.cli.retention import run
+
+    return run(args, _console(), _ms_text)
+
+
 # -- parser ---------------------------------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -453,6 +463,20 @@ def build_parser() -> argparse.ArgumentParser:
     locate.add_argument("--isolation", default="read_uncommitted", choices=("read_uncommitted", "read_committed"))
     locate.add_argument("--json", action="store_true")
     locate.set_defaults(func=_cmd_locate)
+
+    retention = sub.add_parser("retention", help="what retention would delete now, per partition",
+                               description="Audit log dirs against the brokers' retention rules (UnifiedLog."
+                               "deleteOldSegments) and the log cleaner's dirty ratio, from indexes and checkpoints.")
+    retention.add_argument("paths", nargs="+", metavar="DIR", help="log dirs (or partition dirs)")
+    retention.add_argument("--config", help="retention TOML (see conf/retention.toml)")
+    retention.add_argument("--now", help="the time to audit at: epoch ms or ISO-8601 (default: now)")
+    retention.add_argument("--topic", action="append", help="only this topic (repeatable)")
+    retention.add_argument("--topic-pattern", help="only topics whose whole name matches this regex")
+    retention.add_argument("--segments", action="store_true", help="also list every segment and its verdict")
+    retention.add_argument("--fail-on-overdue", action="store_true", help="exit 1 when a partition is past "
+                           "retention.ms by more than a retention check interval (5 minutes)")
+    retention.add_argument("--json", action="store_true")
+    retention.set_defaults(func=_cmd_retention)
     return parser
 
 

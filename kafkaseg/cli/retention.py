@@ -1,0 +1,119 @@
+"""``kafkaseg retention``: what the brokers' retention would delete now, per partition (no Spark).
+
+The audit itself is :mod:`kafkaseg.retention` (shared with ``jobs/retention_audit.py``); this module prints it:
+a rich table per partition (``--segments``: one per partition's segments too) and a summary, or ``--json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+
+from kafkaseg.retention import (
+    audit,
+    parse_now,
+    partition_row,
+    plan_audit,
+    segment_rows,
+    summarize,
+)
+from kafkaseg.topic_config import load_config_file
+
+__all__ = ["run"]
+
+
+def _duration(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    sign, ms = ("-" if ms < 0 else ""), abs(ms)
+    days, rest = divmod(ms // 1000, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if days:
+        return f"{sign}{days}d{hours:02d}h"
+    if hours:
+        return f"{sign}{hours}h{minutes:02d}m"
+    return f"{sign}{minutes}m{seconds:02d}s"
+
+
+def _retention_text(ms: int) -> str:
+    return "infinite" if ms < 0 else _duration(ms)
+
+
+def run(args, console, ms_text) -> int:
+    """Audit ``args.paths``; returns the exit status (1 when a partition could not be audited, or with
+    ``--fail-on-overdue`` when a partition is past retention.ms by more than a retention check interval)."""
+    now = parse_now(args.now)
+    plan = plan_audit(args.paths, load_config_file(args.config), topics=args.topic or (),
+                      topic_pattern=args.topic_pattern)
+    audits = [audit(pdir, config, now) for pdir, config in plan.targets]
+    if not args.segments:  # keep one small object per partition
+        audits = [dataclasses.replace(a, segments=()) for a in audits]
+    summary = summarize(audits)
+    failed = bool(summary["errors"]) or (args.fail_on_overdue and summary["lagging_partitions"] > 0)
+    if args.json:
+        rows = []
+        for a in audits:
+            row = partition_row(a)
+            row["config"] = a.config.as_dict() if a.config is not None else None
+            row["compaction"] = a.compaction.as_dict() if a.compaction is not None else None
+            if args.segments:
+                row["segments"] = [{k: v for k, v in r.items() if k not in ("topic", "partition", "log_dir",
+                                                                             "now_ms")} for r in segment_rows(a)]
+            rows.append(row)
+        print(json.dumps({"now_ms": now, "metadata_log": plan.cluster.source, "partitions": rows,
+                          "summary": summary}, indent=1))
+        return 1 if failed else 0
+    from rich.table import Table
+
+    table = Table(title=f"kafkaseg retention at {ms_text(now)}")
+    for column in ("topic", "partition", "policy", "retention", "segments", "bytes", "log start", "HW",
+                   "oldest", "delete segs", "delete bytes", "new start", "by", "overdue", "HW blocks",
+                   ".deleted", "dirty"):
+        table.add_column(column, justify="left" if column in ("topic", "policy", "oldest", "by", "retention")
+                         else "right")
+    for a in audits:
+        if a.error is not None:
+            table.add_row(a.topic, str(a.partition), "", "", "", "", "", "", f"[red]{a.error}[/red]")
+            continue
+        cfg, c = a.config, a.compaction
+        retention = _retention_text(cfg.effective_retention_ms)
+        if cfg.effective_retention_bytes >= 0:
+            retention += f" / {cfg.effective_retention_bytes} B"
+        dirty = "-" if c is None or c.dirty_ratio is None else \
+            f"{c.dirty_ratio:.2f}{' due' if c.cleanable_now else ''}"
+        table.add_row(a.topic, str(a.partition), ",".join(cfg["cleanup.policy"]), retention, str(a.segment_count),
+                      str(a.total_bytes), str(a.log_start_offset), str(a.high_watermark), ms_text(a.oldest_timestamp),
+                      str(a.deletable_segments), str(a.deletable_bytes),
+                      "-" if a.new_log_start_offset is None else str(a.new_log_start_offset),
+                      ",".join(f"{rule}:{n}" for rule, n in a.segments_by_rule) or "-", _duration(a.overdue_ms),
+                      "yes" if a.blocked_by_high_watermark else "",
+                      f"{a.deleted_files} ({a.deleted_bytes} B)" if a.deleted_files else "", dirty)
+    console.print(table)
+    if args.segments:
+        for a in audits:
+            if not a.segments:
+                continue
+            seg_table = Table(title=f"{a.name} segments")
+            for column in ("base offset", "next offset", "bytes", "largest time", "from", "deleted by", "overdue",
+                           "HW blocks"):
+                seg_table.add_column(column, justify="right")
+            for s in a.segments:
+                seg_table.add_row(str(s.base_offset), str(s.next_offset), str(s.size), ms_text(s.largest_timestamp),
+                                  s.timestamp_source, s.rule or "", _duration(s.overdue_ms),
+                                  "yes" if s.blocked_by_high_watermark else "")
+            console.print(seg_table)
+    print(f"{summary['partitions']} partitions, {summary['segments']} segments, {summary['bytes']} bytes; "
+          f"retention would delete {summary['deletable_segments']} segments ({summary['deletable_bytes']} bytes) "
+          f"in {summary['deletable_partitions']} partitions; {summary['lagging_partitions']} more than one check "
+          f"interval overdue; {summary['blocked_by_high_watermark']} held back by the high watermark; "
+          f"{summary['compaction_due']} due for compaction")
+    if plan.cluster.source:
+        print(f"configs from the metadata log {plan.cluster.source} ({plan.cluster.records} config records)")
+    for a in audits:
+        for note in a.notes:
+            print(f"{a.name}: {note}", file=sys.stderr)
+    for note in plan.replica_notes:
+        print(note, file=sys.stderr)
+    return 1 if failed else 0

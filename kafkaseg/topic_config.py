@@ -1,0 +1,448 @@
+"""The retention and compaction settings of a topic, as a broker would resolve them, with where each value came from.
+
+Kafka's ``LogConfig`` (``storage/src/main/java/org/apache/kafka/storage/internals/log/LogConfig.java``) defines the
+topic-level settings, their defaults and their valid ranges; ``ServerTopicConfigSynonyms``
+(``server-common/.../server/config/ServerTopicConfigSynonyms.java``) maps each to the broker-level default that
+applies when the topic sets none (``retention.ms`` <- ``log.retention.ms`` > ``log.retention.minutes`` >
+``log.retention.hours``; ``min.cleanable.dirty.ratio`` <- ``log.cleaner.min.cleanable.ratio``; ...).
+``LogConfig.localRetentionMs/Bytes``: ``local.retention.*`` = -2 means "use ``retention.*``".
+
+A data dir does not hold ``server.properties``, so values come from, in this order (the first that sets a key
+wins, and :class:`Setting.source` says which):
+
+1. ``[topics."<name>"]`` of the TOML file (``conf/retention.toml``), then the first ``[topics."regex:<re>"]`` table
+   (in file order) whose regex matches the whole topic name;
+2. the topic's ``ConfigRecord`` s in the KRaft metadata log (``__cluster_metadata-0`` found among the data dirs:
+   the newest ``<end offset>-<epoch>.checkpoint`` snapshot, then the log's records from its end offset; last write
+   wins, a null value deletes, a ``RemoveTopicRecord`` drops the topic's configs, as
+   ``metadata/.../image/ConfigurationsDelta.java`` replays them);
+3. broker-level configs in the same metadata log (``ConfigRecord`` s of BROKER resources: the broker's own, named
+   by its node id, over the cluster-wide default, the empty name), through the synonyms above;
+4. ``[defaults]`` of the TOML file (stands in for ``server.properties``);
+5. Kafka's defaults (``LogConfig.DEFAULT_*``).
+
+Keys are the topic-level names (``retention.ms``, ``cleanup.policy``, ...). An unknown key, a table other than
+``defaults``/``topics``, or a value of the wrong type or out of Kafka's range is an :class:`InvalidOptionError`
+naming the key and the file.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+from kafkaseg.errors import CorruptDataError, InvalidOptionError, KafkaSegError
+from kafkaseg.storage import fs as _fs
+from kafkaseg.storage.layout import PartitionDir
+
+__all__ = [
+    "KAFKA_DEFAULTS", "SETTING_NAMES", "Setting", "TopicConfig", "ConfigFile", "ClusterConfigs",
+    "load_config_file", "read_cluster_configs", "resolve_topic_config", "INTERNAL_TOPICS",
+]
+
+LONG_MAX = 2**63 - 1
+DAY_MS = 24 * 60 * 60 * 1000
+
+# LogConfig.DEFAULT_* (and TopicConfig names)
+KAFKA_DEFAULTS: dict[str, Any] = {
+    "cleanup.policy": ("delete",),
+    "retention.ms": 7 * DAY_MS,
+    "retention.bytes": -1,
+    "local.retention.ms": -2,
+    "local.retention.bytes": -2,
+    "remote.storage.enable": False,
+    "remote.log.copy.disable": False,
+    "segment.ms": 7 * DAY_MS,
+    "segment.bytes": 1024 * 1024 * 1024,
+    "min.cleanable.dirty.ratio": 0.5,
+    "min.compaction.lag.ms": 0,
+    "max.compaction.lag.ms": LONG_MAX,
+    "delete.retention.ms": DAY_MS,
+    "file.delete.delay.ms": 60_000,
+}
+SETTING_NAMES = tuple(KAFKA_DEFAULTS)
+
+# topics whose logs never go to remote storage (UnifiedLog.isRemoteLogEnabled excludes internal topics)
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state",
+                             "__cluster_metadata"})
+
+# broker config -> (topic config, multiplier to ms); earlier entries of one topic config win (ServerTopicConfigSynonyms)
+_BROKER_SYNONYMS: tuple[tuple[str, str, int], ...] = (
+    ("log.cleanup.policy", "cleanup.policy", 1),
+    ("log.retention.ms", "retention.ms", 1),
+    ("log.retention.minutes", "retention.ms", 60_000),
+    ("log.retention.hours", "retention.ms", 3_600_000),
+    ("log.retention.bytes", "retention.bytes", 1),
+    ("log.local.retention.ms", "local.retention.ms", 1),
+    ("log.local.retention.bytes", "local.retention.bytes", 1),
+    ("log.roll.ms", "segment.ms", 1),
+    ("log.roll.hours", "segment.ms", 3_600_000),
+    ("log.segment.bytes", "segment.bytes", 1),
+    ("log.cleaner.min.cleanable.ratio", "min.cleanable.dirty.ratio", 1),
+    ("log.cleaner.min.compaction.lag.ms", "min.compaction.lag.ms", 1),
+    ("log.cleaner.max.compaction.lag.ms", "max.compaction.lag.ms", 1),
+    ("log.cleaner.delete.retention.ms", "delete.retention.ms", 1),
+    ("log.segment.delete.delay.ms", "file.delete.delay.ms", 1),
+)
+
+
+# -- values: one parser per setting, for TOML values (typed) and metadata strings ---------------------------------
+
+def _long(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValueError(f"{name} must be an integer, not {value!r}")
+    try:
+        number = int(value.strip()) if isinstance(value, str) else value
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, not {value!r}") from None
+    if not minimum <= number <= LONG_MAX:
+        raise ValueError(f"{name} must be at least {minimum} (and fit a 64-bit long), not {number}")
+    return number
+
+
+def _ratio(name: str, value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be a number between 0 and 1, not {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number between 0 and 1, not {value!r}") from None
+    if not 0.0 <= number <= 1.0:
+        raise ValueError(f"{name} must be between 0 and 1, not {number}")
+    return number
+
+
+def _boolean(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ValueError(f"{name} must be true or false, not {value!r}")
+
+
+def _policy(name: str, value: Any) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
+        raise ValueError(f"{name} must be a list of compact/delete (a string \"compact,delete\" or an array), "
+                         f"not {value!r}")
+    policy = tuple(dict.fromkeys(i.strip().lower() for i in items if i.strip()))
+    wrong = [p for p in policy if p not in ("compact", "delete")]
+    if wrong:
+        raise ValueError(f"{name} may hold only compact and delete, not {', '.join(wrong)}")
+    return policy
+
+
+_PARSERS: dict[str, Callable[[str, Any], Any]] = {
+    "cleanup.policy": _policy,
+    "retention.ms": lambda n, v: _long(n, v, -1),
+    "retention.bytes": lambda n, v: _long(n, v, -(2**63)),
+    "local.retention.ms": lambda n, v: _long(n, v, -2),
+    "local.retention.bytes": lambda n, v: _long(n, v, -2),
+    "remote.storage.enable": _boolean,
+    "remote.log.copy.disable": _boolean,
+    "segment.ms": lambda n, v: _long(n, v, 1),
+    "segment.bytes": lambda n, v: _long(n, v, 14),
+    "min.cleanable.dirty.ratio": _ratio,
+    "min.compaction.lag.ms": lambda n, v: _long(n, v, 0),
+    "max.compaction.lag.ms": lambda n, v: _long(n, v, 1),
+    "delete.retention.ms": lambda n, v: _long(n, v, 0),
+    "file.delete.delay.ms": lambda n, v: _long(n, v, 0),
+}
+
+
+def parse_setting(name: str, value: Any) -> Any:
+    """``value`` of topic setting ``name`` as Kafka would accept it (ValueError otherwise; KeyError for a name
+    this module does not know)."""
+    return _PARSERS[name](name, value)
+
+
+# -- the resolved config -------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Setting:
+    """One resolved value and where it came from (``toml topic "orders"``, ``toml regex:...``, ``cluster metadata
+    topic config``, ``cluster metadata broker 1 (log.retention.hours)``, ``toml defaults``, ``kafka default``)."""
+
+    value: Any
+    source: str
+
+
+@dataclass(frozen=True)
+class TopicConfig:
+    """The settings of one topic that retention and the log cleaner read (``LogConfig``), each with its source."""
+
+    topic: str
+    settings: Mapping[str, Setting]
+
+    def __getitem__(self, name: str) -> Any:
+        return self.settings[name].value
+
+    def source(self, name: str) -> str:
+        return self.settings[name].source
+
+    @property
+    def delete(self) -> bool:
+        """``LogConfig.delete``: cleanup.policy contains ``delete``."""
+        return "delete" in self["cleanup.policy"]
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self["cleanup.policy"]
+
+    @property
+    def remote_log_enabled(self) -> bool:
+        """``UnifiedLog.isRemoteLogEnabled``: the topic's ``remote.storage.enable`` (a topic can only set it on a
+        cluster with ``remote.log.storage.system.enable``), never for internal topics."""
+        return bool(self["remote.storage.enable"]) and self.topic not in INTERNAL_TOPICS
+
+    @property
+    def remote_copy_enabled(self) -> bool:
+        """``UnifiedLog.remoteLogEnabledAndRemoteCopyEnabled``: local retention applies only then."""
+        return self.remote_log_enabled and not self["remote.log.copy.disable"]
+
+    @property
+    def effective_retention_ms(self) -> int:
+        """``UnifiedLog.localRetentionMs``: ``LogConfig.localRetentionMs()`` (-2 = retention.ms) when remote copy is
+        on, else ``retention.ms``."""
+        if self.remote_copy_enabled and self["local.retention.ms"] != -2:
+            return self["local.retention.ms"]
+        return self["retention.ms"]
+
+    @property
+    def effective_retention_bytes(self) -> int:
+        if self.remote_copy_enabled and self["local.retention.bytes"] != -2:
+            return self["local.retention.bytes"]
+        return self["retention.bytes"]
+
+    @property
+    def retention_ms_source(self) -> str:
+        if self.remote_copy_enabled and self["local.retention.ms"] != -2:
+            return f"local.retention.ms from {self.source('local.retention.ms')}"
+        return f"retention.ms from {self.source('retention.ms')}"
+
+    @property
+    def retention_bytes_source(self) -> str:
+        if self.remote_copy_enabled and self["local.retention.bytes"] != -2:
+            return f"local.retention.bytes from {self.source('local.retention.bytes')}"
+        return f"retention.bytes from {self.source('retention.bytes')}"
+
+    def as_dict(self) -> dict:
+        return {name: {"value": list(s.value) if isinstance(s.value, tuple) else s.value, "source": s.source}
+                for name, s in self.settings.items()}
+
+
+# -- the TOML file -------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ConfigFile:
+    """A parsed ``retention.toml``: ``defaults``, exact ``topics`` and ``patterns`` (compiled ``regex:`` tables in
+    file order), values already validated."""
+
+    path: str | None = None
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    topics: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    patterns: tuple[tuple[str, re.Pattern, Mapping[str, Any]], ...] = ()
+    use_cluster_metadata: bool = True
+
+
+def _table_values(table: Any, where: str, path: str) -> dict[str, Any]:
+    if not isinstance(table, dict):
+        raise InvalidOptionError(f"{path}: {where} must be a table of settings, not {table!r}")
+    values = {}
+    for key, raw in table.items():
+        if key not in _PARSERS:
+            raise InvalidOptionError(f"{path}: {where}: unknown setting {key!r} (known: {', '.join(SETTING_NAMES)}; "
+                                     f"quote dotted names: \"retention.ms\" = ...)")
+        try:
+            values[key] = parse_setting(key, raw)
+        except ValueError as err:
+            raise InvalidOptionError(f"{path}: {where}: {err}") from err
+    return values
+
+
+def load_config_file(path: str | None) -> ConfigFile:
+    """Parse and validate a retention TOML file (None: an empty one)."""
+    if path is None:
+        return ConfigFile()
+    try:
+        data = _fs.read_small_file(path)
+    except (OSError, KafkaSegError) as err:
+        raise InvalidOptionError(f"{path}: cannot read the retention config: {err}") from err
+    try:
+        doc = tomllib.loads(bytes(data).decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise InvalidOptionError(f"{path}: not valid TOML: {err}") from err
+    unknown = [k for k in doc if k not in ("defaults", "topics", "cluster_metadata")]
+    if unknown:
+        raise InvalidOptionError(f"{path}: unknown top-level key(s) {', '.join(map(repr, unknown))} (expected "
+                                 "[defaults], [topics.\"<name>\"] and cluster_metadata = true|false)")
+    use_metadata = doc.get("cluster_metadata", True)
+    if not isinstance(use_metadata, bool):
+        raise InvalidOptionError(f"{path}: cluster_metadata must be true or false, not {use_metadata!r}")
+    defaults = _table_values(doc.get("defaults", {}), "[defaults]", path)
+    topics_table = doc.get("topics", {})
+    if not isinstance(topics_table, dict):
+        raise InvalidOptionError(f"{path}: topics must be tables [topics.\"<name>\"], not {topics_table!r}")
+    topics, patterns = {}, []
+    for name, table in topics_table.items():
+        where = f"[topics.{name!r}]"
+        values = _table_values(table, where, path)
+        if name.startswith("regex:"):
+            try:
+                compiled = re.compile(name[len("regex:"):])
+            except re.error as err:
+                raise InvalidOptionError(f"{path}: {where}: invalid regex: {err}") from err
+            patterns.append((name, compiled, values))
+        else:
+            topics[name] = values
+    return ConfigFile(path, defaults, topics, tuple(patterns), use_metadata)
+
+
+# -- the KRaft metadata log ----------------------------------------------------------------------------------------
+
+_TOPIC_RESOURCE, _BROKER_RESOURCE = 2, 4  # ConfigResource.Type
+_CONFIG_RECORD, _TOPIC_RECORD, _REMOVE_TOPIC_RECORD = 4, 2, 9  # MetadataRecordType
+_KRAFT_SNAPSHOT = re.compile(r"^(\d+)-(\d+)\.checkpoint$")
+
+
+@dataclass(frozen=True)
+class ClusterConfigs:
+    """Topic and broker configs replayed from a KRaft metadata log: ``topics[name][key]`` and
+    ``brokers[resource name][key]`` (raw strings; the empty resource name is the cluster-wide default)."""
+
+    source: str | None = None
+    topics: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    brokers: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    records: int = 0
+
+
+def _metadata_values(path: str, filesystem, min_offset: int) -> Iterable[tuple[int, bytes]]:
+    """``(offset, value)`` of every data record at or above ``min_offset`` in a metadata log segment or snapshot
+    (control batches skipped); one batch in memory at a time."""
+    from kafkaseg.decode import decode
+    from kafkaseg.decode.api import DecodeRequest
+    from kafkaseg.storage.segment import SegmentReader
+
+    with SegmentReader(path, filesystem) as reader:
+        for header in reader.iter_headers(0, max_batch_bytes=None):
+            if header.is_control or header.last_offset < min_offset:
+                continue
+            data = reader.read_at(header.position, header.size)
+            result = decode(memoryview(data), DecodeRequest(path=path, base_position=header.position,
+                                                            max_batch_bytes=max(header.size, 1 << 20),
+                                                            min_offset=min_offset))
+            yield from zip(result.columns["offset"].to_pylist(), result.columns["value"].to_pylist())
+
+
+def read_cluster_configs(partitions: Iterable[PartitionDir]) -> ClusterConfigs:
+    """Replay the config records of the ``__cluster_metadata-0`` among ``partitions`` (empty when there is none; the
+    copy with the most segments when several data dirs hold one). Malformed records raise a
+    :class:`CorruptDataError` naming the file and offset."""
+    from kafkaseg.wire.internal.cluster_metadata import decode_metadata_record
+
+    copies = [p for p in partitions if p.topic == "__cluster_metadata" and p.partition == 0]
+    if not copies:
+        return ClusterConfigs()
+    pdir = max(copies, key=lambda p: (len(p.segments) + len(p.kraft_snapshot_paths), p.path))
+    snapshots = sorted(((int(m.group(1)), path) for path in pdir.kraft_snapshot_paths
+                        if (m := _KRAFT_SNAPSHOT.match(_fs.basename(path)))), reverse=True)
+    files: list[tuple[str, int]] = []
+    start = 0
+    if snapshots:
+        start, snapshot_path = snapshots[0]
+        files.append((snapshot_path, 0))
+    segments = pdir.segments
+    files += [(s.log_path, start) for i, s in enumerate(segments)  # segments holding offsets >= start
+              if i + 1 == len(segments) or segments[i + 1].base_offset > start]
+    topics: dict[str, dict[str, str]] = {}
+    brokers: dict[str, dict[str, str]] = {}
+    names_by_id: dict[str, str] = {}
+    count = 0
+    for path, min_offset in files:
+        for offset, value in _metadata_values(path, pdir.filesystem, min_offset):
+            try:
+                record = decode_metadata_record(value)
+            except CorruptDataError as err:
+                raise CorruptDataError(f"metadata record at offset {offset} does not decode: {err}",
+                                       path=path) from err
+            if record.data is None:
+                continue
+            if record.api_key == _TOPIC_RECORD:
+                names_by_id[record.data["topicId"]] = record.data["name"]
+            elif record.api_key == _REMOVE_TOPIC_RECORD:
+                name = names_by_id.pop(record.data["topicId"], None)
+                if name is not None:
+                    topics.pop(name, None)
+            elif record.api_key == _CONFIG_RECORD:
+                data = record.data
+                kind = data["resourceType"]
+                target = topics if kind == _TOPIC_RESOURCE else brokers if kind == _BROKER_RESOURCE else None
+                if target is None:
+                    continue
+                count += 1
+                configs = target.setdefault(data["resourceName"], {})
+                if data["value"] is None:
+                    configs.pop(data["name"], None)
+                else:
+                    configs[data["name"]] = data["value"]
+    return ClusterConfigs(pdir.path, topics, brokers, count)
+
+
+# -- resolution ----------------------------------------------------------------------------------------------------
+
+def _broker_values(cluster: ClusterConfigs, node_id: int | None) -> dict[str, Setting]:
+    """Topic settings from broker-level configs: the broker's own over the cluster default, and per topic setting
+    the first synonym set (log.retention.ms over .minutes over .hours)."""
+    found: dict[str, Setting] = {}
+    scopes = ([str(node_id)] if node_id is not None else []) + [""]
+    for broker_name, topic_name, factor in _BROKER_SYNONYMS:
+        if topic_name in found:
+            continue
+        for scope in scopes:
+            raw = cluster.brokers.get(scope, {}).get(broker_name)
+            if raw is None:
+                continue
+            try:
+                value = parse_setting(topic_name, raw)
+            except ValueError as err:
+                raise InvalidOptionError(f"{cluster.source}: broker config {broker_name}={raw!r}: {err}") from err
+            if factor != 1 and value >= 0:
+                value *= factor
+            who = f"broker {scope}" if scope else "cluster default"
+            found[topic_name] = Setting(value, f"cluster metadata {who} ({broker_name})")
+            break
+    return found
+
+
+def resolve_topic_config(topic: str, config_file: ConfigFile | None = None, cluster: ClusterConfigs | None = None,
+                         node_id: int | None = None) -> TopicConfig:
+    """The :class:`TopicConfig` of ``topic`` by the precedence in the module docstring. ``node_id`` (the log dir's
+    ``meta.properties``) picks the broker's own broker-level configs."""
+    config_file = config_file or ConfigFile()
+    cluster = cluster if cluster is not None and config_file.use_cluster_metadata else ClusterConfigs()
+    layers: list[dict[str, Setting]] = []
+    if topic in config_file.topics:
+        layers.append({k: Setting(v, f"toml topic {topic!r}") for k, v in config_file.topics[topic].items()})
+    for name, pattern, values in config_file.patterns:
+        if pattern.fullmatch(topic):
+            layers.append({k: Setting(v, f"toml {name!r}") for k, v in values.items()})
+            break
+    metadata_topic = {}
+    for key, raw in cluster.topics.get(topic, {}).items():
+        if key not in _PARSERS:
+            continue  # a config retention does not read (compression.type, ...)
+        try:
+            metadata_topic[key] = Setting(parse_setting(key, raw), "cluster metadata topic config")
+        except ValueError as err:
+            raise InvalidOptionError(f"{cluster.source}: topic {topic!r} config {key}={raw!r}: {err}") from err
+    layers.append(metadata_topic)
+    layers.append(_broker_values(cluster, node_id))
+    layers.append({k: Setting(v, "toml defaults") for k, v in config_file.defaults.items()})
+    layers.append({k: Setting(v, "kafka default") for k, v in KAFKA_DEFAULTS.items()})
+    settings = {}
+    for name in SETTING_NAMES:
+        settings[name] = next(layer[name] for layer in layers if name in layer)
+    return TopicConfig(topic, settings)
+

@@ -1,0 +1,568 @@
+"""Retention audit (kafkaseg.retention, kafkaseg.topic_config, ``kafkaseg retention``) on hand-built data dirs with
+known timestamps and sizes. Expectations are written from UnifiedLog.deleteOldSegments' rules, and a few are
+cross-checked against :func:`brute_force`, an independent transcription of those rules written here."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from kafkaseg.cli.main import main as cli_main
+from kafkaseg.errors import InvalidOptionError
+from kafkaseg.retention import (
+    LOG_START_BREACH,
+    SIZE_BREACH,
+    TIME_BREACH,
+    audit,
+    parse_now,
+    plan_audit,
+)
+from kafkaseg.storage.layout import discover
+from kafkaseg.testing import PartitionWriter, Record, build_batch_v2, build_legacy_entries
+from kafkaseg.testing.partition import write_meta_properties, write_offset_checkpoint
+from kafkaseg.topic_config import ConfigFile, load_config_file, resolve_topic_config
+
+NOW = 1_700_000_000_000
+HOUR = 3_600_000
+DAY = 24 * HOUR
+
+
+class DataDir:
+    """A log dir built one partition at a time; checkpoints written by :meth:`finish`."""
+
+    def __init__(self, root: Path, node_id: int = 1):
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+        write_meta_properties(root / "meta.properties", cluster_id="c" * 22, node_id=node_id, directory_id="d" * 22)
+        self.hw, self.start, self.cleaner = {}, {}, {}
+        self.sizes: dict[tuple[str, int], list[tuple[int, int]]] = {}
+
+    def partition(self, topic: str, segments, *, p: int = 0, hw_back: int = 0, log_start: int | None = None,
+                  cleaner: int | None = None, empty_active: bool = False, magic: int = 2):
+        """``segments``: (records, max timestamp) per segment, one batch each (values of 100 bytes).
+        ``hw_back``: the high watermark this far below the log end. Returns [(base offset, size)]."""
+        writer = PartitionWriter(self.root / f"{topic}-{p}")
+        offset = 0
+        for i, (count, max_ts) in enumerate(segments):
+            if i:
+                writer.roll()
+            records = [Record(offset + k, max_ts - (count - 1 - k), b"key%d" % k, b"v" * 100) for k in range(count)]
+            if magic == 2:
+                writer.append(build_batch_v2(records))
+            else:
+                for entry in build_legacy_entries(records, magic):
+                    writer.append(entry)
+            offset += count
+        if empty_active:
+            writer.roll()
+        log = writer.close()
+        self.hw[(topic, p)] = log.log_end_offset - hw_back
+        if log_start is not None:
+            self.start[(topic, p)] = log_start
+        if cleaner is not None:
+            self.cleaner[(topic, p)] = cleaner
+        self.sizes[(topic, p)] = [(s.base_offset, s.size) for s in log.segments]
+        return self.sizes[(topic, p)]
+
+    def finish(self) -> str:
+        write_offset_checkpoint(self.root / "replication-offset-checkpoint", self.hw)
+        write_offset_checkpoint(self.root / "log-start-offset-checkpoint", self.start)
+        write_offset_checkpoint(self.root / "cleaner-offset-checkpoint", self.cleaner)
+        return str(self.root)
+
+
+def audit_one(path: str, topic: str, config_file: ConfigFile | None = None, now: int = NOW, p: int = 0):
+    plan = plan_audit([path], config_file, topics=[topic])
+    (pdir, config), = [(d, c) for d, c in plan.targets if d.partition == p]
+    result = audit(pdir, config, now)
+    assert result.error is None, result.error
+    return result
+
+
+def config_for(**settings) -> ConfigFile:
+    return ConfigFile(topics={"t": {k.replace("_", "."): v for k, v in settings.items()}})
+
+
+def brute_force(segments, *, log_end, hw, log_start, retention_ms, retention_bytes, now, delete=True):
+    """An independent transcription of UnifiedLog.deleteOldSegments for local logs: ``segments`` are
+    (base, size, largest timestamp); returns {base: rule}."""
+    segs = list(segments)
+    out = {}
+    start = max(log_start, segs[0][0])
+
+    def run(pred, rule):
+        nonlocal segs, start
+        gone = 0
+        for i, (base, size, ts) in enumerate(segs):
+            nxt = segs[i + 1][0] if i + 1 < len(segs) else None
+            upper = nxt if nxt is not None else log_end
+            if not (hw >= upper and pred(size, ts, nxt)) or (nxt is None and size == 0):
+                break
+            out[base] = rule
+            gone += 1
+        if gone:
+            start = segs[gone][0] if gone < len(segs) else log_end
+            segs = segs[gone:] if gone < len(segs) else []
+
+    run(lambda size, ts, nxt: nxt is not None and nxt <= start, LOG_START_BREACH)
+    if delete and retention_bytes >= 0 and segs and sum(s for _, s, _ in segs) >= retention_bytes:
+        left = [sum(s for _, s, _ in segs) - retention_bytes]
+
+        def by_size(size, ts, nxt):
+            if left[0] - size >= 0:
+                left[0] -= size
+                return True
+            return False
+
+        run(by_size, SIZE_BREACH)
+    if delete and retention_ms >= 0 and segs:
+        run(lambda size, ts, nxt: now - ts > retention_ms, TIME_BREACH)
+    return out
+
+
+def rules(result) -> dict[int, str]:
+    return {s.base_offset: s.rule for s in result.segments if s.rule is not None}
+
+
+# -- the rules ------------------------------------------------------------------------------------------------------
+
+def test_time_rule_deletes_oldest_segments_past_retention_ms(tmp_path):
+    d = DataDir(tmp_path / "data")
+    stamps = [NOW - 10 * DAY, NOW - 8 * DAY, NOW - 6 * DAY, NOW - 1 * DAY]
+    sizes = d.partition("t", [(5, ts) for ts in stamps])
+    result = audit_one(d.finish(), "t")
+    assert rules(result) == {0: TIME_BREACH, 5: TIME_BREACH}
+    assert result.deletable_segments == 2
+    assert result.deletable_bytes == sizes[0][1] + sizes[1][1]
+    assert result.new_log_start_offset == 10
+    assert result.overdue_ms == 10 * DAY - 7 * DAY  # the oldest deletable segment: now - largest - retention.ms
+    assert result.lagging and not result.blocked_by_high_watermark
+    assert result.oldest_timestamp == stamps[0] and result.newest_timestamp == stamps[-1]
+    expected = brute_force([(b, s, ts) for (b, s), ts in zip(sizes, stamps)], log_end=20, hw=20, log_start=0,
+                           retention_ms=7 * DAY, retention_bytes=-1, now=NOW)
+    assert rules(result) == expected
+
+
+def test_time_rule_stops_at_the_first_young_segment(tmp_path):
+    """An old segment after a young one stays: the walk stops at the first that fails the predicate."""
+    d = DataDir(tmp_path / "data")
+    stamps = [NOW - 9 * DAY, NOW - 1 * DAY, NOW - 30 * DAY, NOW - 1 * HOUR]
+    sizes = d.partition("t", [(3, ts) for ts in stamps])
+    result = audit_one(d.finish(), "t")
+    assert rules(result) == {0: TIME_BREACH}
+    assert rules(result) == brute_force([(b, s, ts) for (b, s), ts in zip(sizes, stamps)], log_end=12, hw=12,
+                                        log_start=0, retention_ms=7 * DAY, retention_bytes=-1, now=NOW)
+
+
+def test_size_rule_keeps_at_least_retention_bytes(tmp_path):
+    d = DataDir(tmp_path / "data")
+    sizes = d.partition("t", [(4, NOW - HOUR)] * 5)
+    seg = sizes[0][1]
+    assert all(s == seg for _, s in sizes)
+    # 5 segments, room for 2.5: diff = 2.5 segments -> two go (diff - size >= 0 twice), then 0.5 - 1 < 0
+    result = audit_one(d.finish(), "t", config_for(retention_bytes=seg * 5 // 2))
+    assert rules(result) == {0: SIZE_BREACH, 4: SIZE_BREACH}
+    assert result.bytes_over_retention == seg * 5 - seg * 5 // 2
+    assert result.new_log_start_offset == 8 and result.overdue_ms is None
+    # exactly on the boundary: size - retention - segment == 0 deletes
+    exact = audit_one(str(tmp_path / "data"), "t", config_for(retention_bytes=seg * 3))
+    assert rules(exact) == {0: SIZE_BREACH, 4: SIZE_BREACH}
+    assert rules(exact) == brute_force([(b, s, NOW - HOUR) for b, s in sizes], log_end=20, hw=20, log_start=0,
+                                       retention_ms=7 * DAY, retention_bytes=seg * 3, now=NOW)
+
+
+def test_size_then_time_each_pass_walks_what_is_left(tmp_path):
+    d = DataDir(tmp_path / "data")
+    stamps = [NOW - 20 * DAY, NOW - 10 * DAY, NOW - 9 * DAY, NOW - 1 * DAY]
+    sizes = d.partition("t", [(4, ts) for ts in stamps])
+    result = audit_one(d.finish(), "t", config_for(retention_bytes=sizes[0][1] * 3))
+    assert rules(result) == {0: SIZE_BREACH, 4: TIME_BREACH, 8: TIME_BREACH}
+    assert dict(result.segments_by_rule) == {SIZE_BREACH: 1, TIME_BREACH: 2}
+    assert rules(result) == brute_force([(b, s, ts) for (b, s), ts in zip(sizes, stamps)], log_end=16, hw=16,
+                                        log_start=0, retention_ms=7 * DAY, retention_bytes=sizes[0][1] * 3, now=NOW)
+
+
+def test_log_start_offset_breach(tmp_path):
+    """DeleteRecords moved the log start offset to 9: segments wholly below it go, whatever retention says."""
+    d = DataDir(tmp_path / "data")
+    d.partition("t", [(4, NOW - HOUR)] * 4, log_start=9)
+    result = audit_one(d.finish(), "t", config_for(retention_ms=-1))
+    assert rules(result) == {0: LOG_START_BREACH, 4: LOG_START_BREACH}  # 8 holds 9: next base 12 > 9
+    assert result.new_log_start_offset == 9  # max(checkpoint, first kept base 8)
+    assert result.checkpoint_log_start_offset == 9
+    # a log start offset equal to a segment's base: the segment before it is wholly below (next base <= start)
+    d2 = DataDir(tmp_path / "data2")
+    d2.partition("t", [(4, NOW - HOUR)] * 4, log_start=8)
+    at_base = audit_one(d2.finish(), "t", config_for(retention_ms=-1))
+    assert rules(at_base) == {0: LOG_START_BREACH, 4: LOG_START_BREACH}
+    assert at_base.new_log_start_offset == 8
+
+
+def test_high_watermark_holds_back_deletion(tmp_path):
+    """The last segment past retention is not deletable while the high watermark is below the log end."""
+    d = DataDir(tmp_path / "data")
+    sizes = d.partition("t", [(4, NOW - 30 * DAY)] * 3, hw_back=1)
+    result = audit_one(d.finish(), "t")
+    assert rules(result) == {0: TIME_BREACH, 4: TIME_BREACH}
+    assert result.blocked_by_high_watermark
+    assert [s.blocked_by_high_watermark for s in result.segments] == [False, False, True]
+    assert result.new_log_start_offset == 8
+    assert rules(result) == brute_force([(b, s, NOW - 30 * DAY) for b, s in sizes], log_end=12, hw=11, log_start=0,
+                                        retention_ms=7 * DAY, retention_bytes=-1, now=NOW)
+    # the high watermark inside the second segment: only the first goes
+    d2 = DataDir(tmp_path / "data2")
+    d2.partition("t", [(4, NOW - 30 * DAY)] * 3, hw_back=6)
+    assert rules(audit_one(d2.finish(), "t")) == {0: TIME_BREACH}
+
+
+def test_every_segment_past_retention_rolls_and_the_log_starts_at_its_end(tmp_path):
+    d = DataDir(tmp_path / "data")
+    d.partition("t", [(4, NOW - 30 * DAY)] * 2)
+    result = audit_one(d.finish(), "t")
+    assert rules(result) == {0: TIME_BREACH, 4: TIME_BREACH}  # the active segment too (the broker rolls first)
+    assert result.new_log_start_offset == 8
+
+
+def test_empty_active_segment_is_never_deleted(tmp_path):
+    d = DataDir(tmp_path / "data")
+    d.partition("t", [(4, NOW - 30 * DAY)] * 2, empty_active=True)
+    path = d.finish()
+    empty = tmp_path / "data" / "t-0" / "00000000000000000008.log"
+    os.utime(empty, ((NOW - 30 * DAY) / 1000,) * 2)  # its largestTimestamp (the mtime) is past retention too
+    result = audit_one(path, "t")
+    assert result.segment_count == 3 and result.segments[-1].size == 0
+    assert rules(result) == {0: TIME_BREACH, 4: TIME_BREACH}
+    assert result.new_log_start_offset == 8
+
+
+def test_segments_without_timestamps_use_the_file_mtime(tmp_path):
+    d = DataDir(tmp_path / "data")
+    d.partition("t", [(3, 0)] * 3, magic=0)
+    path = d.finish()
+    logs = sorted((tmp_path / "data" / "t-0").glob("*.log"))
+    for log, age in zip(logs, (9 * DAY, 8 * DAY, 1 * DAY)):
+        os.utime(log, ((NOW - age) / 1000, (NOW - age) / 1000))
+    result = audit_one(path, "t")
+    assert [s.timestamp_source for s in result.segments] == ["mtime"] * 3
+    assert [s.largest_timestamp for s in result.segments] == [NOW - 9 * DAY, NOW - 8 * DAY, NOW - DAY]
+    assert rules(result) == {0: TIME_BREACH, 3: TIME_BREACH}
+
+
+def test_infinite_retention_deletes_nothing(tmp_path):
+    d = DataDir(tmp_path / "data")
+    d.partition("t", [(4, NOW - 300 * DAY)] * 3)
+    result = audit_one(d.finish(), "t", config_for(retention_ms=-1))
+    assert rules(result) == {} and result.overdue_ms is None and not result.lagging
+    assert result.new_log_start_offset is None
+
+
+def test_compact_only_topic_keeps_old_segments_and_reports_dirtiness(tmp_path):
+    d = DataDir(tmp_path / "data")
+    sizes = d.partition("t", [(4, NOW - 30 * DAY)] * 4, cleaner=4)
+    result = audit_one(d.finish(), "t", config_for(cleanup_policy="compact"))
+    assert rules(result) == {}
+    c = result.compaction
+    # LogCleanerManager: clean = segments below the first dirty offset 4; cleanable = [4, active base 12)
+    assert c.first_dirty_offset == 4 and c.first_uncleanable_offset == 12
+    assert c.clean_bytes == sizes[0][1]
+    assert c.cleanable_bytes == sizes[1][1] + sizes[2][1]
+    assert c.dirty_ratio == pytest.approx(2 / 3)
+    assert c.exceeds_min_ratio and c.cleanable_now
+    assert c.max_compaction_delay_ms == 0  # max.compaction.lag.ms defaults to Long.MAX_VALUE
+    # a higher threshold: not due
+    high = audit_one(str(tmp_path / "data"), "t", config_for(cleanup_policy="compact",
+                                                            min_cleanable_dirty_ratio=0.9))
+    assert not high.compaction.exceeds_min_ratio and not high.compaction.cleanable_now
+    # max.compaction.lag.ms exceeded: due even below the ratio; delay = now - lag - first batch timestamp
+    lagged = audit_one(str(tmp_path / "data"), "t", config_for(cleanup_policy="compact",
+                                                              min_cleanable_dirty_ratio=0.9,
+                                                              max_compaction_lag_ms=DAY))
+    first_batch_ts = NOW - 30 * DAY  # each segment's single batch
+    assert lagged.compaction.max_compaction_delay_ms == (NOW - DAY) - first_batch_ts
+    assert lagged.compaction.cleanable_now
+
+
+def test_compact_only_topic_still_loses_segments_below_the_log_start(tmp_path):
+    """LogCleanerManager.deletableLogs hands compacted logs to deleteOldSegments, whose log-start pass ignores the
+    cleanup policy."""
+    d = DataDir(tmp_path / "data")
+    d.partition("t", [(4, NOW - 30 * DAY)] * 3, log_start=5)
+    result = audit_one(d.finish(), "t", config_for(cleanup_policy="compact"))
+    assert rules(result) == {0: LOG_START_BREACH}
+
+
+def test_compact_and_delete_applies_retention_and_reports_dirtiness(tmp_path):
+    d = DataDir(tmp_path / "data")
+    d.partition("t", [(4, NOW - 30 * DAY), (4, NOW - 30 * DAY), (4, NOW - HOUR)])
+    result = audit_one(d.finish(), "t", config_for(cleanup_policy="compact,delete"))
+    assert rules(result) == {0: TIME_BREACH, 4: TIME_BREACH}
+    assert result.compaction is not None and result.compaction.first_dirty_offset == 0  # no cleaner checkpoint
+
+
+def test_min_compaction_lag_bounds_the_cleanable_range(tmp_path):
+    d = DataDir(tmp_path / "data")
+    sizes = d.partition("t", [(4, NOW - 30 * DAY), (4, NOW - 2 * HOUR), (4, NOW - HOUR)])
+    result = audit_one(d.finish(), "t", config_for(cleanup_policy="compact", min_compaction_lag_ms=3 * HOUR))
+    assert result.compaction.first_uncleanable_offset == 4  # the segment written 2 h ago is too young
+    assert result.compaction.cleanable_bytes == sizes[0][1]
+
+
+def test_local_retention_applies_with_remote_storage(tmp_path):
+    """Tiered topic: local.retention.ms (1 h) instead of retention.ms; the active segment is rolled, not deleted."""
+    d = DataDir(tmp_path / "data")
+    d.partition("t", [(4, NOW - 3 * HOUR)] * 3)
+    path = d.finish()
+    tiered = config_for(remote_storage_enable=True, local_retention_ms=HOUR)
+    result = audit_one(path, "t", tiered)
+    assert result.config.effective_retention_ms == HOUR
+    assert rules(result) == {0: TIME_BREACH, 4: TIME_BREACH}
+    assert result.rolls_active and result.overdue_ms == 2 * HOUR
+    # -2: retention.ms applies locally too
+    assert rules(audit_one(path, "t", config_for(remote_storage_enable=True, local_retention_ms=-2))) == {}
+    # without remote storage local.retention.ms is ignored
+    assert rules(audit_one(path, "t", config_for(local_retention_ms=HOUR))) == {}
+
+
+def test_pending_deleted_files_are_counted(tmp_path):
+    d = DataDir(tmp_path / "data")
+    d.partition("t", [(4, NOW - HOUR)] * 2)
+    path = d.finish()
+    (tmp_path / "data" / "t-0" / "00000000000000000099.log.deleted").write_bytes(b"x" * 1234)
+    (tmp_path / "data" / "t-0" / "00000000000000000099.index.deleted").write_bytes(b"x" * 16)
+    result = audit_one(path, "t")
+    assert (result.deleted_files, result.deleted_bytes) == (2, 1250)
+
+
+# -- configs --------------------------------------------------------------------------------------------------------
+
+def _metadata_value(api_key: int, body: bytes) -> bytes:
+    return bytes([1, api_key, 0]) + body  # frame version 1, type, version 0 (uvarints < 128)
+
+
+def _compact_string(text: str | None) -> bytes:
+    if text is None:
+        return b"\x00"
+    data = text.encode()
+    return bytes([len(data) + 1]) + data
+
+
+def config_record(resource_type: int, resource: str, name: str, value: str | None) -> bytes:
+    """ConfigRecord v0 (metadata/src/main/resources/common/metadata/ConfigRecord.json), encoded by hand."""
+    return _metadata_value(4, bytes([resource_type]) + _compact_string(resource) + _compact_string(name)
+                           + _compact_string(value) + b"\x00")
+
+
+def write_metadata_log(root: Path, values: list[bytes]) -> None:
+    writer = PartitionWriter(root / "__cluster_metadata-0", write_snapshots=False)
+    records = [Record(i, NOW, None, v) for i, v in enumerate(values)]
+    writer.append(build_batch_v2(records))
+    writer.close()
+
+
+def test_config_precedence_and_sources(tmp_path):
+    d = DataDir(tmp_path / "data", node_id=3)
+    d.partition("orders", [(4, NOW - HOUR)])
+    write_metadata_log(tmp_path / "data", [
+        config_record(2, "orders", "retention.ms", "1000"),
+        config_record(2, "orders", "retention.bytes", "5000"),
+        config_record(2, "orders", "retention.bytes", None),       # deleted again: last write wins
+        config_record(2, "orders", "compression.type", "zstd"),    # not a retention setting
+        config_record(4, "", "log.retention.hours", "48"),         # cluster default
+        config_record(4, "", "log.cleaner.min.cleanable.ratio", "0.25"),
+        config_record(4, "3", "log.retention.bytes", "777"),       # this broker's own
+        config_record(4, "4", "log.retention.bytes", "888"),       # another broker's
+    ])
+    path = d.finish()
+    toml = tmp_path / "retention.toml"
+    toml.write_text('[defaults]\n"retention.bytes" = 1\n"delete.retention.ms" = 5\n'
+                    '[topics."regex:ord.*"]\n"segment.ms" = 99\n"retention.ms" = 2\n'
+                    '[topics."orders"]\n"cleanup.policy" = ["delete", "compact"]\n')
+    plan = plan_audit([path], load_config_file(str(toml)))
+    assert plan.cluster.records == 8
+    (pdir, config), = plan.targets  # __cluster_metadata is not audited
+    assert pdir.topic == "orders"
+    got = {k: (config[k], config.source(k)) for k in ("cleanup.policy", "segment.ms", "retention.ms",
+                                                      "retention.bytes", "min.cleanable.dirty.ratio",
+                                                      "delete.retention.ms", "min.compaction.lag.ms")}
+    assert got == {
+        "cleanup.policy": (("delete", "compact"), "toml topic 'orders'"),
+        "segment.ms": (99, "toml 'regex:ord.*'"),
+        "retention.ms": (2, "toml 'regex:ord.*'"),  # TOML beats the metadata log's topic config
+        "retention.bytes": (777, "cluster metadata broker 3 (log.retention.bytes)"),
+        "min.cleanable.dirty.ratio": (0.25, "cluster metadata cluster default (log.cleaner.min.cleanable.ratio)"),
+        "delete.retention.ms": (5, "toml defaults"),
+        "min.compaction.lag.ms": (0, "kafka default"),
+    }
+    no_toml = resolve_topic_config("orders", None, plan.cluster, node_id=3)
+    assert (no_toml["retention.ms"], no_toml.source("retention.ms")) == (1000, "cluster metadata topic config")
+    other = resolve_topic_config("payments", None, plan.cluster, node_id=9)
+    assert other["retention.ms"] == 48 * HOUR and other["retention.bytes"] == -1
+    both = tmp_path / "both.toml"
+    both.write_text('[topics."regex:.*"]\n"retention.ms" = 1\n[topics."regex:o.*"]\n"retention.ms" = 2\n'
+                    '[topics."orders"]\n"retention.ms" = 3\n')
+    exact = resolve_topic_config("orders", load_config_file(str(both)))
+    assert (exact["retention.ms"], exact.source("retention.ms")) == (3, "toml topic 'orders'")
+    first = resolve_topic_config("other", load_config_file(str(both)))
+    assert (first["retention.ms"], first.source("retention.ms")) == (1, "toml 'regex:.*'")  # the first in the file
+    off = ConfigFile(use_cluster_metadata=False)
+    assert resolve_topic_config("orders", off, plan.cluster)["retention.ms"] == 7 * DAY
+
+
+def test_metadata_log_remove_topic_drops_its_configs(tmp_path):
+    topic_id = bytes(range(16))
+    topic_record = _metadata_value(2, _compact_string("gone") + topic_id + b"\x00")
+    remove = _metadata_value(9, topic_id + b"\x00")
+    write_metadata_log(tmp_path, [topic_record, config_record(2, "gone", "retention.ms", "5"), remove])
+    from kafkaseg.topic_config import read_cluster_configs
+
+    cluster = read_cluster_configs(discover([str(tmp_path)]))
+    assert "gone" not in cluster.topics
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[defaults]\n"retention.mss" = 1\n', "unknown setting 'retention.mss'"),
+    ('[topics."t"]\n"retention.ms" = "soon"\n', "retention.ms must be an integer"),
+    ('[topics."t"]\n"retention.ms" = -5\n', "retention.ms must be at least -1"),
+    ('[topics."t"]\n"cleanup.policy" = "compact,purge"\n', "only compact and delete, not purge"),
+    ('[topics."t"]\n"min.cleanable.dirty.ratio" = 1.5\n', "between 0 and 1"),
+    ('[topics."t"]\nretention.ms = 1\n', "unknown setting 'retention'"),
+    ('[topic."t"]\n', "unknown top-level key(s) 'topic'"),
+    ('[topics."regex:("]\n', "invalid regex"),
+    ('[defaults\n', "not valid TOML"),
+])
+def test_config_file_errors_name_the_key_and_file(tmp_path, text, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(InvalidOptionError) as err:
+        load_config_file(str(path))
+    assert message in str(err.value) and str(path) in str(err.value)
+
+
+def test_example_config_file_parses():
+    example = load_config_file(str(Path(__file__).resolve().parents[1] / "conf" / "retention.toml"))
+    assert example.topics["orders"]["retention.ms"] == DAY
+    assert resolve_topic_config("audit-2024", example)["retention.ms"] == -1
+
+
+def test_parse_now():
+    assert parse_now("1700000000000") == NOW
+    assert parse_now("2023-11-14T22:13:20Z") == NOW
+    assert parse_now("2023-11-14T22:13:20") == NOW
+    with pytest.raises(InvalidOptionError, match="--now 'yesterday'"):
+        parse_now("yesterday")
+
+
+# -- the CLI --------------------------------------------------------------------------------------------------------
+
+def _cli_dir(tmp_path) -> tuple[str, Path]:
+    d = DataDir(tmp_path / "data")
+    d.partition("t", [(4, NOW - 10 * DAY), (4, NOW - HOUR)])
+    d.partition("keep", [(4, NOW - 10 * DAY)] * 2)
+    toml = tmp_path / "r.toml"
+    toml.write_text('[topics."keep"]\n"retention.ms" = -1\n')
+    return d.finish(), toml
+
+
+def test_cli_json(tmp_path, capsys):
+    path, toml = _cli_dir(tmp_path)
+    assert cli_main(["retention", path, "--config", str(toml), "--now", str(NOW), "--json", "--segments"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    by_topic = {p["topic"]: p for p in out["partitions"]}
+    assert by_topic["t"]["deletable_segments"] == 1 and by_topic["t"]["deletable_by_time"] == 1
+    assert by_topic["t"]["overdue_ms"] == 3 * DAY
+    assert [s["deleted_by"] for s in by_topic["t"]["segments"]] == ["time", None]
+    assert by_topic["keep"]["deletable_segments"] == 0
+    assert by_topic["keep"]["config"]["retention.ms"] == {"value": -1, "source": "toml topic 'keep'"}
+    assert out["summary"]["deletable_segments"] == 1 and out["summary"]["lagging_partitions"] == 1
+
+
+def test_cli_table_and_fail_on_overdue(tmp_path, capsys):
+    path, toml = _cli_dir(tmp_path)
+    assert cli_main(["retention", path, "--config", str(toml), "--now", str(NOW), "--topic", "t",
+                     "--fail-on-overdue"]) == 1
+    out = capsys.readouterr().out
+    assert "kafkaseg retention at 2023-11-14T22:13:20.000Z" in out
+    row = next(line for line in out.splitlines() if line.startswith("│ t "))
+    assert "time:1" in row and "3d00h" in row
+    assert "retention would delete 1 segments" in out
+    assert cli_main(["retention", path, "--config", str(toml), "--now", str(NOW), "--topic", "keep",
+                     "--fail-on-overdue"]) == 0
+
+
+def test_cli_config_error_is_a_usage_error(tmp_path, capsys):
+    path, _ = _cli_dir(tmp_path)
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[defaults]\n"retention.hours" = 1\n')
+    assert cli_main(["retention", path, "--config", str(bad)]) == 2
+    assert "unknown setting 'retention.hours'" in capsys.readouterr().err
+
+
+def test_a_partition_that_cannot_be_read_is_reported_not_raised(tmp_path, capsys):
+    d = DataDir(tmp_path / "data")
+    d.partition("t", [(4, NOW - HOUR)] * 2)
+    path = d.finish()
+    (tmp_path / "data" / "log-start-offset-checkpoint").write_text("0\n1\nbroken\n")
+    assert cli_main(["retention", path, "--now", str(NOW), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert "log-start-offset-checkpoint" in out["partitions"][0]["error"]
+    assert out["summary"]["errors"][0]["partition"] == "t-0"
+
+
+
+@pytest.mark.corpus
+def test_real_kraft_metadata_snapshot_and_log(corpus_dir):
+    """A cp-kafka 7.6.1 broker's data dir: __consumer_offsets' configs live in the newest KRaft snapshot
+    (00000000000000024828-0000000003.checkpoint; the ConfigRecords at log offsets ~22 are below its end offset),
+    and the audit of its partitions uses them."""
+    data = corpus_dir / "segments/RaviAzzuraPutra__LATIHAN-MICROSERVICE-NEW/f8f5c464/kafka/data"
+    plan = plan_audit([str(data)], topics=["__consumer_offsets"])
+    assert plan.cluster.topics["__consumer_offsets"] == {"compression.type": "producer", "cleanup.policy": "compact",
+                                                         "segment.bytes": "104857600"}
+    assert len(plan.targets) == 50
+    pdir, config = plan.targets[0]
+    assert (config["cleanup.policy"], config.source("cleanup.policy")) == (("compact",),
+                                                                           "cluster metadata topic config")
+    assert config["segment.bytes"] == 104857600
+    result = audit(pdir, config, NOW)
+    assert result.error is None and result.compaction is not None and result.deletable_segments == 0
+
+
+def test_rules_agree_with_the_brute_force_transcription_on_random_logs():
+    """audit_partition (pure) against brute_force on random logs: sizes (some empty), timestamps out of order,
+    high watermarks inside any segment, log start offsets anywhere, size and time retention."""
+    import random
+
+    from kafkaseg.retention import PartitionFacts, SegmentFacts, audit_partition
+
+    rng = random.Random(7)
+    checked = 0
+    for _ in range(3000):
+        n = rng.randint(1, 7)
+        bases, base = [], rng.randint(0, 50)
+        for _ in range(n):
+            bases.append(base)
+            base += rng.randint(1, 20)
+        log_end = base
+        sizes = [rng.choice([0, 50, 100, 100, 250]) for _ in range(n)]
+        if sizes[-1] == 0:
+            log_end = bases[-1]  # an empty last segment holds no offsets
+        stamps = [NOW - rng.randint(0, 20) * DAY // 2 for _ in range(n)]
+        segments = tuple(SegmentFacts(b, s, ts, 0) for b, s, ts in zip(bases, sizes, stamps))
+        hw = rng.randint(bases[0], log_end)
+        log_start = rng.choice([bases[0], rng.randint(bases[0], log_end)])
+        retention_ms = rng.choice([-1, 3 * DAY, 7 * DAY])
+        retention_bytes = rng.choice([-1, 0, 100, 300, 600])
+        policy = rng.choice(["delete", "compact", "compact,delete"])
+        facts = PartitionFacts("t", 0, None, "", segments, log_start, log_end, hw)
+        config = resolve_topic_config("t", config_for(retention_ms=retention_ms, retention_bytes=retention_bytes,
+                                                      cleanup_policy=policy))
+        got = rules(audit_partition(facts, config, NOW))
+        expected = brute_force([(b, s, ts) for b, s, ts in zip(bases, sizes, stamps)], log_end=log_end, hw=hw,
+                               log_start=log_start, retention_ms=retention_ms, retention_bytes=retention_bytes,
+                               now=NOW, delete="delete" in policy)
+        assert got == expected, (facts, config.as_dict())
+        checked += bool(expected)
+    assert checked > 1000  # most cases delete something

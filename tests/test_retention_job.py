@@ -1,0 +1,114 @@
+"""jobs/retention_audit.py: argument and input checks without a JVM, and one end-to-end run on the shared local[2]
+session writing Delta tables read back with deltalake."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from kafkaseg.testing import TopicSpec, write_data_dir
+
+_SPEC = importlib.util.spec_from_file_location(
+    "retention_audit_job", Path(__file__).resolve().parents[1] / "jobs/retention_audit.py")
+job = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(job)
+
+DAY = 86_400_000
+START = 1_700_000_000_000
+
+
+@pytest.fixture(scope="module")
+def datadir(tmp_path_factory):
+    # "old": 3 partitions of ~10 segments whose records span [START, START + 2000 * 600 s): at START + 7 days +
+    # 10 days every segment whose largest timestamp is older than 10 days... see the expectations below
+    root = tmp_path_factory.mktemp("audit")
+    manifest = write_data_dir(root, [
+        TopicSpec("old", partitions=3, records_per_partition=2000, value_size=100, ts_step_ms=600_000,
+                  segment_bytes=32 * 1024, start_timestamp_ms=START),
+        TopicSpec("kept", records_per_partition=300, start_timestamp_ms=START, segment_bytes=16 * 1024),
+    ], seed=3)
+    config = root.parent / f"{root.name}-retention.toml"
+    config.write_text('[topics."kept"]\n"retention.ms" = -1\n')
+    return manifest, str(config)
+
+
+def _expected_deletions(manifest, now: int) -> dict[tuple[str, int], int]:
+    """Brute force from the writer's manifest: segments, oldest first, whose largest record timestamp is more than
+    7 days before ``now``, up to the first that is not (the high watermark is the log end in these dirs)."""
+    out = {}
+    for (topic, p), pm in manifest.partitions.items():
+        if topic != "old":
+            continue
+        count = 0
+        for seg in pm.segments:
+            if now - seg.max_timestamp > 7 * DAY:
+                count += 1
+            else:
+                break
+        out[(topic, p)] = count
+    return out
+
+
+def test_prepare_refuses_bad_input_before_spark(datadir, tmp_path, capsys):
+    manifest, config = datadir
+    data = str(manifest.path)
+    (tmp_path / "exists" / "_delta_log").mkdir(parents=True)
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[defaults]\n"retention.minutes" = 5\n')
+    for argv, message in [
+            (["--data-dir", str(tmp_path / "nope"), "--output", str(tmp_path / "o")], "LayoutError: "),
+            (["--data-dir", data, "--output", str(tmp_path / "exists")], "FileExistsError: "),
+            (["--data-dir", data, "--output", str(tmp_path / "o"), "--config", str(bad)],
+             "unknown setting 'retention.minutes'"),
+            (["--data-dir", data, "--output", str(tmp_path / "o"), "--now", "noon"], "--now 'noon'"),
+            (["--data-dir", data, "--output", str(Path(data) / "audit")], "UsageError: ")]:
+        assert job.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("retention_audit.py: error: ") and message in err and err.count("\n") == 1, err
+
+
+def test_exit_status():
+    clean = {"errors": [], "lagging_partitions": 0}
+    assert job.exit_status(clean, True) == 0
+    assert job.exit_status({**clean, "lagging_partitions": 2}, False) == 0
+    assert job.exit_status({**clean, "lagging_partitions": 2}, True) == job.EXIT_OVERDUE
+    assert job.exit_status({**clean, "errors": [{"partition": "t-0"}]}, False) == 1
+
+
+@pytest.mark.spark
+def test_job_end_to_end_writes_delta_tables(spark, datadir, tmp_path, capsys):
+    from deltalake import DeltaTable
+
+    manifest, config = datadir
+    now = START + 7 * DAY + 6 * DAY  # records span ~14 days: about the older half of each "old" partition goes
+    args = job.parse_args(["--data-dir", str(manifest.path), "--config", config, "--now", str(now),
+                           "--output", str(tmp_path / "audit"), "--segments", str(tmp_path / "segments"),
+                           "--tasks", "2"])
+    result = job.run(spark, args)
+    out = capsys.readouterr().out
+    table = DeltaTable(str(tmp_path / "audit")).to_pyarrow_table().to_pylist()
+    by = {(r["topic"], r["partition"]): r for r in table}
+    assert set(by) == {("old", 0), ("old", 1), ("old", 2), ("kept", 0)}
+    expected = _expected_deletions(manifest, now)
+    assert all(0 < n < len(manifest.partition("old", p).segments) for (_, p), n in expected.items())
+    for key, count in expected.items():
+        row = by[key]
+        assert row["deletable_segments"] == count == row["deletable_by_time"]
+        pm = manifest.partition(*key)
+        assert row["new_log_start_offset"] == pm.segments[count].base_offset
+        assert row["deletable_bytes"] == sum(s.size for s in pm.segments[:count])
+        assert row["retention_ms_source"] == "retention.ms from kafka default"
+        assert row["overdue_ms"] == now - pm.segments[0].max_timestamp - 7 * DAY
+    kept = by[("kept", 0)]
+    assert kept["deletable_segments"] == 0 and kept["retention_ms"] == -1
+    assert kept["retention_ms_source"].startswith("retention.ms from toml topic 'kept'")
+    segments = DeltaTable(str(tmp_path / "segments")).to_pyarrow_table().to_pylist()
+    assert len(segments) == sum(len(pm.segments) for pm in manifest.partitions.values())
+    deleted = sum(1 for s in segments if s["deleted_by"] == "time")
+    assert deleted == sum(expected.values()) == result["summary"]["deletable_segments"]
+    assert f"retention would delete {deleted} segments" in out and "most overdue" in out
+    # --mode error refuses the table now there
+    with pytest.raises(FileExistsError):
+        job.prepare(args)
