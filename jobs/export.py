@@ -12,10 +12,11 @@ Real use (every executor must see ``--data-dir`` at the same path, or a URI pyar
         [--option subscribe=orders,payments] [--option kafka.isolation.level=read_committed] ...
 
 Steps: :func:`extract` (the kafkaseg source; ``--option`` passes any kafkaseg/Spark-Kafka read option),
-:func:`summarize` (per topic-partition counts and offset ranges, printed), :func:`with_export_columns` (the
-transform: the Kafka columns plus the record's UTC ``date``), then :func:`load`: executors write the data files
-(Spark's Parquet writer) and, for Delta, the driver commits them in one delta-rs transaction
-(:mod:`kafkaseg.spark.tables`; no delta-spark jar needed). No record passes through the driver.
+:func:`with_export_columns` (the transform: the Kafka columns plus the record's UTC ``date``), then :func:`load`:
+executors write the data files (Spark's Parquet writer) and, for Delta, the driver commits them in one delta-rs
+transaction (:mod:`kafkaseg.spark.tables`; no delta-spark jar needed). No record passes through the driver, and
+the data is read once: the printed per topic-partition counts and offset ranges (:func:`summarize_files`) come
+from the written files' footers.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import sys
 import json
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Iterable, Sequence
 
 import pyarrow as pa
 
@@ -37,6 +38,7 @@ SAMPLE_DIR = "sample-kafka-logs"  # under --work-dir
 RANGE_OPTIONS = frozenset(name.lower() for name in (
     "startingOffsets", "endingOffsets", "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp",
     "endingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy"))
+Summary = list  # of (topic, partition, records, first offset, last offset), sorted
 NO_TIMESTAMP_MICROS = -1000  # Kafka's "no timestamp" (-1 ms), as Spark and kafkaseg show it
 MICROS_PER_DAY = 86_400_000_000
 
@@ -381,18 +383,89 @@ def extract(spark, paths: Sequence[str], options: dict):
     return reader.load(list(paths))
 
 
-def summarize(spark, paths: Sequence[str], options: dict) -> list[tuple[str, int, int, int, int]]:
-    """``(topic, partition, records, first offset, last offset)`` per topic-partition, sorted."""
-    from pyspark.sql import functions as F
+def summarize_files(files: Iterable[tuple[dict, dict, Callable[[], pa.Table]]]) -> Summary:
+    """``(topic, partition, records, first offset, last offset)`` per topic-partition, sorted, of the data files
+    an export wrote, each given as ``(partition values from its path, its Delta-style stats, a function reading
+    its topic, partition and offset columns)``. A file whose partition values or bounds pin one topic and one
+    partition is counted from its footer's row count and offset bounds alone, which is every file the export
+    writes (a Spark task reads slices of one topic-partition); any other is read, three columns of it."""
+    totals: dict[tuple[str, int], list[int]] = {}
 
-    df = extract(spark, paths, options)
-    rows = (df.groupBy("topic", "partition")
-            .agg(F.count(F.lit(1)).alias("records"), F.min("offset").alias("first"), F.max("offset").alias("last"))
-            .orderBy("topic", "partition").collect())
-    return [(r.topic, r.partition, r.records, r.first, r.last) for r in rows]
+    def add(key: tuple[str, int], records: int, first: int, last: int) -> None:
+        seen = totals.get(key)
+        totals[key] = [records, first, last] if seen is None else [seen[0] + records, min(seen[1], first),
+                                                                    max(seen[2], last)]
+
+    for values, stats, read_columns in files:
+        if not stats.get("numRecords"):
+            continue
+        low, high = stats.get("minValues", {}), stats.get("maxValues", {})
+        pinned = {}
+        for column in ("topic", "partition"):
+            if values.get(column) is not None:
+                pinned[column] = values[column]
+            elif column in low and low[column] == high.get(column):
+                pinned[column] = low[column]
+        if len(pinned) == 2 and "offset" in low and "offset" in high:
+            add((str(pinned["topic"]), int(pinned["partition"])), stats["numRecords"], low["offset"], high["offset"])
+            continue
+        grouped = read_columns().group_by(["topic", "partition"]).aggregate(
+            [("offset", "count"), ("offset", "min"), ("offset", "max")])
+        for t, p, n, lo, hi in zip(*(grouped.column(c).to_pylist() for c in (
+                "topic", "partition", "offset_count", "offset_min", "offset_max"))):
+            add((t, int(p)), n, lo, hi)
+    return [(t, p, n, lo, hi) for (t, p), (n, lo, hi) in sorted(totals.items())]
 
 
-def print_summary(summary, out=sys.stdout) -> None:
+def _delta_files(output: str, actions: list) -> list:
+    """:func:`summarize_files`' input for the add actions of a Delta write."""
+    return [(dict(a.partition_values), json.loads(a.stats), lambda a=a: _file_columns(output, a.path,
+                                                                                      a.partition_values))
+            for a in actions]
+
+
+def _parquet_facts(output: str, files: Sequence[str]) -> list:
+    """:func:`summarize_files`' input for Parquet data files of a table (paths as its filesystem names them)."""
+    import pyarrow.parquet as pq
+    from urllib.parse import unquote
+
+    from kafkaseg.spark.tables import file_stats
+    from kafkaseg.storage.fs import open_filesystem
+
+    filesystem, root = open_filesystem(output)
+    out = []
+    for path in files:
+        values = {}
+        for part in path[len(root):].strip("/").split("/")[:-1]:
+            column, sep, value = part.partition("=")
+            if sep:
+                values[column] = None if value == "__HIVE_DEFAULT_PARTITION__" else unquote(value)
+        with filesystem.open_input_file(path) as handle:
+            stats = file_stats(pq.ParquetFile(handle).metadata)
+        relative = path[len(root):].lstrip("/")
+        out.append((values, stats, lambda relative=relative, values=values: _file_columns(output, relative, values)))
+    return out
+
+
+def _file_columns(output: str, relative: str, values: dict) -> pa.Table:
+    """The topic, partition and offset columns of one data file (a partition column from its path)."""
+    import pyarrow.parquet as pq
+
+    from kafkaseg.storage.fs import join, open_filesystem
+
+    filesystem, path = open_filesystem(join(output, relative))
+    with filesystem.open_input_file(path) as handle:
+        file = pq.ParquetFile(handle)
+        present = [c for c in ("topic", "partition", "offset") if c in file.schema_arrow.names]
+        table = file.read(columns=present)
+    for column, kind in (("topic", pa.string()), ("partition", pa.int32())):
+        if column not in table.column_names:
+            table = table.append_column(column, pa.array([values.get(column)] * table.num_rows).cast(kind))
+    return table
+
+
+def print_summary(summary, out=None) -> None:
+    out = sys.stdout if out is None else out
     width = max([len(f"{t}-{p}") for t, p, *_ in summary] + [15])
     print(f"{'topic-partition':<{width}}  {'records':>10}  {'offsets':>21}", file=out)
     for topic, partition, records, first, last in summary:
@@ -400,18 +473,34 @@ def print_summary(summary, out=sys.stdout) -> None:
     print(f"{'total':<{width}}  {sum(s[2] for s in summary):>10,}", file=out)
 
 
-def load(df, args: argparse.Namespace, source_schema: pa.Schema, expected_records: int | None = None) -> dict:
+def load(df, args: argparse.Namespace, source_schema: pa.Schema,
+         check: Callable[[Summary], None] | None = None) -> tuple[dict, Summary]:
     """Write the exported rows from the executors: Parquet with Spark's writer, Delta with Spark's Parquet writer
-    and one delta-rs commit (:mod:`kafkaseg.spark.tables`), which is refused unless the files written hold
-    ``expected_records``."""
+    and one delta-rs commit (:mod:`kafkaseg.spark.tables`). Returns what was committed and the summary of the
+    files written (:func:`summarize_files`: from their footers, no second read of the data). ``check(summary)``
+    runs before the Delta commit (after a Parquet write, which Spark commits itself); what it raises stops the
+    job, for Delta with nothing committed."""
     from kafkaseg.spark.tables import write_delta, write_parquet
 
     mode = "append" if args.mode == "incremental" else args.mode
     if args.format == "parquet":
+        before = set(_parquet_files(args.output)) if mode == "append" else set()
         write_parquet(df, args.output, mode, args.partition_by)
-        return {}
-    return write_delta(df, args.output, mode, args.partition_by, export_schema(source_schema),
-                       expected_records=expected_records)
+        summary = summarize_files(_parquet_facts(args.output, [f for f in _parquet_files(args.output)
+                                                               if f not in before]))
+        if check is not None:
+            check(summary)
+        return {}, summary
+    found: list[Summary] = []
+
+    def before_commit(actions):
+        found.append(summarize_files(_delta_files(args.output, actions)))
+        if check is not None:
+            check(found[0])
+
+    committed = write_delta(df, args.output, mode, args.partition_by, export_schema(source_schema),
+                            before_commit=before_commit)
+    return committed, found[0]
 
 
 def _arrow_schema(options: dict) -> pa.Schema:
@@ -498,8 +587,8 @@ def prepare(args: argparse.Namespace) -> dict:
             check_partitioning(existing_partitioning(args.output, args.format, files), args.partition_by,
                                args.output, args.mode)
             existing = existing_offsets(args.output, args.format, dataset)
-    # Both reads (the summary, then the write) get the same explicit offsets, resolved once here: on a live broker's
-    # dir the high watermark moves between them, and the table must hold what the summary counted.
+    # The write reads explicit offsets, resolved once here (an incremental run's from the table's): Spark may plan
+    # the read more than once, and on a live broker's dir the high watermark moves meanwhile.
     ranges = resolve_ranges(paths, args.options)
     if args.mode in ("incremental", "append") and ranges is None:
         raise UsageError(f"--mode {args.mode} cannot be used with replicas=all (one partition, several ranges: "
@@ -513,8 +602,7 @@ def prepare(args: argparse.Namespace) -> dict:
                              "(use --mode incremental to export only newer offsets, or --mode overwrite)")
     if ranges is None:
         options = dict(args.options)
-        print("replicas=all: offsets not pinned (each copy has its own range); the two reads may differ on a "
-              "live dir, and the Delta commit is refused if they do")
+        print("replicas=all: offsets not pinned (each copy has its own range)")
     else:
         options = pinned_options(args.options, ranges)
     return {"paths": paths, "manifest": manifest, "existing": existing, "ranges": ranges, "options": options}
@@ -528,17 +616,24 @@ def run(spark, args: argparse.Namespace, prepared: dict | None = None) -> dict:
         prepared = prepare(args)
     paths, manifest, existing = prepared["paths"], prepared["manifest"], prepared["existing"]
     ranges, options = prepared["ranges"], prepared["options"]
-    summary = summarize(spark, paths, options)
+    unchanged = {"paths": paths, "output": args.output, "records": 0, "summary": [], "manifest": manifest,
+                 "ranges": ranges, "committed": {}}
+    if existing is not None and ranges is not None and all(start >= end for start, end in ranges.values()):
+        print(f"nothing new to export: {args.output} unchanged (no offsets past the table's)")
+        return unchanged
+
+    def check(summary: Summary) -> None:
+        total = sum(s[2] for s in summary)
+        if manifest is not None and not args.options and total != manifest.record_count:
+            raise SystemExit(f"read {total} records but the sample holds {manifest.record_count}")
+
+    committed, summary = load(with_export_columns(extract(spark, paths, options)), args,
+                              _arrow_schema(args.options), check)
     print_summary(summary)
     total = sum(s[2] for s in summary)
-    if manifest is not None and not args.options and total != manifest.record_count:
-        raise SystemExit(f"read {total} records but the sample holds {manifest.record_count}")
     if total == 0 and existing is not None:
-        print(f"nothing new to export: {args.output} unchanged")
-        return {"paths": paths, "output": args.output, "records": 0, "summary": summary, "manifest": manifest,
-                "ranges": ranges, "committed": {}}
-    committed = load(with_export_columns(extract(spark, paths, options)), args, _arrow_schema(args.options),
-                     expected_records=total)
+        print(f"nothing new to export: {args.output} unchanged (the offsets past the table's hold no records)")
+        return {**unchanged, "committed": committed}
     seconds = time.perf_counter() - started
     print(f"wrote {total:,} records to {args.format} table {args.output} in {seconds:.1f}s")
     skipped, lines = skipped_report(_write_metrics())

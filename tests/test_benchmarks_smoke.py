@@ -72,3 +72,11 @@ def test_bench_s3_quick(tmp_path):
     rows = json.loads(out_json.read_text())
     assert {r["operation"] for r in rows} >= {"plan, sample dir", "read, big partition"}
     assert all(r["GET"] > 0 and r["HEAD"] > 0 and r["other"] == 0 for r in rows)  # reads only: no PUT or DELETE
+
+
+@pytest.mark.spark
+def test_bench_export_quick(tmp_path):
+    pytest.importorskip("pyspark")
+    out = run("bench_export.py", tmp_path, "--records", "20000", "--repeat", "1")
+    assert "20,000 records" in out and re.search(r"export / count: \d+\.\d\d", out)
+    assert not list(tmp_path.glob("kafkaseg-bench-export-*")), "the generated data dir was left behind"

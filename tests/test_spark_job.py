@@ -97,6 +97,14 @@ def test_delta_modes_commit_once_per_run_and_keep_timestamps(spark, tmp_path):
     _lower_high_watermarks(logs, manifest, 0)
     assert export.run(spark, export.parse_args(base + ["--mode", "incremental"]))["records"] == 100
     assert export.run(spark, export.parse_args(base + ["--mode", "incremental"]))["records"] == 0
+    # appending no records (offsets past the table's that hold none: a transaction's marker) commits nothing
+    from kafkaseg.spark.tables import write_delta
+
+    folders = sorted(p.name for p in (tmp_path / "table").iterdir())
+    nothing = export.with_export_columns(export.extract(spark, [str(logs)], {})).limit(0)
+    assert write_delta(nothing, output, "append", ["topic"], export.export_schema(export._arrow_schema({})))[
+        "files"] == 0
+    assert sorted(p.name for p in (tmp_path / "table").iterdir()) == folders
     table = DeltaTable(output)
     offsets = sorted(zip(*(table.to_pyarrow_table().column(c).to_pylist() for c in ("partition", "offset"))))
     assert table.version() == 1 and offsets == [(p, o) for p in (0, 1) for o in range(150)]
@@ -244,9 +252,10 @@ def test_ranges_are_resolved_once_without_spark(tmp_path):
 
 
 @pytest.mark.spark
-def test_a_high_watermark_moving_between_the_reads_changes_nothing(spark, tmp_path, monkeypatch):
-    """On a live dir the replication-offset-checkpoint moves between the summary and the write: both read the
-    offsets resolved before them. A Delta commit whose files do not hold the expected count is refused."""
+def test_a_high_watermark_moving_before_the_read_changes_nothing(spark, tmp_path, monkeypatch):
+    """On a live dir the replication-offset-checkpoint moves between the job's planning and Spark's read: the
+    read takes the offsets resolved before. The printed summary comes from the written files. A Delta commit
+    whose files do not hold the expected count is refused."""
     from deltalake import DeltaTable
 
     from kafkaseg.errors import ExportMismatchError
@@ -256,17 +265,18 @@ def test_a_high_watermark_moving_between_the_reads_changes_nothing(spark, tmp_pa
     logs = tmp_path / "logs"
     manifest = write_data_dir(logs, [TopicSpec("t", partitions=2, records_per_partition=150)])
     _lower_high_watermarks(logs, manifest, 50)
-    summarize = export.summarize
+    extract = export.extract
 
-    def summarize_then_advance(*a, **k):
-        out = summarize(*a, **k)
+    def advance_then_extract(*a, **k):
         _lower_high_watermarks(logs, manifest, 0)  # the broker acknowledged 50 more per partition meanwhile
-        return out
+        return extract(*a, **k)
 
-    monkeypatch.setattr(export, "summarize", summarize_then_advance)
+    monkeypatch.setattr(export, "extract", advance_then_extract)
     output = str(tmp_path / "table")
     result = export.run(spark, export.parse_args(["--data-dir", str(logs), "--output", output]))
     assert result["records"] == 200 and DeltaTable(output).to_pyarrow_table().num_rows == 200
+    assert result["summary"] == [("t", 0, 100, 0, 99), ("t", 1, 100, 0, 99)]
+    monkeypatch.setattr(export, "extract", extract)
 
     df = export.with_export_columns(export.extract(spark, [str(logs)], {}))
     with pytest.raises(ExportMismatchError, match="expected 7"):
@@ -376,3 +386,30 @@ def test_output_inside_the_log_dir_of_a_partition_dir_or_log_file_is_refused(tmp
         with pytest.raises(export.UsageError, match="inside"):
             export.check_output_location(str(partition / "out"), [str(given)])
     export.check_output_location(str(tmp_path / "lake"), [str(tmp_path / "d[a]ta")])  # a glob: its matches count
+
+
+def test_the_summary_comes_from_file_footers_and_reads_only_files_they_cannot_attribute():
+    """Each file the export writes holds one topic-partition (a task reads slices of one), so its footer's row
+    count and offset bounds are its part of the summary; a file whose bounds span partitions is read (three
+    columns) and grouped."""
+    read = []
+
+    def columns(table):
+        def reader():
+            read.append(table)
+            return table
+        return reader
+
+    mixed = pa.table({"topic": ["a", "b", "b"], "partition": pa.array([0, 1, 1], pa.int32()),
+                      "offset": [7, 3, 9]})
+    files = [
+        ({}, {"numRecords": 5, "minValues": {"topic": "a", "partition": 0, "offset": 10},
+              "maxValues": {"topic": "a", "partition": 0, "offset": 19}}, columns(None)),
+        ({"topic": "a"}, {"numRecords": 2, "minValues": {"partition": 0, "offset": 30},
+                          "maxValues": {"partition": 0, "offset": 31}}, columns(None)),
+        ({"topic": "b"}, {"numRecords": 0}, columns(None)),  # an empty file: nothing, not even read
+        ({}, {"numRecords": 3, "minValues": {"topic": "a", "partition": 0, "offset": 3},
+              "maxValues": {"topic": "b", "partition": 1, "offset": 9}}, columns(mixed)),
+    ]
+    assert export.summarize_files(files) == [("a", 0, 8, 7, 31), ("b", 1, 2, 3, 9)]
+    assert read == [mixed]
