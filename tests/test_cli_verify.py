@@ -135,3 +135,15 @@ def test_a_live_partition_too_young_for_its_first_index_entry_verifies_clean(tmp
         TopicSpec("empty", records_per_partition=0, preallocate_active_index=True)], seed=1)
     code, report = verify_json(tmp_path, capsys)
     assert code == 0, [p for p in report["problems"] if p["severity"] == "error"]
+
+
+def test_version_says_which_decoder_runs(capsys):
+    from kafkaseg import __version__
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert done.value.code == 0 and out.startswith(f"kafkaseg {__version__}: decoder ")
+    from kafkaseg.decode import IMPLEMENTATION
+
+    assert ("compiled (Cython)" in out) == (IMPLEMENTATION == "cython") and "pyarrow" in out

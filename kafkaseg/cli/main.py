@@ -388,9 +388,25 @@ def _cmd_retention(args) -> int:
 
 # -- parser ---------------------------------------------------------------------------------------------------------
 
+def _version() -> str:
+    import platform
+
+    import pyarrow
+
+    from kafkaseg import __version__
+    from kafkaseg.decode import IMPLEMENTATION
+    from kafkaseg.storage.fs import MAPPING_AVAILABLE
+
+    decoder = "compiled (Cython)" if IMPLEMENTATION == "cython" else "pure Python (slow: not compiled, or KAFKASEG_PURE=1)"
+    return (f"kafkaseg {__version__}: decoder {decoder}, guarded mappings {'on' if MAPPING_AVAILABLE else 'off'}; "
+            f"pyarrow {pyarrow.__version__}, Python {platform.python_version()}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kafkaseg", description="Read Kafka log dirs directly: dump segments, "
                                      "verify, describe, look up offsets.")
+    parser.add_argument("--version", action="version", version=_version(),
+                        help="kafkaseg's version, which decoder it runs (compiled or pure Python) and its pyarrow")
     sub = parser.add_subparsers(dest="command", required=True)
 
     dump = sub.add_parser("dump", help="DumpLogSegments-compatible dump of segment and index files",
