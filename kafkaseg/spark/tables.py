@@ -51,11 +51,12 @@ def write_parquet(df, output: str, mode: str, partition_by: Sequence[str]) -> No
 
 
 def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema: pa.Schema,
-                expected_records: int | None = None) -> dict:
+                expected_records: int | None = None, commit_properties=None) -> dict:
     """``df`` as a Delta table at ``output``; ``schema`` is ``df``'s Arrow schema (the table's). ``mode``: error
     (refuse an existing table), overwrite (one commit replacing every file) or append. With ``expected_records``,
     the commit is made only if the written files hold exactly that many records (their footers say), else
     :class:`~kafkaseg.errors.ExportMismatchError` is raised and the files stay unreferenced (``DeltaTable.vacuum`` removes them).
+    ``commit_properties``: deltalake ``CommitProperties`` for the commit (e.g. custom metadata recorded with it).
     Returns what was committed: ``{"files": n, "records": n, "version": v}``."""
     from deltalake import DeltaTable, Schema
     from deltalake.transaction import create_table_with_add_actions
@@ -73,10 +74,11 @@ def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema:
             f"committed (the files are unreferenced: DeltaTable.vacuum removes them)")
     delta_schema = Schema.from_arrow(schema)
     if exists:
-        DeltaTable(output).create_write_transaction(actions, mode, delta_schema, list(partition_by) or None)
+        DeltaTable(output).create_write_transaction(actions, mode, delta_schema, list(partition_by) or None,
+                                                    commit_properties=commit_properties)
     else:
         create_table_with_add_actions(output, delta_schema, actions, mode="error",
-                                      partition_by=list(partition_by) or None)
+                                      partition_by=list(partition_by) or None, commit_properties=commit_properties)
     return {"files": len(actions), "records": records, "version": DeltaTable(output).version()}
 
 
