@@ -20,7 +20,7 @@ Informational: no floors.
 from __future__ import annotations
 
 import argparse
-import os
+import multiprocessing
 import resource
 import sys
 import tempfile
@@ -28,13 +28,17 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-os.environ.setdefault("KAFKASEG_SPARK_LOG_LEVEL", "WARNING")
-_root = str(Path(__file__).resolve().parents[1])
-os.environ["PYTHONPATH"] = _root + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
+from benchmarks._common import machine, spark_environment  # noqa: E402
 
-from benchmarks._common import machine  # noqa: E402
+spark_environment()
+
+
+def generate(root: Path, spec) -> None:
+    from kafkaseg.testing import write_data_dir
+    from tests.compaction_data import truncated_copy
+
+    write_data_dir(root / "full", [spec], seed=1)
+    truncated_copy(root / "full", root / "head", drop_segments=1)
 
 
 def rss_mib() -> float:
@@ -55,8 +59,7 @@ def main(argv=None) -> int:
 
     from jobs import compact
     from kafkaseg.compacted_table import compact_arrow
-    from kafkaseg.testing import TopicSpec, write_data_dir
-    from tests.compaction_data import truncated_copy
+    from kafkaseg.testing import TopicSpec
 
     m = machine()
     print(f"machine: nproc={m['nproc']} cpu={m['cpu']} python={m['python']}")
@@ -67,8 +70,12 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-compact-") as tmp:
         root = Path(tmp)
         started = time.perf_counter()
-        write_data_dir(root / "full", [spec], seed=1)
-        truncated_copy(root / "full", root / "head", drop_segments=1)
+        # in another process, so the driver's peak RSS below is the job's, not the generator's
+        generator = multiprocessing.get_context("spawn").Process(target=generate, args=(root, spec))
+        generator.start()
+        generator.join()
+        if generator.exitcode != 0:
+            raise SystemExit(f"generating the data dir failed (exit status {generator.exitcode})")
         print(f"generated {args.records:,} records ({args.keys:,} keys, {args.partitions} partitions) in "
               f"{time.perf_counter() - started:.1f}s")
         spark = (SparkSession.builder.master("local[2]").appName("bench-compact")
@@ -114,7 +121,8 @@ def main(argv=None) -> int:
           f"{r.get('num_target_rows_updated', 0):,} updated, {r.get('num_target_rows_inserted', 0):,} inserted, "
           f"{r.get('num_target_rows_deleted', 0):,} deleted; files rewritten {r.get('num_target_files_added', 0)} "
           f"(of {r.get('num_target_files_scanned', 0)} scanned)")
-    print(f"driver peak RSS: {before:,.0f} MiB before the incremental run, {after:,.0f} MiB after it")
+    print(f"driver peak RSS (Python process): {before:,.0f} MiB after the full rebuilds, {after:,.0f} MiB after the "
+          "incremental run's merge")
     print(f"incremental table equals the full rebuild: {same}")
     return 0 if same else 1
 

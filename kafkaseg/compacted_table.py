@@ -40,6 +40,7 @@ __all__ = ["table_schema", "read_state", "merge_changes", "commit_properties", "
            "prepare_run", "compact_arrow", "MERGE_PREDICATE", "MODES"]
 
 MODES = ("auto", "full", "incremental")
+MERGE_ROW_GROUP = 65_536
 MERGE_PREDICATE = "t.topic = s.topic AND t.partition = s.partition AND t.key = s.key"
 
 
@@ -107,14 +108,31 @@ def check_schema(table, expected: pa.Schema, partition_by: Sequence[str], uri: s
                                   "--mode full")
 
 
+def check_partitioning(uri: str, partition_by: Sequence[str]) -> None:
+    """Refuse a rebuild of a table partitioned otherwise: a Delta overwrite keeps the table's partition columns,
+    so files partitioned by others would be mislabeled."""
+    from deltalake import DeltaTable
+
+    partitioning = list(DeltaTable(uri).metadata().partition_columns)
+    if partitioning != list(partition_by):
+        raise CompactedTableError(f"{uri} is partitioned by {', '.join(partitioning) or 'nothing'}, this run by "
+                                  f"{', '.join(partition_by) or 'nothing'}: a rebuild cannot change a Delta table's "
+                                  "partitioning; set partition_by to the table's, or write another table")
+
+
 def merge_changes(table, changes, state: TableState) -> dict:
     """Apply ``changes`` (a change set: one row per identity, tombstones included; a ``pyarrow.Table`` or
     ``RecordBatchReader``) to the ``DeltaTable`` ``table`` in one commit that also records ``state``. A target
     row is updated or deleted only by a higher offset, so a change set applied twice changes nothing. Returns
     delta-rs's merge metrics. A concurrent commit to the table in between fails the commit (delta-rs's conflict
     check), leaving it unchanged."""
+    from deltalake import WriterProperties
+
     before = table.version()
+    # rewritten files in row groups of MERGE_ROW_GROUP rows: the writer buffers a row group (delta-rs's default is
+    # about a million rows), which measured a quarter of a merge's peak memory (BENCHMARKS.md)
     metrics = (table.merge(changes, MERGE_PREDICATE, source_alias="s", target_alias="t",
+                           writer_properties=WriterProperties(max_row_group_size=MERGE_ROW_GROUP),
                            commit_properties=commit_properties(state))
                .when_matched_delete("s.value IS NULL AND s.offset > t.offset")
                .when_matched_update_all("s.offset > t.offset")
@@ -189,6 +207,8 @@ def prepare_run(paths: Sequence[str], output: str, config: CompactionConfig, opt
     if exists and mode != "full":
         table, state = read_state(output, schema, config.partition_by)
         version = table.version()
+    elif exists:
+        check_partitioning(output, config.partition_by)
     facts = gather_facts(paths, read_options, config)
     increment = plan_increment(facts, state, config, now_ms, full=(mode == "full"))
     return RunPlan(output, increment, None if increment.full else state, pinned(read_options, increment.ranges),

@@ -347,6 +347,8 @@ def test_another_incarnation_or_schema_is_refused(changelog, tmp_path):
         compact_arrow([str(root / "full")], table, CompactionConfig(partition_by=("partition",)), now_ms=NOW + 1)
     with pytest.raises(CompactedTableError, match="not a Delta table yet"):
         compact_arrow([str(root / "full")], str(tmp_path / "none"), mode="incremental", now_ms=NOW)
+    with pytest.raises(CompactedTableError, match="a rebuild cannot change a Delta table's partitioning"):
+        compact_arrow([str(root / "full")], table, CompactionConfig(partition_by=()), mode="full", now_ms=NOW + 1)
     compact_arrow([str(tmp_path / "recreated")], table, mode="full", now_ms=NOW + 2)  # a rebuild is allowed
     assert read_state(table, table_schema(False), ("topic",))[1].topic_ids["entities"] != manifest.topic_ids[
         "entities"]
