@@ -119,8 +119,8 @@ def main(argv=None) -> int:
           f"{offsets / arrow_seconds:>11,.0f}")
     print(f"table: {keys:,} live keys; incremental change set {r.get('num_source_rows', 0):,} rows: "
           f"{r.get('num_target_rows_updated', 0):,} updated, {r.get('num_target_rows_inserted', 0):,} inserted, "
-          f"{r.get('num_target_rows_deleted', 0):,} deleted; files rewritten {r.get('num_target_files_added', 0)} "
-          f"(of {r.get('num_target_files_scanned', 0)} scanned)")
+          f"{r.get('num_target_rows_deleted', 0):,} deleted; files removed {r.get('num_target_files_removed', 0)}, "
+          f"added {r.get('num_target_files_added', 0)}")
     print(f"driver peak RSS (Python process): {before:,.0f} MiB after the full rebuilds, {after:,.0f} MiB after the "
           "incremental run's merge")
     print(f"incremental table equals the full rebuild: {same}")

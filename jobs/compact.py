@@ -104,8 +104,8 @@ def load(spark, changes, plan) -> dict:
     then merges it from the driver in one commit recording the new offsets, and removes the staging folder."""
     from pyspark.sql import functions as F
 
-    from kafkaseg.compacted_table import commit_properties
-    from kafkaseg.spark.tables import write_delta
+    from kafkaseg.compacted_table import commit_properties, merge_staged_parquet, remove_staging
+    from kafkaseg.spark.tables import write_delta, write_parquet
 
     if plan.full:
         started = time.perf_counter()
@@ -118,59 +118,12 @@ def load(spark, changes, plan) -> dict:
     staging = join(plan.output, STAGING_DIR, f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}")
     try:
         started = time.perf_counter()
-        from kafkaseg.spark.tables import write_parquet
-
         write_parquet(changes, staging, "error", [])
         staged = time.perf_counter()
-        metrics = merge_staged(staging, plan)
+        metrics = merge_staged_parquet(staging, plan)
         return {"write_seconds": staged - started, "merge_seconds": time.perf_counter() - staged, **metrics}
     finally:
-        remove_tree(staging)
-
-
-def merge_staged(staging: str, plan) -> dict:
-    """Merge the staged change set (Parquet files under ``staging``) into the table at the version ``plan`` read,
-    streamed batch by batch into ``DeltaTable.merge``; the commit records ``plan``'s new offsets."""
-    import pyarrow.dataset as ds
-    from deltalake import DeltaTable
-
-    from kafkaseg.compacted_table import merge_changes
-    from kafkaseg.storage.fs import open_filesystem
-
-    filesystem, root = open_filesystem(staging)
-    dataset = ds.dataset(root, format="parquet", filesystem=filesystem, exclude_invalid_files=True,
-                         ignore_prefixes=["_", "."])
-    source = dataset.scanner(columns=plan.schema.names).to_reader()
-    source = _cast_reader(source, plan.schema)
-    table = DeltaTable(plan.output, version=plan.table_version)
-    return merge_changes(table, source, plan.increment.state)
-
-
-def _cast_reader(reader, schema):
-    """``reader`` with its batches cast to ``schema`` (Spark names a list's element field ``element``)."""
-    import pyarrow as pa
-
-    def batches():
-        for batch in reader:
-            yield pa.RecordBatch.from_arrays([batch.column(i).cast(f.type) for i, f in enumerate(schema)],
-                                             schema=schema)
-    return pa.RecordBatchReader.from_batches(schema, batches())
-
-
-def remove_tree(path: str) -> None:
-    """Remove a run's staging folder, and the staging root once no run's folder is left in it."""
-    import pyarrow.fs as pafs
-
-    from kafkaseg.storage.fs import open_filesystem
-
-    filesystem, root = open_filesystem(path)
-    parent = root.rsplit("/", 1)[0]
-    try:
-        filesystem.delete_dir(root)
-        if not filesystem.get_file_info(pafs.FileSelector(parent)):
-            filesystem.delete_dir(parent)
-    except OSError:  # FileNotFoundError included: nothing to remove
-        pass
+        remove_staging(staging)
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -9,7 +9,8 @@
 - :func:`merge_changes`: one ``DeltaTable.merge`` commit that applies a change set (newer rows update, newer
   tombstones delete, new keys are inserted; a row is only replaced by a higher offset, so re-applying a change
   set changes nothing) and records the new state in the same commit: a crash before it leaves table and offsets
-  as they were, a crash after it leaves both advanced.
+  as they were, a crash after it leaves both advanced. :func:`merge_staged_parquet` merges a change set the
+  executors staged as Parquet (``jobs/compact.py``), streamed batch by batch.
 - :func:`prepare_run` / :func:`compact_arrow`: a whole run without Spark (read with :func:`kafkaseg.read_arrow`,
   reduce with :func:`kafkaseg.compaction.latest_per_key`): the reference for ``jobs/compact.py`` and fine for
   small topics (the whole increment is in memory).
@@ -36,8 +37,9 @@ from kafkaseg.compaction import (
 )
 from kafkaseg.errors import CompactedTableError, InvalidOptionError
 
-__all__ = ["table_schema", "read_state", "merge_changes", "commit_properties", "write_full_arrow", "RunPlan",
-           "prepare_run", "compact_arrow", "MERGE_PREDICATE", "MODES"]
+__all__ = ["table_schema", "read_state", "merge_changes", "merge_staged_parquet", "remove_staging",
+           "commit_properties", "write_full_arrow", "RunPlan", "prepare_run", "compact_arrow", "MERGE_PREDICATE",
+           "MODES"]
 
 MODES = ("auto", "full", "incremental")
 MERGE_ROW_GROUP = 65_536
@@ -155,6 +157,48 @@ def write_full_arrow(uri: str, rows: pa.Table, state: TableState, partition_by: 
                     commit_properties=commit_properties(state))
 
 
+def merge_staged_parquet(staging: str, plan: RunPlan) -> dict:
+    """Merge the staged change set (Parquet files under ``staging``) into the table at the version ``plan`` read,
+    streamed batch by batch into ``DeltaTable.merge``; the commit records ``plan``'s new offsets."""
+    import pyarrow.dataset as ds
+    from deltalake import DeltaTable
+
+    from kafkaseg.storage.fs import open_filesystem
+
+    filesystem, root = open_filesystem(staging)
+    dataset = ds.dataset(root, format="parquet", filesystem=filesystem, exclude_invalid_files=True,
+                         ignore_prefixes=["_", "."])
+    source = dataset.scanner(columns=plan.schema.names).to_reader()
+    source = _cast_reader(source, plan.schema)
+    table = DeltaTable(plan.output, version=plan.table_version)
+    return merge_changes(table, source, plan.increment.state)
+
+
+def _cast_reader(reader, schema):
+    """``reader`` with its batches cast to ``schema`` (Spark names a list's element field ``element``)."""
+    def batches():
+        for batch in reader:
+            yield pa.RecordBatch.from_arrays([batch.column(i).cast(f.type) for i, f in enumerate(schema)],
+                                             schema=schema)
+    return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+def remove_staging(path: str) -> None:
+    """Remove a run's staging folder, and the staging root once no run's folder is left in it."""
+    import pyarrow.fs as pafs
+
+    from kafkaseg.storage.fs import open_filesystem
+
+    filesystem, root = open_filesystem(path)
+    parent = root.rsplit("/", 1)[0]
+    try:
+        filesystem.delete_dir(root)
+        if not filesystem.get_file_info(pafs.FileSelector(parent)):
+            filesystem.delete_dir(parent)
+    except OSError:  # FileNotFoundError included: nothing to remove
+        pass
+
+
 @dataclass(frozen=True)
 class RunPlan:
     """Everything a run decided before reading a record: the table's state (None: no table or a rebuild), the
@@ -209,8 +253,8 @@ def prepare_run(paths: Sequence[str], output: str, config: CompactionConfig, opt
         version = table.version()
     elif exists:
         check_partitioning(output, config.partition_by)
-    facts = gather_facts(paths, read_options, config)
-    increment = plan_increment(facts, state, config, now_ms, full=(mode == "full"))
+    facts, on_disk = gather_facts(paths, read_options, config)
+    increment = plan_increment(facts, state, config, now_ms, full=(mode == "full"), on_disk=on_disk)
     return RunPlan(output, increment, None if increment.full else state, pinned(read_options, increment.ranges),
                    schema, tuple(config.partition_by), version)
 

@@ -312,16 +312,19 @@ def cleanable_end(facts: PartitionFacts, start: int, min_compaction_lag_ms: int,
 
 
 def plan_increment(facts: Sequence[PartitionFacts], state: TableState | None, config: CompactionConfig,
-                   now_ms: int, *, full: bool = False) -> Increment:
-    """The ranges a run reads and the state it records. ``state``: the table's (None: no table). ``full``: a
-    rebuild was asked for. Raises :class:`CompactedTableError` for another incarnation or cluster of a topic,
+                   now_ms: int, *, full: bool = False, on_disk: Iterable[tuple[str, int]] | None = None
+                   ) -> Increment:
+    """The ranges a run reads and the state it records. ``facts``: the partitions this run reads; ``on_disk``:
+    every partition the data dirs hold, selected or not (default: those of ``facts``), so a table partition the
+    run does not select is not taken for lost. ``state``: the table's (None: no table). ``full``: a rebuild was
+    asked for. Raises :class:`CompactedTableError` for another incarnation or cluster of a topic,
     and :class:`DataLossError` for data loss under ``on_data_loss = "fail"`` (under ``"rebuild"`` the increment
     becomes a full rebuild and lists the findings)."""
     if state is not None and not full:
         _check_incarnation(facts, state)
     losses: list[str] = []
     if state is not None and not full:
-        losses = _losses(facts, state, config, now_ms)
+        losses = _losses(facts, state, config, now_ms, on_disk)
         if losses and config.on_data_loss == "fail":
             raise DataLossError("the table's recorded offsets cannot be continued: " + "; ".join(losses)
                                 + ". Rebuild it from what the log holds with --on-data-loss rebuild (or --mode "
@@ -365,10 +368,10 @@ def _check_incarnation(facts: Iterable[PartitionFacts], state: TableState) -> No
                     "offsets are unrelated to the table's. Rebuild the table with --mode full, or write another one")
 
 
-def _losses(facts: Sequence[PartitionFacts], state: TableState, config: CompactionConfig, now_ms: int
-            ) -> list[str]:
+def _losses(facts: Sequence[PartitionFacts], state: TableState, config: CompactionConfig, now_ms: int,
+            on_disk: Iterable[tuple[str, int]] | None) -> list[str]:
     found = []
-    on_disk = {f.key for f in facts}
+    on_disk = {f.key for f in facts} | set(on_disk or ())
     topics = {f.topic for f in facts}
     for (topic, partition), offset in sorted(state.next_offsets.items()):
         if topic in topics and (topic, partition) not in on_disk:
@@ -396,9 +399,9 @@ def _losses(facts: Sequence[PartitionFacts], state: TableState, config: Compacti
 # facts from the data dirs (driver side, index files and checkpoints only)
 
 def gather_facts(paths: Sequence[str], options: Mapping[str, str], config: CompactionConfig
-                 ) -> list[PartitionFacts]:
+                 ) -> tuple[list[PartitionFacts], frozenset]:
     """One :class:`PartitionFacts` per selected topic-partition of ``paths`` (``options``:
-    :func:`compaction_read_options`'s). Planning resolves the bounds (log start, high watermark, last stable
+    :func:`compaction_read_options`'s), and every ``(topic, partition)`` the dirs hold, selected or not. Planning resolves the bounds (log start, high watermark, last stable
     offset); segment timestamps are read only for ``read_until = "cleanable"``."""
     from kafkaseg.lookup import PartitionLookup
     from kafkaseg.options import ReadOptions
@@ -428,4 +431,4 @@ def gather_facts(paths: Sequence[str], options: Mapping[str, str], config: Compa
             p.topic, p.partition, log_start, max(high_watermark, log_start), max(upper, log_start), active, segments,
             pdir.cleaner_offset if pdir is not None else None, pdir.topic_id if pdir is not None else None,
             pdir.log_dir_meta.cluster_id if pdir is not None and pdir.log_dir_meta is not None else None))
-    return out
+    return out, frozenset((pdir.topic, pdir.partition) for pdir in by_path.values())

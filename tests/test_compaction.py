@@ -202,6 +202,9 @@ def test_plan_increment_refuses_another_incarnation_or_a_missing_partition():
         plan_increment([_facts(cluster_id="C2")], state, CompactionConfig(), NOW)
     with pytest.raises(DataLossError, match=r"t-1 \(table at offset 5\) is not in the data dirs"):
         plan_increment([_facts()], state, CompactionConfig(), NOW)
+    # on disk but not selected by this run (a table built by assign): kept as it is, not lost
+    kept = plan_increment([_facts()], state, CompactionConfig(), NOW, on_disk=[("t", 0), ("t", 1)])
+    assert kept.ranges == {("t", 0): (90, 90)} and kept.state.next_offsets[("t", 1)] == 5
 
 
 # --------------------------------------------------------------------------------------------------------------------
