@@ -35,11 +35,12 @@ ROOT = Path(__file__).resolve().parents[1]
 NOW = 1_800_000_000_000
 
 # a changelog with everything compaction must get right: transactions (aborted, and one left open per
-# partition), tombstones, keyless records, headers, few keys, small segments (several per partition)
+# partition), tombstones, keyless records, headers, offset gaps and emptied batches (cleaner leftovers), few keys,
+# small segments (several per partition)
 CHANGELOG = TopicSpec("entities", partitions=2, records_per_partition=1200, records_per_batch=12,
                       key_cardinality=60, tombstone_ratio=0.15, null_key_ratio=0.05, headers=1,
                       transactional=True, transaction_producers=3, abort_ratio=0.3, open_transactions=1,
-                      segment_bytes=12 * 1024, codec="lz4")
+                      gap_ratio=0.1, empty_batches=2, segment_bytes=12 * 1024, codec="lz4")
 
 
 def _table(uri) -> dict:
