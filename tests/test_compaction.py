@@ -370,6 +370,18 @@ def test_cleanable_mode_stops_at_the_active_segment(changelog, tmp_path):
     ends = {tp: min(pm.last_stable_offset, pm.segments[-1].base_offset) for tp, pm in manifest.partitions.items()}
     assert result["plan"].increment.state.next_offsets == ends
     assert _table(tmp_path / "t") == expected_state(manifest, ends=ends)
+    # min.compaction.lag: the first segment whose largest timestamp (its .timeindex) is newer than now - lag ends
+    # the range; here now - lag falls just below the third segment's largest timestamp
+    cut = {tp: pm.segments[2] for tp, pm in manifest.partitions.items()}
+    horizon = min(seg.max_timestamp for seg in cut.values()) - 1
+    assert all(seg.max_timestamp <= horizon for pm in manifest.partitions.values() for seg in pm.segments[:2])
+    lag = NOW - horizon
+    mid = compact_arrow([str(root / "full")], str(tmp_path / "mid"), CompactionConfig(
+        read_until="cleanable", min_compaction_lag_ms=lag), {"includeHeaders": "true"}, now_ms=NOW)
+    ends = {tp: min(pm.last_stable_offset, next(s.base_offset for s in pm.segments if s.max_timestamp > horizon))
+            for tp, pm in manifest.partitions.items()}
+    assert mid["plan"].increment.state.next_offsets == ends
+    assert _table(tmp_path / "mid") == expected_state(manifest, ends=ends)
     # a lag newer than every record: nothing is cleanable yet
     lagged = compact_arrow([str(root / "full")], str(tmp_path / "lag"), CompactionConfig(
         read_until="cleanable", min_compaction_lag_ms=NOW), now_ms=NOW, mode="full")
