@@ -25,6 +25,16 @@ MiB = 1 << 20
 ALL_CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
+def spark_environment() -> None:
+    """What a benchmark's local SparkSession needs before it starts: this interpreter for the Python workers, and
+    this checkout on their PYTHONPATH (they import kafkaseg); kafkaseg's INFO scan lines off."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("KAFKASEG_SPARK_LOG_LEVEL", "WARNING")
+    root = str(ROOT)
+    os.environ["PYTHONPATH"] = root + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
+
+
 def parse_size(text: str) -> int:
     """'16k', '1m', '16384' -> bytes (binary units)."""
     text = text.strip().lower()

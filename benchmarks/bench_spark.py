@@ -31,11 +31,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-os.environ.setdefault("KAFKASEG_SPARK_LOG_LEVEL", "WARNING")
-_root = str(Path(__file__).resolve().parents[1])
-os.environ["PYTHONPATH"] = _root + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
+from benchmarks._common import spark_environment  # noqa: E402
+
+spark_environment()
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402

@@ -46,15 +46,21 @@ MICROS_PER_DAY = 86_400_000_000
 # --------------------------------------------------------------------------------------------------------------------
 # arguments
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="export.py", description=__doc__.split("\n\n")[0],
+def job_parser(prog: str, doc: str, verb: str) -> argparse.ArgumentParser:
+    """An argument parser for a job reading log dirs: ``--sample`` or ``--data-dir`` (repeatable), exclusive."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--sample", action="store_true",
-                        help="generate kafkaseg's sample log dir (<work-dir>/sample-kafka-logs, replaced each run) and "
-                             "export it")
+                        help=f"generate kafkaseg's sample log dir (<work-dir>/sample-kafka-logs, replaced each run) "
+                             f"and {verb} it")
     source.add_argument("--data-dir", action="append", metavar="DIR",
                         help="a Kafka log dir, topic-partition dir or glob (repeat for several, e.g. every log.dirs)")
+    return parser
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = job_parser("export.py", __doc__, "export")
     parser.add_argument("--output", metavar="PATH", help="table path (default with --sample: <work-dir>/sample-<format>)")
     parser.add_argument("--format", choices=("delta", "parquet"), default="delta")
     parser.add_argument("--mode", choices=("error", "overwrite", "append", "incremental"), default=None,
@@ -66,13 +72,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="a kafkaseg read option, e.g. includeHeaders=true, subscribe=orders (repeatable)")
     parser.add_argument("--work-dir", default="out", help="where --sample puts its data (default ./out)")
     args = parser.parse_args(argv)
-    options = {}
-    for item in args.option:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            parser.error(f"--option must look like KEY=VALUE, got {item!r}")
-        options[key.strip()] = value
-    args.options = options
+    args.options = parse_option_items(parser, args.option)
     if args.output is None:
         if not args.sample:
             parser.error("--output is required with --data-dir")
@@ -81,6 +81,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.mode = "overwrite" if args.sample else "error"
     args.partition_by = [c.strip() for c in args.partition_by.split(",") if c.strip()]
     return args
+
+
+def parse_option_items(parser: argparse.ArgumentParser, items: Sequence[str]) -> dict:
+    """``--option KEY=VALUE`` items as a dict (a malformed item is a usage error)."""
+    options = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            parser.error(f"--option must look like KEY=VALUE, got {item!r}")
+        options[key.strip()] = value
+    return options
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -554,6 +565,41 @@ def _write_metrics() -> dict:
 # --------------------------------------------------------------------------------------------------------------------
 # main
 
+def generate_sample(work_dir: str):
+    """``([sample log dir], manifest)``: kafkaseg's sample data dir at ``<work_dir>/sample-kafka-logs`` (one fixed
+    dir, replaced each run)."""
+    from kafkaseg.testing import sample_data_dir
+
+    data = Path(work_dir) / SAMPLE_DIR
+    if data.exists():
+        shutil.rmtree(data)
+    data.mkdir(parents=True)
+    manifest = sample_data_dir(data)
+    print(f"sample log dir: {data} ({manifest.record_count:,} records in {len(manifest.partitions)} "
+          f"topic-partitions)")
+    return [str(data)], manifest
+
+
+def run_in_session(app_name: str, work) -> None:
+    """``work(spark)`` on a SparkSession (spark-submit's, or a local[*] one for a plain ``python jobs/...``) with
+    the kafkaseg source registered; the session is stopped afterwards."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # plain `python jobs/<job>.py`, not spark-submit
+        builder = (builder.master("local[*]").config("spark.sql.python.filterPushdown.enabled", "true")
+                   .config("spark.sql.session.timeZone", "UTC"))
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("KAFKASEG_SPARK_LOG_LEVEL_JVM", "WARN"))
+    try:
+        from kafkaseg.spark import register
+
+        register(spark)  # harmless when PySpark already found pyspark_kafkaseg on its own
+        work(spark)
+    finally:
+        spark.stop()
+
+
 def prepare(args: argparse.Namespace) -> dict:
     """Everything the job decides before Spark starts (no JVM): the sample data dir, the output's location, the
     existing table (mode error refuses it here, before anything is read; append/incremental check its columns and
@@ -561,16 +607,7 @@ def prepare(args: argparse.Namespace) -> dict:
     manifest = None
     paths = args.data_dir
     if args.sample:
-        from kafkaseg.testing import sample_data_dir
-
-        data = Path(args.work_dir) / SAMPLE_DIR  # one fixed dir, replaced each run
-        if data.exists():
-            shutil.rmtree(data)
-        data.mkdir(parents=True)
-        manifest = sample_data_dir(data)
-        paths = [str(data)]
-        print(f"sample log dir: {data} ({manifest.record_count:,} records in {len(manifest.partitions)} "
-              f"topic-partitions)")
+        paths, manifest = generate_sample(args.work_dir)
     check_output_location(args.output, paths)
     existing = None
     exists = table_exists(args.output, args.format)
@@ -651,21 +688,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         prepared = prepare(args)
-        from pyspark.sql import SparkSession
-
-        builder = SparkSession.builder.appName("kafkaseg-export")
-        if "PYSPARK_GATEWAY_PORT" not in os.environ:  # plain `python jobs/export.py`, not spark-submit
-            builder = (builder.master("local[*]").config("spark.sql.python.filterPushdown.enabled", "true")
-                       .config("spark.sql.session.timeZone", "UTC"))
-        spark = builder.getOrCreate()
-        spark.sparkContext.setLogLevel(os.environ.get("KAFKASEG_SPARK_LOG_LEVEL_JVM", "WARN"))
-        try:
-            from kafkaseg.spark import register
-
-            register(spark)  # harmless when PySpark already found pyspark_kafkaseg on its own
-            run(spark, args, prepared)
-        finally:
-            spark.stop()
+        run_in_session("kafkaseg-export", lambda spark: run(spark, args, prepared))
     except Exception as exc:  # noqa: BLE001 - report_error re-raises what it does not know
         return report_error(exc, "export.py", usage=(UsageError,))
     return 0

@@ -24,6 +24,7 @@ __all__ = [
     "DataLossError",
     "LayoutError",
     "ExportMismatchError",
+    "CompactedTableError",
 ]
 
 
@@ -117,3 +118,8 @@ class LayoutError(KafkaSegError):
 class ExportMismatchError(KafkaSegError):
     """A table write found a different number of records in the files it wrote than the read planned; nothing was
     committed (``kafkaseg.spark.tables.write_delta``)."""
+
+
+class CompactedTableError(KafkaSegError):
+    """A compacted Delta table that does not fit the run (``kafkaseg.compaction``): other columns than the read
+    gives, offsets recorded for another incarnation of a topic or another cluster, or no offsets recorded at all."""

@@ -51,14 +51,15 @@ def write_parquet(df, output: str, mode: str, partition_by: Sequence[str]) -> No
 
 
 def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema: pa.Schema,
-                expected_records: int | None = None, before_commit=None) -> dict:
+                expected_records: int | None = None, before_commit=None, commit_properties=None) -> dict:
     """``df`` as a Delta table at ``output``; ``schema`` is ``df``'s Arrow schema (the table's). ``mode``: error
     (refuse an existing table), overwrite (one commit replacing every file) or append. With ``expected_records``,
     the commit is made only if the written files hold exactly that many records (their footers say), else
     :class:`~kafkaseg.errors.ExportMismatchError` is raised and the files stay unreferenced (``DeltaTable.vacuum`` removes them).
     ``before_commit(actions)`` is called with the add actions of the files written (their stats: footers' row
     counts and bounds) before anything is committed; what it raises prevents the commit. Appending no records to
-    an existing table commits nothing (no empty version) and removes the folder just written.
+    an existing table commits nothing (no empty version) and removes the folder just written, unless
+    ``commit_properties`` (deltalake ``CommitProperties``, e.g. custom metadata recorded with the commit) are given.
     Returns what was committed: ``{"files": n, "records": n, "version": v}``."""
     from deltalake import DeltaTable, Schema
     from deltalake.transaction import create_table_with_add_actions
@@ -76,16 +77,17 @@ def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema:
         raise ExportMismatchError(
             f"wrote {records} records to {join(output, run_folder)} but expected {expected_records}; nothing "
             f"committed (the files are unreferenced: DeltaTable.vacuum removes them)")
-    if exists and mode == "append" and records == 0:
+    if exists and mode == "append" and records == 0 and commit_properties is None:
         filesystem, root = open_filesystem(output)
         filesystem.delete_dir(posixpath.join(root, run_folder))  # ours, just written, and it holds no record
         return {"files": 0, "records": 0, "version": DeltaTable(output).version()}
     delta_schema = Schema.from_arrow(schema)
     if exists:
-        DeltaTable(output).create_write_transaction(actions, mode, delta_schema, list(partition_by) or None)
+        DeltaTable(output).create_write_transaction(actions, mode, delta_schema, list(partition_by) or None,
+                                                    commit_properties=commit_properties)
     else:
         create_table_with_add_actions(output, delta_schema, actions, mode="error",
-                                      partition_by=list(partition_by) or None)
+                                      partition_by=list(partition_by) or None, commit_properties=commit_properties)
     return {"files": len(actions), "records": records, "version": DeltaTable(output).version()}
 
 

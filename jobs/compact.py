@@ -1,0 +1,196 @@
+"""Compact Kafka topics into a Delta table of their latest state per key, and keep it current run after run.
+
+Try it on the built-in sample (its compacted changelog, transactions, keyless topics), generated on the fly::
+
+    ./spark-submit.sh jobs/compact.py --sample --topics users-changelog,payments
+
+Scheduled runs (every executor must see ``--data-dir`` at the same path, or a URI pyarrow can open)::
+
+    ./spark-submit.sh jobs/compact.py --data-dir /var/lib/kafka/data --topics users --output /lake/users_state \\
+        [--config conf/compaction.toml] [--mode auto|full|incremental] [--on-data-loss fail|rebuild] \\
+        [--option includeHeaders=true] ...
+
+Steps: :func:`kafkaseg.compacted_table.prepare_run` (driver, no JVM: the table's recorded offsets, the partitions'
+bounds, data-loss and incarnation checks, the ranges to read), :func:`extract` (the kafkaseg source, pinned to
+those ranges, read_committed), :func:`latest_per_key` (the transform, on the executors: per ``(topic, partition,
+key)`` the row with the highest offset), then :func:`load`: a full rebuild has the executors write the live rows
+as Parquet and the driver commit them in one delta-rs transaction; an incremental run has the executors stage the
+change set (tombstones included) as Parquet and the driver merge it with ``DeltaTable.merge`` in one commit that
+also records the new offsets. See README "Compaction to Delta".
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Sequence
+
+from jobs.export import (
+    UsageError,
+    check_output_location,
+    extract,
+    generate_sample,
+    job_parser,
+    parse_option_items,
+    run_in_session,
+)
+
+STAGING_DIR = "_kafkaseg_staging"  # inside the table: change sets of incremental runs, removed after each merge
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# arguments
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = job_parser("compact.py", __doc__, "compact")
+    parser.add_argument("--output", metavar="PATH",
+                        help="the Delta table (default with --sample: <work-dir>/sample-compacted)")
+    parser.add_argument("--topics", metavar="T1,T2", help="topics to compact (the read option subscribe)")
+    parser.add_argument("--config", metavar="TOML", help="compaction settings (see conf/compaction.toml)")
+    parser.add_argument("--mode", choices=("auto", "full", "incremental"), default="auto",
+                        help="auto (default): incremental when the table exists, else full; full: rebuild the "
+                             "table from the log; incremental: merge what is new (the table must exist)")
+    parser.add_argument("--on-data-loss", choices=("fail", "rebuild"), default=None,
+                        help="when the table's offsets cannot be continued (overrides the config's on_data_loss)")
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a kafkaseg read option, e.g. includeHeaders=true (repeatable)")
+    parser.add_argument("--work-dir", default="out", help="where --sample puts its data (default ./out)")
+    args = parser.parse_args(argv)
+    options = parse_option_items(parser, args.option)
+    if args.topics is not None:
+        if any(k.strip().lower() in ("subscribe", "assign", "subscribepattern") for k in options):
+            parser.error("--topics and --option subscribe/assign/subscribePattern are exclusive")
+        options["subscribe"] = args.topics
+    args.options = options
+    if args.output is None:
+        if not args.sample:
+            parser.error("--output is required with --data-dir")
+        args.output = str(Path(args.work_dir) / "sample-compacted")
+    return args
+
+
+def load_config(args: argparse.Namespace):
+    from kafkaseg.compaction import CompactionConfig
+
+    config = CompactionConfig.load(args.config) if args.config else CompactionConfig()
+    return config.with_changes(on_data_loss=args.on_data_loss)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# transform (Spark)
+
+def latest_per_key(df):
+    """The change set of ``df`` (kafkaseg rows) on the executors: per ``(topic, partition, key)`` the row with
+    the highest offset (``max_by``: one aggregation, no sort), tombstones kept, keyless rows dropped; the columns
+    of ``df`` in its order. The Spark twin of :func:`kafkaseg.compaction.latest_per_key`."""
+    from pyspark.sql import functions as F
+
+    identity = ("topic", "partition", "key")
+    rest = [c for c in df.columns if c not in identity]
+    latest = (df.where(F.col("key").isNotNull()).groupBy(*identity)
+              .agg(F.max_by(F.struct(*rest), F.col("offset")).alias("latest")))
+    return latest.select(*[F.col(c) if c in identity else F.col(f"latest.{c}").alias(c) for c in df.columns])
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# load
+
+def load(spark, changes, plan) -> dict:
+    """Write ``changes`` (:func:`latest_per_key`'s) into the table as ``plan`` says: a rebuild commits the live
+    rows' files in one delta-rs transaction; an incremental run stages the change set as Parquet (executors),
+    then merges it from the driver in one commit recording the new offsets, and removes the staging folder."""
+    from pyspark.sql import functions as F
+
+    from kafkaseg.compacted_table import commit_properties, merge_staged_parquet, remove_staging
+    from kafkaseg.spark.tables import write_delta, write_parquet
+
+    if plan.full:
+        started = time.perf_counter()
+        committed = write_delta(changes.where(F.col("value").isNotNull()), plan.output, "overwrite",
+                                plan.partition_by, plan.schema,
+                                commit_properties=commit_properties(plan.increment.state))
+        return {"write_seconds": time.perf_counter() - started, "merge_seconds": 0.0, **committed}
+    from kafkaseg.storage.fs import join
+
+    staging = join(plan.output, STAGING_DIR, f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}")
+    try:
+        started = time.perf_counter()
+        write_parquet(changes, staging, "error", [])
+        staged = time.perf_counter()
+        metrics = merge_staged_parquet(staging, plan)
+        return {"write_seconds": staged - started, "merge_seconds": time.perf_counter() - staged, **metrics}
+    finally:
+        remove_staging(staging)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# main
+
+def prepare(args: argparse.Namespace, now_ms: int | None = None):
+    """Everything decided before Spark starts: the sample dir, the output's location, the config, and
+    :func:`kafkaseg.compacted_table.prepare_run`'s plan."""
+    from kafkaseg.compacted_table import prepare_run
+
+    paths = generate_sample(args.work_dir)[0] if args.sample else args.data_dir
+    check_output_location(args.output, paths)
+    config = load_config(args)
+    plan = prepare_run(paths, args.output, config, args.options, args.mode, now_ms)
+    if not plan.increment.ranges:
+        raise UsageError(f"no topic-partition selected in {', '.join(paths)}")
+    return paths, plan
+
+
+def describe_plan(plan, out=sys.stdout) -> None:
+    inc = plan.increment
+    kind = "full rebuild" if inc.full else f"incremental from table version {plan.table_version}"
+    print(f"{kind} of {plan.output}: {inc.offsets_to_read:,} offsets in {len(inc.ranges)} topic-partitions", file=out)
+    for finding in inc.losses:
+        print(f"  data loss, rebuilding: {finding}", file=out)
+    width = max(len(f"{t}-{p}") for t, p in inc.ranges)
+    for (topic, partition), (start, end) in sorted(inc.ranges.items()):
+        note = "  (capped by max_offsets_per_partition: run again)" if (topic, partition) in inc.capped else ""
+        print(f"  {f'{topic}-{partition}':<{width}}  offsets {start}..{end}{note}", file=out)
+
+
+def run(spark, args: argparse.Namespace, prepared=None) -> dict:
+    """The job on an existing SparkSession (``prepared``: :func:`prepare`'s result, made here when None)."""
+    started = time.perf_counter()
+    paths, plan = prepared if prepared is not None else prepare(args)
+    describe_plan(plan)
+    changes = latest_per_key(extract(spark, paths, plan.read_options))
+    result = load(spark, changes, plan)
+    seconds = time.perf_counter() - started
+    from deltalake import DeltaTable
+
+    rows = DeltaTable(plan.output).count()
+    merged = "" if plan.full else (f"; merge: {result.get('num_source_rows', 0):,} changes, "
+                                   f"{result.get('num_target_rows_inserted', 0):,} inserted, "
+                                   f"{result.get('num_target_rows_updated', 0):,} updated, "
+                                   f"{result.get('num_target_rows_deleted', 0):,} deleted in "
+                                   f"{result['merge_seconds']:.1f}s")
+    print(f"compacted {plan.increment.offsets_to_read:,} offsets into {plan.output} in {seconds:.1f}s{merged}"
+          + f"; the table holds {rows:,} keys")
+    return {"plan": plan, "result": result, "seconds": seconds}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Exit status 0, 2 for a usage or input problem (bad arguments, config or options, a missing data dir, a
+    table that does not fit the run), 1 otherwise (data loss under on_data_loss=fail included); errors are one
+    line on stderr."""
+    from kafkaseg.errors import CompactedTableError
+    from kafkaseg.spark.jobs import report_error
+
+    args = parse_args(argv)
+    try:
+        prepared = prepare(args)
+        run_in_session("kafkaseg-compact", lambda spark: run(spark, args, prepared))
+    except Exception as exc:  # noqa: BLE001 - report_error re-raises what it does not know
+        return report_error(exc, "compact.py", usage=(UsageError, CompactedTableError))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

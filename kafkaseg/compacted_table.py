@@ -1,0 +1,281 @@
+"""The compacted Delta table of a compaction run (deltalake / delta-rs on the driver; no Spark).
+
+- :func:`table_schema`: the table's columns: Spark's Kafka columns (``key, value, topic, partition, offset,
+  timestamp, timestampType``, plus ``headers`` with ``includeHeaders=true``), one row per live key. No ``date``:
+  a state table is read by key, and partitioning it by the day of each key's last update would make every merge
+  rewrite files across many partitions.
+- :func:`read_state`: the :class:`~kafkaseg.compaction.TableState` recorded in the table's newest kafkaseg commit
+  (commit metadata ``kafkaseg.compaction``), with the schema checked.
+- :func:`merge_changes`: one ``DeltaTable.merge`` commit that applies a change set (newer rows update, newer
+  tombstones delete, new keys are inserted; a row is only replaced by a higher offset, so re-applying a change
+  set changes nothing) and records the new state in the same commit: a crash before it leaves table and offsets
+  as they were, a crash after it leaves both advanced. :func:`merge_staged_parquet` merges a change set the
+  executors staged as Parquet (``jobs/compact.py``), streamed batch by batch.
+- :func:`prepare_run` / :func:`compact_arrow`: a whole run without Spark (read with :func:`kafkaseg.read_arrow`,
+  reduce with :func:`kafkaseg.compaction.latest_per_key`): the reference for ``jobs/compact.py`` and fine for
+  small topics (the whole increment is in memory).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kafkaseg.compaction import (
+    STATE_KEY,
+    CompactionConfig,
+    Increment,
+    TableState,
+    compaction_read_options,
+    gather_facts,
+    latest_per_key,
+    plan_increment,
+)
+from kafkaseg.errors import CompactedTableError, InvalidOptionError
+
+__all__ = ["table_schema", "read_state", "merge_changes", "merge_staged_parquet", "remove_staging",
+           "commit_properties", "write_full_arrow", "RunPlan", "prepare_run", "compact_arrow", "MERGE_PREDICATE",
+           "MODES"]
+
+MODES = ("auto", "full", "incremental")
+MERGE_ROW_GROUP = 65_536
+MERGE_PREDICATE = "t.topic = s.topic AND t.partition = s.partition AND t.key = s.key"
+
+
+def table_schema(include_headers: bool) -> pa.Schema:
+    """The compacted table's Arrow schema (kafkaseg's read schema without metadata columns)."""
+    from kafkaseg.schema import arrow_schema
+
+    return arrow_schema(include_headers, False)
+
+
+def commit_properties(state: TableState):
+    """deltalake ``CommitProperties`` carrying ``state`` in the commit's metadata."""
+    from deltalake import CommitProperties
+
+    return CommitProperties(custom_metadata={STATE_KEY: state.to_json()})
+
+
+def is_delta_table(uri: str) -> bool:
+    from kafkaseg.storage.fs import join, stat
+
+    entry = stat(join(uri, "_delta_log"))
+    return entry is not None and entry.is_dir
+
+
+def read_state(uri: str, expected: pa.Schema, partition_by: Sequence[str]):
+    """``(DeltaTable, TableState)`` of the table at ``uri``: the state of its newest commit that recorded one.
+    Raises :class:`CompactedTableError` when no commit did (not a kafkaseg compacted table, or its log was cleaned
+    up past it) or the table's columns or partitioning differ from ``expected``/``partition_by``."""
+    from deltalake import DeltaTable
+
+    table = DeltaTable(uri)
+    check_schema(table, expected, partition_by, uri)
+    for commit in table.history():
+        text = commit.get(STATE_KEY)
+        if text is not None:
+            return table, TableState.from_json(text, f"{uri} version {commit.get('version')}")
+    raise CompactedTableError(f"{uri} is a Delta table without recorded compaction offsets ({STATE_KEY} in its "
+                              "commits): not written by a compaction run, or its log was cleaned up past the last "
+                              "run. Rebuild it with --mode full or write another table")
+
+
+def check_schema(table, expected: pa.Schema, partition_by: Sequence[str], uri: str) -> None:
+    """Refuse a table whose columns (names and Delta types) or partition columns are not the run's."""
+    from deltalake import Schema
+
+    have = {f.name: f for f in table.schema().fields}
+    want = {f.name: f for f in Schema.from_arrow(expected).fields}
+    problems = []
+    only_table = [n for n in have if n not in want]
+    only_run = [n for n in want if n not in have]
+    if only_table:
+        problems.append(f"only in the table: {', '.join(only_table)}")
+    if only_run:
+        problems.append(f"only in this run: {', '.join(only_run)}")
+    for name in want:
+        if name in have and have[name].type != want[name].type:
+            problems.append(f"{name} is {have[name].type} in the table, {want[name].type} in this run")
+    partitioning = list(table.metadata().partition_columns)
+    if partitioning != list(partition_by):
+        problems.append(f"partitioned by {', '.join(partitioning) or 'nothing'}, this run by "
+                        f"{', '.join(partition_by) or 'nothing'}")
+    if problems:
+        raise CompactedTableError(f"{uri} does not match this compaction run ({'; '.join(problems)}): use the "
+                                  "options and partition_by it was built with (includeHeaders), or rebuild it with "
+                                  "--mode full")
+
+
+def check_partitioning(uri: str, partition_by: Sequence[str]) -> None:
+    """Refuse a rebuild of a table partitioned otherwise: a Delta overwrite keeps the table's partition columns,
+    so files partitioned by others would be mislabeled."""
+    from deltalake import DeltaTable
+
+    partitioning = list(DeltaTable(uri).metadata().partition_columns)
+    if partitioning != list(partition_by):
+        raise CompactedTableError(f"{uri} is partitioned by {', '.join(partitioning) or 'nothing'}, this run by "
+                                  f"{', '.join(partition_by) or 'nothing'}: a rebuild cannot change a Delta table's "
+                                  "partitioning; set partition_by to the table's, or write another table")
+
+
+def merge_changes(table, changes, state: TableState) -> dict:
+    """Apply ``changes`` (a change set: one row per identity, tombstones included; a ``pyarrow.Table`` or
+    ``RecordBatchReader``) to the ``DeltaTable`` ``table`` in one commit that also records ``state``. A target
+    row is updated or deleted only by a higher offset, so a change set applied twice changes nothing. Returns
+    delta-rs's merge metrics. A concurrent commit to the table in between fails the commit (delta-rs's conflict
+    check), leaving it unchanged."""
+    from deltalake import WriterProperties
+
+    before = table.version()
+    # rewritten files in row groups of MERGE_ROW_GROUP rows: the writer buffers a row group (delta-rs's default is
+    # about a million rows), which measured a quarter of a merge's peak memory (BENCHMARKS.md)
+    metrics = (table.merge(changes, MERGE_PREDICATE, source_alias="s", target_alias="t",
+                           writer_properties=WriterProperties(max_row_group_size=MERGE_ROW_GROUP),
+                           commit_properties=commit_properties(state))
+               .when_matched_delete("s.value IS NULL AND s.offset > t.offset")
+               .when_matched_update_all("s.offset > t.offset")
+               .when_not_matched_insert_all("s.value IS NOT NULL")
+               .execute())
+    if table.version() == before:
+        # a merge that changes no row commits nothing (delta-rs); the offsets read must still be recorded, or the
+        # next run would read the same range again: an empty commit carries them
+        table.create_write_transaction([], "append", table.schema(), list(table.metadata().partition_columns),
+                                       commit_properties=commit_properties(state))
+    return metrics
+
+
+def write_full_arrow(uri: str, rows: pa.Table, state: TableState, partition_by: Sequence[str]) -> None:
+    """Replace the table at ``uri`` (created when missing) by ``rows`` (live keys only) in one commit recording
+    ``state`` (the Spark-free rebuild; the job's executors write files and commit them the same way)."""
+    from deltalake import write_deltalake
+
+    write_deltalake(uri, rows, mode="overwrite", schema_mode="overwrite", partition_by=list(partition_by) or None,
+                    commit_properties=commit_properties(state))
+
+
+def merge_staged_parquet(staging: str, plan: RunPlan) -> dict:
+    """Merge the staged change set (Parquet files under ``staging``) into the table at the version ``plan`` read,
+    streamed batch by batch into ``DeltaTable.merge``; the commit records ``plan``'s new offsets."""
+    import pyarrow.dataset as ds
+    from deltalake import DeltaTable
+
+    from kafkaseg.storage.fs import open_filesystem
+
+    filesystem, root = open_filesystem(staging)
+    dataset = ds.dataset(root, format="parquet", filesystem=filesystem, exclude_invalid_files=True,
+                         ignore_prefixes=["_", "."])
+    source = dataset.scanner(columns=plan.schema.names).to_reader()
+    source = _cast_reader(source, plan.schema)
+    table = DeltaTable(plan.output, version=plan.table_version)
+    return merge_changes(table, source, plan.increment.state)
+
+
+def _cast_reader(reader, schema):
+    """``reader`` with its batches cast to ``schema`` (Spark names a list's element field ``element``)."""
+    def batches():
+        for batch in reader:
+            yield pa.RecordBatch.from_arrays([batch.column(i).cast(f.type) for i, f in enumerate(schema)],
+                                             schema=schema)
+    return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+def remove_staging(path: str) -> None:
+    """Remove a run's staging folder, and the staging root once no run's folder is left in it."""
+    import pyarrow.fs as pafs
+
+    from kafkaseg.storage.fs import open_filesystem
+
+    filesystem, root = open_filesystem(path)
+    parent = root.rsplit("/", 1)[0]
+    try:
+        filesystem.delete_dir(root)
+        if not filesystem.get_file_info(pafs.FileSelector(parent)):
+            filesystem.delete_dir(parent)
+    except OSError:  # FileNotFoundError included: nothing to remove
+        pass
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Everything a run decided before reading a record: the table's state (None: no table or a rebuild), the
+    increment, the read options pinned to its ranges, and the table's schema."""
+
+    output: str
+    increment: Increment
+    previous: TableState | None
+    read_options: dict
+    schema: pa.Schema
+    partition_by: tuple[str, ...]
+    table_version: int | None
+
+    @property
+    def full(self) -> bool:
+        return self.increment.full
+
+
+def pinned(options: Mapping[str, str], ranges: Mapping[tuple[str, int], tuple[int, int]]) -> dict:
+    """``options`` with explicit ``startingOffsets``/``endingOffsets`` JSON for ``ranges``."""
+    import json
+
+    starts: dict = {}
+    ends: dict = {}
+    for (topic, partition), (start, end) in sorted(ranges.items()):
+        starts.setdefault(topic, {})[str(partition)] = int(start)
+        ends.setdefault(topic, {})[str(partition)] = int(end)
+    return {**options, "startingOffsets": json.dumps(starts, separators=(",", ":")),
+            "endingOffsets": json.dumps(ends, separators=(",", ":"))}
+
+
+def prepare_run(paths: Sequence[str], output: str, config: CompactionConfig, options: Mapping[str, str],
+                mode: str = "auto", now_ms: int | None = None) -> RunPlan:
+    """Decide a run: the table's state and schema check (``mode`` ``auto``: incremental when the table exists,
+    else full; ``incremental`` requires the table; ``full`` rebuilds), the partitions' facts, the increment (data
+    loss and incarnation checks) and the pinned read options. Reads index files, checkpoints and the table's log
+    only."""
+    from kafkaseg.options import ReadOptions
+
+    if mode not in MODES:
+        raise InvalidOptionError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    read_options = compaction_read_options(options)
+    schema = table_schema(ReadOptions.from_options(dict(read_options)).include_headers)
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    exists = is_delta_table(output)
+    if mode == "incremental" and not exists:
+        raise CompactedTableError(f"--mode incremental: {output} is not a Delta table yet (run --mode full or auto "
+                                  "first)")
+    state = version = None
+    if exists and mode != "full":
+        table, state = read_state(output, schema, config.partition_by)
+        version = table.version()
+    elif exists:
+        check_partitioning(output, config.partition_by)
+    facts, on_disk = gather_facts(paths, read_options, config)
+    increment = plan_increment(facts, state, config, now_ms, full=(mode == "full"), on_disk=on_disk)
+    return RunPlan(output, increment, None if increment.full else state, pinned(read_options, increment.ranges),
+                   schema, tuple(config.partition_by), version)
+
+
+def compact_arrow(paths: Sequence[str], output: str, config: CompactionConfig | None = None,
+                  options: Mapping[str, str] | None = None, mode: str = "auto", now_ms: int | None = None) -> dict:
+    """A whole compaction run without Spark (the increment is read into memory: small topics, tests). Returns
+    ``{"plan": RunPlan, "changes": rows in the change set, "merge": metrics or None}``."""
+    from kafkaseg.scan import read_arrow
+
+    config = config or CompactionConfig()
+    plan = prepare_run(paths, output, config, options or {}, mode, now_ms)
+    if not plan.increment.ranges:
+        raise InvalidOptionError(f"no topic-partition selected in {', '.join(map(str, paths))}")
+    changes = latest_per_key(read_arrow(list(paths), **plan.read_options)).cast(plan.schema)
+    if plan.full:
+        write_full_arrow(output, changes.filter(pc.is_valid(changes.column("value"))), plan.increment.state,
+                         plan.partition_by)
+        return {"plan": plan, "changes": changes.num_rows, "merge": None}
+    from deltalake import DeltaTable
+
+    table = DeltaTable(output, version=plan.table_version)
+    return {"plan": plan, "changes": changes.num_rows,
+            "merge": merge_changes(table, changes, plan.increment.state)}

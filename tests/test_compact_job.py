@@ -1,0 +1,93 @@
+"""jobs/compact.py: arguments and refusals without a JVM; the Spark transform and the whole job (full rebuild,
+then an incremental merge through staged Parquet) on the shared session, against the Spark-free twin and a
+brute-force replay."""
+
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from jobs import compact
+from kafkaseg.compacted_table import compact_arrow
+from kafkaseg.compaction import latest_per_key
+from kafkaseg.schema import arrow_schema
+from kafkaseg.testing import TopicSpec, write_data_dir
+from tests.compaction_data import expected_state, table_rows, truncated_copy
+
+SPEC = TopicSpec("state", partitions=2, records_per_partition=900, records_per_batch=10, key_cardinality=40,
+                 tombstone_ratio=0.15, null_key_ratio=0.05, headers=1, transactional=True, abort_ratio=0.3,
+                 open_transactions=1, segment_bytes=10 * 1024)
+
+
+def test_arguments_and_config(tmp_path):
+    args = compact.parse_args(["--data-dir", "/a", "--data-dir", "/b", "--output", "/o", "--topics", "x,y",
+                               "--option", "includeHeaders=true", "--on-data-loss", "rebuild"])
+    assert args.data_dir == ["/a", "/b"] and args.mode == "auto"
+    assert args.options == {"includeHeaders": "true", "subscribe": "x,y"}
+    assert compact.load_config(args).on_data_loss == "rebuild"
+    assert compact.parse_args(["--sample", "--work-dir", "/w"]).output == "/w/sample-compacted"
+    for bad in (["--data-dir", "/a"], ["--sample", "--topics", "a", "--option", "subscribe=b"],
+                ["--sample", "--mode", "append"]):
+        with pytest.raises(SystemExit):
+            compact.parse_args(bad)
+
+
+def test_refusals_exit_before_spark_with_one_line(tmp_path, capsys):
+    manifest = write_data_dir(tmp_path / "data", [SPEC], seed=1)
+    table = tmp_path / "t"
+    compact_arrow([str(tmp_path / "data")], str(table))
+    truncated_copy(tmp_path / "data", tmp_path / "behind", drop_segments=3)  # the log is behind the table
+    code = compact.main(["--data-dir", str(tmp_path / "behind"), "--output", str(table)])
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("compact.py: error: DataLossError: the table's recorded offsets cannot be "
+                                        "continued: state-0: the table holds offsets up to")
+    bad = tmp_path / "c.toml"
+    bad.write_text("on_data_los = 'rebuild'\n")
+    code = compact.main(["--data-dir", str(tmp_path / "data"), "--output", str(table), "--config", str(bad)])
+    assert code == 2 and "unknown key on_data_los" in capsys.readouterr().err
+    code = compact.main(["--data-dir", str(tmp_path / "data"), "--output", str(tmp_path / "data" / "t")])
+    assert code == 2 and "inside --data-dir" in capsys.readouterr().err
+    code = compact.main(["--data-dir", str(tmp_path / "data"), "--output", str(table), "--option",
+                         "kafka.isolation.level=read_uncommitted"])
+    assert code == 2 and "needs kafka.isolation.level=read_committed" in capsys.readouterr().err
+    assert len(manifest.partitions) == 2
+
+
+@pytest.mark.spark
+def test_spark_reduction_matches_the_reference(spark):
+    rng = random.Random(7)
+    rows = [{"key": None if rng.random() < 0.1 else bytes([rng.randrange(5)]), "topic": rng.choice("ab"),
+             "partition": rng.randrange(2), "offset": o, "value": None if rng.random() < 0.2 else b"v%d" % o,
+             "timestamp": o * 1000, "timestampType": 0, "headers": [{"key": "h", "value": b"%d" % o}]}
+            for o in rng.sample(range(10_000), 600)]
+    schema = arrow_schema(include_headers=True)
+    table = pa.Table.from_pylist(rows, schema=pa.schema([f if f.name != "timestamp" else pa.field(
+        "timestamp", pa.int64()) for f in schema])).cast(schema)
+    got = compact.latest_per_key(spark.createDataFrame(table)).toArrow()
+    want = latest_per_key(table)
+    assert got.schema.names == table.schema.names
+    key = lambda r: (r["topic"], r["partition"], r["key"])  # noqa: E731
+    assert sorted(got.to_pylist(), key=key) == sorted(want.to_pylist(), key=key)
+
+
+@pytest.mark.spark
+def test_job_full_then_incremental_equals_the_reference(spark, tmp_path):
+    manifest = write_data_dir(tmp_path / "full", [SPEC], seed=2)
+    ends = truncated_copy(tmp_path / "full", tmp_path / "head", drop_segments=2)
+    table = tmp_path / "t"
+    common = ["--output", str(table), "--option", "includeHeaders=true"]
+    first = compact.run(spark, compact.parse_args(["--data-dir", str(tmp_path / "head"), *common]))
+    assert first["plan"].full
+    head_state = expected_state(manifest, ends=first["plan"].increment.state.next_offsets)
+    assert table_rows(DeltaTable(str(table)).to_pyarrow_table()) == head_state
+    second = compact.run(spark, compact.parse_args(["--data-dir", str(tmp_path / "full"), *common]))
+    assert not second["plan"].full and second["result"]["num_source_rows"] > 0
+    assert not (table / compact.STAGING_DIR).exists()  # the staged change set is gone after the merge
+    got = table_rows(DeltaTable(str(table)).to_pyarrow_table())
+    assert got == expected_state(manifest) != head_state
+    compact_arrow([str(tmp_path / "full")], str(tmp_path / "ref"), options={"includeHeaders": "true"})
+    assert got == table_rows(DeltaTable(str(tmp_path / "ref")).to_pyarrow_table())
+    assert len(ends) == 2

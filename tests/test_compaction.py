@@ -1,0 +1,388 @@
+"""kafkaseg.compaction and kafkaseg.compacted_table without a JVM: the config, the per-key reduction against a
+brute-force replay, whole runs on generated data dirs (transactions, aborts, open transactions, tombstones,
+keyless records, a log the cleaner already compacted) checked record for record, incremental runs against full
+rebuilds, idempotence, and the refusals (data loss, another incarnation, another schema)."""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from kafkaseg.compacted_table import compact_arrow, merge_changes, read_state, table_schema
+from kafkaseg.compaction import (
+    STATE_KEY,
+    CompactionConfig,
+    PartitionFacts,
+    TableState,
+    apply_changes,
+    cleanable_end,
+    compaction_read_options,
+    latest_per_key,
+    plan_increment,
+)
+from kafkaseg.errors import CompactedTableError, DataLossError, InvalidOptionError
+from kafkaseg.schema import arrow_schema
+from kafkaseg.testing import TopicSpec, write_data_dir
+from kafkaseg.testing.partition import write_offset_checkpoint
+from tests.compaction_data import cleaned_copy, expected_state, table_rows, truncated_copy
+
+ROOT = Path(__file__).resolve().parents[1]
+NOW = 1_800_000_000_000
+
+# a changelog with everything compaction must get right: transactions (aborted, and one left open per
+# partition), tombstones, keyless records, headers, offset gaps and emptied batches (cleaner leftovers), few keys,
+# small segments (several per partition)
+CHANGELOG = TopicSpec("entities", partitions=2, records_per_partition=1200, records_per_batch=12,
+                      key_cardinality=60, tombstone_ratio=0.15, null_key_ratio=0.05, headers=1,
+                      transactional=True, transaction_producers=3, abort_ratio=0.3, open_transactions=1,
+                      gap_ratio=0.1, empty_batches=2, segment_bytes=12 * 1024, codec="lz4")
+
+
+def _table(uri) -> dict:
+    return table_rows(DeltaTable(str(uri)).to_pyarrow_table())
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# config and options
+
+def test_config_defaults_example_file_and_errors(tmp_path):
+    assert CompactionConfig() == CompactionConfig.load(str(ROOT / "conf" / "compaction.toml"))
+    bad = tmp_path / "c.toml"
+    bad.write_text('read_until = "cleanable"\nmin_compaction_lag = 5\nmystery = 1\n')
+    with pytest.raises(InvalidOptionError, match=r"c\.toml: unknown keys min_compaction_lag, mystery"):
+        CompactionConfig.load(str(bad))
+    bad.write_text("read_until = [")
+    with pytest.raises(InvalidOptionError, match="not valid TOML"):
+        CompactionConfig.load(str(bad))
+    with pytest.raises(InvalidOptionError, match="key_scope 'topic' is not supported: offsets of different"):
+        CompactionConfig.from_mapping({"key_scope": "topic"})
+    for key, value in (("read_until", "hw"), ("on_data_loss", "skip"), ("min_compaction_lag_ms", -1),
+                       ("delete_retention_ms", True), ("max_offsets_per_partition", 0), ("partition_by", "topic"),
+                       ("partition_by", ["date"])):
+        with pytest.raises(InvalidOptionError, match=f"{key} must be"):
+            CompactionConfig.from_mapping({key: value})
+    assert CompactionConfig().with_changes(on_data_loss="rebuild", read_until=None).on_data_loss == "rebuild"
+
+
+def test_read_options_force_a_committed_read_and_refuse_contradictions():
+    opts = compaction_read_options({"subscribe": "a", "includeHeaders": "true", "KAFKA.ISOLATION.LEVEL":
+                                    "read_committed"})
+    assert opts["kafka.isolation.level"] == "read_committed" and opts["includeHeaders"] == "true"
+    assert "KAFKA.ISOLATION.LEVEL" not in opts
+    for key, value in (("kafka.isolation.level", "read_uncommitted"), ("includeControl", "true"),
+                       ("includeMetadata", "true"), ("replicas", "all"), ("failOnDataLoss", "false"),
+                       ("startingOffsets", "earliest"), ("endingTimestamp", "5")):
+        with pytest.raises(InvalidOptionError, match=key):
+            compaction_read_options({key: value})
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# the reduction
+
+def _brute_force_latest(rows: list[dict]) -> dict:
+    latest: dict = {}
+    for row in rows:
+        if row["key"] is None:
+            continue
+        ident = (row["topic"], row["partition"], row["key"])
+        if ident not in latest or row["offset"] > latest[ident]["offset"]:
+            latest[ident] = row
+    return latest
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_latest_per_key_matches_a_brute_force_reduction(seed):
+    rng = random.Random(seed)
+    rows = []
+    for topic in ("a", "b"):
+        for partition in range(3):
+            offsets = rng.sample(range(500), rng.randint(0, 120))  # any order, gaps
+            for offset in offsets:
+                key = None if rng.random() < 0.1 else bytes([rng.randrange(6)]) * rng.randint(0, 2)
+                value = None if rng.random() < 0.2 else b"v%d" % offset
+                rows.append({"key": key, "value": value, "topic": topic, "partition": partition, "offset": offset,
+                             "timestamp": offset * 1000, "timestampType": 0})
+    rng.shuffle(rows)
+    table = pa.Table.from_pylist(rows, schema=pa.schema([f if f.name != "timestamp" else pa.field(
+        "timestamp", pa.int64()) for f in arrow_schema()]))
+    got = latest_per_key(table)
+    expected = _brute_force_latest(rows)
+    assert got.num_rows == len(expected)
+    assert {(r["topic"], r["partition"], r["key"]): r for r in got.to_pylist()} == expected
+    assert got.column("offset").to_pylist() == sorted(got.column("offset").to_pylist())
+
+
+def test_apply_changes_is_the_newer_offset_and_idempotent():
+    schema = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()),
+                        ("partition", pa.int32()), ("offset", pa.int64())])
+    state = pa.Table.from_pylist([{"key": b"a", "value": b"1", "topic": "t", "partition": 0, "offset": 5},
+                                  {"key": b"b", "value": b"2", "topic": "t", "partition": 0, "offset": 6},
+                                  {"key": b"a", "value": b"x", "topic": "t", "partition": 1, "offset": 1}],
+                                 schema=schema)
+    changes = pa.Table.from_pylist([{"key": b"a", "value": None, "topic": "t", "partition": 0, "offset": 9},
+                                    {"key": b"b", "value": b"3", "topic": "t", "partition": 0, "offset": 8},
+                                    {"key": b"c", "value": None, "topic": "t", "partition": 0, "offset": 10},
+                                    {"key": b"d", "value": b"4", "topic": "t", "partition": 1, "offset": 2}],
+                                   schema=schema)
+    once = apply_changes(state, changes)
+    rows = {(r["partition"], r["key"]): (r["value"], r["offset"]) for r in once.to_pylist()}
+    assert rows == {(0, b"b"): (b"3", 8), (1, b"a"): (b"x", 1), (1, b"d"): (b"4", 2)}
+    assert apply_changes(once, changes).sort_by("offset").equals(once.sort_by("offset"))
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# planning increments (pure)
+
+def _facts(**kw) -> PartitionFacts:
+    base = dict(topic="t", partition=0, log_start_offset=0, high_watermark=100, last_stable_offset=90,
+                active_segment_base=80, cleaner_offset=None, topic_id="ID1", cluster_id="C1")
+    base.update(kw)
+    return PartitionFacts(**base)
+
+
+def test_cleanable_end_is_the_cleaners_range_end():
+    f = _facts(segments=((0, 1_000), (40, 5_000), (60, 9_000)))
+    assert cleanable_end(f, 0, 0, 10_000) == 80  # active segment base below the LSO
+    assert cleanable_end(_facts(last_stable_offset=70, active_segment_base=80), 0, 0, 10_000) == 70
+    # min.compaction.lag: the first segment whose largest timestamp is newer than now - lag (4_000) ends it
+    assert cleanable_end(f, 0, 6_000, 10_000) == 40
+    assert cleanable_end(f, 0, 500, 10_000) == 80
+    # only segments holding offsets at or after the run's start count (LogCleanerManager: from firstDirtyOffset)
+    assert cleanable_end(_facts(segments=((0, 9_000), (40, 1_000))), 40, 6_000, 10_000) == 80
+
+
+def test_plan_increment_continues_recorded_offsets_and_records_the_new_ones():
+    config = CompactionConfig()
+    first = plan_increment([_facts()], None, config, NOW)
+    assert first.full and first.ranges == {("t", 0): (0, 90)}
+    assert first.state == TableState({("t", 0): 90}, {"t": "ID1"}, {"t": "C1"}, NOW, "last_stable_offset")
+    assert TableState.from_json(first.state.to_json(), "x") == first.state
+    other = TableState({("t", 0): 90, ("u", 3): 7}, {"t": "ID1", "u": "ID2"}, {"t": "C1"}, NOW - 1)
+    nxt = plan_increment([_facts(last_stable_offset=95, high_watermark=99)], other, config, NOW)
+    assert not nxt.full and nxt.ranges == {("t", 0): (90, 95)}
+    assert nxt.state.next_offsets == {("t", 0): 95, ("u", 3): 7}  # a topic not read this run keeps its offsets
+    capped = plan_increment([_facts(last_stable_offset=95)], other, config.with_changes(
+        max_offsets_per_partition=3), NOW)
+    assert capped.ranges == {("t", 0): (90, 93)} and capped.capped == (("t", 0),)
+    cleanable = plan_increment([_facts()], None, config.with_changes(read_until="cleanable"), NOW)
+    assert cleanable.ranges == {("t", 0): (0, 80)} and cleanable.state.read_until == "cleanable"
+    with pytest.raises(CompactedTableError, match="malformed"):
+        TableState.from_json('{"version": 1}', "table v3")
+
+
+@pytest.mark.parametrize("facts, finding", [
+    (_facts(log_start_offset=120, high_watermark=150, last_stable_offset=150), r"offsets 90\.\.119 were deleted"),
+    (_facts(high_watermark=60, last_stable_offset=60), "holds offsets up to 89 but the log ends at 60"),
+    (_facts(cleaner_offset=95, high_watermark=99, last_stable_offset=99), "deletes there may be gone"),
+])
+def test_plan_increment_finds_data_loss(facts, finding):
+    state = TableState({("t", 0): 90}, {"t": "ID1"}, {"t": "C1"}, NOW - 86_400_001)
+    with pytest.raises(DataLossError, match=finding):
+        plan_increment([facts], state, CompactionConfig(), NOW)
+    rebuilt = plan_increment([facts], state, CompactionConfig(on_data_loss="rebuild"), NOW)
+    assert rebuilt.full and len(rebuilt.losses) == 1
+    assert rebuilt.ranges[("t", 0)][0] == facts.log_start_offset
+
+
+def test_plan_increment_trusts_a_cleaned_log_read_within_delete_retention():
+    recent = TableState({("t", 0): 90}, {"t": "ID1"}, {"t": "C1"}, NOW - 86_400_000)
+    facts = _facts(cleaner_offset=95, high_watermark=99, last_stable_offset=99)
+    assert plan_increment([facts], recent, CompactionConfig(), NOW).ranges == {("t", 0): (90, 99)}
+
+
+def test_plan_increment_refuses_another_incarnation_or_a_missing_partition():
+    state = TableState({("t", 0): 90, ("t", 1): 5}, {"t": "ID1"}, {"t": "C1"}, NOW)
+    with pytest.raises(CompactedTableError, match="topic id ID1.*has topic id ID9"):
+        plan_increment([_facts(topic_id="ID9")], state, CompactionConfig(on_data_loss="rebuild"), NOW)
+    with pytest.raises(CompactedTableError, match="cluster id C1"):
+        plan_increment([_facts(cluster_id="C2")], state, CompactionConfig(), NOW)
+    with pytest.raises(DataLossError, match=r"t-1 \(table at offset 5\) is not in the data dirs"):
+        plan_increment([_facts()], state, CompactionConfig(), NOW)
+    # on disk but not selected by this run (a table built by assign): kept as it is, not lost
+    kept = plan_increment([_facts()], state, CompactionConfig(), NOW, on_disk=[("t", 0), ("t", 1)])
+    assert kept.ranges == {("t", 0): (90, 90)} and kept.state.next_offsets[("t", 1)] == 5
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# whole runs (Spark-free twin of jobs/compact.py) on generated data dirs
+
+@pytest.fixture(scope="module")
+def changelog(tmp_path_factory):
+    """A transactional changelog (``full``) and the same dir without each partition's last two segments
+    (``head``: as it was before they were appended)."""
+    root = tmp_path_factory.mktemp("changelog")
+    manifest = write_data_dir(root / "full", [CHANGELOG], seed=3)
+    ends = truncated_copy(root / "full", root / "head", drop_segments=2)
+    assert len(ends) == 2
+    return manifest, root, ends
+
+
+def test_full_run_matches_a_consumer_replaying_the_committed_records(changelog, tmp_path):
+    manifest, root, _ = changelog
+    result = compact_arrow([str(root / "full")], str(tmp_path / "t"), options={"includeHeaders": "true"},
+                           now_ms=NOW)
+    expected = expected_state(manifest)
+    assert _table(tmp_path / "t") == expected
+    pms = manifest.partitions.values()
+    assert any(r.aborted and r.key is not None for pm in pms for r in pm.records)  # aborted data was there
+    assert any(r.txn_state == "open" for pm in pms for r in pm.records)  # and an open transaction
+    assert result["plan"].increment.state.next_offsets == {k: pm.last_stable_offset
+                                                            for k, pm in manifest.partitions.items()}
+    assert len(expected) < 2 * 60 and result["changes"] > len(expected)  # deletes happened
+
+
+def test_incremental_run_after_appended_segments_equals_a_full_rebuild(changelog, tmp_path):
+    manifest, root, ends = changelog
+    table = str(tmp_path / "t")
+    first = compact_arrow([str(root / "head")], table, options={"includeHeaders": "true"}, now_ms=NOW)
+    head_lso = first["plan"].increment.state.next_offsets
+    # the head ends inside a transaction whose marker was appended later: its data is not in the table yet
+    open_then = [(tp, r) for tp, pm in manifest.partitions.items() for r in pm.records
+                 if head_lso[tp] <= r.offset < ends[tp] and r.txn_state == "committed" and not r.is_control]
+    assert open_then, "the head should end inside a transaction committed later"
+    assert all(_table(table).get((tp[0], tp[1], r.key), (None,) * 5)[4] != r.offset for tp, r in open_then)
+    assert _table(table) == expected_state(manifest, ends=head_lso)
+    second = compact_arrow([str(root / "full")], table, options={"includeHeaders": "true"}, now_ms=NOW + 1000)
+    assert not second["plan"].full and second["merge"]["num_source_rows"] == second["changes"]
+    assert {tp: r[0] for tp, r in second["plan"].increment.ranges.items()} == head_lso
+    compact_arrow([str(root / "full")], str(tmp_path / "rebuilt"), options={"includeHeaders": "true"},
+                  now_ms=NOW)
+    assert _table(table) == _table(tmp_path / "rebuilt") == expected_state(manifest)
+    assert any(_table(table)[(tp[0], tp[1], r.key)][4] == r.offset for tp, r in open_then
+               if (tp[0], tp[1], r.key) in _table(table))  # committed since: now in the table
+    _, state = read_state(table, table_schema(True), ("topic",))
+    assert state.next_offsets == {k: pm.last_stable_offset for k, pm in manifest.partitions.items()}
+
+
+def test_capped_runs_catch_up_to_the_full_rebuild(changelog, tmp_path):
+    manifest, root, _ = changelog
+    table = str(tmp_path / "t")
+    config = CompactionConfig(max_offsets_per_partition=250)
+    for runs in range(1, 20):
+        result = compact_arrow([str(root / "full")], table, config, {"includeHeaders": "true"}, now_ms=NOW + runs)
+        if not result["plan"].increment.capped:
+            break
+    else:
+        pytest.fail("capped runs never caught up")
+    most = max(pm.last_stable_offset for pm in manifest.partitions.values())
+    assert runs == -(-most // 250) > 1
+    assert _table(table) == expected_state(manifest)
+
+
+def test_rerunning_an_increment_changes_nothing(changelog, tmp_path):
+    manifest, root, _ = changelog
+    table = str(tmp_path / "t")
+    compact_arrow([str(root / "head")], table, now_ms=NOW)
+    second = compact_arrow([str(root / "full")], table, now_ms=NOW + 1)
+    after = _table(table)
+    # the same increment again (as after a crash that lost the knowledge of the commit): the change set of the
+    # same offsets, merged into the table that already holds it, changes no row
+    from kafkaseg.scan import read_arrow
+
+    changes = latest_per_key(read_arrow([str(root / "full")], **second["plan"].read_options)).cast(
+        table_schema(False))
+    metrics = merge_changes(DeltaTable(table), changes, second["plan"].increment.state)
+    assert (metrics["num_target_rows_updated"], metrics["num_target_rows_deleted"],
+            metrics["num_target_rows_inserted"]) == (0, 0, 0)
+    assert _table(table) == after
+    # and a scheduled rerun with nothing new reads nothing, merges nothing, and records its read time
+    third = compact_arrow([str(root / "full")], table, now_ms=NOW + 2)
+    assert third["plan"].increment.offsets_to_read == 0 and third["changes"] == 0
+    assert _table(table) == after
+    history = DeltaTable(table).history()
+    assert '"read_at_ms":%d' % (NOW + 2) in history[0][STATE_KEY]
+
+
+def test_a_log_the_cleaner_compacted_gives_the_same_table(tmp_path):
+    spec = TopicSpec("users", partitions=2, records_per_partition=1500, records_per_batch=10, key_cardinality=80,
+                     tombstone_ratio=0.2, null_key_ratio=0.1, headers=1, segment_bytes=16 * 1024)
+    manifest = write_data_dir(tmp_path / "raw", [spec], seed=5)
+    bounds = {tp: pm.segments[-1].base_offset for tp, pm in manifest.partitions.items()}
+    cleaned_copy(manifest, tmp_path / "kept", clean_below=bounds, drop_tombstones=False)
+    cleaned_copy(manifest, tmp_path / "gone", clean_below=bounds, drop_tombstones=True)
+    from kafkaseg.scan import read_arrow
+
+    raw_rows = read_arrow(str(tmp_path / "raw")).num_rows
+    assert read_arrow(str(tmp_path / "gone")).num_rows < read_arrow(str(tmp_path / "kept")).num_rows < raw_rows / 3
+    tables = {}
+    for name in ("raw", "kept", "gone"):
+        compact_arrow([str(tmp_path / name)], str(tmp_path / f"t-{name}"), options={"includeHeaders": "true"},
+                      now_ms=NOW)
+        tables[name] = _table(tmp_path / f"t-{name}")
+    assert tables["raw"] == tables["kept"] == tables["gone"] == expected_state(manifest)
+
+
+def test_data_loss_is_refused_or_rebuilt(changelog, tmp_path):
+    manifest, root, ends = changelog
+    table = str(tmp_path / "t")
+    compact_arrow([str(root / "head")], table, now_ms=NOW)
+    recorded = dict(read_state(table, table_schema(False), ("topic",))[1].next_offsets)
+    moved = tmp_path / "moved"
+    shutil.copytree(root / "full", moved)  # retention (DeleteRecords) moved the log start past the table
+    tp = ("entities", 0)
+    lost_start = recorded[tp] + 10
+    write_offset_checkpoint(moved / "log-start-offset-checkpoint", {tp: lost_start})
+    version = DeltaTable(table).version()
+    with pytest.raises(DataLossError, match=rf"entities-0: offsets {recorded[tp]}\.\.{lost_start - 1} were "
+                                            r"deleted .*--on-data-loss rebuild"):
+        compact_arrow([str(moved)], table, now_ms=NOW + 1)
+    assert DeltaTable(table).version() == version  # nothing committed
+    rebuilt = compact_arrow([str(moved)], table, CompactionConfig(on_data_loss="rebuild"), now_ms=NOW + 1)
+    assert rebuilt["plan"].full and rebuilt["plan"].increment.losses
+    compact_arrow([str(moved)], str(tmp_path / "fresh"), now_ms=NOW + 1)
+    assert _table(table) == _table(tmp_path / "fresh")
+
+
+def test_another_incarnation_or_schema_is_refused(changelog, tmp_path):
+    manifest, root, _ = changelog
+    table = str(tmp_path / "t")
+    compact_arrow([str(root / "head")], table, now_ms=NOW)
+    write_data_dir(tmp_path / "recreated", [CHANGELOG], seed=4)  # same topic name, new topic id and cluster
+    with pytest.raises(CompactedTableError, match="deleted and recreated"):
+        compact_arrow([str(tmp_path / "recreated")], table, now_ms=NOW + 1)
+    with pytest.raises(CompactedTableError, match="only in this run: headers"):
+        compact_arrow([str(root / "full")], table, options={"includeHeaders": "true"}, now_ms=NOW + 1)
+    with pytest.raises(CompactedTableError, match="partitioned by topic, this run by partition"):
+        compact_arrow([str(root / "full")], table, CompactionConfig(partition_by=("partition",)), now_ms=NOW + 1)
+    with pytest.raises(CompactedTableError, match="not a Delta table yet"):
+        compact_arrow([str(root / "full")], str(tmp_path / "none"), mode="incremental", now_ms=NOW)
+    with pytest.raises(CompactedTableError, match="a rebuild cannot change a Delta table's partitioning"):
+        compact_arrow([str(root / "full")], table, CompactionConfig(partition_by=()), mode="full", now_ms=NOW + 1)
+    compact_arrow([str(tmp_path / "recreated")], table, mode="full", now_ms=NOW + 2)  # a rebuild is allowed
+    assert read_state(table, table_schema(False), ("topic",))[1].topic_ids["entities"] != manifest.topic_ids[
+        "entities"]
+    from deltalake import write_deltalake
+
+    write_deltalake(str(tmp_path / "foreign"), pa.table({"a": [1]}))
+    with pytest.raises(CompactedTableError, match="only in the table: a"):
+        compact_arrow([str(root / "full")], str(tmp_path / "foreign"), now_ms=NOW)
+
+
+def test_cleanable_mode_stops_at_the_active_segment(changelog, tmp_path):
+    manifest, root, _ = changelog
+    result = compact_arrow([str(root / "full")], str(tmp_path / "t"), CompactionConfig(read_until="cleanable"),
+                           {"includeHeaders": "true"}, now_ms=NOW)
+    ends = {tp: min(pm.last_stable_offset, pm.segments[-1].base_offset) for tp, pm in manifest.partitions.items()}
+    assert result["plan"].increment.state.next_offsets == ends
+    assert _table(tmp_path / "t") == expected_state(manifest, ends=ends)
+    # min.compaction.lag: the first segment whose largest timestamp (its .timeindex) is newer than now - lag ends
+    # the range; here now - lag falls just below the third segment's largest timestamp
+    cut = {tp: pm.segments[2] for tp, pm in manifest.partitions.items()}
+    horizon = min(seg.max_timestamp for seg in cut.values()) - 1
+    assert all(seg.max_timestamp <= horizon for pm in manifest.partitions.values() for seg in pm.segments[:2])
+    lag = NOW - horizon
+    mid = compact_arrow([str(root / "full")], str(tmp_path / "mid"), CompactionConfig(
+        read_until="cleanable", min_compaction_lag_ms=lag), {"includeHeaders": "true"}, now_ms=NOW)
+    ends = {tp: min(pm.last_stable_offset, next(s.base_offset for s in pm.segments if s.max_timestamp > horizon))
+            for tp, pm in manifest.partitions.items()}
+    assert mid["plan"].increment.state.next_offsets == ends
+    assert _table(tmp_path / "mid") == expected_state(manifest, ends=ends)
+    # a lag newer than every record: nothing is cleanable yet
+    lagged = compact_arrow([str(root / "full")], str(tmp_path / "lag"), CompactionConfig(
+        read_until="cleanable", min_compaction_lag_ms=NOW), now_ms=NOW, mode="full")
+    assert lagged["plan"].increment.offsets_to_read == 0
