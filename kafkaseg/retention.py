@@ -70,6 +70,13 @@ __all__ = [
 ]
 
 RETENTION_CHECK_INTERVAL_MS = 5 * 60 * 1000  # log.retention.check.interval.ms default
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+
+
+def _long(value: int) -> int:
+    """``value`` saturated to a Java long (the tables' BIGINT columns): retention.ms = Long.MAX_VALUE and a
+    timestamp ahead of now put now - timestamp - retention.ms below Long.MIN_VALUE."""
+    return max(_LONG_MIN, min(_LONG_MAX, value))
 LOG_START_BREACH, SIZE_BREACH, TIME_BREACH = "log-start-offset", "size", "time"
 
 
@@ -151,6 +158,10 @@ def gather_facts(pdir: PartitionDir, *, compaction: bool = False) -> PartitionFa
             notes.append(f"no checkpointed high watermark: the log end offset {leo} stands in for it")
         elif pdir.high_watermark > leo:
             notes.append(f"checkpointed high watermark {pdir.high_watermark} is above the log end offset {leo}")
+        if hw < log_start:  # UnifiedLog.updateHighWatermark: bounded below by the log start offset
+            notes.append(f"checkpointed high watermark {hw} is below the log start offset {log_start}, which the "
+                         "broker takes instead")
+            hw = log_start
         segments = []
         last = len(pdir.segments) - 1
         for i, seg in enumerate(pdir.segments):
@@ -415,7 +426,7 @@ def audit_partition(facts: PartitionFacts, config: TopicConfig, now_ms: int) -> 
         verdicts.append(SegmentVerdict(
             seg.base_offset, nxt, seg.size, seg.largest_timestamp,
             "timeindex" if seg.max_timestamp >= 0 else "mtime", seg.path, log.deleted.get(seg.base_offset),
-            now_ms - seg.largest_timestamp - retention_ms if retention_ms >= 0 else None,
+            _long(now_ms - seg.largest_timestamp - retention_ms) if retention_ms >= 0 else None,
             seg.base_offset in log.blocked))
     deleted = [v for v in verdicts if v.rule is not None]
     by_rule: dict[str, int] = {}
@@ -425,6 +436,11 @@ def audit_partition(facts: PartitionFacts, config: TopicConfig, now_ms: int) -> 
     stamps = [s.largest_timestamp for s in segments]
     compaction = _compaction(facts, config, now_ms) if config.compact else None
     notes = list(facts.notes)
+    if facts.cleaner_offset is not None and not config.compact and not config.topic_level("cleanup.policy"):
+        notes.append(f"cleaner-offset-checkpoint holds this partition (the log cleaner compacted it), but "
+                     f"cleanup.policy={','.join(config['cleanup.policy'])} comes from "
+                     f"{config.source('cleanup.policy')}: if the topic is compacted, set its cleanup.policy in the "
+                     "TOML file")
     if log.rolls_active:
         notes.append("the active segment breaches retention: the broker rolls it and deletes it once it is in "
                      "remote storage")

@@ -4,7 +4,9 @@ Kafka's ``LogConfig`` (``storage/src/main/java/org/apache/kafka/storage/internal
 topic-level settings, their defaults and their valid ranges; ``ServerTopicConfigSynonyms``
 (``server-common/.../server/config/ServerTopicConfigSynonyms.java``) maps each to the broker-level default that
 applies when the topic sets none (``retention.ms`` <- ``log.retention.ms`` > ``log.retention.minutes`` >
-``log.retention.hours``; ``min.cleanable.dirty.ratio`` <- ``log.cleaner.min.cleanable.ratio``; ...).
+``log.retention.hours`` in ``server.properties``, only ``log.retention.ms`` as a dynamic config
+(``core/.../server/DynamicBrokerConfig.scala``); ``min.cleanable.dirty.ratio`` <- ``log.cleaner.min.cleanable.ratio``;
+...).
 ``LogConfig.localRetentionMs/Bytes``: ``local.retention.*`` = -2 means "use ``retention.*``".
 
 A data dir does not hold ``server.properties``, so values come from, in this order (the first that sets a key
@@ -16,8 +18,13 @@ wins, and :class:`Setting.source` says which):
    the newest ``<end offset>-<epoch>.checkpoint`` snapshot, then the log's records from its end offset; last write
    wins, a null value deletes, a ``RemoveTopicRecord`` drops the topic's configs, as
    ``metadata/.../image/ConfigurationsDelta.java`` replays them);
+   Kafka's own internal topic configs stand at this level too (``__consumer_offsets`` and
+   ``__transaction_state`` are created compacted: ``INTERNAL_TOPIC_CONFIGS``);
 3. broker-level configs in the same metadata log (``ConfigRecord`` s of BROKER resources: the broker's own, named
-   by its node id, over the cluster-wide default, the empty name), through the synonyms above;
+   by its node id, over the cluster-wide default, the empty name), read as ``DynamicBrokerConfig`` reads them:
+   only the dynamic synonym of each setting (``log.retention.ms``; ``log.retention.hours``/``minutes`` and
+   ``log.roll.hours`` are static-only and a broker ignores them there), invalid values ignored
+   (:attr:`ClusterConfigs.ignored` lists both), a negative ``log.retention.ms`` read as -1;
 4. ``[defaults]`` of the TOML file (stands in for ``server.properties``);
 5. Kafka's defaults (``LogConfig.DEFAULT_*``).
 
@@ -64,28 +71,40 @@ KAFKA_DEFAULTS: dict[str, Any] = {
 }
 SETTING_NAMES = tuple(KAFKA_DEFAULTS)
 
-# topics whose logs never go to remote storage (UnifiedLog.isRemoteLogEnabled excludes internal topics)
+# topics whose logs never go to remote storage (UnifiedLog.isRemoteLogEnabled excludes internal topics, the
+# remote log metadata topic and the KRaft metadata log, and every compacted topic)
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state",
                              "__cluster_metadata"})
+REMOTE_LOG_METADATA_TOPIC = "__remote_log_metadata"
 
-# broker config -> (topic config, multiplier to ms); earlier entries of one topic config win (ServerTopicConfigSynonyms)
-_BROKER_SYNONYMS: tuple[tuple[str, str, int], ...] = (
-    ("log.cleanup.policy", "cleanup.policy", 1),
-    ("log.retention.ms", "retention.ms", 1),
-    ("log.retention.minutes", "retention.ms", 60_000),
-    ("log.retention.hours", "retention.ms", 3_600_000),
-    ("log.retention.bytes", "retention.bytes", 1),
-    ("log.local.retention.ms", "local.retention.ms", 1),
-    ("log.local.retention.bytes", "local.retention.bytes", 1),
-    ("log.roll.ms", "segment.ms", 1),
-    ("log.roll.hours", "segment.ms", 3_600_000),
-    ("log.segment.bytes", "segment.bytes", 1),
-    ("log.cleaner.min.cleanable.ratio", "min.cleanable.dirty.ratio", 1),
-    ("log.cleaner.min.compaction.lag.ms", "min.compaction.lag.ms", 1),
-    ("log.cleaner.max.compaction.lag.ms", "max.compaction.lag.ms", 1),
-    ("log.cleaner.delete.retention.ms", "delete.retention.ms", 1),
-    ("log.segment.delete.delay.ms", "file.delete.delay.ms", 1),
-)
+# Topic configs Kafka itself gives its internal topics when it creates them (GroupCoordinator.offsetsTopicConfigs,
+# TransactionStateManager.transactionTopicConfigs; ShareCoordinatorService gives __share_group_state "delete", the
+# default). They are stored as topic configs, so they rank with the metadata log's topic configs, above broker
+# defaults; a data dir without a metadata log (a ZooKeeper-era broker) has them from here.
+INTERNAL_TOPIC_CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
+    "__consumer_offsets": ("GroupCoordinator.offsetsTopicConfigs", {"cleanup.policy": ("compact",)}),
+    "__transaction_state": ("TransactionStateManager.transactionTopicConfigs", {"cleanup.policy": ("compact",)}),
+}
+
+# Dynamic broker config -> topic config (ServerTopicConfigSynonyms: the first synonym of each, the only one
+# DynamicLogConfig.ReconfigurableConfigs accepts). A broker drops the other synonyms from its dynamic configs
+# (DynamicBrokerConfig.fromPersistentProps removes non-dynamic configs, and values that do not validate, with an
+# error log), so they are reported as ignored, never applied.
+_BROKER_SYNONYMS: dict[str, str] = {
+    "log.cleanup.policy": "cleanup.policy",
+    "log.retention.ms": "retention.ms",
+    "log.retention.bytes": "retention.bytes",
+    "log.local.retention.ms": "local.retention.ms",
+    "log.local.retention.bytes": "local.retention.bytes",
+    "log.roll.ms": "segment.ms",
+    "log.segment.bytes": "segment.bytes",
+    "log.cleaner.min.cleanable.ratio": "min.cleanable.dirty.ratio",
+    "log.cleaner.min.compaction.lag.ms": "min.compaction.lag.ms",
+    "log.cleaner.max.compaction.lag.ms": "max.compaction.lag.ms",
+    "log.cleaner.delete.retention.ms": "delete.retention.ms",
+    "log.segment.delete.delay.ms": "file.delete.delay.ms",
+}
+_STATIC_ONLY_SYNONYMS = ("log.retention.minutes", "log.retention.hours", "log.roll.hours")
 
 
 # -- values: one parser per setting, for TOML values (typed) and metadata strings ---------------------------------
@@ -158,6 +177,15 @@ def parse_setting(name: str, value: Any) -> Any:
     return _PARSERS[name](name, value)
 
 
+def _broker_setting(broker_name: str, raw: str) -> tuple[str, Any]:
+    """(topic setting, value) of dynamic broker config ``broker_name`` (ValueError when a broker would drop it)."""
+    topic_name = _BROKER_SYNONYMS[broker_name]
+    if topic_name == "retention.ms":  # KafkaConfig.logRetentionTimeMillis: no validator, any negative is -1
+        value = _long(broker_name, raw, -(2**63))
+        return topic_name, -1 if value < 0 else value
+    return topic_name, parse_setting(topic_name, raw)
+
+
 # -- the resolved config -------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -194,8 +222,16 @@ class TopicConfig:
     @property
     def remote_log_enabled(self) -> bool:
         """``UnifiedLog.isRemoteLogEnabled``: the topic's ``remote.storage.enable`` (a topic can only set it on a
-        cluster with ``remote.log.storage.system.enable``), never for internal topics."""
-        return bool(self["remote.storage.enable"]) and self.topic not in INTERNAL_TOPICS
+        cluster with ``remote.log.storage.system.enable``), never for a compacted topic, an internal topic, the
+        remote log metadata topic or the KRaft metadata log."""
+        return (bool(self["remote.storage.enable"]) and not self.compact and self.topic not in INTERNAL_TOPICS
+                and self.topic != REMOTE_LOG_METADATA_TOPIC)
+
+    def topic_level(self, name: str) -> bool:
+        """Whether setting ``name`` came from a topic-level source (the TOML file's topic or regex table, the
+        metadata log's topic config, Kafka's internal topic configs) rather than a default."""
+        source = self.source(name)
+        return source.startswith(("toml topic", "toml 'regex:", "cluster metadata topic", "kafka internal topic"))
 
     @property
     def remote_copy_enabled(self) -> bool:
@@ -316,6 +352,7 @@ class ClusterConfigs:
     topics: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     brokers: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     records: int = 0
+    ignored: tuple[str, ...] = ()  # broker configs a broker would drop (non-dynamic names, invalid values)
 
 
 def _metadata_values(path: str, filesystem, min_offset: int) -> Iterable[tuple[int, bytes]]:
@@ -387,29 +424,43 @@ def read_cluster_configs(partitions: Iterable[PartitionDir]) -> ClusterConfigs:
                     configs.pop(data["name"], None)
                 else:
                     configs[data["name"]] = data["value"]
-    return ClusterConfigs(pdir.path, topics, brokers, count)
+    return ClusterConfigs(pdir.path, topics, brokers, count, _ignored_broker_configs(brokers))
+
+
+def _ignored_broker_configs(brokers: Mapping[str, Mapping[str, str]]) -> tuple[str, ...]:
+    """What ``DynamicBrokerConfig.fromPersistentProps`` would drop of the retention-related broker configs."""
+    ignored = []
+    for scope, configs in sorted(brokers.items()):
+        who = f"broker {scope}" if scope else "cluster default"
+        for name, raw in sorted(configs.items()):
+            if name in _STATIC_ONLY_SYNONYMS:
+                ignored.append(f"{who} {name}={raw!r} is ignored: not a dynamic broker config (only in "
+                               "server.properties; put its topic-level value in the TOML [defaults])")
+            elif name in _BROKER_SYNONYMS:
+                try:
+                    _broker_setting(name, raw)
+                except ValueError as err:
+                    ignored.append(f"{who} {name}={raw!r} is ignored: {err}")
+    return tuple(ignored)
 
 
 # -- resolution ----------------------------------------------------------------------------------------------------
 
 def _broker_values(cluster: ClusterConfigs, node_id: int | None) -> dict[str, Setting]:
-    """Topic settings from broker-level configs: the broker's own over the cluster default, and per topic setting
-    the first synonym set (log.retention.ms over .minutes over .hours)."""
+    """Topic settings from dynamic broker configs, the broker's own over the cluster default
+    (``DynamicBrokerConfig.updateCurrentConfig``); what a broker would drop (:attr:`ClusterConfigs.ignored`) is
+    skipped."""
     found: dict[str, Setting] = {}
     scopes = ([str(node_id)] if node_id is not None else []) + [""]
-    for broker_name, topic_name, factor in _BROKER_SYNONYMS:
-        if topic_name in found:
-            continue
+    for broker_name in _BROKER_SYNONYMS:
         for scope in scopes:
             raw = cluster.brokers.get(scope, {}).get(broker_name)
             if raw is None:
                 continue
             try:
-                value = parse_setting(topic_name, raw)
-            except ValueError as err:
-                raise InvalidOptionError(f"{cluster.source}: broker config {broker_name}={raw!r}: {err}") from err
-            if factor != 1 and value >= 0:
-                value *= factor
+                topic_name, value = _broker_setting(broker_name, raw)
+            except ValueError:
+                continue
             who = f"broker {scope}" if scope else "cluster default"
             found[topic_name] = Setting(value, f"cluster metadata {who} ({broker_name})")
             break
@@ -438,6 +489,9 @@ def resolve_topic_config(topic: str, config_file: ConfigFile | None = None, clus
         except ValueError as err:
             raise InvalidOptionError(f"{cluster.source}: topic {topic!r} config {key}={raw!r}: {err}") from err
     layers.append(metadata_topic)
+    if topic in INTERNAL_TOPIC_CONFIGS:
+        creator, values = INTERNAL_TOPIC_CONFIGS[topic]
+        layers.append({k: Setting(v, f"kafka internal topic config ({creator})") for k, v in values.items()})
     layers.append(_broker_values(cluster, node_id))
     layers.append({k: Setting(v, "toml defaults") for k, v in config_file.defaults.items()})
     layers.append({k: Setting(v, "kafka default") for k, v in KAFKA_DEFAULTS.items()})

@@ -370,7 +370,7 @@ def test_config_precedence_and_sources(tmp_path):
         config_record(2, "orders", "retention.bytes", "5000"),
         config_record(2, "orders", "retention.bytes", None),       # deleted again: last write wins
         config_record(2, "orders", "compression.type", "zstd"),    # not a retention setting
-        config_record(4, "", "log.retention.hours", "48"),         # cluster default
+        config_record(4, "", "log.retention.ms", str(48 * HOUR)),  # cluster default
         config_record(4, "", "log.cleaner.min.cleanable.ratio", "0.25"),
         config_record(4, "3", "log.retention.bytes", "777"),       # this broker's own
         config_record(4, "4", "log.retention.bytes", "888"),       # another broker's
@@ -566,3 +566,111 @@ def test_rules_agree_with_the_brute_force_transcription_on_random_logs():
         assert got == expected, (facts, config.as_dict())
         checked += bool(expected)
     assert checked > 1000  # most cases delete something
+
+
+# -- review: where the audit disagreed with a broker ---------------------------------------------------------------
+
+def test_internal_topics_are_compacted_without_any_config_source(tmp_path):
+    """GroupCoordinator.offsetsTopicConfigs and TransactionStateManager.transactionTopicConfigs create these topics
+    with cleanup.policy=compact: a data dir without a metadata log (a ZooKeeper-era broker) must not audit them as
+    delete topics whose old segments retention.ms removes."""
+    d = DataDir(tmp_path / "data")
+    d.partition("__consumer_offsets", [(4, NOW - 30 * DAY)] * 3)
+    d.partition("__transaction_state", [(4, NOW - 30 * DAY)] * 3)
+    d.partition("__share_group_state", [(4, NOW - 30 * DAY)] * 3)  # KIP-932: created with cleanup.policy=delete
+    path = d.finish()
+    for topic in ("__consumer_offsets", "__transaction_state"):
+        result = audit_one(path, topic)
+        assert result.config["cleanup.policy"] == ("compact",), topic
+        assert "internal topic" in result.config.source("cleanup.policy")
+        assert rules(result) == {} and result.compaction is not None
+    assert rules(audit_one(path, "__share_group_state")) == {0: TIME_BREACH, 4: TIME_BREACH, 8: TIME_BREACH}
+    # a topic config (TOML or metadata log) still wins
+    explicit = audit_one(path, "__consumer_offsets", ConfigFile(topics={"__consumer_offsets": {
+        "cleanup.policy": ("delete",)}}))
+    assert rules(explicit) == {0: TIME_BREACH, 4: TIME_BREACH, 8: TIME_BREACH}
+
+
+def test_a_partition_the_cleaner_checkpointed_is_flagged_when_audited_as_delete_only(tmp_path):
+    """cleaner-offset-checkpoint holds only logs the cleaner compacted: a delete-only policy that came from no
+    topic-level source is then most likely wrong, and the audit says so."""
+    d = DataDir(tmp_path / "data")
+    d.partition("connect-offsets", [(4, NOW - 30 * DAY)] * 3, cleaner=8)
+    path = d.finish()
+    result = audit_one(path, "connect-offsets")
+    assert any("cleaner-offset-checkpoint" in n and "compact" in n for n in result.notes), result.notes
+    told = audit_one(path, "connect-offsets", ConfigFile(topics={"connect-offsets": {"cleanup.policy": ("delete",)}}))
+    assert not any("cleaner-offset-checkpoint" in n for n in told.notes)
+
+
+def test_broker_configs_in_the_metadata_log_are_read_as_a_broker_reads_dynamic_configs(tmp_path):
+    """DynamicBrokerConfig.fromPersistentProps drops non-dynamic names (log.retention.hours/minutes and
+    log.roll.hours are not in DynamicLogConfig.ReconfigurableConfigs) and invalid values, with an error log, instead
+    of failing; KafkaConfig.logRetentionTimeMillis reads any negative log.retention.ms as -1."""
+    d = DataDir(tmp_path / "data", node_id=3)
+    d.partition("t", [(4, NOW - HOUR)])
+    write_metadata_log(tmp_path / "data", [
+        config_record(4, "", "log.retention.hours", "1"),           # ignored by brokers: not a dynamic config
+        config_record(4, "3", "log.retention.bytes", "lots"),       # invalid: ignored
+        config_record(4, "", "log.retention.bytes", "4096"),
+        config_record(4, "", "log.cleaner.min.cleanable.ratio", "2.5"),  # out of range: ignored
+    ])
+    plan = plan_audit([d.finish()], topics=["t"])
+    (_, config), = plan.targets
+    assert (config["retention.ms"], config.source("retention.ms")) == (7 * DAY, "kafka default")
+    assert (config["retention.bytes"], config.source("retention.bytes")) == (
+        4096, "cluster metadata cluster default (log.retention.bytes)")
+    assert config["min.cleanable.dirty.ratio"] == 0.5
+    ignored = " ".join(plan.cluster.ignored)
+    assert "log.retention.hours" in ignored and "lots" in ignored and "2.5" in ignored
+    forever = tmp_path / "forever"
+    d2 = DataDir(forever, node_id=1)
+    d2.partition("t", [(4, NOW - 30 * DAY)] * 2)
+    write_metadata_log(forever, [config_record(4, "", "log.retention.ms", "-2")])
+    (pdir, config), = plan_audit([d2.finish()], topics=["t"]).targets
+    assert config["retention.ms"] == -1
+    assert rules(audit(pdir, config, NOW)) == {}
+
+
+def test_segment_overdue_fits_a_long_with_infinite_retention_and_future_timestamps():
+    """retention.ms = Long.MAX_VALUE and a producer clock ahead: now - ts - retention.ms is below Long.MIN_VALUE;
+    the job's BIGINT columns must still take every row."""
+    import pyarrow as pa
+
+    from kafkaseg.retention import PartitionFacts, SegmentFacts, audit_partition, partition_row, segment_rows
+
+    segments = (SegmentFacts(0, 100, NOW + DAY, 0), SegmentFacts(5, 100, NOW - DAY, 0))
+    facts = PartitionFacts("t", 0, None, "", segments, 0, 10, 10)
+    result = audit_partition(facts, resolve_topic_config("t", config_for(retention_ms=2**63 - 1)), NOW)
+    assert rules(result) == {}
+    for row in segment_rows(result) + [partition_row(result)]:
+        for key, value in row.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                pa.array([value], pa.int64())  # raises on overflow
+    assert result.segments[0].overdue_ms == -(2**63)  # saturated, as far from due as a long can say
+
+
+def test_remote_storage_is_off_for_compacted_and_remote_metadata_topics(tmp_path):
+    """UnifiedLog.isRemoteLogEnabled: never for compacted topics, internal topics or __remote_log_metadata, whatever
+    remote.storage.enable says; local.retention.* then does not apply."""
+    d = DataDir(tmp_path / "data")
+    d.partition("t", [(4, NOW - 3 * HOUR)] * 3)
+    d.partition("__remote_log_metadata", [(4, NOW - 3 * HOUR)] * 3)
+    path = d.finish()
+    tiered = {"remote.storage.enable": True, "local.retention.ms": HOUR}
+    compacted = audit_one(path, "t", ConfigFile(topics={"t": dict(tiered, **{"cleanup.policy": ("compact", "delete")})}))
+    assert not compacted.config.remote_log_enabled and compacted.config.effective_retention_ms == 7 * DAY
+    assert rules(compacted) == {} and not compacted.rolls_active
+    meta = audit_one(path, "__remote_log_metadata", ConfigFile(topics={"__remote_log_metadata": tiered}))
+    assert not meta.config.remote_log_enabled and rules(meta) == {}
+
+
+def test_high_watermark_checkpoint_below_the_log_start_is_raised_to_it(tmp_path):
+    """UnifiedLog.updateHighWatermark bounds the loaded high watermark below by the log start offset, so segments
+    wholly below the log start are deletable even when replication-offset-checkpoint is older."""
+    d = DataDir(tmp_path / "data")
+    d.partition("t", [(4, NOW - HOUR)] * 3, log_start=8, hw_back=10)  # checkpointed high watermark 2
+    result = audit_one(d.finish(), "t")
+    assert result.high_watermark == 8
+    assert rules(result) == {0: LOG_START_BREACH, 4: LOG_START_BREACH}
+    assert not result.blocked_by_high_watermark
