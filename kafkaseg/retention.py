@@ -30,7 +30,9 @@ The rules mirror Kafka (``core/src/main/scala/kafka/log/UnifiedLog.scala``, trun
   ``diff = size - retention.bytes`` and a segment goes while ``diff - segment.size >= 0`` (``diff`` shrinks).
 * ``deleteRetentionMsBreachedSegments``: skipped when retention.ms < 0; a segment goes when
   ``now - segment.largestTimestamp > retention.ms``; ``LogSegment.largestTimestamp`` is the max timestamp so far
-  (time index's last entry), or the ``.log`` file's mtime when that is -1 (no timestamps: magic 0, or empty).
+  (time index's last entry), or the ``.log`` file's mtime when that is -1 (no timestamps: magic 0, or empty; or
+  a rolled segment without a ``.timeindex`` that the broker loads with an empty one, see
+  :func:`_loads_empty_time_index`).
 * ``localRetentionMs/Size``: ``local.retention.*`` (-2 = ``retention.*``) when remote copy is enabled.
 * ``deleteSegments``: deleting every segment rolls a new empty one at the log end offset first; the new (local)
   log start offset is the base of the first segment kept (the log end offset after such a roll).
@@ -164,14 +166,19 @@ def gather_facts(pdir: PartitionDir, *, compaction: bool = False) -> PartitionFa
             hw = log_start
         segments = []
         last = len(pdir.segments) - 1
+        clean_shutdown: list[bool] = []  # looked up once, and only for a segment without a .timeindex
         for i, seg in enumerate(pdir.segments):
             first_ts = None
             if compaction and i < last:
                 with SegmentReader(seg.log_path, pdir.filesystem) as reader:
                     header = reader.header_at(0, max_batch_bytes=None)
                 first_ts = header.max_timestamp if header is not None else None
-            segments.append(SegmentFacts(seg.base_offset, seg.log_size, lookup.largest_timestamp(i)[0],
-                                         int(seg.mtime_ms), seg.log_path, first_ts))
+            if i < last and _loads_empty_time_index(pdir, i, clean_shutdown):
+                max_ts = -1
+            else:
+                max_ts = lookup.largest_timestamp(i)[0]
+            segments.append(SegmentFacts(seg.base_offset, seg.log_size, max_ts, int(seg.mtime_ms), seg.log_path,
+                                         first_ts))
     lso = None
     if compaction:
         lso = last_stable_offset(pdir, max_batch_bytes=None, log_end=leo)
@@ -179,6 +186,23 @@ def gather_facts(pdir: PartitionDir, *, compaction: bool = False) -> PartitionFa
     return PartitionFacts(pdir.topic, pdir.partition, pdir.log_dir, pdir.path, tuple(segments), log_start, leo, hw,
                           pdir.checkpoint_log_start_offset, pdir.cleaner_offset, lso, len(deleted),
                           sum(e.size for e in deleted), tuple(notes))
+
+
+def _loads_empty_time_index(pdir: PartitionDir, i: int, clean_shutdown: list[bool]) -> bool:
+    """Whether the broker loads rolled segment ``i`` with an empty time index: it has an ``.index`` but no
+    ``.timeindex`` (``LogLoader.loadSegmentFiles`` -> ``LogSegment.sanityCheck`` resizes a new time index to 0) and
+    recovery does not rebuild it (``LogLoader.recoverLog`` recovers, after an unclean shutdown only, the segments
+    from the one holding the recovery point on)."""
+    seg = pdir.segments[i]
+    if seg.timeindex_path is not None or seg.index_path is None:
+        return False  # a missing .index makes the broker recover the segment: both indexes are rebuilt
+    recovery_point = pdir.recovery_point
+    if recovery_point is not None and pdir.segments[i + 1].base_offset <= recovery_point:
+        return True
+    if not clean_shutdown:
+        marker = _fs.join(pdir.log_dir, ".kafka_cleanshutdown") if pdir.log_dir else None
+        clean_shutdown.append(marker is not None and _fs.exists(marker, pdir.filesystem))
+    return clean_shutdown[0]
 
 
 # -- results --------------------------------------------------------------------------------------------------------
@@ -436,6 +460,12 @@ def audit_partition(facts: PartitionFacts, config: TopicConfig, now_ms: int) -> 
     stamps = [s.largest_timestamp for s in segments]
     compaction = _compaction(facts, config, now_ms) if config.compact else None
     notes = list(facts.notes)
+    no_timestamp = sum(1 for i, s in enumerate(segments)  # an empty last segment is never deletable anyway
+                       if s.max_timestamp < 0 and (s.size > 0 or i + 1 < len(segments)))
+    if no_timestamp and config.delete and retention_ms >= 0:
+        notes.append(f"{no_timestamp} segment(s) have no timestamp (no batch has one, or the broker loads an empty "
+                     "time index): their largestTimestamp is the .log file's mtime, which a copy that did not keep "
+                     "mtimes (cp without -p, an upload to object storage) sets to the time of the copy")
     if facts.cleaner_offset is not None and not config.compact and not config.topic_level("cleanup.policy"):
         notes.append(f"cleaner-offset-checkpoint holds this partition (the log cleaner compacted it), but "
                      f"cleanup.policy={','.join(config['cleanup.policy'])} comes from "

@@ -674,3 +674,27 @@ def test_high_watermark_checkpoint_below_the_log_start_is_raised_to_it(tmp_path)
     assert result.high_watermark == 8
     assert rules(result) == {0: LOG_START_BREACH, 4: LOG_START_BREACH}
     assert not result.blocked_by_high_watermark
+
+
+def test_missing_timeindex_below_the_recovery_point_is_an_empty_time_index(tmp_path):
+    """LogLoader.loadSegmentFiles: a segment with an .index but no .timeindex gets an empty time index
+    (LogSegment.sanityCheck resizes it to 0) unless recovery rebuilds it (unclean shutdown, segment reaching the
+    recovery point): maxTimestampSoFar is then -1 and largestTimestamp the .log file's mtime, as for a segment
+    from before Kafka 0.10.1. A segment at the recovery point is rebuilt from its batches."""
+    d = DataDir(tmp_path / "data")
+    d.partition("t", [(4, NOW - 30 * DAY)] * 3 + [(4, NOW - HOUR)])
+    path = d.finish()
+    write_offset_checkpoint(tmp_path / "data" / "recovery-point-offset-checkpoint", {("t", 0): 10})
+    folder = tmp_path / "data" / "t-0"
+    for base in (0, 4, 8):
+        (folder / f"{base:020d}.timeindex").unlink()
+        os.utime(folder / f"{base:020d}.log", ((NOW - HOUR) / 1000,) * 2)
+    result = audit_one(path, "t")
+    assert [s.timestamp_source for s in result.segments] == ["mtime", "mtime", "timeindex", "timeindex"]
+    assert rules(result) == {}  # the first segment's mtime is an hour old: the time walk stops there
+    assert any("mtime" in n for n in result.notes), result.notes
+    # after a clean shutdown nothing is recovered: every rolled segment without a .timeindex loads an empty one
+    write_offset_checkpoint(tmp_path / "data" / "recovery-point-offset-checkpoint", {("t", 0): 0})
+    (tmp_path / "data" / ".kafka_cleanshutdown").write_text("")
+    clean = audit_one(path, "t")
+    assert [s.timestamp_source for s in clean.segments] == ["mtime", "mtime", "mtime", "timeindex"]
