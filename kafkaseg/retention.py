@@ -466,6 +466,14 @@ def audit_partition(facts: PartitionFacts, config: TopicConfig, now_ms: int) -> 
         notes.append(f"{no_timestamp} segment(s) have no timestamp (no batch has one, or the broker loads an empty "
                      "time index): their largestTimestamp is the .log file's mtime, which a copy that did not keep "
                      "mtimes (cp without -p, an upload to object storage) sets to the time of the copy")
+    if config.delete and retention_ms >= 0 and log.segments and not log.blocked and not log.rolls_active:
+        stop = log.segments[0]  # where the time walk stopped: not past retention.ms
+        behind = [s for s in log.segments[1:] if now_ms - s.largest_timestamp > retention_ms]
+        if behind:
+            when = "in the future" if stop.largest_timestamp > now_ms else "within retention.ms"
+            notes.append(f"{len(behind)} segment(s) past retention.ms are kept behind segment {stop.base_offset}, "
+                         f"whose largest timestamp {stop.largest_timestamp} is {when}: the time rule deletes the "
+                         "oldest segments first and stops at the first it keeps")
     if facts.cleaner_offset is not None and not config.compact and not config.topic_level("cleanup.policy"):
         notes.append(f"cleaner-offset-checkpoint holds this partition (the log cleaner compacted it), but "
                      f"cleanup.policy={','.join(config['cleanup.policy'])} comes from "

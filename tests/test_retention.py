@@ -698,3 +698,19 @@ def test_missing_timeindex_below_the_recovery_point_is_an_empty_time_index(tmp_p
     (tmp_path / "data" / ".kafka_cleanshutdown").write_text("")
     clean = audit_one(path, "t")
     assert [s.timestamp_source for s in clean.segments] == ["mtime", "mtime", "mtime", "timeindex"]
+
+
+def test_segments_past_retention_kept_behind_a_future_timestamp_are_reported(tmp_path):
+    """A producer clock ahead puts a future largestTimestamp in one segment: the time walk stops there and every
+    older segment behind it stays (deleteRetentionMsBreachedSegments deletes oldest first). The broker's answer
+    is 'nothing', which the audit repeats, and says why."""
+    d = DataDir(tmp_path / "data")
+    d.partition("t", [(4, NOW + 2 * DAY)] + [(4, NOW - 30 * DAY)] * 3 + [(4, NOW - HOUR)])
+    result = audit_one(d.finish(), "t")
+    assert rules(result) == {} and result.overdue_ms is None
+    note = next(n for n in result.notes if "kept behind" in n)
+    assert "3 segment(s)" in note and "segment 0" in note and "in the future" in note
+    # nothing to say when the walk stops at a young segment with nothing past retention behind it
+    d2 = DataDir(tmp_path / "data2")
+    d2.partition("t", [(4, NOW - 30 * DAY), (4, NOW - HOUR), (4, NOW - HOUR)])
+    assert not any("kept behind" in n for n in audit_one(d2.finish(), "t").notes)
