@@ -620,11 +620,35 @@ def plan_audit(data_dirs: Sequence[str], config_file: ConfigFile | None = None, 
             return True
         return topic in wanted or (pattern is not None and pattern.fullmatch(topic) is not None)
 
-    choices = choose_replicas([p for p in found if selected(p.topic)])
+    chosen, strays = [], []
+    for p in found:
+        if not selected(p.topic):
+            continue
+        why = _stray_reason(p, cluster)
+        if why is None:
+            chosen.append(p)
+        else:
+            strays.append(f"{p.topic}-{p.partition} ({p.path}): {why}")
+    choices = choose_replicas(chosen)
     targets = []
     for choice in choices:
         pdir = choice.chosen
         node = pdir.log_dir_meta.node_id if pdir.log_dir_meta is not None else None
         targets.append((pdir, resolve_topic_config(pdir.topic, config_file, cluster, node)))
     notes = tuple(f"{c.topic}-{c.partition}: {c.reason}" for c in choices if len(c.candidates) > 1)
-    return AuditPlan(tuple(targets), cluster, notes)
+    return AuditPlan(tuple(targets), cluster, notes + tuple(strays))
+
+
+def _stray_reason(pdir: PartitionDir, cluster: ClusterConfigs) -> str | None:
+    """Why a KRaft broker would take ``pdir`` for a stray replica and delete it whole at startup
+    (``LogManager.isStrayKraftReplica``: its ``partition.metadata`` topic id is not the metadata image's id for the
+    topic), or None. Only with a complete metadata log and a recorded topic id (replica assignments are not
+    replayed)."""
+    if not cluster.complete or not pdir.topic_id:
+        return None
+    current = cluster.topic_ids.get(pdir.topic)
+    if current == pdir.topic_id:
+        return None
+    what = "the topic was deleted" if current is None else f"the topic was re-created with id {current}"
+    return (f"stray replica, not audited: its topic id {pdir.topic_id} is not in the metadata log ({what}), so "
+            "the broker deletes this directory at startup instead of applying retention to it")

@@ -24,7 +24,7 @@ wins, and :class:`Setting.source` says which):
    by its node id, over the cluster-wide default, the empty name), read as ``DynamicBrokerConfig`` reads them:
    only the dynamic synonym of each setting (``log.retention.ms``; ``log.retention.hours``/``minutes`` and
    ``log.roll.hours`` are static-only and a broker ignores them there), invalid values ignored
-   (:attr:`ClusterConfigs.ignored` lists both), a negative ``log.retention.ms`` read as -1;
+   (:attr:`ClusterConfigs.notes` lists both), a negative ``log.retention.ms`` read as -1;
 4. ``[defaults]`` of the TOML file (stands in for ``server.properties``);
 5. Kafka's defaults (``LogConfig.DEFAULT_*``).
 
@@ -352,7 +352,9 @@ class ClusterConfigs:
     topics: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     brokers: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     records: int = 0
-    ignored: tuple[str, ...] = ()  # broker configs a broker would drop (non-dynamic names, invalid values)
+    notes: tuple[str, ...] = ()  # broker configs a broker would drop (non-dynamic names, invalid values); gaps
+    topic_ids: Mapping[str, str] = field(default_factory=dict)  # name -> base64url id of each live topic
+    complete: bool = False  # the replay starts from a snapshot or offset 0: topic_ids is the whole image
 
 
 def _metadata_values(path: str, filesystem, min_offset: int) -> Iterable[tuple[int, bytes]]:
@@ -424,7 +426,13 @@ def read_cluster_configs(partitions: Iterable[PartitionDir]) -> ClusterConfigs:
                     configs.pop(data["name"], None)
                 else:
                     configs[data["name"]] = data["value"]
-    return ClusterConfigs(pdir.path, topics, brokers, count, _ignored_broker_configs(brokers))
+    notes = list(_ignored_broker_configs(brokers))
+    complete = bool(snapshots) or (bool(segments) and segments[0].base_offset == 0)
+    if not complete:
+        notes.append(f"the metadata log starts at offset {segments[0].base_offset if segments else '?'} and no "
+                     "snapshot covers what is before it: configs set earlier are missing")
+    return ClusterConfigs(pdir.path, topics, brokers, count, tuple(notes),
+                          {name: topic_id for topic_id, name in names_by_id.items()}, complete)
 
 
 def _ignored_broker_configs(brokers: Mapping[str, Mapping[str, str]]) -> tuple[str, ...]:
@@ -448,7 +456,7 @@ def _ignored_broker_configs(brokers: Mapping[str, Mapping[str, str]]) -> tuple[s
 
 def _broker_values(cluster: ClusterConfigs, node_id: int | None) -> dict[str, Setting]:
     """Topic settings from dynamic broker configs, the broker's own over the cluster default
-    (``DynamicBrokerConfig.updateCurrentConfig``); what a broker would drop (:attr:`ClusterConfigs.ignored`) is
+    (``DynamicBrokerConfig.updateCurrentConfig``); what a broker would drop (:attr:`ClusterConfigs.notes`) is
     skipped."""
     found: dict[str, Setting] = {}
     scopes = ([str(node_id)] if node_id is not None else []) + [""]

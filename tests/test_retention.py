@@ -621,7 +621,7 @@ def test_broker_configs_in_the_metadata_log_are_read_as_a_broker_reads_dynamic_c
     assert (config["retention.bytes"], config.source("retention.bytes")) == (
         4096, "cluster metadata cluster default (log.retention.bytes)")
     assert config["min.cleanable.dirty.ratio"] == 0.5
-    ignored = " ".join(plan.cluster.ignored)
+    ignored = " ".join(plan.cluster.notes)
     assert "log.retention.hours" in ignored and "lots" in ignored and "2.5" in ignored
     forever = tmp_path / "forever"
     d2 = DataDir(forever, node_id=1)
@@ -714,3 +714,41 @@ def test_segments_past_retention_kept_behind_a_future_timestamp_are_reported(tmp
     d2 = DataDir(tmp_path / "data2")
     d2.partition("t", [(4, NOW - 30 * DAY), (4, NOW - HOUR), (4, NOW - HOUR)])
     assert not any("kept behind" in n for n in audit_one(d2.finish(), "t").notes)
+
+
+def _topic_record(name: str, topic_id: bytes) -> bytes:
+    return _metadata_value(2, _compact_string(name) + topic_id + b"\x00")
+
+
+def _b64(topic_id: bytes) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(topic_id).decode().rstrip("=")
+
+
+def test_replicas_of_deleted_or_replaced_topic_incarnations_are_strays_not_audited(tmp_path):
+    """LogManager.isStrayKraftReplica: a log whose partition.metadata topic id is not the metadata image's id for
+    its name (the topic was deleted, or deleted and re-created while this broker was away) is deleted whole at
+    startup, not kept under retention. The audit leaves it out and says so, instead of auditing it with the new
+    incarnation's configs or failing on two incarnations of one topic."""
+    from kafkaseg.testing.partition import write_partition_metadata
+
+    old_id, new_id, gone_id = bytes(range(16)), bytes(range(1, 17)), bytes(range(2, 18))
+    d1, d2 = DataDir(tmp_path / "b1", node_id=1), DataDir(tmp_path / "b2", node_id=2)
+    d1.partition("t", [(4, NOW - 30 * DAY)] * 2)
+    d2.partition("t", [(4, NOW - HOUR)] * 2)
+    d1.partition("gone", [(4, NOW - HOUR)] * 2)
+    write_partition_metadata(tmp_path / "b1" / "t-0" / "partition.metadata", _b64(old_id))
+    write_partition_metadata(tmp_path / "b2" / "t-0" / "partition.metadata", _b64(new_id))
+    write_partition_metadata(tmp_path / "b1" / "gone-0" / "partition.metadata", _b64(gone_id))
+    write_metadata_log(tmp_path / "b2", [
+        _topic_record("t", old_id), config_record(2, "t", "retention.ms", "1000"),
+        _metadata_value(9, old_id + b"\x00"),
+        _topic_record("gone", gone_id), _metadata_value(9, gone_id + b"\x00"),
+        _topic_record("t", new_id)])
+    plan = plan_audit([d1.finish(), d2.finish()])
+    assert plan.cluster.topic_ids == {"t": _b64(new_id)}
+    assert [(p.topic, p.log_dir) for p, _ in plan.targets] == [("t", str(tmp_path / "b2"))]
+    assert plan.targets[0][1]["retention.ms"] == 7 * DAY  # the old incarnation's config went with it
+    strays = " ".join(plan.replica_notes)
+    assert "gone-0" in strays and "stray" in strays and str(tmp_path / "b1" / "t-0") in strays

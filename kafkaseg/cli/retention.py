@@ -63,7 +63,7 @@ def run(args, console, ms_text) -> int:
                                                                              "now_ms")} for r in segment_rows(a)]
             rows.append(row)
         print(json.dumps({"now_ms": now, "metadata_log": plan.cluster.source,
-                          "metadata_ignored": list(plan.cluster.ignored), "partitions": rows,
+                          "metadata_notes": list(plan.cluster.notes), "partitions": rows,
                           "summary": summary}, indent=1))
         return 1 if failed else 0
     from rich.table import Table
@@ -112,7 +112,7 @@ def run(args, console, ms_text) -> int:
           f"{summary['compaction_due']} due for compaction")
     if plan.cluster.source:
         print(f"configs from the metadata log {plan.cluster.source} ({plan.cluster.records} config records)")
-    for note in plan.cluster.ignored:
+    for note in plan.cluster.notes:
         print(f"metadata log: {note}", file=sys.stderr)
     for a in audits:
         for note in a.notes:
