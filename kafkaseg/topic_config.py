@@ -375,18 +375,35 @@ def _metadata_values(path: str, filesystem, min_offset: int) -> Iterable[tuple[i
             yield from zip(result.columns["offset"].to_pylist(), result.columns["value"].to_pylist())
 
 
+def _kraft_snapshots(pdir: PartitionDir) -> list[tuple[int, str]]:
+    """(end offset, path) of the KRaft snapshots of ``pdir``, newest first."""
+    return sorted(((int(m.group(1)), path) for path in pdir.kraft_snapshot_paths
+                   if (m := _KRAFT_SNAPSHOT.match(_fs.basename(path)))), reverse=True)
+
+
+def _metadata_reach(pdir: PartitionDir) -> int:
+    """How far a copy of the metadata log reaches: its log end offset, or its newest snapshot's end offset."""
+    from kafkaseg.storage.layout import partition_log_end_offset
+
+    snapshots = _kraft_snapshots(pdir)
+    try:
+        leo = partition_log_end_offset(pdir, max_batch_bytes=None) if pdir.segments else None
+    except KafkaSegError:
+        leo = None
+    return max([leo if leo is not None else -1] + [end for end, _ in snapshots[:1]])
+
+
 def read_cluster_configs(partitions: Iterable[PartitionDir]) -> ClusterConfigs:
     """Replay the config records of the ``__cluster_metadata-0`` among ``partitions`` (empty when there is none; the
-    copy with the most segments when several data dirs hold one). Malformed records raise a
+    copy that reaches the highest offset when several data dirs hold one). Malformed records raise a
     :class:`CorruptDataError` naming the file and offset."""
     from kafkaseg.wire.internal.cluster_metadata import decode_metadata_record
 
     copies = [p for p in partitions if p.topic == "__cluster_metadata" and p.partition == 0]
     if not copies:
         return ClusterConfigs()
-    pdir = max(copies, key=lambda p: (len(p.segments) + len(p.kraft_snapshot_paths), p.path))
-    snapshots = sorted(((int(m.group(1)), path) for path in pdir.kraft_snapshot_paths
-                        if (m := _KRAFT_SNAPSHOT.match(_fs.basename(path)))), reverse=True)
+    pdir = max(copies, key=lambda p: (_metadata_reach(p), p.path))
+    snapshots = _kraft_snapshots(pdir)
     files: list[tuple[str, int]] = []
     start = 0
     if snapshots:

@@ -752,3 +752,22 @@ def test_replicas_of_deleted_or_replaced_topic_incarnations_are_strays_not_audit
     assert plan.targets[0][1]["retention.ms"] == 7 * DAY  # the old incarnation's config went with it
     strays = " ".join(plan.replica_notes)
     assert "gone-0" in strays and "stray" in strays and str(tmp_path / "b1" / "t-0") in strays
+
+
+def test_the_most_advanced_metadata_log_copy_is_replayed(tmp_path):
+    """Every broker and controller keeps a copy of __cluster_metadata-0; a copy that lags (a broker that was down)
+    may hold more segments than an up-to-date one that has snapshotted and trimmed. The replay reads the copy that
+    reaches furthest, not the one with most files."""
+    d1, d2 = DataDir(tmp_path / "b1", node_id=1), DataDir(tmp_path / "b2", node_id=2)
+    d1.partition("t", [(4, NOW - HOUR)])
+    d2.partition("t", [(4, NOW - HOUR)])
+    behind = PartitionWriter(tmp_path / "b1" / "__cluster_metadata-0", write_snapshots=False)
+    behind.append(build_batch_v2([Record(0, NOW, None, config_record(2, "t", "retention.ms", "1000"))]))
+    behind.roll()
+    behind.roll()
+    behind.close()
+    write_metadata_log(tmp_path / "b2", [config_record(2, "t", "retention.ms", "1000"),
+                                          config_record(2, "t", "retention.ms", "2000")])
+    plan = plan_audit([d1.finish(), d2.finish()])
+    assert plan.cluster.source == str(tmp_path / "b2" / "__cluster_metadata-0")
+    assert {c["retention.ms"] for _, c in plan.targets} == {2000}
