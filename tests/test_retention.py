@@ -771,3 +771,17 @@ def test_the_most_advanced_metadata_log_copy_is_replayed(tmp_path):
     plan = plan_audit([d1.finish(), d2.finish()])
     assert plan.cluster.source == str(tmp_path / "b2" / "__cluster_metadata-0")
     assert {c["retention.ms"] for _, c in plan.targets} == {2000}
+
+
+def test_an_index_entry_with_a_negative_position_is_rebuilt_not_a_crash(tmp_path, capsys):
+    """A garbage .index whose last entry has a negative position (int32 sign bit set) is stale like one pointing
+    past the log: rebuilt from the batches. It raised ValueError from a positioned read, which no KafkaSegError
+    handler caught, and stopped the whole audit."""
+    d = DataDir(tmp_path / "data")
+    d.partition("t", [(4, NOW - 30 * DAY)] * 2 + [(4, NOW - HOUR)])
+    path = d.finish()
+    (tmp_path / "data" / "t-0" / f"{8:020d}.index").write_bytes(bytes([0, 0, 0, 1, 0xE0, 0, 0, 0]))
+    result = audit_one(path, "t")
+    assert rules(result) == {0: TIME_BREACH, 4: TIME_BREACH} and result.log_end_offset == 12
+    assert cli_main(["retention", path, "--now", str(NOW), "--json"]) == 0
+    capsys.readouterr()
