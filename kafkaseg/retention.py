@@ -642,10 +642,13 @@ def plan_audit(data_dirs: Sequence[str], config_file: ConfigFile | None = None, 
 def _stray_reason(pdir: PartitionDir, cluster: ClusterConfigs) -> str | None:
     """Why a KRaft broker would take ``pdir`` for a stray replica and delete it whole at startup
     (``LogManager.isStrayKraftReplica``: its ``partition.metadata`` topic id is not the metadata image's id for the
-    topic), or None. Only with a complete metadata log and a recorded topic id (replica assignments are not
-    replayed)."""
+    topic), or None. Only with a complete metadata log of the same cluster and a recorded topic id (replica
+    assignments are not replayed)."""
     if not cluster.complete or not pdir.topic_id:
         return None
+    cluster_id = pdir.log_dir_meta.cluster_id if pdir.log_dir_meta is not None else None
+    if cluster_id and cluster.cluster_id and cluster_id != cluster.cluster_id:
+        return None  # another cluster's log dir: its metadata log is not this one (choose_replicas objects)
     current = cluster.topic_ids.get(pdir.topic)
     if current == pdir.topic_id:
         return None

@@ -355,6 +355,7 @@ class ClusterConfigs:
     notes: tuple[str, ...] = ()  # broker configs a broker would drop (non-dynamic names, invalid values); gaps
     topic_ids: Mapping[str, str] = field(default_factory=dict)  # name -> base64url id of each live topic
     complete: bool = False  # the replay starts from a snapshot or offset 0: topic_ids is the whole image
+    cluster_id: str | None = None  # meta.properties of the log dir the metadata log was read from
 
 
 def _metadata_values(path: str, filesystem, min_offset: int) -> Iterable[tuple[int, bytes]]:
@@ -449,7 +450,8 @@ def read_cluster_configs(partitions: Iterable[PartitionDir]) -> ClusterConfigs:
         notes.append(f"the metadata log starts at offset {segments[0].base_offset if segments else '?'} and no "
                      "snapshot covers what is before it: configs set earlier are missing")
     return ClusterConfigs(pdir.path, topics, brokers, count, tuple(notes),
-                          {name: topic_id for topic_id, name in names_by_id.items()}, complete)
+                          {name: topic_id for topic_id, name in names_by_id.items()}, complete,
+                          pdir.log_dir_meta.cluster_id if pdir.log_dir_meta is not None else None)
 
 
 def _ignored_broker_configs(brokers: Mapping[str, Mapping[str, str]]) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kafkaseg.cli.main import main as cli_main
-from kafkaseg.errors import InvalidOptionError
+from kafkaseg.errors import InvalidOptionError, LayoutError
 from kafkaseg.retention import (
     LOG_START_BREACH,
     SIZE_BREACH,
@@ -752,6 +752,15 @@ def test_replicas_of_deleted_or_replaced_topic_incarnations_are_strays_not_audit
     assert plan.targets[0][1]["retention.ms"] == 7 * DAY  # the old incarnation's config went with it
     strays = " ".join(plan.replica_notes)
     assert "gone-0" in strays and "stray" in strays and str(tmp_path / "b1" / "t-0") in strays
+    # a log dir of another cluster (its own meta.properties cluster.id) is not judged by this metadata log: the
+    # mix of clusters is refused as before
+    other = DataDir(tmp_path / "other", node_id=7)
+    other.partition("t", [(4, NOW - HOUR)])
+    write_meta_properties(tmp_path / "other" / "meta.properties", cluster_id="x" * 22, node_id=7,
+                          directory_id="e" * 22)
+    write_partition_metadata(tmp_path / "other" / "t-0" / "partition.metadata", _b64(gone_id))
+    with pytest.raises(LayoutError, match="different clusters"):
+        plan_audit([str(tmp_path / "b2"), other.finish()])
 
 
 def test_the_most_advanced_metadata_log_copy_is_replayed(tmp_path):
