@@ -603,7 +603,7 @@ def test_a_partition_the_cleaner_checkpointed_is_flagged_when_audited_as_delete_
     assert not any("cleaner-offset-checkpoint" in n for n in told.notes)
 
 
-def test_broker_configs_in_the_metadata_log_are_read_as_a_broker_reads_dynamic_configs(tmp_path):
+def test_broker_configs_in_the_metadata_log_are_read_as_a_broker_reads_dynamic_configs(tmp_path, capsys):
     """DynamicBrokerConfig.fromPersistentProps drops non-dynamic names (log.retention.hours/minutes and
     log.roll.hours are not in DynamicLogConfig.ReconfigurableConfigs) and invalid values, with an error log, instead
     of failing; KafkaConfig.logRetentionTimeMillis reads any negative log.retention.ms as -1."""
@@ -623,6 +623,8 @@ def test_broker_configs_in_the_metadata_log_are_read_as_a_broker_reads_dynamic_c
     assert config["min.cleanable.dirty.ratio"] == 0.5
     ignored = " ".join(plan.cluster.notes)
     assert "log.retention.hours" in ignored and "lots" in ignored and "2.5" in ignored
+    assert cli_main(["retention", str(tmp_path / "data"), "--now", str(NOW), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["metadata_notes"] == list(plan.cluster.notes)
     forever = tmp_path / "forever"
     d2 = DataDir(forever, node_id=1)
     d2.partition("t", [(4, NOW - 30 * DAY)] * 2)
