@@ -17,7 +17,8 @@ wins, and :class:`Setting.source` says which):
 2. the topic's ``ConfigRecord`` s in the KRaft metadata log (``__cluster_metadata-0`` found among the data dirs:
    the newest ``<end offset>-<epoch>.checkpoint`` snapshot, then the log's records from its end offset; last write
    wins, a null value deletes, a ``RemoveTopicRecord`` drops the topic's configs, as
-   ``metadata/.../image/ConfigurationsDelta.java`` replays them);
+   ``metadata/.../image/ConfigurationsDelta.java`` replays them; a KIP-868 metadata transaction counts at its end
+   record, never when aborted or still open, as ``image/loader/MetadataBatchLoader.java`` publishes it);
    Kafka's own internal topic configs stand at this level too (``__consumer_offsets`` and
    ``__transaction_state`` are created compacted: ``INTERNAL_TOPIC_CONFIGS``);
 3. broker-level configs in the same metadata log (``ConfigRecord`` s of BROKER resources: the broker's own, named
@@ -340,6 +341,7 @@ def load_config_file(path: str | None) -> ConfigFile:
 
 _TOPIC_RESOURCE, _BROKER_RESOURCE = 2, 4  # ConfigResource.Type
 _CONFIG_RECORD, _TOPIC_RECORD, _REMOVE_TOPIC_RECORD = 4, 2, 9  # MetadataRecordType
+_BEGIN_TRANSACTION, _END_TRANSACTION, _ABORT_TRANSACTION = 23, 24, 25
 _KRAFT_SNAPSHOT = re.compile(r"^(\d+)-(\d+)\.checkpoint$")
 
 
@@ -417,6 +419,31 @@ def read_cluster_configs(partitions: Iterable[PartitionDir]) -> ClusterConfigs:
     brokers: dict[str, dict[str, str]] = {}
     names_by_id: dict[str, str] = {}
     count = 0
+
+    def apply(record) -> None:
+        nonlocal count
+        if record.api_key == _TOPIC_RECORD:
+            names_by_id[record.data["topicId"]] = record.data["name"]
+        elif record.api_key == _REMOVE_TOPIC_RECORD:
+            name = names_by_id.pop(record.data["topicId"], None)
+            if name is not None:
+                topics.pop(name, None)
+        elif record.api_key == _CONFIG_RECORD:
+            data = record.data
+            kind = data["resourceType"]
+            target = topics if kind == _TOPIC_RESOURCE else brokers if kind == _BROKER_RESOURCE else None
+            if target is None:
+                return
+            count += 1
+            configs = target.setdefault(data["resourceName"], {})
+            if data["value"] is None:
+                configs.pop(data["name"], None)
+            else:
+                configs[data["name"]] = data["value"]
+
+    # KIP-868 metadata transactions (MetadataBatchLoader): records between BeginTransactionRecord and
+    # EndTransactionRecord are published at the end, dropped at an AbortTransactionRecord, held while still open
+    staged: list | None = None
     for path, min_offset in files:
         for offset, value in _metadata_values(path, pdir.filesystem, min_offset):
             try:
@@ -424,27 +451,23 @@ def read_cluster_configs(partitions: Iterable[PartitionDir]) -> ClusterConfigs:
             except CorruptDataError as err:
                 raise CorruptDataError(f"metadata record at offset {offset} does not decode: {err}",
                                        path=path) from err
-            if record.data is None:
+            if record.api_key == _BEGIN_TRANSACTION:
+                staged = staged if staged is not None else []  # a second begin continues the open one
+            elif record.api_key in (_END_TRANSACTION, _ABORT_TRANSACTION):
+                if record.api_key == _END_TRANSACTION:
+                    for held in staged or ():
+                        apply(held)
+                staged = None
+            elif record.data is None or record.api_key not in (_TOPIC_RECORD, _REMOVE_TOPIC_RECORD, _CONFIG_RECORD):
                 continue
-            if record.api_key == _TOPIC_RECORD:
-                names_by_id[record.data["topicId"]] = record.data["name"]
-            elif record.api_key == _REMOVE_TOPIC_RECORD:
-                name = names_by_id.pop(record.data["topicId"], None)
-                if name is not None:
-                    topics.pop(name, None)
-            elif record.api_key == _CONFIG_RECORD:
-                data = record.data
-                kind = data["resourceType"]
-                target = topics if kind == _TOPIC_RESOURCE else brokers if kind == _BROKER_RESOURCE else None
-                if target is None:
-                    continue
-                count += 1
-                configs = target.setdefault(data["resourceName"], {})
-                if data["value"] is None:
-                    configs.pop(data["name"], None)
-                else:
-                    configs[data["name"]] = data["value"]
+            elif staged is not None:
+                staged.append(record)
+            else:
+                apply(record)
     notes = list(_ignored_broker_configs(brokers))
+    if staged:
+        notes.append(f"a metadata transaction is still open at the log's end: its {len(staged)} record(s) are not "
+                     "applied (brokers publish a transaction at its EndTransactionRecord)")
     complete = bool(snapshots) or (bool(segments) and segments[0].base_offset == 0)
     if not complete:
         notes.append(f"the metadata log starts at offset {segments[0].base_offset if segments else '?'} and no "

@@ -796,3 +796,19 @@ def test_an_index_entry_with_a_negative_position_is_rebuilt_not_a_crash(tmp_path
     assert rules(result) == {0: TIME_BREACH, 4: TIME_BREACH} and result.log_end_offset == 12
     assert cli_main(["retention", path, "--now", str(NOW), "--json"]) == 0
     capsys.readouterr()
+
+
+def test_metadata_transactions_apply_at_their_end_and_never_when_aborted(tmp_path):
+    """KIP-868 metadata transactions (ZooKeeper migration): MetadataBatchLoader publishes a transaction's records
+    when its EndTransactionRecord comes, drops them at an AbortTransactionRecord, and holds back one still open."""
+    begin, end, abort = _metadata_value(23, b"\x00"), _metadata_value(24, b"\x00"), _metadata_value(25, b"\x00")
+    write_metadata_log(tmp_path, [
+        config_record(2, "t", "retention.ms", "1000"),
+        begin, config_record(2, "t", "retention.ms", "5"), config_record(2, "t", "retention.bytes", "5"), abort,
+        begin, config_record(2, "t", "retention.ms", "6"), end,
+        begin, config_record(2, "t", "retention.ms", "7"), config_record(2, "u", "retention.ms", "7")])
+    from kafkaseg.topic_config import read_cluster_configs
+
+    cluster = read_cluster_configs(discover([str(tmp_path)]))
+    assert cluster.topics == {"t": {"retention.ms": "6"}}
+    assert any("transaction" in n for n in cluster.notes)  # the open one is reported
