@@ -642,8 +642,8 @@ def plan_audit(data_dirs: Sequence[str], config_file: ConfigFile | None = None, 
 def _stray_reason(pdir: PartitionDir, cluster: ClusterConfigs) -> str | None:
     """Why a KRaft broker would take ``pdir`` for a stray replica and delete it whole at startup
     (``LogManager.isStrayKraftReplica``: its ``partition.metadata`` topic id is not the metadata image's id for the
-    topic), or None. Only with a complete metadata log of the same cluster and a recorded topic id (replica
-    assignments are not replayed)."""
+    topic, or the partition's replica set, from its PartitionRecord and PartitionChangeRecords, does not hold the
+    broker's node id), or None. Only with a complete metadata log of the same cluster and a recorded topic id."""
     if not cluster.complete or not pdir.topic_id:
         return None
     cluster_id = pdir.log_dir_meta.cluster_id if pdir.log_dir_meta is not None else None
@@ -651,7 +651,12 @@ def _stray_reason(pdir: PartitionDir, cluster: ClusterConfigs) -> str | None:
         return None  # another cluster's log dir: its metadata log is not this one (choose_replicas objects)
     current = cluster.topic_ids.get(pdir.topic)
     if current == pdir.topic_id:
-        return None
+        node = pdir.log_dir_meta.node_id if pdir.log_dir_meta is not None else None
+        assigned = cluster.replicas.get((current, pdir.partition))
+        if node is None or assigned is None or node in assigned:  # a partition with no record is not judged
+            return None
+        return (f"stray replica, not audited: the metadata log assigns this partition to replicas {list(assigned)}, "
+                f"not broker {node}, so the broker deletes this directory instead of applying retention to it")
     what = "the topic was deleted" if current is None else f"the topic was re-created with id {current}"
     return (f"stray replica, not audited: its topic id {pdir.topic_id} is not in the metadata log ({what}), so "
             "the broker deletes this directory at startup instead of applying retention to it")

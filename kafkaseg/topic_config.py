@@ -341,6 +341,8 @@ def load_config_file(path: str | None) -> ConfigFile:
 
 _TOPIC_RESOURCE, _BROKER_RESOURCE = 2, 4  # ConfigResource.Type
 _CONFIG_RECORD, _TOPIC_RECORD, _REMOVE_TOPIC_RECORD = 4, 2, 9  # MetadataRecordType
+_PARTITION_RECORD, _PARTITION_CHANGE_RECORD = 3, 5
+_REPLAYED = (_TOPIC_RECORD, _PARTITION_RECORD, _CONFIG_RECORD, _PARTITION_CHANGE_RECORD, _REMOVE_TOPIC_RECORD)
 _BEGIN_TRANSACTION, _END_TRANSACTION, _ABORT_TRANSACTION = 23, 24, 25
 _KRAFT_SNAPSHOT = re.compile(r"^(\d+)-(\d+)\.checkpoint$")
 
@@ -358,6 +360,7 @@ class ClusterConfigs:
     topic_ids: Mapping[str, str] = field(default_factory=dict)  # name -> base64url id of each live topic
     complete: bool = False  # the replay starts from a snapshot or offset 0: topic_ids is the whole image
     cluster_id: str | None = None  # meta.properties of the log dir the metadata log was read from
+    replicas: Mapping[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)  # (topic id, partition)
 
 
 def _metadata_values(path: str, filesystem, min_offset: int) -> Iterable[tuple[int, bytes]]:
@@ -418,16 +421,23 @@ def read_cluster_configs(partitions: Iterable[PartitionDir]) -> ClusterConfigs:
     topics: dict[str, dict[str, str]] = {}
     brokers: dict[str, dict[str, str]] = {}
     names_by_id: dict[str, str] = {}
+    replicas: dict[tuple[str, int], tuple[int, ...]] = {}
     count = 0
 
     def apply(record) -> None:
         nonlocal count
         if record.api_key == _TOPIC_RECORD:
             names_by_id[record.data["topicId"]] = record.data["name"]
+        elif record.api_key in (_PARTITION_RECORD, _PARTITION_CHANGE_RECORD):
+            if record.data.get("replicas") is not None:  # a change record without replicas keeps them
+                replicas[(record.data["topicId"], record.data["partitionId"])] = tuple(record.data["replicas"])
         elif record.api_key == _REMOVE_TOPIC_RECORD:
-            name = names_by_id.pop(record.data["topicId"], None)
+            topic_id = record.data["topicId"]
+            name = names_by_id.pop(topic_id, None)
             if name is not None:
                 topics.pop(name, None)
+            for key in [k for k in replicas if k[0] == topic_id]:
+                del replicas[key]
         elif record.api_key == _CONFIG_RECORD:
             data = record.data
             kind = data["resourceType"]
@@ -458,7 +468,7 @@ def read_cluster_configs(partitions: Iterable[PartitionDir]) -> ClusterConfigs:
                     for held in staged or ():
                         apply(held)
                 staged = None
-            elif record.data is None or record.api_key not in (_TOPIC_RECORD, _REMOVE_TOPIC_RECORD, _CONFIG_RECORD):
+            elif record.data is None or record.api_key not in _REPLAYED:
                 continue
             elif staged is not None:
                 staged.append(record)
@@ -474,7 +484,7 @@ def read_cluster_configs(partitions: Iterable[PartitionDir]) -> ClusterConfigs:
                      "snapshot covers what is before it: configs set earlier are missing")
     return ClusterConfigs(pdir.path, topics, brokers, count, tuple(notes),
                           {name: topic_id for topic_id, name in names_by_id.items()}, complete,
-                          pdir.log_dir_meta.cluster_id if pdir.log_dir_meta is not None else None)
+                          pdir.log_dir_meta.cluster_id if pdir.log_dir_meta is not None else None, replicas)
 
 
 def _ignored_broker_configs(brokers: Mapping[str, Mapping[str, str]]) -> tuple[str, ...]:

@@ -812,3 +812,41 @@ def test_metadata_transactions_apply_at_their_end_and_never_when_aborted(tmp_pat
     cluster = read_cluster_configs(discover([str(tmp_path)]))
     assert cluster.topics == {"t": {"retention.ms": "6"}}
     assert any("transaction" in n for n in cluster.notes)  # the open one is reported
+
+
+def _partition_record(topic_id: bytes, partition: int, replicas: list[int]) -> bytes:
+    import struct
+
+    def array(items):
+        return bytes([len(items) + 1]) + b"".join(struct.pack(">i", x) for x in items)
+
+    return _metadata_value(3, struct.pack(">i", partition) + topic_id + array(replicas) + array(replicas)
+                           + array([]) + array([]) + struct.pack(">iii", replicas[0], 0, 0) + b"\x00")
+
+
+def _partition_change_replicas(topic_id: bytes, partition: int, replicas: list[int]) -> bytes:
+    import struct
+
+    items = bytes([len(replicas) + 1]) + b"".join(struct.pack(">i", x) for x in replicas)
+    return _metadata_value(5, struct.pack(">i", partition) + topic_id + bytes([1, 2, len(items)]) + items)
+
+
+def test_replicas_the_metadata_log_no_longer_assigns_to_their_broker_are_strays(tmp_path):
+    """LogManager.isStrayKraftReplica: a log of a partition whose replica set (PartitionRecord, then
+    PartitionChangeRecord's replicas) does not hold this broker's node id is deleted, not retained: a
+    reassignment moved it away."""
+    from kafkaseg.testing.partition import write_partition_metadata
+
+    topic_id = bytes(range(16))
+    b1, b2 = DataDir(tmp_path / "b1", node_id=1), DataDir(tmp_path / "b2", node_id=2)
+    for d, parts in ((b1, (0, 1)), (b2, (0,))):
+        for p in parts:
+            d.partition("t", [(4, NOW - HOUR)], p=p)
+            write_partition_metadata(d.root / f"t-{p}" / "partition.metadata", _b64(topic_id))
+    write_metadata_log(tmp_path / "b2", [
+        _topic_record("t", topic_id), _partition_record(topic_id, 0, [1, 2]), _partition_record(topic_id, 1, [2]),
+        _partition_change_replicas(topic_id, 0, [2, 3])])
+    plan = plan_audit([b1.finish(), b2.finish()])
+    assert [(p.topic, p.partition, p.log_dir) for p, _ in plan.targets] == [("t", 0, str(tmp_path / "b2"))]
+    strays = " ".join(plan.replica_notes)
+    assert "t-1" in strays and "[2]" in strays and str(tmp_path / "b1" / "t-0") in strays
