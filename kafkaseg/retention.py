@@ -17,7 +17,8 @@ The rules mirror Kafka (``core/src/main/scala/kafka/log/UnifiedLog.scala``, trun
   time, each a separate pass over the segments left by the previous one. Compacted logs get the same call from
   the cleaner thread (``LogCleaner.cleanFilthiestLog`` -> ``LogCleanerManager.deletableLogs``), non-compacted ones
   from ``LogManager.cleanupLogs`` every ``log.retention.check.interval.ms`` (5 minutes): so a compact-only topic
-  loses segments below its log start offset (after DeleteRecords) too, never by size or time.
+  loses segments below its log start offset too (one it had while its policy held ``delete``: DeleteRecords is
+  refused for a compact-only log, ``Partition.deleteRecordsOnLeader``), never by size or time.
 * ``deletableSegments``: walk segments oldest first; stop at the first whose predicate is false, or that the high
   watermark has not passed (``highWatermark >= upperBound``, upperBound = next segment's base, or the log end
   offset for the last segment: the predicate is not even evaluated then), or that is the last segment and empty.
