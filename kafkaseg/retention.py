@@ -599,8 +599,9 @@ def plan_audit(data_dirs: Sequence[str], config_file: ConfigFile | None = None, 
                topic_pattern: str | None = None) -> AuditPlan:
     """Discover the partitions under ``data_dirs`` (``LayoutError`` for a missing dir), keep those named in
     ``topics`` or whose name fully matches ``topic_pattern`` (all when neither is given; the KRaft metadata log is
-    never audited: snapshots, not topic retention, bound it), choose one replica each, and resolve each topic's
-    config (``config_file`` > metadata log > ``[defaults]`` > Kafka's)."""
+    never audited: snapshots, not topic retention, bound it), leave out stray replicas (:func:`_stray_reason`,
+    listed in ``replica_notes``), choose one replica each, and resolve each topic's config (``config_file`` >
+    metadata log > ``[defaults]`` > Kafka's)."""
     import re
 
     from kafkaseg.storage.layout import choose_replicas, discover
