@@ -222,6 +222,8 @@ def run(spark, args: argparse.Namespace, prepared=None) -> dict:
     paths, now, plan = prepared if prepared is not None else prepare(args)
     if plan.cluster.source:
         print(f"topic configs from the metadata log {plan.cluster.source} ({plan.cluster.records} config records)")
+    for note in plan.cluster.notes:
+        print(f"metadata log: {note}")
     audits = transform(spark, plan, now, args.tasks)
     try:
         # one small object per partition: the segment detail stays on the executors

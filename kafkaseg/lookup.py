@@ -291,6 +291,8 @@ class PartitionLookup:
             offset, position = index.last()
             if position >= seg.log_size:
                 return f"entry for offset {offset} points at byte {position}, past the log's {seg.log_size} bytes"
+            if position < 0:
+                return f"entry for offset {offset} points at byte {position}"
             return None
         # rolled segments: against the next base only (one entry); a rolled segment cut short within its last index
         # interval is caught when a search there comes back empty (_answer_from_log)

@@ -17,7 +17,8 @@ The rules mirror Kafka (``core/src/main/scala/kafka/log/UnifiedLog.scala``, trun
   time, each a separate pass over the segments left by the previous one. Compacted logs get the same call from
   the cleaner thread (``LogCleaner.cleanFilthiestLog`` -> ``LogCleanerManager.deletableLogs``), non-compacted ones
   from ``LogManager.cleanupLogs`` every ``log.retention.check.interval.ms`` (5 minutes): so a compact-only topic
-  loses segments below its log start offset (after DeleteRecords) too, never by size or time.
+  loses segments below its log start offset too (one it had while its policy held ``delete``: DeleteRecords is
+  refused for a compact-only log, ``Partition.deleteRecordsOnLeader``), never by size or time.
 * ``deletableSegments``: walk segments oldest first; stop at the first whose predicate is false, or that the high
   watermark has not passed (``highWatermark >= upperBound``, upperBound = next segment's base, or the log end
   offset for the last segment: the predicate is not even evaluated then), or that is the last segment and empty.
@@ -30,7 +31,9 @@ The rules mirror Kafka (``core/src/main/scala/kafka/log/UnifiedLog.scala``, trun
   ``diff = size - retention.bytes`` and a segment goes while ``diff - segment.size >= 0`` (``diff`` shrinks).
 * ``deleteRetentionMsBreachedSegments``: skipped when retention.ms < 0; a segment goes when
   ``now - segment.largestTimestamp > retention.ms``; ``LogSegment.largestTimestamp`` is the max timestamp so far
-  (time index's last entry), or the ``.log`` file's mtime when that is -1 (no timestamps: magic 0, or empty).
+  (time index's last entry), or the ``.log`` file's mtime when that is -1 (no timestamps: magic 0, or empty; or
+  a rolled segment without a ``.timeindex`` that the broker loads with an empty one, see
+  :func:`_loads_empty_time_index`).
 * ``localRetentionMs/Size``: ``local.retention.*`` (-2 = ``retention.*``) when remote copy is enabled.
 * ``deleteSegments``: deleting every segment rolls a new empty one at the log end offset first; the new (local)
   log start offset is the base of the first segment kept (the log end offset after such a roll).
@@ -70,6 +73,13 @@ __all__ = [
 ]
 
 RETENTION_CHECK_INTERVAL_MS = 5 * 60 * 1000  # log.retention.check.interval.ms default
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+
+
+def _long(value: int) -> int:
+    """``value`` saturated to a Java long (the tables' BIGINT columns): retention.ms = Long.MAX_VALUE and a
+    timestamp ahead of now put now - timestamp - retention.ms below Long.MIN_VALUE."""
+    return max(_LONG_MIN, min(_LONG_MAX, value))
 LOG_START_BREACH, SIZE_BREACH, TIME_BREACH = "log-start-offset", "size", "time"
 
 
@@ -151,16 +161,25 @@ def gather_facts(pdir: PartitionDir, *, compaction: bool = False) -> PartitionFa
             notes.append(f"no checkpointed high watermark: the log end offset {leo} stands in for it")
         elif pdir.high_watermark > leo:
             notes.append(f"checkpointed high watermark {pdir.high_watermark} is above the log end offset {leo}")
+        if hw < log_start:  # UnifiedLog.updateHighWatermark: bounded below by the log start offset
+            notes.append(f"checkpointed high watermark {hw} is below the log start offset {log_start}, which the "
+                         "broker takes instead")
+            hw = log_start
         segments = []
         last = len(pdir.segments) - 1
+        clean_shutdown: list[bool] = []  # looked up once, and only for a segment without a .timeindex
         for i, seg in enumerate(pdir.segments):
             first_ts = None
             if compaction and i < last:
                 with SegmentReader(seg.log_path, pdir.filesystem) as reader:
                     header = reader.header_at(0, max_batch_bytes=None)
                 first_ts = header.max_timestamp if header is not None else None
-            segments.append(SegmentFacts(seg.base_offset, seg.log_size, lookup.largest_timestamp(i)[0],
-                                         int(seg.mtime_ms), seg.log_path, first_ts))
+            if i < last and _loads_empty_time_index(pdir, i, clean_shutdown):
+                max_ts = -1
+            else:
+                max_ts = lookup.largest_timestamp(i)[0]
+            segments.append(SegmentFacts(seg.base_offset, seg.log_size, max_ts, int(seg.mtime_ms), seg.log_path,
+                                         first_ts))
     lso = None
     if compaction:
         lso = last_stable_offset(pdir, max_batch_bytes=None, log_end=leo)
@@ -168,6 +187,23 @@ def gather_facts(pdir: PartitionDir, *, compaction: bool = False) -> PartitionFa
     return PartitionFacts(pdir.topic, pdir.partition, pdir.log_dir, pdir.path, tuple(segments), log_start, leo, hw,
                           pdir.checkpoint_log_start_offset, pdir.cleaner_offset, lso, len(deleted),
                           sum(e.size for e in deleted), tuple(notes))
+
+
+def _loads_empty_time_index(pdir: PartitionDir, i: int, clean_shutdown: list[bool]) -> bool:
+    """Whether the broker loads rolled segment ``i`` with an empty time index: it has an ``.index`` but no
+    ``.timeindex`` (``LogLoader.loadSegmentFiles`` -> ``LogSegment.sanityCheck`` resizes a new time index to 0) and
+    recovery does not rebuild it (``LogLoader.recoverLog`` recovers, after an unclean shutdown only, the segments
+    from the one holding the recovery point on)."""
+    seg = pdir.segments[i]
+    if seg.timeindex_path is not None or seg.index_path is None:
+        return False  # a missing .index makes the broker recover the segment: both indexes are rebuilt
+    recovery_point = pdir.recovery_point
+    if recovery_point is not None and pdir.segments[i + 1].base_offset <= recovery_point:
+        return True
+    if not clean_shutdown:
+        marker = _fs.join(pdir.log_dir, ".kafka_cleanshutdown") if pdir.log_dir else None
+        clean_shutdown.append(marker is not None and _fs.exists(marker, pdir.filesystem))
+    return clean_shutdown[0]
 
 
 # -- results --------------------------------------------------------------------------------------------------------
@@ -415,7 +451,7 @@ def audit_partition(facts: PartitionFacts, config: TopicConfig, now_ms: int) -> 
         verdicts.append(SegmentVerdict(
             seg.base_offset, nxt, seg.size, seg.largest_timestamp,
             "timeindex" if seg.max_timestamp >= 0 else "mtime", seg.path, log.deleted.get(seg.base_offset),
-            now_ms - seg.largest_timestamp - retention_ms if retention_ms >= 0 else None,
+            _long(now_ms - seg.largest_timestamp - retention_ms) if retention_ms >= 0 else None,
             seg.base_offset in log.blocked))
     deleted = [v for v in verdicts if v.rule is not None]
     by_rule: dict[str, int] = {}
@@ -425,6 +461,25 @@ def audit_partition(facts: PartitionFacts, config: TopicConfig, now_ms: int) -> 
     stamps = [s.largest_timestamp for s in segments]
     compaction = _compaction(facts, config, now_ms) if config.compact else None
     notes = list(facts.notes)
+    no_timestamp = sum(1 for i, s in enumerate(segments)  # an empty last segment is never deletable anyway
+                       if s.max_timestamp < 0 and (s.size > 0 or i + 1 < len(segments)))
+    if no_timestamp and config.delete and retention_ms >= 0:
+        notes.append(f"{no_timestamp} segment(s) have no timestamp (no batch has one, or the broker loads an empty "
+                     "time index): their largestTimestamp is the .log file's mtime, which a copy that did not keep "
+                     "mtimes (cp without -p, an upload to object storage) sets to the time of the copy")
+    if config.delete and retention_ms >= 0 and log.segments and not log.blocked and not log.rolls_active:
+        stop = log.segments[0]  # where the time walk stopped: not past retention.ms
+        behind = [s for s in log.segments[1:] if now_ms - s.largest_timestamp > retention_ms]
+        if behind:
+            when = "in the future" if stop.largest_timestamp > now_ms else "within retention.ms"
+            notes.append(f"{len(behind)} segment(s) past retention.ms are kept behind segment {stop.base_offset}, "
+                         f"whose largest timestamp {stop.largest_timestamp} is {when}: the time rule deletes the "
+                         "oldest segments first and stops at the first it keeps")
+    if facts.cleaner_offset is not None and not config.compact and not config.topic_level("cleanup.policy"):
+        notes.append(f"cleaner-offset-checkpoint holds this partition (the log cleaner compacted it), but "
+                     f"cleanup.policy={','.join(config['cleanup.policy'])} comes from "
+                     f"{config.source('cleanup.policy')}: if the topic is compacted, set its cleanup.policy in the "
+                     "TOML file")
     if log.rolls_active:
         notes.append("the active segment breaches retention: the broker rolls it and deletes it once it is in "
                      "remote storage")
@@ -544,8 +599,9 @@ def plan_audit(data_dirs: Sequence[str], config_file: ConfigFile | None = None, 
                topic_pattern: str | None = None) -> AuditPlan:
     """Discover the partitions under ``data_dirs`` (``LayoutError`` for a missing dir), keep those named in
     ``topics`` or whose name fully matches ``topic_pattern`` (all when neither is given; the KRaft metadata log is
-    never audited: snapshots, not topic retention, bound it), choose one replica each, and resolve each topic's
-    config (``config_file`` > metadata log > ``[defaults]`` > Kafka's)."""
+    never audited: snapshots, not topic retention, bound it), leave out stray replicas (:func:`_stray_reason`,
+    listed in ``replica_notes``), choose one replica each, and resolve each topic's config (``config_file`` >
+    metadata log > ``[defaults]`` > Kafka's)."""
     import re
 
     from kafkaseg.storage.layout import choose_replicas, discover
@@ -566,11 +622,43 @@ def plan_audit(data_dirs: Sequence[str], config_file: ConfigFile | None = None, 
             return True
         return topic in wanted or (pattern is not None and pattern.fullmatch(topic) is not None)
 
-    choices = choose_replicas([p for p in found if selected(p.topic)])
+    chosen, strays = [], []
+    for p in found:
+        if not selected(p.topic):
+            continue
+        why = _stray_reason(p, cluster)
+        if why is None:
+            chosen.append(p)
+        else:
+            strays.append(f"{p.topic}-{p.partition} ({p.path}): {why}")
+    choices = choose_replicas(chosen)
     targets = []
     for choice in choices:
         pdir = choice.chosen
         node = pdir.log_dir_meta.node_id if pdir.log_dir_meta is not None else None
         targets.append((pdir, resolve_topic_config(pdir.topic, config_file, cluster, node)))
     notes = tuple(f"{c.topic}-{c.partition}: {c.reason}" for c in choices if len(c.candidates) > 1)
-    return AuditPlan(tuple(targets), cluster, notes)
+    return AuditPlan(tuple(targets), cluster, notes + tuple(strays))
+
+
+def _stray_reason(pdir: PartitionDir, cluster: ClusterConfigs) -> str | None:
+    """Why a KRaft broker would take ``pdir`` for a stray replica and delete it whole at startup
+    (``LogManager.isStrayKraftReplica``: its ``partition.metadata`` topic id is not the metadata image's id for the
+    topic, or the partition's replica set, from its PartitionRecord and PartitionChangeRecords, does not hold the
+    broker's node id), or None. Only with a complete metadata log of the same cluster and a recorded topic id."""
+    if not cluster.complete or not pdir.topic_id:
+        return None
+    cluster_id = pdir.log_dir_meta.cluster_id if pdir.log_dir_meta is not None else None
+    if cluster_id and cluster.cluster_id and cluster_id != cluster.cluster_id:
+        return None  # another cluster's log dir: its metadata log is not this one (choose_replicas objects)
+    current = cluster.topic_ids.get(pdir.topic)
+    if current == pdir.topic_id:
+        node = pdir.log_dir_meta.node_id if pdir.log_dir_meta is not None else None
+        assigned = cluster.replicas.get((current, pdir.partition))
+        if node is None or assigned is None or node in assigned:  # a partition with no record is not judged
+            return None
+        return (f"stray replica, not audited: the metadata log assigns this partition to replicas {list(assigned)}, "
+                f"not broker {node}, so the broker deletes this directory instead of applying retention to it")
+    what = "the topic was deleted" if current is None else f"the topic was re-created with id {current}"
+    return (f"stray replica, not audited: its topic id {pdir.topic_id} is not in the metadata log ({what}), so "
+            "the broker deletes this directory at startup instead of applying retention to it")

@@ -4,7 +4,9 @@ Kafka's ``LogConfig`` (``storage/src/main/java/org/apache/kafka/storage/internal
 topic-level settings, their defaults and their valid ranges; ``ServerTopicConfigSynonyms``
 (``server-common/.../server/config/ServerTopicConfigSynonyms.java``) maps each to the broker-level default that
 applies when the topic sets none (``retention.ms`` <- ``log.retention.ms`` > ``log.retention.minutes`` >
-``log.retention.hours``; ``min.cleanable.dirty.ratio`` <- ``log.cleaner.min.cleanable.ratio``; ...).
+``log.retention.hours`` in ``server.properties``, only ``log.retention.ms`` as a dynamic config
+(``core/.../server/DynamicBrokerConfig.scala``); ``min.cleanable.dirty.ratio`` <- ``log.cleaner.min.cleanable.ratio``;
+...).
 ``LogConfig.localRetentionMs/Bytes``: ``local.retention.*`` = -2 means "use ``retention.*``".
 
 A data dir does not hold ``server.properties``, so values come from, in this order (the first that sets a key
@@ -15,9 +17,15 @@ wins, and :class:`Setting.source` says which):
 2. the topic's ``ConfigRecord`` s in the KRaft metadata log (``__cluster_metadata-0`` found among the data dirs:
    the newest ``<end offset>-<epoch>.checkpoint`` snapshot, then the log's records from its end offset; last write
    wins, a null value deletes, a ``RemoveTopicRecord`` drops the topic's configs, as
-   ``metadata/.../image/ConfigurationsDelta.java`` replays them);
+   ``metadata/.../image/ConfigurationsDelta.java`` replays them; a KIP-868 metadata transaction counts at its end
+   record, never when aborted or still open, as ``image/loader/MetadataBatchLoader.java`` publishes it);
+   Kafka's own internal topic configs stand at this level too (``__consumer_offsets`` and
+   ``__transaction_state`` are created compacted: ``INTERNAL_TOPIC_CONFIGS``);
 3. broker-level configs in the same metadata log (``ConfigRecord`` s of BROKER resources: the broker's own, named
-   by its node id, over the cluster-wide default, the empty name), through the synonyms above;
+   by its node id, over the cluster-wide default, the empty name), read as ``DynamicBrokerConfig`` reads them:
+   only the dynamic synonym of each setting (``log.retention.ms``; ``log.retention.hours``/``minutes`` and
+   ``log.roll.hours`` are static-only and a broker ignores them there), invalid values ignored
+   (:attr:`ClusterConfigs.notes` lists both), a negative ``log.retention.ms`` read as -1;
 4. ``[defaults]`` of the TOML file (stands in for ``server.properties``);
 5. Kafka's defaults (``LogConfig.DEFAULT_*``).
 
@@ -64,28 +72,40 @@ KAFKA_DEFAULTS: dict[str, Any] = {
 }
 SETTING_NAMES = tuple(KAFKA_DEFAULTS)
 
-# topics whose logs never go to remote storage (UnifiedLog.isRemoteLogEnabled excludes internal topics)
+# topics whose logs never go to remote storage (UnifiedLog.isRemoteLogEnabled excludes internal topics, the
+# remote log metadata topic and the KRaft metadata log, and every compacted topic)
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state",
                              "__cluster_metadata"})
+REMOTE_LOG_METADATA_TOPIC = "__remote_log_metadata"
 
-# broker config -> (topic config, multiplier to ms); earlier entries of one topic config win (ServerTopicConfigSynonyms)
-_BROKER_SYNONYMS: tuple[tuple[str, str, int], ...] = (
-    ("log.cleanup.policy", "cleanup.policy", 1),
-    ("log.retention.ms", "retention.ms", 1),
-    ("log.retention.minutes", "retention.ms", 60_000),
-    ("log.retention.hours", "retention.ms", 3_600_000),
-    ("log.retention.bytes", "retention.bytes", 1),
-    ("log.local.retention.ms", "local.retention.ms", 1),
-    ("log.local.retention.bytes", "local.retention.bytes", 1),
-    ("log.roll.ms", "segment.ms", 1),
-    ("log.roll.hours", "segment.ms", 3_600_000),
-    ("log.segment.bytes", "segment.bytes", 1),
-    ("log.cleaner.min.cleanable.ratio", "min.cleanable.dirty.ratio", 1),
-    ("log.cleaner.min.compaction.lag.ms", "min.compaction.lag.ms", 1),
-    ("log.cleaner.max.compaction.lag.ms", "max.compaction.lag.ms", 1),
-    ("log.cleaner.delete.retention.ms", "delete.retention.ms", 1),
-    ("log.segment.delete.delay.ms", "file.delete.delay.ms", 1),
-)
+# Topic configs Kafka itself gives its internal topics when it creates them (GroupCoordinator.offsetsTopicConfigs,
+# TransactionStateManager.transactionTopicConfigs; ShareCoordinatorService gives __share_group_state "delete", the
+# default). They are stored as topic configs, so they rank with the metadata log's topic configs, above broker
+# defaults; a data dir without a metadata log (a ZooKeeper-era broker) has them from here.
+INTERNAL_TOPIC_CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
+    "__consumer_offsets": ("GroupCoordinator.offsetsTopicConfigs", {"cleanup.policy": ("compact",)}),
+    "__transaction_state": ("TransactionStateManager.transactionTopicConfigs", {"cleanup.policy": ("compact",)}),
+}
+
+# Dynamic broker config -> topic config (ServerTopicConfigSynonyms: the first synonym of each, the only one
+# DynamicLogConfig.ReconfigurableConfigs accepts). A broker drops the other synonyms from its dynamic configs
+# (DynamicBrokerConfig.fromPersistentProps removes non-dynamic configs, and values that do not validate, with an
+# error log), so they are reported as ignored, never applied.
+_BROKER_SYNONYMS: dict[str, str] = {
+    "log.cleanup.policy": "cleanup.policy",
+    "log.retention.ms": "retention.ms",
+    "log.retention.bytes": "retention.bytes",
+    "log.local.retention.ms": "local.retention.ms",
+    "log.local.retention.bytes": "local.retention.bytes",
+    "log.roll.ms": "segment.ms",
+    "log.segment.bytes": "segment.bytes",
+    "log.cleaner.min.cleanable.ratio": "min.cleanable.dirty.ratio",
+    "log.cleaner.min.compaction.lag.ms": "min.compaction.lag.ms",
+    "log.cleaner.max.compaction.lag.ms": "max.compaction.lag.ms",
+    "log.cleaner.delete.retention.ms": "delete.retention.ms",
+    "log.segment.delete.delay.ms": "file.delete.delay.ms",
+}
+_STATIC_ONLY_SYNONYMS = ("log.retention.minutes", "log.retention.hours", "log.roll.hours")
 
 
 # -- values: one parser per setting, for TOML values (typed) and metadata strings ---------------------------------
@@ -158,6 +178,15 @@ def parse_setting(name: str, value: Any) -> Any:
     return _PARSERS[name](name, value)
 
 
+def _broker_setting(broker_name: str, raw: str) -> tuple[str, Any]:
+    """(topic setting, value) of dynamic broker config ``broker_name`` (ValueError when a broker would drop it)."""
+    topic_name = _BROKER_SYNONYMS[broker_name]
+    if topic_name == "retention.ms":  # KafkaConfig.logRetentionTimeMillis: no validator, any negative is -1
+        value = _long(broker_name, raw, -(2**63))
+        return topic_name, -1 if value < 0 else value
+    return topic_name, parse_setting(topic_name, raw)
+
+
 # -- the resolved config -------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -194,8 +223,16 @@ class TopicConfig:
     @property
     def remote_log_enabled(self) -> bool:
         """``UnifiedLog.isRemoteLogEnabled``: the topic's ``remote.storage.enable`` (a topic can only set it on a
-        cluster with ``remote.log.storage.system.enable``), never for internal topics."""
-        return bool(self["remote.storage.enable"]) and self.topic not in INTERNAL_TOPICS
+        cluster with ``remote.log.storage.system.enable``), never for a compacted topic, an internal topic, the
+        remote log metadata topic or the KRaft metadata log."""
+        return (bool(self["remote.storage.enable"]) and not self.compact and self.topic not in INTERNAL_TOPICS
+                and self.topic != REMOTE_LOG_METADATA_TOPIC)
+
+    def topic_level(self, name: str) -> bool:
+        """Whether setting ``name`` came from a topic-level source (the TOML file's topic or regex table, the
+        metadata log's topic config, Kafka's internal topic configs) rather than a default."""
+        source = self.source(name)
+        return source.startswith(("toml topic", "toml 'regex:", "cluster metadata topic", "kafka internal topic"))
 
     @property
     def remote_copy_enabled(self) -> bool:
@@ -304,6 +341,9 @@ def load_config_file(path: str | None) -> ConfigFile:
 
 _TOPIC_RESOURCE, _BROKER_RESOURCE = 2, 4  # ConfigResource.Type
 _CONFIG_RECORD, _TOPIC_RECORD, _REMOVE_TOPIC_RECORD = 4, 2, 9  # MetadataRecordType
+_PARTITION_RECORD, _PARTITION_CHANGE_RECORD = 3, 5
+_REPLAYED = (_TOPIC_RECORD, _PARTITION_RECORD, _CONFIG_RECORD, _PARTITION_CHANGE_RECORD, _REMOVE_TOPIC_RECORD)
+_BEGIN_TRANSACTION, _END_TRANSACTION, _ABORT_TRANSACTION = 23, 24, 25
 _KRAFT_SNAPSHOT = re.compile(r"^(\d+)-(\d+)\.checkpoint$")
 
 
@@ -316,6 +356,11 @@ class ClusterConfigs:
     topics: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     brokers: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     records: int = 0
+    notes: tuple[str, ...] = ()  # broker configs a broker would drop (non-dynamic names, invalid values); gaps
+    topic_ids: Mapping[str, str] = field(default_factory=dict)  # name -> base64url id of each live topic
+    complete: bool = False  # the replay starts from a snapshot or offset 0: topic_ids is the whole image
+    cluster_id: str | None = None  # meta.properties of the log dir the metadata log was read from
+    replicas: Mapping[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)  # (topic id, partition)
 
 
 def _metadata_values(path: str, filesystem, min_offset: int) -> Iterable[tuple[int, bytes]]:
@@ -336,18 +381,35 @@ def _metadata_values(path: str, filesystem, min_offset: int) -> Iterable[tuple[i
             yield from zip(result.columns["offset"].to_pylist(), result.columns["value"].to_pylist())
 
 
+def _kraft_snapshots(pdir: PartitionDir) -> list[tuple[int, str]]:
+    """(end offset, path) of the KRaft snapshots of ``pdir``, newest first."""
+    return sorted(((int(m.group(1)), path) for path in pdir.kraft_snapshot_paths
+                   if (m := _KRAFT_SNAPSHOT.match(_fs.basename(path)))), reverse=True)
+
+
+def _metadata_reach(pdir: PartitionDir) -> int:
+    """How far a copy of the metadata log reaches: its log end offset, or its newest snapshot's end offset."""
+    from kafkaseg.storage.layout import partition_log_end_offset
+
+    snapshots = _kraft_snapshots(pdir)
+    try:
+        leo = partition_log_end_offset(pdir, max_batch_bytes=None) if pdir.segments else None
+    except KafkaSegError:
+        leo = None
+    return max([leo if leo is not None else -1] + [end for end, _ in snapshots[:1]])
+
+
 def read_cluster_configs(partitions: Iterable[PartitionDir]) -> ClusterConfigs:
     """Replay the config records of the ``__cluster_metadata-0`` among ``partitions`` (empty when there is none; the
-    copy with the most segments when several data dirs hold one). Malformed records raise a
+    copy that reaches the highest offset when several data dirs hold one). Malformed records raise a
     :class:`CorruptDataError` naming the file and offset."""
     from kafkaseg.wire.internal.cluster_metadata import decode_metadata_record
 
     copies = [p for p in partitions if p.topic == "__cluster_metadata" and p.partition == 0]
     if not copies:
         return ClusterConfigs()
-    pdir = max(copies, key=lambda p: (len(p.segments) + len(p.kraft_snapshot_paths), p.path))
-    snapshots = sorted(((int(m.group(1)), path) for path in pdir.kraft_snapshot_paths
-                        if (m := _KRAFT_SNAPSHOT.match(_fs.basename(path)))), reverse=True)
+    pdir = max(copies, key=lambda p: (_metadata_reach(p), p.path))
+    snapshots = _kraft_snapshots(pdir)
     files: list[tuple[str, int]] = []
     start = 0
     if snapshots:
@@ -359,7 +421,39 @@ def read_cluster_configs(partitions: Iterable[PartitionDir]) -> ClusterConfigs:
     topics: dict[str, dict[str, str]] = {}
     brokers: dict[str, dict[str, str]] = {}
     names_by_id: dict[str, str] = {}
+    replicas: dict[tuple[str, int], tuple[int, ...]] = {}
     count = 0
+
+    def apply(record) -> None:
+        nonlocal count
+        if record.api_key == _TOPIC_RECORD:
+            names_by_id[record.data["topicId"]] = record.data["name"]
+        elif record.api_key in (_PARTITION_RECORD, _PARTITION_CHANGE_RECORD):
+            if record.data.get("replicas") is not None:  # a change record without replicas keeps them
+                replicas[(record.data["topicId"], record.data["partitionId"])] = tuple(record.data["replicas"])
+        elif record.api_key == _REMOVE_TOPIC_RECORD:
+            topic_id = record.data["topicId"]
+            name = names_by_id.pop(topic_id, None)
+            if name is not None:
+                topics.pop(name, None)
+            for key in [k for k in replicas if k[0] == topic_id]:
+                del replicas[key]
+        elif record.api_key == _CONFIG_RECORD:
+            data = record.data
+            kind = data["resourceType"]
+            target = topics if kind == _TOPIC_RESOURCE else brokers if kind == _BROKER_RESOURCE else None
+            if target is None:
+                return
+            count += 1
+            configs = target.setdefault(data["resourceName"], {})
+            if data["value"] is None:
+                configs.pop(data["name"], None)
+            else:
+                configs[data["name"]] = data["value"]
+
+    # KIP-868 metadata transactions (MetadataBatchLoader): records between BeginTransactionRecord and
+    # EndTransactionRecord are published at the end, dropped at an AbortTransactionRecord, held while still open
+    staged: list | None = None
     for path, min_offset in files:
         for offset, value in _metadata_values(path, pdir.filesystem, min_offset):
             try:
@@ -367,49 +461,66 @@ def read_cluster_configs(partitions: Iterable[PartitionDir]) -> ClusterConfigs:
             except CorruptDataError as err:
                 raise CorruptDataError(f"metadata record at offset {offset} does not decode: {err}",
                                        path=path) from err
-            if record.data is None:
+            if record.api_key == _BEGIN_TRANSACTION:
+                staged = staged if staged is not None else []  # a second begin continues the open one
+            elif record.api_key in (_END_TRANSACTION, _ABORT_TRANSACTION):
+                if record.api_key == _END_TRANSACTION:
+                    for held in staged or ():
+                        apply(held)
+                staged = None
+            elif record.data is None or record.api_key not in _REPLAYED:
                 continue
-            if record.api_key == _TOPIC_RECORD:
-                names_by_id[record.data["topicId"]] = record.data["name"]
-            elif record.api_key == _REMOVE_TOPIC_RECORD:
-                name = names_by_id.pop(record.data["topicId"], None)
-                if name is not None:
-                    topics.pop(name, None)
-            elif record.api_key == _CONFIG_RECORD:
-                data = record.data
-                kind = data["resourceType"]
-                target = topics if kind == _TOPIC_RESOURCE else brokers if kind == _BROKER_RESOURCE else None
-                if target is None:
-                    continue
-                count += 1
-                configs = target.setdefault(data["resourceName"], {})
-                if data["value"] is None:
-                    configs.pop(data["name"], None)
-                else:
-                    configs[data["name"]] = data["value"]
-    return ClusterConfigs(pdir.path, topics, brokers, count)
+            elif staged is not None:
+                staged.append(record)
+            else:
+                apply(record)
+    notes = list(_ignored_broker_configs(brokers))
+    if staged:
+        notes.append(f"a metadata transaction is still open at the log's end: its {len(staged)} record(s) are not "
+                     "applied (brokers publish a transaction at its EndTransactionRecord)")
+    complete = bool(snapshots) or (bool(segments) and segments[0].base_offset == 0)
+    if not complete:
+        notes.append(f"the metadata log starts at offset {segments[0].base_offset if segments else '?'} and no "
+                     "snapshot covers what is before it: configs set earlier are missing")
+    return ClusterConfigs(pdir.path, topics, brokers, count, tuple(notes),
+                          {name: topic_id for topic_id, name in names_by_id.items()}, complete,
+                          pdir.log_dir_meta.cluster_id if pdir.log_dir_meta is not None else None, replicas)
+
+
+def _ignored_broker_configs(brokers: Mapping[str, Mapping[str, str]]) -> tuple[str, ...]:
+    """What ``DynamicBrokerConfig.fromPersistentProps`` would drop of the retention-related broker configs."""
+    ignored = []
+    for scope, configs in sorted(brokers.items()):
+        who = f"broker {scope}" if scope else "cluster default"
+        for name, raw in sorted(configs.items()):
+            if name in _STATIC_ONLY_SYNONYMS:
+                ignored.append(f"{who} {name}={raw!r} is ignored: not a dynamic broker config (only in "
+                               "server.properties; put its topic-level value in the TOML [defaults])")
+            elif name in _BROKER_SYNONYMS:
+                try:
+                    _broker_setting(name, raw)
+                except ValueError as err:
+                    ignored.append(f"{who} {name}={raw!r} is ignored: {err}")
+    return tuple(ignored)
 
 
 # -- resolution ----------------------------------------------------------------------------------------------------
 
 def _broker_values(cluster: ClusterConfigs, node_id: int | None) -> dict[str, Setting]:
-    """Topic settings from broker-level configs: the broker's own over the cluster default, and per topic setting
-    the first synonym set (log.retention.ms over .minutes over .hours)."""
+    """Topic settings from dynamic broker configs, the broker's own over the cluster default
+    (``DynamicBrokerConfig.updateCurrentConfig``); what a broker would drop (:attr:`ClusterConfigs.notes`) is
+    skipped."""
     found: dict[str, Setting] = {}
     scopes = ([str(node_id)] if node_id is not None else []) + [""]
-    for broker_name, topic_name, factor in _BROKER_SYNONYMS:
-        if topic_name in found:
-            continue
+    for broker_name in _BROKER_SYNONYMS:
         for scope in scopes:
             raw = cluster.brokers.get(scope, {}).get(broker_name)
             if raw is None:
                 continue
             try:
-                value = parse_setting(topic_name, raw)
-            except ValueError as err:
-                raise InvalidOptionError(f"{cluster.source}: broker config {broker_name}={raw!r}: {err}") from err
-            if factor != 1 and value >= 0:
-                value *= factor
+                topic_name, value = _broker_setting(broker_name, raw)
+            except ValueError:
+                continue
             who = f"broker {scope}" if scope else "cluster default"
             found[topic_name] = Setting(value, f"cluster metadata {who} ({broker_name})")
             break
@@ -438,6 +549,9 @@ def resolve_topic_config(topic: str, config_file: ConfigFile | None = None, clus
         except ValueError as err:
             raise InvalidOptionError(f"{cluster.source}: topic {topic!r} config {key}={raw!r}: {err}") from err
     layers.append(metadata_topic)
+    if topic in INTERNAL_TOPIC_CONFIGS:
+        creator, values = INTERNAL_TOPIC_CONFIGS[topic]
+        layers.append({k: Setting(v, f"kafka internal topic config ({creator})") for k, v in values.items()})
     layers.append(_broker_values(cluster, node_id))
     layers.append({k: Setting(v, "toml defaults") for k, v in config_file.defaults.items()})
     layers.append({k: Setting(v, "kafka default") for k, v in KAFKA_DEFAULTS.items()})

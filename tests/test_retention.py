@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kafkaseg.cli.main import main as cli_main
-from kafkaseg.errors import InvalidOptionError
+from kafkaseg.errors import InvalidOptionError, LayoutError
 from kafkaseg.retention import (
     LOG_START_BREACH,
     SIZE_BREACH,
@@ -370,7 +370,7 @@ def test_config_precedence_and_sources(tmp_path):
         config_record(2, "orders", "retention.bytes", "5000"),
         config_record(2, "orders", "retention.bytes", None),       # deleted again: last write wins
         config_record(2, "orders", "compression.type", "zstd"),    # not a retention setting
-        config_record(4, "", "log.retention.hours", "48"),         # cluster default
+        config_record(4, "", "log.retention.ms", str(48 * HOUR)),  # cluster default
         config_record(4, "", "log.cleaner.min.cleanable.ratio", "0.25"),
         config_record(4, "3", "log.retention.bytes", "777"),       # this broker's own
         config_record(4, "4", "log.retention.bytes", "888"),       # another broker's
@@ -566,3 +566,287 @@ def test_rules_agree_with_the_brute_force_transcription_on_random_logs():
         assert got == expected, (facts, config.as_dict())
         checked += bool(expected)
     assert checked > 1000  # most cases delete something
+
+
+# -- review: where the audit disagreed with a broker ---------------------------------------------------------------
+
+def test_internal_topics_are_compacted_without_any_config_source(tmp_path):
+    """GroupCoordinator.offsetsTopicConfigs and TransactionStateManager.transactionTopicConfigs create these topics
+    with cleanup.policy=compact: a data dir without a metadata log (a ZooKeeper-era broker) must not audit them as
+    delete topics whose old segments retention.ms removes."""
+    d = DataDir(tmp_path / "data")
+    d.partition("__consumer_offsets", [(4, NOW - 30 * DAY)] * 3)
+    d.partition("__transaction_state", [(4, NOW - 30 * DAY)] * 3)
+    d.partition("__share_group_state", [(4, NOW - 30 * DAY)] * 3)  # KIP-932: created with cleanup.policy=delete
+    path = d.finish()
+    for topic in ("__consumer_offsets", "__transaction_state"):
+        result = audit_one(path, topic)
+        assert result.config["cleanup.policy"] == ("compact",), topic
+        assert "internal topic" in result.config.source("cleanup.policy")
+        assert rules(result) == {} and result.compaction is not None
+    assert rules(audit_one(path, "__share_group_state")) == {0: TIME_BREACH, 4: TIME_BREACH, 8: TIME_BREACH}
+    # a topic config (TOML or metadata log) still wins
+    explicit = audit_one(path, "__consumer_offsets", ConfigFile(topics={"__consumer_offsets": {
+        "cleanup.policy": ("delete",)}}))
+    assert rules(explicit) == {0: TIME_BREACH, 4: TIME_BREACH, 8: TIME_BREACH}
+
+
+def test_a_partition_the_cleaner_checkpointed_is_flagged_when_audited_as_delete_only(tmp_path):
+    """cleaner-offset-checkpoint holds only logs the cleaner compacted: a delete-only policy that came from no
+    topic-level source is then most likely wrong, and the audit says so."""
+    d = DataDir(tmp_path / "data")
+    d.partition("connect-offsets", [(4, NOW - 30 * DAY)] * 3, cleaner=8)
+    path = d.finish()
+    result = audit_one(path, "connect-offsets")
+    assert any("cleaner-offset-checkpoint" in n and "compact" in n for n in result.notes), result.notes
+    told = audit_one(path, "connect-offsets", ConfigFile(topics={"connect-offsets": {"cleanup.policy": ("delete",)}}))
+    assert not any("cleaner-offset-checkpoint" in n for n in told.notes)
+
+
+def test_broker_configs_in_the_metadata_log_are_read_as_a_broker_reads_dynamic_configs(tmp_path, capsys):
+    """DynamicBrokerConfig.fromPersistentProps drops non-dynamic names (log.retention.hours/minutes and
+    log.roll.hours are not in DynamicLogConfig.ReconfigurableConfigs) and invalid values, with an error log, instead
+    of failing; KafkaConfig.logRetentionTimeMillis reads any negative log.retention.ms as -1."""
+    d = DataDir(tmp_path / "data", node_id=3)
+    d.partition("t", [(4, NOW - HOUR)])
+    write_metadata_log(tmp_path / "data", [
+        config_record(4, "", "log.retention.hours", "1"),           # ignored by brokers: not a dynamic config
+        config_record(4, "3", "log.retention.bytes", "lots"),       # invalid: ignored
+        config_record(4, "", "log.retention.bytes", "4096"),
+        config_record(4, "", "log.cleaner.min.cleanable.ratio", "2.5"),  # out of range: ignored
+    ])
+    plan = plan_audit([d.finish()], topics=["t"])
+    (_, config), = plan.targets
+    assert (config["retention.ms"], config.source("retention.ms")) == (7 * DAY, "kafka default")
+    assert (config["retention.bytes"], config.source("retention.bytes")) == (
+        4096, "cluster metadata cluster default (log.retention.bytes)")
+    assert config["min.cleanable.dirty.ratio"] == 0.5
+    ignored = " ".join(plan.cluster.notes)
+    assert "log.retention.hours" in ignored and "lots" in ignored and "2.5" in ignored
+    assert cli_main(["retention", str(tmp_path / "data"), "--now", str(NOW), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["metadata_notes"] == list(plan.cluster.notes)
+    forever = tmp_path / "forever"
+    d2 = DataDir(forever, node_id=1)
+    d2.partition("t", [(4, NOW - 30 * DAY)] * 2)
+    write_metadata_log(forever, [config_record(4, "", "log.retention.ms", "-2")])
+    (pdir, config), = plan_audit([d2.finish()], topics=["t"]).targets
+    assert config["retention.ms"] == -1
+    assert rules(audit(pdir, config, NOW)) == {}
+
+
+def test_segment_overdue_fits_a_long_with_infinite_retention_and_future_timestamps():
+    """retention.ms = Long.MAX_VALUE and a producer clock ahead: now - ts - retention.ms is below Long.MIN_VALUE;
+    the job's BIGINT columns must still take every row."""
+    import pyarrow as pa
+
+    from kafkaseg.retention import PartitionFacts, SegmentFacts, audit_partition, partition_row, segment_rows
+
+    segments = (SegmentFacts(0, 100, NOW + DAY, 0), SegmentFacts(5, 100, NOW - DAY, 0))
+    facts = PartitionFacts("t", 0, None, "", segments, 0, 10, 10)
+    result = audit_partition(facts, resolve_topic_config("t", config_for(retention_ms=2**63 - 1)), NOW)
+    assert rules(result) == {}
+    for row in segment_rows(result) + [partition_row(result)]:
+        for key, value in row.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                pa.array([value], pa.int64())  # raises on overflow
+    assert result.segments[0].overdue_ms == -(2**63)  # saturated, as far from due as a long can say
+
+
+def test_remote_storage_is_off_for_compacted_and_remote_metadata_topics(tmp_path):
+    """UnifiedLog.isRemoteLogEnabled: never for compacted topics, internal topics or __remote_log_metadata, whatever
+    remote.storage.enable says; local.retention.* then does not apply."""
+    d = DataDir(tmp_path / "data")
+    d.partition("t", [(4, NOW - 3 * HOUR)] * 3)
+    d.partition("__remote_log_metadata", [(4, NOW - 3 * HOUR)] * 3)
+    path = d.finish()
+    tiered = {"remote.storage.enable": True, "local.retention.ms": HOUR}
+    compacted = audit_one(path, "t", ConfigFile(topics={"t": dict(tiered, **{"cleanup.policy": ("compact", "delete")})}))
+    assert not compacted.config.remote_log_enabled and compacted.config.effective_retention_ms == 7 * DAY
+    assert rules(compacted) == {} and not compacted.rolls_active
+    meta = audit_one(path, "__remote_log_metadata", ConfigFile(topics={"__remote_log_metadata": tiered}))
+    assert not meta.config.remote_log_enabled and rules(meta) == {}
+
+
+def test_high_watermark_checkpoint_below_the_log_start_is_raised_to_it(tmp_path):
+    """UnifiedLog.updateHighWatermark bounds the loaded high watermark below by the log start offset, so segments
+    wholly below the log start are deletable even when replication-offset-checkpoint is older."""
+    d = DataDir(tmp_path / "data")
+    d.partition("t", [(4, NOW - HOUR)] * 3, log_start=8, hw_back=10)  # checkpointed high watermark 2
+    result = audit_one(d.finish(), "t")
+    assert result.high_watermark == 8
+    assert rules(result) == {0: LOG_START_BREACH, 4: LOG_START_BREACH}
+    assert not result.blocked_by_high_watermark
+
+
+def test_missing_timeindex_below_the_recovery_point_is_an_empty_time_index(tmp_path):
+    """LogLoader.loadSegmentFiles: a segment with an .index but no .timeindex gets an empty time index
+    (LogSegment.sanityCheck resizes it to 0) unless recovery rebuilds it (unclean shutdown, segment reaching the
+    recovery point): maxTimestampSoFar is then -1 and largestTimestamp the .log file's mtime, as for a segment
+    from before Kafka 0.10.1. A segment at the recovery point is rebuilt from its batches."""
+    d = DataDir(tmp_path / "data")
+    d.partition("t", [(4, NOW - 30 * DAY)] * 3 + [(4, NOW - HOUR)])
+    path = d.finish()
+    write_offset_checkpoint(tmp_path / "data" / "recovery-point-offset-checkpoint", {("t", 0): 10})
+    folder = tmp_path / "data" / "t-0"
+    for base in (0, 4, 8):
+        (folder / f"{base:020d}.timeindex").unlink()
+        os.utime(folder / f"{base:020d}.log", ((NOW - HOUR) / 1000,) * 2)
+    result = audit_one(path, "t")
+    assert [s.timestamp_source for s in result.segments] == ["mtime", "mtime", "timeindex", "timeindex"]
+    assert rules(result) == {}  # the first segment's mtime is an hour old: the time walk stops there
+    assert any("mtime" in n for n in result.notes), result.notes
+    # after a clean shutdown nothing is recovered: every rolled segment without a .timeindex loads an empty one
+    write_offset_checkpoint(tmp_path / "data" / "recovery-point-offset-checkpoint", {("t", 0): 0})
+    (tmp_path / "data" / ".kafka_cleanshutdown").write_text("")
+    clean = audit_one(path, "t")
+    assert [s.timestamp_source for s in clean.segments] == ["mtime", "mtime", "mtime", "timeindex"]
+
+
+def test_segments_past_retention_kept_behind_a_future_timestamp_are_reported(tmp_path):
+    """A producer clock ahead puts a future largestTimestamp in one segment: the time walk stops there and every
+    older segment behind it stays (deleteRetentionMsBreachedSegments deletes oldest first). The broker's answer
+    is 'nothing', which the audit repeats, and says why."""
+    d = DataDir(tmp_path / "data")
+    d.partition("t", [(4, NOW + 2 * DAY)] + [(4, NOW - 30 * DAY)] * 3 + [(4, NOW - HOUR)])
+    result = audit_one(d.finish(), "t")
+    assert rules(result) == {} and result.overdue_ms is None
+    note = next(n for n in result.notes if "kept behind" in n)
+    assert "3 segment(s)" in note and "segment 0" in note and "in the future" in note
+    # nothing to say when the walk stops at a young segment with nothing past retention behind it
+    d2 = DataDir(tmp_path / "data2")
+    d2.partition("t", [(4, NOW - 30 * DAY), (4, NOW - HOUR), (4, NOW - HOUR)])
+    assert not any("kept behind" in n for n in audit_one(d2.finish(), "t").notes)
+
+
+def _topic_record(name: str, topic_id: bytes) -> bytes:
+    return _metadata_value(2, _compact_string(name) + topic_id + b"\x00")
+
+
+def _b64(topic_id: bytes) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(topic_id).decode().rstrip("=")
+
+
+def test_replicas_of_deleted_or_replaced_topic_incarnations_are_strays_not_audited(tmp_path):
+    """LogManager.isStrayKraftReplica: a log whose partition.metadata topic id is not the metadata image's id for
+    its name (the topic was deleted, or deleted and re-created while this broker was away) is deleted whole at
+    startup, not kept under retention. The audit leaves it out and says so, instead of auditing it with the new
+    incarnation's configs or failing on two incarnations of one topic."""
+    from kafkaseg.testing.partition import write_partition_metadata
+
+    old_id, new_id, gone_id = bytes(range(16)), bytes(range(1, 17)), bytes(range(2, 18))
+    d1, d2 = DataDir(tmp_path / "b1", node_id=1), DataDir(tmp_path / "b2", node_id=2)
+    d1.partition("t", [(4, NOW - 30 * DAY)] * 2)
+    d2.partition("t", [(4, NOW - HOUR)] * 2)
+    d1.partition("gone", [(4, NOW - HOUR)] * 2)
+    write_partition_metadata(tmp_path / "b1" / "t-0" / "partition.metadata", _b64(old_id))
+    write_partition_metadata(tmp_path / "b2" / "t-0" / "partition.metadata", _b64(new_id))
+    write_partition_metadata(tmp_path / "b1" / "gone-0" / "partition.metadata", _b64(gone_id))
+    write_metadata_log(tmp_path / "b2", [
+        _topic_record("t", old_id), config_record(2, "t", "retention.ms", "1000"),
+        _metadata_value(9, old_id + b"\x00"),
+        _topic_record("gone", gone_id), _metadata_value(9, gone_id + b"\x00"),
+        _topic_record("t", new_id)])
+    plan = plan_audit([d1.finish(), d2.finish()])
+    assert plan.cluster.topic_ids == {"t": _b64(new_id)}
+    assert [(p.topic, p.log_dir) for p, _ in plan.targets] == [("t", str(tmp_path / "b2"))]
+    assert plan.targets[0][1]["retention.ms"] == 7 * DAY  # the old incarnation's config went with it
+    strays = " ".join(plan.replica_notes)
+    assert "gone-0" in strays and "stray" in strays and str(tmp_path / "b1" / "t-0") in strays
+    # a log dir of another cluster (its own meta.properties cluster.id) is not judged by this metadata log: the
+    # mix of clusters is refused as before
+    other = DataDir(tmp_path / "other", node_id=7)
+    other.partition("t", [(4, NOW - HOUR)])
+    write_meta_properties(tmp_path / "other" / "meta.properties", cluster_id="x" * 22, node_id=7,
+                          directory_id="e" * 22)
+    write_partition_metadata(tmp_path / "other" / "t-0" / "partition.metadata", _b64(gone_id))
+    with pytest.raises(LayoutError, match="different clusters"):
+        plan_audit([str(tmp_path / "b2"), other.finish()])
+
+
+def test_the_most_advanced_metadata_log_copy_is_replayed(tmp_path):
+    """Every broker and controller keeps a copy of __cluster_metadata-0; a copy that lags (a broker that was down)
+    may hold more segments than an up-to-date one that has snapshotted and trimmed. The replay reads the copy that
+    reaches furthest, not the one with most files."""
+    d1, d2 = DataDir(tmp_path / "b1", node_id=1), DataDir(tmp_path / "b2", node_id=2)
+    d1.partition("t", [(4, NOW - HOUR)])
+    d2.partition("t", [(4, NOW - HOUR)])
+    behind = PartitionWriter(tmp_path / "b1" / "__cluster_metadata-0", write_snapshots=False)
+    behind.append(build_batch_v2([Record(0, NOW, None, config_record(2, "t", "retention.ms", "1000"))]))
+    behind.roll()
+    behind.roll()
+    behind.close()
+    write_metadata_log(tmp_path / "b2", [config_record(2, "t", "retention.ms", "1000"),
+                                          config_record(2, "t", "retention.ms", "2000")])
+    plan = plan_audit([d1.finish(), d2.finish()])
+    assert plan.cluster.source == str(tmp_path / "b2" / "__cluster_metadata-0")
+    assert {c["retention.ms"] for _, c in plan.targets} == {2000}
+
+
+def test_an_index_entry_with_a_negative_position_is_rebuilt_not_a_crash(tmp_path, capsys):
+    """A garbage .index whose last entry has a negative position (int32 sign bit set) is stale like one pointing
+    past the log: rebuilt from the batches. It raised ValueError from a positioned read, which no KafkaSegError
+    handler caught, and stopped the whole audit."""
+    d = DataDir(tmp_path / "data")
+    d.partition("t", [(4, NOW - 30 * DAY)] * 2 + [(4, NOW - HOUR)])
+    path = d.finish()
+    (tmp_path / "data" / "t-0" / f"{8:020d}.index").write_bytes(bytes([0, 0, 0, 1, 0xE0, 0, 0, 0]))
+    result = audit_one(path, "t")
+    assert rules(result) == {0: TIME_BREACH, 4: TIME_BREACH} and result.log_end_offset == 12
+    assert cli_main(["retention", path, "--now", str(NOW), "--json"]) == 0
+    capsys.readouterr()
+
+
+def test_metadata_transactions_apply_at_their_end_and_never_when_aborted(tmp_path):
+    """KIP-868 metadata transactions (ZooKeeper migration): MetadataBatchLoader publishes a transaction's records
+    when its EndTransactionRecord comes, drops them at an AbortTransactionRecord, and holds back one still open."""
+    begin, end, abort = _metadata_value(23, b"\x00"), _metadata_value(24, b"\x00"), _metadata_value(25, b"\x00")
+    write_metadata_log(tmp_path, [
+        config_record(2, "t", "retention.ms", "1000"),
+        begin, config_record(2, "t", "retention.ms", "5"), config_record(2, "t", "retention.bytes", "5"), abort,
+        begin, config_record(2, "t", "retention.ms", "6"), end,
+        begin, config_record(2, "t", "retention.ms", "7"), config_record(2, "u", "retention.ms", "7")])
+    from kafkaseg.topic_config import read_cluster_configs
+
+    cluster = read_cluster_configs(discover([str(tmp_path)]))
+    assert cluster.topics == {"t": {"retention.ms": "6"}}
+    assert any("transaction" in n for n in cluster.notes)  # the open one is reported
+
+
+def _partition_record(topic_id: bytes, partition: int, replicas: list[int]) -> bytes:
+    import struct
+
+    def array(items):
+        return bytes([len(items) + 1]) + b"".join(struct.pack(">i", x) for x in items)
+
+    return _metadata_value(3, struct.pack(">i", partition) + topic_id + array(replicas) + array(replicas)
+                           + array([]) + array([]) + struct.pack(">iii", replicas[0], 0, 0) + b"\x00")
+
+
+def _partition_change_replicas(topic_id: bytes, partition: int, replicas: list[int]) -> bytes:
+    import struct
+
+    items = bytes([len(replicas) + 1]) + b"".join(struct.pack(">i", x) for x in replicas)
+    return _metadata_value(5, struct.pack(">i", partition) + topic_id + bytes([1, 2, len(items)]) + items)
+
+
+def test_replicas_the_metadata_log_no_longer_assigns_to_their_broker_are_strays(tmp_path):
+    """LogManager.isStrayKraftReplica: a log of a partition whose replica set (PartitionRecord, then
+    PartitionChangeRecord's replicas) does not hold this broker's node id is deleted, not retained: a
+    reassignment moved it away."""
+    from kafkaseg.testing.partition import write_partition_metadata
+
+    topic_id = bytes(range(16))
+    b1, b2 = DataDir(tmp_path / "b1", node_id=1), DataDir(tmp_path / "b2", node_id=2)
+    for d, parts in ((b1, (0, 1)), (b2, (0,))):
+        for p in parts:
+            d.partition("t", [(4, NOW - HOUR)], p=p)
+            write_partition_metadata(d.root / f"t-{p}" / "partition.metadata", _b64(topic_id))
+    write_metadata_log(tmp_path / "b2", [
+        _topic_record("t", topic_id), _partition_record(topic_id, 0, [1, 2]), _partition_record(topic_id, 1, [2]),
+        _partition_change_replicas(topic_id, 0, [2, 3])])
+    plan = plan_audit([b1.finish(), b2.finish()])
+    assert [(p.topic, p.partition, p.log_dir) for p, _ in plan.targets] == [("t", 0, str(tmp_path / "b2"))]
+    strays = " ".join(plan.replica_notes)
+    assert "t-1" in strays and "[2]" in strays and str(tmp_path / "b1" / "t-0") in strays

@@ -62,7 +62,8 @@ def run(args, console, ms_text) -> int:
                 row["segments"] = [{k: v for k, v in r.items() if k not in ("topic", "partition", "log_dir",
                                                                              "now_ms")} for r in segment_rows(a)]
             rows.append(row)
-        print(json.dumps({"now_ms": now, "metadata_log": plan.cluster.source, "partitions": rows,
+        print(json.dumps({"now_ms": now, "metadata_log": plan.cluster.source,
+                          "metadata_notes": list(plan.cluster.notes), "partitions": rows,
                           "summary": summary}, indent=1))
         return 1 if failed else 0
     from rich.table import Table
@@ -111,6 +112,8 @@ def run(args, console, ms_text) -> int:
           f"{summary['compaction_due']} due for compaction")
     if plan.cluster.source:
         print(f"configs from the metadata log {plan.cluster.source} ({plan.cluster.records} config records)")
+    for note in plan.cluster.notes:
+        print(f"metadata log: {note}", file=sys.stderr)
     for a in audits:
         for note in a.notes:
             print(f"{a.name}: {note}", file=sys.stderr)
