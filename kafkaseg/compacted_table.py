@@ -44,6 +44,13 @@ __all__ = ["table_schema", "read_state", "merge_changes", "merge_staged_parquet"
 MODES = ("auto", "full", "incremental")
 MERGE_ROW_GROUP = 65_536
 MERGE_PREDICATE = "t.topic = s.topic AND t.partition = s.partition AND t.key = s.key"
+# Delta operations (delta-rs's and Spark's names) that another writer may commit after a compaction run without
+# changing the table's rows: the offsets that run recorded still account for them. Any other operation (DELETE,
+# UPDATE, MERGE, WRITE, FSCK...) is refused; a RESTORE continues from the restored version's state.
+ROW_PRESERVING_OPERATIONS = frozenset((
+    "OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES", "UNSET TBLPROPERTIES", "UPGRADE PROTOCOL",
+    "ADD FEATURE", "ADD CONSTRAINT", "DROP CONSTRAINT", "UPDATE FIELD METADATA", "UPDATE TABLE METADATA",
+    "COMPUTE STATS", "REORG"))
 
 
 def table_schema(include_headers: bool) -> pa.Schema:
@@ -68,17 +75,35 @@ def is_delta_table(uri: str) -> bool:
 
 
 def read_state(uri: str, expected: pa.Schema, partition_by: Sequence[str]):
-    """``(DeltaTable, TableState)`` of the table at ``uri``: the state of its newest commit that recorded one.
+    """``(DeltaTable, TableState)`` of the table at ``uri``: the state of its newest commit that recorded one,
+    when every later commit kept the rows (:data:`ROW_PRESERVING_OPERATIONS`: OPTIMIZE, VACUUM...); through a
+    RESTORE to version v, the state of the newest such commit at or before v (the rows are v's again).
     Raises :class:`CompactedTableError` when no commit did (not a kafkaseg compacted table, or its log was cleaned
-    up past it) or the table's columns or partitioning differ from ``expected``/``partition_by``."""
+    up past it), when another writer's later commit may have changed rows (a DELETE, UPDATE, foreign write), or
+    when the table's columns or partitioning differ from ``expected``/``partition_by``."""
     from deltalake import DeltaTable
 
     table = DeltaTable(uri)
     check_schema(table, expected, partition_by, uri)
+    lineage_end = None  # a RESTORE to version v: the commits after v (up to the RESTORE) no longer hold rows
     for commit in table.history():
+        version = commit.get("version")
+        if lineage_end is not None and version is not None and version > lineage_end:
+            continue
         text = commit.get(STATE_KEY)
         if text is not None:
-            return table, TableState.from_json(text, f"{uri} version {commit.get('version')}")
+            return table, TableState.from_json(text, f"{uri} version {version}")
+        operation = commit.get("operation")
+        if operation == "RESTORE":
+            target = (commit.get("operationParameters") or {}).get("version")
+            if target is not None:
+                lineage_end = int(target)
+                continue
+        if operation not in ROW_PRESERVING_OPERATIONS:
+            raise CompactedTableError(
+                f"{uri} version {version} ({operation or 'a commit without commit info'}) was written by another "
+                "writer after the last compaction run and may have changed rows: the offsets that run recorded no "
+                "longer account for the table's rows. Rebuild it with --mode full")
     raise CompactedTableError(f"{uri} is a Delta table without recorded compaction offsets ({STATE_KEY} in its "
                               "commits): not written by a compaction run, or its log was cleaned up past the last "
                               "run. Rebuild it with --mode full or write another table")

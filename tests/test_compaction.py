@@ -43,6 +43,9 @@ CHANGELOG = TopicSpec("entities", partitions=2, records_per_partition=1200, reco
                       gap_ratio=0.1, empty_batches=2, segment_bytes=12 * 1024, codec="lz4")
 
 
+HEADERS = {"includeHeaders": "true"}
+
+
 def _table(uri) -> dict:
     return table_rows(DeltaTable(str(uri)).to_pyarrow_table())
 
@@ -386,3 +389,27 @@ def test_cleanable_mode_stops_at_the_active_segment(changelog, tmp_path):
     lagged = compact_arrow([str(root / "full")], str(tmp_path / "lag"), CompactionConfig(
         read_until="cleanable", min_compaction_lag_ms=NOW), now_ms=NOW, mode="full")
     assert lagged["plan"].increment.offsets_to_read == 0
+
+
+def test_other_writers_commits_after_the_last_run(changelog, tmp_path):
+    """The recorded offsets describe the rows only while nobody else changed them: an OPTIMIZE or VACUUM keeps
+    the rows (accepted), a RESTORE brings back an older version's rows with that version's offsets (continued
+    from those), and a DELETE, UPDATE or foreign write changes rows the offsets no longer account for (refused)."""
+    manifest, root, _ = changelog
+    table = str(tmp_path / "t")
+    compact_arrow([str(root / "head")], table, options=HEADERS, now_ms=NOW)
+    compact_arrow([str(root / "full")], table, options=HEADERS, now_ms=NOW + 1)
+    assert _table(table) == expected_state(manifest)
+    DeltaTable(table).restore(0)  # back to the head's rows: the run must re-read what version 1 had merged
+    DeltaTable(table).optimize.compact()
+    DeltaTable(table).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+    again = compact_arrow([str(root / "full")], table, options=HEADERS, now_ms=NOW + 2)
+    assert not again["plan"].full and again["plan"].increment.offsets_to_read > 0
+    assert _table(table) == expected_state(manifest)
+    live = next(iter(_table(table).values()))
+    DeltaTable(table).delete(f"key = X'{live[2].hex()}'")
+    version = DeltaTable(table).version()
+    with pytest.raises(CompactedTableError, match=rf"version {version} \(DELETE\) .*--mode full"):
+        compact_arrow([str(root / "full")], table, options=HEADERS, now_ms=NOW + 3)
+    compact_arrow([str(root / "full")], table, options=HEADERS, mode="full", now_ms=NOW + 4)
+    assert _table(table) == expected_state(manifest)
