@@ -109,6 +109,21 @@ def read_state(uri: str, expected: pa.Schema, partition_by: Sequence[str]):
                               "run. Rebuild it with --mode full or write another table")
 
 
+def recorded_state(uri: str) -> TableState | None:
+    """The newest recorded state of the table at ``uri`` whatever came after it, or None (a rebuild's check that
+    it covers what the table holds)."""
+    from deltalake import DeltaTable
+
+    for commit in DeltaTable(uri).history():
+        text = commit.get(STATE_KEY)
+        if text is not None:
+            try:
+                return TableState.from_json(text, uri)
+            except CompactedTableError:
+                return None
+    return None
+
+
 def check_schema(table, expected: pa.Schema, partition_by: Sequence[str], uri: str) -> None:
     """Refuse a table whose columns (names and Delta types) or partition columns are not the run's."""
     from deltalake import Schema
@@ -278,8 +293,10 @@ def prepare_run(paths: Sequence[str], output: str, config: CompactionConfig, opt
         version = table.version()
     elif exists:
         check_partitioning(output, config.partition_by)
+        state = recorded_state(output)
     facts, on_disk = gather_facts(paths, read_options, config)
-    increment = plan_increment(facts, state, config, now_ms, full=(mode == "full"), on_disk=on_disk)
+    increment = plan_increment(facts, state, config, now_ms, full=(mode == "full"), on_disk=on_disk,
+                               selects=ReadOptions.from_options(dict(read_options)).selects)
     return RunPlan(output, increment, None if increment.full else state, pinned(read_options, increment.ranges),
                    schema, tuple(config.partition_by), version)
 

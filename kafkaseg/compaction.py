@@ -44,7 +44,7 @@ from __future__ import annotations
 import json
 import tomllib
 from dataclasses import dataclass, field, fields
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -312,25 +312,33 @@ def cleanable_end(facts: PartitionFacts, start: int, min_compaction_lag_ms: int,
 
 
 def plan_increment(facts: Sequence[PartitionFacts], state: TableState | None, config: CompactionConfig,
-                   now_ms: int, *, full: bool = False, on_disk: Iterable[tuple[str, int]] | None = None
-                   ) -> Increment:
+                   now_ms: int, *, full: bool = False, on_disk: Iterable[tuple[str, int]] | None = None,
+                   selects: Callable[[str, int], bool] | None = None) -> Increment:
     """The ranges a run reads and the state it records. ``facts``: the partitions this run reads; ``on_disk``:
     every partition the data dirs hold, selected or not (default: those of ``facts``), so a table partition the
-    run does not select is not taken for lost. ``state``: the table's (None: no table). ``full``: a rebuild was
-    asked for. Raises :class:`CompactedTableError` for another incarnation or cluster of a topic,
-    and :class:`DataLossError` for data loss under ``on_data_loss = "fail"`` (under ``"rebuild"`` the increment
+    run does not select is not taken for lost; ``selects(topic, partition)``: whether the run's topic selection
+    takes a partition, on disk or not (default: a topic of ``facts``), so a selected topic gone from the dirs is
+    lost. ``state``: the table's (None: no table); with ``full`` (a rebuild was asked for) it is only checked to
+    hold no partition the run does not select (a rebuild replaces the whole table). Raises
+    :class:`CompactedTableError` for another incarnation or cluster of a topic or such a rebuild, and
+    :class:`DataLossError` for data loss under ``on_data_loss = "fail"`` (under ``"rebuild"`` the increment
     becomes a full rebuild and lists the findings)."""
+    if selects is None:
+        topics = {f.topic for f in facts}
+        selects = lambda topic, partition: topic in topics  # noqa: E731
     if state is not None and not full:
         _check_incarnation(facts, state)
     losses: list[str] = []
     if state is not None and not full:
-        losses = _losses(facts, state, config, now_ms, on_disk)
+        losses = _losses(facts, state, config, now_ms, on_disk, selects)
         if losses and config.on_data_loss == "fail":
             raise DataLossError("the table's recorded offsets cannot be continued: " + "; ".join(losses)
                                 + ". Rebuild it from what the log holds with --on-data-loss rebuild (or --mode "
                                   "full)")
         if losses:
             full = True
+    if state is not None and full:
+        _check_rebuild_covers(state, selects, losses)
     previous = {} if state is None or full else dict(state.next_offsets)
     ranges: dict[tuple[str, int], tuple[int, int]] = {}
     capped = []
@@ -368,13 +376,22 @@ def _check_incarnation(facts: Iterable[PartitionFacts], state: TableState) -> No
                     "offsets are unrelated to the table's. Rebuild the table with --mode full, or write another one")
 
 
+def _check_rebuild_covers(state: TableState, selects: Callable[[str, int], bool], losses: Sequence[str]) -> None:
+    left = [f"{t}-{p}" for t, p in sorted(state.next_offsets) if not selects(t, p)]
+    if left:
+        why = f"data loss ({'; '.join(losses)})" if losses else "--mode full"
+        raise CompactedTableError(
+            f"{why} asks for a rebuild, which replaces the whole table, but the table also holds topic-partitions "
+            f"this run does not select: {', '.join(left)} (their rows would be dropped). Select them too, or write "
+            "them to another table")
+
+
 def _losses(facts: Sequence[PartitionFacts], state: TableState, config: CompactionConfig, now_ms: int,
-            on_disk: Iterable[tuple[str, int]] | None) -> list[str]:
+            on_disk: Iterable[tuple[str, int]] | None, selects: Callable[[str, int], bool]) -> list[str]:
     found = []
     on_disk = {f.key for f in facts} | set(on_disk or ())
-    topics = {f.topic for f in facts}
     for (topic, partition), offset in sorted(state.next_offsets.items()):
-        if topic in topics and (topic, partition) not in on_disk:
+        if selects(topic, partition) and (topic, partition) not in on_disk:
             found.append(f"{topic}-{partition} (table at offset {offset}) is not in the data dirs given")
     for f in facts:
         start = state.next_offsets.get(f.key)

@@ -413,3 +413,30 @@ def test_other_writers_commits_after_the_last_run(changelog, tmp_path):
         compact_arrow([str(root / "full")], table, options=HEADERS, now_ms=NOW + 3)
     compact_arrow([str(root / "full")], table, options=HEADERS, mode="full", now_ms=NOW + 4)
     assert _table(table) == expected_state(manifest)
+
+
+def test_a_selected_topic_gone_from_the_dirs_or_a_rebuild_of_part_of_the_table(tmp_path):
+    """A topic the run selects and the table holds, gone from the data dirs (deleted, or its dir not given), is
+    data loss, not skipped with its rows left as they were; a rebuild (--mode full, or on_data_loss = rebuild)
+    replaces the whole table, so it is refused while the table holds topic-partitions the run does not select."""
+    specs = [TopicSpec(t, partitions=2, records_per_partition=300, key_cardinality=10, segment_bytes=4096)
+             for t in ("a", "b")]
+    manifest = write_data_dir(tmp_path / "d", specs, seed=3)
+    head_ends = truncated_copy(tmp_path / "d", tmp_path / "head")
+    table = str(tmp_path / "t")
+    compact_arrow([str(tmp_path / "head")], table, options={"subscribe": "a,b"}, now_ms=NOW)
+    shutil.copytree(tmp_path / "d", tmp_path / "no-b", ignore=shutil.ignore_patterns("b-*"))
+    with pytest.raises(DataLossError, match=rf"b-0 \(table at offset {head_ends[('b', 0)]}\) is not in the data "
+                                            "dirs given"):
+        compact_arrow([str(tmp_path / "no-b")], table, options={"subscribe": "a,b"}, now_ms=NOW + 1)
+    shutil.copytree(tmp_path / "d", tmp_path / "moved")
+    write_offset_checkpoint(tmp_path / "moved" / "log-start-offset-checkpoint", {("a", 0): head_ends[("a", 0)] + 5})
+    for config, mode in ((CompactionConfig(on_data_loss="rebuild"), "auto"), (CompactionConfig(), "full")):
+        with pytest.raises(CompactedTableError, match=r"replaces the whole table.* b-0, b-1"):
+            compact_arrow([str(tmp_path / "moved")], table, config, options={"subscribe": "a"}, mode=mode,
+                          now_ms=NOW + 2)
+    compact_arrow([str(tmp_path / "no-b")], table, options={"subscribe": "a"}, now_ms=NOW + 3)  # b not selected
+    assert _table(table) == {**expected_state(manifest, topics={"a"}),
+                             **expected_state(manifest, topics={"b"}, ends=head_ends)}
+    compact_arrow([str(tmp_path / "d")], table, options={"subscribe": "a,b"}, mode="full", now_ms=NOW + 4)
+    assert _table(table) == expected_state(manifest)
