@@ -104,14 +104,20 @@ def load(spark, changes, plan) -> dict:
     then merges it from the driver in one commit recording the new offsets, and removes the staging folder."""
     from pyspark.sql import functions as F
 
-    from kafkaseg.compacted_table import commit_properties, merge_staged_parquet, remove_staging
+    from kafkaseg.compacted_table import (
+        commit_properties,
+        conflicts_reported,
+        merge_staged_parquet,
+        remove_staging,
+    )
     from kafkaseg.spark.tables import write_delta, write_parquet
 
     if plan.full:
         started = time.perf_counter()
-        committed = write_delta(changes.where(F.col("value").isNotNull()), plan.output, "overwrite",
-                                plan.partition_by, plan.schema,
-                                commit_properties=commit_properties(plan.increment.state))
+        with conflicts_reported(plan.output):
+            committed = write_delta(changes.where(F.col("value").isNotNull()), plan.output, "overwrite",
+                                    plan.partition_by, plan.schema,
+                                    commit_properties=commit_properties(plan.increment.state))
         return {"write_seconds": time.perf_counter() - started, "merge_seconds": 0.0, **committed}
     from kafkaseg.storage.fs import join
 

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -38,7 +39,7 @@ from kafkaseg.compaction import (
 from kafkaseg.errors import CompactedTableError, InvalidOptionError
 
 __all__ = ["table_schema", "read_state", "merge_changes", "merge_staged_parquet", "remove_staging",
-           "commit_properties", "write_full_arrow", "RunPlan", "prepare_run", "compact_arrow", "MERGE_PREDICATE",
+           "commit_properties", "conflicts_reported", "write_full_arrow", "RunPlan", "prepare_run", "compact_arrow", "MERGE_PREDICATE",
            "MODES"]
 
 MODES = ("auto", "full", "incremental")
@@ -167,7 +168,27 @@ def merge_changes(table, changes, state: TableState) -> dict:
     ``RecordBatchReader``) to the ``DeltaTable`` ``table`` in one commit that also records ``state``. A target
     row is updated or deleted only by a higher offset, so a change set applied twice changes nothing. Returns
     delta-rs's merge metrics. A concurrent commit to the table in between fails the commit (delta-rs's conflict
-    check), leaving it unchanged."""
+    check), leaving it unchanged: a :class:`CompactedTableError`."""
+    with conflicts_reported(table.table_uri):
+        return _merge(table, changes, state)
+
+
+@contextmanager
+def conflicts_reported(uri: str):
+    """Turn delta-rs's failed commit (another writer committed since the version a run read: its conflict check)
+    into a one-line :class:`CompactedTableError` naming the table; nothing of the run was committed."""
+    from deltalake.exceptions import CommitFailedError
+
+    try:
+        yield
+    except CommitFailedError as exc:
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+        raise CompactedTableError(
+            f"another writer committed to {uri} while this run wrote to it ({first}): nothing of this run was "
+            "committed; run again (runs of one table must not overlap)") from exc
+
+
+def _merge(table, changes, state: TableState) -> dict:
     from deltalake import WriterProperties
 
     before = table.version()
@@ -193,8 +214,9 @@ def write_full_arrow(uri: str, rows: pa.Table, state: TableState, partition_by: 
     ``state`` (the Spark-free rebuild; the job's executors write files and commit them the same way)."""
     from deltalake import write_deltalake
 
-    write_deltalake(uri, rows, mode="overwrite", schema_mode="overwrite", partition_by=list(partition_by) or None,
-                    commit_properties=commit_properties(state))
+    with conflicts_reported(uri):
+        write_deltalake(uri, rows, mode="overwrite", schema_mode="overwrite",
+                        partition_by=list(partition_by) or None, commit_properties=commit_properties(state))
 
 
 def merge_staged_parquet(staging: str, plan: RunPlan) -> dict:

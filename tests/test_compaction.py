@@ -440,3 +440,27 @@ def test_a_selected_topic_gone_from_the_dirs_or_a_rebuild_of_part_of_the_table(t
                              **expected_state(manifest, topics={"b"}, ends=head_ends)}
     compact_arrow([str(tmp_path / "d")], table, options={"subscribe": "a,b"}, mode="full", now_ms=NOW + 4)
     assert _table(table) == expected_state(manifest)
+
+
+def test_a_concurrent_commit_fails_the_run_with_one_line_and_nothing_committed(changelog, tmp_path):
+    """Two runs of the same table at once (cron overlapping a slow run): the one committing second fails on
+    delta-rs's conflict check; it reports a CompactedTableError naming the table (one line, not a deltalake
+    traceback), and a rerun continues from what the first one recorded."""
+    from kafkaseg.compacted_table import prepare_run
+    from kafkaseg.scan import read_arrow
+    from kafkaseg.spark.jobs import error_line
+
+    manifest, root, _ = changelog
+    table = str(tmp_path / "t")
+    compact_arrow([str(root / "head")], table, options=HEADERS, now_ms=NOW)
+    slow = prepare_run([str(root / "full")], table, CompactionConfig(), HEADERS, now_ms=NOW + 1)
+    compact_arrow([str(root / "full")], table, options=HEADERS, now_ms=NOW + 2)  # the other run, done first
+    version = DeltaTable(table).version()
+    changes = latest_per_key(read_arrow([str(root / "full")], **slow.read_options)).cast(slow.schema)
+    for rows in (changes, changes.slice(0, 0)):  # a merge, and the empty commit of a run with nothing new
+        with pytest.raises(CompactedTableError, match="another writer committed to .* run again") as caught:
+            merge_changes(DeltaTable(table, version=slow.table_version), rows, slow.increment.state)
+        assert DeltaTable(table).version() == version
+        line, code = error_line(caught.value, (CompactedTableError,))  # as jobs/compact.py reports it
+        assert "\n" not in line and code == 2
+    assert _table(table) == expected_state(manifest)
