@@ -34,7 +34,10 @@ Semantics, after Kafka's cleaner (``core/src/main/scala/kafka/log/LogCleaner.sca
 
 Data loss (:func:`plan_increment`): a table's recorded next offset below the partition's log start offset
 (retention or DeleteRecords removed records before the table read them), above its high watermark (the data dir
-is older than the table, or the log was truncated), or a log whose cleaner has compacted past it longer than
+is older than the table, or the log was truncated), past the end the log now gives the leader epoch the table
+last read under (the log was truncated there and rewritten by a new leader: an unclean election; Kafka's consumer validation,
+``clients/.../consumer/internals/SubscriptionState.java`` ``maybeCompleteValidation`` with
+``LeaderEpochFileCache.endOffsetFor``), or a log whose cleaner has compacted past it longer than
 ``delete_retention_ms`` after the previous run read (a tombstone there may have been removed: Kafka's own rule
 for consumers, who must read a compacted topic's head within ``delete.retention.ms`` to see every delete).
 """
@@ -232,31 +235,59 @@ class PartitionFacts:
     cleaner_offset: int | None = None
     topic_id: str | None = None
     cluster_id: str | None = None
+    leader_epochs: tuple[tuple[int, int], ...] = ()
 
     @property
     def key(self) -> tuple[str, int]:
         return (self.topic, self.partition)
+
+    def epoch_of(self, offset: int) -> int | None:
+        """The leader epoch ``offset`` was written under (``leader-epoch-checkpoint``: the last epoch starting at
+        or below it), or None when the checkpoint does not cover it."""
+        found = None
+        for epoch, start in self.leader_epochs:
+            if start <= offset:
+                found = epoch
+        return found
+
+    def epoch_end_offset(self, epoch: int) -> tuple[int, int] | None:
+        """``(epoch, end offset)`` as ``LeaderEpochFileCache.endOffsetFor`` answers a consumer validating its
+        position (``storage/.../epoch/LeaderEpochFileCache.java``): the latest epoch ends at the log's end; an
+        older one at the start of the first higher epoch, reported under the highest epoch at or below it; None
+        (undefined) for an epoch above every epoch the log knows."""
+        if not self.leader_epochs:
+            return None
+        ordered = sorted(self.leader_epochs)
+        if ordered[-1][0] == epoch:
+            return epoch, self.high_watermark
+        higher = next(((e, start) for e, start in ordered if e > epoch), None)
+        if higher is None:
+            return None
+        floor = [e for e, _ in ordered if e <= epoch]
+        return (floor[-1] if floor else epoch), higher[1]
 
 
 @dataclass(frozen=True)
 class TableState:
     """What a compacted table holds, recorded in the commit that wrote it: per ``(topic, partition)`` the next
     offset to read (every offset below it is applied), the topics' ids and clusters (their incarnation), when the
-    read that produced it was planned (ms), and how far runs read (``read_until``)."""
+    read that produced it was planned (ms), how far runs read (``read_until``), and per ``(topic, partition)`` the
+    leader epoch of the offset before its next offset (``leader_epochs``: what detects a log truncated and
+    rewritten below that offset; absent in tables written before it was recorded)."""
 
     next_offsets: Mapping[tuple[str, int], int] = field(default_factory=dict)
     topic_ids: Mapping[str, str] = field(default_factory=dict)
     cluster_ids: Mapping[str, str] = field(default_factory=dict)
     read_at_ms: int = 0
     read_until: str = "last_stable_offset"
+    leader_epochs: Mapping[tuple[str, int], int] = field(default_factory=dict)
 
     def to_json(self) -> str:
-        offsets: dict[str, dict[str, int]] = {}
-        for (topic, partition), offset in sorted(self.next_offsets.items()):
-            offsets.setdefault(topic, {})[str(partition)] = int(offset)
-        return json.dumps({"version": 1, "next_offsets": offsets, "topic_ids": dict(sorted(self.topic_ids.items())),
+        return json.dumps({"version": 1, "next_offsets": _nested(self.next_offsets),
+                           "topic_ids": dict(sorted(self.topic_ids.items())),
                            "cluster_ids": dict(sorted(self.cluster_ids.items())), "read_at_ms": self.read_at_ms,
-                           "read_until": self.read_until}, separators=(",", ":"))
+                           "read_until": self.read_until, "leader_epochs": _nested(self.leader_epochs)},
+                          separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str, where: str) -> "TableState":
@@ -266,12 +297,21 @@ class TableState:
             if data.get("version") != 1:
                 raise ValueError(f"unknown version {data.get('version')!r}")
             offsets = {(str(t), int(p)): int(o) for t, parts in data["next_offsets"].items() for p, o in parts.items()}
+            epochs = {(str(t), int(p)): int(e) for t, parts in data.get("leader_epochs", {}).items()
+                      for p, e in parts.items()}
             return cls(offsets, {str(k): str(v) for k, v in data["topic_ids"].items()},
                        {str(k): str(v) for k, v in data["cluster_ids"].items()}, int(data["read_at_ms"]),
-                       str(data["read_until"]))
+                       str(data["read_until"]), epochs)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CompactedTableError(f"{where}: the recorded compaction state {STATE_KEY} is malformed ({exc}); "
                                       "rebuild the table with --mode full") from exc
+
+
+def _nested(values: Mapping[tuple[str, int], int]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for (topic, partition), value in sorted(values.items()):
+        out.setdefault(topic, {})[str(partition)] = int(value)
+    return out
 
 
 @dataclass(frozen=True)
@@ -356,12 +396,18 @@ def plan_increment(facts: Sequence[PartitionFacts], state: TableState | None, co
     next_offsets.update({key: end for key, (_, end) in ranges.items()})
     topic_ids = {} if state is None or full else dict(state.topic_ids)
     cluster_ids = {} if state is None or full else dict(state.cluster_ids)
+    epochs = {} if state is None or full else dict(state.leader_epochs)
     for f in facts:
         if f.topic_id:
             topic_ids[f.topic] = f.topic_id
         if f.cluster_id:
             cluster_ids[f.topic] = f.cluster_id
-    new_state = TableState(next_offsets, topic_ids, cluster_ids, now_ms, config.read_until)
+        epoch = f.epoch_of(next_offsets[f.key] - 1)
+        if epoch is None:
+            epochs.pop(f.key, None)
+        else:
+            epochs[f.key] = epoch
+    new_state = TableState(next_offsets, topic_ids, cluster_ids, now_ms, config.read_until, epochs)
     return Increment(ranges, new_state, state is None or full, tuple(losses), tuple(capped))
 
 
@@ -386,6 +432,25 @@ def _check_rebuild_covers(state: TableState, selects: Callable[[str, int], bool]
             "them to another table")
 
 
+def _divergence(f: PartitionFacts, start: int, epoch: int | None) -> str | None:
+    """Kafka's consumer validation of a position after a leader change (``SubscriptionState
+    .maybeCompleteValidation``, KIP-320): the epoch the table's last offset was read under must not end below the
+    table's next offset in the log now, else the log was truncated there and rewritten (an unclean leader
+    election; a replica restored from an older copy)."""
+    if epoch is None or start == 0 or f.epoch_of(start - 1) is None:
+        return None  # nothing recorded (an older table), or the checkpoint no longer covers the offset
+    answer = f.epoch_end_offset(epoch)
+    if answer is None:
+        return (f"{f.topic}-{f.partition}: the table read up to offset {start - 1} under leader epoch {epoch}, "
+                f"which the log's leader-epoch-checkpoint does not know (a log older than the table, or rewritten)")
+    _, end = answer
+    if end < start:
+        return (f"{f.topic}-{f.partition}: the log diverged from the table at offset {end} (leader epoch {epoch} "
+                f"ends at {end} in the log, the table read up to {start - 1}): records the table applied were "
+                "truncated and replaced (an unclean leader election)")
+    return None
+
+
 def _losses(facts: Sequence[PartitionFacts], state: TableState, config: CompactionConfig, now_ms: int,
             on_disk: Iterable[tuple[str, int]] | None, selects: Callable[[str, int], bool]) -> list[str]:
     found = []
@@ -404,6 +469,8 @@ def _losses(facts: Sequence[PartitionFacts], state: TableState, config: Compacti
         elif start > f.high_watermark:
             found.append(f"{name}: the table holds offsets up to {start - 1} but the log ends at "
                          f"{f.high_watermark} (a data dir older than the table, or a truncated log)")
+        elif (diverged := _divergence(f, start, state.leader_epochs.get(f.key))) is not None:
+            found.append(diverged)
         elif (f.cleaner_offset is not None and f.cleaner_offset > start
               and now_ms - state.read_at_ms > config.delete_retention_ms):
             found.append(f"{name}: the cleaner compacted offsets from {start} (cleaner checkpoint "
@@ -447,5 +514,6 @@ def gather_facts(paths: Sequence[str], options: Mapping[str, str], config: Compa
         out.append(PartitionFacts(
             p.topic, p.partition, log_start, max(high_watermark, log_start), max(upper, log_start), active, segments,
             pdir.cleaner_offset if pdir is not None else None, pdir.topic_id if pdir is not None else None,
-            pdir.log_dir_meta.cluster_id if pdir is not None and pdir.log_dir_meta is not None else None))
+            pdir.log_dir_meta.cluster_id if pdir is not None and pdir.log_dir_meta is not None else None,
+            tuple((e.epoch, e.start_offset) for e in pdir.leader_epochs) if pdir is not None else ()))
     return out, frozenset((pdir.topic, pdir.partition) for pdir in by_path.values())

@@ -142,3 +142,30 @@ def cleaned_copy(manifest, target: Path, *, clean_below: dict, drop_tombstones: 
     write_offset_checkpoint(target / "recovery-point-offset-checkpoint", recovery)
     write_offset_checkpoint(target / "log-start-offset-checkpoint", {})
     write_offset_checkpoint(target / "cleaner-offset-checkpoint", cleaner)
+
+
+def write_epoch_log(root: Path, topic: str, epochs: list[tuple[int, list[tuple[int, bytes, bytes | None]]]],
+                    *, topic_id: str = "AAAAAAAAAAAAAAAAAAAAAQ", cluster_id: str = "epochs-cluster") -> dict:
+    """A one-partition data dir (``<root>/<topic>-0``) whose records were written under the given leader epochs:
+    ``epochs`` ``[(epoch, [(offset, key, value), ...]), ...]``, one batch per record, and its
+    ``leader-epoch-checkpoint``, as a replica leaves them (an unclean leader election is two such logs sharing a
+    prefix). Returns ``{(topic, 0, key): (value, offset)}`` of the live keys (a consumer's replay)."""
+    root.mkdir(parents=True)
+    writer = PartitionWriter(root / f"{topic}-0", segment_bytes=1024)
+    state: dict = {}
+    for epoch, records in epochs:
+        for offset, key, value in records:
+            writer.append(build_batch_v2([Record(offset, 1_700_000_000_000 + offset, key, value)],
+                                         partition_leader_epoch=epoch))
+            if value is None:
+                state.pop((topic, 0, key), None)
+            else:
+                state[(topic, 0, key)] = (value, offset)
+    log = writer.close()
+    write_partition_metadata(root / f"{topic}-0" / "partition.metadata", topic_id)
+    write_meta_properties(root / "meta.properties", cluster_id=cluster_id, node_id=1,
+                          directory_id="AAAAAAAAAAAAAAAAAAAAAg")
+    write_offset_checkpoint(root / "replication-offset-checkpoint", {(topic, 0): log.log_end_offset})
+    write_offset_checkpoint(root / "recovery-point-offset-checkpoint", {(topic, 0): log.recovery_point})
+    write_offset_checkpoint(root / "log-start-offset-checkpoint", {})
+    return state

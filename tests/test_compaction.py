@@ -464,3 +464,37 @@ def test_a_concurrent_commit_fails_the_run_with_one_line_and_nothing_committed(c
         line, code = error_line(caught.value, (CompactedTableError,))  # as jobs/compact.py reports it
         assert "\n" not in line and code == 2
     assert _table(table) == expected_state(manifest)
+
+
+def test_a_log_truncated_and_rewritten_by_an_unclean_leader_election_is_data_loss(tmp_path):
+    """After an unclean leader election the new leader's log lacks the old leader's last records and goes on
+    under a new epoch at the same offsets: the log end is past the table's offsets again, so only leader epochs
+    (leader-epoch-checkpoint, Kafka's consumer validation, KIP-320) show the table holds records the log no longer
+    has. A normal epoch change (a clean election) continues."""
+    from tests.compaction_data import write_epoch_log
+
+    def records(first, last, prefix, value):
+        return [(o, b"%s%d" % (prefix, o % 7), value) for o in range(first, last)]
+
+    common = [(0, records(0, 10, b"k", b"a")), (1, records(10, 15, b"x", b"b"))]
+    write_epoch_log(tmp_path / "before", "t", common + [(1, records(15, 20, b"x", b"b"))])
+    diverged = write_epoch_log(tmp_path / "diverged", "t", common + [(2, records(15, 25, b"y", b"c"))])
+    clean = write_epoch_log(tmp_path / "clean", "t", common + [(1, records(15, 20, b"x", b"b")),
+                                                                (2, records(20, 25, b"y", b"c"))])
+
+    def table_of(uri):
+        return {(r["topic"], r["partition"], r["key"]): (r["value"], r["offset"])
+                for r in DeltaTable(uri).to_pyarrow_table().to_pylist()}
+
+    table, other = str(tmp_path / "t"), str(tmp_path / "u")
+    for uri in (table, other):
+        compact_arrow([str(tmp_path / "before")], uri, now_ms=NOW)
+    assert read_state(table, table_schema(False), ("topic",))[1].leader_epochs == {("t", 0): 1}
+    with pytest.raises(DataLossError, match=r"t-0: the log diverged from the table at offset 15 \(leader epoch 1 "
+                                            r"ends at 15 in the log, the table read up to 19\)"):
+        compact_arrow([str(tmp_path / "diverged")], table, now_ms=NOW + 1)
+    compact_arrow([str(tmp_path / "diverged")], table, CompactionConfig(on_data_loss="rebuild"), now_ms=NOW + 1)
+    assert table_of(table) == diverged
+    compact_arrow([str(tmp_path / "clean")], other, now_ms=NOW + 1)
+    assert table_of(other) == clean
+    assert read_state(other, table_schema(False), ("topic",))[1].leader_epochs == {("t", 0): 2}
