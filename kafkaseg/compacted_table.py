@@ -39,8 +39,8 @@ from kafkaseg.compaction import (
 from kafkaseg.errors import CompactedTableError, InvalidOptionError
 
 __all__ = ["table_schema", "read_state", "merge_changes", "merge_staged_parquet", "remove_staging",
-           "commit_properties", "conflicts_reported", "write_full_arrow", "RunPlan", "prepare_run", "compact_arrow", "MERGE_PREDICATE",
-           "MODES"]
+           "commit_properties", "conflicts_reported", "write_full_arrow", "RunPlan", "prepare_run", "compact_arrow",
+           "MERGE_PREDICATE", "MODES", "ROW_PRESERVING_OPERATIONS"]
 
 MODES = ("auto", "full", "incremental")
 MERGE_ROW_GROUP = 65_536

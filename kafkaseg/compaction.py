@@ -32,14 +32,15 @@ Semantics, after Kafka's cleaner (``core/src/main/scala/kafka/log/LogCleaner.sca
   largest timestamp is newer than ``now - min_compaction_lag_ms``, for a table that equals what the cleaner
   would produce.
 
-Data loss (:func:`plan_increment`): a table's recorded next offset below the partition's log start offset
-(retention or DeleteRecords removed records before the table read them), above its high watermark (the data dir
-is older than the table, or the log was truncated), past the end the log now gives the leader epoch the table
-last read under (the log was truncated there and rewritten by a new leader: an unclean election; Kafka's consumer validation,
+Data loss (:func:`plan_increment`): a table's recorded next offset below the partition's log start offset (retention
+or DeleteRecords removed records before the table read them), above its high watermark (the data dir is older than
+the table, or the log was truncated), past the end the log now gives the leader epoch the table last read under (the
+log was truncated there and rewritten by a new leader: an unclean election; Kafka's consumer validation,
 ``clients/.../consumer/internals/SubscriptionState.java`` ``maybeCompleteValidation`` with
 ``LeaderEpochFileCache.endOffsetFor``), or a log whose cleaner has compacted past it longer than
-``delete_retention_ms`` after the previous run read (a tombstone there may have been removed: Kafka's own rule
-for consumers, who must read a compacted topic's head within ``delete.retention.ms`` to see every delete).
+``delete_retention_ms`` after a run last read up to the cleaner's checkpoint (or rebuilt from the log start): a
+tombstone there may have been removed (Kafka's own rule for consumers, who must read a compacted topic's head within
+``delete.retention.ms`` to see every delete; a run that is recent but lags behind the cleaner is not).
 """
 
 from __future__ import annotations
@@ -81,8 +82,8 @@ class CompactionConfig:
     - ``key_scope``: ``"partition"`` only (see the module docs for why not ``"topic"``).
     - ``read_until``: ``"last_stable_offset"`` (default) or ``"cleanable"`` (the cleaner's cleanable range end).
     - ``min_compaction_lag_ms``: the topic's ``min.compaction.lag.ms``, used by ``read_until = "cleanable"``.
-    - ``delete_retention_ms``: the topic's ``delete.retention.ms`` (default 24 h): runs further apart than this on a
-      log the cleaner has compacted past the table's offsets may miss deletes (data loss).
+    - ``delete_retention_ms``: the topic's ``delete.retention.ms`` (default 24 h): a table that has not read up to the
+      cleaner's checkpoint for longer than this, on a log compacted past its offsets, may miss deletes (data loss).
     - ``on_data_loss``: ``"fail"`` (default) or ``"rebuild"`` (rebuild the table from what the log still holds).
     - ``max_offsets_per_partition``: read at most this many offsets of each partition per run (None: no cap);
       bounds the change set a run merges, so the table catches up over several runs.
@@ -273,7 +274,9 @@ class TableState:
     offset to read (every offset below it is applied), the topics' ids and clusters (their incarnation), when the
     read that produced it was planned (ms), how far runs read (``read_until``), and per ``(topic, partition)`` the
     leader epoch of the offset before its next offset (``leader_epochs``: what detects a log truncated and
-    rewritten below that offset; absent in tables written before it was recorded)."""
+    rewritten below that offset) and when a run last read up to the cleaner's checkpoint or rebuilt it from its
+    log start (``caught_up_at_ms``: what delete_retention_ms counts from). Both are absent in tables written
+    before they were recorded (then ``read_at_ms`` stands for the latter)."""
 
     next_offsets: Mapping[tuple[str, int], int] = field(default_factory=dict)
     topic_ids: Mapping[str, str] = field(default_factory=dict)
@@ -281,12 +284,17 @@ class TableState:
     read_at_ms: int = 0
     read_until: str = "last_stable_offset"
     leader_epochs: Mapping[tuple[str, int], int] = field(default_factory=dict)
+    caught_up_at_ms: Mapping[tuple[str, int], int] = field(default_factory=dict)
+
+    def caught_up_at(self, key: tuple[str, int]) -> int:
+        return self.caught_up_at_ms.get(key, self.read_at_ms)
 
     def to_json(self) -> str:
         return json.dumps({"version": 1, "next_offsets": _nested(self.next_offsets),
                            "topic_ids": dict(sorted(self.topic_ids.items())),
                            "cluster_ids": dict(sorted(self.cluster_ids.items())), "read_at_ms": self.read_at_ms,
-                           "read_until": self.read_until, "leader_epochs": _nested(self.leader_epochs)},
+                           "read_until": self.read_until, "leader_epochs": _nested(self.leader_epochs),
+                           "caught_up_at_ms": _nested(self.caught_up_at_ms)},
                           separators=(",", ":"))
 
     @classmethod
@@ -299,9 +307,11 @@ class TableState:
             offsets = {(str(t), int(p)): int(o) for t, parts in data["next_offsets"].items() for p, o in parts.items()}
             epochs = {(str(t), int(p)): int(e) for t, parts in data.get("leader_epochs", {}).items()
                       for p, e in parts.items()}
+            caught_up = {(str(t), int(p)): int(ms) for t, parts in data.get("caught_up_at_ms", {}).items()
+                         for p, ms in parts.items()}
             return cls(offsets, {str(k): str(v) for k, v in data["topic_ids"].items()},
                        {str(k): str(v) for k, v in data["cluster_ids"].items()}, int(data["read_at_ms"]),
-                       str(data["read_until"]), epochs)
+                       str(data["read_until"]), epochs, caught_up)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CompactedTableError(f"{where}: the recorded compaction state {STATE_KEY} is malformed ({exc}); "
                                       "rebuild the table with --mode full") from exc
@@ -397,7 +407,13 @@ def plan_increment(facts: Sequence[PartitionFacts], state: TableState | None, co
     topic_ids = {} if state is None or full else dict(state.topic_ids)
     cluster_ids = {} if state is None or full else dict(state.cluster_ids)
     epochs = {} if state is None or full else dict(state.leader_epochs)
+    caught_up = {} if state is None or full else {key: state.caught_up_at(key) for key in state.next_offsets}
     for f in facts:
+        # delete_retention_ms counts from the last run that read up to the cleaner's checkpoint (a tombstone past
+        # it was not cleaned yet, so it stays delete.retention.ms longer) or read the partition from its log start
+        # (a key whose tombstone the cleaner had already passed has no older record left to read)
+        if f.key not in previous or f.cleaner_offset is None or next_offsets[f.key] >= f.cleaner_offset:
+            caught_up[f.key] = now_ms
         if f.topic_id:
             topic_ids[f.topic] = f.topic_id
         if f.cluster_id:
@@ -407,7 +423,7 @@ def plan_increment(facts: Sequence[PartitionFacts], state: TableState | None, co
             epochs.pop(f.key, None)
         else:
             epochs[f.key] = epoch
-    new_state = TableState(next_offsets, topic_ids, cluster_ids, now_ms, config.read_until, epochs)
+    new_state = TableState(next_offsets, topic_ids, cluster_ids, now_ms, config.read_until, epochs, caught_up)
     return Increment(ranges, new_state, state is None or full, tuple(losses), tuple(capped))
 
 
@@ -472,10 +488,11 @@ def _losses(facts: Sequence[PartitionFacts], state: TableState, config: Compacti
         elif (diverged := _divergence(f, start, state.leader_epochs.get(f.key))) is not None:
             found.append(diverged)
         elif (f.cleaner_offset is not None and f.cleaner_offset > start
-              and now_ms - state.read_at_ms > config.delete_retention_ms):
+              and now_ms - state.caught_up_at(f.key) > config.delete_retention_ms):
             found.append(f"{name}: the cleaner compacted offsets from {start} (cleaner checkpoint "
-                         f"{f.cleaner_offset}) and the previous run read {now_ms - state.read_at_ms} ms ago, more "
-                         f"than delete_retention_ms {config.delete_retention_ms}: deletes there may be gone")
+                         f"{f.cleaner_offset}) and the table last read up to the cleaner's checkpoint "
+                         f"{now_ms - state.caught_up_at(f.key)} ms ago, more than delete_retention_ms "
+                         f"{config.delete_retention_ms}: deletes there may be gone")
     return found
 
 

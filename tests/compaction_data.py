@@ -157,6 +157,8 @@ def write_epoch_log(root: Path, topic: str, epochs: list[tuple[int, list[tuple[i
         for offset, key, value in records:
             writer.append(build_batch_v2([Record(offset, 1_700_000_000_000 + offset, key, value)],
                                          partition_leader_epoch=epoch))
+            if key is None:
+                continue  # keyless: dropped
             if value is None:
                 state.pop((topic, 0, key), None)
             else:

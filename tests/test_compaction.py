@@ -163,7 +163,8 @@ def test_plan_increment_continues_recorded_offsets_and_records_the_new_ones():
     config = CompactionConfig()
     first = plan_increment([_facts()], None, config, NOW)
     assert first.full and first.ranges == {("t", 0): (0, 90)}
-    assert first.state == TableState({("t", 0): 90}, {"t": "ID1"}, {"t": "C1"}, NOW, "last_stable_offset")
+    assert first.state == TableState({("t", 0): 90}, {"t": "ID1"}, {"t": "C1"}, NOW, "last_stable_offset",
+                                     caught_up_at_ms={("t", 0): NOW})
     assert TableState.from_json(first.state.to_json(), "x") == first.state
     other = TableState({("t", 0): 90, ("u", 3): 7}, {"t": "ID1", "u": "ID2"}, {"t": "C1"}, NOW - 1)
     nxt = plan_increment([_facts(last_stable_offset=95, high_watermark=99)], other, config, NOW)
@@ -209,6 +210,30 @@ def test_plan_increment_refuses_another_incarnation_or_a_missing_partition():
     # on disk but not selected by this run (a table built by assign): kept as it is, not lost
     kept = plan_increment([_facts()], state, CompactionConfig(), NOW, on_disk=[("t", 0), ("t", 1)])
     assert kept.ranges == {("t", 0): (90, 90)} and kept.state.next_offsets[("t", 1)] == 5
+
+
+def test_a_table_lagging_behind_the_cleaner_counts_delete_retention_from_when_it_last_caught_up():
+    """Capped runs every few hours that never reach the cleaner's checkpoint: each run is recent, but a tombstone
+    beyond the table's position may have been cleaned right after the table last reached the cleaner and removed
+    delete_retention_ms later, while the table still holds the key's older value. Kafka's rule counts from when
+    the consumer last read up to the cleaned part, not from its last poll."""
+    day = 86_400_000
+    config = CompactionConfig(max_offsets_per_partition=10)
+    facts = _facts(cleaner_offset=70)
+    first = plan_increment([facts], None, config, NOW)  # a (capped) rebuild from the log start
+    assert first.ranges == {("t", 0): (0, 10)}
+    state = first.state
+    for hours in (8, 16, 24):
+        state = plan_increment([facts], state, config, NOW + hours * 3_600_000).state
+    with pytest.raises(DataLossError, match=r"t-0: the cleaner compacted offsets from 40 .* the table last read up "
+                                            r"to the cleaner's checkpoint 86400001 ms ago"):
+        plan_increment([facts], state, config, NOW + day + 1)
+    # reaching the cleaner restarts the clock
+    caught = plan_increment([_facts(cleaner_offset=45)], state, config, NOW + day - 1).state
+    assert caught.next_offsets[("t", 0)] == 50
+    later = plan_increment([_facts(cleaner_offset=55)], caught, config, NOW + 2 * day - 2)
+    assert later.ranges == {("t", 0): (50, 60)}
+    assert TableState.from_json(later.state.to_json(), "x") == later.state
 
 
 # --------------------------------------------------------------------------------------------------------------------
