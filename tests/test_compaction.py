@@ -523,3 +523,23 @@ def test_a_log_truncated_and_rewritten_by_an_unclean_leader_election_is_data_los
     compact_arrow([str(tmp_path / "clean")], other, now_ms=NOW + 1)
     assert table_of(other) == clean
     assert read_state(other, table_schema(False), ("topic",))[1].leader_epochs == {("t", 0): 2}
+
+
+def test_empty_and_odd_binary_keys_are_keys_and_null_keys_are_dropped_across_merges(tmp_path):
+    from tests.compaction_data import write_epoch_log
+
+    first = [(0, b"", b"empty"), (1, None, b"keyless"), (2, b"\x00", b"nul"), (3, b"\xff\xfe\x00a", b"odd"),
+             (4, b"\x00\x00", b"two")]
+    later = [(5, b"", None), (6, b"\x00", b"nul2"), (7, None, None), (8, b"\x00\x00", None), (9, b"\x00\x01", b"n")]
+    before = write_epoch_log(tmp_path / "before", "t", [(0, first)])
+    after = write_epoch_log(tmp_path / "after", "t", [(0, first + later)])
+    table = str(tmp_path / "t")
+
+    def rows():
+        return {(r["topic"], r["partition"], r["key"]): (r["value"], r["offset"])
+                for r in DeltaTable(table).to_pyarrow_table().to_pylist()}
+
+    compact_arrow([str(tmp_path / "before")], table, now_ms=NOW)
+    assert rows() == before and ("t", 0, b"") in before and len(before) == 4
+    merged = compact_arrow([str(tmp_path / "after")], table, now_ms=NOW + 1)
+    assert not merged["plan"].full and rows() == after
