@@ -87,7 +87,7 @@ def read_state(uri: str, expected: pa.Schema, partition_by: Sequence[str]):
     table = DeltaTable(uri)
     check_schema(table, expected, partition_by, uri)
     lineage_end = None  # a RESTORE to version v: the commits after v (up to the RESTORE) no longer hold rows
-    for commit in table.history():
+    for commit in newest_commits(table):
         version = commit.get("version")
         if lineage_end is not None and version is not None and version > lineage_end:
             continue
@@ -110,12 +110,26 @@ def read_state(uri: str, expected: pa.Schema, partition_by: Sequence[str]):
                               "run. Rebuild it with --mode full or write another table")
 
 
+def newest_commits(table, first: int = 16):
+    """The table's commit infos, newest first, read a page at a time (``history(limit)``): the state a run needs
+    is normally in the newest commit, and a whole history is a file per commit (thousands after weeks of
+    runs, each a request on object storage)."""
+    seen = 0
+    limit = first
+    while True:
+        commits = table.history(limit)
+        yield from commits[seen:]
+        if len(commits) < limit:
+            return
+        seen, limit = len(commits), limit * 16
+
+
 def recorded_state(uri: str) -> TableState | None:
     """The newest recorded state of the table at ``uri`` whatever came after it, or None (a rebuild's check that
     it covers what the table holds)."""
     from deltalake import DeltaTable
 
-    for commit in DeltaTable(uri).history():
+    for commit in newest_commits(DeltaTable(uri)):
         text = commit.get(STATE_KEY)
         if text is not None:
             try:

@@ -543,3 +543,21 @@ def test_empty_and_odd_binary_keys_are_keys_and_null_keys_are_dropped_across_mer
     assert rows() == before and ("t", 0, b"") in before and len(before) == 4
     merged = compact_arrow([str(tmp_path / "after")], table, now_ms=NOW + 1)
     assert not merged["plan"].full and rows() == after
+
+
+def test_the_recorded_state_is_read_from_the_newest_commits_first(tmp_path, monkeypatch):
+    """The state is normally in the newest commit: a run reads the history a page at a time (a whole history is a
+    file per commit, thousands after weeks of runs), and pages further back when it must."""
+    from deltalake import write_deltalake
+
+    from kafkaseg.compacted_table import commit_properties, newest_commits
+
+    table = str(tmp_path / "t")
+    write_deltalake(table, pa.table({"key": [b"k"]}), commit_properties=commit_properties(TableState({("t", 0): 7})))
+    for _ in range(40):
+        DeltaTable(table).create_write_transaction([], "append", DeltaTable(table).schema(), [])
+    assert [c["version"] for c in newest_commits(DeltaTable(table), first=4)] == list(range(40, -1, -1))
+    limits = []
+    history = DeltaTable.history
+    monkeypatch.setattr(DeltaTable, "history", lambda self, limit=None: limits.append(limit) or history(self, limit))
+    assert next(newest_commits(DeltaTable(table)))["version"] == 40 and limits == [16]
