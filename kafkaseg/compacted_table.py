@@ -196,10 +196,13 @@ def conflicts_reported(uri: str):
     try:
         yield
     except CommitFailedError as exc:
-        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
         raise CompactedTableError(
-            f"another writer committed to {uri} while this run wrote to it ({first}): nothing of this run was "
-            "committed; run again (runs of one table must not overlap)") from exc
+            f"another writer committed to {uri} while this run wrote to it ({_first_line(exc)}): nothing of this "
+            "run was committed; run again (runs of one table must not overlap)") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
 
 
 def _merge(table, changes, state: TableState) -> dict:
@@ -242,8 +245,14 @@ def merge_staged_parquet(staging: str, plan: RunPlan) -> dict:
     from kafkaseg.storage.fs import open_filesystem
 
     filesystem, root = open_filesystem(staging)
-    dataset = ds.dataset(root, format="parquet", filesystem=filesystem, exclude_invalid_files=True,
-                         ignore_prefixes=["_", "."])
+    dataset = ds.dataset(root, format="parquet", filesystem=filesystem, ignore_prefixes=["_", "."])
+    for fragment in dataset.get_fragments():
+        # every staged file must be read: one left out would have its offsets recorded as applied
+        try:
+            fragment.ensure_complete_metadata()
+        except (OSError, pa.ArrowException) as exc:
+            raise CompactedTableError(f"the staged change set file {fragment.path} is not readable Parquet "
+                                      f"({_first_line(exc)}): nothing committed; run again") from exc
     source = dataset.scanner(columns=plan.schema.names).to_reader()
     source = _cast_reader(source, plan.schema)
     table = DeltaTable(plan.output, version=plan.table_version)

@@ -561,3 +561,29 @@ def test_the_recorded_state_is_read_from_the_newest_commits_first(tmp_path, monk
     history = DeltaTable.history
     monkeypatch.setattr(DeltaTable, "history", lambda self, limit=None: limits.append(limit) or history(self, limit))
     assert next(newest_commits(DeltaTable(table)))["version"] == 40 and limits == [16]
+
+
+def test_a_damaged_staged_file_fails_the_merge_instead_of_being_skipped(changelog, tmp_path):
+    """The executors' staged change set is read back by the driver: a file in it that is not valid Parquet (cut
+    short by a failing store or committer) must fail the merge, not be left out while the offsets it held are
+    recorded as applied."""
+    import pyarrow.parquet as pq
+
+    from kafkaseg.compacted_table import merge_staged_parquet, prepare_run
+    from kafkaseg.scan import read_arrow
+
+    _, root, _ = changelog
+    table = str(tmp_path / "t")
+    compact_arrow([str(root / "head")], table, now_ms=NOW)
+    plan = prepare_run([str(root / "full")], table, CompactionConfig(), {}, now_ms=NOW + 1)
+    changes = latest_per_key(read_arrow([str(root / "full")], **plan.read_options)).cast(plan.schema)
+    staging = tmp_path / "t" / "_kafkaseg_staging" / "run"
+    staging.mkdir(parents=True)
+    pq.write_table(changes.slice(0, 10), staging / "part-00000.parquet")
+    damaged = staging / "part-00001.parquet"
+    pq.write_table(changes.slice(10), damaged)
+    damaged.write_bytes(damaged.read_bytes()[: damaged.stat().st_size // 2])
+    version = DeltaTable(table).version()
+    with pytest.raises(CompactedTableError, match=r"part-00001.parquet is not readable Parquet .* nothing committed"):
+        merge_staged_parquet(str(staging), plan)
+    assert DeltaTable(table).version() == version
