@@ -68,8 +68,11 @@ ON_DATA_LOSS = ("fail", "rebuild")
 _RANGE_OPTIONS = frozenset(name.lower() for name in (
     "startingOffsets", "endingOffsets", "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp",
     "endingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy"))
+# (onCorruption=skip would record the offsets of a skipped batch as applied; upperBound=logEndOffset would read
+# records not yet committed to the partition, which a leader change can truncate)
 _FIXED_OPTIONS = {"kafka.isolation.level": "read_committed", "includecontrol": "false",
-                  "includemetadata": "false", "replicas": "highestHighWatermark", "failondataloss": "true"}
+                  "includemetadata": "false", "replicas": "highestHighWatermark", "failondataloss": "true",
+                  "oncorruption": "fail", "upperbound": "highWatermark"}
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -166,10 +169,11 @@ def _checked(name: str, value: Any, source: str) -> Any:
 
 
 def compaction_read_options(options: Mapping[str, str]) -> dict[str, str]:
-    """The read options of a compaction run: the user's (topic selection, includeHeaders, tuning) with what a
-    compacted read must be forced: ``read_committed``, no control records, no metadata columns, one replica per
-    partition, strict data loss. The range options (``startingOffsets``...) are the run's to decide. A given
-    option that contradicts this is an :class:`InvalidOptionError` naming it."""
+    """The read options of a compaction run: the user's (topic selection, includeHeaders, tuning) with what a compacted
+    read must be forced: ``read_committed``, no control records, no metadata columns, one replica per partition,
+    strict data loss, corruption fails the run, up to the high watermark. The range options
+    (``startingOffsets``...) are the run's to decide. A given option that contradicts this is an
+    :class:`InvalidOptionError` naming it."""
     out: dict[str, str] = {}
     for key, value in options.items():
         lower = key.strip().lower()
@@ -184,7 +188,8 @@ def compaction_read_options(options: Mapping[str, str]) -> dict[str, str]:
             continue
         out[key] = value
     out.update({"kafka.isolation.level": "read_committed", "includeControl": "false", "includeMetadata": "false",
-                "replicas": "highestHighWatermark", "failOnDataLoss": "true"})
+                "replicas": "highestHighWatermark", "failOnDataLoss": "true", "onCorruption": "fail",
+                "upperBound": "highWatermark"})
     return out
 
 
