@@ -177,14 +177,22 @@ def check_partitioning(uri: str, partition_by: Sequence[str]) -> None:
                                   "partitioning; set partition_by to the table's, or write another table")
 
 
-def merge_changes(table, changes, state: TableState) -> dict:
+def merge_changes(table, changes, state: TableState, topics: Sequence[str] | None = None) -> dict:
     """Apply ``changes`` (a change set: one row per identity, tombstones included; a ``pyarrow.Table`` or
     ``RecordBatchReader``) to the ``DeltaTable`` ``table`` in one commit that also records ``state``. A target
-    row is updated or deleted only by a higher offset, so a change set applied twice changes nothing. Returns
+    row is updated or deleted only by a higher offset, so a change set applied twice changes nothing. ``topics``:
+    the only topics ``changes`` can hold (the merge then skips the table's files of other topics). Returns
     delta-rs's merge metrics. A concurrent commit to the table in between fails the commit (delta-rs's conflict
     check), leaving it unchanged: a :class:`CompactedTableError`."""
+    predicate = MERGE_PREDICATE
+    if topics:  # (none read: the change set is empty, nothing to restrict)
+        predicate += f" AND t.topic IN ({', '.join(_sql_string(t) for t in sorted(set(topics)))})"
     with conflicts_reported(table.table_uri):
-        return _merge(table, changes, state)
+        return _merge(table, changes, state, predicate)
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 @contextmanager
@@ -205,13 +213,13 @@ def _first_line(exc: BaseException) -> str:
     return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
 
 
-def _merge(table, changes, state: TableState) -> dict:
+def _merge(table, changes, state: TableState, predicate: str) -> dict:
     from deltalake import WriterProperties
 
     before = table.version()
     # rewritten files in row groups of MERGE_ROW_GROUP rows: the writer buffers a row group (delta-rs's default is
     # about a million rows), which measured a quarter of a merge's peak memory (BENCHMARKS.md)
-    metrics = (table.merge(changes, MERGE_PREDICATE, source_alias="s", target_alias="t",
+    metrics = (table.merge(changes, predicate, source_alias="s", target_alias="t",
                            writer_properties=WriterProperties(max_row_group_size=MERGE_ROW_GROUP),
                            commit_properties=commit_properties(state))
                .when_matched_delete("s.value IS NULL AND s.offset > t.offset")
@@ -256,7 +264,7 @@ def merge_staged_parquet(staging: str, plan: RunPlan) -> dict:
     source = dataset.scanner(columns=plan.schema.names).to_reader()
     source = _cast_reader(source, plan.schema)
     table = DeltaTable(plan.output, version=plan.table_version)
-    return merge_changes(table, source, plan.increment.state)
+    return merge_changes(table, source, plan.increment.state, plan.topics_read)
 
 
 def _cast_reader(reader, schema):
@@ -300,6 +308,11 @@ class RunPlan:
     @property
     def full(self) -> bool:
         return self.increment.full
+
+    @property
+    def topics_read(self) -> list[str]:
+        """The topics whose read covers at least one offset (no other topic can be in the change set)."""
+        return sorted({topic for (topic, _), (start, end) in self.increment.ranges.items() if end > start})
 
 
 def pinned(options: Mapping[str, str], ranges: Mapping[tuple[str, int], tuple[int, int]]) -> dict:
@@ -365,4 +378,4 @@ def compact_arrow(paths: Sequence[str], output: str, config: CompactionConfig | 
 
     table = DeltaTable(output, version=plan.table_version)
     return {"plan": plan, "changes": changes.num_rows,
-            "merge": merge_changes(table, changes, plan.increment.state)}
+            "merge": merge_changes(table, changes, plan.increment.state, plan.topics_read)}

@@ -488,7 +488,8 @@ def test_a_concurrent_commit_fails_the_run_with_one_line_and_nothing_committed(c
     changes = latest_per_key(read_arrow([str(root / "full")], **slow.read_options)).cast(slow.schema)
     for rows in (changes, changes.slice(0, 0)):  # a merge, and the empty commit of a run with nothing new
         with pytest.raises(CompactedTableError, match="another writer committed to .* run again") as caught:
-            merge_changes(DeltaTable(table, version=slow.table_version), rows, slow.increment.state)
+            merge_changes(DeltaTable(table, version=slow.table_version), rows, slow.increment.state,
+                          slow.topics_read)
         assert DeltaTable(table).version() == version
         line, code = error_line(caught.value, (CompactedTableError,))  # as jobs/compact.py reports it
         assert "\n" not in line and code == 2
@@ -591,3 +592,28 @@ def test_a_damaged_staged_file_fails_the_merge_instead_of_being_skipped(changelo
     with pytest.raises(CompactedTableError, match=r"part-00001.parquet is not readable Parquet .* nothing committed"):
         merge_staged_parquet(str(staging), plan)
     assert DeltaTable(table).version() == version
+
+
+def test_a_merge_skips_the_files_of_topics_the_run_did_not_read(tmp_path):
+    """Partitioned by topic, a merge given the topics read leaves the other topics' files unscanned (a table of
+    many topics, few of them busy), with the same result."""
+    import datetime as dt
+
+    from deltalake import write_deltalake
+
+    schema = table_schema(False)
+
+    def rows(items):
+        return pa.Table.from_pylist([dict(topic=t, key=k, value=v, partition=0, offset=o, timestampType=0,
+                                          timestamp=dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc))
+                                     for t, k, v, o in items]).select(schema.names).cast(schema)
+
+    for topics, skipped in ((None, 0), (["a"], 2)):
+        table = str(tmp_path / f"t{skipped}")
+        write_deltalake(table, rows([("a", b"k", b"1", 1), ("b", b"k", b"1", 1), ("c'x", b"k", b"1", 1)]),
+                        partition_by=["topic"])
+        metrics = merge_changes(DeltaTable(table), rows([("a", b"k", b"2", 5), ("a", b"j", None, 6)]),
+                                TableState(), topics)
+        assert metrics["num_target_files_skipped_during_scan"] == skipped
+        assert sorted((r["topic"], r["value"]) for r in DeltaTable(table).to_pyarrow_table().to_pylist()) == [
+            ("a", b"2"), ("b", b"1"), ("c'x", b"1")]
