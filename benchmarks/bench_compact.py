@@ -51,6 +51,9 @@ def main(argv=None) -> int:
     parser.add_argument("--keys", type=int, default=100_000)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--quick", action="store_true", help="20,000 records, 2,000 keys: a smoke run")
+    parser.add_argument("--driver-merge-max-bytes", type=int, default=None,
+                        help="the config's driver_merge_max_bytes (0: the executors rewrite; default: the config's "
+                             "default, under which this benchmark's table is merged on the driver)")
     args = parser.parse_args(argv)
     if args.quick:
         args.records, args.keys = 20_000, 2_000
@@ -85,8 +88,13 @@ def main(argv=None) -> int:
                  .config("spark.sql.session.timeZone", "UTC").getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
         try:
+            config = []
+            if args.driver_merge_max_bytes is not None:
+                (root / "compaction.toml").write_text(f"driver_merge_max_bytes = {args.driver_merge_max_bytes}\n")
+                config = ["--config", str(root / "compaction.toml")]
+
             def job(data: str, table: str) -> dict:
-                return compact.run(spark, compact.parse_args(["--data-dir", data, "--output", table]))
+                return compact.run(spark, compact.parse_args(["--data-dir", data, "--output", table, *config]))
 
             job(str(root / "head"), str(root / "warmup"))  # JVM and Python workers warm
             full = job(str(root / "full"), str(root / "t-full"))
@@ -111,16 +119,25 @@ def main(argv=None) -> int:
     print(f"{'full rebuild (Spark)':<34} {offsets:>10,} {full['seconds']:>8.1f} {offsets / full['seconds']:>11,.0f}")
     print(f"{'full rebuild of the head':<34} {head['plan'].increment.offsets_to_read:>10,} "
           f"{head['seconds']:>8.1f}")
-    print(f"{'incremental (Spark + merge)':<34} {inc_offsets:>10,} {inc['seconds']:>8.1f} "
-          f"{inc_offsets / inc['seconds']:>11,.0f}")
-    print(f"{'  read + reduce + stage (executors)':<34} {'':>10} {r['write_seconds']:>8.1f}")
-    print(f"{'  DeltaTable.merge (driver)':<34} {'':>10} {r['merge_seconds']:>8.1f}")
+    executors = r.get("engine") == "executors"
+    print(f"{'incremental (Spark + ' + ('rewrite)' if executors else 'merge)'):<34} {inc_offsets:>10,} "
+          f"{inc['seconds']:>8.1f} {inc_offsets / inc['seconds']:>11,.0f}")
+    if executors:
+        print(f"{'  read + reduce + rewrite (executors)':<34} {'':>10} {r['write_seconds']:>8.1f}")
+        print(f"{'  commit (driver)':<34} {'':>10} {r['merge_seconds']:>8.1f}")
+    else:
+        print(f"{'  read + reduce + stage (executors)':<34} {'':>10} {r['write_seconds']:>8.1f}")
+        print(f"{'  DeltaTable.merge (driver)':<34} {'':>10} {r['merge_seconds']:>8.1f}")
     print(f"{'full rebuild (compact_arrow, no Spark)':<34} {offsets:>10,} {arrow_seconds:>8.1f} "
           f"{offsets / arrow_seconds:>11,.0f}")
-    print(f"table: {keys:,} live keys; incremental change set {r.get('num_source_rows', 0):,} rows: "
-          f"{r.get('num_target_rows_updated', 0):,} updated, {r.get('num_target_rows_inserted', 0):,} inserted, "
-          f"{r.get('num_target_rows_deleted', 0):,} deleted; files removed {r.get('num_target_files_removed', 0)}, "
-          f"added {r.get('num_target_files_added', 0)}")
+    if executors:
+        print(f"table: {keys:,} live keys; the executors rewrote {r['files_rewritten']} files "
+              f"({r['bytes_rewritten']:,} bytes) into {r['files_written']}")
+    else:
+        print(f"table: {keys:,} live keys; incremental change set {r.get('num_source_rows', 0):,} rows: "
+              f"{r.get('num_target_rows_updated', 0):,} updated, {r.get('num_target_rows_inserted', 0):,} inserted, "
+              f"{r.get('num_target_rows_deleted', 0):,} deleted; files removed {r.get('num_target_files_removed', 0)}, "
+              f"added {r.get('num_target_files_added', 0)}")
     print(f"driver peak RSS (Python process): {before:,.0f} MiB after the full rebuilds, {after:,.0f} MiB after the "
           "incremental run's merge")
     print(f"incremental table equals the full rebuild: {same}")

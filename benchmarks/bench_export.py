@@ -36,7 +36,7 @@ def main(argv=None) -> int:
     from pyspark.sql import SparkSession
 
     import jobs.export as export
-    from kafkaseg.spark import register
+    from kafkaseg.spark import plan_reports, register
 
     with tempfile.TemporaryDirectory(prefix="kafkaseg-bench-export-") as tmp:
         data = Path(tmp) / "data"
@@ -44,6 +44,7 @@ def main(argv=None) -> int:
                                         records_per_batch=200, value_size=200, segment_bytes=32 << 20,
                                         codec=args.codec)])
         size = sum(f.stat().st_size for f in data.rglob("*.log"))
+        os.environ["KAFKASEG_SPARK_REPORT_DIR"] = str(Path(tmp) / "reports")  # this run's scans only
         spark = (SparkSession.builder.master("local[2]").config("spark.sql.python.filterPushdown.enabled", "true")
                  .config("spark.sql.session.timeZone", "UTC").config("spark.ui.showConsoleProgress", "false")
                  .getOrCreate())
@@ -56,14 +57,17 @@ def main(argv=None) -> int:
                 n = spark.read.format("kafkaseg").load(str(data)).count()
                 counts.append(time.perf_counter() - started)
                 assert n == args.records // 4 * 4, n
+            read_bytes = []
             for i in range(args.repeat):
                 output = Path(tmp) / f"out{i}"
                 parsed = export.parse_args(["--data-dir", str(data), "--output", str(output)])
                 prepared = export.prepare(parsed)
+                since = time.time()
                 started = time.perf_counter()
                 with contextlib.redirect_stdout(io.StringIO()):
                     result = export.run(spark, parsed, prepared)
                 exports.append(time.perf_counter() - started)
+                read_bytes.append(sum(r.read_metrics()["bytes_read"] for r in plan_reports() if r.created >= since))
                 assert result["records"] == n, result["records"]
                 shutil.rmtree(output)
         finally:
@@ -73,6 +77,7 @@ def main(argv=None) -> int:
     print(f"count():     best {count_s:6.2f} s  (first {counts[0]:.2f} s)")
     print(f"export run:  best {export_s:6.2f} s  (first {exports[0]:.2f} s)  {n / export_s / 1e6:.2f} M rec/s")
     print(f"export / count: {export_s / count_s:.2f}")
+    print(f"segment bytes the export read: {max(read_bytes) / 1e6:,.0f} MB ({max(read_bytes) / size:.2f}x the data)")
     return 0
 
 

@@ -100,15 +100,19 @@ def latest_per_key(df):
 
 def load(spark, changes, plan) -> dict:
     """Write ``changes`` (:func:`latest_per_key`'s) into the table as ``plan`` says: a rebuild commits the live
-    rows' files in one delta-rs transaction; an incremental run stages the change set as Parquet (executors),
-    then merges it from the driver in one commit recording the new offsets, and removes the staging folder."""
+    rows' files in one delta-rs transaction; an incremental run either stages the change set as Parquet
+    (executors), merges it from the driver in one commit recording the new offsets and removes the staging folder,
+    or, when the files it may rewrite exceed ``driver_merge_max_bytes``, has the executors rewrite them
+    (:func:`rewrite_on_executors`)."""
     from pyspark.sql import functions as F
 
     from kafkaseg.compacted_table import (
         commit_properties,
         conflicts_reported,
         merge_staged_parquet,
+        merges_on_driver,
         remove_staging,
+        rewrite_scope,
     )
     from kafkaseg.spark.tables import write_delta, write_parquet
 
@@ -119,6 +123,9 @@ def load(spark, changes, plan) -> dict:
                                     plan.partition_by, plan.schema,
                                     commit_properties=commit_properties(plan.increment.state))
         return {"write_seconds": time.perf_counter() - started, "merge_seconds": 0.0, **committed}
+    scope = rewrite_scope(plan)
+    if not merges_on_driver(plan, scope):
+        return rewrite_on_executors(spark, changes, plan, scope)
     from kafkaseg.storage.fs import join
 
     staging = join(plan.output, STAGING_DIR, f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}")
@@ -130,6 +137,62 @@ def load(spark, changes, plan) -> dict:
         return {"write_seconds": staged - started, "merge_seconds": time.perf_counter() - staged, **metrics}
     finally:
         remove_staging(staging)
+
+
+def table_rows(spark, plan, scope, columns: Sequence[str]):
+    """The rows of ``scope``'s files (the table at the version the run read) with ``columns``, read by the
+    executors; partition columns, which the files do not hold, come from each file's Delta partition values."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType, StringType
+
+    from kafkaseg.storage.fs import join
+
+    groups: dict = {}
+    for path, values in scope.files:
+        groups.setdefault(values, []).append(join(plan.output, path))
+    types = {"topic": StringType(), "partition": IntegerType()}
+    parts = []
+    for values, paths in sorted(groups.items(), key=lambda item: str(item[0])):
+        df = spark.read.parquet(*paths)
+        for column, value in values:
+            df = df.withColumn(column, F.lit(None if value is None else value).cast(types[column]))
+        parts.append(df.select(*columns))
+    if not parts:
+        return None
+    rows = parts[0]
+    for part in parts[1:]:
+        rows = rows.unionByName(part)
+    return rows
+
+
+def rewrite_on_executors(spark, changes, plan, scope) -> dict:
+    """Apply ``changes`` by rewriting ``scope``'s files on the executors: the table's rows and the change set
+    reduced per key again (:func:`latest_per_key`: the higher offset wins, so a change set applied twice changes
+    nothing), tombstones dropped, written as Parquet; then one commit replaces those files and records the new
+    offsets (:func:`kafkaseg.compacted_table.commit_rewrite`, refused when the table moved meanwhile). Memory is
+    Spark's shuffle's, bounded by Spark's settings, not by the table's size."""
+    from pyspark.sql import functions as F
+
+    from kafkaseg.compacted_table import commit_rewrite
+    from kafkaseg.spark.tables import delta_add_actions, write_parquet
+    from kafkaseg.storage.fs import join, open_filesystem
+
+    started = time.perf_counter()
+    current = table_rows(spark, plan, scope, changes.columns)
+    rows = changes if current is None else changes.unionByName(current)
+    live = latest_per_key(rows).where(F.col("value").isNotNull())
+    folder = f"kafkaseg-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+    write_parquet(live, join(plan.output, folder), "error", list(plan.partition_by))
+    actions = delta_add_actions(plan.output, folder, plan.partition_by)
+    written = time.perf_counter()
+    try:
+        metrics = commit_rewrite(plan, scope, actions)
+    except BaseException:
+        filesystem, root = open_filesystem(join(plan.output, folder))
+        filesystem.delete_dir(root)  # ours, never committed
+        raise
+    return {"engine": "executors", "write_seconds": written - started,
+            "merge_seconds": time.perf_counter() - written, **metrics}
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -172,11 +235,16 @@ def run(spark, args: argparse.Namespace, prepared=None) -> dict:
     from deltalake import DeltaTable
 
     rows = DeltaTable(plan.output).count()
-    merged = "" if plan.full else (f"; merge: {result.get('num_source_rows', 0):,} changes, "
-                                   f"{result.get('num_target_rows_inserted', 0):,} inserted, "
-                                   f"{result.get('num_target_rows_updated', 0):,} updated, "
-                                   f"{result.get('num_target_rows_deleted', 0):,} deleted in "
-                                   f"{result['merge_seconds']:.1f}s")
+    if plan.full:
+        merged = ""
+    elif result.get("engine") == "executors":
+        merged = (f"; the executors rewrote {result['files_rewritten']:,} files ({result['bytes_rewritten']:,} "
+                  f"bytes, above driver_merge_max_bytes) into {result['files_written']:,}")
+    else:
+        merged = (f"; merge: {result.get('num_source_rows', 0):,} changes, "
+                  f"{result.get('num_target_rows_inserted', 0):,} inserted, "
+                  f"{result.get('num_target_rows_updated', 0):,} updated, "
+                  f"{result.get('num_target_rows_deleted', 0):,} deleted in {result['merge_seconds']:.1f}s")
     print(f"compacted {plan.increment.offsets_to_read:,} offsets into {plan.output} in {seconds:.1f}s{merged}"
           + f"; the table holds {rows:,} keys")
     return {"plan": plan, "result": result, "seconds": seconds}

@@ -207,10 +207,11 @@ def print_summary(summary: dict, out=None) -> None:
     if summary["most_overdue"]:
         width = max(len(r["partition"]) for r in summary["most_overdue"])
         print(f"{'most overdue':<{width}}  {'overdue':>14}  {'segments':>8}  {'bytes':>14}", file=out)
+        from kafkaseg.retention import format_duration
+
         for row in summary["most_overdue"]:
-            hours = row["overdue_ms"] / 3_600_000
-            print(f"{row['partition']:<{width}}  {hours:>12.1f} h  {row['deletable_segments']:>8}  "
-                  f"{row['deletable_bytes']:>14,}", file=out)
+            print(f"{row['partition']:<{width}}  {format_duration(row['overdue_ms']):>14}  "
+                  f"{row['deletable_segments']:>8}  {row['deletable_bytes']:>14,}", file=out)
     for error in summary["errors"]:
         print(f"not audited: {error['partition']} ({error['path']}): {error['error']}", file=out)
 

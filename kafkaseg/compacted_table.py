@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,7 +41,8 @@ from kafkaseg.errors import CompactedTableError, InvalidOptionError
 
 __all__ = ["table_schema", "read_state", "merge_changes", "merge_staged_parquet", "remove_staging",
            "commit_properties", "conflicts_reported", "write_full_arrow", "RunPlan", "prepare_run", "compact_arrow",
-           "MERGE_PREDICATE", "MODES", "ROW_PRESERVING_OPERATIONS"]
+           "MERGE_PREDICATE", "MODES", "ROW_PRESERVING_OPERATIONS", "RewriteScope", "rewrite_scope",
+           "merges_on_driver", "commit_rewrite"]
 
 MODES = ("auto", "full", "incremental")
 MERGE_ROW_GROUP = 65_536
@@ -267,6 +269,60 @@ def merge_staged_parquet(staging: str, plan: RunPlan) -> dict:
     return merge_changes(table, source, plan.increment.state, plan.topics_read)
 
 
+@dataclass(frozen=True)
+class RewriteScope:
+    """The table files an incremental run must rewrite when the executors apply its change set: with ``topic``
+    among the partition columns, the files of the topics the run read (``topics``; the others are kept), else
+    every file (``topics`` None). ``files``: ``(path relative to the table, its partition values)``; ``bytes``:
+    their total size, which decides between the driver's merge and the executors' rewrite."""
+
+    topics: tuple[str, ...] | None
+    files: tuple[tuple[str, tuple[tuple[str, str | None], ...]], ...]
+    bytes: int
+
+
+def rewrite_scope(plan: RunPlan) -> RewriteScope:
+    """:class:`RewriteScope` of ``plan`` at the table version it read (the Delta log only, no data file)."""
+    from deltalake import DeltaTable
+
+    actions = pa.table(DeltaTable(plan.output, version=plan.table_version).get_add_actions(flatten=True))
+    values = [tuple(zip([c] * actions.num_rows, actions.column(f"partition.{c}").to_pylist()))
+              for c in plan.partition_by]
+    files = list(zip(actions.column("path").to_pylist(), zip(*values) if values else [()] * actions.num_rows,
+                     actions.column("size_bytes").to_pylist()))
+    topics = None
+    if "topic" in plan.partition_by:
+        topics = tuple(sorted({topic for topic, _ in plan.increment.ranges}))
+        files = [f for f in files if dict(f[1])["topic"] in topics]
+    return RewriteScope(topics, tuple((path, tuple(parts)) for path, parts, _ in files), sum(f[2] for f in files))
+
+
+def merges_on_driver(plan: RunPlan, scope: RewriteScope) -> bool:
+    """Whether ``plan``'s change set is merged by the driver (delta-rs, in memory) rather than by the executors:
+    the files it may rewrite total at most ``driver_merge_max_bytes``."""
+    return scope.bytes <= plan.driver_merge_max_bytes and plan.driver_merge_max_bytes > 0
+
+
+def commit_rewrite(plan: RunPlan, scope: RewriteScope, actions: list) -> dict:
+    """Replace the files of ``scope`` by ``actions`` (the executors' rewrite of them) in one commit recording
+    ``plan``'s new offsets. Refused, with nothing committed, when the table moved past the version the run read:
+    a concurrent commit would otherwise be partly undone (delta-rs does not refuse such an overwrite)."""
+    from deltalake import DeltaTable
+
+    latest = DeltaTable(plan.output)
+    if latest.version() != plan.table_version:
+        raise CompactedTableError(
+            f"{plan.output} changed while this run worked (version {plan.table_version} read, now "
+            f"{latest.version()}: another writer or a concurrent run): nothing committed; run again")
+    table = DeltaTable(plan.output, version=plan.table_version)
+    filters = [("topic", "in", list(scope.topics))] if scope.topics is not None else None
+    table.create_write_transaction(actions, "overwrite", table.schema(), list(plan.partition_by) or None,
+                                   partition_filters=filters,
+                                   commit_properties=commit_properties(plan.increment.state))
+    return {"files_rewritten": len(scope.files), "bytes_rewritten": scope.bytes, "files_written": len(actions),
+            "num_target_rows": sum(json.loads(a.stats)["numRecords"] for a in actions)}
+
+
 def _cast_reader(reader, schema):
     """``reader`` with its batches cast to ``schema`` (Spark names a list's element field ``element``)."""
     def batches():
@@ -304,6 +360,7 @@ class RunPlan:
     schema: pa.Schema
     partition_by: tuple[str, ...]
     table_version: int | None
+    driver_merge_max_bytes: int = 64 << 20
 
     @property
     def full(self) -> bool:
@@ -317,8 +374,6 @@ class RunPlan:
 
 def pinned(options: Mapping[str, str], ranges: Mapping[tuple[str, int], tuple[int, int]]) -> dict:
     """``options`` with explicit ``startingOffsets``/``endingOffsets`` JSON for ``ranges``."""
-    import json
-
     starts: dict = {}
     ends: dict = {}
     for (topic, partition), (start, end) in sorted(ranges.items()):
@@ -356,7 +411,7 @@ def prepare_run(paths: Sequence[str], output: str, config: CompactionConfig, opt
     increment = plan_increment(facts, state, config, now_ms, full=(mode == "full"), on_disk=on_disk,
                                selects=ReadOptions.from_options(dict(read_options)).selects)
     return RunPlan(output, increment, None if increment.full else state, pinned(read_options, increment.ranges),
-                   schema, tuple(config.partition_by), version)
+                   schema, tuple(config.partition_by), version, config.driver_merge_max_bytes)
 
 
 def compact_arrow(paths: Sequence[str], output: str, config: CompactionConfig | None = None,

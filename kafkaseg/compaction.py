@@ -91,6 +91,11 @@ class CompactionConfig:
     - ``max_offsets_per_partition``: read at most this many offsets of each partition per run (None: no cap);
       bounds the change set a run merges, so the table catches up over several runs.
     - ``partition_by``: the Delta table's partition columns (default ``["topic"]``).
+    - ``driver_merge_max_bytes``: an incremental run merges on the driver (delta-rs ``DeltaTable.merge``, which
+      rewrites only the files holding changed keys but holds them in memory) when the table files of the topics
+      it touches total at most this many bytes (default 64 MiB); above, the executors rewrite those topics'
+      files (a Spark shuffle: memory bounded by Spark's settings, whatever the table's size). 0: always the
+      executors.
     """
 
     key_scope: str = "partition"
@@ -100,6 +105,7 @@ class CompactionConfig:
     on_data_loss: str = "fail"
     max_offsets_per_partition: int | None = None
     partition_by: tuple[str, ...] = ("topic",)
+    driver_merge_max_bytes: int = 64 << 20
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], source: str = "compaction config") -> "CompactionConfig":
@@ -154,7 +160,8 @@ def _checked(name: str, value: Any, source: str) -> Any:
         if value not in ON_DATA_LOSS:
             raise fail(" or ".join(repr(v) for v in ON_DATA_LOSS))
         return value
-    if name in ("min_compaction_lag_ms", "delete_retention_ms", "max_offsets_per_partition"):
+    if name in ("min_compaction_lag_ms", "delete_retention_ms", "max_offsets_per_partition",
+                "driver_merge_max_bytes"):
         if name == "max_offsets_per_partition" and value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int) or value < (1 if name.startswith("max") else 0):

@@ -68,8 +68,8 @@ from kafkaseg.topic_config import (
 __all__ = [
     "RETENTION_CHECK_INTERVAL_MS", "LOG_START_BREACH", "SIZE_BREACH", "TIME_BREACH",
     "SegmentFacts", "PartitionFacts", "SegmentVerdict", "CompactionState", "PartitionAudit",
-    "AuditPlan", "parse_now", "gather_facts", "audit_partition", "audit", "summarize", "partition_row",
-    "segment_rows", "plan_audit",
+    "AuditPlan", "parse_now", "format_duration", "gather_facts", "audit_partition", "audit", "summarize",
+    "partition_row", "segment_rows", "plan_audit",
 ]
 
 RETENTION_CHECK_INTERVAL_MS = 5 * 60 * 1000  # log.retention.check.interval.ms default
@@ -98,6 +98,21 @@ def parse_now(text: str | int | None) -> int:
     if value < 0:
         raise InvalidOptionError(f"--now {str(text).strip()!r} is not epoch milliseconds or an ISO-8601 date-time")
     return value
+
+
+def format_duration(ms: int | None) -> str:
+    """``ms`` for people: ``3d04h``, ``5h07m``, ``2m09s`` (``-`` for None; negative durations keep their sign)."""
+    if ms is None:
+        return "-"
+    sign, ms = ("-" if ms < 0 else ""), abs(ms)
+    days, rest = divmod(ms // 1000, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if days:
+        return f"{sign}{days}d{hours:02d}h"
+    if hours:
+        return f"{sign}{hours}h{minutes:02d}m"
+    return f"{sign}{minutes}m{seconds:02d}s"
 
 
 # -- facts ----------------------------------------------------------------------------------------------------------

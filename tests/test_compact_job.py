@@ -91,3 +91,30 @@ def test_job_full_then_incremental_equals_the_reference(spark, tmp_path):
     compact_arrow([str(tmp_path / "full")], str(tmp_path / "ref"), options={"includeHeaders": "true"})
     assert got == table_rows(DeltaTable(str(tmp_path / "ref")).to_pyarrow_table())
     assert len(ends) == 2
+
+
+@pytest.mark.spark
+def test_incremental_rewrite_on_the_executors_equals_the_reference_and_keeps_other_topics(spark, tmp_path):
+    """Above driver_merge_max_bytes (0 here: always) the executors rewrite the touched topics' files: the table
+    equals a consumer's replay, rows of a topic the run did not read stay as they were, and the run commits once
+    with its offsets."""
+    other = TopicSpec("other", partitions=1, records_per_partition=300, records_per_batch=10, key_cardinality=20,
+                      tombstone_ratio=0.1, segment_bytes=10 * 1024)
+    manifest = write_data_dir(tmp_path / "full", [SPEC, other], seed=3)
+    truncated_copy(tmp_path / "full", tmp_path / "head", drop_segments=2)
+    table = tmp_path / "t"
+    (tmp_path / "c.toml").write_text("driver_merge_max_bytes = 0\n")
+    common = ["--output", str(table), "--option", "includeHeaders=true", "--config", str(tmp_path / "c.toml")]
+    compact.run(spark, compact.parse_args(["--data-dir", str(tmp_path / "head"), *common]))
+    before = table_rows(DeltaTable(str(table)).to_pyarrow_table())
+    version = DeltaTable(str(table)).version()
+    second = compact.run(spark, compact.parse_args(["--data-dir", str(tmp_path / "full"), "--topics", "state",
+                                                    *common]))
+    assert second["result"]["engine"] == "executors" and second["result"]["files_rewritten"] > 0
+    got = table_rows(DeltaTable(str(table)).to_pyarrow_table())
+    assert {k: v for k, v in got.items() if k[0] == "state"} == expected_state(manifest, topics={"state"})
+    assert {k: v for k, v in got.items() if k[0] == "other"} == \
+        {k: v for k, v in before.items() if k[0] == "other"} != {}
+    assert DeltaTable(str(table)).version() == version + 1
+    assert not [p for p in table.iterdir() if p.name.startswith("kafkaseg-")
+                and not any(p.rglob("*.parquet"))]  # no empty run folder left behind

@@ -617,3 +617,25 @@ def test_a_merge_skips_the_files_of_topics_the_run_did_not_read(tmp_path):
         assert metrics["num_target_files_skipped_during_scan"] == skipped
         assert sorted((r["topic"], r["value"]) for r in DeltaTable(table).to_pyarrow_table().to_pylist()) == [
             ("a", b"2"), ("b", b"1"), ("c'x", b"1")]
+
+
+def test_an_executor_rewrite_is_refused_when_the_table_moved_since_the_run_read_it(tmp_path):
+    """delta-rs commits an overwrite over a concurrent commit without complaint (and would leave that commit's
+    files beside the rewritten ones: two rows for a key); the rewrite's commit checks the version first."""
+    from kafkaseg.compacted_table import commit_rewrite, merges_on_driver, prepare_run, rewrite_scope
+
+    write_data_dir(tmp_path / "full", [CHANGELOG], seed=5)
+    truncated_copy(tmp_path / "full", tmp_path / "head", drop_segments=2)
+    out = str(tmp_path / "table")
+    compact_arrow([str(tmp_path / "head")], out, now_ms=NOW)
+    config = CompactionConfig(driver_merge_max_bytes=0)
+    plan = prepare_run([str(tmp_path / "full")], out, config, {}, now_ms=NOW)
+    scope = rewrite_scope(plan)
+    assert not merges_on_driver(plan, scope) and scope.topics == ("entities",) and scope.files
+    small = prepare_run([str(tmp_path / "full")], out, CompactionConfig(), {}, now_ms=NOW)
+    assert merges_on_driver(small, rewrite_scope(small))  # a small table under the default: the driver merges
+    compact_arrow([str(tmp_path / "full")], out, now_ms=NOW)  # another run commits first
+    version = DeltaTable(out).version()
+    with pytest.raises(CompactedTableError, match="changed while this run worked"):
+        commit_rewrite(plan, scope, [])
+    assert DeltaTable(out).version() == version

@@ -12,6 +12,7 @@ import sys
 
 from kafkaseg.retention import (
     audit,
+    format_duration,
     parse_now,
     partition_row,
     plan_audit,
@@ -23,22 +24,8 @@ from kafkaseg.topic_config import load_config_file
 __all__ = ["run"]
 
 
-def _duration(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    sign, ms = ("-" if ms < 0 else ""), abs(ms)
-    days, rest = divmod(ms // 1000, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, seconds = divmod(rest, 60)
-    if days:
-        return f"{sign}{days}d{hours:02d}h"
-    if hours:
-        return f"{sign}{hours}h{minutes:02d}m"
-    return f"{sign}{minutes}m{seconds:02d}s"
-
-
 def _retention_text(ms: int) -> str:
-    return "infinite" if ms < 0 else _duration(ms)
+    return "infinite" if ms < 0 else format_duration(ms)
 
 
 def run(args, console, ms_text) -> int:
@@ -88,7 +75,7 @@ def run(args, console, ms_text) -> int:
                       str(a.total_bytes), str(a.log_start_offset), str(a.high_watermark), ms_text(a.oldest_timestamp),
                       str(a.deletable_segments), str(a.deletable_bytes),
                       "-" if a.new_log_start_offset is None else str(a.new_log_start_offset),
-                      ",".join(f"{rule}:{n}" for rule, n in a.segments_by_rule) or "-", _duration(a.overdue_ms),
+                      ",".join(f"{rule}:{n}" for rule, n in a.segments_by_rule) or "-", format_duration(a.overdue_ms),
                       "yes" if a.blocked_by_high_watermark else "",
                       f"{a.deleted_files} ({a.deleted_bytes} B)" if a.deleted_files else "", dirty)
     console.print(table)
@@ -102,7 +89,7 @@ def run(args, console, ms_text) -> int:
                 seg_table.add_column(column, justify="right")
             for s in a.segments:
                 seg_table.add_row(str(s.base_offset), str(s.next_offset), str(s.size), ms_text(s.largest_timestamp),
-                                  s.timestamp_source, s.rule or "", _duration(s.overdue_ms),
+                                  s.timestamp_source, s.rule or "", format_duration(s.overdue_ms),
                                   "yes" if s.blocked_by_high_watermark else "")
             console.print(seg_table)
     print(f"{summary['partitions']} partitions, {summary['segments']} segments, {summary['bytes']} bytes; "
