@@ -45,6 +45,7 @@ __all__ = ["table_schema", "read_state", "merge_changes", "merge_staged_parquet"
            "merges_on_driver", "commit_rewrite"]
 
 MODES = ("auto", "full", "incremental")
+APP_ID = "kafkaseg.compaction"  # the Delta app transaction id every compaction commit carries
 MERGE_ROW_GROUP = 65_536
 MERGE_PREDICATE = "t.topic = s.topic AND t.partition = s.partition AND t.key = s.key"
 # Delta operations (delta-rs's and Spark's names) that another writer may commit after a compaction run without
@@ -64,10 +65,14 @@ def table_schema(include_headers: bool) -> pa.Schema:
 
 
 def commit_properties(state: TableState):
-    """deltalake ``CommitProperties`` carrying ``state`` in the commit's metadata."""
-    from deltalake import CommitProperties
+    """deltalake ``CommitProperties`` carrying ``state`` in the commit's metadata, and the Delta app transaction
+    :data:`APP_ID` (its version: the read time): delta-rs's conflict check fails a commit when a concurrent one
+    carries the same app id, so two compaction runs of one table never both commit, even where its file-level
+    checks let an overwrite through (a commit that only added files)."""
+    from deltalake import CommitProperties, Transaction
 
-    return CommitProperties(custom_metadata={STATE_KEY: state.to_json()})
+    return CommitProperties(custom_metadata={STATE_KEY: state.to_json()},
+                            app_transactions=[Transaction(APP_ID, state.read_at_ms)])
 
 
 def is_delta_table(uri: str) -> bool:
@@ -306,7 +311,9 @@ def merges_on_driver(plan: RunPlan, scope: RewriteScope) -> bool:
 def commit_rewrite(plan: RunPlan, scope: RewriteScope, actions: list) -> dict:
     """Replace the files of ``scope`` by ``actions`` (the executors' rewrite of them) in one commit recording
     ``plan``'s new offsets. Refused, with nothing committed, when the table moved past the version the run read:
-    a concurrent commit would otherwise be partly undone (delta-rs does not refuse such an overwrite)."""
+    a concurrent commit would otherwise be partly undone (delta-rs does not refuse such an overwrite over a
+    commit that only added files); a compaction run committing between that check and this commit fails it on
+    their common app transaction id (:func:`commit_properties`); another writer's in that instant is not seen."""
     from deltalake import DeltaTable
 
     latest = DeltaTable(plan.output)
@@ -316,9 +323,10 @@ def commit_rewrite(plan: RunPlan, scope: RewriteScope, actions: list) -> dict:
             f"{latest.version()}: another writer or a concurrent run): nothing committed; run again")
     table = DeltaTable(plan.output, version=plan.table_version)
     filters = [("topic", "in", list(scope.topics))] if scope.topics is not None else None
-    table.create_write_transaction(actions, "overwrite", table.schema(), list(plan.partition_by) or None,
-                                   partition_filters=filters,
-                                   commit_properties=commit_properties(plan.increment.state))
+    with conflicts_reported(plan.output):  # a run committing after the check above: the app transaction id
+        table.create_write_transaction(actions, "overwrite", table.schema(), list(plan.partition_by) or None,
+                                       partition_filters=filters,
+                                       commit_properties=commit_properties(plan.increment.state))
     return {"files_rewritten": len(scope.files), "bytes_rewritten": scope.bytes, "files_written": len(actions),
             "num_target_rows": sum(json.loads(a.stats)["numRecords"] for a in actions)}
 

@@ -639,3 +639,36 @@ def test_an_executor_rewrite_is_refused_when_the_table_moved_since_the_run_read_
     with pytest.raises(CompactedTableError, match="changed while this run worked"):
         commit_rewrite(plan, scope, [])
     assert DeltaTable(out).version() == version
+
+
+def test_a_run_committing_between_the_rewrites_version_check_and_its_commit_still_fails_it(tmp_path, monkeypatch):
+    """The executor rewrite checks the table's version, then commits an overwrite: two steps. A run committing
+    between them must still fail it: delta-rs commits the overwrite over a commit that only added files (here
+    the other run inserting new keys), which loses or doubles rows. Every compaction commit carries one Delta app
+    transaction id, which delta-rs's conflict check holds against concurrent commits carrying it."""
+    import kafkaseg.compacted_table as ct
+    from tests.compaction_data import write_epoch_log
+
+    old = [(o, b"k%d" % o, b"v") for o in range(5)]
+    write_epoch_log(tmp_path / "before", "t", [(0, old)])
+    after = write_epoch_log(tmp_path / "after", "t", [(0, old + [(o, b"new%d" % o, b"v") for o in range(5, 9)])])
+    out = str(tmp_path / "table")
+    compact_arrow([str(tmp_path / "before")], out, now_ms=NOW)
+    plan = ct.prepare_run([str(tmp_path / "after")], out, CompactionConfig(driver_merge_max_bytes=0), {},
+                          now_ms=NOW + 1)
+    scope = ct.rewrite_scope(plan)
+    real = ct.commit_properties
+    raced = []
+
+    def other_run_commits_first(state):  # called by commit_rewrite after its version check
+        if not raced:
+            raced.append(None)
+            raced[0] = compact_arrow([str(tmp_path / "after")], out, now_ms=NOW + 2)
+        return real(state)
+
+    monkeypatch.setattr(ct, "commit_properties", other_run_commits_first)
+    with pytest.raises(CompactedTableError, match="another writer committed"):
+        ct.commit_rewrite(plan, scope, [])  # (its files: none, i.e. every key of the version it read deleted)
+    assert raced[0]["merge"]["num_target_files_removed"] == 0  # the other run only added files
+    assert DeltaTable(out).version() == plan.table_version + 1  # only the other run's commit
+    assert {(r["key"]) for r in DeltaTable(out).to_pyarrow_table().to_pylist()} == {k for _, _, k in after}
