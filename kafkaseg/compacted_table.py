@@ -290,6 +290,8 @@ def rewrite_scope(plan: RunPlan) -> RewriteScope:
     """:class:`RewriteScope` of ``plan`` at the table version it read (the Delta log only, no data file)."""
     from deltalake import DeltaTable
 
+    if not plan.topics_read:
+        return RewriteScope((), (), 0)  # nothing read, nothing to rewrite (the run only records its read)
     actions = pa.table(DeltaTable(plan.output, version=plan.table_version).get_add_actions(flatten=True))
     values = [tuple(zip([c] * actions.num_rows, actions.column(f"partition.{c}").to_pylist()))
               for c in plan.partition_by]
@@ -297,14 +299,17 @@ def rewrite_scope(plan: RunPlan) -> RewriteScope:
                      actions.column("size_bytes").to_pylist()))
     topics = None
     if "topic" in plan.partition_by:
-        topics = tuple(sorted({topic for topic, _ in plan.increment.ranges}))
+        topics = tuple(plan.topics_read)  # (a topic with nothing new keeps its files)
         files = [f for f in files if dict(f[1])["topic"] in topics]
     return RewriteScope(topics, tuple((path, tuple(parts)) for path, parts, _ in files), sum(f[2] for f in files))
 
 
 def merges_on_driver(plan: RunPlan, scope: RewriteScope) -> bool:
     """Whether ``plan``'s change set is merged by the driver (delta-rs, in memory) rather than by the executors:
-    the files it may rewrite total at most ``driver_merge_max_bytes``."""
+    the files it may rewrite total at most ``driver_merge_max_bytes``, or the run read nothing (the driver then
+    only records the read, in an empty commit)."""
+    if not plan.topics_read:
+        return True
     return scope.bytes <= plan.driver_merge_max_bytes and plan.driver_merge_max_bytes > 0
 
 

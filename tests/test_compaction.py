@@ -672,3 +672,29 @@ def test_a_run_committing_between_the_rewrites_version_check_and_its_commit_stil
     assert raced[0]["merge"]["num_target_files_removed"] == 0  # the other run only added files
     assert DeltaTable(out).version() == plan.table_version + 1  # only the other run's commit
     assert {(r["key"]) for r in DeltaTable(out).to_pyarrow_table().to_pylist()} == {k for _, _, k in after}
+
+
+def test_the_executor_rewrite_covers_only_the_topics_read_and_nothing_when_nothing_was_read(tmp_path):
+    """Above driver_merge_max_bytes the executors rewrite every file of the topics in scope: a topic with
+    nothing new must not be in it (an idle topic's files rewritten every run), and a run with nothing new at all
+    rewrites nothing (it only records its read, on the driver), whatever driver_merge_max_bytes says."""
+    from kafkaseg.compacted_table import merges_on_driver, prepare_run, rewrite_scope
+    from tests.compaction_data import write_epoch_log
+
+    def records(first, last):
+        return [(o, b"k%d" % (o % 3), b"v%d" % o) for o in range(first, last)]
+
+    write_epoch_log(tmp_path / "a1", "a", [(0, records(0, 5))])
+    write_epoch_log(tmp_path / "a2", "a", [(0, records(0, 9))])
+    write_epoch_log(tmp_path / "b", "b", [(0, records(0, 5))])
+    out = str(tmp_path / "t")
+    compact_arrow([str(tmp_path / "a1"), str(tmp_path / "b")], out, now_ms=NOW)
+    always = CompactionConfig(driver_merge_max_bytes=0)
+    plan = prepare_run([str(tmp_path / "a2"), str(tmp_path / "b")], out, always, {}, now_ms=NOW + 1)
+    assert plan.increment.ranges == {("a", 0): (5, 9), ("b", 0): (5, 5)}
+    scope = rewrite_scope(plan)
+    assert scope.topics == ("a",) and all(dict(values)["topic"] == "a" for _, values in scope.files)
+    assert not merges_on_driver(plan, scope)
+    idle = prepare_run([str(tmp_path / "a1"), str(tmp_path / "b")], out, always, {}, now_ms=NOW + 1)
+    assert idle.increment.offsets_to_read == 0
+    assert rewrite_scope(idle).files == () and merges_on_driver(idle, rewrite_scope(idle))
