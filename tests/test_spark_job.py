@@ -111,10 +111,16 @@ def test_delta_modes_commit_once_per_run_and_keep_timestamps(spark, tmp_path):
     export.run(spark, export.parse_args(base + ["--mode", "overwrite"]))
     data = DeltaTable(output).to_pyarrow_table()
     assert DeltaTable(output).version() == 2 and data.num_rows == manifest.record_count
-    # overwrite may change the partitioning (delta-rs kept the old partition columns: every topic read as null)
+    # overwrite may change the partitioning (delta-rs kept the old partition columns: every topic read as null),
+    # keeping what the table's owner set on it (a retention property, its name and description)
+    DeltaTable(output).alter.set_table_properties({"delta.deletedFileRetentionDuration": "interval 30 days"})
+    DeltaTable(output).alter.set_table_name("orders_raw")
+    DeltaTable(output).alter.set_table_description("Kafka orders, exported")
     export.run(spark, export.parse_args(base + ["--mode", "overwrite", "--partition-by", ""]))
     table = DeltaTable(output)
-    assert table.version() == 3 and list(table.metadata().partition_columns) == []
+    assert table.version() == 6 and list(table.metadata().partition_columns) == []
+    assert table.metadata().configuration == {"delta.deletedFileRetentionDuration": "interval 30 days"}
+    assert (table.metadata().name, table.metadata().description) == ("orders_raw", "Kafka orders, exported")
     assert sorted(set(table.to_pyarrow_table().column("topic").to_pylist())) == ["t"]
     assert table.to_pyarrow_table().num_rows == manifest.record_count
     assert pa.types.is_timestamp(data.schema.field("timestamp").type)

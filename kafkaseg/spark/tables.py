@@ -82,11 +82,16 @@ def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema:
         filesystem.delete_dir(posixpath.join(root, run_folder))  # ours, just written, and it holds no record
         return {"files": 0, "records": 0, "version": DeltaTable(output).version()}
     delta_schema = Schema.from_arrow(schema)
-    if exists and mode == "overwrite" and list(DeltaTable(output).metadata().partition_columns) != list(partition_by):
+    current = DeltaTable(output).metadata() if exists else None
+    if current is not None and mode == "overwrite" and list(current.partition_columns) != list(partition_by):
         # delta-rs's write transaction keeps the table's partition columns, and the new files' partition values
-        # would be read as null: replace the table's metadata too (CREATE OR REPLACE TABLE, history kept)
+        # would be read as null: replace the table's metadata too (CREATE OR REPLACE TABLE, history kept). That
+        # metadata is made anew, so what the table's owner set is carried over: its properties (retention
+        # durations, which vacuum and log cleanup obey), name and description. Its id is new (delta-rs sets none).
         create_table_with_add_actions(output, delta_schema, actions, mode="overwrite",
-                                      partition_by=list(partition_by) or None, commit_properties=commit_properties)
+                                      partition_by=list(partition_by) or None, name=current.name,
+                                      description=current.description, configuration=current.configuration or None,
+                                      commit_properties=commit_properties)
     elif exists:
         DeltaTable(output).create_write_transaction(actions, mode, delta_schema, list(partition_by) or None,
                                                     commit_properties=commit_properties)
