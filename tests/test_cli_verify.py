@@ -147,3 +147,13 @@ def test_version_says_which_decoder_runs(capsys):
     from kafkaseg.decode import IMPLEMENTATION
 
     assert ("compiled (Cython)" in out) == (IMPLEMENTATION == "cython") and "pyarrow" in out
+
+
+def test_version_is_one_line_whatever_the_terminal_width(capsys, monkeypatch):
+    """argparse's version action wraps its text at the terminal's width: a bug report or ``grep`` got it in
+    pieces."""
+    monkeypatch.setenv("COLUMNS", "60")
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kafkaseg ") and "Python" in lines[0]

@@ -402,10 +402,22 @@ def _version() -> str:
             f"pyarrow {pyarrow.__version__}, Python {platform.python_version()}")
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: :func:`_version` on one line (argparse's own action wraps it at the terminal's width), made
+    only when asked for."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(_version())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kafkaseg", description="Read Kafka log dirs directly: dump segments, "
                                      "verify, describe, look up offsets.")
-    parser.add_argument("--version", action="version", version=_version(),
+    parser.add_argument("--version", action=_VersionAction,
                         help="kafkaseg's version, which decoder it runs (compiled or pure Python) and its pyarrow")
     sub = parser.add_subparsers(dest="command", required=True)
 
