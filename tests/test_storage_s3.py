@@ -556,3 +556,13 @@ def test_an_endpoint_that_never_answers_fails_within_its_timeouts():
             conn.close()
         server.close()
     assert time.monotonic() - started < 30, "100 s is the AWS SDK's default; 3 attempts of 1 s take under 10"
+
+
+def test_timeout_parameters_are_decoded_and_given_once():
+    """A query value may be %-encoded (``2%2E5`` is 2.5, as pyarrow decodes its own parameters); a timeout given
+    twice is an error naming it, not the last one silently (pyarrow keeps the first of its own)."""
+    from kafkaseg.storage.fs import _s3_timeouts
+
+    assert _s3_timeouts("s3://b/k?region=x&request_timeout=2%2E5") == ("s3://b/k?region=x", {"request_timeout": 2.5})
+    with pytest.raises(LayoutError, match="'request_timeout' is given twice"):
+        _s3_timeouts("s3://b/k?request_timeout=5&region=x&request_timeout=60")

@@ -31,6 +31,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from typing import Iterable, NamedTuple, Sequence
+from urllib.parse import unquote
 
 import pyarrow.fs as pafs
 
@@ -156,6 +157,9 @@ def _s3_timeouts(uri: str) -> tuple[str, dict[str, float]]:
         if name not in S3_TIMEOUT_PARAMETERS:
             kept.append(item)
             continue
+        if name in timeouts:
+            raise LayoutError(f"{redact(uri)!r}: query parameter {name!r} is given twice")
+        value = unquote(value)  # as pyarrow decodes its own parameters' values
         try:
             seconds = float(value)
         except ValueError:
