@@ -209,3 +209,20 @@ def test_closing_read_ahead_waits_for_fetches_already_running():
     ahead.read_into(0, bytearray(10))
     ahead.close()
     assert reader.running == 0
+
+
+def test_closing_read_ahead_waits_also_for_fetches_it_skipped_past():
+    """A read that jumps forward drops the blocks behind it; those already running must still be waited for by
+    :meth:`close`, or a pool thread reads the file after its reader was closed."""
+
+    class SlowMiddle(_Watched):
+        def read_at(self, position, length):
+            self.delay = 0.3 if 100_000 <= position < 600_000 else 0.001
+            return super().read_at(position, length)
+
+    reader = SlowMiddle(bytes(1_000_000))
+    ahead = fs.ReadAhead(reader, 0, 1_000_000, block_bytes=100_000, depth=5)
+    assert ahead.read_into(0, bytearray(10)) == 10  # blocks 1..5 are fetched meanwhile, slowly
+    assert ahead.read_into(800_000, bytearray(10)) == 10  # a jump: those blocks are not wanted any more
+    ahead.close()
+    assert reader.running == 0

@@ -462,7 +462,8 @@ class ReadAhead:
     :meth:`read_into` has :meth:`RandomAccessReader.read_into`'s contract; a read outside the range or behind
     the blocks kept goes to the file directly. A failed fetch raises the file's error when (and only when) its
     bytes are read, as the read itself would have. :meth:`close` cancels what has not started and waits for
-    what has (at most ``depth`` requests), so nothing touches the file after it."""
+    what has (the blocks kept, and those a read jumping forward dropped while they were being fetched), so
+    nothing touches the file after it."""
 
     def __init__(self, reader: "RandomAccessReader", start: int, end: int, *, block_bytes: int = REMOTE_READ_BYTES,
                  depth: int = 0):
@@ -473,6 +474,12 @@ class ReadAhead:
         self.depth = REMOTE_READ_AHEAD if depth <= 0 else depth
         self._blocks: OrderedDict = OrderedDict()  # block start -> Future of its bytes
         self._next = start  # the next block to request
+        self._dropped: list = []  # fetches of blocks dropped while running: close() still waits for them
+
+    def _drop(self, future) -> None:
+        if not future.cancel() and not future.done():
+            self._dropped = [f for f in self._dropped if not f.done()]
+            self._dropped.append(future)
 
     def _block(self, position: int):
         """The future of the block holding ``position`` after requesting up to ``depth`` blocks past it; None when
@@ -480,13 +487,13 @@ class ReadAhead:
         for begin in list(self._blocks):
             if begin + self.block_bytes > position:
                 break
-            self._blocks.pop(begin).cancel()  # passed: dropped (a running fetch finishes in the pool)
+            self._drop(self._blocks.pop(begin))  # passed: dropped (a running fetch finishes in the pool)
         begin = self.start + (position - self.start) // self.block_bytes * self.block_bytes
         if begin < self._next and begin not in self._blocks:
             return None
         if begin > self._next:  # a jump forward: fetch from there on
             for future in self._blocks.values():
-                future.cancel()
+                self._drop(future)
             self._blocks.clear()
             self._next = begin
         pool = _read_ahead_pool()
@@ -518,8 +525,9 @@ class ReadAhead:
         return done
 
     def close(self) -> None:
-        futures = list(self._blocks.values())
+        futures = list(self._blocks.values()) + self._dropped
         self._blocks.clear()
+        self._dropped = []
         for future in futures:
             future.cancel()
         for future in futures:
