@@ -566,3 +566,40 @@ def test_timeout_parameters_are_decoded_and_given_once():
     assert _s3_timeouts("s3://b/k?region=x&request_timeout=2%2E5") == ("s3://b/k?region=x", {"request_timeout": 2.5})
     with pytest.raises(LayoutError, match="'request_timeout' is given twice"):
         _s3_timeouts("s3://b/k?request_timeout=5&region=x&request_timeout=60")
+
+
+def test_verify_on_s3_reports_what_it_reports_for_disk_with_several_log_dirs_and_bad_checkpoints(s3, tmp_path,
+                                                                                                  capsys):
+    """verify checks partitions on object storage 16 at a time, each in its own report: with more partitions than
+    threads, two log dirs and a corrupt checkpoint in each (reported once per log dir, before the partitions) and
+    a corrupt batch, the report is the local one, in the same order."""
+    ld1, ld2 = tmp_path / "ld1", tmp_path / "ld2"
+    write_data_dir(ld1, [TopicSpec("a", partitions=20, records_per_partition=40, records_per_batch=10)], seed=3)
+    write_data_dir(ld2, [TopicSpec("b", partitions=3, records_per_partition=40, records_per_batch=10)], seed=4)
+    (ld1 / "recovery-point-offset-checkpoint").write_text("0\n2\na 0 x\n")
+    (ld2 / "replication-offset-checkpoint").write_text("0\n9\nb 0 40\n")
+    log = ld2 / "b-1" / "00000000000000000000.log"
+    raw = bytearray(log.read_bytes())
+    raw[200] ^= 0xFF
+    log.write_bytes(bytes(raw))
+    client = pafs.S3FileSystem(endpoint_override=s3.endpoint, scheme="http")
+    pafs.copy_files(str(tmp_path), f"{BUCKET}/multi", destination_filesystem=client)
+    s3.take()
+    local = _cli(["verify", "--json", str(ld1), str(ld2)], capsys)
+    remote = _cli(["verify", "--json"] + [f"s3://{BUCKET}/multi/{d}?endpoint_override={s3.endpoint}&scheme=http"
+                                          for d in ("ld1", "ld2")], capsys)
+
+    def same(text: str) -> str:
+        return (text.replace(f"?endpoint_override={s3.endpoint}&scheme=http", "")
+                .replace(f"s3://{BUCKET}/multi", "<dir>").replace(f"{BUCKET}/multi", "<dir>")
+                .replace(str(tmp_path), "<dir>"))
+
+    import json
+
+    problems = json.loads(local[1])["problems"]
+    checkpoints = [p for p in problems if p["file"].endswith(("recovery-point-offset-checkpoint",
+                                                              "replication-offset-checkpoint"))]
+    assert local[0] == 1 and len(checkpoints) == 2 and problems[:2] == checkpoints, problems[:3]
+    assert any("b-1" in p["file"] and p["severity"] == "error" for p in problems)
+    assert (remote[0], same(remote[1]), same(remote[2])) == (local[0], same(local[1]), same(local[2]))
+    assert not _writes(s3.take())
