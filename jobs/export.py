@@ -495,7 +495,10 @@ def load(df, args: argparse.Namespace, source_schema: pa.Schema,
 
     mode = "append" if args.mode == "incremental" else args.mode
     if args.format == "parquet":
-        before = set(_parquet_files(args.output)) if mode == "append" else set()
+        # the files there before are not this run's, whatever the mode: an append keeps them, and so does an
+        # overwrite under Spark's dynamic partition overwrite (spark.sql.sources.partitionOverwriteMode) for the
+        # partition folders it does not write. Spark names each write's files with its own job id.
+        before = set(_parquet_files(args.output))
         write_parquet(df, args.output, mode, args.partition_by)
         summary = summarize_files(_parquet_facts(args.output, [f for f in _parquet_files(args.output)
                                                                if f not in before]))

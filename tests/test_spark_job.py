@@ -425,3 +425,22 @@ def test_the_summary_comes_from_file_footers_and_reads_only_files_they_cannot_at
     ]
     assert export.summarize_files(files) == [("a", 0, 8, 7, 31), ("b", 1, 2, 3, 9)]
     assert read == [mixed]
+
+
+@pytest.mark.spark
+def test_parquet_summary_counts_only_the_files_this_run_wrote(spark, tmp_path):
+    """With Spark's dynamic partition overwrite (a common cluster default), ``--mode overwrite`` replaces only the
+    topic folders it writes: the other topics' files stay, and are not this run's to summarize."""
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    logs = tmp_path / "logs"
+    write_data_dir(logs, [TopicSpec("x", records_per_partition=30), TopicSpec("y", records_per_partition=20)])
+    base = ["--data-dir", str(logs), "--output", str(tmp_path / "pq"), "--format", "parquet"]
+    assert export.run(spark, export.parse_args(base))["records"] == 50
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    try:
+        result = export.run(spark, export.parse_args(base + ["--mode", "overwrite", "--option", "subscribe=x"]))
+    finally:
+        spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
+    assert [(t, n) for t, _, n, _, _ in result["summary"]] == [("x", 30)] and result["records"] == 30
+    assert sorted(p.name for p in (tmp_path / "pq").iterdir() if p.is_dir()) == ["topic=x", "topic=y"]
