@@ -121,6 +121,9 @@ def test_delta_modes_commit_once_per_run_and_keep_timestamps(spark, tmp_path):
     assert table.version() == 6 and list(table.metadata().partition_columns) == []
     assert table.metadata().configuration == {"delta.deletedFileRetentionDuration": "interval 30 days"}
     assert (table.metadata().name, table.metadata().description) == ("orders_raw", "Kafka orders, exported")
+    # and incremental runs go on from the replaced table's offsets
+    assert export.run(spark, export.parse_args(base + ["--mode", "incremental", "--partition-by", ""]))[
+        "records"] == 0
     assert sorted(set(table.to_pyarrow_table().column("topic").to_pylist())) == ["t"]
     assert table.to_pyarrow_table().num_rows == manifest.record_count
     assert pa.types.is_timestamp(data.schema.field("timestamp").type)
