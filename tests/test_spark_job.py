@@ -447,3 +447,21 @@ def test_parquet_summary_counts_only_the_files_this_run_wrote(spark, tmp_path):
         spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
     assert [(t, n) for t, _, n, _, _ in result["summary"]] == [("x", 30)] and result["records"] == 30
     assert sorted(p.name for p in (tmp_path / "pq").iterdir() if p.is_dir()) == ["topic=x", "topic=y"]
+
+
+def test_appending_nothing_to_delta_when_the_store_kept_no_folder(tmp_path, monkeypatch):
+    """On object storage a write of no rows can leave nothing at all under its run folder (partitioned, and
+    ``_SUCCESS`` markers off: an object store has no empty folders). Appending nothing then commits nothing and
+    is not an error for the folder being absent."""
+    from deltalake import DeltaTable, write_deltalake
+
+    from kafkaseg.spark import tables
+
+    schema = export.export_schema(export._arrow_schema({}))
+    output = str(tmp_path / "table")
+    write_deltalake(output, schema.empty_table(), partition_by=["topic"])
+    monkeypatch.setattr(tables, "write_parquet", lambda *a, **k: None)  # wrote no object
+    seen = []
+    assert tables.write_delta(None, output, "append", ["topic"], schema, before_commit=seen.append) == {
+        "files": 0, "records": 0, "version": 0}
+    assert seen == [[]] and DeltaTable(output).version() == 0

@@ -79,7 +79,10 @@ def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema:
             f"committed (the files are unreferenced: DeltaTable.vacuum removes them)")
     if exists and mode == "append" and records == 0 and commit_properties is None:
         filesystem, root = open_filesystem(output)
-        filesystem.delete_dir(posixpath.join(root, run_folder))  # ours, just written, and it holds no record
+        try:
+            filesystem.delete_dir(posixpath.join(root, run_folder))  # ours, just written, and it holds no record
+        except FileNotFoundError:
+            pass  # an object store that kept nothing of an empty write
         return {"files": 0, "records": 0, "version": DeltaTable(output).version()}
     delta_schema = Schema.from_arrow(schema)
     current = DeltaTable(output).metadata() if exists else None
@@ -109,7 +112,8 @@ def delta_add_actions(table: str, folder: str, partition_by: Sequence[str]) -> l
 
     filesystem, root = open_filesystem(table)
     actions = []
-    selector = pafs.FileSelector(posixpath.join(root, folder), recursive=True)
+    # allow_not_found: on object storage a write of no rows may leave no object at all there (no empty folders)
+    selector = pafs.FileSelector(posixpath.join(root, folder), recursive=True, allow_not_found=True)
     for info in filesystem.get_file_info(selector):
         if info.type != pafs.FileType.File or not info.base_name.endswith(".parquet") \
                 or info.base_name.startswith((".", "_")):
