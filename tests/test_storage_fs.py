@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pyarrow.fs as pafs
 import pytest
 
@@ -226,3 +228,37 @@ def test_closing_read_ahead_waits_also_for_fetches_it_skipped_past():
     assert ahead.read_into(800_000, bytearray(10)) == 10  # a jump: those blocks are not wanted any more
     ahead.close()
     assert reader.running == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_child_forked_while_a_thread_holds_the_remote_lock_can_read_ahead():
+    """A process forked while another of its threads held the lock guarding the read-ahead pool and the remote
+    files (planning on object storage takes it in 16 threads) must not deadlock on first use in the child (a
+    multiprocessing worker; a Spark python worker forked from a busy parent)."""
+    import signal
+    import threading
+
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with fs._REMOTE_LOCK:
+            held.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait(10)
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: its copy of the lock is held by a thread that does not exist here
+            signal.alarm(5)
+            try:
+                fs._read_ahead_pool().submit(int).result()
+                fs._remote_files(pafs.LocalFileSystem())
+            finally:
+                os._exit(0)
+    finally:
+        release.set()
+        thread.join()
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, "the child hung on the lock"

@@ -365,6 +365,21 @@ _REMOTE: dict[int, _RemoteFiles] = {}
 _REMOTE_LOCK = threading.Lock()
 
 
+def _after_fork_in_child() -> None:
+    """A forked child (a multiprocessing worker, a Spark python worker) has only the forking thread: a lock
+    another thread held at the fork would stay held for good, and the read-ahead pool's threads are gone. The
+    child starts with fresh locks, no pool, and no open remote files (the AWS SDK's connections are not
+    fork-safe)."""
+    global _REMOTE_LOCK, _READ_AHEAD_POOL
+    _REMOTE_LOCK = threading.Lock()
+    _READ_AHEAD_POOL = None
+    _REMOTE.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _remote_files(filesystem: pafs.FileSystem) -> _RemoteFiles:
     """The :class:`_RemoteFiles` of ``filesystem`` (pyarrow filesystems are not hashable: keyed by identity, and
     dropped when the filesystem object is, before its identity can be reused)."""
