@@ -465,3 +465,20 @@ def test_appending_nothing_to_delta_when_the_store_kept_no_folder(tmp_path, monk
     assert tables.write_delta(None, output, "append", ["topic"], schema, before_commit=seen.append) == {
         "files": 0, "records": 0, "version": 0}
     assert seen == [[]] and DeltaTable(output).version() == 0
+
+
+@pytest.mark.parametrize("partition_by", [["topic", "partition"], ["partition"], ["date"], []])
+def test_parquet_summary_from_files_partitioned_any_way(tmp_path, partition_by):
+    """The summary of Parquet files whatever the partition columns (taken from the folders, out of the files):
+    each file pinned by its folders and footer, or read when it spans partitions."""
+    import pyarrow.dataset as ds
+
+    table = pa.table({"topic": ["a", "a", "a", "b", "b", "007"],
+                      "partition": pa.array([0, 0, 1, 0, 0, 3], pa.int32()),
+                      "offset": [5, 6, 9, 0, 1, 40],
+                      "date": pa.array([dt.date(2023, 11, 14)] * 3 + [dt.date(2023, 11, 15)] * 3)})
+    output = str(tmp_path / "pq")
+    ds.write_dataset(table, output, format="parquet", partitioning=partition_by or None,
+                     partitioning_flavor="hive" if partition_by else None)
+    summary = export.summarize_files(export._parquet_facts(output, export._parquet_files(output)))
+    assert summary == [("007", 3, 1, 40, 40), ("a", 0, 2, 5, 6), ("a", 1, 1, 9, 9), ("b", 0, 2, 0, 1)]
