@@ -514,7 +514,7 @@ class ReadAhead:
         pool = _read_ahead_pool()
         while self._next < self.end and self._next <= begin + self.depth * self.block_bytes:
             length = min(self.block_bytes, self.end - self._next)
-            self._blocks[self._next] = pool.submit(self.reader.read_at, self._next, length)
+            self._blocks[self._next] = pool.submit(self.reader.read_at, self._next, length, cached=False)
             self._next += length
         return self._blocks.get(begin)
 
@@ -609,8 +609,10 @@ class RandomAccessReader:
             self.close()
             raise LayoutError(f"cannot open {path} for reading: {exc}") from exc
 
-    def read_at(self, position: int, length: int) -> bytes:
-        """Up to ``length`` bytes from ``position``, never past :attr:`size`."""
+    def read_at(self, position: int, length: int, *, cached: bool = True) -> bytes:
+        """Up to ``length`` bytes from ``position``, never past :attr:`size`. A small read of a non-local file
+        goes through the blocks its filesystem keeps (planning's small reads); ``cached=False`` fetches exactly
+        the range (record data, read once: :class:`ReadAhead`)."""
         if position < 0 or length < 0:
             raise ValueError(f"negative position {position} or length {length}")
         length = max(0, min(length, self.size - position))
@@ -625,7 +627,7 @@ class RandomAccessReader:
                         break
                     data += more
                 return data
-            if length < REMOTE_BLOCK_BYTES:
+            if cached and length < REMOTE_BLOCK_BYTES:
                 return self._remote.read(self.path, self._handle, self.size, position, length)
             data = self._handle.read_at(length, position)
             return data if isinstance(data, bytes) else bytes(data)
