@@ -435,6 +435,16 @@ def _delta_files(output: str, actions: list) -> list:
             for a in actions]
 
 
+def spark_write_ids(paths: Iterable[str]) -> set[str]:
+    """The write job ids in the names of Spark's data files (``part-00000-<job uuid>-c000.snappy.parquet``): one
+    per write, so several among the files one write added mean another writer added files meanwhile."""
+    import re
+
+    names = (re.match(r"part-\d+-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})",
+                      p.rsplit("/", 1)[-1]) for p in paths)
+    return {m.group(1) for m in names if m}
+
+
 def _parquet_facts(output: str, files: Sequence[str]) -> list:
     """:func:`summarize_files`' input for Parquet data files of a table (paths as its filesystem names them)."""
     import pyarrow.parquet as pq
@@ -500,8 +510,11 @@ def load(df, args: argparse.Namespace, source_schema: pa.Schema,
         # partition folders it does not write. Spark names each write's files with its own job id.
         before = set(_parquet_files(args.output))
         write_parquet(df, args.output, mode, args.partition_by)
-        summary = summarize_files(_parquet_facts(args.output, [f for f in _parquet_files(args.output)
-                                                               if f not in before]))
+        new = [f for f in _parquet_files(args.output) if f not in before]
+        if len(spark_write_ids(new)) > 1:  # a plain Parquet folder has no transactions to tell them apart
+            print(f"warning: other writes added files to {args.output} during this one: the summary below counts "
+                  "theirs too")
+        summary = summarize_files(_parquet_facts(args.output, new))
         if check is not None:
             check(summary)
         return {}, summary

@@ -447,6 +447,7 @@ def test_parquet_summary_counts_only_the_files_this_run_wrote(spark, tmp_path):
         spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
     assert [(t, n) for t, _, n, _, _ in result["summary"]] == [("x", 30)] and result["records"] == 30
     assert sorted(p.name for p in (tmp_path / "pq").iterdir() if p.is_dir()) == ["topic=x", "topic=y"]
+    assert len(export.spark_write_ids(export._parquet_files(str(tmp_path / "pq")))) == 2  # Spark's real names
 
 
 def test_appending_nothing_to_delta_when_the_store_kept_no_folder(tmp_path, monkeypatch):
@@ -482,3 +483,14 @@ def test_parquet_summary_from_files_partitioned_any_way(tmp_path, partition_by):
                      partitioning_flavor="hive" if partition_by else None)
     summary = export.summarize_files(export._parquet_facts(output, export._parquet_files(output)))
     assert summary == [("007", 3, 1, 40, 40), ("a", 0, 2, 5, 6), ("a", 1, 1, 9, 9), ("b", 0, 2, 0, 1)]
+
+
+def test_spark_write_ids_tell_one_write_from_several():
+    """A plain Parquet append lists the files before and after its write: files another writer added meanwhile
+    carry another job id in their names, and the job warns that its summary counts them."""
+    one = "0f8fad5b-d9cb-469f-a165-70867728950e"
+    other = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
+    paths = [f"/t/topic=a/part-00000-{one}.c000.snappy.parquet", f"s3://b/t/topic=b/part-00003-{one}-c000.snappy"
+             ".parquet", "/t/other.parquet"]
+    assert export.spark_write_ids(paths) == {one}
+    assert export.spark_write_ids(paths + [f"/t/topic=a/part-00001-{other}-c000.snappy.parquet"]) == {one, other}
