@@ -603,3 +603,22 @@ def test_verify_on_s3_reports_what_it_reports_for_disk_with_several_log_dirs_and
     assert any("b-1" in p["file"] and p["severity"] == "error" for p in problems)
     assert (remote[0], same(remote[1]), same(remote[2])) == (local[0], same(local[1]), same(local[2]))
     assert not _writes(s3.take())
+
+
+def test_rows_read_ahead_in_small_blocks_equal_rows_from_disk(s3, monkeypatch):
+    """The read-ahead with blocks and decode chunks far smaller than a segment (and than some batches): every
+    read spans blocks, batches are cut by both, and reads go back over a cut batch. Rows as from disk, each block
+    fetched once."""
+    import functools
+
+    from kafkaseg import scan as scan_module
+
+    monkeypatch.setattr(scan_module, "REMOTE_READ_BYTES", 1500)
+    monkeypatch.setattr(scan_module, "read_slice", functools.partial(scan_module.read_slice, read_chunk_bytes=700))
+    options = {"includeHeaders": True, "kafka.isolation.level": "read_committed"}
+    local = kafkaseg.read_arrow(s3.local, **options)
+    s3.take()
+    remote = kafkaseg.read_arrow(s3.uri(), **options)
+    assert local.num_rows > 0 and _normalized(remote).equals(_normalized(local))
+    ranges = [(r.key, r.range) for r in s3.take() if r.kind == "GET" and r.range and r.key.endswith(".log")]
+    assert len(ranges) == len(set(ranges)) and len(ranges) > 50
