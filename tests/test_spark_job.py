@@ -494,3 +494,21 @@ def test_spark_write_ids_tell_one_write_from_several():
              ".parquet", "/t/other.parquet"]
     assert export.spark_write_ids(paths) == {one}
     assert export.spark_write_ids(paths + [f"/t/topic=a/part-00001-{other}-c000.snappy.parquet"]) == {one, other}
+
+
+def test_footer_stats_keep_the_files_order_when_read_in_threads(tmp_path):
+    """On object storage footers are read 16 at a time (a SubTreeFileSystem counts as non-local here); each
+    file's stats stay with its path."""
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+
+    from kafkaseg.spark.tables import footer_stats
+
+    paths = []
+    for n in range(40):
+        pq.write_table(pa.table({"offset": pa.array(range(n), pa.int64())}), tmp_path / f"f{n:02d}.parquet")
+        paths.append(f"f{n:02d}.parquet")
+    remote = pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem())
+    stats = footer_stats(remote, paths[::-1])
+    assert [s["numRecords"] for s in stats] == list(range(39, -1, -1))
+    assert stats[0]["maxValues"]["offset"] == 38

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from kafkaseg.errors import ExportMismatchError
 from kafkaseg.storage.fs import join, open_filesystem, stat
 
-__all__ = ["write_parquet", "write_delta", "delta_add_actions", "file_stats"]
+__all__ = ["write_parquet", "write_delta", "delta_add_actions", "file_stats", "footer_stats"]
 
 
 def write_parquet(df, output: str, mode: str, partition_by: Sequence[str]) -> None:
@@ -114,21 +114,31 @@ def delta_add_actions(table: str, folder: str, partition_by: Sequence[str]) -> l
     actions = []
     # allow_not_found: on object storage a write of no rows may leave no object at all there (no empty folders)
     selector = pafs.FileSelector(posixpath.join(root, folder), recursive=True, allow_not_found=True)
-    for info in filesystem.get_file_info(selector):
-        if info.type != pafs.FileType.File or not info.base_name.endswith(".parquet") \
-                or info.base_name.startswith((".", "_")):
-            continue
+    infos = [info for info in filesystem.get_file_info(selector)
+             if info.type == pafs.FileType.File and info.base_name.endswith(".parquet")
+             and not info.base_name.startswith((".", "_"))]
+    for info, stats in zip(infos, footer_stats(filesystem, [info.path for info in infos])):
         relative = posixpath.relpath(info.path, root)
         values = {}
         for part in relative.split("/")[1:-1]:
             column, sep, value = part.partition("=")
             if sep and column in partition_by:
                 values[column] = None if value == "__HIVE_DEFAULT_PARTITION__" else unquote(value)
-        with filesystem.open_input_file(info.path) as handle:
-            stats = file_stats(pq.ParquetFile(handle).metadata)
         actions.append(AddAction(relative, info.size, values, int(info.mtime_ns // 1_000_000), True,
                                  json.dumps(stats)))
     return actions
+
+
+def footer_stats(filesystem: pafs.FileSystem, paths: Sequence[str]) -> list[dict]:
+    """:func:`file_stats` of each Parquet file of ``paths`` (as ``filesystem`` names them), in order; on object
+    storage 16 footers at a time (:func:`kafkaseg.storage.fs.map_files`: each is a request or two)."""
+    from kafkaseg.storage.fs import map_files
+
+    def one(path: str) -> dict:
+        with filesystem.open_input_file(path) as handle:
+            return file_stats(pq.ParquetFile(handle).metadata)
+
+    return map_files(one, list(paths), [filesystem])
 
 
 def file_stats(metadata: pq.FileMetaData) -> dict:
