@@ -31,17 +31,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
-import importlib.util
-import os
-import shutil
 import sys
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import pyarrow as pa
 
-SAMPLE_DIR = "sample-kafka-logs"  # under --work-dir
+from jobs.export import UsageError, check_output_location, generate_sample, job_parser, run_in_session
+
 EXIT_OVERDUE = 3
 
 PARTITION_SCHEMA = pa.schema([
@@ -78,27 +75,11 @@ def ddl(schema: pa.Schema) -> str:
     return ", ".join(f"`{f.name}` {_DDL_TYPES[f.type]}" for f in schema)
 
 
-@functools.lru_cache(maxsize=1)
-def _export_job():
-    """jobs/export.py, for the checks both jobs make on an output location (loaded from beside this file: a
-    spark-submit'ed script is not imported as part of the ``jobs`` package)."""
-    spec = importlib.util.spec_from_file_location("kafkaseg_export_job", Path(__file__).with_name("export.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 # --------------------------------------------------------------------------------------------------------------------
 # arguments
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="retention_audit.py", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--sample", action="store_true", help="generate kafkaseg's sample log dir "
-                        "(<work-dir>/sample-kafka-logs, replaced each run) and audit it")
-    source.add_argument("--data-dir", action="append", metavar="DIR",
-                        help="a Kafka log dir (repeat for several: every broker's log.dirs)")
+    parser = job_parser("retention_audit.py", __doc__, "audit")
     parser.add_argument("--config", metavar="TOML", help="retention settings (see conf/retention.toml)")
     parser.add_argument("--now", help="audit as of this time: epoch ms or ISO-8601 (default: the current time)")
     parser.add_argument("--output", metavar="PATH",
@@ -135,22 +116,11 @@ def prepare(args: argparse.Namespace):
     from kafkaseg.storage.fs import join, stat
     from kafkaseg.topic_config import load_config_file
 
-    paths = args.data_dir
-    if args.sample:
-        from kafkaseg.testing import sample_data_dir
-
-        data = Path(args.work_dir) / SAMPLE_DIR
-        if data.exists():
-            shutil.rmtree(data)
-        data.mkdir(parents=True)
-        sample_data_dir(data)
-        paths = [str(data)]
-        print(f"sample log dir: {data}")
+    paths = generate_sample(args.work_dir)[0] if args.sample else args.data_dir
     now = parse_now(args.now)
     plan = plan_audit(paths, load_config_file(args.config), topics=args.topic, topic_pattern=args.topic_pattern)
-    export = _export_job()
     for output in filter(None, (args.output, args.segments)):
-        export.check_output_location(output, paths)
+        check_output_location(output, paths)
         if args.mode == "error" and stat(join(output, "_delta_log") if args.format == "delta" else output):
             raise FileExistsError(f"{output} already exists (use --mode overwrite or append)")
     return paths, now, plan
@@ -261,20 +231,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         prepared = prepare(args)
-        from pyspark.sql import SparkSession
-
-        builder = SparkSession.builder.appName("kafkaseg-retention-audit")
-        if "PYSPARK_GATEWAY_PORT" not in os.environ:  # plain `python jobs/retention_audit.py`, not spark-submit
-            builder = builder.master("local[*]").config("spark.sql.session.timeZone", "UTC")
-        spark = builder.getOrCreate()
-        spark.sparkContext.setLogLevel(os.environ.get("KAFKASEG_SPARK_LOG_LEVEL_JVM", "WARN"))
-        try:
-            result = run(spark, args, prepared)
-        finally:
-            spark.stop()
+        results = []
+        run_in_session("kafkaseg-retention-audit", lambda spark: results.append(run(spark, args, prepared)))
     except Exception as exc:  # noqa: BLE001 - report_error re-raises what it does not know
-        return report_error(exc, "retention_audit.py", usage=(_export_job().UsageError,))
-    return exit_status(result["summary"], args.fail_on_overdue)
+        return report_error(exc, "retention_audit.py", usage=(UsageError,))
+    return exit_status(results[0]["summary"], args.fail_on_overdue)
 
 
 if __name__ == "__main__":
