@@ -447,19 +447,13 @@ def spark_write_ids(paths: Iterable[str]) -> set[str]:
 
 def _parquet_facts(output: str, files: Sequence[str]) -> list:
     """:func:`summarize_files`' input for Parquet data files of a table (paths as its filesystem names them)."""
-    from urllib.parse import unquote
-
-    from kafkaseg.spark.tables import footer_stats
+    from kafkaseg.spark.tables import footer_stats, hive_partition_values
     from kafkaseg.storage.fs import open_filesystem
 
     filesystem, root = open_filesystem(output)
     out = []
     for path, stats in zip(files, footer_stats(filesystem, files)):
-        values = {}
-        for part in path[len(root):].strip("/").split("/")[:-1]:
-            column, sep, value = part.partition("=")
-            if sep:
-                values[column] = None if value == "__HIVE_DEFAULT_PARTITION__" else unquote(value)
+        values = hive_partition_values(path[len(root):].strip("/").split("/")[:-1])
         relative = path[len(root):].lstrip("/")
         out.append((values, stats, lambda relative=relative, values=values: _file_columns(output, relative, values)))
     return out

@@ -28,7 +28,8 @@ import pyarrow.parquet as pq
 from kafkaseg.errors import ExportMismatchError
 from kafkaseg.storage.fs import join, open_filesystem, stat
 
-__all__ = ["write_parquet", "write_delta", "delta_add_actions", "file_stats", "footer_stats"]
+__all__ = ["write_parquet", "write_delta", "delta_add_actions", "file_stats", "footer_stats",
+           "hive_partition_values"]
 
 
 def write_parquet(df, output: str, mode: str, partition_by: Sequence[str]) -> None:
@@ -119,14 +120,21 @@ def delta_add_actions(table: str, folder: str, partition_by: Sequence[str]) -> l
              and not info.base_name.startswith((".", "_"))]
     for info, stats in zip(infos, footer_stats(filesystem, [info.path for info in infos])):
         relative = posixpath.relpath(info.path, root)
-        values = {}
-        for part in relative.split("/")[1:-1]:
-            column, sep, value = part.partition("=")
-            if sep and column in partition_by:
-                values[column] = None if value == "__HIVE_DEFAULT_PARTITION__" else unquote(value)
+        values = hive_partition_values(relative.split("/")[1:-1], partition_by)
         actions.append(AddAction(relative, info.size, values, int(info.mtime_ns // 1_000_000), True,
                                  json.dumps(stats)))
     return actions
+
+
+def hive_partition_values(folders: Sequence[str], columns: Sequence[str] | None = None) -> dict:
+    """The partition values of Spark's ``column=value`` folder names (unescaped; its null folder as None), of
+    ``columns`` only when given."""
+    values = {}
+    for part in folders:
+        column, sep, value = part.partition("=")
+        if sep and (columns is None or column in columns):
+            values[column] = None if value == "__HIVE_DEFAULT_PARTITION__" else unquote(value)
+    return values
 
 
 def footer_stats(filesystem: pafs.FileSystem, paths: Sequence[str]) -> list[dict]:
