@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._common import spark_environment  # noqa: E402
 from kafkaseg.testing import TopicSpec, write_data_dir  # noqa: E402
 
 
@@ -32,7 +33,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=4)
     parser.add_argument("--codec", default="lz4")
     args = parser.parse_args(argv)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Spark's Python workers need kafkaseg too
+    spark_environment()  # Spark's Python workers need this interpreter and checkout
     from pyspark.sql import SparkSession
 
     import jobs.export as export
