@@ -26,6 +26,12 @@ The options that Spark's own Kafka source knows keep its meaning (``KafkaSourceP
 * ``failOnDataLoss`` (true), ``minPartitions``, ``maxRecordsPerPartition``, ``includeHeaders`` (false),
   ``kafka.isolation.level`` ``read_uncommitted`` (default) | ``read_committed``.
 
+Streaming reads (``spark.readStream``, :meth:`ReadOptions.from_options` with ``stream=True``) follow Spark's
+``validateStreamOptions``: ``startingOffsets`` defaults to ``"latest"`` and may be ``latest`` (or -1 in its JSON),
+the ``ending*`` options are rejected, and ``maxOffsetsPerTrigger``, ``minOffsetsPerTrigger`` (positive longs, min
+<= max) and ``maxTriggerDelay`` (Spark's time string, default ``15m``) take effect (batch reads accept and ignore
+them, as Spark does). ``replicas=all`` is rejected: a stream's offsets name one copy per topic-partition.
+
 kafkaseg's own: ``upperBound``, ``verifyCrc``, ``includeControl``, ``includeMetadata``, ``onCorruption``,
 ``splitSize``, ``openCostInBytes``, ``maxRecordsPerBatch``, ``maxBytesPerBatch``, ``maxBatchBytes``,
 ``maxDecompressedBatchBytes``,
@@ -60,6 +66,7 @@ __all__ = [
     "IGNORED_KAFKA_OPTION_PREFIXES",
     "REJECTED_KAFKA_OPTIONS",
     "parse_byte_size",
+    "STREAM_OPTION_NAMES",
 ]
 
 EARLIEST = -2  # Spark's KafkaOffsetRangeLimit.EARLIEST (Kafka's ListOffsets EARLIEST_TIMESTAMP)
@@ -87,7 +94,8 @@ OPTION_NAMES: tuple[str, ...] = (
 #: read them when named (Spark's reader silently returns nothing for them), and no selection reads every topic.
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata"})
 
-#: Spark Kafka source options that only matter for a live cluster or a stream: accepted, recorded, no effect.
+#: Spark Kafka source options that only matter for a live cluster or a stream: accepted, recorded, no effect
+#: (the three ``*Trigger*`` ones take effect in a streaming read, :data:`STREAM_OPTION_NAMES`).
 IGNORED_OPTIONS: tuple[str, ...] = (
     "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay", "groupIdPrefix",
     "kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
@@ -111,6 +119,10 @@ IGNORED_KAFKA_OPTIONS: tuple[str, ...] = (
     "internal.leave.group.on.close", "internal.throw.on.fetch.stable.offset.unsupported",
     "metadata.recovery.strategy", "metadata.recovery.rebootstrap.trigger.ms",
 )
+#: Options that only a streaming read parses (Spark's ``KafkaMicroBatchStream``); a batch read ignores them.
+STREAM_OPTION_NAMES: tuple[str, ...] = ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay")
+_STREAM = {name.lower(): name for name in STREAM_OPTION_NAMES}
+
 #: Prefixes of ``kafka.*`` connection/security settings that are ignored the same way.
 IGNORED_KAFKA_OPTION_PREFIXES: tuple[str, ...] = ("ssl.", "sasl.")
 
@@ -122,6 +134,9 @@ REJECTED_KAFKA_OPTIONS: Mapping[str, str] = {
     "enable.auto.commit": "a file reader commits nothing",
     "interceptor.classes": "interceptors can modify payloads, so they are not supported",
 }
+
+#: Spark's ``DEFAULT_MAX_TRIGGER_DELAY`` ("15m").
+DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
 
 _CANONICAL = {name.lower(): name for name in OPTION_NAMES}
 _IGNORED = {name.lower(): name for name in IGNORED_OPTIONS}
@@ -200,6 +215,9 @@ class ReadOptions:
     :mod:`kafkaseg.storage.fs`), ``pread`` copies each chunk into a buffer first, ``auto`` (default) maps local
     files when the compiled mapping module is available. Other filesystems, and ``mmap`` without that module,
     use positioned reads.
+    ``max_offsets_per_trigger``/``min_offsets_per_trigger``/``max_trigger_delay_ms``: a streaming read's admission
+    control (Spark's Kafka source names and meaning; see :mod:`kafkaseg.streaming`); always the defaults for a
+    batch read.
     ``ignored``: the no-op options that were given (canonical names), for logging.
     """
 
@@ -229,6 +247,9 @@ class ReadOptions:
     filter_pushdown: str = "auto"
     read_mode: str = "auto"
     paths: tuple[str, ...] = ()
+    max_offsets_per_trigger: int | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
     ignored: tuple[str, ...] = field(default=(), compare=False)
 
     # ------------------------------------------------------------------------------------------------------------
@@ -294,6 +315,11 @@ class ReadOptions:
             from kafkaseg.storage.fs import redact
 
             out["paths"] = [redact(p) for p in self.paths]
+        if self.max_offsets_per_trigger is not None:
+            out["maxOffsetsPerTrigger"] = self.max_offsets_per_trigger
+        if self.min_offsets_per_trigger is not None:
+            out["minOffsetsPerTrigger"] = self.min_offsets_per_trigger
+            out["maxTriggerDelay"] = f"{self.max_trigger_delay_ms}ms"
         if self.ignored:
             out["ignored"] = list(self.ignored)
         return out
@@ -304,8 +330,9 @@ class ReadOptions:
 
     # ------------------------------------------------------------------------------------------------------------
     @classmethod
-    def from_options(cls, options: Mapping[str, Any] | None = None) -> "ReadOptions":
-        """Parse and validate ``options`` (keys case-insensitive; values strings or native Python values).
+    def from_options(cls, options: Mapping[str, Any] | None = None, *, stream: bool = False) -> "ReadOptions":
+        """Parse and validate ``options`` (keys case-insensitive; values strings or native Python values) for a
+        batch read, or for a streaming read with ``stream=True`` (see the module docstring).
 
         Raises :class:`InvalidOptionError` for an unknown key (suggesting the closest valid one), a malformed
         value, two keys that differ only in case with different values, or a combination Spark rejects.
@@ -317,7 +344,10 @@ class ReadOptions:
                 continue
             if not isinstance(key, str):
                 raise InvalidOptionError(f"option names must be strings, got {key!r}")
-            canonical = _canonical_name(key.strip())
+            if stream and key.strip().lower() in _STREAM:
+                canonical = _STREAM[key.strip().lower()]
+            else:
+                canonical = _canonical_name(key.strip())
             if canonical is None:
                 ignored.append(_ignored_name(key.strip()))
                 continue
@@ -356,29 +386,13 @@ class ReadOptions:
             kwargs["starting_offsets_by_timestamp_strategy"] = _parse_choice(
                 "startingOffsetsByTimestampStrategy", raw["startingOffsetsByTimestampStrategy"])
         starting = _offset_limit(raw, "startingTimestamp", "startingOffsetsByTimestamp", "startingOffsets",
-                                 default="earliest")
+                                 default="latest" if stream else "earliest")
         ending = _offset_limit(raw, "endingTimestamp", "endingOffsetsByTimestamp", "endingOffsets",
                                default="latest")
-        # Spark's validateBatchOptions: a batch read cannot start at latest nor end at earliest.
-        if starting.kind == "latest":
-            raise InvalidOptionError(
-                "option 'startingOffsets' can't be 'latest' for a batch read (accepted: 'earliest' or a JSON "
-                'like {"topicA":{"0":23,"1":-2}} with -2 = earliest)')
-        if starting.kind == "offsets":
-            for topic, partition, value in starting.entries:
-                if value == LATEST:
-                    raise InvalidOptionError(
-                        f"option 'startingOffsets' for {topic}-{partition} can't be latest (-1) for a batch read")
-        if ending.kind == "earliest":
-            raise InvalidOptionError(
-                "option 'endingOffsets' can't be 'earliest' for a batch read (accepted: 'latest' or a JSON "
-                'like {"topicA":{"0":23,"1":-1}} with -1 = latest)')
-        if ending.kind == "offsets":
-            for topic, partition, value in ending.entries:
-                if value == EARLIEST:
-                    raise InvalidOptionError(
-                        f"option 'endingOffsets' for {topic}-{partition} can't be earliest (-2) for a batch read")
-        _check_limit_validity(starting, ending)
+        if stream:
+            kwargs.update(_stream_options(raw))  # Spark's validateStreamOptions (rejects the ending options)
+        else:
+            _check_batch_limits(starting, ending)
         kwargs["starting"] = starting
         kwargs["ending"] = ending
 
@@ -415,6 +429,10 @@ class ReadOptions:
         if "paths" in raw:
             paths.extend(_parse_paths("paths", raw["paths"]))
         kwargs["paths"] = tuple(dict.fromkeys(paths))
+        if stream and kwargs.get("replicas") == "all":
+            raise InvalidOptionError(
+                "option 'replicas' can't be 'all' for a streaming read: a stream's offsets follow one copy of each "
+                "topic-partition (use the default highestHighWatermark)")
         return cls(**kwargs)
 
 
@@ -703,6 +721,65 @@ def _offset_limit(raw: Mapping[str, Any], global_ts: str, by_ts: str, offsets: s
             candidates.append(OffsetLimit("offsets", _parse_partition_values(offsets, value, example,
                                                                              timestamps=False), option=offsets))
     return candidates[0] if candidates else OffsetLimit(default, option=offsets)
+
+
+def _check_batch_limits(starting: OffsetLimit, ending: OffsetLimit) -> None:
+    """Spark's ``validateBatchOptions``: a batch read cannot start at latest nor end at earliest."""
+    if starting.kind == "latest":
+        raise InvalidOptionError(
+            "option 'startingOffsets' can't be 'latest' for a batch read (accepted: 'earliest' or a JSON "
+            'like {"topicA":{"0":23,"1":-2}} with -2 = earliest)')
+    if starting.kind == "offsets":
+        for topic, partition, value in starting.entries:
+            if value == LATEST:
+                raise InvalidOptionError(
+                    f"option 'startingOffsets' for {topic}-{partition} can't be latest (-1) for a batch read")
+    if ending.kind == "earliest":
+        raise InvalidOptionError(
+            "option 'endingOffsets' can't be 'earliest' for a batch read (accepted: 'latest' or a JSON "
+            'like {"topicA":{"0":23,"1":-1}} with -1 = latest)')
+    if ending.kind == "offsets":
+        for topic, partition, value in ending.entries:
+            if value == EARLIEST:
+                raise InvalidOptionError(
+                    f"option 'endingOffsets' for {topic}-{partition} can't be earliest (-2) for a batch read")
+    _check_limit_validity(starting, ending)
+
+
+def _stream_options(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Spark's ``validateStreamOptions`` and ``KafkaMicroBatchStream``'s admission-control options."""
+    for name in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp"):
+        if name in raw:
+            raise InvalidOptionError(f"option {name!r} is not valid in streaming queries (a stream reads until it "
+                                     "is stopped; use Trigger.AvailableNow to stop at the offsets present when it "
+                                     "starts)")
+    out: dict[str, Any] = {}
+    if "maxOffsetsPerTrigger" in raw:
+        out["max_offsets_per_trigger"] = _parse_positive_int("maxOffsetsPerTrigger", raw["maxOffsetsPerTrigger"])
+    if "minOffsetsPerTrigger" in raw:
+        out["min_offsets_per_trigger"] = _parse_positive_int("minOffsetsPerTrigger", raw["minOffsetsPerTrigger"])
+    if "maxTriggerDelay" in raw:
+        out["max_trigger_delay_ms"] = _parse_duration_ms("maxTriggerDelay", raw["maxTriggerDelay"])
+    low, high = out.get("min_offsets_per_trigger"), out.get("max_offsets_per_trigger")
+    if low is not None and high is not None and low > high:
+        raise InvalidOptionError(f"the value of minOffsetsPerTrigger ({low}) is higher than the "
+                                 f"maxOffsetsPerTrigger ({high})")
+    return out
+
+
+# Spark's JavaUtils.timeStringAsMs suffixes (a bare number is milliseconds).
+_DURATION_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def _parse_duration_ms(name: str, value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str):
+        match = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", value.lower())
+        if match and (match.group(2) in _DURATION_MS or match.group(2) == ""):
+            return int(int(match.group(1)) * _DURATION_MS.get(match.group(2), 1))
+    raise InvalidOptionError(f"option {name!r} must be a duration like '15m', '30s', '500ms' or a number of "
+                             f"milliseconds, got {value!r}")
 
 
 def _check_limit_validity(starting: OffsetLimit, ending: OffsetLimit) -> None:

@@ -73,6 +73,8 @@ __all__ = [
     "pack_slices",
     "resolve_offsets",
     "offset_for_timestamp",
+    "select_partitions",
+    "available_range",
 ]
 
 
@@ -1252,38 +1254,8 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
     if not paths:
         raise LayoutError("nothing to read: no path given")
     report = PlanReport(options=options.as_dict())
-    found = discover(paths, skipped=report.skipped_folders)
-    for path, _ in report.skipped_folders:
-        if path.endswith("-future"):  # ReplicaAlterLogDirsThread's destination: the current copy is elsewhere
-            report.notes.append(f"{path} is not read: the destination of a replica move between log dirs in "
-                                f"progress (its current copy is in another log dir of the same broker)")
-    selected: list[PartitionDir] = []
-    for pdir in found:
-        if not options.selects(pdir.topic, pdir.partition):
-            report.partitions_pruned.append((pdir.topic, pdir.partition, "not selected by assign/subscribe/"
-                                             "subscribePattern"))
-            continue
-        selected.append(pdir)
-    _check_listed_partitions(options, selected)
-    chosen: list[PartitionDir] = []
-    for pdir in selected:
-        if predicates is not None and not predicates.selects(pdir.topic, pdir.partition):
-            report.partitions_pruned.append((pdir.topic, pdir.partition, "pruned by predicates"))
-            continue
-        chosen.append(pdir)
-    if options.replicas == "all":
-        check_one_incarnation(chosen)
-        replicas = chosen
-        for pdir in chosen:
-            report.replicas.append({"topic": pdir.topic, "partition": pdir.partition, "chosen": pdir.path,
-                                    "candidates": [pdir.path], "reason": "replicas=all"})
-    else:
-        replicas = []
-        for choice in choose_replicas(chosen, options.replicas):
-            replicas.append(choice.chosen)
-            report.replicas.append({"topic": choice.topic, "partition": choice.partition,
-                                    "chosen": choice.chosen.path,
-                                    "candidates": [c.path for c in choice.candidates], "reason": choice.reason})
+    replicas = _select_partitions(paths, options, predicates, report)
+
     def plan_one(pdir: PartitionDir) -> tuple[PlanReport, list[_Piece]]:
         sub = PlanReport(options=report.options)  # its own: partitions on object storage are planned in threads
         return sub, _plan_partition(pdir, options, predicates, sub)
@@ -1323,6 +1295,66 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
     for filesystem in {id(p.filesystem): p.filesystem for p in replicas}.values():
         _fs.release_cached_blocks(filesystem)  # planning's small reads are done; reads fetch big ranges
     return ScanPlan(slices, report)
+
+
+def select_partitions(paths: str | Sequence[str] | None, options: ReadOptions,
+                      report: PlanReport | None = None) -> list[PartitionDir]:
+    """The partition replicas a scan of ``paths`` with ``options`` reads (discovery, topic selection, replica
+    choice), as :func:`plan_scan` finds them; without planning any slice (streaming's latest offsets)."""
+    if paths is None or (not isinstance(paths, (str, os.PathLike)) and not paths):
+        paths = list(options.paths)
+    if not paths:
+        raise LayoutError("nothing to read: no path given")
+    return _select_partitions(paths, options, None, report if report is not None else PlanReport())
+
+
+def _select_partitions(paths, options: ReadOptions, predicates: Predicates | None, report: PlanReport
+                       ) -> list[PartitionDir]:
+    found = discover(paths, skipped=report.skipped_folders)
+    for path, _ in report.skipped_folders:
+        if path.endswith("-future"):  # ReplicaAlterLogDirsThread's destination: the current copy is elsewhere
+            report.notes.append(f"{path} is not read: the destination of a replica move between log dirs in "
+                                f"progress (its current copy is in another log dir of the same broker)")
+    selected: list[PartitionDir] = []
+    for pdir in found:
+        if not options.selects(pdir.topic, pdir.partition):
+            report.partitions_pruned.append((pdir.topic, pdir.partition, "not selected by assign/subscribe/"
+                                             "subscribePattern"))
+            continue
+        selected.append(pdir)
+    _check_listed_partitions(options, selected)
+    chosen: list[PartitionDir] = []
+    for pdir in selected:
+        if predicates is not None and not predicates.selects(pdir.topic, pdir.partition):
+            report.partitions_pruned.append((pdir.topic, pdir.partition, "pruned by predicates"))
+            continue
+        chosen.append(pdir)
+    if options.replicas == "all":
+        check_one_incarnation(chosen)
+        replicas = chosen
+        for pdir in chosen:
+            report.replicas.append({"topic": pdir.topic, "partition": pdir.partition, "chosen": pdir.path,
+                                    "candidates": [pdir.path], "reason": "replicas=all"})
+    else:
+        replicas = []
+        for choice in choose_replicas(chosen, options.replicas):
+            replicas.append(choice.chosen)
+            report.replicas.append({"topic": choice.topic, "partition": choice.partition,
+                                    "chosen": choice.chosen.path,
+                                    "candidates": [c.path for c in choice.candidates], "reason": choice.reason})
+    return replicas
+
+
+def available_range(partition_dir: PartitionDir, options: ReadOptions) -> tuple[int, int]:
+    """``(earliest, latest)`` of one partition replica under ``options`` (isolation level, ``upperBound``): the
+    log start offset and the upper bound a read with ``startingOffsets=earliest`` and ``endingOffsets=latest``
+    would stop at. An empty partition gives ``(log start, log start)``."""
+    part = _Partition(partition_dir, options, None)
+    if not part.segments:
+        start = partition_dir.log_start_offset or 0
+        return start, start
+    bounds = _bounds(part, None)
+    return bounds.log_start, bounds.upper
 
 
 def _check_listed_partitions(options: ReadOptions, selected: Iterable[PartitionDir]) -> None:

@@ -23,6 +23,13 @@ predicates prune only there; elsewhere ``pushFilters`` claims nothing and prunes
 topic/partition/offset options still prune), and says so in the plan report and the log. ``filterPushdown=true``
 prunes anyway: safe when each query has its own ``load()``, as kafkaseg's jobs do.
 
+Streaming (``spark.readStream.format("kafkaseg")``): :class:`KafkaSegStreamReader` runs in PySpark's streaming
+source runner (one long-lived Python worker of the driver, ``python_streaming_source_runner.py``), which keeps the
+reader between triggers: ``initialOffset``, ``latestOffset(start, limit)`` (admission control, PySpark 4.2+),
+``partitions(start, end)`` and ``prepareForTriggerAvailableNow``; executors get their own reader for ``read``.
+The offsets, limits and data-loss rules are :mod:`kafkaseg.streaming`'s. On PySpark 4.1, whose runner calls
+``latestOffset()`` without arguments and knows no read limits, every trigger reads all that is available.
+
 Pushdown on and off: PySpark refuses (``DATA_SOURCE_PUSHDOWN_DISABLED``) a reader whose class overrides
 ``pushFilters`` when the conf is off, and the reader cannot see the conf (no SparkSession exists in the planning
 worker). Ignoring kafkaseg's pushdown is always correct, though: it claims only filters it applies exactly, and with
@@ -39,20 +46,30 @@ import uuid
 from typing import Any, Iterator
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, Filter, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from kafkaseg.errors import InvalidOptionError
 from kafkaseg.options import ReadOptions
-from kafkaseg.planning import Predicates, SegmentSlice, plan_scan
+from kafkaseg.planning import Predicates, ScanPlan, SegmentSlice, plan_scan
 from kafkaseg.scan import ScanMetrics, read_slice
 from kafkaseg.schema import arrow_schema
 from kafkaseg.spark import reports
 from kafkaseg.spark.filters import translate_filters
+from kafkaseg.streaming import MicroBatchPlanner, Offsets, to_offsets
 
-__all__ = ["KafkaSegDataSource", "KafkaSegReader", "SlicePartition", "spark_schema", "read_options",
-           "PUSHED_PLANS_ARE_SCOPED"]
+try:  # PySpark 4.2+: admission control and Trigger.AvailableNow for Python streaming sources
+    from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows,
+                                                  SupportsTriggerAvailableNow)
+except ImportError:  # PySpark 4.1
+    ReadLimit = ReadAllAvailable = ReadMaxRows = ReadMinRows = None  # type: ignore[assignment,misc]
+
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
+        """Stand-in on PySpark versions without the mixin (their runner never calls it)."""
+
+__all__ = ["KafkaSegDataSource", "KafkaSegReader", "KafkaSegStreamReader", "SlicePartition", "spark_schema",
+           "read_options", "PUSHED_PLANS_ARE_SCOPED"]
 
 log = logging.getLogger("kafkaseg.spark")
 
@@ -69,15 +86,16 @@ def spark_schema(include_headers: bool = False, include_metadata: bool = False) 
     return from_arrow_schema(arrow_schema(include_headers, include_metadata))
 
 
-def read_options(options: Any) -> ReadOptions:
-    """Parse the data source's options. ``load("/a,/b")`` is split at commas like Kafka's ``log.dirs`` (Spark passes
-    it as one ``path``); ``load(["/a", "/b"])`` arrives as ``paths`` and is taken as given."""
+def read_options(options: Any, *, stream: bool = False) -> ReadOptions:
+    """Parse the data source's options (for ``spark.readStream`` with ``stream=True``). ``load("/a,/b")`` is split
+    at commas like Kafka's ``log.dirs`` (Spark passes it as one ``path``); ``load(["/a", "/b"])`` arrives as
+    ``paths`` and is taken as given."""
     given = dict(options or {})
     for key in list(given):
         if key.lower() == "path" and isinstance(given[key], str) and "," in given[key]:
             parts = [p.strip() for p in given.pop(key).split(",") if p.strip()]
             given["paths"] = parts
-    return ReadOptions.from_options(given)
+    return ReadOptions.from_options(given, stream=stream)
 
 
 class KafkaSegDataSource(DataSource):
@@ -91,18 +109,35 @@ class KafkaSegDataSource(DataSource):
         return "kafkaseg"
 
     def schema(self) -> StructType:
-        options = read_options(self.options)
+        # load() does not say whether a batch or a stream reads: take the options as either (reader() and
+        # streamReader() then reject what their kind of read does not accept)
+        try:
+            options = read_options(self.options)
+        except InvalidOptionError as batch_error:
+            try:
+                options = read_options(self.options, stream=True)
+            except InvalidOptionError:
+                raise batch_error from None
         return spark_schema(options.include_headers, options.include_metadata)
 
     def reader(self, schema: StructType) -> "KafkaSegReader":
         options = read_options(self.options)
-        expected = spark_schema(options.include_headers, options.include_metadata)
-        if schema != expected:
-            raise InvalidOptionError(
-                "the kafkaseg source has a fixed schema and cannot be set with a custom one (as Spark's Kafka "
-                f"source); drop .schema(...) and use includeHeaders/includeMetadata. Expected "
-                f"{expected.simpleString()}, got {schema.simpleString()}")
+        _check_schema(schema, options)
         return KafkaSegReader(options)
+
+    def streamReader(self, schema: StructType) -> "KafkaSegStreamReader":
+        options = read_options(self.options, stream=True)
+        _check_schema(schema, options)
+        return KafkaSegStreamReader(options)
+
+
+def _check_schema(schema: StructType, options: ReadOptions) -> None:
+    expected = spark_schema(options.include_headers, options.include_metadata)
+    if schema != expected:
+        raise InvalidOptionError(
+            "the kafkaseg source has a fixed schema and cannot be set with a custom one (as Spark's Kafka "
+            f"source); drop .schema(...) and use includeHeaders/includeMetadata. Expected "
+            f"{expected.simpleString()}, got {schema.simpleString()}")
 
 
 class SlicePartition(InputPartition):
@@ -163,31 +198,103 @@ class KafkaSegReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         plan = plan_scan(None, self.options, self.predicates)
-        units = plan.input_partitions(self.options)
-        report = reports.write_plan(self.scan_id, plan.report, plan.slices, self.pushdown, len(units))
-        logger = _worker_logger()
-        logger.info("%s", report.summary())
-        for choice in plan.report.replicas:
-            if len(choice.get("candidates", ())) > 1:
-                logger.info("kafkaseg scan %s: %s-%s: reading replica %s of %d copies (%s)", self.scan_id,
-                            choice["topic"], choice["partition"], choice["chosen"], len(choice["candidates"]),
-                            choice.get("reason"))
-        for note in plan.report.data_loss:
-            logger.warning("kafkaseg scan %s: data loss: %s", self.scan_id, note)
-        return [SlicePartition(i, unit, self.scan_id) for i, unit in enumerate(units)]
+        return _input_partitions(plan, self.options, self.scan_id, self.pushdown)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if not isinstance(partition, SlicePartition):
-            return  # PySpark substitutes one empty InputPartition(None) when the plan has no slices
-        metrics = ScanMetrics()
-        try:
-            for piece in partition.pieces:
-                yield from read_slice(piece, self.options, metrics)
-        finally:
-            reports.write_read_metrics(partition.scan_id, partition.index, metrics.as_dict())
-            for path, position, size in metrics.truncated_tails:
-                _worker_logger().info("kafkaseg scan %s: %s: stopped before a partial batch at byte %d (%d bytes, "
-                                      "still being written?)", partition.scan_id, path, position, size)
+        return _read_partition(partition, self.options)
+
+
+def _input_partitions(plan: ScanPlan, options: ReadOptions, scan_id: str, pushdown: dict[str, list[str]]
+                      ) -> list[InputPartition]:
+    """A plan's slices packed into Spark input partitions, with its report written and logged."""
+    units = plan.input_partitions(options)
+    report = reports.write_plan(scan_id, plan.report, plan.slices, pushdown, len(units))
+    logger = _worker_logger()
+    logger.info("%s", report.summary())
+    for choice in plan.report.replicas:
+        if len(choice.get("candidates", ())) > 1:
+            logger.info("kafkaseg scan %s: %s-%s: reading replica %s of %d copies (%s)", scan_id,
+                        choice["topic"], choice["partition"], choice["chosen"], len(choice["candidates"]),
+                        choice.get("reason"))
+    for note in plan.report.data_loss:
+        logger.warning("kafkaseg scan %s: data loss: %s", scan_id, note)
+    return [SlicePartition(i, unit, scan_id) for i, unit in enumerate(units)]
+
+
+def _read_partition(partition: InputPartition, options: ReadOptions) -> Iterator[pa.RecordBatch]:
+    if not isinstance(partition, SlicePartition):
+        return  # PySpark substitutes one empty InputPartition(None) when the plan has no slices
+    metrics = ScanMetrics()
+    try:
+        for piece in partition.pieces:
+            yield from read_slice(piece, options, metrics)
+    finally:
+        reports.write_read_metrics(partition.scan_id, partition.index, metrics.as_dict())
+        for path, position, size in metrics.truncated_tails:
+            _worker_logger().info("kafkaseg scan %s: %s: stopped before a partial batch at byte %d (%d bytes, "
+                                  "still being written?)", partition.scan_id, path, position, size)
+
+
+class KafkaSegStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """``spark.readStream.format("kafkaseg")``: micro-batches over log dirs that grow (see the module docstring
+    and :mod:`kafkaseg.streaming`). Offsets are Spark's Kafka source JSON, ``{"topic": {"0": 23}}``."""
+
+    def __init__(self, options: ReadOptions):
+        self.options = options
+        self.planner = MicroBatchPlanner(options)
+        self.stream_id = uuid.uuid4().hex[:8]
+        self.batches = 0
+
+    def initialOffset(self) -> Offsets:
+        offsets = self.planner.initial_offsets()
+        _worker_logger().info("kafkaseg stream %s: initial offsets %s (%s)", self.stream_id, offsets,
+                              self.options.starting.option or "startingOffsets")
+        return offsets
+
+    def getDefaultReadLimit(self):  # the options' limits, as Spark's Kafka source declares them
+        if self.options.max_offsets_per_trigger is not None:
+            return ReadMaxRows(self.options.max_offsets_per_trigger)
+        if self.options.min_offsets_per_trigger is not None:
+            return ReadMinRows(self.options.min_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: Offsets | None = None, limit: Any = None) -> Offsets:
+        # Spark's KafkaMicroBatchStream: ReadAllAvailable wins (Trigger.Once, or a caller that overrides the
+        # options); with a max limit the min one comes from the options (PySpark passes one limit, Spark a
+        # composite of both)
+        if start is None or limit is None or isinstance(limit, ReadAllAvailable):
+            return self.planner.latest_offsets(start or {}, all_available=True)
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        min_rows = (limit.min_rows if isinstance(limit, ReadMinRows)
+                    else self.options.min_offsets_per_trigger if max_rows is not None else None)
+        return self.planner.latest_offsets(start, max_offsets=max_rows, min_offsets=min_rows)
+
+    def reportLatestOffset(self) -> Offsets | None:
+        return to_offsets(self.planner.latest) if self.planner.latest else None
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.planner.prepare_available_now()
+
+    def partitions(self, start: Offsets, end: Offsets) -> list[InputPartition]:
+        self.batches += 1
+        scan_id = f"{self.stream_id}-{self.batches}-{uuid.uuid4().hex[:6]}"
+        plan = self.planner.plan(start, end)
+        logger = _worker_logger()
+        for note in plan.notes:
+            logger.info("kafkaseg stream %s: %s", self.stream_id, note)
+        skipped = [note for note in plan.data_loss if plan.scan is None or note not in plan.scan.report.data_loss]
+        for note in skipped:
+            logger.warning("kafkaseg stream %s: data loss: %s", self.stream_id, note)
+        if plan.scan is None:
+            return []
+        return _input_partitions(plan.scan, self.options, scan_id, {"handled": [], "pruning_only": [],
+                                                                     "remaining": []})
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read_partition(partition, self.options)
+
+    def commit(self, end: Offsets) -> None:
+        """Nothing to release: the files are only read."""
 
 
 def _worker_logger() -> logging.Logger:

@@ -1,0 +1,262 @@
+"""Micro-batch streaming over Kafka log dirs that grow (a live broker's disks, backups or tiered-storage copies
+that receive new segments): offsets, admission control, and the plan of each micro-batch. Spark-free; the Spark
+stream reader (:class:`kafkaseg.spark.source.KafkaSegStreamReader`) is a thin wrapper over
+:class:`MicroBatchPlanner`, which holds the state Spark's streaming runner keeps between calls.
+
+Offsets are Spark's Kafka source offsets, ``{"topic": {"0": 23, "1": 40}}``: per topic-partition, the next offset
+to read (``KafkaSourceOffset`` JSON, so a query's offset log reads the same as with ``format("kafka")``). The
+semantics follow ``KafkaMicroBatchStream.scala`` and ``KafkaOffsetReaderAdmin.getOffsetRangesFromResolvedOffsets``
+in apache/spark ``connector/kafka-0-10-sql``, with the files standing in for the cluster:
+
+* latest = each selected partition's upper bound, as a batch read's ``endingOffsets=latest``: the high watermark
+  from ``replication-offset-checkpoint`` (``upperBound=logEndOffset`` for the log end), and under
+  ``read_committed`` at most the last stable offset. Partitions are discovered again at every trigger, so topics
+  a ``subscribePattern`` matches and partition folders that appear later are picked up;
+* initial offsets (``startingOffsets``, default ``latest``): ``earliest``, ``latest``, JSON offsets (-2 earliest,
+  -1 latest; unlisted partitions start at earliest, as partitions found later do) or timestamps
+  (``startingTimestamp``, ``startingOffsetsByTimestamp`` with ``startingOffsetsByTimestampStrategy``);
+* ``maxOffsetsPerTrigger`` spreads its budget over the partitions in proportion to what each has pending, never
+  starving one (Spark's ``rateLimit``); ``minOffsetsPerTrigger`` skips a trigger until that many offsets are
+  pending or ``maxTriggerDelay`` has passed since the last batch (``delayBatch``). Both count offsets, not
+  records, as Spark does (compacted or transactional logs have fewer records than offsets);
+* ``Trigger.AvailableNow`` stops at the latest offsets of the moment it starts (:meth:`prepare_available_now`),
+  honouring ``maxOffsetsPerTrigger`` and ignoring ``minOffsetsPerTrigger``, as Spark does;
+* data loss (``failOnDataLoss``, default true: :class:`~kafkaseg.errors.DataLossError`; false: skipped and
+  listed in :attr:`MicroBatchPlan.data_loss`): a partition that disappeared, a partition found after the start
+  whose log does not begin at offset 0, a log that went back below where the stream stood (truncated or
+  recreated), and, from the planner, a start below the log start offset (retention deleted unread records) or
+  inside a hole between segments.
+
+One difference from Spark, which records its initial offsets in the checkpoint's ``sources/`` folder: a Python
+data source cannot write there, so a query restarted before its first micro-batch committed resolves
+``startingOffsets`` again. With ``latest`` that can land past the first batch's recorded end; kafkaseg then plans
+nothing for that partition in the replayed batch (the log did not go backwards, so it is not data loss) and the
+next batch continues from the recorded end.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from kafkaseg.errors import DataLossError, InvalidOptionError
+from kafkaseg.options import EARLIEST, LATEST, OffsetLimit, ReadOptions
+from kafkaseg.planning import ScanPlan, available_range, plan_scan, resolve_offsets, select_partitions
+from kafkaseg.storage.layout import PartitionDir
+
+__all__ = ["Offsets", "MicroBatchPlanner", "MicroBatchPlan", "rate_limit", "to_offsets", "from_offsets"]
+
+#: Spark's Kafka source offset JSON: ``{"topic": {"partition": next offset}}``.
+Offsets = dict[str, dict[str, int]]
+TopicPartition = tuple[str, int]
+
+_FAIL_HINT = "(set failOnDataLoss=false to skip it and go on)"
+
+
+def from_offsets(offsets: Mapping[str, Mapping[str, int]] | None) -> dict[TopicPartition, int]:
+    """``{"t": {"0": 5}}`` -> ``{("t", 0): 5}``; raises :class:`InvalidOptionError` on anything else (an offset
+    log written by another source)."""
+    out: dict[TopicPartition, int] = {}
+    for topic, partitions in (offsets or {}).items():
+        if not isinstance(partitions, Mapping):
+            raise InvalidOptionError(f"not a kafkaseg/Kafka source offset: {offsets!r}")
+        for partition, offset in partitions.items():
+            try:
+                out[(str(topic), int(partition))] = int(offset)
+            except (TypeError, ValueError) as err:
+                raise InvalidOptionError(f"not a kafkaseg/Kafka source offset: {offsets!r}") from err
+    return out
+
+
+def to_offsets(positions: Mapping[TopicPartition, int]) -> Offsets:
+    """``{("t", 0): 5}`` -> ``{"t": {"0": 5}}``, topics and partitions in order (stable JSON for Spark)."""
+    out: Offsets = {}
+    for (topic, partition), offset in sorted(positions.items()):
+        out.setdefault(topic, {})[str(partition)] = int(offset)
+    return out
+
+
+def rate_limit(limit: int, start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int],
+               earliest: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+    """Spark's ``KafkaMicroBatchStream.rateLimit``: the end offsets of a micro-batch of at most about ``limit``
+    offsets, spread over the partitions in proportion to what each has pending (``latest - start``; partitions
+    new since ``start`` count from ``earliest``). A partition's share below 1 is rounded up (none is starved),
+    others down; no end passes ``latest``."""
+    sizes: dict[TopicPartition, int] = {}
+    for tp, end in latest.items():
+        begin = start.get(tp, earliest.get(tp))
+        if begin is not None and end - begin > 0:
+            sizes[tp] = end - begin
+    total = float(sum(sizes.values()))
+    if total < 1:
+        return dict(latest)
+    out: dict[TopicPartition, int] = {}
+    for tp, end in latest.items():
+        if tp not in sizes:
+            out[tp] = end
+            continue
+        begin = start[tp] if tp in start else earliest[tp]
+        prorate = limit * (sizes[tp] / total)
+        share = math.ceil(prorate) if prorate < 1 else math.floor(prorate)
+        out[tp] = min(end, begin + share)
+    return out
+
+
+@dataclass
+class MicroBatchPlan:
+    """What one micro-batch reads: the :class:`~kafkaseg.planning.ScanPlan` of its offset ranges (None when there
+    is nothing to read), the ``[start, end)`` per partition, and the data loss skipped under
+    ``failOnDataLoss=false`` (the planner's included) or notes (e.g. a replayed first batch)."""
+
+    scan: ScanPlan | None
+    ranges: dict[TopicPartition, tuple[int, int]] = field(default_factory=dict)
+    data_loss: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+class MicroBatchPlanner:
+    """The state and decisions of one streaming query's source (see the module docstring). ``clock`` returns
+    milliseconds (tests pass their own)."""
+
+    def __init__(self, options: ReadOptions, clock: Callable[[], float] | None = None):
+        if options.replicas == "all":
+            raise InvalidOptionError("option 'replicas' can't be 'all' for a streaming read")
+        self.options = options
+        self.clock = clock or (lambda: time.time() * 1000.0)
+        self.last_trigger_ms = 0.0
+        self.available_now: dict[TopicPartition, int] | None = None
+        self.latest: dict[TopicPartition, int] | None = None  # the last latest offsets seen (progress reports)
+
+    # -- discovery ---------------------------------------------------------------------------------------------------
+    def _partitions(self) -> list[PartitionDir]:
+        topics_only = self.options.replace(starting=OffsetLimit("earliest", option="startingOffsets"),
+                                           ending=OffsetLimit("latest", option="endingOffsets"))
+        return select_partitions(None, topics_only)
+
+    def available(self) -> dict[TopicPartition, tuple[int, int]]:
+        """``(earliest, latest)`` of every selected partition now."""
+        return {(p.topic, p.partition): available_range(p, self.options) for p in self._partitions()}
+
+    # -- Spark's calls -------------------------------------------------------------------------------------------------
+    def initial_offsets(self) -> Offsets:
+        """Where a new query starts (``startingOffsets`` and friends, resolved against the files now)."""
+        limit = self.options.starting
+        positions: dict[TopicPartition, int] = {}
+        pdirs = select_partitions(None, self.options)  # checks that partitions named in a JSON are on disk
+        for pdir in pdirs:
+            tp = (pdir.topic, pdir.partition)
+            earliest, latest = available_range(pdir, self.options)
+            if limit.kind == "earliest":
+                positions[tp] = earliest
+            elif limit.kind == "latest":
+                positions[tp] = latest
+            elif limit.kind == "offsets":
+                value = limit.lookup(*tp)
+                positions[tp] = (latest if value == LATEST else
+                                 earliest if value is None or value == EARLIEST else value)
+            else:  # timestamp(s): the planner's resolution (strategy, no match)
+                ending = OffsetLimit("latest", option="endingOffsets")
+                positions[tp] = resolve_offsets(pdir, self.options.replace(ending=ending))[0]
+        return to_offsets(positions)
+
+    def prepare_available_now(self) -> None:
+        """``Trigger.AvailableNow``: fix the target at the latest offsets of this moment."""
+        self.available_now = {tp: latest for tp, (_, latest) in self.available().items()}
+
+    def latest_offsets(self, start: Offsets, *, max_offsets: int | None = None, min_offsets: int | None = None,
+                       all_available: bool = False) -> Offsets:
+        """The end of the next micro-batch from ``start``: everything available (``all_available``, Spark's
+        ``ReadAllAvailable``), else at most ``max_offsets`` (rate limit) and nothing (``start`` itself) while
+        fewer than ``min_offsets`` are pending and ``maxTriggerDelay`` has not passed."""
+        begin = from_offsets(start)
+        if self.available_now is not None:
+            latest = dict(self.available_now)
+            earliest: dict[TopicPartition, int] | None = None
+        else:
+            ranges = self.available()
+            latest = {tp: hi for tp, (_, hi) in ranges.items()}
+            earliest = {tp: lo for tp, (lo, _) in ranges.items()}
+        self.latest = latest
+        if all_available:
+            return to_offsets(latest)
+        if min_offsets is not None and self.available_now is None and self._delay(min_offsets, begin, latest):
+            return start
+        if max_offsets is not None:
+            if earliest is None:
+                earliest = {tp: lo for tp, (lo, _) in self.available().items()}
+            return to_offsets(rate_limit(max_offsets, begin, latest, earliest))
+        return to_offsets(latest)
+
+    def _delay(self, min_offsets: int, start: Mapping[TopicPartition, int],
+               latest: Mapping[TopicPartition, int]) -> bool:
+        """Spark's ``delayBatch``: whether to skip this trigger for ``minOffsetsPerTrigger``."""
+        now = self.clock()
+        if now - self.last_trigger_ms >= self.options.max_trigger_delay_ms:
+            self.last_trigger_ms = now
+            return False
+        pending = sum(end - start.get(tp, 0) for tp, end in latest.items())
+        if pending < min_offsets:
+            return True
+        self.last_trigger_ms = now
+        return False
+
+    def plan(self, start: Offsets, end: Offsets) -> MicroBatchPlan:
+        """Plan the micro-batch ``[start, end)`` (Spark's ``planInputPartitions``; also a replay after a restart).
+        Raises :class:`DataLossError` under ``failOnDataLoss`` for the cases in the module docstring."""
+        begin, until = from_offsets(start), from_offsets(end)
+        result = MicroBatchPlan(None)
+
+        def loss(message: str) -> None:
+            if self.options.fail_on_data_loss:
+                raise DataLossError(f"{message} {_FAIL_HINT}")
+            result.data_loss.append(message)
+
+        for tp in sorted(set(begin) - set(until)):
+            loss(f"{tp[0]}-{tp[1]} is gone (its folder is no longer under the given paths); offsets from "
+                 f"{begin[tp]} on may have been missed")
+        needed = set(until)
+        current = {(p.topic, p.partition): p for p in self._partitions() if (p.topic, p.partition) in needed}
+        ranges: dict[TopicPartition, tuple[int, int]] = {}
+        for tp in sorted(until):
+            name = f"{tp[0]}-{tp[1]}"
+            pdir = current.get(tp)
+            if pdir is None:
+                loss(f"{name} is gone (its folder is no longer under the given paths); offsets "
+                     f"[{begin.get(tp, '?')}, {until[tp]}) of this micro-batch are missed")
+                continue
+            if tp in begin:
+                lo = begin[tp]
+            else:  # a partition found after the stream started: from its beginning (Spark: earliest)
+                lo = available_range(pdir, self.options)[0]
+                if lo != 0:
+                    loss(f"added partition {name} starts at offset {lo} instead of 0 in {pdir.path}; offsets "
+                         f"[0, {lo}) may have been missed")
+            hi = until[tp]
+            if hi < lo:
+                now_latest = available_range(pdir, self.options)[1]
+                if now_latest >= lo:
+                    result.notes.append(f"{name}: this micro-batch ends at {hi}, below its start {lo}, while the log "
+                                        f"still reaches {now_latest}: the start was resolved again after a restart; "
+                                        "nothing is read for it in this batch")
+                else:
+                    loss(f"{name}'s offsets went back from {lo} to {hi} (latest is now {now_latest} in "
+                         f"{pdir.path}): the log was truncated or the topic recreated; records may have been "
+                         "missed")
+                continue
+            if hi > lo:
+                ranges[tp] = (lo, hi)
+        result.ranges = ranges
+        if not ranges:
+            return result
+        entries_start = tuple((t, p, lo) for (t, p), (lo, _) in sorted(ranges.items()))
+        entries_end = tuple((t, p, hi) for (t, p), (_, hi) in sorted(ranges.items()))
+        options = self.options.replace(
+            assign=tuple(sorted(ranges)), subscribe=None, subscribe_pattern=None,
+            starting=OffsetLimit("offsets", entries_start, option="startingOffsets"),
+            ending=OffsetLimit("offsets", entries_end, option="endingOffsets"))
+        result.scan = plan_scan(None, options)
+        result.data_loss.extend(result.scan.report.data_loss)
+        return result
+

@@ -1,0 +1,66 @@
+"""``spark.readStream.format("kafkaseg")`` end to end in local Spark: a query with a checkpoint follows a log dir
+that grows, in rate-limited micro-batches, and fails on data loss. The rules themselves are tested without a JVM
+in test_streaming.py; this checks that PySpark's streaming runner drives them as intended (admission control,
+Trigger.AvailableNow, offsets in the checkpoint in Spark's Kafka form, executors' reads)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from kafkaseg.storage.checkpoints import read_offset_checkpoint
+from kafkaseg.testing import TopicSpec, write_data_dir
+from kafkaseg.testing.partition import write_offset_checkpoint
+
+TOPICS = [
+    TopicSpec("a", partitions=2, records_per_partition=500, records_per_batch=20, segment_bytes=16 * 1024,
+              headers=1),
+    TopicSpec("b", records_per_partition=300, codec="zstd", segment_bytes=8 * 1024),
+]
+COLUMNS = ["topic", "partition", "offset", "key", "value", "timestamp"]
+
+
+def _run(spark, root, checkpoint, out, **options):
+    reader = spark.readStream.format("kafkaseg").option("startingOffsets", "earliest")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    query = (reader.load(str(root)).writeStream.format("parquet").option("path", str(out))
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    query.awaitTermination(300)
+    return query
+
+
+def test_a_stream_follows_a_growing_dir_once_and_fails_on_data_loss(spark, tmp_path):
+    root, other = tmp_path / "data", tmp_path / "other"
+    write_data_dir(root, TOPICS, seed=11)
+    write_data_dir(other, [TopicSpec("c", records_per_partition=80)], seed=12)
+    full = read_offset_checkpoint(str(root / "replication-offset-checkpoint"))
+    write_offset_checkpoint(root / "replication-offset-checkpoint", {tp: hw // 2 for tp, hw in full.items()})
+    checkpoint, out = tmp_path / "checkpoint", tmp_path / "out"
+
+    first = _run(spark, root, checkpoint, out, maxOffsetsPerTrigger=200)
+    rows = [p["numInputRows"] for p in first.recentProgress]
+    assert len(rows) > 1 and max(rows) <= 200 + 3 and sum(rows) == sum(hw // 2 for hw in full.values())
+
+    # the broker writes on: the high watermark moves up, a new topic's partition appears
+    shutil.move(str(other / "c-0"), str(root / "c-0"))
+    write_offset_checkpoint(root / "replication-offset-checkpoint", {**full, ("c", 0): 80})
+    second = _run(spark, root, checkpoint, out, maxOffsetsPerTrigger=200)
+    assert sum(p["numInputRows"] for p in second.recentProgress) == sum(full.values()) - sum(rows) + 80
+
+    streamed = spark.read.parquet(str(out)).select(*COLUMNS)
+    batch = spark.read.format("kafkaseg").load(str(root)).select(*COLUMNS)
+    assert streamed.count() == batch.count() == sum(full.values()) + 80
+    assert streamed.exceptAll(batch).count() == 0 and batch.exceptAll(streamed).count() == 0
+
+    # the offset log holds Spark's Kafka source offsets
+    offsets_files = sorted((checkpoint / "offsets").glob("[0-9]*"), key=lambda p: int(p.name))
+    last = json.loads(offsets_files[-1].read_text().splitlines()[-1])
+    assert last == {"a": {"0": full[("a", 0)], "1": full[("a", 1)]}, "b": {"0": full[("b", 0)]}, "c": {"0": 80}}
+
+    # a partition the query was reading disappears: failOnDataLoss (the default) stops the query, naming it
+    shutil.rmtree(root / "b-0")
+    with pytest.raises(Exception, match="b-0 is gone"):
+        _run(spark, root, checkpoint, out)

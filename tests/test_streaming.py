@@ -1,0 +1,284 @@
+"""Streaming (kafkaseg.streaming) without a JVM: offsets, admission control and data loss over a log dir that grows.
+
+The dir "grows" the way a live broker's does for a reader: the high watermark in replication-offset-checkpoint moves
+up over data already on disk, partition folders appear, retention deletes segments. Every micro-batch plan is read
+with the same slice reader Spark's executors use, and the union is compared with one batch read of the final dir.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import kafkaseg
+from kafkaseg.errors import DataLossError, InvalidOptionError
+from kafkaseg.options import ReadOptions
+from kafkaseg.scan import read_slice
+from kafkaseg.storage.checkpoints import read_offset_checkpoint
+from kafkaseg.streaming import MicroBatchPlanner, from_offsets, rate_limit, to_offsets
+from kafkaseg.testing import TopicSpec, write_data_dir
+from kafkaseg.testing.partition import write_offset_checkpoint
+
+TOPICS = [
+    TopicSpec("a", partitions=2, records_per_partition=600, records_per_batch=20, segment_bytes=16 * 1024,
+              start_timestamp_ms=1_700_000_000_000),
+    TopicSpec("b", records_per_partition=300, codec="lz4", segment_bytes=8 * 1024),
+]
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("stream-template") / "data"
+    write_data_dir(root, TOPICS, seed=3)
+    return root
+
+
+@pytest.fixture
+def data(template, tmp_path) -> Path:
+    root = tmp_path / "data"
+    shutil.copytree(template, root)
+    return root
+
+
+def hws(root: Path) -> dict[tuple[str, int], int]:
+    return read_offset_checkpoint(str(root / "replication-offset-checkpoint"))
+
+
+def set_hws(root: Path, values: dict[tuple[str, int], int]) -> None:
+    write_offset_checkpoint(root / "replication-offset-checkpoint", values)
+
+
+def planner(root: Path, clock=None, **options) -> MicroBatchPlanner:
+    given = {"path": str(root), "startingOffsets": "earliest", **options}
+    return MicroBatchPlanner(ReadOptions.from_options(given, stream=True), clock=clock)
+
+
+def read_batch(p: MicroBatchPlanner, start, end) -> list[tuple[str, int, int]]:
+    plan = p.plan(start, end)
+    rows: list[tuple[str, int, int]] = []
+    if plan.scan is None:
+        return rows
+    for piece in plan.scan.slices:
+        for batch in read_slice(piece, p.options):
+            rows.extend(zip(batch.column("topic").to_pylist(), batch.column("partition").to_pylist(),
+                            batch.column("offset").to_pylist()))
+    return rows
+
+
+def drain(p: MicroBatchPlanner, start, **limits) -> tuple[dict, list[tuple[str, int, int]], list[int]]:
+    """Run micro-batches until the source has nothing new; return the last end, the rows, the offsets per batch."""
+    rows, sizes = [], []
+    for _ in range(1000):
+        end = p.latest_offsets(start, **limits)
+        if end == start:
+            return end, rows, sizes
+        got = read_batch(p, start, end)
+        rows.extend(got)
+        sizes.append(sum(hi - from_offsets(start).get(tp, 0) for tp, hi in from_offsets(end).items()))
+        start = end
+    raise AssertionError("the stream never caught up")
+
+
+def batch_rows(root: Path, **options) -> list[tuple[str, int, int]]:
+    table = kafkaseg.read_arrow(str(root), **options)
+    return list(zip(table.column("topic").to_pylist(), table.column("partition").to_pylist(),
+                    table.column("offset").to_pylist()))
+
+
+def test_offsets_round_trip_as_spark_writes_them():
+    positions = {("b", 0): 7, ("a", 1): 3, ("a", 0): 5}
+    assert to_offsets(positions) == {"a": {"0": 5, "1": 3}, "b": {"0": 7}}
+    assert from_offsets(to_offsets(positions)) == positions
+    with pytest.raises(InvalidOptionError):
+        from_offsets({"a": 5})
+
+
+def test_rate_limit_spreads_the_budget_like_spark():
+    a0, a1, b0 = ("a", 0), ("a", 1), ("b", 0)
+    # 100 and 5 pending: 10 * 100/105 = 9.5 -> 9 (floor); 10 * 5/105 = 0.48 -> 1 (never starved)
+    assert rate_limit(10, {a0: 0, a1: 0}, {a0: 100, a1: 5}, {}) == {a0: 9, a1: 1}
+    # a partition new since the start counts from its earliest; one with nothing pending keeps its end
+    assert rate_limit(10, {a0: 50}, {a0: 50, b0: 30}, {b0: 20}) == {a0: 50, b0: 30}
+    assert rate_limit(4, {a0: 0}, {a0: 8, b0: 30}, {b0: 20}) == {a0: 1, b0: 22}
+    # nothing pending at all: latest as is
+    assert rate_limit(10, {a0: 8}, {a0: 8}, {}) == {a0: 8}
+    # no end passes latest
+    assert rate_limit(1000, {a0: 0, a1: 0}, {a0: 3, a1: 2}, {}) == {a0: 3, a1: 2}
+
+
+def test_a_growing_dir_is_read_once_in_order_within_the_rate_limit(data):
+    full = hws(data)
+    set_hws(data, {tp: hw // 3 for tp, hw in full.items()})
+    p = planner(data, maxOffsetsPerTrigger=250)
+    start = p.initial_offsets()
+    assert start == {"a": {"0": 0, "1": 0}, "b": {"0": 0}}
+    end, rows, sizes = drain(p, start, max_offsets=250)
+    assert len(sizes) > 1 and max(sizes) <= 250 + 3  # a share below 1 rounds up: at most one extra per partition
+    assert from_offsets(end) == {tp: hw // 3 for tp, hw in full.items()}
+    set_hws(data, full)  # the broker's high watermark moves on
+    end, more, _ = drain(p, end, max_offsets=250)
+    assert from_offsets(end) == full
+    assert rows + more != [] and sorted(rows + more) == sorted(batch_rows(data))
+    assert len(set(rows + more)) == len(rows + more)
+    per_partition = {}
+    for topic, partition, offset in rows + more:
+        per_partition.setdefault((topic, partition), []).append(offset)
+    assert all(offsets == sorted(offsets) for offsets in per_partition.values())
+
+
+def test_read_committed_stream_stops_at_the_last_stable_offset(tmp_path):
+    root = tmp_path / "txn"
+    manifest = write_data_dir(root, [TopicSpec("p", records_per_partition=400, records_per_batch=10,
+                                               transactional=True, abort_ratio=0.3, open_transactions=1)], seed=5)
+    p = planner(root, **{"kafka.isolation.level": "read_committed"})
+    end, rows, _ = drain(p, p.initial_offsets())
+    assert from_offsets(end) == {("p", 0): manifest.partition("p").last_stable_offset}
+    expected = [("p", 0, r.offset) for r in manifest.partition("p").data_records(read_committed=True)
+                if r.offset < manifest.partition("p").last_stable_offset]
+    assert rows == expected and rows
+
+
+def test_initial_offsets_follow_starting_options(data):
+    full = hws(data)
+    assert planner(data, startingOffsets="latest").initial_offsets() == to_offsets(full)
+    assert ReadOptions.from_options({"path": str(data)}, stream=True).starting.kind == "latest"
+    p = planner(data, startingOffsets='{"a":{"0":-1,"1":7}}')  # b-0 unlisted: earliest
+    assert from_offsets(p.initial_offsets()) == {("a", 0): full[("a", 0)], ("a", 1): 7, ("b", 0): 0}
+    first = kafkaseg.read_arrow(str(data), assign='{"a":[1]}')
+    ts = first.column("timestamp")[100].value // 1000
+    p = planner(data, startingTimestamp=ts, assign='{"a":[1]}')
+    assert p.initial_offsets() == {"a": {"1": first.column("offset")[100].as_py()}}
+    with pytest.raises(InvalidOptionError, match="not being read"):
+        planner(data, startingOffsets='{"zz":{"0":1}}').initial_offsets()
+
+
+def test_min_offsets_waits_for_enough_data_or_the_delay(data):
+    full = hws(data)
+    set_hws(data, {tp: 10 for tp in full})
+    now = [1_000_000.0]
+    p = planner(data, clock=lambda: now[0], minOffsetsPerTrigger=100, maxTriggerDelay="10s")
+    start = p.initial_offsets()
+    first = p.latest_offsets(start, min_offsets=100)  # the first trigger is never delayed (no trigger before)
+    assert from_offsets(first) == {tp: 10 for tp in full}
+    set_hws(data, {tp: 30 for tp in full})  # 60 pending < 100
+    now[0] += 5_000
+    assert p.latest_offsets(first, min_offsets=100) == first
+    set_hws(data, {tp: 50 for tp in full})  # 120 pending
+    assert from_offsets(p.latest_offsets(first, min_offsets=100)) == {tp: 50 for tp in full}
+    set_hws(data, {tp: 51 for tp in full})
+    now[0] += 5_000
+    second = to_offsets({tp: 50 for tp in full})
+    assert p.latest_offsets(second, min_offsets=100) == second  # 3 pending, 5 s since the last batch
+    now[0] += 10_000
+    assert from_offsets(p.latest_offsets(second, min_offsets=100)) == {tp: 51 for tp in full}  # the delay passed
+    # ReadAllAvailable (Trigger.Once, or Spark overriding the options) ignores both limits
+    assert from_offsets(p.latest_offsets(second, all_available=True)) == {tp: 51 for tp in full}
+
+
+def test_available_now_stops_at_what_was_there_when_it_started(data):
+    full = hws(data)
+    set_hws(data, {tp: hw // 2 for tp, hw in full.items()})
+    p = planner(data)
+    start = p.initial_offsets()
+    p.prepare_available_now()
+    set_hws(data, full)
+    end, rows, sizes = drain(p, start, max_offsets=200, min_offsets=10_000)  # min is ignored under AvailableNow
+    assert from_offsets(end) == {tp: hw // 2 for tp, hw in full.items()}
+    assert len(sizes) > 1 and sorted(rows) == sorted(batch_rows(data, endingOffsets=to_offsets(from_offsets(end))))
+
+
+def test_a_partition_that_appears_is_read_from_its_start(data, tmp_path):
+    p = planner(data, subscribePattern="^[a-c]$")
+    end, rows, _ = drain(p, p.initial_offsets())
+    other = tmp_path / "other"
+    write_data_dir(other, [TopicSpec("c", records_per_partition=120)], seed=9)
+    shutil.move(str(other / "c-0"), str(data / "c-0"))
+    set_hws(data, {**hws(data), ("c", 0): 120})
+    end2, new_rows, _ = drain(p, end)
+    assert from_offsets(end2)[("c", 0)] == 120
+    assert new_rows == [("c", 0, o) for o in range(120)]
+
+
+def test_an_added_partition_that_does_not_start_at_zero_is_data_loss(data, tmp_path):
+    p = planner(data)
+    end, _, _ = drain(p, p.initial_offsets())
+    other = tmp_path / "other"
+    write_data_dir(other, [TopicSpec("c", records_per_partition=50, log_start_offset=1000)], seed=9)
+    shutil.move(str(other / "c-0"), str(data / "c-0"))
+    set_hws(data, {**hws(data), ("c", 0): 1050})
+    later = p.latest_offsets(end)
+    with pytest.raises(DataLossError, match="added partition c-0 starts at offset 1000"):
+        p.plan(end, later)
+    lenient = planner(data, failOnDataLoss="false")
+    plan = lenient.plan(end, later)
+    assert plan.ranges == {("c", 0): (1000, 1050)} and "instead of 0" in plan.data_loss[0]
+
+
+def test_a_partition_that_disappears_is_data_loss(data):
+    p = planner(data)
+    start = p.initial_offsets()
+    end = p.latest_offsets(start)
+    shutil.rmtree(data / "b-0")
+    with pytest.raises(DataLossError, match="b-0 is gone"):
+        p.plan(start, end)
+    later = p.latest_offsets(start)  # b-0 no longer listed: gone since the last batch
+    with pytest.raises(DataLossError, match="b-0 is gone"):
+        p.plan(end, later)
+    lenient = planner(data, failOnDataLoss="false")
+    plan = lenient.plan(start, end)
+    assert ("b", 0) not in plan.ranges and ("a", 0) in plan.ranges and plan.data_loss
+
+
+def test_retention_past_the_stream_position_is_data_loss(data):
+    p = planner(data)
+    start = p.initial_offsets()
+    end = p.latest_offsets(start)
+    segments = sorted((data / "a-0").glob("*.log"))
+    assert len(segments) > 2
+    new_start = int(segments[1].name.split(".")[0])
+    for suffix in (".log", ".index", ".timeindex"):
+        segments[0].with_suffix(suffix).unlink(missing_ok=True)
+    write_offset_checkpoint(data / "log-start-offset-checkpoint", {("a", 0): new_start})
+    with pytest.raises(DataLossError, match="below the log start offset"):
+        p.plan(start, end)
+    lenient = planner(data, failOnDataLoss="false")
+    plan = lenient.plan(start, end)
+    assert plan.data_loss and any("below the log start offset" in note for note in plan.data_loss)
+    rows = read_batch(lenient, start, end)
+    assert min(o for t, part, o in rows if (t, part) == ("a", 0)) == new_start
+
+
+def test_a_log_that_goes_back_is_data_loss_but_a_replayed_first_batch_is_not(data):
+    full = hws(data)
+    p = planner(data)
+    ahead = to_offsets(full)
+    behind = to_offsets({tp: hw - 5 for tp, hw in full.items()})
+    # Spark replays batch 0 with a start resolved again (startingOffsets=latest after a restart): the log still
+    # reaches the start, so nothing is lost and nothing is read
+    plan = p.plan(ahead, behind)
+    assert plan.scan is None and not plan.data_loss and len(plan.notes) == 3
+    # the log itself went back below the stream's position: truncated or recreated
+    set_hws(data, {tp: hw - 5 for tp, hw in full.items()})
+    with pytest.raises(DataLossError, match="went back"):
+        p.plan(ahead, behind)
+
+
+def test_stream_options_follow_spark():
+    with pytest.raises(InvalidOptionError, match="not valid in streaming queries"):
+        ReadOptions.from_options({"endingOffsets": "latest"}, stream=True)
+    with pytest.raises(InvalidOptionError, match="higher than the maxOffsetsPerTrigger"):
+        ReadOptions.from_options({"minOffsetsPerTrigger": 10, "maxOffsetsPerTrigger": "5"}, stream=True)
+    with pytest.raises(InvalidOptionError, match="maxTriggerDelay"):
+        ReadOptions.from_options({"maxTriggerDelay": "soon"}, stream=True)
+    with pytest.raises(InvalidOptionError, match="replicas"):
+        ReadOptions.from_options({"replicas": "all"}, stream=True)
+    options = ReadOptions.from_options({"maxOffsetsPerTrigger": "500", "maxTriggerDelay": "2m",
+                                        "startingOffsets": '{"a":{"0":-1}}'}, stream=True)
+    assert (options.max_offsets_per_trigger, options.max_trigger_delay_ms) == (500, 120_000)
+    assert ReadOptions.from_options({"maxTriggerDelay": "250"}, stream=True).max_trigger_delay_ms == 250
+    batch = ReadOptions.from_options({"maxOffsetsPerTrigger": "500"})  # a batch read ignores them, as Spark's
+    assert batch.max_offsets_per_trigger is None and batch.ignored == ("maxOffsetsPerTrigger",)
+    with pytest.raises(InvalidOptionError, match="latest"):
+        ReadOptions.from_options({"startingOffsets": "latest"})
