@@ -128,6 +128,7 @@ class MicroBatchPlanner:
         self.last_trigger_ms = 0.0
         self.available_now: dict[TopicPartition, int] | None = None
         self.latest: dict[TopicPartition, int] | None = None  # the last latest offsets seen (progress reports)
+        self._initial: Offsets | None = None
 
     # -- discovery ---------------------------------------------------------------------------------------------------
     def _partitions(self) -> list[PartitionDir]:
@@ -141,7 +142,13 @@ class MicroBatchPlanner:
 
     # -- Spark's calls -------------------------------------------------------------------------------------------------
     def initial_offsets(self) -> Offsets:
-        """Where a new query starts (``startingOffsets`` and friends, resolved against the files now)."""
+        """Where a new query starts (``startingOffsets`` and friends, resolved against the files at the first
+        call; Spark asks more than once, and a moving ``latest`` must give it one answer)."""
+        if self._initial is None:
+            self._initial = self._resolve_initial()
+        return {topic: dict(partitions) for topic, partitions in self._initial.items()}
+
+    def _resolve_initial(self) -> Offsets:
         limit = self.options.starting
         positions: dict[TopicPartition, int] = {}
         pdirs = select_partitions(None, self.options)  # checks that partitions named in a JSON are on disk

@@ -80,3 +80,13 @@ def test_bench_export_quick(tmp_path):
     out = run("bench_export.py", tmp_path, "--records", "20000", "--repeat", "1")
     assert "20,000 records" in out and re.search(r"export / count: \d+\.\d\d", out)
     assert not list(tmp_path.glob("kafkaseg-bench-export-*")), "the generated data dir was left behind"
+
+
+def test_bench_stream_quick(tmp_path):
+    out = run("bench_stream.py", tmp_path, "--quick")
+    assert out.startswith("machine: nproc=")
+    header = next(line for line in out.splitlines() if line.lstrip().startswith("partitions"))
+    for column in ("latest ms", "rate-limited ms", "plan ms", "scandir ms"):
+        assert column in header
+    row = next(line.split() for line in out.splitlines() if re.match(r"\s*20\s+\d", line))
+    assert int(row[4]) > 0  # slices planned

@@ -1,0 +1,122 @@
+"""What streaming costs: a trigger's planning on the driver, and a rate-limited stream against one batch read.
+
+Usage: python benchmarks/bench_stream.py [--partitions 100,1000] [--records 1000000] [--batches 10] [--repeat 3]
+       [--quick]
+
+1. Per trigger (Spark-free, ``kafkaseg.streaming.MicroBatchPlanner``): for data dirs of N partitions (3 segments
+   each), the time of ``latest_offsets`` (list the dirs, each partition's log start and high watermark) and of
+   ``plan`` (a micro-batch over every partition), against the machine's floor for the same work, one
+   ``os.scandir`` of every partition folder (every trigger lists them).
+2. In one local[2] Spark session, the same data dir (4 partitions, ``--records`` 200-byte records, lz4): a batch
+   ``count()``-like read to the ``noop`` sink, and a stream to ``noop`` with ``Trigger.AvailableNow``, once in one
+   micro-batch and once with ``maxOffsetsPerTrigger`` = records / ``--batches``. The ratios say what the micro-batch
+   machinery adds over reading the same records once. Nothing here is a floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._common import best_of, format_table, machine, machine_line, spark_environment  # noqa: E402
+from kafkaseg.options import ReadOptions  # noqa: E402
+from kafkaseg.streaming import MicroBatchPlanner  # noqa: E402
+from kafkaseg.testing import TopicSpec, write_data_dir  # noqa: E402
+
+
+def trigger_costs(partitions: list[int], repeat: int, tmp: Path) -> list[list[str]]:
+    rows = []
+    for n in partitions:
+        root = tmp / f"p{n}"
+        topics = [TopicSpec(f"t{i}", partitions=min(10, n - 10 * i), records_per_partition=60, records_per_batch=5,
+                            value_size=40, segment_bytes=2048) for i in range((n + 9) // 10)]
+        write_data_dir(root, topics)
+        folders = [e.path for e in os.scandir(root) if e.is_dir()]
+        listing, _ = best_of(lambda: [list(os.scandir(f)) for f in folders], repeat)
+        planner = MicroBatchPlanner(ReadOptions.from_options({"path": str(root), "startingOffsets": "earliest"},
+                                                             stream=True))
+        start = planner.initial_offsets()
+        latest, end = best_of(lambda: planner.latest_offsets(start), repeat)
+        limited, _ = best_of(lambda: planner.latest_offsets(start, max_offsets=n * 10), repeat)
+        plan_s, plan = best_of(lambda: planner.plan(start, end), repeat)
+        rows.append([f"{n:,}", f"{latest * 1e3:,.0f}", f"{limited * 1e3:,.0f}", f"{plan_s * 1e3:,.0f}",
+                     f"{len(plan.scan.slices):,}", f"{listing * 1e3:,.1f}", f"{latest / listing:,.0f}x"])
+    return rows
+
+
+def spark_costs(records: int, batches: int, repeat: int, tmp: Path) -> list[list[str]]:
+    spark_environment()
+    from pyspark.sql import SparkSession
+
+    data = tmp / "spark-data"
+    write_data_dir(data, [TopicSpec("big", partitions=4, records_per_partition=records // 4, records_per_batch=200,
+                                    value_size=200, segment_bytes=32 << 20, codec="lz4")])
+    os.environ["KAFKASEG_SPARK_REPORT_DIR"] = str(tmp / "reports")
+    spark = (SparkSession.builder.master("local[2]").config("spark.sql.python.filterPushdown.enabled", "true")
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    runs = [0]
+
+    def batch():
+        spark.read.format("kafkaseg").load(str(data)).write.format("noop").mode("overwrite").save()
+        return None
+
+    def stream(limit: int | None):
+        def go():
+            runs[0] += 1
+            reader = spark.readStream.format("kafkaseg").option("startingOffsets", "earliest")
+            if limit:
+                reader = reader.option("maxOffsetsPerTrigger", limit)
+            query = (reader.load(str(data)).writeStream.format("noop")
+                     .option("checkpointLocation", str(tmp / f"checkpoint-{runs[0]}"))
+                     .trigger(availableNow=True).start())
+            query.awaitTermination()
+            progress = query.recentProgress
+            total = sum(p["numInputRows"] for p in progress)
+            assert total == records // 4 * 4, total
+            return len([p for p in progress if p["numInputRows"]])
+        return go
+
+    try:
+        batch_s, _ = best_of(batch, repeat)
+        one_s, one_n = best_of(stream(None), repeat)
+        many_s, many_n = best_of(stream(records // batches), repeat)
+    finally:
+        spark.stop()
+    n = records // 4 * 4
+    return [["batch read (noop sink)", "1", f"{batch_s:.2f}", f"{n / batch_s / 1e6:.2f}", "1.00"],
+            ["stream, AvailableNow", str(one_n), f"{one_s:.2f}", f"{n / one_s / 1e6:.2f}", f"{one_s / batch_s:.2f}"],
+            [f"stream, maxOffsetsPerTrigger={records // batches:,}", str(many_n), f"{many_s:.2f}",
+             f"{n / many_s / 1e6:.2f}", f"{many_s / batch_s:.2f}"]]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--partitions", default="100,1000")
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--batches", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="small sizes, no Spark (smoke test)")
+    args = parser.parse_args(argv)
+    print(machine_line(machine()))
+    with tempfile.TemporaryDirectory(prefix="kafkaseg-bench-stream-") as tmp:
+        partitions = [20] if args.quick else [int(x) for x in args.partitions.split(",")]
+        rows = trigger_costs(partitions, 1 if args.quick else args.repeat, Path(tmp))
+        print("\nPer trigger, on the driver (best of runs, local files in the page cache):")
+        print(format_table(["partitions", "latest ms", "rate-limited ms", "plan ms", "slices", "scandir ms",
+                            "latest / scandir"], rows))
+        if not args.quick:
+            rows = spark_costs(args.records, args.batches, args.repeat, Path(tmp))
+            print(f"\nlocal[2] Spark, {args.records:,} records of 200 bytes (lz4), 4 partitions:")
+            print(format_table(["read", "micro-batches", "best s", "M rec/s", "/ batch read"], rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
