@@ -622,3 +622,42 @@ def test_rows_read_ahead_in_small_blocks_equal_rows_from_disk(s3, monkeypatch):
     assert local.num_rows > 0 and _normalized(remote).equals(_normalized(local))
     ranges = [(r.key, r.range) for r in s3.take() if r.kind == "GET" and r.range and r.key.endswith(".log")]
     assert len(ranges) == len(set(ranges)) and len(ranges) > 50
+
+
+def test_tls_verify_certificates_false_survives_pickling_to_executors(s3, tmp_path, monkeypatch):
+    """An HTTPS endpoint with a self-signed certificate (an on-premises MinIO, say), read with
+    ``tls_verify_certificates=false``: the slices a Spark driver pickles for its executors keep the setting (pyarrow's
+    own pickle drops it, and every executor read failed on the certificate)."""
+    import pickle
+
+    from pyspark import cloudpickle
+    from werkzeug.serving import make_server, make_ssl_devcert
+
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.planning import plan_scan
+    from kafkaseg.scan import read_slice
+
+    cert, key = make_ssl_devcert(str(tmp_path / "dev"), host="127.0.0.1")
+    server = make_server("127.0.0.1", 0, moto_server.DomainDispatcherApplication(moto_server.create_backend_app),
+                         threaded=True, ssl_context=(cert, key))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        endpoint = f"127.0.0.1:{server.port}"
+        uri = f"s3://tls-bucket/data?endpoint_override={endpoint}&scheme=https&tls_verify_certificates=false"
+        client, _ = pafs.FileSystem.from_uri(uri + "&allow_bucket_creation=true")
+        client.create_dir("tls-bucket")
+        pafs.copy_files(f"{s3.local}/orders-0", "tls-bucket/data/orders-0", destination_filesystem=client)
+        with pytest.raises(LayoutError, match="tls-bucket"):  # the certificate is refused without the setting
+            kafkaseg.read_arrow(uri.replace("&tls_verify_certificates=false", ""))
+        expected = kafkaseg.read_arrow(f"{s3.local}/orders-0")
+        plan = plan_scan(uri, ReadOptions())
+        for dumps, loads in ((pickle.dumps, pickle.loads), (cloudpickle.dumps, cloudpickle.loads)):
+            pieces = [loads(dumps(piece)) for piece in plan.slices]
+            batches = [b for piece in pieces for b in read_slice(piece, ReadOptions())]
+            got = pa.Table.from_batches(batches)
+            assert got.num_rows == expected.num_rows > 0
+            assert got.column("value").equals(expected.column("value"))
+    finally:
+        server.shutdown()
+        thread.join()

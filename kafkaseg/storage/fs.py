@@ -23,6 +23,7 @@ using a mapping and reread the range with ``pread`` when either says the file ch
 
 from __future__ import annotations
 
+import copyreg
 import os
 import socket
 import stat as stat_module
@@ -135,8 +136,8 @@ def open_filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     except (ValueError, OSError) as exc:
         raise LayoutError(f"cannot open filesystem for {redact(path)!r}: "
                           f"{str(exc).replace(path, redact(path))}") from None
-    if isinstance(filesystem, pafs.S3FileSystem) and not keeps_tls_setting:
-        filesystem = _as_pickled(filesystem, timeouts)
+    if isinstance(filesystem, pafs.S3FileSystem):
+        filesystem = _from_uri_pickled(filesystem, path) if keeps_tls_setting else _as_pickled(filesystem, timeouts)
     if isinstance(filesystem, pafs.LocalFileSystem):
         normalized = os.path.abspath(normalized)
     return filesystem, normalized.rstrip("/") if len(normalized) > 1 else normalized
@@ -181,6 +182,43 @@ def _as_pickled(filesystem: pafs.S3FileSystem, timeouts: dict[str, float]) -> pa
     rebuild, (settings, *rest) = filesystem.__reduce__()
     settings = dict(settings, **timeouts)
     return rebuild(settings, *rest)
+
+
+# S3 filesystems whose URI sets tls_verify_certificates, one per URI settings (credentials and query), with the URI
+# they are rebuilt from when pickled: pyarrow's own pickle drops that setting (its constructor has no such
+# parameter), so a Spark executor would verify certificates the driver was told not to and fail on every read.
+_TLS_FILESYSTEMS: dict[str, tuple[pafs.S3FileSystem, str]] = {}
+_TLS_BY_ID: dict[int, tuple[pafs.S3FileSystem, str]] = {}
+_TLS_LOCK = threading.Lock()
+
+
+def _from_uri_pickled(filesystem: pafs.S3FileSystem, uri: str) -> pafs.S3FileSystem:
+    """The filesystem for ``uri`` (which sets ``tls_verify_certificates``), shared by every path with the same
+    credentials and query, and pickled as its URI (see :func:`_reduce_s3`)."""
+    scheme_and_rest = uri.partition("?")
+    authority = scheme_and_rest[0].partition("://")[2].partition("/")[0]
+    key = authority.rpartition("@")[0] + "?" + scheme_and_rest[2]
+    with _TLS_LOCK:
+        entry = _TLS_FILESYSTEMS.get(key)
+        if entry is None:
+            entry = _TLS_FILESYSTEMS[key] = _TLS_BY_ID[id(filesystem)] = (filesystem, uri)
+    return entry[0]
+
+
+def _reduce_s3(filesystem: pafs.S3FileSystem):
+    entry = _TLS_BY_ID.get(id(filesystem))
+    if entry is not None and entry[0] is filesystem:
+        return _s3_from_uri, (entry[1],)
+    return filesystem.__reduce__()
+
+
+def _s3_from_uri(uri: str) -> pafs.FileSystem:
+    """Unpickle an S3 filesystem made from a URI with ``tls_verify_certificates`` (on a Spark executor)."""
+    filesystem, _ = pafs.FileSystem.from_uri(uri)
+    return _from_uri_pickled(filesystem, uri)
+
+
+copyreg.pickle(pafs.S3FileSystem, _reduce_s3)  # pickle (and cloudpickle) consult this before __reduce__
 
 
 def canonical_scheme(scheme: str) -> str:
