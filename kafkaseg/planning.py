@@ -40,7 +40,7 @@ from __future__ import annotations
 import bisect
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -75,6 +75,7 @@ __all__ = [
     "offset_for_timestamp",
     "select_partitions",
     "available_range",
+    "AvailableRange",
 ]
 
 
@@ -1298,18 +1299,21 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
 
 
 def select_partitions(paths: str | Sequence[str] | None, options: ReadOptions,
-                      report: PlanReport | None = None) -> list[PartitionDir]:
+                      report: PlanReport | None = None, *, check_listed: bool = True) -> list[PartitionDir]:
     """The partition replicas a scan of ``paths`` with ``options`` reads (discovery, topic selection, replica
-    choice), as :func:`plan_scan` finds them; without planning any slice (streaming's latest offsets)."""
+    choice), as :func:`plan_scan` finds them; without planning any slice (streaming's latest offsets).
+    ``check_listed=False`` leaves out the error for a partition ``assign`` (or a JSON option) names that is not on
+    disk (a stream whose partition folder went away reports data loss instead)."""
     if paths is None or (not isinstance(paths, (str, os.PathLike)) and not paths):
         paths = list(options.paths)
     if not paths:
         raise LayoutError("nothing to read: no path given")
-    return _select_partitions(paths, options, None, report if report is not None else PlanReport())
+    return _select_partitions(paths, options, None, report if report is not None else PlanReport(),
+                              check_listed=check_listed)
 
 
-def _select_partitions(paths, options: ReadOptions, predicates: Predicates | None, report: PlanReport
-                       ) -> list[PartitionDir]:
+def _select_partitions(paths, options: ReadOptions, predicates: Predicates | None, report: PlanReport,
+                       *, check_listed: bool = True) -> list[PartitionDir]:
     found = discover(paths, skipped=report.skipped_folders)
     for path, _ in report.skipped_folders:
         if path.endswith("-future"):  # ReplicaAlterLogDirsThread's destination: the current copy is elsewhere
@@ -1322,7 +1326,8 @@ def _select_partitions(paths, options: ReadOptions, predicates: Predicates | Non
                                              "subscribePattern"))
             continue
         selected.append(pdir)
-    _check_listed_partitions(options, selected)
+    if check_listed:
+        _check_listed_partitions(options, selected)
     chosen: list[PartitionDir] = []
     for pdir in selected:
         if predicates is not None and not predicates.selects(pdir.topic, pdir.partition):
@@ -1345,16 +1350,25 @@ def _select_partitions(paths, options: ReadOptions, predicates: Predicates | Non
     return replicas
 
 
-def available_range(partition_dir: PartitionDir, options: ReadOptions) -> tuple[int, int]:
-    """``(earliest, latest)`` of one partition replica under ``options`` (isolation level, ``upperBound``): the
-    log start offset and the upper bound a read with ``startingOffsets=earliest`` and ``endingOffsets=latest``
-    would stop at. An empty partition gives ``(log start, log start)``."""
+class AvailableRange(NamedTuple):
+    """What one partition replica holds for a reader: ``earliest`` (the log start offset), ``latest`` (where a
+    read with ``endingOffsets=latest`` stops: the high watermark, the log end or the last stable offset, per the
+    options) and ``log_end`` (the log end offset, where the files end)."""
+
+    earliest: int
+    latest: int
+    log_end: int
+
+
+def available_range(partition_dir: PartitionDir, options: ReadOptions) -> AvailableRange:
+    """The :class:`AvailableRange` of one partition replica under ``options`` (isolation level, ``upperBound``).
+    An empty partition gives its log start offset three times."""
     part = _Partition(partition_dir, options, None)
     if not part.segments:
         start = partition_dir.log_start_offset or 0
-        return start, start
+        return AvailableRange(start, start, start)
     bounds = _bounds(part, None)
-    return bounds.log_start, bounds.upper
+    return AvailableRange(bounds.log_start, bounds.upper, bounds.log_end)
 
 
 def _check_listed_partitions(options: ReadOptions, selected: Iterable[PartitionDir]) -> None:

@@ -19,19 +19,28 @@ in apache/spark ``connector/kafka-0-10-sql``, with the files standing in for the
   starving one (Spark's ``rateLimit``); ``minOffsetsPerTrigger`` skips a trigger until that many offsets are
   pending or ``maxTriggerDelay`` has passed since the last batch (``delayBatch``). Both count offsets, not
   records, as Spark does (compacted or transactional logs have fewer records than offsets);
-* ``Trigger.AvailableNow`` stops at the latest offsets of the moment it starts (:meth:`prepare_available_now`),
-  honouring ``maxOffsetsPerTrigger`` and ignoring ``minOffsetsPerTrigger``, as Spark does;
+* ``Trigger.AvailableNow`` stops at the latest offsets of the moment it starts (:meth:`prepare_available_now`,
+  after resolving the initial offsets), honouring ``maxOffsetsPerTrigger``. It ignores ``minOffsetsPerTrigger``,
+  unlike Spark's Kafka source, whose delay rule can end such a query before it reached its target;
+* a latest offset below the stream's position while the files still reach it is no new data, not a truncation:
+  another replica with a lagging checkpointed high watermark (the copy ahead went away), or a partition first read
+  to its log end before the broker checkpointed its high watermark (Spark's ``fetchLatestOffsets`` retries such
+  answers). A micro-batch's ends, fixed below some replica's high watermark, are read wherever the files reach
+  them;
 * data loss (``failOnDataLoss``, default true: :class:`~kafkaseg.errors.DataLossError`; false: skipped and
   listed in :attr:`MicroBatchPlan.data_loss`): a partition that disappeared, a partition found after the start
   whose log does not begin at offset 0, a log that went back below where the stream stood (truncated or
-  recreated), and, from the planner, a start below the log start offset (retention deleted unread records) or
-  inside a hole between segments.
+  recreated: the files end below the position), a partition on disk left out of a micro-batch's end (its folder
+  went away when the end was fixed), and, from the planner, a start below the log start offset (retention deleted
+  unread records), inside a hole between segments, or an end past where the files now end. A partition folder
+  that vanishes while a trigger looks at it (a topic being deleted) counts as gone.
 
 One difference from Spark, which records its initial offsets in the checkpoint's ``sources/`` folder: a Python
 data source cannot write there, so a query restarted before its first micro-batch committed resolves
 ``startingOffsets`` again. With ``latest`` that can land past the first batch's recorded end; kafkaseg then plans
 nothing for that partition in the replayed batch (the log did not go backwards, so it is not data loss) and the
-next batch continues from the recorded end.
+next batch continues from the recorded end. A partition found in that restart is left to the next batch, which
+reads it from its beginning.
 """
 
 from __future__ import annotations
@@ -41,9 +50,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from kafkaseg.errors import DataLossError, InvalidOptionError
+from kafkaseg.errors import DataLossError, InvalidOptionError, LayoutError
 from kafkaseg.options import EARLIEST, LATEST, OffsetLimit, ReadOptions
-from kafkaseg.planning import ScanPlan, available_range, plan_scan, resolve_offsets, select_partitions
+from kafkaseg.planning import (AvailableRange, ScanPlan, available_range, plan_scan, resolve_offsets,
+                               select_partitions)
+from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import PartitionDir
 
 __all__ = ["Offsets", "MicroBatchPlanner", "MicroBatchPlan", "rate_limit", "to_offsets", "from_offsets"]
@@ -132,13 +143,23 @@ class MicroBatchPlanner:
 
     # -- discovery ---------------------------------------------------------------------------------------------------
     def _partitions(self) -> list[PartitionDir]:
+        """The selected partitions now (a partition ``assign`` names whose folder went away is left out: the
+        stream reports it gone)."""
         topics_only = self.options.replace(starting=OffsetLimit("earliest", option="startingOffsets"),
                                            ending=OffsetLimit("latest", option="endingOffsets"))
-        return select_partitions(None, topics_only)
+        return select_partitions(None, topics_only, check_listed=False)
 
-    def available(self) -> dict[TopicPartition, tuple[int, int]]:
-        """``(earliest, latest)`` of every selected partition now."""
-        return {(p.topic, p.partition): available_range(p, self.options) for p in self._partitions()}
+    def available(self) -> dict[TopicPartition, AvailableRange]:
+        """The :class:`~kafkaseg.planning.AvailableRange` of every selected partition now. A partition whose
+        folder disappears while it is being looked at (a topic being deleted) is left out, as a gone one."""
+        out: dict[TopicPartition, AvailableRange] = {}
+        for pdir in self._partitions():
+            try:
+                out[(pdir.topic, pdir.partition)] = available_range(pdir, self.options)
+            except LayoutError:
+                if _fs.exists(pdir.path, pdir.filesystem):
+                    raise
+        return out
 
     # -- Spark's calls -------------------------------------------------------------------------------------------------
     def initial_offsets(self) -> Offsets:
@@ -154,7 +175,7 @@ class MicroBatchPlanner:
         pdirs = select_partitions(None, self.options)  # checks that partitions named in a JSON are on disk
         for pdir in pdirs:
             tp = (pdir.topic, pdir.partition)
-            earliest, latest = available_range(pdir, self.options)
+            earliest, latest, _ = available_range(pdir, self.options)
             if limit.kind == "earliest":
                 positions[tp] = earliest
             elif limit.kind == "latest":
@@ -169,22 +190,42 @@ class MicroBatchPlanner:
         return to_offsets(positions)
 
     def prepare_available_now(self) -> None:
-        """``Trigger.AvailableNow``: fix the target at the latest offsets of this moment."""
-        self.available_now = {tp: latest for tp, (_, latest) in self.available().items()}
+        """``Trigger.AvailableNow``: fix the target at the latest offsets of this moment (after the initial offsets,
+        which Spark may ask for only later: a target below them would read nothing and call partitions found in
+        between gone)."""
+        begin = from_offsets(self.initial_offsets())
+        self.available_now = self._latest(begin, self.available())
+
+    @staticmethod
+    def _latest(start: Mapping[TopicPartition, int], ranges: Mapping[TopicPartition, AvailableRange]
+                ) -> dict[TopicPartition, int]:
+        """Each partition's latest offset, never below the stream's position while the files still reach it: a
+        latest below it that is not a truncation (another replica with a lagging checkpointed high watermark read
+        after the one ahead went away; a partition the broker had not checkpointed yet, read to its log end, then
+        checkpointed lower) means no new data, not data loss (Spark's ``fetchLatestOffsets`` retries such reads)."""
+        latest: dict[TopicPartition, int] = {}
+        for tp, available in ranges.items():
+            position = start.get(tp)
+            if position is not None and available.latest < position <= available.log_end:
+                latest[tp] = position
+            else:
+                latest[tp] = available.latest
+        return latest
 
     def latest_offsets(self, start: Offsets, *, max_offsets: int | None = None, min_offsets: int | None = None,
                        all_available: bool = False) -> Offsets:
         """The end of the next micro-batch from ``start``: everything available (``all_available``, Spark's
         ``ReadAllAvailable``), else at most ``max_offsets`` (rate limit) and nothing (``start`` itself) while
-        fewer than ``min_offsets`` are pending and ``maxTriggerDelay`` has not passed."""
+        fewer than ``min_offsets`` are pending and ``maxTriggerDelay`` has not passed (never under
+        ``Trigger.AvailableNow``, which must end)."""
         begin = from_offsets(start)
+        earliest: dict[TopicPartition, int] | None = None
         if self.available_now is not None:
             latest = dict(self.available_now)
-            earliest: dict[TopicPartition, int] | None = None
         else:
             ranges = self.available()
-            latest = {tp: hi for tp, (_, hi) in ranges.items()}
-            earliest = {tp: lo for tp, (lo, _) in ranges.items()}
+            latest = self._latest(begin, ranges)
+            earliest = {tp: available.earliest for tp, available in ranges.items()}
         self.latest = latest
         if all_available:
             return to_offsets(latest)
@@ -192,7 +233,7 @@ class MicroBatchPlanner:
             return start
         if max_offsets is not None:
             if earliest is None:
-                earliest = {tp: lo for tp, (lo, _) in self.available().items()}
+                earliest = {tp: available.earliest for tp, available in self.available().items()}
             return to_offsets(rate_limit(max_offsets, begin, latest, earliest))
         return to_offsets(latest)
 
@@ -213,6 +254,8 @@ class MicroBatchPlanner:
         """Plan the micro-batch ``[start, end)`` (Spark's ``planInputPartitions``; also a replay after a restart).
         Raises :class:`DataLossError` under ``failOnDataLoss`` for the cases in the module docstring."""
         begin, until = from_offsets(start), from_offsets(end)
+        # Spark replays an uncommitted first batch from initialOffset(), which this process resolved again
+        replaying_first = self._initial is not None and begin == from_offsets(self._initial)
         result = MicroBatchPlan(None)
 
         def loss(message: str) -> None:
@@ -220,11 +263,19 @@ class MicroBatchPlanner:
                 raise DataLossError(f"{message} {_FAIL_HINT}")
             result.data_loss.append(message)
 
+        current = {(p.topic, p.partition): p for p in self._partitions()}
         for tp in sorted(set(begin) - set(until)):
-            loss(f"{tp[0]}-{tp[1]} is gone (its folder is no longer under the given paths); offsets from "
-                 f"{begin[tp]} on may have been missed")
-        needed = set(until)
-        current = {(p.topic, p.partition): p for p in self._partitions() if (p.topic, p.partition) in needed}
+            name = f"{tp[0]}-{tp[1]}"
+            if tp not in current:
+                loss(f"{name} is gone (its folder is no longer under the given paths); offsets from {begin[tp]} on "
+                     "may have been missed")
+            elif replaying_first:
+                result.notes.append(f"{name} was found after this micro-batch's end was fixed (a replayed first "
+                                    "batch): the next micro-batch reads it from its beginning")
+            else:
+                loss(f"{name} was missing when this micro-batch's end was fixed (its folder went away and came "
+                     f"back?); its offsets from {begin[tp]} on are forgotten and the partition is read again as a "
+                     "new one")
         ranges: dict[TopicPartition, tuple[int, int]] = {}
         for tp in sorted(until):
             name = f"{tp[0]}-{tp[1]}"
@@ -236,19 +287,19 @@ class MicroBatchPlanner:
             if tp in begin:
                 lo = begin[tp]
             else:  # a partition found after the stream started: from its beginning (Spark: earliest)
-                lo = available_range(pdir, self.options)[0]
+                lo = available_range(pdir, self.options).earliest
                 if lo != 0:
                     loss(f"added partition {name} starts at offset {lo} instead of 0 in {pdir.path}; offsets "
                          f"[0, {lo}) may have been missed")
             hi = until[tp]
             if hi < lo:
-                now_latest = available_range(pdir, self.options)[1]
-                if now_latest >= lo:
+                log_end = available_range(pdir, self.options).log_end
+                if replaying_first and log_end >= lo:
                     result.notes.append(f"{name}: this micro-batch ends at {hi}, below its start {lo}, while the log "
-                                        f"still reaches {now_latest}: the start was resolved again after a restart; "
+                                        f"still reaches {log_end}: the start was resolved again after a restart; "
                                         "nothing is read for it in this batch")
                 else:
-                    loss(f"{name}'s offsets went back from {lo} to {hi} (latest is now {now_latest} in "
+                    loss(f"{name}'s offsets went back from {lo} to {hi} (the log now ends at {log_end} in "
                          f"{pdir.path}): the log was truncated or the topic recreated; records may have been "
                          "missed")
                 continue
@@ -259,11 +310,12 @@ class MicroBatchPlanner:
             return result
         entries_start = tuple((t, p, lo) for (t, p), (lo, _) in sorted(ranges.items()))
         entries_end = tuple((t, p, hi) for (t, p), (_, hi) in sorted(ranges.items()))
+        # The ends were fixed below a replica's high watermark (or last stable offset) when latest was taken: they
+        # are read wherever the files reach them, even if the replica chosen now checkpointed a lower one
         options = self.options.replace(
-            assign=tuple(sorted(ranges)), subscribe=None, subscribe_pattern=None,
+            assign=tuple(sorted(ranges)), subscribe=None, subscribe_pattern=None, upper_bound="logEndOffset",
             starting=OffsetLimit("offsets", entries_start, option="startingOffsets"),
             ending=OffsetLimit("offsets", entries_end, option="endingOffsets"))
         result.scan = plan_scan(None, options)
         result.data_loss.extend(result.scan.report.data_loss)
         return result
-

@@ -64,3 +64,36 @@ def test_a_stream_follows_a_growing_dir_once_and_fails_on_data_loss(spark, tmp_p
     shutil.rmtree(root / "b-0")
     with pytest.raises(Exception, match="b-0 is gone"):
         _run(spark, root, checkpoint, out)
+
+
+def test_the_stream_reader_maps_spark_read_limits_onto_the_options(tmp_path):
+    """No JVM: the reader as PySpark's streaming runner calls it (getDefaultReadLimit, latestOffset with each
+    ReadLimit, the 4.1 runner's argument-less latestOffset, reportLatestOffset)."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
+
+    from kafkaseg.spark.source import KafkaSegStreamReader, read_options
+
+    root = tmp_path / "data"
+    write_data_dir(root, [TopicSpec("a", partitions=2, records_per_partition=100, records_per_batch=5)], seed=2)
+
+    def reader(**options):
+        return KafkaSegStreamReader(read_options({"path": str(root), "startingOffsets": "earliest", **options},
+                                                 stream=True))
+
+    assert reader().getDefaultReadLimit() == ReadAllAvailable()
+    assert reader(maxOffsetsPerTrigger=30).getDefaultReadLimit() == ReadMaxRows(30)
+    assert reader(minOffsetsPerTrigger=30).getDefaultReadLimit() == ReadMinRows(30)
+    assert reader(minOffsetsPerTrigger=30, maxOffsetsPerTrigger=50).getDefaultReadLimit() == ReadMaxRows(50)
+
+    both = reader(minOffsetsPerTrigger=40, maxOffsetsPerTrigger=50)
+    start = both.initialOffset()
+    assert start == {"a": {"0": 0, "1": 0}}
+    assert both.latestOffset(start, ReadMaxRows(50)) == {"a": {"0": 25, "1": 25}}  # the first trigger runs
+    both.planner.last_trigger_ms = both.planner.clock()  # a batch just ran and 200 offsets are pending...
+    assert both.latestOffset(start, ReadMaxRows(50)) == {"a": {"0": 25, "1": 25}}  # ...over the min: runs
+    few = {"a": {"0": 90, "1": 90}}  # 20 pending, under the options' min (Spark passes it with the max)
+    assert both.latestOffset(few, ReadMaxRows(50)) == few
+    assert both.latestOffset(few, ReadMinRows(10)) == {"a": {"0": 100, "1": 100}}  # the engine's own min
+    assert both.latestOffset(few, ReadAllAvailable()) == {"a": {"0": 100, "1": 100}}  # Trigger.Once etc.
+    assert both.reportLatestOffset() == {"a": {"0": 100, "1": 100}}
+    assert reader(maxOffsetsPerTrigger=10).latestOffset() == {"a": {"0": 100, "1": 100}}  # PySpark 4.1's call

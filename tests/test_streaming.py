@@ -254,19 +254,113 @@ def test_retention_past_the_stream_position_is_data_loss(data):
     assert min(o for t, part, o in rows if (t, part) == ("a", 0)) == new_start
 
 
-def test_a_log_that_goes_back_is_data_loss_but_a_replayed_first_batch_is_not(data):
+def test_a_replayed_first_batch_reads_nothing_where_its_start_was_resolved_again(data):
     full = hws(data)
-    p = planner(data)
-    ahead = to_offsets(full)
+    # Spark replays an uncommitted batch 0 from initialOffset(), which a restarted query resolves again: with
+    # startingOffsets=latest that is past the recorded end while the log still reaches it; nothing is lost
+    restarted = planner(data, startingOffsets="latest")
     behind = to_offsets({tp: hw - 5 for tp, hw in full.items()})
-    # Spark replays batch 0 with a start resolved again (startingOffsets=latest after a restart): the log still
-    # reaches the start, so nothing is lost and nothing is read
-    plan = p.plan(ahead, behind)
+    plan = restarted.plan(restarted.initial_offsets(), behind)
     assert plan.scan is None and not plan.data_loss and len(plan.notes) == 3
-    # the log itself went back below the stream's position: truncated or recreated
-    set_hws(data, {tp: hw - 5 for tp, hw in full.items()})
+    # the same ranges outside a replayed first batch: the stream's position went back
     with pytest.raises(DataLossError, match="went back"):
-        p.plan(ahead, behind)
+        planner(data).plan(to_offsets(full), behind)
+
+
+def test_a_replayed_first_batch_leaves_a_partition_found_since_for_the_next_batch(data, tmp_path):
+    before_crash = planner(data)
+    end = before_crash.latest_offsets(before_crash.initial_offsets())  # batch 0's end, in Spark's offset log
+    other = tmp_path / "other"
+    write_data_dir(other, [TopicSpec("a", partitions=3, records_per_partition=40)], seed=3)  # same topic id
+    shutil.move(str(other / "a-2"), str(data / "a-2"))  # a partition added while the query was down
+    set_hws(data, {**hws(data), ("a", 2): 40})
+    restarted = planner(data)  # a new source runner: initialOffset() now lists a-2 too
+    start = restarted.initial_offsets()
+    assert ("a", 2) in from_offsets(start) and ("a", 2) not in from_offsets(end)
+    plan = restarted.plan(start, end)
+    assert not plan.data_loss and ("a", 2) not in plan.ranges and any("a-2" in note for note in plan.notes)
+    _, rows, _ = drain(restarted, end)
+    assert [r for r in rows if r[:2] == ("a", 2)] == [("a", 2, o) for o in range(40)]
+    # outside a replayed first batch, a partition on disk but missing from the end lost its position: data loss
+    without_b = {topic: parts for topic, parts in end.items() if topic != "b"}
+    with pytest.raises(DataLossError, match="b-0 was missing when this micro-batch's end was fixed"):
+        restarted.plan(end, without_b)
+
+
+def test_a_log_truncated_below_the_stream_position_is_data_loss(data):
+    p = planner(data)
+    end, _, _ = drain(p, p.initial_offsets())
+    last = sorted((data / "a-0").glob("*.log"))[-1]
+    base = int(last.name.split(".")[0])
+    for suffix in (".log", ".index", ".timeindex"):  # an unclean leader election cut the log back
+        last.with_suffix(suffix).unlink(missing_ok=True)
+    set_hws(data, {**hws(data), ("a", 0): base})
+    later = p.latest_offsets(end)
+    assert from_offsets(later)[("a", 0)] == base
+    with pytest.raises(DataLossError, match="a-0's offsets went back"):
+        p.plan(end, later)
+
+
+def test_a_lagging_replica_is_no_new_data_and_its_log_serves_a_fixed_end(tmp_path):
+    spec = [TopicSpec("a", records_per_partition=100, records_per_batch=5)]
+    ahead, behind = tmp_path / "broker1", tmp_path / "broker2"
+    write_data_dir(ahead, spec, seed=4)
+    write_data_dir(behind, spec, seed=4)  # the same records: two replicas
+    set_hws(ahead, {("a", 0): 90})
+    set_hws(behind, {("a", 0): 80})
+    p = MicroBatchPlanner(ReadOptions.from_options({"paths": [str(ahead), str(behind)],
+                                                    "startingOffsets": "earliest"}, stream=True))
+    start = to_offsets({("a", 0): 70})
+    end = p.latest_offsets(start)
+    assert end == {"a": {"0": 90}}  # the replica ahead
+    shutil.move(str(ahead / "a-0"), str(tmp_path / "moved-away"))  # reassigned away from that broker
+    rows = read_batch(p, start, end)  # the ranges fixed then are read from the other copy's log
+    assert rows == [("a", 0, o) for o in range(70, 90)]
+    assert p.latest_offsets(end) == end  # its high watermark 80 is below the position: no new data, no loss
+    set_hws(behind, {("a", 0): 100})
+    later = p.latest_offsets(end)
+    assert read_batch(p, end, later) == [("a", 0, o) for o in range(90, 100)]
+
+
+def test_available_now_fixes_the_initial_offsets_before_its_target(data):
+    full = hws(data)
+    set_hws(data, {tp: hw // 2 for tp, hw in full.items()})
+    p = planner(data, startingOffsets="latest")
+    p.prepare_available_now()  # Spark calls it before initialOffset()
+    set_hws(data, full)
+    start = p.initial_offsets()
+    assert from_offsets(start) == {tp: hw // 2 for tp, hw in full.items()}
+    assert p.latest_offsets(start) == start  # nothing was there to read when the query started
+    plan = p.plan(start, start)
+    assert plan.scan is None and not plan.notes and not plan.data_loss
+
+
+def test_an_assigned_partition_whose_folder_goes_away_is_data_loss_not_an_option_error(data):
+    p = planner(data, assign='{"a":[0,1]}')
+    start = p.initial_offsets()
+    shutil.rmtree(data / "a-1")
+    end = p.latest_offsets(start)
+    assert set(from_offsets(end)) == {("a", 0)}
+    with pytest.raises(DataLossError, match="a-1 is gone"):
+        p.plan(start, end)
+
+
+def test_a_partition_deleted_while_its_latest_offset_is_read_is_gone(data, monkeypatch):
+    import kafkaseg.streaming as streaming
+
+    real = streaming.available_range
+
+    def deleted_meanwhile(pdir, options):
+        if pdir.partition == 1:
+            shutil.rmtree(pdir.path)  # the broker renames it to a-1.<id>-delete
+            return real(pdir, options)  # its files are gone: LayoutError
+        return real(pdir, options)
+
+    p = planner(data)
+    start = p.initial_offsets()
+    monkeypatch.setattr(streaming, "available_range", deleted_meanwhile)
+    end = p.latest_offsets(start)
+    assert set(from_offsets(end)) == {("a", 0), ("b", 0)}
 
 
 def test_stream_options_follow_spark():
