@@ -12,6 +12,8 @@ Subcommands::
                                         the segment, byte position, batch and record holding an offset
     kafkaseg retention DIR... [--config retention.toml] [--now T] [--segments]
                                         what the brokers' retention would delete now; compaction dirtiness
+    kafkaseg consume --data-dir DIR (--topic T | --include REGEX) [--from-beginning] [--follow] ...
+                                        kafka-console-consumer.sh: records printed by its default formatter
 
 ``--json`` prints machine-readable output. Progress bars (rich) go to stderr on long runs when stderr is a terminal.
 Exit status: 0 ok, 1 verification failures (or nothing found), 2 usage or read errors.
@@ -386,6 +388,18 @@ def _cmd_retention(args) -> int:
     return run(args, _console(), _ms_text)
 
 
+# -- consume --------------------------------------------------------------------------------------------------------
+
+def _cmd_consume(args) -> int:
+    from kafkaseg.cli.consume import check_args, run
+
+    problem = check_args(args)
+    if problem:
+        print(f"kafkaseg consume: {problem}", file=sys.stderr)
+        return EXIT_ERROR
+    return run(args)
+
+
 # -- parser ---------------------------------------------------------------------------------------------------------
 
 def _version() -> str:
@@ -505,6 +519,33 @@ def build_parser() -> argparse.ArgumentParser:
                            "retention.ms by more than a retention check interval (5 minutes)")
     retention.add_argument("--json", action="store_true")
     retention.set_defaults(func=_cmd_retention)
+
+    consume = sub.add_parser("consume", help="kafka-console-consumer.sh on log dirs",
+                             description="Print records as kafka-console-consumer.sh does, from log dirs (see "
+                             "kafkaseg.cli.consume). Without --follow it stops at the end of what is on disk.")
+    consume.add_argument("--data-dir", required=True, action="append", help="log dir (repeatable), in place of "
+                         "--bootstrap-server")
+    consume.add_argument("--topic", help="the topic to consume")
+    consume.add_argument("--include", help="regex of topics to consume (whole names; internal topics left out)")
+    consume.add_argument("--partition", type=int, help="the partition to consume (from its end unless --offset)")
+    consume.add_argument("--offset", help="with --partition: earliest, latest or an offset (default latest)")
+    consume.add_argument("--from-beginning", action="store_true", help="start with the earliest record, not "
+                         "the latest")
+    consume.add_argument("--max-messages", type=int, help="stop after this many records")
+    consume.add_argument("--timeout-ms", type=int, help="with --follow: stop after this long without a new record")
+    consume.add_argument("--property", action="append", metavar="KEY=VALUE", help="a formatter property: "
+                         "print.timestamp, print.key, print.offset, print.partition, print.headers, print.epoch, "
+                         "print.value, key.separator, line.separator, headers.separator, null.literal, "
+                         "key.deserializer, value.deserializer, headers.deserializer (repeatable)")
+    consume.add_argument("--isolation-level", default="read_uncommitted",
+                         choices=("read_uncommitted", "read_committed"))
+    consume.add_argument("--skip-message-on-error", action="store_true", help="skip corrupt batches (counted) "
+                         "instead of stopping")
+    consume.add_argument("--follow", action="store_true", help="keep printing records as the log dirs grow (a "
+                         "live broker's high watermark), until --max-messages, --timeout-ms or Ctrl-C")
+    consume.add_argument("--poll-ms", type=int, default=500, help="with --follow: how often to look for new "
+                         "records (default 500)")
+    consume.set_defaults(func=_cmd_consume)
     return parser
 
 

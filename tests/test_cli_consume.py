@@ -1,0 +1,178 @@
+"""``kafkaseg consume``: kafka-console-consumer.sh's options and DefaultMessageFormatter's output, over log dirs
+written by kafkaseg.testing (an independent writer), checked against its manifest of what was written."""
+
+from __future__ import annotations
+
+import io
+import struct
+from pathlib import Path
+
+import pytest
+
+from kafkaseg.cli import consume
+from kafkaseg.cli.main import build_parser, main as cli_main
+from kafkaseg.storage.checkpoints import read_offset_checkpoint
+from kafkaseg.testing import TopicSpec, write_data_dir
+from kafkaseg.testing.partition import write_offset_checkpoint
+
+
+def _ints(rng, partition, index):
+    return None if index % 7 == 3 else struct.pack(">i", index * 1000 - 5)
+
+
+TOPICS = [
+    TopicSpec("orders", partitions=2, records_per_partition=60, records_per_batch=7, headers=2,
+              null_header_value_ratio=0.2, null_key_ratio=0.1, tombstone_ratio=0.1, segment_bytes=4096),
+    TopicSpec("plain", records_per_partition=20, key_size=None),
+    TopicSpec("counts", records_per_partition=30, value_generator=_ints),
+    TopicSpec("payments", records_per_partition=80, records_per_batch=4, transactional=True, abort_ratio=0.4,
+              open_transactions=1),
+    TopicSpec("legacy", records_per_partition=10, magic=0),
+]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("consume") / "data"
+    manifest = write_data_dir(root, TOPICS, seed=21)
+    return root, manifest
+
+
+def consume_cli(capsysbinary, *argv) -> tuple[int, bytes, str]:
+    code = cli_main(["consume", *argv])
+    captured = capsysbinary.readouterr()
+    return code, captured.out, captured.err.decode()
+
+
+def test_values_from_the_beginning_partition_by_partition(data, capsysbinary):
+    root, manifest = data
+    code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "orders", "--from-beginning")
+    expected = [r.value if r.value is not None else b"null"
+                for p in (0, 1) for r in manifest.partition("orders", p).data_records()]
+    assert code == 0 and out == b"".join(v + b"\n" for v in expected)
+    assert err.strip() == f"Processed a total of {len(expected)} messages"
+
+
+def test_every_formatter_property(data, capsysbinary):
+    root, manifest = data
+    code, out, _ = consume_cli(
+        capsysbinary, "--data-dir", str(root), "--topic", "orders", "--partition", "1", "--offset", "earliest",
+        *[f"--property={p}" for p in ("print.timestamp=true", "print.partition=TRUE", "print.offset=true",
+                                      "print.headers=true", "print.key=true", "print.epoch=true",
+                                      "key.separator=|", "headers.separator=;", "null.literal=<nil>")])
+    lines = out.split(b"\n")
+    assert lines[-1] == b""
+    records = manifest.partition("orders", 1).data_records()
+    assert code == 0 and len(lines) - 1 == len(records)
+    for line, r in zip(lines, records):
+        headers = b";".join(k.encode() + b":" + (v if v is not None else b"<nil>") for k, v in r.headers)
+        want = b"|".join([f"CreateTime:{r.timestamp}".encode(), b"Partition:1", f"Offset:{r.offset}".encode(),
+                          b"Epoch:0", headers or b"NO_HEADERS", r.key if r.key is not None else b"<nil>",
+                          r.value if r.value is not None else b"<nil>"])
+        assert line == want
+    assert any(r.value is None for r in records) and any(v is None for r in records for _, v in r.headers)
+
+
+def test_a_record_ends_with_the_line_separator_whatever_is_printed(data, capsysbinary):
+    root, manifest = data
+    code, out, _ = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "plain", "--from-beginning",
+                               "--property", "print.value=false", "--property", "print.offset=true",
+                               "--property", "print.timestamp=true", "--property", r"line.separator=\n--\n",
+                               "--max-messages", "2")
+    records = manifest.partition("plain").data_records()[:2]
+    assert out == b"".join(f"CreateTime:{r.timestamp}\tOffset:{r.offset}\n--\n".encode() for r in records)
+
+
+def test_magic_0_records_have_no_timestamp_and_no_epoch(data, capsysbinary):
+    root, _ = data
+    code, out, _ = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "legacy", "--from-beginning",
+                               "--property", "print.timestamp=true", "--property", "print.epoch=true",
+                               "--property", "print.value=false")
+    assert out.split(b"\n")[:-1] == [b"NO_TIMESTAMP\tEpoch:NOT_PRESENT"] * 10
+
+
+def test_offsets_latest_default_include_and_max_messages(data, capsysbinary):
+    root, manifest = data
+    records = manifest.partition("orders", 0).data_records()
+    code, out, _ = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "orders", "--partition", "0",
+                               "--offset", str(records[10].offset), "--max-messages", "3",
+                               "--property", "print.offset=true", "--property", "print.value=false")
+    assert out == b"".join(f"Offset:{r.offset}\n".encode() for r in records[10:13])
+    # without --from-beginning a consumer starts at the end: nothing is on disk past it
+    code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "orders")
+    assert code == 0 and out == b"" and "total of 0 messages" in err
+    # --include matches whole names, as a pattern subscription does
+    code, out, _ = consume_cli(capsysbinary, "--data-dir", str(root), "--include", "pl.*|count", "--from-beginning",
+                               "--property", "print.value=false", "--property", "print.partition=true")
+    assert out == b"Partition:0\n" * 20  # plain's 20; "count" is not the whole name "counts"
+
+
+def test_read_committed_leaves_out_aborted_and_open_transactions(data, capsysbinary):
+    root, manifest = data
+    code, out, _ = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "payments", "--from-beginning",
+                               "--isolation-level", "read_committed", "--property", "print.offset=true",
+                               "--property", "print.value=false")
+    want = manifest.partition("payments").data_records(read_committed=True)
+    assert out == b"".join(f"Offset:{r.offset}\n".encode() for r in want)
+    assert len(want) < len(manifest.partition("payments").data_records())
+
+
+def test_deserializers(data, capsysbinary):
+    root, manifest = data
+    code, out, _ = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "counts", "--from-beginning",
+                               "--property", "value.deserializer=org.apache.kafka.common.serialization."
+                               "IntegerDeserializer")
+    want = [b"null" if r.value is None else str(struct.unpack(">i", r.value)[0]).encode()
+            for r in manifest.partition("counts").data_records()]
+    assert code == 0 and out.split(b"\n")[:-1] == want and b"-5" in want
+    code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "plain", "--from-beginning",
+                                 "--property", "value.deserializer=LongDeserializer")
+    assert code == 2 and "LongDeserializer is not 8" in err
+    code, _, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "plain", "--property",
+                               "value.deserializer=com.example.AvroDeserializer")
+    assert code == 2 and "not available here" in err
+    fmt = consume.Formatter.from_properties({"value.deserializer": "StringDeserializer"})
+    assert fmt._bytes(b"ok \xff\xfe", fmt.value_deserializer) == "ok \ufffd\ufffd".encode()
+
+
+@pytest.mark.parametrize("argv, message", [
+    ([], "Exactly one of --include/--topic is required."),
+    (["--topic", "a", "--include", "b"], "Exactly one of --include/--topic is required."),
+    (["--include", "a", "--partition", "0"], "The topic is required when partition is specified."),
+    (["--topic", "a", "--partition", "0", "--offset", "5", "--from-beginning"],
+     "Options from-beginning and offset cannot be specified together."),
+    (["--topic", "a", "--offset", "5"], "The partition is required when offset is specified."),
+    (["--topic", "a", "--partition", "0", "--offset", "-3"], "The provided offset value '-3' is incorrect."),
+    (["--topic", "a", "--property", "print.colour=true"], "not a property of the default formatter"),
+])
+def test_usage_errors_are_the_console_consumers(data, capsysbinary, argv, message):
+    root, _ = data
+    code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), *argv)
+    assert code == 2 and message in err and out == b""
+
+
+def test_follow_prints_records_as_the_high_watermark_moves(tmp_path):
+    root = tmp_path / "live"
+    manifest = write_data_dir(root, [TopicSpec("t", records_per_partition=50, records_per_batch=5)], seed=3)
+    checkpoint = root / "replication-offset-checkpoint"
+    write_offset_checkpoint(checkpoint, {("t", 0): 20})
+    steps = iter([30, 30, 50])  # the broker's checkpointed high watermark, one value per poll
+
+    def poll(_seconds: float) -> None:
+        value = next(steps, None)
+        if value is not None:
+            write_offset_checkpoint(checkpoint, {("t", 0): value})
+
+    args = build_parser().parse_args(["consume", "--data-dir", str(root), "--topic", "t", "--from-beginning",
+                                      "--follow", "--max-messages", "45", "--property", "print.offset=true",
+                                      "--property", "print.value=false", "--poll-ms", "1"])
+    out, err = io.BytesIO(), io.StringIO()
+    assert consume.run(args, out, err, sleep=poll) == 0
+    assert out.getvalue() == b"".join(f"Offset:{o}\n".encode() for o in range(45))
+    assert "total of 45 messages" in err.getvalue()
+    assert read_offset_checkpoint(str(checkpoint)) == {("t", 0): 50}  # it kept polling until there were 45
+    # --timeout-ms ends a follow that sees nothing new
+    args = build_parser().parse_args(["consume", "--data-dir", str(root), "--topic", "t", "--follow",
+                                      "--timeout-ms", "0"])
+    assert consume.run(args, io.BytesIO(), io.StringIO(), sleep=poll) == 0
+    assert manifest.partition("t").log_end_offset == 50
