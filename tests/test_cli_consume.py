@@ -176,3 +176,24 @@ def test_follow_prints_records_as_the_high_watermark_moves(tmp_path):
                                       "--timeout-ms", "0"])
     assert consume.run(args, io.BytesIO(), io.StringIO(), sleep=poll) == 0
     assert manifest.partition("t").log_end_offset == 50
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("topic", ["numbers", "hamlet-none", "hamlet-gzip", "hamlet-snappy"])
+def test_real_broker_v0_segments_print_what_kafkalite_golden_files_hold(corpus_dir, capsysbinary, topic):
+    """Magic-0 segments a 0.8-0.10 broker wrote (gzip and xerial snappy wrappers), against the golden output the
+    kafkalite project keeps beside them (``<offset>: "<value>"`` lines, Rust's debug quoting)."""
+    base = next((corpus_dir / "segments" / "asayers__kafkalite").glob("*/tests/test-data"))
+    code, out, _ = consume_cli(capsysbinary, "--data-dir", str(base / "fs-data"), "--topic", topic,
+                               "--from-beginning", "--property", "print.offset=true", "--property", "key.separator=: ")
+    golden = (base / "golden" / f"{topic}-0").read_bytes().decode().splitlines()
+    ours = out.decode("utf-8").splitlines()
+    assert code == 0 and len(ours) == len(golden) > 1000
+    compared = 0
+    for mine, theirs in zip(ours, golden):
+        offset, _, quoted = theirs.partition(": ")
+        assert mine.startswith(f"Offset:{offset}: ")
+        if "\\" not in quoted:  # no escapes to undo: the value is the text between the quotes
+            assert mine[len(f"Offset:{offset}: "):] == quoted[1:-1]
+            compared += 1
+    assert compared > len(golden) * 0.9
