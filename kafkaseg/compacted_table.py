@@ -82,10 +82,11 @@ def is_delta_table(uri: str) -> bool:
     return entry is not None and entry.is_dir
 
 
-def read_state(uri: str, expected: pa.Schema, partition_by: Sequence[str]):
+def read_state(uri: str, expected: pa.Schema, partition_by: Sequence[str], *, keep_deletes: bool = False):
     """``(DeltaTable, TableState)`` of the table at ``uri``: the state of its newest commit that recorded one,
-    when every later commit kept the rows (:data:`ROW_PRESERVING_OPERATIONS`: OPTIMIZE, VACUUM...); through a
-    RESTORE to version v, the state of the newest such commit at or before v (the rows are v's again).
+    when every later commit kept the rows (:data:`ROW_PRESERVING_OPERATIONS`: OPTIMIZE, VACUUM...; with
+    ``keep_deletes`` also DELETE, whose removed rows then stay removed); through a RESTORE to version v, the state
+    of the newest such commit at or before v (the rows are v's again).
     Raises :class:`CompactedTableError` when no commit did (not a kafkaseg compacted table, or its log was cleaned
     up past it), when another writer's later commit may have changed rows (a DELETE, UPDATE, foreign write), or
     when the table's columns or partitioning differ from ``expected``/``partition_by``."""
@@ -107,11 +108,15 @@ def read_state(uri: str, expected: pa.Schema, partition_by: Sequence[str]):
             if target is not None:
                 lineage_end = int(target)
                 continue
+        if operation == "DELETE" and keep_deletes:
+            continue
         if operation not in ROW_PRESERVING_OPERATIONS:
+            hint = (" (or, for a DELETE, set keep_foreign_deletes = true to keep its rows deleted)"
+                    if operation == "DELETE" else "")
             raise CompactedTableError(
                 f"{uri} version {version} ({operation or 'a commit without commit info'}) was written by another "
                 "writer after the last compaction run and may have changed rows: the offsets that run recorded no "
-                "longer account for the table's rows. Rebuild it with --mode full")
+                f"longer account for the table's rows. Rebuild it with --mode full{hint}")
     raise CompactedTableError(f"{uri} is a Delta table without recorded compaction offsets ({STATE_KEY} in its "
                               "commits): not written by a compaction run, or its log was cleaned up past the last "
                               "run. Rebuild it with --mode full or write another table")
@@ -415,7 +420,7 @@ def prepare_run(paths: Sequence[str], output: str, config: CompactionConfig, opt
                                   "first)")
     state = version = None
     if exists and mode != "full":
-        table, state = read_state(output, schema, config.partition_by)
+        table, state = read_state(output, schema, config.partition_by, keep_deletes=config.keep_foreign_deletes)
         version = table.version()
     elif exists:
         check_partitioning(output, config.partition_by)

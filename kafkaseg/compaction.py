@@ -96,6 +96,10 @@ class CompactionConfig:
       it touches total at most this many bytes (default 64 MiB); above, the executors rewrite those topics'
       files (a Spark shuffle: memory bounded by Spark's settings, whatever the table's size). 0: always the
       executors.
+    - ``keep_foreign_deletes``: accept DELETEs another writer committed on the table after the last run (an erasure
+      request served on the table, where the Kafka data is a backup that cannot take a tombstone): the deleted rows
+      stay deleted until new records for their keys arrive. Default false: such a table no longer equals the log's
+      compaction, and the run refuses it. A full rebuild always re-reads the log (deleted keys come back).
     """
 
     key_scope: str = "partition"
@@ -106,6 +110,7 @@ class CompactionConfig:
     max_offsets_per_partition: int | None = None
     partition_by: tuple[str, ...] = ("topic",)
     driver_merge_max_bytes: int = 64 << 20
+    keep_foreign_deletes: bool = False
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], source: str = "compaction config") -> "CompactionConfig":
@@ -166,6 +171,10 @@ def _checked(name: str, value: Any, source: str) -> Any:
             return None
         if isinstance(value, bool) or not isinstance(value, int) or value < (1 if name.startswith("max") else 0):
             raise fail("a positive integer" if name.startswith("max") else "an integer >= 0")
+        return value
+    if name == "keep_foreign_deletes":
+        if not isinstance(value, bool):
+            raise fail("true or false")
         return value
     if name == "partition_by":
         allowed = ("topic", "partition")

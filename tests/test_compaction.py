@@ -444,6 +444,30 @@ def test_other_writers_commits_after_the_last_run(changelog, tmp_path):
     assert _table(table) == expected_state(manifest)
 
 
+def test_kept_foreign_deletes_stay_deleted_until_their_keys_get_new_records(changelog, tmp_path):
+    """An erasure request served on the table (a DELETE), the Kafka data being a backup: with keep_foreign_deletes
+    the next runs continue, the deleted keys stay out until a record for the key arrives, and other rows are
+    what a rebuild gives."""
+    manifest, root, _ = changelog
+    table = str(tmp_path / "t")
+    compact_arrow([str(root / "head")], table, options=HEADERS, now_ms=NOW)
+    head_rows = _table(table)
+    after = expected_state(manifest)
+    # a key the appended segments do not write again, and one they do
+    untouched = next(k for k, row in head_rows.items() if after.get(k) == row)
+    rewritten = next(k for k, row in head_rows.items() if k in after and after[k] != row)
+    for _, _, key in (untouched, rewritten):
+        DeltaTable(table).delete(f"key = X'{key.hex()}'")
+    with pytest.raises(CompactedTableError, match="keep_foreign_deletes"):
+        compact_arrow([str(root / "full")], table, options=HEADERS, now_ms=NOW + 1)
+    keep = CompactionConfig(keep_foreign_deletes=True)
+    result = compact_arrow([str(root / "full")], table, keep, options=HEADERS, now_ms=NOW + 1)
+    assert not result["plan"].full
+    rows = _table(table)
+    assert untouched not in rows and rows[rewritten] == after[rewritten]
+    assert rows == {k: v for k, v in after.items() if k != untouched}
+
+
 def test_a_selected_topic_gone_from_the_dirs_or_a_rebuild_of_part_of_the_table(tmp_path):
     """A topic the run selects and the table holds, gone from the data dirs (deleted, or its dir not given), is
     data loss, not skipped with its rows left as they were; a rebuild (--mode full, or on_data_loss = rebuild)
