@@ -111,8 +111,10 @@ def load(spark, changes, plan) -> dict:
         conflicts_reported,
         merge_staged_parquet,
         merges_on_driver,
+        remove_stale_staging,
         remove_staging,
         rewrite_scope,
+        staging_name,
     )
     from kafkaseg.spark.tables import write_delta, write_parquet
 
@@ -128,7 +130,11 @@ def load(spark, changes, plan) -> dict:
         return rewrite_on_executors(spark, changes, plan, scope)
     from kafkaseg.storage.fs import join
 
-    staging = join(plan.output, STAGING_DIR, f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}")
+    stale = remove_stale_staging(join(plan.output, STAGING_DIR), time.time(), plan.stale_staging_hours)
+    if stale:
+        print(f"removed {len(stale)} staging folder(s) that killed runs left over {plan.stale_staging_hours} h ago: "
+              f"{', '.join(stale)}")
+    staging = join(plan.output, STAGING_DIR, staging_name(time.time(), uuid.uuid4().hex[:8]))
     try:
         started = time.perf_counter()
         write_parquet(changes, staging, "error", [])

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ from kafkaseg.compaction import (
 )
 from kafkaseg.errors import CompactedTableError, InvalidOptionError
 
-__all__ = ["table_schema", "read_state", "merge_changes", "merge_staged_parquet", "remove_staging",
+__all__ = ["table_schema", "read_state", "merge_changes", "merge_staged_parquet", "remove_staging", "remove_stale_staging", "staging_name",
            "commit_properties", "conflicts_reported", "write_full_arrow", "RunPlan", "prepare_run", "compact_arrow",
            "MERGE_PREDICATE", "MODES", "ROW_PRESERVING_OPERATIONS", "RewriteScope", "rewrite_scope",
            "merges_on_driver", "commit_rewrite"]
@@ -350,6 +351,47 @@ def _cast_reader(reader, schema):
     return pa.RecordBatchReader.from_batches(schema, batches())
 
 
+#: A staging folder's name: ``<UTC time>Z-<run id>`` (``<local time>-<run id>`` before the Z was added).
+_STAGING_NAME = re.compile(r"(\d{8}T\d{6})(Z?)-[0-9a-f]+")
+
+
+def staging_name(now_s: float, run_id: str) -> str:
+    """The staging folder name of a run started at ``now_s`` (epoch seconds)."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now_s)) + f"-{run_id}"
+
+
+def remove_stale_staging(root: str, now_s: float, max_age_hours: float) -> list[str]:
+    """Remove the staging folders under ``root`` (a table's staging root) that runs started more than
+    ``max_age_hours`` ago left behind (a run killed between staging and merging; a finished run removes its own).
+    A younger folder may be a concurrent run's change set and is kept, and so is anything not named like a
+    staging folder. Returns the names removed."""
+    import calendar
+
+    import pyarrow.fs as pafs
+
+    from kafkaseg.storage.fs import open_filesystem
+
+    filesystem, base = open_filesystem(root)
+    try:
+        entries = filesystem.get_file_info(pafs.FileSelector(base, allow_not_found=True))
+    except OSError:
+        return []
+    removed = []
+    for entry in entries:
+        match = _STAGING_NAME.fullmatch(entry.base_name)
+        if entry.type != pafs.FileType.Directory or match is None:
+            continue
+        parsed = time.strptime(match.group(1), "%Y%m%dT%H%M%S")
+        started = calendar.timegm(parsed) if match.group(2) else time.mktime(parsed)
+        if now_s - started > max_age_hours * 3600:
+            try:
+                filesystem.delete_dir(entry.path)
+                removed.append(entry.base_name)
+            except OSError:
+                pass
+    return removed
+
+
 def remove_staging(path: str) -> None:
     """Remove a run's staging folder, and the staging root once no run's folder is left in it."""
     import pyarrow.fs as pafs
@@ -379,6 +421,7 @@ class RunPlan:
     partition_by: tuple[str, ...]
     table_version: int | None
     driver_merge_max_bytes: int = 64 << 20
+    stale_staging_hours: int = 24
 
     @property
     def full(self) -> bool:
@@ -429,7 +472,8 @@ def prepare_run(paths: Sequence[str], output: str, config: CompactionConfig, opt
     increment = plan_increment(facts, state, config, now_ms, full=(mode == "full"), on_disk=on_disk,
                                selects=ReadOptions.from_options(dict(read_options)).selects)
     return RunPlan(output, increment, None if increment.full else state, pinned(read_options, increment.ranges),
-                   schema, tuple(config.partition_by), version, config.driver_merge_max_bytes)
+                   schema, tuple(config.partition_by), version, config.driver_merge_max_bytes,
+                   config.stale_staging_hours)
 
 
 def compact_arrow(paths: Sequence[str], output: str, config: CompactionConfig | None = None,

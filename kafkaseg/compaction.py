@@ -96,6 +96,9 @@ class CompactionConfig:
       it touches total at most this many bytes (default 64 MiB); above, the executors rewrite those topics'
       files (a Spark shuffle: memory bounded by Spark's settings, whatever the table's size). 0: always the
       executors.
+    - ``stale_staging_hours``: an incremental run removes staging folders (change sets under the table's
+      ``_kafkaseg_staging``) that runs started more than this many hours ago left behind when they were killed
+      before merging (default 24; a younger one may be a concurrent run's).
     - ``keep_foreign_deletes``: accept DELETEs another writer committed on the table after the last run (an erasure
       request served on the table, where the Kafka data is a backup that cannot take a tombstone): the deleted rows
       stay deleted until new records for their keys arrive. Default false: such a table no longer equals the log's
@@ -111,6 +114,7 @@ class CompactionConfig:
     partition_by: tuple[str, ...] = ("topic",)
     driver_merge_max_bytes: int = 64 << 20
     keep_foreign_deletes: bool = False
+    stale_staging_hours: int = 24
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], source: str = "compaction config") -> "CompactionConfig":
@@ -166,11 +170,12 @@ def _checked(name: str, value: Any, source: str) -> Any:
             raise fail(" or ".join(repr(v) for v in ON_DATA_LOSS))
         return value
     if name in ("min_compaction_lag_ms", "delete_retention_ms", "max_offsets_per_partition",
-                "driver_merge_max_bytes"):
+                "driver_merge_max_bytes", "stale_staging_hours"):
         if name == "max_offsets_per_partition" and value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < (1 if name.startswith("max") else 0):
-            raise fail("a positive integer" if name.startswith("max") else "an integer >= 0")
+        positive = name.startswith("max") or name == "stale_staging_hours"
+        if isinstance(value, bool) or not isinstance(value, int) or value < (1 if positive else 0):
+            raise fail("a positive integer" if positive else "an integer >= 0")
         return value
     if name == "keep_foreign_deletes":
         if not isinstance(value, bool):

@@ -722,3 +722,20 @@ def test_the_executor_rewrite_covers_only_the_topics_read_and_nothing_when_nothi
     idle = prepare_run([str(tmp_path / "a1"), str(tmp_path / "b")], out, always, {}, now_ms=NOW + 1)
     assert idle.increment.offsets_to_read == 0
     assert rewrite_scope(idle).files == () and merges_on_driver(idle, rewrite_scope(idle))
+
+
+def test_stale_staging_folders_of_killed_runs_are_removed_and_young_ones_kept(tmp_path):
+    from kafkaseg.compacted_table import remove_stale_staging, staging_name
+
+    root = tmp_path / "table" / "_kafkaseg_staging"
+    now = 1_800_000_000.0
+    old, young, legacy = staging_name(now - 25 * 3600, "aa11"), staging_name(now - 3600, "bb22"), "20200101T000000-cc33"
+    for name in (old, young, legacy, "notes"):
+        (root / name).mkdir(parents=True)
+        (root / name / "part-0.parquet").write_bytes(b"x")
+    (root / "20200101T000000-dd44.txt").write_bytes(b"a file, not a run's folder")
+    assert sorted(remove_stale_staging(str(root), now, 24)) == sorted([old, legacy])
+    assert sorted(p.name for p in root.iterdir()) == sorted([young, "notes", "20200101T000000-dd44.txt"])
+    assert remove_stale_staging(str(tmp_path / "missing"), now, 24) == []
+    with pytest.raises(InvalidOptionError, match="stale_staging_hours must be a positive integer"):
+        CompactionConfig.from_mapping({"stale_staging_hours": 0})
