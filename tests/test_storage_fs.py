@@ -278,3 +278,23 @@ def test_read_ahead_fetches_exactly_its_range_not_through_the_small_read_cache()
             buf = bytearray(end - start)
             assert ahead.read_into(start, buf) == end - start and bytes(buf) == data[start:end]
         assert fs._remote_files(mock).cached_bytes == 0
+
+
+def test_gcs_uris_retry_for_a_bounded_time(monkeypatch):
+    """Google's client retries for 15 minutes by default: a gs:// read without credentials seemed to hang. The
+    URI's retry_limit_seconds bounds it (30 s when not given)."""
+    import datetime
+    import time
+
+    import kafkaseg
+    from kafkaseg.storage.fs import GCS_RETRY_LIMIT_SECONDS, open_filesystem
+
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", "/nonexistent/credentials.json")
+    filesystem, _ = open_filesystem("gs://kafka-backups/data")
+    assert filesystem.__reduce__()[1][0]["retry_time_limit"] == datetime.timedelta(seconds=GCS_RETRY_LIMIT_SECONDS)
+    filesystem, _ = open_filesystem("gs://kafka-backups/data?retry_limit_seconds=2")
+    assert filesystem.__reduce__()[1][0]["retry_time_limit"] == datetime.timedelta(seconds=2)
+    started = time.monotonic()
+    with pytest.raises(LayoutError, match="kafka-backups"):
+        kafkaseg.read_arrow("gs://kafka-backups/data?retry_limit_seconds=1&endpoint_override=127.0.0.1:1&scheme=http")
+    assert time.monotonic() - started < 30

@@ -34,6 +34,7 @@ from collections import OrderedDict
 from typing import Iterable, NamedTuple, Sequence
 from urllib.parse import unquote
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 from kafkaseg.errors import LayoutError
@@ -42,6 +43,10 @@ try:
     from kafkaseg.storage._mapped import MappedRange as _MappedRange
 except ImportError:  # not compiled: files are read with pread only
     _MappedRange = None
+
+#: What pyarrow filesystems raise: ``OSError`` (``ArrowIOError``), ``ValueError`` (``ArrowInvalid``), and the bare
+#: ``ArrowException`` some stores' errors come as (Google Cloud Storage's "Unknown error" statuses).
+FILESYSTEM_ERRORS = (OSError, ValueError, pa.ArrowException)
 
 #: Whether guarded mappings can be made here (the compiled ``kafkaseg.storage._mapped`` is importable).
 MAPPING_AVAILABLE = _MappedRange is not None
@@ -126,6 +131,10 @@ def open_filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     timeouts: dict[str, float] = {}
     if canonical_scheme(scheme).lower() == "s3":
         path, timeouts = _s3_timeouts(path)
+    elif scheme.lower() in ("gs", "gcs") and "retry_limit_seconds=" not in path.partition("?")[2]:
+        # Google's client retries for 15 minutes by default, so a read without credentials (it cannot get a token
+        # from the metadata server) or of an unreachable endpoint seemed to hang; pyarrow's parameter bounds it
+        path += ("&" if "?" in path else "?") + f"retry_limit_seconds={GCS_RETRY_LIMIT_SECONDS:g}"
     keeps_tls_setting = "tls_verify_certificates" in path.partition("?")[2]
     if timeouts and keeps_tls_setting:
         raise LayoutError(f"{redact(path)!r}: {' and '.join(sorted(timeouts))} cannot be combined with "
@@ -133,7 +142,7 @@ def open_filesystem(path: str) -> tuple[pafs.FileSystem, str]:
                           "which takes no timeouts, and drops it when the filesystem is pickled to Spark executors)")
     try:
         filesystem, normalized = pafs.FileSystem.from_uri(path)
-    except (ValueError, OSError) as exc:
+    except FILESYSTEM_ERRORS as exc:
         raise LayoutError(f"cannot open filesystem for {redact(path)!r}: "
                           f"{str(exc).replace(path, redact(path))}") from None
     if isinstance(filesystem, pafs.S3FileSystem):
@@ -142,6 +151,9 @@ def open_filesystem(path: str) -> tuple[pafs.FileSystem, str]:
         normalized = os.path.abspath(normalized)
     return filesystem, normalized.rstrip("/") if len(normalized) > 1 else normalized
 
+
+#: How long a ``gs://`` filesystem retries a failing request when the URI does not say (``retry_limit_seconds``).
+GCS_RETRY_LIMIT_SECONDS = 30.0
 
 #: Query parameters kafkaseg adds to ``s3://`` URIs (pyarrow's ``from_uri`` takes no timeout): seconds, > 0.
 S3_TIMEOUT_PARAMETERS = ("connect_timeout", "request_timeout")
@@ -277,7 +289,7 @@ def list_dir(path: str, filesystem: pafs.FileSystem | None = None) -> list[FileE
     filesystem, path = _resolve(filesystem, path)
     try:
         infos = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=False, recursive=False))
-    except (OSError, ValueError) as exc:
+    except FILESYSTEM_ERRORS as exc:
         raise LayoutError(f"cannot list {path}: {exc}") from exc
     entries = [_entry(i) for i in infos]
     if isinstance(filesystem, pafs.LocalFileSystem):
@@ -297,7 +309,7 @@ def stat(path: str, filesystem: pafs.FileSystem | None = None) -> FileEntry | No
     filesystem, path = _resolve(filesystem, path)
     try:
         info = filesystem.get_file_info(path)
-    except (OSError, ValueError) as exc:
+    except FILESYSTEM_ERRORS as exc:
         raise LayoutError(f"cannot stat {path}: {exc}") from exc
     if info.type == pafs.FileType.NotFound:
         return None
@@ -452,7 +464,7 @@ def read_small_file(path: str, filesystem: pafs.FileSystem | None = None, *,
             return handle.read(size)
     except LayoutError:
         raise
-    except (OSError, ValueError) as exc:
+    except FILESYSTEM_ERRORS as exc:
         raise LayoutError(f"cannot read {path}: {exc}") from exc
 
 
@@ -643,7 +655,7 @@ class RandomAccessReader:
                 self._remote = _remote_files(filesystem)
                 self._handle = self._remote.open(filesystem, path)
                 self.size = self._handle.size()
-        except (OSError, ValueError) as exc:
+        except FILESYSTEM_ERRORS as exc:
             self.close()
             raise LayoutError(f"cannot open {path} for reading: {exc}") from exc
 
@@ -669,7 +681,7 @@ class RandomAccessReader:
                 return self._remote.read(self.path, self._handle, self.size, position, length)
             data = self._handle.read_at(length, position)
             return data if isinstance(data, bytes) else bytes(data)
-        except (OSError, ValueError) as exc:
+        except FILESYSTEM_ERRORS as exc:
             raise LayoutError(f"cannot read {length} bytes at byte {position} of {self.path}: {exc}") from exc
 
     def read_into(self, position: int, buffer: bytearray | memoryview) -> int:
@@ -693,7 +705,7 @@ class RandomAccessReader:
                 view[done:done + len(data)] = memoryview(data).cast("B")
                 done += len(data)
             return done
-        except (OSError, ValueError) as exc:
+        except FILESYSTEM_ERRORS as exc:
             raise LayoutError(f"cannot read {length} bytes at byte {position} of {self.path}: {exc}") from exc
 
     @property
