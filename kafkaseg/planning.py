@@ -1353,22 +1353,27 @@ def _select_partitions(paths, options: ReadOptions, predicates: Predicates | Non
 class AvailableRange(NamedTuple):
     """What one partition replica holds for a reader: ``earliest`` (the log start offset), ``latest`` (where a
     read with ``endingOffsets=latest`` stops: the high watermark, the log end or the last stable offset, per the
-    options) and ``log_end`` (the log end offset, where the files end)."""
+    options), ``log_end`` (the log end offset, where the files end), ``replica`` (the partition folder) and
+    ``checkpointed`` (False when ``latest`` fell back to the log end because ``replication-offset-checkpoint``
+    has no high watermark for it)."""
 
     earliest: int
     latest: int
     log_end: int
+    replica: str = ""
+    checkpointed: bool = True
 
 
 def available_range(partition_dir: PartitionDir, options: ReadOptions) -> AvailableRange:
     """The :class:`AvailableRange` of one partition replica under ``options`` (isolation level, ``upperBound``).
     An empty partition gives its log start offset three times."""
     part = _Partition(partition_dir, options, None)
+    checkpointed = partition_dir.high_watermark is not None or options.upper_bound == "logEndOffset"
     if not part.segments:
         start = partition_dir.log_start_offset or 0
-        return AvailableRange(start, start, start)
+        return AvailableRange(start, start, start, partition_dir.path, checkpointed)
     bounds = _bounds(part, None)
-    return AvailableRange(bounds.log_start, bounds.upper, bounds.log_end)
+    return AvailableRange(bounds.log_start, bounds.upper, bounds.log_end, partition_dir.path, checkpointed)
 
 
 def _check_listed_partitions(options: ReadOptions, selected: Iterable[PartitionDir]) -> None:

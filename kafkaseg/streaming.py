@@ -19,14 +19,20 @@ in apache/spark ``connector/kafka-0-10-sql``, with the files standing in for the
   starving one (Spark's ``rateLimit``); ``minOffsetsPerTrigger`` skips a trigger until that many offsets are
   pending or ``maxTriggerDelay`` has passed since the last batch (``delayBatch``). Both count offsets, not
   records, as Spark does (compacted or transactional logs have fewer records than offsets);
-* ``Trigger.AvailableNow`` stops at the latest offsets of the moment it starts (:meth:`prepare_available_now`,
-  after resolving the initial offsets), honouring ``maxOffsetsPerTrigger``. It ignores ``minOffsetsPerTrigger``,
-  unlike Spark's Kafka source, whose delay rule can end such a query before it reached its target;
-* a latest offset below the stream's position while the files still reach it is no new data, not a truncation:
-  another replica with a lagging checkpointed high watermark (the copy ahead went away), or a partition first read
-  to its log end before the broker checkpointed its high watermark (Spark's ``fetchLatestOffsets`` retries such
-  answers). A micro-batch's ends, fixed below some replica's high watermark, are read wherever the files reach
-  them;
+* ``Trigger.AvailableNow`` stops at the latest offsets of the moment it starts (:meth:`prepare_available_now`;
+  a start resolved later, above that, reads nothing), honouring ``maxOffsetsPerTrigger``. It ignores
+  ``minOffsetsPerTrigger``, unlike Spark's Kafka source, whose delay rule can end such a query before it reached its
+  target;
+* a latest offset below the stream's position is a log that went back (data loss, as in Spark), except in two
+  cases the source can explain while the files still reach the position: the replica read changed since the
+  previous trigger (the copy ahead went away; another with a lagging checkpointed high watermark is read), or the
+  previous trigger read the partition to its log end because the broker had not checkpointed its high watermark
+  yet. Then it is no new data until the latest reaches the position again (this process's memory: after a restart
+  such a dip is data loss). A replica switch between fixing a micro-batch's end and planning it leaves the end
+  above the new replica's high watermark: data loss, since records above a replica's high watermark may be a
+  fenced leader's;
+* a trigger recomputes the range of a partition only when its checkpoints or segment files changed (names, the
+  last one's size and mtime); an idle partition costs its folder listing;
 * data loss (``failOnDataLoss``, default true: :class:`~kafkaseg.errors.DataLossError`; false: skipped and
   listed in :attr:`MicroBatchPlan.data_loss`): a partition that disappeared, a partition found after the start
   whose log does not begin at offset 0, a log that went back below where the stream stood (truncated or
@@ -140,6 +146,9 @@ class MicroBatchPlanner:
         self.available_now: dict[TopicPartition, int] | None = None
         self.latest: dict[TopicPartition, int] | None = None  # the last latest offsets seen (progress reports)
         self._initial: Offsets | None = None
+        self._seen: dict[TopicPartition, AvailableRange] = {}  # each partition's range at the previous trigger
+        self._waiting: set[TopicPartition] = set()  # partitions whose latest is excused below the position
+        self._ranges: dict[tuple, AvailableRange] = {}  # available_range by what it depends on (see available)
 
     # -- discovery ---------------------------------------------------------------------------------------------------
     def _partitions(self) -> list[PartitionDir]:
@@ -151,14 +160,27 @@ class MicroBatchPlanner:
 
     def available(self) -> dict[TopicPartition, AvailableRange]:
         """The :class:`~kafkaseg.planning.AvailableRange` of every selected partition now. A partition whose
-        folder disappears while it is being looked at (a topic being deleted) is left out, as a gone one."""
+        folder disappears while it is being looked at (a topic being deleted) is left out, as a gone one.
+
+        A partition whose checkpoints and segment files (names, and the last one's size and mtime) are as at the
+        previous trigger gets its previous range: its log end and last stable offset come from those files, and
+        recomputing them (reading the last segment's tail) for every idle partition at every trigger was most of a
+        trigger's cost."""
         out: dict[TopicPartition, AvailableRange] = {}
+        ranges: dict[tuple, AvailableRange] = {}
         for pdir in self._partitions():
+            last = pdir.segments[-1] if pdir.segments else None
+            key = (pdir.path, pdir.high_watermark, pdir.checkpoint_log_start_offset, pdir.cleaner_offset,
+                   tuple(s.base_offset for s in pdir.segments),
+                   (last.log_size, last.mtime_ms) if last is not None else None)
             try:
-                out[(pdir.topic, pdir.partition)] = available_range(pdir, self.options)
+                found = self._ranges.get(key) or available_range(pdir, self.options)
             except LayoutError:
                 if _fs.exists(pdir.path, pdir.filesystem):
                     raise
+                continue
+            out[(pdir.topic, pdir.partition)] = ranges[key] = found
+        self._ranges = ranges
         return out
 
     # -- Spark's calls -------------------------------------------------------------------------------------------------
@@ -175,7 +197,7 @@ class MicroBatchPlanner:
         pdirs = select_partitions(None, self.options)  # checks that partitions named in a JSON are on disk
         for pdir in pdirs:
             tp = (pdir.topic, pdir.partition)
-            earliest, latest, _ = available_range(pdir, self.options)
+            earliest, latest = available_range(pdir, self.options)[:2]
             if limit.kind == "earliest":
                 positions[tp] = earliest
             elif limit.kind == "latest":
@@ -190,26 +212,32 @@ class MicroBatchPlanner:
         return to_offsets(positions)
 
     def prepare_available_now(self) -> None:
-        """``Trigger.AvailableNow``: fix the target at the latest offsets of this moment (after the initial offsets,
-        which Spark may ask for only later: a target below them would read nothing and call partitions found in
-        between gone)."""
-        begin = from_offsets(self.initial_offsets())
-        self.available_now = self._latest(begin, self.available())
+        """``Trigger.AvailableNow``: fix the target at the latest offsets of this moment. Spark calls this before
+        ``initialOffset``: a partition whose start is resolved later, above the target, has nothing to read (see
+        :meth:`latest_offsets`)."""
+        self.available_now = {tp: available.latest for tp, available in self.available().items()}
 
-    @staticmethod
-    def _latest(start: Mapping[TopicPartition, int], ranges: Mapping[TopicPartition, AvailableRange]
+    def _latest(self, start: Mapping[TopicPartition, int], ranges: Mapping[TopicPartition, AvailableRange]
                 ) -> dict[TopicPartition, int]:
-        """Each partition's latest offset, never below the stream's position while the files still reach it: a
-        latest below it that is not a truncation (another replica with a lagging checkpointed high watermark read
-        after the one ahead went away; a partition the broker had not checkpointed yet, read to its log end, then
-        checkpointed lower) means no new data, not data loss (Spark's ``fetchLatestOffsets`` retries such reads)."""
+        """Each partition's latest offset. A latest below the stream's position is a log that went back (Spark's
+        rule: the micro-batch reports data loss), except where this source knows why and the files still reach
+        the position: the replica read changed since the previous trigger (the copy ahead went away and another
+        with a lagging checkpointed high watermark is read), or the previous trigger read the partition to its log
+        end because the broker had not checkpointed its high watermark yet. Then the position is kept (no new data)
+        until the latest reaches it again."""
         latest: dict[TopicPartition, int] = {}
         for tp, available in ranges.items():
             position = start.get(tp)
+            previous = self._seen.get(tp)
+            latest[tp] = available.latest
             if position is not None and available.latest < position <= available.log_end:
-                latest[tp] = position
+                if tp in self._waiting or (previous is not None and (previous.replica != available.replica
+                                                                     or not previous.checkpointed)):
+                    latest[tp] = position
+                    self._waiting.add(tp)
             else:
-                latest[tp] = available.latest
+                self._waiting.discard(tp)
+            self._seen[tp] = available
         return latest
 
     def latest_offsets(self, start: Offsets, *, max_offsets: int | None = None, min_offsets: int | None = None,
@@ -221,7 +249,8 @@ class MicroBatchPlanner:
         begin = from_offsets(start)
         earliest: dict[TopicPartition, int] | None = None
         if self.available_now is not None:
-            latest = dict(self.available_now)
+            # a start resolved after the target was fixed may be above it: nothing to read there
+            latest = {tp: max(target, begin.get(tp, target)) for tp, target in self.available_now.items()}
         else:
             ranges = self.available()
             latest = self._latest(begin, ranges)
@@ -310,10 +339,11 @@ class MicroBatchPlanner:
             return result
         entries_start = tuple((t, p, lo) for (t, p), (lo, _) in sorted(ranges.items()))
         entries_end = tuple((t, p, hi) for (t, p), (_, hi) in sorted(ranges.items()))
-        # The ends were fixed below a replica's high watermark (or last stable offset) when latest was taken: they
-        # are read wherever the files reach them, even if the replica chosen now checkpointed a lower one
+        # An end above the upper bound now (the replica read since latest was taken has a lower high watermark: a
+        # replica switch in that instant) is the planner's data loss: records above a replica's high watermark may
+        # be a fenced leader's, so they are not read from its log
         options = self.options.replace(
-            assign=tuple(sorted(ranges)), subscribe=None, subscribe_pattern=None, upper_bound="logEndOffset",
+            assign=tuple(sorted(ranges)), subscribe=None, subscribe_pattern=None,
             starting=OffsetLimit("offsets", entries_start, option="startingOffsets"),
             ending=OffsetLimit("offsets", entries_end, option="endingOffsets"))
         result.scan = plan_scan(None, options)

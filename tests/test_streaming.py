@@ -301,38 +301,91 @@ def test_a_log_truncated_below_the_stream_position_is_data_loss(data):
         p.plan(end, later)
 
 
-def test_a_lagging_replica_is_no_new_data_and_its_log_serves_a_fixed_end(tmp_path):
+def _two_replicas(tmp_path, hw_ahead=90, hw_behind=80):
     spec = [TopicSpec("a", records_per_partition=100, records_per_batch=5)]
     ahead, behind = tmp_path / "broker1", tmp_path / "broker2"
     write_data_dir(ahead, spec, seed=4)
     write_data_dir(behind, spec, seed=4)  # the same records: two replicas
-    set_hws(ahead, {("a", 0): 90})
-    set_hws(behind, {("a", 0): 80})
-    p = MicroBatchPlanner(ReadOptions.from_options({"paths": [str(ahead), str(behind)],
-                                                    "startingOffsets": "earliest"}, stream=True))
+    set_hws(ahead, {("a", 0): hw_ahead})
+    set_hws(behind, {("a", 0): hw_behind})
+    options = ReadOptions.from_options({"paths": [str(ahead), str(behind)], "startingOffsets": "earliest"},
+                                       stream=True)
+    return ahead, behind, options
+
+
+def test_a_lagging_replica_read_after_the_copy_ahead_went_away_is_no_new_data(tmp_path):
+    ahead, behind, options = _two_replicas(tmp_path)
+    p = MicroBatchPlanner(options)
     start = to_offsets({("a", 0): 70})
     end = p.latest_offsets(start)
     assert end == {"a": {"0": 90}}  # the replica ahead
+    assert read_batch(p, start, end) == [("a", 0, o) for o in range(70, 90)]
     shutil.move(str(ahead / "a-0"), str(tmp_path / "moved-away"))  # reassigned away from that broker
-    rows = read_batch(p, start, end)  # the ranges fixed then are read from the other copy's log
-    assert rows == [("a", 0, o) for o in range(70, 90)]
-    assert p.latest_offsets(end) == end  # its high watermark 80 is below the position: no new data, no loss
+    assert p.latest_offsets(end) == end  # the other copy's high watermark 80 is below the position: no new data
+    set_hws(behind, {("a", 0): 85})
+    assert p.latest_offsets(end) == end  # still below: still waiting, not a truncation
     set_hws(behind, {("a", 0): 100})
     later = p.latest_offsets(end)
     assert read_batch(p, end, later) == [("a", 0, o) for o in range(90, 100)]
 
 
-def test_available_now_fixes_the_initial_offsets_before_its_target(data):
+def test_a_replica_switch_between_fixing_an_end_and_planning_it_is_data_loss(tmp_path):
+    """The records above the other copy's high watermark may be a fenced leader's: they are not read."""
+    ahead, behind, options = _two_replicas(tmp_path)
+    p = MicroBatchPlanner(options)
+    start = to_offsets({("a", 0): 70})
+    end = p.latest_offsets(start)
+    shutil.move(str(ahead / "a-0"), str(tmp_path / "moved-away"))
+    with pytest.raises(DataLossError, match="ending offset 90 is above the available end 80"):
+        p.plan(start, end)
+
+
+def test_a_log_cut_back_and_grown_again_is_data_loss(data):
+    """An unclean leader election: the log (same replica) is truncated below the stream's position and regrows
+    past it before the high watermark does; Spark reports the latest below the position as data loss, and so
+    does kafkaseg (it is not one of the cases it can explain)."""
+    p = planner(data, assign='{"a":[0]}')
+    full = hws(data)
+    set_hws(data, {**full, ("a", 0): 100})
+    position = p.latest_offsets(p.initial_offsets())
+    assert position == {"a": {"0": 100}}
+    set_hws(data, {**full, ("a", 0): 95})  # the new leader's high watermark, below the position; the log reaches it
+    later = p.latest_offsets(position)
+    assert later == {"a": {"0": 95}}
+    with pytest.raises(DataLossError, match="a-0's offsets went back from 100 to 95"):
+        p.plan(position, later)
+
+
+def test_available_now_target_fixed_before_the_initial_offsets(data):
     full = hws(data)
     set_hws(data, {tp: hw // 2 for tp, hw in full.items()})
     p = planner(data, startingOffsets="latest")
     p.prepare_available_now()  # Spark calls it before initialOffset()
     set_hws(data, full)
-    start = p.initial_offsets()
-    assert from_offsets(start) == {tp: hw // 2 for tp, hw in full.items()}
-    assert p.latest_offsets(start) == start  # nothing was there to read when the query started
+    start = p.initial_offsets()  # resolved after the target: above it
+    assert from_offsets(start) == full
+    assert p.latest_offsets(start) == start  # nothing to read, and no partition called gone
     plan = p.plan(start, start)
     assert plan.scan is None and not plan.notes and not plan.data_loss
+
+
+def test_a_trigger_reuses_the_ranges_of_partitions_whose_files_did_not_change(data, monkeypatch):
+    import kafkaseg.streaming as streaming
+
+    calls = []
+    real = streaming.available_range
+    monkeypatch.setattr(streaming, "available_range", lambda pdir, options: calls.append(pdir.partition) or
+                        real(pdir, options))
+    p = planner(data)
+    full = hws(data)
+    start = p.initial_offsets()
+    calls.clear()
+    first = p.latest_offsets(start)
+    assert len(calls) == 3
+    calls.clear()
+    assert p.latest_offsets(start) == first and calls == []  # nothing changed: nothing recomputed
+    set_hws(data, {**full, ("b", 0): full[("b", 0)] - 1})
+    assert from_offsets(p.latest_offsets(start))[("b", 0)] == full[("b", 0)] - 1 and len(calls) == 1
 
 
 def test_an_assigned_partition_whose_folder_goes_away_is_data_loss_not_an_option_error(data):
