@@ -25,6 +25,7 @@ __all__ = [
     "LayoutError",
     "ExportMismatchError",
     "CompactedTableError",
+    "DeserializationError",
 ]
 
 
@@ -118,6 +119,11 @@ class LayoutError(KafkaSegError):
 class ExportMismatchError(KafkaSegError):
     """A table write found a different number of records in the files it wrote than the read planned; nothing was
     committed (``kafkaseg.spark.tables.write_delta``)."""
+
+
+class DeserializationError(KafkaSegError):
+    """A record value a Kafka deserializer cannot read (``kafkaseg consume``'s ``value.deserializer`` and
+    friends: Kafka's ``SerializationException``)."""
 
 
 class CompactedTableError(KafkaSegError):

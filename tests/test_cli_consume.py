@@ -20,11 +20,16 @@ def _ints(rng, partition, index):
     return None if index % 7 == 3 else struct.pack(">i", index * 1000 - 5)
 
 
+def _ints_one_bad(rng, partition, index):
+    return b"\x00\x01\x02\x03\x04" if index == 17 else struct.pack(">i", index)
+
+
 TOPICS = [
     TopicSpec("orders", partitions=2, records_per_partition=60, records_per_batch=7, headers=2,
               null_header_value_ratio=0.2, null_key_ratio=0.1, tombstone_ratio=0.1, segment_bytes=4096),
     TopicSpec("plain", records_per_partition=20, key_size=None),
     TopicSpec("counts", records_per_partition=30, value_generator=_ints),
+    TopicSpec("counts-bad", records_per_partition=30, value_generator=_ints_one_bad),
     TopicSpec("payments", records_per_partition=80, records_per_batch=4, transactional=True, abort_ratio=0.4,
               open_transactions=1),
     TopicSpec("legacy", records_per_partition=10, magic=0),
@@ -197,3 +202,82 @@ def test_real_broker_v0_segments_print_what_kafkalite_golden_files_hold(corpus_d
             assert mine[len(f"Offset:{offset}: "):] == quoted[1:-1]
             compared += 1
     assert compared > len(golden) * 0.9
+
+
+def test_partition_with_from_beginning_starts_at_the_beginning(data, capsysbinary):
+    root, manifest = data
+    code, out, _ = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "plain", "--partition", "0",
+                               "--from-beginning")
+    assert out.count(b"\n") == len(manifest.partition("plain").data_records()) == 20
+
+
+@pytest.mark.parametrize("value, single, java", [
+    (0.1, True, "0.1"), (1e-4, True, "1.0E-4"), (1.23456789e8, True, "1.2345679E8"), (3.4028235e38, True,
+                                                                                       "3.4028235E38"),
+    (1e7, False, "1.0E7"), (1e-4, False, "1.0E-4"), (1e16, False, "1.0E16"), (100.0, False, "100.0"),
+    (1234567.0, False, "1234567.0"), (0.001, False, "0.001"), (-2.5, False, "-2.5"), (0.1, False, "0.1"),
+    (9999999.999, False, "9999999.999"), (123.456, False, "123.456"), (-0.0, False, "-0.0"),
+    (float("nan"), False, "NaN"), (float("-inf"), True, "-Infinity"), (1.0 / 3, False, "0.3333333333333333"),
+    (2.0 ** -20, False, "9.5367431640625E-7"),
+])
+def test_float_and_double_deserializers_print_as_java(value, single, java):
+    """Java 19+ Double.toString/Float.toString (the shortest round-trip digits), values checked with a JDK."""
+    assert consume.java_float_text(value, single=single) == java
+    raw = struct.pack(">f" if single else ">d", value)
+    name = "FloatDeserializer" if single else "DoubleDeserializer"
+    assert consume.Formatter.from_properties({"value.deserializer": name}).value_deserializer(raw) == java.encode()
+
+
+def test_uuid_deserializer_parses_as_java():
+    deserialize = consume._deserializer("UUIDDeserializer")
+    assert deserialize(b"1-2-3-4-5") == b"00000001-0002-0003-0004-000000000005"
+    assert deserialize(b"123E4567-E89B-12D3-A456-426614174000") == b"123e4567-e89b-12d3-a456-426614174000"
+    for bad in (b"123e4567e89b12d3a456426614174000", b"{123e4567-e89b-12d3-a456-426614174000}", b"1-2-3-4"):
+        with pytest.raises(consume.DeserializationError):
+            deserialize(bad)
+
+
+def test_a_record_that_cannot_be_deserialized_ends_the_run_after_the_records_before_it(data, capsysbinary):
+    root, manifest = data
+    code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "plain", "--from-beginning",
+                                 "--value-deserializer", "LongDeserializer")
+    assert code == 2 and out == b"" and "offset 0 of plain-0" in err and "total of 0 messages" in err
+    # 4-byte ints but for one record (offset 17): the records before it are printed, then the error
+    code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "counts-bad", "--from-beginning",
+                                 "--value-deserializer", "IntegerDeserializer")
+    assert code == 2 and out == b"".join(f"{i}\n".encode() for i in range(17))
+    assert "offset 17 of counts-bad-0" in err and "total of 17 messages" in err
+    code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "counts-bad", "--from-beginning",
+                                 "--value-deserializer", "IntegerDeserializer", "--skip-message-on-error")
+    assert code == 0 and out == b"".join(f"{i}\n".encode() for i in range(30) if i != 17)
+    assert "skipping offset 17 of counts-bad-0" in err and "total of 29 messages" in err
+
+
+def test_a_corrupt_batch_stops_after_the_records_before_it_or_is_skipped(tmp_path, capsysbinary):
+    root = tmp_path / "data"
+    manifest = write_data_dir(root, [TopicSpec("t", records_per_partition=60, records_per_batch=6)], seed=8)
+    log = next((root / "t-0").glob("*.log"))
+    raw = bytearray(log.read_bytes())
+    position = len(raw) // 2
+    raw[position] ^= 0xFF  # inside some batch's records: its CRC no longer matches
+    log.write_bytes(bytes(raw))
+    everything = [r.value + b"\n" for r in manifest.partition("t").data_records()]
+    code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "t", "--from-beginning")
+    printed = out.count(b"\n")
+    assert code == 2 and 0 < printed < 60 and out == b"".join(everything[:printed])
+    assert str(log) in err and "byte" in err and f"total of {printed} messages" in err
+    code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "t", "--from-beginning",
+                                 "--skip-message-on-error")
+    assert code == 0 and 3 <= 60 - out.count(b"\n") <= 6 and "skipped 1 corrupt batch" in err  # its 3-6 records
+    assert out.startswith(b"".join(everything[:printed]))
+
+
+def test_an_offset_out_of_range_resets_to_the_latest_and_an_unknown_topic_says_so(data, capsysbinary):
+    root, manifest = data
+    end = manifest.partition("plain").log_end_offset
+    for offset in (end + 5, ):
+        code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "plain", "--partition", "0",
+                                     "--offset", str(offset))
+        assert code == 0 and out == b"" and f"starting at the latest offset {end}" in err
+    code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "nosuch", "--from-beginning")
+    assert code == 0 and out == b"" and "no partition of nosuch" in err

@@ -8,7 +8,8 @@ The options and the output are the console consumer's (``ConsoleConsumerOptions.
   the consumer's pattern subscription does); ``--partition P`` with ``--offset earliest|latest|N``; otherwise
   ``--from-beginning`` or, by default, latest. Without ``--follow`` a read stops at the end of what is on disk
   (the console consumer waits for more); with it, new records are printed as a live broker's high watermark
-  moves on (:class:`kafkaseg.streaming.MicroBatchPlanner`, polled every ``--poll-ms``), until ``--max-messages``,
+  moves on (:class:`kafkaseg.streaming.MicroBatchPlanner`, polled every ``--poll-ms``, or twice as long as a poll
+  takes when that is longer: a poll lists every partition folder), until ``--max-messages``,
   ``--timeout-ms`` without a new record, or Ctrl-C.
 * Each record is printed by the default formatter's ``--property`` settings: ``print.timestamp``
   (``CreateTime:<ms>``, ``LogAppendTime:<ms>``, ``NO_TIMESTAMP``), ``print.partition`` (``Partition:<n>``),
@@ -17,15 +18,25 @@ The options and the output are the console consumer's (``ConsoleConsumerOptions.
   ``headers.separator``, or ``NO_HEADERS``), ``print.key``, ``print.value``, separated by ``key.separator``
   (tab) and ended by ``line.separator`` (newline); ``null.literal`` for a null key, value or header value. Bytes
   are written as they are (the formatter's default); ``key.deserializer``/``value.deserializer``/
-  ``headers.deserializer`` take Kafka's built-in String, Integer, Long, Short, Float, Double and UUID deserializers
-  (by class name, with or without the package). A null is printed as the null literal whatever the deserializer
-  (the console consumer would run the deserializer on the literal's bytes).
+  ``headers.deserializer`` (and ``--key-deserializer``/``--value-deserializer``) take Kafka's built-in String,
+  Integer, Long, Short, Float, Double and UUID deserializers (by class name, with or without the package), printed
+  as Java 19+ prints them. A null is printed as the null literal whatever the deserializer (the console consumer
+  would run the deserializer on the literal's bytes). Only printed fields are deserialized, as in Kafka.
+* ``print.epoch`` prints the batch's real leader epoch (Kafka's console consumer rebuilds each record without it
+  and always prints ``Epoch:NOT_PRESENT``).
+* A record a deserializer cannot read ends the run after the records before it (exit status 2, kafkaseg's status
+  for read errors, where Kafka exits 1); ``--skip-message-on-error`` skips such records with a line on stderr, as
+  Kafka does, and also skips corrupt batches (counted on stderr). A corrupt batch otherwise ends the run after the
+  records before it. An ``--offset`` outside what the partition holds resets to the latest offset, as the console
+  consumer's consumer does (``auto.offset.reset=latest``), with a line on stderr.
 * Records are printed partition by partition (topic, then partition number, in offset order), where a consumer
   interleaves partitions as its fetches return. ``Processed a total of N messages`` goes to stderr at the end.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import re
 import struct
 import sys
@@ -34,9 +45,14 @@ import uuid
 from dataclasses import dataclass
 from typing import BinaryIO, Callable
 
-from kafkaseg.errors import InvalidOptionError
+from kafkaseg.errors import CorruptDataError, DeserializationError, InvalidOptionError, KafkaSegError
 
-__all__ = ["run", "Formatter", "parse_properties"]
+__all__ = ["run", "Formatter", "parse_properties", "java_float_text", "DEFAULT_FORMATTERS"]
+
+#: The formatter ``--formatter`` may name: the default one (the others are Kafka's internal-topic decoders, which
+#: ``kafkaseg dump`` has as ``--offsets-decoder`` and friends).
+DEFAULT_FORMATTERS = ("org.apache.kafka.tools.consumer.DefaultMessageFormatter", "kafka.tools.DefaultMessageFormatter",
+                      "DefaultMessageFormatter")
 
 _SERIALIZATION = "org.apache.kafka.common.serialization."
 
@@ -44,21 +60,38 @@ _SERIALIZATION = "org.apache.kafka.common.serialization."
 def _fixed(name: str, size: int, fmt: str) -> Callable[[bytes], bytes]:
     def deserialize(data: bytes) -> bytes:
         if len(data) != size:  # Kafka: SerializationException("Size of data received by ... is not N")
-            raise InvalidOptionError(f"size of data received by {name} is not {size} ({len(data)} bytes)")
+            raise DeserializationError(f"Size of data received by {name} is not {size} ({len(data)} bytes)")
         value = struct.unpack(fmt, data)[0]
-        return _java_number(value).encode()
+        if isinstance(value, float):
+            return java_float_text(value, single=(size == 4)).encode()
+        return str(value).encode()
     return deserialize
 
 
-def _java_number(value) -> str:
-    if isinstance(value, float):  # Double.toString / Float.toString forms for the common cases
-        if value != value:
-            return "NaN"
-        if value in (float("inf"), float("-inf")):
-            return "Infinity" if value > 0 else "-Infinity"
-        text = repr(value)
-        return text if ("." in text or "e" in text) else text + ".0"
-    return str(value)
+def java_float_text(value: float, *, single: bool = False) -> str:
+    """``Double.toString``/``Float.toString`` as Java 19+ prints them: the shortest digits that read back as the
+    same double (float), plain between 10^-3 and 10^7, else ``d.dddE<n>`` (Java 17 and older sometimes print one
+    more digit)."""
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    import numpy as np
+
+    text = np.format_float_scientific(np.float32(value) if single else np.float64(value), unique=True, trim="0")
+    mantissa, _, exponent = text.partition("e")
+    sign = "-" if mantissa.startswith("-") else ""
+    digits = mantissa.lstrip("-").replace(".", "").rstrip("0") or "0"
+    power = int(exponent)
+    if 1e-3 <= abs(value) < 1e7:
+        if power >= 0:
+            whole, frac = digits[:power + 1].ljust(power + 1, "0"), digits[power + 1:]
+        else:
+            whole, frac = "0", "0" * (-power - 1) + digits
+        return f"{sign}{whole}.{frac or '0'}"
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{power}"
 
 
 def _string(data: bytes) -> bytes:
@@ -68,10 +101,15 @@ def _string(data: bytes) -> bytes:
 
 
 def _uuid(data: bytes) -> bytes:
-    try:
-        return str(uuid.UUID(data.decode("utf-8"))).encode()
-    except (UnicodeDecodeError, ValueError) as err:  # Kafka: SerializationException
-        raise InvalidOptionError(f"UUIDDeserializer: not a UUID string: {data[:40]!r}") from err
+    """``UUID.fromString`` (Java 17): five '-'-separated hex groups, each masked to its field's width."""
+    text = data.decode("utf-8", errors="replace")
+    groups = text.split("-")
+    if len(text) > 36 or len(groups) != 5 or not all(re.fullmatch(r"[0-9a-fA-F]{1,16}", g) for g in groups):
+        raise DeserializationError(f"Error parsing UUID string: {text[:40]!r}")
+    a, b, c, d, e = (int(g, 16) for g in groups)
+    value = ((a & 0xFFFFFFFF) << 96 | (b & 0xFFFF) << 80 | (c & 0xFFFF) << 64 | (d & 0xFFFF) << 48
+             | (e & 0xFFFFFFFFFFFF))
+    return str(uuid.UUID(int=value)).encode()
 
 
 _DESERIALIZERS: dict[str, Callable[[bytes], bytes]] = {
@@ -160,54 +198,69 @@ class Formatter:
             return self.null_literal
         return deserializer(data) if deserializer is not None else data
 
-    def write_batch(self, batch, out: BinaryIO) -> int:
-        """Write every record of an Arrow batch (kafkaseg's schema); returns how many."""
-        columns = {name: batch.column(name).to_pylist() for name in batch.schema.names
-                   if name not in ("timestamp",)}
+    def write_batch(self, batch, out: BinaryIO, on_error: Callable[[int, KafkaSegError], None] | None = None
+                    ) -> int:
+        """Write every record of an Arrow batch (kafkaseg's schema); returns how many were written. A record a
+        deserializer cannot read is passed to ``on_error`` (row, error) and left out, or, without ``on_error``,
+        ends the write after the records before it, raising the error."""
+        columns = {name: batch.column(name).to_pylist() for name in batch.schema.names if name != "timestamp"}
         millis = batch.column("timestamp").cast("int64").to_pylist()
         fields = [name for name, on in (("timestamp", self.print_timestamp), ("partition", self.print_partition),
                                         ("offset", self.print_offset), ("delivery", self.print_delivery),
                                         ("epoch", self.print_epoch), ("headers", self.print_headers),
                                         ("key", self.print_key), ("value", self.print_value)) if on]
         pieces: list[bytes] = []
+        written = 0
         for i in range(batch.num_rows):
-            for k, name in enumerate(fields):
-                if name == "timestamp":
-                    kind = columns["timestampType"][i]
-                    text = (f"CreateTime:{millis[i] // 1000}" if kind == 0 else
-                            f"LogAppendTime:{millis[i] // 1000}" if kind == 1 else "NO_TIMESTAMP")
-                    pieces.append(text.encode())
-                elif name == "partition":
-                    pieces.append(f"Partition:{columns['partition'][i]}".encode())
-                elif name == "offset":
-                    pieces.append(f"Offset:{columns['offset'][i]}".encode())
-                elif name == "delivery":
-                    pieces.append(b"Delivery:NOT_PRESENT")
-                elif name == "epoch":
-                    epoch = columns["leaderEpoch"][i]
-                    pieces.append(f"Epoch:{epoch}".encode() if epoch is not None and epoch >= 0
-                                  else b"Epoch:NOT_PRESENT")
-                elif name == "headers":
-                    headers = columns["headers"][i]
-                    if not headers:
-                        pieces.append(b"NO_HEADERS")
-                    else:
-                        pieces.append(self.headers_separator.join(
-                            h["key"].encode() + b":" + self._bytes(h["value"], self.headers_deserializer)
-                            for h in headers))
-                elif name == "key":
-                    pieces.append(self._bytes(columns["key"][i], self.key_deserializer))
-                else:
-                    pieces.append(self._bytes(columns["value"][i], self.value_deserializer))
+            try:
+                record = [self._field(name, columns, millis, i) for name in fields]
+            except DeserializationError as error:
+                if on_error is None:
+                    out.write(b"".join(pieces))
+                    failed = DeserializationError(f"{error}: offset {columns['offset'][i]} of {columns['topic'][i]}-"
+                                                  f"{columns['partition'][i]} (--skip-message-on-error skips such "
+                                                  "records)")
+                    failed.written = written  # type: ignore[attr-defined]
+                    raise failed from error
+                on_error(i, error)
+                continue
+            for k, piece in enumerate(record):
+                pieces.append(piece)
                 # key.separator between fields, line.separator after the last one printed
                 pieces.append(self.key_separator if k < len(fields) - 1 else self.line_separator)
+            written += 1
         out.write(b"".join(pieces))
-        return batch.num_rows
+        return written
+
+    def _field(self, name: str, columns: dict, millis: list, i: int) -> bytes:
+        if name == "timestamp":
+            kind = columns["timestampType"][i]
+            return (f"CreateTime:{millis[i] // 1000}" if kind == 0 else
+                    f"LogAppendTime:{millis[i] // 1000}" if kind == 1 else "NO_TIMESTAMP").encode()
+        if name == "partition":
+            return f"Partition:{columns['partition'][i]}".encode()
+        if name == "offset":
+            return f"Offset:{columns['offset'][i]}".encode()
+        if name == "delivery":
+            return b"Delivery:NOT_PRESENT"
+        if name == "epoch":
+            epoch = columns["leaderEpoch"][i]
+            return f"Epoch:{epoch}".encode() if epoch is not None and epoch >= 0 else b"Epoch:NOT_PRESENT"
+        if name == "headers":
+            headers = columns["headers"][i]
+            if not headers:
+                return b"NO_HEADERS"
+            return self.headers_separator.join(h["key"].encode() + b":" + self._bytes(h["value"],
+                                                                                     self.headers_deserializer)
+                                               for h in headers)
+        if name == "key":
+            return self._bytes(columns["key"][i], self.key_deserializer)
+        return self._bytes(columns["value"][i], self.value_deserializer)
 
 
 def _stream_options(args) -> dict:
     options: dict = {"paths": list(args.data_dir), "kafka.isolation.level": args.isolation_level,
-                     "failOnDataLoss": "false"}  # a consumer resets to the log start instead of failing
+                     "failOnDataLoss": "false"}  # a consumer resets instead of failing
     if args.include is not None:
         try:
             re.compile(args.include)
@@ -218,8 +271,8 @@ def _stream_options(args) -> dict:
         options["assign"] = {args.topic: [args.partition]}
     else:
         options["subscribe"] = args.topic
-    offset = (args.offset or "latest").lower() if args.partition is not None else (
-        "earliest" if args.from_beginning else "latest")
+    # ConsoleConsumerOptions.parseOffset: --offset, else --from-beginning, else latest
+    offset = (args.offset or ("earliest" if args.from_beginning else "latest")).lower()
     if offset in ("earliest", "latest"):
         options["startingOffsets"] = offset
     else:
@@ -246,39 +299,128 @@ def check_args(args) -> str | None:
                     "or a non-negative long.")
     if args.max_messages is not None and args.max_messages <= 0:
         return "--max-messages must be positive"
+    if args.formatter is not None and args.formatter not in DEFAULT_FORMATTERS:
+        return (f"--formatter {args.formatter}: only the default formatter ({DEFAULT_FORMATTERS[0]}) is available "
+                "here; kafkaseg dump --offsets-decoder / --transaction-log-decoder / --cluster-metadata-decoder "
+                "decode the internal topics")
     return None
+
+
+def _properties(args) -> dict[str, str]:
+    """--property values, with --key-deserializer/--value-deserializer as the console consumer merges them."""
+    properties = parse_properties(args.property or [])
+    if args.key_deserializer:
+        properties["key.deserializer"] = args.key_deserializer
+    if args.value_deserializer:
+        properties["value.deserializer"] = args.value_deserializer
+    return properties
+
+
+def _reset_out_of_range(planner, position: dict, args, err) -> dict:
+    """An explicit --offset outside what the partition holds: the console consumer's consumer resets it
+    (auto.offset.reset=latest, as the console consumer sets it without --from-beginning)."""
+    from kafkaseg.streaming import from_offsets, to_offsets
+
+    positions = from_offsets(position)
+    tp = (args.topic, args.partition)
+    available = planner.available().get(tp)
+    if tp in positions and available is not None and not available.earliest <= positions[tp] <= available.latest:
+        print(f"kafkaseg consume: offset {positions[tp]} is out of range for {tp[0]}-{tp[1]} (it holds "
+              f"[{available.earliest}, {available.latest})): starting at the latest offset {available.latest}, as "
+              "the console consumer's reset does", file=err)
+        positions[tp] = available.latest
+    return to_offsets(positions)
+
+
+def _report_metrics(metrics, err) -> None:
+    decode = metrics.decode
+    if decode.corrupt_batches:
+        print(f"kafkaseg consume: skipped {decode.corrupt_batches} corrupt batch(es), {decode.corrupt_bytes} bytes "
+              "(--skip-message-on-error)", file=err)
+        for problem in list(decode.problems)[:10]:
+            print(f"  {problem}", file=err)
+    for path, start, end, what in metrics.vanished_segments:
+        print(f"kafkaseg consume: {path} (offsets {start}..{end}) {what}", file=err)
 
 
 def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], None] = time.sleep) -> int:
     """Print records as ``args`` ask (see the module docstring); returns the exit status."""
     from kafkaseg.options import ReadOptions
-    from kafkaseg.scan import read_slice
+    from kafkaseg.scan import ScanMetrics, read_slice
     from kafkaseg.streaming import MicroBatchPlanner
 
     out = out if out is not None else sys.stdout.buffer
     err = err if err is not None else sys.stderr
-    formatter = Formatter.from_properties(parse_properties(args.property or []))
+    formatter = Formatter.from_properties(_properties(args))
     options = _stream_options(args)
     options["includeHeaders"] = formatter.print_headers
     options["includeMetadata"] = formatter.print_epoch
     read_options = ReadOptions.from_options(options, stream=True)
     planner = MicroBatchPlanner(read_options)
     position = planner.initial_offsets()
+    if not position:
+        what = args.topic if args.topic is not None else f"a topic matching {args.include!r}"
+        print(f"kafkaseg consume: no partition of {what} under {', '.join(args.data_dir)}"
+              + (" yet: waiting (--follow)" if args.follow else ""), file=err)
+    elif args.offset is not None and args.offset.isdigit():
+        position = _reset_out_of_range(planner, position, args, err)
+    metrics = ScanMetrics()
     printed = 0
+    last_printed: dict[tuple[str, int], int] = {}
+
+    def skip(batch):
+        def on_error(row: int, error: KafkaSegError) -> None:
+            print(f"kafkaseg consume: skipping offset {batch.column('offset')[row].as_py()} of "
+                  f"{batch.column('topic')[row].as_py()}-{batch.column('partition')[row].as_py()}: {error}", file=err)
+        return on_error if args.skip_message_on_error else None
+
+    def emit(batch) -> bool:
+        """Print ``batch``; True when --max-messages is reached."""
+        nonlocal printed
+        if args.max_messages is not None and printed + batch.num_rows > args.max_messages:
+            batch = batch.slice(0, args.max_messages - printed)
+        try:
+            printed += formatter.write_batch(batch, out, skip(batch))
+        except DeserializationError as error:
+            printed += getattr(error, "written", 0)
+            raise
+        if batch.num_rows:
+            key = (batch.column("topic")[0].as_py(), batch.column("partition")[0].as_py())
+            last_printed[key] = batch.column("offset")[batch.num_rows - 1].as_py()
+        return args.max_messages is not None and printed >= args.max_messages
+
+    def read(piece):
+        try:
+            yield from read_slice(piece, read_options, metrics)
+        except CorruptDataError as error:
+            # the records before the bad bytes, as a consumer prints them before its fetch fails
+            if error.path == piece.log_path and error.position is not None and \
+                    piece.start_position < error.position < piece.end_position:
+                before = dataclasses.replace(piece, end_position=error.position)
+                done = last_printed.get((piece.topic, piece.partition), -1)
+                try:
+                    for batch in read_slice(before, read_options):
+                        offsets = batch.column("offset")
+                        keep = [i for i in range(batch.num_rows) if offsets[i].as_py() > done]
+                        if keep:
+                            yield batch.take(keep)
+                except KafkaSegError:
+                    pass
+            raise
+
     idle_since = time.monotonic()
     try:
         while True:
+            polled = time.monotonic()
             end = planner.latest_offsets(position, all_available=True)
+            poll_seconds = time.monotonic() - polled
             if end != position:
                 plan = planner.plan(position, end)
                 for note in plan.data_loss:
                     print(f"kafkaseg consume: {note}", file=err)
                 for piece in (plan.scan.slices if plan.scan is not None else ()):
-                    for batch in read_slice(piece, read_options):
-                        if args.max_messages is not None and printed + batch.num_rows > args.max_messages:
-                            batch = batch.slice(0, args.max_messages - printed)
-                        printed += formatter.write_batch(batch, out)
-                        if args.max_messages is not None and printed >= args.max_messages:
+                    for batch in read(piece):
+                        if emit(batch):
                             return 0
                 out.flush()
                 position = end
@@ -287,11 +429,13 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
                 return 0
             if args.timeout_ms is not None and (time.monotonic() - idle_since) * 1000 >= args.timeout_ms:
                 return 0
-            sleep(args.poll_ms / 1000)
+            # an idle poll lists every partition folder (about 0.2 ms each): never spend over a third of the time on it
+            sleep(max(args.poll_ms / 1000, 2 * poll_seconds))
     except KeyboardInterrupt:
         return 0
     finally:
         try:
             out.flush()
         finally:
+            _report_metrics(metrics, err)
             print(f"Processed a total of {printed} messages", file=err)

@@ -537,6 +537,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "print.timestamp, print.key, print.offset, print.partition, print.headers, print.epoch, "
                          "print.value, key.separator, line.separator, headers.separator, null.literal, "
                          "key.deserializer, value.deserializer, headers.deserializer (repeatable)")
+    consume.add_argument("--key-deserializer", help="as --property key.deserializer=")
+    consume.add_argument("--value-deserializer", help="as --property value.deserializer=")
+    consume.add_argument("--formatter", help="only the default, org.apache.kafka.tools.consumer."
+                         "DefaultMessageFormatter (kafkaseg dump decodes the internal topics)")
     consume.add_argument("--isolation-level", default="read_uncommitted",
                          choices=("read_uncommitted", "read_committed"))
     consume.add_argument("--skip-message-on-error", action="store_true", help="skip corrupt batches (counted) "
