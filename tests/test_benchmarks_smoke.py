@@ -90,3 +90,9 @@ def test_bench_stream_quick(tmp_path):
         assert column in header
     row = next(line.split() for line in out.splitlines() if re.match(r"\s*20\s+\d", line))
     assert int(row[4]) > 0  # slices planned
+
+
+def test_bench_consume_quick(tmp_path):
+    out = run("bench_consume.py", tmp_path, "--quick")
+    rows = [line for line in out.splitlines() if "consume:" in line]
+    assert len(rows) == 3 and all(float(r.split()[-3]) > 0 for r in rows)  # M rec/s
