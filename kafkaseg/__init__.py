@@ -30,14 +30,14 @@ from kafkaseg.errors import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "read_arrow", "iter_batches", "open_scan", "Scan", "ReadOptions",
+    "read_arrow", "iter_batches", "open_scan", "Scan", "ReadOptions", "follow",
     "KafkaSegError", "CorruptDataError", "CorruptBatchError", "CrcMismatchError", "TruncatedDataError",
     "CorruptIndexError", "UnsupportedMagicError", "UnsupportedCodecError", "DecompressionLimitError",
     "InvalidOptionError", "DataLossError", "LayoutError",
 ]
 
 _LAZY = {"read_arrow": "kafkaseg.scan", "iter_batches": "kafkaseg.scan", "open_scan": "kafkaseg.scan", "Scan": "kafkaseg.scan",
-         "ReadOptions": "kafkaseg.options"}
+         "ReadOptions": "kafkaseg.options", "follow": "kafkaseg.streaming"}
 
 
 def __getattr__(name):  # keep `import kafkaseg` cheap on Spark workers: load the scan stack on first use

@@ -51,10 +51,14 @@ reads it from its beginning.
 
 from __future__ import annotations
 
+import logging
 import math
+import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Callable, Iterator, Mapping, Sequence
+
+import pyarrow as pa
 
 from kafkaseg.errors import DataLossError, InvalidOptionError, LayoutError
 from kafkaseg.options import EARLIEST, LATEST, OffsetLimit, ReadOptions
@@ -63,7 +67,10 @@ from kafkaseg.planning import (AvailableRange, ScanPlan, available_range, plan_s
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import PartitionDir
 
-__all__ = ["Offsets", "MicroBatchPlanner", "MicroBatchPlan", "rate_limit", "to_offsets", "from_offsets"]
+__all__ = ["Offsets", "MicroBatchPlanner", "MicroBatchPlan", "rate_limit", "to_offsets", "from_offsets",
+           "poll_micro_batches", "follow"]
+
+log = logging.getLogger("kafkaseg.streaming")
 
 #: Spark's Kafka source offset JSON: ``{"topic": {"partition": next offset}}``.
 Offsets = dict[str, dict[str, int]]
@@ -349,3 +356,49 @@ class MicroBatchPlanner:
         result.scan = plan_scan(None, options)
         result.data_loss.extend(result.scan.report.data_loss)
         return result
+
+
+def poll_micro_batches(planner: MicroBatchPlanner, start: Offsets | None = None, *, follow: bool = False,
+                       interval_s: float = 0.5, idle_timeout_s: float | None = None,
+                       sleep: Callable[[float], None] = time.sleep) -> Iterator[MicroBatchPlan]:
+    """Micro-batches from ``start`` (default the planner's initial offsets), each planned once everything before it
+    was consumed (the generator resumed): what is available now, then, with ``follow``, what arrives, polled every
+    ``interval_s`` (or twice as long as a poll takes, when longer: a poll lists every partition folder) until
+    ``idle_timeout_s`` passes without a new offset. Each batch takes all that is available, or at most
+    ``maxOffsetsPerTrigger`` offsets."""
+    position = planner.initial_offsets() if start is None else start
+    limit = planner.options.max_offsets_per_trigger
+    idle_since = time.monotonic()
+    while True:
+        polled = time.monotonic()
+        end = planner.latest_offsets(position, max_offsets=limit, all_available=limit is None)
+        took = time.monotonic() - polled
+        if end != position:
+            yield planner.plan(position, end)
+            position = end
+            idle_since = time.monotonic()
+            continue
+        if not follow or (idle_timeout_s is not None and time.monotonic() - idle_since >= idle_timeout_s):
+            return
+        sleep(max(interval_s, 2 * took))
+
+
+def follow(path: str | Sequence[str], *, poll_interval: float = 0.5, idle_timeout: float | None = None,
+           sleep: Callable[[float], None] = time.sleep, **options) -> Iterator[pa.RecordBatch]:
+    """Yield the records of log dirs as they grow, as ``spark.readStream.format("kafkaseg")`` reads them, without
+    Spark: ``startingOffsets`` defaults to ``latest`` (``"earliest"`` to read what is there first), new records are
+    looked for every ``poll_interval`` seconds, and the generator ends after ``idle_timeout`` seconds without one
+    (never by default; close it, or break out of the loop). Options are the streaming read's (see README
+    "Streaming"); data loss raises :class:`~kafkaseg.errors.DataLossError` unless ``failOnDataLoss=false``, where
+    it is logged (``kafkaseg.streaming`` logger) and skipped."""
+    from kafkaseg.scan import read_slice
+
+    paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
+    read_options = ReadOptions.from_options({**options, "paths": paths}, stream=True)
+    planner = MicroBatchPlanner(read_options)
+    for plan in poll_micro_batches(planner, follow=True, interval_s=poll_interval, idle_timeout_s=idle_timeout,
+                                   sleep=sleep):
+        for note in plan.data_loss:
+            log.warning("data loss (failOnDataLoss=false): %s", note)
+        for piece in plan.scan.slices if plan.scan is not None else ():
+            yield from read_slice(piece, read_options)

@@ -8,6 +8,7 @@ with the same slice reader Spark's executors use, and the union is compared with
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -433,3 +434,56 @@ def test_stream_options_follow_spark():
     assert batch.max_offsets_per_trigger is None and batch.ignored == ("maxOffsetsPerTrigger",)
     with pytest.raises(InvalidOptionError, match="latest"):
         ReadOptions.from_options({"startingOffsets": "latest"})
+
+
+def test_follow_yields_records_as_the_dir_grows_and_ends_when_idle(data):
+    full = hws(data)
+    set_hws(data, {tp: hw // 2 for tp, hw in full.items()})
+    steps = iter([full, full])
+
+    def poll(_seconds):  # the broker moves on while the reader sleeps
+        time.sleep(0.03)
+        values = next(steps, None)
+        if values is not None:
+            set_hws(data, values)
+
+    rows = []
+    for batch in kafkaseg.follow(str(data), startingOffsets="earliest", maxOffsetsPerTrigger=100, idle_timeout=0.1,
+                                 sleep=poll):
+        rows.extend(zip(batch.column("topic").to_pylist(), batch.column("partition").to_pylist(),
+                        batch.column("offset").to_pylist()))
+    assert hws(data) == full and sorted(rows) == sorted(batch_rows(data)) and len(set(rows)) == len(rows)
+    # the default start is latest: nothing was there to read, and nothing came
+    assert list(kafkaseg.follow([str(data)], idle_timeout=0, sleep=poll)) == []
+
+
+def test_follow_raises_data_loss_unless_told_otherwise(data, caplog):
+    full = hws(data)
+    set_hws(data, {tp: hw - 10 for tp, hw in full.items()})
+    moves = iter([lambda: set_hws(data, full)])
+
+    def grow_then_remove(seconds):
+        step = next(moves, None)
+        if step is not None:
+            step()
+            shutil.rmtree(data / "b-0")
+
+    with pytest.raises(DataLossError, match="b-0 is gone"):
+        for _ in kafkaseg.follow(str(data), startingOffsets="earliest", idle_timeout=5, sleep=grow_then_remove):
+            pass
+    # lenient: the loss is logged and the stream goes on
+    set_hws(data, {("a", 0): full[("a", 0)] - 10, ("a", 1): full[("a", 1)]})
+    moves = iter([lambda: set_hws(data, {("a", 0): full[("a", 0)], ("a", 1): full[("a", 1)]})])
+
+    def grow_a0_remove_a1(seconds):
+        time.sleep(0.03)
+        step = next(moves, None)
+        if step is not None:
+            step()
+            shutil.rmtree(data / "a-1")
+
+    with caplog.at_level("WARNING", logger="kafkaseg.streaming"):
+        rows = sum(b.num_rows for b in kafkaseg.follow(str(data), startingOffsets="earliest", idle_timeout=0.1,
+                                                       failOnDataLoss="false", sleep=grow_a0_remove_a1))
+    assert rows == full[("a", 0)] + full[("a", 1)]  # all of a-0 (the last 10 after the move), a-1 before it went
+    assert "a-1 is gone" in caplog.text

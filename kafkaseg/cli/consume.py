@@ -347,7 +347,7 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
     """Print records as ``args`` ask (see the module docstring); returns the exit status."""
     from kafkaseg.options import ReadOptions
     from kafkaseg.scan import ScanMetrics, read_slice
-    from kafkaseg.streaming import MicroBatchPlanner
+    from kafkaseg.streaming import MicroBatchPlanner, poll_micro_batches
 
     out = out if out is not None else sys.stdout.buffer
     err = err if err is not None else sys.stderr
@@ -408,29 +408,18 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
                     pass
             raise
 
-    idle_since = time.monotonic()
     try:
-        while True:
-            polled = time.monotonic()
-            end = planner.latest_offsets(position, all_available=True)
-            poll_seconds = time.monotonic() - polled
-            if end != position:
-                plan = planner.plan(position, end)
-                for note in plan.data_loss:
-                    print(f"kafkaseg consume: {note}", file=err)
-                for piece in (plan.scan.slices if plan.scan is not None else ()):
-                    for batch in read(piece):
-                        if emit(batch):
-                            return 0
-                out.flush()
-                position = end
-                idle_since = time.monotonic()
-            if not args.follow:
-                return 0
-            if args.timeout_ms is not None and (time.monotonic() - idle_since) * 1000 >= args.timeout_ms:
-                return 0
-            # an idle poll lists every partition folder (about 0.2 ms each): never spend over a third of the time on it
-            sleep(max(args.poll_ms / 1000, 2 * poll_seconds))
+        for plan in poll_micro_batches(planner, position, follow=args.follow, interval_s=args.poll_ms / 1000,
+                                       idle_timeout_s=None if args.timeout_ms is None else args.timeout_ms / 1000,
+                                       sleep=sleep):
+            for note in plan.data_loss:
+                print(f"kafkaseg consume: {note}", file=err)
+            for piece in (plan.scan.slices if plan.scan is not None else ()):
+                for batch in read(piece):
+                    if emit(batch):
+                        return 0
+            out.flush()
+        return 0
     except KeyboardInterrupt:
         return 0
     finally:
