@@ -163,13 +163,13 @@ def gather_facts(pdir: PartitionDir, *, compaction: bool = False) -> PartitionFa
     from kafkaseg.storage.segment import SegmentReader
 
     notes = list(pdir.notes)
-    deleted = [e for e in _fs.list_dir(pdir.path, pdir.filesystem) if not e.is_dir and e.name.endswith(".deleted")]
+    deleted = pdir.deleted_files  # listed at discovery: no second listing (a request per partition on S3)
     with PartitionLookup(pdir) as lookup:
         log_start = lookup.log_start_offset
         if not pdir.segments:
             return PartitionFacts(pdir.topic, pdir.partition, pdir.log_dir, pdir.path, (), log_start, log_start,
                                   log_start, pdir.checkpoint_log_start_offset, pdir.cleaner_offset, None,
-                                  len(deleted), sum(e.size for e in deleted), tuple(notes))
+                                  len(deleted), sum(size for _, size in deleted), tuple(notes))
         leo = lookup.log_end_offset()
         hw = lookup.high_watermark()
         if pdir.high_watermark is None:
@@ -201,7 +201,7 @@ def gather_facts(pdir: PartitionDir, *, compaction: bool = False) -> PartitionFa
         lso = hw if lso is None else min(lso, hw)
     return PartitionFacts(pdir.topic, pdir.partition, pdir.log_dir, pdir.path, tuple(segments), log_start, leo, hw,
                           pdir.checkpoint_log_start_offset, pdir.cleaner_offset, lso, len(deleted),
-                          sum(e.size for e in deleted), tuple(notes))
+                          sum(size for _, size in deleted), tuple(notes))
 
 
 def _loads_empty_time_index(pdir: PartitionDir, i: int, clean_shutdown: list[bool]) -> bool:

@@ -106,6 +106,7 @@ class PartitionDir:
     kraft_snapshot_paths: tuple[str, ...] = ()
     log_dir_meta: MetaProperties | None = None
     notes: tuple[str, ...] = ()  # what discovery resolved or ignored (swap files, unreadable metadata, ...)
+    deleted_files: tuple[tuple[str, int], ...] = ()  # (name, bytes) of .deleted files awaiting the broker's deletion
     filesystem: Any = field(default=None, compare=False, repr=False)
     unreadable_checkpoints: tuple[tuple[str, str], ...] = ()  # the log dir's (file name, why), see LogDir
     # When ``segments`` are only the .log files given as paths: the whole partition they belong to, whose other
@@ -317,7 +318,8 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
         log_dir_meta=log_dir.meta if log_dir else None,
         notes=tuple(notes) + (tuple(f"log dir: {n}" for n in log_dir.skipped if isinstance(n, str)) if log_dir
                               else ()),
-        filesystem=filesystem, unreadable_checkpoints=log_dir.unreadable_checkpoints if log_dir else ())
+        filesystem=filesystem, unreadable_checkpoints=log_dir.unreadable_checkpoints if log_dir else (),
+        deleted_files=tuple((e.name, e.size) for e in entries if not e.is_dir and e.name.endswith(".deleted")))
 
 
 _CHECKPOINT_FILES = {
