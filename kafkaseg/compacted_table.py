@@ -76,13 +76,6 @@ def commit_properties(state: TableState):
                             app_transactions=[Transaction(APP_ID, state.read_at_ms)])
 
 
-def is_delta_table(uri: str) -> bool:
-    from kafkaseg.storage.fs import join, stat
-
-    entry = stat(join(uri, "_delta_log"))
-    return entry is not None and entry.is_dir
-
-
 def read_state(uri: str, expected: pa.Schema, partition_by: Sequence[str], *, keep_deletes: bool = False):
     """``(DeltaTable, TableState)`` of the table at ``uri``: the state of its newest commit that recorded one,
     when every later commit kept the rows (:data:`ROW_PRESERVING_OPERATIONS`: OPTIMIZE, VACUUM...; with
@@ -457,6 +450,8 @@ def prepare_run(paths: Sequence[str], output: str, config: CompactionConfig, opt
     read_options = compaction_read_options(options)
     schema = table_schema(ReadOptions.from_options(dict(read_options)).include_headers)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    from kafkaseg.storage.fs import is_delta_table
+
     exists = is_delta_table(output)
     if mode == "incremental" and not exists:
         raise CompactedTableError(f"--mode incremental: {output} is not a Delta table yet (run --mode full or auto "

@@ -26,7 +26,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from kafkaseg.errors import ExportMismatchError
-from kafkaseg.storage.fs import join, open_filesystem, stat
+from kafkaseg.storage.fs import is_delta_table, join, open_filesystem
 
 __all__ = ["write_parquet", "write_delta", "delta_add_actions", "file_stats", "footer_stats",
            "hive_partition_values"]
@@ -65,7 +65,7 @@ def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema:
     from deltalake import DeltaTable, Schema
     from deltalake.transaction import create_table_with_add_actions
 
-    exists = _is_delta_table(output)
+    exists = is_delta_table(output)
     if exists and mode == "error":
         raise FileExistsError(f"{output} is already a Delta table (use mode overwrite or append)")
     run_folder = f"kafkaseg-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
@@ -210,6 +210,3 @@ def _json_value(value, upper: bool = False):
     return value
 
 
-def _is_delta_table(path: str) -> bool:
-    entry = stat(join(path, "_delta_log"))
-    return entry is not None and entry.is_dir

@@ -320,6 +320,13 @@ def exists(path: str, filesystem: pafs.FileSystem | None = None) -> bool:
     return stat(path, filesystem) is not None
 
 
+def is_delta_table(path: str) -> bool:
+    """Whether ``path`` (any filesystem) holds a Delta table: a ``_delta_log`` folder (the export's and the
+    compaction's check before writing)."""
+    entry = stat(join(path, "_delta_log"))
+    return entry is not None and entry.is_dir
+
+
 class _RemoteFiles:
     """The files one non-local filesystem object has opened and the blocks read from them, shared by all its
     readers. It lives as long as that filesystem object: one discovery and the scan, CLI command or Spark task
