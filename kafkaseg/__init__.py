@@ -36,8 +36,8 @@ __all__ = [
     "InvalidOptionError", "DataLossError", "LayoutError",
 ]
 
-_LAZY = {"read_arrow": "kafkaseg.scan", "iter_batches": "kafkaseg.scan", "open_scan": "kafkaseg.scan", "Scan": "kafkaseg.scan",
-         "ReadOptions": "kafkaseg.options", "follow": "kafkaseg.streaming"}
+_LAZY = {"read_arrow": "kafkaseg.scan", "iter_batches": "kafkaseg.scan", "open_scan": "kafkaseg.scan",
+         "Scan": "kafkaseg.scan", "ReadOptions": "kafkaseg.options", "follow": "kafkaseg.streaming"}
 
 
 def __getattr__(name):  # keep `import kafkaseg` cheap on Spark workers: load the scan stack on first use

@@ -41,7 +41,8 @@ from kafkaseg.compaction import (
 from kafkaseg.errors import CompactedTableError, InvalidOptionError
 
 __all__ = ["table_schema", "read_state", "merge_changes", "merge_staged_parquet", "remove_staging",
-           "remove_stale_staging", "staging_name", "commit_properties", "conflicts_reported", "write_full_arrow", "RunPlan", "prepare_run", "compact_arrow",
+           "remove_stale_staging", "staging_name", "commit_properties", "conflicts_reported", "write_full_arrow",
+           "RunPlan", "prepare_run", "compact_arrow",
            "MERGE_PREDICATE", "MODES", "ROW_PRESERVING_OPERATIONS", "RewriteScope", "rewrite_scope",
            "merges_on_driver", "commit_rewrite"]
 
