@@ -128,6 +128,10 @@ def load(spark, changes, plan) -> dict:
     scope = rewrite_scope(plan)
     if not merges_on_driver(plan, scope):
         return rewrite_on_executors(spark, changes, plan, scope)
+    if scope.deletion_vectors and scope.bytes > plan.driver_merge_max_bytes:
+        print(f"merging on the driver although the files to rewrite ({scope.bytes:,} bytes) exceed "
+              "driver_merge_max_bytes: the table has deletion vectors, which only delta-rs's merge applies (purge "
+              "them, e.g. REORG TABLE ... APPLY (PURGE), to let the executors rewrite)")
     from kafkaseg.storage.fs import join
 
     stale = remove_stale_staging(join(plan.output, STAGING_DIR), time.time(), plan.stale_staging_hours)

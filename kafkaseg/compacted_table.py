@@ -257,7 +257,7 @@ def merge_staged_parquet(staging: str, plan: RunPlan) -> dict:
     import pyarrow.dataset as ds
     from deltalake import DeltaTable
 
-    from kafkaseg.storage.fs import open_filesystem
+    from kafkaseg.storage.fs import FILESYSTEM_ERRORS, open_filesystem
 
     filesystem, root = open_filesystem(staging)
     dataset = ds.dataset(root, format="parquet", filesystem=filesystem, ignore_prefixes=["_", "."])
@@ -279,11 +279,14 @@ class RewriteScope:
     """The table files an incremental run must rewrite when the executors apply its change set: with ``topic``
     among the partition columns, the files of the topics the run read (``topics``; the others are kept), else
     every file (``topics`` None). ``files``: ``(path relative to the table, its partition values)``; ``bytes``:
-    their total size, which decides between the driver's merge and the executors' rewrite."""
+    their total size, which decides between the driver's merge and the executors' rewrite. ``deletion_vectors``:
+    the table's protocol has Delta's deletion vectors (a Spark DELETE marks rows deleted in a side file instead of
+    rewriting the data file), which the executors' plain Parquet read of the files would not apply."""
 
     topics: tuple[str, ...] | None
     files: tuple[tuple[str, tuple[tuple[str, str | None], ...]], ...]
     bytes: int
+    deletion_vectors: bool = False
 
 
 def rewrite_scope(plan: RunPlan) -> RewriteScope:
@@ -292,7 +295,9 @@ def rewrite_scope(plan: RunPlan) -> RewriteScope:
 
     if not plan.topics_read:
         return RewriteScope((), (), 0)  # nothing read, nothing to rewrite (the run only records its read)
-    actions = pa.table(DeltaTable(plan.output, version=plan.table_version).get_add_actions(flatten=True))
+    table = DeltaTable(plan.output, version=plan.table_version)
+    deletion_vectors = "deletionVectors" in (table.protocol().reader_features or ())
+    actions = pa.table(table.get_add_actions(flatten=True))
     values = [tuple(zip([c] * actions.num_rows, actions.column(f"partition.{c}").to_pylist()))
               for c in plan.partition_by]
     files = list(zip(actions.column("path").to_pylist(), zip(*values) if values else [()] * actions.num_rows,
@@ -301,14 +306,17 @@ def rewrite_scope(plan: RunPlan) -> RewriteScope:
     if "topic" in plan.partition_by:
         topics = tuple(plan.topics_read)  # (a topic with nothing new keeps its files)
         files = [f for f in files if dict(f[1])["topic"] in topics]
-    return RewriteScope(topics, tuple((path, tuple(parts)) for path, parts, _ in files), sum(f[2] for f in files))
+    return RewriteScope(topics, tuple((path, tuple(parts)) for path, parts, _ in files), sum(f[2] for f in files),
+                        deletion_vectors)
 
 
 def merges_on_driver(plan: RunPlan, scope: RewriteScope) -> bool:
     """Whether ``plan``'s change set is merged by the driver (delta-rs, in memory) rather than by the executors:
     the files it may rewrite total at most ``driver_merge_max_bytes``, or the run read nothing (the driver then
-    only records the read, in an empty commit)."""
-    if not plan.topics_read:
+    only records the read, in an empty commit), or the table may hold deletion vectors (a DELETE by Spark kept
+    with ``keep_foreign_deletes``: delta-rs's merge applies them, a rewrite from the raw files would bring the
+    deleted rows back; purge them, e.g. Spark's ``REORG TABLE ... APPLY (PURGE)``, to return to the executors)."""
+    if not plan.topics_read or scope.deletion_vectors:
         return True
     return scope.bytes <= plan.driver_merge_max_bytes and plan.driver_merge_max_bytes > 0
 
@@ -363,12 +371,12 @@ def remove_stale_staging(root: str, now_s: float, max_age_hours: float) -> list[
 
     import pyarrow.fs as pafs
 
-    from kafkaseg.storage.fs import open_filesystem
+    from kafkaseg.storage.fs import FILESYSTEM_ERRORS, open_filesystem
 
     filesystem, base = open_filesystem(root)
     try:
         entries = filesystem.get_file_info(pafs.FileSelector(base, allow_not_found=True))
-    except OSError:
+    except FILESYSTEM_ERRORS:
         return []
     removed = []
     for entry in entries:
@@ -381,7 +389,7 @@ def remove_stale_staging(root: str, now_s: float, max_age_hours: float) -> list[
             try:
                 filesystem.delete_dir(entry.path)
                 removed.append(entry.base_name)
-            except OSError:
+            except FILESYSTEM_ERRORS:
                 pass
     return removed
 
@@ -390,7 +398,7 @@ def remove_staging(path: str) -> None:
     """Remove a run's staging folder, and the staging root once no run's folder is left in it."""
     import pyarrow.fs as pafs
 
-    from kafkaseg.storage.fs import open_filesystem
+    from kafkaseg.storage.fs import FILESYSTEM_ERRORS, open_filesystem
 
     filesystem, root = open_filesystem(path)
     parent = root.rsplit("/", 1)[0]
@@ -398,7 +406,7 @@ def remove_staging(path: str) -> None:
         filesystem.delete_dir(root)
         if not filesystem.get_file_info(pafs.FileSelector(parent)):
             filesystem.delete_dir(parent)
-    except OSError:  # FileNotFoundError included: nothing to remove
+    except FILESYSTEM_ERRORS:  # FileNotFoundError included: nothing to remove
         pass
 
 

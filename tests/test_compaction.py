@@ -739,3 +739,24 @@ def test_stale_staging_folders_of_killed_runs_are_removed_and_young_ones_kept(tm
     assert remove_stale_staging(str(tmp_path / "missing"), now, 24) == []
     with pytest.raises(InvalidOptionError, match="stale_staging_hours must be a positive integer"):
         CompactionConfig.from_mapping({"stale_staging_hours": 0})
+
+
+def test_a_table_with_deletion_vectors_is_merged_on_the_driver_whatever_its_size(changelog, tmp_path):
+    """A Spark DELETE kept with keep_foreign_deletes may be a deletion vector (rows marked deleted beside an
+    unchanged file): the executors' rewrite reads the raw files and would bring those rows back, delta-rs's merge
+    applies it. So such a table is always merged on the driver."""
+    from deltalake import TableFeatures
+
+    from kafkaseg.compacted_table import merges_on_driver, prepare_run, rewrite_scope
+
+    manifest, root, _ = changelog
+    table = str(tmp_path / "t")
+    compact_arrow([str(root / "head")], table, options=HEADERS, now_ms=NOW)
+    always_executors = CompactionConfig(driver_merge_max_bytes=0, keep_foreign_deletes=True)
+    plan = prepare_run([str(root / "full")], table, always_executors, HEADERS, "auto", NOW + 1)
+    scope = rewrite_scope(plan)
+    assert not scope.deletion_vectors and not merges_on_driver(plan, scope)
+    DeltaTable(table).alter.add_feature([TableFeatures.DeletionVectors], allow_protocol_versions_increase=True)
+    plan = prepare_run([str(root / "full")], table, always_executors, HEADERS, "auto", NOW + 1)
+    scope = rewrite_scope(plan)
+    assert scope.deletion_vectors and scope.bytes > 0 and merges_on_driver(plan, scope)

@@ -97,3 +97,15 @@ def test_the_stream_reader_maps_spark_read_limits_onto_the_options(tmp_path):
     assert both.latestOffset(few, ReadAllAvailable()) == {"a": {"0": 100, "1": 100}}  # Trigger.Once etc.
     assert both.reportLatestOffset() == {"a": {"0": 100, "1": 100}}
     assert reader(maxOffsetsPerTrigger=10).latestOffset() == {"a": {"0": 100, "1": 100}}  # PySpark 4.1's call
+
+
+def test_options_no_read_accepts_are_refused_with_both_reasons():
+    """No JVM: load() does not say which kind of read follows, so the schema takes options either kind accepts;
+    options neither accepts name both reasons."""
+    from kafkaseg.errors import InvalidOptionError
+    from kafkaseg.spark.source import KafkaSegDataSource
+
+    assert KafkaSegDataSource({"startingOffsets": "latest"}).schema()  # a stream's
+    assert KafkaSegDataSource({"endingOffsets": "latest"}).schema()  # a batch's
+    with pytest.raises(InvalidOptionError, match=r"batch read .*startingOffsets.* streaming read .*endingOffsets"):
+        KafkaSegDataSource({"startingOffsets": "latest", "endingOffsets": "latest"}).schema()

@@ -294,6 +294,8 @@ def test_gcs_uris_retry_for_a_bounded_time(monkeypatch):
     assert filesystem.__reduce__()[1][0]["retry_time_limit"] == datetime.timedelta(seconds=GCS_RETRY_LIMIT_SECONDS)
     filesystem, _ = open_filesystem("gs://kafka-backups/data?retry_limit_seconds=2")
     assert filesystem.__reduce__()[1][0]["retry_time_limit"] == datetime.timedelta(seconds=2)
+    filesystem, _ = open_filesystem("gs://kafka-backups/data#a-fragment")  # the limit goes in the query
+    assert filesystem.__reduce__()[1][0]["retry_time_limit"] == datetime.timedelta(seconds=GCS_RETRY_LIMIT_SECONDS)
     started = time.monotonic()
     with pytest.raises(LayoutError, match="kafka-backups"):
         kafkaseg.read_arrow("gs://kafka-backups/data?retry_limit_seconds=1&endpoint_override=127.0.0.1:1&scheme=http")

@@ -661,3 +661,35 @@ def test_tls_verify_certificates_false_survives_pickling_to_executors(s3, tmp_pa
     finally:
         server.shutdown()
         thread.join()
+
+
+def test_filesystems_pickled_as_their_uri_are_not_shared_so_objects_read_fresh(s3):
+    """Each open of a URI with tls_verify_certificates gets its own filesystem (its open files and cached blocks
+    live as long as it does): a replaced object (a sync uploading a broker's newer checkpoint) is read anew."""
+    import pickle
+
+    from kafkaseg.storage import fs
+
+    client = pafs.S3FileSystem(endpoint_override=s3.endpoint, scheme="http")
+    key = f"{BUCKET}/scratch/replication-offset-checkpoint"
+    uri = f"s3://{BUCKET}/scratch?endpoint_override={s3.endpoint}&scheme=http&tls_verify_certificates=false"
+
+    def put(data: bytes) -> None:
+        with client.open_output_stream(key) as out:
+            out.write(data)
+
+    put(b"0\n1\norders 0 100\n")
+    first, path = fs.open_filesystem(uri)
+    assert fs.read_small_file(path + "/replication-offset-checkpoint", first) == b"0\n1\norders 0 100\n"
+    put(b"0\n2\norders 0 400\norders 1 380\n")
+    second, path = fs.open_filesystem(uri)
+    assert second is not first
+    assert fs.read_small_file(path + "/replication-offset-checkpoint", second) == b"0\n2\norders 0 400\norders 1 380\n"
+    assert pickle.loads(pickle.dumps(second)).get_file_info(key).size == 30  # rebuilt from the URI
+    assert fs._reduce_s3(second)[0] is fs._s3_from_uri
+    entries = len(fs._TLS_URIS)
+    del first, second
+    import gc
+
+    gc.collect()
+    assert len(fs._TLS_URIS) <= entries - 2  # entries go with their filesystems

@@ -116,8 +116,9 @@ class KafkaSegDataSource(DataSource):
         except InvalidOptionError as batch_error:
             try:
                 options = read_options(self.options, stream=True)
-            except InvalidOptionError:
-                raise batch_error from None
+            except InvalidOptionError as stream_error:
+                raise InvalidOptionError(f"as a batch read (spark.read): {batch_error}; as a streaming read "
+                                         f"(spark.readStream): {stream_error}") from None
         return spark_schema(options.include_headers, options.include_metadata)
 
     def reader(self, schema: StructType) -> "KafkaSegReader":

@@ -131,10 +131,12 @@ def open_filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     timeouts: dict[str, float] = {}
     if canonical_scheme(scheme).lower() == "s3":
         path, timeouts = _s3_timeouts(path)
-    elif scheme.lower() in ("gs", "gcs") and "retry_limit_seconds=" not in path.partition("?")[2]:
+    elif scheme.lower() in ("gs", "gcs") and "retry_limit_seconds=" not in path.partition("#")[0].partition("?")[2]:
         # Google's client retries for 15 minutes by default, so a read without credentials (it cannot get a token
         # from the metadata server) or of an unreachable endpoint seemed to hang; pyarrow's parameter bounds it
-        path += ("&" if "?" in path else "?") + f"retry_limit_seconds={GCS_RETRY_LIMIT_SECONDS:g}"
+        head, hash_, fragment = path.partition("#")
+        path = head + ("&" if "?" in head else "?") + f"retry_limit_seconds={GCS_RETRY_LIMIT_SECONDS:g}" + hash_ \
+            + fragment
     keeps_tls_setting = "tls_verify_certificates" in path.partition("?")[2]
     if timeouts and keeps_tls_setting:
         raise LayoutError(f"{redact(path)!r}: {' and '.join(sorted(timeouts))} cannot be combined with "
@@ -196,31 +198,26 @@ def _as_pickled(filesystem: pafs.S3FileSystem, timeouts: dict[str, float]) -> pa
     return rebuild(settings, *rest)
 
 
-# S3 filesystems whose URI sets tls_verify_certificates, one per URI settings (credentials and query), with the URI
-# they are rebuilt from when pickled: pyarrow's own pickle drops that setting (its constructor has no such
-# parameter), so a Spark executor would verify certificates the driver was told not to and fail on every read.
-_TLS_FILESYSTEMS: dict[str, tuple[pafs.S3FileSystem, str]] = {}
-_TLS_BY_ID: dict[int, tuple[pafs.S3FileSystem, str]] = {}
-_TLS_LOCK = threading.Lock()
+# The URIs of S3 filesystems made from a URI that sets tls_verify_certificates, by object: pyarrow's own pickle drops
+# that setting (its constructor has no such parameter), so a Spark executor would verify certificates the driver
+# was told not to and fail on every read. Such a filesystem is pickled as its URI instead. Each open_filesystem
+# still makes its own object (a filesystem's open files and cached blocks live as long as it does), and an entry
+# goes with its object.
+_TLS_URIS: dict[int, str] = {}
 
 
 def _from_uri_pickled(filesystem: pafs.S3FileSystem, uri: str) -> pafs.S3FileSystem:
-    """The filesystem for ``uri`` (which sets ``tls_verify_certificates``), shared by every path with the same
-    credentials and query, and pickled as its URI (see :func:`_reduce_s3`)."""
-    scheme_and_rest = uri.partition("?")
-    authority = scheme_and_rest[0].partition("://")[2].partition("/")[0]
-    key = authority.rpartition("@")[0] + "?" + scheme_and_rest[2]
-    with _TLS_LOCK:
-        entry = _TLS_FILESYSTEMS.get(key)
-        if entry is None:
-            entry = _TLS_FILESYSTEMS[key] = _TLS_BY_ID[id(filesystem)] = (filesystem, uri)
-    return entry[0]
+    """Register ``filesystem`` (made from ``uri``, which sets ``tls_verify_certificates``) to be pickled as
+    ``uri`` (see :func:`_reduce_s3`)."""
+    _TLS_URIS[id(filesystem)] = uri
+    weakref.finalize(filesystem, _TLS_URIS.pop, id(filesystem), None)
+    return filesystem
 
 
 def _reduce_s3(filesystem: pafs.S3FileSystem):
-    entry = _TLS_BY_ID.get(id(filesystem))
-    if entry is not None and entry[0] is filesystem:
-        return _s3_from_uri, (entry[1],)
+    uri = _TLS_URIS.get(id(filesystem))
+    if uri is not None:
+        return _s3_from_uri, (uri,)
     return filesystem.__reduce__()
 
 
