@@ -31,8 +31,11 @@ in apache/spark ``connector/kafka-0-10-sql``, with the files standing in for the
   such a dip is data loss). A replica switch between fixing a micro-batch's end and planning it leaves the end
   above the new replica's high watermark: data loss, since records above a replica's high watermark may be a
   fenced leader's;
+* a start (``startingOffsets``) above the high watermark that the files reach waits there for the high watermark,
+  as a consumer's empty fetch there does (no rewind, no data loss);
 * a trigger recomputes the range of a partition only when its checkpoints or segment files changed (names, the
-  last one's size and mtime); an idle partition costs its folder listing;
+  last one's size and mtime) or its last segment changed within the last 2 s (an append inside the mtime's
+  granularity); an idle partition costs its folder listing;
 * data loss (``failOnDataLoss``, default true: :class:`~kafkaseg.errors.DataLossError`; false: skipped and
   listed in :attr:`MicroBatchPlan.data_loss`): a partition that disappeared, a partition found after the start
   whose log does not begin at offset 0, a log that went back below where the stream stood (truncated or
@@ -77,6 +80,7 @@ Offsets = dict[str, dict[str, int]]
 TopicPartition = tuple[str, int]
 
 _FAIL_HINT = "(set failOnDataLoss=false to skip it and go on)"
+_RACY_MS = 2000  # how long a segment must have been unchanged for its range to be reused (see available)
 
 
 def from_offsets(offsets: Mapping[str, Mapping[str, int]] | None) -> dict[TopicPartition, int]:
@@ -155,7 +159,7 @@ class MicroBatchPlanner:
         self._initial: Offsets | None = None
         self._seen: dict[TopicPartition, AvailableRange] = {}  # each partition's range at the previous trigger
         self._waiting: set[TopicPartition] = set()  # partitions whose latest is excused below the position
-        self._ranges: dict[tuple, AvailableRange] = {}  # available_range by what it depends on (see available)
+        self._ranges: dict[tuple, tuple[AvailableRange, bool]] = {}  # by what it depends on (see available)
 
     # -- discovery ---------------------------------------------------------------------------------------------------
     def _partitions(self) -> list[PartitionDir]:
@@ -174,19 +178,26 @@ class MicroBatchPlanner:
         recomputing them (reading the last segment's tail) for every idle partition at every trigger was most of a
         trigger's cost."""
         out: dict[TopicPartition, AvailableRange] = {}
-        ranges: dict[tuple, AvailableRange] = {}
+        ranges: dict[tuple, tuple[AvailableRange, bool]] = {}
+        now_ms = time.time() * 1000
         for pdir in self._partitions():
             last = pdir.segments[-1] if pdir.segments else None
             key = (pdir.path, pdir.high_watermark, pdir.checkpoint_log_start_offset, pdir.cleaner_offset,
                    tuple(s.base_offset for s in pdir.segments),
                    (last.log_size, last.mtime_ms) if last is not None else None)
+            cached = self._ranges.get(key)
             try:
-                found = self._ranges.get(key) or available_range(pdir, self.options)
+                found = cached[0] if cached is not None and cached[1] else available_range(pdir, self.options)
             except LayoutError:
                 if _fs.exists(pdir.path, pdir.filesystem):
                     raise
                 continue
-            out[(pdir.topic, pdir.partition)] = ranges[key] = found
+            # reusable only when the last segment had not changed for a while when it was read (git's "racy clean"
+            # rule): an append within the mtime's granularity (milliseconds here, seconds on S3; a preallocated
+            # active segment keeps its size) would otherwise go unseen
+            stable = last is None or last.mtime_ms < now_ms - _RACY_MS
+            out[(pdir.topic, pdir.partition)] = found
+            ranges[key] = (found, stable)
         self._ranges = ranges
         return out
 
@@ -204,7 +215,9 @@ class MicroBatchPlanner:
         pdirs = select_partitions(None, self.options)  # checks that partitions named in a JSON are on disk
         for pdir in pdirs:
             tp = (pdir.topic, pdir.partition)
-            earliest, latest = available_range(pdir, self.options)[:2]
+            available = available_range(pdir, self.options)
+            earliest, latest = available.earliest, available.latest
+            self._seen[tp] = available
             if limit.kind == "earliest":
                 positions[tp] = earliest
             elif limit.kind == "latest":
@@ -216,6 +229,10 @@ class MicroBatchPlanner:
             else:  # timestamp(s): the planner's resolution (strategy, no match)
                 ending = OffsetLimit("latest", option="endingOffsets")
                 positions[tp] = resolve_offsets(pdir, self.options.replace(ending=ending))[0]
+            if latest < positions[tp] <= available.log_end:
+                # a start above the high watermark (or last stable offset) the files reach: a consumer's fetch there
+                # is empty until the high watermark gets there, not data loss
+                self._waiting.add(tp)
         return to_offsets(positions)
 
     def prepare_available_now(self) -> None:

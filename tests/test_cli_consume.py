@@ -219,6 +219,9 @@ def test_partition_with_from_beginning_starts_at_the_beginning(data, capsysbinar
     (9999999.999, False, "9999999.999"), (123.456, False, "123.456"), (-0.0, False, "-0.0"),
     (float("nan"), False, "NaN"), (float("-inf"), True, "-Infinity"), (1.0 / 3, False, "0.3333333333333333"),
     (2.0 ** -20, False, "9.5367431640625E-7"),
+    # subnormals: a one-digit shortest form gives way to the closest two-digit one (Double.MIN_VALUE is 4.9E-324)
+    (5e-324, False, "4.9E-324"), (1e-323, False, "9.9E-324"), (1.401298464324817e-45, True, "1.4E-45"),
+    (2.802596928649634e-45, True, "2.8E-45"),
 ])
 def test_float_and_double_deserializers_print_as_java(value, single, java):
     """Java 19+ Double.toString/Float.toString (the shortest round-trip digits), values checked with a JDK."""
@@ -281,3 +284,25 @@ def test_an_offset_out_of_range_resets_to_the_latest_and_an_unknown_topic_says_s
         assert code == 0 and out == b"" and f"starting at the latest offset {end}" in err
     code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "nosuch", "--from-beginning")
     assert code == 0 and out == b"" and "no partition of nosuch" in err
+
+
+def test_an_offset_between_the_high_watermark_and_the_log_end_waits_for_it(tmp_path):
+    """LocalLog.read: such a fetch is empty, not out of range; the consumer waits there for the high watermark."""
+    root = tmp_path / "live"
+    write_data_dir(root, [TopicSpec("t", records_per_partition=50, records_per_batch=5)], seed=3)
+    checkpoint = root / "replication-offset-checkpoint"
+    write_offset_checkpoint(checkpoint, {("t", 0): 20})
+    steps = iter([50])
+
+    def poll(_seconds: float) -> None:
+        value = next(steps, None)
+        if value is not None:
+            write_offset_checkpoint(checkpoint, {("t", 0): value})
+
+    args = build_parser().parse_args(["consume", "--data-dir", str(root), "--topic", "t", "--partition", "0",
+                                      "--offset", "40", "--follow", "--max-messages", "10", "--poll-ms", "1",
+                                      "--property", "print.offset=true", "--property", "print.value=false"])
+    out, err = io.BytesIO(), io.StringIO()
+    assert consume.run(args, out, err, sleep=poll) == 0
+    assert out.getvalue() == b"".join(f"Offset:{o}\n".encode() for o in range(40, 50))
+    assert "out of range" not in err.getvalue()

@@ -334,6 +334,14 @@ def test_pending_deleted_files_are_counted(tmp_path):
     (tmp_path / "data" / "t-0" / "00000000000000000099.index.deleted").write_bytes(b"x" * 16)
     result = audit_one(path, "t")
     assert (result.deleted_files, result.deleted_bytes) == (2, 1250)
+    # a single .log file outside a <topic>-<partition> folder counts the .deleted files beside it
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    log = next((tmp_path / "data" / "t-0").glob("*.log"))
+    (plain / log.name).write_bytes(log.read_bytes())
+    (plain / "00000000000000000099.index.deleted").write_bytes(b"x" * 50)
+    result = audit_one(str(plain / log.name), "plain", p=-1)
+    assert (result.deleted_files, result.deleted_bytes) == (1, 50)
 
 
 # -- configs --------------------------------------------------------------------------------------------------------

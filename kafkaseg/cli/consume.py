@@ -80,7 +80,14 @@ def java_float_text(value: float, *, single: bool = False) -> str:
         return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
     import numpy as np
 
-    text = np.format_float_scientific(np.float32(value) if single else np.float64(value), unique=True, trim="0")
+    number = np.float32(value) if single else np.float64(value)
+    text = np.format_float_scientific(number, unique=True, trim="0")
+    if len(text.partition("e")[0].lstrip("-").replace(".", "").rstrip("0")) == 1:
+        # Java: a one-digit shortest form gives way to the closest two-digit decimal that reads back the same
+        # (Double.MIN_VALUE is 4.9E-324, not 5.0E-324)
+        closest = np.format_float_scientific(number, precision=1, unique=False)
+        if type(number)(closest) == number:
+            text = closest
     mantissa, _, exponent = text.partition("e")
     sign = "-" if mantissa.startswith("-") else ""
     digits = mantissa.lstrip("-").replace(".", "").rstrip("0") or "0"
@@ -324,9 +331,11 @@ def _reset_out_of_range(planner, position: dict, args, err) -> dict:
     positions = from_offsets(position)
     tp = (args.topic, args.partition)
     available = planner.available().get(tp)
-    if tp in positions and available is not None and not available.earliest <= positions[tp] <= available.latest:
-        print(f"kafkaseg consume: offset {positions[tp]} is out of range for {tp[0]}-{tp[1]} (it holds "
-              f"[{available.earliest}, {available.latest})): starting at the latest offset {available.latest}, as "
+    # LocalLog.read: out of range only below the log start or past the log end (between the high watermark and
+    # the log end a fetch is empty and the consumer waits)
+    if tp in positions and available is not None and not available.earliest <= positions[tp] <= available.log_end:
+        print(f"kafkaseg consume: offset {positions[tp]} is out of range for {tp[0]}-{tp[1]} (its log holds "
+              f"[{available.earliest}, {available.log_end})): starting at the latest offset {available.latest}, as "
               "the console consumer's reset does", file=err)
         positions[tp] = available.latest
     return to_offsets(positions)

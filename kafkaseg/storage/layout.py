@@ -435,7 +435,9 @@ def _single_log_file(path: str, entry: _fs.FileEntry, filesystem) -> PartitionDi
         return _replace(whole, segments=(segment,))
     return PartitionDir(topic=topic, partition=partition, path=folder, log_dir=None, segments=(segment,),
                         notes=("single .log file outside a <topic>-<partition> folder: topic is the folder name, "
-                               "partition -1",), filesystem=filesystem)
+                               "partition -1",), filesystem=filesystem,
+                        deleted_files=tuple((e.name, e.size) for e in siblings.values()
+                                            if not e.is_dir and e.name.endswith(".deleted")))
 
 
 def _replace(partition_dir: PartitionDir, **changes) -> PartitionDir:
