@@ -300,3 +300,23 @@ def test_gcs_uris_retry_for_a_bounded_time(monkeypatch):
     with pytest.raises(LayoutError, match="kafka-backups"):
         kafkaseg.read_arrow("gs://kafka-backups/data?retry_limit_seconds=1&endpoint_override=127.0.0.1:1&scheme=http")
     assert time.monotonic() - started < 30
+
+
+def test_a_file_created_while_a_folder_is_listed_is_not_taken_for_a_broken_link(tmp_path, monkeypatch):
+    """The local listing is pyarrow's plus a plain one for entries pyarrow cannot stat (broken links): a segment
+    a live broker rolls between the two is left for the next listing, not an unreadable segment."""
+    folder = tmp_path / "t-0"
+    folder.mkdir()
+    (folder / "00000000000000000000.log").write_bytes(b"")
+    (folder / "00000000000000000010.index").symlink_to(tmp_path / "nowhere")
+    real_listdir = os.listdir
+
+    def listdir_after_a_roll(path):
+        (folder / "00000000000000000020.log").write_bytes(b"")  # created between the two listings
+        return real_listdir(path)
+
+    monkeypatch.setattr(fs.os, "listdir", listdir_after_a_roll)
+    entries = {e.name: e for e in fs.list_dir(str(folder))}
+    assert "00000000000000000020.log" not in entries
+    assert entries["00000000000000000000.log"].readable
+    assert not entries["00000000000000000010.index"].readable  # a broken link is still reported

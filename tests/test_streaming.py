@@ -512,3 +512,73 @@ def test_a_start_above_the_high_watermark_the_log_reaches_waits_for_it(data):
     set_hws(data, {**full, ("a", 0): 50})
     end = p.latest_offsets(start)
     assert read_batch(p, start, end) == [("a", 0, o) for o in range(40, 50)]
+
+
+def test_follow_reads_a_partition_being_written_exactly_once(tmp_path, monkeypatch):
+    """A writer appends a partition's segments to a live dir in arbitrary byte chunks (torn batches at the file's
+    end included), rolls segments, and checkpoints a high watermark behind what is written, while follow() reads
+    it from another thread: every record exactly once, in order."""
+    import threading
+
+    from kafkaseg.wire.batch import iter_headers
+
+    template = tmp_path / "template"
+    write_data_dir(template, [TopicSpec("t", records_per_partition=3000, records_per_batch=20, codec="lz4",
+                                        segment_bytes=48 * 1024, headers=1)], seed=6)
+    source = template / "t-0"
+    segments = sorted(source.glob("*.log"))
+    assert len(segments) >= 3
+    live = tmp_path / "live"
+    (live / "t-0").mkdir(parents=True)
+    for name in ("meta.properties",):
+        shutil.copy(template / name, live / name)
+    for side in source.iterdir():
+        if side.suffix not in (".log", ".index", ".timeindex", ".snapshot", ".txnindex"):
+            shutil.copy(side, live / "t-0" / side.name)
+    set_hws(live, {("t", 0): 0})
+    done = threading.Event()
+    failures: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            rng = __import__("random").Random(1)
+            for segment in segments:
+                data = segment.read_bytes()
+                ends = [(h.position + h.size, h.last_offset + 1) for h in iter_headers(data)]
+                target = live / "t-0" / segment.name
+                written = 0
+                with open(target, "ab") as out:
+                    while written < len(data):
+                        step = min(len(data) - written, rng.randint(1, 6000))
+                        out.write(data[written:written + step])
+                        out.flush()
+                        written += step
+                        complete = [offset for end, offset in ends if end <= written]
+                        if complete and rng.random() < 0.7:  # the checkpoint lags behind the appends
+                            set_hws(live, {("t", 0): complete[-1]})
+                        time.sleep(0.002)
+                set_hws(live, {("t", 0): ends[-1][1]})
+                for suffix in (".index", ".timeindex"):  # a roll writes the finished segment's indexes
+                    if segment.with_suffix(suffix).exists():
+                        shutil.copy(segment.with_suffix(suffix), target.with_suffix(suffix))
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            failures.append(exc)
+        finally:
+            done.set()
+
+    plans = []
+    real_plan = MicroBatchPlanner.plan
+    monkeypatch.setattr(MicroBatchPlanner, "plan", lambda self, start, end: plans.append(end) or
+                        real_plan(self, start, end))
+    thread = threading.Thread(target=writer)
+    thread.start()
+    offsets = []
+    try:
+        for batch in kafkaseg.follow(str(live), startingOffsets="earliest", poll_interval=0.005, idle_timeout=1.0):
+            offsets.extend(batch.column("offset").to_pylist())
+    finally:
+        thread.join()
+    assert not failures and done.is_set()
+    expected = kafkaseg.read_arrow(str(template)).column("offset").to_pylist()
+    assert offsets == expected and len(expected) == 3000
+    assert len(plans) >= 5  # read while being written, in many micro-batches

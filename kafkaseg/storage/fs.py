@@ -297,8 +297,22 @@ def list_dir(path: str, filesystem: pafs.FileSystem | None = None) -> list[FileE
         except OSError:
             names = []
         seen = {e.name for e in entries}
-        entries.extend(FileEntry(posixpath.join(path, n), n, False, 0, None, False) for n in names if n not in seen)
+        entries.extend(FileEntry(posixpath.join(path, n), n, False, 0, None, False) for n in names
+                       if n not in seen and _unreadable(posixpath.join(path, n)))
     return sorted(entries, key=lambda e: e.name)
+
+
+def _unreadable(path: str) -> bool:
+    """Whether a name the second, plain listing found and pyarrow's did not is an entry that cannot be stat'ed (a
+    broken symlink, no permission) rather than a file created (a live broker rolling a segment) or removed between
+    the two listings, which is left out as the first listing saw the folder."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return os.path.lexists(path)  # a symlink to nothing; else it went away meanwhile
+    except OSError:
+        return True
+    return False  # created after the first listing: the next listing sees it
 
 
 def stat(path: str, filesystem: pafs.FileSystem | None = None) -> FileEntry | None:
