@@ -974,12 +974,46 @@ def resolve_offsets(partition_dir: PartitionDir, options: ReadOptions) -> tuple[
     """The ``[start, end)`` offsets ``options`` select in one partition replica (Spark semantics, see the module
     doc). Raises :class:`DataLossError` (failOnDataLoss) or :class:`InvalidOptionError` (a starting timestamp
     with no match under strategy error). An empty partition gives ``(base, base)``."""
-    part = _Partition(partition_dir, options, None)
-    if not part.segments:
-        start = partition_dir.log_start_offset or 0
-        return start, start
-    bounds = _bounds(part, None)
-    return _resolve(part, bounds, None, None)
+    def resolve(current: PartitionDir) -> tuple[int, int]:
+        part = _Partition(current, options, None)
+        if not part.segments:
+            start = current.log_start_offset or 0
+            return start, start
+        return _resolve(part, _bounds(part, None), None, None)
+
+    return _rediscovered(partition_dir, resolve)
+
+
+#: How many times planning a partition starts again on a fresh listing of its folder when one of its files went
+#: away meanwhile (see :func:`_rediscovered`).
+REDISCOVERIES = 3
+
+
+def _rediscovered(partition_dir: PartitionDir, work):
+    """``work(partition_dir)``, done again on a fresh listing of the partition folder (and fresh checkpoints) when
+    it fails because one of the segment files it listed went away meanwhile: a live broker's retention renames a
+    deleted segment's files to ``.deleted`` and removes them, and its cleaner replaces segments. The answer then
+    reflects the partition as it is now (a start below the new log start is data loss, as for any read). Other
+    failures, and single ``.log`` files given as paths, are raised as they are."""
+    from kafkaseg.storage.layout import read_partition_dir
+
+    for attempt in range(REDISCOVERIES + 1):
+        try:
+            return work(partition_dir)
+        except LayoutError:
+            if attempt == REDISCOVERIES or partition_dir.whole is not None or not _files_went_away(partition_dir):
+                raise
+            partition_dir = read_partition_dir(partition_dir.path, partition_dir.filesystem,
+                                               topic=partition_dir.topic, partition=partition_dir.partition)
+    raise AssertionError("unreachable")
+
+
+def _files_went_away(partition_dir: PartitionDir) -> bool:
+    for segment in partition_dir.segments:
+        for path in (segment.log_path, segment.index_path, segment.timeindex_path, segment.txnindex_path):
+            if path is not None and not _fs.exists(path, partition_dir.filesystem):
+                return True
+    return False
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -1258,8 +1292,11 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
     replicas = _select_partitions(paths, options, predicates, report)
 
     def plan_one(pdir: PartitionDir) -> tuple[PlanReport, list[_Piece]]:
-        sub = PlanReport(options=report.options)  # its own: partitions on object storage are planned in threads
-        return sub, _plan_partition(pdir, options, predicates, sub)
+        def plan(current: PartitionDir) -> tuple[PlanReport, list[_Piece]]:
+            sub = PlanReport(options=report.options)  # its own: partitions on object storage are planned in threads
+            return sub, _plan_partition(current, options, predicates, sub)
+
+        return _rediscovered(pdir, plan)
 
     pieces: list[_Piece] = []
     partition_reports: list[PlanReport] = []
@@ -1367,6 +1404,10 @@ class AvailableRange(NamedTuple):
 def available_range(partition_dir: PartitionDir, options: ReadOptions) -> AvailableRange:
     """The :class:`AvailableRange` of one partition replica under ``options`` (isolation level, ``upperBound``).
     An empty partition gives its log start offset three times."""
+    return _rediscovered(partition_dir, lambda current: _available_range(current, options))
+
+
+def _available_range(partition_dir: PartitionDir, options: ReadOptions) -> AvailableRange:
     part = _Partition(partition_dir, options, None)
     checkpointed = partition_dir.high_watermark is not None or options.upper_bound == "logEndOffset"
     if not part.segments:

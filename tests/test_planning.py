@@ -740,3 +740,35 @@ def test_a_legacy_segment_mixing_wrapped_v1_records_and_v1_entries_is_not_pruned
     plan = plan_scan(str(tmp_path), options, Predicates(timestamp_range=(ts + 50, None)))
     table = Scan(plan, options).to_table()
     assert len([t for t in table.column("timestamp").cast("int64").to_pylist() if t >= (ts + 50) * 1000]) == 5
+
+
+def test_a_segment_deleted_by_retention_during_planning_is_planned_as_the_partition_is_now(tmp_path, monkeypatch):
+    """Discovery listed a segment that the broker's retention renames to .deleted before planning reads it: the
+    partition is listed again (fresh checkpoints) and planned as it is now; what went is data loss, never a
+    LayoutError about a missing file."""
+    import kafkaseg.planning as planning
+    from kafkaseg.testing import TopicSpec as Spec, write_data_dir
+
+    root = tmp_path / "data"
+    write_data_dir(root, [Spec("t", records_per_partition=400, records_per_batch=10, segment_bytes=4096)], seed=2)
+    segments = sorted((root / "t-0").glob("*.log"))
+    first, second = segments[0], segments[1]
+    real = planning._plan_partition
+    deleted = []
+
+    def retention_meanwhile(pdir, *args, **kwargs):
+        if not deleted:
+            for path in (first, first.with_suffix(".index"), first.with_suffix(".timeindex")):
+                path.rename(path.with_name(path.name + ".deleted"))
+            write_offset_checkpoint(root / "log-start-offset-checkpoint", {("t", 0): int(second.stem)})
+            deleted.append(first)
+        return real(pdir, *args, **kwargs)
+
+    monkeypatch.setattr(planning, "_plan_partition", retention_meanwhile)
+    with pytest.raises(DataLossError, match="below the log start offset"):
+        plan_scan(str(root), ReadOptions.from_options({"startingOffsets": '{"t":{"0":0}}'}))
+    for path in (first, first.with_suffix(".index"), first.with_suffix(".timeindex")):
+        path.with_name(path.name + ".deleted").rename(path)
+    deleted.clear()
+    plan = plan_scan(str(root), ReadOptions())  # earliest: from the new log start, nothing lost
+    assert plan.slices[0].start_offset == int(second.stem) and not plan.report.data_loss

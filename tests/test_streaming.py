@@ -589,3 +589,56 @@ def test_follow_reads_a_partition_being_written_exactly_once(tmp_path, monkeypat
     expected = kafkaseg.read_arrow(str(template), **{"kafka.isolation.level": isolation}).column("offset")
     assert offsets == expected.to_pylist() and len(offsets) > 1500
     assert len(plans) >= 5  # read while being written, in many micro-batches
+
+
+def test_follow_survives_retention_deleting_old_segments_meanwhile(tmp_path):
+    """While follow() reads, the broker's retention renames old segments to .deleted and removes them (and
+    advances log-start-offset-checkpoint), as UnifiedLog.deleteSegmentFiles does: the reader neither crashes nor
+    returns a record twice; records it had not read when their segment went are data loss (failOnDataLoss=false:
+    skipped, logged)."""
+    import threading
+
+    from kafkaseg.testing.partition import write_offset_checkpoint as write_checkpoint
+
+    root = tmp_path / "data"
+    write_data_dir(root, [TopicSpec("t", records_per_partition=6000, records_per_batch=20,
+                                    segment_bytes=24 * 1024)], seed=12)
+    folder = root / "t-0"
+    segments = sorted(folder.glob("*.log"))
+    assert len(segments) > 10
+    stop = threading.Event()
+    failures: list[BaseException] = []
+
+    def retention() -> None:
+        try:
+            for segment in segments[:-1]:
+                if stop.is_set():
+                    return
+                time.sleep(0.003)
+                renamed = []
+                for suffix in (".log", ".index", ".timeindex"):
+                    path = segment.with_suffix(suffix)
+                    if path.exists():
+                        path.rename(path.with_name(path.name + ".deleted"))
+                        renamed.append(path.with_name(path.name + ".deleted"))
+                following = segments[segments.index(segment) + 1]
+                write_checkpoint(root / "log-start-offset-checkpoint", {("t", 0): int(following.stem)})
+                time.sleep(0.003)
+                for path in renamed:
+                    path.unlink()
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            failures.append(exc)
+
+    thread = threading.Thread(target=retention)
+    offsets = []
+    thread.start()
+    try:
+        for batch in kafkaseg.follow(str(root), startingOffsets="earliest", poll_interval=0.002, idle_timeout=0.5,
+                                     failOnDataLoss="false", maxOffsetsPerTrigger=300):
+            offsets.extend(batch.column("offset").to_pylist())
+    finally:
+        stop.set()
+        thread.join()
+    assert not failures
+    assert offsets == sorted(set(offsets)) and offsets  # in order, none twice
+    assert offsets[-1] == 5999  # the last segment is never deleted: the stream reached the end
