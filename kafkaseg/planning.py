@@ -54,6 +54,7 @@ from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATIO
 from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, check_one_incarnation, choose_replicas, discover,
+                                     relisted,
                                      last_stable_offset, transactions_open_at,
                                      partition_log_end_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
@@ -421,7 +422,7 @@ class _Partition:
                                         max_decompressed_bytes=options.max_decompressed_batch_bytes)
                 offsets = _decode.decode(data, request).columns["offset"]
                 first = offsets[0].as_py() if len(offsets) else header.last_offset
-        except KafkaSegError as err:
+        except CorruptDataError as err:  # a LayoutError (the file went away) is not the index's fault: raised
             return f"no batch at byte {position}: {err.detail}"
         k = int(np.searchsorted(offset_index.positions, position))
         above = int(offset_index.offsets[k - 1]) if 0 < k <= len(offset_index) else seg.base_offset - 1
@@ -981,39 +982,7 @@ def resolve_offsets(partition_dir: PartitionDir, options: ReadOptions) -> tuple[
             return start, start
         return _resolve(part, _bounds(part, None), None, None)
 
-    return _rediscovered(partition_dir, resolve)
-
-
-#: How many times planning a partition starts again on a fresh listing of its folder when one of its files went
-#: away meanwhile (see :func:`_rediscovered`).
-REDISCOVERIES = 3
-
-
-def _rediscovered(partition_dir: PartitionDir, work):
-    """``work(partition_dir)``, done again on a fresh listing of the partition folder (and fresh checkpoints) when
-    it fails because one of the segment files it listed went away meanwhile: a live broker's retention renames a
-    deleted segment's files to ``.deleted`` and removes them, and its cleaner replaces segments. The answer then
-    reflects the partition as it is now (a start below the new log start is data loss, as for any read). Other
-    failures, and single ``.log`` files given as paths, are raised as they are."""
-    from kafkaseg.storage.layout import read_partition_dir
-
-    for attempt in range(REDISCOVERIES + 1):
-        try:
-            return work(partition_dir)
-        except LayoutError:
-            if attempt == REDISCOVERIES or partition_dir.whole is not None or not _files_went_away(partition_dir):
-                raise
-            partition_dir = read_partition_dir(partition_dir.path, partition_dir.filesystem,
-                                               topic=partition_dir.topic, partition=partition_dir.partition)
-    raise AssertionError("unreachable")
-
-
-def _files_went_away(partition_dir: PartitionDir) -> bool:
-    for segment in partition_dir.segments:
-        for path in (segment.log_path, segment.index_path, segment.timeindex_path, segment.txnindex_path):
-            if path is not None and not _fs.exists(path, partition_dir.filesystem):
-                return True
-    return False
+    return relisted(partition_dir, resolve)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -1296,7 +1265,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
             sub = PlanReport(options=report.options)  # its own: partitions on object storage are planned in threads
             return sub, _plan_partition(current, options, predicates, sub)
 
-        return _rediscovered(pdir, plan)
+        return relisted(pdir, plan)
 
     pieces: list[_Piece] = []
     partition_reports: list[PlanReport] = []
@@ -1404,7 +1373,7 @@ class AvailableRange(NamedTuple):
 def available_range(partition_dir: PartitionDir, options: ReadOptions) -> AvailableRange:
     """The :class:`AvailableRange` of one partition replica under ``options`` (isolation level, ``upperBound``).
     An empty partition gives its log start offset three times."""
-    return _rediscovered(partition_dir, lambda current: _available_range(current, options))
+    return relisted(partition_dir, lambda current: _available_range(current, options))
 
 
 def _available_range(partition_dir: PartitionDir, options: ReadOptions) -> AvailableRange:

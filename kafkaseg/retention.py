@@ -520,8 +520,10 @@ def audit_partition(facts: PartitionFacts, config: TopicConfig, now_ms: int) -> 
 def audit(pdir: PartitionDir, config: TopicConfig, now_ms: int) -> PartitionAudit:
     """:func:`gather_facts` then :func:`audit_partition`; a partition that cannot be read gets an audit with
     ``error`` set instead of raising (one bad partition does not stop an audit of a cluster)."""
-    try:
-        facts = gather_facts(pdir, compaction=config.compact)
+    from kafkaseg.storage.layout import relisted
+
+    try:  # a segment a live broker deletes meanwhile: the partition is listed again
+        facts = relisted(pdir, lambda current: gather_facts(current, compaction=config.compact))
     except KafkaSegError as err:
         return PartitionAudit(pdir.topic, pdir.partition, pdir.log_dir, pdir.path, config, now_ms,
                               error=f"{type(err).__name__}: {err}")

@@ -361,18 +361,41 @@ class MicroBatchPlanner:
         result.ranges = ranges
         if not ranges:
             return result
-        entries_start = tuple((t, p, lo) for (t, p), (lo, _) in sorted(ranges.items()))
-        entries_end = tuple((t, p, hi) for (t, p), (_, hi) in sorted(ranges.items()))
         # An end above the upper bound now (the replica read since latest was taken has a lower high watermark: a
         # replica switch in that instant) is the planner's data loss: records above a replica's high watermark may
-        # be a fenced leader's, so they are not read from its log
-        options = self.options.replace(
-            assign=tuple(sorted(ranges)), subscribe=None, subscribe_pattern=None,
-            starting=OffsetLimit("offsets", entries_start, option="startingOffsets"),
-            ending=OffsetLimit("offsets", entries_end, option="endingOffsets"))
-        result.scan = plan_scan(None, options)
+        # be a fenced leader's, so they are not read from its log. Except for ends this source fixed at the log end
+        # because the broker had not checkpointed the partition's high watermark yet: those are read to that end,
+        # even if the checkpoint written since says less
+        to_log_end = {tp for tp in ranges if tp in self._seen and not self._seen[tp].checkpointed}
+        scans = [self._plan_ranges({tp: r for tp, r in ranges.items() if tp not in to_log_end}, self.options),
+                 self._plan_ranges({tp: r for tp, r in ranges.items() if tp in to_log_end},
+                                   self.options.replace(upper_bound="logEndOffset"))]
+        scans = [scan for scan in scans if scan is not None]
+        result.scan = scans[0] if len(scans) == 1 else _merged(*scans)
         result.data_loss.extend(result.scan.report.data_loss)
         return result
+
+    @staticmethod
+    def _plan_ranges(ranges: Mapping[TopicPartition, tuple[int, int]], options: ReadOptions) -> ScanPlan | None:
+        """A batch read's plan of ``[start, end)`` per partition (None for no range)."""
+        if not ranges:
+            return None
+        entries_start = tuple((t, p, lo) for (t, p), (lo, _) in sorted(ranges.items()))
+        entries_end = tuple((t, p, hi) for (t, p), (_, hi) in sorted(ranges.items()))
+        return plan_scan(None, options.replace(
+            assign=tuple(sorted(ranges)), subscribe=None, subscribe_pattern=None,
+            starting=OffsetLimit("offsets", entries_start, option="startingOffsets"),
+            ending=OffsetLimit("offsets", entries_end, option="endingOffsets")))
+
+
+def _merged(first: ScanPlan, second: ScanPlan) -> ScanPlan:
+    """Two plans of different partitions as one (slices in the planner's order, reports joined)."""
+    report = first.report
+    for name in ("partitions", "partitions_pruned", "replicas", "indexes_rebuilt", "data_loss", "notes"):
+        getattr(report, name).extend(getattr(second.report, name))
+    slices = sorted(first.slices + second.slices, key=lambda s: (s.topic, s.partition, s.partition_path,
+                                                                 s.base_offset, s.start_position, s.start_offset))
+    return ScanPlan(slices, report)
 
 
 def poll_micro_batches(planner: MicroBatchPlanner, start: Offsets | None = None, *, follow: bool = False,

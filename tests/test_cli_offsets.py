@@ -147,3 +147,29 @@ def test_max_timestamp_with_no_answer_says_why_in_its_own_words(tmp_path, capsys
         assert code == 0 and lines == []
         assert err.startswith("t:0: no offset (no record carries the partition's largest timestamp (") and why in err
         assert "at or after" not in err, err
+
+
+def test_a_segment_deleted_by_retention_during_a_lookup_is_answered_from_the_partition_as_it_is_now(tmp_path,
+                                                                                                     capsys,
+                                                                                                     monkeypatch):
+    from kafkaseg.lookup import PartitionLookup
+    from kafkaseg.testing.partition import write_offset_checkpoint
+
+    manifest = write_data_dir(tmp_path / "data", [TopicSpec("r", records_per_partition=300, records_per_batch=10,
+                                                            segment_bytes=4096)], seed=7)
+    folder = tmp_path / "data" / "r-0"
+    first, second = sorted(folder.glob("*.log"))[:2]
+    records = manifest.partition("r").records
+    real = PartitionLookup.list_offset
+
+    def retention_meanwhile(self, spec, **kwargs):
+        if first.exists():
+            for path in (first, first.with_suffix(".index"), first.with_suffix(".timeindex")):
+                path.rename(path.with_name(path.name + ".deleted"))
+            write_offset_checkpoint(tmp_path / "data" / "log-start-offset-checkpoint", {("r", 0): int(second.stem)})
+        return real(self, spec, **kwargs)
+
+    monkeypatch.setattr(PartitionLookup, "list_offset", retention_meanwhile)
+    code, lines, err = run(["offsets", "--data-dir", str(tmp_path / "data"), "--topic", "r", "--time",
+                            str(records[0].timestamp)], capsys)
+    assert code == 0 and lines == [f"r:0:{int(second.stem)}"], err  # the first record still there

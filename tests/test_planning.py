@@ -7,6 +7,7 @@ and every cut must be a batch boundary. Expected offsets come from the records t
 
 from __future__ import annotations
 
+import os
 import pickle
 from pathlib import Path
 
@@ -772,3 +773,74 @@ def test_a_segment_deleted_by_retention_during_planning_is_planned_as_the_partit
     deleted.clear()
     plan = plan_scan(str(root), ReadOptions())  # earliest: from the new log start, nothing lost
     assert plan.slices[0].start_offset == int(second.stem) and not plan.report.data_loss
+
+
+def test_a_segment_the_cleaner_replaces_under_the_same_name_during_planning_is_planned_anew(tmp_path, monkeypatch):
+    """The cleaner renames the old .log to .deleted and its .swap to .log: planning that failed in between finds
+    the folder changed (a new file under the name) and plans again; a file that vanishes while an index entry is
+    checked (entry_problem) is a LayoutError planning retries, not an AttributeError."""
+    import shutil
+
+    import kafkaseg.planning as planning
+    from kafkaseg.testing import TopicSpec as Spec, write_data_dir
+
+    root = tmp_path / "data"
+    write_data_dir(root, [Spec("t", records_per_partition=400, records_per_batch=10, segment_bytes=4096)], seed=2)
+    first = sorted((root / "t-0").glob("*.log"))[0]
+    cleaned = tmp_path / "cleaned.log"
+    shutil.copy(first, cleaned)
+    real = planning._plan_partition
+    swapped = []
+
+    def cleaner_meanwhile(pdir, *args, **kwargs):
+        if swapped:
+            return real(pdir, *args, **kwargs)
+        swapped.append(True)
+        first.rename(first.with_name(first.name + ".deleted"))
+        try:
+            return real(pdir, *args, **kwargs)
+        finally:
+            shutil.copy(cleaned, first)
+            os.utime(first, (1, 1))  # another file under the name
+
+    monkeypatch.setattr(planning, "_plan_partition", cleaner_meanwhile)
+    plan = plan_scan(str(root), ReadOptions())
+    assert plan.slices and plan.slices[0].start_offset == 0
+    monkeypatch.undo()
+
+    # a segment file gone when an index entry is checked is the folder's change (raised for planning to retry),
+    # not an index problem (it was an AttributeError)
+    indexed = tmp_path / "indexed"
+    write_data_dir(indexed, [Spec("t", records_per_partition=400, records_per_batch=10, segment_bytes=64 * 1024,
+                                  index_interval_bytes=512)], seed=2)
+    pdir = discover([str(indexed)])[0]
+    part = planning._Partition(pdir, ReadOptions(), None)
+    index = part.indexes(0)[0]
+    assert len(index) > 0
+    Path(pdir.segments[0].log_path).rename(pdir.segments[0].log_path + ".deleted")
+    with pytest.raises(LayoutError):
+        part.entry_problem(0, int(index.offsets[0]), int(index.positions[0]))
+
+
+def test_log_files_given_as_paths_are_not_widened_to_their_folder_when_one_goes_away(tmp_path, monkeypatch):
+    import shutil
+
+    import kafkaseg.planning as planning
+    from kafkaseg.testing import TopicSpec as Spec, write_data_dir
+
+    write_data_dir(tmp_path / "data", [Spec("t", records_per_partition=400, records_per_batch=10,
+                                            segment_bytes=4096)], seed=2)
+    backup = tmp_path / "backup"  # not a <topic>-<partition> folder
+    shutil.copytree(tmp_path / "data" / "t-0", backup)
+    given = sorted(backup.glob("*.log"))[1]
+    assert len(plan_scan(str(given), ReadOptions()).slices) == 1
+    real = planning._plan_partition
+
+    def vanish(pdir, *args, **kwargs):
+        if given.exists():
+            given.rename(given.with_name(given.name + ".deleted"))
+        return real(pdir, *args, **kwargs)
+
+    monkeypatch.setattr(planning, "_plan_partition", vanish)
+    with pytest.raises(LayoutError, match=given.name):
+        plan_scan(str(given), ReadOptions())

@@ -642,3 +642,20 @@ def test_follow_survives_retention_deleting_old_segments_meanwhile(tmp_path):
     assert not failures
     assert offsets == sorted(set(offsets)) and offsets  # in order, none twice
     assert offsets[-1] == 5999  # the last segment is never deleted: the stream reached the end
+
+
+def test_an_end_fixed_at_the_log_end_before_the_broker_checkpointed_is_read_to_that_end(data):
+    """A partition the broker had not checkpointed yet is read to its log end; when the checkpoint written before
+    the micro-batch is planned says less, the batch still reads to the end it fixed (not data loss)."""
+    p = planner(data, assign='{"a":[0]}')
+    full = hws(data)
+    set_hws(data, {**full, ("a", 0): 100})
+    start = p.latest_offsets(p.initial_offsets())
+    read_batch(p, p.initial_offsets(), start)
+    set_hws(data, {tp: hw for tp, hw in full.items() if tp != ("a", 0)})  # no high watermark for a-0 yet
+    end = p.latest_offsets(start)
+    assert end == {"a": {"0": full[("a", 0)]}}  # its log end
+    set_hws(data, {**full, ("a", 0): 150})  # the broker checkpoints it, below the log end
+    plan = p.plan(start, end)
+    assert not plan.data_loss
+    assert read_batch(p, start, end) == [("a", 0, o) for o in range(100, full[("a", 0)])]

@@ -279,15 +279,22 @@ def _cmd_offsets(args) -> int:
     if not partitions:
         print("Could not match any topic-partitions with the specified filters", file=sys.stderr)
         return EXIT_FAILED
-    answers, stats, notes = [], [], []
-    for pdir in partitions:
+    from kafkaseg.storage.layout import relisted
+
+    def look_up(pdir):
         with PartitionLookup(pdir, isolation=args.isolation) as lookup:
-            answers.append(lookup.list_offset(spec, exact=not args.fast))
-            stats.append(lookup.stats)
+            answer = lookup.list_offset(spec, exact=not args.fast)
             hw_note = _high_watermark_note(lookup) if spec == LATEST or spec >= 0 or spec == MAX_TIMESTAMP else None
             # a tiered topic's broker also searches its remote segments for -2 and times (-3 included)
             below = pdir.below_local_log_note() if spec != LATEST else None
-            notes.append("; ".join(n for n in (hw_note, below) if n) or None)
+            return answer, lookup.stats, "; ".join(n for n in (hw_note, below) if n) or None
+
+    answers, stats, notes = [], [], []
+    for pdir in partitions:  # a segment a live broker deletes meanwhile: the partition is listed again
+        answer, stat, note = relisted(pdir, look_up)
+        answers.append(answer)
+        stats.append(stat)
+        notes.append(note)
     # GetOffsetShell sorts by TopicPartition.toString ("topic-partition") and skips partitions without an offset
     order = sorted(range(len(answers)), key=lambda k: f"{answers[k].topic}-{answers[k].partition}")
     if args.json:
@@ -336,22 +343,29 @@ def _cmd_locate(args) -> int:
         print(f"no partition {args.topic}-{args.partition} under {', '.join(map(redact, args.data_dir))}",
               file=sys.stderr)
         return EXIT_FAILED
+    from kafkaseg.storage.layout import relisted
+
+    def look_up(pdir):
+        with PartitionLookup(pdir, isolation=args.isolation) as lookup:
+            answer = None
+            if args.time is not None:
+                answer = lookup.list_offset(int(args.time))
+                if answer.offset is None:
+                    return answer, None, None
+                offset = answer.offset
+            else:
+                offset = args.offset
+            return answer, lookup.locate(offset), lookup.stats
+
     pdir = partitions[0]
-    with PartitionLookup(pdir, isolation=args.isolation) as lookup:
-        answer = None
-        if args.time is not None:
-            answer = lookup.list_offset(int(args.time))
-            if answer.offset is None:
-                if args.json:
-                    print(json.dumps({"answer": answer.as_dict(), "location": None}, indent=1))
-                else:
-                    print(f"{pdir.name}: no offset for time {args.time.text} ({answer.reason})")
-                return EXIT_FAILED
-            offset = answer.offset
+    answer, location, stats = relisted(pdir, look_up)  # listed again if a live broker deletes a segment meanwhile
+    if location is None:
+        if args.json:
+            print(json.dumps({"answer": answer.as_dict(), "location": None}, indent=1))
         else:
-            offset = args.offset
-        location = lookup.locate(offset)
-        stats = lookup.stats
+            print(f"{pdir.name}: no offset for time {args.time.text} ({answer.reason})")
+        return EXIT_FAILED
+    offset = answer.offset if answer is not None else args.offset
     if args.json:
         out = {"location": location.as_dict(), "stats": stats.as_dict()}
         if answer is not None:

@@ -36,7 +36,7 @@ from typing import Any, Iterable, Sequence
 
 import pyarrow.fs as pafs
 
-from kafkaseg.errors import CorruptCheckpointError, CorruptDataError, CrcMismatchError, LayoutError
+from kafkaseg.errors import CorruptCheckpointError, CorruptDataError, CrcMismatchError, KafkaSegError, LayoutError
 from kafkaseg.storage import checkpoints as ckpt
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.checkpoints import EpochEntry, MetaProperties
@@ -56,6 +56,8 @@ __all__ = [
     "transactions_open_at",
     "last_stable_offset",
     "partition_log_end_offset",
+    "relisted",
+    "REDISCOVERIES",
 ]
 
 _SEGMENT_NAME = re.compile(r"^(\d+)\.(log|index|timeindex|txnindex)(\.swap)?$")
@@ -107,6 +109,7 @@ class PartitionDir:
     log_dir_meta: MetaProperties | None = None
     notes: tuple[str, ...] = ()  # what discovery resolved or ignored (swap files, unreadable metadata, ...)
     deleted_files: tuple[tuple[str, int], ...] = ()  # (name, bytes) of .deleted files awaiting the broker's deletion
+    given_files: bool = False  # ``segments`` are .log files given as paths, not everything the folder holds
     filesystem: Any = field(default=None, compare=False, repr=False)
     unreadable_checkpoints: tuple[tuple[str, str], ...] = ()  # the log dir's (file name, why), see LogDir
     # When ``segments`` are only the .log files given as paths: the whole partition they belong to, whose other
@@ -409,7 +412,7 @@ def _single_log_file(path: str, entry: _fs.FileEntry, filesystem) -> PartitionDi
         whole = read_partition_dir(folder, filesystem, topic=parsed[0], partition=parsed[1])
         same = [s for s in whole.segments if s.log_path == path]
         if same:
-            return _replace(whole, segments=tuple(same), whole=whole)
+            return _replace(whole, segments=tuple(same), whole=whole, given_files=True)
         topic, partition = parsed
     else:
         topic, partition = folder_name, -1
@@ -432,12 +435,47 @@ def _single_log_file(path: str, entry: _fs.FileEntry, filesystem) -> PartitionDi
     segment = SegmentFiles(base, path, entry.size, sibling(".index"), sibling(".timeindex"), sibling(".txnindex"),
                            entry.mtime_ms or 0, False, filesystem)
     if whole is not None:
-        return _replace(whole, segments=(segment,))
+        return _replace(whole, segments=(segment,), given_files=True)
     return PartitionDir(topic=topic, partition=partition, path=folder, log_dir=None, segments=(segment,),
                         notes=("single .log file outside a <topic>-<partition> folder: topic is the folder name, "
-                               "partition -1",), filesystem=filesystem,
+                               "partition -1",), filesystem=filesystem, given_files=True,
                         deleted_files=tuple((e.name, e.size) for e in siblings.values()
                                             if not e.is_dir and e.name.endswith(".deleted")))
+
+
+#: How many times work on a partition starts again on a fresh listing of its folder when the folder changed under
+#: it (see :func:`relisted`).
+REDISCOVERIES = 3
+
+
+def relisted(partition_dir: PartitionDir, work):
+    """``work(partition_dir)``, done again on a fresh listing of the partition folder (and fresh checkpoints) when
+    it fails while the folder changed under it: a live broker's retention renames a deleted segment's files to
+    ``.deleted`` and removes them, and its cleaner replaces segments under the same names. The answer then
+    reflects the partition as it is now (a start below the new log start is data loss, as for any read). A failure
+    whose folder lists as before is raised as it is, and so is any failure of ``.log`` files given as paths
+    (re-listing would widen the read to the whole folder)."""
+    for attempt in range(REDISCOVERIES + 1):
+        try:
+            return work(partition_dir)
+        except (LayoutError, CorruptDataError):  # noqa: PERF203 - a retry loop
+            if attempt == REDISCOVERIES or partition_dir.given_files or partition_dir.whole is not None:
+                raise
+            try:
+                fresh = read_partition_dir(partition_dir.path, partition_dir.filesystem,
+                                           topic=partition_dir.topic, partition=partition_dir.partition)
+            except KafkaSegError:
+                fresh = None  # the folder itself went away (a deleted topic): the original error says what failed
+            if fresh is None or _listing(fresh) == _listing(partition_dir):
+                raise
+            partition_dir = fresh
+    raise AssertionError("unreachable")
+
+
+def _listing(partition_dir: PartitionDir) -> tuple:
+    """What a partition's planning read depends on in its folder listing: each segment's files, sizes and times."""
+    return tuple((s.base_offset, s.log_path, s.log_size, s.mtime_ms, s.index_path, s.timeindex_path,
+                  s.txnindex_path, s.from_swap) for s in partition_dir.segments)
 
 
 def _replace(partition_dir: PartitionDir, **changes) -> PartitionDir:

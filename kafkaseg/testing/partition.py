@@ -351,9 +351,14 @@ def _facts_of(data: bytes) -> EncodedBatch:
 
 # log-dir and partition side files -----------------------------------------------------------------------------------
 def write_offset_checkpoint(path: str | os.PathLike, offsets: Mapping[tuple[str, int], int]) -> None:
-    """``OffsetCheckpointFile``: ``0\\n<count>\\n<topic> <partition> <offset>\\n...``."""
+    """``OffsetCheckpointFile``: ``0\\n<count>\\n<topic> <partition> <offset>\\n...``, written as Kafka's
+    ``CheckpointFileWithFailureHandler`` does: to a ``.tmp`` file renamed over the old one (a reader never sees it
+    half written)."""
     lines = ["0", str(len(offsets))] + [f"{t} {p} {o}" for (t, p), o in sorted(offsets.items())]
-    Path(path).write_text("\n".join(lines) + "\n")
+    target = Path(path)
+    temporary = target.with_name(target.name + ".tmp")
+    temporary.write_text("\n".join(lines) + "\n")
+    os.replace(temporary, target)
 
 
 def write_leader_epoch_checkpoint(path: str | os.PathLike, epochs: Iterable[tuple[int, int]]) -> None:
