@@ -306,3 +306,33 @@ def test_a_bad_last_batch_of_a_rolled_segment_is_not_also_a_gap_before_the_next(
     assert any("CRC mismatch" in p["message"] for p in errors(report))
     assert not [p for p in report["problems"] if "missing before this segment" in p["message"]
                 or "non-consecutive" in p["message"]], report["problems"]
+
+
+def test_a_segment_retention_deletes_while_verify_runs_is_a_note_not_an_error(tmp_path):
+    from pathlib import Path
+
+    from kafkaseg.cli.verify import VerifyReport, verify_partition
+    from kafkaseg.storage.layout import discover
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path / "data", [TopicSpec("t", records_per_partition=200, records_per_batch=10,
+                                                 segment_bytes=2048)], seed=4)
+    pdir = discover([str(tmp_path / "data")])[0]
+    first = Path(pdir.segments[0].log_path)
+    for path in (first, first.with_suffix(".index"), first.with_suffix(".timeindex")):
+        path.rename(path.with_name(path.name + ".deleted"))  # after the listing, as retention does
+    report = VerifyReport()
+    verify_partition(pdir, report)
+    about_it = [p for p in report.problems if p.file == str(first)]
+    assert [p.severity for p in about_it] == ["info"] and "deleted while being verified" in about_it[0].message
+    assert not [p for p in report.problems if p.severity == "error"]
+    # a segment that is there and cannot be read is still an error
+    os.chmod(pdir.segments[1].log_path, 0)
+    try:
+        if os.access(pdir.segments[1].log_path, os.R_OK):
+            pytest.skip("running as a user who reads any file (root): permissions cannot make it unreadable")
+        report = VerifyReport()
+        verify_partition(pdir, report)
+        assert any(p.severity == "error" and p.file == pdir.segments[1].log_path for p in report.problems)
+    finally:
+        os.chmod(pdir.segments[1].log_path, 0o644)

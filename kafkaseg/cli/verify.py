@@ -576,10 +576,20 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
     for i, seg in enumerate(pdir.segments):
         seg_summary = SegmentSummary(seg.log_path, seg.base_offset, seg.log_size)
         summary.segments.append(seg_summary)
+        listed_before = len(report.problems)
         try:
             last_offset_after = _verify_segment(pdir, i, report, seg_summary, last_offset, deep)
         except KafkaSegError as err:  # cannot open or read it (permissions, a broken symlink, an I/O error)
-            _unreadable(report, seg.log_path, err)
+            if isinstance(err, LayoutError) and _gone(seg.log_path, pdir) and _fs.exists(pdir.path, pdir.filesystem):
+                # a live broker's retention or cleaner removed it after the folder was listed: not damage (nor
+                # are its indexes, gone with it, that could not be opened just before)
+                files = {seg.log_path, seg.index_path, seg.timeindex_path, seg.txnindex_path}
+                report.problems[listed_before:] = [p for p in report.problems[listed_before:]
+                                                   if p.file not in files]
+                report.add(INFO, seg.log_path, None, "deleted while being verified (a live broker's retention or "
+                           "log cleaner); not checked")
+            else:
+                _unreadable(report, seg.log_path, err)
             seg_summary.unreadable = True
             if i + 1 < len(pdir.segments):  # unknown offsets: no gap or ordering note about the next segment
                 last_offset = max(last_offset, pdir.segments[i + 1].base_offset - 1)
@@ -635,6 +645,13 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
             _unreadable(report, path, err)
     _check_files(pdir, report)
     report.flush_omitted()
+
+
+def _gone(path: str, pdir: PartitionDir) -> bool:
+    """Whether nothing is at ``path`` any more (a broken symlink is still there: unreadable, not deleted)."""
+    if _fs.is_local(pdir.filesystem):
+        return not os.path.lexists(path)
+    return not _fs.exists(path, pdir.filesystem)
 
 
 def _first_magic(seg, pdir: PartitionDir) -> int | None:
