@@ -257,7 +257,7 @@ def merge_staged_parquet(staging: str, plan: RunPlan) -> dict:
     import pyarrow.dataset as ds
     from deltalake import DeltaTable
 
-    from kafkaseg.storage.fs import FILESYSTEM_ERRORS, open_filesystem
+    from kafkaseg.storage.fs import open_filesystem
 
     filesystem, root = open_filesystem(staging)
     dataset = ds.dataset(root, format="parquet", filesystem=filesystem, ignore_prefixes=["_", "."])

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from kafkaseg.errors import InvalidOptionError, KafkaSegError
 from kafkaseg.storage import fs as _fs
