@@ -6,7 +6,8 @@ Usage: python benchmarks/bench_stream.py [--partitions 100,1000] [--records 1000
 1. Per trigger (Spark-free, ``kafkaseg.streaming.MicroBatchPlanner``): for data dirs of N partitions (3 segments
    each), the time of ``latest_offsets`` (list the dirs, each partition's log start and high watermark) and of
    ``plan`` (a micro-batch over every partition), against the machine's floor for the same work, one
-   ``os.scandir`` of every partition folder (every trigger lists them).
+   ``os.scandir`` of every partition folder (every trigger lists them), and the time of an idle trigger (nothing
+   changed for over 2 s: each partition's range is reused and only the listing is redone).
 2. In one local[2] Spark session, the same data dir (4 partitions, ``--records`` 200-byte records, lz4): a batch
    ``count()``-like read to the ``noop`` sink, and a stream to ``noop`` with ``Trigger.AvailableNow``, once in one
    micro-batch and once with ``maxOffsetsPerTrigger`` = records / ``--batches``. The ratios say what the micro-batch
@@ -19,6 +20,7 @@ import argparse
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -36,6 +38,9 @@ def trigger_costs(partitions: list[int], repeat: int, tmp: Path) -> list[list[st
         topics = [TopicSpec(f"t{i}", partitions=min(10, n - 10 * i), records_per_partition=60, records_per_batch=5,
                             value_size=40, segment_bytes=2048) for i in range((n + 9) // 10)]
         write_data_dir(root, topics)
+        long_ago = time.time() - 60  # written a minute ago: idle partitions
+        for path in root.rglob("*"):
+            os.utime(path, (long_ago, long_ago))
         folders = [e.path for e in os.scandir(root) if e.is_dir()]
         listing, _ = best_of(lambda: [list(os.scandir(f)) for f in folders], repeat)
         planner = MicroBatchPlanner(ReadOptions.from_options({"path": str(root), "startingOffsets": "earliest"},
@@ -44,8 +49,13 @@ def trigger_costs(partitions: list[int], repeat: int, tmp: Path) -> list[list[st
         latest, end = best_of(lambda: planner.latest_offsets(start), repeat)
         limited, _ = best_of(lambda: planner.latest_offsets(start, max_offsets=n * 10), repeat)
         plan_s, plan = best_of(lambda: planner.plan(start, end), repeat)
-        rows.append([f"{n:,}", f"{latest * 1e3:,.0f}", f"{limited * 1e3:,.0f}", f"{plan_s * 1e3:,.0f}",
-                     f"{len(plan.scan.slices):,}", f"{listing * 1e3:,.1f}", f"{latest / listing:,.0f}x"])
+        cold = MicroBatchPlanner(planner.options)  # a fresh planner: every range computed
+        first_s, _ = best_of(lambda: MicroBatchPlanner(planner.options).latest_offsets(start), repeat)
+        cold.latest_offsets(start)
+        idle_s, _ = best_of(lambda: cold.latest_offsets(start), repeat, warmup=False)
+        rows.append([f"{n:,}", f"{first_s * 1e3:,.0f}", f"{idle_s * 1e3:,.0f}", f"{limited * 1e3:,.0f}",
+                     f"{plan_s * 1e3:,.0f}", f"{len(plan.scan.slices):,}", f"{listing * 1e3:,.1f}",
+                     f"{idle_s / listing:,.0f}x"])
     return rows
 
 
@@ -102,15 +112,16 @@ def main(argv=None) -> int:
     parser.add_argument("--batches", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="small sizes, no Spark (smoke test)")
+    parser.add_argument("--no-spark", action="store_true", help="only the per-trigger costs")
     args = parser.parse_args(argv)
     print(machine_line(machine()))
     with tempfile.TemporaryDirectory(prefix="kafkaseg-bench-stream-") as tmp:
         partitions = [20] if args.quick else [int(x) for x in args.partitions.split(",")]
         rows = trigger_costs(partitions, 1 if args.quick else args.repeat, Path(tmp))
         print("\nPer trigger, on the driver (best of runs, local files in the page cache):")
-        print(format_table(["partitions", "latest ms", "rate-limited ms", "plan ms", "slices", "scandir ms",
-                            "latest / scandir"], rows))
-        if not args.quick:
+        print(format_table(["partitions", "first latest ms", "idle latest ms", "rate-limited ms", "plan ms", "slices",
+                            "scandir ms", "idle / scandir"], rows))
+        if not args.quick and not args.no_spark:
             rows = spark_costs(args.records, args.batches, args.repeat, Path(tmp))
             print(f"\nlocal[2] Spark, {args.records:,} records of 200 bytes (lz4), 4 partitions:")
             print(format_table(["read", "micro-batches", "best s", "M rec/s", "/ batch read"], rows))

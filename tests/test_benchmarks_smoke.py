@@ -86,10 +86,10 @@ def test_bench_stream_quick(tmp_path):
     out = run("bench_stream.py", tmp_path, "--quick")
     assert out.startswith("machine: nproc=")
     header = next(line for line in out.splitlines() if line.lstrip().startswith("partitions"))
-    for column in ("latest ms", "rate-limited ms", "plan ms", "scandir ms"):
+    for column in ("first latest ms", "idle latest ms", "rate-limited ms", "plan ms", "scandir ms"):
         assert column in header
     row = next(line.split() for line in out.splitlines() if re.match(r"\s*20\s+\d", line))
-    assert int(row[4]) > 0  # slices planned
+    assert int(row[5]) > 0  # slices planned
 
 
 def test_bench_consume_quick(tmp_path):
