@@ -228,6 +228,8 @@ def describe_plan(plan, out=sys.stdout) -> None:
     print(f"{kind} of {plan.output}: {inc.offsets_to_read:,} offsets in {len(inc.ranges)} topic-partitions", file=out)
     for finding in inc.losses:
         print(f"  data loss, rebuilding: {finding}", file=out)
+    for note in inc.notes:
+        print(f"  note: {note}", file=out)
     width = max(len(f"{t}-{p}") for t, p in inc.ranges)
     for (topic, partition), (start, end) in sorted(inc.ranges.items()):
         note = "  (capped by max_offsets_per_partition: run again)" if (topic, partition) in inc.capped else ""

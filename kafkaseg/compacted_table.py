@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
@@ -90,13 +91,17 @@ def read_state(uri: str, expected: pa.Schema, partition_by: Sequence[str], *, ke
     table = DeltaTable(uri)
     check_schema(table, expected, partition_by, uri)
     lineage_end = None  # a RESTORE to version v: the commits after v (up to the RESTORE) no longer hold rows
+    kept: list[int] = []  # DELETEs accepted with keep_deletes, recorded in the next state
     for commit in newest_commits(table):
         version = commit.get("version")
         if lineage_end is not None and version is not None and version > lineage_end:
             continue
         text = commit.get(STATE_KEY)
         if text is not None:
-            return table, TableState.from_json(text, f"{uri} version {version}")
+            state = TableState.from_json(text, f"{uri} version {version}")
+            if kept:
+                state = dataclasses.replace(state, kept_deletes=tuple(state.kept_deletes) + tuple(sorted(kept)))
+            return table, state
         operation = commit.get("operation")
         if operation == "RESTORE":
             target = (commit.get("operationParameters") or {}).get("version")
@@ -104,6 +109,8 @@ def read_state(uri: str, expected: pa.Schema, partition_by: Sequence[str], *, ke
                 lineage_end = int(target)
                 continue
         if operation == "DELETE" and keep_deletes:
+            if version is not None:
+                kept.append(int(version))
             continue
         if operation not in ROW_PRESERVING_OPERATIONS:
             hint = (" (or, for a DELETE, set keep_foreign_deletes = true to keep its rows deleted)"
@@ -133,16 +140,21 @@ def newest_commits(table, first: int = 16):
 
 def recorded_state(uri: str) -> TableState | None:
     """The newest recorded state of the table at ``uri`` whatever came after it, or None (a rebuild's check that
-    it covers what the table holds)."""
+    it covers what the table holds); DELETEs committed after it count among its ``kept_deletes`` (a rebuild undoes
+    them too)."""
     from deltalake import DeltaTable
 
+    deletes: list[int] = []
     for commit in newest_commits(DeltaTable(uri)):
         text = commit.get(STATE_KEY)
         if text is not None:
             try:
-                return TableState.from_json(text, uri)
+                state = TableState.from_json(text, uri)
             except CompactedTableError:
                 return None
+            return dataclasses.replace(state, kept_deletes=tuple(state.kept_deletes) + tuple(sorted(deletes)))
+        if commit.get("operation") == "DELETE" and commit.get("version") is not None:
+            deletes.append(int(commit["version"]))
     return None
 
 

@@ -102,7 +102,9 @@ class CompactionConfig:
     - ``keep_foreign_deletes``: accept DELETEs another writer committed on the table after the last run (an erasure
       request served on the table, where the Kafka data is a backup that cannot take a tombstone): the deleted rows
       stay deleted until new records for their keys arrive. Default false: such a table no longer equals the log's
-      compaction, and the run refuses it. A full rebuild always re-reads the log (deleted keys come back).
+      compaction, and the run refuses it. A full rebuild always re-reads the log (deleted keys come back): the
+      state records the kept DELETEs' versions, an automatic rebuild (``on_data_loss = "rebuild"``) is refused for
+      them and ``--mode full`` names them.
     """
 
     key_scope: str = "partition"
@@ -302,7 +304,8 @@ class TableState:
     leader epoch of the offset before its next offset (``leader_epochs``: what detects a log truncated and
     rewritten below that offset) and when a run last read up to the cleaner's checkpoint or rebuilt it from its
     log start (``caught_up_at_ms``: what delete_retention_ms counts from). Both are absent in tables written
-    before they were recorded (then ``read_at_ms`` stands for the latter)."""
+    before they were recorded (then ``read_at_ms`` stands for the latter). ``kept_deletes``: the table versions of
+    other writers' DELETEs kept with ``keep_foreign_deletes`` (erasures a rebuild from the log would undo)."""
 
     next_offsets: Mapping[tuple[str, int], int] = field(default_factory=dict)
     topic_ids: Mapping[str, str] = field(default_factory=dict)
@@ -311,6 +314,7 @@ class TableState:
     read_until: str = "last_stable_offset"
     leader_epochs: Mapping[tuple[str, int], int] = field(default_factory=dict)
     caught_up_at_ms: Mapping[tuple[str, int], int] = field(default_factory=dict)
+    kept_deletes: tuple[int, ...] = ()
 
     def caught_up_at(self, key: tuple[str, int]) -> int:
         return self.caught_up_at_ms.get(key, self.read_at_ms)
@@ -320,7 +324,8 @@ class TableState:
                            "topic_ids": dict(sorted(self.topic_ids.items())),
                            "cluster_ids": dict(sorted(self.cluster_ids.items())), "read_at_ms": self.read_at_ms,
                            "read_until": self.read_until, "leader_epochs": _nested(self.leader_epochs),
-                           "caught_up_at_ms": _nested(self.caught_up_at_ms)},
+                           "caught_up_at_ms": _nested(self.caught_up_at_ms),
+                           "kept_deletes": list(self.kept_deletes)},
                           separators=(",", ":"))
 
     @classmethod
@@ -337,7 +342,8 @@ class TableState:
                          for p, ms in parts.items()}
             return cls(offsets, {str(k): str(v) for k, v in data["topic_ids"].items()},
                        {str(k): str(v) for k, v in data["cluster_ids"].items()}, int(data["read_at_ms"]),
-                       str(data["read_until"]), epochs, caught_up)
+                       str(data["read_until"]), epochs, caught_up,
+                       tuple(int(v) for v in data.get("kept_deletes", ())))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CompactedTableError(f"{where}: the recorded compaction state {STATE_KEY} is malformed ({exc}); "
                                       "rebuild the table with --mode full") from exc
@@ -354,14 +360,16 @@ def _nested(values: Mapping[tuple[str, int], int]) -> dict[str, dict[str, int]]:
 class Increment:
     """What one run reads and records: ``ranges`` ``{(topic, partition): (start, end)}`` (end exclusive),
     ``state`` (the table's state once the run is committed), ``full`` (rebuild the table rather than merge into
-    it), ``losses`` (data-loss findings that made a rebuild under ``on_data_loss = "rebuild"``) and ``capped``
-    (partitions whose read stopped at ``max_offsets_per_partition``: run again to catch up)."""
+    it), ``losses`` (data-loss findings that made a rebuild under ``on_data_loss = "rebuild"``), ``capped``
+    (partitions whose read stopped at ``max_offsets_per_partition``: run again to catch up) and ``notes`` (for the
+    run's output)."""
 
     ranges: Mapping[tuple[str, int], tuple[int, int]]
     state: TableState
     full: bool
     losses: tuple[str, ...] = ()
     capped: tuple[tuple[str, int], ...] = ()
+    notes: tuple[str, ...] = ()
 
     @property
     def offsets_to_read(self) -> int:
@@ -411,6 +419,12 @@ def plan_increment(facts: Sequence[PartitionFacts], state: TableState | None, co
             raise DataLossError("the table's recorded offsets cannot be continued: " + "; ".join(losses)
                                 + ". Rebuild it from what the log holds with --on-data-loss rebuild (or --mode "
                                   "full)")
+        if losses and state.kept_deletes:
+            raise CompactedTableError(
+                "the table's recorded offsets cannot be continued (" + "; ".join(losses) + "), and a rebuild from "
+                "the log would bring back the rows the DELETEs at table versions "
+                f"{', '.join(map(str, state.kept_deletes))} removed (kept with keep_foreign_deletes). Rebuild it "
+                "with --mode full and apply those deletions again, or write another table")
         if losses:
             full = True
     if state is not None and full:
@@ -449,8 +463,14 @@ def plan_increment(facts: Sequence[PartitionFacts], state: TableState | None, co
             epochs.pop(f.key, None)
         else:
             epochs[f.key] = epoch
-    new_state = TableState(next_offsets, topic_ids, cluster_ids, now_ms, config.read_until, epochs, caught_up)
-    return Increment(ranges, new_state, state is None or full, tuple(losses), tuple(capped))
+    kept = () if state is None or full else tuple(state.kept_deletes)
+    notes = ()
+    if state is not None and full and state.kept_deletes:
+        notes = (f"this rebuild brings back the rows the DELETEs at table versions "
+                 f"{', '.join(map(str, state.kept_deletes))} removed (kept with keep_foreign_deletes): apply those "
+                 "deletions again",)
+    new_state = TableState(next_offsets, topic_ids, cluster_ids, now_ms, config.read_until, epochs, caught_up, kept)
+    return Increment(ranges, new_state, state is None or full, tuple(losses), tuple(capped), notes)
 
 
 def _check_incarnation(facts: Iterable[PartitionFacts], state: TableState) -> None:

@@ -466,6 +466,21 @@ def test_kept_foreign_deletes_stay_deleted_until_their_keys_get_new_records(chan
     rows = _table(table)
     assert untouched not in rows and rows[rewritten] == after[rewritten]
     assert rows == {k: v for k, v in after.items() if k != untouched}
+    # the erasures are recorded, kept by later runs, and a rebuild says it undoes them
+    deletes = result["plan"].increment.state.kept_deletes
+    assert len(deletes) == 2 and read_state(table, table_schema(True), ("topic",))[1].kept_deletes == deletes
+    again = compact_arrow([str(root / "full")], table, keep, options=HEADERS, now_ms=NOW + 2)
+    assert again["plan"].increment.state.kept_deletes == deletes
+    moved = tmp_path / "moved"
+    shutil.copytree(root / "full", moved)  # retention moved the log start past the table: an automatic rebuild...
+    write_offset_checkpoint(moved / "log-start-offset-checkpoint", {("entities", 0): 10_000})
+    with pytest.raises(CompactedTableError, match=r"would bring back the rows the DELETEs at table versions"):
+        compact_arrow([str(moved)], table, CompactionConfig(keep_foreign_deletes=True, on_data_loss="rebuild"),
+                      options=HEADERS, now_ms=NOW + 3)  # ...would undo the erasures: refused
+    rebuilt = compact_arrow([str(root / "full")], table, keep, options=HEADERS, mode="full", now_ms=NOW + 4)
+    assert any("brings back the rows" in note for note in rebuilt["plan"].increment.notes)
+    assert rebuilt["plan"].increment.state.kept_deletes == ()  # the rebuilt table holds the log's rows again
+    assert untouched in _table(table)
 
 
 def test_a_selected_topic_gone_from_the_dirs_or_a_rebuild_of_part_of_the_table(tmp_path):
