@@ -148,6 +148,7 @@ def test_deserializers(data, capsysbinary):
     (["--topic", "a", "--offset", "5"], "The partition is required when offset is specified."),
     (["--topic", "a", "--partition", "0", "--offset", "-3"], "The provided offset value '-3' is incorrect."),
     (["--topic", "a", "--property", "print.colour=true"], "not a property of the default formatter"),
+    (["--topic", "a", "--bootstrap-server", "localhost:9092"], "give --data-dir DIR"),
 ])
 def test_usage_errors_are_the_console_consumers(data, capsysbinary, argv, message):
     root, _ = data
@@ -305,3 +306,11 @@ def test_an_offset_between_the_high_watermark_and_the_log_end_waits_for_it(tmp_p
     assert consume.run(args, out, err, sleep=poll) == 0
     assert out.getvalue() == b"".join(f"Offset:{o}\n".encode() for o in range(40, 50))
     assert "out of range" not in err.getvalue()
+
+
+def test_a_pasted_console_consumer_command_with_a_group_runs_and_says_the_group_does_nothing(data, capsysbinary):
+    root, manifest = data
+    code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "plain", "--from-beginning",
+                                 "--group", "my-group")
+    assert code == 0 and out.count(b"\n") == 20 and "--group my-group has no effect" in err
+    assert cli_main(["consume", "--topic", "plain"]) == 2  # no --data-dir

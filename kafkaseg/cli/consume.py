@@ -291,6 +291,11 @@ def _stream_options(args) -> dict:
 
 def check_args(args) -> str | None:
     """ConsoleConsumerOptions.checkRequiredArgs: the usage error, if any."""
+    if args.bootstrap_server is not None:
+        return ("kafkaseg consume reads log dirs, not a broker: give --data-dir DIR (a broker's log.dirs, or a copy) "
+                "instead of --bootstrap-server")
+    if not args.data_dir:
+        return "Missing required argument \"[data-dir]\""
     if (args.topic is None) == (args.include is None):
         return "Exactly one of --include/--topic is required."
     if args.partition is not None:
@@ -373,6 +378,8 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
               + (" yet: waiting (--follow)" if args.follow else ""), file=err)
     elif args.offset is not None and args.offset.isdigit():
         position = _reset_out_of_range(planner, position, args, err)
+    if args.group is not None:
+        print(f"kafkaseg consume: --group {args.group} has no effect: reading files commits no offsets", file=err)
     metrics = ScanMetrics()
     printed = 0
     last_printed: dict[tuple[str, int], int] = {}

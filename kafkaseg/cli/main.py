@@ -537,8 +537,11 @@ def build_parser() -> argparse.ArgumentParser:
     consume = sub.add_parser("consume", help="kafka-console-consumer.sh on log dirs",
                              description="Print records as kafka-console-consumer.sh does, from log dirs (see "
                              "kafkaseg.cli.consume). Without --follow it stops at the end of what is on disk.")
-    consume.add_argument("--data-dir", required=True, action="append", help="log dir (repeatable), in place of "
+    consume.add_argument("--data-dir", action="append", help="REQUIRED: log dir (repeatable), in place of "
                          "--bootstrap-server")
+    consume.add_argument("--bootstrap-server", help=argparse.SUPPRESS)  # refused with a hint (check_args)
+    consume.add_argument("--group", help="accepted for pasted console-consumer commands; no effect (nothing is "
+                         "committed)")
     consume.add_argument("--topic", help="the topic to consume")
     consume.add_argument("--include", help="regex of topics to consume (whole names; internal topics left out)")
     consume.add_argument("--partition", type=int, help="the partition to consume (from its end unless --offset)")
