@@ -77,6 +77,7 @@ __all__ = [
     "select_partitions",
     "available_range",
     "AvailableRange",
+    "slice_order",
 ]
 
 
@@ -1293,8 +1294,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
         preport = reports[(part.pdir.topic, part.pdir.partition, part.pdir.path)]
         preport.slices += 1
         preport.bytes_planned += piece.size
-    slices.sort(key=lambda s: (s.topic, s.partition, s.partition_path, s.base_offset, s.start_position,
-                               s.start_offset))
+    slices.sort(key=slice_order)
     for sub in partition_reports:  # in partition order, whichever thread planned them
         report.indexes_rebuilt.extend(sub.indexes_rebuilt)
         report.data_loss.extend(sub.data_loss)
@@ -1384,6 +1384,12 @@ def _available_range(partition_dir: PartitionDir, options: ReadOptions) -> Avail
         return AvailableRange(start, start, start, partition_dir.path, checkpointed)
     bounds = _bounds(part, None)
     return AvailableRange(bounds.log_start, bounds.upper, bounds.log_end, partition_dir.path, checkpointed)
+
+
+def slice_order(piece: SegmentSlice) -> tuple:
+    """The order of a plan's slices: by topic, partition, replica, segment, then position and offset."""
+    return (piece.topic, piece.partition, piece.partition_path, piece.base_offset, piece.start_position,
+            piece.start_offset)
 
 
 def _check_listed_partitions(options: ReadOptions, selected: Iterable[PartitionDir]) -> None:

@@ -66,7 +66,7 @@ import pyarrow as pa
 from kafkaseg.errors import DataLossError, InvalidOptionError, LayoutError
 from kafkaseg.options import EARLIEST, LATEST, OffsetLimit, ReadOptions
 from kafkaseg.planning import (AvailableRange, ScanPlan, available_range, plan_scan, resolve_offsets,
-                               select_partitions)
+                               select_partitions, slice_order)
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import PartitionDir
 
@@ -393,8 +393,7 @@ def _merged(first: ScanPlan, second: ScanPlan) -> ScanPlan:
     report = first.report
     for name in ("partitions", "partitions_pruned", "replicas", "indexes_rebuilt", "data_loss", "notes"):
         getattr(report, name).extend(getattr(second.report, name))
-    slices = sorted(first.slices + second.slices, key=lambda s: (s.topic, s.partition, s.partition_path,
-                                                                 s.base_offset, s.start_position, s.start_offset))
+    slices = sorted(first.slices + second.slices, key=slice_order)
     return ScanPlan(slices, report)
 
 
