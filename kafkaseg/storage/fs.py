@@ -141,7 +141,7 @@ def open_filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     if timeouts and keeps_tls_setting:
         raise LayoutError(f"{redact(path)!r}: {' and '.join(sorted(timeouts))} cannot be combined with "
                           "tls_verify_certificates (pyarrow keeps that setting only in the filesystem from_uri makes, "
-                          "which takes no timeouts, and drops it when the filesystem is pickled to Spark executors)")
+                          "which takes no timeouts)")
     try:
         filesystem, normalized = pafs.FileSystem.from_uri(path)
     except FILESYSTEM_ERRORS as exc:
