@@ -73,6 +73,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--work-dir", default="out", help="where --sample puts its data (default ./out)")
     args = parser.parse_args(argv)
     args.options = parse_option_items(parser, args.option)
+    if any(key.strip().lower() == "columns" for key in args.options):
+        parser.error("--option columns=...: the export writes whole records (its appends and --mode incremental "
+                     "need topic, partition, offset and timestamp); drop columns when reading the table")
     if args.output is None:
         if not args.sample:
             parser.error("--output is required with --data-dir")

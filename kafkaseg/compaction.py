@@ -203,6 +203,9 @@ def compaction_read_options(options: Mapping[str, str]) -> dict[str, str]:
         if lower in _RANGE_OPTIONS:
             raise InvalidOptionError(f"option {key} cannot be given to a compaction run: each run reads from the "
                                      "offsets the table recorded to the partition's end")
+        if lower == "columns":
+            raise InvalidOptionError(f"option {key} cannot be given to a compaction run: the table keeps whole records "
+                                     "(its columns are set by includeHeaders)")
         fixed = _FIXED_OPTIONS.get(lower)
         if fixed is not None:
             if str(value).strip().lower() != fixed.lower():

@@ -35,7 +35,7 @@ them, as Spark does). ``replicas=all`` is rejected: a stream's offsets name one 
 kafkaseg's own: ``upperBound``, ``verifyCrc``, ``includeControl``, ``includeMetadata``, ``onCorruption``,
 ``splitSize``, ``openCostInBytes``, ``maxRecordsPerBatch``, ``maxBytesPerBatch``, ``maxBatchBytes``,
 ``maxDecompressedBatchBytes``,
-``replicas``, ``filterPushdown``, ``readMode`` (see :class:`ReadOptions`). ``path``/``paths`` are what Spark's ``DataFrameReader.load`` passes.
+``replicas``, ``filterPushdown``, ``readMode``, ``columns`` (see :class:`ReadOptions`). ``path``/``paths`` are what Spark's ``DataFrameReader.load`` passes.
 
 Spark Kafka options that mean nothing for files are accepted and ignored (:data:`IGNORED_OPTIONS`,
 :data:`IGNORED_KAFKA_OPTIONS`), so existing Spark code can switch format with no other edits; ``kafka.*`` consumer
@@ -85,7 +85,7 @@ OPTION_NAMES: tuple[str, ...] = (
     "failOnDataLoss", "minPartitions", "maxRecordsPerPartition", "includeHeaders", "kafka.isolation.level",
     "upperBound", "verifyCrc", "includeControl", "includeMetadata", "onCorruption", "splitSize", "openCostInBytes",
     "maxRecordsPerBatch", "maxBytesPerBatch", "maxBatchBytes", "maxDecompressedBatchBytes", "replicas",
-    "filterPushdown", "readMode",
+    "filterPushdown", "readMode", "columns",
     "path", "paths",
 )
 
@@ -218,6 +218,10 @@ class ReadOptions:
     ``max_offsets_per_trigger``/``min_offsets_per_trigger``/``max_trigger_delay_ms``: a streaming read's admission
     control (Spark's Kafka source names and meaning; see :mod:`kafkaseg.streaming`); always the defaults for a
     batch read.
+    ``columns``: the projection (names from :data:`kafkaseg.schema.COLUMN_NAMES`, in output order), or None
+    for the whole schema. A projection without ``key``/``value`` skips copying them (the bytes are still walked
+    and their CRC checked); ``headers`` and the metadata columns are decoded only when named, so with
+    ``columns`` the flags ``include_headers``/``include_metadata`` follow from it.
     ``ignored``: the no-op options that were given (canonical names), for logging.
     """
 
@@ -250,12 +254,24 @@ class ReadOptions:
     max_offsets_per_trigger: int | None = None
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
+    columns: tuple[str, ...] | None = None
     ignored: tuple[str, ...] = field(default=(), compare=False)
 
     # ------------------------------------------------------------------------------------------------------------
     @property
     def read_committed(self) -> bool:
         return self.isolation_level == "read_committed"
+
+    @property
+    def schema(self):
+        """The output's Arrow schema (:func:`kafkaseg.schema.arrow_schema` for these options)."""
+        from kafkaseg.schema import arrow_schema
+
+        return arrow_schema(self.include_headers, self.include_metadata, self.columns)
+
+    def outputs(self, column: str) -> bool:
+        """Whether the output has ``column`` (the decoder skips copying ``key``/``value`` when not)."""
+        return self.columns is None or column in self.columns
 
     def selects_topic(self, topic: str) -> bool:
         """Whether ``assign``/``subscribe``/``subscribePattern`` let ``topic`` through (no selection: every topic)."""
@@ -320,6 +336,8 @@ class ReadOptions:
         if self.min_offsets_per_trigger is not None:
             out["minOffsetsPerTrigger"] = self.min_offsets_per_trigger
             out["maxTriggerDelay"] = f"{self.max_trigger_delay_ms}ms"
+        if self.columns is not None:
+            out["columns"] = list(self.columns)
         if self.ignored:
             out["ignored"] = list(self.ignored)
         return out
@@ -429,6 +447,8 @@ class ReadOptions:
         if "paths" in raw:
             paths.extend(_parse_paths("paths", raw["paths"]))
         kwargs["paths"] = tuple(dict.fromkeys(paths))
+        if "columns" in raw:
+            kwargs.update(_parse_columns(raw["columns"], raw))
         if stream and kwargs.get("replicas") == "all":
             raise InvalidOptionError(
                 "option 'replicas' can't be 'all' for a streaming read: a stream's offsets follow one copy of each "
@@ -636,6 +656,44 @@ def _parse_subscribe(value: Any) -> tuple[str, ...]:
     if not topics:
         raise InvalidOptionError(f"option 'subscribe': no topics to subscribe to in {value!r}")
     return tuple(dict.fromkeys(topics))
+
+
+def _parse_columns(value: Any, raw: Mapping[str, Any]) -> dict[str, Any]:
+    """``columns``: a comma list (or a list) of output column names, each once. The headers and metadata flags
+    follow from it; an ``includeHeaders``/``includeMetadata`` that contradicts it is an error rather than a
+    silent winner."""
+    from kafkaseg.schema import COLUMN_NAMES, HEADERS_FIELD, METADATA_FIELDS
+
+    if isinstance(value, str):
+        names = [c.strip() for c in value.split(",")]
+    elif isinstance(value, (list, tuple)) and all(isinstance(c, str) for c in value):
+        names = [c.strip() for c in value]
+    else:
+        raise InvalidOptionError(f"option 'columns' must be a comma-separated list of column names, got {value!r}")
+    names = [c for c in names if c]
+    if not names:
+        raise InvalidOptionError(f"option 'columns': no column names in {value!r} (one or more of "
+                                 f"{', '.join(COLUMN_NAMES)})")
+    for name in names:
+        if name not in COLUMN_NAMES:
+            close = difflib.get_close_matches(name, COLUMN_NAMES, n=1) or [
+                c for c in COLUMN_NAMES if c.lower() == name.lower()]
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise InvalidOptionError(f"option 'columns': unknown column {name!r}{hint}; the columns are "
+                                     f"{', '.join(COLUMN_NAMES)}")
+    repeated = sorted({c for c in names if names.count(c) > 1})
+    if repeated:
+        raise InvalidOptionError(f"option 'columns' names {', '.join(map(repr, repeated))} more than once")
+    metadata = {f.name for f in METADATA_FIELDS}
+    derived = {"include_headers": HEADERS_FIELD.name in names,
+               "include_metadata": any(c in metadata for c in names)}
+    for option, attr, what in (("includeHeaders", "include_headers", "'headers'"),
+                               ("includeMetadata", "include_metadata", "a metadata column")):
+        if option in raw and _parse_bool(option, raw[option]) != derived[attr]:
+            raise InvalidOptionError(
+                f"option {option!r}={raw[option]!r} contradicts option 'columns', which "
+                f"{'names' if derived[attr] else 'does not name'} {what}; with 'columns' leave {option!r} out")
+    return {"columns": tuple(names), **derived}
 
 
 def _parse_pattern(value: Any) -> str:

@@ -28,7 +28,6 @@ from kafkaseg.decode.api import (
 from kafkaseg.errors import DataLossError, KafkaSegError, LayoutError, TruncatedDataError
 from kafkaseg.options import ReadOptions
 from kafkaseg.planning import ScanPlan, SegmentSlice, plan_scan
-from kafkaseg.schema import arrow_schema
 from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
 from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE
 
@@ -90,6 +89,8 @@ def _request(piece: SegmentSlice, options: ReadOptions) -> DecodeRequest:
         include_control=options.include_control,
         include_headers=options.include_headers,
         include_metadata=options.include_metadata,
+        include_key=options.outputs("key"),
+        include_value=options.outputs("value"),
         min_offset=piece.start_offset,
         # a segment holds only offsets below the next one's base: a file the log cleaner merged the next segment
         # into during the read (swapped in under this name) must not return that segment's records twice
@@ -255,7 +256,7 @@ class _SliceDecoder:
         self.piece = piece
         self.options = options
         self.metrics = metrics
-        self.schema = arrow_schema(options.include_headers, options.include_metadata)
+        self.schema = options.schema
         self.base_request = _request(piece, options)
         self.kernel = _decode.decode
         self.stats = DecodeStats()
@@ -422,7 +423,7 @@ class Scan:
 
     @property
     def schema(self) -> pa.Schema:
-        return arrow_schema(self.options.include_headers, self.options.include_metadata)
+        return self.options.schema
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         metrics = self.metrics = ScanMetrics()

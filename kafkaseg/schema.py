@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-__all__ = ["BASE_FIELDS", "HEADERS_FIELD", "HEADERS_TYPE", "METADATA_FIELDS", "arrow_schema", "spark_ddl"]
+__all__ = ["BASE_FIELDS", "HEADERS_FIELD", "HEADERS_TYPE", "METADATA_FIELDS", "COLUMN_NAMES", "arrow_schema",
+           "spark_ddl"]
 
 HEADERS_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
 
@@ -41,8 +42,18 @@ METADATA_FIELDS = (
 )
 
 
-def arrow_schema(include_headers: bool = False, include_metadata: bool = False) -> pa.Schema:
-    """The Arrow schema of kafkaseg's output for the given options."""
+#: Every column kafkaseg can return, in schema order (what the ``columns`` option chooses from).
+COLUMN_NAMES: tuple[str, ...] = tuple(f.name for f in (*BASE_FIELDS, HEADERS_FIELD, *METADATA_FIELDS))
+_FIELDS = {f.name: f for f in (*BASE_FIELDS, HEADERS_FIELD, *METADATA_FIELDS)}
+
+
+def arrow_schema(include_headers: bool = False, include_metadata: bool = False,
+                 columns: tuple[str, ...] | None = None) -> pa.Schema:
+    """The Arrow schema of kafkaseg's output for the given options: ``columns`` (the ``columns`` option, names
+    from :data:`COLUMN_NAMES`) is the projection, in its order; without it, every base column, then headers and
+    metadata when asked for."""
+    if columns is not None:
+        return pa.schema([_FIELDS[name] for name in columns])
     fields = list(BASE_FIELDS)
     if include_headers:
         fields.append(HEADERS_FIELD)
@@ -58,7 +69,8 @@ _SPARK_TYPES = {
 }
 
 
-def spark_ddl(include_headers: bool = False, include_metadata: bool = False) -> str:
+def spark_ddl(include_headers: bool = False, include_metadata: bool = False,
+              columns: tuple[str, ...] | None = None) -> str:
     """The same schema as a Spark DDL string (so kafkaseg.spark need not translate Arrow types)."""
-    schema = arrow_schema(include_headers, include_metadata)
+    schema = arrow_schema(include_headers, include_metadata, columns)
     return ", ".join(f"{f.name} {_SPARK_TYPES[f.type]}" for f in schema)

@@ -117,15 +117,44 @@ def log_buffers(draw):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=log_buffers(), include_headers=st.booleans(), include_metadata=st.booleans(),
        include_control=st.booleans(), max_records=st.sampled_from([1, 3, 1 << 40]),
-       window=st.tuples(st.integers(0, 20), st.integers(0, 40)))
+       window=st.tuples(st.integers(0, 20), st.integers(0, 40)), include_key=st.booleans(),
+       include_value=st.booleans())
 def test_twins_agree_on_arbitrary_valid_logs(data, include_headers, include_metadata, include_control, max_records,
-                                             window):
+                                             window, include_key, include_value):
     buf, expected = data
     lo = struct.unpack_from(">q", buf)[0] + window[0]
     req = DecodeRequest(path="x.log", include_headers=include_headers, include_metadata=include_metadata,
                         include_control=include_control, max_records=max_records, min_offset=lo,
-                        max_offset=lo + window[1])
+                        max_offset=lo + window[1], include_key=include_key, include_value=include_value)
     assert outcome(_kernel_py, buf, req) == outcome(_compiled, buf, req)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=log_buffers(), include_key=st.booleans(), include_value=st.booleans())
+def test_a_projection_without_key_or_value_leaves_them_null_and_the_rest_unchanged(kernel, data, include_key,
+                                                                                    include_value):
+    buf, _ = data
+    full = kernel.decode(buf, DecodeRequest(include_headers=True, include_metadata=True))
+    projected = kernel.decode(buf, DecodeRequest(include_headers=True, include_metadata=True,
+                                                 include_key=include_key, include_value=include_value))
+    assert (projected.num_rows, projected.consumed, projected.stop) == (full.num_rows, full.consumed, full.stop)
+    for name, column in full.columns.items():
+        kept = {"key": include_key, "value": include_value}.get(name, True)
+        if kept:
+            assert projected.columns[name].equals(column), name
+        else:
+            assert projected.columns[name].null_count == full.num_rows, name
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_bytes_not_copied_do_not_count_toward_the_output_limit(kernel):
+    records = [Record(i, 1_700_000_000_000 + i, b"k" * 10, b"v" * 1000, []) for i in range(50)]
+    buf = b"".join(build_batch_v2(records[i:i + 5]).data for i in range(0, 50, 5))
+    # 5 records (about 5 KiB) a batch: with values copied the limit stops after the first batch
+    assert kernel.decode(buf, DecodeRequest(max_bytes=4000)).num_rows == 5
+    res = kernel.decode(buf, DecodeRequest(max_bytes=4000, include_value=False))
+    assert (res.num_rows, res.stop) == (50, STOP_END)
 
 
 @pytest.mark.parametrize("kernel", KERNELS)

@@ -80,7 +80,7 @@ def test_every_canonical_name_is_accepted_in_any_case(name):
               "maxRecordsPerBatch": "10",
               "maxBytesPerBatch": "1m", "maxBatchBytes": "1m", "maxDecompressedBatchBytes": "2m",
               "replicas": "all", "filterPushdown": "true", "readMode": "pread", "path": "/x",
-              "paths": '["/x","/y"]'}
+              "paths": '["/x","/y"]', "columns": "offset"}
     assert set(values) == set(OPTION_NAMES)
     for spelling in (name, name.lower(), name.upper()):
         parsed = ReadOptions.from_options({spelling: values[name]})
@@ -383,6 +383,28 @@ def test_paths():
     assert parse(paths=["/c"]).paths == ("/c",)
     rejects({"paths": "[oops"}, "'paths'")
     rejects({"path": 5}, "'path'")
+
+
+def test_columns_project_the_schema_in_their_order_and_decide_headers_and_metadata():
+    options = parse(columns="offset, timestamp,key")
+    assert options.columns == ("offset", "timestamp", "key")
+    assert options.schema.names == ["offset", "timestamp", "key"]
+    assert not options.include_headers and not options.include_metadata
+    assert options.outputs("key") and not options.outputs("value")
+    assert parse().outputs("value") and parse().schema.names[:2] == ["key", "value"]
+    both = parse(columns=["producerId", "headers"])
+    assert both.include_headers and both.include_metadata and both.schema.names == ["producerId", "headers"]
+    # agreeing flags are fine; contradicting ones are errors naming both options
+    assert parse(columns="headers", includeHeaders="true") == parse(columns="headers")
+    rejects({"columns": "offset", "includeHeaders": "true"}, "'includeHeaders'", "'columns'", "does not name")
+    rejects({"columns": "segment", "includeMetadata": "false"}, "'includeMetadata'", "names a metadata column")
+    rejects({"columns": "offset,ofset"}, "unknown column 'ofset'", "did you mean 'offset'")
+    rejects({"columns": "Timestamp"}, "unknown column 'Timestamp'", "did you mean 'timestamp'")
+    rejects({"columns": " , "}, "no column names")
+    rejects({"columns": "offset,key,offset"}, "'offset' more than once")
+    rejects({"columns": 7}, "comma-separated list of column names")
+    assert parse(columns="offset").as_dict()["columns"] == ["offset"]
+    assert ReadOptions.from_options(parse(columns="value,topic").as_dict()) == parse(columns="value,topic")
 
 
 # Whole object --------------------------------------------------------------------------------------------------------

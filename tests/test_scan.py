@@ -203,6 +203,23 @@ def test_real_broker_dirs_match_kafka_python_record_by_record(corpus_dir, kernel
     assert checked > 60_000
 
 
+@pytest.mark.corpus
+@pytest.mark.parametrize("columns", ["offset,timestamp", "partition,value,topic", "key,segment,position,headers",
+                                     "isControl,producerId,compression,timestampType"])
+def test_a_projection_equals_the_same_columns_of_a_full_read(corpus_dir, sample, kernel, columns):
+    """``columns`` over real broker dirs (legacy, v2, compressed, control records) and the sample: the same rows as
+    the full read, only those columns, in that order (key/value bytes skipped, headers/metadata decoded on
+    demand)."""
+    names = columns.split(",")
+    for data_dir in (corpus_dir / "segments/smartassets__backend-server/51801d05/kafka/data",
+                     corpus_dir / "segments/asayers__kafkalite/1b639b2f/tests/test-data/fs-data", sample[0]):
+        full = kafkaseg.read_arrow(str(data_dir), includeControl=True, includeHeaders=True, includeMetadata=True)
+        projected = kafkaseg.read_arrow(str(data_dir), includeControl=True, columns=columns)
+        assert projected.schema.names == names
+        assert projected.num_rows == full.num_rows > 0
+        assert projected.equals(full.select(names)), data_dir
+
+
 def test_empty_segments_are_read_as_empty(tmp_path):
     tp, log = _single_partition(tmp_path)
     clean = kafkaseg.read_arrow(str(tmp_path), upperBound="logEndOffset").column("offset").to_pylist()

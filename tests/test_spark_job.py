@@ -45,7 +45,8 @@ def test_arguments():
                               "kafka.isolation.level=read_committed", "--partition-by", ""])
     assert args.data_dir == ["/a", "/b"] and args.mode == "error" and args.partition_by == []
     assert args.options == {"kafka.isolation.level": "read_committed"}
-    for bad in (["--data-dir", "/a"], ["--sample", "--option", "novalue"], ["--sample", "--data-dir", "/a"]):
+    for bad in (["--data-dir", "/a"], ["--sample", "--option", "novalue"], ["--sample", "--data-dir", "/a"],
+                ["--sample", "--option", "Columns=offset"]):
         with pytest.raises(SystemExit):
             export.parse_args(bad)
 

@@ -169,6 +169,22 @@ def test_pushdown_on_and_off_give_the_same_rows_and_on_prunes_to_the_offset_rang
         spark.conf.set(PUSHDOWN, previous)
 
 
+def test_columns_option_projects_the_schema_and_pushdown_still_prunes(spark, wide):
+    """Spark's Python data sources get no column pruning, so a metadata query would decode and ship every key and
+    value: ``columns`` projects at the source. Its rows are the full read's, and WHERE predicates on its columns
+    are still pushed down."""
+    df = _kafkaseg(spark, str(wide.path), columns="partition,offset,timestamp",
+                   filterPushdown="true").where("partition = 2 AND offset >= 9000")
+    assert [(f.name, f.dataType.simpleString()) for f in df.schema] == [
+        ("partition", "int"), ("offset", "bigint"), ("timestamp", "timestamp")]
+    got = sorted((r.partition, r.offset, r.timestamp) for r in df.collect())
+    assert "partition = 2" in last_plan_report().pushdown["handled"]
+    full = _kafkaseg(spark, str(wide.path), filterPushdown="true").where("partition = 2 AND offset >= 9000")
+    assert got == sorted((r.partition, r.offset, r.timestamp) for r in
+                         full.select("partition", "offset", "timestamp").collect())
+    assert len(got) == 1000
+
+
 def test_timestamp_filter_prunes_segments_but_spark_still_applies_it(spark, wide):
     part = wide.partition("wide", 0)
     cut = part.records[7000].timestamp  # ms

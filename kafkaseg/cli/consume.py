@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Callable
 
 from kafkaseg.errors import CorruptDataError, DeserializationError, InvalidOptionError, KafkaSegError
+from kafkaseg.schema import COLUMN_NAMES
 
 __all__ = ["run", "Formatter", "parse_properties", "java_float_text", "DEFAULT_FORMATTERS"]
 
@@ -200,6 +201,21 @@ class Formatter:
                 setattr(formatter, name.replace(".", "_"), _deserializer(properties[name]))
         return formatter
 
+    def fields(self) -> list[str]:
+        """What each printed record shows, in the formatter's order."""
+        return [name for name, on in (("timestamp", self.print_timestamp), ("partition", self.print_partition),
+                                      ("offset", self.print_offset), ("delivery", self.print_delivery),
+                                      ("epoch", self.print_epoch), ("headers", self.print_headers),
+                                      ("key", self.print_key), ("value", self.print_value)) if on]
+
+    def columns(self) -> list[str]:
+        """The columns a read must return for this formatter (the ``columns`` read option): what it prints, and
+        where each record is from (for positions and messages). Keys and values not printed are not copied."""
+        needed = {"topic", "partition", "offset"}
+        for name in self.fields():
+            needed.update(_FIELD_COLUMNS[name])
+        return [c for c in COLUMN_NAMES if c in needed]
+
     def _bytes(self, data: bytes | None, deserializer) -> bytes:
         if data is None:
             return self.null_literal
@@ -210,12 +226,10 @@ class Formatter:
         """Write every record of an Arrow batch (kafkaseg's schema); returns how many were written. A record a
         deserializer cannot read is passed to ``on_error`` (row, error) and left out, or, without ``on_error``,
         ends the write after the records before it, raising the error."""
-        columns = {name: batch.column(name).to_pylist() for name in batch.schema.names if name != "timestamp"}
-        millis = batch.column("timestamp").cast("int64").to_pylist()
-        fields = [name for name, on in (("timestamp", self.print_timestamp), ("partition", self.print_partition),
-                                        ("offset", self.print_offset), ("delivery", self.print_delivery),
-                                        ("epoch", self.print_epoch), ("headers", self.print_headers),
-                                        ("key", self.print_key), ("value", self.print_value)) if on]
+        fields = self.fields()
+        columns = {name: batch.column(name).to_pylist() for name in
+                   dict.fromkeys(c for f in fields for c in _FIELD_COLUMNS[f]) if name != "timestamp"}
+        millis = batch.column("timestamp").cast("int64").to_pylist() if self.print_timestamp else None
         pieces: list[bytes] = []
         written = 0
         for i in range(batch.num_rows):
@@ -224,9 +238,9 @@ class Formatter:
             except DeserializationError as error:
                 if on_error is None:
                     out.write(b"".join(pieces))
-                    failed = DeserializationError(f"{error}: offset {columns['offset'][i]} of {columns['topic'][i]}-"
-                                                  f"{columns['partition'][i]} (--skip-message-on-error skips such "
-                                                  "records)")
+                    where = (f"offset {batch.column('offset')[i].as_py()} of {batch.column('topic')[i].as_py()}-"
+                             f"{batch.column('partition')[i].as_py()}")
+                    failed = DeserializationError(f"{error}: {where} (--skip-message-on-error skips such records)")
                     failed.written = written  # type: ignore[attr-defined]
                     raise failed from error
                 on_error(i, error)
@@ -263,6 +277,12 @@ class Formatter:
         if name == "key":
             return self._bytes(columns["key"][i], self.key_deserializer)
         return self._bytes(columns["value"][i], self.value_deserializer)
+
+
+#: The columns each printed field reads.
+_FIELD_COLUMNS = {"timestamp": ("timestamp", "timestampType"), "partition": ("partition",), "offset": ("offset",),
+                  "delivery": (), "epoch": ("leaderEpoch",), "headers": ("headers",), "key": ("key",),
+                  "value": ("value",)}
 
 
 def _stream_options(args) -> dict:
@@ -367,8 +387,7 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
     err = err if err is not None else sys.stderr
     formatter = Formatter.from_properties(_properties(args))
     options = _stream_options(args)
-    options["includeHeaders"] = formatter.print_headers
-    options["includeMetadata"] = formatter.print_epoch
+    options["columns"] = formatter.columns()
     read_options = ReadOptions.from_options(options, stream=True)
     planner = MicroBatchPlanner(read_options)
     position = planner.initial_offsets()

@@ -563,7 +563,7 @@ cdef class _Decoder:
     # request
     cdef object path
     cdef int64_t base_position
-    cdef bint verify_crc, include_control, include_headers, include_metadata, lenient
+    cdef bint verify_crc, include_control, include_headers, include_metadata, include_key, include_value, lenient
     cdef int64_t min_offset, max_offset, max_records, max_bytes, max_batch_bytes, max_decompressed, bytes_after
     cdef int n_aborted
     cdef int64_t* aborted  # (pid, first, last) triples
@@ -605,6 +605,8 @@ cdef class _Decoder:
         self.include_control = req.include_control
         self.include_headers = req.include_headers
         self.include_metadata = req.include_metadata
+        self.include_key = req.include_key
+        self.include_value = req.include_value
         self.lenient = req.lenient
         self.min_offset = req.min_offset
         self.max_offset = req.max_offset
@@ -659,8 +661,10 @@ cdef class _Decoder:
         the next batch then faults back in)."""
         cdef Py_ssize_t rows = min(self.max_records, input_len // 32 + 1)
         cdef Py_ssize_t data = min(input_len, self.max_bytes, 256 * rows)
-        self.values.data.reserve(data)
-        self.keys.data.reserve(data // 4)
+        if self.include_value:
+            self.values.data.reserve(data)
+        if self.include_key:
+            self.keys.data.reserve(data // 4)
         self.values.offsets.reserve(4 * rows)
         self.keys.offsets.reserve(4 * rows)
         self.offsets.reserve(8 * rows)
@@ -999,6 +1003,7 @@ cdef class _Decoder:
         cdef int64_t offset, prev_offset = last_seen, timestamp
         cdef int64_t min_offset = self.min_offset, max_offset = self.max_offset
         cdef bint include_headers = self.include_headers, include_metadata = self.include_metadata
+        cdef bint include_key = self.include_key, include_value = self.include_value
         cdef int32_t ts_type = 1 if log_append else 0
         cdef int32_t sequence, i, h
         cdef int rc
@@ -1111,7 +1116,7 @@ cdef class _Decoder:
                 v_offsets = <int32_t*>(values.offsets.ptr + values.offsets.size)
                 k_valid = <uint8_t*>(keys.valid.ptr + keys.valid.size)
                 v_valid = <uint8_t*>(values.valid.ptr + values.valid.size)
-            if key_len >= 0:
+            if key_len >= 0 and include_key:
                 if k_size + key_len > keys.data.cap:
                     keys.data.size = k_size
                     keys.grow_data(key_len)
@@ -1122,7 +1127,7 @@ cdef class _Decoder:
                 k_valid[emitted] = 0
                 k_nulls += 1
             k_offsets[emitted] = <int32_t>k_size
-            if value_len >= 0:
+            if value_len >= 0 and include_value:
                 if v_size + value_len > values.data.cap:
                     values.data.size = v_size
                     values.grow_data(value_len)
@@ -1318,12 +1323,12 @@ cdef class _Decoder:
         cdef int32_t key_len = entry[6]
         cdef Py_ssize_t value_pos = entry[7]
         cdef int32_t value_len = entry[8]
-        if key_len >= 0:
+        if key_len >= 0 and self.include_key:
             self.keys.append(buf + key_pos, key_len)
             self.nbytes += key_len
         else:
             self.keys.append_null()
-        if value_len >= 0:
+        if value_len >= 0 and self.include_value:
             self.values.append(buf + value_pos, value_len)
             self.nbytes += value_len
         else:

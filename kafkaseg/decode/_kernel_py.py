@@ -111,6 +111,10 @@ class _Columns:
         self.nbytes = 0
 
     def add(self, key, value, offset, timestamp, ts_type, headers, meta):
+        if not self.req.include_key:
+            key = None
+        if not self.req.include_value:
+            value = None
         self.keys.append(key)
         self.values.append(value)
         self.offsets.append(offset)

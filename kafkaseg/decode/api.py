@@ -46,6 +46,10 @@ class DecodeRequest:
     include_control: bool = False
     include_headers: bool = False
     include_metadata: bool = False
+    # False: the column comes back all null and its bytes are not copied (a projection without it). Framing and
+    # CRC are checked as before; bytes not copied do not count toward max_bytes.
+    include_key: bool = True
+    include_value: bool = True
     min_offset: int = INT64_MIN
     max_offset: int = INT64_MAX
     max_records: int = 1 << 62
@@ -85,7 +89,8 @@ MAX_PROBLEMS = 20
 class DecodeResult:
     """Decoded columns (no topic/partition/segment: the scan adds constant columns) and how far decoding went.
 
-    ``columns`` maps names to Arrow arrays of equal length: key, value, offset, timestamp, timestampType, then
+    ``columns`` maps names to Arrow arrays of equal length: key, value (all null unless include_key/include_value),
+    offset, timestamp, timestampType, then
     headers (with include_headers) and leaderEpoch, producerId, producerEpoch, sequence, isTransactional,
     isControl, magic, codec (int8 codec id), batchOffset, position (with include_metadata).
     """

@@ -80,10 +80,12 @@ STALE_PLAN_NOTE = ("filter pushdown is not applied: this PySpark reuses a DataFr
                    "(assign, startingOffsets, ...) or set filterPushdown=true with one load() per query")
 
 
-def spark_schema(include_headers: bool = False, include_metadata: bool = False) -> StructType:
-    """Spark's Kafka source schema (plus kafkaseg's opt-in columns) as a ``StructType``, built from
-    :func:`kafkaseg.schema.arrow_schema` so the batches ``read()`` yields match it exactly."""
-    return from_arrow_schema(arrow_schema(include_headers, include_metadata))
+def spark_schema(include_headers: bool = False, include_metadata: bool = False,
+                 columns: tuple[str, ...] | None = None) -> StructType:
+    """Spark's Kafka source schema (plus kafkaseg's opt-in columns, or the ``columns`` projection) as a
+    ``StructType``, built from :func:`kafkaseg.schema.arrow_schema` so the batches ``read()`` yields match it
+    exactly."""
+    return from_arrow_schema(arrow_schema(include_headers, include_metadata, columns))
 
 
 def read_options(options: Any, *, stream: bool = False) -> ReadOptions:
@@ -102,7 +104,7 @@ class KafkaSegDataSource(DataSource):
     """``format("kafkaseg")``: Kafka log dirs read from files. Options: Spark's Kafka source names (``assign``,
     ``subscribe``, ``startingOffsets``, ``kafka.isolation.level``, ...) plus kafkaseg's own; see
     :mod:`kafkaseg.options`. The schema is fixed (Spark's Kafka schema; ``includeHeaders``/``includeMetadata`` add
-    columns), as in Spark's Kafka source."""
+    columns, ``columns`` projects them), as in Spark's Kafka source."""
 
     @classmethod
     def name(cls) -> str:
@@ -119,7 +121,7 @@ class KafkaSegDataSource(DataSource):
             except InvalidOptionError as stream_error:
                 raise InvalidOptionError(f"as a batch read (spark.read): {batch_error}; as a streaming read "
                                          f"(spark.readStream): {stream_error}") from None
-        return spark_schema(options.include_headers, options.include_metadata)
+        return spark_schema(options.include_headers, options.include_metadata, options.columns)
 
     def reader(self, schema: StructType) -> "KafkaSegReader":
         options = read_options(self.options)
@@ -133,11 +135,11 @@ class KafkaSegDataSource(DataSource):
 
 
 def _check_schema(schema: StructType, options: ReadOptions) -> None:
-    expected = spark_schema(options.include_headers, options.include_metadata)
+    expected = spark_schema(options.include_headers, options.include_metadata, options.columns)
     if schema != expected:
         raise InvalidOptionError(
             "the kafkaseg source has a fixed schema and cannot be set with a custom one (as Spark's Kafka "
-            f"source); drop .schema(...) and use includeHeaders/includeMetadata. Expected "
+            f"source); drop .schema(...) and use includeHeaders/includeMetadata/columns. Expected "
             f"{expected.simpleString()}, got {schema.simpleString()}")
 
 
