@@ -136,7 +136,7 @@ def test_deserializers(data, capsysbinary):
                                "value.deserializer=com.example.AvroDeserializer")
     assert code == 2 and "not available here" in err
     fmt = consume.Formatter.from_properties({"value.deserializer": "StringDeserializer"})
-    assert fmt._bytes(b"ok \xff\xfe", fmt.value_deserializer) == "ok \ufffd\ufffd".encode()
+    assert fmt.value_deserializer(b"ok \xff\xfe") == "ok \ufffd\ufffd".encode()
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -314,3 +314,103 @@ def test_a_pasted_console_consumer_command_with_a_group_runs_and_says_the_group_
                                  "--group", "my-group")
     assert code == 0 and out.count(b"\n") == 20 and "--group my-group has no effect" in err
     assert cli_main(["consume", "--topic", "plain"]) == 2  # no --data-dir
+
+
+def _java_write_to(fmt: consume.Formatter, record: dict) -> bytes:
+    """DefaultMessageFormatter.writeTo for one record, field by field as Java writes it (the reference the batch
+    formatter is checked against); raises the deserializer's error."""
+    def deserialize(value, deserializer):
+        if value is None:
+            return fmt.null_literal
+        return deserializer(value) if deserializer is not None else value
+
+    fields = fmt.fields()
+    out = []
+    for k, name in enumerate(fields):
+        if name == "timestamp":
+            kind = record["timestampType"]
+            ms = record["timestamp_us"] // 1000
+            out.append(f"CreateTime:{ms}".encode() if kind == 0 else f"LogAppendTime:{ms}".encode() if kind == 1
+                       else b"NO_TIMESTAMP")
+        elif name == "partition":
+            out.append(f"Partition:{record['partition']}".encode())
+        elif name == "offset":
+            out.append(f"Offset:{record['offset']}".encode())
+        elif name == "delivery":
+            out.append(b"Delivery:NOT_PRESENT")
+        elif name == "epoch":
+            epoch = record["leaderEpoch"]
+            out.append(f"Epoch:{epoch}".encode() if epoch >= 0 else b"Epoch:NOT_PRESENT")
+        elif name == "headers":
+            headers = record["headers"]
+            out.append(fmt.headers_separator.join(
+                h["key"].encode() + b":" + deserialize(h["value"], fmt.headers_deserializer) for h in headers)
+                if headers else b"NO_HEADERS")
+        else:
+            out.append(deserialize(record[name], fmt.key_deserializer if name == "key" else fmt.value_deserializer))
+        out.append(fmt.key_separator if k < len(fields) - 1 else fmt.line_separator)
+    return b"".join(out)
+
+
+def test_the_batch_formatter_writes_what_java_writes_record_by_record():
+    """Random batches (nulls, headers, values some deserializers refuse) and random properties: the columnar
+    formatter's output, its count, and which records it reports, equal a per-record writeTo's."""
+    import pyarrow as pa
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from kafkaseg.errors import DeserializationError
+    from kafkaseg.schema import arrow_schema
+
+    blob = st.one_of(st.none(), st.sampled_from([b"", b"\x00\x00\x00\x07", b"\x00\x01\x02", b"abc\xff", b"12345678"]))
+    header = st.fixed_dictionaries({"key": st.sampled_from(["h", "ü"]), "value": blob})
+    record = st.fixed_dictionaries({
+        "key": blob, "value": blob, "timestampType": st.sampled_from([-1, 0, 1]),
+        "timestamp_us": st.integers(-1000, 2 ** 50).map(lambda us: us - us % 1000),
+        "partition": st.integers(0, 5), "offset": st.integers(0, 2 ** 40), "leaderEpoch": st.integers(-1, 9),
+        "headers": st.one_of(st.none(), st.lists(header, min_size=1, max_size=3))})
+    deserializer = st.sampled_from([None, "StringDeserializer", "IntegerDeserializer", "LongDeserializer"])
+
+    @settings(max_examples=300, deadline=None)
+    @given(records=st.lists(record, max_size=12), flags=st.lists(st.booleans(), min_size=8, max_size=8),
+           key_d=deserializer, value_d=deserializer, headers_d=deserializer, skip=st.booleans())
+    def check(records, flags, key_d, value_d, headers_d, skip):
+        properties = dict(zip(consume._BOOLEAN_PROPERTIES, map(str, flags)))
+        for name, chosen in (("key.deserializer", key_d), ("value.deserializer", value_d),
+                             ("headers.deserializer", headers_d)):
+            if chosen is not None:
+                properties[name] = chosen
+        properties.update({"key.separator": "|", "null.literal": "NULL"})
+        fmt = consume.Formatter.from_properties(properties)
+        schema = arrow_schema(True, True)
+        columns = {f.name: [] for f in schema}
+        for r in records:
+            for name in columns:
+                columns[name].append({"timestamp": r["timestamp_us"], "topic": "t", "isTransactional": False,
+                                      "isControl": False, "magic": 2, "compression": "none", "batchOffset": 0,
+                                      "segment": "s", "position": 0, "producerId": -1, "producerEpoch": -1,
+                                      "sequence": -1}.get(name, r.get(name)))
+        batch = pa.RecordBatch.from_pydict(
+            {name: pa.array(values, schema.field(name).type) for name, values in columns.items()}, schema=schema)
+        want, reported, failure = [], [], None
+        for row, r in enumerate(records):
+            try:
+                want.append(_java_write_to(fmt, r))
+            except DeserializationError:
+                if not skip:
+                    failure = row
+                    break
+                reported.append(row)
+        out = io.BytesIO()
+        got_reported = []
+        try:
+            written = fmt.write_batch(batch, out, (lambda row, _: got_reported.append(row)) if skip else None)
+        except DeserializationError as error:
+            assert failure is not None and f"offset {records[failure]['offset']} of t-" in str(error)
+            written = error.written
+        else:
+            assert failure is None
+        assert out.getvalue() == b"".join(want) and written == len(want)
+        assert got_reported == reported
+
+    check()
