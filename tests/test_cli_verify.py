@@ -157,3 +157,18 @@ def test_version_is_one_line_whatever_the_terminal_width(capsys, monkeypatch):
         main(["--version"])
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1 and lines[0].startswith("kafkaseg ") and "Python" in lines[0]
+
+
+def test_a_segment_missing_from_a_copy_is_a_warning_and_a_compaction_gap_is_not(datadir, capsys):
+    """Offsets missing between segments above the cleaner checkpoint are what a copy that lost a file looks like
+    (only the cleaner removes offsets inside a log): a warning, where a compacted partition's gaps stay info."""
+    pm = datadir.partition("orders", 0)
+    middle = pm.segments[1]
+    for path in pm.directory.glob(f"{middle.base_offset:020d}.*"):
+        path.unlink()
+    code, report = verify_json(datadir.path, capsys)
+    warnings = [p for p in report["problems"] if p["severity"] == "warning"]
+    following = f"{pm.segments[2].base_offset:020d}.log"
+    assert [(p["file"].rsplit("/", 1)[-1], p["message"].split(" are missing")[0]) for p in warnings] == [
+        (following, f"offsets {middle.base_offset}..{pm.segments[2].base_offset - 1}")]
+    assert "missing from this copy" in warnings[0]["message"]

@@ -602,8 +602,15 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
                 report.add(ERROR, seg.log_path, None, f"last offset {seg_summary.last_offset} reaches the next "
                            f"segment's base offset {next_base}")
         if seg_summary.first_offset is not None and last_offset >= 0 and seg_summary.first_offset > last_offset + 1:
-            report.add(INFO, seg.log_path, 0, f"offsets {last_offset + 1}..{seg_summary.first_offset - 1} are "
-                       f"missing before this segment (compaction or deleted records)")
+            missing = f"offsets {last_offset + 1}..{seg_summary.first_offset - 1} are missing before this segment"
+            if pdir.cleaner_offset is not None and last_offset + 1 < pdir.cleaner_offset:
+                report.add(INFO, seg.log_path, 0, f"{missing} (removed by compaction: below the cleaner checkpoint "
+                           f"{pdir.cleaner_offset})")
+            else:
+                # the same rule as a read's failOnDataLoss: only the cleaner removes offsets from inside a log
+                report.add(WARNING, seg.log_path, 0, f"{missing}, above the cleaner checkpoint "
+                           f"({pdir.cleaner_offset if pdir.cleaner_offset is not None else 'none'}), so not removed "
+                           "by compaction: a segment file is missing from this copy, or its records were lost")
         last_offset = last_offset_after
         if seg_summary.compaction_gaps:
             report.add(INFO, seg.log_path, None, f"{seg_summary.compaction_gaps} non-consecutive offset gaps (records "
