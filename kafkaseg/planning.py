@@ -25,7 +25,9 @@ broker's own answers (``UnifiedLog.fetchOffsetByTimestamp``, ``Partition.fetchOf
 * data loss (``failOnDataLoss``): a start below the log start offset, a start inside a hole between segments (offsets
   missing from the files and not explained by compaction: above the cleaner checkpoint), or an end above the upper
   bound raise :class:`~kafkaseg.errors.DataLossError`; with ``failOnDataLoss=false`` the range is clamped to what
-  exists and the report says so. A start above the end reads nothing (Spark drops such ranges).
+  exists and the report says so. A range that runs across such a hole is caught by the read instead
+  (:func:`kafkaseg.scan.read_slice` knows a segment's last offset at no cost; planning would have to read every
+  segment's tail). A start above the end reads nothing (Spark drops such ranges).
 
 Byte ranges: a slice covers whole batches ``[start_position, end_position)`` of one segment. Consecutive slices of a
 segment are cut at ``.index`` entry positions (batch boundaries), near ``splitSize`` bytes, and (with
@@ -95,6 +97,8 @@ class SegmentSlice:
     ``next_base_offset`` is the base offset of the partition's next segment, None for its last (active) segment;
     every offset in a segment lies in ``[base_offset, next_base_offset)``. ``recovery_point`` is the partition's
     ``recovery-point-offset-checkpoint`` entry (None when there is none): see :attr:`may_end_mid_batch`.
+    ``cleaner_offset`` is its ``cleaner-offset-checkpoint`` entry: offsets missing below it were compacted away,
+    offsets missing above it between segments are lost (a read reaching them is data loss).
     ``file_identity`` says which file was planned (local files only), so a reader on the planning host can tell a
     segment that a live broker replaced (the cleaner swaps in a compacted one) from the one planned.
     """
@@ -116,6 +120,7 @@ class SegmentSlice:
     next_base_offset: int | None = None
     recovery_point: int | None = None
     file_identity: tuple[str, int, int] | None = None  # (host, st_dev, st_ino) of a local .log at planning
+    cleaner_offset: int | None = None  # the partition's cleaner-offset-checkpoint entry (offsets below it compacted)
 
     @property
     def segment_offsets(self) -> tuple[int, int]:
@@ -1290,7 +1295,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
             end_offset=piece.end_offset, aborted=aborted, segment_size=seg.log_size, segment_index=piece.segment,
             partition_path=part.pdir.path, log_dir=part.pdir.log_dir, filesystem=part.fs,
             next_base_offset=part.next_base(piece.segment), recovery_point=part.pdir.recovery_point,
-            file_identity=identities[seg.log_path]))
+            file_identity=identities[seg.log_path], cleaner_offset=part.pdir.cleaner_offset))
         preport = reports[(part.pdir.topic, part.pdir.partition, part.pdir.path)]
         preport.slices += 1
         preport.bytes_planned += piece.size

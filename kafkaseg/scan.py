@@ -54,6 +54,9 @@ class ScanMetrics:
     truncated_tails: list = field(default_factory=list)  # (path, position, bytes) of partial final batches
     # (path, start offset, end offset, what happened) of segments a live broker deleted or replaced after planning
     vanished_segments: list = field(default_factory=list)
+    # (path, first missing offset, next segment's base) of offsets missing after a segment, read past with
+    # failOnDataLoss=false (see _check_segment_end)
+    missing_offsets: list = field(default_factory=list)
 
     def __post_init__(self):
         self._lock = threading.Lock()
@@ -70,7 +73,8 @@ class ScanMetrics:
                 "skipped_control_batches": d.skipped_control_batches,
                 "skipped_aborted_batches": d.skipped_aborted_batches, "corrupt_batches": d.corrupt_batches,
                 "corrupt_bytes": d.corrupt_bytes, "problems": list(d.problems),
-                "truncated_tails": list(self.truncated_tails), "vanished_segments": list(self.vanished_segments)}
+                "truncated_tails": list(self.truncated_tails), "vanished_segments": list(self.vanished_segments),
+                "missing_offsets": list(self.missing_offsets)}
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -174,6 +178,8 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
             raise
         _lost(piece, options, metrics, "is gone since planning")
         return
+    if not reading.finished and not reading.stats.corrupt_batches:  # skipped corrupt batches held unknown offsets
+        _check_segment_end(piece, reading.last_seen, options, metrics)
     with metrics._lock:
         metrics.slices += 1
         metrics.decode.add(reading.stats)
@@ -377,6 +383,33 @@ class _SliceDecoder:
             if batch is not None:
                 yield batch
             pos, want = self.resume(reader, result, pos, end)
+
+
+def _check_segment_end(piece: SegmentSlice, last_offset: int, options: ReadOptions, metrics: ScanMetrics) -> None:
+    """After a slice was read to its end: when that is its segment's end and the read range goes on into the next
+    segment, the offsets between the segment's last batch and the next base must be explained by compaction
+    (below the cleaner checkpoint). Otherwise they are lost (a copy missing a segment file, or records gone from
+    a segment's end): a :class:`DataLossError` (failOnDataLoss), or recorded in ``metrics.missing_offsets``.
+    Costs no I/O: the last offset is the one the decoder saw. (Planning catches a start inside such a hole; this
+    catches a range that runs across one.)"""
+    next_base = piece.next_base_offset
+    if next_base is None or piece.end_position < piece.segment_size:
+        return
+    first_missing = last_offset + 1
+    if first_missing >= next_base or first_missing >= piece.end_offset or next_base <= piece.start_offset:
+        return
+    if piece.cleaner_offset is not None and first_missing < piece.cleaner_offset:
+        return
+    cleaner = piece.cleaner_offset if piece.cleaner_offset is not None else "none"
+    message = (f"{piece.topic}-{piece.partition}: offsets [{max(first_missing, piece.start_offset)}, "
+               f"{min(next_base, piece.end_offset)}) are missing between {piece.log_path} (last offset "
+               f"{last_offset}) and the next segment (base {next_base}), above the cleaner checkpoint ({cleaner}): "
+               "not removed by compaction, so lost (a segment file missing from this copy?)")
+    if options.fail_on_data_loss:
+        raise DataLossError(message + " (set failOnDataLoss=false to read what is there)")
+    with metrics._lock:
+        metrics.missing_offsets.append((piece.log_path, max(first_missing, piece.start_offset),
+                                        min(next_base, piece.end_offset)))
 
 
 def _report_tail(piece: SegmentSlice, metrics: ScanMetrics, pos: int, end: int) -> None:

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 import kafkaseg
-from kafkaseg.errors import CorruptBatchError, CrcMismatchError, InvalidOptionError, UnsupportedMagicError
+from kafkaseg.errors import CorruptBatchError, CrcMismatchError, DataLossError, InvalidOptionError, UnsupportedMagicError
 from kafkaseg.options import ReadOptions
 from kafkaseg.planning import plan_scan
 from kafkaseg.scan import ScanMetrics, read_slice
@@ -325,3 +325,28 @@ def test_a_stray_log_file_next_to_segments_is_read_whatever_the_order_of_paths(t
     for pair in ([logs[1], stray], [stray, logs[1]]):  # the same offsets twice: not one log
         with pytest.raises(LayoutError, match="both start at offset"):
             kafkaseg.read_arrow([str(p) for p in pair])
+
+
+@pytest.mark.parametrize("start", ["earliest", "inside the first segment"])
+def test_a_range_running_across_a_missing_segment_is_data_loss(tmp_path, kernel, start):
+    """A copy that lost a middle segment: planning catches a start inside the hole; a range that starts before it
+    and runs across it is caught by the read (the last offset of the segment before is known only there)."""
+    spec = TopicSpec("t", records_per_partition=600, records_per_batch=5, segment_bytes=8 * 1024)
+    manifest = write_data_dir(tmp_path / "d", [spec], seed=4)
+    pm = manifest.partition("t", 0)
+    assert len(pm.segments) >= 4
+    gone, after = pm.segments[1].base_offset, pm.segments[2].base_offset
+    for path in pm.directory.glob(f"{gone:020d}.*"):
+        path.unlink()
+    options = {} if start == "earliest" else {"startingOffsets": '{"t":{"0":3}}'}
+    with pytest.raises(DataLossError, match=rf"offsets \[{gone}, {after}\) are missing between .*{0:020d}\.log"):
+        kafkaseg.read_arrow(str(tmp_path / "d"), **options)
+    scan = kafkaseg.open_scan(str(tmp_path / "d"), failOnDataLoss=False, **options)
+    offsets = scan.to_table().column("offset").to_pylist()
+    first = 0 if start == "earliest" else 3
+    assert offsets == [o for o in range(first, pm.log_end_offset) if not gone <= o < after]
+    assert [(m[1], m[2]) for m in scan.metrics.missing_offsets] == [(gone, after)]
+    # a range ending before the hole, or starting after it, reads without complaint
+    assert kafkaseg.read_arrow(str(tmp_path / "d"), endingOffsets=f'{{"t":{{"0":{gone}}}}}').num_rows == gone
+    assert kafkaseg.read_arrow(str(tmp_path / "d"), startingOffsets=f'{{"t":{{"0":{after}}}}}').num_rows == (
+        pm.log_end_offset - after)

@@ -77,7 +77,8 @@ class ScanReport:
         """What reading this scan's slices did, summed over slices, counting the latest read of each slice (an
         action that runs the plan again replaces it; ``executions`` is the most times any slice was read):
         ``slices_read``, ``bytes_read``, ``records``, ``batches``, ``truncated_tails``, ``problems``,
-        ``vanished_segments`` (segments a live broker deleted or replaced after planning)..."""
+        ``vanished_segments`` (segments a live broker deleted or replaced after planning), ``missing_offsets``
+        (offsets lost between segments, read past with failOnDataLoss=false)..."""
         latest: dict[str, Path] = {}
         reads: dict[str, int] = {}
         folder = report_dir() / "reads" / self.scan_id
@@ -88,7 +89,7 @@ class ScanReport:
         totals: dict[str, Any] = {"slices_read": 0, "executions": max(reads.values(), default=0), "bytes_read": 0,
                                   "records": 0, "batches": 0, "output_batches": 0, "skipped_aborted_batches": 0,
                                   "corrupt_batches": 0, "corrupt_bytes": 0, "truncated_tails": [], "problems": [],
-                                  "vanished_segments": []}
+                                  "vanished_segments": [], "missing_offsets": []}
         for path in latest.values():
             try:
                 metrics = json.loads(path.read_text())
@@ -100,6 +101,7 @@ class ScanReport:
                 totals[key] += metrics.get(key, 0)
             totals["truncated_tails"].extend(metrics.get("truncated_tails", []))
             totals["vanished_segments"].extend(metrics.get("vanished_segments", []))
+            totals["missing_offsets"].extend(metrics.get("missing_offsets", []))
             totals["problems"].extend(metrics.get("problems", []))
         return totals
 
