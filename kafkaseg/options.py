@@ -49,6 +49,7 @@ import dataclasses
 import difflib
 import json
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -705,12 +706,46 @@ def _parse_pattern(value: Any) -> str:
         # literal characters: refused rather than silently matching other topics
         raise InvalidOptionError(f"option 'subscribePattern': {pattern!r} uses Java's character-class intersection "
                                  "(&&), which kafkaseg's Python regular expressions do not have; write the class out")
+    if _nested_class(pattern):
+        # Java reads [a-z[-]] as the union of two classes; Python as the class {a-z, [, -} then a literal ']'
+        raise InvalidOptionError(f"option 'subscribePattern': {pattern!r} has a '[' inside a character class, which "
+                                 "Java (Spark) reads as a nested class (a union) and Python as a literal '['; write "
+                                 "the union as one class, or escape the bracket (\\[)")
     try:
-        re.compile(pattern)
+        with warnings.catch_warnings():  # Python's hints about set operators Java does not have (--, ||, ~~)
+            warnings.simplefilter("ignore", FutureWarning)
+            re.compile(pattern)
     except re.error as err:
         raise InvalidOptionError(f"option 'subscribePattern': {pattern!r} is not a valid regular expression "
                                  f"({err})") from err
     return pattern
+
+
+def _nested_class(pattern: str) -> bool:
+    """Whether an unescaped '[' appears inside a character class: a nested class in Java, a literal in Python.
+    (A ']' right after the opening '[' or '[^' is a literal in Python and is stepped over.)"""
+    in_class = False
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if not in_class:
+            if c == "[":
+                in_class = True
+                i += 1
+                if i < len(pattern) and pattern[i] == "^":
+                    i += 1
+                if i < len(pattern) and pattern[i] == "]":  # a leading ']' is a literal (Python)
+                    i += 1
+                continue
+        elif c == "[":
+            return True
+        elif c == "]":
+            in_class = False
+        i += 1
+    return False
 
 
 def _parse_timestamp(name: str, value: Any) -> int:

@@ -935,7 +935,9 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
                 loss(f"{name}: starting offset {start} is below the log start offset {bounds.log_start} in "
                      f"{part.pdir.path}; offsets [{start}, {bounds.log_start}) are gone")
             start = bounds.log_start
-        elif start > bounds.upper:  # Spark's consumer meets OffsetOutOfRange there: data loss, or nothing read
+        elif start > bounds.upper:
+            # kafkaseg's own rule: Spark's batch reader resolves latest as the end and reads nothing for a start
+            # above it, silently; here a start past what the files hold is reported (a typo, or a truncated copy)
             loss(f"{name}: starting offset {start} is above the available end {bounds.upper} "
                  f"({bounds.upper_source}) in {part.pdir.path}")
         elif bounds.log_start <= start < bounds.upper:

@@ -194,6 +194,9 @@ def test_subscribe_pattern_is_searched_for_and_never_matches_internal_topics():
     assert parse(subscribePattern=".*").selects_topic("__my_own")  # only Kafka's internal topics are left out
     # Java-only syntax that Python would read differently is refused, not silently matched otherwise
     rejects({"subscribePattern": "[a-z&&[^b]]rders"}, "'subscribePattern'", "intersection")
+    for union in ("^[[o]]rders$", "^[a-z[-]]+$", "[[:alpha:]]+"):  # Java: nested classes; Python: a literal '['
+        rejects({"subscribePattern": union}, "'subscribePattern'", "nested class")
+    assert parse(subscribePattern="x[\\[]y").selects_topic("x[y")  # an escaped bracket means the same in both
     rejects({"subscribePattern": "\\p{Alpha}+"}, "'subscribePattern'", "not a valid regular expression")
     rejects({"subscribePattern": "  "}, "'subscribePattern'", "non-empty")
     rejects({"subscribePattern": "(unclosed"}, "'subscribePattern'", "not a valid regular expression")
