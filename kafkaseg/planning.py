@@ -279,30 +279,37 @@ def pack_slices(slices: Sequence[SegmentSlice], target_bytes: int, open_cost: in
     milliseconds) to read a few KiB; big slices (cut near ``splitSize``) stay alone.
 
     Slices of different topic-partitions are never packed together, so a scan has at least as many units as
-    Spark's Kafka source, which reads each topic-partition in one task. With ``min_partitions`` the target shrinks
-    to ``total cost / min_partitions`` so packing never leaves fewer units than asked for. ``packing=False`` (used
+    Spark's Kafka source, which reads each topic-partition in one task. With ``min_partitions`` above the number of
+    units packing gives (Spark divides only then), the target shrinks to ``total cost / min_partitions`` so packing
+    never leaves fewer units than asked for. ``packing=False`` (used
     with ``maxRecordsPerPartition``, whose per-unit bound packing cannot see) gives one unit per slice. Order is
     kept: units, and slices within a unit, follow the plan."""
     if not packing:
         return [(s,) for s in slices]
-    target = target_bytes
-    if min_partitions:
-        total = sum(s.size_bytes + open_cost for s in slices)
-        target = min(target, max(1, total // min_partitions))  # so that units >= total / target >= min
-    units: list[tuple[SegmentSlice, ...]] = []
-    current: list[SegmentSlice] = []
-    current_cost = 0
-    for piece in slices:
-        cost = piece.size_bytes + open_cost
-        if current and ((piece.topic, piece.partition, piece.partition_path)
-                        != (current[0].topic, current[0].partition, current[0].partition_path)
-                        or current_cost + cost > target):
+
+    def pack(target: int) -> list[tuple[SegmentSlice, ...]]:
+        units: list[tuple[SegmentSlice, ...]] = []
+        current: list[SegmentSlice] = []
+        current_cost = 0
+        for piece in slices:
+            cost = piece.size_bytes + open_cost
+            if current and ((piece.topic, piece.partition, piece.partition_path)
+                            != (current[0].topic, current[0].partition, current[0].partition_path)
+                            or current_cost + cost > target):
+                units.append(tuple(current))
+                current, current_cost = [], 0
+            current.append(piece)
+            current_cost += cost
+        if current:
             units.append(tuple(current))
-            current, current_cost = [], 0
-        current.append(piece)
-        current_cost += cost
-    if current:
-        units.append(tuple(current))
+        return units
+
+    units = pack(target_bytes)
+    if not min_partitions or len(units) >= min_partitions:
+        # Spark's rule (KafkaOffsetRangeCalculator): minPartitions divides the work only when the ranges are fewer
+        return units
+    total = sum(s.size_bytes + open_cost for s in slices)
+    units = pack(min(target_bytes, max(1, total // min_partitions)))  # so that units >= total / target >= min
     wanted = min(min_partitions or 0, len(slices))
     if len(units) < wanted:  # one slice larger than the target left the rest too few units: split the costliest
         import heapq      # unit of several slices in halves until there are enough

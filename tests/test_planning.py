@@ -363,6 +363,14 @@ def test_input_partitions_of_a_partition_of_many_small_segments(tmp_path):
                                                                    for p in range(2)]
     assert len(plan.input_partitions(opts(openCostInBytes="128m"))) == len(plan.slices)
     assert len(plan.input_partitions(opts(minPartitions="8"))) >= 8
+    # Spark divides only when minPartitions exceeds the units there are (KafkaOffsetRangeCalculator), however
+    # uneven the partitions: here one holds four times the other's bytes
+    write_partition(log_dir, "busy", 0, records=1600, segment_bytes=2000)
+    plan = plan_scan(str(log_dir), opts())
+    units = plan.input_partitions(opts())
+    assert len(units) >= 3
+    assert plan.input_partitions(opts(minPartitions=str(len(units)))) == units
+    assert len(plan.input_partitions(opts(minPartitions=str(len(units) + 1)))) >= len(units) + 1
     with pytest.raises(InvalidOptionError, match="openCostInBytes"):
         opts(openCostInBytes="-1")
     assert opts(openCostInBytes="0").open_cost == 0
