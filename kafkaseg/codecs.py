@@ -170,7 +170,7 @@ def decoder_for(codec: int):
 def _limit(codec: str, max_output: int, what: str = "") -> DecompressionLimitError:
     return DecompressionLimitError(
         f"{codec} payload decompresses to more than the {max_output}-byte limit{what} "
-        f"(a decompression bomb, or raise the decompressed batch size limit)")
+        f"(a decompression bomb, or raise the option maxDecompressedBatchBytes)")
 
 
 def _none(data, max_output: int, magic: int):

@@ -406,7 +406,7 @@ def test_decompression_bombs_stop_early_with_small_memory(bomb_payloads, name):
     tracemalloc.start()
     started = time.perf_counter()
     try:
-        with pytest.raises(DecompressionLimitError):
+        with pytest.raises(DecompressionLimitError, match="raise the option maxDecompressedBatchBytes"):
             decompress(codec, memoryview(payload), max_output=limit)
         _, peak = tracemalloc.get_traced_memory()
     finally:
