@@ -40,6 +40,7 @@ entry) until there are enough.
 from __future__ import annotations
 
 import bisect
+import difflib
 import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, NamedTuple, Sequence
@@ -1263,17 +1264,19 @@ def _min_partitions(pieces: list[_Piece], wanted: int | None, report: PlanReport
 # --------------------------------------------------------------------------------------------------------------------
 # Entry point
 
-def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicates: Predicates | None = None
-              ) -> ScanPlan:
+def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicates: Predicates | None = None,
+              *, check_subscribed: bool = True) -> ScanPlan:
     """Plan a scan of ``paths`` (log dirs, topic-partition dirs, ``.log`` files, globs; default
     ``options.paths``): discover partitions, keep those the topic options and ``predicates`` select, choose
-    replicas, resolve each partition's ``[start, end)``, prune segments, and cut slices."""
+    replicas, resolve each partition's ``[start, end)``, prune segments, and cut slices.
+    ``check_subscribed=False`` lets a ``subscribe`` topic have no partition on disk (a stream waits for it; a
+    caller with its own rule for a topic gone reports that instead)."""
     if paths is None or (not isinstance(paths, (str, os.PathLike)) and not paths):
         paths = list(options.paths)
     if not paths:
         raise LayoutError("nothing to read: no path given")
     report = PlanReport(options=options.as_dict())
-    replicas = _select_partitions(paths, options, predicates, report)
+    replicas = _select_partitions(paths, options, predicates, report, check_subscribed=check_subscribed)
 
     def plan_one(pdir: PartitionDir) -> tuple[PlanReport, list[_Piece]]:
         def plan(current: PartitionDir) -> tuple[PlanReport, list[_Piece]]:
@@ -1319,21 +1322,23 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
 
 
 def select_partitions(paths: str | Sequence[str] | None, options: ReadOptions,
-                      report: PlanReport | None = None, *, check_listed: bool = True) -> list[PartitionDir]:
+                      report: PlanReport | None = None, *, check_listed: bool = True,
+                      check_subscribed: bool = True) -> list[PartitionDir]:
     """The partition replicas a scan of ``paths`` with ``options`` reads (discovery, topic selection, replica
     choice), as :func:`plan_scan` finds them; without planning any slice (streaming's latest offsets).
     ``check_listed=False`` leaves out the error for a partition ``assign`` (or a JSON option) names that is not on
-    disk (a stream whose partition folder went away reports data loss instead)."""
+    disk (a stream whose partition folder went away reports data loss instead); ``check_subscribed=False`` the
+    one for a ``subscribe`` topic with no partition on disk (see :func:`plan_scan`)."""
     if paths is None or (not isinstance(paths, (str, os.PathLike)) and not paths):
         paths = list(options.paths)
     if not paths:
         raise LayoutError("nothing to read: no path given")
     return _select_partitions(paths, options, None, report if report is not None else PlanReport(),
-                              check_listed=check_listed)
+                              check_listed=check_listed, check_subscribed=check_subscribed)
 
 
 def _select_partitions(paths, options: ReadOptions, predicates: Predicates | None, report: PlanReport,
-                       *, check_listed: bool = True) -> list[PartitionDir]:
+                       *, check_listed: bool = True, check_subscribed: bool = True) -> list[PartitionDir]:
     found = discover(paths, skipped=report.skipped_folders)
     for path, _ in report.skipped_folders:
         if path.endswith("-future"):  # ReplicaAlterLogDirsThread's destination: the current copy is elsewhere
@@ -1347,7 +1352,7 @@ def _select_partitions(paths, options: ReadOptions, predicates: Predicates | Non
             continue
         selected.append(pdir)
     if check_listed:
-        _check_listed_partitions(options, selected)
+        _check_listed_partitions(options, selected, {pdir.topic for pdir in found} if check_subscribed else None)
     chosen: list[PartitionDir] = []
     for pdir in selected:
         if predicates is not None and not predicates.selects(pdir.topic, pdir.partition):
@@ -1406,10 +1411,25 @@ def slice_order(piece: SegmentSlice) -> tuple:
             piece.start_offset)
 
 
-def _check_listed_partitions(options: ReadOptions, selected: Iterable[PartitionDir]) -> None:
+def _check_listed_partitions(options: ReadOptions, selected: Iterable[PartitionDir], topics_found: set[str] | None
+                             ) -> None:
     """A partition named in ``assign`` or in a JSON offsets/timestamps option must be among the partitions read
-    (Spark fails when they differ; kafkaseg only when a listed one is missing, unlisted ones take the default)."""
+    (Spark fails when they differ; kafkaseg only when a listed one is missing, unlisted ones take the default),
+    and a topic named in ``subscribe`` must have a partition there (Spark's SubscribeStrategy fails on a topic the
+    cluster does not have; an empty result would hide a misspelt name), unless ``topics_found`` is None."""
     present = {(p.topic, p.partition) for p in selected}
+    if options.subscribe is not None and topics_found is not None:
+        absent = [t for t in options.subscribe if t not in topics_found]
+        if absent:
+            hints = []
+            for topic in absent:
+                close = difflib.get_close_matches(topic, sorted(topics_found), n=1)
+                hints.append(f"{topic!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+            listed = ", ".join(sorted(topics_found)[:20]) + (", ..." if len(topics_found) > 20 else "")
+            raise InvalidOptionError(
+                f"option 'subscribe' names topics with no partition on disk under the given paths: "
+                f"{', '.join(hints)}; the topics there: {listed or 'none'} (a topic whose partitions all live on "
+                "other brokers is not in this broker's dirs: read those dirs too, or leave it out)")
     if options.assign is not None:  # Spark fails on an assigned partition the cluster does not have
         missing = sorted(set(options.assign) - present)
         if missing:

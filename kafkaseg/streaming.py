@@ -212,7 +212,8 @@ class MicroBatchPlanner:
     def _resolve_initial(self) -> Offsets:
         limit = self.options.starting
         positions: dict[TopicPartition, int] = {}
-        pdirs = select_partitions(None, self.options)  # checks that partitions named in a JSON are on disk
+        # checks that partitions named in a JSON are on disk; a subscribed topic not there yet is waited for
+        pdirs = select_partitions(None, self.options, check_subscribed=False)
         for pdir in pdirs:
             tp = (pdir.topic, pdir.partition)
             available = available_range(pdir, self.options)

@@ -350,3 +350,12 @@ def test_a_range_running_across_a_missing_segment_is_data_loss(tmp_path, kernel,
     assert kafkaseg.read_arrow(str(tmp_path / "d"), endingOffsets=f'{{"t":{{"0":{gone}}}}}').num_rows == gone
     assert kafkaseg.read_arrow(str(tmp_path / "d"), startingOffsets=f'{{"t":{{"0":{after}}}}}').num_rows == (
         pm.log_end_offset - after)
+
+
+def test_subscribing_to_a_topic_with_no_partition_on_disk_is_an_error_naming_it(sample):
+    """Spark's SubscribeStrategy fails on a topic the cluster does not have; an empty result would hide a typo."""
+    path = str(sample[0])
+    with pytest.raises(InvalidOptionError, match=r"'ordres' \(did you mean 'orders'\?\); the topics there: .*orders"):
+        kafkaseg.read_arrow(path, subscribe="orders,ordres")
+    assert kafkaseg.read_arrow(path, subscribe="orders").num_rows > 0
+    assert kafkaseg.read_arrow(path, subscribePattern="^ordres$").num_rows == 0  # a pattern may match nothing
