@@ -1,7 +1,8 @@
 """Bulk offset/time lookups on Kafka log dirs, distributed with Spark (spark-submit jobs/lookup.py ...).
 
 Input: rows of ``topic``, ``partition`` and ``time`` (-1/-2/-3/epoch ms/ISO-8601, as ``kafkaseg offsets --time``)
-and/or ``offset`` (as ``kafkaseg locate --offset``), from a CSV file (with a header), JSON lines, or a table name.
+and/or ``offset`` (as ``kafkaseg locate --offset``; partition and offset are an optional '-' and ASCII digits, the
+partition 0..2^31-1, the offset a 64-bit long), from a CSV file (with a header), JSON lines, or a table name.
 Every row is answered by the Spark-free :mod:`kafkaseg.lookup` on the executors (``mapInArrow``, or
 ``rdd.mapPartitions`` without pandas: each task opens the partitions it needs once and reuses their index files
 across its rows). Output: one row per input row::
@@ -23,6 +24,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Iterable, Iterator, Sequence
 
@@ -51,8 +53,9 @@ OUTPUT_DDL = ("topic STRING, partition INT, time STRING, request_offset BIGINT, 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Bulk kafkaseg offset/time lookups with Spark. Input columns: topic, partition, and time "
-                    "(-1/latest, -2/earliest, -3/max-timestamp, epoch ms or ISO-8601) and/or offset; one output row "
-                    "per input row (a row that cannot be answered gets a reason).")
+                    "(-1/latest, -2/earliest, -3/max-timestamp, epoch ms or ISO-8601) and/or offset; partition and "
+                    "offset are an optional '-' and ASCII digits (partition 0..2147483647, offset 64-bit); one "
+                    "output row per input row (a row that cannot be answered gets a reason).")
     parser.add_argument("--data-dir", action="append", required=True, help="Kafka log dir (repeatable)")
     parser.add_argument("--input", required=True, help="CSV (.csv), JSON lines (.json/.jsonl) or a table name")
     parser.add_argument("--output", required=True, help="output path (or table location)")
@@ -85,16 +88,27 @@ def extract(spark, source: str):
 
 # -- transform (pure: no Spark) -------------------------------------------------------------------------------
 
-def _as_int(value, name: str = "value") -> int | None:
+INT32_MAX = (1 << 31) - 1
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+_INTEGER = re.compile(r"-?[0-9]+")  # ASCII only: Python's int() also takes '+5', '1_000' and non-ASCII digits
+
+
+def _as_int(value, name: str = "value", low: int = INT64_MIN, high: int = INT64_MAX) -> int | None:
+    """``value`` (a string cell; surrounding blanks ignored) as an integer in ``[low, high]``, None when empty.
+    An integer is an optional '-' then ASCII digits; anything else, or a value outside the range (which the
+    output's int32/int64 column cannot hold: one such row would fail its whole Arrow batch), is a ValueError
+    naming the column, which the row gets as its reason."""
     if value is None:
         return None
     text = str(value).strip()
     if not text:
         return None
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"{name} {text!r} is not an integer") from None
+    if _INTEGER.fullmatch(text) is None:
+        raise ValueError(f"{name} {text!r} is not an integer")
+    number = int(text)
+    if not low <= number <= high:
+        raise ValueError(f"{name} {text} is out of range ({low}..{high})")
+    return number
 
 
 def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
@@ -103,7 +117,9 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
 
     Runs anywhere (Spark's ``mapInArrow`` calls it on executors). Partitions are discovered once per call and each
     partition's :class:`~kafkaseg.lookup.PartitionLookup` is reused across rows. A row naming a partition that is
-    not there, or a malformed time, gets a null answer and a ``reason``; it never fails the task."""
+    not there, a partition, offset or time that is malformed or out of range (partition 0..2^31-1, offset and time
+    64-bit), or neither a time nor an offset, gets a null answer and a ``reason``; it never fails the task. A time
+    answered with an offset no record holds (the log end for -1) has ``found`` false and no reason."""
     from kafkaseg.errors import KafkaSegError
     from kafkaseg.lookup import PartitionLookup, parse_time_spec
     from kafkaseg.storage.fs import redact
@@ -140,7 +156,7 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
                 answer = dict.fromkeys(out)
                 answer.update(topic=topic, time=row.get("time"), found=False)
                 try:
-                    partition = _as_int(row.get("partition"), "partition")
+                    partition = _as_int(row.get("partition"), "partition", 0, INT32_MAX)
                     answer["partition"] = partition
                     request_offset = _as_int(row.get("offset"), "offset")
                     answer["request_offset"] = request_offset
@@ -148,6 +164,8 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
                         raise ValueError("no topic given")
                     if partition is None:
                         raise ValueError("no partition given")
+                    if request_offset is None and answer["time"] in (None, ""):
+                        raise ValueError("no time or offset given")
                     key = (topic, partition)
                     if key not in lookups:
                         lookups[key] = PartitionLookup(replica(topic, partition), isolation=isolation,
@@ -167,7 +185,10 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
                         if location.batch is not None:
                             answer.update(position=location.batch.position,
                                           batch_base_offset=location.batch.base_offset)
-                        if answer["reason"] is None:
+                        # `reason` says why a row is not answered. An offset given is answered only where a record
+                        # has it; a time's offset is the answer even where no record has it (-1 on a caught-up
+                        # partition is the log end, -2 on an emptied one too): `found` false says so, no reason.
+                        if answer["reason"] is None and request_offset is not None:
                             answer["reason"] = location.reason
                 except (KafkaSegError, ValueError) as err:
                     answer["reason"] = str(err)

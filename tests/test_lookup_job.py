@@ -88,6 +88,8 @@ def test_job_end_to_end(spark, datadir, tmp_path):
     requests = tmp_path / "requests.csv"
     lines = ["topic,partition,time,offset"] + [
         f"{r['topic']},{r['partition']},{r['time'] or ''},{r['offset'] or ''}" for r in _requests(datadir)]
+    # values the output's int32/int64 columns cannot hold: once a failed task (and job), now rows with a reason
+    lines += ["orders,2147483648,-1,", "a,0,,9223372036854775808"]
     requests.write_text("\n".join(lines) + "\n")
     args = job.parse_args(["--data-dir", str(datadir.path), "--input", str(requests), "--output",
                            str(tmp_path / "out"), "--format", "delta", "--partitions", "2"])
@@ -97,7 +99,12 @@ def test_job_end_to_end(spark, datadir, tmp_path):
 
     table = DeltaTable(args.output).to_pyarrow_table()
     assert table.num_rows == len(lines) - 1
-    _check(datadir, table.to_pylist())
+    answers = table.to_pylist()
+    out_of_range = sorted(row["reason"] for row in answers if row["topic"] == "orders" or row["time"] is None
+                          and row["partition"] == 0 and row["request_offset"] is None)
+    assert out_of_range == ["offset 9223372036854775808 is out of range (-9223372036854775808..9223372036854775807)",
+                            "partition 2147483648 is out of range (0..2147483647)"]
+    _check(datadir, [row for row in answers if row["reason"] not in out_of_range])
     # a failed run (the executors cannot find the data dir) leaves no output behind to block its rerun
     for fmt in ("parquet", "delta"):
         failed = tmp_path / f"failed-{fmt}"
@@ -122,3 +129,60 @@ def test_main_refuses_a_missing_data_dir_or_an_existing_output_in_one_line(datad
         assert job.main(argv) == 2
         err = capsys.readouterr().err
         assert err.startswith("lookup.py: error: ") and message in err and err.count("\n") == 1, err
+
+
+def _answer(rows, data_dirs):
+    batch = pa.RecordBatch.from_pylist(rows, schema=pa.schema(
+        [(n, pa.string()) for n in ("topic", "partition", "time", "offset")]))
+    return pa.Table.from_batches(list(job.lookup_batches([batch], data_dirs))).to_pylist()
+
+
+def test_out_of_range_and_malformed_values_get_a_reason_not_a_failed_batch(datadir):
+    """A partition beyond int32 or an offset beyond int64 used to fail the whole Arrow batch (up to 4,096 rows,
+    and the task) building the output; Python's int() quirks ('1_000', '+5', non-ASCII digits) passed as
+    integers. Each is now its row's reason; the other rows of the batch are answered."""
+    wanted = [
+        ("2147483648", "-1", None, "partition 2147483648 is out of range"),
+        ("-1", "-1", None, "partition -1 is out of range"),
+        ("0", None, "9223372036854775808", "offset 9223372036854775808 is out of range"),
+        ("0", None, "-9223372036854775809", "offset -9223372036854775809 is out of range"),
+        ("0", "9223372036854775808", None, "time 9223372036854775808 does not fit in a 64-bit timestamp"),
+        ("1_000", "-1", None, "partition '1_000' is not an integer"),
+        ("+0", "-1", None, "partition '+0' is not an integer"),
+        ("\u0661", "-1", None, "partition '\u0661' is not an integer"),  # ARABIC-INDIC DIGIT ONE
+        ("0", None, "+5", "offset '+5' is not an integer"),
+        ("0", None, "1_000", "offset '1_000' is not an integer"),
+        ("0", None, "", "no time or offset given"),
+    ]
+    rows = [{"topic": "a", "partition": p, "time": t, "offset": o} for p, t, o, _ in wanted]
+    rows.append({"topic": "a", "partition": " 2 ", "time": None, "offset": "-0"})  # blanks around, and -0
+    answers = _answer(rows, [str(datadir.path)])
+    assert len(answers) == len(rows)
+    for (_, _, _, reason), row in zip(wanted, answers):
+        assert row["reason"] is not None and row["reason"].startswith(reason), (reason, row)
+        assert row["offset"] is None and row["record_offset"] is None and not row["found"]
+    last = answers[-1]
+    assert (last["partition"], last["request_offset"], last["record_offset"], last["found"]) == (2, 0, 0, True)
+
+
+def test_a_time_answered_with_the_log_end_has_no_reason(datadir, tmp_path):
+    """-1 answers the high watermark (the log end here) and -2 on an emptied partition the log end too: correct
+    answers no record holds, so `found` is false (no record at the offset) and `reason` null (the README keeps
+    reasons for rows that are not answered). An offset asked for past the log end still gets its reason."""
+    from kafkaseg.testing import PartitionWriter
+
+    PartitionWriter(tmp_path / "gone-0", log_start_offset=40).close()  # every record deleted by retention
+    end = datadir.partition("a", 0).high_watermark
+    answers = _answer([
+        {"topic": "a", "partition": "0", "time": "-1", "offset": None},
+        {"topic": "gone", "partition": "0", "time": "-2", "offset": None},
+        {"topic": "gone", "partition": "0", "time": "latest", "offset": None},
+        {"topic": "a", "partition": "0", "time": None, "offset": str(end)},
+        {"topic": "a", "partition": "0", "time": "-1", "offset": str(end)},
+    ], [str(datadir.path), str(tmp_path)])
+    latest, earliest, gone_latest, past_end, both = answers
+    assert (latest["offset"], latest["found"], latest["reason"]) == (end, False, None)
+    assert (earliest["offset"], earliest["found"], earliest["reason"]) == (40, False, None)
+    assert (gone_latest["offset"], gone_latest["found"], gone_latest["reason"]) == (40, False, None)
+    assert past_end["offset"] is None and f"offset {end} is at or past the log end" in past_end["reason"]
+    assert both["offset"] == end and f"offset {end} is at or past the log end" in both["reason"]
