@@ -39,6 +39,11 @@ RANGE_OPTIONS = frozenset(name.lower() for name in (
     "startingOffsets", "endingOffsets", "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp",
     "endingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy"))
 Summary = list  # of (topic, partition, records, first offset, last offset), sorted
+# Where each export run records the offsets it read up to (Spark's offsets JSON, {"topic":{"0":11}}), for the next
+# incremental run to resume there: a Delta commit's metadata (commitInfo), or for Parquet a file beside the data
+# (the underscore: Spark, pyarrow and the export's own listing skip it as no data)
+ENDS_KEY = "kafkaseg.export.endingOffsets"
+ENDS_FILE = "_kafkaseg_export_ending_offsets.json"
 NO_TIMESTAMP_MICROS = -1000  # Kafka's "no timestamp" (-1 ms), as Spark and kafkaseg show it
 MICROS_PER_DAY = 86_400_000_000
 
@@ -66,7 +71,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--mode", choices=("error", "overwrite", "append", "incremental"), default=None,
                         help="when the table exists (default: error; overwrite with --sample). append refuses offsets "
                              "the table already holds; incremental exports only the offsets after them (each "
-                             "partition in the table from its max offset + 1), creating the table when missing")
+                             "partition from where the table's export runs read up to, as they recorded it, or its "
+                             "max offset + 1 if higher), creating the table when missing")
     parser.add_argument("--partition-by", default="topic", help="comma-separated columns, '' for none (default topic)")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         help="a kafkaseg read option, e.g. includeHeaders=true, subscribe=orders (repeatable)")
@@ -160,15 +166,49 @@ def resolve_ranges(paths: Sequence[str], options: dict) -> Ranges | None:
     return ranges
 
 
-def incremental_ranges(ranges: Ranges, existing: dict) -> Ranges:
-    """The ranges of an incremental export: a partition the table holds (``existing``: ``{(topic, partition):
-    (min offset, max offset)}``) starts at its max offset + 1, so records deleted since the last export (a gap)
-    are a data loss error under ``failOnDataLoss=true``, as in Spark; one it does not hold keeps its range."""
+def incremental_ranges(ranges: Ranges, existing: dict, recorded: dict | None = None) -> Ranges:
+    """The ranges of an incremental export. A partition the table holds (``existing``: ``{(topic, partition): (min
+    offset, max offset)}``) or that an earlier export run recorded an end for (``recorded``: ``{(topic, partition):
+    end}``, :func:`recorded_ends`) starts at the higher of that end and its max offset + 1: where the runs before
+    read up to, as Spark's Kafka source resumes from the end offset it saved. The end matters when the offsets
+    after the last exported row hold no row (a transaction's marker, an aborted tail under read_committed): once
+    retention deletes them, max + 1 is below the log start offset, a false data loss. Records deleted since the
+    last export (a gap past the end) are still a data loss error under ``failOnDataLoss=true``, as in Spark; a
+    partition neither knows keeps its range."""
+    recorded = recorded or {}
     out = {}
     for key, (start, end) in ranges.items():
-        if key in existing:
-            start = existing[key][1] + 1
+        resume = ([existing[key][1] + 1] if key in existing else []) + ([recorded[key]] if key in recorded else [])
+        if resume:
+            start = max(resume)
         out[key] = (start, max(start, end))
+    return out
+
+
+def next_ends(recorded: dict, ranges: Ranges) -> dict:
+    """The ends a run records: ``recorded`` (what the table's earlier runs read up to) with each partition of
+    ``ranges`` raised to the end this run reads to (kept when higher: an append of older offsets). Cumulative, so
+    the next run needs only the newest record, not the table's whole history. The end is the resolved one even
+    where the read left a truncated tail: the planner's end is at most the last whole batch's (``log_end_offset``),
+    so a tail cut below it means a broker truncated acknowledged offsets during the read (an unclean election),
+    which the job reports after the write."""
+    out = dict(recorded)
+    for key, (start, end) in ranges.items():
+        out[key] = max(out.get(key, 0), start, end)
+    return out
+
+
+def parse_ends(text: str) -> dict:
+    """``{(topic, partition): end}`` from recorded ends (Spark's offsets JSON); ValueError when malformed."""
+    found = json.loads(text)
+    if not isinstance(found, dict) or not all(isinstance(v, dict) for v in found.values()):
+        raise ValueError("not a {topic: {partition: offset}} object")
+    out = {}
+    for topic, partitions in found.items():
+        for partition, offset in partitions.items():
+            if isinstance(offset, bool) or not isinstance(offset, int):
+                raise ValueError(f"{topic}-{partition}: offset {offset!r} is not an integer")
+            out[(topic, int(partition))] = offset
     return out
 
 
@@ -365,6 +405,84 @@ def existing_offsets(output: str, fmt: str, dataset=None) -> dict:
     return out
 
 
+def recorded_ends(output: str, fmt: str) -> dict:
+    """``{(topic, partition): end}``: where the export runs that wrote the table at ``output`` read up to, as the
+    newest of them recorded it (:func:`next_ends`: cumulative). Empty for a table written by an older kafkaseg or
+    another writer (the caller then goes on from the table's max offset + 1), and when what was recorded cannot be
+    trusted for the rows the table now holds (said on stdout when it cannot be read):
+
+    * Delta: the newest commit carrying :data:`ENDS_KEY`, walking back past commits without it that kept the
+      export's rows or only removed some (OPTIMIZE, VACUUM, a DELETE: the deleted rows are not exported again), and
+      through a RESTORE to version v from v (the rows are v's again). A commit that replaced the rows without
+      recording ends (another writer's overwrite, CREATE OR REPLACE, a RESTORE to a time) ends the walk: nothing.
+    * Parquet: the :data:`ENDS_FILE` beside the data (no commit log: it is written after Spark committed the
+      data, so a run killed in between leaves the older, lower ends, never ends past rows that are missing)."""
+    from kafkaseg.storage.fs import join
+
+    if fmt == "parquet":
+        from kafkaseg.storage.fs import open_filesystem
+
+        filesystem, path = open_filesystem(join(output, ENDS_FILE))
+        try:
+            with filesystem.open_input_stream(path) as handle:
+                text = handle.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return {}
+        return _parsed_ends(text, join(output, ENDS_FILE))
+
+    from deltalake import DeltaTable
+
+    from kafkaseg.compacted_table import newest_commits
+
+    restored_to = None  # a RESTORE to version v: the commits after v (up to the RESTORE) no longer hold rows
+    for commit in newest_commits(DeltaTable(output)):
+        version = commit.get("version")
+        if restored_to is not None and version is not None and version > restored_to:
+            continue
+        text = commit.get(ENDS_KEY)
+        if text is not None:
+            return _parsed_ends(text, f"{output} version {version}")
+        operation = str(commit.get("operation") or "")
+        parameters = commit.get("operationParameters") or {}
+        if operation == "RESTORE" and parameters.get("version") is not None:
+            restored_to = int(parameters["version"])
+            continue
+        if (operation == "RESTORE" or parameters.get("mode") == "Overwrite" or "CREATE" in operation
+                or "REPLACE" in operation or "TRUNCATE" in operation):
+            return {}
+    return {}
+
+
+def _parsed_ends(text: str, where: str) -> dict:
+    """:func:`parse_ends`, or nothing when malformed: going on from the table's max offset + 1 never skips a
+    record (at worst it is a data loss error for offsets that held none)."""
+    try:
+        return parse_ends(text)
+    except (ValueError, TypeError) as exc:
+        print(f"warning: {where}: the recorded ending offsets are unreadable ({exc}); going on from the table's "
+              "max offsets + 1")
+        return {}
+
+
+def ends_commit_properties(ends: dict):
+    """deltalake ``CommitProperties`` recording ``ends`` in the commit's metadata (:data:`ENDS_KEY`)."""
+    from deltalake import CommitProperties
+
+    return CommitProperties(custom_metadata={ENDS_KEY: offsets_json(ends)})
+
+
+def write_ends_file(output: str, ends: dict) -> None:
+    """Record ``ends`` in a Parquet table's :data:`ENDS_FILE`, replacing it: written beside it then moved over it,
+    so a reader sees the old file or the new one (a local or HDFS rename; on object storage a copy)."""
+    from kafkaseg.storage.fs import join, open_filesystem
+
+    filesystem, path = open_filesystem(join(output, ENDS_FILE))
+    partial = f"{path}.{os.getpid()}.tmp"  # a hidden name too: no reader takes it for data
+    with filesystem.open_output_stream(partial) as handle:
+        handle.write(offsets_json(ends).encode())
+    filesystem.move(partial, path)
+
+
 def check_partitioning(table_keys: Sequence[str], export_keys: Sequence[str], output: str, mode: str) -> None:
     """Refuse to add files partitioned otherwise than the table's (Delta would read the new rows' partition columns
     as null; Spark would not see Parquet files outside the table's folders)."""
@@ -489,12 +607,15 @@ def print_summary(summary, out=None) -> None:
 
 
 def load(df, args: argparse.Namespace, source_schema: pa.Schema,
-         check: Callable[[Summary], None] | None = None) -> tuple[dict, Summary]:
+         check: Callable[[Summary], None] | None = None, ends: dict | None = None) -> tuple[dict, Summary]:
     """Write the exported rows from the executors: Parquet with Spark's writer, Delta with Spark's Parquet writer
     and one delta-rs commit (:mod:`kafkaseg.spark.tables`). Returns what was committed and the summary of the
     files written (:func:`summarize_files`: from their footers, no second read of the data). ``check(summary)``
     runs before the Delta commit (after a Parquet write, which Spark commits itself); what it raises stops the
-    job, for Delta with nothing committed."""
+    job, for Delta with nothing committed. ``ends`` (:func:`next_ends`) are recorded with the write: in the Delta
+    commit's metadata, which is then made even when no record was read (an incremental run that read only a
+    transaction's marker must still record that it read past it), or in a Parquet table's :data:`ENDS_FILE`, after
+    the data."""
     from kafkaseg.spark.tables import write_delta, write_parquet
 
     mode = "append" if args.mode == "incremental" else args.mode
@@ -511,6 +632,8 @@ def load(df, args: argparse.Namespace, source_schema: pa.Schema,
         summary = summarize_files(_parquet_facts(args.output, new))
         if check is not None:
             check(summary)
+        if ends is not None:
+            write_ends_file(args.output, ends)
         return {}, summary
     found: list[Summary] = []
 
@@ -520,7 +643,8 @@ def load(df, args: argparse.Namespace, source_schema: pa.Schema,
             check(found[0])
 
     committed = write_delta(df, args.output, mode, args.partition_by, export_schema(source_schema),
-                            before_commit=before_commit)
+                            before_commit=before_commit,
+                            commit_properties=None if ends is None else ends_commit_properties(ends))
     return committed, found[0]
 
 
@@ -620,6 +744,7 @@ def prepare(args: argparse.Namespace) -> dict:
         paths, manifest = generate_sample(args.work_dir)
     check_output_location(args.output, paths)
     existing = None
+    recorded: dict = {}  # where the table's export runs read up to (append and incremental keep it)
     exists = table_exists(args.output, args.format)
     files = _parquet_files(args.output) if exists and args.format == "parquet" else None  # listed once
     if files == []:
@@ -634,16 +759,18 @@ def prepare(args: argparse.Namespace) -> dict:
             check_partitioning(existing_partitioning(args.output, args.format, files), args.partition_by,
                                args.output, args.mode)
             existing = existing_offsets(args.output, args.format, dataset)
+            recorded = recorded_ends(args.output, args.format)
     # The write reads explicit offsets, resolved once here (an incremental run's from the table's): Spark may plan
     # the read more than once, and on a live broker's dir the high watermark moves meanwhile.
     ranges = resolve_ranges(paths, args.options)
     if args.mode in ("incremental", "append") and ranges is None:
         raise UsageError(f"--mode {args.mode} cannot be used with replicas=all (one partition, several ranges: "
                          "duplicates could not be told from copies)")
-    if existing and ranges is not None:
+    if (existing or recorded) and ranges is not None:
         if args.mode == "incremental":
             # resolved again from the new starts: a start below the log start offset is data loss (or clamped)
-            ranges = resolve_ranges(paths, pinned_options(args.options, incremental_ranges(ranges, existing)))
+            ranges = resolve_ranges(paths, pinned_options(args.options,
+                                                          incremental_ranges(ranges, existing, recorded)))
         elif args.mode == "append" and (duplicated := overlaps(ranges, existing)):
             raise UsageError(f"--mode append would duplicate what {args.output} holds: {'; '.join(duplicated)} "
                              "(use --mode incremental to export only newer offsets, or --mode overwrite)")
@@ -652,7 +779,10 @@ def prepare(args: argparse.Namespace) -> dict:
         print("replicas=all: offsets not pinned (each copy has its own range)")
     else:
         options = pinned_options(args.options, ranges)
-    return {"paths": paths, "manifest": manifest, "existing": existing, "ranges": ranges, "options": options}
+    # with replicas=all nothing can be recorded: an empty record, so a later run goes on from the table's offsets
+    ends = {} if ranges is None else next_ends(recorded, ranges)
+    return {"paths": paths, "manifest": manifest, "existing": existing, "ranges": ranges, "options": options,
+            "ends": ends}
 
 
 def run(spark, args: argparse.Namespace, prepared: dict | None = None) -> dict:
@@ -675,11 +805,12 @@ def run(spark, args: argparse.Namespace, prepared: dict | None = None) -> dict:
             raise SystemExit(f"read {total} records but the sample holds {manifest.record_count}")
 
     committed, summary = load(with_export_columns(extract(spark, paths, options)), args,
-                              _arrow_schema(args.options), check)
+                              _arrow_schema(args.options), check, prepared.get("ends"))
     print_summary(summary)
     total = sum(s[2] for s in summary)
     if total == 0 and existing is not None:
-        print(f"nothing new to export: {args.output} unchanged (the offsets past the table's hold no records)")
+        print(f"nothing new to export: {args.output} holds the same rows (the offsets past the table's hold no "
+              "records, e.g. a transaction's marker; recorded that they were read)")
         return {**unchanged, "committed": committed}
     seconds = time.perf_counter() - started
     print(f"wrote {total:,} records to {args.format} table {args.output} in {seconds:.1f}s")

@@ -513,3 +513,152 @@ def test_footer_stats_keep_the_files_order_when_read_in_threads(tmp_path):
     stats = footer_stats(remote, paths[::-1])
     assert [s["numRecords"] for s in stats] == list(range(39, -1, -1))
     assert stats[0]["maxValues"]["offset"] == 38
+
+
+# A quiet transactional partition: data 0..9 and the COMMIT marker at offset 10 (high watermark 11), then the same
+# partition after retention deleted that segment: log start 11, data 11..20 and the COMMIT at 21
+TXN = dict(transactional=True, transaction_producers=1, records_per_partition=10, records_per_batch=10,
+           vary_batch_size=False)
+
+
+def _txn_dirs(root):
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    before = write_data_dir(root / "txn_before", [TopicSpec("txn", **TXN)]).partition("txn")
+    after = write_data_dir(root / "txn_after", [TopicSpec("txn", log_start_offset=11, **TXN)]).partition("txn")
+    assert [r.offset for r in before.data_records()] == list(range(10)) and before.high_watermark == 11
+    assert [r.offset for r in after.data_records()] == list(range(11, 21)) and after.log_start_offset == 11
+    return str(root / "txn_before"), str(root / "txn_after")
+
+
+def test_incremental_resumes_from_the_recorded_end_past_a_transaction_marker(tmp_path):
+    """The table's last row is offset 9, but the run read up to 11 (past the COMMIT marker at 10): going on from
+    max + 1 = 10 after retention moved the log start to 11 was a false DataLossError. From the recorded end it
+    reads [11, 22); a table with no recorded end (an older kafkaseg) still goes on from max + 1; records deleted
+    that were never read (recorded end 10 < log start 11) are still a data loss."""
+    from kafkaseg.errors import DataLossError
+
+    before, after = _txn_dirs(tmp_path)
+    key = ("txn", 0)
+    first = export.resolve_ranges([before], {})
+    assert first == {key: (0, 11)}
+    ends = export.next_ends({}, first)
+    assert ends == {key: 11}
+    existing = {key: (0, 9)}  # what the first run wrote: the marker is no row
+    ranges = export.resolve_ranges([after], {})
+    assert export.resolve_ranges([after], export.pinned_options({}, export.incremental_ranges(
+        ranges, existing, ends))) == {key: (11, 22)}
+    with pytest.raises(DataLossError, match=r"offsets \[10, 11\) are gone"):
+        export.resolve_ranges([after], export.pinned_options({}, export.incremental_ranges(ranges, existing, {})))
+    with pytest.raises(DataLossError, match=r"offsets \[10, 11\) are gone"):  # the run read only up to 10
+        export.resolve_ranges([after], export.pinned_options({}, export.incremental_ranges(
+            ranges, existing, {key: 10})))
+    # the higher of the two wins; a partition only recorded (its offsets held no row) resumes at its end
+    assert export.incremental_ranges({key: (0, 30), ("u", 0): (0, 5)}, {key: (0, 14)}, {key: 11, ("u", 0): 3}) \
+        == {key: (15, 30), ("u", 0): (3, 5)}
+    # the record is cumulative, never lowered (an append of older offsets), and round-trips as Spark's JSON
+    assert export.next_ends({key: 11, ("u", 0): 3}, {key: (0, 5), ("v", 1): (7, 2)}) == {
+        key: 11, ("u", 0): 3, ("v", 1): 7}
+    assert export.parse_ends(export.offsets_json({key: 11, ("u", 2): 3})) == {key: 11, ("u", 2): 3}
+    for bad in ("[]", '{"t":{"0":"x"}}', '{"t":3}', "{"):
+        with pytest.raises(ValueError):
+            export.parse_ends(bad)
+
+
+def _txn_table(output, fmt, offsets, ends=None, mode="error"):
+    """A table as the export writes it, holding ``txn-0`` rows at ``offsets`` (with ``ends`` recorded when given:
+    ``None`` stands for a table written by an older kafkaseg)."""
+    import pyarrow.dataset as ds
+
+    schema = export.export_schema(export._arrow_schema({}))
+    n = len(offsets)
+    table = pa.table({"key": [b"k"] * n, "value": [b"v"] * n, "topic": ["txn"] * n, "partition": [0] * n,
+                      "offset": offsets, "timestamp": [dt.datetime(2023, 11, 14, tzinfo=dt.timezone.utc)] * n,
+                      "timestampType": [0] * n, "date": [dt.date(2023, 11, 14)] * n}).cast(schema)
+    if fmt == "delta":
+        from deltalake import write_deltalake
+
+        write_deltalake(output, table, partition_by=["topic"], mode=mode,
+                        commit_properties=None if ends is None else export.ends_commit_properties(ends))
+    else:
+        ds.write_dataset(table, output, format="parquet", partitioning=["topic"], partitioning_flavor="hive")
+        if ends is not None:
+            export.write_ends_file(output, ends)
+
+
+@pytest.mark.parametrize("fmt", ["delta", "parquet"])
+def test_prepare_reads_the_recorded_ends_of_the_table(tmp_path, fmt):
+    """prepare() (no Spark) on the repro: the table holds offsets 0..9 and recorded end 11; retention moved the log
+    start to 11. Incremental reads [11, 22) and will record 22; without the record (an older table) it is the
+    DataLossError it always was."""
+    from kafkaseg.errors import DataLossError
+
+    before, after = _txn_dirs(tmp_path)
+    output = str(tmp_path / "table")
+    _txn_table(output, fmt, list(range(10)), {("txn", 0): 11})
+    args = export.parse_args(["--data-dir", after, "--output", output, "--format", fmt, "--mode", "incremental"])
+    prepared = export.prepare(args)
+    assert prepared["ranges"] == {("txn", 0): (11, 22)} and prepared["ends"] == {("txn", 0): 22}
+    assert export.recorded_ends(output, fmt) == {("txn", 0): 11}
+    # append: the offsets the table holds are still what it refuses; it records its ends too
+    append = export.prepare(export.parse_args(["--data-dir", after, "--output", output, "--format", fmt,
+                                               "--mode", "append"]))
+    assert append["ends"] == {("txn", 0): 22}
+    old = str(tmp_path / "old")
+    _txn_table(old, fmt, list(range(10)))
+    assert export.recorded_ends(old, fmt) == {}
+    with pytest.raises(DataLossError, match=r"offsets \[10, 11\) are gone"):
+        export.prepare(export.parse_args(["--data-dir", after, "--output", old, "--format", fmt,
+                                          "--mode", "incremental"]))
+
+
+def test_recorded_ends_follow_the_delta_tables_history(tmp_path):
+    """The newest recorded ends count, past commits that kept the rows (OPTIMIZE) or removed some (DELETE); a
+    RESTORE to version v goes back to v's; another writer's overwrite that recorded none leaves none (max + 1)."""
+    from deltalake import DeltaTable
+
+    output = str(tmp_path / "table")
+    key = ("txn", 0)
+    _txn_table(output, "delta", list(range(10)), {key: 11})  # v0
+    _txn_table(output, "delta", [11, 12], {key: 14}, "append")  # v1
+    DeltaTable(output).optimize.compact()  # v2
+    DeltaTable(output).delete("offset = 12")  # v3
+    assert export.recorded_ends(output, "delta") == {key: 14}
+    DeltaTable(output).restore(0)  # v4
+    assert export.recorded_ends(output, "delta") == {key: 11}
+    _txn_table(output, "delta", [30], {key: 31}, "append")  # v5
+    from deltalake import write_deltalake
+
+    write_deltalake(output, DeltaTable(output).to_pyarrow_table(), mode="overwrite")  # another writer, v6
+    assert export.recorded_ends(output, "delta") == {}
+    DeltaTable(output).restore(5)
+    assert export.recorded_ends(output, "delta") == {key: 31}
+
+
+@pytest.mark.spark
+def test_incremental_export_of_a_transactional_partition_after_retention(spark, tmp_path):
+    """The reported repro, end to end: export txn_before (offsets 0..9, the COMMIT marker at 10), then
+    --mode incremental from txn_after (log start 11) exports 11..20 instead of failing with a DataLossError.
+    Delta records the ends in its commits; Parquet in its ENDS_FILE; a run that read only a marker records too."""
+    from deltalake import DeltaTable
+
+    before, after = _txn_dirs(tmp_path)
+    for fmt in ("delta", "parquet"):
+        output = str(tmp_path / f"txn_table_{fmt}")
+        base = ["--output", output, "--format", fmt]
+        assert export.run(spark, export.parse_args(["--data-dir", before] + base))["records"] == 10
+        assert export.recorded_ends(output, fmt) == {("txn", 0): 11}
+        result = export.run(spark, export.parse_args(["--data-dir", after, "--mode", "incremental"] + base))
+        assert result["records"] == 10 and result["summary"] == [("txn", 0, 10, 11, 20)]
+        assert export.recorded_ends(output, fmt) == {("txn", 0): 22}
+        assert sorted(export.existing_offsets(output, fmt).items()) == [(("txn", 0), (0, 20))]
+    # the marker alone read by an incremental run: no row, but the end it read up to is committed
+    output = str(tmp_path / "marker_only")
+    from kafkaseg.testing.partition import write_offset_checkpoint
+
+    write_offset_checkpoint(tmp_path / "txn_after" / "replication-offset-checkpoint", {("txn", 0): 21})
+    export.run(spark, export.parse_args(["--data-dir", after, "--output", output]))
+    write_offset_checkpoint(tmp_path / "txn_after" / "replication-offset-checkpoint", {("txn", 0): 22})
+    assert export.run(spark, export.parse_args(["--data-dir", after, "--output", output, "--mode",
+                                                "incremental"]))["records"] == 0
+    assert export.recorded_ends(output, "delta") == {("txn", 0): 22} and DeltaTable(output).version() == 1
