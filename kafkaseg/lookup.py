@@ -52,6 +52,7 @@ from typing import Iterator
 
 from kafkaseg.errors import (
     CorruptCheckpointError,
+    CorruptBatchError,
     CorruptDataError,
     CorruptIndexError,
     InvalidOptionError,
@@ -441,7 +442,32 @@ class PartitionLookup:
             torn = self._unacknowledged_tear()
             if torn is not None:
                 self._leo = min(self._leo, torn[0])
+            elif leo is not None:
+                self._check_zero_tail(leo)
         return self._leo
+
+    def _check_zero_tail(self, leo: int) -> None:
+        """Raise when zeros end the active segment's batches at ``leo`` but acknowledged offsets lie past them
+        (the high watermark is above ``leo``) or data follows them (no high watermark says those bytes were never
+        acknowledged): a zeroed header hiding records, not a preallocated tail. Planning's rule for strict reads;
+        an answer must not silently stop short of records a consumer was told exist. Nothing to check (no I/O)
+        when the high watermark is at or below ``leo``."""
+        hw = self.pdir.high_watermark
+        if (hw is not None and hw <= leo) or not self.segments:
+            return
+        from kafkaseg.storage.segment import zero_filled_tail
+
+        last = len(self.segments) - 1
+        _, position = self._index(last, "offset").last()
+        found = zero_filled_tail(self.segments[last], filesystem=self.fs, max_batch_bytes=None,
+                                 start_position=position)
+        if found is None:
+            return
+        at, data_after = found
+        if data_after or hw is not None:
+            what = "data follows them" if data_after else f"the high watermark {hw} says offsets past {leo} exist"
+            raise CorruptBatchError(f"zeros in the active segment end its readable batches at offset {leo}, but "
+                                    f"{what}", path=self.segments[last].log_path, position=at)
 
     def high_watermark(self) -> int:
         """The checkpointed high watermark, capped at the log end offset (the log end offset when none; an

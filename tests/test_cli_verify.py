@@ -172,3 +172,38 @@ def test_a_segment_missing_from_a_copy_is_a_warning_and_a_compaction_gap_is_not(
     assert [(p["file"].rsplit("/", 1)[-1], p["message"].split(" are missing")[0]) for p in warnings] == [
         (following, f"offsets {middle.base_offset}..{pm.segments[2].base_offset - 1}")]
     assert "missing from this copy" in warnings[0]["message"]
+
+
+def test_a_zeroed_batch_header_hiding_records_is_an_error_and_a_preallocated_tail_is_not(tmp_path, capsys):
+    """Zeros where a batch header should be, with records after them, look like a preallocated tail to a header
+    walk; Kafka's reader fails on the header (record size 0). verify, dump and offsets must say so (the records after
+    it were acknowledged), while zeros to the end of the file stay the harmless preallocation they are."""
+    from kafkaseg.wire.batch import iter_headers
+
+    spec = TopicSpec("act", records_per_partition=60, records_per_batch=5, vary_batch_size=False, value_size=20)
+    zeroed = write_data_dir(tmp_path / "zeroed", [spec], seed=1)
+    preallocated = write_data_dir(tmp_path / "preallocated", [spec], seed=1)
+    for manifest in (zeroed, preallocated):
+        log = manifest.partition("act", 0).directory / f"{0:020d}.log"
+        data = bytearray(log.read_bytes())
+        if manifest is zeroed:
+            second = list(iter_headers(bytes(data)))[1].position
+            data[second:second + 20] = bytes(20)
+        else:
+            data += bytes(8192)
+        log.write_bytes(bytes(data))
+    log = f"{zeroed.partition('act', 0).directory}/{0:020d}.log"
+    code, report = verify_json(zeroed.path, capsys)
+    assert code == 1 and any("data follows at byte" in p["message"] and p["severity"] == "error"
+                             for p in report["problems"])
+    assert main(["dump", "--files", log]) == 1
+    assert "a zeroed batch header hiding records" in capsys.readouterr().err
+    assert main(["offsets", "--data-dir", str(zeroed.path), "--topic", "act", "--time", "-1"]) == 2
+    assert "data follows them" in capsys.readouterr().err
+
+    code, report = verify_json(preallocated.path, capsys)
+    assert code == 0 and any("preallocated segment" in p["message"] for p in report["problems"])
+    assert main(["dump", "--files", f"{preallocated.partition('act', 0).directory}/{0:020d}.log"]) == 0
+    assert "Found 8192 invalid bytes" in capsys.readouterr().out
+    assert main(["offsets", "--data-dir", str(preallocated.path), "--topic", "act", "--time", "-1"]) == 0
+    assert capsys.readouterr().out.strip() == "act:0:60"

@@ -44,7 +44,7 @@ from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import PartitionDir, check_one_incarnation, discover, transactions_open_at
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot
-from kafkaseg.storage.segment import SegmentReader
+from kafkaseg.storage.segment import SegmentReader, first_nonzero_byte
 from kafkaseg.storage.time_index import NO_TIMESTAMP, TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, unindexed_abort
 from kafkaseg.wire.batch import iter_headers
@@ -380,8 +380,13 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
         except KafkaSegError as err:
             add(ERROR, path, getattr(err, "position", None), f"corrupt framing: {getattr(err, 'detail', err)}")
         tail = walk.tail
+        data_at = first_nonzero_byte(reader, tail.position) if tail is not None and \
+            tail.reason == "zero-filled tail" else None
         if tail is not None:
-            if tail.reason == "zero-filled tail" and is_active:
+            if data_at is not None:  # Kafka's reader fails on such a header (record size 0): not preallocation
+                add(ERROR, path, tail.position, f"zeros end the readable batches but data follows at byte {data_at}: "
+                                                "a zeroed batch header hiding records, not a preallocated tail")
+            elif tail.reason == "zero-filled tail" and is_active:
                 add(INFO, path, tail.position, f"{tail.length} zero bytes after the last batch (preallocated segment)")
             elif tail.reason == "zero-filled tail":  # Kafka trims a preallocated segment when it rolls it
                 add(WARNING, path, tail.position, f"{tail.length} zero bytes after the last batch of a rolled segment "

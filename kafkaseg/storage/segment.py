@@ -40,6 +40,7 @@ __all__ = [
     "log_end_offset",
     "readable_end",
     "zero_filled_tail",
+    "first_nonzero_byte",
     "largest_timestamp",
     "DEFAULT_BLOCK_SIZE",
     "DEFAULT_MAX_BATCH_BYTES",
@@ -362,15 +363,21 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
 
 
 def zero_filled_tail(segment, *, filesystem: pafs.FileSystem | None = None, offset_index=None,
-                     max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> tuple[int, bool] | None:
+                     max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
+                     start_position: int | None = None) -> tuple[int, bool] | None:
     """``(position, data_after)`` of a zero-filled region that ends ``segment``'s walk, or None: brokers with
     ``log.preallocate=true`` leave one in the active segment. Walks from the last offset-index entry (from the
     start when that entry itself lies in the zeros, as after a crash that flushed the index but not the log), and
     samples the rest of the file: ``data_after`` is True when a non-zero byte follows (a hole, or a torn write
-    whose first page was lost), not a preallocated tail. Sampling can miss data between its probes."""
+    whose first page was lost), not a preallocated tail. Sampling can miss data between its probes.
+    ``start_position`` (a batch position, e.g. the last index entry's) replaces ``offset_index`` as the walk's
+    start."""
     reader, owned = _reader_for(segment, filesystem, None)
     try:
-        start = int(offset_index.positions[-1]) if offset_index is not None and len(offset_index) else 0
+        if start_position is not None:
+            start = start_position
+        else:
+            start = int(offset_index.positions[-1]) if offset_index is not None and len(offset_index) else 0
         for attempt_start in dict.fromkeys((start, 0)):
             walk = reader.iter_headers(attempt_start, max_batch_bytes=max_batch_bytes)
             try:
@@ -389,6 +396,21 @@ def zero_filled_tail(segment, *, filesystem: pafs.FileSystem | None = None, offs
     finally:
         if owned:
             reader.close()
+
+
+def first_nonzero_byte(reader: "SegmentReader", position: int, chunk: int = 1 << 20) -> int | None:
+    """The position of the first non-zero byte at or after ``position`` in ``reader``'s file, or None (zeros to
+    the end: a preallocated tail, not a zeroed batch header with records after it). Reads the rest of the file
+    once, ``chunk`` bytes at a time (no more held)."""
+    while position < reader.size:
+        data = reader.read_at(position, min(chunk, reader.size - position))
+        if not data:
+            return None
+        stripped = len(data) - len(bytes(data).lstrip(b"\0"))
+        if stripped < len(data):
+            return position + stripped
+        position += len(data)
+    return None
 
 
 def readable_end(segment, *, step_over: bool = False, verify_crc: bool = True, filesystem: pafs.FileSystem | None = None,
