@@ -239,3 +239,71 @@ def test_json_stdout_is_json_lines_only_with_mismatches_as_objects(tmp_path, cap
     assert rows[0] == {"file": str(index)} and [r["problem"] for r in rows[1:]] == ["indexMismatch"]
     code, out, _ = run(["dump", "--files", str(index), "--index-sanity-check", "--json"], capsys)
     assert [json.loads(line) for line in out][-1] == {"file": str(index), "sanityCheck": "passed"}
+
+
+def test_index_sanity_check_is_the_brokers_check_in_both_directions(tmp_path, capsys):
+    """--index-sanity-check answers "would a restart rebuild this index?": Kafka's OffsetIndex/TimeIndex
+    sanityCheck, which takes the file whole (a preallocated zero tail in a time index fails: its last timestamp, 0,
+    is below the first) and looks at nothing but the last entry and the length (entries out of order pass)."""
+    import struct
+
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    manifest = write_data_dir(tmp_path / "d", [TopicSpec("p", records_per_partition=400, records_per_batch=5,
+                                                          index_interval_bytes=512)], seed=2)
+    folder = manifest.partition("p", 0).directory
+    index, time_index = folder / f"{0:020d}.index", folder / f"{0:020d}.timeindex"
+    entries = time_index.read_bytes()
+    assert len(entries) >= 36 and len(index.read_bytes()) >= 24
+
+    def sanity(path):
+        code, out, err = run(["dump", "--files", str(path), "--index-sanity-check"], capsys)
+        return code, "\n".join(out + err)
+
+    time_index.write_bytes(entries[:24] + bytes(1200))  # two entries, then a preallocated tail
+    code, text = sanity(time_index)
+    assert code == 1 and "last timestamp is 0 which is less than the first timestamp" in text
+    swapped = bytearray(entries)  # two middle entries' timestamps swapped: out of order, not the broker's concern
+    swapped[12:20], swapped[24:32] = entries[24:32], entries[12:20]
+    time_index.write_bytes(bytes(swapped))
+    code, text = sanity(time_index)
+    assert code == 0 and text.endswith(f"{time_index} passed sanity check.")
+    data = bytearray(index.read_bytes())
+    first, second = struct.unpack_from(">i", data, 8)[0], struct.unpack_from(">i", data, 16)[0]
+    struct.pack_into(">i", data, 8, second)
+    struct.pack_into(">i", data, 16, first)  # middle offsets going backwards: passes the broker's check
+    index.write_bytes(bytes(data))
+    code, text = sanity(index)
+    assert code == 0 and text.endswith(f"{index} passed sanity check.")
+    index.write_bytes(bytes(data) + b"\x00" * 3)
+    code, text = sanity(index)
+    assert code == 1 and f"found {len(data) + 3} bytes which is neither positive nor a multiple of 8" in text
+    struct.pack_into(">i", data, len(data) - 8, -3)  # the last offset below the base: a restart rebuilds it
+    index.write_bytes(bytes(data))
+    code, text = sanity(index)
+    assert code == 1 and "the last offset is -3 which is less than the base offset 0" in text
+
+
+def test_odd_bytes_and_names_get_one_line_errors_and_text_decodes_as_java(tmp_path, capsys):
+    """Garbage index entries are mismatches, not a traceback; a file not named after a base offset is one error
+    line; --print-data-log decodes values as Java's new String(bytes, UTF_8) (one U+FFFD per surrogate encoding's
+    three bytes, where Python's decoder gives one per byte)."""
+    import random
+
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+
+    writer = PartitionWriter(tmp_path / "t-0")
+    writer.append(build_batch_v2([Record(0, 1_700_000_000_000, None, b"x\xed\xa0\x80\xed\xb0\x80y", [])]))
+    writer.close()
+    log = tmp_path / "t-0" / f"{0:020d}.log"
+    code, out, _ = run(["dump", "--files", str(log), "--print-data-log"], capsys)
+    assert code == 0 and any(line.endswith("payload: x\ufffd\ufffdy") for line in out)
+    index = tmp_path / "t-0" / f"{0:020d}.index"
+    index.write_bytes(random.Random(3).randbytes(64))
+    code, out, err = run(["dump", "--files", str(index)], capsys)
+    assert code == 1 and not any("Traceback" in line for line in out + err)
+    assert any("Mismatches in :" in line for line in err)
+    odd = tmp_path / "foo.index"
+    odd.write_bytes(bytes(16))
+    code, out, err = run(["dump", "--files", str(odd)], capsys)
+    assert code == 1 and any("not named after a base offset" in line for line in err)

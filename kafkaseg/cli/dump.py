@@ -28,10 +28,12 @@ import pyarrow as pa
 
 from kafkaseg.decode import decode
 from kafkaseg.decode.api import DecodeRequest
-from kafkaseg.errors import KafkaSegError
+from kafkaseg.errors import KafkaSegError, LayoutError
+from kafkaseg.wire.text import java_utf8
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot
+from kafkaseg.storage._index_file import broker_sanity_check
 from kafkaseg.storage.segment import SegmentReader, first_nonzero_byte
 from kafkaseg.storage.time_index import TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex
@@ -137,7 +139,7 @@ def _bool(value: bool) -> str:
 
 
 def _utf8(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")  # StringDecoder: new String(bytes, UTF_8)
+    return java_utf8(data)  # StringDecoder: new String(bytes, UTF_8), whose U+FFFD rule differs from Python's
 
 
 def batch_line(header: BatchHeader, position: int, valid: bool) -> str:
@@ -393,18 +395,27 @@ def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress
                 print(message, file=out)
 
 
+def _base_offset(located: str) -> int:
+    """The base offset a segment file's name gives (``00000000000000000042.index``: 42)."""
+    stem = _fs.basename(located).split(".")[0]
+    if not stem.isascii() or not stem.isdigit():
+        raise LayoutError(f"{_fs.redact(located)}: not named after a base offset (<20 digits>.index, ...), so its "
+                          "entries' offsets are unknown")
+    return int(stem)
+
+
 def _log_for(located: str) -> str:
     return _fs.join(_fs.parent(located), _fs.basename(located).split(".")[0] + ".log")
 
 
 def _dump_index(path: str, options: DumpOptions, report: DumpReport, out, filesystem, located: str) -> None:
-    base = int(_fs.basename(located).split(".")[0])
+    base = _base_offset(located)
     index = OffsetIndex.load(located, base, filesystem)
     if len(index) == 0:
         _say(out, options, path, f"{path} is empty.", empty=True)
         return
-    if options.index_sanity_check:
-        index.check()
+    if options.index_sanity_check:  # the broker's own check, which decides whether a restart rebuilds the index
+        broker_sanity_check(located, base, "offset", filesystem)
         _say(out, options, path, f"{path} passed sanity check.", sanityCheck="passed")
         return
     with SegmentReader(_log_for(located), filesystem) as reader:
@@ -412,7 +423,7 @@ def _dump_index(path: str, options: DumpOptions, report: DumpReport, out, filesy
             first_last = None
             try:  # FileRecords.slice(position, maxMessageSize).batches.iterator.next().lastOffset
                 for header in reader.iter_headers(position, min(reader.size, position + options.max_message_size),
-                                                  max_batch_bytes=None) if position < reader.size else ():
+                                                  max_batch_bytes=None) if 0 <= position < reader.size else ():
                     first_last = header.last_offset
                     break
             except KafkaSegError:
@@ -429,10 +440,10 @@ def _dump_index(path: str, options: DumpOptions, report: DumpReport, out, filesy
 
 
 def _dump_time_index(path: str, options: DumpOptions, report: DumpReport, out, filesystem, located: str) -> None:
-    base = int(_fs.basename(located).split(".")[0])
+    base = _base_offset(located)
     time_index = TimeIndex.load(located, base, filesystem)
     if options.index_sanity_check:
-        time_index.check()
+        broker_sanity_check(located, base, "time", filesystem)
         _say(out, options, path, f"{path} passed sanity check.", sanityCheck="passed")
         return
     index_path = _log_for(located)[:-4] + ".index"
@@ -469,7 +480,7 @@ def _dump_time_index(path: str, options: DumpOptions, report: DumpReport, out, f
 
 
 def _dump_txn_index(path: str, options: DumpOptions, out, filesystem, located: str) -> None:
-    base = int(_fs.basename(located).split(".")[0])
+    base = _base_offset(located)
     for txn in TransactionIndex.load(located, base, filesystem):
         if options.json:
             print(json.dumps(txn._asdict()), file=out)

@@ -292,3 +292,42 @@ class FixedEntryIndex:
     def __repr__(self) -> str:
         extra = f", rebuilt ({self.rebuild_reason})" if self.rebuilt else ""
         return f"{type(self).__name__}(base={self.base_offset}, entries={len(self)}, path={self.path!r}{extra})"
+
+
+def broker_sanity_check(path: str, base_offset: int, kind: str, filesystem: pafs.FileSystem | None = None) -> None:
+    """The sanity check a broker runs when it opens an index (``OffsetIndex.sanityCheck`` /
+    ``TimeIndex.sanityCheck`` in storage/internals/log), and nothing more: it decides whether a restart rebuilds
+    the index. Kafka takes the file as it is (entries = length / entry size, a preallocated zero tail included, so
+    a time index whose last slot is zeros fails: its timestamp 0 is below the first), and checks only the last
+    entry against the first entry or the base offset and the length against the entry size. ``kind`` is
+    ``"offset"`` (8-byte entries: relative offset, position) or ``"time"`` (12: timestamp, relative offset).
+    Raises :class:`CorruptIndexError` with Kafka's message; the stricter checks of ``check()`` are kafkaseg's."""
+    import struct
+
+    size = 8 if kind == "offset" else 12
+    with RandomAccessReader(path, filesystem) as reader:
+        length = reader.size
+        entries = length // size
+        if entries:
+            last = reader.read_at((entries - 1) * size, size)
+            first = reader.read_at(0, size) if kind == "time" else b""
+    if entries and kind == "offset":
+        last_offset = base_offset + struct.unpack(">i", last[:4])[0]
+        if last_offset < base_offset:
+            raise CorruptIndexError(f"Corrupt index found, index file {path} has non-zero size but the last offset "
+                                    f"is {last_offset} which is less than the base offset {base_offset}.", path=path)
+    if entries and kind == "time":
+        last_timestamp, relative = struct.unpack(">qi", last)
+        first_timestamp = struct.unpack(">q", first[:8])[0]
+        if last_timestamp < first_timestamp:
+            raise CorruptIndexError(f"Corrupt time index found, time index file ({path}) has non-zero size but the "
+                                    f"last timestamp is {last_timestamp} which is less than the first timestamp "
+                                    f"{first_timestamp}", path=path)
+        if base_offset + relative < base_offset:
+            raise CorruptIndexError(f"Corrupt time index found, time index file ({path}) has non-zero size but the "
+                                    f"last offset is {base_offset + relative} which is less than the first offset "
+                                    f"{base_offset}", path=path)
+    if length % size:
+        what = "Index file" if kind == "offset" else "Time index file"
+        raise CorruptIndexError(f"{what} {path} is corrupt, found {length} bytes which is neither positive nor a "
+                                f"multiple of {size}", path=path)
