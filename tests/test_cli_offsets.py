@@ -31,9 +31,44 @@ def test_latest_earliest_lines_sorted_like_get_offsets(datadir, capsys):
     names = sorted(f"t-{p}" for p in range(12))
     assert lines == [f"t:{n.split('-')[1]}:{datadir.partition('t', int(n.split('-')[1])).high_watermark}"
                      for n in names]
-    code, lines, _ = run(["offsets", "--data-dir", str(datadir.path), "--topic", "t", "--partitions", "0,3-4",
+    code, lines, _ = run(["offsets", "--data-dir", str(datadir.path), "--topic", "t", "--partitions", "0,3,4",
                           "--time", "earliest"], capsys)
     assert lines == ["t:0:0", "t:3:0", "t:4:0"]
+
+
+def test_topic_partition_filters_are_get_offsets(datadir, capsys):
+    """GetOffsetShell's filters: --topic is optional (every topic), normalised as its TopicFilter (a pasted 'a,b'
+    reads both), --topic-partitions rules with exclusive range ends, --exclude-internal-topics."""
+    path = str(datadir.path)
+
+    def names(*argv):
+        code, lines, err = run(["offsets", "--data-dir", path, "--time", "earliest", *argv], capsys)
+        assert code == 0, err
+        return [line.rsplit(":", 1)[0] for line in lines]
+
+    every = names()
+    assert "tx:0" in every and len(every) == 13
+    assert names("--topic", " 't, tx' ") == every
+    assert names("--topic-partitions", "t:3-5") == ["t:3", "t:4"]
+    assert names("--topic-partitions", "t:10-,tx") == ["t:10", "t:11", "tx:0"]
+    assert names("--topic-partitions", "t:-2,:11") == ["t:0", "t:1", "t:11"]
+    assert names("--topic-partitions", "t:7") == ["t:7"]
+    code, _, err = run(["offsets", "--data-dir", path, "--topic", "t", "--topic-partitions", "t:1"], capsys)
+    assert code == 2 and "--topic-partitions cannot be used with --topic or --partitions" in err
+
+
+def test_internal_topics_are_excluded_on_request_and_cluster_metadata_only_by_name(tmp_path, capsys):
+    manifest = write_data_dir(tmp_path, [TopicSpec("__consumer_offsets", records_per_partition=10),
+                                         TopicSpec("__cluster_metadata", records_per_partition=10),
+                                         TopicSpec("app", records_per_partition=10)], seed=1)
+
+    def names(*argv):
+        code, lines, err = run(["offsets", "--data-dir", str(manifest.path), *argv], capsys)
+        return [line.rsplit(":", 1)[0] for line in lines]
+
+    assert names() == ["__consumer_offsets:0", "app:0"]  # Admin.listTopics never lists the metadata log
+    assert names("--exclude-internal-topics") == ["app:0"]
+    assert names("--topic", "__cluster_metadata") == ["__cluster_metadata:0"]
 
 
 def test_timestamps_iso_and_no_offset(datadir, capsys):
@@ -94,6 +129,7 @@ def test_locate(datadir, capsys):
 @pytest.mark.parametrize("argv, says", [
     (["--partitions", "a"], "--partitions"),
     (["--partitions", "3-1"], "--partitions"),
+    (["--partitions", "1-3"], "upper bound exclusive"),  # a range is --topic-partitions', as in Kafka
     (["--partitions", "1-x"], "--partitions"),
     (["--partitions", ","], "--partitions"),
     (["--topic", "["], "invalid regex"),

@@ -222,33 +222,81 @@ def _partitions_for(data_dirs: list[str], topic: re.Pattern, wanted: set[int] | 
     return [c.chosen for c in choose_replicas(found)]
 
 
+#: Topics Kafka's Admin.listTopics() reports as internal (``Topic.isInternal``); __cluster_metadata it never lists.
+_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+
+
+def _offsets_partitions(args):
+    """The partition replicas ``kafkaseg offsets`` answers for: GetOffsetShell's filters over the topics on disk
+    (``--topic`` and ``--partitions``, or ``--topic-partitions`` rules, any rule matching; ``--exclude-internal-
+    topics``). ``__cluster_metadata``, which Admin never lists, is matched only when a rule names it exactly."""
+    from kafkaseg.storage.layout import choose_replicas, discover
+
+    if args.topic_partitions is not None:
+        rules = args.topic_partitions
+    else:
+        topic = args.topic if args.topic is not None else re.compile(".*")
+        wanted = args.partitions
+        rules = [(topic, (lambda p: True) if wanted is None else wanted.__contains__)]
+
+    def allowed(pdir) -> bool:
+        if args.exclude_internal_topics and pdir.topic in _INTERNAL_TOPICS:
+            return False
+        for topic, partition_allowed in rules:
+            if pdir.topic == "__cluster_metadata" and topic.pattern != "__cluster_metadata":
+                continue
+            if topic.fullmatch(pdir.topic) is not None and partition_allowed(pdir.partition):
+                return True
+        return False
+
+    return [c.chosen for c in choose_replicas([p for p in discover(args.data_dir) if allowed(p)])]
+
+
 # -- argument types: a bad value is a one-line usage error (exit 2), never a traceback ---------------------------
 
 def _topic_regex(text: str) -> re.Pattern:
-    """kafka-get-offsets' --topic is a Java regex matched against the whole name (plain names match themselves)."""
+    """kafka-get-offsets' --topic: a Java regex matched against the whole name (plain names match themselves),
+    normalised as its ``TopicFilter`` does: trimmed, ',' read as '|', spaces dropped, surrounding quotes removed
+    (so a pasted ``--topic a,b`` reads both)."""
+    regex = re.sub(r"[\"']+$", "", re.sub(r"^[\"']+", "", text.strip().replace(",", "|").replace(" ", "")))
     try:
-        return re.compile(text)
+        return re.compile(regex)
     except re.error as err:
-        raise argparse.ArgumentTypeError(f"invalid regex {text!r}: {err}") from None
+        raise argparse.ArgumentTypeError(f"{regex} is an invalid regex ({err})") from None
 
 
 def _partition_list(text: str) -> set[int]:
-    """``0,1,4-6``: partition ids and inclusive ranges."""
+    """``0,1,4``: GetOffsetShell's --partitions, partition ids only (its ranges are --topic-partitions')."""
     wanted: set[int] = set()
     for part in (p.strip() for p in text.split(",")):
-        if not part:
-            continue
-        match = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
-        if match is None:
-            raise argparse.ArgumentTypeError(f"{part!r} is not a partition id or a range like 4-6")
-        lo = int(match.group(1))
-        hi = lo if match.group(2) is None else int(match.group(2))
-        if hi < lo:
-            raise argparse.ArgumentTypeError(f"range {part!r} ends before it starts")
-        wanted.update(range(lo, hi + 1))
-    if not wanted:
-        raise argparse.ArgumentTypeError(f"{text!r} names no partition")
+        if re.fullmatch(r"[+-]?\d+", part) is None:
+            hint = (" (a range is --topic-partitions TOPIC:4-7, upper bound exclusive, as in kafka-get-offsets.sh)"
+                    if re.fullmatch(r"\d*-\d*", part) else "")
+            raise argparse.ArgumentTypeError(f"--partitions expects a comma separated list of numeric partition "
+                                             f"ids, but received: {text}{hint}")
+        wanted.add(int(part))
     return wanted
+
+
+_TOPIC_PARTITION_RULE = re.compile(r"([^:,]*)(?::(?:([0-9]*)|(?:([0-9]*)-([0-9]*))))?")
+
+
+def _topic_partition_rules(text: str) -> list:
+    """GetOffsetShell's --topic-partitions: comma separated ``TOPIC_REGEX:PARTITIONS`` rules, PARTITIONS one of N,
+    N-M (upper bound exclusive), N-, -M, or left out for all; TOPIC_REGEX left out for every topic."""
+    rules = []
+    for spec in text.split(","):
+        match = _TOPIC_PARTITION_RULE.fullmatch(spec)
+        if match is None:
+            raise argparse.ArgumentTypeError(f"Invalid rule specification: {spec}")
+        topic, single, lower, upper = (g if g else None for g in match.groups())
+        topic_regex = _topic_regex(topic if topic is not None else ".*")
+        if single is not None:
+            rules.append((topic_regex, int(single).__eq__))
+        else:
+            lo, hi = int(lower) if lower else 0, int(upper) if upper else (1 << 31) - 1
+            rules.append((topic_regex, lambda p, lo=lo, hi=hi: lo <= p < hi))
+    return rules
 
 
 class _Time(int):
@@ -275,7 +323,10 @@ def _cmd_offsets(args) -> int:
     from kafkaseg.lookup import LATEST, MAX_TIMESTAMP, PartitionLookup
 
     spec = int(args.time)
-    partitions = _partitions_for(args.data_dir, args.topic, args.partitions)
+    if args.topic_partitions is not None and (args.topic is not None or args.partitions is not None):
+        print("--topic-partitions cannot be used with --topic or --partitions", file=sys.stderr)
+        return EXIT_ERROR
+    partitions = _offsets_partitions(args)
     if not partitions:
         print("Could not match any topic-partitions with the specified filters", file=sys.stderr)
         return EXIT_FAILED
@@ -492,9 +543,13 @@ def build_parser() -> argparse.ArgumentParser:
     offsets = sub.add_parser("offsets", help="kafka-get-offsets.sh on a log dir",
                              description="Offsets for a time, with the broker's ListOffsets semantics.")
     offsets.add_argument("--data-dir", required=True, action="append", help="log dir (repeatable)")
-    offsets.add_argument("--topic", required=True, type=_topic_regex, help="topic name or regex")
-    offsets.add_argument("--partitions", type=_partition_list,
-                         help="comma separated partition ids or ranges (e.g. 0,1,4-6)")
+    offsets.add_argument("--topic", type=_topic_regex, help="topic name or regex (default: every topic)")
+    offsets.add_argument("--partitions", type=_partition_list, help="comma separated partition ids (default: all)")
+    offsets.add_argument("--topic-partitions", type=_topic_partition_rules, metavar="RULES",
+                         help="comma separated TOPIC_REGEX:PARTITIONS rules, PARTITIONS one of N, N-M (upper bound "
+                              "exclusive), N-, -M, or left out; instead of --topic/--partitions")
+    offsets.add_argument("--exclude-internal-topics", action="store_true",
+                         help="leave out __consumer_offsets, __transaction_state and __share_group_state")
     offsets.add_argument("--time", default="latest", type=_time_spec, help="-1/latest, -2/earliest, -3/max-timestamp, "
                          "-4/earliest-local, -5/latest-tiered, epoch ms, or ISO-8601 (default latest)")
     offsets.add_argument("--isolation", default="read_uncommitted", choices=("read_uncommitted", "read_committed"))
