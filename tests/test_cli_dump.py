@@ -307,3 +307,23 @@ def test_odd_bytes_and_names_get_one_line_errors_and_text_decodes_as_java(tmp_pa
     odd.write_bytes(bytes(16))
     code, out, err = run(["dump", "--files", str(odd)], capsys)
     assert code == 1 and any("not named after a base offset" in line for line in err)
+
+
+def test_a_corrupt_producer_snapshot_fails_the_dump_in_kafkas_words(tmp_path, capsys):
+    """ProducerStateManager.readSnapshot's messages (scripts grep for them), and exit status 1 as for a bad CRC."""
+    from kafkaseg.testing import ProducerEntry, encode_producer_snapshot
+
+    data = encode_producer_snapshot([ProducerEntry(7, 1, 4, 40, 4, 1_700_000_000_000)])
+    good = tmp_path / f"{41:020d}.snapshot"
+    good.write_bytes(data)
+    code, out, _ = run(["dump", "--files", str(good)], capsys)
+    assert code == 0 and out[-1].startswith("producerId: 7 producerEpoch: 1 ")
+    flipped = bytearray(data)
+    flipped[-1] ^= 0x01
+    good.write_bytes(bytes(flipped))
+    code, out, err = run(["dump", "--files", str(good)], capsys)
+    assert code == 1 and any("Snapshot is corrupt (CRC is no longer valid). Stored crc: " in line and
+                             re.search(r"Computed crc: \d+$", line) for line in err)
+    good.write_bytes(b"\x00\x07" + data[2:])
+    code, out, err = run(["dump", "--files", str(good)], capsys)
+    assert code == 1 and any("Snapshot contained an unknown file version 7" in line for line in err)

@@ -93,8 +93,8 @@ def parse_producer_snapshot(data: bytes, path: str | None = None) -> ProducerSna
                                      path=path, position=0)
     version, stored_crc, count = _HEADER.unpack_from(data, 0)
     if version != SNAPSHOT_VERSION:
-        raise CorruptCheckpointError(f"unknown producer snapshot version {version} (expected 1)", path=path,
-                                     position=0)
+        # ProducerStateManager.readSnapshot's own words, which scripts grep for
+        raise CorruptCheckpointError(f"Snapshot contained an unknown file version {version}", path=path, position=0)
     if count < 0:
         raise CorruptCheckpointError(f"negative producer entry count {count}", path=path, position=6)
     needed = _HEADER.size + count * ENTRY_SIZE
@@ -105,7 +105,7 @@ def parse_producer_snapshot(data: bytes, path: str | None = None) -> ProducerSna
     computed = crc32c(memoryview(data)[ENTRIES_OFFSET:])
     if computed != stored_crc:
         raise CorruptCheckpointError(
-            f"producer snapshot CRC mismatch: stored {stored_crc:#010x}, computed {computed:#010x}",
+            f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {stored_crc}. Computed crc: {computed}",
             path=path, position=2)
     entries = tuple(ProducerSnapshotEntry(*fields) for fields in _ENTRY.iter_unpack(data[_HEADER.size:needed]))
     offset = snapshot_offset_from_name(_fs.basename(path)) if path else None
