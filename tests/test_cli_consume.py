@@ -147,7 +147,7 @@ def test_deserializers(data, capsysbinary):
      "Options from-beginning and offset cannot be specified together."),
     (["--topic", "a", "--offset", "5"], "The partition is required when offset is specified."),
     (["--topic", "a", "--partition", "0", "--offset", "-3"], "The provided offset value '-3' is incorrect."),
-    (["--topic", "a", "--property", "print.colour=true"], "not a property of the default formatter"),
+    (["--topic", "a", "--consumer-property", "isolation.level=committed"], "isolation.level='committed'"),
     (["--topic", "a", "--bootstrap-server", "localhost:9092"], "give --data-dir DIR"),
 ])
 def test_usage_errors_are_the_console_consumers(data, capsysbinary, argv, message):
@@ -312,8 +312,40 @@ def test_a_pasted_console_consumer_command_with_a_group_runs_and_says_the_group_
     root, manifest = data
     code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "plain", "--from-beginning",
                                  "--group", "my-group")
-    assert code == 0 and out.count(b"\n") == 20 and "--group my-group has no effect" in err
+    assert code == 0 and out.count(b"\n") == 20 and "group my-group has no effect" in err
     assert cli_main(["consume", "--topic", "plain"]) == 2  # no --data-dir
+
+
+def test_the_console_consumers_config_options_and_lenient_properties(data, capsysbinary, tmp_path):
+    """A pasted command's --consumer-property/--consumer.config/--formatter-config work as the console consumer
+    merges them (isolation.level takes effect, --isolation-level wins; the rest is noted as no effect on files);
+    formatter properties it does not know are noted and ignored, as DefaultMessageFormatter ignores them; a
+    property without '=' is empty (false); --max-messages -1 is no limit, 0 prints nothing."""
+    root, _ = data
+    base = ["--data-dir", str(root), "--topic", "payments", "--from-beginning", "--property", "print.offset=true"]
+    _, uncommitted_out, _ = consume_cli(capsysbinary, *base)
+    _, committed_out, _ = consume_cli(capsysbinary, *base, "--isolation-level", "read_committed")
+    assert committed_out != uncommitted_out
+    config = tmp_path / "consumer.properties"
+    config.write_text("# pasted\nbootstrap.servers=broker:9092\nisolation.level = read_committed\n")
+    code, out, err = consume_cli(capsysbinary, *base, "--consumer.config", str(config))
+    assert code == 0 and out == committed_out and "no effect on files: bootstrap.servers" in err
+    code, out, _ = consume_cli(capsysbinary, *base, "--consumer.config", str(config), "--consumer-property",
+                               "isolation.level=read_uncommitted")
+    assert out == uncommitted_out
+    code, out, _ = consume_cli(capsysbinary, *base, "--consumer-property", "isolation.level=read_committed",
+                               "--isolation-level", "read_uncommitted")
+    assert out == uncommitted_out
+    formatter = tmp_path / "formatter.properties"
+    formatter.write_text("print.partition=true\nkey.separator=|\n")
+    code, out, err = consume_cli(capsysbinary, *base, "--formatter-config", str(formatter), "--property",
+                                 "print.colour=true", "--property", "print.value")
+    lines = out.splitlines()
+    assert code == 0 and lines[0] == b"Partition:0|Offset:0" and "no effect: print.colour" in err
+    code, out, err = consume_cli(capsysbinary, *base, "--max-messages", "-1")
+    assert out == uncommitted_out
+    code, out, err = consume_cli(capsysbinary, *base, "--max-messages", "0")
+    assert code == 0 and out == b"" and "total of 0 messages" in err
 
 
 def _java_write_to(fmt: consume.Formatter, record: dict) -> bytes:

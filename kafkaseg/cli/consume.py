@@ -147,18 +147,36 @@ _DESERIALIZER_PROPERTIES = ("key.deserializer", "value.deserializer", "headers.d
 
 
 def parse_properties(items: list[str]) -> dict[str, str]:
-    """``--property k=v`` items (Kafka's ``parseKeyValueArgs``: split at the first ``=``)."""
+    """``k=v`` items as Kafka's ``CommandLineUtils.parseKeyValueArgs`` reads them: split at the first ``=``, a
+    key without ``=`` (or with nothing after it) gets the empty value."""
     out: dict[str, str] = {}
     for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise InvalidOptionError(f"--property {item!r}: expected key=value")
-        key = key.strip()
-        if key not in _BOOLEAN_PROPERTIES + _TEXT_PROPERTIES + _DESERIALIZER_PROPERTIES:
-            raise InvalidOptionError(f"--property {key!r} is not a property of the default formatter; known: "
-                                     f"{', '.join(_BOOLEAN_PROPERTIES + _TEXT_PROPERTIES + _DESERIALIZER_PROPERTIES)}")
+        key, _, value = item.partition("=")
         out[key] = value
     return out
+
+
+def read_properties_file(path: str) -> dict[str, str]:
+    """A Java ``.properties`` file (``Utils.loadProps``) as the tools read their config files: ``key=value`` or
+    ``key: value`` lines, ``#``/``!`` comments; enough for the consumer and formatter configs people write."""
+    out: dict[str, str] = {}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except OSError as exc:
+        raise InvalidOptionError(f"cannot read {path}: {exc.strerror or exc}") from None
+    for line in lines:
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        match = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)$", line)
+        key, value = (match.group(1), match.group(2)) if match else (line, "")
+        out[key] = value
+    return out
+
+
+#: Formatter property names DefaultMessageFormatter reads; it ignores any other.
+FORMATTER_PROPERTIES = _BOOLEAN_PROPERTIES + _TEXT_PROPERTIES + _DESERIALIZER_PROPERTIES
 
 
 def _unescape(text: str) -> bytes:
@@ -316,8 +334,26 @@ _FIELD_COLUMNS = {"timestamp": ("timestamp", "timestampType"), "partition": ("pa
                   "value": ("value",)}
 
 
+def consumer_properties(args) -> dict[str, str]:
+    """--consumer.config's file, then --consumer-property values over it (``buildConsumerProps``)."""
+    properties = read_properties_file(args.consumer_config) if args.consumer_config else {}
+    properties.update(parse_properties(args.consumer_property or []))
+    return properties
+
+
+def isolation_level(args) -> str:
+    """--isolation-level when given, else the consumer properties' ``isolation.level``, else read_uncommitted
+    (``CommandLineUtils.maybeMergeOptions``: the option wins)."""
+    if args.isolation_level is not None:
+        return args.isolation_level
+    level = consumer_properties(args).get("isolation.level", "read_uncommitted").strip().lower()
+    if level not in ("read_uncommitted", "read_committed"):
+        raise InvalidOptionError(f"isolation.level={level!r}: expected read_uncommitted or read_committed")
+    return level
+
+
 def _stream_options(args) -> dict:
-    options: dict = {"paths": list(args.data_dir), "kafka.isolation.level": args.isolation_level,
+    options: dict = {"paths": list(args.data_dir), "kafka.isolation.level": isolation_level(args),
                      "failOnDataLoss": "false"}  # a consumer resets instead of failing
     if args.include is not None:
         try:
@@ -360,8 +396,6 @@ def check_args(args) -> str | None:
         if not re.fullmatch(r"\d+", args.offset):
             return (f"The provided offset value '{args.offset}' is incorrect. Valid values are 'earliest', 'latest', "
                     "or a non-negative long.")
-    if args.max_messages is not None and args.max_messages <= 0:
-        return "--max-messages must be positive"
     if args.formatter is not None and args.formatter not in DEFAULT_FORMATTERS:
         return (f"--formatter {args.formatter}: only the default formatter ({DEFAULT_FORMATTERS[0]}) is available "
                 "here; kafkaseg dump --offsets-decoder / --transaction-log-decoder / --cluster-metadata-decoder "
@@ -370,8 +404,10 @@ def check_args(args) -> str | None:
 
 
 def _properties(args) -> dict[str, str]:
-    """--property values, with --key-deserializer/--value-deserializer as the console consumer merges them."""
-    properties = parse_properties(args.property or [])
+    """The formatter's properties as the console consumer builds them: --formatter-config's file, then --property
+    values over it, then --key-deserializer/--value-deserializer."""
+    properties = read_properties_file(args.formatter_config) if args.formatter_config else {}
+    properties.update(parse_properties(args.property or []))
     if args.key_deserializer:
         properties["key.deserializer"] = args.key_deserializer
     if args.value_deserializer:
@@ -428,10 +464,21 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
               + (" yet: waiting (--follow)" if args.follow else ""), file=err)
     elif args.offset is not None and args.offset.isdigit():
         position = _reset_out_of_range(planner, position, args, err)
-    if args.group is not None:
-        print(f"kafkaseg consume: --group {args.group} has no effect: reading files commits no offsets", file=err)
+    consumer = consumer_properties(args)
+    group = args.group if args.group is not None else consumer.get("group.id")
+    if group is not None:
+        print(f"kafkaseg consume: group {group} has no effect: reading files commits no offsets", file=err)
+    ignored = sorted(k for k in consumer if k not in ("isolation.level", "group.id"))
+    if ignored:
+        print(f"kafkaseg consume: consumer properties with no effect on files: {', '.join(ignored)}", file=err)
+    unknown = sorted(k for k in _properties(args) if k not in FORMATTER_PROPERTIES)
+    if unknown:
+        print(f"kafkaseg consume: not properties of the default formatter, so no effect: {', '.join(unknown)} "
+              f"(known: {', '.join(FORMATTER_PROPERTIES)})", file=err)
     metrics = ScanMetrics()
     printed = 0
+    # ConsoleConsumer.process: -1 (its default) for no limit; 0, or any other negative, prints nothing
+    limit = None if args.max_messages in (None, -1) else max(args.max_messages, 0)
     last_printed: dict[tuple[str, int], int] = {}
 
     def skip(batch):
@@ -443,8 +490,8 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
     def emit(batch) -> bool:
         """Print ``batch``; True when --max-messages is reached."""
         nonlocal printed
-        if args.max_messages is not None and printed + batch.num_rows > args.max_messages:
-            batch = batch.slice(0, args.max_messages - printed)
+        if limit is not None and printed + batch.num_rows > limit:
+            batch = batch.slice(0, limit - printed)
         try:
             printed += formatter.write_batch(batch, out, skip(batch))
         except DeserializationError as error:
@@ -453,7 +500,7 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
         if batch.num_rows:
             key = (batch.column("topic")[0].as_py(), batch.column("partition")[0].as_py())
             last_printed[key] = batch.column("offset")[batch.num_rows - 1].as_py()
-        return args.max_messages is not None and printed >= args.max_messages
+        return limit is not None and printed >= limit
 
     def read(piece):
         try:
@@ -475,6 +522,8 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
             raise
 
     try:
+        if limit == 0:
+            return 0
         for plan in poll_micro_batches(planner, position, follow=args.follow, interval_s=args.poll_ms / 1000,
                                        idle_timeout_s=None if args.timeout_ms is None else args.timeout_ms / 1000,
                                        sleep=sleep):

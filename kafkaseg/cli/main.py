@@ -603,7 +603,7 @@ def build_parser() -> argparse.ArgumentParser:
     consume.add_argument("--offset", help="with --partition: earliest, latest or an offset (default latest)")
     consume.add_argument("--from-beginning", action="store_true", help="start with the earliest record, not "
                          "the latest")
-    consume.add_argument("--max-messages", type=int, help="stop after this many records")
+    consume.add_argument("--max-messages", type=int, help="stop after this many records (-1: no limit)")
     consume.add_argument("--timeout-ms", type=int, help="with --follow: stop after this long without a new record")
     consume.add_argument("--property", action="append", metavar="KEY=VALUE", help="a formatter property: "
                          "print.timestamp, print.key, print.offset, print.partition, print.headers, print.epoch, "
@@ -613,8 +613,15 @@ def build_parser() -> argparse.ArgumentParser:
     consume.add_argument("--value-deserializer", help="as --property value.deserializer=")
     consume.add_argument("--formatter", help="only the default, org.apache.kafka.tools.consumer."
                          "DefaultMessageFormatter (kafkaseg dump decodes the internal topics)")
-    consume.add_argument("--isolation-level", default="read_uncommitted",
-                         choices=("read_uncommitted", "read_committed"))
+    consume.add_argument("--isolation-level", default=None, choices=("read_uncommitted", "read_committed"),
+                         help="default: isolation.level of the consumer properties, else read_uncommitted")
+    consume.add_argument("--consumer-property", action="append", metavar="KEY=VALUE",
+                         help="a consumer setting: isolation.level takes effect, group.id and the rest have none on "
+                              "files (repeatable)")
+    consume.add_argument("--consumer.config", dest="consumer_config", metavar="FILE",
+                         help="consumer settings file (as --consumer-property, which overrides it)")
+    consume.add_argument("--formatter-config", metavar="FILE",
+                         help="formatter properties file (as --property, which overrides it)")
     consume.add_argument("--skip-message-on-error", action="store_true", help="skip corrupt batches (counted) "
                          "instead of stopping")
     consume.add_argument("--follow", action="store_true", help="keep printing records as the log dirs grow (a "
