@@ -500,6 +500,16 @@ def test_cli_table_and_fail_on_overdue(tmp_path, capsys):
                      "--fail-on-overdue"]) == 0
 
 
+def test_a_topic_selection_that_matches_nothing_fails_instead_of_auditing_nothing(tmp_path, capsys):
+    """A scheduled `--fail-on-overdue` check with a misspelt topic must not pass by looking at no partition."""
+    path, toml = _cli_dir(tmp_path)
+    assert cli_main(["retention", path, "--config", str(toml), "--topic", "kep", "--fail-on-overdue"]) == 2
+    assert "no partition of topic kep (did you mean keep?)" in capsys.readouterr().err
+    assert cli_main(["retention", path, "--config", str(toml), "--topic-pattern", "ke", "--fail-on-overdue"]) == 2
+    assert "matches no topic" in capsys.readouterr().err
+    assert cli_main(["retention", path, "--config", str(toml), "--topic-pattern", "ke.*"]) == 0
+
+
 def test_cli_config_error_is_a_usage_error(tmp_path, capsys):
     path, _ = _cli_dir(tmp_path)
     bad = tmp_path / "bad.toml"
