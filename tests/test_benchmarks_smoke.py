@@ -96,3 +96,8 @@ def test_bench_consume_quick(tmp_path):
     out = run("bench_consume.py", tmp_path, "--quick")
     rows = [line for line in out.splitlines() if "consume:" in line]
     assert len(rows) == 3 and all(float(r.split()[-3]) > 0 for r in rows)  # M rec/s
+
+
+def test_bench_columns_quick(tmp_path):
+    out = run("bench_columns.py", tmp_path, "--size-mb", "4", "--codecs", "none", "--repeat", "1")
+    assert "offset,timestamp" in out and "every column" in out
