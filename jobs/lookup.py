@@ -243,10 +243,10 @@ def transform(requests, data_dirs: Sequence[str], isolation: str = "read_uncommi
 # -- load -----------------------------------------------------------------------------------------------------
 
 def load(answers, output: str, fmt: str = "parquet", mode: str = "error") -> None:
-    """Write the answers as Parquet (Spark's writer) or Delta (the ``deltalake`` package). For Delta, Spark first
-    writes Parquet to ``<output>.staging`` (in parallel, no pandas needed), which is then streamed batch by batch
-    into the Delta table and removed. When the write fails, an output this call created is removed, so that a
-    rerun does not find an empty or partial one in its way."""
+    """Write the answers as Parquet (Spark's writer) or Delta (Spark writes the Parquet files into the table's
+    folder, in parallel, and one delta-rs commit adds them: :func:`kafkaseg.spark.tables.write_delta`; no staging
+    copy beside the output). When the write fails, an output this call created is removed, so that a rerun does
+    not find an empty or partial one in its way."""
     from kafkaseg.storage.fs import open_filesystem, stat
 
     created = stat(output) is None
@@ -263,24 +263,12 @@ def load(answers, output: str, fmt: str = "parquet", mode: str = "error") -> Non
 
 
 def _write(answers, output: str, fmt: str, mode: str) -> None:
-    spark_mode = "errorifexists" if mode == "error" else mode
     if fmt == "parquet":
-        answers.write.mode(spark_mode).parquet(output)
+        answers.write.mode("errorifexists" if mode == "error" else mode).parquet(output)
         return
-    import shutil
+    from kafkaseg.spark.tables import write_delta
 
-    import pyarrow.dataset as ds
-    from deltalake import write_deltalake
-
-    base, question, query = output.partition("?") if "://" in output else (output, "", "")
-    staging = base.rstrip("/") + ".staging" + question + query
-    answers.write.mode("overwrite").parquet(staging)
-    try:
-        dataset = ds.dataset(staging, format="parquet", schema=OUTPUT_SCHEMA)
-        reader = pa.RecordBatchReader.from_batches(OUTPUT_SCHEMA, dataset.to_batches())
-        write_deltalake(output, reader, mode=mode)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    write_delta(answers, output, mode, [], OUTPUT_SCHEMA)
 
 
 def check(args: argparse.Namespace) -> None:

@@ -94,7 +94,11 @@ def test_job_end_to_end(spark, datadir, tmp_path):
     args = job.parse_args(["--data-dir", str(datadir.path), "--input", str(requests), "--output",
                            str(tmp_path / "out"), "--format", "delta", "--partitions", "2"])
     answers = job.transform(job.extract(spark, args.input), args.data_dir, args.isolation, args.partitions)
+    beside = tmp_path / "out.staging"  # a user's folder that the Delta write once used, and deleted, as staging
+    beside.mkdir()
+    (beside / "mine.txt").write_text("keep")
     job.load(answers, args.output, args.format, "overwrite")
+    assert (beside / "mine.txt").read_text() == "keep"
     from deltalake import DeltaTable
 
     table = DeltaTable(args.output).to_pyarrow_table()
