@@ -146,10 +146,13 @@ def test_bad_arguments_are_one_line_usage_errors(datadir, capsys, argv, says):
     assert "Traceback" not in err and says in err.splitlines()[-1], err
 
 
-def test_locate_bad_time_is_a_usage_error(datadir, capsys):
+@pytest.mark.parametrize("argv, says", [(["--time", "soon"], "--time"),
+                                        (["--offset", "-5"], "not a record offset"),
+                                        (["--offset", "x"], "not a record offset")])
+def test_locate_bad_time_or_offset_is_a_usage_error(datadir, capsys, argv, says):
     with pytest.raises(SystemExit) as exit_info:
-        main(["locate", "--data-dir", str(datadir.path), "--topic", "t", "--partition", "0", "--time", "soon"])
-    assert exit_info.value.code == 2 and "--time" in capsys.readouterr().err
+        main(["locate", "--data-dir", str(datadir.path), "--topic", "t", "--partition", "0", *argv])
+    assert exit_info.value.code == 2 and says in capsys.readouterr().err
 
 
 def test_latest_without_a_checkpointed_high_watermark_is_noted(tmp_path, capsys):

@@ -299,6 +299,14 @@ def _topic_partition_rules(text: str) -> list:
     return rules
 
 
+def _record_offset(text: str) -> int:
+    """locate's --offset: a Kafka offset, a non-negative 64-bit long (-1/-2 are ListOffsets' codes, not offsets)."""
+    if re.fullmatch(r"\s*\d+\s*", text) is None or int(text) >= 1 << 63:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a record offset (0 or more; for -1/-2/-3 use "
+                                         "kafkaseg offsets --time)")
+    return int(text)
+
+
 class _Time(int):
     """A parsed --time (the ListOffsets timestamp) that remembers how it was written."""
 
@@ -569,7 +577,7 @@ def build_parser() -> argparse.ArgumentParser:
     locate.add_argument("--topic", required=True)
     locate.add_argument("--partition", required=True, type=int)
     which = locate.add_mutually_exclusive_group(required=True)
-    which.add_argument("--offset", type=int)
+    which.add_argument("--offset", type=_record_offset, help="a record offset (0 or more)")
     which.add_argument("--time", type=_time_spec)
     locate.add_argument("--isolation", default="read_uncommitted", choices=("read_uncommitted", "read_committed"))
     locate.add_argument("--json", action="store_true")
