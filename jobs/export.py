@@ -89,6 +89,19 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.mode is None:
         args.mode = "overwrite" if args.sample else "error"
     args.partition_by = [c.strip() for c in args.partition_by.split(",") if c.strip()]
+    from kafkaseg.errors import KafkaSegError
+
+    try:
+        columns = export_schema(_arrow_schema(args.options))
+    except KafkaSegError:
+        columns = None  # malformed options: reported with their own message when the job starts
+    if columns is not None:
+        for name in args.partition_by:
+            field = columns.field(name) if name in columns.names else None
+            if field is None or pa.types.is_binary(field.type) or pa.types.is_list(field.type):
+                usable = ", ".join(f.name for f in columns if not (pa.types.is_binary(f.type)
+                                                                   or pa.types.is_list(f.type)))
+                parser.error(f"--partition-by {name}: not a column the export can partition by ({usable})")
     return args
 
 

@@ -46,7 +46,8 @@ def test_arguments():
     assert args.data_dir == ["/a", "/b"] and args.mode == "error" and args.partition_by == []
     assert args.options == {"kafka.isolation.level": "read_committed"}
     for bad in (["--data-dir", "/a"], ["--sample", "--option", "novalue"], ["--sample", "--data-dir", "/a"],
-                ["--sample", "--option", "Columns=offset"]):
+                ["--sample", "--option", "Columns=offset"], ["--sample", "--partition-by", "topic,nosuch"],
+                ["--sample", "--partition-by", "value"]):
         with pytest.raises(SystemExit):
             export.parse_args(bad)
 
