@@ -57,7 +57,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                     "offset are an optional '-' and ASCII digits (partition 0..2147483647, offset 64-bit); one "
                     "output row per input row (a row that cannot be answered gets a reason).")
     parser.add_argument("--data-dir", action="append", required=True, help="Kafka log dir (repeatable)")
-    parser.add_argument("--input", required=True, help="CSV (.csv), JSON lines (.json/.jsonl) or a table name")
+    parser.add_argument("--input", required=True, help="CSV (.csv), JSON lines (.json/.jsonl), Parquet, a folder of "
+                        "one of them (as Spark writes it), a Delta table, or a table name")
     parser.add_argument("--output", required=True, help="output path (or table location)")
     parser.add_argument("--format", choices=("parquet", "delta"), default="parquet")
     parser.add_argument("--mode", choices=("overwrite", "append", "error"), default="error")
@@ -68,15 +69,59 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 # -- extract --------------------------------------------------------------------------------------------------
 
+def input_format(source: str) -> str:
+    """How ``--input`` is read: ``csv``, ``json`` (JSON lines), ``parquet`` or ``delta`` for a file or folder (by
+    its extension, or for a folder by ``_delta_log`` or the extension its data files share, as Spark writes them),
+    else ``table`` (a table name). A folder whose files name no single format is a ValueError."""
+    from kafkaseg.storage.fs import join, list_dir, stat
+
+    lower = source.lower().rstrip("/")
+    for suffixes, fmt in (((".csv",), "csv"), ((".json", ".jsonl", ".ndjson"), "json"), ((".parquet",), "parquet")):
+        if lower.endswith(suffixes):
+            return fmt
+    entry = stat(source)
+    if entry is None:
+        return "table"
+    if not entry.is_dir:
+        raise ValueError(f"{source}: give a .csv, .json/.jsonl or .parquet file, a folder of them, a Delta table "
+                         "or a table name")
+    if stat(join(source, "_delta_log")) is not None:
+        return "delta"
+    kinds = set()
+    for item in list_dir(source):
+        name = item.name.lower()
+        if name.startswith(("_", ".")) or item.is_dir:
+            continue
+        for suffixes, fmt in (((".csv", ".csv.gz"), "csv"), ((".json", ".jsonl", ".ndjson", ".json.gz"), "json"),
+                              ((".parquet",), "parquet")):
+            if name.endswith(suffixes):
+                kinds.add(fmt)
+                break
+        else:
+            kinds.add(None)
+    if len(kinds) != 1 or None in kinds:
+        raise ValueError(f"{source}: cannot tell the format of this folder's files (give a folder of .csv, .json or "
+                         ".parquet files, or a Delta table)")
+    return kinds.pop()
+
+
 def extract(spark, source: str):
-    """The request rows as a DataFrame with string columns topic, partition, time, offset (missing ones null)."""
+    """The request rows as a DataFrame with string columns topic, partition, time, offset (missing ones null), from
+    a CSV file or folder (with a header), JSON lines, Parquet, a Delta table (read with ``deltalake``), or a table
+    name (:func:`input_format`)."""
     from pyspark.sql import functions as F
 
-    lower = source.lower()
-    if lower.endswith(".csv"):
+    fmt = input_format(source)
+    if fmt == "csv":
         df = spark.read.option("header", "true").csv(source)
-    elif lower.endswith((".json", ".jsonl", ".ndjson")):
+    elif fmt == "json":
         df = spark.read.json(source)
+    elif fmt == "parquet":
+        df = spark.read.parquet(source)
+    elif fmt == "delta":
+        from deltalake import DeltaTable
+
+        df = spark.createDataFrame(DeltaTable(source).to_pyarrow_table())
     else:
         df = spark.table(source)
     for name in ("time", "offset"):

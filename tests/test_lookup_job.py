@@ -94,6 +94,17 @@ def test_job_end_to_end(spark, datadir, tmp_path):
     args = job.parse_args(["--data-dir", str(datadir.path), "--input", str(requests), "--output",
                            str(tmp_path / "out"), "--format", "delta", "--partitions", "2"])
     answers = job.transform(job.extract(spark, args.input), args.data_dir, args.isolation, args.partitions)
+    # the same requests as a Delta table and as a Spark-written folder of CSV files read the same
+    import pyarrow.csv as pacsv
+    from deltalake import write_deltalake
+
+    write_deltalake(str(tmp_path / "requests-delta"), pacsv.read_csv(requests, convert_options=pacsv.ConvertOptions(
+        strings_can_be_null=True,
+        column_types={"topic": "string", "partition": "string", "time": "string", "offset": "string"})))
+    job.extract(spark, str(requests)).write.option("header", "true").csv(str(tmp_path / "requests-folder"))
+    want = sorted(map(tuple, job.extract(spark, str(requests)).collect()), key=repr)
+    for other in ("requests-delta", "requests-folder"):
+        assert sorted(map(tuple, job.extract(spark, str(tmp_path / other)).collect()), key=repr) == want, other
     beside = tmp_path / "out.staging"  # a user's folder that the Delta write once used, and deleted, as staging
     beside.mkdir()
     (beside / "mine.txt").write_text("keep")
@@ -190,3 +201,25 @@ def test_a_time_answered_with_the_log_end_has_no_reason(datadir, tmp_path):
     assert (gone_latest["offset"], gone_latest["found"], gone_latest["reason"]) == (40, False, None)
     assert past_end["offset"] is None and f"offset {end} is at or past the log end" in past_end["reason"]
     assert both["offset"] == end and f"offset {end} is at or past the log end" in both["reason"]
+
+
+def test_input_format_follows_files_and_folders_as_spark_writes_them(tmp_path):
+    (tmp_path / "a.csv").write_text("topic,partition\n")
+    assert job.input_format(str(tmp_path / "a.csv")) == "csv"
+    assert job.input_format(str(tmp_path / "b.jsonl")) == "json"
+    assert job.input_format("db.requests") == "table"
+    spark_csv = tmp_path / "out-csv"
+    spark_csv.mkdir()
+    for name in ("_SUCCESS", "._SUCCESS.crc", "part-00000-x.csv", "part-00001-x.csv"):
+        (spark_csv / name).write_text("")
+    assert job.input_format(str(spark_csv)) == "csv"
+    spark_parquet = tmp_path / "out-parquet"
+    spark_parquet.mkdir()
+    (spark_parquet / "part-00000.snappy.parquet").write_text("")
+    assert job.input_format(str(spark_parquet)) == "parquet"
+    (spark_parquet / "notes.txt").write_text("")
+    with pytest.raises(ValueError, match="cannot tell the format"):
+        job.input_format(str(spark_parquet))
+    delta = tmp_path / "delta"
+    (delta / "_delta_log").mkdir(parents=True)
+    assert job.input_format(str(delta)) == "delta"
