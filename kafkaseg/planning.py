@@ -1295,6 +1295,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
     slices = []
     reports = {(p.topic, p.partition, p.path): p for p in report.partitions}
     identities: dict[str, tuple[str, int, int] | None] = {}
+    covered: dict[str, list[tuple[int, int]]] = {}  # per .log: byte ranges already counted as planned
     for piece in pieces:
         part = piece.part
         seg = part.segments[piece.segment]
@@ -1310,7 +1311,10 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
             file_identity=identities[seg.log_path], cleaner_offset=part.pdir.cleaner_offset))
         preport = reports[(part.pdir.topic, part.pdir.partition, part.pdir.path)]
         preport.slices += 1
-        preport.bytes_planned += piece.size
+        # two offset ranges of one partition (a pushed-down NOT offset = x) can each need the batch between them:
+        # it is read by both slices (each keeps its own offsets), but planned bytes are the file's, counted once
+        preport.bytes_planned += _newly_covered(covered.setdefault(seg.log_path, []), piece.start_position,
+                                                piece.end_position)
     slices.sort(key=slice_order)
     for sub in partition_reports:  # in partition order, whichever thread planned them
         report.indexes_rebuilt.extend(sub.indexes_rebuilt)
@@ -1319,6 +1323,21 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
     for filesystem in {id(p.filesystem): p.filesystem for p in replicas}.values():
         _fs.release_cached_blocks(filesystem)  # planning's small reads are done; reads fetch big ranges
     return ScanPlan(slices, report)
+
+
+def _newly_covered(intervals: list[tuple[int, int]], start: int, end: int) -> int:
+    """Bytes of ``[start, end)`` not yet in ``intervals`` (disjoint ranges of one file), which then take it in."""
+    new = end - start
+    for lo, hi in intervals:
+        new -= max(0, min(end, hi) - max(start, lo))
+    merged = [(start, end)]
+    for lo, hi in intervals:
+        if hi < merged[0][0] or lo > merged[0][1]:
+            merged.append((lo, hi))
+        else:
+            merged[0] = (min(lo, merged[0][0]), max(hi, merged[0][1]))
+    intervals[:] = merged
+    return max(new, 0)
 
 
 def select_partitions(paths: str | Sequence[str] | None, options: ReadOptions,

@@ -480,6 +480,16 @@ def test_offset_range_union_and_intersection(single):
     assert plan_scan(str(log_dir), opts(), Predicates(offset_ranges=())).slices == []
 
 
+def test_ranges_sharing_a_batch_count_its_bytes_once(single):
+    """NOT offset = 7 is [earliest, 7) and [8, latest): both slices read the batch holding 7 (each keeps its own
+    offsets), but the planned bytes are the file's, never more than the partition holds."""
+    log_dir, _, _ = single
+    whole = plan_scan(str(log_dir), opts()).report
+    plan = plan_scan(str(log_dir), opts(), Predicates(offset_ranges=((0, 7), (8, 1 << 62))))
+    assert sum(s.size_bytes for s in plan.slices) > whole.bytes_total  # the batch holding 7 is in both
+    assert plan.report.bytes_planned == whole.bytes_planned == whole.bytes_total
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # Timestamps
 
