@@ -813,6 +813,19 @@ def _offset_limit(raw: Mapping[str, Any], global_ts: str, by_ts: str, offsets: s
             example = '{"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}'
             candidates.append(OffsetLimit("offsets", _parse_partition_values(offsets, value, example,
                                                                              timestamps=False), option=offsets))
+    if len(candidates) > 1 and candidates[0].kind == "timestamps":
+        # Spark requires the per-partition timestamps to name every partition read, so its precedence never
+        # decides a partition's start by default; kafkaseg lets unlisted partitions take the default, which would
+        # silently drop the start an offsets JSON gives them
+        listed = candidates[0].partitions()
+        dropped = sorted(p for lower in candidates[1:] if lower.kind == "offsets" for p in lower.partitions()
+                         if p not in listed)
+        if dropped:
+            names = ", ".join(f"{t}-{p}" for t, p in dropped)
+            raise InvalidOptionError(
+                f"option {offsets!r} gives {names} a position that option {by_ts!r} (which takes precedence, as in "
+                f"Spark) does not list, so it would be ignored there: list those partitions in {by_ts!r}, or "
+                f"leave {offsets!r} out")
     return candidates[0] if candidates else OffsetLimit(default, option=offsets)
 
 

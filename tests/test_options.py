@@ -284,6 +284,18 @@ def test_timestamps_and_precedence():
     assert options.as_dict()["startingOffsets"] == {"t": {"0": 7}}
 
 
+def test_an_offset_the_winning_per_partition_timestamps_would_drop_is_an_error():
+    """Spark fails when per-partition timestamps do not list every partition; kafkaseg lets unlisted ones start at
+    the default, so an offsets JSON's start for one of them would be dropped without a word."""
+    rejects({"startingOffsetsByTimestamp": '{"t":{"0":5}}', "startingOffsets": '{"t":{"1":7}}'},
+            "'startingOffsets' gives t-1 a position", "'startingOffsetsByTimestamp'")
+    rejects({"endingOffsetsByTimestamp": '{"t":{"0":5}}', "endingOffsets": '{"u":{"0":7}}'}, "u-0")
+    # listed in both: the timestamps win, as in Spark; a global timestamp covers every partition
+    assert parse(startingOffsetsByTimestamp='{"t":{"0":5,"1":6}}', startingOffsets='{"t":{"1":7}}').starting.kind \
+        == "timestamps"
+    assert parse(startingTimestamp="5", startingOffsets='{"t":{"1":7}}').starting.kind == "timestamp"
+
+
 def test_lower_precedence_options_are_still_checked_for_form():
     rejects({"startingTimestamp": "5", "startingOffsetsByTimestamp": "{oops"}, "'startingOffsetsByTimestamp'")
 
