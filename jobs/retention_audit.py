@@ -90,6 +90,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--segments", metavar="PATH", help="also write one row per segment to this path")
     parser.add_argument("--topic", action="append", default=[], help="only this topic (repeatable)")
     parser.add_argument("--topic-pattern", help="only topics whose whole name matches this regex")
+    parser.add_argument("--replicas", choices=("highestHighWatermark", "all"), default="highestHighWatermark",
+                        help="audit one replica of each partition (default) or every copy found (each broker's "
+                             "retention runs on its own replica; rows differ by log_dir)")
     parser.add_argument("--tasks", type=int, default=None, help="audit tasks (default: Spark's default parallelism)")
     parser.add_argument("--top", type=int, default=10, help="most overdue partitions to print (default 10)")
     parser.add_argument("--fail-on-overdue", action="store_true", help=f"exit {EXIT_OVERDUE} when a partition is "
@@ -118,7 +121,8 @@ def prepare(args: argparse.Namespace):
 
     paths = generate_sample(args.work_dir)[0] if args.sample else args.data_dir
     now = parse_now(args.now)
-    plan = plan_audit(paths, load_config_file(args.config), topics=args.topic, topic_pattern=args.topic_pattern)
+    plan = plan_audit(paths, load_config_file(args.config), topics=args.topic, topic_pattern=args.topic_pattern,
+                      all_replicas=args.replicas == "all")
     for output in filter(None, (args.output, args.segments)):
         check_output_location(output, paths)
         if args.mode == "error" and stat(join(output, "_delta_log") if args.format == "delta" else output):

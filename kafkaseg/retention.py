@@ -605,7 +605,8 @@ def segment_rows(a: PartitionAudit) -> list[dict]:
 @dataclass(frozen=True)
 class AuditPlan:
     """The partitions to audit (one replica each: the choice and validation every kafkaseg reader makes, see
-    :func:`kafkaseg.storage.layout.choose_replicas`) with their resolved configs, and what the metadata log held."""
+    :func:`kafkaseg.storage.layout.choose_replicas`; or every replica found) with their resolved configs, and what
+    the metadata log held."""
 
     targets: tuple[tuple[PartitionDir, TopicConfig], ...]
     cluster: ClusterConfigs
@@ -613,12 +614,14 @@ class AuditPlan:
 
 
 def plan_audit(data_dirs: Sequence[str], config_file: ConfigFile | None = None, *, topics: Sequence[str] = (),
-               topic_pattern: str | None = None) -> AuditPlan:
+               topic_pattern: str | None = None, all_replicas: bool = False) -> AuditPlan:
     """Discover the partitions under ``data_dirs`` (``LayoutError`` for a missing dir), keep those named in
     ``topics`` or whose name fully matches ``topic_pattern`` (all when neither is given; the KRaft metadata log is
     never audited: snapshots, not topic retention, bound it), leave out stray replicas (:func:`_stray_reason`,
-    listed in ``replica_notes``), choose one replica each, and resolve each topic's config (``config_file`` >
-    metadata log > ``[defaults]`` > Kafka's)."""
+    listed in ``replica_notes``), choose one replica each (every one with ``all_replicas``: each broker runs its
+    own retention over its own segments, high watermark and ``.deleted`` files, so a broker whose retention is held
+    back shows only in its own replica), and resolve each topic's config (``config_file`` > metadata log >
+    ``[defaults]`` > Kafka's, with the broker's own settings for its replica)."""
     import re
 
     from kafkaseg.storage.layout import choose_replicas, discover
@@ -661,13 +664,17 @@ def plan_audit(data_dirs: Sequence[str], config_file: ConfigFile | None = None, 
             chosen.append(p)
         else:
             strays.append(f"{p.topic}-{p.partition} ({p.path}): {why}")
-    choices = choose_replicas(chosen)
+    if all_replicas:
+        replicas = sorted(chosen, key=lambda p: (p.topic, p.partition, p.path))
+        notes: tuple[str, ...] = ()
+    else:
+        choices = choose_replicas(chosen)
+        replicas = [choice.chosen for choice in choices]
+        notes = tuple(f"{c.topic}-{c.partition}: {c.reason}" for c in choices if len(c.candidates) > 1)
     targets = []
-    for choice in choices:
-        pdir = choice.chosen
+    for pdir in replicas:
         node = pdir.log_dir_meta.node_id if pdir.log_dir_meta is not None else None
         targets.append((pdir, resolve_topic_config(pdir.topic, config_file, cluster, node)))
-    notes = tuple(f"{c.topic}-{c.partition}: {c.reason}" for c in choices if len(c.candidates) > 1)
     return AuditPlan(tuple(targets), cluster, notes + tuple(strays))
 
 

@@ -510,6 +510,25 @@ def test_a_topic_selection_that_matches_nothing_fails_instead_of_auditing_nothin
     assert cli_main(["retention", path, "--config", str(toml), "--topic-pattern", "ke.*"]) == 0
 
 
+def test_every_replica_is_audited_on_request_each_with_its_own_high_watermark(tmp_path, capsys):
+    """Two brokers' copies of t-0: the default audits the one a read would choose (the higher high watermark);
+    --replicas all audits both, so the broker whose lagging high watermark holds retention back shows."""
+    leader, follower = DataDir(tmp_path / "b1", node_id=1), DataDir(tmp_path / "b2", node_id=2)
+    leader.partition("t", [(4, NOW - 10 * DAY), (4, NOW - 9 * DAY), (4, NOW - HOUR)])
+    follower.partition("t", [(4, NOW - 10 * DAY), (4, NOW - 9 * DAY), (4, NOW - HOUR)], hw_back=10)
+    paths = [leader.finish(), follower.finish()]
+    assert cli_main(["retention", *paths, "--now", str(NOW), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["partitions"]
+    assert [(r["log_dir"], r["deletable_segments"]) for r in rows] == [(paths[0], 2)]
+    assert cli_main(["retention", *paths, "--now", str(NOW), "--json", "--replicas", "all"]) == 0
+    rows = json.loads(capsys.readouterr().out)["partitions"]
+    by_dir = {r["log_dir"]: r for r in rows}
+    assert set(by_dir) == set(paths) and by_dir[paths[0]]["deletable_segments"] == 2
+    assert by_dir[paths[1]]["deletable_segments"] < 2 and by_dir[paths[1]]["blocked_by_high_watermark"]
+    assert cli_main(["retention", *paths, "--now", str(NOW), "--replicas", "all"]) == 0
+    assert "log dir" in capsys.readouterr().out
+
+
 def test_cli_config_error_is_a_usage_error(tmp_path, capsys):
     path, _ = _cli_dir(tmp_path)
     bad = tmp_path / "bad.toml"

@@ -591,6 +591,9 @@ def build_parser() -> argparse.ArgumentParser:
     retention.add_argument("--now", help="the time to audit at: epoch ms or ISO-8601 (default: now)")
     retention.add_argument("--topic", action="append", help="only this topic (repeatable)")
     retention.add_argument("--topic-pattern", help="only topics whose whole name matches this regex")
+    retention.add_argument("--replicas", choices=("highestHighWatermark", "all"), default="highestHighWatermark",
+                           help="audit one replica of each partition (default, as reads choose it) or every copy "
+                                "found: each broker's retention runs on its own replica")
     retention.add_argument("--segments", action="store_true", help="also list every segment and its verdict")
     retention.add_argument("--fail-on-overdue", action="store_true", help="exit 1 when a partition is past "
                            "retention.ms by more than a retention check interval (5 minutes)")

@@ -33,7 +33,7 @@ def run(args, console, ms_text) -> int:
     ``--fail-on-overdue`` when a partition is past retention.ms by more than a retention check interval)."""
     now = parse_now(args.now)
     plan = plan_audit(args.paths, load_config_file(args.config), topics=args.topic or (),
-                      topic_pattern=args.topic_pattern)
+                      topic_pattern=args.topic_pattern, all_replicas=args.replicas == "all")
     audits = [audit(pdir, config, now) for pdir, config in plan.targets]
     if not args.segments:  # keep one small object per partition
         audits = [dataclasses.replace(a, segments=()) for a in audits]
@@ -56,14 +56,16 @@ def run(args, console, ms_text) -> int:
     from rich.table import Table
 
     table = Table(title=f"kafkaseg retention at {ms_text(now)}")
-    for column in ("topic", "partition", "policy", "retention", "segments", "bytes", "log start", "HW",
+    every = args.replicas == "all"
+    for column in ("topic", "partition") + (("log dir",) if every else ()) + ("policy", "retention", "segments", "bytes", "log start", "HW",
                    "oldest", "delete segs", "delete bytes", "new start", "by", "overdue", "HW blocks",
                    ".deleted", "dirty"):
         table.add_column(column, justify="left" if column in ("topic", "policy", "oldest", "by", "retention")
                          else "right")
     for a in audits:
+        where = (a.log_dir or "",) if every else ()
         if a.error is not None:
-            table.add_row(a.topic, str(a.partition), "", "", "", "", "", "", f"[red]{a.error}[/red]")
+            table.add_row(a.topic, str(a.partition), *where, "", "", "", "", "", "", f"[red]{a.error}[/red]")
             continue
         cfg, c = a.config, a.compaction
         retention = _retention_text(cfg.effective_retention_ms)
@@ -71,7 +73,7 @@ def run(args, console, ms_text) -> int:
             retention += f" / {cfg.effective_retention_bytes} B"
         dirty = "-" if c is None or c.dirty_ratio is None else \
             f"{c.dirty_ratio:.2f}{' due' if c.cleanable_now else ''}"
-        table.add_row(a.topic, str(a.partition), ",".join(cfg["cleanup.policy"]), retention, str(a.segment_count),
+        table.add_row(a.topic, str(a.partition), *where, ",".join(cfg["cleanup.policy"]), retention, str(a.segment_count),
                       str(a.total_bytes), str(a.log_start_offset), str(a.high_watermark), ms_text(a.oldest_timestamp),
                       str(a.deletable_segments), str(a.deletable_bytes),
                       "-" if a.new_log_start_offset is None else str(a.new_log_start_offset),
