@@ -25,9 +25,9 @@ broker's own answers (``UnifiedLog.fetchOffsetByTimestamp``, ``Partition.fetchOf
 * data loss (``failOnDataLoss``): a start below the log start offset, a start inside a hole between segments (offsets
   missing from the files and not explained by compaction: above the cleaner checkpoint), or an end above the upper
   bound raise :class:`~kafkaseg.errors.DataLossError`; with ``failOnDataLoss=false`` the range is clamped to what
-  exists and the report says so. A range that runs across such a hole is caught by the read instead
-  (:func:`kafkaseg.scan.read_slice` knows a segment's last offset at no cost; planning would have to read every
-  segment's tail). A start above the end reads nothing (Spark drops such ranges).
+  exists and the report says so. A range that runs across such a hole is read past, as Spark's source reads past
+  invisible offsets: the read lists it in its metrics (``missing_offsets``; a follower of a compacted topic holds
+  such holes with no checkpoint entry, so they cannot be called loss). A start above the end reads nothing (Spark drops such ranges).
 
 Byte ranges: a slice covers whole batches ``[start_position, end_position)`` of one segment. Consecutive slices of a
 segment are cut at ``.index`` entry positions (batch boundaries), near ``splitSize`` bytes, and (with

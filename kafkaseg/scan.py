@@ -54,8 +54,8 @@ class ScanMetrics:
     truncated_tails: list = field(default_factory=list)  # (path, position, bytes) of partial final batches
     # (path, start offset, end offset, what happened) of segments a live broker deleted or replaced after planning
     vanished_segments: list = field(default_factory=list)
-    # (path, first missing offset, next segment's base) of offsets missing after a segment, read past with
-    # failOnDataLoss=false (see _check_segment_end)
+    # (path, first missing offset, next segment's base) of offsets missing after a segment above the cleaner
+    # checkpoint, read past (see _check_segment_end)
     missing_offsets: list = field(default_factory=list)
 
     def __post_init__(self):
@@ -387,11 +387,13 @@ class _SliceDecoder:
 
 def _check_segment_end(piece: SegmentSlice, last_offset: int, options: ReadOptions, metrics: ScanMetrics) -> None:
     """After a slice was read to its end: when that is its segment's end and the read range goes on into the next
-    segment, the offsets between the segment's last batch and the next base must be explained by compaction
-    (below the cleaner checkpoint). Otherwise they are lost (a copy missing a segment file, or records gone from
-    a segment's end): a :class:`DataLossError` (failOnDataLoss), or recorded in ``metrics.missing_offsets``.
-    Costs no I/O: the last offset is the one the decoder saw. (Planning catches a start inside such a hole; this
-    catches a range that runs across one.)"""
+    segment, offsets between the segment's last batch and the next base that the cleaner checkpoint does not
+    explain are recorded in ``metrics.missing_offsets``, and the read goes on. Not an error: besides a copy that
+    lost a segment file, they are what a follower of a compacted topic holds (it rolls a segment at the first
+    offset of a compacted batch it fetches, and checkpoints nothing until its own cleaner runs) and what a cleaning
+    in progress leaves (segments swapped in before the checkpoint is written); Kafka cannot tell them apart and
+    Spark's source reads past them. ``kafkaseg verify`` warns about them. Costs no I/O: the last offset is the one
+    the decoder saw."""
     next_base = piece.next_base_offset
     if next_base is None or piece.end_position < piece.segment_size:
         return
@@ -400,13 +402,6 @@ def _check_segment_end(piece: SegmentSlice, last_offset: int, options: ReadOptio
         return
     if piece.cleaner_offset is not None and first_missing < piece.cleaner_offset:
         return
-    cleaner = piece.cleaner_offset if piece.cleaner_offset is not None else "none"
-    message = (f"{piece.topic}-{piece.partition}: offsets [{max(first_missing, piece.start_offset)}, "
-               f"{min(next_base, piece.end_offset)}) are missing between {piece.log_path} (last offset "
-               f"{last_offset}) and the next segment (base {next_base}), above the cleaner checkpoint ({cleaner}): "
-               "not removed by compaction, so lost (a segment file missing from this copy?)")
-    if options.fail_on_data_loss:
-        raise DataLossError(message + " (set failOnDataLoss=false to read what is there)")
     with metrics._lock:
         metrics.missing_offsets.append((piece.log_path, max(first_missing, piece.start_offset),
                                         min(next_base, piece.end_offset)))

@@ -372,8 +372,7 @@ def test_a_record_from_a_clock_running_ahead_is_found_as_the_broker_finds_it(tmp
     with _lookup(tmp_path) as lookup:
         assert lookup.list_offset(target).offset == 207
         assert lookup.offset_for_timestamp(target) == 207
-    # (each segment holds 20 of its 100 offsets and no cleaner checkpoint explains the rest: data loss to a read)
-    table = kafkaseg.read_arrow(str(tmp_path), startingTimestamp=target, failOnDataLoss=False)
+    table = kafkaseg.read_arrow(str(tmp_path), startingTimestamp=target)
     assert table["offset"][0].as_py() == 207 and table.num_rows == 13 + 4 * 20  # 207..219, then segments 3-6
 
 

@@ -328,9 +328,10 @@ def test_a_stray_log_file_next_to_segments_is_read_whatever_the_order_of_paths(t
 
 
 @pytest.mark.parametrize("start", ["earliest", "inside the first segment"])
-def test_a_range_running_across_a_missing_segment_is_data_loss(tmp_path, kernel, start):
-    """A copy that lost a middle segment: planning catches a start inside the hole; a range that starts before it
-    and runs across it is caught by the read (the last offset of the segment before is known only there)."""
+def test_a_range_running_across_offsets_missing_between_segments_lists_them(tmp_path, kernel, start):
+    """A copy that lost a middle segment looks like a follower's compacted log (offsets missing between segments,
+    no cleaner checkpoint explaining them): the read goes on past them, as Spark's source does, and lists them in
+    the metrics; a start inside them is planning's data loss."""
     spec = TopicSpec("t", records_per_partition=600, records_per_batch=5, segment_bytes=8 * 1024)
     manifest = write_data_dir(tmp_path / "d", [spec], seed=4)
     pm = manifest.partition("t", 0)
@@ -339,17 +340,19 @@ def test_a_range_running_across_a_missing_segment_is_data_loss(tmp_path, kernel,
     for path in pm.directory.glob(f"{gone:020d}.*"):
         path.unlink()
     options = {} if start == "earliest" else {"startingOffsets": '{"t":{"0":3}}'}
-    with pytest.raises(DataLossError, match=rf"offsets \[{gone}, {after}\) are missing between .*{0:020d}\.log"):
-        kafkaseg.read_arrow(str(tmp_path / "d"), **options)
-    scan = kafkaseg.open_scan(str(tmp_path / "d"), failOnDataLoss=False, **options)
+    scan = kafkaseg.open_scan(str(tmp_path / "d"), **options)
     offsets = scan.to_table().column("offset").to_pylist()
     first = 0 if start == "earliest" else 3
     assert offsets == [o for o in range(first, pm.log_end_offset) if not gone <= o < after]
-    assert [(m[1], m[2]) for m in scan.metrics.missing_offsets] == [(gone, after)]
-    # a range ending before the hole, or starting after it, reads without complaint
-    assert kafkaseg.read_arrow(str(tmp_path / "d"), endingOffsets=f'{{"t":{{"0":{gone}}}}}').num_rows == gone
-    assert kafkaseg.read_arrow(str(tmp_path / "d"), startingOffsets=f'{{"t":{{"0":{after}}}}}').num_rows == (
-        pm.log_end_offset - after)
+    assert [(m[0].rsplit("/", 1)[-1], m[1], m[2]) for m in scan.metrics.missing_offsets] == [
+        (f"{0:020d}.log", gone, after)]
+    # explained by the cleaner checkpoint: nothing listed
+    (tmp_path / "d" / "cleaner-offset-checkpoint").write_text(f"0\n1\nt 0 {after}\n")
+    scan = kafkaseg.open_scan(str(tmp_path / "d"), **options)
+    assert scan.to_table().num_rows == len(offsets) and scan.metrics.missing_offsets == []
+    (tmp_path / "d" / "cleaner-offset-checkpoint").unlink()
+    with pytest.raises(DataLossError, match="in a hole between segments"):
+        kafkaseg.read_arrow(str(tmp_path / "d"), startingOffsets=f'{{"t":{{"0":{gone + 1}}}}}')
 
 
 def test_subscribing_to_a_topic_with_no_partition_on_disk_is_an_error_naming_it(sample):

@@ -404,14 +404,14 @@ def check_args(args) -> str | None:
 
 
 def _properties(args) -> dict[str, str]:
-    """The formatter's properties as the console consumer builds them: --formatter-config's file, then --property
-    values over it, then --key-deserializer/--value-deserializer."""
+    """The formatter's properties as ``ConsoleConsumerOptions.formatterArgs`` builds them: --formatter-config's
+    file, then --key-deserializer/--value-deserializer, then --property values over both."""
     properties = read_properties_file(args.formatter_config) if args.formatter_config else {}
-    properties.update(parse_properties(args.property or []))
     if args.key_deserializer:
         properties["key.deserializer"] = args.key_deserializer
     if args.value_deserializer:
         properties["value.deserializer"] = args.value_deserializer
+    properties.update(parse_properties(args.property or []))  # formatterArgs(): --property last, so it wins
     return properties
 
 
@@ -476,7 +476,7 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
         print(f"kafkaseg consume: not properties of the default formatter, so no effect: {', '.join(unknown)} "
               f"(known: {', '.join(FORMATTER_PROPERTIES)})", file=err)
     metrics = ScanMetrics()
-    printed = 0
+    consumed = 0  # ConsoleConsumer's messageCount: records handed to the formatter, skipped ones included
     # ConsoleConsumer.process: -1 (its default) for no limit; 0, or any other negative, prints nothing
     limit = None if args.max_messages in (None, -1) else max(args.max_messages, 0)
     last_printed: dict[tuple[str, int], int] = {}
@@ -488,19 +488,21 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
         return on_error if args.skip_message_on_error else None
 
     def emit(batch) -> bool:
-        """Print ``batch``; True when --max-messages is reached."""
-        nonlocal printed
-        if limit is not None and printed + batch.num_rows > limit:
-            batch = batch.slice(0, limit - printed)
+        """Print ``batch``; True when --max-messages is reached. As ConsoleConsumer.process counts, every record
+        handed to the formatter counts toward --max-messages and the total, also one it skips (or fails on)."""
+        nonlocal consumed
+        if limit is not None and consumed + batch.num_rows > limit:
+            batch = batch.slice(0, limit - consumed)  # the limit is reached within it: nothing after is read
         try:
-            printed += formatter.write_batch(batch, out, skip(batch))
+            formatter.write_batch(batch, out, skip(batch))
         except DeserializationError as error:
-            printed += getattr(error, "written", 0)
+            consumed += getattr(error, "written", 0) + 1  # messageCount += 1 comes before writeTo
             raise
+        consumed += batch.num_rows
         if batch.num_rows:
             key = (batch.column("topic")[0].as_py(), batch.column("partition")[0].as_py())
             last_printed[key] = batch.column("offset")[batch.num_rows - 1].as_py()
-        return limit is not None and printed >= limit
+        return limit is not None and consumed >= limit
 
     def read(piece):
         try:
@@ -542,4 +544,4 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
             out.flush()
         finally:
             _report_metrics(metrics, err)
-            print(f"Processed a total of {printed} messages", file=err)
+            print(f"Processed a total of {consumed} messages", file=err)

@@ -614,8 +614,9 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
             else:
                 # the same rule as a read's failOnDataLoss: only the cleaner removes offsets from inside a log
                 report.add(WARNING, seg.log_path, 0, f"{missing}, above the cleaner checkpoint "
-                           f"({pdir.cleaner_offset if pdir.cleaner_offset is not None else 'none'}), so not removed "
-                           "by compaction: a segment file is missing from this copy, or its records were lost")
+                           f"({pdir.cleaner_offset if pdir.cleaner_offset is not None else 'none'}): a segment file "
+                           "missing from this copy, lost records, or compaction the checkpoint does not record yet "
+                           "(a follower of a compacted topic, a cleaning in progress)")
         last_offset = last_offset_after
         if seg_summary.compaction_gaps:
             report.add(INFO, seg.log_path, None, f"{seg_summary.compaction_gaps} non-consecutive offset gaps (records "
