@@ -448,13 +448,20 @@ class RunPlan:
 
 
 def pinned(options: Mapping[str, str], ranges: Mapping[tuple[str, int], tuple[int, int]]) -> dict:
-    """``options`` with explicit ``startingOffsets``/``endingOffsets`` JSON for ``ranges``."""
+    """``options`` with explicit ``startingOffsets``/``endingOffsets`` JSON for ``ranges``, and the topic selection
+    replaced by ``assign`` of exactly those partitions: the run decided what to read (a selected topic gone from
+    the dirs is its own data-loss rule, whose remedy, a rebuild, must not then fail on ``subscribe``)."""
     starts: dict = {}
     ends: dict = {}
     for (topic, partition), (start, end) in sorted(ranges.items()):
         starts.setdefault(topic, {})[str(partition)] = int(start)
         ends.setdefault(topic, {})[str(partition)] = int(end)
-    return {**options, "startingOffsets": json.dumps(starts, separators=(",", ":")),
+    out = dict(options)
+    if ranges:
+        out = {k: v for k, v in out.items() if k.strip().lower() not in ("subscribe", "subscribepattern", "assign")}
+        out["assign"] = json.dumps({t: sorted(int(p) for p in parts) for t, parts in starts.items()},
+                                   separators=(",", ":"))
+    return {**out, "startingOffsets": json.dumps(starts, separators=(",", ":")),
             "endingOffsets": json.dumps(ends, separators=(",", ":"))}
 
 

@@ -510,6 +510,20 @@ def test_a_selected_topic_gone_from_the_dirs_or_a_rebuild_of_part_of_the_table(t
     assert _table(table) == expected_state(manifest)
 
 
+def test_the_remedy_a_gone_topic_names_works_with_the_subscribe_that_named_it(tmp_path):
+    """A subscribed topic gone from the dirs is the run's own data loss, whose message says to rebuild: that
+    rebuild reads what the run decided (assign), not the subscribe a read would refuse for the missing topic."""
+    specs = [TopicSpec(t, records_per_partition=100, key_cardinality=10, segment_bytes=4096) for t in ("a", "b")]
+    manifest = write_data_dir(tmp_path / "d", specs, seed=3)
+    table = str(tmp_path / "t")
+    compact_arrow([str(tmp_path / "d")], table, options={"subscribe": "a,b"}, now_ms=NOW)
+    shutil.copytree(tmp_path / "d", tmp_path / "no-b", ignore=shutil.ignore_patterns("b-*"))
+    with pytest.raises(DataLossError, match="--mode full"):
+        compact_arrow([str(tmp_path / "no-b")], table, options={"subscribe": "a,b"}, now_ms=NOW + 1)
+    compact_arrow([str(tmp_path / "no-b")], table, options={"subscribe": "a,b"}, mode="full", now_ms=NOW + 2)
+    assert _table(table) == expected_state(manifest, topics={"a"})
+
+
 def test_a_concurrent_commit_fails_the_run_with_one_line_and_nothing_committed(changelog, tmp_path):
     """Two runs of the same table at once (cron overlapping a slow run): the one committing second fails on
     delta-rs's conflict check; it reports a CompactedTableError naming the table (one line, not a deltalake
