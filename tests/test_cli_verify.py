@@ -207,3 +207,50 @@ def test_a_zeroed_batch_header_hiding_records_is_an_error_and_a_preallocated_tai
     assert "Found 8192 invalid bytes" in capsys.readouterr().out
     assert main(["offsets", "--data-dir", str(preallocated.path), "--topic", "act", "--time", "-1"]) == 0
     assert capsys.readouterr().out.strip() == "act:0:60"
+
+
+def test_a_preallocated_active_segment_growing_during_verify_and_dump_is_no_error(tmp_path):
+    """A live broker with log.preallocate appends into the zeros: a walk that stopped at the zeros then finds the
+    new batch's bytes past them. That is growth, not a zeroed header hiding records."""
+    import contextlib
+    import io
+    import os
+    import threading
+    import time
+
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+
+    def batch(offset):
+        return build_batch_v2([Record(offset + j, 1_700_000_000_000 + offset + j, b"k", b"v" * 50, [])
+                               for j in range(5)], base_offset=offset)
+
+    writer = PartitionWriter(tmp_path / "t-0")
+    for offset in range(0, 1000, 5):
+        writer.append(batch(offset))
+    writer.close()
+    log = tmp_path / "t-0" / f"{0:020d}.log"
+    state = {"size": os.path.getsize(log), "offset": 1000, "stop": False}
+    with open(log, "ab") as handle:
+        handle.write(bytes(4 << 20))  # log.preallocate=true
+
+    def append():
+        while not state["stop"]:
+            data = batch(state["offset"]).data
+            with open(log, "r+b") as handle:
+                handle.seek(state["size"])
+                handle.write(data)
+            state["size"] += len(data)
+            state["offset"] += 5
+            time.sleep(0.0005)
+
+    thread = threading.Thread(target=append)
+    thread.start()
+    try:
+        codes = []
+        for _ in range(6):
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                codes.append((main(["verify", str(tmp_path), "--no-progress"]), main(["dump", "--files", str(log)])))
+    finally:
+        state["stop"] = True
+        thread.join()
+    assert codes == [(0, 0)] * 6

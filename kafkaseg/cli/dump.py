@@ -34,7 +34,7 @@ from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot
 from kafkaseg.storage._index_file import broker_sanity_check
-from kafkaseg.storage.segment import SegmentReader, first_nonzero_byte
+from kafkaseg.storage.segment import SegmentReader, data_after_zeros
 from kafkaseg.storage.time_index import TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex
 from kafkaseg.wire.batch import TIMESTAMP_TYPE_NAMES, BatchHeader
@@ -382,7 +382,7 @@ def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress
         trailing = reader.size - valid_bytes
         if trailing > 0 and options.max_bytes == INT_MAX:
             if walk.tail is not None and walk.tail.reason == "zero-filled tail":
-                data_at = first_nonzero_byte(reader, valid_bytes)
+                data_at = data_after_zeros(reader, valid_bytes)
                 if data_at is not None:  # Kafka's own reader fails on the zero header (record size 0)
                     report.errors.append((path, f"zeros at byte {valid_bytes} end the readable batches but data "
                                                 f"follows at byte {data_at}: a zeroed batch header hiding records, "

@@ -44,7 +44,7 @@ from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import PartitionDir, check_one_incarnation, discover, transactions_open_at
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot
-from kafkaseg.storage.segment import SegmentReader, first_nonzero_byte
+from kafkaseg.storage.segment import SegmentReader, data_after_zeros
 from kafkaseg.storage.time_index import NO_TIMESTAMP, TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, unindexed_abort
 from kafkaseg.wire.batch import iter_headers
@@ -380,7 +380,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
         except KafkaSegError as err:
             add(ERROR, path, getattr(err, "position", None), f"corrupt framing: {getattr(err, 'detail', err)}")
         tail = walk.tail
-        data_at = first_nonzero_byte(reader, tail.position) if tail is not None and \
+        data_at = data_after_zeros(reader, tail.position) if tail is not None and \
             tail.reason == "zero-filled tail" else None
         if tail is not None:
             if data_at is not None:  # Kafka's reader fails on such a header (record size 0): not preallocation

@@ -41,6 +41,7 @@ __all__ = [
     "readable_end",
     "zero_filled_tail",
     "first_nonzero_byte",
+    "data_after_zeros",
     "largest_timestamp",
     "DEFAULT_BLOCK_SIZE",
     "DEFAULT_MAX_BATCH_BYTES",
@@ -411,6 +412,16 @@ def first_nonzero_byte(reader: "SegmentReader", position: int, chunk: int = 1 <<
             return position + stripped
         position += len(data)
     return None
+
+
+def data_after_zeros(reader: "SegmentReader", position: int) -> int | None:
+    """Where data follows the zeros that end a walk at ``position`` (a zeroed batch header hiding records), or
+    None: zeros to the end (preallocation), or a header there now (a live broker appended at ``position`` after
+    the walk: a preallocated active segment grows into its zeros, so bytes found past them can be a new batch)."""
+    data_at = first_nonzero_byte(reader, position)
+    if data_at is None or any(reader.read_at(position, HEADER_PREFIX_SIZE)):
+        return None
+    return data_at
 
 
 def readable_end(segment, *, step_over: bool = False, verify_crc: bool = True, filesystem: pafs.FileSystem | None = None,
