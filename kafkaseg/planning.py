@@ -281,8 +281,9 @@ def pack_slices(slices: Sequence[SegmentSlice], target_bytes: int, open_cost: in
 
     Slices of different topic-partitions are never packed together, so a scan has at least as many units as
     Spark's Kafka source, which reads each topic-partition in one task. With ``min_partitions`` above the number of
-    units packing gives (Spark divides only then), the target shrinks to ``total cost / min_partitions`` so packing
-    never leaves fewer units than asked for. ``packing=False`` (used
+    units packing gives (Spark divides only then), each topic-partition is divided as Spark divides its ranges
+    (:func:`_divide`: ``round(its cost / (total / min_partitions))`` parts, at least one), and if rounding leaves
+    fewer units than asked for, the costliest units are halved until there are enough. ``packing=False`` (used
     with ``maxRecordsPerPartition``, whose per-unit bound packing cannot see) gives one unit per slice. Order is
     kept: units, and slices within a unit, follow the plan."""
     if not packing:
@@ -309,8 +310,7 @@ def pack_slices(slices: Sequence[SegmentSlice], target_bytes: int, open_cost: in
     if not min_partitions or len(units) >= min_partitions:
         # Spark's rule (KafkaOffsetRangeCalculator): minPartitions divides the work only when the ranges are fewer
         return units
-    total = sum(s.size_bytes + open_cost for s in slices)
-    units = pack(min(target_bytes, max(1, total // min_partitions)))  # so that units >= total / target >= min
+    units = _divide(units, open_cost, min_partitions)
     wanted = min(min_partitions or 0, len(slices))
     if len(units) < wanted:  # one slice larger than the target left the rest too few units: split the costliest
         import heapq      # unit of several slices in halves until there are enough
@@ -334,6 +334,37 @@ def pack_slices(slices: Sequence[SegmentSlice], target_bytes: int, open_cost: in
             count += 1
         units = sorted(done + [item[2] for item in heap], key=lambda unit: order[id(unit[0])])
     return units
+
+
+def _divide(units: list[tuple[SegmentSlice, ...]], open_cost: int, min_partitions: int
+            ) -> list[tuple[SegmentSlice, ...]]:
+    """Spark's ``KafkaOffsetRangeCalculator`` division: each topic-partition replica gets ``max(round(cost /
+    ideal), 1)`` parts, ``ideal = total cost / min_partitions`` (or the units packing gave it, if more), its
+    slices shared between them by cumulative cost (a slice goes to the part its middle falls in), so a partition
+    just over the ideal size stays one unit rather than becoming a full one and a tiny remainder."""
+    groups: dict[tuple, list[tuple[SegmentSlice, ...]]] = {}
+    for unit in units:
+        first = unit[0]
+        groups.setdefault((first.topic, first.partition, first.partition_path), []).append(unit)
+
+    def cost(piece: SegmentSlice) -> int:
+        return piece.size_bytes + open_cost
+
+    total = sum(cost(s) for unit in units for s in unit)
+    ideal = total / min_partitions
+    out: list[tuple[SegmentSlice, ...]] = []
+    for packed in groups.values():
+        pieces = [s for unit in packed for s in unit]
+        group_cost = sum(cost(s) for s in pieces)
+        parts = max(round(group_cost / ideal) if ideal else 1, 1, len(packed))
+        share = group_cost / parts
+        split: list[list[SegmentSlice]] = [[] for _ in range(parts)]
+        before = 0
+        for piece in pieces:
+            split[min(parts - 1, int((before + cost(piece) / 2) // share))].append(piece)
+            before += cost(piece)
+        out.extend(tuple(part) for part in split if part)
+    return out
 
 
 #: A segment's largest timestamp when a lenient read cannot walk its tail: prunes nothing.

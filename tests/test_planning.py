@@ -349,6 +349,18 @@ def test_pack_slices_never_leaves_fewer_units_than_min_partitions(count, wanted,
     assert [s for unit in units for s in unit] == slices
 
 
+def test_min_partitions_divides_each_partition_as_spark_rounds_it():
+    """KafkaOffsetRangeCalculator: a partition gets round(size / (total / minPartitions)) parts, so 14 equal
+    partitions asked for 15 stay one unit each (plus one halved to reach 15), not a full unit and a sliver each."""
+    slices = [_piece(f"t{p}", 0, i * 10, 1000) for p in range(14) for i in range(7)]
+    for wanted, expected in ((14, 14), (15, 15), (28, 28), (42, 42)):
+        units = pack_slices(slices, 1 << 30, 0, wanted)
+        assert len(units) == expected, (wanted, len(units))
+        assert [s for unit in units for s in unit] == slices
+    sizes = sorted(sum(s.size_bytes for s in unit) for unit in pack_slices(slices, 1 << 30, 0, 28))
+    assert sizes[0] >= 3000 and sizes[-1] <= 4000  # halves of 7 slices: 3 and 4, never 6 and 1
+
+
 def test_input_partitions_of_a_partition_of_many_small_segments(tmp_path):
     """A quiet topic's partition rolled into 27 small segments is one unit of work, as Spark's Kafka source reads
     one topic-partition in one task (a task per segment costs tens of ms each for a few KiB)."""
