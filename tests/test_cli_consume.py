@@ -244,16 +244,23 @@ def test_a_record_that_cannot_be_deserialized_ends_the_run_after_the_records_bef
     root, manifest = data
     code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "plain", "--from-beginning",
                                  "--value-deserializer", "LongDeserializer")
-    assert code == 2 and out == b"" and "offset 0 of plain-0" in err and "total of 0 messages" in err
+    # ConsoleConsumer counts a record before writeTo: the one that failed is in the total
+    assert code == 2 and out == b"" and "offset 0 of plain-0" in err and "total of 1 messages" in err
     # 4-byte ints but for one record (offset 17): the records before it are printed, then the error
     code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "counts-bad", "--from-beginning",
                                  "--value-deserializer", "IntegerDeserializer")
     assert code == 2 and out == b"".join(f"{i}\n".encode() for i in range(17))
-    assert "offset 17 of counts-bad-0" in err and "total of 17 messages" in err
+    assert "offset 17 of counts-bad-0" in err and "total of 18 messages" in err
     code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "counts-bad", "--from-beginning",
                                  "--value-deserializer", "IntegerDeserializer", "--skip-message-on-error")
     assert code == 0 and out == b"".join(f"{i}\n".encode() for i in range(30) if i != 17)
-    assert "skipping offset 17 of counts-bad-0" in err and "total of 29 messages" in err
+    assert "skipping offset 17 of counts-bad-0" in err and "total of 30 messages" in err
+    # skipped records count toward --max-messages, and a batch cut by the limit loses nothing unreported
+    code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "counts-bad", "--from-beginning",
+                                 "--value-deserializer", "IntegerDeserializer", "--skip-message-on-error",
+                                 "--max-messages", "19")
+    assert code == 0 and out == b"".join(f"{i}\n".encode() for i in range(19) if i != 17)
+    assert "total of 19 messages" in err
 
 
 def test_a_corrupt_batch_stops_after_the_records_before_it_or_is_skipped(tmp_path, capsysbinary):
@@ -342,6 +349,11 @@ def test_the_console_consumers_config_options_and_lenient_properties(data, capsy
                                  "print.colour=true", "--property", "print.value")
     lines = out.splitlines()
     assert code == 0 and lines[0] == b"Partition:0|Offset:0" and "no effect: print.colour" in err
+    # formatterArgs(): --property is applied after --value-deserializer, so it wins
+    code, out, _ = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "plain", "--from-beginning",
+                               "--value-deserializer", "LongDeserializer", "--property",
+                               "value.deserializer=org.apache.kafka.common.serialization.StringDeserializer")
+    assert code == 0 and out.count(b"\n") == 20
     code, out, err = consume_cli(capsysbinary, *base, "--max-messages", "-1")
     assert out == uncommitted_out
     code, out, err = consume_cli(capsysbinary, *base, "--max-messages", "0")
