@@ -458,3 +458,14 @@ def test_the_batch_formatter_writes_what_java_writes_record_by_record():
         assert got_reported == reported
 
     check()
+
+
+def test_properties_files_are_read_as_java_reads_them(tmp_path):
+    """Utils.loadProps (java.util.Properties.load): ISO-8859-1, escapes, continuations, ':' and blanks as
+    separators, trailing blanks kept."""
+    path = tmp_path / "formatter.properties"
+    path.write_bytes(b"line.separator=\\r\\n\nkey.separator=\\u2192\n# comment\n! comment\n  print.key = true   \n"
+                     b"long=a\\\n   b\nx\\:y : 1\nlatin=\xe9\nbare\n")
+    assert consume.read_properties_file(str(path)) == {
+        "line.separator": "\r\n", "key.separator": "\u2192", "print.key": "true   ", "long": "ab", "x:y": "1",
+        "latin": "\u00e9", "bare": ""}

@@ -278,6 +278,12 @@ def test_index_sanity_check_is_the_brokers_check_in_both_directions(tmp_path, ca
     index.write_bytes(bytes(data) + b"\x00" * 3)
     code, text = sanity(index)
     assert code == 1 and f"found {len(data) + 3} bytes which is neither positive nor a multiple of 8" in text
+    index.write_bytes(bytes(8 * 100))  # all preallocated zeros: Kafka counts 100 entries, and they pass
+    code, text = sanity(index)
+    assert code == 0 and text.endswith(f"{index} passed sanity check.")
+    index.write_bytes(bytes(12))  # a zero entry and 4 bytes: Kafka's length check fails, not "is empty"
+    code, text = sanity(index)
+    assert code == 1 and "found 12 bytes which is neither positive nor a multiple of 8" in text
     struct.pack_into(">i", data, len(data) - 8, -3)  # the last offset below the base: a restart rebuilds it
     index.write_bytes(bytes(data))
     code, text = sanity(index)
@@ -326,4 +332,5 @@ def test_a_corrupt_producer_snapshot_fails_the_dump_in_kafkas_words(tmp_path, ca
                              re.search(r"Computed crc: \d+$", line) for line in err)
     good.write_bytes(b"\x00\x07" + data[2:])
     code, out, err = run(["dump", "--files", str(good)], capsys)
-    assert code == 1 and any("Snapshot contained an unknown file version 7" in line for line in err)
+    assert code == 1 and any("Snapshot failed schema validation: Snapshot contained an unknown file version 7" in line
+                             for line in err)

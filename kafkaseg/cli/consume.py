@@ -157,22 +157,50 @@ def parse_properties(items: list[str]) -> dict[str, str]:
 
 
 def read_properties_file(path: str) -> dict[str, str]:
-    """A Java ``.properties`` file (``Utils.loadProps``) as the tools read their config files: ``key=value`` or
-    ``key: value`` lines, ``#``/``!`` comments; enough for the consumer and formatter configs people write."""
-    out: dict[str, str] = {}
+    """A Java ``.properties`` file as ``Utils.loadProps`` reads it (``java.util.Properties.load``): ISO-8859-1,
+    ``#``/``!`` comment lines, a line ending in an odd number of backslashes continued on the next, the key ended by
+    the first unescaped ``=``, ``:`` or blank, escapes ``\\t \\n \\r \\f \\uXXXX`` (any other ``\\c`` is ``c``)
+    in keys and values, and a value's trailing blanks kept."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
+        with open(path, "rb") as handle:
+            text = handle.read().decode("latin-1")
     except OSError as exc:
         raise InvalidOptionError(f"cannot read {path}: {exc.strerror or exc}") from None
-    for line in lines:
-        line = line.strip()
+    out: dict[str, str] = {}
+    lines = re.split(r"\r\n|\r|\n", text)
+    i = 0
+    while i < len(lines):
+        line = lines[i].lstrip(" \t\f")
+        i += 1
         if not line or line[0] in "#!":
             continue
-        match = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)$", line)
-        key, value = (match.group(1), match.group(2)) if match else (line, "")
-        out[key] = value
+        while len(line) - len(line.rstrip("\\")) & 1 and i <= len(lines):  # continued on the next line
+            line = line[:-1] + (lines[i].lstrip(" \t\f") if i < len(lines) else "")
+            i += 1
+        key_end = 0
+        while key_end < len(line) and line[key_end] not in "=: \t\f":
+            key_end += 2 if line[key_end] == "\\" else 1
+        key_end = min(key_end, len(line))
+        rest = line[key_end:].lstrip(" \t\f")
+        if rest[:1] in ("=", ":"):
+            rest = rest[1:].lstrip(" \t\f")
+        out[_java_unescape(line[:key_end])] = _java_unescape(rest)
     return out
+
+
+def _java_unescape(text: str) -> str:
+    escapes = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+    def one(match: re.Match) -> str:
+        code = match.group(1)
+        if code.startswith("u"):
+            try:
+                return chr(int(code[1:], 16))
+            except ValueError:
+                raise InvalidOptionError(f"Malformed \\uxxxx encoding in {text!r}") from None
+        return escapes.get(code, code)
+
+    return re.sub(r"\\(u[0-9A-Fa-f]{0,4}|.)", one, text)
 
 
 #: Formatter property names DefaultMessageFormatter reads; it ignores any other.

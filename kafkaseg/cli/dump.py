@@ -410,13 +410,18 @@ def _log_for(located: str) -> str:
 
 def _dump_index(path: str, options: DumpOptions, report: DumpReport, out, filesystem, located: str) -> None:
     base = _base_offset(located)
+    if options.index_sanity_check:  # the broker's own check, which decides whether a restart rebuilds the index
+        # Kafka counts entries as length / 8, a preallocated zero tail included: "is empty" only for no bytes
+        entry = _fs.stat(located, filesystem)
+        if entry is not None and entry.size < 8:
+            _say(out, options, path, f"{path} is empty.", empty=True)
+            return
+        broker_sanity_check(located, base, "offset", filesystem)
+        _say(out, options, path, f"{path} passed sanity check.", sanityCheck="passed")
+        return
     index = OffsetIndex.load(located, base, filesystem)
     if len(index) == 0:
         _say(out, options, path, f"{path} is empty.", empty=True)
-        return
-    if options.index_sanity_check:  # the broker's own check, which decides whether a restart rebuilds the index
-        broker_sanity_check(located, base, "offset", filesystem)
-        _say(out, options, path, f"{path} passed sanity check.", sanityCheck="passed")
         return
     with SegmentReader(_log_for(located), filesystem) as reader:
         for n, (offset, position) in enumerate(index):

@@ -265,17 +265,23 @@ def _topic_regex(text: str) -> re.Pattern:
         raise argparse.ArgumentTypeError(f"{regex} is an invalid regex ({err})") from None
 
 
-def _partition_list(text: str) -> set[int]:
-    """``0,1,4``: GetOffsetShell's --partitions, partition ids only (its ranges are --topic-partitions')."""
+def _partition_list(text: str) -> set[int] | None:
+    """``0,1,4``: GetOffsetShell's --partitions, partition ids only (its ranges are --topic-partitions'); an empty
+    value is every partition, as its empty set."""
+    if text == "":
+        return None
+    parts = text.split(",")
+    while parts and parts[-1] == "":  # Java's String.split drops trailing empty strings
+        parts.pop()
     wanted: set[int] = set()
-    for part in (p.strip() for p in text.split(",")):
+    for part in (p.strip() for p in parts):
         if re.fullmatch(r"[+-]?\d+", part) is None:
             hint = (" (a range is --topic-partitions TOPIC:4-7, upper bound exclusive, as in kafka-get-offsets.sh)"
                     if re.fullmatch(r"\d*-\d*", part) else "")
             raise argparse.ArgumentTypeError(f"--partitions expects a comma separated list of numeric partition "
                                              f"ids, but received: {text}{hint}")
         wanted.add(int(part))
-    return wanted
+    return wanted or None
 
 
 _TOPIC_PARTITION_RULE = re.compile(r"([^:,]*)(?::(?:([0-9]*)|(?:([0-9]*)-([0-9]*))))?")
@@ -285,7 +291,10 @@ def _topic_partition_rules(text: str) -> list:
     """GetOffsetShell's --topic-partitions: comma separated ``TOPIC_REGEX:PARTITIONS`` rules, PARTITIONS one of N,
     N-M (upper bound exclusive), N-, -M, or left out for all; TOPIC_REGEX left out for every topic."""
     rules = []
-    for spec in text.split(","):
+    specs = text.split(",")
+    while specs and specs[-1] == "":  # Java's String.split drops trailing empty strings
+        specs.pop()
+    for spec in specs:
         match = _TOPIC_PARTITION_RULE.fullmatch(spec)
         if match is None:
             raise argparse.ArgumentTypeError(f"Invalid rule specification: {spec}")

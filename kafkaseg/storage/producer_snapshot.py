@@ -94,7 +94,8 @@ def parse_producer_snapshot(data: bytes, path: str | None = None) -> ProducerSna
     version, stored_crc, count = _HEADER.unpack_from(data, 0)
     if version != SNAPSHOT_VERSION:
         # ProducerStateManager.readSnapshot's own words, which scripts grep for
-        raise CorruptCheckpointError(f"Snapshot contained an unknown file version {version}", path=path, position=0)
+        raise CorruptCheckpointError(f"Snapshot failed schema validation: Snapshot contained an unknown file version "
+                                     f"{version}", path=path, position=0)
     if count < 0:
         raise CorruptCheckpointError(f"negative producer entry count {count}", path=path, position=6)
     needed = _HEADER.size + count * ENTRY_SIZE
