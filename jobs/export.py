@@ -189,6 +189,7 @@ def incremental_ranges(ranges: Ranges, existing: dict, recorded: dict | None = N
     last export (a gap past the end) are still a data loss error under ``failOnDataLoss=true``, as in Spark; a
     partition neither knows keeps its range."""
     recorded = recorded or {}
+    existing = existing or {}
     out = {}
     for key, (start, end) in ranges.items():
         resume = ([existing[key][1] + 1] if key in existing else []) + ([recorded[key]] if key in recorded else [])
@@ -761,7 +762,9 @@ def prepare(args: argparse.Namespace) -> dict:
     exists = table_exists(args.output, args.format)
     files = _parquet_files(args.output) if exists and args.format == "parquet" else None  # listed once
     if files == []:
-        exists = False  # a folder without data files (an earlier run that wrote nothing): nothing to keep
+        exists = False  # a folder without data files (an earlier run that wrote nothing): no rows to keep,
+        if args.mode in ("append", "incremental"):  # but the ends that run recorded still stand
+            recorded = recorded_ends(args.output, args.format)
     if exists:
         if args.mode == "error":
             raise FileExistsError(f"{args.output} already exists (use --mode overwrite, append or incremental)")
@@ -784,7 +787,7 @@ def prepare(args: argparse.Namespace) -> dict:
             # resolved again from the new starts: a start below the log start offset is data loss (or clamped)
             ranges = resolve_ranges(paths, pinned_options(args.options,
                                                           incremental_ranges(ranges, existing, recorded)))
-        elif args.mode == "append" and (duplicated := overlaps(ranges, existing)):
+        elif args.mode == "append" and (duplicated := overlaps(ranges, existing or {})):
             raise UsageError(f"--mode append would duplicate what {args.output} holds: {'; '.join(duplicated)} "
                              "(use --mode incremental to export only newer offsets, or --mode overwrite)")
     if ranges is None:

@@ -605,6 +605,13 @@ def test_prepare_reads_the_recorded_ends_of_the_table(tmp_path, fmt):
     append = export.prepare(export.parse_args(["--data-dir", after, "--output", output, "--format", fmt,
                                                "--mode", "append"]))
     assert append["ends"] == {("txn", 0): 22}
+    if fmt == "parquet":  # a folder whose only run read markers: no data file, but its recorded end stands
+        markers_only = tmp_path / "markers-only"
+        markers_only.mkdir()
+        export.write_ends_file(str(markers_only), {("txn", 0): 11})
+        prepared = export.prepare(export.parse_args(["--data-dir", after, "--output", str(markers_only),
+                                                     "--format", fmt, "--mode", "incremental"]))
+        assert prepared["ranges"] == {("txn", 0): (11, 22)}
     old = str(tmp_path / "old")
     _txn_table(old, fmt, list(range(10)))
     assert export.recorded_ends(old, fmt) == {}
