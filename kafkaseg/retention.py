@@ -645,6 +645,9 @@ def plan_audit(data_dirs: Sequence[str], config_file: ConfigFile | None = None, 
     # a selection that matches nothing is a typo far more often than an intent: a scheduled audit must not pass
     # because it looked at no partition
     on_disk = sorted({p.topic for p in found} - {"__cluster_metadata"})
+    if "__cluster_metadata" in topics:
+        raise InvalidOptionError("__cluster_metadata is the KRaft metadata log: topic retention does not apply to it "
+                                 "(its snapshots bound it), so it is never audited")
     absent = [t for t in topics if t not in on_disk]
     if absent:
         import difflib
@@ -652,7 +655,7 @@ def plan_audit(data_dirs: Sequence[str], config_file: ConfigFile | None = None, 
         hints = [t + (f" (did you mean {close[0]}?)" if (close := difflib.get_close_matches(t, on_disk, n=1)) else "")
                  for t in absent]
         raise InvalidOptionError(f"no partition of topic {', '.join(hints)} under {', '.join(data_dirs)}")
-    if pattern is not None and not any(pattern.fullmatch(t) for t in on_disk):
+    if pattern is not None and not topics and not any(pattern.fullmatch(t) for t in on_disk):
         raise InvalidOptionError(f"topic pattern {topic_pattern!r} matches no topic under {', '.join(data_dirs)} "
                                  "(it must match whole names: 'logs-.*', not 'logs')")
     chosen, strays = [], []

@@ -508,6 +508,12 @@ def test_a_topic_selection_that_matches_nothing_fails_instead_of_auditing_nothin
     assert cli_main(["retention", path, "--config", str(toml), "--topic-pattern", "ke", "--fail-on-overdue"]) == 2
     assert "matches no topic" in capsys.readouterr().err
     assert cli_main(["retention", path, "--config", str(toml), "--topic-pattern", "ke.*"]) == 0
+    capsys.readouterr()
+    # a union: the named topic is there, so the pattern may match nothing more
+    assert cli_main(["retention", path, "--config", str(toml), "--topic", "keep", "--topic-pattern", "zz"]) == 0
+    capsys.readouterr()
+    assert cli_main(["retention", path, "--config", str(toml), "--topic", "__cluster_metadata"]) == 2
+    assert "KRaft metadata log" in capsys.readouterr().err
 
 
 def test_every_replica_is_audited_on_request_each_with_its_own_high_watermark(tmp_path, capsys):
