@@ -1109,6 +1109,14 @@ def _pieces_for_range(part: _Partition, lo: int, hi: int, ts_lo: int | None, kep
         if next_base is not None and next_base <= lo:
             continue
         if seg.log_size == 0:
+            cleaner = part.pdir.cleaner_offset
+            if next_base is not None and part.report is not None and (cleaner is None or max(lo, seg.base_offset)
+                                                                        >= cleaner):
+                # no slice reads it, so no read lists its offsets as missing (scan._check_segment_end): say it here
+                part.report.notes.append(f"{part.name}: {seg.log_path} is empty, so offsets "
+                                         f"[{max(lo, seg.base_offset)}, {min(hi, next_base)}) are missing (above "
+                                         f"the cleaner checkpoint: a lost file's data, or compaction it does not "
+                                         f"record yet)")
             continue
         start_position = part.start_position(i, lo) if lo > seg.base_offset else 0
         if ts_lo is not None:

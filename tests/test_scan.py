@@ -15,7 +15,7 @@ from kafkaseg.errors import CorruptBatchError, CrcMismatchError, DataLossError, 
 from kafkaseg.options import ReadOptions
 from kafkaseg.planning import plan_scan
 from kafkaseg.scan import ScanMetrics, read_slice
-from kafkaseg.testing import Record, TopicSpec, build_batch_v2, sample_data_dir, write_data_dir
+from kafkaseg.testing import PartitionWriter, Record, TopicSpec, build_batch_v2, sample_data_dir, write_data_dir
 from kafkaseg.wire.batch import iter_headers
 from tests.oracle import kafka_python_records
 
@@ -362,3 +362,17 @@ def test_subscribing_to_a_topic_with_no_partition_on_disk_is_an_error_naming_it(
         kafkaseg.read_arrow(path, subscribe="orders,ordres")
     assert kafkaseg.read_arrow(path, subscribe="orders").num_rows > 0
     assert kafkaseg.read_arrow(path, subscribePattern="^ordres$").num_rows == 0  # a pattern may match nothing
+
+
+def test_offsets_behind_an_empty_segment_are_noted_at_planning(tmp_path):
+    """An empty rolled segment gets no slice, so no read can list the offsets it should hold: planning does."""
+    writer = PartitionWriter(tmp_path / "t-0")
+    writer.append(build_batch_v2([Record(i, 1_700_000_000_000 + i, None, b"v", []) for i in range(8)]))
+    writer.roll(8)
+    writer.roll(20)
+    writer.append(build_batch_v2([Record(20 + i, 1_700_000_000_100 + i, None, b"v", []) for i in range(5)],
+                                 base_offset=20))
+    writer.close()
+    scan = kafkaseg.open_scan(str(tmp_path))
+    assert scan.to_table().column("offset").to_pylist() == list(range(8)) + list(range(20, 25))
+    assert any(f"{8:020d}.log is empty, so offsets [8, 20) are missing" in note for note in scan.plan.report.notes)
