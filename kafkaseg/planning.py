@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, NamedTuple, Sequence
@@ -281,9 +282,9 @@ def pack_slices(slices: Sequence[SegmentSlice], target_bytes: int, open_cost: in
 
     Slices of different topic-partitions are never packed together, so a scan has at least as many units as
     Spark's Kafka source, which reads each topic-partition in one task. With ``min_partitions`` above the number of
-    units packing gives (Spark divides only then), each topic-partition is divided as Spark divides its ranges
-    (:func:`_divide`: ``round(its cost / (total / min_partitions))`` parts, at least one), and if rounding leaves
-    fewer units than asked for, the costliest units are halved until there are enough. ``packing=False`` (used
+    units packing gives (Spark divides only then), the topic-partitions are divided as Spark divides its ranges
+    (:func:`_divide`), and if rounding leaves fewer units than asked for, the costliest units are halved (by cost)
+    until there are enough. ``packing=False`` (used
     with ``maxRecordsPerPartition``, whose per-unit bound packing cannot see) gives one unit per slice. Order is
     kept: units, and slices within a unit, follow the plan."""
     if not packing:
@@ -326,7 +327,7 @@ def pack_slices(slices: Sequence[SegmentSlice], target_bytes: int, open_cost: in
         count = len(units)
         while count < wanted and heap:
             unit = heapq.heappop(heap)[2]
-            for half in (unit[:len(unit) // 2], unit[len(unit) // 2:]):
+            for half in _halved(unit, open_cost):
                 if len(half) > 1:
                     heapq.heappush(heap, entry(half))
                 else:
@@ -338,33 +339,59 @@ def pack_slices(slices: Sequence[SegmentSlice], target_bytes: int, open_cost: in
 
 def _divide(units: list[tuple[SegmentSlice, ...]], open_cost: int, min_partitions: int
             ) -> list[tuple[SegmentSlice, ...]]:
-    """Spark's ``KafkaOffsetRangeCalculator`` division: each topic-partition replica gets ``max(round(cost /
-    ideal), 1)`` parts, ``ideal = total cost / min_partitions`` (or the units packing gave it, if more), its
-    slices shared between them by cumulative cost (a slice goes to the part its middle falls in), so a partition
-    just over the ideal size stays one unit rather than becoming a full one and a tiny remainder."""
+    """Spark's ``KafkaOffsetRangeCalculator.getRanges`` division, by cost instead of offsets: a topic-partition
+    replica whose share of the total rounds to one part stays whole; the others share ``minPartitions`` minus those
+    in proportion to their cost (``max(round(cost / total * parts), 1)``, Java's rounding). A partition's parts are
+    taken from the units packing gave it (each unit gets at least one, the rest go where a unit's cost per part is
+    highest) and each unit's slices are shared between its parts by cumulative cost (a slice goes to the part its
+    middle falls in), so no unit grows past what packing allowed."""
+    def cost(piece: SegmentSlice) -> int:
+        return piece.size_bytes + open_cost
+
+    def part_count(size: float, total: float, parts: int) -> int:
+        return max(math.floor(size / total * parts + 0.5), 1) if total > 0 else 1
+
     groups: dict[tuple, list[tuple[SegmentSlice, ...]]] = {}
     for unit in units:
         first = unit[0]
         groups.setdefault((first.topic, first.partition, first.partition_path), []).append(unit)
-
-    def cost(piece: SegmentSlice) -> int:
-        return piece.size_bytes + open_cost
-
-    total = sum(cost(s) for unit in units for s in unit)
-    ideal = total / min_partitions
+    costs = {key: sum(cost(s) for unit in packed for s in unit) for key, packed in groups.items()}
+    total = sum(costs.values())
+    unsplit = {key for key, c in costs.items() if part_count(c, total, min_partitions) == 1}
+    split_total = total - sum(costs[key] for key in unsplit)
+    split_min = max(min_partitions - len(unsplit), 1)
     out: list[tuple[SegmentSlice, ...]] = []
-    for packed in groups.values():
-        pieces = [s for unit in packed for s in unit]
-        group_cost = sum(cost(s) for s in pieces)
-        parts = max(round(group_cost / ideal) if ideal else 1, 1, len(packed))
-        share = group_cost / parts
-        split: list[list[SegmentSlice]] = [[] for _ in range(parts)]
-        before = 0
-        for piece in pieces:
-            split[min(parts - 1, int((before + cost(piece) / 2) // share))].append(piece)
-            before += cost(piece)
-        out.extend(tuple(part) for part in split if part)
+    for key, packed in groups.items():
+        parts = 1 if key in unsplit else part_count(costs[key], split_total, split_min)
+        shares = [1] * len(packed)
+        unit_costs = [sum(cost(s) for s in unit) for unit in packed]
+        for _ in range(parts - len(packed)):
+            k = max(range(len(packed)), key=lambda j: (unit_costs[j] / shares[j], -j))
+            shares[k] += 1
+        for unit, unit_cost, n in zip(packed, unit_costs, shares):
+            n = min(n, len(unit))
+            if n <= 1 or unit_cost <= 0:
+                out.append(unit)
+                continue
+            share = unit_cost / n
+            split: list[list[SegmentSlice]] = [[] for _ in range(n)]
+            before = 0
+            for piece in unit:
+                split[min(n - 1, int((before + cost(piece) / 2) // share))].append(piece)
+                before += cost(piece)
+            out.extend(tuple(part) for part in split if part)
     return out
+
+
+def _halved(unit: tuple[SegmentSlice, ...], open_cost: int) -> tuple[tuple[SegmentSlice, ...], ...]:
+    """``unit`` (two slices or more) cut in two where its cumulative cost crosses half."""
+    costs = [s.size_bytes + open_cost for s in unit]
+    half, before, k = sum(costs) / 2, 0, 1
+    for k in range(1, len(unit)):
+        before += costs[k - 1]
+        if before >= half:
+            break
+    return unit[:k], unit[k:]
 
 
 #: A segment's largest timestamp when a lenient read cannot walk its tail: prunes nothing.

@@ -359,6 +359,20 @@ def test_min_partitions_divides_each_partition_as_spark_rounds_it():
         assert [s for unit in units for s in unit] == slices
     sizes = sorted(sum(s.size_bytes for s in unit) for unit in pack_slices(slices, 1 << 30, 0, 28))
     assert sizes[0] >= 3000 and sizes[-1] <= 4000  # halves of 7 slices: 3 and 4, never 6 and 1
+    # Spark first takes out the partitions whose share rounds to one part, then divides the rest of minPartitions
+    skewed = [_piece("big", 0, i * 10, 1000) for i in range(100)] + [_piece(f"s{p}", 0, 0, 1000) for p in range(9)]
+    assert len(pack_slices(skewed, 1 << 30, 0, 20)) == 20
+    # Java rounds halves up: two equal partitions asked for 5 get 3 parts each (2.5 -> 3)
+    even = [_piece(t, 0, i * 10, 1000) for t in ("a", "b") for i in range(10)]
+    assert [len(u) for u in pack_slices(even, 1 << 30, 0, 5)] == [3, 4, 3, 3, 4, 3]
+    # more parallelism never makes a unit larger than packing allowed
+    mixed = [_piece("p0", 0, i * 10, c) for i, c in enumerate([10, 60, 60, 1000])] + \
+        [_piece("p1", 0, i * 10, c) for i, c in enumerate([1000, 10, 10, 1000])]
+    for wanted in range(1, 12):
+        units = pack_slices(mixed, 100, 0, wanted)
+        assert all(len(u) == 1 or sum(s.size_bytes for s in u) <= 100 for u in units), wanted
+        assert [s for unit in units for s in unit] == mixed
+    assert len(pack_slices([_piece("z", 0, 0, 0)], 5000, 0, 8)) == 1  # nothing to divide, and no division by 0
 
 
 def test_input_partitions_of_a_partition_of_many_small_segments(tmp_path):
