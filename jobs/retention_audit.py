@@ -171,9 +171,11 @@ def write(df, output: str, fmt: str, mode: str, schema: pa.Schema) -> None:
 
 def print_summary(summary: dict, out=None) -> None:
     out = out or sys.stdout
-    print(f"{summary['partitions']} partitions, {summary['segments']:,} segments, {summary['bytes']:,} bytes", file=out)
+    unit = "replicas" if summary.get("replicas", summary["partitions"]) != summary["partitions"] else "partitions"
+    print(f"{summary['partitions']} partitions" + (f" ({summary['replicas']} replicas)" if unit == "replicas" else "")
+          + f", {summary['segments']:,} segments, {summary['bytes']:,} bytes", file=out)
     print(f"retention would delete {summary['deletable_segments']:,} segments ({summary['deletable_bytes']:,} bytes) "
-          f"in {summary['deletable_partitions']} partitions; {summary['lagging_partitions']} partitions overdue by "
+          f"in {summary['deletable_partitions']} {unit}; {summary['lagging_partitions']} {unit} overdue by "
           f"more than a retention check interval; {summary['blocked_by_high_watermark']} held back by the high "
           f"watermark; {summary['pending_deleted_files']} .deleted files pending "
           f"({summary['pending_deleted_bytes']:,} bytes); {summary['compaction_due']} compacted partitions due for "

@@ -532,14 +532,26 @@ def audit(pdir: PartitionDir, config: TopicConfig, now_ms: int) -> PartitionAudi
 
 # -- tables and summary ---------------------------------------------------------------------------------------------
 
+def labels(audits: Sequence[PartitionAudit]) -> dict[int, str]:
+    """A name for each audit (by ``id``): ``topic-partition``, with the log dir added where several replicas of
+    one partition are audited (``--replicas all``)."""
+    counts: dict[str, int] = {}
+    for a in audits:
+        counts[a.name] = counts.get(a.name, 0) + 1
+    return {id(a): a.name if counts[a.name] == 1 else f"{a.name} in {a.log_dir}" for a in audits}
+
+
 def summarize(audits: Sequence[PartitionAudit], top: int = 10) -> dict:
-    """Totals over ``audits`` and the ``top`` most overdue partitions."""
+    """Totals over ``audits`` (``partitions``: distinct topic-partitions; ``replicas``: audits, more with every
+    replica audited, which the other counts count) and the ``top`` most overdue."""
+    label = labels(audits)
     ok = [a for a in audits if a.error is None]
     overdue = sorted((a for a in ok if a.overdue_ms is not None), key=lambda a: -a.overdue_ms)
     dirty = [a for a in ok if a.compaction is not None and a.compaction.cleanable_now]
     return {
-        "partitions": len(audits),
-        "errors": [{"partition": a.name, "path": a.path, "error": a.error} for a in audits if a.error],
+        "partitions": len({(a.topic, a.partition) for a in audits}),
+        "replicas": len(audits),
+        "errors": [{"partition": label[id(a)], "path": a.path, "error": a.error} for a in audits if a.error],
         "segments": sum(a.segment_count for a in ok),
         "bytes": sum(a.total_bytes for a in ok),
         "deletable_partitions": sum(1 for a in ok if a.deletable_segments),
@@ -550,7 +562,8 @@ def summarize(audits: Sequence[PartitionAudit], top: int = 10) -> dict:
         "pending_deleted_files": sum(a.deleted_files for a in ok),
         "pending_deleted_bytes": sum(a.deleted_bytes for a in ok),
         "compaction_due": len(dirty),
-        "most_overdue": [{"partition": a.name, "overdue_ms": a.overdue_ms, "deletable_segments": a.deletable_segments,
+        "most_overdue": [{"partition": label[id(a)], "overdue_ms": a.overdue_ms,
+                          "deletable_segments": a.deletable_segments,
                           "deletable_bytes": a.deletable_bytes} for a in overdue[:top]],
     }
 

@@ -531,6 +531,11 @@ def test_every_replica_is_audited_on_request_each_with_its_own_high_watermark(tm
     by_dir = {r["log_dir"]: r for r in rows}
     assert set(by_dir) == set(paths) and by_dir[paths[0]]["deletable_segments"] == 2
     assert by_dir[paths[1]]["deletable_segments"] < 2 and by_dir[paths[1]]["blocked_by_high_watermark"]
+    assert cli_main(["retention", *paths, "--now", str(NOW), "--json", "--replicas", "all"]) == 0
+    summary = json.loads(capsys.readouterr().out)["summary"]
+    assert (summary["partitions"], summary["replicas"]) == (1, 2)
+    assert summary["most_overdue"] and all(r["partition"] in (f"t-0 in {paths[0]}", f"t-0 in {paths[1]}")
+                                           for r in summary["most_overdue"])
     assert cli_main(["retention", *paths, "--now", str(NOW), "--replicas", "all"]) == 0
     assert "log dir" in capsys.readouterr().out
 

@@ -13,6 +13,7 @@ import sys
 from kafkaseg.retention import (
     audit,
     format_duration,
+    labels,
     parse_now,
     partition_row,
     plan_audit,
@@ -81,11 +82,12 @@ def run(args, console, ms_text) -> int:
                       "yes" if a.blocked_by_high_watermark else "",
                       f"{a.deleted_files} ({a.deleted_bytes} B)" if a.deleted_files else "", dirty)
     console.print(table)
+    label = labels(audits)
     if args.segments:
         for a in audits:
             if not a.segments:
                 continue
-            seg_table = Table(title=f"{a.name} segments")
+            seg_table = Table(title=f"{label[id(a)]} segments")
             for column in ("base offset", "next offset", "bytes", "largest time", "from", "deleted by", "overdue",
                            "HW blocks"):
                 seg_table.add_column(column, justify="right")
@@ -94,9 +96,11 @@ def run(args, console, ms_text) -> int:
                                   s.timestamp_source, s.rule or "", format_duration(s.overdue_ms),
                                   "yes" if s.blocked_by_high_watermark else "")
             console.print(seg_table)
-    print(f"{summary['partitions']} partitions, {summary['segments']} segments, {summary['bytes']} bytes; "
+    unit = "replicas" if summary["replicas"] != summary["partitions"] else "partitions"
+    print(f"{summary['partitions']} partitions" + (f" ({summary['replicas']} replicas)" if unit == "replicas" else "")
+          + f", {summary['segments']} segments, {summary['bytes']} bytes; "
           f"retention would delete {summary['deletable_segments']} segments ({summary['deletable_bytes']} bytes) "
-          f"in {summary['deletable_partitions']} partitions; {summary['lagging_partitions']} more than one check "
+          f"in {summary['deletable_partitions']} {unit}; {summary['lagging_partitions']} more than one check "
           f"interval overdue; {summary['blocked_by_high_watermark']} held back by the high watermark; "
           f"{summary['compaction_due']} due for compaction")
     if plan.cluster.source:
@@ -105,7 +109,7 @@ def run(args, console, ms_text) -> int:
         print(f"metadata log: {note}", file=sys.stderr)
     for a in audits:
         for note in a.notes:
-            print(f"{a.name}: {note}", file=sys.stderr)
+            print(f"{label[id(a)]}: {note}", file=sys.stderr)
     for note in plan.replica_notes:
         print(note, file=sys.stderr)
     return 1 if failed else 0
