@@ -58,6 +58,14 @@ def test_topic_partition_filters_are_get_offsets(datadir, capsys):
     assert names("--topic-partitions", "t:7,") == ["t:7"]
     assert names("--topic", "t", "--partitions", "3,") == ["t:3"]
     assert names("--topic", "t", "--partitions", "") == names("--topic", "t", "--partitions", ",") == every[:12]
+    assert names("--topic-partitions", "") == every  # Java: "".split(",") is one empty rule, every partition
+    assert names("--topic", "t", "--partitions", "+3") == ["t:3"]  # Integer.parseInt takes a sign
+    for bad in (" 1", "99999999999"):  # ... but no blank, and only an int
+        with pytest.raises(SystemExit):
+            main(["offsets", "--data-dir", path, "--topic", "t", "--partitions", bad])
+        assert "--partitions expects" in capsys.readouterr().err
+    code, _, err = run(["offsets", "--data-dir", path, "--topic-partitions", "t:1", "--partitions", ""], capsys)
+    assert code == 2 and "cannot be used with" in err
     code, _, err = run(["offsets", "--data-dir", path, "--topic", "t", "--topic-partitions", "t:1"], capsys)
     assert code == 2 and "--topic-partitions cannot be used with --topic or --partitions" in err
 

@@ -236,8 +236,8 @@ def _offsets_partitions(args):
         rules = args.topic_partitions
     else:
         topic = args.topic if args.topic is not None else re.compile(".*")
-        wanted = args.partitions
-        rules = [(topic, (lambda p: True) if wanted is None else wanted.__contains__)]
+        wanted = args.partitions  # None or empty: every partition (GetOffsetShell's empty set)
+        rules = [(topic, wanted.__contains__ if wanted else (lambda p: True))]
 
     def allowed(pdir) -> bool:
         if args.exclude_internal_topics and pdir.topic in _INTERNAL_TOPICS:
@@ -265,23 +265,30 @@ def _topic_regex(text: str) -> re.Pattern:
         raise argparse.ArgumentTypeError(f"{regex} is an invalid regex ({err})") from None
 
 
-def _partition_list(text: str) -> set[int] | None:
-    """``0,1,4``: GetOffsetShell's --partitions, partition ids only (its ranges are --topic-partitions'); an empty
-    value is every partition, as its empty set."""
+def _java_split(text: str) -> list[str]:
+    """Java's ``text.split(",")``: trailing empty strings dropped, but an empty text is one empty string."""
     if text == "":
-        return None
+        return [""]
     parts = text.split(",")
-    while parts and parts[-1] == "":  # Java's String.split drops trailing empty strings
+    while parts and parts[-1] == "":
         parts.pop()
+    return parts
+
+
+def _partition_list(text: str) -> frozenset[int]:
+    """``0,1,4``: GetOffsetShell's --partitions, ``Integer.parseInt`` of each id (its ranges are
+    --topic-partitions'); an empty value is its empty set: every partition."""
+    if text == "":
+        return frozenset()
     wanted: set[int] = set()
-    for part in (p.strip() for p in parts):
-        if re.fullmatch(r"[+-]?\d+", part) is None:
+    for part in _java_split(text):
+        if re.fullmatch(r"[+-]?\d+", part) is None or not -(1 << 31) <= int(part) < (1 << 31):
             hint = (" (a range is --topic-partitions TOPIC:4-7, upper bound exclusive, as in kafka-get-offsets.sh)"
                     if re.fullmatch(r"\d*-\d*", part) else "")
             raise argparse.ArgumentTypeError(f"--partitions expects a comma separated list of numeric partition "
                                              f"ids, but received: {text}{hint}")
         wanted.add(int(part))
-    return wanted or None
+    return frozenset(wanted)
 
 
 _TOPIC_PARTITION_RULE = re.compile(r"([^:,]*)(?::(?:([0-9]*)|(?:([0-9]*)-([0-9]*))))?")
@@ -291,10 +298,7 @@ def _topic_partition_rules(text: str) -> list:
     """GetOffsetShell's --topic-partitions: comma separated ``TOPIC_REGEX:PARTITIONS`` rules, PARTITIONS one of N,
     N-M (upper bound exclusive), N-, -M, or left out for all; TOPIC_REGEX left out for every topic."""
     rules = []
-    specs = text.split(",")
-    while specs and specs[-1] == "":  # Java's String.split drops trailing empty strings
-        specs.pop()
-    for spec in specs:
+    for spec in _java_split(text):
         match = _TOPIC_PARTITION_RULE.fullmatch(spec)
         if match is None:
             raise argparse.ArgumentTypeError(f"Invalid rule specification: {spec}")
