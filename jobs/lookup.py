@@ -75,10 +75,9 @@ def input_format(source: str) -> str:
     else ``table`` (a table name). A folder whose files name no single format is a ValueError."""
     from kafkaseg.storage.fs import join, list_dir, stat
 
-    lower = source.lower().rstrip("/")
-    for suffixes, fmt in (((".csv",), "csv"), ((".json", ".jsonl", ".ndjson"), "json"), ((".parquet",), "parquet")):
-        if lower.endswith(suffixes):
-            return fmt
+    named = _data_file_format(source.rstrip("/").rsplit("/", 1)[-1])
+    if named is not None:
+        return named
     entry = stat(source)
     if entry is None:
         return "table"
@@ -88,21 +87,36 @@ def input_format(source: str) -> str:
     if stat(join(source, "_delta_log")) is not None:
         return "delta"
     kinds = set()
-    for item in list_dir(source):
-        name = item.name.lower()
-        if name.startswith(("_", ".")) or item.is_dir:
-            continue
-        for suffixes, fmt in (((".csv", ".csv.gz"), "csv"), ((".json", ".jsonl", ".ndjson", ".json.gz"), "json"),
-                              ((".parquet",), "parquet")):
-            if name.endswith(suffixes):
-                kinds.add(fmt)
-                break
-        else:
-            kinds.add(None)
+    folders, seen = [source], 0
+    while folders and seen < 1000:  # Spark's output: part files, maybe under partitionBy folders (topic=x/)
+        for item in list_dir(folders.pop()):
+            if item.name.startswith(("_", ".")):
+                continue
+            if item.is_dir:
+                folders.append(item.path)
+                continue
+            seen += 1
+            kinds.add(_data_file_format(item.name))
     if len(kinds) != 1 or None in kinds:
         raise ValueError(f"{source}: cannot tell the format of this folder's files (give a folder of .csv, .json or "
-                         ".parquet files, or a Delta table)")
+                         ".parquet files, compressed or not, or a Delta table)")
     return kinds.pop()
+
+
+#: Suffixes of the codecs Spark's CSV/JSON writers compress with (``compression`` option).
+_COMPRESSION_SUFFIXES = (".gz", ".bz2", ".snappy", ".zst", ".zstd", ".lz4", ".deflate", ".xz", ".br")
+
+
+def _data_file_format(name: str) -> str | None:
+    lower = name.lower()
+    for suffix in _COMPRESSION_SUFFIXES:
+        if lower.endswith(suffix) and not lower.endswith(".parquet"):
+            lower = lower[:-len(suffix)]
+            break
+    for suffixes, fmt in (((".csv",), "csv"), ((".json", ".jsonl", ".ndjson"), "json"), ((".parquet",), "parquet")):
+        if lower.endswith(suffixes):
+            return fmt
+    return None
 
 
 def extract(spark, source: str):

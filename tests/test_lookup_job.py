@@ -223,3 +223,11 @@ def test_input_format_follows_files_and_folders_as_spark_writes_them(tmp_path):
     delta = tmp_path / "delta"
     (delta / "_delta_log").mkdir(parents=True)
     assert job.input_format(str(delta)) == "delta"
+    # partitionBy folders and compressed part files, as Spark writes them
+    partitioned = tmp_path / "by-topic"
+    (partitioned / "topic=t").mkdir(parents=True)
+    (partitioned / "_SUCCESS").write_text("")
+    (partitioned / "topic=t" / "part-00000-x.c000.csv.bz2").write_text("")
+    (partitioned / "topic=t" / ".part-00000-x.c000.csv.bz2.crc").write_text("")
+    assert job.input_format(str(partitioned)) == "csv"
+    assert job.input_format(str(tmp_path / "requests.json.gz")) == "json"
