@@ -9,6 +9,7 @@ import struct
 import pytest
 
 from kafkaseg.cli import consume
+from kafkaseg.errors import InvalidOptionError
 from kafkaseg.cli.main import build_parser, main as cli_main
 from kafkaseg.storage.checkpoints import read_offset_checkpoint
 from kafkaseg.testing import TopicSpec, write_data_dir
@@ -469,3 +470,9 @@ def test_properties_files_are_read_as_java_reads_them(tmp_path):
     assert consume.read_properties_file(str(path)) == {
         "line.separator": "\r\n", "key.separator": "\u2192", "print.key": "true   ", "long": "ab", "x:y": "1",
         "latin": "\u00e9", "bare": ""}
+    path.write_bytes(b"\\\n#foo=bar\nok=1\n")  # a continued empty line whose next starts with '#': a comment
+    assert consume.read_properties_file(str(path)) == {"ok": "1"}
+    for malformed in (b"u=\\u41G\n", b"u=\\u004\n"):
+        path.write_bytes(malformed)
+        with pytest.raises(InvalidOptionError, match="Malformed"):
+            consume.read_properties_file(str(path))

@@ -175,8 +175,14 @@ def read_properties_file(path: str) -> dict[str, str]:
         if not line or line[0] in "#!":
             continue
         while len(line) - len(line.rstrip("\\")) & 1 and i <= len(lines):  # continued on the next line
-            line = line[:-1] + (lines[i].lstrip(" \t\f") if i < len(lines) else "")
+            following = lines[i].lstrip(" \t\f") if i < len(lines) else ""
+            line = line[:-1] + following
             i += 1
+            if line == following and following[:1] in ("#", "!"):  # nothing before it: a comment line after all
+                line = ""
+                break
+        if not line:
+            continue
         key_end = 0
         while key_end < len(line) and line[key_end] not in "=: \t\f":
             key_end += 2 if line[key_end] == "\\" else 1
@@ -193,14 +199,13 @@ def _java_unescape(text: str) -> str:
 
     def one(match: re.Match) -> str:
         code = match.group(1)
-        if code.startswith("u"):
-            try:
-                return chr(int(code[1:], 16))
-            except ValueError:
-                raise InvalidOptionError(f"Malformed \\uxxxx encoding in {text!r}") from None
+        if code.startswith("u"):  # exactly four hex digits, as Properties.load requires
+            if re.fullmatch(r"u[0-9A-Fa-f]{4}", code) is None:
+                raise InvalidOptionError(f"Malformed \\uxxxx encoding in {text!r}")
+            return chr(int(code[1:], 16))
         return escapes.get(code, code)
 
-    return re.sub(r"\\(u[0-9A-Fa-f]{0,4}|.)", one, text)
+    return re.sub(r"\\(u.{0,4}|.)", one, text)
 
 
 #: Formatter property names DefaultMessageFormatter reads; it ignores any other.
