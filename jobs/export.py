@@ -678,7 +678,8 @@ def skipped_report(metrics: dict, limit: int = 5) -> tuple[dict, list[str]]:
     skipped = {"corrupt_batches": metrics.get("corrupt_batches", 0), "corrupt_bytes": metrics.get("corrupt_bytes", 0),
                "truncated_tails": [list(t) for t in metrics.get("truncated_tails", [])],
                "problems": [list(p) for p in metrics.get("problems", [])],
-               "vanished_segments": [list(v) for v in metrics.get("vanished_segments", [])]}
+               "vanished_segments": [list(v) for v in metrics.get("vanished_segments", [])],
+               "missing_offsets": [list(m) for m in metrics.get("missing_offsets", [])]}
     lines = []
     if skipped["corrupt_batches"]:
         lines.append(f"skipped {skipped['corrupt_batches']:,} corrupt batches ({skipped['corrupt_bytes']:,} bytes; "
@@ -692,6 +693,11 @@ def skipped_report(metrics: dict, limit: int = 5) -> tuple[dict, list[str]]:
         lines.append(f"{len(skipped['vanished_segments'])} segments were deleted or replaced by the broker after "
                      "planning:")
         lines += _first(skipped["vanished_segments"], limit, "{} offsets [{}, {}): {}", "")
+    if skipped["missing_offsets"]:
+        lines.append(f"offsets missing between segments in {len(skipped['missing_offsets'])} places, above the cleaner "
+                     "checkpoint (a segment file lost from this copy, or compaction the checkpoint does not record "
+                     "yet; kafkaseg verify checks):")
+        lines += _first(skipped["missing_offsets"], limit, "after {}: offsets [{}, {})", "")
     return skipped, lines
 
 

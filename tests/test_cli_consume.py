@@ -476,3 +476,17 @@ def test_properties_files_are_read_as_java_reads_them(tmp_path):
         path.write_bytes(malformed)
         with pytest.raises(InvalidOptionError, match="Malformed"):
             consume.read_properties_file(str(path))
+
+
+def test_offsets_missing_between_segments_are_said_on_stderr(tmp_path, capsysbinary):
+    """A copy that lost a segment file: the records around it print, and stderr says which offsets were not there."""
+    manifest = write_data_dir(tmp_path / "d", [TopicSpec("t", records_per_partition=300, records_per_batch=5,
+                                                         segment_bytes=4096)], seed=2)
+    pm = manifest.partition("t")
+    gone, after = pm.segments[1].base_offset, pm.segments[2].base_offset
+    for path in pm.directory.glob(f"{gone:020d}.*"):
+        path.unlink()
+    code, out, err = consume_cli(capsysbinary, "--data-dir", str(tmp_path / "d"), "--topic", "t", "--from-beginning",
+                                 "--property", "print.offset=true", "--property", "print.value=false")
+    assert code == 0 and out.count(b"\n") == pm.log_end_offset - (after - gone)
+    assert f"offsets {gone}..{after - 1} are missing after" in err

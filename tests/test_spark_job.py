@@ -148,7 +148,7 @@ def test_delta_modes_commit_once_per_run_and_keep_timestamps(spark, tmp_path):
 
 def test_skipped_report_lines():
     assert export.skipped_report({}) == ({"corrupt_batches": 0, "corrupt_bytes": 0, "truncated_tails": [],
-                                          "problems": [], "vanished_segments": []}, [])
+                                          "problems": [], "vanished_segments": [], "missing_offsets": []}, [])
     skipped, lines = export.skipped_report({"corrupt_batches": 2, "corrupt_bytes": 300, "problems": [
         ("/d/t-0/0.log", 10, "CRC-32C mismatch"), ("/d/t-0/0.log", 90, "bad magic")],
         "truncated_tails": [("/d/t-1/0.log", 500, 12)]}, limit=1)
@@ -160,6 +160,9 @@ def test_skipped_report_lines():
     _, lines = export.skipped_report({"vanished_segments": [("/d/t-0/5.log", 5, 9, "skipped (failOnDataLoss=false)")]})
     assert lines == ["1 segments were deleted or replaced by the broker after planning:",
                      "  /d/t-0/5.log offsets [5, 9): skipped (failOnDataLoss=false)"]
+    _, lines = export.skipped_report({"missing_offsets": [("/d/t-0/0.log", 63, 89)]})
+    assert lines[0].startswith("offsets missing between segments in 1 places") and \
+        lines[1] == "  after /d/t-0/0.log: offsets [63, 89)"
 
 
 def test_append_and_incremental_ranges_without_spark():

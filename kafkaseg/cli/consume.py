@@ -475,6 +475,9 @@ def _report_metrics(metrics, err) -> None:
             print(f"  {problem}", file=err)
     for path, start, end, what in metrics.vanished_segments:
         print(f"kafkaseg consume: {path} (offsets {start}..{end}) {what}", file=err)
+    for path, start, end in metrics.missing_offsets:
+        print(f"kafkaseg consume: offsets {start}..{end - 1} are missing after {path} (above the cleaner checkpoint: "
+              "a lost segment file, or compaction not checkpointed yet)", file=err)
 
 
 def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], None] = time.sleep) -> int:

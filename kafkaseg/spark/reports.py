@@ -78,7 +78,7 @@ class ScanReport:
         action that runs the plan again replaces it; ``executions`` is the most times any slice was read):
         ``slices_read``, ``bytes_read``, ``records``, ``batches``, ``truncated_tails``, ``problems``,
         ``vanished_segments`` (segments a live broker deleted or replaced after planning), ``missing_offsets``
-        (offsets lost between segments, read past with failOnDataLoss=false)..."""
+        (offsets missing between segments above the cleaner checkpoint, read past)..."""
         latest: dict[str, Path] = {}
         reads: dict[str, int] = {}
         folder = report_dir() / "reads" / self.scan_id

@@ -236,6 +236,10 @@ def _read_partition(partition: InputPartition, options: ReadOptions) -> Iterator
         for path, position, size in metrics.truncated_tails:
             _worker_logger().info("kafkaseg scan %s: %s: stopped before a partial batch at byte %d (%d bytes, "
                                   "still being written?)", partition.scan_id, path, position, size)
+        for path, start, end in metrics.missing_offsets:
+            _worker_logger().warning("kafkaseg scan %s: offsets [%d, %d) are missing after %s, above the cleaner "
+                                     "checkpoint (a lost segment file, or compaction not checkpointed yet)",
+                                     partition.scan_id, start, end, path)
 
 
 class KafkaSegStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
