@@ -22,12 +22,13 @@ broker's own answers (``UnifiedLog.fetchOffsetByTimestamp``, ``Partition.fetchOf
   maxTimestamp >= T, then that batch's records. An answer at or past the upper bound is "no offset" (the broker
   only answers below its last fetchable offset). No offset: a start fails (``startingOffsetsByTimestampStrategy=
   error``) or becomes latest; an end becomes latest.
-* data loss (``failOnDataLoss``): a start below the log start offset, a start inside a hole between segments (offsets
-  missing from the files and not explained by compaction: above the cleaner checkpoint), or an end above the upper
-  bound raise :class:`~kafkaseg.errors.DataLossError`; with ``failOnDataLoss=false`` the range is clamped to what
-  exists and the report says so. A range that runs across such a hole is read past, as Spark's source reads past
-  invisible offsets: the read lists it in its metrics (``missing_offsets``; a follower of a compacted topic holds
-  such holes with no checkpoint entry, so they cannot be called loss). A start above the end reads nothing (Spark drops such ranges).
+* data loss (``failOnDataLoss``): a start below the log start offset or an end above the upper bound raise
+  :class:`~kafkaseg.errors.DataLossError`; with ``failOnDataLoss=false`` the range is clamped to what exists and
+  the report says so. Offsets missing between segments above the cleaner checkpoint are not loss, as Spark's
+  source reads past offsets at or above the earliest that are not there (a follower of a compacted topic holds such
+  holes with no checkpoint entry, and so does a log being cleaned): a start inside one moves to the next segment
+  (a plan note), and a range across one is read past and listed in the read's metrics (``missing_offsets``). A
+  start above the end reads nothing (Spark drops such ranges).
 
 Byte ranges: a slice covers whole batches ``[start_position, end_position)`` of one segment. Consecutive slices of a
 segment are cut at ``.index`` entry positions (batch boundaries), near ``splitSize`` bytes, and (with
@@ -1014,9 +1015,15 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
                 cleaner = part.pdir.cleaner_offset
                 compacted = cleaner is not None and start < cleaner
                 if seg_end <= start < next_base and not compacted:
-                    loss(f"{name}: starting offset {start} is in a hole between segments "
-                         f"{part.segments[i].log_path} (ends at {seg_end}) and the next one (base {next_base}); "
-                         f"offsets [{start}, {next_base}) are missing")
+                    # as a fetch there returns the next batch, and Spark's source reads past offsets at or above
+                    # the earliest that are not there: a follower of a compacted topic and a log mid-cleaning
+                    # hold such holes with no checkpoint entry, so they cannot be called loss (a lost file also
+                    # looks like this: noted, and kafkaseg verify warns)
+                    if preport is not None:
+                        preport.notes.append(
+                            f"{name}: starting offset {start} is in a hole between segments "
+                            f"{part.segments[i].log_path} (ends at {seg_end}) and the next one (base {next_base}), "
+                            f"above the cleaner checkpoint; reading from {next_base}")
                     start = next_base
 
     # end -------------------------------------------------------------------------------------------------------

@@ -41,7 +41,8 @@ in apache/spark ``connector/kafka-0-10-sql``, with the files standing in for the
   whose log does not begin at offset 0, a log that went back below where the stream stood (truncated or
   recreated: the files end below the position), a partition on disk left out of a micro-batch's end (its folder
   went away when the end was fixed), and, from the planner, a start below the log start offset (retention deleted
-  unread records), inside a hole between segments, or an end past where the files now end. A partition folder
+  unread records) or an end past where the files now end (offsets missing between segments are read past, as
+  Spark's source reads past them: see :mod:`kafkaseg.planning`). A partition folder
   that vanishes while a trigger looks at it (a topic being deleted) counts as gone.
 
 One difference from Spark, which records its initial offsets in the checkpoint's ``sources/`` folder: a Python
