@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import heapq
 import math
 import os
 from dataclasses import dataclass, field
@@ -314,9 +315,8 @@ def pack_slices(slices: Sequence[SegmentSlice], target_bytes: int, open_cost: in
         return units
     units = _divide(units, open_cost, min_partitions)
     wanted = min(min_partitions or 0, len(slices))
-    if len(units) < wanted:  # one slice larger than the target left the rest too few units: split the costliest
-        import heapq      # unit of several slices in halves until there are enough
-
+    if len(units) < wanted:  # rounding or one slice larger than the target left too few units: halve the
+        # costliest unit of several slices until there are enough
         order = {id(piece): k for k, piece in enumerate(slices)}
 
         def entry(unit):
@@ -364,11 +364,19 @@ def _divide(units: list[tuple[SegmentSlice, ...]], open_cost: int, min_partition
     out: list[tuple[SegmentSlice, ...]] = []
     for key, packed in groups.items():
         parts = 1 if key in unsplit else part_count(costs[key], split_total, split_min)
+        parts = min(parts, sum(len(unit) for unit in packed))  # a slice is never split: more parts are empty
         shares = [1] * len(packed)
         unit_costs = [sum(cost(s) for s in unit) for unit in packed]
+        # each further part to the unit with the highest cost per part (a unit takes at most one per slice)
+        heap = [(-unit_costs[j] / 1, j) for j in range(len(packed)) if len(packed[j]) > 1]
+        heapq.heapify(heap)
         for _ in range(parts - len(packed)):
-            k = max(range(len(packed)), key=lambda j: (unit_costs[j] / shares[j], -j))
+            if not heap:
+                break
+            _, k = heapq.heappop(heap)
             shares[k] += 1
+            if shares[k] < len(packed[k]):
+                heapq.heappush(heap, (-unit_costs[k] / shares[k], k))
         for unit, unit_cost, n in zip(packed, unit_costs, shares):
             n = min(n, len(unit))
             if n <= 1 or unit_cost <= 0:

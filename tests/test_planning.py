@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import time
 from pathlib import Path
 
 import pytest
@@ -377,6 +378,10 @@ def test_min_partitions_divides_each_partition_as_spark_rounds_it():
         assert all(len(u) == 1 or sum(s.size_bytes for s in u) <= 100 for u in units), wanted
         assert [s for unit in units for s in unit] == mixed
     assert len(pack_slices([_piece("z", 0, 0, 0)], 5000, 0, 8)) == 1  # nothing to divide, and no division by 0
+    # the largest minPartitions the option takes: as many units as slices, at once (parts past that are empty)
+    many = [_piece("t", 0, i * 10, 1000) for i in range(1000)]
+    started = time.perf_counter()
+    assert len(pack_slices(many, 1000, 0, 2**31 - 1)) == 1000 and time.perf_counter() - started < 1
 
 
 def test_input_partitions_of_a_partition_of_many_small_segments(tmp_path):
