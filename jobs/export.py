@@ -830,13 +830,15 @@ def run(spark, args: argparse.Namespace, prepared: dict | None = None) -> dict:
                               _arrow_schema(args.options), check, prepared.get("ends"))
     print_summary(summary)
     total = sum(s[2] for s in summary)
+    skipped, lines = skipped_report(_write_metrics())  # also when nothing was written: the read may have skipped
     if total == 0 and existing is not None:
         print(f"nothing new to export: {args.output} holds the same rows (the offsets past the table's hold no "
               "records, e.g. a transaction's marker; recorded that they were read)")
-        return {**unchanged, "committed": committed}
+        for line in lines:
+            print(line)
+        return {**unchanged, "committed": committed, "skipped": skipped}
     seconds = time.perf_counter() - started
     print(f"wrote {total:,} records to {args.format} table {args.output} in {seconds:.1f}s")
-    skipped, lines = skipped_report(_write_metrics())
     for line in lines:
         print(line)
     return {"paths": paths, "output": args.output, "records": total, "summary": summary, "manifest": manifest,

@@ -70,26 +70,28 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 # -- extract --------------------------------------------------------------------------------------------------
 
 def input_format(source: str) -> str:
-    """How ``--input`` is read: ``csv``, ``json`` (JSON lines), ``parquet`` or ``delta`` for a file or folder (by
-    its extension, or for a folder by ``_delta_log`` or the extension its data files share, as Spark writes them),
-    else ``table`` (a table name). A folder whose files name no single format is a ValueError."""
-    from kafkaseg.storage.fs import join, list_dir, stat
+    """How ``--input`` is read: ``delta`` for a folder holding ``_delta_log`` (whatever its name), ``csv``,
+    ``json`` (JSON lines) or ``parquet`` for a file or folder (by its extension, compressed or not, or for a folder by
+    the extension its data files share, as Spark writes them, ``partitionBy`` subfolders included), else ``table``
+    (a table name). A folder whose files name no single format is a ValueError."""
+    from kafkaseg.storage.fs import join, list_dir, open_filesystem, stat
 
+    entry = stat(source)
+    if entry is not None and entry.is_dir and stat(join(source, "_delta_log")) is not None:
+        return "delta"
     named = _data_file_format(source.rstrip("/").rsplit("/", 1)[-1])
     if named is not None:
         return named
-    entry = stat(source)
     if entry is None:
         return "table"
     if not entry.is_dir:
         raise ValueError(f"{source}: give a .csv, .json/.jsonl or .parquet file, a folder of them, a Delta table "
                          "or a table name")
-    if stat(join(source, "_delta_log")) is not None:
-        return "delta"
+    filesystem, root = open_filesystem(source)  # listed paths are the filesystem's own (no scheme on S3)
     kinds = set()
-    folders, seen = [source], 0
+    folders, seen = [root], 0
     while folders and seen < 1000:  # Spark's output: part files, maybe under partitionBy folders (topic=x/)
-        for item in list_dir(folders.pop()):
+        for item in list_dir(folders.pop(), filesystem):
             if item.name.startswith(("_", ".")):
                 continue
             if item.is_dir:
@@ -104,7 +106,7 @@ def input_format(source: str) -> str:
 
 
 #: Suffixes of the codecs Spark's CSV/JSON writers compress with (``compression`` option).
-_COMPRESSION_SUFFIXES = (".gz", ".bz2", ".snappy", ".zst", ".zstd", ".lz4", ".deflate", ".xz", ".br")
+_COMPRESSION_SUFFIXES = (".gz", ".bz2", ".snappy", ".zst", ".lz4", ".deflate")
 
 
 def _data_file_format(name: str) -> str | None:

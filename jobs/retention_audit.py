@@ -178,7 +178,7 @@ def print_summary(summary: dict, out=None) -> None:
           f"in {summary['deletable_partitions']} {unit}; {summary['lagging_partitions']} {unit} overdue by "
           f"more than a retention check interval; {summary['blocked_by_high_watermark']} held back by the high "
           f"watermark; {summary['pending_deleted_files']} .deleted files pending "
-          f"({summary['pending_deleted_bytes']:,} bytes); {summary['compaction_due']} compacted partitions due for "
+          f"({summary['pending_deleted_bytes']:,} bytes); {summary['compaction_due']} compacted {unit} due for "
           "cleaning", file=out)
     if summary["most_overdue"]:
         width = max(len(r["partition"]) for r in summary["most_overdue"])

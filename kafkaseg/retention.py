@@ -543,7 +543,8 @@ def labels(audits: Sequence[PartitionAudit]) -> dict[int, str]:
 
 def summarize(audits: Sequence[PartitionAudit], top: int = 10) -> dict:
     """Totals over ``audits`` (``partitions``: distinct topic-partitions; ``replicas``: audits, more with every
-    replica audited, which the other counts count) and the ``top`` most overdue."""
+    replica audited; the ``*_partitions``, ``blocked_by_high_watermark`` and ``compaction_due`` counts count audits,
+    so replicas when every replica is audited) and the ``top`` most overdue."""
     label = labels(audits)
     ok = [a for a in audits if a.error is None]
     overdue = sorted((a for a in ok if a.overdue_ms is not None), key=lambda a: -a.overdue_ms)

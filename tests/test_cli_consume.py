@@ -472,6 +472,8 @@ def test_properties_files_are_read_as_java_reads_them(tmp_path):
         "latin": "\u00e9", "bare": ""}
     path.write_bytes(b"\\\n#foo=bar\nok=1\n")  # a continued empty line whose next starts with '#': a comment
     assert consume.read_properties_file(str(path)) == {"ok": "1"}
+    path.write_bytes(b"key.separator=\\uD83D\\uDE00\nlone=a\\uD83Db\n")  # Java strings are UTF-16: a pair is one char
+    assert consume.read_properties_file(str(path)) == {"key.separator": "\U0001F600", "lone": "a?b"}
     for malformed in (b"u=\\u41G\n", b"u=\\u004\n"):
         path.write_bytes(malformed)
         with pytest.raises(InvalidOptionError, match="Malformed"):

@@ -231,3 +231,21 @@ def test_input_format_follows_files_and_folders_as_spark_writes_them(tmp_path):
     (partitioned / "topic=t" / ".part-00000-x.c000.csv.bz2.crc").write_text("")
     assert job.input_format(str(partitioned)) == "csv"
     assert job.input_format(str(tmp_path / "requests.json.gz")) == "json"
+    named_parquet = tmp_path / "x.parquet"  # a Delta table in a folder so named is still read as Delta
+    (named_parquet / "_delta_log").mkdir(parents=True)
+    assert job.input_format(str(named_parquet)) == "delta"
+    # an object store's listed paths have no scheme: the walk lists through the store's own filesystem
+    import pyarrow.fs as pafs
+
+    from kafkaseg.storage import fs as kfs
+
+    def as_object_store(uri):
+        assert uri.startswith("memlike://")
+        return pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem()), uri[len("memlike://"):]
+
+    original = kfs.open_filesystem
+    kfs.open_filesystem = as_object_store
+    try:
+        assert job.input_format("memlike://by-topic") == "csv"
+    finally:
+        kfs.open_filesystem = original

@@ -205,7 +205,11 @@ def _java_unescape(text: str) -> str:
             return chr(int(code[1:], 16))
         return escapes.get(code, code)
 
-    return re.sub(r"\\(u.{0,4}|.)", one, text)
+    unescaped = re.sub(r"\\(u.{0,4}|.)", one, text)
+    # \uD83D\uDE00 is one character in Java's UTF-16 strings: join such pairs; a lone surrogate becomes '?', as
+    # Java's String.getBytes writes it
+    paired = re.sub("[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]", "?", unescaped)
+    return paired.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
 
 
 #: Formatter property names DefaultMessageFormatter reads; it ignores any other.
