@@ -479,7 +479,11 @@ def _report_metrics(metrics, err) -> None:
             print(f"  {problem}", file=err)
     for path, start, end, what in metrics.vanished_segments:
         print(f"kafkaseg consume: {path} (offsets {start}..{end}) {what}", file=err)
-    for path, start, end in metrics.missing_offsets:
+    _report_missing(metrics.missing_offsets, err)
+
+
+def _report_missing(missing, err) -> None:
+    for path, start, end in missing:
         print(f"kafkaseg consume: offsets {start}..{end - 1} are missing after {path} (above the cleaner checkpoint: "
               "a lost segment file, or compaction not checkpointed yet)", file=err)
 
@@ -576,6 +580,9 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
                     if emit(batch):
                         return 0
             out.flush()
+            if args.follow and metrics.missing_offsets:  # said as they are met, not only when a follow ends
+                _report_missing(metrics.missing_offsets, err)
+                metrics.missing_offsets.clear()
         return 0
     except KeyboardInterrupt:
         return 0
