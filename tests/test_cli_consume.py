@@ -492,3 +492,15 @@ def test_offsets_missing_between_segments_are_said_on_stderr(tmp_path, capsysbin
                                  "--property", "print.offset=true", "--property", "print.value=false")
     assert code == 0 and out.count(b"\n") == pm.log_end_offset - (after - gone)
     assert f"offsets {gone}..{after - 1} are missing after" in err
+    # following, it is said as soon as the read meets it (before the follow ends), once
+    said_before_the_end = []
+
+    def poll(_seconds: float) -> None:
+        said_before_the_end.append(f"offsets {gone}..{after - 1} are missing after" in follow_err.getvalue())
+
+    follow_err = io.StringIO()
+    args = build_parser().parse_args(["consume", "--data-dir", str(tmp_path / "d"), "--topic", "t",
+                                      "--from-beginning", "--follow", "--timeout-ms", "20", "--poll-ms", "1"])
+    assert consume.run(args, io.BytesIO(), follow_err, sleep=poll) == 0
+    assert said_before_the_end and all(said_before_the_end)
+    assert follow_err.getvalue().count(f"offsets {gone}..{after - 1} are missing") == 1
