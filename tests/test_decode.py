@@ -713,3 +713,11 @@ def test_rows_of_a_batch_survive_its_columns_growing_into_cached_blocks(codec):
     assert result.columns["offset"].to_pylist() == list(range(N))
     assert set(result.columns["timestamp"].cast("int64").to_pylist()) == {1_600_000_000_000_000}
     assert result.columns["value"].null_count == 0 and result.columns["key"].null_count == N
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_a_timestamp_past_the_microsecond_range_says_what_it_likely_is(kernel):
+    """A record stamped in nanoseconds is valid to a broker but does not fit Arrow's (and Spark's) microseconds."""
+    buf = build_batch_v2([Record(0, 1_700_000_000_000_000_000, None, b"v", [])]).data
+    with pytest.raises(CorruptBatchError, match=r"1700000000000000000 ms is outside .*nanoseconds\?"):
+        kernel.decode(buf, DecodeRequest())

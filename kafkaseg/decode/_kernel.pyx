@@ -681,7 +681,9 @@ cdef class _Decoder:
 
     cdef inline int check_ts(self, int64_t ms, Py_ssize_t where) except -1:
         if ms < -TIMESTAMP_LIMIT_MS or ms > TIMESTAMP_LIMIT_MS:
-            raise _Frame(CorruptBatchError, f"timestamp {ms} ms is outside the representable range", where)
+            raise _Frame(CorruptBatchError, f"timestamp {ms} ms is outside the representable range "
+                         "(microseconds in a 64-bit long, as Spark stores timestamps: a producer that sent "
+                         "nanoseconds?)", where)
         return 0
 
     cdef inline int emit_common(self, int64_t offset, int64_t ts, int32_t ts_type) except -1:

@@ -99,7 +99,9 @@ TIMESTAMP_LIMIT_MS = ((1 << 63) - 1) // 1000
 
 def _check_timestamp(ms, pos):
     if not -TIMESTAMP_LIMIT_MS <= ms <= TIMESTAMP_LIMIT_MS:
-        raise _Frame(CorruptBatchError, f"timestamp {ms} ms is outside the representable range", pos)
+        raise _Frame(CorruptBatchError, f"timestamp {ms} ms is outside the representable range "
+                     "(microseconds in a 64-bit long, as Spark stores timestamps: a producer that sent "
+                     "nanoseconds?)", pos)
 
 
 class _Columns:
