@@ -185,9 +185,10 @@ def incremental_ranges(ranges: Ranges, existing: dict, recorded: dict | None = N
     end}``, :func:`recorded_ends`) starts at the higher of that end and its max offset + 1: where the runs before
     read up to, as Spark's Kafka source resumes from the end offset it saved. The end matters when the offsets
     after the last exported row hold no row (a transaction's marker, an aborted tail under read_committed): once
-    retention deletes them, max + 1 is below the log start offset, a false data loss. Records deleted since the
-    last export (a gap past the end) are still a data loss error under ``failOnDataLoss=true``, as in Spark; a
-    partition neither knows keeps its range."""
+    retention deletes them, max + 1 is below the log start offset, a false data loss. Records retention deleted
+    since the last export (the log start past the end) are still a data loss error under ``failOnDataLoss=true``,
+    as in Spark; offsets missing between segments where it resumes are read past and listed; a partition neither
+    knows keeps its range."""
     recorded = recorded or {}
     existing = existing or {}
     out = {}

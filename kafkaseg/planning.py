@@ -101,8 +101,8 @@ class SegmentSlice:
     ``next_base_offset`` is the base offset of the partition's next segment, None for its last (active) segment;
     every offset in a segment lies in ``[base_offset, next_base_offset)``. ``recovery_point`` is the partition's
     ``recovery-point-offset-checkpoint`` entry (None when there is none): see :attr:`may_end_mid_batch`.
-    ``cleaner_offset`` is its ``cleaner-offset-checkpoint`` entry: offsets missing below it were compacted away,
-    offsets missing above it between segments are lost (a read reaching them is data loss).
+    ``cleaner_offset`` is its ``cleaner-offset-checkpoint`` entry: offsets missing below it were compacted away; the
+    read lists offsets missing between segments above it (``missing_before``: those planning skipped at the start).
     ``file_identity`` says which file was planned (local files only), so a reader on the planning host can tell a
     segment that a live broker replaced (the cleaner swaps in a compacted one) from the one planned.
     """
@@ -125,6 +125,9 @@ class SegmentSlice:
     recovery_point: int | None = None
     file_identity: tuple[str, int, int] | None = None  # (host, st_dev, st_ino) of a local .log at planning
     cleaner_offset: int | None = None  # the partition's cleaner-offset-checkpoint entry (offsets below it compacted)
+    # (segment, first, end) of offsets missing before this slice that planning skipped (a start inside a hole
+    # between segments): the read lists them in ScanMetrics.missing_offsets, as it lists the holes it runs across
+    missing_before: tuple[str, int, int] | None = None
 
     @property
     def segment_offsets(self) -> tuple[int, int]:
@@ -429,6 +432,7 @@ class _Partition:
         self.options = options
         self.report = report
         self.fs = pdir.filesystem
+        self.skipped_start: tuple[str, int, int] | None = None  # see _resolve (a start inside a hole)
         self.segments: tuple[SegmentFiles, ...] = pdir.segments
         self.bases = [s.base_offset for s in self.segments]
         self._indexes: dict[int, tuple] = {}
@@ -1030,8 +1034,11 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
                     if preport is not None:
                         preport.notes.append(
                             f"{name}: starting offset {start} is in a hole between segments "
-                            f"{part.segments[i].log_path} (ends at {seg_end}) and the next one (base {next_base}), "
-                            f"above the cleaner checkpoint; reading from {next_base}")
+                            f"{part.segments[i].log_path} (ends at {seg_end}) and the next one (base {next_base}) "
+                            f"that the cleaner checkpoint ({cleaner if cleaner is not None else 'none'}) does not "
+                            f"explain; reading from {next_base}")
+                    # the read reports it with the offsets it finds missing (SegmentSlice.missing_before)
+                    part.skipped_start = (part.segments[i].log_path, start, next_base)
                     start = next_base
 
     # end -------------------------------------------------------------------------------------------------------
@@ -1377,8 +1384,13 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
     reports = {(p.topic, p.partition, p.path): p for p in report.partitions}
     identities: dict[str, tuple[str, int, int] | None] = {}
     covered: dict[str, list[tuple[int, int]]] = {}  # per .log: byte ranges already counted as planned
+    told: set[int] = set()  # partitions whose skipped start is attached to a slice already
     for piece in pieces:
         part = piece.part
+        missing_before = None
+        if part.skipped_start is not None and id(part) not in told:
+            told.add(id(part))
+            missing_before = part.skipped_start
         seg = part.segments[piece.segment]
         aborted = _aborted_for(part, piece) if options.read_committed else ()
         if seg.log_path not in identities:
@@ -1389,7 +1401,8 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
             end_offset=piece.end_offset, aborted=aborted, segment_size=seg.log_size, segment_index=piece.segment,
             partition_path=part.pdir.path, log_dir=part.pdir.log_dir, filesystem=part.fs,
             next_base_offset=part.next_base(piece.segment), recovery_point=part.pdir.recovery_point,
-            file_identity=identities[seg.log_path], cleaner_offset=part.pdir.cleaner_offset))
+            file_identity=identities[seg.log_path], cleaner_offset=part.pdir.cleaner_offset,
+            missing_before=missing_before))
         preport = reports[(part.pdir.topic, part.pdir.partition, part.pdir.path)]
         preport.slices += 1
         # two offset ranges of one partition (a pushed-down NOT offset = x) can each need the batch between them:

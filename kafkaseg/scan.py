@@ -153,6 +153,9 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
     truncated tail.
     """
     metrics = metrics if metrics is not None else ScanMetrics()
+    if piece.missing_before is not None:  # planning moved the start past offsets missing between segments
+        with metrics._lock:
+            metrics.missing_offsets.append(piece.missing_before)
     opened = _open_planned_segment(piece, options, metrics)
     if opened is None:
         return

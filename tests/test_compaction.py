@@ -510,6 +510,25 @@ def test_a_selected_topic_gone_from_the_dirs_or_a_rebuild_of_part_of_the_table(t
     assert _table(table) == expected_state(manifest)
 
 
+def test_offsets_missing_where_a_run_resumes_are_reported(tmp_path):
+    """The table read to the end of a segment the next copy lost: the run resumes inside the hole (planning moves
+    it to the next segment, as a fetch would), and says which offsets it went past (keys whose later records were
+    in the lost file may be stale), instead of nothing."""
+    spec = TopicSpec("a", records_per_partition=400, key_cardinality=10, segment_bytes=4096)
+    write_data_dir(tmp_path / "d", [spec], seed=3)
+    head_ends = truncated_copy(tmp_path / "d", tmp_path / "head", drop_segments=3)
+    table = str(tmp_path / "t")
+    compact_arrow([str(tmp_path / "head")], table, options={"subscribe": "a"}, now_ms=NOW)
+    resume = head_ends[("a", 0)]
+    lost = tmp_path / "d" / "a-0"
+    bases = sorted(int(f.stem) for f in lost.glob("*.log"))
+    after = bases[bases.index(resume) + 1]
+    for f in lost.glob(f"{resume:020d}.*"):
+        f.unlink()
+    result = compact_arrow([str(tmp_path / "d")], table, options={"subscribe": "a"}, now_ms=NOW + 1)
+    assert [(m[1], m[2]) for m in result["missing_offsets"]] == [(resume, after)]
+
+
 def test_the_remedy_a_gone_topic_names_works_with_the_subscribe_that_named_it(tmp_path):
     """A subscribed topic gone from the dirs is the run's own data loss, whose message says to rebuild: that
     rebuild reads what the run decided (assign), not the subscribe a read would refuse for the missing topic."""
