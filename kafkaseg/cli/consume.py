@@ -378,19 +378,19 @@ def consumer_properties(args) -> dict[str, str]:
     return properties
 
 
-def isolation_level(args) -> str:
-    """--isolation-level when given, else the consumer properties' ``isolation.level``, else read_uncommitted
-    (``CommandLineUtils.maybeMergeOptions``: the option wins)."""
+def isolation_level(args, consumer: dict[str, str]) -> str:
+    """--isolation-level when given, else the consumer properties' (``consumer``, :func:`consumer_properties`)
+    ``isolation.level``, else read_uncommitted (``CommandLineUtils.maybeMergeOptions``: the option wins)."""
     if args.isolation_level is not None:
         return args.isolation_level
-    level = consumer_properties(args).get("isolation.level", "read_uncommitted").strip().lower()
+    level = consumer.get("isolation.level", "read_uncommitted").strip().lower()
     if level not in ("read_uncommitted", "read_committed"):
         raise InvalidOptionError(f"isolation.level={level!r}: expected read_uncommitted or read_committed")
     return level
 
 
-def _stream_options(args) -> dict:
-    options: dict = {"paths": list(args.data_dir), "kafka.isolation.level": isolation_level(args),
+def _stream_options(args, consumer: dict[str, str]) -> dict:
+    options: dict = {"paths": list(args.data_dir), "kafka.isolation.level": isolation_level(args, consumer),
                      "failOnDataLoss": "false"}  # a consumer resets instead of failing
     if args.include is not None:
         try:
@@ -496,8 +496,10 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
 
     out = out if out is not None else sys.stdout.buffer
     err = err if err is not None else sys.stderr
-    formatter = Formatter.from_properties(_properties(args))
-    options = _stream_options(args)
+    properties = _properties(args)  # each config file read once
+    consumer = consumer_properties(args)
+    formatter = Formatter.from_properties(properties)
+    options = _stream_options(args, consumer)
     options["columns"] = formatter.columns()
     read_options = ReadOptions.from_options(options, stream=True)
     planner = MicroBatchPlanner(read_options)
@@ -508,14 +510,13 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
               + (" yet: waiting (--follow)" if args.follow else ""), file=err)
     elif args.offset is not None and args.offset.isdigit():
         position = _reset_out_of_range(planner, position, args, err)
-    consumer = consumer_properties(args)
     group = args.group if args.group is not None else consumer.get("group.id")
     if group is not None:
         print(f"kafkaseg consume: group {group} has no effect: reading files commits no offsets", file=err)
     ignored = sorted(k for k in consumer if k not in ("isolation.level", "group.id"))
     if ignored:
         print(f"kafkaseg consume: consumer properties with no effect on files: {', '.join(ignored)}", file=err)
-    unknown = sorted(k for k in _properties(args) if k not in FORMATTER_PROPERTIES)
+    unknown = sorted(k for k in properties if k not in FORMATTER_PROPERTIES)
     if unknown:
         print(f"kafkaseg consume: not properties of the default formatter, so no effect: {', '.join(unknown)} "
               f"(known: {', '.join(FORMATTER_PROPERTIES)})", file=err)
