@@ -214,17 +214,14 @@ def next_ends(recorded: dict, ranges: Ranges) -> dict:
 
 
 def parse_ends(text: str) -> dict:
-    """``{(topic, partition): end}`` from recorded ends (Spark's offsets JSON); ValueError when malformed."""
-    found = json.loads(text)
-    if not isinstance(found, dict) or not all(isinstance(v, dict) for v in found.values()):
-        raise ValueError("not a {topic: {partition: offset}} object")
-    out = {}
-    for topic, partitions in found.items():
-        for partition, offset in partitions.items():
-            if isinstance(offset, bool) or not isinstance(offset, int):
-                raise ValueError(f"{topic}-{partition}: offset {offset!r} is not an integer")
-            out[(topic, int(partition))] = offset
-    return out
+    """``{(topic, partition): end}`` from recorded ends (Spark's offsets JSON, parsed as the ``endingOffsets``
+    option is); ValueError (``InvalidOptionError``) when malformed."""
+    from kafkaseg.options import ReadOptions
+
+    ending = ReadOptions.from_options({"endingOffsets": text}).ending
+    if ending.kind != "offsets":
+        raise ValueError(f"not a {{topic: {{partition: offset}}}} object: {text!r}")
+    return {(topic, partition): offset for topic, partition, offset in ending.entries}
 
 
 def overlaps(ranges: Ranges, existing: dict) -> list[str]:
