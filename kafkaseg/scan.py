@@ -182,7 +182,7 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
         _lost(piece, options, metrics, "is gone since planning")
         return
     if not reading.finished and not reading.stats.corrupt_batches:  # skipped corrupt batches held unknown offsets
-        _check_segment_end(piece, reading.last_seen, options, metrics)
+        _check_segment_end(piece, reading.last_seen, metrics)
     with metrics._lock:
         metrics.slices += 1
         metrics.decode.add(reading.stats)
@@ -388,7 +388,7 @@ class _SliceDecoder:
             pos, want = self.resume(reader, result, pos, end)
 
 
-def _check_segment_end(piece: SegmentSlice, last_offset: int, options: ReadOptions, metrics: ScanMetrics) -> None:
+def _check_segment_end(piece: SegmentSlice, last_offset: int, metrics: ScanMetrics) -> None:
     """After a slice was read to its end: when that is its segment's end and the read range goes on into the next
     segment, offsets between the segment's last batch and the next base that the cleaner checkpoint does not
     explain are recorded in ``metrics.missing_offsets``, and the read goes on. Not an error: besides a copy that
