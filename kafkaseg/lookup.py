@@ -455,19 +455,16 @@ class PartitionLookup:
         hw = self.pdir.high_watermark
         if (hw is not None and hw <= leo) or not self.segments:
             return
-        from kafkaseg.storage.segment import zero_filled_tail
+        from kafkaseg.storage.segment import zero_filled_tail, zeros_hide_records
 
         last = len(self.segments) - 1
         _, position = self._index(last, "offset").last()
         found = zero_filled_tail(self.segments[last], filesystem=self.fs, max_batch_bytes=None,
                                  start_position=position)
-        if found is None:
-            return
-        at, data_after = found
-        if data_after or hw is not None:
-            what = "data follows them" if data_after else f"the high watermark {hw} says offsets past {leo} exist"
+        what = None if found is None else zeros_hide_records(found[1], hw, leo)
+        if what is not None:
             raise CorruptBatchError(f"zeros in the active segment end its readable batches at offset {leo}, but "
-                                    f"{what}", path=self.segments[last].log_path, position=at)
+                                    f"{what}", path=self.segments[last].log_path, position=found[0])
 
     def high_watermark(self) -> int:
         """The checkpointed high watermark, capped at the log end offset (the log end offset when none; an

@@ -65,7 +65,7 @@ from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, check_one_incar
                                      partition_log_end_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot
-from kafkaseg.storage.segment import SegmentReader, readable_end, zero_filled_tail
+from kafkaseg.storage.segment import SegmentReader, readable_end, zero_filled_tail, zeros_hide_records
 from kafkaseg.storage.time_index import TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, segment_aborted_txns, unindexed_abort
 from kafkaseg.wire.crc import crc_is_valid
@@ -715,10 +715,8 @@ class _Partition:
         if found is None:
             return
         position, data_after = found
-        hw = self.pdir.high_watermark
-        if data_after or (hw is not None and hw > leo):
-            what = ("data follows them" if data_after else
-                    f"the high watermark {hw} says offsets past {leo} were acknowledged")
+        what = zeros_hide_records(data_after, self.pdir.high_watermark, leo)
+        if what is not None:
             if self.options.on_corruption != "skip" and not self._unacknowledged_past(leo):
                 raise CorruptBatchError(f"zeros in the active segment end its readable batches, but {what}",
                                         path=self.segments[-1].log_path, position=position)

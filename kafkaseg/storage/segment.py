@@ -42,6 +42,7 @@ __all__ = [
     "zero_filled_tail",
     "first_nonzero_byte",
     "data_after_zeros",
+    "zeros_hide_records",
     "largest_timestamp",
     "DEFAULT_BLOCK_SIZE",
     "DEFAULT_MAX_BATCH_BYTES",
@@ -411,6 +412,17 @@ def first_nonzero_byte(reader: "SegmentReader", position: int, chunk: int = 1 <<
         if stripped < len(data):
             return position + stripped
         position += len(data)
+    return None
+
+
+def zeros_hide_records(data_after: bool, high_watermark: int | None, leo: int) -> str | None:
+    """Why zeros that end the active segment's walk at offset ``leo`` (:func:`zero_filled_tail`: ``data_after``)
+    are not a preallocated tail, or None: data follows them, or the high watermark says offsets past ``leo`` were
+    acknowledged. The rule planning and lookups share."""
+    if data_after:
+        return "data follows them"
+    if high_watermark is not None and high_watermark > leo:
+        return f"the high watermark {high_watermark} says offsets past {leo} were acknowledged"
     return None
 
 
