@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-__all__ = ["BASE_FIELDS", "HEADERS_FIELD", "HEADERS_TYPE", "METADATA_FIELDS", "COLUMN_NAMES", "arrow_schema",
-           "spark_ddl"]
+__all__ = ["BASE_FIELDS", "HEADERS_FIELD", "HEADERS_TYPE", "METADATA_FIELDS", "COLUMN_NAMES", "arrow_schema"]
 
 HEADERS_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
 
@@ -61,16 +60,3 @@ def arrow_schema(include_headers: bool = False, include_metadata: bool = False,
         fields.extend(METADATA_FIELDS)
     return pa.schema(fields)
 
-
-_SPARK_TYPES = {
-    pa.binary(): "BINARY", pa.string(): "STRING", pa.int8(): "TINYINT", pa.int16(): "SMALLINT",
-    pa.int32(): "INT", pa.int64(): "BIGINT", pa.bool_(): "BOOLEAN", pa.timestamp("us", tz="UTC"): "TIMESTAMP",
-    HEADERS_TYPE: "ARRAY<STRUCT<key: STRING, value: BINARY>>",
-}
-
-
-def spark_ddl(include_headers: bool = False, include_metadata: bool = False,
-              columns: tuple[str, ...] | None = None) -> str:
-    """The same schema as a Spark DDL string (so kafkaseg.spark need not translate Arrow types)."""
-    schema = arrow_schema(include_headers, include_metadata, columns)
-    return ", ".join(f"{f.name} {_SPARK_TYPES[f.type]}" for f in schema)
