@@ -81,6 +81,8 @@ __all__ = [
     "resolve_offsets",
     "offset_for_timestamp",
     "select_partitions",
+    "Listing",
+    "list_partitions",
     "available_range",
     "AvailableRange",
     "slice_order",
@@ -1351,18 +1353,17 @@ def _min_partitions(pieces: list[_Piece], wanted: int | None, report: PlanReport
 # Entry point
 
 def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicates: Predicates | None = None,
-              *, check_subscribed: bool = True) -> ScanPlan:
+              *, check_subscribed: bool = True, listing: "Listing | None" = None) -> ScanPlan:
     """Plan a scan of ``paths`` (log dirs, topic-partition dirs, ``.log`` files, globs; default
     ``options.paths``): discover partitions, keep those the topic options and ``predicates`` select, choose
     replicas, resolve each partition's ``[start, end)``, prune segments, and cut slices.
     ``check_subscribed=False`` lets a ``subscribe`` topic have no partition on disk (a stream waits for it; a
-    caller with its own rule for a topic gone reports that instead)."""
-    if paths is None or (not isinstance(paths, (str, os.PathLike)) and not paths):
-        paths = list(options.paths)
-    if not paths:
-        raise LayoutError("nothing to read: no path given")
+    caller with its own rule for a topic gone reports that instead). ``listing`` (from :func:`list_partitions`)
+    is a discovery of ``paths`` already made, which the plan uses instead of listing the folders again."""
     report = PlanReport(options=options.as_dict())
-    replicas = _select_partitions(paths, options, predicates, report, check_subscribed=check_subscribed)
+    if listing is None:
+        listing = list_partitions(paths, options)
+    replicas = _select_partitions(listing, options, predicates, report, check_subscribed=check_subscribed)
 
     def plan_one(pdir: PartitionDir) -> tuple[PlanReport, list[_Piece]]:
         def plan(current: PartitionDir) -> tuple[PlanReport, list[_Piece]]:
@@ -1432,26 +1433,45 @@ def _newly_covered(intervals: list[tuple[int, int]], start: int, end: int) -> in
     return max(new, 0)
 
 
-def select_partitions(paths: str | Sequence[str] | None, options: ReadOptions,
-                      report: PlanReport | None = None, *, check_listed: bool = True,
-                      check_subscribed: bool = True) -> list[PartitionDir]:
-    """The partition replicas a scan of ``paths`` with ``options`` reads (discovery, topic selection, replica
-    choice), as :func:`plan_scan` finds them; without planning any slice (streaming's latest offsets).
-    ``check_listed=False`` leaves out the error for a partition ``assign`` (or a JSON option) names that is not on
-    disk (a stream whose partition folder went away reports data loss instead); ``check_subscribed=False`` the
-    one for a ``subscribe`` topic with no partition on disk (see :func:`plan_scan`)."""
+class Listing(NamedTuple):
+    """One discovery of a scan's paths: every partition replica found (:func:`~kafkaseg.storage.layout.discover`)
+    and the folders skipped, with why."""
+
+    partitions: tuple[PartitionDir, ...]
+    skipped: tuple[tuple[str, str], ...]
+
+
+def list_partitions(paths: str | Sequence[str] | None, options: ReadOptions) -> Listing:
+    """Discover ``paths`` (default ``options.paths``) once, for :func:`select_partitions` and :func:`plan_scan`
+    to share (a stream's micro-batch checks which partitions are gone and plans from the same listing)."""
     if paths is None or (not isinstance(paths, (str, os.PathLike)) and not paths):
         paths = list(options.paths)
     if not paths:
         raise LayoutError("nothing to read: no path given")
-    return _select_partitions(paths, options, None, report if report is not None else PlanReport(),
+    skipped: list[tuple[str, str]] = []
+    return Listing(tuple(discover(paths, skipped=skipped)), tuple(skipped))
+
+
+def select_partitions(paths: str | Sequence[str] | None, options: ReadOptions,
+                      report: PlanReport | None = None, *, check_listed: bool = True,
+                      check_subscribed: bool = True, listing: Listing | None = None) -> list[PartitionDir]:
+    """The partition replicas a scan of ``paths`` with ``options`` reads (discovery, topic selection, replica
+    choice), as :func:`plan_scan` finds them; without planning any slice (streaming's latest offsets).
+    ``check_listed=False`` leaves out the error for a partition ``assign`` (or a JSON option) names that is not on
+    disk (a stream whose partition folder went away reports data loss instead); ``check_subscribed=False`` the
+    one for a ``subscribe`` topic with no partition on disk (see :func:`plan_scan`); ``listing`` as in
+    :func:`plan_scan`."""
+    if listing is None:
+        listing = list_partitions(paths, options)
+    return _select_partitions(listing, options, None, report if report is not None else PlanReport(),
                               check_listed=check_listed, check_subscribed=check_subscribed)
 
 
-def _select_partitions(paths, options: ReadOptions, predicates: Predicates | None, report: PlanReport,
+def _select_partitions(listing: Listing, options: ReadOptions, predicates: Predicates | None, report: PlanReport,
                        *, check_listed: bool = True, check_subscribed: bool = True) -> list[PartitionDir]:
-    found = discover(paths, skipped=report.skipped_folders)
-    for path, _ in report.skipped_folders:
+    found = listing.partitions
+    report.skipped_folders.extend(listing.skipped)
+    for path, _ in listing.skipped:
         if path.endswith("-future"):  # ReplicaAlterLogDirsThread's destination: the current copy is elsewhere
             report.notes.append(f"{path} is not read: the destination of a replica move between log dirs in "
                                 f"progress (its current copy is in another log dir of the same broker)")

@@ -66,8 +66,8 @@ import pyarrow as pa
 
 from kafkaseg.errors import DataLossError, InvalidOptionError, LayoutError
 from kafkaseg.options import EARLIEST, LATEST, OffsetLimit, ReadOptions
-from kafkaseg.planning import (AvailableRange, ScanPlan, available_range, plan_scan, resolve_offsets,
-                               select_partitions, slice_order)
+from kafkaseg.planning import (AvailableRange, Listing, ScanPlan, available_range, list_partitions, plan_scan,
+                               resolve_offsets, select_partitions, slice_order)
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import PartitionDir
 
@@ -163,12 +163,12 @@ class MicroBatchPlanner:
         self._ranges: dict[tuple, tuple[AvailableRange, bool]] = {}  # by what it depends on (see available)
 
     # -- discovery ---------------------------------------------------------------------------------------------------
-    def _partitions(self) -> list[PartitionDir]:
-        """The selected partitions now (a partition ``assign`` names whose folder went away is left out: the
-        stream reports it gone)."""
+    def _partitions(self, listing: Listing | None = None) -> list[PartitionDir]:
+        """The selected partitions now, or in ``listing`` (a partition ``assign`` names whose folder went away is
+        left out: the stream reports it gone)."""
         topics_only = self.options.replace(starting=OffsetLimit("earliest", option="startingOffsets"),
                                            ending=OffsetLimit("latest", option="endingOffsets"))
-        return select_partitions(None, topics_only, check_listed=False)
+        return select_partitions(None, topics_only, check_listed=False, listing=listing)
 
     def available(self) -> dict[TopicPartition, AvailableRange]:
         """The :class:`~kafkaseg.planning.AvailableRange` of every selected partition now. A partition whose
@@ -318,7 +318,8 @@ class MicroBatchPlanner:
                 raise DataLossError(f"{message} {_FAIL_HINT}")
             result.data_loss.append(message)
 
-        current = {(p.topic, p.partition): p for p in self._partitions()}
+        listing = list_partitions(None, self.options)  # one listing: the partitions gone, and the plan
+        current = {(p.topic, p.partition): p for p in self._partitions(listing)}
         for tp in sorted(set(begin) - set(until)):
             name = f"{tp[0]}-{tp[1]}"
             if tp not in current:
@@ -369,17 +370,19 @@ class MicroBatchPlanner:
         # because the broker had not checkpointed the partition's high watermark yet: those are read to that end,
         # even if the checkpoint written since says less
         to_log_end = {tp for tp in ranges if tp in self._seen and not self._seen[tp].checkpointed}
-        scans = [self._plan_ranges({tp: r for tp, r in ranges.items() if tp not in to_log_end}, self.options),
+        scans = [self._plan_ranges({tp: r for tp, r in ranges.items() if tp not in to_log_end}, self.options,
+                                   listing),
                  self._plan_ranges({tp: r for tp, r in ranges.items() if tp in to_log_end},
-                                   self.options.replace(upper_bound="logEndOffset"))]
+                                   self.options.replace(upper_bound="logEndOffset"), listing)]
         scans = [scan for scan in scans if scan is not None]
         result.scan = scans[0] if len(scans) == 1 else _merged(*scans)
         result.data_loss.extend(result.scan.report.data_loss)
         return result
 
     @staticmethod
-    def _plan_ranges(ranges: Mapping[TopicPartition, tuple[int, int]], options: ReadOptions) -> ScanPlan | None:
-        """A batch read's plan of ``[start, end)`` per partition (None for no range)."""
+    def _plan_ranges(ranges: Mapping[TopicPartition, tuple[int, int]], options: ReadOptions,
+                     listing: Listing) -> ScanPlan | None:
+        """A batch read's plan of ``[start, end)`` per partition in ``listing`` (None for no range)."""
         if not ranges:
             return None
         entries_start = tuple((t, p, lo) for (t, p), (lo, _) in sorted(ranges.items()))
@@ -387,7 +390,7 @@ class MicroBatchPlanner:
         return plan_scan(None, options.replace(
             assign=tuple(sorted(ranges)), subscribe=None, subscribe_pattern=None,
             starting=OffsetLimit("offsets", entries_start, option="startingOffsets"),
-            ending=OffsetLimit("offsets", entries_end, option="endingOffsets")))
+            ending=OffsetLimit("offsets", entries_end, option="endingOffsets")), listing=listing)
 
 
 def _merged(first: ScanPlan, second: ScanPlan) -> ScanPlan:

@@ -402,6 +402,23 @@ def test_a_trigger_reuses_the_ranges_of_partitions_whose_files_did_not_change(da
     assert calls == [1, 1]
 
 
+def test_a_micro_batch_plan_lists_the_folders_once(data, monkeypatch):
+    """The partitions gone and the plan come from one listing (they were two, each a scan of every folder)."""
+    import kafkaseg.planning as planning
+
+    p = planner(data)
+    start = p.initial_offsets()
+    end = p.latest_offsets(start)
+    listings = []
+    real = planning.discover
+    monkeypatch.setattr(planning, "discover", lambda *a, **k: listings.append(a) or real(*a, **k))
+    assert sorted(read_batch(p, start, end)) == sorted(batch_rows(data))
+    assert len(listings) == 2  # the batch read's own listing, and the micro-batch's
+    listings.clear()
+    p.plan(start, end)
+    assert len(listings) == 1
+
+
 def test_an_assigned_partition_whose_folder_goes_away_is_data_loss_not_an_option_error(data):
     p = planner(data, assign='{"a":[0,1]}')
     start = p.initial_offsets()
