@@ -9,7 +9,9 @@ For each size a segment is written under /tmp (``kafkaseg.testing.write_benchmar
 Each (segment, options) pair is read by ``kafkaseg.iter_batches`` in a fresh subprocess that drops every batch after
 counting it; the child reports ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` (peak RSS) once after its imports
 (baseline) and once after the read. Options: the defaults (local files decoded from mapped windows, whose file
-pages count in RSS while mapped), a small ``maxRecordsPerBatch``, and ``readMode=pread``.
+pages count in RSS while mapped), a small ``maxRecordsPerBatch``, ``readMode=pread``, and (when duckdb is installed)
+a DuckDB ``count(*)`` over a ``kafkaseg.open_scan`` reading its Arrow C stream, whose baseline is taken after
+importing duckdb.
 
 Check printed as PASS/FAIL: for each option set, the peak RSS of the largest segment exceeds that of the smallest by
 no more than 10% of the smaller peak plus 16 MiB (noise: allocator and Arrow pool high-water marks).
@@ -40,11 +42,18 @@ base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 path, options = sys.argv[1], json.loads(sys.argv[2])
 rows = batches = biggest = 0
 start = time.perf_counter()
-for batch in kafkaseg.iter_batches(path, **options):
-    rows += batch.num_rows
-    batches += 1
-    biggest = max(biggest, batch.nbytes)
-    del batch
+if options.pop("_consumer", None) == "duckdb":  # DuckDB pulls the Scan's Arrow stream as its query runs
+    import duckdb
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    scan = kafkaseg.open_scan(path, **options)
+    rows = duckdb.sql("select count(*) from scan where octet_length(value) >= 0").fetchall()[0][0]
+    batches = scan.metrics.output_batches
+else:
+    for batch in kafkaseg.iter_batches(path, **options):
+        rows += batch.num_rows
+        batches += 1
+        biggest = max(biggest, batch.nbytes)
+        del batch
 elapsed = time.perf_counter() - start
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps({"rows": rows, "batches": batches, "largest_batch_bytes": biggest, "baseline_rss": base,
@@ -77,6 +86,11 @@ def main(argv=None) -> int:
     option_sets = [("defaults", {}), (f"maxRecordsPerBatch={args.small_max_records}",
                                       {"maxRecordsPerBatch": str(args.small_max_records)}),
                    ("readMode=pread", {"readMode": "pread"})]
+    try:
+        import duckdb  # noqa: F401
+        option_sets.append(("DuckDB query over a Scan", {"_consumer": "duckdb"}))
+    except ImportError:
+        print("duckdb not installed: the DuckDB row is left out", file=sys.stderr)
 
     from kafkaseg.testing import write_benchmark_segment
 
@@ -102,7 +116,7 @@ def main(argv=None) -> int:
             for p in partition_dir.iterdir():  # free the disk before writing the next (bigger) one
                 p.unlink()
     rows = [[f"{r['segment_bytes'] / MiB:,.0f}", r["options"], f"{r['rows']:,}", f"{r['batches']:,}",
-             f"{r['largest_batch_bytes'] / MiB:.1f}", f"{r['baseline_rss'] / MiB:.0f}", f"{r['peak_rss'] / MiB:.0f}",
+             f"{r['largest_batch_bytes'] / MiB:.1f}" if r["largest_batch_bytes"] else "-", f"{r['baseline_rss'] / MiB:.0f}", f"{r['peak_rss'] / MiB:.0f}",
              f"{(r['peak_rss'] - r['baseline_rss']) / MiB:.0f}", f"{r['seconds']:.1f}"] for r in results]
     print(format_table(["segment MiB", "options", "records", "arrow batches", "largest batch MiB",
                         "baseline RSS MiB", "peak RSS MiB", "peak - baseline", "s"], rows))

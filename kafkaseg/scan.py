@@ -464,6 +464,16 @@ class Scan:
     def to_table(self) -> pa.Table:
         return pa.Table.from_batches(list(self), schema=self.schema)
 
+    def to_reader(self) -> pa.RecordBatchReader:
+        """A ``pyarrow.RecordBatchReader`` over a new read: batches are decoded as the consumer pulls them, so
+        memory stays bounded by the batch size (``maxRecordsPerBatch``/``maxBytesPerBatch``), not the data."""
+        return pa.RecordBatchReader.from_batches(self.schema, iter(self))
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        """The Arrow C stream interface: DuckDB, polars, pandas and ``pyarrow.table()`` read a ``Scan`` directly
+        (a new read each time, pulled batch by batch)."""
+        return self.to_reader().__arrow_c_stream__(requested_schema)
+
 
 def open_scan(path: str | Sequence[str], **options: Any) -> Scan:
     """Plan a scan of ``path`` (log dir(s), topic-partition dir(s), ``.log`` file(s) or globs) with Spark-Kafka-style

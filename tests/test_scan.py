@@ -288,6 +288,33 @@ def test_metrics_describe_the_latest_read_of_a_scan(sample):
     assert scan.metrics.records == first.num_rows  # not doubled by the second read
 
 
+def test_a_scan_is_an_arrow_stream_that_duckdb_queries_batch_by_batch(sample):
+    """``Scan`` speaks the Arrow C stream interface: DuckDB (and ``pyarrow.table``) read it without a table in
+    between, pulling batches as they go."""
+    duckdb = pytest.importorskip("duckdb", reason="duckdb is a dev dependency (pip install .[dev])")
+    whole = kafkaseg.read_arrow(str(sample[0]))
+    micros = whole.column("timestamp").cast(pa.int64()).to_pylist()
+    groups: dict = defaultdict(list)
+    for topic, partition, offset, ts in zip(whole.column("topic").to_pylist(), whole.column("partition").to_pylist(),
+                                            whole.column("offset").to_pylist(), micros):
+        groups[(topic, partition)].append((offset, ts))
+    expected = sorted((t, p, len(rows), sum(o for o, _ in rows), max(ts for _, ts in rows))
+                      for (t, p), rows in groups.items())
+    scan = kafkaseg.open_scan(str(sample[0]), maxRecordsPerBatch=100)
+    got = duckdb.sql("select topic, partition, count(*), sum(\"offset\")::bigint, epoch_us(max(timestamp)) "
+                     "from scan group by all order by all").fetchall()
+    assert got == expected and len(got) > 1
+    assert scan.metrics.records == whole.num_rows
+    assert pa.table(kafkaseg.open_scan(str(sample[0]))).equals(whole)
+
+    reader = kafkaseg.open_scan(str(sample[0]), maxRecordsPerBatch=100)
+    stream = reader.to_reader()
+    assert stream.schema == whole.schema
+    first = stream.read_next_batch()
+    assert reader.metrics.output_batches == 1 and first.num_rows < whole.num_rows  # pulled, not read ahead
+    assert first.num_rows + sum(b.num_rows for b in stream) == whole.num_rows
+
+
 @pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
 def test_log_files_given_as_paths_read_what_the_partition_read_holds_for_them(tmp_path, isolation):
     """A .log file (or several) is read within its partition: the high watermark, last stable offset and aborted
