@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import functools
 import heapq
 import math
 import os
@@ -415,6 +416,16 @@ NO_TIMESTAMP_BOUND = 2**63 - 1
 ENTRY_CRC_MAX_BYTES = 64 << 10
 
 
+def _unwalkable(seg, reason: str, err: KafkaSegError) -> tuple[OffsetIndex, TimeIndex]:
+    """Empty indexes for a segment whose own indexes cannot be used and whose log cannot be walked to rebuild them
+    (corrupt framing): the segment is then read from its start, its timestamps are unknown (nothing is pruned by
+    time), and the reader reports what is wrong with it (or, reading leniently, skips and counts it), after the
+    records before it."""
+    reason = f"{reason}; the log cannot be walked either ({err}), so the segment is read from its start"
+    return (OffsetIndex(seg.base_offset, [], [], rebuilt=True, rebuild_reason=reason),
+            TimeIndex(seg.base_offset, [], [], rebuilt=True, rebuild_reason=reason))
+
+
 def _plausible_v2_header(header) -> bool:
     """A v2 header whose fields hang together: a known codec, no unknown attribute bits, a record count that fits
     its size when uncompressed (a record is at least 7 bytes) and a last-offset delta that covers it (compaction
@@ -461,7 +472,10 @@ class _Partition:
     def indexes(self, i: int):
         if i not in self._indexes:
             seg = self.segments[i]
-            offset_index, time_index = load_indexes(seg, self.fs, max_batch_bytes=self.options.max_batch_bytes)
+            try:
+                offset_index, time_index = load_indexes(seg, self.fs, max_batch_bytes=self.options.max_batch_bytes)
+            except CorruptDataError as err:  # only a rebuild walks the log: the files are missing or insane
+                offset_index, time_index = _unwalkable(seg, "the index files are missing or unusable", err)
             self._set_indexes(i, offset_index, time_index)
         return self._indexes[i]
 
@@ -534,9 +548,7 @@ class _Partition:
                 rebuilt = rebuild_indexes(reader, seg.base_offset, max_batch_bytes=self.options.max_batch_bytes,
                                           reason=reason)
         except KafkaSegError as err:
-            reason = f"{reason}; the log cannot be walked either ({err}), so the segment is read from its start"
-            rebuilt = (OffsetIndex(seg.base_offset, [], [], rebuilt=True, rebuild_reason=reason),
-                       TimeIndex(seg.base_offset, [], [], rebuilt=True, rebuild_reason=reason))
+            rebuilt = _unwalkable(seg, reason, err)
         self._set_indexes(i, *rebuilt)
 
     def cuts(self, i: int, start: int, end: int) -> list[tuple[int, int]]:
@@ -684,8 +696,9 @@ class _Partition:
                     self._zero_tail(leo)
             except CorruptDataError as err:
                 lenient = self.options.on_corruption == "skip"  # lenient: step over it as the reader will
-                leo, position = readable_end(self.segments[-1], step_over=lenient, verify_crc=self.options.verify_crc,
-                                             filesystem=self.fs, max_batch_bytes=self.options.max_batch_bytes)
+                walk = functools.partial(readable_end, self.segments[-1], verify_crc=self.options.verify_crc,
+                                         filesystem=self.fs, max_batch_bytes=self.options.max_batch_bytes)
+                leo, position = walk(step_over=lenient)
                 if lenient:
                     how = f"{leo}, stepping over it as a lenient read does"
                 elif self._unacknowledged_past(leo):
@@ -693,7 +706,15 @@ class _Partition:
                     how = (f"{leo}, the end of the last whole batch before it (at or above the high watermark "
                            f"{self.pdir.high_watermark})")
                 else:
-                    raise
+                    # whole batches after the bad bytes: corruption inside the log, not a torn end. The log ends
+                    # after them, and the read raises where it meets the bad bytes, after the records before them
+                    # (as it does when an index entry past them spares this walk)
+                    after, _ = walk(step_over=True)
+                    if after <= leo:
+                        raise
+                    leo = after
+                    how = (f"{leo}, the end of the whole batches after it; a strict read raises when it reaches "
+                           "the corruption")
                 if self.report is not None:
                     self.report.notes.append(f"{self.name}: corrupt framing in the active segment ({err}): the log "
                                              f"end offset is taken as {how}")

@@ -164,6 +164,35 @@ def test_skip_steps_over_a_batch_with_an_unknown_magic_and_reads_on(tmp_path, ke
             assert (metrics.decode.corrupt_batches, metrics.decode.corrupt_bytes) == (1, bad.size)
 
 
+@pytest.mark.parametrize("high_watermark", [None, "all"])
+def test_bad_framing_in_a_segment_without_indexes_is_met_by_the_read_not_the_plan(tmp_path, kernel, high_watermark):
+    """With no .index to seek by, planning's index rebuild and log-end walk meet the bad bytes first. They leave
+    them to the reader: a strict read returns records before them and then raises there (as when an index entry
+    past them spares the walks), and a lenient read skips the one batch."""
+    tp, log = _single_partition(tmp_path, batches=12)
+    clean = kafkaseg.read_arrow(str(tmp_path)).column("offset").to_pylist()
+    for side in tp.glob("*index"):
+        side.unlink()
+    if high_watermark is None:
+        (tmp_path / "replication-offset-checkpoint").unlink()
+    data = bytearray(log.read_bytes())
+    bad = list(iter_headers(bytes(data)))[5]
+    data[bad.position + 16] = 7
+    log.write_bytes(bytes(data))
+    strict = kafkaseg.open_scan(str(tmp_path), maxRecordsPerBatch=10)  # planned: the bad bytes are the read's
+    got = []
+    with pytest.raises(UnsupportedMagicError) as info:
+        for batch in strict:
+            got.extend(batch.column("offset").to_pylist())
+    assert info.value.path.endswith(log.name) and info.value.position == bad.position
+    assert got == list(range(len(got))) and 0 < len(got) <= bad.base_offset  # a decode call's rows are all or none
+    scan = kafkaseg.open_scan(str(tmp_path), onCorruption="skip")
+    assert scan.to_table().column("offset").to_pylist() == [o for o in clean
+                                                            if not bad.base_offset <= o <= bad.last_offset]
+    assert scan.metrics.decode.corrupt_batches == 1
+    assert any("cannot be walked" in why for _, why in scan.plan.report.indexes_rebuilt)
+
+
 def test_unknown_option_names_the_option():
     with pytest.raises(InvalidOptionError, match="startingOfsets"):
         kafkaseg.read_arrow("/nonexistent", startingOfsets="earliest")

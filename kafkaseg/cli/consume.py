@@ -502,24 +502,6 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
     options = _stream_options(args, consumer)
     options["columns"] = formatter.columns()
     read_options = ReadOptions.from_options(options, stream=True)
-    planner = MicroBatchPlanner(read_options)
-    position = planner.initial_offsets()
-    if not position:
-        what = args.topic if args.topic is not None else f"a topic matching {args.include!r}"
-        print(f"kafkaseg consume: no partition of {what} under {', '.join(args.data_dir)}"
-              + (" yet: waiting (--follow)" if args.follow else ""), file=err)
-    elif args.offset is not None and args.offset.isdigit():
-        position = _reset_out_of_range(planner, position, args, err)
-    group = args.group if args.group is not None else consumer.get("group.id")
-    if group is not None:
-        print(f"kafkaseg consume: group {group} has no effect: reading files commits no offsets", file=err)
-    ignored = sorted(k for k in consumer if k not in ("isolation.level", "group.id"))
-    if ignored:
-        print(f"kafkaseg consume: consumer properties with no effect on files: {', '.join(ignored)}", file=err)
-    unknown = sorted(k for k in properties if k not in FORMATTER_PROPERTIES)
-    if unknown:
-        print(f"kafkaseg consume: not properties of the default formatter, so no effect: {', '.join(unknown)} "
-              f"(known: {', '.join(FORMATTER_PROPERTIES)})", file=err)
     metrics = ScanMetrics()
     consumed = 0  # ConsoleConsumer's messageCount: records handed to the formatter, skipped ones included
     # ConsoleConsumer.process: -1 (its default) for no limit; 0, or any other negative, prints nothing
@@ -568,7 +550,25 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
                     pass
             raise
 
-    try:
+    try:  # ConsoleConsumer prints its total also when the first fetch fails
+        planner = MicroBatchPlanner(read_options)
+        position = planner.initial_offsets()
+        if not position:
+            what = args.topic if args.topic is not None else f"a topic matching {args.include!r}"
+            print(f"kafkaseg consume: no partition of {what} under {', '.join(args.data_dir)}"
+                  + (" yet: waiting (--follow)" if args.follow else ""), file=err)
+        elif args.offset is not None and args.offset.isdigit():
+            position = _reset_out_of_range(planner, position, args, err)
+        group = args.group if args.group is not None else consumer.get("group.id")
+        if group is not None:
+            print(f"kafkaseg consume: group {group} has no effect: reading files commits no offsets", file=err)
+        ignored = sorted(k for k in consumer if k not in ("isolation.level", "group.id"))
+        if ignored:
+            print(f"kafkaseg consume: consumer properties with no effect on files: {', '.join(ignored)}", file=err)
+        unknown = sorted(k for k in properties if k not in FORMATTER_PROPERTIES)
+        if unknown:
+            print(f"kafkaseg consume: not properties of the default formatter, so no effect: {', '.join(unknown)} "
+                  f"(known: {', '.join(FORMATTER_PROPERTIES)})", file=err)
         if limit == 0:
             return 0
         for plan in poll_micro_batches(planner, position, follow=args.follow, interval_s=args.poll_ms / 1000,
