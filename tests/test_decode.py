@@ -316,6 +316,29 @@ def _three_batches():
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
+def test_a_batch_past_the_end_offset_followed_by_lower_offsets_is_a_corrupt_offset_field(kernel):
+    """A batch at or past ``max_offset`` ends the read (the next segment's records, or the end offset), but not when
+    the batch after it starts lower: its baseOffset, which the v2 CRC does not cover, is corrupt, and stopping
+    would drop the rest of the segment unseen."""
+    batches = _three_batches()
+    flipped = bytearray(batches[0])
+    flipped[2] ^= 1  # baseOffset += 2**40
+    buf = bytes(flipped) + batches[1] + batches[2]
+    with pytest.raises(CorruptBatchError, match="offset field the CRC does not cover") as info:
+        kernel.decode(buf, DecodeRequest(path="s.log", base_position=100, max_offset=15))
+    assert info.value.position == 100
+    res = kernel.decode(buf, DecodeRequest(max_offset=15, lenient=True))
+    assert res.columns["offset"].to_pylist() == list(range(5, 15)) and res.stats.corrupt_batches == 1
+    # the next header not handed over yet: the batch is decoded again with it (never a silent stop)
+    res = kernel.decode(bytes(flipped), DecodeRequest(max_offset=15, bytes_after=len(batches[1])))
+    assert res.stop == STOP_PARTIAL and res.next_batch_size == len(flipped) + 17 and res.consumed == 0
+    # a batch past the end offset followed by higher offsets, or by nothing, still ends the read
+    for data in (b"".join(batches), b"".join(batches[:2])):
+        res = kernel.decode(data, DecodeRequest(max_offset=5))
+        assert res.stop == STOP_PAST_END and res.columns["offset"].to_pylist() == list(range(5))
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
 def test_bad_crc_raises_with_file_and_position_or_is_skipped_and_counted(kernel):
     batches = _three_batches()
     bad = bytearray(batches[1])

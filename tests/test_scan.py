@@ -193,6 +193,25 @@ def test_bad_framing_in_a_segment_without_indexes_is_met_by_the_read_not_the_pla
     assert any("cannot be walked" in why for _, why in scan.plan.report.indexes_rebuilt)
 
 
+def test_a_flipped_base_offset_bit_is_corruption_not_the_end_of_the_segment(tmp_path, kernel):
+    """The v2 CRC does not cover baseOffset: a bit flipped upward made the batch look like the next segment's and
+    the read of its segment stopped there, dropping the rest with nothing reported."""
+    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=300, records_per_batch=20, segment_bytes=8000)],
+                   seed=1)
+    clean = kafkaseg.read_arrow(str(tmp_path)).column("offset").to_pylist()
+    log = sorted((tmp_path / "t-0").glob("*.log"))[0]
+    data = bytearray(log.read_bytes())
+    first = next(iter_headers(bytes(data)))
+    data[2] ^= 1
+    log.write_bytes(bytes(data))
+    with pytest.raises(CorruptBatchError, match="offset field the CRC does not cover") as info:
+        kafkaseg.read_arrow(str(tmp_path))
+    assert info.value.path == str(log) and info.value.position == 0
+    scan = kafkaseg.open_scan(str(tmp_path), onCorruption="skip")
+    assert scan.to_table().column("offset").to_pylist() == [o for o in clean if o > first.last_offset]
+    assert scan.metrics.decode.corrupt_batches == 1
+
+
 def test_unknown_option_names_the_option():
     with pytest.raises(InvalidOptionError, match="startingOfsets"):
         kafkaseg.read_arrow("/nonexistent", startingOfsets="earliest")

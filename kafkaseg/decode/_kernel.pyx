@@ -1472,6 +1472,7 @@ def decode(buf, req):
     cdef Py_ssize_t next_size = -1
     cdef Py_ssize_t resume
     cdef int past_end = 0
+    cdef bint need_more = False
     cdef int64_t batch_last = 0
     d.setup(req)
     d.whole = buf
@@ -1528,6 +1529,7 @@ def decode(buf, req):
                 break
             if d.lenient:
                 d.mark()
+            need_more = False
             try:
                 if magic == 2:
                     past_end = d.decode_v2(b, pos, total, last_seen, &batch_last)
@@ -1536,6 +1538,19 @@ def decode(buf, req):
                     past_end = result is _PAST_END_SENTINEL
                     if not past_end:
                         batch_last = result
+                if past_end:
+                    # the batch after one past this segment's offsets must not start lower: else this one's offset
+                    # field (not covered by the CRC) is corrupt, and stopping here would drop the rest unseen (the
+                    # twin's _following_offset)
+                    if pos + total + 17 <= end:
+                        if rd64(b + pos + total) < first_offset:
+                            raise _Frame(CorruptBatchError,
+                                         f"batch at offset {first_offset} is at or past offset {d.max_offset}, "
+                                         f"where this read of the segment ends, but the next batch starts at offset "
+                                         f"{rd64(b + pos + total)}: an offset field the CRC does not cover is corrupt",
+                                         pos)
+                    elif pos + total + 17 <= end + d.bytes_after:
+                        need_more = True
             except _Frame as frame:
                 if not d.lenient:
                     raise frame.cls(frame.message, path=d.path, position=d.base_position + frame.position) from None
@@ -1554,6 +1569,10 @@ def decode(buf, req):
                 d.stats.corrupt_bytes += total
                 past_end = 0
                 batch_last = last_seen
+            if need_more:  # the next header is in data not handed over yet: decode this batch again with it
+                stop = STOP_PARTIAL
+                next_size = total + 17
+                break
             pos += total
             if past_end:
                 stop = STOP_PAST_END

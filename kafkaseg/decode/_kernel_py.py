@@ -230,9 +230,16 @@ def decode(buf, req: DecodeRequest) -> DecodeResult:
         mark = out.mark()
         try:
             if magic == 2:
-                last_seen = _decode_v2(buf, pos, total, req, out, stats, last_seen)
+                result = _decode_v2(buf, pos, total, req, out, stats, last_seen)
             else:
-                last_seen = _decode_legacy(buf, pos, total, magic, req, out, stats, last_seen)
+                result = _decode_legacy(buf, pos, total, magic, req, out, stats, last_seen)
+            if result is _PAST_END:
+                following = _following_offset(buf, pos, total, end, req, first_offset)
+                if following is _NEED_MORE:
+                    stop = STOP_PARTIAL
+                    next_size = total + wb.HEADER_PREFIX_SIZE
+                    break
+            last_seen = result
         except _Frame as frame:
             if not req.lenient:
                 raise _located(req, frame) from None
@@ -261,6 +268,24 @@ def decode(buf, req: DecodeRequest) -> DecodeResult:
 
 
 _PAST_END = object()
+_NEED_MORE = object()
+
+
+def _following_offset(buf, pos, total, end, req, first_offset):
+    """A batch at ``pos`` whose offsets reach ``max_offset`` ends the read of its segment (the next segment's
+    records, or the end offset). Unless the batch after it starts at a lower offset: then this batch's offset field,
+    which the CRC does not cover (v2 baseOffset, a legacy entry's offset), is corrupt, and stopping would drop the
+    rest of the segment unseen. Raises for that; returns ``_NEED_MORE`` when the next header is in data not handed
+    over yet, else None."""
+    following = pos + total
+    if following + wb.HEADER_PREFIX_SIZE > end:
+        return _NEED_MORE if following + wb.HEADER_PREFIX_SIZE <= end + req.bytes_after else None
+    next_offset = _I64.unpack_from(buf, following)[0]
+    if next_offset < first_offset:
+        raise _Frame(CorruptBatchError, f"batch at offset {first_offset} is at or past offset {req.max_offset}, "
+                     f"where this read of the segment ends, but the next batch starts at offset {next_offset}: an "
+                     "offset field the CRC does not cover is corrupt", pos)
+    return None
 
 
 def _resync(buf, pos, end, size, req) -> tuple[int, int]:
