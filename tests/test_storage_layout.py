@@ -419,3 +419,52 @@ def test_a_marker_for_a_transaction_without_data_does_not_move_the_last_stable_o
     batches = [_batch(0, 10), marker, _batch(11, 5)]
     pd = _txn_partition(tmp_path / "a", batches, hw=10, snapshot=(16, []))
     assert last_stable_offset(pd) == 10
+
+
+def test_a_fifo_in_place_of_a_checkpoint_is_refused_not_waited_on(tmp_path):
+    """Opening a FIFO blocks until a writer comes: small files are opened as segments are (non-blocking, regular
+    files only)."""
+    import os
+
+    import kafkaseg
+    from kafkaseg.errors import CorruptCheckpointError
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=20)])
+    (tmp_path / "replication-offset-checkpoint").unlink()
+    os.mkfifo(tmp_path / "replication-offset-checkpoint")
+    with pytest.raises(CorruptCheckpointError, match="not a regular file"):
+        kafkaseg.read_arrow(str(tmp_path))
+    assert kafkaseg.read_arrow(str(tmp_path), upperBound="logEndOffset").num_rows == 20
+
+
+def test_names_that_are_not_utf8_are_left_out_of_a_listing(tmp_path):
+    import os
+
+    import kafkaseg
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=20)])
+    for folder in (tmp_path, tmp_path / "t-0"):
+        open(os.path.join(os.fsencode(folder), b"notes-\xe9t\xe9.txt"), "wb").close()
+    assert kafkaseg.read_arrow(str(tmp_path)).num_rows == 20
+
+
+def test_a_corrupt_swap_file_is_its_partitions_problem_not_the_log_dirs(tmp_path):
+    """A .swap file is resolved at discovery, before any read option exists: its bad framing used to fail every read
+    of the log dir, lenient ones and ones of other topics included."""
+    import kafkaseg
+    from kafkaseg.errors import UnsupportedMagicError
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path, [TopicSpec("a", records_per_partition=50, records_per_batch=5, segment_bytes=1024),
+                              TopicSpec("b", records_per_partition=20)])
+    (tmp_path / "a-0" / _name(0, ".log.swap")).write_bytes(b"\xff" * 100)
+    assert kafkaseg.read_arrow(str(tmp_path), subscribe="b").num_rows == 20
+    with pytest.raises(UnsupportedMagicError) as info:
+        kafkaseg.read_arrow(str(tmp_path), subscribe="a")
+    assert info.value.path.endswith(".log.swap") and info.value.position == 0
+    scan = kafkaseg.open_scan(str(tmp_path), subscribe="a", onCorruption="skip")
+    assert scan.to_table().num_rows > 0 and scan.metrics.decode.corrupt_batches == 1
+    assert any("corrupt framing" in note for p in scan.plan.report.partitions for note in p.notes) or \
+        any("corrupt framing" in note for note in scan.plan.report.notes)

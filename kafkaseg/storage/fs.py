@@ -288,7 +288,14 @@ def list_dir(path: str, filesystem: pafs.FileSystem | None = None) -> list[FileE
         infos = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=False, recursive=False))
     except FILESYSTEM_ERRORS as exc:
         raise LayoutError(f"cannot list {path}: {exc}") from exc
-    entries = [_entry(i) for i in infos]
+    entries = []
+    for info in infos:
+        try:
+            entries.append(_entry(info))
+        except UnicodeDecodeError:
+            # pyarrow decodes names as UTF-8. Kafka names nothing it writes outside ASCII (topic names are
+            # [a-zA-Z0-9._-]), so such an entry is no partition or segment: left out like any other stray name
+            continue
     if isinstance(filesystem, pafs.LocalFileSystem):
         # pyarrow silently leaves out entries it cannot stat (broken symlinks): list them, marked, so that a
         # segment that cannot be read is reported instead of silently missing from the scan.
@@ -298,8 +305,17 @@ def list_dir(path: str, filesystem: pafs.FileSystem | None = None) -> list[FileE
             names = []
         seen = {e.name for e in entries}
         entries.extend(FileEntry(posixpath.join(path, n), n, False, 0, None, False) for n in names
-                       if n not in seen and _unreadable(posixpath.join(path, n)))
+                       if n not in seen and _utf8(n) and _unreadable(posixpath.join(path, n)))
     return sorted(entries, key=lambda e: e.name)
+
+
+def _utf8(name: str) -> bool:
+    """Whether a name from ``os.listdir`` was valid UTF-8 (Python keeps undecodable bytes as lone surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _unreadable(path: str) -> bool:
@@ -468,22 +484,13 @@ def read_small_file(path: str, filesystem: pafs.FileSystem | None = None, *,
     before reading, so an unexpected multi-GB file is never pulled into memory).
     """
     filesystem, path = _resolve(filesystem, path)
-    if not is_local(filesystem):  # through the shared open files and blocks (it may have been read before)
-        with RandomAccessReader(path, filesystem) as reader:
-            if reader.size > max_bytes:
-                raise LayoutError(f"{path}: {reader.size} bytes is more than the {max_bytes}-byte cap for this kind "
-                                  "of file")
-            return reader.read_at(0, reader.size)
-    try:
-        with filesystem.open_input_file(path) as handle:
-            size = handle.size()
-            if size > max_bytes:
-                raise LayoutError(f"{path}: {size} bytes is more than the {max_bytes}-byte cap for this kind of file")
-            return handle.read(size)
-    except LayoutError:
-        raise
-    except FILESYSTEM_ERRORS as exc:
-        raise LayoutError(f"cannot read {path}: {exc}") from exc
+    # the segment reader's open: a FIFO or device in place of a checkpoint is refused, never waited on; a remote
+    # file goes through the shared open files and blocks (it may have been read before)
+    with RandomAccessReader(path, filesystem) as reader:
+        if reader.size > max_bytes:
+            raise LayoutError(f"{path}: {reader.size} bytes is more than the {max_bytes}-byte cap for this kind "
+                              "of file")
+        return reader.read_at(0, reader.size)
 
 
 def file_identity(path: str, filesystem: pafs.FileSystem | None = None) -> tuple[str, int, int] | None:

@@ -193,13 +193,22 @@ def parse_topic_partition(name: str) -> tuple[str, int] | None:
 
 # -- reading one partition folder --------------------------------------------------------------------------------
 
-def _swap_next_offset(log_path: str, base: int, index_path: str | None, filesystem) -> int:
-    from kafkaseg.storage.segment import log_end_offset
+def _swap_next_offset(log_path: str, base: int, index_path: str | None, filesystem, notes: list[str]) -> int:
+    from kafkaseg.errors import CorruptDataError
+    from kafkaseg.storage.segment import log_end_offset, readable_end
 
     probe = SegmentFiles(base, log_path, 0, index_path, None, None, 0, True, filesystem)
     # A header walk allocates nothing from a length field, and discovery has no reader options: no batch size
     # limit here, so a large valid batch in a .swap file is not mistaken for corruption.
-    return log_end_offset(probe, filesystem=filesystem, max_batch_bytes=None)
+    try:
+        return log_end_offset(probe, filesystem=filesystem, max_batch_bytes=None)
+    except CorruptDataError as err:
+        # the swap file's range ends after the last batch a walk stepping over the bad framing reaches; its
+        # corruption is then its partition's read to raise (or skip), not the whole log dir's discovery
+        end, _ = readable_end(probe, step_over=True, filesystem=filesystem, max_batch_bytes=None)
+        notes.append(f"corrupt framing in {_fs.basename(log_path)} ({err}): its range is taken to end at offset "
+                     f"{end}")
+        return end
 
 
 def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: list[str]
@@ -239,7 +248,7 @@ def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: 
     if valid_swaps:
         lo = min(valid_swaps)
         hi = max(_swap_next_offset(kinds["log"].path, b, kinds["index"].path if "index" in kinds else None,
-                                   filesystem) for b, kinds in valid_swaps.items())
+                                   filesystem, notes) for b, kinds in valid_swaps.items())
         replaced = sorted(b for b in regular if lo <= b < hi)
         notes.append(f"resolved .swap files: segments {replaced} in [{lo}, {hi}) replaced by swap segments "
                      f"{sorted(valid_swaps)}")
