@@ -334,3 +334,23 @@ def test_a_corrupt_producer_snapshot_fails_the_dump_in_kafkas_words(tmp_path, ca
     code, out, err = run(["dump", "--files", str(good)], capsys)
     assert code == 1 and any("Snapshot failed schema validation: Snapshot contained an unknown file version 7" in line
                              for line in err)
+
+
+def test_offsets_decoder_prints_kip848_records(tmp_path, capsys):
+    """A consumer-group (KIP-848) record is printed as JSON, as DumpLogSegments does, not skipped as unknown; a type
+    past the last one Kafka knows (15) still is."""
+    import struct
+
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+
+    # ConsumerGroupMetadataKey (type 3): 0003 | 0002 "g1"; value v0: 0000 | epoch 00000005 | 00 (no tagged fields)
+    key = struct.pack(">hh", 3, 2) + b"g1"
+    writer = PartitionWriter(tmp_path / "__consumer_offsets-0")
+    writer.append(build_batch_v2([Record(0, 1_700_000_000_000, key, b"\x00\x00\x00\x00\x00\x05\x00"),
+                                  Record(1, 1_700_000_000_000, b"\x00\x10", None)]))
+    writer.close()
+    log = tmp_path / "__consumer_offsets-0" / f"{0:020d}.log"
+    code, out, _ = run(["dump", "--files", str(log), "--offsets-decoder", "--skip-record-metadata"], capsys)
+    assert code == 0
+    assert out[-2:] == ['| key: {"type":"3","data":{"groupId":"g1"}} payload: {"version":"0","data":{"epoch":5}}',
+                        "| key: Unknown record type 16 at offset 1, skipping."]

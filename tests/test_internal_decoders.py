@@ -174,8 +174,163 @@ def test_malformed_inputs_raise_located_errors():
                             + struct.pack(">h", -1) + struct.pack(">h", -1) + struct.pack(">i", 2**31 - 1))
     key, payload = format_offsets_record(b"\x00\x01\x00", b"\x00\x03", 9)
     assert key.startswith("Error at offset 9, skipping.") and payload is None
-    assert format_offsets_record(b"\x00\x09", None, 4) == ("Unknown record type 9 at offset 4, skipping.", None)
+    assert format_offsets_record(b"\x00\x10", None, 4) == ("Unknown record type 16 at offset 4, skipping.", None)
     assert format_offsets_record(b"\x00\x02\x00\x01g", None, 4)[1] == "<DELETE>"
+
+
+# Hand encoders for the KIP-848/KIP-932 records below (keys: int16 type, classic int16-length strings; values:
+# int16 version 0, then flexible encoding: compact strings/arrays are uvarint(n + 1) (0 = null) and every struct
+# ends with a uvarint count of tagged fields). All counts here are < 127, so each uvarint is one byte.
+def _key(record_type: int, *strings: str) -> bytes:
+    return struct.pack(">h", record_type) + b"".join(struct.pack(">h", len(t)) + t.encode() for t in strings)
+
+
+def _cs(text: str | None) -> bytes:
+    return b"\x00" if text is None else bytes([len(text.encode()) + 1]) + text.encode()
+
+
+def _carray(*elements: bytes) -> bytes:
+    return bytes([len(elements) + 1]) + b"".join(elements)
+
+
+def _i32(*values: int) -> bytes:
+    return struct.pack(f">{len(values)}i", *values)
+
+
+V0 = b"\x00\x00"  # value version 0
+NO_TAGS = b"\x00"
+# topic ids: Kafka prints Uuid.toString, URL-safe base64 without padding. fb ff bf in standard base64 is "+/+/",
+# URL-safe "-_-_"; the last byte fb is "+w==" -> "-w"
+UUID_A, UUID_A_TEXT = bytes.fromhex("fbffbf" * 5 + "fb"), "-_-_" * 5 + "-w"
+# 00 01 02 | 03 04 05 | ... | 0c 0d 0e | 0f -> AAEC AwQF BgcI CQoL DA0O Dw
+UUID_B, UUID_B_TEXT = bytes(range(16)), "AAECAwQFBgcICQoLDA0ODw"
+
+
+def _offsets_json(key: bytes, value: bytes | None, offset: int = 7) -> tuple[str, str]:
+    text, payload = format_offsets_record(key, value, offset)
+    assert payload is not None, text
+    return text, payload
+
+
+@pytest.mark.parametrize("record_type,name", [(3, "consumer_group_metadata"), (11, "share_group_metadata")])
+def test_group_epoch_records(record_type, name):
+    # key 0003 | 0002 "g1"; value 0000 | 00000005 (epoch) | 00 (no tagged fields): reviewer's reproducer bytes
+    key, value = _key(record_type, "g1"), V0 + _i32(5) + NO_TAGS
+    assert (key + value).hex() == f"{record_type:04x}000267310000" + "0000000500"
+    record = decode_group_record(key, value)
+    assert (record.kind, record.key, record.value_version, record.value) == (name, {"groupId": "g1"}, 0, {"epoch": 5})
+    assert _offsets_json(key, value) == (f'{{"type":"{record_type}","data":{{"groupId":"g1"}}}}',
+                                         '{"version":"0","data":{"epoch":5}}')
+
+
+@pytest.mark.parametrize("record_type", [6, 12])
+def test_target_assignment_metadata_records(record_type):
+    # 0000 | 7fffffff (assignmentEpoch 2^31-1) | 00, then an unknown tagged field (tag 9, 2 bytes) Kafka skips
+    value = V0 + _i32(2**31 - 1) + bytes([1, 9, 2]) + b"zz"
+    assert _offsets_json(_key(record_type, "grp"), value) == (
+        f'{{"type":"{record_type}","data":{{"groupId":"grp"}}}}',
+        '{"version":"0","data":{"assignmentEpoch":2147483647}}')
+
+
+@pytest.mark.parametrize("record_type", [4, 9])
+def test_partition_metadata_records(record_type):
+    # topics: compact array of 1 (02) | topicId 16 bytes | topicName 02 "t" | numPartitions 00000002 |
+    #   partitionMetadata compact array of 2 (03): [00000000 | racks 02 [03 "r1"] | 00], [00000001 | racks 01 [] | 00]
+    #   | 00 (topic's tags) | 00 (value's tags)
+    value = (V0 + _carray(UUID_A + _cs("t") + _i32(2)
+                          + _carray(_i32(0) + _carray(_cs("r1")) + NO_TAGS, _i32(1) + _carray() + NO_TAGS)
+                          + NO_TAGS) + NO_TAGS)
+    assert value.hex() == "000002" + UUID_A.hex() + "027400000002" + "03" + "000000000203723100" + "000000010100" \
+        + "0000"
+    assert _offsets_json(_key(record_type, "g"), value)[1] == (
+        '{"version":"0","data":{"topics":[{"topicId":"%s","topicName":"t","numPartitions":2,'
+        '"partitionMetadata":[{"partition":0,"racks":["r1"]},{"partition":1,"racks":[]}]}]}}' % UUID_A_TEXT)
+
+
+def test_consumer_group_member_metadata_record():
+    key = _key(5, "g1", "m1")
+    head = (V0 + _cs(None) + _cs("rack") + _cs("c") + _cs("/1.2.3.4") + _carray(_cs("a"), _cs("b")) + _cs(None)
+            + _i32(300000) + _cs("uniform"))
+    # instanceId null (00) | rackId 05 "rack" | clientId 02 "c" | clientHost 09 "/1.2.3.4" | topics 03 [02 "a" 02 "b"]
+    # | regex null (00) | rebalanceTimeoutMs 000493e0 | serverAssignor 08 "uniform"
+    assert head.hex() == ("0000" + "00" + "057261636b" + "0263" + "092f312e322e332e34" + "0302610262" + "00"
+                          + "000493e0" + "08756e69666f726d")
+    fields = ('"instanceId":null,"rackId":"rack","clientId":"c","clientHost":"/1.2.3.4",'
+              '"subscribedTopicNames":["a","b"],"subscribedTopicRegex":null,"rebalanceTimeoutMs":300000,'
+              '"serverAssignor":"uniform"')
+    key_text, payload = _offsets_json(key, head + NO_TAGS)
+    assert key_text == '{"type":"5","data":{"groupId":"g1","memberId":"m1"}}'
+    # classicMemberMetadata is tagged with default null: not printed when absent
+    assert payload == '{"version":"0","data":{%s}}' % fields
+    # tagged field 0 (classicMemberMetadata, a nullable struct): 01 (one tagged field) | 00 (tag) | 11 (size 17) |
+    # 01 (present) | 0000afc8 (sessionTimeoutMs 45000) | 02 (1 protocol) [06 "range" | 03 0001 (bytes) | 00] | 00
+    classic = b"\x01" + _i32(45000) + _carray(_cs("range") + b"\x03\x00\x01" + NO_TAGS) + NO_TAGS
+    assert len(classic) == 17
+    payload = _offsets_json(key, head + bytes([1, 0, 17]) + classic)[1]
+    assert payload == ('{"version":"0","data":{%s,"classicMemberMetadata":{"sessionTimeoutMs":45000,'
+                       '"supportedProtocols":[{"name":"range","metadata":"AAE="}]}}}' % fields)
+    # the tag present but its marker 0 = null: still the default, still not printed
+    assert _offsets_json(key, head + bytes([1, 0, 1, 0]))[1] == payload.split(',"classicMemberMetadata"')[0] + "}}"
+    assert format_offsets_record(key, None, 3) == (key_text, "<DELETE>")
+
+
+def test_share_group_member_metadata_record():
+    # rackId null (00) | clientId 02 "c" | clientHost 02 "h" | subscribedTopicNames 01 (empty) | 00
+    value = V0 + _cs(None) + _cs("c") + _cs("h") + _carray() + NO_TAGS
+    assert value.hex() == "0000" + "00" + "0263" + "0268" + "01" + "00"
+    assert _offsets_json(_key(10, "g", "m"), value) == (
+        '{"type":"10","data":{"groupId":"g","memberId":"m"}}',
+        '{"version":"0","data":{"rackId":null,"clientId":"c","clientHost":"h","subscribedTopicNames":[]}}')
+
+
+@pytest.mark.parametrize("record_type", [7, 13])
+def test_target_assignment_member_records(record_type):
+    # topicPartitions 03 [topicId | 03 [00000000 00000002] | 00] [topicId | 01 [] | 00] | 00
+    value = V0 + _carray(UUID_B + _carray(_i32(0), _i32(2)) + NO_TAGS, UUID_A + _carray() + NO_TAGS) + NO_TAGS
+    assert _offsets_json(_key(record_type, "g", "m-1"), value) == (
+        f'{{"type":"{record_type}","data":{{"groupId":"g","memberId":"m-1"}}}}',
+        '{"version":"0","data":{"topicPartitions":[{"topicId":"%s","partitions":[0,2]},'
+        '{"topicId":"%s","partitions":[]}]}}' % (UUID_B_TEXT, UUID_A_TEXT))
+
+
+def test_current_member_assignment_records():
+    # memberEpoch 00000005 | previousMemberEpoch 00000004 | state 02 (int8) | assignedPartitions 02 [topicId |
+    # 02 [00000001] | 00], then for consumer groups only partitionsPendingRevocation 02 [topicId | 02 [00000003] | 00]
+    assigned = _carray(UUID_B + _carray(_i32(1)) + NO_TAGS)
+    pending = _carray(UUID_A + _carray(_i32(3)) + NO_TAGS)
+    common = '"memberEpoch":5,"previousMemberEpoch":4,"state":2,"assignedPartitions":[{"topicId":"%s",' \
+             '"partitions":[1]}]' % UUID_B_TEXT
+    consumer = V0 + _i32(5, 4) + b"\x02" + assigned + pending + NO_TAGS
+    record = decode_group_record(_key(8, "g", "m"), consumer)
+    assert record.kind == "consumer_group_current_member_assignment"
+    assert _offsets_json(_key(8, "g", "m"), consumer)[1] == (
+        '{"version":"0","data":{%s,"partitionsPendingRevocation":[{"topicId":"%s","partitions":[3]}]}}'
+        % (common, UUID_A_TEXT))
+    share = V0 + _i32(5, 4) + b"\x02" + assigned + NO_TAGS
+    assert _offsets_json(_key(14, "g", "m"), share)[1] == '{"version":"0","data":{%s}}' % common
+
+
+def test_share_group_state_partition_metadata_record():
+    # initializedTopics 02 [topicId | 02 "t" | 03 [00000000 00000001] | 00] | deletingTopics 02 [topicId | 02 "u" |
+    # 00] | 00
+    value = (V0 + _carray(UUID_B + _cs("t") + _carray(_i32(0), _i32(1)) + NO_TAGS)
+             + _carray(UUID_A + _cs("u") + NO_TAGS) + NO_TAGS)
+    assert _offsets_json(_key(15, "sg"), value) == (
+        '{"type":"15","data":{"groupId":"sg"}}',
+        '{"version":"0","data":{"initializedTopics":[{"topicId":"%s","topicName":"t","partitions":[0,1]}],'
+        '"deletingTopics":[{"topicId":"%s","topicName":"u"}]}}' % (UUID_B_TEXT, UUID_A_TEXT))
+
+
+def test_new_group_records_malformed():
+    # a non-nullable compact string given as null (00): clientId of ShareGroupMemberMetadataValue
+    key, payload = format_offsets_record(_key(10, "g", "m"), V0 + _cs(None) + _cs(None), 11)
+    assert key.startswith("Error at offset 11, skipping.") and payload is None
+    # a value cut short inside its int32, and a key missing its memberId
+    assert format_offsets_record(_key(3, "g"), V0 + b"\x00\x00", 1)[0].startswith("Error at offset 1, skipping.")
+    assert format_offsets_record(_key(7, "g"), None, 2)[0].startswith("Error at offset 2, skipping.")
+    # a tagged classicMemberMetadata whose size runs past the value
+    head = V0 + _cs(None) * 2 + _cs("c") + _cs("h") + _carray() + _cs(None) + _i32(1) + _cs(None)
+    assert format_offsets_record(_key(5, "g", "m"), head + bytes([1, 0, 40, 1]), 3)[0].startswith("Error at offset 3")
 
 
 def test_names_and_json_printing():
@@ -195,7 +350,8 @@ from kafkaseg.errors import KafkaSegError  # noqa: E402
 
 @settings(max_examples=400, deadline=None)
 @given(key=st.binary(max_size=40), value=st.one_of(st.none(), st.binary(max_size=200)),
-       prefix=st.sampled_from([b"", b"\x00\x00", b"\x00\x01", b"\x00\x02", b"\x00\x03", b"\x01", b"\x01\x02\x00"]))
+       prefix=st.sampled_from([b"", b"\x00\x00", b"\x00\x01", b"\x00\x02", b"\x00\x03", b"\x00\x05",
+                               b"\x00\x0f", b"\x01", b"\x01\x02\x00"]))
 def test_arbitrary_bytes_only_raise_kafkaseg_errors(key, value, prefix):
     """Internal-topic decoders on garbage: a KafkaSegError or a value, never another exception (and, since inputs
     are small, never a large allocation from a length field)."""

@@ -1,26 +1,52 @@
-"""``__consumer_offsets`` records: offset commits and classic group metadata (bytes -> values, no I/O).
+"""``__consumer_offsets`` records: offset commits, classic group metadata, and the consumer-group (KIP-848) and
+share-group (KIP-932) records (bytes -> values, no I/O).
 
 Framing (``group-coordinator/.../GroupCoordinatorRecordSerde.java``, ``CoordinatorRecordSerde.java``)::
 
     key    int16 version (= the record type), then the key struct at that version
     value  int16 version, then the value struct at that version; a null value is a tombstone ("<DELETE>")
 
-Key versions 0 and 1 are ``OffsetCommitKey``, 2 is ``GroupMetadataKey``; 3+ are the KIP-848 consumer-group and
-share-group records (reported as unknown types here, as Kafka's parser reports types it does not know).
-Schemas, transcribed from ``group-coordinator/src/main/resources/common/message/``:
+Record types (``GroupCoordinatorRecordSerde.apiMessageKeyFor``); other types are reported as unknown, as Kafka's
+parser reports them. Schemas, transcribed from ``group-coordinator/src/main/resources/common/message/`` (apache/kafka
+of 2024-10). Keys are never flexible and hold ``groupId`` (and ``memberId`` where shown) at the version equal to
+their type; the new values are all v0 only and flexible (compact strings/arrays, tagged fields)::
 
-    OffsetCommitKey    v0-1 (not flexible): group string, topic string, partition int32
-    OffsetCommitValue  v0-4 (flexible 4+): offset int64, leaderEpoch int32 (v3+), metadata string,
-                       commitTimestamp int64, expireTimestamp int64 (v1 only)
-    GroupMetadataKey   v2 (not flexible): group string
-    GroupMetadataValue v0-4 (flexible 4+): protocolType string, generation int32, protocol string?, leader string?,
-                       currentStateTimestamp int64 (v2+), members []MemberMetadata
-        MemberMetadata: memberId string, groupInstanceId string? (v3+), clientId string, clientHost string,
-                        rebalanceTimeout int32 (v1+), sessionTimeout int32, subscription bytes, assignment bytes
+    0-1 OffsetCommitKey    v0-1 (not flexible): group string, topic string, partition int32
+        OffsetCommitValue  v0-4 (flexible 4+): offset int64, leaderEpoch int32 (v3+), metadata string,
+                           commitTimestamp int64, expireTimestamp int64 (v1 only)
+    2   GroupMetadataKey   v2 (not flexible): group string
+        GroupMetadataValue v0-4 (flexible 4+): protocolType string, generation int32, protocol string?,
+                           leader string?, currentStateTimestamp int64 (v2+), members []MemberMetadata
+            MemberMetadata: memberId string, groupInstanceId string? (v3+), clientId string, clientHost string,
+                            rebalanceTimeout int32 (v1+), sessionTimeout int32, subscription bytes, assignment bytes
+    3   ConsumerGroupMetadata                 epoch int32
+    4   ConsumerGroupPartitionMetadata        topics []TopicMetadata
+            TopicMetadata: topicId uuid, topicName string, numPartitions int32,
+                           partitionMetadata [](partition int32, racks []string)
+    5   ConsumerGroupMemberMetadata (+member) instanceId string?, rackId string?, clientId string, clientHost string,
+                                          subscribedTopicNames []string, subscribedTopicRegex string?,
+                                          rebalanceTimeoutMs int32, serverAssignor string?,
+                                          classicMemberMetadata (tag 0, nullable, default null):
+                                              sessionTimeoutMs int32, supportedProtocols [](name string, metadata bytes)
+    6   ConsumerGroupTargetAssignmentMetadata assignmentEpoch int32
+    7   ConsumerGroupTargetAssignmentMember (+member)   topicPartitions [](topicId uuid, partitions []int32)
+    8   ConsumerGroupCurrentMemberAssignment (+member)  memberEpoch int32, previousMemberEpoch int32, state int8,
+                                          assignedPartitions [](topicId uuid, partitions []int32),
+                                          partitionsPendingRevocation [](topicId uuid, partitions []int32)
+    9   ShareGroupPartitionMetadata           as 4
+    10  ShareGroupMemberMetadata (+member)    rackId string?, clientId string, clientHost string,
+                                          subscribedTopicNames []string
+    11  ShareGroupMetadata                    epoch int32
+    12  ShareGroupTargetAssignmentMetadata    assignmentEpoch int32
+    13  ShareGroupTargetAssignmentMember (+member)      as 7
+    14  ShareGroupCurrentMemberAssignment (+member)     as 8 without partitionsPendingRevocation
+    15  ShareGroupStatePartitionMetadata      initializedTopics [](topicId uuid, topicName string, partitions []int32),
+                                          deletingTopics [](topicId uuid, topicName string)
 
-For groups of protocol type ``consumer``, each member's subscription and assignment bytes are themselves
+For groups of protocol type ``consumer``, each classic member's subscription and assignment bytes are themselves
 ``int16 version`` + ``ConsumerProtocolSubscription``/``ConsumerProtocolAssignment`` (``clients/src/main/resources/
-common/message/``, v0-3, not flexible) and are shown decoded, as ``DumpLogSegments.OffsetsMessageParser`` does.
+common/message/``, v0-3, not flexible) and are shown decoded, as ``DumpLogSegments.OffsetsMessageParser`` does (it
+leaves ``classicMemberMetadata``'s protocol metadata as bytes).
 """
 
 from __future__ import annotations
@@ -81,13 +107,96 @@ CONSUMER_PROTOCOL_ASSIGNMENT = Message("ConsumerProtocolAssignment", "0-3", "non
     Field("userData", "bytes", "0+", nullable="0+", default="null"),
 ))
 
-_KEY_SPECS = {0: OFFSET_COMMIT_KEY, 1: OFFSET_COMMIT_KEY, 2: GROUP_METADATA_KEY}
-_VALUE_SPECS = {0: OFFSET_COMMIT_VALUE, 1: OFFSET_COMMIT_VALUE, 2: GROUP_METADATA_VALUE}
+_TOPIC_METADATA = (
+    Field("topicId", "uuid", "0+"),
+    Field("topicName", "string", "0+"),
+    Field("numPartitions", "int32", "0+"),
+    Field("partitionMetadata", "[]PartitionMetadata", "0+", fields=(
+        Field("partition", "int32", "0+"), Field("racks", "[]string", "0+"))),
+)
+_TOPIC_ID_PARTITIONS = (Field("topicId", "uuid", "0+"), Field("partitions", "[]int32", "0+"))
+_EPOCH = (Field("epoch", "int32", "0+"),)
+_ASSIGNMENT_EPOCH = (Field("assignmentEpoch", "int32", "0+"),)
+_PARTITION_METADATA = (Field("topics", "[]TopicMetadata", "0+", fields=_TOPIC_METADATA),)
+_TARGET_ASSIGNMENT_MEMBER = (Field("topicPartitions", "[]TopicPartition", "0+", fields=_TOPIC_ID_PARTITIONS),)
+_CURRENT_MEMBER_ASSIGNMENT = (
+    Field("memberEpoch", "int32", "0+"),
+    Field("previousMemberEpoch", "int32", "0+"),
+    Field("state", "int8", "0+"),
+    Field("assignedPartitions", "[]TopicPartitions", "0+", fields=_TOPIC_ID_PARTITIONS),
+)
+_CONSUMER_MEMBER_METADATA = (
+    Field("instanceId", "string", "0+", nullable="0+"),
+    Field("rackId", "string", "0+", nullable="0+"),
+    Field("clientId", "string", "0+"),
+    Field("clientHost", "string", "0+"),
+    Field("subscribedTopicNames", "[]string", "0+"),
+    Field("subscribedTopicRegex", "string", "0+", nullable="0+"),
+    Field("rebalanceTimeoutMs", "int32", "0+", default=-1),
+    Field("serverAssignor", "string", "0+", nullable="0+"),
+    Field("classicMemberMetadata", "ClassicMemberMetadata", "0+", nullable="0+", tagged="0+", tag=0,
+          default="null", fields=(
+              Field("sessionTimeoutMs", "int32", "0+"),
+              Field("supportedProtocols", "[]ClassicProtocol", "0+", fields=(
+                  Field("name", "string", "0+"), Field("metadata", "bytes", "0+"))))),
+)
+_SHARE_MEMBER_METADATA = (
+    Field("rackId", "string", "0+", nullable="0+"),
+    Field("clientId", "string", "0+"),
+    Field("clientHost", "string", "0+"),
+    Field("subscribedTopicNames", "[]string", "0+"),
+)
+_SHARE_STATE_PARTITION_METADATA = (
+    Field("initializedTopics", "[]TopicPartitionsInfo", "0+", fields=(
+        Field("topicId", "uuid", "0+"), Field("topicName", "string", "0+"), Field("partitions", "[]int32", "0+"))),
+    Field("deletingTopics", "[]TopicInfo", "0+", fields=(
+        Field("topicId", "uuid", "0+"), Field("topicName", "string", "0+"))),
+)
+
+
+@dataclass(frozen=True)
+class _RecordType:
+    kind: str
+    key: Message
+    value: Message
+
+
+def _group_record(record_type: int, name: str, value_fields: tuple[Field, ...], *, member: bool = False):
+    """A KIP-848/KIP-932 record: key ``<name>Key`` (groupId, and memberId with ``member``, at the version equal
+    to the type, not flexible) and value ``<name>Value`` (v0, flexible)."""
+    version = str(record_type)
+    key_fields = (Field("groupId", "string", version),) + ((Field("memberId", "string", version),) if member else ())
+    kind = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
+    return record_type, _RecordType(kind, Message(name + "Key", version, "none", key_fields),
+                                    Message(name + "Value", "0", "0+", value_fields))
+
+
+_RECORD_TYPES = dict([
+    (0, _RecordType("offset_commit", OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE)),
+    (1, _RecordType("offset_commit", OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE)),
+    (2, _RecordType("group_metadata", GROUP_METADATA_KEY, GROUP_METADATA_VALUE)),
+    _group_record(3, "ConsumerGroupMetadata", _EPOCH),
+    _group_record(4, "ConsumerGroupPartitionMetadata", _PARTITION_METADATA),
+    _group_record(5, "ConsumerGroupMemberMetadata", _CONSUMER_MEMBER_METADATA, member=True),
+    _group_record(6, "ConsumerGroupTargetAssignmentMetadata", _ASSIGNMENT_EPOCH),
+    _group_record(7, "ConsumerGroupTargetAssignmentMember", _TARGET_ASSIGNMENT_MEMBER, member=True),
+    _group_record(8, "ConsumerGroupCurrentMemberAssignment", _CURRENT_MEMBER_ASSIGNMENT + (
+        Field("partitionsPendingRevocation", "[]TopicPartitions", "0+", fields=_TOPIC_ID_PARTITIONS),),
+                  member=True),
+    _group_record(9, "ShareGroupPartitionMetadata", _PARTITION_METADATA),
+    _group_record(10, "ShareGroupMemberMetadata", _SHARE_MEMBER_METADATA, member=True),
+    _group_record(11, "ShareGroupMetadata", _EPOCH),
+    _group_record(12, "ShareGroupTargetAssignmentMetadata", _ASSIGNMENT_EPOCH),
+    _group_record(13, "ShareGroupTargetAssignmentMember", _TARGET_ASSIGNMENT_MEMBER, member=True),
+    _group_record(14, "ShareGroupCurrentMemberAssignment", _CURRENT_MEMBER_ASSIGNMENT, member=True),
+    _group_record(15, "ShareGroupStatePartitionMetadata", _SHARE_STATE_PARTITION_METADATA),
+])
 
 
 @dataclass(frozen=True)
 class GroupRecord:
-    """One decoded ``__consumer_offsets`` record. ``kind`` is ``"offset_commit"``, ``"group_metadata"`` or
+    """One decoded ``__consumer_offsets`` record. ``kind`` is ``"offset_commit"``, ``"group_metadata"``, the
+    snake-case name of a newer record (``"consumer_group_member_metadata"``, ``"share_group_metadata"``...) or
     ``"unknown"`` (``key`` None then); ``value`` is None for a tombstone."""
 
     kind: str
@@ -116,16 +225,15 @@ def decode_group_record(key: bytes, value: bytes | None, *, expand_consumer_prot
         raise CorruptDataError("__consumer_offsets record without a key")
     reader = Reader(key)
     key_version = reader.int16()
-    spec = _KEY_SPECS.get(key_version)
-    if spec is None:
+    record_type = _RECORD_TYPES.get(key_version)
+    if record_type is None:
         return GroupRecord("unknown", key_version, None, None, None)
-    decoded_key = read_message(spec, key, key_version, 2)
-    kind = "offset_commit" if key_version < 2 else "group_metadata"
+    kind = record_type.kind
+    decoded_key = read_message(record_type.key, key, key_version, 2)
     if value is None:
         return GroupRecord(kind, key_version, decoded_key, None, None)
     value_version = Reader(value).int16()
-    value_spec = OFFSET_COMMIT_VALUE if kind == "offset_commit" else GROUP_METADATA_VALUE
-    decoded_value = read_message(value_spec, value, value_version, 2)
+    decoded_value = read_message(record_type.value, value, value_version, 2)
     if kind == "group_metadata" and expand_consumer_protocol and decoded_value.get("protocolType") == "consumer":
         for member in decoded_value.get("members") or []:
             for name, member_spec in (("subscription", CONSUMER_PROTOCOL_SUBSCRIPTION),

@@ -13,7 +13,9 @@ files named in each module) and walks them with this reader. Grammar of a struct
         string   flexible: uvarint (length + 1, 0 = null) | classic: int16 length (-1 = null), then UTF-8 bytes
         bytes    flexible: uvarint (length + 1, 0 = null) | classic: int32 length (-1 = null), then the bytes
         []T      flexible: uvarint (count + 1, 0 = null)  | classic: int32 count (-1 = null), then the elements
-        Struct   the nested struct's fields (no length prefix; nullable structs are not used by these schemas)
+        Struct   the nested struct's fields (no length prefix); at a nullable version a presence marker first:
+                 int8 (< 0 = null) untagged, uvarint (0 = null) as a tagged field
+                 (``MessageDataGenerator.generateStructReader``)
     if v is a flexible version:
         tagged fields: uvarint count, then per field: uvarint tag, uvarint size, the field's bytes
 
@@ -162,7 +164,7 @@ class Reader:
         return self.fixed(classic, what)
 
 
-def _read_value(reader: Reader, field: Field, type_name: str, version: int, flexible: bool):
+def _read_value(reader: Reader, field: Field, type_name: str, version: int, flexible: bool, tagged: bool = False):
     if type_name in _FIXED:
         return reader.fixed(type_name, field.name)
     if type_name == "uuid":
@@ -193,7 +195,15 @@ def _read_value(reader: Reader, field: Field, type_name: str, version: int, flex
                                    position=start)
         element = type_name[2:]
         return [_read_value(reader, field, element, version, flexible) for _ in range(n)]
-    # a struct type
+    # a struct type (the field's own, not an array's element: elements carry no marker)
+    if type_name == field.type and version in VersionRange(field.nullable):
+        if tagged:  # Java reads the uvarint into an int and takes <= 0 as null
+            marker = reader.uvarint(field.name) & 0xFFFFFFFF
+            present = 0 < marker < 0x80000000
+        else:
+            present = reader.fixed("int8", field.name) >= 0
+        if not present:
+            return None
     return _read_struct(reader, field.fields, version, flexible)
 
 
@@ -236,7 +246,7 @@ def _read_struct(reader: Reader, fields: Sequence[Field], version: int, flexible
             if tag in tagged:
                 sub = Reader(reader.buf, start, start + size)
                 field = tagged[tag]
-                out[field.json_name] = _read_value(sub, field, field.type, version, flexible)
+                out[field.json_name] = _read_value(sub, field, field.type, version, flexible, tagged=True)
             reader.pos = start + size
         for tag, field in tagged.items():  # the JSON converter writes a tagged field only when it is not default
             if out.get(field.json_name) == _default(field):
