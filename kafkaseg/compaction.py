@@ -575,7 +575,7 @@ def gather_facts(paths: Sequence[str], options: Mapping[str, str], config: Compa
             active = pdir.segments[-1].base_offset
             if config.read_until == "cleanable" and config.min_compaction_lag_ms > 0:
                 with PartitionLookup(pdir, checkpoints_checked=True) as lookup:
-                    segments = tuple((s.base_offset, lookup.largest_timestamp(i)[0])
+                    segments = tuple((s.base_offset, lookup.segment_largest_timestamp(i))
                                      for i, s in enumerate(pdir.segments[:-1]))
         out.append(PartitionFacts(
             p.topic, p.partition, log_start, max(high_watermark, log_start), max(upper, log_start), active, segments,

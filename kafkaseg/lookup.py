@@ -506,8 +506,10 @@ class PartitionLookup:
             self._largest[i] = (ts, offset)
         return self._largest[i]
 
-    def _retention_timestamp(self, i: int) -> int:
-        """``LogSegment.largestTimestamp``: maxTimestampSoFar, or the file's mtime when that is -1."""
+    def segment_largest_timestamp(self, i: int) -> int:
+        """``LogSegment.largestTimestamp`` of segment ``i``: maxTimestampSoFar, or the file's mtime when that is -1
+        (no timestamped batch: magic 0, or empty), which retention, ListOffsets and the cleaner's
+        ``min.compaction.lag.ms`` all go by."""
         ts = self.largest_timestamp(i)[0]
         return ts if ts >= 0 else int(self.segments[i].mtime_ms)
 
@@ -520,7 +522,7 @@ class PartitionLookup:
             lo, hi = 0, n  # first i with largest(i) >= timestamp, assuming non-decreasing
             while lo < hi:
                 mid = (lo + hi) // 2
-                probes[mid] = self._retention_timestamp(mid)
+                probes[mid] = self.segment_largest_timestamp(mid)
                 if probes[mid] >= timestamp:
                     hi = mid
                 else:
@@ -532,7 +534,7 @@ class PartitionLookup:
                 return None
             self.stats.fell_back_to_linear = True
         for i in range(n):
-            if self._retention_timestamp(i) >= timestamp:
+            if self.segment_largest_timestamp(i) >= timestamp:
                 return i
         return None
 

@@ -22,6 +22,7 @@ from kafkaseg.compaction import (
     apply_changes,
     cleanable_end,
     compaction_read_options,
+    gather_facts,
     latest_per_key,
     plan_increment,
 )
@@ -418,6 +419,26 @@ def test_cleanable_mode_stops_at_the_active_segment(changelog, tmp_path):
     lagged = compact_arrow([str(root / "full")], str(tmp_path / "lag"), CompactionConfig(
         read_until="cleanable", min_compaction_lag_ms=NOW), now_ms=NOW, mode="full")
     assert lagged["plan"].increment.offsets_to_read == 0
+
+
+def test_min_compaction_lag_takes_a_segment_without_timestamps_at_its_file_time(tmp_path):
+    """``LogSegment.largestTimestamp`` falls back to the file's mtime when no batch has a timestamp (magic 0):
+    segments written just now are not cleanable yet under a lag, as the cleaner (and the retention audit) see it."""
+    import os
+    import time
+
+    write_data_dir(tmp_path / "d", [TopicSpec("m0", magic=0, records_per_partition=200, records_per_batch=10,
+                                              key_size=2, key_cardinality=30, segment_bytes=4096,
+                                              cleanup_policy="compact")])
+    config = CompactionConfig(read_until="cleanable", min_compaction_lag_ms=3_600_000)
+    now = int(time.time() * 1000)
+    facts, _ = gather_facts([str(tmp_path / "d")], compaction_read_options({}), config)
+    assert cleanable_end(facts[0], 0, config.min_compaction_lag_ms, now) == 0
+    long_ago = time.time() - 7200  # written two hours ago: old enough
+    for path in (tmp_path / "d" / "m0-0").glob("*.log"):
+        os.utime(path, (long_ago, long_ago))
+    facts, _ = gather_facts([str(tmp_path / "d")], compaction_read_options({}), config)
+    assert cleanable_end(facts[0], 0, config.min_compaction_lag_ms, now) == facts[0].active_segment_base > 0
 
 
 def test_other_writers_commits_after_the_last_run(changelog, tmp_path):
