@@ -376,6 +376,22 @@ class PartitionLookup:
                 self.stats.log_bytes += 61
                 yield header
 
+    def _floor_position(self, i: int, offset: int) -> int:
+        """Where a walk of segment ``i`` for ``offset`` starts: its offset index's floor entry. An index can pass
+        its sanity checks and still point at the wrong bytes; when the v2 batch there starts above the entry's
+        offset, records from the entry's offset on would be walked past unseen, so the segment's indexes are
+        rebuilt from its log (reported) and the floor taken again. (A legacy wrapper's offset is its last inner
+        one, so it is not checked; old brokers wrote the append's first offset.)"""
+        entry_offset, position = self._index(i, "offset").floor(offset)
+        if position == 0:
+            return position
+        header = next(iter(self._headers(i, position)), None)
+        if header is None or header.magic < 2 or header.base_offset <= entry_offset:
+            return position
+        self._rebuild(i, f"offset index entry {entry_offset} -> byte {position}: the batch there starts at offset "
+                         f"{header.base_offset}")
+        return self._index(i, "offset").floor(offset)[1]
+
     def _read_batch(self, i: int, header: BatchHeader) -> bytes:
         seg = self.segments[i]
         with SegmentReader(seg.log_path, self.fs) as reader:
@@ -617,7 +633,7 @@ class PartitionLookup:
         torn = self._tear_in(i)
         if torn is not None and time_offset >= torn[0]:
             _, time_offset = self._index(i, "time").last_below_offset(torn[0])
-        _, position = self._index(i, "offset").floor(max(time_offset, start_offset))
+        position = self._floor_position(i, max(time_offset, start_offset))
         for header in self._headers(i, position):
             if header.max_timestamp < timestamp:
                 continue
@@ -639,7 +655,7 @@ class PartitionLookup:
             if best is None or ts > best:
                 best, best_i = ts, i
         ts, offset = self.largest_timestamp(best_i)
-        _, position = self._index(best_i, "offset").floor(offset)
+        position = self._floor_position(best_i, offset)
         for header in self._headers(best_i, position):
             if header.max_timestamp != ts:
                 continue
@@ -674,7 +690,7 @@ class PartitionLookup:
         i = max(0, bisect.bisect_right(self.bases, offset) - 1)
         wanted = offset
         while i < len(self.segments):
-            _, position = self._index(i, "offset").floor(wanted)
+            position = self._floor_position(i, wanted)
             for header in self._headers(i, position):
                 if header.last_offset < wanted:
                     continue

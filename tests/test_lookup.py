@@ -659,3 +659,33 @@ def test_batch_records_reads_what_the_decoder_reads(generated):
                 assert got == want, (seg.log_path, header.position)
                 batches += 1
     assert batches > 500
+
+
+def test_an_index_entry_pointing_past_its_offset_is_rebuilt_not_walked_past(tmp_path):
+    """An entry can pass Kafka's sanity checks and still point at a batch that starts above it: a walk from there
+    missed the records between, so timestamp searches (and startingTimestamp reads) and locate started late."""
+    import struct
+
+    import kafkaseg
+
+    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=300, records_per_batch=10, segment_bytes=8192,
+                                        index_interval_bytes=1024, start_timestamp_ms=1_700_000_000_000)])
+    pdir = discover(str(tmp_path))[0]
+    clean = {}
+    with PartitionLookup(pdir) as lookup:
+        for ts in range(1_700_000_000_000, 1_700_000_003_000, 37):
+            clean[ts] = lookup.list_offset(ts).offset
+        located = {o: lookup.locate(o).record_offset for o in range(0, 300, 7)}
+    seg = pdir.segments[1]
+    data = bytearray(open(seg.index_path, "rb").read())
+    assert struct.unpack(">ii", data[8:16])[1] > 0
+    data[8:12] = struct.pack(">i", 0)  # the second entry's offset becomes the segment base: still sane
+    open(seg.index_path, "wb").write(bytes(data))
+    with PartitionLookup(discover(str(tmp_path))[0]) as lookup:
+        assert {ts: lookup.list_offset(ts).offset for ts in clean} == clean
+        assert {o: lookup.locate(o).record_offset for o in located} == located
+        assert any(path == seg.log_path for path, _ in lookup.stats.rebuilt_indexes)
+    for ts, offset in clean.items():
+        if offset is not None and seg.base_offset <= offset < pdir.segments[2].base_offset:
+            got = kafkaseg.read_arrow(str(tmp_path), startingTimestamp=str(ts)).column("offset")[0].as_py()
+            assert got == offset
