@@ -53,8 +53,8 @@ import numpy as np
 
 from kafkaseg import decode as _decode
 from kafkaseg.decode.api import DecodeRequest
-from kafkaseg.errors import (CorruptBatchError, CorruptCheckpointError, CorruptDataError, DataLossError,
-                             InvalidOptionError, KafkaSegError, LayoutError)
+from kafkaseg.errors import (CorruptBatchError, CorruptCheckpointError, CorruptDataError, CrcMismatchError,
+                             DataLossError, InvalidOptionError, KafkaSegError, LayoutError)
 from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, LATEST, ReadOptions
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
@@ -669,7 +669,11 @@ class _Partition:
                                 f"{err.detail} (onCorruption=skip derives them up to the corruption)",
                                 path=err.path, position=err.position) from err
             for err in errors:
-                if self.report is not None:
+                if self.report is not None and isinstance(err, CrcMismatchError):  # a marker, read past
+                    self.report.notes.append(
+                        f"{self.name}: a transaction marker is unreadable ({err}; onCorruption=skip): the "
+                        "transaction it ends is taken as aborted, so its records are left out")
+                elif self.report is not None:
                     self.report.notes.append(
                         f"{self.name}: aborted transactions derived past corrupt data at {err} "
                         "(onCorruption=skip), forgetting what was open there: records of a transaction aborted "

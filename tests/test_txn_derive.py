@@ -412,9 +412,10 @@ def test_a_lenient_walk_forgets_transactions_open_at_corruption_rather_than_drop
 
 def test_bit_flips_in_transaction_state_are_caught_not_believed(tmp_path):
     """Two headers the read_committed walks trust (found in review): a COMMIT marker whose type bit flipped to
-    ABORT dropped a committed transaction under a lenient read; an idempotent batch whose transactional bit
-    flipped opened a 'transaction' that never ends and silently capped every read_committed read there. Both
-    batches fail their CRC: strict reads raise, lenient ones lose only the corrupt batch."""
+    ABORT was believed; an idempotent batch whose transactional bit flipped opened a 'transaction' that never ends
+    and silently capped every read_committed read there. Both batches fail their CRC: strict reads raise; lenient
+    ones lose the corrupt batches, and the transaction whose marker is unreadable is left out, noted (which end it
+    was is unknown, and read_committed must not return records that may have been aborted)."""
     writer = PartitionWriter(tmp_path / "t-0", write_snapshots=True)
     writer.append(build_batch_v2([Record(o, T0, b"k", b"T1") for o in range(0, 10)], is_transactional=True,
                                  producer_id=7, producer_epoch=0, base_sequence=0))
@@ -440,7 +441,8 @@ def test_bit_flips_in_transaction_state_are_caught_not_believed(tmp_path):
         kafkaseg.read_arrow(str(tmp_path), **COMMITTED)
     scan = kafkaseg.open_scan(str(tmp_path), onCorruption="skip", **COMMITTED)
     lost = set(range(flipped.base_offset, flipped.last_offset + 1))
-    assert scan.to_table().column("offset").to_pylist() == [o for o in range(60) if o != 10 and o not in lost]
+    assert scan.to_table().column("offset").to_pylist() == [o for o in range(11, 60) if o not in lost]
+    assert any("taken as aborted" in note for note in scan.plan.report.notes)
 
 
 def test_a_corrupt_abort_marker_that_ends_the_log_is_not_passed_over(tmp_path):
@@ -463,3 +465,34 @@ def test_a_corrupt_abort_marker_that_ends_the_log_is_not_passed_over(tmp_path):
     active.write_bytes(bytes(data))
     with pytest.raises(kafkaseg.errors.CrcMismatchError):
         kafkaseg.open_scan(str(tmp_path), endingOffsets='{"t":{"0":16}}', **COMMITTED)
+
+
+def test_an_unreadable_marker_leaves_its_transaction_out_of_a_lenient_read_committed_read(tmp_path):
+    """Which end a marker failing its CRC was is unknown: its transaction is taken as aborted, so read_committed
+    never returns records that may have been aborted (it returned them as committed)."""
+    import os
+
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path, [TopicSpec("txn", records_per_partition=300, records_per_batch=10, transactional=True,
+                                        abort_ratio=0.3, segment_bytes=6000)], seed=1)
+    for f in (tmp_path / "txn-0").glob("*.txnindex"):
+        os.unlink(f)  # derived from the log
+    committed = {"kafka.isolation.level": "read_committed"}
+    clean = kafkaseg.read_arrow(str(tmp_path), **committed).column("offset").to_pylist()
+    rows = kafkaseg.read_arrow(str(tmp_path), includeControl="true", includeMetadata="true").to_pylist()
+    for kind in (b"\x00\x00", b"\x00\x01"):  # an ABORT marker, a COMMIT marker
+        marker = next(r for r in rows if r["isControl"] and r["key"][2:4] == kind)
+        data = bytearray(open(marker["segment"], "rb").read())
+        data[marker["position"] + 70] ^= 1
+        original = open(marker["segment"], "rb").read()
+        open(marker["segment"], "wb").write(bytes(data))
+        scan = kafkaseg.open_scan(str(tmp_path), onCorruption="skip", **committed)
+        got = scan.to_table().column("offset").to_pylist()
+        producers = {r["offset"] for r in rows
+                     if r["producerId"] == marker["producerId"] and not r["isControl"] and r["offset"] < marker["offset"]}
+        assert not set(got) - set(clean)  # nothing a read_committed read would not return
+        assert any("taken as aborted" in note for note in scan.plan.report.notes)
+        if kind == b"\x00\x01":  # a committed transaction's records are left out, not returned twice or mixed
+            assert set(clean) - set(got) and (set(clean) - set(got)) <= producers
+        open(marker["segment"], "wb").write(original)

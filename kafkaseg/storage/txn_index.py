@@ -169,10 +169,10 @@ def derive_aborted_txns(batches: Iterable[tuple[BatchHeader, int | None]], open_
         if header.is_control:
             if control_type is None:
                 continue
-            first = open_txns.pop(pid, None)  # an unreadable marker ends the transaction too, as neither end
-            if control_type == MARKER_UNREADABLE:
-                continue
-            if first is not None and control_type == CONTROL_ABORT:
+            first = open_txns.pop(pid, None)  # an unreadable marker ends the transaction too
+            # which end an unreadable marker was is unknown: its transaction is taken as aborted, so that a
+            # read_committed read never returns records that may have been aborted (they are left out instead)
+            if first is not None and control_type in (CONTROL_ABORT, MARKER_UNREADABLE):
                 lso = min(open_txns.values(), default=header.base_offset + 1)
                 aborted.append(AbortedTxn(CURRENT_VERSION, pid, first, header.base_offset, lso))
         elif header.is_transactional and pid not in open_txns:
