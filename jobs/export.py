@@ -519,8 +519,9 @@ def check_columns(table_columns: Sequence[str], export_columns: Sequence[str], o
 # extract / load (Spark)
 
 def extract(spark, paths: Sequence[str], options: dict):
-    """A fresh kafkaseg DataFrame for one query. One ``load()`` per query is what makes ``filterPushdown=true``
-    safe on PySpark versions that reuse a relation's pushed-down plan (see kafkaseg.spark.source)."""
+    """A fresh kafkaseg DataFrame for one query, which scans it once. One ``load()`` per scan is what makes
+    ``filterPushdown=true`` safe on PySpark versions that reuse a relation's pushed-down plan (see
+    kafkaseg.spark.source)."""
     reader = spark.read.format(FORMAT).option("filterPushdown", "true")
     for key, value in options.items():
         reader = reader.option(key, value)

@@ -21,7 +21,8 @@ plan into the scan (``PythonScanBuilder``) together with LIMIT pushdown, so kafk
 ``DataSourceReader.pushLimit`` as the sign of a PySpark without the bug. With ``filterPushdown=auto`` (the default)
 predicates prune only there; elsewhere ``pushFilters`` claims nothing and prunes nothing (Spark filters the rows;
 topic/partition/offset options still prune), and says so in the plan report and the log. ``filterPushdown=true``
-prunes anyway: safe when each query has its own ``load()``, as kafkaseg's jobs do.
+prunes anyway: safe only when each ``load()`` feeds exactly one scan of one query, as in kafkaseg's jobs (a
+view queried twice, a self-union, self-join or two subqueries over one ``load()`` all share its last pushed plan).
 
 Streaming (``spark.readStream.format("kafkaseg")``): :class:`KafkaSegStreamReader` runs in PySpark's streaming
 source runner (one long-lived Python worker of the driver, ``python_streaming_source_runner.py``), which keeps the
