@@ -19,7 +19,7 @@ from kafkaseg.cli.main import main
 BATCH_V2 = re.compile(
     r"^baseOffset: (-?\d+) lastOffset: (-?\d+) count: (-?\d+) baseSequence: (-?\d+) lastSequence: (-?\d+) "
     r"producerId: (-?\d+) producerEpoch: (-?\d+) partitionLeaderEpoch: (-?\d+) isTransactional: (true|false) "
-    r"isControl: (true|false) deleteHorizonMs: (-?\d+) position: (\d+) (CreateTime|LogAppendTime): (-?\d+) "
+    r"isControl: (true|false) deleteHorizonMs: (OptionalLong\.empty|OptionalLong\[-?\d+\]) position: (\d+) (CreateTime|LogAppendTime): (-?\d+) "
     r"size: (\d+) magic: 2 compresscodec: (none|gzip|snappy|lz4|zstd) crc: (\d+) isvalid: (true|false)$")
 BATCH_LEGACY = re.compile(
     r"^offset: (-?\d+) position: (\d+) (CreateTime|LogAppendTime|NoTimestampType): (-?\d+) size: (\d+) "
@@ -193,6 +193,23 @@ def test_generated_transactions_snapshot_txnindex_and_trailing_bytes(tmp_path, c
     assert out[-1] == f"Found 10 invalid bytes at the end of {log.name}"
     code, out, _ = run(["dump", "--files", str(broken / log.name), "--max-bytes", "500"], capsys)
     assert not out[-1].startswith("Found") and len(out) < 10
+
+
+def test_delete_horizon_prints_as_javas_optional_long(tmp_path, capsys):
+    """RecordBatch.deleteHorizonMs is a java.util.OptionalLong: DumpLogSegments prints OptionalLong.empty, or
+    OptionalLong[ms] for a batch the cleaner stamped (attribute bit 6); --json keeps a number (-1: none)."""
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    manifest = write_data_dir(tmp_path, [TopicSpec("dh", records_per_partition=100, records_per_batch=10,
+                                                   delete_horizon_ms=1_700_000_999_000, cleanup_policy="compact",
+                                                   tombstone_ratio=0.2)])
+    log = manifest.partition("dh").directory / "00000000000000000000.log"
+    code, out, _ = run(["dump", "--files", str(log)], capsys)
+    assert code == 0
+    horizons = [BATCH_V2.match(line).group(11) for line in out[2:]]
+    assert set(horizons) == {"OptionalLong.empty", "OptionalLong[1700000999000]"}
+    code, out, _ = run(["dump", "--files", str(log), "--json"], capsys)
+    assert {json.loads(line)["deleteHorizonMs"] for line in out[2:]} == {-1, 1_700_000_999_000}
 
 
 def test_json_output_and_unknown_file(tmp_path, capsys):

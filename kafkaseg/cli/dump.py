@@ -142,6 +142,12 @@ def _utf8(data: bytes) -> str:
     return java_utf8(data)  # StringDecoder: new String(bytes, UTF_8), whose U+FFFD rule differs from Python's
 
 
+def _optional_long(value: int | None) -> str:
+    """Java's ``OptionalLong.toString``: DumpLogSegments prints ``deleteHorizonMs`` and ``currentTxnFirstOffset``
+    as the ``java.util.OptionalLong`` they are."""
+    return "OptionalLong.empty" if value is None else f"OptionalLong[{value}]"
+
+
 def batch_line(header: BatchHeader, position: int, valid: bool) -> str:
     """``printBatchLevel``: the batch-level line, in DumpLogSegments' field order."""
     if header.magic >= 2:
@@ -150,7 +156,7 @@ def batch_line(header: BatchHeader, position: int, valid: bool) -> str:
                 f"producerId: {header.producer_id} producerEpoch: {header.producer_epoch} "
                 f"partitionLeaderEpoch: {header.partition_leader_epoch} "
                 f"isTransactional: {_bool(header.is_transactional)} isControl: {_bool(header.is_control)} "
-                f"deleteHorizonMs: {header.delete_horizon_ms}")
+                f"deleteHorizonMs: {_optional_long(header.delete_horizon_ms if header.has_delete_horizon else None)}")
     else:
         head = f"offset: {header.last_offset}"
     return (f"{head} position: {position} {TIMESTAMP_TYPE_NAMES[header.timestamp_type]}: {header.max_timestamp} "
@@ -501,8 +507,7 @@ def _dump_producer_snapshot(path: str, options: DumpOptions, out, err, filesyste
             print(json.dumps(e._asdict()), file=out)
             continue
         # currentTxnFirstOffset is a java.util.OptionalLong in Kafka and prints as one
-        txn_first = (f"OptionalLong[{e.current_txn_first_offset}]" if e.current_txn_first_offset >= 0
-                     else "OptionalLong.empty")
+        txn_first = _optional_long(e.current_txn_first_offset if e.current_txn_first_offset >= 0 else None)
         line = (f"producerId: {e.producer_id} producerEpoch: {e.epoch} coordinatorEpoch: {e.coordinator_epoch} "
                 f"currentTxnFirstOffset: {txn_first} lastTimestamp: {e.timestamp} ")
         if e.last_offset >= 0:  # readSnapshot keeps batch metadata only when there was a batch
