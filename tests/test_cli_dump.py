@@ -8,6 +8,7 @@ import io
 import json
 import re
 import shutil
+import struct
 from pathlib import Path
 
 import pytest
@@ -210,6 +211,35 @@ def test_delete_horizon_prints_as_javas_optional_long(tmp_path, capsys):
     assert set(horizons) == {"OptionalLong.empty", "OptionalLong[1700000999000]"}
     code, out, _ = run(["dump", "--files", str(log), "--json"], capsys)
     assert {json.loads(line)["deleteHorizonMs"] for line in out[2:]} == {-1, 1_700_000_999_000}
+
+
+@pytest.mark.parametrize("tail, trailing", [
+    (b"abcdefghijklmnopqrstuvwxyz", True),  # size 0x696a6b6c runs past the end: no batch, whatever the magic ('q')
+    (struct.pack(">qiIB", 7, 20, 0, 9) + bytes(9), True),  # 26 bytes where the size asks for 32: no batch either
+    (struct.pack(">qiIB", 7, 13, 0, 9) + bytes(9), False),  # size below 14: CorruptRecordException in Kafka too
+    (struct.pack(">qiIB", 7, 14, 0, 9) + bytes(9), False),  # a whole 26-byte entry with magic 9: an error
+])
+def test_a_tail_whose_size_runs_past_the_end_is_trailing_bytes_whatever_its_magic(tmp_path, capsys, tail, trailing):
+    """FileLogInputStream.nextBatch checks the size field against the end before the magic byte: an entry whose
+    size (>= 14) runs past the end is "no batch", so DumpLogSegments reports the tail as invalid bytes."""
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    manifest = write_data_dir(tmp_path, [TopicSpec("v0", records_per_partition=20, records_per_batch=5, magic=0)])
+    log = manifest.partition("v0").directory / "00000000000000000000.log"
+    size = log.stat().st_size
+    with open(log, "ab") as f:
+        f.write(tail)
+    code, out, err = run(["dump", "--files", str(log)], capsys)
+    if trailing:
+        assert code == 0 and not err
+        assert out[-1] == f"Found {len(tail)} invalid bytes at the end of {log.name}"
+    else:
+        assert code == 1 and err[-1].startswith(f"Error dumping {log}:") and f"byte {size}" in err[-1]
+    # FileRecords.slice(0, maxBytes): the end nextBatch checks the size against is the limit, and the last line
+    # is the last whole batch (no "Found" line with --max-bytes); a size below 14 is still an error
+    code, out, err = run(["dump", "--files", str(log), "--max-bytes", str(size + 20)], capsys)
+    below_minimum = struct.unpack_from(">i", tail, 8)[0] < 14
+    assert code == (1 if below_minimum else 0) and out[-1].startswith("offset: 19 ")
 
 
 def test_json_output_and_unknown_file(tmp_path, capsys):

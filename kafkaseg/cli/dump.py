@@ -5,7 +5,8 @@ Output follows DumpLogSegments line for line: ``Dumping <file>``, then per file 
 * ``.log`` / KRaft ``.checkpoint``: ``Log starting offset: N`` (``Snapshot end offset: N, epoch: E`` /
   ``KRaft bootstrap snapshot``), one line per batch (``printBatchLevel``) and, with ``--deep-iteration`` (implied by
   ``--print-data-log`` and the decoders), one ``| offset: ...`` line per record; ``Found N invalid bytes at the end
-  of <name>`` for a tail that is not a whole batch (only without ``--max-bytes``);
+  of <name>`` for a tail that is not a whole batch, an entry whose size field runs past the end included whatever
+  its magic byte (``FileLogInputStream.nextBatch`` looks at the size first), only without ``--max-bytes``;
 * ``.index``: ``offset: O position: P`` (mismatches with the log on stderr), ``--index-sanity-check``,
   ``--verify-index-only``; ``.timeindex``: ``timestamp: T offset: O`` and its error report;
 * ``.snapshot`` producer snapshots; ``.txnindex`` aborted transactions; anything else: ``Ignoring unknown file``.
@@ -28,7 +29,7 @@ import pyarrow as pa
 
 from kafkaseg.decode import decode
 from kafkaseg.decode.api import DecodeRequest
-from kafkaseg.errors import KafkaSegError, LayoutError
+from kafkaseg.errors import CorruptDataError, KafkaSegError, LayoutError
 from kafkaseg.wire.text import java_utf8
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.offset_index import OffsetIndex
@@ -37,7 +38,7 @@ from kafkaseg.storage._index_file import broker_sanity_check
 from kafkaseg.storage.segment import SegmentReader, data_after_zeros
 from kafkaseg.storage.time_index import TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex
-from kafkaseg.wire.batch import TIMESTAMP_TYPE_NAMES, BatchHeader
+from kafkaseg.wire.batch import LOG_OVERHEAD, TIMESTAMP_TYPE_NAMES, BatchHeader
 from kafkaseg.wire.crc import crc_is_valid
 from kafkaseg.wire.internal.cluster_metadata import decode_control_record, decode_metadata_record
 from kafkaseg.wire.internal.consumer_offsets import format_offsets_record
@@ -50,6 +51,7 @@ RECORD_INDENT = "|"
 INT_MAX = 2**31 - 1
 _KRAFT_SNAPSHOT = re.compile(r"^(\d+)-(\d+)\.checkpoint$")
 BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
+_MIN_RECORD_OVERHEAD = 14  # LegacyRecord.RECORD_OVERHEAD_V0: nextBatch's smallest size before it reads the magic
 
 
 @dataclass
@@ -353,7 +355,7 @@ def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress
         valid_bytes = 0
         task = progress.add(name, limit) if progress else None
         walk = reader.iter_headers(0, None if limit >= reader.size else None, max_batch_bytes=None)
-        for header in walk:
+        for header in _batches_until_no_batch(walk, reader, limit):
             if header.end > limit:  # FileRecords.slice(0, maxBytes): a batch past the limit is not read
                 break
             data = reader.read_at(header.position, header.size)
@@ -399,6 +401,23 @@ def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress
                       file=out)
             else:
                 print(message, file=out)
+
+
+def _batches_until_no_batch(walk, reader: SegmentReader, end: int):
+    """The walk's headers, ending where ``FileLogInputStream.nextBatch`` returns no batch: it reads the size field
+    first and, when a size of at least 14 (LegacyRecord.RECORD_OVERHEAD_V0) runs past ``end``, stops there before
+    it looks at the magic byte, so such an entry is trailing bytes (a torn header, stale blocks) whatever its
+    magic. The walk itself is stricter (reads refuse an unknown magic first), so its framing error at that
+    position is taken back here; any other framing error is raised."""
+    try:
+        yield from walk
+    except CorruptDataError as exc:
+        position = walk.end_position
+        if exc.position != position or position + LOG_OVERHEAD > reader.size:
+            raise
+        (size,) = struct.unpack(">i", reader.read_at(position + 8, 4))
+        if size < _MIN_RECORD_OVERHEAD or position + LOG_OVERHEAD + size <= end:
+            raise
 
 
 def _base_offset(located: str) -> int:
