@@ -242,6 +242,37 @@ def test_a_tail_whose_size_runs_past_the_end_is_trailing_bytes_whatever_its_magi
     assert code == (1 if below_minimum else 0) and out[-1].startswith("offset: 19 ")
 
 
+def test_an_all_zero_preallocated_index_dumps_entry_0_as_dumplogsegments_does(tmp_path, capsys):
+    """An active segment younger than its first index entry has all-zero preallocated indexes. DumpLogSegments
+    counts length / entrySize entries and stops at a base-offset entry only when i > 0: it prints entry 0 and
+    checks it against the log (a mismatch unless the first batch ends at the base offset)."""
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    manifest = write_data_dir(tmp_path, [TopicSpec("s", records_per_partition=20, records_per_batch=7)])
+    folder = manifest.partition("s").directory
+    index, time_index = folder / f"{0:020d}.index", folder / f"{0:020d}.timeindex"
+    first, _ = _oracle_batches(folder / f"{0:020d}.log")[0]
+    first_last = first.base_offset + first.last_offset_delta
+    assert first_last > 0
+    index.write_bytes(bytes(8 * 1000))
+    time_index.write_bytes(bytes(12 * 1000))
+    code, out, err = run(["dump", "--files", f"{index},{time_index}"], capsys)
+    assert out == [f"Dumping {index}", "offset: 0 position: 0", f"Dumping {time_index}", "timestamp: 0 offset: 0"]
+    assert code == 1 and err == [f"Mismatches in :{index.resolve()}", f"  Index offset: 0, log offset: {first_last}",
+                                 "The following indexed offsets are not found in the log.",
+                                 f"Indexed offset: 0, found log offset: {first_last}"]
+    code, out, err = run(["dump", "--files", str(index), "--verify-index-only"], capsys)
+    assert code == 1 and out == [f"Dumping {index}"] and err[1] == f"  Index offset: 0, log offset: {first_last}"
+    index.write_bytes(bytes(8))  # one zero entry: still entry 0
+    code, out, _ = run(["dump", "--files", str(index)], capsys)
+    assert out[1:] == ["offset: 0 position: 0"]
+    index.write_bytes(bytes(4))  # index.entries == 0
+    time_index.write_bytes(b"")
+    code, out, err = run(["dump", "--files", f"{index},{time_index}"], capsys)
+    assert code == 0 and not err
+    assert out == [f"Dumping {index}", f"{index} is empty.", f"Dumping {time_index}"]
+
+
 def test_json_output_and_unknown_file(tmp_path, capsys):
     from kafkaseg.testing import TopicSpec, write_data_dir
 

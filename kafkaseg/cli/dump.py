@@ -433,6 +433,15 @@ def _log_for(located: str) -> str:
     return _fs.join(_fs.parent(located), _fs.basename(located).split(".")[0] + ".log")
 
 
+def _as_dumped(index, zero_entry: tuple[int, int]):
+    """The entries DumpLogSegments prints: it counts length / entrySize entries and stops at one holding the base
+    offset only after entry 0, so an index that is all zeros (preallocated for an active segment too young for
+    its first entry) still has entry 0, ``zero_entry``, which the loader drops as never written."""
+    if len(index) == 0 and (index.file_size or 0) >= index.ENTRY_SIZE:
+        return [zero_entry]
+    return index
+
+
 def _dump_index(path: str, options: DumpOptions, report: DumpReport, out, filesystem, located: str) -> None:
     base = _base_offset(located)
     if options.index_sanity_check:  # the broker's own check, which decides whether a restart rebuilds the index
@@ -444,12 +453,12 @@ def _dump_index(path: str, options: DumpOptions, report: DumpReport, out, filesy
         broker_sanity_check(located, base, "offset", filesystem)
         _say(out, options, path, f"{path} passed sanity check.", sanityCheck="passed")
         return
-    index = OffsetIndex.load(located, base, filesystem)
-    if len(index) == 0:
+    index = _as_dumped(OffsetIndex.load(located, base, filesystem), (base, 0))
+    if len(index) == 0:  # index.entries == 0: fewer than 8 bytes
         _say(out, options, path, f"{path} is empty.", empty=True)
         return
     with SegmentReader(_log_for(located), filesystem) as reader:
-        for n, (offset, position) in enumerate(index):
+        for offset, position in index:
             first_last = None
             try:  # FileRecords.slice(position, maxMessageSize).batches.iterator.next().lastOffset
                 for header in reader.iter_headers(position, min(reader.size, position + options.max_message_size),
@@ -471,7 +480,7 @@ def _dump_index(path: str, options: DumpOptions, report: DumpReport, out, filesy
 
 def _dump_time_index(path: str, options: DumpOptions, report: DumpReport, out, filesystem, located: str) -> None:
     base = _base_offset(located)
-    time_index = TimeIndex.load(located, base, filesystem)
+    time_index = _as_dumped(TimeIndex.load(located, base, filesystem), (0, base))
     if options.index_sanity_check:
         broker_sanity_check(located, base, "time", filesystem)
         _say(out, options, path, f"{path} passed sanity check.", sanityCheck="passed")
