@@ -273,6 +273,30 @@ def test_an_all_zero_preallocated_index_dumps_entry_0_as_dumplogsegments_does(tm
     assert out == [f"Dumping {index}", f"{index} is empty.", f"Dumping {time_index}"]
 
 
+@pytest.mark.parametrize("bad_position", [-1, 1 << 30])
+def test_a_timeindex_whose_index_points_outside_the_log_reports_not_found(tmp_path, capsys, bad_position):
+    """The .index entry a time-index entry is looked up through is not trusted: a negative or past-the-end position
+    makes that entry "not found in the log" (as a bad .index entry is a mismatch), not a raw ValueError."""
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    manifest = write_data_dir(tmp_path, [TopicSpec("p", records_per_partition=400, records_per_batch=5,
+                                                   index_interval_bytes=512)], seed=2)
+    folder = manifest.partition("p").directory
+    index, time_index = folder / f"{0:020d}.index", folder / f"{0:020d}.timeindex"
+    code, out, err = run(["dump", "--files", str(time_index)], capsys)
+    assert code == 0 and not err and len(out) > 3
+    data = bytearray(index.read_bytes())
+    struct.pack_into(">i", data, 4, bad_position)  # entry 0's position
+    index.write_bytes(bytes(data))
+    first_entry_offset = struct.unpack_from(">i", data, 0)[0]
+    code, out, err = run(["dump", "--files", str(time_index)], capsys)
+    assert code == 1 and not any("Traceback" in line or "ValueError" in line for line in out + err)
+    assert err[0] == "The following indexed offsets are not found in the log."
+    assert f"Indexed offset: {first_entry_offset}, found log offset: -1" in err
+    code, out, err = run(["dump", "--files", str(index)], capsys)
+    assert code == 1 and f"  Index offset: {first_entry_offset}, log offset: -1" in err
+
+
 def test_json_output_and_unknown_file(tmp_path, capsys):
     from kafkaseg.testing import TopicSpec, write_data_dir
 

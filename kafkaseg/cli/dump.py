@@ -442,6 +442,21 @@ def _as_dumped(index, zero_entry: tuple[int, int]):
     return index
 
 
+def _batch_from(reader: SegmentReader, position: int, end: int, offset: int | None = None) -> BatchHeader | None:
+    """The first batch from ``position`` (an index entry's, not trusted) up to ``end`` whose last offset is at
+    least ``offset`` (default: the first batch), or None: none there, a position outside the log (negative or
+    past its end: garbage in the index) or bad framing on the way are all "not found" for the dump's reports."""
+    if not 0 <= position < reader.size:
+        return None
+    try:
+        for header in reader.iter_headers(position, min(reader.size, end), max_batch_bytes=None):
+            if offset is None or header.last_offset >= offset:
+                return header
+    except KafkaSegError:
+        pass
+    return None
+
+
 def _dump_index(path: str, options: DumpOptions, report: DumpReport, out, filesystem, located: str) -> None:
     base = _base_offset(located)
     if options.index_sanity_check:  # the broker's own check, which decides whether a restart rebuilds the index
@@ -459,16 +474,9 @@ def _dump_index(path: str, options: DumpOptions, report: DumpReport, out, filesy
         return
     with SegmentReader(_log_for(located), filesystem) as reader:
         for offset, position in index:
-            first_last = None
-            try:  # FileRecords.slice(position, maxMessageSize).batches.iterator.next().lastOffset
-                for header in reader.iter_headers(position, min(reader.size, position + options.max_message_size),
-                                                  max_batch_bytes=None) if 0 <= position < reader.size else ():
-                    first_last = header.last_offset
-                    break
-            except KafkaSegError:
-                first_last = None
-            if first_last is None:
-                first_last = -1
+            # FileRecords.slice(position, maxMessageSize).batches.iterator.next().lastOffset
+            first = _batch_from(reader, position, position + options.max_message_size)
+            first_last = -1 if first is None else first.last_offset
             if first_last != offset:
                 report.index_mismatches.setdefault(located, []).append((offset, first_last))
             if not options.verify_index_only:
@@ -493,11 +501,7 @@ def _dump_time_index(path: str, options: DumpOptions, report: DumpReport, out, f
     with SegmentReader(_log_for(located), filesystem) as reader:
         for timestamp, offset in time_index:
             _, position = offset_index.floor(offset)
-            found = None
-            for header in reader.iter_headers(position, max_batch_bytes=None):
-                if header.last_offset >= offset:
-                    found = header
-                    break
+            found = _batch_from(reader, position, reader.size, offset)  # batches.find(_.lastOffset >= offset)
             if found is None:
                 report.time_offset_not_found.setdefault(abs_path, []).append((offset, -1))
             elif found.last_offset != offset:
