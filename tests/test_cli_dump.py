@@ -178,11 +178,20 @@ def test_generated_transactions_snapshot_txnindex_and_trailing_bytes(tmp_path, c
     code, out, _ = run(["dump", "--files", str(txn)], capsys)
     assert out[1:] == [f"version: 0 producerId: {t.producer_id} firstOffset: {t.first_offset} lastOffset: "
                        f"{t.last_offset} lastStableOffset: {t.last_stable_offset}" for t in pm.aborted_txns]
+    code, out, _ = run(["dump", "--files", str(txn), "--json"], capsys)  # camelCase keys, as the text and batches
+    assert [json.loads(line) for line in out[1:]] == [
+        {"version": 0, "producerId": t.producer_id, "firstOffset": t.first_offset, "lastOffset": t.last_offset,
+         "lastStableOffset": t.last_stable_offset} for t in pm.aborted_txns]
     snapshots = sorted(pm.directory.glob("*.snapshot"))
     if snapshots:
         code, out, _ = run(["dump", "--files", str(snapshots[-1])], capsys)
         assert all(re.match(r"producerId: \d+ producerEpoch: \d+ coordinatorEpoch: \d+ currentTxnFirstOffset: "
                             r"OptionalLong(\[\d+\]|\.empty) lastTimestamp: -?\d+ ", line) for line in out[1:])
+        code, out, _ = run(["dump", "--files", str(snapshots[-1]), "--json"], capsys)
+        rows = [json.loads(line) for line in out[1:]]
+        assert rows and all({"producerId", "producerEpoch", "coordinatorEpoch", "currentTxnFirstOffset",
+                             "lastTimestamp", "lastSequence", "lastOffset", "offsetDelta"} <= set(row)
+                            and not any("_" in key for key in row) for row in rows)
 
     # 10 garbage bytes appended: reported as DumpLogSegments does
     broken = tmp_path / "copy" / "pay-0"

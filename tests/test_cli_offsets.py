@@ -139,6 +139,19 @@ def test_locate(datadir, capsys):
                 str(pm.log_end_offset)], capsys)[0] == 1
 
 
+def test_locate_prints_a_null_key_or_value_size_as_minus_one(tmp_path, capsys):
+    """keySize/valueSize of a null key or value: -1, as DumpLogSegments (and dump) print them, not None."""
+    manifest = write_data_dir(tmp_path, [TopicSpec("n", records_per_partition=40, null_key_ratio=0.5,
+                                                   tombstone_ratio=0.5)], seed=2)
+    records = manifest.partition("n").records
+    for record in (next(r for r in records if r.key is None), next(r for r in records if r.value is None)):
+        code, lines, _ = run(["locate", "--data-dir", str(tmp_path), "--topic", "n", "--partition", "0",
+                              "--offset", str(record.offset)], capsys)
+        line = next(line for line in lines if line.startswith("record:"))
+        sizes = (-1 if record.key is None else len(record.key), -1 if record.value is None else len(record.value))
+        assert code == 0 and line.endswith(f" keySize: {sizes[0]} valueSize: {sizes[1]}"), line
+
+
 @pytest.mark.parametrize("argv, says", [
     (["--partitions", "a"], "--partitions"),
     (["--partitions", "3-1"], "--partitions"),

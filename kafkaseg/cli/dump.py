@@ -522,33 +522,43 @@ def _dump_time_index(path: str, options: DumpOptions, report: DumpReport, out, f
             previous = timestamp
 
 
+def _print_fields(out, options: DumpOptions, fields: dict, text_tail: str = "") -> None:
+    """One entry as DumpLogSegments' ``name: value`` line (an ``OptionalLong`` field given as ``(value, None)``:
+    Java's text for the line, the number for JSON), or with ``--json`` the same camelCase names as an object."""
+    if options.json:
+        print(json.dumps({k: v[0] if isinstance(v, tuple) else v for k, v in fields.items()}), file=out)
+        return
+    print(" ".join(f"{k}: {_optional_long(v[1]) if isinstance(v, tuple) else v}" for k, v in fields.items())
+          + text_tail, file=out)
+
+
 def _dump_txn_index(path: str, options: DumpOptions, out, filesystem, located: str) -> None:
     base = _base_offset(located)
     for txn in TransactionIndex.load(located, base, filesystem):
-        if options.json:
-            print(json.dumps(txn._asdict()), file=out)
-        else:
-            print(f"version: {txn.version} producerId: {txn.producer_id} firstOffset: {txn.first_offset} "
-                  f"lastOffset: {txn.last_offset} lastStableOffset: {txn.last_stable_offset}", file=out)
+        _print_fields(out, options, {"version": txn.version, "producerId": txn.producer_id,
+                                     "firstOffset": txn.first_offset, "lastOffset": txn.last_offset,
+                                     "lastStableOffset": txn.last_stable_offset})
 
 
 def _dump_producer_snapshot(path: str, options: DumpOptions, out, err, filesystem, located: str) -> None:
     snapshot = read_producer_snapshot(located, filesystem)  # a corrupt one: an error, as Kafka's tool fails
     for e in snapshot.entries:
-        if options.json:
-            print(json.dumps(e._asdict()), file=out)
-            continue
         # currentTxnFirstOffset is a java.util.OptionalLong in Kafka and prints as one
-        txn_first = _optional_long(e.current_txn_first_offset if e.current_txn_first_offset >= 0 else None)
-        line = (f"producerId: {e.producer_id} producerEpoch: {e.epoch} coordinatorEpoch: {e.coordinator_epoch} "
-                f"currentTxnFirstOffset: {txn_first} lastTimestamp: {e.timestamp} ")
+        txn_first = e.current_txn_first_offset
+        fields = {"producerId": e.producer_id, "producerEpoch": e.epoch, "coordinatorEpoch": e.coordinator_epoch,
+                  "currentTxnFirstOffset": (txn_first, txn_first if txn_first >= 0 else None),
+                  "lastTimestamp": e.timestamp}
+        batch = {}
         if e.last_offset >= 0:  # readSnapshot keeps batch metadata only when there was a batch
             # BatchMetadata.firstSeq = DefaultRecordBatch.decrementSequence(lastSeq, offsetDelta): wraps at Int.MAX
-            first_seq = (e.last_sequence - e.offset_delta if e.last_sequence >= e.offset_delta
-                         else INT_MAX - e.offset_delta + e.last_sequence + 1)
-            line += (f"firstSequence: {first_seq} lastSequence: {e.last_sequence} lastOffset: {e.last_offset} "
-                     f"offsetDelta: {e.offset_delta} timestamp: {e.timestamp}")
-        print(line, file=out)
+            batch["firstSequence"] = (e.last_sequence - e.offset_delta if e.last_sequence >= e.offset_delta
+                                      else INT_MAX - e.offset_delta + e.last_sequence + 1)
+        batch.update(lastSequence=e.last_sequence, lastOffset=e.last_offset, offsetDelta=e.offset_delta)
+        if options.json:  # the batch metadata as read, also when Kafka's line leaves it out
+            _print_fields(out, options, {**fields, **batch})
+        else:
+            tail = " ".join(f"{k}: {v}" for k, v in {**batch, "timestamp": e.timestamp}.items())
+            _print_fields(out, options, fields, " " + (tail if e.last_offset >= 0 else ""))
 
 
 def dump_files(files: list[str], options: DumpOptions, out=None, err=None, progress=None) -> DumpReport:

@@ -74,6 +74,16 @@ def _console():
     return Console(file=sys.stdout, width=None if sys.stdout.isatty() else 240)
 
 
+def _cell(value: int | None) -> str:
+    """A table cell for a number that may be unknown (no checkpointed high watermark, an unreadable log end): '-'."""
+    return "-" if value is None else str(value)
+
+
+def _record_size(size: int | None) -> int:
+    """A key or value size as DumpLogSegments prints it: -1 for null."""
+    return -1 if size is None else size
+
+
 def _ms_text(ms: int | None) -> str:
     if ms is None or ms < 0:
         return "-"
@@ -145,8 +155,8 @@ def _cmd_verify(args) -> int:
                 or p.message.startswith(part.name + ":")]
         table.add_row(part.name, str(len(part.segments)), str(sum(s.batches for s in part.segments)),
                       str(sum(s.records for s in part.segments)) if not args.shallow else "-",
-                      str(sum(s.size for s in part.segments)), str(part.log_start_offset),
-                      str(part.log_end_offset), str(part.high_watermark),
+                      str(sum(s.size for s in part.segments)), _cell(part.log_start_offset),
+                      _cell(part.log_end_offset), _cell(part.high_watermark),
                       str(sum(s.bad_crcs for s in part.segments)),
                       str(sum(p.count for p in mine if p.severity == "error")),
                       str(sum(p.count for p in mine if p.severity == "warning")))
@@ -187,9 +197,8 @@ def _cmd_describe(args) -> int:
         table.add_column(column, justify="left" if column in ("topic", "codecs", "first time", "max time")
                          else "right")
     for d in descriptions:
-        table.add_row(d.topic, str(d.partition), str(len(d.segments)), str(d.size), str(d.log_start_offset),
-                      str(d.log_end_offset), "-" if d.high_watermark is None else str(d.high_watermark),
-                      "-" if d.last_stable_offset is None else str(d.last_stable_offset),
+        table.add_row(d.topic, str(d.partition), str(len(d.segments)), str(d.size), _cell(d.log_start_offset),
+                      _cell(d.log_end_offset), _cell(d.high_watermark), _cell(d.last_stable_offset),
                       _ms_text(d.first_timestamp), _ms_text(d.max_timestamp),
                       ",".join(map(str, sorted(d.magics))), ",".join(sorted(d.codecs)))
     _console().print(table)
@@ -459,8 +468,8 @@ def _cmd_locate(args) -> int:
           f"{str(b.is_transactional).lower()} isControl: {str(b.is_control).lower()} "
           f"partitionLeaderEpoch: {b.partition_leader_epoch}")
     print(f"record:     offset: {location.record_offset} (#{location.record_index} in the batch) timestamp: "
-          f"{location.record_timestamp} ({_ms_text(location.record_timestamp)}) keySize: {location.key_size} "
-          f"valueSize: {location.value_size}")
+          f"{location.record_timestamp} ({_ms_text(location.record_timestamp)}) "
+          f"keySize: {_record_size(location.key_size)} valueSize: {_record_size(location.value_size)}")
     if location.reason:
         print(f"note:       {location.reason}")
     return EXIT_OK if location.found else EXIT_FAILED
