@@ -64,10 +64,14 @@ def test_topic_partition_filters_are_get_offsets(datadir, capsys):
         with pytest.raises(SystemExit):
             main(["offsets", "--data-dir", path, "--topic", "t", "--partitions", bad])
         assert "--partitions expects" in capsys.readouterr().err
+    # GetOffsetShell's TerseExceptions: its "Error occurred: " prefix and exit status 1
     code, _, err = run(["offsets", "--data-dir", path, "--topic-partitions", "t:1", "--partitions", ""], capsys)
-    assert code == 2 and "cannot be used with" in err
+    assert code == 1 and err == "Error occurred: --topic-partitions cannot be used with --topic or --partitions\n"
     code, _, err = run(["offsets", "--data-dir", path, "--topic", "t", "--topic-partitions", "t:1"], capsys)
-    assert code == 2 and "--topic-partitions cannot be used with --topic or --partitions" in err
+    assert code == 1 and err == "Error occurred: --topic-partitions cannot be used with --topic or --partitions\n"
+    code, out, err = run(["offsets", "--data-dir", path, "--topic", "nothing"], capsys)
+    assert (code, out) == (1, [])
+    assert err == "Error occurred: Could not match any topic-partitions with the specified filters\n"
 
 
 def test_internal_topics_are_excluded_on_request_and_cluster_metadata_only_by_name(tmp_path, capsys):

@@ -353,12 +353,13 @@ def _cmd_offsets(args) -> int:
     from kafkaseg.lookup import LATEST, MAX_TIMESTAMP, PartitionLookup
 
     spec = int(args.time)
+    # GetOffsetShell's TerseExceptions: "Error occurred: " + message on stderr, exit status 1
     if args.topic_partitions is not None and (args.topic is not None or args.partitions is not None):
-        print("--topic-partitions cannot be used with --topic or --partitions", file=sys.stderr)
-        return EXIT_ERROR
+        print("Error occurred: --topic-partitions cannot be used with --topic or --partitions", file=sys.stderr)
+        return EXIT_FAILED
     partitions = _offsets_partitions(args)
     if not partitions:
-        print("Could not match any topic-partitions with the specified filters", file=sys.stderr)
+        print("Error occurred: Could not match any topic-partitions with the specified filters", file=sys.stderr)
         return EXIT_FAILED
     from kafkaseg.storage.layout import relisted
 
