@@ -82,10 +82,27 @@ def test_a_record_ends_with_the_line_separator_whatever_is_printed(data, capsysb
     root, manifest = data
     code, out, _ = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "plain", "--from-beginning",
                                "--property", "print.value=false", "--property", "print.offset=true",
-                               "--property", "print.timestamp=true", "--property", r"line.separator=\n--\n",
+                               "--property", "print.timestamp=true", "--property", "line.separator=\n--\n",
                                "--max-messages", "2")
     records = manifest.partition("plain").data_records()[:2]
     assert out == b"".join(f"CreateTime:{r.timestamp}\tOffset:{r.offset}\n--\n".encode() for r in records)
+
+
+def test_separators_are_taken_byte_for_byte_as_kafka_takes_them(data, capsysbinary, tmp_path):
+    """DefaultMessageFormatter.getByteProperty: a property's UTF-8 bytes, nothing unescaped. --property passes
+    the shell's characters (a Windows path keeps its backslashes); --formatter-config's file was read by
+    Properties.load, whose own escapes give '\\t' the two characters backslash and t, not a tab."""
+    root, manifest = data
+    base = ("--data-dir", str(root), "--topic", "plain", "--from-beginning", "--max-messages", "1",
+            "--property", "print.offset=true", "--property", "print.key=true", "--property", "print.value=false")
+    code, out, _ = consume_cli(capsysbinary, *base, "--property", r"key.separator=C:\temp\new",
+                               "--property", r"line.separator=\n")
+    key = manifest.partition("plain").data_records()[0].key or b"null"
+    assert code == 0 and out == b"Offset:0C:\\temp\\new" + key + b"\\n"
+    config = tmp_path / "fmt.properties"
+    config.write_bytes(b"key.separator=\\\\t\nline.separator=\\n|\\u00e9\n")  # Properties.load: '\\t'; newline|é
+    code, out, _ = consume_cli(capsysbinary, *base, "--formatter-config", str(config))
+    assert code == 0 and out == b"Offset:0\\t" + key + "\n|\u00e9".encode()
 
 
 def test_magic_0_records_have_no_timestamp_and_no_epoch(data, capsysbinary):

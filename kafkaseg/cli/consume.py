@@ -216,10 +216,11 @@ def _java_unescape(text: str) -> str:
 FORMATTER_PROPERTIES = _BOOLEAN_PROPERTIES + _TEXT_PROPERTIES + _DESERIALIZER_PROPERTIES
 
 
-def _unescape(text: str) -> bytes:
-    """Separators as a shell passes them: ``\\t``, ``\\n`` and ``\\\\`` spelled out (the console consumer takes
-    the characters as given; a literal tab is hard to type, so the escapes are accepted too)."""
-    return re.sub(r"\\([tn\\])", lambda m: {"t": "\t", "n": "\n", "\\": "\\"}[m.group(1)], text).encode()
+def _property_bytes(text: str) -> bytes:
+    """``DefaultMessageFormatter.getByteProperty``: the value's UTF-8 bytes, nothing unescaped (a shell passes a
+    tab as ``$'\\t'``; a properties file's own escapes were read by :func:`read_properties_file`). Bytes of an
+    argument that are not UTF-8 are written as given."""
+    return text.encode("utf-8", "surrogateescape")
 
 
 @dataclass
@@ -250,7 +251,7 @@ class Formatter:
                 setattr(formatter, name.replace(".", "_"), properties[name].strip().lower() == "true")
         for name in _TEXT_PROPERTIES:
             if name in properties:
-                setattr(formatter, name.replace(".", "_"), _unescape(properties[name]))
+                setattr(formatter, name.replace(".", "_"), _property_bytes(properties[name]))
         for name in _DESERIALIZER_PROPERTIES:
             if name in properties:
                 setattr(formatter, name.replace(".", "_"), _deserializer(properties[name]))

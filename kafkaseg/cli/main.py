@@ -642,7 +642,8 @@ def build_parser() -> argparse.ArgumentParser:
     consume.add_argument("--property", action="append", metavar="KEY=VALUE", help="a formatter property: "
                          "print.timestamp, print.key, print.offset, print.partition, print.headers, print.epoch, "
                          "print.value, key.separator, line.separator, headers.separator, null.literal, "
-                         "key.deserializer, value.deserializer, headers.deserializer (repeatable)")
+                         "key.deserializer, value.deserializer, headers.deserializer (repeatable); values are "
+                         "taken as given, as Kafka takes them (no \\t escapes: a tab is $'\\t' in bash)")
     consume.add_argument("--key-deserializer", help="as --property key.deserializer=")
     consume.add_argument("--value-deserializer", help="as --property value.deserializer=")
     consume.add_argument("--formatter", help="only the default, org.apache.kafka.tools.consumer."
