@@ -341,6 +341,59 @@ def test_a_pasted_console_consumer_command_with_a_group_runs_and_says_the_group_
     assert cli_main(["consume", "--topic", "plain"]) == 2  # no --data-dir
 
 
+def test_auto_offset_reset_starts_a_subscription_and_kafkas_conflicts_are_usage_errors(data, capsysbinary, tmp_path):
+    """The console consumer subscribes with a fresh group, so auto.offset.reset (--consumer-property over
+    --consumer.config) decides where --topic/--include start; --from-beginning with another reset, --group with
+    --partition and group ids that disagree are ConsoleConsumerOptions' usage errors."""
+    root, manifest = data
+    every = [r.value for r in manifest.partition("plain").data_records()]
+    topic = ("--data-dir", str(root), "--topic", "plain")
+    code, out, err = consume_cli(capsysbinary, *topic, "--consumer-property", "auto.offset.reset=earliest")
+    assert code == 0 and out.splitlines() == every and "no effect" not in err
+    config = tmp_path / "consumer.properties"
+    config.write_text("auto.offset.reset=earliest\n")
+    code, out, _ = consume_cli(capsysbinary, "--data-dir", str(root), "--include", "pla.n", "--consumer.config",
+                               str(config))
+    assert code == 0 and out.splitlines() == every
+    code, out, _ = consume_cli(capsysbinary, *topic, "--consumer.config", str(config), "--consumer-property",
+                               "auto.offset.reset=latest")
+    assert code == 0 and out == b""
+    code, out, _ = consume_cli(capsysbinary, *topic, "--from-beginning", "--consumer-property",
+                               "auto.offset.reset=earliest")
+    assert code == 0 and out.splitlines() == every
+    # --partition --offset N outside the log: reset as auto.offset.reset says
+    code, out, err = consume_cli(capsysbinary, *topic, "--partition", "0", "--offset", "100000",
+                                 "--consumer-property", "auto.offset.reset=earliest")
+    assert code == 0 and out.splitlines() == every and "starting at the earliest offset 0" in err
+
+    code, out, err = consume_cli(capsysbinary, *topic, "--consumer-property", "auto.offset.reset=none")
+    assert code == 2 and out == b"" and "Processed a total of 0 messages" in err
+    assert "Undefined offset with no reset policy for partitions: [plain-0]" in err
+    code, _, err = consume_cli(capsysbinary, *topic, "--partition", "0", "--offset", "100000",
+                               "--consumer-property", "auto.offset.reset=none")
+    assert code == 2 and "Offsets out of range with no configured reset policy for partitions: {plain-0=100000}" in err
+    code, _, err = consume_cli(capsysbinary, *topic, "--consumer-property", "auto.offset.reset=first")
+    assert code == 2 and ("Invalid value first for configuration auto.offset.reset: String must be one of: latest, "
+                          "earliest, none") in err
+
+    usage = {
+        ("--from-beginning", "--consumer-property", "auto.offset.reset=latest"):
+            "Can't simultaneously specify --from-beginning and 'auto.offset.reset=latest', please remove one option",
+        ("--group", "g", "--partition", "0"): "Options group and partition cannot be specified together.",
+        ("--partition", "0", "--consumer-property", "group.id=g"):
+            "Options group and partition cannot be specified together.",
+        ("--group", "a", "--consumer-property", "group.id=b"):
+            "The group ids provided in different places (directly using '--group', via '--consumer-property', or "
+            "via '--consumer.config') do not match. Detected group ids: 'a', 'b'",
+    }
+    for argv, message in usage.items():
+        code, out, err = consume_cli(capsysbinary, *topic, *argv)
+        assert (code, out, err) == (2, b"", f"kafkaseg consume: {message}\n"), argv
+    code, out, err = consume_cli(capsysbinary, *topic, "--from-beginning", "--group", "g", "--consumer-property",
+                                 "group.id=g")
+    assert code == 0 and out.splitlines() == every
+
+
 def test_the_console_consumers_config_options_and_lenient_properties(data, capsysbinary, tmp_path):
     """A pasted command's --consumer-property/--consumer.config/--formatter-config work as the console consumer
     merges them (isolation.level takes effect, --isolation-level wins; the rest is noted as no effect on files);

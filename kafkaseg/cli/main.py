@@ -629,8 +629,8 @@ def build_parser() -> argparse.ArgumentParser:
     consume.add_argument("--data-dir", action="append", help="REQUIRED: log dir (repeatable), in place of "
                          "--bootstrap-server")
     consume.add_argument("--bootstrap-server", help=argparse.SUPPRESS)  # refused with a hint (check_args)
-    consume.add_argument("--group", help="accepted for pasted console-consumer commands; no effect (nothing is "
-                         "committed)")
+    consume.add_argument("--group", help="accepted for pasted console-consumer commands (not with --partition, "
+                         "as in Kafka); no effect: no committed offsets are read, and nothing is committed")
     consume.add_argument("--topic", help="the topic to consume")
     consume.add_argument("--include", help="regex of topics to consume (whole names; internal topics left out)")
     consume.add_argument("--partition", type=int, help="the partition to consume (from its end unless --offset)")
@@ -651,8 +651,9 @@ def build_parser() -> argparse.ArgumentParser:
     consume.add_argument("--isolation-level", default=None, choices=("read_uncommitted", "read_committed"),
                          help="default: isolation.level of the consumer properties, else read_uncommitted")
     consume.add_argument("--consumer-property", action="append", metavar="KEY=VALUE",
-                         help="a consumer setting: isolation.level takes effect, group.id and the rest have none on "
-                              "files (repeatable)")
+                         help="a consumer setting: isolation.level takes effect, and auto.offset.reset (where a "
+                              "subscription starts, and an out-of-range --offset's reset); group.id and the rest "
+                              "have none on files (repeatable)")
     consume.add_argument("--consumer.config", dest="consumer_config", metavar="FILE",
                          help="consumer settings file (as --consumer-property, which overrides it)")
     consume.add_argument("--formatter-config", metavar="FILE",
