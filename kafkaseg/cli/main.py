@@ -16,7 +16,8 @@ Subcommands::
                                         kafka-console-consumer.sh: records printed by its default formatter
 
 ``--json`` prints machine-readable output. Progress bars (rich) go to stderr on long runs when stderr is a terminal.
-Exit status: 0 ok, 1 verification failures (or nothing found), 2 usage or read errors.
+Exit status: 0 ok, 1 verification failures (or nothing found), 2 usage or read errors; ``retention
+--fail-on-overdue``: 3 when only overdue partitions fail it.
 """
 
 from __future__ import annotations
@@ -618,8 +619,9 @@ def build_parser() -> argparse.ArgumentParser:
                            help="audit one replica of each partition (default, as reads choose it) or every copy "
                                 "found: each broker's retention runs on its own replica")
     retention.add_argument("--segments", action="store_true", help="also list every segment and its verdict")
-    retention.add_argument("--fail-on-overdue", action="store_true", help="exit 1 when a partition is past "
-                           "retention.ms by more than a retention check interval (5 minutes)")
+    retention.add_argument("--fail-on-overdue", action="store_true", help="exit 3 when a partition is past "
+                           "retention.ms by more than a retention check interval (5 minutes), as "
+                           "jobs/retention_audit.py does (1 stays: a partition could not be audited)")
     retention.add_argument("--json", action="store_true")
     retention.set_defaults(func=_cmd_retention)
 
