@@ -386,6 +386,9 @@ def test_auto_offset_reset_starts_a_subscription_and_kafkas_conflicts_are_usage_
             "The group ids provided in different places (directly using '--group', via '--consumer-property', or "
             "via '--consumer.config') do not match. Detected group ids: 'a', 'b'",
     }
+    config.write_text("group.id=a\n")
+    usage[("--consumer.config", str(config), "--consumer-property", "group.id=b")] = usage[
+        ("--group", "a", "--consumer-property", "group.id=b")]  # the file's is checked, not only the merged one
     for argv, message in usage.items():
         code, out, err = consume_cli(capsysbinary, *topic, *argv)
         assert (code, out, err) == (2, b"", f"kafkaseg consume: {message}\n"), argv

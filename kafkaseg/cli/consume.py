@@ -375,11 +375,16 @@ _FIELD_COLUMNS = {"timestamp": ("timestamp", "timestampType"), "partition": ("pa
                   "value": ("value",)}
 
 
+def _consumer_property_sources(args) -> tuple[dict[str, str], dict[str, str]]:
+    """--consumer.config's file and the --consumer-property values, apart (checkConsumerGroup looks at each)."""
+    from_file = read_properties_file(args.consumer_config) if args.consumer_config else {}
+    return from_file, parse_properties(args.consumer_property or [])
+
+
 def consumer_properties(args) -> dict[str, str]:
     """--consumer.config's file, then --consumer-property values over it (``buildConsumerProps``)."""
-    properties = read_properties_file(args.consumer_config) if args.consumer_config else {}
-    properties.update(parse_properties(args.consumer_property or []))
-    return properties
+    from_file, from_options = _consumer_property_sources(args)
+    return {**from_file, **from_options}
 
 
 def isolation_level(args, consumer: dict[str, str]) -> str:
@@ -453,7 +458,7 @@ def check_args(args) -> str | None:
             return "Options from-beginning and offset cannot be specified together."
     elif args.offset is not None:
         return "The partition is required when offset is specified."
-    problem = _check_consumer_properties(args, consumer_properties(args))
+    problem = _check_consumer_properties(args)
     if problem:
         return problem
     if args.offset is not None and args.offset.lower() not in ("earliest", "latest"):
@@ -467,9 +472,13 @@ def check_args(args) -> str | None:
     return None
 
 
-def _check_consumer_properties(args, consumer: dict[str, str]) -> str | None:
-    """ConsoleConsumerOptions.checkConsumerGroup and setAutoOffsetResetValue's conflict, in their order."""
-    groups = list(dict.fromkeys(g for g in (args.group, consumer.get("group.id")) if g is not None))
+def _check_consumer_properties(args) -> str | None:
+    """ConsoleConsumerOptions.checkConsumerGroup (each place a group id can come from, before they are merged) and
+    setAutoOffsetResetValue's conflict (on the merged properties), in their order."""
+    from_file, from_options = _consumer_property_sources(args)
+    consumer = {**from_file, **from_options}  # consumer_properties(args), without reading the file again
+    groups = list(dict.fromkeys(g for g in (args.group, from_file.get("group.id"), from_options.get("group.id"))
+                                if g is not None))
     if len(groups) > 1:
         return ("The group ids provided in different places (directly using '--group', via '--consumer-property', "
                 "or via '--consumer.config') do not match. Detected group ids: "
