@@ -38,8 +38,7 @@ from typing import Iterable, Sequence
 import pyarrow as pa
 
 from jobs.export import UsageError, check_output_location, generate_sample, job_parser, run_in_session
-
-EXIT_OVERDUE = 3
+from kafkaseg.retention import EXIT_OVERDUE, exit_status  # the exit rule kafkaseg retention shares
 
 PARTITION_SCHEMA = pa.schema([
     ("topic", pa.string()), ("partition", pa.int32()), ("log_dir", pa.string()), ("path", pa.string()),
@@ -222,12 +221,6 @@ def run(spark, args: argparse.Namespace, prepared=None) -> dict:
     for note in plan.replica_notes:
         print(note)
     return {"summary": summary, "rows": rows}
-
-
-def exit_status(summary: dict, fail_on_overdue: bool) -> int:
-    if summary["errors"]:
-        return 1
-    return EXIT_OVERDUE if fail_on_overdue and summary["lagging_partitions"] else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -69,7 +69,7 @@ __all__ = [
     "RETENTION_CHECK_INTERVAL_MS", "LOG_START_BREACH", "SIZE_BREACH", "TIME_BREACH",
     "SegmentFacts", "PartitionFacts", "SegmentVerdict", "CompactionState", "PartitionAudit",
     "AuditPlan", "parse_now", "format_duration", "gather_facts", "audit_partition", "audit", "summarize",
-    "partition_row", "segment_rows", "plan_audit",
+    "partition_row", "segment_rows", "plan_audit", "exit_status", "EXIT_OVERDUE",
 ]
 
 RETENTION_CHECK_INTERVAL_MS = 5 * 60 * 1000  # log.retention.check.interval.ms default
@@ -539,6 +539,19 @@ def labels(audits: Sequence[PartitionAudit]) -> dict[int, str]:
     for a in audits:
         counts[a.name] = counts.get(a.name, 0) + 1
     return {id(a): a.name if counts[a.name] == 1 else f"{a.name} in {a.log_dir}" for a in audits}
+
+
+#: The exit status of an audit (``kafkaseg retention``, ``jobs/retention_audit.py``) with ``--fail-on-overdue``
+#: when only overdue partitions trip it, so a scheduled check tells them from a partition it could not audit (1).
+EXIT_OVERDUE = 3
+
+
+def exit_status(summary: dict, fail_on_overdue: bool) -> int:
+    """1 when a partition could not be audited (``summary["errors"]``), else :data:`EXIT_OVERDUE` with
+    ``fail_on_overdue`` when a partition is past retention.ms by more than a retention check interval, else 0."""
+    if summary["errors"]:
+        return 1
+    return EXIT_OVERDUE if fail_on_overdue and summary["lagging_partitions"] else 0
 
 
 def summarize(audits: Sequence[PartitionAudit], top: int = 10) -> dict:

@@ -82,10 +82,27 @@ def test_a_record_ends_with_the_line_separator_whatever_is_printed(data, capsysb
     root, manifest = data
     code, out, _ = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "plain", "--from-beginning",
                                "--property", "print.value=false", "--property", "print.offset=true",
-                               "--property", "print.timestamp=true", "--property", r"line.separator=\n--\n",
+                               "--property", "print.timestamp=true", "--property", "line.separator=\n--\n",
                                "--max-messages", "2")
     records = manifest.partition("plain").data_records()[:2]
     assert out == b"".join(f"CreateTime:{r.timestamp}\tOffset:{r.offset}\n--\n".encode() for r in records)
+
+
+def test_separators_are_taken_byte_for_byte_as_kafka_takes_them(data, capsysbinary, tmp_path):
+    """DefaultMessageFormatter.getByteProperty: a property's UTF-8 bytes, nothing unescaped. --property passes
+    the shell's characters (a Windows path keeps its backslashes); --formatter-config's file was read by
+    Properties.load, whose own escapes give '\\t' the two characters backslash and t, not a tab."""
+    root, manifest = data
+    base = ("--data-dir", str(root), "--topic", "plain", "--from-beginning", "--max-messages", "1",
+            "--property", "print.offset=true", "--property", "print.key=true", "--property", "print.value=false")
+    code, out, _ = consume_cli(capsysbinary, *base, "--property", r"key.separator=C:\temp\new",
+                               "--property", r"line.separator=\n")
+    key = manifest.partition("plain").data_records()[0].key or b"null"
+    assert code == 0 and out == b"Offset:0C:\\temp\\new" + key + b"\\n"
+    config = tmp_path / "fmt.properties"
+    config.write_bytes(b"key.separator=\\\\t\nline.separator=\\n|\\u00e9\n")  # Properties.load: '\\t'; newline|é
+    code, out, _ = consume_cli(capsysbinary, *base, "--formatter-config", str(config))
+    assert code == 0 and out == b"Offset:0\\t" + key + "\n|\u00e9".encode()
 
 
 def test_magic_0_records_have_no_timestamp_and_no_epoch(data, capsysbinary):
@@ -322,6 +339,62 @@ def test_a_pasted_console_consumer_command_with_a_group_runs_and_says_the_group_
                                  "--group", "my-group")
     assert code == 0 and out.count(b"\n") == 20 and "group my-group has no effect" in err
     assert cli_main(["consume", "--topic", "plain"]) == 2  # no --data-dir
+
+
+def test_auto_offset_reset_starts_a_subscription_and_kafkas_conflicts_are_usage_errors(data, capsysbinary, tmp_path):
+    """The console consumer subscribes with a fresh group, so auto.offset.reset (--consumer-property over
+    --consumer.config) decides where --topic/--include start; --from-beginning with another reset, --group with
+    --partition and group ids that disagree are ConsoleConsumerOptions' usage errors."""
+    root, manifest = data
+    every = [r.value for r in manifest.partition("plain").data_records()]
+    topic = ("--data-dir", str(root), "--topic", "plain")
+    code, out, err = consume_cli(capsysbinary, *topic, "--consumer-property", "auto.offset.reset=earliest")
+    assert code == 0 and out.splitlines() == every and "no effect" not in err
+    config = tmp_path / "consumer.properties"
+    config.write_text("auto.offset.reset=earliest\n")
+    code, out, _ = consume_cli(capsysbinary, "--data-dir", str(root), "--include", "pla.n", "--consumer.config",
+                               str(config))
+    assert code == 0 and out.splitlines() == every
+    code, out, _ = consume_cli(capsysbinary, *topic, "--consumer.config", str(config), "--consumer-property",
+                               "auto.offset.reset=latest")
+    assert code == 0 and out == b""
+    code, out, _ = consume_cli(capsysbinary, *topic, "--from-beginning", "--consumer-property",
+                               "auto.offset.reset=earliest")
+    assert code == 0 and out.splitlines() == every
+    # --partition --offset N outside the log: reset as auto.offset.reset says
+    code, out, err = consume_cli(capsysbinary, *topic, "--partition", "0", "--offset", "100000",
+                                 "--consumer-property", "auto.offset.reset=earliest")
+    assert code == 0 and out.splitlines() == every and "starting at the earliest offset 0" in err
+
+    code, out, err = consume_cli(capsysbinary, *topic, "--consumer-property", "auto.offset.reset=none")
+    assert code == 2 and out == b"" and "Processed a total of 0 messages" in err
+    assert "Undefined offset with no reset policy for partitions: [plain-0]" in err
+    code, _, err = consume_cli(capsysbinary, *topic, "--partition", "0", "--offset", "100000",
+                               "--consumer-property", "auto.offset.reset=none")
+    assert code == 2 and "Offsets out of range with no configured reset policy for partitions: {plain-0=100000}" in err
+    code, _, err = consume_cli(capsysbinary, *topic, "--consumer-property", "auto.offset.reset=first")
+    assert code == 2 and ("Invalid value first for configuration auto.offset.reset: String must be one of: latest, "
+                          "earliest, none") in err
+
+    usage = {
+        ("--from-beginning", "--consumer-property", "auto.offset.reset=latest"):
+            "Can't simultaneously specify --from-beginning and 'auto.offset.reset=latest', please remove one option",
+        ("--group", "g", "--partition", "0"): "Options group and partition cannot be specified together.",
+        ("--partition", "0", "--consumer-property", "group.id=g"):
+            "Options group and partition cannot be specified together.",
+        ("--group", "a", "--consumer-property", "group.id=b"):
+            "The group ids provided in different places (directly using '--group', via '--consumer-property', or "
+            "via '--consumer.config') do not match. Detected group ids: 'a', 'b'",
+    }
+    config.write_text("group.id=a\n")
+    usage[("--consumer.config", str(config), "--consumer-property", "group.id=b")] = usage[
+        ("--group", "a", "--consumer-property", "group.id=b")]  # the file's is checked, not only the merged one
+    for argv, message in usage.items():
+        code, out, err = consume_cli(capsysbinary, *topic, *argv)
+        assert (code, out, err) == (2, b"", f"kafkaseg consume: {message}\n"), argv
+    code, out, err = consume_cli(capsysbinary, *topic, "--from-beginning", "--group", "g", "--consumer-property",
+                                 "group.id=g")
+    assert code == 0 and out.splitlines() == every
 
 
 def test_the_console_consumers_config_options_and_lenient_properties(data, capsysbinary, tmp_path):

@@ -8,6 +8,7 @@ import io
 import json
 import re
 import shutil
+import struct
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from kafkaseg.cli.main import main
 BATCH_V2 = re.compile(
     r"^baseOffset: (-?\d+) lastOffset: (-?\d+) count: (-?\d+) baseSequence: (-?\d+) lastSequence: (-?\d+) "
     r"producerId: (-?\d+) producerEpoch: (-?\d+) partitionLeaderEpoch: (-?\d+) isTransactional: (true|false) "
-    r"isControl: (true|false) deleteHorizonMs: (-?\d+) position: (\d+) (CreateTime|LogAppendTime): (-?\d+) "
+    r"isControl: (true|false) deleteHorizonMs: (OptionalLong\.empty|OptionalLong\[-?\d+\]) position: (\d+) (CreateTime|LogAppendTime): (-?\d+) "
     r"size: (\d+) magic: 2 compresscodec: (none|gzip|snappy|lz4|zstd) crc: (\d+) isvalid: (true|false)$")
 BATCH_LEGACY = re.compile(
     r"^offset: (-?\d+) position: (\d+) (CreateTime|LogAppendTime|NoTimestampType): (-?\d+) size: (\d+) "
@@ -177,11 +178,20 @@ def test_generated_transactions_snapshot_txnindex_and_trailing_bytes(tmp_path, c
     code, out, _ = run(["dump", "--files", str(txn)], capsys)
     assert out[1:] == [f"version: 0 producerId: {t.producer_id} firstOffset: {t.first_offset} lastOffset: "
                        f"{t.last_offset} lastStableOffset: {t.last_stable_offset}" for t in pm.aborted_txns]
+    code, out, _ = run(["dump", "--files", str(txn), "--json"], capsys)  # camelCase keys, as the text and batches
+    assert [json.loads(line) for line in out[1:]] == [
+        {"version": 0, "producerId": t.producer_id, "firstOffset": t.first_offset, "lastOffset": t.last_offset,
+         "lastStableOffset": t.last_stable_offset} for t in pm.aborted_txns]
     snapshots = sorted(pm.directory.glob("*.snapshot"))
     if snapshots:
         code, out, _ = run(["dump", "--files", str(snapshots[-1])], capsys)
         assert all(re.match(r"producerId: \d+ producerEpoch: \d+ coordinatorEpoch: \d+ currentTxnFirstOffset: "
                             r"OptionalLong(\[\d+\]|\.empty) lastTimestamp: -?\d+ ", line) for line in out[1:])
+        code, out, _ = run(["dump", "--files", str(snapshots[-1]), "--json"], capsys)
+        rows = [json.loads(line) for line in out[1:]]
+        assert rows and all({"producerId", "producerEpoch", "coordinatorEpoch", "currentTxnFirstOffset",
+                             "lastTimestamp", "lastSequence", "lastOffset", "offsetDelta"} <= set(row)
+                            and not any("_" in key for key in row) for row in rows)
 
     # 10 garbage bytes appended: reported as DumpLogSegments does
     broken = tmp_path / "copy" / "pay-0"
@@ -193,6 +203,107 @@ def test_generated_transactions_snapshot_txnindex_and_trailing_bytes(tmp_path, c
     assert out[-1] == f"Found 10 invalid bytes at the end of {log.name}"
     code, out, _ = run(["dump", "--files", str(broken / log.name), "--max-bytes", "500"], capsys)
     assert not out[-1].startswith("Found") and len(out) < 10
+
+
+def test_delete_horizon_prints_as_javas_optional_long(tmp_path, capsys):
+    """RecordBatch.deleteHorizonMs is a java.util.OptionalLong: DumpLogSegments prints OptionalLong.empty, or
+    OptionalLong[ms] for a batch the cleaner stamped (attribute bit 6); --json keeps a number (-1: none)."""
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    manifest = write_data_dir(tmp_path, [TopicSpec("dh", records_per_partition=100, records_per_batch=10,
+                                                   delete_horizon_ms=1_700_000_999_000, cleanup_policy="compact",
+                                                   tombstone_ratio=0.2)])
+    log = manifest.partition("dh").directory / "00000000000000000000.log"
+    code, out, _ = run(["dump", "--files", str(log)], capsys)
+    assert code == 0
+    horizons = [BATCH_V2.match(line).group(11) for line in out[2:]]
+    assert set(horizons) == {"OptionalLong.empty", "OptionalLong[1700000999000]"}
+    code, out, _ = run(["dump", "--files", str(log), "--json"], capsys)
+    assert {json.loads(line)["deleteHorizonMs"] for line in out[2:]} == {-1, 1_700_000_999_000}
+
+
+@pytest.mark.parametrize("tail, trailing", [
+    (b"abcdefghijklmnopqrstuvwxyz", True),  # size 0x696a6b6c runs past the end: no batch, whatever the magic ('q')
+    (struct.pack(">qiIB", 7, 20, 0, 9) + bytes(9), True),  # 26 bytes where the size asks for 32: no batch either
+    (struct.pack(">qiIB", 7, 13, 0, 9) + bytes(9), False),  # size below 14: CorruptRecordException in Kafka too
+    (struct.pack(">qiIB", 7, 14, 0, 9) + bytes(9), False),  # a whole 26-byte entry with magic 9: an error
+])
+def test_a_tail_whose_size_runs_past_the_end_is_trailing_bytes_whatever_its_magic(tmp_path, capsys, tail, trailing):
+    """FileLogInputStream.nextBatch checks the size field against the end before the magic byte: an entry whose
+    size (>= 14) runs past the end is "no batch", so DumpLogSegments reports the tail as invalid bytes."""
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    manifest = write_data_dir(tmp_path, [TopicSpec("v0", records_per_partition=20, records_per_batch=5, magic=0)])
+    log = manifest.partition("v0").directory / "00000000000000000000.log"
+    size = log.stat().st_size
+    with open(log, "ab") as f:
+        f.write(tail)
+    code, out, err = run(["dump", "--files", str(log)], capsys)
+    if trailing:
+        assert code == 0 and not err
+        assert out[-1] == f"Found {len(tail)} invalid bytes at the end of {log.name}"
+    else:
+        assert code == 1 and err[-1].startswith(f"Error dumping {log}:") and f"byte {size}" in err[-1]
+    # FileRecords.slice(0, maxBytes): the end nextBatch checks the size against is the limit, and the last line
+    # is the last whole batch (no "Found" line with --max-bytes); a size below 14 is still an error
+    code, out, err = run(["dump", "--files", str(log), "--max-bytes", str(size + 20)], capsys)
+    below_minimum = struct.unpack_from(">i", tail, 8)[0] < 14
+    assert code == (1 if below_minimum else 0) and out[-1].startswith("offset: 19 ")
+
+
+def test_an_all_zero_preallocated_index_dumps_entry_0_as_dumplogsegments_does(tmp_path, capsys):
+    """An active segment younger than its first index entry has all-zero preallocated indexes. DumpLogSegments
+    counts length / entrySize entries and stops at a base-offset entry only when i > 0: it prints entry 0 and
+    checks it against the log (a mismatch unless the first batch ends at the base offset)."""
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    manifest = write_data_dir(tmp_path, [TopicSpec("s", records_per_partition=20, records_per_batch=7)])
+    folder = manifest.partition("s").directory
+    index, time_index = folder / f"{0:020d}.index", folder / f"{0:020d}.timeindex"
+    first, _ = _oracle_batches(folder / f"{0:020d}.log")[0]
+    first_last = first.base_offset + first.last_offset_delta
+    assert first_last > 0
+    index.write_bytes(bytes(8 * 1000))
+    time_index.write_bytes(bytes(12 * 1000))
+    code, out, err = run(["dump", "--files", f"{index},{time_index}"], capsys)
+    assert out == [f"Dumping {index}", "offset: 0 position: 0", f"Dumping {time_index}", "timestamp: 0 offset: 0"]
+    assert code == 1 and err == [f"Mismatches in :{index.resolve()}", f"  Index offset: 0, log offset: {first_last}",
+                                 "The following indexed offsets are not found in the log.",
+                                 f"Indexed offset: 0, found log offset: {first_last}"]
+    code, out, err = run(["dump", "--files", str(index), "--verify-index-only"], capsys)
+    assert code == 1 and out == [f"Dumping {index}"] and err[1] == f"  Index offset: 0, log offset: {first_last}"
+    index.write_bytes(bytes(8))  # one zero entry: still entry 0
+    code, out, _ = run(["dump", "--files", str(index)], capsys)
+    assert out[1:] == ["offset: 0 position: 0"]
+    index.write_bytes(bytes(4))  # index.entries == 0
+    time_index.write_bytes(b"")
+    code, out, err = run(["dump", "--files", f"{index},{time_index}"], capsys)
+    assert code == 0 and not err
+    assert out == [f"Dumping {index}", f"{index} is empty.", f"Dumping {time_index}"]
+
+
+@pytest.mark.parametrize("bad_position", [-1, 1 << 30])
+def test_a_timeindex_whose_index_points_outside_the_log_reports_not_found(tmp_path, capsys, bad_position):
+    """The .index entry a time-index entry is looked up through is not trusted: a negative or past-the-end position
+    makes that entry "not found in the log" (as a bad .index entry is a mismatch), not a raw ValueError."""
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    manifest = write_data_dir(tmp_path, [TopicSpec("p", records_per_partition=400, records_per_batch=5,
+                                                   index_interval_bytes=512)], seed=2)
+    folder = manifest.partition("p").directory
+    index, time_index = folder / f"{0:020d}.index", folder / f"{0:020d}.timeindex"
+    code, out, err = run(["dump", "--files", str(time_index)], capsys)
+    assert code == 0 and not err and len(out) > 3
+    data = bytearray(index.read_bytes())
+    struct.pack_into(">i", data, 4, bad_position)  # entry 0's position
+    index.write_bytes(bytes(data))
+    first_entry_offset = struct.unpack_from(">i", data, 0)[0]
+    code, out, err = run(["dump", "--files", str(time_index)], capsys)
+    assert code == 1 and not any("Traceback" in line or "ValueError" in line for line in out + err)
+    assert err[0] == "The following indexed offsets are not found in the log."
+    assert f"Indexed offset: {first_entry_offset}, found log offset: -1" in err
+    code, out, err = run(["dump", "--files", str(index)], capsys)
+    assert code == 1 and f"  Index offset: {first_entry_offset}, log offset: -1" in err
 
 
 def test_json_output_and_unknown_file(tmp_path, capsys):

@@ -64,10 +64,14 @@ def test_topic_partition_filters_are_get_offsets(datadir, capsys):
         with pytest.raises(SystemExit):
             main(["offsets", "--data-dir", path, "--topic", "t", "--partitions", bad])
         assert "--partitions expects" in capsys.readouterr().err
+    # GetOffsetShell's TerseExceptions: its "Error occurred: " prefix and exit status 1
     code, _, err = run(["offsets", "--data-dir", path, "--topic-partitions", "t:1", "--partitions", ""], capsys)
-    assert code == 2 and "cannot be used with" in err
+    assert code == 1 and err == "Error occurred: --topic-partitions cannot be used with --topic or --partitions\n"
     code, _, err = run(["offsets", "--data-dir", path, "--topic", "t", "--topic-partitions", "t:1"], capsys)
-    assert code == 2 and "--topic-partitions cannot be used with --topic or --partitions" in err
+    assert code == 1 and err == "Error occurred: --topic-partitions cannot be used with --topic or --partitions\n"
+    code, out, err = run(["offsets", "--data-dir", path, "--topic", "nothing"], capsys)
+    assert (code, out) == (1, [])
+    assert err == "Error occurred: Could not match any topic-partitions with the specified filters\n"
 
 
 def test_internal_topics_are_excluded_on_request_and_cluster_metadata_only_by_name(tmp_path, capsys):
@@ -137,6 +141,19 @@ def test_locate(datadir, capsys):
     assert code == 0 and any(line.startswith("record:") and f"offset: {record.offset} " in line for line in lines)
     assert run(["locate", "--data-dir", str(datadir.path), "--topic", "t", "--partition", "5", "--offset",
                 str(pm.log_end_offset)], capsys)[0] == 1
+
+
+def test_locate_prints_a_null_key_or_value_size_as_minus_one(tmp_path, capsys):
+    """keySize/valueSize of a null key or value: -1, as DumpLogSegments (and dump) print them, not None."""
+    manifest = write_data_dir(tmp_path, [TopicSpec("n", records_per_partition=40, null_key_ratio=0.5,
+                                                   tombstone_ratio=0.5)], seed=2)
+    records = manifest.partition("n").records
+    for record in (next(r for r in records if r.key is None), next(r for r in records if r.value is None)):
+        code, lines, _ = run(["locate", "--data-dir", str(tmp_path), "--topic", "n", "--partition", "0",
+                              "--offset", str(record.offset)], capsys)
+        line = next(line for line in lines if line.startswith("record:"))
+        sizes = (-1 if record.key is None else len(record.key), -1 if record.value is None else len(record.value))
+        assert code == 0 and line.endswith(f" keySize: {sizes[0]} valueSize: {sizes[1]}"), line
 
 
 @pytest.mark.parametrize("argv, says", [

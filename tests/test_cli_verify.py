@@ -254,3 +254,18 @@ def test_a_preallocated_active_segment_growing_during_verify_and_dump_is_no_erro
         state["stop"] = True
         thread.join()
     assert codes == [(0, 0)] * 6
+
+
+def test_tables_show_a_dash_for_an_unknown_high_watermark_or_log_end(tmp_path, capsys):
+    """No checkpointed high watermark (verify's HW column) and a log end that cannot be read (describe) print
+    '-', as describe's HW and LSO columns already did, never Python's None."""
+    manifest = write_data_dir(tmp_path / "d", [TopicSpec("t", records_per_partition=40)], seed=1)
+    (manifest.path / "replication-offset-checkpoint").unlink()
+    assert main(["verify", str(manifest.path)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "t-0" in line)
+    assert "None" not in row and [cell.strip() for cell in row.strip("│ ").split("│")][7] == "-"
+    with open(manifest.partition("t").directory / f"{0:020d}.log", "ab") as f:
+        f.write(b"abcdefghijklmnopqrstuvwxyz")  # an unknown magic: the log end is unknown to describe
+    assert main(["describe", str(manifest.path)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "│ t " in line)
+    assert "None" not in row and [cell.strip() for cell in row.strip("│ ").split("│")][5] == "-"

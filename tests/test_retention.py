@@ -489,8 +489,9 @@ def test_cli_json(tmp_path, capsys):
 
 def test_cli_table_and_fail_on_overdue(tmp_path, capsys):
     path, toml = _cli_dir(tmp_path)
+    # overdue partitions alone: exit 3, as jobs/retention_audit.py (1 is for a partition that could not be audited)
     assert cli_main(["retention", path, "--config", str(toml), "--now", str(NOW), "--topic", "t",
-                     "--fail-on-overdue"]) == 1
+                     "--fail-on-overdue"]) == 3
     out = capsys.readouterr().out
     assert "kafkaseg retention at 2023-11-14T22:13:20.000Z" in out
     row = next(line for line in out.splitlines() if line.startswith("│ t "))
@@ -498,6 +499,9 @@ def test_cli_table_and_fail_on_overdue(tmp_path, capsys):
     assert "retention would delete 1 segments" in out
     assert cli_main(["retention", path, "--config", str(toml), "--now", str(NOW), "--topic", "keep",
                      "--fail-on-overdue"]) == 0
+    assert cli_main(["retention", path, "--config", str(toml), "--now", str(NOW), "--topic", "t"]) == 0
+    assert cli_main(["retention", path, "--config", str(toml), "--now", str(NOW), "--topic", "t", "--json",
+                     "--fail-on-overdue"]) == 3
 
 
 def test_a_topic_selection_that_matches_nothing_fails_instead_of_auditing_nothing(tmp_path, capsys):
@@ -557,6 +561,14 @@ def test_a_partition_that_cannot_be_read_is_reported_not_raised(tmp_path, capsys
     out = json.loads(capsys.readouterr().out)
     assert "log-start-offset-checkpoint" in out["partitions"][0]["error"]
     assert out["summary"]["errors"][0]["partition"] == "t-0"
+    # an error stays 1 with --fail-on-overdue, also when other partitions are overdue
+    other = DataDir(tmp_path / "other")  # another broker's log dir, whose checkpoints are fine
+    other.partition("late", [(4, NOW - 10 * DAY), (4, NOW - HOUR)])
+    (tmp_path / "late.toml").write_text('[topics."late"]\n"retention.ms" = 86400000\n')
+    assert cli_main(["retention", path, other.finish(), "--now", str(NOW), "--json", "--fail-on-overdue",
+                     "--config", str(tmp_path / "late.toml")]) == 1
+    summary = json.loads(capsys.readouterr().out)["summary"]
+    assert summary["errors"] and summary["lagging_partitions"] == 1
 
 
 

@@ -6,7 +6,10 @@ The options and the output are the console consumer's (``ConsoleConsumerOptions.
 
 * ``--topic T`` or ``--include REGEX`` (a regex matched against whole topic names, internal topics left out, as
   the consumer's pattern subscription does); ``--partition P`` with ``--offset earliest|latest|N``; otherwise
-  ``--from-beginning`` or, by default, latest. Without ``--follow`` a read stops at the end of what is on disk
+  ``--from-beginning`` or, by default, latest. A subscription (no ``--partition``) starts where the consumer
+  properties' ``auto.offset.reset`` says when it is set (``none`` is an error: no committed offsets are read
+  here); the console consumer's checks are usage errors in its words (``--from-beginning`` with another
+  reset, ``--group`` with ``--partition``, group ids that disagree). Without ``--follow`` a read stops at the end of what is on disk
   (the console consumer waits for more); with it, new records are printed as a live broker's high watermark
   moves on (:class:`kafkaseg.streaming.MicroBatchPlanner`, polled every ``--poll-ms``, or twice as long as a poll
   takes when that is longer: a poll lists every partition folder), until ``--max-messages``,
@@ -27,8 +30,8 @@ The options and the output are the console consumer's (``ConsoleConsumerOptions.
 * A record a deserializer cannot read ends the run after the records before it (exit status 2, kafkaseg's status
   for read errors, where Kafka exits 1); ``--skip-message-on-error`` skips such records with a line on stderr, as
   Kafka does, and also skips corrupt batches (counted on stderr). A corrupt batch otherwise ends the run after the
-  records before it. An ``--offset`` outside what the partition holds resets to the latest offset, as the console
-  consumer's consumer does (``auto.offset.reset=latest``), with a line on stderr.
+  records before it. An ``--offset`` outside what the partition holds resets as the console consumer's consumer does
+  (``auto.offset.reset``, latest unless set; ``none`` fails), with a line on stderr.
 * Records are printed partition by partition (topic, then partition number, in offset order), where a consumer
   interleaves partitions as its fetches return. ``Processed a total of N messages`` goes to stderr at the end.
 """
@@ -216,10 +219,11 @@ def _java_unescape(text: str) -> str:
 FORMATTER_PROPERTIES = _BOOLEAN_PROPERTIES + _TEXT_PROPERTIES + _DESERIALIZER_PROPERTIES
 
 
-def _unescape(text: str) -> bytes:
-    """Separators as a shell passes them: ``\\t``, ``\\n`` and ``\\\\`` spelled out (the console consumer takes
-    the characters as given; a literal tab is hard to type, so the escapes are accepted too)."""
-    return re.sub(r"\\([tn\\])", lambda m: {"t": "\t", "n": "\n", "\\": "\\"}[m.group(1)], text).encode()
+def _property_bytes(text: str) -> bytes:
+    """``DefaultMessageFormatter.getByteProperty``: the value's UTF-8 bytes, nothing unescaped (a shell passes a
+    tab as ``$'\\t'``; a properties file's own escapes were read by :func:`read_properties_file`). Bytes of an
+    argument that are not UTF-8 are written as given."""
+    return text.encode("utf-8", "surrogateescape")
 
 
 @dataclass
@@ -250,7 +254,7 @@ class Formatter:
                 setattr(formatter, name.replace(".", "_"), properties[name].strip().lower() == "true")
         for name in _TEXT_PROPERTIES:
             if name in properties:
-                setattr(formatter, name.replace(".", "_"), _unescape(properties[name]))
+                setattr(formatter, name.replace(".", "_"), _property_bytes(properties[name]))
         for name in _DESERIALIZER_PROPERTIES:
             if name in properties:
                 setattr(formatter, name.replace(".", "_"), _deserializer(properties[name]))
@@ -371,11 +375,16 @@ _FIELD_COLUMNS = {"timestamp": ("timestamp", "timestampType"), "partition": ("pa
                   "value": ("value",)}
 
 
+def _consumer_property_sources(args) -> tuple[dict[str, str], dict[str, str]]:
+    """--consumer.config's file and the --consumer-property values, apart (checkConsumerGroup looks at each)."""
+    from_file = read_properties_file(args.consumer_config) if args.consumer_config else {}
+    return from_file, parse_properties(args.consumer_property or [])
+
+
 def consumer_properties(args) -> dict[str, str]:
     """--consumer.config's file, then --consumer-property values over it (``buildConsumerProps``)."""
-    properties = read_properties_file(args.consumer_config) if args.consumer_config else {}
-    properties.update(parse_properties(args.consumer_property or []))
-    return properties
+    from_file, from_options = _consumer_property_sources(args)
+    return {**from_file, **from_options}
 
 
 def isolation_level(args, consumer: dict[str, str]) -> str:
@@ -387,6 +396,21 @@ def isolation_level(args, consumer: dict[str, str]) -> str:
     if level not in ("read_uncommitted", "read_committed"):
         raise InvalidOptionError(f"isolation.level={level!r}: expected read_uncommitted or read_committed")
     return level
+
+
+def auto_offset_reset(args, consumer: dict[str, str]) -> str:
+    """``auto.offset.reset`` as the console consumer's consumer gets it (``setAutoOffsetResetValue``): the consumer
+    properties' value (checked as ``ConsumerConfig`` checks it: trimmed, one of latest, earliest, none), else
+    earliest with --from-beginning, else latest. Where it applies: where a subscription (--topic without
+    --partition, --include) starts, since the console consumer's fresh group has no committed offset, and the
+    reset of an --offset outside the partition."""
+    if "auto.offset.reset" not in consumer:
+        return "earliest" if args.from_beginning else "latest"
+    value = consumer["auto.offset.reset"].strip()
+    if value not in ("latest", "earliest", "none"):
+        raise InvalidOptionError(f"Invalid value {value} for configuration auto.offset.reset: String must be one of: "
+                                 "latest, earliest, none")
+    return value
 
 
 def _stream_options(args, consumer: dict[str, str]) -> dict:
@@ -402,8 +426,13 @@ def _stream_options(args, consumer: dict[str, str]) -> dict:
         options["assign"] = {args.topic: [args.partition]}
     else:
         options["subscribe"] = args.topic
-    # ConsoleConsumerOptions.parseOffset: --offset, else --from-beginning, else latest
-    offset = (args.offset or ("earliest" if args.from_beginning else "latest")).lower()
+    # ConsoleConsumerOptions.parseOffset: --offset, else --from-beginning, else latest; a subscription starts where
+    # auto.offset.reset says (none: refused in run(), where the partitions are known)
+    reset = auto_offset_reset(args, consumer)
+    if args.partition is None:
+        offset = reset if reset != "none" else "latest"
+    else:
+        offset = (args.offset or ("earliest" if args.from_beginning else "latest")).lower()
     if offset in ("earliest", "latest"):
         options["startingOffsets"] = offset
     else:
@@ -429,6 +458,9 @@ def check_args(args) -> str | None:
             return "Options from-beginning and offset cannot be specified together."
     elif args.offset is not None:
         return "The partition is required when offset is specified."
+    problem = _check_consumer_properties(args)
+    if problem:
+        return problem
     if args.offset is not None and args.offset.lower() not in ("earliest", "latest"):
         if not re.fullmatch(r"\d+", args.offset):
             return (f"The provided offset value '{args.offset}' is incorrect. Valid values are 'earliest', 'latest', "
@@ -437,6 +469,26 @@ def check_args(args) -> str | None:
         return (f"--formatter {args.formatter}: only the default formatter ({DEFAULT_FORMATTERS[0]}) is available "
                 "here; kafkaseg dump --offsets-decoder / --transaction-log-decoder / --cluster-metadata-decoder "
                 "decode the internal topics")
+    return None
+
+
+def _check_consumer_properties(args) -> str | None:
+    """ConsoleConsumerOptions.checkConsumerGroup (each place a group id can come from, before they are merged) and
+    setAutoOffsetResetValue's conflict (on the merged properties), in their order."""
+    from_file, from_options = _consumer_property_sources(args)
+    consumer = {**from_file, **from_options}  # consumer_properties(args), without reading the file again
+    groups = list(dict.fromkeys(g for g in (args.group, from_file.get("group.id"), from_options.get("group.id"))
+                                if g is not None))
+    if len(groups) > 1:
+        return ("The group ids provided in different places (directly using '--group', via '--consumer-property', "
+                "or via '--consumer.config') do not match. Detected group ids: "
+                + ", ".join(f"'{g}'" for g in groups))
+    if groups and args.partition is not None:
+        return "Options group and partition cannot be specified together."
+    reset = consumer.get("auto.offset.reset")
+    if args.from_beginning and reset is not None and reset != "earliest":
+        return (f"Can't simultaneously specify --from-beginning and 'auto.offset.reset={reset}', please remove one "
+                "option")
     return None
 
 
@@ -452,9 +504,9 @@ def _properties(args) -> dict[str, str]:
     return properties
 
 
-def _reset_out_of_range(planner, position: dict, args, err) -> dict:
-    """An explicit --offset outside what the partition holds: the console consumer's consumer resets it
-    (auto.offset.reset=latest, as the console consumer sets it without --from-beginning)."""
+def _reset_out_of_range(planner, position: dict, args, reset: str, err) -> dict:
+    """An explicit --offset outside what the partition holds: the console consumer's consumer resets it as
+    ``reset`` (auto.offset.reset: latest unless set) says, or fails (none)."""
     from kafkaseg.streaming import from_offsets, to_offsets
 
     positions = from_offsets(position)
@@ -463,10 +515,14 @@ def _reset_out_of_range(planner, position: dict, args, err) -> dict:
     # LocalLog.read: out of range only below the log start or past the log end (between the high watermark and
     # the log end a fetch is empty and the consumer waits)
     if tp in positions and available is not None and not available.earliest <= positions[tp] <= available.log_end:
+        if reset == "none":  # OffsetOutOfRangeException
+            raise InvalidOptionError(f"Offsets out of range with no configured reset policy for partitions: "
+                                     f"{{{tp[0]}-{tp[1]}={positions[tp]}}} (auto.offset.reset=none)")
+        start = available.earliest if reset == "earliest" else available.latest
         print(f"kafkaseg consume: offset {positions[tp]} is out of range for {tp[0]}-{tp[1]} (its log holds "
-              f"[{available.earliest}, {available.log_end})): starting at the latest offset {available.latest}, as "
-              "the console consumer's reset does", file=err)
-        positions[tp] = available.latest
+              f"[{available.earliest}, {available.log_end})): starting at the {reset} offset {start}, as the "
+              f"console consumer's reset (auto.offset.reset={reset}) does", file=err)
+        positions[tp] = start
     return to_offsets(positions)
 
 
@@ -492,7 +548,7 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
     """Print records as ``args`` ask (see the module docstring); returns the exit status."""
     from kafkaseg.options import ReadOptions
     from kafkaseg.scan import ScanMetrics, read_slice
-    from kafkaseg.streaming import MicroBatchPlanner, poll_micro_batches
+    from kafkaseg.streaming import MicroBatchPlanner, from_offsets, poll_micro_batches
 
     out = out if out is not None else sys.stdout.buffer
     err = err if err is not None else sys.stderr
@@ -553,16 +609,22 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
     try:  # ConsoleConsumer prints its total also when the first fetch fails
         planner = MicroBatchPlanner(read_options)
         position = planner.initial_offsets()
+        reset = auto_offset_reset(args, consumer)
+        if reset == "none" and args.partition is None:  # NoOffsetForPartitionException, at the first poll
+            names = ", ".join(f"{t}-{p}" for t, p in sorted(from_offsets(position)))
+            raise InvalidOptionError(f"Undefined offset with no reset policy for partitions: [{names}] "
+                                     "(auto.offset.reset=none: kafkaseg reads no committed offsets, so a subscription "
+                                     "has none to start from; use earliest or latest)")
         if not position:
             what = args.topic if args.topic is not None else f"a topic matching {args.include!r}"
             print(f"kafkaseg consume: no partition of {what} under {', '.join(args.data_dir)}"
                   + (" yet: waiting (--follow)" if args.follow else ""), file=err)
         elif args.offset is not None and args.offset.isdigit():
-            position = _reset_out_of_range(planner, position, args, err)
+            position = _reset_out_of_range(planner, position, args, reset, err)
         group = args.group if args.group is not None else consumer.get("group.id")
         if group is not None:
             print(f"kafkaseg consume: group {group} has no effect: reading files commits no offsets", file=err)
-        ignored = sorted(k for k in consumer if k not in ("isolation.level", "group.id"))
+        ignored = sorted(k for k in consumer if k not in ("isolation.level", "group.id", "auto.offset.reset"))
         if ignored:
             print(f"kafkaseg consume: consumer properties with no effect on files: {', '.join(ignored)}", file=err)
         unknown = sorted(k for k in properties if k not in FORMATTER_PROPERTIES)

@@ -5,7 +5,8 @@ Output follows DumpLogSegments line for line: ``Dumping <file>``, then per file 
 * ``.log`` / KRaft ``.checkpoint``: ``Log starting offset: N`` (``Snapshot end offset: N, epoch: E`` /
   ``KRaft bootstrap snapshot``), one line per batch (``printBatchLevel``) and, with ``--deep-iteration`` (implied by
   ``--print-data-log`` and the decoders), one ``| offset: ...`` line per record; ``Found N invalid bytes at the end
-  of <name>`` for a tail that is not a whole batch (only without ``--max-bytes``);
+  of <name>`` for a tail that is not a whole batch, an entry whose size field runs past the end included whatever
+  its magic byte (``FileLogInputStream.nextBatch`` looks at the size first), only without ``--max-bytes``;
 * ``.index``: ``offset: O position: P`` (mismatches with the log on stderr), ``--index-sanity-check``,
   ``--verify-index-only``; ``.timeindex``: ``timestamp: T offset: O`` and its error report;
 * ``.snapshot`` producer snapshots; ``.txnindex`` aborted transactions; anything else: ``Ignoring unknown file``.
@@ -28,7 +29,7 @@ import pyarrow as pa
 
 from kafkaseg.decode import decode
 from kafkaseg.decode.api import DecodeRequest
-from kafkaseg.errors import KafkaSegError, LayoutError
+from kafkaseg.errors import CorruptDataError, KafkaSegError, LayoutError
 from kafkaseg.wire.text import java_utf8
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.offset_index import OffsetIndex
@@ -37,7 +38,7 @@ from kafkaseg.storage._index_file import broker_sanity_check
 from kafkaseg.storage.segment import SegmentReader, data_after_zeros
 from kafkaseg.storage.time_index import TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex
-from kafkaseg.wire.batch import TIMESTAMP_TYPE_NAMES, BatchHeader
+from kafkaseg.wire.batch import LOG_OVERHEAD, TIMESTAMP_TYPE_NAMES, BatchHeader
 from kafkaseg.wire.crc import crc_is_valid
 from kafkaseg.wire.internal.cluster_metadata import decode_control_record, decode_metadata_record
 from kafkaseg.wire.internal.consumer_offsets import format_offsets_record
@@ -50,6 +51,7 @@ RECORD_INDENT = "|"
 INT_MAX = 2**31 - 1
 _KRAFT_SNAPSHOT = re.compile(r"^(\d+)-(\d+)\.checkpoint$")
 BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
+_MIN_RECORD_OVERHEAD = 14  # LegacyRecord.RECORD_OVERHEAD_V0: nextBatch's smallest size before it reads the magic
 
 
 @dataclass
@@ -142,6 +144,12 @@ def _utf8(data: bytes) -> str:
     return java_utf8(data)  # StringDecoder: new String(bytes, UTF_8), whose U+FFFD rule differs from Python's
 
 
+def _optional_long(value: int | None) -> str:
+    """Java's ``OptionalLong.toString``: DumpLogSegments prints ``deleteHorizonMs`` and ``currentTxnFirstOffset``
+    as the ``java.util.OptionalLong`` they are."""
+    return "OptionalLong.empty" if value is None else f"OptionalLong[{value}]"
+
+
 def batch_line(header: BatchHeader, position: int, valid: bool) -> str:
     """``printBatchLevel``: the batch-level line, in DumpLogSegments' field order."""
     if header.magic >= 2:
@@ -150,7 +158,7 @@ def batch_line(header: BatchHeader, position: int, valid: bool) -> str:
                 f"producerId: {header.producer_id} producerEpoch: {header.producer_epoch} "
                 f"partitionLeaderEpoch: {header.partition_leader_epoch} "
                 f"isTransactional: {_bool(header.is_transactional)} isControl: {_bool(header.is_control)} "
-                f"deleteHorizonMs: {header.delete_horizon_ms}")
+                f"deleteHorizonMs: {_optional_long(header.delete_horizon_ms if header.has_delete_horizon else None)}")
     else:
         head = f"offset: {header.last_offset}"
     return (f"{head} position: {position} {TIMESTAMP_TYPE_NAMES[header.timestamp_type]}: {header.max_timestamp} "
@@ -347,7 +355,7 @@ def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress
         valid_bytes = 0
         task = progress.add(name, limit) if progress else None
         walk = reader.iter_headers(0, None if limit >= reader.size else None, max_batch_bytes=None)
-        for header in walk:
+        for header in _batches_until_no_batch(walk, reader, limit):
             if header.end > limit:  # FileRecords.slice(0, maxBytes): a batch past the limit is not read
                 break
             data = reader.read_at(header.position, header.size)
@@ -395,6 +403,23 @@ def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress
                 print(message, file=out)
 
 
+def _batches_until_no_batch(walk, reader: SegmentReader, end: int):
+    """The walk's headers, ending where ``FileLogInputStream.nextBatch`` returns no batch: it reads the size field
+    first and, when a size of at least 14 (LegacyRecord.RECORD_OVERHEAD_V0) runs past ``end``, stops there before
+    it looks at the magic byte, so such an entry is trailing bytes (a torn header, stale blocks) whatever its
+    magic. The walk itself is stricter (reads refuse an unknown magic first), so its framing error at that
+    position is taken back here; any other framing error is raised."""
+    try:
+        yield from walk
+    except CorruptDataError as exc:
+        position = walk.end_position
+        if exc.position != position or position + LOG_OVERHEAD > reader.size:
+            raise
+        (size,) = struct.unpack(">i", reader.read_at(position + 8, 4))
+        if size < _MIN_RECORD_OVERHEAD or position + LOG_OVERHEAD + size <= end:
+            raise
+
+
 def _base_offset(located: str) -> int:
     """The base offset a segment file's name gives (``00000000000000000042.index``: 42)."""
     stem = _fs.basename(located).split(".")[0]
@@ -408,6 +433,30 @@ def _log_for(located: str) -> str:
     return _fs.join(_fs.parent(located), _fs.basename(located).split(".")[0] + ".log")
 
 
+def _as_dumped(index, zero_entry: tuple[int, int]):
+    """The entries DumpLogSegments prints: it counts length / entrySize entries and stops at one holding the base
+    offset only after entry 0, so an index that is all zeros (preallocated for an active segment too young for
+    its first entry) still has entry 0, ``zero_entry``, which the loader drops as never written."""
+    if len(index) == 0 and (index.file_size or 0) >= index.ENTRY_SIZE:
+        return [zero_entry]
+    return index
+
+
+def _batch_from(reader: SegmentReader, position: int, end: int, offset: int | None = None) -> BatchHeader | None:
+    """The first batch from ``position`` (an index entry's, not trusted) up to ``end`` whose last offset is at
+    least ``offset`` (default: the first batch), or None: none there, a position outside the log (negative or
+    past its end: garbage in the index) or bad framing on the way are all "not found" for the dump's reports."""
+    if not 0 <= position < reader.size:
+        return None
+    try:
+        for header in reader.iter_headers(position, min(reader.size, end), max_batch_bytes=None):
+            if offset is None or header.last_offset >= offset:
+                return header
+    except KafkaSegError:
+        pass
+    return None
+
+
 def _dump_index(path: str, options: DumpOptions, report: DumpReport, out, filesystem, located: str) -> None:
     base = _base_offset(located)
     if options.index_sanity_check:  # the broker's own check, which decides whether a restart rebuilds the index
@@ -419,22 +468,15 @@ def _dump_index(path: str, options: DumpOptions, report: DumpReport, out, filesy
         broker_sanity_check(located, base, "offset", filesystem)
         _say(out, options, path, f"{path} passed sanity check.", sanityCheck="passed")
         return
-    index = OffsetIndex.load(located, base, filesystem)
-    if len(index) == 0:
+    index = _as_dumped(OffsetIndex.load(located, base, filesystem), (base, 0))
+    if len(index) == 0:  # index.entries == 0: fewer than 8 bytes
         _say(out, options, path, f"{path} is empty.", empty=True)
         return
     with SegmentReader(_log_for(located), filesystem) as reader:
-        for n, (offset, position) in enumerate(index):
-            first_last = None
-            try:  # FileRecords.slice(position, maxMessageSize).batches.iterator.next().lastOffset
-                for header in reader.iter_headers(position, min(reader.size, position + options.max_message_size),
-                                                  max_batch_bytes=None) if 0 <= position < reader.size else ():
-                    first_last = header.last_offset
-                    break
-            except KafkaSegError:
-                first_last = None
-            if first_last is None:
-                first_last = -1
+        for offset, position in index:
+            # FileRecords.slice(position, maxMessageSize).batches.iterator.next().lastOffset
+            first = _batch_from(reader, position, position + options.max_message_size)
+            first_last = -1 if first is None else first.last_offset
             if first_last != offset:
                 report.index_mismatches.setdefault(located, []).append((offset, first_last))
             if not options.verify_index_only:
@@ -446,7 +488,7 @@ def _dump_index(path: str, options: DumpOptions, report: DumpReport, out, filesy
 
 def _dump_time_index(path: str, options: DumpOptions, report: DumpReport, out, filesystem, located: str) -> None:
     base = _base_offset(located)
-    time_index = TimeIndex.load(located, base, filesystem)
+    time_index = _as_dumped(TimeIndex.load(located, base, filesystem), (0, base))
     if options.index_sanity_check:
         broker_sanity_check(located, base, "time", filesystem)
         _say(out, options, path, f"{path} passed sanity check.", sanityCheck="passed")
@@ -459,11 +501,7 @@ def _dump_time_index(path: str, options: DumpOptions, report: DumpReport, out, f
     with SegmentReader(_log_for(located), filesystem) as reader:
         for timestamp, offset in time_index:
             _, position = offset_index.floor(offset)
-            found = None
-            for header in reader.iter_headers(position, max_batch_bytes=None):
-                if header.last_offset >= offset:
-                    found = header
-                    break
+            found = _batch_from(reader, position, reader.size, offset)  # batches.find(_.lastOffset >= offset)
             if found is None:
                 report.time_offset_not_found.setdefault(abs_path, []).append((offset, -1))
             elif found.last_offset != offset:
@@ -484,34 +522,43 @@ def _dump_time_index(path: str, options: DumpOptions, report: DumpReport, out, f
             previous = timestamp
 
 
+def _print_fields(out, options: DumpOptions, fields: dict, text_tail: str = "") -> None:
+    """One entry as DumpLogSegments' ``name: value`` line (an ``OptionalLong`` field given as ``(value, None)``:
+    Java's text for the line, the number for JSON), or with ``--json`` the same camelCase names as an object."""
+    if options.json:
+        print(json.dumps({k: v[0] if isinstance(v, tuple) else v for k, v in fields.items()}), file=out)
+        return
+    print(" ".join(f"{k}: {_optional_long(v[1]) if isinstance(v, tuple) else v}" for k, v in fields.items())
+          + text_tail, file=out)
+
+
 def _dump_txn_index(path: str, options: DumpOptions, out, filesystem, located: str) -> None:
     base = _base_offset(located)
     for txn in TransactionIndex.load(located, base, filesystem):
-        if options.json:
-            print(json.dumps(txn._asdict()), file=out)
-        else:
-            print(f"version: {txn.version} producerId: {txn.producer_id} firstOffset: {txn.first_offset} "
-                  f"lastOffset: {txn.last_offset} lastStableOffset: {txn.last_stable_offset}", file=out)
+        _print_fields(out, options, {"version": txn.version, "producerId": txn.producer_id,
+                                     "firstOffset": txn.first_offset, "lastOffset": txn.last_offset,
+                                     "lastStableOffset": txn.last_stable_offset})
 
 
 def _dump_producer_snapshot(path: str, options: DumpOptions, out, err, filesystem, located: str) -> None:
     snapshot = read_producer_snapshot(located, filesystem)  # a corrupt one: an error, as Kafka's tool fails
     for e in snapshot.entries:
-        if options.json:
-            print(json.dumps(e._asdict()), file=out)
-            continue
         # currentTxnFirstOffset is a java.util.OptionalLong in Kafka and prints as one
-        txn_first = (f"OptionalLong[{e.current_txn_first_offset}]" if e.current_txn_first_offset >= 0
-                     else "OptionalLong.empty")
-        line = (f"producerId: {e.producer_id} producerEpoch: {e.epoch} coordinatorEpoch: {e.coordinator_epoch} "
-                f"currentTxnFirstOffset: {txn_first} lastTimestamp: {e.timestamp} ")
+        txn_first = e.current_txn_first_offset
+        fields = {"producerId": e.producer_id, "producerEpoch": e.epoch, "coordinatorEpoch": e.coordinator_epoch,
+                  "currentTxnFirstOffset": (txn_first, txn_first if txn_first >= 0 else None),
+                  "lastTimestamp": e.timestamp}
+        batch = {}
         if e.last_offset >= 0:  # readSnapshot keeps batch metadata only when there was a batch
             # BatchMetadata.firstSeq = DefaultRecordBatch.decrementSequence(lastSeq, offsetDelta): wraps at Int.MAX
-            first_seq = (e.last_sequence - e.offset_delta if e.last_sequence >= e.offset_delta
-                         else INT_MAX - e.offset_delta + e.last_sequence + 1)
-            line += (f"firstSequence: {first_seq} lastSequence: {e.last_sequence} lastOffset: {e.last_offset} "
-                     f"offsetDelta: {e.offset_delta} timestamp: {e.timestamp}")
-        print(line, file=out)
+            batch["firstSequence"] = (e.last_sequence - e.offset_delta if e.last_sequence >= e.offset_delta
+                                      else INT_MAX - e.offset_delta + e.last_sequence + 1)
+        batch.update(lastSequence=e.last_sequence, lastOffset=e.last_offset, offsetDelta=e.offset_delta)
+        if options.json:  # the batch metadata as read, also when Kafka's line leaves it out
+            _print_fields(out, options, {**fields, **batch})
+        else:
+            tail = " ".join(f"{k}: {v}" for k, v in {**batch, "timestamp": e.timestamp}.items())
+            _print_fields(out, options, fields, " " + (tail if e.last_offset >= 0 else ""))
 
 
 def dump_files(files: list[str], options: DumpOptions, out=None, err=None, progress=None) -> DumpReport:

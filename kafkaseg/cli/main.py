@@ -16,7 +16,8 @@ Subcommands::
                                         kafka-console-consumer.sh: records printed by its default formatter
 
 ``--json`` prints machine-readable output. Progress bars (rich) go to stderr on long runs when stderr is a terminal.
-Exit status: 0 ok, 1 verification failures (or nothing found), 2 usage or read errors.
+Exit status: 0 ok, 1 verification failures (or nothing found), 2 usage or read errors; ``retention
+--fail-on-overdue``: 3 when only overdue partitions fail it.
 """
 
 from __future__ import annotations
@@ -72,6 +73,16 @@ def _console():
 
     # a pipe or file gets full-width rows (no truncated names); a terminal gets its own width
     return Console(file=sys.stdout, width=None if sys.stdout.isatty() else 240)
+
+
+def _cell(value: int | None) -> str:
+    """A table cell for a number that may be unknown (no checkpointed high watermark, an unreadable log end): '-'."""
+    return "-" if value is None else str(value)
+
+
+def _record_size(size: int | None) -> int:
+    """A key or value size as DumpLogSegments prints it: -1 for null."""
+    return -1 if size is None else size
 
 
 def _ms_text(ms: int | None) -> str:
@@ -145,8 +156,8 @@ def _cmd_verify(args) -> int:
                 or p.message.startswith(part.name + ":")]
         table.add_row(part.name, str(len(part.segments)), str(sum(s.batches for s in part.segments)),
                       str(sum(s.records for s in part.segments)) if not args.shallow else "-",
-                      str(sum(s.size for s in part.segments)), str(part.log_start_offset),
-                      str(part.log_end_offset), str(part.high_watermark),
+                      str(sum(s.size for s in part.segments)), _cell(part.log_start_offset),
+                      _cell(part.log_end_offset), _cell(part.high_watermark),
                       str(sum(s.bad_crcs for s in part.segments)),
                       str(sum(p.count for p in mine if p.severity == "error")),
                       str(sum(p.count for p in mine if p.severity == "warning")))
@@ -187,9 +198,8 @@ def _cmd_describe(args) -> int:
         table.add_column(column, justify="left" if column in ("topic", "codecs", "first time", "max time")
                          else "right")
     for d in descriptions:
-        table.add_row(d.topic, str(d.partition), str(len(d.segments)), str(d.size), str(d.log_start_offset),
-                      str(d.log_end_offset), "-" if d.high_watermark is None else str(d.high_watermark),
-                      "-" if d.last_stable_offset is None else str(d.last_stable_offset),
+        table.add_row(d.topic, str(d.partition), str(len(d.segments)), str(d.size), _cell(d.log_start_offset),
+                      _cell(d.log_end_offset), _cell(d.high_watermark), _cell(d.last_stable_offset),
                       _ms_text(d.first_timestamp), _ms_text(d.max_timestamp),
                       ",".join(map(str, sorted(d.magics))), ",".join(sorted(d.codecs)))
     _console().print(table)
@@ -344,12 +354,13 @@ def _cmd_offsets(args) -> int:
     from kafkaseg.lookup import LATEST, MAX_TIMESTAMP, PartitionLookup
 
     spec = int(args.time)
+    # GetOffsetShell's TerseExceptions: "Error occurred: " + message on stderr, exit status 1
     if args.topic_partitions is not None and (args.topic is not None or args.partitions is not None):
-        print("--topic-partitions cannot be used with --topic or --partitions", file=sys.stderr)
-        return EXIT_ERROR
+        print("Error occurred: --topic-partitions cannot be used with --topic or --partitions", file=sys.stderr)
+        return EXIT_FAILED
     partitions = _offsets_partitions(args)
     if not partitions:
-        print("Could not match any topic-partitions with the specified filters", file=sys.stderr)
+        print("Error occurred: Could not match any topic-partitions with the specified filters", file=sys.stderr)
         return EXIT_FAILED
     from kafkaseg.storage.layout import relisted
 
@@ -459,8 +470,8 @@ def _cmd_locate(args) -> int:
           f"{str(b.is_transactional).lower()} isControl: {str(b.is_control).lower()} "
           f"partitionLeaderEpoch: {b.partition_leader_epoch}")
     print(f"record:     offset: {location.record_offset} (#{location.record_index} in the batch) timestamp: "
-          f"{location.record_timestamp} ({_ms_text(location.record_timestamp)}) keySize: {location.key_size} "
-          f"valueSize: {location.value_size}")
+          f"{location.record_timestamp} ({_ms_text(location.record_timestamp)}) "
+          f"keySize: {_record_size(location.key_size)} valueSize: {_record_size(location.value_size)}")
     if location.reason:
         print(f"note:       {location.reason}")
     return EXIT_OK if location.found else EXIT_FAILED
@@ -608,8 +619,9 @@ def build_parser() -> argparse.ArgumentParser:
                            help="audit one replica of each partition (default, as reads choose it) or every copy "
                                 "found: each broker's retention runs on its own replica")
     retention.add_argument("--segments", action="store_true", help="also list every segment and its verdict")
-    retention.add_argument("--fail-on-overdue", action="store_true", help="exit 1 when a partition is past "
-                           "retention.ms by more than a retention check interval (5 minutes)")
+    retention.add_argument("--fail-on-overdue", action="store_true", help="exit 3 when a partition is past "
+                           "retention.ms by more than a retention check interval (5 minutes), as "
+                           "jobs/retention_audit.py does (1 stays: a partition could not be audited)")
     retention.add_argument("--json", action="store_true")
     retention.set_defaults(func=_cmd_retention)
 
@@ -619,8 +631,8 @@ def build_parser() -> argparse.ArgumentParser:
     consume.add_argument("--data-dir", action="append", help="REQUIRED: log dir (repeatable), in place of "
                          "--bootstrap-server")
     consume.add_argument("--bootstrap-server", help=argparse.SUPPRESS)  # refused with a hint (check_args)
-    consume.add_argument("--group", help="accepted for pasted console-consumer commands; no effect (nothing is "
-                         "committed)")
+    consume.add_argument("--group", help="accepted for pasted console-consumer commands (not with --partition, "
+                         "as in Kafka); no effect: no committed offsets are read, and nothing is committed")
     consume.add_argument("--topic", help="the topic to consume")
     consume.add_argument("--include", help="regex of topics to consume (whole names; internal topics left out)")
     consume.add_argument("--partition", type=int, help="the partition to consume (from its end unless --offset)")
@@ -632,7 +644,8 @@ def build_parser() -> argparse.ArgumentParser:
     consume.add_argument("--property", action="append", metavar="KEY=VALUE", help="a formatter property: "
                          "print.timestamp, print.key, print.offset, print.partition, print.headers, print.epoch, "
                          "print.value, key.separator, line.separator, headers.separator, null.literal, "
-                         "key.deserializer, value.deserializer, headers.deserializer (repeatable)")
+                         "key.deserializer, value.deserializer, headers.deserializer (repeatable); values are "
+                         "taken as given, as Kafka takes them (no \\t escapes: a tab is $'\\t' in bash)")
     consume.add_argument("--key-deserializer", help="as --property key.deserializer=")
     consume.add_argument("--value-deserializer", help="as --property value.deserializer=")
     consume.add_argument("--formatter", help="only the default, org.apache.kafka.tools.consumer."
@@ -640,8 +653,9 @@ def build_parser() -> argparse.ArgumentParser:
     consume.add_argument("--isolation-level", default=None, choices=("read_uncommitted", "read_committed"),
                          help="default: isolation.level of the consumer properties, else read_uncommitted")
     consume.add_argument("--consumer-property", action="append", metavar="KEY=VALUE",
-                         help="a consumer setting: isolation.level takes effect, group.id and the rest have none on "
-                              "files (repeatable)")
+                         help="a consumer setting: isolation.level takes effect, and auto.offset.reset (where a "
+                              "subscription starts, and an out-of-range --offset's reset); group.id and the rest "
+                              "have none on files (repeatable)")
     consume.add_argument("--consumer.config", dest="consumer_config", metavar="FILE",
                          help="consumer settings file (as --consumer-property, which overrides it)")
     consume.add_argument("--formatter-config", metavar="FILE",

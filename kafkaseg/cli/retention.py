@@ -12,6 +12,7 @@ import sys
 
 from kafkaseg.retention import (
     audit,
+    exit_status,
     format_duration,
     labels,
     parse_now,
@@ -30,8 +31,9 @@ def _retention_text(ms: int) -> str:
 
 
 def run(args, console, ms_text) -> int:
-    """Audit ``args.paths``; returns the exit status (1 when a partition could not be audited, or with
-    ``--fail-on-overdue`` when a partition is past retention.ms by more than a retention check interval)."""
+    """Audit ``args.paths``; returns the exit status (:func:`kafkaseg.retention.exit_status`, as
+    ``jobs/retention_audit.py``: 1 when a partition could not be audited, else 3 with ``--fail-on-overdue`` when a
+    partition is past retention.ms by more than a retention check interval, else 0)."""
     now = parse_now(args.now)
     plan = plan_audit(args.paths, load_config_file(args.config), topics=args.topic or (),
                       topic_pattern=args.topic_pattern, all_replicas=args.replicas == "all")
@@ -39,7 +41,7 @@ def run(args, console, ms_text) -> int:
     if not args.segments:  # keep one small object per partition
         audits = [dataclasses.replace(a, segments=()) for a in audits]
     summary = summarize(audits)
-    failed = bool(summary["errors"]) or (args.fail_on_overdue and summary["lagging_partitions"] > 0)
+    status = exit_status(summary, args.fail_on_overdue)
     if args.json:
         rows = []
         for a in audits:
@@ -53,7 +55,7 @@ def run(args, console, ms_text) -> int:
         print(json.dumps({"now_ms": now, "metadata_log": plan.cluster.source,
                           "metadata_notes": list(plan.cluster.notes), "partitions": rows,
                           "summary": summary}, indent=1))
-        return 1 if failed else 0
+        return status
     from rich.table import Table
 
     table = Table(title=f"kafkaseg retention at {ms_text(now)}")
@@ -112,4 +114,4 @@ def run(args, console, ms_text) -> int:
             print(f"{label[id(a)]}: {note}", file=sys.stderr)
     for note in plan.replica_notes:
         print(note, file=sys.stderr)
-    return 1 if failed else 0
+    return status
