@@ -414,6 +414,32 @@ def test_the_console_consumers_config_options_and_lenient_properties(data, capsy
     code, out, _ = consume_cli(capsysbinary, *base, "--consumer.config", str(config), "--consumer-property",
                                "isolation.level=read_uncommitted")
     assert out == uncommitted_out
+    # a pipe (--consumer.config <(...)) can be read once: the checks and the run share that read
+    import os
+    import threading
+
+    fifo = tmp_path / "consumer.fifo"
+    os.mkfifo(fifo)
+
+    done = threading.Event()
+
+    def feed():
+        with open(fifo, "w") as pipe:
+            pipe.write("isolation.level=read_committed\n")
+        while not done.wait(0.05):  # a second reader gets an empty pipe (as from a shell), never a hang
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:  # no reader waiting
+                pass
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    try:
+        code, out, _ = consume_cli(capsysbinary, *base, "--consumer.config", str(fifo))
+    finally:
+        done.set()
+        writer.join(timeout=10)
+    assert code == 0 and out == committed_out
     code, out, _ = consume_cli(capsysbinary, *base, "--consumer-property", "isolation.level=read_committed",
                                "--isolation-level", "read_uncommitted")
     assert out == uncommitted_out

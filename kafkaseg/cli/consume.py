@@ -376,8 +376,13 @@ _FIELD_COLUMNS = {"timestamp": ("timestamp", "timestampType"), "partition": ("pa
 
 
 def _consumer_property_sources(args) -> tuple[dict[str, str], dict[str, str]]:
-    """--consumer.config's file and the --consumer-property values, apart (checkConsumerGroup looks at each)."""
-    from_file = read_properties_file(args.consumer_config) if args.consumer_config else {}
+    """--consumer.config's file and the --consumer-property values, apart (checkConsumerGroup looks at each). The
+    file is read once per run and kept on ``args``: the argument checks and the run both need it, and a pipe
+    (``--consumer.config <(...)``) can be read only once."""
+    from_file = getattr(args, "_consumer_config_read", None)
+    if from_file is None:
+        from_file = read_properties_file(args.consumer_config) if args.consumer_config else {}
+        args._consumer_config_read = from_file
     return from_file, parse_properties(args.consumer_property or [])
 
 
