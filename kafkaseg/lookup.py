@@ -385,11 +385,15 @@ class PartitionLookup:
         entry_offset, position = self._index(i, "offset").floor(offset)
         if position == 0:
             return position
-        header = next(iter(self._headers(i, position)), None)
-        if header is None or header.magic < 2 or header.base_offset <= entry_offset:
-            return position
-        self._rebuild(i, f"offset index entry {entry_offset} -> byte {position}: the batch there starts at offset "
-                         f"{header.base_offset}")
+        try:
+            header = next(iter(self._headers(i, position)), None)
+        except CorruptDataError as err:  # not at a batch boundary (e.g. inside a batch): the entry's fault
+            problem = f"no batch there ({err.detail})"
+        else:
+            if header is None or header.magic < 2 or header.base_offset <= entry_offset:
+                return position
+            problem = f"the batch there starts at offset {header.base_offset}"
+        self._rebuild(i, f"offset index entry {entry_offset} -> byte {position}: {problem}")
         return self._index(i, "offset").floor(offset)[1]
 
     def _read_batch(self, i: int, header: BatchHeader) -> bytes:
