@@ -25,7 +25,7 @@ from kafkaseg.decode.api import (
     DecodeRequest,
     DecodeStats,
 )
-from kafkaseg.errors import DataLossError, KafkaSegError, LayoutError, TruncatedDataError
+from kafkaseg.errors import CorruptBatchError, DataLossError, KafkaSegError, LayoutError, TruncatedDataError
 from kafkaseg.options import ReadOptions
 from kafkaseg.planning import ScanPlan, SegmentSlice, plan_scan
 from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
@@ -181,7 +181,8 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
             raise
         _lost(piece, options, metrics, "is gone since planning")
         return
-    if not reading.finished and not reading.stats.corrupt_batches:  # skipped corrupt batches held unknown offsets
+    if (not reading.finished or reading.past_end) and not reading.stats.corrupt_batches:
+        # (skipped corrupt batches held unknown offsets); after a past-end stop, last_seen is the batch before it
         _check_segment_end(piece, reading.last_seen, metrics)
     with metrics._lock:
         metrics.slices += 1
@@ -275,6 +276,7 @@ class _SliceDecoder:
         # segment copied over another, fails the kernels' monotonic-offset check on its first batch.
         self.last_seen = piece.base_offset - 1
         self.finished = False  # past the end offset, corrupt framing skipped, or a tail reported
+        self.past_end = False  # finished by a batch at or past the slice's end offset (its segment's offsets end)
 
     def decode(self, view, pos: int, end: int):
         return self.kernel(view, replace(self.base_request, base_position=pos, check_offsets_after=self.last_seen,
@@ -286,6 +288,7 @@ class _SliceDecoder:
         self.last_seen = result.last_offset
         if result.stop in (STOP_PAST_END, STOP_CORRUPT):
             self.finished = True
+            self.past_end = result.stop == STOP_PAST_END
         if not result.num_rows:
             return None
         self.metrics.output_batches += 1
@@ -297,6 +300,8 @@ class _SliceDecoder:
         for whatever is available, also when a partial batch is the slice's tail (reported; the slice is
         finished)."""
         pos += result.consumed
+        if result.stop == STOP_PAST_END and pos == end and end < self.piece.segment_size:
+            self._check_after_slice(reader, end)
         if result.stop != STOP_PARTIAL:
             return pos, 0
         needed = result.next_batch_size if result.next_batch_size > 0 else HEADER_PREFIX_SIZE
@@ -305,6 +310,27 @@ class _SliceDecoder:
             self.finished = True
             return pos, 0
         return pos, needed
+
+    def _check_after_slice(self, reader: RandomAccessReader, end: int) -> None:
+        """The slice's last batch is at or past its segment's read end, and the kernel could not see the batch after
+        it (the next slice's first): when that one starts below the end, the last batch's offset field, which the
+        CRC does not cover, is corrupt, and the records it holds would be dropped unseen (the kernels' check for
+        batches within a buffer)."""
+        limit = self.piece.segment_offsets[1]
+        prefix = reader.read_at(end, 8)
+        if len(prefix) < 8:
+            return
+        following = int.from_bytes(prefix, "big", signed=True)
+        if following >= limit:
+            return
+        err = CorruptBatchError(f"the batch ending at byte {end} is at or past offset {limit}, where this read of "
+                                f"the segment ends, but the batch after it starts at offset {following}: an offset "
+                                "field the CRC does not cover is corrupt", path=self.piece.log_path, position=end)
+        if self.options.on_corruption != "skip":
+            raise err
+        self.stats.corrupt_batches += 1
+        if len(self.stats.problems) < MAX_PROBLEMS:
+            self.stats.problems.append((self.piece.log_path, end, err.detail))
 
     def shrunk(self, pos: int, end: int) -> None:
         """The file ended at ``pos`` before the planned ``end``: a live broker truncated it while we read."""

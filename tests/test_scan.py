@@ -212,6 +212,43 @@ def test_a_flipped_base_offset_bit_is_corruption_not_the_end_of_the_segment(tmp_
     assert scan.metrics.decode.corrupt_batches == 1
 
 
+def test_a_flipped_base_offset_at_a_slice_cut_or_a_segment_end_is_not_silent(tmp_path, kernel):
+    """The batch after the flipped one is in another slice (a cut at an index entry) or another segment: the slice
+    reads the next slice's first offset to check it (strict: an error; lenient: counted), and a segment whose
+    offsets end early lists what is missing before the next one (found in review)."""
+    from kafkaseg.storage.offset_index import OffsetIndex
+
+    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=300, records_per_batch=10, vary_batch_size=False,
+                                        segment_bytes=1 << 20, value_size=20, index_interval_bytes=1000)])
+    log = sorted((tmp_path / "t-0").glob("*.log"))[0]
+    pristine = log.read_bytes()
+    cut = int(OffsetIndex.load(str(log.with_suffix(".index")), 0).positions[2])
+    victim = next(h for h in iter_headers(pristine) if h.position + h.size == cut)
+    data = bytearray(pristine)
+    data[victim.position + 2] ^= 1
+    log.write_bytes(bytes(data))
+    with pytest.raises(CorruptBatchError, match="offset field the CRC does not cover") as info:
+        kafkaseg.read_arrow(str(tmp_path), minPartitions="8")
+    assert info.value.position == cut
+    scan = kafkaseg.open_scan(str(tmp_path), minPartitions="8", onCorruption="skip")
+    assert len(scan.plan.slices) > 2 and scan.to_table().num_rows == 290
+    assert scan.metrics.decode.corrupt_batches == 1
+
+    shutil.rmtree(tmp_path / "t-0")  # the last batch of a rolled segment
+    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=300, records_per_batch=10, vary_batch_size=False,
+                                        segment_bytes=1500, value_size=20)])
+    log = sorted((tmp_path / "t-0").glob("*.log"))[0]
+    data = bytearray(log.read_bytes())
+    last = list(iter_headers(bytes(data)))[-1]
+    data[last.position + 2] ^= 1
+    log.write_bytes(bytes(data))
+    scan = kafkaseg.open_scan(str(tmp_path))
+    offsets = scan.to_table().column("offset").to_pylist()
+    assert len(offsets) == 300 - (last.last_offset - last.base_offset + 1)
+    assert [(first, end) for _, first, end in scan.metrics.missing_offsets] == [(last.base_offset,
+                                                                                  last.last_offset + 1)]
+
+
 def test_unknown_option_names_the_option():
     with pytest.raises(InvalidOptionError, match="startingOfsets"):
         kafkaseg.read_arrow("/nonexistent", startingOfsets="earliest")

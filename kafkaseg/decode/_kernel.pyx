@@ -1574,9 +1574,8 @@ def decode(buf, req):
                 next_size = total + 17
                 break
             pos += total
-            if past_end:
+            if past_end:  # the read ends before this batch: the last offset stays the previous one's
                 stop = STOP_PAST_END
-                last_seen = first_offset
                 break
             last_seen = batch_last
             if d.nbytes >= d.max_bytes or d.n >= d.max_records:

@@ -233,13 +233,14 @@ def decode(buf, req: DecodeRequest) -> DecodeResult:
                 result = _decode_v2(buf, pos, total, req, out, stats, last_seen)
             else:
                 result = _decode_legacy(buf, pos, total, magic, req, out, stats, last_seen)
-            if result is _PAST_END:
-                following = _following_offset(buf, pos, total, end, req, first_offset)
-                if following is _NEED_MORE:
+            if result is _PAST_END:  # the read ends before this batch: the last offset stays the previous one's
+                if _following_offset(buf, pos, total, end, req, first_offset) is _NEED_MORE:
                     stop = STOP_PARTIAL
                     next_size = total + wb.HEADER_PREFIX_SIZE
                     break
-            last_seen = result
+                stop = STOP_PAST_END
+            else:
+                last_seen = result
         except _Frame as frame:
             if not req.lenient:
                 raise _located(req, frame) from None
@@ -255,9 +256,7 @@ def decode(buf, req: DecodeRequest) -> DecodeResult:
             stats.corrupt_batches += 1
             stats.corrupt_bytes += total
         pos += total
-        if last_seen is _PAST_END:
-            stop = STOP_PAST_END
-            last_seen = first_offset
+        if stop == STOP_PAST_END:
             break
         if out.nbytes >= req.max_bytes or len(out.offsets) >= req.max_records:
             if pos < end:

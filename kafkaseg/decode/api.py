@@ -100,7 +100,9 @@ class DecodeResult:
     consumed: int
     stop: str
     next_batch_size: int = -1  # with STOP_PARTIAL: the bytes from ``consumed`` the next call needs, when known
-    last_offset: int = INT64_MIN  # the last offset of the last batch walked (for monotonicity across buffers)
+    # the last offset of the last batch walked (for monotonicity across buffers); not the batch a past-end stop
+    # ends at, so that the read can tell where its segment's offsets ended
+    last_offset: int = INT64_MIN
     stats: DecodeStats = field(default_factory=DecodeStats)
 
 
