@@ -233,7 +233,9 @@ def describe_plan(plan, out=sys.stdout) -> None:
     width = max(len(f"{t}-{p}") for t, p in inc.ranges)
     for (topic, partition), (start, end) in sorted(inc.ranges.items()):
         note = "  (capped by max_offsets_per_partition: run again)" if (topic, partition) in inc.capped else ""
-        print(f"  {f'{topic}-{partition}':<{width}}  offsets {start}..{end}{note}", file=out)
+        # the offsets read, first..last as the export job prints them (the recorded end is exclusive)
+        span = f"offsets {start}..{end - 1}" if end > start else f"nothing new from offset {start}"
+        print(f"  {f'{topic}-{partition}':<{width}}  {span}{note}", file=out)
 
 
 def run(spark, args: argparse.Namespace, prepared=None) -> dict:

@@ -30,6 +30,9 @@ from typing import Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
+from kafkaseg.errors import InvalidOptionError, LayoutError
+from kafkaseg.spark.jobs import positive_int
+
 OUTPUT_SCHEMA = pa.schema([
     pa.field("topic", pa.string()),
     pa.field("partition", pa.int32()),
@@ -63,7 +66,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--format", choices=("parquet", "delta"), default="parquet")
     parser.add_argument("--mode", choices=("overwrite", "append", "error"), default="error")
     parser.add_argument("--isolation", choices=("read_uncommitted", "read_committed"), default="read_uncommitted")
-    parser.add_argument("--partitions", type=int, default=None, help="repartition the requests into this many tasks")
+    parser.add_argument("--partitions", type=positive_int, default=None,
+                        help="repartition the requests into this many tasks (1 or more)")
     return parser.parse_args(argv)
 
 
@@ -140,6 +144,10 @@ def extract(spark, source: str):
         df = spark.createDataFrame(DeltaTable(source).to_pyarrow_table())
     else:
         df = spark.table(source)
+    missing = [name for name in ("topic", "partition") if name not in df.columns]
+    if missing:
+        raise InvalidOptionError(f"--input {source}: no {' or '.join(missing)} column (found: "
+                                 f"{', '.join(df.columns) or 'none'}); every request names a topic and a partition")
     for name in ("time", "offset"):
         if name not in df.columns:
             df = df.withColumn(name, F.lit(None).cast("string"))
@@ -333,12 +341,15 @@ def _write(answers, output: str, fmt: str, mode: str) -> None:
 
 
 def check(args: argparse.Namespace) -> None:
-    """What can be refused before Spark starts: a data dir that is not there (``LayoutError``), an existing output
-    with ``--mode error`` (``FileExistsError``)."""
+    """What can be refused before Spark starts: a data dir or an ``--input`` file or folder that is not there
+    (``LayoutError``; a table name is Spark's to find), an existing output with ``--mode error``
+    (``FileExistsError``)."""
     from kafkaseg.storage.fs import join, stat
     from kafkaseg.storage.layout import discover
 
     discover(list(args.data_dir))
+    if input_format(args.input) != "table" and stat(args.input) is None:
+        raise LayoutError(f"--input {args.input}: no such file or directory")
     if args.mode == "error":
         entry = stat(join(args.output, "_delta_log") if args.format == "delta" else args.output)
         if entry is not None:

@@ -39,6 +39,7 @@ import pyarrow as pa
 
 from jobs.export import UsageError, check_output_location, generate_sample, job_parser, run_in_session
 from kafkaseg.retention import EXIT_OVERDUE, exit_status  # the exit rule kafkaseg retention shares
+from kafkaseg.spark.jobs import positive_int
 
 PARTITION_SCHEMA = pa.schema([
     ("topic", pa.string()), ("partition", pa.int32()), ("log_dir", pa.string()), ("path", pa.string()),
@@ -92,7 +93,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--replicas", choices=("highestHighWatermark", "all"), default="highestHighWatermark",
                         help="audit one replica of each partition (default) or every copy found (each broker's "
                              "retention runs on its own replica; rows differ by log_dir)")
-    parser.add_argument("--tasks", type=int, default=None, help="audit tasks (default: Spark's default parallelism)")
+    parser.add_argument("--tasks", type=positive_int, default=None,
+                        help="audit tasks, 1 or more (default: Spark's default parallelism)")
     parser.add_argument("--top", type=int, default=10, help="most overdue partitions to print (default 10)")
     parser.add_argument("--fail-on-overdue", action="store_true", help=f"exit {EXIT_OVERDUE} when a partition is "
                         "past retention.ms by more than a retention check interval (for scheduled checks)")

@@ -8,6 +8,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from kafkaseg.errors import InvalidOptionError
+
 from kafkaseg.testing import TopicSpec, write_data_dir
 
 _SPEC = importlib.util.spec_from_file_location("lookup_job", Path(__file__).resolve().parents[1] / "jobs/lookup.py")
@@ -120,6 +122,10 @@ def test_job_end_to_end(spark, datadir, tmp_path):
     assert out_of_range == ["offset 9223372036854775808 is out of range (-9223372036854775808..9223372036854775807)",
                             "partition 2147483648 is out of range (0..2147483647)"]
     _check(datadir, [row for row in answers if row["reason"] not in out_of_range])
+    # a request file without a partition column: an error naming the option and the column, before any task
+    (tmp_path / "nopart.csv").write_text("topic,time\norders,-1\n")
+    with pytest.raises(InvalidOptionError, match="--input .*no partition column"):
+        job.extract(spark, str(tmp_path / "nopart.csv"))
     # a failed run (the executors cannot find the data dir) leaves no output behind to block its rerun
     for fmt in ("parquet", "delta"):
         failed = tmp_path / f"failed-{fmt}"
@@ -136,14 +142,24 @@ def test_help_names_the_input_columns(capsys):
 
 def test_main_refuses_a_missing_data_dir_or_an_existing_output_in_one_line(datadir, tmp_path, capsys):
     (tmp_path / "out").mkdir()
+    requests = tmp_path / "r.csv"
+    requests.write_text("topic,partition,time\norders,0,-1\n")
     for argv, message in [
-            (["--data-dir", str(tmp_path / "nope"), "--input", "r.csv", "--output", str(tmp_path / "o")],
+            (["--data-dir", str(tmp_path / "nope"), "--input", str(requests), "--output", str(tmp_path / "o")],
              "LayoutError: "),
-            (["--data-dir", str(datadir.path), "--input", "r.csv", "--output", str(tmp_path / "out")],
-             "FileExistsError: ")]:
-        assert job.main(argv) == 2
+            (["--data-dir", str(datadir.path), "--input", str(requests), "--output", str(tmp_path / "out")],
+             "FileExistsError: "),
+            (["--data-dir", str(datadir.path), "--input", str(tmp_path / "nope.csv"), "--output",
+              str(tmp_path / "o")], "LayoutError: --input "),
+            (["--data-dir", str(datadir.path), "--input", str(requests), "--output", str(tmp_path / "o"),
+              "--partitions", "0"], "argument --partitions: 0 is not 1 or more")]:
+        try:
+            assert job.main(argv) == 2
+        except SystemExit as exit:  # argparse's own usage error
+            assert exit.code == 2
         err = capsys.readouterr().err
-        assert err.startswith("lookup.py: error: ") and message in err and err.count("\n") == 1, err
+        assert err.startswith(("lookup.py: error: ", "usage: ")) and message in err, err
+        assert err.startswith("usage: ") or err.count("\n") == 1, err
 
 
 def _answer(rows, data_dirs):

@@ -12,7 +12,7 @@ import sys
 
 from kafkaseg import errors
 
-__all__ = ["error_line", "report_error", "USAGE_ERRORS"]
+__all__ = ["error_line", "report_error", "positive_int", "USAGE_ERRORS"]
 
 # input problems: a bad option, a missing or unreadable data dir -> exit status 2 (as argparse's usage errors)
 USAGE_ERRORS: tuple[type, ...] = (errors.InvalidOptionError, errors.LayoutError, FileExistsError)
@@ -52,3 +52,17 @@ def report_error(exc: BaseException, prog: str, usage: tuple[type, ...] = (), ou
     line, code = found
     print(f"{prog}: error: {line}", file=out or sys.stderr)
     return code
+
+
+def positive_int(text: str) -> int:
+    """An argparse ``type`` for a count of tasks or partitions: an integer of 1 or more (a usage error otherwise,
+    before Spark starts, instead of Spark's own error from inside the job or a 0 silently ignored)."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not 1 or more")
+    return value
