@@ -181,8 +181,11 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
             raise
         _lost(piece, options, metrics, "is gone since planning")
         return
-    if (not reading.finished or reading.past_end) and not reading.stats.corrupt_batches:
-        # (skipped corrupt batches held unknown offsets); after a past-end stop, last_seen is the batch before it
+    # (skipped corrupt batches held unknown offsets). After a past-end stop last_seen is the batch before it, if
+    # the slice decoded one: a slice holding only that batch (a legacy wrapper planned for its last inner offset,
+    # at a cut) has seen nothing of its segment's offsets, which earlier slices read
+    walked = reading.last_seen >= piece.base_offset
+    if (not reading.finished or (reading.past_end and walked)) and not reading.stats.corrupt_batches:
         _check_segment_end(piece, reading.last_seen, metrics)
     with metrics._lock:
         metrics.slices += 1
