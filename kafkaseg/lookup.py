@@ -67,6 +67,8 @@ from kafkaseg.wire.batch import BatchHeader
 from kafkaseg.wire.crc import crc_is_valid
 from kafkaseg.wire.records import batch_records
 
+_ENTRY_CRC_MAX_BYTES = 64 << 10  # planning's ENTRY_CRC_MAX_BYTES: larger batches keep to their header
+
 __all__ = [
     "EARLIEST", "LATEST", "MAX_TIMESTAMP", "EARLIEST_LOCAL", "LATEST_TIERED",
     "LookupStats", "OffsetAnswer", "RecordLocation", "PartitionLookup",
@@ -387,12 +389,21 @@ class PartitionLookup:
             return position
         try:
             header = next(iter(self._headers(i, position)), None)
+            # record bytes inside a batch can parse as a header (seven bytes into a v2 batch they read as a legacy
+            # message): a batch small enough is read whole for its CRC, as planning checks its entries
+            whole = header is not None and header.size <= _ENTRY_CRC_MAX_BYTES
+            if whole and not crc_is_valid(self._read_batch(i, header), header._replace(position=0)):
+                raise CorruptBatchError("the bytes there parse as a batch header, not as a batch with a valid CRC",
+                                        position=position)
         except CorruptDataError as err:  # not at a batch boundary (e.g. inside a batch): the entry's fault
             problem = f"no batch there ({err.detail})"
         else:
-            if header is None or header.magic < 2 or header.base_offset <= entry_offset:
+            if header is None:  # what is there runs past the segment's end: no whole batch
+                problem = "no whole batch there"
+            elif header.magic < 2 or header.base_offset <= entry_offset:
                 return position
-            problem = f"the batch there starts at offset {header.base_offset}"
+            else:
+                problem = f"the batch there starts at offset {header.base_offset}"
         self._rebuild(i, f"offset index entry {entry_offset} -> byte {position}: {problem}")
         return self._index(i, "offset").floor(offset)[1]
 

@@ -703,11 +703,15 @@ def test_an_index_entry_pointing_into_a_batch_is_rebuilt_not_blamed_on_the_log(t
         clean = {o: lookup.locate(o).record_offset for o in range(0, 300, 7)}
         times = {ts: lookup.list_offset(ts).offset for ts in range(1_700_000_000_000, 1_700_000_003_000, 97)}
     seg = pdir.segments[0]
-    data = bytearray(open(seg.index_path, "rb").read())
-    relative, position = struct.unpack(">ii", data[8:16])
-    data[8:16] = struct.pack(">ii", relative, position + 100)
-    open(seg.index_path, "wb").write(bytes(data))
-    with PartitionLookup(discover(str(tmp_path))[0]) as lookup:
-        assert {o: lookup.locate(o).record_offset for o in clean} == clean
-        assert {ts: lookup.list_offset(ts).offset for ts in times} == times
-        assert any("no batch there" in why for _, why in lookup.stats.rebuilt_indexes)
+    pristine = open(seg.index_path, "rb").read()
+    relative, position = struct.unpack(">ii", pristine[8:16])
+    # 100 bytes in: garbage; 6-8 bytes in: record bytes that parse as a legacy header (a CRC error, or a size past
+    # the end) -- every one found in review
+    for delta in (6, 7, 8, 100):
+        data = bytearray(pristine)
+        data[8:16] = struct.pack(">ii", relative, position + delta)
+        open(seg.index_path, "wb").write(bytes(data))
+        with PartitionLookup(discover(str(tmp_path))[0]) as lookup:
+            assert {o: lookup.locate(o).record_offset for o in clean} == clean, delta
+            assert {ts: lookup.list_offset(ts).offset for ts in times} == times, delta
+            assert any("batch there" in why for _, why in lookup.stats.rebuilt_indexes), delta
