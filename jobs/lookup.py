@@ -348,7 +348,8 @@ def check(args: argparse.Namespace) -> None:
     from kafkaseg.storage.layout import discover
 
     discover(list(args.data_dir))
-    if input_format(args.input) != "table" and stat(args.input) is None:
+    globbed = any(c in args.input for c in "*?[{")  # Spark's readers expand globs
+    if not globbed and input_format(args.input) != "table" and stat(args.input) is None:
         raise LayoutError(f"--input {args.input}: no such file or directory")
     if args.mode == "error":
         entry = stat(join(args.output, "_delta_log") if args.format == "delta" else args.output)

@@ -160,6 +160,9 @@ def test_main_refuses_a_missing_data_dir_or_an_existing_output_in_one_line(datad
         err = capsys.readouterr().err
         assert err.startswith(("lookup.py: error: ", "usage: ")) and message in err, err
         assert err.startswith("usage: ") or err.count("\n") == 1, err
+    # a glob is Spark's readers' to expand: not refused as a missing file (found in review)
+    job.check(job.parse_args(["--data-dir", str(datadir.path), "--input", str(tmp_path / "*.csv"), "--output",
+                              str(tmp_path / "o")]))
 
 
 def _answer(rows, data_dirs):
