@@ -37,6 +37,7 @@ from jobs.export import (
     parse_option_items,
     run_in_session,
 )
+from kafkaseg.storage.fs import redact
 
 STAGING_DIR = "_kafkaseg_staging"  # inside the table: change sets of incremental runs, removed after each merge
 
@@ -218,7 +219,7 @@ def prepare(args: argparse.Namespace, now_ms: int | None = None):
     config = load_config(args)
     plan = prepare_run(paths, args.output, config, args.options, args.mode, now_ms)
     if not plan.increment.ranges:
-        raise UsageError(f"no topic-partition selected in {', '.join(paths)}")
+        raise UsageError(f"no topic-partition selected in {', '.join(map(redact, paths))}")
     return paths, plan
 
 

@@ -681,9 +681,11 @@ def plan_audit(data_dirs: Sequence[str], config_file: ConfigFile | None = None, 
 
         hints = [t + (f" (did you mean {close[0]}?)" if (close := difflib.get_close_matches(t, on_disk, n=1)) else "")
                  for t in absent]
-        raise InvalidOptionError(f"no partition of topic {', '.join(hints)} under {', '.join(data_dirs)}")
+        where = ", ".join(map(_fs.redact, data_dirs))
+        raise InvalidOptionError(f"no partition of topic {', '.join(hints)} under {where}")
     if pattern is not None and not topics and not any(pattern.fullmatch(t) for t in on_disk):
-        raise InvalidOptionError(f"topic pattern {topic_pattern!r} matches no topic under {', '.join(data_dirs)} "
+        where = ", ".join(map(_fs.redact, data_dirs))
+        raise InvalidOptionError(f"topic pattern {topic_pattern!r} matches no topic under {where} "
                                  "(it must match whole names: 'logs-.*', not 'logs')")
     chosen, strays = [], []
     for p in found:

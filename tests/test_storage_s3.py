@@ -312,6 +312,13 @@ def test_credentials_in_a_uri_stay_out_of_plan_reports_and_cli_output(s3, capsys
     assert cli_main(["locate", "--data-dir", uri, "--topic", "orders", "--partition", "7", "--offset", "1"]) == 1
     printed = capsys.readouterr()
     assert "Dumping s3://testing:***@" in printed.out and "testing:testing" not in printed.out + printed.err
+    # messages naming the data dirs when a topic is not there (found in review: they printed the secret)
+    for argv in (["consume", "--data-dir", uri, "--topic", "nope", "--from-beginning"],
+                 ["consume", "--data-dir", uri, "--include", "nope.*", "--from-beginning"],
+                 ["retention", uri, "--topic", "nope"], ["retention", uri, "--topic-pattern", "nope.*"]):
+        cli_main(argv)
+        printed = capsys.readouterr()
+        assert "testing:***@" in printed.err and "testing:testing" not in printed.out + printed.err, argv
 
 
 def _lookup_job():

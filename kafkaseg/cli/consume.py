@@ -50,6 +50,7 @@ from typing import BinaryIO, Callable
 
 from kafkaseg.errors import CorruptDataError, DeserializationError, InvalidOptionError, KafkaSegError
 from kafkaseg.schema import COLUMN_NAMES
+from kafkaseg.storage.fs import redact
 
 __all__ = ["run", "Formatter", "parse_properties", "java_float_text", "DEFAULT_FORMATTERS"]
 
@@ -622,7 +623,7 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
                                      "has none to start from; use earliest or latest)")
         if not position:
             what = args.topic if args.topic is not None else f"a topic matching {args.include!r}"
-            print(f"kafkaseg consume: no partition of {what} under {', '.join(args.data_dir)}"
+            print(f"kafkaseg consume: no partition of {what} under {', '.join(map(redact, args.data_dir))}"
                   + (" yet: waiting (--follow)" if args.follow else ""), file=err)
         elif args.offset is not None and args.offset.isdigit():
             position = _reset_out_of_range(planner, position, args, reset, err)
