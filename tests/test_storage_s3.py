@@ -275,6 +275,17 @@ def test_missing_bucket_key_and_file_are_layout_errors_naming_the_path(s3):
     assert not _writes(s3.take())
 
 
+def test_the_same_bucket_and_key_from_two_endpoints_is_refused_not_merged(s3):
+    """Discovery names a partition by its bucket/key: a second store holding the same path (two sites' backups
+    at one bucket and prefix) silently replaced the first (found in review)."""
+    other = s3.uri().replace("127.0.0.1", "localhost")
+    assert other != s3.uri()
+    with pytest.raises(LayoutError, match="also found in another store"):
+        kafkaseg.read_arrow([s3.uri(), other], subscribe="orders")
+    assert kafkaseg.read_arrow([s3.uri(), s3.uri()], subscribe="orders").num_rows == \
+        kafkaseg.read_arrow(s3.uri(), subscribe="orders").num_rows
+
+
 def test_bad_credentials_are_a_layout_error(s3):
     """With moto checking signatures (IAM simulation on), the dummy keys are refused: a LayoutError naming the
     path and S3's answer, not a raw pyarrow OSError."""

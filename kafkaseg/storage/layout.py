@@ -524,6 +524,16 @@ def _looks_like_partition_dir(entries: Sequence[_fs.FileEntry]) -> bool:
         names & {ckpt.LEADER_EPOCH_CHECKPOINT, ckpt.PARTITION_METADATA})
 
 
+def _check_one_store(found: dict, path: str, filesystem, given) -> None:
+    """Paths name a partition within its store (an object store's ``bucket/key``, without the endpoint): the same
+    path found again in another store (two backups at one bucket and prefix on two endpoints) is refused, as one
+    would otherwise silently replace the other."""
+    existing = found.get(path)
+    if existing is not None and not existing.filesystem.equals(filesystem):
+        raise LayoutError(f"{_fs.redact(given)}: {path} is also found in another store given (another endpoint or "
+                          "filesystem holding the same bucket and key): read them in separate calls")
+
+
 def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
              skipped: list[tuple[str, str]] | None = None) -> list[PartitionDir]:
     """Every partition replica under ``paths``: log dirs, topic-partition dirs, single ``.log`` files, or globs
@@ -578,6 +588,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
             name = _fs.basename(path)
             parsed = parse_topic_partition(name)
             if parsed is not None and _looks_like_partition_dir(listing):
+                _check_one_store(found, path, filesystem, given)
                 found[path] = read_partition_dir(path, filesystem, topic=parsed[0], partition=parsed[1],
                                                  entries=listing)
                 continue
@@ -590,6 +601,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                                   f"<topic>-<partition> folders) nor a topic-partition dir")
             log_dir = read_log_dir(path, filesystem)
             for pd in log_dir.partitions:
+                _check_one_store(found, pd.path, filesystem, given)
                 found[pd.path] = pd
             if skipped is not None:
                 skipped.extend((_fs.join(path, name), reason) for name, reason in log_dir.skipped
