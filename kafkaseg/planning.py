@@ -1464,17 +1464,22 @@ class Listing(NamedTuple):
 
     partitions: tuple[PartitionDir, ...]
     skipped: tuple[tuple[str, str], ...]
+    unselected: tuple[tuple[str, int, str], ...] = ()  # (topic, partition, path) not read: the options leave them out
 
 
 def list_partitions(paths: str | Sequence[str] | None, options: ReadOptions) -> Listing:
     """Discover ``paths`` (default ``options.paths``) once, for :func:`select_partitions` and :func:`plan_scan`
-    to share (a stream's micro-batch checks which partitions are gone and plans from the same listing)."""
+    to share (a stream's micro-batch checks which partitions are gone and plans from the same listing). Partition
+    folders of a log dir that the topic options leave out are only named, not read (on an object store, a listing
+    and two reads each)."""
     if paths is None or (not isinstance(paths, (str, os.PathLike)) and not paths):
         paths = list(options.paths)
     if not paths:
         raise LayoutError("nothing to read: no path given")
     skipped: list[tuple[str, str]] = []
-    return Listing(tuple(discover(paths, skipped=skipped)), tuple(skipped))
+    unselected: list[tuple[str, int, str]] = []
+    found = discover(paths, skipped=skipped, select=options.selects, unselected=unselected)
+    return Listing(tuple(found), tuple(skipped), tuple(unselected))
 
 
 def select_partitions(paths: str | Sequence[str] | None, options: ReadOptions,
@@ -1501,14 +1506,17 @@ def _select_partitions(listing: Listing, options: ReadOptions, predicates: Predi
             report.notes.append(f"{path} is not read: the destination of a replica move between log dirs in "
                                 f"progress (its current copy is in another log dir of the same broker)")
     selected: list[PartitionDir] = []
+    pruned = "not selected by assign/subscribe/subscribePattern"
+    for topic, partition, _ in listing.unselected:
+        report.partitions_pruned.append((topic, partition, pruned))
     for pdir in found:
         if not options.selects(pdir.topic, pdir.partition):
-            report.partitions_pruned.append((pdir.topic, pdir.partition, "not selected by assign/subscribe/"
-                                             "subscribePattern"))
+            report.partitions_pruned.append((pdir.topic, pdir.partition, pruned))
             continue
         selected.append(pdir)
     if check_listed:
-        _check_listed_partitions(options, selected, {pdir.topic for pdir in found} if check_subscribed else None)
+        topics = {pdir.topic for pdir in found} | {topic for topic, _, _ in listing.unselected}
+        _check_listed_partitions(options, selected, topics if check_subscribed else None)
     chosen: list[PartitionDir] = []
     for pdir in selected:
         if predicates is not None and not predicates.selects(pdir.topic, pdir.partition):

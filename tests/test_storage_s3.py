@@ -21,7 +21,7 @@ import pytest
 
 import kafkaseg
 from kafkaseg.cli.main import main as cli_main
-from kafkaseg.errors import KafkaSegError, LayoutError
+from kafkaseg.errors import InvalidOptionError, KafkaSegError, LayoutError
 from kafkaseg.testing import TopicSpec, write_data_dir
 
 moto_server = pytest.importorskip("moto.server", reason="moto[server] is not installed (pip install 'moto[server]', "
@@ -375,6 +375,23 @@ def _per_object(requests: list[Request], method: str) -> dict[str, int]:
         if r.kind == method:
             counts[r.key] = counts.get(r.key, 0) + 1
     return counts
+
+
+def test_a_topic_selection_reads_only_the_selected_partition_folders(s3):
+    """subscribe/assign name the folders to read from the log dir's one listing: the others cost nothing more
+    (found in review: every folder was listed and its side files read, thousands of requests for one partition)."""
+    s3.take()
+    table = kafkaseg.read_arrow(s3.uri(), assign='{"legacy":[0]}')
+    requests = s3.take()
+    assert table.num_rows == kafkaseg.read_arrow(s3.local, assign='{"legacy":[0]}').num_rows > 0
+    others = {r.key for r in requests if any(f"/{topic}-" in r.key + "/" or r.query.find(f"{topic}-") >= 0
+                                               for topic in ("orders", "payments", "clicks"))}
+    assert not others, sorted(others)[:5]
+    scan = kafkaseg.open_scan(s3.uri(), subscribe="legacy")
+    pruned = {(t, p) for t, p, _ in scan.plan.report.partitions_pruned}
+    assert {t for t, _ in pruned} == {"orders", "payments", "clicks"}  # still reported, by name
+    with pytest.raises(InvalidOptionError, match="did you mean 'orders'"):
+        kafkaseg.read_arrow(s3.uri(), subscribe="order")
 
 
 @pytest.mark.parametrize("options", [{}, {"kafka.isolation.level": "read_committed"},

@@ -32,7 +32,7 @@ import fnmatch
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import pyarrow.fs as pafs
 
@@ -175,6 +175,8 @@ class LogDir:
     skipped: tuple[tuple[str, str], ...] = ()
     filesystem: Any = field(default=None, compare=False, repr=False)
     unreadable_checkpoints: tuple[tuple[str, str], ...] = ()  # (file name, why): corrupt or unreadable
+    # (topic, partition, path) of partition folders a ``select`` left unread (their names only)
+    unselected: tuple[tuple[str, int, str], ...] = ()
 
 
 def parse_topic_partition(name: str) -> tuple[str, int] | None:
@@ -379,14 +381,18 @@ def _read_log_dir_metadata(path: str, filesystem, entries: Sequence[_fs.FileEntr
                   unreadable_checkpoints=tuple(unreadable), **values)
 
 
-def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None) -> LogDir:
+def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None,
+                 select: Callable[[str, int], bool] | None = None) -> LogDir:
     """A log dir with its partitions (sorted by topic, partition). Child folders that are not live partitions
-    are listed in ``skipped`` as ``(name, reason)``; corrupt checkpoint files are noted, not raised."""
+    are listed in ``skipped`` as ``(name, reason)``; corrupt checkpoint files are noted, not raised. ``select``
+    (topic, partition) chooses the partition folders to read: the others are only named (``unselected``), which
+    on an object store saves a listing and two reads per folder."""
     if filesystem is None:
         filesystem, path = _fs.open_filesystem(path)
     entries = _fs.list_dir(path, filesystem)
     base = _read_log_dir_metadata(path, filesystem, entries) or LogDir(path, None, (), filesystem=filesystem)
     folders = []
+    unselected: list[tuple[str, int, str]] = []
     skipped = [("(log dir)", note) for note in base.skipped]
     for entry in entries:
         if not entry.is_dir:
@@ -398,6 +404,9 @@ def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None) -> LogDir
         if parsed is None:
             skipped.append((entry.name, "not a <topic>-<partition> folder"))
             continue
+        if select is not None and not select(*parsed):
+            unselected.append((parsed[0], parsed[1], entry.path))
+            continue
         folders.append((entry.path, parsed))
 
     def read(folder):
@@ -408,7 +417,7 @@ def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None) -> LogDir
     return LogDir(path=path, meta=base.meta, partitions=tuple(partitions), high_watermarks=base.high_watermarks,
                   recovery_points=base.recovery_points, log_start_offsets=base.log_start_offsets,
                   cleaner_offsets=base.cleaner_offsets, skipped=tuple(skipped), filesystem=filesystem,
-                  unreadable_checkpoints=base.unreadable_checkpoints)
+                  unreadable_checkpoints=base.unreadable_checkpoints, unselected=tuple(unselected))
 
 
 def _single_log_file(path: str, entry: _fs.FileEntry, filesystem) -> PartitionDir:
@@ -535,12 +544,15 @@ def _check_one_store(found: dict, path: str, filesystem, given) -> None:
 
 
 def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
-             skipped: list[tuple[str, str]] | None = None) -> list[PartitionDir]:
+             skipped: list[tuple[str, str]] | None = None, *, select: Callable[[str, int], bool] | None = None,
+             unselected: list[tuple[str, int, str]] | None = None) -> list[PartitionDir]:
     """Every partition replica under ``paths``: log dirs, topic-partition dirs, single ``.log`` files, or globs
     of those (local or any pyarrow filesystem URI). The same topic-partition under several log dirs (several
     brokers' copies) is returned once per copy: see :func:`choose_replicas`. Sorted by (topic, partition, path).
     ``skipped``, when given, gets ``(path, reason)`` for every folder of a log dir that is not read (``-delete``,
-    ``-future``, ``-stray``, names that are not ``<topic>-<partition>``).
+    ``-future``, ``-stray``, names that are not ``<topic>-<partition>``). ``select`` (topic, partition) chooses
+    which partition folders of a log dir are read (:func:`read_log_dir`); ``unselected``, when given, gets
+    ``(topic, partition, path)`` for the others. Partition dirs and files given as paths are always read.
 
     Raises :class:`LayoutError` for a path that does not exist, a glob that matches nothing, or a folder that is
     neither a log dir nor a topic-partition dir.
@@ -599,7 +611,9 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                     continue
                 raise LayoutError(f"{path}: neither a Kafka log dir (no meta.properties, checkpoints or "
                                   f"<topic>-<partition> folders) nor a topic-partition dir")
-            log_dir = read_log_dir(path, filesystem)
+            log_dir = read_log_dir(path, filesystem, select)
+            if unselected is not None:
+                unselected.extend(log_dir.unselected)
             for pd in log_dir.partitions:
                 _check_one_store(found, pd.path, filesystem, given)
                 found[pd.path] = pd
