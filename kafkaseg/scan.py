@@ -400,9 +400,10 @@ class _SliceDecoder:
                 need = min(max(want, len(chunk)), end - pos)
                 if need > len(chunk):
                     chunk = bytearray(need)
+                read_to = buf_pos + filled  # the bytes before it were counted (read again: a batch the buffer cut)
                 filled = source.read_into(pos, memoryview(chunk)[:need])
                 buf_pos, offset_in_buf = pos, 0
-                self.metrics.bytes_read += filled  # one reader thread per slice
+                self.metrics.bytes_read += max(0, pos + filled - max(pos, read_to))  # one reader thread per slice
                 if filled < want or not filled:
                     self.shrunk(pos, end)  # a short read: the file is now shorter than planned
                     break
