@@ -227,8 +227,10 @@ def _cmd_describe(args) -> int:
 def _partitions_for(data_dirs: list[str], topic: re.Pattern, wanted: set[int] | None):
     from kafkaseg.storage.layout import choose_replicas, discover
 
-    found = [p for p in discover(data_dirs) if topic.fullmatch(p.topic) is not None]
-    found = [p for p in found if wanted is None or p.partition in wanted]
+    def chosen(name: str, partition: int) -> bool:  # decided from folder names: the others are never read
+        return topic.fullmatch(name) is not None and (wanted is None or partition in wanted)
+
+    found = [p for p in discover(data_dirs, select=chosen) if chosen(p.topic, p.partition)]
     return [c.chosen for c in choose_replicas(found)]
 
 
@@ -249,17 +251,18 @@ def _offsets_partitions(args):
         wanted = args.partitions  # None or empty: every partition (GetOffsetShell's empty set)
         rules = [(topic, wanted.__contains__ if wanted else (lambda p: True))]
 
-    def allowed(pdir) -> bool:
-        if args.exclude_internal_topics and pdir.topic in _INTERNAL_TOPICS:
+    def allowed(name: str, partition: int) -> bool:  # decided from folder names: the others are never read
+        if args.exclude_internal_topics and name in _INTERNAL_TOPICS:
             return False
         for topic, partition_allowed in rules:
-            if pdir.topic == "__cluster_metadata" and topic.pattern != "__cluster_metadata":
+            if name == "__cluster_metadata" and topic.pattern != "__cluster_metadata":
                 continue
-            if topic.fullmatch(pdir.topic) is not None and partition_allowed(pdir.partition):
+            if topic.fullmatch(name) is not None and partition_allowed(partition):
                 return True
         return False
 
-    return [c.chosen for c in choose_replicas([p for p in discover(args.data_dir) if allowed(p)])]
+    found = discover(args.data_dir, select=allowed)
+    return [c.chosen for c in choose_replicas([p for p in found if allowed(p.topic, p.partition)])]
 
 
 # -- argument types: a bad value is a one-line usage error (exit 2), never a traceback ---------------------------
