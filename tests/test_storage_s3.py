@@ -394,7 +394,8 @@ def test_a_topic_selection_reads_only_the_selected_partition_folders(s3):
         kafkaseg.read_arrow(s3.uri(), subscribe="order")
     # the CLI's topic and partition filters too
     for argv in (["offsets", "--data-dir", s3.uri(), "--topic", "legacy"],
-                 ["locate", "--data-dir", s3.uri(), "--topic", "legacy", "--partition", "0", "--offset", "3"]):
+                 ["locate", "--data-dir", s3.uri(), "--topic", "legacy", "--partition", "0", "--offset", "3"],
+                 ["describe", s3.uri(), "--topic", "legacy"]):
         s3.take()
         assert cli_main(argv) == 0, argv
         touched = {r.key for r in s3.take() if any(f"/{topic}-" in r.key + "/" or f"{topic}-" in r.query

@@ -181,10 +181,9 @@ def _cmd_describe(args) -> int:
     from kafkaseg.cli.describe import describe_paths
 
     found: list[tuple[str, str]] = []
-    descriptions = describe_paths(args.paths, full=args.full, skipped=found)
+    descriptions = describe_paths(args.paths, full=args.full, skipped=found, topic=args.topic or None)
     skipped = skipped_folders(found)
     if args.topic:
-        descriptions = [d for d in descriptions if d.topic == args.topic]
         skipped = [f for f in skipped if f.topic == args.topic]
     if args.json:
         print(json.dumps({"partitions": [d.as_dict() for d in descriptions],
