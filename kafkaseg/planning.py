@@ -1507,13 +1507,13 @@ def _select_partitions(listing: Listing, options: ReadOptions, predicates: Predi
                                 f"progress (its current copy is in another log dir of the same broker)")
     selected: list[PartitionDir] = []
     pruned = "not selected by assign/subscribe/subscribePattern"
-    for topic, partition, _ in listing.unselected:
-        report.partitions_pruned.append((topic, partition, pruned))
+    left_out = list(listing.unselected)  # (topic, partition, path): folders discovery only named
     for pdir in found:
         if not options.selects(pdir.topic, pdir.partition):
-            report.partitions_pruned.append((pdir.topic, pdir.partition, pruned))
+            left_out.append((pdir.topic, pdir.partition, pdir.path))
             continue
         selected.append(pdir)
+    report.partitions_pruned.extend((topic, partition, pruned) for topic, partition, _ in sorted(left_out))
     if check_listed:
         topics = {pdir.topic for pdir in found} | {topic for topic, _, _ in listing.unselected}
         _check_listed_partitions(options, selected, topics if check_subscribed else None)

@@ -468,3 +468,16 @@ def test_a_corrupt_swap_file_is_its_partitions_problem_not_the_log_dirs(tmp_path
     assert scan.to_table().num_rows > 0 and scan.metrics.decode.corrupt_batches == 1
     assert any("corrupt framing" in note for p in scan.plan.report.partitions for note in p.notes) or \
         any("corrupt framing" in note for note in scan.plan.report.notes)
+
+
+def test_partitions_left_out_by_the_topic_options_are_reported_once_each_in_order(tmp_path):
+    """Discovery only names the folders a read's topic options leave out; a log dir given twice (or as a glob and
+    a path) named them twice, and the report listed them in listing order (found in review)."""
+    import kafkaseg
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path, [TopicSpec("orders", partitions=2, records_per_partition=10),
+                              TopicSpec("pay", partitions=12, records_per_partition=5)])
+    for paths in ([str(tmp_path)], [str(tmp_path), str(tmp_path)], [str(tmp_path / "pay-*"), str(tmp_path)]):
+        pruned = kafkaseg.open_scan(paths, subscribe="orders").plan.report.partitions_pruned
+        assert [(t, p) for t, p, _ in pruned] == [("pay", n) for n in range(12)], paths

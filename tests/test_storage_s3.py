@@ -282,6 +282,13 @@ def test_the_same_bucket_and_key_from_two_endpoints_is_refused_not_merged(s3):
     assert other != s3.uri()
     with pytest.raises(LayoutError, match="also found in another store"):
         kafkaseg.read_arrow([s3.uri(), other], subscribe="orders")
+    segment = "orders-0/00000000000000000000.log"
+    with pytest.raises(LayoutError, match="also found in another store"):  # .log files too (found in review)
+        kafkaseg.read_arrow([s3.uri(segment), s3.uri(segment).replace("127.0.0.1", "localhost")])
+    # one endpoint with other options (timeouts) is the same store (found in review: it was refused)
+    timed = s3.uri().replace("?", "?request_timeout=30&")
+    assert kafkaseg.read_arrow([s3.uri(), timed], subscribe="orders").num_rows == \
+        kafkaseg.read_arrow(s3.uri(), subscribe="orders").num_rows
     assert kafkaseg.read_arrow([s3.uri(), s3.uri()], subscribe="orders").num_rows == \
         kafkaseg.read_arrow(s3.uri(), subscribe="orders").num_rows
 

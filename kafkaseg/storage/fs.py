@@ -230,6 +230,18 @@ def _s3_from_uri(uri: str) -> pafs.FileSystem:
 copyreg.pickle(pafs.S3FileSystem, _reduce_s3)  # pickle (and cloudpickle) consult this before __reduce__
 
 
+def same_store(first: pafs.FileSystem, second: pafs.FileSystem) -> bool:
+    """Whether two filesystems reach the same store, so the same path names the same object in both: the same kind,
+    and for S3 the same endpoint, scheme and region (timeouts, retries and credentials may differ)."""
+    if type(first) is not type(second):
+        return False
+    if isinstance(first, pafs.S3FileSystem):
+        keys = ("endpoint_override", "scheme", "region")
+        a, b = first.__reduce__()[1][0], second.__reduce__()[1][0]
+        return all(a.get(k) == b.get(k) for k in keys)
+    return first.equals(second)
+
+
 def canonical_scheme(scheme: str) -> str:
     """A URI scheme as pyarrow names its store: Hadoop's ``s3a``/``s3n`` (what Spark jobs write) as ``s3``, any
     other as it is."""

@@ -538,7 +538,7 @@ def _check_one_store(found: dict, path: str, filesystem, given) -> None:
     path found again in another store (two backups at one bucket and prefix on two endpoints) is refused, as one
     would otherwise silently replace the other."""
     existing = found.get(path)
-    if existing is not None and not existing.filesystem.equals(filesystem):
+    if existing is not None and not _fs.same_store(existing.filesystem, filesystem):
         raise LayoutError(f"{_fs.redact(given)}: {path} is also found in another store given (another endpoint or "
                           "filesystem holding the same bucket and key): read them in separate calls")
 
@@ -560,6 +560,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     found: dict[str, PartitionDir] = {}
+    left_out: dict[str, tuple[str, int, str]] = {}  # by path: a folder reached twice (a dir given twice) once
     for given in paths:
         filesystem, resolved, globbed = _expand(os.fspath(given) if isinstance(given, os.PathLike) else str(given))
         hint = "; several paths are given as a list, not one comma-separated string" if "," in str(given) else ""
@@ -575,6 +576,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                         continue  # a glob may also match side files; only .log files count
                     raise LayoutError(f"{path}: not a .log segment file, topic-partition dir or log dir")
                 pd = _single_log_file(path, entry, filesystem)
+                _check_one_store(found, pd.path, filesystem, given)
                 key = pd.segments[0].log_path
                 if pd.path in found:  # already have this partition: add the segment
                     existing = found[pd.path]
@@ -612,14 +614,15 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                 raise LayoutError(f"{path}: neither a Kafka log dir (no meta.properties, checkpoints or "
                                   f"<topic>-<partition> folders) nor a topic-partition dir")
             log_dir = read_log_dir(path, filesystem, select)
-            if unselected is not None:
-                unselected.extend(log_dir.unselected)
+            left_out.update((entry[2], entry) for entry in log_dir.unselected)
             for pd in log_dir.partitions:
                 _check_one_store(found, pd.path, filesystem, given)
                 found[pd.path] = pd
             if skipped is not None:
                 skipped.extend((_fs.join(path, name), reason) for name, reason in log_dir.skipped
                                if name != "(log dir)")
+    if unselected is not None:
+        unselected.extend(sorted((entry for path, entry in left_out.items() if path not in found)))
     return sorted(found.values(), key=lambda p: (p.topic, p.partition, p.path))
 
 
