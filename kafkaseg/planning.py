@@ -55,7 +55,7 @@ from kafkaseg import decode as _decode
 from kafkaseg.decode.api import DecodeRequest
 from kafkaseg.errors import (CorruptBatchError, CorruptCheckpointError, CorruptDataError, CrcMismatchError,
                              DataLossError, InvalidOptionError, KafkaSegError, LayoutError)
-from kafkaseg.lookup import PartitionLookup
+from kafkaseg.lookup import ENTRY_CRC_MAX_BYTES, PartitionLookup
 from kafkaseg.options import EARLIEST, LATEST, ReadOptions
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
@@ -411,9 +411,6 @@ def _halved(unit: tuple[SegmentSlice, ...], open_cost: int) -> tuple[tuple[Segme
 
 #: A segment's largest timestamp when a lenient read cannot walk its tail: prunes nothing.
 NO_TIMESTAMP_BOUND = 2**63 - 1
-#: Index entries are checked with the batch's CRC up to this size; a larger v2 batch by its header's structure
-#: (a 1 GiB segment cut every megabyte would otherwise read half the log while planning).
-ENTRY_CRC_MAX_BYTES = 64 << 10
 
 
 def _unwalkable(seg, reason: str, err: KafkaSegError) -> tuple[OffsetIndex, TimeIndex]:

@@ -38,7 +38,7 @@ from kafkaseg.storage._index_file import broker_sanity_check
 from kafkaseg.storage.segment import SegmentReader, data_after_zeros
 from kafkaseg.storage.time_index import TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex
-from kafkaseg.wire.batch import LOG_OVERHEAD, TIMESTAMP_TYPE_NAMES, BatchHeader
+from kafkaseg.wire.batch import LOG_OVERHEAD, MIN_ENTRY_SIZE, TIMESTAMP_TYPE_NAMES, BatchHeader
 from kafkaseg.wire.crc import crc_is_valid
 from kafkaseg.wire.internal.cluster_metadata import decode_control_record, decode_metadata_record
 from kafkaseg.wire.internal.consumer_offsets import format_offsets_record
@@ -51,7 +51,6 @@ RECORD_INDENT = "|"
 INT_MAX = 2**31 - 1
 _KRAFT_SNAPSHOT = re.compile(r"^(\d+)-(\d+)\.checkpoint$")
 BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
-_MIN_RECORD_OVERHEAD = 14  # LegacyRecord.RECORD_OVERHEAD_V0: nextBatch's smallest size before it reads the magic
 
 
 @dataclass
@@ -416,7 +415,7 @@ def _batches_until_no_batch(walk, reader: SegmentReader, end: int):
         if exc.position != position or position + LOG_OVERHEAD > reader.size:
             raise
         (size,) = struct.unpack(">i", reader.read_at(position + 8, 4))
-        if size < _MIN_RECORD_OVERHEAD or position + LOG_OVERHEAD + size <= end:
+        if size < MIN_ENTRY_SIZE[0] or position + LOG_OVERHEAD + size <= end:
             raise
 
 
