@@ -482,7 +482,7 @@ def _check_consumer_properties(args) -> str | None:
     """ConsoleConsumerOptions.checkConsumerGroup (each place a group id can come from, before they are merged) and
     setAutoOffsetResetValue's conflict (on the merged properties), in their order."""
     from_file, from_options = _consumer_property_sources(args)
-    consumer = {**from_file, **from_options}  # consumer_properties(args), without reading the file again
+    consumer = consumer_properties(args)
     groups = list(dict.fromkeys(g for g in (args.group, from_file.get("group.id"), from_options.get("group.id"))
                                 if g is not None))
     if len(groups) > 1:
