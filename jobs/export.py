@@ -44,6 +44,9 @@ Summary = list  # of (topic, partition, records, first offset, last offset), sor
 # (the underscore: Spark, pyarrow and the export's own listing skip it as no data)
 ENDS_KEY = "kafkaseg.export.endingOffsets"
 ENDS_FILE = "_kafkaseg_export_ending_offsets.json"
+TOPICS_KEY = "kafkaseg.export.topics"  # the topic and cluster ids the runs read (a recreated topic is refused)
+TOPICS_FILE = "_kafkaseg_export_topics.json"
+APP_ID = "kafkaseg.export"  # the Delta app transaction id of every export commit: overlapping runs conflict
 NO_TIMESTAMP_MICROS = -1000  # Kafka's "no timestamp" (-1 ms), as Spark and kafkaseg show it
 MICROS_PER_DAY = 86_400_000_000
 
@@ -160,15 +163,21 @@ def pinned_options(options: dict, ranges: Ranges) -> dict:
 
 
 def resolve_ranges(paths: Sequence[str], options: dict) -> Ranges | None:
-    """Every selected partition's ``[start, end)`` under ``options``, resolved once on the driver by the Spark-free
-    planner (index files and checkpoints only; no record is read). None with ``replicas=all``, where one
-    topic-partition has several copies with different ranges and so cannot be pinned by one JSON."""
+    """Every selected partition's ``[start, end)`` under ``options`` (:func:`plan_ranges`)."""
+    return plan_ranges(paths, options)[0]
+
+
+def plan_ranges(paths: Sequence[str], options: dict):
+    """``(ranges, plan report)``: every selected partition's ``[start, end)`` under ``options``, resolved once on
+    the driver by the Spark-free planner (index files and checkpoints only; no record is read), and what planning
+    found (topic ids, data loss skipped with ``failOnDataLoss=false``). ``(None, None)`` with ``replicas=all``,
+    where one topic-partition has several copies with different ranges and so cannot be pinned by one JSON."""
     from kafkaseg.options import ReadOptions
     from kafkaseg.planning import plan_scan
 
     opts = ReadOptions.from_options(options)
     if opts.replicas == "all":
-        return None
+        return None, None
     report = plan_scan(list(paths), opts).report
     log_start = {(p.topic, p.partition): p.log_start_offset for p in report.partitions}
     ranges = {}
@@ -176,7 +185,45 @@ def resolve_ranges(paths: Sequence[str], options: dict) -> Ranges | None:
         if start is None or end is None:  # a partition without segments: nothing to read now
             start = end = log_start.get(key) or 0
         ranges[key] = (start, max(start, end))
-    return ranges
+    return ranges, report
+
+
+def found_topics(report) -> dict:
+    """``{topic: {"topicId": id, "clusterId": id}}`` of the partitions a plan read (ids the files do not give,
+    before Kafka 2.8 or without ``meta.properties``, are left out)."""
+    out: dict = {}
+    for p in report.partitions:
+        ids = {name: value for name, value in (("topicId", p.topic_id), ("clusterId", p.cluster_id)) if value}
+        out.setdefault(p.topic, {}).update(ids)
+    return {topic: ids for topic, ids in out.items() if ids}
+
+
+def check_incarnations(recorded: dict, report, output: str) -> None:
+    """Refuse to go on with a topic whose topic id (``partition.metadata``) or cluster id (``meta.properties``)
+    differs from the one the table's export runs recorded (``recorded``: :func:`found_topics`' form): a deleted and
+    recreated topic, or another cluster's of the same name. Its offsets start again at 0 and are unrelated to the
+    table's rows, so resuming at the recorded end would skip the new topic's first records and mix two topics in
+    one table (Spark's Kafka source fails a query the same way when a log goes back)."""
+    found = []
+    for p in report.partitions:
+        for what, key, value in (("topic id", "topicId", p.topic_id), ("cluster id", "clusterId", p.cluster_id)):
+            kept = recorded.get(p.topic, {}).get(key)
+            if kept and value and kept != value:
+                found.append(f"{p.name} has {what} {value}, the table's rows {kept}")
+    if found:
+        raise UsageError(
+            f"{output} holds another incarnation of these topics (a deleted and recreated topic, or another "
+            f"cluster's): {'; '.join(found)}. Their offsets are unrelated to the table's rows: export them to "
+            "another table, or replace this one with --mode overwrite")
+
+
+def next_topics(recorded: dict, report) -> dict:
+    """The topic and cluster ids a run records: ``recorded`` with the topics this run read updated (cumulative,
+    as :func:`next_ends`)."""
+    out = {topic: dict(ids) for topic, ids in recorded.items()}
+    for topic, ids in found_topics(report).items():
+        out.setdefault(topic, {}).update(ids)
+    return out
 
 
 def incremental_ranges(ranges: Ranges, existing: dict, recorded: dict | None = None) -> Ranges:
@@ -342,6 +389,21 @@ def table_exists(output: str, fmt: str) -> bool:
     return entry is not None and (fmt == "parquet" or entry.is_dir)
 
 
+def check_format(output: str, fmt: str) -> None:
+    """Refuse to write ``fmt`` into a table of the other format: Parquet files in a Delta table's folder are
+    outside its log (Delta readers never see them; Parquet readers of the folder see Delta's files too, removed
+    ones included), and a Delta log over a Parquet folder would leave its files unreferenced."""
+    from kafkaseg.storage.fs import join, redact, stat
+
+    delta_log = stat(join(output, "_delta_log"))
+    if fmt == "parquet" and delta_log is not None and delta_log.is_dir:
+        raise UsageError(f"--format parquet: {redact(output)} is a Delta table (it has a _delta_log); use "
+                         "--format delta, or another --output")
+    if fmt == "delta" and (delta_log is None or not delta_log.is_dir) and _parquet_files(output):
+        raise UsageError(f"--format delta: {redact(output)} holds Parquet files but no _delta_log (a Parquet "
+                         "table); use --format parquet, or another --output")
+
+
 def _parquet_files(output: str) -> list[str]:
     """The Parquet data files under ``output`` (Spark's ``_SUCCESS`` and hidden files are not data)."""
     import pyarrow.fs as pafs
@@ -418,42 +480,48 @@ def existing_offsets(output: str, fmt: str, dataset=None) -> dict:
 
 
 def recorded_ends(output: str, fmt: str) -> dict:
-    """``{(topic, partition): end}``: where the export runs that wrote the table at ``output`` read up to, as the
-    newest of them recorded it (:func:`next_ends`: cumulative). Empty for a table written by an older kafkaseg or
-    another writer (the caller then goes on from the table's max offset + 1), and when what was recorded cannot be
-    trusted for the rows the table now holds (said on stdout when it cannot be read):
+    """``{(topic, partition): end}``: where the export runs that wrote the table at ``output`` read up to
+    (:func:`recorded_state`)."""
+    return recorded_state(output, fmt)[0]
 
-    * Delta: the newest commit carrying :data:`ENDS_KEY`, walking back past commits without it that kept the
-      export's rows or only removed some (OPTIMIZE, VACUUM, a DELETE: the deleted rows are not exported again), and
-      through a RESTORE to version v from v (the rows are v's again). A commit that replaced the rows without
-      recording ends (another writer's overwrite, CREATE OR REPLACE, a RESTORE to a time) ends the walk: nothing.
-    * Parquet: the :data:`ENDS_FILE` beside the data (no commit log: it is written after Spark committed the
-      data, so a run killed in between leaves the older, lower ends, never ends past rows that are missing)."""
+
+def recorded_state(output: str, fmt: str, table=None) -> tuple[dict, dict]:
+    """``(ends, topics)``: where the export runs that wrote the table at ``output`` read up to, ``{(topic,
+    partition): end}``, and the topic and cluster ids they read, ``{topic: {"topicId": .., "clusterId": ..}}``, as
+    the newest of them recorded them (:func:`next_ends`, :func:`next_topics`: cumulative). Empty for a table
+    written by an older kafkaseg or another writer (the caller then goes on from the table's max offset + 1), and
+    when what was recorded cannot be trusted for the rows the table now holds (said on stdout when it cannot be
+    read). ``table``: the Delta table as the run read it (a ``DeltaTable`` at a version; the newest when None).
+
+    * Delta: the newest commit carrying :data:`ENDS_KEY` (and :data:`TOPICS_KEY`), walking back past commits
+      without it that kept the export's rows or only removed some (OPTIMIZE, VACUUM, a DELETE: the deleted rows are
+      not exported again), and through a RESTORE to version v from v (the rows are v's again). A commit that
+      replaced the rows without recording ends (another writer's overwrite, CREATE OR REPLACE, a RESTORE to a time)
+      ends the walk: nothing.
+    * Parquet: the :data:`ENDS_FILE` and :data:`TOPICS_FILE` beside the data (no commit log: they are written after
+      Spark committed the data, the ends first, so a run killed in between leaves the older, lower ends, never ends
+      past rows that are missing, and at worst older ids, which refuse the next run rather than skip records)."""
     from kafkaseg.storage.fs import join
 
     if fmt == "parquet":
-        from kafkaseg.storage.fs import open_filesystem
-
-        filesystem, path = open_filesystem(join(output, ENDS_FILE))
-        try:
-            with filesystem.open_input_stream(path) as handle:
-                text = handle.read().decode("utf-8", "replace")
-        except FileNotFoundError:
-            return {}
-        return _parsed_ends(text, join(output, ENDS_FILE))
+        ends_text, topics_text = _read_text(join(output, ENDS_FILE)), _read_text(join(output, TOPICS_FILE))
+        return (_parsed_ends(ends_text, join(output, ENDS_FILE)) if ends_text is not None else {},
+                _parsed_topics(topics_text, join(output, TOPICS_FILE)) if topics_text is not None else {})
 
     from deltalake import DeltaTable
 
     from kafkaseg.compacted_table import newest_commits
 
     restored_to = None  # a RESTORE to version v: the commits after v (up to the RESTORE) no longer hold rows
-    for commit in newest_commits(DeltaTable(output)):
+    for commit in newest_commits(DeltaTable(output) if table is None else table):
         version = commit.get("version")
         if restored_to is not None and version is not None and version > restored_to:
             continue
         text = commit.get(ENDS_KEY)
         if text is not None:
-            return _parsed_ends(text, f"{output} version {version}")
+            topics = commit.get(TOPICS_KEY)
+            return (_parsed_ends(text, f"{output} version {version}"),
+                    _parsed_topics(topics, f"{output} version {version}") if topics is not None else {})
         operation = str(commit.get("operation") or "")
         parameters = commit.get("operationParameters") or {}
         if operation == "RESTORE" and parameters.get("version") is not None:
@@ -461,8 +529,19 @@ def recorded_ends(output: str, fmt: str) -> dict:
             continue
         if (operation == "RESTORE" or parameters.get("mode") == "Overwrite" or "CREATE" in operation
                 or "REPLACE" in operation or "TRUNCATE" in operation):
-            return {}
-    return {}
+            return {}, {}
+    return {}, {}
+
+
+def _read_text(path: str) -> str | None:
+    from kafkaseg.storage.fs import open_filesystem
+
+    filesystem, inner = open_filesystem(path)
+    try:
+        with filesystem.open_input_stream(inner) as handle:
+            return handle.read().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return None
 
 
 def _parsed_ends(text: str, where: str) -> dict:
@@ -476,23 +555,50 @@ def _parsed_ends(text: str, where: str) -> dict:
         return {}
 
 
-def ends_commit_properties(ends: dict):
-    """deltalake ``CommitProperties`` recording ``ends`` in the commit's metadata (:data:`ENDS_KEY`)."""
-    from deltalake import CommitProperties
+def _parsed_topics(text: str, where: str) -> dict:
+    """The recorded ``{topic: {"topicId": .., "clusterId": ..}}``, or nothing (warned) when malformed."""
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+            raise ValueError(f"not a {{topic: {{topicId, clusterId}}}} object: {text[:80]!r}")
+        return {str(topic): {k: str(v) for k, v in ids.items() if k in ("topicId", "clusterId") and v}
+                for topic, ids in data.items()}
+    except ValueError as exc:
+        print(f"warning: {where}: the recorded topic ids are unreadable ({exc}); a recreated topic cannot be told "
+              "from the one exported before")
+        return {}
 
-    return CommitProperties(custom_metadata={ENDS_KEY: offsets_json(ends)})
+
+def ends_commit_properties(ends: dict, topics: dict | None = None, read_at_ms: int | None = None):
+    """deltalake ``CommitProperties`` recording ``ends`` (and ``topics``) in the commit's metadata
+    (:data:`ENDS_KEY`, :data:`TOPICS_KEY`), and, with ``read_at_ms``, the Delta app transaction :data:`APP_ID`
+    (its version: when the run read the table): delta-rs's conflict check then fails the commit of a run whose
+    table version another export run committed after (runs overlapping, which would both append the same
+    offsets)."""
+    from deltalake import CommitProperties, Transaction
+
+    metadata = {ENDS_KEY: offsets_json(ends)}
+    if topics:
+        metadata[TOPICS_KEY] = json.dumps(topics, sort_keys=True)
+    return CommitProperties(custom_metadata=metadata,
+                            app_transactions=None if read_at_ms is None else [Transaction(APP_ID, read_at_ms)])
 
 
-def write_ends_file(output: str, ends: dict) -> None:
-    """Record ``ends`` in a Parquet table's :data:`ENDS_FILE`, replacing it: written beside it then moved over it,
-    so a reader sees the old file or the new one (a local or HDFS rename; on object storage a copy)."""
+def write_ends_file(output: str, ends: dict, topics: dict | None = None) -> None:
+    """Record ``ends`` in a Parquet table's :data:`ENDS_FILE`, then ``topics`` in its :data:`TOPICS_FILE`,
+    replacing them: each written beside it then moved over it, so a reader sees the old file or the new one (a
+    local or HDFS rename; on object storage a copy)."""
     from kafkaseg.storage.fs import join, open_filesystem
 
-    filesystem, path = open_filesystem(join(output, ENDS_FILE))
-    partial = f"{path}.{os.getpid()}.tmp"  # a hidden name too: no reader takes it for data
-    with filesystem.open_output_stream(partial) as handle:
-        handle.write(offsets_json(ends).encode())
-    filesystem.move(partial, path)
+    for name, text in ((ENDS_FILE, offsets_json(ends)),
+                       (TOPICS_FILE, None if topics is None else json.dumps(topics, sort_keys=True))):
+        if text is None:
+            continue
+        filesystem, path = open_filesystem(join(output, name))
+        partial = f"{path}.{os.getpid()}.tmp"  # a hidden name too: no reader takes it for data
+        with filesystem.open_output_stream(partial) as handle:
+            handle.write(text.encode())
+        filesystem.move(partial, path)
 
 
 def check_partitioning(table_keys: Sequence[str], export_keys: Sequence[str], output: str, mode: str) -> None:
@@ -620,17 +726,22 @@ def print_summary(summary, out=None) -> None:
 
 
 def load(df, args: argparse.Namespace, source_schema: pa.Schema,
-         check: Callable[[Summary], None] | None = None, ends: dict | None = None) -> tuple[dict, Summary]:
+         check: Callable[[Summary], None] | None = None, prepared: dict | None = None) -> tuple[dict, Summary]:
     """Write the exported rows from the executors: Parquet with Spark's writer, Delta with Spark's Parquet writer
     and one delta-rs commit (:mod:`kafkaseg.spark.tables`). Returns what was committed and the summary of the
     files written (:func:`summarize_files`: from their footers, no second read of the data). ``check(summary)``
     runs before the Delta commit (after a Parquet write, which Spark commits itself); what it raises stops the
-    job, for Delta with nothing committed. ``ends`` (:func:`next_ends`) are recorded with the write: in the Delta
-    commit's metadata, which is then made even when no record was read (an incremental run that read only a
-    transaction's marker must still record that it read past it), or in a Parquet table's :data:`ENDS_FILE`, after
-    the data."""
+    job, for Delta with nothing committed. ``prepared`` (:func:`prepare`'s) gives what is recorded with the write,
+    the ends (:func:`next_ends`) and topic ids (:func:`next_topics`): in the Delta commit's metadata, which is then
+    made even when no record was read (an incremental run that read only a transaction's marker must still record
+    that it read past it), or in a Parquet table's :data:`ENDS_FILE` and :data:`TOPICS_FILE`, after the data. A
+    Delta append is committed on the table version ``prepare`` read, so another export run's commit since then
+    fails it (:class:`~kafkaseg.errors.ConcurrentWriteError`, nothing committed); a Parquet folder has no commit
+    log, so another run's recorded ends appearing meanwhile are only warned about."""
     from kafkaseg.spark.tables import write_delta, write_parquet
 
+    prepared = prepared or {}
+    ends, topics = prepared.get("ends"), prepared.get("topics")
     mode = "append" if args.mode == "incremental" else args.mode
     if args.format == "parquet":
         # the files there before are not this run's, whatever the mode: an append keeps them, and so does an
@@ -646,7 +757,13 @@ def load(df, args: argparse.Namespace, source_schema: pa.Schema,
         if check is not None:
             check(summary)
         if ends is not None:
-            write_ends_file(args.output, ends)
+            now = recorded_ends(args.output, "parquet") if mode == "append" else {}
+            if mode == "append" and now != prepared.get("recorded", {}):
+                print(f"warning: another export run recorded its ends in {args.output} while this one ran: runs of "
+                      "one Parquet table must not overlap (it has no commit log to refuse one), and offsets both "
+                      "read are now in it twice")
+                ends = {key: max(ends.get(key, 0), now.get(key, 0)) for key in {*ends, *now}}
+            write_ends_file(args.output, ends, topics)
         return {}, summary
     found: list[Summary] = []
 
@@ -655,9 +772,10 @@ def load(df, args: argparse.Namespace, source_schema: pa.Schema,
         if check is not None:
             check(found[0])
 
+    properties = None if ends is None else ends_commit_properties(ends, topics, prepared.get("read_at_ms"))
     committed = write_delta(df, args.output, mode, args.partition_by, export_schema(source_schema),
-                            before_commit=before_commit,
-                            commit_properties=None if ends is None else ends_commit_properties(ends))
+                            before_commit=before_commit, commit_properties=properties,
+                            read_version=prepared.get("table_version") if mode == "append" else None)
     return committed, found[0]
 
 
@@ -755,46 +873,64 @@ def run_in_session(app_name: str, work) -> None:
 
 def prepare(args: argparse.Namespace) -> dict:
     """Everything the job decides before Spark starts (no JVM): the sample data dir, the output's location, the
-    existing table (mode error refuses it here, before anything is read; append/incremental check its columns and
-    offsets) and the pinned read options. Raises :class:`UsageError`, ``FileExistsError`` or a ``KafkaSegError``."""
+    existing table (mode error refuses it here, before anything is read; append/incremental check its columns,
+    offsets and topic incarnations) and the pinned read options. Prints the data loss a read with
+    ``failOnDataLoss=false`` steps over. Raises :class:`UsageError`, ``FileExistsError`` or a ``KafkaSegError``."""
     manifest = None
     paths = args.data_dir
     if args.sample:
         paths, manifest = generate_sample(args.work_dir)
     check_output_location(args.output, paths)
+    check_format(args.output, args.format)
     existing = None
     recorded: dict = {}  # where the table's export runs read up to (append and incremental keep it)
+    topics: dict = {}  # the topic and cluster ids they read
+    table_version = read_at_ms = None  # the Delta table version this run read (its append commits on it)
     exists = table_exists(args.output, args.format)
     files = _parquet_files(args.output) if exists and args.format == "parquet" else None  # listed once
     if files == []:
         exists = False  # a folder without data files (an earlier run that wrote nothing): no rows to keep,
         if args.mode in ("append", "incremental"):  # but the ends that run recorded still stand
-            recorded = recorded_ends(args.output, args.format)
+            recorded, topics = recorded_state(args.output, args.format)
     if exists:
         if args.mode == "error":
             raise FileExistsError(f"{args.output} already exists (use --mode overwrite, append or incremental)")
         if args.mode in ("append", "incremental"):
-            dataset = _existing_dataset(args.output, args.format, files)
+            table = None
+            if args.format == "delta":
+                from deltalake import DeltaTable
+
+                # read first: what is read below is of this version or a later one, so a commit since is seen
+                read_at_ms = int(time.time() * 1000)
+                table = DeltaTable(args.output)
+                table_version = table.version()
+            dataset = (table.to_pyarrow_dataset() if table is not None
+                       else _existing_dataset(args.output, args.format, files))
             check_columns(existing_columns(args.output, args.format, dataset),
                           export_schema(_arrow_schema(args.options)).names, args.output, args.mode)
             check_partitioning(existing_partitioning(args.output, args.format, files), args.partition_by,
                                args.output, args.mode)
             existing = existing_offsets(args.output, args.format, dataset)
-            recorded = recorded_ends(args.output, args.format)
+            recorded, topics = recorded_state(args.output, args.format, table)
     # The write reads explicit offsets, resolved once here (an incremental run's from the table's): Spark may plan
     # the read more than once, and on a live broker's dir the high watermark moves meanwhile.
-    ranges = resolve_ranges(paths, args.options)
+    ranges, report = plan_ranges(paths, args.options)
     if args.mode in ("incremental", "append") and ranges is None:
         raise UsageError(f"--mode {args.mode} cannot be used with replicas=all (one partition, several ranges: "
                          "duplicates could not be told from copies)")
+    if report is not None and args.mode in ("incremental", "append"):
+        check_incarnations(topics, report, args.output)
     if (existing or recorded) and ranges is not None:
         if args.mode == "incremental":
             # resolved again from the new starts: a start below the log start offset is data loss (or clamped)
-            ranges = resolve_ranges(paths, pinned_options(args.options,
-                                                          incremental_ranges(ranges, existing, recorded)))
+            ranges, report = plan_ranges(paths, pinned_options(args.options,
+                                                               incremental_ranges(ranges, existing, recorded)))
         elif args.mode == "append" and (duplicated := overlaps(ranges, existing or {})):
             raise UsageError(f"--mode append would duplicate what {args.output} holds: {'; '.join(duplicated)} "
                              "(use --mode incremental to export only newer offsets, or --mode overwrite)")
+    data_loss = list(report.data_loss) if report is not None else []
+    for line in data_loss:  # failOnDataLoss=false: the read starts past records that are gone
+        print(f"warning: data loss (failOnDataLoss=false): {line}")
     if ranges is None:
         options = dict(args.options)
         print("replicas=all: offsets not pinned (each copy has its own range)")
@@ -803,7 +939,8 @@ def prepare(args: argparse.Namespace) -> dict:
     # with replicas=all nothing can be recorded: an empty record, so a later run goes on from the table's offsets
     ends = {} if ranges is None else next_ends(recorded, ranges)
     return {"paths": paths, "manifest": manifest, "existing": existing, "ranges": ranges, "options": options,
-            "ends": ends}
+            "ends": ends, "recorded": recorded, "topics": {} if report is None else next_topics(topics, report),
+            "table_version": table_version, "read_at_ms": read_at_ms, "data_loss": data_loss}
 
 
 def run(spark, args: argparse.Namespace, prepared: dict | None = None) -> dict:
@@ -826,7 +963,7 @@ def run(spark, args: argparse.Namespace, prepared: dict | None = None) -> dict:
             raise SystemExit(f"read {total} records but the sample holds {manifest.record_count}")
 
     committed, summary = load(with_export_columns(extract(spark, paths, options)), args,
-                              _arrow_schema(args.options), check, prepared.get("ends"))
+                              _arrow_schema(args.options), check, prepared)
     print_summary(summary)
     total = sum(s[2] for s in summary)
     skipped, lines = skipped_report(_write_metrics())  # also when nothing was written: the read may have skipped

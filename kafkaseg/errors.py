@@ -121,6 +121,11 @@ class ExportMismatchError(KafkaSegError):
     committed (``kafkaseg.spark.tables.write_delta``)."""
 
 
+class ConcurrentWriteError(KafkaSegError):
+    """A table write whose commit another run of the same job beat: both read the table at one version, so both
+    would add the same rows; nothing of this run was committed (``kafkaseg.spark.tables.write_delta``)."""
+
+
 class DeserializationError(KafkaSegError):
     """A record value a Kafka deserializer cannot read (``kafkaseg consume``'s ``value.deserializer`` and
     friends: Kafka's ``SerializationException``)."""

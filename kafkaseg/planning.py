@@ -202,6 +202,8 @@ class PartitionReport:
     bytes_planned: int = 0
     slices: int = 0
     notes: list[str] = field(default_factory=list)
+    topic_id: str | None = None  # partition.metadata's (KIP-516; None before Kafka 2.8 or when absent)
+    cluster_id: str | None = None  # the log dir's meta.properties
 
     @property
     def name(self) -> str:
@@ -1289,7 +1291,8 @@ def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predic
         given_logs = {s.log_path for s in pdir.segments}
         pdir = pdir.whole
     preport = PartitionReport(pdir.topic, pdir.partition, pdir.path, pdir.log_dir,
-                              segments_total=len(pdir.segments), bytes_total=pdir.size_bytes)
+                              segments_total=len(pdir.segments), bytes_total=pdir.size_bytes, topic_id=pdir.topic_id,
+                              cluster_id=pdir.log_dir_meta.cluster_id if pdir.log_dir_meta is not None else None)
     preport.notes.extend(pdir.notes)
     report.partitions.append(preport)
     part = _Partition(pdir, options, report)

@@ -569,7 +569,7 @@ def test_incremental_resumes_from_the_recorded_end_past_a_transaction_marker(tmp
             export.parse_ends(bad)
 
 
-def _txn_table(output, fmt, offsets, ends=None, mode="error"):
+def _txn_table(output, fmt, offsets, ends=None, mode="error", topics=None):
     """A table as the export writes it, holding ``txn-0`` rows at ``offsets`` (with ``ends`` recorded when given:
     ``None`` stands for a table written by an older kafkaseg)."""
     import pyarrow.dataset as ds
@@ -583,11 +583,11 @@ def _txn_table(output, fmt, offsets, ends=None, mode="error"):
         from deltalake import write_deltalake
 
         write_deltalake(output, table, partition_by=["topic"], mode=mode,
-                        commit_properties=None if ends is None else export.ends_commit_properties(ends))
+                        commit_properties=None if ends is None else export.ends_commit_properties(ends, topics))
     else:
         ds.write_dataset(table, output, format="parquet", partitioning=["topic"], partitioning_flavor="hive")
         if ends is not None:
-            export.write_ends_file(output, ends)
+            export.write_ends_file(output, ends, topics)
 
 
 @pytest.mark.parametrize("fmt", ["delta", "parquet"])
@@ -644,6 +644,147 @@ def test_recorded_ends_follow_the_delta_tables_history(tmp_path):
     assert export.recorded_ends(output, "delta") == {}
     DeltaTable(output).restore(5)
     assert export.recorded_ends(output, "delta") == {key: 31}
+
+
+def _recreated(root, before: str) -> str:
+    """The txn topic of ``before`` deleted and created again: the same files' layout and cluster, a new topic id
+    (its offsets start at 0 again)."""
+    from kafkaseg.testing import TopicSpec, write_data_dir
+    from kafkaseg.testing.partition import write_partition_metadata
+
+    again = root / "txn_recreated"
+    write_data_dir(again, [TopicSpec("txn", **{**TXN, "records_per_partition": 30})])
+    write_partition_metadata(again / "txn-0" / "partition.metadata", "Vq8cD0o1RZ6LJvcUX2C4SA")
+    return str(again)
+
+
+@pytest.mark.parametrize("fmt", ["delta", "parquet"])
+def test_a_recreated_topic_is_refused_not_resumed_at_the_old_topics_end(tmp_path, fmt):
+    """The table holds txn-0 0..9 (recorded end 11) of one topic; the topic is deleted and recreated with 30
+    records. Incremental resumed at 11, so the new topic's 0..10 were never exported and two topics shared one
+    table (and once the new topic passed the old end the run even succeeded); append called it a duplicate. Both
+    are now refused for the new topic id; overwrite records the new id, and a table recorded without ids (an
+    older kafkaseg) goes on as before."""
+    before, _ = _txn_dirs(tmp_path)
+    again = _recreated(tmp_path, before)
+    output = str(tmp_path / "table")
+    first = export.prepare(export.parse_args(["--data-dir", before, "--output", output, "--format", fmt]))
+    topic_id = first["topics"]["txn"]["topicId"]
+    assert topic_id != "Vq8cD0o1RZ6LJvcUX2C4SA" and first["topics"]["txn"]["clusterId"]
+    _txn_table(output, fmt, list(range(10)), first["ends"], topics=first["topics"])
+    assert export.recorded_state(output, fmt) == ({("txn", 0): 11}, first["topics"])
+    for mode in ("incremental", "append"):
+        with pytest.raises(export.UsageError, match=f"txn-0 has topic id Vq8cD0o1RZ6LJvcUX2C4SA, the table's rows "
+                                                    f"{topic_id}"):
+            export.prepare(export.parse_args(["--data-dir", again, "--output", output, "--format", fmt,
+                                              "--mode", mode]))
+    # the same topic still resumes
+    assert export.prepare(export.parse_args(["--data-dir", before, "--output", output, "--format", fmt,
+                                             "--mode", "incremental"]))["ranges"] == {("txn", 0): (11, 11)}
+    replaced = export.prepare(export.parse_args(["--data-dir", again, "--output", output, "--format", fmt,
+                                                 "--mode", "overwrite"]))
+    assert replaced["ranges"] == {("txn", 0): (0, 32)}
+    assert replaced["topics"]["txn"]["topicId"] == "Vq8cD0o1RZ6LJvcUX2C4SA"
+    old = str(tmp_path / "old")
+    _txn_table(old, fmt, list(range(10)), {("txn", 0): 11})
+    assert export.prepare(export.parse_args(["--data-dir", again, "--output", old, "--format", fmt, "--mode",
+                                             "incremental"]))["ranges"] == {("txn", 0): (11, 32)}
+
+
+def _write_with_pyarrow(df, path, mode, partition_by):
+    """tables.write_parquet without Spark: ``df`` is a pyarrow Table."""
+    import pyarrow.dataset as ds
+
+    ds.write_dataset(df, path, format="parquet", partitioning=list(partition_by) or None,
+                     partitioning_flavor="hive" if partition_by else None, existing_data_behavior="overwrite_or_ignore",
+                     basename_template=f"part-{len(list(__import__('pathlib').Path(path).rglob('*.parquet')))}-{{i}}"
+                                       ".parquet")
+
+
+def _rows(offsets):
+    schema = export.export_schema(export._arrow_schema({}))
+    n = len(offsets)
+    return pa.table({"key": [b"k"] * n, "value": [b"v"] * n, "topic": ["txn"] * n, "partition": [0] * n,
+                     "offset": offsets, "timestamp": [dt.datetime(2023, 11, 14, tzinfo=dt.timezone.utc)] * n,
+                     "timestampType": [0] * n, "date": [dt.date(2023, 11, 14)] * n}).cast(schema)
+
+
+def test_overlapping_delta_exports_commit_once(tmp_path, monkeypatch):
+    """Two incremental runs prepared on one table version (a cron run overlapping the previous one) both appended
+    the same new offsets. The second commit now fails with nothing committed; a commit of another kind in between
+    (OPTIMIZE) does not, and a run prepared after the first commit goes on."""
+    from deltalake import DeltaTable
+
+    from kafkaseg.errors import ConcurrentWriteError
+    from kafkaseg.spark import tables
+
+    monkeypatch.setattr(tables, "write_parquet", _write_with_pyarrow)
+    _, after = _txn_dirs(tmp_path)
+    output = str(tmp_path / "table")
+    _txn_table(output, "delta", list(range(5)))
+    _txn_table(output, "delta", list(range(5, 10)), {("txn", 0): 11}, "append")
+    args = export.parse_args(["--data-dir", after, "--output", output, "--mode", "incremental"])
+    first, second = export.prepare(args), export.prepare(args)
+    assert first["ranges"] == second["ranges"] == {("txn", 0): (11, 22)} and first["table_version"] == 1
+    DeltaTable(output).optimize.compact()  # v2: another writer's commit that keeps the rows
+    assert DeltaTable(output).version() == 2
+    export.load(_rows(list(range(11, 21))), args, export._arrow_schema({}), None, first)
+    assert DeltaTable(output).version() == 3
+    with pytest.raises(ConcurrentWriteError, match="another run committed to .* at version 1.*nothing of this run "
+                                                   "was committed"):
+        export.load(_rows(list(range(11, 21))), args, export._arrow_schema({}), None, second)
+    assert DeltaTable(output).version() == 3
+    assert sorted(DeltaTable(output).to_pyarrow_table().column("offset").to_pylist()) == [*range(10), *range(11, 21)]
+    third = export.prepare(args)
+    assert third["ranges"] == {("txn", 0): (22, 22)} and third["table_version"] == 3
+
+
+def test_overlapping_parquet_exports_are_warned_about(tmp_path, monkeypatch, capsys):
+    """A Parquet folder has no commit log to refuse the second of two overlapping runs: it says so, and the ends
+    it records are the higher of both runs'."""
+    from kafkaseg.spark import tables
+
+    monkeypatch.setattr(tables, "write_parquet", _write_with_pyarrow)
+    _, after = _txn_dirs(tmp_path)
+    output = str(tmp_path / "table")
+    _txn_table(output, "parquet", list(range(10)), {("txn", 0): 11})
+    args = export.parse_args(["--data-dir", after, "--output", output, "--format", "parquet", "--mode",
+                              "incremental", "--partition-by", "topic"])
+    first, second = export.prepare(args), export.prepare(args)
+    export.load(_rows(list(range(11, 21))), args, export._arrow_schema({}), None, first)
+    assert "another export run" not in capsys.readouterr().out
+    second["ends"] = {("txn", 0): 15}  # as if it had read less
+    export.load(_rows(list(range(11, 21))), args, export._arrow_schema({}), None, second)
+    assert "warning: another export run recorded its ends" in capsys.readouterr().out
+    assert export.recorded_ends(output, "parquet") == {("txn", 0): 22}
+
+
+@pytest.mark.parametrize("fmt", ["delta", "parquet"])
+def test_data_loss_stepped_over_with_fail_on_data_loss_false_is_printed(tmp_path, fmt, capsys):
+    """The table holds 0..9 and recorded no end (an older kafkaseg); retention moved the log start to 11. With
+    failOnDataLoss=false the run starts at 11: it said nothing about offset 10, which it never exported."""
+    _, after = _txn_dirs(tmp_path)
+    output = str(tmp_path / "table")
+    _txn_table(output, fmt, list(range(10)))
+    prepared = export.prepare(export.parse_args(["--data-dir", after, "--output", output, "--format", fmt,
+                                                 "--mode", "incremental", "--option", "failOnDataLoss=false"]))
+    assert prepared["ranges"] == {("txn", 0): (11, 22)}
+    assert len(prepared["data_loss"]) == 1 and "offsets [10, 11) are gone" in prepared["data_loss"][0]
+    assert "warning: data loss (failOnDataLoss=false): txn-0: starting offset 10" in capsys.readouterr().out
+
+
+def test_a_table_of_the_other_format_is_refused(tmp_path):
+    """--format parquet wrote plain Parquet files into a Delta table's folder, outside its log (Delta readers never
+    saw the rows; Parquet readers saw Delta's files too); --format delta would put a log over a Parquet table."""
+    _, after = _txn_dirs(tmp_path)
+    delta, parquet = str(tmp_path / "delta"), str(tmp_path / "parquet")
+    _txn_table(delta, "delta", list(range(10)), {("txn", 0): 11})
+    _txn_table(parquet, "parquet", list(range(10)), {("txn", 0): 11})
+    for output, fmt, says in ((delta, "parquet", "is a Delta table"), (parquet, "delta", "a Parquet table")):
+        for mode in ("incremental", "append", "overwrite", "error"):
+            with pytest.raises(export.UsageError, match=f"--format {fmt}: .*{says}"):
+                export.prepare(export.parse_args(["--data-dir", after, "--output", output, "--format", fmt,
+                                                  "--mode", mode]))
 
 
 @pytest.mark.spark

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from kafkaseg.errors import ExportMismatchError
+from kafkaseg.errors import ConcurrentWriteError, ExportMismatchError
 from kafkaseg.storage.fs import is_delta_table, join, open_filesystem
 
 __all__ = ["write_parquet", "write_delta", "delta_add_actions", "file_stats", "footer_stats",
@@ -52,7 +52,8 @@ def write_parquet(df, output: str, mode: str, partition_by: Sequence[str]) -> No
 
 
 def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema: pa.Schema,
-                expected_records: int | None = None, before_commit=None, commit_properties=None) -> dict:
+                expected_records: int | None = None, before_commit=None, commit_properties=None,
+                read_version: int | None = None) -> dict:
     """``df`` as a Delta table at ``output``; ``schema`` is ``df``'s Arrow schema (the table's). ``mode``: error
     (refuse an existing table), overwrite (one commit replacing every file) or append. With ``expected_records``,
     the commit is made only if the written files hold exactly that many records (their footers say), else
@@ -61,7 +62,10 @@ def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema:
     counts and bounds) before anything is committed; what it raises prevents the commit. Appending no records to
     an existing table commits nothing (no empty version) and removes the folder just written, unless
     ``commit_properties`` (deltalake ``CommitProperties``, e.g. custom metadata recorded with the commit) are given.
-    Returns what was committed: ``{"files": n, "records": n, "version": v}``."""
+    ``read_version``: the table version the caller read (an append): the commit is built on it, so delta-rs's
+    conflict check fails it when a commit since carries one of ``commit_properties``' app transaction ids (another
+    run of the same job, which read the same version: :class:`~kafkaseg.errors.ConcurrentWriteError`, nothing
+    committed). Returns what was committed: ``{"files": n, "records": n, "version": v}``."""
     from deltalake import DeltaTable, Schema
     from deltalake.transaction import create_table_with_add_actions
 
@@ -97,8 +101,20 @@ def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema:
                                       description=current.description, configuration=current.configuration or None,
                                       commit_properties=commit_properties)
     elif exists:
-        DeltaTable(output).create_write_transaction(actions, mode, delta_schema, list(partition_by) or None,
-                                                    commit_properties=commit_properties)
+        from deltalake.exceptions import CommitFailedError
+
+        table = DeltaTable(output) if read_version is None else DeltaTable(output, version=read_version)
+        try:
+            table.create_write_transaction(actions, mode, delta_schema, list(partition_by) or None,
+                                           commit_properties=commit_properties)
+        except CommitFailedError as exc:
+            if read_version is None:
+                raise
+            first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+            raise ConcurrentWriteError(
+                f"another run committed to {output} after this one read it at version {read_version} ({first}): "
+                f"nothing of this run was committed (its files in {join(output, run_folder)} are unreferenced: "
+                "DeltaTable.vacuum removes them); runs of one table must not overlap") from exc
     else:
         create_table_with_add_actions(output, delta_schema, actions, mode="error",
                                       partition_by=list(partition_by) or None, commit_properties=commit_properties)
