@@ -887,6 +887,8 @@ def prepare(args: argparse.Namespace) -> dict:
     topics: dict = {}  # the topic and cluster ids they read
     table_version = read_at_ms = None  # the Delta table version this run read (its append commits on it)
     exists = table_exists(args.output, args.format)
+    if not exists and args.format == "delta" and args.mode in ("append", "incremental"):
+        table_version = -1  # no table: another run creating it meanwhile fails this one's write
     files = _parquet_files(args.output) if exists and args.format == "parquet" else None  # listed once
     if files == []:
         exists = False  # a folder without data files (an earlier run that wrote nothing): no rows to keep,

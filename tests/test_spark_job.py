@@ -737,6 +737,14 @@ def test_overlapping_delta_exports_commit_once(tmp_path, monkeypatch):
     assert sorted(DeltaTable(output).to_pyarrow_table().column("offset").to_pylist()) == [*range(10), *range(11, 21)]
     third = export.prepare(args)
     assert third["ranges"] == {("txn", 0): (22, 22)} and third["table_version"] == 3
+    # two first runs: the table the first creates is not the second's to append to
+    new = str(tmp_path / "new")
+    args = export.parse_args(["--data-dir", after, "--output", new, "--mode", "incremental"])
+    first, second = export.prepare(args), export.prepare(args)
+    export.load(_rows(list(range(11, 21))), args, export._arrow_schema({}), None, first)
+    with pytest.raises(ConcurrentWriteError, match="another run created .* after this one found no table"):
+        export.load(_rows(list(range(11, 21))), args, export._arrow_schema({}), None, second)
+    assert DeltaTable(new).version() == 0 and DeltaTable(new).to_pyarrow_table().num_rows == 10
 
 
 def test_overlapping_parquet_exports_are_warned_about(tmp_path, monkeypatch, capsys):

@@ -65,13 +65,16 @@ def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema:
     ``read_version``: the table version the caller read (an append): the commit is built on it, so delta-rs's
     conflict check fails it when a commit since carries one of ``commit_properties``' app transaction ids (another
     run of the same job, which read the same version: :class:`~kafkaseg.errors.ConcurrentWriteError`, nothing
-    committed). Returns what was committed: ``{"files": n, "records": n, "version": v}``."""
+    committed); -1: the caller found no table, and one there now is another run's (the same error). Returns what was committed: ``{"files": n, "records": n, "version": v}``."""
     from deltalake import DeltaTable, Schema
     from deltalake.transaction import create_table_with_add_actions
 
     exists = is_delta_table(output)
     if exists and mode == "error":
         raise FileExistsError(f"{output} is already a Delta table (use mode overwrite or append)")
+    if exists and read_version is not None and read_version < 0:
+        raise ConcurrentWriteError(f"another run created {output} after this one found no table there: nothing of "
+                                   "this run was written; runs of one table must not overlap")
     run_folder = f"kafkaseg-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
     write_parquet(df, join(output, run_folder), "error", partition_by)  # timestamps as INT64 micros, as Delta needs
     actions = delta_add_actions(output, run_folder, partition_by)
