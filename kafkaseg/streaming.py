@@ -377,6 +377,10 @@ class MicroBatchPlanner:
         scans = [scan for scan in scans if scan is not None]
         result.scan = scans[0] if len(scans) == 1 else _merged(*scans)
         result.data_loss.extend(result.scan.report.data_loss)
+        for tp in ranges:  # how this batch's end was fixed (latest_offsets' ranges)
+            seen = self._seen.get(tp)
+            result.scan.report.lenient.extend(d for d in (seen.lenient if seen is not None else ())
+                                              if d not in result.scan.report.lenient)
         return result
 
     @staticmethod
@@ -396,7 +400,7 @@ class MicroBatchPlanner:
 def _merged(first: ScanPlan, second: ScanPlan) -> ScanPlan:
     """Two plans of different partitions as one (slices in the planner's order, reports joined)."""
     report = first.report
-    for name in ("partitions", "partitions_pruned", "replicas", "indexes_rebuilt", "data_loss", "notes"):
+    for name in ("partitions", "partitions_pruned", "replicas", "indexes_rebuilt", "data_loss", "notes", "lenient"):
         getattr(report, name).extend(getattr(second.report, name))
     slices = sorted(first.slices + second.slices, key=slice_order)
     return ScanPlan(slices, report)
