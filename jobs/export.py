@@ -791,13 +791,21 @@ def skipped_report(metrics: dict, limit: int = 5) -> tuple[dict, list[str]]:
     """What the write's read skipped, from :meth:`kafkaseg.spark.ScanReport.read_metrics`: ``(summary, lines to
     print)``. Corrupt batches are skipped only with ``onCorruption=skip``; a torn tail of an active segment is
     always left out (reported); a segment deleted after planning is read from its ``.deleted`` name or, with
-    ``failOnDataLoss=false``, skipped (reported). Empty lines when nothing was skipped."""
+    ``failOnDataLoss=false``, skipped (reported); ``lenient_decisions`` are the plan's choices under
+    ``onCorruption=skip`` that leave records out or take more (a transaction whose marker fails its CRC taken as
+    aborted, an unreadable checkpoint's bound replaced by the log end). Empty lines when nothing was skipped."""
     skipped = {"corrupt_batches": metrics.get("corrupt_batches", 0), "corrupt_bytes": metrics.get("corrupt_bytes", 0),
                "truncated_tails": [list(t) for t in metrics.get("truncated_tails", [])],
                "problems": [list(p) for p in metrics.get("problems", [])],
                "vanished_segments": [list(v) for v in metrics.get("vanished_segments", [])],
-               "missing_offsets": [list(m) for m in metrics.get("missing_offsets", [])]}
+               "missing_offsets": [list(m) for m in metrics.get("missing_offsets", [])],
+               "lenient_decisions": [list(d) for d in metrics.get("lenient_decisions", [])]}
     lines = []
+    if skipped["lenient_decisions"]:
+        from kafkaseg.planning import LenientDecision
+        lines.append(f"{len(skipped['lenient_decisions'])} planning decisions of onCorruption=skip change which "
+                     "records are in the table:")
+        lines += _first([[LenientDecision(*d).describe()] for d in skipped["lenient_decisions"]], limit, "{}", "")
     if skipped["corrupt_batches"]:
         lines.append(f"skipped {skipped['corrupt_batches']:,} corrupt batches ({skipped['corrupt_bytes']:,} bytes; "
                      "onCorruption=skip): their records are not in the table")

@@ -76,6 +76,7 @@ __all__ = [
     "Predicates",
     "PartitionReport",
     "PlanReport",
+    "LenientDecision",
     "ScanPlan",
     "plan_scan",
     "pack_slices",
@@ -210,12 +211,33 @@ class PartitionReport:
         return f"{self.topic}-{self.partition}"
 
 
+class LenientDecision(NamedTuple):
+    """A choice planning made only because the read is lenient (``onCorruption=skip``) that changes which records
+    it returns, apart from the corrupt batches the reader skips and counts itself (the scan metrics do not show
+    these): a transaction whose marker fails its CRC taken as aborted, an unreadable checkpoint's bound replaced
+    by the log's, a transaction walk that forgets what was open at corrupt framing. ``[first_offset, end_offset)``
+    are the offsets it concerns, None where unknown or unbounded."""
+
+    partition: str  # topic-partition
+    path: str  # the file it is about
+    position: int | None  # the byte in it, when known
+    first_offset: int | None
+    end_offset: int | None
+    decision: str
+
+    def describe(self) -> str:
+        at = f" @ byte {self.position}" if self.position is not None else ""
+        return f"{self.partition}: {self.path}{at}: {self.decision} (onCorruption=skip)"
+
+
 @dataclass
 class PlanReport:
     """What a plan considered, pruned and chose: per partition (``partitions``), partitions dropped before planning
     (``partitions_pruned``: ``(topic, partition, reason)``), replica choices, indexes rebuilt in memory
     (``(segment, reason)``), data-loss findings (with ``failOnDataLoss=false``), other notes, and the folders of
-    log dirs not read (``skipped_folders``: ``(path, reason)``, e.g. ``-delete``/``-future``/``-stray``)."""
+    log dirs not read (``skipped_folders``: ``(path, reason)``, e.g. ``-delete``/``-future``/``-stray``).
+    ``lenient``: the :class:`LenientDecision` s of an ``onCorruption=skip`` read (each also a note), which the
+    entry points report with their read metrics."""
 
     options: dict = field(default_factory=dict)
     partitions: list[PartitionReport] = field(default_factory=list)
@@ -225,6 +247,7 @@ class PlanReport:
     data_loss: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     skipped_folders: list[tuple[str, str]] = field(default_factory=list)  # (path, reason): not live partitions
+    lenient: list[LenientDecision] = field(default_factory=list)
 
     @property
     def partitions_considered(self) -> int:
@@ -268,6 +291,7 @@ class PlanReport:
             "data_loss": self.data_loss,
             "notes": self.notes,
             "skipped_folders": [list(x) for x in self.skipped_folders],
+            "lenient": [list(x) for x in self.lenient],
         }
 
 
@@ -455,6 +479,7 @@ class _Partition:
         self._txn_evidence: str | None = None  # "" once looked for and none found
         self.log_end_position: int | None = None  # where the last segment's readable batches end, when cut short
         self._derived: dict[int, list] = {}
+        self._unreadable_markers: dict[int, list] = {}  # per walked segment: headers of markers failing their CRC
         self._open_after: dict[int, dict[int, int]] = {}
         self._open_txns: dict[int, int] = {}
         self._leo: int | None = None
@@ -464,6 +489,14 @@ class _Partition:
     @property
     def name(self) -> str:
         return f"{self.pdir.topic}-{self.pdir.partition}"
+
+    def lenient_decision(self, path: str, position: int | None, first_offset: int | None, end_offset: int | None,
+                         decision: str, preport: PartitionReport | None = None) -> None:
+        """Report a :class:`LenientDecision`, and its note (in ``preport``'s notes when given)."""
+        if self.report is not None:
+            entry = LenientDecision(self.name, path, position, first_offset, end_offset, decision)
+            self.report.lenient.append(entry)
+            (preport or self.report).notes.append(entry.describe())
 
     def next_base(self, i: int) -> int | None:
         return self.bases[i + 1] if i + 1 < len(self.bases) else None
@@ -621,6 +654,7 @@ class _Partition:
                 except (CorruptDataError, LayoutError) as err:
                     reason = f"unreadable .txnindex ({err})"
             entries = self._walk_transactions(i)
+            self._report_unreadable_markers(i, entries)
             index = TransactionIndex(seg.base_offset, tuple(entries), rebuilt=True, rebuild_reason=reason)
             if self.report is not None:
                 self.report.indexes_rebuilt.append((seg.log_path, (
@@ -629,6 +663,19 @@ class _Partition:
                     f"{self.transactions_evidence() or 'its .txnindex is unusable'})")))
             self._txn[i] = index
         return self._txn[i]
+
+    def _report_unreadable_markers(self, i: int, entries: list) -> None:
+        """The transactions of segment ``i`` that the walk took as aborted because their marker fails its CRC, now
+        that the segment's derived entries are used (a segment whose own ``.txnindex`` decides leaves them out)."""
+        ends = {(txn.producer_id, txn.last_offset): txn.first_offset for txn in entries}
+        for header in self._unreadable_markers.get(i, ()):
+            first = ends.get((header.producer_id, header.base_offset))
+            if first is not None:
+                self.lenient_decision(
+                    self.segments[i].log_path, header.position, first, header.base_offset + 1,
+                    f"the transaction marker of producer {header.producer_id} at offset {header.base_offset} fails "
+                    "its CRC, so which end it was is unknown: the transaction is taken as aborted, so its records "
+                    f"in offsets [{first}, {header.base_offset}] are left out (also if it committed)")
 
     def _may_be_unrecovered(self, i: int) -> bool:
         """Whether segment ``i`` reaches past the recovery point (the last one always): a broker's recovery after
@@ -655,6 +702,7 @@ class _Partition:
             seg = self.segments[j]
             lenient = self.options.on_corruption == "skip"
             errors: list = []
+            markers = self._unreadable_markers.setdefault(j, [])
             try:
                 with SegmentReader(seg.log_path, self.fs) as reader:
                     last = j == len(self.segments) - 1
@@ -662,21 +710,18 @@ class _Partition:
                                                             max_batch_bytes=self.options.max_batch_bytes,
                                                             errors=errors if lenient else None,
                                                             log_end=self.log_end_offset()
-                                                            if last and self.log_end_position is not None else None)
+                                                            if last and self.log_end_position is not None else None,
+                                                            unreadable_markers=markers)
             except CorruptDataError as err:
                 raise type(err)(f"cannot derive aborted transactions for read_committed (no usable .txnindex): "
                                 f"{err.detail} (onCorruption=skip derives them up to the corruption)",
                                 path=err.path, position=err.position) from err
-            for err in errors:
-                if self.report is not None and isinstance(err, CrcMismatchError):  # a marker, read past
-                    self.report.notes.append(
-                        f"{self.name}: a transaction marker is unreadable ({err}; onCorruption=skip): the "
-                        "transaction it ends is taken as aborted, so its records are left out")
-                elif self.report is not None:
-                    self.report.notes.append(
-                        f"{self.name}: aborted transactions derived past corrupt data at {err} "
-                        "(onCorruption=skip), forgetting what was open there: records of a transaction aborted "
-                        "after it may be returned")
+            for err in errors:  # markers failing their CRC are reported where their segment's entries are used
+                if not isinstance(err, CrcMismatchError):
+                    self.lenient_decision(
+                        err.path or seg.log_path, err.position, None, None,
+                        f"aborted transactions derived past corrupt data ({err.detail}), forgetting what was open "
+                        "there: records of a transaction aborted after it may be returned")
             self._open_after[j] = dict(self._open_txns)
             self._txn_walked += 1
         return self._derived[i]
@@ -746,9 +791,14 @@ class _Partition:
             if self.options.on_corruption != "skip" and not self._unacknowledged_past(leo):
                 raise CorruptBatchError(f"zeros in the active segment end its readable batches, but {what}",
                                         path=self.segments[-1].log_path, position=position)
-            if self.report is not None:
-                self.report.notes.append(f"{self.name}: the active segment's batches end in zeros at byte {position}"
-                                         f" and {what}; reading up to offset {leo}")
+            if self._unacknowledged_past(leo):
+                if self.report is not None:
+                    self.report.notes.append(f"{self.name}: the active segment's batches end in zeros at byte "
+                                             f"{position} and {what}; reading up to offset {leo}")
+            else:
+                self.lenient_decision(self.segments[-1].log_path, position, leo, None,
+                                      f"the active segment's batches end in zeros here and {what}: reading up to "
+                                      f"offset {leo}, leaving out what follows the zeros")
         self.log_end_position = position
 
     def segment_end_offset(self, i: int) -> int:
@@ -927,7 +977,8 @@ _BOUNDING_CHECKPOINTS = {
 
 def _check_checkpoints(part: _Partition, preport: PartitionReport | None) -> None:
     """A corrupt checkpoint that bounds this read is an error unless reading leniently, where the bound falls
-    back (log end offset, first segment's base) with a note: it must not silently widen what is returned."""
+    back (log end offset, first segment's base), reported as a :class:`LenientDecision`: it must not silently widen
+    what is returned."""
     for name, why in part.pdir.unreadable_checkpoints:
         if name not in _BOUNDING_CHECKPOINTS:
             continue
@@ -935,9 +986,16 @@ def _check_checkpoints(part: _Partition, preport: PartitionReport | None) -> Non
         if name == REPLICATION_OFFSET_CHECKPOINT and part.options.upper_bound == "logEndOffset":
             continue
         if part.options.on_corruption == "skip":
-            if preport is not None:
-                preport.notes.append(f"{part.name}: {name} is unreadable, so {what} falls back to the log "
-                                     "(onCorruption=skip)")
+            path = f"{part.pdir.log_dir.rstrip('/')}/{name}" if part.pdir.log_dir else name
+            if name == REPLICATION_OFFSET_CHECKPOINT:
+                part.lenient_decision(path, None, None, None, f"unreadable ({why}), so {what} of {part.name} is "
+                                      "unknown: it falls back to the log end offset, which may return records "
+                                      "never acknowledged", preport)
+            else:
+                start = part.pdir.log_start_offset
+                part.lenient_decision(path, None, start, None, f"unreadable ({why}), so {what} of {part.name} is "
+                                      f"unknown: it falls back to the first segment's base {start}, which may "
+                                      "return records already deleted", preport)
             continue
         hint = f"pass {way_around} or onCorruption=skip" if way_around else "pass onCorruption=skip"
         raise CorruptCheckpointError(f"{name} of {part.pdir.log_dir} is unreadable ({why}), so {what} of "
@@ -970,10 +1028,10 @@ def _bounds(part: _Partition, preport: PartitionReport | None) -> _Bounds:
         lso = last_stable_offset(pdir, max_batch_bytes=options.max_batch_bytes,
                                  errors=errors if options.on_corruption == "skip" else None, log_end=leo)
         for err in errors:
-            if preport is not None:
-                preport.notes.append(f"{part.name}: the last stable offset skips corrupt framing at {err} "
-                                     "(onCorruption=skip), forgetting the transactions open there: records of a "
-                                     "transaction still open may be returned")
+            part.lenient_decision(err.path or pdir.path, err.position, None, None,
+                                  f"the last stable offset skips corrupt framing ({err.detail}), forgetting the "
+                                  "transactions open there: records of a transaction still open may be returned",
+                                  preport)
         if lso is not None and lso < upper:
             upper, source = lso, "last stable offset (read_committed)"
     if log_start > upper and preport is not None:
@@ -1436,6 +1494,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
     slices.sort(key=slice_order)
     for sub in partition_reports:  # in partition order, whichever thread planned them
         report.indexes_rebuilt.extend(sub.indexes_rebuilt)
+        report.lenient.extend(sub.lenient)
         report.data_loss.extend(sub.data_loss)
         report.notes.extend(sub.notes)
     for filesystem in {id(p.filesystem): p.filesystem for p in replicas}.values():
@@ -1544,13 +1603,15 @@ class AvailableRange(NamedTuple):
     read with ``endingOffsets=latest`` stops: the high watermark, the log end or the last stable offset, per the
     options), ``log_end`` (the log end offset, where the files end), ``replica`` (the partition folder) and
     ``checkpointed`` (False when ``latest`` fell back to the log end because ``replication-offset-checkpoint``
-    has no high watermark for it)."""
+    has no high watermark for it, or is unreadable); ``lenient``: the :class:`LenientDecision` s of an
+    ``onCorruption=skip`` read that decided these offsets (an unreadable checkpoint's)."""
 
     earliest: int
     latest: int
     log_end: int
     replica: str = ""
     checkpointed: bool = True
+    lenient: tuple[LenientDecision, ...] = ()
 
 
 def available_range(partition_dir: PartitionDir, options: ReadOptions) -> AvailableRange:
@@ -1560,13 +1621,15 @@ def available_range(partition_dir: PartitionDir, options: ReadOptions) -> Availa
 
 
 def _available_range(partition_dir: PartitionDir, options: ReadOptions) -> AvailableRange:
-    part = _Partition(partition_dir, options, None)
+    report = PlanReport()  # for its lenient decisions
+    part = _Partition(partition_dir, options, report)
     checkpointed = partition_dir.high_watermark is not None or options.upper_bound == "logEndOffset"
     if not part.segments:
         start = partition_dir.log_start_offset or 0
         return AvailableRange(start, start, start, partition_dir.path, checkpointed)
     bounds = _bounds(part, None)
-    return AvailableRange(bounds.log_start, bounds.upper, bounds.log_end, partition_dir.path, checkpointed)
+    return AvailableRange(bounds.log_start, bounds.upper, bounds.log_end, partition_dir.path, checkpointed,
+                          tuple(report.lenient))
 
 
 def slice_order(piece: SegmentSlice) -> tuple:

@@ -76,6 +76,29 @@ class ScanMetrics:
                 "truncated_tails": list(self.truncated_tails), "vanished_segments": list(self.vanished_segments),
                 "missing_offsets": list(self.missing_offsets)}
 
+    def add(self, other: "ScanMetrics") -> None:
+        """Add ``other``'s counts and lists to these (a reader that keeps one slice's metrics apart, to report them,
+        and a total)."""
+        with self._lock:
+            self.slices += other.slices
+            self.bytes_read += other.bytes_read
+            self.output_batches += other.output_batches
+            self.decode.add(other.decode)
+            self.truncated_tails.extend(other.truncated_tails)
+            self.vanished_segments.extend(other.vanished_segments)
+            self.missing_offsets.extend(other.missing_offsets)
+
+    def corrupt_skips(self) -> list[str]:
+        """What a lenient read skipped, for a log: one line per corrupt batch ``problems`` names (file, byte, what),
+        and one for those past its cap (:data:`~kafkaseg.decode.api.MAX_PROBLEMS`)."""
+        d = self.decode
+        lines = [f"onCorruption=skip: skipped corrupt data in {path} at byte {position}: {what}"
+                 for path, position, what in d.problems]
+        if d.corrupt_batches > len(d.problems):
+            lines.append(f"onCorruption=skip: skipped {d.corrupt_batches - len(d.problems)} more corrupt batches "
+                         f"({d.corrupt_bytes} corrupt bytes in all), beyond the {len(d.problems)} named")
+        return lines
+
     def __getstate__(self):
         state = self.__dict__.copy()
         state.pop("_lock", None)

@@ -60,7 +60,7 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -70,6 +70,9 @@ from kafkaseg.planning import (AvailableRange, Listing, ScanPlan, available_rang
                                resolve_offsets, select_partitions, slice_order)
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import PartitionDir
+
+if TYPE_CHECKING:
+    from kafkaseg.scan import ScanMetrics
 
 __all__ = ["Offsets", "MicroBatchPlanner", "MicroBatchPlan", "rate_limit", "to_offsets", "from_offsets",
            "poll_micro_batches", "follow"]
@@ -377,6 +380,10 @@ class MicroBatchPlanner:
         scans = [scan for scan in scans if scan is not None]
         result.scan = scans[0] if len(scans) == 1 else _merged(*scans)
         result.data_loss.extend(result.scan.report.data_loss)
+        for tp in ranges:  # how this batch's end was fixed (latest_offsets' ranges)
+            seen = self._seen.get(tp)
+            result.scan.report.lenient.extend(d for d in (seen.lenient if seen is not None else ())
+                                              if d not in result.scan.report.lenient)
         return result
 
     @staticmethod
@@ -396,7 +403,7 @@ class MicroBatchPlanner:
 def _merged(first: ScanPlan, second: ScanPlan) -> ScanPlan:
     """Two plans of different partitions as one (slices in the planner's order, reports joined)."""
     report = first.report
-    for name in ("partitions", "partitions_pruned", "replicas", "indexes_rebuilt", "data_loss", "notes"):
+    for name in ("partitions", "partitions_pruned", "replicas", "indexes_rebuilt", "data_loss", "notes", "lenient"):
         getattr(report, name).extend(getattr(second.report, name))
     slices = sorted(first.slices + second.slices, key=slice_order)
     return ScanPlan(slices, report)
@@ -428,21 +435,36 @@ def poll_micro_batches(planner: MicroBatchPlanner, start: Offsets | None = None,
 
 
 def follow(path: str | Sequence[str], *, poll_interval: float = 0.5, idle_timeout: float | None = None,
-           sleep: Callable[[float], None] = time.sleep, **options) -> Iterator[pa.RecordBatch]:
+           sleep: Callable[[float], None] = time.sleep, metrics: ScanMetrics | None = None,
+           **options) -> Iterator[pa.RecordBatch]:
     """Yield the records of log dirs as they grow, as ``spark.readStream.format("kafkaseg")`` reads them, without
     Spark: ``startingOffsets`` defaults to ``latest`` (``"earliest"`` to read what is there first), new records are
     looked for every ``poll_interval`` seconds, and the generator ends after ``idle_timeout`` seconds without one
     (never by default; close it, or break out of the loop). Options are the streaming read's (see README
     "Streaming"); data loss raises :class:`~kafkaseg.errors.DataLossError` unless ``failOnDataLoss=false``, where
-    it is logged (``kafkaseg.streaming`` logger) and skipped."""
-    from kafkaseg.scan import read_slice
+    it is logged (``kafkaseg.streaming`` logger) and skipped. With ``onCorruption=skip`` each corrupt batch skipped
+    (file, byte) and each lenient planning decision is logged there as a warning, and ``metrics`` (a
+    :class:`~kafkaseg.scan.ScanMetrics`, when given) adds up what was read and skipped."""
+    from kafkaseg.scan import ScanMetrics, read_slice
 
     paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
     read_options = ReadOptions.from_options({**options, "paths": paths}, stream=True)
     planner = MicroBatchPlanner(read_options)
+    logged: set = set()  # lenient decisions, which each micro-batch's plan lists again
     for plan in poll_micro_batches(planner, follow=True, interval_s=poll_interval, idle_timeout_s=idle_timeout,
                                    sleep=sleep):
         for note in plan.data_loss:
             log.warning("data loss (failOnDataLoss=false): %s", note)
+        for decision in plan.scan.report.lenient if plan.scan is not None else ():
+            if decision not in logged:
+                logged.add(decision)
+                log.warning("%s", decision.describe())
         for piece in plan.scan.slices if plan.scan is not None else ():
-            yield from read_slice(piece, read_options)
+            read = ScanMetrics()  # this slice's, so that each skip is logged once with its file and byte
+            try:
+                yield from read_slice(piece, read_options, read)
+            finally:
+                for line in read.corrupt_skips():
+                    log.warning("%s", line)
+                if metrics is not None:
+                    metrics.add(read)

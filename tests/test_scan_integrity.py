@@ -172,6 +172,9 @@ def test_a_corrupt_checkpoint_that_bounds_the_read_raises_unless_lenient(copy, n
     assert _offsets(scan.to_table()) == list(range(RECORDS))
     notes = [n for p in scan.plan.report.partitions for n in p.notes]
     assert any(name in n and "onCorruption=skip" in n for n in notes)
+    # listed (per partition, naming the file) for the entry points to print with their metrics (found in review)
+    assert sorted((d.partition, d.path) for d in scan.plan.report.lenient) == \
+        sorted((p.name, str(copy / name)) for p in scan.plan.report.partitions)
     if name == "replication-offset-checkpoint":  # the log end is an explicit choice that needs no high watermark
         assert _offsets(kafkaseg.read_arrow(str(copy), upperBound="logEndOffset")) == list(range(RECORDS))
 

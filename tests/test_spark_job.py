@@ -148,7 +148,8 @@ def test_delta_modes_commit_once_per_run_and_keep_timestamps(spark, tmp_path):
 
 def test_skipped_report_lines():
     assert export.skipped_report({}) == ({"corrupt_batches": 0, "corrupt_bytes": 0, "truncated_tails": [],
-                                          "problems": [], "vanished_segments": [], "missing_offsets": []}, [])
+                                          "problems": [], "vanished_segments": [], "missing_offsets": [],
+                                          "lenient_decisions": []}, [])
     skipped, lines = export.skipped_report({"corrupt_batches": 2, "corrupt_bytes": 300, "problems": [
         ("/d/t-0/0.log", 10, "CRC-32C mismatch"), ("/d/t-0/0.log", 90, "bad magic")],
         "truncated_tails": [("/d/t-1/0.log", 500, 12)]}, limit=1)
@@ -163,6 +164,14 @@ def test_skipped_report_lines():
     _, lines = export.skipped_report({"missing_offsets": [("/d/t-0/0.log", 63, 89)]})
     assert lines[0].startswith("offsets missing between segments in 1 places") and \
         lines[1] == "  after /d/t-0/0.log: offsets [63, 89)"
+    # what planning decided under onCorruption=skip (JSON lists, as read_metrics() gets them from the plan file)
+    skipped, lines = export.skipped_report({"lenient_decisions": [
+        ["t-0", "/d/t-0/0.log", 700, 269, 400, "the transaction is taken as aborted"],
+        ["t-1", "/d/replication-offset-checkpoint", None, None, None, "unreadable"]]}, limit=1)
+    assert len(skipped["lenient_decisions"]) == 2
+    assert lines == ["2 planning decisions of onCorruption=skip change which records are in the table:",
+                     "  t-0: /d/t-0/0.log @ byte 700: the transaction is taken as aborted (onCorruption=skip)",
+                     "  ... and 1 more"]
 
 
 def test_append_and_incremental_ranges_without_spark():

@@ -109,3 +109,55 @@ def test_options_no_read_accepts_are_refused_with_both_reasons():
     assert KafkaSegDataSource({"endingOffsets": "latest"}).schema()  # a batch's
     with pytest.raises(InvalidOptionError, match=r"batch read .*startingOffsets.* streaming read .*endingOffsets"):
         KafkaSegDataSource({"startingOffsets": "latest", "endingOffsets": "latest"}).schema()
+
+
+def test_lenient_planning_decisions_are_logged_and_in_the_read_metrics(tmp_path, monkeypatch, caplog):
+    """No JVM: an unreadable replication-offset-checkpoint under onCorruption=skip (the read falls back to the log
+    end) is logged by planning as data loss is, listed in the scan report's read_metrics(), and logged once per
+    stream, not at every micro-batch (found in review: it was only a plan note)."""
+    from kafkaseg.spark import reports
+    from kafkaseg.spark.source import KafkaSegReader, KafkaSegStreamReader, read_options
+
+    monkeypatch.setenv(reports.REPORT_DIR_ENV, str(tmp_path / "reports"))
+    root = tmp_path / "data"
+    write_data_dir(root, [TopicSpec("a", records_per_partition=100, records_per_batch=5)], seed=2)
+    (root / "replication-offset-checkpoint").write_text("0\n1\na 0 1x0\n")
+    options = {"path": str(root), "onCorruption": "skip"}
+    with caplog.at_level("INFO", logger="kafkaseg.spark"):
+        KafkaSegReader(read_options(options)).partitions()
+    said = [r for r in caplog.records if "replication-offset-checkpoint: unreadable" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelname == "WARNING"
+    [decision] = reports.last_plan_report().read_metrics()["lenient_decisions"]
+    assert decision.partition == "a-0" and decision.path == str(root / "replication-offset-checkpoint")
+
+    caplog.clear()
+    stream = KafkaSegStreamReader(read_options({**options, "startingOffsets": "earliest"}, stream=True))
+    start = stream.initialOffset()
+    with caplog.at_level("INFO", logger="kafkaseg.spark"):
+        stream.partitions(start, {"a": {"0": 50}})
+        stream.partitions({"a": {"0": 50}}, {"a": {"0": 100}})
+    assert sum("replication-offset-checkpoint: unreadable" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_corrupt_batch_skipped_by_a_partition_read_is_logged_with_its_file_and_byte(tmp_path, monkeypatch,
+                                                                                      caplog):
+    """No JVM: read() of an input partition logs each corrupt batch onCorruption=skip skips, as it logs truncated
+    tails (found in review: a stream's skips were in no log, and its reports are pruned after KEEP_SCANS scans)."""
+    import kafkaseg
+    from kafkaseg.spark import reports
+    from kafkaseg.spark.source import KafkaSegReader, read_options
+
+    monkeypatch.setenv(reports.REPORT_DIR_ENV, str(tmp_path / "reports"))
+    root = tmp_path / "data"
+    write_data_dir(root, [TopicSpec("a", records_per_partition=100, records_per_batch=5)], seed=2)
+    row = next(r for r in kafkaseg.read_arrow(str(root), includeMetadata="true").to_pylist() if r["offset"] == 42)
+    log = root / "a-0" / row["segment"].rsplit("/", 1)[-1]
+    data = bytearray(log.read_bytes())
+    data[row["position"] + 70] ^= 1
+    log.write_bytes(bytes(data))
+    reader = KafkaSegReader(read_options({"path": str(root), "onCorruption": "skip"}))
+    with caplog.at_level("INFO", logger="kafkaseg.spark"):
+        for partition in reader.partitions():
+            list(reader.read(partition))
+    said = [r for r in caplog.records if f"{row['segment']} at byte {row['position']}" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelname == "WARNING" and "onCorruption=skip" in said[0].getMessage()

@@ -532,8 +532,9 @@ def _reset_out_of_range(planner, position: dict, args, reset: str, err) -> dict:
     return to_offsets(positions)
 
 
-def _report_metrics(metrics, err) -> None:
+def _report_metrics(metrics, lenient: dict, err) -> None:
     decode = metrics.decode
+    _report_lenient(lenient, err)
     if decode.corrupt_batches:
         print(f"kafkaseg consume: skipped {decode.corrupt_batches} corrupt batch(es), {decode.corrupt_bytes} bytes "
               "(--skip-message-on-error)", file=err)
@@ -542,6 +543,14 @@ def _report_metrics(metrics, err) -> None:
     for path, start, end, what in metrics.vanished_segments:
         print(f"kafkaseg consume: {path} (offsets {start}..{end}) {what}", file=err)
     _report_missing(metrics.missing_offsets, err)
+
+
+def _report_lenient(lenient: dict, err) -> None:
+    """Print the plans' lenient decisions not printed yet (``lenient`` maps each to whether it was)."""
+    for decision, printed in lenient.items():
+        if not printed:
+            print(f"kafkaseg consume: {decision.describe()}", file=err)
+            lenient[decision] = True
 
 
 def _report_missing(missing, err) -> None:
@@ -565,6 +574,7 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
     options["columns"] = formatter.columns()
     read_options = ReadOptions.from_options(options, stream=True)
     metrics = ScanMetrics()
+    lenient: dict = {}  # the plans' LenientDecisions (each micro-batch plans again) -> printed yet
     consumed = 0  # ConsoleConsumer's messageCount: records handed to the formatter, skipped ones included
     # ConsoleConsumer.process: -1 (its default) for no limit; 0, or any other negative, prints nothing
     limit = None if args.max_messages in (None, -1) else max(args.max_messages, 0)
@@ -644,12 +654,15 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
                                        sleep=sleep):
             for note in plan.data_loss:
                 print(f"kafkaseg consume: {note}", file=err)
+            for decision in (plan.scan.report.lenient if plan.scan is not None else ()):
+                lenient.setdefault(decision, False)
             for piece in (plan.scan.slices if plan.scan is not None else ()):
                 for batch in read(piece):
                     if emit(batch):
                         return 0
             out.flush()
-            if args.follow and metrics.missing_offsets:  # said as they are met, not only when a follow ends
+            if args.follow:  # said as they are met, not only when a follow ends
+                _report_lenient(lenient, err)
                 _report_missing(metrics.missing_offsets, err)
                 metrics.missing_offsets.clear()
         return 0
@@ -659,5 +672,5 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
         try:
             out.flush()
         finally:
-            _report_metrics(metrics, err)
+            _report_metrics(metrics, lenient, err)
             print(f"Processed a total of {consumed} messages", file=err)

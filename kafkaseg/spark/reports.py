@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafkaseg.planning import PartitionReport, PlanReport
+from kafkaseg.planning import LenientDecision, PartitionReport, PlanReport
 
 __all__ = ["ScanReport", "report_dir", "write_plan", "write_read_metrics", "last_plan_report", "plan_reports",
            "KEEP_SCANS", "REPORT_DIR_ENV"]
@@ -78,7 +78,9 @@ class ScanReport:
         action that runs the plan again replaces it; ``executions`` is the most times any slice was read):
         ``slices_read``, ``bytes_read``, ``records``, ``batches``, ``truncated_tails``, ``problems``,
         ``vanished_segments`` (segments a live broker deleted or replaced after planning), ``missing_offsets``
-        (offsets missing between segments above the cleaner checkpoint, read past)..."""
+        (offsets missing between segments above the cleaner checkpoint, read past), ``lenient_decisions`` (the
+        plan's :class:`~kafkaseg.planning.LenientDecision` s: records an ``onCorruption=skip`` read leaves out or
+        takes beyond the corrupt batches it counts)..."""
         latest: dict[str, Path] = {}
         reads: dict[str, int] = {}
         folder = report_dir() / "reads" / self.scan_id
@@ -89,7 +91,8 @@ class ScanReport:
         totals: dict[str, Any] = {"slices_read": 0, "executions": max(reads.values(), default=0), "bytes_read": 0,
                                   "records": 0, "batches": 0, "output_batches": 0, "skipped_aborted_batches": 0,
                                   "corrupt_batches": 0, "corrupt_bytes": 0, "truncated_tails": [], "problems": [],
-                                  "vanished_segments": [], "missing_offsets": []}
+                                  "vanished_segments": [], "missing_offsets": [],
+                                  "lenient_decisions": list(self.plan.lenient)}
         for path in latest.values():
             try:
                 metrics = json.loads(path.read_text())
@@ -127,6 +130,7 @@ class ScanReport:
             data_loss=raw.get("data_loss", []),
             notes=raw.get("notes", []),
             skipped_folders=[tuple(x) for x in raw.get("skipped_folders", [])],
+            lenient=[LenientDecision(*x) for x in raw.get("lenient", [])],
         )
         return cls(data["scan_id"], data["created"], data["slices"], data["segments_planned"],
                    data["bytes_planned"], data.get("pushdown", {}), plan, path,

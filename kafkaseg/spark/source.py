@@ -208,9 +208,10 @@ class KafkaSegReader(DataSourceReader):
         return _read_partition(partition, self.options)
 
 
-def _input_partitions(plan: ScanPlan, options: ReadOptions, scan_id: str, pushdown: dict[str, list[str]]
-                      ) -> list[InputPartition]:
-    """A plan's slices packed into Spark input partitions, with its report written and logged."""
+def _input_partitions(plan: ScanPlan, options: ReadOptions, scan_id: str, pushdown: dict[str, list[str]],
+                      logged: set | None = None) -> list[InputPartition]:
+    """A plan's slices packed into Spark input partitions, with its report written and logged. ``logged``: the
+    lenient decisions a stream has logged already (each micro-batch plans again), which are not logged again."""
     units = plan.input_partitions(options)
     report = reports.write_plan(scan_id, plan.report, plan.slices, pushdown, len(units))
     logger = _worker_logger()
@@ -222,6 +223,11 @@ def _input_partitions(plan: ScanPlan, options: ReadOptions, scan_id: str, pushdo
                         choice.get("reason"))
     for note in plan.report.data_loss:
         logger.warning("kafkaseg scan %s: data loss: %s", scan_id, note)
+    for decision in plan.report.lenient:
+        if logged is None or decision not in logged:
+            logger.warning("kafkaseg scan %s: %s", scan_id, decision.describe())
+            if logged is not None:
+                logged.add(decision)
     return [SlicePartition(i, unit, scan_id) for i, unit in enumerate(units)]
 
 
@@ -234,6 +240,8 @@ def _read_partition(partition: InputPartition, options: ReadOptions) -> Iterator
             yield from read_slice(piece, options, metrics)
     finally:
         reports.write_read_metrics(partition.scan_id, partition.index, metrics.as_dict())
+        for line in metrics.corrupt_skips():
+            _worker_logger().warning("kafkaseg scan %s: %s", partition.scan_id, line)
         for path, position, size in metrics.truncated_tails:
             _worker_logger().info("kafkaseg scan %s: %s: stopped before a partial batch at byte %d (%d bytes, "
                                   "still being written?)", partition.scan_id, path, position, size)
@@ -252,6 +260,7 @@ class KafkaSegStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.planner = MicroBatchPlanner(options)
         self.stream_id = uuid.uuid4().hex[:8]
         self.batches = 0
+        self.lenient_logged: set = set()
 
     def initialOffset(self) -> Offsets:
         offsets = self.planner.initial_offsets()
@@ -296,7 +305,7 @@ class KafkaSegStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if plan.scan is None:
             return []
         return _input_partitions(plan.scan, self.options, scan_id, {"handled": [], "pruning_only": [],
-                                                                     "remaining": []})
+                                                                     "remaining": []}, self.lenient_logged)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read_partition(partition, self.options)

@@ -212,9 +212,12 @@ def _marker_type(reader: SegmentReader, header: BatchHeader) -> int | None:
 
 def segment_aborted_txns(reader: SegmentReader, open_txns: dict[int, int], *,
                          max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
-                         errors: list | None = None, log_end: int | None = None) -> list[AbortedTxn]:
+                         errors: list | None = None, log_end: int | None = None,
+                         unreadable_markers: list | None = None) -> list[AbortedTxn]:
     """:func:`derive_aborted_txns` over one segment: a walk of every batch header (no decompression), reading the
-    first control record's key of each producer's control batch. An incomplete tail ends the walk as it ends a
+    first control record's key of each producer's control batch. A control batch failing its CRC raises, or, when
+    ``errors`` is a list, is appended to it (and its header to ``unreadable_markers``, when given) and taken as an
+    unreadable marker. An incomplete tail ends the walk as it ends a
     read; corrupt framing raises, or, when ``errors`` is a list (a lenient read), is appended to it and ends the
     walk of this segment there: what came before it counts, and the transactions open then are forgotten (their
     markers may have been in the bytes not walked; carrying them on could extend a later abort over committed
@@ -246,6 +249,8 @@ def segment_aborted_txns(reader: SegmentReader, open_txns: dict[int, int], *,
                     if errors is None:
                         raise
                     errors.append(err)
+                    if unreadable_markers is not None:
+                        unreadable_markers.append(header)
                     marker = MARKER_UNREADABLE
             yield header, marker
 
