@@ -160,6 +160,7 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
     if opened is None:
         return
     reading = _SliceDecoder(piece, options, metrics)
+    counted = True  # whether the slice counts as read (not a remote segment found gone before any record)
     try:
         with opened as reader:
             end = min(piece.end_position, reader.size)
@@ -173,23 +174,27 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
                     fetch = max(read_chunk_bytes, REMOTE_READ_BYTES)
                     with ReadAhead(reader, pos, end, block_bytes=fetch) as ahead:
                         yield from reading.preads(reader, pos, end, read_chunk_bytes, fetch, source=ahead)
+        # (skipped corrupt batches held unknown offsets). After a past-end stop last_seen is the batch before it, if
+        # the slice decoded one: a slice holding only that batch (a legacy wrapper planned for its last inner offset,
+        # at a cut) has seen nothing of its segment's offsets, which earlier slices read
+        walked = reading.last_seen >= piece.base_offset
+        if (not reading.finished or (reading.past_end and walked)) and not reading.stats.corrupt_batches:
+            _check_segment_end(piece, reading.last_seen, metrics)
     except LayoutError as exc:
         # An object store has no rename: a remote segment deleted after planning (retention on the source, a
         # sync with --delete) shows only when a read of a file kept open from planning fails. Before any of its
         # records were returned, it is lost as a deleted local segment is; after, the read cannot be undone.
         if reading.emitted or is_local(piece.filesystem) or not _is_missing(exc.__cause__):
             raise
+        counted = False
         _lost(piece, options, metrics, "is gone since planning")
-        return
-    # (skipped corrupt batches held unknown offsets). After a past-end stop last_seen is the batch before it, if
-    # the slice decoded one: a slice holding only that batch (a legacy wrapper planned for its last inner offset,
-    # at a cut) has seen nothing of its segment's offsets, which earlier slices read
-    walked = reading.last_seen >= piece.base_offset
-    if (not reading.finished or (reading.past_end and walked)) and not reading.stats.corrupt_batches:
-        _check_segment_end(piece, reading.last_seen, metrics)
-    with metrics._lock:
-        metrics.slices += 1
-        metrics.decode.add(reading.stats)
+    finally:
+        # also when the consumer stops early (a generator closed mid-slice: a row limit, a break) or an error
+        # ends the read: what was decoded (records, skipped corrupt batches) up to there is counted, once
+        if counted:
+            with metrics._lock:
+                metrics.slices += 1
+                metrics.decode.add(reading.stats)
 
 
 def _open_planned_segment(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics

@@ -529,3 +529,25 @@ def test_offsets_behind_an_empty_segment_are_noted_at_planning(tmp_path):
     scan = kafkaseg.open_scan(str(tmp_path))
     assert scan.to_table().column("offset").to_pylist() == list(range(8)) + list(range(20, 25))
     assert any(f"{8:020d}.log is empty, so offsets [8, 20) are missing" in note for note in scan.plan.report.notes)
+
+
+def test_a_read_stopped_mid_slice_counts_what_it_decoded_and_skipped(tmp_path, kernel):
+    """A consumer that stops pulling before a slice's end (a row limit, a break) still finds the slice's skipped
+    corrupt batches and its records in the metrics; they were merged only at the slice's end (found in review)."""
+    log = _single_partition(tmp_path, batches=12)[1]
+    data = bytearray(log.read_bytes())
+    bad = list(iter_headers(bytes(data)))[2]
+    data[bad.position + 70] ^= 0x55  # a CRC failure
+    log.write_bytes(bytes(data))
+    scan = kafkaseg.open_scan(str(tmp_path), onCorruption="skip", maxRecordsPerBatch=10)
+    got = []
+    for batch in scan:
+        got.extend(batch.column("offset").to_pylist())
+        if len(got) >= 40:
+            break
+    assert bad.base_offset not in got and bad.last_offset + 1 in got
+    m = scan.metrics
+    assert (m.slices, m.decode.corrupt_batches, m.decode.corrupt_bytes) == (1, 1, bad.size)
+    assert m.records == len(got) and m.decode.problems[0][1] == bad.position
+    scan.to_table()  # read to the end: counted once, not again
+    assert (scan.metrics.slices, scan.metrics.decode.corrupt_batches) == (1, 1)
