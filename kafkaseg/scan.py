@@ -24,6 +24,7 @@ from kafkaseg.decode.api import (
     STOP_PAST_END,
     DecodeRequest,
     DecodeStats,
+    past_end_problem,
 )
 from kafkaseg.errors import CorruptBatchError, DataLossError, KafkaSegError, LayoutError, TruncatedDataError
 from kafkaseg.options import ReadOptions
@@ -307,9 +308,10 @@ class _SliceDecoder:
         """Where the next decode starts after ``result`` (decoded at ``pos``) and how many bytes it needs there: 0
         for whatever is available, also when a partial batch is the slice's tail (reported; the slice is
         finished)."""
+        batch_start = pos + result.stop_position
         pos += result.consumed
         if result.stop == STOP_PAST_END and pos == end and end < self.piece.segment_size:
-            self._check_after_slice(reader, end)
+            self._check_after_slice(reader, batch_start, end)
         if result.stop != STOP_PARTIAL:
             return pos, 0
         needed = result.next_batch_size if result.next_batch_size > 0 else HEADER_PREFIX_SIZE
@@ -319,11 +321,11 @@ class _SliceDecoder:
             return pos, 0
         return pos, needed
 
-    def _check_after_slice(self, reader: RandomAccessReader, end: int) -> None:
-        """The slice's last batch is at or past its segment's read end, and the kernel could not see the batch after
-        it (the next slice's first): when that one starts below the end, the last batch's offset field, which the
-        CRC does not cover, is corrupt, and the records it holds would be dropped unseen (the kernels' check for
-        batches within a buffer)."""
+    def _check_after_slice(self, reader: RandomAccessReader, start: int, end: int) -> None:
+        """The slice's last batch, ``[start, end)``, is at or past its segment's read end, and the kernel could not
+        see the batch after it (the next slice's first): when that one starts below the end, the last batch's offset
+        field, which the CRC does not cover, is corrupt, and the records it holds would be dropped unseen. Raised
+        or counted as the kernels do for batches within a buffer: at the batch's start, all its bytes skipped."""
         limit = self.piece.segment_offsets[1]
         prefix = reader.read_at(end, 8)
         if len(prefix) < 8:
@@ -331,14 +333,15 @@ class _SliceDecoder:
         following = int.from_bytes(prefix, "big", signed=True)
         if following >= limit:
             return
-        err = CorruptBatchError(f"the batch ending at byte {end} is at or past offset {limit}, where this read of "
-                                f"the segment ends, but the batch after it starts at offset {following}: an offset "
-                                "field the CRC does not cover is corrupt", path=self.piece.log_path, position=end)
+        first_offset = int.from_bytes(reader.read_at(start, 8), "big", signed=True)
+        err = CorruptBatchError(past_end_problem(first_offset, limit, following), path=self.piece.log_path,
+                                position=start)
         if self.options.on_corruption != "skip":
             raise err
         self.stats.corrupt_batches += 1
+        self.stats.corrupt_bytes += end - start
         if len(self.stats.problems) < MAX_PROBLEMS:
-            self.stats.problems.append((self.piece.log_path, end, err.detail))
+            self.stats.problems.append((self.piece.log_path, start, err.detail))
 
     def shrunk(self, pos: int, end: int) -> None:
         """The file ended at ``pos`` before the planned ``end``: a live broker truncated it while we read."""
