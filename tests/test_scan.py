@@ -559,3 +559,37 @@ def test_a_read_stopped_mid_slice_counts_what_it_decoded_and_skipped(tmp_path, k
     assert m.records == len(got) and m.decode.problems[0][1] == bad.position
     scan.to_table()  # read to the end: counted once, not again
     assert (scan.metrics.slices, scan.metrics.decode.corrupt_batches) == (1, 1)
+
+
+def test_a_lenient_read_resumes_after_bad_framing_at_the_next_checked_index_entry_whatever_the_slicing(tmp_path,
+                                                                                                     kernel):
+    """Framing that cannot be stepped over (a zeroed batch header) cost the rest of the slice, so what a lenient
+    read lost depended on splitSize/minPartitions (found in review). It resumes at the segment's next offset index
+    entry whose batch checks out: the same records, corrupt bytes and problem for every slicing, each counted once."""
+    from kafkaseg.storage.offset_index import OffsetIndex
+
+    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=400, records_per_batch=10, vary_batch_size=False,
+                                        segment_bytes=12_000, value_size=20, index_interval_bytes=1000)])
+    log = sorted((tmp_path / "t-0").glob("*.log"))[0]
+    clean = kafkaseg.read_arrow(str(tmp_path)).column("offset").to_pylist()
+    data = bytearray(log.read_bytes())
+    headers = list(iter_headers(bytes(data)))
+    bad = headers[len(headers) // 3]
+    data[bad.position:bad.position + 61] = bytes(61)  # magic 0, size 0: nothing to step over to
+    log.write_bytes(bytes(data))
+    positions = OffsetIndex.load(str(log.with_suffix(".index")), 0).positions.tolist()
+    resume = min(p for p in positions if p > bad.position)
+    at = next(h for h in headers if h.position == resume)
+    assert at.base_offset > bad.last_offset + 1  # batches between the bad one and the entry are lost too
+    expected = [o for o in clean if not bad.base_offset <= o < at.base_offset]
+    outcomes = []
+    for split in ({}, {"splitSize": "2k"}, {"splitSize": "1k", "readMode": "pread"}, {"minPartitions": "12"}):
+        scan = kafkaseg.open_scan(str(tmp_path), onCorruption="skip", maxRecordsPerBatch=7, **split)
+        assert scan.to_table().column("offset").to_pylist() == expected, split
+        d = scan.metrics.decode
+        outcomes.append((len(scan.plan.slices) > 2, d.corrupt_batches, d.corrupt_bytes, d.problems))
+    assert [o[0] for o in outcomes] == [False, True, True, True]
+    (_, position, message), = outcomes[0][3]
+    assert outcomes[0][1:3] == (1, resume - bad.position) and position == bad.position
+    assert f"skipped to byte {resume}" in message and f"offsets {bad.base_offset}..{at.base_offset - 1}" in message
+    assert all(o[1:] == outcomes[0][1:] for o in outcomes), outcomes

@@ -20,6 +20,7 @@ import pyarrow as pa
 from kafkaseg import codecs as _codecs
 from kafkaseg.decode.api import (
     MAX_PROBLEMS,
+    REST_SKIPPED,
     STOP_CORRUPT,
     STOP_END,
     STOP_LIMIT,
@@ -1518,8 +1519,8 @@ def decode(buf, req):
                     d.stats.corrupt_bytes += resume - pos
                     pos = resume
                     continue
-                d.note(_Frame(frame.cls, f"{frame.message}; no valid batch at its declared end: the rest of the data "
-                                         f"skipped", pos))
+                d.note(_Frame(frame.cls, f"{frame.message}; no valid batch at its declared end: {REST_SKIPPED}",
+                              pos))
                 d.stats.corrupt_bytes += end - pos + d.bytes_after
                 stop_position = pos
                 pos = end

@@ -41,6 +41,7 @@ from kafkaseg.decode.api import (
     DecodeResult,
     DecodeStats,
     MAX_PROBLEMS,
+    REST_SKIPPED,
     past_end_problem,
 )
 from kafkaseg.errors import (
@@ -218,8 +219,8 @@ def decode(buf, req: DecodeRequest) -> DecodeResult:
                 stats.corrupt_bytes += resume - pos
                 pos = resume
                 continue
-            _note(stats, req, _Frame(frame.cls, f"{frame.message}; no valid batch at its declared end: the "
-                                                f"rest of the data skipped", pos))
+            _note(stats, req, _Frame(frame.cls, f"{frame.message}; no valid batch at its declared end: "
+                                                f"{REST_SKIPPED}", pos))
             stats.corrupt_bytes += end - pos + req.bytes_after
             stop_position = pos
             pos = end

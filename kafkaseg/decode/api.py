@@ -18,6 +18,8 @@ STOP_PAST_END = "past_end"  # a batch starts at or beyond max_offset: nothing fu
 # lenient mode met framing it could not resynchronise after: the rest of the buffer was skipped, and it and
 # bytes_after are counted as corrupt
 STOP_CORRUPT = "corrupt"
+# how a STOP_CORRUPT problem ends (a scan that resumes the read further on replaces it by where it resumed)
+REST_SKIPPED = "the rest of the data skipped"
 
 
 @dataclass(frozen=True)
