@@ -132,6 +132,9 @@ class SegmentSlice:
     # (segment, first, end) of offsets missing before this slice that planning skipped (a start inside a hole
     # between segments): the read lists them in ScanMetrics.missing_offsets, as it lists the holes it runs across
     missing_before: tuple[str, int, int] | None = None
+    # the segment's .index (None when absent): a lenient read resumes after bad framing at its next entry whose
+    # batch checks out (scan._next_checked_entry), so what it loses does not depend on where slices are cut
+    index_path: str | None = None
 
     @property
     def segment_offsets(self) -> tuple[int, int]:
@@ -449,6 +452,47 @@ def _unwalkable(seg, reason: str, err: KafkaSegError) -> tuple[OffsetIndex, Time
             TimeIndex(seg.base_offset, [], [], rebuilt=True, rebuild_reason=reason))
 
 
+def entry_batch_problem(reader: SegmentReader, position: int, entry_offset: int, above: int, below: int | None,
+                        options: ReadOptions) -> tuple[str | None, int | None]:
+    """Why the batch at ``position`` of ``reader``'s segment does not fit the offset index entry ``(entry_offset,
+    position)`` (None when it does), and the batch's first offset when it got that far. ``above``/``below`` are the
+    previous entry's offset (or the segment base - 1) and the next entry's (or the next segment's base, None for
+    the last segment). The rules are
+    :meth:`_Partition.entry_problem`'s; the scan applies them too, to the entries it may resume a lenient read at
+    after bad framing."""
+    path = reader.path
+    try:
+        header = reader.header_at(position, max_batch_bytes=options.max_batch_bytes)
+        if header is None:  # (also an entry at a torn tail: rebuilding then costs a walk, rows are right)
+            return f"no whole batch at byte {position}", None
+        header = header._replace(position=0)
+        # The whole batch for a CRC where that is cheap: large v2 batches keep to their header, whose
+        # structure record bytes rarely imitate; legacy messages are read whole (a wrapper is decoded).
+        whole = header.magic < 2 or header.size <= ENTRY_CRC_MAX_BYTES
+        data = reader.read_at(position, header.size) if whole else None
+        if data is not None and not crc_is_valid(data, header):
+            return f"the bytes at {position} parse as a batch header, but not as a batch with a valid CRC", None
+        if data is None and not _plausible_v2_header(header):
+            return f"the bytes at {position} parse as an implausible batch header", None
+        first = header.base_offset
+        if header.magic < 2 and header.codec:
+            request = DecodeRequest(path=path, base_position=position, include_control=True,
+                                    max_batch_bytes=options.max_batch_bytes,
+                                    max_decompressed_bytes=options.max_decompressed_batch_bytes)
+            offsets = _decode.decode(data, request).columns["offset"]
+            first = offsets[0].as_py() if len(offsets) else header.last_offset
+    except CorruptDataError as err:  # a LayoutError (the file went away) is not the index's fault: raised
+        return f"no batch at byte {position}: {err.detail}", None
+    where = f"the batch at byte {position} holds offsets {first}..{header.last_offset}"
+    if first > entry_offset:
+        return f"{where}, starting above the entry's offset {entry_offset}", first
+    if first <= above:
+        return f"{where}, not above {above} (the previous entry or the segment base)", first
+    if below is not None and header.last_offset >= below:
+        return f"{where}, not below {below} (the next entry or the next segment)", first
+    return None, first
+
+
 def _plausible_v2_header(header) -> bool:
     """A v2 header whose fields hang together: a known codec, no unknown attribute bits, a record count that fits
     its size when uncompressed (a record is at least 7 bytes) and a last-offset delta that covers it (compaction
@@ -533,41 +577,11 @@ class _Partition:
         if position == 0 or offset_index.rebuilt:
             return None
         seg = self.segments[i]
-        options = self.options
-        try:
-            with SegmentReader(seg.log_path, self.fs) as reader:
-                header = reader.header_at(position, max_batch_bytes=options.max_batch_bytes)
-                if header is None:  # (also an entry at a torn tail: rebuilding then costs a walk, rows are right)
-                    return f"no whole batch at byte {position}"
-                header = header._replace(position=0)
-                # The whole batch for a CRC where that is cheap: large v2 batches keep to their header, whose
-                # structure record bytes rarely imitate; legacy messages are read whole (a wrapper is decoded).
-                whole = header.magic < 2 or header.size <= ENTRY_CRC_MAX_BYTES
-                data = reader.read_at(position, header.size) if whole else None
-            if data is not None and not crc_is_valid(data, header):
-                return f"the bytes at {position} parse as a batch header, but not as a batch with a valid CRC"
-            if data is None and not _plausible_v2_header(header):
-                return f"the bytes at {position} parse as an implausible batch header"
-            first = header.base_offset
-            if header.magic < 2 and header.codec:
-                request = DecodeRequest(path=seg.log_path, base_position=position, include_control=True,
-                                        max_batch_bytes=options.max_batch_bytes,
-                                        max_decompressed_bytes=options.max_decompressed_batch_bytes)
-                offsets = _decode.decode(data, request).columns["offset"]
-                first = offsets[0].as_py() if len(offsets) else header.last_offset
-        except CorruptDataError as err:  # a LayoutError (the file went away) is not the index's fault: raised
-            return f"no batch at byte {position}: {err.detail}"
         k = int(np.searchsorted(offset_index.positions, position))
         above = int(offset_index.offsets[k - 1]) if 0 < k <= len(offset_index) else seg.base_offset - 1
         below = int(offset_index.offsets[k + 1]) if k + 1 < len(offset_index) else self.next_base(i)
-        where = f"the batch at byte {position} holds offsets {first}..{header.last_offset}"
-        if first > entry_offset:
-            return f"{where}, starting above the entry's offset {entry_offset}"
-        if first <= above:
-            return f"{where}, not above {above} (the previous entry or the segment base)"
-        if below is not None and header.last_offset >= below:
-            return f"{where}, not below {below} (the next entry or the next segment)"
-        return None
+        with SegmentReader(seg.log_path, self.fs) as reader:
+            return entry_batch_problem(reader, position, entry_offset, above, below, self.options)[0]
 
     def distrust_index(self, i: int, why: str) -> None:
         """Replace segment ``i``'s indexes by in-memory rebuilds from its batch headers (reported). When the log
@@ -1484,7 +1498,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
             partition_path=part.pdir.path, log_dir=part.pdir.log_dir, filesystem=part.fs,
             next_base_offset=part.next_base(piece.segment), recovery_point=part.pdir.recovery_point,
             file_identity=identities[seg.log_path], cleaner_offset=part.pdir.cleaner_offset,
-            missing_before=missing_before))
+            missing_before=missing_before, index_path=seg.index_path))
         preport = reports[(part.pdir.topic, part.pdir.partition, part.pdir.path)]
         preport.slices += 1
         # two offset ranges of one partition (a pushed-down NOT offset = x) can each need the batch between them:

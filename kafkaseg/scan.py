@@ -14,21 +14,26 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from kafkaseg import decode as _decode
 from kafkaseg.decode.api import (
     MAX_PROBLEMS,
+    REST_SKIPPED,
     STOP_CORRUPT,
     STOP_PARTIAL,
     STOP_PAST_END,
     DecodeRequest,
     DecodeStats,
+    past_end_problem,
 )
 from kafkaseg.errors import CorruptBatchError, DataLossError, KafkaSegError, LayoutError, TruncatedDataError
 from kafkaseg.options import ReadOptions
-from kafkaseg.planning import ScanPlan, SegmentSlice, plan_scan
+from kafkaseg.planning import ScanPlan, SegmentSlice, entry_batch_problem, plan_scan
 from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
+from kafkaseg.storage.offset_index import OffsetIndex
+from kafkaseg.storage.segment import SegmentReader
 from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE
 
 __all__ = ["ScanMetrics", "read_slice", "iter_batches", "read_arrow", "open_scan", "Scan"]
@@ -183,6 +188,7 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
     if opened is None:
         return
     reading = _SliceDecoder(piece, options, metrics)
+    counted = True  # whether the slice counts as read (not a remote segment found gone before any record)
     try:
         with opened as reader:
             end = min(piece.end_position, reader.size)
@@ -196,23 +202,27 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
                     fetch = max(read_chunk_bytes, REMOTE_READ_BYTES)
                     with ReadAhead(reader, pos, end, block_bytes=fetch) as ahead:
                         yield from reading.preads(reader, pos, end, read_chunk_bytes, fetch, source=ahead)
+        # (skipped corrupt batches held unknown offsets). After a past-end stop last_seen is the batch before it, if
+        # the slice decoded one: a slice holding only that batch (a legacy wrapper planned for its last inner offset,
+        # at a cut) has seen nothing of its segment's offsets, which earlier slices read
+        walked = reading.last_seen >= piece.base_offset
+        if (not reading.finished or (reading.past_end and walked)) and not reading.stats.corrupt_batches:
+            _check_segment_end(piece, reading.last_seen, metrics)
     except LayoutError as exc:
         # An object store has no rename: a remote segment deleted after planning (retention on the source, a
         # sync with --delete) shows only when a read of a file kept open from planning fails. Before any of its
         # records were returned, it is lost as a deleted local segment is; after, the read cannot be undone.
         if reading.emitted or is_local(piece.filesystem) or not _is_missing(exc.__cause__):
             raise
+        counted = False
         _lost(piece, options, metrics, "is gone since planning")
-        return
-    # (skipped corrupt batches held unknown offsets). After a past-end stop last_seen is the batch before it, if
-    # the slice decoded one: a slice holding only that batch (a legacy wrapper planned for its last inner offset,
-    # at a cut) has seen nothing of its segment's offsets, which earlier slices read
-    walked = reading.last_seen >= piece.base_offset
-    if (not reading.finished or (reading.past_end and walked)) and not reading.stats.corrupt_batches:
-        _check_segment_end(piece, reading.last_seen, metrics)
-    with metrics._lock:
-        metrics.slices += 1
-        metrics.decode.add(reading.stats)
+    finally:
+        # also when the consumer stops early (a generator closed mid-slice: a row limit, a break) or an error
+        # ends the read: what was decoded (records, skipped corrupt batches) up to there is counted, once
+        if counted:
+            with metrics._lock:
+                metrics.slices += 1
+                metrics.decode.add(reading.stats)
 
 
 def _open_planned_segment(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics
@@ -303,16 +313,20 @@ class _SliceDecoder:
         self.last_seen = piece.base_offset - 1
         self.finished = False  # past the end offset, corrupt framing skipped, or a tail reported
         self.past_end = False  # finished by a batch at or past the slice's end offset (its segment's offsets end)
+        self.resume_at: int | None = None  # where the read goes on after bad framing (an offset index entry)
 
     def decode(self, view, pos: int, end: int):
         return self.kernel(view, replace(self.base_request, base_position=pos, check_offsets_after=self.last_seen,
                                          bytes_after=end - pos - len(view)))
 
-    def accept(self, result) -> pa.RecordBatch | None:
-        """Take a decode result: stats, last offset and stop reason; the record batch to yield, if any."""
-        self.stats.add(result.stats)
+    def accept(self, result, pos: int, end: int) -> pa.RecordBatch | None:
+        """Take a decode result (decoded at ``pos``; the slice ends at ``end``): stats, last offset and stop
+        reason; the record batch to yield, if any."""
         self.last_seen = result.last_offset
-        if result.stop in (STOP_PAST_END, STOP_CORRUPT):
+        if result.stop == STOP_CORRUPT:
+            self.resume_at = self._after_bad_framing(result, pos + result.stop_position, end)
+        self.stats.add(result.stats)
+        if result.stop == STOP_PAST_END or (result.stop == STOP_CORRUPT and self.resume_at is None):
             self.finished = True
             self.past_end = result.stop == STOP_PAST_END
         if not result.num_rows:
@@ -325,9 +339,12 @@ class _SliceDecoder:
         """Where the next decode starts after ``result`` (decoded at ``pos``) and how many bytes it needs there: 0
         for whatever is available, also when a partial batch is the slice's tail (reported; the slice is
         finished)."""
+        batch_start = pos + result.stop_position
         pos += result.consumed
+        if self.resume_at is not None:
+            pos, self.resume_at = self.resume_at, None
         if result.stop == STOP_PAST_END and pos == end and end < self.piece.segment_size:
-            self._check_after_slice(reader, end)
+            self._check_after_slice(reader, batch_start, end)
         if result.stop != STOP_PARTIAL:
             return pos, 0
         needed = result.next_batch_size if result.next_batch_size > 0 else HEADER_PREFIX_SIZE
@@ -337,11 +354,29 @@ class _SliceDecoder:
             return pos, 0
         return pos, needed
 
-    def _check_after_slice(self, reader: RandomAccessReader, end: int) -> None:
-        """The slice's last batch is at or past its segment's read end, and the kernel could not see the batch after
-        it (the next slice's first): when that one starts below the end, the last batch's offset field, which the
-        CRC does not cover, is corrupt, and the records it holds would be dropped unseen (the kernels' check for
-        batches within a buffer)."""
+    def _after_bad_framing(self, result, bad: int, end: int) -> int | None:
+        """A lenient decode met framing at ``bad`` it could not step over and counted the rest of the slice as
+        corrupt. When the segment's offset index has an entry past ``bad`` whose batch checks out (at or before the
+        slice's end, which is itself such an entry or the segment's end), only the bytes up to it are lost: the
+        count and the problem say so, and the position is returned when the read resumes there (before ``end``)."""
+        found = _next_checked_entry(self.piece, self.options, bad, end, self.last_seen)
+        if found is None:
+            return None
+        position, first = found
+        result.stats.corrupt_bytes -= end - position
+        lost = f", offsets {self.last_seen + 1}..{first - 1} not read" if first > self.last_seen + 1 else ""
+        where = (self.piece.log_path, bad)
+        result.stats.problems[:] = [
+            (path, at, message.replace(REST_SKIPPED, f"skipped to byte {position}, the next offset index entry "
+                                                     f"whose batch checks out{lost}"))
+            if (path, at) == where else (path, at, message) for path, at, message in result.stats.problems]
+        return position if position < end else None
+
+    def _check_after_slice(self, reader: RandomAccessReader, start: int, end: int) -> None:
+        """The slice's last batch, ``[start, end)``, is at or past its segment's read end, and the kernel could not
+        see the batch after it (the next slice's first): when that one starts below the end, the last batch's offset
+        field, which the CRC does not cover, is corrupt, and the records it holds would be dropped unseen. Raised
+        or counted as the kernels do for batches within a buffer: at the batch's start, all its bytes skipped."""
         limit = self.piece.segment_offsets[1]
         prefix = reader.read_at(end, 8)
         if len(prefix) < 8:
@@ -349,14 +384,15 @@ class _SliceDecoder:
         following = int.from_bytes(prefix, "big", signed=True)
         if following >= limit:
             return
-        err = CorruptBatchError(f"the batch ending at byte {end} is at or past offset {limit}, where this read of "
-                                f"the segment ends, but the batch after it starts at offset {following}: an offset "
-                                "field the CRC does not cover is corrupt", path=self.piece.log_path, position=end)
+        first_offset = int.from_bytes(reader.read_at(start, 8), "big", signed=True)
+        err = CorruptBatchError(past_end_problem(first_offset, limit, following), path=self.piece.log_path,
+                                position=start)
         if self.options.on_corruption != "skip":
             raise err
         self.stats.corrupt_batches += 1
+        self.stats.corrupt_bytes += end - start
         if len(self.stats.problems) < MAX_PROBLEMS:
-            self.stats.problems.append((self.piece.log_path, end, err.detail))
+            self.stats.problems.append((self.piece.log_path, start, err.detail))
 
     def shrunk(self, pos: int, end: int) -> None:
         """The file ended at ``pos`` before the planned ``end``: a live broker truncated it while we read."""
@@ -394,7 +430,7 @@ class _SliceDecoder:
                         return pos  # decoded bytes that changed (or zeros where the file was cut): reread
                     if error is not None:
                         raise error
-                    batch = self.accept(result)
+                    batch = self.accept(result, pos, end)
                     if batch is not None:
                         yield batch
                     pos, want = self.resume(reader, result, pos, end)
@@ -435,7 +471,7 @@ class _SliceDecoder:
             view = memoryview(chunk)[offset_in_buf:min(filled, offset_in_buf + max(chunk_bytes, want))]
             result = self.decode(view, pos, end)
             view.release()
-            batch = self.accept(result)
+            batch = self.accept(result, pos, end)
             if batch is not None:
                 yield batch
             pos, want = self.resume(reader, result, pos, end)
@@ -461,6 +497,36 @@ def _check_segment_end(piece: SegmentSlice, last_offset: int, metrics: ScanMetri
     with metrics._lock:
         metrics.missing_offsets.append((piece.log_path, max(first_missing, piece.start_offset),
                                         min(next_base, piece.end_offset)))
+
+
+def _next_checked_entry(piece: SegmentSlice, options: ReadOptions, bad: int, end: int, last_seen: int
+                        ) -> tuple[int, int] | None:
+    """``(position, first offset)`` of the first entry of the segment's offset index in ``(bad, end]`` whose batch
+    checks out as planning checks the entries it cuts at (:func:`~kafkaseg.planning.entry_batch_problem`: a
+    whole batch with a valid CRC, or a plausible header above ``ENTRY_CRC_MAX_BYTES``, whose offsets fit the entry
+    and its neighbours) and starts above ``last_seen``; None when there is none, or no sane index to ask. The same
+    entries, in the same order, whatever the slicing: a slice ends at such an entry (or at its segment's end), so
+    a slice cut before the bad bytes' resumption point resumes where an uncut read does."""
+    if not piece.index_path:
+        return None
+    try:
+        index = OffsetIndex.load(piece.index_path, piece.base_offset, piece.filesystem)
+        with SegmentReader(piece.log_path, piece.filesystem) as reader:
+            if index.sanity_problems(reader.size):
+                return None
+            positions, offsets = index.positions, index.offsets
+            for k in range(int(np.searchsorted(positions, bad, side="right")), len(index)):
+                position = int(positions[k])
+                if position > end:
+                    break
+                above = int(offsets[k - 1]) if k else piece.base_offset - 1
+                below = int(offsets[k + 1]) if k + 1 < len(index) else piece.next_base_offset
+                problem, first = entry_batch_problem(reader, position, int(offsets[k]), above, below, options)
+                if problem is None and first > last_seen:
+                    return position, first
+    except KafkaSegError:  # the index or the segment unreadable now: the rest of the slice stays skipped
+        return None
+    return None
 
 
 def _report_tail(piece: SegmentSlice, metrics: ScanMetrics, pos: int, end: int) -> None:

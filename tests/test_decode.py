@@ -291,6 +291,8 @@ def test_offset_window_skips_batches_without_decompressing_and_stops_past_the_en
     assert res.columns["offset"].to_pylist() == list(range(35, 52))
     assert res.stats.skipped_batches_out_of_range == 3
     assert res.stop == STOP_PAST_END and res.stats.batches == 3
+    # the batch the read stopped at (offsets 60-69): where it starts, and (with consumed) its size
+    assert (res.stop_position, res.consumed) == (sum(map(len, batches[:6])), sum(map(len, batches[:7])))
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -509,6 +511,7 @@ def test_lenient_read_resynchronises_after_an_unknown_magic_with_an_intact_lengt
     # two bad batches in a row: the first one's length leads to nothing plausible, so the rest is skipped
     res = kernel.decode(batches[0] + bad + _bad_magic(batches[2], 0xFF) + batches[3], req)
     assert res.stop == STOP_CORRUPT and res.columns["offset"].to_pylist() == list(range(5))
+    assert res.stop_position == len(batches[0])  # where the framing it could not step over starts
     assert res.stats.corrupt_batches == 1 and res.stats.corrupt_bytes == len(buf) - len(batches[0])
 
 

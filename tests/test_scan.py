@@ -227,12 +227,20 @@ def test_a_flipped_base_offset_at_a_slice_cut_or_a_segment_end_is_not_silent(tmp
     data = bytearray(pristine)
     data[victim.position + 2] ^= 1
     log.write_bytes(bytes(data))
-    with pytest.raises(CorruptBatchError, match="offset field the CRC does not cover") as info:
-        kafkaseg.read_arrow(str(tmp_path), minPartitions="8")
-    assert info.value.position == cut
-    scan = kafkaseg.open_scan(str(tmp_path), minPartitions="8", onCorruption="skip")
-    assert len(scan.plan.slices) > 2 and scan.to_table().num_rows == 290
-    assert scan.metrics.decode.corrupt_batches == 1
+    # the same damage is reported the same way whether the batch ends a slice or not: at the batch's own start,
+    # all its bytes skipped (the slice's check said the next batch's byte and 0 bytes; found in review)
+    problems = []
+    for split in ({"minPartitions": "8"}, {}):
+        with pytest.raises(CorruptBatchError, match="offset field the CRC does not cover") as info:
+            kafkaseg.read_arrow(str(tmp_path), **split)
+        assert info.value.position == victim.position, split
+        scan = kafkaseg.open_scan(str(tmp_path), onCorruption="skip", **split)
+        assert scan.to_table().num_rows == 290 and (len(scan.plan.slices) > 2) == bool(split)
+        d = scan.metrics.decode
+        assert (d.corrupt_batches, d.corrupt_bytes, [p[:2] for p in d.problems]) == (
+            1, victim.size, [(str(log), victim.position)]), split
+        problems.append(d.problems)
+    assert problems[0] == problems[1]  # the same words too
 
     shutil.rmtree(tmp_path / "t-0")  # the last batch of a rolled segment
     write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=300, records_per_batch=10, vary_batch_size=False,
@@ -529,3 +537,59 @@ def test_offsets_behind_an_empty_segment_are_noted_at_planning(tmp_path):
     scan = kafkaseg.open_scan(str(tmp_path))
     assert scan.to_table().column("offset").to_pylist() == list(range(8)) + list(range(20, 25))
     assert any(f"{8:020d}.log is empty, so offsets [8, 20) are missing" in note for note in scan.plan.report.notes)
+
+
+def test_a_read_stopped_mid_slice_counts_what_it_decoded_and_skipped(tmp_path, kernel):
+    """A consumer that stops pulling before a slice's end (a row limit, a break) still finds the slice's skipped
+    corrupt batches and its records in the metrics; they were merged only at the slice's end (found in review)."""
+    log = _single_partition(tmp_path, batches=12)[1]
+    data = bytearray(log.read_bytes())
+    bad = list(iter_headers(bytes(data)))[2]
+    data[bad.position + 70] ^= 0x55  # a CRC failure
+    log.write_bytes(bytes(data))
+    scan = kafkaseg.open_scan(str(tmp_path), onCorruption="skip", maxRecordsPerBatch=10)
+    got = []
+    for batch in scan:
+        got.extend(batch.column("offset").to_pylist())
+        if len(got) >= 40:
+            break
+    assert bad.base_offset not in got and bad.last_offset + 1 in got
+    m = scan.metrics
+    assert (m.slices, m.decode.corrupt_batches, m.decode.corrupt_bytes) == (1, 1, bad.size)
+    assert m.records == len(got) and m.decode.problems[0][1] == bad.position
+    scan.to_table()  # read to the end: counted once, not again
+    assert (scan.metrics.slices, scan.metrics.decode.corrupt_batches) == (1, 1)
+
+
+def test_a_lenient_read_resumes_after_bad_framing_at_the_next_checked_index_entry_whatever_the_slicing(tmp_path,
+                                                                                                     kernel):
+    """Framing that cannot be stepped over (a zeroed batch header) cost the rest of the slice, so what a lenient
+    read lost depended on splitSize/minPartitions (found in review). It resumes at the segment's next offset index
+    entry whose batch checks out: the same records, corrupt bytes and problem for every slicing, each counted once."""
+    from kafkaseg.storage.offset_index import OffsetIndex
+
+    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=400, records_per_batch=10, vary_batch_size=False,
+                                        segment_bytes=12_000, value_size=20, index_interval_bytes=1000)])
+    log = sorted((tmp_path / "t-0").glob("*.log"))[0]
+    clean = kafkaseg.read_arrow(str(tmp_path)).column("offset").to_pylist()
+    data = bytearray(log.read_bytes())
+    headers = list(iter_headers(bytes(data)))
+    bad = headers[len(headers) // 3]
+    data[bad.position:bad.position + 61] = bytes(61)  # magic 0, size 0: nothing to step over to
+    log.write_bytes(bytes(data))
+    positions = OffsetIndex.load(str(log.with_suffix(".index")), 0).positions.tolist()
+    resume = min(p for p in positions if p > bad.position)
+    at = next(h for h in headers if h.position == resume)
+    assert at.base_offset > bad.last_offset + 1  # batches between the bad one and the entry are lost too
+    expected = [o for o in clean if not bad.base_offset <= o < at.base_offset]
+    outcomes = []
+    for split in ({}, {"splitSize": "2k"}, {"splitSize": "1k", "readMode": "pread"}, {"minPartitions": "12"}):
+        scan = kafkaseg.open_scan(str(tmp_path), onCorruption="skip", maxRecordsPerBatch=7, **split)
+        assert scan.to_table().column("offset").to_pylist() == expected, split
+        d = scan.metrics.decode
+        outcomes.append((len(scan.plan.slices) > 2, d.corrupt_batches, d.corrupt_bytes, d.problems))
+    assert [o[0] for o in outcomes] == [False, True, True, True]
+    (_, position, message), = outcomes[0][3]
+    assert outcomes[0][1:3] == (1, resume - bad.position) and position == bad.position
+    assert f"skipped to byte {resume}" in message and f"offsets {bad.base_offset}..{at.base_offset - 1}" in message
+    assert all(o[1:] == outcomes[0][1:] for o in outcomes), outcomes

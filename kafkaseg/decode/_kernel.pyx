@@ -20,6 +20,7 @@ import pyarrow as pa
 from kafkaseg import codecs as _codecs
 from kafkaseg.decode.api import (
     MAX_PROBLEMS,
+    REST_SKIPPED,
     STOP_CORRUPT,
     STOP_END,
     STOP_LIMIT,
@@ -28,6 +29,7 @@ from kafkaseg.decode.api import (
     TIMESTAMP_TYPE,
     DecodeResult,
     DecodeStats,
+    past_end_problem,
 )
 from kafkaseg.errors import (
     CorruptBatchError,
@@ -1471,6 +1473,7 @@ def decode(buf, req):
     cdef int64_t min_size
     cdef Py_ssize_t next_size = -1
     cdef Py_ssize_t resume
+    cdef Py_ssize_t stop_position = -1
     cdef int past_end = 0
     cdef bint need_more = False
     cdef int64_t batch_last = 0
@@ -1516,9 +1519,10 @@ def decode(buf, req):
                     d.stats.corrupt_bytes += resume - pos
                     pos = resume
                     continue
-                d.note(_Frame(frame.cls, f"{frame.message}; no valid batch at its declared end: the rest of the data "
-                                         f"skipped", pos))
+                d.note(_Frame(frame.cls, f"{frame.message}; no valid batch at its declared end: {REST_SKIPPED}",
+                              pos))
                 d.stats.corrupt_bytes += end - pos + d.bytes_after
+                stop_position = pos
                 pos = end
                 stop = STOP_CORRUPT
                 break
@@ -1545,10 +1549,7 @@ def decode(buf, req):
                     if pos + total + 17 <= end:
                         if rd64(b + pos + total) < first_offset:
                             raise _Frame(CorruptBatchError,
-                                         f"batch at offset {first_offset} is at or past offset {d.max_offset}, "
-                                         f"where this read of the segment ends, but the next batch starts at offset "
-                                         f"{rd64(b + pos + total)}: an offset field the CRC does not cover is corrupt",
-                                         pos)
+                                         past_end_problem(first_offset, d.max_offset, rd64(b + pos + total)), pos)
                     elif pos + total + 17 <= end + d.bytes_after:
                         need_more = True
             except _Frame as frame:
@@ -1576,6 +1577,7 @@ def decode(buf, req):
             pos += total
             if past_end:  # the read ends before this batch: the last offset stays the previous one's
                 stop = STOP_PAST_END
+                stop_position = pos - total
                 break
             last_seen = batch_last
             if d.nbytes >= d.max_bytes or d.n >= d.max_records:
@@ -1589,4 +1591,4 @@ def decode(buf, req):
     d.stats.skipped_batches_out_of_range = d.n_out_of_range
     d.stats.skipped_control_batches = d.n_control
     d.stats.skipped_aborted_batches = d.n_aborted_batches
-    return DecodeResult(d.columns(), d.n, pos, stop, next_size, last_seen, d.stats)
+    return DecodeResult(d.columns(), d.n, pos, stop, next_size, last_seen, d.stats, stop_position)

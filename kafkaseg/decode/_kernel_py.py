@@ -41,6 +41,8 @@ from kafkaseg.decode.api import (
     DecodeResult,
     DecodeStats,
     MAX_PROBLEMS,
+    REST_SKIPPED,
+    past_end_problem,
 )
 from kafkaseg.errors import (
     CorruptBatchError,
@@ -183,6 +185,7 @@ def decode(buf, req: DecodeRequest) -> DecodeResult:
     stop = STOP_END
     next_size = -1
     last_seen = req.check_offsets_after
+    stop_position = -1
     while pos < end:
         remaining = end - pos
         if remaining < wb.HEADER_PREFIX_SIZE:
@@ -216,9 +219,10 @@ def decode(buf, req: DecodeRequest) -> DecodeResult:
                 stats.corrupt_bytes += resume - pos
                 pos = resume
                 continue
-            _note(stats, req, _Frame(frame.cls, f"{frame.message}; no valid batch at its declared end: the "
-                                                f"rest of the data skipped", pos))
+            _note(stats, req, _Frame(frame.cls, f"{frame.message}; no valid batch at its declared end: "
+                                                f"{REST_SKIPPED}", pos))
             stats.corrupt_bytes += end - pos + req.bytes_after
+            stop_position = pos
             pos = end
             stop = STOP_CORRUPT
             break
@@ -239,6 +243,7 @@ def decode(buf, req: DecodeRequest) -> DecodeResult:
                     next_size = total + wb.HEADER_PREFIX_SIZE
                     break
                 stop = STOP_PAST_END
+                stop_position = pos
             else:
                 last_seen = result
         except _Frame as frame:
@@ -263,7 +268,7 @@ def decode(buf, req: DecodeRequest) -> DecodeResult:
                 stop = STOP_LIMIT
             break
     stats.records = len(out.offsets)
-    return DecodeResult(out.arrays(), len(out.offsets), pos, stop, next_size, last_seen, stats)
+    return DecodeResult(out.arrays(), len(out.offsets), pos, stop, next_size, last_seen, stats, stop_position)
 
 
 _PAST_END = object()
@@ -281,9 +286,7 @@ def _following_offset(buf, pos, total, end, req, first_offset):
         return _NEED_MORE if following + wb.HEADER_PREFIX_SIZE <= end + req.bytes_after else None
     next_offset = _I64.unpack_from(buf, following)[0]
     if next_offset < first_offset:
-        raise _Frame(CorruptBatchError, f"batch at offset {first_offset} is at or past offset {req.max_offset}, "
-                     f"where this read of the segment ends, but the next batch starts at offset {next_offset}: an "
-                     "offset field the CRC does not cover is corrupt", pos)
+        raise _Frame(CorruptBatchError, past_end_problem(first_offset, req.max_offset, next_offset), pos)
     return None
 
 

@@ -18,6 +18,8 @@ STOP_PAST_END = "past_end"  # a batch starts at or beyond max_offset: nothing fu
 # lenient mode met framing it could not resynchronise after: the rest of the buffer was skipped, and it and
 # bytes_after are counted as corrupt
 STOP_CORRUPT = "corrupt"
+# how a STOP_CORRUPT problem ends (a scan that resumes the read further on replaces it by where it resumed)
+REST_SKIPPED = "the rest of the data skipped"
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,17 @@ class DecodeResult:
     # ends at, so that the read can tell where its segment's offsets ended
     last_offset: int = INT64_MIN
     stats: DecodeStats = field(default_factory=DecodeStats)
+    # the buffer position of what the decode stopped at: with STOP_PAST_END the batch at or past the end (its size
+    # is ``consumed - stop_position``), with STOP_CORRUPT the framing it could not step over; else -1
+    stop_position: int = -1
+
+
+def past_end_problem(first_offset: int, max_offset: int, following: int) -> str:
+    """The problem of a batch at or past ``max_offset`` followed by one starting lower, at ``following`` (its offset
+    field, which the CRC does not cover, is corrupt): the kernels' words, and the scan's at a slice's end."""
+    return (f"batch at offset {first_offset} is at or past offset {max_offset}, where this read of the segment "
+            f"ends, but the next batch starts at offset {following}: an offset field the CRC does not cover is "
+            "corrupt")
 
 
 TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
