@@ -195,6 +195,11 @@ def parse_topic_partition(name: str) -> tuple[str, int] | None:
 
 # -- reading one partition folder --------------------------------------------------------------------------------
 
+class _ListedFileGone(Exception):
+    """A file the folder listing named was gone when discovery read it (a live broker renamed or deleted it
+    meanwhile, e.g. the cleaner's last step ``X.log.swap`` -> ``X.log``): the folder is listed again."""
+
+
 def _swap_next_offset(log_path: str, base: int, index_path: str | None, filesystem, notes: list[str]) -> int:
     from kafkaseg.errors import CorruptDataError
     from kafkaseg.storage.segment import log_end_offset, readable_end
@@ -204,6 +209,10 @@ def _swap_next_offset(log_path: str, base: int, index_path: str | None, filesyst
     # limit here, so a large valid batch in a .swap file is not mistaken for corruption.
     try:
         return log_end_offset(probe, filesystem=filesystem, max_batch_bytes=None)
+    except LayoutError as err:
+        if _fs.exists(log_path, filesystem):
+            raise
+        raise _ListedFileGone(log_path) from err
     except CorruptDataError as err:
         # the swap file's range ends after the last batch a walk stepping over the bad framing reaches; its
         # corruption is then its partition's read to raise (or skip), not the whole log dir's discovery
@@ -295,7 +304,9 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
                        topic: str | None = None, partition: int | None = None,
                        entries: Sequence[_fs.FileEntry] | None = None) -> PartitionDir:
     """One topic-partition folder. Checkpoint values come from ``log_dir`` (or, when not given, from the parent
-    folder's checkpoint files if it has any). Unreadable side files are noted in ``notes``, not raised."""
+    folder's checkpoint files if it has any). Unreadable side files are noted in ``notes``, not raised. A listed
+    segment file discovery must read (a ``.swap``) that is gone when read is not an error: the folder is listed
+    again, up to :data:`REDISCOVERIES` times."""
     if filesystem is None:
         filesystem, path = _fs.open_filesystem(path)
     if topic is None or partition is None:
@@ -303,10 +314,18 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
         if parsed is None:
             raise LayoutError(f"{path}: folder name is not <topic>-<partition>")
         topic, partition = parsed
-    if entries is None:
-        entries = _fs.list_dir(path, filesystem)
-    notes: list[str] = []
-    segments, snapshot_paths = _segments_from_listing(entries, filesystem, notes)
+    for attempt in range(REDISCOVERIES + 1):
+        if entries is None:
+            entries = _fs.list_dir(path, filesystem)
+        notes: list[str] = []
+        try:
+            segments, snapshot_paths = _segments_from_listing(entries, filesystem, notes)
+            break
+        except _ListedFileGone as gone:  # noqa: PERF203 - a retry loop
+            if attempt == REDISCOVERIES:
+                raise LayoutError(f"{gone.args[0]} was listed but gone when read, {REDISCOVERIES + 1} listings in a "
+                                  f"row: the folder {path} keeps changing") from gone.__cause__
+            entries = None  # list again: the folder as it is now
     names = {e.name: e for e in entries if not e.is_dir}
     epochs = ()
     if ckpt.LEADER_EPOCH_CHECKPOINT in names:
