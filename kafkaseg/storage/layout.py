@@ -403,7 +403,9 @@ def _read_log_dir_metadata(path: str, filesystem, entries: Sequence[_fs.FileEntr
 def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None,
                  select: Callable[[str, int], bool] | None = None) -> LogDir:
     """A log dir with its partitions (sorted by topic, partition). Child folders that are not live partitions
-    are listed in ``skipped`` as ``(name, reason)``; corrupt checkpoint files are noted, not raised. ``select``
+    are listed in ``skipped`` as ``(name, reason)``, and so is a partition folder gone when it is listed (a topic
+    deleted meanwhile), which is then left out as one that is not there; corrupt checkpoint files are noted, not
+    raised. ``select``
     (topic, partition) chooses the partition folders to read: the others are only named (``unselected``), which
     on an object store saves a listing and two reads per folder."""
     if filesystem is None:
@@ -429,9 +431,21 @@ def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None,
         folders.append((entry.path, parsed))
 
     def read(folder):
-        return read_partition_dir(folder[0], filesystem, log_dir=base, topic=folder[1][0], partition=folder[1][1])
+        try:
+            return read_partition_dir(folder[0], filesystem, log_dir=base, topic=folder[1][0],
+                                      partition=folder[1][1])
+        except LayoutError:
+            if _fs.exists(folder[0], filesystem):
+                raise
+            return None  # gone since the log dir was listed: a topic being deleted (renamed <name>.<id>-delete)
 
-    partitions = _fs.map_files(read, folders, [filesystem])  # in threads on object storage
+    partitions = []
+    for folder, partition_dir in zip(folders, _fs.map_files(read, folders, [filesystem])):  # threads on S3
+        if partition_dir is None:
+            skipped.append((_fs.basename(folder[0]), "gone while the log dir was read (a topic being deleted: the "
+                                                     "broker renames its folders <name>.<id>-delete)"))
+        else:
+            partitions.append(partition_dir)
     partitions.sort(key=lambda p: (p.topic, p.partition))
     return LogDir(path=path, meta=base.meta, partitions=tuple(partitions), high_watermarks=base.high_watermarks,
                   recovery_points=base.recovery_points, log_start_offsets=base.log_start_offsets,
