@@ -314,9 +314,6 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
     is_active = i == len(pdir.segments) - 1
     offset_index = _load_index(OffsetIndex, seg.index_path, seg, pdir, report) if seg.index_path else None
     time_index = _load_index(TimeIndex, seg.timeindex_path, seg, pdir, report) if seg.timeindex_path else None
-    if offset_index is not None:
-        for p in offset_index.sanity_problems(seg.log_size):
-            add(ERROR, seg.index_path, p.position, f"sanity check: {p.detail}")
     for kind, present in ((".index", seg.index_path), (".timeindex", seg.timeindex_path)):
         if not present:  # LogSegment.sanityCheck fails and the broker recovers the segment, rebuilding both
             if kind == ".timeindex" and seg.log_size and _first_magic(seg, pdir) in (0, 1):
@@ -326,6 +323,12 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                 add(WARNING if seg.log_size else INFO, path, None,
                     f"no {kind} file (a broker rebuilds it at startup)")
     with SegmentReader(path, pdir.filesystem) as reader:
+        # The indexes are judged against the log as the walk reads it, opened after they were loaded: a live
+        # broker appends (and indexes) after the listing, whose size would put new entries "outside the log".
+        log_size = reader.size
+        if offset_index is not None:
+            for p in offset_index.sanity_problems(log_size):
+                add(ERROR, seg.index_path, p.position, f"sanity check: {p.detail}")
         offsets_cursor = _OffsetIndexCursor(offset_index, seg.index_path, report) if offset_index else None
         times_cursor = _TimeIndexCursor(time_index, seg.timeindex_path, report) if time_index else None
         next_index_position = offsets_cursor.next if offsets_cursor else _NEVER
@@ -405,7 +408,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
         times_cursor.finish()
     if time_index is not None:
         end = seg_last + 1 if seg_last is not None else seg.base_offset
-        for p in time_index.sanity_problems(seg.log_size, log_end_offset=end):
+        for p in time_index.sanity_problems(log_size, log_end_offset=end):
             add(ERROR, seg.timeindex_path, p.position, f"sanity check: {p.detail}")
     if seg.txnindex_path:
         try:
