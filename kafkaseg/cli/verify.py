@@ -41,7 +41,8 @@ import numpy as np
 from kafkaseg.cli.common import SkippedFolder, decode_batch, skipped_folders, whole_partition_offsets
 from kafkaseg.errors import CorruptCheckpointError, KafkaSegError, LayoutError
 from kafkaseg.storage import fs as _fs
-from kafkaseg.storage.layout import PartitionDir, check_one_incarnation, discover, transactions_open_at
+from kafkaseg.storage.layout import (PartitionDir, check_one_incarnation, discover, transactions_open_at,
+                                     unacknowledged_append)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot
 from kafkaseg.storage.segment import SegmentReader, data_after_zeros
@@ -334,11 +335,18 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
         next_index_position = offsets_cursor.next if offsets_cursor else _NEVER
         pending_index_offset = _NEVER
         next_time_offset = times_cursor.next if times_cursor else _NEVER
+        # an append a broker with log.preallocate is still writing: a warning, and not part of the log
+        in_progress = unacknowledged_append(pdir, max_batch_bytes=None) if is_active else None
         walk = reader.chunks(0, target_bytes=_CHUNK)
         try:
             for chunk_position, buf in walk:
                 for header in iter_headers(buf):
                     position = chunk_position + header.position
+                    if in_progress is not None and position == in_progress.position:
+                        add(WARNING, path, position, f"the last batch ({header.base_offset}..{header.last_offset}) "
+                            "fails its CRC and only zeros follow it: an append in progress on a broker with "
+                            "log.preallocate (none of its offsets acknowledged); a broker's recovery truncates it")
+                        continue
                     summary.batches += 1
                     if position >= next_index_position or header.last_offset >= pending_index_offset:
                         offsets_cursor.at_batch(position, header.last_offset,

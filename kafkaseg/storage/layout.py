@@ -56,6 +56,7 @@ __all__ = [
     "transactions_open_at",
     "last_stable_offset",
     "partition_log_end_offset",
+    "unacknowledged_append",
     "relisted",
     "REDISCOVERIES",
 ]
@@ -774,6 +775,32 @@ def partition_log_end_offset(partition_dir: PartitionDir, *,
         return None
     return log_end_offset(partition_dir.segments[-1], filesystem=partition_dir.filesystem,
                           max_batch_bytes=max_batch_bytes)
+
+
+def unacknowledged_append(partition_dir: PartitionDir, *, max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES):
+    """The active segment's final batch (a ``BatchHeader``) when it is an append a broker with
+    ``log.preallocate=true`` is still writing: zeros after it to the end of the file, a bad CRC, and no offset
+    below the high watermark (:func:`kafkaseg.storage.segment.torn_before_zeros`); the log ends before it. None
+    otherwise. Reads about one index interval of headers and that batch."""
+    from kafkaseg.errors import CorruptIndexError
+    from kafkaseg.storage.offset_index import OffsetIndex
+    from kafkaseg.storage.segment import torn_before_zeros, zero_filled_tail
+
+    if not partition_dir.segments:
+        return None
+    seg, fs = partition_dir.segments[-1], partition_dir.filesystem
+    start = 0
+    if seg.index_path:
+        try:
+            index = OffsetIndex.load(seg.index_path, seg.base_offset, fs)
+            start = int(index.positions[-1]) if len(index) else 0
+        except (LayoutError, CorruptIndexError):
+            pass
+    found = zero_filled_tail(seg, filesystem=fs, max_batch_bytes=max_batch_bytes, start_position=start)
+    if found is None or found[1]:
+        return None
+    return torn_before_zeros(seg, found[0], partition_dir.high_watermark, filesystem=fs, start_position=start,
+                             max_batch_bytes=max_batch_bytes)
 
 
 def _producer_snapshots(partition_dir: PartitionDir) -> list[tuple[int, str]]:
