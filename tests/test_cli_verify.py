@@ -316,3 +316,22 @@ def test_an_append_indexed_between_the_listing_and_the_index_load_is_no_error(tm
 
 def _name(offset: int, suffix: str) -> str:
     return f"{offset:020d}{suffix}"
+
+
+def test_a_half_written_snapshot_of_the_newest_roll_is_a_warning_an_older_one_an_error(tmp_path, capsys):
+    """A live broker writes the producer snapshot of each roll in place; verify caught mid-write reported an ERROR
+    and exit 1 on a healthy dir (found in review). Kafka's loader skips a corrupt snapshot."""
+    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=600, records_per_batch=10, segment_bytes=8 * 1024,
+                                        idempotent=True)], seed=1)
+    part = tmp_path / "t-0"
+    active = sorted(part.glob("*.log"))[-1].name[:20]
+    snapshots = sorted(part.glob("*.snapshot"))
+    (newest,) = [s for s in snapshots if s.name[:20] == active]
+    assert snapshots[0] != newest
+    newest.write_bytes(newest.read_bytes()[:10])
+    code, report = verify_json(tmp_path, capsys)
+    assert code == 0, [p for p in report["problems"] if p["severity"] == "error"]
+    assert [p["severity"] for p in report["problems"] if p["file"] == str(newest)] == ["warning"]
+    snapshots[0].write_bytes(snapshots[0].read_bytes()[:10])
+    code, report = verify_json(tmp_path, capsys)
+    assert code == 1 and [p["severity"] for p in report["problems"] if p["file"] == str(snapshots[0])] == ["error"]

@@ -44,7 +44,7 @@ from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import (PartitionDir, check_one_incarnation, discover, transactions_open_at,
                                      unacknowledged_append)
 from kafkaseg.storage.offset_index import OffsetIndex
-from kafkaseg.storage.producer_snapshot import read_producer_snapshot
+from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
 from kafkaseg.storage.segment import SegmentReader, data_after_zeros
 from kafkaseg.storage.time_index import NO_TIMESTAMP, TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, unindexed_abort
@@ -543,11 +543,18 @@ def _check_log_dir_checkpoints(pdir: PartitionDir, report: VerifyReport) -> None
 def _check_checkpoints(pdir: PartitionDir, summary: PartitionSummary, report: VerifyReport) -> None:
     leo, lso_ = summary.log_end_offset, summary.log_start_offset
     where = pdir.log_dir or pdir.path
+    active_base = pdir.segments[-1].base_offset if pdir.segments else None
     for path in pdir.snapshot_paths:
         try:
             read_producer_snapshot(path, pdir.filesystem)
         except KafkaSegError as err:
-            report.add(ERROR, path, getattr(err, "position", None), str(err))
+            offset = snapshot_offset_from_name(_fs.basename(path))
+            # the newest roll's snapshot (named for the active segment's base) may be caught half-written by a live
+            # broker, and Kafka's loader skips a corrupt snapshot (an older one, or the log, gives the state)
+            newest = active_base is not None and offset is not None and offset >= active_base
+            report.add(WARNING if newest else ERROR, path, getattr(err, "position", None), str(err) + (
+                " (the newest roll's snapshot: a live broker may still be writing it; a broker skips a corrupt "
+                "snapshot)" if newest else ""))
     if leo is None:
         return
     first_base = pdir.segments[0].base_offset if pdir.segments else None
