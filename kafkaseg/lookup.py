@@ -60,7 +60,7 @@ from kafkaseg.errors import (
     LayoutError,
 )
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
-from kafkaseg.storage.layout import PartitionDir, last_stable_offset, partition_log_end_offset
+from kafkaseg.storage.layout import PartitionDir, last_stable_offset, partition_log_end_offset, unacknowledged_append
 from kafkaseg.storage.probed_index import LoadedIndexView, OpenFileLimit, ProbedIndex
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader
 from kafkaseg.wire.batch import BatchHeader
@@ -337,11 +337,16 @@ class PartitionLookup:
         watermark and fails its CRC, or None. That is a torn append, never acknowledged, and the broker's recovery
         truncates the log at an invalid batch (``LogSegment.recover``), so lookups end the log there, as planning
         does for torn framing. A bad batch that holds acknowledged offsets, or that is not the last, is corruption
-        and raises where it is read. Without a checkpointed high watermark nothing is known to be unacknowledged:
-        None. Costs one index interval of headers and one batch, once."""
+        and raises where it is read. Without a checkpointed high watermark only an append a broker with
+        ``log.preallocate`` is caught writing (zeros after it to the end of the file) is known to be unacknowledged
+        (:func:`~kafkaseg.storage.layout.unacknowledged_append`, planning's rule). Costs one index interval of
+        headers and one batch, once."""
         if self._torn is False:
             self._torn = None
             hw = self.pdir.high_watermark
+            if hw is None and self.segments and self.verify_crc:
+                torn = unacknowledged_append(self.pdir, max_batch_bytes=self.max_batch_bytes)
+                self._torn = None if torn is None else (torn.base_offset, torn.position)
             if hw is not None and self.segments and self.verify_crc:
                 last = len(self.segments) - 1
                 _, position = self._index(last, "offset").last()

@@ -66,7 +66,8 @@ from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, check_one_incar
                                      partition_log_end_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot
-from kafkaseg.storage.segment import SegmentReader, readable_end, zero_filled_tail, zeros_hide_records
+from kafkaseg.storage.segment import (SegmentReader, readable_end, torn_before_zeros, zero_filled_tail,
+                                      zeros_hide_records)
 from kafkaseg.storage.time_index import TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, segment_aborted_txns, unindexed_abort
 from kafkaseg.wire.crc import crc_is_valid
@@ -755,7 +756,7 @@ class _Partition:
             try:
                 leo = partition_log_end_offset(self.pdir, max_batch_bytes=self.options.max_batch_bytes)
                 if leo is not None:  # a preallocated tail of zeros is no data: the read stops where it starts
-                    self._zero_tail(leo)
+                    leo = self._zero_tail(leo)
             except CorruptDataError as err:
                 lenient = self.options.on_corruption == "skip"  # lenient: step over it as the reader will
                 walk = functools.partial(readable_end, self.segments[-1], verify_crc=self.options.verify_crc,
@@ -789,17 +790,33 @@ class _Partition:
         hw = self.pdir.high_watermark
         return hw is not None and hw <= leo and self.options.upper_bound != "logEndOffset"
 
-    def _zero_tail(self, leo: int) -> None:
-        """Stop the last segment's read where zeros end its batches. Zeros to the end of the file are a preallocated
-        tail. With data after them (a hole, or a torn write whose first page was lost), or with a high watermark
-        above ``leo`` (acknowledged offsets past the zeros), a strict read raises, unless the high watermark lies
-        at or below ``leo`` (the data after the zeros was never acknowledged); a lenient read stops there, noted."""
+    def _zero_tail(self, leo: int) -> int:
+        """Stop the last segment's read where zeros end its batches; returns the log end offset. Zeros to the end
+        of the file are a preallocated tail, and a final batch before them that fails its CRC and holds no
+        acknowledged offset is an append caught in progress (:func:`~kafkaseg.storage.segment.torn_before_zeros`):
+        the log ends before it, noted. With data after the zeros (a hole, or a torn write whose first page was
+        lost), or with a high watermark above ``leo`` (acknowledged offsets past the zeros), a strict read raises,
+        unless the high watermark lies at or below ``leo`` (the data after the zeros was never acknowledged); a
+        lenient read stops there, noted."""
         offset_index, _ = self.indexes(len(self.segments) - 1)
         found = zero_filled_tail(self.segments[-1], filesystem=self.fs, offset_index=offset_index,
                                  max_batch_bytes=self.options.max_batch_bytes)
         if found is None:
-            return
+            return leo
         position, data_after = found
+        torn = None if data_after or not self.options.verify_crc else torn_before_zeros(
+            self.segments[-1], position, self.pdir.high_watermark, filesystem=self.fs,
+            start_position=int(offset_index.positions[-1]) if offset_index is not None and len(offset_index) else 0,
+            max_batch_bytes=self.options.max_batch_bytes)
+        if torn is not None:
+            if self.report is not None:
+                self.report.notes.append(
+                    f"{self.name}: the active segment's last batch ({torn.base_offset}..{torn.last_offset}, byte "
+                    f"{torn.position}) fails its CRC and only zeros follow it: an append a broker with "
+                    "log.preallocate is still writing (never acknowledged), so the log end offset is taken as "
+                    f"{torn.base_offset}")
+            self.log_end_position = torn.position
+            return torn.base_offset
         what = zeros_hide_records(data_after, self.pdir.high_watermark, leo)
         if what is not None:
             if self.options.on_corruption != "skip" and not self._unacknowledged_past(leo):
@@ -814,6 +831,7 @@ class _Partition:
                                       f"the active segment's batches end in zeros here and {what}: reading up to "
                                       f"offset {leo}, leaving out what follows the zeros")
         self.log_end_position = position
+        return leo
 
     def segment_end_offset(self, i: int) -> int:
         """Offset after the last complete batch of segment ``i`` (one index interval of headers)."""

@@ -294,3 +294,68 @@ def test_a_segment_merged_into_the_previous_one_during_a_read_is_not_read_twice(
     offsets = [o for s in elsewhere for b in read_slice(s, options, ScanMetrics()) for o in b["offset"].to_pylist()]
     dropped = set(range(drop.base_offset, drop.last_offset + 1))
     assert len(offsets) == len(set(offsets)) and sorted(offsets) == [o for o in range(600) if o not in dropped]
+
+
+def _preallocated_with_an_append_in_progress(root, high_watermark):
+    """A broker with log.preallocate=true: batches 0..99, then the append of 100..109 caught after its first 300
+    bytes (length field and header in place, the rest still the preallocated zeros)."""
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+    from kafkaseg.testing.partition import write_offset_checkpoint
+
+    def batch(offset):
+        return build_batch_v2([Record(offset + j, 1_700_000_000_000 + offset + j, b"k", b"v" * 50, [])
+                               for j in range(10)], base_offset=offset)
+
+    writer = PartitionWriter(root / "t-0", index_interval_bytes=1024)
+    for offset in range(0, 100, 10):
+        writer.append(batch(offset))
+    writer.close()
+    log = root / "t-0" / f"{0:020d}.log"
+    with open(log, "ab") as handle:
+        handle.write(batch(100).data[:300])
+        handle.write(bytes(16 * 1024 - handle.tell()))
+    write_offset_checkpoint(root / "replication-offset-checkpoint",
+                            {} if high_watermark is None else {("t", 0): high_watermark})
+    return log
+
+
+@pytest.mark.parametrize("high_watermark", [100, None])
+def test_an_append_in_progress_in_a_preallocated_segment_ends_the_log(tmp_path, capsys, high_watermark):
+    """The half-written batch reads as a whole one with a bad CRC: reads to the log end, and with no high watermark
+    every read and stream, failed with CrcMismatchError, and describe counted it (found in review). Unacknowledged,
+    followed only by zeros: Kafka's recovery truncates it, as kafkaseg stops at a torn tail without preallocation."""
+    import json
+
+    import kafkaseg
+    from kafkaseg.cli.main import main
+    from kafkaseg.lookup import list_offset
+    from kafkaseg.storage.layout import discover
+
+    _preallocated_with_an_append_in_progress(tmp_path, high_watermark)
+    for options in ({}, {"upperBound": "logEndOffset"}):
+        scan = kafkaseg.open_scan(str(tmp_path), **options)
+        assert scan.to_table().column("offset").to_pylist() == list(range(100))
+        assert any("append a broker with log.preallocate" in note for note in scan.plan.report.notes)
+    assert sum(len(t) for t in kafkaseg.follow(str(tmp_path), startingOffsets="earliest", idle_timeout=0.2,
+                                               poll_interval=0.05)) == 100
+    (pdir,) = discover(str(tmp_path))
+    assert list_offset(pdir, -1).offset == 100
+    assert main(["describe", str(tmp_path), "--json"]) == 0
+    (described,) = json.loads(capsys.readouterr().out)["partitions"]
+    assert described["logEndOffset"] == 100
+    assert main(["verify", str(tmp_path), "--json"]) == 0
+    problems = json.loads(capsys.readouterr().out)["problems"]
+    assert [p["severity"] for p in problems if "append in progress" in p["message"]] == ["warning"]
+
+
+def test_a_bad_last_batch_holding_acknowledged_offsets_stays_corruption(tmp_path, capsys):
+    """The same bytes below the high watermark were acknowledged: not an append in progress."""
+    import kafkaseg
+    from kafkaseg.cli.main import main
+    from kafkaseg.errors import CrcMismatchError
+
+    _preallocated_with_an_append_in_progress(tmp_path, 105)
+    with pytest.raises(CrcMismatchError):
+        kafkaseg.read_arrow(str(tmp_path))
+    assert main(["verify", str(tmp_path)]) == 1
+    assert "CRC mismatch in batch 100..109" in capsys.readouterr().out

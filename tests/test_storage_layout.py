@@ -481,3 +481,66 @@ def test_partitions_left_out_by_the_topic_options_are_reported_once_each_in_orde
     for paths in ([str(tmp_path)], [str(tmp_path), str(tmp_path)], [str(tmp_path / "pay-*"), str(tmp_path)]):
         pruned = kafkaseg.open_scan(paths, subscribe="orders").plan.report.partitions_pruned
         assert [(t, p) for t, p, _ in pruned] == [("pay", n) for n in range(12)], paths
+
+
+def _cleaner_before_its_last_rename(root, topic_dir: str) -> list:
+    """The log cleaner between its last two steps (``LocalLog.replaceSegments``): the cleaned copy of segment 0 is
+    in place as ``.swap`` files and the old segment's files were renamed ``.deleted``. Returns the swap files."""
+    part = root / topic_dir
+    swaps = []
+    for old in sorted(part.glob(_name(0, ".*"))):
+        if old.suffix == ".snapshot":
+            continue
+        shutil.copy(old, old.with_name(old.name + ".swap"))
+        old.rename(old.with_name(old.name + ".deleted"))
+        swaps.append(old.with_name(old.name + ".swap"))
+    return swaps
+
+
+def test_a_swap_file_renamed_by_the_cleaner_during_discovery_is_found_under_its_new_name(tmp_path, monkeypatch):
+    """The cleaner's last rename (X.log.swap -> X.log) between discovery's folder listing and its read of the .swap
+    failed every read and stream with "cannot open ... .log.swap" (found in review): the folder is listed again."""
+    import kafkaseg
+    import kafkaseg.storage.layout as layout
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=300, records_per_batch=10, segment_bytes=2048)])
+    swaps = _cleaner_before_its_last_rename(tmp_path, "t-0")
+    real = layout._swap_next_offset
+    calls = []
+
+    def renamed_meanwhile(*args, **kwargs):
+        if not calls:
+            for swap in swaps:  # the broker's next step, just after the listing
+                swap.rename(swap.with_name(swap.name[:-len(".swap")]))
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(layout, "_swap_next_offset", renamed_meanwhile)
+    table = kafkaseg.read_arrow(str(tmp_path))
+    assert len(calls) == 1 and table.num_rows == 300
+    assert table.column("offset").to_pylist() == list(range(300))
+
+
+def test_a_folder_whose_swap_file_is_gone_at_every_listing_fails_clearly(tmp_path, monkeypatch):
+    import kafkaseg.storage.layout as layout
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=300, records_per_batch=10, segment_bytes=2048)])
+    (swap,) = [s for s in _cleaner_before_its_last_rename(tmp_path, "t-0") if s.name.endswith(".log.swap")]
+    real = layout._swap_next_offset
+    calls = []
+
+    def gone_while_read(*args, **kwargs):
+        calls.append(args[0])
+        away = swap.with_name("elsewhere")
+        swap.rename(away)
+        try:
+            return real(*args, **kwargs)
+        finally:
+            away.rename(swap)
+
+    monkeypatch.setattr(layout, "_swap_next_offset", gone_while_read)
+    with pytest.raises(LayoutError, match="listed but gone when read, 4 listings in a row"):
+        discover(str(tmp_path))
+    assert len(calls) == layout.REDISCOVERIES + 1

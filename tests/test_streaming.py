@@ -447,6 +447,46 @@ def test_a_partition_deleted_while_its_latest_offset_is_read_is_gone(data, monke
     assert set(from_offsets(end)) == {("a", 0), ("b", 0)}
 
 
+def _deleted_while_the_log_dir_is_listed(monkeypatch, folder: Path) -> None:
+    """Kafka deletes a topic by renaming its folders <name>.<id>-delete: here just after the log dir was listed,
+    before ``folder`` is (once)."""
+    import kafkaseg.storage.layout as layout
+
+    real = layout.read_partition_dir
+
+    def renamed_meanwhile(path, *args, **kwargs):
+        if path == str(folder) and folder.exists():
+            folder.rename(folder.with_name(folder.name + ".0123456789abcdef0123456789abcdef-delete"))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(layout, "read_partition_dir", renamed_meanwhile)
+
+
+def test_a_topic_deleted_while_its_folders_are_listed_is_gone_not_an_error(data, monkeypatch):
+    """The rename landing between the log dir's listing and the partition folder's failed whole-dir reads and
+    every stream's latestOffset with "cannot list .../b-0", also with failOnDataLoss=false (found in review)."""
+    p = planner(data, failOnDataLoss="false")
+    start = p.initial_offsets()
+    _deleted_while_the_log_dir_is_listed(monkeypatch, data / "b-0")
+    end = p.latest_offsets(start)
+    assert set(from_offsets(end)) == {("a", 0), ("a", 1)}
+    plan = p.plan(start, end)
+    assert ("b", 0) not in plan.ranges and any("b-0 is gone" in line for line in plan.data_loss)
+
+
+def test_a_whole_dir_read_leaves_out_a_topic_deleted_while_it_is_listed(data, monkeypatch):
+    expected = sum(n for (topic, _), n in hws(data).items() if topic == "a")
+    _deleted_while_the_log_dir_is_listed(monkeypatch, data / "b-0")
+    scan = kafkaseg.open_scan(str(data))
+    assert scan.to_table().num_rows == expected
+    assert [(folder.rsplit("/", 1)[-1], reason.split(" (")[0]) for folder, reason in scan.plan.report.skipped_folders
+            ] == [("b-0", "gone while the log dir was read")]
+    from kafkaseg.cli.common import skipped_folders  # describe and verify say which partition, not "bad name"
+
+    (folder,) = skipped_folders(scan.plan.report.skipped_folders)
+    assert (folder.topic, folder.partition) == ("b", 0) and "refuses to start" not in folder.reason
+
+
 def test_stream_options_follow_spark():
     with pytest.raises(InvalidOptionError, match="not valid in streaming queries"):
         ReadOptions.from_options({"endingOffsets": "latest"}, stream=True)

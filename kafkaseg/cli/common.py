@@ -105,4 +105,7 @@ def _skipped_folder(path: str, reason: str) -> SkippedFolder:
         return SkippedFolder(path, f"{reason}: {meaning}", *(parsed or (None, None)))
     if name == _REMOTE_INDEX_CACHE:
         return SkippedFolder(path, f"{reason}: tiered storage's cache of remote indexes (brokers skip it too)")
+    parsed = parse_topic_partition(name)
+    if parsed is not None:  # a partition folder gone while it was listed (its topic deleted meanwhile)
+        return SkippedFolder(path, reason, *parsed)
     return SkippedFolder(path, f"{reason} (a broker refuses to start with it in a log dir)")

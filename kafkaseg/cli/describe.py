@@ -146,10 +146,16 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
             return desc
         pdir = partial.whole
     try:
-        from kafkaseg.storage.layout import partition_log_end_offset
+        from kafkaseg.storage.layout import partition_log_end_offset, unacknowledged_append
 
         if partial is None:
             desc.log_end_offset = partition_log_end_offset(pdir)
+            torn = unacknowledged_append(pdir) if desc.log_end_offset is not None else None
+            if torn is not None:  # as planning and lookups end the log
+                desc.log_end_offset = torn.base_offset
+                desc.notes.append(f"the active segment's last batch ({torn.base_offset}..{torn.last_offset}) fails "
+                                  "its CRC with only zeros after it: an append in progress (log.preallocate), not "
+                                  f"counted; log end offset {torn.base_offset}")
         if pdir.snapshot_paths or desc.transactional:
             desc.last_stable_offset = last_stable_offset(pdir, log_end=desc.log_end_offset)
         elif desc.log_end_offset is not None:  # no transaction can be open: the bound itself (UnifiedLog)

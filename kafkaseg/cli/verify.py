@@ -41,9 +41,10 @@ import numpy as np
 from kafkaseg.cli.common import SkippedFolder, decode_batch, skipped_folders, whole_partition_offsets
 from kafkaseg.errors import CorruptCheckpointError, KafkaSegError, LayoutError
 from kafkaseg.storage import fs as _fs
-from kafkaseg.storage.layout import PartitionDir, check_one_incarnation, discover, transactions_open_at
+from kafkaseg.storage.layout import (PartitionDir, check_one_incarnation, discover, transactions_open_at,
+                                     unacknowledged_append)
 from kafkaseg.storage.offset_index import OffsetIndex
-from kafkaseg.storage.producer_snapshot import read_producer_snapshot
+from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
 from kafkaseg.storage.segment import SegmentReader, data_after_zeros
 from kafkaseg.storage.time_index import NO_TIMESTAMP, TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, unindexed_abort
@@ -314,9 +315,6 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
     is_active = i == len(pdir.segments) - 1
     offset_index = _load_index(OffsetIndex, seg.index_path, seg, pdir, report) if seg.index_path else None
     time_index = _load_index(TimeIndex, seg.timeindex_path, seg, pdir, report) if seg.timeindex_path else None
-    if offset_index is not None:
-        for p in offset_index.sanity_problems(seg.log_size):
-            add(ERROR, seg.index_path, p.position, f"sanity check: {p.detail}")
     for kind, present in ((".index", seg.index_path), (".timeindex", seg.timeindex_path)):
         if not present:  # LogSegment.sanityCheck fails and the broker recovers the segment, rebuilding both
             if kind == ".timeindex" and seg.log_size and _first_magic(seg, pdir) in (0, 1):
@@ -326,16 +324,29 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                 add(WARNING if seg.log_size else INFO, path, None,
                     f"no {kind} file (a broker rebuilds it at startup)")
     with SegmentReader(path, pdir.filesystem) as reader:
+        # The indexes are judged against the log as the walk reads it, opened after they were loaded: a live
+        # broker appends (and indexes) after the listing, whose size would put new entries "outside the log".
+        log_size = reader.size
+        if offset_index is not None:
+            for p in offset_index.sanity_problems(log_size):
+                add(ERROR, seg.index_path, p.position, f"sanity check: {p.detail}")
         offsets_cursor = _OffsetIndexCursor(offset_index, seg.index_path, report) if offset_index else None
         times_cursor = _TimeIndexCursor(time_index, seg.timeindex_path, report) if time_index else None
         next_index_position = offsets_cursor.next if offsets_cursor else _NEVER
         pending_index_offset = _NEVER
         next_time_offset = times_cursor.next if times_cursor else _NEVER
+        # an append a broker with log.preallocate is still writing: a warning, and not part of the log
+        in_progress = unacknowledged_append(pdir, max_batch_bytes=None) if is_active else None
         walk = reader.chunks(0, target_bytes=_CHUNK)
         try:
             for chunk_position, buf in walk:
                 for header in iter_headers(buf):
                     position = chunk_position + header.position
+                    if in_progress is not None and position == in_progress.position:
+                        add(WARNING, path, position, f"the last batch ({header.base_offset}..{header.last_offset}) "
+                            "fails its CRC and only zeros follow it: an append in progress on a broker with "
+                            "log.preallocate (none of its offsets acknowledged); a broker's recovery truncates it")
+                        continue
                     summary.batches += 1
                     if position >= next_index_position or header.last_offset >= pending_index_offset:
                         offsets_cursor.at_batch(position, header.last_offset,
@@ -405,7 +416,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
         times_cursor.finish()
     if time_index is not None:
         end = seg_last + 1 if seg_last is not None else seg.base_offset
-        for p in time_index.sanity_problems(seg.log_size, log_end_offset=end):
+        for p in time_index.sanity_problems(log_size, log_end_offset=end):
             add(ERROR, seg.timeindex_path, p.position, f"sanity check: {p.detail}")
     if seg.txnindex_path:
         try:
@@ -532,11 +543,18 @@ def _check_log_dir_checkpoints(pdir: PartitionDir, report: VerifyReport) -> None
 def _check_checkpoints(pdir: PartitionDir, summary: PartitionSummary, report: VerifyReport) -> None:
     leo, lso_ = summary.log_end_offset, summary.log_start_offset
     where = pdir.log_dir or pdir.path
+    active_base = pdir.segments[-1].base_offset if pdir.segments else None
     for path in pdir.snapshot_paths:
         try:
             read_producer_snapshot(path, pdir.filesystem)
         except KafkaSegError as err:
-            report.add(ERROR, path, getattr(err, "position", None), str(err))
+            offset = snapshot_offset_from_name(_fs.basename(path))
+            # the newest roll's snapshot (named for the active segment's base) may be caught half-written by a live
+            # broker, and Kafka's loader skips a corrupt snapshot (an older one, or the log, gives the state)
+            newest = active_base is not None and offset is not None and offset >= active_base
+            report.add(WARNING if newest else ERROR, path, getattr(err, "position", None), str(err) + (
+                " (the newest roll's snapshot: a live broker may still be writing it; a broker skips a corrupt "
+                "snapshot)" if newest else ""))
     if leo is None:
         return
     first_base = pdir.segments[0].base_offset if pdir.segments else None

@@ -56,6 +56,7 @@ __all__ = [
     "transactions_open_at",
     "last_stable_offset",
     "partition_log_end_offset",
+    "unacknowledged_append",
     "relisted",
     "REDISCOVERIES",
 ]
@@ -195,6 +196,11 @@ def parse_topic_partition(name: str) -> tuple[str, int] | None:
 
 # -- reading one partition folder --------------------------------------------------------------------------------
 
+class _ListedFileGone(Exception):
+    """A file the folder listing named was gone when discovery read it (a live broker renamed or deleted it
+    meanwhile, e.g. the cleaner's last step ``X.log.swap`` -> ``X.log``): the folder is listed again."""
+
+
 def _swap_next_offset(log_path: str, base: int, index_path: str | None, filesystem, notes: list[str]) -> int:
     from kafkaseg.errors import CorruptDataError
     from kafkaseg.storage.segment import log_end_offset, readable_end
@@ -204,6 +210,10 @@ def _swap_next_offset(log_path: str, base: int, index_path: str | None, filesyst
     # limit here, so a large valid batch in a .swap file is not mistaken for corruption.
     try:
         return log_end_offset(probe, filesystem=filesystem, max_batch_bytes=None)
+    except LayoutError as err:
+        if _fs.exists(log_path, filesystem):
+            raise
+        raise _ListedFileGone(log_path) from err
     except CorruptDataError as err:
         # the swap file's range ends after the last batch a walk stepping over the bad framing reaches; its
         # corruption is then its partition's read to raise (or skip), not the whole log dir's discovery
@@ -295,7 +305,9 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
                        topic: str | None = None, partition: int | None = None,
                        entries: Sequence[_fs.FileEntry] | None = None) -> PartitionDir:
     """One topic-partition folder. Checkpoint values come from ``log_dir`` (or, when not given, from the parent
-    folder's checkpoint files if it has any). Unreadable side files are noted in ``notes``, not raised."""
+    folder's checkpoint files if it has any). Unreadable side files are noted in ``notes``, not raised. A listed
+    segment file discovery must read (a ``.swap``) that is gone when read is not an error: the folder is listed
+    again, up to :data:`REDISCOVERIES` times."""
     if filesystem is None:
         filesystem, path = _fs.open_filesystem(path)
     if topic is None or partition is None:
@@ -303,10 +315,18 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
         if parsed is None:
             raise LayoutError(f"{path}: folder name is not <topic>-<partition>")
         topic, partition = parsed
-    if entries is None:
-        entries = _fs.list_dir(path, filesystem)
-    notes: list[str] = []
-    segments, snapshot_paths = _segments_from_listing(entries, filesystem, notes)
+    for attempt in range(REDISCOVERIES + 1):
+        if entries is None:
+            entries = _fs.list_dir(path, filesystem)
+        notes: list[str] = []
+        try:
+            segments, snapshot_paths = _segments_from_listing(entries, filesystem, notes)
+            break
+        except _ListedFileGone as gone:  # noqa: PERF203 - a retry loop
+            if attempt == REDISCOVERIES:
+                raise LayoutError(f"{gone.args[0]} was listed but gone when read, {REDISCOVERIES + 1} listings in a "
+                                  f"row: the folder {path} keeps changing") from gone.__cause__
+            entries = None  # list again: the folder as it is now
     names = {e.name: e for e in entries if not e.is_dir}
     epochs = ()
     if ckpt.LEADER_EPOCH_CHECKPOINT in names:
@@ -384,7 +404,9 @@ def _read_log_dir_metadata(path: str, filesystem, entries: Sequence[_fs.FileEntr
 def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None,
                  select: Callable[[str, int], bool] | None = None) -> LogDir:
     """A log dir with its partitions (sorted by topic, partition). Child folders that are not live partitions
-    are listed in ``skipped`` as ``(name, reason)``; corrupt checkpoint files are noted, not raised. ``select``
+    are listed in ``skipped`` as ``(name, reason)``, and so is a partition folder gone when it is listed (a topic
+    deleted meanwhile), which is then left out as one that is not there; corrupt checkpoint files are noted, not
+    raised. ``select``
     (topic, partition) chooses the partition folders to read: the others are only named (``unselected``), which
     on an object store saves a listing and two reads per folder."""
     if filesystem is None:
@@ -410,9 +432,21 @@ def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None,
         folders.append((entry.path, parsed))
 
     def read(folder):
-        return read_partition_dir(folder[0], filesystem, log_dir=base, topic=folder[1][0], partition=folder[1][1])
+        try:
+            return read_partition_dir(folder[0], filesystem, log_dir=base, topic=folder[1][0],
+                                      partition=folder[1][1])
+        except LayoutError:
+            if _fs.exists(folder[0], filesystem):
+                raise
+            return None  # gone since the log dir was listed: a topic being deleted (renamed <name>.<id>-delete)
 
-    partitions = _fs.map_files(read, folders, [filesystem])  # in threads on object storage
+    partitions = []
+    for folder, partition_dir in zip(folders, _fs.map_files(read, folders, [filesystem])):  # threads on S3
+        if partition_dir is None:
+            skipped.append((_fs.basename(folder[0]), "gone while the log dir was read (a topic being deleted: the "
+                                                     "broker renames its folders <name>.<id>-delete)"))
+        else:
+            partitions.append(partition_dir)
     partitions.sort(key=lambda p: (p.topic, p.partition))
     return LogDir(path=path, meta=base.meta, partitions=tuple(partitions), high_watermarks=base.high_watermarks,
                   recovery_points=base.recovery_points, log_start_offsets=base.log_start_offsets,
@@ -741,6 +775,32 @@ def partition_log_end_offset(partition_dir: PartitionDir, *,
         return None
     return log_end_offset(partition_dir.segments[-1], filesystem=partition_dir.filesystem,
                           max_batch_bytes=max_batch_bytes)
+
+
+def unacknowledged_append(partition_dir: PartitionDir, *, max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES):
+    """The active segment's final batch (a ``BatchHeader``) when it is an append a broker with
+    ``log.preallocate=true`` is still writing: zeros after it to the end of the file, a bad CRC, and no offset
+    below the high watermark (:func:`kafkaseg.storage.segment.torn_before_zeros`); the log ends before it. None
+    otherwise. Reads about one index interval of headers and that batch."""
+    from kafkaseg.errors import CorruptIndexError
+    from kafkaseg.storage.offset_index import OffsetIndex
+    from kafkaseg.storage.segment import torn_before_zeros, zero_filled_tail
+
+    if not partition_dir.segments:
+        return None
+    seg, fs = partition_dir.segments[-1], partition_dir.filesystem
+    start = 0
+    if seg.index_path:
+        try:
+            index = OffsetIndex.load(seg.index_path, seg.base_offset, fs)
+            start = int(index.positions[-1]) if len(index) else 0
+        except (LayoutError, CorruptIndexError):
+            pass
+    found = zero_filled_tail(seg, filesystem=fs, max_batch_bytes=max_batch_bytes, start_position=start)
+    if found is None or found[1]:
+        return None
+    return torn_before_zeros(seg, found[0], partition_dir.high_watermark, filesystem=fs, start_position=start,
+                             max_batch_bytes=max_batch_bytes)
 
 
 def _producer_snapshots(partition_dir: PartitionDir) -> list[tuple[int, str]]:

@@ -43,6 +43,7 @@ __all__ = [
     "first_nonzero_byte",
     "data_after_zeros",
     "zeros_hide_records",
+    "torn_before_zeros",
     "largest_timestamp",
     "DEFAULT_BLOCK_SIZE",
     "DEFAULT_MAX_BATCH_BYTES",
@@ -413,6 +414,34 @@ def first_nonzero_byte(reader: "SegmentReader", position: int, chunk: int = 1 <<
             return position + stripped
         position += len(data)
     return None
+
+
+def torn_before_zeros(segment, zeros_at: int, high_watermark: int | None, *,
+                      filesystem: pafs.FileSystem | None = None, start_position: int = 0,
+                      max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> BatchHeader | None:
+    """The active segment's final batch, the one ending at ``zeros_at`` where zeros run to the end of the file
+    (:func:`zero_filled_tail` without data after), when it fails its CRC and holds no acknowledged offset (its
+    base offset is at or past ``high_watermark``, or none is checkpointed); else None. A broker with
+    ``log.preallocate=true`` writes an append into the zeros in several writes: caught between them, the length
+    field is in place and the rest is still zeros, so the bytes read as a whole batch with a bad CRC. Kafka's
+    recovery truncates there (``LogSegment.recover``), as it does a torn tail in a file that is not preallocated.
+    ``start_position``: a batch boundary before it (the last offset-index entry's position)."""
+    reader, owned = _reader_for(segment, filesystem, None)
+    try:
+        last = None
+        try:
+            for last in reader.iter_headers(start_position if start_position < zeros_at else 0, zeros_at,
+                                            max_batch_bytes=max_batch_bytes):
+                pass
+        except CorruptDataError:
+            return None
+        if (last is None or last.end != zeros_at or (high_watermark is not None and last.base_offset < high_watermark)
+                or reader.crc_is_valid(last)):
+            return None
+        return last
+    finally:
+        if owned:
+            reader.close()
 
 
 def zeros_hide_records(data_after: bool, high_watermark: int | None, leo: int) -> str | None:
