@@ -405,15 +405,19 @@ def check_format(output: str, fmt: str) -> None:
 
 
 def _parquet_files(output: str) -> list[str]:
-    """The Parquet data files under ``output`` (Spark's ``_SUCCESS`` and hidden files are not data)."""
+    """The Parquet data files under ``output`` (Spark's ``_SUCCESS`` and hidden files are not data, nor the files
+    of a Delta export run that was never committed: ``kafkaseg-<time>-<id>/`` folders, left by a first run that
+    failed before its commit)."""
     import pyarrow.fs as pafs
 
+    from kafkaseg.spark.tables import RUN_FOLDER_PREFIX
     from kafkaseg.storage.fs import open_filesystem
 
     filesystem, root = open_filesystem(output)
     infos = filesystem.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
     return [i.path for i in infos if i.type == pafs.FileType.File and i.base_name.endswith(".parquet")
-            and not any(part.startswith(("_", ".")) for part in i.path[len(root):].split("/") if part)]
+            and not any(part.startswith(("_", ".")) for part in i.path[len(root):].split("/") if part)
+            and not i.path[len(root):].lstrip("/").startswith(RUN_FOLDER_PREFIX)]
 
 
 def existing_partitioning(output: str, fmt: str, files: list[str] | None = None) -> list[str]:
@@ -572,9 +576,8 @@ def _parsed_topics(text: str, where: str) -> dict:
 def ends_commit_properties(ends: dict, topics: dict | None = None, read_at_ms: int | None = None):
     """deltalake ``CommitProperties`` recording ``ends`` (and ``topics``) in the commit's metadata
     (:data:`ENDS_KEY`, :data:`TOPICS_KEY`), and, with ``read_at_ms``, the Delta app transaction :data:`APP_ID`
-    (its version: when the run read the table): delta-rs's conflict check then fails the commit of a run whose
-    table version another export run committed after (runs overlapping, which would both append the same
-    offsets)."""
+    (its version: when the run read the table), by which the next run's commit tells whether another export run
+    committed since it read the table (runs overlapping, which would both append the same offsets)."""
     from deltalake import CommitProperties, Transaction
 
     metadata = {ENDS_KEY: offsets_json(ends)}
@@ -735,9 +738,9 @@ def load(df, args: argparse.Namespace, source_schema: pa.Schema,
     the ends (:func:`next_ends`) and topic ids (:func:`next_topics`): in the Delta commit's metadata, which is then
     made even when no record was read (an incremental run that read only a transaction's marker must still record
     that it read past it), or in a Parquet table's :data:`ENDS_FILE` and :data:`TOPICS_FILE`, after the data. A
-    Delta append is committed on the table version ``prepare`` read, so another export run's commit since then
-    fails it (:class:`~kafkaseg.errors.ConcurrentWriteError`, nothing committed); a Parquet folder has no commit
-    log, so another run's recorded ends appearing meanwhile are only warned about."""
+    Delta append is refused when another export run committed since ``prepare`` read the table
+    (:class:`~kafkaseg.errors.ConcurrentWriteError`, nothing committed; ``write_delta``'s ``seen``); a Parquet
+    folder has no commit log, so another run's recorded ends appearing meanwhile are only warned about."""
     from kafkaseg.spark.tables import write_delta, write_parquet
 
     prepared = prepared or {}
@@ -772,10 +775,10 @@ def load(df, args: argparse.Namespace, source_schema: pa.Schema,
         if check is not None:
             check(found[0])
 
+    seen = prepared.get("seen") if mode == "append" else None
     properties = None if ends is None else ends_commit_properties(ends, topics, prepared.get("read_at_ms"))
     committed = write_delta(df, args.output, mode, args.partition_by, export_schema(source_schema),
-                            before_commit=before_commit, commit_properties=properties,
-                            read_version=prepared.get("table_version") if mode == "append" else None)
+                            before_commit=before_commit, commit_properties=properties, seen=seen)
     return committed, found[0]
 
 
@@ -884,6 +887,8 @@ def prepare(args: argparse.Namespace) -> dict:
     existing table (mode error refuses it here, before anything is read; append/incremental check its columns,
     offsets and topic incarnations) and the pinned read options. Prints the data loss a read with
     ``failOnDataLoss=false`` steps over. Raises :class:`UsageError`, ``FileExistsError`` or a ``KafkaSegError``."""
+    from kafkaseg.spark.tables import SeenTable
+
     manifest = None
     paths = args.data_dir
     if args.sample:
@@ -893,10 +898,11 @@ def prepare(args: argparse.Namespace) -> dict:
     existing = None
     recorded: dict = {}  # where the table's export runs read up to (append and incremental keep it)
     topics: dict = {}  # the topic and cluster ids they read
-    table_version = read_at_ms = None  # the Delta table version this run read (its append commits on it)
+    seen = None  # what this run saw of its Delta table: another export committing since fails it
+    read_at_ms = int(time.time() * 1000)  # the version of its app transaction (kafkaseg.export) in its commit
     exists = table_exists(args.output, args.format)
     if not exists and args.format == "delta" and args.mode in ("append", "incremental"):
-        table_version = -1  # no table: another run creating it meanwhile fails this one's write
+        seen = SeenTable(APP_ID, existed=False)  # another run creating the table meanwhile fails this one's write
     files = _parquet_files(args.output) if exists and args.format == "parquet" else None  # listed once
     if files == []:
         exists = False  # a folder without data files (an earlier run that wrote nothing): no rows to keep,
@@ -910,10 +916,9 @@ def prepare(args: argparse.Namespace) -> dict:
             if args.format == "delta":
                 from deltalake import DeltaTable
 
-                # read first: what is read below is of this version or a later one, so a commit since is seen
-                read_at_ms = int(time.time() * 1000)
+                # read first: what is read below is of this state or a later one, so a run committing since is seen
                 table = DeltaTable(args.output)
-                table_version = table.version()
+                seen = SeenTable(APP_ID, existed=True, app_version=table.transaction_version(APP_ID))
             dataset = (table.to_pyarrow_dataset() if table is not None
                        else _existing_dataset(args.output, args.format, files))
             check_columns(existing_columns(args.output, args.format, dataset),
@@ -950,7 +955,7 @@ def prepare(args: argparse.Namespace) -> dict:
     ends = {} if ranges is None else next_ends(recorded, ranges)
     return {"paths": paths, "manifest": manifest, "existing": existing, "ranges": ranges, "options": options,
             "ends": ends, "recorded": recorded, "topics": {} if report is None else next_topics(topics, report),
-            "table_version": table_version, "read_at_ms": read_at_ms, "data_loss": data_loss}
+            "seen": seen, "read_at_ms": read_at_ms, "data_loss": data_loss}
 
 
 def run(spark, args: argparse.Namespace, prepared: dict | None = None) -> dict:

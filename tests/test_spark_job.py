@@ -719,9 +719,10 @@ def _rows(offsets):
 
 
 def test_overlapping_delta_exports_commit_once(tmp_path, monkeypatch):
-    """Two incremental runs prepared on one table version (a cron run overlapping the previous one) both appended
-    the same new offsets. The second commit now fails with nothing committed; a commit of another kind in between
-    (OPTIMIZE) does not, and a run prepared after the first commit goes on."""
+    """Two incremental runs prepared on one table (a cron run overlapping the previous one) both appended the same
+    new offsets. The second now fails with nothing committed. Other writers' commits in between (OPTIMIZE, a
+    DELETE, which a first version of this check refused) do not fail a run, and a run prepared after the first
+    commit goes on. Two first runs: the one finding the other's table, before or after its own write, fails."""
     from deltalake import DeltaTable
 
     from kafkaseg.errors import ConcurrentWriteError
@@ -734,26 +735,62 @@ def test_overlapping_delta_exports_commit_once(tmp_path, monkeypatch):
     _txn_table(output, "delta", list(range(5, 10)), {("txn", 0): 11}, "append")
     args = export.parse_args(["--data-dir", after, "--output", output, "--mode", "incremental"])
     first, second = export.prepare(args), export.prepare(args)
-    assert first["ranges"] == second["ranges"] == {("txn", 0): (11, 22)} and first["table_version"] == 1
-    DeltaTable(output).optimize.compact()  # v2: another writer's commit that keeps the rows
-    assert DeltaTable(output).version() == 2
+    assert first["ranges"] == second["ranges"] == {("txn", 0): (11, 22)}
+    DeltaTable(output).optimize.compact()  # v2: other writers' commits
+    DeltaTable(output).delete("\"offset\" < 2")  # v3 (a retention or GDPR delete)
+    assert DeltaTable(output).version() == 3
     export.load(_rows(list(range(11, 21))), args, export._arrow_schema({}), None, first)
-    assert DeltaTable(output).version() == 3
-    with pytest.raises(ConcurrentWriteError, match="another run committed to .* at version 1.*nothing of this run "
-                                                   "was committed"):
+    assert DeltaTable(output).version() == 4
+    with pytest.raises(ConcurrentWriteError, match="another run committed to .* since this one read it.*nothing of "
+                                                   "this run was committed"):
         export.load(_rows(list(range(11, 21))), args, export._arrow_schema({}), None, second)
-    assert DeltaTable(output).version() == 3
-    assert sorted(DeltaTable(output).to_pyarrow_table().column("offset").to_pylist()) == [*range(10), *range(11, 21)]
+    assert DeltaTable(output).version() == 4
+    assert sorted(DeltaTable(output).to_pyarrow_table().column("offset").to_pylist()) == [*range(2, 10),
+                                                                                         *range(11, 21)]
     third = export.prepare(args)
-    assert third["ranges"] == {("txn", 0): (22, 22)} and third["table_version"] == 3
+    assert third["ranges"] == {("txn", 0): (22, 22)}
+    export.load(_rows([]), args, export._arrow_schema({}), None, third)  # records its ends: commits
+    assert DeltaTable(output).version() == 5
     # two first runs: the table the first creates is not the second's to append to
-    new = str(tmp_path / "new")
-    args = export.parse_args(["--data-dir", after, "--output", new, "--mode", "incremental"])
-    first, second = export.prepare(args), export.prepare(args)
-    export.load(_rows(list(range(11, 21))), args, export._arrow_schema({}), None, first)
-    with pytest.raises(ConcurrentWriteError, match="another run created .* after this one found no table"):
-        export.load(_rows(list(range(11, 21))), args, export._arrow_schema({}), None, second)
-    assert DeltaTable(new).version() == 0 and DeltaTable(new).to_pyarrow_table().num_rows == 10
+    for race in ("before", "during"):
+        new = str(tmp_path / f"new-{race}")
+        args = export.parse_args(["--data-dir", after, "--output", new, "--mode", "incremental"])
+        first, second = export.prepare(args), export.prepare(args)
+        if race == "before":
+            export.load(_rows(list(range(11, 21))), args, export._arrow_schema({}), None, first)
+        else:  # the first commits while the second's executors write
+            def writing(df, path, mode, partition_by):
+                monkeypatch.setattr(tables, "write_parquet", _write_with_pyarrow)
+                export.load(_rows(list(range(11, 21))), args, export._arrow_schema({}), None, first)
+                _write_with_pyarrow(df, path, mode, partition_by)
+            monkeypatch.setattr(tables, "write_parquet", writing)
+        with pytest.raises(ConcurrentWriteError, match="another run created"):
+            export.load(_rows(list(range(11, 21))), args, export._arrow_schema({}), None, second)
+        assert DeltaTable(new).version() == 0 and DeltaTable(new).to_pyarrow_table().num_rows == 10
+        assert DeltaTable(new).transaction_version("kafkaseg.export") == first["read_at_ms"]  # a first run's too
+
+
+def test_a_delta_run_that_failed_before_its_commit_leaves_no_parquet_table(tmp_path, monkeypatch):
+    """A first Delta run that wrote its files and failed before the commit (a failed check, a killed driver) left
+    a kafkaseg-<time>-<id>/ folder of Parquet files: the next --format delta run was refused as "a Parquet table",
+    and a --format parquet run counted the uncommitted files as exported rows."""
+    from deltalake import DeltaTable
+
+    from kafkaseg.spark import tables
+
+    monkeypatch.setattr(tables, "write_parquet", _write_with_pyarrow)
+    before, _ = _txn_dirs(tmp_path)
+    output = str(tmp_path / "table")
+    args = export.parse_args(["--data-dir", before, "--output", output])
+
+    def failing(summary):
+        raise SystemExit("check failed")
+    with pytest.raises(SystemExit):
+        export.load(_rows(list(range(10))), args, export._arrow_schema({}), failing, export.prepare(args))
+    assert [p.name for p in (tmp_path / "table").iterdir()][0].startswith("kafkaseg-")
+    assert export._parquet_files(output) == []
+    export.load(_rows(list(range(10))), args, export._arrow_schema({}), None, export.prepare(args))
+    assert DeltaTable(output).to_pyarrow_table().num_rows == 10
 
 
 def test_overlapping_parquet_exports_are_warned_about(tmp_path, monkeypatch, capsys):

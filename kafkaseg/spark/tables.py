@@ -14,6 +14,7 @@ Both write timestamps as INT64 microseconds adjusted to UTC (Delta needs them; f
 from __future__ import annotations
 
 import datetime as _dt
+from dataclasses import dataclass
 import json
 import posixpath
 import time
@@ -51,32 +52,51 @@ def write_parquet(df, output: str, mode: str, partition_by: Sequence[str]) -> No
             spark.conf.set("spark.sql.parquet.outputTimestampType", previous)
 
 
+RUN_FOLDER_PREFIX = "kafkaseg-"  # write_delta's folder of one run's data files, under the table
+
+
+@dataclass(frozen=True)
+class SeenTable:
+    """What a job run saw of its Delta table before writing, so that a run of the same job committing meanwhile is
+    told from any other writer's commit: whether the table existed, and the version of the job's app transaction
+    ``app_id`` in it (None: no commit carried it yet)."""
+
+    app_id: str
+    existed: bool
+    app_version: int | None = None
+
+
 def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema: pa.Schema,
                 expected_records: int | None = None, before_commit=None, commit_properties=None,
-                read_version: int | None = None) -> dict:
+                seen: SeenTable | None = None) -> dict:
     """``df`` as a Delta table at ``output``; ``schema`` is ``df``'s Arrow schema (the table's). ``mode``: error
     (refuse an existing table), overwrite (one commit replacing every file) or append. With ``expected_records``,
     the commit is made only if the written files hold exactly that many records (their footers say), else
-    :class:`~kafkaseg.errors.ExportMismatchError` is raised and the files stay unreferenced (``DeltaTable.vacuum`` removes them).
-    ``before_commit(actions)`` is called with the add actions of the files written (their stats: footers' row
-    counts and bounds) before anything is committed; what it raises prevents the commit. Appending no records to
-    an existing table commits nothing (no empty version) and removes the folder just written, unless
+    :class:`~kafkaseg.errors.ExportMismatchError` is raised and the files stay unreferenced (``DeltaTable.vacuum``
+    removes them). ``before_commit(actions)`` is called with the add actions of the files written (their stats:
+    footers' row counts and bounds) before anything is committed; what it raises prevents the commit. Appending no
+    records to an existing table commits nothing (no empty version) and removes the folder just written, unless
     ``commit_properties`` (deltalake ``CommitProperties``, e.g. custom metadata recorded with the commit) are given.
-    ``read_version``: the table version the caller read (an append): the commit is built on it, so delta-rs's
-    conflict check fails it when a commit since carries one of ``commit_properties``' app transaction ids (another
-    run of the same job, which read the same version: :class:`~kafkaseg.errors.ConcurrentWriteError`, nothing
-    committed); -1: the caller found no table, and one there now is another run's (the same error). Returns what was committed: ``{"files": n, "records": n, "version": v}``."""
+
+    ``seen`` (an append; ``commit_properties`` then carry the app transaction ``seen.app_id``): the commit is refused
+    with :class:`~kafkaseg.errors.ConcurrentWriteError`, nothing committed, when another run of the job committed
+    since the caller read the table (the app transaction's version changed), or created the table the caller did
+    not find. Other writers' commits (OPTIMIZE, DELETE, UPDATE, appends) do not refuse it: the commit is made on
+    the newest version, where delta-rs's own conflict check also fails a run of the job committing in the same
+    instant (same app id). Returns what was committed: ``{"files": n, "records": n, "version": v}``."""
     from deltalake import DeltaTable, Schema
     from deltalake.transaction import create_table_with_add_actions
 
     exists = is_delta_table(output)
     if exists and mode == "error":
         raise FileExistsError(f"{output} is already a Delta table (use mode overwrite or append)")
-    if exists and read_version is not None and read_version < 0:
+    if exists and seen is not None and not seen.existed:
         raise ConcurrentWriteError(f"another run created {output} after this one found no table there: nothing of "
                                    "this run was written; runs of one table must not overlap")
-    run_folder = f"kafkaseg-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+    run_folder = f"{RUN_FOLDER_PREFIX}{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
     write_parquet(df, join(output, run_folder), "error", partition_by)  # timestamps as INT64 micros, as Delta needs
+    unreferenced = (f"nothing of this run was committed (its files in {join(output, run_folder)} are "
+                    "unreferenced: DeltaTable.vacuum removes them); runs of one table must not overlap")
     actions = delta_add_actions(output, run_folder, partition_by)
     records = sum(json.loads(a.stats)["numRecords"] for a in actions)
     if before_commit is not None:
@@ -106,22 +126,34 @@ def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema:
     elif exists:
         from deltalake.exceptions import CommitFailedError
 
-        table = DeltaTable(output) if read_version is None else DeltaTable(output, version=read_version)
+        table = DeltaTable(output)
+        if seen is not None and (now := table.transaction_version(seen.app_id)) != seen.app_version:
+            raise ConcurrentWriteError(
+                f"another run committed to {output} since this one read it (app transaction {seen.app_id} "
+                f"{seen.app_version} -> {now}): {unreferenced}")
         try:
             table.create_write_transaction(actions, mode, delta_schema, list(partition_by) or None,
                                            commit_properties=commit_properties)
         except CommitFailedError as exc:
-            if read_version is None:
+            if seen is None:
                 raise
-            first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-            raise ConcurrentWriteError(
-                f"another run committed to {output} after this one read it at version {read_version} ({first}): "
-                f"nothing of this run was committed (its files in {join(output, run_folder)} are unreferenced: "
-                "DeltaTable.vacuum removes them); runs of one table must not overlap") from exc
+            raise ConcurrentWriteError(f"a commit to {output} in the same instant conflicted with this one "
+                                       f"({_first_line(exc)}): {unreferenced}") from exc
     else:
-        create_table_with_add_actions(output, delta_schema, actions, mode="error",
-                                      partition_by=list(partition_by) or None, commit_properties=commit_properties)
+        try:
+            create_table_with_add_actions(output, delta_schema, actions, mode="error",
+                                          partition_by=list(partition_by) or None,
+                                          commit_properties=commit_properties)
+        except Exception as exc:
+            if seen is None or not is_delta_table(output):
+                raise
+            raise ConcurrentWriteError(f"another run created {output} while this one wrote ({_first_line(exc)}): "
+                                       f"{unreferenced}") from exc
     return {"files": len(actions), "records": records, "version": DeltaTable(output).version()}
+
+
+def _first_line(exc: BaseException) -> str:
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
 
 
 def delta_add_actions(table: str, folder: str, partition_by: Sequence[str]) -> list:
