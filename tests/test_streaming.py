@@ -487,6 +487,27 @@ def test_a_whole_dir_read_leaves_out_a_topic_deleted_while_it_is_listed(data, mo
     assert (folder.topic, folder.partition) == ("b", 0) and "refuses to start" not in folder.reason
 
 
+def test_a_folder_gone_without_a_brokers_rename_still_fails_the_read(data, tmp_path, monkeypatch):
+    """Only a broker's rename (<name>.<id>-delete) makes a folder gone while the log dir is listed a deletion: one
+    moved away (an operator's mv) or a log dir unmounted meanwhile still fails the read, as before; it returned the
+    other partitions, or 0 rows, saying only that a topic was being deleted (found in review)."""
+    import kafkaseg.storage.layout as layout
+
+    from kafkaseg.errors import LayoutError
+
+    real = layout.read_partition_dir
+    moved = tmp_path / "elsewhere"
+
+    def moved_meanwhile(path, *args, **kwargs):
+        if path == str(data / "b-0") and (data / "b-0").exists():
+            (data / "b-0").rename(moved)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(layout, "read_partition_dir", moved_meanwhile)
+    with pytest.raises(LayoutError, match="b-0"):
+        kafkaseg.open_scan(str(data)).to_table()
+
+
 def test_stream_options_follow_spark():
     with pytest.raises(InvalidOptionError, match="not valid in streaming queries"):
         ReadOptions.from_options({"endingOffsets": "latest"}, stream=True)

@@ -436,7 +436,7 @@ def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None,
             return read_partition_dir(folder[0], filesystem, log_dir=base, topic=folder[1][0],
                                       partition=folder[1][1])
         except LayoutError:
-            if _fs.exists(folder[0], filesystem):
+            if _fs.exists(folder[0], filesystem) or not _renamed_away(path, _fs.basename(folder[0]), filesystem):
                 raise
             return None  # gone since the log dir was listed: a topic being deleted (renamed <name>.<id>-delete)
 
@@ -452,6 +452,15 @@ def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None,
                   recovery_points=base.recovery_points, log_start_offsets=base.log_start_offsets,
                   cleaner_offsets=base.cleaner_offsets, skipped=tuple(skipped), filesystem=filesystem,
                   unreadable_checkpoints=base.unreadable_checkpoints, unselected=tuple(unselected))
+
+
+def _renamed_away(log_dir: str, name: str, filesystem) -> bool:
+    """Whether partition folder ``name``, gone from ``log_dir`` since it was listed, was renamed by the broker as
+    it deletes it: ``<name>.<id>-delete`` (a topic deletion, or the source of a move between log dirs, whose
+    ``-future`` copy took the name elsewhere) or ``<name>.<id>-stray``. Anything else (the log dir unmounted or
+    moved, which raises here as it cannot be listed) is no deletion, so the read fails rather than leave it out."""
+    return any(e.is_dir and e.name.startswith(name + ".") and e.name.endswith(("-delete", "-stray"))
+               for e in _fs.list_dir(log_dir, filesystem))
 
 
 def _single_log_file(path: str, entry: _fs.FileEntry, filesystem) -> PartitionDir:
