@@ -857,20 +857,32 @@ class _Partition:
 
     def largest_timestamp(self, i: int) -> int:
         """The segment's largest timestamp: its time index's last entry (the broker writes the segment max there on
-        roll and clean shutdown), and for the last segment also the headers after its last offset-index entry
-        (every batch up to that entry's batch is covered by the time index, see ``LogSegment.append``)."""
+        roll and clean shutdown), and for the last segment, or one past the recovery point whose time index a crash
+        may have cut short, also the headers of the batches its time index may not cover (see below)."""
         if self.legacy_segment(i):
             # v0 compressed wrappers can hold v1 records with timestamps (KAFKA-4298's cleaner output), which the
             # decoder returns and neither the time index nor any batch header shows: unknown
             return NO_TIMESTAMP_BOUND
         offset_index, time_index = self.indexes(i)
         largest = time_index.max_timestamp
-        if i == len(self.segments) - 1:
+        last = i == len(self.segments) - 1
+        if last or (self._may_be_unrecovered(i) and not time_index.rebuilt):
+            # The active segment's last batches are in the broker's memory only. And a crash can leave any segment
+            # past the recovery point with a time index short of its last entries (the roll's included), whose
+            # pages never reached the disk while the log's did: LogSegment.recover rebuilds it on restart. Every
+            # batch appended before the time index's last entry was written is covered by it (its timestamp is the
+            # max so far), so the walk starts at the batch holding that entry's offset, or the offset index's last.
             start = int(offset_index.positions[-1]) if len(offset_index) else 0
-            self.log_end_offset()  # settles where a corrupt active segment's readable batches end
-            end = self.log_end_position
-            if end is not None and start >= end:
-                return largest  # the last entry is at or past the readable end: nothing after it to walk
+            if len(time_index):
+                start = min(start, offset_index.floor(time_index.last_entry[1])[1])
+            elif not last:
+                start = 0
+            end = None
+            if last:
+                self.log_end_offset()  # settles where a corrupt active segment's readable batches end
+                end = self.log_end_position
+                if end is not None and start >= end:
+                    return largest  # the last entry is at or past the readable end: nothing after it to walk
             try:
                 with SegmentReader(self.segments[i].log_path, self.fs) as reader:
                     for header in reader.iter_headers(start, end, max_batch_bytes=self.options.max_batch_bytes):

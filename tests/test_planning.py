@@ -897,3 +897,52 @@ def test_log_files_given_as_paths_are_not_widened_to_their_folder_when_one_goes_
     monkeypatch.setattr(planning, "_plan_partition", vanish)
     with pytest.raises(LayoutError, match=given.name):
         plan_scan(str(given), ReadOptions())
+
+
+def _crashed_before_its_time_index_was_flushed(root: Path, recovery_point: int) -> int:
+    """A topic whose first segment's last .timeindex entry (the one the roll appends) never reached the disk
+    while its .log did (an unclean shutdown), with ``recovery_point`` checkpointed; returns a timestamp above what
+    the shortened index claims and below the segment's largest."""
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(root, [TopicSpec("t", records_per_partition=1200, records_per_batch=20, value_size=60,
+                                    segment_bytes=16 * 1024, index_interval_bytes=512)])
+    write_offset_checkpoint(root / "recovery-point-offset-checkpoint", {("t", 0): recovery_point})
+    time_index = root / "t-0" / "00000000000000000000.timeindex"
+    data = time_index.read_bytes()
+    time_index.write_bytes(data[:-12])
+    return int.from_bytes(data[-24:-16], "big") + 1
+
+
+def test_a_time_index_a_crash_cut_short_past_the_recovery_point_prunes_nothing_it_should_not(tmp_path):
+    """LogSegment.recover rebuilds the indexes of segments past the recovery point after a crash; kafkaseg trusted
+    such a segment's time index for its largest timestamp, so `timestamp >= T` pushdown dropped the segment's last
+    records and startingTimestamp / offsets --time answered the next segment's first offset (found in review).
+    Those segments' headers after the time index's last entry are now walked; a segment wholly below the recovery
+    point was flushed, and its index is trusted as before (no walk)."""
+    import pyarrow.compute as pc
+
+    from kafkaseg.lookup import PartitionLookup
+    from kafkaseg.scan import read_arrow, read_slice
+
+    root = tmp_path / "logs"
+    ts = _crashed_before_its_time_index_was_flushed(root, recovery_point=0)
+    full = read_arrow(str(root), columns="offset,timestamp")
+    millis = pc.divide(pc.cast(full["timestamp"], "int64"), 1000)
+    truth = full.filter(pc.greater_equal(millis, ts))["offset"].to_pylist()
+    assert truth[0] == 192 and len(truth) == 1008
+    options = ReadOptions.from_options({"columns": "offset,timestamp"})
+    plan = plan_scan(str(root), options, Predicates(timestamp_range=(ts, None)))
+    got = sorted(o for s in plan.slices for b in read_slice(s, options) for o, t in
+                 zip(b.column("offset").to_pylist(), pc.divide(pc.cast(b.column("timestamp"), "int64"), 1000)
+                     .to_pylist()) if t >= ts)
+    assert got == truth
+    assert read_arrow(str(root), columns="offset", startingTimestamp=ts)["offset"][0].as_py() == 192
+    (pdir,) = discover(str(root))
+    with PartitionLookup(pdir) as lookup:
+        assert lookup.list_offset(ts).offset == 192
+    flushed = tmp_path / "flushed"
+    _crashed_before_its_time_index_was_flushed(flushed, recovery_point=1200)
+    (pdir,) = discover(str(flushed))
+    with PartitionLookup(pdir) as lookup:
+        assert lookup.largest_timestamp(0)[0] == ts - 1 and lookup.stats.headers == 0
