@@ -359,3 +359,33 @@ def test_a_bad_last_batch_holding_acknowledged_offsets_stays_corruption(tmp_path
         kafkaseg.read_arrow(str(tmp_path))
     assert main(["verify", str(tmp_path)]) == 1
     assert "CRC mismatch in batch 100..109" in capsys.readouterr().out
+
+
+def test_verify_counts_an_append_finished_after_it_looked(tmp_path, capsys, monkeypatch):
+    """verify decided "append in progress" before its walk and skipped that batch even when the broker had finished
+    it by the time the walk read it (found in review): the batch is now skipped only if it still fails its CRC."""
+    import json
+
+    from kafkaseg.cli import verify
+    from kafkaseg.cli.main import main
+    from kafkaseg.testing import Record, build_batch_v2
+
+    log = _preallocated_with_an_append_in_progress(tmp_path, None)
+    whole = build_batch_v2([Record(100 + j, 1_700_000_000_000 + 100 + j, b"k", b"v" * 50, []) for j in range(10)],
+                           base_offset=100).data
+    looked = verify.unacknowledged_append
+
+    def finished_meanwhile(pdir, **kwargs):
+        found = looked(pdir, **kwargs)
+        if found is not None:
+            with open(log, "r+b") as handle:
+                handle.seek(found.position)
+                handle.write(whole)
+        return found
+
+    monkeypatch.setattr(verify, "unacknowledged_append", finished_meanwhile)
+    assert main(["verify", str(tmp_path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert not [p for p in report["problems"] if "append in progress" in p["message"]]
+    (partition,) = report["partitions"]
+    assert partition["logEndOffset"] == 110
