@@ -1621,11 +1621,20 @@ def _select_partitions(listing: Listing, options: ReadOptions, predicates: Predi
         topics = {pdir.topic for pdir in found} | {topic for topic, _, _ in listing.unselected}
         _check_listed_partitions(options, selected, topics if check_subscribed else None)
     chosen: list[PartitionDir] = []
+    checked_only: list[PartitionDir] = []
     for pdir in selected:
         if predicates is not None and not predicates.selects(pdir.topic, pdir.partition):
             report.partitions_pruned.append((pdir.topic, pdir.partition, "pruned by predicates"))
+            if _offsets_asked_of(options, pdir.topic, pdir.partition):
+                checked_only.append(pdir)
             continue
         chosen.append(pdir)
+    # A partition a WHERE clause prunes is still checked against the offsets the options ask of it, so a query
+    # fails (DataLossError, a starting timestamp with no match) the same with pushdown on or off, as Spark's Kafka
+    # source resolves every assigned partition's offsets whatever the query filters
+    for copies in (checked_only if options.replicas == "all" else
+                   [choice.chosen for choice in choose_replicas(checked_only, options.replicas)]):
+        resolve_offsets(copies, options)
     if options.replicas == "all":
         check_one_incarnation(chosen)
         replicas = chosen
@@ -1640,6 +1649,19 @@ def _select_partitions(listing: Listing, options: ReadOptions, predicates: Predi
                                     "chosen": choice.chosen.path,
                                     "candidates": [c.path for c in choice.candidates], "reason": choice.reason})
     return replicas
+
+
+def _offsets_asked_of(options: ReadOptions, topic: str, partition: int) -> bool:
+    """Whether the starting/ending options ask something of ``topic``-``partition`` that resolving can refuse: an
+    offset of its own (past the end or below the log start: failOnDataLoss) or a timestamp."""
+    for limit in (options.starting, options.ending):
+        if limit.kind == "timestamp":
+            return True
+        if limit.kind in ("offsets", "timestamps"):
+            value = limit.lookup(topic, partition)
+            if value is not None and (limit.kind == "timestamps" or value >= 0):
+                return True
+    return False
 
 
 class AvailableRange(NamedTuple):

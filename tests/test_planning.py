@@ -946,3 +946,21 @@ def test_a_time_index_a_crash_cut_short_past_the_recovery_point_prunes_nothing_i
     (pdir,) = discover(str(flushed))
     with PartitionLookup(pdir) as lookup:
         assert lookup.largest_timestamp(0)[0] == ts - 1 and lookup.stats.headers == 0
+
+
+def test_a_partition_pruned_by_predicates_is_still_checked_against_the_offsets_asked_of_it(tmp_path):
+    """startingOffsets asks a-0 for offset 500, past its end: a DataLossError without pushdown (and in Spark's
+    Kafka source), but `WHERE topic = 'b'` pushed down pruned a-0 before the check and the query read b quietly
+    (found in review). A pruned partition the options ask nothing of is not planned."""
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path, [TopicSpec("a", records_per_partition=100), TopicSpec("b", records_per_partition=100)])
+    only_b = Predicates(topics=frozenset({"b"}))
+    for options in ({"startingOffsets": '{"a":{"0":500}}'}, {"endingOffsets": '{"a":{"0":500},"b":{"0":-1}}'}):
+        for predicates in (None, only_b):
+            with pytest.raises(DataLossError, match="a-0: .* 500 is above the available end 100"):
+                plan_scan(str(tmp_path), ReadOptions.from_options(options), predicates)
+    lenient = ReadOptions.from_options({"startingOffsets": '{"a":{"0":500}}', "failOnDataLoss": "false"})
+    assert {s.topic for s in plan_scan(str(tmp_path), lenient, only_b).slices} == {"b"}
+    plan = plan_scan(str(tmp_path), ReadOptions.from_options({"startingOffsets": '{"b":{"0":5}}'}), only_b)
+    assert [p.name for p in plan.report.partitions] == ["b-0"]
