@@ -217,6 +217,7 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
         counted = False
         _lost(piece, options, metrics, "is gone since planning")
     finally:
+        reading.close()
         # also when the consumer stops early (a generator closed mid-slice: a row limit, a break) or an error
         # ends the read: what was decoded (records, skipped corrupt batches) up to there is counted, once
         if counted:
@@ -314,6 +315,7 @@ class _SliceDecoder:
         self.finished = False  # past the end offset, corrupt framing skipped, or a tail reported
         self.past_end = False  # finished by a batch at or past the slice's end offset (its segment's offsets end)
         self.resume_at: int | None = None  # where the read goes on after bad framing (an offset index entry)
+        self._entries: _IndexEntries | None = None  # the segment's offset index, loaded at the first bad framing
 
     def decode(self, view, pos: int, end: int):
         return self.kernel(view, replace(self.base_request, base_position=pos, check_offsets_after=self.last_seen,
@@ -349,9 +351,7 @@ class _SliceDecoder:
             return pos, 0
         needed = result.next_batch_size if result.next_batch_size > 0 else HEADER_PREFIX_SIZE
         if pos + needed > end:
-            _partial_tail(self.piece, reader.size, pos, end, self.options, self.stats, self.metrics)
-            self.finished = True
-            return pos, 0
+            return self._past_the_end(reader.size, pos, end)
         return pos, needed
 
     def _after_bad_framing(self, result, bad: int, end: int) -> int | None:
@@ -359,18 +359,55 @@ class _SliceDecoder:
         corrupt. When the segment's offset index has an entry past ``bad`` whose batch checks out (at or before the
         slice's end, which is itself such an entry or the segment's end), only the bytes up to it are lost: the
         count and the problem say so, and the position is returned when the read resumes there (before ``end``)."""
-        found = _next_checked_entry(self.piece, self.options, bad, end, self.last_seen)
+        found = self._next_checked_entry(bad, end)
         if found is None:
             return None
         position, first = found
         result.stats.corrupt_bytes -= end - position
-        lost = f", offsets {self.last_seen + 1}..{first - 1} not read" if first > self.last_seen + 1 else ""
         where = (self.piece.log_path, bad)
         result.stats.problems[:] = [
-            (path, at, message.replace(REST_SKIPPED, f"skipped to byte {position}, the next offset index entry "
-                                                     f"whose batch checks out{lost}"))
+            (path, at, message.replace(REST_SKIPPED, self._skipped_to(position, first)))
             if (path, at) == where else (path, at, message) for path, at, message in result.stats.problems]
         return position if position < end else None
+
+    def _skipped_to(self, position: int, first: int) -> str:
+        """How a problem says where a lenient read resumed, and which offsets of the read it lost."""
+        lost_from = max(self.last_seen + 1, self.piece.start_offset)
+        lost = f", offsets {lost_from}..{first - 1} not read" if first > lost_from else ""
+        return f"skipped to byte {position}, the next offset index entry whose batch checks out{lost}"
+
+    def _next_checked_entry(self, bad: int, end: int) -> tuple[int, int] | None:
+        if self._entries is None:
+            self._entries = _IndexEntries(self.piece, self.options)
+        return self._entries.next_checked(bad, end, self.last_seen)
+
+    def _past_the_end(self, file_size: int, pos: int, end: int) -> tuple[int, int]:
+        """A batch at ``pos`` runs past the slice's end: a tail (reported, the slice is finished), or corruption
+        (:func:`_partial_problem`): raised, or with ``onCorruption=skip`` counted, and the read resumes at the
+        segment's next checked offset index entry before ``end`` if there is one, as after bad framing."""
+        problem = _partial_problem(self.piece, file_size, pos, end, self.last_seen)
+        if problem is None:
+            _report_tail(self.piece, self.metrics, pos, end)
+            self.finished = True
+            return pos, 0
+        err = TruncatedDataError(problem, path=self.piece.log_path, position=pos)
+        if self.options.on_corruption != "skip":
+            raise err
+        found = self._next_checked_entry(pos, end)
+        to = end if found is None else found[0]
+        self.stats.corrupt_batches += 1
+        self.stats.corrupt_bytes += to - pos
+        if len(self.stats.problems) < MAX_PROBLEMS:
+            detail = err.detail if found is None else f"{err.detail}; {self._skipped_to(*found)}"
+            self.stats.problems.append((self.piece.log_path, pos, detail))
+        if to >= end:
+            self.finished = True
+            return end, 0
+        return to, 0
+
+    def close(self) -> None:
+        if self._entries is not None:
+            self._entries.close()
 
     def _check_after_slice(self, reader: RandomAccessReader, start: int, end: int) -> None:
         """The slice's last batch, ``[start, end)``, is at or past its segment's read end, and the kernel could not
@@ -499,34 +536,55 @@ def _check_segment_end(piece: SegmentSlice, last_offset: int, metrics: ScanMetri
                                         min(next_base, piece.end_offset)))
 
 
-def _next_checked_entry(piece: SegmentSlice, options: ReadOptions, bad: int, end: int, last_seen: int
-                        ) -> tuple[int, int] | None:
-    """``(position, first offset)`` of the first entry of the segment's offset index in ``(bad, end]`` whose batch
-    checks out as planning checks the entries it cuts at (:func:`~kafkaseg.planning.entry_batch_problem`: a
-    whole batch with a valid CRC, or a plausible header above ``ENTRY_CRC_MAX_BYTES``, whose offsets fit the entry
-    and its neighbours) and starts above ``last_seen``; None when there is none, or no sane index to ask. The same
-    entries, in the same order, whatever the slicing: a slice ends at such an entry (or at its segment's end), so
-    a slice cut before the bad bytes' resumption point resumes where an uncut read does."""
-    if not piece.index_path:
-        return None
-    try:
-        index = OffsetIndex.load(piece.index_path, piece.base_offset, piece.filesystem)
-        with SegmentReader(piece.log_path, piece.filesystem) as reader:
-            if index.sanity_problems(reader.size):
-                return None
-            positions, offsets = index.positions, index.offsets
+class _IndexEntries:
+    """The entries of a slice's segment's offset index that a lenient read may resume at after bad framing,
+    loaded (and sanity-checked) once per slice with the segment open beside them: a segment with many bad spots
+    costs one index load, not one per spot."""
+
+    def __init__(self, piece: SegmentSlice, options: ReadOptions):
+        self.piece, self.options = piece, options
+        self.index: OffsetIndex | None = None
+        self.reader: SegmentReader | None = None
+        if not piece.index_path:
+            return
+        try:
+            index = OffsetIndex.load(piece.index_path, piece.base_offset, piece.filesystem)
+            self.reader = SegmentReader(piece.log_path, piece.filesystem)
+            if not index.sanity_problems(self.reader.size):
+                self.index = index
+        except KafkaSegError:  # no sane index to ask, or the segment unreadable now: no resumption
+            self.index = None
+
+    def next_checked(self, bad: int, end: int, last_seen: int) -> tuple[int, int] | None:
+        """``(position, first offset)`` of the first entry in ``(bad, end]`` whose batch checks out as planning
+        checks the entries it cuts at (:func:`~kafkaseg.planning.entry_batch_problem`: a whole batch with a valid
+        CRC, or a plausible header above ``ENTRY_CRC_MAX_BYTES``, whose offsets fit the entry and its neighbours)
+        and starts above ``last_seen``; None when there is none, or no sane index. The same entries, in the same
+        order, whatever the slicing: a slice ends at such an entry (or at its segment's end), so a slice cut before
+        the bad bytes' resumption point resumes where an uncut read does."""
+        if self.index is None or self.reader is None:
+            return None
+        piece, index = self.piece, self.index
+        positions, offsets = index.positions, index.offsets
+        try:
             for k in range(int(np.searchsorted(positions, bad, side="right")), len(index)):
                 position = int(positions[k])
                 if position > end:
                     break
                 above = int(offsets[k - 1]) if k else piece.base_offset - 1
                 below = int(offsets[k + 1]) if k + 1 < len(index) else piece.next_base_offset
-                problem, first = entry_batch_problem(reader, position, int(offsets[k]), above, below, options)
+                problem, first = entry_batch_problem(self.reader, position, int(offsets[k]), above, below,
+                                                     self.options)
                 if problem is None and first > last_seen:
                     return position, first
-    except KafkaSegError:  # the index or the segment unreadable now: the rest of the slice stays skipped
+        except KafkaSegError:  # the segment unreadable now: the rest of the slice stays skipped
+            return None
         return None
-    return None
+
+    def close(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
+            self.reader = None
 
 
 def _report_tail(piece: SegmentSlice, metrics: ScanMetrics, pos: int, end: int) -> None:
@@ -535,31 +593,30 @@ def _report_tail(piece: SegmentSlice, metrics: ScanMetrics, pos: int, end: int) 
         metrics.truncated_tails.append((piece.log_path, pos, end - pos))
 
 
-def _partial_tail(piece, file_size, pos, end, options, stats, metrics):
-    """A batch that runs past the slice's end. At the end of a segment that may end mid-batch (the active one, or
-    one past the recovery point that a crash can leave torn) that is its tail, and so is a file that shrank after
-    planning (a live broker truncating it): reported, not an error. Anywhere else it is corruption: a slice that
-    ends inside a batch, or a flushed rolled segment that ends mid-batch, whose missing bytes no broker will
-    write."""
+def _partial_problem(piece: SegmentSlice, file_size: int, pos: int, end: int, last_seen: int) -> str | None:
+    """Why a batch at ``pos`` that runs past the slice's ``end`` is corruption, or None when it is a tail. At the
+    end of a segment that may end mid-batch (the active one, or one past the recovery point that a crash can leave
+    torn) that is its tail, and so is a file that shrank after planning (a live broker truncating it): reported,
+    not an error. But not at the end of the active segment when offsets the read was planned for are still unread
+    (the high watermark is above the batch): those were acknowledged, so the batch is whole on the broker and its
+    length field is corrupt. Anywhere else it is corruption: a slice that ends inside a batch, or a flushed rolled
+    segment that ends mid-batch, whose missing bytes no broker will write."""
     at_file_end = end >= piece.segment_size or end >= file_size
-    if at_file_end and (piece.may_end_mid_batch or file_size < piece.segment_size):
-        _report_tail(piece, metrics, pos, end)
-        return
+    if at_file_end and file_size < piece.segment_size:
+        return None
+    if at_file_end and piece.is_last_segment and last_seen + 1 < piece.end_offset:
+        return (f"batch runs past the end of the active segment at byte {end}, but offsets from {last_seen + 1} "
+                f"up to the read's end {piece.end_offset} (the high watermark, or the log end) are not read: a torn "
+                "tail holds no acknowledged record, so its length field is corrupt")
+    if at_file_end and piece.may_end_mid_batch:
+        return None
     if at_file_end:
         flushed = ("no recovery point is checkpointed for it" if piece.recovery_point is None else
                    f"the recovery point {piece.recovery_point} is past it, so the broker had flushed it")
-        detail = (f"batch runs past the end of the segment at byte {end}, and the segment is not the partition's "
-                  f"last (the next starts at offset {piece.next_base_offset}; {flushed}): its bytes are lost or "
-                  "its length field is corrupt")
-    else:
-        detail = f"batch runs past the planned slice end at byte {end}"
-    err = TruncatedDataError(detail, path=piece.log_path, position=pos)
-    if options.on_corruption != "skip":
-        raise err
-    stats.corrupt_batches += 1
-    stats.corrupt_bytes += end - pos
-    if len(stats.problems) < MAX_PROBLEMS:
-        stats.problems.append((piece.log_path, pos, err.detail))
+        return (f"batch runs past the end of the segment at byte {end}, and the segment is not the partition's "
+                f"last (the next starts at offset {piece.next_base_offset}; {flushed}): its bytes are lost or "
+                "its length field is corrupt")
+    return f"batch runs past the planned slice end at byte {end}"
 
 
 @dataclass
