@@ -385,7 +385,7 @@ class _SliceDecoder:
         """A batch at ``pos`` runs past the slice's end: a tail (reported, the slice is finished), or corruption
         (:func:`_partial_problem`): raised, or with ``onCorruption=skip`` counted, and the read resumes at the
         segment's next checked offset index entry before ``end`` if there is one, as after bad framing."""
-        problem = _partial_problem(self.piece, file_size, pos, end, self.last_seen)
+        problem = _partial_problem(self.piece, file_size, pos, end, self.last_seen, self.stats.corrupt_batches > 0)
         if problem is None:
             _report_tail(self.piece, self.metrics, pos, end)
             self.finished = True
@@ -593,18 +593,20 @@ def _report_tail(piece: SegmentSlice, metrics: ScanMetrics, pos: int, end: int) 
         metrics.truncated_tails.append((piece.log_path, pos, end - pos))
 
 
-def _partial_problem(piece: SegmentSlice, file_size: int, pos: int, end: int, last_seen: int) -> str | None:
+def _partial_problem(piece: SegmentSlice, file_size: int, pos: int, end: int, last_seen: int,
+                     skipped: bool = False) -> str | None:
     """Why a batch at ``pos`` that runs past the slice's ``end`` is corruption, or None when it is a tail. At the
     end of a segment that may end mid-batch (the active one, or one past the recovery point that a crash can leave
     torn) that is its tail, and so is a file that shrank after planning (a live broker truncating it): reported,
     not an error. But not at the end of the active segment when offsets the read was planned for are still unread
     (the high watermark is above the batch): those were acknowledged, so the batch is whole on the broker and its
-    length field is corrupt. Anywhere else it is corruption: a slice that ends inside a batch, or a flushed rolled
-    segment that ends mid-batch, whose missing bytes no broker will write."""
+    length field is corrupt (unless a lenient read ``skipped`` a corrupt batch in the slice: the offsets it held
+    are unknown, so the gap proves nothing). Anywhere else it is corruption: a slice that ends inside a batch, or a
+    flushed rolled segment that ends mid-batch, whose missing bytes no broker will write."""
     at_file_end = end >= piece.segment_size or end >= file_size
     if at_file_end and file_size < piece.segment_size:
         return None
-    if at_file_end and piece.is_last_segment and last_seen + 1 < piece.end_offset:
+    if at_file_end and piece.is_last_segment and not skipped and last_seen + 1 < piece.end_offset:
         return (f"batch runs past the end of the active segment at byte {end}, but offsets from {last_seen + 1} "
                 f"up to the read's end {piece.end_offset} (the high watermark, or the log end) are not read: a torn "
                 "tail holds no acknowledged record, so its length field is corrupt")

@@ -198,7 +198,7 @@ def load_indexes(segment, filesystem: pafs.FileSystem | None = None, *, reader: 
             try:
                 time_index = TimeIndex.load(segment.timeindex_path, base, filesystem, max_bytes=max_index_bytes)
                 try:
-                    end = log_end_offset(segment, offset_index=offset_index, reader=reader,
+                    end = log_end_offset(segment, offset_index=offset_index, reader=reader, as_listed=False,
                                          max_batch_bytes=max_batch_bytes) if len(time_index) else None
                 except CorruptDataError:
                     end = None  # the log's own corruption is the reader's to report (or skip); check the rest

@@ -201,11 +201,12 @@ class _ListedFileGone(Exception):
     meanwhile, e.g. the cleaner's last step ``X.log.swap`` -> ``X.log``): the folder is listed again."""
 
 
-def _swap_next_offset(log_path: str, base: int, index_path: str | None, filesystem, notes: list[str]) -> int:
+def _swap_next_offset(log_path: str, base: int, index_path: str | None, filesystem, notes: list[str],
+                      size: int) -> int:
     from kafkaseg.errors import CorruptDataError
     from kafkaseg.storage.segment import log_end_offset, readable_end
 
-    probe = SegmentFiles(base, log_path, 0, index_path, None, None, 0, True, filesystem)
+    probe = SegmentFiles(base, log_path, size, index_path, None, None, 0, True, filesystem)
     # A header walk allocates nothing from a length field, and discovery has no reader options: no batch size
     # limit here, so a large valid batch in a .swap file is not mistaken for corruption.
     try:
@@ -260,7 +261,7 @@ def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: 
     if valid_swaps:
         lo = min(valid_swaps)
         hi = max(_swap_next_offset(kinds["log"].path, b, kinds["index"].path if "index" in kinds else None,
-                                   filesystem, notes) for b, kinds in valid_swaps.items())
+                                   filesystem, notes, kinds["log"].size) for b, kinds in valid_swaps.items())
         replaced = sorted(b for b in regular if lo <= b < hi)
         notes.append(f"resolved .swap files: segments {replaced} in [{lo}, {hi}) replaced by swap segments "
                      f"{sorted(valid_swaps)}")

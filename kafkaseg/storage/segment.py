@@ -328,11 +328,13 @@ def _reader_for(segment, filesystem, reader):
 
 def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset_index=None,
                    reader: SegmentReader | None = None,
-                   max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> int:
+                   max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES, as_listed: bool = True) -> int:
     """``LogSegment.readNextOffset``: the offset after the last complete batch of ``segment`` (any object with
     ``base_offset``, ``log_path`` and ``index_path``, e.g. :class:`~kafkaseg.storage.layout.SegmentFiles`), or its
     base offset when it holds none. Starts at the last offset-index entry's position, so it reads about one index
-    interval, not the segment; falls back to a walk from byte 0 when the index is missing, insane or wrong."""
+    interval, not the segment; falls back to a walk from byte 0 when the index is missing, insane or wrong. A
+    segment with a ``log_size`` (as listed) ends there unless ``as_listed`` is False: batches a live broker appended
+    since are not counted."""
     from kafkaseg.storage.offset_index import OffsetIndex
 
     reader, owned = _reader_for(segment, filesystem, reader)
@@ -346,19 +348,29 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
                 index = None
         if index is not None and len(index) and not index.sanity_problems(reader.size):
             start = int(index.positions[-1])
+        # A segment as listed (SegmentFiles.log_size): a live broker's appends since are not counted, so the end
+        # agrees with the bytes a plan of the listing reads (a batch finished after the listing is the next read's)
+        listed = getattr(segment, "log_size", None) if as_listed else None
+
+        def last_whole(walk_from: int):
+            found = None
+            for header in reader.iter_headers(walk_from, max_batch_bytes=max_batch_bytes):
+                if listed is not None and header.position + header.size > listed:
+                    break
+                found = header
+            return found
+
         last = None
         from_start = start == 0
         try:
-            for last in reader.iter_headers(start, max_batch_bytes=max_batch_bytes):
-                pass
+            last = last_whole(start)
         except CorruptDataError:
             if from_start:
                 raise
             last = None
             from_start = True  # the index may point at garbage: walk from the start (which raises if the log is bad)
         if last is None and (start > 0 or from_start):  # the index pointed at garbage or past the data
-            for last in reader.iter_headers(0, max_batch_bytes=max_batch_bytes):
-                pass
+            last = last_whole(0)
         return last.next_offset if last is not None else int(segment.base_offset)
     finally:
         if owned:
