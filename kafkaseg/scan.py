@@ -34,7 +34,7 @@ from kafkaseg.planning import ScanPlan, SegmentSlice, entry_batch_problem, plan_
 from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import SegmentReader
-from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE
+from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE, LOG_OVERHEAD
 
 __all__ = ["ScanMetrics", "read_slice", "iter_batches", "read_arrow", "open_scan", "Scan"]
 
@@ -351,7 +351,7 @@ class _SliceDecoder:
             return pos, 0
         needed = result.next_batch_size if result.next_batch_size > 0 else HEADER_PREFIX_SIZE
         if pos + needed > end:
-            return self._past_the_end(reader.size, pos, end)
+            return self._past_the_end(reader, pos, end)
         return pos, needed
 
     def _after_bad_framing(self, result, bad: int, end: int) -> int | None:
@@ -381,11 +381,26 @@ class _SliceDecoder:
             self._entries = _IndexEntries(self.piece, self.options)
         return self._entries.next_checked(bad, end, self.last_seen)
 
-    def _past_the_end(self, file_size: int, pos: int, end: int) -> tuple[int, int]:
+    def _skipped_just_before(self, reader: RandomAccessReader, pos: int) -> bool:
+        """Whether the batch right before ``pos`` was a corrupt one this slice skipped (its offsets unknown, so
+        ``last_seen`` may be short of where the data really is): the last problem's batch ends at ``pos``. True
+        when that cannot be told (skips beyond the problems kept, or an unreadable length)."""
+        if not self.stats.corrupt_batches:
+            return False
+        mine = [at for path, at, _ in self.stats.problems if path == self.piece.log_path and at < pos]
+        if not mine or len(self.stats.problems) >= MAX_PROBLEMS:
+            return True
+        at = max(mine)
+        prefix = reader.read_at(at, LOG_OVERHEAD)  # baseOffset, length: the batch is 12 + length bytes
+        return len(prefix) < LOG_OVERHEAD or at + LOG_OVERHEAD + int.from_bytes(prefix[8:12], "big",
+                                                                                signed=True) == pos
+
+    def _past_the_end(self, reader: RandomAccessReader, pos: int, end: int) -> tuple[int, int]:
         """A batch at ``pos`` runs past the slice's end: a tail (reported, the slice is finished), or corruption
         (:func:`_partial_problem`): raised, or with ``onCorruption=skip`` counted, and the read resumes at the
         segment's next checked offset index entry before ``end`` if there is one, as after bad framing."""
-        problem = _partial_problem(self.piece, file_size, pos, end, self.last_seen, self.stats.corrupt_batches > 0)
+        problem = _partial_problem(self.piece, reader.size, pos, end, self.last_seen,
+                                   self._skipped_just_before(reader, pos))
         if problem is None:
             _report_tail(self.piece, self.metrics, pos, end)
             self.finished = True
@@ -600,8 +615,8 @@ def _partial_problem(piece: SegmentSlice, file_size: int, pos: int, end: int, la
     torn) that is its tail, and so is a file that shrank after planning (a live broker truncating it): reported,
     not an error. But not at the end of the active segment when offsets the read was planned for are still unread
     (the high watermark is above the batch): those were acknowledged, so the batch is whole on the broker and its
-    length field is corrupt (unless a lenient read ``skipped`` a corrupt batch in the slice: the offsets it held
-    are unknown, so the gap proves nothing). Anywhere else it is corruption: a slice that ends inside a batch, or a
+    length field is corrupt (unless a lenient read ``skipped`` the corrupt batch right before it: the offsets that
+    one held are unknown, so the gap proves nothing). Anywhere else it is corruption: a slice that ends inside a batch, or a
     flushed rolled segment that ends mid-batch, whose missing bytes no broker will write."""
     at_file_end = end >= piece.segment_size or end >= file_size
     if at_file_end and file_size < piece.segment_size:

@@ -443,3 +443,59 @@ def test_a_torn_tail_after_a_skipped_corrupt_batch_stays_a_tail(tmp_path):
     assert scan.to_table().num_rows == 380
     assert scan.metrics.decode.corrupt_batches == 1
     assert scan.metrics.truncated_tails == [(str(log), headers[-1].position, 30)]
+
+
+def test_a_corrupt_length_after_a_skipped_batch_earlier_in_the_slice_is_still_corruption(tmp_path):
+    """High watermark 400: batch 30..39 fails its CRC (skipped) and 200..209's length runs past the file's end.
+    A first fix doubted every gap after any skip in the slice and took the bad length for a torn tail, losing
+    200..399 unreported (found in review); only a skip right before the batch leaves its offsets unknown."""
+    import kafkaseg
+    from kafkaseg.storage.segment import SegmentReader
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=400, records_per_batch=10, vary_batch_size=False,
+                                        value_size=20)])
+    log = sorted((tmp_path / "t-0").glob("*.log"))[-1]
+    data = bytearray(log.read_bytes())
+    with SegmentReader(str(log)) as reader:
+        headers = list(reader.iter_headers(0))
+    data[headers[3].position + 100] ^= 0xFF
+    data[headers[20].position + 8:headers[20].position + 12] = len(data).to_bytes(4, "big")
+    log.write_bytes(bytes(data))
+    scan = kafkaseg.open_scan(str(tmp_path), onCorruption="skip")
+    offsets = scan.to_table().column("offset").to_pylist()
+    assert scan.metrics.decode.corrupt_batches == 2 and scan.metrics.truncated_tails == []
+    assert offsets[-1] == 399 and 200 not in offsets and 30 not in offsets
+
+
+def test_a_listing_behind_the_broker_walks_only_the_listed_bytes(tmp_path, monkeypatch):
+    """A live broker appended more than an index interval after the listing: the log-end walk found its last
+    index entry past the listed bytes and walked the whole segment from byte 0 (a stream trigger read a 139 MB
+    active segment each time), and failed on an old corrupt length far below the read's start (found in review).
+    It now starts at the last entry within the listed bytes."""
+    import json
+
+    import kafkaseg
+    import kafkaseg.storage.fs as kfs
+    import kafkaseg.storage.layout as layout
+    from kafkaseg.storage.segment import SegmentReader
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=400, records_per_batch=10, vary_batch_size=False,
+                                        value_size=20)])
+    log = sorted((tmp_path / "t-0").glob("*.log"))[-1]
+    data = bytearray(log.read_bytes())
+    with SegmentReader(str(log)) as reader:
+        headers = list(reader.iter_headers(0))
+    data[headers[5].position + 8:headers[5].position + 12] = (3).to_bytes(4, "big")
+    log.write_bytes(bytes(data))
+    (tmp_path / "replication-offset-checkpoint").write_text("0\n1\nt 0 300\n")
+    listed = headers[27].position + 100  # the listing saw 0..269 and part of 270..279
+    real = kfs.list_dir
+
+    def behind(path, filesystem=None):
+        return [e._replace(size=listed) if e.name.endswith(".log") else e for e in real(path, filesystem)]
+
+    monkeypatch.setattr(layout._fs, "list_dir", behind)
+    table = kafkaseg.read_arrow(str(tmp_path), startingOffsets=json.dumps({"t": {"0": 200}}))
+    assert table.column("offset").to_pylist() == list(range(200, 270))

@@ -339,6 +339,9 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
 
     reader, owned = _reader_for(segment, filesystem, reader)
     try:
+        # A segment as listed (SegmentFiles.log_size): a live broker's appends since are not counted, so the end
+        # agrees with the bytes a plan of the listing reads (a batch finished after the listing is the next read's)
+        listed = getattr(segment, "log_size", None) if as_listed else None
         start = 0
         index = offset_index
         if index is None and getattr(segment, "index_path", None):
@@ -347,10 +350,8 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
             except (LayoutError, CorruptIndexError):
                 index = None
         if index is not None and len(index) and not index.sanity_problems(reader.size):
-            start = int(index.positions[-1])
-        # A segment as listed (SegmentFiles.log_size): a live broker's appends since are not counted, so the end
-        # agrees with the bytes a plan of the listing reads (a batch finished after the listing is the next read's)
-        listed = getattr(segment, "log_size", None) if as_listed else None
+            positions = index.positions if listed is None else index.positions[index.positions < listed]
+            start = int(positions[-1]) if len(positions) else 0  # (entries for appends since the listing: not)
 
         def last_whole(walk_from: int):
             found = None
@@ -486,11 +487,15 @@ def readable_end(segment, *, step_over: bool = False, verify_crc: bool = True, f
     when ``verify_crc``), the two together within one ``max_batch_bytes`` batch; else the walk ends there."""
     reader, owned = _reader_for(segment, filesystem, None)
     last, position = None, 0
+    listed = getattr(segment, "log_size", None)  # as listed: appends since are not counted (log_end_offset)
+    limit = reader.size if listed is None else min(reader.size, listed)
     try:
-        while position < reader.size:
+        while position < limit:
             try:
-                for last in reader.iter_headers(position, max_batch_bytes=max_batch_bytes):
-                    pass
+                for header in reader.iter_headers(position, max_batch_bytes=max_batch_bytes):
+                    if header.position + header.size > limit:
+                        break
+                    last = header
                 break
             except CorruptDataError as err:
                 if not step_over or err.position is None or err.position < position:
@@ -498,7 +503,7 @@ def readable_end(segment, *, step_over: bool = False, verify_crc: bool = True, f
                 prefix = reader.read_at(err.position, LOG_OVERHEAD)
                 size = int.from_bytes(prefix[8:], "big", signed=True) if len(prefix) == LOG_OVERHEAD else -1
                 following = err.position + LOG_OVERHEAD + size
-                if (size < min(MIN_ENTRY_SIZE.values()) or following >= reader.size
+                if (size < min(MIN_ENTRY_SIZE.values()) or following >= limit
                         or (max_batch_bytes is not None and size > max_batch_bytes)):
                     break
                 try:
