@@ -422,20 +422,26 @@ def test_a_batch_finished_between_the_listing_and_the_log_end_walk_is_the_next_r
     assert kafkaseg.read_arrow(str(tmp_path), upperBound="logEndOffset").num_rows == 400
 
 
+def _one_active_segment(root):
+    """400 records in batches of 10, all in one (active) segment: its .log, bytes (to damage) and batch headers."""
+    from kafkaseg.storage.segment import SegmentReader
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(root, [TopicSpec("t", records_per_partition=400, records_per_batch=10, vary_batch_size=False,
+                                    value_size=20)])
+    log = sorted((root / "t-0").glob("*.log"))[-1]
+    with SegmentReader(str(log)) as reader:
+        headers = list(reader.iter_headers(0))
+    return log, bytearray(log.read_bytes()), headers
+
+
 def test_a_torn_tail_after_a_skipped_corrupt_batch_stays_a_tail(tmp_path):
     """Batch 380..389 of the active segment fails its CRC and 390..399 is torn, the high watermark below both. A
     lenient read to the log end counted the tail as a second corrupt batch ("offsets from 380 ... its length field
     is corrupt"): the skipped batch's offsets are unknown, so the gap proves nothing (found in review)."""
     import kafkaseg
-    from kafkaseg.storage.segment import SegmentReader
-    from kafkaseg.testing import TopicSpec, write_data_dir
 
-    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=400, records_per_batch=10, vary_batch_size=False,
-                                        value_size=20)])
-    log = sorted((tmp_path / "t-0").glob("*.log"))[-1]
-    data = bytearray(log.read_bytes())
-    with SegmentReader(str(log)) as reader:
-        headers = list(reader.iter_headers(0))
+    log, data, headers = _one_active_segment(tmp_path)
     data[headers[-2].position + 100] ^= 0xFF
     log.write_bytes(bytes(data[:headers[-1].position + 30]))
     (tmp_path / "replication-offset-checkpoint").write_text("0\n1\nt 0 380\n")
@@ -450,15 +456,8 @@ def test_a_corrupt_length_after_a_skipped_batch_earlier_in_the_slice_is_still_co
     A first fix doubted every gap after any skip in the slice and took the bad length for a torn tail, losing
     200..399 unreported (found in review); only a skip right before the batch leaves its offsets unknown."""
     import kafkaseg
-    from kafkaseg.storage.segment import SegmentReader
-    from kafkaseg.testing import TopicSpec, write_data_dir
 
-    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=400, records_per_batch=10, vary_batch_size=False,
-                                        value_size=20)])
-    log = sorted((tmp_path / "t-0").glob("*.log"))[-1]
-    data = bytearray(log.read_bytes())
-    with SegmentReader(str(log)) as reader:
-        headers = list(reader.iter_headers(0))
+    log, data, headers = _one_active_segment(tmp_path)
     data[headers[3].position + 100] ^= 0xFF
     data[headers[20].position + 8:headers[20].position + 12] = len(data).to_bytes(4, "big")
     log.write_bytes(bytes(data))
@@ -478,15 +477,8 @@ def test_a_listing_behind_the_broker_walks_only_the_listed_bytes(tmp_path, monke
     import kafkaseg
     import kafkaseg.storage.fs as kfs
     import kafkaseg.storage.layout as layout
-    from kafkaseg.storage.segment import SegmentReader
-    from kafkaseg.testing import TopicSpec, write_data_dir
 
-    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=400, records_per_batch=10, vary_batch_size=False,
-                                        value_size=20)])
-    log = sorted((tmp_path / "t-0").glob("*.log"))[-1]
-    data = bytearray(log.read_bytes())
-    with SegmentReader(str(log)) as reader:
-        headers = list(reader.iter_headers(0))
+    log, data, headers = _one_active_segment(tmp_path)
     data[headers[5].position + 8:headers[5].position + 12] = (3).to_bytes(4, "big")
     log.write_bytes(bytes(data))
     (tmp_path / "replication-offset-checkpoint").write_text("0\n1\nt 0 300\n")
