@@ -165,6 +165,9 @@ def test_deserializers(data, capsysbinary):
      "Options from-beginning and offset cannot be specified together."),
     (["--topic", "a", "--offset", "5"], "The partition is required when offset is specified."),
     (["--topic", "a", "--partition", "0", "--offset", "-3"], "The provided offset value '-3' is incorrect."),
+    (["--topic", "a", "--partition", "0", "--offset", "9223372036854775808"],
+     "The provided offset value '9223372036854775808' is incorrect."),  # past a long (5,000 digits: a ValueError)
+    (["--topic", "a", "--partition", "0", "--offset", "9" * 5000], "is incorrect."),
     (["--topic", "a", "--consumer-property", "isolation.level=committed"], "isolation.level='committed'"),
     (["--topic", "a", "--bootstrap-server", "localhost:9092"], "give --data-dir DIR"),
 ])

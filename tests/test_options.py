@@ -452,3 +452,21 @@ def test_frozen():
 def test_error_is_a_value_error():
     with pytest.raises(ValueError):
         ReadOptions.from_options({"minPartitions": "x"})
+
+
+def test_every_tool_takes_the_batches_a_read_takes():
+    """verify, describe and lookups refused a valid 70 MiB batch at a 64 MiB storage default that reads
+    (maxBatchBytes=128m) accept (found in review): one limit."""
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES
+
+    assert ReadOptions().max_batch_bytes == DEFAULT_MAX_BATCH_BYTES == 128 << 20
+
+
+def test_an_option_of_thousands_of_digits_is_an_option_error():
+    """int() refused it with a raw ValueError (found in review)."""
+    from kafkaseg.errors import InvalidOptionError
+    from kafkaseg.options import ReadOptions
+
+    with pytest.raises(InvalidOptionError, match="maxRecordsPerBatch.*does not fit a 64-bit integer"):
+        ReadOptions.from_options({"maxRecordsPerBatch": "9" * 5000})

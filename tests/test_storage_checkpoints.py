@@ -136,3 +136,17 @@ def test_corpus_producer_snapshots_parse(corpus_dir):
         snap = read_producer_snapshot(str(path))
         assert snap.offset == int(path.stem)
         assert len(snap.entries) == (path.stat().st_size - 10) // 46
+
+
+def test_a_number_of_thousands_of_digits_is_a_checkpoint_error_not_a_value_error():
+    """int() refuses over 4,300 digits with its own ValueError, which every command showed as a traceback (found
+    in review); leading zeros stay allowed, as Java's parseLong allows them."""
+    from kafkaseg.errors import CorruptCheckpointError
+    from kafkaseg.storage.checkpoints import parse_java_integer, parse_offset_checkpoint
+
+    with pytest.raises(CorruptCheckpointError, match=r"does not fit in int64") as info:
+        parse_offset_checkpoint(b"0\n1\nt 0 " + b"9" * 5000 + b"\n", "f")
+    assert info.value.position == 4
+    assert parse_offset_checkpoint(b"0\n1\nt 0 " + b"0" * 5000 + b"7\n") == {("t", 0): 7}
+    assert parse_java_integer("-9223372036854775808") == -(1 << 63) and parse_java_integer("9223372036854775808") is None
+    assert parse_java_integer("+0000000000000000000000012", 32) == 12 and parse_java_integer("2147483648", 32) is None

@@ -50,6 +50,7 @@ from typing import BinaryIO, Callable
 
 from kafkaseg.errors import CorruptDataError, DeserializationError, InvalidOptionError, KafkaSegError
 from kafkaseg.schema import COLUMN_NAMES
+from kafkaseg.storage.checkpoints import parse_java_integer
 from kafkaseg.storage.fs import redact
 
 __all__ = ["run", "Formatter", "parse_properties", "java_float_text", "DEFAULT_FORMATTERS"]
@@ -468,7 +469,7 @@ def check_args(args) -> str | None:
     if problem:
         return problem
     if args.offset is not None and args.offset.lower() not in ("earliest", "latest"):
-        if not re.fullmatch(r"\d+", args.offset):
+        if not re.fullmatch(r"\d+", args.offset) or parse_java_integer(args.offset) is None:
             return (f"The provided offset value '{args.offset}' is incorrect. Valid values are 'earliest', 'latest', "
                     "or a non-negative long.")
     if args.formatter is not None and args.formatter not in DEFAULT_FORMATTERS:

@@ -111,14 +111,28 @@ def _lines(data: bytes, path: str | None):
         position += len(raw.encode("utf-8"))
 
 
+def parse_java_integer(token: str, bits: int = 64) -> int | None:
+    """What Java's ``Integer.parseInt``/``Long.parseLong`` (``bits`` 32/64) gives for ``token``, or None where it
+    throws: an optional sign and ASCII digits (leading zeros any number), in range. Checked by length before
+    ``int()``, which refuses strings of over 4,300 digits with a ValueError of its own."""
+    if not re.fullmatch(r"[+-]?[0-9]+", token):
+        return None
+    digits = token.lstrip("+-").lstrip("0") or "0"
+    if len(digits) > 19:
+        return None
+    value = -int(digits) if token.startswith("-") else int(digits)
+    return value if -(1 << (bits - 1)) <= value < (1 << (bits - 1)) else None
+
+
 def _int(token: str, what: str, path, number: int, position: int, *, bits: int = 64) -> int:
     # Java's Integer/Long.parseInt: optional sign, ASCII digits, range-checked.
     if not re.fullmatch(r"[+-]?[0-9]+", token):
         raise CorruptCheckpointError(f"line {number}: {what} {token!r} is not an integer", path=path,
                                      position=position)
-    value = int(token)
-    if not -(1 << (bits - 1)) <= value < (1 << (bits - 1)):
-        raise CorruptCheckpointError(f"line {number}: {what} {token} does not fit in int{bits}", path=path,
+    value = parse_java_integer(token, bits)
+    if value is None:
+        shown = token if len(token) <= 40 else f"{token[:20]}... ({len(token)} characters)"
+        raise CorruptCheckpointError(f"line {number}: {what} {shown} does not fit in int{bits}", path=path,
                                      position=position)
     return value
 

@@ -52,8 +52,9 @@ __all__ = [
 
 DEFAULT_BLOCK_SIZE = 64 * 1024
 #: Refuse batches larger than this unless told otherwise: Kafka's message.max.bytes defaults to ~1 MiB and is
-#: rarely raised past tens of MiB; the int32 length field could otherwise ask for 2 GiB.
-DEFAULT_MAX_BATCH_BYTES = 64 * 1024 * 1024
+#: rarely raised past tens of MiB; the int32 length field could otherwise ask for 2 GiB. The reads' default
+#: (ReadOptions.max_batch_bytes, maxBatchBytes=128m), so every tool takes the same batches as a read.
+DEFAULT_MAX_BATCH_BYTES = 128 * 1024 * 1024
 DEFAULT_CHUNK_BYTES = 8 * 1024 * 1024
 
 
