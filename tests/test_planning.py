@@ -964,3 +964,27 @@ def test_a_partition_pruned_by_predicates_is_still_checked_against_the_offsets_a
     assert {s.topic for s in plan_scan(str(tmp_path), lenient, only_b).slices} == {"b"}
     plan = plan_scan(str(tmp_path), ReadOptions.from_options({"startingOffsets": '{"b":{"0":5}}'}), only_b)
     assert [p.name for p in plan.report.partitions] == ["b-0"]
+
+
+def test_cut_points_are_views_of_the_index_not_python_tuples(tmp_path):
+    """Planning kept every index entry of a read range as a Python tuple (about 150 bytes each: 4 GB to plan 100
+    GiB of default segments; found in review). The cut points are views of the index arrays that index, slice and
+    iterate as the tuples did."""
+    import numpy as np
+
+    from kafkaseg.planning import _Cuts
+
+    cuts = _Cuts(np.array([10, 20, 30], np.int64), np.array([1, 2, 3], np.int64))
+    assert cuts[1] == (20, 2) and list(cuts[1:]) == [(20, 2), (30, 3)] and len(cuts[:1]) == 1
+    assert cuts[2:] and not cuts[3:] and not _Cuts()
+    assert cuts[1:].positions.base is not None  # a view, not a copy
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=2000, records_per_batch=10,
+                                        index_interval_bytes=512)])
+    plan = plan_scan(str(tmp_path), ReadOptions.from_options({"splitSize": "2k"}))
+    assert len(plan.slices) > 5
+    starts = [s.start_position for s in plan.slices]
+    assert starts == sorted(starts) and all(a.end_position == b.start_position
+                                            for a, b in zip(plan.slices, plan.slices[1:])
+                                            if a.log_path == b.log_path)
