@@ -636,6 +636,18 @@ def _partial_problem(piece: SegmentSlice, file_size: int, pos: int, end: int, la
     return f"batch runs past the planned slice end at byte {end}"
 
 
+SMALL_BATCH_BYTES = 256 * 1024  # Scan.to_table merges runs of record batches smaller than this ...
+MERGED_BATCH_BYTES = 8 * 1024 * 1024  # ... into batches of about this many bytes
+MERGED_BATCH_COUNT = 256  # ... or of this many (a small batch may hold 32 KiB of buffers for a few bytes of data)
+
+
+def _merged(batches: list[pa.RecordBatch], schema: pa.Schema) -> list[pa.RecordBatch]:
+    """``batches`` copied into one batch with buffers of their size (one batch: kept as it is)."""
+    if len(batches) < 2:
+        return batches
+    return pa.Table.from_batches(batches, schema=schema).combine_chunks().to_batches()
+
+
 @dataclass
 class Scan:
     """A planned scan: ``plan`` says what will be read (and what was pruned), ``metrics`` fills while iterating.
@@ -655,7 +667,25 @@ class Scan:
             yield from read_slice(piece, self.options, metrics)
 
     def to_table(self) -> pa.Table:
-        return pa.Table.from_batches(list(self), schema=self.schema)
+        """The whole read as one table. Runs of small record batches (the slices of tiny segments or partitions)
+        are merged as they come, in order, into buffers of their size: the kernels' output buffers start at 4 KiB
+        a column, so 20,000 one-record partitions held 800 MiB for 1.6 MiB of data (found in review)."""
+        batches: list[pa.RecordBatch] = []
+        small: list[pa.RecordBatch] = []
+        small_bytes = 0
+        for batch in self:
+            if batch.nbytes >= SMALL_BATCH_BYTES:
+                batches.extend(_merged(small, self.schema))
+                small, small_bytes = [], 0
+                batches.append(batch)
+                continue
+            small.append(batch)
+            small_bytes += batch.nbytes
+            if small_bytes >= MERGED_BATCH_BYTES or len(small) >= MERGED_BATCH_COUNT:
+                batches.extend(_merged(small, self.schema))
+                small, small_bytes = [], 0
+        batches.extend(_merged(small, self.schema))
+        return pa.Table.from_batches(batches, schema=self.schema)
 
     def to_reader(self) -> pa.RecordBatchReader:
         """A ``pyarrow.RecordBatchReader`` over a new read: batches are decoded as the consumer pulls them, so
