@@ -65,7 +65,7 @@ from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, check_one_incar
                                      last_stable_offset, transactions_open_at,
                                      partition_log_end_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
-from kafkaseg.storage.producer_snapshot import read_producer_snapshot
+from kafkaseg.storage.producer_snapshot import lists_transactional_producers
 from kafkaseg.storage.segment import (SegmentReader, readable_end, torn_before_zeros, zero_filled_tail,
                                       zeros_hide_records)
 from kafkaseg.storage.time_index import TimeIndex
@@ -636,10 +636,10 @@ class _Partition:
             return "it has no producer snapshot to show it never saw a transaction"
         for path in self.pdir.snapshot_paths:
             try:
-                snapshot = read_producer_snapshot(path, self.fs)
+                transactional = lists_transactional_producers(path, self.fs)
             except (CorruptDataError, LayoutError) as err:
                 return f"producer snapshot {path} is unreadable ({err})"
-            if any(e.coordinator_epoch >= 0 or e.has_ongoing_transaction for e in snapshot.entries):
+            if transactional:
                 return f"producer snapshot {path} lists transactional producers"
         return None
 

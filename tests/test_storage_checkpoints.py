@@ -150,3 +150,25 @@ def test_a_number_of_thousands_of_digits_is_a_checkpoint_error_not_a_value_error
     assert parse_offset_checkpoint(b"0\n1\nt 0 " + b"0" * 5000 + b"7\n") == {("t", 0): 7}
     assert parse_java_integer("-9223372036854775808") == -(1 << 63) and parse_java_integer("9223372036854775808") is None
     assert parse_java_integer("+0000000000000000000000012", 32) == 12 and parse_java_integer("2147483648", 32) is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(_entry, max_size=8))
+def test_the_vectorised_transactional_check_agrees_with_the_parsed_entries(tmp_path_factory, entries):
+    """Planning checked every snapshot through a NamedTuple per producer (8 s for 200 snapshots of 50,000
+    producers, 1.4 GB for one of 5M; found in review); the numpy check must agree with the entries and refuse a
+    bad CRC the same way."""
+    from kafkaseg.storage.producer_snapshot import lists_transactional_producers
+
+    path = tmp_path_factory.mktemp("snap") / "00000000000000000005.snapshot"
+    data = encode_producer_snapshot(entries)
+    path.write_bytes(data)
+    expected = any(e.coordinator_epoch >= 0 or e.has_ongoing_transaction
+                   for e in read_producer_snapshot(str(path)).entries)
+    assert lists_transactional_producers(str(path)) == expected
+    if entries:
+        flipped = bytearray(data)
+        flipped[20] ^= 0x01
+        path.write_bytes(bytes(flipped))
+        with pytest.raises(CorruptCheckpointError, match="CRC"):
+            lists_transactional_producers(str(path))

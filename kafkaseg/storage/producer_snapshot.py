@@ -25,6 +25,7 @@ import re
 import struct
 from typing import NamedTuple, Sequence
 
+import numpy as np
 import pyarrow.fs as pafs
 
 from kafkaseg.errors import CorruptCheckpointError, LayoutError
@@ -36,6 +37,7 @@ __all__ = [
     "ProducerSnapshot",
     "parse_producer_snapshot",
     "read_producer_snapshot",
+    "lists_transactional_producers",
     "encode_producer_snapshot",
     "snapshot_offset_from_name",
     "SNAPSHOT_SUFFIX",
@@ -86,8 +88,8 @@ def snapshot_offset_from_name(name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def parse_producer_snapshot(data: bytes, path: str | None = None) -> ProducerSnapshot:
-    """Parse and CRC-check a snapshot's bytes; malformed input raises :class:`CorruptCheckpointError`."""
+def _checked_entries(data: bytes, path: str | None) -> bytes | memoryview:
+    """The entries' bytes of a snapshot, after its header, length and CRC checks (CorruptCheckpointError)."""
     if len(data) < _HEADER.size:
         raise CorruptCheckpointError(f"producer snapshot needs {_HEADER.size} header bytes, found {len(data)}",
                                      path=path, position=0)
@@ -108,9 +110,34 @@ def parse_producer_snapshot(data: bytes, path: str | None = None) -> ProducerSna
         raise CorruptCheckpointError(
             f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {stored_crc}. Computed crc: {computed}",
             path=path, position=2)
-    entries = tuple(ProducerSnapshotEntry(*fields) for fields in _ENTRY.iter_unpack(data[_HEADER.size:needed]))
+    return memoryview(data)[_HEADER.size:needed]
+
+
+def parse_producer_snapshot(data: bytes, path: str | None = None) -> ProducerSnapshot:
+    """Parse and CRC-check a snapshot's bytes; malformed input raises :class:`CorruptCheckpointError`."""
+    entries = tuple(ProducerSnapshotEntry(*fields) for fields in _ENTRY.iter_unpack(_checked_entries(data, path)))
     offset = snapshot_offset_from_name(_fs.basename(path)) if path else None
     return ProducerSnapshot(path, offset, entries)
+
+
+#: The entry layout as a numpy record (big-endian, packed): a whole snapshot checked without a Python object per
+#: producer (a 230 MB snapshot of 5M producers took 1.4 GB as NamedTuples).
+_ENTRY_DTYPE = np.dtype([("producer_id", ">i8"), ("epoch", ">i2"), ("last_sequence", ">i4"), ("last_offset", ">i8"),
+                         ("offset_delta", ">i4"), ("timestamp", ">i8"), ("coordinator_epoch", ">i4"),
+                         ("current_txn_first_offset", ">i8")])
+assert _ENTRY_DTYPE.itemsize == ENTRY_SIZE
+
+
+def lists_transactional_producers(path: str, filesystem: pafs.FileSystem | None = None) -> bool:
+    """Whether the snapshot at ``path`` lists a producer that ever wrote a transaction marker (coordinatorEpoch >=
+    0) or has a transaction open; checked as :func:`read_producer_snapshot` checks the file (CorruptCheckpointError
+    when malformed)."""
+    try:
+        data = _fs.read_small_file(path, filesystem, max_bytes=_SNAPSHOT_CAP)
+    except LayoutError as exc:
+        raise CorruptCheckpointError(str(exc), path=path, position=0) from exc
+    entries = np.frombuffer(_checked_entries(data, path), dtype=_ENTRY_DTYPE)
+    return bool((entries["coordinator_epoch"] >= 0).any() or (entries["current_txn_first_offset"] >= 0).any())
 
 
 def read_producer_snapshot(path: str, filesystem: pafs.FileSystem | None = None) -> ProducerSnapshot:
