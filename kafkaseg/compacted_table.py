@@ -39,7 +39,7 @@ from kafkaseg.compaction import (
     latest_per_key,
     plan_increment,
 )
-from kafkaseg.errors import CompactedTableError, InvalidOptionError
+from kafkaseg.errors import CompactedTableError, InvalidOptionError, first_line
 
 __all__ = ["table_schema", "read_state", "merge_changes", "merge_staged_parquet", "remove_staging",
            "remove_stale_staging", "staging_name", "commit_properties", "conflicts_reported", "write_full_arrow",
@@ -224,12 +224,8 @@ def conflicts_reported(uri: str):
         yield
     except CommitFailedError as exc:
         raise CompactedTableError(
-            f"another writer committed to {uri} while this run wrote to it ({_first_line(exc)}): nothing of this "
+            f"another writer committed to {uri} while this run wrote to it ({first_line(exc)}): nothing of this "
             "run was committed; run again (runs of one table must not overlap)") from exc
-
-
-def _first_line(exc: BaseException) -> str:
-    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
 
 
 def _merge(table, changes, state: TableState, predicate: str) -> dict:
@@ -279,7 +275,7 @@ def merge_staged_parquet(staging: str, plan: RunPlan) -> dict:
             fragment.ensure_complete_metadata()
         except (OSError, pa.ArrowException) as exc:
             raise CompactedTableError(f"the staged change set file {fragment.path} is not readable Parquet "
-                                      f"({_first_line(exc)}): nothing committed; run again") from exc
+                                      f"({first_line(exc)}): nothing committed; run again") from exc
     source = dataset.scanner(columns=plan.schema.names).to_reader()
     source = _cast_reader(source, plan.schema)
     table = DeltaTable(plan.output, version=plan.table_version)

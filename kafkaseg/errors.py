@@ -25,7 +25,9 @@ __all__ = [
     "LayoutError",
     "ExportMismatchError",
     "CompactedTableError",
+    "ConcurrentWriteError",
     "DeserializationError",
+    "first_line",
 ]
 
 
@@ -134,3 +136,9 @@ class DeserializationError(KafkaSegError):
 class CompactedTableError(KafkaSegError):
     """A compacted Delta table that does not fit the run (``kafkaseg.compaction``): other columns than the read
     gives, offsets recorded for another incarnation of a topic or another cluster, or no offsets recorded at all."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first non-blank line of ``exc``'s message (its class name when there is none): how a one-line report
+    quotes another library's multi-line error."""
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)

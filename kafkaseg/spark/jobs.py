@@ -39,8 +39,7 @@ def error_line(exc: BaseException, usage: tuple[type, ...] = ()) -> tuple[str, i
             cls = getattr(errors, name, errors.KafkaSegError)
             code = 2 if isinstance(cls, type) and issubclass(cls, usage) else 1
             return f"{name}: {message.strip()}", code
-        first = next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
-        return f"{type(exc).__name__}: {first}", 1
+        return f"{type(exc).__name__}: {errors.first_line(exc)}", 1
     return None
 
 

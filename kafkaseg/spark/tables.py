@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from kafkaseg.errors import ConcurrentWriteError, ExportMismatchError
+from kafkaseg.errors import ConcurrentWriteError, ExportMismatchError, first_line
 from kafkaseg.storage.fs import is_delta_table, join, open_filesystem
 
 __all__ = ["write_parquet", "write_delta", "delta_add_actions", "file_stats", "footer_stats",
@@ -138,7 +138,7 @@ def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema:
             if seen is None:
                 raise
             raise ConcurrentWriteError(f"a commit to {output} in the same instant conflicted with this one "
-                                       f"({_first_line(exc)}): {unreferenced}") from exc
+                                       f"({first_line(exc)}): {unreferenced}") from exc
     else:
         try:
             create_table_with_add_actions(output, delta_schema, actions, mode="error",
@@ -147,13 +147,9 @@ def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema:
         except Exception as exc:
             if seen is None or not is_delta_table(output):
                 raise
-            raise ConcurrentWriteError(f"another run created {output} while this one wrote ({_first_line(exc)}): "
+            raise ConcurrentWriteError(f"another run created {output} while this one wrote ({first_line(exc)}): "
                                        f"{unreferenced}") from exc
     return {"files": len(actions), "records": records, "version": DeltaTable(output).version()}
-
-
-def _first_line(exc: BaseException) -> str:
-    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
 
 
 def delta_add_actions(table: str, folder: str, partition_by: Sequence[str]) -> list:
