@@ -162,11 +162,6 @@ def pinned_options(options: dict, ranges: Ranges) -> dict:
     return out
 
 
-def resolve_ranges(paths: Sequence[str], options: dict) -> Ranges | None:
-    """Every selected partition's ``[start, end)`` under ``options`` (:func:`plan_ranges`)."""
-    return plan_ranges(paths, options)[0]
-
-
 def plan_ranges(paths: Sequence[str], options: dict):
     """``(ranges, plan report)``: every selected partition's ``[start, end)`` under ``options``, resolved once on
     the driver by the Spark-free planner (index files and checkpoints only; no record is read), and what planning
@@ -420,13 +415,13 @@ def _parquet_files(output: str) -> list[str]:
             and not i.path[len(root):].lstrip("/").startswith(RUN_FOLDER_PREFIX)]
 
 
-def existing_partitioning(output: str, fmt: str, files: list[str] | None = None) -> list[str]:
-    """The table's partition columns: Delta's metadata, or the ``column=value`` folders of a Parquet table
-    (``files``: its data files when already listed)."""
+def existing_partitioning(output: str, fmt: str, files: list[str] | None = None, table=None) -> list[str]:
+    """The table's partition columns: Delta's metadata (``table``: the ``DeltaTable`` when already loaded), or the
+    ``column=value`` folders of a Parquet table (``files``: its data files when already listed)."""
     if fmt == "delta":
         from deltalake import DeltaTable
 
-        return list(DeltaTable(output).metadata().partition_columns)
+        return list((DeltaTable(output) if table is None else table).metadata().partition_columns)
     from kafkaseg.storage.fs import open_filesystem
 
     _, root = open_filesystem(output)
@@ -923,7 +918,7 @@ def prepare(args: argparse.Namespace) -> dict:
                        else _existing_dataset(args.output, args.format, files))
             check_columns(existing_columns(args.output, args.format, dataset),
                           export_schema(_arrow_schema(args.options)).names, args.output, args.mode)
-            check_partitioning(existing_partitioning(args.output, args.format, files), args.partition_by,
+            check_partitioning(existing_partitioning(args.output, args.format, files, table), args.partition_by,
                                args.output, args.mode)
             existing = existing_offsets(args.output, args.format, dataset)
             recorded, topics = recorded_state(args.output, args.format, table)

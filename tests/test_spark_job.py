@@ -275,9 +275,9 @@ def test_ranges_are_resolved_once_without_spark(tmp_path):
 
     manifest = write_data_dir(tmp_path / "logs", [TopicSpec("t", partitions=2, records_per_partition=150)])
     _lower_high_watermarks(tmp_path / "logs", manifest, 50)
-    assert export.resolve_ranges([str(tmp_path / "logs")], {"startingTimestamp": str(1_700_000_000_000 + 10 * 20)}) \
+    assert export.plan_ranges([str(tmp_path / "logs")], {"startingTimestamp": str(1_700_000_000_000 + 10 * 20)})[0] \
         == {("t", 0): (20, 100), ("t", 1): (20, 100)}
-    assert export.resolve_ranges([str(tmp_path / "logs")], {"replicas": "all"}) is None
+    assert export.plan_ranges([str(tmp_path / "logs")], {"replicas": "all"})[0] is None
 
 
 @pytest.mark.spark
@@ -553,19 +553,19 @@ def test_incremental_resumes_from_the_recorded_end_past_a_transaction_marker(tmp
 
     before, after = _txn_dirs(tmp_path)
     key = ("txn", 0)
-    first = export.resolve_ranges([before], {})
+    first = export.plan_ranges([before], {})[0]
     assert first == {key: (0, 11)}
     ends = export.next_ends({}, first)
     assert ends == {key: 11}
     existing = {key: (0, 9)}  # what the first run wrote: the marker is no row
-    ranges = export.resolve_ranges([after], {})
-    assert export.resolve_ranges([after], export.pinned_options({}, export.incremental_ranges(
-        ranges, existing, ends))) == {key: (11, 22)}
+    ranges = export.plan_ranges([after], {})[0]
+    assert export.plan_ranges([after], export.pinned_options({}, export.incremental_ranges(
+        ranges, existing, ends)))[0] == {key: (11, 22)}
     with pytest.raises(DataLossError, match=r"offsets \[10, 11\) are gone"):
-        export.resolve_ranges([after], export.pinned_options({}, export.incremental_ranges(ranges, existing, {})))
+        export.plan_ranges([after], export.pinned_options({}, export.incremental_ranges(ranges, existing, {})))[0]
     with pytest.raises(DataLossError, match=r"offsets \[10, 11\) are gone"):  # the run read only up to 10
-        export.resolve_ranges([after], export.pinned_options({}, export.incremental_ranges(
-            ranges, existing, {key: 10})))
+        export.plan_ranges([after], export.pinned_options({}, export.incremental_ranges(
+            ranges, existing, {key: 10})))[0]
     # the higher of the two wins; a partition only recorded (its offsets held no row) resumes at its end
     assert export.incremental_ranges({key: (0, 30), ("u", 0): (0, 5)}, {key: (0, 14)}, {key: 11, ("u", 0): 3}) \
         == {key: (15, 30), ("u", 0): (3, 5)}
