@@ -126,10 +126,10 @@ def parse_java_integer(token: str, bits: int = 64) -> int | None:
 
 def _int(token: str, what: str, path, number: int, position: int, *, bits: int = 64) -> int:
     # Java's Integer/Long.parseInt: optional sign, ASCII digits, range-checked.
-    if not re.fullmatch(r"[+-]?[0-9]+", token):
+    value = parse_java_integer(token, bits)
+    if value is None and not re.fullmatch(r"[+-]?[0-9]+", token):
         raise CorruptCheckpointError(f"line {number}: {what} {token!r} is not an integer", path=path,
                                      position=position)
-    value = parse_java_integer(token, bits)
     if value is None:
         shown = token if len(token) <= 40 else f"{token[:20]}... ({len(token)} characters)"
         raise CorruptCheckpointError(f"line {number}: {what} {shown} does not fit in int{bits}", path=path,

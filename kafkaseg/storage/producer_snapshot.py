@@ -132,21 +132,20 @@ def lists_transactional_producers(path: str, filesystem: pafs.FileSystem | None 
     """Whether the snapshot at ``path`` lists a producer that ever wrote a transaction marker (coordinatorEpoch >=
     0) or has a transaction open; checked as :func:`read_producer_snapshot` checks the file (CorruptCheckpointError
     when malformed)."""
-    try:
-        data = _fs.read_small_file(path, filesystem, max_bytes=_SNAPSHOT_CAP)
-    except LayoutError as exc:
-        raise CorruptCheckpointError(str(exc), path=path, position=0) from exc
-    entries = np.frombuffer(_checked_entries(data, path), dtype=_ENTRY_DTYPE)
+    entries = np.frombuffer(_checked_entries(_read_snapshot_file(path, filesystem), path), dtype=_ENTRY_DTYPE)
     return bool((entries["coordinator_epoch"] >= 0).any() or (entries["current_txn_first_offset"] >= 0).any())
 
 
 def read_producer_snapshot(path: str, filesystem: pafs.FileSystem | None = None) -> ProducerSnapshot:
     """Read and parse one ``.snapshot`` file (refusing files above 256 MiB)."""
+    return parse_producer_snapshot(_read_snapshot_file(path, filesystem), path)
+
+
+def _read_snapshot_file(path: str, filesystem: pafs.FileSystem | None) -> bytes:
     try:
-        data = _fs.read_small_file(path, filesystem, max_bytes=_SNAPSHOT_CAP)
+        return _fs.read_small_file(path, filesystem, max_bytes=_SNAPSHOT_CAP)
     except LayoutError as exc:
         raise CorruptCheckpointError(str(exc), path=path, position=0) from exc
-    return parse_producer_snapshot(data, path)
 
 
 def encode_producer_snapshot(entries: Sequence[ProducerSnapshotEntry]) -> bytes:
