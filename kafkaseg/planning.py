@@ -1031,7 +1031,7 @@ def _check_checkpoints(part: _Partition, preport: PartitionReport | None) -> Non
         if name == REPLICATION_OFFSET_CHECKPOINT and part.options.upper_bound == "logEndOffset":
             continue
         if part.options.on_corruption == "skip":
-            path = f"{part.pdir.log_dir.rstrip('/')}/{name}" if part.pdir.log_dir else name
+            path = _fs.join(part.pdir.log_dir, name) if part.pdir.log_dir else name
             if name == REPLICATION_OFFSET_CHECKPOINT:
                 part.lenient_decision(path, None, None, None, f"unreadable ({why}), so {what} of {part.name} is "
                                       "unknown: it falls back to the log end offset, which may return records "
@@ -1371,14 +1371,15 @@ def _split_by_size_and_records(piece: _Piece, split_size: int, max_records: int 
             k += 1
         return _split_at_cuts(piece, cut_at)
     anchor = max(piece.start_offset, part.segments[piece.segment].base_offset)
+    offsets = piece.cuts.offsets.tolist()  # (once: indexing the arrays makes a numpy scalar per access)
     for k, (position, offset) in enumerate(piece.cuts):
-        following = piece.cuts[k + 1][1] if k + 1 < len(piece.cuts) else range_end
+        following = offsets[k + 1] if k + 1 < len(offsets) else range_end
         too_big = position - start_position >= split_size
         too_many = max_records is not None and following - anchor > max_records
         if too_big or too_many:
             cut_at.append(k)
             start_position = position
-            anchor = piece.cuts[k - 1][1] + 1 if k > 0 else offset
+            anchor = offsets[k - 1] + 1 if k > 0 else offset
     return _split_at_cuts(piece, cut_at)
 
 
@@ -1500,7 +1501,7 @@ def _min_partitions(pieces: list[_Piece], wanted: int | None, report: PlanReport
         if not piece.cuts:
             continue
         middle = piece.start_position + piece.size // 2
-        k = min(range(len(piece.cuts)), key=lambda j: abs(piece.cuts[j][0] - middle))
+        k = int(np.abs(piece.cuts.positions - middle).argmin())  # (the first of equals, as min() took)
         if piece.check_cut(k):
             pieces[n:n + 1] = piece.split_at(k)
     return pieces
