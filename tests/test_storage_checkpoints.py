@@ -109,7 +109,12 @@ _entry = st.builds(ProducerSnapshotEntry, st.integers(0, 2**63 - 1), st.integers
 def test_producer_snapshot_roundtrip_and_crc(entries):
     data = encode_producer_snapshot(entries)
     assert len(data) == 10 + 46 * len(entries)
-    assert list(parse_producer_snapshot(data).entries) == entries
+    snapshot = parse_producer_snapshot(data)
+    assert list(snapshot.entries) == entries and len(snapshot.entries) == len(entries)
+    assert snapshot.entries[-1:] == entries[-1:] and snapshot.entries == entries
+    # the last entry of a producer id wins, as in a dict built from the entries in order
+    assert snapshot.ongoing_transactions() == {e.producer_id: e.current_txn_first_offset
+                                               for e in entries if e.has_ongoing_transaction}
     if entries:
         flipped = bytearray(data)
         flipped[20] ^= 0x01
@@ -127,6 +132,27 @@ def test_producer_snapshot_rejects_bad_headers():
         parse_producer_snapshot(good[:5])
     snap = parse_producer_snapshot(good, "/d/t-0/00000000000000000042.snapshot")
     assert snap.offset == 42 and snap.ongoing_transactions() == {1: 7}
+
+
+def test_a_large_snapshot_costs_its_file_size_not_an_object_per_producer():
+    """describe, verify, dump and read_committed offsets parsed a snapshot into a NamedTuple per producer: 1.4 GB
+    for a 230 MB snapshot of 5M producers (found in review). The entries are now a view of the file's bytes."""
+    import tracemalloc
+
+    count = 200_000
+    entry = struct.pack(">qhiqiqiq", 0, 0, 5, 10, 0, 1000, -1, -1)
+    body = struct.pack(">i", count) + entry * (count - 1) + struct.pack(">qhiqiqiq", 77, 0, 5, 10, 0, 1000, 3, 12)
+    from kafkaseg.wire.crc import crc32c
+    data = struct.pack(">hI", 1, crc32c(body)) + body
+    tracemalloc.start()
+    try:
+        snapshot = parse_producer_snapshot(data)
+        assert snapshot.ongoing_transactions() == {77: 12}
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(snapshot.entries) == count and snapshot.entries[-1].coordinator_epoch == 3
+    assert peak < len(data) // 4, f"parsing {len(data)} bytes peaked at {peak} bytes"
 
 
 def test_corpus_producer_snapshots_parse(corpus_dir):
