@@ -535,7 +535,7 @@ class PartitionLookup:
                 ts, offset = time_index.last_below_offset(torn[0])
             last = i == len(self.segments) - 1
             # past the recovery point a crash may have cut the time index short (planning's largest_timestamp)
-            unrecovered = not last and self._may_be_unrecovered(i) and not isinstance(time_index, LoadedIndexView)
+            unrecovered = not last and self.pdir.past_recovery_point(i) and not isinstance(time_index, LoadedIndexView)
             if last or unrecovered:
                 offset_index = self._index(i, "offset")
                 _, position = offset_index.last() if torn is None else offset_index.last_below_offset(torn[0])
@@ -551,12 +551,6 @@ class PartitionLookup:
                     pass
             self._largest[i] = (ts, offset)
         return self._largest[i]
-
-    def _may_be_unrecovered(self, i: int) -> bool:
-        """Whether rolled segment ``i`` reaches past the partition's recovery point (``LogLoader.recoverLog``
-        recovers it after a crash, rebuilding its indexes); False when no recovery point is checkpointed."""
-        recovery = self.pdir.recovery_point
-        return recovery is not None and i + 1 < len(self.segments) and self.segments[i + 1].base_offset > recovery
 
     def segment_largest_timestamp(self, i: int) -> int:
         """``LogSegment.largestTimestamp`` of segment ``i``: maxTimestampSoFar, or the file's mtime when that is -1

@@ -61,9 +61,8 @@ from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATIO
 from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, check_one_incarnation, choose_replicas, discover,
-                                     relisted,
-                                     last_stable_offset, transactions_open_at,
-                                     partition_log_end_offset)
+                                     last_stable_offset, partition_log_end_offset, reaches_past_recovery_point,
+                                     relisted, transactions_open_at)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import lists_transactional_producers
 from kafkaseg.storage.segment import (SegmentReader, readable_end, torn_before_zeros, zero_filled_tail,
@@ -154,8 +153,7 @@ class SegmentSlice:
         mid-write), or a rolled one reaching past the recovery point, which a crash can leave torn (Kafka's
         ``LogLoader`` recovers exactly those segments, truncating them). A segment wholly below the recovery
         point was flushed: its missing bytes are lost, not pending."""
-        return (self.next_base_offset is None
-                or (self.recovery_point is not None and self.next_base_offset > self.recovery_point))
+        return reaches_past_recovery_point(self.next_base_offset, self.recovery_point)
 
     @property
     def size_bytes(self) -> int:
@@ -659,7 +657,7 @@ class _Partition:
                 try:
                     index = TransactionIndex.load(seg.txnindex_path, seg.base_offset, self.fs)
                     problems = index.sanity_problems()
-                    stale = None if problems or not self._may_be_unrecovered(i) else self._unindexed_abort(i, index)
+                    stale = None if problems or not self.pdir.past_recovery_point(i) else self._unindexed_abort(i, index)
                     if not problems and stale is None:
                         self._txn[i] = index
                         return index
@@ -692,13 +690,6 @@ class _Partition:
                     f"the transaction marker of producer {header.producer_id} at offset {header.base_offset} fails "
                     "its CRC, so which end it was is unknown: the transaction is taken as aborted, so its records "
                     f"in offsets [{first}, {header.base_offset}] are left out (also if it committed)")
-
-    def _may_be_unrecovered(self, i: int) -> bool:
-        """Whether segment ``i`` reaches past the recovery point (the last one always): a broker's recovery after
-        a crash rebuilds its indexes from the log, so files a crash or a live copy left stale are never read."""
-        next_base = self.next_base(i)
-        recovery = self.pdir.recovery_point
-        return next_base is None or (recovery is not None and next_base > recovery)
 
     def _unindexed_abort(self, i: int, index: TransactionIndex) -> tuple[int, int] | None:
         seg = self.segments[i]
@@ -867,7 +858,7 @@ class _Partition:
         offset_index, time_index = self.indexes(i)
         largest = time_index.max_timestamp
         last = i == len(self.segments) - 1
-        if last or (self._may_be_unrecovered(i) and not time_index.rebuilt):
+        if last or (self.pdir.past_recovery_point(i) and not time_index.rebuilt):
             # The active segment's last batches are in the broker's memory only. And a crash can leave any segment
             # past the recovery point with a time index short of its last entries (the roll's included), whose
             # pages never reached the disk while the log's did: LogSegment.recover rebuilds it on restart. Every

@@ -212,8 +212,7 @@ def _loads_empty_time_index(pdir: PartitionDir, i: int, clean_shutdown: list[boo
     seg = pdir.segments[i]
     if seg.timeindex_path is not None or seg.index_path is None:
         return False  # a missing .index makes the broker recover the segment: both indexes are rebuilt
-    recovery_point = pdir.recovery_point
-    if recovery_point is not None and pdir.segments[i + 1].base_offset <= recovery_point:
+    if pdir.recovery_point is not None and not pdir.past_recovery_point(i):
         return True
     if not clean_shutdown:
         marker = _fs.join(pdir.log_dir, ".kafka_cleanshutdown") if pdir.log_dir else None

@@ -455,9 +455,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                 missing = unindexed_abort(reader, txn, max_batch_bytes=None,
                                           open_at_base=transactions_open_at(pdir, seg.base_offset))
             if missing is not None:
-                next_base = pdir.segments[i + 1].base_offset if i + 1 < len(pdir.segments) else None
-                recovered = next_base is None or (pdir.recovery_point is not None
-                                                  and next_base > pdir.recovery_point)
+                recovered = pdir.past_recovery_point(i)
                 add(WARNING if recovered else ERROR, seg.txnindex_path, None,
                     f"no entry for producer {missing[0]}'s ABORT marker at offset {missing[1]}, whose transaction "
                     "has data in this segment or was open at its base: read_committed readers would return the "

@@ -85,6 +85,15 @@ class SegmentFiles:
     filesystem: Any = field(default=None, compare=False, repr=False)
 
 
+def reaches_past_recovery_point(next_base_offset: int | None, recovery_point: int | None) -> bool:
+    """Whether a segment followed by ``next_base_offset`` (None: the active segment) reaches past the partition's
+    ``recovery_point`` (None: none checkpointed). After an unclean shutdown ``LogLoader.recoverLog`` recovers
+    exactly the segments from the one holding the recovery point on (the active one always), truncating torn tails
+    and rebuilding their indexes, so their files may be torn or stale; the segments below it were flushed. Without a
+    recovery point only the active segment counts (a copy without checkpoints is not taken as crashed)."""
+    return next_base_offset is None or (recovery_point is not None and next_base_offset > recovery_point)
+
+
 @dataclass(frozen=True)
 class PartitionDir:
     """One replica of one topic-partition: its segments (ascending base offset) and the metadata around them.
@@ -147,6 +156,11 @@ class PartitionDir:
                 f"remote storage, which kafkaseg cannot read, and the broker's earliest offset is {below[0]}; "
                 f"otherwise the checkpoint is older than a retention deletion (it is rewritten every minute) and "
                 f"the broker's is {below[1]}")
+
+    def past_recovery_point(self, i: int) -> bool:
+        """Whether segment ``i`` reaches past the recovery point (see :func:`reaches_past_recovery_point`)."""
+        next_base = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
+        return reaches_past_recovery_point(next_base, self.recovery_point)
 
     @property
     def size_bytes(self) -> int:
