@@ -451,6 +451,15 @@ def _unwalkable(seg, reason: str, err: KafkaSegError) -> tuple[OffsetIndex, Time
             TimeIndex(seg.base_offset, [], [], rebuilt=True, rebuild_reason=reason))
 
 
+def entry_neighbours(offsets, k: int, base_offset: int, next_base_offset: int | None) -> tuple[int, int | None]:
+    """``(above, below)`` for entry ``k`` of an offset index's ``offsets``: the previous entry's offset (or the
+    segment base - 1) and the next entry's (or the next segment's base, None for the last segment), which the
+    batch the entry points at must lie between (see :func:`entry_batch_problem`)."""
+    above = int(offsets[k - 1]) if 0 < k <= len(offsets) else base_offset - 1
+    below = int(offsets[k + 1]) if k + 1 < len(offsets) else next_base_offset
+    return above, below
+
+
 def entry_batch_problem(reader: SegmentReader, position: int, entry_offset: int, above: int, below: int | None,
                         options: ReadOptions) -> tuple[str | None, int | None]:
     """Why the batch at ``position`` of ``reader``'s segment does not fit the offset index entry ``(entry_offset,
@@ -577,8 +586,7 @@ class _Partition:
             return None
         seg = self.segments[i]
         k = int(np.searchsorted(offset_index.positions, position))
-        above = int(offset_index.offsets[k - 1]) if 0 < k <= len(offset_index) else seg.base_offset - 1
-        below = int(offset_index.offsets[k + 1]) if k + 1 < len(offset_index) else self.next_base(i)
+        above, below = entry_neighbours(offset_index.offsets, k, seg.base_offset, self.next_base(i))
         with SegmentReader(seg.log_path, self.fs) as reader:
             return entry_batch_problem(reader, position, entry_offset, above, below, self.options)[0]
 

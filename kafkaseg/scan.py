@@ -30,7 +30,7 @@ from kafkaseg.decode.api import (
 )
 from kafkaseg.errors import CorruptBatchError, DataLossError, KafkaSegError, LayoutError, TruncatedDataError
 from kafkaseg.options import ReadOptions
-from kafkaseg.planning import ScanPlan, SegmentSlice, entry_batch_problem, plan_scan
+from kafkaseg.planning import ScanPlan, SegmentSlice, entry_batch_problem, entry_neighbours, plan_scan
 from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import SegmentReader
@@ -410,11 +410,7 @@ class _SliceDecoder:
             raise err
         found = self._next_checked_entry(pos, end)
         to = end if found is None else found[0]
-        self.stats.corrupt_batches += 1
-        self.stats.corrupt_bytes += to - pos
-        if len(self.stats.problems) < MAX_PROBLEMS:
-            detail = err.detail if found is None else f"{err.detail}; {self._skipped_to(*found)}"
-            self.stats.problems.append((self.piece.log_path, pos, detail))
+        self._count_skip(pos, to - pos, err.detail if found is None else f"{err.detail}; {self._skipped_to(*found)}")
         if to >= end:
             self.finished = True
             return end, 0
@@ -441,10 +437,15 @@ class _SliceDecoder:
                                 position=start)
         if self.options.on_corruption != "skip":
             raise err
+        self._count_skip(start, end - start, err.detail)
+
+    def _count_skip(self, position: int, skipped_bytes: int, detail: str) -> None:
+        """Count one corrupt batch skipped at ``position`` (with ``onCorruption=skip``), as the kernels count theirs:
+        its bytes, and the problem while fewer than MAX_PROBLEMS are kept."""
         self.stats.corrupt_batches += 1
-        self.stats.corrupt_bytes += end - start
+        self.stats.corrupt_bytes += skipped_bytes
         if len(self.stats.problems) < MAX_PROBLEMS:
-            self.stats.problems.append((self.piece.log_path, start, err.detail))
+            self.stats.problems.append((self.piece.log_path, position, detail))
 
     def shrunk(self, pos: int, end: int) -> None:
         """The file ended at ``pos`` before the planned ``end``: a live broker truncated it while we read."""
@@ -586,8 +587,7 @@ class _IndexEntries:
                 position = int(positions[k])
                 if position > end:
                     break
-                above = int(offsets[k - 1]) if k else piece.base_offset - 1
-                below = int(offsets[k + 1]) if k + 1 < len(index) else piece.next_base_offset
+                above, below = entry_neighbours(offsets, k, piece.base_offset, piece.next_base_offset)
                 problem, first = entry_batch_problem(self.reader, position, int(offsets[k]), above, below,
                                                      self.options)
                 if problem is None and first > last_seen:
