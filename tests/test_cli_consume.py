@@ -503,9 +503,12 @@ def _java_write_to(fmt: consume.Formatter, record: dict) -> bytes:
     return b"".join(out)
 
 
-def test_the_batch_formatter_writes_what_java_writes_record_by_record():
+@pytest.mark.parametrize("header_chunk", [65536, 2])
+def test_the_batch_formatter_writes_what_java_writes_record_by_record(header_chunk, monkeypatch):
     """Random batches (nulls, headers, values some deserializers refuse) and random properties: the columnar
-    formatter's output, its count, and which records it reports, equal a per-record writeTo's."""
+    formatter's output, its count, and which records it reports, equal a per-record writeTo's; also when a
+    record's headers are turned into Python values a few at a time."""
+    monkeypatch.setattr(consume, "_HEADER_CHUNK", header_chunk)
     import pyarrow as pa
     from hypothesis import given, settings
     from hypothesis import strategies as st
@@ -642,3 +645,29 @@ def test_lenient_planning_decisions_are_said_on_stderr(tmp_path, capsysbinary):
     assert code == 0
     assert err.count(f"{marker['segment']} @ byte {marker['position']}: the transaction marker") == 1
     assert "taken as aborted" in err and "skipped 1 corrupt batch" in err
+
+
+def test_a_record_of_many_headers_prints_without_a_python_object_per_header(tmp_path, capsysbinary):
+    """print.headers turned a whole batch's headers into a dict each (2.9 GB for one record of 8 million headers,
+    found in review); the text is now built a chunk of headers at a time, so memory follows the printed text."""
+    import tracemalloc
+
+    from kafkaseg.testing.writer import Record, build_batch_v2
+
+    count = 300_000
+    headers = tuple(("h", None if i % 7 == 0 else b"%d" % (i % 10)) for i in range(count))
+    partition = tmp_path / "data" / "t-0"
+    partition.mkdir(parents=True)
+    (partition / "00000000000000000000.log").write_bytes(
+        build_batch_v2([Record(0, 1_700_000_000_000, b"k", b"v", headers)]).data)
+    tracemalloc.start()
+    try:
+        code, out, _ = consume_cli(capsysbinary, "--data-dir", str(tmp_path / "data"), "--topic", "t",
+                                   "--from-beginning", "--property", "print.headers=true",
+                                   "--property", "print.value=false")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    expected = b",".join(b"h:" + (b"null" if v is None else v) for _, v in headers) + b"\n"
+    assert code == 0 and out == expected
+    assert peak < 12 * len(expected) + (16 << 20), f"{count} headers ({len(expected)} bytes printed) peaked at {peak}"
