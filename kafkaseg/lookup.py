@@ -592,9 +592,14 @@ class PartitionLookup:
             # A log-start checkpoint below the first segment (PartitionDir.below_local_log) is a tiered topic's
             # start, or one older than a retention deletion: the files cannot tell, so both answer the first
             # offset they hold, and the CLI notes the other possibility.
-            return OffsetAnswer(topic, partition, spec, self.log_start_offset)
+            # UnifiedLog.fetchOffsetByTimestamp answers the earliest cache entry's epoch when it starts at or below
+            # the log start (the cache is truncated there), and the latest epoch for LATEST (the cache is truncated
+            # at the log end on load, so an entry starting past it is stale)
+            start = self.log_start_offset
+            return OffsetAnswer(topic, partition, spec, start, leader_epoch=self.pdir.leader_epoch_at(start))
         if spec == LATEST:
-            return OffsetAnswer(topic, partition, spec, self.last_fetchable_offset())
+            return OffsetAnswer(topic, partition, spec, self.last_fetchable_offset(),
+                                leader_epoch=self.pdir.leader_epoch_at(self.log_end_offset()))
         if spec == LATEST_TIERED:
             return OffsetAnswer(topic, partition, spec, None, reason="no tiered storage in a local log dir")
         if not self.segments:

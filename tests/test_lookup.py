@@ -715,3 +715,34 @@ def test_an_index_entry_pointing_into_a_batch_is_rebuilt_not_blamed_on_the_log(t
             assert {o: lookup.locate(o).record_offset for o in clean} == clean, delta
             assert {ts: lookup.list_offset(ts).offset for ts in times} == times, delta
             assert any("batch there" in why for _, why in lookup.stats.rebuilt_indexes), delta
+
+
+@pytest.mark.parametrize("epochs, earliest, latest", [
+    ([(0, 0), (3, 90), (5, 150), (9, 400)], 3, 5),  # the log start in epoch 3's range; epoch 9 starts past the end
+    ([(2, 100), (4, 160)], 2, 4),  # the cache truncated to the log start exactly
+    ([(6, 130)], None, 6),  # the earliest entry starts above the log start (a message format bump): no epoch
+    ([], None, None),  # no leader-epoch-checkpoint
+])
+def test_earliest_and_latest_answer_the_leader_epoch_the_broker_gives(tmp_path, epochs, earliest, latest):
+    """UnifiedLog.fetchOffsetByTimestamp answers EARLIEST (and EARLIEST_LOCAL without remote storage) with the
+    epoch of the cache entry covering the log start, and LATEST with the latest epoch; kafkaseg left both null
+    (found in review). An entry starting past the log end is stale: loading truncates the cache there."""
+    from kafkaseg.cli.main import main
+    from kafkaseg.lookup import EARLIEST_LOCAL
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+    from kafkaseg.testing.partition import write_leader_epoch_checkpoint
+
+    writer = PartitionWriter(tmp_path / "t-0", log_start_offset=100)
+    writer.append(build_batch_v2([Record(100 + i, 1_700_000_000_000 + i, None, b"v", []) for i in range(100)],
+                                 base_offset=100))
+    writer.close()
+    checkpoint = tmp_path / "t-0" / "leader-epoch-checkpoint"
+    if epochs:
+        write_leader_epoch_checkpoint(checkpoint, epochs)
+    elif checkpoint.exists():
+        checkpoint.unlink()
+    with _lookup(tmp_path) as lookup:
+        assert [lookup.list_offset(spec).leader_epoch for spec in (EARLIEST, EARLIEST_LOCAL, LATEST)] == [
+            earliest, earliest, latest]
+        assert lookup.list_offset(LATEST).offset == 200 and lookup.list_offset(EARLIEST).offset == 100
+    assert main(["offsets", "--data-dir", str(tmp_path), "--topic", "t", "--time", "-1", "--json"]) == 0

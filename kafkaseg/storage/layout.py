@@ -162,6 +162,17 @@ class PartitionDir:
         next_base = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
         return reaches_past_recovery_point(next_base, self.recovery_point)
 
+    def leader_epoch_at(self, offset: int) -> int | None:
+        """The leader epoch ``offset`` belongs to by ``leader-epoch-checkpoint``: the last entry starting at or below
+        it (``LeaderEpochFileCache.epochForOffset``; the cache's ``truncateFromStart`` keeps the entry covering the
+        log start), None when no entry does (a log written before leader epochs, or no checkpoint)."""
+        found = None
+        for entry in self.leader_epochs:
+            if entry.start_offset > offset:
+                break
+            found = entry.epoch
+        return found
+
     @property
     def size_bytes(self) -> int:
         return sum(s.log_size for s in self.segments)
