@@ -291,13 +291,15 @@ def _location(path: str) -> str:
 
     from kafkaseg.storage.fs import canonical_scheme
 
+    from urllib.parse import unquote, urlsplit
+
     text = str(path)
-    if text.startswith("file://"):
-        text = text[len("file://"):]
+    if text[:5].lower() == "file:":
+        # every form Spark and Hadoop take for a local path: file:/x (as they print paths), file:///x,
+        # file://localhost/x; keeping the prefix made a relative path that never matched (found in review)
+        text = unquote(urlsplit(text).path) or "/"
     scheme = None
     if "://" in text:
-        from urllib.parse import unquote
-
         scheme, _, text = text.partition("://")
         text = unquote(text.split("?", 1)[0])  # what Hadoop's Path and pyarrow make of %61
         host, slash, rest = text.partition("/")

@@ -30,6 +30,7 @@ from typing import Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
+from jobs.export import UsageError, check_output_location
 from kafkaseg.errors import InvalidOptionError, LayoutError
 from kafkaseg.spark.jobs import positive_int
 
@@ -342,12 +343,14 @@ def _write(answers, output: str, fmt: str, mode: str) -> None:
 
 def check(args: argparse.Namespace) -> None:
     """What can be refused before Spark starts: a data dir or an ``--input`` file or folder that is not there
-    (``LayoutError``; a table name is Spark's to find), an existing output with ``--mode error``
-    (``FileExistsError``)."""
+    (``LayoutError``; a table name is Spark's to find), an output inside a data dir's log dir or holding one
+    (``UsageError``: an overwrite deleted the log dir before the lookups ran), an existing output with
+    ``--mode error`` (``FileExistsError``)."""
     from kafkaseg.storage.fs import join, stat
     from kafkaseg.storage.layout import discover
 
     discover(list(args.data_dir))
+    check_output_location(args.output, list(args.data_dir))
     globbed = any(c in args.input for c in "*?[{")  # Spark's readers expand globs
     if not globbed and input_format(args.input) != "table" and stat(args.input) is None:
         raise LayoutError(f"--input {args.input}: no such file or directory")
@@ -370,7 +373,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         answers = transform(extract(spark, args.input), args.data_dir, args.isolation, args.partitions)
         load(answers, args.output, args.format, args.mode)
     except Exception as exc:  # noqa: BLE001 - report_error re-raises what it does not know
-        return report_error(exc, "lookup.py")
+        return report_error(exc, "lookup.py", usage=(UsageError,))
     return 0
 
 

@@ -152,7 +152,12 @@ def test_main_refuses_a_missing_data_dir_or_an_existing_output_in_one_line(datad
             (["--data-dir", str(datadir.path), "--input", str(tmp_path / "nope.csv"), "--output",
               str(tmp_path / "o")], "LayoutError: --input "),
             (["--data-dir", str(datadir.path), "--input", str(requests), "--output", str(tmp_path / "o"),
-              "--partitions", "0"], "argument --partitions: 0 is not 1 or more")]:
+              "--partitions", "0"], "argument --partitions: 0 is not 1 or more"),
+            # Spark's overwrite deleted the whole log dir before the lookups ran (found in review)
+            (["--data-dir", str(datadir.path), "--input", str(requests), "--output", f"file:{datadir.path}",
+              "--mode", "overwrite"], "UsageError: --output file:"),
+            (["--data-dir", str(datadir.path), "--input", str(requests), "--output", str(datadir.path / "answers")],
+             "is inside --data-dir")]:
         try:
             assert job.main(argv) == 2
         except SystemExit as exit:  # argparse's own usage error

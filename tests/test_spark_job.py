@@ -211,7 +211,10 @@ def test_existing_table_offsets_and_columns_without_spark(tmp_path, fmt):
     ("/k/data-export", "/k/data", False), ("/k/out/x", "/k/data/*", False), ("/k/data/x", "/k/data/orders-*", True),
     ("s3://b/data/x", "s3://b/data", True), ("s3://b/other", "s3://b/data", False),
     ("s3a://b/data/x", "s3://b/data?region=x", True), ("s3://b?region=x", "s3://K:S@b/data?region=x", True),
-    ("s3a://b/out", "s3://b/data", False), ("s3://b/kafka/d%61ta/out", "s3://b/kafka/data", True)])
+    ("s3a://b/out", "s3://b/data", False), ("s3://b/kafka/d%61ta/out", "s3://b/kafka/data", True),
+    # every local URI form Spark writes to (file:/x went unrecognised, and an overwrite deleted the log dir)
+    ("file:/k/data", "/k/data", True), ("file:///k/data/x", "/k/data", True), ("FILE://localhost/k", "/k/data", True),
+    ("file:/k/d%61ta/x", "/k/data", True), ("/k/data/x", "file:/k/data", True), ("file:/k/out", "/k/data", False)])
 def test_output_inside_a_data_dir_is_refused(output, data, inside):
     if inside:
         with pytest.raises(export.UsageError, match="inside"):
