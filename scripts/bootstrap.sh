@@ -15,8 +15,9 @@ if [ -z "$python" ]; then
   done
 fi
 [ -n "$python" ] || { echo "kafkaseg needs Python 3.11 or newer on PATH" >&2; exit 1; }
+pyspark_pin="${KAFKASEG_PYSPARK:-}"  # e.g. 4.1.4: that PySpark instead of the newest (CI tests the oldest supported)
 stamp="$venv/.kafkaseg-stamp"
-want="$(cat "$root/pyproject.toml" "$root/setup.py" "$root/kafkaseg/decode/_kernel.pyx" "$root/kafkaseg/decode/_varint.h" "$root/kafkaseg/storage/_mapped.pyx" "$root/kafkaseg/storage/_sigbus_guard.h" | sha256sum | cut -d' ' -f1)"
+want="$( (echo "pyspark=$pyspark_pin"; cat "$root/pyproject.toml" "$root/setup.py" "$root/kafkaseg/decode/_kernel.pyx" "$root/kafkaseg/decode/_varint.h" "$root/kafkaseg/storage/_mapped.pyx" "$root/kafkaseg/storage/_sigbus_guard.h") | sha256sum | cut -d' ' -f1)"
 if [ ! -x "$venv/bin/python" ]; then
   echo "kafkaseg: creating $venv" >&2
   "$python" -m venv "$venv"
@@ -27,6 +28,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   # compat mode puts the checkout itself on sys.path (a .pth line), which PySpark's discovery of top-level
   # pyspark_* modules (pyspark_kafkaseg.DefaultSource) can see; the default editable finder hook cannot.
   "$venv/bin/python" -m pip install -q -e "$root[dev]" --config-settings editable_mode=compat >&2
+  if [ -n "$pyspark_pin" ]; then
+    "$venv/bin/python" -m pip install -q "pyspark==$pyspark_pin" >&2
+  fi
   "$venv/bin/python" -c 'import kafkaseg.decode as d, kafkaseg.storage._mapped; assert d.IMPLEMENTATION == "cython", d.IMPLEMENTATION' >&2
   echo "$want" > "$stamp"
 fi

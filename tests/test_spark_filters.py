@@ -137,6 +137,9 @@ def test_pyspark_lookup_finds_the_kafkaseg_default_source():
     from pyspark.serializers import read_int, UTF8Deserializer
     from pyspark.sql.worker import lookup_data_sources
 
+    if not hasattr(lookup_data_sources, "_main"):
+        pytest.skip("PySpark 4.1's lookup worker reads the JVM's handshake first (its Spark tests load "
+                    "format('kafkaseg') through the same discovery)")
     out = io.BytesIO()
     lookup_data_sources._main(io.BytesIO(), out)
     out.seek(0)
