@@ -544,3 +544,22 @@ def test_a_folder_whose_swap_file_is_gone_at_every_listing_fails_clearly(tmp_pat
     with pytest.raises(LayoutError, match="listed but gone when read, 4 listings in a row"):
         discover(str(tmp_path))
     assert len(calls) == layout.REDISCOVERIES + 1
+
+
+def test_one_log_dir_given_under_two_names_is_read_once(tmp_path):
+    """A log dir given as itself and through a symlink (or a bind mount) was read as two replicas of every
+    partition: replicas=all returned each record twice and retention counted every segment twice (found in review).
+    Folders are known by their real path; the first name given is the one kept."""
+    import kafkaseg
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    data = tmp_path / "data"
+    write_data_dir(data, [TopicSpec("a", partitions=2, records_per_partition=50)], seed=3)
+    (tmp_path / "link").symlink_to(data)
+    once = discover([str(data)])
+    twice = discover([str(data), str(tmp_path / "link"), str(tmp_path / "link" / "a-0")])
+    assert [p.path for p in twice] == [p.path for p in once] and len(once) == 2
+    assert [p.path for p in discover([str(tmp_path / "link"), str(data)])] == [
+        str(tmp_path / "link" / "a-0"), str(tmp_path / "link" / "a-1")]
+    table = kafkaseg.read_arrow([str(data), str(tmp_path / "link")], replicas="all")
+    assert table.num_rows == 100

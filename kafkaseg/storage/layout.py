@@ -602,13 +602,20 @@ def _looks_like_partition_dir(entries: Sequence[_fs.FileEntry]) -> bool:
         names & {ckpt.LEADER_EPOCH_CHECKPOINT, ckpt.PARTITION_METADATA})
 
 
-def _check_one_store(found: dict, path: str, filesystem, given) -> None:
+def _found_key(path: str, filesystem) -> str:
+    """What identifies a partition folder found by discovery: a local folder's real path (one log dir given under
+    two names, through a symlink or a bind mount, is read once: it was read as two replicas, doubling a
+    ``replicas=all`` read and retention's counts), else the store's path."""
+    return os.path.realpath(path) if _fs.is_local(filesystem) else path
+
+
+def _check_one_store(found: dict, key: str, filesystem, given) -> None:
     """Paths name a partition within its store (an object store's ``bucket/key``, without the endpoint): the same
     path found again in another store (two backups at one bucket and prefix on two endpoints) is refused, as one
-    would otherwise silently replace the other."""
-    existing = found.get(path)
+    would otherwise silently replace the other. ``key``: :func:`_found_key`'s."""
+    existing = found.get(key)
     if existing is not None and not _fs.same_store(existing.filesystem, filesystem):
-        raise LayoutError(f"{_fs.redact(given)}: {path} is also found in another store given (another endpoint or "
+        raise LayoutError(f"{_fs.redact(given)}: {existing.path} is also found in another store given (another endpoint or "
                           "filesystem holding the same bucket and key): read them in separate calls")
 
 
@@ -645,10 +652,11 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                         continue  # a glob may also match side files; only .log files count
                     raise LayoutError(f"{path}: not a .log segment file, topic-partition dir or log dir")
                 pd = _single_log_file(path, entry, filesystem)
-                _check_one_store(found, pd.path, filesystem, given)
+                folder = _found_key(pd.path, filesystem)
+                _check_one_store(found, folder, filesystem, given)
                 key = pd.segments[0].log_path
-                if pd.path in found:  # already have this partition: add the segment
-                    existing = found[pd.path]
+                if folder in found:  # already have this partition: add the segment
+                    existing = found[folder]
                     if all(s.log_path != key for s in existing.segments):
                         clash = next((s for s in existing.segments if s.base_offset == pd.segments[0].base_offset),
                                      None)
@@ -663,17 +671,19 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                         if whole is not None and not {s.log_path for s in merged} <= {
                                 s.log_path for s in whole.segments}:
                             whole = None
-                        found[pd.path] = _replace(existing, segments=merged, whole=whole)
+                        found[folder] = _replace(existing, segments=merged, whole=whole)
                 else:
-                    found[pd.path] = pd
+                    found[folder] = pd
                 continue
             listing = _fs.list_dir(path, filesystem)
             name = _fs.basename(path)
             parsed = parse_topic_partition(name)
             if parsed is not None and _looks_like_partition_dir(listing):
-                _check_one_store(found, path, filesystem, given)
-                found[path] = read_partition_dir(path, filesystem, topic=parsed[0], partition=parsed[1],
-                                                 entries=listing)
+                folder = _found_key(path, filesystem)
+                _check_one_store(found, folder, filesystem, given)
+                if folder not in found:  # by the first name it was given by
+                    found[folder] = read_partition_dir(path, filesystem, topic=parsed[0], partition=parsed[1],
+                                                       entries=listing)
                 continue
             log_dir_meta = _read_log_dir_metadata(path, filesystem, listing)
             has_partitions = any(e.is_dir and parse_topic_partition(e.name) for e in listing)
@@ -683,15 +693,17 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                 raise LayoutError(f"{path}: neither a Kafka log dir (no meta.properties, checkpoints or "
                                   f"<topic>-<partition> folders) nor a topic-partition dir")
             log_dir = read_log_dir(path, filesystem, select)
-            left_out.update((entry[2], entry) for entry in log_dir.unselected)
+            real = _found_key(path, filesystem)  # once per log dir: its folders are keyed by name under it
+            left_out.update((_fs.join(real, _fs.basename(entry[2])), entry) for entry in log_dir.unselected)
             for pd in log_dir.partitions:
-                _check_one_store(found, pd.path, filesystem, given)
-                found[pd.path] = pd
+                folder = _fs.join(real, _fs.basename(pd.path))
+                _check_one_store(found, folder, filesystem, given)
+                found.setdefault(folder, pd)  # by the first name the log dir was given by
             if skipped is not None:
                 skipped.extend((_fs.join(path, name), reason) for name, reason in log_dir.skipped
                                if name != "(log dir)")
     if unselected is not None:
-        unselected.extend(sorted((entry for path, entry in left_out.items() if path not in found)))
+        unselected.extend(sorted((entry for key, entry in left_out.items() if key not in found)))
     return sorted(found.values(), key=lambda p: (p.topic, p.partition, p.path))
 
 
