@@ -336,3 +336,22 @@ def test_a_segment_retention_deletes_while_verify_runs_is_a_note_not_an_error(tm
         assert any(p.severity == "error" and p.file == pdir.segments[1].log_path for p in report.problems)
     finally:
         os.chmod(pdir.segments[1].log_path, 0o644)
+
+
+@pytest.mark.parametrize("directory_ids, warned", [(("dirA", "dirB"), True), (("dirA", "dirA"), False)])
+def test_a_partition_in_two_log_dirs_of_one_broker_is_a_warning(tmp_path, directory_ids, warned):
+    """Kafka refuses to start with a partition in two log dirs (LogManager.loadLog: "Duplicate log directories"),
+    which verify passed in silence (found in review). Two backups of one log dir share its directory.id: no
+    warning then."""
+    from kafkaseg.cli.verify import WARNING, verify_paths
+    from kafkaseg.testing import TopicSpec, write_data_dir
+    from kafkaseg.testing.partition import write_meta_properties
+
+    write_data_dir(tmp_path / "a", [TopicSpec("t", partitions=1, records_per_partition=20)], seed=4)
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    for name, directory_id in zip("ab", directory_ids):
+        write_meta_properties(tmp_path / name / "meta.properties", cluster_id="c1", node_id=3,
+                              directory_id=directory_id)
+    report = verify_paths([str(tmp_path / "a"), str(tmp_path / "b")])
+    found = [p for p in report.problems if "another log dir of the same broker" in p.message]
+    assert [(p.severity, p.file) for p in found] == ([(WARNING, str(tmp_path / "b" / "t-0"))] if warned else [])

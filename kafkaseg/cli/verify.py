@@ -759,6 +759,30 @@ def report_incarnations(report: VerifyReport, partitions: list[PartitionDir]) ->
             report.add(ERROR, copies[0].path, None, str(err))
 
 
+def report_copies_in_one_broker(report: VerifyReport, partitions: list[PartitionDir]) -> None:
+    """A warning for a partition found in two log dirs of one broker (the same ``cluster.id`` and ``node.id``, two
+    ``directory.id``s: not two backups of one log dir, which share theirs). Kafka refuses to start with it
+    (``LogManager.loadLog``: "Duplicate log directories for ... are found in both ..."), as a move between log
+    dirs interrupted by a log dir failure leaves it; reads choose one copy (the ``replicas`` option)."""
+    by_partition: dict[tuple[str, int], list[PartitionDir]] = {}
+    for pdir in partitions:
+        meta = pdir.log_dir_meta
+        if meta is not None and meta.cluster_id and meta.node_id is not None and meta.directory_id:
+            by_partition.setdefault((pdir.topic, pdir.partition), []).append(pdir)
+    for copies in by_partition.values():
+        for i, pdir in enumerate(copies):
+            meta = pdir.log_dir_meta
+            other = next((o for o in copies[:i] if o.log_dir_meta.cluster_id == meta.cluster_id
+                          and o.log_dir_meta.node_id == meta.node_id
+                          and o.log_dir_meta.directory_id != meta.directory_id), None)
+            if other is not None:
+                report.add(WARNING, pdir.path, None,
+                           f"{pdir.name} is also in {other.log_dir or other.path}, another log dir of the same broker "
+                           f"(cluster {meta.cluster_id}, node {meta.node_id}): the broker refuses to start with "
+                           f"both (\"Duplicate log directories for {pdir.name} are found\"), as a move between "
+                           "log dirs cut short by a log dir failure leaves it; reads choose one copy (replicas)")
+
+
 def verify_partitions(partitions: list[PartitionDir], report: VerifyReport, *, deep: bool = True,
                       progress=None) -> None:
     """:func:`verify_partition` for each of ``partitions``, appending to ``report`` in their order. On object
@@ -786,6 +810,7 @@ def verify_paths(paths: list[str], *, deep: bool = True, progress=None) -> Verif
     skipped: list[tuple[str, str]] = []
     found = discover(paths, skipped=skipped)
     report_incarnations(report, found)
+    report_copies_in_one_broker(report, found)
     verify_partitions(found, report, deep=deep, progress=progress)
     report_skipped_folders(report, skipped_folders(skipped))
     return report
