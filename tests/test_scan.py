@@ -445,6 +445,25 @@ def test_a_scan_is_an_arrow_stream_that_duckdb_queries_batch_by_batch(sample):
     assert first.num_rows + sum(b.num_rows for b in stream) == whole.num_rows
 
 
+def test_polars_and_pandas_take_a_scan_as_the_readme_shows(sample):
+    """The README's polars and pandas forms: every column with its Arrow type (headers and metadata included)."""
+    polars = pytest.importorskip("polars", reason="polars is a dev dependency (pip install .[dev])")
+    pandas = pytest.importorskip("pandas", reason="pandas is a dev dependency (pip install .[dev])")
+    options = dict(includeHeaders=True, includeMetadata=True, maxRecordsPerBatch=100)
+    whole = kafkaseg.read_arrow(str(sample[0]), **options)
+    frame = polars.DataFrame(kafkaseg.open_scan(str(sample[0]), **options))
+    assert frame.height == whole.num_rows > 0 and frame.columns == whole.column_names
+    assert frame.to_arrow().cast(whole.schema).equals(whole)
+    if hasattr(pandas.DataFrame, "from_arrow"):  # pandas 3
+        table = pandas.DataFrame.from_arrow(kafkaseg.open_scan(str(sample[0]), **options))
+    else:
+        table = kafkaseg.open_scan(str(sample[0]), **options).to_reader().read_pandas()
+    assert list(table.columns) == whole.column_names and len(table) == whole.num_rows
+    assert table["offset"].tolist() == whole.column("offset").to_pylist()
+    assert table["value"].tolist() == whole.column("value").to_pylist()
+    assert [list(h) if h is not None else None for h in table["headers"]] == whole.column("headers").to_pylist()
+
+
 @pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
 def test_log_files_given_as_paths_read_what_the_partition_read_holds_for_them(tmp_path, isolation):
     """A .log file (or several) is read within its partition: the high watermark, last stable offset and aborted
