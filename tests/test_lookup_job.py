@@ -86,7 +86,7 @@ def test_a_stale_copy_of_another_topic_fails_only_that_topics_rows(datadir, tmp_
 
 
 @pytest.mark.spark
-def test_job_end_to_end(spark, datadir, tmp_path):
+def test_job_end_to_end(spark, datadir, tmp_path, monkeypatch):
     requests = tmp_path / "requests.csv"
     lines = ["topic,partition,time,offset"] + [
         f"{r['topic']},{r['partition']},{r['time'] or ''},{r['offset'] or ''}" for r in _requests(datadir)]
@@ -96,6 +96,12 @@ def test_job_end_to_end(spark, datadir, tmp_path):
     args = job.parse_args(["--data-dir", str(datadir.path), "--input", str(requests), "--output",
                            str(tmp_path / "out"), "--format", "delta", "--partitions", "2"])
     answers = job.transform(job.extract(spark, args.input), args.data_dir, args.isolation, args.partitions)
+    # mapInArrow needs pandas in PySpark; without it the job goes through rdd.mapPartitions: the same answers
+    with monkeypatch.context() as patch:
+        patch.setattr(job, "_has_pandas", lambda: False)
+        plain = job.transform(job.extract(spark, args.input), args.data_dir, args.isolation, args.partitions)
+        assert sorted(map(tuple, plain.collect()), key=repr) == sorted(map(tuple, answers.collect()), key=repr)
+    assert job._has_pandas() == (importlib.util.find_spec("pandas") is not None)
     # the same requests as a Delta table and as a Spark-written folder of CSV files read the same
     import pyarrow.csv as pacsv
     from deltalake import write_deltalake
