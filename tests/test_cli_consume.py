@@ -671,3 +671,15 @@ def test_a_record_of_many_headers_prints_without_a_python_object_per_header(tmp_
     expected = b",".join(b"h:" + (b"null" if v is None else v) for _, v in headers) + b"\n"
     assert code == 0 and out == expected
     assert peak < 12 * len(expected) + (16 << 20), f"{count} headers ({len(expected)} bytes printed) peaked at {peak}"
+
+
+def test_a_null_headers_slot_prints_no_headers_whatever_its_offsets_say():
+    """Arrow lets a null list slot span values; the formatter reads offsets directly, so it checks validity."""
+    import pyarrow as pa
+
+    values = pa.StructArray.from_arrays([pa.array(["a", "b", "c"]), pa.array([b"1", None, b"3"], pa.binary())],
+                                        names=["key", "value"])
+    headers = pa.ListArray.from_arrays(pa.array([0, 1, 3], pa.int32()), values, mask=pa.array([False, True]))
+    fmt = consume.Formatter.from_properties({})
+    texts, errors = fmt._header_texts(headers)
+    assert texts == [b"a:1", b"NO_HEADERS"] and not errors

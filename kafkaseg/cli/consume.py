@@ -361,9 +361,10 @@ class Formatter:
         loaded_from = loaded_to = 0
         key_texts: list = []
         value_texts: list = []
+        nulls = column.is_null().to_pylist() if column.null_count else None  # a null slot's offsets may differ
         for row in range(len(column)):
             start, stop = int(offsets[row]), int(offsets[row + 1])
-            if start == stop:
+            if start == stop or (nulls is not None and nulls[row]):
                 texts.append(b"NO_HEADERS")
                 continue
             parts = []
