@@ -59,6 +59,7 @@ from kafkaseg.errors import (
     KafkaSegError,
     LayoutError,
 )
+from kafkaseg.entry_check import ENTRY_CRC_MAX_BYTES, next_checked_entry
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 from kafkaseg.storage.layout import PartitionDir, last_stable_offset, partition_log_end_offset, unacknowledged_append
 from kafkaseg.storage.probed_index import LoadedIndexView, OpenFileLimit, ProbedIndex
@@ -66,10 +67,6 @@ from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader
 from kafkaseg.wire.batch import BatchHeader
 from kafkaseg.wire.crc import crc_is_valid
 from kafkaseg.wire.records import batch_records
-
-#: Index entries are checked with the batch's CRC up to this size; a larger v2 batch by its header's structure
-#: (a 1 GiB segment cut every megabyte would otherwise read half the log while planning). Lookups and planning.
-ENTRY_CRC_MAX_BYTES = 64 << 10
 
 __all__ = [
     "EARLIEST", "LATEST", "MAX_TIMESTAMP", "EARLIEST_LOCAL", "LATEST_TIERED",
@@ -128,12 +125,13 @@ class LookupStats:
     segments_probed: int = 0     # segments whose largest timestamp was looked at
     rebuilt_indexes: list = field(default_factory=list)  # (path, reason) of indexes rebuilt in memory
     fell_back_to_linear: bool = False
+    skipped: list = field(default_factory=list)  # (path, byte, detail) of corruption a lenient lookup went past
 
     def as_dict(self) -> dict:
         return {"indexEntries": self.index_entries, "indexBytes": self.index_bytes, "logBytes": self.log_bytes,
                 "headers": self.headers, "filesOpened": self.files_opened, "segmentsProbed": self.segments_probed,
                 "rebuiltIndexes": [list(r) for r in self.rebuilt_indexes],
-                "fellBackToLinear": self.fell_back_to_linear}
+                "fellBackToLinear": self.fell_back_to_linear, "skipped": [list(s) for s in self.skipped]}
 
 
 @dataclass(frozen=True)
@@ -203,11 +201,17 @@ class PartitionLookup:
     An answer that depends on an unreadable ``replication-offset-checkpoint`` (latest, and timestamp answers capped
     at it) or ``log-start-offset-checkpoint`` (earliest, and every timestamp answer) raises
     :class:`~kafkaseg.errors.CorruptCheckpointError`; ``checkpoints_checked=True`` is for a caller that has applied
-    its own policy to them already (planning: fall back to the log under ``onCorruption=skip``)."""
+    its own policy to them already (planning: fall back to the log under ``onCorruption=skip``).
+
+    ``lenient=True`` (planning under ``onCorruption=skip``) makes a timestamp search go past corruption instead of
+    raising: a segment whose indexes must be rebuilt and whose framing breaks is indexed up to the bad bytes, a
+    batch whose framing breaks ends the search of its segment (the search goes on in the next one), a batch that
+    fails its CRC is passed over; each is listed in ``stats.skipped``."""
 
     def __init__(self, partition_dir: PartitionDir, *, isolation: str = "read_uncommitted",
                  max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES, verify_crc: bool = True,
-                 checkpoints_checked: bool = False, open_files: OpenFileLimit | None = None):
+                 checkpoints_checked: bool = False, open_files: OpenFileLimit | None = None,
+                 lenient: bool = False):
         if isolation not in ISOLATION_LEVELS:
             raise InvalidOptionError(f"isolation {isolation!r} is not one of {', '.join(ISOLATION_LEVELS)}")
         self.pdir = partition_dir
@@ -215,6 +219,7 @@ class PartitionLookup:
         self.max_batch_bytes = max_batch_bytes
         self.verify_crc = verify_crc
         self.checkpoints_checked = checkpoints_checked
+        self.lenient = lenient
         self.fs = partition_dir.filesystem
         self.segments = partition_dir.segments
         self.bases = [s.base_offset for s in self.segments]
@@ -276,7 +281,7 @@ class PartitionLookup:
         with SegmentReader(seg.log_path, self.fs) as reader:
             self.stats.files_opened += 1
             offsets, times = rebuild_indexes(reader, seg.base_offset, max_batch_bytes=self.max_batch_bytes,
-                                             reason=reason)
+                                             reason=reason, on_corruption=self._skip if self.lenient else None)
         self.stats.log_bytes += seg.log_size  # a rebuild walks every header of the segment
         self.stats.rebuilt_indexes.append((seg.log_path, reason))
         for kind, loaded in (("offset", offsets), ("time", times)):
@@ -285,6 +290,36 @@ class PartitionLookup:
                 previous.close()
             self._indexes[(i, kind)] = LoadedIndexView(loaded, kind)
         self._largest.pop(i, None)
+
+    def _skip(self, err: CorruptDataError) -> None:
+        """Note corruption a lenient lookup goes past (raised when the lookup is strict)."""
+        if not self.lenient:
+            raise err
+        entry = (err.path, err.position, err.detail)
+        if entry not in self.stats.skipped:
+            self.stats.skipped.append(entry)
+
+    def _resumption(self, i: int, bad: int | None) -> int | None:
+        """Where a lenient read of segment ``i`` resumes after bad framing at byte ``bad``: the next entry of its
+        offset index file whose batch checks out (:func:`~kafkaseg.entry_check.next_checked_entry`, the scan's
+        rule), or None (no sane index file, or no such entry: the read skips the rest of the segment)."""
+        from kafkaseg.storage.offset_index import OffsetIndex
+
+        seg = self.segments[i]
+        if bad is None or not seg.index_path:
+            return None
+        next_base = self.bases[i + 1] if i + 1 < len(self.segments) else None
+        try:
+            with SegmentReader(seg.log_path, self.fs) as reader:
+                self.stats.files_opened += 1
+                index = OffsetIndex.load(seg.index_path, seg.base_offset, self.fs)
+                if index.sanity_problems(reader.size):
+                    return None
+                found = next_checked_entry(reader, index.offsets, index.positions, bad, reader.size, -1,
+                                           seg.base_offset, next_base, self.max_batch_bytes, None)
+        except KafkaSegError:
+            return None
+        return None if found is None else found[0]
 
     def _stale_entry(self, i: int, index: ProbedIndex) -> str | None:
         """Why the last entry of segment ``i``'s index file cannot describe its log, or None. An index that runs
@@ -669,15 +704,32 @@ class PartitionLookup:
         if torn is not None and time_offset >= torn[0]:
             _, time_offset = self._index(i, "time").last_below_offset(torn[0])
         position = self._floor_position(i, max(time_offset, start_offset))
-        for header in self._headers(i, position):
-            if header.max_timestamp < timestamp:
-                continue
-            offsets, stamps, _, _ = self._records(i, header)
-            for offset, stamp in zip(offsets, stamps):
-                if stamp is not None and stamp >= timestamp and offset >= start_offset:
-                    epoch = header.partition_leader_epoch
-                    return (offset, stamp, (epoch if epoch >= 0 else None)), i
-        return None, i
+        while True:
+            try:
+                for header in self._headers(i, position):
+                    if header.max_timestamp < timestamp:
+                        continue
+                    try:
+                        offsets, stamps, _, _ = self._records(i, header)
+                    except CorruptDataError as err:
+                        self._skip(err)  # a lenient read skips the batch too
+                        continue
+                    for offset, stamp in zip(offsets, stamps):
+                        if stamp is not None and stamp >= timestamp and offset >= start_offset:
+                            epoch = header.partition_leader_epoch
+                            return (offset, stamp, (epoch if epoch >= 0 else None)), i
+                return None, i
+            except CorruptDataError as err:  # bad framing: on at the next entry a lenient read resumes at
+                self._skip(err)
+                resumed = self._resumption(i, err.position)
+                if resumed is not None:
+                    position = resumed
+                    continue
+                if i + 1 >= len(self.segments):
+                    return None, i
+                i += 1
+                _, time_offset = self._index(i, "time").floor(timestamp)
+                position = self._floor_position(i, max(time_offset, start_offset))
 
     def _max_timestamp(self) -> tuple[int, int, int | None] | None:
         return self._answer_from_log(self._search_max_timestamp)

@@ -51,11 +51,10 @@ from typing import Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
-from kafkaseg import decode as _decode
-from kafkaseg.decode.api import DecodeRequest
 from kafkaseg.errors import (CorruptBatchError, CorruptCheckpointError, CorruptDataError, CrcMismatchError,
                              DataLossError, InvalidOptionError, KafkaSegError, LayoutError)
-from kafkaseg.lookup import ENTRY_CRC_MAX_BYTES, PartitionLookup
+from kafkaseg.entry_check import entry_batch_problem, entry_neighbours
+from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, LATEST, ReadOptions
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
@@ -69,7 +68,6 @@ from kafkaseg.storage.segment import (SegmentReader, readable_end, torn_before_z
                                       zeros_hide_records)
 from kafkaseg.storage.time_index import TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, segment_aborted_txns, unindexed_abort
-from kafkaseg.wire.crc import crc_is_valid
 
 __all__ = [
     "SegmentSlice",
@@ -451,66 +449,6 @@ def _unwalkable(seg, reason: str, err: KafkaSegError) -> tuple[OffsetIndex, Time
             TimeIndex(seg.base_offset, [], [], rebuilt=True, rebuild_reason=reason))
 
 
-def entry_neighbours(offsets, k: int, base_offset: int, next_base_offset: int | None) -> tuple[int, int | None]:
-    """``(above, below)`` for entry ``k`` of an offset index's ``offsets``: the previous entry's offset (or the
-    segment base - 1) and the next entry's (or the next segment's base, None for the last segment), which the
-    batch the entry points at must lie between (see :func:`entry_batch_problem`)."""
-    above = int(offsets[k - 1]) if 0 < k <= len(offsets) else base_offset - 1
-    below = int(offsets[k + 1]) if k + 1 < len(offsets) else next_base_offset
-    return above, below
-
-
-def entry_batch_problem(reader: SegmentReader, position: int, entry_offset: int, above: int, below: int | None,
-                        options: ReadOptions) -> tuple[str | None, int | None]:
-    """Why the batch at ``position`` of ``reader``'s segment does not fit the offset index entry ``(entry_offset,
-    position)`` (None when it does), and the batch's first offset when it got that far. ``above``/``below`` are the
-    previous entry's offset (or the segment base - 1) and the next entry's (or the next segment's base, None for
-    the last segment). The rules are
-    :meth:`_Partition.entry_problem`'s; the scan applies them too, to the entries it may resume a lenient read at
-    after bad framing."""
-    path = reader.path
-    try:
-        header = reader.header_at(position, max_batch_bytes=options.max_batch_bytes)
-        if header is None:  # (also an entry at a torn tail: rebuilding then costs a walk, rows are right)
-            return f"no whole batch at byte {position}", None
-        header = header._replace(position=0)
-        # The whole batch for a CRC where that is cheap: large v2 batches keep to their header, whose
-        # structure record bytes rarely imitate; legacy messages are read whole (a wrapper is decoded).
-        whole = header.magic < 2 or header.size <= ENTRY_CRC_MAX_BYTES
-        data = reader.read_at(position, header.size) if whole else None
-        if data is not None and not crc_is_valid(data, header):
-            return f"the bytes at {position} parse as a batch header, but not as a batch with a valid CRC", None
-        if data is None and not _plausible_v2_header(header):
-            return f"the bytes at {position} parse as an implausible batch header", None
-        first = header.base_offset
-        if header.magic < 2 and header.codec:
-            request = DecodeRequest(path=path, base_position=position, include_control=True,
-                                    max_batch_bytes=options.max_batch_bytes,
-                                    max_decompressed_bytes=options.max_decompressed_batch_bytes)
-            offsets = _decode.decode(data, request).columns["offset"]
-            first = offsets[0].as_py() if len(offsets) else header.last_offset
-    except CorruptDataError as err:  # a LayoutError (the file went away) is not the index's fault: raised
-        return f"no batch at byte {position}: {err.detail}", None
-    where = f"the batch at byte {position} holds offsets {first}..{header.last_offset}"
-    if first > entry_offset:
-        return f"{where}, starting above the entry's offset {entry_offset}", first
-    if first <= above:
-        return f"{where}, not above {above} (the previous entry or the segment base)", first
-    if below is not None and header.last_offset >= below:
-        return f"{where}, not below {below} (the next entry or the next segment)", first
-    return None, first
-
-
-def _plausible_v2_header(header) -> bool:
-    """A v2 header whose fields hang together: a known codec, no unknown attribute bits, a record count that fits
-    its size when uncompressed (a record is at least 7 bytes) and a last-offset delta that covers it (compaction
-    only lowers the count), a leader epoch of -1 or more. (Timestamps prove nothing: a delete horizon or a
-    LogAppendTime batch from a producer whose clock ran ahead puts the base timestamp above the maximum.)"""
-    count = header.records_count
-    fits = header.codec != 0 or 7 * count <= header.size - 49  # compressed records can take under 7 bytes each
-    return (header.magic == 2 and header.codec <= 4 and not header.attributes & ~0x7F and count >= 0 and fits
-            and header.last_offset - header.base_offset >= max(count - 1, 0) and header.partition_leader_epoch >= -1)
-
 # --------------------------------------------------------------------------------------------------------------------
 # Per-partition state (lazy: indexes are loaded only for the segments that need them)
 
@@ -588,7 +526,8 @@ class _Partition:
         k = int(np.searchsorted(offset_index.positions, position))
         above, below = entry_neighbours(offset_index.offsets, k, seg.base_offset, self.next_base(i))
         with SegmentReader(seg.log_path, self.fs) as reader:
-            return entry_batch_problem(reader, position, entry_offset, above, below, self.options)[0]
+            return entry_batch_problem(reader, position, entry_offset, above, below, self.options.max_batch_bytes,
+                                       self.options.max_decompressed_batch_bytes)[0]
 
     def distrust_index(self, i: int, why: str) -> None:
         """Replace segment ``i``'s indexes by in-memory rebuilds from its batch headers (reported). When the log
@@ -979,9 +918,14 @@ def _offset_for_timestamp(part: _Partition, timestamp: int, log_start: int, uppe
     search's note when it found nothing for a reason worth telling."""
     options = part.options
     with PartitionLookup(part.pdir, max_batch_bytes=options.max_batch_bytes, verify_crc=options.verify_crc,
-                         checkpoints_checked=True) as lookup:  # _bounds applied the checkpoint policy
+                         checkpoints_checked=True,  # _bounds applied the checkpoint policy
+                         lenient=options.on_corruption == "skip") as lookup:
         found = lookup.offset_for_timestamp(timestamp)
         note = lookup.search_note if found is None else None
+    for path, position, detail in lookup.stats.skipped:
+        part.lenient_decision(path, position, None, None,
+                              f"the search for timestamp {timestamp} went past corrupt bytes there ({detail}): "
+                              "records after them in that segment were not searched")
     if found is None or found < log_start or found >= upper:
         return None, note
     return found, None

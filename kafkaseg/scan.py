@@ -14,7 +14,6 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Sequence
 
-import numpy as np
 import pyarrow as pa
 
 from kafkaseg import decode as _decode
@@ -30,7 +29,8 @@ from kafkaseg.decode.api import (
 )
 from kafkaseg.errors import CorruptBatchError, DataLossError, KafkaSegError, LayoutError, TruncatedDataError
 from kafkaseg.options import ReadOptions
-from kafkaseg.planning import ScanPlan, SegmentSlice, entry_batch_problem, entry_neighbours, plan_scan
+from kafkaseg.entry_check import next_checked_entry
+from kafkaseg.planning import ScanPlan, SegmentSlice, plan_scan
 from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import SegmentReader
@@ -573,7 +573,7 @@ class _IndexEntries:
 
     def next_checked(self, bad: int, end: int, last_seen: int) -> tuple[int, int] | None:
         """``(position, first offset)`` of the first entry in ``(bad, end]`` whose batch checks out as planning
-        checks the entries it cuts at (:func:`~kafkaseg.planning.entry_batch_problem`: a whole batch with a valid
+        checks the entries it cuts at (:func:`~kafkaseg.entry_check.entry_batch_problem`: a whole batch with a valid
         CRC, or a plausible header above ``ENTRY_CRC_MAX_BYTES``, whose offsets fit the entry and its neighbours)
         and starts above ``last_seen``; None when there is none, or no sane index. The same entries, in the same
         order, whatever the slicing: a slice ends at such an entry (or at its segment's end), so a slice cut before
@@ -581,20 +581,12 @@ class _IndexEntries:
         if self.index is None or self.reader is None:
             return None
         piece, index = self.piece, self.index
-        positions, offsets = index.positions, index.offsets
         try:
-            for k in range(int(np.searchsorted(positions, bad, side="right")), len(index)):
-                position = int(positions[k])
-                if position > end:
-                    break
-                above, below = entry_neighbours(offsets, k, piece.base_offset, piece.next_base_offset)
-                problem, first = entry_batch_problem(self.reader, position, int(offsets[k]), above, below,
-                                                     self.options)
-                if problem is None and first > last_seen:
-                    return position, first
+            return next_checked_entry(self.reader, index.offsets, index.positions, bad, end, last_seen,
+                                      piece.base_offset, piece.next_base_offset, self.options.max_batch_bytes,
+                                      self.options.max_decompressed_batch_bytes)
         except KafkaSegError:  # the segment unreadable now: the rest of the slice stays skipped
             return None
-        return None
 
     def close(self) -> None:
         if self.reader is not None:

@@ -511,3 +511,36 @@ def test_the_lenient_log_end_follows_verify_crc_like_the_reader(copy):
     segment = next(iter(discover(str(copy)))).segments[-1]
     assert readable_end(segment, step_over=True, verify_crc=False)[0] == headers[-1].next_offset
     assert readable_end(segment, step_over=True)[0] == headers[-3].base_offset
+
+
+@pytest.mark.parametrize("indexes", ["kept", "missing"])
+def test_a_lenient_timestamp_read_goes_past_bad_framing_as_the_read_does(copy, indexes):
+    """startingTimestamp with onCorruption=skip raised at planning when the timestamp search met bad framing (a
+    segment whose indexes had to be rebuilt, or a walk through it). The search now goes past it as the lenient
+    read does (at the next index entry whose batch checks out, else at the next segment): a timestamp read returns
+    what the whole lenient read returns from the first surviving record at or after the timestamp."""
+    log = _logs(copy)[1]
+    if indexes == "missing":
+        log.with_suffix(".index").unlink()
+        log.with_suffix(".timeindex").unlink()
+    data = bytearray(log.read_bytes())
+    header = list(iter_headers(bytes(data)))[len(list(iter_headers(bytes(data)))) // 3]
+    struct.pack_into(">i", data, header.position + 8, 0x7FFFFFF0)  # an absurd length: the framing breaks here
+    log.write_bytes(bytes(data))
+    with pytest.raises(CorruptBatchError, match="absurd length"):
+        kafkaseg.read_arrow(str(copy), startingTimestamp=str(1))
+    whole = kafkaseg.read_arrow(str(copy), onCorruption="skip")
+    offsets = _offsets(whole)
+    stamps = [us // 1000 for us in whole.column("timestamp").cast("int64").to_pylist()]
+    lost = sorted(set(range(RECORDS)) - set(offsets))
+    assert lost and lost[0] == header.base_offset
+    reference = {r.offset: r.timestamp for r in write_data_dir(
+        copy.parent / "reference", [TopicSpec("t", records_per_partition=RECORDS, records_per_batch=10,
+                                                vary_batch_size=False, segment_bytes=16 << 10,
+                                                index_interval_bytes=1024)]).partition("t", 0).data_records()}
+    for offset in (lost[0] - 1, lost[0], lost[len(lost) // 2], lost[-1], lost[-1] + 1, lost[-1] + 15):
+        scan = kafkaseg.open_scan(str(copy), onCorruption="skip", startingTimestamp=str(reference[offset]))
+        first = next(o for o, ts in zip(offsets, stamps) if ts >= reference[offset])
+        assert _offsets(scan.to_table()) == [o for o in offsets if o >= first], offset
+        if offset == lost[0] or indexes == "missing":  # the search walked into the bad bytes: said so
+            assert any("search for timestamp" in d.decision for d in scan.plan.report.lenient), offset

@@ -26,7 +26,7 @@ its timestamp the inner maximum, so header values are what Kafka compares too).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 import pyarrow.fs as pafs
@@ -53,9 +53,12 @@ DEFAULT_INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes
 def rebuild_indexes(segment_reader: SegmentReader, base_offset: int,
                     interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, *,
                     max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
-                    reason: str = "rebuilt from batch headers") -> tuple[OffsetIndex, TimeIndex]:
+                    reason: str = "rebuilt from batch headers",
+                    on_corruption: Callable[[CorruptDataError], None] | None = None) -> tuple[OffsetIndex, TimeIndex]:
     """The ``.index`` and ``.timeindex`` ``LogSegment.recover`` would write for this log (see the module doc),
-    built in memory from one header walk. Both come back with ``rebuilt=True`` and ``rebuild_reason=reason``."""
+    built in memory from one header walk. Both come back with ``rebuilt=True`` and ``rebuild_reason=reason``.
+    Bad framing raises, unless ``on_corruption`` is given: it is called with the error and the indexes cover the
+    batches before it (where ``LogSegment.recover`` would truncate the log)."""
     offsets: list[int] = []
     positions: list[int] = []
     stamps: list[int] = []
@@ -71,15 +74,20 @@ def rebuild_indexes(segment_reader: SegmentReader, base_offset: int,
             stamp_offsets.append(offset)
             last_time_entry = ts
 
-    for header in segment_reader.iter_headers(0, max_batch_bytes=max_batch_bytes):
-        if header.max_timestamp > max_ts:
-            max_ts, max_ts_offset = header.max_timestamp, header.last_offset
-        if header.position - last_index_entry > interval_bytes:
-            if not offsets or header.last_offset > offsets[-1]:  # OffsetIndex.append refuses a non-increasing one
-                offsets.append(header.last_offset)
-                positions.append(header.position)
-            maybe_append_time(max_ts, max_ts_offset)
-            last_index_entry = header.position
+    try:
+        for header in segment_reader.iter_headers(0, max_batch_bytes=max_batch_bytes):
+            if header.max_timestamp > max_ts:
+                max_ts, max_ts_offset = header.max_timestamp, header.last_offset
+            if header.position - last_index_entry > interval_bytes:
+                if not offsets or header.last_offset > offsets[-1]:  # OffsetIndex.append refuses non-increasing
+                    offsets.append(header.last_offset)
+                    positions.append(header.position)
+                maybe_append_time(max_ts, max_ts_offset)
+                last_index_entry = header.position
+    except CorruptDataError as err:
+        if on_corruption is None:
+            raise
+        on_corruption(err)
     maybe_append_time(max_ts, max_ts_offset)
     offset_index = OffsetIndex(base_offset, offsets, positions, rebuilt=True, rebuild_reason=reason)
     time_index = TimeIndex(base_offset, stamps, stamp_offsets, rebuilt=True, rebuild_reason=reason)
