@@ -563,3 +563,35 @@ def test_one_log_dir_given_under_two_names_is_read_once(tmp_path):
         str(tmp_path / "link" / "a-0"), str(tmp_path / "link" / "a-1")]
     table = kafkaseg.read_arrow([str(data), str(tmp_path / "link")], replicas="all")
     assert table.num_rows == 100
+
+
+def test_paths_are_a_union_in_any_order_and_under_any_name(tmp_path):
+    """Found in review of the real-path keys: a .log file given before its folder shrank the partition's read to
+    that file, a symlinked partition folder given beside its log dir was read twice, and one .log file under two
+    names was refused as two files starting at the same offset."""
+    import kafkaseg
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    disk, data = tmp_path / "disk2", tmp_path / "data"
+    write_data_dir(data, [TopicSpec("a", partitions=2, records_per_partition=400, segment_bytes=8 * 1024)], seed=3)
+    disk.mkdir()
+    shutil.move(str(data / "a-0"), str(disk / "a-0"))
+    (data / "a-0").symlink_to(disk / "a-0")  # a partition moved to another disk, linked from the log dir
+    (tmp_path / "link").symlink_to(data)
+    first = sorted((data / "a-0").glob("*.log"))[0]
+    whole = {0: 400, 1: 400}
+
+    def counts(*paths, **options):
+        table = kafkaseg.read_arrow([str(p) for p in paths], **options)
+        partitions = table.column("partition").to_pylist()
+        return {p: partitions.count(p) for p in sorted(set(partitions))}
+
+    for paths in ([first, data / "a-0"], [first, data], [data, first], [first, tmp_path / "link" / "*"],
+                  [data, data / "a-0"], [data, disk / "a-0"], [tmp_path / "link", data / "a-0", first]):
+        expected = {0: 400} if paths == [first, data / "a-0"] else whole
+        assert counts(*paths, replicas="all") == expected, paths
+        assert not any(p.given_files for p in discover([str(p) for p in paths])), paths
+    again = tmp_path / "link" / "a-0" / first.name  # the same file by another name: read once
+    assert counts(first, again) == counts(first) == {0: len(kafkaseg.read_arrow(str(first)))}
+    [pdir] = discover([str(first), str(again)])
+    assert len(pdir.segments) == 1 and pdir.whole is not None

@@ -602,11 +602,26 @@ def _looks_like_partition_dir(entries: Sequence[_fs.FileEntry]) -> bool:
         names & {ckpt.LEADER_EPOCH_CHECKPOINT, ckpt.PARTITION_METADATA})
 
 
-def _found_key(path: str, filesystem) -> str:
-    """What identifies a partition folder found by discovery: a local folder's real path (one log dir given under
-    two names, through a symlink or a bind mount, is read once: it was read as two replicas, doubling a
-    ``replicas=all`` read and retention's counts), else the store's path."""
-    return os.path.realpath(path) if _fs.is_local(filesystem) else path
+def _found_key(path: str, filesystem):
+    """What identifies a partition folder found by discovery: a local folder's device and inode, which no symlink
+    or bind mount changes (a log dir or partition folder given under two names is read once: it was read as two
+    replicas, doubling a ``replicas=all`` read and retention's counts); else the store's path."""
+    if _fs.is_local(filesystem):
+        try:
+            status = os.stat(path)
+        except OSError:  # gone meanwhile: as named
+            return os.path.abspath(path)
+        return status.st_dev, status.st_ino
+    return path
+
+
+def _keep(found: dict, key, pd: PartitionDir) -> None:
+    """Keep ``pd`` for folder ``key`` unless the folder is already found: then the first name it was found by stays,
+    but a whole partition (a folder or log dir given) replaces just some of its ``.log`` files given before it
+    (paths are a union, in any order)."""
+    existing = found.get(key)
+    if existing is None or (existing.given_files and not pd.given_files):
+        found[key] = pd
 
 
 def _check_one_store(found: dict, key: str, filesystem, given) -> None:
@@ -635,8 +650,8 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    found: dict[str, PartitionDir] = {}
-    left_out: dict[str, tuple[str, int, str]] = {}  # by path: a folder reached twice (a dir given twice) once
+    found: dict = {}  # by _found_key
+    left_out: dict = {}  # by _found_key: a folder reached twice (a dir given twice) once
     for given in paths:
         filesystem, resolved, globbed = _expand(os.fspath(given) if isinstance(given, os.PathLike) else str(given))
         hint = "; several paths are given as a list, not one comma-separated string" if "," in str(given) else ""
@@ -651,9 +666,12 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                     if globbed:
                         continue  # a glob may also match side files; only .log files count
                     raise LayoutError(f"{path}: not a .log segment file, topic-partition dir or log dir")
-                pd = _single_log_file(path, entry, filesystem)
-                folder = _found_key(pd.path, filesystem)
+                folder = _found_key(_fs.parent(path), filesystem)
                 _check_one_store(found, folder, filesystem, given)
+                known = found.get(folder)
+                if known is not None and known.path != _fs.parent(path):  # the folder found by another name
+                    path = _fs.join(known.path, _fs.basename(path))
+                pd = _single_log_file(path, entry, filesystem)
                 key = pd.segments[0].log_path
                 if folder in found:  # already have this partition: add the segment
                     existing = found[folder]
@@ -681,9 +699,9 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
             if parsed is not None and _looks_like_partition_dir(listing):
                 folder = _found_key(path, filesystem)
                 _check_one_store(found, folder, filesystem, given)
-                if folder not in found:  # by the first name it was given by
-                    found[folder] = read_partition_dir(path, filesystem, topic=parsed[0], partition=parsed[1],
-                                                       entries=listing)
+                if folder not in found or found[folder].given_files:
+                    _keep(found, folder, read_partition_dir(path, filesystem, topic=parsed[0],
+                                                            partition=parsed[1], entries=listing))
                 continue
             log_dir_meta = _read_log_dir_metadata(path, filesystem, listing)
             has_partitions = any(e.is_dir and parse_topic_partition(e.name) for e in listing)
@@ -693,12 +711,11 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                 raise LayoutError(f"{path}: neither a Kafka log dir (no meta.properties, checkpoints or "
                                   f"<topic>-<partition> folders) nor a topic-partition dir")
             log_dir = read_log_dir(path, filesystem, select)
-            real = _found_key(path, filesystem)  # once per log dir: its folders are keyed by name under it
-            left_out.update((_fs.join(real, _fs.basename(entry[2])), entry) for entry in log_dir.unselected)
+            left_out.update((_found_key(entry[2], filesystem), entry) for entry in log_dir.unselected)
             for pd in log_dir.partitions:
-                folder = _fs.join(real, _fs.basename(pd.path))
+                folder = _found_key(pd.path, filesystem)
                 _check_one_store(found, folder, filesystem, given)
-                found.setdefault(folder, pd)  # by the first name the log dir was given by
+                _keep(found, folder, pd)
             if skipped is not None:
                 skipped.extend((_fs.join(path, name), reason) for name, reason in log_dir.skipped
                                if name != "(log dir)")
