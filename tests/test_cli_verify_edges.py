@@ -355,3 +355,15 @@ def test_a_partition_in_two_log_dirs_of_one_broker_is_a_warning(tmp_path, direct
     report = verify_paths([str(tmp_path / "a"), str(tmp_path / "b")])
     found = [p for p in report.problems if "another log dir of the same broker" in p.message]
     assert [(p.severity, p.file) for p in found] == ([(WARNING, str(tmp_path / "b" / "t-0"))] if warned else [])
+
+
+def test_two_folders_of_one_partition_in_one_log_dir_are_a_warning(tmp_path):
+    """orders-0 and orders-00 both parse as partition 0 (as in Kafka, which refuses to start with both); verify
+    passed them in silence (found in review)."""
+    from kafkaseg.cli.verify import WARNING, verify_paths
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path / "d", [TopicSpec("orders", partitions=1, records_per_partition=20)], seed=4)
+    shutil.copytree(tmp_path / "d" / "orders-0", tmp_path / "d" / "orders-00")
+    found = [p for p in verify_paths([str(tmp_path / "d")]).problems if "Duplicate log directories" in p.message]
+    assert [(p.severity, p.file) for p in found] == [(WARNING, str(tmp_path / "d" / "orders-00"))]

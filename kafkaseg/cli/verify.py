@@ -760,27 +760,36 @@ def report_incarnations(report: VerifyReport, partitions: list[PartitionDir]) ->
 
 
 def report_copies_in_one_broker(report: VerifyReport, partitions: list[PartitionDir]) -> None:
-    """A warning for a partition found in two log dirs of one broker (the same ``cluster.id`` and ``node.id``, two
-    ``directory.id``s: not two backups of one log dir, which share theirs). Kafka refuses to start with it
-    (``LogManager.loadLog``: "Duplicate log directories for ... are found in both ..."), as a move between log
-    dirs interrupted by a log dir failure leaves it; reads choose one copy (the ``replicas`` option)."""
+    """A warning for a partition found twice in one broker: in two folders of one log dir (``orders-0`` and
+    ``orders-00`` both parse as partition 0), or in two log dirs of the broker (the same ``cluster.id`` and
+    ``node.id``, two ``directory.id``s: not two backups of one log dir, which share theirs). Kafka refuses to start
+    with either (``LogManager.loadLog``: "Duplicate log directories for ... are found in both ..."); a move between
+    log dirs cut short by a log dir failure leaves the second; reads choose one copy (the ``replicas`` option)."""
     by_partition: dict[tuple[str, int], list[PartitionDir]] = {}
     for pdir in partitions:
+        by_partition.setdefault((pdir.topic, pdir.partition), []).append(pdir)
+
+    def broker(pdir: PartitionDir):
         meta = pdir.log_dir_meta
-        if meta is not None and meta.cluster_id and meta.node_id is not None and meta.directory_id:
-            by_partition.setdefault((pdir.topic, pdir.partition), []).append(pdir)
+        if meta is None or not meta.cluster_id or meta.node_id is None or not meta.directory_id:
+            return None
+        return meta.cluster_id, meta.node_id, meta.directory_id
+
     for copies in by_partition.values():
         for i, pdir in enumerate(copies):
-            meta = pdir.log_dir_meta
-            other = next((o for o in copies[:i] if o.log_dir_meta.cluster_id == meta.cluster_id
-                          and o.log_dir_meta.node_id == meta.node_id
-                          and o.log_dir_meta.directory_id != meta.directory_id), None)
-            if other is not None:
+            for other in copies[:i]:
+                if pdir.log_dir is not None and pdir.log_dir == other.log_dir:
+                    where = f"another folder of the same log dir, {other.path}"
+                else:
+                    mine, theirs = broker(pdir), broker(other)
+                    if mine is None or theirs is None or mine[:2] != theirs[:2] or mine[2] == theirs[2]:
+                        continue
+                    where = (f"{other.log_dir or other.path}, another log dir of the same broker (cluster {mine[0]}, "
+                             f"node {mine[1]})")
                 report.add(WARNING, pdir.path, None,
-                           f"{pdir.name} is also in {other.log_dir or other.path}, another log dir of the same broker "
-                           f"(cluster {meta.cluster_id}, node {meta.node_id}): the broker refuses to start with "
-                           f"both (\"Duplicate log directories for {pdir.name} are found\"), as a move between "
-                           "log dirs cut short by a log dir failure leaves it; reads choose one copy (replicas)")
+                           f"{pdir.name} is also in {where}: the broker refuses to start with both (\"Duplicate log "
+                           f"directories for {pdir.name} are found\"); reads choose one copy (replicas)")
+                break
 
 
 def verify_partitions(partitions: list[PartitionDir], report: VerifyReport, *, deep: bool = True,
