@@ -30,6 +30,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   "$venv/bin/python" -m pip install -q -e "$root[dev]" --config-settings editable_mode=compat >&2
   if [ -n "$pyspark_pin" ]; then
     "$venv/bin/python" -m pip install -q "pyspark==$pyspark_pin" >&2
+  else  # a pin dropped since: pip keeps a satisfying older PySpark unless asked to upgrade
+    "$venv/bin/python" -m pip install -q --upgrade "pyspark>=4.1" >&2
   fi
   "$venv/bin/python" -c 'import kafkaseg.decode as d, kafkaseg.storage._mapped; assert d.IMPLEMENTATION == "cython", d.IMPLEMENTATION' >&2
   echo "$want" > "$stamp"
