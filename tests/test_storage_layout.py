@@ -595,3 +595,25 @@ def test_paths_are_a_union_in_any_order_and_under_any_name(tmp_path):
     assert counts(first, again) == counts(first) == {0: len(kafkaseg.read_arrow(str(first)))}
     [pdir] = discover([str(first), str(again)])
     assert len(pdir.segments) == 1 and pdir.whole is not None
+
+
+def test_segment_names_as_a_broker_reads_them(tmp_path):
+    """Found in review: a short-named stale copy (522.log) beside the segment's 20-digit file replaced it (a broker
+    opens the 20-digit name), and a base offset beyond int64 in a name raised Python's OverflowError."""
+    import kafkaseg
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path / "d", [TopicSpec("t", records_per_partition=600, segment_bytes=8 * 1024)], seed=2)
+    folder = tmp_path / "d" / "t-0"
+    logs = sorted(folder.glob("*.log"))
+    whole = kafkaseg.read_arrow(str(tmp_path / "d")).num_rows
+    stale = folder / f"{int(logs[1].stem)}.log"
+    stale.write_bytes(logs[1].read_bytes()[:200])
+    [pdir] = discover(str(tmp_path / "d"))
+    assert [s.log_path for s in pdir.segments] == [str(p) for p in logs]
+    assert any(f"ignored {stale.name}" in n for n in pdir.notes)
+    assert kafkaseg.read_arrow(str(tmp_path / "d")).num_rows == whole
+    stale.unlink()
+    (folder / "99999999999999999999.log").write_bytes(b"")
+    with pytest.raises(LayoutError, match="99999999999999999999.log: base offset .* does not fit in a 64-bit long"):
+        discover(str(tmp_path / "d"))

@@ -265,6 +265,9 @@ def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: 
         if not match:
             continue
         base, kind, swap = int(match.group(1)), match.group(2), match.group(3)
+        if base >= 1 << 63:  # Kafka's LogLoader fails the log on such a name (Long.parseLong)
+            raise LayoutError(f"{entry.path}: base offset {match.group(1)} in the file name does not fit in a "
+                              "64-bit long")
         if not entry.readable:
             if kind == "log":  # records would silently go missing: refuse
                 raise LayoutError(f"cannot read segment {entry.path}: broken link or unreadable entry")
@@ -275,9 +278,9 @@ def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: 
                 notes.append(f"ignored {n}: part of an incomplete split (base >= smallest .cleaned base "
                              f"{min_cleaned})")
                 continue
-            swapped.setdefault(base, {})[kind] = entry
+            _add_named(swapped.setdefault(base, {}), base, kind, entry, notes)
         else:
-            regular.setdefault(base, {})[kind] = entry
+            _add_named(regular.setdefault(base, {}), base, kind, entry, notes)
 
     snapshot_paths = sorted(((int(m.group(1)), e.path) for n, e in by_name.items()
                              if (m := _SNAPSHOT_NAME.match(n))), key=lambda t: t[0])
@@ -487,6 +490,22 @@ def _renamed_away(log_dir: str, name: str, filesystem) -> bool:
     moved, which raises here as it cannot be listed) is no deletion, so the read fails rather than leave it out."""
     return any(e.is_dir and e.name.startswith(name + ".") and e.name.endswith(("-delete", "-stray"))
                for e in _fs.list_dir(log_dir, filesystem))
+
+
+def _add_named(kinds: dict, base: int, kind: str, entry: _fs.FileEntry, notes: list[str]) -> None:
+    """File ``entry`` as segment ``base``'s ``kind`` file. Two names for one base (``522.log`` beside
+    ``00000000000000000522.log``): a broker opens the 20-digit name (``LogSegment.open`` builds it from the base
+    offset), so that one is kept and the other noted as ignored."""
+    canonical = f"{base:020d}."
+    kept = kinds.get(kind)
+    if kept is not None:
+        ignored = entry
+        if _fs.basename(entry.path).startswith(canonical) and not _fs.basename(kept.path).startswith(canonical):
+            kept, ignored = entry, kept
+        notes.append(f"ignored {_fs.basename(ignored.path)}: {_fs.basename(kept.path)} names the same base offset "
+                     f"{base}, and a broker opens the 20-digit name")
+        entry = kept
+    kinds[kind] = entry
 
 
 def _single_log_file(path: str, entry: _fs.FileEntry, filesystem) -> PartitionDir:
