@@ -461,7 +461,9 @@ def _stream_options(args, consumer: dict[str, str]) -> dict:
             re.compile(args.include)
         except re.error as err:
             raise InvalidOptionError(f"--include: invalid regex {args.include!r}: {err}") from None
-        options["subscribePattern"] = f"^(?:{args.include})$"
+        # whole names, as Pattern.matcher(topic).matches(); leading inline flags like (?i) stay in front
+        flags = re.match(r"(?:\(\?[aiLmsux]+\))*", args.include).group(0)
+        options["subscribePattern"] = f"{flags}^(?:{args.include[len(flags):]})$"
     elif args.partition is not None:
         options["assign"] = {args.topic: [args.partition]}
     else:
