@@ -617,3 +617,27 @@ def test_segment_names_as_a_broker_reads_them(tmp_path):
     (folder / "99999999999999999999.log").write_bytes(b"")
     with pytest.raises(LayoutError, match="99999999999999999999.log: base offset .* does not fit in a 64-bit long"):
         discover(str(tmp_path / "d"))
+
+
+def test_a_long_named_topic_deleted_while_its_log_dir_is_listed_is_left_out(tmp_path, monkeypatch):
+    """The broker cuts the topic in a -delete name to fit 255 characters (LocalLog.logDirNameWithSuffixCappedLength):
+    a 249-character topic deleted mid-listing failed the whole read (found in review); a short one was left out."""
+    import kafkaseg.storage.layout as layout
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    topic = "t" * 249
+    write_data_dir(tmp_path / "d", [TopicSpec(topic, records_per_partition=10), TopicSpec("keep")], seed=1)
+    folder = tmp_path / "d" / f"{topic}-0"
+    suffix = "-0." + "0123456789abcdef" * 2 + "-delete"
+    real = layout.read_partition_dir
+
+    def renamed_meanwhile(path, *args, **kwargs):
+        if path == str(folder) and folder.exists():
+            folder.rename(folder.with_name(topic[:255 - len(suffix)] + suffix))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(layout, "read_partition_dir", renamed_meanwhile)
+    skipped: list = []
+    assert [(p.topic, p.partition) for p in discover(str(tmp_path / "d"), skipped=skipped)] == [("keep", 0)]
+    assert [(name.rsplit("/", 1)[-1], reason.split(" (")[0]) for name, reason in skipped] == [
+        (f"{topic}-0", "gone while the log dir was read")]

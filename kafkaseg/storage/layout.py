@@ -487,9 +487,27 @@ def _renamed_away(log_dir: str, name: str, filesystem) -> bool:
     """Whether partition folder ``name``, gone from ``log_dir`` since it was listed, was renamed by the broker as
     it deletes it: ``<name>.<id>-delete`` (a topic deletion, or the source of a move between log dirs, whose
     ``-future`` copy took the name elsewhere) or ``<name>.<id>-stray``. Anything else (the log dir unmounted or
-    moved, which raises here as it cannot be listed) is no deletion, so the read fails rather than leave it out."""
-    return any(e.is_dir and e.name.startswith(name + ".") and e.name.endswith(("-delete", "-stray"))
-               for e in _fs.list_dir(log_dir, filesystem))
+    moved, which raises here as it cannot be listed) is no deletion, so the read fails rather than leave it out.
+    The broker cuts the topic in such a name to keep it within 255 characters
+    (``LocalLog.logDirNameWithSuffixCappedLength``): a 249-character topic's folder is renamed with a shorter one."""
+    parsed = parse_topic_partition(name)
+    for e in _fs.list_dir(log_dir, filesystem):
+        match = _RENAMED_AWAY.match(e.name) if e.is_dir else None
+        if match is None:
+            continue
+        if parsed is None:
+            if e.name.startswith(name + "."):
+                return True
+            continue
+        topic, partition = parsed
+        if int(match.group(2)) == partition and (match.group(1) == topic or (
+                len(e.name) >= 255 and topic.startswith(match.group(1)))):
+            return True
+    return False
+
+
+#: ``<topic, cut to fit 255 characters>-<partition>.<uuid without dashes>-delete`` (or ``-stray``)
+_RENAMED_AWAY = re.compile(r"^(.+)-(\d+)\.[0-9a-fA-F-]+-(?:delete|stray)$")
 
 
 def _add_named(kinds: dict, base: int, kind: str, entry: _fs.FileEntry, notes: list[str]) -> None:
