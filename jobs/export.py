@@ -930,6 +930,13 @@ def prepare(args: argparse.Namespace) -> dict:
     if args.mode in ("incremental", "append") and ranges is None:
         raise UsageError(f"--mode {args.mode} cannot be used with replicas=all (one partition, several ranges: "
                          "duplicates could not be told from copies)")
+    from kafkaseg.spark.tables import HIVE_DEFAULT_PARTITION
+
+    if report is not None and "topic" in args.partition_by and any(
+            p.topic == HIVE_DEFAULT_PARTITION for p in report.partitions):
+        # Spark names the folder of a null partition value so, and reads such a folder back as null
+        raise UsageError(f"topic {HIVE_DEFAULT_PARTITION} cannot be a partition folder's value (it reads back "
+                         "as null): export it with --partition-by '' or by other columns")
     if report is not None and args.mode in ("incremental", "append"):
         check_incarnations(topics, report, args.output)
     if (existing or recorded) and ranges is not None:

@@ -29,6 +29,9 @@ import pyarrow.parquet as pq
 from kafkaseg.errors import ConcurrentWriteError, ExportMismatchError, first_line
 from kafkaseg.storage.fs import is_delta_table, join, open_filesystem
 
+#: The folder name Spark (and Hive) give a null partition value, and read back as null.
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
 __all__ = ["write_parquet", "write_delta", "delta_add_actions", "file_stats", "footer_stats",
            "hive_partition_values"]
 
@@ -180,7 +183,7 @@ def hive_partition_values(folders: Sequence[str], columns: Sequence[str] | None 
     for part in folders:
         column, sep, value = part.partition("=")
         if sep and (columns is None or column in columns):
-            values[column] = None if value == "__HIVE_DEFAULT_PARTITION__" else unquote(value)
+            values[column] = None if value == HIVE_DEFAULT_PARTITION else unquote(value)
     return values
 
 
