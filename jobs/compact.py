@@ -31,6 +31,7 @@ from typing import Sequence
 from jobs.export import (
     UsageError,
     check_output_location,
+    check_partition_values,
     extract,
     generate_sample,
     job_parser,
@@ -220,6 +221,8 @@ def prepare(args: argparse.Namespace, now_ms: int | None = None):
     plan = prepare_run(paths, args.output, config, args.options, args.mode, now_ms)
     if not plan.increment.ranges:
         raise UsageError(f"no topic-partition selected in {', '.join(map(redact, paths))}")
+    check_partition_values((topic for topic, _ in plan.increment.ranges), plan.partition_by,
+                           "partition_by = [] in the config")
     return paths, plan
 
 

@@ -358,6 +358,16 @@ def _uri_prefix(uri: str) -> str | None:
     return head[:at] if at > 0 else None
 
 
+def check_partition_values(topics: Iterable[str], partition_by: Sequence[str], instead: str) -> None:
+    """Refuse a topic named ``__HIVE_DEFAULT_PARTITION__`` (legal in Kafka) as a partition folder's value: Spark
+    names a null value's folder so and reads it back as null, so the rows would lose their topic."""
+    from kafkaseg.spark.tables import HIVE_DEFAULT_PARTITION
+
+    if "topic" in partition_by and HIVE_DEFAULT_PARTITION in set(topics):
+        raise UsageError(f"topic {HIVE_DEFAULT_PARTITION} cannot be a partition folder's value (it reads back "
+                         f"as null): write it with {instead} or partitioned by other columns")
+
+
 def check_output_location(output: str, data_dirs: Sequence[str]) -> None:
     """Refuse an output equal to or inside a Kafka log dir that holds the data (a broker fails a log dir holding a
     folder that is not a topic-partition), also when a partition dir or ``.log`` file of it was given, or containing
@@ -930,13 +940,8 @@ def prepare(args: argparse.Namespace) -> dict:
     if args.mode in ("incremental", "append") and ranges is None:
         raise UsageError(f"--mode {args.mode} cannot be used with replicas=all (one partition, several ranges: "
                          "duplicates could not be told from copies)")
-    from kafkaseg.spark.tables import HIVE_DEFAULT_PARTITION
-
-    if report is not None and "topic" in args.partition_by and any(
-            p.topic == HIVE_DEFAULT_PARTITION for p in report.partitions):
-        # Spark names the folder of a null partition value so, and reads such a folder back as null
-        raise UsageError(f"topic {HIVE_DEFAULT_PARTITION} cannot be a partition folder's value (it reads back "
-                         "as null): export it with --partition-by '' or by other columns")
+    if report is not None:
+        check_partition_values({p.topic for p in report.partitions}, args.partition_by, "--partition-by ''")
     if report is not None and args.mode in ("incremental", "append"):
         check_incarnations(topics, report, args.output)
     if (existing or recorded) and ranges is not None:

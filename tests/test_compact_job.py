@@ -54,6 +54,10 @@ def test_refusals_exit_before_spark_with_one_line(tmp_path, capsys):
                          "kafka.isolation.level=read_uncommitted"])
     assert code == 2 and "needs kafka.isolation.level=read_committed" in capsys.readouterr().err
     assert len(manifest.partitions) == 2
+    write_data_dir(tmp_path / "hive", [TopicSpec("__HIVE_DEFAULT_PARTITION__", records_per_partition=10)], seed=1)
+    code = compact.main(["--data-dir", str(tmp_path / "hive"), "--output", str(tmp_path / "h")])
+    assert code == 2 and "__HIVE_DEFAULT_PARTITION__ cannot be a partition folder's value" in capsys.readouterr().err
+    assert not (tmp_path / "h").exists()
 
 
 @pytest.mark.spark
