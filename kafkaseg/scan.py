@@ -104,6 +104,13 @@ class ScanMetrics:
                          f"({d.corrupt_bytes} corrupt bytes in all), beyond the {len(d.problems)} named")
         return lines
 
+    def vanished_lines(self) -> list[tuple[bool, str]]:
+        """What became of segments a live broker deleted or replaced after planning, for a log: ``(skipped, line)``
+        per segment, ``skipped`` True when its offsets were skipped (``failOnDataLoss=false``: a warning), False
+        when it was read from its ``.deleted`` (or swapped) name (information)."""
+        return [(what.startswith("skipped"), f"{path} (offsets {start}..{end - 1}), gone since planning: {what}")
+                for path, start, end, what in self.vanished_segments]
+
     def __getstate__(self):
         state = self.__dict__.copy()
         state.pop("_lock", None)

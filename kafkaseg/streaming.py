@@ -466,5 +466,7 @@ def follow(path: str | Sequence[str], *, poll_interval: float = 0.5, idle_timeou
             finally:
                 for line in read.corrupt_skips():
                     log.warning("%s", line)
+                for skipped, line in read.vanished_lines():
+                    log.log(logging.WARNING if skipped else logging.INFO, "%s", line)
                 if metrics is not None:
                     metrics.add(read)

@@ -762,3 +762,34 @@ def test_follow_logs_and_counts_each_corrupt_batch_it_skips(tmp_path, caplog):
     for r in bad:
         assert caplog.text.count(f"{log} at byte {r['position']}: CRC-32C mismatch") == 1
     assert metrics.decode.corrupt_batches == 2 and metrics.records == 180
+
+
+def test_a_segment_deleted_between_planning_and_reading_is_logged_when_skipped(tmp_path, caplog):
+    """failOnDataLoss=false skipped a segment retention deleted after the micro-batch was planned without a log line,
+    in the Spark stream's readers and in follow (found in review; the README says it "skips and logs a warning")."""
+    from kafkaseg.spark.source import KafkaSegDataSource
+
+    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=600, segment_bytes=8 * 1024)], seed=2)
+    first = sorted((tmp_path / "t-0").glob("*.log"))[0]
+    source = KafkaSegDataSource({"path": str(tmp_path), "startingOffsets": "earliest", "failOnDataLoss": "false"})
+    reader = source.streamReader(source.schema())
+    start = reader.initialOffset()
+    partitions = reader.partitions(start, reader.latestOffset(start, None))
+    first.unlink()  # retention's .deleted rename and removal, after planning
+    with caplog.at_level("INFO", logger="kafkaseg"):
+        rows = sum(batch.num_rows for p in partitions for batch in reader.read(p))
+    said = [r for r in caplog.records if f"{first} (offsets 0.." in r.getMessage()]
+    assert rows < 600 and len(said) == 1 and said[0].levelname == "WARNING" and "skipped" in said[0].getMessage()
+
+    caplog.clear()
+    write_data_dir(tmp_path / "f", [TopicSpec("t", records_per_partition=600, segment_bytes=8 * 1024)], seed=2)
+    second = sorted((tmp_path / "f" / "t-0").glob("*.log"))[1]
+    with caplog.at_level("INFO", logger="kafkaseg"):
+        seen = 0
+        for batch in kafkaseg.follow(str(tmp_path / "f"), startingOffsets="earliest", failOnDataLoss="false",
+                                     idle_timeout=0.2, poll_interval=0.05, maxRecordsPerBatch=10):
+            seen += batch.num_rows
+            if second.exists():
+                second.unlink()
+    said = [r for r in caplog.records if f"{second} (offsets" in r.getMessage()]
+    assert seen < 600 and len(said) == 1 and said[0].levelname == "WARNING"

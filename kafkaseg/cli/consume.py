@@ -576,8 +576,8 @@ def _report_metrics(metrics, lenient: dict, err) -> None:
               "(--skip-message-on-error)", file=err)
         for problem in list(decode.problems)[:10]:
             print(f"  {problem}", file=err)
-    for path, start, end, what in metrics.vanished_segments:
-        print(f"kafkaseg consume: {path} (offsets {start}..{end}) {what}", file=err)
+    for _, line in metrics.vanished_lines():
+        print(f"kafkaseg consume: {line}", file=err)
     _report_missing(metrics.missing_offsets, err)
 
 
