@@ -296,7 +296,7 @@ def test_a_segment_merged_into_the_previous_one_during_a_read_is_not_read_twice(
     assert len(offsets) == len(set(offsets)) and sorted(offsets) == [o for o in range(600) if o not in dropped]
 
 
-def _preallocated_with_an_append_in_progress(root, high_watermark):
+def _preallocated_with_an_append_in_progress(root, high_watermark, written: int = 300):
     """A broker with log.preallocate=true: batches 0..99, then the append of 100..109 caught after its first 300
     bytes (length field and header in place, the rest still the preallocated zeros)."""
     from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
@@ -312,7 +312,7 @@ def _preallocated_with_an_append_in_progress(root, high_watermark):
     writer.close()
     log = root / "t-0" / f"{0:020d}.log"
     with open(log, "ab") as handle:
-        handle.write(batch(100).data[:300])
+        handle.write(batch(100).data[:written])
         handle.write(bytes(16 * 1024 - handle.tell()))
     write_offset_checkpoint(root / "replication-offset-checkpoint",
                             {} if high_watermark is None else {("t", 0): high_watermark})
@@ -346,6 +346,25 @@ def test_an_append_in_progress_in_a_preallocated_segment_ends_the_log(tmp_path, 
     assert main(["verify", str(tmp_path), "--json"]) == 0
     problems = json.loads(capsys.readouterr().out)["problems"]
     assert [p["severity"] for p in problems if "append in progress" in p["message"]] == ["warning"]
+
+
+@pytest.mark.parametrize("written", [1, 8, 10, 11, 12])
+@pytest.mark.parametrize("high_watermark", [100, None])
+def test_an_append_caught_after_its_first_bytes_ends_the_log(tmp_path, capsys, written, high_watermark):
+    """The append caught after 8 to 11 bytes (its base offset written, the length field still zeros) failed plans
+    and streams with "batch size 0 is smaller than the minimum" where all-zero bytes ended the log (found in the
+    stream review); zeros from the length field on are no batch."""
+    import kafkaseg
+    from kafkaseg.cli.main import main
+
+    _preallocated_with_an_append_in_progress(tmp_path, high_watermark, written)
+    for options in ({}, {"upperBound": "logEndOffset"}):
+        assert kafkaseg.read_arrow(str(tmp_path), **options).column("offset").to_pylist() == list(range(100))
+    assert sum(len(t) for t in kafkaseg.follow(str(tmp_path), startingOffsets="earliest", idle_timeout=0.2,
+                                               poll_interval=0.05)) == 100
+    assert main(["offsets", "--data-dir", str(tmp_path), "--topic", "t", "--time", "-1"]) == 0
+    assert capsys.readouterr().out == ("t:0:100\n")
+    assert main(["verify", str(tmp_path)]) == 0, capsys.readouterr().out
 
 
 def test_a_bad_last_batch_holding_acknowledged_offsets_stays_corruption(tmp_path, capsys):

@@ -75,8 +75,13 @@ class TailReport:
         return f"{self.path} @ byte {self.position}: {self.reason} ({self.length} bytes): {self.detail}"
 
 
-def _zero_filled(buf, position: int) -> bool:
+def unwritten_at(buf, position: int) -> bool:
+    """Whether the bytes at ``position`` of ``buf`` are a preallocated area not written yet: an all-zero header, or
+    an append caught after its first bytes (``log.preallocate=true``: the base offset written, the length field and
+    all after it still zeros; no batch has length 0)."""
     prefix = bytes(buf[position:position + HEADER_PREFIX_SIZE])
+    if len(prefix) > 8:
+        return not any(prefix[8:])
     return len(prefix) > 0 and not any(prefix)
 
 
@@ -125,9 +130,9 @@ class HeaderWalk:
                 self.tail = reader._record_tail(position, limit, "truncated batch", exc.detail)
                 break
             except CorruptDataError as exc:
-                if _zero_filled(block, relative):
+                if unwritten_at(block, relative):
                     self.tail = reader._record_tail(position, limit, "zero-filled tail",
-                                                    "all-zero batch header (preallocated, never written)")
+                                                    "zeros from the length field on (preallocated, not written yet)")
                     break
                 raise exc.located(reader.path, block_start) from exc
             header = header._replace(position=position)
@@ -184,9 +189,9 @@ class ChunkWalk:
                     stop = True
                     break
                 except CorruptDataError as exc:
-                    if _zero_filled(view, cursor):
+                    if unwritten_at(view, cursor):
                         self.tail = reader._record_tail(position + cursor, limit, "zero-filled tail",
-                                                        "all-zero batch header (preallocated, never written)")
+                                                        "zeros from the length field on (preallocated, not written yet)")
                         stop = True
                         break
                     failure = exc.located(reader.path, position)
@@ -407,8 +412,9 @@ def zero_filled_tail(segment, *, filesystem: pafs.FileSystem | None = None, offs
                 return None
             if tail.position > attempt_start or attempt_start == 0:
                 break
-        span = reader.size - tail.position
-        probes = [tail.position + span * k // 16 for k in range(16)] + [max(tail.position, reader.size - 4096)]
+        first = min(tail.position + 8, reader.size)  # an append in progress may have written its base offset
+        span = reader.size - first
+        probes = [first + span * k // 16 for k in range(16)] + [max(first, reader.size - 4096)]
         return tail.position, any(any(reader.read_at(p, 4096)) for p in probes)
     finally:
         if owned:
