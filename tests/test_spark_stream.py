@@ -170,3 +170,26 @@ def test_a_corrupt_batch_skipped_by_a_partition_read_is_logged_with_its_file_and
             list(reader.read(partition))
     said = [r for r in caplog.records if f"{row['segment']} at byte {row['position']}" in r.getMessage()]
     assert len(said) == 1 and said[0].levelname == "WARNING" and "onCorruption=skip" in said[0].getMessage()
+
+
+def test_pyspark_41s_argumentless_latest_offset_knows_where_the_stream_is(tmp_path):
+    """No JVM: PySpark 4.1's runner calls latestOffset() without a start, and the source planned from nothing: a
+    start above the high watermark read the offsets below it (found in review). The reader keeps its position
+    (initial offsets, then each batch's end) for such calls."""
+    from kafkaseg.spark.source import KafkaSegStreamReader, read_options
+
+    root = tmp_path / "data"
+    write_data_dir(root, [TopicSpec("t", records_per_partition=150, records_per_batch=10)], seed=2)
+    write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): 100})  # followers behind
+    reader = KafkaSegStreamReader(read_options({"path": str(root), "startingOffsets": '{"t":{"0":120}}'},
+                                               stream=True))
+    start = reader.initialOffset()
+    assert start == {"t": {"0": 120}}
+    assert reader.latestOffset() == start  # waits at 120 as a consumer's fetch does; it read back from 100
+    write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): 150})
+    end = reader.latestOffset()
+    assert end == {"t": {"0": 150}}
+    rows = [o for p in reader.partitions(start, end) for b in reader.read(p) for o in b.column("offset").to_pylist()]
+    assert rows == list(range(120, 150))
+    reader.commit(end)
+    assert reader.latestOffset() == end

@@ -264,9 +264,14 @@ class KafkaSegStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.stream_id = uuid.uuid4().hex[:8]
         self.batches = 0
         self.lenient_logged: set = set()
+        # Where the stream is, for PySpark 4.1, whose runner calls latestOffset() without it: the initial offsets,
+        # then each batch's end (partitions, commit). The planner's rules about a high watermark below the
+        # position (not data loss; a start above it waits) need it.
+        self.position: Offsets | None = None
 
     def initialOffset(self) -> Offsets:
         offsets = self.planner.initial_offsets()
+        self.position = offsets
         _worker_logger().info("kafkaseg stream %s: initial offsets %s (%s)", self.stream_id, offsets,
                               self.options.starting.option or "startingOffsets")
         return offsets
@@ -282,6 +287,8 @@ class KafkaSegStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # Spark's KafkaMicroBatchStream: ReadAllAvailable wins (Trigger.Once, or a caller that overrides the
         # options); with a max limit the min one comes from the options (PySpark passes one limit, Spark a
         # composite of both)
+        if start is None:
+            start = self.position  # PySpark 4.1
         if start is None or limit is None or isinstance(limit, ReadAllAvailable):
             return self.planner.latest_offsets(start or {}, all_available=True)
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
@@ -299,6 +306,7 @@ class KafkaSegStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.batches += 1
         scan_id = f"{self.stream_id}-{self.batches}-{uuid.uuid4().hex[:6]}"
         plan = self.planner.plan(start, end)
+        self.position = end
         logger = _worker_logger()
         for note in plan.notes:
             logger.info("kafkaseg stream %s: %s", self.stream_id, note)
@@ -314,7 +322,8 @@ class KafkaSegStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return _read_partition(partition, self.options)
 
     def commit(self, end: Offsets) -> None:
-        """Nothing to release: the files are only read."""
+        """Nothing to release (the files are only read): the end is where the stream is."""
+        self.position = end
 
 
 def _worker_logger() -> logging.Logger:
