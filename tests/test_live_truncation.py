@@ -510,3 +510,28 @@ def test_a_listing_behind_the_broker_walks_only_the_listed_bytes(tmp_path, monke
     monkeypatch.setattr(layout._fs, "list_dir", behind)
     table = kafkaseg.read_arrow(str(tmp_path), startingOffsets=json.dumps({"t": {"0": 200}}))
     assert table.column("offset").to_pylist() == list(range(200, 270))
+
+
+def test_a_rolled_segment_whose_last_batch_keeps_only_its_base_offset_stays_corruption(tmp_path, capsys):
+    """Only the active segment's preallocated zeros may hold an append's first bytes: a rolled one is trimmed at
+    its roll, so there a batch cut after its base offset is a lost batch (verify called it a benign tail, found in
+    review)."""
+    import kafkaseg
+    from kafkaseg.cli.main import main
+    from kafkaseg.errors import CorruptBatchError
+    from kafkaseg.testing import TopicSpec, write_data_dir
+    from kafkaseg.wire.batch import iter_headers
+
+    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=300, records_per_batch=10,
+                                        segment_bytes=8 * 1024)], seed=3)
+    first = sorted((tmp_path / "t-0").glob("*.log"))[0]
+    data = bytearray(first.read_bytes())
+    last = list(iter_headers(bytes(data)))[-1]
+    data[last.position + 8:] = bytes(len(data) - last.position - 8)
+    first.write_bytes(bytes(data))
+    for side in (".index", ".timeindex"):
+        first.with_suffix(side).unlink()
+    with pytest.raises(CorruptBatchError):
+        kafkaseg.read_arrow(str(tmp_path))
+    assert main(["verify", str(tmp_path)]) == 1
+    assert "ERROR" in capsys.readouterr().out

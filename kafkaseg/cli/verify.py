@@ -361,7 +361,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
         next_time_offset = times_cursor.next if times_cursor else _NEVER
         # an append a broker with log.preallocate is still writing: a warning, and not part of the log
         in_progress = unacknowledged_append(pdir, max_batch_bytes=None) if is_active else None
-        walk = reader.chunks(0, target_bytes=_CHUNK)
+        walk = reader.chunks(0, target_bytes=_CHUNK, partial_append=is_active)
         try:
             for chunk_position, buf in walk:
                 for header in iter_headers(buf):

@@ -875,7 +875,7 @@ def partition_log_end_offset(partition_dir: PartitionDir, *,
     if not partition_dir.segments:
         return None
     return log_end_offset(partition_dir.segments[-1], filesystem=partition_dir.filesystem,
-                          max_batch_bytes=max_batch_bytes)
+                          max_batch_bytes=max_batch_bytes, active=not partition_dir.given_files)
 
 
 def unacknowledged_append(partition_dir: PartitionDir, *, max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES):

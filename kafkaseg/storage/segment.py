@@ -75,12 +75,13 @@ class TailReport:
         return f"{self.path} @ byte {self.position}: {self.reason} ({self.length} bytes): {self.detail}"
 
 
-def unwritten_at(buf, position: int) -> bool:
+def unwritten_at(buf, position: int, partial_append: bool = False) -> bool:
     """Whether the bytes at ``position`` of ``buf`` are a preallocated area not written yet: an all-zero header, or
-    an append caught after its first bytes (``log.preallocate=true``: the base offset written, the length field and
-    all after it still zeros; no batch has length 0)."""
+    with ``partial_append`` (the active segment only: a rolled one is trimmed at its roll, so there it is a batch
+    cut short) an append caught after its first bytes (``log.preallocate=true``: the base offset written, the
+    length field and all after it still zeros; no batch has length 0)."""
     prefix = bytes(buf[position:position + HEADER_PREFIX_SIZE])
-    if len(prefix) > 8:
+    if partial_append and len(prefix) > 8:
         return not any(prefix[8:])
     return len(prefix) > 0 and not any(prefix)
 
@@ -90,11 +91,12 @@ class HeaderWalk:
     stopped at an unusable tail, ``end_position`` is where the walk stopped (just past the last whole batch)."""
 
     def __init__(self, reader: "SegmentReader", start: int, end: int | None, max_batch_bytes: int | None,
-                 block_size: int):
+                 block_size: int, partial_append: bool = False):
         self.reader = reader
         self.start = start
         self.end = end
         self.max_batch_bytes = max_batch_bytes
+        self.partial_append = partial_append
         self.block_size = max(block_size, V2_HEADER_SIZE)
         self.tail: TailReport | None = None
         self.end_position = start
@@ -130,9 +132,10 @@ class HeaderWalk:
                 self.tail = reader._record_tail(position, limit, "truncated batch", exc.detail)
                 break
             except CorruptDataError as exc:
-                if unwritten_at(block, relative):
-                    self.tail = reader._record_tail(position, limit, "zero-filled tail",
-                                                    "zeros from the length field on (preallocated, not written yet)")
+                if unwritten_at(block, relative, self.partial_append):
+                    self.tail = reader._record_tail(position, limit, "zero-filled tail", (
+                        "all-zero batch header (preallocated, never written)" if unwritten_at(block, relative) else
+                        "an append in progress: zeros from its length field on (preallocated)"))
                     break
                 raise exc.located(reader.path, block_start) from exc
             header = header._replace(position=position)
@@ -147,12 +150,13 @@ class ChunkWalk:
     ``end_position`` as on :class:`HeaderWalk`."""
 
     def __init__(self, reader: "SegmentReader", start: int, end: int | None, target_bytes: int,
-                 max_batch_bytes: int | None):
+                 max_batch_bytes: int | None, partial_append: bool = False):
         self.reader = reader
         self.start = start
         self.end = end
         self.target_bytes = max(int(target_bytes), V2_HEADER_SIZE)
         self.max_batch_bytes = max_batch_bytes
+        self.partial_append = partial_append
         self.tail: TailReport | None = None
         self.end_position = start
         self._iterator = self._walk()
@@ -189,9 +193,10 @@ class ChunkWalk:
                     stop = True
                     break
                 except CorruptDataError as exc:
-                    if unwritten_at(view, cursor):
-                        self.tail = reader._record_tail(position + cursor, limit, "zero-filled tail",
-                                                        "zeros from the length field on (preallocated, not written yet)")
+                    if unwritten_at(view, cursor, self.partial_append):
+                        self.tail = reader._record_tail(position + cursor, limit, "zero-filled tail", (
+                            "all-zero batch header (preallocated, never written)" if unwritten_at(view, cursor)
+                            else "an append in progress: zeros from its length field on (preallocated)"))
                         stop = True
                         break
                     failure = exc.located(reader.path, position)
@@ -262,11 +267,13 @@ class SegmentReader:
 
     def iter_headers(self, start: int = 0, end: int | None = None, *,
                      max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
-                     block_size: int = DEFAULT_BLOCK_SIZE) -> HeaderWalk:
+                     block_size: int = DEFAULT_BLOCK_SIZE, partial_append: bool = False) -> HeaderWalk:
         """Headers of the batches from byte ``start`` (a batch boundary) to ``end`` (default: the size at open),
         with FILE positions, reading ``block_size`` blocks and skipping record data. A tail is reported on the
-        returned walk (``.tail``); an explicit ``end`` that cuts a batch raises :class:`CorruptBatchError`."""
-        return HeaderWalk(self, start, end, max_batch_bytes, block_size)
+        returned walk (``.tail``); an explicit ``end`` that cuts a batch raises :class:`CorruptBatchError`.
+        ``partial_append``: the active segment, whose preallocated zeros may hold an append's first bytes
+        (:func:`unwritten_at`)."""
+        return HeaderWalk(self, start, end, max_batch_bytes, block_size, partial_append)
 
     def header_at(self, position: int = 0, *,
                   max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> BatchHeader | None:
@@ -275,13 +282,13 @@ class SegmentReader:
         return next(iter(self.iter_headers(position, max_batch_bytes=max_batch_bytes)), None)
 
     def chunks(self, start: int = 0, end: int | None = None, target_bytes: int = DEFAULT_CHUNK_BYTES,
-               max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> ChunkWalk:
+               max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES, partial_append: bool = False) -> ChunkWalk:
         """``(file_position, buffer)`` pairs covering ``[start, end)`` whose buffers hold whole batches only,
         about ``target_bytes`` each (a bigger batch is a chunk of its own). A batch larger than
         ``max_batch_bytes`` raises :class:`CorruptBatchError` before anything is allocated for it; an incomplete
         last batch is reported on the walk (``.tail``), not raised, and never yielded. Corrupt framing raises after
-        the whole batches before it (in the same read) are yielded."""
-        return ChunkWalk(self, start, end, target_bytes, max_batch_bytes)
+        the whole batches before it (in the same read) are yielded. ``partial_append`` as in :meth:`iter_headers`."""
+        return ChunkWalk(self, start, end, target_bytes, max_batch_bytes, partial_append)
 
     def close(self) -> None:
         self._file.close()
@@ -334,13 +341,14 @@ def _reader_for(segment, filesystem, reader):
 
 def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset_index=None,
                    reader: SegmentReader | None = None,
-                   max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES, as_listed: bool = True) -> int:
+                   max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES, as_listed: bool = True,
+                   active: bool = False) -> int:
     """``LogSegment.readNextOffset``: the offset after the last complete batch of ``segment`` (any object with
     ``base_offset``, ``log_path`` and ``index_path``, e.g. :class:`~kafkaseg.storage.layout.SegmentFiles`), or its
     base offset when it holds none. Starts at the last offset-index entry's position, so it reads about one index
     interval, not the segment; falls back to a walk from byte 0 when the index is missing, insane or wrong. A
     segment with a ``log_size`` (as listed) ends there unless ``as_listed`` is False: batches a live broker appended
-    since are not counted."""
+    since are not counted. ``active``: the partition's last segment (see :func:`unwritten_at`)."""
     from kafkaseg.storage.offset_index import OffsetIndex
 
     reader, owned = _reader_for(segment, filesystem, reader)
@@ -361,7 +369,7 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
 
         def last_whole(walk_from: int):
             found = None
-            for header in reader.iter_headers(walk_from, max_batch_bytes=max_batch_bytes):
+            for header in reader.iter_headers(walk_from, max_batch_bytes=max_batch_bytes, partial_append=active):
                 if listed is not None and header.position + header.size > listed:
                     break
                 found = header
@@ -401,7 +409,7 @@ def zero_filled_tail(segment, *, filesystem: pafs.FileSystem | None = None, offs
         else:
             start = int(offset_index.positions[-1]) if offset_index is not None and len(offset_index) else 0
         for attempt_start in dict.fromkeys((start, 0)):
-            walk = reader.iter_headers(attempt_start, max_batch_bytes=max_batch_bytes)
+            walk = reader.iter_headers(attempt_start, max_batch_bytes=max_batch_bytes, partial_append=True)
             try:
                 for _ in walk:
                     pass
