@@ -544,3 +544,19 @@ def test_a_lenient_timestamp_read_goes_past_bad_framing_as_the_read_does(copy, i
         assert _offsets(scan.to_table()) == [o for o in offsets if o >= first], offset
         if offset == lost[0] or indexes == "missing":  # the search walked into the bad bytes: said so
             assert any("search for timestamp" in d.decision for d in scan.plan.report.lenient), offset
+
+
+@pytest.mark.parametrize("delta", [-50, -1, -(1 << 31)])
+def test_a_negative_last_offset_delta_in_the_active_segment_is_corruption_not_a_short_log(copy, delta):
+    """lastOffsetDelta is covered by the CRC, but the log end walks headers only: a negative one in the active
+    segment's last batch made the log end at (or before) that batch's offsets and a strict read silently returned
+    fewer records, down to none (found in review)."""
+    log = _logs(copy)[-1]
+    data = bytearray(log.read_bytes())
+    last = list(iter_headers(bytes(data)))[-1]
+    struct.pack_into(">i", data, last.position + 23, delta)
+    log.write_bytes(bytes(data))
+    with pytest.raises(CorruptBatchError, match="negative lastOffsetDelta"):
+        kafkaseg.read_arrow(str(copy))
+    lenient = _offsets(kafkaseg.read_arrow(str(copy), onCorruption="skip"))
+    assert lenient == list(range(last.base_offset))

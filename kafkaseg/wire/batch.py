@@ -207,6 +207,9 @@ def read_header(buf, position: int = 0, *, max_batch_size: int | None = None,
     if magic == 2:
         (base_offset, _, epoch, _, crc, attributes, last_delta, base_ts, max_ts, pid, pepoch, base_seq,
          count) = _V2_HEADER.unpack_from(buf, position)
+        if last_delta < 0:  # lastOffset = baseOffset + lastOffsetDelta is never below baseOffset
+            raise CorruptBatchError(f"negative lastOffsetDelta {last_delta} (batch at offset {base_offset})",
+                                    position=position)
         return BatchHeader(position, total, 2, base_offset, base_offset + last_delta, epoch, crc, attributes,
                            base_ts, max_ts, pid, pepoch, base_seq, count)
     if magic == 1:
