@@ -704,6 +704,7 @@ class PartitionLookup:
         if torn is not None and time_offset >= torn[0]:
             _, time_offset = self._index(i, "time").last_below_offset(torn[0])
         position = self._floor_position(i, max(time_offset, start_offset))
+        skipped = False  # whether a lenient search went past corruption in segment i (its match may be lost there)
         while True:
             try:
                 for header in self._headers(i, position):
@@ -713,23 +714,27 @@ class PartitionLookup:
                         offsets, stamps, _, _ = self._records(i, header)
                     except CorruptDataError as err:
                         self._skip(err)  # a lenient read skips the batch too
+                        skipped = True
                         continue
                     for offset, stamp in zip(offsets, stamps):
                         if stamp is not None and stamp >= timestamp and offset >= start_offset:
                             epoch = header.partition_leader_epoch
                             return (offset, stamp, (epoch if epoch >= 0 else None)), i
-                return None, i
             except CorruptDataError as err:  # bad framing: on at the next entry a lenient read resumes at
                 self._skip(err)
+                skipped = True
                 resumed = self._resumption(i, err.position)
                 if resumed is not None:
                     position = resumed
                     continue
-                if i + 1 >= len(self.segments):
-                    return None, i
-                i += 1
-                _, time_offset = self._index(i, "time").floor(timestamp)
-                position = self._floor_position(i, max(time_offset, start_offset))
+            # no match in segment i: Kafka's answer is none, unless what a lenient search skipped there held it
+            # (then the first record at or after the timestamp is in a later segment, as the lenient read sees it)
+            if not skipped or i + 1 >= len(self.segments):
+                return None, i
+            i += 1
+            skipped = False
+            _, time_offset = self._index(i, "time").floor(timestamp)
+            position = self._floor_position(i, max(time_offset, start_offset))
 
     def _max_timestamp(self) -> tuple[int, int, int | None] | None:
         return self._answer_from_log(self._search_max_timestamp)

@@ -560,3 +560,30 @@ def test_a_negative_last_offset_delta_in_the_active_segment_is_corruption_not_a_
         kafkaseg.read_arrow(str(copy))
     lenient = _offsets(kafkaseg.read_arrow(str(copy), onCorruption="skip"))
     assert lenient == list(range(last.base_offset))
+
+
+def test_a_lenient_timestamp_search_goes_on_past_a_skipped_batch_that_held_the_match(tmp_path):
+    """The batch holding the timestamp is the last of a rolled segment and fails its CRC: a lenient read skips it,
+    so the first record at or after the timestamp it returns is the next segment's first. The search stopped at
+    that segment ("no offset matched", or an endingTimestamp past everything; found in review)."""
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+    from kafkaseg.testing.partition import write_offset_checkpoint
+
+    t0 = 1_700_000_000_000
+    writer = PartitionWriter(tmp_path / "t-0", index_interval_bytes=1024, segment_bytes=8000)
+    for o in range(0, 300, 10):
+        writer.append(build_batch_v2([Record(o + j, t0 + o + j, b"k", b"v" * 50, []) for j in range(10)],
+                                     base_offset=o))
+    writer.close()
+    write_offset_checkpoint(tmp_path / "replication-offset-checkpoint", {("t", 0): 300})
+    log = tmp_path / "t-0" / f"{0:020d}.log"
+    data = bytearray(log.read_bytes())
+    data[-5] ^= 0xFF  # a value byte of the segment's last batch: a bad CRC, framing intact
+    log.write_bytes(bytes(data))
+    whole = _offsets(kafkaseg.read_arrow(str(tmp_path), onCorruption="skip"))
+    first = next(o for o in whole if o >= 115)
+    assert first == int(sorted((tmp_path / "t-0").glob("*.log"))[1].stem)
+    starting = kafkaseg.read_arrow(str(tmp_path), onCorruption="skip", startingTimestamp=str(t0 + 115))
+    assert _offsets(starting) == [o for o in whole if o >= first]
+    ending = kafkaseg.read_arrow(str(tmp_path), onCorruption="skip", endingTimestamp=str(t0 + 115))
+    assert _offsets(ending) == [o for o in whole if o < first]
