@@ -613,6 +613,13 @@ def test_segment_names_as_a_broker_reads_them(tmp_path):
     assert [s.log_path for s in pdir.segments] == [str(p) for p in logs]
     assert any(f"ignored {stale.name}" in n for n in pdir.notes)
     assert kafkaseg.read_arrow(str(tmp_path / "d")).num_rows == whole
+    # the segment's own .timeindex missing, a stale short-named one is not taken for it (a broker rebuilds it)
+    logs[1].with_suffix(".timeindex").unlink()
+    stale.with_suffix(".timeindex").write_bytes(logs[2].with_suffix(".timeindex").read_bytes())
+    [pdir] = discover(str(tmp_path / "d"))
+    assert pdir.segments[1].timeindex_path is None and pdir.segments[1].index_path == str(logs[1].with_suffix(".index"))
+    assert any(f"ignored {stale.stem}.timeindex" in n for n in pdir.notes)
+    stale.with_suffix(".timeindex").unlink()
     stale.unlink()
     (folder / "99999999999999999999.log").write_bytes(b"")
     with pytest.raises(LayoutError, match="99999999999999999999.log: base offset .* does not fit in a 64-bit long"):

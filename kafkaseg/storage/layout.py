@@ -282,6 +282,17 @@ def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: 
         else:
             _add_named(regular.setdefault(base, {}), base, kind, entry, notes)
 
+    for kinds in (*regular.values(), *swapped.values()):
+        # a segment's side files are its log's (LogSegment.open builds every name from the base offset): a stale
+        # short-named .timeindex is not the 20-digit log's, whose own is missing and gets rebuilt
+        log_entry = kinds.get("log")
+        if log_entry is None:
+            continue
+        stem = _fs.basename(log_entry.path).split(".", 1)[0]
+        for kind in [k for k, e in kinds.items() if k != "log" and _fs.basename(e.path).split(".", 1)[0] != stem]:
+            notes.append(f"ignored {_fs.basename(kinds.pop(kind).path)}: not named as its segment's "
+                         f"{_fs.basename(log_entry.path)}")
+
     snapshot_paths = sorted(((int(m.group(1)), e.path) for n, e in by_name.items()
                              if (m := _SNAPSHOT_NAME.match(n))), key=lambda t: t[0])
 
