@@ -940,8 +940,11 @@ def prepare(args: argparse.Namespace) -> dict:
     if args.mode in ("incremental", "append") and ranges is None:
         raise UsageError(f"--mode {args.mode} cannot be used with replicas=all (one partition, several ranges: "
                          "duplicates could not be told from copies)")
-    if report is not None:
-        check_partition_values({p.topic for p in report.partitions}, args.partition_by, "--partition-by ''")
+    if "topic" in args.partition_by:  # (replicas=all plans no ranges here: every topic found then)
+        from kafkaseg.storage.layout import discover
+
+        found = report.partitions if report is not None else discover(paths)
+        check_partition_values({p.topic for p in found}, args.partition_by, "--partition-by ''")
     if report is not None and args.mode in ("incremental", "append"):
         check_incarnations(topics, report, args.output)
     if (existing or recorded) and ranges is not None:
