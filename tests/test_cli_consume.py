@@ -131,6 +131,10 @@ def test_offsets_latest_default_include_and_max_messages(data, capsysbinary):
     code, out, _ = consume_cli(capsysbinary, "--data-dir", str(root), "--include", "(?i)PL.*", "--from-beginning",
                                "--property", "print.value=false", "--property", "print.partition=true")
     assert code == 0 and out == b"Partition:0\n" * 20
+    code, out, _ = consume_cli(capsysbinary, "--data-dir", str(root), "--include", "(?x) pl.*   # the plain topic",
+                               "--from-beginning", "--property", "print.value=false", "--property",
+                               "print.partition=true")
+    assert code == 0 and out == b"Partition:0\n" * 20
 
 
 def test_read_committed_leaves_out_aborted_and_open_transactions(data, capsysbinary):

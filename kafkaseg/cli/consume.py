@@ -463,7 +463,8 @@ def _stream_options(args, consumer: dict[str, str]) -> dict:
             raise InvalidOptionError(f"--include: invalid regex {args.include!r}: {err}") from None
         # whole names, as Pattern.matcher(topic).matches(); leading inline flags like (?i) stay in front
         flags = re.match(r"(?:\(\?[aiLmsux]+\))*", args.include).group(0)
-        options["subscribePattern"] = f"{flags}^(?:{args.include[len(flags):]})$"
+        close = "\n)$" if "x" in flags else ")$"  # in verbose mode a trailing comment would swallow the ")$"
+        options["subscribePattern"] = f"{flags}^(?:{args.include[len(flags):]}{close}"
     elif args.partition is not None:
         options["assign"] = {args.topic: [args.partition]}
     else:
