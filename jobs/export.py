@@ -940,11 +940,16 @@ def prepare(args: argparse.Namespace) -> dict:
     if args.mode in ("incremental", "append") and ranges is None:
         raise UsageError(f"--mode {args.mode} cannot be used with replicas=all (one partition, several ranges: "
                          "duplicates could not be told from copies)")
-    if "topic" in args.partition_by:  # (replicas=all plans no ranges here: every topic found then)
+    if "topic" in args.partition_by:  # (replicas=all plans no ranges here: the topics the options select then)
+        from kafkaseg.options import ReadOptions
         from kafkaseg.storage.layout import discover
 
-        found = report.partitions if report is not None else discover(paths)
-        check_partition_values({p.topic for p in found}, args.partition_by, "--partition-by ''")
+        if report is not None:
+            selected = {p.topic for p in report.partitions}
+        else:
+            selection = ReadOptions.from_options(args.options)
+            selected = {p.topic for p in discover(paths) if selection.selects_topic(p.topic)}
+        check_partition_values(selected, args.partition_by, "--partition-by ''")
     if report is not None and args.mode in ("incremental", "append"):
         check_incarnations(topics, report, args.output)
     if (existing or recorded) and ranges is not None:

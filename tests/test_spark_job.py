@@ -363,6 +363,7 @@ def test_main_reports_input_problems_in_one_line_before_starting_spark(tmp_path,
              "UsageError: topic __HIVE_DEFAULT_PARTITION__ cannot be a partition folder's value"),
             (["--data-dir", str(tmp_path / "hive"), "--output", str(tmp_path / "o"), "--option", "replicas=all"],
              "UsageError: topic __HIVE_DEFAULT_PARTITION__ cannot be a partition folder's value"),
+
             (["--data-dir", str(tmp_path / "nope"), "--output", str(tmp_path / "o")], "LayoutError: "),
             (["--data-dir", str(tmp_path / "logs"), "--output", str(tmp_path / "table")], "already exists"),
             (["--data-dir", str(tmp_path / "logs"), "--output", str(tmp_path / "o"), "--option", "subscrbe=t"],
@@ -371,6 +372,20 @@ def test_main_reports_input_problems_in_one_line_before_starting_spark(tmp_path,
         assert export.main(argv) == 2
         err = capsys.readouterr().err
         assert err.startswith("export.py: error: ") and message in err and err.count("\n") == 1, err
+
+
+def test_a_hive_default_partition_topic_the_options_leave_out_is_not_refused(tmp_path):
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path / "d", [TopicSpec("t", records_per_partition=10),
+                                    TopicSpec("__HIVE_DEFAULT_PARTITION__", records_per_partition=10)])
+    for extra in ([], ["--option", "replicas=all"]):
+        args = export.parse_args(["--data-dir", str(tmp_path / "d"), "--output", str(tmp_path / "o"),
+                                  "--option", "subscribe=t", *extra])
+        assert export.prepare(args)["paths"] == [str(tmp_path / "d")]
+        with pytest.raises(export.UsageError, match="__HIVE_DEFAULT_PARTITION__"):
+            export.prepare(export.parse_args(["--data-dir", str(tmp_path / "d"), "--output", str(tmp_path / "o"),
+                                              *extra]))
 
 
 def test_sample_data_dir_is_one_fixed_dir_replaced_each_run(tmp_path):
