@@ -252,20 +252,16 @@ class MicroBatchPlanner:
         rule: the micro-batch reports data loss), except where this source knows why and the files still reach
         the position: the replica read changed since the previous trigger (the copy ahead went away and another
         with a lagging checkpointed high watermark is read), or the previous trigger read the partition to its log
-        end because the broker had not checkpointed its high watermark yet, or this planner never looked at the
-        partition before (a query restarted from its checkpoint, whose previous run had either reason). Then the
-        position is kept (no new data) until the latest reaches it again."""
+        end because the broker had not checkpointed its high watermark yet. Then the position is kept (no new data)
+        until the latest reaches it again."""
         latest: dict[TopicPartition, int] = {}
         for tp, available in ranges.items():
             position = start.get(tp)
             previous = self._seen.get(tp)
             latest[tp] = available.latest
             if position is not None and available.latest < position <= available.log_end:
-                # previous None: this planner's first look, a query restarted from its checkpoint, which the run
-                # before reached while the files reach it still (the run before waited there, or read to the log
-                # end before a high watermark was checkpointed)
-                if tp in self._waiting or previous is None or (previous.replica != available.replica
-                                                               or not previous.checkpointed):
+                if tp in self._waiting or (previous is not None and (previous.replica != available.replica
+                                                                     or not previous.checkpointed)):
                     latest[tp] = position
                     self._waiting.add(tp)
             else:

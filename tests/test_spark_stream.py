@@ -193,24 +193,3 @@ def test_pyspark_41s_argumentless_latest_offset_knows_where_the_stream_is(tmp_pa
     assert rows == list(range(120, 150))
     reader.commit(end)
     assert reader.latestOffset() == end
-
-
-def test_a_restarted_stream_waiting_above_the_high_watermark_waits_again(tmp_path):
-    """No JVM: a query waiting at a start above the high watermark (the files reach it) failed with DataLossError
-    once restarted from its checkpoint, since a fresh reader knew nothing of the wait (found in review); a query
-    that had read to the log end before a high watermark was checkpointed read those offsets again."""
-    from kafkaseg.spark.source import KafkaSegStreamReader, read_options
-
-    root = tmp_path / "data"
-    write_data_dir(root, [TopicSpec("t", records_per_partition=150, records_per_batch=10)], seed=2)
-    write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): 100})
-
-    def restarted():  # Spark calls no initialOffset() on a restart: its checkpoint holds the position
-        return KafkaSegStreamReader(read_options({"path": str(root), "startingOffsets": "earliest"}, stream=True))
-
-    for position in (120, 150):  # waiting above the high watermark; read to the log end before one was written
-        start = {"t": {"0": position}}
-        reader = restarted()
-        assert reader.latestOffset(start, None) == start
-        assert reader.partitions(start, start) == []
-    assert restarted().latestOffset({"t": {"0": 160}}, None) == {"t": {"0": 100}}  # past the files: the log went back
