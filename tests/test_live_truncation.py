@@ -365,6 +365,13 @@ def test_an_append_caught_after_its_first_bytes_ends_the_log(tmp_path, capsys, w
     assert main(["offsets", "--data-dir", str(tmp_path), "--topic", "t", "--time", "-1"]) == 0
     assert capsys.readouterr().out == ("t:0:100\n")
     assert main(["verify", str(tmp_path)]) == 0, capsys.readouterr().out
+    # the active segment given as a file is still the active segment (found in review: reads, describe, dump)
+    log = str(tmp_path / "t-0" / f"{0:020d}.log")
+    assert kafkaseg.read_arrow(log).column("offset").to_pylist() == list(range(100))
+    capsys.readouterr()
+    assert main(["describe", log]) == 0 and "Error" not in capsys.readouterr().err
+    if written <= 10:  # (a length field in place reads as a batch with a bad CRC, which dump reports)
+        assert main(["dump", "--files", log]) == 0
 
 
 def test_a_bad_last_batch_holding_acknowledged_offsets_stays_corruption(tmp_path, capsys):
@@ -534,4 +541,6 @@ def test_a_rolled_segment_whose_last_batch_keeps_only_its_base_offset_stays_corr
     with pytest.raises(CorruptBatchError):
         kafkaseg.read_arrow(str(tmp_path))
     assert main(["verify", str(tmp_path)]) == 1
+    assert "ERROR" in capsys.readouterr().out
+    assert main(["verify", str(first)]) == 1  # given as a file, it is still a rolled segment (found in review)
     assert "ERROR" in capsys.readouterr().out

@@ -118,7 +118,7 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
                     walk_all = full or (i == last and n == len(starts) - 1)
                     if start >= reader.size:
                         continue
-                    for header in reader.iter_headers(start):
+                    for header in reader.iter_headers(start, partial_append=pdir.is_active_segment(seg.log_path)):
                         _note_header(desc, header)
                         if walk_all and (max_ts is None or header.max_timestamp > max_ts):
                             max_ts = header.max_timestamp

@@ -333,7 +333,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
     last_offset = last_offset_before
     seg_last = None  # the largest batch lastOffset
     after_bad_crc = False
-    is_active = i == len(pdir.segments) - 1
+    is_active = pdir.is_active_segment(path)
     offset_index = _load_index(OffsetIndex, seg.index_path, seg, pdir, report) if seg.index_path else None
     time_index = _load_index(TimeIndex, seg.timeindex_path, seg, pdir, report) if seg.timeindex_path else None
     for kind, present in ((".index", seg.index_path), (".timeindex", seg.timeindex_path)):

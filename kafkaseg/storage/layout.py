@@ -157,6 +157,12 @@ class PartitionDir:
                 f"otherwise the checkpoint is older than a retention deletion (it is rewritten every minute) and "
                 f"the broker's is {below[1]}")
 
+    def is_active_segment(self, log_path: str) -> bool:
+        """Whether ``log_path`` is the partition's active (last) segment: of the whole partition when only some of
+        its ``.log`` files were given (a lone rolled file is not active; the last one of a folder is)."""
+        segments = (self.whole or self).segments
+        return bool(segments) and segments[-1].log_path == log_path
+
     def past_recovery_point(self, i: int) -> bool:
         """Whether segment ``i`` reaches past the recovery point (see :func:`reaches_past_recovery_point`)."""
         next_base = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
@@ -886,7 +892,8 @@ def partition_log_end_offset(partition_dir: PartitionDir, *,
     if not partition_dir.segments:
         return None
     return log_end_offset(partition_dir.segments[-1], filesystem=partition_dir.filesystem,
-                          max_batch_bytes=max_batch_bytes, active=not partition_dir.given_files)
+                          max_batch_bytes=max_batch_bytes,
+                          active=partition_dir.is_active_segment(partition_dir.segments[-1].log_path))
 
 
 def unacknowledged_append(partition_dir: PartitionDir, *, max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES):
