@@ -544,3 +544,28 @@ def test_a_rolled_segment_whose_last_batch_keeps_only_its_base_offset_stays_corr
     assert "ERROR" in capsys.readouterr().out
     assert main(["verify", str(first)]) == 1  # given as a file, it is still a rolled segment (found in review)
     assert "ERROR" in capsys.readouterr().out
+
+
+def test_a_lone_rolled_file_from_a_folder_of_any_name_is_not_the_active_segment(tmp_path):
+    """A .log given from a folder not named <topic>-<partition> has no whole partition to ask: it was taken for the
+    active segment, and a lost batch at its end read as a preallocated tail (found in review). Its folder decides:
+    the last segment-named .log there is the active one."""
+    import shutil
+
+    import kafkaseg
+    from kafkaseg.errors import CorruptBatchError
+    from kafkaseg.testing import TopicSpec, write_data_dir
+    from kafkaseg.wire.batch import iter_headers
+
+    write_data_dir(tmp_path / "d", [TopicSpec("t", records_per_partition=300, records_per_batch=10,
+                                              segment_bytes=8 * 1024)], seed=3)
+    backup = tmp_path / "backup"
+    shutil.copytree(tmp_path / "d" / "t-0", backup)
+    first = sorted(backup.glob("*.log"))[0]
+    data = bytearray(first.read_bytes())
+    last = list(iter_headers(bytes(data)))[-1]
+    data[last.position + 8:] = bytes(len(data) - last.position - 8)
+    first.write_bytes(bytes(data))
+    with pytest.raises(CorruptBatchError):
+        kafkaseg.read_arrow(str(first))
+    assert kafkaseg.read_arrow(str(sorted(backup.glob("*.log"))[-1])).num_rows > 0

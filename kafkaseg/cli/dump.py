@@ -32,6 +32,7 @@ from kafkaseg.decode.api import DecodeRequest
 from kafkaseg.errors import CorruptDataError, KafkaSegError, LayoutError
 from kafkaseg.wire.text import java_utf8
 from kafkaseg.storage import fs as _fs
+from kafkaseg.storage.layout import is_last_log_in_folder
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot
 from kafkaseg.storage._index_file import broker_sanity_check
@@ -357,7 +358,7 @@ def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress
         valid_bytes = 0
         task = progress.add(name, limit) if progress else None
         walk = reader.iter_headers(0, None if limit >= reader.size else None, max_batch_bytes=None,
-                                   partial_append=_last_log_in_folder(located, filesystem))
+                                   partial_append=is_last_log_in_folder(located, filesystem))
         for header in _batches_until_no_batch(walk, reader, limit):
             if header.end > limit:  # FileRecords.slice(0, maxBytes): a batch past the limit is not read
                 break
@@ -404,19 +405,6 @@ def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress
                       file=out)
             else:
                 print(message, file=out)
-
-
-def _last_log_in_folder(path: str, filesystem) -> bool:
-    """Whether the ``.log`` at ``path`` is the last segment of its folder (the active one, whose preallocated zeros
-    may hold an append's first bytes); False when the folder cannot be listed."""
-    if not path.endswith(".log"):
-        return False
-    try:
-        logs = [e.name for e in _fs.list_dir(_fs.parent(path), filesystem)
-                if e.name.endswith(".log") and e.name[:-4].isdigit()]
-    except KafkaSegError:
-        return False
-    return bool(logs) and max(logs, key=lambda name: int(name[:-4])) == _fs.basename(path)
 
 
 def _batches_until_no_batch(walk, reader: SegmentReader, end: int):

@@ -85,6 +85,19 @@ class SegmentFiles:
     filesystem: Any = field(default=None, compare=False, repr=False)
 
 
+def is_last_log_in_folder(path: str, filesystem=None) -> bool:
+    """Whether the ``.log`` at ``path`` is the last segment-named ``.log`` of its folder (the active segment of a
+    partition folder, whatever the folder is called); False when the folder cannot be listed."""
+    if not path.endswith(".log"):
+        return False
+    try:
+        logs = [e.name for e in _fs.list_dir(_fs.parent(path), filesystem)
+                if e.name.endswith(".log") and e.name[:-4].isdigit()]
+    except KafkaSegError:
+        return False
+    return bool(logs) and max(logs, key=lambda name: int(name[:-4])) == _fs.basename(path)
+
+
 def reaches_past_recovery_point(next_base_offset: int | None, recovery_point: int | None) -> bool:
     """Whether a segment followed by ``next_base_offset`` (None: the active segment) reaches past the partition's
     ``recovery_point`` (None: none checkpointed). After an unclean shutdown ``LogLoader.recoverLog`` recovers
@@ -159,7 +172,11 @@ class PartitionDir:
 
     def is_active_segment(self, log_path: str) -> bool:
         """Whether ``log_path`` is the partition's active (last) segment: of the whole partition when only some of
-        its ``.log`` files were given (a lone rolled file is not active; the last one of a folder is)."""
+        its ``.log`` files were given (a lone rolled file is not active; the last one of a folder is), and when
+        the whole partition is unknown (files given from a folder not named ``<topic>-<partition>``, or with a
+        stray copy), whether it is the last segment-named ``.log`` of its folder."""
+        if self.given_files and self.whole is None:
+            return is_last_log_in_folder(log_path, self.filesystem)
         segments = (self.whole or self).segments
         return bool(segments) and segments[-1].log_path == log_path
 
