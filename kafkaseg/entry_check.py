@@ -18,11 +18,12 @@ import numpy as np
 
 from kafkaseg.decode import decode
 from kafkaseg.decode.api import DecodeRequest
-from kafkaseg.errors import CorruptDataError
+from kafkaseg.errors import CorruptDataError, KafkaSegError
+from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import SegmentReader
 from kafkaseg.wire.crc import crc_is_valid
 
-__all__ = ["ENTRY_CRC_MAX_BYTES", "entry_neighbours", "entry_batch_problem", "next_checked_entry"]
+__all__ = ["ENTRY_CRC_MAX_BYTES", "entry_neighbours", "entry_batch_problem", "ResumptionEntries"]
 
 #: Index entries are checked with the batch's CRC up to this size; a larger v2 batch by its header's structure
 #: (a 1 GiB segment cut every megabyte would otherwise read half the log while planning). Lookups and planning.
@@ -46,7 +47,7 @@ def entry_batch_problem(reader: SegmentReader, position: int, entry_offset: int,
     previous entry's offset (or the segment base - 1) and the next entry's (or the next segment's base, None for
     the last segment). Planning applies the rules to the entries it cuts slices at
     (``planning._Partition.entry_problem``), the scan and lenient lookups to the entries they may resume at after
-    bad framing (:func:`next_checked_entry`). The two limits are the read's (``maxBatchBytes``, and
+    bad framing (:class:`ResumptionEntries`). The two limits are the read's (``maxBatchBytes``, and
     ``maxDecompressedBatchBytes`` for a legacy wrapper decoded for its first offset)."""
     path = reader.path
     try:
@@ -93,20 +94,51 @@ def _plausible_v2_header(header) -> bool:
             and header.last_offset - header.base_offset >= max(count - 1, 0) and header.partition_leader_epoch >= -1)
 
 
-def next_checked_entry(reader: SegmentReader, offsets, positions, bad: int, end: int, last_seen: int,
-                       base_offset: int, next_base_offset: int | None, max_batch_bytes: int | None,
-                       max_decompressed_bytes: int | None) -> tuple[int, int] | None:
-    """``(position, first offset)`` of the first entry of a segment's offset index (``offsets``/``positions``,
-    sanity-checked) in ``(bad, end]`` whose batch checks out (:func:`entry_batch_problem`) and starts above
-    ``last_seen``; None when there is none. Where a lenient read resumes after bad framing at byte ``bad``: the
-    same entries, in the same order, whatever the slicing."""
-    for k in range(int(np.searchsorted(positions, bad, side="right")), len(positions)):
-        position = int(positions[k])
-        if position > end:
-            break
-        above, below = entry_neighbours(offsets, k, base_offset, next_base_offset)
-        problem, first = entry_batch_problem(reader, position, int(offsets[k]), above, below, max_batch_bytes,
-                                             max_decompressed_bytes)
-        if problem is None and first > last_seen:
-            return position, first
-    return None
+class ResumptionEntries:
+    """The entries of a segment's offset index that a lenient read may resume at after bad framing, loaded (and
+    sanity-checked against the log) once, with the segment open beside them: a segment with many bad spots costs
+    one index load. No index, an insane one, or a segment unreadable now: no resumption. ``close()`` when done."""
+
+    def __init__(self, log_path: str, index_path: str | None, base_offset: int, next_base_offset: int | None,
+                 filesystem=None, *, max_batch_bytes: int | None, max_decompressed_bytes: int | None):
+        self.base_offset, self.next_base_offset = base_offset, next_base_offset
+        self.max_batch_bytes, self.max_decompressed_bytes = max_batch_bytes, max_decompressed_bytes
+        self.index: OffsetIndex | None = None
+        self.reader: SegmentReader | None = None
+        if not index_path:
+            return
+        try:
+            index = OffsetIndex.load(index_path, base_offset, filesystem)
+            self.reader = SegmentReader(log_path, filesystem)
+            if not index.sanity_problems(self.reader.size):
+                self.index = index
+        except KafkaSegError:
+            self.index = None
+
+    def next_checked(self, bad: int, end: int | None, last_seen: int) -> tuple[int, int] | None:
+        """``(position, first offset)`` of the first entry in ``(bad, end]`` (``end`` None: the segment's end)
+        whose batch checks out (:func:`entry_batch_problem`) and starts above ``last_seen``; None when there is
+        none, or no sane index, or the segment is unreadable now. Where a lenient read resumes after bad framing at
+        byte ``bad``: the same entries, in the same order, whatever the slicing."""
+        if self.index is None or self.reader is None:
+            return None
+        end = self.reader.size if end is None else end
+        positions, offsets = self.index.positions, self.index.offsets
+        try:
+            for k in range(int(np.searchsorted(positions, bad, side="right")), len(positions)):
+                position = int(positions[k])
+                if position > end:
+                    break
+                above, below = entry_neighbours(offsets, k, self.base_offset, self.next_base_offset)
+                problem, first = entry_batch_problem(self.reader, position, int(offsets[k]), above, below,
+                                                     self.max_batch_bytes, self.max_decompressed_bytes)
+                if problem is None and first > last_seen:
+                    return position, first
+        except KafkaSegError:  # the segment unreadable now
+            return None
+        return None
+
+    def close(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
+            self.reader = None

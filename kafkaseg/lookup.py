@@ -59,7 +59,7 @@ from kafkaseg.errors import (
     KafkaSegError,
     LayoutError,
 )
-from kafkaseg.entry_check import ENTRY_CRC_MAX_BYTES, next_checked_entry
+from kafkaseg.entry_check import ENTRY_CRC_MAX_BYTES, ResumptionEntries
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 from kafkaseg.storage.layout import PartitionDir, last_stable_offset, partition_log_end_offset, unacknowledged_append
 from kafkaseg.storage.probed_index import LoadedIndexView, OpenFileLimit, ProbedIndex
@@ -204,9 +204,10 @@ class PartitionLookup:
     its own policy to them already (planning: fall back to the log under ``onCorruption=skip``).
 
     ``lenient=True`` (planning under ``onCorruption=skip``) makes a timestamp search go past corruption instead of
-    raising: a segment whose indexes must be rebuilt and whose framing breaks is indexed up to the bad bytes, a
-    batch whose framing breaks ends the search of its segment (the search goes on in the next one), a batch that
-    fails its CRC is passed over; each is listed in ``stats.skipped``."""
+    raising: a segment whose indexes must be rebuilt and whose framing breaks is indexed up to the bad bytes, the
+    search of a segment goes on after bad framing where a lenient read resumes (its next offset index entry whose
+    batch checks out, else the next segment), a batch that fails its CRC is passed over, and a segment with no match
+    after such a skip sends the search on to the next one; each skip is listed in ``stats.skipped``."""
 
     def __init__(self, partition_dir: PartitionDir, *, isolation: str = "read_uncommitted",
                  max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES, verify_crc: bool = True,
@@ -301,24 +302,19 @@ class PartitionLookup:
 
     def _resumption(self, i: int, bad: int | None) -> int | None:
         """Where a lenient read of segment ``i`` resumes after bad framing at byte ``bad``: the next entry of its
-        offset index file whose batch checks out (:func:`~kafkaseg.entry_check.next_checked_entry`, the scan's
+        offset index file whose batch checks out (:class:`~kafkaseg.entry_check.ResumptionEntries`, the scan's
         rule), or None (no sane index file, or no such entry: the read skips the rest of the segment)."""
-        from kafkaseg.storage.offset_index import OffsetIndex
-
         seg = self.segments[i]
         if bad is None or not seg.index_path:
             return None
-        next_base = self.bases[i + 1] if i + 1 < len(self.segments) else None
+        self.stats.files_opened += 1
+        entries = ResumptionEntries(seg.log_path, seg.index_path, seg.base_offset,
+                                    self.bases[i + 1] if i + 1 < len(self.segments) else None, self.fs,
+                                    max_batch_bytes=self.max_batch_bytes, max_decompressed_bytes=None)
         try:
-            with SegmentReader(seg.log_path, self.fs) as reader:
-                self.stats.files_opened += 1
-                index = OffsetIndex.load(seg.index_path, seg.base_offset, self.fs)
-                if index.sanity_problems(reader.size):
-                    return None
-                found = next_checked_entry(reader, index.offsets, index.positions, bad, reader.size, -1,
-                                           seg.base_offset, next_base, self.max_batch_bytes, None)
-        except KafkaSegError:
-            return None
+            found = entries.next_checked(bad, None, -1)
+        finally:
+            entries.close()
         return None if found is None else found[0]
 
     def _stale_entry(self, i: int, index: ProbedIndex) -> str | None:

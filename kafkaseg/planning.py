@@ -131,7 +131,7 @@ class SegmentSlice:
     # between segments): the read lists them in ScanMetrics.missing_offsets, as it lists the holes it runs across
     missing_before: tuple[str, int, int] | None = None
     # the segment's .index (None when absent): a lenient read resumes after bad framing at its next entry whose
-    # batch checks out (scan._IndexEntries), so what it loses does not depend on where slices are cut
+    # batch checks out (entry_check.ResumptionEntries), so what it loses does not depend on where slices are cut
     index_path: str | None = None
 
     @property

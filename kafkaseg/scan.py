@@ -29,11 +29,9 @@ from kafkaseg.decode.api import (
 )
 from kafkaseg.errors import CorruptBatchError, DataLossError, KafkaSegError, LayoutError, TruncatedDataError
 from kafkaseg.options import ReadOptions
-from kafkaseg.entry_check import next_checked_entry
+from kafkaseg.entry_check import ResumptionEntries
 from kafkaseg.planning import ScanPlan, SegmentSlice, plan_scan
 from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
-from kafkaseg.storage.offset_index import OffsetIndex
-from kafkaseg.storage.segment import SegmentReader
 from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE, LOG_OVERHEAD
 
 __all__ = ["ScanMetrics", "read_slice", "iter_batches", "read_arrow", "open_scan", "Scan"]
@@ -322,7 +320,7 @@ class _SliceDecoder:
         self.finished = False  # past the end offset, corrupt framing skipped, or a tail reported
         self.past_end = False  # finished by a batch at or past the slice's end offset (its segment's offsets end)
         self.resume_at: int | None = None  # where the read goes on after bad framing (an offset index entry)
-        self._entries: _IndexEntries | None = None  # the segment's offset index, loaded at the first bad framing
+        self._entries: ResumptionEntries | None = None  # the segment's offset index, loaded at the first bad framing
 
     def decode(self, view, pos: int, end: int):
         return self.kernel(view, replace(self.base_request, base_position=pos, check_offsets_after=self.last_seen,
@@ -385,7 +383,11 @@ class _SliceDecoder:
 
     def _next_checked_entry(self, bad: int, end: int) -> tuple[int, int] | None:
         if self._entries is None:
-            self._entries = _IndexEntries(self.piece, self.options)
+            piece = self.piece
+            self._entries = ResumptionEntries(piece.log_path, piece.index_path, piece.base_offset,
+                                              piece.next_base_offset, piece.filesystem,
+                                              max_batch_bytes=self.options.max_batch_bytes,
+                                              max_decompressed_bytes=self.options.max_decompressed_batch_bytes)
         return self._entries.next_checked(bad, end, self.last_seen)
 
     def _skipped_just_before(self, reader: RandomAccessReader, pos: int) -> bool:
@@ -557,48 +559,6 @@ def _check_segment_end(piece: SegmentSlice, last_offset: int, metrics: ScanMetri
     with metrics._lock:
         metrics.missing_offsets.append((piece.log_path, max(first_missing, piece.start_offset),
                                         min(next_base, piece.end_offset)))
-
-
-class _IndexEntries:
-    """The entries of a slice's segment's offset index that a lenient read may resume at after bad framing,
-    loaded (and sanity-checked) once per slice with the segment open beside them: a segment with many bad spots
-    costs one index load, not one per spot."""
-
-    def __init__(self, piece: SegmentSlice, options: ReadOptions):
-        self.piece, self.options = piece, options
-        self.index: OffsetIndex | None = None
-        self.reader: SegmentReader | None = None
-        if not piece.index_path:
-            return
-        try:
-            index = OffsetIndex.load(piece.index_path, piece.base_offset, piece.filesystem)
-            self.reader = SegmentReader(piece.log_path, piece.filesystem)
-            if not index.sanity_problems(self.reader.size):
-                self.index = index
-        except KafkaSegError:  # no sane index to ask, or the segment unreadable now: no resumption
-            self.index = None
-
-    def next_checked(self, bad: int, end: int, last_seen: int) -> tuple[int, int] | None:
-        """``(position, first offset)`` of the first entry in ``(bad, end]`` whose batch checks out as planning
-        checks the entries it cuts at (:func:`~kafkaseg.entry_check.entry_batch_problem`: a whole batch with a valid
-        CRC, or a plausible header above ``ENTRY_CRC_MAX_BYTES``, whose offsets fit the entry and its neighbours)
-        and starts above ``last_seen``; None when there is none, or no sane index. The same entries, in the same
-        order, whatever the slicing: a slice ends at such an entry (or at its segment's end), so a slice cut before
-        the bad bytes' resumption point resumes where an uncut read does."""
-        if self.index is None or self.reader is None:
-            return None
-        piece, index = self.piece, self.index
-        try:
-            return next_checked_entry(self.reader, index.offsets, index.positions, bad, end, last_seen,
-                                      piece.base_offset, piece.next_base_offset, self.options.max_batch_bytes,
-                                      self.options.max_decompressed_batch_bytes)
-        except KafkaSegError:  # the segment unreadable now: the rest of the slice stays skipped
-            return None
-
-    def close(self) -> None:
-        if self.reader is not None:
-            self.reader.close()
-            self.reader = None
 
 
 def _report_tail(piece: SegmentSlice, metrics: ScanMetrics, pos: int, end: int) -> None:
