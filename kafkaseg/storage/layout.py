@@ -91,11 +91,12 @@ def is_last_log_in_folder(path: str, filesystem=None) -> bool:
     if not path.endswith(".log"):
         return False
     try:
-        logs = [e.name for e in _fs.list_dir(_fs.parent(path), filesystem)
-                if e.name.endswith(".log") and e.name[:-4].isdigit()]
+        logs = [(int(m.group(1)), e.name) for e in _fs.list_dir(_fs.parent(path), filesystem)
+                if (m := _SEGMENT_NAME.match(e.name)) and m.group(2) == "log" and not m.group(3)]
     except KafkaSegError:
         return False
-    return bool(logs) and max(logs, key=lambda name: int(name[:-4])) == _fs.basename(path)
+    # (two names for one base: the 20-digit one, which _add_named keeps)
+    return bool(logs) and max(logs, key=lambda log: (log[0], log[1] == f"{log[0]:020d}.log"))[1] == _fs.basename(path)
 
 
 def reaches_past_recovery_point(next_base_offset: int | None, recovery_point: int | None) -> bool:
@@ -701,8 +702,8 @@ def _check_one_store(found: dict, key: str, filesystem, given) -> None:
     would otherwise silently replace the other. ``key``: :func:`_found_key`'s."""
     existing = found.get(key)
     if existing is not None and not _fs.same_store(existing.filesystem, filesystem):
-        raise LayoutError(f"{_fs.redact(given)}: {existing.path} is also found in another store given (another endpoint or "
-                          "filesystem holding the same bucket and key): read them in separate calls")
+        raise LayoutError(f"{_fs.redact(given)}: {existing.path} is also found in another store given (another "
+                          "endpoint or filesystem holding the same bucket and key): read them in separate calls")
 
 
 def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],

@@ -86,6 +86,15 @@ def unwritten_at(buf, position: int, partial_append: bool = False) -> bool:
     return len(prefix) > 0 and not any(prefix)
 
 
+def _unwritten_tail(buf, position: int, partial_append: bool) -> str | None:
+    """The tail report's detail when the bytes at ``position`` are unwritten (:func:`unwritten_at`), else None."""
+    if not unwritten_at(buf, position, partial_append):
+        return None
+    if unwritten_at(buf, position):
+        return "all-zero batch header (preallocated, never written)"
+    return "an append in progress: zeros from its length field on (preallocated)"
+
+
 class HeaderWalk:
     """Iterator over batch headers returned by :meth:`SegmentReader.iter_headers`; ``tail`` is set when the walk
     stopped at an unusable tail, ``end_position`` is where the walk stopped (just past the last whole batch)."""
@@ -132,10 +141,9 @@ class HeaderWalk:
                 self.tail = reader._record_tail(position, limit, "truncated batch", exc.detail)
                 break
             except CorruptDataError as exc:
-                if unwritten_at(block, relative, self.partial_append):
-                    self.tail = reader._record_tail(position, limit, "zero-filled tail", (
-                        "all-zero batch header (preallocated, never written)" if unwritten_at(block, relative) else
-                        "an append in progress: zeros from its length field on (preallocated)"))
+                unwritten = _unwritten_tail(block, relative, self.partial_append)
+                if unwritten is not None:
+                    self.tail = reader._record_tail(position, limit, "zero-filled tail", unwritten)
                     break
                 raise exc.located(reader.path, block_start) from exc
             header = header._replace(position=position)
@@ -193,10 +201,9 @@ class ChunkWalk:
                     stop = True
                     break
                 except CorruptDataError as exc:
-                    if unwritten_at(view, cursor, self.partial_append):
-                        self.tail = reader._record_tail(position + cursor, limit, "zero-filled tail", (
-                            "all-zero batch header (preallocated, never written)" if unwritten_at(view, cursor)
-                            else "an append in progress: zeros from its length field on (preallocated)"))
+                    unwritten = _unwritten_tail(view, cursor, self.partial_append)
+                    if unwritten is not None:
+                        self.tail = reader._record_tail(position + cursor, limit, "zero-filled tail", unwritten)
                         stop = True
                         break
                     failure = exc.located(reader.path, position)
