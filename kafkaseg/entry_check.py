@@ -23,7 +23,7 @@ from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import SegmentReader
 from kafkaseg.wire.crc import crc_is_valid
 
-__all__ = ["ENTRY_CRC_MAX_BYTES", "entry_neighbours", "entry_batch_problem", "ResumptionEntries"]
+__all__ = ["ENTRY_CRC_MAX_BYTES", "entry_neighbours", "entry_batch_problem", "batch_first_offset", "ResumptionEntries"]
 
 #: Index entries are checked with the batch's CRC up to this size; a larger v2 batch by its header's structure
 #: (a 1 GiB segment cut every megabyte would otherwise read half the log while planning). Lookups and planning.
@@ -63,14 +63,7 @@ def entry_batch_problem(reader: SegmentReader, position: int, entry_offset: int,
             return f"the bytes at {position} parse as a batch header, but not as a batch with a valid CRC", None
         if data is None and not _plausible_v2_header(header):
             return f"the bytes at {position} parse as an implausible batch header", None
-        first = header.base_offset
-        if header.magic < 2 and header.codec:
-            request = DecodeRequest(path=path, base_position=position, include_control=True,
-                                    max_batch_bytes=max_batch_bytes)
-            if max_decompressed_bytes is not None:  # None: the decoder's default bound
-                request = dataclasses.replace(request, max_decompressed_bytes=max_decompressed_bytes)
-            offsets = decode(data, request).columns["offset"]
-            first = offsets[0].as_py() if len(offsets) else header.last_offset
+        first = _first_offset(path, position, header, data, max_batch_bytes, max_decompressed_bytes)
     except CorruptDataError as err:  # a LayoutError (the file went away) is not the index's fault: raised
         return f"no batch at byte {position}: {err.detail}", None
     where = f"the batch at byte {position} holds offsets {first}..{header.last_offset}"
@@ -81,6 +74,31 @@ def entry_batch_problem(reader: SegmentReader, position: int, entry_offset: int,
     if below is not None and header.last_offset >= below:
         return f"{where}, not below {below} (the next entry or the next segment)", first
     return None, first
+
+
+def batch_first_offset(reader: SegmentReader, position: int, max_batch_bytes: int | None,
+                       max_decompressed_bytes: int | None) -> int | None:
+    """The first offset of the whole batch at ``position`` of ``reader``'s segment (a legacy compressed wrapper is
+    decoded for it), None when no whole batch starts there. Raises what the read or the decode raises."""
+    header = reader.header_at(position, max_batch_bytes=max_batch_bytes)
+    if header is None:
+        return None
+    header = header._replace(position=0)
+    data = reader.read_at(position, header.size) if header.magic < 2 and header.codec else None
+    return _first_offset(reader.path, position, header, data, max_batch_bytes, max_decompressed_bytes)
+
+
+def _first_offset(path: str, position: int, header, data, max_batch_bytes: int | None,
+                  max_decompressed_bytes: int | None) -> int:
+    """A batch's first offset: its header's, or for a legacy compressed wrapper (whose offset is its last inner one)
+    its first inner record's, decoded from ``data`` (the whole wrapper)."""
+    if not (header.magic < 2 and header.codec):
+        return header.base_offset
+    request = DecodeRequest(path=path, base_position=position, include_control=True, max_batch_bytes=max_batch_bytes)
+    if max_decompressed_bytes is not None:  # None: the decoder's default bound
+        request = dataclasses.replace(request, max_decompressed_bytes=max_decompressed_bytes)
+    offsets = decode(data, request).columns["offset"]
+    return offsets[0].as_py() if len(offsets) else header.last_offset
 
 
 def _plausible_v2_header(header) -> bool:

@@ -35,7 +35,9 @@ segment are cut at ``.index`` entry positions (batch boundaries), near ``splitSi
 ``maxRecordsPerPartition``) near that many offsets as the index entries approximate them. Every slice of one offset
 range carries that whole range as ``[start_offset, end_offset)``: the byte ranges partition the batches, and the
 reader drops records outside the offsets. ``minPartitions`` keeps halving the largest slice (at its middle index
-entry) until there are enough.
+entry) until there are enough. Each slice also carries the offsets its own bytes hold (``slice_offsets``: from the
+first offset of the batch it starts at to the next slice's), by which a reader reads it again from the partition's
+current files when a live broker replaced its segment after planning (:func:`plan_again_by_offset`).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ import functools
 import heapq
 import math
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, NamedTuple, Sequence
 
@@ -53,7 +56,7 @@ import numpy as np
 
 from kafkaseg.errors import (CorruptBatchError, CorruptCheckpointError, CorruptDataError, CrcMismatchError,
                              DataLossError, InvalidOptionError, KafkaSegError, LayoutError)
-from kafkaseg.entry_check import entry_batch_problem, entry_neighbours
+from kafkaseg.entry_check import batch_first_offset, entry_batch_problem, entry_neighbours
 from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, LATEST, ReadOptions
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
@@ -61,7 +64,7 @@ from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, check_one_incarnation, choose_replicas, discover,
                                      last_stable_offset, partition_log_end_offset, reaches_past_recovery_point,
-                                     relisted, transactions_open_at)
+                                     read_partition_dir, relisted, transactions_open_at)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import lists_transactional_producers
 from kafkaseg.storage.segment import (SegmentReader, readable_end, torn_before_zeros, zero_filled_tail,
@@ -71,6 +74,7 @@ from kafkaseg.storage.txn_index import TransactionIndex, segment_aborted_txns, u
 
 __all__ = [
     "SegmentSlice",
+    "plan_again_by_offset",
     "Predicates",
     "PartitionReport",
     "PlanReport",
@@ -107,6 +111,11 @@ class SegmentSlice:
     read lists offsets missing between segments above it (``missing_before``: those planning skipped at the start).
     ``file_identity`` says which file was planned (local files only), so a reader on the planning host can tell a
     segment that a live broker replaced (the cleaner swaps in a compacted one) from the one planned.
+    ``slice_offsets`` is ``[lo, hi)``, the offsets of ``[start_offset, end_offset)`` this slice's bytes hold: from the
+    first offset of the batch at ``start_position`` (the read's start for a segment's first slice) to the next
+    slice's ``lo`` (the segment's end for its last). The slices of a segment partition its offsets by these, so a
+    slice whose file is gone or replaced can be read again by offset from the partition's current files
+    (:func:`plan_again_by_offset`) without returning a record another slice returns. None when not known.
     """
 
     topic: str
@@ -133,6 +142,8 @@ class SegmentSlice:
     # the segment's .index (None when absent): a lenient read resumes after bad framing at its next entry whose
     # batch checks out (entry_check.ResumptionEntries), so what it loses does not depend on where slices are cut
     index_path: str | None = None
+    slice_offsets: tuple[int, int] | None = None
+    listed_at_ns: int | None = None  # the wall clock when the plan's listing began (see plan_again_by_offset)
 
     @property
     def segment_offsets(self) -> tuple[int, int]:
@@ -475,6 +486,7 @@ class _Partition:
         self._leo: int | None = None
         self._segment_end: dict[int, int] = {}
         self._legacy: dict[int, bool] = {}
+        self._first_offsets: dict[tuple[int, int], int | None] = {}  # (segment, position) -> its batch's first offset
 
     @property
     def name(self) -> str:
@@ -526,8 +538,25 @@ class _Partition:
         k = int(np.searchsorted(offset_index.positions, position))
         above, below = entry_neighbours(offset_index.offsets, k, seg.base_offset, self.next_base(i))
         with SegmentReader(seg.log_path, self.fs) as reader:
-            return entry_batch_problem(reader, position, entry_offset, above, below, self.options.max_batch_bytes,
-                                       self.options.max_decompressed_batch_bytes)[0]
+            problem, first = entry_batch_problem(reader, position, entry_offset, above, below,
+                                                 self.options.max_batch_bytes,
+                                                 self.options.max_decompressed_batch_bytes)
+        if problem is None:
+            self._first_offsets[(i, position)] = first
+        return problem
+
+    def first_offset_at(self, i: int, position: int) -> int | None:
+        """The first offset of the batch at ``position`` of segment ``i`` (a cut whose entry was checked has it
+        already; else one header read, a legacy compressed wrapper decoded), None when no whole batch is there."""
+        key = (i, position)
+        if key not in self._first_offsets:
+            try:
+                with SegmentReader(self.segments[i].log_path, self.fs) as reader:
+                    self._first_offsets[key] = batch_first_offset(reader, position, self.options.max_batch_bytes,
+                                                                  self.options.max_decompressed_batch_bytes)
+            except KafkaSegError:
+                self._first_offsets[key] = None
+        return self._first_offsets[key]
 
     def distrust_index(self, i: int, why: str) -> None:
         """Replace segment ``i``'s indexes by in-memory rebuilds from its batch headers (reported). When the log
@@ -1485,7 +1514,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
     identities: dict[str, tuple[str, int, int] | None] = {}
     covered: dict[str, list[tuple[int, int]]] = {}  # per .log: byte ranges already counted as planned
     told: set[int] = set()  # partitions whose skipped start is attached to a slice already
-    for piece in pieces:
+    for piece, own_offsets in zip(pieces, _slice_offsets(pieces)):
         part = piece.part
         missing_before = None
         if part.skipped_start is not None and id(part) not in told:
@@ -1495,14 +1524,8 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
         aborted = _aborted_for(part, piece) if options.read_committed else ()
         if seg.log_path not in identities:
             identities[seg.log_path] = _fs.file_identity(seg.log_path, part.fs)
-        slices.append(SegmentSlice(
-            topic=part.pdir.topic, partition=part.pdir.partition, log_path=seg.log_path, base_offset=seg.base_offset,
-            start_position=piece.start_position, end_position=piece.end_position, start_offset=piece.start_offset,
-            end_offset=piece.end_offset, aborted=aborted, segment_size=seg.log_size, segment_index=piece.segment,
-            partition_path=part.pdir.path, log_dir=part.pdir.log_dir, filesystem=part.fs,
-            next_base_offset=part.next_base(piece.segment), recovery_point=part.pdir.recovery_point,
-            file_identity=identities[seg.log_path], cleaner_offset=part.pdir.cleaner_offset,
-            missing_before=missing_before, index_path=seg.index_path))
+        slices.append(_segment_slice(piece, aborted, identities[seg.log_path], missing_before, own_offsets,
+                                     listing.started_ns))
         preport = reports[(part.pdir.topic, part.pdir.partition, part.pdir.path)]
         preport.slices += 1
         # two offset ranges of one partition (a pushed-down NOT offset = x) can each need the batch between them:
@@ -1518,6 +1541,89 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
     for filesystem in {id(p.filesystem): p.filesystem for p in replicas}.values():
         _fs.release_cached_blocks(filesystem)  # planning's small reads are done; reads fetch big ranges
     return ScanPlan(slices, report)
+
+
+def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], identity: tuple[str, int, int] | None,
+                   missing_before: tuple[str, int, int] | None, own_offsets: tuple[int, int] | None,
+                   listed_at_ns: int | None) -> SegmentSlice:
+    part = piece.part
+    seg = part.segments[piece.segment]
+    return SegmentSlice(
+        topic=part.pdir.topic, partition=part.pdir.partition, log_path=seg.log_path, base_offset=seg.base_offset,
+        start_position=piece.start_position, end_position=piece.end_position, start_offset=piece.start_offset,
+        end_offset=piece.end_offset, aborted=aborted, segment_size=seg.log_size, segment_index=piece.segment,
+        partition_path=part.pdir.path, log_dir=part.pdir.log_dir, filesystem=part.fs,
+        next_base_offset=part.next_base(piece.segment), recovery_point=part.pdir.recovery_point,
+        file_identity=identity, cleaner_offset=part.pdir.cleaner_offset, missing_before=missing_before,
+        index_path=seg.index_path, slice_offsets=own_offsets, listed_at_ns=listed_at_ns)
+
+
+def _slice_offsets(pieces: list[_Piece]) -> list[tuple[int, int] | None]:
+    """Each piece's :attr:`SegmentSlice.slice_offsets`. The pieces of one segment and one offset range partition
+    its batches by bytes; by offsets, a piece cut at an index entry starts at the first offset of the batch there
+    (read when planning checked the entry), the first piece at the range's start. A piece whose start offset cannot
+    be read gets None, and so does the piece before it."""
+    out: list[tuple[int, int] | None] = [None] * len(pieces)
+    groups: dict[tuple, list[int]] = {}
+    for n, piece in enumerate(pieces):
+        groups.setdefault((id(piece.part), piece.segment, piece.start_offset, piece.end_offset), []).append(n)
+    for members in groups.values():
+        members.sort(key=lambda n: pieces[n].start_position)
+        lows: list[int | None] = []
+        for n in members:
+            piece = pieces[n]
+            first = max(piece.start_offset, piece.part.segments[piece.segment].base_offset)
+            if piece.start_entry is not None:
+                at = piece.part.first_offset_at(piece.segment, piece.start_position)
+                first = None if at is None else max(first, at)
+            lows.append(first)
+        for k, n in enumerate(members):
+            piece = pieces[n]
+            next_base = piece.part.next_base(piece.segment)
+            hi = lows[k + 1] if k + 1 < len(members) else (
+                piece.end_offset if next_base is None else min(piece.end_offset, next_base))
+            if lows[k] is not None and hi is not None:
+                out[n] = (lows[k], max(lows[k], hi))
+    return out
+
+
+def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
+                         ) -> tuple[list[SegmentSlice], tuple[int, int, str] | None]:
+    """Plan ``piece.slice_offsets`` again from its partition's files as they are now, for a reader that found the
+    planned file gone or replaced (see :func:`kafkaseg.scan.read_slice`): the log cleaner swaps a compacted copy in
+    (under the first merged segment's name, the others renamed ``.deleted``) and a minute later the planned file is
+    gone, while the records compaction kept are still in the log at their offsets. Returns the slices that read
+    those offsets now (not split: one per segment holding any of them; the transactions planning found aborted
+    still apply, as compaction only removes records), and ``(first, end, why)`` of the offsets of the range that are
+    lost to the read, or None: those below the partition's log start now (retention deleted them), or all of them when, on the planning
+    host, no segment file that can hold them was created or changed since the plan's listing (``listed_at_ns``; by
+    status-change time, :func:`~kafkaseg.storage.fs.changed_since`): those files held none of these offsets then,
+    so the file that did was deleted, not compacted into them. Raises :class:`~kafkaseg.errors.LayoutError` when
+    the partition's folder cannot be listed (the topic was deleted)."""
+    if piece.slice_offsets is None:
+        raise ValueError("the slice's own offsets are not known")
+    lo, hi = piece.slice_offsets
+    host = piece.file_identity[0] if piece.file_identity is not None else None
+
+    def plan(pdir: PartitionDir) -> tuple[list[SegmentSlice], tuple[int, int, str] | None]:
+        part = _Partition(pdir, options, None)
+        start = pdir.log_start_offset
+        if start is None or start >= hi:
+            return [], (lo, hi, "the partition has no segments now" if start is None else
+                        f"the partition's log now starts at {start}")
+        lost = (lo, start, f"the partition's log now starts at {start}") if start > lo else None
+        holding = [seg for i, seg in enumerate(pdir.segments)
+                   if seg.base_offset < hi and (part.next_base(i) is None or part.next_base(i) > max(lo, start))]
+        if holding and all(_fs.changed_since(seg.log_path, part.fs, piece.listed_at_ns, host) is False
+                           for seg in holding):
+            names = ", ".join(_fs.basename(seg.log_path) for seg in holding)
+            return [], (lo, hi, f"{names}, which would hold them now, did not change since planning (not a "
+                                "compaction)")
+        pieces = _pieces_for_range(part, max(lo, start), hi, None, set())
+        return [_segment_slice(p, piece.aborted, _fs.file_identity(p.part.segments[p.segment].log_path, part.fs),
+                               None, None, None) for p in pieces], lost
+
+    return relisted(read_partition_dir(piece.partition_path, piece.filesystem), plan)
 
 
 def _newly_covered(intervals: list[tuple[int, int]], start: int, end: int) -> int:
@@ -1542,6 +1648,7 @@ class Listing(NamedTuple):
     partitions: tuple[PartitionDir, ...]
     skipped: tuple[tuple[str, str], ...]
     unselected: tuple[tuple[str, int, str], ...] = ()  # (topic, partition, path) not read: the options leave them out
+    started_ns: int | None = None  # the wall clock (time.time_ns) when the listing began
 
 
 def list_partitions(paths: str | Sequence[str] | None, options: ReadOptions) -> Listing:
@@ -1555,8 +1662,9 @@ def list_partitions(paths: str | Sequence[str] | None, options: ReadOptions) -> 
         raise LayoutError("nothing to read: no path given")
     skipped: list[tuple[str, str]] = []
     unselected: list[tuple[str, int, str]] = []
+    started = time.time_ns()
     found = discover(paths, skipped=skipped, select=options.selects, unselected=unselected)
-    return Listing(tuple(found), tuple(skipped), tuple(unselected))
+    return Listing(tuple(found), tuple(skipped), tuple(unselected), started)
 
 
 def select_partitions(paths: str | Sequence[str] | None, options: ReadOptions,

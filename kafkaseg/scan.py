@@ -30,7 +30,7 @@ from kafkaseg.decode.api import (
 from kafkaseg.errors import CorruptBatchError, DataLossError, KafkaSegError, LayoutError, TruncatedDataError
 from kafkaseg.options import ReadOptions
 from kafkaseg.entry_check import ResumptionEntries
-from kafkaseg.planning import ScanPlan, SegmentSlice, plan_scan
+from kafkaseg.planning import ScanPlan, SegmentSlice, plan_again_by_offset, plan_scan
 from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
 from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE, LOG_OVERHEAD
 
@@ -184,16 +184,31 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
     :class:`~kafkaseg.errors.TruncatedDataError`, or a counted skip with ``onCorruption=skip``). A file that
     shrinks while being read (a live broker truncating it) ends the slice where the file now ends, reported as a
     truncated tail.
+
+    A segment a live broker deleted or replaced since planning is read from its ``.deleted`` name while that holds
+    it; after that, the slice's offsets (:attr:`~kafkaseg.planning.SegmentSlice.slice_offsets`) are read from the
+    partition's current files (:func:`~kafkaseg.planning.plan_again_by_offset`), as a reader by offset would: what
+    the log cleaner kept of them is in its compacted copy. Offsets retention deleted meanwhile are a
+    :class:`~kafkaseg.errors.DataLossError`, or with ``failOnDataLoss=false`` a skip in ``metrics.vanished_segments``.
     """
     metrics = metrics if metrics is not None else ScanMetrics()
     if piece.missing_before is not None:  # planning moved the start past offsets missing between segments
         with metrics._lock:
             metrics.missing_offsets.append(piece.missing_before)
-    opened = _open_planned_segment(piece, options, metrics)
+    yield from _read_slice(piece, options, metrics, read_chunk_bytes, map_window_bytes, again=True)
+
+
+def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics, read_chunk_bytes: int,
+                map_window_bytes: int, *, again: bool) -> Iterator[pa.RecordBatch]:
+    """:func:`read_slice`; ``again``: whether a segment lost since planning is read again by offset (not for the
+    slices that do that, so it happens once)."""
+    opened, why = _open_planned_segment(piece, metrics)
     if opened is None:
+        yield from _lost_or_read_again(piece, options, metrics, why, read_chunk_bytes, map_window_bytes, again)
         return
     reading = _SliceDecoder(piece, options, metrics)
     counted = True  # whether the slice counts as read (not a remote segment found gone before any record)
+    gone = False  # a remote segment found gone before any record was returned
     try:
         with opened as reader:
             end = min(piece.end_position, reader.size)
@@ -220,7 +235,7 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
         if reading.emitted or is_local(piece.filesystem) or not _is_missing(exc.__cause__):
             raise
         counted = False
-        _lost(piece, options, metrics, "is gone since planning")
+        gone = True
     finally:
         reading.close()
         # also when the consumer stops early (a generator closed mid-slice: a row limit, a break) or an error
@@ -229,19 +244,20 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
             with metrics._lock:
                 metrics.slices += 1
                 metrics.decode.add(reading.stats)
+    if gone:
+        yield from _lost_or_read_again(piece, options, metrics, "is gone since planning", read_chunk_bytes,
+                                       map_window_bytes, again)
 
 
-def _open_planned_segment(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics
-                          ) -> RandomAccessReader | None:
-    """The file planned for ``piece``, also when a live broker deleted, replaced or renamed it since planning.
+def _open_planned_segment(piece: SegmentSlice, metrics: ScanMetrics) -> tuple[RandomAccessReader | None, str]:
+    """The file planned for ``piece``, also when a live broker deleted, replaced or renamed it since planning; else
+    None and why not.
 
     Kafka deletes a segment (retention, the log cleaner, a truncation) by renaming it ``<name>.deleted`` and
     removing that a minute later (``file.delete.delay.ms``), swaps a compacted segment in under the old name, and
     renames a ``.swap`` file it recovered to its ``.log`` name. So when the name is gone, or names another file than
     planned (told on the planning host by device and inode: :func:`~kafkaseg.storage.fs.same_file`), the planned
-    file is looked for under those names. Else its records are lost: a :class:`~kafkaseg.errors.DataLossError`, or
-    with ``failOnDataLoss=false`` the slice is skipped and recorded in ``metrics.vanished_segments``, as Spark's
-    Kafka source skips offsets deleted under it."""
+    file is looked for under those names."""
     try:
         reader = RandomAccessReader(piece.log_path, piece.filesystem)
     except LayoutError as exc:
@@ -250,7 +266,7 @@ def _open_planned_segment(piece: SegmentSlice, options: ReadOptions, metrics: Sc
         why = "is gone"
     else:
         if same_file(piece.file_identity, reader) is not False:
-            return reader
+            return reader, ""
         reader.close()
         why = "names another file (a compacted segment swapped in by the log cleaner?)"
     names = [piece.log_path + ".deleted"]
@@ -266,11 +282,35 @@ def _open_planned_segment(piece: SegmentSlice, options: ReadOptions, metrics: Sc
             continue
         if same_file(piece.file_identity, reader) is not False:
             _vanished(piece, metrics, f"read from {os.path.basename(name)}")
-            return reader
+            return reader, ""
         reader.close()
-    _lost(piece, options, metrics, f"{why} since planning, and it is not under "
-          f"{' or '.join(os.path.basename(n) for n in names)}" + (f" ({'; '.join(tried)})" if tried else ""))
-    return None
+    return None, (f"{why} since planning, and it is not under {' or '.join(os.path.basename(n) for n in names)}"
+                  + (f" ({'; '.join(tried)})" if tried else ""))
+
+
+def _lost_or_read_again(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics, why: str,
+                        read_chunk_bytes: int, map_window_bytes: int, again: bool) -> Iterator[pa.RecordBatch]:
+    """The planned file of ``piece`` is gone (``why``): its offsets are read from the partition's current files
+    (:func:`~kafkaseg.planning.plan_again_by_offset`), which hold what the log cleaner kept of them. Offsets below
+    the partition's log start now (retention), and all of them when the folder is gone or the slice's own offsets
+    are not known, are lost (:func:`_lost`). Recorded in ``metrics.vanished_segments`` either way."""
+    if not again or piece.slice_offsets is None:
+        _lost(piece, options, metrics, why)
+        return
+    try:
+        slices, lost = plan_again_by_offset(piece, options)
+    except LayoutError as exc:
+        _lost(piece, options, metrics, f"{why}, and its partition cannot be listed again ({exc})")
+        return
+    if lost is not None:
+        _lost(piece, options, metrics, f"{why}, and {lost[2]}", lost[:2])
+    if lost is None or lost[:2] != piece.slice_offsets:
+        names = ", ".join(os.path.basename(s.log_path) for s in slices)
+        _vanished(piece, metrics, f"{why}: its offsets read again from {names} (a compacted copy holds what the log "
+                  "cleaner kept of them)" if slices else f"{why}: its offsets read again, and none of the "
+                  "partition's files holds any of them now (the log cleaner removed them all)")
+    for again_piece in slices:
+        yield from _read_slice(again_piece, options, metrics, read_chunk_bytes, map_window_bytes, again=False)
 
 
 def _is_missing(cause: BaseException | None) -> bool:
@@ -280,22 +320,24 @@ def _is_missing(cause: BaseException | None) -> bool:
             "RESOURCE_NOT_FOUND", "NO_SUCH_KEY", "NoSuchKey", "Path does not exist")))
 
 
-def _lost(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics, why: str) -> None:
-    """The planned segment of ``piece`` is gone: a :class:`~kafkaseg.errors.DataLossError` naming its offsets, or
-    with ``failOnDataLoss=false`` a skip recorded in ``metrics.vanished_segments``."""
-    lost = piece.segment_offsets
+def _lost(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics, why: str,
+          lost: tuple[int, int] | None = None) -> None:
+    """The planned segment of ``piece`` is gone: a :class:`~kafkaseg.errors.DataLossError` naming its offsets (or
+    ``lost``, those of them deleted), or with ``failOnDataLoss=false`` a skip recorded in
+    ``metrics.vanished_segments``."""
+    lost = piece.segment_offsets if lost is None else lost
     message = (f"{redact(piece.log_path)} {why}: a live broker or a sync deleted it (retention, the log cleaner, or "
                f"the topic's deletion), so offsets [{lost[0]}, {lost[1]}) of {piece.topic}-{piece.partition} in it "
                "are lost to this read")
     if options.fail_on_data_loss:
         raise DataLossError(message + " (set failOnDataLoss=false to skip them)")
-    _vanished(piece, metrics, "skipped (failOnDataLoss=false)")
+    _vanished(piece, metrics, "skipped (failOnDataLoss=false)", lost)
 
 
-def _vanished(piece: SegmentSlice, metrics: ScanMetrics, what: str) -> None:
-    """Record in ``metrics.vanished_segments`` what became of a segment gone since planning, once per segment (not
-    per slice of it)."""
-    entry = (piece.log_path, *piece.segment_offsets, what)
+def _vanished(piece: SegmentSlice, metrics: ScanMetrics, what: str, offsets: tuple[int, int] | None = None) -> None:
+    """Record in ``metrics.vanished_segments`` what became of a segment gone since planning (of ``offsets`` of it,
+    default all), once per segment (not per slice of it)."""
+    entry = (piece.log_path, *(piece.segment_offsets if offsets is None else offsets), what)
     with metrics._lock:
         if entry not in metrics.vanished_segments:
             metrics.vanished_segments.append(entry)

@@ -9,7 +9,9 @@ that vanish read as zeros and mark the mapping, and a SIGBUS that is not about o
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import time
 import signal
 import subprocess
 import sys
@@ -209,27 +211,131 @@ def test_a_segment_deleted_after_planning_is_read_from_its_deleted_name(tmp_path
 
 
 def test_a_segment_gone_or_replaced_after_planning_is_data_loss_or_a_recorded_skip(tmp_path):
+    """A planned segment gone for good (not under .deleted either) whose offsets no file changed since planning
+    can hold is lost: DataLossError, or a recorded skip. A file swapped in under its name is read again by
+    offset (the log cleaner's compacted copy holds the records it kept at their offsets)."""
     from kafkaseg.errors import DataLossError
 
     kafkaseg, logs = _three_segments(tmp_path)
+    expected = kafkaseg.read_arrow(str(tmp_path))
     second = int(logs[1].name[:20]), int(logs[2].name[:20])
+    time.sleep(0.1)  # the files' status-change times fall before the plan's listing, beyond the clock's tick
     scan = kafkaseg.open_scan(str(tmp_path))
     data = logs[1].read_bytes()
-    logs[1].unlink()  # gone for good
-    with pytest.raises(DataLossError, match=rf"{logs[1].name} is gone since planning.*\[{second[0]}, {second[1]}\)"):
+    logs[1].unlink()  # gone for good, by hand: segment 0, which now spans its offsets, is the file planned
+    with pytest.raises(DataLossError, match=rf"{logs[1].name} is gone since planning.*{logs[0].name}, which would "
+                                            rf"hold them now, did not change.*\[{second[0]}, {second[1]}\)"):
         scan.to_table()
-    # a different file under the planned name (the cleaner's swap) is not the planned one: its byte ranges and
-    # offsets may differ, so it is not read in its place
+    # where that cannot be told (another host; here no listing time), the offsets are read again, and the
+    # metrics say none of the partition's files holds any of them
+    options, metrics = ReadOptions.from_options({}), ScanMetrics()
+    untold = [dataclasses.replace(p, listed_at_ns=None) for p in scan.plan.slices]
+    offsets = [o for p in untold for b in read_slice(p, options, metrics) for o in b["offset"].to_pylist()]
+    assert offsets == [o for o in range(600) if not second[0] <= o < second[1]]
+    ((path, lo, hi, what),) = metrics.vanished_segments
+    assert (path, lo, hi) == (str(logs[1]), *second) and "none of the partition's files holds any" in what
     logs[1].write_bytes(data)
     lenient = kafkaseg.open_scan(str(tmp_path), failOnDataLoss="false")
     replacement = tmp_path / "swap.tmp"
     replacement.write_bytes(data)
     os.replace(replacement, logs[1])
-    table = lenient.to_table()
-    offsets = table["offset"].to_pylist()
-    assert offsets and not [o for o in offsets if second[0] <= o < second[1]]
+    assert lenient.to_table().equals(expected)
     ((path, lo, hi, what),) = lenient.metrics.vanished_segments
-    assert (path, lo, hi) == (str(logs[1]), *second) and "skipped" in what
+    assert (path, lo, hi) == (str(logs[1]), *second) and "read again from " + logs[1].name in what
+    assert lenient.metrics.slices == len(lenient.plan.slices)
+    # the same replacement, gone for good as well: the offsets are skipped, and say so
+    skipping = kafkaseg.open_scan(str(tmp_path), failOnDataLoss="false")
+    logs[1].unlink()
+    offsets = skipping.to_table()["offset"].to_pylist()
+    assert offsets == [o for o in range(600) if not second[0] <= o < second[1]]
+    ((path, lo, hi, what),) = skipping.metrics.vanished_segments
+    assert (path, lo, hi) == (str(logs[1]), *second) and what.startswith("skipped")
+
+
+def test_segments_retention_deleted_after_planning_are_data_loss_when_read_again(tmp_path):
+    """Retention deleted the planned first segment and its .deleted file is gone too: the partition's log starts
+    above its offsets now, so they are lost, not read from the next segment."""
+    from kafkaseg.errors import DataLossError
+
+    kafkaseg, logs = _three_segments(tmp_path)
+    first_end = int(logs[1].name[:20])
+    scan = kafkaseg.open_scan(str(tmp_path))
+    logs[0].unlink()
+    with pytest.raises(DataLossError, match=rf"log now starts at {first_end}.*offsets \[0, {first_end}\)"):
+        scan.to_table()
+    # and a deleted topic (its folder renamed by the broker) loses what its files held
+    lenient = kafkaseg.open_scan(str(tmp_path), failOnDataLoss="false")
+    (tmp_path / "r-0").rename(tmp_path / "r-0.0123456789abcdef0123456789abcdef-delete")
+    assert lenient.to_table().num_rows == 0
+    assert all(what.startswith("skipped") for _, _, _, what in lenient.metrics.vanished_segments)
+
+
+@pytest.mark.parametrize("magic, codec", [(2, "none"), (2, "lz4"), (1, "gzip"), (0, "snappy")])
+def test_slices_partition_their_segments_offsets(tmp_path, magic, codec):
+    """Each slice's own offsets (the first offset of the batch it starts at, to the next slice's) hold exactly the
+    records its bytes hold, and the slices of a segment cover its offsets without overlap; for a legacy
+    compressed wrapper the first offset comes from decoding it."""
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path, [TopicSpec("r", records_per_partition=3000, magic=magic, codec=codec,
+                                        segment_bytes=100_000, index_interval_bytes=2048)])
+    options = ReadOptions.from_options({"splitSize": "8192", "startingOffsets": """{"r": {"0": 7}}"""})
+    plan = plan_scan(str(tmp_path), options)
+    by_segment = {}
+    for piece in plan.slices:
+        by_segment.setdefault(piece.log_path, []).append(piece)
+        offsets = [o for b in read_slice(piece, options) for o in b["offset"].to_pylist()]
+        lo, hi = piece.slice_offsets
+        assert all(lo <= o < hi for o in offsets), (piece, offsets[:3], offsets[-3:])
+    assert max(len(v) for v in by_segment.values()) > 3
+    for pieces in by_segment.values():
+        pieces.sort(key=lambda p: p.start_position)
+        assert pieces[0].slice_offsets[0] == max(7, pieces[0].base_offset)
+        assert all(a.slice_offsets[1] == b.slice_offsets[0] for a, b in zip(pieces, pieces[1:]))
+        assert pieces[-1].slice_offsets[1] == pieces[-1].segment_offsets[1]
+
+
+@pytest.mark.parametrize("read_before", [0, 3])
+def test_segments_the_cleaner_merged_after_planning_are_read_again_by_offset(tmp_path, read_before):
+    """The log cleaner merges segments 0 and 1 into a compacted copy swapped in under segment 0's name; a minute
+    later the originals (renamed .deleted) are gone. Slices planned before, read after (some of them before the
+    swap), return every record compaction kept exactly once, as a reader by offset would, and none it removed."""
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path, [TopicSpec("r", records_per_partition=1500, segment_bytes=60_000,
+                                        index_interval_bytes=2048)])
+    logs = sorted((tmp_path / "r-0").glob("*.log"))
+    assert len(logs) >= 3
+    options = ReadOptions.from_options({"splitSize": "8192"})
+    plan = plan_scan(str(tmp_path), options)
+    assert sum(1 for p in plan.slices if p.log_path == str(logs[0])) > 2
+    offsets = [o for p in plan.slices[:read_before] for b in read_slice(p, options) for o in b["offset"].to_pylist()]
+    first, second = logs[0].read_bytes(), logs[1].read_bytes()
+    heads = list(iter_headers(first)) + [h._replace(position=h.position + len(first)) for h in iter_headers(second)]
+    whole = first + second
+    dropped = set()
+    kept = []
+    for n, h in enumerate(heads):  # the cleaner removed every third batch (their keys superseded later)
+        if n % 3 == 1:
+            dropped.update(range(h.base_offset, h.last_offset + 1))
+        else:
+            kept.append(whole[h.position:h.position + h.size])
+    cleaned = tmp_path / "r-0" / (logs[0].name + ".cleaned")
+    cleaned.write_bytes(b"".join(kept))
+    os.replace(cleaned, logs[0])  # (.cleaned -> .swap -> .log; the old files become .deleted, gone a minute later)
+    logs[1].unlink()
+    for name in (".index", ".timeindex"):
+        for log in logs[:2]:
+            log.with_suffix(name).unlink(missing_ok=True)
+    metrics = ScanMetrics()
+    offsets += [o for p in plan.slices[read_before:] for b in read_slice(p, options, metrics)
+                for o in b["offset"].to_pylist()]
+    read_first = {o for p in plan.slices[:read_before] for o in range(*p.slice_offsets)}
+    assert len(offsets) == len(set(offsets))
+    assert sorted(offsets) == [o for o in range(1500) if o not in dropped or o in read_first]
+    assert metrics.slices == len(plan.slices) - read_before
+    assert {path for path, _, _, what in metrics.vanished_segments if "read again" in what} == {
+        str(logs[0]), str(logs[1])}
 
 
 def test_file_identity_is_compared_only_on_the_planning_host(tmp_path):
@@ -246,8 +352,10 @@ def test_file_identity_is_compared_only_on_the_planning_host(tmp_path):
     rows = sum(b.num_rows for s in elsewhere for b in read_slice(s, options, metrics))
     assert rows == 600 and not metrics.vanished_segments
     here = [replace(s, file_identity=(host, dev + 1, s.file_identity[2])) for s in plan.slices]
-    with pytest.raises(Exception, match="names another file"):
-        list(read_slice(here[0], options, ScanMetrics()))
+    metrics = ScanMetrics()
+    rows = sum(b.num_rows for b in read_slice(here[0], options, metrics))  # "replaced": read again by offset
+    ((_, _, _, what),) = metrics.vanished_segments
+    assert rows == here[0].slice_offsets[1] and "names another file" in what and "read again" in what
 
 
 def test_a_swap_segment_renamed_into_place_after_planning_is_read(tmp_path):

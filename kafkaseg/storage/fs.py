@@ -55,6 +55,7 @@ __all__ = [
     "open_filesystem",
     "canonical_scheme",
     "file_identity",
+    "changed_since",
     "same_file",
     "redact",
     "is_local",
@@ -547,6 +548,24 @@ def same_file(planned: tuple[str, int, int] | None, reader: "RandomAccessReader"
     if planned is None or reader.identity is None or planned[0] != _host_key():
         return None
     return reader.identity == planned[1:]
+
+
+#: ctime is kept at the kernel's coarse clock (a tick, a few milliseconds), behind the clock a plan reads
+CTIME_TICK_NS = 20_000_000
+
+
+def changed_since(path: str, filesystem: pafs.FileSystem | None, since_ns: int | None, host: str | None
+                  ) -> bool | None:
+    """Whether the local file at ``path`` was created, renamed or written since ``since_ns`` (this host's wall
+    clock, taken on ``host``: a :func:`file_identity`'s first part), by its status-change time; None when that
+    cannot be told (not local, no time, another host or mount namespace, whose clock and files may differ, or the
+    file is gone). A file changed in the tick before ``since_ns`` counts as changed."""
+    if since_ns is None or host != _host_key() or not is_local(filesystem):
+        return None
+    try:
+        return os.stat(path).st_ctime_ns >= since_ns - CTIME_TICK_NS
+    except OSError:
+        return None
 
 
 def read_at(path: str, position: int, length: int, filesystem: pafs.FileSystem | None = None) -> bytes:
