@@ -144,6 +144,7 @@ class SegmentSlice:
     index_path: str | None = None
     slice_offsets: tuple[int, int] | None = None
     listed_at_ns: int | None = None  # the wall clock when the plan's listing began (see plan_again_by_offset)
+    topic_id: str | None = None  # the partition's topic id (partition.metadata) at planning, None when unknown
 
     @property
     def segment_offsets(self) -> tuple[int, int]:
@@ -1525,7 +1526,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
         if seg.log_path not in identities:
             identities[seg.log_path] = _fs.file_identity(seg.log_path, part.fs)
         slices.append(_segment_slice(piece, aborted, identities[seg.log_path], missing_before, own_offsets,
-                                     listing.started_ns))
+                                     listing.started_ns, part.pdir.topic_id))
         preport = reports[(part.pdir.topic, part.pdir.partition, part.pdir.path)]
         preport.slices += 1
         # two offset ranges of one partition (a pushed-down NOT offset = x) can each need the batch between them:
@@ -1545,7 +1546,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
 
 def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], identity: tuple[str, int, int] | None,
                    missing_before: tuple[str, int, int] | None, own_offsets: tuple[int, int] | None,
-                   listed_at_ns: int | None) -> SegmentSlice:
+                   listed_at_ns: int | None, topic_id: str | None) -> SegmentSlice:
     part = piece.part
     seg = part.segments[piece.segment]
     return SegmentSlice(
@@ -1555,7 +1556,7 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
         partition_path=part.pdir.path, log_dir=part.pdir.log_dir, filesystem=part.fs,
         next_base_offset=part.next_base(piece.segment), recovery_point=part.pdir.recovery_point,
         file_identity=identity, cleaner_offset=part.pdir.cleaner_offset, missing_before=missing_before,
-        index_path=seg.index_path, slice_offsets=own_offsets, listed_at_ns=listed_at_ns)
+        index_path=seg.index_path, slice_offsets=own_offsets, listed_at_ns=listed_at_ns, topic_id=topic_id)
 
 
 def _slice_offsets(pieces: list[_Piece]) -> list[tuple[int, int] | None]:
@@ -1588,40 +1589,57 @@ def _slice_offsets(pieces: list[_Piece]) -> list[tuple[int, int] | None]:
 
 
 def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
-                         ) -> tuple[list[SegmentSlice], tuple[int, int, str] | None]:
+                         ) -> tuple[list[SegmentSlice], list[tuple[int, int, str]]]:
     """Plan ``piece.slice_offsets`` again from its partition's files as they are now, for a reader that found the
     planned file gone or replaced (see :func:`kafkaseg.scan.read_slice`): the log cleaner swaps a compacted copy in
     (under the first merged segment's name, the others renamed ``.deleted``) and a minute later the planned file is
-    gone, while the records compaction kept are still in the log at their offsets. Returns the slices that read
-    those offsets now (not split: one per segment holding any of them; the transactions planning found aborted
-    still apply, as compaction only removes records), and ``(first, end, why)`` of the offsets of the range that are
-    lost to the read, or None: those below the partition's log start now (retention deleted them), or all of them when, on the planning
-    host, no segment file that can hold them was created or changed since the plan's listing (``listed_at_ns``; by
-    status-change time, :func:`~kafkaseg.storage.fs.changed_since`): those files held none of these offsets then,
-    so the file that did was deleted, not compacted into them. Raises :class:`~kafkaseg.errors.LayoutError` when
-    the partition's folder cannot be listed (the topic was deleted)."""
+    gone, while the records compaction kept are still in the log at their offsets.
+
+    Returns the slices that read those offsets now (not split: one per segment holding any of them; the
+    transactions planning found aborted still apply, as compaction only removes records), and ``(first, end, why)``
+    of the offsets of the range lost to the read:
+
+    * all of them when the folder now holds another incarnation of the topic (``partition.metadata``'s topic id
+      differs from the planned one: deleted and recreated);
+    * those below the partition's log start now (retention deleted them) and those at or past its log end now (a
+      follower truncated its log);
+    * all the rest when no segment file that can hold them now changed since the plan's listing (``listed_at_ns``,
+      :func:`~kafkaseg.storage.fs.changed_since`: status-change times on the planning host, modification times
+      on object stores): those files held none of these offsets then, so the file that did was deleted, not
+      compacted into them. Where that cannot be told (another host) they are read again.
+
+    Raises :class:`~kafkaseg.errors.LayoutError` when the partition's folder cannot be listed (the topic was
+    deleted)."""
     if piece.slice_offsets is None:
         raise ValueError("the slice's own offsets are not known")
     lo, hi = piece.slice_offsets
     host = piece.file_identity[0] if piece.file_identity is not None else None
 
-    def plan(pdir: PartitionDir) -> tuple[list[SegmentSlice], tuple[int, int, str] | None]:
+    def plan(pdir: PartitionDir) -> tuple[list[SegmentSlice], list[tuple[int, int, str]]]:
+        if piece.topic_id is not None and pdir.topic_id is not None and pdir.topic_id != piece.topic_id:
+            return [], [(lo, hi, f"the topic was deleted and recreated (its topic id is {pdir.topic_id} now, "
+                                 f"{piece.topic_id} when planned)")]
+        if not pdir.segments:
+            return [], [(lo, hi, "the partition has no segments now")]
         part = _Partition(pdir, options, None)
-        start = pdir.log_start_offset
-        if start is None or start >= hi:
-            return [], (lo, hi, "the partition has no segments now" if start is None else
-                        f"the partition's log now starts at {start}")
-        lost = (lo, start, f"the partition's log now starts at {start}") if start > lo else None
+        start, end = pdir.log_start_offset, part.log_end_offset()
+        lost = []
+        if start > lo:
+            lost.append((lo, min(start, hi), f"the partition's log now starts at {start}"))
+        if end < hi:
+            lost.append((max(lo, start, end), hi, f"the partition's log now ends at {end} (truncated)"))
+        first, last = max(lo, start), min(hi, end)
+        if first >= last:
+            return [], [r for r in lost if r[0] < r[1]]
         holding = [seg for i, seg in enumerate(pdir.segments)
-                   if seg.base_offset < hi and (part.next_base(i) is None or part.next_base(i) > max(lo, start))]
-        if holding and all(_fs.changed_since(seg.log_path, part.fs, piece.listed_at_ns, host) is False
-                           for seg in holding):
+                   if seg.base_offset < last and (part.next_base(i) is None or part.next_base(i) > first)]
+        if all(_fs.changed_since(seg.log_path, part.fs, piece.listed_at_ns, host) is False for seg in holding):
             names = ", ".join(_fs.basename(seg.log_path) for seg in holding)
-            return [], (lo, hi, f"{names}, which would hold them now, did not change since planning (not a "
-                                "compaction)")
-        pieces = _pieces_for_range(part, max(lo, start), hi, None, set())
+            return [], lost + [(first, last, f"{names}, which would hold them now, did not change since planning "
+                                             "(not a compaction)")]
+        pieces = _pieces_for_range(part, first, last, None, set())
         return [_segment_slice(p, piece.aborted, _fs.file_identity(p.part.segments[p.segment].log_path, part.fs),
-                               None, None, None) for p in pieces], lost
+                               None, None, None, piece.topic_id) for p in pieces], lost
 
     return relisted(read_partition_dir(piece.partition_path, piece.filesystem), plan)
 

@@ -31,6 +31,7 @@ from kafkaseg.errors import CorruptBatchError, DataLossError, KafkaSegError, Lay
 from kafkaseg.options import ReadOptions
 from kafkaseg.entry_check import ResumptionEntries
 from kafkaseg.planning import ScanPlan, SegmentSlice, plan_again_by_offset, plan_scan
+from kafkaseg.storage.segment import SegmentReader
 from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
 from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE, LOG_OVERHEAD
 
@@ -207,6 +208,7 @@ def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics,
         yield from _lost_or_read_again(piece, options, metrics, why, read_chunk_bytes, map_window_bytes, again)
         return
     reading = _SliceDecoder(piece, options, metrics)
+    reading.planned_file = same_file(piece.file_identity, opened) is True
     counted = True  # whether the slice counts as read (not a remote segment found gone before any record)
     gone = False  # a remote segment found gone before any record was returned
     try:
@@ -222,6 +224,7 @@ def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics,
                     fetch = max(read_chunk_bytes, REMOTE_READ_BYTES)
                     with ReadAhead(reader, pos, end, block_bytes=fetch) as ahead:
                         yield from reading.preads(reader, pos, end, read_chunk_bytes, fetch, source=ahead)
+            reading.check_next_base(reader, end)
         # (skipped corrupt batches held unknown offsets). After a past-end stop last_seen is the batch before it, if
         # the slice decoded one: a slice holding only that batch (a legacy wrapper planned for its last inner offset,
         # at a cut) has seen nothing of its segment's offsets, which earlier slices read
@@ -257,7 +260,8 @@ def _open_planned_segment(piece: SegmentSlice, metrics: ScanMetrics) -> tuple[Ra
     removing that a minute later (``file.delete.delay.ms``), swaps a compacted segment in under the old name, and
     renames a ``.swap`` file it recovered to its ``.log`` name. So when the name is gone, or names another file than
     planned (told on the planning host by device and inode: :func:`~kafkaseg.storage.fs.same_file`), the planned
-    file is looked for under those names."""
+    file is looked for under those names. An object of another size than planned (object storage has no inodes) is
+    another object too."""
     try:
         reader = RandomAccessReader(piece.log_path, piece.filesystem)
     except LayoutError as exc:
@@ -265,10 +269,14 @@ def _open_planned_segment(piece: SegmentSlice, metrics: ScanMetrics) -> tuple[Ra
             raise
         why = "is gone"
     else:
-        if same_file(piece.file_identity, reader) is not False:
+        # an object (S3, GCS) is replaced whole, never changed in place: another size is another object
+        resized = not is_local(piece.filesystem) and piece.segment_size and reader.size != piece.segment_size
+        if same_file(piece.file_identity, reader) is not False and not resized:
             return reader, ""
         reader.close()
-        why = "names another file (a compacted segment swapped in by the log cleaner?)"
+        why = (f"is another object ({reader.size} bytes, {piece.segment_size} when planned: a compacted segment "
+               "uploaded by a sync?)" if resized else
+               "names another file (a compacted segment swapped in by the log cleaner?)")
     names = [piece.log_path + ".deleted"]
     if piece.log_path.endswith(".swap"):
         names.insert(0, piece.log_path[:-len(".swap")])
@@ -302,9 +310,10 @@ def _lost_or_read_again(piece: SegmentSlice, options: ReadOptions, metrics: Scan
     except LayoutError as exc:
         _lost(piece, options, metrics, f"{why}, and its partition cannot be listed again ({exc})")
         return
-    if lost is not None:
-        _lost(piece, options, metrics, f"{why}, and {lost[2]}", lost[:2])
-    if lost is None or lost[:2] != piece.slice_offsets:
+    for first, end, reason in lost:
+        _lost(piece, options, metrics, f"{why}, and {reason}", (first, end))
+    lo, hi = piece.slice_offsets
+    if sum(end - first for first, end, _ in lost) < hi - lo:
         names = ", ".join(os.path.basename(s.log_path) for s in slices)
         _vanished(piece, metrics, f"{why}: its offsets read again from {names} (a compacted copy holds what the log "
                   "cleaner kept of them)" if slices else f"{why}: its offsets read again, and none of the "
@@ -363,6 +372,10 @@ class _SliceDecoder:
         self.past_end = False  # finished by a batch at or past the slice's end offset (its segment's offsets end)
         self.resume_at: int | None = None  # where the read goes on after bad framing (an offset index entry)
         self._entries: ResumptionEntries | None = None  # the segment's offset index, loaded at the first bad framing
+        # whether the file read is the one planned (told on the planning host only): then no log cleaner can have
+        # merged the next segment into it, and offsets at or past the next segment's base in it are corruption
+        self.planned_file = False
+        self.past_end_at: int | None = None  # where a batch at or past the slice's end offset stopped the read
 
     def decode(self, view, pos: int, end: int):
         return self.kernel(view, replace(self.base_request, base_position=pos, check_offsets_after=self.last_seen,
@@ -392,6 +405,8 @@ class _SliceDecoder:
         pos += result.consumed
         if self.resume_at is not None:
             pos, self.resume_at = self.resume_at, None
+        if result.stop == STOP_PAST_END:
+            self.past_end_at = batch_start
         if result.stop == STOP_PAST_END and pos == end and end < self.piece.segment_size:
             self._check_after_slice(reader, batch_start, end)
         if result.stop != STOP_PARTIAL:
@@ -489,6 +504,45 @@ class _SliceDecoder:
         if self.options.on_corruption != "skip":
             raise err
         self._count_skip(start, end - start, err.detail)
+
+    def check_next_base(self, reader: RandomAccessReader, end: int) -> None:
+        """After the slice's read (up to ``end``): whether its segment held offsets at or past the next segment's
+        base, which the read drops (the batch holding them was cut, or stopped the read with bytes left). In the
+        planned file (no cleaner merged the next segment into it under us) that is a file holding offsets that its
+        successor's name says start there (one named or renamed too low, or a batch whose offset field, which the
+        CRC does not cover, is corrupt), and Kafka would serve such records from one file or the other by where a
+        fetch starts: raised at the first batch reaching the next base, or with ``onCorruption=skip`` counted as
+        skipped from there to ``end``, never dropped unsaid. Where the file cannot be told from a merged copy
+        (another host, a filesystem without identities) the read ends there as before."""
+        piece = self.piece
+        next_base = piece.next_base_offset
+        if (not self.planned_file or next_base is None or piece.end_offset < next_base or self.stats.corrupt_batches
+                or reader.size != piece.segment_size):
+            return
+        stopped_inside = self.past_end_at is not None and self.past_end_at < end
+        if self.last_seen < next_base and not stopped_inside:
+            return
+        at, first, last = self.past_end_at, None, None
+        try:
+            walk = SegmentReader(piece.log_path, opened=reader).iter_headers(
+                piece.start_position, end, max_batch_bytes=self.options.max_batch_bytes)
+            for header in walk:
+                if header.last_offset >= next_base:
+                    at, first, last = header.position, header.base_offset, header.last_offset
+                    break
+        except KafkaSegError:
+            pass  # (the read went past those bytes: the stop position stands)
+        if at is None:
+            return
+        held = f"offsets {first}..{last}" if first is not None else "offsets"
+        err = CorruptBatchError(
+            f"the batch here holds {held}, at or past offset {next_base}, the base offset of the partition's next "
+            f"segment, and {end - at} bytes of this read from it on are not read: a segment file named (or renamed) "
+            "below its first offset, or a corrupt offset field? Kafka would serve these records from one file or "
+            "the other by where a fetch starts", path=piece.log_path, position=at)
+        if self.options.on_corruption != "skip":
+            raise err
+        self._count_skip(at, end - at, err.detail)
 
     def _count_skip(self, position: int, skipped_bytes: int, detail: str) -> None:
         """Count one corrupt batch skipped at ``position`` (with ``onCorruption=skip``), as the kernels count theirs:

@@ -677,3 +677,71 @@ def test_a_lone_rolled_file_from_a_folder_of_any_name_is_not_the_active_segment(
     with pytest.raises(CorruptBatchError):
         kafkaseg.read_arrow(str(first))
     assert kafkaseg.read_arrow(str(sorted(backup.glob("*.log"))[-1])).num_rows > 0
+
+
+@pytest.mark.parametrize("where", ["straddling", "at a batch", "in the last batch"])
+def test_a_segment_holding_offsets_past_the_next_segments_base_is_reported_not_dropped(tmp_path, where):
+    """Segment 1 renamed below its first offset (a hand rename, a bad copy): segment 0 holds offsets at or past the
+    next segment's base, which the read stopped at without a word. In the planned file (no cleaner merged the next
+    segment into it) that is corruption: named with its file and byte, or a counted skip when lenient."""
+    from dataclasses import replace
+
+    from kafkaseg.errors import CorruptBatchError
+
+    kafkaseg, logs = _three_segments(tmp_path)
+    second_base = int(logs[1].name[:20])
+    heads = list(iter_headers(logs[0].read_bytes()))
+    # the new base inside a batch followed by others, at a batch's first offset, inside the segment's last batch
+    low = {"straddling": heads[-3].base_offset + 1, "at a batch": heads[-2].base_offset,
+           "in the last batch": heads[-1].base_offset + 1}[where]
+    for log in logs[1].parent.glob(logs[1].name[:20] + ".*"):
+        log.rename(log.with_name(f"{low:020d}{log.suffix}"))
+    at = next(h for h in heads if h.last_offset >= low)  # (a batch straddling the new base: read up to it)
+    with pytest.raises(CorruptBatchError, match=rf"{logs[0].name} @ byte {at.position}: the batch here holds "
+                                                rf"offsets {at.base_offset}..{at.last_offset}, at or past offset "
+                                                rf"{low}, the base offset of the partition's next segment"):
+        kafkaseg.read_arrow(str(tmp_path))
+    scan = kafkaseg.open_scan(str(tmp_path), onCorruption="skip")
+    offsets = scan.to_table()["offset"].to_pylist()
+    assert offsets == list(range(low)) + list(range(second_base, 600))
+    assert scan.metrics.decode.corrupt_batches == 1
+    assert scan.metrics.decode.corrupt_bytes == logs[0].stat().st_size - at.position
+    # where the file cannot be told from a copy the cleaner merged the next segment into: the read ends there
+    options = ReadOptions.from_options({})
+    untold = [replace(p, file_identity=None) for p in plan_scan(str(tmp_path), options).slices]
+    offsets = [o for p in untold for b in read_slice(p, options) for o in b["offset"].to_pylist()]
+    assert offsets == list(range(low)) + list(range(second_base, 600))
+
+
+def test_a_topic_recreated_or_a_log_truncated_after_planning_is_data_loss_not_read_again(tmp_path):
+    """Reading again by offset must not take another incarnation's records (the topic deleted and recreated: a new
+    topic id, offsets from 0 again) or offsets a follower's truncation removed (found in review)."""
+    import shutil
+
+    import kafkaseg
+    from kafkaseg.errors import DataLossError
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    for root, seed in ((old, 1), (new, 7)):
+        write_data_dir(root, [TopicSpec("t", records_per_partition=600, segment_bytes=20_000)], seed=seed)
+    scan = kafkaseg.open_scan(str(old))
+    (old / "t-0").rename(old / "t-0.0123456789abcdef0123456789abcdef-delete")
+    shutil.copytree(new / "t-0", old / "t-0")
+    with pytest.raises(DataLossError, match="the topic was deleted and recreated"):
+        scan.to_table()
+
+    shutil.rmtree(old / "t-0")
+    shutil.copytree(new / "t-0", old / "t-0")
+    logs = sorted((old / "t-0").glob("*.log"))
+    scan = kafkaseg.open_scan(str(old))
+    cut = list(iter_headers(logs[1].read_bytes()))[1]
+    os.truncate(logs[1], cut.position)  # truncateTo(cut.base_offset): segment 1 cut, the later ones deleted
+    for log in logs[2:]:
+        for side in log.parent.glob(log.name[:20] + ".*"):
+            side.unlink()
+    with pytest.raises(DataLossError, match=rf"log now ends at {cut.base_offset} \(truncated\).*offsets "
+                                            rf"\[{int(logs[2].name[:20])}, {int(logs[3].name[:20])}\)"):
+        scan.to_table()
+    lenient = kafkaseg.open_scan(str(old), failOnDataLoss="false")
+    assert lenient.to_table().num_rows == cut.base_offset

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import struct
 from collections import defaultdict
@@ -251,11 +252,24 @@ def test_a_flipped_base_offset_at_a_slice_cut_or_a_segment_end_is_not_silent(tmp
     last = list(iter_headers(bytes(data)))[-1]
     data[last.position + 2] ^= 1
     log.write_bytes(bytes(data))
-    scan = kafkaseg.open_scan(str(tmp_path))
+    # in the planned file (on the planning host, where no cleaner can have merged the next segment into it) a
+    # batch at or past the next segment's base is corruption: raised at it, or counted
+    with pytest.raises(CorruptBatchError, match="at or past offset") as info:
+        kafkaseg.read_arrow(str(tmp_path))
+    assert (info.value.path, info.value.position) == (str(log), last.position)
+    scan = kafkaseg.open_scan(str(tmp_path), onCorruption="skip")
     offsets = scan.to_table().column("offset").to_pylist()
     assert len(offsets) == 300 - (last.last_offset - last.base_offset + 1)
-    assert [(first, end) for _, first, end in scan.metrics.missing_offsets] == [(last.base_offset,
-                                                                                  last.last_offset + 1)]
+    d = scan.metrics.decode
+    assert (d.corrupt_batches, d.corrupt_bytes, [p[:2] for p in d.problems]) == (1, last.size,
+                                                                                   [(str(log), last.position)])
+    # elsewhere (identities not comparable) the read ends there, and the offsets it missed are listed
+    options = ReadOptions.from_options({})
+    untold = [dataclasses.replace(p, file_identity=None) for p in plan_scan(str(tmp_path), options).slices]
+    metrics = ScanMetrics()
+    offsets = [o for p in untold for b in read_slice(p, options, metrics) for o in b.column("offset").to_pylist()]
+    assert len(offsets) == 300 - (last.last_offset - last.base_offset + 1)
+    assert [(first, end) for _, first, end in metrics.missing_offsets] == [(last.base_offset, last.last_offset + 1)]
 
 
 def test_a_legacy_wrapper_ending_a_cut_read_is_not_reported_as_missing_offsets(tmp_path, kernel):

@@ -548,6 +548,50 @@ def test_an_object_deleted_after_planning_is_data_loss_or_a_recorded_skip(s3):
                                                           if p == 0 and lo <= o < hi)
 
 
+def test_objects_the_cleaner_merged_after_planning_are_read_again_and_one_deleted_by_hand_is_lost(s3):
+    """A sync of a live broker after planning: the log cleaner's compacted copy of segments 0 and 1 uploaded under
+    segment 0's name, segment 1 deleted. The planned slices read the kept records again by offset, once each. A
+    segment deleted by hand, whose offsets no object uploaded since the listing can hold, stays data loss (told by
+    the objects' upload times)."""
+    from dataclasses import replace
+
+    import pickle
+
+    from kafkaseg.errors import DataLossError
+    from kafkaseg.scan import ScanMetrics, read_slice
+    from kafkaseg.wire.batch import iter_headers
+
+    client = pafs.S3FileSystem(endpoint_override=s3.endpoint, scheme="http")
+    prefix = "merged/data"
+    pafs.copy_files(s3.local, f"{BUCKET}/{prefix}", destination_filesystem=client)
+    local_logs = sorted(Path(s3.local, "orders-0").glob("*.log"))
+    remote = [f"{BUCKET}/{prefix}/orders-0/{log.name}" for log in local_logs]
+    scan = kafkaseg.open_scan(s3.uri(prefix=prefix), assign='{"orders": [0]}', splitSize="8192")
+    assert len(scan.plan.slices) > len(local_logs)
+    client.delete_file(remote[1])
+    later = [replace(p, listed_at_ns=p.listed_at_ns + 30 * 10**9) for p in scan.plan.slices]
+    with pytest.raises(DataLossError, match=f"{local_logs[0].name}, which would hold them now, did not change"):
+        [b for p in later for b in read_slice(p, scan.options)]
+    first, second = local_logs[0].read_bytes(), local_logs[1].read_bytes()
+    heads = list(iter_headers(first)) + [h._replace(position=h.position + len(first)) for h in iter_headers(second)]
+    whole, kept, dropped = first + second, [], set()
+    for n, h in enumerate(heads):
+        if n % 3 == 1:
+            dropped.update(range(h.base_offset, h.last_offset + 1))
+        else:
+            kept.append(whole[h.position:h.position + h.size])
+    with client.open_output_stream(remote[0]) as out:
+        out.write(b"".join(kept))
+    # as Spark's executors get them: pickled, so the objects are opened anew (the planning process keeps the
+    # handles it opened, whose sizes are the old objects': a replaced object is not detected there)
+    slices = pickle.loads(pickle.dumps(scan.plan.slices))
+    metrics = ScanMetrics()
+    offsets = [o for p in slices for b in read_slice(p, scan.options, metrics) for o in b["offset"].to_pylist()]
+    expected = kafkaseg.read_arrow(s3.local, assign='{"orders": [0]}')["offset"].to_pylist()
+    assert offsets == [o for o in expected if o not in dropped]
+    assert {path for path, _, _, what in metrics.vanished_segments if "read again" in what} == set(remote[:2])
+
+
 def test_timeouts_in_the_query_reach_every_copy_of_the_filesystem(s3):
     """``connect_timeout``/``request_timeout`` (kafkaseg's, seconds) are taken out of the query before pyarrow
     parses it and set on the filesystem, in the form Spark executors unpickle: the plan's slices carry them."""

@@ -552,15 +552,29 @@ def same_file(planned: tuple[str, int, int] | None, reader: "RandomAccessReader"
 
 #: ctime is kept at the kernel's coarse clock (a tick, a few milliseconds), behind the clock a plan reads
 CTIME_TICK_NS = 20_000_000
+#: an object store's modification times come from its own clock: seconds of skew against the planning host's
+REMOTE_CLOCK_SKEW_NS = 5_000_000_000
 
 
 def changed_since(path: str, filesystem: pafs.FileSystem | None, since_ns: int | None, host: str | None
                   ) -> bool | None:
-    """Whether the local file at ``path`` was created, renamed or written since ``since_ns`` (this host's wall
-    clock, taken on ``host``: a :func:`file_identity`'s first part), by its status-change time; None when that
-    cannot be told (not local, no time, another host or mount namespace, whose clock and files may differ, or the
-    file is gone). A file changed in the tick before ``since_ns`` counts as changed."""
-    if since_ns is None or host != _host_key() or not is_local(filesystem):
+    """Whether the file at ``path`` was created, renamed or written since ``since_ns`` (a wall clock reading taken
+    on ``host``, a :func:`file_identity`'s first part); None when that cannot be told (no time, the file is gone, a
+    local file on another host or mount namespace, whose clock and files may differ). A local file by its
+    status-change time (which, unlike the modification time, nobody can set back: Kafka's cleaner gives its
+    compacted copy the merged segments' mtime), counting a change in the tick before ``since_ns``; an object (S3,
+    GCS, HDFS) by its modification time, its upload, counting one up to :data:`REMOTE_CLOCK_SKEW_NS` before."""
+    if since_ns is None:
+        return None
+    if not is_local(filesystem):
+        try:
+            info = filesystem.get_file_info(path)
+        except (OSError, pa.ArrowException):
+            return None
+        if info.type != pafs.FileType.File or info.mtime_ns is None:
+            return None
+        return info.mtime_ns >= since_ns - REMOTE_CLOCK_SKEW_NS
+    if host != _host_key():
         return None
     try:
         return os.stat(path).st_ctime_ns >= since_ns - CTIME_TICK_NS

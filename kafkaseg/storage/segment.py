@@ -243,8 +243,12 @@ class SegmentReader:
     stopped at an unusable tail (None otherwise); ``truncated_at`` its position.
     """
 
-    def __init__(self, path: str, filesystem: pafs.FileSystem | None = None):
-        self._file = RandomAccessReader(path, filesystem)
+    def __init__(self, path: str, filesystem: pafs.FileSystem | None = None, *,
+                 opened: RandomAccessReader | None = None):
+        """``opened``: a reader of the file already open (the file it has, whatever the path names now), which
+        :meth:`close` then leaves open."""
+        self._owned = opened is None
+        self._file = RandomAccessReader(path, filesystem) if opened is None else opened
         self.path = self._file.path
         self.filesystem = self._file.filesystem
         self.size = self._file.size
@@ -298,7 +302,8 @@ class SegmentReader:
         return ChunkWalk(self, start, end, target_bytes, max_batch_bytes, partial_append)
 
     def close(self) -> None:
-        self._file.close()
+        if self._owned:
+            self._file.close()
 
     def __enter__(self) -> "SegmentReader":
         return self
