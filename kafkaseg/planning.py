@@ -43,6 +43,7 @@ current files when a live broker replaced its segment after planning (:func:`pla
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import difflib
 import functools
 import heapq
@@ -50,7 +51,7 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
@@ -513,6 +514,11 @@ class _Partition:
                 offset_index, time_index = _unwalkable(seg, "the index files are missing or unusable", err)
             self._set_indexes(i, offset_index, time_index)
         return self._indexes[i]
+
+    def forget_indexes(self, i: int) -> None:
+        """Forget segment ``i``'s loaded indexes (a later use loads them again; a rebuild is made again, and
+        reported once)."""
+        self._indexes.pop(i, None)
 
     def _set_indexes(self, i: int, offset_index, time_index) -> None:
         for idx in (offset_index, time_index):
@@ -1242,8 +1248,10 @@ class _Piece:
     def with_current_cuts(self) -> "_Piece":
         """This piece, with its cuts taken anew if its segment's index was rebuilt since they were listed (an
         entry found wrong while planning another piece of the segment)."""
+        if not self.cuts:
+            return self
         offset_index, _ = self.part.indexes(self.segment)
-        if not self.cuts or self.cuts_from is offset_index:
+        if self.cuts_from is offset_index:
             return self
         return _Piece(self.part, self.segment, self.start_position, self.end_position, self.start_offset,
                       self.end_offset, self.part.cuts(self.segment, self.start_position, self.end_position),
@@ -1276,8 +1284,7 @@ def _intersect(start: int, end: int, ranges: Sequence[tuple[int, int]] | None) -
     return [(lo, hi) for lo, hi in merged]
 
 
-def _pieces_for_range(part: _Partition, lo: int, hi: int, ts_lo: int | None, kept: set[int]) -> list[_Piece]:
-    pieces = []
+def _pieces_for_range(part: _Partition, lo: int, hi: int, ts_lo: int | None, kept: set[int]) -> Iterator[_Piece]:
     first = part.segment_of(lo)
     for i in range(first, len(part.segments)):
         seg = part.segments[i]
@@ -1317,8 +1324,7 @@ def _pieces_for_range(part: _Partition, lo: int, hi: int, ts_lo: int | None, kep
                 end_position - start_position > part.options.split_size or part.options.max_records_per_partition
                 or part.options.min_partitions):
             cuts = part.cuts(i, start_position, end_position)
-        pieces.append(_Piece(part, i, start_position, end_position, lo, hi, cuts, None, part.indexes(i)[0]))
-    return pieces
+        yield _Piece(part, i, start_position, end_position, lo, hi, cuts, None, part.indexes(i)[0] if cuts else None)
 
 
 def _split_by_size_and_records(piece: _Piece, split_size: int, max_records: int | None) -> list[_Piece]:
@@ -1434,13 +1440,18 @@ def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predic
         if ts_lo is not None and ts_hi is not None and ts_lo >= ts_hi:
             ranges = []
     kept: set[int] = set()
-    pieces: list[_Piece] = []
-    for lo, hi in ranges:
-        pieces.extend(_pieces_for_range(part, lo, hi, ts_lo, kept))
-    preport.segments_pruned = len(part.segments) - len(kept)
     out: list[_Piece] = []
-    for piece in pieces:
-        out.extend(_split_checked(piece, options))
+    for lo, hi in ranges:
+        for piece in _pieces_for_range(part, lo, hi, ts_lo, kept):
+            pieces = _split_checked(piece, options)
+            if not options.min_partitions and piece.cuts:
+                # the cuts are used: forget the segment's index arrays (a 1 GiB segment's take several MiB), so
+                # planning holds one segment's at a time, not every planned segment's (minPartitions cuts pieces
+                # further once all partitions are planned, and keeps them)
+                pieces = [dataclasses.replace(p, cuts=_Cuts(), cuts_from=None) for p in pieces]
+                part.forget_indexes(piece.segment)
+            out.extend(pieces)
+    preport.segments_pruned = len(part.segments) - len(kept)
     return out
 
 
@@ -1637,7 +1648,7 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
             names = ", ".join(_fs.basename(seg.log_path) for seg in holding)
             return [], lost + [(first, last, f"{names}, which would hold them now, did not change since planning "
                                              "(not a compaction)")]
-        pieces = _pieces_for_range(part, first, last, None, set())
+        pieces = list(_pieces_for_range(part, first, last, None, set()))
         return [_segment_slice(p, piece.aborted, _fs.file_identity(p.part.segments[p.segment].log_path, part.fs),
                                None, None, None, piece.topic_id) for p in pieces], lost
 

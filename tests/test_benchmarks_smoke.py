@@ -102,3 +102,14 @@ def test_bench_consume_quick(tmp_path):
 def test_bench_columns_quick(tmp_path):
     out = run("bench_columns.py", tmp_path, "--size-mb", "4", "--codecs", "none", "--repeat", "1")
     assert "offset,timestamp" in out and "every column" in out
+
+
+def test_bench_plan_quick(tmp_path):
+    out_json = tmp_path / "plan.json"
+    out = run("bench_plan.py", tmp_path, "--quick", "--json", str(out_json))
+    assert "working MiB" in out
+    verdicts = [line for line in out.splitlines() if re.match(r"(PASS|FAIL)  planning memory is bounded", line)]
+    assert len(verdicts) == 4  # two segment counts, two split sizes
+    data = json.loads(out_json.read_text())
+    assert len(data["results"]) == 4 and all(r["slices"] > 0 and r["peak_bytes"] > 0 for r in data["results"])
+    assert not list(tmp_path.glob("kafkaseg-*")), "generated data dirs were left behind"

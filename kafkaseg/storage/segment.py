@@ -18,6 +18,8 @@ Corrupt framing inside the scanned range (unknown magic, a size below the format
 
 from __future__ import annotations
 
+import weakref
+
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -109,7 +111,9 @@ class HeaderWalk:
         self.block_size = max(block_size, V2_HEADER_SIZE)
         self.tail: TailReport | None = None
         self.end_position = start
-        self._iterator = self._walk()
+        # the walk's generator sees the walk through a weak proxy: a walk left unfinished (one header read, a search
+        # that stops early) is freed with its read block when dropped, not held in a cycle until a collection
+        self._iterator = type(self)._walk(weakref.proxy(self))
 
     def __iter__(self) -> "HeaderWalk":
         return self
@@ -167,7 +171,9 @@ class ChunkWalk:
         self.partial_append = partial_append
         self.tail: TailReport | None = None
         self.end_position = start
-        self._iterator = self._walk()
+        # the walk's generator sees the walk through a weak proxy: a walk left unfinished (one header read, a search
+        # that stops early) is freed with its read block when dropped, not held in a cycle until a collection
+        self._iterator = type(self)._walk(weakref.proxy(self))
 
     def __iter__(self) -> "ChunkWalk":
         return self
