@@ -146,6 +146,7 @@ class SegmentSlice:
     slice_offsets: tuple[int, int] | None = None
     listed_at_ns: int | None = None  # the wall clock when the plan's listing began (see plan_again_by_offset)
     topic_id: str | None = None  # the partition's topic id (partition.metadata) at planning, None when unknown
+    partition_identity: tuple[str, int, int] | None = None  # the partition folder's file_identity at planning
 
     @property
     def segment_offsets(self) -> tuple[int, int]:
@@ -1536,8 +1537,10 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
         aborted = _aborted_for(part, piece) if options.read_committed else ()
         if seg.log_path not in identities:
             identities[seg.log_path] = _fs.file_identity(seg.log_path, part.fs)
+        if part.pdir.path not in identities:
+            identities[part.pdir.path] = _fs.file_identity(part.pdir.path, part.fs)
         slices.append(_segment_slice(piece, aborted, identities[seg.log_path], missing_before, own_offsets,
-                                     listing.started_ns, part.pdir.topic_id))
+                                     listing.started_ns, part.pdir.topic_id, identities[part.pdir.path]))
         preport = reports[(part.pdir.topic, part.pdir.partition, part.pdir.path)]
         preport.slices += 1
         # two offset ranges of one partition (a pushed-down NOT offset = x) can each need the batch between them:
@@ -1557,7 +1560,8 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
 
 def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], identity: tuple[str, int, int] | None,
                    missing_before: tuple[str, int, int] | None, own_offsets: tuple[int, int] | None,
-                   listed_at_ns: int | None, topic_id: str | None) -> SegmentSlice:
+                   listed_at_ns: int | None, topic_id: str | None,
+                   partition_identity: tuple[str, int, int] | None) -> SegmentSlice:
     part = piece.part
     seg = part.segments[piece.segment]
     return SegmentSlice(
@@ -1567,7 +1571,8 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
         partition_path=part.pdir.path, log_dir=part.pdir.log_dir, filesystem=part.fs,
         next_base_offset=part.next_base(piece.segment), recovery_point=part.pdir.recovery_point,
         file_identity=identity, cleaner_offset=part.pdir.cleaner_offset, missing_before=missing_before,
-        index_path=seg.index_path, slice_offsets=own_offsets, listed_at_ns=listed_at_ns, topic_id=topic_id)
+        index_path=seg.index_path, slice_offsets=own_offsets, listed_at_ns=listed_at_ns, topic_id=topic_id,
+        partition_identity=partition_identity)
 
 
 def _slice_offsets(pieces: list[_Piece]) -> list[tuple[int, int] | None]:
@@ -1614,10 +1619,13 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
       differs from the planned one: deleted and recreated);
     * those below the partition's log start now (retention deleted them) and those at or past its log end now (a
       follower truncated its log);
-    * all the rest when no segment file that can hold them now changed since the plan's listing (``listed_at_ns``,
-      :func:`~kafkaseg.storage.fs.changed_since`: status-change times on the planning host, modification times
-      on object stores): those files held none of these offsets then, so the file that did was deleted, not
-      compacted into them. Where that cannot be told (another host) they are read again.
+    * all the rest when the segment files that can hold them now hold none of them and none changed since the
+      plan's listing (``listed_at_ns``, :func:`~kafkaseg.storage.fs.changed_since`: status-change times on the
+      planning host, modification times on object stores): the file that held them was deleted, not compacted
+      into these. Where that cannot be told (another host) they are read again.
+
+    And all of them when the partition's folder is another one than planned (by device and inode, on the planning
+    host): a recreated topic on a broker that writes no ``partition.metadata``.
 
     Raises :class:`~kafkaseg.errors.LayoutError` when the partition's folder cannot be listed (the topic was
     deleted)."""
@@ -1630,6 +1638,11 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
         if piece.topic_id is not None and pdir.topic_id is not None and pdir.topic_id != piece.topic_id:
             return [], [(lo, hi, f"the topic was deleted and recreated (its topic id is {pdir.topic_id} now, "
                                  f"{piece.topic_id} when planned)")]
+        folder = _fs.file_identity(pdir.path, pdir.filesystem)
+        if (piece.partition_identity is not None and folder is not None and folder[0] == piece.partition_identity[0]
+                and folder != piece.partition_identity):
+            return [], [(lo, hi, "the partition's folder is another one than planned (the topic deleted and "
+                                 "recreated, on a broker that writes no topic ids?)")]
         if not pdir.segments:
             return [], [(lo, hi, "the partition has no segments now")]
         part = _Partition(pdir, options, None)
@@ -1642,15 +1655,16 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
         first, last = max(lo, start), min(hi, end)
         if first >= last:
             return [], [r for r in lost if r[0] < r[1]]
+        pieces = list(_pieces_for_range(part, first, last, None, set()))
         holding = [seg for i, seg in enumerate(pdir.segments)
                    if seg.base_offset < last and (part.next_base(i) is None or part.next_base(i) > first)]
-        if all(_fs.changed_since(seg.log_path, part.fs, piece.listed_at_ns, host) is False for seg in holding):
+        if not pieces and all(_fs.changed_since(seg.log_path, part.fs, piece.listed_at_ns, host) is False
+                              for seg in holding):
             names = ", ".join(_fs.basename(seg.log_path) for seg in holding)
-            return [], lost + [(first, last, f"{names}, which would hold them now, did not change since planning "
-                                             "(not a compaction)")]
-        pieces = list(_pieces_for_range(part, first, last, None, set()))
+            return [], lost + [(first, last, f"{names}, which would hold them now, holds none of them and did not "
+                                             "change since planning (not a compaction)")]
         return [_segment_slice(p, piece.aborted, _fs.file_identity(p.part.segments[p.segment].log_path, part.fs),
-                               None, None, None, piece.topic_id) for p in pieces], lost
+                               None, None, None, piece.topic_id, None) for p in pieces], lost
 
     return relisted(read_partition_dir(piece.partition_path, piece.filesystem), plan)
 

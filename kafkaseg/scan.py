@@ -31,6 +31,7 @@ from kafkaseg.errors import CorruptBatchError, DataLossError, KafkaSegError, Lay
 from kafkaseg.options import ReadOptions
 from kafkaseg.entry_check import ResumptionEntries
 from kafkaseg.planning import ScanPlan, SegmentSlice, plan_again_by_offset, plan_scan
+from kafkaseg.storage.layout import read_partition_dir
 from kafkaseg.storage.segment import SegmentReader
 from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
 from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE, LOG_OVERHEAD
@@ -508,11 +509,13 @@ class _SliceDecoder:
     def check_next_base(self, reader: RandomAccessReader, end: int) -> None:
         """After the slice's read (up to ``end``): whether its segment held offsets at or past the next segment's
         base, which the read drops (the batch holding them was cut, or stopped the read with bytes left). In the
-        planned file (no cleaner merged the next segment into it under us) that is a file holding offsets that its
+        planned file (no cleaner merged the next segment into it during the read) whose offsets past that base
+        the next segment does not span (:meth:`_next_segment_spans`: a copy of a log dir taken while the cleaner
+        swapped holds its compacted copy beside the next segment's original), that is a file holding offsets its
         successor's name says start there (one named or renamed too low, or a batch whose offset field, which the
         CRC does not cover, is corrupt), and Kafka would serve such records from one file or the other by where a
-        fetch starts: raised at the first batch reaching the next base, or with ``onCorruption=skip`` counted as
-        skipped from there to ``end``, never dropped unsaid. Where the file cannot be told from a merged copy
+        fetch starts: raised at the first batch reaching the next base, or with ``onCorruption=skip`` those
+        batches counted as skipped, never dropped unsaid. Where the file cannot be told from a merged copy
         (another host, a filesystem without identities) the read ends there as before."""
         piece = self.piece
         next_base = piece.next_base_offset
@@ -522,27 +525,45 @@ class _SliceDecoder:
         stopped_inside = self.past_end_at is not None and self.past_end_at < end
         if self.last_seen < next_base and not stopped_inside:
             return
-        at, first, last = self.past_end_at, None, None
+        past = []  # (position, first offset, last offset) of the batches from the first reaching the next base
         try:
             walk = SegmentReader(piece.log_path, opened=reader).iter_headers(
                 piece.start_position, end, max_batch_bytes=self.options.max_batch_bytes)
             for header in walk:
-                if header.last_offset >= next_base:
-                    at, first, last = header.position, header.base_offset, header.last_offset
-                    break
+                if past or header.last_offset >= next_base:
+                    past.append((header.position, header.base_offset, header.last_offset))
         except KafkaSegError:
-            pass  # (the read went past those bytes: the stop position stands)
-        if at is None:
+            pass  # (the read went past those bytes)
+        if not past or self._next_segment_spans(max(past[0][1], next_base), past[0][2]):
             return
-        held = f"offsets {first}..{last}" if first is not None else "offsets"
+        at, first, last = past[0]
         err = CorruptBatchError(
-            f"the batch here holds {held}, at or past offset {next_base}, the base offset of the partition's next "
-            f"segment, and {end - at} bytes of this read from it on are not read: a segment file named (or renamed) "
-            "below its first offset, or a corrupt offset field? Kafka would serve these records from one file or "
-            "the other by where a fetch starts", path=piece.log_path, position=at)
+            f"the batch here holds offsets {first}..{last}, at or past offset {next_base}, the base offset of the "
+            f"partition's next segment, which starts above them: {len(past)} batches ({end - at} bytes) of this "
+            f"read from here keep no offset from {next_base} on. A segment file named (or renamed) below its first "
+            "offset, or a corrupt offset field? Kafka would serve these records from one file or the other by where "
+            "a fetch starts", path=piece.log_path, position=at)
         if self.options.on_corruption != "skip":
             raise err
         self._count_skip(at, end - at, err.detail)
+        self.stats.corrupt_batches += len(past) - 1  # (one per batch, as the kernels count)
+
+    def _next_segment_spans(self, first: int, last: int) -> bool:
+        """Whether the partition's next segment, as its folder lists now, spans offsets ``first..last`` (its first
+        batch starts at or below ``first``, and the segment after it, if any, starts above ``last``): then this
+        file is a compacted copy holding both segments' kept records (a copy of a data dir taken across the
+        cleaner's swap), and the next segment has them. False when that cannot be read."""
+        piece = self.piece
+        try:
+            pdir = read_partition_dir(piece.partition_path, piece.filesystem, topic=piece.topic,
+                                      partition=piece.partition)
+            bases = [s.base_offset for s in pdir.segments]
+            k = bases.index(piece.next_base_offset)
+            with SegmentReader(pdir.segments[k].log_path, piece.filesystem) as following:
+                head = following.header_at(0, max_batch_bytes=self.options.max_batch_bytes)
+        except (KafkaSegError, ValueError):
+            return False
+        return head is not None and head.base_offset <= first and (k + 1 == len(bases) or last < bases[k + 1])
 
     def _count_skip(self, position: int, skipped_bytes: int, detail: str) -> None:
         """Count one corrupt batch skipped at ``position`` (with ``onCorruption=skip``), as the kernels count theirs:
