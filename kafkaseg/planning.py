@@ -517,9 +517,11 @@ class _Partition:
         return self._indexes[i]
 
     def forget_indexes(self, i: int) -> None:
-        """Forget segment ``i``'s loaded indexes (a later use loads them again; a rebuild is made again, and
-        reported once)."""
-        self._indexes.pop(i, None)
+        """Forget segment ``i``'s loaded indexes (a later use loads them again), unless they were rebuilt from the
+        log (a header walk of the segment, which a later use would make again)."""
+        loaded = self._indexes.get(i)
+        if loaded is not None and not any(getattr(index, "rebuilt", False) for index in loaded):
+            del self._indexes[i]
 
     def _set_indexes(self, i: int, offset_index, time_index) -> None:
         for idx in (offset_index, time_index):
@@ -1285,47 +1287,59 @@ def _intersect(start: int, end: int, ranges: Sequence[tuple[int, int]] | None) -
     return [(lo, hi) for lo, hi in merged]
 
 
-def _pieces_for_range(part: _Partition, lo: int, hi: int, ts_lo: int | None, kept: set[int]) -> Iterator[_Piece]:
+def _pieces_for_range(part: _Partition, lo: int, hi: int, ts_lo: int | None, kept: set[int], *,
+                      forget: bool = False) -> Iterator[_Piece]:
+    """The pieces of ``[lo, hi)``, one per segment that may hold some of it (segments older than ``ts_lo`` pruned).
+    ``forget``: forget each segment's index arrays once the caller is done with its piece (or it was pruned), so
+    planning holds one segment's at a time (:meth:`_Partition.forget_indexes`)."""
     first = part.segment_of(lo)
     for i in range(first, len(part.segments)):
-        seg = part.segments[i]
-        if seg.base_offset >= hi:
+        if part.segments[i].base_offset >= hi:
             break
-        next_base = part.next_base(i)
-        if next_base is not None and next_base <= lo:
-            continue
-        if seg.log_size == 0:
-            cleaner = part.pdir.cleaner_offset
-            if next_base is not None and part.report is not None and (cleaner is None or max(lo, seg.base_offset)
-                                                                        >= cleaner):
-                # no slice reads it, so no read lists its offsets as missing (scan._check_segment_end): say it here
-                part.report.notes.append(f"{part.name}: {seg.log_path} is empty, so offsets "
-                                         f"[{max(lo, seg.base_offset)}, {min(hi, next_base)}) are missing (above "
-                                         f"the cleaner checkpoint: a lost file's data, or compaction it does not "
-                                         f"record yet)")
-            continue
-        start_position = part.start_position(i, lo) if lo > seg.base_offset else 0
-        if ts_lo is not None:
-            # Time index entry (ts, off): every record with offset <= off has timestamp <= ts. Skip what is older.
-            if part.largest_timestamp(i) < ts_lo:
-                continue
-            if not part.legacy_segment(i):  # (its entries miss the timestamps of v1 records in v0 wrappers)
-                _, time_index = part.indexes(i)
-                older_ts, older_offset = time_index.floor(ts_lo - 1)
-                if older_ts >= 0 and older_offset + 1 > lo:
-                    start_position = max(start_position, part.start_position(i, older_offset + 1))
-        end_position = seg.log_size if next_base is not None and hi >= next_base else part.end_position(i, hi)
-        if next_base is None and hi >= part.log_end_offset():
-            end_position = seg.log_size if part.log_end_position is None else part.log_end_position
-        if end_position <= start_position:
-            continue
-        kept.add(i)
-        cuts = _Cuts()
-        if end_position - start_position > 0 and (
-                end_position - start_position > part.options.split_size or part.options.max_records_per_partition
-                or part.options.min_partitions):
-            cuts = part.cuts(i, start_position, end_position)
-        yield _Piece(part, i, start_position, end_position, lo, hi, cuts, None, part.indexes(i)[0] if cuts else None)
+        piece = _piece_of_segment(part, i, lo, hi, ts_lo)
+        if piece is not None:
+            kept.add(i)
+            yield piece
+        if forget:
+            part.forget_indexes(i)
+
+
+def _piece_of_segment(part: _Partition, i: int, lo: int, hi: int, ts_lo: int | None) -> _Piece | None:
+    seg = part.segments[i]
+    next_base = part.next_base(i)
+    if next_base is not None and next_base <= lo:
+        return None
+    if seg.log_size == 0:
+        cleaner = part.pdir.cleaner_offset
+        if next_base is not None and part.report is not None and (cleaner is None or max(lo, seg.base_offset)
+                                                                    >= cleaner):
+            # no slice reads it, so no read lists its offsets as missing (scan._check_segment_end): say it here
+            part.report.notes.append(f"{part.name}: {seg.log_path} is empty, so offsets "
+                                     f"[{max(lo, seg.base_offset)}, {min(hi, next_base)}) are missing (above "
+                                     f"the cleaner checkpoint: a lost file's data, or compaction it does not "
+                                     f"record yet)")
+        return None
+    start_position = part.start_position(i, lo) if lo > seg.base_offset else 0
+    if ts_lo is not None:
+        # Time index entry (ts, off): every record with offset <= off has timestamp <= ts. Skip what is older.
+        if part.largest_timestamp(i) < ts_lo:
+            return None
+        if not part.legacy_segment(i):  # (its entries miss the timestamps of v1 records in v0 wrappers)
+            _, time_index = part.indexes(i)
+            older_ts, older_offset = time_index.floor(ts_lo - 1)
+            if older_ts >= 0 and older_offset + 1 > lo:
+                start_position = max(start_position, part.start_position(i, older_offset + 1))
+    end_position = seg.log_size if next_base is not None and hi >= next_base else part.end_position(i, hi)
+    if next_base is None and hi >= part.log_end_offset():
+        end_position = seg.log_size if part.log_end_position is None else part.log_end_position
+    if end_position <= start_position:
+        return None
+    cuts = _Cuts()
+    if end_position - start_position > 0 and (
+            end_position - start_position > part.options.split_size or part.options.max_records_per_partition
+            or part.options.min_partitions):
+        cuts = part.cuts(i, start_position, end_position)
+    return _Piece(part, i, start_position, end_position, lo, hi, cuts, None, part.indexes(i)[0] if cuts else None)
 
 
 def _split_by_size_and_records(piece: _Piece, split_size: int, max_records: int | None) -> list[_Piece]:
@@ -1442,15 +1456,15 @@ def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predic
             ranges = []
     kept: set[int] = set()
     out: list[_Piece] = []
+    # Each segment's index arrays (a 1 GiB segment's take several MiB) are forgotten once its piece is cut, so
+    # planning holds one segment's at a time, not every planned segment's; minPartitions cuts pieces further once
+    # all partitions are planned, and keeps them.
+    forget = not options.min_partitions
     for lo, hi in ranges:
-        for piece in _pieces_for_range(part, lo, hi, ts_lo, kept):
+        for piece in _pieces_for_range(part, lo, hi, ts_lo, kept, forget=forget):
             pieces = _split_checked(piece, options)
-            if not options.min_partitions and piece.cuts:
-                # the cuts are used: forget the segment's index arrays (a 1 GiB segment's take several MiB), so
-                # planning holds one segment's at a time, not every planned segment's (minPartitions cuts pieces
-                # further once all partitions are planned, and keeps them)
+            if forget and piece.cuts:
                 pieces = [dataclasses.replace(p, cuts=_Cuts(), cuts_from=None) for p in pieces]
-                part.forget_indexes(piece.segment)
             out.extend(pieces)
     preport.segments_pruned = len(part.segments) - len(kept)
     return out
@@ -1619,10 +1633,10 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
       differs from the planned one: deleted and recreated);
     * those below the partition's log start now (retention deleted them) and those at or past its log end now (a
       follower truncated its log);
-    * all the rest when the segment files that can hold them now hold none of them and none changed since the
-      plan's listing (``listed_at_ns``, :func:`~kafkaseg.storage.fs.changed_since`: status-change times on the
-      planning host, modification times on object stores): the file that held them was deleted, not compacted
-      into these. Where that cannot be told (another host) they are read again.
+    * all the rest when the segment files that can hold them now hold none of the offsets of the segment they were
+      in and none changed since the plan's listing (``listed_at_ns``, :func:`~kafkaseg.storage.fs.changed_since`:
+      status-change times on the planning host, modification times on object stores): the file that held them
+      was deleted, not compacted into these. Where that cannot be told (another host) they are read again.
 
     And all of them when the partition's folder is another one than planned (by device and inode, on the planning
     host): a recreated topic on a broker that writes no ``partition.metadata``.
@@ -1656,13 +1670,19 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
         if first >= last:
             return [], [r for r in lost if r[0] < r[1]]
         pieces = list(_pieces_for_range(part, first, last, None, set()))
-        holding = [seg for i, seg in enumerate(pdir.segments)
-                   if seg.base_offset < last and (part.next_base(i) is None or part.next_base(i) > first)]
-        if not pieces and all(_fs.changed_since(seg.log_path, part.fs, piece.listed_at_ns, host) is False
-                              for seg in holding):
-            names = ", ".join(_fs.basename(seg.log_path) for seg in holding)
-            return [], lost + [(first, last, f"{names}, which would hold them now, holds none of them and did not "
-                                             "change since planning (not a compaction)")]
+        if not pieces:
+            # None of them is there. Compaction can remove them all, but not every offset of the segment they were
+            # in: unless a file that holds some now changed since planning, or holds some of that segment's
+            # other offsets (a compacted copy made before planning), the file that held them was deleted.
+            seg_lo, seg_hi = max(piece.base_offset, start), min(end, piece.next_base_offset or end)
+            holding = [seg for i, seg in enumerate(pdir.segments)
+                       if seg.base_offset < seg_hi and (part.next_base(i) is None or part.next_base(i) > seg_lo)]
+            if (all(_fs.changed_since(seg.log_path, part.fs, piece.listed_at_ns, host) is False for seg in holding)
+                    and not any(True for _ in _pieces_for_range(part, seg_lo, seg_hi, None, set()))):
+                names = ", ".join(_fs.basename(seg.log_path) for seg in holding)
+                return [], lost + [(first, last, f"{names}, which would hold them now, holds none of the offsets of "
+                                                 "the segment they were in and did not change since planning (not a "
+                                                 "compaction)")]
         return [_segment_slice(p, piece.aborted, _fs.file_identity(p.part.segments[p.segment].log_path, part.fs),
                                None, None, None, piece.topic_id, None) for p in pieces], lost
 

@@ -29,7 +29,7 @@ from kafkaseg.decode.api import (
 )
 from kafkaseg.errors import CorruptBatchError, DataLossError, KafkaSegError, LayoutError, TruncatedDataError
 from kafkaseg.options import ReadOptions
-from kafkaseg.entry_check import ResumptionEntries
+from kafkaseg.entry_check import ResumptionEntries, batch_first_offset
 from kafkaseg.planning import ScanPlan, SegmentSlice, plan_again_by_offset, plan_scan
 from kafkaseg.storage.layout import read_partition_dir
 from kafkaseg.storage.segment import SegmentReader
@@ -534,7 +534,7 @@ class _SliceDecoder:
                     past.append((header.position, header.base_offset, header.last_offset))
         except KafkaSegError:
             pass  # (the read went past those bytes)
-        if not past or self._next_segment_spans(max(past[0][1], next_base), past[0][2]):
+        if not past or self._next_segment_spans(reader, past[0][0], past[0][2]):
             return
         at, first, last = past[0]
         err = CorruptBatchError(
@@ -548,22 +548,33 @@ class _SliceDecoder:
         self._count_skip(at, end - at, err.detail)
         self.stats.corrupt_batches += len(past) - 1  # (one per batch, as the kernels count)
 
-    def _next_segment_spans(self, first: int, last: int) -> bool:
-        """Whether the partition's next segment, as its folder lists now, spans offsets ``first..last`` (its first
-        batch starts at or below ``first``, and the segment after it, if any, starts above ``last``): then this
-        file is a compacted copy holding both segments' kept records (a copy of a data dir taken across the
-        cleaner's swap), and the next segment has them. False when that cannot be read."""
+    def _next_segment_spans(self, reader: RandomAccessReader, position: int, last: int) -> bool:
+        """Whether the partition's next segment, as its folder lists now, spans the batch at ``position`` of this
+        file (its last offset ``last``): the first non-empty segment from the next base on starts at or below the
+        batch's first offset (legacy wrappers decoded for it), and the segment after that one, if any, starts
+        above ``last``. Then this file is a compacted copy holding both segments' kept records (a copy of a data
+        dir taken across the cleaner's swap, whose original of the next segment has them). True as well when the
+        planned next segment is gone (its own slices read its offsets again from this copy). False when that
+        cannot be read."""
         piece = self.piece
+        limits = (self.options.max_batch_bytes, self.options.max_decompressed_batch_bytes)
         try:
             pdir = read_partition_dir(piece.partition_path, piece.filesystem, topic=piece.topic,
                                       partition=piece.partition)
             bases = [s.base_offset for s in pdir.segments]
+            if piece.next_base_offset not in bases:
+                return True
             k = bases.index(piece.next_base_offset)
+            while k + 1 < len(bases) and pdir.segments[k].log_size == 0:
+                k += 1
+            first = batch_first_offset(SegmentReader(piece.log_path, opened=reader), position, *limits)
             with SegmentReader(pdir.segments[k].log_path, piece.filesystem) as following:
-                head = following.header_at(0, max_batch_bytes=self.options.max_batch_bytes)
-        except (KafkaSegError, ValueError):
+                head = batch_first_offset(following, 0, *limits)
+        except KafkaSegError:
             return False
-        return head is not None and head.base_offset <= first and (k + 1 == len(bases) or last < bases[k + 1])
+        if head is None or first is None:
+            return head is None and pdir.segments[k].log_size == 0  # (every later segment is empty)
+        return head <= max(first, piece.next_base_offset) and (k + 1 == len(bases) or last < bases[k + 1])
 
     def _count_skip(self, position: int, skipped_bytes: int, detail: str) -> None:
         """Count one corrupt batch skipped at ``position`` (with ``onCorruption=skip``), as the kernels count theirs:

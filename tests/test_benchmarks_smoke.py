@@ -109,7 +109,7 @@ def test_bench_plan_quick(tmp_path):
     out = run("bench_plan.py", tmp_path, "--quick", "--json", str(out_json))
     assert "working MiB" in out
     verdicts = [line for line in out.splitlines() if re.match(r"(PASS|FAIL)  planning memory is bounded", line)]
-    assert len(verdicts) == 4  # two segment counts, two split sizes
+    assert len(verdicts) == 8  # two segment counts, four cases
     data = json.loads(out_json.read_text())
-    assert len(data["results"]) == 4 and all(r["slices"] > 0 and r["peak_bytes"] > 0 for r in data["results"])
+    assert len(data["results"]) == 8 and all(r["slices"] > 0 and r["peak_bytes"] > 0 for r in data["results"])
     assert not list(tmp_path.glob("kafkaseg-*")), "generated data dirs were left behind"

@@ -224,7 +224,8 @@ def test_a_segment_gone_or_replaced_after_planning_is_data_loss_or_a_recorded_sk
     data = logs[1].read_bytes()
     logs[1].unlink()  # gone for good, by hand: segment 0, which now spans its offsets, is the file planned
     with pytest.raises(DataLossError, match=rf"{logs[1].name} is gone since planning.*{logs[0].name}, which would "
-                                            rf"hold them now, holds none of them and did not change.*\[{second[0]}, {second[1]}\)"):
+                                            rf"hold them now, holds none of the offsets of the segment they were in "
+                                            rf"and did not change.*\[{second[0]}, {second[1]}\)"):
         scan.to_table()
     # where that cannot be told (another host; here no listing time), the offsets are read again, and the
     # metrics say none of the partition's files holds any of them
@@ -823,3 +824,91 @@ def test_a_topic_recreated_on_a_broker_without_topic_ids_is_data_loss(tmp_path):
     shutil.copytree(new / "t-0", old / "t-0")
     with pytest.raises(DataLossError, match="the partition's folder is another one than planned"):
         scan.to_table()
+
+
+def test_copies_across_the_cleaners_swap_in_other_shapes_are_read_without_loss_or_false_corruption(tmp_path):
+    """Found in the third review: the sync deleting the next segment's original after planning, a legacy
+    compacted copy whose wrappers the cleaner re-made under lower offsets, an empty segment between the copy and
+    the next original, and a slice whose every offset the cleaner removed."""
+    import kafkaseg
+    from kafkaseg.storage.segment import SegmentReader
+    from kafkaseg.testing import TopicSpec, write_data_dir
+    from kafkaseg.testing.writer import Record, build_legacy_wrapper
+
+    # the next segment's original deleted after a full read was planned: its slices read its offsets again
+    write_data_dir(tmp_path / "a", [TopicSpec("r", records_per_partition=1500, segment_bytes=60_000)])
+    logs = sorted((tmp_path / "a" / "r-0").glob("*.log"))
+    second, third = int(logs[1].name[:20]), int(logs[2].name[:20])
+    merged, dropped = _merge_first_two(logs)
+    logs[0].write_bytes(merged)
+    for side in (".index", ".timeindex"):
+        logs[0].with_suffix(side).unlink()
+    scan = kafkaseg.open_scan(str(tmp_path / "a"))
+    logs[1].unlink()
+    assert scan.to_table()["offset"].to_pylist() == [o for o in range(1500) if o not in dropped or o >= third]
+    assert scan.metrics.decode.corrupt_batches == 0
+
+    # every offset of a slice compacted away (a micro-batch's range): not a lost file, as the copy holds others of
+    # that segment
+    time.sleep(0.1)
+    lo = min(o for o in dropped if o >= second)
+    hi = next(o for o in range(lo, third) if o not in dropped)
+    write_data_dir(tmp_path / "b", [TopicSpec("r", records_per_partition=1500, segment_bytes=60_000)])
+    logs_b = sorted((tmp_path / "b" / "r-0").glob("*.log"))
+    logs_b[0].write_bytes(merged)
+    for side in (".index", ".timeindex"):
+        logs_b[0].with_suffix(side).unlink()
+    time.sleep(0.1)
+    scan = kafkaseg.open_scan(str(tmp_path / "b"), startingOffsets=f'{{"r": {{"0": {lo}}}}}',
+                              endingOffsets=f'{{"r": {{"0": {hi}}}}}')
+    logs_b[1].unlink()
+    assert scan.to_table().num_rows == 0
+    assert [what for *_, what in scan.metrics.vanished_segments if "none of the partition's files" in what]
+
+    # legacy: the cleaner re-wraps a wrapper's kept records under its last kept offset, lower than the original's
+    legacy = tmp_path / "c"
+    write_data_dir(legacy, [TopicSpec("t", records_per_partition=1500, segment_bytes=30_000, magic=1, codec="gzip",
+                                      records_per_batch=7, key_cardinality=300, cleanup_policy="compact")])
+    whole = kafkaseg.read_arrow(str(legacy))
+    records = {o: Record(o, int(ts.timestamp() * 1000), k, v) for o, ts, k, v in zip(
+        whole["offset"].to_pylist(), whole["timestamp"].to_pylist(), whole["key"].to_pylist(),
+        whole["value"].to_pylist())}
+    logs = sorted((legacy / "t-0").glob("*.log"))
+    out, previous = [], -1
+    for n, log in enumerate(logs[:2]):
+        data = log.read_bytes()
+        with SegmentReader(str(log)) as reader:
+            for h in list(reader.iter_headers(0)):
+                members = [records[o] for o in range(previous + 1, h.last_offset + 1) if o in records]
+                previous = h.last_offset
+                if n == 0:
+                    out.append(data[h.position:h.position + h.size])
+                elif len(members) > 1:
+                    out.append(build_legacy_wrapper(members[:-1], 1, "gzip").data)  # its last record compacted away
+    logs[0].write_bytes(b"".join(out))
+    for side in (".index", ".timeindex"):
+        logs[0].with_suffix(side).unlink()
+    scan = kafkaseg.open_scan(str(legacy))
+    assert sorted(scan.to_table()["offset"].to_pylist()) == sorted(whole["offset"].to_pylist())
+    assert scan.metrics.decode.corrupt_batches == 0
+
+    # an empty segment (emptied by an earlier cleaning) between the copy and the next original
+    empty = tmp_path / "d"
+    write_data_dir(empty, [TopicSpec("t", records_per_partition=1500, segment_bytes=40_000)])
+    logs = sorted((empty / "t-0").glob("*.log"))
+    for side in (".log", ".index", ".timeindex"):
+        logs[1].with_suffix(side).write_bytes(b"")
+    kept, n = [], 0
+    for log in (logs[0], logs[2]):
+        data = log.read_bytes()
+        for h in iter_headers(data):
+            if log == logs[0] or n % 3 != 1:
+                kept.append(data[h.position:h.position + h.size])
+            n += 1
+    logs[0].write_bytes(b"".join(kept))
+    for side in (".index", ".timeindex"):
+        logs[0].with_suffix(side).unlink()
+    scan = kafkaseg.open_scan(str(empty))
+    offsets = scan.to_table()["offset"].to_pylist()
+    assert len(offsets) == len(set(offsets)) and scan.metrics.decode.corrupt_batches == 0
+    assert [o for o in offsets if o >= int(logs[2].name[:20])] == list(range(int(logs[2].name[:20]), 1500))

@@ -570,7 +570,8 @@ def test_objects_the_cleaner_merged_after_planning_are_read_again_and_one_delete
     assert len(scan.plan.slices) > len(local_logs)
     client.delete_file(remote[1])
     later = [replace(p, listed_at_ns=p.listed_at_ns + 30 * 10**9) for p in scan.plan.slices]
-    with pytest.raises(DataLossError, match=f"{local_logs[0].name}, which would hold them now, holds none of them and did not change"):
+    with pytest.raises(DataLossError, match=f"{local_logs[0].name}, which would hold them now, holds none of the "
+                                            "offsets of the segment they were in and did not change"):
         [b for p in later for b in read_slice(p, scan.options)]
     first, second = local_logs[0].read_bytes(), local_logs[1].read_bytes()
     heads = list(iter_headers(first)) + [h._replace(position=h.position + len(first)) for h in iter_headers(second)]
