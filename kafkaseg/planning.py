@@ -1633,8 +1633,9 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
       differs from the planned one: deleted and recreated);
     * those below the partition's log start now (retention deleted them) and those at or past its log end now (a
       follower truncated its log);
-    * all the rest when the segment files that can hold them now hold none of the offsets of the segment they were
-      in and none changed since the plan's listing (``listed_at_ns``, :func:`~kafkaseg.storage.fs.changed_since`:
+    * all the rest, above the partition's ``cleaner-offset-checkpoint`` now (below it compaction may have removed
+      every offset of a segment), when the segment files that can hold them now hold none of the offsets of the
+      segment they were in (as planned) and none changed since the plan's listing (``listed_at_ns``, :func:`~kafkaseg.storage.fs.changed_since`:
       status-change times on the planning host, modification times on object stores): the file that held them
       was deleted, not compacted into these. Where that cannot be told (another host) they are read again.
 
@@ -1670,11 +1671,14 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
         if first >= last:
             return [], [r for r in lost if r[0] < r[1]]
         pieces = list(_pieces_for_range(part, first, last, None, set()))
-        if not pieces:
-            # None of them is there. Compaction can remove them all, but not every offset of the segment they were
-            # in: unless a file that holds some now changed since planning, or holds some of that segment's
-            # other offsets (a compacted copy made before planning), the file that held them was deleted.
-            seg_lo, seg_hi = max(piece.base_offset, start), min(end, piece.next_base_offset or end)
+        cleaned = pdir.cleaner_offset is not None and last <= pdir.cleaner_offset
+        if not pieces and not cleaned:
+            # None of them is there, above the cleaner checkpoint (below it, compaction may have removed them all,
+            # or a whole segment's). Unless a file that holds some now changed since planning, or holds some of
+            # that segment's other offsets (a compacted copy made before planning), the file that held them was
+            # deleted.
+            seg_end = piece.end_offset if piece.next_base_offset is None else piece.next_base_offset
+            seg_lo, seg_hi = max(piece.base_offset, start), min(end, seg_end)
             holding = [seg for i, seg in enumerate(pdir.segments)
                        if seg.base_offset < seg_hi and (part.next_base(i) is None or part.next_base(i) > seg_lo)]
             if (all(_fs.changed_since(seg.log_path, part.fs, piece.listed_at_ns, host) is False for seg in holding)

@@ -318,7 +318,8 @@ def _lost_or_read_again(piece: SegmentSlice, options: ReadOptions, metrics: Scan
         names = ", ".join(os.path.basename(s.log_path) for s in slices)
         _vanished(piece, metrics, f"{why}: its offsets read again from {names} (a compacted copy holds what the log "
                   "cleaner kept of them)" if slices else f"{why}: its offsets read again, and none of the "
-                  "partition's files holds any of them now (the log cleaner removed them all)")
+                  "partition's files holds any of them now (compacted away, or deleted where that cannot be told from a "
+                  "compaction: below the cleaner checkpoint, or on another host)")
     for again_piece in slices:
         yield from _read_slice(again_piece, options, metrics, read_chunk_bytes, map_window_bytes, again=False)
 
@@ -572,8 +573,8 @@ class _SliceDecoder:
                 head = batch_first_offset(following, 0, *limits)
         except KafkaSegError:
             return False
-        if head is None or first is None:
-            return head is None and pdir.segments[k].log_size == 0  # (every later segment is empty)
+        if head is None or first is None:  # (every later segment is empty: none holds these offsets)
+            return False
         return head <= max(first, piece.next_base_offset) and (k + 1 == len(bases) or last < bases[k + 1])
 
     def _count_skip(self, position: int, skipped_bytes: int, detail: str) -> None:

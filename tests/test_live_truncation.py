@@ -912,3 +912,66 @@ def test_copies_across_the_cleaners_swap_in_other_shapes_are_read_without_loss_o
     offsets = scan.to_table()["offset"].to_pylist()
     assert len(offsets) == len(set(offsets)) and scan.metrics.decode.corrupt_batches == 0
     assert [o for o in offsets if o >= int(logs[2].name[:20])] == list(range(int(logs[2].name[:20]), 1500))
+
+
+def test_fourth_review_cases_of_reading_again_and_of_the_next_segments_base(tmp_path):
+    """Found in the fourth review: offsets past an empty last segment's base are reported (nothing later can hold
+    them); a deleted active segment stays data loss when the broker rolled after planning; a segment compacted away
+    entirely, below the cleaner checkpoint, is not data loss."""
+    import struct
+
+    import kafkaseg
+    from kafkaseg.errors import CorruptBatchError, DataLossError
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    # a corrupt baseOffset in a rolled segment's last batch, before an empty active segment
+    root = tmp_path / "a"
+    write_data_dir(root, [TopicSpec("t", records_per_partition=1500, segment_bytes=60_000)])
+    last = sorted((root / "t-0").glob("*.log"))[-1]
+    data = bytearray(last.read_bytes())
+    h = list(iter_headers(bytes(data)))[-1]
+    end = h.last_offset + 1
+    struct.pack_into(">q", data, h.position, end + 7)
+    last.write_bytes(bytes(data))
+    for side in (".log", ".index", ".timeindex"):
+        (root / "t-0" / f"{end:020d}{side}").write_bytes(b"")
+    with pytest.raises(CorruptBatchError, match=f"at or past offset {end}, the base offset"):
+        kafkaseg.read_arrow(str(root))
+    scan = kafkaseg.open_scan(str(root), onCorruption="skip")
+    assert scan.to_table().num_rows == h.base_offset and scan.metrics.decode.corrupt_batches == 1
+
+    # the planned active segment deleted after the broker rolled a new one and appended to it
+    root = tmp_path / "b"
+    write_data_dir(root, [TopicSpec("t", records_per_partition=1500, segment_bytes=60_000)])
+    active = sorted((root / "t-0").glob("*.log"))[-1]
+    heads = list(iter_headers(active.read_bytes()))
+    end = heads[-1].last_offset + 1
+    time.sleep(0.1)
+    scan = kafkaseg.open_scan(str(root))
+    time.sleep(0.05)
+    rolled = bytearray(active.read_bytes()[:heads[0].size])
+    struct.pack_into(">q", rolled, 0, end)
+    (root / "t-0" / f"{end:020d}.log").write_bytes(bytes(rolled))
+    active.unlink()
+    with pytest.raises(DataLossError, match=rf"{active.name} is gone since planning.*did not change since planning"):
+        scan.to_table()
+
+    # every record of segment 1 compacted away (its keys written again later), a sync deleting it after planning
+    root = tmp_path / "c"
+    write_data_dir(root, [TopicSpec("t", records_per_partition=1500, segment_bytes=60_000, key_cardinality=200,
+                                    cleanup_policy="compact")])
+    logs = sorted((root / "t-0").glob("*.log"))
+    second, third = int(logs[1].name[:20]), int(logs[2].name[:20])
+    kept = [data[h.position:h.position + h.size] for data in (logs[0].read_bytes(), logs[1].read_bytes())
+            for h in iter_headers(data) if not second <= h.base_offset]
+    logs[0].write_bytes(b"".join(kept))
+    for side in (".index", ".timeindex"):
+        logs[0].with_suffix(side).unlink()
+    checkpoint = root / "cleaner-offset-checkpoint"
+    checkpoint.write_text(f"0\n1\nt 0 {third}\n")
+    time.sleep(0.1)
+    scan = kafkaseg.open_scan(str(root), splitSize="2048")
+    logs[1].unlink()
+    offsets = scan.to_table()["offset"].to_pylist()
+    assert offsets == [o for o in kafkaseg.read_arrow(str(root))["offset"].to_pylist()]
+    assert not [o for o in offsets if second <= o < third]
