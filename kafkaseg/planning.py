@@ -1635,9 +1635,10 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
       follower truncated its log);
     * all the rest, above the partition's ``cleaner-offset-checkpoint`` now (below it compaction may have removed
       every offset of a segment), when the segment files that can hold them now hold none of the offsets of the
-      segment they were in (as planned) and none changed since the plan's listing (``listed_at_ns``, :func:`~kafkaseg.storage.fs.changed_since`:
-      status-change times on the planning host, modification times on object stores): the file that held them
-      was deleted, not compacted into these. Where that cannot be told (another host) they are read again.
+      segment they were in (as planned) and none changed since the plan's listing (``listed_at_ns``,
+      :func:`~kafkaseg.storage.fs.changed_since`: status-change times on the planning host, modification times on
+      object stores): the file that held them was deleted, not compacted into these. Where that cannot be told
+      (another host) they are read again.
 
     And all of them when the partition's folder is another one than planned (by device and inode, on the planning
     host): a recreated topic on a broker that writes no ``partition.metadata``.

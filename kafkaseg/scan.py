@@ -190,8 +190,9 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
     A segment a live broker deleted or replaced since planning is read from its ``.deleted`` name while that holds
     it; after that, the slice's offsets (:attr:`~kafkaseg.planning.SegmentSlice.slice_offsets`) are read from the
     partition's current files (:func:`~kafkaseg.planning.plan_again_by_offset`), as a reader by offset would: what
-    the log cleaner kept of them is in its compacted copy. Offsets retention deleted meanwhile are a
-    :class:`~kafkaseg.errors.DataLossError`, or with ``failOnDataLoss=false`` a skip in ``metrics.vanished_segments``.
+    the log cleaner kept of them is in its compacted copy. Offsets that are gone (retention, a truncation, a
+    recreated topic, a file deleted outright: see that function) are a :class:`~kafkaseg.errors.DataLossError`, or
+    with ``failOnDataLoss=false`` a skip in ``metrics.vanished_segments``.
     """
     metrics = metrics if metrics is not None else ScanMetrics()
     if piece.missing_before is not None:  # planning moved the start past offsets missing between segments
@@ -300,9 +301,10 @@ def _open_planned_segment(piece: SegmentSlice, metrics: ScanMetrics) -> tuple[Ra
 def _lost_or_read_again(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics, why: str,
                         read_chunk_bytes: int, map_window_bytes: int, again: bool) -> Iterator[pa.RecordBatch]:
     """The planned file of ``piece`` is gone (``why``): its offsets are read from the partition's current files
-    (:func:`~kafkaseg.planning.plan_again_by_offset`), which hold what the log cleaner kept of them. Offsets below
-    the partition's log start now (retention), and all of them when the folder is gone or the slice's own offsets
-    are not known, are lost (:func:`_lost`). Recorded in ``metrics.vanished_segments`` either way."""
+    (:func:`~kafkaseg.planning.plan_again_by_offset`), which hold what the log cleaner kept of them. The offsets
+    that function finds gone, and all of them when the folder cannot be listed, the slice's own offsets are not
+    known or this is already a read again (``again`` False), are lost (:func:`_lost`). Recorded in
+    ``metrics.vanished_segments`` either way."""
     if not again or piece.slice_offsets is None:
         _lost(piece, options, metrics, why)
         return
@@ -318,8 +320,8 @@ def _lost_or_read_again(piece: SegmentSlice, options: ReadOptions, metrics: Scan
         names = ", ".join(os.path.basename(s.log_path) for s in slices)
         _vanished(piece, metrics, f"{why}: its offsets read again from {names} (a compacted copy holds what the log "
                   "cleaner kept of them)" if slices else f"{why}: its offsets read again, and none of the "
-                  "partition's files holds any of them now (compacted away, or deleted where that cannot be told from a "
-                  "compaction: below the cleaner checkpoint, or on another host)")
+                  "partition's files holds any of them now (compacted away, or deleted where that cannot be told "
+                  "from a compaction: below the cleaner checkpoint, or on another host)")
     for again_piece in slices:
         yield from _read_slice(again_piece, options, metrics, read_chunk_bytes, map_window_bytes, again=False)
 
@@ -526,28 +528,30 @@ class _SliceDecoder:
         stopped_inside = self.past_end_at is not None and self.past_end_at < end
         if self.last_seen < next_base and not stopped_inside:
             return
-        past = []  # (position, first offset, last offset) of the batches from the first reaching the next base
+        reaching = None  # the first batch reaching the next base, and how many batches from it on
+        batches = 0
         try:
             walk = SegmentReader(piece.log_path, opened=reader).iter_headers(
                 piece.start_position, end, max_batch_bytes=self.options.max_batch_bytes)
             for header in walk:
-                if past or header.last_offset >= next_base:
-                    past.append((header.position, header.base_offset, header.last_offset))
+                if reaching is None and header.last_offset >= next_base:
+                    reaching = header
+                batches += reaching is not None
         except KafkaSegError:
             pass  # (the read went past those bytes)
-        if not past or self._next_segment_spans(reader, past[0][0], past[0][2]):
+        if reaching is None or self._next_segment_spans(reader, reaching.position, reaching.last_offset):
             return
-        at, first, last = past[0]
+        at, first, last = reaching.position, reaching.base_offset, reaching.last_offset
         err = CorruptBatchError(
             f"the batch here holds offsets {first}..{last}, at or past offset {next_base}, the base offset of the "
-            f"partition's next segment, which starts above them: {len(past)} batches ({end - at} bytes) of this "
+            f"partition's next segment, which starts above them: {batches} batches ({end - at} bytes) of this "
             f"read from here keep no offset from {next_base} on. A segment file named (or renamed) below its first "
             "offset, or a corrupt offset field? Kafka would serve these records from one file or the other by where "
             "a fetch starts", path=piece.log_path, position=at)
         if self.options.on_corruption != "skip":
             raise err
         self._count_skip(at, end - at, err.detail)
-        self.stats.corrupt_batches += len(past) - 1  # (one per batch, as the kernels count)
+        self.stats.corrupt_batches += batches - 1  # (one per batch, as the kernels count)
 
     def _next_segment_spans(self, reader: RandomAccessReader, position: int, last: int) -> bool:
         """Whether the partition's next segment, as its folder lists now, spans the batch at ``position`` of this
