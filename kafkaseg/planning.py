@@ -1820,7 +1820,9 @@ class AvailableRange(NamedTuple):
     options), ``log_end`` (the log end offset, where the files end), ``replica`` (the partition folder) and
     ``checkpointed`` (False when ``latest`` fell back to the log end because ``replication-offset-checkpoint``
     has no high watermark for it, or is unreadable); ``lenient``: the :class:`LenientDecision` s of an
-    ``onCorruption=skip`` read that decided these offsets (an unreadable checkpoint's)."""
+    ``onCorruption=skip`` read that decided these offsets (an unreadable checkpoint's); ``topic_id``: the topic id
+    in the replica's ``partition.metadata`` (None before Kafka 2.8 or when absent), which tells a topic deleted and
+    recreated under the same name from the one these offsets were taken from."""
 
     earliest: int
     latest: int
@@ -1828,6 +1830,7 @@ class AvailableRange(NamedTuple):
     replica: str = ""
     checkpointed: bool = True
     lenient: tuple[LenientDecision, ...] = ()
+    topic_id: str | None = None
 
 
 def available_range(partition_dir: PartitionDir, options: ReadOptions) -> AvailableRange:
@@ -1842,10 +1845,11 @@ def _available_range(partition_dir: PartitionDir, options: ReadOptions) -> Avail
     checkpointed = partition_dir.high_watermark is not None or options.upper_bound == "logEndOffset"
     if not part.segments:
         start = partition_dir.log_start_offset or 0
-        return AvailableRange(start, start, start, partition_dir.path, checkpointed)
+        return AvailableRange(start, start, start, partition_dir.path, checkpointed,
+                              topic_id=partition_dir.topic_id)
     bounds = _bounds(part, None)
     return AvailableRange(bounds.log_start, bounds.upper, bounds.log_end, partition_dir.path, checkpointed,
-                          tuple(report.lenient))
+                          tuple(report.lenient), partition_dir.topic_id)
 
 
 def slice_order(piece: SegmentSlice) -> tuple:

@@ -4,7 +4,8 @@ stream reader (:class:`kafkaseg.spark.source.KafkaSegStreamReader`) is a thin wr
 :class:`MicroBatchPlanner`, which holds the state Spark's streaming runner keeps between calls.
 
 Offsets are Spark's Kafka source offsets, ``{"topic": {"0": 23, "1": 40}}``: per topic-partition, the next offset
-to read (``KafkaSourceOffset`` JSON, so a query's offset log reads the same as with ``format("kafka")``). The
+to read (``KafkaSourceOffset`` JSON, so a query's offset log reads the same as with ``format("kafka")``), plus the
+topic ids the offsets were taken from (:data:`TOPIC_IDS`), which Spark's source does not record. The
 semantics follow ``KafkaMicroBatchStream.scala`` and ``KafkaOffsetReaderAdmin.getOffsetRangesFromResolvedOffsets``
 in apache/spark ``connector/kafka-0-10-sql``, with the files standing in for the cluster:
 
@@ -39,7 +40,9 @@ in apache/spark ``connector/kafka-0-10-sql``, with the files standing in for the
 * data loss (``failOnDataLoss``, default true: :class:`~kafkaseg.errors.DataLossError`; false: skipped and
   listed in :attr:`MicroBatchPlan.data_loss`): a partition that disappeared, a partition found after the start
   whose log does not begin at offset 0, a log that went back below where the stream stood (truncated or
-  recreated: the files end below the position), a partition on disk left out of a micro-batch's end (its folder
+  recreated: the files end below the position), a topic deleted and recreated (its topic id differs from the one
+  the stream's offsets were taken from, whatever its offsets; with ``failOnDataLoss=false`` the new topic is read
+  from its beginning, as a partition found later is), a partition on disk left out of a micro-batch's end (its folder
   went away when the end was fixed), and, from the planner, a start below the log start offset (retention deleted
   unread records) or an end past where the files now end (offsets missing between segments are read past, as
   Spark's source reads past them: see :mod:`kafkaseg.planning`). A partition folder
@@ -74,13 +77,17 @@ from kafkaseg.storage.layout import PartitionDir
 if TYPE_CHECKING:
     from kafkaseg.scan import ScanMetrics
 
-__all__ = ["Offsets", "MicroBatchPlanner", "MicroBatchPlan", "rate_limit", "to_offsets", "from_offsets",
-           "poll_micro_batches", "follow"]
+__all__ = ["Offsets", "TOPIC_IDS", "MicroBatchPlanner", "MicroBatchPlan", "rate_limit", "to_offsets",
+           "from_offsets", "topic_ids_of", "poll_micro_batches", "follow"]
 
 log = logging.getLogger("kafkaseg.streaming")
 
-#: Spark's Kafka source offset JSON: ``{"topic": {"partition": next offset}}``.
+#: Spark's Kafka source offset JSON, ``{"topic": {"partition": next offset}}``, plus the topic ids the offsets
+#: were taken from under :data:`TOPIC_IDS`.
 Offsets = dict[str, dict[str, int]]
+#: The key of the topic ids in :data:`Offsets`: ``{"t": {"0": 5}, "@topicIds": {"t": "<base64 uuid>"}}``. ``@``
+#: cannot appear in a Kafka topic name (``[a-zA-Z0-9._-]``), so no topic is taken for it.
+TOPIC_IDS = "@topicIds"
 TopicPartition = tuple[str, int]
 
 _FAIL_HINT = "(set failOnDataLoss=false to skip it and go on)"
@@ -88,10 +95,13 @@ _RACY_MS = 2000  # how long a segment must have been unchanged for its range to 
 
 
 def from_offsets(offsets: Mapping[str, Mapping[str, int]] | None) -> dict[TopicPartition, int]:
-    """``{"t": {"0": 5}}`` -> ``{("t", 0): 5}``; raises :class:`InvalidOptionError` on anything else (an offset
-    log written by another source)."""
+    """``{"t": {"0": 5}}`` -> ``{("t", 0): 5}`` (the topic ids under :data:`TOPIC_IDS` are left out: see
+    :func:`topic_ids_of`); raises :class:`InvalidOptionError` on anything else (an offset log written by another
+    source)."""
     out: dict[TopicPartition, int] = {}
     for topic, partitions in (offsets or {}).items():
+        if topic == TOPIC_IDS:
+            continue
         if not isinstance(partitions, Mapping):
             raise InvalidOptionError(f"not a kafkaseg/Kafka source offset: {offsets!r}")
         for partition, offset in partitions.items():
@@ -102,11 +112,44 @@ def from_offsets(offsets: Mapping[str, Mapping[str, int]] | None) -> dict[TopicP
     return out
 
 
-def to_offsets(positions: Mapping[TopicPartition, int]) -> Offsets:
-    """``{("t", 0): 5}`` -> ``{"t": {"0": 5}}``, topics and partitions in order (stable JSON for Spark)."""
+def topic_ids_of(offsets: Mapping | None) -> dict[TopicPartition, str]:
+    """The topic id each partition's offset in ``offsets`` was taken from (:data:`TOPIC_IDS`; a topic's id given
+    once stands for all its partitions there). Partitions whose topic had no id (brokers before 2.8, offsets written
+    before kafkaseg recorded them) are left out."""
+    ids = (offsets or {}).get(TOPIC_IDS) or {}
+    if not isinstance(ids, Mapping):
+        raise InvalidOptionError(f"not a kafkaseg source offset ({TOPIC_IDS} is not an object): {offsets!r}")
+    out: dict[TopicPartition, str] = {}
+    for tp in from_offsets(offsets):
+        given = ids.get(tp[0])
+        if isinstance(given, Mapping):
+            given = given.get(str(tp[1]))
+        if given is not None:
+            if not isinstance(given, str):
+                raise InvalidOptionError(f"not a kafkaseg source offset (a topic id is not a string): {offsets!r}")
+            out[tp] = given
+    return out
+
+
+def to_offsets(positions: Mapping[TopicPartition, int],
+               topic_ids: Mapping[TopicPartition, str | None] | None = None) -> Offsets:
+    """``{("t", 0): 5}`` -> ``{"t": {"0": 5}}``, topics and partitions in order (stable JSON for Spark); with
+    ``topic_ids``, the ids the offsets were taken from under :data:`TOPIC_IDS`: ``{"t": "<id>"}`` when every
+    partition of the topic has the same id, else ``{"t": {"0": "<id>"}}`` for those that have one (a topic seen
+    in the middle of its deletion and re-creation)."""
     out: Offsets = {}
     for (topic, partition), offset in sorted(positions.items()):
         out.setdefault(topic, {})[str(partition)] = int(offset)
+    ids: dict[str, object] = {}
+    for topic, partitions in out.items():
+        known = {p: topic_ids.get((topic, int(p))) for p in partitions} if topic_ids else {}
+        distinct = set(known.values())
+        if len(distinct) == 1 and None not in distinct:
+            ids[topic] = distinct.pop()
+        elif distinct - {None}:
+            ids[topic] = {p: known_id for p, known_id in known.items() if known_id is not None}
+    if ids:
+        out[TOPIC_IDS] = ids  # type: ignore[assignment]
     return out
 
 
@@ -160,6 +203,8 @@ class MicroBatchPlanner:
         self.last_trigger_ms = 0.0
         self.available_now: dict[TopicPartition, int] | None = None
         self.latest: dict[TopicPartition, int] | None = None  # the last latest offsets seen (progress reports)
+        self.latest_topic_ids: dict[TopicPartition, str | None] = {}  # the topic ids they were taken from
+        self._available_now_ids: dict[TopicPartition, str | None] = {}
         self._initial: Offsets | None = None
         self._seen: dict[TopicPartition, AvailableRange] = {}  # each partition's range at the previous trigger
         self._waiting: set[TopicPartition] = set()  # partitions whose latest is excused below the position
@@ -216,6 +261,7 @@ class MicroBatchPlanner:
     def _resolve_initial(self) -> Offsets:
         limit = self.options.starting
         positions: dict[TopicPartition, int] = {}
+        topic_ids: dict[TopicPartition, str | None] = {}
         # checks that partitions named in a JSON are on disk; a subscribed topic not there yet is waited for
         pdirs = select_partitions(None, self.options, check_subscribed=False)
         for pdir in pdirs:
@@ -223,6 +269,7 @@ class MicroBatchPlanner:
             available = available_range(pdir, self.options)
             earliest, latest = available.earliest, available.latest
             self._seen[tp] = available
+            topic_ids[tp] = available.topic_id
             if limit.kind == "earliest":
                 positions[tp] = earliest
             elif limit.kind == "latest":
@@ -238,13 +285,15 @@ class MicroBatchPlanner:
                 # a start above the high watermark (or last stable offset) the files reach: a consumer's fetch there
                 # is empty until the high watermark gets there, not data loss
                 self._waiting.add(tp)
-        return to_offsets(positions)
+        return to_offsets(positions, topic_ids)
 
     def prepare_available_now(self) -> None:
         """``Trigger.AvailableNow``: fix the target at the latest offsets of this moment. Spark calls this before
         ``initialOffset``: a partition whose start is resolved later, above the target, has nothing to read (see
         :meth:`latest_offsets`)."""
-        self.available_now = {tp: available.latest for tp, available in self.available().items()}
+        ranges = self.available()
+        self.available_now = {tp: available.latest for tp, available in ranges.items()}
+        self._available_now_ids = {tp: available.topic_id for tp, available in ranges.items()}
 
     def _latest(self, start: Mapping[TopicPartition, int], ranges: Mapping[TopicPartition, AvailableRange]
                 ) -> dict[TopicPartition, int]:
@@ -274,26 +323,37 @@ class MicroBatchPlanner:
         """The end of the next micro-batch from ``start``: everything available (``all_available``, Spark's
         ``ReadAllAvailable``), else at most ``max_offsets`` (rate limit) and nothing (``start`` itself) while
         fewer than ``min_offsets`` are pending and ``maxTriggerDelay`` has not passed (never under
-        ``Trigger.AvailableNow``, which must end)."""
+        ``Trigger.AvailableNow``, which must end).
+
+        A partition whose topic id differs from the one ``start`` was taken from (the topic was deleted and
+        recreated) counts from the new topic's beginning, as a partition found after the start does; :meth:`plan`
+        reports the data loss."""
         begin = from_offsets(start)
+        started_on = topic_ids_of(start)
         earliest: dict[TopicPartition, int] | None = None
         if self.available_now is not None:
+            topic_ids = self._available_now_ids
+            for tp in _recreated(started_on, topic_ids):
+                del begin[tp]
             # a start resolved after the target was fixed may be above it: nothing to read there
             latest = {tp: max(target, begin.get(tp, target)) for tp, target in self.available_now.items()}
         else:
             ranges = self.available()
+            topic_ids = {tp: available.topic_id for tp, available in ranges.items()}
+            for tp in _recreated(started_on, topic_ids):
+                del begin[tp]
             latest = self._latest(begin, ranges)
             earliest = {tp: available.earliest for tp, available in ranges.items()}
-        self.latest = latest
+        self.latest, self.latest_topic_ids = latest, topic_ids
         if all_available:
-            return to_offsets(latest)
+            return to_offsets(latest, topic_ids)
         if min_offsets is not None and self.available_now is None and self._delay(min_offsets, begin, latest):
             return start
         if max_offsets is not None:
             if earliest is None:
                 earliest = {tp: available.earliest for tp, available in self.available().items()}
-            return to_offsets(rate_limit(max_offsets, begin, latest, earliest))
-        return to_offsets(latest)
+            return to_offsets(rate_limit(max_offsets, begin, latest, earliest), topic_ids)
+        return to_offsets(latest, topic_ids)
 
     def _delay(self, min_offsets: int, start: Mapping[TopicPartition, int],
                latest: Mapping[TopicPartition, int]) -> bool:
@@ -312,6 +372,7 @@ class MicroBatchPlanner:
         """Plan the micro-batch ``[start, end)`` (Spark's ``planInputPartitions``; also a replay after a restart).
         Raises :class:`DataLossError` under ``failOnDataLoss`` for the cases in the module docstring."""
         begin, until = from_offsets(start), from_offsets(end)
+        started_on, ending_on = topic_ids_of(start), topic_ids_of(end)
         # Spark replays an uncommitted first batch from initialOffset(), which this process resolved again
         replaying_first = self._initial is not None and begin == from_offsets(self._initial)
         result = MicroBatchPlan(None)
@@ -343,7 +404,18 @@ class MicroBatchPlanner:
                 loss(f"{name} is gone (its folder is no longer under the given paths); offsets "
                      f"[{begin.get(tp, '?')}, {until[tp]}) of this micro-batch are missed")
                 continue
-            if tp in begin:
+            now_id = pdir.topic_id
+            if now_id is not None and ending_on.get(tp, now_id) != now_id:
+                loss(f"{name}: the topic was deleted and recreated after this micro-batch's end was fixed (topic id "
+                     f"{ending_on[tp]} then, {now_id} now in {pdir.path}); offsets [{begin.get(tp, '?')}, "
+                     f"{until[tp]}) of the deleted topic are missed")
+                continue
+            if tp in begin and now_id is not None and started_on.get(tp, now_id) != now_id:
+                lo = available_range(pdir, self.options).earliest
+                loss(f"{name}: the topic was deleted and recreated (topic id {started_on[tp]} at the stream's "
+                     f"offset {begin[tp]}, {now_id} now in {pdir.path}): records of the deleted topic from offset "
+                     f"{begin[tp]} on may have been missed; the new topic is read from its beginning (offset {lo})")
+            elif tp in begin:
                 lo = begin[tp]
             else:  # a partition found after the stream started: from its beginning (Spark: earliest)
                 lo = available_range(pdir, self.options).earliest
@@ -358,9 +430,10 @@ class MicroBatchPlanner:
                                         f"still reaches {log_end}: the start was resolved again after a restart; "
                                         "nothing is read for it in this batch")
                 else:
+                    cause = ("the log was truncated (its topic id is the same)" if now_id is not None
+                             and started_on.get(tp) == now_id else "the log was truncated or the topic recreated")
                     loss(f"{name}'s offsets went back from {lo} to {hi} (the log now ends at {log_end} in "
-                         f"{pdir.path}): the log was truncated or the topic recreated; records may have been "
-                         "missed")
+                         f"{pdir.path}): {cause}; records may have been missed")
                 continue
             if hi > lo:
                 ranges[tp] = (lo, hi)
@@ -398,6 +471,12 @@ class MicroBatchPlanner:
             assign=tuple(sorted(ranges)), subscribe=None, subscribe_pattern=None,
             starting=OffsetLimit("offsets", entries_start, option="startingOffsets"),
             ending=OffsetLimit("offsets", entries_end, option="endingOffsets")), listing=listing)
+
+
+def _recreated(started_on: Mapping[TopicPartition, str], now: Mapping[TopicPartition, str | None]
+               ) -> list[TopicPartition]:
+    """The partitions whose topic id now differs from the one their offset was taken from (both known)."""
+    return [tp for tp, topic_id in started_on.items() if now.get(tp) is not None and now[tp] != topic_id]
 
 
 def _merged(first: ScanPlan, second: ScanPlan) -> ScanPlan:

@@ -12,6 +12,7 @@ import shutil
 import pytest
 
 from kafkaseg.storage.checkpoints import read_offset_checkpoint
+from kafkaseg.streaming import TOPIC_IDS, from_offsets
 from kafkaseg.testing import TopicSpec, write_data_dir
 from kafkaseg.testing.partition import write_offset_checkpoint
 
@@ -24,6 +25,11 @@ COLUMNS = ["topic", "partition", "offset", "key", "value", "timestamp"]
 
 #: PySpark 4.2+ hands Python streaming sources read limits (maxOffsetsPerTrigger, Trigger.AvailableNow); 4.1 has no
 #: such API, and its triggers read all that is available (README)
+def plain(offsets: dict) -> dict:
+    """Offsets without the topic ids they were taken from."""
+    return {topic: partitions for topic, partitions in offsets.items() if topic != TOPIC_IDS}
+
+
 _READ_LIMITS = importlib.util.find_spec("pyspark.sql.streaming.datasource") is not None
 
 
@@ -62,10 +68,12 @@ def test_a_stream_follows_a_growing_dir_once_and_fails_on_data_loss(spark, tmp_p
     assert streamed.count() == batch.count() == sum(full.values()) + 80
     assert streamed.exceptAll(batch).count() == 0 and batch.exceptAll(streamed).count() == 0
 
-    # the offset log holds Spark's Kafka source offsets
+    # the offset log holds Spark's Kafka source offsets, and the topic ids they were taken from
     offsets_files = sorted((checkpoint / "offsets").glob("[0-9]*"), key=lambda p: int(p.name))
     last = json.loads(offsets_files[-1].read_text().splitlines()[-1])
+    ids = last.pop(TOPIC_IDS)
     assert last == {"a": {"0": full[("a", 0)], "1": full[("a", 1)]}, "b": {"0": full[("b", 0)]}, "c": {"0": 80}}
+    assert sorted(ids) == ["a", "b", "c"] and len(set(ids.values())) == 3
 
     # a partition the query was reading disappears: failOnDataLoss (the default) stops the query, naming it
     shutil.rmtree(root / "b-0")
@@ -85,7 +93,7 @@ def test_the_stream_reader_maps_spark_read_limits_onto_the_options(tmp_path):
         return KafkaSegStreamReader(read_options({"path": str(root), "startingOffsets": "earliest", **options},
                                                  stream=True))
 
-    assert reader(maxOffsetsPerTrigger=10).latestOffset() == {"a": {"0": 100, "1": 100}}  # PySpark 4.1's call
+    assert from_offsets(reader(maxOffsetsPerTrigger=10).latestOffset()) == {("a", 0): 100, ("a", 1): 100}  # 4.1
     if not _READ_LIMITS:
         pytest.skip("read limits for Python streaming sources came with PySpark 4.2 (4.1's call checked above)")
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
@@ -97,15 +105,15 @@ def test_the_stream_reader_maps_spark_read_limits_onto_the_options(tmp_path):
 
     both = reader(minOffsetsPerTrigger=40, maxOffsetsPerTrigger=50)
     start = both.initialOffset()
-    assert start == {"a": {"0": 0, "1": 0}}
-    assert both.latestOffset(start, ReadMaxRows(50)) == {"a": {"0": 25, "1": 25}}  # the first trigger runs
+    assert plain(start) == {"a": {"0": 0, "1": 0}}
+    assert plain(both.latestOffset(start, ReadMaxRows(50))) == {"a": {"0": 25, "1": 25}}  # the first trigger runs
     both.planner.last_trigger_ms = both.planner.clock()  # a batch just ran and 200 offsets are pending...
-    assert both.latestOffset(start, ReadMaxRows(50)) == {"a": {"0": 25, "1": 25}}  # ...over the min: runs
+    assert plain(both.latestOffset(start, ReadMaxRows(50))) == {"a": {"0": 25, "1": 25}}  # ...over the min: runs
     few = {"a": {"0": 90, "1": 90}}  # 20 pending, under the options' min (Spark passes it with the max)
     assert both.latestOffset(few, ReadMaxRows(50)) == few
-    assert both.latestOffset(few, ReadMinRows(10)) == {"a": {"0": 100, "1": 100}}  # the engine's own min
-    assert both.latestOffset(few, ReadAllAvailable()) == {"a": {"0": 100, "1": 100}}  # Trigger.Once etc.
-    assert both.reportLatestOffset() == {"a": {"0": 100, "1": 100}}
+    assert plain(both.latestOffset(few, ReadMinRows(10))) == {"a": {"0": 100, "1": 100}}  # the engine's own min
+    assert plain(both.latestOffset(few, ReadAllAvailable())) == {"a": {"0": 100, "1": 100}}  # Trigger.Once etc.
+    assert plain(both.reportLatestOffset()) == {"a": {"0": 100, "1": 100}}
 
 
 def test_options_no_read_accepts_are_refused_with_both_reasons():
@@ -184,11 +192,11 @@ def test_pyspark_41s_argumentless_latest_offset_knows_where_the_stream_is(tmp_pa
     reader = KafkaSegStreamReader(read_options({"path": str(root), "startingOffsets": '{"t":{"0":120}}'},
                                                stream=True))
     start = reader.initialOffset()
-    assert start == {"t": {"0": 120}}
+    assert from_offsets(start) == {("t", 0): 120}
     assert reader.latestOffset() == start  # waits at 120 as a consumer's fetch does; it read back from 100
     write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): 150})
     end = reader.latestOffset()
-    assert end == {"t": {"0": 150}}
+    assert plain(end) == {"t": {"0": 150}}
     rows = [o for p in reader.partitions(start, end) for b in reader.read(p) for o in b.column("offset").to_pylist()]
     assert rows == list(range(120, 150))
     reader.commit(end)

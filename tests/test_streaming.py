@@ -19,7 +19,7 @@ from kafkaseg.errors import DataLossError, InvalidOptionError
 from kafkaseg.options import ReadOptions
 from kafkaseg.scan import read_slice
 from kafkaseg.storage.checkpoints import read_offset_checkpoint
-from kafkaseg.streaming import MicroBatchPlanner, from_offsets, rate_limit, to_offsets
+from kafkaseg.streaming import TOPIC_IDS, MicroBatchPlanner, from_offsets, rate_limit, to_offsets, topic_ids_of
 from kafkaseg.testing import TopicSpec, write_data_dir
 from kafkaseg.testing.partition import write_offset_checkpoint
 
@@ -83,6 +83,11 @@ def drain(p: MicroBatchPlanner, start, **limits) -> tuple[dict, list[tuple[str, 
     raise AssertionError("the stream never caught up")
 
 
+def plain(offsets: dict) -> dict:
+    """Offsets without the topic ids they were taken from."""
+    return {topic: partitions for topic, partitions in offsets.items() if topic != TOPIC_IDS}
+
+
 def batch_rows(root: Path, **options) -> list[tuple[str, int, int]]:
     table = kafkaseg.read_arrow(str(root), **options)
     return list(zip(table.column("topic").to_pylist(), table.column("partition").to_pylist(),
@@ -115,7 +120,7 @@ def test_a_growing_dir_is_read_once_in_order_within_the_rate_limit(data):
     set_hws(data, {tp: hw // 3 for tp, hw in full.items()})
     p = planner(data, maxOffsetsPerTrigger=250)
     start = p.initial_offsets()
-    assert start == {"a": {"0": 0, "1": 0}, "b": {"0": 0}}
+    assert plain(start) == {"a": {"0": 0, "1": 0}, "b": {"0": 0}}
     end, rows, sizes = drain(p, start, max_offsets=250)
     assert len(sizes) > 1 and max(sizes) <= 250 + 3  # a share below 1 rounds up: at most one extra per partition
     assert from_offsets(end) == {tp: hw // 3 for tp, hw in full.items()}
@@ -145,9 +150,9 @@ def test_read_committed_stream_stops_at_the_last_stable_offset(tmp_path):
 def test_initial_offsets_follow_starting_options(data):
     full = hws(data)
     p = planner(data, startingOffsets="latest")
-    assert p.initial_offsets() == to_offsets(full)
+    assert plain(p.initial_offsets()) == to_offsets(full)
     set_hws(data, {tp: hw - 1 for tp, hw in full.items()})
-    assert p.initial_offsets() == to_offsets(full)  # one answer per query, however often Spark asks
+    assert plain(p.initial_offsets()) == to_offsets(full)  # one answer per query, however often Spark asks
     set_hws(data, full)
     assert ReadOptions.from_options({"path": str(data)}, stream=True).starting.kind == "latest"
     p = planner(data, startingOffsets='{"a":{"0":-1,"1":7}}')  # b-0 unlisted: earliest
@@ -155,7 +160,7 @@ def test_initial_offsets_follow_starting_options(data):
     first = kafkaseg.read_arrow(str(data), assign='{"a":[1]}')
     ts = first.column("timestamp")[100].value // 1000
     p = planner(data, startingTimestamp=ts, assign='{"a":[1]}')
-    assert p.initial_offsets() == {"a": {"1": first.column("offset")[100].as_py()}}
+    assert plain(p.initial_offsets()) == {"a": {"1": first.column("offset")[100].as_py()}}
     with pytest.raises(InvalidOptionError, match="not being read"):
         planner(data, startingOffsets='{"zz":{"0":1}}').initial_offsets()
 
@@ -320,7 +325,7 @@ def test_a_lagging_replica_read_after_the_copy_ahead_went_away_is_no_new_data(tm
     p = MicroBatchPlanner(options)
     start = to_offsets({("a", 0): 70})
     end = p.latest_offsets(start)
-    assert end == {"a": {"0": 90}}  # the replica ahead
+    assert plain(end) == {"a": {"0": 90}}  # the replica ahead
     assert read_batch(p, start, end) == [("a", 0, o) for o in range(70, 90)]
     shutil.move(str(ahead / "a-0"), str(tmp_path / "moved-away"))  # reassigned away from that broker
     assert p.latest_offsets(end) == end  # the other copy's high watermark 80 is below the position: no new data
@@ -350,10 +355,10 @@ def test_a_log_cut_back_and_grown_again_is_data_loss(data):
     full = hws(data)
     set_hws(data, {**full, ("a", 0): 100})
     position = p.latest_offsets(p.initial_offsets())
-    assert position == {"a": {"0": 100}}
+    assert plain(position) == {"a": {"0": 100}}
     set_hws(data, {**full, ("a", 0): 95})  # the new leader's high watermark, below the position; the log reaches it
     later = p.latest_offsets(position)
-    assert later == {"a": {"0": 95}}
+    assert plain(later) == {"a": {"0": 95}}
     with pytest.raises(DataLossError, match="a-0's offsets went back from 100 to 95"):
         p.plan(position, later)
 
@@ -586,7 +591,7 @@ def test_a_start_above_the_high_watermark_the_log_reaches_waits_for_it(data):
     set_hws(data, {**full, ("a", 0): 20})
     p = planner(data, startingOffsets='{"a":{"0":40}}', assign='{"a":[0]}')
     start = p.initial_offsets()
-    assert start == {"a": {"0": 40}} and p.latest_offsets(start) == start
+    assert plain(start) == {"a": {"0": 40}} and p.latest_offsets(start) == start
     set_hws(data, {**full, ("a", 0): 50})
     end = p.latest_offsets(start)
     assert read_batch(p, start, end) == [("a", 0, o) for o in range(40, 50)]
@@ -732,7 +737,7 @@ def test_an_end_fixed_at_the_log_end_before_the_broker_checkpointed_is_read_to_t
     read_batch(p, p.initial_offsets(), start)
     set_hws(data, {tp: hw for tp, hw in full.items() if tp != ("a", 0)})  # no high watermark for a-0 yet
     end = p.latest_offsets(start)
-    assert end == {"a": {"0": full[("a", 0)]}}  # its log end
+    assert plain(end) == {"a": {"0": full[("a", 0)]}}  # its log end
     set_hws(data, {**full, ("a", 0): 150})  # the broker checkpoints it, below the log end
     plan = p.plan(start, end)
     assert not plan.data_loss
@@ -796,3 +801,102 @@ def test_a_segment_deleted_between_planning_and_reading_is_logged_when_skipped(t
                 second.unlink()
     said = [r for r in caplog.records if f"{second} (offsets" in r.getMessage()]
     assert seen < 600 and len(said) == 1 and said[0].levelname == "WARNING"
+
+
+def test_offsets_carry_the_topic_ids_they_were_taken_from():
+    a0, a1, b0 = ("a", 0), ("a", 1), ("b", 0)
+    offsets = to_offsets({a0: 5, a1: 3, b0: 7}, {a0: "idA", a1: "idA", b0: None})
+    assert offsets == {"a": {"0": 5, "1": 3}, "b": {"0": 7}, TOPIC_IDS: {"a": "idA"}}  # b has none (before 2.8)
+    assert from_offsets(offsets) == {a0: 5, a1: 3, b0: 7}
+    assert topic_ids_of(offsets) == {a0: "idA", a1: "idA"}
+    # a topic seen while it was being deleted and recreated: its partitions' ids differ, so each is kept
+    mixed = to_offsets({a0: 5, a1: 3}, {a0: "old", a1: "new"})
+    assert mixed[TOPIC_IDS] == {"a": {"0": "old", "1": "new"}} and topic_ids_of(mixed) == {a0: "old", a1: "new"}
+    assert topic_ids_of({"a": {"0": 5}}) == {}  # offsets written before kafkaseg recorded ids, or by Spark's source
+    for bad in ({"a": {"0": 5}, TOPIC_IDS: "x"}, {"a": {"0": 5}, TOPIC_IDS: {"a": 7}}):
+        with pytest.raises(InvalidOptionError):
+            topic_ids_of(bad)
+
+
+def _recreate_topic_a(data: Path, tmp_path: Path, records: int) -> dict[tuple[str, int], int]:
+    """Delete topic ``a`` and create it again under the same name (another topic id), holding ``records`` new
+    records per partition; return the new high watermarks."""
+    other = tmp_path / "recreated"
+    manifest = write_data_dir(other, [TopicSpec("a", partitions=2, records_per_partition=records,
+                                                records_per_batch=10, segment_bytes=16 * 1024)], seed=11)
+    for p in (0, 1):
+        shutil.rmtree(data / f"a-{p}")
+        shutil.copytree(other / f"a-{p}", data / f"a-{p}")
+    set_hws(data, {**hws(data), **{("a", p): records for p in (0, 1)}})
+    return manifest.topic_ids
+
+
+def test_a_topic_recreated_past_the_stream_position_is_data_loss_not_a_silent_skip(data, tmp_path):
+    """The stream stops at offset 600 of topic a; the topic is deleted and recreated, and the new one reaches
+    offset 900 before the stream restarts. The offsets alone look like 300 new records: the topic ids recorded with
+    them tell that offsets [0, 600) of the new topic would be skipped and the old topic's end may have been missed."""
+    p = planner(data)
+    end, rows, _ = drain(p, p.initial_offsets())
+    assert topic_ids_of(end)[("a", 0)] != topic_ids_of(end)[("b", 0)]
+    new_ids = _recreate_topic_a(data, tmp_path, records=900)
+    assert new_ids["a"] != topic_ids_of(end)[("a", 0)]
+    restarted = planner(data)  # a restart: only the offset log remembers where the stream was
+    later = restarted.latest_offsets(end)
+    assert from_offsets(later) == {("a", 0): 900, ("a", 1): 900, ("b", 0): from_offsets(end)[("b", 0)]}
+    assert topic_ids_of(later)[("a", 0)] == new_ids["a"]
+    with pytest.raises(DataLossError, match=r"a-0: the topic was deleted and recreated \(topic id .* at the "
+                                            r"stream's offset 600"):
+        restarted.plan(end, later)
+    lenient = planner(data, failOnDataLoss="false")
+    later = lenient.latest_offsets(end)
+    plan = lenient.plan(end, later)
+    assert sorted(plan.ranges) == [("a", 0), ("a", 1)] and plan.ranges[("a", 0)] == (0, 900)
+    assert len(plan.data_loss) == 2 and all("new topic is read from its beginning (offset 0)" in note
+                                            for note in plan.data_loss)
+    got = sorted(read_batch(lenient, end, later))
+    assert got == sorted(batch_rows(data, subscribe="a")) and len(got) == 1800
+    # from there on the stream follows the new topic without further notes
+    assert lenient.latest_offsets(later) == later and lenient.plan(later, later).data_loss == []
+
+
+def test_a_topic_recreated_below_the_stream_position_is_told_from_a_truncation(data, tmp_path):
+    p = planner(data, failOnDataLoss="false", maxOffsetsPerTrigger=100)
+    end, _, _ = drain(p, p.initial_offsets(), max_offsets=100)
+    _recreate_topic_a(data, tmp_path, records=250)
+    later = p.latest_offsets(end, max_offsets=100)
+    # the rate limit counts the new topic from its beginning, as for a partition found after the start
+    assert from_offsets(later)[("a", 0)] + from_offsets(later)[("a", 1)] == 100
+    plan = p.plan(end, later)
+    assert plan.ranges[("a", 0)][0] == 0 and all("deleted and recreated" in note for note in plan.data_loss)
+    # Trigger.AvailableNow's target, fixed on the new topic, is not raised to the old topic's position
+    available_now = planner(data)
+    available_now.prepare_available_now()
+    assert from_offsets(available_now.latest_offsets(end))[("a", 0)] == 250
+    # offsets without ids (written before kafkaseg recorded them): the same files are a log that went back
+    old_style = {topic: parts for topic, parts in end.items() if topic != TOPIC_IDS}
+    strict = planner(data)
+    with pytest.raises(DataLossError, match="went back from 600 to 250.*truncated or the topic recreated"):
+        strict.plan(old_style, strict.latest_offsets(old_style))
+
+
+def test_a_truncated_log_with_the_same_topic_id_is_named_a_truncation(data):
+    p = planner(data, assign='{"a":[0]}')
+    full = hws(data)
+    set_hws(data, {**full, ("a", 0): 100})
+    position = p.latest_offsets(p.initial_offsets())
+    set_hws(data, {**full, ("a", 0): 95})
+    with pytest.raises(DataLossError, match=r"went back from 100 to 95 .*: the log was truncated \(its topic id "
+                                            r"is the same\)"):
+        p.plan(position, p.latest_offsets(position))
+
+
+def test_a_topic_recreated_between_fixing_an_end_and_planning_it_is_data_loss(data, tmp_path):
+    p = planner(data, failOnDataLoss="false")
+    start = p.initial_offsets()
+    end = p.latest_offsets(start)
+    _recreate_topic_a(data, tmp_path, records=900)  # after the end was fixed on the old topic
+    plan = p.plan(start, end)
+    assert sorted(plan.ranges) == [("b", 0)]  # the old topic's offsets are not read from the new one
+    assert sum("after this micro-batch's end was fixed" in note for note in plan.data_loss) == 2
+    later = p.latest_offsets(end)  # the next batch reads the new topic from its beginning
+    assert p.plan(end, later).ranges[("a", 0)] == (0, 900)

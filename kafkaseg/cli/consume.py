@@ -550,7 +550,7 @@ def _properties(args) -> dict[str, str]:
 def _reset_out_of_range(planner, position: dict, args, reset: str, err) -> dict:
     """An explicit --offset outside what the partition holds: the console consumer's consumer resets it as
     ``reset`` (auto.offset.reset: latest unless set) says, or fails (none)."""
-    from kafkaseg.streaming import from_offsets, to_offsets
+    from kafkaseg.streaming import from_offsets, to_offsets, topic_ids_of
 
     positions = from_offsets(position)
     tp = (args.topic, args.partition)
@@ -566,7 +566,7 @@ def _reset_out_of_range(planner, position: dict, args, reset: str, err) -> dict:
               f"[{available.earliest}, {available.log_end})): starting at the {reset} offset {start}, as the "
               f"console consumer's reset (auto.offset.reset={reset}) does", file=err)
         positions[tp] = start
-    return to_offsets(positions)
+    return to_offsets(positions, topic_ids_of(position))
 
 
 def _report_metrics(metrics, lenient: dict, err) -> None:

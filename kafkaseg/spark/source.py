@@ -297,7 +297,8 @@ class KafkaSegStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self.planner.latest_offsets(start, max_offsets=max_rows, min_offsets=min_rows)
 
     def reportLatestOffset(self) -> Offsets | None:
-        return to_offsets(self.planner.latest) if self.planner.latest else None
+        return (to_offsets(self.planner.latest, self.planner.latest_topic_ids) if self.planner.latest
+                else None)
 
     def prepareForTriggerAvailableNow(self) -> None:
         self.planner.prepare_available_now()
