@@ -55,6 +55,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafkaseg.errors import CompactedTableError, DataLossError, InvalidOptionError
+from kafkaseg.storage.checkpoints import epoch_at, epoch_end_offset
 
 __all__ = ["CompactionConfig", "PartitionFacts", "TableState", "Increment", "STATE_KEY", "IDENTITY_COLUMNS",
            "latest_per_key", "apply_changes", "plan_increment", "cleanable_end", "compaction_read_options",
@@ -274,29 +275,15 @@ class PartitionFacts:
         return (self.topic, self.partition)
 
     def epoch_of(self, offset: int) -> int | None:
-        """The leader epoch ``offset`` was written under (``leader-epoch-checkpoint``: the last epoch starting at
-        or below it), or None when the checkpoint does not cover it."""
-        found = None
-        for epoch, start in self.leader_epochs:
-            if start <= offset:
-                found = epoch
-        return found
+        """The leader epoch ``offset`` was written under (``leader-epoch-checkpoint``), or None when the checkpoint
+        does not cover it."""
+        return epoch_at(self.leader_epochs, offset)
 
     def epoch_end_offset(self, epoch: int) -> tuple[int, int] | None:
-        """``(epoch, end offset)`` as ``LeaderEpochFileCache.endOffsetFor`` answers a consumer validating its
-        position (``storage/.../epoch/LeaderEpochFileCache.java``): the latest epoch ends at the log's end; an
-        older one at the start of the first higher epoch, reported under the highest epoch at or below it; None
-        (undefined) for an epoch above every epoch the log knows."""
-        if not self.leader_epochs:
-            return None
-        ordered = sorted(self.leader_epochs)
-        if ordered[-1][0] == epoch:
-            return epoch, self.high_watermark
-        higher = next(((e, start) for e, start in ordered if e > epoch), None)
-        if higher is None:
-            return None
-        floor = [e for e, _ in ordered if e <= epoch]
-        return (floor[-1] if floor else epoch), higher[1]
+        """``(epoch, end offset)`` as the log answers a consumer validating its position
+        (:func:`~kafkaseg.storage.checkpoints.epoch_end_offset`), the latest epoch ending at the high watermark
+        (what runs read up to)."""
+        return epoch_end_offset(self.leader_epochs, epoch, self.high_watermark)
 
 
 @dataclass(frozen=True)

@@ -789,6 +789,8 @@ def _parse_partition_values(name: str, value: Any, example: str, *,
     entries = {}
     for topic, per_partition in parsed.items():
         _check_topic(name, topic, example)
+        if not timestamps and topic.startswith("@"):
+            continue  # a kafkaseg stream's offsets pasted from its checkpoint: the ids and epochs it records there
         if not isinstance(per_partition, dict):
             raise InvalidOptionError(f"option {name!r}: value of topic {topic!r} must be an object of partition -> "
                                      f"{'timestamp' if timestamps else 'offset'}, e.g. {example}")

@@ -60,7 +60,7 @@ from kafkaseg.errors import (CorruptBatchError, CorruptCheckpointError, CorruptD
 from kafkaseg.entry_check import batch_first_offset, entry_batch_problem, entry_neighbours
 from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, LATEST, ReadOptions
-from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
+from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, EpochEntry
 from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, check_one_incarnation, choose_replicas, discover,
@@ -1822,7 +1822,9 @@ class AvailableRange(NamedTuple):
     has no high watermark for it, or is unreadable); ``lenient``: the :class:`LenientDecision` s of an
     ``onCorruption=skip`` read that decided these offsets (an unreadable checkpoint's); ``topic_id``: the topic id
     in the replica's ``partition.metadata`` (None before Kafka 2.8 or when absent), which tells a topic deleted and
-    recreated under the same name from the one these offsets were taken from."""
+    recreated under the same name from the one these offsets were taken from; ``leader_epochs``: its
+    ``leader-epoch-checkpoint``, which tells a log truncated and rewritten (an unclean leader election) from the
+    one a reader's position was taken from (KIP-320)."""
 
     earliest: int
     latest: int
@@ -1831,6 +1833,7 @@ class AvailableRange(NamedTuple):
     checkpointed: bool = True
     lenient: tuple[LenientDecision, ...] = ()
     topic_id: str | None = None
+    leader_epochs: tuple[EpochEntry, ...] = ()
 
 
 def available_range(partition_dir: PartitionDir, options: ReadOptions) -> AvailableRange:
@@ -1846,10 +1849,10 @@ def _available_range(partition_dir: PartitionDir, options: ReadOptions) -> Avail
     if not part.segments:
         start = partition_dir.log_start_offset or 0
         return AvailableRange(start, start, start, partition_dir.path, checkpointed,
-                              topic_id=partition_dir.topic_id)
+                              topic_id=partition_dir.topic_id, leader_epochs=partition_dir.leader_epochs)
     bounds = _bounds(part, None)
     return AvailableRange(bounds.log_start, bounds.upper, bounds.log_end, partition_dir.path, checkpointed,
-                          tuple(report.lenient), partition_dir.topic_id)
+                          tuple(report.lenient), partition_dir.topic_id, partition_dir.leader_epochs)
 
 
 def slice_order(piece: SegmentSlice) -> tuple:

@@ -24,12 +24,13 @@ in apache/spark ``connector/kafka-0-10-sql``, with the files standing in for the
   a start resolved later, above that, reads nothing), honouring ``maxOffsetsPerTrigger``. It ignores
   ``minOffsetsPerTrigger``, unlike Spark's Kafka source, whose delay rule can end such a query before it reached its
   target;
-* a latest offset below the stream's position is a log that went back (data loss, as in Spark), except in two
+* a latest offset below the stream's position is a log that went back (data loss, as in Spark), except in the
   cases the source can explain while the files still reach the position: the replica read changed since the
-  previous trigger (the copy ahead went away; another with a lagging checkpointed high watermark is read), or the
+  previous trigger (the copy ahead went away; another with a lagging checkpointed high watermark is read), the
   previous trigger read the partition to its log end because the broker had not checkpointed its high watermark
-  yet. Then it is no new data until the latest reaches the position again (this process's memory: after a restart
-  such a dip is data loss). A replica switch between fixing a micro-batch's end and planning it leaves the end
+  yet (this process's memory), or the leader epoch recorded with the position shows that the log was not truncated
+  below it (what survives a restart; not without a ``leader-epoch-checkpoint``). Then it is no new data until the
+  latest reaches the position again. A replica switch between fixing a micro-batch's end and planning it leaves the end
   above the new replica's high watermark: data loss, since records above a replica's high watermark may be a
   fenced leader's;
 * a start (``startingOffsets``) above the high watermark that the files reach waits there for the high watermark,
@@ -42,7 +43,10 @@ in apache/spark ``connector/kafka-0-10-sql``, with the files standing in for the
   whose log does not begin at offset 0, a log that went back below where the stream stood (truncated or
   recreated: the files end below the position), a topic deleted and recreated (its topic id differs from the one
   the stream's offsets were taken from, whatever its offsets; with ``failOnDataLoss=false`` the new topic is read
-  from its beginning, as a partition found later is), a partition on disk left out of a micro-batch's end (its folder
+  from its beginning, as a partition found later is), a log that diverged below the position (the leader epoch
+  recorded with it ends below it in the log's ``leader-epoch-checkpoint`` now, KIP-320: truncated and written
+  again, whatever the offsets; with ``failOnDataLoss=false`` the replaced records are read again from where it
+  diverged), a partition on disk left out of a micro-batch's end (its folder
   went away when the end was fixed), and, from the planner, a start below the log start offset (retention deleted
   unread records) or an end past where the files now end (offsets missing between segments are read past, as
   Spark's source reads past them: see :mod:`kafkaseg.planning`). A partition folder
@@ -72,13 +76,15 @@ from kafkaseg.options import EARLIEST, LATEST, OffsetLimit, ReadOptions
 from kafkaseg.planning import (AvailableRange, Listing, ScanPlan, available_range, list_partitions, plan_scan,
                                resolve_offsets, select_partitions, slice_order)
 from kafkaseg.storage import fs as _fs
+from kafkaseg.storage.checkpoints import EpochEntry, epoch_at, epoch_end_offset
 from kafkaseg.storage.layout import PartitionDir
 
 if TYPE_CHECKING:
     from kafkaseg.scan import ScanMetrics
 
-__all__ = ["Offsets", "TOPIC_IDS", "MicroBatchPlanner", "MicroBatchPlan", "rate_limit", "to_offsets",
-           "from_offsets", "topic_ids_of", "poll_micro_batches", "follow"]
+__all__ = ["Offsets", "TOPIC_IDS", "LEADER_EPOCHS", "MicroBatchPlanner", "MicroBatchPlan", "rate_limit",
+           "to_offsets", "from_offsets", "topic_ids_of", "leader_epochs_of", "divergence", "poll_micro_batches",
+           "follow"]
 
 log = logging.getLogger("kafkaseg.streaming")
 
@@ -86,8 +92,13 @@ log = logging.getLogger("kafkaseg.streaming")
 #: were taken from under :data:`TOPIC_IDS`.
 Offsets = dict[str, dict[str, int]]
 #: The key of the topic ids in :data:`Offsets`: ``{"t": {"0": 5}, "@topicIds": {"t": "<base64 uuid>"}}``. ``@``
-#: cannot appear in a Kafka topic name (``[a-zA-Z0-9._-]``), so no topic is taken for it.
+#: cannot appear in a Kafka topic name (``[a-zA-Z0-9._-]``), so no topic is taken for it (keys starting with it
+#: are never topics).
 TOPIC_IDS = "@topicIds"
+#: The key of the leader epochs in :data:`Offsets`: ``{"t": {"0": 5}, "@leaderEpochs": {"t": {"0": 3}}}``, per
+#: partition the leader epoch of the offset before the position (KIP-320's ``OffsetAndMetadata.leaderEpoch``),
+#: which tells a log truncated and rewritten below the position from one that was not.
+LEADER_EPOCHS = "@leaderEpochs"
 TopicPartition = tuple[str, int]
 
 _FAIL_HINT = "(set failOnDataLoss=false to skip it and go on)"
@@ -95,12 +106,12 @@ _RACY_MS = 2000  # how long a segment must have been unchanged for its range to 
 
 
 def from_offsets(offsets: Mapping[str, Mapping[str, int]] | None) -> dict[TopicPartition, int]:
-    """``{"t": {"0": 5}}`` -> ``{("t", 0): 5}`` (the topic ids under :data:`TOPIC_IDS` are left out: see
-    :func:`topic_ids_of`); raises :class:`InvalidOptionError` on anything else (an offset log written by another
-    source)."""
+    """``{"t": {"0": 5}}`` -> ``{("t", 0): 5}`` (the topic ids and leader epochs under keys starting with ``@``
+    are left out: see :func:`topic_ids_of`, :func:`leader_epochs_of`); raises :class:`InvalidOptionError` on
+    anything else (an offset log written by another source)."""
     out: dict[TopicPartition, int] = {}
     for topic, partitions in (offsets or {}).items():
-        if topic == TOPIC_IDS:
+        if str(topic).startswith("@"):
             continue
         if not isinstance(partitions, Mapping):
             raise InvalidOptionError(f"not a kafkaseg/Kafka source offset: {offsets!r}")
@@ -131,12 +142,32 @@ def topic_ids_of(offsets: Mapping | None) -> dict[TopicPartition, str]:
     return out
 
 
+def leader_epochs_of(offsets: Mapping | None) -> dict[TopicPartition, int]:
+    """The leader epoch of the offset before each partition's position in ``offsets`` (:data:`LEADER_EPOCHS`), for
+    the partitions that have one (a log with a ``leader-epoch-checkpoint`` covering that offset)."""
+    epochs = (offsets or {}).get(LEADER_EPOCHS) or {}
+    out: dict[TopicPartition, int] = {}
+    try:
+        for topic, partitions in epochs.items():
+            for partition, epoch in partitions.items():
+                if isinstance(epoch, bool) or not isinstance(epoch, int):
+                    raise TypeError(epoch)
+                out[(str(topic), int(partition))] = epoch
+    except (AttributeError, TypeError, ValueError) as err:
+        raise InvalidOptionError(f"not a kafkaseg source offset ({LEADER_EPOCHS} is not "
+                                 f"{{topic: {{partition: epoch}}}}): {offsets!r}") from err
+    positions = from_offsets(offsets)
+    return {tp: epoch for tp, epoch in out.items() if tp in positions}
+
+
 def to_offsets(positions: Mapping[TopicPartition, int],
-               topic_ids: Mapping[TopicPartition, str | None] | None = None) -> Offsets:
+               topic_ids: Mapping[TopicPartition, str | None] | None = None,
+               leader_epochs: Mapping[TopicPartition, int | None] | None = None) -> Offsets:
     """``{("t", 0): 5}`` -> ``{"t": {"0": 5}}``, topics and partitions in order (stable JSON for Spark); with
     ``topic_ids``, the ids the offsets were taken from under :data:`TOPIC_IDS`: ``{"t": "<id>"}`` when every
     partition of the topic has the same id, else ``{"t": {"0": "<id>"}}`` for those that have one (a topic seen
-    in the middle of its deletion and re-creation)."""
+    in the middle of its deletion and re-creation); with ``leader_epochs``, each partition's epoch of the offset
+    before its position under :data:`LEADER_EPOCHS` (those that have one)."""
     out: Offsets = {}
     for (topic, partition), offset in sorted(positions.items()):
         out.setdefault(topic, {})[str(partition)] = int(offset)
@@ -150,7 +181,35 @@ def to_offsets(positions: Mapping[TopicPartition, int],
             ids[topic] = {p: known_id for p, known_id in known.items() if known_id is not None}
     if ids:
         out[TOPIC_IDS] = ids  # type: ignore[assignment]
+    epochs: dict[str, dict[str, int]] = {}
+    for (topic, partition), epoch in sorted((leader_epochs or {}).items()):
+        if epoch is not None and (topic, partition) in positions:
+            epochs.setdefault(topic, {})[str(partition)] = int(epoch)
+    if epochs:
+        out[LEADER_EPOCHS] = epochs
     return out
+
+
+def divergence(entries: Sequence[EpochEntry], epoch: int | None, position: int) -> tuple[int | None, str] | None:
+    """Whether a log whose ``leader-epoch-checkpoint`` holds ``entries`` diverged below ``position`` from the log
+    a reader read up to ``position - 1`` under leader epoch ``epoch``: Kafka's consumer validation of its position
+    after a leader change (KIP-320, ``SubscriptionState.maybeCompleteValidation``). None when it did not, or when
+    nothing tells: no epoch recorded, no entries, or ``epoch`` is the log's latest (that epoch ends at the log end,
+    and the rules for a log that went back judge the end). Else ``(offset, reason)``: where the log diverged (the
+    records from there up to ``position`` were truncated and replaced), None when the log does not know ``epoch``."""
+    if epoch is None or position <= 0 or not entries or max(e for e, _ in entries) == epoch:
+        return None
+    answer = epoch_end_offset(entries, epoch, position)  # the log end is not used: not the latest epoch
+    if answer is None:
+        return None, (f"leader epoch {epoch}, under which the stream read offset {position - 1}, is above every "
+                      "epoch in the log's leader-epoch-checkpoint (a log older than the stream's position, or "
+                      "rewritten)")
+    end = answer[1]
+    if end >= position:
+        return None
+    return end, (f"leader epoch {epoch}, under which the stream read offset {position - 1}, ends at offset {end} "
+                 f"in the log's leader-epoch-checkpoint now: the log was truncated at {end} and rewritten (an "
+                 "unclean leader election, or a replica restored from an older copy)")
 
 
 def rate_limit(limit: int, start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int],
@@ -204,7 +263,8 @@ class MicroBatchPlanner:
         self.available_now: dict[TopicPartition, int] | None = None
         self.latest: dict[TopicPartition, int] | None = None  # the last latest offsets seen (progress reports)
         self.latest_topic_ids: dict[TopicPartition, str | None] = {}  # the topic ids they were taken from
-        self._available_now_ids: dict[TopicPartition, str | None] = {}
+        self.latest_epochs: dict[TopicPartition, int | None] = {}  # the leader epochs of the offsets before them
+        self._available_now_ranges: dict[TopicPartition, AvailableRange] = {}
         self._initial: Offsets | None = None
         self._seen: dict[TopicPartition, AvailableRange] = {}  # each partition's range at the previous trigger
         self._waiting: set[TopicPartition] = set()  # partitions whose latest is excused below the position
@@ -232,7 +292,7 @@ class MicroBatchPlanner:
         for pdir in self._partitions():
             last = pdir.segments[-1] if pdir.segments else None
             key = (pdir.path, pdir.high_watermark, pdir.checkpoint_log_start_offset, pdir.cleaner_offset,
-                   tuple(s.base_offset for s in pdir.segments),
+                   pdir.topic_id, pdir.leader_epochs, tuple(s.base_offset for s in pdir.segments),
                    (last.log_size, last.mtime_ms) if last is not None else None)
             cached = self._ranges.get(key)
             try:
@@ -261,7 +321,7 @@ class MicroBatchPlanner:
     def _resolve_initial(self) -> Offsets:
         limit = self.options.starting
         positions: dict[TopicPartition, int] = {}
-        topic_ids: dict[TopicPartition, str | None] = {}
+        ranges: dict[TopicPartition, AvailableRange] = {}
         # checks that partitions named in a JSON are on disk; a subscribed topic not there yet is waited for
         pdirs = select_partitions(None, self.options, check_subscribed=False)
         for pdir in pdirs:
@@ -269,7 +329,7 @@ class MicroBatchPlanner:
             available = available_range(pdir, self.options)
             earliest, latest = available.earliest, available.latest
             self._seen[tp] = available
-            topic_ids[tp] = available.topic_id
+            ranges[tp] = available
             if limit.kind == "earliest":
                 positions[tp] = earliest
             elif limit.kind == "latest":
@@ -285,24 +345,24 @@ class MicroBatchPlanner:
                 # a start above the high watermark (or last stable offset) the files reach: a consumer's fetch there
                 # is empty until the high watermark gets there, not data loss
                 self._waiting.add(tp)
-        return to_offsets(positions, topic_ids)
+        return _with_incarnations(positions, ranges)
 
     def prepare_available_now(self) -> None:
         """``Trigger.AvailableNow``: fix the target at the latest offsets of this moment. Spark calls this before
         ``initialOffset``: a partition whose start is resolved later, above the target, has nothing to read (see
         :meth:`latest_offsets`)."""
-        ranges = self.available()
-        self.available_now = {tp: available.latest for tp, available in ranges.items()}
-        self._available_now_ids = {tp: available.topic_id for tp, available in ranges.items()}
+        self._available_now_ranges = self.available()
+        self.available_now = {tp: available.latest for tp, available in self._available_now_ranges.items()}
 
-    def _latest(self, start: Mapping[TopicPartition, int], ranges: Mapping[TopicPartition, AvailableRange]
-                ) -> dict[TopicPartition, int]:
+    def _latest(self, start: Mapping[TopicPartition, int], ranges: Mapping[TopicPartition, AvailableRange],
+                epochs: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         """Each partition's latest offset. A latest below the stream's position is a log that went back (Spark's
         rule: the micro-batch reports data loss), except where this source knows why and the files still reach
         the position: the replica read changed since the previous trigger (the copy ahead went away and another
-        with a lagging checkpointed high watermark is read), or the previous trigger read the partition to its log
-        end because the broker had not checkpointed its high watermark yet. Then the position is kept (no new data)
-        until the latest reaches it again."""
+        with a lagging checkpointed high watermark is read), the previous trigger read the partition to its log
+        end because the broker had not checkpointed its high watermark yet, or the leader epoch recorded with the
+        position (``epochs``) shows that the log was not truncated below it, also after a restart. Then the
+        position is kept (no new data) until the latest reaches it again."""
         latest: dict[TopicPartition, int] = {}
         for tp, available in ranges.items():
             position = start.get(tp)
@@ -310,7 +370,9 @@ class MicroBatchPlanner:
             latest[tp] = available.latest
             if position is not None and available.latest < position <= available.log_end:
                 if tp in self._waiting or (previous is not None and (previous.replica != available.replica
-                                                                     or not previous.checkpointed)):
+                                                                     or not previous.checkpointed)) or (
+                        tp in epochs and available.leader_epochs
+                        and divergence(available.leader_epochs, epochs[tp], position) is None):
                     latest[tp] = position
                     self._waiting.add(tp)
             else:
@@ -328,32 +390,36 @@ class MicroBatchPlanner:
         A partition whose topic id differs from the one ``start`` was taken from (the topic was deleted and
         recreated) counts from the new topic's beginning, as a partition found after the start does; :meth:`plan`
         reports the data loss."""
-        begin = from_offsets(start)
-        started_on = topic_ids_of(start)
+        begin, epochs = from_offsets(start), leader_epochs_of(start)
+        ranges = self._available_now_ranges if self.available_now is not None else self.available()
+        for tp in _recreated(topic_ids_of(start), {tp: available.topic_id for tp, available in ranges.items()}):
+            del begin[tp]
+            epochs.pop(tp, None)
+        for tp, position in list(begin.items()):
+            found = divergence(ranges[tp].leader_epochs, epochs.get(tp), position) if tp in ranges else None
+            if found is not None and found[0] is not None:
+                begin[tp] = found[0]  # counted from where the log diverged, which plan() reports
+                self._waiting.discard(tp)
         earliest: dict[TopicPartition, int] | None = None
         if self.available_now is not None:
-            topic_ids = self._available_now_ids
-            for tp in _recreated(started_on, topic_ids):
-                del begin[tp]
             # a start resolved after the target was fixed may be above it: nothing to read there
             latest = {tp: max(target, begin.get(tp, target)) for tp, target in self.available_now.items()}
         else:
-            ranges = self.available()
-            topic_ids = {tp: available.topic_id for tp, available in ranges.items()}
-            for tp in _recreated(started_on, topic_ids):
-                del begin[tp]
-            latest = self._latest(begin, ranges)
+            latest = self._latest(begin, ranges, epochs)
             earliest = {tp: available.earliest for tp, available in ranges.items()}
-        self.latest, self.latest_topic_ids = latest, topic_ids
+        self.latest = latest
+        end = latest
         if all_available:
-            return to_offsets(latest, topic_ids)
-        if min_offsets is not None and self.available_now is None and self._delay(min_offsets, begin, latest):
+            pass
+        elif min_offsets is not None and self.available_now is None and self._delay(min_offsets, begin, latest):
             return start
-        if max_offsets is not None:
+        elif max_offsets is not None:
             if earliest is None:
                 earliest = {tp: available.earliest for tp, available in self.available().items()}
-            return to_offsets(rate_limit(max_offsets, begin, latest, earliest), topic_ids)
-        return to_offsets(latest, topic_ids)
+            end = rate_limit(max_offsets, begin, latest, earliest)
+        offsets = _with_incarnations(end, ranges, start)
+        self.latest_topic_ids, self.latest_epochs = topic_ids_of(offsets), leader_epochs_of(offsets)
+        return offsets
 
     def _delay(self, min_offsets: int, start: Mapping[TopicPartition, int],
                latest: Mapping[TopicPartition, int]) -> bool:
@@ -372,7 +438,7 @@ class MicroBatchPlanner:
         """Plan the micro-batch ``[start, end)`` (Spark's ``planInputPartitions``; also a replay after a restart).
         Raises :class:`DataLossError` under ``failOnDataLoss`` for the cases in the module docstring."""
         begin, until = from_offsets(start), from_offsets(end)
-        started_on, ending_on = topic_ids_of(start), topic_ids_of(end)
+        started_on, ending_on, epochs = topic_ids_of(start), topic_ids_of(end), leader_epochs_of(start)
         # Spark replays an uncommitted first batch from initialOffset(), which this process resolved again
         replaying_first = self._initial is not None and begin == from_offsets(self._initial)
         result = MicroBatchPlan(None)
@@ -406,9 +472,14 @@ class MicroBatchPlanner:
                 continue
             now_id = pdir.topic_id
             if now_id is not None and ending_on.get(tp, now_id) != now_id:
+                missed = (f"offsets [{begin[tp]}, {until[tp]}) of the deleted topic are missed"
+                          if begin.get(tp, until[tp] + 1) <= until[tp] else  # a replayed first batch's new start
+                          f"offsets of the deleted topic below {until[tp]} that it was to read may have been missed")
                 loss(f"{name}: the topic was deleted and recreated after this micro-batch's end was fixed (topic id "
-                     f"{ending_on[tp]} then, {now_id} now in {pdir.path}); offsets [{begin.get(tp, '?')}, "
-                     f"{until[tp]}) of the deleted topic are missed")
+                     f"{ending_on[tp]} then, {now_id} now in {pdir.path}); {missed}")
+                if self.available_now is not None:  # the target was the deleted topic's: take the new one's
+                    self._available_now_ranges[tp] = available_range(pdir, self.options)
+                    self.available_now[tp] = self._available_now_ranges[tp].latest
                 continue
             if tp in begin and now_id is not None and started_on.get(tp, now_id) != now_id:
                 lo = available_range(pdir, self.options).earliest
@@ -417,6 +488,13 @@ class MicroBatchPlanner:
                      f"{begin[tp]} on may have been missed; the new topic is read from its beginning (offset {lo})")
             elif tp in begin:
                 lo = begin[tp]
+                found = divergence(pdir.leader_epochs, epochs.get(tp), lo)
+                if found is not None and found[0] is None:
+                    loss(f"{name}: {found[1]}; records the stream read below offset {lo} may have been replaced")
+                elif found is not None:
+                    loss(f"{name}: {found[1]}; the stream's records [{found[0]}, {lo}) were replaced, and the new "
+                         f"ones are read from offset {found[0]}")
+                    lo = found[0]
             else:  # a partition found after the stream started: from its beginning (Spark: earliest)
                 lo = available_range(pdir, self.options).earliest
                 if lo != 0:
@@ -430,8 +508,14 @@ class MicroBatchPlanner:
                                         f"still reaches {log_end}: the start was resolved again after a restart; "
                                         "nothing is read for it in this batch")
                 else:
-                    cause = ("the log was truncated (its topic id is the same)" if now_id is not None
-                             and started_on.get(tp) == now_id else "the log was truncated or the topic recreated")
+                    if log_end >= lo:  # the high watermark went back, not the log
+                        cause = ("the high watermark went back below the position while the log still reaches it "
+                                 "(a log cut back and grown again, or a lagging checkpoint: nothing recorded tells "
+                                 "which)")
+                    elif now_id is not None and started_on.get(tp) == now_id:
+                        cause = "the log was truncated (its topic id is the same)"
+                    else:
+                        cause = "the log was truncated or the topic recreated"
                     loss(f"{name}'s offsets went back from {lo} to {hi} (the log now ends at {log_end} in "
                          f"{pdir.path}): {cause}; records may have been missed")
                 continue
@@ -471,6 +555,27 @@ class MicroBatchPlanner:
             assign=tuple(sorted(ranges)), subscribe=None, subscribe_pattern=None,
             starting=OffsetLimit("offsets", entries_start, option="startingOffsets"),
             ending=OffsetLimit("offsets", entries_end, option="endingOffsets")), listing=listing)
+
+
+def _with_incarnations(positions: Mapping[TopicPartition, int], ranges: Mapping[TopicPartition, AvailableRange],
+                       previous: Offsets | None = None) -> Offsets:
+    """``positions`` as offsets that also record, from the ranges they were taken from, each partition's topic id
+    and the leader epoch of the offset before its position (what :meth:`MicroBatchPlanner.plan` checks). Where
+    the files do not tell (no ``partition.metadata`` at the moment, no epoch covering the offset), what
+    ``previous`` recorded for the partition is kept, the epoch only for an unchanged position."""
+    ids = {tp: available.topic_id for tp, available in ranges.items()}
+    epochs = {tp: epoch_at(ranges[tp].leader_epochs, position - 1) for tp, position in positions.items()
+              if tp in ranges and position > 0}
+    if previous:
+        before = from_offsets(previous)
+        recreated = set(_recreated(topic_ids_of(previous), ids))
+        for tp, topic_id in topic_ids_of(previous).items():
+            if tp in positions and ids.get(tp) is None:
+                ids[tp] = topic_id
+        for tp, epoch in leader_epochs_of(previous).items():
+            if epochs.get(tp) is None and before.get(tp) == positions.get(tp) and tp not in recreated:
+                epochs[tp] = epoch
+    return to_offsets(positions, ids, epochs)
 
 
 def _recreated(started_on: Mapping[TopicPartition, str], now: Mapping[TopicPartition, str | None]

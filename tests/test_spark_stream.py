@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from kafkaseg.storage.checkpoints import read_offset_checkpoint
-from kafkaseg.streaming import TOPIC_IDS, from_offsets
+from kafkaseg.streaming import LEADER_EPOCHS, TOPIC_IDS, from_offsets
 from kafkaseg.testing import TopicSpec, write_data_dir
 from kafkaseg.testing.partition import write_offset_checkpoint
 
@@ -26,8 +26,8 @@ COLUMNS = ["topic", "partition", "offset", "key", "value", "timestamp"]
 #: PySpark 4.2+ hands Python streaming sources read limits (maxOffsetsPerTrigger, Trigger.AvailableNow); 4.1 has no
 #: such API, and its triggers read all that is available (README)
 def plain(offsets: dict) -> dict:
-    """Offsets without the topic ids they were taken from."""
-    return {topic: partitions for topic, partitions in offsets.items() if topic != TOPIC_IDS}
+    """Offsets without the topic ids and leader epochs they were taken from."""
+    return {topic: partitions for topic, partitions in offsets.items() if not topic.startswith("@")}
 
 
 _READ_LIMITS = importlib.util.find_spec("pyspark.sql.streaming.datasource") is not None
@@ -71,9 +71,10 @@ def test_a_stream_follows_a_growing_dir_once_and_fails_on_data_loss(spark, tmp_p
     # the offset log holds Spark's Kafka source offsets, and the topic ids they were taken from
     offsets_files = sorted((checkpoint / "offsets").glob("[0-9]*"), key=lambda p: int(p.name))
     last = json.loads(offsets_files[-1].read_text().splitlines()[-1])
-    ids = last.pop(TOPIC_IDS)
+    ids, epochs = last.pop(TOPIC_IDS), last.pop(LEADER_EPOCHS)
     assert last == {"a": {"0": full[("a", 0)], "1": full[("a", 1)]}, "b": {"0": full[("b", 0)]}, "c": {"0": 80}}
     assert sorted(ids) == ["a", "b", "c"] and len(set(ids.values())) == 3
+    assert epochs == {"a": {"0": 0, "1": 0}, "b": {"0": 0}, "c": {"0": 0}}  # the leader epoch of each last offset
 
     # a partition the query was reading disappears: failOnDataLoss (the default) stops the query, naming it
     shutil.rmtree(root / "b-0")

@@ -7,6 +7,7 @@ with the same slice reader Spark's executors use, and the union is compared with
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -19,9 +20,10 @@ from kafkaseg.errors import DataLossError, InvalidOptionError
 from kafkaseg.options import ReadOptions
 from kafkaseg.scan import read_slice
 from kafkaseg.storage.checkpoints import read_offset_checkpoint
-from kafkaseg.streaming import TOPIC_IDS, MicroBatchPlanner, from_offsets, rate_limit, to_offsets, topic_ids_of
+from kafkaseg.streaming import (LEADER_EPOCHS, TOPIC_IDS, MicroBatchPlanner, from_offsets, leader_epochs_of, rate_limit,
+                                to_offsets, topic_ids_of)
 from kafkaseg.testing import TopicSpec, write_data_dir
-from kafkaseg.testing.partition import write_offset_checkpoint
+from kafkaseg.testing.partition import write_leader_epoch_checkpoint, write_offset_checkpoint
 
 TOPICS = [
     TopicSpec("a", partitions=2, records_per_partition=600, records_per_batch=20, segment_bytes=16 * 1024,
@@ -84,8 +86,8 @@ def drain(p: MicroBatchPlanner, start, **limits) -> tuple[dict, list[tuple[str, 
 
 
 def plain(offsets: dict) -> dict:
-    """Offsets without the topic ids they were taken from."""
-    return {topic: partitions for topic, partitions in offsets.items() if topic != TOPIC_IDS}
+    """Offsets without the topic ids and leader epochs they were taken from."""
+    return {topic: partitions for topic, partitions in offsets.items() if not topic.startswith("@")}
 
 
 def batch_rows(root: Path, **options) -> list[tuple[str, int, int]]:
@@ -304,7 +306,8 @@ def test_a_log_truncated_below_the_stream_position_is_data_loss(data):
     set_hws(data, {**hws(data), ("a", 0): base})
     later = p.latest_offsets(end)
     assert from_offsets(later)[("a", 0)] == base
-    with pytest.raises(DataLossError, match="a-0's offsets went back"):
+    with pytest.raises(DataLossError, match=r"a-0's offsets went back from 600 to \d+ .*: the log was truncated "
+                                            r"\(its topic id is the same\)"):
         p.plan(end, later)
 
 
@@ -347,20 +350,64 @@ def test_a_replica_switch_between_fixing_an_end_and_planning_it_is_data_loss(tmp
         p.plan(start, end)
 
 
-def test_a_log_cut_back_and_grown_again_is_data_loss(data):
+def _unclean_election(data: Path, partition: str, at: int) -> None:
+    """A leader elected uncleanly truncated ``partition``'s log at offset ``at`` and wrote on from there under a
+    new leader epoch: ``leader-epoch-checkpoint`` gains the epoch, starting at ``at`` (the records' content is
+    the test data's, which is all a reader compares positions with)."""
+    path = data / partition / "leader-epoch-checkpoint"
+    entries = [tuple(map(int, line.split())) for line in path.read_text().splitlines()[2:]]
+    kept = [(epoch, start) for epoch, start in entries if start < at]
+    write_leader_epoch_checkpoint(path, kept + [(max(e for e, _ in entries) + 1, at)])
+
+
+@pytest.mark.parametrize("restart", [False, True])
+def test_a_log_cut_back_and_grown_again_is_data_loss(data, restart):
     """An unclean leader election: the log (same replica) is truncated below the stream's position and regrows
-    past it before the high watermark does; Spark reports the latest below the position as data loss, and so
-    does kafkaseg (it is not one of the cases it can explain)."""
+    past it before the high watermark does. The leader epoch recorded with the position tells (KIP-320): offset 99
+    was read under an epoch that now ends at 95, also after a restart. Spark's source reports this only while the
+    high watermark is below the position, and not at all once it passed it."""
     p = planner(data, assign='{"a":[0]}')
     full = hws(data)
     set_hws(data, {**full, ("a", 0): 100})
     position = p.latest_offsets(p.initial_offsets())
-    assert plain(position) == {"a": {"0": 100}}
+    assert plain(position) == {"a": {"0": 100}} and leader_epochs_of(position) == {("a", 0): 0}
+    _unclean_election(data, "a-0", 95)
     set_hws(data, {**full, ("a", 0): 95})  # the new leader's high watermark, below the position; the log reaches it
+    if restart:
+        p = planner(data, assign='{"a":[0]}')
     later = p.latest_offsets(position)
     assert plain(later) == {"a": {"0": 95}}
-    with pytest.raises(DataLossError, match="a-0's offsets went back from 100 to 95"):
+    with pytest.raises(DataLossError, match=r"a-0: leader epoch 0, under which the stream read offset 99, ends at "
+                                            r"offset 95 .* the log was truncated at 95"):
         p.plan(position, later)
+    set_hws(data, {**full, ("a", 0): 150})  # the high watermark passed the position: the offsets alone say nothing
+    p = planner(data, assign='{"a":[0]}', failOnDataLoss="false")
+    later = p.latest_offsets(position)
+    plan = p.plan(position, later)
+    assert plan.ranges == {("a", 0): (95, 150)}  # the stream's records [95, 100) were replaced: read again
+    assert len(plan.data_loss) == 1 and "records [95, 100) were replaced" in plan.data_loss[0]
+    assert leader_epochs_of(later) == {("a", 0): 1} and p.plan(later, p.latest_offsets(later)).data_loss == []
+
+
+def test_a_restart_while_waiting_above_the_high_watermark_is_not_data_loss(data):
+    """The stream read a-0 to the log end (no high watermark checkpointed yet), stopped, and restarted after the
+    broker checkpointed a lower high watermark. The leader epoch recorded with the position shows the log was not
+    truncated: the stream waits for the high watermark, as it does without the restart (a carried limit until the
+    epochs were recorded). Without a leader-epoch-checkpoint the dip is still data loss, as in Spark's source."""
+    full = hws(data)
+    set_hws(data, {tp: hw for tp, hw in full.items() if tp != ("a", 0)})
+    p = planner(data, assign='{"a":[0]}')
+    end, _, _ = drain(p, p.initial_offsets())
+    assert from_offsets(end) == {("a", 0): 600}
+    set_hws(data, {**full, ("a", 0): 580})
+    restarted = planner(data, assign='{"a":[0]}')
+    assert restarted.latest_offsets(end) == end  # no new data; not a log that went back
+    (data / "a-0" / "leader-epoch-checkpoint").unlink()
+    restarted = planner(data, assign='{"a":[0]}')
+    later = restarted.latest_offsets(end)
+    with pytest.raises(DataLossError, match="went back from 600 to 580 .*: the high watermark went back below the "
+                                            "position while the log still reaches it"):
+        restarted.plan(end, later)
 
 
 def test_available_now_target_fixed_before_the_initial_offsets(data):
@@ -816,6 +863,13 @@ def test_offsets_carry_the_topic_ids_they_were_taken_from():
     for bad in ({"a": {"0": 5}, TOPIC_IDS: "x"}, {"a": {"0": 5}, TOPIC_IDS: {"a": 7}}):
         with pytest.raises(InvalidOptionError):
             topic_ids_of(bad)
+    # the leader epoch of each partition's offset before its position, for partitions that have one
+    with_epochs = to_offsets({a0: 5, b0: 7}, {a0: "idA"}, {a0: 3, b0: None})
+    assert with_epochs[LEADER_EPOCHS] == {"a": {"0": 3}} and leader_epochs_of(with_epochs) == {a0: 3}
+    assert from_offsets(with_epochs) == {a0: 5, b0: 7}
+    for bad in ({"a": {"0": 5}, LEADER_EPOCHS: {"a": 3}}, {"a": {"0": 5}, LEADER_EPOCHS: {"a": {"0": "3"}}}):
+        with pytest.raises(InvalidOptionError):
+            leader_epochs_of(bad)
 
 
 def _recreate_topic_a(data: Path, tmp_path: Path, records: int) -> dict[tuple[str, int], int]:
@@ -873,21 +927,10 @@ def test_a_topic_recreated_below_the_stream_position_is_told_from_a_truncation(d
     available_now.prepare_available_now()
     assert from_offsets(available_now.latest_offsets(end))[("a", 0)] == 250
     # offsets without ids (written before kafkaseg recorded them): the same files are a log that went back
-    old_style = {topic: parts for topic, parts in end.items() if topic != TOPIC_IDS}
+    old_style = plain(end)
     strict = planner(data)
     with pytest.raises(DataLossError, match="went back from 600 to 250.*truncated or the topic recreated"):
         strict.plan(old_style, strict.latest_offsets(old_style))
-
-
-def test_a_truncated_log_with_the_same_topic_id_is_named_a_truncation(data):
-    p = planner(data, assign='{"a":[0]}')
-    full = hws(data)
-    set_hws(data, {**full, ("a", 0): 100})
-    position = p.latest_offsets(p.initial_offsets())
-    set_hws(data, {**full, ("a", 0): 95})
-    with pytest.raises(DataLossError, match=r"went back from 100 to 95 .*: the log was truncated \(its topic id "
-                                            r"is the same\)"):
-        p.plan(position, p.latest_offsets(position))
 
 
 def test_a_topic_recreated_between_fixing_an_end_and_planning_it_is_data_loss(data, tmp_path):
@@ -900,3 +943,68 @@ def test_a_topic_recreated_between_fixing_an_end_and_planning_it_is_data_loss(da
     assert sum("after this micro-batch's end was fixed" in note for note in plan.data_loss) == 2
     later = p.latest_offsets(end)  # the next batch reads the new topic from its beginning
     assert p.plan(end, later).ranges[("a", 0)] == (0, 900)
+
+
+def test_offsets_from_a_checkpoint_are_accepted_as_starting_offsets(data):
+    """A query's offsets, pasted from its checkpoint into startingOffsets (of a stream or a batch read): the ids and
+    epochs recorded with them are not topics."""
+    p = planner(data)
+    end, _, _ = drain(p, p.initial_offsets())
+    assert TOPIC_IDS in end and LEADER_EPOCHS in end
+    again = planner(data, startingOffsets=json.dumps(end))
+    assert from_offsets(again.initial_offsets()) == from_offsets(end)
+    assert kafkaseg.read_arrow(str(data), startingOffsets=json.dumps(end)).num_rows == 0
+
+
+def test_a_topic_recreated_during_an_available_now_run_is_reported_once(data, tmp_path):
+    """Trigger.AvailableNow fixed its target on the deleted topic: once a batch finds the topic recreated, the
+    target is the new topic's, which is read from its beginning, and the loss is reported once per partition."""
+    p = planner(data, failOnDataLoss="false")
+    p.prepare_available_now()
+    start = p.initial_offsets()
+    end = p.latest_offsets(start, max_offsets=400)
+    read_batch(p, start, end)
+    _recreate_topic_a(data, tmp_path, records=900)
+    losses, rows = [], []
+    for _ in range(100):
+        start, end = end, p.latest_offsets(end, max_offsets=400)
+        if end == start:
+            break
+        losses.extend(p.plan(start, end).data_loss)
+        rows.extend(read_batch(p, start, end))
+    assert sorted(from_offsets(end).items()) == [(("a", 0), 900), (("a", 1), 900), (("b", 0), 300)]
+    assert len(losses) == 4  # per partition: the batch whose end was fixed on the deleted topic, then the restart
+    assert sorted(r for r in rows if r[0] == "a") == sorted(batch_rows(data, subscribe="a"))
+
+
+def test_the_topic_id_is_kept_through_a_trigger_that_finds_no_partition_metadata(data, tmp_path):
+    p = planner(data, failOnDataLoss="false")
+    end, _, _ = drain(p, p.initial_offsets())
+    meta = data / "a-0" / "partition.metadata"
+    saved = meta.read_bytes()
+    meta.unlink()  # a copy or sync step that writes the folder again, the file last
+    full = hws(data)
+    set_hws(data, {**full, ("b", 0): full[("b", 0)] - 1})
+    assert topic_ids_of(p.latest_offsets(end)) == topic_ids_of(end)
+    meta.write_bytes(saved)
+    set_hws(data, full)
+    _recreate_topic_a(data, tmp_path, records=900)
+    later = p.latest_offsets(end)
+    assert p.plan(end, later).ranges[("a", 0)] == (0, 900)
+
+
+def test_a_changed_topic_id_is_seen_even_when_the_segment_files_did_not_change(data):
+    """The range cache of idle partitions: a partition.metadata rewritten over the same segment files (e.g. a
+    restore of the same bytes under another topic) is not an idle partition."""
+    from kafkaseg.testing.partition import write_partition_metadata
+
+    old = time.time() - 60
+    for f in data.rglob("*"):
+        os.utime(f, (old, old))
+    p = planner(data, failOnDataLoss="false")
+    end, _, _ = drain(p, p.initial_offsets())
+    for q in (0, 1):
+        write_partition_metadata(data / f"a-{q}" / "partition.metadata", "gPWyJm9pvRczcm5bHdWHbg")
+    later = p.latest_offsets(end)
+    assert topic_ids_of(later)[("a", 0)] == "gPWyJm9pvRczcm5bHdWHbg"
+    assert p.plan(end, later).ranges[("a", 0)] == (0, 600)

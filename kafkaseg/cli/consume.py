@@ -550,9 +550,9 @@ def _properties(args) -> dict[str, str]:
 def _reset_out_of_range(planner, position: dict, args, reset: str, err) -> dict:
     """An explicit --offset outside what the partition holds: the console consumer's consumer resets it as
     ``reset`` (auto.offset.reset: latest unless set) says, or fails (none)."""
-    from kafkaseg.streaming import from_offsets, to_offsets, topic_ids_of
+    from kafkaseg.streaming import from_offsets, leader_epochs_of, to_offsets, topic_ids_of
 
-    positions = from_offsets(position)
+    positions, epochs = from_offsets(position), leader_epochs_of(position)
     tp = (args.topic, args.partition)
     available = planner.available().get(tp)
     # LocalLog.read: out of range only below the log start or past the log end (between the high watermark and
@@ -566,7 +566,8 @@ def _reset_out_of_range(planner, position: dict, args, reset: str, err) -> dict:
               f"[{available.earliest}, {available.log_end})): starting at the {reset} offset {start}, as the "
               f"console consumer's reset (auto.offset.reset={reset}) does", file=err)
         positions[tp] = start
-    return to_offsets(positions, topic_ids_of(position))
+        epochs.pop(tp, None)  # the epoch recorded was the old position's
+    return to_offsets(positions, topic_ids_of(position), epochs)
 
 
 def _report_metrics(metrics, lenient: dict, err) -> None:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import base64
 import re
 import uuid
-from typing import NamedTuple
+from typing import NamedTuple, Sequence
 
 import pyarrow.fs as pafs
 
@@ -50,6 +50,8 @@ __all__ = [
     "PartitionMetadata",
     "parse_offset_checkpoint",
     "parse_leader_epoch_checkpoint",
+    "epoch_at",
+    "epoch_end_offset",
     "parse_meta_properties",
     "parse_partition_metadata",
     "decode_kafka_uuid",
@@ -180,6 +182,38 @@ def parse_leader_epoch_checkpoint(data: bytes, path: str | None = None) -> tuple
         EpochEntry(_int(epoch, "epoch", path, number, position, bits=32),
                    _int(offset, "start offset", path, number, position))
         for number, position, (epoch, offset) in _parse_framed(data, path, 2, "leader epoch checkpoint"))
+
+
+def epoch_at(entries: Sequence[EpochEntry] | Sequence[tuple[int, int]], offset: int) -> int | None:
+    """The leader epoch ``offset`` was written under by ``leader-epoch-checkpoint`` ``entries``: the last entry
+    starting at or below it (``LeaderEpochFileCache.epochForOffset``; the cache's ``truncateFromStart`` keeps the
+    entry covering the log start), None when no entry does (a log written before leader epochs, or none)."""
+    found = None
+    for epoch, start in entries:
+        if start > offset:
+            break
+        found = epoch
+    return found
+
+
+def epoch_end_offset(entries: Sequence[EpochEntry] | Sequence[tuple[int, int]], epoch: int, log_end: int
+                     ) -> tuple[int, int] | None:
+    """``(epoch, end offset)`` as ``LeaderEpochFileCache.endOffsetFor`` answers a consumer validating its position
+    after a leader change (KIP-320; ``storage/src/main/java/org/apache/kafka/storage/internals/epoch/
+    LeaderEpochFileCache.java``): the latest epoch ends at ``log_end``; an older one at the start of the first
+    higher epoch, reported under the highest epoch at or below it; None (undefined) for an epoch above every epoch
+    the log knows, or no entries. A consumer whose last offset was written under ``epoch`` and whose position is
+    past the answer's end offset holds records the log no longer has: the log diverged there."""
+    if not entries:
+        return None
+    ordered = sorted((int(e), int(start)) for e, start in entries)
+    if ordered[-1][0] == epoch:
+        return epoch, log_end
+    higher = next(((e, start) for e, start in ordered if e > epoch), None)
+    if higher is None:
+        return None
+    floor = [e for e, _ in ordered if e <= epoch]
+    return (floor[-1] if floor else epoch), higher[1]
 
 
 _PROPERTY_SEPARATOR = re.compile(r"(?<!\\)[=:]|(?<!\\)[ \t\f]")

@@ -39,7 +39,7 @@ import pyarrow.fs as pafs
 from kafkaseg.errors import CorruptCheckpointError, CorruptDataError, CrcMismatchError, KafkaSegError, LayoutError
 from kafkaseg.storage import checkpoints as ckpt
 from kafkaseg.storage import fs as _fs
-from kafkaseg.storage.checkpoints import EpochEntry, MetaProperties
+from kafkaseg.storage.checkpoints import EpochEntry, MetaProperties, epoch_at
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES
 
 __all__ = [
@@ -187,15 +187,9 @@ class PartitionDir:
         return reaches_past_recovery_point(next_base, self.recovery_point)
 
     def leader_epoch_at(self, offset: int) -> int | None:
-        """The leader epoch ``offset`` belongs to by ``leader-epoch-checkpoint``: the last entry starting at or below
-        it (``LeaderEpochFileCache.epochForOffset``; the cache's ``truncateFromStart`` keeps the entry covering the
-        log start), None when no entry does (a log written before leader epochs, or no checkpoint)."""
-        found = None
-        for entry in self.leader_epochs:
-            if entry.start_offset > offset:
-                break
-            found = entry.epoch
-        return found
+        """The leader epoch ``offset`` belongs to by ``leader-epoch-checkpoint`` (see
+        :func:`~kafkaseg.storage.checkpoints.epoch_at`)."""
+        return epoch_at(self.leader_epochs, offset)
 
     @property
     def size_bytes(self) -> int:
