@@ -765,6 +765,23 @@ class PartitionLookup:
         return None, best_i
 
     # -- locate -------------------------------------------------------------------------------------------------
+    def last_batch_before(self, offset: int) -> BatchHeader | None:
+        """The header of the last batch that starts below ``offset`` (whose records a reader that stopped at
+        ``offset`` read, all or some), None when no batch does. Headers only: the offset index's floor, then a walk
+        of at most an index interval, in earlier segments when the one below ``offset`` holds no batch there (a
+        compacted or empty segment)."""
+        i = bisect.bisect_left(self.bases, offset) - 1
+        while i >= 0:
+            found = None
+            for header in self._headers(i, self._floor_position(i, offset - 1)):
+                if header.base_offset >= offset:
+                    break
+                found = header
+            if found is not None:
+                return found
+            i -= 1
+        return None
+
     def locate(self, offset: int) -> RecordLocation:
         """The segment, batch and record holding ``offset`` (see :class:`RecordLocation`)."""
         topic, partition = self.pdir.topic, self.pdir.partition

@@ -71,12 +71,13 @@ from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
-from kafkaseg.errors import DataLossError, InvalidOptionError, LayoutError
+from kafkaseg.errors import DataLossError, InvalidOptionError, KafkaSegError, LayoutError
+from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, LATEST, OffsetLimit, ReadOptions
 from kafkaseg.planning import (AvailableRange, Listing, ScanPlan, available_range, list_partitions, plan_scan,
                                resolve_offsets, select_partitions, slice_order)
 from kafkaseg.storage import fs as _fs
-from kafkaseg.storage.checkpoints import EpochEntry, epoch_at, epoch_end_offset
+from kafkaseg.storage.checkpoints import EpochEntry, epoch_end_offset
 from kafkaseg.storage.layout import PartitionDir
 
 if TYPE_CHECKING:
@@ -95,10 +96,14 @@ Offsets = dict[str, dict[str, int]]
 #: cannot appear in a Kafka topic name (``[a-zA-Z0-9._-]``), so no topic is taken for it (keys starting with it
 #: are never topics).
 TOPIC_IDS = "@topicIds"
-#: The key of the leader epochs in :data:`Offsets`: ``{"t": {"0": 5}, "@leaderEpochs": {"t": {"0": 3}}}``, per
-#: partition the leader epoch of the offset before the position (KIP-320's ``OffsetAndMetadata.leaderEpoch``),
-#: which tells a log truncated and rewritten below the position from one that was not.
+#: The key of the leader epochs in :data:`Offsets`: ``{"t": {"0": 5}, "@leaderEpochs": {"t": {"0": [3, 5]}}}``,
+#: per partition an :data:`EpochMark`: the leader epoch stamped on the last batch below the position and the
+#: offset that batch ends at (KIP-320: a consumer's position with the epoch of the last batch it fetched), which
+#: tells a log truncated and written again below the position from one that was not.
 LEADER_EPOCHS = "@leaderEpochs"
+#: ``(epoch, next offset)``: the last batch below a position was written under leader ``epoch`` and ends just
+#: below ``next offset`` (the position, or less where no batch holds the offsets before it: a compacted gap).
+EpochMark = tuple[int, int]
 TopicPartition = tuple[str, int]
 
 _FAIL_HINT = "(set failOnDataLoss=false to skip it and go on)"
@@ -142,32 +147,33 @@ def topic_ids_of(offsets: Mapping | None) -> dict[TopicPartition, str]:
     return out
 
 
-def leader_epochs_of(offsets: Mapping | None) -> dict[TopicPartition, int]:
-    """The leader epoch of the offset before each partition's position in ``offsets`` (:data:`LEADER_EPOCHS`), for
-    the partitions that have one (a log with a ``leader-epoch-checkpoint`` covering that offset)."""
-    epochs = (offsets or {}).get(LEADER_EPOCHS) or {}
-    out: dict[TopicPartition, int] = {}
+def leader_epochs_of(offsets: Mapping | None) -> dict[TopicPartition, EpochMark]:
+    """The :data:`EpochMark` of each partition's position in ``offsets`` (:data:`LEADER_EPOCHS`), for the
+    partitions that have one (a v2 batch below the position)."""
+    marks = (offsets or {}).get(LEADER_EPOCHS) or {}
+    out: dict[TopicPartition, EpochMark] = {}
     try:
-        for topic, partitions in epochs.items():
-            for partition, epoch in partitions.items():
-                if isinstance(epoch, bool) or not isinstance(epoch, int):
-                    raise TypeError(epoch)
-                out[(str(topic), int(partition))] = epoch
+        for topic, partitions in marks.items():
+            for partition, mark in partitions.items():
+                epoch, ends = mark
+                if any(isinstance(v, bool) or not isinstance(v, int) for v in (epoch, ends)):
+                    raise TypeError(mark)
+                out[(str(topic), int(partition))] = (epoch, ends)
     except (AttributeError, TypeError, ValueError) as err:
         raise InvalidOptionError(f"not a kafkaseg source offset ({LEADER_EPOCHS} is not "
-                                 f"{{topic: {{partition: epoch}}}}): {offsets!r}") from err
+                                 f"{{topic: {{partition: [epoch, next offset]}}}}): {offsets!r}") from err
     positions = from_offsets(offsets)
-    return {tp: epoch for tp, epoch in out.items() if tp in positions}
+    return {tp: mark for tp, mark in out.items() if tp in positions}
 
 
 def to_offsets(positions: Mapping[TopicPartition, int],
                topic_ids: Mapping[TopicPartition, str | None] | None = None,
-               leader_epochs: Mapping[TopicPartition, int | None] | None = None) -> Offsets:
+               leader_epochs: Mapping[TopicPartition, EpochMark | None] | None = None) -> Offsets:
     """``{("t", 0): 5}`` -> ``{"t": {"0": 5}}``, topics and partitions in order (stable JSON for Spark); with
     ``topic_ids``, the ids the offsets were taken from under :data:`TOPIC_IDS`: ``{"t": "<id>"}`` when every
     partition of the topic has the same id, else ``{"t": {"0": "<id>"}}`` for those that have one (a topic seen
-    in the middle of its deletion and re-creation); with ``leader_epochs``, each partition's epoch of the offset
-    before its position under :data:`LEADER_EPOCHS` (those that have one)."""
+    in the middle of its deletion and re-creation); with ``leader_epochs``, each partition's :data:`EpochMark`
+    under :data:`LEADER_EPOCHS` (those that have one)."""
     out: Offsets = {}
     for (topic, partition), offset in sorted(positions.items()):
         out.setdefault(topic, {})[str(partition)] = int(offset)
@@ -181,35 +187,41 @@ def to_offsets(positions: Mapping[TopicPartition, int],
             ids[topic] = {p: known_id for p, known_id in known.items() if known_id is not None}
     if ids:
         out[TOPIC_IDS] = ids  # type: ignore[assignment]
-    epochs: dict[str, dict[str, int]] = {}
-    for (topic, partition), epoch in sorted((leader_epochs or {}).items()):
-        if epoch is not None and (topic, partition) in positions:
-            epochs.setdefault(topic, {})[str(partition)] = int(epoch)
+    epochs: dict[str, dict[str, list[int]]] = {}
+    for (topic, partition), mark in sorted((leader_epochs or {}).items()):
+        if mark is not None and (topic, partition) in positions:
+            epochs.setdefault(topic, {})[str(partition)] = [int(mark[0]), int(mark[1])]
     if epochs:
         out[LEADER_EPOCHS] = epochs
     return out
 
 
-def divergence(entries: Sequence[EpochEntry], epoch: int | None, position: int) -> tuple[int | None, str] | None:
-    """Whether a log whose ``leader-epoch-checkpoint`` holds ``entries`` diverged below ``position`` from the log
-    a reader read up to ``position - 1`` under leader epoch ``epoch``: Kafka's consumer validation of its position
-    after a leader change (KIP-320, ``SubscriptionState.maybeCompleteValidation``). None when it did not, or when
-    nothing tells: no epoch recorded, no entries, or ``epoch`` is the log's latest (that epoch ends at the log end,
-    and the rules for a log that went back judge the end). Else ``(offset, reason)``: where the log diverged (the
-    records from there up to ``position`` were truncated and replaced), None when the log does not know ``epoch``."""
-    if epoch is None or position <= 0 or not entries or max(e for e, _ in entries) == epoch:
+def divergence(entries: Sequence[EpochEntry], mark: EpochMark | None) -> tuple[int | None, str] | None:
+    """Whether a log whose ``leader-epoch-checkpoint`` holds ``entries`` diverged from the log a reader read,
+    whose last batch was written under leader epoch ``mark[0]`` and ends below ``mark[1]``: Kafka's consumer
+    validation of its position after a leader change (KIP-320, ``SubscriptionState.maybeCompleteValidation``, with
+    ``LeaderEpochFileCache.endOffsetFor``). None when it did not, or when nothing tells: no mark, no entries, or the
+    mark's epoch is the log's latest (that epoch ends at the log end, and the rules for a log that went back judge
+    the end). Else ``(offset, reason)``: where the log diverged (its records from there up to ``mark[1]`` were
+    truncated and replaced), None when the log does not know the epoch. An epoch the log never held between two it
+    holds (two unclean elections in a row) passes, as it does for Kafka's consumer."""
+    if mark is None or not entries:
         return None
-    answer = epoch_end_offset(entries, epoch, position)  # the log end is not used: not the latest epoch
+    epoch, ends = mark
+    if ends <= 0 or max(e for e, _ in entries) == epoch:
+        return None
+    answer = epoch_end_offset(entries, epoch, ends)  # the log end is not used: not the latest epoch
     if answer is None:
-        return None, (f"leader epoch {epoch}, under which the stream read offset {position - 1}, is above every "
-                      "epoch in the log's leader-epoch-checkpoint (a log older than the stream's position, or "
-                      "rewritten)")
+        return None, (f"leader epoch {epoch} of the last batch the stream read (ending at offset {ends - 1}) is "
+                      "above every epoch in the log's leader-epoch-checkpoint (a log older than the stream's "
+                      "position, or written again)")
     end = answer[1]
-    if end >= position:
+    if end >= ends:
         return None
-    return end, (f"leader epoch {epoch}, under which the stream read offset {position - 1}, ends at offset {end} "
-                 f"in the log's leader-epoch-checkpoint now: the log was truncated at {end} and rewritten (an "
-                 "unclean leader election, or a replica restored from an older copy)")
+    return end, (f"leader epoch {epoch} of the last batch the stream read (ending at offset {ends - 1}) ends at "
+                 f"offset {end} in the log's leader-epoch-checkpoint now: the log was truncated at {end} and written "
+                 "again (an unclean leader election, a replica restored from an older copy, or records above the "
+                 "high watermark dropped by a leader change)")
 
 
 def rate_limit(limit: int, start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int],
@@ -263,8 +275,10 @@ class MicroBatchPlanner:
         self.available_now: dict[TopicPartition, int] | None = None
         self.latest: dict[TopicPartition, int] | None = None  # the last latest offsets seen (progress reports)
         self.latest_topic_ids: dict[TopicPartition, str | None] = {}  # the topic ids they were taken from
-        self.latest_epochs: dict[TopicPartition, int | None] = {}  # the leader epochs of the offsets before them
-        self._available_now_ranges: dict[TopicPartition, AvailableRange] = {}
+        self.latest_epochs: dict[TopicPartition, EpochMark] = {}  # and the epochs of the batches before them
+        self._pdirs: dict[TopicPartition, PartitionDir] = {}  # the partitions the last available() found
+        self._marks: dict[tuple, EpochMark | None] = {}  # (partition folder, segments, position) -> its mark
+        self._stopped_at_divergence: dict[TopicPartition, tuple[int, EpochMark]] = {}  # see plan()
         self._initial: Offsets | None = None
         self._seen: dict[TopicPartition, AvailableRange] = {}  # each partition's range at the previous trigger
         self._waiting: set[TopicPartition] = set()  # partitions whose latest is excused below the position
@@ -289,6 +303,7 @@ class MicroBatchPlanner:
         out: dict[TopicPartition, AvailableRange] = {}
         ranges: dict[tuple, tuple[AvailableRange, bool]] = {}
         now_ms = time.time() * 1000
+        self._pdirs = {}
         for pdir in self._partitions():
             last = pdir.segments[-1] if pdir.segments else None
             key = (pdir.path, pdir.high_watermark, pdir.checkpoint_log_start_offset, pdir.cleaner_offset,
@@ -306,6 +321,7 @@ class MicroBatchPlanner:
             # active segment keeps its size) would otherwise go unseen
             stable = last is None or last.mtime_ms < now_ms - _RACY_MS
             out[(pdir.topic, pdir.partition)] = found
+            self._pdirs[(pdir.topic, pdir.partition)] = pdir
             ranges[key] = (found, stable)
         self._ranges = ranges
         return out
@@ -345,17 +361,17 @@ class MicroBatchPlanner:
                 # a start above the high watermark (or last stable offset) the files reach: a consumer's fetch there
                 # is empty until the high watermark gets there, not data loss
                 self._waiting.add(tp)
-        return _with_incarnations(positions, ranges)
+        self._pdirs = {(p.topic, p.partition): p for p in pdirs}
+        return self._with_incarnations(positions, ranges)
 
     def prepare_available_now(self) -> None:
         """``Trigger.AvailableNow``: fix the target at the latest offsets of this moment. Spark calls this before
         ``initialOffset``: a partition whose start is resolved later, above the target, has nothing to read (see
         :meth:`latest_offsets`)."""
-        self._available_now_ranges = self.available()
-        self.available_now = {tp: available.latest for tp, available in self._available_now_ranges.items()}
+        self.available_now = {tp: available.latest for tp, available in self.available().items()}
 
     def _latest(self, start: Mapping[TopicPartition, int], ranges: Mapping[TopicPartition, AvailableRange],
-                epochs: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+                epochs: Mapping[TopicPartition, EpochMark]) -> dict[TopicPartition, int]:
         """Each partition's latest offset. A latest below the stream's position is a log that went back (Spark's
         rule: the micro-batch reports data loss), except where this source knows why and the files still reach
         the position: the replica read changed since the previous trigger (the copy ahead went away and another
@@ -372,7 +388,7 @@ class MicroBatchPlanner:
                 if tp in self._waiting or (previous is not None and (previous.replica != available.replica
                                                                      or not previous.checkpointed)) or (
                         tp in epochs and available.leader_epochs
-                        and divergence(available.leader_epochs, epochs[tp], position) is None):
+                        and divergence(available.leader_epochs, epochs[tp]) is None):
                     latest[tp] = position
                     self._waiting.add(tp)
             else:
@@ -391,22 +407,24 @@ class MicroBatchPlanner:
         recreated) counts from the new topic's beginning, as a partition found after the start does; :meth:`plan`
         reports the data loss."""
         begin, epochs = from_offsets(start), leader_epochs_of(start)
-        ranges = self._available_now_ranges if self.available_now is not None else self.available()
+        ranges = self.available()  # the files now: what tells a recreated topic or a diverged log, also under
+        # Trigger.AvailableNow, whose targets stay those of its start
         for tp in _recreated(topic_ids_of(start), {tp: available.topic_id for tp, available in ranges.items()}):
             del begin[tp]
             epochs.pop(tp, None)
+            if self.available_now is not None and tp in self.available_now:  # the target was the deleted topic's
+                self.available_now[tp] = ranges[tp].latest
         for tp, position in list(begin.items()):
-            found = divergence(ranges[tp].leader_epochs, epochs.get(tp), position) if tp in ranges else None
-            if found is not None and found[0] is not None:
+            found = divergence(ranges[tp].leader_epochs, epochs.get(tp)) if tp in ranges else None
+            if found is not None and found[0] is not None and found[0] < position:
                 begin[tp] = found[0]  # counted from where the log diverged, which plan() reports
                 self._waiting.discard(tp)
-        earliest: dict[TopicPartition, int] | None = None
+        earliest = {tp: available.earliest for tp, available in ranges.items()}
         if self.available_now is not None:
             # a start resolved after the target was fixed may be above it: nothing to read there
             latest = {tp: max(target, begin.get(tp, target)) for tp, target in self.available_now.items()}
         else:
             latest = self._latest(begin, ranges, epochs)
-            earliest = {tp: available.earliest for tp, available in ranges.items()}
         self.latest = latest
         end = latest
         if all_available:
@@ -414,10 +432,8 @@ class MicroBatchPlanner:
         elif min_offsets is not None and self.available_now is None and self._delay(min_offsets, begin, latest):
             return start
         elif max_offsets is not None:
-            if earliest is None:
-                earliest = {tp: available.earliest for tp, available in self.available().items()}
             end = rate_limit(max_offsets, begin, latest, earliest)
-        offsets = _with_incarnations(end, ranges, start)
+        offsets = self._with_incarnations(end, ranges, start)
         self.latest_topic_ids, self.latest_epochs = topic_ids_of(offsets), leader_epochs_of(offsets)
         return offsets
 
@@ -438,7 +454,8 @@ class MicroBatchPlanner:
         """Plan the micro-batch ``[start, end)`` (Spark's ``planInputPartitions``; also a replay after a restart).
         Raises :class:`DataLossError` under ``failOnDataLoss`` for the cases in the module docstring."""
         begin, until = from_offsets(start), from_offsets(end)
-        started_on, ending_on, epochs = topic_ids_of(start), topic_ids_of(end), leader_epochs_of(start)
+        started_on, ending_on = topic_ids_of(start), topic_ids_of(end)
+        epochs, end_epochs = leader_epochs_of(start), leader_epochs_of(end)
         # Spark replays an uncommitted first batch from initialOffset(), which this process resolved again
         replaying_first = self._initial is not None and begin == from_offsets(self._initial)
         result = MicroBatchPlan(None)
@@ -477,9 +494,8 @@ class MicroBatchPlanner:
                           f"offsets of the deleted topic below {until[tp]} that it was to read may have been missed")
                 loss(f"{name}: the topic was deleted and recreated after this micro-batch's end was fixed (topic id "
                      f"{ending_on[tp]} then, {now_id} now in {pdir.path}); {missed}")
-                if self.available_now is not None:  # the target was the deleted topic's: take the new one's
-                    self._available_now_ranges[tp] = available_range(pdir, self.options)
-                    self.available_now[tp] = self._available_now_ranges[tp].latest
+                if self.available_now is not None and tp in self.available_now:  # the deleted topic's target
+                    self.available_now[tp] = available_range(pdir, self.options).latest
                 continue
             if tp in begin and now_id is not None and started_on.get(tp, now_id) != now_id:
                 lo = available_range(pdir, self.options).earliest
@@ -488,12 +504,16 @@ class MicroBatchPlanner:
                      f"{begin[tp]} on may have been missed; the new topic is read from its beginning (offset {lo})")
             elif tp in begin:
                 lo = begin[tp]
-                found = divergence(pdir.leader_epochs, epochs.get(tp), lo)
+                found = divergence(pdir.leader_epochs, epochs.get(tp))
                 if found is not None and found[0] is None:
                     loss(f"{name}: {found[1]}; records the stream read below offset {lo} may have been replaced")
+                elif found is not None and self._stopped_at_divergence.get(tp) == (lo, epochs[tp]):
+                    result.notes.append(f"{name}: the previous micro-batch stopped where the log diverged, at "
+                                        f"{found[0]}, below its end {lo}: read on from there")
+                    lo = found[0]
                 elif found is not None:
-                    loss(f"{name}: {found[1]}; the stream's records [{found[0]}, {lo}) were replaced, and the new "
-                         f"ones are read from offset {found[0]}")
+                    loss(f"{name}: {found[1]}; the stream's records [{found[0]}, {epochs[tp][1]}) were replaced, "
+                         f"and the new ones are read from offset {found[0]}")
                     lo = found[0]
             else:  # a partition found after the stream started: from its beginning (Spark: earliest)
                 lo = available_range(pdir, self.options).earliest
@@ -501,6 +521,16 @@ class MicroBatchPlanner:
                     loss(f"added partition {name} starts at offset {lo} instead of 0 in {pdir.path}; offsets "
                          f"[0, {lo}) may have been missed")
             hi = until[tp]
+            # the end was fixed on a log that has diverged below it since (the batch is replayed after a restart, or
+            # an election came in between): its records from there are not those the end was fixed on. Read up to
+            # the divergence; the next micro-batch, which starts at this end, reads on from there
+            ended = divergence(pdir.leader_epochs, end_epochs.get(tp))
+            if ended is not None and ended[0] is not None and ended[0] < hi:
+                loss(f"{name}: {ended[1]}, after this micro-batch's end {hi} was fixed: offsets [{ended[0]}, {hi}) "
+                     f"as they were then are gone; this batch reads up to {max(lo, ended[0])} and the next one on "
+                     "from there")
+                hi = max(lo, ended[0])
+                self._stopped_at_divergence[tp] = (until[tp], end_epochs[tp])
             if hi < lo:
                 log_end = available_range(pdir, self.options).log_end
                 if replaying_first and log_end >= lo:
@@ -543,6 +573,49 @@ class MicroBatchPlanner:
                                               if d not in result.scan.report.lenient)
         return result
 
+    def _with_incarnations(self, positions: Mapping[TopicPartition, int],
+                           ranges: Mapping[TopicPartition, AvailableRange], previous: Offsets | None = None
+                           ) -> Offsets:
+        """``positions`` as offsets that also record each partition's topic id (from ``ranges``) and the
+        :data:`EpochMark` of the last batch below its position (from the batch's header, as Kafka's consumer takes
+        it: every replica holds the same batch, while their ``leader-epoch-checkpoint`` s may differ, a replica
+        rebuilt from a compacted log lacking the epochs whose batches were all cleaned). Where the files do not tell
+        (no ``partition.metadata`` at the moment, a batch unreadable), what ``previous`` recorded for the partition
+        is kept, the mark only for an unchanged position."""
+        ids = {tp: available.topic_id for tp, available in ranges.items()}
+        before = from_offsets(previous)
+        before_ids, before_marks = topic_ids_of(previous), leader_epochs_of(previous)
+        recreated = set(_recreated(before_ids, ids))
+        marks: dict[TopicPartition, EpochMark | None] = {}
+        for tp, position in positions.items():
+            if tp not in recreated and before.get(tp) == position and tp in before_marks:
+                marks[tp] = before_marks[tp]
+            elif tp in self._pdirs and position > 0:
+                marks[tp] = self._mark(self._pdirs[tp], position)
+        for tp, topic_id in before_ids.items():
+            if tp in positions and ids.get(tp) is None:
+                ids[tp] = topic_id
+        return to_offsets(positions, ids, marks)
+
+    def _mark(self, pdir: PartitionDir, position: int) -> EpochMark | None:
+        """The :data:`EpochMark` below ``position`` in ``pdir``: None for a legacy batch or one without a leader
+        epoch, or when no batch can be read there (recorded nothing, the stream goes on as without marks)."""
+        key = (pdir.path, tuple((s.base_offset, s.log_size) for s in pdir.segments), position)
+        if key not in self._marks:
+            try:
+                with PartitionLookup(pdir, max_batch_bytes=self.options.max_batch_bytes) as lookup:
+                    header = lookup.last_batch_before(position)
+            except KafkaSegError as err:
+                log.info("no leader epoch recorded for %s-%d at %d: %s", pdir.topic, pdir.partition, position, err)
+                header = None
+            mark = None
+            if header is not None and header.magic >= 2 and header.partition_leader_epoch >= 0:
+                mark = (header.partition_leader_epoch, min(position, header.last_offset + 1))
+            if len(self._marks) > 4 * len(self._pdirs) + 64:
+                self._marks.clear()
+            self._marks[key] = mark
+        return self._marks[key]
+
     @staticmethod
     def _plan_ranges(ranges: Mapping[TopicPartition, tuple[int, int]], options: ReadOptions,
                      listing: Listing) -> ScanPlan | None:
@@ -555,27 +628,6 @@ class MicroBatchPlanner:
             assign=tuple(sorted(ranges)), subscribe=None, subscribe_pattern=None,
             starting=OffsetLimit("offsets", entries_start, option="startingOffsets"),
             ending=OffsetLimit("offsets", entries_end, option="endingOffsets")), listing=listing)
-
-
-def _with_incarnations(positions: Mapping[TopicPartition, int], ranges: Mapping[TopicPartition, AvailableRange],
-                       previous: Offsets | None = None) -> Offsets:
-    """``positions`` as offsets that also record, from the ranges they were taken from, each partition's topic id
-    and the leader epoch of the offset before its position (what :meth:`MicroBatchPlanner.plan` checks). Where
-    the files do not tell (no ``partition.metadata`` at the moment, no epoch covering the offset), what
-    ``previous`` recorded for the partition is kept, the epoch only for an unchanged position."""
-    ids = {tp: available.topic_id for tp, available in ranges.items()}
-    epochs = {tp: epoch_at(ranges[tp].leader_epochs, position - 1) for tp, position in positions.items()
-              if tp in ranges and position > 0}
-    if previous:
-        before = from_offsets(previous)
-        recreated = set(_recreated(topic_ids_of(previous), ids))
-        for tp, topic_id in topic_ids_of(previous).items():
-            if tp in positions and ids.get(tp) is None:
-                ids[tp] = topic_id
-        for tp, epoch in leader_epochs_of(previous).items():
-            if epochs.get(tp) is None and before.get(tp) == positions.get(tp) and tp not in recreated:
-                epochs[tp] = epoch
-    return to_offsets(positions, ids, epochs)
 
 
 def _recreated(started_on: Mapping[TopicPartition, str], now: Mapping[TopicPartition, str | None]

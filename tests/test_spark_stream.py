@@ -74,7 +74,9 @@ def test_a_stream_follows_a_growing_dir_once_and_fails_on_data_loss(spark, tmp_p
     ids, epochs = last.pop(TOPIC_IDS), last.pop(LEADER_EPOCHS)
     assert last == {"a": {"0": full[("a", 0)], "1": full[("a", 1)]}, "b": {"0": full[("b", 0)]}, "c": {"0": 80}}
     assert sorted(ids) == ["a", "b", "c"] and len(set(ids.values())) == 3
-    assert epochs == {"a": {"0": 0, "1": 0}, "b": {"0": 0}, "c": {"0": 0}}  # the leader epoch of each last offset
+    # the leader epoch of each partition's last batch read, and where that batch ends
+    assert epochs == {"a": {"0": [0, full[("a", 0)]], "1": [0, full[("a", 1)]]}, "b": {"0": [0, full[("b", 0)]]},
+                      "c": {"0": [0, 80]}}
 
     # a partition the query was reading disappears: failOnDataLoss (the default) stops the query, naming it
     shutil.rmtree(root / "b-0")

@@ -20,6 +20,7 @@ from kafkaseg.errors import DataLossError, InvalidOptionError
 from kafkaseg.options import ReadOptions
 from kafkaseg.scan import read_slice
 from kafkaseg.storage.checkpoints import read_offset_checkpoint
+from kafkaseg.storage.segment import SegmentReader
 from kafkaseg.streaming import (LEADER_EPOCHS, TOPIC_IDS, MicroBatchPlanner, from_offsets, leader_epochs_of, rate_limit,
                                 to_offsets, topic_ids_of)
 from kafkaseg.testing import TopicSpec, write_data_dir
@@ -351,42 +352,52 @@ def test_a_replica_switch_between_fixing_an_end_and_planning_it_is_data_loss(tmp
 
 
 def _unclean_election(data: Path, partition: str, at: int) -> None:
-    """A leader elected uncleanly truncated ``partition``'s log at offset ``at`` and wrote on from there under a
-    new leader epoch: ``leader-epoch-checkpoint`` gains the epoch, starting at ``at`` (the records' content is
-    the test data's, which is all a reader compares positions with)."""
+    """A leader elected uncleanly truncated ``partition``'s log at offset ``at`` (a batch boundary) and wrote on
+    from there under a new leader epoch: the batches from ``at`` on carry the new epoch in their headers (outside
+    the CRC), and ``leader-epoch-checkpoint`` gains it, starting at ``at``. (The records' content stays the test
+    data's; no reader compares content with what it read before.)"""
     path = data / partition / "leader-epoch-checkpoint"
     entries = [tuple(map(int, line.split())) for line in path.read_text().splitlines()[2:]]
-    kept = [(epoch, start) for epoch, start in entries if start < at]
-    write_leader_epoch_checkpoint(path, kept + [(max(e for e, _ in entries) + 1, at)])
+    epoch = max(e for e, _ in entries) + 1
+    write_leader_epoch_checkpoint(path, [(e, start) for e, start in entries if start < at] + [(epoch, at)])
+    for log_file in sorted((data / partition).glob("*.log")):
+        with SegmentReader(str(log_file)) as reader:
+            positions = [h.position for h in reader.iter_headers(0) if h.base_offset >= at]
+        with open(log_file, "r+b") as f:
+            for position in positions:
+                f.seek(position + 12)  # baseOffset, batchLength, then partitionLeaderEpoch
+                f.write(epoch.to_bytes(4, "big"))
 
 
 @pytest.mark.parametrize("restart", [False, True])
 def test_a_log_cut_back_and_grown_again_is_data_loss(data, restart):
     """An unclean leader election: the log (same replica) is truncated below the stream's position and regrows
-    past it before the high watermark does. The leader epoch recorded with the position tells (KIP-320): offset 99
-    was read under an epoch that now ends at 95, also after a restart. Spark's source reports this only while the
-    high watermark is below the position, and not at all once it passed it."""
+    past it before the high watermark does. The leader epoch of the last batch the stream read, recorded with its
+    position, tells (KIP-320): that batch (ending at 99) was written under an epoch that now ends at 80, also after
+    a restart. Spark's source reports this only while the high watermark is below the position, and not at all
+    once it passed it."""
     p = planner(data, assign='{"a":[0]}')
     full = hws(data)
     set_hws(data, {**full, ("a", 0): 100})
     position = p.latest_offsets(p.initial_offsets())
-    assert plain(position) == {"a": {"0": 100}} and leader_epochs_of(position) == {("a", 0): 0}
-    _unclean_election(data, "a-0", 95)
-    set_hws(data, {**full, ("a", 0): 95})  # the new leader's high watermark, below the position; the log reaches it
+    assert plain(position) == {"a": {"0": 100}} and leader_epochs_of(position) == {("a", 0): (0, 100)}
+    _unclean_election(data, "a-0", 80)
+    set_hws(data, {**full, ("a", 0): 90})  # the new leader's high watermark, below the position; the log reaches it
     if restart:
         p = planner(data, assign='{"a":[0]}')
     later = p.latest_offsets(position)
-    assert plain(later) == {"a": {"0": 95}}
-    with pytest.raises(DataLossError, match=r"a-0: leader epoch 0, under which the stream read offset 99, ends at "
-                                            r"offset 95 .* the log was truncated at 95"):
+    assert plain(later) == {"a": {"0": 90}}
+    with pytest.raises(DataLossError, match=r"a-0: leader epoch 0 of the last batch the stream read \(ending at "
+                                            r"offset 99\) ends at offset 80 .* the log was truncated at 80"):
         p.plan(position, later)
     set_hws(data, {**full, ("a", 0): 150})  # the high watermark passed the position: the offsets alone say nothing
     p = planner(data, assign='{"a":[0]}', failOnDataLoss="false")
     later = p.latest_offsets(position)
     plan = p.plan(position, later)
-    assert plan.ranges == {("a", 0): (95, 150)}  # the stream's records [95, 100) were replaced: read again
-    assert len(plan.data_loss) == 1 and "records [95, 100) were replaced" in plan.data_loss[0]
-    assert leader_epochs_of(later) == {("a", 0): 1} and p.plan(later, p.latest_offsets(later)).data_loss == []
+    assert plan.ranges == {("a", 0): (80, 150)}  # the stream's records [80, 100) were replaced: read again
+    assert len(plan.data_loss) == 1 and "records [80, 100) were replaced" in plan.data_loss[0]
+    assert leader_epochs_of(later) == {("a", 0): (1, 150)}
+    assert p.plan(later, p.latest_offsets(later)).data_loss == []
 
 
 def test_a_restart_while_waiting_above_the_high_watermark_is_not_data_loss(data):
@@ -864,10 +875,11 @@ def test_offsets_carry_the_topic_ids_they_were_taken_from():
         with pytest.raises(InvalidOptionError):
             topic_ids_of(bad)
     # the leader epoch of each partition's offset before its position, for partitions that have one
-    with_epochs = to_offsets({a0: 5, b0: 7}, {a0: "idA"}, {a0: 3, b0: None})
-    assert with_epochs[LEADER_EPOCHS] == {"a": {"0": 3}} and leader_epochs_of(with_epochs) == {a0: 3}
+    with_epochs = to_offsets({a0: 5, b0: 7}, {a0: "idA"}, {a0: (3, 5), b0: None})
+    assert with_epochs[LEADER_EPOCHS] == {"a": {"0": [3, 5]}} and leader_epochs_of(with_epochs) == {a0: (3, 5)}
     assert from_offsets(with_epochs) == {a0: 5, b0: 7}
-    for bad in ({"a": {"0": 5}, LEADER_EPOCHS: {"a": 3}}, {"a": {"0": 5}, LEADER_EPOCHS: {"a": {"0": "3"}}}):
+    for bad in ({"a": {"0": 5}, LEADER_EPOCHS: {"a": 3}}, {"a": {"0": 5}, LEADER_EPOCHS: {"a": {"0": 3}}},
+                {"a": {"0": 5}, LEADER_EPOCHS: {"a": {"0": ["3", 5]}}}):
         with pytest.raises(InvalidOptionError):
             leader_epochs_of(bad)
 
@@ -957,7 +969,7 @@ def test_offsets_from_a_checkpoint_are_accepted_as_starting_offsets(data):
 
 
 def test_a_topic_recreated_during_an_available_now_run_is_reported_once(data, tmp_path):
-    """Trigger.AvailableNow fixed its target on the deleted topic: once a batch finds the topic recreated, the
+    """Trigger.AvailableNow fixed its target on the deleted topic: once a trigger finds the topic recreated, the
     target is the new topic's, which is read from its beginning, and the loss is reported once per partition."""
     p = planner(data, failOnDataLoss="false")
     p.prepare_available_now()
@@ -973,7 +985,7 @@ def test_a_topic_recreated_during_an_available_now_run_is_reported_once(data, tm
         losses.extend(p.plan(start, end).data_loss)
         rows.extend(read_batch(p, start, end))
     assert sorted(from_offsets(end).items()) == [(("a", 0), 900), (("a", 1), 900), (("b", 0), 300)]
-    assert len(losses) == 4  # per partition: the batch whose end was fixed on the deleted topic, then the restart
+    assert len(losses) == 2 and all("the new topic is read from its beginning" in loss for loss in losses)
     assert sorted(r for r in rows if r[0] == "a") == sorted(batch_rows(data, subscribe="a"))
 
 
@@ -1008,3 +1020,82 @@ def test_a_changed_topic_id_is_seen_even_when_the_segment_files_did_not_change(d
     later = p.latest_offsets(end)
     assert topic_ids_of(later)[("a", 0)] == "gPWyJm9pvRczcm5bHdWHbg"
     assert p.plan(end, later).ranges[("a", 0)] == (0, 600)
+
+
+def test_a_log_that_diverged_after_a_batch_end_was_fixed_is_read_once(data):
+    """The end was fixed on the log as it was (a replayed batch after a restart, or an election between Spark's
+    calls); the log then diverged below it. The batch reads up to the divergence and the next one on from there:
+    every offset once, and the loss (the end's records as they were) reported once."""
+    full = hws(data)
+    set_hws(data, {**full, ("a", 0): 100})
+    strict = planner(data, assign='{"a":[0]}')
+    start = strict.initial_offsets()
+    end = strict.latest_offsets(start)
+    lenient = planner(data, assign='{"a":[0]}', failOnDataLoss="false")
+    _unclean_election(data, "a-0", 80)
+    set_hws(data, {**full, ("a", 0): 150})
+    with pytest.raises(DataLossError, match=r"after this micro-batch's end 100 was fixed: offsets \[80, 100\)"):
+        strict.plan(start, end)
+    plan = lenient.plan(start, end)
+    assert plan.ranges == {("a", 0): (0, 80)} and len(plan.data_loss) == 1
+    rows = read_batch(lenient, start, end)
+    later = lenient.latest_offsets(end)
+    plan = lenient.plan(end, later)
+    assert plan.ranges == {("a", 0): (80, 150)} and plan.data_loss == [] and "stopped where the log diverged" in \
+        plan.notes[0]
+    rows += read_batch(lenient, end, later)
+    assert [o for _, _, o in rows] == list(range(150))
+
+
+def test_a_log_that_diverged_during_an_available_now_run_is_read_again_once(data):
+    p = planner(data, assign='{"a":[0]}', failOnDataLoss="false")
+    p.prepare_available_now()
+    start = p.initial_offsets()
+    end = p.latest_offsets(start, max_offsets=200)
+    rows = read_batch(p, start, end)
+    _unclean_election(data, "a-0", 100)
+    losses = []
+    for _ in range(20):
+        start, end = end, p.latest_offsets(end, max_offsets=200)
+        if end == start:
+            break
+        losses.extend(p.plan(start, end).data_loss)
+        rows += read_batch(p, start, end)
+    assert from_offsets(end) == {("a", 0): 600} and len(losses) == 1 and "records [100, 200) were replaced" in losses[0]
+    offsets = sorted(o for _, _, o in rows)
+    assert offsets == sorted(list(range(600)) + list(range(100, 200)))  # the replaced ones read again, once
+
+
+def _write_partition(folder: Path, batches: list[tuple[int, int, int]]) -> None:
+    """Write ``folder``'s log again as ``(first offset, last offset, leader epoch)`` batches (its other files kept)."""
+    from kafkaseg.testing.partition import PartitionWriter
+    from kafkaseg.testing.writer import Record, build_batch_v2
+
+    for f in folder.iterdir():
+        if f.name[0].isdigit() or f.name == "leader-epoch-checkpoint":
+            f.unlink()
+    writer = PartitionWriter(folder)
+    for first, last, epoch in batches:
+        records = [Record(o, 1_700_000_000_000 + o, b"k%d" % o, b"v") for o in range(first, last + 1)]
+        writer.append(build_batch_v2(records, partition_leader_epoch=epoch))
+    writer.close()
+
+
+def test_replicas_whose_epoch_checkpoints_differ_after_compaction_are_not_a_divergence(tmp_path):
+    """broker1 led epochs 1 and 2 (from 50 and 60); broker2 was rebuilt from a log already compacted, holding no
+    batch in [50, 95), so its leader-epoch-checkpoint never got epoch 1 and has epoch 2 from 95. The same batches
+    on both. The stream reads broker2 to 90, then broker2's copy goes away: broker1's epochs are no divergence,
+    because the epoch recorded is the last batch's (0, ending at 49), as Kafka's consumer takes it."""
+    ahead, behind, options = _two_replicas(tmp_path, hw_ahead=90, hw_behind=80)
+    leader = [(o, o + 4, 0) for o in range(0, 50, 5)] + [(50, 54, 1), (55, 59, 1)] + \
+        [(o, o + 4, 2) for o in range(60, 100, 5)]
+    _write_partition(behind / "a-0", leader)
+    _write_partition(ahead / "a-0", [b for b in leader if not 50 <= b[0] < 95])
+    assert "2 95" in (ahead / "a-0" / "leader-epoch-checkpoint").read_text()
+    p = MicroBatchPlanner(options)
+    start = to_offsets({("a", 0): 70})
+    end = p.latest_offsets(start)
+    assert from_offsets(end) == {("a", 0): 90} and leader_epochs_of(end) == {("a", 0): (0, 50)}
+    shutil.move(str(ahead / "a-0"), str(tmp_path / "moved-away"))
+    for restarted in (p, MicroBatchPlanner(options)):
+        assert restarted.latest_offsets(end) == end  # broker1's high watermark is 80: no new data, no loss
