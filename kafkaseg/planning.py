@@ -1171,8 +1171,17 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
         if why and preport is not None:
             preport.notes.append(f"{name}: no record at or after ending timestamp {ts} ({why}); reading to "
                                  f"the end ({end})")
-    if start > end and preport is not None:
-        preport.notes.append(f"{name}: resolved start {start} is above the end {end}: nothing to read")
+    if start > end:
+        kinds = (options.starting.kind, options.ending.kind)
+        given = ("earliest" not in kinds and "latest" not in kinds and "timestamp" in "".join(kinds)
+                 and start <= bounds.upper)
+        if given:  # a start and an end the user chose, at least one by time, the wrong way round: a typo, not data
+            raise InvalidOptionError(
+                f"{name}: the start offset {start} ({options.starting.option or 'startingOffsets'}) is after the "
+                f"end offset {end} ({options.ending.option or 'endingOffsets'}); check the time window (Spark's "
+                "Kafka source fails such a read: 'Beginning offset ... is after the ending offset')")
+        if preport is not None:
+            preport.notes.append(f"{name}: resolved start {start} is above the end {end}: nothing to read")
     return start, end
 
 

@@ -27,7 +27,8 @@ from kafkaseg.decode.api import (
     DecodeStats,
     past_end_problem,
 )
-from kafkaseg.errors import CorruptBatchError, DataLossError, KafkaSegError, LayoutError, TruncatedDataError
+from kafkaseg.errors import (CorruptBatchError, DataLossError, InvalidOptionError, KafkaSegError, LayoutError,
+                             TruncatedDataError)
 from kafkaseg.options import ReadOptions
 from kafkaseg.entry_check import ResumptionEntries, batch_first_offset
 from kafkaseg.planning import ScanPlan, SegmentSlice, plan_again_by_offset, plan_scan
@@ -794,6 +795,9 @@ def open_scan(path: str | Sequence[str], **options: Any) -> Scan:
     """Plan a scan of ``path`` (log dir(s), topic-partition dir(s), ``.log`` file(s) or globs) with Spark-Kafka-style
     options (see README); iterate it for record batches, read ``.plan.report`` and ``.metrics`` for what it did."""
     opts = ReadOptions.from_options(options)
+    if opts.paths:  # an option named path or paths (in any case), beside the paths given
+        raise InvalidOptionError(f"options 'path'/'paths' are for Spark's load(); give the paths to read as the first "
+                                 f"argument (a path or a list of paths), got {list(opts.paths)!r} as an option")
     return Scan(plan_scan(path, opts), opts)
 
 

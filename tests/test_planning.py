@@ -586,6 +586,21 @@ def test_timestamp_options(tmp_path):
     assert plan.report.offsets() == {("t", 0): (500, 500), ("t", 1): (50, 100)}
 
 
+def test_a_time_window_the_wrong_way_round_is_an_error(tmp_path):
+    """Spark's Kafka source fails a read whose start is after its end ("Beginning offset ... is after the ending
+    offset"); a start and an end resolved from the user's timestamps the wrong way round are a typo, not data."""
+    log_dir = tmp_path / "b"
+    _, stamps = write_partition(log_dir, "t", 0, records=100)
+    with pytest.raises(InvalidOptionError, match=r"t-0: the start offset 60 \(startingTimestamp\) is after the end "
+                                                 r"offset 10 \(endingTimestamp\)"):
+        plan_scan(str(log_dir), opts(startingTimestamp=stamps[60], endingTimestamp=stamps[10]))
+    with pytest.raises(InvalidOptionError, match="is after the end offset 10"):
+        plan_scan(str(log_dir), opts(startingOffsets='{"t":{"0":60}}', endingTimestamp=stamps[10]))
+    # a start past the end of the log is the data-loss rule's (failOnDataLoss=false: noted, nothing read)
+    plan = plan_scan(str(log_dir), opts(startingOffsets='{"t":{"0":150}}', failOnDataLoss="false"))
+    assert plan.slices == [] and "starting offset 150 is above the available end 100" in plan.report.data_loss[0]
+
+
 def test_starting_timestamp_without_match(tmp_path):
     log_dir = tmp_path / "b"
     write_partition(log_dir, "t", 0, records=50)

@@ -705,3 +705,14 @@ def test_to_table_merges_runs_of_small_batches_in_order(tmp_path):
     streamed = pa.Table.from_batches(list(scan), schema=scan.schema)
     assert len(streamed.to_batches()) == 600 and len(table.to_batches()) < 10
     assert table.equals(streamed)
+
+
+def test_paths_given_as_options_are_refused_not_ignored(tmp_path):
+    """read_arrow/iter_batches take the paths as their first argument; a path option beside it (Spark's load()
+    habit) was read past without a word."""
+    root = tmp_path / "data"
+    write_data_dir(root, [TopicSpec("t", records_per_partition=10)], seed=1)
+    for option in ({"PATH": "/nonexistent"}, {"paths": [str(root)]}):
+        with pytest.raises(InvalidOptionError, match="give the paths to read as the first argument"):
+            kafkaseg.read_arrow(str(root), **option)
+    assert kafkaseg.read_arrow(str(root)).num_rows == 10
