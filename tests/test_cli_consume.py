@@ -691,3 +691,12 @@ def test_a_null_headers_slot_prints_no_headers_whatever_its_offsets_say():
     fmt = consume.Formatter.from_properties({})
     texts, errors = fmt._header_texts(headers)
     assert texts == [b"a:1", b"NO_HEADERS"] and not errors
+
+
+def test_topic_is_one_literal_name(data, capsysbinary):
+    """The console consumer subscribes to exactly the --topic given: a comma list or a padded name is an illegal
+    topic name there (Topic.validate), not two topics or a trimmed one."""
+    root, _ = data
+    for topic in ("orders,payments", " orders", "a" * 250):
+        code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", topic, "--from-beginning")
+        assert code != 0 and out == b"" and "is illegal" in err

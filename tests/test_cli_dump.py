@@ -15,6 +15,7 @@ import pytest
 from kafka.record.memory_records import MemoryRecords
 
 from kafkaseg.cli.main import main
+from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
 
 # printBatchLevel (v2) + " position: " ... ; field names and order from DumpLogSegments.scala
 BATCH_V2 = re.compile(
@@ -465,3 +466,15 @@ def test_offsets_decoder_prints_kip848_records(tmp_path, capsys):
     assert code == 0
     assert out[-2:] == ['| key: {"type":"3","data":{"groupId":"g1"}} payload: {"version":"0","data":{"epoch":5}}',
                         "| key: Unknown record type 16 at offset 1, skipping."]
+
+
+def test_negative_record_timestamps_are_printed_raw(tmp_path, capsys):
+    """DumpLogSegments prints record.timestamp as it is: -5 is -5 (it was shown as -1)."""
+    writer = PartitionWriter(tmp_path / "neg-0")
+    writer.append(build_batch_v2([Record(0, -1, b"k0", b"v0"), Record(1, -5, b"k1", b"v1"),
+                                  Record(2, 1000, b"k2", b"v2")]))
+    writer.close()
+    code, lines, _ = run(["dump", "--files", str(tmp_path / "neg-0" / "00000000000000000000.log"),
+                          "--deep-iteration"], capsys)
+    stamps = [re.search(r"CreateTime: (-?\d+)", line).group(1) for line in lines if line.startswith("| offset:")]
+    assert code == 0 and stamps == ["-1", "-5", "1000"]

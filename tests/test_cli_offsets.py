@@ -241,3 +241,33 @@ def test_a_segment_deleted_by_retention_during_a_lookup_is_answered_from_the_par
     code, lines, err = run(["offsets", "--data-dir", str(tmp_path / "data"), "--topic", "r", "--time",
                             str(records[0].timestamp)], capsys)
     assert code == 0 and lines == [f"r:0:{int(second.stem)}"], err  # the first record still there
+
+
+def test_a_partition_that_cannot_be_answered_is_skipped_and_the_others_printed(tmp_path, capsys):
+    """GetOffsetShell answers each partition on its own ("Skip getting offsets for topic-partition ... due to
+    error"); one corrupt batch no longer hides every other partition's answer. Exit 2 says something was skipped."""
+    manifest = write_data_dir(tmp_path / "d", [TopicSpec("a", partitions=2, records_per_partition=50)], seed=3)
+    log_file = tmp_path / "d" / "a-1" / "00000000000000000000.log"
+    data = bytearray(log_file.read_bytes())
+    data[70] ^= 0xFF  # inside the first batch's records: its CRC fails
+    log_file.write_bytes(bytes(data))
+    stamp = manifest.partition("a", 0).records[10].timestamp
+    code, lines, err = run(["offsets", "--data-dir", str(tmp_path / "d"), "--time", str(stamp)], capsys)
+    assert code == 2 and lines == ["a:0:10"]
+    assert "Skip getting offsets for topic-partition a-1 due to error: " in err and "CRC" in err
+    code, lines, _ = run(["offsets", "--data-dir", str(tmp_path / "d"), "--time", str(stamp), "--json"], capsys)
+    rows = json.loads("\n".join(lines))
+    assert code == 2 and [(r["partition"], "error" in r) for r in rows] == [(0, False), (1, True)]
+
+
+def test_a_log_file_given_answers_for_its_whole_partition(datadir, capsys):
+    """As describe and reads do: one .log file stands for its partition (whose log start and end the broker
+    answers), not for the offsets inside that file."""
+    folder = datadir.path / "t-0"
+    logs = sorted(folder.glob("*.log"))
+    assert len(logs) > 1
+    whole = datadir.partition("t", 0)
+    for log_file in (logs[0], logs[-1]):
+        for spec, expected in (("-1", whole.high_watermark), ("-2", 0)):
+            code, lines, _ = run(["offsets", "--data-dir", str(log_file), "--time", spec], capsys)
+            assert code == 0 and lines == [f"t:0:{expected}"]

@@ -485,6 +485,9 @@ def _stream_options(args, consumer: dict[str, str]) -> dict:
     return options
 
 
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")  # org.apache.kafka.common.internals.Topic.validate
+
+
 def check_args(args) -> str | None:
     """ConsoleConsumerOptions.checkRequiredArgs: the usage error, if any."""
     if args.bootstrap_server is not None:
@@ -494,6 +497,13 @@ def check_args(args) -> str | None:
         return "Missing required argument \"[data-dir]\""
     if (args.topic is None) == (args.include is None):
         return "Exactly one of --include/--topic is required."
+    if args.topic is not None and not _LEGAL_TOPIC.fullmatch(args.topic):
+        # the console consumer subscribes to exactly this name, which Kafka refuses (Topic.validate); a comma
+        # list is not two topics there (--include takes a regex)
+        return (f"Topic name \"{args.topic}\" is illegal, it contains a character other than ASCII alphanumerics, "
+                "'.', '_' and '-' (one topic per --topic; --include takes a regex)"
+                if args.topic not in ("", ".", "..") and len(args.topic) <= 249 else
+                f"Topic name \"{args.topic}\" is illegal (empty, '.', '..' or longer than 249 characters)")
     if args.partition is not None:
         if args.topic is None:
             return "The topic is required when partition is specified."

@@ -224,8 +224,8 @@ def _batch_records(data: bytes, header: BatchHeader, path: str) -> list[_Record]
     result = decode(memoryview(data), request)
     cols = result.columns
     offsets = cols["offset"].to_pylist()
-    stamps = [None if us is None else (us // 1000 if us >= 0 else -1)
-              for us in cols["timestamp"].cast(pa.int64()).to_pylist()]
+    # raw, as DumpLogSegments prints record.timestamp (a negative CreateTime included)
+    stamps = [None if us is None else us // 1000 for us in cols["timestamp"].cast(pa.int64()).to_pylist()]
     keys = cols["key"].to_pylist()
     values = cols["value"].to_pylist()
     sequences = cols["sequence"].to_pylist()

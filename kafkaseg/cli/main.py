@@ -261,6 +261,8 @@ def _offsets_partitions(args):
         return False
 
     found = discover(args.data_dir, select=allowed)
+    # a .log file given stands for its whole partition, as for describe and reads (the broker answers for it)
+    found = [p.whole or p for p in found]
     return [c.chosen for c in choose_replicas([p for p in found if allowed(p.topic, p.partition)])]
 
 
@@ -374,9 +376,16 @@ def _cmd_offsets(args) -> int:
             below = pdir.below_local_log_note() if spec != LATEST else None
             return answer, lookup.stats, "; ".join(n for n in (hw_note, below) if n) or None
 
-    answers, stats, notes = [], [], []
+    answers, stats, notes, failed = [], [], [], []
     for pdir in partitions:  # a segment a live broker deletes meanwhile: the partition is listed again
-        answer, stat, note = relisted(pdir, look_up)
+        try:
+            answer, stat, note = relisted(pdir, look_up)
+        except KafkaSegError as err:
+            # GetOffsetShell answers each partition on its own: one it cannot answer is skipped, the rest printed
+            print(f"Skip getting offsets for topic-partition {pdir.topic}-{pdir.partition} due to error: {err}",
+                  file=sys.stderr)
+            failed.append({"topic": pdir.topic, "partition": pdir.partition, "error": str(err)})
+            continue
         answers.append(answer)
         stats.append(stat)
         notes.append(note)
@@ -391,8 +400,8 @@ def _cmd_offsets(args) -> int:
             if notes[k]:
                 row["note"] = notes[k]
             rows.append(row)
-        print(json.dumps(rows, indent=1))
-        return EXIT_OK
+        print(json.dumps(rows + failed, indent=1))
+        return EXIT_ERROR if failed else EXIT_OK
     for k in order:
         line = answers[k].line()
         if line:
@@ -403,7 +412,7 @@ def _cmd_offsets(args) -> int:
             print(f"{answers[k].topic}:{answers[k].partition}: note: {notes[k]}", file=sys.stderr)
         if args.stats:
             print(f"{answers[k].topic}-{answers[k].partition}: {stats[k].as_dict()}", file=sys.stderr)
-    return EXIT_OK
+    return EXIT_ERROR if failed else EXIT_OK
 
 
 def _high_watermark_note(lookup) -> str | None:
