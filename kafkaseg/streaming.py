@@ -278,7 +278,8 @@ class MicroBatchPlanner:
         self.latest_epochs: dict[TopicPartition, EpochMark] = {}  # and the epochs of the batches before them
         self._pdirs: dict[TopicPartition, PartitionDir] = {}  # the partitions the last available() found
         self._marks: dict[tuple, EpochMark | None] = {}  # (partition folder, segments, position) -> its mark
-        self._stopped_at_divergence: dict[TopicPartition, tuple[int, EpochMark]] = {}  # see plan()
+        # a micro-batch's end, its mark and where the batch stopped because the log diverged below it (see plan())
+        self._stopped_at_divergence: dict[TopicPartition, tuple[int, EpochMark, int]] = {}
         self._initial: Offsets | None = None
         self._seen: dict[TopicPartition, AvailableRange] = {}  # each partition's range at the previous trigger
         self._waiting: set[TopicPartition] = set()  # partitions whose latest is excused below the position
@@ -507,7 +508,7 @@ class MicroBatchPlanner:
                 found = divergence(pdir.leader_epochs, epochs.get(tp))
                 if found is not None and found[0] is None:
                     loss(f"{name}: {found[1]}; records the stream read below offset {lo} may have been replaced")
-                elif found is not None and self._stopped_at_divergence.get(tp) == (lo, epochs[tp]):
+                elif found is not None and self._stopped_at_divergence.get(tp) == (lo, epochs[tp], found[0]):
                     result.notes.append(f"{name}: the previous micro-batch stopped where the log diverged, at "
                                         f"{found[0]}, below its end {lo}: read on from there")
                     lo = found[0]
@@ -530,7 +531,7 @@ class MicroBatchPlanner:
                      f"as they were then are gone; this batch reads up to {max(lo, ended[0])} and the next one on "
                      "from there")
                 hi = max(lo, ended[0])
-                self._stopped_at_divergence[tp] = (until[tp], end_epochs[tp])
+                self._stopped_at_divergence[tp] = (until[tp], end_epochs[tp], hi)
             if hi < lo:
                 log_end = available_range(pdir, self.options).log_end
                 if replaying_first and log_end >= lo:
@@ -579,17 +580,19 @@ class MicroBatchPlanner:
         """``positions`` as offsets that also record each partition's topic id (from ``ranges``) and the
         :data:`EpochMark` of the last batch below its position (from the batch's header, as Kafka's consumer takes
         it: every replica holds the same batch, while their ``leader-epoch-checkpoint`` s may differ, a replica
-        rebuilt from a compacted log lacking the epochs whose batches were all cleaned). Where the files do not tell
-        (no ``partition.metadata`` at the moment, a batch unreadable), what ``previous`` recorded for the partition
-        is kept, the mark only for an unchanged position."""
+        rebuilt from a compacted log lacking the epochs whose batches were all cleaned). An unchanged position keeps
+        the mark ``previous`` recorded while the log still validates it (no batch read again for an idle
+        partition); a mark the log diverged from is taken again. A topic id the files do not tell (no
+        ``partition.metadata`` at the moment) is kept from ``previous``."""
         ids = {tp: available.topic_id for tp, available in ranges.items()}
         before = from_offsets(previous)
         before_ids, before_marks = topic_ids_of(previous), leader_epochs_of(previous)
         recreated = set(_recreated(before_ids, ids))
         marks: dict[TopicPartition, EpochMark | None] = {}
         for tp, position in positions.items():
-            if tp not in recreated and before.get(tp) == position and tp in before_marks:
-                marks[tp] = before_marks[tp]
+            kept = before_marks.get(tp) if tp not in recreated and before.get(tp) == position else None
+            if kept is not None and (tp not in ranges or divergence(ranges[tp].leader_epochs, kept) is None):
+                marks[tp] = kept
             elif tp in self._pdirs and position > 0:
                 marks[tp] = self._mark(self._pdirs[tp], position)
         for tp, topic_id in before_ids.items():
@@ -600,7 +603,9 @@ class MicroBatchPlanner:
     def _mark(self, pdir: PartitionDir, position: int) -> EpochMark | None:
         """The :data:`EpochMark` below ``position`` in ``pdir``: None for a legacy batch or one without a leader
         epoch, or when no batch can be read there (recorded nothing, the stream goes on as without marks)."""
-        key = (pdir.path, tuple((s.base_offset, s.log_size) for s in pdir.segments), position)
+        # what a truncation and a new leader's appends change: the segments, the epochs, the last one's mtime
+        key = (pdir.path, tuple((s.base_offset, s.log_size) for s in pdir.segments), pdir.leader_epochs,
+               pdir.segments[-1].mtime_ms if pdir.segments else None, position)
         if key not in self._marks:
             try:
                 with PartitionLookup(pdir, max_batch_bytes=self.options.max_batch_bytes) as lookup:

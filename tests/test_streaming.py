@@ -21,8 +21,8 @@ from kafkaseg.options import ReadOptions
 from kafkaseg.scan import read_slice
 from kafkaseg.storage.checkpoints import read_offset_checkpoint
 from kafkaseg.storage.segment import SegmentReader
-from kafkaseg.streaming import (LEADER_EPOCHS, TOPIC_IDS, MicroBatchPlanner, from_offsets, leader_epochs_of, rate_limit,
-                                to_offsets, topic_ids_of)
+from kafkaseg.streaming import (LEADER_EPOCHS, TOPIC_IDS, MicroBatchPlanner, from_offsets, leader_epochs_of,
+                                poll_micro_batches, rate_limit, to_offsets, topic_ids_of)
 from kafkaseg.testing import TopicSpec, write_data_dir
 from kafkaseg.testing.partition import write_leader_epoch_checkpoint, write_offset_checkpoint
 
@@ -1099,3 +1099,37 @@ def test_replicas_whose_epoch_checkpoints_differ_after_compaction_are_not_a_dive
     shutil.move(str(ahead / "a-0"), str(tmp_path / "moved-away"))
     for restarted in (p, MicroBatchPlanner(options)):
         assert restarted.latest_offsets(end) == end  # broker1's high watermark is 80: no new data, no loss
+
+
+def test_a_rate_limited_stream_moves_on_after_a_divergence_that_ends_its_batch_at_the_old_position(data):
+    """Stream at 100, the log diverges at 80: with 20 offsets a trigger, the next end is the old position again,
+    whose mark must be taken from the new log's batch (a stale one made the end equal the start: no batch, ever)."""
+    full = hws(data)
+    set_hws(data, {**full, ("a", 0): 100})
+    p = planner(data, assign='{"a":[0]}', failOnDataLoss="false")
+    position = p.latest_offsets(p.initial_offsets())
+    _unclean_election(data, "a-0", 80)
+    set_hws(data, {**full, ("a", 0): 300})
+    plans = list(poll_micro_batches(p, position))
+    assert from_offsets(position) == {("a", 0): 100} and len(plans) > 0
+    ranges = [plan.ranges[("a", 0)] for plan in plans if plan.ranges]
+    assert ranges[0] == (80, 300) and sum(len(plan.data_loss) for plan in plans) == 1
+    limited = planner(data, assign='{"a":[0]}', failOnDataLoss="false", maxOffsetsPerTrigger=20)
+    first = limited.latest_offsets(position, max_offsets=20)
+    assert from_offsets(first) == {("a", 0): 100} and first != position  # the new log's mark
+    assert limited.plan(position, first).ranges == {("a", 0): (80, 100)}
+    assert from_offsets(limited.latest_offsets(first, max_offsets=20)) == {("a", 0): 120}
+
+
+def test_a_second_divergence_after_a_batch_stopped_at_the_first_is_data_loss(data):
+    full = hws(data)
+    set_hws(data, {**full, ("a", 0): 100})
+    p = planner(data, assign='{"a":[0]}', failOnDataLoss="false")
+    start = p.initial_offsets()
+    set_hws(data, {**full, ("a", 0): 160})
+    end = p.latest_offsets(start)
+    _unclean_election(data, "a-0", 140)  # after the end 160 was fixed: the batch stops at 140
+    assert p.plan(start, end).ranges == {("a", 0): (0, 140)}
+    _unclean_election(data, "a-0", 120)  # a second election, below where the batch stopped
+    plan = p.plan(end, p.latest_offsets(end))
+    assert plan.ranges[("a", 0)][0] == 120 and len(plan.data_loss) == 1 and plan.notes == []
