@@ -473,15 +473,14 @@ class PartitionLookup:
         data = self._read_batch(i, header)
         path = self.segments[i].log_path
         request = DecodeRequest(path=path, base_position=header.position, verify_crc=self.verify_crc,
-                                include_control=True, max_batch_bytes=self.max_batch_bytes)
+                                include_control=True, max_batch_bytes=self.max_batch_bytes, timestamp_unit="ms")
         try:
             result = decode(memoryview(data), request)
         except CorruptDataError:
             return batch_records(data, header._replace(position=0), path=path, base_position=header.position,
                                  verify_crc=self.verify_crc, max_batch_bytes=self.max_batch_bytes)
         offsets = result.columns["offset"].to_pylist()
-        # whole milliseconds times 1000: exact, negative ones included
-        stamps = [us // 1000 for us in result.columns["timestamp"].cast(pa.int64()).to_pylist()]
+        stamps = result.columns["timestamp"].cast(pa.int64()).to_pylist()  # milliseconds as they are
         key_sizes = pc.binary_length(result.columns["key"]).to_pylist()
         value_sizes = pc.binary_length(result.columns["value"]).to_pylist()
         return offsets, stamps, key_sizes, value_sizes

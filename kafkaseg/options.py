@@ -87,7 +87,7 @@ OPTION_NAMES: tuple[str, ...] = (
     "failOnDataLoss", "minPartitions", "maxRecordsPerPartition", "includeHeaders", "kafka.isolation.level",
     "upperBound", "verifyCrc", "includeControl", "includeMetadata", "onCorruption", "splitSize", "openCostInBytes",
     "maxRecordsPerBatch", "maxBytesPerBatch", "maxBatchBytes", "maxDecompressedBatchBytes", "replicas",
-    "filterPushdown", "readMode", "columns",
+    "filterPushdown", "readMode", "columns", "timestampUnit",
     "path", "paths",
 )
 
@@ -152,6 +152,7 @@ _CHOICES = {
     "replicas": ("highestHighWatermark", "all"),
     "filterPushdown": ("auto", "true", "false"),
     "readMode": ("auto", "mmap", "pread"),
+    "timestampUnit": ("us", "ms"),
 }
 
 
@@ -230,6 +231,9 @@ class ReadOptions:
     for the whole schema. A projection without ``key``/``value`` skips copying them (the bytes are still walked
     and their CRC checked); ``headers`` and the metadata columns are decoded only when named, so with
     ``columns`` the flags ``include_headers``/``include_metadata`` follow from it.
+    ``timestamp_unit``: ``us`` (default) gives ``timestamp[us]`` as Spark stores timestamps, where a Kafka value
+    beyond +-9.2e15 ms (a producer that sent nanoseconds) is a corrupt batch; ``ms`` gives ``timestamp[ms]``,
+    Kafka's values as they are (the Python API and the CLI; Spark's TimestampType is microseconds).
     ``ignored``: the no-op options that were given (canonical names), for logging.
     """
 
@@ -258,6 +262,7 @@ class ReadOptions:
     replicas: str = "highestHighWatermark"
     filter_pushdown: str = "auto"
     read_mode: str = "auto"
+    timestamp_unit: str = "us"
     paths: tuple[str, ...] = ()
     max_offsets_per_trigger: int | None = None
     min_offsets_per_trigger: int | None = None
@@ -275,7 +280,7 @@ class ReadOptions:
         """The output's Arrow schema (:func:`kafkaseg.schema.arrow_schema` for these options)."""
         from kafkaseg.schema import arrow_schema
 
-        return arrow_schema(self.include_headers, self.include_metadata, self.columns)
+        return arrow_schema(self.include_headers, self.include_metadata, self.columns, self.timestamp_unit)
 
     def outputs(self, column: str) -> bool:
         """Whether the output has ``column`` (the decoder skips copying ``key``/``value`` when not)."""
@@ -342,6 +347,7 @@ class ReadOptions:
             "replicas": self.replicas,
             "filterPushdown": self.filter_pushdown,
             "readMode": self.read_mode,
+            "timestampUnit": self.timestamp_unit,
         })
         if self.paths:  # masked: this dict goes into plan reports, which are files other users may read
             from kafkaseg.storage.fs import redact
@@ -454,7 +460,8 @@ class ReadOptions:
             kwargs["open_cost"] = _parse_size_option("openCostInBytes", raw["openCostInBytes"], None, allow_zero=True)
         for name, attr in (("kafka.isolation.level", "isolation_level"), ("upperBound", "upper_bound"),
                            ("onCorruption", "on_corruption"), ("replicas", "replicas"),
-                           ("filterPushdown", "filter_pushdown"), ("readMode", "read_mode")):
+                           ("filterPushdown", "filter_pushdown"), ("readMode", "read_mode"),
+                           ("timestampUnit", "timestamp_unit")):
             if name in raw:
                 kwargs[attr] = _parse_choice(name, raw[name])
         paths: list[str] = []

@@ -141,6 +141,7 @@ def _request(piece: SegmentSlice, options: ReadOptions) -> DecodeRequest:
         max_decompressed_bytes=options.max_decompressed_batch_bytes,
         aborted=tuple(piece.aborted) if options.isolation_level == "read_committed" else (),
         lenient=options.on_corruption == "skip",
+        timestamp_unit=options.timestamp_unit,
     )
 
 

@@ -47,16 +47,21 @@ _FIELDS = {f.name: f for f in (*BASE_FIELDS, HEADERS_FIELD, *METADATA_FIELDS)}
 
 
 def arrow_schema(include_headers: bool = False, include_metadata: bool = False,
-                 columns: tuple[str, ...] | None = None) -> pa.Schema:
+                 columns: tuple[str, ...] | None = None, timestamp_unit: str = "us") -> pa.Schema:
     """The Arrow schema of kafkaseg's output for the given options: ``columns`` (the ``columns`` option, names
     from :data:`COLUMN_NAMES`) is the projection, in its order; without it, every base column, then headers and
-    metadata when asked for."""
+    metadata when asked for. ``timestamp_unit="ms"`` (the ``timestampUnit`` option) makes ``timestamp`` a
+    ``timestamp[ms]``: Kafka's values as they are, beyond microseconds' range too."""
     if columns is not None:
-        return pa.schema([_FIELDS[name] for name in columns])
-    fields = list(BASE_FIELDS)
-    if include_headers:
-        fields.append(HEADERS_FIELD)
-    if include_metadata:
-        fields.extend(METADATA_FIELDS)
+        fields = [_FIELDS[name] for name in columns]
+    else:
+        fields = list(BASE_FIELDS)
+        if include_headers:
+            fields.append(HEADERS_FIELD)
+        if include_metadata:
+            fields.extend(METADATA_FIELDS)
+    if timestamp_unit == "ms":
+        fields = [pa.field("timestamp", pa.timestamp("ms", tz="UTC")) if f.name == "timestamp" else f
+                  for f in fields]
     return pa.schema(fields)
 

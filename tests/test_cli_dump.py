@@ -478,3 +478,22 @@ def test_negative_record_timestamps_are_printed_raw(tmp_path, capsys):
                           "--deep-iteration"], capsys)
     stamps = [re.search(r"CreateTime: (-?\d+)", line).group(1) for line in lines if line.startswith("| offset:")]
     assert code == 0 and stamps == ["-1", "-5", "1000"]
+
+
+def test_timestamps_beyond_microseconds_are_printed_not_called_corrupt(tmp_path, capsys):
+    """A producer that sent nanoseconds (or Long.MAX): DumpLogSegments prints the value, and so do dump, the
+    console consumer and verify finds nothing wrong (the microsecond limit is Arrow's and Spark's, not Kafka's)."""
+    stamps = [1_700_000_000_000, 1_700_000_000_000_000_000, (1 << 63) - 1]
+    writer = PartitionWriter(tmp_path / "big-0")
+    writer.append(build_batch_v2([Record(o, ts, None, b"v%d" % o) for o, ts in enumerate(stamps)]))
+    writer.close()
+    code, lines, _ = run(["dump", "--files", str(tmp_path / "big-0" / "00000000000000000000.log"),
+                          "--deep-iteration"], capsys)
+    printed = [int(re.search(r"CreateTime: (-?\d+)", line).group(1)) for line in lines if line.startswith("| offset:")]
+    assert code == 0 and printed == stamps
+    code = main(["consume", "--data-dir", str(tmp_path), "--topic", "big", "--from-beginning",
+                 "--property", "print.timestamp=true"])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0 and out == [f"CreateTime:{ts}\tv{o}" for o, ts in enumerate(stamps)]
+    code = main(["verify", str(tmp_path)])
+    assert code == 0, capsys.readouterr().out

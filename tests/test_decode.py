@@ -747,3 +747,20 @@ def test_a_timestamp_past_the_microsecond_range_says_what_it_likely_is(kernel):
     buf = build_batch_v2([Record(0, 1_700_000_000_000_000_000, None, b"v", [])]).data
     with pytest.raises(CorruptBatchError, match=r"1700000000000000000 ms is outside .*nanoseconds\?"):
         kernel.decode(buf, DecodeRequest())
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_milliseconds_as_they_are_with_timestamp_unit_ms(kernel):
+    """timestamp_unit="ms" (the CLI, and timestampUnit=ms): Kafka's values as they are, a producer's nanoseconds
+    and Long.MAX included; legacy messages too."""
+    big = (1 << 63) - 1
+    records = [Record(0, 1_700_000_000_000, None, b"a", []), Record(1, 1_700_000_000_000_000_000, None, b"b", []),
+               Record(2, big, None, b"c", []), Record(3, -5, None, b"d", [])]
+    result = kernel.decode(build_batch_v2(records).data, DecodeRequest(timestamp_unit="ms"))
+    assert result.columns["timestamp"].type == pa.timestamp("ms", tz="UTC")
+    assert result.columns["timestamp"].cast("int64").to_pylist() == [r.timestamp for r in records]
+    legacy = b"".join(e.data for e in build_legacy_entries([Record(5, 10 ** 18, None, b"x", [])], 1))
+    result = kernel.decode(legacy, DecodeRequest(timestamp_unit="ms"))
+    assert result.columns["timestamp"].cast("int64").to_pylist() == [10 ** 18]
+    with pytest.raises(CorruptBatchError, match="outside the representable range"):
+        kernel.decode(legacy, DecodeRequest())

@@ -716,3 +716,22 @@ def test_paths_given_as_options_are_refused_not_ignored(tmp_path):
         with pytest.raises(InvalidOptionError, match="give the paths to read as the first argument"):
             kafkaseg.read_arrow(str(root), **option)
     assert kafkaseg.read_arrow(str(root)).num_rows == 10
+
+
+def test_timestamp_unit_ms_reads_kafka_milliseconds_spark_cannot_hold(tmp_path):
+    """A producer that sent nanoseconds: valid to Kafka, beyond timestamp[us] (and Spark's TimestampType, whose own
+    Kafka source fails on it too). timestampUnit=ms returns Kafka's values as they are; Spark refuses the option."""
+    from kafkaseg.spark.source import read_options
+
+    writer = PartitionWriter(tmp_path / "d" / "t-0")
+    stamps = [1_700_000_000_000, 1_700_000_000_000_000_000, 1_700_000_000_001]
+    writer.append(build_batch_v2([Record(o, ts, None, b"v") for o, ts in enumerate(stamps)]))
+    writer.close()
+    with pytest.raises(CorruptBatchError, match="nanoseconds"):
+        kafkaseg.read_arrow(str(tmp_path / "d"))
+    table = kafkaseg.read_arrow(str(tmp_path / "d"), timestampUnit="ms")
+    assert table.schema.field("timestamp").type == pa.timestamp("ms", tz="UTC")
+    assert table.column("timestamp").cast("int64").to_pylist() == stamps
+    assert kafkaseg.open_scan(str(tmp_path / "d"), timestampUnit="ms").schema == table.schema
+    with pytest.raises(InvalidOptionError, match="timestampUnit"):
+        read_options({"path": str(tmp_path / "d"), "timestampUnit": "ms"})

@@ -23,10 +23,11 @@ def decode_batch(buf, header, path: str, buf_position: int) -> tuple[list[int], 
 
     view = memoryview(buf)[header.position:header.end]
     result = decode(view, DecodeRequest(path=path, base_position=buf_position + header.position, verify_crc=False,
-                                        include_control=True, max_batch_bytes=max(header.size, 1 << 20)))
+                                        include_control=True, max_batch_bytes=max(header.size, 1 << 20),
+                                        timestamp_unit="ms"))
     offsets = result.columns["offset"].to_pylist()
-    stamps = [us // 1000 if us is not None and us >= 0 else -1
-              for us in result.columns["timestamp"].cast(pa.int64()).to_pylist()]
+    stamps = [ms if ms is not None and ms >= 0 else -1
+              for ms in result.columns["timestamp"].cast(pa.int64()).to_pylist()]
     return offsets, stamps
 
 

@@ -328,9 +328,11 @@ class Formatter:
         n = batch.num_rows
         if name == "timestamp":
             kinds = batch.column("timestampType").to_pylist()
-            micros = batch.column("timestamp").cast("int64").to_pylist()
-            return [b"CreateTime:%d" % (us // 1000) if kind == 0 else b"LogAppendTime:%d" % (us // 1000)
-                    if kind == 1 else b"NO_TIMESTAMP" for kind, us in zip(kinds, micros)], {}
+            column = batch.column("timestamp")
+            per_ms = 1000 if column.type.unit == "us" else 1  # the scan reads milliseconds as they are (ms)
+            stamps = column.cast("int64").to_pylist()
+            return [b"CreateTime:%d" % (ts // per_ms) if kind == 0 else b"LogAppendTime:%d" % (ts // per_ms)
+                    if kind == 1 else b"NO_TIMESTAMP" for kind, ts in zip(kinds, stamps)], {}
         if name == "partition":
             return [b"Partition:%d" % p for p in batch.column("partition").to_pylist()], {}
         if name == "offset":
@@ -482,6 +484,7 @@ def _stream_options(args, consumer: dict[str, str]) -> dict:
         options["startingOffsets"] = {args.topic: {str(args.partition): int(offset)}}
     if args.skip_message_on_error:
         options["onCorruption"] = "skip"
+    options["timestampUnit"] = "ms"  # Kafka's values as the console consumer prints them, beyond +-9.2e15 too
     return options
 
 

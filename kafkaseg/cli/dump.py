@@ -220,12 +220,13 @@ def _legacy_inner(data: bytes, header: BatchHeader) -> dict[int, tuple[int, bool
 
 def _batch_records(data: bytes, header: BatchHeader, path: str) -> list[_Record]:
     request = DecodeRequest(path=path, base_position=header.position, verify_crc=False, include_control=True,
-                            include_headers=True, include_metadata=True, max_batch_bytes=max(len(data), 1 << 20))
+                            include_headers=True, include_metadata=True, max_batch_bytes=max(len(data), 1 << 20),
+                            timestamp_unit="ms")
     result = decode(memoryview(data), request)
     cols = result.columns
     offsets = cols["offset"].to_pylist()
-    # raw, as DumpLogSegments prints record.timestamp (a negative CreateTime included)
-    stamps = [None if us is None else us // 1000 for us in cols["timestamp"].cast(pa.int64()).to_pylist()]
+    # milliseconds as they are, as DumpLogSegments prints record.timestamp (negative or beyond +-9.2e15 included)
+    stamps = cols["timestamp"].cast(pa.int64()).to_pylist()
     keys = cols["key"].to_pylist()
     values = cols["value"].to_pylist()
     sequences = cols["sequence"].to_pylist()

@@ -26,6 +26,7 @@ from kafkaseg.decode.api import (
     STOP_LIMIT,
     STOP_PARTIAL,
     STOP_PAST_END,
+    TIMESTAMP_MS_TYPE,
     TIMESTAMP_TYPE,
     DecodeResult,
     DecodeStats,
@@ -566,6 +567,8 @@ cdef class _Decoder:
     cdef object path
     cdef int64_t base_position
     cdef bint verify_crc, include_control, include_headers, include_metadata, include_key, include_value, lenient
+    cdef bint ts_ms  # timestamp_unit "ms": Kafka's milliseconds as they are (no range check, Java's wrapping sum)
+    cdef int64_t ts_scale  # 1000 (microseconds, Spark's unit) or 1
     cdef int64_t min_offset, max_offset, max_records, max_bytes, max_batch_bytes, max_decompressed, bytes_after
     cdef int n_aborted
     cdef int64_t* aborted  # (pid, first, last) triples
@@ -610,6 +613,8 @@ cdef class _Decoder:
         self.include_key = req.include_key
         self.include_value = req.include_value
         self.lenient = req.lenient
+        self.ts_ms = req.timestamp_unit == "ms"
+        self.ts_scale = 1 if self.ts_ms else 1000
         self.min_offset = req.min_offset
         self.max_offset = req.max_offset
         self.max_records = req.max_records
@@ -682,7 +687,7 @@ cdef class _Decoder:
         return False
 
     cdef inline int check_ts(self, int64_t ms, Py_ssize_t where) except -1:
-        if ms < -TIMESTAMP_LIMIT_MS or ms > TIMESTAMP_LIMIT_MS:
+        if not self.ts_ms and (ms < -TIMESTAMP_LIMIT_MS or ms > TIMESTAMP_LIMIT_MS):
             raise _Frame(CorruptBatchError, f"timestamp {ms} ms is outside the representable range "
                          "(microseconds in a 64-bit long, as Spark stores timestamps: a producer that sent "
                          "nanoseconds?)", where)
@@ -690,7 +695,7 @@ cdef class _Decoder:
 
     cdef inline int emit_common(self, int64_t offset, int64_t ts, int32_t ts_type) except -1:
         self.offsets.put_i64(offset)
-        self.timestamps.put_i64(ts * 1000)
+        self.timestamps.put_i64(ts * self.ts_scale)
         self.ts_types.put_i32(ts_type)
         self.n += 1
         return 0
@@ -1009,6 +1014,7 @@ cdef class _Decoder:
         cdef bint include_headers = self.include_headers, include_metadata = self.include_metadata
         cdef bint include_key = self.include_key, include_value = self.include_value
         cdef int32_t ts_type = 1 if log_append else 0
+        cdef int64_t ts_scale = self.ts_scale
         cdef int32_t sequence, i, h
         cdef int rc
         cdef Py_ssize_t emitted = 0, k_nulls = 0, v_nulls = 0
@@ -1105,9 +1111,11 @@ cdef class _Decoder:
             else:
                 if (base_ts < -TIMESTAMP_LIMIT_MS or base_ts > TIMESTAMP_LIMIT_MS
                         or ts_delta < -TIMESTAMP_LIMIT_MS or ts_delta > TIMESTAMP_LIMIT_MS):
-                    self.check_ts(base_ts, pos)
+                    self.check_ts(base_ts, pos)  # (milliseconds as they are: no check, and Java's sum wraps)
                     self.check_ts(ts_delta, pos)
-                timestamp = base_ts + ts_delta
+                    timestamp = <int64_t>(<uint64_t>base_ts + <uint64_t>ts_delta)
+                else:
+                    timestamp = base_ts + ts_delta
             if timestamp < -TIMESTAMP_LIMIT_MS or timestamp > TIMESTAMP_LIMIT_MS:
                 self.check_ts(timestamp, pos)
             if emitted == rows_reserved:  # room for the next ROW_CHUNK rows (uncommitted rows stay in place)
@@ -1143,7 +1151,7 @@ cdef class _Decoder:
                 v_nulls += 1
             v_offsets[emitted] = <int32_t>v_size
             out_offset[emitted] = offset
-            out_ts[emitted] = timestamp * 1000
+            out_ts[emitted] = timestamp * ts_scale
             out_type[emitted] = ts_type
             emitted += 1
             if include_headers:
@@ -1430,7 +1438,8 @@ cdef class _Decoder:
             "key": self.keys.arrow(pa.binary()),
             "value": self.values.arrow(pa.binary()),
             "offset": pa.Array.from_buffers(pa.int64(), self.n, [None, self.offsets.arrow()]),
-            "timestamp": pa.Array.from_buffers(TIMESTAMP_TYPE, self.n, [None, self.timestamps.arrow()]),
+            "timestamp": pa.Array.from_buffers(TIMESTAMP_MS_TYPE if self.ts_ms else TIMESTAMP_TYPE, self.n,
+                                               [None, self.timestamps.arrow()]),
             "timestampType": pa.Array.from_buffers(pa.int32(), self.n, [None, self.ts_types.arrow()]),
         }
         if self.include_headers:

@@ -36,6 +36,7 @@ from kafkaseg.decode.api import (
     STOP_LIMIT,
     STOP_PARTIAL,
     STOP_PAST_END,
+    TIMESTAMP_MS_TYPE,
     TIMESTAMP_TYPE,
     DecodeRequest,
     DecodeResult,
@@ -99,8 +100,8 @@ _U64_MASK = (1 << 64) - 1
 TIMESTAMP_LIMIT_MS = ((1 << 63) - 1) // 1000
 
 
-def _check_timestamp(ms, pos):
-    if not -TIMESTAMP_LIMIT_MS <= ms <= TIMESTAMP_LIMIT_MS:
+def _check_timestamp(ms, pos, req):
+    if req.timestamp_unit != "ms" and not -TIMESTAMP_LIMIT_MS <= ms <= TIMESTAMP_LIMIT_MS:
         raise _Frame(CorruptBatchError, f"timestamp {ms} ms is outside the representable range "
                      "(microseconds in a 64-bit long, as Spark stores timestamps: a producer that sent "
                      "nanoseconds?)", pos)
@@ -113,6 +114,7 @@ class _Columns:
         self.headers = [] if req.include_headers else None
         self.meta = {name: [] for name in _META_NAMES} if req.include_metadata else None
         self.nbytes = 0
+        self.scale = 1 if req.timestamp_unit == "ms" else 1000
 
     def add(self, key, value, offset, timestamp, ts_type, headers, meta):
         if not self.req.include_key:
@@ -122,7 +124,7 @@ class _Columns:
         self.keys.append(key)
         self.values.append(value)
         self.offsets.append(offset)
-        self.timestamps.append(timestamp * 1000)
+        self.timestamps.append(timestamp * self.scale)
         self.ts_types.append(ts_type)
         self.nbytes += (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
         if self.headers is not None:
@@ -150,7 +152,8 @@ class _Columns:
             "key": pa.array(self.keys, pa.binary()),
             "value": pa.array(self.values, pa.binary()),
             "offset": pa.array(self.offsets, pa.int64()),
-            "timestamp": pa.array(self.timestamps, pa.int64()).cast(TIMESTAMP_TYPE),
+            "timestamp": pa.array(self.timestamps, pa.int64()).cast(
+                TIMESTAMP_MS_TYPE if self.req.timestamp_unit == "ms" else TIMESTAMP_TYPE),
             "timestampType": pa.array(self.ts_types, pa.int32()),
         }
         if self.headers is not None:
@@ -450,10 +453,10 @@ def _decode_v2(buf, pos, total, req, out, stats, last_seen):
         if log_append:
             timestamp = max_ts
         else:
-            _check_timestamp(base_ts, pos)
-            _check_timestamp(ts_delta, pos)
-            timestamp = base_ts + ts_delta
-        _check_timestamp(timestamp, pos)
+            _check_timestamp(base_ts, pos, req)
+            _check_timestamp(ts_delta, pos, req)
+            timestamp = ((base_ts + ts_delta + (1 << 63)) & _U64_MASK) - (1 << 63)  # Java's long sum wraps
+        _check_timestamp(timestamp, pos, req)
         if req.include_metadata:
             sequence = -1 if base_sequence < 0 else (base_sequence + offset_delta) % (1 << 31)
             meta = (epoch, producer_id, producer_epoch, sequence, is_txn, is_control, 2, codec, base_offset,
@@ -533,7 +536,7 @@ def _decode_legacy(buf, pos, total, magic, req, out, stats, last_seen):
         if offset >= req.max_offset:
             return _PAST_END
         stats.batches += 1
-        _check_timestamp(ts, pos)
+        _check_timestamp(ts, pos, req)
         if offset >= req.min_offset:
             meta = (-1, -1, -1, -1, False, False, magic, 0, offset, req.base_position + pos) \
                 if req.include_metadata else None
@@ -584,7 +587,7 @@ def _decode_legacy(buf, pos, total, magic, req, out, stats, last_seen):
         if absolute < req.min_offset:
             continue
         timestamp = _inner_timestamp(log_append, ts, inner_magic, inner_ts)
-        _check_timestamp(timestamp, pos)
+        _check_timestamp(timestamp, pos, req)
         meta = (-1, -1, -1, -1, False, False, magic, codec, first, req.base_position + pos) \
             if req.include_metadata else None
         out.add(ikey, ivalue, absolute, timestamp, ts_type, None, meta)

@@ -62,6 +62,9 @@ class DecodeRequest:
     lenient: bool = False
     check_offsets_after: int = INT64_MIN  # the last offset seen before this buffer (monotonicity across buffers)
     bytes_after: int = 0  # bytes of the same data after buf (lenient resynchronisation; see above)
+    # "us": timestamp[us] as Spark stores them (a millisecond value beyond +-9.2e15, e.g. a producer that sent
+    # nanoseconds, is a CorruptBatchError); "ms": timestamp[ms], Kafka's values as they are (the CLI prints them)
+    timestamp_unit: str = "us"
 
 
 @dataclass
@@ -120,3 +123,4 @@ def past_end_problem(first_offset: int, max_offset: int, following: int) -> str:
 
 
 TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
+TIMESTAMP_MS_TYPE = pa.timestamp("ms", tz="UTC")

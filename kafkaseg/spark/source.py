@@ -98,7 +98,11 @@ def read_options(options: Any, *, stream: bool = False) -> ReadOptions:
         if key.lower() == "path" and isinstance(given[key], str) and "," in given[key]:
             parts = [p.strip() for p in given.pop(key).split(",") if p.strip()]
             given["paths"] = parts
-    return ReadOptions.from_options(given, stream=stream)
+    options = ReadOptions.from_options(given, stream=stream)
+    if options.timestamp_unit != "us":
+        raise InvalidOptionError("option 'timestampUnit' can only be 'us' in Spark, whose TimestampType is "
+                                 "microseconds ('ms' is for kafkaseg.read_arrow/iter_batches and the CLI)")
+    return options
 
 
 class KafkaSegDataSource(DataSource):
