@@ -175,16 +175,20 @@ def test_decoded_records_equal_the_written_ones(kernel, data):
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=log_buffers(), mutations=st.lists(st.tuples(st.integers(0, 10 ** 6), st.integers(0, 255)), min_size=1,
                                               max_size=4),
-       cut=st.one_of(st.none(), st.integers(0, 10 ** 6)), lenient=st.booleans(), verify_crc=st.booleans())
-def test_mutated_bytes_only_raise_kafkaseg_errors_and_twins_agree(data, mutations, cut, lenient, verify_crc):
-    """With verify_crc off, mutations reach the codecs and the record parser (with it on, the CRC stops them)."""
+       cut=st.one_of(st.none(), st.integers(0, 10 ** 6)), lenient=st.booleans(), verify_crc=st.booleans(),
+       timestamp_unit=st.sampled_from(["us", "ms"]))
+def test_mutated_bytes_only_raise_kafkaseg_errors_and_twins_agree(data, mutations, cut, lenient, verify_crc,
+                                                                  timestamp_unit):
+    """With verify_crc off, mutations reach the codecs and the record parser (with it on, the CRC stops them);
+    a mutated timestamp of any size is taken as it is under timestamp_unit="ms"."""
     buf = bytearray(data[0])
     for position, value in mutations:
         buf[position % len(buf)] = value
     if cut is not None:
         buf = buf[:cut % (len(buf) + 1)]
     req = DecodeRequest(path="m.log", include_headers=True, include_metadata=True, include_control=True,
-                        lenient=lenient, max_decompressed_bytes=1 << 20, verify_crc=verify_crc)
+                        lenient=lenient, max_decompressed_bytes=1 << 20, verify_crc=verify_crc,
+                        timestamp_unit=timestamp_unit)
     # Only KafkaSegError may escape (outcome() lets anything else propagate and fail the test).
     assert outcome(_kernel_py, bytes(buf), req) == outcome(_compiled, bytes(buf), req)
 
