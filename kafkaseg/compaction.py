@@ -207,6 +207,9 @@ def compaction_read_options(options: Mapping[str, str]) -> dict[str, str]:
         if lower == "columns":
             raise InvalidOptionError(f"option {key} cannot be given to a compaction run: the table keeps whole records "
                                      "(its columns are set by includeHeaders)")
+        if lower == "timestampunit" and str(value).strip().lower() != "us":
+            raise InvalidOptionError(f"option {key}={value} cannot be used for compaction: the table's timestamps are "
+                                     "microseconds (Spark's TimestampType), so it needs timestampUnit=us")
         fixed = _FIXED_OPTIONS.get(lower)
         if fixed is not None:
             if str(value).strip().lower() != fixed.lower():

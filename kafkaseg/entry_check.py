@@ -94,7 +94,8 @@ def _first_offset(path: str, position: int, header, data, max_batch_bytes: int |
     its first inner record's, decoded from ``data`` (the whole wrapper)."""
     if not (header.magic < 2 and header.codec):
         return header.base_offset
-    request = DecodeRequest(path=path, base_position=position, include_control=True, max_batch_bytes=max_batch_bytes)
+    request = DecodeRequest(path=path, base_position=position, include_control=True, max_batch_bytes=max_batch_bytes,
+                            timestamp_unit="ms")  # only the offsets matter: any timestamp Kafka takes is no fault
     if max_decompressed_bytes is not None:  # None: the decoder's default bound
         request = dataclasses.replace(request, max_decompressed_bytes=max_decompressed_bytes)
     offsets = decode(data, request).columns["offset"]

@@ -1086,7 +1086,7 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
 
     # start -----------------------------------------------------------------------------------------------------
     limit = options.starting
-    explicit_start = False
+    explicit_start = start_by_time = False
     if limit.kind == "earliest":
         start = bounds.log_start
     elif limit.kind == "offsets":
@@ -1097,6 +1097,7 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
             start, explicit_start = value, True
     else:
         ts = limit.timestamp if limit.kind == "timestamp" else limit.lookup(topic, partition)
+        start_by_time = ts is not None
         if ts is None:
             start = bounds.log_start
         else:
@@ -1152,6 +1153,7 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
 
     # end -------------------------------------------------------------------------------------------------------
     limit = options.ending
+    explicit_end = end_by_time = False
     if limit.kind == "latest":
         end = bounds.upper
     elif limit.kind == "offsets":
@@ -1159,23 +1161,24 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
         if value is None or value == LATEST:
             end = bounds.upper
         else:
-            end = value
+            end, explicit_end = value, True
             if end > bounds.upper:
                 loss(f"{name}: ending offset {end} is above the available end {bounds.upper} "
                      f"({bounds.upper_source}) in {part.pdir.path}")
                 end = bounds.upper
     else:
         ts = limit.timestamp if limit.kind == "timestamp" else limit.lookup(topic, partition)
+        end_by_time = ts is not None
         found, why = (None, None) if ts is None else _offset_for_timestamp(part, ts, bounds.log_start, bounds.upper)
         end = bounds.upper if found is None else found
         if why and preport is not None:
             preport.notes.append(f"{name}: no record at or after ending timestamp {ts} ({why}); reading to "
                                  f"the end ({end})")
     if start > end:
-        kinds = (options.starting.kind, options.ending.kind)
-        given = ("earliest" not in kinds and "latest" not in kinds and "timestamp" in "".join(kinds)
-                 and start <= bounds.upper)
-        if given:  # a start and an end the user chose, at least one by time, the wrong way round: a typo, not data
+        # this partition's start and end both chosen by the user, at least one by time, the wrong way round: a typo,
+        # not data (a start past the log's end is the data-loss rule's)
+        if ((explicit_start or start_by_time) and (explicit_end or end_by_time) and (start_by_time or end_by_time)
+                and start <= bounds.upper):
             raise InvalidOptionError(
                 f"{name}: the start offset {start} ({options.starting.option or 'startingOffsets'}) is after the "
                 f"end offset {end} ({options.ending.option or 'endingOffsets'}); check the time window (Spark's "

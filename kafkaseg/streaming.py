@@ -420,6 +420,8 @@ class MicroBatchPlanner:
             if found is not None and found[0] is not None and found[0] < position:
                 begin[tp] = found[0]  # counted from where the log diverged, which plan() reports
                 self._waiting.discard(tp)
+                if self.available_now is not None and tp in self.available_now:  # the old log's target
+                    self.available_now[tp] = min(self.available_now[tp], ranges[tp].latest)
         earliest = {tp: available.earliest for tp, available in ranges.items()}
         if self.available_now is not None:
             # a start resolved after the target was fixed may be above it: nothing to read there
@@ -506,6 +508,7 @@ class MicroBatchPlanner:
             elif tp in begin:
                 lo = begin[tp]
                 found = divergence(pdir.leader_epochs, epochs.get(tp))
+                start_diverged = found[0] if found is not None else None
                 if found is not None and found[0] is None:
                     loss(f"{name}: {found[1]}; records the stream read below offset {lo} may have been replaced")
                 elif found is not None and self._stopped_at_divergence.get(tp) == (lo, epochs[tp], found[0]):
@@ -517,6 +520,7 @@ class MicroBatchPlanner:
                          f"and the new ones are read from offset {found[0]}")
                     lo = found[0]
             else:  # a partition found after the stream started: from its beginning (Spark: earliest)
+                start_diverged = None
                 lo = available_range(pdir, self.options).earliest
                 if lo != 0:
                     loss(f"added partition {name} starts at offset {lo} instead of 0 in {pdir.path}; offsets "
@@ -527,11 +531,12 @@ class MicroBatchPlanner:
             # the divergence; the next micro-batch, which starts at this end, reads on from there
             ended = divergence(pdir.leader_epochs, end_epochs.get(tp))
             if ended is not None and ended[0] is not None and ended[0] < hi:
-                loss(f"{name}: {ended[1]}, after this micro-batch's end {hi} was fixed: offsets [{ended[0]}, {hi}) "
-                     f"as they were then are gone; this batch reads up to {max(lo, ended[0])} and the next one on "
-                     "from there")
+                if ended[0] != start_diverged:  # (one report for one divergence below both ends)
+                    loss(f"{name}: {ended[1]}, after this micro-batch's end {hi} was fixed: offsets [{ended[0]}, "
+                         f"{hi}) as they were then are gone; this batch stops at {ended[0]} and the next one reads "
+                         "on from there")
                 hi = max(lo, ended[0])
-                self._stopped_at_divergence[tp] = (until[tp], end_epochs[tp], hi)
+                self._stopped_at_divergence[tp] = (until[tp], end_epochs[tp], ended[0])
             if hi < lo:
                 log_end = available_range(pdir, self.options).log_end
                 if replaying_first and log_end >= lo:

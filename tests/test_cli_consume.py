@@ -700,3 +700,10 @@ def test_topic_is_one_literal_name(data, capsysbinary):
     for topic in ("orders,payments", " orders", "a" * 250):
         code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", topic, "--from-beginning")
         assert code != 0 and out == b"" and "is illegal" in err
+
+
+@pytest.mark.parametrize("topic", [".", ".."])
+def test_dot_topic_names_are_illegal(data, capsysbinary, topic):
+    root, _ = data
+    code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", topic, "--from-beginning")
+    assert code != 0 and out == b"" and "is illegal" in err

@@ -271,3 +271,13 @@ def test_a_log_file_given_answers_for_its_whole_partition(datadir, capsys):
         for spec, expected in (("-1", whole.high_watermark), ("-2", 0)):
             code, lines, _ = run(["offsets", "--data-dir", str(log_file), "--time", spec], capsys)
             assert code == 0 and lines == [f"t:0:{expected}"]
+
+
+def test_locate_given_a_log_file_answers_for_its_whole_partition(datadir, capsys):
+    logs = sorted((datadir.path / "t-0").glob("*.log"))
+    whole = datadir.partition("t", 0)
+    last = whole.high_watermark - 1
+    code, lines, _ = run(["locate", "--data-dir", str(logs[0]), "--topic", "t", "--partition", "0",
+                          "--offset", str(last), "--json"], capsys)
+    found = json.loads("\n".join(lines))["location"]
+    assert code == 0 and found["found"] and found["recordOffset"] == last

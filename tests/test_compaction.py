@@ -83,7 +83,8 @@ def test_read_options_force_a_committed_read_and_refuse_contradictions():
                        ("startingOffsets", "earliest"), ("endingTimestamp", "5"),
                        # a skipped corrupt batch would be recorded as applied; records past the high watermark are
                        # not committed to the partition yet (a leader change can truncate them)
-                       ("onCorruption", "skip"), ("upperBound", "logEndOffset"), ("columns", "key,value")):
+                       ("onCorruption", "skip"), ("upperBound", "logEndOffset"), ("columns", "key,value"),
+                       ("timestampUnit", "ms")):  # the table's timestamps are microseconds
         with pytest.raises(InvalidOptionError, match=key):
             compaction_read_options({key: value})
     assert compaction_read_options({"onCorruption": "fail"})["onCorruption"] == "fail"

@@ -754,6 +754,18 @@ def test_a_timestamp_past_the_microsecond_range_says_what_it_likely_is(kernel):
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
+def test_a_timestamp_out_of_range_is_named_as_the_record_has_it(kernel):
+    """Base timestamp plus delta, as Java sums them: the error names the record's timestamp, not the delta; and a
+    record below the read's start whose part is out of range does not fail the records read."""
+    buf = build_batch_v2([Record(0, 1_700_000_000_000, None, b"a", []), Record(1, 1 << 62, None, b"b", [])]).data
+    with pytest.raises(CorruptBatchError, match=f"timestamp {1 << 62} ms is outside"):
+        kernel.decode(buf, DecodeRequest())
+    far = build_batch_v2([Record(0, -(1 << 62), None, b"a", []), Record(1, 1_700_000_000_000, None, b"b", [])]).data
+    result = kernel.decode(far, DecodeRequest(min_offset=1))
+    assert result.columns["timestamp"].cast("int64").to_pylist() == [1_700_000_000_000_000]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
 def test_milliseconds_as_they_are_with_timestamp_unit_ms(kernel):
     """timestamp_unit="ms" (the CLI, and timestampUnit=ms): Kafka's values as they are, a producer's nanoseconds
     and Long.MAX included; legacy messages too."""

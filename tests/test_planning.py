@@ -1003,3 +1003,33 @@ def test_cut_points_are_views_of_the_index_not_python_tuples(tmp_path):
     assert starts == sorted(starts) and all(a.end_position == b.start_position
                                             for a, b in zip(plan.slices, plan.slices[1:])
                                             if a.log_path == b.log_path)
+
+
+def test_the_wrong_way_round_check_looks_at_this_partitions_own_start_and_end(tmp_path):
+    """A partition left out of startingOffsetsByTimestamp starts at earliest: an end below its log start is the
+    usual empty read, not a time window the wrong way round (only t-1's start came from a time)."""
+    log_dir = tmp_path / "b"
+    for p in (0, 1):
+        write_partition(log_dir, "t", p, records=20)
+    write_offset_checkpoint(log_dir / "log-start-offset-checkpoint", {("t", 0): 10})
+    _, stamps = write_partition(tmp_path / "c", "t", 0, records=20)
+    plan = plan_scan(str(log_dir), opts(endingOffsets='{"t":{"0":5,"1":-1}}',
+                                        startingOffsetsByTimestamp=f'{{"t":{{"1":{stamps[3]}}}}}'))
+    assert plan.report.offsets() == {("t", 0): (10, 5), ("t", 1): (3, 20)}
+
+
+def test_an_index_entry_at_a_legacy_wrapper_holding_a_huge_timestamp_is_not_called_bad(tmp_path):
+    """Planning decodes a v1 wrapper an index entry points at only for its first offset: a record stamped beyond
+    microseconds there (a producer's nanoseconds) is no fault of the index (it was rebuilt from the log)."""
+    from kafkaseg.testing import build_legacy_wrapper
+
+    writer = PartitionWriter(tmp_path / "leg-0", index_interval_bytes=1)
+    offset = 0
+    for b in range(8):
+        records = [Record(offset + i, 10 ** 18 if (b == 3 and i == 1) else T0 + offset + i, b"k", b"v" * 50)
+                   for i in range(3)]
+        writer.append(build_legacy_wrapper(records, 1, "gzip"))
+        offset += 3
+    writer.close()
+    plan = plan_scan(str(tmp_path), opts(startingOffsets='{"leg":{"0":13}}', timestampUnit="ms"))
+    assert plan.report.indexes_rebuilt == [] and plan.report.offsets() == {("leg", 0): (13, 24)}

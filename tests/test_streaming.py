@@ -1133,3 +1133,52 @@ def test_a_second_divergence_after_a_batch_stopped_at_the_first_is_data_loss(dat
     _unclean_election(data, "a-0", 120)  # a second election, below where the batch stopped
     plan = p.plan(end, p.latest_offsets(end))
     assert plan.ranges[("a", 0)][0] == 120 and len(plan.data_loss) == 1 and plan.notes == []
+
+
+def test_an_available_now_target_above_a_diverged_logs_high_watermark_is_lowered(data):
+    """The target was fixed on the old log (200); it diverges at 80 and the new leader's high watermark is 130: the
+    run reads the new log [80, 130) and ends there, as a trigger without AvailableNow does, instead of moving the
+    position to 200 over records the new log does not have yet (a later run then skipped [130, 200))."""
+    full = hws(data)
+    set_hws(data, {**full, ("a", 0): 200})
+    p = planner(data, assign='{"a":[0]}', failOnDataLoss="false", startingOffsets='{"a":{"0":100}}')
+    p.prepare_available_now()
+    start = p.initial_offsets()
+    _unclean_election(data, "a-0", 80)
+    set_hws(data, {**full, ("a", 0): 130})
+    end = p.latest_offsets(start)
+    assert from_offsets(end) == {("a", 0): 130}
+    plan = p.plan(start, end)
+    assert plan.ranges == {("a", 0): (80, 130)} and len(plan.data_loss) == 1
+    assert p.latest_offsets(end) == end  # the run ends there
+
+
+def test_a_replayed_first_batch_whose_end_diverged_is_reported_once(data):
+    """startingOffsets=latest: the first batch's end (150) is fixed, the query stops before it commits, the log
+    diverges at 120 while it is down. The replay (its start resolved again, 180) reads nothing and reports the loss;
+    the next batch reads the new log from 120 with a note, not a second report."""
+    full = hws(data)
+    set_hws(data, {**full, ("a", 0): 100})
+    p = planner(data, assign='{"a":[0]}', failOnDataLoss="false", startingOffsets="latest")
+    set_hws(data, {**full, ("a", 0): 150})
+    end = p.latest_offsets(p.initial_offsets(), all_available=True)
+    _unclean_election(data, "a-0", 120)
+    set_hws(data, {**full, ("a", 0): 180})
+    restarted = planner(data, assign='{"a":[0]}', failOnDataLoss="false", startingOffsets="latest")
+    replay = restarted.plan(restarted.initial_offsets(), end)
+    assert replay.ranges == {} and len(replay.data_loss) == 1 and "stops at 120" in replay.data_loss[0]
+    following = restarted.plan(end, restarted.latest_offsets(end, all_available=True))
+    assert following.ranges == {("a", 0): (120, 180)} and following.data_loss == [] and len(following.notes) == 1
+
+
+def test_one_divergence_below_both_ends_of_a_batch_is_one_report(data):
+    full = hws(data)
+    set_hws(data, {**full, ("a", 0): 100})
+    p = planner(data, assign='{"a":[0]}', failOnDataLoss="false")
+    start = p.latest_offsets(p.initial_offsets())
+    set_hws(data, {**full, ("a", 0): 160})
+    end = p.latest_offsets(start)
+    _unclean_election(data, "a-0", 80)  # below the start (100) and the end (160), after both were fixed
+    plan = p.plan(start, end)
+    assert plan.ranges == {}  # nothing below the divergence to read; the next batch reads on from 80
+    assert len(plan.data_loss) == 1

@@ -500,7 +500,7 @@ def check_args(args) -> str | None:
         return "Missing required argument \"[data-dir]\""
     if (args.topic is None) == (args.include is None):
         return "Exactly one of --include/--topic is required."
-    if args.topic is not None and not _LEGAL_TOPIC.fullmatch(args.topic):
+    if args.topic is not None and (not _LEGAL_TOPIC.fullmatch(args.topic) or args.topic in (".", "..")):
         # the console consumer subscribes to exactly this name, which Kafka refuses (Topic.validate); a comma
         # list is not two topics there (--include takes a regex)
         return (f"Topic name \"{args.topic}\" is illegal, it contains a character other than ASCII alphanumerics, "

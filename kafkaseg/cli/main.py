@@ -229,7 +229,8 @@ def _partitions_for(data_dirs: list[str], topic: re.Pattern, wanted: set[int] | 
     def chosen(name: str, partition: int) -> bool:  # decided from folder names: the others are never read
         return topic.fullmatch(name) is not None and (wanted is None or partition in wanted)
 
-    found = [p for p in discover(data_dirs, select=chosen) if chosen(p.topic, p.partition)]
+    # a .log file given stands for its whole partition, as for offsets, describe and reads
+    found = [p.whole or p for p in discover(data_dirs, select=chosen) if chosen(p.topic, p.partition)]
     return [c.chosen for c in choose_replicas(found)]
 
 

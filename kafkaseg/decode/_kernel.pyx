@@ -1109,13 +1109,8 @@ cdef class _Decoder:
             if log_append:
                 timestamp = max_ts
             else:
-                if (base_ts < -TIMESTAMP_LIMIT_MS or base_ts > TIMESTAMP_LIMIT_MS
-                        or ts_delta < -TIMESTAMP_LIMIT_MS or ts_delta > TIMESTAMP_LIMIT_MS):
-                    self.check_ts(base_ts, pos)  # (milliseconds as they are: no check, and Java's sum wraps)
-                    self.check_ts(ts_delta, pos)
-                    timestamp = <int64_t>(<uint64_t>base_ts + <uint64_t>ts_delta)
-                else:
-                    timestamp = base_ts + ts_delta
+                # Java's long sum, which wraps (unsigned arithmetic: no overflow); the record's timestamp is checked
+                timestamp = <int64_t>(<uint64_t>base_ts + <uint64_t>ts_delta)
             if timestamp < -TIMESTAMP_LIMIT_MS or timestamp > TIMESTAMP_LIMIT_MS:
                 self.check_ts(timestamp, pos)
             if emitted == rows_reserved:  # room for the next ROW_CHUNK rows (uncommitted rows stay in place)

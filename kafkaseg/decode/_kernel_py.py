@@ -453,8 +453,6 @@ def _decode_v2(buf, pos, total, req, out, stats, last_seen):
         if log_append:
             timestamp = max_ts
         else:
-            _check_timestamp(base_ts, pos, req)
-            _check_timestamp(ts_delta, pos, req)
             timestamp = ((base_ts + ts_delta + (1 << 63)) & _U64_MASK) - (1 << 63)  # Java's long sum wraps
         _check_timestamp(timestamp, pos, req)
         if req.include_metadata:
