@@ -419,7 +419,9 @@ class MicroBatchPlanner:
             found = divergence(ranges[tp].leader_epochs, epochs.get(tp)) if tp in ranges else None
             if found is not None and found[0] is not None and found[0] < position:
                 begin[tp] = found[0]  # counted from where the log diverged, which plan() reports
-                self._waiting.discard(tp)
+                # below it the records are the stream's: a new leader's high watermark still under it is no new
+                # data (the stream waits there), not a log gone back to be read again
+                self._waiting.add(tp)
                 if self.available_now is not None and tp in self.available_now:  # the old log's target
                     self.available_now[tp] = min(self.available_now[tp], ranges[tp].latest)
         earliest = {tp: available.earliest for tp, available in ranges.items()}
@@ -531,7 +533,9 @@ class MicroBatchPlanner:
             # the divergence; the next micro-batch, which starts at this end, reads on from there
             ended = divergence(pdir.leader_epochs, end_epochs.get(tp))
             if ended is not None and ended[0] is not None and ended[0] < hi:
-                if ended[0] != start_diverged:  # (one report for one divergence below both ends)
+                # one report for one divergence below both ends, when both were fixed on the same log (a second
+                # election at the same offset, after the end was fixed on the first one's log, is a loss of its own)
+                if ended[0] != start_diverged or end_epochs[tp][0] != epochs.get(tp, (None,))[0]:
                     loss(f"{name}: {ended[1]}, after this micro-batch's end {hi} was fixed: offsets [{ended[0]}, "
                          f"{hi}) as they were then are gone; this batch stops at {ended[0]} and the next one reads "
                          "on from there")

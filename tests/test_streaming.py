@@ -1182,3 +1182,42 @@ def test_one_divergence_below_both_ends_of_a_batch_is_one_report(data):
     plan = p.plan(start, end)
     assert plan.ranges == {}  # nothing below the divergence to read; the next batch reads on from 80
     assert len(plan.data_loss) == 1
+
+
+def test_a_second_election_at_the_same_offset_after_an_end_was_fixed_is_its_own_loss(data):
+    """The first election (at 140) stops batch 1 there; batch 2's end (200) is fixed on the new leader's log
+    (epoch 1, [140, 200) committed); a second unclean leader truncates at 140 again before batch 2 is planned. The
+    start's divergence is the one already reported (a note), but epoch 1's [140, 200) is a loss of its own."""
+    full = hws(data)
+    set_hws(data, {**full, ("a", 0): 100})
+    p = planner(data, assign='{"a":[0]}', failOnDataLoss="false")
+    start = p.initial_offsets()
+    set_hws(data, {**full, ("a", 0): 160})
+    end = p.latest_offsets(start)
+    _unclean_election(data, "a-0", 140)
+    assert p.plan(start, end).ranges == {("a", 0): (0, 140)}
+    set_hws(data, {**full, ("a", 0): 200})
+    end2 = p.latest_offsets(end)
+    _unclean_election(data, "a-0", 140)
+    plan = p.plan(end, end2)
+    assert plan.ranges == {} and len(plan.data_loss) == 1 and "leader epoch 1" in plan.data_loss[0]
+
+
+def test_a_new_leaders_high_watermark_below_the_divergence_is_waited_for_not_read_again(data):
+    """Stream at 100, the log diverges at 90, the new leader's high watermark is 80: offsets below 90 are the ones
+    the stream read (they were not replaced), so it waits at 90 instead of going back to 80 and reading 80..89
+    twice."""
+    full = hws(data)
+    set_hws(data, {**full, ("a", 0): 100})
+    p = planner(data, assign='{"a":[0]}', failOnDataLoss="false")
+    position = p.latest_offsets(p.initial_offsets())
+    _unclean_election(data, "a-0", 90)
+    set_hws(data, {**full, ("a", 0): 80})
+    end = p.latest_offsets(position)
+    assert from_offsets(end) == {("a", 0): 90}
+    plan = p.plan(position, end)
+    assert plan.ranges == {} and len(plan.data_loss) == 1
+    assert p.latest_offsets(end) == end  # no new data until the high watermark passes 90
+    set_hws(data, {**full, ("a", 0): 150})
+    later = p.latest_offsets(end)
+    assert p.plan(end, later).ranges == {("a", 0): (90, 150)}
