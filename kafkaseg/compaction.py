@@ -45,6 +45,7 @@ tombstone there may have been removed (Kafka's own rule for consumers, who must 
 
 from __future__ import annotations
 
+import functools
 import json
 import tomllib
 from dataclasses import dataclass, field, fields
@@ -272,6 +273,9 @@ class PartitionFacts:
     topic_id: str | None = None
     cluster_id: str | None = None
     leader_epochs: tuple[tuple[int, int], ...] = ()
+    # offset -> (epoch, end) of the last batch below it, from its header (what a run records, as Kafka's consumer
+    # keeps its position's epoch); None where gather_facts did not read the files (tests of the pure planner)
+    batch_mark: Callable[[int], tuple[int, int] | None] | None = field(default=None, compare=False, repr=False)
 
     @property
     def key(self) -> tuple[str, int]:
@@ -305,7 +309,9 @@ class TableState:
     cluster_ids: Mapping[str, str] = field(default_factory=dict)
     read_at_ms: int = 0
     read_until: str = "last_stable_offset"
-    leader_epochs: Mapping[tuple[str, int], int] = field(default_factory=dict)
+    # per (topic, partition): (epoch, end) of the last batch below the next offset, or (older tables) the epoch
+    # of the offset before it from the checkpoint
+    leader_epochs: Mapping[tuple[str, int], int | tuple[int, int]] = field(default_factory=dict)
     caught_up_at_ms: Mapping[tuple[str, int], int] = field(default_factory=dict)
     kept_deletes: tuple[int, ...] = ()
 
@@ -329,8 +335,8 @@ class TableState:
             if data.get("version") != 1:
                 raise ValueError(f"unknown version {data.get('version')!r}")
             offsets = {(str(t), int(p)): int(o) for t, parts in data["next_offsets"].items() for p, o in parts.items()}
-            epochs = {(str(t), int(p)): int(e) for t, parts in data.get("leader_epochs", {}).items()
-                      for p, e in parts.items()}
+            epochs = {(str(t), int(p)): (int(e) if not isinstance(e, list) else (int(e[0]), int(e[1])))
+                      for t, parts in data.get("leader_epochs", {}).items() for p, e in parts.items()}
             caught_up = {(str(t), int(p)): int(ms) for t, parts in data.get("caught_up_at_ms", {}).items()
                          for p, ms in parts.items()}
             return cls(offsets, {str(k): str(v) for k, v in data["topic_ids"].items()},
@@ -342,10 +348,10 @@ class TableState:
                                       "rebuild the table with --mode full") from exc
 
 
-def _nested(values: Mapping[tuple[str, int], int]) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
+def _nested(values: Mapping[tuple[str, int], int | tuple[int, int]]) -> dict[str, dict[str, int | list[int]]]:
+    out: dict[str, dict[str, int | list[int]]] = {}
     for (topic, partition), value in sorted(values.items()):
-        out.setdefault(topic, {})[str(partition)] = int(value)
+        out.setdefault(topic, {})[str(partition)] = [int(v) for v in value] if isinstance(value, tuple) else int(value)
     return out
 
 
@@ -451,7 +457,8 @@ def plan_increment(facts: Sequence[PartitionFacts], state: TableState | None, co
             topic_ids[f.topic] = f.topic_id
         if f.cluster_id:
             cluster_ids[f.topic] = f.cluster_id
-        epoch = f.epoch_of(next_offsets[f.key] - 1)
+        mark = f.batch_mark(next_offsets[f.key]) if f.batch_mark is not None and next_offsets[f.key] > 0 else None
+        epoch = mark if mark is not None else f.epoch_of(next_offsets[f.key] - 1)
         if epoch is None:
             epochs.pop(f.key, None)
         else:
@@ -487,11 +494,27 @@ def _check_rebuild_covers(state: TableState, selects: Callable[[str, int], bool]
             "them to another table")
 
 
-def _divergence(f: PartitionFacts, start: int, epoch: int | None) -> str | None:
+def _divergence(f: PartitionFacts, start: int, epoch: int | tuple[int, int] | None) -> str | None:
     """Kafka's consumer validation of a position after a leader change (``SubscriptionState
-    .maybeCompleteValidation``, KIP-320): the epoch the table's last offset was read under must not end below the
-    table's next offset in the log now, else the log was truncated there and rewritten (an unclean leader
-    election; a replica restored from an older copy)."""
+    .maybeCompleteValidation``, KIP-320): the epoch the table's last batch was read under must not end below that
+    batch's end in the log now (below the table's next offset, for tables that recorded the epoch of the offset
+    before it), else the log was truncated there and rewritten (an unclean leader election; a replica restored
+    from an older copy). The last batch's epoch is the same on every replica, while their checkpoints differ: a
+    replica rebuilt from a compacted log lacks the epochs whose batches were all cleaned."""
+    if isinstance(epoch, tuple):
+        epoch, ends = epoch
+        if ends <= 0 or not f.leader_epochs:
+            return None
+        answer = f.epoch_end_offset(epoch)
+        if answer is None:
+            return (f"{f.topic}-{f.partition}: the table's last batch (ending at offset {ends - 1}) was read under "
+                    f"leader epoch {epoch}, which the log's leader-epoch-checkpoint does not know (a log older than "
+                    "the table, or rewritten)")
+        if answer[1] < ends:
+            return (f"{f.topic}-{f.partition}: the log diverged from the table at offset {answer[1]} (leader epoch "
+                    f"{epoch} ends at {answer[1]} in the log, the table's last batch ends at {ends - 1}): records "
+                    "the table applied were truncated and replaced (an unclean leader election)")
+        return None
     if epoch is None or start == 0 or f.epoch_of(start - 1) is None:
         return None  # nothing recorded (an older table), or the checkpoint no longer covers the offset
     answer = f.epoch_end_offset(epoch)
@@ -538,6 +561,22 @@ def _losses(facts: Sequence[PartitionFacts], state: TableState, config: Compacti
 # --------------------------------------------------------------------------------------------------------------------
 # facts from the data dirs (driver side, index files and checkpoints only)
 
+def _batch_mark(pdir, offset: int) -> tuple[int, int] | None:
+    """``(epoch, end)`` of the last batch below ``offset`` in ``pdir`` (headers only), None for a legacy batch, one
+    without an epoch, or none readable (the run then records the checkpoint's epoch, as before)."""
+    from kafkaseg.errors import KafkaSegError
+    from kafkaseg.lookup import PartitionLookup
+
+    try:
+        with PartitionLookup(pdir, checkpoints_checked=True) as lookup:
+            header = lookup.last_batch_before(offset)
+    except KafkaSegError:
+        return None
+    if header is None or header.magic < 2 or header.partition_leader_epoch < 0:
+        return None
+    return header.partition_leader_epoch, min(offset, header.last_offset + 1)
+
+
 def gather_facts(paths: Sequence[str], options: Mapping[str, str], config: CompactionConfig
                  ) -> tuple[list[PartitionFacts], frozenset]:
     """One :class:`PartitionFacts` per selected topic-partition of ``paths`` (``options``:
@@ -571,5 +610,6 @@ def gather_facts(paths: Sequence[str], options: Mapping[str, str], config: Compa
             p.topic, p.partition, log_start, max(high_watermark, log_start), max(upper, log_start), active, segments,
             pdir.cleaner_offset if pdir is not None else None, pdir.topic_id if pdir is not None else None,
             pdir.log_dir_meta.cluster_id if pdir is not None and pdir.log_dir_meta is not None else None,
-            tuple((e.epoch, e.start_offset) for e in pdir.leader_epochs) if pdir is not None else ()))
+            tuple((e.epoch, e.start_offset) for e in pdir.leader_epochs) if pdir is not None else (),
+            functools.partial(_batch_mark, pdir) if pdir is not None else None))
     return out, frozenset((pdir.topic, pdir.partition) for pdir in by_path.values())

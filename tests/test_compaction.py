@@ -19,6 +19,7 @@ from kafkaseg.compaction import (
     CompactionConfig,
     PartitionFacts,
     TableState,
+    _divergence,
     apply_changes,
     cleanable_end,
     compaction_read_options,
@@ -613,15 +614,47 @@ def test_a_log_truncated_and_rewritten_by_an_unclean_leader_election_is_data_los
     table, other = str(tmp_path / "t"), str(tmp_path / "u")
     for uri in (table, other):
         compact_arrow([str(tmp_path / "before")], uri, now_ms=NOW)
-    assert read_state(table, table_schema(False), ("topic",))[1].leader_epochs == {("t", 0): 1}
+    # the epoch of the last batch read and where it ends, as Kafka's consumer keeps its position's epoch
+    assert read_state(table, table_schema(False), ("topic",))[1].leader_epochs == {("t", 0): (1, 20)}
     with pytest.raises(DataLossError, match=r"t-0: the log diverged from the table at offset 15 \(leader epoch 1 "
-                                            r"ends at 15 in the log, the table read up to 19\)"):
+                                            r"ends at 15 in the log, the table's last batch ends at 19\)"):
         compact_arrow([str(tmp_path / "diverged")], table, now_ms=NOW + 1)
     compact_arrow([str(tmp_path / "diverged")], table, CompactionConfig(on_data_loss="rebuild"), now_ms=NOW + 1)
     assert table_of(table) == diverged
     compact_arrow([str(tmp_path / "clean")], other, now_ms=NOW + 1)
     assert table_of(other) == clean
-    assert read_state(other, table_schema(False), ("topic",))[1].leader_epochs == {("t", 0): 2}
+    assert read_state(other, table_schema(False), ("topic",))[1].leader_epochs == {("t", 0): (2, 25)}
+
+
+def test_replicas_whose_epoch_checkpoints_differ_after_compaction_are_no_divergence(tmp_path):
+    """Run 1 reads a replica rebuilt from a compacted log (no batch in [10, 15), so its checkpoint never got epoch
+    1), up to 12; run 2 reads the leader's copy, where epoch 0 ends at 10. The table's last batch (epoch 0, ending
+    at 9) is intact there: no divergence (with the checkpoint's epoch of offset 11, 0, it was called one)."""
+    from tests.compaction_data import write_epoch_log
+
+    def records(first, last, prefix):
+        return [(o, b"%s%d" % (prefix, o), b"v%d" % o) for o in range(first, last)]
+
+    leader = [(0, records(0, 10, b"a")), (1, records(10, 15, b"b")), (2, records(15, 25, b"c"))]
+    write_epoch_log(tmp_path / "leader", "t", leader)
+    write_epoch_log(tmp_path / "rebuilt", "t", [(0, records(0, 10, b"a")), (2, records(15, 25, b"c"))])
+    assert "2 15" in (tmp_path / "rebuilt" / "t-0" / "leader-epoch-checkpoint").read_text()
+    write_offset_checkpoint(tmp_path / "rebuilt" / "replication-offset-checkpoint", {("t", 0): 12})
+    table = str(tmp_path / "table")
+    compact_arrow([str(tmp_path / "rebuilt")], table, now_ms=NOW)
+    assert read_state(table, table_schema(False), ("topic",))[1].leader_epochs == {("t", 0): (0, 10)}
+    compact_arrow([str(tmp_path / "leader")], table, now_ms=NOW + 1)  # no DataLossError
+    state = read_state(table, table_schema(False), ("topic",))[1]
+    assert state.next_offsets == {("t", 0): 25} and state.leader_epochs == {("t", 0): (2, 25)}
+
+
+def test_tables_that_recorded_the_checkpoints_epoch_are_still_checked():
+    """A table written before the last batch's epoch was recorded holds an int: the old rule still applies."""
+    facts = PartitionFacts("t", 0, 0, 30, 30, leader_epochs=((0, 0), (1, 10), (2, 15)))
+    assert _divergence(facts, 20, 1) is not None and _divergence(facts, 12, 1) is None
+    assert _divergence(facts, 20, (1, 15)) is None and "diverged" in _divergence(facts, 20, (1, 18))
+    state = TableState({("t", 0): 20}, {}, {}, 0, "last_stable_offset", {("t", 0): (1, 15), ("t", 1): 2})
+    assert TableState.from_json(state.to_json(), "x").leader_epochs == {("t", 0): (1, 15), ("t", 1): 2}
 
 
 def test_empty_and_odd_binary_keys_are_keys_and_null_keys_are_dropped_across_merges(tmp_path):
