@@ -278,8 +278,8 @@ class MicroBatchPlanner:
         self.latest_epochs: dict[TopicPartition, EpochMark] = {}  # and the epochs of the batches before them
         self._pdirs: dict[TopicPartition, PartitionDir] = {}  # the partitions the last available() found
         self._marks: dict[tuple, EpochMark | None] = {}  # (partition folder, segments, position) -> its mark
-        # a micro-batch's end, its mark and where the batch stopped because the log diverged below it (see plan())
-        self._stopped_at_divergence: dict[TopicPartition, tuple[int, EpochMark, int]] = {}
+        # a micro-batch's end, its mark, the divergence below it, and where the batch stopped (see plan())
+        self._stopped_at_divergence: dict[TopicPartition, tuple[int, EpochMark, int, int]] = {}
         self._initial: Offsets | None = None
         self._seen: dict[TopicPartition, AvailableRange] = {}  # each partition's range at the previous trigger
         self._waiting: set[TopicPartition] = set()  # partitions whose latest is excused below the position
@@ -418,7 +418,11 @@ class MicroBatchPlanner:
         for tp, position in list(begin.items()):
             found = divergence(ranges[tp].leader_epochs, epochs.get(tp)) if tp in ranges else None
             if found is not None and found[0] is not None and found[0] < position:
-                begin[tp] = found[0]  # counted from where the log diverged, which plan() reports
+                stopped = self._stopped_at_divergence.get(tp)
+                # counted from where the log diverged, which plan() reports, or from where the previous batch,
+                # cut at that divergence, really stopped
+                begin[tp] = (min(found[0], stopped[3]) if stopped is not None
+                             and stopped[:3] == (position, epochs.get(tp), found[0]) else found[0])
                 # below it the records are the stream's: a new leader's high watermark still under it is no new
                 # data (the stream waits there), not a log gone back to be read again
                 self._waiting.add(tp)
@@ -485,6 +489,7 @@ class MicroBatchPlanner:
                      f"back?); its offsets from {begin[tp]} on are forgotten and the partition is read again as a "
                      "new one")
         ranges: dict[TopicPartition, tuple[int, int]] = {}
+        stopping: list[TopicPartition] = []  # batches cut at a divergence below their end (see below)
         for tp in sorted(until):
             name = f"{tp[0]}-{tp[1]}"
             pdir = current.get(tp)
@@ -502,6 +507,15 @@ class MicroBatchPlanner:
                 if self.available_now is not None and tp in self.available_now:  # the deleted topic's target
                     self.available_now[tp] = available_range(pdir, self.options).latest
                 continue
+            hi = until[tp]
+            # the end was fixed on a log that has diverged below it since (the batch is replayed after a restart, or
+            # an election came in between): its records from there are not those the end was fixed on. The batch
+            # reads up to the divergence; the next one, which starts at this end, reads on from where it stopped
+            ended = divergence(pdir.leader_epochs, end_epochs.get(tp))
+            if ended is not None and (ended[0] is None or ended[0] >= hi):
+                ended = None
+            end_lost = (f"this micro-batch's offsets [{{}}, {hi}) as they were when its end was fixed are gone; it "
+                        f"stops at {ended[0]} and the next one reads on from there") if ended is not None else None
             if tp in begin and now_id is not None and started_on.get(tp, now_id) != now_id:
                 lo = available_range(pdir, self.options).earliest
                 loss(f"{name}: the topic was deleted and recreated (topic id {started_on[tp]} at the stream's "
@@ -510,37 +524,32 @@ class MicroBatchPlanner:
             elif tp in begin:
                 lo = begin[tp]
                 found = divergence(pdir.leader_epochs, epochs.get(tp))
-                start_diverged = found[0] if found is not None else None
+                stopped = self._stopped_at_divergence.get(tp)
                 if found is not None and found[0] is None:
                     loss(f"{name}: {found[1]}; records the stream read below offset {lo} may have been replaced")
-                elif found is not None and self._stopped_at_divergence.get(tp) == (lo, epochs[tp], found[0]):
+                elif found is not None and stopped is not None and stopped[:3] == (lo, epochs[tp], found[0]):
                     result.notes.append(f"{name}: the previous micro-batch stopped where the log diverged, at "
-                                        f"{found[0]}, below its end {lo}: read on from there")
-                    lo = found[0]
+                                        f"{found[0]}, below its end {lo}: read on from {stopped[3]}")
+                    lo = stopped[3]
                 elif found is not None:
+                    also = (f"; {end_lost.format(lo)}" if ended is not None and ended[0] == found[0] else "")
                     loss(f"{name}: {found[1]}; the stream's records [{found[0]}, {epochs[tp][1]}) were replaced, "
-                         f"and the new ones are read from offset {found[0]}")
+                         f"and the new ones are read from offset {found[0]}{also}")
+                    if also:  # one divergence below both ends: one report
+                        end_lost = None
                     lo = found[0]
             else:  # a partition found after the stream started: from its beginning (Spark: earliest)
-                start_diverged = None
                 lo = available_range(pdir, self.options).earliest
                 if lo != 0:
                     loss(f"added partition {name} starts at offset {lo} instead of 0 in {pdir.path}; offsets "
                          f"[0, {lo}) may have been missed")
-            hi = until[tp]
-            # the end was fixed on a log that has diverged below it since (the batch is replayed after a restart, or
-            # an election came in between): its records from there are not those the end was fixed on. Read up to
-            # the divergence; the next micro-batch, which starts at this end, reads on from there
-            ended = divergence(pdir.leader_epochs, end_epochs.get(tp))
-            if ended is not None and ended[0] is not None and ended[0] < hi:
-                # one report for one divergence below both ends, when both were fixed on the same log (a second
-                # election at the same offset, after the end was fixed on the first one's log, is a loss of its own)
-                if ended[0] != start_diverged or end_epochs[tp][0] != epochs.get(tp, (None,))[0]:
-                    loss(f"{name}: {ended[1]}, after this micro-batch's end {hi} was fixed: offsets [{ended[0]}, "
-                         f"{hi}) as they were then are gone; this batch stops at {ended[0]} and the next one reads "
-                         "on from there")
+            if ended is not None:
+                if end_lost is not None:
+                    loss(f"{name}: {ended[1]}, after this micro-batch's end {hi} was fixed: "
+                         f"{end_lost.format(max(lo, ended[0]))}")
                 hi = max(lo, ended[0])
-                self._stopped_at_divergence[tp] = (until[tp], end_epochs[tp], ended[0])
+                stopping.append(tp)
+                self._stopped_at_divergence[tp] = (until[tp], end_epochs[tp], ended[0], ended[0])
             if hi < lo:
                 log_end = available_range(pdir, self.options).log_end
                 if replaying_first and log_end >= lo:
@@ -577,6 +586,12 @@ class MicroBatchPlanner:
         scans = [scan for scan in scans if scan is not None]
         result.scan = scans[0] if len(scans) == 1 else _merged(*scans)
         result.data_loss.extend(result.scan.report.data_loss)
+        planned = result.scan.report.offsets()
+        for tp in stopping:  # where a batch cut at a divergence really stops (a high watermark below it stops it
+            # sooner): the next batch reads on from there, not from the divergence
+            stop = planned.get(tp, (None, None))[1]
+            if stop is not None and stop < self._stopped_at_divergence[tp][3]:
+                self._stopped_at_divergence[tp] = self._stopped_at_divergence[tp][:3] + (stop,)
         for tp in ranges:  # how this batch's end was fixed (latest_offsets' ranges)
             seen = self._seen.get(tp)
             result.scan.report.lenient.extend(d for d in (seen.lenient if seen is not None else ())

@@ -1034,7 +1034,8 @@ def test_a_log_that_diverged_after_a_batch_end_was_fixed_is_read_once(data):
     lenient = planner(data, assign='{"a":[0]}', failOnDataLoss="false")
     _unclean_election(data, "a-0", 80)
     set_hws(data, {**full, ("a", 0): 150})
-    with pytest.raises(DataLossError, match=r"after this micro-batch's end 100 was fixed: offsets \[80, 100\)"):
+    with pytest.raises(DataLossError, match=r"after this micro-batch's end 100 was fixed: this micro-batch's "
+                                            r"offsets \[80, 100\) as they were when its end was fixed are gone"):
         strict.plan(start, end)
     plan = lenient.plan(start, end)
     assert plan.ranges == {("a", 0): (0, 80)} and len(plan.data_loss) == 1
@@ -1221,3 +1222,41 @@ def test_a_new_leaders_high_watermark_below_the_divergence_is_waited_for_not_rea
     set_hws(data, {**full, ("a", 0): 150})
     later = p.latest_offsets(end)
     assert p.plan(end, later).ranges == {("a", 0): (90, 150)}
+
+
+def test_a_batch_cut_at_a_divergence_and_at_a_lower_high_watermark_is_read_on_from_where_it_stopped(data):
+    """Batch [100, 160) fixed on the old log; before it is planned the log diverges at 140 and the new leader's high
+    watermark is 120: the batch reads [100, 120) (the planner reports the end above the available end), and the
+    next ones read on from 120, not from the divergence (offsets [120, 140) were never read)."""
+    full = hws(data)
+    set_hws(data, {**full, ("a", 0): 100})
+    p = planner(data, assign='{"a":[0]}', failOnDataLoss="false")
+    start = p.latest_offsets(p.initial_offsets())
+    set_hws(data, {**full, ("a", 0): 160})
+    end = p.latest_offsets(start)
+    _unclean_election(data, "a-0", 140)
+    set_hws(data, {**full, ("a", 0): 120})
+    rows = read_batch(p, start, end)
+    set_hws(data, {**full, ("a", 0): 200})
+    later = p.latest_offsets(end)
+    plan = p.plan(end, later)
+    assert plan.ranges == {("a", 0): (120, 200)} and plan.data_loss == []
+    rows += read_batch(p, end, later)
+    assert [o for _, _, o in rows] == list(range(100, 200))
+
+
+def test_one_divergence_below_both_ends_is_one_report_naming_both_losses(data):
+    """A clean leader change at 100 (the stream's position) and then an unclean election at 80, after the batch's
+    end was fixed: one report, naming the stream's replaced records and the batch's records that are gone."""
+    full = hws(data)
+    set_hws(data, {**full, ("a", 0): 100})
+    p = planner(data, assign='{"a":[0]}', failOnDataLoss="false")
+    start = p.latest_offsets(p.initial_offsets())
+    _unclean_election(data, "a-0", 100)  # here: a clean election, which only starts an epoch at the log end
+    set_hws(data, {**full, ("a", 0): 160})
+    end = p.latest_offsets(start)
+    assert leader_epochs_of(end)[("a", 0)][0] == 1
+    _unclean_election(data, "a-0", 80)
+    plan = p.plan(start, end)
+    assert len(plan.data_loss) == 1
+    assert "records [80, 100) were replaced" in plan.data_loss[0] and "offsets [100, 160)" in plan.data_loss[0]
