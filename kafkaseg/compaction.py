@@ -335,8 +335,8 @@ class TableState:
             if data.get("version") != 1:
                 raise ValueError(f"unknown version {data.get('version')!r}")
             offsets = {(str(t), int(p)): int(o) for t, parts in data["next_offsets"].items() for p, o in parts.items()}
-            epochs = {(str(t), int(p)): (int(e) if not isinstance(e, list) else (int(e[0]), int(e[1])))
-                      for t, parts in data.get("leader_epochs", {}).items() for p, e in parts.items()}
+            epochs = {(str(t), int(p)): _recorded_epoch(e) for t, parts in data.get("leader_epochs", {}).items()
+                      for p, e in parts.items()}
             caught_up = {(str(t), int(p)): int(ms) for t, parts in data.get("caught_up_at_ms", {}).items()
                          for p, ms in parts.items()}
             return cls(offsets, {str(k): str(v) for k, v in data["topic_ids"].items()},
@@ -346,6 +346,15 @@ class TableState:
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CompactedTableError(f"{where}: the recorded compaction state {STATE_KEY} is malformed ({exc}); "
                                       "rebuild the table with --mode full") from exc
+
+
+def _recorded_epoch(value) -> int | tuple[int, int]:
+    """A recorded leader epoch: ``[epoch, end]`` of the last batch read, or (older tables) the epoch alone."""
+    if isinstance(value, list):
+        if len(value) != 2:
+            raise ValueError(f"a leader epoch mark is [epoch, end], got {value!r}")
+        return int(value[0]), int(value[1])
+    return int(value)
 
 
 def _nested(values: Mapping[tuple[str, int], int | tuple[int, int]]) -> dict[str, dict[str, int | list[int]]]:

@@ -422,7 +422,7 @@ class MicroBatchPlanner:
                 # counted from where the log diverged, which plan() reports, or from where the previous batch,
                 # cut at that divergence, really stopped
                 begin[tp] = (min(found[0], stopped[3]) if stopped is not None
-                             and stopped[:3] == (position, epochs.get(tp), found[0]) else found[0])
+                             and stopped[:2] == (position, epochs.get(tp)) else found[0])
                 # below it the records are the stream's: a new leader's high watermark still under it is no new
                 # data (the stream waits there), not a log gone back to be read again
                 self._waiting.add(tp)
@@ -527,10 +527,17 @@ class MicroBatchPlanner:
                 stopped = self._stopped_at_divergence.get(tp)
                 if found is not None and found[0] is None:
                     loss(f"{name}: {found[1]}; records the stream read below offset {lo} may have been replaced")
-                elif found is not None and stopped is not None and stopped[:3] == (lo, epochs[tp], found[0]):
-                    result.notes.append(f"{name}: the previous micro-batch stopped where the log diverged, at "
-                                        f"{found[0]}, below its end {lo}: read on from {stopped[3]}")
-                    lo = stopped[3]
+                elif found is not None and stopped is not None and stopped[:2] == (lo, epochs[tp]):
+                    # the previous batch stopped below its end, where the log diverged (or a high watermark
+                    # below that stopped it sooner): the stream holds the records below that stop only
+                    if found[0] < stopped[3]:  # a later election below the stop replaced some of them
+                        loss(f"{name}: {found[1]}; the stream's records [{found[0]}, {stopped[3]}) were replaced, "
+                             f"and the new ones are read from offset {found[0]}")
+                        lo = found[0]
+                    else:
+                        result.notes.append(f"{name}: the previous micro-batch stopped at {stopped[3]}, below its "
+                                            f"end {lo}, where the log diverged: read on from there")
+                        lo = stopped[3]
                 elif found is not None:
                     also = (f"; {end_lost.format(lo)}" if ended is not None and ended[0] == found[0] else "")
                     loss(f"{name}: {found[1]}; the stream's records [{found[0]}, {epochs[tp][1]}) were replaced, "
@@ -589,7 +596,9 @@ class MicroBatchPlanner:
         planned = result.scan.report.offsets()
         for tp in stopping:  # where a batch cut at a divergence really stops (a high watermark below it stops it
             # sooner): the next batch reads on from there, not from the divergence
-            stop = planned.get(tp, (None, None))[1]
+            first, stop = planned.get(tp, (None, None))
+            if stop is not None and first is not None:
+                stop = max(stop, first)  # never below where the batch started (a high watermark below its start)
             if stop is not None and stop < self._stopped_at_divergence[tp][3]:
                 self._stopped_at_divergence[tp] = self._stopped_at_divergence[tp][:3] + (stop,)
         for tp in ranges:  # how this batch's end was fixed (latest_offsets' ranges)

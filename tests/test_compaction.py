@@ -655,6 +655,9 @@ def test_tables_that_recorded_the_checkpoints_epoch_are_still_checked():
     assert _divergence(facts, 20, (1, 15)) is None and "diverged" in _divergence(facts, 20, (1, 18))
     state = TableState({("t", 0): 20}, {}, {}, 0, "last_stable_offset", {("t", 0): (1, 15), ("t", 1): 2})
     assert TableState.from_json(state.to_json(), "x").leader_epochs == {("t", 0): (1, 15), ("t", 1): 2}
+    for bad in ("[5]", "[5,6,7]"):
+        with pytest.raises(CompactedTableError, match="malformed"):
+            TableState.from_json(state.to_json().replace("[1,15]", bad), "x")
 
 
 def test_empty_and_odd_binary_keys_are_keys_and_null_keys_are_dropped_across_merges(tmp_path):

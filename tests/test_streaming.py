@@ -1042,7 +1042,7 @@ def test_a_log_that_diverged_after_a_batch_end_was_fixed_is_read_once(data):
     rows = read_batch(lenient, start, end)
     later = lenient.latest_offsets(end)
     plan = lenient.plan(end, later)
-    assert plan.ranges == {("a", 0): (80, 150)} and plan.data_loss == [] and "stopped where the log diverged" in \
+    assert plan.ranges == {("a", 0): (80, 150)} and plan.data_loss == [] and "where the log diverged" in \
         plan.notes[0]
     rows += read_batch(lenient, end, later)
     assert [o for _, _, o in rows] == list(range(150))
@@ -1260,3 +1260,35 @@ def test_one_divergence_below_both_ends_is_one_report_naming_both_losses(data):
     plan = p.plan(start, end)
     assert len(plan.data_loss) == 1
     assert "records [80, 100) were replaced" in plan.data_loss[0] and "offsets [100, 160)" in plan.data_loss[0]
+
+
+@pytest.mark.parametrize("hw_at_plan,second_election", [(90, None), (120, 130), (120, 110)])
+def test_batches_cut_at_a_divergence_read_every_offset_once_or_report_it(data, hw_at_plan, second_election):
+    """Batch [100, 160) fixed on the old log, which then diverges at 140 with the new leader's high watermark at
+    90 (below the batch's start: it reads nothing, and the stream waits at 100, not at 90) or 120 (it reads
+    [100, 120)); a second election after it, above where it stopped (nothing the stream read is replaced) or below
+    (its records from there are, and are read again with a report)."""
+    full = hws(data)
+    set_hws(data, {**full, ("a", 0): 100})
+    p = planner(data, assign='{"a":[0]}', failOnDataLoss="false")
+    start = p.latest_offsets(p.initial_offsets())
+    set_hws(data, {**full, ("a", 0): 160})
+    end = p.latest_offsets(start)
+    _unclean_election(data, "a-0", 140)
+    set_hws(data, {**full, ("a", 0): hw_at_plan})
+    rows, reports = read_batch(p, start, end), []
+    if second_election is not None:
+        _unclean_election(data, "a-0", second_election)
+    set_hws(data, {**full, ("a", 0): 200})
+    position = end
+    for _ in range(10):
+        later = p.latest_offsets(position)
+        if later == position:
+            break
+        reports += p.plan(position, later).data_loss
+        rows += read_batch(p, position, later)
+        position = later
+    offsets = sorted(o for _, _, o in rows)
+    replaced = list(range(second_election, 120)) if second_election is not None and second_election < 120 else []
+    assert offsets == sorted(list(range(100, 200)) + replaced)
+    assert len(reports) == (1 if replaced else 0)
