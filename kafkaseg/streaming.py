@@ -490,6 +490,13 @@ class MicroBatchPlanner:
                      "new one")
         ranges: dict[TopicPartition, tuple[int, int]] = {}
         stopping: list[TopicPartition] = []  # batches cut at a divergence below their end (see below)
+        # an entry serves the batches that start at its end (one, or the same one planned again); a batch of the
+        # partition planned from anywhere else ends it, so that it cannot match a later batch with the same end
+        # and mark (a recreated topic's)
+        for tp in [tp for tp, entry in self._stopped_at_divergence.items()
+                   if tp in until and entry[0] != begin.get(tp)]:
+            del self._stopped_at_divergence[tp]
+        stopped_before = dict(self._stopped_at_divergence)
         for tp in sorted(until):
             name = f"{tp[0]}-{tp[1]}"
             pdir = current.get(tp)
@@ -524,25 +531,27 @@ class MicroBatchPlanner:
             elif tp in begin:
                 lo = begin[tp]
                 found = divergence(pdir.leader_epochs, epochs.get(tp))
-                stopped = self._stopped_at_divergence.get(tp)
+                # the entry of the batch before this one, if it was cut at a divergence: used here, once (an entry
+                # left by an older batch must not match a later one with the same end and mark: a recreated topic)
+                stopped = stopped_before.get(tp)
+                if stopped is not None and stopped[:2] != (lo, epochs.get(tp)):
+                    stopped = None
+                also = (f"; {end_lost.format(lo)}" if found is not None and ended is not None
+                        and ended[0] == found[0] else "")  # one divergence below both ends: one report
                 if found is not None and found[0] is None:
                     loss(f"{name}: {found[1]}; records the stream read below offset {lo} may have been replaced")
-                elif found is not None and stopped is not None and stopped[:2] == (lo, epochs[tp]):
+                elif found is not None and stopped is not None and found[0] >= stopped[3]:
                     # the previous batch stopped below its end, where the log diverged (or a high watermark
                     # below that stopped it sooner): the stream holds the records below that stop only
-                    if found[0] < stopped[3]:  # a later election below the stop replaced some of them
-                        loss(f"{name}: {found[1]}; the stream's records [{found[0]}, {stopped[3]}) were replaced, "
-                             f"and the new ones are read from offset {found[0]}")
-                        lo = found[0]
-                    else:
-                        result.notes.append(f"{name}: the previous micro-batch stopped at {stopped[3]}, below its "
-                                            f"end {lo}, where the log diverged: read on from there")
-                        lo = stopped[3]
+                    result.notes.append(f"{name}: the previous micro-batch stopped at {stopped[3]}, below its "
+                                        f"end {lo}, where the log diverged: read on from there")
+                    lo = stopped[3]
                 elif found is not None:
-                    also = (f"; {end_lost.format(lo)}" if ended is not None and ended[0] == found[0] else "")
-                    loss(f"{name}: {found[1]}; the stream's records [{found[0]}, {epochs[tp][1]}) were replaced, "
+                    # replaced: what the stream read from the divergence on (up to where the batch before stopped)
+                    held = stopped[3] if stopped is not None else epochs[tp][1]
+                    loss(f"{name}: {found[1]}; the stream's records [{found[0]}, {held}) were replaced, "
                          f"and the new ones are read from offset {found[0]}{also}")
-                    if also:  # one divergence below both ends: one report
+                    if also:
                         end_lost = None
                     lo = found[0]
             else:  # a partition found after the stream started: from its beginning (Spark: earliest)

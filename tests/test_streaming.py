@@ -1292,3 +1292,32 @@ def test_batches_cut_at_a_divergence_read_every_offset_once_or_report_it(data, h
     replaced = list(range(second_election, 120)) if second_election is not None and second_election < 120 else []
     assert offsets == sorted(list(range(100, 200)) + replaced)
     assert len(reports) == (1 if replaced else 0)
+
+
+def test_where_a_cut_batch_stopped_serves_only_the_batch_after_it(data, tmp_path):
+    """A batch of topic a is cut at a divergence (stop kept in memory); the stream reads on, and the topic is then
+    deleted and recreated. A batch of the new topic ending at the same offset under the same epoch must not be
+    taken for the batch after the cut one: an election on the new topic is reported and read again from there."""
+    full = hws(data)
+    set_hws(data, {**full, ("a", 0): 100})
+    p = planner(data, assign='{"a":[0]}', failOnDataLoss="false")
+    start = p.latest_offsets(p.initial_offsets())
+    set_hws(data, {**full, ("a", 0): 160})
+    end = p.latest_offsets(start)
+    _unclean_election(data, "a-0", 140)
+    set_hws(data, {**full, ("a", 0): 120})
+    p.plan(start, end)  # cut at 140 and at 120: where it stopped is kept for the next batch
+    set_hws(data, {**full, ("a", 0): 200})
+    position, _, _ = drain(p, end)
+    _recreate_topic_a(data, tmp_path, records=300)
+    set_hws(data, {**hws(data), ("a", 0): 160})
+    later = p.latest_offsets(position)
+    p.plan(position, later)  # the new topic from its beginning to 160
+    position = later
+    assert leader_epochs_of(position)[("a", 0)] == (0, 160)
+    _unclean_election(data, "a-0", 130)
+    set_hws(data, {**hws(data), ("a", 0): 300})
+    later = p.latest_offsets(position)
+    plan = p.plan(position, later)
+    assert plan.ranges[("a", 0)] == (130, 300) and len(plan.data_loss) == 1
+    assert "records [130, 160) were replaced" in plan.data_loss[0]
