@@ -278,8 +278,9 @@ class MicroBatchPlanner:
         self.latest_epochs: dict[TopicPartition, EpochMark] = {}  # and the epochs of the batches before them
         self._pdirs: dict[TopicPartition, PartitionDir] = {}  # the partitions the last available() found
         self._marks: dict[tuple, EpochMark | None] = {}  # (partition folder, segments, position) -> its mark
-        # a micro-batch's end, its mark, the divergence below it, and where the batch stopped (see plan())
-        self._stopped_at_divergence: dict[TopicPartition, tuple[int, EpochMark, int, int]] = {}
+        # (partition, a micro-batch's end) -> its end, its mark, the divergence below it, and where the batch
+        # stopped (see plan())
+        self._stopped_at_divergence: dict[tuple[TopicPartition, int], tuple[int, EpochMark, int, int]] = {}
         self._initial: Offsets | None = None
         self._seen: dict[TopicPartition, AvailableRange] = {}  # each partition's range at the previous trigger
         self._waiting: set[TopicPartition] = set()  # partitions whose latest is excused below the position
@@ -418,7 +419,7 @@ class MicroBatchPlanner:
         for tp, position in list(begin.items()):
             found = divergence(ranges[tp].leader_epochs, epochs.get(tp)) if tp in ranges else None
             if found is not None and found[0] is not None and found[0] < position:
-                stopped = self._stopped_at_divergence.get(tp)
+                stopped = self._stopped_at_divergence.get((tp, position))
                 # counted from where the log diverged, which plan() reports, or from where the previous batch,
                 # cut at that divergence, really stopped
                 begin[tp] = (min(found[0], stopped[3]) if stopped is not None
@@ -490,13 +491,13 @@ class MicroBatchPlanner:
                      "new one")
         ranges: dict[TopicPartition, tuple[int, int]] = {}
         stopping: list[TopicPartition] = []  # batches cut at a divergence below their end (see below)
-        # an entry serves the batches that start at its end (one, or the same one planned again); a batch of the
-        # partition planned from anywhere else ends it, so that it cannot match a later batch with the same end
-        # and mark (a recreated topic's)
-        for tp in [tp for tp, entry in self._stopped_at_divergence.items()
-                   if tp in until and entry[0] != begin.get(tp)]:
-            del self._stopped_at_divergence[tp]
-        stopped_before = dict(self._stopped_at_divergence)
+        # an entry serves the batches that start at its end (one, or the same one planned again: a batch's own entry
+        # is another key); a batch of the partition planned from anywhere else ends it, so that it cannot match a
+        # later batch with the same end and mark (a recreated topic's)
+        for key in [key for key in self._stopped_at_divergence if key[0] in until and key[1] != begin.get(key[0])]:
+            del self._stopped_at_divergence[key]
+        stopped_before = {tp: self._stopped_at_divergence[(tp, begin[tp])] for tp in until
+                          if tp in begin and (tp, begin[tp]) in self._stopped_at_divergence}
         for tp in sorted(until):
             name = f"{tp[0]}-{tp[1]}"
             pdir = current.get(tp)
@@ -536,8 +537,9 @@ class MicroBatchPlanner:
                 stopped = stopped_before.get(tp)
                 if stopped is not None and stopped[:2] != (lo, epochs.get(tp)):
                     stopped = None
-                also = (f"; {end_lost.format(lo)}" if found is not None and ended is not None
-                        and ended[0] == found[0] else "")  # one divergence below both ends: one report
+                # one divergence below both ends: one report, the batch's loss from where it was to read
+                also = (f"; {end_lost.format(stopped[3] if stopped is not None else lo)}" if found is not None
+                        and ended is not None and ended[0] == found[0] else "")
                 if found is not None and found[0] is None:
                     loss(f"{name}: {found[1]}; records the stream read below offset {lo} may have been replaced")
                 elif found is not None and stopped is not None and found[0] >= stopped[3]:
@@ -565,7 +567,7 @@ class MicroBatchPlanner:
                          f"{end_lost.format(max(lo, ended[0]))}")
                 hi = max(lo, ended[0])
                 stopping.append(tp)
-                self._stopped_at_divergence[tp] = (until[tp], end_epochs[tp], ended[0], ended[0])
+                self._stopped_at_divergence[(tp, until[tp])] = (until[tp], end_epochs[tp], ended[0], ended[0])
             if hi < lo:
                 log_end = available_range(pdir, self.options).log_end
                 if replaying_first and log_end >= lo:
@@ -608,8 +610,9 @@ class MicroBatchPlanner:
             first, stop = planned.get(tp, (None, None))
             if stop is not None and first is not None:
                 stop = max(stop, first)  # never below where the batch started (a high watermark below its start)
-            if stop is not None and stop < self._stopped_at_divergence[tp][3]:
-                self._stopped_at_divergence[tp] = self._stopped_at_divergence[tp][:3] + (stop,)
+            entry = self._stopped_at_divergence[(tp, until[tp])]
+            if stop is not None and stop < entry[3]:
+                self._stopped_at_divergence[(tp, until[tp])] = entry[:3] + (stop,)
         for tp in ranges:  # how this batch's end was fixed (latest_offsets' ranges)
             seen = self._seen.get(tp)
             result.scan.report.lenient.extend(d for d in (seen.lenient if seen is not None else ())

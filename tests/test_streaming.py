@@ -1321,3 +1321,25 @@ def test_where_a_cut_batch_stopped_serves_only_the_batch_after_it(data, tmp_path
     plan = p.plan(position, later)
     assert plan.ranges[("a", 0)] == (130, 300) and len(plan.data_loss) == 1
     assert "records [130, 160) were replaced" in plan.data_loss[0]
+
+
+def test_planning_a_cut_batch_again_gives_the_same_plan(data):
+    """Spark plans a batch again for each action of a foreachBatch: a batch that starts where a cut batch stopped
+    and is cut itself must plan the same each time (its own record of where it stopped is kept apart from the one
+    it was planned from)."""
+    full = hws(data)
+    set_hws(data, {**full, ("a", 0): 100})
+    p = planner(data, assign='{"a":[0]}', failOnDataLoss="false")
+    start = p.latest_offsets(p.initial_offsets())
+    set_hws(data, {**full, ("a", 0): 160})
+    end = p.latest_offsets(start)
+    _unclean_election(data, "a-0", 140)
+    set_hws(data, {**full, ("a", 0): 120})
+    p.plan(start, end)
+    set_hws(data, {**full, ("a", 0): 200})
+    end2 = p.latest_offsets(end)
+    _unclean_election(data, "a-0", 180)
+    first, again = p.plan(end, end2), p.plan(end, end2)
+    assert first.ranges == again.ranges == {("a", 0): (120, 180)}
+    assert first.data_loss == again.data_loss and len(first.data_loss) == 1
+    assert "[180, 200) as they were when its end was fixed are gone" in first.data_loss[0]
