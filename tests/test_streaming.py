@@ -1102,15 +1102,22 @@ def test_replicas_whose_epoch_checkpoints_differ_after_compaction_are_not_a_dive
         assert restarted.latest_offsets(end) == end  # broker1's high watermark is 80: no new data, no loss
 
 
-def test_a_rate_limited_stream_moves_on_after_a_divergence_that_ends_its_batch_at_the_old_position(data):
-    """Stream at 100, the log diverges at 80: with 20 offsets a trigger, the next end is the old position again,
-    whose mark must be taken from the new log's batch (a stale one made the end equal the start: no batch, ever)."""
+def _lenient_stream_then_election(data: Path, at: int, hw: int):
+    """A lenient stream of a-0 at 100; then an unclean election truncates the log at ``at`` and the new leader's
+    high watermark is ``hw``. Returns the planner, the original high watermarks and the stream's position."""
     full = hws(data)
     set_hws(data, {**full, ("a", 0): 100})
     p = planner(data, assign='{"a":[0]}', failOnDataLoss="false")
     position = p.latest_offsets(p.initial_offsets())
-    _unclean_election(data, "a-0", 80)
-    set_hws(data, {**full, ("a", 0): 300})
+    _unclean_election(data, "a-0", at)
+    set_hws(data, {**full, ("a", 0): hw})
+    return p, full, position
+
+
+def test_a_rate_limited_stream_moves_on_after_a_divergence_that_ends_its_batch_at_the_old_position(data):
+    """Stream at 100, the log diverges at 80: with 20 offsets a trigger, the next end is the old position again,
+    whose mark must be taken from the new log's batch (a stale one made the end equal the start: no batch, ever)."""
+    p, full, position = _lenient_stream_then_election(data, at=80, hw=300)
     plans = list(poll_micro_batches(p, position))
     assert from_offsets(position) == {("a", 0): 100} and len(plans) > 0
     ranges = [plan.ranges[("a", 0)] for plan in plans if plan.ranges]
@@ -1123,14 +1130,8 @@ def test_a_rate_limited_stream_moves_on_after_a_divergence_that_ends_its_batch_a
 
 
 def test_a_second_divergence_after_a_batch_stopped_at_the_first_is_data_loss(data):
-    full = hws(data)
-    set_hws(data, {**full, ("a", 0): 100})
-    p = planner(data, assign='{"a":[0]}', failOnDataLoss="false")
-    start = p.initial_offsets()
-    set_hws(data, {**full, ("a", 0): 160})
-    end = p.latest_offsets(start)
-    _unclean_election(data, "a-0", 140)  # after the end 160 was fixed: the batch stops at 140
-    assert p.plan(start, end).ranges == {("a", 0): (0, 140)}
+    p, full, start, end = _batch_cut_by_an_election(data, hw_at_plan=160)  # the batch stops at 140
+    assert p.plan(start, end).ranges == {("a", 0): (100, 140)}
     _unclean_election(data, "a-0", 120)  # a second election, below where the batch stopped
     plan = p.plan(end, p.latest_offsets(end))
     assert plan.ranges[("a", 0)][0] == 120 and len(plan.data_loss) == 1 and plan.notes == []
@@ -1173,13 +1174,8 @@ def test_a_replayed_first_batch_whose_end_diverged_is_reported_once(data):
 
 
 def test_one_divergence_below_both_ends_of_a_batch_is_one_report(data):
-    full = hws(data)
-    set_hws(data, {**full, ("a", 0): 100})
-    p = planner(data, assign='{"a":[0]}', failOnDataLoss="false")
-    start = p.latest_offsets(p.initial_offsets())
-    set_hws(data, {**full, ("a", 0): 160})
-    end = p.latest_offsets(start)
-    _unclean_election(data, "a-0", 80)  # below the start (100) and the end (160), after both were fixed
+    # below the start (100) and the end (160), after both were fixed
+    p, _, start, end = _batch_cut_by_an_election(data, hw_at_plan=160, at=80)
     plan = p.plan(start, end)
     assert plan.ranges == {}  # nothing below the divergence to read; the next batch reads on from 80
     assert len(plan.data_loss) == 1
@@ -1189,14 +1185,8 @@ def test_a_second_election_at_the_same_offset_after_an_end_was_fixed_is_its_own_
     """The first election (at 140) stops batch 1 there; batch 2's end (200) is fixed on the new leader's log
     (epoch 1, [140, 200) committed); a second unclean leader truncates at 140 again before batch 2 is planned. The
     start's divergence is the one already reported (a note), but epoch 1's [140, 200) is a loss of its own."""
-    full = hws(data)
-    set_hws(data, {**full, ("a", 0): 100})
-    p = planner(data, assign='{"a":[0]}', failOnDataLoss="false")
-    start = p.initial_offsets()
-    set_hws(data, {**full, ("a", 0): 160})
-    end = p.latest_offsets(start)
-    _unclean_election(data, "a-0", 140)
-    assert p.plan(start, end).ranges == {("a", 0): (0, 140)}
+    p, full, start, end = _batch_cut_by_an_election(data, hw_at_plan=160)
+    assert p.plan(start, end).ranges == {("a", 0): (100, 140)}
     set_hws(data, {**full, ("a", 0): 200})
     end2 = p.latest_offsets(end)
     _unclean_election(data, "a-0", 140)
@@ -1208,12 +1198,7 @@ def test_a_new_leaders_high_watermark_below_the_divergence_is_waited_for_not_rea
     """Stream at 100, the log diverges at 90, the new leader's high watermark is 80: offsets below 90 are the ones
     the stream read (they were not replaced), so it waits at 90 instead of going back to 80 and reading 80..89
     twice."""
-    full = hws(data)
-    set_hws(data, {**full, ("a", 0): 100})
-    p = planner(data, assign='{"a":[0]}', failOnDataLoss="false")
-    position = p.latest_offsets(p.initial_offsets())
-    _unclean_election(data, "a-0", 90)
-    set_hws(data, {**full, ("a", 0): 80})
+    p, full, position = _lenient_stream_then_election(data, at=90, hw=80)
     end = p.latest_offsets(position)
     assert from_offsets(end) == {("a", 0): 90}
     plan = p.plan(position, end)
@@ -1224,18 +1209,26 @@ def test_a_new_leaders_high_watermark_below_the_divergence_is_waited_for_not_rea
     assert p.plan(end, later).ranges == {("a", 0): (90, 150)}
 
 
-def test_a_batch_cut_at_a_divergence_and_at_a_lower_high_watermark_is_read_on_from_where_it_stopped(data):
-    """Batch [100, 160) fixed on the old log; before it is planned the log diverges at 140 and the new leader's high
-    watermark is 120: the batch reads [100, 120) (the planner reports the end above the available end), and the
-    next ones read on from 120, not from the divergence (offsets [120, 140) were never read)."""
+def _batch_cut_by_an_election(data: Path, hw_at_plan: int, at: int = 140):
+    """A lenient stream of a-0 at 100 whose next batch's end is fixed at 160; before the batch is planned an
+    unclean election truncates the log at ``at`` and the new leader's high watermark is ``hw_at_plan``. Returns the
+    planner, the original high watermarks, and the batch's start and end."""
     full = hws(data)
     set_hws(data, {**full, ("a", 0): 100})
     p = planner(data, assign='{"a":[0]}', failOnDataLoss="false")
     start = p.latest_offsets(p.initial_offsets())
     set_hws(data, {**full, ("a", 0): 160})
     end = p.latest_offsets(start)
-    _unclean_election(data, "a-0", 140)
-    set_hws(data, {**full, ("a", 0): 120})
+    _unclean_election(data, "a-0", at)
+    set_hws(data, {**full, ("a", 0): hw_at_plan})
+    return p, full, start, end
+
+
+def test_a_batch_cut_at_a_divergence_and_at_a_lower_high_watermark_is_read_on_from_where_it_stopped(data):
+    """Batch [100, 160) fixed on the old log; before it is planned the log diverges at 140 and the new leader's high
+    watermark is 120: the batch reads [100, 120) (the planner reports the end above the available end), and the
+    next ones read on from 120, not from the divergence (offsets [120, 140) were never read)."""
+    p, full, start, end = _batch_cut_by_an_election(data, hw_at_plan=120)
     rows = read_batch(p, start, end)
     set_hws(data, {**full, ("a", 0): 200})
     later = p.latest_offsets(end)
@@ -1268,14 +1261,7 @@ def test_batches_cut_at_a_divergence_read_every_offset_once_or_report_it(data, h
     90 (below the batch's start: it reads nothing, and the stream waits at 100, not at 90) or 120 (it reads
     [100, 120)); a second election after it, above where it stopped (nothing the stream read is replaced) or below
     (its records from there are, and are read again with a report)."""
-    full = hws(data)
-    set_hws(data, {**full, ("a", 0): 100})
-    p = planner(data, assign='{"a":[0]}', failOnDataLoss="false")
-    start = p.latest_offsets(p.initial_offsets())
-    set_hws(data, {**full, ("a", 0): 160})
-    end = p.latest_offsets(start)
-    _unclean_election(data, "a-0", 140)
-    set_hws(data, {**full, ("a", 0): hw_at_plan})
+    p, full, start, end = _batch_cut_by_an_election(data, hw_at_plan=hw_at_plan)
     rows, reports = read_batch(p, start, end), []
     if second_election is not None:
         _unclean_election(data, "a-0", second_election)
@@ -1298,14 +1284,7 @@ def test_where_a_cut_batch_stopped_serves_only_the_batch_after_it(data, tmp_path
     """A batch of topic a is cut at a divergence (stop kept in memory); the stream reads on, and the topic is then
     deleted and recreated. A batch of the new topic ending at the same offset under the same epoch must not be
     taken for the batch after the cut one: an election on the new topic is reported and read again from there."""
-    full = hws(data)
-    set_hws(data, {**full, ("a", 0): 100})
-    p = planner(data, assign='{"a":[0]}', failOnDataLoss="false")
-    start = p.latest_offsets(p.initial_offsets())
-    set_hws(data, {**full, ("a", 0): 160})
-    end = p.latest_offsets(start)
-    _unclean_election(data, "a-0", 140)
-    set_hws(data, {**full, ("a", 0): 120})
+    p, full, start, end = _batch_cut_by_an_election(data, hw_at_plan=120)
     p.plan(start, end)  # cut at 140 and at 120: where it stopped is kept for the next batch
     set_hws(data, {**full, ("a", 0): 200})
     position, _, _ = drain(p, end)
@@ -1327,14 +1306,7 @@ def test_planning_a_cut_batch_again_gives_the_same_plan(data):
     """Spark plans a batch again for each action of a foreachBatch: a batch that starts where a cut batch stopped
     and is cut itself must plan the same each time (its own record of where it stopped is kept apart from the one
     it was planned from)."""
-    full = hws(data)
-    set_hws(data, {**full, ("a", 0): 100})
-    p = planner(data, assign='{"a":[0]}', failOnDataLoss="false")
-    start = p.latest_offsets(p.initial_offsets())
-    set_hws(data, {**full, ("a", 0): 160})
-    end = p.latest_offsets(start)
-    _unclean_election(data, "a-0", 140)
-    set_hws(data, {**full, ("a", 0): 120})
+    p, full, start, end = _batch_cut_by_an_election(data, hw_at_plan=120)
     p.plan(start, end)
     set_hws(data, {**full, ("a", 0): 200})
     end2 = p.latest_offsets(end)
