@@ -275,7 +275,6 @@ class MicroBatchPlanner:
         self.available_now: dict[TopicPartition, int] | None = None
         self.latest: dict[TopicPartition, int] | None = None  # the last latest offsets seen (progress reports)
         self.latest_topic_ids: dict[TopicPartition, str | None] = {}  # the topic ids they were taken from
-        self.latest_epochs: dict[TopicPartition, EpochMark] = {}  # and the epochs of the batches before them
         self._pdirs: dict[TopicPartition, PartitionDir] = {}  # the partitions the last available() found
         self._marks: dict[tuple, EpochMark | None] = {}  # (partition folder, segments, position) -> its mark
         # (partition, a micro-batch's end) -> its end, its mark, the divergence below it, and where the batch
@@ -444,7 +443,7 @@ class MicroBatchPlanner:
         elif max_offsets is not None:
             end = rate_limit(max_offsets, begin, latest, earliest)
         offsets = self._with_incarnations(end, ranges, start)
-        self.latest_topic_ids, self.latest_epochs = topic_ids_of(offsets), leader_epochs_of(offsets)
+        self.latest_topic_ids = topic_ids_of(offsets)
         return offsets
 
     def _delay(self, min_offsets: int, start: Mapping[TopicPartition, int],
