@@ -277,9 +277,10 @@ class MicroBatchPlanner:
         self.latest_topic_ids: dict[TopicPartition, str | None] = {}  # the topic ids they were taken from
         self._pdirs: dict[TopicPartition, PartitionDir] = {}  # the partitions the last available() found
         self._marks: dict[tuple, EpochMark | None] = {}  # (partition folder, segments, position) -> its mark
-        # (partition, a micro-batch's end) -> its end, its mark, the divergence below it, and where the batch
-        # stopped (see plan())
-        self._stopped_at_divergence: dict[tuple[TopicPartition, int], tuple[int, EpochMark, int, int]] = {}
+        # (partition, a micro-batch's end, its mark) -> its end, its mark, the divergence below it, and where the
+        # batch stopped (see plan())
+        self._stopped_at_divergence: dict[tuple[TopicPartition, int, EpochMark],
+                                          tuple[int, EpochMark, int, int]] = {}
         self._initial: Offsets | None = None
         self._seen: dict[TopicPartition, AvailableRange] = {}  # each partition's range at the previous trigger
         self._waiting: set[TopicPartition] = set()  # partitions whose latest is excused below the position
@@ -418,7 +419,7 @@ class MicroBatchPlanner:
         for tp, position in list(begin.items()):
             found = divergence(ranges[tp].leader_epochs, epochs.get(tp)) if tp in ranges else None
             if found is not None and found[0] is not None and found[0] < position:
-                stopped = self._stopped_at_divergence.get((tp, position))
+                stopped = self._stopped_at_divergence.get((tp, position, epochs.get(tp)))
                 # counted from where the log diverged, which plan() reports, or from where the previous batch,
                 # cut at that divergence, really stopped
                 begin[tp] = (min(found[0], stopped[3]) if stopped is not None
@@ -490,13 +491,15 @@ class MicroBatchPlanner:
                      "new one")
         ranges: dict[TopicPartition, tuple[int, int]] = {}
         stopping: list[TopicPartition] = []  # batches cut at a divergence below their end (see below)
-        # an entry serves the batches that start at its end (one, or the same one planned again: a batch's own entry
-        # is another key); a batch of the partition planned from anywhere else ends it, so that it cannot match a
-        # later batch with the same end and mark (a recreated topic's)
-        for key in [key for key in self._stopped_at_divergence if key[0] in until and key[1] != begin.get(key[0])]:
+        # an entry serves the batches that start at its end with its mark (one, or the same one planned again: a
+        # batch's own entry is another key, its end's mark differing from its start's where it was cut); a batch of
+        # the partition planned from anywhere else ends it, so that it cannot match a later batch with the same end
+        # and mark (a recreated topic's)
+        for key in [key for key in self._stopped_at_divergence
+                    if key[0] in until and key[1:] != (begin.get(key[0]), epochs.get(key[0]))]:
             del self._stopped_at_divergence[key]
-        stopped_before = {tp: self._stopped_at_divergence[(tp, begin[tp])] for tp in until
-                          if tp in begin and (tp, begin[tp]) in self._stopped_at_divergence}
+        stopped_before = {tp: self._stopped_at_divergence[(tp, begin[tp], epochs.get(tp))] for tp in until
+                          if tp in begin and (tp, begin[tp], epochs.get(tp)) in self._stopped_at_divergence}
         for tp in sorted(until):
             name = f"{tp[0]}-{tp[1]}"
             pdir = current.get(tp)
@@ -566,7 +569,8 @@ class MicroBatchPlanner:
                          f"{end_lost.format(max(lo, ended[0]))}")
                 hi = max(lo, ended[0])
                 stopping.append(tp)
-                self._stopped_at_divergence[(tp, until[tp])] = (until[tp], end_epochs[tp], ended[0], ended[0])
+                self._stopped_at_divergence[(tp, until[tp], end_epochs[tp])] = (until[tp], end_epochs[tp], ended[0],
+                                                                                  ended[0])
             if hi < lo:
                 log_end = available_range(pdir, self.options).log_end
                 if replaying_first and log_end >= lo:
@@ -609,9 +613,10 @@ class MicroBatchPlanner:
             first, stop = planned.get(tp, (None, None))
             if stop is not None and first is not None:
                 stop = max(stop, first)  # never below where the batch started (a high watermark below its start)
-            entry = self._stopped_at_divergence[(tp, until[tp])]
+            key = (tp, until[tp], end_epochs[tp])
+            entry = self._stopped_at_divergence[key]
             if stop is not None and stop < entry[3]:
-                self._stopped_at_divergence[(tp, until[tp])] = entry[:3] + (stop,)
+                self._stopped_at_divergence[key] = entry[:3] + (stop,)
         for tp in ranges:  # how this batch's end was fixed (latest_offsets' ranges)
             seen = self._seen.get(tp)
             result.scan.report.lenient.extend(d for d in (seen.lenient if seen is not None else ())

@@ -1315,3 +1315,17 @@ def test_planning_a_cut_batch_again_gives_the_same_plan(data):
     assert first.ranges == again.ranges == {("a", 0): (120, 180)}
     assert first.data_loss == again.data_loss and len(first.data_loss) == 1
     assert "[180, 200) as they were when its end was fixed are gone" in first.data_loss[0]
+
+
+def test_planning_again_a_batch_that_ends_where_it_starts_gives_the_same_plan(data):
+    """The cut batch stopped at 120 below its end 160; with 40 offsets a trigger the next batch ends at 160 again,
+    on the new log (another epoch), and is cut itself by a second election at 150: its own record of where it
+    stopped has the same end, so entries are told apart by the end's mark too."""
+    p, full, start, end = _batch_cut_by_an_election(data, hw_at_plan=120)
+    p.plan(start, end)
+    set_hws(data, {**full, ("a", 0): 250})
+    end2 = p.latest_offsets(end, max_offsets=40)
+    assert from_offsets(end2) == from_offsets(end) and leader_epochs_of(end2) != leader_epochs_of(end)
+    _unclean_election(data, "a-0", 150)
+    first, again = p.plan(end, end2), p.plan(end, end2)
+    assert first.ranges == again.ranges == {("a", 0): (120, 150)} and first.data_loss == again.data_loss
