@@ -277,10 +277,9 @@ class MicroBatchPlanner:
         self.latest_topic_ids: dict[TopicPartition, str | None] = {}  # the topic ids they were taken from
         self._pdirs: dict[TopicPartition, PartitionDir] = {}  # the partitions the last available() found
         self._marks: dict[tuple, EpochMark | None] = {}  # (partition folder, segments, position) -> its mark
-        # (partition, a micro-batch's end, its mark) -> its end, its mark, the divergence below it, and where the
-        # batch stopped (see plan())
-        self._stopped_at_divergence: dict[tuple[TopicPartition, int, EpochMark],
-                                          tuple[int, EpochMark, int, int]] = {}
+        # (partition, a micro-batch's end, its mark) -> where the batch stopped, cut at a divergence below that end
+        # (see plan())
+        self._stopped_at_divergence: dict[tuple[TopicPartition, int, EpochMark], int] = {}
         self._initial: Offsets | None = None
         self._seen: dict[TopicPartition, AvailableRange] = {}  # each partition's range at the previous trigger
         self._waiting: set[TopicPartition] = set()  # partitions whose latest is excused below the position
@@ -422,8 +421,7 @@ class MicroBatchPlanner:
                 stopped = self._stopped_at_divergence.get((tp, position, epochs.get(tp)))
                 # counted from where the log diverged, which plan() reports, or from where the previous batch,
                 # cut at that divergence, really stopped
-                begin[tp] = (min(found[0], stopped[3]) if stopped is not None
-                             and stopped[:2] == (position, epochs.get(tp)) else found[0])
+                begin[tp] = min(found[0], stopped) if stopped is not None else found[0]
                 # below it the records are the stream's: a new leader's high watermark still under it is no new
                 # data (the stream waits there), not a log gone back to be read again
                 self._waiting.add(tp)
@@ -534,25 +532,22 @@ class MicroBatchPlanner:
             elif tp in begin:
                 lo = begin[tp]
                 found = divergence(pdir.leader_epochs, epochs.get(tp))
-                # the entry of the batch before this one, if it was cut at a divergence: used here, once (an entry
-                # left by an older batch must not match a later one with the same end and mark: a recreated topic)
+                # the entry of the batch before this one, if it was cut at a divergence
                 stopped = stopped_before.get(tp)
-                if stopped is not None and stopped[:2] != (lo, epochs.get(tp)):
-                    stopped = None
                 # one divergence below both ends: one report, the batch's loss from where it was to read
-                also = (f"; {end_lost.format(stopped[3] if stopped is not None else lo)}" if found is not None
+                also = (f"; {end_lost.format(stopped if stopped is not None else lo)}" if found is not None
                         and ended is not None and ended[0] == found[0] else "")
                 if found is not None and found[0] is None:
                     loss(f"{name}: {found[1]}; records the stream read below offset {lo} may have been replaced")
-                elif found is not None and stopped is not None and found[0] >= stopped[3]:
+                elif found is not None and stopped is not None and found[0] >= stopped:
                     # the previous batch stopped below its end, where the log diverged (or a high watermark
                     # below that stopped it sooner): the stream holds the records below that stop only
-                    result.notes.append(f"{name}: the previous micro-batch stopped at {stopped[3]}, below its "
+                    result.notes.append(f"{name}: the previous micro-batch stopped at {stopped}, below its "
                                         f"end {lo}, where the log diverged: read on from there")
-                    lo = stopped[3]
+                    lo = stopped
                 elif found is not None:
                     # replaced: what the stream read from the divergence on (up to where the batch before stopped)
-                    held = stopped[3] if stopped is not None else epochs[tp][1]
+                    held = stopped if stopped is not None else epochs[tp][1]
                     loss(f"{name}: {found[1]}; the stream's records [{found[0]}, {held}) were replaced, "
                          f"and the new ones are read from offset {found[0]}{also}")
                     if also:
@@ -569,8 +564,7 @@ class MicroBatchPlanner:
                          f"{end_lost.format(max(lo, ended[0]))}")
                 hi = max(lo, ended[0])
                 stopping.append(tp)
-                self._stopped_at_divergence[(tp, until[tp], end_epochs[tp])] = (until[tp], end_epochs[tp], ended[0],
-                                                                                  ended[0])
+                self._stopped_at_divergence[(tp, until[tp], end_epochs[tp])] = ended[0]
             if hi < lo:
                 log_end = available_range(pdir, self.options).log_end
                 if replaying_first and log_end >= lo:
@@ -614,9 +608,8 @@ class MicroBatchPlanner:
             if stop is not None and first is not None:
                 stop = max(stop, first)  # never below where the batch started (a high watermark below its start)
             key = (tp, until[tp], end_epochs[tp])
-            entry = self._stopped_at_divergence[key]
-            if stop is not None and stop < entry[3]:
-                self._stopped_at_divergence[key] = entry[:3] + (stop,)
+            if stop is not None and stop < self._stopped_at_divergence[key]:
+                self._stopped_at_divergence[key] = stop
         for tp in ranges:  # how this batch's end was fixed (latest_offsets' ranges)
             seen = self._seen.get(tp)
             result.scan.report.lenient.extend(d for d in (seen.lenient if seen is not None else ())
