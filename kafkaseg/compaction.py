@@ -56,7 +56,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafkaseg.errors import CompactedTableError, DataLossError, InvalidOptionError
-from kafkaseg.storage.checkpoints import epoch_at, epoch_end_offset
+from kafkaseg.storage.checkpoints import epoch_at, epoch_end_offset, mark_divergence
 
 __all__ = ["CompactionConfig", "PartitionFacts", "TableState", "Increment", "STATE_KEY", "IDENTITY_COLUMNS",
            "latest_per_key", "apply_changes", "plan_increment", "cleanable_end", "compaction_read_options",
@@ -511,19 +511,17 @@ def _divergence(f: PartitionFacts, start: int, epoch: int | tuple[int, int] | No
     from an older copy). The last batch's epoch is the same on every replica, while their checkpoints differ: a
     replica rebuilt from a compacted log lacks the epochs whose batches were all cleaned."""
     if isinstance(epoch, tuple):
+        found = mark_divergence(f.leader_epochs, epoch, f.high_watermark)
         epoch, ends = epoch
-        if ends <= 0 or not f.leader_epochs:
+        if found is None:
             return None
-        answer = f.epoch_end_offset(epoch)
-        if answer is None:
+        if found.offset is None:
             return (f"{f.topic}-{f.partition}: the table's last batch (ending at offset {ends - 1}) was read under "
                     f"leader epoch {epoch}, which the log's leader-epoch-checkpoint does not know (a log older than "
                     "the table, or rewritten)")
-        if answer[1] < ends:
-            return (f"{f.topic}-{f.partition}: the log diverged from the table at offset {answer[1]} (leader epoch "
-                    f"{epoch} ends at {answer[1]} in the log, the table's last batch ends at {ends - 1}): records "
-                    "the table applied were truncated and replaced (an unclean leader election)")
-        return None
+        return (f"{f.topic}-{f.partition}: the log diverged from the table at offset {found.offset} (leader epoch "
+                f"{epoch} ends at {found.offset} in the log, the table's last batch ends at {ends - 1}): records "
+                "the table applied were truncated and replaced (an unclean leader election)")
     if epoch is None or start == 0 or f.epoch_of(start - 1) is None:
         return None  # nothing recorded (an older table), or the checkpoint no longer covers the offset
     answer = f.epoch_end_offset(epoch)
@@ -578,12 +576,9 @@ def _batch_mark(pdir, offset: int) -> tuple[int, int] | None:
 
     try:
         with PartitionLookup(pdir, checkpoints_checked=True) as lookup:
-            header = lookup.last_batch_before(offset)
+            return lookup.epoch_mark(offset)
     except KafkaSegError:
         return None
-    if header is None or header.magic < 2 or header.partition_leader_epoch < 0:
-        return None
-    return header.partition_leader_epoch, min(offset, header.last_offset + 1)
 
 
 def gather_facts(paths: Sequence[str], options: Mapping[str, str], config: CompactionConfig

@@ -781,6 +781,15 @@ class PartitionLookup:
             i -= 1
         return None
 
+    def epoch_mark(self, offset: int) -> tuple[int, int] | None:
+        """``(epoch, end)``: the leader epoch stamped on the last batch below ``offset`` and the offset it ends at
+        (``offset``, or less below a compacted gap), as Kafka's consumer keeps its position's epoch (KIP-320;
+        every replica holds that batch alike). None for a legacy batch, one without an epoch, or none."""
+        header = self.last_batch_before(offset)
+        if header is None or header.magic < 2 or header.partition_leader_epoch < 0:
+            return None
+        return header.partition_leader_epoch, min(offset, header.last_offset + 1)
+
     def locate(self, offset: int) -> RecordLocation:
         """The segment, batch and record holding ``offset`` (see :class:`RecordLocation`)."""
         topic, partition = self.pdir.topic, self.pdir.partition

@@ -77,7 +77,7 @@ from kafkaseg.options import EARLIEST, LATEST, OffsetLimit, ReadOptions
 from kafkaseg.planning import (AvailableRange, Listing, ScanPlan, available_range, list_partitions, plan_scan,
                                resolve_offsets, select_partitions, slice_order)
 from kafkaseg.storage import fs as _fs
-from kafkaseg.storage.checkpoints import EpochEntry, epoch_end_offset
+from kafkaseg.storage.checkpoints import EpochEntry, mark_divergence
 from kafkaseg.storage.layout import PartitionDir
 
 if TYPE_CHECKING:
@@ -203,21 +203,18 @@ def divergence(entries: Sequence[EpochEntry], mark: EpochMark | None) -> tuple[i
     ``LeaderEpochFileCache.endOffsetFor``). None when it did not, or when nothing tells: no mark, no entries, or the
     mark's epoch is the log's latest (that epoch ends at the log end, and the rules for a log that went back judge
     the end). Else ``(offset, reason)``: where the log diverged (its records from there up to ``mark[1]`` were
-    truncated and replaced), None when the log does not know the epoch. An epoch the log never held between two it
-    holds (two unclean elections in a row) passes, as it does for Kafka's consumer."""
-    if mark is None or not entries:
+    truncated and replaced), None when the log does not know the epoch
+    (:func:`~kafkaseg.storage.checkpoints.mark_divergence`)."""
+    # the latest epoch is taken to end at the mark's end: not judged here
+    found = mark_divergence(entries, mark, mark[1] if mark is not None else 0)
+    if found is None:
         return None
     epoch, ends = mark
-    if ends <= 0 or max(e for e, _ in entries) == epoch:
-        return None
-    answer = epoch_end_offset(entries, epoch, ends)  # the log end is not used: not the latest epoch
-    if answer is None:
+    if found.offset is None:
         return None, (f"leader epoch {epoch} of the last batch the stream read (ending at offset {ends - 1}) is "
                       "above every epoch in the log's leader-epoch-checkpoint (a log older than the stream's "
                       "position, or written again)")
-    end = answer[1]
-    if end >= ends:
-        return None
+    end = found.offset
     return end, (f"leader epoch {epoch} of the last batch the stream read (ending at offset {ends - 1}) ends at "
                  f"offset {end} in the log's leader-epoch-checkpoint now: the log was truncated at {end} and written "
                  "again (an unclean leader election, a replica restored from an older copy, or records above the "
@@ -651,13 +648,10 @@ class MicroBatchPlanner:
         if key not in self._marks:
             try:
                 with PartitionLookup(pdir, max_batch_bytes=self.options.max_batch_bytes) as lookup:
-                    header = lookup.last_batch_before(position)
+                    mark = lookup.epoch_mark(position)
             except KafkaSegError as err:
                 log.info("no leader epoch recorded for %s-%d at %d: %s", pdir.topic, pdir.partition, position, err)
-                header = None
-            mark = None
-            if header is not None and header.magic >= 2 and header.partition_leader_epoch >= 0:
-                mark = (header.partition_leader_epoch, min(position, header.last_offset + 1))
+                mark = None
             if len(self._marks) > 4 * len(self._pdirs) + 64:
                 self._marks.clear()
             self._marks[key] = mark

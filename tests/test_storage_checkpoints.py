@@ -198,3 +198,17 @@ def test_the_vectorised_transactional_check_agrees_with_the_parsed_entries(tmp_p
         path.write_bytes(bytes(flipped))
         with pytest.raises(CorruptCheckpointError, match="CRC"):
             lists_transactional_producers(str(path))
+
+
+def test_mark_divergence_is_kafkas_consumer_validation():
+    """KIP-320: the epoch of the reader's last batch must not end below that batch's end in the log now."""
+    entries = [(0, 0), (1, 10), (3, 15)]
+    assert ck.mark_divergence(entries, (1, 12), log_end=30) is None  # 15 >= 12: the batch is intact
+    assert ck.mark_divergence(entries, (1, 18), log_end=30) == ck.Divergence(15)  # truncated at 15, rewritten
+    assert ck.mark_divergence(entries, (3, 25), log_end=20) == ck.Divergence(20)  # the latest epoch ends at log_end
+    assert ck.mark_divergence(entries, (3, 25), log_end=25) is None
+    assert ck.mark_divergence(entries, (4, 25), log_end=30) == ck.Divergence(None)  # an epoch the log never had
+    assert ck.mark_divergence(entries, (2, 14), log_end=30) is None  # two elections in a row: Kafka passes it too
+    for nothing in (None, (1, 0)):
+        assert ck.mark_divergence(entries, nothing, log_end=30) is None
+    assert ck.mark_divergence([], (1, 18), log_end=30) is None

@@ -52,6 +52,8 @@ __all__ = [
     "parse_leader_epoch_checkpoint",
     "epoch_at",
     "epoch_end_offset",
+    "Divergence",
+    "mark_divergence",
     "parse_meta_properties",
     "parse_partition_metadata",
     "decode_kafka_uuid",
@@ -214,6 +216,29 @@ def epoch_end_offset(entries: Sequence[EpochEntry] | Sequence[tuple[int, int]], 
         return None
     floor = [e for e, _ in ordered if e <= epoch]
     return (floor[-1] if floor else epoch), higher[1]
+
+
+class Divergence(NamedTuple):
+    """A log diverged from what a reader read: at ``offset`` (its records from there on were truncated and
+    replaced), or at an offset the log cannot tell (None: it does not know the reader's epoch)."""
+
+    offset: int | None
+
+
+def mark_divergence(entries: Sequence[EpochEntry] | Sequence[tuple[int, int]], mark: tuple[int, int] | None,
+                    log_end: int) -> Divergence | None:
+    """Kafka's consumer validation of its position after a leader change (KIP-320,
+    ``SubscriptionState.maybeCompleteValidation``): a reader whose last batch was written under leader epoch
+    ``mark[0]`` and ends below ``mark[1]`` asks the log where that epoch ends (:func:`epoch_end_offset`, the
+    latest epoch ending at ``log_end``); an end below ``mark[1]`` is a divergence. None when the log has not
+    diverged, or nothing tells (no mark, no entries). An epoch the log never held between two it holds (two
+    unclean elections in a row) passes, as it does for Kafka's consumer."""
+    if mark is None or not entries or mark[1] <= 0:
+        return None
+    answer = epoch_end_offset(entries, mark[0], log_end)
+    if answer is None:
+        return Divergence(None)
+    return Divergence(answer[1]) if answer[1] < mark[1] else None
 
 
 _PROPERTY_SEPARATOR = re.compile(r"(?<!\\)[=:]|(?<!\\)[ \t\f]")
