@@ -62,6 +62,7 @@ from kafkaseg.errors import (
 from kafkaseg.entry_check import ENTRY_CRC_MAX_BYTES, ResumptionEntries
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 from kafkaseg.storage.layout import PartitionDir, last_stable_offset, partition_log_end_offset, unacknowledged_append
+from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.probed_index import LoadedIndexView, OpenFileLimit, ProbedIndex
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader
 from kafkaseg.wire.batch import BatchHeader
@@ -253,11 +254,11 @@ class PartitionLookup:
         if key in self._indexes:
             return self._indexes[key]
         seg = self.segments[i]
-        path = seg.index_path if kind == "offset" else seg.timeindex_path
+        path, window = index_location(seg, "index" if kind == "offset" else "timeindex")
         reason = f"missing .{'index' if kind == 'offset' else 'timeindex'} file"
         if path:
             try:
-                index = ProbedIndex(path, kind, seg.base_offset, self.fs, self.stats, self._open_files)
+                index = ProbedIndex(path, kind, seg.base_offset, self.fs, self.stats, self._open_files, window)
             except (CorruptIndexError, LayoutError) as err:
                 reason = f"unusable index ({err})"
             else:

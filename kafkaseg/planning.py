@@ -61,6 +61,7 @@ from kafkaseg.entry_check import batch_first_offset, entry_batch_problem, entry_
 from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, LATEST, ReadOptions
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, EpochEntry
+from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, check_one_incarnation, choose_replicas, discover,
@@ -147,6 +148,9 @@ class SegmentSlice:
     listed_at_ns: int | None = None  # the wall clock when the plan's listing began (see plan_again_by_offset)
     topic_id: str | None = None  # the partition's topic id (partition.metadata) at planning, None when unknown
     partition_identity: tuple[str, int, int] | None = None  # the partition folder's file_identity at planning
+    # the segment is known to be a rolled one even though it is its partition's last (a tiered-storage copy):
+    # a batch cut short at its end is then lost bytes, never an append in progress
+    rolled: bool = False
 
     @property
     def segment_offsets(self) -> tuple[int, int]:
@@ -164,8 +168,8 @@ class SegmentSlice:
         """Whether a partial batch at the end of this segment is an expected tail: the active segment (a broker
         mid-write), or a rolled one reaching past the recovery point, which a crash can leave torn (Kafka's
         ``LogLoader`` recovers exactly those segments, truncating them). A segment wholly below the recovery
-        point was flushed: its missing bytes are lost, not pending."""
-        return reaches_past_recovery_point(self.next_base_offset, self.recovery_point)
+        point was flushed: its missing bytes are lost, not pending. A tiered-storage copy was rolled (:attr:`rolled`)."""
+        return not self.rolled and reaches_past_recovery_point(self.next_base_offset, self.recovery_point)
 
     @property
     def size_bytes(self) -> int:
@@ -635,13 +639,17 @@ class _Partition:
         means none were aborted, as it does to the broker: that costs no walk of a non-transactional log."""
         if i not in self._txn:
             seg = self.segments[i]
-            if not seg.txnindex_path and self.transactions_evidence() is None:
+            txnindex_path, txnindex_window = index_location(seg, "txnindex")
+            # A tiered copy without one had no aborted transaction: RemoteLogManager.copyLogSegment hands the
+            # plugin the segment's transaction index only if its file exists, and the broker creates it at the
+            # first abort.
+            if not txnindex_path and (self.pdir.tiered is not None or self.transactions_evidence() is None):
                 self._txn[i] = TransactionIndex(seg.base_offset)
                 return self._txn[i]
             reason = "missing .txnindex file"
-            if seg.txnindex_path:
+            if txnindex_path:
                 try:
-                    index = TransactionIndex.load(seg.txnindex_path, seg.base_offset, self.fs)
+                    index = TransactionIndex.load(txnindex_path, seg.base_offset, self.fs, window=txnindex_window)
                     problems = index.sanity_problems()
                     stale = None if problems or not self.pdir.past_recovery_point(i) else self._unindexed_abort(i, index)
                     if not problems and stale is None:
@@ -1598,7 +1606,7 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
         next_base_offset=part.next_base(piece.segment), recovery_point=part.pdir.recovery_point,
         file_identity=identity, cleaner_offset=part.pdir.cleaner_offset, missing_before=missing_before,
         index_path=seg.index_path, slice_offsets=own_offsets, listed_at_ns=listed_at_ns, topic_id=topic_id,
-        partition_identity=partition_identity)
+        partition_identity=partition_identity, rolled=part.pdir.tiered is not None)
 
 
 def _slice_offsets(pieces: list[_Piece]) -> list[tuple[int, int] | None]:

@@ -715,6 +715,9 @@ def _partial_problem(piece: SegmentSlice, file_size: int, pos: int, end: int, la
     at_file_end = end >= piece.segment_size or end >= file_size
     if at_file_end and file_size < piece.segment_size:
         return None
+    if at_file_end and piece.rolled:
+        return (f"batch runs past the end of the segment at byte {end}, a tiered-storage copy of a rolled segment: "
+                "the copy is cut short or its length field is corrupt")
     if at_file_end and piece.is_last_segment and not skipped and last_seen + 1 < piece.end_offset:
         return (f"batch runs past the end of the active segment at byte {end}, but offsets from {last_seen + 1} "
                 f"up to the read's end {piece.end_offset} (the high watermark, or the log end) are not read: a torn "

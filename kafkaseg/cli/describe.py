@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from kafkaseg.cli.common import decode_batch, whole_partition_offsets
 from kafkaseg.errors import KafkaSegError
 from kafkaseg.storage import fs as _fs
+from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.layout import PartitionDir, discover, last_stable_offset
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import SegmentReader
@@ -97,14 +98,18 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
     for i, seg in enumerate(pdir.segments):
         desc.size += seg.log_size
         offset_index = time_index = None
+        index_path, index_window = index_location(seg, "index")
+        timeindex_path, timeindex_window = index_location(seg, "timeindex")
         try:
-            offset_index = OffsetIndex.load(seg.index_path, seg.base_offset, fs) if seg.index_path else None
+            offset_index = (OffsetIndex.load(index_path, seg.base_offset, fs, window=index_window) if index_path
+                            else None)
         except KafkaSegError as err:
-            desc.notes.append(f"{seg.index_path}: {err}")
+            desc.notes.append(f"{index_path}: {err}")
         try:
-            time_index = TimeIndex.load(seg.timeindex_path, seg.base_offset, fs) if seg.timeindex_path else None
+            time_index = (TimeIndex.load(timeindex_path, seg.base_offset, fs, window=timeindex_window)
+                          if timeindex_path else None)
         except KafkaSegError as err:
-            desc.notes.append(f"{seg.timeindex_path}: {err}")
+            desc.notes.append(f"{timeindex_path}: {err}")
         max_ts = time_index.max_timestamp if time_index is not None and len(time_index) else None
         try:
             with SegmentReader(seg.log_path, fs) as reader:
@@ -179,8 +184,9 @@ def _first_record_timestamp(pdir: PartitionDir) -> int | None:
         if i + 1 < len(pdir.segments) and pdir.segments[i + 1].base_offset <= start:
             continue  # wholly below the log start offset
         position = 0
-        if seg.index_path and start > seg.base_offset:
-            index = OffsetIndex.load(seg.index_path, seg.base_offset, pdir.filesystem)
+        index_path, index_window = index_location(seg, "index")
+        if index_path and start > seg.base_offset:
+            index = OffsetIndex.load(index_path, seg.base_offset, pdir.filesystem, window=index_window)
             if not index.sanity_problems(seg.log_size):  # else walk from the start: no batch is skipped
                 position = index.floor(start)[1]
         with SegmentReader(seg.log_path, pdir.filesystem) as reader:

@@ -41,6 +41,7 @@ import numpy as np
 from kafkaseg.cli.common import SkippedFolder, decode_batch, skipped_folders, whole_partition_offsets
 from kafkaseg.errors import CorruptCheckpointError, KafkaSegError, LayoutError
 from kafkaseg.storage import fs as _fs
+from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.layout import (PartitionDir, check_one_incarnation, discover, transactions_open_at,
                                      unacknowledged_append)
 from kafkaseg.storage.offset_index import OffsetIndex
@@ -313,12 +314,20 @@ def _without_entry_being_written(index, entry_size: int, log_size: int, path: st
                        tail_entries=index.tail_entries)
 
 
-def _load_index(kind, path: str, seg, pdir: PartitionDir, report: VerifyReport):
+def _load_index(kind, path: str, seg, pdir: PartitionDir, report: VerifyReport, window, label: str):
     try:
-        return kind.load(path, seg.base_offset, pdir.filesystem)
+        return kind.load(path, seg.base_offset, pdir.filesystem, window=window)
     except KafkaSegError as err:
-        report.add(ERROR, path, getattr(err, "position", None), str(err))
+        report.add(ERROR, label, getattr(err, "position", None), str(err))
         return None
+
+
+def _index_label(path: str | None, window: tuple[int, int] | None, what: str) -> str | None:
+    """How the report names an index: its file, or for an index held in a range of an object with several
+    (Aiven's tiered-storage ``.indexes``) the object and the range, positions then counting from its start."""
+    if window is None:
+        return path
+    return f"{path} ({what}, bytes {window[0]}..{window[0] + window[1]})"
 
 
 def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: SegmentSummary,
@@ -334,9 +343,17 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
     seg_last = None  # the largest batch lastOffset
     after_bad_crc = False
     is_active = pdir.is_active_segment(path)
-    offset_index = _load_index(OffsetIndex, seg.index_path, seg, pdir, report) if seg.index_path else None
-    time_index = _load_index(TimeIndex, seg.timeindex_path, seg, pdir, report) if seg.timeindex_path else None
-    for kind, present in ((".index", seg.index_path), (".timeindex", seg.timeindex_path)):
+    index_path, index_window = index_location(seg, "index")
+    timeindex_path, timeindex_window = index_location(seg, "timeindex")
+    txnindex_path, txnindex_window = index_location(seg, "txnindex")
+    index_label = _index_label(index_path, index_window, "offset index")
+    timeindex_label = _index_label(timeindex_path, timeindex_window, "time index")
+    txnindex_label = _index_label(txnindex_path, txnindex_window, "transaction index")
+    offset_index = (_load_index(OffsetIndex, index_path, seg, pdir, report, index_window, index_label)
+                    if index_path else None)
+    time_index = (_load_index(TimeIndex, timeindex_path, seg, pdir, report, timeindex_window, timeindex_label)
+                  if timeindex_path else None)
+    for kind, present in ((".index", index_path), (".timeindex", timeindex_path)):
         if not present:  # LogSegment.sanityCheck fails and the broker recovers the segment, rebuilding both
             if kind == ".timeindex" and seg.log_size and _first_magic(seg, pdir) in (0, 1):
                 add(INFO, path, None, "no .timeindex file (brokers before 0.10.1 wrote none for message formats "
@@ -349,13 +366,13 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
         # broker appends (and indexes) after the listing, whose size would put new entries "outside the log".
         log_size = reader.size
         if is_active:
-            offset_index = _without_entry_being_written(offset_index, 8, log_size, seg.index_path, add)
-            time_index = _without_entry_being_written(time_index, 12, log_size, seg.timeindex_path, add)
+            offset_index = _without_entry_being_written(offset_index, 8, log_size, index_label, add)
+            time_index = _without_entry_being_written(time_index, 12, log_size, timeindex_label, add)
         if offset_index is not None:
             for p in offset_index.sanity_problems(log_size):
-                add(ERROR, seg.index_path, p.position, f"sanity check: {p.detail}")
-        offsets_cursor = _OffsetIndexCursor(offset_index, seg.index_path, report) if offset_index else None
-        times_cursor = _TimeIndexCursor(time_index, seg.timeindex_path, report) if time_index else None
+                add(ERROR, index_label, p.position, f"sanity check: {p.detail}")
+        offsets_cursor = _OffsetIndexCursor(offset_index, index_label, report) if offset_index else None
+        times_cursor = _TimeIndexCursor(time_index, timeindex_label, report) if time_index else None
         next_index_position = offsets_cursor.next if offsets_cursor else _NEVER
         pending_index_offset = _NEVER
         next_time_offset = times_cursor.next if times_cursor else _NEVER
@@ -442,28 +459,28 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
     if time_index is not None:
         end = seg_last + 1 if seg_last is not None else seg.base_offset
         for p in time_index.sanity_problems(log_size, log_end_offset=end):
-            add(ERROR, seg.timeindex_path, p.position, f"sanity check: {p.detail}")
-    if seg.txnindex_path:
+            add(ERROR, timeindex_label, p.position, f"sanity check: {p.detail}")
+    if txnindex_label:
         try:
-            txn = TransactionIndex.load(seg.txnindex_path, seg.base_offset, pdir.filesystem)
+            txn = TransactionIndex.load(txnindex_label, seg.base_offset, pdir.filesystem)
             for p in txn.sanity_problems():
-                add(ERROR, seg.txnindex_path, p.position, p.detail)
+                add(ERROR, txnindex_label, p.position, p.detail)
             if txn.trailing_bytes:
-                add(WARNING, seg.txnindex_path, len(txn) * txn.ENTRY_SIZE,
+                add(WARNING, txnindex_label, len(txn) * txn.ENTRY_SIZE,
                     f"{txn.trailing_bytes} bytes of a partial entry (ignored)")
             with SegmentReader(path, pdir.filesystem) as reader:
                 missing = unindexed_abort(reader, txn, max_batch_bytes=None,
                                           open_at_base=transactions_open_at(pdir, seg.base_offset))
             if missing is not None:
                 recovered = pdir.past_recovery_point(i)
-                add(WARNING if recovered else ERROR, seg.txnindex_path, None,
+                add(WARNING if recovered else ERROR, txnindex_label, None,
                     f"no entry for producer {missing[0]}'s ABORT marker at offset {missing[1]}, whose transaction "
                     "has data in this segment or was open at its base: read_committed readers would return the "
                     "aborted records"
                     + ("; the segment is past the recovery point, so a broker's recovery rebuilds the file (kafkaseg"
                        " derives the aborts from the log)" if recovered else ""))
         except KafkaSegError as err:
-            add(ERROR, seg.txnindex_path, getattr(err, "position", None), str(err))
+            add(ERROR, txnindex_label, getattr(err, "position", None), str(err))
     if after_bad_crc and seg_last is not None:
         # the segment ends with batches that failed their CRC: the offsets they held are unknown, so no gap is
         # counted across them into the next segment either (their header's lastOffset is the best bound there is)

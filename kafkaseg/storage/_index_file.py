@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow.fs as pafs
 
-from kafkaseg.errors import CorruptIndexError
+from kafkaseg.errors import CorruptIndexError, LayoutError
 from kafkaseg.storage.fs import RandomAccessReader
 
 #: Default refusal bound for the real (non-zero-tail) part of an index: segment.index.bytes defaults to 10 MiB and
@@ -93,12 +93,38 @@ def entries_from_bytes(data, dtype: np.dtype, relative_offset_field: str) -> Loa
     return LoadedEntries(entries, len(data), 0 if cut is None else whole - cut, garbage)
 
 
+def index_location(segment, kind: str) -> tuple[str | None, tuple[int, int] | None]:
+    """Where ``segment``'s index of ``kind`` (``"index"``, ``"timeindex"``, ``"txnindex"``) is: ``(path, None)``
+    for a file of its own, ``(path, (position, size))`` for a range of an object holding several indexes (Aiven's
+    tiered-storage ``.indexes``: ``SegmentFiles.packed_indexes``), ``(None, None)`` when it has none."""
+    path = getattr(segment, f"{kind}_path", None)
+    if path:
+        return path, None
+    for packed_kind, packed_path, position, size in getattr(segment, "packed_indexes", ()):
+        if packed_kind == kind:
+            return packed_path, (position, size)
+    return None, None
+
+
+def window_of(reader: RandomAccessReader, window: tuple[int, int] | None) -> tuple[int, int]:
+    """``(start, size)`` of the bytes an index occupies in the file ``reader`` opened: all of it, or ``window``
+    (``(position, size)``), which must lie within the file."""
+    if window is None:
+        return 0, reader.size
+    position, size = window
+    if position < 0 or size < 0 or position + size > reader.size:
+        raise LayoutError(f"{reader.path}: an index placed at bytes [{position}, {position + size}) of it, which "
+                          f"holds {reader.size} bytes")
+    return position, size
+
+
 def load_entries(path: str, filesystem: pafs.FileSystem | None, dtype: np.dtype, relative_offset_field: str,
-                 max_bytes: int = DEFAULT_MAX_INDEX_BYTES) -> LoadedEntries:
-    """Read an index file's entries, stopping at the preallocated tail (see the module doc)."""
+                 max_bytes: int = DEFAULT_MAX_INDEX_BYTES, window: tuple[int, int] | None = None) -> LoadedEntries:
+    """Read an index file's entries (or those of the ``window`` ``(position, size)`` of a file holding several),
+    stopping at the preallocated tail (see the module doc). Positions reported are within the index."""
     entry_size = dtype.itemsize
     with RandomAccessReader(path, filesystem) as reader:
-        file_size = reader.size
+        start, file_size = window_of(reader, window)
         whole = file_size // entry_size
         kept: list[np.ndarray] = []
         kept_count = 0
@@ -107,7 +133,7 @@ def load_entries(path: str, filesystem: pafs.FileSystem | None, dtype: np.dtype,
         entry_number = 0
         while entry_number < whole:
             count = min(_CHUNK_ENTRIES, whole - entry_number)
-            data = reader.read_at(entry_number * entry_size, count * entry_size)
+            data = reader.read_at(start + entry_number * entry_size, count * entry_size)
             if len(data) < count * entry_size:  # the file shrank under us: use what is there
                 count = len(data) // entry_size
                 whole = entry_number + count
@@ -209,10 +235,11 @@ class FixedEntryIndex:
 
     @classmethod
     def load(cls, path: str, base_offset: int, filesystem: pafs.FileSystem | None = None, *,
-             max_bytes: int = DEFAULT_MAX_INDEX_BYTES):
-        """Read ``path`` in bounded chunks. Raises :class:`LayoutError` when missing/unreadable and
-        :class:`CorruptIndexError` when its real entries exceed ``max_bytes``."""
-        loaded = load_entries(path, filesystem, cls._DTYPE, "relative_offset", max_bytes)
+             max_bytes: int = DEFAULT_MAX_INDEX_BYTES, window: tuple[int, int] | None = None):
+        """Read ``path`` (or its ``window`` ``(position, size)``: see :func:`index_location`) in bounded chunks.
+        Raises :class:`LayoutError` when missing/unreadable and :class:`CorruptIndexError` when its real entries
+        exceed ``max_bytes``."""
+        loaded = load_entries(path, filesystem, cls._DTYPE, "relative_offset", max_bytes, window)
         return cls._from_loaded(loaded, base_offset, path)
 
     # -- queries ------------------------------------------------------------------------------------------------

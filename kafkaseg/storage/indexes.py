@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow.fs as pafs
 
 from kafkaseg.errors import CorruptDataError, CorruptIndexError, LayoutError
-from kafkaseg.storage._index_file import DEFAULT_MAX_INDEX_BYTES
+from kafkaseg.storage._index_file import DEFAULT_MAX_INDEX_BYTES, index_location
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import (DEFAULT_MAX_BATCH_BYTES, BatchTable, SegmentReader, batch_table,
                                       log_end_offset)
@@ -189,22 +189,26 @@ def load_indexes(segment, filesystem: pafs.FileSystem | None = None, *, reader: 
         base = int(segment.base_offset)
         offset_index = time_index = None
         offset_reason = time_reason = None
-        if not segment.index_path:
+        index_path, index_window = index_location(segment, "index")
+        timeindex_path, timeindex_window = index_location(segment, "timeindex")
+        if not index_path:
             offset_reason = "missing .index file"
         else:
             try:
-                offset_index = OffsetIndex.load(segment.index_path, base, filesystem, max_bytes=max_index_bytes)
+                offset_index = OffsetIndex.load(index_path, base, filesystem, max_bytes=max_index_bytes,
+                                                window=index_window)
                 problems = offset_index.sanity_problems(reader.size)
                 if problems:
                     offset_reason = f"corrupt .index ({problems[0]})"
                     offset_index = None
             except (LayoutError, CorruptIndexError) as exc:
                 offset_reason = f"unreadable .index ({exc})"
-        if not segment.timeindex_path:
+        if not timeindex_path:
             time_reason = "missing .timeindex file"
         else:
             try:
-                time_index = TimeIndex.load(segment.timeindex_path, base, filesystem, max_bytes=max_index_bytes)
+                time_index = TimeIndex.load(timeindex_path, base, filesystem, max_bytes=max_index_bytes,
+                                            window=timeindex_window)
                 try:
                     end = log_end_offset(segment, offset_index=offset_index, reader=reader, as_listed=False,
                                          max_batch_bytes=max_batch_bytes) if len(time_index) else None

@@ -39,6 +39,8 @@ import pyarrow.fs as pafs
 from kafkaseg.errors import CorruptCheckpointError, CorruptDataError, CrcMismatchError, KafkaSegError, LayoutError
 from kafkaseg.storage import checkpoints as ckpt
 from kafkaseg.storage import fs as _fs
+from kafkaseg.storage import tiered
+from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.checkpoints import EpochEntry, MetaProperties, epoch_at
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES
 
@@ -83,6 +85,9 @@ class SegmentFiles:
     mtime_ms: int
     from_swap: bool = False
     filesystem: Any = field(default=None, compare=False, repr=False)
+    # Indexes held in ranges of one object rather than files of their own (Aiven's tiered-storage ``.indexes``):
+    # ``(kind, path, position, size)``, kind ``index``, ``timeindex`` or ``txnindex``; see ``index_location``.
+    packed_indexes: tuple[tuple[str, str, int, int], ...] = ()
 
 
 def is_last_log_in_folder(path: str, filesystem=None) -> bool:
@@ -139,6 +144,9 @@ class PartitionDir:
     # When ``segments`` are only the .log files given as paths: the whole partition they belong to, whose other
     # segments decide what a read of these needs (the log end, the last stable offset, later aborts).
     whole: "PartitionDir | None" = field(default=None, compare=False, repr=False)
+    # The tiered-storage layout the partition was found in (``tiered.AIVEN``, ``tiered.LOCAL_TIERED_STORAGE``),
+    # None for a broker's log dir: then there are no checkpoints, and every segment is a rolled one.
+    tiered: str | None = None
 
     @property
     def log_start_offset(self) -> int | None:
@@ -176,6 +184,8 @@ class PartitionDir:
         its ``.log`` files were given (a lone rolled file is not active; the last one of a folder is), and when
         the whole partition is unknown (files given from a folder not named ``<topic>-<partition>``, or with a
         stray copy), whether it is the last segment-named ``.log`` of its folder."""
+        if self.tiered is not None:
+            return False  # remote storage holds rolled segments only
         if self.given_files and self.whole is None:
             return is_last_log_in_folder(log_path, self.filesystem)
         segments = (self.whole or self).segments
@@ -368,6 +378,11 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
     again, up to :data:`REDISCOVERIES` times."""
     if filesystem is None:
         filesystem, path = _fs.open_filesystem(path)
+    if log_dir is None and entries is None and parse_topic_partition(_fs.basename(path)) is None:
+        entries = _fs.list_dir(path, filesystem)  # a tiered-storage copy's partition folder (read again)?
+        remote = tiered.tiered_partition_folders(path, filesystem, entries)
+        if remote is not None and len(remote) == 1 and remote[0].path == path:
+            return read_tiered_partition(remote[0], filesystem, entries=entries)
     if topic is None or partition is None:
         parsed = parse_topic_partition(_fs.basename(path))
         if parsed is None:
@@ -412,6 +427,94 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
                               else ()),
         filesystem=filesystem, unreadable_checkpoints=log_dir.unreadable_checkpoints if log_dir else (),
         deleted_files=tuple((e.name, e.size) for e in entries if not e.is_dir and e.name.endswith(".deleted")))
+
+
+def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, root: str | None = None,
+                          entries: Sequence[_fs.FileEntry] | None = None, only: str | None = None) -> PartitionDir:
+    """One remote partition folder of a tiered-storage copy (see :mod:`kafkaseg.storage.tiered`): its segment
+    copies as segments, its topic id from the folder name, its leader epochs from the copies; no checkpoints.
+
+    Copies without their ``.log``, and Aiven copies without a manifest (uploads that did not finish), are noted
+    and left out; two copies of the same records are kept once. Raises :class:`LayoutError` for copies that
+    overlap with different records (kafkaseg cannot tell which one is live), and for an Aiven segment stored
+    compressed or encrypted. ``only``: the path of the one ``.log`` copy to take (a file given as a path; how to
+    read one of two overlapping copies).
+    """
+    if entries is None:
+        entries = _fs.list_dir(folder.path, filesystem)
+    layout = "Aiven tiered-storage" if folder.layout == tiered.AIVEN else "LocalTieredStorage"
+    notes = [f"tiered-storage copy ({layout} layout): no checkpoints; every segment is a rolled one"]
+    copies = tiered.remote_segments(entries, notes)
+    if only is not None:
+        copies = [copy for copy in copies if copy.log.path == only]
+    if folder.layout == tiered.AIVEN:
+        complete = []
+        for copy in copies:
+            if "rsm-manifest" in copy.files:
+                complete.append(copy)
+            else:
+                notes.append(f"ignored {_fs.basename(copy.log.path)}: no .rsm-manifest beside it (the plugin "
+                             "uploads it last: an upload that did not finish)")
+        copies = _fs.map_files(lambda copy: tiered.read_aiven_manifest(copy, filesystem), complete, [filesystem])
+
+        def epochs_of(copy):
+            return copy.leader_epochs
+    else:
+        read_epochs: dict = {}
+
+        def epochs_of(copy):
+            if copy.segment_id not in read_epochs:
+                read_epochs[copy.segment_id] = tiered.epochs_from_checkpoint(copy, filesystem)
+            return read_epochs[copy.segment_id]
+    kept: list[tiered.RemoteSegment] = []
+    for copy in copies:  # sorted by (base offset, segment id)
+        previous = kept[-1] if kept else None
+        if previous is not None and previous.base_offset == copy.base_offset:
+            if tiered.same_records(previous, copy, epochs_of):
+                notes.append(f"ignored {_fs.basename(copy.log.path)}: another copy of the records of "
+                             f"{_fs.basename(previous.log.path)} (same offsets, size and leader epochs; an upload "
+                             "done twice)")
+                continue
+        if previous is not None and (previous.base_offset == copy.base_offset or (
+                previous.end_offset is not None and previous.end_offset >= copy.base_offset)):
+            raise LayoutError(f"{copy.log.path} and {previous.log.path} are copies of the same offsets from "
+                              f"{copy.base_offset} holding different records (uploads by two leaders after an "
+                              "unclean election?); which one is live is recorded only in the cluster's "
+                              "__remote_log_metadata topic: give the .log files to read as paths")
+        kept.append(copy)
+
+    def side(copy, kind):
+        entry = copy.files.get(kind)
+        return entry.path if entry is not None else None
+
+    def packed(copy):
+        entry = copy.files.get("indexes")
+        if entry is None:
+            return ()
+        kinds = {kind: (position, size) for kind, position, size in copy.packed_indexes}
+        return tuple((kind, entry.path, *kinds[name]) for kind, name in (
+            ("index", "offset"), ("timeindex", "timestamp"), ("txnindex", "transaction")) if name in kinds)
+
+    segments = tuple(SegmentFiles(
+        base_offset=copy.base_offset, log_path=copy.log.path, log_size=copy.log.size,
+        index_path=side(copy, "index"), timeindex_path=side(copy, "timeindex"),
+        txnindex_path=side(copy, "txnindex"), mtime_ms=copy.log.mtime_ms or 0, filesystem=filesystem,
+        packed_indexes=packed(copy)) for copy in kept)
+    epochs: tuple = ()
+    if folder.layout == tiered.AIVEN:
+        starts: dict[int, int] = {}
+        for copy in kept:
+            for epoch, start in copy.leader_epochs or ():
+                starts[epoch] = min(start, starts.get(epoch, start))
+        epochs = tuple(EpochEntry(epoch, start) for epoch, start in sorted(starts.items()))
+    elif kept:
+        try:
+            epochs = epochs_of(kept[-1]) or ()
+        except (CorruptDataError, LayoutError) as exc:
+            notes.append(f"unreadable {_fs.basename(kept[-1].files['leader_epoch_checkpoint'].path)}: {exc}")
+    return PartitionDir(topic=folder.topic, partition=folder.partition, path=folder.path,
+                        log_dir=root, segments=segments, topic_id=folder.topic_id, leader_epochs=tuple(epochs),
+                        notes=tuple(notes), filesystem=filesystem, tiered=folder.layout)
 
 
 _CHECKPOINT_FILES = {
@@ -561,6 +664,12 @@ def _single_log_file(path: str, entry: _fs.FileEntry, filesystem) -> PartitionDi
     parsed = parse_topic_partition(folder_name)
     name = _fs.basename(path)
     match = re.match(r"^(\d+)\.log$", name)
+    remote = None if parsed is not None else tiered.tiered_partition_folders(folder, filesystem,
+                                                                               _fs.list_dir(folder, filesystem))
+    if remote is not None and len(remote) == 1 and remote[0].path == folder:  # a segment copy in tiered storage
+        given = read_tiered_partition(remote[0], filesystem, only=path)
+        if given.segments:
+            return _replace(given, given_files=True)
     if parsed is not None:
         whole = read_partition_dir(folder, filesystem, topic=parsed[0], partition=parsed[1])
         same = [s for s in whole.segments if s.log_path == path]
@@ -700,6 +809,28 @@ def _check_one_store(found: dict, key: str, filesystem, given) -> None:
                           "endpoint or filesystem holding the same bucket and key): read them in separate calls")
 
 
+def _discover_tiered(found: dict, left_out: dict, remote: list, path: str, filesystem, given,
+                     listing: Sequence[_fs.FileEntry], select: Callable[[str, int], bool] | None) -> None:
+    """Read the remote partition folders :func:`tiered.tiered_partition_folders` found at or under ``path``
+    (``listing`` is the path's own: reused when it is the one partition folder) into ``found``; those ``select``
+    leaves out into ``left_out``."""
+    chosen = []
+    for folder in remote:
+        if select is not None and folder.path != path and not select(folder.topic, folder.partition):
+            left_out[_found_key(folder.path, filesystem)] = (folder.topic, folder.partition, folder.path)
+        else:
+            chosen.append(folder)
+    root = None if len(remote) == 1 and remote[0].path == path else path
+
+    def read(folder):
+        return read_tiered_partition(folder, filesystem, root=root, entries=listing if folder.path == path else None)
+
+    for folder, pd in zip(chosen, _fs.map_files(read, chosen, [filesystem])):
+        key = _found_key(folder.path, filesystem)
+        _check_one_store(found, key, filesystem, given)
+        _keep(found, key, pd)
+
+
 def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
              skipped: list[tuple[str, str]] | None = None, *, select: Callable[[str, int], bool] | None = None,
              unselected: list[tuple[str, int, str]] | None = None) -> list[PartitionDir]:
@@ -772,10 +903,18 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
             log_dir_meta = _read_log_dir_metadata(path, filesystem, listing)
             has_partitions = any(e.is_dir and parse_topic_partition(e.name) for e in listing)
             if log_dir_meta is None and not has_partitions:
+                tiered_skips: list[tuple[str, str]] = []
+                remote = tiered.tiered_partition_folders(path, filesystem, listing, tiered_skips)
+                if remote is not None:
+                    _discover_tiered(found, left_out, remote, path, filesystem, given, listing, select)
+                    if skipped is not None:
+                        skipped.extend(tiered_skips)
+                    continue
                 if globbed:
                     continue
                 raise LayoutError(f"{path}: neither a Kafka log dir (no meta.properties, checkpoints or "
-                                  f"<topic>-<partition> folders) nor a topic-partition dir")
+                                  f"<topic>-<partition> folders), a topic-partition dir, nor a tiered-storage "
+                                  f"copy (Aiven's or LocalTieredStorage's layout)")
             log_dir = read_log_dir(path, filesystem, select)
             left_out.update((_found_key(entry[2], filesystem), entry) for entry in log_dir.unselected)
             for pd in log_dir.partitions:
@@ -921,9 +1060,10 @@ def unacknowledged_append(partition_dir: PartitionDir, *, max_batch_bytes: int |
         return None
     seg, fs = partition_dir.segments[-1], partition_dir.filesystem
     start = 0
-    if seg.index_path:
+    index_path, index_window = index_location(seg, "index")
+    if index_path:
         try:
-            index = OffsetIndex.load(seg.index_path, seg.base_offset, fs)
+            index = OffsetIndex.load(index_path, seg.base_offset, fs, window=index_window)
             start = int(index.positions[-1]) if len(index) else 0
         except (LayoutError, CorruptIndexError):
             pass
@@ -1042,9 +1182,10 @@ def last_stable_offset(partition_dir: PartitionDir, *,
         if next_base is not None and next_base <= start_offset:
             continue
         position = 0
-        if segment.base_offset < start_offset and segment.index_path:
+        index_path, index_window = index_location(segment, "index")
+        if segment.base_offset < start_offset and index_path:
             try:
-                index = OffsetIndex.load(segment.index_path, segment.base_offset, fs_)
+                index = OffsetIndex.load(index_path, segment.base_offset, fs_, window=index_window)
                 if not index.sanity_problems(segment.log_size):
                     # floor(start - 1): the batch at that entry ends <= start - 1, so every batch holding offsets
                     # >= start comes after it

@@ -18,6 +18,7 @@ import struct
 from collections import OrderedDict
 
 from kafkaseg.errors import CorruptIndexError, LayoutError
+from kafkaseg.storage._index_file import window_of
 from kafkaseg.storage.fs import RandomAccessReader
 
 __all__ = ["ProbedIndex", "LoadedIndexView", "OpenFileLimit"]
@@ -57,7 +58,7 @@ class ProbedIndex:
     counters (:class:`kafkaseg.lookup.LookupStats`), incremented as the file is read."""
 
     def __init__(self, path: str, kind: str, base_offset: int, filesystem, stats,
-                 open_files: OpenFileLimit | None = None):
+                 open_files: OpenFileLimit | None = None, window: tuple[int, int] | None = None):
         self.kind = kind
         self.base = base_offset
         self.stats = stats
@@ -70,7 +71,11 @@ class ProbedIndex:
             open_files.used(self)
         self.path = self.reader.path
         self._identity = self.reader.identity  # which file (local: device and inode), checked when reopened
-        size = self.reader.size
+        try:  # the index's bytes: the whole file, or a window of an object holding several (index_location)
+            self._start, size = window_of(self.reader, window)
+        except LayoutError:
+            self.close()
+            raise
         if size % self.entry.size:
             self.close()
             raise CorruptIndexError(f"length {size} is not a multiple of {self.entry.size}", path=path,
@@ -105,7 +110,7 @@ class ProbedIndex:
             self.stats.files_opened += 1
         if self.open_files is not None:
             self.open_files.used(self)
-        data = self.reader.read_at(i * self.entry.size, self.entry.size)
+        data = self.reader.read_at(self._start + i * self.entry.size, self.entry.size)
         self.stats.index_entries += 1
         self.stats.index_bytes += len(data)
         if len(data) < self.entry.size:

@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow.fs as pafs
 
 from kafkaseg.errors import CorruptBatchError, CorruptDataError, CorruptIndexError, LayoutError, TruncatedDataError
+from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.fs import RandomAccessReader
 from kafkaseg.wire.batch import (HEADER_PREFIX_SIZE, LOG_OVERHEAD, MIN_ENTRY_SIZE, V2_HEADER_SIZE, BatchHeader,
                                  read_header)
@@ -376,9 +377,10 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
         listed = getattr(segment, "log_size", None) if as_listed else None
         start = 0
         index = offset_index
-        if index is None and getattr(segment, "index_path", None):
+        index_path, index_window = index_location(segment, "index")
+        if index is None and index_path:
             try:
-                index = OffsetIndex.load(segment.index_path, segment.base_offset, reader.filesystem)
+                index = OffsetIndex.load(index_path, segment.base_offset, reader.filesystem, window=index_window)
             except (LayoutError, CorruptIndexError):
                 index = None
         if index is not None and len(index) and not index.sanity_problems(reader.size):
@@ -561,10 +563,11 @@ def largest_timestamp(segment, *, filesystem: pafs.FileSystem | None = None, tim
     read when present (a missing one counts as empty, as Kafka resizes a newly created time index to 0)."""
     from kafkaseg.storage.time_index import TimeIndex
 
-    if time_index is None and getattr(segment, "timeindex_path", None):
+    timeindex_path, timeindex_window = index_location(segment, "timeindex")
+    if time_index is None and timeindex_path:
         fs_ = filesystem if filesystem is not None else getattr(segment, "filesystem", None)
         try:
-            time_index = TimeIndex.load(segment.timeindex_path, segment.base_offset, fs_)
+            time_index = TimeIndex.load(timeindex_path, segment.base_offset, fs_, window=timeindex_window)
         except (LayoutError, CorruptIndexError):
             time_index = None
     if time_index is not None and time_index.max_timestamp >= 0:

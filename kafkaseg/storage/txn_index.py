@@ -40,7 +40,7 @@ import pyarrow.fs as pafs
 
 from kafkaseg.errors import CorruptBatchError, CorruptDataError, CorruptIndexError, CrcMismatchError
 from kafkaseg.storage import fs as _fs
-from kafkaseg.storage._index_file import DEFAULT_MAX_INDEX_BYTES, IndexProblem, raise_first_problem
+from kafkaseg.storage._index_file import DEFAULT_MAX_INDEX_BYTES, IndexProblem, raise_first_problem, window_of
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader
 from kafkaseg.wire.batch import CONTROL_ABORT, CONTROL_COMMIT, V2_HEADER_SIZE, BatchHeader, read_control_key
 from kafkaseg.wire.crc import crc_is_valid
@@ -89,13 +89,16 @@ class TransactionIndex:
 
     @classmethod
     def load(cls, path: str, base_offset: int, filesystem: pafs.FileSystem | None = None, *,
-             max_bytes: int = DEFAULT_MAX_INDEX_BYTES) -> "TransactionIndex":
-        """Read ``path`` (refusing files over ``max_bytes``: ~2M aborted transactions in one segment)."""
+             max_bytes: int = DEFAULT_MAX_INDEX_BYTES, window: tuple[int, int] | None = None
+             ) -> "TransactionIndex":
+        """Read ``path``, or its ``window`` ``(position, size)`` (see :func:`index_location`), refusing indexes
+        over ``max_bytes`` (~2M aborted transactions in one segment)."""
         with _fs.RandomAccessReader(path, filesystem) as reader:
-            if reader.size > max_bytes:
-                raise CorruptIndexError(f"transaction index of {reader.size} bytes exceeds the {max_bytes}-byte cap",
+            start, size = window_of(reader, window)
+            if size > max_bytes:
+                raise CorruptIndexError(f"transaction index of {size} bytes exceeds the {max_bytes}-byte cap",
                                         path=path, position=max_bytes)
-            data = reader.read_at(0, reader.size)
+            data = reader.read_at(start, size)
         return cls.from_bytes(data, base_offset, path)
 
     def __len__(self) -> int:

@@ -1,0 +1,313 @@
+"""Finding partitions and segments in tiered-storage (KIP-405) copies, without changing anything.
+
+A broker with ``remote.log.storage.system.enable`` copies each rolled segment, once it lies below the last stable
+offset, to remote storage through a ``RemoteStorageManager`` plugin (``RemoteLogManager.copyLogSegment``). Kafka
+ships no production plugin; the layout is the plugin's. Two are recognised here:
+
+* **Aiven's tiered-storage-for-apache-kafka** (the open-source plugin in common use; ``ObjectKeyFactory.java``,
+  ``KafkaRemoteStorageManager.java``)::
+
+      <key.prefix><topic>-<topic id>/<partition>/<base offset, 20 digits>-<segment id>.log
+                                                                           .indexes
+                                                                           .rsm-manifest
+
+  ``.log`` is the segment file, byte for byte, unless the plugin compresses (a zstd frame per chunk) or encrypts
+  (AES-GCM per chunk) it; the manifest says which (``compression``, ``encryption``, ``chunkIndex``).
+  ``.indexes`` holds the offset, time, producer-snapshot, leader-epoch and transaction indexes back to back, at the
+  ``segmentIndexes`` positions of the manifest (never compressed). The manifest (JSON, version "1") is uploaded
+  last (``copyLogSegmentData``: log, indexes, manifest), so a segment without one is an upload that did not finish.
+  Its ``remoteLogSegmentMetadata`` holds ``startOffset``, ``endOffset`` (inclusive) and ``segmentLeaderEpochs``
+  (epoch -> start offset) since 2023-09.
+
+* **Apache Kafka's LocalTieredStorage** (the test plugin of Kafka's own tiered-storage tests;
+  ``storage/src/test/java/org/apache/kafka/server/log/remote/storage/RemoteTopicPartitionDirectory.java``,
+  ``RemoteLogSegmentFileset.java``)::
+
+      <dir>/kafka-tiered-storage/<topic>-<partition>-<topic id>/<base offset, 20 digits>-<segment id>.log
+                                                                  .index .timeindex [.txnindex] .snapshot
+                                                                  .leader_epoch_checkpoint
+
+  whole copies of the rolled segment's files (``Files.copy``). ``.txnindex`` exists only when the segment has
+  aborted transactions. ``.leader_epoch_checkpoint`` is written by the broker for the copy: every epoch that
+  starts below the next segment's base offset, in ``leader-epoch-checkpoint`` format.
+
+Ids are Kafka ``Uuid`` strings: base64url without padding, 22 characters, so a folder name splits from its right
+end whatever dashes the topic name holds. The producer snapshot of a copy is the one at the *next* segment's base
+offset.
+
+Remote storage has no checkpoints: every copied record was below the high watermark when copied, so a partition
+found here has none (reads go to the end of its last segment, which is a rolled segment, not an active one). Its
+leader epochs come from the copies (the last Aiven manifests' ``segmentLeaderEpochs``, LocalTieredStorage's last
+``.leader_epoch_checkpoint``).
+
+Which copies are live is recorded only in the cluster's ``__remote_log_metadata`` topic, which kafkaseg does not
+read. Two copies of the same offsets (an upload retried under a new segment id, or copies by two leaders after an
+unclean election) are kept once when they are the same records (same offsets, same size and the same leader
+epochs: Kafka's log matching property makes them equal); any other overlap is a :class:`LayoutError` naming both.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from kafkaseg.errors import LayoutError
+from kafkaseg.storage import checkpoints as ckpt
+from kafkaseg.storage import fs as _fs
+
+__all__ = [
+    "AIVEN",
+    "LOCAL_TIERED_STORAGE",
+    "RemoteSegment",
+    "TieredPartitionFolder",
+    "epochs_from_checkpoint",
+    "parse_aiven_topic_folder",
+    "parse_local_tiered_folder",
+    "read_aiven_manifest",
+    "remote_segments",
+    "same_records",
+    "tiered_partition_folders",
+]
+
+#: ``PartitionDir.tiered`` of a partition found in Aiven's layout.
+AIVEN = "aiven"
+#: ``PartitionDir.tiered`` of a partition found in LocalTieredStorage's layout.
+LOCAL_TIERED_STORAGE = "local-tiered-storage"
+
+_ID = r"[A-Za-z0-9_-]{22}"
+_TOPIC = r"[A-Za-z0-9._-]{1,249}"  # Topic.LEGAL_CHARS, Topic.MAX_NAME_LENGTH
+_LOCAL_TIERED_FOLDER = re.compile(rf"^({_TOPIC})-(\d+)-({_ID})$")
+_AIVEN_TOPIC_FOLDER = re.compile(rf"^({_TOPIC})-({_ID})$")
+_REMOTE_FILE = re.compile(
+    rf"^(\d{{1,20}})-({_ID})\.(log|index|timeindex|txnindex|snapshot|leader_epoch_checkpoint|indexes|rsm-manifest)$")
+_MANIFEST_CAP = 4 * 1024 * 1024  # a manifest is ~1 KB; its chunk index a few hundred bytes more
+_INDEX_KINDS = ("offset", "timestamp", "producerSnapshot", "leaderEpoch", "transaction")
+
+
+def _partition_number(text: str) -> int | None:
+    if not text.isascii() or not text.isdigit() or int(text) > 2**31 - 1:
+        return None
+    return int(text)
+
+
+def parse_local_tiered_folder(name: str) -> tuple[str, int, str] | None:
+    """``(topic, partition, topic id)`` from a LocalTieredStorage folder name ``<topic>-<partition>-<topic id>``,
+    None when the name is not one."""
+    match = _LOCAL_TIERED_FOLDER.match(name)
+    if match is None or match.group(1) in (".", ".."):
+        return None
+    partition = _partition_number(match.group(2))
+    return None if partition is None else (match.group(1), partition, match.group(3))
+
+
+def parse_aiven_topic_folder(name: str) -> tuple[str, str] | None:
+    """``(topic, topic id)`` from an Aiven topic folder name ``<topic>-<topic id>``, None when the name is not
+    one. (A LocalTieredStorage partition folder's name also parses: the folder's content tells them apart.)"""
+    match = _AIVEN_TOPIC_FOLDER.match(name)
+    if match is None or match.group(1) in (".", ".."):
+        return None
+    return match.group(1), match.group(2)
+
+
+@dataclass(frozen=True)
+class TieredPartitionFolder:
+    """A remote partition folder found by :func:`tiered_partition_folders`: where, which partition, which layout."""
+
+    path: str
+    topic: str
+    partition: int
+    topic_id: str
+    layout: str  # AIVEN or LOCAL_TIERED_STORAGE
+
+
+def _has_remote_files(entries: Sequence[_fs.FileEntry]) -> bool:
+    return any(not e.is_dir and _REMOTE_FILE.match(e.name) for e in entries)
+
+
+def _aiven_partitions(path: str, topic: str, topic_id: str, entries: Sequence[_fs.FileEntry],
+                      skipped: list[tuple[str, str]]) -> list[TieredPartitionFolder]:
+    found = []
+    for entry in entries:
+        number = _partition_number(entry.name) if entry.is_dir else None
+        if number is None:
+            skipped.append((entry.path, "not a partition folder of Aiven's tiered-storage layout (<partition>/)"))
+            continue
+        found.append(TieredPartitionFolder(entry.path, topic, number, topic_id, AIVEN))
+    return found
+
+
+def tiered_partition_folders(path: str, filesystem, entries: Sequence[_fs.FileEntry],
+                             skipped: list[tuple[str, str]] | None = None,
+                             list_dir: Callable = _fs.list_dir) -> list[TieredPartitionFolder] | None:
+    """The remote partition folders at or under ``path`` (whose listing is ``entries``), when ``path`` is one of:
+
+    * a LocalTieredStorage partition folder (``<topic>-<partition>-<topic id>`` holding segment copies);
+    * an Aiven partition folder (``<partition>`` inside ``<topic>-<topic id>``) or topic folder;
+    * a root holding such folders (``kafka-tiered-storage``, or a bucket prefix: Aiven's ``key.prefix``).
+
+    None when it is none of these (the caller then reports what it expected). Folders of a root that are neither
+    are appended to ``skipped`` as ``(path, reason)``. Only folder names are read (and an Aiven topic folder's
+    listing), never a file.
+    """
+    skipped = [] if skipped is None else skipped
+    name = _fs.basename(path)
+    local = parse_local_tiered_folder(name)
+    if local is not None and _has_remote_files(entries):
+        return [TieredPartitionFolder(path, *local, LOCAL_TIERED_STORAGE)]
+    number = _partition_number(name)
+    if number is not None and _has_remote_files(entries):
+        parent = parse_aiven_topic_folder(_fs.basename(_fs.parent(path)))
+        if parent is not None:
+            return [TieredPartitionFolder(path, parent[0], number, parent[1], AIVEN)]
+    aiven = parse_aiven_topic_folder(name)
+    dirs = [e for e in entries if e.is_dir]
+    if aiven is not None and dirs and all(_partition_number(e.name) is not None for e in dirs):
+        return _aiven_partitions(path, *aiven, dirs, skipped)
+    found: list[TieredPartitionFolder] = []
+    others: list[tuple[str, str]] = []
+    for entry in dirs:
+        local = parse_local_tiered_folder(entry.name)
+        if local is not None:
+            found.append(TieredPartitionFolder(entry.path, *local, LOCAL_TIERED_STORAGE))
+            continue
+        aiven = parse_aiven_topic_folder(entry.name)
+        if aiven is None:
+            others.append((entry.path, "not a tiered-storage topic or partition folder"))
+            continue
+        found.extend(_aiven_partitions(entry.path, *aiven, list_dir(entry.path, filesystem), others))
+    if not found:
+        return None
+    skipped.extend(others)
+    return found
+
+
+# -- one remote partition ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RemoteSegment:
+    """One segment copy found in a remote partition folder: its files by kind (Aiven's packed ``indexes``
+    included) and what its manifest says (Aiven only)."""
+
+    base_offset: int
+    segment_id: str
+    files: dict  # kind -> FileEntry
+    end_offset: int | None = None  # inclusive, from an Aiven manifest
+    leader_epochs: tuple[tuple[int, int], ...] | None = None  # (epoch, start offset), from an Aiven manifest
+    packed_indexes: tuple[tuple[str, int, int], ...] = ()  # (kind, position, size) in the .indexes object
+
+    @property
+    def log(self) -> _fs.FileEntry:
+        return self.files["log"]
+
+
+def remote_segments(entries: Sequence[_fs.FileEntry], notes: list[str]) -> list[RemoteSegment]:
+    """The segment copies of one remote partition folder's listing, by (base offset, segment id), sorted; files of
+    a copy without its ``.log`` are noted and left out."""
+    groups: dict[tuple[int, str], dict] = {}
+    for entry in entries:
+        match = None if entry.is_dir else _REMOTE_FILE.match(entry.name)
+        if match is None:
+            continue
+        base = int(match.group(1))
+        if base >= 1 << 63:
+            raise LayoutError(f"{entry.path}: base offset {match.group(1)} in the name does not fit in a 64-bit "
+                              "long")
+        groups.setdefault((base, match.group(2)), {})[match.group(3)] = entry
+    copies = []
+    for (base, segment_id), files in sorted(groups.items()):
+        if "log" not in files:
+            notes.append(f"ignored {', '.join(sorted(_fs.basename(e.path) for e in files.values()))}: no .log "
+                         "beside them (a copy being deleted)")
+            continue
+        copies.append(RemoteSegment(base, segment_id, files))
+    return copies
+
+
+def _manifest_field(manifest: dict, path: str, *keys, kind=None):
+    value = manifest
+    for key in keys:
+        if not isinstance(value, dict) or key not in value:
+            raise LayoutError(f"{path}: manifest has no {'.'.join(keys)}")
+        value = value[key]
+    if kind is not None and (not isinstance(value, kind) or isinstance(value, bool) and kind is not bool):
+        raise LayoutError(f"{path}: manifest's {'.'.join(keys)} is {value!r}, not a {kind.__name__}")
+    return value
+
+
+def read_aiven_manifest(segment: RemoteSegment, filesystem) -> RemoteSegment:
+    """``segment`` with what its ``.rsm-manifest`` says: its end offset, leader epochs and packed index ranges.
+
+    Raises :class:`LayoutError` naming the manifest when the ``.log`` object is not the segment as it was on disk
+    (compressed or encrypted by the plugin: kafkaseg does not undo those), when the object's size is not the
+    segment's, or when the manifest is not one kafkaseg knows.
+    """
+    entry = segment.files["rsm-manifest"]
+    path = entry.path
+    try:
+        manifest = json.loads(_fs.read_small_file(path, filesystem, max_bytes=_MANIFEST_CAP))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise LayoutError(f"{path}: not a JSON manifest ({err})") from err
+    if not isinstance(manifest, dict) or manifest.get("version") != "1":
+        version = manifest.get("version") if isinstance(manifest, dict) else None
+        raise LayoutError(f"{path}: manifest version {version!r}; kafkaseg reads version \"1\"")
+    log = segment.log
+    if manifest.get("encryption") is not None:
+        raise LayoutError(f"{path}: {_fs.basename(log.path)} is stored encrypted by the remote storage plugin "
+                          "(encryption.enabled); kafkaseg reads only segments stored as they were on disk")
+    if _manifest_field(manifest, path, "compression", kind=bool):
+        raise LayoutError(f"{path}: {_fs.basename(log.path)} is stored as zstd-compressed chunks by the remote "
+                          "storage plugin (compression.enabled); kafkaseg reads only segments stored as they were "
+                          "on disk")
+    chunks = _manifest_field(manifest, path, "chunkIndex", kind=dict)
+    original = _manifest_field(manifest, path, "chunkIndex", "originalFileSize", kind=int)
+    if chunks.get("type") != "fixed" or chunks.get("transformedChunkSize") != chunks.get("originalChunkSize") \
+            or original != log.size:
+        raise LayoutError(f"{path}: the manifest's chunk index ({chunks.get('type')!r}, original size {original}) "
+                          f"does not describe {_fs.basename(log.path)} ({log.size} bytes) stored as it was on disk")
+    packed = []
+    indexes = _manifest_field(manifest, path, "segmentIndexes", kind=dict)
+    for kind in _INDEX_KINDS:
+        where = indexes.get(kind)
+        if where is None:
+            continue  # a segment without aborted transactions has no transaction index
+        position = _manifest_field(manifest, path, "segmentIndexes", kind, "position", kind=int)
+        size = _manifest_field(manifest, path, "segmentIndexes", kind, "size", kind=int)
+        if position < 0 or size < 0:
+            raise LayoutError(f"{path}: manifest's segmentIndexes.{kind} is at {position} for {size} bytes")
+        packed.append((kind, position, size))
+    end = epochs = None
+    metadata = manifest.get("remoteLogSegmentMetadata")
+    if isinstance(metadata, dict):
+        start = _manifest_field(manifest, path, "remoteLogSegmentMetadata", "startOffset", kind=int)
+        if start != segment.base_offset:
+            raise LayoutError(f"{path}: manifest says the segment starts at {start}, its name at "
+                              f"{segment.base_offset}")
+        end = _manifest_field(manifest, path, "remoteLogSegmentMetadata", "endOffset", kind=int)
+        raw = _manifest_field(manifest, path, "remoteLogSegmentMetadata", "segmentLeaderEpochs", kind=dict)
+        try:
+            epochs = tuple(sorted((int(epoch), int(offset)) for epoch, offset in raw.items()))
+        except (TypeError, ValueError) as err:
+            raise LayoutError(f"{path}: manifest's segmentLeaderEpochs {raw!r} are not epoch: offset") from err
+    from dataclasses import replace
+
+    return replace(segment, end_offset=end, leader_epochs=epochs, packed_indexes=tuple(packed))
+
+
+def same_records(first: RemoteSegment, second: RemoteSegment, epochs_of: Callable[[RemoteSegment], object]) -> bool:
+    """Whether two copies starting at the same offset hold the same records: the same size, the same end (when
+    known) and the same leader epochs (by Kafka's log matching property, records at the same offsets and epochs
+    are the same records)."""
+    return (first.base_offset == second.base_offset and first.log.size == second.log.size
+            and first.end_offset == second.end_offset and epochs_of(first) == epochs_of(second))
+
+
+def epochs_from_checkpoint(segment: RemoteSegment, filesystem) -> tuple[ckpt.EpochEntry, ...] | None:
+    """A LocalTieredStorage copy's ``.leader_epoch_checkpoint`` (None when absent); raises
+    :class:`CorruptCheckpointError` or :class:`LayoutError` when unreadable."""
+    entry = segment.files.get("leader_epoch_checkpoint")
+    if entry is None:
+        return None
+    return ckpt.read_leader_epoch_checkpoint(entry.path, filesystem)
+

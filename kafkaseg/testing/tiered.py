@@ -1,0 +1,139 @@
+"""Copy a partition folder's rolled segments into a tiered-storage layout, as a broker's remote storage plugin
+does (for tests and samples). Writer-side only: it parses what it needs from the files itself.
+
+* ``layout="aiven"``: Aiven's tiered-storage-for-apache-kafka with ``compression.enabled=false`` and
+  ``encryption.enabled=false`` (``ObjectKeyFactory.java``, ``KafkaRemoteStorageManager.copyLogSegmentData``):
+  ``<prefix><topic>-<topic id>/<partition>/<base:020>-<segment id>.log|.indexes|.rsm-manifest``.
+* ``layout="local"``: Apache Kafka's LocalTieredStorage (``RemoteLogSegmentFileset.java``):
+  ``<topic>-<partition>-<topic id>/<base:020>-<segment id>.log|.index|.timeindex|[.txnindex]|.snapshot|
+  .leader_epoch_checkpoint``.
+
+What ``RemoteLogManager.copyLogSegment`` hands the plugin for a segment whose next segment starts at ``next``:
+the segment's files, the producer snapshot at ``next``, and the leader epochs starting below ``next`` (a
+``leader-epoch-checkpoint`` text); the manifest's ``segmentLeaderEpochs`` are those epochs within the segment, the
+first one starting at the segment's base (``LeaderEpochFileCache.epochEntriesInRange``).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import struct
+from pathlib import Path
+
+__all__ = ["copy_to_tiered", "kafka_uuid"]
+
+_CHUNK = 4 * 1024 * 1024  # Aiven's chunk.size default
+
+
+def kafka_uuid(seed: str) -> str:
+    """A Kafka ``Uuid`` string (base64url, no padding) derived from ``seed``; never starting with ``-``, as
+    ``Uuid.randomUuid`` never does."""
+    n = 0
+    while True:
+        text = base64.urlsafe_b64encode(hashlib.sha256(f"{seed}/{n}".encode()).digest()[:16]).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+        n += 1
+
+
+def _epochs(folder: Path) -> list[tuple[int, int]]:
+    path = folder / "leader-epoch-checkpoint"
+    if not path.exists():
+        return []
+    lines = path.read_text().split("\n")
+    count = int(lines[1])
+    return [(int(a), int(b)) for a, b in (line.split() for line in lines[2:2 + count])]
+
+
+def _epoch_text(entries: list[tuple[int, int]]) -> bytes:
+    return ("0\n" + f"{len(entries)}\n" + "".join(f"{e} {s}\n" for e, s in entries)).encode()
+
+
+def _last_offset(log: bytes) -> int | None:
+    """The last offset of a segment's batches (v2: base + lastOffsetDelta; legacy: the entry's offset)."""
+    position, last = 0, None
+    while position + 17 <= len(log):
+        offset, length = struct.unpack_from(">qi", log, position)
+        magic = log[position + 16]
+        last = offset + struct.unpack_from(">i", log, position + 23)[0] if magic == 2 else offset
+        position += 12 + length
+    return last
+
+
+def copy_to_tiered(partition_folder: str | os.PathLike, root: str | os.PathLike, *, layout: str = "aiven",
+                   prefix: str = "", topic_id: str | None = None, include_last: bool = False,
+                   segment_ids: dict[int, str] | None = None) -> list[Path]:
+    """Copy the rolled segments of ``partition_folder`` (``<topic>-<partition>``; the last segment too with
+    ``include_last``) under ``root`` in ``layout`` (``"aiven"`` or ``"local"``). ``topic_id`` defaults to the
+    folder's ``partition.metadata`` one, else one derived from the topic name; ``segment_ids`` picks a segment's
+    id by base offset. Returns the ``.log`` copies written."""
+    folder = Path(partition_folder)
+    topic, _, partition = folder.name.rpartition("-")
+    if topic_id is None:
+        metadata = folder / "partition.metadata"
+        topic_id = (metadata.read_text().split("topic_id:")[1].split()[0] if metadata.exists()
+                    else kafka_uuid(topic))
+    bases = sorted(int(p.name[:-4]) for p in folder.glob("*.log") if p.name[:-4].isdigit())
+    epochs = _epochs(folder)
+    written = []
+    for i, base in enumerate(bases):
+        if i + 1 == len(bases) and not include_last:
+            break
+        stem = folder / f"{base:020d}"
+        log = (stem.with_suffix(".log")).read_bytes()
+        following = bases[i + 1] if i + 1 < len(bases) else (_last_offset(log) or base - 1) + 1
+        segment_id = (segment_ids or {}).get(base) or kafka_uuid(f"{folder}/{base}")
+        name = f"{base:020d}-{segment_id}"
+
+        def side(suffix: str) -> bytes | None:
+            path = stem.with_suffix(suffix)
+            return path.read_bytes() if path.exists() else None
+
+        snapshot = (folder / f"{following:020d}.snapshot")
+        snapshot_bytes = snapshot.read_bytes() if snapshot.exists() else b""
+        below = [(e, s) for e, s in epochs if s < following]
+        if layout == "local":
+            target = Path(root) / f"{topic}-{partition}-{topic_id}"
+            target.mkdir(parents=True, exist_ok=True)
+            for suffix, data in ((".log", log), (".index", side(".index") or b""),
+                                 (".timeindex", side(".timeindex") or b""), (".txnindex", side(".txnindex")),
+                                 (".snapshot", snapshot_bytes), (".leader_epoch_checkpoint", _epoch_text(below))):
+                if data is not None:
+                    (target / (name + suffix)).write_bytes(data)
+        elif layout == "aiven":
+            target = Path(root) / f"{prefix}{topic}-{topic_id}" / partition
+            target.mkdir(parents=True, exist_ok=True)
+            (target / (name + ".log")).write_bytes(log)
+            packed, positions = b"", {}
+            txn = side(".txnindex")
+            for kind, data in (("offset", side(".index") or b""), ("timestamp", side(".timeindex") or b""),
+                               ("producerSnapshot", snapshot_bytes), ("leaderEpoch", _epoch_text(below)),
+                               ("transaction", txn)):
+                if data is None:
+                    positions[kind] = None
+                    continue
+                positions[kind] = {"position": len(packed), "size": len(data)}
+                packed += data
+            (target / (name + ".indexes")).write_bytes(packed)
+            within = [(e, max(s, base)) for e, s in below if not any(s2 <= base for e2, s2 in below if e2 > e)]
+            final = len(log) % _CHUNK or min(_CHUNK, len(log))
+            manifest = {
+                "version": "1",
+                "chunkIndex": {"type": "fixed", "originalChunkSize": _CHUNK, "originalFileSize": len(log),
+                               "transformedChunkSize": _CHUNK, "finalTransformedChunkSize": final},
+                "segmentIndexes": positions,
+                "compression": False,
+                "remoteLogSegmentMetadata": {
+                    "remoteLogSegmentId": {"topicIdPartition": {"topicId": topic_id, "topicPartition": {
+                        "topic": topic, "partition": int(partition)}}, "id": segment_id},
+                    "startOffset": base, "endOffset": following - 1, "maxTimestampMs": 0, "brokerId": 0,
+                    "eventTimestampMs": 0, "segmentLeaderEpochs": {str(e): s for e, s in within}},
+            }
+            (target / (name + ".rsm-manifest")).write_text(json.dumps(manifest))
+        else:
+            raise ValueError(f"layout {layout!r}: 'aiven' or 'local'")
+        written.append(target / (name + ".log"))
+    return written

@@ -1,0 +1,286 @@
+"""Tiered-storage (KIP-405) copies: Aiven's and LocalTieredStorage's layouts are discovered and read like the log
+they were copied from, with their own indexes, and copies that cannot be read as one log are refused by name."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pytest
+
+import kafkaseg
+from kafkaseg.errors import LayoutError
+from kafkaseg.lookup import list_offset
+from kafkaseg.storage import tiered
+from kafkaseg.storage.indexes import load_indexes
+from kafkaseg.storage.layout import discover
+from kafkaseg.storage.offset_index import OffsetIndex
+from kafkaseg.storage.time_index import TimeIndex
+from kafkaseg.testing import TopicSpec, write_data_dir
+from kafkaseg.testing.tiered import copy_to_tiered, kafka_uuid
+from tests.oracle import kafka_python_records
+
+LAYOUTS = ["aiven", "local"]
+COLUMNS = ["topic", "partition", "offset", "timestamp", "timestampType", "key", "value"]
+
+# real broker folders with rolled segments (and their .index/.timeindex as the broker left them); the KRaft
+# metadata log has one segment, with 521 offset index entries: copied as a segment rolled as it is
+CORPUS_PARTITIONS = [
+    "segments/smartassets__backend-server/51801d05/kafka/data/docker-connect-configs-0",
+    "segments/smartassets__backend-server/51801d05/kafka/data/docker-connect-status-2",
+    "segments/RaviAzzuraPutra__LATIHAN-MICROSERVICE-NEW",
+]
+
+
+def _corpus_partition(corpus_dir: Path, relative: str) -> Path:
+    path = corpus_dir / relative
+    if path.name.startswith("RaviAzzura"):  # __cluster_metadata-0 somewhere below
+        path = next(p for p in path.rglob("__cluster_metadata-0") if p.is_dir())
+    return path
+
+
+def _whole(folder: Path) -> bool:
+    return folder.name == "__cluster_metadata-0"
+
+
+def _copy(folder: Path, root: Path, **kwargs) -> list[Path]:
+    return copy_to_tiered(folder, root, include_last=_whole(folder), **kwargs)
+
+
+def _rolled_rows(folder: Path, **options):
+    """The rows of ``folder``'s rolled segments (what a broker copies to remote storage), read from the log dir."""
+    bases = sorted(int(p.name[:-4]) for p in folder.glob("*.log"))
+    table = kafkaseg.read_arrow(str(folder), **options).select(COLUMNS)
+    return table if _whole(folder) else table.filter(pc.less(table["offset"], bases[-1]))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("relative", CORPUS_PARTITIONS)
+def test_corpus_copies_read_as_the_log_they_came_from(corpus_dir, tmp_path, layout, relative):
+    folder = _corpus_partition(corpus_dir, relative)
+    written = _copy(folder, tmp_path / "remote", layout=layout)
+    assert written, "the folder has rolled segments"
+    (pd,) = discover(str(tmp_path / "remote"))
+    topic, _, partition = folder.name.rpartition("-")
+    assert (pd.topic, pd.partition, pd.tiered) == (topic, int(partition), tiered.AIVEN if layout == "aiven"
+                                                  else tiered.LOCAL_TIERED_STORAGE)
+    assert [s.log_path for s in pd.segments] == [str(p) for p in written]
+    got = kafkaseg.read_arrow(str(tmp_path / "remote")).select(COLUMNS)
+    assert got.equals(_rolled_rows(folder))
+    # and record by record against kafka-python, reading the copied objects' bytes
+    expected = [r for p in written for r in kafka_python_records(p.read_bytes()) if not r["isControl"]]
+    assert got["offset"].to_pylist() == [r["offset"] for r in expected]
+    assert got["value"].to_pylist() == [r["value"] for r in expected]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_indexes_come_from_the_copy_not_from_a_rebuild(corpus_dir, tmp_path, layout):
+    folder = _corpus_partition(corpus_dir, CORPUS_PARTITIONS[2])  # 521 offset index entries
+    _copy(folder, tmp_path, layout=layout)
+    (pd,) = discover(str(tmp_path))
+    checked = 0
+    for segment in pd.segments:
+        offsets, times = load_indexes(segment)
+        assert not offsets.rebuilt and not times.rebuilt, (offsets.rebuild_reason, times.rebuild_reason)
+        own = folder / f"{segment.base_offset:020d}"
+        original = OffsetIndex.load(str(own.with_suffix(".index")), segment.base_offset)
+        assert offsets.offsets.tolist() == original.offsets.tolist()
+        assert offsets.positions.tolist() == original.positions.tolist()
+        original_times = TimeIndex.load(str(own.with_suffix(".timeindex")), segment.base_offset)
+        assert times.timestamps.tolist() == original_times.timestamps.tolist()
+        checked += len(original)
+    assert checked > 100
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_offset_and_time_lookups_and_pushdown_agree_with_the_log(corpus_dir, tmp_path, layout):
+    folder = _corpus_partition(corpus_dir, CORPUS_PARTITIONS[2])
+    _copy(folder, tmp_path, layout=layout)
+    rolled = _rolled_rows(folder)
+    offsets = rolled["offset"].to_pylist()
+    middle = offsets[len(offsets) // 2]
+    start = json.dumps({"__cluster_metadata": {"0": middle}})
+    got = kafkaseg.read_arrow(str(tmp_path), startingOffsets=start).select(COLUMNS)
+    assert got.equals(rolled.filter(pc.greater_equal(rolled["offset"], middle)))
+    times = rolled["timestamp"].cast("int64").to_pylist()
+    when = times[len(times) // 3] // 1000
+    (pd,) = discover(str(tmp_path))
+    answer = list_offset(pd, when)
+    expected = next(o for o, t in zip(offsets, times) if t // 1000 >= when)
+    assert answer.offset == expected
+
+
+def test_read_committed_uses_the_copied_transaction_indexes(tmp_path):
+    write_data_dir(tmp_path / "data", [TopicSpec("txn", records_per_partition=3000, records_per_batch=20,
+                                                 transactional=True, abort_ratio=0.4, segment_bytes=16 * 1024,
+                                                 index_interval_bytes=1024)])
+    folder = tmp_path / "data" / "txn-0"
+    assert any(folder.glob("*.txnindex")), "the log has aborted transactions"
+    for layout in LAYOUTS:
+        _copy(folder, tmp_path / layout, layout=layout)
+        (pd,) = discover(str(tmp_path / layout))
+        assert any(s.txnindex_path or any(k == "txnindex" for k, *_ in s.packed_indexes) for s in pd.segments)
+        for isolation in ("read_committed", "read_uncommitted"):
+            got = kafkaseg.read_arrow(str(tmp_path / layout), **{"kafka.isolation.level": isolation})
+            assert got.select(COLUMNS).equals(
+                _rolled_rows(folder, **{"kafka.isolation.level": isolation})), (layout, isolation)
+
+
+def test_folder_names_split_from_the_right(tmp_path):
+    uid = kafka_uuid("t")
+    assert tiered.parse_local_tiered_folder(f"my-topic-5-3-{uid}") == ("my-topic-5", 3, uid)
+    assert tiered.parse_aiven_topic_folder(f"my-topic-5-{uid}") == ("my-topic-5", uid)
+    assert tiered.parse_local_tiered_folder(f"t-{2**31}-{uid}") is None  # not an int32 partition
+    assert tiered.parse_local_tiered_folder(f"bad/name-0-{uid}") is None
+    assert tiered.parse_aiven_topic_folder("orders-0") is None  # a log dir's partition folder
+
+
+def test_a_root_holds_both_layouts_and_other_folders_are_skipped_with_a_reason(corpus_dir, tmp_path):
+    folder = _corpus_partition(corpus_dir, CORPUS_PARTITIONS[0])
+    _copy(folder, tmp_path / "root", layout="aiven", prefix="tenant-a/")
+    _copy(folder, tmp_path / "root" / "kafka-tiered-storage", layout="local")
+    (tmp_path / "root" / "kafka-tiered-storage" / "notes").mkdir()
+    skipped: list = []
+    found = discover(str(tmp_path / "root" / "tenant-a"), skipped)
+    assert [(p.topic, p.partition, p.tiered) for p in found] == [("docker-connect-configs", 0, tiered.AIVEN)]
+    found = discover(str(tmp_path / "root" / "kafka-tiered-storage"), skipped)
+    assert [p.tiered for p in found] == [tiered.LOCAL_TIERED_STORAGE]
+    assert [Path(path).name for path, _ in skipped] == ["notes"]
+    # an Aiven topic folder or partition folder given directly
+    topic_folder = next((tmp_path / "root" / "tenant-a").iterdir())
+    assert [p.partition for p in discover(str(topic_folder))] == [0]
+    assert [p.path for p in discover(str(topic_folder / "0"))] == [str(topic_folder / "0")]
+    # subscribe leaves other topics' folders unread
+    unselected: list = []
+    assert discover(str(tmp_path / "root" / "tenant-a"), select=lambda t, p: t == "other",
+                    unselected=unselected) == []
+    assert [(t, p) for t, p, _ in unselected] == [("docker-connect-configs", 0)]
+
+
+def test_a_single_copied_log_file_keeps_its_topic_and_partition(corpus_dir, tmp_path):
+    folder = _corpus_partition(corpus_dir, CORPUS_PARTITIONS[0])
+    for layout in LAYOUTS:
+        written = _copy(folder, tmp_path / layout, layout=layout)
+        table = kafkaseg.read_arrow(str(written[1]))
+        assert set(table["topic"].to_pylist()) == {"docker-connect-configs"}
+        assert set(table["partition"].to_pylist()) == {0}
+        assert table["offset"][0].as_py() >= int(written[1].name.split("-")[0])
+
+
+# -- what a bucket can hold besides whole, plain copies ------------------------------------------------------------
+
+@pytest.fixture
+def aiven_copy(corpus_dir, tmp_path):
+    folder = _corpus_partition(corpus_dir, CORPUS_PARTITIONS[0])
+    written = _copy(folder, tmp_path, layout="aiven")
+    return folder, written
+
+
+def _manifest(log: Path) -> Path:
+    return log.with_suffix(".rsm-manifest")
+
+
+def test_an_upload_without_its_manifest_is_left_out_and_noted(aiven_copy, tmp_path):
+    folder, written = aiven_copy
+    _manifest(written[-1]).unlink()
+    (pd,) = discover(str(tmp_path))
+    assert [s.log_path for s in pd.segments] == [str(p) for p in written[:-1]]
+    assert any("no .rsm-manifest" in note and written[-1].name in note for note in pd.notes)
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda m: m.update(compression=True), "zstd-compressed chunks"),
+    (lambda m: m.update(encryption={"dataKey": "k:AAAA", "aad": "AA=="}), "encrypted"),
+    (lambda m: m["chunkIndex"].update(originalFileSize=m["chunkIndex"]["originalFileSize"] + 1), "chunk index"),
+    (lambda m: m.update(version="2"), "version '2'"),
+    (lambda m: m["remoteLogSegmentMetadata"].update(startOffset=1), "starts at 1"),
+])
+def test_a_log_object_not_stored_as_it_was_on_disk_is_refused_naming_its_manifest(aiven_copy, tmp_path, change,
+                                                                                  says):
+    _, written = aiven_copy
+    path = _manifest(written[1])
+    manifest = json.loads(path.read_text())
+    change(manifest)
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(LayoutError, match=says) as raised:
+        kafkaseg.read_arrow(str(tmp_path))
+    assert str(path) in str(raised.value)
+
+
+def test_an_index_range_past_the_indexes_object_is_rebuilt_from_the_log(aiven_copy, tmp_path):
+    folder, written = aiven_copy
+    path = _manifest(written[-1])
+    manifest = json.loads(path.read_text())
+    manifest["segmentIndexes"]["offset"]["position"] = 10_000
+    path.write_text(json.dumps(manifest))
+    (pd,) = discover(str(tmp_path))
+    offsets, _ = load_indexes(pd.segments[-1])
+    assert offsets.rebuilt and "bytes [10000" in offsets.rebuild_reason
+    assert kafkaseg.read_arrow(str(tmp_path)).select(COLUMNS).equals(_rolled_rows(folder))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_an_upload_done_twice_is_read_once(corpus_dir, tmp_path, layout):
+    folder = _corpus_partition(corpus_dir, CORPUS_PARTITIONS[0])
+    first = _copy(folder, tmp_path, layout=layout)
+    base = int(first[1].name.split("-")[0])
+    again = _copy(folder, tmp_path, layout=layout, segment_ids={base: kafka_uuid("retry")})
+    (pd,) = discover(str(tmp_path))
+    assert len(pd.segments) == len(first)
+    assert any("another copy of the records" in note for note in pd.notes)
+    assert kafkaseg.read_arrow(str(tmp_path)).select(COLUMNS).equals(_rolled_rows(folder))
+    assert again[1] != first[1]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_two_different_copies_of_the_same_offsets_are_refused_naming_both(corpus_dir, tmp_path, layout):
+    folder = _corpus_partition(corpus_dir, CORPUS_PARTITIONS[0])
+    first = _copy(folder, tmp_path / "remote", layout=layout)
+    other = tmp_path / "other" / folder.name
+    shutil.copytree(folder, other)
+    log = other / first[1].name.split("-")[0]
+    log = log.with_suffix(".log")
+    log.chmod(0o644)
+    log.write_bytes(log.read_bytes()[:-1])  # another leader's copy: other bytes
+    base = int(first[1].name.split("-")[0])
+    second = _copy(other, tmp_path / "remote", layout=layout, segment_ids={base: kafka_uuid("leader-2")})
+    with pytest.raises(LayoutError, match="holding different records") as raised:
+        discover(str(tmp_path / "remote"))
+    assert str(first[1]) in str(raised.value) and str(second[1]) in str(raised.value)
+    # either copy can still be read on its own, given as a path
+    assert kafkaseg.read_arrow(str(first[1])).num_rows > 0
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_truncated_copy_is_an_error_not_an_active_segments_tail(corpus_dir, tmp_path, layout):
+    folder = _corpus_partition(corpus_dir, CORPUS_PARTITIONS[0])
+    written = _copy(folder, tmp_path, layout=layout)
+    last = written[-1]
+    data = last.read_bytes()
+    last.write_bytes(data[:-7])
+    if layout == "aiven":
+        path = _manifest(last)
+        manifest = json.loads(path.read_text())
+        manifest["chunkIndex"]["originalFileSize"] -= 7
+        path.write_text(json.dumps(manifest))
+    (pd,) = discover(str(tmp_path))
+    assert not pd.is_active_segment(str(last))
+    with pytest.raises(kafkaseg.KafkaSegError, match=last.name):
+        kafkaseg.read_arrow(str(tmp_path))
+    lenient = kafkaseg.read_arrow(str(tmp_path), onCorruption="skip")
+    assert 0 < lenient.num_rows < _rolled_rows(folder).num_rows
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_partition_folder_read_again_by_its_path_is_the_tiered_partition(corpus_dir, tmp_path, layout):
+    # what a read does when a planned object is gone (remote retention deleted it): it reads the folder again
+    from kafkaseg.storage.layout import read_partition_dir
+
+    folder = _corpus_partition(corpus_dir, CORPUS_PARTITIONS[0])
+    _copy(folder, tmp_path, layout=layout)
+    (pd,) = discover(str(tmp_path))
+    again = read_partition_dir(pd.path)
+    assert (again.topic, again.partition, again.tiered, again.segments) == (pd.topic, pd.partition, pd.tiered,
+                                                                           pd.segments)
