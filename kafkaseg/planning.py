@@ -643,7 +643,7 @@ class _Partition:
             # A tiered copy without one had no aborted transaction: RemoteLogManager.copyLogSegment hands the
             # plugin the segment's transaction index only if its file exists, and the broker creates it at the
             # first abort.
-            if not txnindex_path and (self.pdir.tiered is not None or self.transactions_evidence() is None):
+            if not txnindex_path and (seg.tiered is not None or self.transactions_evidence() is None):
                 self._txn[i] = TransactionIndex(seg.base_offset)
                 return self._txn[i]
             reason = "missing .txnindex file"
@@ -1606,7 +1606,7 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
         next_base_offset=part.next_base(piece.segment), recovery_point=part.pdir.recovery_point,
         file_identity=identity, cleaner_offset=part.pdir.cleaner_offset, missing_before=missing_before,
         index_path=seg.index_path, slice_offsets=own_offsets, listed_at_ns=listed_at_ns, topic_id=topic_id,
-        partition_identity=partition_identity, rolled=part.pdir.tiered is not None)
+        partition_identity=partition_identity, rolled=seg.tiered is not None)
 
 
 def _slice_offsets(pieces: list[_Piece]) -> list[tuple[int, int] | None]:

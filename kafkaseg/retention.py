@@ -699,7 +699,7 @@ def plan_audit(data_dirs: Sequence[str], config_file: ConfigFile | None = None, 
         replicas = sorted(chosen, key=lambda p: (p.topic, p.partition, p.path))
         notes: tuple[str, ...] = ()
     else:
-        choices = choose_replicas(chosen)
+        choices = choose_replicas(chosen, with_remote=False)  # the audit is of log dirs: remote copies have their own rules
         replicas = [choice.chosen for choice in choices]
         notes = tuple(f"{c.topic}-{c.partition}: {c.reason}" for c in choices if len(c.candidates) > 1)
     targets = []

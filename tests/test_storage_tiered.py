@@ -15,7 +15,7 @@ from kafkaseg.errors import LayoutError
 from kafkaseg.lookup import list_offset
 from kafkaseg.storage import tiered
 from kafkaseg.storage.indexes import load_indexes
-from kafkaseg.storage.layout import discover
+from kafkaseg.storage.layout import choose_replicas, discover
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.time_index import TimeIndex
 from kafkaseg.testing import TopicSpec, write_data_dir
@@ -284,3 +284,68 @@ def test_a_partition_folder_read_again_by_its_path_is_the_tiered_partition(corpu
     again = read_partition_dir(pd.path)
     assert (again.topic, again.partition, again.tiered, again.segments) == (pd.topic, pd.partition, pd.tiered,
                                                                            pd.segments)
+
+
+# -- a log dir and its tiered copies read as one log -------------------------------------------------------------
+
+def _tiered_topic(tmp_path, layout, *, keep_checkpoint=True, transactional=False):
+    """A partition as a broker with tiered storage holds it: its rolled segments copied to remote storage, the
+    oldest ones deleted locally (local retention), and log-start-offset-checkpoint still at the log's start.
+    Returns (log dir, remote root, the rows of the whole log)."""
+    spec = TopicSpec("orders", records_per_partition=4000, records_per_batch=20, segment_bytes=24 * 1024,
+                     index_interval_bytes=2048, transactional=transactional, abort_ratio=0.3 if transactional else 0)
+    write_data_dir(tmp_path / "data", [spec])
+    folder = tmp_path / "data" / "orders-0"
+    isolation = {"kafka.isolation.level": "read_committed"} if transactional else {}
+    whole = kafkaseg.read_arrow(str(tmp_path / "data"), **isolation).select(COLUMNS)
+    copy_to_tiered(folder, tmp_path / "remote", layout=layout)
+    bases = sorted(int(p.name[:-4]) for p in folder.glob("*.log"))
+    assert len(bases) > 6
+    for base in bases[:4]:  # local retention: deleted here, still in remote storage
+        for path in folder.glob(f"{base:020d}.*"):
+            path.unlink()
+    checkpoint = tmp_path / "data" / "log-start-offset-checkpoint"
+    checkpoint.write_text(f"0\n1\norders 0 {bases[0]}\n" if keep_checkpoint else "0\n0\n")
+    return tmp_path / "data", tmp_path / "remote", whole, bases
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_log_dir_and_its_remote_copies_read_as_the_broker_serves_the_log(tmp_path, layout):
+    data, remote, whole, bases = _tiered_topic(tmp_path, layout)
+    scan = kafkaseg.open_scan([str(data), str(remote)])
+    got = scan.to_table().select(COLUMNS)
+    assert got.equals(whole)
+    (replica,) = scan.plan.report.replicas
+    assert "tiered-storage copies" in replica["reason"] and f"[{bases[0]}, {bases[4]})" in replica["reason"]
+    # the local segments the remote copies also hold are read once, from the log dir
+    (pd,) = [choice.chosen for choice in choose_replicas(discover([str(data), str(remote)]))]
+    assert [s.tiered is not None for s in pd.segments] == [True] * 4 + [False] * (len(bases) - 4)
+    # bounds below the first local segment are resolved through the copies' indexes
+    middle = whole["offset"][len(whole) // 10].as_py()
+    assert middle < bases[4]
+    start = json.dumps({"orders": {"0": middle}})
+    assert kafkaseg.read_arrow([str(data), str(remote)], startingOffsets=start).select(COLUMNS).equals(
+        whole.filter(pc.greater_equal(whole["offset"], middle)))
+
+
+def test_read_committed_across_the_remote_and_local_segments(tmp_path):
+    data, remote, whole, _ = _tiered_topic(tmp_path, "aiven", transactional=True)
+    got = kafkaseg.read_arrow([str(data), str(remote)], **{"kafka.isolation.level": "read_committed"})
+    assert got.select(COLUMNS).equals(whole)
+
+
+def test_remote_copies_are_not_read_where_the_log_dir_does_not_start_below_its_first_segment(tmp_path):
+    data, remote, whole, bases = _tiered_topic(tmp_path, "aiven", keep_checkpoint=False)
+    scan = kafkaseg.open_scan([str(data), str(remote)])
+    got = scan.to_table()
+    assert got["offset"][0].as_py() >= bases[4]
+    (replica,) = scan.plan.report.replicas
+    assert "not read: the log dir has no log start below its first segment" in replica["reason"]
+
+
+def test_remote_copies_of_another_incarnation_of_the_topic_are_refused(tmp_path):
+    data, remote, _, _ = _tiered_topic(tmp_path, "aiven")
+    (topic_folder,) = remote.iterdir()
+    topic_folder.rename(remote / f"orders-{kafka_uuid('recreated')}")
+    with pytest.raises(LayoutError, match="different incarnations"):
+        kafkaseg.read_arrow([str(data), str(remote)])

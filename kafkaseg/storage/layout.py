@@ -54,6 +54,8 @@ __all__ = [
     "read_partition_dir",
     "discover",
     "choose_replicas",
+    "read_tiered_partition",
+    "with_remote_copies",
     "check_one_incarnation",
     "transactions_open_at",
     "last_stable_offset",
@@ -88,6 +90,8 @@ class SegmentFiles:
     # Indexes held in ranges of one object rather than files of their own (Aiven's tiered-storage ``.indexes``):
     # ``(kind, path, position, size)``, kind ``index``, ``timeindex`` or ``txnindex``; see ``index_location``.
     packed_indexes: tuple[tuple[str, str, int, int], ...] = ()
+    # the tiered-storage layout the segment is a copy in (see PartitionDir.tiered), None for a log dir's segment
+    tiered: str | None = None
 
 
 def is_last_log_in_folder(path: str, filesystem=None) -> bool:
@@ -147,6 +151,9 @@ class PartitionDir:
     # The tiered-storage layout the partition was found in (``tiered.AIVEN``, ``tiered.LOCAL_TIERED_STORAGE``),
     # None for a broker's log dir: then there are no checkpoints, and every segment is a rolled one.
     tiered: str | None = None
+    # A log dir's partition whose first segments are a tiered-storage copy's (see with_remote_copies): that copy,
+    # as found, so a fresh listing of the log dir's folder can be extended the same way.
+    remote_below: "PartitionDir | None" = field(default=None, compare=False, repr=False)
 
     @property
     def log_start_offset(self) -> int | None:
@@ -499,7 +506,7 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
         base_offset=copy.base_offset, log_path=copy.log.path, log_size=copy.log.size,
         index_path=side(copy, "index"), timeindex_path=side(copy, "timeindex"),
         txnindex_path=side(copy, "txnindex"), mtime_ms=copy.log.mtime_ms or 0, filesystem=filesystem,
-        packed_indexes=packed(copy)) for copy in kept)
+        packed_indexes=packed(copy), tiered=folder.layout) for copy in kept)
     epochs: tuple = ()
     if folder.layout == tiered.AIVEN:
         starts: dict[int, int] = {}
@@ -726,6 +733,8 @@ def relisted(partition_dir: PartitionDir, work):
             try:
                 fresh = read_partition_dir(partition_dir.path, partition_dir.filesystem,
                                            topic=partition_dir.topic, partition=partition_dir.partition)
+                if partition_dir.remote_below is not None:  # extended below as before (with_remote_copies)
+                    fresh = with_remote_copies(fresh, partition_dir.remote_below)[0] or fresh
             except KafkaSegError:
                 fresh = None  # the folder itself went away (a deleted topic): the original error says what failed
             if fresh is None or _listing(fresh) == _listing(partition_dir):
@@ -973,13 +982,50 @@ def check_one_incarnation(partitions: Iterable[PartitionDir]) -> None:
                                   f"and would be mixed; read the dirs of one {unit} only (leave the other's dirs out)")
 
 
-def choose_replicas(partitions: Iterable[PartitionDir], policy: str = "highestHighWatermark") -> list[ReplicaChoice]:
+def with_remote_copies(local: PartitionDir, remote: PartitionDir) -> tuple[PartitionDir | None, str]:
+    """``local`` (a log dir's partition) with the segments of ``remote`` (a tiered-storage copy of it) that hold
+    its offsets below its first local segment, and a sentence saying what was done; ``(None, why not)`` when they
+    cannot be one log.
+
+    A broker keeps a tiered topic's log start in ``log-start-offset-checkpoint`` below its first local segment
+    (:attr:`PartitionDir.below_local_log`); the offsets between are in remote storage. Only copies reaching into
+    that range are taken (a copy below the log start holds records retention deleted, one at or above the first
+    local segment the local files hold), so the result reads as the broker serves it. Both must be in one store
+    (one filesystem object reads every segment of a partition) and be the same topic (same topic id when both
+    record one).
+    """
+    below = local.below_local_log
+    if below is None:
+        return None, ("the log dir has no log start below its first segment in log-start-offset-checkpoint, so no "
+                      "offset of it is in remote storage")
+    if local.topic_id and remote.topic_id and local.topic_id != remote.topic_id:
+        return None, f"topic id {remote.topic_id} of the remote copies is not the log dir's {local.topic_id}"
+    if not _fs.same_store(local.filesystem, remote.filesystem):
+        return None, "the remote copies are in another store than the log dir (read them in a call of their own)"
+    start, first_local = below
+    bases = [s.base_offset for s in remote.segments] + [first_local]
+    taken = tuple(s for s, following in zip(remote.segments, bases[1:])
+                  if s.base_offset < first_local and following > start)
+    if not taken:
+        return None, f"no remote copy holds offsets in [{start}, {first_local})"
+    note = (f"offsets [{start}, {first_local}) are read from {len(taken)} tiered-storage copies in {remote.path}, "
+            "below the first local segment")
+    merged = _replace(local, segments=taken + local.segments, remote_below=remote, notes=local.notes + (note,))
+    return merged, note
+
+
+def choose_replicas(partitions: Iterable[PartitionDir], policy: str = "highestHighWatermark", *,
+                    with_remote: bool = True) -> list[ReplicaChoice]:
     """One replica per (topic, partition).
 
     Policies: ``highestHighWatermark`` (the copy whose log dir checkpointed the highest high watermark; ties, and
     copies without one, fall back to the largest log end offset), ``largestLogEndOffset`` (reads one index interval
     of each copy's last segment), ``largestSize`` (most bytes of segments), ``first`` (first in the given order).
     Remaining ties go to the first copy in the given order.
+
+    Tiered-storage copies (``PartitionDir.tiered``) are not replicas of a log dir's partition but its older
+    segments: with ``with_remote`` the chosen log dir replica is extended below by the first of them that fits
+    (:func:`with_remote_copies`). Without a log dir replica, one of them is chosen as above.
     """
     if policy not in REPLICA_POLICIES:
         from kafkaseg.errors import InvalidOptionError
@@ -991,44 +1037,59 @@ def choose_replicas(partitions: Iterable[PartitionDir], policy: str = "highestHi
     for pd in partitions:
         groups.setdefault((pd.topic, pd.partition), []).append(pd)
     choices = []
-    for (topic, partition), copies in sorted(groups.items()):
-        if len(copies) == 1:
-            choices.append(ReplicaChoice(topic, partition, copies[0], tuple(copies), "only replica"))
-            continue
-        leo_cache: dict[int, int] = {}
-
-        def leo(i: int) -> int:
-            if i not in leo_cache:
-                try:
-                    leo_cache[i] = partition_log_end_offset(copies[i])
-                except (CorruptDataError, LayoutError):
-                    leo_cache[i] = -1
-            return leo_cache[i]
-
-        indices = range(len(copies))
-        if policy == "first":
-            best, why = 0, "first replica given"
-        elif policy == "largestSize":
-            best = max(indices, key=lambda i: (copies[i].size_bytes, -i))
-            why = f"largest size ({copies[best].size_bytes} bytes)"
-        elif policy == "largestLogEndOffset":
-            best = max(indices, key=lambda i: (leo(i), -i))
-            why = f"largest log end offset ({leo(best)})"
-        else:
-            hw = lambda i: copies[i].high_watermark if copies[i].high_watermark is not None else -1  # noqa: E731
-            top = max(hw(i) for i in indices)
-            tied = [i for i in indices if hw(i) == top]
-            if len(tied) == 1:
-                best = tied[0]
-                why = f"highest high watermark ({top})"
-            else:
-                best = max(tied, key=lambda i: (leo(i), -i))
-                why = (f"high watermark tie ({top if top >= 0 else 'none'}) broken by largest log end offset "
-                       f"({leo(best)})")
-        others = ", ".join(c.path for j, c in enumerate(copies) if j != best)
-        choices.append(ReplicaChoice(topic, partition, copies[best], tuple(copies),
-                                     f"{why}; other replicas: {others}"))
+    for (topic, partition), found in sorted(groups.items()):
+        copies = [c for c in found if c.tiered is None] or found
+        remote = [c for c in found if c.tiered is not None] if len(copies) < len(found) else []
+        choice = _choose_one(topic, partition, copies, policy)
+        if remote and with_remote:
+            chosen, how = choice.chosen, []
+            for candidate in remote:
+                merged, why = with_remote_copies(chosen, candidate)
+                if merged is not None:
+                    chosen, how = merged, [why]
+                    break
+                how.append(f"{candidate.path} not read: {why}")
+            choice = ReplicaChoice(topic, partition, chosen, tuple(found), "; ".join([choice.reason, *how]))
+        choices.append(choice)
     return choices
+
+
+def _choose_one(topic: str, partition: int, copies: list[PartitionDir], policy: str) -> ReplicaChoice:
+    """:func:`choose_replicas` for one topic-partition's ``copies``."""
+    if len(copies) == 1:
+        return ReplicaChoice(topic, partition, copies[0], tuple(copies), "only replica")
+    leo_cache: dict[int, int] = {}
+
+    def leo(i: int) -> int:
+        if i not in leo_cache:
+            try:
+                leo_cache[i] = partition_log_end_offset(copies[i])
+            except (CorruptDataError, LayoutError):
+                leo_cache[i] = -1
+        return leo_cache[i]
+
+    indices = range(len(copies))
+    if policy == "first":
+        best, why = 0, "first replica given"
+    elif policy == "largestSize":
+        best = max(indices, key=lambda i: (copies[i].size_bytes, -i))
+        why = f"largest size ({copies[best].size_bytes} bytes)"
+    elif policy == "largestLogEndOffset":
+        best = max(indices, key=lambda i: (leo(i), -i))
+        why = f"largest log end offset ({leo(best)})"
+    else:
+        hw = lambda i: copies[i].high_watermark if copies[i].high_watermark is not None else -1  # noqa: E731
+        top = max(hw(i) for i in indices)
+        tied = [i for i in indices if hw(i) == top]
+        if len(tied) == 1:
+            best = tied[0]
+            why = f"highest high watermark ({top})"
+        else:
+            best = max(tied, key=lambda i: (leo(i), -i))
+            why = (f"high watermark tie ({top if top >= 0 else 'none'}) broken by largest log end offset "
+                   f"({leo(best)})")
+    others = ", ".join(c.path for j, c in enumerate(copies) if j != best)
+    return ReplicaChoice(topic, partition, copies[best], tuple(copies), f"{why}; other replicas: {others}")
 
 
 # -- offsets that need reading the log -----------------------------------------------------------------------------
