@@ -119,7 +119,8 @@ class ResumptionEntries:
     one index load. No index, an insane one, or a segment unreadable now: no resumption. ``close()`` when done."""
 
     def __init__(self, log_path: str, index_path: str | None, base_offset: int, next_base_offset: int | None,
-                 filesystem=None, *, max_batch_bytes: int | None, max_decompressed_bytes: int | None):
+                 filesystem=None, *, max_batch_bytes: int | None, max_decompressed_bytes: int | None,
+                 index_window: tuple[int, int] | None = None):
         self.base_offset, self.next_base_offset = base_offset, next_base_offset
         self.max_batch_bytes, self.max_decompressed_bytes = max_batch_bytes, max_decompressed_bytes
         self.index: OffsetIndex | None = None
@@ -127,7 +128,7 @@ class ResumptionEntries:
         if not index_path:
             return
         try:
-            index = OffsetIndex.load(index_path, base_offset, filesystem)
+            index = OffsetIndex.load(index_path, base_offset, filesystem, window=index_window)
             self.reader = SegmentReader(log_path, filesystem)
             if not index.sanity_problems(self.reader.size):
                 self.index = index

@@ -306,12 +306,14 @@ class PartitionLookup:
         offset index file whose batch checks out (:class:`~kafkaseg.entry_check.ResumptionEntries`, the scan's
         rule), or None (no sane index file, or no such entry: the read skips the rest of the segment)."""
         seg = self.segments[i]
-        if bad is None or not seg.index_path:
+        index_path, index_window = index_location(seg, "index")
+        if bad is None or not index_path:
             return None
         self.stats.files_opened += 1
-        entries = ResumptionEntries(seg.log_path, seg.index_path, seg.base_offset,
+        entries = ResumptionEntries(seg.log_path, index_path, seg.base_offset,
                                     self.bases[i + 1] if i + 1 < len(self.segments) else None, self.fs,
-                                    max_batch_bytes=self.max_batch_bytes, max_decompressed_bytes=None)
+                                    max_batch_bytes=self.max_batch_bytes, max_decompressed_bytes=None,
+                                    index_window=index_window)
         try:
             found = entries.next_checked(bad, None, -1)
         finally:

@@ -144,6 +144,7 @@ class SegmentSlice:
     # the segment's .index (None when absent): a lenient read resumes after bad framing at its next entry whose
     # batch checks out (entry_check.ResumptionEntries), so what it loses does not depend on where slices are cut
     index_path: str | None = None
+    index_window: tuple[int, int] | None = None  # where in ``index_path`` the index is (see index_location)
     slice_offsets: tuple[int, int] | None = None
     listed_at_ns: int | None = None  # the wall clock when the plan's listing began (see plan_again_by_offset)
     topic_id: str | None = None  # the partition's topic id (partition.metadata) at planning, None when unknown
@@ -1605,7 +1606,8 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
         partition_path=part.pdir.path, log_dir=part.pdir.log_dir, filesystem=part.fs,
         next_base_offset=part.next_base(piece.segment), recovery_point=part.pdir.recovery_point,
         file_identity=identity, cleaner_offset=part.pdir.cleaner_offset, missing_before=missing_before,
-        index_path=seg.index_path, slice_offsets=own_offsets, listed_at_ns=listed_at_ns, topic_id=topic_id,
+        index_path=index_location(seg, "index")[0], index_window=index_location(seg, "index")[1],
+        slice_offsets=own_offsets, listed_at_ns=listed_at_ns, topic_id=topic_id,
         partition_identity=partition_identity, rolled=seg.tiered is not None)
 
 

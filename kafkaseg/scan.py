@@ -450,7 +450,8 @@ class _SliceDecoder:
             self._entries = ResumptionEntries(piece.log_path, piece.index_path, piece.base_offset,
                                               piece.next_base_offset, piece.filesystem,
                                               max_batch_bytes=self.options.max_batch_bytes,
-                                              max_decompressed_bytes=self.options.max_decompressed_batch_bytes)
+                                              max_decompressed_bytes=self.options.max_decompressed_batch_bytes,
+                                              index_window=piece.index_window)
         return self._entries.next_checked(bad, end, self.last_seen)
 
     def _skipped_just_before(self, reader: RandomAccessReader, pos: int) -> bool:

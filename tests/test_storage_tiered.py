@@ -236,21 +236,27 @@ def test_an_upload_done_twice_is_read_once(corpus_dir, tmp_path, layout):
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_two_different_copies_of_the_same_offsets_are_refused_naming_both(corpus_dir, tmp_path, layout):
+    # the same base, and leader epochs that differ without one being later: nothing tells which is live
     folder = _corpus_partition(corpus_dir, CORPUS_PARTITIONS[0])
-    first = _copy(folder, tmp_path / "remote", layout=layout)
-    other = tmp_path / "other" / folder.name
-    shutil.copytree(folder, other)
-    log = other / first[1].name.split("-")[0]
-    log = log.with_suffix(".log")
-    log.chmod(0o644)
-    log.write_bytes(log.read_bytes()[:-1])  # another leader's copy: other bytes
-    base = int(first[1].name.split("-")[0])
-    second = _copy(other, tmp_path / "remote", layout=layout, segment_ids={base: kafka_uuid("leader-2")})
-    with pytest.raises(LayoutError, match="holding different records") as raised:
+    copies = []
+    for name, epochs in (("one", "0 0\n2 67\n"), ("two", "0 0\n1 66\n2 67\n")):
+        replica = tmp_path / name / folder.name
+        shutil.copytree(folder, replica)
+        (replica / "leader-epoch-checkpoint").chmod(0o644)
+        (replica / "leader-epoch-checkpoint").write_text(f"0\n{epochs.count(chr(10))}\n{epochs}")
+        copies.append(_copy(replica, tmp_path / "remote", layout=layout,
+                            segment_ids={66: kafka_uuid(f"leader-{name}")}))
+    if layout == "aiven":  # the manifest's epochs are the segment's: those of the checkpoint over its offsets
+        for written, epochs in zip(copies, ({"0": 66}, {"1": 66})):
+            path = _manifest(written[1])
+            manifest = json.loads(path.read_text())
+            manifest["remoteLogSegmentMetadata"]["segmentLeaderEpochs"] = {**epochs, "2": 68}
+            path.write_text(json.dumps(manifest))
+    with pytest.raises(LayoutError, match="do not say which is the live log") as raised:
         discover(str(tmp_path / "remote"))
-    assert str(first[1]) in str(raised.value) and str(second[1]) in str(raised.value)
+    assert str(copies[0][1]) in str(raised.value) and str(copies[1][1]) in str(raised.value)
     # either copy can still be read on its own, given as a path
-    assert kafkaseg.read_arrow(str(first[1])).num_rows > 0
+    assert kafkaseg.read_arrow(str(copies[0][1])).num_rows > 0
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -349,3 +355,175 @@ def test_remote_copies_of_another_incarnation_of_the_topic_are_refused(tmp_path)
     topic_folder.rename(remote / f"orders-{kafka_uuid('recreated')}")
     with pytest.raises(LayoutError, match="different incarnations"):
         kafkaseg.read_arrow([str(data), str(remote)])
+
+
+def test_an_aiven_topic_whose_name_ends_in_digits_is_not_taken_for_a_local_tiered_storage_partition(tmp_path):
+    # events-2-<id> parses as LocalTieredStorage's <topic>-<partition>-<id> too: the folder's content decides
+    write_data_dir(tmp_path / "data", [TopicSpec("events-2", records_per_partition=400, segment_bytes=8192)])
+    copy_to_tiered(tmp_path / "data" / "events-2-0", tmp_path / "bucket", layout="aiven")
+    copy_to_tiered(tmp_path / "data" / "events-2-0", tmp_path / "bucket", layout="local")
+    found = discover(str(tmp_path / "bucket"))
+    assert sorted((p.topic, p.partition, p.tiered) for p in found) == [
+        ("events-2", 0, tiered.AIVEN), ("events-2", 0, tiered.LOCAL_TIERED_STORAGE)]
+    rolled = _rolled_rows(tmp_path / "data" / "events-2-0")
+    assert all(kafkaseg.read_arrow(p.path).select(COLUMNS).equals(rolled) for p in found)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_verify_and_describe_read_the_copied_indexes(tmp_path, layout, capsys):
+    from kafkaseg.cli.main import main
+
+    write_data_dir(tmp_path / "data", [TopicSpec("txn", records_per_partition=2000, records_per_batch=20,
+                                                 transactional=True, abort_ratio=0.4, segment_bytes=16 * 1024,
+                                                 index_interval_bytes=1024)])
+    copy_to_tiered(tmp_path / "data" / "txn-0", tmp_path / layout, layout=layout)
+    assert main(["verify", str(tmp_path / layout)]) == 0
+    assert "0 errors, 0 warnings" in capsys.readouterr().out
+    assert main(["describe", str(tmp_path / layout), "--segments", "--json"]) == 0
+    described = json.loads(capsys.readouterr().out)
+    text = json.dumps(described)
+    assert '"has_txn_index": true' in text or '"hasTxnIndex": true' in text
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_one_copy_given_as_a_path_is_read_committed_with_its_partition_as_context(tmp_path, layout):
+    # a transaction whose marker is in a later copy is not open: the read of the copy does not stop at it
+    write_data_dir(tmp_path / "data", [TopicSpec("txn", records_per_partition=3000, records_per_batch=20,
+                                                 transactional=True, abort_ratio=0.4, segment_bytes=16 * 1024)])
+    written = copy_to_tiered(tmp_path / "data" / "txn-0", tmp_path / layout, layout=layout)
+    committed = {"kafka.isolation.level": "read_committed"}
+    whole = kafkaseg.read_arrow(str(tmp_path / layout), **committed).select(COLUMNS)
+    bases = [int(p.name.split("-")[0]) for p in written] + [None]
+    for path, base, following in zip(written, bases, bases[1:]):
+        got = kafkaseg.read_arrow(str(path), **committed).select(COLUMNS)
+        mask = pc.greater_equal(whole["offset"], base)
+        if following is not None:
+            mask = pc.and_(mask, pc.less(whole["offset"], following))
+        assert got.equals(whole.filter(mask)), path.name
+
+
+def test_a_lenient_read_resumes_at_the_next_entry_of_the_copied_offset_index(tmp_path):
+    import struct
+
+    write_data_dir(tmp_path / "data", [TopicSpec("t", records_per_partition=3000, records_per_batch=10,
+                                                 segment_bytes=32 * 1024, index_interval_bytes=1024)])
+    rows = {}
+    for layout in LAYOUTS:
+        written = copy_to_tiered(tmp_path / "data" / "t-0", tmp_path / layout, layout=layout)
+        data = bytearray(written[2].read_bytes())
+        position = 0
+        for _ in range(3):  # the third batch's length field: absurd
+            position += 12 + struct.unpack_from(">i", data, position + 8)[0]
+        struct.pack_into(">i", data, position + 8, 0x7FFF0000)
+        written[2].write_bytes(bytes(data))
+        rows[layout] = kafkaseg.read_arrow(str(tmp_path / layout), onCorruption="skip")["offset"].to_pylist()
+    whole = _rolled_rows(tmp_path / "data" / "t-0")["offset"].to_pylist()
+    assert rows["aiven"] == rows["local"]  # both resume at the same index entry
+    lost = len(whole) - len(rows["aiven"])
+    assert 0 < lost < 60  # the bad batch and those up to the next index entry, not the rest of the segment
+
+
+# -- copies by two leaders --------------------------------------------------------------------------------------
+
+def _batch_starts(data: bytes) -> list[tuple[int, int]]:
+    import struct
+
+    out, position = [], 0
+    while position + 12 <= len(data):
+        offset, length = struct.unpack_from(">qi", data, position)
+        out.append((position, offset))
+        position += 12 + length
+    return out
+
+
+def _new_leader_copy(copy: Path, log: bytes, base: int, end: int, epochs: dict[int, int], layout: str) -> Path:
+    """Write a copy of ``log`` (offsets ``base``..``end``) beside ``copy``, as another leader's upload whose
+    segments rolled elsewhere; ``epochs``: its leader epochs (epoch -> start offset)."""
+    stem = f"{base:020d}-{kafka_uuid(f'new-leader/{base}/{len(log)}')}"
+    (copy.parent / f"{stem}.log").write_bytes(log)
+    text = ("0\n" + f"{len(epochs)}\n" + "".join(f"{e} {s}\n" for e, s in sorted(epochs.items()))).encode()
+    if layout == "local":
+        for suffix, data in ((".index", b""), (".timeindex", b""), (".snapshot", b""),
+                             (".leader_epoch_checkpoint", text)):
+            (copy.parent / f"{stem}{suffix}").write_bytes(data)
+    else:
+        (copy.parent / f"{stem}.indexes").write_bytes(text)
+        manifest = json.loads(copy.with_suffix(".rsm-manifest").read_text())
+        manifest["chunkIndex"]["originalFileSize"] = len(log)
+        manifest["segmentIndexes"] = {"offset": {"position": 0, "size": 0}, "timestamp": {"position": 0, "size": 0},
+                                      "producerSnapshot": {"position": 0, "size": 0},
+                                      "leaderEpoch": {"position": 0, "size": len(text)}, "transaction": None}
+        metadata = manifest["remoteLogSegmentMetadata"]
+        metadata.update(startOffset=base, endOffset=end, segmentLeaderEpochs={str(e): s for e, s in epochs.items()})
+        (copy.parent / f"{stem}.rsm-manifest").write_text(json.dumps(manifest))
+    return copy.parent / f"{stem}.log"
+
+
+@pytest.fixture
+def two_leaders(tmp_path):
+    """A partition's copies (epoch 0 throughout), and the log's rows; the copy after the third is replaced by
+    what a new leader uploads (see the tests)."""
+    write_data_dir(tmp_path / "data", [TopicSpec("t", records_per_partition=3000, records_per_batch=20,
+                                                 segment_bytes=16 * 1024)])
+    rolled = _rolled_rows(tmp_path / "data" / "t-0")
+
+    def make(layout):
+        written = copy_to_tiered(tmp_path / "data" / "t-0", tmp_path / layout, layout=layout)
+        a, b = written[2], written[3]
+        following = int(written[4].name.split("-")[0])
+        data_a, data_b = a.read_bytes(), b.read_bytes()
+        for path in b.parent.glob(b.name.split(".")[0] + ".*"):
+            path.unlink()  # the old leader never copied it
+        return a, data_a, data_b, following
+
+    return tmp_path, rolled, make
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_new_leaders_longer_copy_from_the_same_base_is_read_instead(two_leaders, layout):
+    root, rolled, make = two_leaders
+    a, data_a, data_b, following = make(layout)
+    base = int(a.name.split("-")[0])
+    _new_leader_copy(a, data_a + data_b, base, following - 1, {0: base}, layout)
+    (pd,) = discover(str(root / layout))
+    assert any("holds the same records from the same base and more" in note for note in pd.notes)
+    assert kafkaseg.read_arrow(str(root / layout)).select(COLUMNS).equals(rolled)
+
+
+@pytest.mark.parametrize("epoch, says", [
+    (0, "is read up to offset {start}, where"),  # a leader change: the same records where both hold them
+    (1, "later leader epoch (1)"),  # an unclean election: the later epoch's copy is the live log's
+])
+def test_a_new_leaders_copy_starting_inside_the_last_copy_is_read_from_there(two_leaders, epoch, says):
+    root, rolled, make = two_leaders
+    a, data_a, data_b, following = make("aiven")
+    position, start = _batch_starts(data_a)[3]
+    _new_leader_copy(a, data_a[position:] + data_b, start, following - 1, {epoch: start}, "aiven")
+    (pd,) = discover(str(root / "aiven"))
+    assert any(says.format(start=start) in note for note in pd.notes)
+    assert kafkaseg.read_arrow(str(root / "aiven")).select(COLUMNS).equals(rolled)
+
+
+def test_copies_whose_epochs_do_not_tell_which_is_live_are_refused_naming_both(two_leaders):
+    root, _, make = two_leaders
+    a, data_a, data_b, following = make("aiven")
+    base = int(a.name.split("-")[0])
+    manifest = json.loads(a.with_suffix(".rsm-manifest").read_text())
+    manifest["remoteLogSegmentMetadata"]["segmentLeaderEpochs"] = {"3": base}
+    a.with_suffix(".rsm-manifest").write_text(json.dumps(manifest))
+    other = _new_leader_copy(a, data_a + data_b, base, following - 1, {2: base, 3: base + 5}, "aiven")
+    with pytest.raises(LayoutError, match="do not say which is the live log") as raised:
+        discover(str(root / "aiven"))
+    assert str(a) in str(raised.value) and str(other) in str(raised.value)
+
+
+def test_an_unfinished_upload_between_finished_copies_is_a_hole_named_not_skipped(corpus_dir, tmp_path):
+    folder = _corpus_partition(corpus_dir, CORPUS_PARTITIONS[0])
+    written = copy_to_tiered(folder, tmp_path, layout="aiven", include_last=True)
+    _manifest(written[1]).unlink()  # the middle copy: its offsets are in no other copy
+    with pytest.raises(LayoutError, match="in no finished copy") as raised:
+        discover(str(tmp_path))
+    assert str(written[1]) in str(raised.value)
+    _manifest(written[2]).unlink()  # now the last: an upload in progress, left out with a note
+    (pd,) = discover(str(tmp_path))
+    assert [s.log_path for s in pd.segments] == [str(written[0])]

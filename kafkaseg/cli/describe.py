@@ -136,7 +136,7 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
         desc.segments.append(SegmentDescription(seg.log_path, seg.base_offset, seg.log_size,
                                                 len(offset_index) if offset_index is not None else None,
                                                 len(time_index) if time_index is not None else None,
-                                                bool(seg.txnindex_path), max_ts, seg.mtime_ms))
+                                                bool(index_location(seg, "txnindex")[0]), max_ts, seg.mtime_ms))
         if max_ts is not None and max_ts >= 0:
             desc.max_timestamp = max_ts if desc.max_timestamp is None else max(desc.max_timestamp, max_ts)
     try:

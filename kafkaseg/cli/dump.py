@@ -340,7 +340,8 @@ def record_json(record: _Record, header: BatchHeader, options: DumpOptions) -> d
 def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress, filesystem, located: str) -> None:
     name = _fs.basename(located)
     if name.endswith(".log"):
-        start = int(name.split(".")[0]) if name.split(".")[0].isdigit() else 0
+        start = _name_offset(name)
+        start = 0 if start is None else start
         header_line = f"Log starting offset: {start}"
     elif name == BOOTSTRAP_CHECKPOINT:
         header_line = "KRaft bootstrap snapshot"
@@ -425,13 +426,23 @@ def _batches_until_no_batch(walk, reader: SegmentReader, end: int):
             raise
 
 
+_NAME_OFFSET = re.compile(r"^(\d+)(?:-[A-Za-z0-9_-]{22})?$")  # 42, or a tiered-storage copy's 42-<segment id>
+
+
+def _name_offset(name: str) -> int | None:
+    """The base offset a segment file's name gives (``00000000000000000042.index``, a tiered-storage copy's
+    ``00000000000000000042-<segment id>.index``: 42), None for other names."""
+    match = _NAME_OFFSET.match(name.split(".")[0])
+    return int(match.group(1)) if match and match.group(1).isascii() else None
+
+
 def _base_offset(located: str) -> int:
-    """The base offset a segment file's name gives (``00000000000000000042.index``: 42)."""
-    stem = _fs.basename(located).split(".")[0]
-    if not stem.isascii() or not stem.isdigit():
+    """The base offset a segment file's name gives (see :func:`_name_offset`)."""
+    base = _name_offset(_fs.basename(located))
+    if base is None:
         raise LayoutError(f"{_fs.redact(located)}: not named after a base offset (<20 digits>.index, ...), so its "
                           "entries' offsets are unknown")
-    return int(stem)
+    return base
 
 
 def _log_for(located: str) -> str:

@@ -462,7 +462,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
             add(ERROR, timeindex_label, p.position, f"sanity check: {p.detail}")
     if txnindex_label:
         try:
-            txn = TransactionIndex.load(txnindex_label, seg.base_offset, pdir.filesystem)
+            txn = TransactionIndex.load(txnindex_path, seg.base_offset, pdir.filesystem, window=txnindex_window)
             for p in txn.sanity_problems():
                 add(ERROR, txnindex_label, p.position, p.detail)
             if txn.trailing_bytes:

@@ -182,7 +182,8 @@ class PartitionDir:
             return None
         return (f"offsets [{below[0]}, {below[1]}) are not in these files: log-start-offset-checkpoint says "
                 f"{below[0]}, below the first local segment (base {below[1]}); for a tiered topic they are in "
-                f"remote storage, which kafkaseg cannot read, and the broker's earliest offset is {below[0]}; "
+                f"remote storage (give its copies with the log dir to read them: Aiven's and "
+                f"LocalTieredStorage's layouts), and the broker's earliest offset is {below[0]}; "
                 f"otherwise the checkpoint is older than a retention deletion (it is rewritten every minute) and "
                 f"the broker's is {below[1]}")
 
@@ -387,7 +388,7 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
         filesystem, path = _fs.open_filesystem(path)
     if log_dir is None and entries is None and parse_topic_partition(_fs.basename(path)) is None:
         entries = _fs.list_dir(path, filesystem)  # a tiered-storage copy's partition folder (read again)?
-        remote = tiered.tiered_partition_folders(path, filesystem, entries)
+        remote = tiered.tiered_partition_folders(path, filesystem, entries, partition_only=True)
         if remote is not None and len(remote) == 1 and remote[0].path == path:
             return read_tiered_partition(remote[0], filesystem, entries=entries)
     if topic is None or partition is None:
@@ -448,18 +449,20 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
     read one of two overlapping copies).
     """
     if entries is None:
-        entries = _fs.list_dir(folder.path, filesystem)
+        entries = folder.entries if folder.entries is not None else _fs.list_dir(folder.path, filesystem)
     layout = "Aiven tiered-storage" if folder.layout == tiered.AIVEN else "LocalTieredStorage"
     notes = [f"tiered-storage copy ({layout} layout): no checkpoints; every segment is a rolled one"]
     copies = tiered.remote_segments(entries, notes)
     if only is not None:
         copies = [copy for copy in copies if copy.log.path == only]
+    unfinished = []
     if folder.layout == tiered.AIVEN:
         complete = []
         for copy in copies:
             if "rsm-manifest" in copy.files:
                 complete.append(copy)
             else:
+                unfinished.append(copy)
                 notes.append(f"ignored {_fs.basename(copy.log.path)}: no .rsm-manifest beside it (the plugin "
                              "uploads it last: an upload that did not finish)")
         copies = _fs.map_files(lambda copy: tiered.read_aiven_manifest(copy, filesystem), complete, [filesystem])
@@ -476,19 +479,32 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
     kept: list[tiered.RemoteSegment] = []
     for copy in copies:  # sorted by (base offset, segment id)
         previous = kept[-1] if kept else None
-        if previous is not None and previous.base_offset == copy.base_offset:
-            if tiered.same_records(previous, copy, epochs_of):
-                notes.append(f"ignored {_fs.basename(copy.log.path)}: another copy of the records of "
-                             f"{_fs.basename(previous.log.path)} (same offsets, size and leader epochs; an upload "
-                             "done twice)")
-                continue
-        if previous is not None and (previous.base_offset == copy.base_offset or (
+        if previous is None or not (previous.base_offset == copy.base_offset or (
                 previous.end_offset is not None and previous.end_offset >= copy.base_offset)):
+            kept.append(copy)
+            continue
+        if previous.base_offset == copy.base_offset and tiered.same_records(previous, copy, epochs_of):
+            notes.append(f"ignored {_fs.basename(copy.log.path)}: another copy of the records of "
+                         f"{_fs.basename(previous.log.path)} (same offsets, size and leader epochs; an upload "
+                         "done twice)")
+            continue
+        resolved = tiered.resolve_overlap(previous, copy, epochs_of)
+        if resolved is None:
             raise LayoutError(f"{copy.log.path} and {previous.log.path} are copies of the same offsets from "
-                              f"{copy.base_offset} holding different records (uploads by two leaders after an "
-                              "unclean election?); which one is live is recorded only in the cluster's "
+                              f"{copy.base_offset} holding different records, and their leader epochs do not say "
+                              "which is the live log's; which one is live is recorded only in the cluster's "
                               "__remote_log_metadata topic: give the .log files to read as paths")
-        kept.append(copy)
+        kept[-1:] = resolved.kept
+        notes.append(resolved.note)
+    for copy in unfinished:  # uploads go in offset order: one between finished copies is a hole unless covered
+        # (below them all it is the log's old start, being deleted; above, an upload in progress)
+        covered = any(k.base_offset <= copy.base_offset and (k.end_offset is None or k.end_offset >= copy.base_offset)
+                      for k in kept)
+        if not covered and any(k.base_offset > copy.base_offset for k in kept) and any(
+                k.base_offset < copy.base_offset for k in kept):
+            raise LayoutError(f"{copy.log.path}: offsets from {copy.base_offset} are in no finished copy, only in "
+                              "this upload, which has no .rsm-manifest (the plugin uploads it last); the copies "
+                              "after it cannot be read as the rest of the same log")
 
     def side(copy, kind):
         entry = copy.files.get(kind)
@@ -671,12 +687,21 @@ def _single_log_file(path: str, entry: _fs.FileEntry, filesystem) -> PartitionDi
     parsed = parse_topic_partition(folder_name)
     name = _fs.basename(path)
     match = re.match(r"^(\d+)\.log$", name)
-    remote = None if parsed is not None else tiered.tiered_partition_folders(folder, filesystem,
-                                                                               _fs.list_dir(folder, filesystem))
+    remote = None if parsed is not None else tiered.tiered_partition_folders(
+        folder, filesystem, _fs.list_dir(folder, filesystem), partition_only=True)
     if remote is not None and len(remote) == 1 and remote[0].path == folder:  # a segment copy in tiered storage
+        try:  # the whole partition decides what a read of the copy needs (transactions ending in later copies)
+            whole = read_tiered_partition(remote[0], filesystem)
+            same = [s for s in whole.segments if s.log_path == path]
+            if same:
+                return _replace(whole, segments=tuple(same), whole=whole, given_files=True)
+        except LayoutError as err:  # copies that cannot be read as one log: this one is read on its own
+            why = f"read on its own: its folder's copies cannot be read as one log ({err})"
+        else:
+            why = "read on its own: not one of the copies its folder is read as"
         given = read_tiered_partition(remote[0], filesystem, only=path)
         if given.segments:
-            return _replace(given, given_files=True)
+            return _replace(given, given_files=True, notes=given.notes + (f"{_fs.basename(path)}: {why}",))
     if parsed is not None:
         whole = read_partition_dir(folder, filesystem, topic=parsed[0], partition=parsed[1])
         same = [s for s in whole.segments if s.log_path == path]
@@ -819,10 +844,9 @@ def _check_one_store(found: dict, key: str, filesystem, given) -> None:
 
 
 def _discover_tiered(found: dict, left_out: dict, remote: list, path: str, filesystem, given,
-                     listing: Sequence[_fs.FileEntry], select: Callable[[str, int], bool] | None) -> None:
-    """Read the remote partition folders :func:`tiered.tiered_partition_folders` found at or under ``path``
-    (``listing`` is the path's own: reused when it is the one partition folder) into ``found``; those ``select``
-    leaves out into ``left_out``."""
+                     select: Callable[[str, int], bool] | None) -> None:
+    """Read the remote partition folders :func:`tiered.tiered_partition_folders` found at or under ``path`` into
+    ``found``; those ``select`` leaves out into ``left_out``."""
     chosen = []
     for folder in remote:
         if select is not None and folder.path != path and not select(folder.topic, folder.partition):
@@ -832,7 +856,7 @@ def _discover_tiered(found: dict, left_out: dict, remote: list, path: str, files
     root = None if len(remote) == 1 and remote[0].path == path else path
 
     def read(folder):
-        return read_tiered_partition(folder, filesystem, root=root, entries=listing if folder.path == path else None)
+        return read_tiered_partition(folder, filesystem, root=root)
 
     for folder, pd in zip(chosen, _fs.map_files(read, chosen, [filesystem])):
         key = _found_key(folder.path, filesystem)
@@ -915,7 +939,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                 tiered_skips: list[tuple[str, str]] = []
                 remote = tiered.tiered_partition_folders(path, filesystem, listing, tiered_skips)
                 if remote is not None:
-                    _discover_tiered(found, left_out, remote, path, filesystem, given, listing, select)
+                    _discover_tiered(found, left_out, remote, path, filesystem, given, select)
                     if skipped is not None:
                         skipped.extend(tiered_skips)
                     continue

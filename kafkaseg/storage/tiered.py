@@ -50,8 +50,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
-from typing import Callable, Sequence
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Callable, NamedTuple, Sequence
+
+import pyarrow.fs as pafs
 
 from kafkaseg.errors import LayoutError
 from kafkaseg.storage import checkpoints as ckpt
@@ -60,6 +64,7 @@ from kafkaseg.storage import fs as _fs
 __all__ = [
     "AIVEN",
     "LOCAL_TIERED_STORAGE",
+    "OverlapResolution",
     "RemoteSegment",
     "TieredPartitionFolder",
     "epochs_from_checkpoint",
@@ -67,6 +72,8 @@ __all__ = [
     "parse_local_tiered_folder",
     "read_aiven_manifest",
     "remote_segments",
+    "resolve_overlap",
+    "epochs_over",
     "same_records",
     "tiered_partition_folders",
 ]
@@ -120,6 +127,7 @@ class TieredPartitionFolder:
     partition: int
     topic_id: str
     layout: str  # AIVEN or LOCAL_TIERED_STORAGE
+    entries: tuple | None = field(default=None, compare=False, repr=False)  # its listing, when discovery has it
 
 
 def _has_remote_files(entries: Sequence[_fs.FileEntry]) -> bool:
@@ -140,7 +148,8 @@ def _aiven_partitions(path: str, topic: str, topic_id: str, entries: Sequence[_f
 
 def tiered_partition_folders(path: str, filesystem, entries: Sequence[_fs.FileEntry],
                              skipped: list[tuple[str, str]] | None = None,
-                             list_dir: Callable = _fs.list_dir) -> list[TieredPartitionFolder] | None:
+                             list_dir: Callable = _fs.list_dir, *,
+                             partition_only: bool = False) -> list[TieredPartitionFolder] | None:
     """The remote partition folders at or under ``path`` (whose listing is ``entries``), when ``path`` is one of:
 
     * a LocalTieredStorage partition folder (``<topic>-<partition>-<topic id>`` holding segment copies);
@@ -148,39 +157,51 @@ def tiered_partition_folders(path: str, filesystem, entries: Sequence[_fs.FileEn
     * a root holding such folders (``kafka-tiered-storage``, or a bucket prefix: Aiven's ``key.prefix``).
 
     None when it is none of these (the caller then reports what it expected). Folders of a root that are neither
-    are appended to ``skipped`` as ``(path, reason)``. Only folder names are read (and an Aiven topic folder's
-    listing), never a file.
+    are appended to ``skipped`` as ``(path, reason)``. ``partition_only``: only the first two (a ``.log``
+    file's folder). Only listings are read, never a file: a folder's layout is told by its content (an Aiven topic
+    folder named ``events-2-<id>`` also parses as LocalTieredStorage's ``<topic>-<partition>-<id>``).
     """
     skipped = [] if skipped is None else skipped
     name = _fs.basename(path)
     local = parse_local_tiered_folder(name)
     if local is not None and _has_remote_files(entries):
-        return [TieredPartitionFolder(path, *local, LOCAL_TIERED_STORAGE)]
+        return [TieredPartitionFolder(path, *local, LOCAL_TIERED_STORAGE, tuple(entries))]
     number = _partition_number(name)
     if number is not None and _has_remote_files(entries):
         parent = parse_aiven_topic_folder(_fs.basename(_fs.parent(path)))
         if parent is not None:
-            return [TieredPartitionFolder(path, parent[0], number, parent[1], AIVEN)]
+            return [TieredPartitionFolder(path, parent[0], number, parent[1], AIVEN, tuple(entries))]
+    if partition_only:
+        return None
     aiven = parse_aiven_topic_folder(name)
     dirs = [e for e in entries if e.is_dir]
-    if aiven is not None and dirs and all(_partition_number(e.name) is not None for e in dirs):
+    if aiven is not None and _holds_aiven_partitions(entries):
         return _aiven_partitions(path, *aiven, dirs, skipped)
     found: list[TieredPartitionFolder] = []
     others: list[tuple[str, str]] = []
     for entry in dirs:
-        local = parse_local_tiered_folder(entry.name)
-        if local is not None:
-            found.append(TieredPartitionFolder(entry.path, *local, LOCAL_TIERED_STORAGE))
-            continue
-        aiven = parse_aiven_topic_folder(entry.name)
+        aiven = parse_aiven_topic_folder(entry.name)  # LocalTieredStorage's names parse too: told by content
         if aiven is None:
             others.append((entry.path, "not a tiered-storage topic or partition folder"))
             continue
-        found.extend(_aiven_partitions(entry.path, *aiven, list_dir(entry.path, filesystem), others))
+        listing = list_dir(entry.path, filesystem)
+        local = parse_local_tiered_folder(entry.name)
+        if local is not None and _has_remote_files(listing):
+            found.append(TieredPartitionFolder(entry.path, *local, LOCAL_TIERED_STORAGE, tuple(listing)))
+        elif _holds_aiven_partitions(listing):
+            found.extend(_aiven_partitions(entry.path, *aiven, [e for e in listing if e.is_dir], others))
+        else:
+            others.append((entry.path, "neither a LocalTieredStorage partition folder (no segment copies) nor an "
+                                       "Aiven topic folder (no <partition> folders)"))
     if not found:
         return None
     skipped.extend(others)
     return found
+
+
+def _holds_aiven_partitions(entries: Sequence[_fs.FileEntry]) -> bool:
+    dirs = [e for e in entries if e.is_dir]
+    return bool(dirs) and all(_partition_number(e.name) is not None for e in dirs)
 
 
 # -- one remote partition ---------------------------------------------------------------------------------------
@@ -244,7 +265,42 @@ def read_aiven_manifest(segment: RemoteSegment, filesystem) -> RemoteSegment:
     segment's, or when the manifest is not one kafkaseg knows.
     """
     entry = segment.files["rsm-manifest"]
-    path = entry.path
+    key = (_store_key(filesystem), entry.path, entry.size, entry.mtime_ms, segment.log.size, segment.base_offset)
+    with _MANIFESTS_LOCK:
+        known = _MANIFESTS.get(key)
+        if known is not None:
+            _MANIFESTS.move_to_end(key)
+    if known is None:
+        known = _manifest_facts(segment, filesystem)
+        with _MANIFESTS_LOCK:
+            _MANIFESTS[key] = known
+            while len(_MANIFESTS) > _MANIFESTS_KEPT:
+                _MANIFESTS.popitem(last=False)
+    from dataclasses import replace
+
+    return replace(segment, end_offset=known[0], leader_epochs=known[1], packed_indexes=known[2])
+
+
+#: Manifests read, by (store, path, size, mtime, log size, base): a manifest is written once, whole (an object
+#: store replaces objects, never appends), so a discovery done again (a stream's every trigger, each ``.log`` of a
+#: glob) reads only the ones it has not seen. Bounded: about 200 bytes apiece.
+_MANIFESTS: "OrderedDict[tuple, tuple]" = OrderedDict()
+_MANIFESTS_KEPT = 100_000
+_MANIFESTS_LOCK = threading.Lock()
+
+
+def _store_key(filesystem) -> tuple:
+    """What tells stores apart for :data:`_MANIFESTS` (the same path in two S3 endpoints is two objects)."""
+    if isinstance(filesystem, pafs.S3FileSystem):
+        given = filesystem.__reduce__()[1][0]
+        return ("s3", given.get("endpoint_override"), given.get("scheme"), given.get("region"))
+    return (type(filesystem).__name__,)
+
+
+def _manifest_facts(segment: RemoteSegment, filesystem) -> tuple:
+    """``(end offset, leader epochs, packed index ranges)`` of ``segment``'s manifest (see
+    :func:`read_aiven_manifest`)."""
+    path = segment.files["rsm-manifest"].path
     try:
         manifest = json.loads(_fs.read_small_file(path, filesystem, max_bytes=_MANIFEST_CAP))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
@@ -290,9 +346,7 @@ def read_aiven_manifest(segment: RemoteSegment, filesystem) -> RemoteSegment:
             epochs = tuple(sorted((int(epoch), int(offset)) for epoch, offset in raw.items()))
         except (TypeError, ValueError) as err:
             raise LayoutError(f"{path}: manifest's segmentLeaderEpochs {raw!r} are not epoch: offset") from err
-    from dataclasses import replace
-
-    return replace(segment, end_offset=end, leader_epochs=epochs, packed_indexes=tuple(packed))
+    return end, epochs, tuple(packed)
 
 
 def same_records(first: RemoteSegment, second: RemoteSegment, epochs_of: Callable[[RemoteSegment], object]) -> bool:
@@ -301,6 +355,85 @@ def same_records(first: RemoteSegment, second: RemoteSegment, epochs_of: Callabl
     are the same records)."""
     return (first.base_offset == second.base_offset and first.log.size == second.log.size
             and first.end_offset == second.end_offset and epochs_of(first) == epochs_of(second))
+
+
+class OverlapResolution(NamedTuple):
+    """What :func:`resolve_overlap` keeps of two overlapping copies (in order), and the note saying why."""
+
+    kept: list
+    note: str
+
+
+def epochs_over(entries, low: int, high: int | None) -> tuple[tuple[int, int], ...]:
+    """The ``(epoch, start)`` entries (ascending) that cover offsets ``[low, high]`` (``high`` None: no end),
+    the first starting at ``low``."""
+    entries = sorted(((int(e), int(s)) for e, s in entries), key=lambda entry: (entry[1], entry[0]))
+    out = []
+    for i, (epoch, start) in enumerate(entries):
+        following = entries[i + 1][1] if i + 1 < len(entries) else None
+        if following is not None and following <= low:
+            continue  # ends before the range
+        if high is not None and start > high:
+            break
+        out.append((epoch, max(start, low)))
+    return tuple(out)
+
+
+def resolve_overlap(first: RemoteSegment, second: RemoteSegment, epochs_of: Callable) -> OverlapResolution | None:
+    """Two copies holding some of the same offsets (``second`` starts at or after ``first``, and no later than its
+    end) and not the same records: which to read, by their leader epochs, or None when those do not tell.
+
+    ``RemoteLogManager`` copies from the segment holding the next offset to copy, so after a leader change the new
+    leader's first copy can start inside the last copy of the old one, or at its base and be longer (segments roll
+    at different offsets on different replicas). Where both copies have the same leader epochs over the offsets
+    both hold, the records are the same (Kafka's log matching): the longer copy is read at a shared base, and the
+    first copy up to the second's base otherwise. Where they differ (an unclean election), the copy with the later
+    epoch is the live log's; the other is read only below it, or dropped when it holds nothing else."""
+    first_epochs, second_epochs = epochs_of(first), epochs_of(second)
+    if first_epochs is None or second_epochs is None:
+        return None
+    name_first, name_second = _fs.basename(first.log.path), _fs.basename(second.log.path)
+    low = second.base_offset
+    ends = [end for end in (first.end_offset, second.end_offset) if end is not None]
+    high = min(ends) if ends else None
+    over_first, over_second = epochs_over(first_epochs, low, high), epochs_over(second_epochs, low, high)
+    if high is None:  # ends unknown (LocalTieredStorage): one's epochs must continue the other's
+        shorter = min(len(over_first), len(over_second))
+        agree = over_first[:shorter] == over_second[:shorter] and shorter > 0
+    else:
+        agree = over_first == over_second and bool(over_first)
+    if agree:
+        if (first.base_offset != second.base_offset and first.end_offset is not None
+                and second.end_offset is not None and second.end_offset <= first.end_offset):
+            return OverlapResolution([first], f"ignored {name_second}: {name_first} holds all its offsets with the "
+                                              "same leader epochs")
+        if first.base_offset == second.base_offset:
+            longer, shorter_copy = ((first, second) if (first.end_offset or -1, first.log.size) >=
+                                    (second.end_offset or -1, second.log.size) else (second, first))
+            return OverlapResolution([longer], f"ignored {_fs.basename(shorter_copy.log.path)}: "
+                                               f"{_fs.basename(longer.log.path)} holds the same records from the "
+                                               "same base and more (a leader change: segments roll at other "
+                                               "offsets on another replica)")
+        return OverlapResolution([first, second], f"{name_first} is read up to offset {low}, where {name_second} "
+                                                  "starts with the same records (a leader change: the new leader "
+                                                  "copies from the segment holding the next offset)")
+    newest_first = max((e for e, _ in over_first), default=-1)
+    newest_second = max((e for e, _ in over_second), default=-1)
+    if newest_first == newest_second:
+        return None
+    if newest_second > newest_first:  # the second copy is the live log's from its base
+        if first.base_offset == second.base_offset:
+            return OverlapResolution([second], f"ignored {name_first}: {name_second} holds the same offsets "
+                                               f"with a later leader epoch ({newest_second}), the live log's "
+                                               "after an unclean election")
+        return OverlapResolution([first, second], f"{name_first} is read up to offset {low} only: from there "
+                                                  f"{name_second} holds the same offsets with a later leader epoch "
+                                                  f"({newest_second}), the live log's after an unclean election")
+    if second.end_offset is not None and first.end_offset is not None and second.end_offset <= first.end_offset:
+        return OverlapResolution([first], f"ignored {name_second}: {name_first} holds its offsets with a later "
+                                          f"leader epoch ({newest_first}), the live log's after an unclean "
+                                          "election")
+    return None
 
 
 def epochs_from_checkpoint(segment: RemoteSegment, filesystem) -> tuple[ckpt.EpochEntry, ...] | None:
