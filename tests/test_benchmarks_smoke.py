@@ -113,3 +113,8 @@ def test_bench_plan_quick(tmp_path):
     data = json.loads(out_json.read_text())
     assert len(data["results"]) == 8 and all(r["slices"] > 0 and r["peak_bytes"] > 0 for r in data["results"])
     assert not list(tmp_path.glob("kafkaseg-*")), "generated data dirs were left behind"
+
+
+def test_bench_tiered_quick(tmp_path):
+    out = run("bench_tiered.py", tmp_path, "--size-mb", "4", "--chunk-mib", "1", "--repeat", "1")
+    assert "compressed copy" in out and "of raw zstd" in out

@@ -789,3 +789,30 @@ def test_filesystems_pickled_as_their_uri_are_not_shared_so_objects_read_fresh(s
 
     gc.collect()
     assert len(fs._TLS_URIS) <= entries - 2  # entries go with their filesystems
+
+
+# -- tiered-storage copies ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("layout", ["aiven", "local"])
+def test_tiered_copies_and_their_log_dir_on_s3_read_as_on_disk(s3, tmp_path, layout):
+    """A bucket of remote copies beside a backup of the log dir (its oldest segments deleted by local retention):
+    read alone and together, from S3 as from disk; a plan reads each manifest and index object once."""
+    from tests.test_storage_tiered import _tiered_topic
+
+    data, remote, whole, _ = _tiered_topic(tmp_path, layout)
+    client = pafs.S3FileSystem(endpoint_override=s3.endpoint, scheme="http")
+    pafs.copy_files(str(data), f"{BUCKET}/tiered-{layout}/data", destination_filesystem=client)
+    pafs.copy_files(str(remote), f"{BUCKET}/tiered-{layout}/remote", destination_filesystem=client)
+    data_uri = s3.uri("data", prefix=f"tiered-{layout}")
+    remote_uri = s3.uri("remote", prefix=f"tiered-{layout}")
+    columns = ["topic", "partition", "offset", "timestamp", "key", "value"]
+    for given, on_disk in (([remote_uri], [str(remote)]), ([data_uri, remote_uri], [str(data), str(remote)])):
+        s3.take()
+        scan = kafkaseg.open_scan(given, **{"kafka.isolation.level": "read_committed"})
+        requests = s3.take()
+        gets = _per_object(requests, "GET")
+        assert {k: n for k, n in gets.items() if n > 1 and k.endswith(("manifest", "indexes", "index"))} == {}
+        expected = kafkaseg.read_arrow(on_disk, **{"kafka.isolation.level": "read_committed"}).select(columns)
+        assert scan.to_table().select(columns).equals(expected)
+    assert expected.equals(whole.select(columns))
+    assert not _writes(s3.take())

@@ -234,6 +234,7 @@ copyreg.pickle(pafs.S3FileSystem, _reduce_s3)  # pickle (and cloudpickle) consul
 def same_store(first: pafs.FileSystem, second: pafs.FileSystem) -> bool:
     """Whether two filesystems reach the same store, so the same path names the same object in both: the same kind,
     and for S3 the same endpoint, scheme and region (timeouts, retries and credentials may differ)."""
+    first, second = _base_store(first), _base_store(second)
     if type(first) is not type(second):
         return False
     if isinstance(first, pafs.S3FileSystem):
@@ -241,6 +242,12 @@ def same_store(first: pafs.FileSystem, second: pafs.FileSystem) -> bool:
         a, b = first.__reduce__()[1][0], second.__reduce__()[1][0]
         return all(a.get(k) == b.get(k) for k in keys)
     return first.equals(second)
+
+
+def _base_store(filesystem: pafs.FileSystem) -> pafs.FileSystem:
+    """The filesystem a ``PyFileSystem`` wrapping another reads through (``tiered.ChunkedObjects``' ``base``)."""
+    base = getattr(getattr(filesystem, "handler", None), "base", None)
+    return base if isinstance(base, pafs.FileSystem) else filesystem
 
 
 def canonical_scheme(scheme: str) -> str:

@@ -518,8 +518,10 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
         return tuple((kind, entry.path, *kinds[name]) for kind, name in (
             ("index", "offset"), ("timeindex", "timestamp"), ("txnindex", "transaction")) if name in kinds)
 
+    # segments stored compressed are read through a filesystem that serves them decompressed
+    filesystem = tiered.chunked_filesystem(filesystem, {c.log.path: c.chunked for c in kept if c.chunked})
     segments = tuple(SegmentFiles(
-        base_offset=copy.base_offset, log_path=copy.log.path, log_size=copy.log.size,
+        base_offset=copy.base_offset, log_path=copy.log.path, log_size=copy.original_size,
         index_path=side(copy, "index"), timeindex_path=side(copy, "timeindex"),
         txnindex_path=side(copy, "txnindex"), mtime_ms=copy.log.mtime_ms or 0, filesystem=filesystem,
         packed_indexes=packed(copy), tiered=folder.layout) for copy in kept)

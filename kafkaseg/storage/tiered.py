@@ -217,10 +217,16 @@ class RemoteSegment:
     end_offset: int | None = None  # inclusive, from an Aiven manifest
     leader_epochs: tuple[tuple[int, int], ...] | None = None  # (epoch, start offset), from an Aiven manifest
     packed_indexes: tuple[tuple[str, int, int], ...] = ()  # (kind, position, size) in the .indexes object
+    chunked: "ChunkedObject | None" = None  # stored as compressed chunks (Aiven's compression.enabled)
 
     @property
     def log(self) -> _fs.FileEntry:
         return self.files["log"]
+
+    @property
+    def original_size(self) -> int:
+        """The segment's size as it was on disk (its object's, unless stored compressed)."""
+        return self.chunked.original_size if self.chunked is not None else self.log.size
 
 
 def remote_segments(entries: Sequence[_fs.FileEntry], notes: list[str]) -> list[RemoteSegment]:
@@ -278,7 +284,7 @@ def read_aiven_manifest(segment: RemoteSegment, filesystem) -> RemoteSegment:
                 _MANIFESTS.popitem(last=False)
     from dataclasses import replace
 
-    return replace(segment, end_offset=known[0], leader_epochs=known[1], packed_indexes=known[2])
+    return replace(segment, end_offset=known[0], leader_epochs=known[1], packed_indexes=known[2], chunked=known[3])
 
 
 #: Manifests read, by (store, path, size, mtime, log size, base): a manifest is written once, whole (an object
@@ -298,7 +304,7 @@ def _store_key(filesystem) -> tuple:
 
 
 def _manifest_facts(segment: RemoteSegment, filesystem) -> tuple:
-    """``(end offset, leader epochs, packed index ranges)`` of ``segment``'s manifest (see
+    """``(end offset, leader epochs, packed index ranges, chunked object or None)`` of ``segment``'s manifest (see
     :func:`read_aiven_manifest`)."""
     path = segment.files["rsm-manifest"].path
     try:
@@ -311,17 +317,22 @@ def _manifest_facts(segment: RemoteSegment, filesystem) -> tuple:
     log = segment.log
     if manifest.get("encryption") is not None:
         raise LayoutError(f"{path}: {_fs.basename(log.path)} is stored encrypted by the remote storage plugin "
-                          "(encryption.enabled); kafkaseg reads only segments stored as they were on disk")
-    if _manifest_field(manifest, path, "compression", kind=bool):
-        raise LayoutError(f"{path}: {_fs.basename(log.path)} is stored as zstd-compressed chunks by the remote "
-                          "storage plugin (compression.enabled); kafkaseg reads only segments stored as they were "
-                          "on disk")
+                          "(encryption.enabled); kafkaseg reads segments stored as they were on disk or compressed, "
+                          "not encrypted ones (their key is in the broker's key ring)")
     chunks = _manifest_field(manifest, path, "chunkIndex", kind=dict)
-    original = _manifest_field(manifest, path, "chunkIndex", "originalFileSize", kind=int)
-    if chunks.get("type") != "fixed" or chunks.get("transformedChunkSize") != chunks.get("originalChunkSize") \
-            or original != log.size:
-        raise LayoutError(f"{path}: the manifest's chunk index ({chunks.get('type')!r}, original size {original}) "
-                          f"does not describe {_fs.basename(log.path)} ({log.size} bytes) stored as it was on disk")
+    chunked = None
+    if _manifest_field(manifest, path, "compression", kind=bool):
+        if chunks.get("type") != "variable":
+            raise LayoutError(f"{path}: a compressed segment's chunk index is {chunks.get('type')!r}, not "
+                              "'variable'")
+        chunked = chunked_object(chunks, path, log)
+    else:
+        original = _manifest_field(manifest, path, "chunkIndex", "originalFileSize", kind=int)
+        if chunks.get("type") != "fixed" or chunks.get("transformedChunkSize") != chunks.get("originalChunkSize") \
+                or original != log.size:
+            raise LayoutError(f"{path}: the manifest's chunk index ({chunks.get('type')!r}, original size "
+                              f"{original}) does not describe {_fs.basename(log.path)} ({log.size} bytes) stored "
+                              "as it was on disk")
     packed = []
     indexes = _manifest_field(manifest, path, "segmentIndexes", kind=dict)
     for kind in _INDEX_KINDS:
@@ -346,14 +357,14 @@ def _manifest_facts(segment: RemoteSegment, filesystem) -> tuple:
             epochs = tuple(sorted((int(epoch), int(offset)) for epoch, offset in raw.items()))
         except (TypeError, ValueError) as err:
             raise LayoutError(f"{path}: manifest's segmentLeaderEpochs {raw!r} are not epoch: offset") from err
-    return end, epochs, tuple(packed)
+    return end, epochs, tuple(packed), chunked
 
 
 def same_records(first: RemoteSegment, second: RemoteSegment, epochs_of: Callable[[RemoteSegment], object]) -> bool:
     """Whether two copies starting at the same offset hold the same records: the same size, the same end (when
     known) and the same leader epochs (by Kafka's log matching property, records at the same offsets and epochs
     are the same records)."""
-    return (first.base_offset == second.base_offset and first.log.size == second.log.size
+    return (first.base_offset == second.base_offset and first.original_size == second.original_size
             and first.end_offset == second.end_offset and epochs_of(first) == epochs_of(second))
 
 
@@ -408,8 +419,8 @@ def resolve_overlap(first: RemoteSegment, second: RemoteSegment, epochs_of: Call
             return OverlapResolution([first], f"ignored {name_second}: {name_first} holds all its offsets with the "
                                               "same leader epochs")
         if first.base_offset == second.base_offset:
-            longer, shorter_copy = ((first, second) if (first.end_offset or -1, first.log.size) >=
-                                    (second.end_offset or -1, second.log.size) else (second, first))
+            longer, shorter_copy = ((first, second) if (first.end_offset or -1, first.original_size) >=
+                                    (second.end_offset or -1, second.original_size) else (second, first))
             return OverlapResolution([longer], f"ignored {_fs.basename(shorter_copy.log.path)}: "
                                                f"{_fs.basename(longer.log.path)} holds the same records from the "
                                                "same base and more (a leader change: segments roll at other "
@@ -444,3 +455,217 @@ def epochs_from_checkpoint(segment: RemoteSegment, filesystem) -> tuple[ckpt.Epo
         return None
     return ckpt.read_leader_epoch_checkpoint(entry.path, filesystem)
 
+
+
+# -- segments the plugin stored as compressed chunks ---------------------------------------------------------------
+#
+# compression.enabled (KafkaRemoteStorageManager.transformation, transform/CompressionChunkEnumeration.java): the
+# segment is cut into chunks of originalChunkSize bytes (the last one shorter), each compressed on its own into one
+# zstd frame with its content size, stored back to back. The manifest's chunkIndex is then "variable":
+#     transformedChunks = base64(zstd(ChunkSizesBinaryCodec))      (manifest/index/serde/*.java), big-endian:
+#         count int32 | count 0: nothing more | count 1: size int32
+#                     | else: base int32, bytesPerValue int8, (count - 1) x (size - base) in bytesPerValue bytes,
+#                       last size int32
+# Chunk i holds original bytes [i * originalChunkSize, ...); its frame starts at the sum of the sizes before it.
+
+_MAX_CHUNK_SIZES_BYTES = 10 * 1024 * 1024  # TransformedChunksDeserializer.MAX_DECOMPRESSED_SIZE
+_MAX_CHUNK_BYTES = 256 * 1024 * 1024  # chunk.size is an int; a chunk is decompressed whole, so cap it
+
+
+@dataclass(frozen=True)
+class ChunkedObject:
+    """Where the chunks of a segment stored compressed are: original chunk size, original (segment) size, and each
+    chunk's start in the object (``starts[i]``..``starts[i + 1]``; one more entry than chunks)."""
+
+    chunk_size: int
+    original_size: int
+    starts: tuple[int, ...]
+
+
+def decode_chunk_sizes(text: str, path: str) -> list[int]:
+    """The transformed chunk sizes of a variable chunk index (``transformedChunks``). Raises :class:`LayoutError`
+    naming the manifest when they do not decode."""
+    import base64
+    import binascii
+    import struct
+
+    from kafkaseg import codecs
+    from kafkaseg.errors import CorruptDataError
+
+    try:
+        raw = codecs.decompress(4, base64.b64decode(text, validate=True), max_output=_MAX_CHUNK_SIZES_BYTES)
+    except (binascii.Error, ValueError, CorruptDataError) as err:
+        raise LayoutError(f"{path}: the manifest's transformedChunks do not decode ({err})") from err
+    raw = bytes(raw)
+    try:
+        (count,) = struct.unpack_from(">i", raw, 0)
+        if count <= 1:
+            return [] if count == 0 else [struct.unpack_from(">i", raw, 4)[0]]
+        base, width = struct.unpack_from(">ib", raw, 4)
+        if not 1 <= width <= 4 or len(raw) != 9 + (count - 1) * width + 4:
+            raise ValueError(f"{len(raw)} bytes for {count} sizes of {width} bytes")
+        sizes = [base + int.from_bytes(raw[9 + i * width:9 + (i + 1) * width], "big") for i in range(count - 1)]
+        sizes.append(struct.unpack_from(">i", raw, 9 + (count - 1) * width)[0])
+    except (struct.error, ValueError) as err:
+        raise LayoutError(f"{path}: the manifest's transformedChunks do not decode ({err})") from err
+    return sizes
+
+
+def chunked_object(chunks: dict, path: str, log: _fs.FileEntry) -> ChunkedObject:
+    """The :class:`ChunkedObject` a variable chunk index describes, checked against the object as listed."""
+    chunk_size = _manifest_field({"c": chunks}, path, "c", "originalChunkSize", kind=int)
+    original = _manifest_field({"c": chunks}, path, "c", "originalFileSize", kind=int)
+    sizes = decode_chunk_sizes(_manifest_field({"c": chunks}, path, "c", "transformedChunks", kind=str), path)
+    expected = -(-original // chunk_size) if chunk_size > 0 else -1
+    if not 0 < chunk_size <= _MAX_CHUNK_BYTES or original < 0 or len(sizes) != expected or any(
+            s <= 0 for s in sizes) or sum(sizes) != log.size:
+        raise LayoutError(f"{path}: the manifest's chunk index ({len(sizes)} chunks of {chunk_size} bytes, "
+                          f"{original} bytes in all, {sum(sizes)} stored) does not describe "
+                          f"{_fs.basename(log.path)} ({log.size} bytes)")
+    starts = [0]
+    for size in sizes:
+        starts.append(starts[-1] + size)
+    return ChunkedObject(chunk_size, original, tuple(starts))
+
+
+class _ChunkedFile:
+    """A segment stored as compressed chunks, read as the segment: positioned reads decompress the chunks they
+    span (the last two kept), so memory is bounded by the chunk size, never by the segment's."""
+
+    def __init__(self, handle, path: str, chunked: ChunkedObject):
+        self._handle, self._path, self._chunked = handle, path, chunked
+        self._position = 0
+        self._kept: OrderedDict[int, bytes] = OrderedDict()
+        self.closed = False
+
+    # the file protocol pyarrow.PythonFile uses
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return False
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = (0, self._position, self._chunked.original_size)[whence]
+        self._position = max(0, base + offset)
+        return self._position
+
+    def size(self) -> int:
+        return self._chunked.original_size
+
+    def close(self) -> None:
+        self.closed = True
+        self._kept.clear()
+
+    def _chunk(self, i: int) -> bytes:
+        from kafkaseg import codecs
+        from kafkaseg.errors import CorruptDataError
+
+        data = self._kept.get(i)
+        if data is not None:
+            self._kept.move_to_end(i)
+            return data
+        chunked = self._chunked
+        start, end = chunked.starts[i], chunked.starts[i + 1]
+        want = min(chunked.chunk_size, chunked.original_size - i * chunked.chunk_size)
+        frame = self._handle.read_at(end - start, start)
+        try:
+            data = bytes(codecs.decompress(4, frame, max_output=want))
+            if len(data) != want:
+                raise ValueError(f"it holds {len(data)} bytes, not {want}")
+        except (CorruptDataError, ValueError) as err:
+            raise CorruptDataError(f"compressed chunk {i} (original bytes {i * chunked.chunk_size}..) does not "
+                                   f"decompress: {err}", path=self._path, position=start) from err
+        self._kept[i] = data
+        while len(self._kept) > 2:
+            self._kept.popitem(last=False)
+        return data
+
+    def read(self, n: int = -1) -> bytes:
+        chunked = self._chunked
+        end = chunked.original_size if n is None or n < 0 else min(chunked.original_size, self._position + n)
+        parts = []
+        while self._position < end:
+            i = self._position // chunked.chunk_size
+            data = self._chunk(i)
+            within = self._position - i * chunked.chunk_size
+            piece = data[within:within + end - self._position]
+            parts.append(piece)
+            self._position += len(piece)
+        return b"".join(parts)
+
+
+class ChunkedObjects(pafs.FileSystemHandler):
+    """A read-only filesystem handler over ``base`` that serves the segments in ``objects`` (path ->
+    :class:`ChunkedObject`) decompressed, as the segment files they were, and every other path as ``base`` does.
+    Wrapped in a ``pyarrow.fs.PyFileSystem`` (:func:`chunked_filesystem`), it is the filesystem of an Aiven
+    partition with compressed segments, so every reader of the partition reads them like any segment. Pickles
+    with its base (to Spark executors)."""
+
+    def __init__(self, base, objects: dict):
+        self.base, self.objects = base, dict(objects)
+
+    def __reduce__(self):
+        return ChunkedObjects, (self.base, self.objects)
+
+    def __eq__(self, other):
+        return (isinstance(other, ChunkedObjects) and _fs.same_store(self.base, other.base)
+                and self.objects == other.objects)
+
+    def get_type_name(self):
+        return f"kafkaseg-chunked+{self.base.type_name}"
+
+    def normalize_path(self, path):
+        return self.base.normalize_path(path)
+
+    def _info(self, info):
+        chunked = self.objects.get(info.path)
+        if chunked is None or info.type != pafs.FileType.File:
+            return info
+        return pafs.FileInfo(info.path, pafs.FileType.File, size=chunked.original_size, mtime_ns=info.mtime_ns)
+
+    def get_file_info(self, paths):
+        return [self._info(info) for info in self.base.get_file_info(paths)]
+
+    def get_file_info_selector(self, selector):
+        return [self._info(info) for info in self.base.get_file_info(selector)]
+
+    def open_input_file(self, path):
+        chunked = self.objects.get(path)
+        if chunked is None:
+            return self.base.open_input_file(path)
+        import pyarrow as pa
+
+        return pa.PythonFile(_ChunkedFile(self.base.open_input_file(path), path, chunked), mode="r")
+
+    def open_input_stream(self, path):
+        return self.open_input_file(path)
+
+    def _read_only(self, *args, **kwargs):
+        raise OSError("kafkaseg reads tiered-storage copies and never writes to them")
+
+    create_dir = delete_dir = delete_dir_contents = delete_root_dir_contents = delete_file = _read_only
+    move = copy_file = open_output_stream = open_append_stream = _read_only
+
+
+def chunked_filesystem(filesystem, objects: dict):
+    """``filesystem`` serving ``objects`` (path -> :class:`ChunkedObject`) decompressed (see
+    :class:`ChunkedObjects`); ``filesystem`` itself when there are none. A filesystem that already is one is
+    extended, not wrapped again."""
+    base = unwrapped(filesystem)
+    known = dict(filesystem.handler.objects) if base is not filesystem else {}
+    known.update(objects)
+    return pafs.PyFileSystem(ChunkedObjects(base, known)) if known else base
+
+
+def unwrapped(filesystem):
+    """The filesystem under a :func:`chunked_filesystem` (``filesystem`` itself otherwise)."""
+    if isinstance(filesystem, pafs.PyFileSystem) and isinstance(filesystem.handler, ChunkedObjects):
+        return filesystem.handler.base
+    return filesystem

@@ -23,6 +23,8 @@ import os
 import struct
 from pathlib import Path
 
+import zstandard
+
 __all__ = ["copy_to_tiered", "kafka_uuid"]
 
 _CHUNK = 4 * 1024 * 1024  # Aiven's chunk.size default
@@ -63,13 +65,28 @@ def _last_offset(log: bytes) -> int | None:
     return last
 
 
+def _chunk_sizes_field(sizes: list[int]) -> str:
+    """A variable chunk index's ``transformedChunks`` (ChunkSizesBinaryCodec.encode, zstd with content size,
+    base64)."""
+    if len(sizes) <= 1:
+        raw = struct.pack(">i", len(sizes)) + b"".join(struct.pack(">i", s) for s in sizes)
+    else:
+        base = min(sizes[:-1])
+        width = max(max(1, ((s - base).bit_length() + 7) // 8) for s in sizes[:-1])
+        raw = (struct.pack(">iib", len(sizes), base, width)
+               + b"".join((s - base).to_bytes(width, "big") for s in sizes[:-1]) + struct.pack(">i", sizes[-1]))
+    return base64.b64encode(zstandard.ZstdCompressor(write_content_size=True).compress(raw)).decode()
+
+
 def copy_to_tiered(partition_folder: str | os.PathLike, root: str | os.PathLike, *, layout: str = "aiven",
                    prefix: str = "", topic_id: str | None = None, include_last: bool = False,
-                   segment_ids: dict[int, str] | None = None) -> list[Path]:
+                   segment_ids: dict[int, str] | None = None, compression: bool = False,
+                   chunk_size: int = _CHUNK) -> list[Path]:
     """Copy the rolled segments of ``partition_folder`` (``<topic>-<partition>``; the last segment too with
     ``include_last``) under ``root`` in ``layout`` (``"aiven"`` or ``"local"``). ``topic_id`` defaults to the
     folder's ``partition.metadata`` one, else one derived from the topic name; ``segment_ids`` picks a segment's
-    id by base offset. Returns the ``.log`` copies written."""
+    id by base offset. ``compression`` (Aiven): stored as ``chunk_size`` chunks, each one zstd frame with its
+    content size (``compression.enabled``). Returns the ``.log`` copies written."""
     folder = Path(partition_folder)
     topic, _, partition = folder.name.rpartition("-")
     if topic_id is None:
@@ -106,7 +123,17 @@ def copy_to_tiered(partition_folder: str | os.PathLike, root: str | os.PathLike,
         elif layout == "aiven":
             target = Path(root) / f"{prefix}{topic}-{topic_id}" / partition
             target.mkdir(parents=True, exist_ok=True)
-            (target / (name + ".log")).write_bytes(log)
+            if compression:
+                compressor = zstandard.ZstdCompressor(write_content_size=True)
+                frames = [compressor.compress(log[i:i + chunk_size]) for i in range(0, len(log), chunk_size)]
+                (target / (name + ".log")).write_bytes(b"".join(frames))
+                chunk_index = {"type": "variable", "originalChunkSize": chunk_size, "originalFileSize": len(log),
+                               "transformedChunks": _chunk_sizes_field([len(f) for f in frames])}
+            else:
+                (target / (name + ".log")).write_bytes(log)
+                final = len(log) % chunk_size or min(chunk_size, len(log))
+                chunk_index = {"type": "fixed", "originalChunkSize": chunk_size, "originalFileSize": len(log),
+                               "transformedChunkSize": chunk_size, "finalTransformedChunkSize": final}
             packed, positions = b"", {}
             txn = side(".txnindex")
             for kind, data in (("offset", side(".index") or b""), ("timestamp", side(".timeindex") or b""),
@@ -119,13 +146,11 @@ def copy_to_tiered(partition_folder: str | os.PathLike, root: str | os.PathLike,
                 packed += data
             (target / (name + ".indexes")).write_bytes(packed)
             within = [(e, max(s, base)) for e, s in below if not any(s2 <= base for e2, s2 in below if e2 > e)]
-            final = len(log) % _CHUNK or min(_CHUNK, len(log))
             manifest = {
                 "version": "1",
-                "chunkIndex": {"type": "fixed", "originalChunkSize": _CHUNK, "originalFileSize": len(log),
-                               "transformedChunkSize": _CHUNK, "finalTransformedChunkSize": final},
+                "chunkIndex": chunk_index,
                 "segmentIndexes": positions,
-                "compression": False,
+                "compression": compression,
                 "remoteLogSegmentMetadata": {
                     "remoteLogSegmentId": {"topicIdPartition": {"topicId": topic_id, "topicPartition": {
                         "topic": topic, "partition": int(partition)}}, "id": segment_id},
