@@ -66,7 +66,7 @@ from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, check_one_incarnation, choose_replicas, discover,
                                      last_stable_offset, partition_log_end_offset, reaches_past_recovery_point,
-                                     read_partition_dir, relisted, transactions_open_at)
+                                     read_partition_again, relisted, transactions_open_at)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import lists_transactional_producers
 from kafkaseg.storage.segment import (SegmentReader, readable_end, torn_before_zeros, zero_filled_tail,
@@ -152,6 +152,9 @@ class SegmentSlice:
     # the segment is known to be a rolled one even though it is its partition's last (a tiered-storage copy):
     # a batch cut short at its end is then lost bytes, never an append in progress
     rolled: bool = False
+    # the tiered-storage copies the partition was extended with below its first local segment (their folder), so a
+    # read that plans again from the partition's files finds them again (layout.read_partition_again)
+    remote_path: str | None = None
 
     @property
     def segment_offsets(self) -> tuple[int, int]:
@@ -1608,7 +1611,8 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
         file_identity=identity, cleaner_offset=part.pdir.cleaner_offset, missing_before=missing_before,
         index_path=index_location(seg, "index")[0], index_window=index_location(seg, "index")[1],
         slice_offsets=own_offsets, listed_at_ns=listed_at_ns, topic_id=topic_id,
-        partition_identity=partition_identity, rolled=seg.tiered is not None)
+        partition_identity=partition_identity, rolled=seg.tiered is not None,
+        remote_path=part.pdir.remote_below.path if part.pdir.remote_below is not None else None)
 
 
 def _slice_offsets(pieces: list[_Piece]) -> list[tuple[int, int] | None]:
@@ -1713,7 +1717,8 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
         return [_segment_slice(p, piece.aborted, _fs.file_identity(p.part.segments[p.segment].log_path, part.fs),
                                None, None, None, piece.topic_id, None) for p in pieces], lost
 
-    return relisted(read_partition_dir(piece.partition_path, piece.filesystem), plan)
+    return relisted(read_partition_again(piece.partition_path, piece.filesystem, topic=piece.topic,
+                                         partition=piece.partition, remote_path=piece.remote_path), plan)
 
 
 def _newly_covered(intervals: list[tuple[int, int]], start: int, end: int) -> int:

@@ -690,6 +690,11 @@ def plan_audit(data_dirs: Sequence[str], config_file: ConfigFile | None = None, 
     for p in found:
         if not selected(p.topic):
             continue
+        if p.tiered is not None:  # the audit is of log dirs: remote storage has its own rules and deleter
+            strays.append(f"{p.topic}-{p.partition} ({p.path}): a tiered-storage copy, not audited (the broker's "
+                          "retention.* rules apply to it through its remote log manager, which kafkaseg does not "
+                          "model)")
+            continue
         why = _stray_reason(p, cluster)
         if why is None:
             chosen.append(p)
@@ -699,7 +704,7 @@ def plan_audit(data_dirs: Sequence[str], config_file: ConfigFile | None = None, 
         replicas = sorted(chosen, key=lambda p: (p.topic, p.partition, p.path))
         notes: tuple[str, ...] = ()
     else:
-        choices = choose_replicas(chosen, with_remote=False)  # the audit is of log dirs: remote copies have their own rules
+        choices = choose_replicas(chosen, with_remote=False)
         replicas = [choice.chosen for choice in choices]
         notes = tuple(f"{c.topic}-{c.partition}: {c.reason}" for c in choices if len(c.candidates) > 1)
     targets = []

@@ -32,7 +32,7 @@ from kafkaseg.errors import (CorruptBatchError, DataLossError, InvalidOptionErro
 from kafkaseg.options import ReadOptions
 from kafkaseg.entry_check import ResumptionEntries, batch_first_offset
 from kafkaseg.planning import ScanPlan, SegmentSlice, plan_again_by_offset, plan_scan
-from kafkaseg.storage.layout import read_partition_dir
+from kafkaseg.storage.layout import read_partition_again
 from kafkaseg.storage.segment import SegmentReader
 from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
 from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE, LOG_OVERHEAD
@@ -567,8 +567,8 @@ class _SliceDecoder:
         piece = self.piece
         limits = (self.options.max_batch_bytes, self.options.max_decompressed_batch_bytes)
         try:
-            pdir = read_partition_dir(piece.partition_path, piece.filesystem, topic=piece.topic,
-                                      partition=piece.partition)
+            pdir = read_partition_again(piece.partition_path, piece.filesystem, topic=piece.topic,
+                                        partition=piece.partition, remote_path=piece.remote_path)
             bases = [s.base_offset for s in pdir.segments]
             if piece.next_base_offset not in bases:
                 return True

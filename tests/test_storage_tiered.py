@@ -294,7 +294,7 @@ def test_a_partition_folder_read_again_by_its_path_is_the_tiered_partition(corpu
 
 # -- a log dir and its tiered copies read as one log -------------------------------------------------------------
 
-def _tiered_topic(tmp_path, layout, *, keep_checkpoint=True, transactional=False):
+def _tiered_topic(tmp_path, layout, *, keep_checkpoint=True, transactional=False, **copy):
     """A partition as a broker with tiered storage holds it: its rolled segments copied to remote storage, the
     oldest ones deleted locally (local retention), and log-start-offset-checkpoint still at the log's start.
     Returns (log dir, remote root, the rows of the whole log)."""
@@ -304,7 +304,7 @@ def _tiered_topic(tmp_path, layout, *, keep_checkpoint=True, transactional=False
     folder = tmp_path / "data" / "orders-0"
     isolation = {"kafka.isolation.level": "read_committed"} if transactional else {}
     whole = kafkaseg.read_arrow(str(tmp_path / "data"), **isolation).select(COLUMNS)
-    copy_to_tiered(folder, tmp_path / "remote", layout=layout)
+    copy_to_tiered(folder, tmp_path / "remote", layout=layout, **copy)
     bases = sorted(int(p.name[:-4]) for p in folder.glob("*.log"))
     assert len(bases) > 6
     for base in bases[:4]:  # local retention: deleted here, still in remote storage
@@ -606,10 +606,85 @@ def test_chunk_sizes_that_do_not_add_up_to_the_object_are_refused_naming_the_man
 
 
 def test_a_compressed_copy_below_a_log_dir_is_read_with_it(tmp_path):
+    data, remote, whole, _ = _tiered_topic(tmp_path, "aiven", compression=True, chunk_size=3000)
+    assert kafkaseg.read_arrow([str(data), str(remote)]).select(COLUMNS).equals(whole)
+
+
+# -- review round 2: merged reads -----------------------------------------------------------------------------------
+
+def test_remote_copies_with_a_gap_below_the_log_dir_are_not_read_as_its_log(tmp_path):
     data, remote, whole, bases = _tiered_topic(tmp_path, "aiven")
-    shutil.rmtree(remote)
-    copy_to_tiered(tmp_path / "data" / "orders-0", remote, layout="aiven", compression=True, chunk_size=3000)
-    # (the local copy lost its first segments before: copy them from the remote copies' source again)
-    got = kafkaseg.read_arrow([str(data), str(remote)]).select(COLUMNS)
-    assert got.filter(pc.greater_equal(got["offset"], bases[4])).equals(
-        whole.filter(pc.greater_equal(whole["offset"], bases[4])))
+    (hole,) = [p for p in remote.rglob("*.log") if int(p.name.split("-")[0]) == bases[2]]
+    for path in hole.parent.glob(hole.name.split(".")[0] + ".*"):
+        path.unlink()  # a copy missing from the bucket
+    scan = kafkaseg.open_scan([str(data), str(remote)])
+    assert scan.to_table()["offset"][0].as_py() == bases[4]  # the log dir alone, as without copies
+    (replica,) = scan.plan.report.replicas
+    assert f"offsets [{bases[2]}, {bases[3]}) below the first local segment are in no remote copy" in replica["reason"]
+    with pytest.raises(kafkaseg.errors.DataLossError):
+        kafkaseg.read_arrow([str(data), str(remote)], startingOffsets=json.dumps({"orders": {"0": bases[2] + 1}}))
+
+
+def test_one_remote_copy_or_one_local_file_given_with_the_other_is_not_taken_for_the_whole_log(tmp_path):
+    data, remote, whole, bases = _tiered_topic(tmp_path, "aiven")
+    one_copy = next(p for p in remote.rglob("*.log") if int(p.name.split("-")[0]) == bases[1])
+    scan = kafkaseg.open_scan([str(data), str(one_copy)])
+    assert scan.to_table()["offset"][0].as_py() == bases[4]
+    assert "in no remote copy given" in scan.plan.report.replicas[0]["reason"]
+    local_file = data / "orders-0" / f"{bases[5]:020d}.log"
+    scan = kafkaseg.open_scan([str(local_file), str(remote)])
+    got = scan.to_table()
+    assert set(got["offset"].to_pylist()) <= set(range(bases[5], bases[6]))
+    assert "the log dir's .log files given are read as given" in scan.plan.report.replicas[0]["reason"]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_local_segment_deleted_after_planning_is_read_from_its_remote_copy(tmp_path, layout):
+    # local retention deletes segments that are in remote storage: the broker serves them from there, and so does
+    # a read that finds its planned file gone
+    data, remote, whole, bases = _tiered_topic(tmp_path, layout)
+    scan = kafkaseg.open_scan([str(data), str(remote)])
+    for path in (data / "orders-0").glob(f"{bases[4]:020d}.*"):
+        path.unlink()
+    assert scan.to_table().select(COLUMNS).equals(whole)
+
+
+@pytest.mark.parametrize("new_id", ["0000000000000000000000", "zzzzzzzzzzzzzzzzzzzzzz"])  # before and after
+def test_which_copy_is_live_after_an_unclean_election_does_not_depend_on_segment_ids(two_leaders, new_id):
+    root, _, make = two_leaders
+    a, data_a, data_b, following = make("aiven")
+    base = int(a.name.split("-")[0])
+    starts = _batch_starts(data_a)
+    position, diverged = starts[len(starts) // 2]
+    manifest = json.loads(a.with_suffix(".rsm-manifest").read_text())
+    # the new leader's copy, from the same base, shorter; its epoch 1 began inside the old copy's range
+    stem = f"{base:020d}-{new_id}"
+    new = _new_leader_copy(a, data_a[:position] + data_a[position:starts[-1][0]], base,
+                           starts[-1][1] - 1, {0: base, 1: diverged}, "aiven")
+    for path in new.parent.glob(new.name.split(".")[0] + ".*"):
+        path.rename(path.with_name(stem + path.name[len(new.name.split(".")[0]):]))
+    assert (stem < a.name) == new_id.startswith("0")  # the new copy sorts first, then last
+    (pd,) = discover(str(root / "aiven"))
+    kept = [s.log_path for s in pd.segments if s.base_offset == base]
+    assert kept == [str(a.parent / f"{stem}.log")], pd.notes
+    assert manifest["remoteLogSegmentMetadata"]["segmentLeaderEpochs"] == {"0": base}
+
+
+def test_a_local_tiered_storage_copy_with_a_later_epoch_from_the_same_base_is_the_live_one(two_leaders):
+    root, _, make = two_leaders
+    a, data_a, data_b, following = make("local")
+    base = int(a.name.split("-")[0])
+    position, diverged = _batch_starts(data_a)[2]
+    new = _new_leader_copy(a, data_a[:position], base, diverged - 1, {0: 0, 1: diverged}, "local")
+    (pd,) = discover(str(root / "local"))
+    assert [s.log_path for s in pd.segments if s.base_offset == base] == [str(new)]
+    assert any("continue the other's to a later one (1)" in note for note in pd.notes)
+
+
+def test_the_retention_audit_leaves_tiered_copies_out(tmp_path):
+    from kafkaseg.retention import plan_audit
+
+    data, remote, _, _ = _tiered_topic(tmp_path, "aiven")
+    plan = plan_audit([str(data), str(remote)])
+    assert [pdir.path for pdir, _ in plan.targets] == [str(data / "orders-0")]
+    assert any("a tiered-storage copy, not audited" in note for note in plan.replica_notes)

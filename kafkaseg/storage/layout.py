@@ -56,6 +56,7 @@ __all__ = [
     "choose_replicas",
     "read_tiered_partition",
     "with_remote_copies",
+    "read_partition_again",
     "check_one_incarnation",
     "transactions_open_at",
     "last_stable_offset",
@@ -92,6 +93,7 @@ class SegmentFiles:
     packed_indexes: tuple[tuple[str, str, int, int], ...] = ()
     # the tiered-storage layout the segment is a copy in (see PartitionDir.tiered), None for a log dir's segment
     tiered: str | None = None
+    remote_end: int | None = None  # a copy's last offset as its Aiven manifest records it (None: not recorded)
 
 
 def is_last_log_in_folder(path: str, filesystem=None) -> bool:
@@ -524,7 +526,7 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
         base_offset=copy.base_offset, log_path=copy.log.path, log_size=copy.original_size,
         index_path=side(copy, "index"), timeindex_path=side(copy, "timeindex"),
         txnindex_path=side(copy, "txnindex"), mtime_ms=copy.log.mtime_ms or 0, filesystem=filesystem,
-        packed_indexes=packed(copy), tiered=folder.layout) for copy in kept)
+        packed_indexes=packed(copy), tiered=folder.layout, remote_end=copy.end_offset) for copy in kept)
     epochs: tuple = ()
     if folder.layout == tiered.AIVEN:
         starts: dict[int, int] = {}
@@ -761,7 +763,8 @@ def relisted(partition_dir: PartitionDir, work):
                 fresh = read_partition_dir(partition_dir.path, partition_dir.filesystem,
                                            topic=partition_dir.topic, partition=partition_dir.partition)
                 if partition_dir.remote_below is not None:  # extended below as before (with_remote_copies)
-                    fresh = with_remote_copies(fresh, partition_dir.remote_below)[0] or fresh
+                    remote = read_partition_dir(partition_dir.remote_below.path, partition_dir.filesystem)
+                    fresh = with_remote_copies(fresh, remote)[0] or fresh
             except KafkaSegError:
                 fresh = None  # the folder itself went away (a deleted topic): the original error says what failed
             if fresh is None or _listing(fresh) == _listing(partition_dir):
@@ -1020,6 +1023,8 @@ def with_remote_copies(local: PartitionDir, remote: PartitionDir) -> tuple[Parti
     (one filesystem object reads every segment of a partition) and be the same topic (same topic id when both
     record one).
     """
+    if local.given_files:
+        return None, "the log dir's .log files given are read as given"
     below = local.below_local_log
     if below is None:
         return None, ("the log dir has no log start below its first segment in log-start-offset-checkpoint, so no "
@@ -1034,10 +1039,44 @@ def with_remote_copies(local: PartitionDir, remote: PartitionDir) -> tuple[Parti
                   if s.base_offset < first_local and following > start)
     if not taken:
         return None, f"no remote copy holds offsets in [{start}, {first_local})"
+    gaps = _gaps(taken, start, first_local)
+    if gaps:
+        return None, (f"offsets {', '.join(f'[{a}, {b})' for a, b in gaps)} below the first local segment are in "
+                      "no remote copy given (copies missing from the bucket, or only some given)")
     note = (f"offsets [{start}, {first_local}) are read from {len(taken)} tiered-storage copies in {remote.path}, "
             "below the first local segment")
-    merged = _replace(local, segments=taken + local.segments, remote_below=remote, notes=local.notes + (note,))
+    objects = getattr(getattr(remote.filesystem, "handler", None), "objects", None) or {}
+    merged = _replace(local, segments=taken + local.segments, remote_below=remote, notes=local.notes + (note,),
+                      filesystem=tiered.chunked_filesystem(local.filesystem, objects))
     return merged, note
+
+
+def _gaps(taken: Sequence[SegmentFiles], start: int, end: int) -> list[tuple[int, int]]:
+    """The offset ranges in ``[start, end)`` that none of ``taken`` (consecutive remote copies) holds, as far as
+    their recorded ends tell (a LocalTieredStorage copy records none: it is taken to run up to the next one)."""
+    gaps = []
+    if taken[0].base_offset > start:
+        gaps.append((start, taken[0].base_offset))
+    following = [s.base_offset for s in taken[1:]] + [end]
+    for segment, next_base in zip(taken, following):
+        if segment.remote_end is not None and segment.remote_end + 1 < next_base:
+            gaps.append((segment.remote_end + 1, next_base))
+    return gaps
+
+
+def read_partition_again(path: str, filesystem, *, topic: str, partition: int,
+                         remote_path: str | None = None) -> PartitionDir:
+    """A partition folder read again (``read_partition_dir``), extended below by the tiered-storage copies in
+    ``remote_path``, read again too, when it was (:func:`with_remote_copies`): what a read whose planned file is
+    gone plans from. ``filesystem`` reaches both (they are in one store)."""
+    pdir = read_partition_dir(path, filesystem, topic=topic, partition=partition)
+    if remote_path is None:
+        return pdir
+    try:
+        remote = read_partition_dir(remote_path, filesystem)
+    except KafkaSegError:
+        return pdir  # the copies are gone: the log dir alone says what is lost
+    return with_remote_copies(pdir, remote)[0] or pdir
 
 
 def choose_replicas(partitions: Iterable[PartitionDir], policy: str = "highestHighWatermark", *,

@@ -289,9 +289,10 @@ def read_aiven_manifest(segment: RemoteSegment, filesystem) -> RemoteSegment:
 
 #: Manifests read, by (store, path, size, mtime, log size, base): a manifest is written once, whole (an object
 #: store replaces objects, never appends), so a discovery done again (a stream's every trigger, each ``.log`` of a
-#: glob) reads only the ones it has not seen. Bounded: about 200 bytes apiece.
+#: glob) reads only the ones it has not seen. Bounded: about 1.2 KB apiece with 90-character paths (a reviewer's
+#: tracemalloc measurement), so about 25 MB when full.
 _MANIFESTS: "OrderedDict[tuple, tuple]" = OrderedDict()
-_MANIFESTS_KEPT = 100_000
+_MANIFESTS_KEPT = 20_000
 _MANIFESTS_LOCK = threading.Lock()
 
 
@@ -396,10 +397,12 @@ def resolve_overlap(first: RemoteSegment, second: RemoteSegment, epochs_of: Call
 
     ``RemoteLogManager`` copies from the segment holding the next offset to copy, so after a leader change the new
     leader's first copy can start inside the last copy of the old one, or at its base and be longer (segments roll
-    at different offsets on different replicas). Where both copies have the same leader epochs over the offsets
-    both hold, the records are the same (Kafka's log matching): the longer copy is read at a shared base, and the
-    first copy up to the second's base otherwise. Where they differ (an unclean election), the copy with the later
-    epoch is the live log's; the other is read only below it, or dropped when it holds nothing else."""
+    at different offsets on different replicas). Where the copies' leader epochs agree over the offsets both hold
+    (LocalTieredStorage copies record no end: where one's epochs continue the other's), the records are the same
+    (Kafka's log matching): at a shared base the copy with the later epochs, or else the longer, is read; otherwise
+    the first up to the second's base, unless it holds all of the second. Where they differ (an unclean election),
+    the copy with the later leader epoch is the live log's: the other is dropped, or (an older first copy) read
+    only up to the second's base. Equally late epochs that differ do not tell."""
     first_epochs, second_epochs = epochs_of(first), epochs_of(second)
     if first_epochs is None or second_epochs is None:
         return None
@@ -408,42 +411,45 @@ def resolve_overlap(first: RemoteSegment, second: RemoteSegment, epochs_of: Call
     ends = [end for end in (first.end_offset, second.end_offset) if end is not None]
     high = min(ends) if ends else None
     over_first, over_second = epochs_over(first_epochs, low, high), epochs_over(second_epochs, low, high)
-    if high is None:  # ends unknown (LocalTieredStorage): one's epochs must continue the other's
+    if not over_first or not over_second:
+        return None
+    if len(ends) < 2:  # an end unknown: one's epochs must continue the other's
         shorter = min(len(over_first), len(over_second))
-        agree = over_first[:shorter] == over_second[:shorter] and shorter > 0
+        agree = over_first[:shorter] == over_second[:shorter]
     else:
-        agree = over_first == over_second and bool(over_first)
+        agree = over_first == over_second
+    newest_first = max(e for e, _ in epochs_over(first_epochs, first.base_offset, first.end_offset))
+    newest_second = max(e for e, _ in epochs_over(second_epochs, second.base_offset, second.end_offset))
+    same_base = first.base_offset == second.base_offset
     if agree:
-        if (first.base_offset != second.base_offset and first.end_offset is not None
-                and second.end_offset is not None and second.end_offset <= first.end_offset):
+        if same_base:
+            ranked = sorted((first, second), key=lambda c: (
+                newest_first if c is first else newest_second, c.end_offset or -1, c.original_size))
+            kept, dropped = ranked[1], ranked[0]
+            later = max(newest_first, newest_second)
+            how = ("the same records from the same base and more (a leader change: segments roll at other offsets "
+                   "on another replica)" if newest_first == newest_second else
+                   f"the same base with leader epochs that continue the other's to a later one ({later})")
+            return OverlapResolution([kept], f"ignored {_fs.basename(dropped.log.path)}: "
+                                             f"{_fs.basename(kept.log.path)} holds {how}")
+        if len(ends) == 2 and second.end_offset <= first.end_offset:
             return OverlapResolution([first], f"ignored {name_second}: {name_first} holds all its offsets with the "
                                               "same leader epochs")
-        if first.base_offset == second.base_offset:
-            longer, shorter_copy = ((first, second) if (first.end_offset or -1, first.original_size) >=
-                                    (second.end_offset or -1, second.original_size) else (second, first))
-            return OverlapResolution([longer], f"ignored {_fs.basename(shorter_copy.log.path)}: "
-                                               f"{_fs.basename(longer.log.path)} holds the same records from the "
-                                               "same base and more (a leader change: segments roll at other "
-                                               "offsets on another replica)")
         return OverlapResolution([first, second], f"{name_first} is read up to offset {low}, where {name_second} "
                                                   "starts with the same records (a leader change: the new leader "
                                                   "copies from the segment holding the next offset)")
-    newest_first = max((e for e, _ in over_first), default=-1)
-    newest_second = max((e for e, _ in over_second), default=-1)
-    if newest_first == newest_second:
-        return None
-    if newest_second > newest_first:  # the second copy is the live log's from its base
-        if first.base_offset == second.base_offset:
+    if newest_first > newest_second:
+        return OverlapResolution([first], f"ignored {name_second}: {name_first} holds its first offsets with a "
+                                          f"later leader epoch ({newest_first}), the live log's after an unclean "
+                                          "election; the rest of it is the replaced log's")
+    if newest_second > newest_first:
+        if same_base:
             return OverlapResolution([second], f"ignored {name_first}: {name_second} holds the same offsets "
                                                f"with a later leader epoch ({newest_second}), the live log's "
                                                "after an unclean election")
         return OverlapResolution([first, second], f"{name_first} is read up to offset {low} only: from there "
                                                   f"{name_second} holds the same offsets with a later leader epoch "
                                                   f"({newest_second}), the live log's after an unclean election")
-    if second.end_offset is not None and first.end_offset is not None and second.end_offset <= first.end_offset:
-        return OverlapResolution([first], f"ignored {name_second}: {name_first} holds its offsets with a later "
-                                          f"leader epoch ({newest_first}), the live log's after an unclean "
-                                          "election")
     return None
 
 
