@@ -499,6 +499,12 @@ def test_a_new_leaders_copy_starting_inside_the_last_copy_is_read_from_there(two
     a, data_a, data_b, following = make("aiven")
     position, start = _batch_starts(data_a)[3]
     _new_leader_copy(a, data_a[position:] + data_b, start, following - 1, {epoch: start}, "aiven")
+    for manifest_path in a.parent.glob("*.rsm-manifest"):  # the new leader's later copies: its epoch too
+        manifest = json.loads(manifest_path.read_text())
+        metadata = manifest["remoteLogSegmentMetadata"]
+        if metadata["startOffset"] > start:
+            metadata["segmentLeaderEpochs"] = {str(epoch): metadata["startOffset"]}
+            manifest_path.write_text(json.dumps(manifest))
     (pd,) = discover(str(root / "aiven"))
     assert any(says.format(start=start) in note for note in pd.notes)
     assert kafkaseg.read_arrow(str(root / "aiven")).select(COLUMNS).equals(rolled)
@@ -638,11 +644,12 @@ def test_one_remote_copy_or_one_local_file_given_with_the_other_is_not_taken_for
     assert "the log dir's .log files given are read as given" in scan.plan.report.replicas[0]["reason"]
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_a_local_segment_deleted_after_planning_is_read_from_its_remote_copy(tmp_path, layout):
+@pytest.mark.parametrize("layout, copy", [("aiven", {}), ("local", {}),
+                                          ("aiven", {"compression": True, "chunk_size": 3000})])
+def test_a_local_segment_deleted_after_planning_is_read_from_its_remote_copy(tmp_path, layout, copy):
     # local retention deletes segments that are in remote storage: the broker serves them from there, and so does
     # a read that finds its planned file gone
-    data, remote, whole, bases = _tiered_topic(tmp_path, layout)
+    data, remote, whole, bases = _tiered_topic(tmp_path, layout, **copy)
     scan = kafkaseg.open_scan([str(data), str(remote)])
     for path in (data / "orders-0").glob(f"{bases[4]:020d}.*"):
         path.unlink()
@@ -688,3 +695,77 @@ def test_the_retention_audit_leaves_tiered_copies_out(tmp_path):
     plan = plan_audit([str(data), str(remote)])
     assert [pdir.path for pdir, _ in plan.targets] == [str(data / "orders-0")]
     assert any("a tiered-storage copy, not audited" in note for note in plan.replica_notes)
+
+
+def test_dump_prints_a_copy_as_the_segment_it_was(compressed_copy, tmp_path, capsys):
+    from kafkaseg.cli.main import main
+
+    folder, _, written = compressed_copy
+    plain = copy_to_tiered(folder, tmp_path / "local", layout="local")
+
+    def dumped(path):
+        assert main(["dump", "--files", str(path)]) == 0
+        return [line for line in capsys.readouterr().out.splitlines() if not line.startswith("Dumping")]
+
+    source = folder / f"{written[1].name.split('-')[0]}.log"
+    assert dumped(written[1]) == dumped(plain[1]) == dumped(source)  # compressed, LocalTieredStorage, the log
+    assert dumped(plain[1].with_suffix(".index")) == dumped(source.with_suffix(".index"))
+
+
+
+# -- review round 3 ----------------------------------------------------------------------------------------------
+
+def test_copies_below_a_stale_log_start_checkpoint_are_read_from_the_first_copy(tmp_path):
+    # remote retention deleted the oldest copy after the broker last wrote log-start-offset-checkpoint
+    data, remote, whole, bases = _tiered_topic(tmp_path, "aiven")
+    (oldest,) = [p for p in remote.rglob("*.log") if int(p.name.split("-")[0]) == bases[0]]
+    for path in oldest.parent.glob(oldest.name.split(".")[0] + ".*"):
+        path.unlink()
+    scan = kafkaseg.open_scan([str(data), str(remote)])
+    assert scan.to_table().select(COLUMNS).equals(whole.filter(pc.greater_equal(whole["offset"], bases[1])))
+    assert f"[{bases[0]}, {bases[1]}) are in no copy (remote retention" in scan.plan.report.replicas[0]["reason"]
+
+
+def test_a_log_dir_extended_with_compressed_copies_keeps_reading_its_own_files_as_local_files(tmp_path):
+    data, remote, whole, bases = _tiered_topic(tmp_path, "aiven", compression=True, chunk_size=3000)
+    scan = kafkaseg.open_scan([str(data), str(remote)])
+    local = [s for s in scan.plan.slices if s.base_offset >= bases[4]]
+    remote_slices = [s for s in scan.plan.slices if s.base_offset < bases[4]]
+    assert local and remote_slices
+    assert all(s.file_identity is not None for s in local)  # known by inode, mapped: a live broker's files
+    assert scan.to_table().select(COLUMNS).equals(whole)
+
+
+def test_decompressed_chunks_kept_are_bounded_across_open_copies(compressed_copy, monkeypatch):
+    from kafkaseg.storage import tiered as tiered_module
+
+    monkeypatch.setattr(tiered_module, "CHUNK_CACHE_BYTES", 20_000)
+    _, remote, written = compressed_copy
+    assert kafkaseg.read_arrow(str(remote)).num_rows > 0
+    assert tiered_module._CHUNKS_BYTES[0] <= 20_000 + 2 * 5000  # (the last two always: up to two chunks over)
+
+
+def test_chunks_above_the_cap_are_refused_as_such(compressed_copy):
+    _, remote, written = compressed_copy
+    path = _manifest(written[0])
+    manifest = json.loads(path.read_text())
+    manifest["chunkIndex"]["originalChunkSize"] = 2**30
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(LayoutError, match="above kafkaseg's .*-byte cap"):
+        discover(str(remote))
+
+
+def test_an_old_leaders_copy_after_a_new_leaders_is_the_replaced_logs(two_leaders):
+    root, _, make = two_leaders
+    a, data_a, data_b, following = make("aiven")
+    base = int(a.name.split("-")[0])
+    # the new leader (epoch 1 from the old copy's base) copied a short segment; the old leader's next copy, of
+    # epoch 0 only, is still in the bucket after it
+    position, start = _batch_starts(data_a)[3]
+    new = _new_leader_copy(a, data_a[:position], base, start - 1, {1: base}, "aiven")
+    for path in a.parent.glob(a.name.split(".")[0] + ".*"):
+        path.unlink()
+    later = [p for p in a.parent.glob("*.log") if int(p.name.split("-")[0]) > base]
+    (pd,) = discover(str(root / "aiven"))
+    assert [s.log_path for s in pd.segments if s.base_offset >= base] == [str(new)]
+    assert all(any(p.name in note and "an unclean election replaced" in note for note in pd.notes) for p in later)

@@ -429,6 +429,22 @@ def _batches_until_no_batch(walk, reader: SegmentReader, end: int):
 _NAME_OFFSET = re.compile(r"^(\d+)(?:-[A-Za-z0-9_-]{22})?$")  # 42, or a tiered-storage copy's 42-<segment id>
 
 
+_TIERED_COPY = re.compile(r"^\d+-[A-Za-z0-9_-]{22}\.log$")
+
+
+def _tiered_filesystem(path: str, filesystem):
+    """The filesystem a tiered-storage copy's ``.log`` reads through: its partition's, which decompresses a copy
+    Aiven's plugin stored compressed (``tiered.ChunkedObjects``); ``filesystem`` when the copy is not found as
+    one (a stray file with such a name)."""
+    from kafkaseg.storage.layout import discover
+
+    try:
+        found = discover([path])
+    except KafkaSegError:
+        return filesystem
+    return found[0].filesystem if len(found) == 1 and found[0].tiered is not None else filesystem
+
+
 def _name_offset(name: str) -> int | None:
     """The base offset a segment file's name gives (``00000000000000000042.index``, a tiered-storage copy's
     ``00000000000000000042-<segment id>.index``: 42), None for other names."""
@@ -591,6 +607,8 @@ def dump_files(files: list[str], options: DumpOptions, out=None, err=None, progr
             name = _fs.basename(located)
             suffix = name[name.rfind("."):] if "." in name else ""
             where = (filesystem, located)
+            if suffix == ".log" and _TIERED_COPY.match(name):
+                where = (_tiered_filesystem(path, filesystem), located)
             if suffix in (".log", ".checkpoint"):
                 _dump_log(path, options, report, out, progress, *where)
             elif suffix == ".index":

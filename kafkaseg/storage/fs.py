@@ -257,7 +257,21 @@ def canonical_scheme(scheme: str) -> str:
 
 
 def is_local(filesystem: pafs.FileSystem | None) -> bool:
-    return filesystem is None or isinstance(filesystem, pafs.LocalFileSystem)
+    """Whether ``filesystem`` reads local files (also through a ``PyFileSystem`` wrapping the local one, which
+    serves some of them transformed: ``tiered.ChunkedObjects``)."""
+    return filesystem is None or isinstance(_base_store(filesystem), pafs.LocalFileSystem)
+
+
+def _served_by(filesystem: pafs.FileSystem, path: str) -> pafs.FileSystem:
+    """The filesystem that reads ``path``: a wrapping ``PyFileSystem``'s base for the paths it does not transform
+    (``tiered.ChunkedObjects.objects``), so those are read as any file of the store (a local one mapped, known
+    by its inode)."""
+    handler = getattr(filesystem, "handler", None)
+    objects = getattr(handler, "objects", None)
+    if isinstance(objects, dict) and path not in objects and isinstance(getattr(handler, "base", None),
+                                                                        pafs.FileSystem):
+        return handler.base
+    return filesystem
 
 
 def _resolve(filesystem: pafs.FileSystem | None, path: str) -> tuple[pafs.FileSystem, str]:
@@ -712,6 +726,7 @@ class RandomAccessReader:
 
     def __init__(self, path: str, filesystem: pafs.FileSystem | None = None):
         filesystem, path = _resolve(filesystem, path)
+        filesystem = _served_by(filesystem, path)
         self.path = path
         self.filesystem = filesystem
         self._fd: int | None = None

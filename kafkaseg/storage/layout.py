@@ -389,10 +389,13 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
     if filesystem is None:
         filesystem, path = _fs.open_filesystem(path)
     if log_dir is None and entries is None and parse_topic_partition(_fs.basename(path)) is None:
-        entries = _fs.list_dir(path, filesystem)  # a tiered-storage copy's partition folder (read again)?
-        remote = tiered.tiered_partition_folders(path, filesystem, entries, partition_only=True)
+        # a tiered-storage copy's partition folder (read again)? listed as stored (see read_tiered_partition)
+        listing = _fs.list_dir(path, tiered.unwrapped(filesystem))
+        remote = tiered.tiered_partition_folders(path, filesystem, listing, partition_only=True)
         if remote is not None and len(remote) == 1 and remote[0].path == path:
-            return read_tiered_partition(remote[0], filesystem, entries=entries)
+            return read_tiered_partition(remote[0], filesystem, entries=listing)
+        if tiered.unwrapped(filesystem) is filesystem:
+            entries = listing
     if topic is None or partition is None:
         parsed = parse_topic_partition(_fs.basename(path))
         if parsed is None:
@@ -450,6 +453,10 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
     compressed or encrypted. ``only``: the path of the one ``.log`` copy to take (a file given as a path; how to
     read one of two overlapping copies).
     """
+    # listed and read as stored: a filesystem serving compressed copies decompressed (read again through a
+    # partition's own) would list them at their decompressed sizes, which the manifests' chunk indexes do not add
+    # up to
+    filesystem = tiered.unwrapped(filesystem)
     if entries is None:
         entries = folder.entries if folder.entries is not None else _fs.list_dir(folder.path, filesystem)
     layout = "Aiven tiered-storage" if folder.layout == tiered.AIVEN else "LocalTieredStorage"
@@ -483,6 +490,12 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
         previous = kept[-1] if kept else None
         if previous is None or not (previous.base_offset == copy.base_offset or (
                 previous.end_offset is not None and previous.end_offset >= copy.base_offset)):
+            older = tiered.older_lineage(previous, copy, epochs_of) if previous is not None else None
+            if older is not None:  # epochs never go back along a log: the copy is a replaced log's
+                notes.append(f"ignored {_fs.basename(copy.log.path)}: its leader epochs (up to {older[1]}) are "
+                             f"older than {older[0]} of {_fs.basename(previous.log.path)} before it, so it is a "
+                             "copy of the log an unclean election replaced")
+                continue
             kept.append(copy)
             continue
         if previous.base_offset == copy.base_offset and tiered.same_records(previous, copy, epochs_of):
@@ -1039,24 +1052,30 @@ def with_remote_copies(local: PartitionDir, remote: PartitionDir) -> tuple[Parti
                   if s.base_offset < first_local and following > start)
     if not taken:
         return None, f"no remote copy holds offsets in [{start}, {first_local})"
-    gaps = _gaps(taken, start, first_local)
+    gaps = _gaps(taken, first_local)
     if gaps:
         return None, (f"offsets {', '.join(f'[{a}, {b})' for a, b in gaps)} below the first local segment are in "
                       "no remote copy given (copies missing from the bucket, or only some given)")
-    note = (f"offsets [{start}, {first_local}) are read from {len(taken)} tiered-storage copies in {remote.path}, "
-            "below the first local segment")
+    first_copy = max(start, taken[0].base_offset)
+    note = (f"offsets [{first_copy}, {first_local}) are read from {len(taken)} tiered-storage copies in "
+            f"{remote.path}, below the first local segment")
+    if first_copy > start:
+        note += (f"; [{start}, {first_copy}) are in no copy (remote retention deleted them after "
+                 "log-start-offset-checkpoint was written: the log now starts at the first copy)")
+    if any(s.remote_end is None for s in taken):
+        note += ("; copies that record no end offset (LocalTieredStorage's, Aiven's before 2023-09) are taken to "
+                 "run up to the next one: one missing shows only as missing offsets in the read's metrics")
     objects = getattr(getattr(remote.filesystem, "handler", None), "objects", None) or {}
     merged = _replace(local, segments=taken + local.segments, remote_below=remote, notes=local.notes + (note,),
                       filesystem=tiered.chunked_filesystem(local.filesystem, objects))
     return merged, note
 
 
-def _gaps(taken: Sequence[SegmentFiles], start: int, end: int) -> list[tuple[int, int]]:
-    """The offset ranges in ``[start, end)`` that none of ``taken`` (consecutive remote copies) holds, as far as
-    their recorded ends tell (a LocalTieredStorage copy records none: it is taken to run up to the next one)."""
+def _gaps(taken: Sequence[SegmentFiles], end: int) -> list[tuple[int, int]]:
+    """The offset ranges from the first of ``taken`` (consecutive remote copies) up to ``end`` that none of them
+    holds, as far as their recorded ends tell (a LocalTieredStorage copy records none: it is taken to run up to
+    the next one). Offsets below the first copy are not a gap: remote retention moves the log start there."""
     gaps = []
-    if taken[0].base_offset > start:
-        gaps.append((start, taken[0].base_offset))
     following = [s.base_offset for s in taken[1:]] + [end]
     for segment, next_base in zip(taken, following):
         if segment.remote_end is not None and segment.remote_end + 1 < next_base:

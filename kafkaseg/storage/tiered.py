@@ -48,9 +48,11 @@ epochs: Kafka's log matching property makes them equal); any other overlap is a 
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
+from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Sequence
@@ -290,7 +292,8 @@ def read_aiven_manifest(segment: RemoteSegment, filesystem) -> RemoteSegment:
 #: Manifests read, by (store, path, size, mtime, log size, base): a manifest is written once, whole (an object
 #: store replaces objects, never appends), so a discovery done again (a stream's every trigger, each ``.log`` of a
 #: glob) reads only the ones it has not seen. Bounded: about 1.2 KB apiece with 90-character paths (a reviewer's
-#: tracemalloc measurement), so about 25 MB when full.
+#: tracemalloc measurement), plus 8 bytes a chunk for a compressed copy (2 KB for a 1 GiB segment of 4 MiB
+#: chunks), so 25-65 MB when full.
 _MANIFESTS: "OrderedDict[tuple, tuple]" = OrderedDict()
 _MANIFESTS_KEPT = 20_000
 _MANIFESTS_LOCK = threading.Lock()
@@ -453,6 +456,22 @@ def resolve_overlap(first: RemoteSegment, second: RemoteSegment, epochs_of: Call
     return None
 
 
+def older_lineage(previous: RemoteSegment, copy: RemoteSegment, epochs_of: Callable) -> tuple[int, int] | None:
+    """``(previous copy's newest epoch, this copy's newest)`` when ``copy``, which comes after ``previous`` without
+    overlapping it, holds only leader epochs older than ``previous``'s newest: along a log epochs never go back, so
+    it is the replaced log's (an old leader's copy left from before an unclean election); None otherwise or when
+    epochs are not known."""
+    before, after = epochs_of(previous), epochs_of(copy)
+    if not before or not after:
+        return None
+    newest_before = max(e for e, _ in epochs_over(before, previous.base_offset, previous.end_offset))
+    over = epochs_over(after, copy.base_offset, copy.end_offset)
+    if not over:
+        return None
+    newest_after = max(e for e, _ in over)
+    return (newest_before, newest_after) if newest_after < newest_before else None
+
+
 def epochs_from_checkpoint(segment: RemoteSegment, filesystem) -> tuple[ckpt.EpochEntry, ...] | None:
     """A LocalTieredStorage copy's ``.leader_epoch_checkpoint`` (None when absent); raises
     :class:`CorruptCheckpointError` or :class:`LayoutError` when unreadable."""
@@ -481,11 +500,12 @@ _MAX_CHUNK_BYTES = 256 * 1024 * 1024  # chunk.size is an int; a chunk is decompr
 @dataclass(frozen=True)
 class ChunkedObject:
     """Where the chunks of a segment stored compressed are: original chunk size, original (segment) size, and each
-    chunk's start in the object (``starts[i]``..``starts[i + 1]``; one more entry than chunks)."""
+    chunk's start in the object (``starts[i]``..``starts[i + 1]``; one more entry than chunks), an ``array('q')``:
+    8 bytes a chunk, kept for every manifest in :data:`_MANIFESTS`."""
 
     chunk_size: int
     original_size: int
-    starts: tuple[int, ...]
+    starts: "array" = field(hash=False)
 
 
 def decode_chunk_sizes(text: str, path: str) -> list[int]:
@@ -522,26 +542,50 @@ def chunked_object(chunks: dict, path: str, log: _fs.FileEntry) -> ChunkedObject
     chunk_size = _manifest_field({"c": chunks}, path, "c", "originalChunkSize", kind=int)
     original = _manifest_field({"c": chunks}, path, "c", "originalFileSize", kind=int)
     sizes = decode_chunk_sizes(_manifest_field({"c": chunks}, path, "c", "transformedChunks", kind=str), path)
+    if chunk_size > _MAX_CHUNK_BYTES:
+        raise LayoutError(f"{path}: chunks of {chunk_size} bytes (chunk.size) are above kafkaseg's "
+                          f"{_MAX_CHUNK_BYTES}-byte cap: a read decompresses a chunk whole")
     expected = -(-original // chunk_size) if chunk_size > 0 else -1
-    if not 0 < chunk_size <= _MAX_CHUNK_BYTES or original < 0 or len(sizes) != expected or any(
+    if not 0 < chunk_size or original < 0 or len(sizes) != expected or any(
             s <= 0 for s in sizes) or sum(sizes) != log.size:
         raise LayoutError(f"{path}: the manifest's chunk index ({len(sizes)} chunks of {chunk_size} bytes, "
                           f"{original} bytes in all, {sum(sizes)} stored) does not describe "
                           f"{_fs.basename(log.path)} ({log.size} bytes)")
-    starts = [0]
+    starts = array("q", [0])
     for size in sizes:
         starts.append(starts[-1] + size)
-    return ChunkedObject(chunk_size, original, tuple(starts))
+    return ChunkedObject(chunk_size, original, starts)
+
+
+#: Decompressed chunks kept, across every open compressed copy of the process (readers keep their files open for
+#: the scan: a cache per file would hold two chunks for each of thousands of segments), by (object, chunk): the
+#: most recently used up to this many bytes, and always the last two.
+CHUNK_CACHE_BYTES = 64 * 1024 * 1024
+_CHUNKS: "OrderedDict[tuple, bytes]" = OrderedDict()
+_CHUNKS_BYTES = [0]
+_CHUNKS_LOCK = threading.Lock()
+_OPENED = itertools.count()
+
+
+def _keep_chunk(key: tuple, data: bytes) -> None:
+    with _CHUNKS_LOCK:
+        previous = _CHUNKS.pop(key, None)
+        _CHUNKS_BYTES[0] += len(data) - (len(previous) if previous is not None else 0)
+        _CHUNKS[key] = data
+        while _CHUNKS_BYTES[0] > CHUNK_CACHE_BYTES and len(_CHUNKS) > 2:
+            _, dropped = _CHUNKS.popitem(last=False)
+            _CHUNKS_BYTES[0] -= len(dropped)
 
 
 class _ChunkedFile:
     """A segment stored as compressed chunks, read as the segment: positioned reads decompress the chunks they
-    span (the last two kept), so memory is bounded by the chunk size, never by the segment's."""
+    span, kept in one process-wide cache (:data:`CHUNK_CACHE_BYTES`), so memory is bounded by configuration and
+    the chunk size, never by the segment's or by how many are open."""
 
     def __init__(self, handle, path: str, chunked: ChunkedObject):
         self._handle, self._path, self._chunked = handle, path, chunked
         self._position = 0
-        self._kept: OrderedDict[int, bytes] = OrderedDict()
+        self._key = (next(_OPENED), path)  # this open file's: the object is not known to stay the same
         self.closed = False
 
     # the file protocol pyarrow.PythonFile uses
@@ -567,15 +611,17 @@ class _ChunkedFile:
 
     def close(self) -> None:
         self.closed = True
-        self._kept.clear()
 
     def _chunk(self, i: int) -> bytes:
         from kafkaseg import codecs
         from kafkaseg.errors import CorruptDataError
 
-        data = self._kept.get(i)
+        key = (*self._key, i)
+        with _CHUNKS_LOCK:
+            data = _CHUNKS.get(key)
+            if data is not None:
+                _CHUNKS.move_to_end(key)
         if data is not None:
-            self._kept.move_to_end(i)
             return data
         chunked = self._chunked
         start, end = chunked.starts[i], chunked.starts[i + 1]
@@ -588,9 +634,7 @@ class _ChunkedFile:
         except (CorruptDataError, ValueError) as err:
             raise CorruptDataError(f"compressed chunk {i} (original bytes {i * chunked.chunk_size}..) does not "
                                    f"decompress: {err}", path=self._path, position=start) from err
-        self._kept[i] = data
-        while len(self._kept) > 2:
-            self._kept.popitem(last=False)
+        _keep_chunk(key, data)
         return data
 
     def read(self, n: int = -1) -> bytes:
