@@ -621,6 +621,19 @@ class PartitionLookup:
     def list_offset(self, spec: int, *, exact: bool = True) -> OffsetAnswer:
         """The broker's ListOffsets answer for ``spec`` (see the module doc)."""
         topic, partition = self.pdir.topic, self.pdir.partition
+        copies = [s for s in self.segments if s.tiered is not None]
+        if spec == EARLIEST_LOCAL and copies:  # the local log starts after the tiered-storage copies
+            local = [s for s in self.segments if s.tiered is None]
+            if not local:
+                return OffsetAnswer(topic, partition, spec, None, reason="tiered-storage copies only: no local log")
+            start = local[0].base_offset
+            return OffsetAnswer(topic, partition, spec, start, leader_epoch=self.pdir.leader_epoch_at(start))
+        if spec == LATEST_TIERED and copies:  # RemoteLogManager's highest offset copied to remote storage
+            if copies[-1].remote_end is None:
+                return OffsetAnswer(topic, partition, spec, None,
+                                    reason="the last tiered-storage copy records no end offset (LocalTieredStorage)")
+            end = copies[-1].remote_end
+            return OffsetAnswer(topic, partition, spec, end, leader_epoch=self.pdir.leader_epoch_at(end))
         if spec in (EARLIEST, EARLIEST_LOCAL):
             # A log-start checkpoint below the first segment (PartitionDir.below_local_log) is a tiered topic's
             # start, or one older than a retention deletion: the files cannot tell, so both answer the first

@@ -172,7 +172,8 @@ class SegmentSlice:
         """Whether a partial batch at the end of this segment is an expected tail: the active segment (a broker
         mid-write), or a rolled one reaching past the recovery point, which a crash can leave torn (Kafka's
         ``LogLoader`` recovers exactly those segments, truncating them). A segment wholly below the recovery
-        point was flushed: its missing bytes are lost, not pending. A tiered-storage copy was rolled (:attr:`rolled`)."""
+        point was flushed: its missing bytes are lost, not pending. A tiered-storage copy was rolled
+        (:attr:`rolled`)."""
         return not self.rolled and reaches_past_recovery_point(self.next_base_offset, self.recovery_point)
 
     @property

@@ -793,13 +793,15 @@ def test_filesystems_pickled_as_their_uri_are_not_shared_so_objects_read_fresh(s
 
 # -- tiered-storage copies ----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("layout", ["aiven", "local"])
-def test_tiered_copies_and_their_log_dir_on_s3_read_as_on_disk(s3, tmp_path, layout):
+@pytest.mark.parametrize("layout, copy", [("aiven", {}), ("local", {}),
+                                          ("aiven", {"compression": True, "chunk_size": 3000})])
+def test_tiered_copies_and_their_log_dir_on_s3_read_as_on_disk(s3, tmp_path, layout, copy):
     """A bucket of remote copies beside a backup of the log dir (its oldest segments deleted by local retention):
     read alone and together, from S3 as from disk; a plan reads each manifest and index object once."""
     from tests.test_storage_tiered import _tiered_topic
 
-    data, remote, whole, _ = _tiered_topic(tmp_path, layout)
+    data, remote, whole, _ = _tiered_topic(tmp_path, layout, **copy)
+    layout += "-compressed" if copy else ""
     client = pafs.S3FileSystem(endpoint_override=s3.endpoint, scheme="http")
     pafs.copy_files(str(data), f"{BUCKET}/tiered-{layout}/data", destination_filesystem=client)
     pafs.copy_files(str(remote), f"{BUCKET}/tiered-{layout}/remote", destination_filesystem=client)

@@ -769,3 +769,62 @@ def test_an_old_leaders_copy_after_a_new_leaders_is_the_replaced_logs(two_leader
     (pd,) = discover(str(root / "aiven"))
     assert [s.log_path for s in pd.segments if s.base_offset >= base] == [str(new)]
     assert all(any(p.name in note and "an unclean election replaced" in note for note in pd.notes) for p in later)
+
+
+# -- review round 4 ----------------------------------------------------------------------------------------------
+
+def test_an_unreadable_epoch_checkpoint_of_one_copy_is_noted_not_fatal(tmp_path):
+    data, remote, whole, bases = _tiered_topic(tmp_path, "local")
+    (bad,) = [p for p in remote.rglob("*.leader_epoch_checkpoint") if int(p.name.split("-")[0]) == bases[1]]
+    bad.write_text("garbage")
+    (pd,) = discover(str(remote))
+    assert len(pd.segments) == len(bases) - 1 and any(f"unreadable {bad.name}" in note for note in pd.notes)
+    assert kafkaseg.read_arrow([str(data), str(remote)]).select(COLUMNS).equals(whole)
+
+
+def test_epochs_going_back_where_a_later_epoch_does_not_say_which_log_is_replaced_are_refused(two_leaders):
+    # a leader elected uncleanly at epoch 2 never held the epoch-1 copy before its own epoch-0 one: which of the two
+    # is the replaced log's is not in the copies (the broker's epoch cache says)
+    root, _, make = two_leaders
+    a, data_a, data_b, following = make("aiven")
+    for i, path in enumerate(sorted(a.parent.glob("*.rsm-manifest"))):  # epochs 0, 0-1, 0, then 2
+        manifest = json.loads(path.read_text())
+        start = manifest["remoteLogSegmentMetadata"]["startOffset"]
+        manifest["remoteLogSegmentMetadata"]["segmentLeaderEpochs"] = (
+            {"0": start, "1": start + 1} if i == 1 else {"2": start} if i > 2 else {"0": start})
+        path.write_text(json.dumps(manifest))
+    with pytest.raises(LayoutError, match=r"older leader epochs .* do not say which of the two"):
+        discover(str(root / "aiven"))
+
+
+def test_epochs_outside_a_copys_offsets_are_unknown_epochs(aiven_copy, tmp_path):
+    folder, written = aiven_copy
+    path = _manifest(written[0])
+    manifest = json.loads(path.read_text())
+    manifest["remoteLogSegmentMetadata"]["segmentLeaderEpochs"] = {"0": 10_000}  # past its end offset
+    path.write_text(json.dumps(manifest))
+    (pd,) = discover(str(tmp_path))
+    assert [s.log_path for s in pd.segments] == [str(p) for p in written]
+
+
+def test_a_read_over_leaves_no_decompressed_chunk_behind(compressed_copy):
+    import gc
+
+    from kafkaseg.storage import tiered as tiered_module
+
+    _, remote, _ = compressed_copy
+    assert kafkaseg.read_arrow(str(remote)).num_rows > 0
+    gc.collect()
+    assert tiered_module._CHUNKS_BYTES[0] == 0 and not tiered_module._CHUNKS
+
+
+def test_list_offsets_of_a_log_dir_extended_with_copies(tmp_path):
+    from kafkaseg.lookup import EARLIEST, EARLIEST_LOCAL, LATEST_TIERED
+
+    data, remote, _, bases = _tiered_topic(tmp_path, "aiven")
+    (choice,) = choose_replicas(discover([str(data), str(remote)]))
+    pd = choice.chosen
+    assert pd.below_local_log is None  # the copies hold those offsets: nothing to explain
+    assert list_offset(pd, EARLIEST).offset == bases[0]
+    assert list_offset(pd, EARLIEST_LOCAL).offset == bases[4]  # the broker's local log start
+    assert list_offset(pd, LATEST_TIERED).offset == max(s.remote_end for s in pd.segments if s.tiered)

@@ -468,15 +468,18 @@ def map_files(fn, items: Sequence, filesystems: Iterable[pafs.FileSystem | None]
 
 def release_cached_blocks(filesystem: pafs.FileSystem | None) -> None:
     """Drop the small-read blocks kept for ``filesystem`` (planning's working set; a scan object kept in a notebook
-    would otherwise hold them, up to :data:`REMOTE_CACHE_BYTES`, as long as it lives). Open files are kept."""
-    if is_local(filesystem):
-        return
-    with _REMOTE_LOCK:
-        files = _REMOTE.get(id(filesystem))
-    if files is not None:
-        with files._lock:
-            files._blocks.clear()
-            files.cached_bytes = 0
+    would otherwise hold them, up to :data:`REMOTE_CACHE_BYTES`, as long as it lives). Open files are kept. A
+    filesystem wrapping another (``tiered.ChunkedObjects``) reads most files through that one (:func:`_served_by`):
+    both are released."""
+    for each in {id(f): f for f in (filesystem, _base_store(filesystem)) if f is not None}.values():
+        if isinstance(each, pafs.LocalFileSystem):
+            continue
+        with _REMOTE_LOCK:
+            files = _REMOTE.get(id(each))
+        if files is not None:
+            with files._lock:
+                files._blocks.clear()
+                files.cached_bytes = 0
 
 
 _REMOTE: dict[int, _RemoteFiles] = {}

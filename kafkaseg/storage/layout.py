@@ -173,8 +173,8 @@ class PartitionDir:
         when remote storage is on or the start is above the first segment), so those offsets are in tiered
         storage; else the checkpoint predates a retention deletion (it is rewritten every minute). None otherwise."""
         start = self.checkpoint_log_start_offset
-        if start is None or not self.segments or start >= self.segments[0].base_offset:
-            return None
+        if start is None or not self.segments or start >= self.segments[0].base_offset or self.remote_below:
+            return None  # (extended with tiered-storage copies: with_remote_copies notes what they hold)
         return start, self.segments[0].base_offset
 
     def below_local_log_note(self) -> str | None:
@@ -481,20 +481,31 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
     else:
         read_epochs: dict = {}
 
-        def epochs_of(copy):
+        def epochs_of(copy):  # None when absent or unreadable (noted): the epochs are then unknown
             if copy.segment_id not in read_epochs:
-                read_epochs[copy.segment_id] = tiered.epochs_from_checkpoint(copy, filesystem)
+                try:
+                    read_epochs[copy.segment_id] = tiered.epochs_from_checkpoint(copy, filesystem)
+                except (CorruptDataError, LayoutError) as exc:
+                    notes.append(f"unreadable {_fs.basename(copy.files['leader_epoch_checkpoint'].path)}: {exc}")
+                    read_epochs[copy.segment_id] = None
             return read_epochs[copy.segment_id]
+    newest = tiered.newest_epoch(copies, epochs_of)
     kept: list[tiered.RemoteSegment] = []
     for copy in copies:  # sorted by (base offset, segment id)
         previous = kept[-1] if kept else None
         if previous is None or not (previous.base_offset == copy.base_offset or (
                 previous.end_offset is not None and previous.end_offset >= copy.base_offset)):
             older = tiered.older_lineage(previous, copy, epochs_of) if previous is not None else None
+            if older is not None and older[0] != newest:  # which of the two is the replaced log's is not known
+                raise LayoutError(f"{copy.log.path} comes after {previous.log.path} with older leader epochs (up to "
+                                  f"{older[1]}, against {older[0]}), and copies with a later epoch ({newest}) do not "
+                                  "say which of the two is the replaced log's (after unclean elections); which is "
+                                  "live is recorded only in the cluster's __remote_log_metadata topic: give the "
+                                  ".log files to read as paths")
             if older is not None:  # epochs never go back along a log: the copy is a replaced log's
                 notes.append(f"ignored {_fs.basename(copy.log.path)}: its leader epochs (up to {older[1]}) are "
-                             f"older than {older[0]} of {_fs.basename(previous.log.path)} before it, so it is a "
-                             "copy of the log an unclean election replaced")
+                             f"older than {older[0]} of {_fs.basename(previous.log.path)} before it, the latest "
+                             "of any copy, so it is a copy of the log an unclean election replaced")
                 continue
             kept.append(copy)
             continue
@@ -548,10 +559,7 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
                 starts[epoch] = min(start, starts.get(epoch, start))
         epochs = tuple(EpochEntry(epoch, start) for epoch, start in sorted(starts.items()))
     elif kept:
-        try:
-            epochs = epochs_of(kept[-1]) or ()
-        except (CorruptDataError, LayoutError) as exc:
-            notes.append(f"unreadable {_fs.basename(kept[-1].files['leader_epoch_checkpoint'].path)}: {exc}")
+        epochs = epochs_of(kept[-1]) or ()
     return PartitionDir(topic=folder.topic, partition=folder.partition, path=folder.path,
                         log_dir=root, segments=segments, topic_id=folder.topic_id, leader_epochs=tuple(epochs),
                         notes=tuple(notes), filesystem=filesystem, tiered=folder.layout)

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
 import threading
 from array import array
@@ -421,8 +422,9 @@ def resolve_overlap(first: RemoteSegment, second: RemoteSegment, epochs_of: Call
         agree = over_first[:shorter] == over_second[:shorter]
     else:
         agree = over_first == over_second
-    newest_first = max(e for e, _ in epochs_over(first_epochs, first.base_offset, first.end_offset))
-    newest_second = max(e for e, _ in epochs_over(second_epochs, second.base_offset, second.end_offset))
+    newest_first, newest_second = _newest(first, epochs_of), _newest(second, epochs_of)
+    if newest_first is None or newest_second is None:
+        return None
     same_base = first.base_offset == second.base_offset
     if agree:
         if same_base:
@@ -461,15 +463,23 @@ def older_lineage(previous: RemoteSegment, copy: RemoteSegment, epochs_of: Calla
     overlapping it, holds only leader epochs older than ``previous``'s newest: along a log epochs never go back, so
     it is the replaced log's (an old leader's copy left from before an unclean election); None otherwise or when
     epochs are not known."""
-    before, after = epochs_of(previous), epochs_of(copy)
-    if not before or not after:
+    newest_before, newest_after = _newest(previous, epochs_of), _newest(copy, epochs_of)
+    if newest_before is None or newest_after is None:
         return None
-    newest_before = max(e for e, _ in epochs_over(before, previous.base_offset, previous.end_offset))
-    over = epochs_over(after, copy.base_offset, copy.end_offset)
-    if not over:
-        return None
-    newest_after = max(e for e, _ in over)
     return (newest_before, newest_after) if newest_after < newest_before else None
+
+
+def _newest(copy: RemoteSegment, epochs_of: Callable) -> int | None:
+    """The latest leader epoch of ``copy``'s own offsets, None when not known (none recorded, or none inside)."""
+    entries = epochs_of(copy)
+    over = epochs_over(entries, copy.base_offset, copy.end_offset) if entries else ()
+    return max(e for e, _ in over) if over else None
+
+
+def newest_epoch(copies: Sequence[RemoteSegment], epochs_of: Callable) -> int | None:
+    """The latest leader epoch of any of ``copies`` (None when none records one): its copies are the live log's."""
+    known = [e for e in (_newest(c, epochs_of) for c in copies) if e is not None]
+    return max(known) if known else None
 
 
 def epochs_from_checkpoint(segment: RemoteSegment, filesystem) -> tuple[ckpt.EpochEntry, ...] | None:
@@ -567,6 +577,20 @@ _CHUNKS_LOCK = threading.Lock()
 _OPENED = itertools.count()
 
 
+def _after_fork_in_child() -> None:
+    """A forked child starts with fresh locks (a fork while another thread held one would leave it held) and
+    empty caches."""
+    global _CHUNKS_LOCK, _MANIFESTS_LOCK
+    _CHUNKS_LOCK, _MANIFESTS_LOCK = threading.Lock(), threading.Lock()
+    _CHUNKS.clear()
+    _CHUNKS_BYTES[0] = 0
+    _MANIFESTS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _keep_chunk(key: tuple, data: bytes) -> None:
     with _CHUNKS_LOCK:
         previous = _CHUNKS.pop(key, None)
@@ -586,6 +610,7 @@ class _ChunkedFile:
         self._handle, self._path, self._chunked = handle, path, chunked
         self._position = 0
         self._key = (next(_OPENED), path)  # this open file's: the object is not known to stay the same
+        self._mine: set[int] = set()  # the chunks it put in the cache
         self.closed = False
 
     # the file protocol pyarrow.PythonFile uses
@@ -610,7 +635,20 @@ class _ChunkedFile:
         return self._chunked.original_size
 
     def close(self) -> None:
+        """Drops this file's chunks from the cache: no other open file shares them."""
         self.closed = True
+        with _CHUNKS_LOCK:
+            for i in self._mine:
+                dropped = _CHUNKS.pop((*self._key, i), None)
+                if dropped is not None:
+                    _CHUNKS_BYTES[0] -= len(dropped)
+            self._mine.clear()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # (interpreter shutdown)
+            pass
 
     def _chunk(self, i: int) -> bytes:
         from kafkaseg import codecs
@@ -635,6 +673,7 @@ class _ChunkedFile:
             raise CorruptDataError(f"compressed chunk {i} (original bytes {i * chunked.chunk_size}..) does not "
                                    f"decompress: {err}", path=self._path, position=start) from err
         _keep_chunk(key, data)
+        self._mine.add(i)
         return data
 
     def read(self, n: int = -1) -> bytes:
