@@ -223,6 +223,19 @@ def test_replicas_in_several_log_dirs_read_the_highest_high_watermark_once(spark
     assert comma.count() == len(_expected_rows(small)) + len(_expected_rows(big))
 
 
+def test_a_log_dir_and_its_compressed_tiered_copies_read_as_one_log_on_executors(spark, tmp_path):
+    # the copies' decompressing filesystem travels to the Python workers pickled, with the slices
+    from tests.test_storage_tiered import COLUMNS, _tiered_topic
+
+    data, remote, whole, bases = _tiered_topic(tmp_path, "aiven", compression=True, chunk_size=3000)
+    df = spark.read.format("kafkaseg").load([str(data), str(remote)])
+    got = df.select(*COLUMNS).orderBy("offset").collect()
+    assert [r.offset for r in got] == whole["offset"].to_pylist()
+    assert [bytes(r.value) for r in got] == whole["value"].to_pylist()
+    (replica,) = last_plan_report().plan.replicas
+    assert f"offsets [{bases[0]}, {bases[4]}) are read from 4 tiered-storage copies" in replica["reason"]
+
+
 def test_segment_appended_while_read_returns_rows_up_to_the_planned_size(spark, tmp_path):
     def batch(start):
         return build_batch_v2([Record(o, 1_700_000_000_000 + o, b"k%d" % o, b"v%d" % o) for o in range(start, start + 50)])
