@@ -629,10 +629,12 @@ class PartitionLookup:
             start = local[0].base_offset
             return OffsetAnswer(topic, partition, spec, start, leader_epoch=self.pdir.leader_epoch_at(start))
         if spec == LATEST_TIERED and copies:  # RemoteLogManager's highest offset copied to remote storage
-            if copies[-1].remote_end is None:
+            # (of every copy: a log dir extended with copies takes only those below its first segment)
+            last = (self.pdir.remote_below or self.pdir).segments[-1]
+            if last.remote_end is None:
                 return OffsetAnswer(topic, partition, spec, None,
                                     reason="the last tiered-storage copy records no end offset (LocalTieredStorage)")
-            end = copies[-1].remote_end
+            end = last.remote_end
             return OffsetAnswer(topic, partition, spec, end, leader_epoch=self.pdir.leader_epoch_at(end))
         if spec in (EARLIEST, EARLIEST_LOCAL):
             # A log-start checkpoint below the first segment (PartitionDir.below_local_log) is a tiered topic's

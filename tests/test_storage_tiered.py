@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 from pathlib import Path
 
 import pyarrow.compute as pc
@@ -827,4 +828,35 @@ def test_list_offsets_of_a_log_dir_extended_with_copies(tmp_path):
     assert pd.below_local_log is None  # the copies hold those offsets: nothing to explain
     assert list_offset(pd, EARLIEST).offset == bases[0]
     assert list_offset(pd, EARLIEST_LOCAL).offset == bases[4]  # the broker's local log start
-    assert list_offset(pd, LATEST_TIERED).offset == max(s.remote_end for s in pd.segments if s.tiered)
+    # the last offset copied, by the last copy: past the first local segment (local retention keeps copied ones)
+    assert list_offset(pd, LATEST_TIERED).offset == bases[-1] - 1 > bases[4]
+
+
+def test_a_copy_after_one_of_unknown_epochs_is_still_checked_against_the_latest_epoch_kept(tmp_path):
+    data, remote, whole, bases = _tiered_topic(tmp_path, "local")
+    checkpoints = sorted(remote.rglob("*.leader_epoch_checkpoint"))
+    for i, path in enumerate(checkpoints):  # epochs 0, then 1 from the second copy, then a replaced log's 0 again
+        path.write_text("0\n1\n0 0\n" if i == 0 or i == 3 else f"0\n2\n0 0\n1 {bases[1]}\n")
+    checkpoints[2].write_text("garbage")  # unknown epochs just before the replaced log's copy
+    (pd,) = discover(str(remote))
+    assert bases[3] not in [s.base_offset for s in pd.segments]
+    assert any(f"{bases[3]:020d}" in note and "an unclean election replaced" in note for note in pd.notes)
+
+
+def test_a_finalized_compressed_file_never_waits_for_the_chunk_cache_lock(compressed_copy):
+    # a forked child (or the garbage collector inside a holder of the lock) finalizes files before the lock is free
+    from kafkaseg.storage import tiered as tiered_module
+
+    _, remote, written = compressed_copy
+    (pd,) = discover(str(remote))
+    path = pd.segments[0].log_path
+    chunked = tiered_module._ChunkedFile(pd.filesystem.handler.base.open_input_file(path), path,
+                                         pd.filesystem.handler.objects[path])
+    chunked.read(10)
+    with tiered_module._CHUNKS_LOCK:  # held: the finalizer returns at once
+        finalizer = threading.Thread(target=chunked.__del__)
+        finalizer.start()
+        finalizer.join(5)
+        assert not finalizer.is_alive()
+    chunked.close()
+    assert not chunked._mine

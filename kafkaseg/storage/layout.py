@@ -491,23 +491,26 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
             return read_epochs[copy.segment_id]
     newest = tiered.newest_epoch(copies, epochs_of)
     kept: list[tiered.RemoteSegment] = []
+    latest: tuple[int, tiered.RemoteSegment] | None = None  # the latest epoch of the copies kept, and its copy
     for copy in copies:  # sorted by (base offset, segment id)
         previous = kept[-1] if kept else None
+        mine = tiered.newest_epoch([copy], epochs_of)
         if previous is None or not (previous.base_offset == copy.base_offset or (
                 previous.end_offset is not None and previous.end_offset >= copy.base_offset)):
-            older = tiered.older_lineage(previous, copy, epochs_of) if previous is not None else None
-            if older is not None and older[0] != newest:  # which of the two is the replaced log's is not known
-                raise LayoutError(f"{copy.log.path} comes after {previous.log.path} with older leader epochs (up to "
-                                  f"{older[1]}, against {older[0]}), and copies with a later epoch ({newest}) do not "
-                                  "say which of the two is the replaced log's (after unclean elections); which is "
-                                  "live is recorded only in the cluster's __remote_log_metadata topic: give the "
-                                  ".log files to read as paths")
-            if older is not None:  # epochs never go back along a log: the copy is a replaced log's
-                notes.append(f"ignored {_fs.basename(copy.log.path)}: its leader epochs (up to {older[1]}) are "
-                             f"older than {older[0]} of {_fs.basename(previous.log.path)} before it, the latest "
-                             "of any copy, so it is a copy of the log an unclean election replaced")
+            if latest is not None and mine is not None and mine < latest[0]:  # epochs never go back along a log
+                if latest[0] != newest:  # which of the two is the replaced log's is not known
+                    raise LayoutError(
+                        f"{copy.log.path} comes after {latest[1].log.path} with older leader epochs (up to {mine}, "
+                        f"against {latest[0]}), and copies with a later epoch ({newest}) do not say which of the "
+                        "two is the replaced log's (after unclean elections); which is live is recorded only in the "
+                        "cluster's __remote_log_metadata topic: give the .log files to read as paths")
+                notes.append(f"ignored {_fs.basename(copy.log.path)}: its leader epochs (up to {mine}) are older "
+                             f"than {latest[0]} of {_fs.basename(latest[1].log.path)} before it, the latest of any "
+                             "copy, so it is a copy of the log an unclean election replaced")
                 continue
             kept.append(copy)
+            if mine is not None and (latest is None or mine > latest[0]):
+                latest = (mine, copy)
             continue
         if previous.base_offset == copy.base_offset and tiered.same_records(previous, copy, epochs_of):
             notes.append(f"ignored {_fs.basename(copy.log.path)}: another copy of the records of "
@@ -522,6 +525,10 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
                               "__remote_log_metadata topic: give the .log files to read as paths")
         kept[-1:] = resolved.kept
         notes.append(resolved.note)
+        for survivor in resolved.kept:
+            epoch = tiered.newest_epoch([survivor], epochs_of)
+            if epoch is not None and (latest is None or epoch > latest[0]):
+                latest = (epoch, survivor)
     for copy in unfinished:  # uploads go in offset order: one between finished copies is a hole unless covered
         # (below them all it is the log's old start, being deleted; above, an upload in progress)
         covered = any(k.base_offset <= copy.base_offset and (k.end_offset is None or k.end_offset >= copy.base_offset)

@@ -77,6 +77,7 @@ __all__ = [
     "remote_segments",
     "resolve_overlap",
     "epochs_over",
+    "newest_epoch",
     "same_records",
     "tiered_partition_folders",
 ]
@@ -458,17 +459,6 @@ def resolve_overlap(first: RemoteSegment, second: RemoteSegment, epochs_of: Call
     return None
 
 
-def older_lineage(previous: RemoteSegment, copy: RemoteSegment, epochs_of: Callable) -> tuple[int, int] | None:
-    """``(previous copy's newest epoch, this copy's newest)`` when ``copy``, which comes after ``previous`` without
-    overlapping it, holds only leader epochs older than ``previous``'s newest: along a log epochs never go back, so
-    it is the replaced log's (an old leader's copy left from before an unclean election); None otherwise or when
-    epochs are not known."""
-    newest_before, newest_after = _newest(previous, epochs_of), _newest(copy, epochs_of)
-    if newest_before is None or newest_after is None:
-        return None
-    return (newest_before, newest_after) if newest_after < newest_before else None
-
-
 def _newest(copy: RemoteSegment, epochs_of: Callable) -> int | None:
     """The latest leader epoch of ``copy``'s own offsets, None when not known (none recorded, or none inside)."""
     entries = epochs_of(copy)
@@ -634,19 +624,26 @@ class _ChunkedFile:
     def size(self) -> int:
         return self._chunked.original_size
 
-    def close(self) -> None:
-        """Drops this file's chunks from the cache: no other open file shares them."""
+    def close(self, *, blocking: bool = True) -> None:
+        """Drops this file's chunks from the cache: no other open file shares them. Not ``blocking`` (from a
+        finalizer, which may run in a forked child before its locks are renewed, or inside a holder of the lock
+        when the garbage collector runs): left to the cache's eviction when the lock is taken."""
         self.closed = True
-        with _CHUNKS_LOCK:
+        lock = _CHUNKS_LOCK
+        if not lock.acquire(blocking=blocking):
+            return
+        try:
             for i in self._mine:
                 dropped = _CHUNKS.pop((*self._key, i), None)
                 if dropped is not None:
                     _CHUNKS_BYTES[0] -= len(dropped)
             self._mine.clear()
+        finally:
+            lock.release()
 
     def __del__(self):
         try:
-            self.close()
+            self.close(blocking=False)
         except Exception:  # (interpreter shutdown)
             pass
 
