@@ -66,7 +66,8 @@ from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, check_one_incarnation, choose_replicas, discover,
                                      last_stable_offset, partition_log_end_offset, reaches_past_recovery_point,
-                                     read_partition_again, relisted, transactions_open_at)
+                                     read_partition_again, relisted, snapshot_transactions_at,
+                                     transactions_open_at)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import lists_transactional_producers
 from kafkaseg.storage.segment import (SegmentReader, readable_end, torn_before_zeros, zero_filled_tail,
@@ -489,6 +490,7 @@ class _Partition:
         # the walk that derives aborted transactions from the log (read_committed, a segment without a usable
         # .txnindex): segments [0, _txn_walked) replayed, the transactions open after each, and those open now
         self._txn_walked = 0
+        self._txn_start = 0  # where the walk started: the first local segment, for a log dir extended with copies
         self._txn_evidence: str | None = None  # "" once looked for and none found
         self.log_end_position: int | None = None  # where the last segment's readable batches end, when cut short
         self._derived: dict[int, list] = {}
@@ -702,7 +704,19 @@ class _Partition:
     def _walk_transactions(self, i: int) -> list:
         """The aborted transactions whose markers are in segment ``i``, from one header walk of the partition
         that starts at its first segment (a transaction can begin segments before its marker) and is extended
-        only as far as asked."""
+        only as far as asked. In a log dir extended with tiered-storage copies it starts at the first local segment,
+        from the transactions its producer snapshot lists as open there, when the segment asked for is local: the
+        copies' history (days of objects, decompressed) is not walked for the local log's markers."""
+        if i < self._txn_start:  # a copy asked for after a walk started at the local log: from the start
+            self._txn_walked = self._txn_start = 0
+            self._open_txns = {}
+        elif self._txn_walked == 0 and self.pdir.remote_below is not None:
+            local = next((k for k, s in enumerate(self.segments) if s.tiered is None), None)
+            opened = (snapshot_transactions_at(self.pdir, self.segments[local].base_offset)
+                      if local is not None and 0 < local <= i else None)
+            if opened is not None:
+                self._txn_walked = self._txn_start = local
+                self._open_txns = dict(opened)
         while self._txn_walked <= i:
             j = self._txn_walked
             seg = self.segments[j]

@@ -860,3 +860,64 @@ def test_a_finalized_compressed_file_never_waits_for_the_chunk_cache_lock(compre
         assert not finalizer.is_alive()
     chunked.close()
     assert not chunked._mine
+
+
+# -- review round 6 ----------------------------------------------------------------------------------------------
+
+def test_a_copy_read_only_below_a_later_leaders_copy_gives_no_epochs_above_it(two_leaders):
+    # the old leader's copy took epoch 1 late in its range; the new leader (epoch 2, elected uncleanly below that)
+    # copied from inside it: the partition's epochs are the live log's, 0 then 2
+    root, _, make = two_leaders
+    a, data_a, data_b, following = make("aiven")
+    base = int(a.name.split("-")[0])
+    starts = _batch_starts(data_a)
+    (position, start), (_, late) = starts[3], starts[-2]
+    manifest = json.loads(a.with_suffix(".rsm-manifest").read_text())
+    manifest["remoteLogSegmentMetadata"]["segmentLeaderEpochs"] = {"0": base, "1": late}
+    a.with_suffix(".rsm-manifest").write_text(json.dumps(manifest))
+    _new_leader_copy(a, data_a[position:] + data_b, start, following - 1, {2: start}, "aiven")
+    for manifest_path in a.parent.glob("*.rsm-manifest"):  # the new leader's later copies
+        manifest = json.loads(manifest_path.read_text())
+        if manifest["remoteLogSegmentMetadata"]["startOffset"] > start:
+            manifest["remoteLogSegmentMetadata"]["segmentLeaderEpochs"] = {
+                "2": manifest["remoteLogSegmentMetadata"]["startOffset"]}
+            manifest_path.write_text(json.dumps(manifest))
+    (pd,) = discover(str(root / "aiven"))
+    assert [e.epoch for e in pd.leader_epochs] == [0, 2] and pd.leader_epochs[1].start_offset == start
+
+
+def test_read_committed_of_the_local_log_does_not_walk_the_copies_below_it(tmp_path, monkeypatch):
+    import collections
+
+    import kafkaseg.planning as planning
+
+    write_data_dir(tmp_path / "data", [TopicSpec("t", records_per_partition=4000, records_per_batch=10,
+                                                 segment_bytes=12 * 1024, transactional=True, abort_ratio=0.02,
+                                                 transaction_producers=2)])
+    folder = tmp_path / "data" / "t-0"
+    for path in folder.glob("*.txnindex"):  # as a broker leaves them: only where an abort's marker is
+        if path.stat().st_size == 0:
+            path.unlink()
+    committed = {"kafka.isolation.level": "read_committed"}
+    whole = kafkaseg.read_arrow(str(tmp_path / "data"), **committed).select(COLUMNS)
+    copy_to_tiered(folder, tmp_path / "remote", layout="aiven", compression=True, chunk_size=4000)
+    bases = sorted(int(p.name[:-4]) for p in folder.glob("*.log"))
+    for base in bases[:-4]:
+        for path in folder.glob(f"{base:020d}.*"):
+            path.unlink()
+    (tmp_path / "data" / "log-start-offset-checkpoint").write_text("0\n1\nt 0 0\n")
+    opened = collections.Counter()
+    real = planning.SegmentReader.__init__
+
+    def counting(self, path, *args, **kwargs):
+        opened["remote" if "remote" in str(path) else "local"] += 1
+        return real(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(planning.SegmentReader, "__init__", counting)
+    start = bases[-4] + 5
+    got = kafkaseg.read_arrow([str(tmp_path / "data"), str(tmp_path / "remote")],
+                              startingOffsets=json.dumps({"t": {"0": start}}), **committed)
+    assert got.select(COLUMNS).equals(whole.filter(pc.greater_equal(whole["offset"], start)))
+    assert opened["local"] and not opened["remote"]
+    everything = kafkaseg.read_arrow([str(tmp_path / "data"), str(tmp_path / "remote")], **committed)
+    assert everything.select(COLUMNS).equals(whole)

@@ -59,6 +59,7 @@ __all__ = [
     "read_partition_again",
     "check_one_incarnation",
     "transactions_open_at",
+    "snapshot_transactions_at",
     "last_stable_offset",
     "partition_log_end_offset",
     "unacknowledged_append",
@@ -560,9 +561,13 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
         packed_indexes=packed(copy), tiered=folder.layout, remote_end=copy.end_offset) for copy in kept)
     epochs: tuple = ()
     if folder.layout == tiered.AIVEN:
+        # each copy's epochs over the offsets it is read for (up to the next copy kept): a copy read only up to a
+        # later leader's copy holds the replaced log's epochs above that
         starts: dict[int, int] = {}
-        for copy in kept:
-            for epoch, start in copy.leader_epochs or ():
+        following = [k.base_offset - 1 for k in kept[1:]] + [None]
+        for copy, last in zip(kept, following):
+            high = last if last is not None else copy.end_offset
+            for epoch, start in tiered.epochs_over(copy.leader_epochs or (), copy.base_offset, high):
                 starts[epoch] = min(start, starts.get(epoch, start))
         epochs = tuple(EpochEntry(epoch, start) for epoch, start in sorted(starts.items()))
     elif kept:
@@ -1257,11 +1262,16 @@ def transactions_open_at(partition_dir: PartitionDir, offset: int) -> dict[int, 
     """The transactions open at ``offset`` (producer id -> first offset) by the producer snapshot named for exactly
     that offset (Kafka writes one at each segment roll, named for the new segment's base); empty when there is none
     or it is unreadable."""
+    return snapshot_transactions_at(partition_dir, offset) or {}
+
+
+def snapshot_transactions_at(partition_dir: PartitionDir, offset: int) -> dict[int, int] | None:
+    """:func:`transactions_open_at`, None when no readable snapshot is named for ``offset``."""
     for at, path in _producer_snapshots(partition_dir):
         if at == offset:
             snapshot = _readable_snapshot(path, partition_dir.filesystem)
-            return snapshot.ongoing_transactions() if snapshot is not None else {}
-    return {}
+            return snapshot.ongoing_transactions() if snapshot is not None else None
+    return None
 
 
 def last_stable_offset(partition_dir: PartitionDir, *,

@@ -41,9 +41,10 @@ leader epochs come from the copies (the last Aiven manifests' ``segmentLeaderEpo
 ``.leader_epoch_checkpoint``).
 
 Which copies are live is recorded only in the cluster's ``__remote_log_metadata`` topic, which kafkaseg does not
-read. Two copies of the same offsets (an upload retried under a new segment id, or copies by two leaders after an
-unclean election) are kept once when they are the same records (same offsets, same size and the same leader
-epochs: Kafka's log matching property makes them equal); any other overlap is a :class:`LayoutError` naming both.
+read; the copies' leader epochs stand in for it (``resolve_overlap``, and ``layout.read_tiered_partition``'s check
+that epochs never go back along the copies kept). Two copies of the same offsets with the same records (same
+offsets, size and leader epochs: Kafka's log matching property makes them equal) are kept once; what the epochs do
+not tell is a :class:`LayoutError` naming both.
 """
 
 from __future__ import annotations
