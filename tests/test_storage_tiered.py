@@ -921,3 +921,22 @@ def test_read_committed_of_the_local_log_does_not_walk_the_copies_below_it(tmp_p
     assert opened["local"] and not opened["remote"]
     everything = kafkaseg.read_arrow([str(tmp_path / "data"), str(tmp_path / "remote")], **committed)
     assert everything.select(COLUMNS).equals(whole)
+
+
+def test_dump_prints_a_manifest_and_its_decoded_chunk_sizes(compressed_copy, capsys):
+    from kafkaseg.cli.main import main
+
+    _, _, written = compressed_copy
+    manifest = json.loads(_manifest(written[1]).read_text())
+    (pd,) = discover(str(written[1].parent))
+    chunked = pd.filesystem.handler.objects[str(written[1])]
+    assert main(["dump", "--files", str(_manifest(written[1]))]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert f"chunks: {len(chunked.starts) - 1} storedBytes: {written[1].stat().st_size}" in lines[1]
+    assert lines[2] == "compression: true encryption: false"
+    metadata = manifest["remoteLogSegmentMetadata"]
+    assert f"startOffset: {metadata['startOffset']} endOffset: {metadata['endOffset']}" in lines[4]
+    assert main(["dump", "--files", str(_manifest(written[1])), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out.splitlines()[1])
+    starts = list(chunked.starts)
+    assert shown["chunkIndex"]["transformedChunks"] == [b - a for a, b in zip(starts, starts[1:])]

@@ -9,7 +9,8 @@ Output follows DumpLogSegments line for line: ``Dumping <file>``, then per file 
   its magic byte (``FileLogInputStream.nextBatch`` looks at the size first), only without ``--max-bytes``;
 * ``.index``: ``offset: O position: P`` (mismatches with the log on stderr), ``--index-sanity-check``,
   ``--verify-index-only``; ``.timeindex``: ``timestamp: T offset: O`` and its error report;
-* ``.snapshot`` producer snapshots; ``.txnindex`` aborted transactions; anything else: ``Ignoring unknown file``.
+* ``.snapshot`` producer snapshots; ``.txnindex`` aborted transactions; an Aiven tiered-storage copy's
+  ``.rsm-manifest`` (kafkaseg's own lines); anything else: ``Ignoring unknown file``.
 
 Kafka's end-of-run reports go to stderr in its words (``Mismatches in :<file>``, ``Found timestamp mismatch in :``,
 ``Non-consecutive offsets in <file>``...). Differences: ``--json`` prints only JSON lines on stdout: ``{"file": F}``
@@ -572,6 +573,54 @@ def _dump_txn_index(path: str, options: DumpOptions, out, filesystem, located: s
                                      "lastStableOffset": txn.last_stable_offset})
 
 
+def _dump_manifest(path: str, options: DumpOptions, out, filesystem, located: str) -> None:
+    """An Aiven tiered-storage copy's ``.rsm-manifest``: how its ``.log`` is stored (chunk index, compression,
+    encryption), where its indexes are in its ``.indexes`` object, and the segment's remote metadata; ``--json``
+    prints the manifest as it is, with the chunk sizes decoded."""
+    from kafkaseg.storage import tiered
+
+    text = _fs.read_small_file(located, filesystem, max_bytes=4 * 1024 * 1024)
+    try:
+        manifest = json.loads(text)
+    except ValueError as err:
+        raise LayoutError(f"{_fs.redact(located)}: not a JSON manifest ({err})") from err
+    if not isinstance(manifest, dict):
+        raise LayoutError(f"{_fs.redact(located)}: not a JSON manifest object")
+    chunks = manifest.get("chunkIndex") if isinstance(manifest.get("chunkIndex"), dict) else {}
+    sizes = None
+    if isinstance(chunks.get("transformedChunks"), str):
+        sizes = tiered.decode_chunk_sizes(chunks["transformedChunks"], located)
+    if options.json:
+        shown = dict(manifest)
+        if sizes is not None:
+            shown["chunkIndex"] = {**chunks, "transformedChunks": sizes}
+        print(json.dumps(shown), file=out)
+        return
+    chunk_fields = {k: v for k, v in chunks.items() if k != "transformedChunks"}
+    if sizes is not None:
+        chunk_fields.update(chunks=len(sizes), storedBytes=sum(sizes))
+    print("chunkIndex: " + " ".join(f"{k}: {v}" for k, v in chunk_fields.items()), file=out)
+    print(f"compression: {str(bool(manifest.get('compression'))).lower()} "
+          f"encryption: {str(manifest.get('encryption') is not None).lower()}", file=out)
+    indexes = manifest.get("segmentIndexes") if isinstance(manifest.get("segmentIndexes"), dict) else {}
+    print("segmentIndexes: " + " ".join(
+        f"{kind}: " + ("none" if not isinstance(where, dict) else f"position {where.get('position')} size "
+                                                                    f"{where.get('size')}")
+        for kind, where in indexes.items()), file=out)
+    metadata = manifest.get("remoteLogSegmentMetadata")
+    if isinstance(metadata, dict):
+        segment_id = metadata.get("remoteLogSegmentId") or {}
+        tip = (segment_id.get("topicIdPartition") or {}) if isinstance(segment_id, dict) else {}
+        tp = tip.get("topicPartition") or {}
+        fields = {"topic": tp.get("topic"), "partition": tp.get("partition"), "topicId": tip.get("topicId"),
+                  "segmentId": segment_id.get("id") if isinstance(segment_id, dict) else None,
+                  **{k: metadata.get(k) for k in ("startOffset", "endOffset", "maxTimestampMs", "brokerId",
+                                                   "eventTimestampMs")},
+                  "segmentLeaderEpochs": metadata.get("segmentLeaderEpochs")}
+        print("remoteLogSegmentMetadata: " + " ".join(f"{k}: {json.dumps(v) if isinstance(v, dict) else v}"
+                                                      for k, v in fields.items()), file=out)
+
+
 def _dump_producer_snapshot(path: str, options: DumpOptions, out, err, filesystem, located: str) -> None:
     snapshot = read_producer_snapshot(located, filesystem)  # a corrupt one: an error, as Kafka's tool fails
     for e in snapshot.entries:
@@ -619,6 +668,8 @@ def dump_files(files: list[str], options: DumpOptions, out=None, err=None, progr
                 _dump_producer_snapshot(path, options, out, err, *where)
             elif suffix == ".txnindex":
                 _dump_txn_index(path, options, out, *where)
+            elif suffix == ".rsm-manifest":
+                _dump_manifest(path, options, out, *where)
             elif options.json:
                 print(json.dumps({"file": _fs.redact(path), "problem": "ignoredUnknownFile"}), file=out)
             else:
