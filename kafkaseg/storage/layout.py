@@ -449,10 +449,13 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
     copies as segments, its topic id from the folder name, its leader epochs from the copies; no checkpoints.
 
     Copies without their ``.log``, and Aiven copies without a manifest (uploads that did not finish), are noted
-    and left out; two copies of the same records are kept once. Raises :class:`LayoutError` for copies that
-    overlap with different records (kafkaseg cannot tell which one is live), and for an Aiven segment stored
-    compressed or encrypted. ``only``: the path of the one ``.log`` copy to take (a file given as a path; how to
-    read one of two overlapping copies).
+    and left out; two copies of the same records are kept once; overlapping copies and copies of a replaced log
+    are resolved by their leader epochs (:func:`tiered.resolve_overlap`, and epochs never going back along the
+    copies kept), each decision noted. Raises :class:`LayoutError` where the epochs do not tell which copy is
+    live, for an unfinished upload between finished copies whose offsets no copy holds, and for an Aiven manifest
+    kafkaseg cannot read the segment by (encrypted, a chunk index that does not add up). A partition with
+    compressed copies gets a filesystem serving them decompressed (:func:`tiered.chunked_filesystem`). ``only``:
+    the path of the one ``.log`` copy to take (a file given as a path; how to read one of two conflicting copies).
     """
     # listed and read as stored: a filesystem serving compressed copies decompressed (read again through a
     # partition's own) would list them at their decompressed sizes, which the manifests' chunk indexes do not add

@@ -540,9 +540,10 @@ def decode_chunk_sizes(text: str, path: str) -> list[int]:
 
 def chunked_object(chunks: dict, path: str, log: _fs.FileEntry) -> ChunkedObject:
     """The :class:`ChunkedObject` a variable chunk index describes, checked against the object as listed."""
-    chunk_size = _manifest_field({"c": chunks}, path, "c", "originalChunkSize", kind=int)
-    original = _manifest_field({"c": chunks}, path, "c", "originalFileSize", kind=int)
-    sizes = decode_chunk_sizes(_manifest_field({"c": chunks}, path, "c", "transformedChunks", kind=str), path)
+    within = {"chunkIndex": chunks}  # (so errors name the manifest's field)
+    chunk_size = _manifest_field(within, path, "chunkIndex", "originalChunkSize", kind=int)
+    original = _manifest_field(within, path, "chunkIndex", "originalFileSize", kind=int)
+    sizes = decode_chunk_sizes(_manifest_field(within, path, "chunkIndex", "transformedChunks", kind=str), path)
     if chunk_size > _MAX_CHUNK_BYTES:
         raise LayoutError(f"{path}: chunks of {chunk_size} bytes (chunk.size) are above kafkaseg's "
                           f"{_MAX_CHUNK_BYTES}-byte cap: a read decompresses a chunk whole")
