@@ -234,18 +234,27 @@ copyreg.pickle(pafs.S3FileSystem, _reduce_s3)  # pickle (and cloudpickle) consul
 def same_store(first: pafs.FileSystem, second: pafs.FileSystem) -> bool:
     """Whether two filesystems reach the same store, so the same path names the same object in both: the same kind,
     and for S3 the same endpoint, scheme and region (timeouts, retries and credentials may differ)."""
-    first, second = _base_store(first), _base_store(second)
+    first, second = base_store(first), base_store(second)
     if type(first) is not type(second):
         return False
     if isinstance(first, pafs.S3FileSystem):
-        keys = ("endpoint_override", "scheme", "region")
-        a, b = first.__reduce__()[1][0], second.__reduce__()[1][0]
-        return all(a.get(k) == b.get(k) for k in keys)
+        return store_key(first) == store_key(second)
     return first.equals(second)
 
 
-def _base_store(filesystem: pafs.FileSystem) -> pafs.FileSystem:
-    """The filesystem a ``PyFileSystem`` wrapping another reads through (``tiered.ChunkedObjects``' ``base``)."""
+def store_key(filesystem: pafs.FileSystem) -> tuple:
+    """What tells stores apart: for S3 the endpoint, scheme and region (timeouts, retries and credentials do not),
+    for any other filesystem its kind (see :func:`same_store` for the one that compares instances)."""
+    filesystem = base_store(filesystem)
+    if isinstance(filesystem, pafs.S3FileSystem):
+        given = filesystem.__reduce__()[1][0]
+        return ("s3", *(given.get(k) for k in ("endpoint_override", "scheme", "region")))
+    return (type(filesystem).__name__,)
+
+
+def base_store(filesystem: pafs.FileSystem) -> pafs.FileSystem:
+    """The filesystem a ``PyFileSystem`` wrapping another reads through (``tiered.ChunkedObjects``' ``base``),
+    ``filesystem`` itself otherwise."""
     base = getattr(getattr(filesystem, "handler", None), "base", None)
     return base if isinstance(base, pafs.FileSystem) else filesystem
 
@@ -259,19 +268,16 @@ def canonical_scheme(scheme: str) -> str:
 def is_local(filesystem: pafs.FileSystem | None) -> bool:
     """Whether ``filesystem`` reads local files (also through a ``PyFileSystem`` wrapping the local one, which
     serves some of them transformed: ``tiered.ChunkedObjects``)."""
-    return filesystem is None or isinstance(_base_store(filesystem), pafs.LocalFileSystem)
+    return filesystem is None or isinstance(base_store(filesystem), pafs.LocalFileSystem)
 
 
 def _served_by(filesystem: pafs.FileSystem, path: str) -> pafs.FileSystem:
     """The filesystem that reads ``path``: a wrapping ``PyFileSystem``'s base for the paths it does not transform
     (``tiered.ChunkedObjects.objects``), so those are read as any file of the store (a local one mapped, known
     by its inode)."""
-    handler = getattr(filesystem, "handler", None)
-    objects = getattr(handler, "objects", None)
-    if isinstance(objects, dict) and path not in objects and isinstance(getattr(handler, "base", None),
-                                                                        pafs.FileSystem):
-        return handler.base
-    return filesystem
+    base = base_store(filesystem)
+    objects = getattr(getattr(filesystem, "handler", None), "objects", None)
+    return base if base is not filesystem and isinstance(objects, dict) and path not in objects else filesystem
 
 
 def _resolve(filesystem: pafs.FileSystem | None, path: str) -> tuple[pafs.FileSystem, str]:
@@ -471,7 +477,7 @@ def release_cached_blocks(filesystem: pafs.FileSystem | None) -> None:
     would otherwise hold them, up to :data:`REMOTE_CACHE_BYTES`, as long as it lives). Open files are kept. A
     filesystem wrapping another (``tiered.ChunkedObjects``) reads most files through that one (:func:`_served_by`):
     both are released."""
-    for each in {id(f): f for f in (filesystem, _base_store(filesystem)) if f is not None}.values():
+    for each in {id(f): f for f in (filesystem, base_store(filesystem)) if f is not None}.values():
         if isinstance(each, pafs.LocalFileSystem):
             continue
         with _REMOTE_LOCK:

@@ -391,11 +391,11 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
         filesystem, path = _fs.open_filesystem(path)
     if log_dir is None and entries is None and parse_topic_partition(_fs.basename(path)) is None:
         # a tiered-storage copy's partition folder (read again)? listed as stored (see read_tiered_partition)
-        listing = _fs.list_dir(path, tiered.unwrapped(filesystem))
+        listing = _fs.list_dir(path, _fs.base_store(filesystem))
         remote = tiered.tiered_partition_folders(path, filesystem, listing, partition_only=True)
         if remote is not None and len(remote) == 1 and remote[0].path == path:
             return read_tiered_partition(remote[0], filesystem, entries=listing)
-        if tiered.unwrapped(filesystem) is filesystem:
+        if _fs.base_store(filesystem) is filesystem:
             entries = listing
     if topic is None or partition is None:
         parsed = parse_topic_partition(_fs.basename(path))
@@ -460,7 +460,7 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
     # listed and read as stored: a filesystem serving compressed copies decompressed (read again through a
     # partition's own) would list them at their decompressed sizes, which the manifests' chunk indexes do not add
     # up to
-    filesystem = tiered.unwrapped(filesystem)
+    filesystem = _fs.base_store(filesystem)
     if entries is None:
         entries = folder.entries if folder.entries is not None else _fs.list_dir(folder.path, filesystem)
     layout = "Aiven tiered-storage" if folder.layout == tiered.AIVEN else "LocalTieredStorage"
@@ -1088,9 +1088,9 @@ def with_remote_copies(local: PartitionDir, remote: PartitionDir) -> tuple[Parti
     if any(s.remote_end is None for s in taken):
         note += ("; copies that record no end offset (LocalTieredStorage's, Aiven's before 2023-09) are taken to "
                  "run up to the next one: one missing shows only as missing offsets in the read's metrics")
-    objects = getattr(getattr(remote.filesystem, "handler", None), "objects", None) or {}
     merged = _replace(local, segments=taken + local.segments, remote_below=remote, notes=local.notes + (note,),
-                      filesystem=tiered.chunked_filesystem(local.filesystem, objects))
+                      filesystem=tiered.chunked_filesystem(local.filesystem,
+                                                           tiered.served_decompressed(remote.filesystem)))
     return merged, note
 
 

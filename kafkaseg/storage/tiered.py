@@ -276,7 +276,7 @@ def read_aiven_manifest(segment: RemoteSegment, filesystem) -> RemoteSegment:
     segment's, or when the manifest is not one kafkaseg knows.
     """
     entry = segment.files["rsm-manifest"]
-    key = (_store_key(filesystem), entry.path, entry.size, entry.mtime_ms, segment.log.size, segment.base_offset)
+    key = (_fs.store_key(filesystem), entry.path, entry.size, entry.mtime_ms, segment.log.size, segment.base_offset)
     with _MANIFESTS_LOCK:
         known = _MANIFESTS.get(key)
         if known is not None:
@@ -300,14 +300,6 @@ def read_aiven_manifest(segment: RemoteSegment, filesystem) -> RemoteSegment:
 _MANIFESTS: "OrderedDict[tuple, tuple]" = OrderedDict()
 _MANIFESTS_KEPT = 20_000
 _MANIFESTS_LOCK = threading.Lock()
-
-
-def _store_key(filesystem) -> tuple:
-    """What tells stores apart for :data:`_MANIFESTS` (the same path in two S3 endpoints is two objects)."""
-    if isinstance(filesystem, pafs.S3FileSystem):
-        given = filesystem.__reduce__()[1][0]
-        return ("s3", given.get("endpoint_override"), given.get("scheme"), given.get("region"))
-    return (type(filesystem).__name__,)
 
 
 def _manifest_facts(segment: RemoteSegment, filesystem) -> tuple:
@@ -746,14 +738,13 @@ def chunked_filesystem(filesystem, objects: dict):
     """``filesystem`` serving ``objects`` (path -> :class:`ChunkedObject`) decompressed (see
     :class:`ChunkedObjects`); ``filesystem`` itself when there are none. A filesystem that already is one is
     extended, not wrapped again."""
-    base = unwrapped(filesystem)
-    known = dict(filesystem.handler.objects) if base is not filesystem else {}
-    known.update(objects)
+    known = {**served_decompressed(filesystem), **objects}
+    base = _fs.base_store(filesystem)
     return pafs.PyFileSystem(ChunkedObjects(base, known)) if known else base
 
 
-def unwrapped(filesystem):
-    """The filesystem under a :func:`chunked_filesystem` (``filesystem`` itself otherwise)."""
-    if isinstance(filesystem, pafs.PyFileSystem) and isinstance(filesystem.handler, ChunkedObjects):
-        return filesystem.handler.base
-    return filesystem
+def served_decompressed(filesystem) -> dict:
+    """The objects a :func:`chunked_filesystem` serves decompressed (path -> :class:`ChunkedObject`); empty for
+    any other filesystem."""
+    handler = getattr(filesystem, "handler", None)
+    return dict(handler.objects) if isinstance(handler, ChunkedObjects) else {}
