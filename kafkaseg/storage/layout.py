@@ -449,10 +449,8 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
     copies as segments, its topic id from the folder name, its leader epochs from the copies; no checkpoints.
 
     Copies without their ``.log``, and Aiven copies without a manifest (uploads that did not finish), are noted
-    and left out; two copies of the same records are kept once; overlapping copies and copies of a replaced log
-    are resolved by their leader epochs (:func:`tiered.resolve_overlap`, and epochs never going back along the
-    copies kept), each decision noted. Raises :class:`LayoutError` where the epochs do not tell which copy is
-    live, for an unfinished upload between finished copies whose offsets no copy holds, and for an Aiven manifest
+    and left out; which of the others are the live log's is :func:`tiered.live_copies`' decision (by their leader
+    epochs, each noted), which raises :class:`LayoutError` where the epochs do not tell; so does an Aiven manifest
     kafkaseg cannot read the segment by (encrypted, a chunk index that does not add up). A partition with
     compressed copies gets a filesystem serving them decompressed (:func:`tiered.chunked_filesystem`). ``only``:
     the path of the one ``.log`` copy to take (a file given as a path; how to read one of two conflicting copies).
@@ -493,55 +491,7 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
                     notes.append(f"unreadable {_fs.basename(copy.files['leader_epoch_checkpoint'].path)}: {exc}")
                     read_epochs[copy.segment_id] = None
             return read_epochs[copy.segment_id]
-    newest = tiered.newest_epoch(copies, epochs_of)
-    kept: list[tiered.RemoteSegment] = []
-    latest: tuple[int, tiered.RemoteSegment] | None = None  # the latest epoch of the copies kept, and its copy
-    for copy in copies:  # sorted by (base offset, segment id)
-        previous = kept[-1] if kept else None
-        mine = tiered.newest_epoch([copy], epochs_of)
-        if previous is None or not (previous.base_offset == copy.base_offset or (
-                previous.end_offset is not None and previous.end_offset >= copy.base_offset)):
-            if latest is not None and mine is not None and mine < latest[0]:  # epochs never go back along a log
-                if latest[0] != newest:  # which of the two is the replaced log's is not known
-                    raise LayoutError(
-                        f"{copy.log.path} comes after {latest[1].log.path} with older leader epochs (up to {mine}, "
-                        f"against {latest[0]}), and copies with a later epoch ({newest}) do not say which of the "
-                        "two is the replaced log's (after unclean elections); which is live is recorded only in the "
-                        "cluster's __remote_log_metadata topic: give the .log files to read as paths")
-                notes.append(f"ignored {_fs.basename(copy.log.path)}: its leader epochs (up to {mine}) are older "
-                             f"than {latest[0]} of {_fs.basename(latest[1].log.path)} before it, the latest of any "
-                             "copy, so it is a copy of the log an unclean election replaced")
-                continue
-            kept.append(copy)
-            if mine is not None and (latest is None or mine > latest[0]):
-                latest = (mine, copy)
-            continue
-        if previous.base_offset == copy.base_offset and tiered.same_records(previous, copy, epochs_of):
-            notes.append(f"ignored {_fs.basename(copy.log.path)}: another copy of the records of "
-                         f"{_fs.basename(previous.log.path)} (same offsets, size and leader epochs; an upload "
-                         "done twice)")
-            continue
-        resolved = tiered.resolve_overlap(previous, copy, epochs_of)
-        if resolved is None:
-            raise LayoutError(f"{copy.log.path} and {previous.log.path} are copies of the same offsets from "
-                              f"{copy.base_offset} holding different records, and their leader epochs do not say "
-                              "which is the live log's; which one is live is recorded only in the cluster's "
-                              "__remote_log_metadata topic: give the .log files to read as paths")
-        kept[-1:] = resolved.kept
-        notes.append(resolved.note)
-        for survivor in resolved.kept:
-            epoch = tiered.newest_epoch([survivor], epochs_of)
-            if epoch is not None and (latest is None or epoch > latest[0]):
-                latest = (epoch, survivor)
-    for copy in unfinished:  # uploads go in offset order: one between finished copies is a hole unless covered
-        # (below them all it is the log's old start, being deleted; above, an upload in progress)
-        covered = any(k.base_offset <= copy.base_offset and (k.end_offset is None or k.end_offset >= copy.base_offset)
-                      for k in kept)
-        if not covered and any(k.base_offset > copy.base_offset for k in kept) and any(
-                k.base_offset < copy.base_offset for k in kept):
-            raise LayoutError(f"{copy.log.path}: offsets from {copy.base_offset} are in no finished copy, only in "
-                              "this upload, which has no .rsm-manifest (the plugin uploads it last); the copies "
-                              "after it cannot be read as the rest of the same log")
+    kept = tiered.live_copies(copies, unfinished, epochs_of, notes)
 
     def side(copy, kind):
         entry = copy.files.get(kind)
@@ -564,15 +514,7 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
         packed_indexes=packed(copy), tiered=folder.layout, remote_end=copy.end_offset) for copy in kept)
     epochs: tuple = ()
     if folder.layout == tiered.AIVEN:
-        # each copy's epochs over the offsets it is read for (up to the next copy kept): a copy read only up to a
-        # later leader's copy holds the replaced log's epochs above that
-        starts: dict[int, int] = {}
-        following = [k.base_offset - 1 for k in kept[1:]] + [None]
-        for copy, last in zip(kept, following):
-            high = last if last is not None else copy.end_offset
-            for epoch, start in tiered.epochs_over(copy.leader_epochs or (), copy.base_offset, high):
-                starts[epoch] = min(start, starts.get(epoch, start))
-        epochs = tuple(EpochEntry(epoch, start) for epoch, start in sorted(starts.items()))
+        epochs = tuple(EpochEntry(epoch, start) for epoch, start in tiered.manifest_epochs(kept))
     elif kept:
         epochs = epochs_of(kept[-1]) or ()
     return PartitionDir(topic=folder.topic, partition=folder.partition, path=folder.path,

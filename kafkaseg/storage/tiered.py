@@ -37,8 +37,8 @@ offset.
 
 Remote storage has no checkpoints: every copied record was below the high watermark when copied, so a partition
 found here has none (reads go to the end of its last segment, which is a rolled segment, not an active one). Its
-leader epochs come from the copies (the last Aiven manifests' ``segmentLeaderEpochs``, LocalTieredStorage's last
-``.leader_epoch_checkpoint``).
+leader epochs come from the copies (Aiven manifests' ``segmentLeaderEpochs`` over the offsets each copy is read
+for: :func:`manifest_epochs`; LocalTieredStorage's last ``.leader_epoch_checkpoint``).
 
 Which copies are live is recorded only in the cluster's ``__remote_log_metadata`` topic, which kafkaseg does not
 read; the copies' leader epochs stand in for it (``resolve_overlap``, and ``layout.read_tiered_partition``'s check
@@ -78,7 +78,10 @@ __all__ = [
     "remote_segments",
     "resolve_overlap",
     "epochs_over",
-    "newest_epoch",
+    "live_copies",
+    "manifest_epochs",
+    "served_decompressed",
+    "chunked_filesystem",
     "same_records",
     "tiered_partition_folders",
 ]
@@ -269,11 +272,13 @@ def _manifest_field(manifest: dict, path: str, *keys, kind=None):
 
 
 def read_aiven_manifest(segment: RemoteSegment, filesystem) -> RemoteSegment:
-    """``segment`` with what its ``.rsm-manifest`` says: its end offset, leader epochs and packed index ranges.
+    """``segment`` with what its ``.rsm-manifest`` says: its end offset, leader epochs, packed index ranges and,
+    for a segment stored compressed, where its chunks are (:func:`chunked_object`). Manifests are read once per
+    process (:data:`_MANIFESTS`).
 
-    Raises :class:`LayoutError` naming the manifest when the ``.log`` object is not the segment as it was on disk
-    (compressed or encrypted by the plugin: kafkaseg does not undo those), when the object's size is not the
-    segment's, or when the manifest is not one kafkaseg knows.
+    Raises :class:`LayoutError` naming the manifest when the ``.log`` object is encrypted by the plugin (kafkaseg
+    does not hold its key), when the chunk index does not describe the object, or when the manifest is not one
+    kafkaseg knows.
     """
     entry = segment.files["rsm-manifest"]
     key = (_fs.store_key(filesystem), entry.path, entry.size, entry.mtime_ms, segment.log.size, segment.base_offset)
@@ -459,10 +464,83 @@ def _newest(copy: RemoteSegment, epochs_of: Callable) -> int | None:
     return max(e for e, _ in over) if over else None
 
 
-def newest_epoch(copies: Sequence[RemoteSegment], epochs_of: Callable) -> int | None:
-    """The latest leader epoch of any of ``copies`` (None when none records one): its copies are the live log's."""
-    known = [e for e in (_newest(c, epochs_of) for c in copies) if e is not None]
-    return max(known) if known else None
+def live_copies(copies: Sequence[RemoteSegment], unfinished: Sequence[RemoteSegment], epochs_of: Callable,
+                notes: list[str]) -> list[RemoteSegment]:
+    """The copies of one remote partition (sorted by base offset and segment id) that are the live log's, by their
+    leader epochs (``epochs_of(copy)``: ``(epoch, start)`` entries, or None when not known), each decision
+    appended to ``notes``: an upload done twice is read once, overlapping copies are resolved by
+    :func:`resolve_overlap`, and a copy whose epochs are all older than the latest epoch kept before it is a
+    replaced log's, dropped when that epoch is the latest of any copy. Raises :class:`LayoutError` where the epochs
+    do not tell, and for an ``unfinished`` upload (no manifest) between finished copies whose offsets none of them
+    holds."""
+    newest_of = {(copy.base_offset, copy.segment_id): _newest(copy, epochs_of) for copy in copies}
+    newest = max((e for e in newest_of.values() if e is not None), default=None)
+    kept: list[RemoteSegment] = []
+    latest: tuple[int, RemoteSegment] | None = None  # the latest epoch of the copies kept, and its copy
+
+    def keep(copy: RemoteSegment) -> None:
+        nonlocal latest
+        epoch = newest_of[copy.base_offset, copy.segment_id]
+        if epoch is not None and (latest is None or epoch > latest[0]):
+            latest = (epoch, copy)
+
+    for copy in copies:
+        previous = kept[-1] if kept else None
+        mine = newest_of[copy.base_offset, copy.segment_id]
+        if previous is None or not (previous.base_offset == copy.base_offset or (
+                previous.end_offset is not None and previous.end_offset >= copy.base_offset)):
+            if latest is not None and mine is not None and mine < latest[0]:  # epochs never go back along a log
+                if latest[0] != newest:  # which of the two is the replaced log's is not known
+                    raise LayoutError(
+                        f"{copy.log.path} comes after {latest[1].log.path} with older leader epochs (up to {mine}, "
+                        f"against {latest[0]}), and copies with a later epoch ({newest}) do not say which of the "
+                        "two is the replaced log's (after unclean elections); which is live is recorded only in the "
+                        "cluster's __remote_log_metadata topic: give the .log files to read as paths")
+                notes.append(f"ignored {_fs.basename(copy.log.path)}: its leader epochs (up to {mine}) are older "
+                             f"than {latest[0]} of {_fs.basename(latest[1].log.path)} before it, the latest of any "
+                             "copy, so it is a copy of the log an unclean election replaced")
+                continue
+            kept.append(copy)
+            keep(copy)
+            continue
+        if previous.base_offset == copy.base_offset and same_records(previous, copy, epochs_of):
+            notes.append(f"ignored {_fs.basename(copy.log.path)}: another copy of the records of "
+                         f"{_fs.basename(previous.log.path)} (same offsets, size and leader epochs; an upload "
+                         "done twice)")
+            continue
+        resolved = resolve_overlap(previous, copy, epochs_of)
+        if resolved is None:
+            raise LayoutError(f"{copy.log.path} and {previous.log.path} are copies of the same offsets from "
+                              f"{copy.base_offset} holding different records, and their leader epochs do not say "
+                              "which is the live log's; which one is live is recorded only in the cluster's "
+                              "__remote_log_metadata topic: give the .log files to read as paths")
+        kept[-1:] = resolved.kept
+        notes.append(resolved.note)
+        for survivor in resolved.kept:
+            keep(survivor)
+    for copy in unfinished:  # uploads go in offset order: one between finished copies is a hole unless covered
+        # (below them all it is the log's old start, being deleted; above, an upload in progress)
+        covered = any(k.base_offset <= copy.base_offset and (k.end_offset is None or k.end_offset >= copy.base_offset)
+                      for k in kept)
+        if not covered and any(k.base_offset > copy.base_offset for k in kept) and any(
+                k.base_offset < copy.base_offset for k in kept):
+            raise LayoutError(f"{copy.log.path}: offsets from {copy.base_offset} are in no finished copy, only in "
+                              "this upload, which has no .rsm-manifest (the plugin uploads it last); the copies "
+                              "after it cannot be read as the rest of the same log")
+    return kept
+
+
+def manifest_epochs(kept: Sequence[RemoteSegment]) -> list[tuple[int, int]]:
+    """The ``(epoch, start offset)`` entries of the live log the Aiven copies ``kept`` (:func:`live_copies`) hold:
+    each copy's ``segmentLeaderEpochs`` over the offsets it is read for (up to the next copy kept: a copy read only
+    up to a later leader's holds the replaced log's epochs above that), by epoch."""
+    starts: dict[int, int] = {}
+    following = [k.base_offset - 1 for k in kept[1:]] + [None]
+    for copy, last in zip(kept, following):
+        high = last if last is not None else copy.end_offset
+        for epoch, start in epochs_over(copy.leader_epochs or (), copy.base_offset, high):
+            starts[epoch] = min(start, starts.get(epoch, start))
+    return sorted(starts.items())
 
 
 def epochs_from_checkpoint(segment: RemoteSegment, filesystem) -> tuple[ckpt.EpochEntry, ...] | None:
