@@ -1617,6 +1617,7 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
                    partition_identity: tuple[str, int, int] | None) -> SegmentSlice:
     part = piece.part
     seg = part.segments[piece.segment]
+    index_path, index_window = index_location(seg, "index")
     return SegmentSlice(
         topic=part.pdir.topic, partition=part.pdir.partition, log_path=seg.log_path, base_offset=seg.base_offset,
         start_position=piece.start_position, end_position=piece.end_position, start_offset=piece.start_offset,
@@ -1624,7 +1625,7 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
         partition_path=part.pdir.path, log_dir=part.pdir.log_dir, filesystem=part.fs,
         next_base_offset=part.next_base(piece.segment), recovery_point=part.pdir.recovery_point,
         file_identity=identity, cleaner_offset=part.pdir.cleaner_offset, missing_before=missing_before,
-        index_path=index_location(seg, "index")[0], index_window=index_location(seg, "index")[1],
+        index_path=index_path, index_window=index_window,
         slice_offsets=own_offsets, listed_at_ns=listed_at_ns, topic_id=topic_id,
         partition_identity=partition_identity, rolled=seg.tiered is not None,
         remote_path=part.pdir.remote_below.path if part.pdir.remote_below is not None else None)
