@@ -593,7 +593,7 @@ def gather_facts(paths: Sequence[str], options: Mapping[str, str], config: Compa
 
     opts = ReadOptions.from_options(dict(options))
     report = plan_scan(list(paths), opts, check_subscribed=False).report  # a topic gone: the run's own data loss
-    by_path = {pdir.path: pdir for pdir in discover(list(paths))}
+    by_path = {pdir.path: pdir for pdir in discover(list(paths), key_ring=opts.tiered_key_ring)}
     out = []
     for p in report.partitions:
         pdir = by_path.get(p.path)

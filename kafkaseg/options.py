@@ -87,7 +87,7 @@ OPTION_NAMES: tuple[str, ...] = (
     "failOnDataLoss", "minPartitions", "maxRecordsPerPartition", "includeHeaders", "kafka.isolation.level",
     "upperBound", "verifyCrc", "includeControl", "includeMetadata", "onCorruption", "splitSize", "openCostInBytes",
     "maxRecordsPerBatch", "maxBytesPerBatch", "maxBatchBytes", "maxDecompressedBatchBytes", "replicas",
-    "filterPushdown", "readMode", "columns", "timestampUnit",
+    "filterPushdown", "readMode", "columns", "timestampUnit", "tieredKeyRing",
     "path", "paths",
 )
 
@@ -234,6 +234,8 @@ class ReadOptions:
     ``timestamp_unit``: ``us`` (default) gives ``timestamp[us]`` as Spark stores timestamps, where a Kafka value
     beyond +-9.2e15 ms (a producer that sent nanoseconds) is a corrupt batch; ``ms`` gives ``timestamp[ms]``,
     Kafka's values as they are (the Python API and the CLI; Spark's TimestampType is microseconds).
+    ``tiered_key_ring``: the private key files that open tiered-storage copies Aiven's plugin stored encrypted
+    (:class:`kafkaseg.storage.encryption.KeyRing`, from ``tieredKeyRing="<id>=<file>,..."`` or a dict), or None.
     ``ignored``: the no-op options that were given (canonical names), for logging.
     """
 
@@ -268,6 +270,7 @@ class ReadOptions:
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
     columns: tuple[str, ...] | None = None
+    tiered_key_ring: Any = None
     ignored: tuple[str, ...] = field(default=(), compare=False)
 
     # ------------------------------------------------------------------------------------------------------------
@@ -360,6 +363,10 @@ class ReadOptions:
             out["maxTriggerDelay"] = f"{self.max_trigger_delay_ms}ms"
         if self.columns is not None:
             out["columns"] = list(self.columns)
+        if self.tiered_key_ring is not None:  # the key files' names, never their contents
+            from kafkaseg.storage.fs import redact
+
+            out["tieredKeyRing"] = ",".join(f"{key_id}={redact(path)}" for key_id, path in self.tiered_key_ring.files)
         if self.ignored:
             out["ignored"] = list(self.ignored)
         return out
@@ -472,6 +479,8 @@ class ReadOptions:
         kwargs["paths"] = tuple(dict.fromkeys(paths))
         if "columns" in raw:
             kwargs.update(_parse_columns(raw["columns"], raw))
+        if "tieredKeyRing" in raw:
+            kwargs["tiered_key_ring"] = _parse_key_ring(raw["tieredKeyRing"])
         if stream and kwargs.get("replicas") == "all":
             raise InvalidOptionError(
                 "option 'replicas' can't be 'all' for a streaming read: a stream's offsets follow one copy of each "
@@ -934,6 +943,17 @@ def _check_limit_validity(starting: OffsetLimit, ending: OffsetLimit) -> None:
             raise InvalidOptionError(
                 f"starting {what} {start} is greater than ending {what} {end} for {topic}-{partition} "
                 f"({starting.option!r}, {ending.option!r})")
+
+
+def _parse_key_ring(value: Any):
+    from kafkaseg.storage.encryption import parse_key_ring
+
+    if isinstance(value, Mapping):
+        value = ",".join(f"{key_id}={path}" for key_id, path in value.items())
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidOptionError(f"option 'tieredKeyRing' must be '<key pair id>=<private key file>,...', got "
+                                 f"{value!r}")
+    return parse_key_ring(value, "tieredKeyRing")
 
 
 def _parse_paths(name: str, value: Any) -> list[str]:

@@ -1734,7 +1734,8 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
                                None, None, None, piece.topic_id, None) for p in pieces], lost
 
     return relisted(read_partition_again(piece.partition_path, piece.filesystem, topic=piece.topic,
-                                         partition=piece.partition, remote_path=piece.remote_path), plan)
+                                         partition=piece.partition, remote_path=piece.remote_path,
+                                         key_ring=options.tiered_key_ring), plan)
 
 
 def _newly_covered(intervals: list[tuple[int, int]], start: int, end: int) -> int:
@@ -1774,7 +1775,8 @@ def list_partitions(paths: str | Sequence[str] | None, options: ReadOptions) -> 
     skipped: list[tuple[str, str]] = []
     unselected: list[tuple[str, int, str]] = []
     started = time.time_ns()
-    found = discover(paths, skipped=skipped, select=options.selects, unselected=unselected)
+    found = discover(paths, skipped=skipped, select=options.selects, unselected=unselected,
+                     key_ring=options.tiered_key_ring)
     return Listing(tuple(found), tuple(skipped), tuple(unselected), started)
 
 

@@ -640,7 +640,7 @@ class AuditPlan:
 
 
 def plan_audit(data_dirs: Sequence[str], config_file: ConfigFile | None = None, *, topics: Sequence[str] = (),
-               topic_pattern: str | None = None, all_replicas: bool = False) -> AuditPlan:
+               topic_pattern: str | None = None, all_replicas: bool = False, key_ring=None) -> AuditPlan:
     """Discover the partitions under ``data_dirs`` (``LayoutError`` for a missing dir), keep those named in
     ``topics`` or whose name fully matches ``topic_pattern`` (all when neither is given; the KRaft metadata log is
     never audited: snapshots, not topic retention, bound it), leave out stray replicas (:func:`_stray_reason`,
@@ -652,7 +652,7 @@ def plan_audit(data_dirs: Sequence[str], config_file: ConfigFile | None = None, 
 
     from kafkaseg.storage.layout import choose_replicas, discover
 
-    found = discover(list(data_dirs))
+    found = discover(list(data_dirs), key_ring=key_ring)  # (key_ring: tiered copies among them, not audited)
     cluster = read_cluster_configs(found) if (config_file is None or config_file.use_cluster_metadata) \
         else ClusterConfigs()
     try:

@@ -117,4 +117,4 @@ def test_bench_plan_quick(tmp_path):
 
 def test_bench_tiered_quick(tmp_path):
     out = run("bench_tiered.py", tmp_path, "--size-mb", "4", "--chunk-mib", "1", "--repeat", "1")
-    assert "compressed copy" in out and "of raw zstd" in out
+    assert "compressed copy" in out and "compressed, encrypted copy" in out and "of raw undo" in out

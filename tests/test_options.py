@@ -80,7 +80,7 @@ def test_every_canonical_name_is_accepted_in_any_case(name):
               "maxRecordsPerBatch": "10",
               "maxBytesPerBatch": "1m", "maxBatchBytes": "1m", "maxDecompressedBatchBytes": "2m",
               "replicas": "all", "filterPushdown": "true", "readMode": "pread", "path": "/x",
-              "paths": '["/x","/y"]', "columns": "offset", "timestampUnit": "ms"}
+              "paths": '["/x","/y"]', "columns": "offset", "timestampUnit": "ms", "tieredKeyRing": "k1=/k.pem"}
     assert set(values) == set(OPTION_NAMES)
     for spelling in (name, name.lower(), name.upper()):
         parsed = ReadOptions.from_options({spelling: values[name]})

@@ -223,12 +223,16 @@ def test_replicas_in_several_log_dirs_read_the_highest_high_watermark_once(spark
     assert comma.count() == len(_expected_rows(small)) + len(_expected_rows(big))
 
 
-def test_a_log_dir_and_its_compressed_tiered_copies_read_as_one_log_on_executors(spark, tmp_path):
-    # the copies' decompressing filesystem travels to the Python workers pickled, with the slices
+def test_a_log_dir_and_its_compressed_encrypted_tiered_copies_read_as_one_log_on_executors(spark, tmp_path):
+    # the copies' decrypting and decompressing filesystem travels to the Python workers pickled, with the slices
+    # and each segment's data key (the key ring's private keys stay on the driver)
+    from kafkaseg.testing.tiered import aiven_encryptor, make_key_pair
     from tests.test_storage_tiered import COLUMNS, _tiered_topic
 
-    data, remote, whole, bases = _tiered_topic(tmp_path, "aiven", compression=True, chunk_size=3000)
-    df = spark.read.format("kafkaseg").load([str(data), str(remote)])
+    key_pair = make_key_pair(tmp_path / "keys", "k1")
+    data, remote, whole, bases = _tiered_topic(tmp_path, "aiven", compression=True, chunk_size=3000,
+                                               encryptor=aiven_encryptor(key_pair))
+    df = spark.read.format("kafkaseg").option("tieredKeyRing", key_pair.ring_option).load([str(data), str(remote)])
     got = df.select(*COLUMNS).orderBy("offset").collect()
     assert [r.offset for r in got] == whole["offset"].to_pylist()
     assert [bytes(r.value) for r in got] == whole["value"].to_pylist()

@@ -794,27 +794,38 @@ def test_filesystems_pickled_as_their_uri_are_not_shared_so_objects_read_fresh(s
 # -- tiered-storage copies ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("layout, copy", [("aiven", {}), ("local", {}),
-                                          ("aiven", {"compression": True, "chunk_size": 3000})])
+                                          ("aiven", {"compression": True, "chunk_size": 3000}),
+                                          ("aiven", {"compression": True, "chunk_size": 3000, "encrypted": True})])
 def test_tiered_copies_and_their_log_dir_on_s3_read_as_on_disk(s3, tmp_path, layout, copy):
     """A bucket of remote copies beside a backup of the log dir (its oldest segments deleted by local retention):
-    read alone and together, from S3 as from disk; a plan reads each manifest and index object once."""
+    read alone and together, from S3 as from disk; a plan reads each manifest and index object once. Encrypted
+    copies open with a key ring whose private key file is in the bucket too."""
+    from kafkaseg.testing.tiered import aiven_encryptor, make_key_pair
     from tests.test_storage_tiered import _tiered_topic
 
+    ring = {}
+    if copy.pop("encrypted", False):
+        key_pair = make_key_pair(tmp_path / "keys", "k1")
+        copy["encryptor"] = aiven_encryptor(key_pair)
     data, remote, whole, _ = _tiered_topic(tmp_path, layout, **copy)
-    layout += "-compressed" if copy else ""
+    layout += ("-compressed" if copy else "") + ("-encrypted" if "encryptor" in copy else "")
     client = pafs.S3FileSystem(endpoint_override=s3.endpoint, scheme="http")
     pafs.copy_files(str(data), f"{BUCKET}/tiered-{layout}/data", destination_filesystem=client)
     pafs.copy_files(str(remote), f"{BUCKET}/tiered-{layout}/remote", destination_filesystem=client)
+    if "encryptor" in copy:
+        pafs.copy_files(str(key_pair.private), f"{BUCKET}/tiered-{layout}/keys/k1.pem", destination_filesystem=client)
+        ring = {"tieredKeyRing": "k1=" + s3.uri("keys/k1.pem", prefix=f"tiered-{layout}"),
+                "kafka.isolation.level": "read_committed"}
     data_uri = s3.uri("data", prefix=f"tiered-{layout}")
     remote_uri = s3.uri("remote", prefix=f"tiered-{layout}")
     columns = ["topic", "partition", "offset", "timestamp", "key", "value"]
     for given, on_disk in (([remote_uri], [str(remote)]), ([data_uri, remote_uri], [str(data), str(remote)])):
         s3.take()
-        scan = kafkaseg.open_scan(given, **{"kafka.isolation.level": "read_committed"})
+        scan = kafkaseg.open_scan(given, **{"kafka.isolation.level": "read_committed", **ring})
         requests = s3.take()
         gets = _per_object(requests, "GET")
         assert {k: n for k, n in gets.items() if n > 1 and k.endswith(("manifest", "indexes", "index"))} == {}
-        expected = kafkaseg.read_arrow(on_disk, **{"kafka.isolation.level": "read_committed"}).select(columns)
+        expected = kafkaseg.read_arrow(on_disk, **{"kafka.isolation.level": "read_committed", **ring}).select(columns)
         assert scan.to_table().select(columns).equals(expected)
     assert expected.equals(whole.select(columns))
     assert not _writes(s3.take())

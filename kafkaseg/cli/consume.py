@@ -624,6 +624,8 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
     options = _stream_options(args, consumer)
     options["columns"] = formatter.columns()
     read_options = ReadOptions.from_options(options, stream=True)
+    if args.tiered_key_ring is not None:
+        read_options = read_options.replace(tiered_key_ring=args.tiered_key_ring)
     metrics = ScanMetrics()
     lenient: dict = {}  # the plans' LenientDecisions (each micro-batch plans again) -> printed yet
     consumed = 0  # ConsoleConsumer's messageCount: records handed to the formatter, skipped ones included

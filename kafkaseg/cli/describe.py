@@ -203,11 +203,12 @@ def _first_record_timestamp(pdir: PartitionDir) -> int | None:
 
 def describe_paths(paths: list[str], *, full: bool = False, progress=None,
                    skipped: list[tuple[str, str]] | None = None,
-                   topic: str | None = None) -> list[PartitionDescription]:
+                   topic: str | None = None, key_ring=None) -> list[PartitionDescription]:
     """Describe every partition found under ``paths`` (of ``topic`` only, when given: the other folders are not
     read); ``skipped`` gets discovery's ``(path, reason)`` for the log dirs' folders it did not read
     (:func:`kafkaseg.storage.layout.discover`)."""
-    found = discover(paths, skipped=skipped, select=None if topic is None else (lambda name, _: name == topic))
+    found = discover(paths, skipped=skipped, select=None if topic is None else (lambda name, _: name == topic),
+                     key_ring=key_ring)
     if topic is not None:
         found = [pdir for pdir in found if pdir.topic == topic]
 

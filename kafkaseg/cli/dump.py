@@ -66,6 +66,7 @@ class DumpOptions:
     skip_record_metadata: bool = False
     decoder: str | None = None  # "offsets" | "transaction" | "cluster-metadata"
     json: bool = False
+    key_ring: object = None  # kafkaseg.storage.encryption.KeyRing: opens tiered-storage copies stored encrypted
 
     @property
     def should_print_data(self) -> bool:
@@ -433,15 +434,25 @@ _NAME_OFFSET = re.compile(r"^(\d+)(?:-[A-Za-z0-9_-]{22})?$")  # 42, or a tiered-
 _TIERED_COPY = re.compile(r"^\d+-[A-Za-z0-9_-]{22}\.log$")
 
 
-def _tiered_filesystem(path: str, filesystem):
-    """The filesystem a tiered-storage copy's ``.log`` reads through: its partition's, which decompresses a copy
-    Aiven's plugin stored compressed (``tiered.ChunkedObjects``); ``filesystem`` when the copy is not found as
-    one (a stray file with such a name)."""
+def _tiered_filesystem(path: str, filesystem, located: str, key_ring=None):
+    """The filesystem a tiered-storage copy's ``.log`` reads through: its partition's, which decompresses and
+    decrypts a copy Aiven's plugin stored compressed or encrypted (``tiered.ChunkedObjects``, ``key_ring``);
+    ``filesystem`` when the copy is not found as one (a stray file with such a name). Raises the discovery's
+    error for a copy whose manifest says it is not stored as it was (its bytes are not a log)."""
     from kafkaseg.storage.layout import discover
 
     try:
-        found = discover([path])
+        found = discover([path], key_ring=key_ring)
     except KafkaSegError:
+        manifest = located[:-len(".log")] + ".rsm-manifest"
+        try:
+            text = _fs.read_small_file(manifest, filesystem, max_bytes=4 * 1024 * 1024)
+            stored = json.loads(text)
+            transformed = isinstance(stored, dict) and (stored.get("compression") or stored.get("encryption"))
+        except (KafkaSegError, ValueError):
+            transformed = False
+        if transformed:
+            raise
         return filesystem
     return found[0].filesystem if len(found) == 1 and found[0].tiered is not None else filesystem
 
@@ -657,7 +668,7 @@ def dump_files(files: list[str], options: DumpOptions, out=None, err=None, progr
             suffix = name[name.rfind("."):] if "." in name else ""
             where = (filesystem, located)
             if suffix == ".log" and _TIERED_COPY.match(name):
-                where = (_tiered_filesystem(path, filesystem), located)
+                where = (_tiered_filesystem(path, filesystem, located, options.key_ring), located)
             if suffix in (".log", ".checkpoint"):
                 _dump_log(path, options, report, out, progress, *where)
             elif suffix == ".index":

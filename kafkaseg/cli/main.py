@@ -106,7 +106,8 @@ def _cmd_dump(args) -> int:
     options = DumpOptions(print_data_log=args.print_data_log, deep_iteration=args.deep_iteration,
                           verify_index_only=args.verify_index_only, index_sanity_check=args.index_sanity_check,
                           max_bytes=args.max_bytes, max_message_size=args.max_message_size,
-                          skip_record_metadata=args.skip_record_metadata, decoder=decoder, json=args.json)
+                          skip_record_metadata=args.skip_record_metadata, decoder=decoder, json=args.json,
+                          key_ring=args.tiered_key_ring)
     files = [f for f in args.files.split(",") if f]
     import os
 
@@ -127,7 +128,7 @@ def _cmd_verify(args) -> int:
     from kafkaseg.storage.layout import discover
 
     skipped: list[tuple[str, str]] = []
-    partitions = discover(args.paths, skipped=skipped)
+    partitions = discover(args.paths, skipped=skipped, key_ring=args.tiered_key_ring)
     total = sum(p.size_bytes for p in partitions)
     progress = _Progress(not args.no_progress and total > (16 << 20), total, "verify")
     report = VerifyReport()
@@ -181,7 +182,8 @@ def _cmd_describe(args) -> int:
     from kafkaseg.cli.describe import describe_paths
 
     found: list[tuple[str, str]] = []
-    descriptions = describe_paths(args.paths, full=args.full, skipped=found, topic=args.topic or None)
+    descriptions = describe_paths(args.paths, full=args.full, skipped=found, topic=args.topic or None,
+                                  key_ring=args.tiered_key_ring)
     skipped = skipped_folders(found)
     if args.topic:
         skipped = [f for f in skipped if f.topic == args.topic]
@@ -223,14 +225,15 @@ def _cmd_describe(args) -> int:
 
 # -- offsets / locate -----------------------------------------------------------------------------------------------
 
-def _partitions_for(data_dirs: list[str], topic: re.Pattern, wanted: set[int] | None):
+def _partitions_for(data_dirs: list[str], topic: re.Pattern, wanted: set[int] | None, key_ring=None):
     from kafkaseg.storage.layout import choose_replicas, discover
 
     def chosen(name: str, partition: int) -> bool:  # decided from folder names: the others are never read
         return topic.fullmatch(name) is not None and (wanted is None or partition in wanted)
 
     # a .log file given stands for its whole partition, as for offsets, describe and reads
-    found = [p.whole or p for p in discover(data_dirs, select=chosen) if chosen(p.topic, p.partition)]
+    found = [p.whole or p for p in discover(data_dirs, select=chosen, key_ring=key_ring)
+             if chosen(p.topic, p.partition)]
     return [c.chosen for c in choose_replicas(found)]
 
 
@@ -261,7 +264,7 @@ def _offsets_partitions(args):
                 return True
         return False
 
-    found = discover(args.data_dir, select=allowed)
+    found = discover(args.data_dir, select=allowed, key_ring=args.tiered_key_ring)
     # a .log file given stands for its whole partition, as for describe and reads (the broker answers for it)
     found = [p.whole or p for p in found]
     return [c.chosen for c in choose_replicas([p for p in found if allowed(p.topic, p.partition)])]
@@ -339,6 +342,16 @@ class _Time(int):
     """A parsed --time (the ListOffsets timestamp) that remembers how it was written."""
 
     text: str
+
+
+def _key_ring(text: str):
+    """A --tiered-key-ring value: ``<key pair id>=<private key file>,...``."""
+    from kafkaseg.storage.encryption import parse_key_ring
+
+    try:
+        return parse_key_ring(text, "--tiered-key-ring")
+    except KafkaSegError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _time_spec(text: str) -> _Time:
@@ -431,7 +444,8 @@ def _high_watermark_note(lookup) -> str | None:
 def _cmd_locate(args) -> int:
     from kafkaseg.lookup import PartitionLookup
 
-    partitions = _partitions_for(args.data_dir, re.compile(re.escape(args.topic)), {args.partition})
+    partitions = _partitions_for(args.data_dir, re.compile(re.escape(args.topic)), {args.partition},
+                                 args.tiered_key_ring)
     if not partitions:
         from kafkaseg.storage.fs import redact
 
@@ -679,6 +693,10 @@ def build_parser() -> argparse.ArgumentParser:
     consume.add_argument("--poll-ms", type=int, default=500, help="with --follow: how often to look for new "
                          "records (default 500)")
     consume.set_defaults(func=_cmd_consume)
+    for command in (dump, verify, describe, offsets, locate, retention, consume):
+        command.add_argument("--tiered-key-ring", type=_key_ring, metavar="ID=FILE,...",
+                             help="private key files of the key pairs that encrypted tiered-storage copies (Aiven's "
+                                  "encryption.key.pairs.<id>.private.key.file), e.g. k1=/etc/kafka/k1-private.pem")
     return parser
 
 

@@ -36,7 +36,8 @@ def run(args, console, ms_text) -> int:
     partition is past retention.ms by more than a retention check interval, else 0)."""
     now = parse_now(args.now)
     plan = plan_audit(args.paths, load_config_file(args.config), topics=args.topic or (),
-                      topic_pattern=args.topic_pattern, all_replicas=args.replicas == "all")
+                      topic_pattern=args.topic_pattern, all_replicas=args.replicas == "all",
+                      key_ring=args.tiered_key_ring)
     audits = [audit(pdir, config, now) for pdir, config in plan.targets]
     if not args.segments:  # keep one small object per partition
         audits = [dataclasses.replace(a, segments=()) for a in audits]

@@ -829,12 +829,12 @@ def verify_partitions(partitions: list[PartitionDir], report: VerifyReport, *, d
         report.problems.extend(own.problems)
 
 
-def verify_paths(paths: list[str], *, deep: bool = True, progress=None) -> VerifyReport:
+def verify_paths(paths: list[str], *, deep: bool = True, progress=None, key_ring=None) -> VerifyReport:
     """Verify every partition found under ``paths`` (see :func:`kafkaseg.storage.layout.discover`) and report the
     folders skipped in the log dirs among them."""
     report = VerifyReport()
     skipped: list[tuple[str, str]] = []
-    found = discover(paths, skipped=skipped)
+    found = discover(paths, skipped=skipped, key_ring=key_ring)
     report_incarnations(report, found)
     report_copies_in_one_broker(report, found)
     verify_partitions(found, report, deep=deep, progress=progress)

@@ -382,11 +382,12 @@ def _safe(read, path: str, filesystem, notes: list[str]):
 
 def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, log_dir: LogDir | None = None,
                        topic: str | None = None, partition: int | None = None,
-                       entries: Sequence[_fs.FileEntry] | None = None) -> PartitionDir:
+                       entries: Sequence[_fs.FileEntry] | None = None, key_ring=None) -> PartitionDir:
     """One topic-partition folder. Checkpoint values come from ``log_dir`` (or, when not given, from the parent
     folder's checkpoint files if it has any). Unreadable side files are noted in ``notes``, not raised. A listed
     segment file discovery must read (a ``.swap``) that is gone when read is not an error: the folder is listed
-    again, up to :data:`REDISCOVERIES` times."""
+    again, up to :data:`REDISCOVERIES` times. A tiered-storage copy's partition folder is read by
+    :func:`read_tiered_partition` (``key_ring`` for its encrypted copies)."""
     if filesystem is None:
         filesystem, path = _fs.open_filesystem(path)
     if log_dir is None and entries is None and parse_topic_partition(_fs.basename(path)) is None:
@@ -394,7 +395,7 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
         listing = _fs.list_dir(path, _fs.base_store(filesystem))
         remote = tiered.tiered_partition_folders(path, filesystem, listing, partition_only=True)
         if remote is not None and len(remote) == 1 and remote[0].path == path:
-            return read_tiered_partition(remote[0], filesystem, entries=listing)
+            return read_tiered_partition(remote[0], filesystem, entries=listing, key_ring=key_ring)
         if _fs.base_store(filesystem) is filesystem:
             entries = listing
     if topic is None or partition is None:
@@ -444,17 +445,23 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
 
 
 def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, root: str | None = None,
-                          entries: Sequence[_fs.FileEntry] | None = None, only: str | None = None) -> PartitionDir:
+                          entries: Sequence[_fs.FileEntry] | None = None, only: str | None = None,
+                          key_ring=None) -> PartitionDir:
     """One remote partition folder of a tiered-storage copy (see :mod:`kafkaseg.storage.tiered`): its segment
     copies as segments, its topic id from the folder name, its leader epochs from the copies; no checkpoints.
 
     Copies without their ``.log``, and Aiven copies without a manifest (uploads that did not finish), are noted
     and left out; which of the others are the live log's is :func:`tiered.live_copies`' decision (by their leader
     epochs, each noted), which raises :class:`LayoutError` where the epochs do not tell; so does an Aiven manifest
-    kafkaseg cannot read the segment by (encrypted, a chunk index that does not add up). A partition with
-    compressed copies gets a filesystem serving them decompressed (:func:`tiered.chunked_filesystem`). ``only``:
-    the path of the one ``.log`` copy to take (a file given as a path; how to read one of two conflicting copies).
+    kafkaseg cannot read the segment by (encrypted with no key given that opens it, a chunk index that does not
+    add up). A partition with compressed or encrypted copies gets a filesystem serving them as they were on disk
+    (:func:`tiered.chunked_filesystem`). ``only``: the path of the one ``.log`` copy to take (a file given as a
+    path; how to read one of two conflicting copies). ``key_ring``: the private keys of encrypted copies
+    (:class:`kafkaseg.storage.encryption.KeyRing`); a partition read again through its own filesystem also
+    reuses the data keys that filesystem holds (a worker has no key ring).
     """
+    known_keys = {chunked.data_key.wrapped: chunked.data_key
+                  for chunked in tiered.served_decompressed(filesystem).values() if chunked.data_key is not None}
     # listed and read as stored: a filesystem serving compressed copies decompressed (read again through a
     # partition's own) would list them at their decompressed sizes, which the manifests' chunk indexes do not add
     # up to
@@ -476,7 +483,8 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
                 unfinished.append(copy)
                 notes.append(f"ignored {_fs.basename(copy.log.path)}: no .rsm-manifest beside it (the plugin "
                              "uploads it last: an upload that did not finish)")
-        copies = _fs.map_files(lambda copy: tiered.read_aiven_manifest(copy, filesystem), complete, [filesystem])
+        copies = _fs.map_files(lambda copy: tiered.read_aiven_manifest(copy, filesystem, key_ring, known_keys),
+                               complete, [filesystem])
 
         def epochs_of(copy):
             return copy.leader_epochs
@@ -505,8 +513,11 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
         return tuple((kind, entry.path, *kinds[name]) for kind, name in (
             ("index", "offset"), ("timeindex", "timestamp"), ("txnindex", "transaction")) if name in kinds)
 
-    # segments stored compressed are read through a filesystem that serves them decompressed
-    filesystem = tiered.chunked_filesystem(filesystem, {c.log.path: c.chunked for c in kept if c.chunked})
+    # segments (and indexes) stored compressed or encrypted are read through a filesystem that serves them as they
+    # were on disk
+    served = {c.log.path: c.chunked for c in kept if c.chunked}
+    served.update((c.files["indexes"].path, c.indexes_chunked) for c in kept if c.indexes_chunked)
+    filesystem = tiered.chunked_filesystem(filesystem, served)
     segments = tuple(SegmentFiles(
         base_offset=copy.base_offset, log_path=copy.log.path, log_size=copy.original_size,
         index_path=side(copy, "index"), timeindex_path=side(copy, "timeindex"),
@@ -663,7 +674,7 @@ def _add_named(kinds: dict, base: int, kind: str, entry: _fs.FileEntry, notes: l
     kinds[kind] = entry
 
 
-def _single_log_file(path: str, entry: _fs.FileEntry, filesystem) -> PartitionDir:
+def _single_log_file(path: str, entry: _fs.FileEntry, filesystem, key_ring=None) -> PartitionDir:
     folder = _fs.parent(path)
     folder_name = _fs.basename(folder)
     parsed = parse_topic_partition(folder_name)
@@ -673,7 +684,7 @@ def _single_log_file(path: str, entry: _fs.FileEntry, filesystem) -> PartitionDi
         folder, filesystem, _fs.list_dir(folder, filesystem), partition_only=True)
     if remote is not None and len(remote) == 1 and remote[0].path == folder:  # a segment copy in tiered storage
         try:  # the whole partition decides what a read of the copy needs (transactions ending in later copies)
-            whole = read_tiered_partition(remote[0], filesystem)
+            whole = read_tiered_partition(remote[0], filesystem, key_ring=key_ring)
             same = [s for s in whole.segments if s.log_path == path]
             if same:
                 return _replace(whole, segments=tuple(same), whole=whole, given_files=True)
@@ -681,7 +692,7 @@ def _single_log_file(path: str, entry: _fs.FileEntry, filesystem) -> PartitionDi
             why = f"read on its own: its folder's copies cannot be read as one log ({err})"
         else:
             why = "read on its own: not one of the copies its folder is read as"
-        given = read_tiered_partition(remote[0], filesystem, only=path)
+        given = read_tiered_partition(remote[0], filesystem, only=path, key_ring=key_ring)
         if given.segments:
             return _replace(given, given_files=True, notes=given.notes + (f"{_fs.basename(path)}: {why}",))
     if parsed is not None:
@@ -827,7 +838,7 @@ def _check_one_store(found: dict, key: str, filesystem, given) -> None:
 
 
 def _discover_tiered(found: dict, left_out: dict, remote: list, path: str, filesystem, given,
-                     select: Callable[[str, int], bool] | None) -> None:
+                     select: Callable[[str, int], bool] | None, key_ring=None) -> None:
     """Read the remote partition folders :func:`tiered.tiered_partition_folders` found at or under ``path`` into
     ``found``; those ``select`` leaves out into ``left_out``."""
     chosen = []
@@ -839,7 +850,7 @@ def _discover_tiered(found: dict, left_out: dict, remote: list, path: str, files
     root = None if len(remote) == 1 and remote[0].path == path else path
 
     def read(folder):
-        return read_tiered_partition(folder, filesystem, root=root)
+        return read_tiered_partition(folder, filesystem, root=root, key_ring=key_ring)
 
     for folder, pd in zip(chosen, _fs.map_files(read, chosen, [filesystem])):
         key = _found_key(folder.path, filesystem)
@@ -849,7 +860,7 @@ def _discover_tiered(found: dict, left_out: dict, remote: list, path: str, files
 
 def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
              skipped: list[tuple[str, str]] | None = None, *, select: Callable[[str, int], bool] | None = None,
-             unselected: list[tuple[str, int, str]] | None = None) -> list[PartitionDir]:
+             unselected: list[tuple[str, int, str]] | None = None, key_ring=None) -> list[PartitionDir]:
     """Every partition replica under ``paths``: log dirs, topic-partition dirs, single ``.log`` files, or globs
     of those (local or any pyarrow filesystem URI). The same topic-partition under several log dirs (several
     brokers' copies) is returned once per copy: see :func:`choose_replicas`. Sorted by (topic, partition, path).
@@ -857,6 +868,8 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
     ``-future``, ``-stray``, names that are not ``<topic>-<partition>``). ``select`` (topic, partition) chooses
     which partition folders of a log dir are read (:func:`read_log_dir`); ``unselected``, when given, gets
     ``(topic, partition, path)`` for the others. Partition dirs and files given as paths are always read.
+    ``key_ring`` (:class:`kafkaseg.storage.encryption.KeyRing`): the private keys that open tiered-storage copies
+    stored encrypted.
 
     Raises :class:`LayoutError` for a path that does not exist, a glob that matches nothing, or a folder that is
     neither a log dir nor a topic-partition dir.
@@ -884,7 +897,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                 known = found.get(folder)
                 if known is not None and known.path != _fs.parent(path):  # the folder found by another name
                     path = _fs.join(known.path, _fs.basename(path))
-                pd = _single_log_file(path, entry, filesystem)
+                pd = _single_log_file(path, entry, filesystem, key_ring)
                 key = pd.segments[0].log_path
                 if folder in found:  # already have this partition: add the segment
                     existing = found[folder]
@@ -922,7 +935,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                 tiered_skips: list[tuple[str, str]] = []
                 remote = tiered.tiered_partition_folders(path, filesystem, listing, tiered_skips)
                 if remote is not None:
-                    _discover_tiered(found, left_out, remote, path, filesystem, given, select)
+                    _discover_tiered(found, left_out, remote, path, filesystem, given, select, key_ring)
                     if skipped is not None:
                         skipped.extend(tiered_skips)
                     continue
@@ -1049,15 +1062,16 @@ def _gaps(taken: Sequence[SegmentFiles], end: int) -> list[tuple[int, int]]:
 
 
 def read_partition_again(path: str, filesystem, *, topic: str, partition: int,
-                         remote_path: str | None = None) -> PartitionDir:
+                         remote_path: str | None = None, key_ring=None) -> PartitionDir:
     """A partition folder read again (``read_partition_dir``), extended below by the tiered-storage copies in
     ``remote_path``, read again too, when it was (:func:`with_remote_copies`): what a read whose planned file is
-    gone plans from. ``filesystem`` reaches both (they are in one store)."""
+    gone plans from. ``filesystem`` reaches both (they are in one store); encrypted copies open with ``key_ring``
+    or the data keys ``filesystem`` already holds."""
     pdir = read_partition_dir(path, filesystem, topic=topic, partition=partition)
     if remote_path is None:
         return pdir
     try:
-        remote = read_partition_dir(remote_path, filesystem)
+        remote = read_partition_dir(remote_path, filesystem, key_ring=key_ring)
     except KafkaSegError:
         return pdir  # the copies are gone: the log dir alone says what is lost
     return with_remote_copies(pdir, remote)[0] or pdir

@@ -1,9 +1,11 @@
 """Copy a partition folder's rolled segments into a tiered-storage layout, as a broker's remote storage plugin
 does (for tests and samples). Writer-side only: it parses what it needs from the files itself.
 
-* ``layout="aiven"``: Aiven's tiered-storage-for-apache-kafka with ``compression.enabled=false`` and
-  ``encryption.enabled=false`` (``ObjectKeyFactory.java``, ``KafkaRemoteStorageManager.copyLogSegmentData``):
-  ``<prefix><topic>-<topic id>/<partition>/<base:020>-<segment id>.log|.indexes|.rsm-manifest``.
+* ``layout="aiven"``: Aiven's tiered-storage-for-apache-kafka (``ObjectKeyFactory.java``,
+  ``KafkaRemoteStorageManager.copyLogSegmentData``):
+  ``<prefix><topic>-<topic id>/<partition>/<base:020>-<segment id>.log|.indexes|.rsm-manifest``, the segment
+  stored as it was, or compressed (``compression.enabled``), encrypted (``encryption.enabled``, see
+  :func:`aiven_encryptor` and :mod:`kafkaseg.storage.encryption`) or both.
 * ``layout="local"``: Apache Kafka's LocalTieredStorage (``RemoteLogSegmentFileset.java``):
   ``<topic>-<partition>-<topic id>/<base:020>-<segment id>.log|.index|.timeindex|[.txnindex]|.snapshot|
   .leader_epoch_checkpoint``.
@@ -25,7 +27,7 @@ from pathlib import Path
 
 import zstandard
 
-__all__ = ["copy_to_tiered", "kafka_uuid"]
+__all__ = ["copy_to_tiered", "kafka_uuid", "KeyPairFiles", "make_key_pair", "aiven_encryptor"]
 
 _CHUNK = 4 * 1024 * 1024  # Aiven's chunk.size default
 
@@ -39,6 +41,66 @@ def kafka_uuid(seed: str) -> str:
         if not text.startswith("-"):
             return text
         n += 1
+
+
+class KeyPairFiles:
+    """An RSA key pair of a test key ring: ``key_id`` and its PEM files (``public``, ``private``: PKCS#8, the
+    label ``label``), as ``encryption.key.pairs.<id>.public.key.file`` / ``.private.key.file`` name them."""
+
+    def __init__(self, key_id: str, public: Path, private: Path):
+        self.key_id, self.public, self.private = key_id, public, private
+
+    @property
+    def ring_option(self) -> str:
+        """The ``tieredKeyRing`` option value holding this key pair."""
+        return f"{self.key_id}={self.private}"
+
+
+_GENERATED: dict = {}  # (seed, bits) -> RsaKey: generating a 2048-bit key takes a good part of a second
+
+
+def make_key_pair(folder: str | os.PathLike, key_id: str = "k1", *, seed: str = "kafkaseg", bits: int = 2048,
+                  label: str = "PRIVATE KEY") -> KeyPairFiles:
+    """Write an RSA key pair's PEM files under ``folder`` (the same key for the same ``seed`` within a process);
+    ``label``: the private key's PEM label (Aiven's reader takes any: its own tests write ``SOME KEY``)."""
+    from Crypto.PublicKey import RSA
+
+    key = _GENERATED.get((seed, bits))
+    if key is None:
+        key = _GENERATED[(seed, bits)] = RSA.generate(bits)
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    public, private = folder / f"{key_id}-public.pem", folder / f"{key_id}-private.pem"
+    public.write_bytes(key.publickey().export_key("PEM"))
+    der = key.export_key("DER", pkcs=8)
+    body = base64.encodebytes(der).decode().replace("\n", "")
+    lines = [body[i:i + 64] for i in range(0, len(body), 64)]
+    private.write_text(f"-----BEGIN {label}-----\n" + "\n".join(lines) + f"\n-----END {label}-----\n")
+    return KeyPairFiles(key_id, public, private)
+
+
+def aiven_encryptor(key_pair: KeyPairFiles):
+    """What Aiven's plugin does to a segment's pieces with ``encryption.enabled``: a new AES-256 data key and a
+    32-byte AAD for the segment, the key wrapped with the key pair's public key (RSA-OAEP, SHA3-512 for both
+    hashes), each piece stored as ``iv | AES-GCM ciphertext | tag``. A callable ``pieces -> (stored pieces,
+    dataKey text, aad)`` for :func:`copy_to_tiered`'s ``encryptor``."""
+    from Crypto.Cipher import PKCS1_OAEP
+    from Crypto.Hash import SHA3_512
+    from Crypto.PublicKey import RSA
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    public = RSA.import_key(key_pair.public.read_bytes())
+
+    def encrypt(pieces: list[bytes]) -> tuple[list[bytes], str, bytes]:
+        data_key, aad = os.urandom(32), os.urandom(32)
+        wrapped = PKCS1_OAEP.new(public, hashAlgo=SHA3_512).encrypt(data_key)
+        stored = []
+        for piece in pieces:
+            iv = os.urandom(12)
+            stored.append(iv + AESGCM(data_key).encrypt(iv, piece, aad))
+        return stored, f"{key_pair.key_id}:{base64.b64encode(wrapped).decode()}", aad
+
+    return encrypt
 
 
 def _epochs(folder: Path) -> list[tuple[int, int]]:
@@ -81,12 +143,14 @@ def _chunk_sizes_field(sizes: list[int]) -> str:
 def copy_to_tiered(partition_folder: str | os.PathLike, root: str | os.PathLike, *, layout: str = "aiven",
                    prefix: str = "", topic_id: str | None = None, include_last: bool = False,
                    segment_ids: dict[int, str] | None = None, compression: bool = False,
-                   chunk_size: int = _CHUNK) -> list[Path]:
+                   chunk_size: int = _CHUNK, encryptor=None) -> list[Path]:
     """Copy the rolled segments of ``partition_folder`` (``<topic>-<partition>``; the last segment too with
     ``include_last``) under ``root`` in ``layout`` (``"aiven"`` or ``"local"``). ``topic_id`` defaults to the
     folder's ``partition.metadata`` one, else one derived from the topic name; ``segment_ids`` picks a segment's
     id by base offset. ``compression`` (Aiven): stored as ``chunk_size`` chunks, each one zstd frame with its
-    content size (``compression.enabled``). Returns the ``.log`` copies written."""
+    content size (``compression.enabled``). ``encryptor`` (Aiven; :func:`aiven_encryptor`): stored encrypted
+    (``encryption.enabled``): each chunk (compressed or not) and each index encrypted on its own. Returns the
+    ``.log`` copies written."""
     folder = Path(partition_folder)
     topic, _, partition = folder.name.rpartition("-")
     if topic_id is None:
@@ -123,22 +187,33 @@ def copy_to_tiered(partition_folder: str | os.PathLike, root: str | os.PathLike,
         elif layout == "aiven":
             target = Path(root) / f"{prefix}{topic}-{topic_id}" / partition
             target.mkdir(parents=True, exist_ok=True)
+            chunks = [log[i:i + chunk_size] for i in range(0, len(log), chunk_size)]
             if compression:
                 compressor = zstandard.ZstdCompressor(write_content_size=True)
-                frames = [compressor.compress(log[i:i + chunk_size]) for i in range(0, len(log), chunk_size)]
-                (target / (name + ".log")).write_bytes(b"".join(frames))
-                chunk_index = {"type": "variable", "originalChunkSize": chunk_size, "originalFileSize": len(log),
-                               "transformedChunks": _chunk_sizes_field([len(f) for f in frames])}
-            else:
-                (target / (name + ".log")).write_bytes(log)
-                final = len(log) % chunk_size or min(chunk_size, len(log))
-                chunk_index = {"type": "fixed", "originalChunkSize": chunk_size, "originalFileSize": len(log),
-                               "transformedChunkSize": chunk_size, "finalTransformedChunkSize": final}
-            packed, positions = b"", {}
+                chunks = [compressor.compress(chunk) for chunk in chunks]
             txn = side(".txnindex")
-            for kind, data in (("offset", side(".index") or b""), ("timestamp", side(".timeindex") or b""),
-                               ("producerSnapshot", snapshot_bytes), ("leaderEpoch", _epoch_text(below)),
-                               ("transaction", txn)):
+            indexes = [("offset", side(".index") or b""), ("timestamp", side(".timeindex") or b""),
+                       ("producerSnapshot", snapshot_bytes), ("leaderEpoch", _epoch_text(below)),
+                       ("transaction", txn)]
+            encryption = None
+            if encryptor is not None:  # one data key for the segment: its chunks, then each non-empty index
+                pieces = chunks + [data for _, data in indexes if data]
+                stored, wrapped, aad = encryptor(pieces)
+                encrypted = iter(stored[len(chunks):])
+                chunks = stored[:len(chunks)]
+                indexes = [(kind, next(encrypted) if data else data) for kind, data in indexes]
+                encryption = {"dataKey": wrapped, "aad": base64.b64encode(aad).decode()}
+            (target / (name + ".log")).write_bytes(b"".join(chunks))
+            if compression:
+                chunk_index = {"type": "variable", "originalChunkSize": chunk_size, "originalFileSize": len(log),
+                               "transformedChunks": _chunk_sizes_field([len(c) for c in chunks])}
+            else:
+                final = len(chunks[-1]) if chunks else 0
+                chunk_index = {"type": "fixed", "originalChunkSize": chunk_size, "originalFileSize": len(log),
+                               "transformedChunkSize": chunk_size + (28 if encryption else 0),
+                               "finalTransformedChunkSize": final}
+            packed, positions = b"", {}
+            for kind, data in indexes:
                 if data is None:
                     positions[kind] = None
                     continue
@@ -151,6 +226,7 @@ def copy_to_tiered(partition_folder: str | os.PathLike, root: str | os.PathLike,
                 "chunkIndex": chunk_index,
                 "segmentIndexes": positions,
                 "compression": compression,
+                **({"encryption": encryption} if encryption else {}),
                 "remoteLogSegmentMetadata": {
                     "remoteLogSegmentId": {"topicIdPartition": {"topicId": topic_id, "topicPartition": {
                         "topic": topic, "partition": int(partition)}}, "id": segment_id},

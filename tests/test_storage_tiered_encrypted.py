@@ -1,0 +1,296 @@
+"""Tiered-storage copies Aiven's plugin stored encrypted (``encryption.enabled``) are read with the broker's key
+ring: as the segments they were, with their own (encrypted) indexes, and refused by name without the right key.
+The oracle is ``tests/data/aiven_encrypted``: a real broker's partition encrypted by Java (BouncyCastle and the
+JDK, called as the plugin calls them), which kafkaseg did not write."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import shutil
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pytest
+
+import kafkaseg
+from kafkaseg.cli.main import main as cli_main
+from kafkaseg.errors import CorruptDataError, InvalidOptionError, LayoutError
+from kafkaseg.options import ReadOptions
+from kafkaseg.storage.indexes import load_indexes
+from kafkaseg.storage.layout import discover
+from kafkaseg.storage.encryption import parse_key_ring
+from kafkaseg.testing import TopicSpec, write_data_dir
+from kafkaseg.testing.tiered import aiven_encryptor, copy_to_tiered, make_key_pair
+from tests.oracle import kafka_python_records
+
+COLUMNS = ["topic", "partition", "offset", "timestamp", "timestampType", "key", "value"]
+FIXTURE = Path(__file__).parent / "data" / "aiven_encrypted"
+FIXTURE_RING = f"k1={FIXTURE / 'keys' / 'k1-private.pem'}"
+CORPUS_SOURCE = "segments/smartassets__backend-server/51801d05/kafka/data/docker-connect-configs-0"
+
+
+# -- the Java-encrypted fixture --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("variant", ["encrypted", "compressed-encrypted"])
+def test_copies_java_encrypted_as_the_plugin_does_read_as_the_brokers_log(corpus_dir, variant):
+    source = corpus_dir / CORPUS_SOURCE
+    got = kafkaseg.read_arrow(str(FIXTURE / variant), tieredKeyRing=FIXTURE_RING).select(COLUMNS)
+    assert got.num_rows == 56 and got.equals(kafkaseg.read_arrow(str(source)).select(COLUMNS))
+    expected = [r for log in sorted(source.glob("*.log")) for r in kafka_python_records(log.read_bytes())
+                if not r["isControl"]]
+    assert got["offset"].to_pylist() == [r["offset"] for r in expected]
+    assert got["value"].to_pylist() == [r["value"] for r in expected]
+    # the stored objects are not the segments: every byte of them went through Java's ciphers
+    for log in (FIXTURE / variant).rglob("*.log"):
+        plain = (source / log.name.split("-")[0]).with_suffix(".log").read_bytes()
+        assert plain[:61] not in log.read_bytes()
+
+
+def test_the_java_encrypted_indexes_are_the_brokers_entry_for_entry(corpus_dir):
+    source = corpus_dir / CORPUS_SOURCE
+    (pd,) = discover(str(FIXTURE / "encrypted"), key_ring=parse_key_ring(FIXTURE_RING))
+    (local,) = discover(str(source))
+    assert [s.base_offset for s in pd.segments] == [s.base_offset for s in local.segments]
+    for copy, segment in zip(pd.segments, local.segments):
+        offsets, times = load_indexes(copy)
+        want_offsets, want_times = load_indexes(segment)
+        assert not offsets.rebuilt and not times.rebuilt
+        assert list(offsets) == list(want_offsets) and list(times) == list(want_times)
+
+
+def test_without_the_key_ring_an_encrypted_copy_is_refused_naming_its_manifest_and_key_pair():
+    with pytest.raises(LayoutError, match=r"stored encrypted .* key pair 'k1'.*tieredKeyRing") as raised:
+        kafkaseg.read_arrow(str(FIXTURE / "encrypted"))
+    assert ".rsm-manifest" in str(raised.value)
+
+
+# -- copies written here (every case of the format) -------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def key_pair(tmp_path_factory):
+    return make_key_pair(tmp_path_factory.mktemp("keys"), "k1")
+
+
+@pytest.fixture
+def encrypted_copies(tmp_path, key_pair):
+    """A transactional partition with headers copied three ways: as it was, encrypted, compressed and encrypted
+    (chunks far smaller than a segment, so batches and index entries straddle them)."""
+    write_data_dir(tmp_path / "data", [TopicSpec("z", records_per_partition=3000, records_per_batch=20,
+                                                 segment_bytes=48 * 1024, index_interval_bytes=2048, headers=1,
+                                                 transactional=True, abort_ratio=0.3)])
+    folder = tmp_path / "data" / "z-0"
+    copy_to_tiered(folder, tmp_path / "plain", layout="aiven")
+    encrypt = aiven_encryptor(key_pair)
+    for name, compression in (("encrypted", False), ("both", True)):
+        copy_to_tiered(folder, tmp_path / name, layout="aiven", compression=compression, chunk_size=5000,
+                       encryptor=encrypt)
+    return tmp_path
+
+
+@pytest.mark.parametrize("stored", ["encrypted", "both"])
+@pytest.mark.parametrize("options", [
+    {}, {"kafka.isolation.level": "read_committed", "includeHeaders": True},
+    {"startingOffsets": '{"z":{"0":1234}}', "endingOffsets": '{"z":{"0":2100}}'},
+    {"startingTimestamp": 1_700_000_010_000},
+])
+def test_encrypted_copies_read_as_the_copies_stored_as_they_were(encrypted_copies, key_pair, stored, options):
+    columns = COLUMNS + (["headers"] if "includeHeaders" in options else [])
+    got = kafkaseg.read_arrow(str(encrypted_copies / stored), tieredKeyRing=key_pair.ring_option, **options)
+    expected = kafkaseg.read_arrow(str(encrypted_copies / "plain"), **options)
+    assert got.num_rows > 0 and got.select(columns).equals(expected.select(columns))
+
+
+@pytest.mark.parametrize("stored", ["encrypted", "both"])
+def test_a_narrow_read_decrypts_the_index_and_only_the_chunks_it_needs(encrypted_copies, key_pair, stored):
+    bounds = {"startingOffsets": '{"z":{"0":1234}}', "endingOffsets": '{"z":{"0":1260}}'}
+    scan = kafkaseg.open_scan(str(encrypted_copies / stored), tieredKeyRing=key_pair.ring_option, **bounds)
+    assert scan.to_table().equals(kafkaseg.read_arrow(str(encrypted_copies / "data"), **bounds))
+    assert sum(s.size_bytes for s in scan.plan.slices) < 10_000
+    (pd,) = discover(str(encrypted_copies / stored), key_ring=parse_key_ring(key_pair.ring_option))
+    offsets, times = load_indexes(pd.segments[1])
+    assert not offsets.rebuilt and not times.rebuilt and len(offsets) > 10
+
+
+def test_the_key_ring_is_named_by_id_and_a_key_pair_it_lacks_is_named(encrypted_copies, key_pair, tmp_path):
+    other = make_key_pair(tmp_path / "other", "k2", seed="another key")
+    with pytest.raises(LayoutError, match=r"wrapped by key pair 'k1', which the key ring .* holds 'k2'"):
+        kafkaseg.read_arrow(str(encrypted_copies / "encrypted"), tieredKeyRing=other.ring_option)
+    # the same id, another key: the data key does not unwrap
+    with pytest.raises(LayoutError, match=r"does not decrypt with key pair 'k1'.*not the key pair it was wrapped"):
+        kafkaseg.read_arrow(str(encrypted_copies / "encrypted"), tieredKeyRing=f"k1={other.private}")
+    # several key pairs (the broker's whole ring; a rotation leaves older segments under older ids), as a dict too
+    got = kafkaseg.read_arrow(str(encrypted_copies / "encrypted"),
+                              tieredKeyRing={"k2": str(other.private), "k1": str(key_pair.private)})
+    assert got.num_rows == kafkaseg.read_arrow(str(encrypted_copies / "plain")).num_rows
+
+
+@pytest.mark.parametrize("key_file, message", [
+    (lambda kp, d: kp.public, "a public key; the key ring needs each key pair's private key"),
+    (lambda kp, d: d / "missing.pem", "no such key file"),
+    (lambda kp, d: _write(d / "junk.pem", b"not a key"), "not a PEM file"),
+    (lambda kp, d: _write(d / "bad.pem", b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"),
+     "not an RSA key"),
+])
+def test_key_files_that_are_not_private_keys_are_refused_naming_the_file(encrypted_copies, key_pair, tmp_path,
+                                                                         key_file, message):
+    path = key_file(key_pair, tmp_path)
+    with pytest.raises(LayoutError, match=message) as raised:
+        kafkaseg.read_arrow(str(encrypted_copies / "encrypted"), tieredKeyRing=f"k1={path}")
+    assert str(path) in str(raised.value)
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def test_a_pkcs1_key_under_any_pem_label_opens_the_copies(encrypted_copies, tmp_path):
+    from Crypto.PublicKey import RSA
+
+    from kafkaseg.testing.tiered import _GENERATED
+
+    key = _GENERATED[("kafkaseg", 2048)]  # the module's key pair's key
+    pkcs1 = tmp_path / "rsa.pem"
+    pkcs1.write_bytes(key.export_key("PEM", pkcs=1))  # "RSA PRIVATE KEY", as openssl genrsa writes it
+    assert b"RSA PRIVATE KEY" in pkcs1.read_bytes() and RSA.import_key(pkcs1.read_bytes()).has_private()
+    some = make_key_pair(tmp_path / "some", "k1", label="SOME KEY")  # Aiven's own tests' label
+    for path in (pkcs1, some.private):
+        assert kafkaseg.read_arrow(str(encrypted_copies / "encrypted"), tieredKeyRing=f"k1={path}").num_rows > 0
+
+
+@pytest.mark.parametrize("stored", ["encrypted", "both"])
+def test_a_damaged_encrypted_chunk_is_an_error_naming_the_object_and_byte(encrypted_copies, key_pair, stored):
+    logs = sorted((encrypted_copies / stored).rglob("*.log"))
+    data = bytearray(logs[1].read_bytes())
+    data[-5] ^= 0x01  # the last chunk's tag
+    logs[1].write_bytes(bytes(data))
+    (pd,) = discover(str(encrypted_copies / stored), key_ring=parse_key_ring(key_pair.ring_option))
+    last_chunk = pd.filesystem.handler.objects[str(logs[1])].starts[-2]
+    with pytest.raises(CorruptDataError, match=r"encrypted chunk \d+ .* does not decrypt") as raised:
+        kafkaseg.read_arrow(str(encrypted_copies / stored), tieredKeyRing=key_pair.ring_option)
+    assert raised.value.path == str(logs[1]) and raised.value.position == last_chunk
+
+
+def test_a_damaged_encrypted_index_is_an_error_naming_the_indexes_object(encrypted_copies, key_pair):
+    indexes = sorted((encrypted_copies / "encrypted").rglob("*.indexes"))[1]
+    data = bytearray(indexes.read_bytes())
+    data[20] ^= 0x01  # inside the offset index's ciphertext
+    indexes.write_bytes(bytes(data))
+    (pd,) = discover(str(encrypted_copies / "encrypted"), key_ring=parse_key_ring(key_pair.ring_option))
+    with pytest.raises(CorruptDataError, match="does not decrypt") as raised:
+        load_indexes(pd.segments[1])
+    assert raised.value.path == str(indexes) and raised.value.position == 0
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda m: m["chunkIndex"].update(transformedChunkSize=m["chunkIndex"]["originalChunkSize"]),
+     "not that of an encrypted segment"),
+    (lambda m: m["segmentIndexes"]["timestamp"].update(size=m["segmentIndexes"]["timestamp"]["size"] - 1),
+     "is not the next encrypted index"),
+    (lambda m: m["encryption"].update(dataKey=m["encryption"]["dataKey"].split(":")[1]),
+     "is not <key pair id>:<base64>"),
+    (lambda m: m["encryption"].update(aad="not base64!"), "encryption.aad .* is not base64"),
+    (lambda m: m["encryption"].pop("aad"), "manifest has no encryption.aad"),
+])
+def test_encryption_facts_that_do_not_add_up_are_refused_naming_the_manifest(encrypted_copies, key_pair, change,
+                                                                             message):
+    manifest = sorted((encrypted_copies / "encrypted").rglob("*.rsm-manifest"))[0]
+    content = json.loads(manifest.read_text())
+    change(content)
+    manifest.write_text(json.dumps(content))
+    with pytest.raises(LayoutError, match=message) as raised:
+        discover(str(encrypted_copies / "encrypted"), key_ring=parse_key_ring(key_pair.ring_option))
+    assert str(manifest) in str(raised.value)
+
+
+def test_a_partition_pickles_for_executors_with_data_keys_and_never_the_private_key(encrypted_copies, key_pair):
+    from kafkaseg.testing.tiered import _GENERATED
+
+    (pd,) = discover(str(encrypted_copies / "both"), key_ring=parse_key_ring(key_pair.ring_option))
+    shipped = pickle.dumps(pd)
+    private = _GENERATED[("kafkaseg", 2048)]
+    secret = private.d.to_bytes((private.d.bit_length() + 7) // 8, "big")
+    assert secret[:32] not in shipped and key_pair.private.read_bytes()[40:80] not in shipped
+    again = pickle.loads(shipped)
+    segment = again.segments[1]
+    with again.filesystem.open_input_file(segment.log_path) as copied, \
+            pd.filesystem.open_input_file(segment.log_path) as own:
+        assert copied.size() == own.size() == segment.log_size
+        assert copied.read_at(7000, 4000) == own.read_at(7000, 4000)
+    shown = repr(again.filesystem.handler.objects)
+    data_key = again.filesystem.handler.objects[segment.log_path].data_key
+    assert "DataKey(key_id='k1')" in shown and repr(data_key.key) not in shown  # a data key is not printed
+
+
+def test_a_log_dir_with_encrypted_copies_below_is_one_log_and_a_deleted_segment_is_read_from_its_copy(
+        tmp_path, key_pair):
+    spec = TopicSpec("orders", records_per_partition=4000, records_per_batch=20, segment_bytes=24 * 1024,
+                     index_interval_bytes=2048)
+    write_data_dir(tmp_path / "data", [spec])
+    folder = tmp_path / "data" / "orders-0"
+    whole = kafkaseg.read_arrow(str(tmp_path / "data")).select(COLUMNS)
+    copy_to_tiered(folder, tmp_path / "remote", layout="aiven", compression=True, chunk_size=3000,
+                   encryptor=aiven_encryptor(key_pair))
+    bases = sorted(int(p.name[:-4]) for p in folder.glob("*.log"))
+    for base in bases[:4]:  # local retention: deleted here, in remote storage
+        for path in folder.glob(f"{base:020d}.*"):
+            path.unlink()
+    (tmp_path / "data" / "log-start-offset-checkpoint").write_text(f"0\n1\norders 0 {bases[0]}\n")
+    paths = [str(tmp_path / "data"), str(tmp_path / "remote")]
+    scan = kafkaseg.open_scan(paths, tieredKeyRing=key_pair.ring_option)
+    for path in folder.glob(f"{bases[4]:020d}.*"):  # deleted after planning: read from its copy, with the key
+        path.unlink()  # the plan holds (a reader has no key ring)
+    assert scan.to_table().select(COLUMNS).equals(whole)
+
+
+def test_the_cli_reads_encrypted_copies_with_the_key_ring_flag(encrypted_copies, key_pair, capsys):
+    remote, plain = encrypted_copies / "both", encrypted_copies / "plain"
+    log = sorted(remote.rglob("*.log"))[1]
+    plain_log = next(plain.rglob(log.name))
+
+    def dump(path, *flags):
+        capsys.readouterr()
+        status = cli_main(["dump", "--files", str(path), "--deep-iteration", "--no-progress", *flags])
+        out = capsys.readouterr()
+        return status, out.out.replace(str(path), "<file>"), out.err
+
+    status, text, _ = dump(log, "--tiered-key-ring", key_pair.ring_option)
+    assert status == 0 and text == dump(plain_log)[1] and "| offset:" in text
+    status, text, err = dump(log)  # without the key: refused, not dumped as ciphertext
+    assert status != 0 and "| offset:" not in text and "tieredKeyRing" in err
+    assert cli_main(["verify", str(remote), "--no-progress", "--tiered-key-ring", key_pair.ring_option]) == 0
+    capsys.readouterr()
+    assert cli_main(["offsets", "--data-dir", str(remote), "--time", "-1", "--tiered-key-ring",
+                     key_pair.ring_option]) == 0
+    assert capsys.readouterr().out.strip() == "z:0:" + str(
+        kafkaseg.read_arrow(str(plain))["offset"][-1].as_py() + 1)
+    with pytest.raises(SystemExit):
+        cli_main(["describe", str(remote), "--tiered-key-ring", "k1"])
+    assert "is not <key pair id>=<private key file>" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value, message", [
+    ("k1", "is not <key pair id>=<private key file>"),
+    ("k1=/a,k1=/b", "key pair id 'k1' is given twice"),
+    ("", "must be '<key pair id>=<private key file>,...'"),
+    (42, "must be '<key pair id>=<private key file>,...'"),
+])
+def test_a_malformed_key_ring_option_is_an_error_naming_it(value, message):
+    with pytest.raises(InvalidOptionError, match=message) as raised:
+        ReadOptions.from_options({"tieredKeyRing": value})
+    assert "tieredKeyRing" in str(raised.value)
+
+
+def test_the_key_ring_option_is_reported_by_file_name_only():
+    options = ReadOptions.from_options({"tieredkeyring": "k1=/etc/kafka/k1.pem, k2 = s3://keys/k2.pem"})
+    assert options.tiered_key_ring.files == (("k1", "/etc/kafka/k1.pem"), ("k2", "s3://keys/k2.pem"))
+    assert options.as_dict()["tieredKeyRing"] == "k1=/etc/kafka/k1.pem,k2=s3://keys/k2.pem"
+
+
+def test_an_upload_of_an_encrypted_copy_whose_indexes_object_is_short_is_refused(encrypted_copies, key_pair):
+    indexes = sorted((encrypted_copies / "encrypted").rglob("*.indexes"))[0]
+    indexes.write_bytes(indexes.read_bytes()[:-1])
+    with pytest.raises(LayoutError, match="encrypted indexes take .* bytes; .* holds"):
+        discover(str(encrypted_copies / "encrypted"), key_ring=parse_key_ring(key_pair.ring_option))
+    shutil.rmtree(encrypted_copies / "encrypted")
