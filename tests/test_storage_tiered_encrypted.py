@@ -10,7 +10,6 @@ import pickle
 import shutil
 from pathlib import Path
 
-import pyarrow.compute as pc
 import pytest
 
 import kafkaseg
