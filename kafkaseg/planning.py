@@ -753,7 +753,7 @@ class _Partition:
 
     def log_end_offset(self) -> int:
         """The partition's log end offset. When the active segment cannot be walked to its end (corrupt framing,
-        e.g. an append a crash tore), it is the end of the last whole batch before the corruption, as Kafka's
+        e.g. an append a crash tore, or a batch whose base offset, which no CRC covers, goes back), it is the end of the last whole batch before the corruption, as Kafka's
         recovery would truncate there. A strict read accepts that only when the checkpointed high watermark lies at
         or below it (the torn bytes were never acknowledged); otherwise it raises. A lenient read steps over the
         corruption as its reader will and takes the last batch found. Noted either way."""
@@ -784,7 +784,7 @@ class _Partition:
                     how = (f"{leo}, the end of the whole batches after it; a strict read raises when it reaches "
                            "the corruption")
                 if self.report is not None:
-                    self.report.notes.append(f"{self.name}: corrupt framing in the active segment ({err}): the log "
+                    self.report.notes.append(f"{self.name}: corruption in the active segment ({err}): the log "
                                              f"end offset is taken as {how}")
             self._leo = self.bases[0] if leo is None else leo
         return self._leo

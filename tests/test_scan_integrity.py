@@ -111,6 +111,24 @@ def test_a_segment_holding_offsets_below_its_base_is_corruption(copy):
     assert scan.metrics.decode.corrupt_batches == len(list(iter_headers(logs[0].read_bytes())))
 
 
+@pytest.mark.parametrize("back_to", ["the batch before", "an earlier one"])
+def test_the_last_batch_with_its_base_offset_gone_back_is_corruption_not_a_shorter_log(copy, back_to):
+    # the v2 CRC does not cover baseOffset: a last batch claiming offsets below its predecessor's would make the
+    # log end there, and every record between silently unread (with no error, and exit 0 from the CLI)
+    active = _logs(copy)[-1]
+    headers = list(iter_headers(active.read_bytes()))
+    last, before = headers[-1], headers[-2] if back_to == "the batch before" else headers[-5]
+    with open(active, "r+b") as f:
+        f.seek(last.position)
+        f.write(struct.pack(">q", before.base_offset))
+    with pytest.raises(CorruptBatchError, match="non-monotonic offsets") as info:
+        kafkaseg.read_arrow(str(copy))
+    assert info.value.path == str(active) and info.value.position == last.position
+    scan = kafkaseg.open_scan(str(copy), onCorruption="skip")  # lenient: the log ends before the bad batch
+    assert _offsets(scan.to_table()) == list(range(last.base_offset))
+    assert any("non-monotonic offsets" in note for note in scan.plan.report.notes)
+
+
 def _shift_index_entry(root, segment: int, entry: int, by: int) -> tuple[int, int]:
     """Move one ``.index`` entry's position by ``by`` bytes: entries stay increasing and inside the log, so the
     index passes every sanity check and still points at the wrong bytes. Returns the entry (offset, position)."""

@@ -375,7 +375,7 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
         # A segment as listed (SegmentFiles.log_size): a live broker's appends since are not counted, so the end
         # agrees with the bytes a plan of the listing reads (a batch finished after the listing is the next read's)
         listed = getattr(segment, "log_size", None) if as_listed else None
-        start = 0
+        start, entry_offset = 0, None
         index = offset_index
         index_path, index_window = index_location(segment, "index")
         if index is None and index_path:
@@ -384,14 +384,24 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
             except (LayoutError, CorruptIndexError):
                 index = None
         if index is not None and len(index) and not index.sanity_problems(reader.size):
-            positions = index.positions if listed is None else index.positions[index.positions < listed]
-            start = int(positions[-1]) if len(positions) else 0  # (entries for appends since the listing: not)
+            kept = len(index.positions) if listed is None else int(np.count_nonzero(index.positions < listed))
+            if kept:  # (entries for appends since the listing: not)
+                start, entry_offset = int(index.positions[kept - 1]), int(index.offsets[kept - 1])
 
         def last_whole(walk_from: int):
             found = None
             for header in reader.iter_headers(walk_from, max_batch_bytes=max_batch_bytes, partial_append=active):
                 if listed is not None and header.position + header.size > listed:
                     break
+                if found is None and walk_from and header.last_offset != entry_offset:
+                    # the entry holds its batch's last offset: a batch that disagrees is a stale index, or a
+                    # base offset gone back (below), which only a walk from the start can tell
+                    raise CorruptIndexError(f"the last offset index entry ({entry_offset} at byte {walk_from}) "
+                                            f"points at a batch ending at {header.last_offset}",
+                                            path=reader.path, position=walk_from)
+                if found is not None and header.base_offset <= found.last_offset:
+                    # (a base offset is outside the CRC: the end of the log would silently move back to it)
+                    raise CorruptBatchError(_backwards(header, found), path=reader.path, position=header.position)
                 found = header
             return found
 
@@ -410,6 +420,11 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
     finally:
         if owned:
             reader.close()
+
+
+def _backwards(header: BatchHeader, previous: BatchHeader) -> str:
+    """What the decoders say of a batch whose offsets do not follow the batch before it."""
+    return f"non-monotonic offsets: batch base offset {header.base_offset} follows offset {previous.last_offset}"
 
 
 def zero_filled_tail(segment, *, filesystem: pafs.FileSystem | None = None, offset_index=None,
@@ -519,7 +534,9 @@ def readable_end(segment, *, step_over: bool = False, verify_crc: bool = True, f
     (its base offset and 0 when there is none). Without ``step_over`` the walk ends at the first corrupt framing,
     where Kafka's recovery would truncate. With it, corrupt framing is stepped over as the decoders'
     resynchronisation does for a lenient read: by its declared length, only onto a whole batch (with a valid CRC
-    when ``verify_crc``), the two together within one ``max_batch_bytes`` batch; else the walk ends there."""
+    when ``verify_crc``), the two together within one ``max_batch_bytes`` batch; else the walk ends there. A batch
+    whose offsets do not follow the one before (a base offset, which no CRC covers, gone back) ends the walk, or
+    is stepped over with ``step_over``."""
     reader, owned = _reader_for(segment, filesystem, None)
     last, position = None, 0
     listed = getattr(segment, "log_size", None)  # as listed: appends since are not counted (log_end_offset)
@@ -529,6 +546,10 @@ def readable_end(segment, *, step_over: bool = False, verify_crc: bool = True, f
             try:
                 for header in reader.iter_headers(position, max_batch_bytes=max_batch_bytes):
                     if header.position + header.size > limit:
+                        break
+                    if last is not None and header.base_offset <= last.last_offset:
+                        if step_over:
+                            continue
                         break
                     last = header
                 break
