@@ -129,6 +129,28 @@ def test_the_last_batch_with_its_base_offset_gone_back_is_corruption_not_a_short
     assert any("non-monotonic offsets" in note for note in scan.plan.report.notes)
 
 
+@pytest.mark.parametrize("indexed", [True, False])
+def test_a_last_batch_gone_back_is_found_whether_or_not_an_index_entry_points_at_it(tmp_path, indexed):
+    # an entry at the bad batch itself: the walk from it sees no batch before; the log not reaching the entry's
+    # offset gives it away. No entry after the batch before: that batch is in the walk
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+    from kafkaseg.testing.partition import write_offset_checkpoint
+
+    writer = PartitionWriter(tmp_path / "t-0", index_interval_bytes=1 if indexed else 1 << 20)
+    for start in range(0, 100, 10):
+        writer.append(build_batch_v2([Record(o, 1_700_000_000_000 + o, b"k", b"v") for o in range(start, start + 10)]))
+    writer.close(live=True)
+    write_offset_checkpoint(tmp_path / "replication-offset-checkpoint", {("t", 0): 100})
+    active = _logs(tmp_path)[-1]
+    last = list(iter_headers(active.read_bytes()))[-1]
+    with open(active, "r+b") as f:
+        f.seek(last.position)
+        f.write(struct.pack(">q", 50))  # 90..99 claims 50..59: the read would end at 60
+    with pytest.raises(CorruptBatchError, match="non-monotonic offsets: batch base offset 50 follows offset 89"):
+        kafkaseg.read_arrow(str(tmp_path))
+    assert _offsets(kafkaseg.read_arrow(str(tmp_path), onCorruption="skip")) == list(range(90))
+
+
 def _shift_index_entry(root, segment: int, entry: int, by: int) -> tuple[int, int]:
     """Move one ``.index`` entry's position by ``by`` bytes: entries stay increasing and inside the log, so the
     index passes every sanity check and still points at the wrong bytes. Returns the entry (offset, position)."""

@@ -365,7 +365,9 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
     """``LogSegment.readNextOffset``: the offset after the last complete batch of ``segment`` (any object with
     ``base_offset``, ``log_path`` and ``index_path``, e.g. :class:`~kafkaseg.storage.layout.SegmentFiles`), or its
     base offset when it holds none. Starts at the last offset-index entry's position, so it reads about one index
-    interval, not the segment; falls back to a walk from byte 0 when the index is missing, insane or wrong. A
+    interval, not the segment. Every batch's offsets must follow the one before, and the log must reach the last
+    entry's offset (a base offset, which no CRC covers, gone back would otherwise silently end the log early);
+    falls back to a walk from byte 0 when the index is missing, insane or wrong. A
     segment with a ``log_size`` (as listed) ends there unless ``as_listed`` is False: batches a live broker appended
     since are not counted. ``active``: the partition's last segment (see :func:`unwritten_at`)."""
     from kafkaseg.storage.offset_index import OffsetIndex
@@ -388,17 +390,14 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
             if kept:  # (entries for appends since the listing: not)
                 start, entry_offset = int(index.positions[kept - 1]), int(index.offsets[kept - 1])
 
+        cut = [False]  # whether the walk stopped at a batch past the listed size (a live broker's append since)
+
         def last_whole(walk_from: int):
             found = None
             for header in reader.iter_headers(walk_from, max_batch_bytes=max_batch_bytes, partial_append=active):
                 if listed is not None and header.position + header.size > listed:
+                    cut[0] = True
                     break
-                if found is None and walk_from and header.last_offset != entry_offset:
-                    # the entry holds its batch's last offset: a batch that disagrees is a stale index, or a
-                    # base offset gone back (below), which only a walk from the start can tell
-                    raise CorruptIndexError(f"the last offset index entry ({entry_offset} at byte {walk_from}) "
-                                            f"points at a batch ending at {header.last_offset}",
-                                            path=reader.path, position=walk_from)
                 if found is not None and header.base_offset <= found.last_offset:
                     # (a base offset is outside the CRC: the end of the log would silently move back to it)
                     raise CorruptBatchError(_backwards(header, found), path=reader.path, position=header.position)
@@ -409,6 +408,12 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
         from_start = start == 0
         try:
             last = last_whole(start)
+            if entry_offset is not None and not cut[0] and (last is None or last.last_offset < entry_offset):
+                # every broker's entry holds an offset of the log (its batch's last; inside it, up to Kafka 1.0;
+                # a later batch's, on a follower): the log ends below it only if the index or the last batch is
+                # wrong, which the walk from the start tells
+                raise CorruptIndexError(f"the offset index's last entry holds offset {entry_offset}, past the "
+                                        f"log's last batch", path=reader.path, position=start)
         except CorruptDataError:
             if from_start:
                 raise
