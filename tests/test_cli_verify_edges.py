@@ -90,6 +90,19 @@ def test_corrupt_or_unreadable_offset_checkpoints_are_errors(tmp_path, capsys):
     assert [p for p in errors(report) if p["file"] == str(start)], report["problems"]
 
 
+@pytest.mark.parametrize("name, content", [("leader-epoch-checkpoint", "garbage\n"),
+                                           ("partition.metadata", "version: 0\ntopic_id: notbase64!!\n")])
+def test_a_malformed_leader_epoch_checkpoint_or_partition_metadata_is_an_error(tmp_path, capsys, name, content):
+    # a broker takes the whole log dir offline on either (KafkaStorageException); kafkaseg reads on without it,
+    # but verify must not pass a data dir a broker would refuse to load
+    simple_partition(tmp_path)
+    (tmp_path / "t-0" / name).write_text(content)
+    code, report = verify_json([tmp_path], capsys)
+    assert code == 1 and not report["ok"]
+    (found,) = errors(report)
+    assert found["file"] == str(tmp_path / "t-0" / name) and "a broker fails the log dir" in found["message"]
+
+
 def _verify_after(paths, damage):
     """verify_partition as ``kafkaseg verify`` runs it, with ``damage()`` done between discovery and the reads."""
     from kafkaseg.cli.verify import VerifyReport, verify_partition

@@ -549,7 +549,14 @@ def _check_files(pdir: PartitionDir, report: VerifyReport) -> None:
             report.add(INFO, entry.path, None, "unknown file in a partition folder")
     unreadable = {f"log dir: unreadable {name}: {why}" for name, why in pdir.unreadable_checkpoints}
     for note in pdir.notes:
-        if note not in unreadable:  # reported once, as a problem of the log dir (_check_log_dir_checkpoints)
+        side = next((name for name in _SIDE_FILES if note.startswith(f"unreadable {name}: ")), None)
+        if side is not None and pdir.tiered is None:
+            # a broker reading a malformed one (CheckpointFileWithFailureHandler, PartitionMetadataFile) takes the
+            # whole log dir offline (KafkaStorageException): kafkaseg reads on without it, a broker would not
+            report.add(ERROR, os.path.join(pdir.path, side), None,
+                       f"{note[len('unreadable ' + side + ': '):]} (a broker fails the log dir on it; kafkaseg reads "
+                       "on without it)")
+        elif note not in unreadable:  # reported once, as a problem of the log dir (_check_log_dir_checkpoints)
             report.add(INFO, pdir.path, None, note)
 
 
