@@ -323,7 +323,13 @@ def test_an_offset_out_of_range_resets_to_the_latest_and_an_unknown_topic_says_s
                                      "--offset", str(offset))
         assert code == 0 and out == b"" and f"starting at the latest offset {end}" in err
     code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "nosuch", "--from-beginning")
-    assert code == 0 and out == b"" and "no partition of nosuch" in err
+    assert code == 1 and out == b"" and "no partition of nosuch" in err  # (without --follow: nothing to wait for)
+    code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "plainn", "--from-beginning")
+    assert code == 1 and "no partition of plainn" in err and "did you mean 'plain'?" in err
+    code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "plain", "--partition", "9",
+                                 "--offset", "0")  # named as given: --partition, not the assign option it becomes
+    assert code != 0 and "no partition 9 of plain" in err and "its partitions there: 0" in err
+    assert "'assign'" not in err
 
 
 def test_an_offset_between_the_high_watermark_and_the_log_end_waits_for_it(tmp_path):

@@ -108,6 +108,18 @@ def test_describe_matches_manifest(datadir, capsys):
             assert d["lastStableOffset"] == min(d["highWatermark"], d["logEndOffset"]), key
 
 
+def test_describe_names_each_replicas_log_dir_and_a_misspelt_topic(datadir, tmp_path, capsys):
+    copy = tmp_path / "broker2"
+    shutil.copytree(datadir.path, copy)
+    assert main(["describe", str(datadir.path), str(copy), "--topic", "orders"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if "orders" in line and "│" in line]
+    assert "log dir" not in rows[0] and len(rows) == 2 * len([k for k in datadir.partitions if k[0] == "orders"])
+    assert any(str(copy) in row for row in rows) and any(str(datadir.path) in row for row in rows)
+    assert main(["describe", str(datadir.path), "--topic", "Orders"]) == 1  # not an empty table: a typo
+    err = capsys.readouterr().err
+    assert "no topic 'Orders'" in err and "did you mean 'orders'?" in err
+
+
 def test_describe_notes_a_high_watermark_above_the_log_end(datadir, capsys):
     (log,) = sorted((datadir.path / "orders-0").glob("*.log"))[-1:]
     with open(log, "r+b") as fh:

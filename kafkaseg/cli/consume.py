@@ -39,6 +39,7 @@ The options and the output are the console consumer's (``ConsoleConsumerOptions.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import re
 import struct
@@ -610,6 +611,16 @@ def _report_missing(missing, err) -> None:
               "a lost segment file, or compaction not checkpointed yet)", file=err)
 
 
+def _partitions_on_disk(data_dirs) -> set[tuple[str, int]]:
+    """The (topic, partition) pairs under ``data_dirs`` (for a message that names what is there)."""
+    from kafkaseg.storage.layout import discover
+
+    try:
+        return {(p.topic, p.partition) for p in discover(data_dirs)}
+    except KafkaSegError:
+        return set()
+
+
 def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], None] = time.sleep) -> int:
     """Print records as ``args`` ask (see the module docstring); returns the exit status."""
     from kafkaseg.options import ReadOptions
@@ -677,7 +688,15 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
 
     try:  # ConsoleConsumer prints its total also when the first fetch fails
         planner = MicroBatchPlanner(read_options)
-        position = planner.initial_offsets()
+        try:
+            position = planner.initial_offsets()
+        except InvalidOptionError as exc:
+            if args.partition is None or not str(exc).startswith("option 'assign'"):
+                raise
+            held = sorted(p for t, p in _partitions_on_disk(args.data_dir) if t == args.topic)
+            raise InvalidOptionError(f"no partition {args.partition} of {args.topic} under "
+                                     f"{', '.join(map(redact, args.data_dir))} (its partitions there: "
+                                     f"{', '.join(map(str, held)) or 'none'})") from exc
         reset = auto_offset_reset(args, consumer)
         if reset == "none" and args.partition is None:  # NoOffsetForPartitionException, at the first poll
             names = ", ".join(f"{t}-{p}" for t, p in sorted(from_offsets(position)))
@@ -686,8 +705,15 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
                                      "has none to start from; use earliest or latest)")
         if not position:
             what = args.topic if args.topic is not None else f"a topic matching {args.include!r}"
+            hint = ""
+            if args.topic is not None and not args.follow:  # a misspelt name, likelier than a topic yet to come
+                close = difflib.get_close_matches(args.topic, sorted({t for t, _ in _partitions_on_disk(
+                    args.data_dir)}), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
             print(f"kafkaseg consume: no partition of {what} under {', '.join(map(redact, args.data_dir))}"
-                  + (" yet: waiting (--follow)" if args.follow else ""), file=err)
+                  + (" yet: waiting (--follow)" if args.follow else hint), file=err)
+            if not args.follow:
+                return 1
         elif args.offset is not None and args.offset.isdigit():
             position = _reset_out_of_range(planner, position, args, reset, err)
         group = args.group if args.group is not None else consumer.get("group.id")

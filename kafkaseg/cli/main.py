@@ -187,19 +187,41 @@ def _cmd_describe(args) -> int:
     skipped = skipped_folders(found)
     if args.topic:
         skipped = [f for f in skipped if f.topic == args.topic]
+        if not descriptions and not skipped:  # a misspelt name, not an empty topic: say so, as reads do
+            import difflib
+
+            from kafkaseg.storage import fs as _fs
+            from kafkaseg.storage.layout import discover
+
+            try:
+                on_disk = sorted({p.topic for p in discover(args.paths, key_ring=args.tiered_key_ring)})
+            except KafkaSegError:
+                on_disk = []
+            close = difflib.get_close_matches(args.topic, on_disk, n=1)
+            print(f"kafkaseg describe: no topic {args.topic!r} under {', '.join(map(_fs.redact, args.paths))}"
+                  + (f" (did you mean {close[0]!r}?)" if close else ""), file=sys.stderr)
+            return EXIT_FAILED
     if args.json:
         print(json.dumps({"partitions": [d.as_dict() for d in descriptions],
                           "skippedFolders": [f.as_dict() for f in skipped]}, indent=1))
         return EXIT_OK
     from rich.table import Table
 
+    from kafkaseg.storage import fs as _fs
+
     table = Table(title="kafkaseg describe")
-    for column in ("topic", "partition", "segments", "bytes", "log start", "log end", "HW", "LSO", "first time",
-                   "max time", "magic", "codecs"):
-        table.add_column(column, justify="left" if column in ("topic", "codecs", "first time", "max time")
-                         else "right")
+    # replicas of one topic-partition in several log dirs (brokers' copies): the row says whose it is
+    folders = {(d.topic, d.partition): 0 for d in descriptions}
     for d in descriptions:
-        table.add_row(d.topic, str(d.partition), str(len(d.segments)), str(d.size), _cell(d.log_start_offset),
+        folders[(d.topic, d.partition)] += 1
+    where = any(n > 1 for n in folders.values())
+    for column in ("topic", "partition", *(("log dir",) if where else ()), "segments", "bytes", "log start",
+                   "log end", "HW", "LSO", "first time", "max time", "magic", "codecs"):
+        table.add_column(column, justify="left" if column in ("topic", "log dir", "codecs", "first time",
+                                                              "max time") else "right")
+    for d in descriptions:
+        table.add_row(d.topic, str(d.partition), *((_fs.redact(_fs.parent(d.path)),) if where else ()),
+                      str(len(d.segments)), str(d.size), _cell(d.log_start_offset),
                       _cell(d.log_end_offset), _cell(d.high_watermark), _cell(d.last_stable_offset),
                       _ms_text(d.first_timestamp), _ms_text(d.max_timestamp),
                       ",".join(map(str, sorted(d.magics))), ",".join(sorted(d.codecs)))
