@@ -143,6 +143,27 @@ def test_locate(datadir, capsys):
                 str(pm.log_end_offset)], capsys)[0] == 1
 
 
+def test_locate_says_when_a_consumer_of_its_isolation_would_not_see_the_record(tmp_path, capsys):
+    manifest = write_data_dir(tmp_path, [TopicSpec("p", records_per_partition=400, records_per_batch=10,
+                                                   transactional=True, abort_ratio=0.4, open_transactions=1)])
+    pm = manifest.partition("p")
+    aborted = next(r for r in pm.records if r.aborted)
+    committed = next(r for r in pm.records if r.txn_state == "committed")
+    past_lso = next(r for r in pm.records if r.offset >= pm.last_stable_offset and not r.is_control)
+
+    def visibility(record, isolation):
+        code, lines, _ = run(["locate", "--data-dir", str(tmp_path), "--topic", "p", "--partition", "0", "--offset",
+                              str(record.offset), "--isolation", isolation, "--json"], capsys)
+        assert code == 0
+        return json.loads("\n".join(lines))["visibility"]
+
+    assert "transaction holding it was aborted" in visibility(aborted, "read_committed")
+    assert visibility(aborted, "read_uncommitted") is None
+    assert visibility(committed, "read_committed") is None
+    assert f"at or past the last stable offset {pm.last_stable_offset}" in visibility(past_lso, "read_committed")
+    assert visibility(past_lso, "read_uncommitted") is None  # below the high watermark
+
+
 def test_locate_prints_a_null_key_or_value_size_as_minus_one(tmp_path, capsys):
     """keySize/valueSize of a null key or value: -1, as DumpLogSegments (and dump) print them, not None."""
     manifest = write_data_dir(tmp_path, [TopicSpec("n", records_per_partition=40, null_key_ratio=0.5,

@@ -486,10 +486,12 @@ def _cmd_locate(args) -> int:
                 offset = answer.offset
             else:
                 offset = args.offset
-            return answer, lookup.locate(offset), lookup.stats
+            location = lookup.locate(offset)
+            return answer, location, lookup.stats, _visibility(pdir, lookup, location, args)
 
     pdir = partitions[0]
-    answer, location, stats = relisted(pdir, look_up)  # listed again if a live broker deletes a segment meanwhile
+    # listed again if a live broker deletes a segment meanwhile
+    answer, location, stats, visibility = relisted(pdir, look_up)
     if location is None:
         if args.json:
             print(json.dumps({"answer": answer.as_dict(), "location": None}, indent=1))
@@ -498,7 +500,7 @@ def _cmd_locate(args) -> int:
         return EXIT_FAILED
     offset = answer.offset if answer is not None else args.offset
     if args.json:
-        out = {"location": location.as_dict(), "stats": stats.as_dict()}
+        out = {"location": location.as_dict(), "stats": stats.as_dict(), "visibility": visibility}
         if answer is not None:
             out["answer"] = answer.as_dict()
         print(json.dumps(out, indent=1))
@@ -522,7 +524,39 @@ def _cmd_locate(args) -> int:
           f"keySize: {_record_size(location.key_size)} valueSize: {_record_size(location.value_size)}")
     if location.reason:
         print(f"note:       {location.reason}")
+    if visibility is not None:
+        print(f"visibility: {visibility}")
     return EXIT_OK if location.found else EXIT_FAILED
+
+
+def _visibility(pdir, lookup, location, args) -> str | None:
+    """Why a consumer with ``args.isolation`` would not see the record found (None when it would, or when there is
+    none): at or past the high watermark or last stable offset, or in an aborted transaction (read_committed:
+    asked of a read of that one offset, which applies the partition's aborted transactions as any read does)."""
+    if not location.found or location.batch is None:
+        return None
+    offset = location.record_offset
+    fetchable = lookup.last_fetchable_offset()
+    if offset >= fetchable:
+        bound = "last stable offset" if args.isolation == "read_committed" else "high watermark"
+        return (f"not visible to a {args.isolation} consumer: at or past the {bound} {fetchable} (not yet "
+                "acknowledged by the in-sync replicas" + (", or in a transaction still open" if
+                                                           args.isolation == "read_committed" else "") + ")")
+    if args.isolation == "read_committed" and location.batch.is_transactional and not location.batch.is_control:
+        import kafkaseg
+
+        paths = [pdir.path] + ([pdir.remote_below.path] if pdir.remote_below is not None else [])
+        within = json.dumps({pdir.topic: {str(pdir.partition): offset}})
+        after = json.dumps({pdir.topic: {str(pdir.partition): offset + 1}})
+        options = {"assign": json.dumps({pdir.topic: [pdir.partition]}), "startingOffsets": within,
+                   "endingOffsets": after, "kafka.isolation.level": "read_committed", "columns": "offset",
+                   "replicas": "all" if len(paths) == 1 else "highestHighWatermark"}
+        if args.tiered_key_ring is not None:
+            options["tieredKeyRing"] = ",".join(f"{k}={v}" for k, v in args.tiered_key_ring.files)
+        if kafkaseg.read_arrow(paths, **options).num_rows == 0:
+            return (f"not visible to a read_committed consumer: producer {location.batch.producer_id}'s "
+                    "transaction holding it was aborted")
+    return None
 
 
 # -- retention ------------------------------------------------------------------------------------------------------
