@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 import shutil
 from pathlib import Path
 
@@ -293,3 +294,42 @@ def test_an_upload_of_an_encrypted_copy_whose_indexes_object_is_short_is_refused
     with pytest.raises(LayoutError, match="encrypted indexes take .* bytes; .* holds"):
         discover(str(encrypted_copies / "encrypted"), key_ring=parse_key_ring(key_pair.ring_option))
     shutil.rmtree(encrypted_copies / "encrypted")
+
+
+def _dumped(capsys, files, *flags):
+    capsys.readouterr()
+    status = cli_main(["dump", "--files", ",".join(map(str, files)), "--no-progress", *flags])
+    out = capsys.readouterr()
+    lines = [re.sub(r"^\S+ is empty\.$", "<file> is empty.", line) for line in out.out.splitlines()
+             if not line.startswith(("Dumping ", "Index "))]
+    return status, lines, out.err
+
+
+@pytest.mark.parametrize("variant", ["encrypted", "compressed-encrypted"])
+def test_dump_of_an_indexes_object_is_the_dump_of_the_brokers_index_files(corpus_dir, capsys, variant):
+    source = corpus_dir / CORPUS_SOURCE
+    for packed in sorted((FIXTURE / variant).rglob("*.indexes")):
+        base = int(packed.name.split("-")[0])
+        following = [int(p.name[:-4]) for p in sorted(source.glob("*.log")) if int(p.name[:-4]) > base]
+        own = [source / f"{base:020d}.index", source / f"{base:020d}.timeindex"]
+        snapshot = source / f"{following[0] if following else 107:020d}.snapshot"
+        got = _dumped(capsys, [packed], "--tiered-key-ring", FIXTURE_RING)
+        want = _dumped(capsys, own + ([snapshot] if snapshot.exists() else []))
+        assert got[0] == want[0] and got[1][:len(want[1])] == want[1] and got[2] == want[2]
+        assert got[1][len(want[1]):] == ["epoch: 0 startOffset: 0"]  # the leader epochs the copy was handed
+
+
+def test_dump_of_a_plain_indexes_object_has_every_index_including_aborted_transactions(encrypted_copies, key_pair,
+                                                                                      capsys):
+    folder = encrypted_copies / "data" / "z-0"
+    packed = next(p for p in sorted((encrypted_copies / "plain").rglob("*.indexes"))
+                  if (folder / f"{int(p.name.split('-')[0]):020d}.txnindex").exists())
+    base = int(packed.name.split("-")[0])
+    status, lines, _ = _dumped(capsys, [packed])
+    _, want_txn, _ = _dumped(capsys, [folder / f"{base:020d}.txnindex"])
+    _, want_offsets, _ = _dumped(capsys, [folder / f"{base:020d}.index"])
+    assert status == 0 and want_txn and lines[:len(want_offsets)] == want_offsets
+    assert lines[-len(want_txn):] == want_txn  # the transaction index comes last in .indexes
+    # and encrypted: the same lines, with the key ring
+    (encrypted,) = (encrypted_copies / "encrypted").rglob(packed.name)
+    assert _dumped(capsys, [encrypted], "--tiered-key-ring", key_pair.ring_option)[1] == lines

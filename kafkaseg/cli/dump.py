@@ -10,7 +10,9 @@ Output follows DumpLogSegments line for line: ``Dumping <file>``, then per file 
 * ``.index``: ``offset: O position: P`` (mismatches with the log on stderr), ``--index-sanity-check``,
   ``--verify-index-only``; ``.timeindex``: ``timestamp: T offset: O`` and its error report;
 * ``.snapshot`` producer snapshots; ``.txnindex`` aborted transactions; an Aiven tiered-storage copy's
-  ``.rsm-manifest`` (kafkaseg's own lines); anything else: ``Ignoring unknown file``.
+  ``.rsm-manifest`` (kafkaseg's own lines) and ``.indexes`` (each index it packs, after an ``Index <kind> at bytes
+  [start, end)`` line, dumped as its own file; the leader epochs as ``epoch: E startOffset: S``); anything else:
+  ``Ignoring unknown file``.
 
 Kafka's end-of-run reports go to stderr in its words (``Mismatches in :<file>``, ``Found timestamp mismatch in :``,
 ``Non-consecutive offsets in <file>``...). Differences: ``--json`` prints only JSON lines on stdout: ``{"file": F}``
@@ -35,7 +37,7 @@ from kafkaseg.wire.text import java_utf8
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import is_last_log_in_folder
 from kafkaseg.storage.offset_index import OffsetIndex
-from kafkaseg.storage.producer_snapshot import read_producer_snapshot
+from kafkaseg.storage.producer_snapshot import parse_producer_snapshot, read_producer_snapshot
 from kafkaseg.storage._index_file import broker_sanity_check
 from kafkaseg.storage.segment import SegmentReader, data_after_zeros
 from kafkaseg.storage.time_index import TimeIndex
@@ -501,9 +503,11 @@ def _batch_from(reader: SegmentReader, position: int, end: int, offset: int | No
     return None
 
 
-def _dump_index(path: str, options: DumpOptions, report: DumpReport, out, filesystem, located: str) -> None:
+def _dump_index(path: str, options: DumpOptions, report: DumpReport, out, filesystem, located: str, *,
+                window: tuple[int, int] | None = None) -> None:
+    """An ``.index`` (or, ``window``, the offset index in those bytes of a tiered copy's ``.indexes``)."""
     base = _base_offset(located)
-    if options.index_sanity_check:  # the broker's own check, which decides whether a restart rebuilds the index
+    if options.index_sanity_check and window is None:  # the broker's own check, which decides whether a restart rebuilds the index
         # Kafka counts entries as length / 8, a preallocated zero tail included: "is empty" only for no bytes
         entry = _fs.stat(located, filesystem)
         if entry is not None and entry.size < 8:
@@ -512,7 +516,7 @@ def _dump_index(path: str, options: DumpOptions, report: DumpReport, out, filesy
         broker_sanity_check(located, base, "offset", filesystem)
         _say(out, options, path, f"{path} passed sanity check.", sanityCheck="passed")
         return
-    index = _as_dumped(OffsetIndex.load(located, base, filesystem), (base, 0))
+    index = _as_dumped(OffsetIndex.load(located, base, filesystem, window=window), (base, 0))
     if len(index) == 0:  # index.entries == 0: fewer than 8 bytes
         _say(out, options, path, f"{path} is empty.", empty=True)
         return
@@ -530,16 +534,23 @@ def _dump_index(path: str, options: DumpOptions, report: DumpReport, out, filesy
                     print(f"offset: {offset} position: {position}", file=out)
 
 
-def _dump_time_index(path: str, options: DumpOptions, report: DumpReport, out, filesystem, located: str) -> None:
+def _dump_time_index(path: str, options: DumpOptions, report: DumpReport, out, filesystem, located: str, *,
+                     window: tuple[int, int] | None = None, offset_window: tuple[int, int] | None = None) -> None:
+    """A ``.timeindex`` (or, ``window``, the time index in those bytes of a tiered copy's ``.indexes``, whose
+    offset index is at ``offset_window``)."""
     base = _base_offset(located)
-    time_index = _as_dumped(TimeIndex.load(located, base, filesystem), (0, base))
-    if options.index_sanity_check:
+    time_index = _as_dumped(TimeIndex.load(located, base, filesystem, window=window), (0, base))
+    if options.index_sanity_check and window is None:
         broker_sanity_check(located, base, "time", filesystem)
         _say(out, options, path, f"{path} passed sanity check.", sanityCheck="passed")
         return
-    index_path = _log_for(located)[:-4] + ".index"
-    offset_index = (OffsetIndex.load(index_path, base, filesystem) if _fs.exists(index_path, filesystem)
-                    else OffsetIndex.empty(base))
+    if window is not None:
+        offset_index = (OffsetIndex.load(located, base, filesystem, window=offset_window) if offset_window
+                        else OffsetIndex.empty(base))
+    else:
+        index_path = _log_for(located)[:-4] + ".index"
+        offset_index = (OffsetIndex.load(index_path, base, filesystem) if _fs.exists(index_path, filesystem)
+                        else OffsetIndex.empty(base))
     abs_path = located
     previous = -1
     with SegmentReader(_log_for(located), filesystem) as reader:
@@ -576,9 +587,10 @@ def _print_fields(out, options: DumpOptions, fields: dict, text_tail: str = "") 
           + text_tail, file=out)
 
 
-def _dump_txn_index(path: str, options: DumpOptions, out, filesystem, located: str) -> None:
+def _dump_txn_index(path: str, options: DumpOptions, out, filesystem, located: str, *,
+                    window: tuple[int, int] | None = None) -> None:
     base = _base_offset(located)
-    for txn in TransactionIndex.load(located, base, filesystem):
+    for txn in TransactionIndex.load(located, base, filesystem, window=window):
         _print_fields(out, options, {"version": txn.version, "producerId": txn.producer_id,
                                      "firstOffset": txn.first_offset, "lastOffset": txn.last_offset,
                                      "lastStableOffset": txn.last_stable_offset})
@@ -632,8 +644,55 @@ def _dump_manifest(path: str, options: DumpOptions, out, filesystem, located: st
                                                       for k, v in fields.items()), file=out)
 
 
-def _dump_producer_snapshot(path: str, options: DumpOptions, out, err, filesystem, located: str) -> None:
-    snapshot = read_producer_snapshot(located, filesystem)  # a corrupt one: an error, as Kafka's tool fails
+def _dump_packed_indexes(path: str, options: DumpOptions, report: DumpReport, out, err, filesystem,
+                         located: str) -> None:
+    """An Aiven tiered-storage copy's ``.indexes`` object: each index it packs, at the manifest's positions (read
+    through the partition's filesystem, which decrypts an encrypted copy's), dumped as its own file would be, after
+    an ``Index <kind> at bytes [start, end)`` line (``{"file", "index", "position", "size"}`` with ``--json``)."""
+    from kafkaseg.storage import checkpoints as ckpt
+    from kafkaseg.storage import tiered
+
+    notes: list[str] = []
+    copies = [c for c in tiered.remote_segments(_fs.list_dir(_fs.parent(located), filesystem), notes)
+              if "indexes" in c.files and c.files["indexes"].path == located]
+    if not copies or "rsm-manifest" not in copies[0].files:
+        raise LayoutError(f"{_fs.redact(located)}: no .log and .rsm-manifest beside it: the positions of the indexes "
+                          "it holds are in the manifest")
+    copy = tiered.read_aiven_manifest(copies[0], filesystem, options.key_ring)
+    # the indexes (decrypted) and the log they are checked against (decrypted, decompressed) as on disk
+    served = tiered.chunked_filesystem(filesystem, {name: chunked for name, chunked in (
+        (located, copy.indexes_chunked), (copy.log.path, copy.chunked)) if chunked is not None})
+    where = {kind: (position, size) for kind, position, size in copy.packed_indexes}
+    for kind in ("offset", "timestamp", "producerSnapshot", "leaderEpoch", "transaction"):
+        if kind not in where:
+            continue
+        position, size = where[kind]
+        if options.json:
+            print(json.dumps({"file": _fs.redact(path), "index": kind, "position": position, "size": size}), file=out)
+        else:
+            print(f"Index {kind} at bytes [{position}, {position + size}) of {_fs.basename(located)}", file=out)
+        if kind == "offset":
+            _dump_index(path, options, report, out, served, located, window=where[kind])
+        elif kind == "timestamp":
+            _dump_time_index(path, options, report, out, served, located, window=where[kind],
+                             offset_window=where.get("offset"))
+        elif kind == "transaction":
+            _dump_txn_index(path, options, out, served, located, window=where[kind])
+        else:
+            with _fs.RandomAccessReader(located, served) as reader:
+                data = reader.read_at(position, size)
+            if kind == "producerSnapshot":
+                if data:  # (none when the broker had no snapshot at the next segment's base)
+                    _dump_producer_snapshot(path, options, out, err, served, located, data=data)
+            else:
+                for entry in ckpt.parse_leader_epoch_checkpoint(data, located):
+                    _print_fields(out, options, {"epoch": entry.epoch, "startOffset": entry.start_offset})
+
+
+def _dump_producer_snapshot(path: str, options: DumpOptions, out, err, filesystem, located: str, *,
+                            data: bytes | None = None) -> None:
+    # a corrupt one: an error, as Kafka's tool fails
+    snapshot = read_producer_snapshot(located, filesystem) if data is None else parse_producer_snapshot(data, located)
     for e in snapshot.entries:
         # currentTxnFirstOffset is a java.util.OptionalLong in Kafka and prints as one
         txn_first = e.current_txn_first_offset
@@ -681,6 +740,8 @@ def dump_files(files: list[str], options: DumpOptions, out=None, err=None, progr
                 _dump_txn_index(path, options, out, *where)
             elif suffix == ".rsm-manifest":
                 _dump_manifest(path, options, out, *where)
+            elif suffix == ".indexes":
+                _dump_packed_indexes(path, options, report, out, err, *where)
             elif options.json:
                 print(json.dumps({"file": _fs.redact(path), "problem": "ignoredUnknownFile"}), file=out)
             else:
