@@ -23,6 +23,7 @@ __all__ = [
     "InvalidOptionError",
     "DataLossError",
     "LayoutError",
+    "KeyUnavailableError",
     "ExportMismatchError",
     "CompactedTableError",
     "ConcurrentWriteError",
@@ -116,6 +117,11 @@ class DataLossError(KafkaSegError):
 
 class LayoutError(KafkaSegError):
     """A path that is not a Kafka log dir, topic-partition dir or segment file, or an unreadable file."""
+
+
+class KeyUnavailableError(LayoutError):
+    """A tiered-storage copy is stored encrypted and no key given opens it (no key ring, a key pair the ring lacks,
+    a key file that cannot be read or is not the pair's private key)."""
 
 
 class ExportMismatchError(KafkaSegError):

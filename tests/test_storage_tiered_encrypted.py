@@ -15,7 +15,7 @@ import pytest
 
 import kafkaseg
 from kafkaseg.cli.main import main as cli_main
-from kafkaseg.errors import CorruptDataError, InvalidOptionError, LayoutError
+from kafkaseg.errors import CorruptDataError, InvalidOptionError, KeyUnavailableError, LayoutError
 from kafkaseg.options import ReadOptions
 from kafkaseg.storage.indexes import load_indexes
 from kafkaseg.storage.layout import discover
@@ -230,18 +230,55 @@ def test_a_log_dir_with_encrypted_copies_below_is_one_log_and_a_deleted_segment_
     write_data_dir(tmp_path / "data", [spec])
     folder = tmp_path / "data" / "orders-0"
     whole = kafkaseg.read_arrow(str(tmp_path / "data")).select(COLUMNS)
-    copy_to_tiered(folder, tmp_path / "remote", layout="aiven", compression=True, chunk_size=3000,
+    copy_to_tiered(folder, tmp_path / "staged", layout="aiven", compression=True, chunk_size=3000,
                    encryptor=aiven_encryptor(key_pair))
+    (staged,) = (tmp_path / "staged").glob("*/0")
+    bucket = tmp_path / "remote" / staged.parent.name / "0"
+    bucket.mkdir(parents=True)
+
+    def upload(base):  # as the broker's remote log manager does, one rolled segment at a time
+        for path in staged.glob(f"{base:020d}-*"):
+            shutil.copy(path, bucket / path.name)
+
     bases = sorted(int(p.name[:-4]) for p in folder.glob("*.log"))
+    for base in bases[:5]:
+        upload(base)
     for base in bases[:4]:  # local retention: deleted here, in remote storage
         for path in folder.glob(f"{base:020d}.*"):
             path.unlink()
     (tmp_path / "data" / "log-start-offset-checkpoint").write_text(f"0\n1\norders 0 {bases[0]}\n")
     paths = [str(tmp_path / "data"), str(tmp_path / "remote")]
     scan = kafkaseg.open_scan(paths, tieredKeyRing=key_pair.ring_option)
-    for path in folder.glob(f"{bases[4]:020d}.*"):  # deleted after planning: read from its copy, with the key
-        path.unlink()  # the plan holds (a reader has no key ring)
-    assert scan.to_table().select(COLUMNS).equals(whole)
+    # then, as on a worker (no key file there) while the broker goes on: the next segment is uploaded (a copy
+    # whose key the plan does not hold) and local retention deletes a planned segment, which is read from its
+    # copy with the key the plan holds
+    moved = key_pair.private.rename(key_pair.private.with_suffix(".elsewhere"))
+    try:
+        upload(bases[5])
+        for path in folder.glob(f"{bases[4]:020d}.*"):
+            path.unlink()
+        assert scan.to_table().select(COLUMNS).equals(whole)
+    finally:
+        moved.rename(key_pair.private)
+
+
+def test_a_key_file_replaced_or_removed_is_seen_by_the_next_discovery(encrypted_copies, key_pair, tmp_path):
+    ring = f"k1={tmp_path / 'k1.pem'}"
+    shutil.copy(key_pair.private, tmp_path / "k1.pem")
+    assert kafkaseg.read_arrow(str(encrypted_copies / "encrypted"), tieredKeyRing=ring).num_rows > 0
+    shutil.copy(key_pair.public, tmp_path / "k1.pem")  # the data keys unwrapped before are not reused with it
+    with pytest.raises(KeyUnavailableError, match="a public key"):
+        kafkaseg.read_arrow(str(encrypted_copies / "encrypted"), tieredKeyRing=ring)
+    (tmp_path / "k1.pem").unlink()
+    with pytest.raises(KeyUnavailableError, match="no such key file"):
+        kafkaseg.read_arrow(str(encrypted_copies / "encrypted"), tieredKeyRing=ring)
+
+
+def test_an_encrypted_copy_without_its_indexes_object_is_read_with_indexes_rebuilt(encrypted_copies, key_pair):
+    for path in (encrypted_copies / "encrypted").rglob("*.indexes"):
+        path.unlink()
+    got = kafkaseg.read_arrow(str(encrypted_copies / "encrypted"), tieredKeyRing=key_pair.ring_option)
+    assert got.equals(kafkaseg.read_arrow(str(encrypted_copies / "plain")))
 
 
 def test_the_cli_reads_encrypted_copies_with_the_key_ring_flag(encrypted_copies, key_pair, capsys):

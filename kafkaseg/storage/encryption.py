@@ -34,10 +34,10 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from kafkaseg.errors import CorruptDataError, InvalidOptionError, LayoutError
+from kafkaseg.errors import CorruptDataError, InvalidOptionError, KeyUnavailableError, LayoutError
 from kafkaseg.storage import fs as _fs
 
-__all__ = ["KeyRing", "DataKey", "OVERHEAD", "IV_SIZE", "TAG_SIZE", "unwrap_data_key", "decrypt_chunk",
+__all__ = ["KeyRing", "RingKeys", "DataKey", "OVERHEAD", "IV_SIZE", "TAG_SIZE", "unwrap_data_key", "decrypt_chunk",
            "parse_key_ring"]
 
 IV_SIZE = 12  # SegmentEncryptionMetadataV1.IV_SIZE
@@ -107,52 +107,87 @@ def parse_key_ring(value: str, option: str = "tieredKeyRing") -> KeyRing:
 
 _PEM_BLOCK = re.compile(rb"-----BEGIN ([^-\r\n]*)-----(.*?)-----END \1-----", re.S)
 _PRIVATE_KEYS: dict = {}  # (store, path, size, mtime) -> RsaKey
-_DATA_KEYS: "OrderedDict[tuple, bytes]" = OrderedDict()  # (key ring, dataKey text) -> key: an unwrap is ~1 ms
+_DATA_KEYS: "OrderedDict[tuple, bytes]" = OrderedDict()  # (private key, dataKey text) -> key: an unwrap is ~1 ms
 _DATA_KEYS_KEPT = 100_000
 _LOCK = threading.Lock()
 
 
+class RingKeys:
+    """A :class:`KeyRing`'s private keys as one discovery uses them: each key file looked at once (a stat, and a
+    read when it changed since the process last parsed it), so a file replaced or removed is seen by the next
+    discovery, and a bucket of thousands of copies costs one look per key pair."""
+
+    def __init__(self, ring: KeyRing):
+        self.ring = ring
+        self._keys: dict = {}  # key id -> RsaKey or the KeyUnavailableError it raised
+        self._lock = threading.Lock()
+
+    def private_key(self, key_id: str, manifest: str):
+        with self._lock:
+            known = self._keys.get(key_id)
+        if known is None:
+            try:
+                known = _private_key(self.ring, key_id, manifest)
+            except KeyUnavailableError as err:
+                known = err
+            with self._lock:
+                known = self._keys.setdefault(key_id, known)
+        if isinstance(known, KeyUnavailableError):
+            raise KeyUnavailableError(f"{manifest}: {known}") from known
+        return known
+
+
 def _private_key(ring: KeyRing, key_id: str, manifest: str):
-    """The RSA private key of ``key_id`` in ``ring``, read once per process (per file size and mtime)."""
+    """The RSA private key of ``key_id`` in ``ring``, parsed once per process (per file size and mtime); a
+    :class:`KeyUnavailableError` saying why there is none."""
     path = ring.path_of(key_id)
     if path is None:
         held = ", ".join(repr(k) for k in ring.ids)
-        raise LayoutError(f"{manifest}: its data key is wrapped by key pair {key_id!r}, which the key ring "
-                          f"(tieredKeyRing) does not hold (it holds {held})")
+        raise KeyUnavailableError(f"its data key is wrapped by key pair {key_id!r}, which the key ring "
+                                  f"(tieredKeyRing) does not hold (it holds {held})")
     filesystem, located = _fs.open_filesystem(path)
-    entry = _fs.stat(located, filesystem)
-    if entry is None:
-        raise LayoutError(f"{_fs.redact(path)}: no such key file (key pair {key_id!r} of tieredKeyRing)")
+    try:
+        entry = _fs.stat(located, filesystem)
+    except LayoutError as err:
+        raise KeyUnavailableError(f"{_fs.redact(path)}: cannot read the key file of key pair {key_id!r} ({err})") \
+            from err
+    if entry is None or entry.is_dir:
+        raise KeyUnavailableError(f"{_fs.redact(path)}: no such key file (key pair {key_id!r} of tieredKeyRing)")
     cache_key = (_fs.store_key(filesystem), located, entry.size, entry.mtime_ms)
     with _LOCK:
         known = _PRIVATE_KEYS.get(cache_key)
     if known is not None:
         return known
     rsa = _require("Crypto.PublicKey.RSA", "an encrypted copy", manifest)
-    text = _fs.read_small_file(located, filesystem, max_bytes=_KEY_FILE_CAP)
-    block = _PEM_BLOCK.search(text)
     where = f"{_fs.redact(path)} (key pair {key_id!r} of tieredKeyRing)"
+    try:
+        text = _fs.read_small_file(located, filesystem, max_bytes=_KEY_FILE_CAP)
+    except LayoutError as err:
+        raise KeyUnavailableError(f"{where}: {err}") from err
+    block = _PEM_BLOCK.search(text)
     if block is None:
-        raise LayoutError(f"{where}: not a PEM file (no -----BEGIN ...----- block)")
+        raise KeyUnavailableError(f"{where}: not a PEM file (no -----BEGIN ...----- block)")
     try:
         # RsaKeyReader takes the first PEM block's bytes whatever its label: PKCS#8 (or PKCS#1) DER
         key = rsa.import_key(base64.b64decode(b"".join(block.group(2).split()), validate=True))
     except (ValueError, IndexError, TypeError, binascii.Error) as err:
-        raise LayoutError(f"{where}: not an RSA key in PKCS#8 or PKCS#1 ({err})") from err
+        raise KeyUnavailableError(f"{where}: not an RSA key in PKCS#8 or PKCS#1 ({err})") from err
     if not key.has_private():
-        raise LayoutError(f"{where}: a public key; the key ring needs each key pair's private key "
-                          "(encryption.key.pairs.<id>.private.key.file)")
+        raise KeyUnavailableError(f"{where}: a public key; the key ring needs each key pair's private key "
+                                  "(encryption.key.pairs.<id>.private.key.file)")
     with _LOCK:
         _PRIVATE_KEYS[cache_key] = key
     return key
 
 
-def unwrap_data_key(ring: KeyRing | None, encryption: tuple[str, bytes], manifest: str,
+def unwrap_data_key(keys: "RingKeys | KeyRing | None", encryption: tuple[str, bytes], manifest: str,
                     known: dict | None = None) -> DataKey:
     """The segment's :class:`DataKey` from its manifest's ``encryption`` (``(dataKey text, aad)``): unwrapped with
-    ``ring``'s private key, or found in ``known`` (``dataKey`` text -> :class:`DataKey`: a partition read again
-    on a worker, which has the keys of the copies planned and no key ring). Unwrapped keys are kept for the
-    process (by ring and text). Raises :class:`LayoutError` naming the manifest when no key pair given opens it."""
+    the key ring's private key (``keys``: a :class:`RingKeys`, or a :class:`KeyRing` looked at afresh), or found in
+    ``known`` (``dataKey`` text -> :class:`DataKey`: a partition read again on a worker, which has the keys of the
+    copies planned and no key ring). Unwrapped keys are kept for the process (by private key and text). Raises
+    :class:`KeyUnavailableError` naming the manifest when no key pair given opens it, :class:`LayoutError` for a
+    ``dataKey`` kafkaseg cannot parse."""
     wrapped, aad = encryption
     if known and wrapped in known:
         return known[wrapped]
@@ -160,26 +195,29 @@ def unwrap_data_key(ring: KeyRing | None, encryption: tuple[str, bytes], manifes
     if not sep or ":" in ciphertext or not key_id:
         raise LayoutError(f"{manifest}: the manifest's encryption.dataKey is not <key pair id>:<base64> (written "
                           "by a plugin build before 2023-07, which kafkaseg does not read)")
-    if ring is None:
-        raise LayoutError(f"{manifest}: the segment is stored encrypted by the remote storage plugin "
-                          f"(encryption.enabled, key pair {key_id!r}); give the broker's private key files with "
-                          f"the tieredKeyRing option (CLI: --tiered-key-ring), e.g. {key_id}=/path/to/private.pem")
-    cache_key = (ring, wrapped)
+    if keys is None:
+        raise KeyUnavailableError(f"{manifest}: the segment is stored encrypted by the remote storage plugin "
+                                  f"(encryption.enabled, key pair {key_id!r}); give the broker's private key files "
+                                  f"with the tieredKeyRing option (CLI: --tiered-key-ring), e.g. "
+                                  f"{key_id}=/path/to/private.pem")
+    if isinstance(keys, KeyRing):
+        keys = RingKeys(keys)
+    private = keys.private_key(key_id, manifest)
+    cache_key = (private.n, private.d, wrapped)  # the key itself: a key file replaced is unwrapped with again
     with _LOCK:
         key = _DATA_KEYS.get(cache_key)
         if key is not None:
             _DATA_KEYS.move_to_end(cache_key)
     if key is None:
-        private = _private_key(ring, key_id, manifest)
         oaep = _require("Crypto.Cipher.PKCS1_OAEP", "an encrypted copy", manifest)
         sha3 = _require("Crypto.Hash.SHA3_512", "an encrypted copy", manifest)
         try:
             raw = base64.b64decode(ciphertext, validate=True)
             key = oaep.new(private, hashAlgo=sha3).decrypt(raw)
         except (ValueError, TypeError, binascii.Error) as err:
-            raise LayoutError(f"{manifest}: its data key does not decrypt with key pair {key_id!r} "
-                              f"({_fs.redact(ring.path_of(key_id))}): not the key pair it was wrapped with, or a "
-                              f"damaged manifest ({err})") from err
+            raise KeyUnavailableError(f"{manifest}: its data key does not decrypt with key pair {key_id!r} "
+                                      f"({_fs.redact(keys.ring.path_of(key_id))}): not the key pair it was wrapped "
+                                      f"with, or a damaged manifest ({err})") from err
         if len(key) != DATA_KEY_SIZE:
             raise LayoutError(f"{manifest}: its data key is {len(key)} bytes, not {DATA_KEY_SIZE} (AES-256)")
         with _LOCK:
@@ -206,7 +244,8 @@ def decrypt_chunk(data_key: DataKey, stored: bytes, path: str, position: int, wh
     aead = _require("cryptography.hazmat.primitives.ciphers.aead", "an encrypted copy", path)
     exceptions = _require("cryptography.exceptions", "an encrypted copy", path)
     try:
-        return aead.AESGCM(data_key.key).decrypt(bytes(stored[:IV_SIZE]), bytes(stored[IV_SIZE:]), data_key.aad)
+        view = memoryview(stored)  # (a slice of a larger read: not copied)
+        return aead.AESGCM(data_key.key).decrypt(view[:IV_SIZE], view[IV_SIZE:], data_key.aad)
     except exceptions.InvalidTag as err:
         raise CorruptDataError(f"{what} does not decrypt: its authentication tag does not match (a damaged "
                                "object, or not the one the manifest was written with)", path=path,

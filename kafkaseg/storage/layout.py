@@ -36,8 +36,10 @@ from typing import Any, Callable, Iterable, Sequence
 
 import pyarrow.fs as pafs
 
-from kafkaseg.errors import CorruptCheckpointError, CorruptDataError, CrcMismatchError, KafkaSegError, LayoutError
+from kafkaseg.errors import (CorruptCheckpointError, CorruptDataError, CrcMismatchError, KafkaSegError,
+                             KeyUnavailableError, LayoutError)
 from kafkaseg.storage import checkpoints as ckpt
+from kafkaseg.storage import encryption
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage import tiered
 from kafkaseg.storage._index_file import index_location
@@ -462,6 +464,8 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
     """
     known_keys = {chunked.data_key.wrapped: chunked.data_key
                   for chunked in tiered.served_decompressed(filesystem).values() if chunked.data_key is not None}
+    if key_ring is not None and not isinstance(key_ring, encryption.RingKeys):
+        key_ring = encryption.RingKeys(key_ring)
     # listed and read as stored: a filesystem serving compressed copies decompressed (read again through a
     # partition's own) would list them at their decompressed sizes, which the manifests' chunk indexes do not add
     # up to
@@ -483,8 +487,20 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
                 unfinished.append(copy)
                 notes.append(f"ignored {_fs.basename(copy.log.path)}: no .rsm-manifest beside it (the plugin "
                              "uploads it last: an upload that did not finish)")
-        copies = _fs.map_files(lambda copy: tiered.read_aiven_manifest(copy, filesystem, key_ring, known_keys),
-                               complete, [filesystem])
+        def read_manifest(copy):
+            try:
+                return tiered.read_aiven_manifest(copy, filesystem, key_ring, known_keys)
+            except KeyUnavailableError as err:
+                if not known_keys:
+                    raise
+                # read again (a worker has the planned copies' keys and no key ring): a copy uploaded since,
+                # whose key it cannot have, is left out like an unfinished upload (a hole it leaves is an error)
+                notes.append(f"ignored {_fs.basename(copy.log.path)}: encrypted with a key not held here ({err})")
+                return None
+
+        read = _fs.map_files(read_manifest, complete, [filesystem])
+        unfinished.extend(copy for copy, done in zip(complete, read) if done is None)
+        copies = [done for done in read if done is not None]
 
         def epochs_of(copy):
             return copy.leader_epochs
@@ -876,6 +892,8 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
+    if key_ring is not None and not isinstance(key_ring, encryption.RingKeys):
+        key_ring = encryption.RingKeys(key_ring)  # each key file looked at once in this discovery
     found: dict = {}  # by _found_key
     left_out: dict = {}  # by _found_key: a folder reached twice (a dir given twice) once
     for given in paths:
