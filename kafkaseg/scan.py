@@ -799,6 +799,10 @@ class Scan:
 def open_scan(path: str | Sequence[str], **options: Any) -> Scan:
     """Plan a scan of ``path`` (log dir(s), topic-partition dir(s), ``.log`` file(s) or globs) with Spark-Kafka-style
     options (see README); iterate it for record batches, read ``.plan.report`` and ``.metrics`` for what it did."""
+    given = [path] if isinstance(path, (str, os.PathLike)) else path
+    if not isinstance(given, (list, tuple)) or not all(isinstance(p, (str, os.PathLike)) for p in given):
+        raise InvalidOptionError(f"the path to read must be a path (str or os.PathLike) or a list of them, got "
+                                 f"{path!r}")
     opts = ReadOptions.from_options(options)
     if opts.paths:  # an option named path or paths (in any case), beside the paths given
         raise InvalidOptionError(f"options 'path'/'paths' are for Spark's load(); give the paths to read as the first "

@@ -735,3 +735,10 @@ def test_timestamp_unit_ms_reads_kafka_milliseconds_spark_cannot_hold(tmp_path):
     assert kafkaseg.open_scan(str(tmp_path / "d"), timestampUnit="ms").schema == table.schema
     with pytest.raises(InvalidOptionError, match="timestampUnit"):
         read_options({"path": str(tmp_path / "d"), "timestampUnit": "ms"})
+
+
+@pytest.mark.parametrize("path", [123, None, [1, 2], b"/data"])
+def test_a_path_that_is_not_a_path_is_an_error_naming_it(path):
+    # not Python's "'int' object is not iterable", nor ints taken for the folders "1" and "2"
+    with pytest.raises(kafkaseg.errors.InvalidOptionError, match="must be a path .* or a list of them, got"):
+        kafkaseg.read_arrow(path)
