@@ -35,6 +35,12 @@ class SegmentDescription:
     max_timestamp: int | None
     mtime_ms: int
 
+    def as_dict(self) -> dict:
+        """camelCase, as the partition's own keys and every other --json output."""
+        return {"path": self.path, "baseOffset": self.base_offset, "sizeBytes": self.size,
+                "indexEntries": self.index_entries, "timeIndexEntries": self.time_index_entries,
+                "hasTxnIndex": self.has_txn_index, "maxTimestamp": self.max_timestamp, "mtimeMs": self.mtime_ms}
+
 
 @dataclass
 class PartitionDescription:
@@ -67,7 +73,7 @@ class PartitionDescription:
     def as_dict(self) -> dict:
         return {
             "topic": self.topic, "partition": self.partition, "path": self.path, "topicId": self.topic_id,
-            "segments": [s.__dict__ for s in self.segments], "sizeBytes": self.size,
+            "segments": [s.as_dict() for s in self.segments], "sizeBytes": self.size,
             "logStartOffset": self.log_start_offset, "logEndOffset": self.log_end_offset,
             "highWatermark": self.high_watermark, "lastStableOffset": self.last_stable_offset,
             "recoveryPoint": self.recovery_point, "firstTimestamp": self.first_timestamp,
