@@ -649,11 +649,12 @@ class _Partition:
             txnindex_path, txnindex_window = index_location(seg, "txnindex")
             # A tiered copy without one had no aborted transaction: RemoteLogManager.copyLogSegment hands the
             # plugin the segment's transaction index only if its file exists, and the broker creates it at the
-            # first abort.
-            if not txnindex_path and (seg.tiered is not None or self.transactions_evidence() is None):
+            # first abort. (Not so a copy whose .indexes object is gone: what it held is unknown.)
+            if not txnindex_path and ((seg.tiered is not None and not seg.indexes_lost)
+                                      or self.transactions_evidence() is None):
                 self._txn[i] = TransactionIndex(seg.base_offset)
                 return self._txn[i]
-            reason = "missing .txnindex file"
+            reason = "the copy's .indexes object is missing" if seg.indexes_lost else "missing .txnindex file"
             if txnindex_path:
                 try:
                     index = TransactionIndex.load(txnindex_path, seg.base_offset, self.fs, window=txnindex_window)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -799,9 +799,12 @@ class Scan:
 def open_scan(path: str | Sequence[str], **options: Any) -> Scan:
     """Plan a scan of ``path`` (log dir(s), topic-partition dir(s), ``.log`` file(s) or globs) with Spark-Kafka-style
     options (see README); iterate it for record batches, read ``.plan.report`` and ``.metrics`` for what it did."""
-    given = [path] if isinstance(path, (str, os.PathLike)) else path
-    if not isinstance(given, (list, tuple)) or not all(isinstance(p, (str, os.PathLike)) for p in given):
-        raise InvalidOptionError(f"the path to read must be a path (str or os.PathLike) or a list of them, got "
+    if isinstance(path, (str, os.PathLike)):
+        path = [path]
+    elif not isinstance(path, (bytes, bytearray)) and isinstance(path, Iterable):
+        path = list(path)  # a tuple, a numpy array, a generator, dict keys...
+    if not isinstance(path, list) or not all(isinstance(p, (str, os.PathLike)) for p in path):
+        raise InvalidOptionError(f"the path to read must be a path (str or os.PathLike) or several of them, got "
                                  f"{path!r}")
     opts = ReadOptions.from_options(options)
     if opts.paths:  # an option named path or paths (in any case), beside the paths given

@@ -330,6 +330,8 @@ def test_an_offset_out_of_range_resets_to_the_latest_and_an_unknown_topic_says_s
                                  "--offset", "0")  # named as given: --partition, not the assign option it becomes
     assert code != 0 and "no partition 9 of plain" in err and "its partitions there: 0" in err
     assert "'assign'" not in err
+    code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--include", "nomatch.*", "--from-beginning")
+    assert code == 0 and "no partition of a topic matching" in err  # a pattern matching nothing yet: no error
 
 
 def test_an_offset_between_the_high_watermark_and_the_log_end_waits_for_it(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -162,6 +163,16 @@ def test_locate_says_when_a_consumer_of_its_isolation_would_not_see_the_record(t
     assert visibility(committed, "read_committed") is None
     assert f"at or past the last stable offset {pm.last_stable_offset}" in visibility(past_lso, "read_committed")
     assert visibility(past_lso, "read_uncommitted") is None  # below the high watermark
+    marker = next(r for r in pm.records if r.is_control)
+    assert "a control record" in visibility(marker, "read_uncommitted")
+    # a .log file outside a <topic>-<partition> folder (partition -1): located, its visibility not asked of a read
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    shutil.copy(pm.segments[0].log_path, loose / "00000000000000000000.log")
+    code, lines, _ = run(["locate", "--data-dir", str(loose / "00000000000000000000.log"), "--topic", "loose",
+                          "--partition", "-1", "--offset", str(aborted.offset), "--isolation", "read_committed",
+                          "--json"], capsys)
+    assert code == 0 and json.loads("\n".join(lines))["location"]["recordOffset"] == aborted.offset
 
 
 def test_locate_prints_a_null_key_or_value_size_as_minus_one(tmp_path, capsys):

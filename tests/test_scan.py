@@ -740,5 +740,14 @@ def test_timestamp_unit_ms_reads_kafka_milliseconds_spark_cannot_hold(tmp_path):
 @pytest.mark.parametrize("path", [123, None, [1, 2], b"/data"])
 def test_a_path_that_is_not_a_path_is_an_error_naming_it(path):
     # not Python's "'int' object is not iterable", nor ints taken for the folders "1" and "2"
-    with pytest.raises(kafkaseg.errors.InvalidOptionError, match="must be a path .* or a list of them, got"):
+    with pytest.raises(kafkaseg.errors.InvalidOptionError, match="must be a path .* or several of them, got"):
         kafkaseg.read_arrow(path)
+
+
+def test_paths_come_in_any_iterable(sample):
+    import numpy as np
+
+    root = str(sample[0])
+    expected = kafkaseg.read_arrow([root]).num_rows
+    for given in (np.array([root]), (p for p in [root]), {root}, (root,)):
+        assert kafkaseg.read_arrow(given).num_rows == expected

@@ -611,12 +611,12 @@ def _report_missing(missing, err) -> None:
               "a lost segment file, or compaction not checkpointed yet)", file=err)
 
 
-def _partitions_on_disk(data_dirs) -> set[tuple[str, int]]:
+def _partitions_on_disk(data_dirs, key_ring=None) -> set[tuple[str, int]]:
     """The (topic, partition) pairs under ``data_dirs`` (for a message that names what is there)."""
     from kafkaseg.storage.layout import discover
 
     try:
-        return {(p.topic, p.partition) for p in discover(data_dirs)}
+        return {(p.topic, p.partition) for p in discover(data_dirs, key_ring=key_ring)}
     except KafkaSegError:
         return set()
 
@@ -693,7 +693,7 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
         except InvalidOptionError as exc:
             if args.partition is None or not str(exc).startswith("option 'assign'"):
                 raise
-            held = sorted(p for t, p in _partitions_on_disk(args.data_dir) if t == args.topic)
+            held = sorted(p for t, p in _partitions_on_disk(args.data_dir, args.tiered_key_ring) if t == args.topic)
             raise InvalidOptionError(f"no partition {args.partition} of {args.topic} under "
                                      f"{', '.join(map(redact, args.data_dir))} (its partitions there: "
                                      f"{', '.join(map(str, held)) or 'none'})") from exc
@@ -708,11 +708,11 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
             hint = ""
             if args.topic is not None and not args.follow:  # a misspelt name, likelier than a topic yet to come
                 close = difflib.get_close_matches(args.topic, sorted({t for t, _ in _partitions_on_disk(
-                    args.data_dir)}), n=1)
+                    args.data_dir, args.tiered_key_ring)}), n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
             print(f"kafkaseg consume: no partition of {what} under {', '.join(map(redact, args.data_dir))}"
                   + (" yet: waiting (--follow)" if args.follow else hint), file=err)
-            if not args.follow:
+            if not args.follow and args.topic is not None:  # (a pattern matching nothing yet is no error)
                 return 1
         elif args.offset is not None and args.offset.isdigit():
             position = _reset_out_of_range(planner, position, args, reset, err)

@@ -507,13 +507,13 @@ def _dump_index(path: str, options: DumpOptions, report: DumpReport, out, filesy
                 window: tuple[int, int] | None = None) -> None:
     """An ``.index`` (or, ``window``, the offset index in those bytes of a tiered copy's ``.indexes``)."""
     base = _base_offset(located)
-    if options.index_sanity_check and window is None:  # the broker's own check, which decides whether a restart rebuilds the index
+    if options.index_sanity_check:  # the broker's own check, which decides whether a restart rebuilds the index
         # Kafka counts entries as length / 8, a preallocated zero tail included: "is empty" only for no bytes
         entry = _fs.stat(located, filesystem)
-        if entry is not None and entry.size < 8:
+        if entry is not None and (window[1] if window else entry.size) < 8:
             _say(out, options, path, f"{path} is empty.", empty=True)
             return
-        broker_sanity_check(located, base, "offset", filesystem)
+        broker_sanity_check(located, base, "offset", filesystem, window=window)
         _say(out, options, path, f"{path} passed sanity check.", sanityCheck="passed")
         return
     index = _as_dumped(OffsetIndex.load(located, base, filesystem, window=window), (base, 0))
@@ -540,8 +540,8 @@ def _dump_time_index(path: str, options: DumpOptions, report: DumpReport, out, f
     offset index is at ``offset_window``)."""
     base = _base_offset(located)
     time_index = _as_dumped(TimeIndex.load(located, base, filesystem, window=window), (0, base))
-    if options.index_sanity_check and window is None:
-        broker_sanity_check(located, base, "time", filesystem)
+    if options.index_sanity_check:
+        broker_sanity_check(located, base, "time", filesystem, window=window)
         _say(out, options, path, f"{path} passed sanity check.", sanityCheck="passed")
         return
     if window is not None:

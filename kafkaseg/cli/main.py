@@ -535,6 +535,8 @@ def _visibility(pdir, lookup, location, args) -> str | None:
     asked of a read of that one offset, which applies the partition's aborted transactions as any read does)."""
     if not location.found or location.batch is None:
         return None
+    if location.batch.is_control:
+        return "a control record (a transaction marker or the like): consumers never receive it"
     offset = location.record_offset
     fetchable = lookup.last_fetchable_offset()
     if offset >= fetchable:
@@ -553,7 +555,13 @@ def _visibility(pdir, lookup, location, args) -> str | None:
                    "replicas": "all" if len(paths) == 1 else "highestHighWatermark"}
         if args.tiered_key_ring is not None:
             options["tieredKeyRing"] = ",".join(f"{k}={v}" for k, v in args.tiered_key_ring.files)
-        if kafkaseg.read_arrow(paths, **options).num_rows == 0:
+        if pdir.partition < 0:  # a .log file outside a <topic>-<partition> folder: a read cannot name it
+            return None
+        try:
+            visible = kafkaseg.read_arrow(paths, **options).num_rows > 0
+        except KafkaSegError as err:
+            return f"unknown for a read_committed consumer: a read of the offset failed ({err})"
+        if not visible:
             return (f"not visible to a read_committed consumer: producer {location.batch.producer_id}'s "
                     "transaction holding it was aborted")
     return None

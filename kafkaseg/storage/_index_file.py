@@ -321,23 +321,25 @@ class FixedEntryIndex:
         return f"{type(self).__name__}(base={self.base_offset}, entries={len(self)}, path={self.path!r}{extra})"
 
 
-def broker_sanity_check(path: str, base_offset: int, kind: str, filesystem: pafs.FileSystem | None = None) -> None:
+def broker_sanity_check(path: str, base_offset: int, kind: str, filesystem: pafs.FileSystem | None = None, *,
+                        window: tuple[int, int] | None = None) -> None:
     """The sanity check a broker runs when it opens an index (``OffsetIndex.sanityCheck`` /
     ``TimeIndex.sanityCheck`` in storage/internals/log), and nothing more: it decides whether a restart rebuilds
     the index. Kafka takes the file as it is (entries = length / entry size, a preallocated zero tail included, so
     a time index whose last slot is zeros fails: its timestamp 0 is below the first), and checks only the last
     entry against the first entry or the base offset and the length against the entry size. ``kind`` is
     ``"offset"`` (8-byte entries: relative offset, position) or ``"time"`` (12: timestamp, relative offset).
+    ``window``: the index is those bytes of the file (see :func:`index_location`).
     Raises :class:`CorruptIndexError` with Kafka's message; the stricter checks of ``check()`` are kafkaseg's."""
     import struct
 
     size = 8 if kind == "offset" else 12
     with RandomAccessReader(path, filesystem) as reader:
-        length = reader.size
+        start, length = window_of(reader, window)
         entries = length // size
         if entries:
-            last = reader.read_at((entries - 1) * size, size)
-            first = reader.read_at(0, size) if kind == "time" else b""
+            last = reader.read_at(start + (entries - 1) * size, size)
+            first = reader.read_at(start, size) if kind == "time" else b""
     if entries and kind == "offset":
         last_offset = base_offset + struct.unpack(">i", last[:4])[0]
         if last_offset < base_offset:

@@ -83,6 +83,17 @@ class DataKey:
     aad: bytes = field(repr=False)
 
 
+@dataclass(frozen=True)
+class UnavailableKey:
+    """In place of a :class:`DataKey`, for a copy found when a partition is read again where no key ring is (a
+    worker) and whose key the plan did not hold (uploaded since planning): reading it raises
+    :class:`KeyUnavailableError` saying ``why``, while the partition's other copies read on."""
+
+    key_id: str
+    wrapped: str = field(repr=False)
+    why: str
+
+
 _KEY_ID = re.compile(r"^[^\s=,:]+$")
 
 
@@ -235,9 +246,12 @@ def decode_aad(text, manifest: str) -> bytes:
         raise LayoutError(f"{manifest}: the manifest's encryption.aad {text!r} is not base64") from err
 
 
-def decrypt_chunk(data_key: DataKey, stored: bytes, path: str, position: int, what: str) -> bytes:
+def decrypt_chunk(data_key: "DataKey | UnavailableKey", stored: bytes, path: str, position: int, what: str) -> bytes:
     """One stored chunk (``iv | ciphertext | tag``) decrypted and authenticated. Raises :class:`CorruptDataError`
-    naming ``path`` and ``position`` (where the chunk is stored) when it does not authenticate."""
+    naming ``path`` and ``position`` (where the chunk is stored) when it does not authenticate, and
+    :class:`KeyUnavailableError` for an :class:`UnavailableKey`."""
+    if isinstance(data_key, UnavailableKey):
+        raise KeyUnavailableError(f"{path}: {what} cannot be decrypted here: {data_key.why}")
     if len(stored) < OVERHEAD:
         raise CorruptDataError(f"{what}: {len(stored)} bytes, fewer than an encrypted chunk's {OVERHEAD} (iv and "
                                "tag)", path=path, position=position)

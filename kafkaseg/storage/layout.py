@@ -36,8 +36,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import pyarrow.fs as pafs
 
-from kafkaseg.errors import (CorruptCheckpointError, CorruptDataError, CrcMismatchError, KafkaSegError,
-                             KeyUnavailableError, LayoutError)
+from kafkaseg.errors import CorruptCheckpointError, CorruptDataError, CrcMismatchError, KafkaSegError, LayoutError
 from kafkaseg.storage import checkpoints as ckpt
 from kafkaseg.storage import encryption
 from kafkaseg.storage import fs as _fs
@@ -97,6 +96,8 @@ class SegmentFiles:
     # the tiered-storage layout the segment is a copy in (see PartitionDir.tiered), None for a log dir's segment
     tiered: str | None = None
     remote_end: int | None = None  # a copy's last offset as its Aiven manifest records it (None: not recorded)
+    # a copy whose indexes object is missing (Aiven): its indexes, transactions included, are unknown, not absent
+    indexes_lost: bool = False
 
 
 def is_last_log_in_folder(path: str, filesystem=None) -> bool:
@@ -384,12 +385,13 @@ def _safe(read, path: str, filesystem, notes: list[str]):
 
 def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, log_dir: LogDir | None = None,
                        topic: str | None = None, partition: int | None = None,
-                       entries: Sequence[_fs.FileEntry] | None = None, key_ring=None) -> PartitionDir:
+                       entries: Sequence[_fs.FileEntry] | None = None, key_ring=None,
+                       again: bool = False) -> PartitionDir:
     """One topic-partition folder. Checkpoint values come from ``log_dir`` (or, when not given, from the parent
     folder's checkpoint files if it has any). Unreadable side files are noted in ``notes``, not raised. A listed
     segment file discovery must read (a ``.swap``) that is gone when read is not an error: the folder is listed
     again, up to :data:`REDISCOVERIES` times. A tiered-storage copy's partition folder is read by
-    :func:`read_tiered_partition` (``key_ring`` for its encrypted copies)."""
+    :func:`read_tiered_partition` (``key_ring`` for its encrypted copies; ``again``: read again, see there)."""
     if filesystem is None:
         filesystem, path = _fs.open_filesystem(path)
     if log_dir is None and entries is None and parse_topic_partition(_fs.basename(path)) is None:
@@ -397,7 +399,7 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
         listing = _fs.list_dir(path, _fs.base_store(filesystem))
         remote = tiered.tiered_partition_folders(path, filesystem, listing, partition_only=True)
         if remote is not None and len(remote) == 1 and remote[0].path == path:
-            return read_tiered_partition(remote[0], filesystem, entries=listing, key_ring=key_ring)
+            return read_tiered_partition(remote[0], filesystem, entries=listing, key_ring=key_ring, again=again)
         if _fs.base_store(filesystem) is filesystem:
             entries = listing
     if topic is None or partition is None:
@@ -448,7 +450,7 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
 
 def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, root: str | None = None,
                           entries: Sequence[_fs.FileEntry] | None = None, only: str | None = None,
-                          key_ring=None) -> PartitionDir:
+                          key_ring=None, again: bool = False) -> PartitionDir:
     """One remote partition folder of a tiered-storage copy (see :mod:`kafkaseg.storage.tiered`): its segment
     copies as segments, its topic id from the folder name, its leader epochs from the copies; no checkpoints.
 
@@ -460,10 +462,11 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
     (:func:`tiered.chunked_filesystem`). ``only``: the path of the one ``.log`` copy to take (a file given as a
     path; how to read one of two conflicting copies). ``key_ring``: the private keys of encrypted copies
     (:class:`kafkaseg.storage.encryption.KeyRing`); a partition read again through its own filesystem also
-    reuses the data keys that filesystem holds (a worker has no key ring).
+    reuses the data keys that filesystem holds (a worker has no key ring), and, ``again`` (a planned file gone),
+    keeps a copy whose key neither gives in the log, only reading it failing (an uploaded since planning).
     """
-    known_keys = {chunked.data_key.wrapped: chunked.data_key
-                  for chunked in tiered.served_decompressed(filesystem).values() if chunked.data_key is not None}
+    known_keys = {chunked.data_key.wrapped: chunked.data_key for chunked in
+                  tiered.served_decompressed(filesystem).values() if isinstance(chunked.data_key, encryption.DataKey)}
     if key_ring is not None and not isinstance(key_ring, encryption.RingKeys):
         key_ring = encryption.RingKeys(key_ring)
     # listed and read as stored: a filesystem serving compressed copies decompressed (read again through a
@@ -488,19 +491,14 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
                 notes.append(f"ignored {_fs.basename(copy.log.path)}: no .rsm-manifest beside it (the plugin "
                              "uploads it last: an upload that did not finish)")
         def read_manifest(copy):
-            try:
-                return tiered.read_aiven_manifest(copy, filesystem, key_ring, known_keys)
-            except KeyUnavailableError as err:
-                if not known_keys:
-                    raise
-                # read again (a worker has the planned copies' keys and no key ring): a copy uploaded since,
-                # whose key it cannot have, is left out like an unfinished upload (a hole it leaves is an error)
-                notes.append(f"ignored {_fs.basename(copy.log.path)}: encrypted with a key not held here ({err})")
-                return None
+            # read again through its own filesystem (a worker has the planned copies' keys and no key ring): a
+            # copy uploaded since, whose key it lacks, stays in the log, and only reading it fails, saying why
+            return tiered.read_aiven_manifest(copy, filesystem, key_ring, known_keys, unavailable_ok=again)
 
-        read = _fs.map_files(read_manifest, complete, [filesystem])
-        unfinished.extend(copy for copy, done in zip(complete, read) if done is None)
-        copies = [done for done in read if done is not None]
+        copies = _fs.map_files(read_manifest, complete, [filesystem])
+        notes.extend(f"{_fs.basename(c.log.path)}: encrypted with a key not held here (uploaded since planning?): "
+                     "reading it fails" for c in copies
+                     if c.chunked is not None and isinstance(c.chunked.data_key, encryption.UnavailableKey))
 
         def epochs_of(copy):
             return copy.leader_epochs
@@ -531,6 +529,9 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
 
     # segments (and indexes) stored compressed or encrypted are read through a filesystem that serves them as they
     # were on disk
+    lost = {c.log.path for c in kept if folder.layout == tiered.AIVEN and "indexes" not in c.files}
+    notes.extend(f"{_fs.basename(path)}: no .indexes object beside it (being deleted, or lost): its indexes, "
+                 "aborted transactions included, are rebuilt from its log" for path in sorted(lost))
     served = {c.log.path: c.chunked for c in kept if c.chunked}
     served.update((c.files["indexes"].path, c.indexes_chunked) for c in kept if c.indexes_chunked)
     filesystem = tiered.chunked_filesystem(filesystem, served)
@@ -538,7 +539,8 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
         base_offset=copy.base_offset, log_path=copy.log.path, log_size=copy.original_size,
         index_path=side(copy, "index"), timeindex_path=side(copy, "timeindex"),
         txnindex_path=side(copy, "txnindex"), mtime_ms=copy.log.mtime_ms or 0, filesystem=filesystem,
-        packed_indexes=packed(copy), tiered=folder.layout, remote_end=copy.end_offset) for copy in kept)
+        packed_indexes=packed(copy), tiered=folder.layout, remote_end=copy.end_offset,
+        indexes_lost=copy.log.path in lost) for copy in kept)
     epochs: tuple = ()
     if folder.layout == tiered.AIVEN:
         epochs = tuple(EpochEntry(epoch, start) for epoch, start in tiered.manifest_epochs(kept))
@@ -766,9 +768,10 @@ def relisted(partition_dir: PartitionDir, work):
                 raise
             try:
                 fresh = read_partition_dir(partition_dir.path, partition_dir.filesystem,
-                                           topic=partition_dir.topic, partition=partition_dir.partition)
+                                           topic=partition_dir.topic, partition=partition_dir.partition, again=True)
                 if partition_dir.remote_below is not None:  # extended below as before (with_remote_copies)
-                    remote = read_partition_dir(partition_dir.remote_below.path, partition_dir.filesystem)
+                    remote = read_partition_dir(partition_dir.remote_below.path, partition_dir.filesystem,
+                                                again=True)
                     fresh = with_remote_copies(fresh, remote)[0] or fresh
             except KafkaSegError:
                 fresh = None  # the folder itself went away (a deleted topic): the original error says what failed
@@ -1085,11 +1088,11 @@ def read_partition_again(path: str, filesystem, *, topic: str, partition: int,
     ``remote_path``, read again too, when it was (:func:`with_remote_copies`): what a read whose planned file is
     gone plans from. ``filesystem`` reaches both (they are in one store); encrypted copies open with ``key_ring``
     or the data keys ``filesystem`` already holds."""
-    pdir = read_partition_dir(path, filesystem, topic=topic, partition=partition)
+    pdir = read_partition_dir(path, filesystem, topic=topic, partition=partition, key_ring=key_ring, again=True)
     if remote_path is None:
         return pdir
     try:
-        remote = read_partition_dir(remote_path, filesystem, key_ring=key_ring)
+        remote = read_partition_dir(remote_path, filesystem, key_ring=key_ring, again=True)
     except KafkaSegError:
         return pdir  # the copies are gone: the log dir alone says what is lost
     return with_remote_copies(pdir, remote)[0] or pdir

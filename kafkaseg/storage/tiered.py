@@ -273,12 +273,13 @@ def _manifest_field(manifest: dict, path: str, *keys, kind=None):
     return value
 
 
-def read_aiven_manifest(segment: RemoteSegment, filesystem, key_ring=None, known_keys: dict | None = None
-                        ) -> RemoteSegment:
+def read_aiven_manifest(segment: RemoteSegment, filesystem, key_ring=None, known_keys: dict | None = None, *,
+                        unavailable_ok: bool = False) -> RemoteSegment:
     """``segment`` with what its ``.rsm-manifest`` says: its end offset, leader epochs, packed index ranges and,
     for a segment stored compressed or encrypted, where its chunks are (:func:`chunked_object`), with the segment's
-    data key (:func:`kafkaseg.storage.encryption.unwrap_data_key`: from ``key_ring``, or ``known_keys``).
-    Manifests are read once per process (:data:`_MANIFESTS`).
+    data key (:func:`kafkaseg.storage.encryption.unwrap_data_key`: from ``key_ring``, or ``known_keys``; with
+    ``unavailable_ok``, an :class:`~kafkaseg.storage.encryption.UnavailableKey` when neither has it, so that
+    only reading this copy fails). Manifests are read once per process (:data:`_MANIFESTS`).
 
     Raises :class:`LayoutError` naming the manifest when the segment is encrypted and no key given opens it, when
     the chunk index does not describe the object, or when the manifest is not one kafkaseg knows.
@@ -301,9 +302,17 @@ def read_aiven_manifest(segment: RemoteSegment, filesystem, key_ring=None, known
 
     end, epochs, packed, chunked, indexes_chunked, encryption = known
     if encryption is not None:
-        from kafkaseg.storage.encryption import unwrap_data_key
+        from kafkaseg.errors import KeyUnavailableError
+        from kafkaseg.storage.encryption import UnavailableKey, unwrap_data_key
 
-        data_key = unwrap_data_key(key_ring, encryption, entry.path, known_keys)
+        try:
+            data_key = unwrap_data_key(key_ring, encryption, entry.path, known_keys)
+        except KeyUnavailableError as err:
+            if not unavailable_ok:
+                raise
+            data_key = UnavailableKey(encryption[0].partition(":")[0], encryption[0],
+                                      f"its key was not among those the read was planned with, and no key ring is "
+                                      f"here (a copy uploaded since planning?): {err}")
         chunked = replace(chunked, data_key=data_key)
         if indexes_chunked is not None:
             indexes_chunked = replace(indexes_chunked, data_key=data_key)
