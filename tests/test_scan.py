@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 import kafkaseg
-from kafkaseg.errors import (CorruptBatchError, CrcMismatchError, DataLossError, InvalidOptionError,
+from kafkaseg.errors import (CorruptBatchError, CrcMismatchError, InvalidOptionError,
                              TruncatedDataError, UnsupportedMagicError)
 from kafkaseg.options import ReadOptions
 from kafkaseg.planning import plan_scan
