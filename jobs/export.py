@@ -162,18 +162,19 @@ def pinned_options(options: dict, ranges: Ranges) -> dict:
     return out
 
 
-def plan_ranges(paths: Sequence[str], options: dict):
+def plan_ranges(paths: Sequence[str], options: dict, listing=None):
     """``(ranges, plan report)``: every selected partition's ``[start, end)`` under ``options``, resolved once on
     the driver by the Spark-free planner (index files and checkpoints only; no record is read), and what planning
     found (topic ids, data loss skipped with ``failOnDataLoss=false``). ``(None, None)`` with ``replicas=all``,
-    where one topic-partition has several copies with different ranges and so cannot be pinned by one JSON."""
+    where one topic-partition has several copies with different ranges and so cannot be pinned by one JSON.
+    ``listing``: a discovery of ``paths`` to plan from (:func:`kafkaseg.planning.list_partitions`)."""
     from kafkaseg.options import ReadOptions
     from kafkaseg.planning import plan_scan
 
     opts = ReadOptions.from_options(options)
     if opts.replicas == "all":
         return None, None
-    report = plan_scan(list(paths), opts).report
+    report = plan_scan(None if listing is not None else list(paths), opts, listing=listing).report
     log_start = {(p.topic, p.partition): p.log_start_offset for p in report.partitions}
     ranges = {}
     for key, (start, end) in report.offsets().items():
@@ -212,13 +213,73 @@ def check_incarnations(recorded: dict, report, output: str) -> None:
             "another table, or replace this one with --mode overwrite")
 
 
-def next_topics(recorded: dict, report) -> dict:
+def next_topics(recorded: dict, report, marks: dict | None = None) -> dict:
     """The topic and cluster ids a run records: ``recorded`` with the topics this run read updated (cumulative,
-    as :func:`next_ends`)."""
-    out = {topic: dict(ids) for topic, ids in recorded.items()}
+    as :func:`next_ends`), and under ``"epochs"`` each partition's :data:`EpochMark` at the end this run read to
+    (``marks``: ``{(topic, partition): (epoch, end)}``; a partition the run did not read keeps its mark)."""
+    out = {topic: {k: (dict(v) if isinstance(v, dict) else v) for k, v in ids.items()}
+           for topic, ids in recorded.items()}
     for topic, ids in found_topics(report).items():
         out.setdefault(topic, {}).update(ids)
+    for (topic, partition), mark in sorted((marks or {}).items()):
+        epochs = out.setdefault(topic, {}).setdefault("epochs", {})
+        if mark is None:
+            epochs.pop(str(partition), None)  # (a legacy batch, or none: nothing to check the next run against)
+        else:
+            epochs[str(partition)] = [int(mark[0]), int(mark[1])]
     return out
+
+
+def epoch_marks(pdirs: dict, ends: dict) -> dict:
+    """``{(topic, partition): (epoch, end) | None}``: the leader epoch of the last batch below each end in
+    ``ends`` and where it ends (:meth:`kafkaseg.lookup.PartitionLookup.epoch_mark`; headers only), which the next
+    incremental run checks the log against (:func:`check_divergence`). ``pdirs``: the replicas read, by key."""
+    from kafkaseg.errors import KafkaSegError
+    from kafkaseg.lookup import PartitionLookup
+
+    out = {}
+    for key, end in ends.items():
+        pdir = pdirs.get(key)
+        if pdir is None or end <= 0:
+            continue
+        try:
+            with PartitionLookup(pdir) as lookup:
+                out[key] = lookup.epoch_mark(end)
+        except KafkaSegError:  # unreadable there: nothing recorded, as for a legacy batch
+            out[key] = None
+    return out
+
+
+def check_divergence(recorded: dict, pdirs: dict, ends: dict, fail_on_data_loss: bool) -> list[str]:
+    """Kafka's consumer validation of its position after a leader change (KIP-320), for an incremental run
+    resuming at the ends the table's runs read up to: the leader epoch of the last batch they read
+    (``recorded[topic]["epochs"]``) must not end below that batch's end in the log's ``leader-epoch-checkpoint``
+    now. Else the log was truncated there and written again (an unclean leader election, a replica restored from
+    an older copy): the table holds records the log replaced, and resuming at the recorded end would never export
+    their replacements. A :class:`~kafkaseg.errors.DataLossError` naming each, or with ``fail_on_data_loss``
+    False the lines warned about (the run resumes as before)."""
+    from kafkaseg.errors import DataLossError
+    from kafkaseg.streaming import divergence
+
+    found = []
+    for key in sorted(pdirs):
+        mark = recorded.get(key[0], {}).get("epochs", {}).get(str(key[1]))
+        if not mark or ends.get(key, 0) < mark[1]:
+            continue  # nothing recorded, or the table does not reach the mark (rows deleted since: read again)
+        diverged = divergence(pdirs[key].leader_epochs, (int(mark[0]), int(mark[1])))
+        if diverged is not None:
+            offset = diverged[0]
+            found.append(f"{key[0]}-{key[1]}: leader epoch {mark[0]} of the table's last batch (ending at offset "
+                         f"{mark[1] - 1}) is above every epoch in the log's leader-epoch-checkpoint (a log older "
+                         "than the table, or written again)" if offset is None else
+                         f"{key[0]}-{key[1]}: the log diverged from the table at offset {offset} (leader epoch "
+                         f"{mark[0]}, under which the table's last batch ending at offset {mark[1] - 1} was read, "
+                         f"ends at {offset} in the log): records the table holds were truncated and replaced (an "
+                         "unclean leader election), and their replacements are below where this run resumes")
+    if found and fail_on_data_loss:
+        raise DataLossError("; ".join(found) + " (failOnDataLoss=false resumes anyway, leaving the table with the "
+                            "replaced records; or export the partitions again with --mode overwrite)")
+    return found
 
 
 def incremental_ranges(ranges: Ranges, existing: dict, recorded: dict | None = None) -> Ranges:
@@ -572,8 +633,15 @@ def _parsed_topics(text: str, where: str) -> dict:
         data = json.loads(text)
         if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
             raise ValueError(f"not a {{topic: {{topicId, clusterId}}}} object: {text[:80]!r}")
-        return {str(topic): {k: str(v) for k, v in ids.items() if k in ("topicId", "clusterId") and v}
-                for topic, ids in data.items()}
+        out = {}
+        for topic, ids in data.items():
+            kept = {k: str(v) for k, v in ids.items() if k in ("topicId", "clusterId") and v}
+            epochs = ids.get("epochs")
+            if isinstance(epochs, dict):  # the leader epoch marks (next_topics); a malformed one is not kept
+                kept["epochs"] = {str(p): [int(m[0]), int(m[1])] for p, m in epochs.items()
+                                  if isinstance(m, list) and len(m) == 2 and all(type(v) is int for v in m)}
+            out[str(topic)] = kept
+        return out
     except ValueError as exc:
         print(f"warning: {where}: the recorded topic ids are unreadable ({exc}); a recreated topic cannot be told "
               "from the one exported before")
@@ -935,8 +1003,16 @@ def prepare(args: argparse.Namespace) -> dict:
             existing = existing_offsets(args.output, args.format, dataset)
             recorded, topics = recorded_state(args.output, args.format, table)
     # The write reads explicit offsets, resolved once here (an incremental run's from the table's): Spark may plan
-    # the read more than once, and on a live broker's dir the high watermark moves meanwhile.
-    ranges, report = plan_ranges(paths, args.options)
+    # the read more than once, and on a live broker's dir the high watermark moves meanwhile. One listing serves
+    # every plan of the run, and the replicas it reads give the leader epochs checked and recorded.
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.planning import list_partitions, select_partitions
+
+    read_options = ReadOptions.from_options(args.options)
+    listing = None if read_options.replicas == "all" else list_partitions(list(paths), read_options)
+    ranges, report = plan_ranges(paths, args.options, listing)
+    pdirs = {} if listing is None else {(p.topic, p.partition): p for p in select_partitions(
+        None, read_options, check_subscribed=False, listing=listing)}
     if args.mode in ("incremental", "append") and ranges is None:
         raise UsageError(f"--mode {args.mode} cannot be used with replicas=all (one partition, several ranges: "
                          "duplicates could not be told from copies)")
@@ -952,11 +1028,15 @@ def prepare(args: argparse.Namespace) -> dict:
         check_partition_values(selected, args.partition_by, "--partition-by ''")
     if report is not None and args.mode in ("incremental", "append"):
         check_incarnations(topics, report, args.output)
+    if args.mode == "incremental" and recorded:
+        for line in check_divergence(topics, pdirs, recorded, read_options.fail_on_data_loss):
+            print(f"warning: data loss (failOnDataLoss=false): {line}")
     if (existing or recorded) and ranges is not None:
         if args.mode == "incremental":
             # resolved again from the new starts: a start below the log start offset is data loss (or clamped)
             ranges, report = plan_ranges(paths, pinned_options(args.options,
-                                                               incremental_ranges(ranges, existing, recorded)))
+                                                               incremental_ranges(ranges, existing, recorded)),
+                                         listing)
         elif args.mode == "append" and (duplicated := overlaps(ranges, existing or {})):
             raise UsageError(f"--mode append would duplicate what {args.output} holds: {'; '.join(duplicated)} "
                              "(use --mode incremental to export only newer offsets, or --mode overwrite)")
@@ -970,8 +1050,10 @@ def prepare(args: argparse.Namespace) -> dict:
         options = pinned_options(args.options, ranges)
     # with replicas=all nothing can be recorded: an empty record, so a later run goes on from the table's offsets
     ends = {} if ranges is None else next_ends(recorded, ranges)
+    marks = {} if ranges is None else epoch_marks(pdirs, {key: end for key, (_, end) in ranges.items()})
     return {"paths": paths, "manifest": manifest, "existing": existing, "ranges": ranges, "options": options,
-            "ends": ends, "recorded": recorded, "topics": {} if report is None else next_topics(topics, report),
+            "ends": ends, "recorded": recorded,
+            "topics": {} if report is None else next_topics(topics, report, marks),
             "seen": seen, "read_at_ms": read_at_ms, "data_loss": data_loss}
 
 

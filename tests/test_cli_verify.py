@@ -97,6 +97,7 @@ def test_describe_matches_manifest(datadir, capsys):
         assert d["highWatermark"] == pm.high_watermark
         assert len(d["segments"]) == len(pm.segments)
         assert [s["baseOffset"] for s in d["segments"]] == [s.base_offset for s in pm.segments]  # camelCase too
+        assert d["logDir"] == str(datadir.path)
         assert d["maxTimestamp"] == max(r.timestamp for r in pm.records)
         assert d["magics"] == [2]
     assert described[("pay", 0)]["lastStableOffset"] == datadir.partition("pay").last_stable_offset

@@ -602,14 +602,14 @@ def test_incremental_resumes_from_the_recorded_end_past_a_transaction_marker(tmp
             export.parse_ends(bad)
 
 
-def _txn_table(output, fmt, offsets, ends=None, mode="error", topics=None):
-    """A table as the export writes it, holding ``txn-0`` rows at ``offsets`` (with ``ends`` recorded when given:
-    ``None`` stands for a table written by an older kafkaseg)."""
+def _txn_table(output, fmt, offsets, ends=None, mode="error", topics=None, topic="txn"):
+    """A table as the export writes it, holding ``<topic>-0`` (default ``txn-0``) rows at ``offsets`` (with
+    ``ends`` recorded when given: ``None`` stands for a table written by an older kafkaseg)."""
     import pyarrow.dataset as ds
 
     schema = export.export_schema(export._arrow_schema({}))
     n = len(offsets)
-    table = pa.table({"key": [b"k"] * n, "value": [b"v"] * n, "topic": ["txn"] * n, "partition": [0] * n,
+    table = pa.table({"key": [b"k"] * n, "value": [b"v"] * n, "topic": [topic] * n, "partition": [0] * n,
                       "offset": offsets, "timestamp": [dt.datetime(2023, 11, 14, tzinfo=dt.timezone.utc)] * n,
                       "timestampType": [0] * n, "date": [dt.date(2023, 11, 14)] * n}).cast(schema)
     if fmt == "delta":
@@ -654,6 +654,40 @@ def test_prepare_reads_the_recorded_ends_of_the_table(tmp_path, fmt):
     with pytest.raises(DataLossError, match=r"offsets \[10, 11\) are gone"):
         export.prepare(export.parse_args(["--data-dir", after, "--output", old, "--format", fmt,
                                           "--mode", "incremental"]))
+
+
+@pytest.mark.parametrize("fmt", ["delta", "parquet"])
+def test_incremental_export_refuses_a_log_truncated_and_rewritten_below_the_tables_end(tmp_path, fmt, capsys):
+    """KIP-320, as streams and compaction check it: the first run records the leader epoch of the last batch it
+    read (epoch 1, ending at 20). An unclean leader election truncated the log at 15 and wrote on under epoch 2
+    to 25: resuming at 20 would keep the replaced records 15..19 in the table and never export their
+    replacements. A clean election (epoch 1 up to 20, then 2) continues and records the new epoch."""
+    from kafkaseg.errors import DataLossError
+    from tests.compaction_data import write_epoch_log
+
+    def records(first, last, prefix):
+        return [(o, b"%s%d" % (prefix, o), b"v") for o in range(first, last)]
+
+    common = [(0, records(0, 10, b"a")), (1, records(10, 15, b"b"))]
+    write_epoch_log(tmp_path / "before", "t", common + [(1, records(15, 20, b"b"))])
+    write_epoch_log(tmp_path / "diverged", "t", common + [(2, records(15, 25, b"c"))])
+    write_epoch_log(tmp_path / "clean", "t", common + [(1, records(15, 20, b"b")), (2, records(20, 25, b"c"))])
+    output = str(tmp_path / "table")
+
+    def prepare(data, *options):
+        return export.prepare(export.parse_args(["--data-dir", str(tmp_path / data), "--output", output, "--format",
+                                                 fmt, "--mode", "incremental", *options]))
+
+    first = prepare("before")
+    assert first["ranges"] == {("t", 0): (0, 20)} and first["topics"]["t"]["epochs"] == {"0": [1, 20]}
+    _txn_table(output, fmt, list(range(20)), first["ends"], topics=first["topics"], topic="t")
+    with pytest.raises(DataLossError, match=r"t-0: the log diverged from the table at offset 15 \(leader epoch 1"):
+        prepare("diverged")
+    lenient = prepare("diverged", "--option", "failOnDataLoss=false")  # warned, and resumes as before
+    assert lenient["ranges"] == {("t", 0): (20, 25)} and "diverged from the table at offset 15" in capsys.readouterr().out
+    clean = prepare("clean")
+    assert clean["ranges"] == {("t", 0): (20, 25)} and clean["topics"]["t"]["epochs"] == {"0": [2, 25]}
+    assert clean["topics"]["t"]["topicId"] == first["topics"]["t"]["topicId"]  # ids kept beside the marks
 
 
 def test_recorded_ends_follow_the_delta_tables_history(tmp_path):

@@ -65,6 +65,7 @@ class PartitionDescription:
     leader_epoch: int | None = None
     notes: list[str] = field(default_factory=list)
     sampled: bool = True
+    log_dir: str | None = None  # the log dir (or tiered-storage root) it was found in, when found in one
 
     @property
     def name(self) -> str:
@@ -80,7 +81,7 @@ class PartitionDescription:
             "maxTimestamp": self.max_timestamp, "magics": sorted(self.magics), "codecs": sorted(self.codecs),
             "transactional": self.transactional, "producerSnapshots": self.producer_snapshots,
             "kraftSnapshots": self.kraft_snapshots, "leaderEpoch": self.leader_epoch, "notes": self.notes,
-            "sampled": self.sampled,
+            "sampled": self.sampled, "logDir": self.log_dir,
         }
 
 
@@ -94,7 +95,7 @@ def _note_header(desc: PartitionDescription, header) -> None:
 def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDescription:
     """Describe one partition (see the module doc)."""
     fs = pdir.filesystem
-    desc = PartitionDescription(pdir.topic, pdir.partition, pdir.path, pdir.topic_id,
+    desc = PartitionDescription(pdir.topic, pdir.partition, pdir.path, pdir.topic_id, log_dir=pdir.log_dir,
                                 high_watermark=pdir.high_watermark, recovery_point=pdir.recovery_point,
                                 log_start_offset=pdir.log_start_offset, producer_snapshots=len(pdir.snapshot_paths),
                                 kraft_snapshots=len(pdir.kraft_snapshot_paths), sampled=not full,

@@ -220,7 +220,7 @@ def _cmd_describe(args) -> int:
         table.add_column(column, justify="left" if column in ("topic", "log dir", "codecs", "first time",
                                                               "max time") else "right")
     for d in descriptions:
-        table.add_row(d.topic, str(d.partition), *((_fs.redact(_fs.parent(d.path)),) if where else ()),
+        table.add_row(d.topic, str(d.partition), *((_fs.redact(d.log_dir or _fs.parent(d.path)),) if where else ()),
                       str(len(d.segments)), str(d.size), _cell(d.log_start_offset),
                       _cell(d.log_end_offset), _cell(d.high_watermark), _cell(d.last_stable_offset),
                       _ms_text(d.first_timestamp), _ms_text(d.max_timestamp),
