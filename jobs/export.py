@@ -944,6 +944,9 @@ def run_in_session(app_name: str, work) -> None:
 
     builder = SparkSession.builder.appName(app_name)
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # plain `python jobs/<job>.py`, not spark-submit
+        # Spark's Python workers run PYSPARK_PYTHON, else the `python3` on PATH, which may lack kafkaseg and
+        # pyarrow (spark-submit.sh sets it): this interpreter has them
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = (builder.master("local[*]").config("spark.sql.python.filterPushdown.enabled", "true")
                    .config("spark.sql.session.timeZone", "UTC"))
     spark = builder.getOrCreate()

@@ -41,6 +41,10 @@ _LAZY = {"read_arrow": "kafkaseg.scan", "iter_batches": "kafkaseg.scan", "open_s
 
 
 def __getattr__(name):  # keep `import kafkaseg` cheap on Spark workers: load the scan stack on first use
+    if name in ("spark", "testing"):  # subpackages (kafkaseg.spark imports pyspark): on first use too
+        import importlib
+
+        return importlib.import_module(f"kafkaseg.{name}")
     if name in _LAZY:
         import importlib
 

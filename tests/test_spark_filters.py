@@ -129,6 +129,12 @@ def test_schema_options_and_user_schema():
         source.reader(spark_schema())
     with pytest.raises(InvalidOptionError, match="subscribePatern"):
         KafkaSegDataSource({"path": "/x", "subscribePatern": "a.*"}).schema()
+    # wrong for either kind of read: said once, not "as a batch read: X; as a streaming read: X"
+    with pytest.raises(InvalidOptionError) as raised:
+        KafkaSegDataSource({"path": "/x", "includeHeaders": "yes"}).schema()
+    assert "includeHeaders" in str(raised.value) and "streaming read" not in str(raised.value)
+    with pytest.raises(InvalidOptionError, match="as a batch read .* as a streaming read"):  # each its own
+        KafkaSegDataSource({"path": "/x", "startingOffsets": "latest", "endingOffsets": "earliest"}).schema()
     assert read_options({"path": "/a, /b"}).paths == ("/a", "/b")
     assert read_options({"paths": '["/a,b"]'}).paths == ("/a,b",)
 

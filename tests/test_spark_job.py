@@ -927,3 +927,43 @@ def test_incremental_export_of_a_transactional_partition_after_retention(spark, 
                                                   "incremental"]))
     assert result["records"] == 0 and result["skipped"]["missing_offsets"] == []
     assert export.recorded_ends(output, "delta") == {("txn", 0): 22} and DeltaTable(output).version() == 1
+
+
+def test_a_job_run_with_plain_python_gives_spark_workers_this_interpreter(monkeypatch):
+    """Without spark-submit (no PYSPARK_GATEWAY_PORT) Spark's workers would start the `python3` on PATH, which
+    may lack kafkaseg and pyarrow: the job sets PYSPARK_PYTHON to its own interpreter unless it is set."""
+    import sys
+
+    import pyspark.sql
+
+    seen = {}
+
+    class Builder:
+        def __getattr__(self, name):
+            return lambda *args, **kwargs: self
+
+        def getOrCreate(self):
+            import os
+
+            seen["python"] = os.environ.get("PYSPARK_PYTHON")
+            raise RuntimeError("no session in this test")
+
+    monkeypatch.setattr(pyspark.sql.SparkSession, "builder", Builder())
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    with pytest.raises(RuntimeError, match="no session"):
+        export.run_in_session("t", lambda spark: None)
+    assert seen["python"] == sys.executable
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/python")  # set by the user: kept
+    with pytest.raises(RuntimeError):
+        export.run_in_session("t", lambda spark: None)
+    assert seen["python"] == "/opt/python"
+
+
+def test_kafkaseg_spark_is_reachable_after_a_plain_import():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "import kafkaseg; print(kafkaseg.spark.last_plan_report.__name__)"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "last_plan_report", done.stderr

@@ -124,6 +124,8 @@ class KafkaSegDataSource(DataSource):
             try:
                 options = read_options(self.options, stream=True)
             except InvalidOptionError as stream_error:
+                if str(stream_error) == str(batch_error):  # wrong for either kind of read: said once
+                    raise batch_error from None
                 raise InvalidOptionError(f"as a batch read (spark.read): {batch_error}; as a streaming read "
                                          f"(spark.readStream): {stream_error}") from None
         return spark_schema(options.include_headers, options.include_metadata, options.columns)
