@@ -223,9 +223,10 @@ def next_topics(recorded: dict, report, marks: dict | None = None) -> dict:
         out.setdefault(topic, {}).update(ids)
     for (topic, partition), mark in sorted((marks or {}).items()):
         epochs = out.setdefault(topic, {}).setdefault("epochs", {})
-        if mark is None:
-            epochs.pop(str(partition), None)  # (a legacy batch, or none: nothing to check the next run against)
-        else:
+        kept = epochs.get(str(partition))
+        # a mark further on wins (an append of older offsets, a backfill, must not lower it); none found (a legacy
+        # batch, an unreadable one) keeps the one before, still a true check of the position it was taken at
+        if mark is not None and (not kept or mark[1] >= kept[1]):
             epochs[str(partition)] = [int(mark[0]), int(mark[1])]
     return out
 
@@ -1031,9 +1032,9 @@ def prepare(args: argparse.Namespace) -> dict:
         check_partition_values(selected, args.partition_by, "--partition-by ''")
     if report is not None and args.mode in ("incremental", "append"):
         check_incarnations(topics, report, args.output)
-    if args.mode == "incremental" and recorded:
-        for line in check_divergence(topics, pdirs, recorded, read_options.fail_on_data_loss):
-            print(f"warning: data loss (failOnDataLoss=false): {line}")
+    diverged = []
+    if args.mode in ("incremental", "append") and recorded:  # (an append after a divergence would hide it)
+        diverged = check_divergence(topics, pdirs, recorded, read_options.fail_on_data_loss)
     if (existing or recorded) and ranges is not None:
         if args.mode == "incremental":
             # resolved again from the new starts: a start below the log start offset is data loss (or clamped)
@@ -1043,7 +1044,7 @@ def prepare(args: argparse.Namespace) -> dict:
         elif args.mode == "append" and (duplicated := overlaps(ranges, existing or {})):
             raise UsageError(f"--mode append would duplicate what {args.output} holds: {'; '.join(duplicated)} "
                              "(use --mode incremental to export only newer offsets, or --mode overwrite)")
-    data_loss = list(report.data_loss) if report is not None else []
+    data_loss = diverged + (list(report.data_loss) if report is not None else [])
     for line in data_loss:  # failOnDataLoss=false: the read starts past records that are gone
         print(f"warning: data loss (failOnDataLoss=false): {line}")
     if ranges is None:

@@ -44,7 +44,10 @@ def __getattr__(name):  # keep `import kafkaseg` cheap on Spark workers: load th
     if name in ("spark", "testing"):  # subpackages (kafkaseg.spark imports pyspark): on first use too
         import importlib
 
-        return importlib.import_module(f"kafkaseg.{name}")
+        try:
+            return importlib.import_module(f"kafkaseg.{name}")
+        except ImportError as err:  # (pyspark is optional: hasattr(kafkaseg, "spark") is then False)
+            raise AttributeError(f"module 'kafkaseg' has no attribute {name!r} ({err})") from err
     if name in _LAZY:
         import importlib
 

@@ -624,9 +624,12 @@ class _Partition:
         return self._txn_evidence or None
 
     def _find_transactions_evidence(self) -> str | None:
-        with_index = [s for s in self.segments if s.txnindex_path]
+        with_index = [s for s in self.segments if index_location(s, "txnindex")[0]]
         if with_index:
             return f"{len(with_index)} of its segments have a .txnindex"
+        lost = [s for s in self.segments if s.indexes_lost]
+        if lost:  # (its producers' snapshot may have expired them long since: no proof either way)
+            return f"{len(lost)} of its tiered copies had a transaction index in an .indexes object now missing"
         if not self.pdir.snapshot_paths:
             return "it has no producer snapshot to show it never saw a transaction"
         for path in self.pdir.snapshot_paths:

@@ -688,6 +688,20 @@ def test_incremental_export_refuses_a_log_truncated_and_rewritten_below_the_tabl
     clean = prepare("clean")
     assert clean["ranges"] == {("t", 0): (20, 25)} and clean["topics"]["t"]["epochs"] == {"0": [2, 25]}
     assert clean["topics"]["t"]["topicId"] == first["topics"]["t"]["topicId"]  # ids kept beside the marks
+    # an append of older offsets (a backfill) keeps the mark further on; none found keeps the one before
+    from types import SimpleNamespace
+
+    recorded = {"t": {"topicId": "x", "epochs": {"0": [1, 20]}}}
+    assert export.next_topics(recorded, SimpleNamespace(partitions=[]), {("t", 0): (0, 10)})["t"]["epochs"] == {
+        "0": [1, 20]}
+    assert export.next_topics(recorded, SimpleNamespace(partitions=[]), {("t", 0): None})["t"]["epochs"] == {
+        "0": [1, 20]}
+    assert export.next_topics(recorded, SimpleNamespace(partitions=[]), {("t", 0): (2, 30)})["t"]["epochs"] == {
+        "0": [2, 30]}
+    # and an append checks the log too: after a divergence it would stamp a new mark and hide it
+    with pytest.raises(DataLossError, match="diverged from the table at offset 15"):
+        export.prepare(export.parse_args(["--data-dir", str(tmp_path / "diverged"), "--output", output, "--format",
+                                          fmt, "--mode", "append", "--option", 'endingOffsets={"t":{"0":10}}']))
 
 
 def test_recorded_ends_follow_the_delta_tables_history(tmp_path):
@@ -967,3 +981,8 @@ def test_kafkaseg_spark_is_reachable_after_a_plain_import():
     done = subprocess.run([sys.executable, "-c", "import kafkaseg; print(kafkaseg.spark.last_plan_report.__name__)"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "last_plan_report", done.stderr
+    # without PySpark (optional): an AttributeError, so hasattr() says False rather than raising
+    done = subprocess.run([sys.executable, "-c", "import sys; sys.modules['pyspark'] = None; import kafkaseg; "
+                           "print(hasattr(kafkaseg, 'spark'), getattr(kafkaseg, 'spark', None))"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "False None", done.stderr

@@ -262,7 +262,7 @@ def test_a_log_dir_with_encrypted_copies_below_is_one_log_and_a_deleted_segment_
         # the read fails saying so (not a data loss, nor the copies below it given up)
         for path in folder.glob(f"{bases[5]:020d}.*"):
             path.unlink()
-        with pytest.raises(KeyUnavailableError, match="cannot be decrypted here: its key was not among those"):
+        with pytest.raises(KeyUnavailableError, match="cannot be decrypted here: neither the keys the read was"):
             scan.to_table()
     finally:
         moved.rename(key_pair.private)
@@ -388,3 +388,72 @@ def test_dump_of_a_plain_indexes_object_has_every_index_including_aborted_transa
     # and encrypted: the same lines, with the key ring
     (encrypted,) = (encrypted_copies / "encrypted").rglob(packed.name)
     assert _dumped(capsys, [encrypted], "--tiered-key-ring", key_pair.ring_option)[1] == lines
+
+
+def test_a_copy_below_a_log_dir_without_its_indexes_object_has_its_aborts_derived(tmp_path):
+    # read with its log dir, whose producer snapshot no longer lists the transactional producers (expired) and
+    # whose segments have no .txnindex: the copies' packed transaction indexes, and the lost one's manifest, are
+    # the evidence that aborts exist, so the lost copy's are derived from its log (review round 3)
+    from kafkaseg.testing.partition import ProducerEntry, encode_producer_snapshot
+
+    write_data_dir(tmp_path / "data", [TopicSpec("z", records_per_partition=3000, records_per_batch=20,
+                                                 segment_bytes=48 * 1024, index_interval_bytes=2048,
+                                                 transactional=True, abort_ratio=0.3)])
+    folder = tmp_path / "data" / "z-0"
+    copy_to_tiered(folder, tmp_path / "remote", layout="aiven")
+    bases = sorted(int(p.name[:-4]) for p in folder.glob("*.log"))
+    committed = {"kafka.isolation.level": "read_committed", "endingOffsets": '{"z":{"0":%d}}' % bases[3]}
+    expected = kafkaseg.read_arrow(str(tmp_path / "remote"), **committed)
+    for base in bases[:3]:
+        for path in folder.glob(f"{base:020d}.*"):
+            path.unlink()
+    for path in folder.glob("*.txnindex"):
+        path.unlink()
+    for path in folder.glob("*.snapshot"):
+        path.write_bytes(encode_producer_snapshot([ProducerEntry(producer_id=999, producer_epoch=0, last_sequence=5,
+                                                                 last_offset=bases[3] + 5)]))
+    (tmp_path / "data" / "log-start-offset-checkpoint").write_text("0\n1\nz 0 0\n")
+    (lost,) = (tmp_path / "remote").rglob(f"{bases[1]:020d}-*.indexes")
+    lost.unlink()
+    scan = kafkaseg.open_scan([str(tmp_path / "data"), str(tmp_path / "remote")], **committed)
+    assert scan.to_table().equals(expected) and expected.num_rows < bases[3]
+    assert any("the copy's .indexes object is missing" in why for _, why in scan.plan.report.indexes_rebuilt)
+
+
+def test_planning_from_a_listing_the_broker_moved_past_opens_new_encrypted_copies_with_the_key_ring(
+        tmp_path, key_pair):
+    # the listing is stale (copies uploaded, local segments deleted since): planning lists the partition again,
+    # with the key ring it was read with, not as a worker without one (review round 3)
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.planning import list_partitions, plan_scan
+
+    write_data_dir(tmp_path / "data", [TopicSpec("orders", records_per_partition=4000, records_per_batch=20,
+                                                 segment_bytes=24 * 1024, index_interval_bytes=2048)])
+    folder = tmp_path / "data" / "orders-0"
+    copy_to_tiered(folder, tmp_path / "staged", layout="aiven", encryptor=aiven_encryptor(key_pair))
+    (staged,) = (tmp_path / "staged").glob("*/0")
+    bucket = tmp_path / "remote" / staged.parent.name / "0"
+    bucket.mkdir(parents=True)
+    bases = sorted(int(p.name[:-4]) for p in folder.glob("*.log"))
+
+    def upload(base):
+        for path in staged.glob(f"{base:020d}-*"):
+            shutil.copy(path, bucket / path.name)
+
+    for base in bases[:5]:
+        upload(base)
+    for base in bases[:4]:
+        for path in folder.glob(f"{base:020d}.*"):
+            path.unlink()
+    (tmp_path / "data" / "log-start-offset-checkpoint").write_text(f"0\n1\norders 0 {bases[0]}\n")
+    paths = [str(tmp_path / "data"), str(tmp_path / "remote")]
+    options = ReadOptions.from_options({"tieredKeyRing": key_pair.ring_option, "startingOffsets": '{"orders":{"0":%d}}'
+                                        % bases[5], "endingOffsets": '{"orders":{"0":%d}}' % (bases[5] + 100)})
+    listing = list_partitions(paths, options)
+    upload(bases[5])
+    upload(bases[6])
+    for base in bases[4:6]:
+        for path in folder.glob(f"{base:020d}.*"):
+            path.unlink()
+    plan = plan_scan(None, options, listing=listing)
+    assert plan.report.offsets() == {("orders", 0): (bases[5], bases[5] + 100)}

@@ -160,6 +160,9 @@ class PartitionDir:
     # A log dir's partition whose first segments are a tiered-storage copy's (see with_remote_copies): that copy,
     # as found, so a fresh listing of the log dir's folder can be extended the same way.
     remote_below: "PartitionDir | None" = field(default=None, compare=False, repr=False)
+    # The key ring a tiered-storage copy's partition was read with (the key files' paths only, a KeyRing), so a
+    # partition listed again where it was planned opens new encrypted copies alike.
+    key_ring: Any = field(default=None, compare=False, repr=False)
 
     @property
     def log_start_offset(self) -> int | None:
@@ -529,9 +532,14 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
 
     # segments (and indexes) stored compressed or encrypted are read through a filesystem that serves them as they
     # were on disk
-    lost = {c.log.path for c in kept if folder.layout == tiered.AIVEN and "indexes" not in c.files}
-    notes.extend(f"{_fs.basename(path)}: no .indexes object beside it (being deleted, or lost): its indexes, "
-                 "aborted transactions included, are rebuilt from its log" for path in sorted(lost))
+    # an Aiven copy without its .indexes object (being deleted, or lost): its offset and time indexes are rebuilt
+    # from its log, and its aborted transactions derived there when its manifest lists a transaction index
+    missing = [c for c in kept if folder.layout == tiered.AIVEN and "indexes" not in c.files]
+    lost = {c.log.path for c in missing if any(kind == "transaction" for kind, _, _ in c.packed_indexes)}
+    notes.extend(f"{_fs.basename(c.log.path)}: no .indexes object beside it (being deleted, or lost): its indexes "
+                 "are rebuilt from its log" + (", its aborted transactions derived from the log (its manifest lists "
+                                               "a transaction index)" if c.log.path in lost else "")
+                 for c in missing)
     served = {c.log.path: c.chunked for c in kept if c.chunked}
     served.update((c.files["indexes"].path, c.indexes_chunked) for c in kept if c.indexes_chunked)
     filesystem = tiered.chunked_filesystem(filesystem, served)
@@ -548,7 +556,8 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
         epochs = epochs_of(kept[-1]) or ()
     return PartitionDir(topic=folder.topic, partition=folder.partition, path=folder.path,
                         log_dir=root, segments=segments, topic_id=folder.topic_id, leader_epochs=tuple(epochs),
-                        notes=tuple(notes), filesystem=filesystem, tiered=folder.layout)
+                        notes=tuple(notes), filesystem=filesystem, tiered=folder.layout,
+                        key_ring=key_ring.ring if isinstance(key_ring, encryption.RingKeys) else key_ring)
 
 
 _CHECKPOINT_FILES = {
@@ -768,10 +777,11 @@ def relisted(partition_dir: PartitionDir, work):
                 raise
             try:
                 fresh = read_partition_dir(partition_dir.path, partition_dir.filesystem,
-                                           topic=partition_dir.topic, partition=partition_dir.partition, again=True)
+                                           topic=partition_dir.topic, partition=partition_dir.partition,
+                                           key_ring=partition_dir.key_ring, again=True)
                 if partition_dir.remote_below is not None:  # extended below as before (with_remote_copies)
                     remote = read_partition_dir(partition_dir.remote_below.path, partition_dir.filesystem,
-                                                again=True)
+                                                key_ring=partition_dir.remote_below.key_ring, again=True)
                     fresh = with_remote_copies(fresh, remote)[0] or fresh
             except KafkaSegError:
                 fresh = None  # the folder itself went away (a deleted topic): the original error says what failed

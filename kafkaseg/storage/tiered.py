@@ -311,8 +311,8 @@ def read_aiven_manifest(segment: RemoteSegment, filesystem, key_ring=None, known
             if not unavailable_ok:
                 raise
             data_key = UnavailableKey(encryption[0].partition(":")[0], encryption[0],
-                                      f"its key was not among those the read was planned with, and no key ring is "
-                                      f"here (a copy uploaded since planning?): {err}")
+                                      "neither the keys the read was planned with nor a key ring here open it (a "
+                                      f"copy uploaded since planning?): {err}")
         chunked = replace(chunked, data_key=data_key)
         if indexes_chunked is not None:
             indexes_chunked = replace(indexes_chunked, data_key=data_key)
@@ -398,8 +398,8 @@ def _encrypted_indexes(packed: list, path: str, indexes: _fs.FileEntry | None) -
         if size:
             stored.append(position + size)
             original.append(original[-1] + size - OVERHEAD)
-    if indexes is None:  # (as for a copy stored as it was: its indexes are rebuilt from the log)
-        return [], None
+    if indexes is None:  # (as for a copy stored as it was: its indexes are rebuilt from the log; which ones it had
+        return plain, None  # is kept, see SegmentFiles.indexes_lost)
     if indexes.size != stored[-1]:
         raise LayoutError(f"{path}: the manifest's encrypted indexes take {stored[-1]} bytes; "
                           f"{_fs.basename(indexes.path)} holds {indexes.size} bytes")
