@@ -213,10 +213,13 @@ def check_incarnations(recorded: dict, report, output: str) -> None:
             "another table, or replace this one with --mode overwrite")
 
 
-def next_topics(recorded: dict, report, marks: dict | None = None) -> dict:
+def next_topics(recorded: dict, report, marks: dict | None = None, diverged: Iterable = ()) -> dict:
     """The topic and cluster ids a run records: ``recorded`` with the topics this run read updated (cumulative,
     as :func:`next_ends`), and under ``"epochs"`` each partition's :data:`EpochMark` at the end this run read to
-    (``marks``: ``{(topic, partition): (epoch, end)}``; a partition the run did not read keeps its mark)."""
+    (``marks``: ``{(topic, partition): (epoch, end)}``; a partition the run did not read keeps its mark, and so
+    does one whose mark would go back, unless it is in ``diverged``: a divergence this run reported and went on
+    past, which the new mark, of the log as it is now, replaces)."""
+    diverged = set(diverged)
     out = {topic: {k: (dict(v) if isinstance(v, dict) else v) for k, v in ids.items()}
            for topic, ids in recorded.items()}
     for topic, ids in found_topics(report).items():
@@ -226,7 +229,7 @@ def next_topics(recorded: dict, report, marks: dict | None = None) -> dict:
         kept = epochs.get(str(partition))
         # a mark further on wins (an append of older offsets, a backfill, must not lower it); none found (a legacy
         # batch, an unreadable one) keeps the one before, still a true check of the position it was taken at
-        if mark is not None and (not kept or mark[1] >= kept[1]):
+        if mark is not None and (not kept or mark[1] >= kept[1] or (topic, partition) in diverged):
             epochs[str(partition)] = [int(mark[0]), int(mark[1])]
     return out
 
@@ -251,18 +254,18 @@ def epoch_marks(pdirs: dict, ends: dict) -> dict:
     return out
 
 
-def check_divergence(recorded: dict, pdirs: dict, ends: dict, fail_on_data_loss: bool) -> list[str]:
+def check_divergence(recorded: dict, pdirs: dict, ends: dict, fail_on_data_loss: bool) -> dict:
     """Kafka's consumer validation of its position after a leader change (KIP-320), for an incremental run
     resuming at the ends the table's runs read up to: the leader epoch of the last batch they read
     (``recorded[topic]["epochs"]``) must not end below that batch's end in the log's ``leader-epoch-checkpoint``
     now. Else the log was truncated there and written again (an unclean leader election, a replica restored from
     an older copy): the table holds records the log replaced, and resuming at the recorded end would never export
     their replacements. A :class:`~kafkaseg.errors.DataLossError` naming each, or with ``fail_on_data_loss``
-    False the lines warned about (the run resumes as before)."""
+    False ``{(topic, partition): line}`` to warn about (the run resumes as before)."""
     from kafkaseg.errors import DataLossError
     from kafkaseg.streaming import divergence
 
-    found = []
+    found = {}
     for key in sorted(pdirs):
         mark = recorded.get(key[0], {}).get("epochs", {}).get(str(key[1]))
         if not mark or ends.get(key, 0) < mark[1]:
@@ -270,16 +273,16 @@ def check_divergence(recorded: dict, pdirs: dict, ends: dict, fail_on_data_loss:
         diverged = divergence(pdirs[key].leader_epochs, (int(mark[0]), int(mark[1])))
         if diverged is not None:
             offset = diverged[0]
-            found.append(f"{key[0]}-{key[1]}: leader epoch {mark[0]} of the table's last batch (ending at offset "
-                         f"{mark[1] - 1}) is above every epoch in the log's leader-epoch-checkpoint (a log older "
-                         "than the table, or written again)" if offset is None else
-                         f"{key[0]}-{key[1]}: the log diverged from the table at offset {offset} (leader epoch "
-                         f"{mark[0]}, under which the table's last batch ending at offset {mark[1] - 1} was read, "
-                         f"ends at {offset} in the log): records the table holds were truncated and replaced (an "
-                         "unclean leader election), and their replacements are below where this run resumes")
+            found[key] = (f"{key[0]}-{key[1]}: leader epoch {mark[0]} of the table's last batch (ending at offset "
+                          f"{mark[1] - 1}) is above every epoch in the log's leader-epoch-checkpoint (a log older "
+                          "than the table, or written again)" if offset is None else
+                          f"{key[0]}-{key[1]}: the log diverged from the table at offset {offset} (leader epoch "
+                          f"{mark[0]}, under which the table's last batch ending at offset {mark[1] - 1} was read, "
+                          f"ends at {offset} in the log): records the table holds were truncated and replaced (an "
+                          "unclean leader election), and their replacements are below where this run resumes")
     if found and fail_on_data_loss:
-        raise DataLossError("; ".join(found) + " (failOnDataLoss=false resumes anyway, leaving the table with the "
-                            "replaced records; or export the partitions again with --mode overwrite)")
+        raise DataLossError("; ".join(found.values()) + " (failOnDataLoss=false resumes anyway, leaving the table "
+                            "with the replaced records; or export the partitions again with --mode overwrite)")
     return found
 
 
@@ -1032,7 +1035,7 @@ def prepare(args: argparse.Namespace) -> dict:
         check_partition_values(selected, args.partition_by, "--partition-by ''")
     if report is not None and args.mode in ("incremental", "append"):
         check_incarnations(topics, report, args.output)
-    diverged = []
+    diverged: dict = {}
     if args.mode in ("incremental", "append") and recorded:  # (an append after a divergence would hide it)
         diverged = check_divergence(topics, pdirs, recorded, read_options.fail_on_data_loss)
     if (existing or recorded) and ranges is not None:
@@ -1044,7 +1047,7 @@ def prepare(args: argparse.Namespace) -> dict:
         elif args.mode == "append" and (duplicated := overlaps(ranges, existing or {})):
             raise UsageError(f"--mode append would duplicate what {args.output} holds: {'; '.join(duplicated)} "
                              "(use --mode incremental to export only newer offsets, or --mode overwrite)")
-    data_loss = diverged + (list(report.data_loss) if report is not None else [])
+    data_loss = list(diverged.values()) + (list(report.data_loss) if report is not None else [])
     for line in data_loss:  # failOnDataLoss=false: the read starts past records that are gone
         print(f"warning: data loss (failOnDataLoss=false): {line}")
     if ranges is None:
@@ -1057,7 +1060,7 @@ def prepare(args: argparse.Namespace) -> dict:
     marks = {} if ranges is None else epoch_marks(pdirs, {key: end for key, (_, end) in ranges.items()})
     return {"paths": paths, "manifest": manifest, "existing": existing, "ranges": ranges, "options": options,
             "ends": ends, "recorded": recorded,
-            "topics": {} if report is None else next_topics(topics, report, marks),
+            "topics": {} if report is None else next_topics(topics, report, marks, diverged),
             "seen": seen, "read_at_ms": read_at_ms, "data_loss": data_loss}
 
 

@@ -624,7 +624,9 @@ class _Partition:
         return self._txn_evidence or None
 
     def _find_transactions_evidence(self) -> str | None:
-        with_index = [s for s in self.segments if index_location(s, "txnindex")[0]]
+        # (a tiered copy's packed transaction index is not counted: copies without one had no abort, and counting
+        # old copies' would walk a whole local log whose producers expired long since; review round 4)
+        with_index = [s for s in self.segments if s.txnindex_path]
         if with_index:
             return f"{len(with_index)} of its segments have a .txnindex"
         lost = [s for s in self.segments if s.indexes_lost]
@@ -757,8 +759,8 @@ class _Partition:
 
     def log_end_offset(self) -> int:
         """The partition's log end offset. When the active segment cannot be walked to its end (corrupt framing,
-        e.g. an append a crash tore, or a batch whose base offset, which no CRC covers, goes back), it is the end of the last whole batch before the corruption, as Kafka's
-        recovery would truncate there. A strict read accepts that only when the checkpointed high watermark lies at
+        e.g. an append a crash tore, or a batch whose base offset, which no CRC covers, goes back), it is the end
+        of the last whole batch before the corruption, as Kafka's recovery would truncate there. A strict read accepts that only when the checkpointed high watermark lies at
         or below it (the torn bytes were never acknowledged); otherwise it raises. A lenient read steps over the
         corruption as its reader will and takes the last batch found. Noted either way."""
         if self._leo is None:
