@@ -1057,7 +1057,10 @@ def prepare(args: argparse.Namespace) -> dict:
         options = pinned_options(args.options, ranges)
     # with replicas=all nothing can be recorded: an empty record, so a later run goes on from the table's offsets
     ends = {} if ranges is None else next_ends(recorded, ranges)
-    marks = {} if ranges is None else epoch_marks(pdirs, {key: end for key, (_, end) in ranges.items()})
+    # (a partition whose divergence this run went past: its mark, replacing the table's, is taken at the table's
+    # end at least, not at a backfill's lower end, which would leave offsets between out of later checks)
+    marks = {} if ranges is None else epoch_marks(pdirs, {key: max(end, recorded.get(key, 0)) if key in diverged
+                                                          else end for key, (_, end) in ranges.items()})
     return {"paths": paths, "manifest": manifest, "existing": existing, "ranges": ranges, "options": options,
             "ends": ends, "recorded": recorded,
             "topics": {} if report is None else next_topics(topics, report, marks, diverged),

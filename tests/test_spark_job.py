@@ -708,6 +708,39 @@ def test_incremental_export_refuses_a_log_truncated_and_rewritten_below_the_tabl
                                           fmt, "--mode", "append", "--option", 'endingOffsets={"t":{"0":10}}']))
 
 
+def test_a_divergence_a_lenient_backfill_went_past_is_marked_at_the_tables_end(tmp_path):
+    """A lenient (failOnDataLoss=false) append of older offsets reports the divergence at 15 and goes on: the mark
+    it records for the log as it is now is taken at the table's end (20), not at the backfill's end (10), so a
+    second unclean election truncating at 12 (rows 12..14 the table holds) is still caught (review round 5)."""
+    from kafkaseg.errors import DataLossError
+    from tests.compaction_data import write_epoch_log
+
+    def records(first, last, prefix):
+        return [(o, b"%s%d" % (prefix, o), b"v") for o in range(first, last)]
+
+    write_epoch_log(tmp_path / "before", "t", [(0, records(0, 10, b"a")), (1, records(10, 20, b"b"))])
+    write_epoch_log(tmp_path / "diverged", "t", [(0, records(0, 10, b"a")), (1, records(10, 15, b"b")),
+                                                 (2, records(15, 30, b"c"))])
+    write_epoch_log(tmp_path / "again", "t", [(0, records(0, 10, b"a")), (1, records(10, 12, b"b")),
+                                              (3, records(12, 40, b"d"))])
+    output = str(tmp_path / "table")
+
+    def prepare(data, mode, *options):
+        return export.prepare(export.parse_args(["--data-dir", str(tmp_path / data), "--output", output, "--format",
+                                                 "parquet", "--mode", mode, *options]))
+
+    first = prepare("before", "incremental", "--option", 'startingOffsets={"t":{"0":10}}')
+    assert first["ranges"] == {("t", 0): (10, 20)} and first["topics"]["t"]["epochs"] == {"0": [1, 20]}
+    _txn_table(output, "parquet", list(range(10, 20)), first["ends"], topics=first["topics"], topic="t")
+    backfill = prepare("diverged", "append", "--option", "failOnDataLoss=false", "--option",
+                       'startingOffsets={"t":{"0":0}}', "--option", 'endingOffsets={"t":{"0":10}}')
+    assert backfill["ranges"] == {("t", 0): (0, 10)} and backfill["topics"]["t"]["epochs"] == {"0": [2, 20]}
+    export.write_ends_file(output, backfill["ends"], backfill["topics"])
+    assert prepare("diverged", "incremental")["ranges"] == {("t", 0): (20, 30)}  # gone past: no longer raised
+    with pytest.raises(DataLossError, match="diverged from the table at offset 12"):
+        prepare("again", "incremental")
+
+
 def test_recorded_ends_follow_the_delta_tables_history(tmp_path):
     """The newest recorded ends count, past commits that kept the rows (OPTIMIZE) or removed some (DELETE); a
     RESTORE to version v goes back to v's; another writer's overwrite that recorded none leaves none (max + 1)."""
