@@ -282,6 +282,7 @@ class PartitionAudit:
     new_log_start_offset: int | None = None
     segments_by_rule: tuple[tuple[str, int], ...] = ()
     overdue_ms: int | None = None
+    size_overdue_ms: int | None = None
     bytes_over_retention: int = 0
     blocked_by_high_watermark: bool = False
     rolls_active: bool = False
@@ -298,8 +299,17 @@ class PartitionAudit:
 
     @property
     def lagging(self) -> bool:
-        """Retention is not keeping up: a segment is past retention.ms by more than one retention check interval."""
-        return self.overdue_ms is not None and self.overdue_ms > RETENTION_CHECK_INTERVAL_MS
+        """Retention is not keeping up: a segment it deletes now (or that only the high watermark holds back) is
+        past retention.ms by more than one retention check interval, or the partition has been over
+        retention.bytes for longer than that (``size_overdue_ms``)."""
+        return any(overdue is not None and overdue > RETENTION_CHECK_INTERVAL_MS
+                   for overdue in (self.overdue_ms, self.size_overdue_ms))
+
+    @property
+    def owed_ms(self) -> int | None:
+        """The longer of ``overdue_ms`` and ``size_overdue_ms``: how long retention has owed a deletion."""
+        owed = [v for v in (self.overdue_ms, self.size_overdue_ms) if v is not None]
+        return max(owed) if owed else None
 
     def as_dict(self, segments: bool = False) -> dict:
         out = {k: v for k, v in self.__dict__.items() if k not in ("config", "segments", "compaction")}
@@ -471,7 +481,11 @@ def audit_partition(facts: PartitionFacts, config: TopicConfig, now_ms: int) -> 
     by_rule: dict[str, int] = {}
     for v in deleted:
         by_rule[v.rule] = by_rule.get(v.rule, 0) + 1
-    time_deleted = [v for v in deleted if v.rule == TIME_BREACH]
+    # how long retention has owed these deletions: past retention.ms (whichever rule deletes the segment now, and
+    # also where only the high watermark holds it back: a follower down, a stuck ISR), and past retention.bytes
+    past_ms = [v.overdue_ms for v in verdicts if (v.rule is not None or v.blocked_by_high_watermark)
+               and v.overdue_ms is not None and v.overdue_ms > 0]
+    size_overdue = _size_overdue(segments, log, retention_bytes, now_ms) if config.delete else None
     stamps = [s.largest_timestamp for s in segments]
     compaction = _compaction(facts, config, now_ms) if config.compact else None
     notes = list(facts.notes)
@@ -509,11 +523,27 @@ def audit_partition(facts: PartitionFacts, config: TopicConfig, now_ms: int) -> 
         deletable_segments=len(deleted), deletable_bytes=sum(v.size for v in deleted),
         new_log_start_offset=log.log_start if deleted else None,
         segments_by_rule=tuple(sorted(by_rule.items())),
-        overdue_ms=time_deleted[0].overdue_ms if time_deleted else None,
+        overdue_ms=max(past_ms) if past_ms else None, size_overdue_ms=size_overdue,
         bytes_over_retention=max(0, size_before - retention_bytes) if config.delete and retention_bytes >= 0 else 0,
         blocked_by_high_watermark=bool(log.blocked), rolls_active=log.rolls_active,
         deleted_files=facts.deleted_files, deleted_bytes=facts.deleted_bytes, compaction=compaction,
         segments=tuple(verdicts), notes=tuple(notes))
+
+
+def _size_overdue(segments, log: "_Log", retention_bytes: int, now_ms: int) -> int | None:
+    """At least how long retention has owed the size rule's first deletion: it deletes the oldest segment once
+    the bytes after it are retention.bytes or more, which became true during the first later segment whose end
+    brings those bytes there, no later than its largest timestamp: now minus that. None when the size rule
+    deletes nothing (or only the high watermark stops it, whose time is in ``overdue_ms``)."""
+    by_size = [i for i, seg in enumerate(segments) if log.deleted.get(seg.base_offset) == SIZE_BREACH]
+    if retention_bytes < 0 or not by_size:
+        return None
+    after = 0
+    for seg in segments[by_size[0] + 1:]:
+        after += seg.size
+        if after >= retention_bytes:
+            return _long(now_ms - seg.largest_timestamp) if now_ms > seg.largest_timestamp else None
+    return None
 
 
 def audit(pdir: PartitionDir, config: TopicConfig, now_ms: int) -> PartitionAudit:
@@ -547,7 +577,9 @@ EXIT_OVERDUE = 3
 
 def exit_status(summary: dict, fail_on_overdue: bool) -> int:
     """1 when a partition could not be audited (``summary["errors"]``), else :data:`EXIT_OVERDUE` with
-    ``fail_on_overdue`` when a partition is past retention.ms by more than a retention check interval, else 0."""
+    ``fail_on_overdue`` when a partition is :attr:`~PartitionAudit.lagging` (past retention.ms, or over
+    retention.bytes, for longer than a retention check interval, held back by the high watermark or not), else
+    0."""
     if summary["errors"]:
         return 1
     return EXIT_OVERDUE if fail_on_overdue and summary["lagging_partitions"] else 0
@@ -559,7 +591,7 @@ def summarize(audits: Sequence[PartitionAudit], top: int = 10) -> dict:
     so replicas when every replica is audited) and the ``top`` most overdue."""
     label = labels(audits)
     ok = [a for a in audits if a.error is None]
-    overdue = sorted((a for a in ok if a.overdue_ms is not None), key=lambda a: -a.overdue_ms)
+    overdue = sorted((a for a in ok if a.owed_ms is not None), key=lambda a: -a.owed_ms)
     dirty = [a for a in ok if a.compaction is not None and a.compaction.cleanable_now]
     return {
         "partitions": len({(a.topic, a.partition) for a in audits}),
@@ -575,7 +607,7 @@ def summarize(audits: Sequence[PartitionAudit], top: int = 10) -> dict:
         "pending_deleted_files": sum(a.deleted_files for a in ok),
         "pending_deleted_bytes": sum(a.deleted_bytes for a in ok),
         "compaction_due": len(dirty),
-        "most_overdue": [{"partition": label[id(a)], "overdue_ms": a.overdue_ms,
+        "most_overdue": [{"partition": label[id(a)], "overdue_ms": a.owed_ms,
                           "deletable_segments": a.deletable_segments,
                           "deletable_bytes": a.deletable_bytes} for a in overdue[:top]],
     }
@@ -602,7 +634,8 @@ def partition_row(a: PartitionAudit) -> dict:
         "deletable_by_log_start": dict(a.segments_by_rule).get(LOG_START_BREACH, 0),
         "deletable_by_size": dict(a.segments_by_rule).get(SIZE_BREACH, 0),
         "deletable_by_time": dict(a.segments_by_rule).get(TIME_BREACH, 0),
-        "overdue_ms": a.overdue_ms, "lagging": a.lagging, "bytes_over_retention": a.bytes_over_retention,
+        "overdue_ms": a.overdue_ms, "size_overdue_ms": a.size_overdue_ms, "lagging": a.lagging,
+        "bytes_over_retention": a.bytes_over_retention,
         "blocked_by_high_watermark": a.blocked_by_high_watermark, "rolls_active": a.rolls_active,
         "pending_deleted_files": a.deleted_files, "pending_deleted_bytes": a.deleted_bytes,
         "dirty_ratio": c.dirty_ratio if c else None,

@@ -910,3 +910,36 @@ def test_replicas_the_metadata_log_no_longer_assigns_to_their_broker_are_strays(
     assert [(p.topic, p.partition, p.log_dir) for p, _ in plan.targets] == [("t", 0, str(tmp_path / "b2"))]
     strays = " ".join(plan.replica_notes)
     assert "t-1" in strays and "[2]" in strays and str(tmp_path / "b1" / "t-0") in strays
+
+
+def test_retention_held_back_by_the_high_watermark_is_overdue_too(tmp_path, capsys):
+    """Every segment 30 days old, the high watermark stuck in the first one (a follower down, the ISR below
+    min.insync.replicas): the broker deletes nothing, correctly, and a scheduled --fail-on-overdue check must still
+    say retention is not happening (it exited 0: an exploratory review)."""
+    d = DataDir(tmp_path / "data")
+    sizes = d.partition("t", [(4, NOW - 30 * DAY)] * 3)
+    d.hw[("t", 0)] = 2
+    result = audit_one(d.finish(), "t")
+    assert rules(result) == {} and result.blocked_by_high_watermark
+    assert result.overdue_ms == 23 * DAY and result.lagging  # now - largest timestamp - retention.ms (7 days)
+    assert cli_main(["retention", str(tmp_path / "data"), "--now", str(NOW), "--topic", "t",
+                     "--fail-on-overdue"]) == 3
+    assert len(sizes) == 3
+
+
+def test_a_partition_over_retention_bytes_for_long_is_overdue(tmp_path, capsys):
+    """Deletable by the size rule alone (retention.ms -1): the broker deletes such segments at its next check, so
+    finding them an hour after the limit was crossed means retention is not running (it never counted: review)."""
+    d = DataDir(tmp_path / "data")
+    sizes = d.partition("t", [(4, NOW - 3 * HOUR), (4, NOW - 2 * HOUR), (4, NOW - HOUR), (4, NOW - HOUR // 2)])
+    seg = sizes[0][1]
+    result = audit_one(d.finish(), "t", config_for(retention_ms=-1, retention_bytes=seg * 2))
+    assert rules(result) == {0: SIZE_BREACH, 4: SIZE_BREACH} and result.overdue_ms is None
+    # the segments after the first reach retention.bytes by the end of the third (at NOW - 1 h): owed since then
+    assert result.size_overdue_ms == HOUR and result.lagging
+    # ...and the time rule's overdue counts whichever rule deletes the segment (here both apply; size goes first)
+    both = audit_one(str(tmp_path / "data"), "t", config_for(retention_ms=HOUR, retention_bytes=seg * 2))
+    assert dict(both.segments_by_rule)["size"] == 2 and both.overdue_ms == 2 * HOUR
+    fresh = audit_one(str(tmp_path / "data"), "t", config_for(retention_ms=-1, retention_bytes=seg * 2),
+                      now=NOW - HOUR + 60_000)  # crossed a minute ago: not yet a check interval
+    assert fresh.size_overdue_ms == 60_000 and not fresh.lagging

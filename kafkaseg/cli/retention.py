@@ -30,6 +30,13 @@ def _retention_text(ms: int) -> str:
     return "infinite" if ms < 0 else format_duration(ms)
 
 
+def _owed(a) -> str:
+    """The overdue cell: how long past retention.ms, or (marked) how long over retention.bytes when longer."""
+    if a.size_overdue_ms is not None and (a.overdue_ms is None or a.size_overdue_ms > a.overdue_ms):
+        return f"{format_duration(a.size_overdue_ms)} (size)"
+    return format_duration(a.overdue_ms)
+
+
 def run(args, console, ms_text) -> int:
     """Audit ``args.paths``; returns the exit status (:func:`kafkaseg.retention.exit_status`, as
     ``jobs/retention_audit.py``: 1 when a partition could not be audited, else 3 with ``--fail-on-overdue`` when a
@@ -81,7 +88,7 @@ def run(args, console, ms_text) -> int:
                       str(a.total_bytes), str(a.log_start_offset), str(a.high_watermark), ms_text(a.oldest_timestamp),
                       str(a.deletable_segments), str(a.deletable_bytes),
                       "-" if a.new_log_start_offset is None else str(a.new_log_start_offset),
-                      ",".join(f"{rule}:{n}" for rule, n in a.segments_by_rule) or "-", format_duration(a.overdue_ms),
+                      ",".join(f"{rule}:{n}" for rule, n in a.segments_by_rule) or "-", _owed(a),
                       "yes" if a.blocked_by_high_watermark else "",
                       f"{a.deleted_files} ({a.deleted_bytes} B)" if a.deleted_files else "", dirty)
     console.print(table)
