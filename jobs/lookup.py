@@ -9,8 +9,12 @@ across its rows). Output: one row per input row::
 
     topic, partition, time, request_offset,          what was asked (time as given, request_offset as given)
     offset, timestamp, leader_epoch, reason,          the ListOffsets answer for `time` (offset null = no offset)
-    segment, position, batch_base_offset, record_offset, found
-                                                     where `offset` (or the answer for `time`) lives
+    segment, position, batch_base_offset, record_offset, record_timestamp, is_control, found
+                                                     where `offset` (or the answer for `time`) lives: its record's
+                                                     timestamp, and whether it is a control record (a transaction
+                                                     marker, never delivered to consumers)
+    ...                                              every other input column, as given (a string): a request id
+                                                     joins answers back to requests
 
 written as Parquet or Delta (``deltalake`` package). Every executor must see ``--data-dir`` at the same path (a
 shared mount, or a URI pyarrow can open).
@@ -47,11 +51,30 @@ OUTPUT_SCHEMA = pa.schema([
     pa.field("position", pa.int64()),
     pa.field("batch_base_offset", pa.int64()),
     pa.field("record_offset", pa.int64()),
+    pa.field("record_timestamp", pa.int64()),
+    pa.field("is_control", pa.bool_()),
     pa.field("found", pa.bool_()),
 ])
 OUTPUT_DDL = ("topic STRING, partition INT, time STRING, request_offset BIGINT, offset BIGINT, timestamp BIGINT, "
               "leader_epoch INT, reason STRING, segment STRING, position BIGINT, batch_base_offset BIGINT, "
-              "record_offset BIGINT, found BOOLEAN")
+              "record_offset BIGINT, record_timestamp BIGINT, is_control BOOLEAN, found BOOLEAN")
+REQUEST_COLUMNS = ("topic", "partition", "time", "offset")
+
+
+def output_schema(extra: Sequence[str] = ()) -> pa.Schema:
+    """:data:`OUTPUT_SCHEMA` followed by the request's other columns (strings, as given)."""
+    return pa.schema(list(OUTPUT_SCHEMA) + [pa.field(name, pa.string()) for name in extra])
+
+
+def extra_columns(columns: Sequence[str]) -> list[str]:
+    """The request columns passed through to the answers: every column but the request's own, and but any that
+    would clash with an answer column (refused, naming it)."""
+    extra = [c for c in columns if c not in REQUEST_COLUMNS]
+    clash = [c for c in extra if c in OUTPUT_SCHEMA.names]
+    if clash:
+        raise InvalidOptionError(f"--input columns {', '.join(clash)} have the names of answer columns; rename them "
+                                 "(every other input column is passed through to the answers as it is)")
+    return extra
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -146,14 +169,14 @@ def extract(spark, source: str):
     else:
         df = spark.table(source)
     missing = [name for name in ("topic", "partition") if name not in df.columns]
+    extra = extra_columns(df.columns)
     if missing:
         raise InvalidOptionError(f"--input {source}: no {' or '.join(missing)} column (found: "
                                  f"{', '.join(df.columns) or 'none'}); every request names a topic and a partition")
     for name in ("time", "offset"):
         if name not in df.columns:
             df = df.withColumn(name, F.lit(None).cast("string"))
-    return df.select(F.col("topic").cast("string"), F.col("partition").cast("string"),
-                     F.col("time").cast("string"), F.col("offset").cast("string"))
+    return df.select(*(F.col(f"`{name}`").cast("string").alias(name) for name in (*REQUEST_COLUMNS, *extra)))
 
 
 # -- transform (pure: no Spark) -------------------------------------------------------------------------------
@@ -182,8 +205,9 @@ def _as_int(value, name: str = "value", low: int = INT64_MIN, high: int = INT64_
 
 
 def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
-                   isolation: str = "read_uncommitted") -> Iterator[pa.RecordBatch]:
-    """Answer every request row of ``batches`` (columns topic, partition, time, offset) with :mod:`kafkaseg.lookup`.
+                   isolation: str = "read_uncommitted", extra: Sequence[str] = ()) -> Iterator[pa.RecordBatch]:
+    """Answer every request row of ``batches`` (columns topic, partition, time, offset, and ``extra`` ones passed
+    through as strings) with :mod:`kafkaseg.lookup`.
 
     Runs anywhere (Spark's ``mapInArrow`` calls it on executors). Partitions are discovered once per call and each
     partition's :class:`~kafkaseg.lookup.PartitionLookup` is reused across rows. A row naming a partition that is
@@ -217,14 +241,16 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
 
     open_files = OpenFileLimit(256)  # shared by every partition's lookup kept open across rows
     lookups: dict[tuple[str, int], PartitionLookup] = {}
+    schema = output_schema(extra)
     try:
         for batch in batches:
             rows = batch.to_pylist()
-            out = {f.name: [] for f in OUTPUT_SCHEMA}
+            out = {f.name: [] for f in schema}
             for row in rows:
                 topic = row.get("topic")
                 answer = dict.fromkeys(out)
                 answer.update(topic=topic, time=row.get("time"), found=False)
+                answer.update((name, None if row.get(name) is None else str(row[name])) for name in extra)
                 try:
                     partition = _as_int(row.get("partition"), "partition", 0, INT32_MAX)
                     answer["partition"] = partition
@@ -251,10 +277,12 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
                     if target is not None:
                         location = lookup.locate(target)
                         answer.update(found=location.found, segment=location.segment,
-                                      record_offset=location.record_offset)
+                                      record_offset=location.record_offset,
+                                      record_timestamp=location.record_timestamp)
                         if location.batch is not None:
                             answer.update(position=location.batch.position,
-                                          batch_base_offset=location.batch.base_offset)
+                                          batch_base_offset=location.batch.base_offset,
+                                          is_control=location.batch.is_control)
                         # `reason` says why a row is not answered. An offset given is answered only where a record
                         # has it; a time's offset is the answer even where no record has it (-1 on a caught-up
                         # partition is the log end, -2 on an emptied one too): `found` false says so, no reason.
@@ -264,15 +292,15 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
                     answer["reason"] = str(err)
                 for name in out:
                     out[name].append(answer[name])
-            yield pa.RecordBatch.from_pydict(out, schema=OUTPUT_SCHEMA)
+            yield pa.RecordBatch.from_pydict(out, schema=schema)
     finally:
         for lookup in lookups.values():
             lookup.close()
 
 
-def _rows_to_answers(rows, data_dirs: Sequence[str], isolation: str, chunk: int = 4096):
+def _rows_to_answers(rows, data_dirs: Sequence[str], isolation: str, extra: Sequence[str] = (), chunk: int = 4096):
     """RDD fallback of :func:`lookup_batches`: Spark Rows in, answer tuples out (in chunks of ``chunk`` rows)."""
-    names = ("topic", "partition", "time", "offset")
+    names = (*REQUEST_COLUMNS, *extra)
     request_schema = pa.schema([(n, pa.string()) for n in names])
 
     def batches():
@@ -285,7 +313,7 @@ def _rows_to_answers(rows, data_dirs: Sequence[str], isolation: str, chunk: int 
         if buffer:
             yield pa.RecordBatch.from_pylist(buffer, schema=request_schema)
 
-    for answer_batch in lookup_batches(batches(), data_dirs, isolation):
+    for answer_batch in lookup_batches(batches(), data_dirs, isolation, extra):
         yield from (tuple(r.values()) for r in answer_batch.to_pylist())
 
 
@@ -304,10 +332,12 @@ def transform(requests, data_dirs: Sequence[str], isolation: str = "read_uncommi
     if partitions:
         requests = requests.repartition(partitions)
     dirs = list(data_dirs)
+    extra = extra_columns(requests.columns)
+    ddl = OUTPUT_DDL + "".join(f", `{name.replace('`', '``')}` STRING" for name in extra)
     if _has_pandas():
-        return requests.mapInArrow(lambda it: lookup_batches(it, dirs, isolation), OUTPUT_DDL)
-    rdd = requests.rdd.mapPartitions(lambda rows: _rows_to_answers(rows, dirs, isolation))
-    return requests.sparkSession.createDataFrame(rdd, OUTPUT_DDL)
+        return requests.mapInArrow(lambda it: lookup_batches(it, dirs, isolation, extra), ddl)
+    rdd = requests.rdd.mapPartitions(lambda rows: _rows_to_answers(rows, dirs, isolation, extra))
+    return requests.sparkSession.createDataFrame(rdd, ddl)
 
 
 # -- load -----------------------------------------------------------------------------------------------------
@@ -338,7 +368,7 @@ def _write(answers, output: str, fmt: str, mode: str) -> None:
         return
     from kafkaseg.spark.tables import write_delta
 
-    write_delta(answers, output, mode, [], OUTPUT_SCHEMA)
+    write_delta(answers, output, mode, [], output_schema(extra_columns(answers.columns[len(OUTPUT_SCHEMA):])))
 
 
 def check(args: argparse.Namespace) -> None:

@@ -48,6 +48,7 @@ def _check(manifest, answers: list[dict]):
         assert t["offset"] == pm.records[123].offset and t["found"] and t["segment"].endswith(".log")
         o = by[(p, None, pm.records[250].offset)]
         assert o["record_offset"] == pm.records[250].offset and o["found"] and o["position"] is not None
+        assert o["record_timestamp"] == pm.records[250].timestamp and o["is_control"] is False
         assert by[(p, "latest", None)]["offset"] == pm.high_watermark
     assert "no partition a-9" in by[(9, "-1", None)]["reason"]
     assert by[(0, "soon", None)]["offset"] is None and "soon" in by[(0, "soon", None)]["reason"]
@@ -62,6 +63,24 @@ def test_lookup_batches_without_spark(datadir):
     out = pa.Table.from_batches(list(job.lookup_batches([batch], [str(datadir.path)])))
     assert out.schema == job.OUTPUT_SCHEMA
     _check(datadir, out.to_pylist())
+    # other request columns (an id) are passed through, so every answer, a refused one too, joins back
+    requests = [{**row, "id": f"r{i}"} for i, row in enumerate(_requests(datadir))]
+    batch = pa.RecordBatch.from_pylist(requests, schema=pa.schema(
+        [(n, pa.string()) for n in ("topic", "partition", "time", "offset", "id")]))
+    out = pa.Table.from_batches(list(job.lookup_batches([batch], [str(datadir.path)], extra=["id"])))
+    assert out.schema == job.output_schema(["id"]) and out["id"].to_pylist() == [f"r{i}" for i in range(len(requests))]
+    with pytest.raises(InvalidOptionError, match="found"):
+        job.extra_columns(["topic", "partition", "found"])
+
+
+def test_an_offset_on_a_transaction_marker_is_answered_as_a_control_record(tmp_path):
+    manifest = write_data_dir(tmp_path, [TopicSpec("tx", records_per_partition=60, records_per_batch=5,
+                                                   transactional=True)])
+    marker = next(r for r in manifest.partition("tx").records if r.is_control)
+    batch = pa.RecordBatch.from_pylist([{"topic": "tx", "partition": "0", "time": None, "offset": str(marker.offset)}],
+                                       schema=pa.schema([(n, pa.string()) for n in job.REQUEST_COLUMNS]))
+    (row,) = pa.Table.from_batches(list(job.lookup_batches([batch], [str(tmp_path)]))).to_pylist()
+    assert row["found"] and row["is_control"] is True and row["record_offset"] == marker.offset
 
 
 def test_a_stale_copy_of_another_topic_fails_only_that_topics_rows(datadir, tmp_path):
@@ -88,10 +107,11 @@ def test_a_stale_copy_of_another_topic_fails_only_that_topics_rows(datadir, tmp_
 @pytest.mark.spark
 def test_job_end_to_end(spark, datadir, tmp_path, monkeypatch):
     requests = tmp_path / "requests.csv"
-    lines = ["topic,partition,time,offset"] + [
-        f"{r['topic']},{r['partition']},{r['time'] or ''},{r['offset'] or ''}" for r in _requests(datadir)]
+    lines = ["topic,partition,time,offset,id"] + [
+        f"{r['topic']},{r['partition']},{r['time'] or ''},{r['offset'] or ''},r{i}"
+        for i, r in enumerate(_requests(datadir))]
     # values the output's int32/int64 columns cannot hold: once a failed task (and job), now rows with a reason
-    lines += ["orders,2147483648,-1,", "a,0,,9223372036854775808"]
+    lines += ["orders,2147483648,-1,,big1", "a,0,,9223372036854775808,big2"]
     requests.write_text("\n".join(lines) + "\n")
     args = job.parse_args(["--data-dir", str(datadir.path), "--input", str(requests), "--output",
                            str(tmp_path / "out"), "--format", "delta", "--partitions", "2"])
@@ -108,7 +128,8 @@ def test_job_end_to_end(spark, datadir, tmp_path, monkeypatch):
 
     write_deltalake(str(tmp_path / "requests-delta"), pacsv.read_csv(requests, convert_options=pacsv.ConvertOptions(
         strings_can_be_null=True,
-        column_types={"topic": "string", "partition": "string", "time": "string", "offset": "string"})))
+        column_types={"topic": "string", "partition": "string", "time": "string", "offset": "string",
+                      "id": "string"})))
     job.extract(spark, str(requests)).write.option("header", "true").csv(str(tmp_path / "requests-folder"))
     want = sorted(map(tuple, job.extract(spark, str(requests)).collect()), key=repr)
     for other in ("requests-delta", "requests-folder"):
@@ -122,6 +143,7 @@ def test_job_end_to_end(spark, datadir, tmp_path, monkeypatch):
 
     table = DeltaTable(args.output).to_pyarrow_table()
     assert table.num_rows == len(lines) - 1
+    assert sorted(table["id"].to_pylist()) == sorted(line.rsplit(",", 1)[1] for line in lines[1:])
     answers = table.to_pylist()
     out_of_range = sorted(row["reason"] for row in answers if row["topic"] == "orders" or row["time"] is None
                           and row["partition"] == 0 and row["request_offset"] is None)
