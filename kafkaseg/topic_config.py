@@ -36,6 +36,7 @@ naming the key and the file.
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -299,12 +300,22 @@ def _table_values(table: Any, where: str, path: str) -> dict[str, Any]:
     return values
 
 
+_CONFIG_CAP = 16 * 1024 * 1024  # a retention TOML is a few KB
+
+
 def load_config_file(path: str | None) -> ConfigFile:
     """Parse and validate a retention TOML file (None: an empty one)."""
     if path is None:
         return ConfigFile()
     try:
-        data = _fs.read_small_file(path)
+        if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
+            # a pipe, /dev/stdin, a process substitution: a config generated on the fly (a few KB at most)
+            with open(path, "rb") as handle:
+                data = handle.read(_CONFIG_CAP + 1)
+            if len(data) > _CONFIG_CAP:
+                raise OSError(f"more than {_CONFIG_CAP} bytes")
+        else:
+            data = _fs.read_small_file(path, max_bytes=_CONFIG_CAP)
     except (OSError, KafkaSegError) as err:
         raise InvalidOptionError(f"{path}: cannot read the retention config: {err}") from err
     try:

@@ -449,6 +449,26 @@ def test_config_file_errors_name_the_key_and_file(tmp_path, text, message):
     assert message in str(err.value) and str(path) in str(err.value)
 
 
+def test_a_config_piped_in_is_read(tmp_path):
+    """A config generated on the fly (--config <(...), /dev/stdin): a pipe, not a regular file (review)."""
+    import os
+    import threading
+
+    fifo = tmp_path / "config.fifo"
+    os.mkfifo(fifo)
+
+    def write():
+        with open(fifo, "w") as handle:
+            handle.write('[topics."orders"]\n"retention.ms" = 60000\n')
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        assert load_config_file(str(fifo)).topics["orders"]["retention.ms"] == 60_000
+    finally:
+        writer.join(timeout=10)
+
+
 def test_example_config_file_parses():
     example = load_config_file(str(Path(__file__).resolve().parents[1] / "conf" / "retention.toml"))
     assert example.topics["orders"]["retention.ms"] == DAY
