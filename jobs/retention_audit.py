@@ -223,6 +223,8 @@ def run(spark, args: argparse.Namespace, prepared=None) -> dict:
     print_summary(summary)
     for note in plan.replica_notes:
         print(note)
+    if plan.deletions_line():
+        print(plan.deletions_line())
     return {"summary": summary, "rows": rows}
 
 

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Sequence
+from typing import Callable, Sequence
 
 from kafkaseg.errors import InvalidOptionError, KafkaSegError
 from kafkaseg.storage import fs as _fs
@@ -670,6 +670,20 @@ class AuditPlan:
     targets: tuple[tuple[PartitionDir, TopicConfig], ...]
     cluster: ClusterConfigs
     replica_notes: tuple[str, ...] = ()
+    # ``(folder, bytes)`` of the log dirs' ``<topic>-<partition>.<id>-delete`` folders: a topic deletion (or a
+    # replica moved away) the broker has not finished removing; deletions that never finish fill disks
+    pending_topic_deletions: tuple[tuple[str, int], ...] = ()
+
+    def deletions_line(self) -> str | None:
+        """One line on the ``-delete`` folders, None when there are none."""
+        if not self.pending_topic_deletions:
+            return None
+        total = sum(size for _, size in self.pending_topic_deletions)
+        return (f"{len(self.pending_topic_deletions)} partition folder(s) awaiting deletion (-delete: a topic "
+                f"deletion or a replica moved away, which the broker removes after file.delete.delay.ms): {total} "
+                "bytes, not audited: " + ", ".join(f"{_fs.redact(path)} ({size} B)"
+                                                   for path, size in self.pending_topic_deletions[:5])
+                + (", ..." if len(self.pending_topic_deletions) > 5 else ""))
 
 
 def plan_audit(data_dirs: Sequence[str], config_file: ConfigFile | None = None, *, topics: Sequence[str] = (),
@@ -685,7 +699,8 @@ def plan_audit(data_dirs: Sequence[str], config_file: ConfigFile | None = None, 
 
     from kafkaseg.storage.layout import choose_replicas, discover
 
-    found = discover(list(data_dirs), key_ring=key_ring)  # (key_ring: tiered copies among them, not audited)
+    skipped: list[tuple[str, str]] = []
+    found = discover(list(data_dirs), skipped=skipped, key_ring=key_ring)  # (key_ring: tiered copies, not audited)
     cluster = read_cluster_configs(found) if (config_file is None or config_file.use_cluster_metadata) \
         else ClusterConfigs()
     try:
@@ -744,7 +759,29 @@ def plan_audit(data_dirs: Sequence[str], config_file: ConfigFile | None = None, 
     for pdir in replicas:
         node = pdir.log_dir_meta.node_id if pdir.log_dir_meta is not None else None
         targets.append((pdir, resolve_topic_config(pdir.topic, config_file, cluster, node)))
-    return AuditPlan(tuple(targets), cluster, notes + tuple(strays))
+    return AuditPlan(tuple(targets), cluster, notes + tuple(strays),
+                     _pending_deletions([path for path, _ in skipped if path.rstrip("/").endswith("-delete")],
+                                        selected, found))
+
+
+def _pending_deletions(folders: Sequence[str], selected: Callable[[str], bool], found) -> tuple:
+    """``(folder, bytes)`` of ``-delete`` folders of the selected topics (a name that does not say its topic,
+    cut to fit 255 characters, counts), each listed once (a folder gone meanwhile: the deletion finished)."""
+    from kafkaseg.storage.layout import parse_topic_partition
+
+    filesystems = {p.log_dir: p.filesystem for p in found if p.log_dir}  # (a log dir's folders share its store)
+    out = []
+    for folder in sorted(folders):
+        name = _fs.basename(folder.rstrip("/"))
+        parsed = parse_topic_partition(name.rsplit(".", 1)[0]) if "." in name else None
+        if parsed is not None and not selected(parsed[0]):
+            continue
+        try:
+            entries = _fs.list_dir(folder, filesystems.get(_fs.parent(folder)))
+        except KafkaSegError:
+            continue
+        out.append((folder, sum(e.size or 0 for e in entries if not e.is_dir)))
+    return tuple(out)
 
 
 def _stray_reason(pdir: PartitionDir, cluster: ClusterConfigs) -> str | None:

@@ -963,3 +963,22 @@ def test_a_partition_over_retention_bytes_for_long_is_overdue(tmp_path, capsys):
     fresh = audit_one(str(tmp_path / "data"), "t", config_for(retention_ms=-1, retention_bytes=seg * 2),
                       now=NOW - HOUR + 60_000)  # crossed a minute ago: not yet a check interval
     assert fresh.size_overdue_ms == 60_000 and not fresh.lagging
+
+
+def test_topic_folders_awaiting_deletion_are_counted(tmp_path, capsys):
+    """A topic deletion renames its partition folders <topic>-<p>.<id>-delete and removes them later: deletions
+    that never finish fill disks, and the audit said nothing of them (exploratory review)."""
+    d = DataDir(tmp_path / "data")
+    d.partition("t", [(4, NOW - HOUR)] * 2)
+    d.partition("gone", [(4, NOW - HOUR)] * 3)
+    path = d.finish()
+    folder = tmp_path / "data" / "gone-0"
+    size = sum(f.stat().st_size for f in folder.iterdir())
+    folder.rename(tmp_path / "data" / "gone-0.0123456789abcdef0123456789abcdef-delete")
+    plan = plan_audit([path])
+    assert [(Path(p).name, s) for p, s in plan.pending_topic_deletions] == [
+        ("gone-0.0123456789abcdef0123456789abcdef-delete", size)]
+    assert f"1 partition folder(s) awaiting deletion" in plan.deletions_line() and f"{size} bytes" in plan.deletions_line()
+    assert plan_audit([path], topics=["t"]).pending_topic_deletions == ()  # another topic's: not this audit's
+    assert cli_main(["retention", path, "--now", str(NOW), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pending_topic_deletions"][0]["bytes"] == size

@@ -21,6 +21,7 @@ from kafkaseg.retention import (
     segment_rows,
     summarize,
 )
+from kafkaseg.storage import fs as _fs
 from kafkaseg.topic_config import load_config_file
 
 __all__ = ["run"]
@@ -62,7 +63,9 @@ def run(args, console, ms_text) -> int:
             rows.append(row)
         print(json.dumps({"now_ms": now, "metadata_log": plan.cluster.source,
                           "metadata_notes": list(plan.cluster.notes), "partitions": rows,
-                          "summary": summary}, indent=1))
+                          "summary": summary, "pending_topic_deletions": [
+                              {"folder": _fs.redact(path), "bytes": size}
+                              for path, size in plan.pending_topic_deletions]}, indent=1))
         return status
     from rich.table import Table
 
@@ -122,4 +125,6 @@ def run(args, console, ms_text) -> int:
             print(f"{label[id(a)]}: {note}", file=sys.stderr)
     for note in plan.replica_notes:
         print(note, file=sys.stderr)
+    if plan.deletions_line():
+        print(plan.deletions_line())
     return status
