@@ -70,10 +70,20 @@ def extra_columns(columns: Sequence[str]) -> list[str]:
     """The request columns passed through to the answers: every column but the request's own, and but any that
     would clash with an answer column (refused, naming it)."""
     extra = [c for c in columns if c not in REQUEST_COLUMNS]
-    clash = [c for c in extra if c in OUTPUT_SCHEMA.names]
-    if clash:
-        raise InvalidOptionError(f"--input columns {', '.join(clash)} have the names of answer columns; rename them "
-                                 "(every other input column is passed through to the answers as it is)")
+    answers = {name.lower() for name in OUTPUT_SCHEMA.names}
+    # (Spark resolves names case-insensitively; mapInArrow cannot take a name with a dot or a backtick)
+    clash = [c for c in extra if c.lower() in answers or c.lower() in REQUEST_COLUMNS]
+    seen: dict = {}
+    for c in extra:
+        seen.setdefault(c.lower(), []).append(c)
+    clash += [c for names in seen.values() if len(names) > 1 for c in names]
+    odd = [c for c in extra if "." in c or "`" in c]
+    if clash or odd:
+        why = (f"columns {', '.join(map(repr, dict.fromkeys(clash)))} have the name of an answer or request column, "
+               "or of each other, in another case" if clash else
+               f"columns {', '.join(map(repr, odd))} have a dot or a backtick in their names")
+        raise InvalidOptionError(f"--input {why}: rename them (every other input column is passed through to the "
+                                 "answers as it is)")
     return extra
 
 

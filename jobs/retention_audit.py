@@ -98,7 +98,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="audit tasks, 1 or more (default: Spark's default parallelism)")
     parser.add_argument("--top", type=int, default=10, help="most overdue partitions to print (default 10)")
     parser.add_argument("--fail-on-overdue", action="store_true", help=f"exit {EXIT_OVERDUE} when a partition is "
-                        "past retention.ms by more than a retention check interval (for scheduled checks)")
+                        "lagging: past retention.ms, or over retention.bytes, for longer than a retention check "
+                        "interval, held back by the high watermark or not (for scheduled checks)")
     parser.add_argument("--work-dir", default="out", help="where --sample puts its data (default ./out)")
     args = parser.parse_args(argv)
     if args.output is None:
@@ -188,7 +189,7 @@ def print_summary(summary: dict, out=None) -> None:
         from kafkaseg.retention import format_duration
 
         for row in summary["most_overdue"]:
-            print(f"{row['partition']:<{width}}  {format_duration(row['overdue_ms']):>14}  "
+            print(f"{row['partition']:<{width}}  {format_duration(row['owed_ms']):>14}  "
                   f"{row['deletable_segments']:>8}  {row['deletable_bytes']:>14,}", file=out)
     for error in summary["errors"]:
         print(f"not audited: {error['partition']} ({error['path']}): {error['error']}", file=out)

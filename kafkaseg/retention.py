@@ -335,7 +335,7 @@ class _Log:
     high_watermark: int
     remote_copy: bool
     deleted: dict[int, str] = field(default_factory=dict)  # base offset -> rule
-    blocked: set[int] = field(default_factory=set)  # base offsets whose deletion the high watermark holds back
+    blocked: dict[int, str] = field(default_factory=dict)  # base offset -> rule whose deletion the HW holds back
     rolls_active: bool = False
     rolled_empty: bool = False
 
@@ -354,7 +354,7 @@ class _Log:
             upper = self.upper_bound(i)
             if self.high_watermark < upper:
                 if (would_delete or predicate)(seg, nxt) and not last_and_empty:
-                    self.blocked.add(seg.base_offset)
+                    self.blocked.setdefault(seg.base_offset, rule)
                 break
             if not predicate(seg, nxt):
                 break
@@ -481,10 +481,17 @@ def audit_partition(facts: PartitionFacts, config: TopicConfig, now_ms: int) -> 
     by_rule: dict[str, int] = {}
     for v in deleted:
         by_rule[v.rule] = by_rule.get(v.rule, 0) + 1
-    # how long retention has owed these deletions: past retention.ms (whichever rule deletes the segment now, and
-    # also where only the high watermark holds it back: a follower down, a stuck ISR), and past retention.bytes
-    past_ms = [v.overdue_ms for v in verdicts if (v.rule is not None or v.blocked_by_high_watermark)
-               and v.overdue_ms is not None and v.overdue_ms > 0]
+    # how long retention has owed these deletions: past retention.ms, for the oldest segments the time rule itself
+    # reaches (all past retention.ms from the first on, whichever rule deletes them now, or where only the high
+    # watermark holds them back: a follower down, a stuck ISR), and past retention.bytes
+    reached = set()
+    if retention_ms >= 0:
+        for seg in segments:
+            if now_ms - seg.largest_timestamp <= retention_ms:
+                break
+            reached.add(seg.base_offset)
+    past_ms = [v.overdue_ms for v in verdicts if v.base_offset in reached and (v.rule is not None
+               or v.blocked_by_high_watermark) and v.overdue_ms is not None and v.overdue_ms > 0]
     size_overdue = _size_overdue(segments, log, retention_bytes, now_ms) if config.delete else None
     stamps = [s.largest_timestamp for s in segments]
     compaction = _compaction(facts, config, now_ms) if config.compact else None
@@ -531,18 +538,21 @@ def audit_partition(facts: PartitionFacts, config: TopicConfig, now_ms: int) -> 
 
 
 def _size_overdue(segments, log: "_Log", retention_bytes: int, now_ms: int) -> int | None:
-    """At least how long retention has owed the size rule's first deletion: it deletes the oldest segment once
-    the bytes after it are retention.bytes or more, which became true during the first later segment whose end
-    brings those bytes there, no later than its largest timestamp: now minus that. None when the size rule
-    deletes nothing (or only the high watermark stops it, whose time is in ``overdue_ms``)."""
-    by_size = [i for i, seg in enumerate(segments) if log.deleted.get(seg.base_offset) == SIZE_BREACH]
+    """At least how long retention has owed the size rule's first deletion (made now, or held back by the high
+    watermark): it deletes the oldest segment once the bytes after it are retention.bytes or more, which became
+    true during the first later segment whose end brings those bytes there, so no later than that segment's last
+    write: the later of its largest timestamp and its file's mtime (a record's timestamp alone can be far older
+    than its write: MirrorMaker, Streams, backfills), now minus that. None when the size rule deletes nothing."""
+    by_size = [i for i, seg in enumerate(segments) if log.deleted.get(seg.base_offset) == SIZE_BREACH
+               or log.blocked.get(seg.base_offset) == SIZE_BREACH]
     if retention_bytes < 0 or not by_size:
         return None
     after = 0
     for seg in segments[by_size[0] + 1:]:
         after += seg.size
         if after >= retention_bytes:
-            return _long(now_ms - seg.largest_timestamp) if now_ms > seg.largest_timestamp else None
+            written = max(seg.largest_timestamp, seg.mtime_ms)
+            return _long(now_ms - written) if now_ms > written else None
     return None
 
 
@@ -607,8 +617,8 @@ def summarize(audits: Sequence[PartitionAudit], top: int = 10) -> dict:
         "pending_deleted_files": sum(a.deleted_files for a in ok),
         "pending_deleted_bytes": sum(a.deleted_bytes for a in ok),
         "compaction_due": len(dirty),
-        "most_overdue": [{"partition": label[id(a)], "overdue_ms": a.owed_ms,
-                          "deletable_segments": a.deletable_segments,
+        "most_overdue": [{"partition": label[id(a)], "owed_ms": a.owed_ms, "overdue_ms": a.overdue_ms,
+                          "size_overdue_ms": a.size_overdue_ms, "deletable_segments": a.deletable_segments,
                           "deletable_bytes": a.deletable_bytes} for a in overdue[:top]],
     }
 

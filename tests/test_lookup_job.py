@@ -69,8 +69,9 @@ def test_lookup_batches_without_spark(datadir):
         [(n, pa.string()) for n in ("topic", "partition", "time", "offset", "id")]))
     out = pa.Table.from_batches(list(job.lookup_batches([batch], [str(datadir.path)], extra=["id"])))
     assert out.schema == job.output_schema(["id"]) and out["id"].to_pylist() == [f"r{i}" for i in range(len(requests))]
-    with pytest.raises(InvalidOptionError, match="found"):
-        job.extra_columns(["topic", "partition", "found"])
+    for bad in (["found"], ["Found"], ["Offset"], ["id", "ID"], ["a.b"], ["we`ird"]):
+        with pytest.raises(InvalidOptionError, match="rename them"):
+            job.extra_columns(["topic", "partition", *bad])
 
 
 def test_an_offset_on_a_transaction_marker_is_answered_as_a_control_record(tmp_path):

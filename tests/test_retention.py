@@ -950,8 +950,13 @@ def test_retention_held_back_by_the_high_watermark_is_overdue_too(tmp_path, caps
 def test_a_partition_over_retention_bytes_for_long_is_overdue(tmp_path, capsys):
     """Deletable by the size rule alone (retention.ms -1): the broker deletes such segments at its next check, so
     finding them an hour after the limit was crossed means retention is not running (it never counted: review)."""
+    import os
+
     d = DataDir(tmp_path / "data")
-    sizes = d.partition("t", [(4, NOW - 3 * HOUR), (4, NOW - 2 * HOUR), (4, NOW - HOUR), (4, NOW - HOUR // 2)])
+    stamps = [NOW - 3 * HOUR, NOW - 2 * HOUR, NOW - HOUR, NOW - HOUR // 2]
+    sizes = d.partition("t", [(4, ts) for ts in stamps])
+    for (base, _), ts in zip(sizes, stamps):  # each written when its last record was (a live broker's files)
+        os.utime(tmp_path / "data" / "t-0" / f"{base:020d}.log", (ts / 1000, ts / 1000))
     seg = sizes[0][1]
     result = audit_one(d.finish(), "t", config_for(retention_ms=-1, retention_bytes=seg * 2))
     assert rules(result) == {0: SIZE_BREACH, 4: SIZE_BREACH} and result.overdue_ms is None
@@ -963,6 +968,12 @@ def test_a_partition_over_retention_bytes_for_long_is_overdue(tmp_path, capsys):
     fresh = audit_one(str(tmp_path / "data"), "t", config_for(retention_ms=-1, retention_bytes=seg * 2),
                       now=NOW - HOUR + 60_000)  # crossed a minute ago: not yet a check interval
     assert fresh.size_overdue_ms == 60_000 and not fresh.lagging
+    # records whose timestamps are older than their writes (MirrorMaker, Streams, a backfill): the third segment
+    # written a minute ago with records an hour old is over the limit for a minute, not an hour (review round 6)
+    third = tmp_path / "data" / "t-0" / f"{sizes[2][0]:020d}.log"
+    os.utime(third, ((NOW - 60_000) / 1000, (NOW - 60_000) / 1000))
+    late = audit_one(str(tmp_path / "data"), "t", config_for(retention_ms=-1, retention_bytes=seg * 2))
+    assert late.size_overdue_ms == 60_000 and not late.lagging
 
 
 def test_topic_folders_awaiting_deletion_are_counted(tmp_path, capsys):
@@ -982,3 +993,29 @@ def test_topic_folders_awaiting_deletion_are_counted(tmp_path, capsys):
     assert plan_audit([path], topics=["t"]).pending_topic_deletions == ()  # another topic's: not this audit's
     assert cli_main(["retention", path, "--now", str(NOW), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["pending_topic_deletions"][0]["bytes"] == size
+
+
+def test_time_owed_only_where_the_time_rule_reaches(tmp_path):
+    """A segment stamped in the future stops the time rule; a deleteRecords just moved the log start past it and
+    a ten-day-old segment: both go at the next check, owed since the deleteRecords, not for days (review round 6)."""
+    d = DataDir(tmp_path / "data")
+    d.partition("t", [(4, NOW + 2 * DAY), (4, NOW - 10 * DAY), (4, NOW - HOUR)], log_start=8)
+    result = audit_one(d.finish(), "t")
+    assert rules(result) == {0: LOG_START_BREACH, 4: LOG_START_BREACH}
+    assert result.overdue_ms is None and not result.lagging
+
+
+def test_over_retention_bytes_held_back_by_the_high_watermark_is_lagging(tmp_path):
+    """retention.ms -1, the partition far over retention.bytes, the high watermark stuck in the first segment for
+    a month: the size rule is held back, and that is owed too (review round 6)."""
+    import os
+
+    d = DataDir(tmp_path / "data")
+    stamps = [NOW - 30 * DAY, NOW - 29 * DAY, NOW - 28 * DAY, NOW - 27 * DAY]
+    sizes = d.partition("t", [(4, ts) for ts in stamps])
+    for (base, _), ts in zip(sizes, stamps):
+        os.utime(tmp_path / "data" / "t-0" / f"{base:020d}.log", (ts / 1000, ts / 1000))
+    d.hw[("t", 0)] = 2
+    result = audit_one(d.finish(), "t", config_for(retention_ms=-1, retention_bytes=sizes[0][1]))
+    assert rules(result) == {} and result.blocked_by_high_watermark
+    assert result.size_overdue_ms == 29 * DAY and result.lagging

@@ -709,9 +709,10 @@ def build_parser() -> argparse.ArgumentParser:
                            help="audit one replica of each partition (default, as reads choose it) or every copy "
                                 "found: each broker's retention runs on its own replica")
     retention.add_argument("--segments", action="store_true", help="also list every segment and its verdict")
-    retention.add_argument("--fail-on-overdue", action="store_true", help="exit 3 when a partition is past "
-                           "retention.ms by more than a retention check interval (5 minutes), as "
-                           "jobs/retention_audit.py does (1 stays: a partition could not be audited)")
+    retention.add_argument("--fail-on-overdue", action="store_true", help="exit 3 when a partition is lagging: "
+                           "past retention.ms, or over retention.bytes, for longer than a retention check interval "
+                           "(5 minutes), held back by the high watermark or not, as jobs/retention_audit.py does (1 "
+                           "stays: a partition could not be audited)")
     retention.add_argument("--json", action="store_true")
     retention.set_defaults(func=_cmd_retention)
 
