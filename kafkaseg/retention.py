@@ -484,14 +484,16 @@ def audit_partition(facts: PartitionFacts, config: TopicConfig, now_ms: int) -> 
     # how long retention has owed these deletions: past retention.ms, for the oldest segments the time rule itself
     # reaches (all past retention.ms from the first on, whichever rule deletes them now, or where only the high
     # watermark holds them back: a follower down, a stuck ISR), and past retention.bytes
-    reached = set()
-    if retention_ms >= 0:
+    # (a segment is owed no earlier than its last write, its file's mtime: records can carry timestamps far older
+    # than their writes, a backfill, MirrorMaker; an mtime after now, a clock or a copy's, says nothing)
+    reached: dict[int, int] = {}  # base offset -> since when the time rule owes its deletion
+    if retention_ms >= 0 and config.delete:
         for seg in segments:
             if now_ms - seg.largest_timestamp <= retention_ms:
                 break
-            reached.add(seg.base_offset)
-    past_ms = [v.overdue_ms for v in verdicts if v.base_offset in reached and (v.rule is not None
-               or v.blocked_by_high_watermark) and v.overdue_ms is not None and v.overdue_ms > 0]
+            reached[seg.base_offset] = max(seg.largest_timestamp + retention_ms, _written(seg, now_ms))
+    past_ms = [now_ms - reached[v.base_offset] for v in verdicts if v.base_offset in reached
+               and (v.rule is not None or v.blocked_by_high_watermark) and now_ms > reached[v.base_offset]]
     size_overdue = _size_overdue(segments, log, retention_bytes, now_ms) if config.delete else None
     stamps = [s.largest_timestamp for s in segments]
     compaction = _compaction(facts, config, now_ms) if config.compact else None
@@ -537,6 +539,11 @@ def audit_partition(facts: PartitionFacts, config: TopicConfig, now_ms: int) -> 
         segments=tuple(verdicts), notes=tuple(notes))
 
 
+def _written(seg: SegmentFacts, now_ms: int) -> int:
+    """When ``seg`` was last written, as far as its file's mtime says (none: an mtime after ``now_ms``)."""
+    return seg.mtime_ms if 0 < seg.mtime_ms <= now_ms else -(1 << 63)
+
+
 def _size_overdue(segments, log: "_Log", retention_bytes: int, now_ms: int) -> int | None:
     """At least how long retention has owed the size rule's first deletion (made now, or held back by the high
     watermark): it deletes the oldest segment once the bytes after it are retention.bytes or more, which became
@@ -551,7 +558,7 @@ def _size_overdue(segments, log: "_Log", retention_bytes: int, now_ms: int) -> i
     for seg in segments[by_size[0] + 1:]:
         after += seg.size
         if after >= retention_bytes:
-            written = max(seg.largest_timestamp, seg.mtime_ms)
+            written = max(seg.largest_timestamp, _written(seg, now_ms))
             return _long(now_ms - written) if now_ms > written else None
     return None
 

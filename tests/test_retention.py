@@ -1019,3 +1019,22 @@ def test_over_retention_bytes_held_back_by_the_high_watermark_is_lagging(tmp_pat
     result = audit_one(d.finish(), "t", config_for(retention_ms=-1, retention_bytes=sizes[0][1]))
     assert rules(result) == {} and result.blocked_by_high_watermark
     assert result.size_overdue_ms == 29 * DAY and result.lagging
+
+
+def test_time_owed_no_earlier_than_the_segments_last_write(tmp_path):
+    """A backfill writes records eight days old into segments rolled minutes ago: retention.ms (7 days) deletes
+    them at its next check, owed for minutes, not a day; a compacted topic owes nothing to retention.ms (round 7)."""
+    import os
+
+    d = DataDir(tmp_path / "data")
+    sizes = d.partition("t", [(4, NOW - 8 * DAY)] * 3)
+    for k, (base, _) in enumerate(sizes):
+        written = NOW - (3 - k) * 60_000
+        os.utime(tmp_path / "data" / "t-0" / f"{base:020d}.log", (written / 1000, written / 1000))
+    result = audit_one(d.finish(), "t")
+    assert dict(result.segments_by_rule) == {"time": 3} and result.overdue_ms == 3 * 60_000
+    assert not result.lagging
+    compacted = DataDir(tmp_path / "compacted")
+    compacted.partition("t", [(4, NOW - 30 * DAY)] * 3, log_start=4)
+    only = audit_one(compacted.finish(), "t", config_for(cleanup_policy="compact"))
+    assert only.overdue_ms is None and not only.lagging
