@@ -488,11 +488,15 @@ def audit_partition(facts: PartitionFacts, config: TopicConfig, now_ms: int) -> 
     # than their writes, a backfill, MirrorMaker; an mtime after now, a clock or a copy's, says nothing)
     reached: dict[int, int] = {}  # base offset -> since when the time rule owes its deletion
     if retention_ms >= 0 and config.delete:
+        since = None
         for seg in segments:
             if now_ms - seg.largest_timestamp <= retention_ms:
                 break
-            reached[seg.base_offset] = max(seg.largest_timestamp + retention_ms, _written(seg, now_ms))
-    past_ms = [now_ms - reached[v.base_offset] for v in verdicts if v.base_offset in reached
+            # the walk deletes oldest first: a segment is owed no earlier than every one before it
+            own = max(seg.largest_timestamp + retention_ms, _written(seg, now_ms))
+            since = own if since is None else max(since, own)
+            reached[seg.base_offset] = since
+    past_ms = [_long(now_ms - reached[v.base_offset]) for v in verdicts if v.base_offset in reached
                and (v.rule is not None or v.blocked_by_high_watermark) and now_ms > reached[v.base_offset]]
     size_overdue = _size_overdue(segments, log, retention_bytes, now_ms) if config.delete else None
     stamps = [s.largest_timestamp for s in segments]
@@ -500,6 +504,12 @@ def audit_partition(facts: PartitionFacts, config: TopicConfig, now_ms: int) -> 
     notes = list(facts.notes)
     no_timestamp = sum(1 for i, s in enumerate(segments)  # an empty last segment is never deletable anyway
                        if s.max_timestamp < 0 and (s.size > 0 or i + 1 < len(segments)))
+    stamped = [v.overdue_ms for v in verdicts if v.base_offset in reached and v.overdue_ms is not None]
+    if past_ms is not None and stamped and max(stamped) - max(past_ms, default=0) > RETENTION_CHECK_INTERVAL_MS:
+        notes.append(f"past retention.ms by {format_duration(max(stamped))} by record timestamps, but owed only "
+                     f"{format_duration(max(past_ms, default=0))} by when the segments were written (their files' "
+                     "mtimes): records written with old timestamps (a backfill, MirrorMaker), or a copy that did "
+                     "not keep mtimes (cp without -p), whose real lag these files cannot show")
     if no_timestamp and config.delete and retention_ms >= 0:
         notes.append(f"{no_timestamp} segment(s) have no timestamp (no batch has one, or the broker loads an empty "
                      "time index): their largestTimestamp is the .log file's mtime, which a copy that did not keep "
