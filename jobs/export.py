@@ -238,20 +238,9 @@ def epoch_marks(pdirs: dict, ends: dict) -> dict:
     """``{(topic, partition): (epoch, end) | None}``: the leader epoch of the last batch below each end in
     ``ends`` and where it ends (:meth:`kafkaseg.lookup.PartitionLookup.epoch_mark`; headers only), which the next
     incremental run checks the log against (:func:`check_divergence`). ``pdirs``: the replicas read, by key."""
-    from kafkaseg.errors import KafkaSegError
-    from kafkaseg.lookup import PartitionLookup
+    from kafkaseg.lookup import batch_epoch_mark
 
-    out = {}
-    for key, end in ends.items():
-        pdir = pdirs.get(key)
-        if pdir is None or end <= 0:
-            continue
-        try:
-            with PartitionLookup(pdir) as lookup:
-                out[key] = lookup.epoch_mark(end)
-        except KafkaSegError:  # unreadable there: nothing recorded, as for a legacy batch
-            out[key] = None
-    return out
+    return {key: batch_epoch_mark(pdirs[key], end) for key, end in ends.items() if key in pdirs and end > 0}
 
 
 def check_divergence(recorded: dict, pdirs: dict, ends: dict, fail_on_data_loss: bool) -> dict:

@@ -568,25 +568,12 @@ def _losses(facts: Sequence[PartitionFacts], state: TableState, config: Compacti
 # --------------------------------------------------------------------------------------------------------------------
 # facts from the data dirs (driver side, index files and checkpoints only)
 
-def _batch_mark(pdir, offset: int) -> tuple[int, int] | None:
-    """``(epoch, end)`` of the last batch below ``offset`` in ``pdir`` (headers only), None for a legacy batch, one
-    without an epoch, or none readable (the run then records the checkpoint's epoch, as before)."""
-    from kafkaseg.errors import KafkaSegError
-    from kafkaseg.lookup import PartitionLookup
-
-    try:
-        with PartitionLookup(pdir, checkpoints_checked=True) as lookup:
-            return lookup.epoch_mark(offset)
-    except KafkaSegError:
-        return None
-
-
 def gather_facts(paths: Sequence[str], options: Mapping[str, str], config: CompactionConfig
                  ) -> tuple[list[PartitionFacts], frozenset]:
     """One :class:`PartitionFacts` per selected topic-partition of ``paths`` (``options``:
     :func:`compaction_read_options`'s), and every ``(topic, partition)`` the dirs hold, selected or not. Planning resolves the bounds (log start, high watermark, last stable
     offset); segment timestamps are read only for ``read_until = "cleanable"``."""
-    from kafkaseg.lookup import PartitionLookup
+    from kafkaseg.lookup import PartitionLookup, batch_epoch_mark
     from kafkaseg.options import ReadOptions
     from kafkaseg.planning import plan_scan
     from kafkaseg.storage.layout import discover
@@ -615,5 +602,7 @@ def gather_facts(paths: Sequence[str], options: Mapping[str, str], config: Compa
             pdir.cleaner_offset if pdir is not None else None, pdir.topic_id if pdir is not None else None,
             pdir.log_dir_meta.cluster_id if pdir is not None and pdir.log_dir_meta is not None else None,
             tuple((e.epoch, e.start_offset) for e in pdir.leader_epochs) if pdir is not None else (),
-            functools.partial(_batch_mark, pdir) if pdir is not None else None))
+            # (epoch, end) of the last batch below an offset, None for a legacy batch, one without an epoch, or none
+            # readable (the run then records the checkpoint's epoch, as before)
+            functools.partial(batch_epoch_mark, pdir) if pdir is not None else None))
     return out, frozenset((pdir.topic, pdir.partition) for pdir in by_path.values())

@@ -72,7 +72,7 @@ from kafkaseg.wire.records import batch_records
 __all__ = [
     "EARLIEST", "LATEST", "MAX_TIMESTAMP", "EARLIEST_LOCAL", "LATEST_TIERED",
     "LookupStats", "OffsetAnswer", "RecordLocation", "PartitionLookup",
-    "parse_time_spec", "list_offset", "locate_offset", "locate_time",
+    "parse_time_spec", "list_offset", "locate_offset", "locate_time", "batch_epoch_mark",
 ]
 
 LATEST = -1
@@ -857,6 +857,17 @@ def locate_offset(partition_dir: PartitionDir, offset: int) -> RecordLocation:
     """Where ``offset`` lives in ``partition_dir``."""
     with PartitionLookup(partition_dir) as lookup:
         return lookup.locate(offset)
+
+
+def batch_epoch_mark(partition_dir: PartitionDir, offset: int) -> tuple[int, int] | None:
+    """:meth:`PartitionLookup.epoch_mark` of ``offset`` (headers only, no checkpoint consulted), None as well when
+    no batch there can be read: what a reader records with its position, to check the log against later (KIP-320),
+    and goes on without."""
+    try:
+        with PartitionLookup(partition_dir, checkpoints_checked=True) as lookup:
+            return lookup.epoch_mark(offset)
+    except KafkaSegError:
+        return None
 
 
 def locate_time(partition_dir: PartitionDir, spec: int | str, *, isolation: str = "read_uncommitted"

@@ -760,8 +760,9 @@ class _Partition:
     def log_end_offset(self) -> int:
         """The partition's log end offset. When the active segment cannot be walked to its end (corrupt framing,
         e.g. an append a crash tore, or a batch whose base offset, which no CRC covers, goes back), it is the end
-        of the last whole batch before the corruption, as Kafka's recovery would truncate there. A strict read accepts that only when the checkpointed high watermark lies at
-        or below it (the torn bytes were never acknowledged); otherwise it raises. A lenient read steps over the
+        of the last whole batch before the corruption, as Kafka's recovery would truncate there. A strict read
+        accepts that only when the checkpointed high watermark lies at or below it (the torn bytes were never
+        acknowledged); otherwise it raises. A lenient read steps over the
         corruption as its reader will and takes the last batch found. Noted either way."""
         if self._leo is None:
             try:

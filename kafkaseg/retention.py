@@ -505,9 +505,10 @@ def audit_partition(facts: PartitionFacts, config: TopicConfig, now_ms: int) -> 
     no_timestamp = sum(1 for i, s in enumerate(segments)  # an empty last segment is never deletable anyway
                        if s.max_timestamp < 0 and (s.size > 0 or i + 1 < len(segments)))
     stamped = [v.overdue_ms for v in verdicts if v.base_offset in reached and v.overdue_ms is not None]
-    if past_ms is not None and stamped and max(stamped) - max(past_ms, default=0) > RETENTION_CHECK_INTERVAL_MS:
+    owed = max(past_ms, default=0)
+    if stamped and max(stamped) - owed > RETENTION_CHECK_INTERVAL_MS:
         notes.append(f"past retention.ms by {format_duration(max(stamped))} by record timestamps, but owed only "
-                     f"{format_duration(max(past_ms, default=0))} by when the segments were written (their files' "
+                     f"{format_duration(owed)} by when the segments were written (their files' "
                      "mtimes): records written with old timestamps (a backfill, MirrorMaker), or a copy that did "
                      "not keep mtimes (cp without -p), whose real lag these files cannot show")
     if no_timestamp and config.delete and retention_ms >= 0:
@@ -794,13 +795,13 @@ def plan_audit(data_dirs: Sequence[str], config_file: ConfigFile | None = None, 
 def _pending_deletions(folders: Sequence[str], selected: Callable[[str], bool], found) -> tuple:
     """``(folder, bytes)`` of ``-delete`` folders of the selected topics (a name that does not say its topic,
     cut to fit 255 characters, counts), each listed once (a folder gone meanwhile: the deletion finished)."""
-    from kafkaseg.storage.layout import parse_topic_partition
+    from kafkaseg.storage.layout import renamed_partition
 
     filesystems = {p.log_dir: p.filesystem for p in found if p.log_dir}  # (a log dir's folders share its store)
     out = []
     for folder in sorted(folders):
         name = _fs.basename(folder.rstrip("/"))
-        parsed = parse_topic_partition(name.rsplit(".", 1)[0]) if "." in name else None
+        parsed = renamed_partition(name)
         if parsed is not None and not selected(parsed[0]):
             continue
         try:

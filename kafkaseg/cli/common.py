@@ -7,7 +7,7 @@ from typing import Sequence
 
 from kafkaseg.errors import KafkaSegError
 from kafkaseg.storage import fs as _fs
-from kafkaseg.storage.layout import PartitionDir, parse_topic_partition, partition_log_end_offset
+from kafkaseg.storage.layout import PartitionDir, parse_topic_partition, partition_log_end_offset, renamed_partition
 
 __all__ = ["PartitionOffsets", "SkippedFolder", "decode_batch", "skipped_folders", "whole_partition_offsets"]
 
@@ -101,7 +101,7 @@ def _skipped_folder(path: str, reason: str) -> SkippedFolder:
     name = _fs.basename(path)
     suffix = next((s for s in _SUFFIX_MEANING if name.endswith(s)), None)
     if suffix is not None:  # <topic>-<partition>.<uuid><suffix>
-        parsed = parse_topic_partition(name[:name.rfind(".")]) if "." in name else None
+        parsed = renamed_partition(name)
         meaning = _SUFFIX_MEANING[suffix].format(name=f"{parsed[0]}-{parsed[1]}" if parsed else "a partition")
         return SkippedFolder(path, f"{reason}: {meaning}", *(parsed or (None, None)))
     if name == _REMOTE_INDEX_CACHE:

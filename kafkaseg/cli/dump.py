@@ -660,8 +660,7 @@ def _dump_packed_indexes(path: str, options: DumpOptions, report: DumpReport, ou
                           "it holds are in the manifest")
     copy = tiered.read_aiven_manifest(copies[0], filesystem, options.key_ring)
     # the indexes (decrypted) and the log they are checked against (decrypted, decompressed) as on disk
-    served = tiered.chunked_filesystem(filesystem, {name: chunked for name, chunked in (
-        (located, copy.indexes_chunked), (copy.log.path, copy.chunked)) if chunked is not None})
+    served = tiered.chunked_filesystem(filesystem, copy.served())
     where = {kind: (position, size) for kind, position, size in copy.packed_indexes}
     for kind in ("offset", "timestamp", "producerSnapshot", "leaderEpoch", "transaction"):
         if kind not in where:

@@ -211,10 +211,9 @@ def _cmd_describe(args) -> int:
 
     table = Table(title="kafkaseg describe")
     # replicas of one topic-partition in several log dirs (brokers' copies): the row says whose it is
-    folders = {(d.topic, d.partition): 0 for d in descriptions}
-    for d in descriptions:
-        folders[(d.topic, d.partition)] += 1
-    where = any(n > 1 for n in folders.values())
+    from collections import Counter
+
+    where = any(n > 1 for n in Counter((d.topic, d.partition) for d in descriptions).values())
     for column in ("topic", "partition", *(("log dir",) if where else ()), "segments", "bytes", "log start",
                    "log end", "HW", "LSO", "first time", "max time", "magic", "codecs"):
         table.add_column(column, justify="left" if column in ("topic", "log dir", "codecs", "first time",
@@ -539,12 +538,13 @@ def _visibility(pdir, lookup, location, args) -> str | None:
         return "a control record (a transaction marker or the like): consumers never receive it"
     offset = location.record_offset
     fetchable = lookup.last_fetchable_offset()
+    # (a .log file outside a <topic>-<partition> folder has partition -1: a read cannot name it)
     if offset >= fetchable:
         bound = "last stable offset" if args.isolation == "read_committed" else "high watermark"
         return (f"not visible to a {args.isolation} consumer: at or past the {bound} {fetchable} (not yet "
                 "acknowledged by the in-sync replicas" + (", or in a transaction still open" if
                                                            args.isolation == "read_committed" else "") + ")")
-    if args.isolation == "read_committed" and location.batch.is_transactional and not location.batch.is_control:
+    if args.isolation == "read_committed" and location.batch.is_transactional and pdir.partition >= 0:
         import kafkaseg
 
         paths = [pdir.path] + ([pdir.remote_below.path] if pdir.remote_below is not None else [])
@@ -554,9 +554,7 @@ def _visibility(pdir, lookup, location, args) -> str | None:
                    "endingOffsets": after, "kafka.isolation.level": "read_committed", "columns": "offset",
                    "replicas": "all" if len(paths) == 1 else "highestHighWatermark"}
         if args.tiered_key_ring is not None:
-            options["tieredKeyRing"] = ",".join(f"{k}={v}" for k, v in args.tiered_key_ring.files)
-        if pdir.partition < 0:  # a .log file outside a <topic>-<partition> folder: a read cannot name it
-            return None
+            options["tieredKeyRing"] = dict(args.tiered_key_ring.files)
         try:
             visible = kafkaseg.read_arrow(paths, **options).num_rows > 0
         except KafkaSegError as err:

@@ -133,6 +133,11 @@ class RingKeys:
         self._keys: dict = {}  # key id -> RsaKey or the KeyUnavailableError it raised
         self._lock = threading.Lock()
 
+    @classmethod
+    def of(cls, keys: "RingKeys | KeyRing | None") -> "RingKeys | None":
+        """``keys`` as a :class:`RingKeys` (a :class:`KeyRing` looked at afresh), None for None."""
+        return keys if keys is None or isinstance(keys, RingKeys) else cls(keys)
+
     def private_key(self, key_id: str, manifest: str):
         with self._lock:
             known = self._keys.get(key_id)
@@ -211,8 +216,7 @@ def unwrap_data_key(keys: "RingKeys | KeyRing | None", encryption: tuple[str, by
                                   f"(encryption.enabled, key pair {key_id!r}); give the broker's private key files "
                                   f"with the tieredKeyRing option (CLI: --tiered-key-ring), e.g. "
                                   f"{key_id}=/path/to/private.pem")
-    if isinstance(keys, KeyRing):
-        keys = RingKeys(keys)
+    keys = RingKeys.of(keys)
     private = keys.private_key(key_id, manifest)
     cache_key = (private.n, private.d, wrapped)  # the key itself: a key file replaced is unwrapped with again
     with _LOCK:

@@ -51,6 +51,7 @@ __all__ = [
     "LogDir",
     "ReplicaChoice",
     "parse_topic_partition",
+    "renamed_partition",
     "read_log_dir",
     "read_partition_dir",
     "discover",
@@ -264,6 +265,12 @@ def parse_topic_partition(name: str) -> tuple[str, int] | None:
     return topic, partition
 
 
+def renamed_partition(name: str) -> tuple[str, int] | None:
+    """``(topic, partition)`` a ``<topic>-<partition>.<id>-delete`` (``-future``, ``-stray``) folder holds a copy
+    of, None when its name does not say (the broker cuts a long topic to keep the name within 255 characters)."""
+    return parse_topic_partition(name[:name.rfind(".")]) if "." in name else None
+
+
 # -- reading one partition folder --------------------------------------------------------------------------------
 
 class _ListedFileGone(Exception):
@@ -470,8 +477,7 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
     """
     known_keys = {chunked.data_key.wrapped: chunked.data_key for chunked in
                   tiered.served_decompressed(filesystem).values() if isinstance(chunked.data_key, encryption.DataKey)}
-    if key_ring is not None and not isinstance(key_ring, encryption.RingKeys):
-        key_ring = encryption.RingKeys(key_ring)
+    key_ring = encryption.RingKeys.of(key_ring)
     # listed and read as stored: a filesystem serving compressed copies decompressed (read again through a
     # partition's own) would list them at their decompressed sizes, which the manifests' chunk indexes do not add
     # up to
@@ -530,8 +536,6 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
         return tuple((kind, entry.path, *kinds[name]) for kind, name in (
             ("index", "offset"), ("timeindex", "timestamp"), ("txnindex", "transaction")) if name in kinds)
 
-    # segments (and indexes) stored compressed or encrypted are read through a filesystem that serves them as they
-    # were on disk
     # an Aiven copy without its .indexes object (being deleted, or lost): its offset and time indexes are rebuilt
     # from its log, and its aborted transactions derived there when its manifest lists a transaction index
     missing = [c for c in kept if folder.layout == tiered.AIVEN and "indexes" not in c.files]
@@ -540,9 +544,10 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
                  "are rebuilt from its log" + (", its aborted transactions derived from the log (its manifest lists "
                                                "a transaction index)" if c.log.path in lost else "")
                  for c in missing)
-    served = {c.log.path: c.chunked for c in kept if c.chunked}
-    served.update((c.files["indexes"].path, c.indexes_chunked) for c in kept if c.indexes_chunked)
-    filesystem = tiered.chunked_filesystem(filesystem, served)
+    # segments (and indexes) stored compressed or encrypted are read through a filesystem that serves them as they
+    # were on disk
+    filesystem = tiered.chunked_filesystem(filesystem, {path: chunked for c in kept
+                                                        for path, chunked in c.served().items()})
     segments = tuple(SegmentFiles(
         base_offset=copy.base_offset, log_path=copy.log.path, log_size=copy.original_size,
         index_path=side(copy, "index"), timeindex_path=side(copy, "timeindex"),
@@ -557,7 +562,7 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
     return PartitionDir(topic=folder.topic, partition=folder.partition, path=folder.path,
                         log_dir=root, segments=segments, topic_id=folder.topic_id, leader_epochs=tuple(epochs),
                         notes=tuple(notes), filesystem=filesystem, tiered=folder.layout,
-                        key_ring=key_ring.ring if isinstance(key_ring, encryption.RingKeys) else key_ring)
+                        key_ring=key_ring.ring if key_ring is not None else None)
 
 
 _CHECKPOINT_FILES = {
@@ -905,8 +910,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    if key_ring is not None and not isinstance(key_ring, encryption.RingKeys):
-        key_ring = encryption.RingKeys(key_ring)  # each key file looked at once in this discovery
+    key_ring = encryption.RingKeys.of(key_ring)  # each key file looked at once in this discovery
     found: dict = {}  # by _found_key
     left_out: dict = {}  # by _found_key: a folder reached twice (a dir given twice) once
     for given in paths:

@@ -238,6 +238,14 @@ class RemoteSegment:
         """The segment's size as it was on disk (its object's, unless stored compressed)."""
         return self.chunked.original_size if self.chunked is not None else self.log.size
 
+    def served(self) -> dict:
+        """Its objects stored compressed or encrypted (the ``.log``, an encrypted ``.indexes``), path ->
+        :class:`ChunkedObject`: what a :func:`chunked_filesystem` serves as they were on disk."""
+        out = {self.log.path: self.chunked} if self.chunked is not None else {}
+        if self.indexes_chunked is not None:
+            out[self.files["indexes"].path] = self.indexes_chunked
+        return out
+
 
 def remote_segments(entries: Sequence[_fs.FileEntry], notes: list[str]) -> list[RemoteSegment]:
     """The segment copies of one remote partition folder's listing, by (base offset, segment id), sorted; files of
@@ -320,10 +328,10 @@ def read_aiven_manifest(segment: RemoteSegment, filesystem, key_ring=None, known
                    indexes_chunked=indexes_chunked)
 
 
-#: Manifests read, by (store, path, size, mtime, log size, base): a manifest is written once, whole (an object
-#: store replaces objects, never appends), so a discovery done again (a stream's every trigger, each ``.log`` of a
-#: glob) reads only the ones it has not seen. Bounded: about 1.2 KB apiece with 90-character paths (a reviewer's
-#: tracemalloc measurement), plus 8 bytes a chunk for a compressed copy (2 KB for a 1 GiB segment of 4 MiB
+#: Manifests read, by (store, path, size, mtime, log size, base, .indexes size): a manifest is written once, whole
+#: (an object store replaces objects, never appends), so a discovery done again (a stream's every trigger, each
+#: ``.log`` of a glob) reads only the ones it has not seen. Bounded: about 1.2 KB apiece with 90-character paths (a
+#: reviewer's tracemalloc measurement), plus 8 bytes a chunk for a compressed copy (2 KB for a 1 GiB segment of 4 MiB
 #: chunks), so 25-65 MB when full.
 _MANIFESTS: "OrderedDict[tuple, tuple]" = OrderedDict()
 _MANIFESTS_KEPT = 20_000
