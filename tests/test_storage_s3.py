@@ -9,6 +9,7 @@ requests a plan and a read cost, and that reads never send a write. The server r
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import threading
 from dataclasses import dataclass, field
@@ -256,6 +257,23 @@ def test_cli_on_s3_prints_what_it_prints_for_disk(s3, capsys, name):
     assert local[0] == 0 and local[1].strip()
     assert (remote[0], _same_paths(remote[1], s3), _same_paths(remote[2], s3)) == \
         (local[0], _same_paths(local[1], s3), _same_paths(local[2], s3))
+    assert not _writes(s3.take())
+
+
+def test_log_dirs_on_s3_sizes_objects_as_stored(s3, capsys):
+    """kafka-log-dirs.sh's sizes are the same on S3 as on disk; disk usage is the objects' stored sizes (no
+    blocks, no filesystem totals: -1 as KIP-827's unknown)."""
+    local = _cli(["log-dirs", "--json", s3.local], capsys)
+    remote = _cli(["log-dirs", "--json", s3.uri()], capsys)
+    assert local[0] == remote[0] == 0, remote[2]
+    local_dir = json.loads(local[1])["brokers"][0]["logDirs"][0]
+    remote_dir = json.loads(remote[1])["brokers"][0]["logDirs"][0]
+    assert remote_dir["logDir"] == f"{BUCKET}/{PREFIX}"
+    assert [(p["partition"], p["size"], p["segments"]) for p in remote_dir["partitions"]] == \
+        [(p["partition"], p["size"], p["segments"]) for p in local_dir["partitions"]]
+    stored = sum(os.path.getsize(os.path.join(root, f)) for root, _, files in os.walk(s3.local) for f in files)
+    assert remote_dir["diskBytes"] == stored
+    assert remote_dir["totalBytes"] == remote_dir["usableBytes"] == -1
     assert not _writes(s3.take())
 
 

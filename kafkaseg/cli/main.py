@@ -14,6 +14,8 @@ Subcommands::
                                         what the brokers' retention would delete now; compaction dirtiness
     kafkaseg consume --data-dir DIR (--topic T | --include REGEX) [--from-beginning] [--follow] ...
                                         kafka-console-consumer.sh: records printed by its default formatter
+    kafkaseg log-dirs DIR... [--topic-list T,...] [--json]
+                                        kafka-log-dirs.sh --describe: replica sizes per log dir, disk usage
 
 ``--json`` prints machine-readable output. Progress bars (rich) go to stderr on long runs when stderr is a terminal.
 Exit status: 0 ok, 1 verification failures (or nothing found), 2 usage or read errors; ``retention
@@ -573,6 +575,18 @@ def _cmd_retention(args) -> int:
     return run(args, _console(), _ms_text)
 
 
+# -- log-dirs -------------------------------------------------------------------------------------------------------
+
+def _cmd_log_dirs(args) -> int:
+    from kafkaseg.cli.log_dirs import run
+
+    if args.bootstrap_server is not None:
+        print("kafkaseg log-dirs reads log dirs, not brokers: give the log dirs (a broker's log.dirs) as DIR "
+              "arguments instead of --bootstrap-server", file=sys.stderr)
+        return EXIT_ERROR
+    return run(args, _console())
+
+
 # -- consume --------------------------------------------------------------------------------------------------------
 
 def _cmd_consume(args) -> int:
@@ -713,6 +727,22 @@ def build_parser() -> argparse.ArgumentParser:
                            "stays: a partition could not be audited)")
     retention.add_argument("--json", action="store_true")
     retention.set_defaults(func=_cmd_retention)
+
+    log_dirs = sub.add_parser("log-dirs", help="kafka-log-dirs.sh --describe: replica sizes per log dir, and disk "
+                              "usage", description="What kafka-log-dirs.sh --describe answers for these log dirs "
+                              "(--json prints its JSON line), and what they hold on disk (see kafkaseg.cli.log_dirs).")
+    log_dirs.add_argument("paths", nargs="+", metavar="DIR", help="log dirs (a broker's log.dirs)")
+    log_dirs.add_argument("--describe", action="store_true", help="accepted for pasted kafka-log-dirs.sh commands "
+                          "(describing is all this command does)")
+    log_dirs.add_argument("--topic-list", help="comma separated topics (default: all)")
+    log_dirs.add_argument("--broker-list", help="comma separated broker ids (meta.properties' node.id; default: all)")
+    log_dirs.add_argument("--partitions", action="store_true", help="also list every replica")
+    log_dirs.add_argument("--bytes", action="store_true", help="sizes in bytes, not KiB/MiB/GiB")
+    log_dirs.add_argument("--json", action="store_true", help="kafka-log-dirs.sh's JSON line (with kafkaseg's "
+                          "extra keys)")
+    log_dirs.add_argument("--bootstrap-server", help=argparse.SUPPRESS)  # refused with a hint
+    log_dirs.add_argument("--command-config", help=argparse.SUPPRESS)  # (a pasted command's; no effect)
+    log_dirs.set_defaults(func=_cmd_log_dirs)
 
     consume = sub.add_parser("consume", help="kafka-console-consumer.sh on log dirs",
                              description="Print records as kafka-console-consumer.sh does, from log dirs (see "

@@ -1,0 +1,367 @@
+"""``kafkaseg log-dirs DIR...``: ``kafka-log-dirs.sh --describe`` on log dirs, plus what ``du`` would say.
+
+``kafka-log-dirs.sh`` asks each broker for ``DescribeLogDirs`` and prints one JSON line::
+
+    {"version":1,"brokers":[{"broker":1,"logDirs":[{"logDir":"/var/kafka-logs","error":null,
+      "partitions":[{"partition":"orders-0","size":123456,"offsetLag":0,"isFuture":false}]}]}]}
+
+``--json`` prints that line, computed as the broker computes it (``ReplicaManager.describeLogDirs``,
+core/src/main/scala/kafka/server/ReplicaManager.scala; the tool is tools/.../LogDirsCommand.java):
+
+* ``broker``: ``node.id`` (``broker.id``) of the log dir's ``meta.properties``; -1 when it has none. Log dirs of
+  one broker are listed under it, in the order given.
+* ``size``: ``UnifiedLog.size``, the sum of the partition's ``.log`` files (indexes, snapshots and files awaiting
+  deletion are not counted: ``retention.bytes`` compares the same sum).
+* ``offsetLag``: for a current replica ``max(highWatermark - logEndOffset, 0)``, which is 0 on a broker (it keeps
+  the high watermark at or below the log end); for a ``-future`` replica (a move between log dirs under way,
+  ``kafka-reassign-partitions.sh`` with log dirs) the current replica's log end minus the future one's, the
+  bytes still to copy in offsets. -1 (``INVALID_OFFSET_LAG``) when the current replica is not in the dirs given.
+* ``isFuture``: the replica is a ``<topic>-<partition>.<id>-future`` folder.
+* ``error``: null, or ``org.apache.kafka.common.errors.KafkaStorageException`` when the broker would take the log
+  dir offline at startup (an unreadable ``meta.properties`` or checkpoint file); kafkaseg still lists the
+  partitions it can read there, and says why on stderr.
+
+Beyond Kafka's keys (a JSON reader that knows only those ignores them): per log dir ``totalBytes`` and
+``usableBytes`` of its filesystem (as the Admin API's ``LogDirDescription``, KIP-827; -1 when unknown, e.g. on an
+object store); ``diskBytes``, everything in the log dir as ``du`` counts it (allocated blocks: the sparse
+preallocated tail of an active segment's index counts only as written; stored sizes on an object store), of
+which ``pendingDeletionBytes`` (``.deleted`` files and ``-delete`` folders the broker has yet to remove, after
+``file.delete.delay.ms``) and ``strayBytes`` (``-stray`` folders: replicas a KRaft broker found it no longer
+hosts, kept for an operator to remove); per partition ``segments`` and ``diskBytes`` (its folder's files, its
+``.deleted`` files included). With ``--topic-list``, the last two log dir keys count those topics' folders only.
+
+Without ``--json``: a table per log dir and one per topic (totals across the dirs given, largest first);
+``--partitions`` adds one row per replica.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from kafkaseg.errors import KafkaSegError, LayoutError
+from kafkaseg.storage import fs as _fs
+from kafkaseg.storage.layout import (
+    PartitionDir,
+    parse_topic_partition,
+    partition_log_end_offset,
+    read_log_dir,
+    read_partition_dir,
+    renamed_partition,
+)
+
+__all__ = ["ReplicaUsage", "LogDirUsage", "describe_log_dirs", "as_kafka_json"]
+
+#: ``DescribeLogDirsResponse.INVALID_OFFSET_LAG``: the lag is not known
+INVALID_OFFSET_LAG = -1
+#: ``DescribeLogDirsResponse.UNKNOWN_VOLUME_BYTES``
+UNKNOWN_VOLUME_BYTES = -1
+#: what ``kafka-log-dirs.sh`` prints for a log dir a broker has offline
+STORAGE_ERROR = "org.apache.kafka.common.errors.KafkaStorageException"
+
+
+@dataclass
+class ReplicaUsage:
+    """One replica (partition folder) of a log dir."""
+
+    topic: str
+    partition: int
+    path: str
+    size: int  # Kafka's UnifiedLog.size: the .log files
+    disk_bytes: int  # every file of the folder, as allocated (local) or stored (object store)
+    segments: int
+    is_future: bool = False
+    offset_lag: int = 0
+    log_end_offset: int | None = None  # walked for future replicas and their current ones only
+    partition_dir: PartitionDir | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass
+class LogDirUsage:
+    """One log dir as ``DescribeLogDirs`` answers for it, and its disk usage."""
+
+    path: str
+    broker: int  # -1: no meta.properties
+    error: str | None = None
+    why: list[str] = field(default_factory=list)  # why ``error`` is set, and what could not be read
+    replicas: list[ReplicaUsage] = field(default_factory=list)
+    total_bytes: int = UNKNOWN_VOLUME_BYTES
+    usable_bytes: int = UNKNOWN_VOLUME_BYTES
+    disk_bytes: int = 0  # everything in the log dir (``du``), the parts below included
+    pending_deletion_bytes: int = 0  # .deleted files and -delete folders, of the topics asked for
+    stray_bytes: int = 0  # -stray folders, of the topics asked for
+
+    @property
+    def size(self) -> int:
+        return sum(r.size for r in self.replicas)
+
+
+def describe_log_dirs(paths: Sequence[str], *, topics: Iterable[str] | None = None,
+                      brokers: Iterable[int] | None = None) -> list[LogDirUsage]:
+    """``DescribeLogDirs`` of every log dir in ``paths`` (see the module docstring): only replicas of ``topics``
+    when given (``--topic-list``), only log dirs of ``brokers`` (``--broker-list``). Reads listings, checkpoints
+    and, for ``-future`` replicas, the tail of the active segments: no record data. Raises :class:`LayoutError`
+    for a path that is not a log dir."""
+    wanted = set(topics) if topics else None
+    usages: list[LogDirUsage] = []
+    seen: set = set()
+    for given in paths:
+        filesystem, path = _fs.open_filesystem(os.fspath(given))
+        if _fs.is_local(filesystem):
+            path = os.path.abspath(path)  # as the broker names its log dirs
+        key = (_fs.store_key(filesystem), path.rstrip("/"))
+        if key in seen:
+            continue
+        seen.add(key)
+        usages.append(_describe_one(path, filesystem, wanted))
+    if brokers is not None:
+        chosen = set(brokers)
+        usages = [u for u in usages if u.broker in chosen]
+    _future_lags(usages)
+    return usages
+
+
+def _describe_one(path: str, filesystem, wanted: set | None) -> LogDirUsage:
+    entry = _fs.stat(path, filesystem)
+    if entry is None:
+        raise LayoutError(f"{path}: no such directory")
+    if not entry.is_dir:
+        raise LayoutError(f"{path}: not a log dir (a file; give the log dirs, as log.dirs lists them)")
+    log_dir = read_log_dir(path, filesystem, select=lambda t, p: wanted is None or t in wanted)
+    entries = _fs.list_dir(path, filesystem)
+    folders = [e for e in entries if e.is_dir]
+    kafka_folders = [e for e in folders if parse_topic_partition(e.name) is not None
+                     or e.name.endswith(("-delete", "-future", "-stray"))]
+    known = log_dir.meta is not None or log_dir.high_watermarks or log_dir.recovery_points \
+        or log_dir.log_start_offsets or log_dir.unreadable_checkpoints
+    if not known and not kafka_folders:
+        what = "a partition's folder? give its log dir" if parse_topic_partition(_fs.basename(path)) else \
+            "no meta.properties, checkpoint files or <topic>-<partition> folders"
+        raise LayoutError(f"{path}: not a log dir ({what})")
+    node = log_dir.meta.node_id if log_dir.meta is not None and log_dir.meta.node_id is not None else -1
+    usage = LogDirUsage(path=path, broker=node)
+    offline = [f"unreadable {name}: {why}" for name, why in log_dir.unreadable_checkpoints]
+    offline += [note for name, note in log_dir.skipped if name == "(log dir)" and "meta.properties" in note]
+    if offline:
+        usage.error = STORAGE_ERROR
+        usage.why.extend(offline)
+    if _fs.is_local(filesystem):
+        try:
+            disk = shutil.disk_usage(path)
+            usage.total_bytes, usage.usable_bytes = disk.total, disk.free
+        except OSError:
+            pass
+    usage.disk_bytes = sum(_allocated(e, filesystem) for e in entries if not e.is_dir)
+    read = {p.path: p for p in log_dir.partitions}
+    sizes = _fs.map_files(lambda f: _folder_disk_bytes(f.path, filesystem), folders, [filesystem])  # threads on S3
+    for folder, (on_disk, deleted) in zip(folders, sizes):
+        usage.disk_bytes += on_disk
+        parsed = renamed_partition(folder.name) if folder.name.endswith(("-delete", "-future", "-stray")) \
+            else parse_topic_partition(folder.name)
+        if wanted is not None and parsed is not None and parsed[0] not in wanted:
+            continue
+        if folder.path in read:
+            usage.replicas.append(_replica(read[folder.path], on_disk))
+            usage.pending_deletion_bytes += deleted
+        elif folder.name.endswith("-future"):
+            if parsed is None:
+                usage.why.append(f"{folder.path}: a -future folder whose name does not say its partition (cut to "
+                                 "255 characters): left out")
+                continue
+            try:
+                pdir = read_partition_dir(folder.path, filesystem, log_dir=log_dir, topic=parsed[0],
+                                          partition=parsed[1])
+            except LayoutError as err:
+                if _fs.exists(folder.path, filesystem):
+                    raise
+                usage.why.append(f"{folder.path}: gone while read (the move finished): {err}")
+                continue
+            usage.replicas.append(_replica(pdir, on_disk, is_future=True))
+            usage.pending_deletion_bytes += deleted
+        elif folder.name.endswith("-delete"):
+            usage.pending_deletion_bytes += on_disk
+        elif folder.name.endswith("-stray"):
+            usage.stray_bytes += on_disk
+    usage.replicas.sort(key=lambda r: (r.topic, r.partition, r.is_future))
+    return usage
+
+
+def _replica(pdir: PartitionDir, disk_bytes: int, is_future: bool = False) -> ReplicaUsage:
+    return ReplicaUsage(topic=pdir.topic, partition=pdir.partition, path=pdir.path, size=pdir.size_bytes,
+                        disk_bytes=disk_bytes, segments=len(pdir.segments), is_future=is_future, partition_dir=pdir)
+
+
+def _allocated(entry: _fs.FileEntry, filesystem) -> int:
+    """Bytes a file takes: its allocated blocks on a local disk (``du``: a sparse preallocated index counts only
+    as written), its stored size elsewhere; 0 for one gone meanwhile."""
+    if not _fs.is_local(filesystem):
+        return entry.size
+    try:
+        st = os.lstat(entry.path)
+    except OSError:
+        return 0
+    return st.st_blocks * 512 if hasattr(st, "st_blocks") else st.st_size
+
+
+def _folder_disk_bytes(path: str, filesystem) -> tuple[int, int]:
+    """``(bytes, of which .deleted files)`` a folder's files take (see :func:`_allocated`); a folder gone
+    meanwhile (a deletion finishing) takes none."""
+    try:
+        entries = _fs.list_dir(path, filesystem)
+    except LayoutError:
+        return 0, 0
+    total = deleted = 0
+    for entry in entries:
+        if entry.is_dir:
+            continue
+        size = _allocated(entry, filesystem)
+        total += size
+        if entry.name.endswith(".deleted"):
+            deleted += size
+    return total, deleted
+
+
+def _future_lags(usages: list[LogDirUsage]) -> None:
+    """``getLogEndOffsetLag``: a future replica's lag is its current replica's log end minus its own, the current
+    replica found among the same broker's log dirs given; current replicas lag 0."""
+    futures = [(u, r) for u in usages for r in u.replicas if r.is_future]
+    if not futures:
+        return
+    current = {(u.broker, r.topic, r.partition): (u, r) for u in usages for r in u.replicas if not r.is_future}
+    for usage, future in futures:
+        future.offset_lag = INVALID_OFFSET_LAG
+        found = current.get((usage.broker, future.topic, future.partition))
+        if found is None or usage.broker < 0:
+            why = "no meta.properties says which broker's it is" if usage.broker < 0 else \
+                f"its current replica is not in broker {usage.broker}'s log dirs given"
+            usage.why.append(f"{future.name} (-future): {why}, offsetLag -1")
+            continue
+        replica = found[1]
+        try:
+            if future.log_end_offset is None:
+                future.log_end_offset = partition_log_end_offset(future.partition_dir)
+            if replica.log_end_offset is None:
+                replica.log_end_offset = partition_log_end_offset(replica.partition_dir)
+        except KafkaSegError as err:
+            usage.why.append(f"{future.name}: log end offset not read, offsetLag -1: {err}")
+            continue
+        if future.log_end_offset is not None and replica.log_end_offset is not None:
+            future.offset_lag = replica.log_end_offset - future.log_end_offset
+
+
+def as_kafka_json(usages: Sequence[LogDirUsage]) -> dict:
+    """The object ``kafka-log-dirs.sh --describe`` prints, with kafkaseg's extra keys (module docstring)."""
+    brokers: dict[int, list] = {}
+    for u in usages:
+        brokers.setdefault(u.broker, []).append({
+            "logDir": u.path, "error": u.error,
+            "partitions": [{"partition": r.name, "size": r.size, "offsetLag": r.offset_lag, "isFuture": r.is_future,
+                            "segments": r.segments, "diskBytes": r.disk_bytes} for r in u.replicas],
+            "totalBytes": u.total_bytes, "usableBytes": u.usable_bytes, "diskBytes": u.disk_bytes,
+            "pendingDeletionBytes": u.pending_deletion_bytes, "strayBytes": u.stray_bytes})
+    return {"version": 1, "brokers": [{"broker": b, "logDirs": dirs} for b, dirs in brokers.items()]}
+
+
+def human_bytes(n: int) -> str:
+    """1023 B, 1.0 KiB, 12.3 MiB, ... (binary units, as ``du -h``)."""
+    if n < 0:
+        return "-"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def run(args, console) -> int:
+    """The ``log-dirs`` command; returns the exit status (2 when a log dir could not be read at all)."""
+    import json
+
+    topics = [t for t in (args.topic_list or "").split(",") if t]
+    brokers = None
+    if args.broker_list:
+        try:
+            brokers = [int(b) for b in args.broker_list.split(",") if b]
+        except ValueError:
+            from kafkaseg.errors import InvalidOptionError
+
+            raise InvalidOptionError(f"--broker-list {args.broker_list!r}: broker ids are integers, e.g. 0,1,2") \
+                from None
+    usages = describe_log_dirs(args.paths, topics=topics or None, brokers=brokers)
+    status = 0
+    for u in usages:
+        for why in u.why:
+            print(f"{u.path}: {why}", file=sys.stderr)
+    if brokers is not None and not usages:
+        print(f"no log dir of broker {args.broker_list} among the dirs given", file=sys.stderr)
+        status = 1
+    found = {r.topic for u in usages for r in u.replicas}
+    for topic in topics:
+        if topic not in found:  # kafka-log-dirs.sh prints nothing for it; a typo is likelier than an intent
+            import difflib
+
+            close = difflib.get_close_matches(topic, sorted(found | _all_topics(usages)), n=1)
+            print(f"no replica of topic {topic} in the log dirs given" + (f" (did you mean {close[0]}?)" if close
+                                                                         else ""), file=sys.stderr)
+            status = 1
+    if args.json:
+        print(json.dumps(as_kafka_json(usages), separators=(",", ":")))
+        return status
+    size = (lambda n: str(n)) if args.bytes else human_bytes
+    from rich.table import Table
+
+    dirs = Table(title="log dirs", show_lines=False)
+    for column in ("log dir", "broker", "partitions", "size", "on disk", "pending deletion", "stray", "fs used",
+                   "fs usable", "error"):
+        dirs.add_column(column, justify="left" if column in ("log dir", "error") else "right")
+    for u in usages:
+        used = u.total_bytes - u.usable_bytes if u.total_bytes >= 0 else -1
+        futures = sum(r.is_future for r in u.replicas)
+        dirs.add_row(u.path, str(u.broker), f"{len(u.replicas) - futures}" + (f" (+{futures} future)" if futures
+                                                                              else ""),
+                     size(u.size), size(u.disk_bytes), size(u.pending_deletion_bytes), size(u.stray_bytes),
+                     size(used), size(u.usable_bytes), u.error or "")
+    console.print(dirs)
+    by_topic: dict[str, list[ReplicaUsage]] = {}
+    for u in usages:
+        for r in u.replicas:
+            by_topic.setdefault(r.topic, []).append(r)
+    topics_table = Table(title="topics (all replicas in the dirs given)", show_lines=False)
+    for column in ("topic", "partitions", "replicas", "size", "on disk", "largest replica"):
+        topics_table.add_column(column, justify="left" if column == "topic" else "right")
+    for topic, replicas in sorted(by_topic.items(), key=lambda kv: (-sum(r.size for r in kv[1]), kv[0])):
+        largest = max(replicas, key=lambda r: r.size)
+        topics_table.add_row(topic, str(len({r.partition for r in replicas})), str(len(replicas)),
+                             size(sum(r.size for r in replicas)), size(sum(r.disk_bytes for r in replicas)),
+                             f"{largest.name} {size(largest.size)}")
+    console.print(topics_table)
+    if args.partitions:
+        rows = Table(title="replicas", show_lines=False)
+        for column in ("partition", "log dir", "broker", "segments", "size", "on disk", "offsetLag", "future"):
+            rows.add_column(column, justify="left" if column in ("partition", "log dir") else "right")
+        for u in usages:
+            for r in u.replicas:
+                rows.add_row(r.name, u.path, str(u.broker), str(r.segments), size(r.size), size(r.disk_bytes),
+                             str(r.offset_lag), "yes" if r.is_future else "")
+        console.print(rows)
+    return status
+
+
+def _all_topics(usages: Sequence[LogDirUsage]) -> set:
+    """Every topic with a partition folder in the log dirs (for a misspelt --topic-list name's hint)."""
+    names = set()
+    for u in usages:
+        filesystem, path = _fs.open_filesystem(u.path)
+        for entry in _fs.list_dir(path, filesystem):
+            parsed = parse_topic_partition(entry.name) if entry.is_dir else None
+            if parsed is not None:
+                names.add(parsed[0])
+    return names
