@@ -715,3 +715,55 @@ def test_dot_topic_names_are_illegal(data, capsysbinary, topic):
     root, _ = data
     code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", topic, "--from-beginning")
     assert code != 0 and out == b"" and "is illegal" in err
+
+
+def test_fail_on_data_loss_exits_3_after_printing_what_there_is(tmp_path, capsysbinary):
+    """The console consumer's reset is silent to a script; --fail-on-data-loss makes each kind of loss exit 3
+    (records deleted under a follow before they were read, an --offset below the log start, offsets missing from
+    the files), and nothing else: an --offset past the end resets without loss."""
+    root = tmp_path / "live"
+    manifest = write_data_dir(root, [TopicSpec("t", records_per_partition=300, records_per_batch=5,
+                                               segment_bytes=4096, log_start_offset=0)], seed=4)
+    pm = manifest.partition("t")
+    assert len(pm.segments) >= 4
+    second, third = pm.segments[1].base_offset, pm.segments[2].base_offset
+    checkpoint = root / "replication-offset-checkpoint"
+    write_offset_checkpoint(checkpoint, {("t", 0): second})
+
+    def retention_runs(_seconds: float) -> None:  # the second segment goes before the consumer reaches it
+        for path in pm.directory.glob(f"{second:020d}.*"):
+            path.unlink()
+        write_offset_checkpoint(root / "log-start-offset-checkpoint", {("t", 0): third})
+        write_offset_checkpoint(checkpoint, {("t", 0): pm.log_end_offset})
+
+    def follow(*flags):
+        args = build_parser().parse_args(["consume", "--data-dir", str(root), "--topic", "t", "--from-beginning",
+                                          "--follow", "--max-messages", str(pm.log_end_offset - (third - second)),
+                                          "--poll-ms", "1", "--property", "print.offset=true", *flags])
+        out, err = io.BytesIO(), io.StringIO()
+        return consume.run(args, out, err, sleep=retention_runs), out.getvalue(), err.getvalue()
+
+    code, out, err = follow("--fail-on-data-loss")
+    expected = [o for o in range(pm.log_end_offset) if not second <= o < third]
+    assert code == 3 and [int(line.split(b"\t")[0][7:]) for line in out.splitlines()] == expected
+    assert "exit status 3: records were lost" in err
+    # (a second run: the segment is gone already, and the log start says so: nothing is lost reading from it)
+    code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "t", "--from-beginning",
+                                 "--fail-on-data-loss")
+    assert code == 0 and "lost" not in err
+
+    # an --offset below the log start: reset (earliest), and lost
+    argv = ["--data-dir", str(root), "--topic", "t", "--partition", "0", "--consumer-property",
+            "auto.offset.reset=earliest", "--property", "print.offset=true", "--property", "print.value=false"]
+    code, out, err = consume_cli(capsysbinary, *argv, "--offset", str(second), "--fail-on-data-loss")
+    assert code == 3 and out.splitlines()[0] == f"Offset:{third}".encode()
+    code, _, _ = consume_cli(capsysbinary, *argv, "--offset", str(second))
+    assert code == 0  # without the flag: the console consumer's status
+    code, _, err = consume_cli(capsysbinary, *argv, "--offset", str(pm.log_end_offset + 5), "--fail-on-data-loss")
+    assert code == 0 and "out of range" in err  # past the end: a reset, no record lost
+
+    # offsets missing from the files (a lost segment file above the log start)
+    for path in pm.directory.glob(f"{pm.segments[3].base_offset:020d}.*"):
+        path.unlink()
+    code, _, err = consume_cli(capsysbinary, *argv[:4], "--from-beginning", "--fail-on-data-loss")
+    assert code == 3 and "are missing after" in err

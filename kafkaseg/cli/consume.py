@@ -32,6 +32,9 @@ The options and the output are the console consumer's (``ConsoleConsumerOptions.
   Kafka does, and also skips corrupt batches (counted on stderr). A corrupt batch otherwise ends the run after the
   records before it. An ``--offset`` outside what the partition holds resets as the console consumer's consumer does
   (``auto.offset.reset``, latest unless set; ``none`` fails), with a line on stderr.
+* Records lost to the reader (deleted under ``--follow`` before they were read, an ``--offset`` below the log
+  start, offsets missing from the files) are said on stderr; the exit status is 0, as the console consumer's,
+  unless ``--fail-on-data-loss`` (then 3, after printing what there is).
 * Records are printed partition by partition (topic, then partition number, in offset order), where a consumer
   interleaves partitions as its fetches return. ``Processed a total of N messages`` goes to stderr at the end.
 """
@@ -561,9 +564,10 @@ def _properties(args) -> dict[str, str]:
     return properties
 
 
-def _reset_out_of_range(planner, position: dict, args, reset: str, err) -> dict:
+def _reset_out_of_range(planner, position: dict, args, reset: str, err, lost: list[str]) -> dict:
     """An explicit --offset outside what the partition holds: the console consumer's consumer resets it as
-    ``reset`` (auto.offset.reset: latest unless set) says, or fails (none)."""
+    ``reset`` (auto.offset.reset: latest unless set) says, or fails (none). One below the log start is data
+    loss (``lost``): the records asked for are gone."""
     from kafkaseg.streaming import from_offsets, leader_epochs_of, to_offsets, topic_ids_of
 
     positions, epochs = from_offsets(position), leader_epochs_of(position)
@@ -579,6 +583,8 @@ def _reset_out_of_range(planner, position: dict, args, reset: str, err) -> dict:
         print(f"kafkaseg consume: offset {positions[tp]} is out of range for {tp[0]}-{tp[1]} (its log holds "
               f"[{available.earliest}, {available.log_end})): starting at the {reset} offset {start}, as the "
               f"console consumer's reset (auto.offset.reset={reset}) does", file=err)
+        if positions[tp] < available.earliest:
+            lost.append(f"offsets {positions[tp]}..{available.earliest - 1} of {tp[0]}-{tp[1]}")
         positions[tp] = start
         epochs.pop(tp, None)  # the epoch recorded was the old position's
     return to_offsets(positions, topic_ids_of(position), epochs)
@@ -643,6 +649,18 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
     # ConsoleConsumer.process: -1 (its default) for no limit; 0, or any other negative, prints nothing
     limit = None if args.max_messages in (None, -1) else max(args.max_messages, 0)
     last_printed: dict[tuple[str, int], int] = {}
+    lost: list[str] = []  # data loss met (each also said on stderr as met), for --fail-on-data-loss
+    ending: list[int] = []  # the exit status, once the run ends without an error
+
+    def status() -> int:
+        """0, or 3 with --fail-on-data-loss when records were lost: deleted before they were read (retention,
+        a deleteRecords, an --offset below the log start), or missing from the files."""
+        if metrics.missing_offsets:
+            lost.append("offsets missing from the files")
+        if any(skipped for skipped, _ in metrics.vanished_lines()):
+            lost.append("segments deleted before they were read")
+        ending.append(3 if args.fail_on_data_loss and lost else 0)
+        return ending[-1]
 
     def skip(batch):
         def on_error(row: int, error: KafkaSegError) -> None:
@@ -715,7 +733,7 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
             if not args.follow and args.topic is not None:  # (a pattern matching nothing yet is no error)
                 return 1
         elif args.offset is not None and args.offset.isdigit():
-            position = _reset_out_of_range(planner, position, args, reset, err)
+            position = _reset_out_of_range(planner, position, args, reset, err, lost)
         group = args.group if args.group is not None else consumer.get("group.id")
         if group is not None:
             print(f"kafkaseg consume: group {group} has no effect: reading files commits no offsets", file=err)
@@ -733,23 +751,29 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
                                        sleep=sleep):
             for note in plan.data_loss:
                 print(f"kafkaseg consume: {note}", file=err)
+                lost.append(note)
             for decision in (plan.scan.report.lenient if plan.scan is not None else ()):
                 lenient.setdefault(decision, False)
             for piece in (plan.scan.slices if plan.scan is not None else ()):
                 for batch in read(piece):
                     if emit(batch):
-                        return 0
+                        return status()
             out.flush()
             if args.follow:  # said as they are met, not only when a follow ends
                 _report_lenient(lenient, err)
                 _report_missing(metrics.missing_offsets, err)
+                if metrics.missing_offsets:
+                    lost.append("offsets missing from the files")
                 metrics.missing_offsets.clear()
-        return 0
+        return status()
     except KeyboardInterrupt:
-        return 0
+        return status()
     finally:
         try:
             out.flush()
         finally:
             _report_metrics(metrics, lenient, err)
+            if ending == [3]:
+                print("kafkaseg consume: exit status 3: records were lost (said above; --fail-on-data-loss)",
+                      file=err)
             print(f"Processed a total of {consumed} messages", file=err)

@@ -19,7 +19,8 @@ Subcommands::
 
 ``--json`` prints machine-readable output. Progress bars (rich) go to stderr on long runs when stderr is a terminal.
 Exit status: 0 ok, 1 verification failures (or nothing found), 2 usage or read errors; ``retention
---fail-on-overdue``: 3 when only overdue partitions fail it.
+--fail-on-overdue``: 3 when only overdue partitions fail it; ``consume --fail-on-data-loss``: 3 when records were
+lost to the reader.
 """
 
 from __future__ import annotations
@@ -783,6 +784,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "instead of stopping")
     consume.add_argument("--follow", action="store_true", help="keep printing records as the log dirs grow (a "
                          "live broker's high watermark), until --max-messages, --timeout-ms or Ctrl-C")
+    consume.add_argument("--fail-on-data-loss", action="store_true", help="exit 3 (after printing what there is) "
+                         "when records were lost: deleted before they were read (retention or deleteRecords under "
+                         "--follow, an --offset below the log start), or missing from the files; without it, "
+                         "losses are said on stderr and the exit status is 0, as the console consumer's reset")
     consume.add_argument("--poll-ms", type=int, default=500, help="with --follow: how often to look for new "
                          "records (default 500)")
     consume.set_defaults(func=_cmd_consume)
