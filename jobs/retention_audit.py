@@ -164,7 +164,7 @@ def write(df, output: str, fmt: str, mode: str, schema: pa.Schema) -> None:
     from kafkaseg.spark.tables import write_delta, write_parquet
 
     if fmt == "delta":
-        write_delta(df, output, mode, [], schema)
+        write_delta(df, output, mode, [], schema, add_columns=True)  # columns a later kafkaseg added
     elif fmt == "parquet":
         write_parquet(df, output, mode, [])
     else:

@@ -134,6 +134,12 @@ class ConcurrentWriteError(KafkaSegError):
     would add the same rows; nothing of this run was committed (``kafkaseg.spark.tables.write_delta``)."""
 
 
+class TableSchemaError(KafkaSegError):
+    """An append to a Delta table whose columns differ from the rows written (a column only in the rows, or one
+    of another type): Delta readers would silently drop or misread it, so nothing was written
+    (``kafkaseg.spark.tables.write_delta``)."""
+
+
 class DeserializationError(KafkaSegError):
     """A record value a Kafka deserializer cannot read (``kafkaseg consume``'s ``value.deserializer`` and
     friends: Kafka's ``SerializationException``)."""

@@ -112,3 +112,15 @@ def test_job_end_to_end_writes_delta_tables(spark, datadir, tmp_path, capsys):
     # --mode error refuses the table now there
     with pytest.raises(FileExistsError):
         job.prepare(args)
+    # a table an earlier kafkaseg wrote, without a column added since: an append adds it (null in earlier rows)
+    # rather than committing rows whose new column every Delta reader would leave out
+    from deltalake import write_deltalake
+
+    older = str(tmp_path / "older")
+    earlier = DeltaTable(str(tmp_path / "audit")).to_pyarrow_table()
+    write_deltalake(older, earlier.drop_columns(["size_overdue_ms"]))
+    job.run(spark, job.parse_args(["--data-dir", str(manifest.path), "--config", config, "--now", str(now),
+                                   "--output", older, "--mode", "append"]))
+    rows = DeltaTable(older).to_pyarrow_table()
+    assert rows.num_rows == 2 * earlier.num_rows and "size_overdue_ms" in rows.column_names
+    assert rows.column("size_overdue_ms").null_count >= earlier.num_rows  # (the earlier rows have none)

@@ -4,6 +4,7 @@ Parquet tables) on the shared session."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 
 import pyarrow as pa
 import pytest
@@ -1023,3 +1024,42 @@ def test_kafkaseg_spark_is_reachable_after_a_plain_import():
                            "print(hasattr(kafkaseg, 'spark'), getattr(kafkaseg, 'spark', None))"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "False None", done.stderr
+
+
+def test_delta_appends_refuse_columns_the_table_would_drop(tmp_path, monkeypatch):
+    """delta-rs commits an append under the table's schema: a column only in the rows would be silently left out
+    by every reader, and one of another type misread. Such an append is refused before anything is written,
+    unless the job asks for new columns to be added (then earlier rows read them as null)."""
+    import pyarrow.parquet as pq
+    from deltalake import DeltaTable, write_deltalake
+
+    from kafkaseg.errors import TableSchemaError
+    from kafkaseg.spark import tables
+
+    output = str(tmp_path / "table")
+    write_deltalake(output, pa.table({"a": pa.array([1, 2], pa.int64())}))
+    written = []
+
+    def fake_parquet(rows):
+        def write(_df, folder, _mode, _partition_by):
+            written.append(folder)
+            os.makedirs(folder)
+            pq.write_table(rows, os.path.join(folder, "part-0.parquet"))
+        return write
+
+    wider = pa.table({"a": pa.array([3], pa.int64()), "b": pa.array(["x"])})
+    monkeypatch.setattr(tables, "write_parquet", fake_parquet(wider))
+    with pytest.raises(TableSchemaError, match="column.s. the table lacks: b"):
+        tables.write_delta(None, output, "append", [], wider.schema)
+    other_type = pa.schema([("a", pa.timestamp("us", "UTC"))])
+    with pytest.raises(TableSchemaError, match=r"a \(long in the table, timestamp here\)"):
+        tables.write_delta(None, output, "append", [], other_type, add_columns=True)
+    assert written == [] and DeltaTable(output).version() == 0  # nothing written, nothing committed
+    tables.write_delta(None, output, "append", [], wider.schema, add_columns=True)
+    assert DeltaTable(output).to_pyarrow_table().sort_by("a").to_pylist() == [
+        {"a": 1, "b": None}, {"a": 2, "b": None}, {"a": 3, "b": "x"}]
+    # columns only in the table are Delta's ordinary append: null for the rows appended
+    narrow = pa.table({"a": pa.array([4], pa.int64())})
+    monkeypatch.setattr(tables, "write_parquet", fake_parquet(narrow))
+    tables.write_delta(None, output, "append", [], narrow.schema)
+    assert DeltaTable(output).to_pyarrow_table().sort_by("a").to_pylist()[-1] == {"a": 4, "b": None}

@@ -15,7 +15,8 @@ from kafkaseg import errors
 __all__ = ["error_line", "report_error", "positive_int", "USAGE_ERRORS"]
 
 # input problems: a bad option, a missing or unreadable data dir -> exit status 2 (as argparse's usage errors)
-USAGE_ERRORS: tuple[type, ...] = (errors.InvalidOptionError, errors.LayoutError, FileExistsError)
+USAGE_ERRORS: tuple[type, ...] = (errors.InvalidOptionError, errors.LayoutError, errors.TableSchemaError,
+                                  FileExistsError)
 _WRAPPED = re.compile(r"kafkaseg\.errors\.(\w+): ([^\n]*)")
 
 

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from kafkaseg.errors import ConcurrentWriteError, ExportMismatchError, first_line
+from kafkaseg.errors import ConcurrentWriteError, ExportMismatchError, TableSchemaError, first_line
 from kafkaseg.storage.fs import is_delta_table, join, open_filesystem
 
 #: The folder name Spark (and Hive) give a null partition value, and read back as null.
@@ -71,7 +71,7 @@ class SeenTable:
 
 def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema: pa.Schema,
                 expected_records: int | None = None, before_commit=None, commit_properties=None,
-                seen: SeenTable | None = None) -> dict:
+                seen: SeenTable | None = None, add_columns: bool = False) -> dict:
     """``df`` as a Delta table at ``output``; ``schema`` is ``df``'s Arrow schema (the table's). ``mode``: error
     (refuse an existing table), overwrite (one commit replacing every file) or append. With ``expected_records``,
     the commit is made only if the written files hold exactly that many records (their footers say), else
@@ -86,13 +86,23 @@ def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema:
     since the caller read the table (the app transaction's version changed), or created the table the caller did
     not find. Other writers' commits (OPTIMIZE, DELETE, UPDATE, appends) do not refuse it: the commit is made on
     the newest version, where delta-rs's own conflict check also fails a run of the job committing in the same
-    instant (same app id). Returns what was committed: ``{"files": n, "records": n, "version": v}``."""
+    instant (same app id).
+
+    An append whose ``schema`` has a column the table lacks, or one of another type, is refused with
+    :class:`~kafkaseg.errors.TableSchemaError` before anything is written: delta-rs would commit the files under
+    the table's schema, and every reader would silently leave the new column out. With ``add_columns`` (a job
+    whose own output gained columns between kafkaseg versions), the new columns are added to the table instead,
+    as nullable (earlier rows read them as null), in a commit of their own just before the append's. Columns
+    only in the table read as null for the rows appended, as Delta allows.
+    Returns what was committed: ``{"files": n, "records": n, "version": v}``."""
     from deltalake import DeltaTable, Schema
     from deltalake.transaction import create_table_with_add_actions
 
     exists = is_delta_table(output)
     if exists and mode == "error":
         raise FileExistsError(f"{output} is already a Delta table (use mode overwrite or append)")
+    new_fields = _check_append_schema(DeltaTable(output), schema, output, add_columns) \
+        if exists and mode == "append" else []
     if exists and seen is not None and not seen.existed:
         raise ConcurrentWriteError(f"another run created {output} after this one found no table there: nothing of "
                                    "this run was written; runs of one table must not overlap")
@@ -134,6 +144,9 @@ def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema:
             raise ConcurrentWriteError(
                 f"another run committed to {output} since this one read it (app transaction {seen.app_id} "
                 f"{seen.app_version} -> {now}): {unreferenced}")
+        if new_fields:
+            table.alter.add_columns(new_fields)
+            table = DeltaTable(output)
         try:
             table.create_write_transaction(actions, mode, delta_schema, list(partition_by) or None,
                                            commit_properties=commit_properties)
@@ -153,6 +166,40 @@ def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema:
             raise ConcurrentWriteError(f"another run created {output} while this one wrote ({first_line(exc)}): "
                                        f"{unreferenced}") from exc
     return {"files": len(actions), "records": records, "version": DeltaTable(output).version()}
+
+
+def _type_text(kind) -> str:
+    """A Delta type as text, nullability left out (Spark and delta-rs set it differently for the same data)."""
+    name = type(kind).__name__
+    if name == "ArrayType":
+        return f"array<{_type_text(kind.element_type)}>"
+    if name == "MapType":
+        return f"map<{_type_text(kind.key_type)},{_type_text(kind.value_type)}>"
+    if name == "StructType":
+        return "struct<" + ",".join(f"{f.name}:{_type_text(f.type)}" for f in kind.fields) + ">"
+    return str(kind.type)
+
+
+def _check_append_schema(table, schema: pa.Schema, output: str, add_columns: bool) -> list:
+    """The fields of ``schema`` an append must add to ``table`` (``add_columns``); raises TableSchemaError for a
+    column of another type, or a new column without ``add_columns``."""
+    from deltalake import Schema
+
+    have = {f.name: _type_text(f.type) for f in table.schema().fields}
+    fields = Schema.from_arrow(schema).fields
+    other = [f"{f.name} ({have[f.name]} in the table, {_type_text(f.type)} here)" for f in fields
+             if f.name in have and have[f.name] != _type_text(f.type)]
+    new = [f for f in fields if f.name not in have]
+    if other:
+        raise TableSchemaError(f"{output}: cannot append: column(s) of another type: {'; '.join(other)}; nothing "
+                               "was written (write with the options the table was written with, or to a new table, "
+                               "or overwrite it)")
+    if new and not add_columns:
+        raise TableSchemaError(f"{output}: cannot append: column(s) the table lacks: "
+                               f"{', '.join(f.name for f in new)} (Delta readers would leave them out); nothing was "
+                               "written (write with the columns the table was written with, or to a new table, or "
+                               "overwrite it)")
+    return [Schema.from_arrow(pa.schema([schema.field(f.name).with_nullable(True)])).fields[0] for f in new]
 
 
 def delta_add_actions(table: str, folder: str, partition_by: Sequence[str]) -> list:
