@@ -1,8 +1,9 @@
 """Builds the compiled decoder kernel and the guarded file mappings. Everything else is declared in pyproject.toml.
 
-Both are optional at run time: when the kernel is not built (no compiler), kafkaseg warns once and uses its
-pure-Python twin, ``kafkaseg/decode/_kernel_py.py``, which has the same interface and output; without
-``kafkaseg.storage._mapped`` files are read with ``pread`` only.
+Both are optional, at build and at run time: a compiler that fails (or none) leaves them out of the build with a
+warning (``optional=True``), and kafkaseg then warns once and uses its pure-Python twin,
+``kafkaseg/decode/_kernel_py.py``, which has the same interface and output; without ``kafkaseg.storage._mapped``
+files are read with ``pread`` only. ``KAFKASEG_NO_EXTENSION=1`` builds neither (a pure-Python install).
 """
 
 import os
@@ -23,5 +24,7 @@ if os.environ.get("KAFKASEG_NO_EXTENSION") != "1":
         compiler_directives={"language_level": "3", "boundscheck": False, "wraparound": False,
                              "cdivision": True, "initializedcheck": False},
     )
+    for extension in ext_modules:
+        extension.optional = True  # (set here: cythonize makes new Extensions without it)
 
 setup(ext_modules=ext_modules)

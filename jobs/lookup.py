@@ -2,7 +2,8 @@
 
 Input: rows of ``topic``, ``partition`` and ``time`` (-1/-2/-3/epoch ms/ISO-8601, as ``kafkaseg offsets --time``)
 and/or ``offset`` (as ``kafkaseg locate --offset``; partition and offset are an optional '-' and ASCII digits, the
-partition 0..2^31-1, the offset a 64-bit long), from a CSV file (with a header), JSON lines, or a table name.
+partition 0..2^31-1, the offset a 64-bit long), from a CSV file (with a header), JSON lines, Parquet (a file or
+folder), a Delta table, or a table name.
 Every row is answered by the Spark-free :mod:`kafkaseg.lookup` on the executors (``mapInArrow``, or
 ``rdd.mapPartitions`` without pandas: each task opens the partitions it needs once and reuses their index files
 across its rows). Output: one row per input row::

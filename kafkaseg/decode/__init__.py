@@ -23,7 +23,16 @@ def _load():
     try:
         from kafkaseg.decode import _kernel  # type: ignore[attr-defined]
     except ImportError as err:
-        warnings.warn(f"kafkaseg: compiled decoder unavailable ({err}); using the pure-Python decoder, which is "
+        import importlib.util
+
+        # a module never built (no compiler at install) is said plainly; Python's own text for it names a
+        # "partially initialized module" and a circular import, which would send a user the wrong way
+        try:
+            built = importlib.util.find_spec("kafkaseg.decode._kernel") is not None
+        except (ImportError, ValueError):
+            built = True
+        why = err if built else "it was not built"
+        warnings.warn(f"kafkaseg: compiled decoder unavailable ({why}); using the pure-Python decoder, which is "
                       "much slower. Reinstall with a C compiler to build it.", RuntimeWarning, stacklevel=3)
         return _kernel_py
     return _kernel
