@@ -592,30 +592,43 @@ class PartitionLookup:
         ts = self.largest_timestamp(i)[0]
         return ts if ts >= 0 else int(self.segments[i].mtime_ms)
 
-    def _first_segment_reaching(self, timestamp: int, exact: bool) -> int | None:
-        n = len(self.segments)
-        if not n:
+    def _first_segment_reaching(self, timestamp: int, exact: bool, lo: int = 0, hi: int | None = None) -> int | None:
+        """The first segment of ``[lo, hi)`` whose largest timestamp reaches ``timestamp``: the broker's linear scan,
+        or (not ``exact``) a binary search, linear after all when the timestamps it probed are out of order."""
+        n = len(self.segments) if hi is None else hi
+        if lo >= n:
             return None
         if not exact:
             probes: dict[int, int] = {}
-            lo, hi = 0, n  # first i with largest(i) >= timestamp, assuming non-decreasing
-            while lo < hi:
-                mid = (lo + hi) // 2
+            first, end = lo, n  # first i with largest(i) >= timestamp, assuming non-decreasing
+            while first < end:
+                mid = (first + end) // 2
                 probes[mid] = self.segment_largest_timestamp(mid)
                 if probes[mid] >= timestamp:
-                    hi = mid
+                    end = mid
                 else:
-                    lo = mid + 1
+                    first = mid + 1
             seen = [probes[k] for k in sorted(probes)]
             if all(a <= b for a, b in zip(seen, seen[1:])):
-                if lo < n:
-                    return lo
+                if first < n:
+                    return first
                 return None
             self.stats.fell_back_to_linear = True
-        for i in range(n):
+        for i in range(lo, n):
             if self.segment_largest_timestamp(i) >= timestamp:
                 return i
         return None
+
+    @property
+    def _copies(self) -> int:
+        """How many of the segments, from the first, are tiered-storage copies (a log dir read with its remote
+        copies: those below its first local segment; or copies alone)."""
+        count = 0
+        for segment in self.segments:
+            if segment.tiered is None:
+                break
+            count += 1
+        return count
 
     # -- ListOffsets -------------------------------------------------------------------------------------------
     def list_offset(self, spec: int, *, exact: bool = True) -> OffsetAnswer:
@@ -701,17 +714,45 @@ class PartitionLookup:
         return self._answer_from_log(lambda: self._search_timestamp(timestamp, exact))
 
     def _search_timestamp(self, timestamp: int, exact: bool):
+        """The search of ``UnifiedLog.fetchOffsetByTimestamp``: the first segment whose largest timestamp reaches
+        ``timestamp``, and in it the first record at or after the log start with a timestamp at or after it (none
+        when that segment has none). A tiered topic's (copies below the local log) as the broker searches remote
+        storage (``RemoteLogManager.findOffsetByTimestamp``, core/src/main/java/kafka/log/remote/): the first copy
+        whose largest timestamp reaches it and that ends at or after the log start; none there, the local log
+        from its own first offset (``RemoteLogOffsetReader``'s fallback, ``searchOffsetInLocalLog`` with the
+        local log start), never the copies after it."""
         self.search_note = None
-        i = self._first_segment_reaching(timestamp, exact)
+        start_offset = self.log_start_offset
+        copies, n = self._copies, len(self.segments)
+        if not copies:
+            i = self._first_segment_reaching(timestamp, exact)
+            return (None, None) if i is None else self._search_segment(i, timestamp, start_offset, n)
+        searched = None
+        for i in range(copies):
+            end = self.bases[i + 1] if i + 1 < n else self.log_end_offset()
+            if self.segment_largest_timestamp(i) >= timestamp and end > start_offset:
+                found, searched = self._search_segment(i, timestamp, start_offset, i + 1)
+                if found is not None:
+                    return found, searched
+                break
+        # the local log, from its first offset; with copies alone (no log dir given), the copies after the one
+        # searched stand in for the local log, which holds the latest of them
+        lo = copies if copies < n else (searched + 1 if searched is not None else 0)
+        i = self._first_segment_reaching(timestamp, exact, lo)
         if i is None:
-            return None, None
+            return None, searched
+        return self._search_segment(i, timestamp, max(start_offset, self.bases[lo]) if lo < n else start_offset, n)
+
+    def _search_segment(self, i: int, timestamp: int, start_offset: int, last: int):
+        """``LogSegment.findOffsetByTimestamp`` on segment ``i``: ``((offset, timestamp, epoch), i)``, or
+        ``(None, i)``; a lenient search that skipped corruption in it goes on in the segments after it, up to
+        ``last`` (exclusive), as a lenient read would see the records."""
         if self.largest_timestamp(i)[0] < 0:
             # UnifiedLog commits to this segment: with no timestamped batch (empty, or magic 0) its largest
             # timestamp is the file's mtime, so a time past the segments before it ends here with no offset
             self.search_note = (f"the search stopped at {self.segments[i].log_path}, which has no timestamped "
                                 "batch: as on a broker, its file's mtime counts as its largest timestamp and "
                                 "later segments are not searched")
-        start_offset = self.log_start_offset
         _, time_offset = self._index(i, "time").floor(timestamp)
         torn = self._tear_in(i)
         if torn is not None and time_offset >= torn[0]:
@@ -742,7 +783,7 @@ class PartitionLookup:
                     continue
             # no match in segment i: Kafka's answer is none, unless what a lenient search skipped there held it
             # (then the first record at or after the timestamp is in a later segment, as the lenient read sees it)
-            if not skipped or i + 1 >= len(self.segments):
+            if not skipped or i + 1 >= last:
                 return None, i
             i += 1
             skipped = False
@@ -755,7 +796,10 @@ class PartitionLookup:
     def _search_max_timestamp(self):
         self.search_note = None
         best, best_i = None, None
-        for i in range(len(self.segments)):  # Kafka: logSegments.maxBy(_.maxTimestampSoFar), first on ties
+        # Kafka: logSegments.maxBy(_.maxTimestampSoFar), first on ties; the local log's segments only, for a tiered
+        # topic too (its broker does not search remote storage for -3; a copy's record could be below the log start)
+        copies = self._copies
+        for i in range(copies if copies < len(self.segments) else 0, len(self.segments)):
             ts, _ = self.largest_timestamp(i)
             if best is None or ts > best:
                 best, best_i = ts, i

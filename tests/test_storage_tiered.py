@@ -940,3 +940,78 @@ def test_dump_prints_a_manifest_and_its_decoded_chunk_sizes(compressed_copy, cap
     shown = json.loads(capsys.readouterr().out.splitlines()[1])
     starts = list(chunked.starts)
     assert shown["chunkIndex"]["transformedChunks"] == [b - a for a, b in zip(starts, starts[1:])]
+
+
+def _tiered_log(root: Path, log_start: int, stamps: dict[int, int]) -> tuple[Path, Path]:
+    """t-0: segments [0,10) [10,20) [20,30) [30,40) of 5-record batches with ``stamps``; [0,30) copied to an
+    Aiven-layout store, then local retention deleted the local [0,20); ``log_start`` as deleteRecords left it."""
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+    from kafkaseg.testing.partition import write_offset_checkpoint
+
+    logs, store = root / "data", root / "store"
+    folder = logs / "t-0"
+    writer = PartitionWriter(folder)
+    for base in (0, 10, 20, 30):
+        if base:
+            writer.roll(base)
+        for first in (base, base + 5):
+            writer.append(build_batch_v2([Record(o, stamps[o], b"k", b"v", []) for o in range(first, first + 5)],
+                                         base_offset=first))
+    log = writer.close()
+    write_offset_checkpoint(logs / "replication-offset-checkpoint", {("t", 0): log.log_end_offset})
+    write_offset_checkpoint(logs / "log-start-offset-checkpoint", {("t", 0): log_start})
+    (folder / "partition.metadata").write_text(f"version: 0\ntopic_id: {kafka_uuid('t')}\n")
+    copy_to_tiered(folder, store, layout="aiven")  # the rolled segments: [0,30)
+    for base in (0, 10):
+        for path in folder.glob(f"{base:020d}.*"):
+            path.unlink()
+    return logs, store
+
+
+def _broker_offset_for_time(stamps: dict[int, int], log_start: int, target: int) -> int | None:
+    """RemoteLogManager.findOffsetByTimestamp then RemoteLogOffsetReader's local fallback, brute force over the
+    segments of _tiered_log: the first remote segment whose largest timestamp reaches ``target`` and that ends at
+    or after the log start is searched (remote, as it starts below the local log); a miss there, or no such
+    segment, searches the local log from its first offset (20): its first segment reaching ``target``, only."""
+    def largest(base):
+        return max(stamps[o] for o in range(base, base + 10))
+
+    def first_in(base, start):
+        return next((o for o in range(base, base + 10) if o >= start and stamps[o] >= target), None)
+
+    for base in (0, 10, 20):
+        if largest(base) >= target and base + 9 >= log_start:
+            if base < 20:
+                found = first_in(base, log_start)
+                if found is not None:
+                    return found
+                break
+            break  # a copy of a local segment: the local search below
+    for base in (20, 30):
+        if largest(base) >= target:
+            return first_in(base, max(log_start, 20))
+    return None
+
+
+@pytest.mark.parametrize("log_start", [0, 12, 15, 20])
+def test_a_tiered_topics_time_lookups_search_as_its_broker(tmp_path, log_start):
+    """A log dir read with its remote copies is searched for a time as the broker searches a tiered topic, not as
+    one local log: a copy whose largest timestamp reaches the time but holds no record at or after the log start
+    with it sends the search to the local log (found by review: a deleteRecords inside a copy and a late-stamped
+    record made reads start or end wrong, with no error); -3 answers from the local log only, as the broker does."""
+    T0 = 1_700_000_000_000
+    stamps = {o: T0 + o for o in range(40)}
+    stamps[12], stamps[35] = T0 + 1000, T0 + 600  # producers whose clocks ran ahead
+    logs, store = _tiered_log(tmp_path, log_start, stamps)
+    paths = [str(logs), str(store)]
+    partition = [p for p in discover(paths) if p.topic == "t"]
+    assert len(partition) == 2 and any(p.tiered for p in partition)
+    merged = choose_replicas(partition)[0].chosen
+    for target in sorted({T0 + d for d in (0, 5, 11, 13, 17, 25, 30, 500, 601, 700, 999, 1000, 1001)}):
+        expected = _broker_offset_for_time(stamps, log_start, target)
+        answer = list_offset(merged, target)
+        assert answer.offset == expected, (target - T0, answer)
+        rows = kafkaseg.read_arrow(paths, startingTimestamp=target, failOnDataLoss="false",
+                                   **({"startingOffsetsByTimestampStrategy": "latest"} if expected is None else {}))
+        assert rows.column("offset").to_pylist()[:1] == ([] if expected is None else [expected]), target - T0
+    assert list_offset(merged, -3).offset == 35  # the local log's largest timestamp, not offset 12's copy

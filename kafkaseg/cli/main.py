@@ -410,8 +410,9 @@ def _cmd_offsets(args) -> int:
         with PartitionLookup(pdir, isolation=args.isolation) as lookup:
             answer = lookup.list_offset(spec, exact=not args.fast)
             hw_note = _high_watermark_note(lookup) if spec == LATEST or spec >= 0 or spec == MAX_TIMESTAMP else None
-            # a tiered topic's broker also searches its remote segments for -2 and times (-3 included)
-            below = pdir.below_local_log_note() if spec != LATEST else None
+            # a tiered topic's broker also searches its remote segments for -2 and times; not for -3, which it
+            # answers from the local log only (UnifiedLog's MAX_TIMESTAMP branch), as kafkaseg does
+            below = pdir.below_local_log_note() if spec not in (LATEST, MAX_TIMESTAMP) else None
             return answer, lookup.stats, "; ".join(n for n in (hw_note, below) if n) or None
 
     answers, stats, notes, failed = [], [], [], []
