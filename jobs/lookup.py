@@ -14,8 +14,8 @@ across its rows). Output: one row per input row::
                                                      where `offset` (or the answer for `time`) lives: its record's
                                                      timestamp, and whether it is a control record (a transaction
                                                      marker, never delivered to consumers)
-    ...                                              every other input column, as given (a string): a request id
-                                                     joins answers back to requests
+    ...                                              every other input column, as given (its type kept: a
+                                                     request id joins answers back to requests)
 
 written as Parquet or Delta (``deltalake`` package). Every executor must see ``--data-dir`` at the same path (a
 shared mount, or a URI pyarrow can open).
@@ -62,9 +62,11 @@ OUTPUT_DDL = ("topic STRING, partition INT, time STRING, request_offset BIGINT, 
 REQUEST_COLUMNS = ("topic", "partition", "time", "offset")
 
 
-def output_schema(extra: Sequence[str] = ()) -> pa.Schema:
-    """:data:`OUTPUT_SCHEMA` followed by the request's other columns (strings, as given)."""
-    return pa.schema(list(OUTPUT_SCHEMA) + [pa.field(name, pa.string()) for name in extra])
+def output_schema(extra: Sequence[str] | pa.Schema = ()) -> pa.Schema:
+    """:data:`OUTPUT_SCHEMA` followed by the request's other columns: ``extra`` their fields (types kept), or
+    their names (strings)."""
+    fields = list(extra) if isinstance(extra, pa.Schema) else [pa.field(name, pa.string()) for name in extra]
+    return pa.schema(list(OUTPUT_SCHEMA) + fields)
 
 
 def extra_columns(columns: Sequence[str]) -> list[str]:
@@ -161,7 +163,8 @@ def _data_file_format(name: str) -> str | None:
 
 
 def extract(spark, source: str):
-    """The request rows as a DataFrame with string columns topic, partition, time, offset (missing ones null), from
+    """The request rows as a DataFrame with string columns topic, partition, time, offset (missing ones null),
+    followed by the other columns as they are (passed through to the answers), from
     a CSV file or folder (with a header), JSON lines, Parquet, a Delta table (read with ``deltalake``), or a table
     name (:func:`input_format`)."""
     from pyspark.sql import functions as F
@@ -187,7 +190,8 @@ def extract(spark, source: str):
     for name in ("time", "offset"):
         if name not in df.columns:
             df = df.withColumn(name, F.lit(None).cast("string"))
-    return df.select(*(F.col(f"`{name}`").cast("string").alias(name) for name in (*REQUEST_COLUMNS, *extra)))
+    return df.select(*(F.col(f"`{name}`").cast("string").alias(name) for name in REQUEST_COLUMNS),
+                     *(F.col(f"`{name}`") for name in extra))
 
 
 # -- transform (pure: no Spark) -------------------------------------------------------------------------------
@@ -218,7 +222,7 @@ def _as_int(value, name: str = "value", low: int = INT64_MIN, high: int = INT64_
 def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
                    isolation: str = "read_uncommitted", extra: Sequence[str] = ()) -> Iterator[pa.RecordBatch]:
     """Answer every request row of ``batches`` (columns topic, partition, time, offset, and ``extra`` ones passed
-    through as strings) with :mod:`kafkaseg.lookup`.
+    through as they are, whatever their type) with :mod:`kafkaseg.lookup`.
 
     Runs anywhere (Spark's ``mapInArrow`` calls it on executors). Partitions are discovered once per call and each
     partition's :class:`~kafkaseg.lookup.PartitionLookup` is reused across rows. A row naming a partition that is
@@ -252,16 +256,14 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
 
     open_files = OpenFileLimit(256)  # shared by every partition's lookup kept open across rows
     lookups: dict[tuple[str, int], PartitionLookup] = {}
-    schema = output_schema(extra)
     try:
         for batch in batches:
-            rows = batch.to_pylist()
-            out = {f.name: [] for f in schema}
+            rows = batch.select(list(REQUEST_COLUMNS)).to_pylist()
+            out = {f.name: [] for f in OUTPUT_SCHEMA}
             for row in rows:
                 topic = row.get("topic")
                 answer = dict.fromkeys(out)
                 answer.update(topic=topic, time=row.get("time"), found=False)
-                answer.update((name, None if row.get(name) is None else str(row[name])) for name in extra)
                 try:
                     partition = _as_int(row.get("partition"), "partition", 0, INT32_MAX)
                     answer["partition"] = partition
@@ -303,29 +305,43 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
                     answer["reason"] = str(err)
                 for name in out:
                     out[name].append(answer[name])
-            yield pa.RecordBatch.from_pydict(out, schema=schema)
+            # the request's other columns pass through as they came, whatever their type (no Python value each)
+            passed = [batch.column(name) for name in extra]
+            yield pa.RecordBatch.from_arrays([pa.array(out[f.name], f.type) for f in OUTPUT_SCHEMA] + passed,
+                                             schema=output_schema(pa.schema([batch.schema.field(n) for n in extra])))
     finally:
         for lookup in lookups.values():
             lookup.close()
 
 
 def _rows_to_answers(rows, data_dirs: Sequence[str], isolation: str, extra: Sequence[str] = (), chunk: int = 4096):
-    """RDD fallback of :func:`lookup_batches`: Spark Rows in, answer tuples out (in chunks of ``chunk`` rows)."""
-    names = (*REQUEST_COLUMNS, *extra)
-    request_schema = pa.schema([(n, pa.string()) for n in names])
+    """RDD fallback of :func:`lookup_batches`: Spark Rows in, answer tuples out (in chunks of ``chunk`` rows), each
+    followed by its row's ``extra`` values as Spark gave them."""
+    from collections import deque
+
+    request_schema = pa.schema([(n, pa.string()) for n in REQUEST_COLUMNS])
+    pending: deque = deque()  # each batch's rows, until its answers come back (one batch in, one out, in order)
 
     def batches():
-        buffer = []
-        for row in rows:
-            buffer.append({n: row[n] for n in names})
-            if len(buffer) >= chunk:
-                yield pa.RecordBatch.from_pylist(buffer, schema=request_schema)
-                buffer = []
-        if buffer:
-            yield pa.RecordBatch.from_pylist(buffer, schema=request_schema)
+        for chunk_rows in _chunks(rows, chunk):
+            pending.append(chunk_rows)
+            yield pa.RecordBatch.from_pylist([{n: row[n] for n in REQUEST_COLUMNS} for row in chunk_rows],
+                                             schema=request_schema)
 
-    for answer_batch in lookup_batches(batches(), data_dirs, isolation, extra):
-        yield from (tuple(r.values()) for r in answer_batch.to_pylist())
+    for answer_batch in lookup_batches(batches(), data_dirs, isolation):
+        for answer, row in zip(answer_batch.to_pylist(), pending.popleft(), strict=True):
+            yield (*answer.values(), *(row[n] for n in extra))
+
+
+def _chunks(items: Iterable, size: int) -> Iterator[list]:
+    buffer = []
+    for item in items:
+        buffer.append(item)
+        if len(buffer) >= size:
+            yield buffer
+            buffer = []
+    if buffer:
+        yield buffer
 
 
 def _has_pandas() -> bool:
@@ -343,12 +359,23 @@ def transform(requests, data_dirs: Sequence[str], isolation: str = "read_uncommi
     if partitions:
         requests = requests.repartition(partitions)
     dirs = list(data_dirs)
+    from pyspark.sql.types import StructType
+
     extra = extra_columns(requests.columns)
-    ddl = OUTPUT_DDL + "".join(f", `{name.replace('`', '``')}` STRING" for name in extra)
+    # the answers' schema, then the request's other columns with their own types
+    schema = StructType(list(requests.sparkSession.createDataFrame([], OUTPUT_DDL).schema.fields)
+                        + [requests.schema[name] for name in extra])
     if _has_pandas():
-        return requests.mapInArrow(lambda it: lookup_batches(it, dirs, isolation, extra), ddl)
+        return requests.mapInArrow(lambda it: lookup_batches(it, dirs, isolation, extra), schema)
     rdd = requests.rdd.mapPartitions(lambda rows: _rows_to_answers(rows, dirs, isolation, extra))
-    return requests.sparkSession.createDataFrame(rdd, ddl)
+    return requests.sparkSession.createDataFrame(rdd, schema)
+
+
+def _arrow_fields(spark_schema, names: Sequence[str]) -> pa.Schema:
+    """The Arrow fields of Spark columns ``names``, as Spark converts them."""
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    return pa.schema([pa.field(name, to_arrow_type(spark_schema[name].dataType)) for name in names])
 
 
 # -- load -----------------------------------------------------------------------------------------------------
@@ -379,7 +406,8 @@ def _write(answers, output: str, fmt: str, mode: str) -> None:
         return
     from kafkaseg.spark.tables import write_delta
 
-    write_delta(answers, output, mode, [], output_schema(extra_columns(answers.columns[len(OUTPUT_SCHEMA):])))
+    extra = extra_columns(answers.columns[len(OUTPUT_SCHEMA):])
+    write_delta(answers, output, mode, [], output_schema(_arrow_fields(answers.schema, extra)))
 
 
 def check(args: argparse.Namespace) -> None:
