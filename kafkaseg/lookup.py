@@ -731,7 +731,9 @@ class PartitionLookup:
         for i in range(copies):
             end = self.bases[i + 1] if i + 1 < n else self.log_end_offset()
             if self.segment_largest_timestamp(i) >= timestamp and end > start_offset:
-                found, searched = self._search_segment(i, timestamp, start_offset, i + 1)
+                # (a lenient search that skipped corruption in the copy goes on in the copies after it, as a
+                # lenient read sees the records; the broker has no such path: it fails on corruption)
+                found, searched = self._search_segment(i, timestamp, start_offset, copies)
                 if found is not None:
                     return found, searched
                 break

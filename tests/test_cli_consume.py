@@ -719,8 +719,8 @@ def test_dot_topic_names_are_illegal(data, capsysbinary, topic):
 
 def test_fail_on_data_loss_exits_3_after_printing_what_there_is(tmp_path, capsysbinary):
     """The console consumer's reset is silent to a script; --fail-on-data-loss makes each kind of loss exit 3
-    (records deleted under a follow before they were read, an --offset below the log start, offsets missing from
-    the files), and nothing else: an --offset past the end resets without loss."""
+    (records deleted under a follow before they were read, an --offset below the log start), and nothing else:
+    an --offset past the end resets without loss, and offsets missing between segments are no proof of one."""
     root = tmp_path / "live"
     manifest = write_data_dir(root, [TopicSpec("t", records_per_partition=300, records_per_batch=5,
                                                segment_bytes=4096, log_start_offset=0)], seed=4)
@@ -762,8 +762,9 @@ def test_fail_on_data_loss_exits_3_after_printing_what_there_is(tmp_path, capsys
     code, _, err = consume_cli(capsysbinary, *argv, "--offset", str(pm.log_end_offset + 5), "--fail-on-data-loss")
     assert code == 0 and "out of range" in err  # past the end: a reset, no record lost
 
-    # offsets missing from the files (a lost segment file above the log start)
+    # offsets missing between segments: said, not counted (a compacted topic's follower holds such gaps, which
+    # the files cannot tell from a lost segment file; found by review: every follower's cron job failed)
     for path in pm.directory.glob(f"{pm.segments[3].base_offset:020d}.*"):
         path.unlink()
     code, _, err = consume_cli(capsysbinary, *argv[:4], "--from-beginning", "--fail-on-data-loss")
-    assert code == 3 and "are missing after" in err
+    assert code == 0 and "are missing after" in err

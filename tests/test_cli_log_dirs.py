@@ -22,11 +22,8 @@ def _log_bytes(folder) -> int:
 
 
 def _du(path) -> int:
-    """``du -sB1`` without the directories' own blocks (log-dirs counts files)."""
-    total = int(subprocess.run(["du", "-sB1", str(path)], check=True, capture_output=True, text=True)
-                .stdout.split()[0])
-    dirs = [root for root, _, _ in os.walk(path)]
-    return total - sum(os.stat(d).st_blocks * 512 for d in dirs)
+    """``du -sB1``: what the docs promise diskBytes is."""
+    return int(subprocess.run(["du", "-sB1", str(path)], check=True, capture_output=True, text=True).stdout.split()[0])
 
 
 @pytest.fixture()
@@ -131,6 +128,9 @@ def test_filters_errors_and_table(brokers, tmp_path, capsys):
     assert names == ["u-0"]
     code, out, err = run(["log-dirs", "--json", "--broker-list", "2", *paths], capsys)
     assert code == 0 and [br["broker"] for br in json.loads(out)["brokers"]] == [2]
+    # a broker id none of the dirs has: LogDirsCommand's error, not a silent subset
+    code, out, err = run(["log-dirs", "--json", "--broker-list", "1,9", *paths], capsys)
+    assert (code, out) == (1, "") and "The given brokers do not exist from --broker-list: 9" in err
     # a misspelt topic: what there is, and a hint (kafka-log-dirs.sh would print nothing for it)
     code, out, err = run(["log-dirs", "--topic-list", "tt", *paths], capsys)
     assert code == 1 and "no replica of topic tt" in err and "did you mean t?" in err
@@ -138,6 +138,16 @@ def test_filters_errors_and_table(brokers, tmp_path, capsys):
     assert code == 2 and "--broker-list" in err
     code, _, err = run(["log-dirs", str(a.path / "t-0")], capsys)
     assert code == 2 and "not a log dir" in err and "give its log dir" in err
+    # a log dir that is not there or empty (a disk not mounted) is an offline log dir: the others are described
+    (tmp_path / "unmounted").mkdir()
+    code, out, err = run(["log-dirs", "--json", str(a.path), str(tmp_path / "unmounted"), str(tmp_path / "gone")],
+                         capsys)
+    assert code == 2 and "disk not mounted" in err
+    dirs = [d for br in json.loads(out)["brokers"] for d in br["logDirs"]]
+    assert [(d["logDir"], d["error"], len(d["partitions"])) for d in dirs] == [
+        (str(a.path), None, 2),
+        (str(tmp_path / "unmounted"), "org.apache.kafka.common.errors.KafkaStorageException", 0),
+        (str(tmp_path / "gone"), "org.apache.kafka.common.errors.KafkaStorageException", 0)]
     code, _, err = run(["log-dirs", "--bootstrap-server", "localhost:9092", "--describe", str(a.path)], capsys)
     assert code == 2 and "instead of --bootstrap-server" in err
     # the table: totals per log dir and per topic, largest first
@@ -165,3 +175,17 @@ def test_offline_log_dir_and_future_without_its_current(brokers, capsys):
     code, out, err = run(["log-dirs", "--json", str(b.path)], capsys)
     future = [p for p in json.loads(out)["brokers"][0]["logDirs"][0]["partitions"] if p["isFuture"]]
     assert future[0]["offsetLag"] == -1 and "not in broker 1's log dirs given" in err
+
+
+def test_a_cut_folder_name_counts_for_the_topic_it_starts(tmp_path, capsys):
+    """The broker cuts the topic in a -delete/-stray folder's name to keep it within 255 characters: with
+    --topic-list, such a folder counts for the topics its cut name starts (and for no other)."""
+    d = write_data_dir(tmp_path / "d", [TopicSpec("p", records_per_partition=20)], seed=6)
+    topic = "x" * 240
+    cut = d.path / f"{topic[:214]}-0.{FUTURE}-stray"
+    assert len(cut.name) == 255
+    shutil.copytree(d.partition("p", 0).directory, cut)
+    for listed, counted in ((topic, True), ("p", False)):
+        code, out, _ = run(["log-dirs", "--json", "--topic-list", listed, str(d.path)], capsys)
+        stray = json.loads(out)["brokers"][0]["logDirs"][0]["strayBytes"]
+        assert (stray == _du(cut)) if counted else stray == 0, listed

@@ -1015,3 +1015,23 @@ def test_a_tiered_topics_time_lookups_search_as_its_broker(tmp_path, log_start):
                                    **({"startingOffsetsByTimestampStrategy": "latest"} if expected is None else {}))
         assert rows.column("offset").to_pylist()[:1] == ([] if expected is None else [expected]), target - T0
     assert list_offset(merged, -3).offset == 35  # the local log's largest timestamp, not offset 12's copy
+
+
+def test_a_lenient_time_search_goes_on_past_corruption_in_a_copy(tmp_path):
+    """onCorruption=skip: a copy whose batch holding the time's records is corrupt is searched on in the copies
+    after it, as a lenient read of a local log goes on in its later segments (found by review: the tiered search
+    went from that copy to the local log, silently skipping the readable offsets 10..19 of the next copy)."""
+    import struct
+
+    T0 = 1_700_000_000_000
+    stamps = {o: T0 + o for o in range(40)}
+    logs, store = _tiered_log(tmp_path, 0, stamps)
+    first_copy = sorted(store.rglob("*.log"))[0]
+    data = bytearray(first_copy.read_bytes())
+    data[struct.unpack(">i", data[8:12])[0] + 12 + 70] ^= 0xFF  # a record byte of the batch of offsets 5..9
+    first_copy.write_bytes(bytes(data))
+    paths = [str(logs), str(store)]
+    rows = kafkaseg.read_arrow(paths, startingTimestamp=T0 + 7, onCorruption="skip", failOnDataLoss="false")
+    assert rows.column("offset").to_pylist() == list(range(10, 40))
+    with pytest.raises(kafkaseg.CorruptDataError):  # strict: the broker's search fails on it too
+        kafkaseg.read_arrow(paths, startingTimestamp=T0 + 7)

@@ -33,8 +33,10 @@ The options and the output are the console consumer's (``ConsoleConsumerOptions.
   records before it. An ``--offset`` outside what the partition holds resets as the console consumer's consumer does
   (``auto.offset.reset``, latest unless set; ``none`` fails), with a line on stderr.
 * Records lost to the reader (deleted under ``--follow`` before they were read, an ``--offset`` below the log
-  start, offsets missing from the files) are said on stderr; the exit status is 0, as the console consumer's,
-  unless ``--fail-on-data-loss`` (then 3, after printing what there is).
+  start) are said on stderr; the exit status is 0, as the console consumer's, unless ``--fail-on-data-loss``
+  (then 3, after printing what there is). Offsets missing between two segments are said too but never count:
+  a compacted topic's follower (or a leader whose cleaner has not checkpointed) holds such gaps, and the files
+  cannot tell them from a lost segment file.
 * Records are printed partition by partition (topic, then partition number, in offset order), where a consumer
   interleaves partitions as its fetches return. ``Processed a total of N messages`` goes to stderr at the end.
 """
@@ -654,9 +656,8 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
 
     def status() -> int:
         """0, or 3 with --fail-on-data-loss when records were lost: deleted before they were read (retention,
-        a deleteRecords, an --offset below the log start), or missing from the files."""
-        if metrics.missing_offsets:
-            lost.append("offsets missing from the files")
+        a deleteRecords, an --offset below the log start). Offsets missing between two segments do not count:
+        a compacted topic's follower holds such gaps (said on stderr all the same)."""
         if any(skipped for skipped, _ in metrics.vanished_lines()):
             lost.append("segments deleted before they were read")
         ending.append(3 if args.fail_on_data_loss and lost else 0)
@@ -762,8 +763,6 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
             if args.follow:  # said as they are met, not only when a follow ends
                 _report_lenient(lenient, err)
                 _report_missing(metrics.missing_offsets, err)
-                if metrics.missing_offsets:
-                    lost.append("offsets missing from the files")
                 metrics.missing_offsets.clear()
         return status()
     except KeyboardInterrupt:

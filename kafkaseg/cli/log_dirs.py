@@ -18,13 +18,18 @@ core/src/main/scala/kafka/server/ReplicaManager.scala; the tool is tools/.../Log
   bytes still to copy in offsets. -1 (``INVALID_OFFSET_LAG``) when the current replica is not in the dirs given.
 * ``isFuture``: the replica is a ``<topic>-<partition>.<id>-future`` folder.
 * ``error``: null, or ``org.apache.kafka.common.errors.KafkaStorageException`` when the broker would take the log
-  dir offline at startup (an unreadable ``meta.properties`` or checkpoint file); kafkaseg still lists the
-  partitions it can read there, and says why on stderr.
+  dir offline at startup (an unreadable ``meta.properties`` or checkpoint file: kafkaseg still lists the
+  partitions it can read there), or for a path that is no log dir it can read (missing, empty as an unmounted
+  disk's mount point, unreadable: no partitions, broker -1, exit status 2); the other dirs are still described,
+  and stderr says why.
+* ``--broker-list`` naming a broker none of the dirs belongs to is the tool's error (``The given brokers do not
+  exist from --broker-list``, exit 1, nothing printed).
 
 Beyond Kafka's keys (a JSON reader that knows only those ignores them): per log dir ``totalBytes`` and
 ``usableBytes`` of its filesystem (as the Admin API's ``LogDirDescription``, KIP-827; -1 when unknown, e.g. on an
-object store); ``diskBytes``, everything in the log dir as ``du`` counts it (allocated blocks: the sparse
-preallocated tail of an active segment's index counts only as written; stored sizes on an object store), of
+object store); ``diskBytes``, everything in the log dir as ``du -sB1`` counts it (allocated blocks, the
+folders' own included: the sparse preallocated tail of an active segment's index counts only as written; stored
+sizes on an object store), of
 which ``pendingDeletionBytes`` (``.deleted`` files and ``-delete`` folders the broker has yet to remove, after
 ``file.delete.delay.ms``) and ``strayBytes`` (``-stray`` folders: replicas a KRaft broker found it no longer
 hosts, kept for an operator to remove); per partition ``segments`` and ``diskBytes`` (its folder's files, its
@@ -97,53 +102,74 @@ class LogDirUsage:
     disk_bytes: int = 0  # everything in the log dir (``du``), the parts below included
     pending_deletion_bytes: int = 0  # .deleted files and -delete folders, of the topics asked for
     stray_bytes: int = 0  # -stray folders, of the topics asked for
+    readable: bool = True  # False: the path could not be read as a log dir (``why`` says why)
 
     @property
     def size(self) -> int:
         return sum(r.size for r in self.replicas)
 
 
-def describe_log_dirs(paths: Sequence[str], *, topics: Iterable[str] | None = None,
-                      brokers: Iterable[int] | None = None) -> list[LogDirUsage]:
+def describe_log_dirs(paths: Sequence[str], *, topics: Iterable[str] | None = None) -> list[LogDirUsage]:
     """``DescribeLogDirs`` of every log dir in ``paths`` (see the module docstring): only replicas of ``topics``
-    when given (``--topic-list``), only log dirs of ``brokers`` (``--broker-list``). Reads listings, checkpoints
-    and, for ``-future`` replicas, the tail of the active segments: no record data. Raises :class:`LayoutError`
-    for a path that is not a log dir."""
+    when given (``--topic-list``). Reads listings, checkpoints and, for ``-future`` replicas, the tail of the
+    active segments: no record data. A path that cannot be read as a log dir (missing, empty as an unmounted
+    disk's mount point, a partition's folder, unreadable) is described as offline, ``readable`` false and why,
+    as a broker answers for a log dir it has offline, and the others are still described."""
     wanted = set(topics) if topics else None
     usages: list[LogDirUsage] = []
     seen: set = set()
     for given in paths:
-        filesystem, path = _fs.open_filesystem(os.fspath(given))
+        try:
+            filesystem, path = _fs.open_filesystem(os.fspath(given))
+        except LayoutError as err:
+            usages.append(LogDirUsage(path=str(given), broker=-1, error=STORAGE_ERROR, why=[str(err)],
+                                      readable=False))
+            continue
         if _fs.is_local(filesystem):
             path = os.path.abspath(path)  # as the broker names its log dirs
         key = (_fs.store_key(filesystem), path.rstrip("/"))
         if key in seen:
             continue
         seen.add(key)
-        usages.append(_describe_one(path, filesystem, wanted))
-    if brokers is not None:
-        chosen = set(brokers)
-        usages = [u for u in usages if u.broker in chosen]
+        try:
+            usages.append(_describe_one(path, filesystem, wanted))
+        except LayoutError as err:
+            usages.append(LogDirUsage(path=path, broker=-1, error=STORAGE_ERROR, why=[str(err)], readable=False))
     _future_lags(usages)
     return usages
+
+
+def _wanted(name: str, parsed: tuple[str, int] | None, wanted: set | None) -> bool:
+    """Whether folder ``name`` (a partition, or a ``-delete``/``-future``/``-stray`` copy of ``parsed``) is of a
+    topic in ``wanted``: the broker cuts the topic of a ``-delete``/``-stray`` name to keep it within 255
+    characters (``LocalLog.logDirNameWithSuffixCappedLength``), so a cut name counts for every topic it starts."""
+    if wanted is None or parsed is None:
+        return True
+    if parsed[0] in wanted:
+        return True
+    return len(name) >= 255 and any(t.startswith(parsed[0]) for t in wanted)
 
 
 def _describe_one(path: str, filesystem, wanted: set | None) -> LogDirUsage:
     entry = _fs.stat(path, filesystem)
     if entry is None:
-        raise LayoutError(f"{path}: no such directory")
+        raise LayoutError(f"{path}: no such directory (a log dir that is not there, or a disk not mounted)")
     if not entry.is_dir:
         raise LayoutError(f"{path}: not a log dir (a file; give the log dirs, as log.dirs lists them)")
-    log_dir = read_log_dir(path, filesystem, select=lambda t, p: wanted is None or t in wanted)
-    entries = _fs.list_dir(path, filesystem)
-    folders = [e for e in entries if e.is_dir]
-    kafka_folders = [e for e in folders if parse_topic_partition(e.name) is not None
-                     or e.name.endswith(("-delete", "-future", "-stray"))]
+    log_dir = read_log_dir(path, filesystem, select=lambda t, p: _wanted(f"{t}-{p}", (t, p), wanted))
+    # one listing, read_log_dir's: a folder renamed meanwhile (a move finishing) is then seen once, as it was
+    folders = [(pdir.path, _fs.basename(pdir.path)) for pdir in log_dir.partitions]
+    folders += [(_fs.join(path, name), name) for name, _ in log_dir.skipped if name != "(log dir)"]
+    folders += [(folder, _fs.basename(folder)) for _, _, folder in log_dir.unselected]
+    files = [e for e in _fs.list_dir(path, filesystem) if not e.is_dir]
     known = log_dir.meta is not None or log_dir.high_watermarks or log_dir.recovery_points \
         or log_dir.log_start_offsets or log_dir.unreadable_checkpoints
+    kafka_folders = [name for _, name in folders if parse_topic_partition(name) is not None
+                     or name.endswith(("-delete", "-future", "-stray"))]
     if not known and not kafka_folders:
-        what = "a partition's folder? give its log dir" if parse_topic_partition(_fs.basename(path)) else \
-            "no meta.properties, checkpoint files or <topic>-<partition> folders"
+        what = ("a partition's folder? give its log dir" if parse_topic_partition(_fs.basename(path)) else
+                "empty: a disk not mounted?" if not folders and not files else
+                "no meta.properties, checkpoint files or <topic>-<partition> folders")
         raise LayoutError(f"{path}: not a log dir ({what})")
     node = log_dir.meta.node_id if log_dir.meta is not None and log_dir.meta.node_id is not None else -1
     usage = LogDirUsage(path=path, broker=node)
@@ -158,36 +184,36 @@ def _describe_one(path: str, filesystem, wanted: set | None) -> LogDirUsage:
             usage.total_bytes, usage.usable_bytes = disk.total, disk.free
         except OSError:
             pass
-    usage.disk_bytes = sum(_allocated(e, filesystem) for e in entries if not e.is_dir)
+    usage.disk_bytes = _own_blocks(path, filesystem) + sum(_allocated(e.path, e.size, filesystem) for e in files)
     read = {p.path: p for p in log_dir.partitions}
-    sizes = _fs.map_files(lambda f: _folder_disk_bytes(f.path, filesystem), folders, [filesystem])  # threads on S3
-    for folder, (on_disk, deleted) in zip(folders, sizes):
+    # every folder's files (threads on an object store)
+    sizes = _fs.map_files(lambda f: _folder_disk_bytes(f[0], filesystem), folders, [filesystem])
+    for (folder, name), (on_disk, deleted) in zip(folders, sizes):
         usage.disk_bytes += on_disk
-        parsed = renamed_partition(folder.name) if folder.name.endswith(("-delete", "-future", "-stray")) \
-            else parse_topic_partition(folder.name)
-        if wanted is not None and parsed is not None and parsed[0] not in wanted:
+        renamed = name.endswith(("-delete", "-future", "-stray"))
+        parsed = renamed_partition(name) if renamed else parse_topic_partition(name)
+        if not _wanted(name, parsed, wanted):
             continue
-        if folder.path in read:
-            usage.replicas.append(_replica(read[folder.path], on_disk))
+        if folder in read:
+            usage.replicas.append(_replica(read[folder], on_disk))
             usage.pending_deletion_bytes += deleted
-        elif folder.name.endswith("-future"):
+        elif name.endswith("-future"):
             if parsed is None:
-                usage.why.append(f"{folder.path}: a -future folder whose name does not say its partition (cut to "
-                                 "255 characters): left out")
+                usage.why.append(f"{folder}: a -future folder whose name does not say its partition: left out")
                 continue
             try:
-                pdir = read_partition_dir(folder.path, filesystem, log_dir=log_dir, topic=parsed[0],
+                pdir = read_partition_dir(folder, filesystem, log_dir=log_dir, topic=parsed[0],
                                           partition=parsed[1])
             except LayoutError as err:
-                if _fs.exists(folder.path, filesystem):
+                if _fs.exists(folder, filesystem):
                     raise
-                usage.why.append(f"{folder.path}: gone while read (the move finished): {err}")
+                usage.why.append(f"{folder}: gone while read (the move finished: describe again): {err}")
                 continue
             usage.replicas.append(_replica(pdir, on_disk, is_future=True))
             usage.pending_deletion_bytes += deleted
-        elif folder.name.endswith("-delete"):
+        elif name.endswith("-delete"):
             usage.pending_deletion_bytes += on_disk
-        elif folder.name.endswith("-stray"):
+        elif name.endswith("-stray"):
             usage.stray_bytes += on_disk
     usage.replicas.sort(key=lambda r: (r.topic, r.partition, r.is_future))
     return usage
@@ -198,30 +224,35 @@ def _replica(pdir: PartitionDir, disk_bytes: int, is_future: bool = False) -> Re
                         disk_bytes=disk_bytes, segments=len(pdir.segments), is_future=is_future, partition_dir=pdir)
 
 
-def _allocated(entry: _fs.FileEntry, filesystem) -> int:
+def _allocated(path: str, size: int, filesystem) -> int:
     """Bytes a file takes: its allocated blocks on a local disk (``du``: a sparse preallocated index counts only
-    as written), its stored size elsewhere; 0 for one gone meanwhile."""
+    as written), its stored ``size`` elsewhere; 0 for one gone meanwhile."""
     if not _fs.is_local(filesystem):
-        return entry.size
+        return size
     try:
-        st = os.lstat(entry.path)
+        st = os.lstat(path)
     except OSError:
         return 0
     return st.st_blocks * 512 if hasattr(st, "st_blocks") else st.st_size
 
 
+def _own_blocks(path: str, filesystem) -> int:
+    """A local directory's own blocks (its entries' names), which ``du`` counts; nothing on an object store."""
+    return _allocated(path, 0, filesystem) if _fs.is_local(filesystem) else 0
+
+
 def _folder_disk_bytes(path: str, filesystem) -> tuple[int, int]:
-    """``(bytes, of which .deleted files)`` a folder's files take (see :func:`_allocated`); a folder gone
-    meanwhile (a deletion finishing) takes none."""
+    """``(bytes, of which .deleted files)`` a folder takes, as ``du`` counts it (see :func:`_allocated`; the
+    folder's own blocks too); a folder gone meanwhile (a deletion finishing) takes none."""
     try:
         entries = _fs.list_dir(path, filesystem)
     except LayoutError:
         return 0, 0
-    total = deleted = 0
+    total, deleted = _own_blocks(path, filesystem), 0
     for entry in entries:
         if entry.is_dir:
             continue
-        size = _allocated(entry, filesystem)
+        size = _allocated(entry.path, entry.size, filesystem)
         total += size
         if entry.name.endswith(".deleted"):
             deleted += size
@@ -295,14 +326,20 @@ def run(args, console) -> int:
 
             raise InvalidOptionError(f"--broker-list {args.broker_list!r}: broker ids are integers, e.g. 0,1,2") \
                 from None
-    usages = describe_log_dirs(args.paths, topics=topics or None, brokers=brokers)
-    status = 0
+    usages = describe_log_dirs(args.paths, topics=topics or None)
+    if brokers is not None:
+        present = sorted({u.broker for u in usages if u.readable})
+        absent = sorted(set(brokers) - set(present))
+        if absent:  # LogDirsCommand's TerseException, exit 1, nothing else printed
+            print(f"ERROR: The given brokers do not exist from --broker-list: {','.join(map(str, absent))}. Current "
+                  f"existent brokers: {','.join(map(str, present))} (node.id of the log dirs' meta.properties)",
+                  file=sys.stderr)
+            return 1
+        usages = [u for u in usages if u.broker in set(brokers)]
+    status = 0 if all(u.readable for u in usages) else 2
     for u in usages:
         for why in u.why:
             print(f"{u.path}: {why}", file=sys.stderr)
-    if brokers is not None and not usages:
-        print(f"no log dir of broker {args.broker_list} among the dirs given", file=sys.stderr)
-        status = 1
     found = {r.topic for u in usages for r in u.replicas}
     for topic in topics:
         if topic not in found:  # kafka-log-dirs.sh prints nothing for it; a typo is likelier than an intent
@@ -311,7 +348,7 @@ def run(args, console) -> int:
             close = difflib.get_close_matches(topic, sorted(found | _all_topics(usages)), n=1)
             print(f"no replica of topic {topic} in the log dirs given" + (f" (did you mean {close[0]}?)" if close
                                                                          else ""), file=sys.stderr)
-            status = 1
+            status = max(status, 1)
     if args.json:
         print(json.dumps(as_kafka_json(usages), separators=(",", ":")))
         return status
@@ -359,8 +396,14 @@ def _all_topics(usages: Sequence[LogDirUsage]) -> set:
     """Every topic with a partition folder in the log dirs (for a misspelt --topic-list name's hint)."""
     names = set()
     for u in usages:
+        if not u.readable:
+            continue
         filesystem, path = _fs.open_filesystem(u.path)
-        for entry in _fs.list_dir(path, filesystem):
+        try:
+            listing = _fs.list_dir(path, filesystem)
+        except LayoutError:
+            continue
+        for entry in listing:
             parsed = parse_topic_partition(entry.name) if entry.is_dir else None
             if parsed is not None:
                 names.add(parsed[0])

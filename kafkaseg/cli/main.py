@@ -787,8 +787,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "live broker's high watermark), until --max-messages, --timeout-ms or Ctrl-C")
     consume.add_argument("--fail-on-data-loss", action="store_true", help="exit 3 (after printing what there is) "
                          "when records were lost: deleted before they were read (retention or deleteRecords under "
-                         "--follow, an --offset below the log start), or missing from the files; without it, "
-                         "losses are said on stderr and the exit status is 0, as the console consumer's reset")
+                         "--follow, an --offset below the log start); without it, losses are said on stderr and the "
+                         "exit status is 0, as the console consumer's reset")
     consume.add_argument("--poll-ms", type=int, default=500, help="with --follow: how often to look for new "
                          "records (default 500)")
     consume.set_defaults(func=_cmd_consume)
