@@ -190,8 +190,12 @@ def extract(spark, source: str):
     for name in ("time", "offset"):
         if name not in df.columns:
             df = df.withColumn(name, F.lit(None).cast("string"))
+    from pyspark.sql.types import CalendarIntervalType, DayTimeIntervalType, YearMonthIntervalType
+
+    intervals = (CalendarIntervalType, DayTimeIntervalType, YearMonthIntervalType)  # no table format stores them
     return df.select(*(F.col(f"`{name}`").cast("string").alias(name) for name in REQUEST_COLUMNS),
-                     *(F.col(f"`{name}`") for name in extra))
+                     *(F.col(f"`{name}`").cast("string").alias(name) if isinstance(df.schema[name].dataType, intervals)
+                       else F.col(f"`{name}`") for name in extra))
 
 
 # -- transform (pure: no Spark) -------------------------------------------------------------------------------
@@ -367,15 +371,34 @@ def transform(requests, data_dirs: Sequence[str], isolation: str = "read_uncommi
                         + [requests.schema[name] for name in extra])
     if _has_pandas():
         return requests.mapInArrow(lambda it: lookup_batches(it, dirs, isolation, extra), schema)
-    rdd = requests.rdd.mapPartitions(lambda rows: _rows_to_answers(rows, dirs, isolation, extra))
-    return requests.sparkSession.createDataFrame(rdd, schema)
+    # Rows carry a timestamp as a naive local datetime, which the hour a daylight-saving clock repeats makes
+    # ambiguous: top-level ones go through the RDD as microseconds since the epoch (nested ones as Rows do)
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import TimestampType
+
+    stamped = {name for name in extra if isinstance(requests.schema[name].dataType, TimestampType)}
+
+    def column(name: str, convert):
+        return convert(F.col(f"`{name}`")).alias(name) if name in stamped else F.col(f"`{name}`")
+
+    plain = requests.select(*(column(name, F.unix_micros) for name in requests.columns))
+    rdd = plain.rdd.mapPartitions(lambda rows: _rows_to_answers(rows, dirs, isolation, extra))
+    answers = requests.sparkSession.createDataFrame(rdd, StructType(
+        list(schema.fields[:len(OUTPUT_SCHEMA)]) + [plain.schema[name] for name in extra]))
+    return answers.select(*(column(name, F.timestamp_micros) for name in answers.columns))
 
 
 def _arrow_fields(spark_schema, names: Sequence[str]) -> pa.Schema:
-    """The Arrow fields of Spark columns ``names``, as Spark converts them."""
+    """The Arrow fields of Spark columns ``names`` as they are written to Parquet (timestamps in UTC)."""
     from pyspark.sql.pandas.types import to_arrow_type
 
-    return pa.schema([pa.field(name, to_arrow_type(spark_schema[name].dataType)) for name in names])
+    def arrow(data_type):
+        try:
+            return to_arrow_type(data_type, timezone="UTC")
+        except TypeError:  # a PySpark whose to_arrow_type takes no time zone (its timestamps are UTC)
+            return to_arrow_type(data_type)
+
+    return pa.schema([pa.field(name, arrow(spark_schema[name].dataType)) for name in names])
 
 
 # -- load -----------------------------------------------------------------------------------------------------
@@ -407,7 +430,28 @@ def _write(answers, output: str, fmt: str, mode: str) -> None:
     from kafkaseg.spark.tables import write_delta
 
     extra = extra_columns(answers.columns[len(OUTPUT_SCHEMA):])
+    if mode == "append":
+        answers = _as_the_tables_strings(answers, output, extra)
     write_delta(answers, output, mode, [], output_schema(_arrow_fields(answers.schema, extra)))
+
+
+def _as_the_tables_strings(answers, output: str, extra: Sequence[str]):
+    """``answers`` with the request columns an existing Delta table holds as strings cast to strings: the job
+    passed every request column through as a string until 2026-11, and a scheduled append to a table it wrote
+    goes on (the table's other columns must match: :func:`kafkaseg.spark.tables.write_delta` refuses others)."""
+    from kafkaseg.storage.fs import is_delta_table
+
+    if not extra or not is_delta_table(output):
+        return answers
+    from deltalake import DeltaTable
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    held = {f.name: str(getattr(f.type, "type", "")) for f in DeltaTable(output).schema().fields}
+    strings = {name for name in extra if held.get(name) == "string"
+               and not isinstance(answers.schema[name].dataType, StringType)}
+    return answers.select(*(F.col(f"`{name}`").cast("string").alias(name) if name in strings
+                            else F.col(f"`{name}`") for name in answers.columns))
 
 
 def check(args: argparse.Namespace) -> None:

@@ -128,6 +128,14 @@ def test_filters_errors_and_table(brokers, tmp_path, capsys):
     assert names == ["u-0"]
     code, out, err = run(["log-dirs", "--json", "--broker-list", "2", *paths], capsys)
     assert code == 0 and [br["broker"] for br in json.loads(out)["brokers"]] == [2]
+    # an offline log dir says no broker: it stays whatever --broker-list says, and the exit status says it
+    code, out, err = run(["log-dirs", "--json", "--broker-list", "2", *paths, str(tmp_path / "gone")], capsys)
+    dirs = [d["logDir"] for br in json.loads(out)["brokers"] for d in br["logDirs"]]
+    assert code == 2 and dirs == [str(c.path), str(tmp_path / "gone")] and "no such directory" in err
+    # a log dir given again through a symlink is described once
+    (tmp_path / "link").symlink_to(a.path)
+    code, out, err = run(["log-dirs", "--json", str(a.path), str(tmp_path / "link")], capsys)
+    assert code == 0 and [d["logDir"] for br in json.loads(out)["brokers"] for d in br["logDirs"]] == [str(a.path)]
     # a broker id none of the dirs has: LogDirsCommand's error, not a silent subset
     code, out, err = run(["log-dirs", "--json", "--broker-list", "1,9", *paths], capsys)
     assert (code, out) == (1, "") and "The given brokers do not exist from --broker-list: 9" in err

@@ -975,3 +975,37 @@ def test_fourth_review_cases_of_reading_again_and_of_the_next_segments_base(tmp_
     offsets = scan.to_table()["offset"].to_pylist()
     assert offsets == [o for o in kafkaseg.read_arrow(str(root))["offset"].to_pylist()]
     assert not [o for o in offsets if second <= o < third]
+
+
+def test_a_merged_segment_renamed_in_while_the_folder_was_listed_is_read_whole(tmp_path):
+    """The cleaner merges segments 0 and 1 into one file renamed in under segment 0's name while the folder is
+    listed: the listing took segment 0's name and size before the rename, missed segment 1 (renamed .deleted),
+    and the plan's identity of segment 0 is the merged file's. Its slice must read segment 1's offsets too (from
+    the merged file), not stop at the listed size and leave them as a gap (found by a live test: a whole
+    segment's records missing with no error)."""
+    from dataclasses import replace
+
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path, [TopicSpec("r", records_per_partition=600, records_per_batch=20, vary_batch_size=False,
+                                        segment_bytes=20_000)])
+    logs = sorted((tmp_path / "r-0").glob("*.log"))
+    assert len(logs) >= 3
+    listed_size = logs[0].stat().st_size
+    second_base = int(logs[1].name[:20])
+    merged = tmp_path / "merged.tmp"
+    merged.write_bytes(logs[0].read_bytes() + logs[1].read_bytes())
+    os.replace(merged, logs[0])
+    logs[1].rename(logs[1].with_name(logs[1].name + ".deleted"))
+    logs[1].with_name(logs[1].name + ".deleted").unlink()  # (and a minute later it is gone)
+    options = ReadOptions.from_options({})
+    plan = plan_scan(str(tmp_path), options)
+    first = plan.slices[0]
+    assert first.log_path == str(logs[0]) and first.next_base_offset > second_base
+    # the plan as a listing taken across the rename made it: segment 0's size as it was before
+    raced = replace(first, segment_size=listed_size, end_position=listed_size)
+    metrics = ScanMetrics()
+    offsets = [o for b in read_slice(raced, options, metrics) for o in b["offset"].to_pylist()]
+    assert offsets == list(range(*first.slice_offsets))
+    assert not metrics.missing_offsets
+    assert any("grew to" in what and "read again" in what for _, _, _, what in metrics.vanished_segments)

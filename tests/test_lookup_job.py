@@ -306,9 +306,12 @@ def test_input_format_follows_files_and_folders_as_spark_writes_them(tmp_path):
 
 @pytest.mark.spark
 def test_request_columns_pass_through_with_their_types(spark, datadir, tmp_path, monkeypatch):
-    """An id, a struct, a list and a map given with the requests come back as they were given, of their own
-    types (they were strings once: a join back on an integer id needed a cast, a struct came back as its text),
-    through mapInArrow and the RDD fallback alike, and a Delta table of them takes a second run's append."""
+    """An id, a struct, a list, a map, a timestamp and a decimal given with the requests come back as they were
+    given, of their own types (they were strings once: a join back on an integer id needed a cast, a struct came
+    back as its text), through mapInArrow and the RDD fallback alike, and a Delta table of them takes a second
+    run's append; so does a table an earlier version wrote, its request columns strings."""
+    import decimal
+
     import pyarrow.parquet as pq
     from deltalake import DeltaTable
 
@@ -319,6 +322,9 @@ def test_request_columns_pass_through_with_their_types(spark, datadir, tmp_path,
         "id": pa.array(range(1000, 1000 + n), pa.int64()),
         "meta": pa.array([{"who": f"u{i}", "tags": ["x"] * (i % 3)} for i in range(n)]),
         "attrs": pa.array([[("k", i)] for i in range(n)], pa.map_(pa.string(), pa.int64())),
+        # (a timestamp needs its time zone for the Delta schema; a decimal has no JSON number for Delta's stats)
+        "at": pa.array([1_700_000_000_000_000 + i for i in range(n)], pa.timestamp("us", "UTC")),
+        "amount": pa.array([decimal.Decimal(f"{i}.25") for i in range(n)], pa.decimal128(10, 2)),
     })
     pq.write_table(requests, tmp_path / "requests.parquet")
     source = str(tmp_path / "requests.parquet")
@@ -328,8 +334,8 @@ def test_request_columns_pass_through_with_their_types(spark, datadir, tmp_path,
         plain = job.transform(job.extract(spark, source), [str(datadir.path)])
         assert plain.schema == answers.schema
         assert sorted(map(repr, plain.collect())) == sorted(map(repr, answers.collect()))
-    assert [f.dataType.simpleString() for f in answers.schema.fields[-3:]] == [
-        "bigint", "struct<who:string,tags:array<string>>", "map<string,bigint>"]
+    assert [f.dataType.simpleString() for f in answers.schema.fields[-5:]] == [
+        "bigint", "struct<who:string,tags:array<string>>", "map<string,bigint>", "timestamp", "decimal(10,2)"]
     output = str(tmp_path / "answers")
     for mode in ("error", "append"):
         job.load(job.transform(job.extract(spark, source), [str(datadir.path)]), output, "delta", mode)
@@ -340,9 +346,23 @@ def test_request_columns_pass_through_with_their_types(spark, datadir, tmp_path,
     for i in range(n):
         row = first[1000 + i]
         assert row["meta"] == {"who": f"u{i}", "tags": ["x"] * (i % 3)} and row["attrs"] == [("k", i)]
+        assert row["at"] == requests["at"][i].as_py() and row["amount"] == decimal.Decimal(f"{i}.25")
     # each answer is its own request's: the same as the answers computed with no column passed through
     by_id = {r["id"]: (r["offset"], r["reason"]) for r in answers.collect()}
     bare = job.lookup_batches([pa.RecordBatch.from_pylist(rows, schema=pa.schema(
         [(name, pa.string()) for name in ("topic", "partition", "time", "offset")]))], [str(datadir.path)])
     assert [by_id[1000 + i] for i in range(n)] == [(r["offset"], r["reason"])
                                                    for r in pa.Table.from_batches(list(bare)).to_pylist()]
+    # a table the job wrote before request columns kept their types (strings): a scheduled append goes on
+    from deltalake import write_deltalake
+
+    older = str(tmp_path / "older")
+    earlier = table.slice(0, n)
+    passed = ("id", "meta", "attrs", "at", "amount")
+    write_deltalake(older, pa.table({name: pa.array([None if v is None else str(v) for v in earlier[name].to_pylist()],
+                                                    pa.string()) if name in passed else earlier[name]
+                                     for name in earlier.column_names}))
+    job.load(job.transform(job.extract(spark, source), [str(datadir.path)]), older, "delta", "append")
+    grown = DeltaTable(older).to_pyarrow_table()
+    assert grown.num_rows == 2 * n and grown.schema.field("id").type == pa.string()
+    assert sorted(grown["id"].to_pylist()) == sorted([str(1000 + i) for i in range(n)] * 2)

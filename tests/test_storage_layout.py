@@ -648,3 +648,42 @@ def test_a_long_named_topic_deleted_while_its_log_dir_is_listed_is_left_out(tmp_
     assert [(p.topic, p.partition) for p in discover(str(tmp_path / "d"), skipped=skipped)] == [("keep", 0)]
     assert [(name.rsplit("/", 1)[-1], reason.split(" (")[0]) for name, reason in skipped] == [
         (f"{topic}-0", "gone while the log dir was read")]
+
+
+def test_a_listing_taken_across_the_cleaners_rename_is_taken_again(tmp_path, monkeypatch):
+    """A directory listing is no snapshot: one taken while the cleaner renames its merged X.log.swap to X.log can
+    hold neither name, with X's old files already renamed .deleted. Such a listing (it shows .deleted files) is
+    taken again until two agree, so the merged segment is not left out as if its offsets were a compaction gap
+    (found by a live test: a whole segment's records missing, with no error)."""
+    from kafkaseg.storage import fs as _fs
+    from kafkaseg.storage import layout
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path, [TopicSpec("r", records_per_partition=600, records_per_batch=20, segment_bytes=8_000)])
+    folder = tmp_path / "r-0"
+    logs = sorted(folder.glob("*.log"))
+    assert len(logs) >= 4
+    merged_base = int(logs[1].name[:20])
+    (folder / (logs[1].name + ".deleted")).write_bytes(b"old")  # the merge's originals, renamed .deleted
+    (folder / (logs[2].name + ".deleted")).write_bytes(logs[2].read_bytes())
+    logs[1].write_bytes(logs[1].read_bytes() + logs[2].read_bytes())  # the merged segment, renamed in
+    logs[2].unlink()
+    real = _fs.list_dir
+    calls = []
+
+    def racy(path, filesystem=None):
+        entries = real(path, filesystem)
+        calls.append(path)
+        if str(path) == str(folder) and calls.count(str(folder)) == 1:  # the first listing missed the renamed file
+            return [e for e in entries if e.name != logs[1].name]
+        return entries
+
+    monkeypatch.setattr(_fs, "list_dir", racy)
+    pdir = layout.read_partition_dir(str(folder))
+    assert merged_base in [s.base_offset for s in pdir.segments] and calls.count(str(folder)) >= 2
+    # with no broker operation showing, one listing is taken (a steady folder costs nothing more)
+    for deleted in folder.glob("*.deleted"):
+        deleted.unlink()
+    calls.clear()
+    layout.read_partition_dir(str(folder))
+    assert calls.count(str(folder)) == 1

@@ -29,7 +29,8 @@ Beyond Kafka's keys (a JSON reader that knows only those ignores them): per log 
 ``usableBytes`` of its filesystem (as the Admin API's ``LogDirDescription``, KIP-827; -1 when unknown, e.g. on an
 object store); ``diskBytes``, everything in the log dir as ``du -sB1`` counts it (allocated blocks, the
 folders' own included: the sparse preallocated tail of an active segment's index counts only as written; stored
-sizes on an object store), of
+sizes on an object store; files in the log dir and its folders, one level down, which is all a broker writes,
+and a file hard-linked twice counted twice), of
 which ``pendingDeletionBytes`` (``.deleted`` files and ``-delete`` folders the broker has yet to remove, after
 ``file.delete.delay.ms``) and ``strayBytes`` (``-stray`` folders: replicas a KRaft broker found it no longer
 hosts, kept for an operator to remove); per partition ``segments`` and ``diskBytes`` (its folder's files, its
@@ -127,7 +128,8 @@ def describe_log_dirs(paths: Sequence[str], *, topics: Iterable[str] | None = No
             continue
         if _fs.is_local(filesystem):
             path = os.path.abspath(path)  # as the broker names its log dirs
-        key = (_fs.store_key(filesystem), path.rstrip("/"))
+        # one folder given by two names (a symlink, a bind mount) is described once, by the first
+        key = (_fs.store_key(filesystem), os.path.realpath(path) if _fs.is_local(filesystem) else path.rstrip("/"))
         if key in seen:
             continue
         seen.add(key)
@@ -327,19 +329,21 @@ def run(args, console) -> int:
             raise InvalidOptionError(f"--broker-list {args.broker_list!r}: broker ids are integers, e.g. 0,1,2") \
                 from None
     usages = describe_log_dirs(args.paths, topics=topics or None)
+    for u in usages:
+        for why in u.why:
+            print(f"{u.path}: {why}", file=sys.stderr)
+    status = 0 if all(u.readable for u in usages) else 2
     if brokers is not None:
         present = sorted({u.broker for u in usages if u.readable})
         absent = sorted(set(brokers) - set(present))
         if absent:  # LogDirsCommand's TerseException, exit 1, nothing else printed
+            offline = [u.path for u in usages if not u.readable]
             print(f"ERROR: The given brokers do not exist from --broker-list: {','.join(map(str, absent))}. Current "
-                  f"existent brokers: {','.join(map(str, present))} (node.id of the log dirs' meta.properties)",
-                  file=sys.stderr)
-            return 1
-        usages = [u for u in usages if u.broker in set(brokers)]
-    status = 0 if all(u.readable for u in usages) else 2
-    for u in usages:
-        for why in u.why:
-            print(f"{u.path}: {why}", file=sys.stderr)
+                  f"existent brokers: {','.join(map(str, present))} (node.id of the log dirs' meta.properties"
+                  + (f"; not readable: {', '.join(offline)}, said above)" if offline else ")"), file=sys.stderr)
+            return max(status, 1)
+        # a log dir that cannot be read says no broker: it stays in the output, whichever broker it belongs to
+        usages = [u for u in usages if u.broker in set(brokers) or not u.readable]
     found = {r.topic for u in usages for r in u.replicas}
     for topic in topics:
         if topic not in found:  # kafka-log-dirs.sh prints nothing for it; a typo is likelier than an intent

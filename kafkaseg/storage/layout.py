@@ -385,6 +385,35 @@ def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: 
     return segments, [p for _, p in snapshot_paths]
 
 
+#: Names a live broker's file operation leaves while it runs: retention and the cleaner rename segments to
+#: ``.deleted``; the cleaner writes ``.cleaned`` files, renames them ``.swap``, then renames those to ``.log``.
+_IN_FLIGHT = (".deleted", ".cleaned", ".swap")
+#: How many listings :func:`_settled_listing` takes at most
+SETTLE_LISTINGS = 5
+
+
+def _settled_listing(path: str, filesystem, entries: Sequence[_fs.FileEntry] | None = None
+                     ) -> Sequence[_fs.FileEntry]:
+    """The folder's entries (``entries`` when given), listed again while they show a broker's file operation
+    under way, until two listings in a row name the same files (at most :data:`SETTLE_LISTINGS`). A directory
+    listing is no snapshot: one taken across a rename can hold neither name, and the cleaner's last step
+    (``X.log.swap`` -> ``X.log``, after the merged segments were renamed ``.deleted``) then leaves a whole
+    segment's offsets out of the listing, with nothing to tell them from a compaction gap. Local folders only:
+    an object store has no rename, and a key appears or disappears whole."""
+    if entries is None:
+        entries = _fs.list_dir(path, filesystem)
+    if not _fs.is_local(filesystem):
+        return entries
+    for _ in range(SETTLE_LISTINGS - 1):
+        if not any(e.name.endswith(_IN_FLIGHT) for e in entries if not e.is_dir):
+            return entries
+        again = _fs.list_dir(path, filesystem)
+        if {e.name for e in again} == {e.name for e in entries}:
+            return again
+        entries = again
+    return entries
+
+
 def _safe(read, path: str, filesystem, notes: list[str]):
     try:
         return read(path, filesystem)
@@ -418,8 +447,7 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
             raise LayoutError(f"{path}: folder name is not <topic>-<partition>")
         topic, partition = parsed
     for attempt in range(REDISCOVERIES + 1):
-        if entries is None:
-            entries = _fs.list_dir(path, filesystem)
+        entries = _settled_listing(path, filesystem, entries)
         notes: list[str] = []
         try:
             segments, snapshot_paths = _segments_from_listing(entries, filesystem, notes)
