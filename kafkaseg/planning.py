@@ -1596,7 +1596,9 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
         seg = part.segments[piece.segment]
         aborted = _aborted_for(part, piece) if options.read_committed else ()
         if seg.log_path not in identities:
-            identities[seg.log_path] = _fs.file_identity(seg.log_path, part.fs)
+            # the file the listing saw, with the size planned: a file renamed into its name since (the cleaner's
+            # merged copy) is another one, read again by offset
+            identities[seg.log_path] = _fs.segment_identity(seg.log_path, seg.identity, part.fs)
         if part.pdir.path not in identities:
             identities[part.pdir.path] = _fs.file_identity(part.pdir.path, part.fs)
         slices.append(_segment_slice(piece, aborted, identities[seg.log_path], missing_before, own_offsets,
@@ -1737,7 +1739,8 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
                 return [], lost + [(first, last, f"{names}, which would hold them now, holds none of the offsets of "
                                                  "the segment they were in and did not change since planning (not a "
                                                  "compaction)")]
-        return [_segment_slice(p, piece.aborted, _fs.file_identity(p.part.segments[p.segment].log_path, part.fs),
+        return [_segment_slice(p, piece.aborted, _fs.segment_identity(p.part.segments[p.segment].log_path,
+                                                                      p.part.segments[p.segment].identity, part.fs),
                                None, None, None, piece.topic_id, None) for p in pieces], lost
 
     return relisted(read_partition_again(piece.partition_path, piece.filesystem, topic=piece.topic,

@@ -618,12 +618,13 @@ def test_a_listing_behind_the_broker_walks_only_the_listed_bytes(tmp_path, monke
     log.write_bytes(bytes(data))
     (tmp_path / "replication-offset-checkpoint").write_text("0\n1\nt 0 300\n")
     listed = headers[27].position + 100  # the listing saw 0..269 and part of 270..279
-    real = kfs.list_dir
+    real = kfs._list_local
 
-    def behind(path, filesystem=None):
-        return [e._replace(size=listed) if e.name.endswith(".log") else e for e in real(path, filesystem)]
+    def behind(path):
+        entries, gone = real(path)
+        return [e._replace(size=listed) if e.name.endswith(".log") else e for e in entries], gone
 
-    monkeypatch.setattr(layout._fs, "list_dir", behind)
+    monkeypatch.setattr(layout._fs, "_list_local", behind)
     table = kafkaseg.read_arrow(str(tmp_path), startingOffsets=json.dumps({"t": {"0": 200}}))
     assert table.column("offset").to_pylist() == list(range(200, 270))
 

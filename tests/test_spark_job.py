@@ -1086,3 +1086,29 @@ def test_file_stats_leave_out_decimals_stored_as_integers():
     stats = json.loads(json.dumps(file_stats(metadata)))
     assert stats == {"numRecords": 2, "minValues": {"offset": 7}, "maxValues": {"offset": 9},
                      "nullCount": {"offset": 0}}
+
+
+def test_file_stats_leave_out_timestamps_without_a_time_zone(monkeypatch):
+    """A TIMESTAMP_NTZ column's footer bounds are naive: converting them to Delta's UTC form took the machine's
+    time zone (found by review: a stored 05:30 recorded as 10:30Z under America/New_York, so readers skipping
+    files on the stats could skip the right one). Such columns go without stats; UTC ones keep theirs."""
+    import io
+    import time
+
+    import pyarrow.parquet as pq
+
+    from kafkaseg.spark.tables import file_stats
+
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        micros = 1_700_000_000_000_000
+        table = pa.table({"ntz": pa.array([micros], pa.timestamp("us")),
+                          "utc": pa.array([micros], pa.timestamp("us", "UTC"))})
+        buffer = io.BytesIO()
+        pq.write_table(table, buffer)
+        stats = file_stats(pq.ParquetFile(io.BytesIO(buffer.getvalue())).metadata)
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    assert stats["minValues"] == {"utc": "2023-11-14T22:13:20.000Z"} and "ntz" not in stats["maxValues"]

@@ -652,9 +652,13 @@ def test_a_long_named_topic_deleted_while_its_log_dir_is_listed_is_left_out(tmp_
 
 def test_a_listing_taken_across_the_cleaners_rename_is_taken_again(tmp_path, monkeypatch):
     """A directory listing is no snapshot: one taken while the cleaner renames its merged X.log.swap to X.log can
-    hold neither name, with X's old files already renamed .deleted. Such a listing (it shows .deleted files) is
-    taken again until two agree, so the merged segment is not left out as if its offsets were a compaction gap
-    (found by a live test: a whole segment's records missing, with no error)."""
+    hold neither name (X's originals already .deleted), and a name read before a rename is gone by its stat. A
+    local folder changed while it was listed (its status change time moved) or with a name gone by its stat is
+    listed again, so the merged segment is not left out as if its offsets were a compaction gap (found by a live
+    test: a whole segment's records missing, with no error); a quiet folder is listed once."""
+    import os
+    import time
+
     from kafkaseg.storage import fs as _fs
     from kafkaseg.storage import layout
     from kafkaseg.testing import TopicSpec, write_data_dir
@@ -664,26 +668,86 @@ def test_a_listing_taken_across_the_cleaners_rename_is_taken_again(tmp_path, mon
     logs = sorted(folder.glob("*.log"))
     assert len(logs) >= 4
     merged_base = int(logs[1].name[:20])
-    (folder / (logs[1].name + ".deleted")).write_bytes(b"old")  # the merge's originals, renamed .deleted
-    (folder / (logs[2].name + ".deleted")).write_bytes(logs[2].read_bytes())
-    logs[1].write_bytes(logs[1].read_bytes() + logs[2].read_bytes())  # the merged segment, renamed in
-    logs[2].unlink()
-    real = _fs.list_dir
+    swap = folder / (logs[1].name + ".swap")
+    swap.write_bytes(logs[1].read_bytes() + logs[2].read_bytes())
+    for log in logs[1:3]:  # the merge's originals, renamed .deleted before the swap is renamed in
+        log.rename(folder / (log.name + ".deleted"))
+    real = _fs._list_local
     calls = []
 
-    def racy(path, filesystem=None):
-        entries = real(path, filesystem)
+    def across_the_rename(path):
+        entries, gone = real(path)
         calls.append(path)
-        if str(path) == str(folder) and calls.count(str(folder)) == 1:  # the first listing missed the renamed file
-            return [e for e in entries if e.name != logs[1].name]
-        return entries
+        if path == str(folder) and len(calls) == 1:  # the names were read, then the swap renamed in: neither seen
+            os.rename(swap, logs[1])
+            entries = [e for e in entries if e.name not in (swap.name, logs[1].name)]
+        return entries, gone
 
-    monkeypatch.setattr(_fs, "list_dir", racy)
+    monkeypatch.setattr(_fs, "_list_local", across_the_rename)
     pdir = layout.read_partition_dir(str(folder))
     assert merged_base in [s.base_offset for s in pdir.segments] and calls.count(str(folder)) >= 2
-    # with no broker operation showing, one listing is taken (a steady folder costs nothing more)
-    for deleted in folder.glob("*.deleted"):
-        deleted.unlink()
+    assert [s.base_offset for s in pdir.segments if s.base_offset == int(logs[2].name[:20])] == []
+
+    # a name gone by its stat (a deletion under way): listed again too
     calls.clear()
+    monkeypatch.setattr(_fs, "_list_local", lambda path: (calls.append(path), real(path)[0],
+                                                          1 if len(calls) == 1 else 0)[1:])
+    layout.read_partition_dir(str(folder))
+    assert calls.count(str(folder)) >= 2
+    # a folder that has not changed for a clock tick is listed once, .deleted files or not
+    time.sleep(2 * _fs.CTIME_TICK_NS / 1e9)
+    calls.clear()
+    monkeypatch.setattr(_fs, "_list_local", lambda path: (calls.append(path), *real(path))[1:])
     layout.read_partition_dir(str(folder))
     assert calls.count(str(folder)) == 1
+
+
+def test_a_segment_replaced_after_the_listing_is_read_as_listed(tmp_path, monkeypatch):
+    """The plan is of the files the listing saw (their size and inode, from one stat): when the cleaner renames
+    its compacted copy of segments 0 and 1 into segment 0's name before planning looks at the file, the planning
+    notices the name holds another file and plans the partition as it is now, instead of reading the copy's bytes
+    at the original's positions (found by review: a TruncatedDataError, 405 records unread)."""
+    import os
+
+    import kafkaseg
+    from kafkaseg.storage import fs as _fs
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path, [TopicSpec("r", records_per_partition=900, records_per_batch=20,
+                                        segment_bytes=12_000)])
+    folder = tmp_path / "r-0"
+    logs = sorted(folder.glob("*.log"))
+    assert len(logs) >= 3
+    expected = kafkaseg.read_arrow(str(tmp_path))
+    real = _fs.settled_list_dir
+    done = []
+
+    def then_the_cleaner_swaps(path, filesystem=None):
+        entries = real(path, filesystem)
+        if str(path).endswith("r-0") and not done:
+            done.append(True)
+            compacted = folder / "compacted.tmp"  # every other batch of segments 0 and 1 (smaller than segment 0)
+            from kafkaseg.wire.batch import iter_headers
+
+            data = logs[0].read_bytes() + logs[1].read_bytes()
+            heads = list(iter_headers(logs[0].read_bytes()))
+            heads += [h._replace(position=h.position + logs[0].stat().st_size)
+                      for h in iter_headers(logs[1].read_bytes())]
+            compacted.write_bytes(b"".join(data[h.position:h.position + h.size] for n, h in enumerate(heads)
+                                           if n % 2 == 0))
+            for log in logs[:2]:
+                os.rename(log, str(log) + ".deleted")
+            os.rename(compacted, logs[0])
+        return entries
+
+    monkeypatch.setattr(_fs, "settled_list_dir", then_the_cleaner_swaps)
+    scan = kafkaseg.open_scan(str(tmp_path), splitSize="4096")
+    table = scan.to_table()
+    assert done
+    # the plan is of the folder as it is after the swap (what a consumer by offset reads now): the compacted
+    # copy's records, then the rest, each once and as written
+    kept = kafkaseg.read_arrow(str(tmp_path))
+    assert len(kept) < len(expected) and table.equals(kept)
+    by_offset = {o: v for o, v in zip(expected.column("offset").to_pylist(), expected.column("value").to_pylist())}
+    assert all(by_offset[o] == v for o, v in zip(table.column("offset").to_pylist(),
+                                                 table.column("value").to_pylist()))

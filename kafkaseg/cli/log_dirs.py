@@ -129,7 +129,7 @@ def describe_log_dirs(paths: Sequence[str], *, topics: Iterable[str] | None = No
         if _fs.is_local(filesystem):
             path = os.path.abspath(path)  # as the broker names its log dirs
         # one folder given by two names (a symlink, a bind mount) is described once, by the first
-        key = (_fs.store_key(filesystem), os.path.realpath(path) if _fs.is_local(filesystem) else path.rstrip("/"))
+        key = (_fs.store_key(filesystem), _folder_key(path) if _fs.is_local(filesystem) else path.rstrip("/"))
         if key in seen:
             continue
         seen.add(key)
@@ -139,6 +139,15 @@ def describe_log_dirs(paths: Sequence[str], *, topics: Iterable[str] | None = No
             usages.append(LogDirUsage(path=path, broker=-1, error=STORAGE_ERROR, why=[str(err)], readable=False))
     _future_lags(usages)
     return usages
+
+
+def _folder_key(path: str):
+    """A local folder by device and inode (a symlink and a bind mount name the same one), else by its real path."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return os.path.realpath(path)
+    return info.st_dev, info.st_ino
 
 
 def _wanted(name: str, parsed: tuple[str, int] | None, wanted: set | None) -> bool:

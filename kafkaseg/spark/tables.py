@@ -250,7 +250,7 @@ def file_stats(metadata: pq.FileMetaData) -> dict:
     """Delta's per-file statistics from a Parquet footer (PROTOCOL.md "Per-file Statistics"): ``numRecords``, and
     ``minValues``/``maxValues``/``nullCount`` of the top-level numeric, boolean, date, timestamp and string columns
     (offset, partition, timestamp, ...), so Delta readers can skip files by offset or time. Binary columns (key,
-    value) and nested ones get none, which the protocol allows."""
+    value), nested ones, decimals and timestamps without a time zone get none, which the protocol allows."""
     mins: dict = {}
     maxs: dict = {}
     nulls: dict = {}
@@ -294,6 +294,10 @@ def _has_usable_stats(column) -> bool:
     # a decimal of up to 18 digits is stored as INT32/INT64 too: its bounds (Decimal) have no JSON number form
     # that keeps their precision, and the protocol lets a file go without them
     if str(stats.logical_type).startswith("Decimal"):
+        return False
+    # a timestamp without a time zone (Spark's TIMESTAMP_NTZ) has naive bounds: Delta's UTC form would need a
+    # zone they do not have (the machine's would shift them), so it goes without
+    if "isAdjustedToUTC=false" in str(stats.logical_type):
         return False
     return column.physical_type in ("INT32", "INT64", "BOOLEAN", "FLOAT", "DOUBLE")
 

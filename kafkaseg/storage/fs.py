@@ -29,6 +29,7 @@ import socket
 import stat as stat_module
 import posixpath
 import threading
+import time
 import weakref
 from collections import OrderedDict
 from typing import Iterable, NamedTuple, Sequence
@@ -312,6 +313,8 @@ class FileEntry(NamedTuple):
     size: int
     mtime_ms: int | None
     readable: bool = True  # False for an entry that cannot be stat'ed (a broken symlink)
+    # (st_dev, st_ino) of a local file, from the same stat as its size: which file the listing saw
+    identity: tuple[int, int] | None = None
 
 
 def _entry(info: pafs.FileInfo) -> FileEntry:
@@ -322,8 +325,13 @@ def _entry(info: pafs.FileInfo) -> FileEntry:
 
 
 def list_dir(path: str, filesystem: pafs.FileSystem | None = None) -> list[FileEntry]:
-    """The entries directly inside directory ``path``, sorted by name. Raises :class:`LayoutError` when unreadable."""
+    """The entries directly inside directory ``path``, sorted by name. Raises :class:`LayoutError` when unreadable.
+    A local directory is listed by :func:`_list_local` (an entry that cannot be stat'ed, such as a broken symlink,
+    is listed with ``readable`` False, so that a segment that cannot be read is reported instead of silently
+    missing from the scan)."""
     filesystem, path = _resolve(filesystem, path)
+    if isinstance(filesystem, pafs.LocalFileSystem):
+        return _list_local(path)[0]
     try:
         infos = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=False, recursive=False))
     except FILESYSTEM_ERRORS as exc:
@@ -336,17 +344,77 @@ def list_dir(path: str, filesystem: pafs.FileSystem | None = None) -> list[FileE
             # pyarrow decodes names as UTF-8. Kafka names nothing it writes outside ASCII (topic names are
             # [a-zA-Z0-9._-]), so such an entry is no partition or segment: left out like any other stray name
             continue
-    if isinstance(filesystem, pafs.LocalFileSystem):
-        # pyarrow silently leaves out entries it cannot stat (broken symlinks): list them, marked, so that a
-        # segment that cannot be read is reported instead of silently missing from the scan.
-        try:
-            names = os.listdir(path)
-        except OSError:
-            names = []
-        seen = {e.name for e in entries}
-        entries.extend(FileEntry(posixpath.join(path, n), n, False, 0, None, False) for n in names
-                       if n not in seen and _utf8(n) and _unreadable(posixpath.join(path, n)))
     return sorted(entries, key=lambda e: e.name)
+
+
+def _list_local(path: str) -> tuple[list[FileEntry], int]:
+    """A local directory's entries (sorted by name), and how many of the names it read were gone by the time
+    they were stat'ed (a rename or deletion under way). Names that are not UTF-8 are left out: Kafka writes none
+    (topic names are [a-zA-Z0-9._-])."""
+    try:
+        with os.scandir(path) as scan:
+            names = [entry.name for entry in scan]
+    except OSError as exc:
+        raise LayoutError(f"cannot list {path}: {exc}") from exc
+    entries, gone = [], 0
+    for name in names:
+        if not _utf8(name):
+            continue
+        full = posixpath.join(path, name)
+        try:
+            info = os.stat(full)
+        except FileNotFoundError:
+            if os.path.lexists(full):  # a symlink to nothing
+                entries.append(FileEntry(full, name, False, 0, None, False))
+            else:
+                gone += 1
+            continue
+        except OSError:  # no permission, an I/O error: there, and unreadable
+            entries.append(FileEntry(full, name, False, 0, None, False))
+            continue
+        is_dir = stat_module.S_ISDIR(info.st_mode)
+        entries.append(FileEntry(full, name, is_dir, 0 if is_dir else info.st_size, info.st_mtime_ns // 1_000_000,
+                                 True, None if is_dir else (info.st_dev, info.st_ino)))
+    return sorted(entries, key=lambda e: e.name), gone
+
+
+#: How many listings :func:`settled_list_dir` takes at most
+SETTLE_LISTINGS = 5
+
+
+def settled_list_dir(path: str, filesystem: pafs.FileSystem | None = None) -> list[FileEntry]:
+    """:func:`list_dir`, for a folder a live broker may be changing. A directory listing is no snapshot: one
+    taken while a file is renamed can hold neither name (the log cleaner's last step, ``X.log.swap`` -> ``X.log``
+    after the merged segments were renamed ``.deleted``, then leaves a whole segment out of the listing, with
+    nothing to tell its offsets from a compaction gap), and a name read before a rename is gone by its stat. So a
+    local folder is listed until a listing is known whole: no name gone by its stat, and the folder's status
+    change time (which every create, rename and removal in it sets, and nobody can set back) the same before and
+    after it and older than a clock tick, or else the same listing (names and files) twice in a row. At most
+    :data:`SETTLE_LISTINGS` listings; an object store's (no renames: a key appears or goes whole) is taken as it
+    is."""
+    filesystem, path = _resolve(filesystem, path)
+    if not isinstance(filesystem, pafs.LocalFileSystem):
+        return list_dir(path, filesystem)
+    previous = None
+    entries: list[FileEntry] = []
+    for _ in range(SETTLE_LISTINGS):
+        started = time.time_ns()
+        before = _ctime_ns(path)
+        entries, gone = _list_local(path)
+        after = _ctime_ns(path)
+        seen = [(e.name, e.identity) for e in entries]
+        if not gone and before == after:
+            if before < started - CTIME_TICK_NS or seen == previous:
+                return entries
+        previous = seen if not gone and before == after else None
+    return entries
+
+
+def _ctime_ns(path: str) -> int:
+    try:
+        return os.stat(path).st_ctime_ns
+    except OSError as exc:
+        raise LayoutError(f"cannot list {path}: {exc}") from exc
 
 
 def _utf8(name: str) -> bool:
@@ -356,19 +424,6 @@ def _utf8(name: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _unreadable(path: str) -> bool:
-    """Whether a name the second, plain listing found and pyarrow's did not is an entry that cannot be stat'ed (a
-    broken symlink, no permission) rather than a file created (a live broker rolling a segment) or removed between
-    the two listings, which is left out as the first listing saw the folder."""
-    try:
-        os.stat(path)
-    except FileNotFoundError:
-        return os.path.lexists(path)  # a symlink to nothing; else it went away meanwhile
-    except OSError:
-        return True
-    return False  # created after the first listing: the next listing sees it
 
 
 def stat(path: str, filesystem: pafs.FileSystem | None = None) -> FileEntry | None:
@@ -548,6 +603,15 @@ def file_identity(path: str, filesystem: pafs.FileSystem | None = None) -> tuple
     except OSError:
         return None
     return _host_key(), info.st_dev, info.st_ino
+
+
+def segment_identity(path: str, listed: tuple[int, int] | None, filesystem: pafs.FileSystem | None = None
+                     ) -> tuple[str, int, int] | None:
+    """:func:`file_identity` of a file as a listing saw it (``listed``: its ``FileEntry.identity``, taken with its
+    size), else as it is now."""
+    if listed is not None and is_local(filesystem):
+        return _host_key(), listed[0], listed[1]
+    return file_identity(path, filesystem)
 
 
 def _host_key() -> str:

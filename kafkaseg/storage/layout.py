@@ -99,6 +99,9 @@ class SegmentFiles:
     remote_end: int | None = None  # a copy's last offset as its Aiven manifest records it (None: not recorded)
     # a copy whose indexes object is missing (Aiven): its indexes, transactions included, are unknown, not absent
     indexes_lost: bool = False
+    # (st_dev, st_ino) of a local .log as the listing saw it (with log_size): the file the plan is of, also when a
+    # live broker renames another into its name before the plan takes a look (see planning's file identities)
+    identity: tuple[int, int] | None = field(default=None, compare=False)
 
 
 def is_last_log_in_folder(path: str, filesystem=None) -> bool:
@@ -380,38 +383,18 @@ def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: 
             mtime_ms=log.mtime_ms or 0,
             from_swap=from_swap,
             filesystem=filesystem,
+            identity=log.identity,
         ))
     segments.sort(key=lambda s: s.base_offset)
     return segments, [p for _, p in snapshot_paths]
 
 
-#: Names a live broker's file operation leaves while it runs: retention and the cleaner rename segments to
-#: ``.deleted``; the cleaner writes ``.cleaned`` files, renames them ``.swap``, then renames those to ``.log``.
-_IN_FLIGHT = (".deleted", ".cleaned", ".swap")
-#: How many listings :func:`_settled_listing` takes at most
-SETTLE_LISTINGS = 5
-
-
 def _settled_listing(path: str, filesystem, entries: Sequence[_fs.FileEntry] | None = None
                      ) -> Sequence[_fs.FileEntry]:
-    """The folder's entries (``entries`` when given), listed again while they show a broker's file operation
-    under way, until two listings in a row name the same files (at most :data:`SETTLE_LISTINGS`). A directory
-    listing is no snapshot: one taken across a rename can hold neither name, and the cleaner's last step
-    (``X.log.swap`` -> ``X.log``, after the merged segments were renamed ``.deleted``) then leaves a whole
-    segment's offsets out of the listing, with nothing to tell them from a compaction gap. Local folders only:
-    an object store has no rename, and a key appears or disappears whole."""
-    if entries is None:
-        entries = _fs.list_dir(path, filesystem)
-    if not _fs.is_local(filesystem):
-        return entries
-    for _ in range(SETTLE_LISTINGS - 1):
-        if not any(e.name.endswith(_IN_FLIGHT) for e in entries if not e.is_dir):
-            return entries
-        again = _fs.list_dir(path, filesystem)
-        if {e.name for e in again} == {e.name for e in entries}:
-            return again
-        entries = again
-    return entries
+    """``entries`` when given (a caller's listing of an object store, or of a folder read as stored), else the
+    folder as :func:`~kafkaseg.storage.fs.settled_list_dir` lists it: whole, also while a live broker renames its
+    files (a listing taken across the cleaner's last rename could otherwise miss a whole segment)."""
+    return entries if entries is not None else _fs.settled_list_dir(path, filesystem)
 
 
 def _safe(read, path: str, filesystem, notes: list[str]):
@@ -435,7 +418,7 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
         filesystem, path = _fs.open_filesystem(path)
     if log_dir is None and entries is None and parse_topic_partition(_fs.basename(path)) is None:
         # a tiered-storage copy's partition folder (read again)? listed as stored (see read_tiered_partition)
-        listing = _fs.list_dir(path, _fs.base_store(filesystem))
+        listing = _fs.settled_list_dir(path, _fs.base_store(filesystem))
         remote = tiered.tiered_partition_folders(path, filesystem, listing, partition_only=True)
         if remote is not None and len(remote) == 1 and remote[0].path == path:
             return read_tiered_partition(remote[0], filesystem, entries=listing, key_ring=key_ring, again=again)
@@ -648,7 +631,7 @@ def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None,
     on an object store saves a listing and two reads per folder."""
     if filesystem is None:
         filesystem, path = _fs.open_filesystem(path)
-    entries = _fs.list_dir(path, filesystem)
+    entries = _fs.settled_list_dir(path, filesystem)  # (a partition folder renamed meanwhile is not missed)
     base = _read_log_dir_metadata(path, filesystem, entries) or LogDir(path, None, (), filesystem=filesystem)
     folders = []
     unselected: list[tuple[str, int, str]] = []
@@ -801,33 +784,69 @@ def relisted(partition_dir: PartitionDir, work):
     ``.deleted`` and removes them, and its cleaner replaces segments under the same names. The answer then
     reflects the partition as it is now (a start below the new log start is data loss, as for any read). A failure
     whose folder lists as before is raised as it is, and so is any failure of ``.log`` files given as paths
-    (re-listing would widen the read to the whole folder)."""
+    (re-listing would widen the read to the whole folder). Done again as well when it succeeded but a local
+    segment's name holds another file than the listing saw (:func:`_replaced_since_listed`)."""
     for attempt in range(REDISCOVERIES + 1):
+        last = attempt == REDISCOVERIES or partition_dir.given_files or partition_dir.whole is not None
         try:
-            return work(partition_dir)
+            done = work(partition_dir)
         except (LayoutError, CorruptDataError):  # noqa: PERF203 - a retry loop
-            if attempt == REDISCOVERIES or partition_dir.given_files or partition_dir.whole is not None:
+            if last:
                 raise
-            try:
-                fresh = read_partition_dir(partition_dir.path, partition_dir.filesystem,
-                                           topic=partition_dir.topic, partition=partition_dir.partition,
-                                           key_ring=partition_dir.key_ring, again=True)
-                if partition_dir.remote_below is not None:  # extended below as before (with_remote_copies)
-                    remote = read_partition_dir(partition_dir.remote_below.path, partition_dir.filesystem,
-                                                key_ring=partition_dir.remote_below.key_ring, again=True)
-                    fresh = with_remote_copies(fresh, remote)[0] or fresh
-            except KafkaSegError:
-                fresh = None  # the folder itself went away (a deleted topic): the original error says what failed
+            fresh = _listed_again(partition_dir)
             if fresh is None or _listing(fresh) == _listing(partition_dir):
                 raise
             partition_dir = fresh
+            continue
+        # done, but a segment's name may hold another file than the listing saw: what the work read of it by name
+        # (indexes, headers) is then of another file than the listed size it planned with
+        if last or not _replaced_since_listed(partition_dir):
+            return done
+        fresh = _listed_again(partition_dir)
+        if fresh is None or _listing(fresh) == _listing(partition_dir):
+            return done
+        partition_dir = fresh
     raise AssertionError("unreachable")
+
+
+def _listed_again(partition_dir: PartitionDir) -> PartitionDir | None:
+    """The partition as its folder lists now (extended below with its remote copies as before), None when the
+    folder itself went away (a deleted topic)."""
+    try:
+        fresh = read_partition_dir(partition_dir.path, partition_dir.filesystem, topic=partition_dir.topic,
+                                   partition=partition_dir.partition, key_ring=partition_dir.key_ring, again=True)
+        if partition_dir.remote_below is not None:  # extended below as before (with_remote_copies)
+            remote = read_partition_dir(partition_dir.remote_below.path, partition_dir.filesystem,
+                                        key_ring=partition_dir.remote_below.key_ring, again=True)
+            fresh = with_remote_copies(fresh, remote)[0] or fresh
+    except KafkaSegError:
+        return None
+    return fresh
+
+
+def _replaced_since_listed(partition_dir: PartitionDir) -> bool:
+    """Whether a local segment's name holds another file than the listing saw (by device and inode): the log
+    cleaner renamed its compacted copy in while the work read the folder, so what the work read of that file by
+    name (indexes, batch headers) is of another file than its listed size. A file gone (renamed ``.deleted``) is
+    no such case: a reader finds it under that name."""
+    if not _fs.is_local(partition_dir.filesystem):
+        return False
+    for segment in partition_dir.segments:
+        if segment.identity is None:
+            continue
+        try:
+            now = os.stat(segment.log_path)
+        except OSError:
+            continue
+        if (now.st_dev, now.st_ino) != segment.identity:
+            return True
+    return False
 
 
 def _listing(partition_dir: PartitionDir) -> tuple:
     """What a partition's planning read depends on in its folder listing: each segment's files, sizes and times."""
     return tuple((s.base_offset, s.log_path, s.log_size, s.mtime_ms, s.index_path, s.timeindex_path,
-                  s.txnindex_path, s.from_swap) for s in partition_dir.segments)
+                  s.txnindex_path, s.from_swap, s.identity) for s in partition_dir.segments)
 
 
 def _replace(partition_dir: PartitionDir, **changes) -> PartitionDir:
@@ -982,7 +1001,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                 else:
                     found[folder] = pd
                 continue
-            listing = _fs.list_dir(path, filesystem)
+            listing = _fs.settled_list_dir(path, filesystem)
             name = _fs.basename(path)
             parsed = parse_topic_partition(name)
             if parsed is not None and _looks_like_partition_dir(listing):
