@@ -28,6 +28,7 @@ import os
 import socket
 import stat as stat_module
 import posixpath
+import re
 import threading
 import time
 import weakref
@@ -347,16 +348,17 @@ def list_dir(path: str, filesystem: pafs.FileSystem | None = None) -> list[FileE
     return sorted(entries, key=lambda e: e.name)
 
 
-def _list_local(path: str) -> tuple[list[FileEntry], int]:
-    """A local directory's entries (sorted by name), and how many of the names it read were gone by the time
-    they were stat'ed (a rename or deletion under way). Names that are not UTF-8 are left out: Kafka writes none
-    (topic names are [a-zA-Z0-9._-])."""
+def _list_local(path: str) -> tuple[list[FileEntry], list[str]]:
+    """A local directory's entries (sorted by name), and the names it read that were gone by the time they were
+    stat'ed (a rename or deletion under way). Names that are not UTF-8 are left out: Kafka writes none (topic
+    names are [a-zA-Z0-9._-]). A folder that can be read but not searched (no x permission) cannot be listed."""
     try:
         with os.scandir(path) as scan:
             names = [entry.name for entry in scan]
     except OSError as exc:
         raise LayoutError(f"cannot list {path}: {exc}") from exc
-    entries, gone = [], 0
+    entries: list[FileEntry] = []
+    gone: list[str] = []
     for name in names:
         if not _utf8(name):
             continue
@@ -367,9 +369,14 @@ def _list_local(path: str) -> tuple[list[FileEntry], int]:
             if os.path.lexists(full):  # a symlink to nothing
                 entries.append(FileEntry(full, name, False, 0, None, False))
             else:
-                gone += 1
+                gone.append(name)
             continue
-        except OSError:  # no permission, an I/O error: there, and unreadable
+        except PermissionError as exc:
+            if not os.access(path, os.X_OK):
+                raise LayoutError(f"cannot list {path}: {exc} (the folder can be read but not searched)") from exc
+            entries.append(FileEntry(full, name, False, 0, None, False))
+            continue
+        except OSError:  # an I/O error: there, and unreadable
             entries.append(FileEntry(full, name, False, 0, None, False))
             continue
         is_dir = stat_module.S_ISDIR(info.st_mode)
@@ -378,8 +385,11 @@ def _list_local(path: str) -> tuple[list[FileEntry], int]:
     return sorted(entries, key=lambda e: e.name), gone
 
 
-#: How many listings :func:`settled_list_dir` takes at most
-SETTLE_LISTINGS = 5
+#: How many rounds of up to three listings :func:`settled_list_dir` takes at most, waiting 2, 4, 8... ms between
+SETTLE_ROUNDS = 5
+#: The names a segment's files have, before, during and after a broker's rename (``.swap``, ``.cleaned``,
+#: ``.deleted``): a listing that misses one of these misses a segment
+_SEGMENT_FILE = re.compile(r"^\d+\.(?:log|index|timeindex|txnindex)(?:\.(?:swap|cleaned|deleted))?$")
 
 
 def settled_list_dir(path: str, filesystem: pafs.FileSystem | None = None) -> list[FileEntry]:
@@ -387,27 +397,36 @@ def settled_list_dir(path: str, filesystem: pafs.FileSystem | None = None) -> li
     taken while a file is renamed can hold neither name (the log cleaner's last step, ``X.log.swap`` -> ``X.log``
     after the merged segments were renamed ``.deleted``, then leaves a whole segment out of the listing, with
     nothing to tell its offsets from a compaction gap), and a name read before a rename is gone by its stat. So a
-    local folder is listed until a listing is known whole: no name gone by its stat, and the folder's status
-    change time (which every create, rename and removal in it sets, and nobody can set back) the same before and
-    after it and older than a clock tick, or else the same listing (names and files) twice in a row. At most
-    :data:`SETTLE_LISTINGS` listings; an object store's (no renames: a key appears or goes whole) is taken as it
-    is."""
+    local folder is listed until a listing is known whole: no name gone by its stat and the folder's status change
+    time (which every create, rename and removal in it sets, and nobody can set back) the same before and after
+    it and older than a clock tick; or else no segment file's name gone by its stat and the same segment files
+    (names and inodes) in two listings in a row, whatever else changed (a checkpoint rewritten through a
+    temporary file). Listings are taken back to back, three at most in a round; :data:`SETTLE_ROUNDS` rounds, each
+    after a longer wait (2 ms, doubling: a broker's renames come in bursts). Raises :class:`LayoutError` when no
+    listing is (a broker renaming segments faster than listings take, for 30 ms and more): never a listing that
+    may miss one. An object store's
+    listing (no renames: a key appears or goes whole) is taken as it is."""
     filesystem, path = _resolve(filesystem, path)
     if not isinstance(filesystem, pafs.LocalFileSystem):
         return list_dir(path, filesystem)
-    previous = None
-    entries: list[FileEntry] = []
-    for _ in range(SETTLE_LISTINGS):
-        started = time.time_ns()
-        before = _ctime_ns(path)
-        entries, gone = _list_local(path)
-        after = _ctime_ns(path)
-        seen = [(e.name, e.identity) for e in entries]
-        if not gone and before == after:
-            if before < started - CTIME_TICK_NS or seen == previous:
+    for attempt in range(SETTLE_ROUNDS):
+        if attempt:  # changing under every listing: a burst of renames (the cleaner's, retention's) ends soon
+            time.sleep(0.002 * 2 ** (attempt - 1))
+        previous = None
+        for _ in range(3):  # back to back: the less time between two listings, the likelier they agree
+            started = time.time_ns()
+            before = _ctime_ns(path)
+            entries, gone = _list_local(path)
+            after = _ctime_ns(path)
+            if not gone and before == after and before < started - CTIME_TICK_NS:
                 return entries
-        previous = seen if not gone and before == after else None
-    return entries
+            segments = None if any(_SEGMENT_FILE.match(name) for name in gone) else \
+                sorted((e.name, e.identity) for e in entries if _SEGMENT_FILE.match(e.name))
+            if segments is not None and segments == previous:
+                return entries
+            previous = segments
+    raise LayoutError(f"cannot list {path} whole: {3 * SETTLE_ROUNDS} listings changed under way (a live broker "
+                      "renaming its segments faster than a listing takes); try again")
 
 
 def _ctime_ns(path: str) -> int:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
@@ -785,7 +786,7 @@ def relisted(partition_dir: PartitionDir, work):
     reflects the partition as it is now (a start below the new log start is data loss, as for any read). A failure
     whose folder lists as before is raised as it is, and so is any failure of ``.log`` files given as paths
     (re-listing would widen the read to the whole folder). Done again as well when it succeeded but a local
-    segment's name holds another file than the listing saw (:func:`_replaced_since_listed`)."""
+    segment's name holds another file than the listing saw (:func:`_with_replaced_files`)."""
     for attempt in range(REDISCOVERIES + 1):
         last = attempt == REDISCOVERIES or partition_dir.given_files or partition_dir.whole is not None
         try:
@@ -798,14 +799,14 @@ def relisted(partition_dir: PartitionDir, work):
                 raise
             partition_dir = fresh
             continue
-        # done, but a segment's name may hold another file than the listing saw: what the work read of it by name
-        # (indexes, headers) is then of another file than the listed size it planned with
-        if last or not _replaced_since_listed(partition_dir):
+        # done, but a segment's name may hold another file than the listing saw (the cleaner's copy renamed in):
+        # what the work read of it by name (indexes, headers) is then of another file than the listed size it
+        # planned with. Done again on the files listed, under their .deleted names where they are (a fresh listing
+        # would call a segment retention renamed meanwhile gone, and its records lost)
+        current = _with_replaced_files(partition_dir)
+        if last or current is None:
             return done
-        fresh = _listed_again(partition_dir)
-        if fresh is None or _listing(fresh) == _listing(partition_dir):
-            return done
-        partition_dir = fresh
+        partition_dir = current
     raise AssertionError("unreachable")
 
 
@@ -824,23 +825,51 @@ def _listed_again(partition_dir: PartitionDir) -> PartitionDir | None:
     return fresh
 
 
-def _replaced_since_listed(partition_dir: PartitionDir) -> bool:
-    """Whether a local segment's name holds another file than the listing saw (by device and inode): the log
-    cleaner renamed its compacted copy in while the work read the folder, so what the work read of that file by
-    name (indexes, batch headers) is of another file than its listed size. A file gone (renamed ``.deleted``) is
-    no such case: a reader finds it under that name."""
+def _with_replaced_files(partition_dir: PartitionDir) -> PartitionDir | None:
+    """``partition_dir`` as its listing saw it, for work done again because a local segment's name holds another
+    file than the listing saw (by device and inode: the log cleaner renamed its compacted copy in); None when no
+    name does. Each segment whose listed file was renamed ``.deleted`` (the cleaner's originals, retention's
+    oldest) is taken under that name, with its side files, so that the work reads the files it listed; a replaced
+    one whose original is gone already is taken as it is now (size, time, inode)."""
     if not _fs.is_local(partition_dir.filesystem):
-        return False
-    for segment in partition_dir.segments:
+        return None
+    segments = list(partition_dir.segments)
+    replaced = False
+    for i, segment in enumerate(segments):
         if segment.identity is None:
             continue
         try:
             now = os.stat(segment.log_path)
         except OSError:
+            now = None
+        if now is not None and (now.st_dev, now.st_ino) == segment.identity:
             continue
-        if (now.st_dev, now.st_ino) != segment.identity:
-            return True
-    return False
+        replaced = replaced or now is not None
+        kept = _listed_file_deleted(segment)
+        if kept is not None:
+            segments[i] = kept
+        elif now is not None:
+            segments[i] = dataclasses.replace(segment, log_size=now.st_size, mtime_ms=now.st_mtime_ns // 1_000_000,
+                                              identity=(now.st_dev, now.st_ino))
+    return _replace(partition_dir, segments=tuple(segments)) if replaced else None
+
+
+def _listed_file_deleted(segment: SegmentFiles) -> SegmentFiles | None:
+    """``segment`` under its ``.deleted`` names when its listed ``.log`` is there (same device and inode), else
+    None. Side files without a ``.deleted`` copy are left out (rebuilt from the log when needed)."""
+    try:
+        info = os.stat(segment.log_path + ".deleted")
+    except OSError:
+        return None
+    if (info.st_dev, info.st_ino) != segment.identity:
+        return None
+
+    def side(path: str | None) -> str | None:
+        return path + ".deleted" if path is not None and os.path.exists(path + ".deleted") else None
+
+    return dataclasses.replace(segment, log_path=segment.log_path + ".deleted",
+                               index_path=side(segment.index_path), timeindex_path=side(segment.timeindex_path),
+                               txnindex_path=side(segment.txnindex_path))
 
 
 def _listing(partition_dir: PartitionDir) -> tuple:
