@@ -119,6 +119,12 @@ class LayoutError(KafkaSegError):
     """A path that is not a Kafka log dir, topic-partition dir or segment file, or an unreadable file."""
 
 
+class FolderChangingError(LayoutError):
+    """A local folder a live broker changed under every listing taken of it for a while (segments renamed or
+    created faster than a listing takes): no listing could be known whole. Transient: a later listing succeeds;
+    a stream skips the trigger (``kafkaseg.storage.fs.settled_list_dir``)."""
+
+
 class KeyUnavailableError(LayoutError):
     """A tiered-storage copy is stored encrypted and no key given opens it (no key ring, a key pair the ring lacks,
     a key file that cannot be read or is not the pair's private key)."""

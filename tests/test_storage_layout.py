@@ -807,3 +807,58 @@ def test_a_segment_deleted_while_another_is_replaced_during_planning_is_still_re
     scan = kafkaseg.open_scan(str(tmp_path), startingOffsets='{"t":{"0":0}}')
     assert [o for b in scan for o in b.column("offset").to_pylist()] == list(range(600))
     assert done
+
+
+def test_a_partition_folder_renamed_in_while_the_log_dir_was_listed_is_found(tmp_path, monkeypatch):
+    """A move between log dirs ends with ``t-1.<id>-future`` renamed ``t-1``: a log dir listing taken across the
+    rename can hold neither name, and two such listings hold the same (no) segment files. The log dir's folders
+    are compared too, so the partition is found (found by review: its records silently missing)."""
+    import os
+
+    from kafkaseg.storage import fs as _fs
+    from kafkaseg.storage import layout
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path, [TopicSpec("t", partitions=2, records_per_partition=50)])
+    future = tmp_path / "t-1.0123456789abcdef0123456789abcdef-future"
+    (tmp_path / "t-1").rename(future)
+    real = _fs._list_local
+    calls = []
+
+    def across_the_move(path):
+        entries, gone = real(path)
+        calls.append(path)
+        if path == str(tmp_path) and calls.count(str(tmp_path)) == 1:
+            os.rename(future, tmp_path / "t-1")  # during the listing: neither name seen
+            entries = [e for e in entries if e.name not in (future.name, "t-1")]
+        return entries, gone
+
+    monkeypatch.setattr(_fs, "_list_local", across_the_move)
+    found = layout.read_log_dir(str(tmp_path))
+    assert [(p.topic, p.partition) for p in found.partitions] == [("t", 0), ("t", 1)]
+
+
+def test_a_folder_rolling_under_every_listing_is_listed(tmp_path, monkeypatch):
+    """A broker rolling new segments faster than a listing takes: each listing differs from the next by new
+    segment files past the last one, which a listing may miss without missing the log (it ends there). Such a
+    listing, confirmed by the next, is taken, not refused as a folder that keeps changing."""
+    from kafkaseg.storage import fs as _fs
+    from kafkaseg.storage import layout
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path, [TopicSpec("r", records_per_partition=300, segment_bytes=4_000)])
+    folder = tmp_path / "r-0"
+    bases = sorted(int(p.name[:20]) for p in folder.glob("*.log"))
+    real = _fs._list_local
+    rolled = [bases[-1] + 1000]
+
+    def rolling(path):
+        entries, gone = real(path)
+        if path == str(folder):  # a new (empty) segment after every listing
+            (folder / f"{rolled[-1]:020d}.log").write_bytes(b"")
+            rolled.append(rolled[-1] + 1000)
+        return entries, gone
+
+    monkeypatch.setattr(_fs, "_list_local", rolling)
+    pdir = layout.read_partition_dir(str(folder))
+    assert [s.base_offset for s in pdir.segments][:len(bases)] == bases

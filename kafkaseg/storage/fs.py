@@ -39,7 +39,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from kafkaseg.errors import LayoutError
+from kafkaseg.errors import FolderChangingError, LayoutError
 
 try:
     from kafkaseg.storage._mapped import MappedRange as _MappedRange
@@ -386,26 +386,53 @@ def _list_local(path: str) -> tuple[list[FileEntry], list[str]]:
 
 
 #: How many rounds of up to three listings :func:`settled_list_dir` takes at most, waiting 2, 4, 8... ms between
-SETTLE_ROUNDS = 5
+SETTLE_ROUNDS = 6
 #: The names a segment's files have, before, during and after a broker's rename (``.swap``, ``.cleaned``,
-#: ``.deleted``): a listing that misses one of these misses a segment
-_SEGMENT_FILE = re.compile(r"^\d+\.(?:log|index|timeindex|txnindex)(?:\.(?:swap|cleaned|deleted))?$")
+#: ``.deleted``): a listing that misses one of these may miss a segment
+_SEGMENT_FILE = re.compile(r"^(\d+)\.(?:log|index|timeindex|txnindex)(?:\.(?:swap|cleaned|deleted))?$")
+
+
+def _vanishing(name: str) -> bool:
+    """Whether a name gone by its stat was on its way out, not renamed to a name the listing may have missed:
+    a ``.deleted`` file removed (``file.delete.delay.ms`` after retention or the cleaner renamed it), or a
+    checkpoint's temporary file renamed over the checkpoint, whose name stays."""
+    return name.endswith((".deleted", ".tmp"))
+
+
+def _shape(entries: list[FileEntry]) -> tuple[set, dict]:
+    """What two listings of a folder are compared by: its folders' names, and its segment files (by name: inode)."""
+    folders = {e.name for e in entries if e.is_dir}
+    segments = {e.name: e.identity for e in entries if not e.is_dir and _SEGMENT_FILE.match(e.name)}
+    return folders, segments
+
+
+def _confirms(first: list[FileEntry], second: list[FileEntry]) -> bool:
+    """Whether ``second``, listed right after ``first``, shows ``first`` missed nothing: the same folders, every
+    segment file of ``first`` as it was, and no other segment file but new ones past its last segment (a roll
+    creates those; a segment file renamed into the middle of the log is one ``first`` may have missed)."""
+    folders, segments = _shape(first)
+    later_folders, later_segments = _shape(second)
+    if folders != later_folders or any(later_segments.get(name, ()) != identity
+                                       for name, identity in segments.items()):
+        return False
+    last = max((int(_SEGMENT_FILE.match(name).group(1)) for name in segments), default=-1)
+    return all(int(_SEGMENT_FILE.match(name).group(1)) > last for name in later_segments if name not in segments)
 
 
 def settled_list_dir(path: str, filesystem: pafs.FileSystem | None = None) -> list[FileEntry]:
     """:func:`list_dir`, for a folder a live broker may be changing. A directory listing is no snapshot: one
     taken while a file is renamed can hold neither name (the log cleaner's last step, ``X.log.swap`` -> ``X.log``
     after the merged segments were renamed ``.deleted``, then leaves a whole segment out of the listing, with
-    nothing to tell its offsets from a compaction gap), and a name read before a rename is gone by its stat. So a
-    local folder is listed until a listing is known whole: no name gone by its stat and the folder's status change
-    time (which every create, rename and removal in it sets, and nobody can set back) the same before and after
-    it and older than a clock tick; or else no segment file's name gone by its stat and the same segment files
-    (names and inodes) in two listings in a row, whatever else changed (a checkpoint rewritten through a
-    temporary file). Listings are taken back to back, three at most in a round; :data:`SETTLE_ROUNDS` rounds, each
-    after a longer wait (2 ms, doubling: a broker's renames come in bursts). Raises :class:`LayoutError` when no
-    listing is (a broker renaming segments faster than listings take, for 30 ms and more): never a listing that
-    may miss one. An object store's
-    listing (no renames: a key appears or goes whole) is taken as it is."""
+    nothing to tell its offsets from a compaction gap; a partition folder's ``-future`` -> final name as a move
+    between log dirs ends), and a name read before a rename is gone by its stat. So a local folder's listing is
+    taken only when known whole: nothing gone by its stat (but ``.deleted`` files removed and checkpoints' ``.tmp``
+    files) and the folder's status change time (which every create, rename and removal in it sets, and nobody can
+    set back) the same before and after it and older than a clock tick; or else confirmed by the listing taken
+    right after it (:func:`_confirms`: a roll's new segment files may appear, nothing else may change). Listings
+    are taken back to back, three at most in a round; :data:`SETTLE_ROUNDS` rounds, each after a longer wait
+    (2 ms, doubling: a broker's renames come in bursts). Raises :class:`~kafkaseg.errors.FolderChangingError`
+    when none is (a broker renaming files faster than listings take, for about 60 ms): never a listing that may
+    miss one. An object store's listing (no renames: a key appears or goes whole) is taken as it is."""
     filesystem, path = _resolve(filesystem, path)
     if not isinstance(filesystem, pafs.LocalFileSystem):
         return list_dir(path, filesystem)
@@ -418,15 +445,14 @@ def settled_list_dir(path: str, filesystem: pafs.FileSystem | None = None) -> li
             before = _ctime_ns(path)
             entries, gone = _list_local(path)
             after = _ctime_ns(path)
-            if not gone and before == after and before < started - CTIME_TICK_NS:
+            clean = all(_vanishing(name) for name in gone)
+            if clean and before == after and before < started - CTIME_TICK_NS:
                 return entries
-            segments = None if any(_SEGMENT_FILE.match(name) for name in gone) else \
-                sorted((e.name, e.identity) for e in entries if _SEGMENT_FILE.match(e.name))
-            if segments is not None and segments == previous:
-                return entries
-            previous = segments
-    raise LayoutError(f"cannot list {path} whole: {3 * SETTLE_ROUNDS} listings changed under way (a live broker "
-                      "renaming its segments faster than a listing takes); try again")
+            if previous is not None and clean and _confirms(previous, entries):
+                return previous
+            previous = entries if clean else None
+    raise FolderChangingError(f"cannot list {path} whole: {3 * SETTLE_ROUNDS} listings changed under way (a live "
+                              "broker renaming its files faster than a listing takes); try again")
 
 
 def _ctime_ns(path: str) -> int:
