@@ -122,7 +122,7 @@ class LayoutError(KafkaSegError):
 class FolderChangingError(LayoutError):
     """A local folder a live broker changed under every listing taken of it for a while (segments renamed or
     created faster than a listing takes): no listing could be known whole. Transient: a later listing succeeds;
-    a stream skips the trigger (``kafkaseg.storage.fs.settled_list_dir``)."""
+    ``kafkaseg.storage.fs.settled_list_dir`` waits over a second for one before raising this."""
 
 
 class KeyUnavailableError(LayoutError):

@@ -71,7 +71,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
-from kafkaseg.errors import DataLossError, FolderChangingError, InvalidOptionError, KafkaSegError, LayoutError
+from kafkaseg.errors import DataLossError, InvalidOptionError, KafkaSegError, LayoutError
 from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, LATEST, OffsetLimit, ReadOptions
 from kafkaseg.planning import (AvailableRange, Listing, ScanPlan, available_range, list_partitions, plan_scan,
@@ -405,16 +405,8 @@ class MicroBatchPlanner:
         recreated) counts from the new topic's beginning, as a partition found after the start does; :meth:`plan`
         reports the data loss."""
         begin, epochs = from_offsets(start), leader_epochs_of(start)
-        try:
-            ranges = self.available()  # the files now: what tells a recreated topic or a diverged log, also under
-            # Trigger.AvailableNow, whose targets stay those of its start
-        except FolderChangingError as err:
-            if self.available_now is not None:
-                raise  # (a trigger that ends the query when it reads nothing cannot be skipped)
-            # a folder a broker renamed files in under every listing for a while: this trigger reads nothing new,
-            # the next one lists again (not the query's end, as an error would be)
-            log.warning("%s: this trigger reads nothing new", err)
-            return start
+        ranges = self.available()  # the files now: what tells a recreated topic or a diverged log, also under
+        # Trigger.AvailableNow, whose targets stay those of its start
         for tp in _recreated(topic_ids_of(start), {tp: available.topic_id for tp, available in ranges.items()}):
             del begin[tp]
             epochs.pop(tp, None)

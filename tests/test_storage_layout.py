@@ -862,3 +862,33 @@ def test_a_folder_rolling_under_every_listing_is_listed(tmp_path, monkeypatch):
     monkeypatch.setattr(_fs, "_list_local", rolling)
     pdir = layout.read_partition_dir(str(folder))
     assert [s.base_offset for s in pdir.segments][:len(bases)] == bases
+
+
+def test_a_move_between_log_dirs_ending_during_discovery_keeps_the_partition(tmp_path, monkeypatch):
+    """The broker ends a move by renaming the destination's -future folder to its final name, then the
+    source's folder to -delete. Discovery reading the destination before the move ended and the source after it
+    saw the partition in neither; it now looks for a -future folder's partition under its final name once every
+    log dir was read (found by review: a stream lost the partition for a trigger and read it again)."""
+    import os
+    import shutil
+
+    from kafkaseg.storage import layout
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    source = write_data_dir(tmp_path / "a", [TopicSpec("t", records_per_partition=300)], node_id=1)
+    destination = tmp_path / "b"
+    write_data_dir(destination, [TopicSpec("u", records_per_partition=10)], node_id=1)
+    future = destination / "t-0.0123456789abcdef0123456789abcdef-future"
+    shutil.copytree(source.path / "t-0", future)
+    real = layout.read_log_dir
+
+    def move_ends_after(path, *args, **kwargs):
+        listed = real(path, *args, **kwargs)
+        if str(path) == str(destination) and future.exists():
+            os.rename(future, destination / "t-0")
+            os.rename(source.path / "t-0", source.path / "t-0.0123456789abcdef0123456789abcdef-delete")
+        return listed
+
+    monkeypatch.setattr(layout, "read_log_dir", move_ends_after)
+    found = layout.discover([str(destination), str(source.path)])
+    assert [(p.topic, p.partition, p.path) for p in found if p.topic == "t"] == [("t", 0, str(destination / "t-0"))]

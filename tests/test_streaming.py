@@ -1330,27 +1330,3 @@ def test_planning_again_a_batch_that_ends_where_it_starts_gives_the_same_plan(da
     first, again = p.plan(end, end2), p.plan(end, end2)
     assert first.ranges == again.ranges == {("a", 0): (120, 150)} and first.data_loss == again.data_loss
 
-
-def test_a_folder_changing_under_every_listing_skips_the_trigger_not_the_query(data, monkeypatch, caplog):
-    """A folder a broker renamed files in under every listing for a while cannot be listed whole: a trigger then
-    reads nothing new (logged), and the next one lists again, instead of the stream (or consume --follow) dying
-    on a transient error. Trigger.AvailableNow, which ends when a trigger reads nothing, gets the error."""
-    from kafkaseg.errors import FolderChangingError
-
-    p = planner(data)
-    start = p.initial_offsets()
-
-    def changing():
-        raise FolderChangingError("cannot list x whole")
-
-    monkeypatch.setattr(p, "available", changing)
-    with caplog.at_level("WARNING", logger="kafkaseg.streaming"):
-        assert p.latest_offsets(start) == start
-    assert "this trigger reads nothing new" in caplog.text
-    monkeypatch.undo()
-    assert p.latest_offsets(start) != start  # the next trigger reads on
-    now = planner(data)
-    now.prepare_available_now()
-    monkeypatch.setattr(now, "available", changing)
-    with pytest.raises(FolderChangingError):
-        now.latest_offsets(now.initial_offsets())

@@ -386,7 +386,8 @@ def _list_local(path: str) -> tuple[list[FileEntry], list[str]]:
 
 
 #: How many rounds of up to three listings :func:`settled_list_dir` takes at most, waiting 2, 4, 8... ms between
-SETTLE_ROUNDS = 6
+#: (at most 250 ms): about 1.3 s of waiting in all
+SETTLE_ROUNDS = 12
 #: The names a segment's files have, before, during and after a broker's rename (``.swap``, ``.cleaned``,
 #: ``.deleted``): a listing that misses one of these may miss a segment
 _SEGMENT_FILE = re.compile(r"^(\d+)\.(?:log|index|timeindex|txnindex)(?:\.(?:swap|cleaned|deleted))?$")
@@ -430,15 +431,15 @@ def settled_list_dir(path: str, filesystem: pafs.FileSystem | None = None) -> li
     set back) the same before and after it and older than a clock tick; or else confirmed by the listing taken
     right after it (:func:`_confirms`: a roll's new segment files may appear, nothing else may change). Listings
     are taken back to back, three at most in a round; :data:`SETTLE_ROUNDS` rounds, each after a longer wait
-    (2 ms, doubling: a broker's renames come in bursts). Raises :class:`~kafkaseg.errors.FolderChangingError`
-    when none is (a broker renaming files faster than listings take, for about 60 ms): never a listing that may
-    miss one. An object store's listing (no renames: a key appears or goes whole) is taken as it is."""
+    (2 ms, doubling up to 250 ms: a broker's renames come in bursts). Raises
+    :class:`~kafkaseg.errors.FolderChangingError` when none is (a broker renaming files faster than listings take,
+    for over a second): never a listing that may miss one. An object store's listing (no renames: a key appears or goes whole) is taken as it is."""
     filesystem, path = _resolve(filesystem, path)
     if not isinstance(filesystem, pafs.LocalFileSystem):
         return list_dir(path, filesystem)
     for attempt in range(SETTLE_ROUNDS):
         if attempt:  # changing under every listing: a burst of renames (the cleaner's, retention's) ends soon
-            time.sleep(0.002 * 2 ** (attempt - 1))
+            time.sleep(min(0.002 * 2 ** (attempt - 1), 0.25))
         previous = None
         for _ in range(3):  # back to back: the less time between two listings, the likelier they agree
             started = time.time_ns()

@@ -987,6 +987,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     key_ring = encryption.RingKeys.of(key_ring)  # each key file looked at once in this discovery
+    futures: list = []  # (log dir, filesystem, path given, name) of -future folders: see _moves_ended_meanwhile
     found: dict = {}  # by _found_key
     left_out: dict = {}  # by _found_key: a folder reached twice (a dir given twice) once
     for given in paths:
@@ -1061,12 +1062,38 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                 folder = _found_key(pd.path, filesystem)
                 _check_one_store(found, folder, filesystem, given)
                 _keep(found, folder, pd)
+            futures.extend((path, filesystem, given, name) for name, _ in log_dir.skipped
+                           if name.endswith("-future"))
             if skipped is not None:
                 skipped.extend((_fs.join(path, name), reason) for name, reason in log_dir.skipped
                                if name != "(log dir)")
+    _moves_ended_meanwhile(found, futures, select)
     if unselected is not None:
         unselected.extend(sorted((entry for key, entry in left_out.items() if key not in found)))
     return sorted(found.values(), key=lambda p: (p.topic, p.partition, p.path))
+
+
+def _moves_ended_meanwhile(found: dict, futures: list, select: Callable[[str, int], bool] | None) -> None:
+    """Add to ``found`` the partitions whose move between log dirs ended while discovery read them. The broker
+    ends a move by renaming the destination's ``<tp>.<id>-future`` folder to ``<tp>``, then the source's ``<tp>``
+    to ``<tp>.<id>-delete`` (``LogManager.replaceCurrentWithFutureLog``): log dirs read one after the other can see
+    the ``-future`` folder in one and the ``-delete`` in the other, and the partition in neither. A ``-future``
+    folder whose partition no log dir held is looked for under its final name, in its own log dir, once all were
+    read."""
+    live = {(pd.topic, pd.partition) for pd in found.values()}
+    for log_dir, filesystem, given, name in futures:
+        parsed = renamed_partition(name)
+        if parsed is None or parsed in live or (select is not None and not select(*parsed)):
+            continue
+        final = _fs.join(log_dir, f"{parsed[0]}-{parsed[1]}")
+        try:
+            pd = read_partition_dir(final, filesystem, topic=parsed[0], partition=parsed[1])
+        except LayoutError:
+            continue  # not there (yet): the move has not ended, or the folder went again
+        folder = _found_key(final, filesystem)
+        _check_one_store(found, folder, filesystem, given)
+        _keep(found, folder, pd)
+        live.add(parsed)
 
 
 # -- replicas -----------------------------------------------------------------------------------------------------
