@@ -275,9 +275,9 @@ def _open_planned_segment(piece: SegmentSlice, metrics: ScanMetrics) -> tuple[Ra
     else:
         # an object (S3, GCS) is replaced whole, never changed in place: another size is another object
         resized = not is_local(piece.filesystem) and piece.segment_size and reader.size != piece.segment_size
-        # and a rolled segment never grows: a local one larger than listed is the log cleaner's merged copy,
-        # renamed in while the folder was listed (the listing took its name and size before the rename, the
-        # identity after it), whose next segment's offsets the plan then leaves to it
+        # and a rolled segment never grows: a local one larger than listed is not the file the plan's byte ranges
+        # describe (a follower truncated it into its active segment and appended, or its identity could not be
+        # taken with its size): its offsets are read again from the files as they are now
         grown = (is_local(piece.filesystem) and not piece.is_last_segment and piece.segment_size
                  and reader.size > piece.segment_size)
         if same_file(piece.file_identity, reader) is not False and not resized and not grown:
@@ -286,7 +286,7 @@ def _open_planned_segment(piece: SegmentSlice, metrics: ScanMetrics) -> tuple[Ra
         why = (f"is another object ({reader.size} bytes, {piece.segment_size} when planned: a compacted segment "
                "uploaded by a sync?)" if resized else
                f"grew to {reader.size} bytes from {piece.segment_size} when listed, and a rolled segment never "
-               "grows (a compacted segment swapped in by the log cleaner while the folder was listed)" if grown else
+               "grows (truncated and written again since, or another file under its name)" if grown else
                "names another file (a compacted segment swapped in by the log cleaner?)")
     names = [piece.log_path + ".deleted"]
     if piece.log_path.endswith(".swap"):
