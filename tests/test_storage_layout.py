@@ -892,3 +892,37 @@ def test_a_move_between_log_dirs_ending_during_discovery_keeps_the_partition(tmp
     monkeypatch.setattr(layout, "read_log_dir", move_ends_after)
     found = layout.discover([str(destination), str(source.path)])
     assert [(p.topic, p.partition, p.path) for p in found if p.topic == "t"] == [("t", 0, str(destination / "t-0"))]
+    # also when another broker's log dir holds a replica of the partition: that one is not this broker's
+    os.rename(destination / "t-0", future)
+    os.rename(source.path / "t-0.0123456789abcdef0123456789abcdef-delete", source.path / "t-0")
+    other = write_data_dir(tmp_path / "c", [TopicSpec("t", records_per_partition=100)], node_id=2)
+    found = layout.discover([str(destination), str(source.path), str(other.path)])
+    assert sorted(p.path for p in found if p.topic == "t") == sorted([str(destination / "t-0"),
+                                                                     str(other.path / "t-0")])
+
+
+def test_a_log_dir_whose_topic_is_being_deleted_is_listed(tmp_path, monkeypatch):
+    """A topic deletion renames every partition folder <tp>.<id>-delete, one after another, for as long as a large
+    topic takes: listings taken meanwhile differ by those renames only, which miss no live folder, so the log dir
+    is listed (found by review: a FolderChangingError after over a second, ending a stream reading another topic)."""
+    import os
+
+    from kafkaseg.storage import fs as _fs
+    from kafkaseg.storage import layout
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path, [TopicSpec("gone", partitions=40, records_per_partition=5),
+                              TopicSpec("kept", records_per_partition=20)])
+    real = _fs._list_local
+    doomed = [f"gone-{p}" for p in range(40)]
+
+    def deleting(path):
+        entries, gone = real(path)
+        if path == str(tmp_path) and doomed:  # one more folder renamed away after every listing
+            name = doomed.pop()
+            os.rename(tmp_path / name, tmp_path / f"{name}.0123456789abcdef0123456789abcdef-delete")
+        return entries, gone
+
+    monkeypatch.setattr(_fs, "_list_local", deleting)
+    found = layout.read_log_dir(str(tmp_path))
+    assert ("kept", 0) in [(p.topic, p.partition) for p in found.partitions]

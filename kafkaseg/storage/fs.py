@@ -407,14 +407,24 @@ def _shape(entries: list[FileEntry]) -> tuple[set, dict]:
     return folders, segments
 
 
-def _confirms(first: list[FileEntry], second: list[FileEntry]) -> bool:
-    """Whether ``second``, listed right after ``first``, shows ``first`` missed nothing: the same folders, every
-    segment file of ``first`` as it was, and no other segment file but new ones past its last segment (a roll
-    creates those; a segment file renamed into the middle of the log is one ``first`` may have missed)."""
+def _confirms(first: list[FileEntry], second: list[FileEntry], gone: Sequence[str] = ()) -> bool:
+    """Whether ``second``, listed right after ``first``, shows ``first`` missed nothing: the same folders (but
+    those renamed ``-delete``/``-stray`` meanwhile), every segment file of ``first`` as it was, and no other
+    segment file but new ones past its last segment (a roll creates those; a segment file renamed into the middle
+    of the log is one ``first`` may have missed), and every name ``first`` read but found ``gone`` by its stat
+    renamed for deletion in ``second``."""
     folders, segments = _shape(first)
     later_folders, later_segments = _shape(second)
-    if folders != later_folders or any(later_segments.get(name, ()) != identity
-                                       for name, identity in segments.items()):
+    if any(not any(other.startswith(name + ".") and other.endswith(("-delete", "-stray")) for other in later_folders)
+           for name in gone):
+        return False
+    # a folder renamed away for deletion (a topic deletion renames every partition folder <tp>.<id>-delete, one
+    # after another, for as long as a large topic takes) is no folder ``first`` missed: it showed it before
+    deleted = {name for name in later_folders - folders if name.endswith(("-delete", "-stray"))}
+    renamed_away = {name for name in folders - later_folders
+                    if any(other.startswith(name + ".") for other in deleted)}
+    if (folders - renamed_away) != (later_folders - deleted) or any(later_segments.get(name, ()) != identity
+                                                                     for name, identity in segments.items()):
         return False
     last = max((int(_SEGMENT_FILE.match(name).group(1)) for name in segments), default=-1)
     return all(int(_SEGMENT_FILE.match(name).group(1)) > last for name in later_segments if name not in segments)
@@ -440,18 +450,21 @@ def settled_list_dir(path: str, filesystem: pafs.FileSystem | None = None) -> li
     for attempt in range(SETTLE_ROUNDS):
         if attempt:  # changing under every listing: a burst of renames (the cleaner's, retention's) ends soon
             time.sleep(min(0.002 * 2 ** (attempt - 1), 0.25))
-        previous = None
+        previous, previous_gone = None, []
         for _ in range(3):  # back to back: the less time between two listings, the likelier they agree
             started = time.time_ns()
             before = _ctime_ns(path)
             entries, gone = _list_local(path)
             after = _ctime_ns(path)
-            clean = all(_vanishing(name) for name in gone)
-            if clean and before == after and before < started - CTIME_TICK_NS:
+            unexplained = [name for name in gone if not _vanishing(name)]
+            if not unexplained and before == after and before < started - CTIME_TICK_NS:
                 return entries
-            if previous is not None and clean and _confirms(previous, entries):
+            if previous is not None and _confirms(previous, entries, previous_gone):
                 return previous
-            previous = entries if clean else None
+            # a segment file gone by its stat may have been renamed to a name this listing missed: no use as one
+            # to confirm; other names gone (folders renamed for deletion) the next listing can explain
+            usable = not any(_SEGMENT_FILE.match(name) for name in unexplained)
+            previous, previous_gone = (entries, unexplained) if usable else (None, [])
     raise FolderChangingError(f"cannot list {path} whole: {3 * SETTLE_ROUNDS} listings changed under way (a live "
                               "broker renaming its files faster than a listing takes); try again")
 

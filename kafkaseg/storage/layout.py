@@ -1062,7 +1062,8 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                 folder = _found_key(pd.path, filesystem)
                 _check_one_store(found, folder, filesystem, given)
                 _keep(found, folder, pd)
-            futures.extend((path, filesystem, given, name) for name, _ in log_dir.skipped
+            node = log_dir.meta.node_id if log_dir.meta is not None else None
+            futures.extend((path, filesystem, given, name, node) for name, _ in log_dir.skipped
                            if name.endswith("-future"))
             if skipped is not None:
                 skipped.extend((_fs.join(path, name), reason) for name, reason in log_dir.skipped
@@ -1078,12 +1079,13 @@ def _moves_ended_meanwhile(found: dict, futures: list, select: Callable[[str, in
     ends a move by renaming the destination's ``<tp>.<id>-future`` folder to ``<tp>``, then the source's ``<tp>``
     to ``<tp>.<id>-delete`` (``LogManager.replaceCurrentWithFutureLog``): log dirs read one after the other can see
     the ``-future`` folder in one and the ``-delete`` in the other, and the partition in neither. A ``-future``
-    folder whose partition no log dir held is looked for under its final name, in its own log dir, once all were
-    read."""
-    live = {(pd.topic, pd.partition) for pd in found.values()}
-    for log_dir, filesystem, given, name in futures:
+    folder whose partition no log dir of the same broker held (another broker's replica, or a tiered-storage copy,
+    is not this one's) is looked for under its final name, in its own log dir, once all were read."""
+    live = {(pd.topic, pd.partition, pd.log_dir_meta.node_id if pd.log_dir_meta is not None else None)
+            for pd in found.values() if pd.tiered is None}
+    for log_dir, filesystem, given, name, node in futures:
         parsed = renamed_partition(name)
-        if parsed is None or parsed in live or (select is not None and not select(*parsed)):
+        if parsed is None or (*parsed, node) in live or (select is not None and not select(*parsed)):
             continue
         final = _fs.join(log_dir, f"{parsed[0]}-{parsed[1]}")
         try:
@@ -1093,7 +1095,7 @@ def _moves_ended_meanwhile(found: dict, futures: list, select: Callable[[str, in
         folder = _found_key(final, filesystem)
         _check_one_store(found, folder, filesystem, given)
         _keep(found, folder, pd)
-        live.add(parsed)
+        live.add((*parsed, node))
 
 
 # -- replicas -----------------------------------------------------------------------------------------------------
