@@ -926,3 +926,21 @@ def test_a_log_dir_whose_topic_is_being_deleted_is_listed(tmp_path, monkeypatch)
     monkeypatch.setattr(_fs, "_list_local", deleting)
     found = layout.read_log_dir(str(tmp_path))
     assert ("kept", 0) in [(p.topic, p.partition) for p in found.partitions]
+    # and a minute later the -delete folders are removed, one after another: no live folder goes with them
+    import shutil
+
+    for name in doomed:
+        os.rename(tmp_path / name, tmp_path / f"{name}.0123456789abcdef0123456789abcdef-delete")
+    doomed.clear()
+    removing = sorted(tmp_path.glob("*-delete"))
+    assert len(removing) == 40
+
+    def removed(path):
+        entries, gone = real(path)
+        if path == str(tmp_path) and removing:
+            shutil.rmtree(removing.pop())
+        return entries, gone
+
+    monkeypatch.setattr(_fs, "_list_local", removed)
+    found = layout.read_log_dir(str(tmp_path))
+    assert [(p.topic, p.partition) for p in found.partitions] == [("kept", 0)]

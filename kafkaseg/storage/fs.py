@@ -395,36 +395,53 @@ _SEGMENT_FILE = re.compile(r"^(\d+)\.(?:log|index|timeindex|txnindex)(?:\.(?:swa
 
 def _vanishing(name: str) -> bool:
     """Whether a name gone by its stat was on its way out, not renamed to a name the listing may have missed:
-    a ``.deleted`` file removed (``file.delete.delay.ms`` after retention or the cleaner renamed it), or a
-    checkpoint's temporary file renamed over the checkpoint, whose name stays."""
-    return name.endswith((".deleted", ".tmp"))
+    a ``.deleted`` file removed (``file.delete.delay.ms`` after retention or the cleaner renamed it), a
+    checkpoint's temporary file renamed over the checkpoint (whose name stays), or a ``-delete``/``-stray``
+    folder removed (no reader reads those)."""
+    return name.endswith((".deleted", ".tmp", "-delete", "-stray"))
+
+
+#: ``<topic, cut to fit 255 characters>-<partition>.<id>-delete`` (or ``-stray``)
+_DELETION_NAME = re.compile(r"^(.+)-(\d+)\.[0-9a-fA-F-]+-(?:delete|stray)$")
+
+
+def _renamed_for_deletion(name: str, others: Iterable[str]) -> bool:
+    """Whether folder ``name`` (``<topic>-<partition>``, or a ``-future`` copy's) shows among ``others`` renamed
+    ``<topic>-<partition>.<id>-delete`` (or ``-stray``), its topic perhaps cut to keep the name within 255
+    characters (``LocalLog.logDirNameWithSuffixCappedLength``)."""
+    if name.endswith("-future") and "." in name:
+        name = name[:name.rfind(".")]
+    topic, _, partition = name.rpartition("-")
+    for other in others:
+        match = _DELETION_NAME.match(other)
+        if match is not None and match.group(2) == partition and (
+                match.group(1) == topic or (len(other) >= 255 and topic.startswith(match.group(1)))):
+            return True
+    return False
 
 
 def _shape(entries: list[FileEntry]) -> tuple[set, dict]:
-    """What two listings of a folder are compared by: its folders' names, and its segment files (by name: inode)."""
-    folders = {e.name for e in entries if e.is_dir}
+    """What two listings of a folder are compared by: its folders' names (but ``-delete``/``-stray`` ones, which
+    are never read), and its segment files (by name: inode)."""
+    folders = {e.name for e in entries if e.is_dir and not e.name.endswith(("-delete", "-stray"))}
     segments = {e.name: e.identity for e in entries if not e.is_dir and _SEGMENT_FILE.match(e.name)}
     return folders, segments
 
 
 def _confirms(first: list[FileEntry], second: list[FileEntry], gone: Sequence[str] = ()) -> bool:
     """Whether ``second``, listed right after ``first``, shows ``first`` missed nothing: the same folders (but
-    those renamed ``-delete``/``-stray`` meanwhile), every segment file of ``first`` as it was, and no other
-    segment file but new ones past its last segment (a roll creates those; a segment file renamed into the middle
-    of the log is one ``first`` may have missed), and every name ``first`` read but found ``gone`` by its stat
-    renamed for deletion in ``second``."""
+    those renamed for deletion meanwhile: a topic deletion renames a large topic's folders one after another for
+    seconds), every segment file of ``first`` as it was, and no other segment file but new ones past its last
+    segment (a roll creates those; a segment file renamed into the middle of the log is one ``first`` may have
+    missed), and every name ``first`` read but found ``gone`` by its stat renamed for deletion in ``second``."""
     folders, segments = _shape(first)
     later_folders, later_segments = _shape(second)
-    if any(not any(other.startswith(name + ".") and other.endswith(("-delete", "-stray")) for other in later_folders)
-           for name in gone):
+    deletions = [e.name for e in second if e.is_dir and e.name.endswith(("-delete", "-stray"))]
+    if any(not _renamed_for_deletion(name, deletions) for name in gone):
         return False
-    # a folder renamed away for deletion (a topic deletion renames every partition folder <tp>.<id>-delete, one
-    # after another, for as long as a large topic takes) is no folder ``first`` missed: it showed it before
-    deleted = {name for name in later_folders - folders if name.endswith(("-delete", "-stray"))}
-    renamed_away = {name for name in folders - later_folders
-                    if any(other.startswith(name + ".") for other in deleted)}
-    if (folders - renamed_away) != (later_folders - deleted) or any(later_segments.get(name, ()) != identity
-                                                                     for name, identity in segments.items()):
+    if later_folders - folders or any(not _renamed_for_deletion(name, deletions) for name in folders - later_folders):
+        return False
+    if any(later_segments.get(name, ()) != identity for name, identity in segments.items()):
         return False
     last = max((int(_SEGMENT_FILE.match(name).group(1)) for name in segments), default=-1)
     return all(int(_SEGMENT_FILE.match(name).group(1)) > last for name in later_segments if name not in segments)
