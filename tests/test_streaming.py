@@ -1329,4 +1329,3 @@ def test_planning_again_a_batch_that_ends_where_it_starts_gives_the_same_plan(da
     _unclean_election(data, "a-0", 150)
     first, again = p.plan(end, end2), p.plan(end, end2)
     assert first.ranges == again.ranges == {("a", 0): (120, 150)} and first.data_loss == again.data_loss
-
