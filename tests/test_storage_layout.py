@@ -899,6 +899,14 @@ def test_a_move_between_log_dirs_ending_during_discovery_keeps_the_partition(tmp
     found = layout.discover([str(destination), str(source.path), str(other.path)])
     assert sorted(p.path for p in found if p.topic == "t") == sorted([str(destination / "t-0"),
                                                                      str(other.path / "t-0")])
+    # and when the moving broker's log dirs say no broker (no meta.properties): a broker with a node id is another
+    os.rename(destination / "t-0", future)
+    os.rename(source.path / "t-0.0123456789abcdef0123456789abcdef-delete", source.path / "t-0")
+    (destination / "meta.properties").unlink()
+    (source.path / "meta.properties").unlink()
+    found = layout.discover([str(destination), str(source.path), str(other.path)])
+    assert sorted(p.path for p in found if p.topic == "t") == sorted([str(destination / "t-0"),
+                                                                     str(other.path / "t-0")])
 
 
 def test_a_log_dir_whose_topic_is_being_deleted_is_listed(tmp_path, monkeypatch):

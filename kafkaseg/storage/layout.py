@@ -1083,12 +1083,10 @@ def _moves_ended_meanwhile(found: dict, futures: list, select: Callable[[str, in
     is not this one's) is looked for under its final name, in its own log dir, once all were read."""
     live = {(pd.topic, pd.partition, pd.log_dir_meta.node_id if pd.log_dir_meta is not None else None)
             for pd in found.values() if pd.tiered is None}
-    anywhere = {(topic, partition) for topic, partition, _ in live}
     for log_dir, filesystem, given, name, node in futures:
         parsed = renamed_partition(name)
-        # (a log dir without meta.properties says no broker: then any log dir's replica counts)
-        held = (*parsed, node) in live if parsed is not None and node is not None else parsed in anywhere
-        if parsed is None or held or (select is not None and not select(*parsed)):
+        # (log dirs without meta.properties say no broker: those count as one; a broker with a node id is another)
+        if parsed is None or (*parsed, node) in live or (select is not None and not select(*parsed)):
             continue
         final = _fs.join(log_dir, f"{parsed[0]}-{parsed[1]}")
         try:
@@ -1099,7 +1097,6 @@ def _moves_ended_meanwhile(found: dict, futures: list, select: Callable[[str, in
         _check_one_store(found, folder, filesystem, given)
         _keep(found, folder, pd)
         live.add((*parsed, node))
-        anywhere.add(parsed)
 
 
 # -- replicas -----------------------------------------------------------------------------------------------------
