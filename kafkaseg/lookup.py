@@ -634,12 +634,11 @@ class PartitionLookup:
     def list_offset(self, spec: int, *, exact: bool = True) -> OffsetAnswer:
         """The broker's ListOffsets answer for ``spec`` (see the module doc)."""
         topic, partition = self.pdir.topic, self.pdir.partition
-        copies = [s for s in self.segments if s.tiered is not None]
+        copies = self._copies
         if spec == EARLIEST_LOCAL and copies:  # the local log starts after the tiered-storage copies
-            local = [s for s in self.segments if s.tiered is None]
-            if not local:
+            if copies == len(self.segments):
                 return OffsetAnswer(topic, partition, spec, None, reason="tiered-storage copies only: no local log")
-            start = local[0].base_offset
+            start = self.segments[copies].base_offset
             return OffsetAnswer(topic, partition, spec, start, leader_epoch=self.pdir.leader_epoch_at(start))
         if spec == LATEST_TIERED and copies:  # RemoteLogManager's highest offset copied to remote storage
             # (of every copy: a log dir extended with copies takes only those below its first segment)

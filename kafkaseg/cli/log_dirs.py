@@ -156,9 +156,7 @@ def _wanted(name: str, parsed: tuple[str, int] | None, wanted: set | None) -> bo
     characters (``LocalLog.logDirNameWithSuffixCappedLength``), so a cut name counts for every topic it starts."""
     if wanted is None or parsed is None:
         return True
-    if parsed[0] in wanted:
-        return True
-    return len(name) >= 255 and any(t.startswith(parsed[0]) for t in wanted)
+    return any(_fs.names_topic(name, parsed[0], topic) for topic in wanted)
 
 
 def _describe_one(path: str, filesystem, wanted: set | None) -> LogDirUsage:

@@ -402,20 +402,26 @@ def _vanishing(name: str) -> bool:
 
 
 #: ``<topic, cut to fit 255 characters>-<partition>.<id>-delete`` (or ``-stray``)
-_DELETION_NAME = re.compile(r"^(.+)-(\d+)\.[0-9a-fA-F-]+-(?:delete|stray)$")
+DELETION_NAME = re.compile(r"^(.+)-(\d+)\.[0-9a-fA-F-]+-(?:delete|stray)$")
 
 
-def _renamed_for_deletion(name: str, others: Iterable[str]) -> bool:
+def names_topic(folder_name: str, named: str, topic: str) -> bool:
+    """Whether a ``-delete``/``-stray`` folder ``folder_name`` whose name says topic ``named`` is of ``topic``: the
+    broker cuts the topic in such a name to keep it within 255 characters
+    (``LocalLog.logDirNameWithSuffixCappedLength``), so a cut name is of every topic it starts."""
+    return named == topic or (len(folder_name) >= 255 and topic.startswith(named))
+
+
+def renamed_for_deletion(name: str, others: Iterable[str]) -> bool:
     """Whether folder ``name`` (``<topic>-<partition>``, or a ``-future`` copy's) shows among ``others`` renamed
     ``<topic>-<partition>.<id>-delete`` (or ``-stray``), its topic perhaps cut to keep the name within 255
-    characters (``LocalLog.logDirNameWithSuffixCappedLength``)."""
+    characters (:func:`names_topic`)."""
     if name.endswith("-future") and "." in name:
         name = name[:name.rfind(".")]
     topic, _, partition = name.rpartition("-")
     for other in others:
-        match = _DELETION_NAME.match(other)
-        if match is not None and match.group(2) == partition and (
-                match.group(1) == topic or (len(other) >= 255 and topic.startswith(match.group(1)))):
+        match = DELETION_NAME.match(other)
+        if match is not None and match.group(2) == partition and names_topic(other, match.group(1), topic):
             return True
     return False
 
@@ -437,9 +443,9 @@ def _confirms(first: list[FileEntry], second: list[FileEntry], gone: Sequence[st
     folders, segments = _shape(first)
     later_folders, later_segments = _shape(second)
     deletions = [e.name for e in second if e.is_dir and e.name.endswith(("-delete", "-stray"))]
-    if any(not _renamed_for_deletion(name, deletions) for name in gone):
+    if any(not renamed_for_deletion(name, deletions) for name in gone):
         return False
-    if later_folders - folders or any(not _renamed_for_deletion(name, deletions) for name in folders - later_folders):
+    if later_folders - folders or any(not renamed_for_deletion(name, deletions) for name in folders - later_folders):
         return False
     if any(later_segments.get(name, ()) != identity for name, identity in segments.items()):
         return False
@@ -460,7 +466,8 @@ def settled_list_dir(path: str, filesystem: pafs.FileSystem | None = None) -> li
     are taken back to back, three at most in a round; :data:`SETTLE_ROUNDS` rounds, each after a longer wait
     (2 ms, doubling up to 250 ms: a broker's renames come in bursts). Raises
     :class:`~kafkaseg.errors.FolderChangingError` when none is (a broker renaming files faster than listings take,
-    for over a second): never a listing that may miss one. An object store's listing (no renames: a key appears or goes whole) is taken as it is."""
+    for over a second): never a listing that may miss one. An object store's listing (no renames: a key appears
+    or goes whole) is taken as it is."""
     filesystem, path = _resolve(filesystem, path)
     if not isinstance(filesystem, pafs.LocalFileSystem):
         return list_dir(path, filesystem)

@@ -390,14 +390,6 @@ def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: 
     return segments, [p for _, p in snapshot_paths]
 
 
-def _settled_listing(path: str, filesystem, entries: Sequence[_fs.FileEntry] | None = None
-                     ) -> Sequence[_fs.FileEntry]:
-    """``entries`` when given (a caller's listing of an object store, or of a folder read as stored), else the
-    folder as :func:`~kafkaseg.storage.fs.settled_list_dir` lists it: whole, also while a live broker renames its
-    files (a listing taken across the cleaner's last rename could otherwise miss a whole segment)."""
-    return entries if entries is not None else _fs.settled_list_dir(path, filesystem)
-
-
 def _safe(read, path: str, filesystem, notes: list[str]):
     try:
         return read(path, filesystem)
@@ -431,7 +423,8 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
             raise LayoutError(f"{path}: folder name is not <topic>-<partition>")
         topic, partition = parsed
     for attempt in range(REDISCOVERIES + 1):
-        entries = _settled_listing(path, filesystem, entries)
+        if entries is None:  # (whole, also while a live broker renames its files: see settled_list_dir)
+            entries = _fs.settled_list_dir(path, filesystem)
         notes: list[str] = []
         try:
             segments, snapshot_paths = _segments_from_listing(entries, filesystem, notes)
@@ -678,28 +671,13 @@ def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None,
 def _renamed_away(log_dir: str, name: str, filesystem) -> bool:
     """Whether partition folder ``name``, gone from ``log_dir`` since it was listed, was renamed by the broker as
     it deletes it: ``<name>.<id>-delete`` (a topic deletion, or the source of a move between log dirs, whose
-    ``-future`` copy took the name elsewhere) or ``<name>.<id>-stray``. Anything else (the log dir unmounted or
-    moved, which raises here as it cannot be listed) is no deletion, so the read fails rather than leave it out.
-    The broker cuts the topic in such a name to keep it within 255 characters
-    (``LocalLog.logDirNameWithSuffixCappedLength``): a 249-character topic's folder is renamed with a shorter one."""
-    parsed = parse_topic_partition(name)
-    for e in _fs.list_dir(log_dir, filesystem):
-        match = _RENAMED_AWAY.match(e.name) if e.is_dir else None
-        if match is None:
-            continue
-        if parsed is None:
-            if e.name.startswith(name + "."):
-                return True
-            continue
-        topic, partition = parsed
-        if int(match.group(2)) == partition and (match.group(1) == topic or (
-                len(e.name) >= 255 and topic.startswith(match.group(1)))):
-            return True
-    return False
-
-
-#: ``<topic, cut to fit 255 characters>-<partition>.<uuid without dashes>-delete`` (or ``-stray``)
-_RENAMED_AWAY = re.compile(r"^(.+)-(\d+)\.[0-9a-fA-F-]+-(?:delete|stray)$")
+    ``-future`` copy took the name elsewhere) or ``<name>.<id>-stray``, its topic perhaps cut to fit 255
+    characters (:func:`~kafkaseg.storage.fs.renamed_for_deletion`). Anything else (the log dir unmounted or
+    moved, which raises here as it cannot be listed) is no deletion, so the read fails rather than leave it out."""
+    deletions = [e.name for e in _fs.list_dir(log_dir, filesystem) if e.is_dir and _fs.DELETION_NAME.match(e.name)]
+    if parse_topic_partition(name) is None:
+        return any(other.startswith(name + ".") for other in deletions)
+    return _fs.renamed_for_deletion(name, deletions)
 
 
 def _add_named(kinds: dict, base: int, kind: str, entry: _fs.FileEntry, notes: list[str]) -> None:
@@ -987,7 +965,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     key_ring = encryption.RingKeys.of(key_ring)  # each key file looked at once in this discovery
-    futures: list = []  # (log dir, filesystem, path given, name) of -future folders: see _moves_ended_meanwhile
+    futures: list = []  # (log dir, filesystem, path given, name, node id) of -future folders: _moves_ended_meanwhile
     found: dict = {}  # by _found_key
     left_out: dict = {}  # by _found_key: a folder reached twice (a dir given twice) once
     for given in paths:
