@@ -103,6 +103,23 @@ def test_a_malformed_leader_epoch_checkpoint_or_partition_metadata_is_an_error(t
     assert found["file"] == str(tmp_path / "t-0" / name) and "a broker fails the log dir" in found["message"]
 
 
+def test_leader_epochs_past_the_log_end_are_a_warning_and_out_of_order_ones_an_error(tmp_path, capsys):
+    # Kafka 3.8+ (KAFKA-16541) rewrites leader-epoch-checkpoint in the background after a truncation, so a copy can
+    # hold an epoch starting past the log end, which the broker drops when it loads the log: not damage
+    simple_partition(tmp_path)  # offsets 0..19
+    epochs = tmp_path / "t-0" / "leader-epoch-checkpoint"
+    epochs.write_text("0\n2\n5 0\n6 25\n")
+    code, report = verify_json([tmp_path], capsys)
+    assert code == 0 and report["ok"] and not errors(report), report["problems"]
+    (stale,) = [p for p in report["problems"] if p["file"] == str(epochs)]
+    assert stale["severity"] == "warning" and "epoch 6 starts at 25, above the log end offset 20" in stale["message"]
+    epochs.write_text("0\n2\n6 0\n5 10\n")  # epochs going back: no broker writes that
+    code, report = verify_json([tmp_path], capsys)
+    assert code == 1
+    (found,) = errors(report)
+    assert found["file"] == str(epochs) and "epoch 5@10 does not follow 6@0" in found["message"]
+
+
 def _verify_after(paths, damage):
     """verify_partition as ``kafkaseg verify`` runs it, with ``damage()`` done between discovery and the reads."""
     from kafkaseg.cli.verify import VerifyReport, verify_partition

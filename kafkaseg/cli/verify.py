@@ -24,7 +24,8 @@ Per log dir given: the folders discovery skips (``-delete``, ``-stray``, names t
 ``<topic>-<partition>``: info; ``-future``, a replica move whose current copy is in another log dir: warning).
 
 Per partition: high watermark <= log end offset, log start offset inside [first base, log end], recovery point <=
-log end, leader-epoch checkpoint offsets increasing and <= log end, gaps between segments; files Kafka would
+log end, leader-epoch checkpoint offsets increasing (an error) and <= log end (a warning: a stale entry a broker
+drops on load), gaps between segments; files Kafka would
 delete or ignore (``.deleted``, ``.cleaned``, ``.swap``, orphaned indexes, unknown names).
 
 Each problem names the file and byte position. Severity: ``error`` (exit status 1), ``warning``, ``info``.
@@ -628,8 +629,12 @@ def _check_checkpoints(pdir: PartitionDir, summary: PartitionSummary, report: Ve
     for entry in pdir.leader_epochs:
         start = entry.start_offset
         if start > leo:
-            report.add(ERROR, os.path.join(pdir.path, "leader-epoch-checkpoint"), None,
-                       f"epoch {entry.epoch} starts at {start}, above the log end offset {leo}")
+            # LeaderEpochFileCache.truncateFromEnd*: since Kafka 3.8 (KAFKA-16541) a truncation rewrites this file
+            # in the background, and a broker drops such entries when it loads the log (LogLoader)
+            report.add(WARNING, os.path.join(pdir.path, "leader-epoch-checkpoint"), None,
+                       f"epoch {entry.epoch} starts at {start}, above the log end offset {leo} (a stale entry: left "
+                       "by a truncation whose rewrite of this file had not run yet, or by an incomplete copy; a broker "
+                       "drops it when it loads the log)")
         if previous is not None and (entry.epoch <= previous.epoch or start < previous.start_offset):
             report.add(ERROR, os.path.join(pdir.path, "leader-epoch-checkpoint"), None,
                        f"epoch {entry.epoch}@{start} does not follow {previous.epoch}@"
