@@ -11,6 +11,9 @@ run. Semantics are the broker's ListOffsets (``core/.../log/UnifiedLog.scala`` `
     -1 latest          the last fetchable offset: high watermark (read_uncommitted) or last stable offset
                        (read_committed)
     -5 latest-tiered   no offset (no tiered storage)
+    -6 earliest-pending-upload  no offset (no tiered storage). With tiered-storage copies: the offset after the last
+                       one copied, at least the log start (UnifiedLog.fetchEarliestPendingUploadOffset, KIP-1023,
+                       ListOffsets v11)
     -3 max-timestamp   the segment with the largest maxTimestampSoFar (the first one on ties); its time index's last
                        entry (ts, offset); the offset-index floor of offset; the first batch from there whose
                        maxTimestamp == ts; the first record of it whose timestamp == ts (none for magic 0)
@@ -70,7 +73,7 @@ from kafkaseg.wire.crc import crc_is_valid
 from kafkaseg.wire.records import batch_records
 
 __all__ = [
-    "EARLIEST", "LATEST", "MAX_TIMESTAMP", "EARLIEST_LOCAL", "LATEST_TIERED",
+    "EARLIEST", "LATEST", "MAX_TIMESTAMP", "EARLIEST_LOCAL", "LATEST_TIERED", "EARLIEST_PENDING_UPLOAD",
     "LookupStats", "OffsetAnswer", "RecordLocation", "PartitionLookup",
     "parse_time_spec", "list_offset", "locate_offset", "locate_time", "batch_epoch_mark",
 ]
@@ -80,14 +83,19 @@ EARLIEST = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
+EARLIEST_PENDING_UPLOAD = -6
 _SPEC_NAMES = {"latest": LATEST, "earliest": EARLIEST, "max-timestamp": MAX_TIMESTAMP,
-               "earliest-local": EARLIEST_LOCAL, "latest-tiered": LATEST_TIERED}
+               "earliest-local": EARLIEST_LOCAL, "latest-tiered": LATEST_TIERED,
+               "earliest-pending-upload": EARLIEST_PENDING_UPLOAD}
+_SPECS_TEXT = ("-1/latest, -2/earliest, -3/max-timestamp, -4/earliest-local, -5/latest-tiered, "
+               "-6/earliest-pending-upload")
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 
 
 def parse_time_spec(text: str | int) -> int:
     """A ``--time`` value as ``kafka-get-offsets.sh`` takes it (``-1``/``latest``, ``-2``/``earliest``,
-    ``-3``/``max-timestamp``, ``-4``/``earliest-local``, ``-5``/``latest-tiered``, epoch milliseconds) or an ISO-8601
+    ``-3``/``max-timestamp``, ``-4``/``earliest-local``, ``-5``/``latest-tiered``, ``-6``/``earliest-pending-upload``,
+    epoch milliseconds) or an ISO-8601
     date-time (``2024-05-01T12:00:00Z``; without a zone it is UTC). Returns the ListOffsets timestamp."""
     if isinstance(text, int):
         value = text
@@ -102,13 +110,12 @@ def parse_time_spec(text: str | int) -> int:
                 moment = datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
             except ValueError as err:
                 raise InvalidOptionError(
-                    f"time {raw!r} is not -1/latest, -2/earliest, -3/max-timestamp, -4/earliest-local, "
-                    f"-5/latest-tiered, epoch milliseconds, or an ISO-8601 date-time") from err
+                    f"time {raw!r} is not {_SPECS_TEXT}, epoch milliseconds, or an ISO-8601 date-time") from err
             if moment.tzinfo is None:
                 moment = moment.replace(tzinfo=timezone.utc)
             return int(round(moment.timestamp() * 1000))
-    if value < LATEST_TIERED:
-        raise InvalidOptionError(f"time {value} is not a timestamp (>= 0) or one of -1..-5")
+    if value < EARLIEST_PENDING_UPLOAD:
+        raise InvalidOptionError(f"time {value} is not a timestamp (>= 0) or one of {_SPECS_TEXT}")
     if value > 2**63 - 1:  # ListOffsets carries an int64; Kafka's tool rejects larger values
         raise InvalidOptionError(f"time {value} does not fit in a 64-bit timestamp")
     return value
@@ -640,13 +647,14 @@ class PartitionLookup:
                 return OffsetAnswer(topic, partition, spec, None, reason="tiered-storage copies only: no local log")
             start = self.segments[copies].base_offset
             return OffsetAnswer(topic, partition, spec, start, leader_epoch=self.pdir.leader_epoch_at(start))
-        if spec == LATEST_TIERED and copies:  # RemoteLogManager's highest offset copied to remote storage
-            # (of every copy: a log dir extended with copies takes only those below its first segment)
+        if spec in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD) and copies:
+            # RemoteLogManager's highest offset copied to remote storage (of every copy: a log dir extended with
+            # copies takes only those below its first segment), or the next one still to copy
             last = (self.pdir.remote_below or self.pdir).segments[-1]
             if last.remote_end is None:
                 return OffsetAnswer(topic, partition, spec, None,
                                     reason="the last tiered-storage copy records no end offset (LocalTieredStorage)")
-            end = last.remote_end
+            end = last.remote_end if spec == LATEST_TIERED else max(last.remote_end + 1, self.log_start_offset)
             return OffsetAnswer(topic, partition, spec, end, leader_epoch=self.pdir.leader_epoch_at(end))
         if spec in (EARLIEST, EARLIEST_LOCAL):
             # A log-start checkpoint below the first segment (PartitionDir.below_local_log) is a tiered topic's
@@ -660,7 +668,7 @@ class PartitionLookup:
         if spec == LATEST:
             return OffsetAnswer(topic, partition, spec, self.last_fetchable_offset(),
                                 leader_epoch=self.pdir.leader_epoch_at(self.log_end_offset()))
-        if spec == LATEST_TIERED:
+        if spec in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
             return OffsetAnswer(topic, partition, spec, None, reason="no tiered storage in a local log dir")
         if not self.segments:
             return OffsetAnswer(topic, partition, spec, None, reason="partition has no segments")
@@ -669,7 +677,7 @@ class PartitionLookup:
         elif spec >= 0:
             found = self._offset_for_timestamp(spec, exact)
         else:
-            raise InvalidOptionError(f"time {spec} is not a timestamp (>= 0) or one of -1..-5")
+            raise InvalidOptionError(f"time {spec} is not a timestamp (>= 0) or one of {_SPECS_TEXT}")
         if found is None:
             if spec == MAX_TIMESTAMP:
                 reason = "no record carries the partition's largest timestamp"

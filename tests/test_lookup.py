@@ -143,6 +143,8 @@ def test_parse_time_spec():
     assert parse_time_spec("2023-11-14T22:13:20Z") == 1_700_000_000_000
     assert parse_time_spec("2023-11-14T23:13:20+01:00") == 1_700_000_000_000
     assert parse_time_spec("2023-11-14 22:13:20.5") == 1_700_000_000_500
+    assert [parse_time_spec(x) for x in ("-4", "earliest-local", "-5", "latest-tiered", "-6",
+                                         "earliest-pending-upload")] == [-4, -4, -5, -5, -6, -6]
     for bad in ("yesterday", "-7"):
         with pytest.raises(InvalidOptionError):
             parse_time_spec(bad)

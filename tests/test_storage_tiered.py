@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 import pytest
 
 import kafkaseg
+from kafkaseg.cli.main import main
 from kafkaseg.errors import LayoutError
 from kafkaseg.lookup import list_offset
 from kafkaseg.storage import tiered
@@ -819,8 +820,8 @@ def test_a_read_over_leaves_no_decompressed_chunk_behind(compressed_copy):
     assert tiered_module._CHUNKS_BYTES[0] == 0 and not tiered_module._CHUNKS
 
 
-def test_list_offsets_of_a_log_dir_extended_with_copies(tmp_path):
-    from kafkaseg.lookup import EARLIEST, EARLIEST_LOCAL, LATEST_TIERED
+def test_list_offsets_of_a_log_dir_extended_with_copies(tmp_path, capsys):
+    from kafkaseg.lookup import EARLIEST, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD, LATEST_TIERED
 
     data, remote, _, bases = _tiered_topic(tmp_path, "aiven")
     (choice,) = choose_replicas(discover([str(data), str(remote)]))
@@ -830,6 +831,16 @@ def test_list_offsets_of_a_log_dir_extended_with_copies(tmp_path):
     assert list_offset(pd, EARLIEST_LOCAL).offset == bases[4]  # the broker's local log start
     # the last offset copied, by the last copy: past the first local segment (local retention keeps copied ones)
     assert list_offset(pd, LATEST_TIERED).offset == bases[-1] - 1 > bases[4]
+    # the next offset to copy (UnifiedLog.fetchEarliestPendingUploadOffset): the active segment's base here
+    assert list_offset(pd, EARLIEST_PENDING_UPLOAD).offset == bases[-1]
+    assert main(["offsets", "--data-dir", str(data), "--data-dir", str(remote), "--time",
+                 "earliest-pending-upload"]) == 0
+    assert capsys.readouterr().out == f"orders:0:{bases[-1]}\n"
+    # a log dir alone holds no copies: no offset, as a broker of a topic without remote storage answers
+    (local,) = discover(str(data))
+    for spec in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+        answer = list_offset(local, spec)
+        assert answer.offset is None and "no tiered storage" in answer.reason
 
 
 def test_a_copy_after_one_of_unknown_epochs_is_still_checked_against_the_latest_epoch_kept(tmp_path):

@@ -687,7 +687,8 @@ def build_parser() -> argparse.ArgumentParser:
     offsets.add_argument("--exclude-internal-topics", action="store_true",
                          help="leave out __consumer_offsets, __transaction_state and __share_group_state")
     offsets.add_argument("--time", default="latest", type=_time_spec, help="-1/latest, -2/earliest, -3/max-timestamp, "
-                         "-4/earliest-local, -5/latest-tiered, epoch ms, or ISO-8601 (default latest)")
+                         "-4/earliest-local, -5/latest-tiered, -6/earliest-pending-upload, epoch ms, or ISO-8601 "
+                         "(default latest)")
     offsets.add_argument("--isolation", default="read_uncommitted", choices=("read_uncommitted", "read_committed"))
     scan_mode = offsets.add_mutually_exclusive_group()
     scan_mode.add_argument("--fast", action="store_true", help="find the segment for a time by binary search over "
