@@ -459,13 +459,13 @@ def test_offsets_decoder_prints_kip848_records(tmp_path, capsys):
     key = struct.pack(">hh", 3, 2) + b"g1"
     writer = PartitionWriter(tmp_path / "__consumer_offsets-0")
     writer.append(build_batch_v2([Record(0, 1_700_000_000_000, key, b"\x00\x00\x00\x00\x00\x05\x00"),
-                                  Record(1, 1_700_000_000_000, b"\x00\x10", None)]))
+                                  Record(1, 1_700_000_000_000, b"\x00\x19", None)]))
     writer.close()
     log = tmp_path / "__consumer_offsets-0" / f"{0:020d}.log"
     code, out, _ = run(["dump", "--files", str(log), "--offsets-decoder", "--skip-record-metadata"], capsys)
     assert code == 0
     assert out[-2:] == ['| key: {"type":"3","data":{"groupId":"g1"}} payload: {"version":"0","data":{"epoch":5}}',
-                        "| key: Unknown record type 16 at offset 1, skipping."]
+                        "| key: Unknown record type 25 at offset 1, skipping."]
 
 
 def test_negative_record_timestamps_are_printed_raw(tmp_path, capsys):

@@ -19,7 +19,8 @@ their type; the new values are all v0 only and flexible (compact strings/arrays,
                            leader string?, currentStateTimestamp int64 (v2+), members []MemberMetadata
             MemberMetadata: memberId string, groupInstanceId string? (v3+), clientId string, clientHost string,
                             rebalanceTimeout int32 (v1+), sessionTimeout int32, subscription bytes, assignment bytes
-    3   ConsumerGroupMetadata                 epoch int32
+    3   ConsumerGroupMetadata                 epoch int32, metadataHash (tag 0, int64, default 0; Kafka 4.1,
+                                          KIP-1101), creationTimeMs (tag 1, int64, default -1; KIP-1282)
     4   ConsumerGroupPartitionMetadata        topics []TopicMetadata
             TopicMetadata: topicId uuid, topicName string, numPartitions int32,
                            partitionMetadata [](partition int32, racks []string)
@@ -36,12 +37,23 @@ their type; the new values are all v0 only and flexible (compact strings/arrays,
     9   ShareGroupPartitionMetadata           as 4
     10  ShareGroupMemberMetadata (+member)    rackId string?, clientId string, clientHost string,
                                           subscribedTopicNames []string
-    11  ShareGroupMetadata                    epoch int32
+    11  ShareGroupMetadata                    epoch int32, metadataHash int64 (2025; 2024-10: epoch only)
     12  ShareGroupTargetAssignmentMetadata    assignmentEpoch int32
     13  ShareGroupTargetAssignmentMember (+member)      as 7
     14  ShareGroupCurrentMemberAssignment (+member)     as 8 without partitionsPendingRevocation
-    15  ShareGroupStatePartitionMetadata      initializedTopics [](topicId uuid, topicName string, partitions []int32),
+    15  ShareGroupStatePartitionMetadata      initializingTopics []TopicPartitionsInfo,
+                                          initializedTopics []TopicPartitionsInfo,
                                           deletingTopics [](topicId uuid, topicName string)
+            TopicPartitionsInfo: topicId uuid, topicName string, partitions []int32, createTimestamp int64
+                                          (2025; 2024-10: no initializingTopics, no createTimestamp)
+    16  ConsumerGroupRegularExpression        key: groupId string, regularExpression string;
+                                          value: topics []string, version int64, timestamp int64 (Kafka 4.0)
+
+KIP-932 (share groups, 9-15) and KIP-1071 (Kafka Streams groups, 17 and above) published their schemas as "in
+development, subject to non-backwards-compatible changes", and share groups' values then changed without a new
+version. A share-group value is therefore read with the newest schema above and, when it does not fit whole, with
+the earlier one (2024-10); one that fits neither is reported as not decoded, saying why. Streams groups' records
+(types 17 and above) are reported as unknown types, as a Kafka tool that predates them reports them.
 
 For groups of protocol type ``consumer``, each classic member's subscription and assignment bytes are themselves
 ``int16 version`` + ``ConsumerProtocolSubscription``/``ConsumerProtocolAssignment`` (``clients/src/main/resources/
@@ -116,6 +128,15 @@ _TOPIC_METADATA = (
 )
 _TOPIC_ID_PARTITIONS = (Field("topicId", "uuid", "0+"), Field("partitions", "[]int32", "0+"))
 _EPOCH = (Field("epoch", "int32", "0+"),)
+_CONSUMER_GROUP_METADATA = _EPOCH + (
+    Field("metadataHash", "int64", "0+", tagged="0+", tag=0, default=0),
+    Field("creationTimeMs", "int64", "0+", tagged="0+", tag=1, default=-1),
+)
+_REGULAR_EXPRESSION = (
+    Field("topics", "[]string", "0+"),
+    Field("version", "int64", "0+"),
+    Field("timestamp", "int64", "0+"),
+)
 _ASSIGNMENT_EPOCH = (Field("assignmentEpoch", "int32", "0+"),)
 _PARTITION_METADATA = (Field("topics", "[]TopicMetadata", "0+", fields=_TOPIC_METADATA),)
 _TARGET_ASSIGNMENT_MEMBER = (Field("topicPartitions", "[]TopicPartition", "0+", fields=_TOPIC_ID_PARTITIONS),)
@@ -146,9 +167,18 @@ _SHARE_MEMBER_METADATA = (
     Field("clientHost", "string", "0+"),
     Field("subscribedTopicNames", "[]string", "0+"),
 )
-_SHARE_STATE_PARTITION_METADATA = (
+_SHARE_STATE_PARTITION_METADATA_2024 = (
     Field("initializedTopics", "[]TopicPartitionsInfo", "0+", fields=(
         Field("topicId", "uuid", "0+"), Field("topicName", "string", "0+"), Field("partitions", "[]int32", "0+"))),
+    Field("deletingTopics", "[]TopicInfo", "0+", fields=(
+        Field("topicId", "uuid", "0+"), Field("topicName", "string", "0+"))),
+)
+_SHARE_TOPIC_PARTITIONS_INFO = (
+    Field("topicId", "uuid", "0+"), Field("topicName", "string", "0+"), Field("partitions", "[]int32", "0+"),
+    Field("createTimestamp", "int64", "0+"))
+_SHARE_STATE_PARTITION_METADATA = (
+    Field("initializingTopics", "[]TopicPartitionsInfo", "0+", fields=_SHARE_TOPIC_PARTITIONS_INFO),
+    Field("initializedTopics", "[]TopicPartitionsInfo", "0+", fields=_SHARE_TOPIC_PARTITIONS_INFO),
     Field("deletingTopics", "[]TopicInfo", "0+", fields=(
         Field("topicId", "uuid", "0+"), Field("topicName", "string", "0+"))),
 )
@@ -159,23 +189,27 @@ class _RecordType:
     kind: str
     key: Message
     value: Message
+    older: tuple[Message, ...] = ()  # the value's earlier schemas at the same version, tried in turn
 
 
-def _group_record(record_type: int, name: str, value_fields: tuple[Field, ...], *, member: bool = False):
-    """A KIP-848/KIP-932 record: key ``<name>Key`` (groupId, and memberId with ``member``, at the version equal
-    to the type, not flexible) and value ``<name>Value`` (v0, flexible)."""
+def _group_record(record_type: int, name: str, value_fields: tuple[Field, ...], *, member: bool = False,
+                  extra_key: tuple[Field, ...] = (), older: tuple[tuple[Field, ...], ...] = ()):
+    """A KIP-848/KIP-932 record: key ``<name>Key`` (groupId, and memberId with ``member`` or ``extra_key``, at
+    the version equal to the type, not flexible) and value ``<name>Value`` (v0, flexible)."""
     version = str(record_type)
-    key_fields = (Field("groupId", "string", version),) + ((Field("memberId", "string", version),) if member else ())
+    key_fields = ((Field("groupId", "string", version),) + ((Field("memberId", "string", version),) if member else ())
+                  + extra_key)
     kind = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
     return record_type, _RecordType(kind, Message(name + "Key", version, "none", key_fields),
-                                    Message(name + "Value", "0", "0+", value_fields))
+                                    Message(name + "Value", "0", "0+", value_fields),
+                                    tuple(Message(name + "Value", "0", "0+", fields) for fields in older))
 
 
 _RECORD_TYPES = dict([
     (0, _RecordType("offset_commit", OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE)),
     (1, _RecordType("offset_commit", OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE)),
     (2, _RecordType("group_metadata", GROUP_METADATA_KEY, GROUP_METADATA_VALUE)),
-    _group_record(3, "ConsumerGroupMetadata", _EPOCH),
+    _group_record(3, "ConsumerGroupMetadata", _CONSUMER_GROUP_METADATA),
     _group_record(4, "ConsumerGroupPartitionMetadata", _PARTITION_METADATA),
     _group_record(5, "ConsumerGroupMemberMetadata", _CONSUMER_MEMBER_METADATA, member=True),
     _group_record(6, "ConsumerGroupTargetAssignmentMetadata", _ASSIGNMENT_EPOCH),
@@ -185,12 +219,17 @@ _RECORD_TYPES = dict([
                   member=True),
     _group_record(9, "ShareGroupPartitionMetadata", _PARTITION_METADATA),
     _group_record(10, "ShareGroupMemberMetadata", _SHARE_MEMBER_METADATA, member=True),
-    _group_record(11, "ShareGroupMetadata", _EPOCH),
+    _group_record(11, "ShareGroupMetadata", _EPOCH + (Field("metadataHash", "int64", "0+"),), older=(_EPOCH,)),
     _group_record(12, "ShareGroupTargetAssignmentMetadata", _ASSIGNMENT_EPOCH),
     _group_record(13, "ShareGroupTargetAssignmentMember", _TARGET_ASSIGNMENT_MEMBER, member=True),
     _group_record(14, "ShareGroupCurrentMemberAssignment", _CURRENT_MEMBER_ASSIGNMENT, member=True),
-    _group_record(15, "ShareGroupStatePartitionMetadata", _SHARE_STATE_PARTITION_METADATA),
+    _group_record(15, "ShareGroupStatePartitionMetadata", _SHARE_STATE_PARTITION_METADATA,
+                  older=(_SHARE_STATE_PARTITION_METADATA_2024,)),
+    _group_record(16, "ConsumerGroupRegularExpression", _REGULAR_EXPRESSION, extra_key=(
+        Field("regularExpression", "string", "16"),)),
 ])
+#: the types whose schemas Kafka published as in development (KIP-932), changed since without a new version
+_IN_DEVELOPMENT = range(9, 16)
 
 
 @dataclass(frozen=True)
@@ -218,6 +257,24 @@ def _embedded(spec: Message, data: bytes | None):
         return None
 
 
+def _read_value(record_type: _RecordType, key_version: int, value: bytes, version: int) -> dict:
+    """The value under its record type's newest schema, else the first earlier one it fits whole (a schema changed
+    without a new version)."""
+    try:
+        return read_message(record_type.value, value, version, 2)
+    except CorruptDataError as err:
+        for spec in record_type.older:
+            try:
+                return read_message(spec, value, version, 2)
+            except CorruptDataError:
+                continue
+        if key_version not in _IN_DEVELOPMENT:
+            raise
+        raise CorruptDataError(f"{err.detail} (Kafka published KIP-932's schemas as in development and changed some "
+                               "later without a new version: kafkaseg knows those of 2024-10 and 2025, not this "
+                               "one)", position=err.position) from err
+
+
 def decode_group_record(key: bytes, value: bytes | None, *, expand_consumer_protocol: bool = True) -> GroupRecord:
     """Decode one record of ``__consumer_offsets``. Raises :class:`CorruptDataError` (buffer-relative positions;
     the key's for key problems, the value's for value problems) on malformed bytes."""
@@ -233,7 +290,7 @@ def decode_group_record(key: bytes, value: bytes | None, *, expand_consumer_prot
     if value is None:
         return GroupRecord(kind, key_version, decoded_key, None, None)
     value_version = Reader(value).int16()
-    decoded_value = read_message(record_type.value, value, value_version, 2)
+    decoded_value = _read_value(record_type, key_version, value, value_version)
     if kind == "group_metadata" and expand_consumer_protocol and decoded_value.get("protocolType") == "consumer":
         for member in decoded_value.get("members") or []:
             for name, member_spec in (("subscription", CONSUMER_PROTOCOL_SUBSCRIPTION),
