@@ -545,12 +545,17 @@ class PartitionLookup:
                                     f"{what}", path=self.segments[last].log_path, position=found[0])
 
     def high_watermark(self) -> int:
-        """The checkpointed high watermark, capped at the log end offset (the log end offset when none; an
-        unreadable checkpoint raises)."""
+        """The checkpointed high watermark inside [log start, log end], as UnifiedLog.updateHighWatermark keeps it
+        (the log end offset when none; an unreadable checkpoint raises)."""
         self._bounding_checkpoint(REPLICATION_OFFSET_CHECKPOINT, "the high watermark")
         hw = self.pdir.high_watermark
         leo = self.log_end_offset()
-        return leo if hw is None else min(hw, leo)
+        if hw is None:
+            return leo
+        # below the log start (at least the first segment's base, known without log-start-offset-checkpoint)
+        if hw < (self.pdir.log_start_offset or 0):
+            return min(self.log_start_offset, leo)
+        return min(hw, leo)
 
     def last_fetchable_offset(self) -> int:
         """High watermark (read_uncommitted) or last stable offset (read_committed)."""

@@ -757,6 +757,14 @@ class _Partition:
         passed it."""
         return self._open_after.get(i)
 
+    @property
+    def cleaner_offset(self) -> int | None:
+        """The partition's ``cleaner-offset-checkpoint`` entry (offsets missing below it were compacted away), or
+        None when it lies past the log end: LogCleanerManager.cleanableOffsets takes such an entry as invalid (data
+        corruption or truncation) and cleans from the log start, so it explains no missing offset."""
+        cleaner = self.pdir.cleaner_offset
+        return None if cleaner is not None and cleaner > self.log_end_offset() else cleaner
+
     def log_end_offset(self) -> int:
         """The partition's log end offset. When the active segment cannot be walked to its end (corrupt framing,
         e.g. an append a crash tore, or a batch whose base offset, which no CRC covers, goes back), it is the end
@@ -1081,6 +1089,11 @@ def _bounds(part: _Partition, preport: PartitionReport | None) -> _Bounds:
         if preport is not None:
             preport.notes.append(f"{part.name}: high watermark {hw} is above the log end offset {leo} of "
                                  f"{pdir.path}; reading up to {leo}")
+    elif hw < log_start:  # UnifiedLog.updateHighWatermark raises it to the log start
+        upper, source = min(log_start, leo), f"log start offset (high watermark {hw} is below it)"
+        if preport is not None:
+            preport.notes.append(f"{part.name}: high watermark {hw} is below the log start offset {log_start}, "
+                                 "which a broker takes instead")
     else:
         upper, source = hw, "high watermark"
     lso = None
@@ -1168,7 +1181,7 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
             next_base = part.next_base(i)
             if next_base is not None:
                 seg_end = part.segment_end_offset(i)
-                cleaner = part.pdir.cleaner_offset
+                cleaner = part.cleaner_offset
                 compacted = cleaner is not None and start < cleaner
                 if seg_end <= start < next_base and not compacted:
                     # as a fetch there returns the next batch, and Spark's source reads past offsets at or above
@@ -1356,7 +1369,7 @@ def _piece_of_segment(part: _Partition, i: int, lo: int, hi: int, ts_lo: int | N
     if next_base is not None and next_base <= lo:
         return None
     if seg.log_size == 0:
-        cleaner = part.pdir.cleaner_offset
+        cleaner = part.cleaner_offset
         if next_base is not None and part.report is not None and (cleaner is None or max(lo, seg.base_offset)
                                                                     >= cleaner):
             # no slice reads it, so no read lists its offsets as missing (scan._check_segment_end): say it here
@@ -1633,7 +1646,7 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
         end_offset=piece.end_offset, aborted=aborted, segment_size=seg.log_size, segment_index=piece.segment,
         partition_path=part.pdir.path, log_dir=part.pdir.log_dir, filesystem=part.fs,
         next_base_offset=part.next_base(piece.segment), recovery_point=part.pdir.recovery_point,
-        file_identity=identity, cleaner_offset=part.pdir.cleaner_offset, missing_before=missing_before,
+        file_identity=identity, cleaner_offset=part.cleaner_offset, missing_before=missing_before,
         index_path=index_path, index_window=index_window,
         slice_offsets=own_offsets, listed_at_ns=listed_at_ns, topic_id=topic_id,
         partition_identity=partition_identity, rolled=seg.tiered is not None,
@@ -1723,7 +1736,7 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
         if first >= last:
             return [], [r for r in lost if r[0] < r[1]]
         pieces = list(_pieces_for_range(part, first, last, None, set()))
-        cleaned = pdir.cleaner_offset is not None and last <= pdir.cleaner_offset
+        cleaned = part.cleaner_offset is not None and last <= part.cleaner_offset
         if not pieces and not cleaned:
             # None of them is there, above the cleaner checkpoint (below it, compaction may have removed them all,
             # or a whole segment's). Unless a file that holds some now changed since planning, or holds some of

@@ -172,13 +172,17 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
             desc.last_stable_offset = last_stable_offset(pdir, log_end=desc.log_end_offset)
         elif desc.log_end_offset is not None:  # no transaction can be open: the bound itself (UnifiedLog)
             hw = pdir.high_watermark
-            desc.last_stable_offset = desc.log_end_offset if hw is None else min(hw, desc.log_end_offset)
+            desc.last_stable_offset = desc.log_end_offset if hw is None else min(
+                max(hw, desc.log_start_offset if desc.log_start_offset is not None else hw), desc.log_end_offset)
     except KafkaSegError as err:
         desc.notes.append(f"log end offset: {err}")
-    hw, leo = pdir.high_watermark, desc.log_end_offset
+    hw, leo, start = pdir.high_watermark, desc.log_end_offset, desc.log_start_offset
     if hw is not None and leo is not None and hw > leo:
         desc.notes.append(f"high watermark {hw} is above the log end offset {leo} (an incomplete copy, or a log "
                           f"cut short): reads and 'latest' stop at {leo}")
+    elif hw is not None and start is not None and hw < start:  # UnifiedLog.updateHighWatermark
+        desc.notes.append(f"high watermark {hw} is below the log start offset {start}, which a broker takes "
+                          f"instead: reads and 'latest' stop at {start}")
     return desc
 
 

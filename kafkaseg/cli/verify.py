@@ -550,6 +550,8 @@ def _check_files(pdir: PartitionDir, report: VerifyReport) -> None:
             report.add(INFO, entry.path, None, "unknown file in a partition folder")
     unreadable = {f"log dir: unreadable {name}: {why}" for name, why in pdir.unreadable_checkpoints}
     for note in pdir.notes:
+        if note.startswith(_UNREADABLE_META):  # reported once, as a problem of the log dir
+            continue
         side = next((name for name in _SIDE_FILES if note.startswith(f"unreadable {name}: ")), None)
         if side is not None and pdir.tiered is None:
             # a broker reading a malformed one (CheckpointFileWithFailureHandler, PartitionMetadataFile) takes the
@@ -567,6 +569,9 @@ _CHECKPOINT_SEVERITY = {"replication-offset-checkpoint": ERROR, "log-start-offse
                         "recovery-point-offset-checkpoint": WARNING, "cleaner-offset-checkpoint": WARNING}
 
 
+_UNREADABLE_META = "log dir: unreadable meta.properties: "
+
+
 def _check_log_dir_checkpoints(pdir: PartitionDir, report: VerifyReport) -> None:
     """The log dir's corrupt or unreadable offset checkpoints (``PartitionDir.unreadable_checkpoints``), once per
     log dir: the file, the byte where the bad line starts when known, and why."""
@@ -575,6 +580,12 @@ def _check_log_dir_checkpoints(pdir: PartitionDir, report: VerifyReport) -> None
     if pdir.log_dir is None or pdir.log_dir in report.checked_log_dirs:
         return
     report.checked_log_dirs.add(pdir.log_dir)
+    for note in pdir.notes:
+        if note.startswith(_UNREADABLE_META):
+            # MetaPropertiesEnsemble.Loader: a broker takes a log dir whose meta.properties it cannot read offline
+            report.add(ERROR, _fs.join(pdir.log_dir, "meta.properties"), None,
+                       f"{note[len(_UNREADABLE_META):]} (a broker takes the log dir offline on it; kafkaseg reads on "
+                       "without it)")
     for name, why in pdir.unreadable_checkpoints:
         path = _fs.join(pdir.log_dir, name)
         position, detail, what = None, why, "corrupt or unreadable"
@@ -612,7 +623,7 @@ def _check_checkpoints(pdir: PartitionDir, summary: PartitionSummary, report: Ve
     if pdir.high_watermark is not None and lso_ is not None and pdir.high_watermark < lso_:
         report.add(WARNING, os.path.join(where, "replication-offset-checkpoint"), None,
                    f"{pdir.name}: high watermark {pdir.high_watermark} is below the log start offset "
-                   f"{lso_}")
+                   f"{lso_} (a broker takes the log start instead)")
     if pdir.checkpoint_log_start_offset is not None and pdir.checkpoint_log_start_offset > leo:
         report.add(ERROR, os.path.join(where, "log-start-offset-checkpoint"), None,
                    f"{pdir.name}: log start offset {pdir.checkpoint_log_start_offset} is above the log "
@@ -648,6 +659,7 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
                                log_start_offset=pdir.log_start_offset)
     report.partitions.append(summary)
     last_offset = -1
+    gaps: list[tuple[str, int, int]] = []  # (segment, first, last offset missing before it), judged at the end
     for i, seg in enumerate(pdir.segments):
         seg_summary = SegmentSummary(seg.log_path, seg.base_offset, seg.log_size)
         summary.segments.append(seg_summary)
@@ -677,16 +689,7 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
                 report.add(ERROR, seg.log_path, None, f"last offset {seg_summary.last_offset} reaches the next "
                            f"segment's base offset {next_base}")
         if seg_summary.first_offset is not None and last_offset >= 0 and seg_summary.first_offset > last_offset + 1:
-            missing = f"offsets {last_offset + 1}..{seg_summary.first_offset - 1} are missing before this segment"
-            if pdir.cleaner_offset is not None and last_offset + 1 < pdir.cleaner_offset:
-                report.add(INFO, seg.log_path, 0, f"{missing} (removed by compaction: below the cleaner checkpoint "
-                           f"{pdir.cleaner_offset})")
-            else:
-                # the same rule as a read's failOnDataLoss: only the cleaner removes offsets from inside a log
-                report.add(WARNING, seg.log_path, 0, f"{missing}, above the cleaner checkpoint "
-                           f"({pdir.cleaner_offset if pdir.cleaner_offset is not None else 'none'}): a segment file "
-                           "missing from this copy, lost records, or compaction the checkpoint does not record yet "
-                           "(a follower of a compacted topic, a cleaning in progress)")
+            gaps.append((seg.log_path, last_offset + 1, seg_summary.first_offset - 1))
         last_offset = last_offset_after
         if seg_summary.compaction_gaps:
             report.add(INFO, seg.log_path, None, f"{seg_summary.compaction_gaps} non-consecutive offset gaps (records "
@@ -719,6 +722,7 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
             report.add(INFO, active.path, active.first_bad_position,
                        f"{pdir.name}: log end offset taken as {summary.log_end_offset}, where recovery would "
                        "truncate the active segment (its first batch that fails its CRC)")
+    _check_gaps(pdir, gaps, summary.log_end_offset, report)
     _check_log_dir_checkpoints(pdir, report)
     _check_checkpoints(partial.whole if partial is not None else pdir, summary, report)
     for path in pdir.kraft_snapshot_paths:
@@ -728,6 +732,29 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
             _unreadable(report, path, err)
     _check_files(pdir, report)
     report.flush_omitted()
+
+
+def _check_gaps(pdir: PartitionDir, gaps: list[tuple[str, int, int]], log_end: int | None,
+                report: VerifyReport) -> None:
+    """Offsets missing between segments: compaction's below the cleaner checkpoint (info), else a warning, the
+    rule a read's failOnDataLoss follows, since only the cleaner removes offsets from inside a log. A checkpoint
+    past the log end explains none: LogCleanerManager.cleanableOffsets takes it as invalid (corruption or
+    truncation) and cleans from the log start."""
+    cleaner = pdir.cleaner_offset
+    if cleaner is not None and log_end is not None and cleaner > log_end:
+        report.add(WARNING, os.path.join(pdir.log_dir or pdir.path, "cleaner-offset-checkpoint"), None,
+                   f"{pdir.name}: cleaner offset {cleaner} is above the log end offset {log_end} (a broker's cleaner "
+                   "takes it as invalid and starts again from the log start): it explains no missing offset")
+        cleaner = None
+    for path, first, last in gaps:
+        missing = f"offsets {first}..{last} are missing before this segment"
+        if cleaner is not None and first < cleaner:
+            report.add(INFO, path, 0, f"{missing} (removed by compaction: below the cleaner checkpoint {cleaner})")
+        else:
+            report.add(WARNING, path, 0, f"{missing}, above the cleaner checkpoint "
+                       f"({cleaner if cleaner is not None else 'none'}): a segment file missing from this copy, lost "
+                       "records, or compaction the checkpoint does not record yet (a follower of a compacted topic, "
+                       "a cleaning in progress)")
 
 
 def _gone(path: str, pdir: PartitionDir) -> bool:

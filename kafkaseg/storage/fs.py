@@ -380,8 +380,11 @@ def _list_local(path: str) -> tuple[list[FileEntry], list[str]]:
             entries.append(FileEntry(full, name, False, 0, None, False))
             continue
         is_dir = stat_module.S_ISDIR(info.st_mode)
+        # a FIFO, socket or device is listed unreadable: its size (0) says nothing of what it holds, and a read
+        # of it may block or never end
+        readable = is_dir or stat_module.S_ISREG(info.st_mode)
         entries.append(FileEntry(full, name, is_dir, 0 if is_dir else info.st_size, info.st_mtime_ns // 1_000_000,
-                                 True, None if is_dir else (info.st_dev, info.st_ino)))
+                                 readable, None if is_dir else (info.st_dev, info.st_ino)))
     return sorted(entries, key=lambda e: e.name), gone
 
 

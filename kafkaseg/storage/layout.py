@@ -305,9 +305,23 @@ def _swap_next_offset(log_path: str, base: int, index_path: str | None, filesyst
         return end
 
 
+def _files(entries: Sequence[_fs.FileEntry]) -> dict[str, _fs.FileEntry]:
+    """Name -> entry of the files in a listing: every entry that is no folder (a FIFO, socket or device is listed
+    unreadable by :func:`~kafkaseg.storage.fs.list_dir`), and a folder named as a file a broker writes there (a
+    segment's, a snapshot's, a checkpoint's), as unreadable: what it stands in for is then reported as unreadable
+    (a segment refused, a checkpoint broken), never silently absent, which would drop records or widen a read."""
+    files = {}
+    for entry in entries:
+        if not entry.is_dir:
+            files[entry.name] = entry
+        elif entry.name in _BROKER_FILE_NAMES or _SEGMENT_NAME.match(entry.name) or _SNAPSHOT_NAME.match(entry.name):
+            files[entry.name] = entry._replace(is_dir=False, readable=False)
+    return files
+
+
 def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: list[str]
                            ) -> tuple[list[SegmentFiles], list[str]]:
-    by_name = {e.name: e for e in entries if not e.is_dir}
+    by_name = _files(entries)
     cleaned_bases = [int(m.group(1)) for n in by_name if n.endswith(".cleaned") and (m := _OFFSET_PREFIX.match(n))]
     min_cleaned = min(cleaned_bases) if cleaned_bases else None
     for n in sorted(by_name):
@@ -326,7 +340,8 @@ def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: 
                               "64-bit long")
         if not entry.readable:
             if kind == "log":  # records would silently go missing: refuse
-                raise LayoutError(f"cannot read segment {entry.path}: broken link or unreadable entry")
+                raise LayoutError(f"cannot read segment {entry.path}: not a readable file (a broken link, a "
+                                  "folder, a FIFO, socket or device, or no permission to stat it)")
             notes.append(f"ignored unreadable {n} (broken link?)")
             continue
         if swap:
@@ -434,7 +449,7 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
                 raise LayoutError(f"{gone.args[0]} was listed but gone when read, {REDISCOVERIES + 1} listings in a "
                                   f"row: the folder {path} keeps changing") from gone.__cause__
             entries = None  # list again: the folder as it is now
-    names = {e.name: e for e in entries if not e.is_dir}
+    names = _files(entries)
     epochs = ()
     if ckpt.LEADER_EPOCH_CHECKPOINT in names:
         epochs = _safe(ckpt.read_leader_epoch_checkpoint, names[ckpt.LEADER_EPOCH_CHECKPOINT].path, filesystem,
@@ -576,6 +591,9 @@ _CHECKPOINT_FILES = {
     ckpt.LOG_START_OFFSET_CHECKPOINT: "log_start_offsets",
     ckpt.CLEANER_OFFSET_CHECKPOINT: "cleaner_offsets",
 }
+#: the names of the files a broker writes in a log dir or a partition folder, besides segments and snapshots
+_BROKER_FILE_NAMES = frozenset(_CHECKPOINT_FILES) | {ckpt.META_PROPERTIES, ckpt.LEADER_EPOCH_CHECKPOINT,
+                                                     ckpt.PARTITION_METADATA}
 
 
 def _read_log_dir_metadata(path: str, filesystem, entries: Sequence[_fs.FileEntry] | None = None,
@@ -587,7 +605,7 @@ def _read_log_dir_metadata(path: str, filesystem, entries: Sequence[_fs.FileEntr
             entries = _fs.list_dir(path, filesystem)
     except LayoutError:
         return None
-    names = {e.name: e for e in entries if not e.is_dir}
+    names = _files(entries)
     if ckpt.META_PROPERTIES not in names and not any(n in names for n in _CHECKPOINT_FILES):
         return None
     skipped: list = []
@@ -632,6 +650,9 @@ def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None,
     skipped = [("(log dir)", note) for note in base.skipped]
     for entry in entries:
         if not entry.is_dir:
+            if not entry.readable and parse_topic_partition(entry.name) is not None:
+                # a link to nothing (or a loop) named as a partition folder: said, not silently passed over
+                skipped.append((entry.name, "named as a partition folder but cannot be read (a broken link?)"))
             continue
         if entry.name.endswith(_SKIPPED_DIR_SUFFIXES):
             skipped.append((entry.name, f"{entry.name.rsplit('-', 1)[1]} folder (not a live partition)"))
@@ -1382,7 +1403,8 @@ def last_stable_offset(partition_dir: PartitionDir, *,
     if end is None or not partition_dir.segments:
         return None
     bound = partition_dir.high_watermark if partition_dir.high_watermark is not None else end
-    bound = min(bound, end)
+    # UnifiedLog.updateHighWatermark keeps it inside [log start, log end]
+    bound = min(max(bound, partition_dir.log_start_offset), end)
     open_txns: dict[int, int] = {}
     opened_by: dict[int, tuple[str, object]] = {}  # producer -> (log path, header) of the batch that opened it
     unreplicated: dict[int, int] = {}  # completed, but the marker is at/after the high watermark

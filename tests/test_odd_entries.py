@@ -1,0 +1,148 @@
+"""Entries a copied data dir can hold that no broker writes: a FIFO, socket, device or folder under a segment's or a
+checkpoint's name, checkpoints out of range. Each is refused or reported, never silently dropping or adding rows."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+
+import pytest
+
+import kafkaseg
+from kafkaseg.cli.main import main
+from kafkaseg.errors import KafkaSegError, LayoutError
+from kafkaseg.testing import TopicSpec, write_data_dir
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    root = tmp_path / "data"
+    write_data_dir(root, [TopicSpec("orders", records_per_partition=600, records_per_batch=20,
+                                    segment_bytes=8 * 1024)])
+    return root
+
+
+def _segments(root):
+    return sorted((root / "orders-0").glob("*.log"))
+
+
+def _middle(root):
+    logs = _segments(root)
+    assert len(logs) >= 4
+    return logs[len(logs) // 2]
+
+
+def _fifo(path):
+    path.unlink()
+    os.mkfifo(path)
+
+
+def _socket(path):
+    path.unlink()
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    return server
+
+
+def _device(path):
+    path.unlink()
+    path.symlink_to("/dev/zero")
+
+
+def _folder(path):
+    path.unlink()
+    path.mkdir()
+
+
+@pytest.mark.parametrize("plant", [_fifo, _socket, _device, _folder])
+@pytest.mark.parametrize("which", ["first", "middle"])
+def test_a_segment_that_is_no_file_is_refused_not_read_as_empty(data_dir, capsys, plant, which):
+    # a FIFO, socket or device has size 0 and a folder is left out of a file listing: either way the segment's
+    # records went missing with a note at most (a read of the FIFO itself would block)
+    log = _segments(data_dir)[0] if which == "first" else _middle(data_dir)
+    kept = plant(log)
+    try:
+        with pytest.raises(LayoutError, match=f"cannot read segment {log}: not a readable file"):
+            kafkaseg.read_arrow(str(data_dir))
+        assert main(["consume", "--data-dir", str(data_dir), "--topic", "orders", "--from-beginning"]) == 2
+        assert "not a readable file" in capsys.readouterr().err
+        assert main(["verify", str(data_dir)]) != 0
+    finally:
+        if kept is not None:
+            kept.close()
+
+
+@pytest.mark.parametrize("name, what", [("replication-offset-checkpoint", "high watermark"),
+                                        ("log-start-offset-checkpoint", "log start offset")])
+def test_a_folder_under_a_checkpoint_name_is_a_broken_checkpoint_not_a_missing_one(data_dir, capsys, name, what):
+    # a missing checkpoint widens the read to the log's ends; a folder there is one a broker cannot read
+    (data_dir / name).unlink()
+    (data_dir / name).mkdir()
+    with pytest.raises(KafkaSegError, match=f"{name} of .* is unreadable"):
+        kafkaseg.read_arrow(str(data_dir))
+    assert main(["verify", "--json", str(data_dir)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert any(p["severity"] == "error" and p["file"] == str(data_dir / name) for p in report["problems"])
+
+
+@pytest.mark.parametrize("name", ["leader-epoch-checkpoint", "partition.metadata"])
+def test_a_folder_under_a_partition_file_name_is_an_error_in_verify(data_dir, capsys, name):
+    path = data_dir / "orders-0" / name
+    path.unlink()
+    path.mkdir()
+    assert main(["verify", "--json", str(data_dir)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert any(p["severity"] == "error" and p["file"] == str(path) for p in report["problems"]), report["problems"]
+
+
+def test_a_high_watermark_below_the_log_start_is_the_log_start(data_dir, capsys):
+    # UnifiedLog.updateHighWatermark raises it to the log start: nothing is fetchable, and latest is the log start
+    (data_dir / "replication-offset-checkpoint").write_text("0\n1\norders 0 -5\n")
+    assert kafkaseg.read_arrow(str(data_dir)).num_rows == 0
+    assert main(["offsets", "--data-dir", str(data_dir)]) == 0
+    assert capsys.readouterr().out == "orders:0:0\n"
+    scan = kafkaseg.open_scan(str(data_dir))
+    (partition,) = scan.plan.report.partitions
+    assert any("high watermark -5 is below the log start offset 0" in note for note in partition.notes)
+    assert main(["describe", "--json", str(data_dir)]) == 0
+    (described,) = json.loads(capsys.readouterr().out)["partitions"]
+    assert described["lastStableOffset"] == 0
+    assert any("below the log start offset 0" in note for note in described["notes"])
+
+
+def test_a_cleaner_checkpoint_past_the_log_end_explains_no_missing_segment(data_dir, capsys):
+    # LogCleanerManager.cleanableOffsets takes such an entry as invalid: a lost segment stays a reported loss
+    lost = _middle(data_dir)
+    base = int(lost.name[:-4])
+    for path in (data_dir / "orders-0").glob(f"{base:020d}.*"):
+        path.unlink()
+    (data_dir / "cleaner-offset-checkpoint").write_text(f"0\n1\norders 0 {2**63 - 1}\n")
+    scan = kafkaseg.open_scan(str(data_dir))
+    scan.to_table()
+    assert [start for _, start, _ in scan.metrics.missing_offsets] == [base]
+    assert main(["verify", "--json", str(data_dir)]) == 0
+    problems = json.loads(capsys.readouterr().out)["problems"]
+    assert any(p["severity"] == "warning" and "cleaner offset 9223372036854775807 is above the log end offset" in
+               p["message"] for p in problems)
+    assert any(p["severity"] == "warning" and f"offsets {base}.." in p["message"] for p in problems), problems
+
+
+def test_an_unreadable_meta_properties_is_one_error_of_the_log_dir(data_dir, capsys):
+    # MetaPropertiesEnsemble: a broker takes the log dir offline on it
+    (data_dir / "meta.properties").write_bytes(b"\xfd\x01binary")
+    assert main(["verify", "--json", str(data_dir)]) == 1
+    problems = json.loads(capsys.readouterr().out)["problems"]
+    meta = [p for p in problems if "meta.properties" in p["message"]]
+    assert [(p["severity"], p["file"]) for p in meta] == [("error", str(data_dir / "meta.properties"))]
+
+
+def test_a_broken_link_named_as_a_partition_folder_is_reported_skipped(data_dir, capsys):
+    (data_dir / "orders-5").symlink_to(data_dir / "nowhere")
+    scan = kafkaseg.open_scan(str(data_dir))
+    assert scan.to_table().num_rows == 600
+    assert [reason for path, reason in scan.plan.report.skipped_folders if path.endswith("orders-5")] == [
+        "named as a partition folder but cannot be read (a broken link?)"]
+    assert main(["verify", "--json", str(data_dir)]) == 0
+    problems = json.loads(capsys.readouterr().out)["problems"]
+    assert any(p["file"] == str(data_dir / "orders-5") and "cannot be read" in p["message"] for p in problems)
