@@ -589,6 +589,10 @@ def gather_facts(paths: Sequence[str], options: Mapping[str, str], config: Compa
         high_watermark = p.high_watermark if p.high_watermark is not None else upper
         if p.log_end_offset is not None:
             high_watermark = min(high_watermark, p.log_end_offset)
+        # LogCleanerManager.cleanableOffsets takes a checkpoint past the log end as invalid (planning does too)
+        cleaner = pdir.cleaner_offset if pdir is not None else None
+        if cleaner is not None and p.log_end_offset is not None and cleaner > p.log_end_offset:
+            cleaner = None
         segments: tuple[tuple[int, int], ...] = ()
         active = None
         if pdir is not None and pdir.segments:
@@ -599,7 +603,7 @@ def gather_facts(paths: Sequence[str], options: Mapping[str, str], config: Compa
                                      for i, s in enumerate(pdir.segments[:-1]))
         out.append(PartitionFacts(
             p.topic, p.partition, log_start, max(high_watermark, log_start), max(upper, log_start), active, segments,
-            pdir.cleaner_offset if pdir is not None else None, pdir.topic_id if pdir is not None else None,
+            cleaner, pdir.topic_id if pdir is not None else None,
             pdir.log_dir_meta.cluster_id if pdir is not None and pdir.log_dir_meta is not None else None,
             tuple((e.epoch, e.start_offset) for e in pdir.leader_epochs) if pdir is not None else (),
             # (epoch, end) of the last batch below an offset, None for a legacy batch, one without an epoch, or none

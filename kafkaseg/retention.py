@@ -176,9 +176,11 @@ def gather_facts(pdir: PartitionDir, *, compaction: bool = False) -> PartitionFa
             notes.append(f"no checkpointed high watermark: the log end offset {leo} stands in for it")
         elif pdir.high_watermark > leo:
             notes.append(f"checkpointed high watermark {pdir.high_watermark} is above the log end offset {leo}")
-        if hw < log_start:  # UnifiedLog.updateHighWatermark: bounded below by the log start offset
-            notes.append(f"checkpointed high watermark {hw} is below the log start offset {log_start}, which the "
-                         "broker takes instead")
+        checkpointed = pdir.high_watermark
+        if checkpointed is not None and min(checkpointed, leo) < log_start:
+            # UnifiedLog.updateHighWatermark: bounded below by the log start offset (the lookup's clamps it too)
+            notes.append(f"checkpointed high watermark {checkpointed} is below the log start offset {log_start}, "
+                         "which the broker takes instead")
             hw = log_start
         segments = []
         last = len(pdir.segments) - 1

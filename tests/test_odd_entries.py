@@ -146,3 +146,40 @@ def test_a_broken_link_named_as_a_partition_folder_is_reported_skipped(data_dir,
     assert main(["verify", "--json", str(data_dir)]) == 0
     problems = json.loads(capsys.readouterr().out)["problems"]
     assert any(p["file"] == str(data_dir / "orders-5") and "cannot be read" in p["message"] for p in problems)
+
+
+def test_log_dirs_describes_a_log_dir_with_a_segment_that_is_no_file(data_dir, capsys):
+    # a broker's LogLoader passes over entries that are not files: the log dir is not offline, and the partition's
+    # size is its .log files
+    logs = _segments(data_dir)
+    middle = _middle(data_dir)
+    size = sum(p.stat().st_size for p in logs if p != middle)
+    _folder(middle)
+    assert main(["log-dirs", "--describe", "--json", str(data_dir)]) == 0
+    out, err = capsys.readouterr()
+    (broker,) = json.loads(out.splitlines()[-1])["brokers"]
+    (log_dir,) = broker["logDirs"]
+    assert log_dir["error"] is None
+    (replica,) = log_dir["partitions"]
+    assert (replica["partition"], replica["size"], replica["segments"]) == ("orders-0", size, len(logs) - 1)
+    assert f"cannot read segment {middle}" in err
+
+
+def test_checkpoints_out_of_range_in_retention_offsets_and_compaction(data_dir, capsys):
+    from kafkaseg.compaction import CompactionConfig, compaction_read_options, gather_facts
+
+    (data_dir / "replication-offset-checkpoint").write_text("0\n1\norders 0 -5\n")
+    assert main(["offsets", "--data-dir", str(data_dir), "-v"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "orders:0:0\n" and "high watermark -5 is below the log start offset: the log start 0" in err
+    assert main(["retention", "--json", str(data_dir)]) == 0
+    (facts,) = json.loads(capsys.readouterr().out)["partitions"]
+    assert "checkpointed high watermark -5 is below the log start offset 0" in facts["notes"]
+    # the cleaner's checkpoint past the log end is none to a compaction run too (it would report a loss)
+    (data_dir / "replication-offset-checkpoint").write_text("0\n1\norders 0 600\n")
+    (data_dir / "cleaner-offset-checkpoint").write_text("0\n1\norders 0 5000\n")
+    (fact,), _ = gather_facts([str(data_dir)], compaction_read_options({}), CompactionConfig())
+    assert fact.cleaner_offset is None
+    (data_dir / "cleaner-offset-checkpoint").write_text("0\n1\norders 0 300\n")
+    (fact,), _ = gather_facts([str(data_dir)], compaction_read_options({}), CompactionConfig())
+    assert fact.cleaner_offset == 300

@@ -43,6 +43,7 @@ Without ``--json``: a table per log dir and one per topic (totals across the dir
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -165,11 +166,15 @@ def _describe_one(path: str, filesystem, wanted: set | None) -> LogDirUsage:
         raise LayoutError(f"{path}: no such directory (a log dir that is not there, or a disk not mounted)")
     if not entry.is_dir:
         raise LayoutError(f"{path}: not a log dir (a file; give the log dirs, as log.dirs lists them)")
-    log_dir = read_log_dir(path, filesystem, select=lambda t, p: _wanted(f"{t}-{p}", (t, p), wanted))
+    unreadable: list = []  # partition folders with a segment that is no readable file
+    log_dir = read_log_dir(path, filesystem, select=lambda t, p: _wanted(f"{t}-{p}", (t, p), wanted),
+                           unreadable=unreadable)
     # one listing, read_log_dir's: a folder renamed meanwhile (a move finishing) is then seen once, as it was
     folders = [(pdir.path, _fs.basename(pdir.path)) for pdir in log_dir.partitions]
     folders += [(_fs.join(path, name), name) for name, _ in log_dir.skipped if name != "(log dir)"]
     folders += [(folder, _fs.basename(folder)) for _, _, folder in log_dir.unselected]
+    folders += [(folder, _fs.basename(folder)) for folder, _, _ in unreadable]
+    partly = {folder: (parsed, err) for folder, parsed, err in unreadable}
     files = [e for e in _fs.list_dir(path, filesystem) if not e.is_dir]
     known = log_dir.meta is not None or log_dir.high_watermarks or log_dir.recovery_points \
         or log_dir.log_start_offsets or log_dir.unreadable_checkpoints
@@ -206,6 +211,15 @@ def _describe_one(path: str, filesystem, wanted: set | None) -> LogDirUsage:
         if folder in read:
             usage.replicas.append(_replica(read[folder], on_disk))
             usage.pending_deletion_bytes += deleted
+        elif folder in partly:
+            # a broker's LogLoader passes over entries that are not files (File.isFile): the log is its .log files
+            logs = [e for e in _fs.list_dir(folder, filesystem) if not e.is_dir and e.readable and _LOG.match(e.name)]
+            usage.replicas.append(ReplicaUsage(topic=parsed[0], partition=parsed[1], path=folder,
+                                               size=sum(e.size for e in logs), disk_bytes=on_disk,
+                                               segments=len(logs)))
+            usage.pending_deletion_bytes += deleted
+            usage.why.append(f"{folder}: {partly[folder][1]} (a broker passes over it; its size counts the "
+                             ".log files that are files)")
         elif name.endswith("-future"):
             if parsed is None:
                 usage.why.append(f"{folder}: a -future folder whose name does not say its partition: left out")
@@ -226,6 +240,9 @@ def _describe_one(path: str, filesystem, wanted: set | None) -> LogDirUsage:
             usage.stray_bytes += on_disk
     usage.replicas.sort(key=lambda r: (r.topic, r.partition, r.is_future))
     return usage
+
+
+_LOG = re.compile(r"^\d+\.log$")
 
 
 def _replica(pdir: PartitionDir, disk_bytes: int, is_future: bool = False) -> ReplicaUsage:
@@ -284,6 +301,9 @@ def _future_lags(usages: list[LogDirUsage]) -> None:
             usage.why.append(f"{future.name} (-future): {why}, offsetLag -1")
             continue
         replica = found[1]
+        if replica.partition_dir is None or future.partition_dir is None:
+            usage.why.append(f"{future.name}: a replica could not be read, offsetLag -1")
+            continue
         try:
             if future.log_end_offset is None:
                 future.log_end_offset = partition_log_end_offset(future.partition_dir)

@@ -463,6 +463,9 @@ def _high_watermark_note(lookup) -> str | None:
     leo = lookup.log_end_offset()
     if hw > leo:
         return f"high watermark {hw} is above the log end offset {leo} (an incomplete copy?): {leo} stands in for it"
+    fetchable = lookup.high_watermark()
+    if fetchable > hw:  # UnifiedLog.updateHighWatermark
+        return f"high watermark {hw} is below the log start offset: the log start {fetchable} stands in for it"
     return None
 
 

@@ -320,9 +320,11 @@ class FileEntry(NamedTuple):
 
 def _entry(info: pafs.FileInfo) -> FileEntry:
     mtime = info.mtime_ns
+    # pyarrow's Unknown is what is neither a file nor a folder (a FIFO, socket or device on a local or mounted
+    # store): unreadable, as _list_local lists it
     return FileEntry(info.path, info.base_name, info.type == pafs.FileType.Directory,
                      info.size if info.size is not None else 0,
-                     None if mtime is None else mtime // 1_000_000)
+                     None if mtime is None else mtime // 1_000_000, info.type != pafs.FileType.Unknown)
 
 
 def list_dir(path: str, filesystem: pafs.FileSystem | None = None) -> list[FileEntry]:

@@ -634,13 +634,16 @@ def _read_log_dir_metadata(path: str, filesystem, entries: Sequence[_fs.FileEntr
 
 
 def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None,
-                 select: Callable[[str, int], bool] | None = None) -> LogDir:
+                 select: Callable[[str, int], bool] | None = None,
+                 unreadable: list[tuple[str, tuple[str, int], LayoutError]] | None = None) -> LogDir:
     """A log dir with its partitions (sorted by topic, partition). Child folders that are not live partitions
     are listed in ``skipped`` as ``(name, reason)``, and so is a partition folder gone when it is listed (a topic
     deleted meanwhile), which is then left out as one that is not there; corrupt checkpoint files are noted, not
     raised. ``select``
     (topic, partition) chooses the partition folders to read: the others are only named (``unselected``), which
-    on an object store saves a listing and two reads per folder."""
+    on an object store saves a listing and two reads per folder. With ``unreadable`` (a list), a partition folder
+    that cannot be read (a segment that is no readable file) is appended to it as ``(path, (topic, partition),
+    error)`` and left out, instead of raising."""
     if filesystem is None:
         filesystem, path = _fs.open_filesystem(path)
     entries = _fs.settled_list_dir(path, filesystem)  # (a partition folder renamed meanwhile is not missed)
@@ -670,9 +673,11 @@ def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None,
         try:
             return read_partition_dir(folder[0], filesystem, log_dir=base, topic=folder[1][0],
                                       partition=folder[1][1])
-        except LayoutError:
+        except LayoutError as err:
             if _fs.exists(folder[0], filesystem) or not _renamed_away(path, _fs.basename(folder[0]), filesystem):
-                raise
+                if unreadable is None or not _fs.exists(folder[0], filesystem):
+                    raise
+                return err
             return None  # gone since the log dir was listed: a topic being deleted (renamed <name>.<id>-delete)
 
     partitions = []
@@ -680,6 +685,8 @@ def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None,
         if partition_dir is None:
             skipped.append((_fs.basename(folder[0]), "gone while the log dir was read (a topic being deleted: the "
                                                      "broker renames its folders <name>.<id>-delete)"))
+        elif isinstance(partition_dir, LayoutError):
+            unreadable.append((folder[0], folder[1], partition_dir))
         else:
             partitions.append(partition_dir)
     partitions.sort(key=lambda p: (p.topic, p.partition))
