@@ -183,3 +183,34 @@ def test_checkpoints_out_of_range_in_retention_offsets_and_compaction(data_dir, 
     (data_dir / "cleaner-offset-checkpoint").write_text("0\n1\norders 0 300\n")
     (fact,), _ = gather_facts([str(data_dir)], compaction_read_options({}), CompactionConfig())
     assert fact.cleaner_offset == 300
+
+
+@pytest.mark.parametrize("which", ["last", "rolled"])
+def test_a_base_offset_whose_last_offset_overflows_64_bits_is_corruption(tmp_path, capsys, which):
+    # baseOffset is outside the CRC: 2^63-1 there with lastOffsetDelta 1 wraps in Java; it crashed planning with
+    # an OverflowError and made `offsets` print 2^63+1
+    import struct
+
+    from kafkaseg.errors import CorruptBatchError
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+
+    folder = tmp_path / "t-0"
+    writer = PartitionWriter(folder, segment_bytes=1)  # a segment per batch
+    for base in range(0, 6, 2):
+        writer.append(build_batch_v2([Record(base, 1_700_000_000_000 + base, b"k", b"v"),
+                                      Record(base + 1, 1_700_000_000_001 + base, b"k", b"v")]))
+    writer.close()
+    logs = sorted(folder.glob("*.log"))
+    assert len(logs) == 3
+    bad = logs[-1] if which == "last" else logs[1]
+    data = bytearray(bad.read_bytes())
+    data[0:8] = struct.pack(">q", 2**63 - 1)
+    bad.write_bytes(bytes(data))
+    with pytest.raises(CorruptBatchError, match=f"{bad} @ byte 0: .*"):
+        kafkaseg.read_arrow(str(folder))
+    kept = kafkaseg.read_arrow(str(folder), onCorruption="skip").column("offset").to_pylist()
+    assert kept == [o for o in range(6) if o not in ((4, 5) if which == "last" else (2, 3))]
+    if which == "last":
+        assert main(["offsets", "--data-dir", str(tmp_path)]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and "leaves no next offset in a 64-bit long" in err

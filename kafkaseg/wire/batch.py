@@ -210,6 +210,10 @@ def read_header(buf, position: int = 0, *, max_batch_size: int | None = None,
         if last_delta < 0:  # lastOffset = baseOffset + lastOffsetDelta is never below baseOffset
             raise CorruptBatchError(f"negative lastOffsetDelta {last_delta} (batch at offset {base_offset})",
                                     position=position)
+        if base_offset + last_delta >= _INT64_MAX:  # Java's sum wraps; the log end offset (one past) must fit too
+            raise CorruptBatchError(f"last offset {base_offset + last_delta} (base offset {base_offset} + "
+                                    f"lastOffsetDelta {last_delta}) leaves no next offset in a 64-bit long",
+                                    position=position)
         return BatchHeader(position, total, 2, base_offset, base_offset + last_delta, epoch, crc, attributes,
                            base_ts, max_ts, pid, pepoch, base_seq, count)
     if magic == 1:
@@ -217,10 +221,14 @@ def read_header(buf, position: int = 0, *, max_batch_size: int | None = None,
     else:
         _, _, crc, _, attributes = _LEGACY_V0.unpack_from(buf, position)
         ts = NO_TIMESTAMP
+    if offset >= _INT64_MAX:
+        raise CorruptBatchError(f"offset {offset} leaves no next offset in a 64-bit long", position=position)
     count = 1 if attributes & CODEC_MASK == 0 else -1
     return BatchHeader(position, total, magic, offset, offset, NO_PARTITION_LEADER_EPOCH, crc, attributes,
                        ts, ts, NO_PRODUCER_ID, -1, NO_SEQUENCE, count)
 
+
+_INT64_MAX = (1 << 63) - 1
 
 CONTROL_ABORT = 0
 CONTROL_COMMIT = 1
