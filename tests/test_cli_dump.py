@@ -497,3 +497,26 @@ def test_timestamps_beyond_microseconds_are_printed_not_called_corrupt(tmp_path,
     assert code == 0 and out == [f"CreateTime:{ts}\tv{o}" for o, ts in enumerate(stamps)]
     code = main(["verify", str(tmp_path)])
     assert code == 0, capsys.readouterr().out
+
+
+def test_a_segment_past_what_a_broker_opens_is_said_not_called_invalid_bytes(tmp_path, monkeypatch):
+    # FileRecords refuses a file over Integer.MAX_VALUE bytes; what follows the default --max-bytes there is data,
+    # not "invalid bytes" (the 2 GiB limit scaled down to 300 bytes here, the default --max-bytes with it)
+    from kafkaseg.cli import dump as dump_module
+
+    writer = PartitionWriter(tmp_path / "t-0")
+    for base in range(0, 40, 5):
+        writer.append(build_batch_v2([Record(o, 1_700_000_000_000, b"k", b"v" * 20) for o in range(base, base + 5)]))
+    writer.close()
+    (log,) = (tmp_path / "t-0").glob("*.log")
+    assert log.stat().st_size > 600
+    monkeypatch.setattr(dump_module, "INT_MAX", 300)
+    out = io.StringIO()
+    report = dump_module.dump_files([str(log)], dump_module.DumpOptions(max_bytes=300), out=out, err=io.StringIO())
+    assert "invalid bytes" not in out.getvalue()
+    ((path, message),) = report.errors
+    assert path == str(log) and f"{log.stat().st_size} bytes, more than the 300 a broker opens" in message
+    # given a larger --max-bytes, all of it is dumped, with no error
+    report = dump_module.dump_files([str(log)], dump_module.DumpOptions(max_bytes=10_000), out=io.StringIO(),
+                                    err=io.StringIO())
+    assert not report.errors

@@ -287,16 +287,21 @@ def test_a_bad_last_batch_does_not_hide_a_high_watermark_past_where_recovery_tru
             assert not above, messages
 
 
-def test_zeros_after_a_rolled_segment_warn_and_a_legacy_segment_needs_no_timeindex(tmp_path, capsys):
+def test_zeros_after_a_rolled_segment_are_an_error_and_a_legacy_segment_needs_no_timeindex(tmp_path, capsys):
+    import kafkaseg
+    from kafkaseg.errors import CorruptBatchError
     from kafkaseg.testing import build_legacy_entries
 
     log = simple_partition(tmp_path / "a", batches=12, segment_bytes=300)
     rolled = log.segments[0].log_path
     with open(rolled, "ab") as fh:
         fh.write(b"\0" * 4096)  # a preallocated segment the broker did not trim
+    # a read fails there, as a consumer's fetch does (record size 0): verify must not pass the dir
+    with pytest.raises(CorruptBatchError, match=str(rolled)):
+        kafkaseg.read_arrow(str(tmp_path / "a"))
     code, report = verify_json([tmp_path / "a"], capsys)
-    assert [p for p in report["problems"] if p["severity"] == "warning" and p["file"] == str(rolled)
-            and "zero bytes after the last batch of a rolled segment" in p["message"]], report["problems"]
+    assert code == 1 and [p for p in report["problems"] if p["severity"] == "error" and p["file"] == str(rolled)
+                          and "zero bytes after the last batch of a rolled segment" in p["message"]], report["problems"]
     # brokers before 0.10.1 wrote no .timeindex: for a magic-0 segment its absence is normal
     write_partition(tmp_path / "b", build_legacy_entries(records(0, 9), 0))
     for path in (tmp_path / "b" / "t-0").glob("*.timeindex"):

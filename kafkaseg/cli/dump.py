@@ -90,6 +90,7 @@ class DumpReport:
     non_consecutive: dict = field(default_factory=dict)           # abs path -> [(offset, next offset)]
     invalid_batches: list = field(default_factory=list)           # (path, position, detail)
     errors: list = field(default_factory=list)                    # (path, message)
+    last_logs: dict = field(default_factory=dict, repr=False)     # folder -> its last .log's name (listed once)
 
     @property
     def failed(self) -> bool:
@@ -364,7 +365,7 @@ def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress
         valid_bytes = 0
         task = progress.add(name, limit) if progress else None
         walk = reader.iter_headers(0, None if limit >= reader.size else None, max_batch_bytes=None,
-                                   partial_append=is_last_log_in_folder(located, filesystem))
+                                   partial_append=is_last_log_in_folder(located, filesystem, report.last_logs))
         for header in _batches_until_no_batch(walk, reader, limit):
             if header.end > limit:  # FileRecords.slice(0, maxBytes): a batch past the limit is not read
                 break
@@ -398,7 +399,13 @@ def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress
             if task is not None:
                 progress.advance(task, header.size)
         trailing = reader.size - valid_bytes
-        if trailing > 0 and options.max_bytes == INT_MAX:
+        if reader.size > INT_MAX and options.max_bytes == INT_MAX:
+            # FileRecords refuses a file past Integer.MAX_VALUE bytes (so a broker cannot load it): what follows the
+            # first 2 GiB is not invalid, only beyond the default --max-bytes
+            report.errors.append((path, f"{reader.size} bytes, more than the {INT_MAX} a broker opens (FileRecords "
+                                        f"refuses such a segment); dumped up to byte {valid_bytes}: --max-bytes "
+                                        f"{reader.size} dumps the rest"))
+        elif trailing > 0 and options.max_bytes == INT_MAX:
             if walk.tail is not None and walk.tail.reason == "zero-filled tail":
                 data_at = data_after_zeros(reader, valid_bytes)
                 if data_at is not None:  # Kafka's own reader fails on the zero header (record size 0)

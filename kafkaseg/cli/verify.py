@@ -443,9 +443,12 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
             elif tail.reason == "zero-filled tail" and is_active:
                 add(INFO, path, tail.position, f"{tail.length} zero bytes after the last batch (preallocated segment)")
             elif tail.reason == "zero-filled tail":  # Kafka trims a preallocated segment when it rolls it
-                add(WARNING, path, tail.position, f"{tail.length} zero bytes after the last batch of a rolled segment "
-                                                  "(a broker trims them at roll; DumpLogSegments reports them as "
-                                                  "invalid bytes)")
+                # a fetch there hands a consumer a record size of 0 (CorruptRecordException), and a read fails
+                # there as well (a lenient one skips it, counted)
+                add(ERROR, path, tail.position, f"{tail.length} zero bytes after the last batch of a rolled segment "
+                                                "(a broker trims them at roll, so they are no preallocation; a "
+                                                "consumer's fetch and a read fail there, and DumpLogSegments reports "
+                                                "them as invalid bytes)")
             elif is_active:
                 add(WARNING, path, tail.position, f"{tail.length} invalid bytes at the end of the active segment "
                                                   f"({tail.detail}); a broker would truncate them on recovery")

@@ -105,18 +105,30 @@ class SegmentFiles:
     identity: tuple[int, int] | None = field(default=None, compare=False)
 
 
-def is_last_log_in_folder(path: str, filesystem=None) -> bool:
+def is_last_log_in_folder(path: str, filesystem=None, listings: dict | None = None) -> bool:
     """Whether the ``.log`` at ``path`` is the last segment-named ``.log`` of its folder (the active segment of a
-    partition folder, whatever the folder is called); False when the folder cannot be listed."""
+    partition folder, whatever the folder is called); False when the folder cannot be listed. ``listings`` (a dict
+    kept by the caller) holds each folder's answer, so that many files of one folder list it once."""
     if not path.endswith(".log"):
         return False
+    folder = _fs.parent(path)
+    if listings is not None and folder in listings:
+        return listings[folder] == _fs.basename(path)
     try:
-        logs = [(int(m.group(1)), e.name) for e in _fs.list_dir(_fs.parent(path), filesystem)
-                if (m := _SEGMENT_NAME.match(e.name)) and m.group(2) == "log" and not m.group(3)]
+        last = _last_log_name(_fs.list_dir(folder, filesystem))
     except KafkaSegError:
         return False
-    # (two names for one base: the 20-digit one, which _add_named keeps)
-    return bool(logs) and max(logs, key=lambda log: (log[0], log[1] == f"{log[0]:020d}.log"))[1] == _fs.basename(path)
+    if listings is not None:
+        listings[folder] = last
+    return last == _fs.basename(path)
+
+
+def _last_log_name(entries: Sequence[_fs.FileEntry]) -> str | None:
+    """The name of the last segment-named ``.log`` in a folder's listing (of two names for one base, the 20-digit
+    one, which _add_named keeps); None when it has none."""
+    logs = [(int(m.group(1)), e.name) for e in entries
+            if (m := _SEGMENT_NAME.match(e.name)) and m.group(2) == "log" and not m.group(3)]
+    return max(logs, key=lambda log: (log[0], log[1] == f"{log[0]:020d}.log"))[1] if logs else None
 
 
 def reaches_past_recovery_point(next_base_offset: int | None, recovery_point: int | None) -> bool:
@@ -154,6 +166,8 @@ class PartitionDir:
     notes: tuple[str, ...] = ()  # what discovery resolved or ignored (swap files, unreadable metadata, ...)
     deleted_files: tuple[tuple[str, int], ...] = ()  # (name, bytes) of .deleted files awaiting the broker's deletion
     given_files: bool = False  # ``segments`` are .log files given as paths, not everything the folder holds
+    # given files outside a partition's context: the last segment-named .log of their folder when it was listed
+    folder_last_log: str | None = field(default=None, compare=False, repr=False)
     filesystem: Any = field(default=None, compare=False, repr=False)
     unreadable_checkpoints: tuple[tuple[str, str], ...] = ()  # the log dir's (file name, why), see LogDir
     # When ``segments`` are only the .log files given as paths: the whole partition they belong to, whose other
@@ -209,6 +223,8 @@ class PartitionDir:
         if self.tiered is not None:
             return False  # remote storage holds rolled segments only
         if self.given_files and self.whole is None:
+            if self.folder_last_log is not None and _fs.parent(log_path) == self.path:
+                return self.folder_last_log == _fs.basename(log_path)
             return is_last_log_in_folder(log_path, self.filesystem)
         segments = (self.whole or self).segments
         return bool(segments) and segments[-1].log_path == log_path
@@ -724,20 +740,43 @@ def _add_named(kinds: dict, base: int, kind: str, entry: _fs.FileEntry, notes: l
     kinds[kind] = entry
 
 
-def _single_log_file(path: str, entry: _fs.FileEntry, filesystem, key_ring=None) -> PartitionDir:
+def _single_log_file(path: str, entry: _fs.FileEntry, filesystem, key_ring=None, cache: dict | None = None
+                     ) -> PartitionDir:
+    """A ``.log`` file given as a path, in its partition's context where its folder gives one. ``cache`` (a dict
+    the caller keeps for one discovery) holds what each folder's listing and partition read gave, so that many files
+    of one folder read it once, not once a file."""
+    cache = {} if cache is None else cache
     folder = _fs.parent(path)
     folder_name = _fs.basename(folder)
     parsed = parse_topic_partition(folder_name)
     name = _fs.basename(path)
     match = re.match(r"^(\d+)\.log$", name)
-    remote = None if parsed is not None else tiered.tiered_partition_folders(
-        folder, filesystem, _fs.list_dir(folder, filesystem), partition_only=True)
+
+    def cached(key, compute):
+        if key not in cache:
+            try:
+                cache[key] = (compute(), None)
+            except LayoutError as err:
+                cache[key] = (None, err)
+        value, err = cache[key]
+        if err is not None:
+            raise err
+        return value
+
+    def listing():
+        return cached(("list", folder), lambda: _fs.list_dir(folder, filesystem))
+
+    def by_path(whole):  # a partition read's segments by .log path
+        return cached(("paths", id(whole)), lambda: {s.log_path: s for s in whole.segments})
+
+    remote = None if parsed is not None else cached(("remote", folder), lambda: tiered.tiered_partition_folders(
+        folder, filesystem, listing(), partition_only=True))
     if remote is not None and len(remote) == 1 and remote[0].path == folder:  # a segment copy in tiered storage
         try:  # the whole partition decides what a read of the copy needs (transactions ending in later copies)
-            whole = read_tiered_partition(remote[0], filesystem, key_ring=key_ring)
-            same = [s for s in whole.segments if s.log_path == path]
-            if same:
-                return _replace(whole, segments=tuple(same), whole=whole, given_files=True)
+            whole = cached(("tiered", folder), lambda: read_tiered_partition(remote[0], filesystem, key_ring=key_ring))
+            same = by_path(whole).get(path)
+            if same is not None:
+                return _replace(whole, segments=(same,), whole=whole, given_files=True)
         except LayoutError as err:  # copies that cannot be read as one log: this one is read on its own
             why = f"read on its own: its folder's copies cannot be read as one log ({err})"
         else:
@@ -746,10 +785,11 @@ def _single_log_file(path: str, entry: _fs.FileEntry, filesystem, key_ring=None)
         if given.segments:
             return _replace(given, given_files=True, notes=given.notes + (f"{_fs.basename(path)}: {why}",))
     if parsed is not None:
-        whole = read_partition_dir(folder, filesystem, topic=parsed[0], partition=parsed[1])
-        same = [s for s in whole.segments if s.log_path == path]
-        if same:
-            return _replace(whole, segments=tuple(same), whole=whole, given_files=True)
+        whole = cached(("partition", folder), lambda: read_partition_dir(folder, filesystem, topic=parsed[0],
+                                                                         partition=parsed[1]))
+        same = by_path(whole).get(path)
+        if same is not None:
+            return _replace(whole, segments=(same,), whole=whole, given_files=True)
         topic, partition = parsed
     else:
         topic, partition = folder_name, -1
@@ -763,7 +803,8 @@ def _single_log_file(path: str, entry: _fs.FileEntry, filesystem, key_ring=None)
             first = reader.header_at(0)
         base = first.base_offset if first is not None else 0
     stem = path[:-len(".log")]
-    siblings = {e.name: e for e in _fs.list_dir(folder, filesystem)} if folder else {}
+    entries = listing() if folder else []
+    siblings = cached(("siblings", folder), lambda: {e.name: e for e in entries})
 
     def sibling(suffix: str) -> str | None:
         candidate = _fs.basename(stem) + suffix
@@ -776,8 +817,9 @@ def _single_log_file(path: str, entry: _fs.FileEntry, filesystem, key_ring=None)
     return PartitionDir(topic=topic, partition=partition, path=folder, log_dir=None, segments=(segment,),
                         notes=("single .log file outside a <topic>-<partition> folder: topic is the folder name, "
                                "partition -1",), filesystem=filesystem, given_files=True,
-                        deleted_files=tuple((e.name, e.size) for e in siblings.values()
-                                            if not e.is_dir and e.name.endswith(".deleted")))
+                        folder_last_log=cached(("last", folder), lambda: _last_log_name(entries)) if folder else None,
+                        deleted_files=cached(("deleted", folder), lambda: tuple(
+                            (e.name, e.size) for e in entries if not e.is_dir and e.name.endswith(".deleted"))))
 
 
 #: How many times work on a partition starts again on a fresh listing of its folder when the folder changed under
@@ -996,6 +1038,23 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
     futures: list = []  # (log dir, filesystem, path given, name, node id) of -future folders: _moves_ended_meanwhile
     found: dict = {}  # by _found_key
     left_out: dict = {}  # by _found_key: a folder reached twice (a dir given twice) once
+    single_files: dict = {}  # _single_log_file's listings and partition reads, by folder
+    # .log files given one by one, added to a folder already found: (its paths, its bases, the new segments),
+    # merged into found by merge_added (once, not once a file: a glob over thousands of segments)
+    added: dict = {}
+
+    def merge_added() -> None:
+        for folder, (_, _, new) in added.items():
+            existing = found[folder]
+            merged = tuple(sorted(existing.segments + tuple(new), key=lambda s: s.base_offset))
+            # the partition's context holds only if every file given is one of its segments (a stray copy like
+            # restored-1054.log is not: then the files are read on their own)
+            whole = existing.whole
+            if whole is not None and not {s.log_path for s in merged} <= {s.log_path for s in whole.segments}:
+                whole = None
+            found[folder] = _replace(existing, segments=merged, whole=whole)
+        added.clear()
+
     for given in paths:
         filesystem, resolved, globbed = _expand(os.fspath(given) if isinstance(given, os.PathLike) else str(given))
         hint = "; several paths are given as a list, not one comma-separated string" if "," in str(given) else ""
@@ -1015,28 +1074,26 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                 known = found.get(folder)
                 if known is not None and known.path != _fs.parent(path):  # the folder found by another name
                     path = _fs.join(known.path, _fs.basename(path))
-                pd = _single_log_file(path, entry, filesystem, key_ring)
-                key = pd.segments[0].log_path
-                if folder in found:  # already have this partition: add the segment
-                    existing = found[folder]
-                    if all(s.log_path != key for s in existing.segments):
-                        clash = next((s for s in existing.segments if s.base_offset == pd.segments[0].base_offset),
-                                     None)
+                pd = _single_log_file(path, entry, filesystem, key_ring, single_files)
+                segment = pd.segments[0]
+                if folder in found:  # already have this partition: add the segment (merged below)
+                    if folder not in added:
+                        added[folder] = ({s.log_path for s in found[folder].segments},
+                                         {s.base_offset: s for s in found[folder].segments}, [])
+                    paths, bases, new = added[folder]
+                    if segment.log_path not in paths:
+                        clash = bases.get(segment.base_offset)
                         if clash is not None:  # e.g. a restored copy next to the segment: one log cannot hold both
-                            raise LayoutError(f"{key} and {clash.log_path} both start at offset {clash.base_offset}: "
-                                              "files holding the same offsets of a partition cannot be read as "
-                                              "one log; read them in separate calls")
-                        merged = tuple(sorted(existing.segments + pd.segments, key=lambda s: s.base_offset))
-                        # the partition's context holds only if every file given is one of its segments (a
-                        # stray copy like restored-1054.log is not: then the files are read on their own)
-                        whole = existing.whole
-                        if whole is not None and not {s.log_path for s in merged} <= {
-                                s.log_path for s in whole.segments}:
-                            whole = None
-                        found[folder] = _replace(existing, segments=merged, whole=whole)
+                            raise LayoutError(f"{segment.log_path} and {clash.log_path} both start at offset "
+                                              f"{clash.base_offset}: files holding the same offsets of a partition "
+                                              "cannot be read as one log; read them in separate calls")
+                        paths.add(segment.log_path)
+                        bases[segment.base_offset] = segment
+                        new.append(segment)
                 else:
                     found[folder] = pd
                 continue
+            merge_added()
             listing = _fs.settled_list_dir(path, filesystem)
             name = _fs.basename(path)
             parsed = parse_topic_partition(name)
@@ -1074,6 +1131,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
             if skipped is not None:
                 skipped.extend((_fs.join(path, name), reason) for name, reason in log_dir.skipped
                                if name != "(log dir)")
+    merge_added()
     _moves_ended_meanwhile(found, futures, select)
     if unselected is not None:
         unselected.extend(sorted((entry for key, entry in left_out.items() if key not in found)))
