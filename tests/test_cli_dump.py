@@ -158,6 +158,19 @@ def test_kraft_snapshot_and_index_dumps(corpus_dir, capsys, tmp_path):
     assert err[0] == f"Mismatches in :{copy / '00000000000000000000.index'}"
     assert re.fullmatch(r"  Index offset: \d+, log offset: \d+", err[1])
 
+    # a time index entry one millisecond off the batch's largest record timestamp: the broker's entry is the log's
+    # timestamp, printed beside the wrong one
+    shutil.copy(folder / "00000000000000000000.index", copy / "00000000000000000000.index")
+    data = bytearray((folder / "00000000000000000000.timeindex").read_bytes())
+    (stamp,) = struct.unpack_from(">q", data, 12 * 3)
+    struct.pack_into(">q", data, 12 * 3, stamp + 1)
+    (copy / "00000000000000000000.timeindex").write_bytes(bytes(data))
+    code, out, err = run(["dump", "--files", str(copy / "00000000000000000000.timeindex"), "--verify-index-only"],
+                         capsys)
+    assert code == 1
+    assert err[:2] == [f"Found timestamp mismatch in :{copy / '00000000000000000000.timeindex'}",
+                       f"  Index timestamp: {stamp + 1}, log timestamp: {stamp}"]
+
 
 def test_generated_transactions_snapshot_txnindex_and_trailing_bytes(tmp_path, capsys):
     from kafkaseg.testing import TopicSpec, write_data_dir

@@ -29,6 +29,7 @@ import sys
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kafkaseg.decode import decode
 from kafkaseg.decode.api import DecodeRequest
@@ -221,6 +222,18 @@ def _legacy_inner(data: bytes, header: BatchHeader) -> dict[int, tuple[int, bool
     for entry in entries:
         out[entry.base_offset + shift] = (entry.crc, crc_is_valid(inner, entry))
     return out
+
+
+def _batch_max_timestamp(data: bytes, header: BatchHeader, path: str) -> int:
+    """The largest record timestamp of a batch as its records give them (DumpLogSegments.dumpTimeIndex iterates
+    them: a LogAppendTime batch's records carry its max timestamp), -1 for none; decoded into one Arrow column,
+    with no Python object per record."""
+    request = DecodeRequest(path=path, base_position=header.position, verify_crc=False, include_control=True,
+                            include_key=False, include_value=False, max_batch_bytes=max(len(data), 1 << 20),
+                            timestamp_unit="ms")
+    stamps = decode(memoryview(data), request).columns["timestamp"].cast(pa.int64())
+    largest = pc.max(stamps).as_py()
+    return -1 if largest is None else max(largest, -1)
 
 
 def _batch_records(data: bytes, header: BatchHeader, path: str) -> list[_Record]:
@@ -569,9 +582,7 @@ def _dump_time_index(path: str, options: DumpOptions, report: DumpReport, out, f
             elif found.last_offset != offset:
                 report.time_offset_not_found.setdefault(abs_path, []).append((offset, found.last_offset))
             else:
-                data = reader.read_at(found.position, found.size)
-                records = _batch_records(data, found, path)
-                max_ts = max([r.timestamp for r in records], default=-1)
+                max_ts = _batch_max_timestamp(reader.read_at(found.position, found.size), found, path)
                 if max_ts != timestamp:
                     report.time_mismatches.setdefault(abs_path, []).append((timestamp, max_ts))
                 if previous >= timestamp:
