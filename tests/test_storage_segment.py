@@ -204,3 +204,26 @@ def test_log_end_offset_reads_about_one_index_interval(corpus_dir, monkeypatch):
     monkeypatch.setattr(SegmentReader, "read_at", counting)
     assert log_end_offset(seg) == 30068
     assert sum(reads) < 64 * 1024 and seg.log_size > 2_000_000
+
+
+def test_zeros_are_searched_past_a_sparse_files_holes_unread(tmp_path):
+    # a preallocated segment is one hole past its last append: verify and dump read 1 GiB of zeros per segment
+    # looking for data after them; SEEK_DATA skips the hole, and data after a hole is still found
+    from kafkaseg.storage.segment import first_nonzero_byte
+
+    path = tmp_path / "00000000000000000000.log"
+    with open(path, "wb") as fh:
+        fh.write(b"\1" * 100 + b"\0" * 50)
+        fh.truncate(3 << 30)  # a 3 GiB hole
+    with SegmentReader(str(path)) as reader:
+        read = []
+        real_read_at = reader.read_at
+        reader.read_at = lambda position, length, **kw: read.append(length) or real_read_at(position, length, **kw)
+        assert first_nonzero_byte(reader, 100) is None
+        assert sum(read) <= 1 << 20, sum(read)  # the written block at most, not the 3 GiB of the hole
+    with open(path, "r+b") as fh:
+        fh.seek((2 << 30) + 12345)
+        fh.write(b"\0\0\7")
+    with SegmentReader(str(path)) as reader:
+        assert first_nonzero_byte(reader, 100) == (2 << 30) + 12347
+        assert first_nonzero_byte(reader, (2 << 30) + 12348) is None

@@ -24,6 +24,7 @@ using a mapping and reread the range with ``pread`` when either says the file ch
 from __future__ import annotations
 
 import copyreg
+import errno
 import os
 import socket
 import stat as stat_module
@@ -911,6 +912,18 @@ class RandomAccessReader:
         except FILESYSTEM_ERRORS as exc:
             self.close()
             raise LayoutError(f"cannot open {path} for reading: {exc}") from exc
+
+    def next_data(self, position: int) -> int | None:
+        """Where the file holds data at or after ``position``, skipping the holes of a sparse file (``SEEK_DATA``:
+        a broker's preallocated segment is one hole past its last append); None when only holes follow;
+        ``position`` itself where that cannot be told (an object store, a filesystem without ``SEEK_DATA``)."""
+        fd = getattr(self, "_fd", None)
+        if fd is None or not hasattr(os, "SEEK_DATA"):
+            return position
+        try:
+            return os.lseek(fd, position, os.SEEK_DATA)
+        except OSError as exc:
+            return None if exc.errno == errno.ENXIO else position
 
     def read_at(self, position: int, length: int, *, cached: bool = True) -> bytes:
         """Up to ``length`` bytes from ``position``, never past :attr:`size`. A small read of a non-local file

@@ -472,8 +472,13 @@ def zero_filled_tail(segment, *, filesystem: pafs.FileSystem | None = None, offs
 def first_nonzero_byte(reader: "SegmentReader", position: int, chunk: int = 1 << 20) -> int | None:
     """The position of the first non-zero byte at or after ``position`` in ``reader``'s file, or None (zeros to
     the end: a preallocated tail, not a zeroed batch header with records after it). Reads the rest of the file
-    once, ``chunk`` bytes at a time (no more held)."""
+    once, ``chunk`` bytes at a time (no more held), skipping a local sparse file's holes (all zeros) unread."""
+    next_data = getattr(reader._file, "next_data", None)
     while position < reader.size:
+        following = position if next_data is None else next_data(position)
+        if following is None or following >= reader.size:
+            return None
+        position = following
         data = reader.read_at(position, min(chunk, reader.size - position))
         if not data:
             return None
