@@ -23,6 +23,7 @@ __all__ = [
     "InvalidOptionError",
     "DataLossError",
     "LayoutError",
+    "UnreadableSegmentError",
     "KeyUnavailableError",
     "ExportMismatchError",
     "CompactedTableError",
@@ -117,6 +118,12 @@ class DataLossError(KafkaSegError):
 
 class LayoutError(KafkaSegError):
     """A path that is not a Kafka log dir, topic-partition dir or segment file, or an unreadable file."""
+
+
+class UnreadableSegmentError(LayoutError):
+    """A segment name whose entry is no readable file: a broken link, a folder, a FIFO, socket or device, or one
+    that cannot be stat'ed. A read refuses it (its records would go missing); a broker's ``LogLoader`` passes over
+    such entries, so ``kafkaseg log-dirs`` describes the log dir without it."""
 
 
 class FolderChangingError(LayoutError):

@@ -516,6 +516,7 @@ def test_a_segment_past_what_a_broker_opens_is_said_not_called_invalid_bytes(tmp
     # FileRecords refuses a file over Integer.MAX_VALUE bytes; what follows the default --max-bytes there is data,
     # not "invalid bytes" (the 2 GiB limit scaled down to 300 bytes here, the default --max-bytes with it)
     from kafkaseg.cli import dump as dump_module
+    from kafkaseg.storage.segment import SegmentReader
 
     writer = PartitionWriter(tmp_path / "t-0")
     for base in range(0, 40, 5):
@@ -527,9 +528,24 @@ def test_a_segment_past_what_a_broker_opens_is_said_not_called_invalid_bytes(tmp
     out = io.StringIO()
     report = dump_module.dump_files([str(log)], dump_module.DumpOptions(max_bytes=300), out=out, err=io.StringIO())
     assert "invalid bytes" not in out.getvalue()
-    ((path, message),) = report.errors
-    assert path == str(log) and f"{log.stat().st_size} bytes, more than the 300 a broker opens" in message
+    size = log.stat().st_size
+    with SegmentReader(str(log)) as reader:
+        ends = [header.end for header in reader.iter_headers(0)]
+    dumped = max(end for end in ends if end <= 300)
+    assert [(path, message.split(":")[0]) for path, message in report.errors] == [
+        (str(log), f"{size} bytes, more than the 300 a broker opens (FileRecords refuses such a segment)"),
+        (str(log), f"dumped up to byte {dumped}, where the next batch runs past --max-bytes 300")]
     # given a larger --max-bytes, all of it is dumped, with no error
     report = dump_module.dump_files([str(log)], dump_module.DumpOptions(max_bytes=10_000), out=io.StringIO(),
                                     err=io.StringIO())
     assert not report.errors
+    # bad bytes before the limit are still reported as such (a zeroed header hiding records), not as the limit
+    data = bytearray(log.read_bytes())
+    data[ends[0]:ends[0] + 61] = bytes(61)  # a whole v2 batch header zeroed
+    log.write_bytes(bytes(data))
+    out = io.StringIO()
+    report = dump_module.dump_files([str(log)], dump_module.DumpOptions(max_bytes=300), out=out, err=io.StringIO())
+    assert f"Found {size - ends[0]} invalid bytes at the end of {log.name}" in out.getvalue()
+    messages = [message for _, message in report.errors]
+    assert any(f"zeros at byte {ends[0]} end the readable batches but data follows" in m for m in messages), messages
+    assert not any("runs past --max-bytes" in m for m in messages), messages

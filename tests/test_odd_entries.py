@@ -163,6 +163,11 @@ def test_log_dirs_describes_a_log_dir_with_a_segment_that_is_no_file(data_dir, c
     (replica,) = log_dir["partitions"]
     assert (replica["partition"], replica["size"], replica["segments"]) == ("orders-0", size, len(logs) - 1)
     assert f"cannot read segment {middle}" in err
+    # a segment name past a long is another matter: Long.parseLong fails the log, and the log dir goes offline
+    (data_dir / "orders-0" / "99999999999999999999.log").write_bytes(logs[0].read_bytes())
+    assert main(["log-dirs", "--describe", "--json", str(data_dir)]) == 2
+    (broker,) = json.loads(capsys.readouterr().out.splitlines()[-1])["brokers"]
+    assert broker["logDirs"][0]["error"] == "org.apache.kafka.common.errors.KafkaStorageException"
 
 
 def test_checkpoints_out_of_range_in_retention_offsets_and_compaction(data_dir, capsys):

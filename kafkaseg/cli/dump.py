@@ -412,12 +412,15 @@ def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress
             if task is not None:
                 progress.advance(task, header.size)
         trailing = reader.size - valid_bytes
-        if reader.size > INT_MAX and options.max_bytes == INT_MAX:
-            # FileRecords refuses a file past Integer.MAX_VALUE bytes (so a broker cannot load it): what follows the
-            # first 2 GiB is not invalid, only beyond the default --max-bytes
+        oversized = reader.size > INT_MAX and options.max_bytes == INT_MAX
+        if oversized:
+            # FileRecords refuses a file past Integer.MAX_VALUE bytes, so a broker cannot load it
             report.errors.append((path, f"{reader.size} bytes, more than the {INT_MAX} a broker opens (FileRecords "
-                                        f"refuses such a segment); dumped up to byte {valid_bytes}: --max-bytes "
-                                        f"{reader.size} dumps the rest"))
+                                        "refuses such a segment)"))
+        if oversized and _reaches_past(reader, valid_bytes, limit):
+            # the walk stopped at the default --max-bytes: what follows is not invalid, only not dumped
+            report.errors.append((path, f"dumped up to byte {valid_bytes}, where the next batch runs past "
+                                        f"--max-bytes {INT_MAX}: --max-bytes {reader.size} dumps the rest"))
         elif trailing > 0 and options.max_bytes == INT_MAX:
             if walk.tail is not None and walk.tail.reason == "zero-filled tail":
                 data_at = data_after_zeros(reader, valid_bytes)
@@ -431,6 +434,16 @@ def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress
                       file=out)
             else:
                 print(message, file=out)
+
+
+def _reaches_past(reader: SegmentReader, position: int, limit: int) -> bool:
+    """Whether the entry at ``position`` declares a size (at least 14, as FileLogInputStream reads it) that runs
+    past ``limit``: a walk that stopped there stopped at the limit, not at bad bytes."""
+    prefix = reader.read_at(position, LOG_OVERHEAD)
+    if len(prefix) < LOG_OVERHEAD:
+        return False
+    size = int.from_bytes(prefix[8:12], "big", signed=True)
+    return size >= MIN_ENTRY_SIZE[0] and position + LOG_OVERHEAD + size > limit
 
 
 def _batches_until_no_batch(walk, reader: SegmentReader, end: int):

@@ -37,7 +37,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 import pyarrow.fs as pafs
 
-from kafkaseg.errors import CorruptCheckpointError, CorruptDataError, CrcMismatchError, KafkaSegError, LayoutError
+from kafkaseg.errors import (CorruptCheckpointError, CorruptDataError, CrcMismatchError, KafkaSegError, LayoutError,
+                             UnreadableSegmentError)
 from kafkaseg.storage import checkpoints as ckpt
 from kafkaseg.storage import encryption
 from kafkaseg.storage import fs as _fs
@@ -346,18 +347,18 @@ def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: 
 
     regular: dict[int, dict[str, _fs.FileEntry]] = {}
     swapped: dict[int, dict[str, _fs.FileEntry]] = {}
-    for n, entry in by_name.items():
-        match = _SEGMENT_NAME.match(n)
-        if not match:
-            continue
-        base, kind, swap = int(match.group(1)), match.group(2), match.group(3)
-        if base >= 1 << 63:  # Kafka's LogLoader fails the log on such a name (Long.parseLong)
+    named = [(n, entry, match) for n, entry in by_name.items() if (match := _SEGMENT_NAME.match(n))]
+    for n, entry, match in named:  # before any entry is refused as unreadable, which a broker would pass over
+        if int(match.group(1)) >= 1 << 63:  # Kafka's LogLoader fails the log on such a name (Long.parseLong)
             raise LayoutError(f"{entry.path}: base offset {match.group(1)} in the file name does not fit in a "
                               "64-bit long")
+    for n, entry, match in named:
+        base, kind, swap = int(match.group(1)), match.group(2), match.group(3)
         if not entry.readable:
             if kind == "log":  # records would silently go missing: refuse
-                raise LayoutError(f"cannot read segment {entry.path}: not a readable file (a broken link, a "
-                                  "folder, a FIFO, socket or device, or no permission to stat it)")
+                raise UnreadableSegmentError(f"cannot read segment {entry.path}: not a readable file (a broken "
+                                             "link, a folder, a FIFO, socket or device, or no permission to stat "
+                                             "it)")
             notes.append(f"ignored unreadable {n} (broken link?)")
             continue
         if swap:
@@ -651,15 +652,15 @@ def _read_log_dir_metadata(path: str, filesystem, entries: Sequence[_fs.FileEntr
 
 def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None,
                  select: Callable[[str, int], bool] | None = None,
-                 unreadable: list[tuple[str, tuple[str, int], LayoutError]] | None = None) -> LogDir:
+                 unreadable: list[tuple[str, tuple[str, int], UnreadableSegmentError]] | None = None) -> LogDir:
     """A log dir with its partitions (sorted by topic, partition). Child folders that are not live partitions
     are listed in ``skipped`` as ``(name, reason)``, and so is a partition folder gone when it is listed (a topic
     deleted meanwhile), which is then left out as one that is not there; corrupt checkpoint files are noted, not
     raised. ``select``
     (topic, partition) chooses the partition folders to read: the others are only named (``unselected``), which
     on an object store saves a listing and two reads per folder. With ``unreadable`` (a list), a partition folder
-    that cannot be read (a segment that is no readable file) is appended to it as ``(path, (topic, partition),
-    error)`` and left out, instead of raising."""
+    with a segment that is no readable file (:class:`UnreadableSegmentError`, which a broker passes over) is
+    appended to it as ``(path, (topic, partition), error)`` and left out, instead of raising."""
     if filesystem is None:
         filesystem, path = _fs.open_filesystem(path)
     entries = _fs.settled_list_dir(path, filesystem)  # (a partition folder renamed meanwhile is not missed)
@@ -691,7 +692,7 @@ def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None,
                                       partition=folder[1][1])
         except LayoutError as err:
             if _fs.exists(folder[0], filesystem) or not _renamed_away(path, _fs.basename(folder[0]), filesystem):
-                if unreadable is None or not _fs.exists(folder[0], filesystem):
+                if unreadable is None or not isinstance(err, UnreadableSegmentError):
                     raise
                 return err
             return None  # gone since the log dir was listed: a topic being deleted (renamed <name>.<id>-delete)
@@ -701,7 +702,7 @@ def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None,
         if partition_dir is None:
             skipped.append((_fs.basename(folder[0]), "gone while the log dir was read (a topic being deleted: the "
                                                      "broker renames its folders <name>.<id>-delete)"))
-        elif isinstance(partition_dir, LayoutError):
+        elif isinstance(partition_dir, UnreadableSegmentError):
             unreadable.append((folder[0], folder[1], partition_dir))
         else:
             partitions.append(partition_dir)
@@ -1080,14 +1081,14 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                     if folder not in added:
                         added[folder] = ({s.log_path for s in found[folder].segments},
                                          {s.base_offset: s for s in found[folder].segments}, [])
-                    paths, bases, new = added[folder]
-                    if segment.log_path not in paths:
+                    known_paths, bases, new = added[folder]
+                    if segment.log_path not in known_paths:
                         clash = bases.get(segment.base_offset)
                         if clash is not None:  # e.g. a restored copy next to the segment: one log cannot hold both
                             raise LayoutError(f"{segment.log_path} and {clash.log_path} both start at offset "
                                               f"{clash.base_offset}: files holding the same offsets of a partition "
                                               "cannot be read as one log; read them in separate calls")
-                        paths.add(segment.log_path)
+                        known_paths.add(segment.log_path)
                         bases[segment.base_offset] = segment
                         new.append(segment)
                 else:
