@@ -118,3 +118,12 @@ def test_bench_plan_quick(tmp_path):
 def test_bench_tiered_quick(tmp_path):
     out = run("bench_tiered.py", tmp_path, "--size-mb", "4", "--chunk-mib", "1", "--repeat", "1")
     assert "compressed copy" in out and "compressed, encrypted copy" in out and "of raw undo" in out
+
+
+def test_bench_discover_quick(tmp_path):
+    out_json = tmp_path / "discover.json"
+    out = run("bench_discover.py", tmp_path, "--segments", "20", "--json", str(out_json))
+    assert "glob of its .log files" in out
+    data = json.loads(out_json.read_text())
+    assert [r["segments"] for r in data["results"]] == [20] and all(r["folder_s"] > 0 for r in data["results"])
+    assert not list(tmp_path.glob("discover-*")), "generated data dirs were left behind"

@@ -549,3 +549,11 @@ def test_a_segment_past_what_a_broker_opens_is_said_not_called_invalid_bytes(tmp
     messages = [message for _, message in report.errors]
     assert any(f"zeros at byte {ends[0]} end the readable batches but data follows" in m for m in messages), messages
     assert not any("runs past --max-bytes" in m for m in messages), messages
+    # an entry whose size runs past the end of the file is bad bytes, whatever the limit: no --max-bytes advice
+    struct.pack_into(">q", data, ends[0], 5)
+    struct.pack_into(">i", data, ends[0] + 8, 100_000)
+    log.write_bytes(bytes(data))
+    out = io.StringIO()
+    report = dump_module.dump_files([str(log)], dump_module.DumpOptions(max_bytes=300), out=out, err=io.StringIO())
+    assert f"Found {size - ends[0]} invalid bytes at the end of {log.name}" in out.getvalue()
+    assert not any("runs past --max-bytes" in m for _, m in report.errors), report.errors

@@ -219,3 +219,22 @@ def test_a_base_offset_whose_last_offset_overflows_64_bits_is_corruption(tmp_pat
         assert main(["offsets", "--data-dir", str(tmp_path)]) == 2
         out, err = capsys.readouterr()
         assert out == "" and "leaves no next offset in a 64-bit long" in err
+
+
+def test_a_folder_under_a_segment_name_matched_alone_by_a_glob_is_refused(data_dir):
+    # the glob matched no file, so nothing read the partition that would have refused it: 0 rows, no word
+    from kafkaseg.errors import UnreadableSegmentError
+
+    middle = _middle(data_dir)
+    _folder(middle)
+    for given in (str(middle), str(middle.parent / (middle.name[:-5] + "*.log"))):
+        with pytest.raises(UnreadableSegmentError, match=f"cannot read segment {middle}: a folder, not a file"):
+            kafkaseg.read_arrow(given)
+
+
+def test_a_name_past_a_long_fails_the_log_only_when_it_is_a_file(data_dir, capsys):
+    # LogLoader passes over what is no file before it parses the name (File.isFile, then Long.parseLong)
+    (data_dir / "orders-0" / "99999999999999999999.log").mkdir()
+    assert main(["log-dirs", "--describe", "--json", str(data_dir)]) == 0
+    (broker,) = json.loads(capsys.readouterr().out.splitlines()[-1])["brokers"]
+    assert broker["logDirs"][0]["error"] is None

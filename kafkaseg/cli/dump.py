@@ -443,7 +443,8 @@ def _reaches_past(reader: SegmentReader, position: int, limit: int) -> bool:
     if len(prefix) < LOG_OVERHEAD:
         return False
     size = int.from_bytes(prefix[8:12], "big", signed=True)
-    return size >= MIN_ENTRY_SIZE[0] and position + LOG_OVERHEAD + size > limit
+    end = position + LOG_OVERHEAD + size
+    return size >= MIN_ENTRY_SIZE[0] and limit < end <= reader.size  # (past the file's end: bad bytes, not limit)
 
 
 def _batches_until_no_batch(walk, reader: SegmentReader, end: int):

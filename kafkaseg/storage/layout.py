@@ -349,7 +349,8 @@ def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: 
     swapped: dict[int, dict[str, _fs.FileEntry]] = {}
     named = [(n, entry, match) for n, entry in by_name.items() if (match := _SEGMENT_NAME.match(n))]
     for n, entry, match in named:  # before any entry is refused as unreadable, which a broker would pass over
-        if int(match.group(1)) >= 1 << 63:  # Kafka's LogLoader fails the log on such a name (Long.parseLong)
+        # Kafka's LogLoader fails the log on such a name (Long.parseLong), once it is a file (File.isFile)
+        if entry.readable and int(match.group(1)) >= 1 << 63:
             raise LayoutError(f"{entry.path}: base offset {match.group(1)} in the file name does not fit in a "
                               "64-bit long")
     for n, entry, match in named:
@@ -1115,6 +1116,8 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                     if skipped is not None:
                         skipped.extend(tiered_skips)
                     continue
+                if _SEGMENT_NAME.match(name):  # a folder under a segment's name, given or matched by a glob
+                    raise UnreadableSegmentError(f"cannot read segment {path}: a folder, not a file")
                 if globbed:
                     continue
                 raise LayoutError(f"{path}: neither a Kafka log dir (no meta.properties, checkpoints or "
