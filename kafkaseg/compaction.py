@@ -576,7 +576,7 @@ def gather_facts(paths: Sequence[str], options: Mapping[str, str], config: Compa
     from kafkaseg.lookup import PartitionLookup, batch_epoch_mark
     from kafkaseg.options import ReadOptions
     from kafkaseg.planning import plan_scan
-    from kafkaseg.storage.layout import discover
+    from kafkaseg.storage.layout import discover, valid_cleaner_offset
 
     opts = ReadOptions.from_options(dict(options))
     report = plan_scan(list(paths), opts, check_subscribed=False).report  # a topic gone: the run's own data loss
@@ -589,10 +589,7 @@ def gather_facts(paths: Sequence[str], options: Mapping[str, str], config: Compa
         high_watermark = p.high_watermark if p.high_watermark is not None else upper
         if p.log_end_offset is not None:
             high_watermark = min(high_watermark, p.log_end_offset)
-        # LogCleanerManager.cleanableOffsets takes a checkpoint past the log end as invalid (planning does too)
-        cleaner = pdir.cleaner_offset if pdir is not None else None
-        if cleaner is not None and p.log_end_offset is not None and cleaner > p.log_end_offset:
-            cleaner = None
+        cleaner = valid_cleaner_offset(pdir.cleaner_offset if pdir is not None else None, p.log_end_offset)
         segments: tuple[tuple[int, int], ...] = ()
         active = None
         if pdir is not None and pdir.segments:

@@ -67,7 +67,7 @@ from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, check_one_incarnation, choose_replicas, discover,
                                      last_stable_offset, partition_log_end_offset, reaches_past_recovery_point,
                                      read_partition_again, relisted, snapshot_transactions_at,
-                                     transactions_open_at)
+                                     transactions_open_at, valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import lists_transactional_producers
 from kafkaseg.storage.segment import (SegmentReader, readable_end, torn_before_zeros, zero_filled_tail,
@@ -759,11 +759,9 @@ class _Partition:
 
     @property
     def cleaner_offset(self) -> int | None:
-        """The partition's ``cleaner-offset-checkpoint`` entry (offsets missing below it were compacted away), or
-        None when it lies past the log end: LogCleanerManager.cleanableOffsets takes such an entry as invalid (data
-        corruption or truncation) and cleans from the log start, so it explains no missing offset."""
-        cleaner = self.pdir.cleaner_offset
-        return None if cleaner is not None and cleaner > self.log_end_offset() else cleaner
+        """The partition's ``cleaner-offset-checkpoint`` entry (offsets missing below it were compacted away), as
+        the cleaner takes it (:func:`~kafkaseg.storage.layout.valid_cleaner_offset`)."""
+        return valid_cleaner_offset(self.pdir.cleaner_offset, self.log_end_offset())
 
     def log_end_offset(self) -> int:
         """The partition's log end offset. When the active segment cannot be walked to its end (corrupt framing,

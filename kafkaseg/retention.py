@@ -56,7 +56,7 @@ from typing import Callable, Sequence
 
 from kafkaseg.errors import InvalidOptionError, KafkaSegError
 from kafkaseg.storage import fs as _fs
-from kafkaseg.storage.layout import PartitionDir
+from kafkaseg.storage.layout import PartitionDir, valid_cleaner_offset
 from kafkaseg.topic_config import (
     ClusterConfigs,
     ConfigFile,
@@ -388,8 +388,8 @@ def _compaction(facts: PartitionFacts, config: TopicConfig, now: int) -> Compact
     if not segments:
         return None
     log_start, leo = facts.log_start_offset, facts.log_end_offset
-    checkpoint = facts.cleaner_offset if facts.cleaner_offset is not None else log_start
-    first_dirty = log_start if checkpoint < log_start or checkpoint > leo else checkpoint
+    checkpoint = valid_cleaner_offset(facts.cleaner_offset, leo)  # (and one below the log start is the log start)
+    first_dirty = log_start if checkpoint is None or checkpoint < log_start else checkpoint
     active_base = segments[-1].base_offset
 
     def floor_index(offset: int) -> int | None:

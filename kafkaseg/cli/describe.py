@@ -16,7 +16,7 @@ from kafkaseg.cli.common import decode_batch, whole_partition_offsets
 from kafkaseg.errors import KafkaSegError
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage._index_file import index_location
-from kafkaseg.storage.layout import PartitionDir, discover, last_stable_offset
+from kafkaseg.storage.layout import PartitionDir, broker_high_watermark, discover, last_stable_offset
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import SegmentReader
 from kafkaseg.storage.time_index import TimeIndex
@@ -171,9 +171,8 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
         if pdir.snapshot_paths or desc.transactional:
             desc.last_stable_offset = last_stable_offset(pdir, log_end=desc.log_end_offset)
         elif desc.log_end_offset is not None:  # no transaction can be open: the bound itself (UnifiedLog)
-            hw = pdir.high_watermark
-            desc.last_stable_offset = desc.log_end_offset if hw is None else min(
-                max(hw, desc.log_start_offset if desc.log_start_offset is not None else hw), desc.log_end_offset)
+            desc.last_stable_offset = broker_high_watermark(pdir.high_watermark, desc.log_start_offset,
+                                                            desc.log_end_offset)
     except KafkaSegError as err:
         desc.notes.append(f"log end offset: {err}")
     hw, leo, start = pdir.high_watermark, desc.log_end_offset, desc.log_start_offset

@@ -43,7 +43,6 @@ Without ``--json``: a table per log dir and one per topic (totals across the dir
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -58,6 +57,7 @@ from kafkaseg.storage.layout import (
     read_log_dir,
     read_partition_dir,
     renamed_partition,
+    segment_log_base,
 )
 
 __all__ = ["ReplicaUsage", "LogDirUsage", "describe_log_dirs", "as_kafka_json"]
@@ -213,7 +213,8 @@ def _describe_one(path: str, filesystem, wanted: set | None) -> LogDirUsage:
             usage.pending_deletion_bytes += deleted
         elif folder in partly:
             # a broker's LogLoader passes over entries that are not files (File.isFile): the log is its .log files
-            logs = [e for e in _fs.list_dir(folder, filesystem) if not e.is_dir and e.readable and _LOG.match(e.name)]
+            logs = [e for e in _fs.list_dir(folder, filesystem)
+                    if not e.is_dir and e.readable and segment_log_base(e.name) is not None]
             usage.replicas.append(ReplicaUsage(topic=parsed[0], partition=parsed[1], path=folder,
                                                size=sum(e.size for e in logs), disk_bytes=on_disk,
                                                segments=len(logs)))
@@ -240,9 +241,6 @@ def _describe_one(path: str, filesystem, wanted: set | None) -> LogDirUsage:
             usage.stray_bytes += on_disk
     usage.replicas.sort(key=lambda r: (r.topic, r.partition, r.is_future))
     return usage
-
-
-_LOG = re.compile(r"^\d+\.log$")
 
 
 def _replica(pdir: PartitionDir, disk_bytes: int, is_future: bool = False) -> ReplicaUsage:

@@ -44,7 +44,7 @@ from kafkaseg.errors import CorruptCheckpointError, KafkaSegError, LayoutError
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.layout import (PartitionDir, check_one_incarnation, discover, transactions_open_at,
-                                     unacknowledged_append)
+                                     unacknowledged_append, valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
 from kafkaseg.storage.segment import SegmentReader, data_after_zeros
@@ -743,12 +743,12 @@ def _check_gaps(pdir: PartitionDir, gaps: list[tuple[str, int, int]], log_end: i
     rule a read's failOnDataLoss follows, since only the cleaner removes offsets from inside a log. A checkpoint
     past the log end explains none: LogCleanerManager.cleanableOffsets takes it as invalid (corruption or
     truncation) and cleans from the log start."""
-    cleaner = pdir.cleaner_offset
-    if cleaner is not None and log_end is not None and cleaner > log_end:
+    cleaner = valid_cleaner_offset(pdir.cleaner_offset, log_end)
+    if cleaner is None and pdir.cleaner_offset is not None and log_end is not None:
         report.add(WARNING, os.path.join(pdir.log_dir or pdir.path, "cleaner-offset-checkpoint"), None,
-                   f"{pdir.name}: cleaner offset {cleaner} is above the log end offset {log_end} (a broker's cleaner "
-                   "takes it as invalid and starts again from the log start): it explains no missing offset")
-        cleaner = None
+                   f"{pdir.name}: cleaner offset {pdir.cleaner_offset} is above the log end offset {log_end} (a "
+                   "broker's cleaner takes it as invalid and starts again from the log start): it explains no "
+                   "missing offset")
     for path, first, last in gaps:
         missing = f"offsets {first}..{last} are missing before this segment"
         if cleaner is not None and first < cleaner:

@@ -124,12 +124,32 @@ def is_last_log_in_folder(path: str, filesystem=None, listings: dict | None = No
     return last == _fs.basename(path)
 
 
+def segment_log_base(name: str) -> int | None:
+    """The base offset a segment's ``.log`` name (``<digits>.log``, not ``.swap``) says, else None."""
+    match = _SEGMENT_NAME.match(name)
+    return int(match.group(1)) if match and match.group(2) == "log" and not match.group(3) else None
+
+
 def _last_log_name(entries: Sequence[_fs.FileEntry]) -> str | None:
     """The name of the last segment-named ``.log`` in a folder's listing (of two names for one base, the 20-digit
     one, which _add_named keeps); None when it has none."""
-    logs = [(int(m.group(1)), e.name) for e in entries
-            if (m := _SEGMENT_NAME.match(e.name)) and m.group(2) == "log" and not m.group(3)]
+    logs = [(base, e.name) for e in entries if (base := segment_log_base(e.name)) is not None]
     return max(logs, key=lambda log: (log[0], log[1] == f"{log[0]:020d}.log"))[1] if logs else None
+
+
+def broker_high_watermark(checkpointed: int | None, log_start: int | None, log_end: int) -> int:
+    """The high watermark a broker loads from ``checkpointed`` (``UnifiedLog.updateHighWatermark``): kept inside
+    [log start, log end]; the log end when none was checkpointed."""
+    if checkpointed is None:
+        return log_end
+    return min(max(checkpointed, log_start if log_start is not None else checkpointed), log_end)
+
+
+def valid_cleaner_offset(cleaner: int | None, log_end: int | None) -> int | None:
+    """A ``cleaner-offset-checkpoint`` entry as the log cleaner takes it: None past the log end, which
+    ``LogCleanerManager.cleanableOffsets`` takes as invalid (data corruption or truncation) and cleans from the log
+    start instead, so that it explains no missing offset."""
+    return None if cleaner is not None and log_end is not None and cleaner > log_end else cleaner
 
 
 def reaches_past_recovery_point(next_base_offset: int | None, recovery_point: int | None) -> bool:
@@ -1471,9 +1491,7 @@ def last_stable_offset(partition_dir: PartitionDir, *,
                                                                        max_batch_bytes=max_batch_bytes)
     if end is None or not partition_dir.segments:
         return None
-    bound = partition_dir.high_watermark if partition_dir.high_watermark is not None else end
-    # UnifiedLog.updateHighWatermark keeps it inside [log start, log end]
-    bound = min(max(bound, partition_dir.log_start_offset), end)
+    bound = broker_high_watermark(partition_dir.high_watermark, partition_dir.log_start_offset, end)
     open_txns: dict[int, int] = {}
     opened_by: dict[int, tuple[str, object]] = {}  # producer -> (log path, header) of the batch that opened it
     unreplicated: dict[int, int] = {}  # completed, but the marker is at/after the high watermark
