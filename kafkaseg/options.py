@@ -33,9 +33,8 @@ the ``ending*`` options are rejected, and ``maxOffsetsPerTrigger``, ``minOffsets
 them, as Spark does). ``replicas=all`` is rejected: a stream's offsets name one copy per topic-partition.
 
 kafkaseg's own: ``upperBound``, ``verifyCrc``, ``includeControl``, ``includeMetadata``, ``onCorruption``,
-``splitSize``, ``openCostInBytes``, ``maxRecordsPerBatch``, ``maxBytesPerBatch``, ``maxBatchBytes``,
-``maxDecompressedBatchBytes``,
-``replicas``, ``filterPushdown``, ``readMode``, ``columns`` (see :class:`ReadOptions`). ``path``/``paths`` are what Spark's ``DataFrameReader.load`` passes.
+``splitSize``, ``openCostInBytes``, ``packTopicPartitions``, ``maxRecordsPerBatch``, ``maxBytesPerBatch``,
+``maxBatchBytes``, ``maxDecompressedBatchBytes``, ``replicas``, ``filterPushdown``, ``readMode``, ``columns`` (see :class:`ReadOptions`). ``path``/``paths`` are what Spark's ``DataFrameReader.load`` passes.
 
 Spark Kafka options that mean nothing for files are accepted and ignored (:data:`IGNORED_OPTIONS`,
 :data:`IGNORED_KAFKA_OPTIONS`), so existing Spark code can switch format with no other edits; ``kafka.*`` consumer
@@ -86,6 +85,7 @@ OPTION_NAMES: tuple[str, ...] = (
     "startingOffsetsByTimestamp", "endingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy",
     "failOnDataLoss", "minPartitions", "maxRecordsPerPartition", "includeHeaders", "kafka.isolation.level",
     "upperBound", "verifyCrc", "includeControl", "includeMetadata", "onCorruption", "splitSize", "openCostInBytes",
+    "packTopicPartitions",
     "maxRecordsPerBatch", "maxBytesPerBatch", "maxBatchBytes", "maxDecompressedBatchBytes", "replicas",
     "filterPushdown", "readMode", "columns", "timestampUnit", "tieredKeyRing",
     "path", "paths",
@@ -212,6 +212,9 @@ class ReadOptions:
     ``split_size``: target bytes per input partition (slices are cut at ``.index`` entries near it, and small slices
     of one topic-partition are packed up to it). ``open_cost``: what each slice counts on top of its bytes when
     packing (Spark's ``spark.sql.files.openCostInBytes``; :func:`kafkaseg.planning.pack_slices`).
+    ``pack_topic_partitions``: whether the units of small topic-partitions (no more bytes than ``open_cost``) share
+    input partitions (up to ``split_size``), so a log dir of thousands of nearly empty partitions is not read one
+    Spark task per partition.
     ``max_records_per_batch``/``max_bytes_per_batch``: bounds of one output Arrow batch.
     ``max_batch_bytes``: largest on-disk batch accepted (guards against absurd length fields).
     ``max_decompressed_batch_bytes``: largest decompressed batch accepted (decompression-bomb guard).
@@ -257,6 +260,7 @@ class ReadOptions:
     on_corruption: str = "fail"
     split_size: int = 128 * MiB
     open_cost: int = 4 * MiB
+    pack_topic_partitions: bool = True
     max_records_per_batch: int = 65536
     max_bytes_per_batch: int = 64 * MiB
     max_batch_bytes: int = 128 * MiB
@@ -343,6 +347,7 @@ class ReadOptions:
             "onCorruption": self.on_corruption,
             "splitSize": self.split_size,
             "openCostInBytes": self.open_cost,
+            "packTopicPartitions": self.pack_topic_partitions,
             "maxRecordsPerBatch": self.max_records_per_batch,
             "maxBytesPerBatch": self.max_bytes_per_batch,
             "maxBatchBytes": self.max_batch_bytes,
@@ -446,7 +451,8 @@ class ReadOptions:
         # Scalars ---------------------------------------------------------------------------------------------------
         for name, attr in (("failOnDataLoss", "fail_on_data_loss"), ("includeHeaders", "include_headers"),
                            ("verifyCrc", "verify_crc"), ("includeControl", "include_control"),
-                           ("includeMetadata", "include_metadata")):
+                           ("includeMetadata", "include_metadata"),
+                           ("packTopicPartitions", "pack_topic_partitions")):
             if name in raw:
                 kwargs[attr] = _parse_bool(name, raw[name])
         for name, attr in (("minPartitions", "min_partitions"),

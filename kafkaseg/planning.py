@@ -35,7 +35,9 @@ segment are cut at ``.index`` entry positions (batch boundaries), near ``splitSi
 ``maxRecordsPerPartition``) near that many offsets as the index entries approximate them. Every slice of one offset
 range carries that whole range as ``[start_offset, end_offset)``: the byte ranges partition the batches, and the
 reader drops records outside the offsets. ``minPartitions`` keeps halving the largest slice (at its middle index
-entry) until there are enough. Each slice also carries the offsets its own bytes hold (``slice_offsets``: from the
+entry) until there are enough. Slices are then packed into units of work (Spark input partitions) by
+:func:`pack_slices`: consecutive small slices of a topic-partition together, and small topic-partitions together
+(``packTopicPartitions``). Each slice also carries the offsets its own bytes hold (``slice_offsets``: from the
 first offset of the batch it starts at to the next slice's), by which a reader reads it again from the partition's
 current files when a live broker replaced its segment after planning (:func:`plan_again_by_offset`).
 """
@@ -327,24 +329,28 @@ class ScanPlan:
     def input_partitions(self, options: ReadOptions) -> list[tuple[SegmentSlice, ...]]:
         """The slices grouped into units of work (Spark input partitions): see :func:`pack_slices`."""
         return pack_slices(self.slices, options.split_size, options.open_cost,
-                           options.min_partitions, packing=options.max_records_per_partition is None)
+                           options.min_partitions, packing=options.max_records_per_partition is None,
+                           across_partitions=options.pack_topic_partitions)
 
 
 def pack_slices(slices: Sequence[SegmentSlice], target_bytes: int, open_cost: int,
-                min_partitions: int | None = None, *, packing: bool = True) -> list[tuple[SegmentSlice, ...]]:
+                min_partitions: int | None = None, *, packing: bool = True,
+                across_partitions: bool = False) -> list[tuple[SegmentSlice, ...]]:
     """Group consecutive slices of one topic-partition replica into units of work of at most ``target_bytes``,
     each slice counting its bytes plus ``open_cost`` (Spark's file sources pack small files the same way:
     ``spark.sql.files.maxPartitionBytes``/``openCostInBytes``). A partition of many small segments (a quiet topic
     rolled hourly) becomes one task instead of hundreds, each of which costs a Spark task's overhead (tens of
     milliseconds) to read a few KiB; big slices (cut near ``splitSize``) stay alone.
 
-    Slices of different topic-partitions are never packed together, so a scan has at least as many units as
-    Spark's Kafka source, which reads each topic-partition in one task. With ``min_partitions`` above the number of
-    units packing gives (Spark divides only then), the topic-partitions are divided as Spark divides its ranges
-    (:func:`_divide`), and if rounding leaves fewer units than asked for, the costliest units are halved (by cost)
-    until there are enough. ``packing=False`` (used
-    with ``maxRecordsPerPartition``, whose per-unit bound packing cannot see) gives one unit per slice. Order is
-    kept: units, and slices within a unit, follow the plan."""
+    Slices of different topic-partitions are packed together only with ``across_partitions``
+    (``packTopicPartitions``, on by default in the read options), and only small ones: see
+    :func:`_pack_small_units`. Without it a scan has at least as many units as Spark's Kafka source, which reads
+    each topic-partition in one task. With ``min_partitions`` above the number of units packing by partition gives
+    (Spark divides only then), the topic-partitions are divided as Spark divides its ranges (:func:`_divide`), and
+    if rounding leaves fewer units than asked for, the costliest units are halved (by cost) until there are
+    enough; small topic-partitions are then never packed together. ``packing=False`` (used with
+    ``maxRecordsPerPartition``, whose per-unit bound packing cannot see) gives one unit per slice. Order is kept:
+    units (by their first slice), and slices within a unit, follow the plan."""
     if not packing:
         return [(s,) for s in slices]
 
@@ -368,7 +374,10 @@ def pack_slices(slices: Sequence[SegmentSlice], target_bytes: int, open_cost: in
     units = pack(target_bytes)
     if not min_partitions or len(units) >= min_partitions:
         # Spark's rule (KafkaOffsetRangeCalculator): minPartitions divides the work only when the ranges are fewer
-        return units
+        if not across_partitions:
+            return units
+        packed = _pack_small_units(units, target_bytes, open_cost, min_partitions)
+        return packed if not min_partitions or len(packed) >= min_partitions else units
     units = _divide(units, open_cost, min_partitions)
     wanted = min(min_partitions or 0, len(slices))
     if len(units) < wanted:  # rounding or one slice larger than the target left too few units: halve the
@@ -392,6 +401,41 @@ def pack_slices(slices: Sequence[SegmentSlice], target_bytes: int, open_cost: in
             count += 1
         units = sorted(done + [item[2] for item in heap], key=lambda unit: order[id(unit[0])])
     return units
+
+
+def _pack_small_units(units: list[tuple[SegmentSlice, ...]], target_bytes: int, open_cost: int,
+                      min_partitions: int | None) -> list[tuple[SegmentSlice, ...]]:
+    """Units of small topic-partitions packed together: a unit (of one topic-partition, from :func:`pack_slices`)
+    holding no more bytes than ``open_cost`` (it costs less to read than a task costs to start: a nearly empty
+    partition, or a few new records of a stream's micro-batch) shares a unit with other such units, in plan order,
+    up to ``target_bytes`` of cost (each slice counting its bytes plus ``open_cost``), as Spark's file sources pack
+    small files. A log dir of 5,000 nearly empty partitions is then about 160 tasks instead of 5,000, and no task
+    reads more than ``target_bytes``; larger units stay as they are. With ``min_partitions`` the target is
+    lowered as Spark's ``FilePartition.maxSplitBytes`` lowers it for ``spark.sql.files.minPartitionNum`` (the
+    total cost over ``min_partitions``, but at least ``open_cost``). A merged unit takes the place of its first
+    member."""
+    def cost(unit: tuple[SegmentSlice, ...]) -> int:
+        return sum(piece.size_bytes + open_cost for piece in unit)
+
+    small = [k for k, unit in enumerate(units) if sum(piece.size_bytes for piece in unit) <= open_cost]
+    if len(small) < 2:
+        return units
+    target = target_bytes
+    if min_partitions:
+        target = min(target, max(open_cost, sum(cost(unit) for unit in units) // min_partitions))
+    merged: dict[int, list[SegmentSlice]] = {}  # first member's place -> its merged slices
+    dropped: set[int] = set()
+    current, current_cost = -1, 0
+    for k in small:
+        unit_cost = cost(units[k])
+        if current >= 0 and current_cost + unit_cost <= target:
+            merged[current].extend(units[k])
+            current_cost += unit_cost
+            dropped.add(k)
+        else:
+            current, current_cost = k, unit_cost
+            merged[current] = list(units[k])
+    return [tuple(merged[k]) if k in merged else unit for k, unit in enumerate(units) if k not in dropped]
 
 
 def _divide(units: list[tuple[SegmentSlice, ...]], open_cost: int, min_partitions: int

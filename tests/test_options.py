@@ -54,6 +54,7 @@ def test_defaults():
     assert options.split_size == 128 * MiB
     assert options.max_records_per_batch == 65536
     assert options.max_bytes_per_batch == 64 * MiB
+    assert options.pack_topic_partitions is True
     assert options.max_batch_bytes == 128 * MiB
     assert options.max_decompressed_batch_bytes == 256 * MiB
     assert options.replicas == "highestHighWatermark"
@@ -77,7 +78,7 @@ def test_every_canonical_name_is_accepted_in_any_case(name):
               "maxRecordsPerPartition": "10", "includeHeaders": "true", "kafka.isolation.level": "read_committed",
               "upperBound": "logEndOffset", "verifyCrc": "false", "includeControl": "true",
               "includeMetadata": "true", "onCorruption": "skip", "splitSize": "1m", "openCostInBytes": "0",
-              "maxRecordsPerBatch": "10",
+              "maxRecordsPerBatch": "10", "packTopicPartitions": "false",
               "maxBytesPerBatch": "1m", "maxBatchBytes": "1m", "maxDecompressedBatchBytes": "2m",
               "replicas": "all", "filterPushdown": "true", "readMode": "pread", "path": "/x",
               "paths": '["/x","/y"]', "columns": "offset", "timestampUnit": "ms", "tieredKeyRing": "k1=/k.pem"}

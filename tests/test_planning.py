@@ -384,6 +384,66 @@ def test_min_partitions_divides_each_partition_as_spark_rounds_it():
     assert len(pack_slices(many, 1000, 0, 2**31 - 1)) == 1000 and time.perf_counter() - started < 1
 
 
+def test_pack_slices_packs_small_topic_partitions_together():
+    """With across_partitions, units of topic-partitions holding no more bytes than the open cost share units up to
+    the target (each slice counting its bytes plus the open cost), in plan order; a larger one stays alone."""
+    mib = 1 << 20
+    tiny = [_piece(f"t{p}", p % 3, 0, 1000) for p in range(10)]  # 10 partitions of one small slice each
+    big = [_piece("big", 0, 0, 50 * mib)]
+    last = [_piece("u", 0, 0, 4 * mib), _piece("u", 1, 0, 4 * mib + 1)]  # at the open cost, and just over it
+    slices = tiny[:4] + big + tiny[4:] + last
+    units = pack_slices(slices, 20 * mib, 4 * mib, across_partitions=True)
+    # 4 MiB + 1000 bytes each: four fit in 20 MiB, a fifth does not
+    assert units == [tuple(tiny[:4]), tuple(big), tuple(tiny[4:8]), (tiny[8], tiny[9], last[0]), (last[1],)]
+    assert [s for unit in units for s in unit] == slices  # the merged units follow the plan here
+    # off (the default of the function, and packTopicPartitions=false): one unit per topic-partition
+    assert pack_slices(slices, 20 * mib, 4 * mib) == [(s,) for s in slices]
+    # an open cost of 0 packs nothing across partitions but empty ones (tasks cost nothing, by that setting)
+    empty = [_piece(f"e{p}", 0, 0, 0) for p in range(3)]
+    assert pack_slices(tiny + empty, 1 << 30, 0, across_partitions=True) == [(s,) for s in tiny] + [tuple(empty)]
+    # a partition's own slices are packed first, and a unit of many small slices can still join others
+    several = [_piece("s", 0, i * 10, 100) for i in range(3)]
+    assert pack_slices(several + tiny[:2], 1 << 30, 1000, across_partitions=True) == [tuple(several + tiny[:2])]
+
+
+def test_pack_small_topic_partitions_keeps_min_partitions():
+    """minPartitions lowers the packing target as Spark's maxSplitBytes lowers it for minPartitionNum (total cost
+    over minPartitions, at least the open cost); when packing would still leave fewer units, none are packed."""
+    mib = 1 << 20
+    tiny = [_piece(f"t{p}", 0, 0, 1000) for p in range(100)]
+    assert len(pack_slices(tiny, 128 * mib, 4 * mib, across_partitions=True)) == 4  # 31 per 128 MiB
+    for wanted in (1, 4, 10, 25, 50, 100):
+        units = pack_slices(tiny, 128 * mib, 4 * mib, wanted, across_partitions=True)
+        assert len(units) >= wanted, wanted
+        assert len(units) <= max(4, 2 * wanted), wanted  # still packed, not one unit per partition
+        assert [s for unit in units for s in unit] == tiny
+    # more than the partitions there are: Spark's division, one unit each (nothing to halve)
+    assert pack_slices(tiny, 128 * mib, 4 * mib, 150, across_partitions=True) == [(s,) for s in tiny]
+
+
+def test_input_partitions_pack_small_topic_partitions(tmp_path):
+    """A log dir of many nearly empty topic-partitions (the usual state of most of a cluster's partitions) is read
+    in a few units of work, not one Spark task per partition; packTopicPartitions=false gives one per partition."""
+    log_dir = tmp_path / "broker0"
+    for partition in range(40):
+        write_partition(log_dir, "idle", partition, records=3)
+    write_partition(log_dir, "busy", 0, records=40_000, segment_bytes=1 << 30)
+    options = opts()
+    plan = plan_scan(str(log_dir), options)
+    assert len(plan.slices) == 41
+    units = plan.input_partitions(options)
+    busy = [u for u in units if any(s.topic == "busy" for s in u)]
+    assert len(busy) == 1 and len(busy[0]) == 1  # over the open cost: alone, as before
+    assert sorted(s.partition for u in units if u not in busy for s in u) == list(range(40))
+    assert len(units) == 1 + 2  # 40 x (4 MiB + a few bytes): 31 per 128 MiB
+    assert len(plan.input_partitions(opts(packTopicPartitions="false"))) == 41
+    idle = [u for u in plan.input_partitions(opts(splitSize="16m")) if u[0].topic == "idle"]
+    assert [len(u) for u in idle] == [3] * 13 + [1]  # three 4 MiB costs per 16 MiB
+    assert len(plan.input_partitions(opts(minPartitions="8"))) >= 8
+    with pytest.raises(InvalidOptionError, match="packTopicPartitions"):
+        opts(packTopicPartitions="sometimes")
+
+
 def test_input_partitions_of_a_partition_of_many_small_segments(tmp_path):
     """A quiet topic's partition rolled into 27 small segments is one unit of work, as Spark's Kafka source reads
     one topic-partition in one task (a task per segment costs tens of ms each for a few KiB)."""

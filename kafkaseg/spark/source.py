@@ -9,7 +9,7 @@ Where each piece runs (PySpark's ``pyspark/sql/worker/*.py``):
   ``reader.pushFilters(filters)`` (pushdown only), then ``reader.partitions()``: :func:`~kafkaseg.planning.plan_scan`
   runs there, once per query plan;
 * executors' Python workers: ``reader.read(partition)`` for each :class:`SlicePartition` (one or more slices of
-  one topic-partition, packed by :func:`~kafkaseg.planning.pack_slices`), yielding
+  one topic-partition, or of several small ones, packed by :func:`~kafkaseg.planning.pack_slices`), yielding
   ``pyarrow.RecordBatch`` es straight from :func:`~kafkaseg.scan.read_slice` (PySpark passes Arrow batches through
   when their schema equals the declared one).
 
@@ -151,8 +151,9 @@ def _check_schema(schema: StructType, options: ReadOptions) -> None:
 
 
 class SlicePartition(InputPartition):
-    """One Spark input partition: consecutive planned :class:`~kafkaseg.planning.SegmentSlice` s of one
-    topic-partition, read in order (small and picklable; :func:`~kafkaseg.planning.pack_slices` groups them)."""
+    """One Spark input partition: planned :class:`~kafkaseg.planning.SegmentSlice` s, read in order: consecutive
+    slices of one topic-partition, or of several small ones (small and picklable;
+    :func:`~kafkaseg.planning.pack_slices` groups them)."""
 
     def __init__(self, index: int, pieces: tuple[SegmentSlice, ...], scan_id: str):
         super().__init__(index)
@@ -162,6 +163,10 @@ class SlicePartition(InputPartition):
 
     def __repr__(self) -> str:
         first, last = self.pieces[0], self.pieces[-1]
+        replicas = {(piece.topic, piece.partition, piece.partition_path) for piece in self.pieces}
+        if len(replicas) > 1:
+            return (f"SlicePartition({self.index}, {len(replicas)} topic-partitions from {first.topic}-"
+                    f"{first.partition} to {last.topic}-{last.partition} ({len(self.pieces)} slices))")
         files = os.path.basename(first.log_path)
         if len(self.pieces) > 1:
             files += f" .. {os.path.basename(last.log_path)} ({len(self.pieces)} slices)"
