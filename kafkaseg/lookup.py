@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Iterator
 
 from kafkaseg.errors import (
@@ -63,6 +62,7 @@ from kafkaseg.errors import (
     LayoutError,
 )
 from kafkaseg.entry_check import ENTRY_CRC_MAX_BYTES, ResumptionEntries
+from kafkaseg.options import datetime_ms
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 from kafkaseg.storage.layout import PartitionDir, last_stable_offset, partition_log_end_offset, unacknowledged_append
 from kafkaseg.storage._index_file import index_location
@@ -106,14 +106,11 @@ def parse_time_spec(text: str | int) -> int:
         try:
             value = int(raw)
         except ValueError:
-            try:
-                moment = datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
-            except ValueError as err:
+            moment = datetime_ms(raw)
+            if moment is None:
                 raise InvalidOptionError(
-                    f"time {raw!r} is not {_SPECS_TEXT}, epoch milliseconds, or an ISO-8601 date-time") from err
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=timezone.utc)
-            return int(round(moment.timestamp() * 1000))
+                    f"time {raw!r} is not {_SPECS_TEXT}, epoch milliseconds, or an ISO-8601 date-time") from None
+            return moment
     if value < EARLIEST_PENDING_UPLOAD:
         raise InvalidOptionError(f"time {value} is not a timestamp (>= 0) or one of {_SPECS_TEXT}")
     if value > 2**63 - 1:  # ListOffsets carries an int64; Kafka's tool rejects larger values

@@ -394,6 +394,7 @@ class ReadOptions:
         for key, value in (options or {}).items():
             if value is None:
                 continue
+            value = _native(value)
             if not isinstance(key, str):
                 raise InvalidOptionError(f"option names must be strings, got {key!r}")
             if stream and key.strip().lower() in _STREAM:
@@ -536,6 +537,17 @@ def _ignored_name(key: str) -> str:
 
 # --------------------------------------------------------------------------------------------------------------------
 # Values
+
+def _native(value: Any) -> Any:
+    """A NumPy scalar (a value taken from pandas or NumPy: ``numpy.int64``, ``numpy.bool_``) as the Python value
+    it holds, so it parses as that; anything else as it is. NumPy is only consulted when it is imported."""
+    import sys
+
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.generic):
+        return value.item()
+    return value
+
 
 _TRUE = {"true"}
 _FALSE = {"false"}
@@ -790,14 +802,37 @@ def _nested_class(pattern: str) -> bool:
     return False
 
 
+def datetime_ms(value: Any) -> int | None:
+    """Epoch milliseconds of a ``datetime`` (a pandas ``Timestamp`` is one) or an ISO-8601 date-time string
+    (``2024-05-01T12:00:00Z``, ``2024-05-01 12:00:00+02:00``); one without a zone is UTC, as the CLI's ``--time``
+    takes it. None for anything else."""
+    from datetime import datetime, timezone
+
+    if isinstance(value, str):
+        raw = value.strip()
+        try:
+            value = datetime.fromisoformat(raw[:-1] + "+00:00" if raw[-1:] in "Zz" and raw else raw)
+        except ValueError:
+            return None
+    if not isinstance(value, datetime):
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return int(round(value.timestamp() * 1000))
+
+
 def _parse_timestamp(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise InvalidOptionError(f"option {name!r}: expected a single long value (ms since the epoch), got {value!r}")
-    try:
-        timestamp = int(value.strip()) if isinstance(value, str) else value
-    except ValueError:
-        raise InvalidOptionError(
-            f"option {name!r}: expected a single long value (ms since the epoch), got {value!r}") from None
+    expected = "a single long value (ms since the epoch), a datetime or an ISO-8601 date-time"
+    if isinstance(value, bool):
+        raise InvalidOptionError(f"option {name!r}: expected {expected}, got {value!r}")
+    if isinstance(value, int):
+        timestamp = value
+    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+        timestamp = int(value.strip())
+    else:
+        timestamp = datetime_ms(value)
+        if timestamp is None:
+            raise InvalidOptionError(f"option {name!r}: expected {expected}, got {value!r}")
     if timestamp < 0:
         raise InvalidOptionError(f"option {name!r}: timestamps must be >= 0 ms, got {value!r}")
     return _int64(name, timestamp, value)

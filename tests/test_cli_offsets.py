@@ -313,3 +313,21 @@ def test_locate_given_a_log_file_answers_for_its_whole_partition(datadir, capsys
                           "--offset", str(last), "--json"], capsys)
     found = json.loads("\n".join(lines))["location"]
     assert code == 0 and found["found"] and found["recordOffset"] == last
+
+
+def test_commands_pasted_from_kafka_tools(datadir, capsys):
+    """A kafka-get-offsets.sh command line pasted with --bootstrap-server gets a hint instead of argparse's
+    "required: --data-dir"; its --command-config is accepted (no effect), and --isolation-level (the console
+    consumer's spelling) is --isolation."""
+    code, out, err = run(["offsets", "--bootstrap-server", "localhost:9092", "--topic", "a"], capsys)
+    assert code == 2 and out == [] and "reads log dirs, not brokers: give --data-dir DIR" in err
+    code, _, err = run(["locate", "--bootstrap-server=localhost:9092", "--topic", "a", "--partition", "0",
+                        "--offset", "1"], capsys)
+    assert code == 2 and "give --data-dir DIR" in err
+    code, _, err = run(["describe", "--bootstrap-server", "b:9092"], capsys)
+    assert code == 2 and "give the log dirs as arguments" in err
+    base = ["offsets", "--data-dir", str(datadir.path), "--time", "-1"]
+    code, expected, _ = run(base + ["--isolation", "read_committed"], capsys)
+    assert code == 0 and expected
+    assert run(base + ["--isolation-level", "read_committed", "--command-config", "client.properties"],
+               capsys)[:2] == (0, expected)

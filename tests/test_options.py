@@ -471,3 +471,28 @@ def test_an_option_of_thousands_of_digits_is_an_option_error():
 
     with pytest.raises(InvalidOptionError, match="maxRecordsPerBatch.*does not fit a 64-bit integer"):
         ReadOptions.from_options({"maxRecordsPerBatch": "9" * 5000})
+
+
+def test_numpy_scalars_and_datetimes_are_accepted():
+    """Values taken from pandas or NumPy (numpy.int64, numpy.bool_) parse as the Python values they hold, and a
+    timestamp option takes a datetime (a pandas Timestamp is one) or an ISO-8601 string, zoneless as UTC."""
+    import datetime as dt
+
+    np = pytest.importorskip("numpy")
+    assert parse(maxRecordsPerBatch=np.int64(100)).max_records_per_batch == 100
+    assert parse(includeHeaders=np.bool_(True)).include_headers is True
+    assert parse(splitSize=np.int32(4096)).split_size == 4096
+    assert parse(startingTimestamp=np.int64(1_700_000_010_000)) == parse(startingTimestamp=1_700_000_010_000)
+    expected = parse(startingTimestamp=1_700_000_010_000)
+    moment = dt.datetime.fromtimestamp(1_700_000_010, dt.timezone.utc)
+    for value in (moment, moment.astimezone(dt.timezone(dt.timedelta(hours=2))), moment.replace(tzinfo=None),
+                  "2023-11-14T22:13:30Z", "2023-11-14T22:13:30", "2023-11-15 00:13:30+02:00", "  1700000010000 "):
+        assert parse(startingTimestamp=value) == expected, value
+    pd = pytest.importorskip("pandas")
+    assert parse(startingTimestamp=pd.Timestamp("2023-11-14T22:13:30Z")) == expected
+    with pytest.raises(InvalidOptionError, match="startingTimestamp.*ISO-8601"):
+        parse(startingTimestamp="yesterday")
+    with pytest.raises(InvalidOptionError, match="startingTimestamp"):
+        parse(startingTimestamp=np.float64(1.5))
+    with pytest.raises(InvalidOptionError, match="startingTimestamp"):
+        parse(startingTimestamp="1969-12-31T23:59:59Z")  # before the epoch: negative

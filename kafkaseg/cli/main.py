@@ -692,7 +692,9 @@ def build_parser() -> argparse.ArgumentParser:
     offsets.add_argument("--time", default="latest", type=_time_spec, help="-1/latest, -2/earliest, -3/max-timestamp, "
                          "-4/earliest-local, -5/latest-tiered, -6/earliest-pending-upload, epoch ms, or ISO-8601 "
                          "(default latest)")
-    offsets.add_argument("--isolation", default="read_uncommitted", choices=("read_uncommitted", "read_committed"))
+    offsets.add_argument("--isolation", "--isolation-level", default="read_uncommitted",
+                         choices=("read_uncommitted", "read_committed"))
+    offsets.add_argument("--command-config", help=argparse.SUPPRESS)  # (a pasted command's; no effect)
     scan_mode = offsets.add_mutually_exclusive_group()
     scan_mode.add_argument("--fast", action="store_true", help="find the segment for a time by binary search over "
                          "segments' largest timestamps instead of the broker's linear scan (O(log n) index reads; "
@@ -711,7 +713,8 @@ def build_parser() -> argparse.ArgumentParser:
     which = locate.add_mutually_exclusive_group(required=True)
     which.add_argument("--offset", type=_record_offset, help="a record offset (0 or more)")
     which.add_argument("--time", type=_time_spec)
-    locate.add_argument("--isolation", default="read_uncommitted", choices=("read_uncommitted", "read_committed"))
+    locate.add_argument("--isolation", "--isolation-level", default="read_uncommitted",
+                        choices=("read_uncommitted", "read_committed"))
     locate.add_argument("--json", action="store_true")
     locate.set_defaults(func=_cmd_locate)
 
@@ -803,9 +806,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The commands that do not take --bootstrap-server themselves (log-dirs and consume answer it with their own hint),
+#: and what each takes instead.
+_DATA_DIR_COMMANDS = {"offsets": "--data-dir DIR", "locate": "--data-dir DIR",
+                      "verify": "the log dirs as arguments", "describe": "the log dirs as arguments",
+                      "retention": "the log dirs as arguments"}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kafkaseg`` console script; returns the exit status."""
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in _DATA_DIR_COMMANDS and any(a == "--bootstrap-server" or a.startswith("--bootstrap-server=")
+                                                      for a in argv[1:]):
+        # a command pasted from Kafka's tools: say what to give instead, before argparse's "required: --data-dir"
+        print(f"kafkaseg {argv[0]} reads log dirs, not brokers: give {_DATA_DIR_COMMANDS[argv[0]]} (a broker's "
+              "log.dirs, or a copy) instead of --bootstrap-server", file=sys.stderr)
+        return EXIT_ERROR
     args = parser.parse_args(argv)
     try:
         return args.func(args)
