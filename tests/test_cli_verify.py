@@ -110,6 +110,19 @@ def test_describe_matches_manifest(datadir, capsys):
             assert d["lastStableOffset"] == min(d["highWatermark"], d["logEndOffset"]), key
 
 
+def test_tables_wider_than_the_console_are_printed_whole(tmp_path, capsys):
+    """A table wider than the console (240 columns for a pipe, the terminal's width for a terminal) is printed at
+    its natural width: rich would shorten its cells to "24…", which reads like a value."""
+    topic = "t" * 200  # Kafka allows 249 characters
+    data = write_data_dir(tmp_path / "logs", [TopicSpec(topic, records_per_partition=1234)], seed=3)
+    assert main(["describe", str(data.path)]) == 0
+    out = capsys.readouterr().out
+    assert "…" not in out and topic in out
+    assert any(len(line) > 240 for line in out.splitlines())
+    row = next(line for line in out.splitlines() if topic in line)
+    assert [cell.strip() for cell in row.split("│")].count("1234") >= 2  # log end and HW, whole
+
+
 def test_describe_names_each_replicas_log_dir_and_a_misspelt_topic(datadir, tmp_path, capsys):
     copy = tmp_path / "broker2"
     shutil.copytree(datadir.path, copy)

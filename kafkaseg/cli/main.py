@@ -73,9 +73,24 @@ class _Progress:
 
 def _console():
     from rich.console import Console
+    from rich.measure import Measurement
+    from rich.table import Table
 
-    # a pipe or file gets full-width rows (no truncated names); a terminal gets its own width
-    return Console(file=sys.stdout, width=None if sys.stdout.isatty() else 240)
+    class TableConsole(Console):
+        """Prints a table too wide for the console at its natural width (a terminal wraps its lines) instead of
+        letting rich shorten its cells: a number cut to ``24…`` reads like a value."""
+
+        def print(self, *objects, **kwargs):
+            if len(objects) == 1 and isinstance(objects[0], Table) and not kwargs:
+                natural = Measurement.get(self, self.options.update_width(1 << 16), objects[0]).maximum
+                if natural > self.width:
+                    Console(file=self.file, width=natural, force_terminal=self.is_terminal,
+                            color_system=self.color_system, no_color=self.no_color).print(objects[0])
+                    return
+            super().print(*objects, **kwargs)
+
+    # a pipe or file gets 240 columns, a terminal its own width; a wider table is printed whole either way
+    return TableConsole(file=sys.stdout, width=None if sys.stdout.isatty() else 240)
 
 
 def _cell(value: int | None) -> str:
