@@ -158,6 +158,11 @@ class SegmentSlice:
     # the tiered-storage copies the partition was extended with below its first local segment (their folder), so a
     # read that plans again from the partition's files finds them again (layout.read_partition_again)
     remote_path: str | None = None
+    # (position, bytes, why): corrupt bytes after ``end_position`` that planning left out of a lenient read (zeros
+    # ending the active segment's batches with data or acknowledged offsets after them); the read that reaches
+    # ``end_position`` counts them as a skipped corrupt region (ScanMetrics), once: only the partition's slice
+    # ending there carries them
+    corrupt_tail: tuple[int, int, str] | None = None
 
     @property
     def segment_offsets(self) -> tuple[int, int]:
@@ -537,6 +542,9 @@ class _Partition:
         self._txn_start = 0  # where the walk started: the first local segment, for a log dir extended with copies
         self._txn_evidence: str | None = None  # "" once looked for and none found
         self.log_end_position: int | None = None  # where the last segment's readable batches end, when cut short
+        # (position, bytes, why) of corrupt bytes a lenient read leaves out after log_end_position: the read of the
+        # slice ending there counts them as skipped (SegmentSlice.corrupt_tail), as the reader counts its own skips
+        self.corrupt_tail: tuple[int, int, str] | None = None
         self._derived: dict[int, list] = {}
         self._unreadable_markers: dict[int, list] = {}  # per walked segment: headers of markers failing their CRC
         self._open_after: dict[int, dict[int, int]] = {}
@@ -888,10 +896,16 @@ class _Partition:
                 if self.report is not None:
                     self.report.notes.append(f"{self.name}: the active segment's batches end in zeros at byte "
                                              f"{position} and {what}; reading up to offset {leo}")
-            else:
-                self.lenient_decision(self.segments[-1].log_path, position, leo, None,
-                                      f"the active segment's batches end in zeros here and {what}: reading up to "
-                                      f"offset {leo}, leaving out what follows the zeros")
+            else:  # corruption a lenient read skips: counted by the read of the slice that ends here
+                seg = self.segments[-1]
+                self.corrupt_tail = (position, seg.log_size - position,
+                                     f"zeros in the active segment end its readable batches, but {what}: the "
+                                     f"rest of the segment skipped (read up to offset {leo})")
+                if self.report is not None:
+                    self.report.notes.append(f"{self.name}: {seg.log_path} @ byte {position}: the active segment's "
+                                             f"batches end in zeros here and {what}: reading up to offset {leo}, "
+                                             "leaving out what follows the zeros (onCorruption=skip; counted as "
+                                             "skipped corrupt data when the read reaches it)")
         self.log_end_position = position
         return leo
 
@@ -1642,6 +1656,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
     identities: dict[str, tuple[str, int, int] | None] = {}
     covered: dict[str, list[tuple[int, int]]] = {}  # per .log: byte ranges already counted as planned
     told: set[int] = set()  # partitions whose skipped start is attached to a slice already
+    tails_told: set[int] = set()  # partitions whose corrupt tail is attached to a slice already
     for piece, own_offsets in zip(pieces, _slice_offsets(pieces)):
         part = piece.part
         missing_before = None
@@ -1649,6 +1664,11 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
             told.add(id(part))
             missing_before = part.skipped_start
         seg = part.segments[piece.segment]
+        corrupt_tail = None
+        if (part.corrupt_tail is not None and id(part) not in tails_told and piece.segment == len(part.segments) - 1
+                and piece.end_position == part.log_end_position):
+            tails_told.add(id(part))
+            corrupt_tail = part.corrupt_tail
         aborted = _aborted_for(part, piece) if options.read_committed else ()
         if seg.log_path not in identities:
             # the file the listing saw, with the size planned: a file renamed into its name since (the cleaner's
@@ -1657,7 +1677,8 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
         if part.pdir.path not in identities:
             identities[part.pdir.path] = _fs.file_identity(part.pdir.path, part.fs)
         slices.append(_segment_slice(piece, aborted, identities[seg.log_path], missing_before, own_offsets,
-                                     listing.started_ns, part.pdir.topic_id, identities[part.pdir.path]))
+                                     listing.started_ns, part.pdir.topic_id, identities[part.pdir.path],
+                                     corrupt_tail))
         preport = reports[(part.pdir.topic, part.pdir.partition, part.pdir.path)]
         preport.slices += 1
         # two offset ranges of one partition (a pushed-down NOT offset = x) can each need the batch between them:
@@ -1678,7 +1699,8 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
 def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], identity: tuple[str, int, int] | None,
                    missing_before: tuple[str, int, int] | None, own_offsets: tuple[int, int] | None,
                    listed_at_ns: int | None, topic_id: str | None,
-                   partition_identity: tuple[str, int, int] | None) -> SegmentSlice:
+                   partition_identity: tuple[str, int, int] | None,
+                   corrupt_tail: tuple[int, int, str] | None = None) -> SegmentSlice:
     part = piece.part
     seg = part.segments[piece.segment]
     index_path, index_window = index_location(seg, "index")
@@ -1692,7 +1714,8 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
         index_path=index_path, index_window=index_window,
         slice_offsets=own_offsets, listed_at_ns=listed_at_ns, topic_id=topic_id,
         partition_identity=partition_identity, rolled=seg.tiered is not None,
-        remote_path=part.pdir.remote_below.path if part.pdir.remote_below is not None else None)
+        remote_path=part.pdir.remote_below.path if part.pdir.remote_below is not None else None,
+        corrupt_tail=corrupt_tail)
 
 
 def _slice_offsets(pieces: list[_Piece]) -> list[tuple[int, int] | None]:

@@ -229,6 +229,9 @@ def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics,
                     with ReadAhead(reader, pos, end, block_bytes=fetch) as ahead:
                         yield from reading.preads(reader, pos, end, read_chunk_bytes, fetch, source=ahead)
             reading.check_next_base(reader, end)
+            if piece.corrupt_tail is not None and end == piece.end_position < reader.size:
+                # read to where planning cut off the corrupt rest of the active segment, still in the file: skipped
+                reading._count_skip(*piece.corrupt_tail)
         # (skipped corrupt batches held unknown offsets). After a past-end stop last_seen is the batch before it, if
         # the slice decoded one: a slice holding only that batch (a legacy wrapper planned for its last inner offset,
         # at a cut) has seen nothing of its segment's offsets, which earlier slices read

@@ -293,7 +293,7 @@ def test_tables_show_a_dash_for_an_unknown_high_watermark_or_log_end(tmp_path, c
     assert "None" not in row and [cell.strip() for cell in row.strip("│ ").split("│")][7] == "-"
     with open(manifest.partition("t").directory / f"{0:020d}.log", "ab") as f:
         f.write(b"abcdefghijklmnopqrstuvwxyz")  # an unknown magic: the log end is unknown to describe
-    assert main(["describe", str(manifest.path)]) == 0
+    assert main(["describe", str(manifest.path)]) == 2  # a log end that cannot be read: the read-error status
     row = next(line for line in capsys.readouterr().out.splitlines() if "│ t " in line)
     assert "None" not in row and [cell.strip() for cell in row.strip("│ ").split("│")][5] == "-"
 

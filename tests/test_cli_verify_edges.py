@@ -177,6 +177,41 @@ def test_chmod_000_segment_without_dac_override(tmp_path):
     assert report["partitions"][0]["segments"][-1]["batches"] > 0
 
 
+def test_describe_prints_what_it_reads_then_exits_2_for_a_partition_it_cannot_read(tmp_path, capsys, monkeypatch):
+    # two brokers' copies of t-0; one's middle segment cannot be opened once discovery listed it (a broken symlink,
+    # as a chmod 000 file for a user without root's override): every row is printed, then the read-error status
+    import kafkaseg.cli.describe as describe
+    from kafkaseg.storage.layout import discover
+
+    bad = simple_partition(tmp_path / "a", batches=12, segment_bytes=300)
+    simple_partition(tmp_path / "b", batches=12, segment_bytes=300)
+    middle = bad.segments[1].log_path
+    original = middle.read_bytes()
+
+    def discover_then_damage(*args, **kwargs):
+        found = discover(*args, **kwargs)
+        if middle.is_file():
+            middle.unlink()
+            middle.symlink_to(tmp_path / "nowhere")
+        return found
+
+    monkeypatch.setattr(describe, "discover", discover_then_damage)
+    assert main(["describe", str(tmp_path / "a"), str(tmp_path / "b"), "--json"]) == 2
+    described = {d["logDir"]: d for d in json.loads(capsys.readouterr().out)["partitions"]}
+    damaged, healthy = described[str(tmp_path / "a")], described[str(tmp_path / "b")]
+    assert [e for e in damaged["errors"] if e.startswith(f"{middle}: ")], damaged
+    assert not [n for n in damaged["notes"] if str(middle) in n]  # an error, not a note
+    assert healthy["errors"] == [] and healthy["logEndOffset"] == bad.log_end_offset
+    assert damaged["logEndOffset"] == bad.log_end_offset  # the rest is still described
+
+    middle.unlink()
+    middle.write_bytes(original)  # the text output alike, damaged the same way
+    assert main(["describe", str(tmp_path / "a"), str(tmp_path / "b")]) == 2
+    out, err = capsys.readouterr()
+    assert len([line for line in out.splitlines() if "│ t " in line]) == 2  # both rows printed
+    assert f"t-0: error: {middle}: " in err and "1 of 2 partitions could not be read in full" in err
+
+
 def test_one_segment_file_is_checked_against_the_whole_partition(tmp_path, capsys):
     log = simple_partition(tmp_path, batches=12, segment_bytes=300)
     first = log.segments[0]

@@ -536,6 +536,46 @@ def test_a_torn_write_whose_first_page_is_zeros_is_judged_by_the_high_watermark(
         kafkaseg.read_arrow(str(copy))
 
 
+@pytest.mark.parametrize("high_watermark", ["above the zeros", "none", "at the zeros"])
+def test_a_lenient_read_counts_the_corrupt_tail_planning_cuts_off(copy, high_watermark):
+    """Zeros ending the active segment's batches with data after them, or acknowledged offsets past them: a strict
+    read raises, a lenient one ends at the zeros. The rest of the segment was then skipped with only a plan note
+    saying so, and the scan metrics counted no skip (found in review): it is one skipped corrupt region now,
+    counted once per read, with its file and byte, as every skip. Zeros at or above the high watermark were never
+    acknowledged (a torn write Kafka's recovery truncates): not corruption, nothing counted."""
+    active = _logs(copy)[-1]
+    data = active.read_bytes()
+    last = list(iter_headers(data))[-1]
+    torn = bytearray(data[last.position:])
+    torn[:len(torn) // 2] = bytes(len(torn) // 2)  # the last write lost its first page
+    active.write_bytes(data[:last.position] + bytes(torn))
+    hw = {"above the zeros": RECORDS, "none": None, "at the zeros": last.base_offset}[high_watermark]
+    (copy / "replication-offset-checkpoint").write_text("0\n0\n" if hw is None else f"0\n1\nt 0 {hw}\n")
+    benign = high_watermark == "at the zeros"
+    if not benign:
+        with pytest.raises(CorruptBatchError, match="zeros in the active segment"):
+            kafkaseg.read_arrow(str(copy))
+    scan = kafkaseg.open_scan(str(copy), onCorruption="skip", splitSize=4096)  # the active segment in slices
+    assert len([s for s in scan.plan.slices if s.log_path == str(active)]) > 1
+    for _ in range(2):  # each read of the scan counts it, once
+        assert _offsets(scan.to_table()) == list(range(last.base_offset))
+        metrics = scan.metrics
+        assert metrics.truncated_tails == []  # (not a partial batch being written)
+        if benign:
+            assert metrics.decode.corrupt_batches == 0 and metrics.corrupt_skips() == []
+            continue
+        assert metrics.decode.corrupt_batches == 1
+        assert metrics.decode.corrupt_bytes == len(data) - last.position
+        ((path, position, what),) = metrics.decode.problems
+        assert (path, position) == (str(active), last.position) and "zeros in the active segment" in what
+        assert [f"{active} at byte {last.position}" in line for line in metrics.corrupt_skips()] == [True]
+        assert scan.plan.report.lenient == []  # counted as a skip, not also reported as a planning decision
+    # a read that ends before the zeros skips nothing
+    scan = kafkaseg.open_scan(str(copy), onCorruption="skip", endingOffsets=json_offsets(last.base_offset - 20))
+    assert _offsets(scan.to_table()) == list(range(last.base_offset - 20))
+    assert scan.metrics.decode.corrupt_batches == 0
+
+
 def test_the_lenient_log_end_follows_verify_crc_like_the_reader(copy):
     """With verifyCrc=false the decoders step over a bad batch onto one whose CRC is wrong; the log end must agree
     (found in review: it demanded a valid CRC and cut the read short)."""

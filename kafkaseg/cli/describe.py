@@ -6,6 +6,11 @@ snapshots exist (a header walk from the latest snapshot), time range (the first 
 batch decoded, .. largest timestamp of the time indexes and the active segment's tail), and the magic values and codecs of the batches
 sampled: each segment's first batch, the batch at each segment's last ``.index`` entry and the active segment's
 batches after it (``--full`` walks every header instead).
+
+What cannot be read (a segment or index that cannot be opened, a corrupt batch header, a log end that cannot be
+found) is one of the partition's ``errors``, and the rest is still described; ``notes`` are what was read and is
+worth saying (checkpoints that disagree with the log, an append in progress). ``kafkaseg describe`` exits 2 when a
+partition has errors, after printing everything.
 """
 
 from __future__ import annotations
@@ -64,6 +69,7 @@ class PartitionDescription:
     kraft_snapshots: int = 0
     leader_epoch: int | None = None
     notes: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # what could not be read (the rest is described)
     sampled: bool = True
     log_dir: str | None = None  # the log dir (or tiered-storage root) it was found in, when found in one
 
@@ -81,7 +87,7 @@ class PartitionDescription:
             "maxTimestamp": self.max_timestamp, "magics": sorted(self.magics), "codecs": sorted(self.codecs),
             "transactional": self.transactional, "producerSnapshots": self.producer_snapshots,
             "kraftSnapshots": self.kraft_snapshots, "leaderEpoch": self.leader_epoch, "notes": self.notes,
-            "sampled": self.sampled, "logDir": self.log_dir,
+            "errors": self.errors, "sampled": self.sampled, "logDir": self.log_dir,
         }
 
 
@@ -111,12 +117,12 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
             offset_index = (OffsetIndex.load(index_path, seg.base_offset, fs, window=index_window) if index_path
                             else None)
         except KafkaSegError as err:
-            desc.notes.append(f"{index_path}: {err}")
+            desc.errors.append(f"{index_path}: {err}")
         try:
             time_index = (TimeIndex.load(timeindex_path, seg.base_offset, fs, window=timeindex_window)
                           if timeindex_path else None)
         except KafkaSegError as err:
-            desc.notes.append(f"{timeindex_path}: {err}")
+            desc.errors.append(f"{timeindex_path}: {err}")
         max_ts = time_index.max_timestamp if time_index is not None and len(time_index) else None
         try:
             with SegmentReader(seg.log_path, fs) as reader:
@@ -139,7 +145,7 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
                     if i == last and walk_all:
                         desc.log_end_offset = None  # computed below
         except KafkaSegError as err:
-            desc.notes.append(f"{seg.log_path}: {err}")
+            desc.errors.append(f"{seg.log_path}: {err}")
         desc.segments.append(SegmentDescription(seg.log_path, seg.base_offset, seg.log_size,
                                                 len(offset_index) if offset_index is not None else None,
                                                 len(time_index) if time_index is not None else None,
@@ -149,10 +155,11 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
     try:
         desc.first_timestamp = _first_record_timestamp(pdir)
     except KafkaSegError as err:
-        desc.notes.append(f"first record's timestamp: {err}")
+        desc.errors.append(f"first record's timestamp: {err}")
     partial = whole_partition_offsets(pdir)
     if partial is not None:  # single .log files: the checkpoints (HW, log start) are the whole partition's
-        desc.notes.append(partial.note)
+        # (the note says why when the whole partition's log end cannot be read: then an error)
+        (desc.notes if partial.log_end_offset is not None else desc.errors).append(partial.note)
         desc.log_start_offset, desc.log_end_offset = partial.log_start_offset, partial.log_end_offset
         if partial.log_end_offset is None:
             return desc
@@ -174,7 +181,7 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
             desc.last_stable_offset = broker_high_watermark(pdir.high_watermark, desc.log_start_offset,
                                                             desc.log_end_offset)
     except KafkaSegError as err:
-        desc.notes.append(f"log end offset: {err}")
+        desc.errors.append(f"log end offset: {err}")
     hw, leo, start = pdir.high_watermark, desc.log_end_offset, desc.log_start_offset
     if hw is not None and leo is not None and hw > leo:
         desc.notes.append(f"high watermark {hw} is above the log end offset {leo} (an incomplete copy, or a log "

@@ -5,7 +5,8 @@ Subcommands::
     kafkaseg dump --files F[,F...]      kafka-dump-log.sh (DumpLogSegments) output for .log/.checkpoint/.index/
                                         .timeindex/.txnindex/.snapshot files
     kafkaseg verify DIR...              check segments, indexes, CRCs, checkpoints and stray files (exit 1 on errors)
-    kafkaseg describe DIR...            topics, partitions, segments, offsets, times, codecs (headers/indexes only)
+    kafkaseg describe DIR...            topics, partitions, segments, offsets, times, codecs (headers/indexes only;
+                                        exit 2 when a partition could not be read in full)
     kafkaseg offsets --data-dir DIR --topic T [--partitions 0,1] --time X [--isolation read_committed]
                                         kafka-get-offsets.sh: topic:partition:offset lines
     kafkaseg locate --data-dir DIR --topic T --partition P (--offset O | --time X)
@@ -18,7 +19,8 @@ Subcommands::
                                         kafka-log-dirs.sh --describe: replica sizes per log dir, disk usage
 
 ``--json`` prints machine-readable output. Progress bars (rich) go to stderr on long runs when stderr is a terminal.
-Exit status: 0 ok, 1 verification failures (or nothing found), 2 usage or read errors; ``retention
+Exit status: 0 ok, 1 verification failures (or nothing found), 2 usage or read errors (``offsets`` and
+``describe`` still print every partition they could read first); ``retention
 --fail-on-overdue``: 3 when only overdue partitions fail it; ``consume --fail-on-data-loss``: 3 when records were
 lost to the reader.
 """
@@ -219,10 +221,13 @@ def _cmd_describe(args) -> int:
             print(f"kafkaseg describe: no topic {args.topic!r} under {', '.join(map(_fs.redact, args.paths))}"
                   + (f" (did you mean {close[0]!r}?)" if close else ""), file=sys.stderr)
             return EXIT_FAILED
+    # a partition not read in full (a segment or index that cannot be opened, a corrupt header): everything that
+    # could be read is still printed, then the read-error status, as offsets does for a partition it cannot answer
+    status = EXIT_ERROR if any(d.errors for d in descriptions) else EXIT_OK
     if args.json:
         print(json.dumps({"partitions": [d.as_dict() for d in descriptions],
                           "skippedFolders": [f.as_dict() for f in skipped]}, indent=1))
-        return EXIT_OK
+        return status
     from rich.table import Table
 
     from kafkaseg.storage import fs as _fs
@@ -259,7 +264,13 @@ def _cmd_describe(args) -> int:
     for d in descriptions:
         for note in d.notes:
             print(f"{d.name}: {note}", file=sys.stderr)
-    return EXIT_OK
+        for error in d.errors:
+            print(f"{d.name}: error: {error}", file=sys.stderr)
+    if status != EXIT_OK:
+        unread = sum(1 for d in descriptions if d.errors)
+        print(f"kafkaseg describe: exit status {status}: {unread} of {len(descriptions)} partitions could not be "
+              "read in full (said above)", file=sys.stderr)
+    return status
 
 
 # -- offsets / locate -----------------------------------------------------------------------------------------------
