@@ -120,6 +120,31 @@ def test_leader_epochs_past_the_log_end_are_a_warning_and_out_of_order_ones_an_e
     assert found["file"] == str(epochs) and "epoch 5@10 does not follow 6@0" in found["message"]
 
 
+def test_a_first_leader_epoch_below_the_first_segment_is_a_warning(tmp_path, capsys):
+    """Segments removed from the front other than by retention (which cuts leader-epoch-checkpoint's entries below
+    the new log start) leave the first epoch starting below the first segment: a warning naming the offsets."""
+    simple_partition(tmp_path, batches=6, segment_bytes=200)  # offsets 0..29 in several segments
+    folder = tmp_path / "t-0"
+    (folder / "leader-epoch-checkpoint").write_text("0\n1\n0 0\n")
+    write_offset_checkpoint(tmp_path / "log-start-offset-checkpoint", {})  # the usual: no entry
+    code, report = verify_json([tmp_path], capsys)
+    assert code == 0 and not [p for p in report["problems"] if p["severity"] != "info"], report["problems"]
+    first, second = sorted(folder.glob("*.log"))[:2]
+    for path in folder.glob(first.stem + ".*"):
+        path.unlink()
+    base = int(second.stem)
+    code, report = verify_json([tmp_path], capsys)
+    (found,) = [p for p in report["problems"] if p["severity"] == "warning"]
+    assert found["file"] == str(folder / "leader-epoch-checkpoint")
+    assert f"epoch 0 starts at 0, below the first segment's base {base}" in found["message"]
+    assert f"[0, {base})" in found["message"]
+    # a checkpointed log start below the first segment explains it (a tiered topic, or a stale checkpoint): its own
+    # note, no warning
+    write_offset_checkpoint(tmp_path / "log-start-offset-checkpoint", {("t", 0): 0})
+    code, report = verify_json([tmp_path], capsys)
+    assert code == 0 and not [p for p in report["problems"] if p["severity"] == "warning"], report["problems"]
+
+
 def _verify_after(paths, damage):
     """verify_partition as ``kafkaseg verify`` runs it, with ``damage()`` done between discovery and the reads."""
     from kafkaseg.cli.verify import VerifyReport, verify_partition

@@ -639,6 +639,19 @@ def _check_checkpoints(pdir: PartitionDir, summary: PartitionSummary, report: Ve
     if pdir.recovery_point is not None and pdir.recovery_point > leo:
         report.add(ERROR, os.path.join(where, "recovery-point-offset-checkpoint"), None,
                    f"{pdir.name}: recovery point {pdir.recovery_point} is above the log end offset {leo}")
+    first_epoch = pdir.leader_epochs[0] if pdir.leader_epochs else None
+    if (first_epoch is not None and first_base is not None and first_epoch.start_offset < first_base
+            and pdir.tiered is None and pdir.below_local_log is None and not pdir.remote_below):
+        # Retention and DeleteRecords move the log start and cut this file's entries below it
+        # (UnifiedLog.maybeIncrementLogStartOffset -> LeaderEpochFileCache.truncateFromStart*), and the cleaner
+        # never moves the first segment's base: an entry below it, with no checkpoint that explains it, says the
+        # log reached further down than its first segment
+        report.add(WARNING, os.path.join(pdir.path, "leader-epoch-checkpoint"), None,
+                   f"epoch {first_epoch.epoch} starts at {first_epoch.start_offset}, below the first segment's base "
+                   f"{first_base}, and log-start-offset-checkpoint does not explain it: offsets "
+                   f"[{first_epoch.start_offset}, {first_base}) were in this log, and segments holding them may have "
+                   "been removed other than by the broker's retention (or the broker had not rewritten this file "
+                   "after a retention deletion yet, which it does in the background since Kafka 3.8)")
     previous = None
     for entry in pdir.leader_epochs:
         start = entry.start_offset
