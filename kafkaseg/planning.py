@@ -550,6 +550,7 @@ class _Partition:
         self._open_after: dict[int, dict[int, int]] = {}
         self._open_txns: dict[int, int] = {}
         self._leo: int | None = None
+        self.leo_walk_clean = True  # the log end was found by a walk that met no corruption, torn append or zeros
         self._segment_end: dict[int, int] = {}
         self._legacy: dict[int, bool] = {}
         self._first_offsets: dict[tuple[int, int], int | None] = {}  # (segment, position) -> its batch's first offset
@@ -828,6 +829,7 @@ class _Partition:
                 if leo is not None:  # a preallocated tail of zeros is no data: the read stops where it starts
                     leo = self._zero_tail(leo)
             except CorruptDataError as err:
+                self.leo_walk_clean = False
                 lenient = self.options.on_corruption == "skip"  # lenient: step over it as the reader will
                 walk = functools.partial(readable_end, self.segments[-1], verify_crc=self.options.verify_crc,
                                          filesystem=self.fs, max_batch_bytes=self.options.max_batch_bytes)
@@ -873,6 +875,7 @@ class _Partition:
                                  max_batch_bytes=self.options.max_batch_bytes)
         if found is None:
             return leo
+        self.leo_walk_clean = False
         position, data_after = found
         torn = None if data_after or not self.options.verify_crc else torn_before_zeros(
             self.segments[-1], position, self.pdir.high_watermark, filesystem=self.fs,
@@ -1277,6 +1280,19 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
         if why and preport is not None:
             preport.notes.append(f"{name}: no record at or after ending timestamp {ts} ({why}); reading to "
                                  f"the end ({end})")
+    recovery_point, hw, leo = part.pdir.recovery_point, bounds.high_watermark, bounds.log_end
+    if (not explicit_end and end == bounds.upper == leo and options.upper_bound == "highWatermark"
+            and hw is not None and hw > leo and recovery_point is not None and recovery_point > leo
+            and part.leo_walk_clean and not part.pdir.given_files and _still_as_listed(part)):
+        # acknowledged offsets the broker had also flushed (LogManager checkpoints the recovery point after a
+        # flush) are not here: not a crash's unflushed tail, which a restarted broker truncates and fetches again,
+        # but a lost segment file or a copy that missed it (bounds noted the high watermark above the log end).
+        # Not when the log's end met corrupt bytes (the read reports those), nor when the folder changed since it
+        # was listed (a live broker appended or rolled after the listing, and wrote the checkpoints after that)
+        loss(f"{name}: high watermark {hw} and recovery point {recovery_point} are above the log end offset {leo} "
+             f"of {part.pdir.path}: offsets [{leo}, {min(hw, recovery_point)}) were acknowledged and flushed to disk "
+             "but are not in these files (a lost segment file, a copy taken while the broker was writing that "
+             "missed them, or a tail that no longer reads as batches)")
     if start > end:
         # this partition's start and end both chosen by the user, at least one by time, the wrong way round: a typo,
         # not data (a start past the log's end is the data-loss rule's)
@@ -1289,6 +1305,21 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
         if preport is not None:
             preport.notes.append(f"{name}: resolved start {start} is above the end {end}: nothing to read")
     return start, end
+
+
+def _still_as_listed(part: _Partition) -> bool:
+    """Whether the partition folder's ``.log`` files are the ones listed and the last one is still at its listed
+    size (a listing and a stat more, made only where a high watermark and recovery point above the log end would be
+    data loss)."""
+    last = part.segments[-1]
+    try:
+        names = {entry.name for entry in _fs.list_dir(part.pdir.path, part.fs)
+                 if entry.name.endswith(".log") and not entry.is_dir}
+        size = _fs.stat(last.log_path, part.fs)
+    except KafkaSegError:
+        return False
+    return (names == {_fs.basename(seg.log_path) for seg in part.segments} and size is not None
+            and size.size == last.log_size)
 
 
 def resolve_offsets(partition_dir: PartitionDir, options: ReadOptions) -> tuple[int, int]:

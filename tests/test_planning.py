@@ -156,6 +156,32 @@ def test_high_watermark_and_upper_bound(single):
     assert any("no high watermark" in n for n in plan.report.partitions[0].notes)
 
 
+def test_a_lost_last_segment_is_data_loss_when_the_recovery_point_says_it_was_flushed(single):
+    """A high watermark above the log end is a crash's unflushed tail (a note: a restarted broker truncates it and
+    fetches it again) unless the recovery point is above the log end too: then offsets the broker had flushed are
+    missing (a lost segment file, a copy that missed it), which failOnDataLoss fails and otherwise reports."""
+    log_dir, log, _ = single
+    last = log.segments[-1]
+    for path in last.log_path.parent.glob(last.log_path.stem + ".*"):
+        path.unlink()
+    leo = last.base_offset
+    write_offset_checkpoint(log_dir / "recovery-point-offset-checkpoint", {("t", 0): 2000})
+    with pytest.raises(DataLossError, match=rf"high watermark 2000 and recovery point 2000 are above the log end "
+                                            rf"offset {leo} .*offsets \[{leo}, 2000\)"):
+        plan_scan(str(log_dir), opts())
+    plan = plan_scan(str(log_dir), opts(failOnDataLoss="false"))
+    assert plan.report.offsets()[("t", 0)] == (0, leo)
+    assert any(f"offsets [{leo}, 2000)" in note for note in plan.report.data_loss)
+    # a read that does not reach the end, or that asked for the log end, lost nothing
+    assert plan_scan(str(log_dir), opts(endingOffsets='{"t": {"0": 10}}')).report.offsets()[("t", 0)] == (0, 10)
+    assert plan_scan(str(log_dir), opts(upperBound="logEndOffset")).report.offsets()[("t", 0)] == (0, leo)
+    # the recovery point at or below the log end: an unflushed tail lost in a crash, only noted
+    write_offset_checkpoint(log_dir / "recovery-point-offset-checkpoint", {("t", 0): leo})
+    plan = plan_scan(str(log_dir), opts())
+    assert plan.report.offsets()[("t", 0)] == (0, leo) and not plan.report.data_loss
+    assert any("high watermark 2000 is above the log end offset" in n for n in plan.report.partitions[0].notes)
+
+
 def test_specific_offsets_exact_bytes(single):
     log_dir, _, _ = single
     plan = plan_scan(str(log_dir), opts(startingOffsets='{"t":{"0":503}}', endingOffsets='{"t":{"0":1497}}'))
