@@ -133,6 +133,14 @@ def test_describe_names_each_replicas_log_dir_and_a_misspelt_topic(datadir, tmp_
     assert main(["describe", str(datadir.path), "--topic", "Orders"]) == 1  # not an empty table: a typo
     err = capsys.readouterr().err
     assert "no topic 'Orders'" in err and "did you mean 'orders'?" in err
+    # --topic is repeatable and takes a comma list (the last one given used to win, silently)
+    for argv in (["--topic", "orders", "--topic", "pay"], ["--topic", "orders,pay"]):
+        assert main(["describe", str(datadir.path), "--json", *argv]) == 0
+        described = {p["topic"] for p in json.loads(capsys.readouterr().out)["partitions"]}
+        assert described == {"orders", "pay"}, argv
+    assert main(["describe", str(datadir.path), "--json", "--topic", "orders,Pay"]) == 0  # one found: its rows
+    out = capsys.readouterr()
+    assert {p["topic"] for p in json.loads(out.out)["partitions"]} == {"orders"} and "no topic 'Pay'" in out.err
 
 
 def test_describe_notes_a_high_watermark_above_the_log_end(datadir, capsys):

@@ -16,6 +16,7 @@ partition has errors, after printing everything.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Collection
 
 from kafkaseg.cli.common import decode_batch, whole_partition_offsets
 from kafkaseg.errors import KafkaSegError
@@ -220,14 +221,15 @@ def _first_record_timestamp(pdir: PartitionDir) -> int | None:
 
 def describe_paths(paths: list[str], *, full: bool = False, progress=None,
                    skipped: list[tuple[str, str]] | None = None,
-                   topic: str | None = None, key_ring=None) -> list[PartitionDescription]:
-    """Describe every partition found under ``paths`` (of ``topic`` only, when given: the other folders are not
+                   topics: Collection[str] | None = None, key_ring=None) -> list[PartitionDescription]:
+    """Describe every partition found under ``paths`` (of ``topics`` only, when given: the other folders are not
     read); ``skipped`` gets discovery's ``(path, reason)`` for the log dirs' folders it did not read
     (:func:`kafkaseg.storage.layout.discover`)."""
-    found = discover(paths, skipped=skipped, select=None if topic is None else (lambda name, _: name == topic),
+    wanted = None if topics is None else frozenset(topics)
+    found = discover(paths, skipped=skipped, select=None if wanted is None else (lambda name, _: name in wanted),
                      key_ring=key_ring)
-    if topic is not None:
-        found = [pdir for pdir in found if pdir.topic == topic]
+    if wanted is not None:
+        found = [pdir for pdir in found if pdir.topic in wanted]
 
     def one(pdir: PartitionDir) -> PartitionDescription:
         description = describe_partition(pdir, full=full)

@@ -202,12 +202,16 @@ def _cmd_describe(args) -> int:
     from kafkaseg.cli.describe import describe_paths
 
     found: list[tuple[str, str]] = []
-    descriptions = describe_paths(args.paths, full=args.full, skipped=found, topic=args.topic or None,
+    # --topic is repeatable and takes comma separated names, as retention's and log-dirs' --topic-list do
+    topics = list(dict.fromkeys(t.strip() for given in (args.topic or ()) for t in given.split(",") if t.strip()))
+    descriptions = describe_paths(args.paths, full=args.full, skipped=found, topics=topics or None,
                                   key_ring=args.tiered_key_ring)
     skipped = skipped_folders(found)
-    if args.topic:
-        skipped = [f for f in skipped if f.topic == args.topic]
-        if not descriptions and not skipped:  # a misspelt name, not an empty topic: say so, as reads do
+    if topics:
+        skipped = [f for f in skipped if f.topic in topics]
+        missing = [t for t in topics if not any(d.topic == t for d in descriptions)
+                   and not any(f.topic == t for f in skipped)]
+        if missing:  # a misspelt name, not an empty topic: say so, as reads do
             import difflib
 
             from kafkaseg.storage import fs as _fs
@@ -217,10 +221,12 @@ def _cmd_describe(args) -> int:
                 on_disk = sorted({p.topic for p in discover(args.paths, key_ring=args.tiered_key_ring)})
             except KafkaSegError:
                 on_disk = []
-            close = difflib.get_close_matches(args.topic, on_disk, n=1)
-            print(f"kafkaseg describe: no topic {args.topic!r} under {', '.join(map(_fs.redact, args.paths))}"
-                  + (f" (did you mean {close[0]!r}?)" if close else ""), file=sys.stderr)
-            return EXIT_FAILED
+            for topic in missing:
+                close = difflib.get_close_matches(topic, on_disk, n=1)
+                print(f"kafkaseg describe: no topic {topic!r} under {', '.join(map(_fs.redact, args.paths))}"
+                      + (f" (did you mean {close[0]!r}?)" if close else ""), file=sys.stderr)
+            if len(missing) == len(topics):
+                return EXIT_FAILED
     # a partition not read in full (a segment or index that cannot be opened, a corrupt header): everything that
     # could be read is still printed, then the read-error status, as offsets does for a partition it cannot answer
     status = EXIT_ERROR if any(d.errors for d in descriptions) else EXIT_OK
@@ -699,7 +705,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     describe = sub.add_parser("describe", help="summarize topics, partitions and segments")
     describe.add_argument("paths", nargs="+", metavar="DIR")
-    describe.add_argument("--topic", help="only this topic")
+    describe.add_argument("--topic", action="append", help="only this topic (repeatable, or comma separated)")
     describe.add_argument("--segments", action="store_true", help="also list every segment")
     describe.add_argument("--full", action="store_true", help="walk every batch header (codecs, magic, times)")
     describe.add_argument("--json", action="store_true")
