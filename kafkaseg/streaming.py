@@ -281,48 +281,67 @@ class MicroBatchPlanner:
         self._seen: dict[TopicPartition, AvailableRange] = {}  # each partition's range at the previous trigger
         self._waiting: set[TopicPartition] = set()  # partitions whose latest is excused below the position
         self._ranges: dict[tuple, tuple[AvailableRange, bool]] = {}  # by what it depends on (see available)
+        self._ranges_listing: Listing | None = None  # the listing self._ranges were taken on
+        #: The discovery of the paths (:func:`~kafkaseg.planning.list_partitions`) that the last call of this
+        #: planner made or was given: a caller that goes on at once (the first trigger after
+        #: :meth:`initial_offsets`, the plan of the end :meth:`latest_offsets` just fixed) passes it as ``listing``
+        #: instead of listing every partition folder again (see :func:`poll_micro_batches`).
+        self.last_listing: Listing | None = None
 
     # -- discovery ---------------------------------------------------------------------------------------------------
     def _partitions(self, listing: Listing | None = None) -> list[PartitionDir]:
         """The selected partitions now, or in ``listing`` (a partition ``assign`` names whose folder went away is
         left out: the stream reports it gone)."""
+        if listing is None:
+            listing = list_partitions(None, self.options)
+        self.last_listing = listing
         topics_only = self.options.replace(starting=OffsetLimit("earliest", option="startingOffsets"),
                                            ending=OffsetLimit("latest", option="endingOffsets"))
         return select_partitions(None, topics_only, check_listed=False, listing=listing)
 
-    def available(self) -> dict[TopicPartition, AvailableRange]:
-        """The :class:`~kafkaseg.planning.AvailableRange` of every selected partition now. A partition whose
-        folder disappears while it is being looked at (a topic being deleted) is left out, as a gone one.
+    def available(self, listing: Listing | None = None) -> dict[TopicPartition, AvailableRange]:
+        """The :class:`~kafkaseg.planning.AvailableRange` of every selected partition now, or in ``listing`` (a
+        discovery just made: :attr:`last_listing`). A partition whose folder disappears while it is being looked at
+        (a topic being deleted) is left out, as a gone one.
 
         A partition whose checkpoints and segment files (names, and the last one's size and mtime) are as at the
         previous trigger gets its previous range: its log end and last stable offset come from those files, and
         recomputing them (reading the last segment's tail) for every idle partition at every trigger was most of a
-        trigger's cost."""
+        trigger's cost. On the listing the previous ranges were taken on, every one is reused."""
         out: dict[TopicPartition, AvailableRange] = {}
         ranges: dict[tuple, tuple[AvailableRange, bool]] = {}
         now_ms = time.time() * 1000
+        same_listing = listing is not None and listing is self._ranges_listing
         self._pdirs = {}
-        for pdir in self._partitions():
-            last = pdir.segments[-1] if pdir.segments else None
-            key = (pdir.path, pdir.high_watermark, pdir.checkpoint_log_start_offset, pdir.cleaner_offset,
-                   pdir.topic_id, pdir.leader_epochs, tuple(s.base_offset for s in pdir.segments),
-                   (last.log_size, last.mtime_ms) if last is not None else None)
-            cached = self._ranges.get(key)
+        for pdir in self._partitions(listing):
             try:
-                found = cached[0] if cached is not None and cached[1] else available_range(pdir, self.options)
+                found = self._range(pdir, now_ms, ranges, same_listing)
             except LayoutError:
                 if _fs.exists(pdir.path, pdir.filesystem):
                     raise
                 continue
-            # reusable only when the last segment had not changed for a while when it was read (git's "racy clean"
-            # rule): an append within the mtime's granularity (milliseconds here, seconds on S3; a preallocated
-            # active segment keeps its size) would otherwise go unseen
-            stable = last is None or last.mtime_ms < now_ms - _RACY_MS
             out[(pdir.topic, pdir.partition)] = found
             self._pdirs[(pdir.topic, pdir.partition)] = pdir
-            ranges[key] = (found, stable)
-        self._ranges = ranges
+        self._ranges, self._ranges_listing = ranges, self.last_listing
         return out
+
+    def _range(self, pdir: PartitionDir, now_ms: float, ranges: dict[tuple, tuple[AvailableRange, bool]],
+               same_listing: bool) -> AvailableRange:
+        """``pdir``'s range: the previous one when its files are as they were then (see :meth:`available`), else
+        computed now; recorded in ``ranges``, the next call's cache. ``same_listing``: ``pdir`` is of the listing
+        the previous ranges were taken on, so its files are those the previous range was taken of."""
+        last = pdir.segments[-1] if pdir.segments else None
+        key = (pdir.path, pdir.high_watermark, pdir.checkpoint_log_start_offset, pdir.cleaner_offset,
+               pdir.topic_id, pdir.leader_epochs, tuple(s.base_offset for s in pdir.segments),
+               (last.log_size, last.mtime_ms) if last is not None else None)
+        cached = self._ranges.get(key)
+        found = (cached[0] if cached is not None and (cached[1] or same_listing) else
+                 available_range(pdir, self.options))
+        # reusable by a later listing only when the last segment had not changed for a while when it was read
+        # (git's "racy clean" rule): an append within the mtime's granularity (milliseconds here, seconds on S3; a
+        # preallocated active segment keeps its size) would otherwise go unseen
+        ranges[key] = (found, last is None or last.mtime_ms < now_ms - _RACY_MS)
+        return found
 
     # -- Spark's calls -------------------------------------------------------------------------------------------------
     def initial_offsets(self) -> Offsets:
@@ -336,11 +355,14 @@ class MicroBatchPlanner:
         limit = self.options.starting
         positions: dict[TopicPartition, int] = {}
         ranges: dict[TopicPartition, AvailableRange] = {}
+        listing = self.last_listing = list_partitions(None, self.options)
         # checks that partitions named in a JSON are on disk; a subscribed topic not there yet is waited for
-        pdirs = select_partitions(None, self.options, check_subscribed=False)
+        pdirs = select_partitions(None, self.options, check_subscribed=False, listing=listing)
+        now_ms = time.time() * 1000
+        cache: dict[tuple, tuple[AvailableRange, bool]] = {}  # for the triggers after (see available)
         for pdir in pdirs:
             tp = (pdir.topic, pdir.partition)
-            available = available_range(pdir, self.options)
+            available = self._range(pdir, now_ms, cache, False)
             earliest, latest = available.earliest, available.latest
             self._seen[tp] = available
             ranges[tp] = available
@@ -360,6 +382,7 @@ class MicroBatchPlanner:
                 # is empty until the high watermark gets there, not data loss
                 self._waiting.add(tp)
         self._pdirs = {(p.topic, p.partition): p for p in pdirs}
+        self._ranges, self._ranges_listing = cache, listing
         return self._with_incarnations(positions, ranges)
 
     def prepare_available_now(self) -> None:
@@ -395,17 +418,18 @@ class MicroBatchPlanner:
         return latest
 
     def latest_offsets(self, start: Offsets, *, max_offsets: int | None = None, min_offsets: int | None = None,
-                       all_available: bool = False) -> Offsets:
+                       all_available: bool = False, listing: Listing | None = None) -> Offsets:
         """The end of the next micro-batch from ``start``: everything available (``all_available``, Spark's
         ``ReadAllAvailable``), else at most ``max_offsets`` (rate limit) and nothing (``start`` itself) while
         fewer than ``min_offsets`` are pending and ``maxTriggerDelay`` has not passed (never under
-        ``Trigger.AvailableNow``, which must end).
+        ``Trigger.AvailableNow``, which must end). The files are listed again, unless ``listing`` gives a listing
+        just made (:attr:`last_listing`).
 
         A partition whose topic id differs from the one ``start`` was taken from (the topic was deleted and
         recreated) counts from the new topic's beginning, as a partition found after the start does; :meth:`plan`
         reports the data loss."""
         begin, epochs = from_offsets(start), leader_epochs_of(start)
-        ranges = self.available()  # the files now: what tells a recreated topic or a diverged log, also under
+        ranges = self.available(listing)  # the files now: what tells a recreated topic or a diverged log, also under
         # Trigger.AvailableNow, whose targets stay those of its start
         for tp in _recreated(topic_ids_of(start), {tp: available.topic_id for tp, available in ranges.items()}):
             del begin[tp]
@@ -455,9 +479,11 @@ class MicroBatchPlanner:
         self.last_trigger_ms = now
         return False
 
-    def plan(self, start: Offsets, end: Offsets) -> MicroBatchPlan:
+    def plan(self, start: Offsets, end: Offsets, *, listing: Listing | None = None) -> MicroBatchPlan:
         """Plan the micro-batch ``[start, end)`` (Spark's ``planInputPartitions``; also a replay after a restart).
-        Raises :class:`DataLossError` under ``failOnDataLoss`` for the cases in the module docstring."""
+        Raises :class:`DataLossError` under ``failOnDataLoss`` for the cases in the module docstring. The files are
+        listed again, unless ``listing`` gives a listing just made: the one ``end`` was fixed on
+        (:attr:`last_listing` after :meth:`latest_offsets`), which a caller planning at once passes."""
         begin, until = from_offsets(start), from_offsets(end)
         started_on, ending_on = topic_ids_of(start), topic_ids_of(end)
         epochs, end_epochs = leader_epochs_of(start), leader_epochs_of(end)
@@ -470,7 +496,9 @@ class MicroBatchPlanner:
                 raise DataLossError(f"{message} {_FAIL_HINT}")
             result.data_loss.append(message)
 
-        listing = list_partitions(None, self.options)  # one listing: the partitions gone, and the plan
+        if listing is None:
+            listing = list_partitions(None, self.options)
+        # one listing: the partitions gone, and the plan
         current = {(p.topic, p.partition): p for p in self._partitions(listing)}
         for tp in sorted(set(begin) - set(until)):
             name = f"{tp[0]}-{tp[1]}"
@@ -688,21 +716,34 @@ def _merged(first: ScanPlan, second: ScanPlan) -> ScanPlan:
 
 def poll_micro_batches(planner: MicroBatchPlanner, start: Offsets | None = None, *, follow: bool = False,
                        interval_s: float = 0.5, idle_timeout_s: float | None = None,
-                       sleep: Callable[[float], None] = time.sleep) -> Iterator[MicroBatchPlan]:
+                       sleep: Callable[[float], None] = time.sleep, listing: Listing | None = None
+                       ) -> Iterator[MicroBatchPlan]:
     """Micro-batches from ``start`` (default the planner's initial offsets), each planned once everything before it
     was consumed (the generator resumed): what is available now, then, with ``follow``, what arrives, polled every
     ``interval_s`` (or twice as long as a poll takes, when longer: a poll lists every partition folder) until
     ``idle_timeout_s`` passes without a new offset. Each batch takes all that is available, or at most
-    ``maxOffsetsPerTrigger`` offsets."""
-    position = planner.initial_offsets() if start is None else start
+    ``maxOffsetsPerTrigger`` offsets.
+
+    Each poll lists the partition folders once, for the batch's end and its plan; the first poll takes
+    ``listing`` instead, the discovery ``start`` was just resolved on (:attr:`MicroBatchPlanner.last_listing`;
+    the initial offsets' own when ``start`` is not given), so that the first records come after one discovery,
+    not three. Every later poll lists again: new segments and partitions are seen."""
+    if start is None:
+        before = planner.last_listing
+        position = planner.initial_offsets()
+        if listing is None and planner.last_listing is not before:  # resolved just now
+            listing = planner.last_listing
+    else:
+        position = start
     limit = planner.options.max_offsets_per_trigger
     idle_since = time.monotonic()
     while True:
         polled = time.monotonic()
-        end = planner.latest_offsets(position, max_offsets=limit, all_available=limit is None)
+        end = planner.latest_offsets(position, max_offsets=limit, all_available=limit is None, listing=listing)
+        listing = None  # the next poll lists again
         took = time.monotonic() - polled
         if end != position:
-            yield planner.plan(position, end)
+            yield planner.plan(position, end, listing=planner.last_listing)
             position = end
             idle_since = time.monotonic()
             continue

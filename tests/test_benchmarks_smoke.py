@@ -97,6 +97,9 @@ def test_bench_consume_quick(tmp_path):
     out = run("bench_consume.py", tmp_path, "--quick")
     rows = [line for line in out.splitlines() if "consume:" in line]
     assert len(rows) == 3 and all(float(r.split()[-3]) > 0 for r in rows)  # M rec/s
+    out = run("bench_consume.py", tmp_path, "--partitions", "150", "--repeat", "1")
+    rows = [line for line in out.splitlines() if "first record" in line]
+    assert len(rows) == 4 and all(int(r.split()[-3]) >= 1 for r in rows)  # log dir listings
 
 
 def test_bench_columns_quick(tmp_path):

@@ -434,22 +434,36 @@ def test_available_now_target_fixed_before_the_initial_offsets(data):
     assert plan.scan is None and not plan.notes and not plan.data_loss
 
 
-def test_a_trigger_reuses_the_ranges_of_partitions_whose_files_did_not_change(data, monkeypatch):
+def _ranges_computed(monkeypatch) -> list[int]:
+    """The partition of each range the planner computes from now on (``available_range``)."""
     import kafkaseg.streaming as streaming
 
-    calls = []
+    calls: list[int] = []
     real = streaming.available_range
     monkeypatch.setattr(streaming, "available_range", lambda pdir, options: calls.append(pdir.partition) or
                         real(pdir, options))
-    long_ago = time.time() - 60
-    for path in data.rglob("*"):
-        os.utime(path, (long_ago, long_ago))
+    return calls
+
+
+def _written_ago(root: Path, seconds: float) -> None:
+    when = time.time() - seconds
+    for path in root.rglob("*"):
+        os.utime(path, (when, when))
+
+
+def test_a_trigger_reuses_the_ranges_of_partitions_whose_files_did_not_change(data, monkeypatch):
+    calls = _ranges_computed(monkeypatch)
+    _written_ago(data, 60)
     p = planner(data)
     full = hws(data)
     start = p.initial_offsets()
+    assert len(calls) == 3
     calls.clear()
     first = p.latest_offsets(start)
-    assert len(calls) == 3
+    assert calls == []  # the ranges the start was resolved on: nothing changed since
+    cold = planner(data)
+    cold.latest_offsets(start)
+    assert len(calls) == 3  # a trigger with no range before it computes each
     calls.clear()
     assert p.latest_offsets(start) == first and calls == []  # nothing changed: nothing recomputed
     set_hws(data, {**full, ("b", 0): full[("b", 0)] - 1})
@@ -463,6 +477,34 @@ def test_a_trigger_reuses_the_ranges_of_partitions_whose_files_did_not_change(da
     p.latest_offsets(start)
     p.latest_offsets(start)
     assert calls == [1, 1]
+
+
+def test_a_listing_just_made_is_passed_on_instead_of_listing_again(data, monkeypatch):
+    """The first trigger after the start, and the plan of the end it fixed, can take the listing the planner just
+    made (``last_listing``): no folder is listed again and no range computed again, also of segments written a
+    moment ago, whose ranges a later listing recomputes (their files may have changed within their mtime)."""
+    import kafkaseg.planning as planning
+
+    listings: list = []
+    real = planning.discover
+    monkeypatch.setattr(planning, "discover", lambda *a, **k: listings.append(a) or real(*a, **k))
+    ranges = _ranges_computed(monkeypatch)
+    _written_ago(data, 0.5)
+    p = planner(data)
+    start = p.initial_offsets()
+    assert len(listings) == 1 and len(ranges) == 3
+    end = p.latest_offsets(start, listing=p.last_listing)
+    assert p.plan(start, end, listing=p.last_listing).scan is not None
+    assert len(listings) == 1 and len(ranges) == 3
+    assert p.latest_offsets(start) == end and len(listings) == 2 and len(ranges) == 6  # a new listing: recomputed
+    # poll_micro_batches does the same: one listing up to the first micro-batch's plan, one for each poll after
+    listings.clear()
+    fresh = planner(data)
+    polled = poll_micro_batches(fresh)
+    first = next(polled)
+    assert {tp: hi for tp, (_, hi) in first.ranges.items()} == from_offsets(end)
+    assert len(listings) == 1
+    assert next(polled, None) is None and len(listings) == 2  # the next poll listed again: nothing new
 
 
 def test_a_micro_batch_plan_lists_the_folders_once(data, monkeypatch):
@@ -715,8 +757,8 @@ def test_follow_reads_a_partition_being_written_exactly_once(tmp_path, monkeypat
 
     plans = []
     real_plan = MicroBatchPlanner.plan
-    monkeypatch.setattr(MicroBatchPlanner, "plan", lambda self, start, end: plans.append(end) or
-                        real_plan(self, start, end))
+    monkeypatch.setattr(MicroBatchPlanner, "plan", lambda self, start, end, **kw: plans.append(end) or
+                        real_plan(self, start, end, **kw))
     thread = threading.Thread(target=writer)
     thread.start()
     offsets = []

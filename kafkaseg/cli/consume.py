@@ -569,12 +569,13 @@ def _properties(args) -> dict[str, str]:
 def _reset_out_of_range(planner, position: dict, args, reset: str, err, lost: list[str]) -> dict:
     """An explicit --offset outside what the partition holds: the console consumer's consumer resets it as
     ``reset`` (auto.offset.reset: latest unless set) says, or fails (none). One below the log start is data
-    loss (``lost``): the records asked for are gone."""
+    loss (``lost``): the records asked for are gone. Judged on the listing ``position`` was resolved on (the
+    planner's last), which the first micro-batch reads too."""
     from kafkaseg.streaming import from_offsets, leader_epochs_of, to_offsets, topic_ids_of
 
     positions, epochs = from_offsets(position), leader_epochs_of(position)
     tp = (args.topic, args.partition)
-    available = planner.available().get(tp)
+    available = planner.available(planner.last_listing).get(tp)
     # LocalLog.read: out of range only below the log start or past the log end (between the high watermark and
     # the log end a fetch is empty and the consumer waits)
     if tp in positions and available is not None and not available.earliest <= positions[tp] <= available.log_end:
@@ -619,14 +620,10 @@ def _report_missing(missing, err) -> None:
               "a lost segment file, or compaction not checkpointed yet)", file=err)
 
 
-def _partitions_on_disk(data_dirs, key_ring=None) -> set[tuple[str, int]]:
-    """The (topic, partition) pairs under ``data_dirs`` (for a message that names what is there)."""
-    from kafkaseg.storage.layout import discover
-
-    try:
-        return {(p.topic, p.partition) for p in discover(data_dirs, key_ring=key_ring)}
-    except KafkaSegError:
-        return set()
+def _partitions_listed(listing) -> set[tuple[str, int]]:
+    """The (topic, partition) pairs a discovery found (:class:`kafkaseg.planning.Listing`: those it read and those
+    it only named), for a message that names what is there."""
+    return {(p.topic, p.partition) for p in listing.partitions} | {(t, p) for t, p, _ in listing.unselected}
 
 
 def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], None] = time.sleep) -> int:
@@ -712,7 +709,7 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
         except InvalidOptionError as exc:
             if args.partition is None or not str(exc).startswith("option 'assign'"):
                 raise
-            held = sorted(p for t, p in _partitions_on_disk(args.data_dir, args.tiered_key_ring) if t == args.topic)
+            held = sorted(p for t, p in _partitions_listed(planner.last_listing) if t == args.topic)
             raise InvalidOptionError(f"no partition {args.partition} of {args.topic} under "
                                      f"{', '.join(map(redact, args.data_dir))} (its partitions there: "
                                      f"{', '.join(map(str, held)) or 'none'})") from exc
@@ -726,8 +723,8 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
             what = args.topic if args.topic is not None else f"a topic matching {args.include!r}"
             hint = ""
             if args.topic is not None and not args.follow:  # a misspelt name, likelier than a topic yet to come
-                close = difflib.get_close_matches(args.topic, sorted({t for t, _ in _partitions_on_disk(
-                    args.data_dir, args.tiered_key_ring)}), n=1)
+                close = difflib.get_close_matches(args.topic, sorted({t for t, _ in _partitions_listed(
+                    planner.last_listing)}), n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
             print(f"kafkaseg consume: no partition of {what} under {', '.join(map(redact, args.data_dir))}"
                   + (" yet: waiting (--follow)" if args.follow else hint), file=err)
@@ -747,9 +744,11 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
                   f"(known: {', '.join(FORMATTER_PROPERTIES)})", file=err)
         if limit == 0:
             return 0
+        # the first poll reads the listing the start was resolved on (one discovery of the log dirs to the first
+        # record); each later one lists them again
         for plan in poll_micro_batches(planner, position, follow=args.follow, interval_s=args.poll_ms / 1000,
                                        idle_timeout_s=None if args.timeout_ms is None else args.timeout_ms / 1000,
-                                       sleep=sleep):
+                                       sleep=sleep, listing=planner.last_listing):
             for note in plan.data_loss:
                 print(f"kafkaseg consume: {note}", file=err)
                 lost.append(note)
