@@ -557,3 +557,75 @@ def test_a_segment_past_what_a_broker_opens_is_said_not_called_invalid_bytes(tmp
     report = dump_module.dump_files([str(log)], dump_module.DumpOptions(max_bytes=300), out=out, err=io.StringIO())
     assert f"Found {size - ends[0]} invalid bytes at the end of {log.name}" in out.getvalue()
     assert not any("runs past --max-bytes" in m for _, m in report.errors), report.errors
+
+
+# -- legacy wrappers around messages of the other magic (KAFKA-4298) ----------------------------------------------
+
+def _legacy_message(offset: int, magic: int, timestamp: int, key: bytes | None, value: bytes | None,
+                    attributes: int = 0) -> bytes:
+    """One legacy message as LegacyRecord writes it, built here by hand: offset int64 | size int32 | crc uint32
+    (CRC-32 of everything after it) | magic int8 | attributes int8 (bits 0-2 codec, bit 3 LogAppendTime) |
+    timestamp int64 (magic 1 only) | key length int32 (-1: null) | key | value length int32 (-1: null) | value."""
+    import zlib
+
+    body = struct.pack(">bb", magic, attributes) + (struct.pack(">q", timestamp) if magic == 1 else b"")
+    for part in (key, value):
+        body += struct.pack(">i", -1) if part is None else struct.pack(">i", len(part)) + part
+    return struct.pack(">qiI", offset, 4 + len(body), zlib.crc32(body)) + body
+
+
+def _v0_gzip_wrapper(inner: bytes, last_offset: int) -> bytes:
+    """A magic-0 compressed wrapper: a v0 message (no timestamp field) at the last inner offset, attributes 1
+    (gzip), a null key and the gzipped inner message set as its value; v0 inner offsets are absolute."""
+    import gzip
+
+    return _legacy_message(last_offset, 0, -1, None, gzip.compress(inner, mtime=0), attributes=1)
+
+
+@pytest.mark.parametrize("inner_magics, inner_attributes", [
+    ((1, 1, 1, 1), 0),      # v1 messages in a v0 wrapper
+    ((1, 1, 1, 1), 0x08),   # ... whose own attributes say LogAppendTime (ignored: the wrapper's type is taken)
+    ((1, 0, 1, 0), 0),      # v1 and v0 messages mixed in one v0 wrapper
+])
+def test_deep_iteration_prints_a_v0_wrappers_v1_messages_own_timestamps(tmp_path, capsys, inner_magics,
+                                                                        inner_attributes):
+    """Kafka's deep iterator reads a v0 wrapper's inner messages at their own magic (AbstractLegacyRecordBatch's
+    DeepRecordsIterator, ensureMatchingMagic=false on reads), and a v1 message there keeps its own timestamp:
+    LegacyRecord.timestamp takes the wrapper's only for a LogAppendTime wrapper, and a v0 wrapper's type is
+    NoTimestampType. DumpLogSegments prints batch.timestampType beside record.timestamp, so
+    ``NoTimestampType: <the message's timestamp>``; dump printed -1 for all of them, while its own time-index
+    check (dumpTimeIndex: the max of record.timestamp) compared the index against the messages' timestamps."""
+    inner = b"".join(_legacy_message(100 + i, magic, 1_600_000_000_000 + 7 * i if magic else -1, b"k%d" % i,
+                                     b"v%d" % i, inner_attributes if magic else 0)
+                     for i, magic in enumerate(inner_magics))
+    folder = tmp_path / "old-0"
+    folder.mkdir()
+    log = folder / "00000000000000000100.log"
+    log.write_bytes(_v0_gzip_wrapper(inner, 103))
+
+    # the oracle: kafka-python reads the inner message set as uncompressed entries, each at its own magic (it parses
+    # a wrapper's inner messages at the wrapper's magic, so it cannot read the wrapper itself)
+    oracle = []
+    records = MemoryRecords(inner)
+    while (entry := records.next_batch()) is not None:
+        oracle.extend(entry)
+    assert [r.magic for r in oracle] == list(inner_magics) and all(r.validate_crc() for r in oracle)
+    expected = [f"| offset: {r.offset} NoTimestampType: {-1 if r.timestamp is None else r.timestamp} "
+                f"keySize: {len(r.key)} valueSize: {len(r.value)} isValid: true crc: {r.checksum}}}" for r in oracle]
+
+    code, out, err = run(["dump", "--files", str(log), "--deep-iteration"], capsys)
+    assert code == 0 and err == []
+    assert re.fullmatch(r"offset: 103 position: 0 NoTimestampType: -1 size: \d+ magic: 0 compresscodec: gzip "
+                        r"crc: \d+ isvalid: true", out[2])
+    assert out[3:] == expected
+    stamps = [-1 if r.timestamp is None else r.timestamp for r in oracle]
+    code, out, _ = run(["dump", "--files", str(log), "--deep-iteration", "--json"], capsys)
+    (batch,) = [json.loads(line) for line in out if line.startswith('{"baseOffset"')]
+    assert [r["timestamp"] for r in batch["records"]] == stamps
+
+    # the time-index check takes the same timestamps: an entry at the wrapper with the largest printed one agrees
+    (folder / "00000000000000000100.index").write_bytes(b"")
+    timeindex = folder / "00000000000000000100.timeindex"
+    timeindex.write_bytes(struct.pack(">qi", max(stamps), 3))
+    code, out, err = run(["dump", "--files", str(timeindex)], capsys)
+    assert code == 0 and err == [] and out[-1] == f"timestamp: {max(stamps)} offset: 103"

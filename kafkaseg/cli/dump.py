@@ -243,7 +243,9 @@ def _batch_records(data: bytes, header: BatchHeader, path: str) -> list[_Record]
     result = decode(memoryview(data), request)
     cols = result.columns
     offsets = cols["offset"].to_pylist()
-    # milliseconds as they are, as DumpLogSegments prints record.timestamp (negative or beyond +-9.2e15 included)
+    # milliseconds as they are, as DumpLogSegments prints record.timestamp (negative or beyond +-9.2e15 included);
+    # a v1 message inside a v0 wrapper has its own (LegacyRecord.timestamp), printed beside the wrapper's
+    # NoTimestampType, as the time-index check compares it
     stamps = cols["timestamp"].cast(pa.int64()).to_pylist()
     keys = cols["key"].to_pylist()
     values = cols["value"].to_pylist()
@@ -263,9 +265,6 @@ def _batch_records(data: bytes, header: BatchHeader, path: str) -> list[_Record]
         keys_of = header_keys[header_ends[i]:header_ends[i + 1]]
         crc, ok = legacy.get(offset, (None, None))
         records.append(_Record(offset, stamps[i], keys[i], values[i], sequences[i], keys_of, crc, ok))
-    if header.magic == 0:
-        for r in records:
-            r.timestamp = -1
     return records
 
 
