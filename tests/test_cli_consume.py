@@ -860,3 +860,20 @@ def test_a_follow_lists_again_at_every_poll_after_the_first(tmp_path, monkeypatc
     assert out.getvalue() == b"".join(v + b"\n" for v in expected)
     assert out.before_first == 1
     assert polls[0] == 2 and len(listed) == 3  # a's records, a poll that found nothing new, b's records
+
+
+def test_a_run_ends_at_the_high_watermark_and_says_what_lies_past_it(tmp_path, capsysbinary):
+    """As a consumer's fetch, a run without --follow ends at the high watermark; the records past it (on a crashed
+    broker's disk, the seconds after its last checkpoint) are named on stderr, and --to-log-end prints them."""
+    root = tmp_path / "data"
+    write_data_dir(root, [TopicSpec("t", records_per_partition=300)], seed=2)
+    write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): 290})
+    code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "t", "--from-beginning")
+    assert code == 0 and len(out.splitlines()) == 290
+    assert "t-0: offsets [290, 300) are on disk past the high watermark" in err and "--to-log-end" in err
+    code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "t", "--from-beginning",
+                                 "--to-log-end")
+    assert code == 0 and len(out.splitlines()) == 300 and "past the high watermark" not in err
+    write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): 300})
+    code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "t", "--from-beginning")
+    assert code == 0 and len(out.splitlines()) == 300 and "past the high watermark" not in err

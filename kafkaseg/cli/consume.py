@@ -9,8 +9,9 @@ The options and the output are the console consumer's (``ConsoleConsumerOptions.
   ``--from-beginning`` or, by default, latest. A subscription (no ``--partition``) starts where the consumer
   properties' ``auto.offset.reset`` says when it is set (``none`` is an error: no committed offsets are read
   here); the console consumer's checks are usage errors in its words (``--from-beginning`` with another
-  reset, ``--group`` with ``--partition``, group ids that disagree). Without ``--follow`` a read stops at the end of what is on disk
-  (the console consumer waits for more); with it, new records are printed as a live broker's high watermark
+  reset, ``--group`` with ``--partition``, group ids that disagree). Without ``--follow`` a read stops at the
+  high watermark, as a consumer's fetch does, and says on stderr which partitions hold records past it
+  (``--to-log-end`` reads to the end of what is on disk); the console consumer waits for more. With it, new records are printed as a live broker's high watermark
   moves on (:class:`kafkaseg.streaming.MicroBatchPlanner`, polled every ``--poll-ms``, or twice as long as a poll
   takes when that is longer: a poll lists every partition folder), until ``--max-messages``,
   ``--timeout-ms`` without a new record, or Ctrl-C.
@@ -464,6 +465,8 @@ def auto_offset_reset(args, consumer: dict[str, str]) -> str:
 def _stream_options(args, consumer: dict[str, str]) -> dict:
     options: dict = {"paths": list(args.data_dir), "kafka.isolation.level": isolation_level(args, consumer),
                      "failOnDataLoss": "false"}  # a consumer resets instead of failing
+    if getattr(args, "to_log_end", False):
+        options["upperBound"] = "logEndOffset"
     if args.include is not None:
         try:
             re.compile(args.include)
@@ -626,6 +629,17 @@ def _partitions_listed(listing) -> set[tuple[str, int]]:
     return {(p.topic, p.partition) for p in listing.partitions} | {(t, p) for t, p, _ in listing.unselected}
 
 
+def _report_past_high_watermark(planner, err) -> None:
+    """A line on stderr for each partition whose files hold records past the high watermark, which a run without
+    --follow ends at, as a consumer's fetch does: on a crashed or retired broker's disk the last few seconds of
+    records (the checkpoint is written every 5 s) are there, and would otherwise be left out without a word."""
+    for (topic, partition), found in sorted(planner.available(listing=planner.last_listing).items()):
+        if found.checkpointed and found.latest < found.log_end and planner.options.upper_bound == "highWatermark":
+            print(f"kafkaseg consume: {topic}-{partition}: offsets [{found.latest}, {found.log_end}) are on disk past "
+                  "the high watermark, which a consumer does not read (not yet acknowledged, or a checkpoint up to "
+                  "5 s behind the broker); --to-log-end prints them", file=err)
+
+
 def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], None] = time.sleep) -> int:
     """Print records as ``args`` ask (see the module docstring); returns the exit status."""
     from kafkaseg.options import ReadOptions
@@ -763,6 +777,8 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
                 _report_lenient(lenient, err)
                 _report_missing(metrics.missing_offsets, err)
                 metrics.missing_offsets.clear()
+        if not args.follow:
+            _report_past_high_watermark(planner, err)
         return status()
     except KeyboardInterrupt:
         return status()

@@ -787,7 +787,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     consume = sub.add_parser("consume", help="kafka-console-consumer.sh on log dirs",
                              description="Print records as kafka-console-consumer.sh does, from log dirs (see "
-                             "kafkaseg.cli.consume). Without --follow it stops at the end of what is on disk.")
+                             "kafkaseg.cli.consume). Without --follow it stops at the high watermark, as a "
+                             "consumer does (--to-log-end: at the end of what is on disk).")
     consume.add_argument("--data-dir", action="append", help="REQUIRED: log dir (repeatable), in place of "
                          "--bootstrap-server")
     consume.add_argument("--bootstrap-server", help=argparse.SUPPRESS)  # refused with a hint (check_args)
@@ -824,6 +825,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "instead of stopping")
     consume.add_argument("--follow", action="store_true", help="keep printing records as the log dirs grow (a "
                          "live broker's high watermark), until --max-messages, --timeout-ms or Ctrl-C")
+    consume.add_argument("--to-log-end", action="store_true", help="read to the end of what is on disk, past the "
+                         "high watermark (records not yet acknowledged by every replica, or written after the "
+                         "broker's last checkpoint of it)")
     consume.add_argument("--fail-on-data-loss", action="store_true", help="exit 3 (after printing what there is) "
                          "when records were lost: deleted before they were read (retention or deleteRecords under "
                          "--follow, an --offset below the log start); without it, losses are said on stderr and the "
