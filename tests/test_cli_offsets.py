@@ -331,3 +331,33 @@ def test_commands_pasted_from_kafka_tools(datadir, capsys):
     assert code == 0 and expected
     assert run(base + ["--isolation-level", "read_committed", "--command-config", "client.properties"],
                capsys)[:2] == (0, expected)
+
+
+def test_locate_names_what_is_there_when_the_partition_is_not(datadir, capsys):
+    code, _, err = run(["locate", "--data-dir", str(datadir.path), "--topic", "t", "--partition", "99",
+                        "--offset", "1"], capsys)
+    assert code == 1 and "no partition t-99" in err and "(its partitions there: 0, 1, 2," in err
+    code, _, err = run(["locate", "--data-dir", str(datadir.path), "--topic", "txx", "--partition", "0",
+                        "--offset", "1"], capsys)
+    assert code == 1 and "no partition txx-0" in err and "did you mean 'tx'?" in err
+    # --stats lines are JSON, not a Python dict's repr
+    code, _, err = run(["offsets", "--data-dir", str(datadir.path), "--topic", "tx", "--stats"], capsys)
+    line = next(line for line in err.splitlines() if line.startswith("tx-0: "))
+    assert code == 0 and json.loads(line[len("tx-0: "):])["filesOpened"] >= 1
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path):
+    """`kafkaseg retention ... | head -1`: the closed pipe ends the command with status 0 and nothing on stderr
+    (rich exited 1 there, silently)."""
+    import subprocess
+    import sys
+
+    data = write_data_dir(tmp_path / "logs", [TopicSpec("t", partitions=600, records_per_partition=1)], seed=1)
+    for argv in (["describe", str(data.path)], ["retention", str(data.path), "--segments"],
+                 ["offsets", "--data-dir", str(data.path)]):
+        proc = subprocess.Popen([sys.executable, "-m", "kafkaseg.cli.main", *argv], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        proc.stdout.readline()
+        proc.stdout.close()  # the reader goes away before the output's end (well over a pipe buffer here)
+        err = proc.stderr.read().decode()
+        assert proc.wait() == 0 and err == "", (argv, err)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from typing import Sequence
@@ -90,6 +91,9 @@ def _console():
                             color_system=self.color_system, no_color=self.no_color).print(objects[0])
                     return
             super().print(*objects, **kwargs)
+
+        def on_broken_pipe(self) -> None:  # rich exits 1 here; a reader that stopped early (| head) is main's
+            raise BrokenPipeError
 
     # a pipe or file gets 240 columns, a terminal its own width; a wider table is printed whole either way
     return TableConsole(file=sys.stdout, width=None if sys.stdout.isatty() else 240)
@@ -481,8 +485,8 @@ def _cmd_offsets(args) -> int:
             print(f"{answers[k].topic}:{answers[k].partition}: no offset ({answers[k].reason})", file=sys.stderr)
         if args.verbose and notes[k]:
             print(f"{answers[k].topic}:{answers[k].partition}: note: {notes[k]}", file=sys.stderr)
-        if args.stats:
-            print(f"{answers[k].topic}-{answers[k].partition}: {stats[k].as_dict()}", file=sys.stderr)
+        if args.stats:  # one JSON object a line, as --json writes them
+            print(f"{answers[k].topic}-{answers[k].partition}: {json.dumps(stats[k].as_dict())}", file=sys.stderr)
     return EXIT_ERROR if failed else EXIT_OK
 
 
@@ -507,9 +511,26 @@ def _cmd_locate(args) -> int:
     partitions = _partitions_for(args.data_dir, re.compile(re.escape(args.topic)), {args.partition},
                                  args.tiered_key_ring)
     if not partitions:
-        from kafkaseg.storage.fs import redact
+        import difflib
 
-        print(f"no partition {args.topic}-{args.partition} under {', '.join(map(redact, args.data_dir))}",
+        from kafkaseg.storage.fs import redact
+        from kafkaseg.storage.layout import discover
+
+        names: set[tuple[str, int]] = set()
+
+        def seen(name: str, partition: int) -> bool:  # folder names only: none is read
+            names.add((name, partition))
+            return False
+
+        try:
+            discover(args.data_dir, select=seen, key_ring=args.tiered_key_ring)
+        except KafkaSegError:
+            pass
+        held = sorted(p for t, p in names if t == args.topic)
+        close = difflib.get_close_matches(args.topic, sorted({t for t, _ in names}), n=1)
+        hint = (f" (its partitions there: {', '.join(map(str, held))})" if held
+                else f" (did you mean {close[0]!r}?)" if close else "")
+        print(f"no partition {args.topic}-{args.partition} under {', '.join(map(redact, args.data_dir))}{hint}",
               file=sys.stderr)
         return EXIT_FAILED
     from kafkaseg.storage.layout import relisted
@@ -865,7 +886,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KafkaSegError as err:
         print(f"kafkaseg {args.command}: {err}", file=sys.stderr)
         return EXIT_ERROR
-    except BrokenPipeError:
+    except BrokenPipeError:  # the reader stopped early (| head): nothing more to say, and nothing at exit either
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
         return EXIT_OK
 
 
