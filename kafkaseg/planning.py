@@ -163,6 +163,9 @@ class SegmentSlice:
     # ``end_position`` counts them as a skipped corrupt region (ScanMetrics), once: only the partition's slice
     # ending there carries them
     corrupt_tail: tuple[int, int, str] | None = None
+    # the other copies of the partition found (their folders) that the replica choice passed over: named when this
+    # one fails to read, so a user who gave several brokers' log dirs knows another copy may read
+    other_copies: tuple[str, ...] = ()
 
     @property
     def segment_offsets(self) -> tuple[int, int]:
@@ -1717,6 +1720,11 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
         preport.bytes_planned += _newly_covered(covered.setdefault(seg.log_path, []), piece.start_position,
                                                 piece.end_position)
     slices.sort(key=slice_order)
+    others = {(r["topic"], r["partition"]): tuple(c for c in r["candidates"] if c != r["chosen"])
+              for r in report.replicas if len(r["candidates"]) > 1}
+    if others:
+        slices = [dataclasses.replace(s, other_copies=others[(s.topic, s.partition)])
+                  if (s.topic, s.partition) in others else s for s in slices]
     for sub in partition_reports:  # in partition order, whichever thread planned them
         report.indexes_rebuilt.extend(sub.indexes_rebuilt)
         report.lenient.extend(sub.lenient)

@@ -27,8 +27,8 @@ from kafkaseg.decode.api import (
     DecodeStats,
     past_end_problem,
 )
-from kafkaseg.errors import (CorruptBatchError, DataLossError, InvalidOptionError, KafkaSegError, LayoutError,
-                             TruncatedDataError)
+from kafkaseg.errors import (CorruptBatchError, CorruptDataError, DataLossError, InvalidOptionError, KafkaSegError,
+                             LayoutError, TruncatedDataError)
 from kafkaseg.options import ReadOptions
 from kafkaseg.entry_check import ResumptionEntries, batch_first_offset
 from kafkaseg.planning import ScanPlan, SegmentSlice, plan_again_by_offset, plan_scan
@@ -200,7 +200,15 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
     if piece.missing_before is not None:  # planning moved the start past offsets missing between segments
         with metrics._lock:
             metrics.missing_offsets.append(piece.missing_before)
-    yield from _read_slice(piece, options, metrics, read_chunk_bytes, map_window_bytes, again=True)
+    try:
+        yield from _read_slice(piece, options, metrics, read_chunk_bytes, map_window_bytes, again=True)
+    except CorruptDataError as err:
+        if piece.other_copies and piece.partition_path:
+            err.add_note(f"{piece.topic}-{piece.partition} has other copies in the paths given, which the replica "
+                         f"choice passed over: {', '.join(piece.other_copies)}; this one is "
+                         f"{piece.partition_path}. Read another by giving its log dir alone, or every copy with "
+                         "replicas=all")
+        raise
 
 
 def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics, read_chunk_bytes: int,

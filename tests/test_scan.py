@@ -751,3 +751,25 @@ def test_paths_come_in_any_iterable(sample):
     expected = kafkaseg.read_arrow([root]).num_rows
     for given in (np.array([root]), (p for p in [root]), {root}, (root,)):
         assert kafkaseg.read_arrow(given).num_rows == expected
+
+
+def test_a_corrupt_copy_read_among_several_names_the_other_copies(tmp_path):
+    """Given several brokers' copies, one is read per partition (the highest high watermark; a tie by path order);
+    when that one is corrupt, the error says which other copies there are and how to read one."""
+    write_data_dir(tmp_path / "b", [TopicSpec("t", records_per_partition=300, records_per_batch=10)], seed=2)
+    shutil.copytree(tmp_path / "b", tmp_path / "a")  # "a": the copy a tie chooses
+    log = tmp_path / "a" / "t-0" / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    second = list(iter_headers(bytes(data)))[1]
+    data[second.position + 70] ^= 0xFF  # inside its records: the CRC fails
+    log.write_bytes(bytes(data))
+    for order in (["a", "b"], ["b", "a"]):
+        with pytest.raises(CrcMismatchError) as caught:
+            kafkaseg.read_arrow([str(tmp_path / name) for name in order])
+        (note,) = caught.value.__notes__
+        assert f"other copies in the paths given, which the replica choice passed over: {tmp_path / 'b' / 't-0'}" \
+            in note and "replicas=all" in note
+    # one copy given: nothing to name
+    with pytest.raises(CrcMismatchError) as caught:
+        kafkaseg.read_arrow(str(tmp_path / "a"))
+    assert not getattr(caught.value, "__notes__", None)

@@ -884,7 +884,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except KafkaSegError as err:
-        print(f"kafkaseg {args.command}: {err}", file=sys.stderr)
+        notes = "".join(f" ({note})" for note in getattr(err, "__notes__", ()))
+        print(f"kafkaseg {args.command}: {err}{notes}", file=sys.stderr)
         return EXIT_ERROR
     except BrokenPipeError:  # the reader stopped early (| head): nothing more to say, and nothing at exit either
         try:
