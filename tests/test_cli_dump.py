@@ -629,3 +629,22 @@ def test_deep_iteration_prints_a_v0_wrappers_v1_messages_own_timestamps(tmp_path
     timeindex.write_bytes(struct.pack(">qi", max(stamps), 3))
     code, out, err = run(["dump", "--files", str(timeindex)], capsys)
     assert code == 0 and err == [] and out[-1] == f"timestamp: {max(stamps)} offset: 103"
+
+
+def test_each_inner_message_of_a_v1_wrapper_at_offset_0_prints_its_own_crc(tmp_path, capsys):
+    """A v1 wrapper whose offset is 0 keeps its inner offsets as they are ("produce data from certain versions of
+    librdkafka", DeepRecordsIterator); dump looked each inner CRC up by an offset shifted by the usual v1 rule, so
+    the record at 0 printed the last message's CRC and the others none. DumpLogSegments prints each message's."""
+    import gzip
+
+    inner = b"".join(_legacy_message(i, 1, 1_600_000_000_000 + i, b"k%d" % i, b"v%d" % i) for i in range(4))
+    log = tmp_path / "rd-0" / "00000000000000000000.log"
+    log.parent.mkdir()
+    log.write_bytes(_legacy_message(0, 1, 1_600_000_000_003, None, gzip.compress(inner, mtime=0), attributes=1))
+    (batch,) = _oracle_batches(log)
+    oracle = batch[1]
+    assert [r.offset for r in oracle] == [0, 1, 2, 3]
+    code, out, err = run(["dump", "--files", str(log), "--deep-iteration"], capsys)
+    assert code == 0 and err == []
+    assert out[3:] == [f"| offset: {r.offset} CreateTime: {r.timestamp} keySize: 2 valueSize: 2 isValid: true "
+                       f"crc: {r.checksum}}}" for r in oracle]

@@ -197,15 +197,15 @@ class _Record:
     legacy_valid: bool | None = None
 
 
-def _legacy_inner(data: bytes, header: BatchHeader) -> dict[int, tuple[int, bool]]:
-    """Inner legacy messages' (crc, isValid) by offset (for ``isValid: .. crc: ..`` on magic 0/1 records)."""
+def _legacy_inner(data: bytes, header: BatchHeader) -> list[tuple[int, bool]]:
+    """Inner legacy messages' (crc, isValid) in their order (for ``isValid: .. crc: ..`` on magic 0/1 records).
+    The decoder returns a wrapper's records in that order, so the n-th pairs with the n-th whatever offset rule
+    placed them (a v1 wrapper at offset 0 keeps its inner offsets as they are: DeepRecordsIterator)."""
     from kafkaseg import codecs
     from kafkaseg.wire.batch import iter_headers
 
-    out: dict[int, tuple[int, bool]] = {}
     if header.codec == 0:
-        out[header.last_offset] = (header.crc, crc_is_valid(data, header._replace(position=0)))
-        return out
+        return [(header.crc, crc_is_valid(data, header._replace(position=0)))]
     key_len_at = 18 if header.magic == 0 else 26  # offset 8, size 4, crc 4, magic 1, attributes 1, (timestamp 8)
     (key_len,) = struct.unpack_from(">i", data, key_len_at)
     value_at = key_len_at + 4 + max(key_len, 0)
@@ -213,15 +213,7 @@ def _legacy_inner(data: bytes, header: BatchHeader) -> dict[int, tuple[int, bool
     inner = codecs.decompress(header.codec, memoryview(data)[value_at + 4:value_at + 4 + max(value_len, 0)],
                               max_output=256 << 20, magic=header.magic)
     inner = bytes(inner)
-    entries = list(iter_headers(inner))
-    if header.magic == 1 and entries:
-        last_relative = entries[-1].base_offset
-        shift = header.last_offset - last_relative
-    else:
-        shift = 0
-    for entry in entries:
-        out[entry.base_offset + shift] = (entry.crc, crc_is_valid(inner, entry))
-    return out
+    return [(entry.crc, crc_is_valid(inner, entry)) for entry in iter_headers(inner)]
 
 
 def _batch_max_timestamp(data: bytes, header: BatchHeader, path: str) -> int:
@@ -254,16 +246,18 @@ def _batch_records(data: bytes, header: BatchHeader, path: str) -> list[_Record]
     header_column = cols["headers"]
     header_ends = header_column.offsets.to_pylist()
     header_keys = header_column.values.field("key").to_pylist()
-    legacy = {}
+    legacy = []
     if header.magic < 2:
         try:
             legacy = _legacy_inner(data, header)
         except (KafkaSegError, struct.error):  # the decode above reported what matters; no inner CRCs then
-            legacy = {}
+            legacy = []
+    if len(legacy) != len(offsets):
+        legacy = [(None, None)] * len(offsets)
     records = []
     for i, offset in enumerate(offsets):
         keys_of = header_keys[header_ends[i]:header_ends[i + 1]]
-        crc, ok = legacy.get(offset, (None, None))
+        crc, ok = legacy[i]
         records.append(_Record(offset, stamps[i], keys[i], values[i], sequences[i], keys_of, crc, ok))
     return records
 
