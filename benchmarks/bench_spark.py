@@ -22,8 +22,9 @@ segments each): ``count(*)`` with the default packing of small slices into input
 partition per slice (``openCostInBytes`` = ``splitSize``, what kafkaseg did before packing). Informational.
 And many nearly empty topic-partitions (``--idle-topic-partitions``, 4 records each): ``count(*)`` with the default
 packing of small topic-partitions together against ``packTopicPartitions=false`` (one task per topic-partition, as
-Spark's Kafka source and kafkaseg before it), one timed run each after a warm-up, and ``kafkaseg.read_arrow`` on
-the same dir for scale. Informational. ``--mib 0`` runs only these two.
+Spark's Kafka source and kafkaseg before it), one timed run each after a warm-up, against a Python source of as
+many input partitions that yield nothing (PySpark's own cost per task) and ``kafkaseg.read_arrow`` on the same
+dir (no Spark). Informational. ``--mib 0`` runs only these two.
 """
 
 from __future__ import annotations
@@ -81,6 +82,33 @@ class PrebuiltReader(DataSourceReader):
             reader = pa.ipc.open_file(source)
             for i in range(lo, hi):
                 yield reader.get_batch(i)
+
+
+class EmptyPartitions(DataSource):
+    """PySpark's own cost per task: a source of ``partitions`` input partitions that yield nothing."""
+
+    @classmethod
+    def name(cls):
+        return "empty_partitions"
+
+    def schema(self):
+        from kafkaseg.spark import spark_schema
+
+        return spark_schema()
+
+    def reader(self, schema):
+        return EmptyReader(int(self.options["partitions"]))
+
+
+class EmptyReader(DataSourceReader):
+    def __init__(self, partitions):
+        self.n = partitions
+
+    def partitions(self):
+        return [InputPartition(i) for i in range(self.n)]
+
+    def read(self, partition):
+        return iter(())
 
 
 def timed(fn, repeat):
@@ -246,6 +274,11 @@ def main(argv=None) -> int:
             timings[label] = seconds
             print(f"nearly empty topic-partitions, {label}: {n:,} records from {report.segments_planned:,} "
                   f"segments in {report.input_partitions} input partitions: count(*) {seconds:.2f}s")
+        spark.dataSource.register(EmptyPartitions)
+        seconds, _ = timed(lambda: spark.read.format("empty_partitions")
+                           .option("partitions", args.idle_topic_partitions).load().count(), 1)
+        print(f"nearly empty topic-partitions, PySpark's own cost: a Python source of {args.idle_topic_partitions} "
+              f"input partitions that yield nothing: count(*) {seconds:.2f}s")
         started = time.perf_counter()
         n = read_arrow(str(idle_dir)).num_rows
         print(f"nearly empty topic-partitions, kafkaseg.read_arrow (no Spark): {n:,} records in "
