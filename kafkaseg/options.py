@@ -545,6 +545,9 @@ def _native(value: Any) -> Any:
 
     numpy = sys.modules.get("numpy")
     if numpy is not None and isinstance(value, numpy.generic):
+        if isinstance(value, numpy.datetime64):  # pandas' datetime64[ns] .item() is an int of nanoseconds
+            moment = value.astype("datetime64[us]").item()
+            return moment if moment is not None else value  # NaT: refused by the option as it is
         return value.item()
     return value
 
@@ -816,9 +819,12 @@ def datetime_ms(value: Any) -> int | None:
             return None
     if not isinstance(value, datetime):
         return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return int(round(value.timestamp() * 1000))
+    try:
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return int(round(value.timestamp() * 1000))
+    except (ValueError, OverflowError, OSError):  # pandas' NaT is a datetime that is no time
+        return None
 
 
 def _parse_timestamp(name: str, value: Any) -> int:

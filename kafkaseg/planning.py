@@ -45,6 +45,7 @@ current files when a live broker replaced its segment after planning (:func:`pla
 from __future__ import annotations
 
 import bisect
+import collections
 import dataclasses
 import difflib
 import functools
@@ -62,7 +63,8 @@ from kafkaseg.errors import (CorruptBatchError, CorruptCheckpointError, CorruptD
 from kafkaseg.entry_check import batch_first_offset, entry_batch_problem, entry_neighbours
 from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, LATEST, ReadOptions
-from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, EpochEntry
+from kafkaseg.storage.checkpoints import (LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_OFFSET_CHECKPOINT,
+                                         REPLICATION_OFFSET_CHECKPOINT, EpochEntry, read_offset_checkpoint)
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
 from kafkaseg.storage import fs as _fs
@@ -413,9 +415,9 @@ def pack_slices(slices: Sequence[SegmentSlice], target_bytes: int, open_cost: in
 
 def _pack_small_units(units: list[tuple[SegmentSlice, ...]], target_bytes: int, open_cost: int,
                       min_partitions: int | None) -> list[tuple[SegmentSlice, ...]]:
-    """Units of small topic-partitions packed together: a unit (of one topic-partition, from :func:`pack_slices`)
-    holding no more bytes than ``open_cost`` (it costs less to read than a task costs to start: a nearly empty
-    partition, or a few new records of a stream's micro-batch) shares a unit with other such units, in plan order,
+    """Units of small topic-partitions packed together: a topic-partition that :func:`pack_slices` made one unit
+    of, holding no more bytes than ``open_cost`` (it costs less to read than a task costs to start: a nearly empty
+    partition, or a few new records of a stream's micro-batch), shares a unit with other such ones, in plan order,
     up to ``target_bytes`` of cost (each slice counting its bytes plus ``open_cost``), as Spark's file sources pack
     small files. A log dir of 5,000 nearly empty partitions is then about 160 tasks instead of 5,000, and no task
     reads more than ``target_bytes``; larger units stay as they are. With ``min_partitions`` the target is
@@ -425,7 +427,14 @@ def _pack_small_units(units: list[tuple[SegmentSlice, ...]], target_bytes: int, 
     def cost(unit: tuple[SegmentSlice, ...]) -> int:
         return sum(piece.size_bytes + open_cost for piece in unit)
 
-    small = [k for k, unit in enumerate(units) if sum(piece.size_bytes for piece in unit) <= open_cost]
+    def key(unit: tuple[SegmentSlice, ...]) -> tuple:
+        return unit[0].topic, unit[0].partition, unit[0].partition_path
+
+    per_partition = collections.Counter(key(unit) for unit in units)
+    # a topic-partition that is one small unit: the small last unit of a larger one stays where it is, after the
+    # units before it (packed elsewhere it would be read before them)
+    small = [k for k, unit in enumerate(units)
+             if per_partition[key(unit)] == 1 and sum(piece.size_bytes for piece in unit) <= open_cost]
     if len(small) < 2:
         return units
     target = target_bytes
@@ -1311,18 +1320,26 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
 
 
 def _still_as_listed(part: _Partition) -> bool:
-    """Whether the partition folder's ``.log`` files are the ones listed and the last one is still at its listed
-    size (a listing and a stat more, made only where a high watermark and recovery point above the log end would be
-    data loss)."""
-    last = part.segments[-1]
+    """Whether the partition folder's ``.log`` files are the ones listed, the last one still at its listed size, and
+    its log dir's high watermark and recovery point checkpoints still say what planning read (a listing, a stat and
+    two small reads more, made only where a high watermark and recovery point above the log end would be data
+    loss)."""
+    last, pdir = part.segments[-1], part.pdir
+    if pdir.log_dir is None:
+        return False
     try:
-        names = {entry.name for entry in _fs.list_dir(part.pdir.path, part.fs)
+        names = {entry.name for entry in _fs.list_dir(pdir.path, part.fs)
                  if entry.name.endswith(".log") and not entry.is_dir}
         size = _fs.stat(last.log_path, part.fs)
+        # the checkpoints were read before the folder was listed: a topic deleted and recreated, or a follower's
+        # truncation, in between rewrites them (LogManager.asyncDelete, truncateTo) for the files listed
+        checkpoints = [read_offset_checkpoint(_fs.join(pdir.log_dir, name), part.fs).get((pdir.topic,
+                                                                                          pdir.partition))
+                       for name in (REPLICATION_OFFSET_CHECKPOINT, RECOVERY_POINT_OFFSET_CHECKPOINT)]
     except KafkaSegError:
         return False
     return (names == {_fs.basename(seg.log_path) for seg in part.segments} and size is not None
-            and size.size == last.log_size)
+            and size.size == last.log_size and checkpoints == [pdir.high_watermark, pdir.recovery_point])
 
 
 def resolve_offsets(partition_dir: PartitionDir, options: ReadOptions) -> tuple[int, int]:

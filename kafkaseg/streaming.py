@@ -335,8 +335,12 @@ class MicroBatchPlanner:
                pdir.topic_id, pdir.leader_epochs, tuple(s.base_offset for s in pdir.segments),
                (last.log_size, last.mtime_ms) if last is not None else None)
         cached = self._ranges.get(key)
-        found = (cached[0] if cached is not None and (cached[1] or same_listing) else
-                 available_range(pdir, self.options))
+        if cached is not None and (cached[1] or same_listing):
+            # a reused range keeps its own judgement: one computed while the file was recent stays so, however long
+            # ago that was (found in review)
+            ranges[key] = cached
+            return cached[0]
+        found = available_range(pdir, self.options)
         # reusable by a later listing only when the last segment had not changed for a while when it was read
         # (git's "racy clean" rule): an append within the mtime's granularity (milliseconds here, seconds on S3; a
         # preallocated active segment keeps its size) would otherwise go unseen

@@ -877,3 +877,14 @@ def test_a_run_ends_at_the_high_watermark_and_says_what_lies_past_it(tmp_path, c
     write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): 300})
     code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "t", "--from-beginning")
     assert code == 0 and len(out.splitlines()) == 300 and "past the high watermark" not in err
+
+
+def test_read_committed_ends_at_the_last_stable_offset_without_a_high_watermark_note(tmp_path, capsysbinary):
+    """Under read_committed a run ends at the last stable offset (an open transaction's records are past it): not
+    records past the high watermark, so nothing is said of them (found in review)."""
+    root = tmp_path / "data"
+    write_data_dir(root, [TopicSpec("tx", records_per_partition=300, records_per_batch=10, transactional=True,
+                                    open_transactions=1)], seed=4)
+    code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "tx", "--from-beginning",
+                                 "--isolation-level", "read_committed")
+    assert code == 0 and 0 < len(out.splitlines()) < 300 and "past the high watermark" not in err

@@ -488,8 +488,16 @@ def test_numpy_scalars_and_datetimes_are_accepted():
     for value in (moment, moment.astimezone(dt.timezone(dt.timedelta(hours=2))), moment.replace(tzinfo=None),
                   "2023-11-14T22:13:30Z", "2023-11-14T22:13:30", "2023-11-15 00:13:30+02:00", "  1700000010000 "):
         assert parse(startingTimestamp=value) == expected, value
+    # a datetime64 of any precision, pandas' usual one (ns) among them: its .item() is then an int of nanoseconds
+    for unit in ("s", "ms", "us", "ns"):
+        assert parse(startingTimestamp=np.datetime64("2023-11-14T22:13:30", unit)) == expected, unit
     pd = pytest.importorskip("pandas")
     assert parse(startingTimestamp=pd.Timestamp("2023-11-14T22:13:30Z")) == expected
+    assert parse(endingTimestamp=pd.Series([pd.Timestamp("2023-11-14T22:13:30")]).values.max()).ending == \
+        parse(endingTimestamp=1_700_000_010_000).ending
+    for nat in (pd.NaT, np.datetime64("NaT"), np.datetime64("NaT", "ns")):
+        with pytest.raises(InvalidOptionError, match="startingTimestamp"):
+            parse(startingTimestamp=nat)
     with pytest.raises(InvalidOptionError, match="startingTimestamp.*ISO-8601"):
         parse(startingTimestamp="yesterday")
     with pytest.raises(InvalidOptionError, match="startingTimestamp"):

@@ -430,6 +430,11 @@ def test_pack_slices_packs_small_topic_partitions_together():
     # a partition's own slices are packed first, and a unit of many small slices can still join others
     several = [_piece("s", 0, i * 10, 100) for i in range(3)]
     assert pack_slices(several + tiny[:2], 1 << 30, 1000, across_partitions=True) == [tuple(several + tiny[:2])]
+    # the small last unit of a larger partition (its active segment) stays after that partition's other units: a
+    # topic-partition's records come in offset order (found in review)
+    busy = [_piece("b", 0, 0, 125 * mib), _piece("b", 0, 1000, 1 * mib)]
+    units = pack_slices(tiny[:1] + busy + tiny[1:2], 128 * mib, 4 * mib, across_partitions=True)
+    assert units == [(tiny[0], tiny[1]), (busy[0],), (busy[1],)]
 
 
 def test_pack_small_topic_partitions_keeps_min_partitions():

@@ -1371,3 +1371,22 @@ def test_planning_again_a_batch_that_ends_where_it_starts_gives_the_same_plan(da
     _unclean_election(data, "a-0", 150)
     first, again = p.plan(end, end2), p.plan(end, end2)
     assert first.ranges == again.ranges == {("a", 0): (120, 150)} and first.data_loss == again.data_loss
+
+
+def test_a_range_computed_while_its_file_was_recent_stays_unsettled_when_reused(data, monkeypatch):
+    """A range taken while the last segment had just changed is reused on the listing it was taken on, but a later
+    listing computes it again, however much later that reuse came (it was marked settled at reuse; found in
+    review)."""
+    import kafkaseg.streaming as streaming
+
+    ranges = _ranges_computed(monkeypatch)
+    _written_ago(data, 0.5)
+    p = planner(data)
+    start = p.initial_offsets()
+    assert len(ranges) == 3
+    real_time = time.time
+    monkeypatch.setattr(streaming.time, "time", lambda: real_time() + 10)  # the reuse comes 10 s later
+    p.latest_offsets(start, listing=p.last_listing)
+    assert len(ranges) == 3  # reused: the same listing
+    p.latest_offsets(start)
+    assert len(ranges) == 6  # a new listing: computed again, since they were taken of files just written

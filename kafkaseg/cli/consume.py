@@ -11,7 +11,8 @@ The options and the output are the console consumer's (``ConsoleConsumerOptions.
   here); the console consumer's checks are usage errors in its words (``--from-beginning`` with another
   reset, ``--group`` with ``--partition``, group ids that disagree). Without ``--follow`` a read stops at the
   high watermark, as a consumer's fetch does, and says on stderr which partitions hold records past it
-  (``--to-log-end`` reads to the end of what is on disk); the console consumer waits for more. With it, new records are printed as a live broker's high watermark
+  (``--to-log-end`` reads to the end of what is on disk; under read_committed both end at the last stable offset);
+  the console consumer waits for more. With it, new records are printed as a live broker's high watermark
   moves on (:class:`kafkaseg.streaming.MicroBatchPlanner`, polled every ``--poll-ms``, or twice as long as a poll
   takes when that is longer: a poll lists every partition folder), until ``--max-messages``,
   ``--timeout-ms`` without a new record, or Ctrl-C.
@@ -632,9 +633,13 @@ def _partitions_listed(listing) -> set[tuple[str, int]]:
 def _report_past_high_watermark(planner, err) -> None:
     """A line on stderr for each partition whose files hold records past the high watermark, which a run without
     --follow ends at, as a consumer's fetch does: on a crashed or retired broker's disk the last few seconds of
-    records (the checkpoint is written every 5 s) are there, and would otherwise be left out without a word."""
+    records (the checkpoint is written every 5 s) are there, and would otherwise be left out without a word. Not
+    under read_committed, whose end is the last stable offset (an open transaction's records are past it, with
+    --to-log-end too)."""
+    if planner.options.read_committed or planner.options.upper_bound != "highWatermark":
+        return
     for (topic, partition), found in sorted(planner.available(listing=planner.last_listing).items()):
-        if found.checkpointed and found.latest < found.log_end and planner.options.upper_bound == "highWatermark":
+        if found.checkpointed and found.latest < found.log_end:
             print(f"kafkaseg consume: {topic}-{partition}: offsets [{found.latest}, {found.log_end}) are on disk past "
                   "the high watermark, which a consumer does not read (not yet acknowledged, or a checkpoint up to "
                   "5 s behind the broker); --to-log-end prints them", file=err)

@@ -86,9 +86,9 @@ def _console():
         def print(self, *objects, **kwargs):
             if len(objects) == 1 and isinstance(objects[0], Table) and not kwargs:
                 natural = Measurement.get(self, self.options.update_width(1 << 16), objects[0]).maximum
-                if natural > self.width:
-                    Console(file=self.file, width=natural, force_terminal=self.is_terminal,
-                            color_system=self.color_system, no_color=self.no_color).print(objects[0])
+                if natural > self.width:  # (a TableConsole too, for its broken-pipe rule)
+                    TableConsole(file=self.file, width=natural, force_terminal=self.is_terminal,
+                                 color_system=self.color_system, no_color=self.no_color).print(objects[0])
                     return
             super().print(*objects, **kwargs)
 
@@ -848,7 +848,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "live broker's high watermark), until --max-messages, --timeout-ms or Ctrl-C")
     consume.add_argument("--to-log-end", action="store_true", help="read to the end of what is on disk, past the "
                          "high watermark (records not yet acknowledged by every replica, or written after the "
-                         "broker's last checkpoint of it)")
+                         "broker's last checkpoint of it); under read_committed the last stable offset still ends "
+                         "the read")
     consume.add_argument("--fail-on-data-loss", action="store_true", help="exit 3 (after printing what there is) "
                          "when records were lost: deleted before they were read (retention or deleteRecords under "
                          "--follow, an --offset below the log start); without it, losses are said on stderr and the "
