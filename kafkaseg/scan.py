@@ -35,6 +35,7 @@ from kafkaseg.planning import ScanPlan, SegmentSlice, plan_again_by_offset, plan
 from kafkaseg.storage.layout import read_partition_again
 from kafkaseg.storage.segment import SegmentReader
 from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
+from kafkaseg.storage.fs import basename as fs_basename, join as fs_join
 from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE, LOG_OVERHEAD
 
 __all__ = ["ScanMetrics", "read_slice", "iter_batches", "read_arrow", "open_scan", "Scan"]
@@ -63,6 +64,9 @@ class ScanMetrics:
     # (path, first missing offset, next segment's base) of offsets missing after a segment above the cleaner
     # checkpoint, read past (see _check_segment_end)
     missing_offsets: list = field(default_factory=list)
+    # (corrupt file, byte position, first offset, end offset, copy folder, error text): offsets [first, end) of a
+    # strict read that another broker's copy of the partition supplied, as the chosen copy's file was corrupt there
+    other_copies_read: list = field(default_factory=list)
 
     def __post_init__(self):
         self._lock = threading.Lock()
@@ -80,7 +84,7 @@ class ScanMetrics:
                 "skipped_aborted_batches": d.skipped_aborted_batches, "corrupt_batches": d.corrupt_batches,
                 "corrupt_bytes": d.corrupt_bytes, "problems": list(d.problems),
                 "truncated_tails": list(self.truncated_tails), "vanished_segments": list(self.vanished_segments),
-                "missing_offsets": list(self.missing_offsets)}
+                "missing_offsets": list(self.missing_offsets), "other_copies_read": list(self.other_copies_read)}
 
     def add(self, other: "ScanMetrics") -> None:
         """Add ``other``'s counts and lists to these (a reader that keeps one slice's metrics apart, to report them,
@@ -93,6 +97,7 @@ class ScanMetrics:
             self.truncated_tails.extend(other.truncated_tails)
             self.vanished_segments.extend(other.vanished_segments)
             self.missing_offsets.extend(other.missing_offsets)
+            self.other_copies_read.extend(other.other_copies_read)
 
     def corrupt_skips(self) -> list[str]:
         """What a lenient read skipped, for a log: one line per corrupt batch ``problems`` names (file, byte, what),
@@ -111,6 +116,12 @@ class ScanMetrics:
         when it was read from its ``.deleted`` (or swapped) name (information)."""
         return [(what.startswith("skipped"), f"{path} (offsets {start}..{end - 1}), gone since planning: {what}")
                 for path, start, end, what in self.vanished_segments]
+
+    def other_copies_lines(self) -> list[str]:
+        """The offsets a strict read took from another copy of their partition, the one chosen being corrupt there,
+        for a log (a warning: the chosen copy needs looking at): one line per switch of copy."""
+        return [f"{path} is corrupt at byte {position} ({error}): offsets {first}..{end - 1} read from the copy in "
+                f"{copy} instead" for path, position, first, end, copy, error in self.other_copies_read]
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -200,23 +211,139 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
     if piece.missing_before is not None:  # planning moved the start past offsets missing between segments
         with metrics._lock:
             metrics.missing_offsets.append(piece.missing_before)
+    progress: dict = {}
     try:
-        yield from _read_slice(piece, options, metrics, read_chunk_bytes, map_window_bytes, again=True)
+        yield from _read_slice(piece, options, metrics, read_chunk_bytes, map_window_bytes, again=True,
+                               progress=progress)
     except CorruptDataError as err:
-        if piece.other_copies and piece.partition_path:
-            err.add_note(f"{piece.topic}-{piece.partition} has other copies in the paths given, which the replica "
-                         f"choice passed over: {', '.join(piece.other_copies)}; this one is "
-                         f"{piece.partition_path}. Read another by giving its log dir alone, or every copy with "
-                         "replicas=all")
+        if not (piece.other_copies and piece.partition_path) or options.on_corruption == "skip":
+            raise
+        tried = yield from _read_other_copies(piece, options, metrics, err, progress, read_chunk_bytes,
+                                              map_window_bytes)
+        if tried is None:
+            return
+        err.add_note(f"{piece.topic}-{piece.partition} has other copies in the paths given, which the replica "
+                     f"choice passed over: {', '.join(piece.other_copies)}; this one is "
+                     f"{piece.partition_path}. Read another by giving its log dir alone, or every copy with "
+                     "replicas=all" + (f". Tried instead, and they could not supply the rest: {'; '.join(tried)}"
+                                       if tried else ""))
         raise
 
 
+def _read_other_copies(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics, err: CorruptDataError,
+                       progress: dict, read_chunk_bytes: int, map_window_bytes: int):
+    """A strict read of ``piece`` met ``err`` (its file is corrupt): the offsets of the slice it had not returned
+    yet are read from the partition's other copies (``piece.other_copies``). Each copy is read from where the last
+    one got to (up to its own corrupt batch, if it has one: :func:`_read_before`), in turn, the chosen copy again
+    after the others (a batch corrupt in one copy and another batch in the other heal), until a round of them
+    supplies nothing more. Yields their record batches; returns None when the slice's offsets were all read, else
+    what was tried (copy: why it could not supply them; empty when what the corrupt read returned cannot be told,
+    and none is tried). ``progress``: what that read returned (:func:`_read_slice`)."""
+    tried: list[str] = []
+    if progress.get("unreliable") or "last_seen" not in progress or piece.slice_offsets is None:
+        return tried  # (read again by offset, or never opened: what it returned cannot be told)
+    lo, hi = piece.slice_offsets
+    end = min(hi, piece.end_offset)
+    first = max(progress["last_seen"] + 1, piece.start_offset, lo)
+    if first >= end:
+        return tried
+    first = yield from _read_before(piece, err, first, options, metrics, read_chunk_bytes, map_window_bytes)
+    failed = err
+    copies = [*piece.other_copies, piece.partition_path]
+    stalled = 0  # copies tried in a row that supplied nothing
+    turn = 0
+    while first < end and stalled < len(copies):
+        copy = copies[turn % len(copies)]
+        turn += 1
+        stalled += 1
+        # the copy's folder, nothing said of its files: plan_again_by_offset plans the offsets from its files as
+        # it lists them, which must hold them all (its log start and end) and be of the same topic id
+        elsewhere = replace(piece, partition_path=copy, log_path=fs_join(copy, fs_basename(piece.log_path)),
+                            slice_offsets=(first, end), file_identity=None, partition_identity=None,
+                            listed_at_ns=None, remote_path=None, missing_before=None, corrupt_tail=None,
+                            other_copies=())
+        try:
+            slices, lost = plan_again_by_offset(elsewhere, options)
+        except KafkaSegError as exc:
+            tried.append(f"{copy}: not planned ({exc})")
+            continue
+        if lost or not slices:
+            tried.append(f"{copy}: " + ("; ".join(why for _, _, why in lost) if lost else
+                                         f"none of its files holds offsets {first}..{end - 1}"))
+            continue
+        entry = [failed.path or piece.log_path, failed.position, first, end, copy, failed.detail]
+        with metrics._lock:
+            metrics.other_copies_read.append(tuple(entry))
+        started = first
+        sub_progress: dict = {}
+        try:
+            for again_piece in slices:
+                sub_progress = {}
+                yield from _read_slice(again_piece, options, metrics, read_chunk_bytes, map_window_bytes,
+                                       again=False, progress=sub_progress)
+        except CorruptDataError as exc:
+            if sub_progress.get("unreliable") or "last_seen" not in sub_progress:
+                tried.append(f"{copy}: corrupt too ({exc}), after a read that cannot be told")
+                _read_to(metrics, entry, first)
+                return tried
+            first = max(first, sub_progress["last_seen"] + 1)
+            first = yield from _read_before(again_piece, exc, first, options, metrics, read_chunk_bytes,
+                                            map_window_bytes)
+            _read_to(metrics, entry, first)
+            tried.append(f"{copy}: corrupt too, from offset {first} ({exc})")
+            failed = exc
+            if first > started:
+                stalled = 1  # (this copy, at least, has nothing more)
+            continue
+        return None
+    return None if first >= end else tried
+
+
+def _read_to(metrics: ScanMetrics, entry: list, reached: int) -> None:
+    """An other copy's read (``entry`` in ``metrics.other_copies_read``) supplied offsets up to ``reached`` only:
+    the entry says so, or goes when it supplied none."""
+    was = tuple(entry)
+    entry[3] = reached
+    with metrics._lock:
+        at = len(metrics.other_copies_read) - 1 - metrics.other_copies_read[::-1].index(was)
+        if reached > entry[2]:
+            metrics.other_copies_read[at] = tuple(entry)
+        else:
+            del metrics.other_copies_read[at]
+
+
+def _read_before(piece: SegmentSlice, err: CorruptDataError, first: int, options: ReadOptions,
+                 metrics: ScanMetrics, read_chunk_bytes: int, map_window_bytes: int):
+    """The records of ``piece`` from offset ``first`` in the whole batches before the corrupt one ``err`` names
+    (a strict decode refuses the chunk holding it, the good batches before it included). Yields them; returns the
+    first offset not read (``first`` when there is nothing to read: ``err`` names no batch of the slice)."""
+    at = err.position
+    if (not isinstance(err, CorruptBatchError) or err.path != piece.log_path or at is None
+            or not piece.start_position < at <= piece.end_position):
+        return first
+    before = replace(piece, start_offset=max(piece.start_offset, first), end_position=at, slice_offsets=None,
+                     missing_before=None, corrupt_tail=None)
+    progress: dict = {}
+    try:
+        yield from _read_slice(before, options, metrics, read_chunk_bytes, map_window_bytes, again=False,
+                               progress=progress)
+    except CorruptDataError:
+        pass  # (what it returned is in progress)
+    if progress.get("unreliable") or "last_seen" not in progress:
+        return first
+    return max(first, progress["last_seen"] + 1)
+
+
 def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics, read_chunk_bytes: int,
-                map_window_bytes: int, *, again: bool) -> Iterator[pa.RecordBatch]:
+                map_window_bytes: int, *, again: bool, progress: dict | None = None) -> Iterator[pa.RecordBatch]:
     """:func:`read_slice`; ``again``: whether a segment lost since planning is read again by offset (not for the
-    slices that do that, so it happens once)."""
+    slices that do that, so it happens once). ``progress`` (when given) gets ``last_seen``, the last offset of the
+    last decoded chunk accepted (every record up to it that the slice keeps was returned, none after), or
+    ``unreliable`` when the read went on from other files (its segment lost or read again by offset)."""
     opened, why = _open_planned_segment(piece, metrics)
     if opened is None:
+        if progress is not None:
+            progress["unreliable"] = True
         yield from _lost_or_read_again(piece, options, metrics, why, read_chunk_bytes, map_window_bytes, again)
         return
     reading = _SliceDecoder(piece, options, metrics)
@@ -256,6 +383,8 @@ def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics,
         gone = True
     finally:
         reading.close()
+        if progress is not None:
+            progress["last_seen"] = reading.last_seen
         # also when the consumer stops early (a generator closed mid-slice: a row limit, a break) or an error
         # ends the read: what was decoded (records, skipped corrupt batches) up to there is counted, once
         if counted:
@@ -263,6 +392,8 @@ def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics,
                 metrics.slices += 1
                 metrics.decode.add(reading.stats)
     if gone:
+        if progress is not None:
+            progress["unreliable"] = True
         yield from _lost_or_read_again(piece, options, metrics, "is gone since planning", read_chunk_bytes,
                                        map_window_bytes, again)
 

@@ -753,23 +753,128 @@ def test_paths_come_in_any_iterable(sample):
         assert kafkaseg.read_arrow(given).num_rows == expected
 
 
+def _two_copies(tmp_path, spec=None, seed=2):
+    """Two brokers' copies of one partition: "b", and "a" copied from it (the copy a tie chooses, sorted first)."""
+    spec = spec or TopicSpec("t", records_per_partition=300, records_per_batch=10)
+    write_data_dir(tmp_path / "b", [spec], seed=seed)
+    shutil.copytree(tmp_path / "b", tmp_path / "a")
+    return [str(tmp_path / "a"), str(tmp_path / "b")]
+
+
+def _corrupt_batch(log: Path, n: int) -> int:
+    """Flip a byte inside the records of the ``n``-th batch of ``log`` (its CRC then fails); its first offset (its
+    last: ``_corrupt_batch.last``)."""
+    data = bytearray(log.read_bytes())
+    header = list(iter_headers(bytes(data)))[n]
+    data[header.position + 70] ^= 0xFF
+    log.write_bytes(bytes(data))
+    _corrupt_batch.last = header.last_offset
+    return header.base_offset
+
+
+def _same_rows(got: pa.Table, expected: pa.Table, columns=("offset", "value")) -> None:
+    assert got.num_rows == expected.num_rows
+    for name in columns:
+        assert got.column(name).to_pylist() == expected.column(name).to_pylist()
+
+
 def test_a_corrupt_copy_read_among_several_names_the_other_copies(tmp_path):
     """Given several brokers' copies, one is read per partition (the highest high watermark; a tie by path order);
-    when that one is corrupt, the error says which other copies there are and how to read one."""
-    write_data_dir(tmp_path / "b", [TopicSpec("t", records_per_partition=300, records_per_batch=10)], seed=2)
-    shutil.copytree(tmp_path / "b", tmp_path / "a")  # "a": the copy a tie chooses
-    log = tmp_path / "a" / "t-0" / "00000000000000000000.log"
-    data = bytearray(log.read_bytes())
-    second = list(iter_headers(bytes(data)))[1]
-    data[second.position + 70] ^= 0xFF  # inside its records: the CRC fails
-    log.write_bytes(bytes(data))
-    for order in (["a", "b"], ["b", "a"]):
+    when every copy is corrupt at the same batch, the error says which other copies there are and how to read one."""
+    paths = _two_copies(tmp_path)
+    for name in ("a", "b"):
+        _corrupt_batch(tmp_path / name / "t-0" / "00000000000000000000.log", 1)
+    for order in (paths, paths[::-1]):
         with pytest.raises(CrcMismatchError) as caught:
-            kafkaseg.read_arrow([str(tmp_path / name) for name in order])
+            kafkaseg.read_arrow(order)
         (note,) = caught.value.__notes__
         assert f"other copies in the paths given, which the replica choice passed over: {tmp_path / 'b' / 't-0'}" \
             in note and "replicas=all" in note
+        assert "could not supply" in note  # the other copy was tried
     # one copy given: nothing to name
     with pytest.raises(CrcMismatchError) as caught:
         kafkaseg.read_arrow(str(tmp_path / "a"))
     assert not getattr(caught.value, "__notes__", None)
+
+
+def test_a_corrupt_copy_read_among_several_fails_over_to_another(tmp_path):
+    """A strict read whose chosen copy has a corrupt batch reads the rest of the slice from another copy: every
+    record once, as the clean copy holds them, and the metrics say which offsets came from where."""
+    paths = _two_copies(tmp_path)
+    log = tmp_path / "a" / "t-0" / "00000000000000000000.log"
+    first = _corrupt_batch(log, 12)  # in the middle of the segment
+    expected = kafkaseg.read_arrow(paths[1])
+    for order in (paths, paths[::-1]):
+        scan = kafkaseg.open_scan(order)
+        got = scan.to_table()
+        _same_rows(got, expected)
+        assert got.column("offset").to_pylist() == list(range(300))
+        (entry,) = scan.metrics.other_copies_read
+        assert entry[:5] == (str(log), list(iter_headers(log.read_bytes()))[12].position, first, 300,
+                             str(tmp_path / "b" / "t-0"))
+        assert "CRC" in entry[5] or "crc" in entry[5]
+        assert scan.metrics.as_dict()["other_copies_read"] == [entry]
+        (line,) = scan.metrics.other_copies_lines()
+        assert str(log) in line and f"offsets {first}..299" in line and str(tmp_path / "b" / "t-0") in line
+        assert scan.metrics.decode.corrupt_batches == 0
+    total = ScanMetrics()
+    total.add(scan.metrics)
+    assert total.other_copies_read == scan.metrics.other_copies_read
+    # chunks decoded before the corrupt one were returned: the other copy supplies the offsets after them
+    for mode in ("pread", "mmap"):
+        opts = ReadOptions.from_options({"readMode": mode})
+        metrics = ScanMetrics()
+        plan = plan_scan(paths, opts)
+        got = pa.Table.from_batches([b for piece in plan.slices for b in read_slice(
+            piece, opts, metrics, read_chunk_bytes=1024, map_window_bytes=4096)])
+        _same_rows(got, expected)
+        (entry,) = metrics.other_copies_read
+        assert entry[2:4] == (first, 300)
+    # a projection reads the same offsets
+    _same_rows(kafkaseg.read_arrow(paths, columns="offset"), expected, ("offset",))
+    # several slices per segment (small splitSize): none returned twice
+    _same_rows(kafkaseg.read_arrow(paths, splitSize="2k"), expected)
+
+
+def test_corrupt_batches_in_every_copy_at_different_places_heal(tmp_path):
+    """Each copy corrupt in another batch: the read moves from copy to copy, each time from where it got to."""
+    paths = _two_copies(tmp_path)
+    expected = kafkaseg.read_arrow(paths[1])
+    fifth = _corrupt_batch(tmp_path / "a" / "t-0" / "00000000000000000000.log", 5)
+    twentieth = _corrupt_batch(tmp_path / "b" / "t-0" / "00000000000000000000.log", 20)
+    scan = kafkaseg.open_scan(paths)
+    _same_rows(scan.to_table(), expected)
+    # "a" up to its corrupt batch, "b" from there up to its own, "a" again from there
+    assert [entry[2:5] for entry in scan.metrics.other_copies_read] == [
+        (fifth, twentieth, str(tmp_path / "b" / "t-0")), (twentieth, 300, str(tmp_path / "a" / "t-0"))]
+    # three copies, "a" and "b" corrupt: "b" is read up to its corrupt batch, "c" from there
+    shutil.copytree(tmp_path / "a", tmp_path / "c")
+    _corrupt_batch(tmp_path / "c" / "t-0" / "00000000000000000000.log", 5)  # back to clean at batch 5
+    scan = kafkaseg.open_scan(paths + [str(tmp_path / "c")])
+    _same_rows(scan.to_table(), expected)
+    read = scan.metrics.other_copies_read
+    assert [entry[4] for entry in read] == [str(tmp_path / "b" / "t-0"), str(tmp_path / "c" / "t-0")]
+    assert read[0][3] == read[1][2]  # "b" read up to where "c" took over
+
+
+def test_a_read_committed_failover_keeps_dropping_aborted_transactions(tmp_path):
+    spec = TopicSpec("t", records_per_partition=300, records_per_batch=10, transactional=True, abort_ratio=0.3)
+    paths = _two_copies(tmp_path, spec)
+    options = {"kafka.isolation.level": "read_committed"}
+    expected = kafkaseg.read_arrow(paths[1], **options)
+    assert expected.num_rows < 300  # some were aborted
+    _corrupt_batch(tmp_path / "a" / "t-0" / "00000000000000000000.log", 8)
+    scan = kafkaseg.open_scan(paths, **options)
+    _same_rows(scan.to_table(), expected)
+    assert len(scan.metrics.other_copies_read) == 1
+
+
+def test_a_lenient_read_skips_the_corrupt_batch_of_the_chosen_copy(tmp_path):
+    """onCorruption=skip keeps skipping and counting: no other copy is read."""
+    paths = _two_copies(tmp_path)
+    first = _corrupt_batch(tmp_path / "a" / "t-0" / "00000000000000000000.log", 12)
+    scan = kafkaseg.open_scan(paths, onCorruption="skip")
+    assert scan.to_table().column("offset").to_pylist() == [o for o in range(300)
+                                                            if not first <= o <= _corrupt_batch.last]
+    assert scan.metrics.decode.corrupt_batches == 1
+    assert scan.metrics.other_copies_read == []
