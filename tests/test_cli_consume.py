@@ -317,6 +317,23 @@ def test_a_corrupt_batch_stops_after_the_records_before_it_or_is_skipped(tmp_pat
     assert code == 0 and out.count(b"\n") == printed + 3 and "skipped 1 corrupt batch" in err
 
 
+def test_a_corrupt_batch_in_the_chosen_copy_is_read_from_another_and_said(tmp_path, capsysbinary):
+    """Two brokers' log dirs: the copy read ("a", a tie goes to the first) has a corrupt batch; its records come from
+    the other copy, every one once, and stderr says so."""
+    manifest = write_data_dir(tmp_path / "b", [TopicSpec("t", records_per_partition=60, records_per_batch=6)], seed=8)
+    shutil.copytree(tmp_path / "b", tmp_path / "a")
+    log = next((tmp_path / "a" / "t-0").glob("*.log"))
+    raw = bytearray(log.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF  # inside some batch's records: its CRC no longer matches
+    log.write_bytes(bytes(raw))
+    everything = [r.value + b"\n" for r in manifest.partition("t").data_records()]
+    code, out, err = consume_cli(capsysbinary, "--data-dir", str(tmp_path / "a"), "--data-dir", str(tmp_path / "b"),
+                                 "--topic", "t", "--from-beginning")
+    assert code == 0 and out == b"".join(everything)
+    assert f"kafkaseg consume: {log} is corrupt at byte" in err and f"read from the copy in {tmp_path / 'b' / 't-0'}" \
+        in err and "total of 60 messages" in err
+
+
 def test_an_offset_out_of_range_resets_to_the_latest_and_an_unknown_topic_says_so(data, capsysbinary):
     root, manifest = data
     end = manifest.partition("plain").log_end_offset

@@ -878,3 +878,26 @@ def test_a_lenient_read_skips_the_corrupt_batch_of_the_chosen_copy(tmp_path):
                                                             if not first <= o <= _corrupt_batch.last]
     assert scan.metrics.decode.corrupt_batches == 1
     assert scan.metrics.other_copies_read == []
+
+
+def test_the_spark_reader_logs_and_sums_the_copies_read_instead(tmp_path, monkeypatch, caplog):
+    """The Spark read path (its reader function, called here without a session) warns of each offset range read
+    from another copy, and ``read_metrics()`` sums them."""
+    pytest.importorskip("pyspark")
+    from kafkaseg.spark import reports, source
+
+    monkeypatch.setenv(reports.REPORT_DIR_ENV, str(tmp_path / "reports"))
+    paths = _two_copies(tmp_path)
+    first = _corrupt_batch(tmp_path / "a" / "t-0" / "00000000000000000000.log", 12)
+    options = ReadOptions.from_options({})
+    plan = plan_scan(paths, options)
+    with caplog.at_level("WARNING", logger=source.log.name):
+        monkeypatch.setattr(source.log, "propagate", True)
+        got = pa.Table.from_batches(list(source._read_partition(
+            source.SlicePartition(0, tuple(plan.slices), "s1"), options)))
+    assert got.num_rows == 300
+    (warning,) = [r.getMessage() for r in caplog.records if "read from the copy" in r.getMessage()]
+    assert f"offsets {first}..299 read from the copy in {tmp_path / 'b' / 't-0'}" in warning
+    report = reports.ScanReport("s1", 0.0, len(plan.slices), 1, 0, {}, plan.report)
+    (entry,) = report.read_metrics()["other_copies_read"]
+    assert entry[2:5] == [first, 300, str(tmp_path / "b" / "t-0")]

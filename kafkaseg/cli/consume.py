@@ -607,6 +607,8 @@ def _report_metrics(metrics, lenient: dict, err) -> None:
             print(f"  {problem}", file=err)
     for _, line in metrics.vanished_lines():
         print(f"kafkaseg consume: {line}", file=err)
+    for line in metrics.other_copies_lines():
+        print(f"kafkaseg consume: {line}", file=err)
     _report_missing(metrics.missing_offsets, err)
 
 

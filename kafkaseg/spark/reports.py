@@ -78,7 +78,8 @@ class ScanReport:
         action that runs the plan again replaces it; ``executions`` is the most times any slice was read):
         ``slices_read``, ``bytes_read``, ``records``, ``batches``, ``truncated_tails``, ``problems``,
         ``vanished_segments`` (segments a live broker deleted or replaced after planning), ``missing_offsets``
-        (offsets missing between segments above the cleaner checkpoint, read past), ``lenient_decisions`` (the
+        (offsets missing between segments above the cleaner checkpoint, read past), ``other_copies_read`` (offsets a
+        strict read took from another copy of their partition, the chosen one being corrupt), ``lenient_decisions`` (the
         plan's :class:`~kafkaseg.planning.LenientDecision` s: records an ``onCorruption=skip`` read leaves out or
         takes beyond the corrupt batches it counts)..."""
         latest: dict[str, Path] = {}
@@ -91,7 +92,7 @@ class ScanReport:
         totals: dict[str, Any] = {"slices_read": 0, "executions": max(reads.values(), default=0), "bytes_read": 0,
                                   "records": 0, "batches": 0, "output_batches": 0, "skipped_aborted_batches": 0,
                                   "corrupt_batches": 0, "corrupt_bytes": 0, "truncated_tails": [], "problems": [],
-                                  "vanished_segments": [], "missing_offsets": [],
+                                  "vanished_segments": [], "missing_offsets": [], "other_copies_read": [],
                                   "lenient_decisions": list(self.plan.lenient)}
         for path in latest.values():
             try:
@@ -105,6 +106,7 @@ class ScanReport:
             totals["truncated_tails"].extend(metrics.get("truncated_tails", []))
             totals["vanished_segments"].extend(metrics.get("vanished_segments", []))
             totals["missing_offsets"].extend(metrics.get("missing_offsets", []))
+            totals["other_copies_read"].extend(metrics.get("other_copies_read", []))
             totals["problems"].extend(metrics.get("problems", []))
         return totals
 

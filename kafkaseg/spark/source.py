@@ -256,6 +256,8 @@ def _read_partition(partition: InputPartition, options: ReadOptions) -> Iterator
         for skipped, line in metrics.vanished_lines():
             _worker_logger().log(logging.WARNING if skipped else logging.INFO, "kafkaseg scan %s: %s",
                                  partition.scan_id, line)
+        for line in metrics.other_copies_lines():
+            _worker_logger().warning("kafkaseg scan %s: %s", partition.scan_id, line)
         for path, position, size in metrics.truncated_tails:
             _worker_logger().info("kafkaseg scan %s: %s: stopped before a partial batch at byte %d (%d bytes, "
                                   "still being written?)", partition.scan_id, path, position, size)
