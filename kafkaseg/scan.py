@@ -305,6 +305,8 @@ def _read_to(metrics: ScanMetrics, entry: list, reached: int) -> None:
     was = tuple(entry)
     entry[3] = reached
     with metrics._lock:
+        if was not in metrics.other_copies_read:
+            return  # (a reader that cleared what it reported)
         at = len(metrics.other_copies_read) - 1 - metrics.other_copies_read[::-1].index(was)
         if reached > entry[2]:
             metrics.other_copies_read[at] = tuple(entry)

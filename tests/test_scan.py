@@ -830,10 +830,35 @@ def test_a_corrupt_copy_read_among_several_fails_over_to_another(tmp_path):
         _same_rows(got, expected)
         (entry,) = metrics.other_copies_read
         assert entry[2:4] == (first, 300)
-    # a projection reads the same offsets
-    _same_rows(kafkaseg.read_arrow(paths, columns="offset"), expected, ("offset",))
-    # several slices per segment (small splitSize): none returned twice
-    _same_rows(kafkaseg.read_arrow(paths, splitSize="2k"), expected)
+    # a projection reads the same offsets; so do several slices per segment (small splitSize), none twice, the
+    # other copy asked only for the rest of the slice holding the corrupt batch
+    for options in ({"columns": "offset"}, {"splitSize": "2k"}):
+        scan = kafkaseg.open_scan(paths, **options)
+        _same_rows(scan.to_table(), expected, ("offset",) if "columns" in options else ("offset", "value"))
+        (entry,) = scan.metrics.other_copies_read
+        assert entry[2] == first and entry[3] == (300 if "columns" in options else
+                                                  next(s.slice_offsets[1] for s in scan.plan.slices
+                                                       if s.slice_offsets[0] <= first < s.slice_offsets[1]))
+        assert entry[3] < 300 or "columns" in options
+
+
+def test_a_copy_of_another_topic_incarnation_is_not_read_instead(tmp_path):
+    """The other copy's topic was deleted and recreated since planning (another topic id): its offsets are other
+    records, so the corrupt copy's error is raised, saying why that copy was not read."""
+    paths = _two_copies(tmp_path)
+    _corrupt_batch(tmp_path / "a" / "t-0" / "00000000000000000000.log", 12)
+    options = ReadOptions.from_options({})
+    plan = plan_scan(paths, options)
+    metadata = tmp_path / "b" / "t-0" / "partition.metadata"
+    text = metadata.read_text()
+    assert "topic_id" in text
+    metadata.write_text(text.replace(text.split("topic_id: ")[1].strip(), "HJQLrx51G2ngtjcg9cA7Ag"))
+    assert metadata.read_text() != text
+    with pytest.raises(CrcMismatchError) as caught:
+        for piece in plan.slices:
+            list(read_slice(piece, options))
+    (note,) = caught.value.__notes__
+    assert "deleted and recreated" in note
 
 
 def test_corrupt_batches_in_every_copy_at_different_places_heal(tmp_path):
