@@ -10,6 +10,7 @@ segment size.
 from __future__ import annotations
 
 import os
+import struct
 import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Iterator, Sequence
@@ -36,7 +37,7 @@ from kafkaseg.storage.layout import read_partition_again
 from kafkaseg.storage.segment import SegmentReader
 from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
 from kafkaseg.storage.fs import basename as fs_basename, join as fs_join
-from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE, LOG_OVERHEAD
+from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE, LOG_OVERHEAD, MAGIC_OFFSET
 
 __all__ = ["ScanMetrics", "read_slice", "iter_batches", "read_arrow", "open_scan", "Scan"]
 
@@ -233,7 +234,9 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
 def _read_other_copies(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics, err: CorruptDataError,
                        progress: dict, read_chunk_bytes: int, map_window_bytes: int):
     """A strict read of ``piece`` met ``err`` (its file is corrupt): the offsets of the slice it had not returned
-    yet are read from the partition's other copies (``piece.other_copies``). Each copy is read from where the last
+    yet are read from the partition's other copies (``piece.other_copies``): those of the corrupt batch only when
+    its framing says where the next batch starts (:func:`_after_corrupt_batch`), the chosen copy then read again from
+    there; else the rest of the slice. Each copy is read from where the last
     one got to (up to its own corrupt batch, if it has one: :func:`_read_before`), in turn, the chosen copy again
     after the others (a batch corrupt in one copy and another batch in the other heal), until a round of them
     supplies nothing more. Yields their record batches; returns None when the slice's offsets were all read, else
@@ -248,6 +251,11 @@ def _read_other_copies(piece: SegmentSlice, options: ReadOptions, metrics: ScanM
     if first >= end:
         return tried
     first = yield from _read_before(piece, err, first, options, metrics, read_chunk_bytes, map_window_bytes)
+    resume = _after_corrupt_batch(piece, err, first, end)
+    if resume is not None:
+        # only the corrupt batch's offsets from another copy, then this copy again after it: a copy compacted
+        # otherwise (or shorter) must not stand in for the batches this one still reads (found in review)
+        end, next_position = resume
     failed = err
     copies = [*piece.other_copies, piece.partition_path]
     stalled = 0  # copies tried in a row that supplied nothing
@@ -295,8 +303,49 @@ def _read_other_copies(piece: SegmentSlice, options: ReadOptions, metrics: ScanM
             if first > started:
                 stalled = 1  # (this copy, at least, has nothing more)
             continue
+        first = end
+        break
+    if first < end:
+        return tried
+    if resume is not None:  # this copy again, from the batch after the corrupt one (failing over again if need be)
+        after = replace(piece, start_position=next_position, start_offset=max(piece.start_offset, end),
+                        slice_offsets=(end, piece.slice_offsets[1]), missing_before=None)
+        yield from read_slice(after, options, metrics, read_chunk_bytes=read_chunk_bytes,
+                              map_window_bytes=map_window_bytes)
+    return None
+
+
+def _after_corrupt_batch(piece: SegmentSlice, err: CorruptDataError, first: int, end: int
+                         ) -> tuple[int, int] | None:
+    """``(offset, position)`` where ``piece``'s file goes on after the corrupt batch ``err`` names, which starts at
+    offset ``first``: the next batch's base offset and position (v2), or the entry's own offset field plus one
+    (legacy entries carry their last offset there) with the next entry's position. From the framing fields, which no
+    CRC covers, checked against each other; None when they do not hold up (or name the slice's end), and the rest
+    of the slice is then read from another copy."""
+    at = err.position
+    if (not isinstance(err, CorruptBatchError) or err.path != piece.log_path or at is None
+            or not piece.start_position <= at < piece.end_position):
         return None
-    return None if first >= end else tried
+    try:
+        with RandomAccessReader(piece.log_path, piece.filesystem) as reader:
+            head = reader.read_at(at, HEADER_PREFIX_SIZE)
+            if len(head) < HEADER_PREFIX_SIZE:
+                return None
+            offset, size = struct.unpack_from(">qi", head)
+            magic = head[MAGIC_OFFSET]
+            following = at + LOG_OVERHEAD + size
+            if magic not in (0, 1, 2) or size <= 0 or following >= piece.end_position:
+                return None
+            if magic == 2:
+                nxt = reader.read_at(following, HEADER_PREFIX_SIZE)
+                if len(nxt) < HEADER_PREFIX_SIZE or nxt[MAGIC_OFFSET] != 2:
+                    return None
+                resume = struct.unpack_from(">q", nxt)[0]
+            else:
+                resume = offset + 1
+    except KafkaSegError:
+        return None
+    return (resume, following) if first < resume < end else None
 
 
 def _read_to(metrics: ScanMetrics, entry: list, reached: int) -> None:

@@ -798,11 +798,13 @@ def test_a_corrupt_copy_read_among_several_names_the_other_copies(tmp_path):
 
 
 def test_a_corrupt_copy_read_among_several_fails_over_to_another(tmp_path):
-    """A strict read whose chosen copy has a corrupt batch reads the rest of the slice from another copy: every
-    record once, as the clean copy holds them, and the metrics say which offsets came from where."""
+    """A strict read whose chosen copy has a corrupt batch reads that batch's offsets from another copy and goes
+    on in the chosen copy after it: every record once, as the clean copy holds them, and the metrics say which
+    offsets came from where."""
     paths = _two_copies(tmp_path)
     log = tmp_path / "a" / "t-0" / "00000000000000000000.log"
     first = _corrupt_batch(log, 12)  # in the middle of the segment
+    last = _corrupt_batch.last
     expected = kafkaseg.read_arrow(paths[1])
     for order in (paths, paths[::-1]):
         scan = kafkaseg.open_scan(order)
@@ -810,12 +812,12 @@ def test_a_corrupt_copy_read_among_several_fails_over_to_another(tmp_path):
         _same_rows(got, expected)
         assert got.column("offset").to_pylist() == list(range(300))
         (entry,) = scan.metrics.other_copies_read
-        assert entry[:5] == (str(log), list(iter_headers(log.read_bytes()))[12].position, first, 300,
+        assert entry[:5] == (str(log), list(iter_headers(log.read_bytes()))[12].position, first, last + 1,
                              str(tmp_path / "b" / "t-0"))
         assert "CRC" in entry[5] or "crc" in entry[5]
         assert scan.metrics.as_dict()["other_copies_read"] == [entry]
         (line,) = scan.metrics.other_copies_lines()
-        assert str(log) in line and f"offsets {first}..299" in line and str(tmp_path / "b" / "t-0") in line
+        assert str(log) in line and f"offsets {first}..{last}" in line and str(tmp_path / "b" / "t-0") in line
         assert scan.metrics.decode.corrupt_batches == 0
     total = ScanMetrics()
     total.add(scan.metrics)
@@ -829,17 +831,38 @@ def test_a_corrupt_copy_read_among_several_fails_over_to_another(tmp_path):
             piece, opts, metrics, read_chunk_bytes=1024, map_window_bytes=4096)])
         _same_rows(got, expected)
         (entry,) = metrics.other_copies_read
-        assert entry[2:4] == (first, 300)
-    # a projection reads the same offsets; so do several slices per segment (small splitSize), none twice, the
-    # other copy asked only for the rest of the slice holding the corrupt batch
+        assert entry[2:4] == (first, last + 1)
+    # a projection reads the same offsets; so do several slices per segment (small splitSize), none twice
     for options in ({"columns": "offset"}, {"splitSize": "2k"}):
         scan = kafkaseg.open_scan(paths, **options)
         _same_rows(scan.to_table(), expected, ("offset",) if "columns" in options else ("offset", "value"))
         (entry,) = scan.metrics.other_copies_read
-        assert entry[2] == first and entry[3] == (300 if "columns" in options else
-                                                  next(s.slice_offsets[1] for s in scan.plan.slices
-                                                       if s.slice_offsets[0] <= first < s.slice_offsets[1]))
-        assert entry[3] < 300 or "columns" in options
+        assert entry[2:4] == (first, last + 1)
+
+
+def test_only_the_corrupt_batch_comes_from_another_copy(tmp_path):
+    """Another copy stands in for the corrupt batch only: one compacted otherwise (or shorter) does not replace the
+    batches the chosen copy still reads (found in review: a copy with other holes gave 224 of 300 records)."""
+    write_data_dir(tmp_path / "a", [TopicSpec("t", records_per_partition=300, records_per_batch=10)], seed=2)
+    write_data_dir(tmp_path / "b", [TopicSpec("t", records_per_partition=300, records_per_batch=10,
+                                              gap_ratio=0.3)], seed=2)  # offsets missing, as compaction leaves
+    # one topic id, as copies of one partition have
+    shutil.copy(tmp_path / "a" / "t-0" / "partition.metadata", tmp_path / "b" / "t-0" / "partition.metadata")
+    chosen = kafkaseg.read_arrow(str(tmp_path / "a")).column("offset").to_pylist()
+    other = set(kafkaseg.read_arrow(str(tmp_path / "b")).column("offset").to_pylist())
+    assert len(other) < 300
+    first = _corrupt_batch(tmp_path / "a" / "t-0" / "00000000000000000000.log", 3)
+    last = _corrupt_batch.last
+    scan = kafkaseg.open_scan([str(tmp_path / "a"), str(tmp_path / "b")], upperBound="logEndOffset")
+    got = scan.to_table().column("offset").to_pylist()
+    assert got == [o for o in chosen if not first <= o <= last or o in other]
+    assert [entry[2:4] for entry in scan.metrics.other_copies_read] == [(first, last + 1)]
+    # a shorter copy heals a corrupt batch it holds
+    shutil.rmtree(tmp_path / "b")
+    write_data_dir(tmp_path / "b", [TopicSpec("t", records_per_partition=200, records_per_batch=10)], seed=2)
+    shutil.copy(tmp_path / "a" / "t-0" / "partition.metadata", tmp_path / "b" / "t-0" / "partition.metadata")
+    scan = kafkaseg.open_scan([str(tmp_path / "a"), str(tmp_path / "b")], upperBound="logEndOffset")
+    assert scan.to_table().column("offset").to_pylist() == chosen
 
 
 def test_a_copy_of_another_topic_incarnation_is_not_read_instead(tmp_path):
@@ -866,20 +889,21 @@ def test_corrupt_batches_in_every_copy_at_different_places_heal(tmp_path):
     paths = _two_copies(tmp_path)
     expected = kafkaseg.read_arrow(paths[1])
     fifth = _corrupt_batch(tmp_path / "a" / "t-0" / "00000000000000000000.log", 5)
-    twentieth = _corrupt_batch(tmp_path / "b" / "t-0" / "00000000000000000000.log", 20)
+    fifth_last = _corrupt_batch.last
+    _corrupt_batch(tmp_path / "b" / "t-0" / "00000000000000000000.log", 20)
     scan = kafkaseg.open_scan(paths)
     _same_rows(scan.to_table(), expected)
-    # "a" up to its corrupt batch, "b" from there up to its own, "a" again from there
+    # "a" up to its corrupt batch, "b" for that batch, "a" again after it (b's own corrupt batch is not read)
     assert [entry[2:5] for entry in scan.metrics.other_copies_read] == [
-        (fifth, twentieth, str(tmp_path / "b" / "t-0")), (twentieth, 300, str(tmp_path / "a" / "t-0"))]
-    # three copies, "a" and "b" corrupt: "b" is read up to its corrupt batch, "c" from there
+        (fifth, fifth_last + 1, str(tmp_path / "b" / "t-0"))]
+    # three copies, "a" and "b" corrupt at the same batch: "c" supplies it, "b" supplied nothing and is not listed
     shutil.copytree(tmp_path / "a", tmp_path / "c")
     _corrupt_batch(tmp_path / "c" / "t-0" / "00000000000000000000.log", 5)  # back to clean at batch 5
+    _corrupt_batch(tmp_path / "b" / "t-0" / "00000000000000000000.log", 5)
     scan = kafkaseg.open_scan(paths + [str(tmp_path / "c")])
     _same_rows(scan.to_table(), expected)
-    read = scan.metrics.other_copies_read
-    assert [entry[4] for entry in read] == [str(tmp_path / "b" / "t-0"), str(tmp_path / "c" / "t-0")]
-    assert read[0][3] == read[1][2]  # "b" read up to where "c" took over
+    assert [entry[2:5] for entry in scan.metrics.other_copies_read] == [
+        (fifth, fifth_last + 1, str(tmp_path / "c" / "t-0"))]
 
 
 def test_a_read_committed_failover_keeps_dropping_aborted_transactions(tmp_path):
@@ -914,6 +938,7 @@ def test_the_spark_reader_logs_and_sums_the_copies_read_instead(tmp_path, monkey
     monkeypatch.setenv(reports.REPORT_DIR_ENV, str(tmp_path / "reports"))
     paths = _two_copies(tmp_path)
     first = _corrupt_batch(tmp_path / "a" / "t-0" / "00000000000000000000.log", 12)
+    last = _corrupt_batch.last
     options = ReadOptions.from_options({})
     plan = plan_scan(paths, options)
     with caplog.at_level("WARNING", logger=source.log.name):
@@ -922,7 +947,7 @@ def test_the_spark_reader_logs_and_sums_the_copies_read_instead(tmp_path, monkey
             source.SlicePartition(0, tuple(plan.slices), "s1"), options)))
     assert got.num_rows == 300
     (warning,) = [r.getMessage() for r in caplog.records if "read from the copy" in r.getMessage()]
-    assert f"offsets {first}..299 read from the copy in {tmp_path / 'b' / 't-0'}" in warning
+    assert f"offsets {first}..{last} read from the copy in {tmp_path / 'b' / 't-0'}" in warning
     report = reports.ScanReport("s1", 0.0, len(plan.slices), 1, 0, {}, plan.report)
     (entry,) = report.read_metrics()["other_copies_read"]
-    assert entry[2:5] == [first, 300, str(tmp_path / "b" / "t-0")]
+    assert entry[2:5] == [first, last + 1, str(tmp_path / "b" / "t-0")]
