@@ -9,7 +9,8 @@ from kafkaseg.errors import KafkaSegError
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import PartitionDir, parse_topic_partition, partition_log_end_offset, renamed_partition
 
-__all__ = ["PartitionOffsets", "SkippedFolder", "decode_batch", "skipped_folders", "whole_partition_offsets"]
+__all__ = ["PartitionOffsets", "SkippedFolder", "decode_batch", "partitions_named", "skipped_folders",
+           "whole_partition_offsets"]
 
 
 def decode_batch(buf, header, path: str, buf_position: int) -> tuple[list[int], list[int]]:
@@ -47,6 +48,19 @@ class PartitionOffsets:
             end = f"its log end offset cannot be read ({err}), so checkpoints are not compared with it"
         self.note = (f"{len(pdir.segments)} of its {len(whole.segments)} segments given; log start and end offsets "
                      f"are the whole partition's ({end})")
+
+
+def partitions_named(paths: Sequence[str], key_ring=None) -> set[tuple[str, int]]:
+    """The ``(topic, partition)`` pairs the partition folders under ``paths`` are named for, from their names only
+    (no folder is read), for a message that names what is there; empty when the paths cannot be listed."""
+    from kafkaseg.storage.layout import discover
+
+    named: list[tuple[str, int, str]] = []
+    try:
+        discover(paths, select=lambda topic, partition: False, unselected=named, key_ring=key_ring)
+    except KafkaSegError:
+        return set()
+    return {(topic, partition) for topic, partition, _ in named}
 
 
 def whole_partition_offsets(pdir: PartitionDir) -> PartitionOffsets | None:

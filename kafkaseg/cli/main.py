@@ -218,13 +218,10 @@ def _cmd_describe(args) -> int:
         if missing:  # a misspelt name, not an empty topic: say so, as reads do
             import difflib
 
+            from kafkaseg.cli.common import partitions_named
             from kafkaseg.storage import fs as _fs
-            from kafkaseg.storage.layout import discover
 
-            try:
-                on_disk = sorted({p.topic for p in discover(args.paths, key_ring=args.tiered_key_ring)})
-            except KafkaSegError:
-                on_disk = []
+            on_disk = sorted({t for t, _ in partitions_named(args.paths, args.tiered_key_ring)})
             for topic in missing:
                 close = difflib.get_close_matches(topic, on_disk, n=1)
                 print(f"kafkaseg describe: no topic {topic!r} under {', '.join(map(_fs.redact, args.paths))}"
@@ -513,19 +510,10 @@ def _cmd_locate(args) -> int:
     if not partitions:
         import difflib
 
+        from kafkaseg.cli.common import partitions_named
         from kafkaseg.storage.fs import redact
-        from kafkaseg.storage.layout import discover
 
-        names: set[tuple[str, int]] = set()
-
-        def seen(name: str, partition: int) -> bool:  # folder names only: none is read
-            names.add((name, partition))
-            return False
-
-        try:
-            discover(args.data_dir, select=seen, key_ring=args.tiered_key_ring)
-        except KafkaSegError:
-            pass
+        names = partitions_named(args.data_dir, args.tiered_key_ring)
         held = sorted(p for t, p in names if t == args.topic)
         close = difflib.get_close_matches(args.topic, sorted({t for t, _ in names}), n=1)
         hint = (f" (its partitions there: {', '.join(map(str, held))})" if held
