@@ -22,6 +22,7 @@ from kafkaseg.errors import (
     InvalidOptionError,
     KafkaSegError,
     LayoutError,
+    SkippedOffsetsError,
     TruncatedDataError,
     UnsupportedCodecError,
     UnsupportedMagicError,
@@ -33,7 +34,7 @@ __all__ = [
     "read_arrow", "iter_batches", "open_scan", "Scan", "ReadOptions", "follow",
     "KafkaSegError", "CorruptDataError", "CorruptBatchError", "CrcMismatchError", "TruncatedDataError",
     "CorruptIndexError", "UnsupportedMagicError", "UnsupportedCodecError", "DecompressionLimitError",
-    "InvalidOptionError", "DataLossError", "LayoutError",
+    "SkippedOffsetsError", "InvalidOptionError", "DataLossError", "LayoutError",
 ]
 
 _LAZY = {"read_arrow": "kafkaseg.scan", "iter_batches": "kafkaseg.scan", "open_scan": "kafkaseg.scan",

@@ -20,6 +20,7 @@ __all__ = [
     "UnsupportedMagicError",
     "UnsupportedCodecError",
     "DecompressionLimitError",
+    "SkippedOffsetsError",
     "InvalidOptionError",
     "DataLossError",
     "LayoutError",
@@ -98,6 +99,11 @@ class UnsupportedCodecError(CorruptBatchError):
 
 class DecompressionLimitError(CorruptBatchError):
     """A compressed batch that expands past the configured bound (a decompression bomb or a too-small limit)."""
+
+
+class SkippedOffsetsError(CorruptBatchError):
+    """A batch whose base offset (which no CRC covers) skips offsets the log must hold: acknowledged offsets, below
+    the high watermark, in no batch."""
 
 
 class CorruptIndexError(CorruptDataError):

@@ -59,7 +59,7 @@ from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 import numpy as np
 
 from kafkaseg.errors import (CorruptBatchError, CorruptCheckpointError, CorruptDataError, CrcMismatchError,
-                             DataLossError, InvalidOptionError, KafkaSegError, LayoutError)
+                             DataLossError, InvalidOptionError, KafkaSegError, LayoutError, SkippedOffsetsError)
 from kafkaseg.entry_check import batch_first_offset, entry_batch_problem, entry_neighbours
 from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, LATEST, ReadOptions
@@ -843,10 +843,20 @@ class _Partition:
             except CorruptDataError as err:
                 self.leo_walk_clean = False
                 lenient = self.options.on_corruption == "skip"  # lenient: step over it as the reader will
-                walk = functools.partial(readable_end, self.segments[-1], verify_crc=self.options.verify_crc,
-                                         filesystem=self.fs, max_batch_bytes=self.options.max_batch_bytes)
+                seg = self.segments[-1]
+                walk = functools.partial(readable_end, seg, verify_crc=self.options.verify_crc,
+                                         filesystem=self.fs, max_batch_bytes=self.options.max_batch_bytes,
+                                         high_watermark=self.pdir.high_watermark
+                                         if self.pdir.is_active_segment(seg.log_path) else None)
                 leo, position = walk(step_over=lenient)
-                if lenient:
+                if lenient and isinstance(err, SkippedOffsetsError) and position == err.position:
+                    # the reader would stop at the batch (its base offset is past the read's end) without a word:
+                    # the read of the slice that ends before it counts it as skipped corrupt data
+                    self.log_end_position = position
+                    self.corrupt_tail = (position, seg.log_size - position, f"{err.detail}: the batch and what "
+                                         "follows it skipped (onCorruption=skip)")
+                    how = f"{leo}, before that batch (onCorruption=skip; counted as skipped corrupt data)"
+                elif lenient:
                     how = f"{leo}, stepping over it as a lenient read does"
                 elif self._unacknowledged_past(leo):
                     self.log_end_position = position

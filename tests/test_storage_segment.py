@@ -227,3 +227,51 @@ def test_zeros_are_searched_past_a_sparse_files_holes_unread(tmp_path):
     with SegmentReader(str(path)) as reader:
         assert first_nonzero_byte(reader, 100) == (2 << 30) + 12347
         assert first_nonzero_byte(reader, (2 << 30) + 12348) is None
+
+
+@pytest.mark.parametrize("where", ["at an index entry", "no index", "first of its segment"])
+def test_log_end_offset_finds_the_batch_before_a_last_batch_that_skips_acknowledged_offsets(tmp_path, where):
+    """The walk for the log end starts at the last index entry; when that entry is the last batch's, the batch
+    before it is found by a walk from the entry before (or the segment's base offset, for its first batch)."""
+    from kafkaseg.errors import SkippedOffsetsError
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+
+    writer = PartitionWriter(tmp_path / "t-0", index_interval_bytes=4096, log_start_offset=100)
+    count = 1 if where == "first of its segment" else 9
+    for k in range(count):
+        writer.append(build_batch_v2([Record(100 + 5 * k + i, 1_700_000_000_000, None, b"v" * 1000)
+                                      for i in range(5)]))
+    writer.close()
+    (pd,) = discover(str(tmp_path))
+    seg = pd.segments[-1]
+    data = bytearray(open(seg.log_path, "rb").read())
+    last = list(iter_headers(bytes(data)))[-1]
+    struct.pack_into(">q", data, last.position, last.base_offset + 3)
+    open(seg.log_path, "wb").write(bytes(data))
+    if where == "at an index entry":
+        from kafkaseg.storage.offset_index import OffsetIndex
+        assert int(OffsetIndex.load(seg.index_path, seg.base_offset).positions[-1]) == last.position
+    elif where == "no index":
+        os.remove(seg.index_path)
+        (pd,) = discover(str(tmp_path))
+        seg = pd.segments[-1]
+    hw = last.base_offset + 2
+    with pytest.raises(SkippedOffsetsError, match=rf"skips offsets {last.base_offset}\.\.{hw - 1}, below the high "
+                                                   rf"watermark {hw}") as info:
+        log_end_offset(seg, high_watermark=hw)
+    assert info.value.position == last.position
+    assert log_end_offset(seg) == last.next_offset + 3  # (without the high watermark: no judgement)
+    assert log_end_offset(seg, high_watermark=last.base_offset) == last.next_offset + 3
+
+
+def test_no_real_partition_has_a_last_batch_that_skips_acknowledged_offsets(corpus_dir):
+    """Every partition of the corpus (leaders, followers, compacted topics, transactions) against its checkpointed
+    high watermark: no false alarm."""
+    from kafkaseg.storage.layout import partition_log_end_offset
+
+    checked = 0
+    for pd in discover(str(corpus_dir / "segments/*/*/kafka*/data")):
+        if pd.segments and pd.high_watermark is not None:
+            partition_log_end_offset(pd, max_batch_bytes=None)
+            checked += 1
+    assert checked > 50

@@ -47,7 +47,7 @@ from kafkaseg.storage.layout import (PartitionDir, check_one_incarnation, discov
                                      unacknowledged_append, valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
-from kafkaseg.storage.segment import SegmentReader, data_after_zeros
+from kafkaseg.storage.segment import SegmentReader, data_after_zeros, offsets_hidden_by_last_batch
 from kafkaseg.storage.time_index import NO_TIMESTAMP, TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, unindexed_abort
 from kafkaseg.wire.batch import iter_headers
@@ -380,6 +380,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
         # an append a broker with log.preallocate is still writing: a warning, and not part of the log
         in_progress = unacknowledged_append(pdir, max_batch_bytes=None) if is_active else None
         walk = reader.chunks(0, target_bytes=_CHUNK, partial_append=is_active)
+        final = None
         try:
             for chunk_position, buf in walk:
                 for header in iter_headers(buf):
@@ -391,6 +392,8 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                             "log.preallocate (none of its offsets acknowledged); a broker's recovery truncates it")
                         continue
                     summary.batches += 1
+                    if is_active:  # (the batch, its byte, the offset after the batch before it)
+                        final = (header, position, seg.base_offset if final is None else final[0].next_offset)
                     if position >= next_index_position or header.last_offset >= pending_index_offset:
                         offsets_cursor.at_batch(position, header.last_offset,
                                                 lambda: _first_offset(buf, header, path, chunk_position))
@@ -431,6 +434,9 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                         continue
                     last_offset = _check_records(buf, header, path, chunk_position, position, last_offset,
                                                  summary, report)
+            hidden = offsets_hidden_by_last_batch(final[0], final[2], pdir.high_watermark) if final else None
+            if hidden is not None:
+                add(ERROR, path, final[1], hidden)
         except KafkaSegError as err:
             add(ERROR, path, getattr(err, "position", None), f"corrupt framing: {getattr(err, 'detail', err)}")
         tail = walk.tail

@@ -1390,14 +1390,16 @@ def partition_log_end_offset(partition_dir: PartitionDir, *,
                              max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> int | None:
     """The log end offset: the next offset after the last complete batch of the last segment (the last segment's
     base when it is empty); None when the partition has no segments. A batch larger than ``max_batch_bytes`` (the
-    reader's ``maxBatchBytes``) is corruption."""
+    reader's ``maxBatchBytes``) is corruption, and so is a last batch whose base offset skips offsets below the high
+    watermark (:func:`~kafkaseg.storage.segment.offsets_hidden_by_last_batch`)."""
     from kafkaseg.storage.segment import log_end_offset
 
     if not partition_dir.segments:
         return None
+    active = partition_dir.is_active_segment(partition_dir.segments[-1].log_path)
     return log_end_offset(partition_dir.segments[-1], filesystem=partition_dir.filesystem,
-                          max_batch_bytes=max_batch_bytes,
-                          active=partition_dir.is_active_segment(partition_dir.segments[-1].log_path))
+                          max_batch_bytes=max_batch_bytes, active=active,
+                          high_watermark=partition_dir.high_watermark if active else None)
 
 
 def unacknowledged_append(partition_dir: PartitionDir, *, max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES):

@@ -26,7 +26,8 @@ from typing import Iterator
 import numpy as np
 import pyarrow.fs as pafs
 
-from kafkaseg.errors import CorruptBatchError, CorruptDataError, CorruptIndexError, LayoutError, TruncatedDataError
+from kafkaseg.errors import (CorruptBatchError, CorruptDataError, CorruptIndexError, LayoutError, SkippedOffsetsError,
+                             TruncatedDataError)
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.fs import RandomAccessReader
 from kafkaseg.wire.batch import (HEADER_PREFIX_SIZE, LOG_OVERHEAD, MIN_ENTRY_SIZE, V2_HEADER_SIZE, BatchHeader,
@@ -42,6 +43,7 @@ __all__ = [
     "batch_table",
     "log_end_offset",
     "readable_end",
+    "offsets_hidden_by_last_batch",
     "zero_filled_tail",
     "first_nonzero_byte",
     "data_after_zeros",
@@ -361,7 +363,7 @@ def _reader_for(segment, filesystem, reader):
 def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset_index=None,
                    reader: SegmentReader | None = None,
                    max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES, as_listed: bool = True,
-                   active: bool = False) -> int:
+                   active: bool = False, high_watermark: int | None = None) -> int:
     """``LogSegment.readNextOffset``: the offset after the last complete batch of ``segment`` (any object with
     ``base_offset``, ``log_path`` and ``index_path``, e.g. :class:`~kafkaseg.storage.layout.SegmentFiles`), or its
     base offset when it holds none. Starts at the last offset-index entry's position, so it reads about one index
@@ -369,7 +371,9 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
     entry's offset (a base offset, which no CRC covers, gone back would otherwise silently end the log early);
     falls back to a walk from byte 0 when the index is missing, insane or wrong. A
     segment with a ``log_size`` (as listed) ends there unless ``as_listed`` is False: batches a live broker appended
-    since are not counted. ``active``: the partition's last segment (see :func:`unwritten_at`)."""
+    since are not counted. ``active``: the partition's last segment (see :func:`unwritten_at`). With the
+    partition's ``high_watermark``, a last batch whose base offset skips acknowledged offsets raises
+    (:func:`offsets_hidden_by_last_batch`)."""
     from kafkaseg.storage.offset_index import OffsetIndex
 
     reader, owned = _reader_for(segment, filesystem, reader)
@@ -392,8 +396,10 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
 
         cut = [False]  # whether the walk stopped at a batch past the listed size (a live broker's append since)
 
+        before = [None]  # the batch before the last one the walk found (None: the last was the walk's first)
+
         def last_whole(walk_from: int):
-            found = None
+            found = before[0] = None
             for header in reader.iter_headers(walk_from, max_batch_bytes=max_batch_bytes, partial_append=active):
                 if listed is not None and header.position + header.size > listed:
                     cut[0] = True
@@ -401,7 +407,7 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
                 if found is not None and header.base_offset <= found.last_offset:
                     # (a base offset is outside the CRC: the end of the log would silently move back to it)
                     raise CorruptBatchError(_backwards(header, found), path=reader.path, position=header.position)
-                found = header
+                before[0], found = found, header
             return found
 
         last = None
@@ -421,10 +427,58 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
             from_start = True  # the index may point at garbage: walk from the start (which raises if the log is bad)
         if last is None and (start > 0 or from_start):  # the index pointed at garbage or past the data
             last = last_whole(0)
+        if last is not None and high_watermark is not None and last.next_offset > high_watermark:
+            walk_from = 0 if from_start else start
+            before_end = (before[0].next_offset if before[0] is not None
+                          else int(segment.base_offset) if last.position == walk_from == 0
+                          else _end_before(reader, index, last.position, max_batch_bytes))
+            hidden = offsets_hidden_by_last_batch(last, before_end, high_watermark)
+            if hidden is not None:
+                raise SkippedOffsetsError(hidden, path=reader.path, position=last.position)
         return last.next_offset if last is not None else int(segment.base_offset)
     finally:
         if owned:
             reader.close()
+
+
+def offsets_hidden_by_last_batch(last: BatchHeader, before_end: int | None, high_watermark: int | None
+                                 ) -> str | None:
+    """What is wrong, or None, when ``last``, the final batch of a partition's log, starts past ``before_end`` (the
+    offset after the batch before it, or the active segment's base offset when it is the segment's first) while
+    the high watermark lies between: acknowledged offsets ``before_end..high_watermark - 1`` are then in no batch,
+    and ``last``'s own offsets are wrong.
+
+    A leader assigns offsets one after the other (``UnifiedLog.append``: ``LogValidator`` takes them from the log
+    end offset); only the cleaner leaves gaps, and it cleans only below the last stable offset (which is at most the
+    high watermark; ``LogCleanerManager.cleanableOffsets``) and never the active segment. So a gap below the high
+    watermark right before a last batch that reaches past it can come only from the batch's base offset, which no
+    CRC covers (``DefaultRecordBatch``: the CRC starts at the attributes): read as it is, the batch's records get
+    offsets they never had, or fall past the high watermark and out of the read without a word. (A follower copying
+    a compacted leader can hold gaps, but its high watermark is ``min(leader's, its log end)``, set after the
+    append, so it does not lie inside a gap before the batch it appended.) Legacy (v0/v1) entries are left alone:
+    a compressed wrapper's header gives its last offset only."""
+    if (before_end is None or high_watermark is None or last.magic < 2
+            or not before_end < high_watermark < last.next_offset or last.base_offset <= before_end):
+        return None
+    return (f"the last batch's base offset {last.base_offset} (offsets {last.base_offset}..{last.last_offset}) "
+            f"skips offsets {before_end}..{min(last.base_offset, high_watermark) - 1}, below the high watermark "
+            f"{high_watermark}: acknowledged offsets are in no batch. Kafka assigns offsets one after the other and "
+            "never compacts the active segment, so this base offset, which no CRC covers, is corrupt")
+
+
+def _end_before(reader: SegmentReader, index, position: int, max_batch_bytes: int | None) -> int | None:
+    """The offset after the batch that ends at ``position`` (a batch boundary), walking from the offset index
+    entry before it (from the start without one); None when the walk does not land on ``position`` or there is
+    no batch before it."""
+    k = int(np.searchsorted(index.positions, position)) if index is not None and len(index) else 0
+    previous = None
+    try:
+        for header in reader.iter_headers(int(index.positions[k - 1]) if k else 0, position,
+                                          max_batch_bytes=max_batch_bytes):
+            previous = header
+    except CorruptDataError:
+        return None
+    return previous.next_offset if previous is not None and previous.end == position else None
 
 
 def _backwards(header: BatchHeader, previous: BatchHeader) -> str:
@@ -539,16 +593,20 @@ def data_after_zeros(reader: "SegmentReader", position: int) -> int | None:
 
 
 def readable_end(segment, *, step_over: bool = False, verify_crc: bool = True, filesystem: pafs.FileSystem | None = None,
-                 max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> tuple[int, int]:
+                 max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
+                 high_watermark: int | None = None) -> tuple[int, int]:
     """``(offset, position)`` just after the last whole batch of ``segment`` that a walk from its start reaches
     (its base offset and 0 when there is none). Without ``step_over`` the walk ends at the first corrupt framing,
     where Kafka's recovery would truncate. With it, corrupt framing is stepped over as the decoders'
     resynchronisation does for a lenient read: by its declared length, only onto a whole batch (with a valid CRC
     when ``verify_crc``), the two together within one ``max_batch_bytes`` batch; else the walk ends there. A batch
     whose offsets do not follow the one before (a base offset, which no CRC covers, gone back) ends the walk, or
-    is stepped over with ``step_over``."""
+    is stepped over with ``step_over``. With the partition's ``high_watermark`` (``segment`` is its active one), a
+    last batch whose base offset skips acknowledged offsets (:func:`offsets_hidden_by_last_batch`) is not
+    readable: the walk ends before it."""
     reader, owned = _reader_for(segment, filesystem, None)
-    last, position = None, 0
+    last, before, position = None, None, 0
+    stepped = adjacent = False  # whether bytes were stepped over since ``last``; before ``last`` (``adjacent``: not)
     listed = getattr(segment, "log_size", None)  # as listed: appends since are not counted (log_end_offset)
     limit = reader.size if listed is None else min(reader.size, listed)
     try:
@@ -559,9 +617,10 @@ def readable_end(segment, *, step_over: bool = False, verify_crc: bool = True, f
                         break
                     if last is not None and header.base_offset <= last.last_offset:
                         if step_over:
+                            stepped = True
                             continue
                         break
-                    last = header
+                    before, last, adjacent, stepped = last, header, not stepped, False
                 break
             except CorruptDataError as err:
                 if not step_over or err.position is None or err.position < position:
@@ -581,10 +640,14 @@ def readable_end(segment, *, step_over: bool = False, verify_crc: bool = True, f
                     break
                 if verify_crc and not reader.crc_is_valid(landing):
                     break
-                position = following
+                position, stepped = following, True
     finally:
         if owned:
             reader.close()
+    if last is not None and adjacent and offsets_hidden_by_last_batch(
+            last, before.next_offset if before is not None else int(segment.base_offset), high_watermark):
+        last, position = before, last.position
+        return (last.next_offset if last is not None else int(segment.base_offset)), position
     return (last.next_offset, last.end) if last is not None else (int(segment.base_offset), 0)
 
 
