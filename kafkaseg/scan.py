@@ -15,6 +15,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from kafkaseg import decode as _decode
@@ -582,14 +583,18 @@ class _SliceDecoder:
         # merged the next segment into it, and offsets at or past the next segment's base in it are corruption
         self.planned_file = False
         self.past_end_at: int | None = None  # where a batch at or past the slice's end offset stopped the read
+        self.straddler_skipped = False  # a batch across the next segment's base counted as skipped already
 
     def decode(self, view, pos: int, end: int):
         return self.kernel(view, replace(self.base_request, base_position=pos, check_offsets_after=self.last_seen,
                                          bytes_after=end - pos - len(view)))
 
-    def accept(self, result, pos: int, end: int) -> pa.RecordBatch | None:
+    def accept(self, result, pos: int, end: int, reader: RandomAccessReader) -> pa.RecordBatch | None:
         """Take a decode result (decoded at ``pos``; the slice ends at ``end``): stats, last offset and stop
         reason; the record batch to yield, if any."""
+        next_base = self.piece.next_base_offset
+        if next_base is not None and result.last_offset >= next_base and self.planned_file and result.num_rows:
+            result = self._without_straddler(reader, result, pos, next_base)
         self.last_seen = result.last_offset
         if result.stop == STOP_CORRUPT:
             self.resume_at = self._after_bad_framing(result, pos + result.stop_position, end)
@@ -602,6 +607,56 @@ class _SliceDecoder:
         self.metrics.output_batches += 1
         self.emitted = True
         return _record_batch(self.constants, result.columns, result.num_rows, self.schema)
+
+    def _without_straddler(self, reader: RandomAccessReader, result, pos: int, next_base: int):
+        """``result`` without the records of a v2 batch it decoded that straddles the next segment's base offset
+        (see :meth:`check_next_base`), which raises, or with ``onCorruption=skip`` is counted as skipped: its
+        records, read as they are, would carry offsets they never had. Rare (a batch walked at or past the next
+        base): one walk of the decoded bytes' headers."""
+        straddler = None
+        try:
+            for header in SegmentReader(self.piece.log_path, opened=reader).iter_headers(
+                    pos, pos + result.consumed, max_batch_bytes=self.options.max_batch_bytes):
+                if header.last_offset >= next_base:
+                    straddler = header
+                    break
+        except KafkaSegError:
+            return result  # (check_next_base judges the bytes after the read)
+        if straddler is None or not self._corrupt_straddler(straddler, next_base):
+            return result
+        problem = self._straddle_problem(straddler, next_base)
+        if self.options.on_corruption != "skip":
+            raise CorruptBatchError(problem, path=self.piece.log_path, position=straddler.position)
+        self._count_skip(straddler.position, straddler.size, problem)
+        self.straddler_skipped = True
+        offsets = result.columns["offset"]
+        kept = int(np.searchsorted(offsets.to_numpy(zero_copy_only=False), straddler.base_offset))
+        return replace(result, columns={name: column.slice(0, kept) for name, column in result.columns.items()},
+                       num_rows=kept)
+
+    def _corrupt_straddler(self, header, next_base: int) -> bool:
+        """Whether ``header``, a batch of this slice reaching the next segment's base offset, is a v2 batch across
+        it whose base offset must be corrupt: the segment's last batch (a corrupt base offset inside a segment
+        goes back below the batch after it, which the decoders catch), and the next segment's first batch starts
+        at its name, so the name is right. (A file renamed below its first offset, whose name is wrong, is judged
+        by :meth:`check_next_base`.)"""
+        if not (header.magic >= 2 and header.base_offset < next_base <= header.last_offset
+                and header.end == self.piece.segment_size):
+            return False
+        path = fs_join(self.piece.partition_path, f"{next_base:020d}.log")
+        try:
+            with SegmentReader(path, self.piece.filesystem) as following:
+                head = following.header_at(0, max_batch_bytes=self.options.max_batch_bytes)
+        except KafkaSegError:
+            return False
+        return head is not None and head.magic >= 2 and head.base_offset == next_base
+
+    @staticmethod
+    def _straddle_problem(header, next_base: int) -> str:
+        return (f"the batch here holds offsets {header.base_offset}..{header.last_offset}, across offset "
+                f"{next_base}, the base offset of the partition's next segment: Kafka rolls segments between "
+                "batches, and its cleaner keeps each batch's offsets, so this base offset, which the CRC does not "
+                "cover, is corrupt (its records would read with offsets they never had)")
 
     def resume(self, reader: RandomAccessReader, result, pos: int, end: int) -> tuple[int, int]:
         """Where the next decode starts after ``result`` (decoded at ``pos``) and how many bytes it needs there: 0
@@ -742,7 +797,23 @@ class _SliceDecoder:
                 batches += reaching is not None
         except KafkaSegError:
             pass  # (the read went past those bytes)
-        if reaching is None or self._next_segment_spans(reader, reaching.position, reaching.last_offset):
+        if reaching is None:
+            return
+        # A v2 batch straddling the next base is no merged copy: Kafka rolls between batches, and its cleaner keeps
+        # each retained batch's base and last offsets (MemoryRecords.filterTo), so a merged copy's batches each lie
+        # on one side of the old boundary. As the segment's last batch, with the next segment's name right, only its
+        # offset field can put it across (judged before its records are returned, _without_straddler; here when
+        # that walk could not)
+        if self.straddler_skipped:
+            return
+        if self._corrupt_straddler(reaching, next_base):
+            err = CorruptBatchError(self._straddle_problem(reaching, next_base), path=piece.log_path,
+                                    position=reaching.position)
+            if self.options.on_corruption != "skip":
+                raise err
+            self._count_skip(reaching.position, reaching.size, err.detail)
+            return
+        if self._next_segment_spans(reader, reaching.position, reaching.last_offset):
             return
         at, first, last = reaching.position, reaching.base_offset, reaching.last_offset
         err = CorruptBatchError(
@@ -828,7 +899,7 @@ class _SliceDecoder:
                         return pos  # decoded bytes that changed (or zeros where the file was cut): reread
                     if error is not None:
                         raise error
-                    batch = self.accept(result, pos, end)
+                    batch = self.accept(result, pos, end, reader)
                     if batch is not None:
                         yield batch
                     pos, want = self.resume(reader, result, pos, end)
@@ -869,7 +940,7 @@ class _SliceDecoder:
             view = memoryview(chunk)[offset_in_buf:min(filled, offset_in_buf + max(chunk_bytes, want))]
             result = self.decode(view, pos, end)
             view.release()
-            batch = self.accept(result, pos, end)
+            batch = self.accept(result, pos, end, reader)
             if batch is not None:
                 yield batch
             pos, want = self.resume(reader, result, pos, end)

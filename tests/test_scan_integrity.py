@@ -711,3 +711,27 @@ def test_verify_reports_a_last_batch_that_skips_acknowledged_offsets(copy):
     report = verify_paths([str(copy)])
     assert [(e.file, e.position) for e in report.errors if "skips offsets" in e.message] == [(str(active),
                                                                                               last.position)]
+
+
+@pytest.mark.parametrize("read_mode", ["mmap", "pread"])
+def test_a_rolled_segments_last_batch_across_the_next_base_offset_is_corruption(copy, read_mode):
+    """A rolled segment's last batch with its base offset (outside the CRC) raised so that it straddles the next
+    segment's base: its records read with offsets they never had, two of them fell out, and no read said a word
+    (a merged copy of the cleaner's was presumed). Kafka rolls between batches and its cleaner keeps each batch's
+    offsets, so no Kafka file holds such a batch: a strict read raises at it, a lenient one leaves it out, counted,
+    before any of its records is returned."""
+    first = _logs(copy)[0]
+    data = bytearray(first.read_bytes())
+    last = list(iter_headers(bytes(data)))[-1]
+    next_base = int(_logs(copy)[1].stem)
+    assert last.next_offset == next_base
+    struct.pack_into(">q", data, last.position, last.base_offset + 2)
+    first.write_bytes(bytes(data))
+    with pytest.raises(CorruptBatchError, match=rf"holds offsets {last.base_offset + 2}\.\.{next_base + 1}, across "
+                                                rf"offset {next_base}") as info:
+        kafkaseg.read_arrow(str(copy), readMode=read_mode)
+    assert (info.value.path, info.value.position) == (str(first), last.position)
+    scan = kafkaseg.open_scan(str(copy), onCorruption="skip", readMode=read_mode, splitSize=4096)
+    assert _offsets(scan.to_table()) == [o for o in range(RECORDS) if not last.base_offset <= o < next_base]
+    assert scan.metrics.decode.corrupt_batches == 1
+    assert [p[:2] for p in scan.metrics.decode.problems] == [(str(first), last.position)]
