@@ -669,20 +669,20 @@ def test_a_lenient_timestamp_search_goes_on_past_a_skipped_batch_that_held_the_m
     assert _offsets(ending) == [o for o in whole if o < first]
 
 
-@pytest.mark.parametrize("new_base", ["two past", "far past"])
+@pytest.mark.parametrize("new_base", ["just past the high watermark", "far past"])
 def test_a_last_batch_whose_base_offset_skips_acknowledged_offsets_is_corruption(copy, new_base):
-    """The base offset is outside the CRC. Raised on the log's last batch (nothing after it goes back to show it),
-    the batch's records got offsets they never had, or fell past the high watermark and out of the read, both
-    without a word (found in review: offsets 0-44 returned, 45-49 dropped). Offsets below the high watermark in no
-    batch can only be that, since Kafka assigns offsets one after the other and never compacts the active
-    segment: a strict read raises naming the byte, a lenient one ends before the batch and counts it."""
+    """The base offset is outside the CRC. Raised on the log's last batch past the high watermark (nothing after it
+    goes back to show it), the batch's records fell out of the read without a word (found in review: offsets 0-44
+    returned, 45-49 dropped). Offsets below the high watermark in no batch before a batch starting above it can
+    only be that (see offsets_hidden_by_last_batch): a strict read raises naming the byte, a lenient one ends
+    before the batch and counts it."""
     from kafkaseg.errors import SkippedOffsetsError
 
     active = _logs(copy)[-1]
     data = bytearray(active.read_bytes())
     last = list(iter_headers(bytes(data)))[-1]
     assert last.next_offset == RECORDS  # (the fixture's high watermark)
-    struct.pack_into(">q", data, last.position, last.base_offset + 2 if new_base == "two past" else 2 ** 62)
+    struct.pack_into(">q", data, last.position, RECORDS + 1 if new_base == "just past the high watermark" else 2 ** 62)
     active.write_bytes(bytes(data))
     for options in ({}, {"upperBound": "logEndOffset"}, {"startingOffsets": json_offsets(RECORDS - 30)}):
         with pytest.raises(SkippedOffsetsError, match=rf"skips offsets {last.base_offset}\.\.") as info:
@@ -706,7 +706,7 @@ def test_verify_reports_a_last_batch_that_skips_acknowledged_offsets(copy):
     active = _logs(copy)[-1]
     data = bytearray(active.read_bytes())
     last = list(iter_headers(bytes(data)))[-1]
-    struct.pack_into(">q", data, last.position, last.base_offset + 1)
+    struct.pack_into(">q", data, last.position, RECORDS + 20)
     active.write_bytes(bytes(data))
     report = verify_paths([str(copy)])
     assert [(e.file, e.position) for e in report.errors if "skips offsets" in e.message] == [(str(active),

@@ -275,3 +275,18 @@ def test_no_real_partition_has_a_last_batch_that_skips_acknowledged_offsets(corp
             partition_log_end_offset(pd, max_batch_bytes=None)
             checked += 1
     assert checked > 50
+
+
+@pytest.mark.parametrize("high_watermark", [40, 50, 95, 97, 100])
+def test_a_compacted_followers_gap_before_its_last_batch_is_no_corruption(tmp_path, high_watermark):
+    """A follower copies a compacted leader's batches, gaps and all: [0, 50) then [95, 100). Its high watermark
+    is checkpointed before that append (at or below 50) or after it (at least the leader's, which is past the gap
+    its cleaner made): no judgement of the base offset then."""
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+
+    writer = PartitionWriter(tmp_path / "t-0")
+    for base in [*range(0, 50, 5), 95]:
+        writer.append(build_batch_v2([Record(base + i, 1_700_000_000_000, None, b"v") for i in range(5)]))
+    writer.close()
+    (pd,) = discover(str(tmp_path))
+    assert log_end_offset(pd.segments[-1], high_watermark=high_watermark) == 100

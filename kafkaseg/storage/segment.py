@@ -427,7 +427,7 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
             from_start = True  # the index may point at garbage: walk from the start (which raises if the log is bad)
         if last is None and (start > 0 or from_start):  # the index pointed at garbage or past the data
             last = last_whole(0)
-        if last is not None and high_watermark is not None and last.next_offset > high_watermark:
+        if last is not None and high_watermark is not None and last.base_offset > high_watermark:
             walk_from = 0 if from_start else start
             before_end = (before[0].next_offset if before[0] is not None
                           else int(segment.base_offset) if last.position == walk_from == 0
@@ -443,27 +443,31 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
 
 def offsets_hidden_by_last_batch(last: BatchHeader, before_end: int | None, high_watermark: int | None
                                  ) -> str | None:
-    """What is wrong, or None, when ``last``, the final batch of a partition's log, starts past ``before_end`` (the
-    offset after the batch before it, or the active segment's base offset when it is the segment's first) while
-    the high watermark lies between: acknowledged offsets ``before_end..high_watermark - 1`` are then in no batch,
-    and ``last``'s own offsets are wrong.
+    """What is wrong, or None, when ``last``, the final batch of a partition's log, starts above the high
+    watermark while the batch before it ends below: acknowledged offsets ``before_end..high_watermark - 1`` are
+    then in no batch (``before_end``: the offset after the batch before ``last``, or the segment's base offset when
+    ``last`` is its first).
 
-    A leader assigns offsets one after the other (``UnifiedLog.append``: ``LogValidator`` takes them from the log
-    end offset); only the cleaner leaves gaps, and it cleans only below the last stable offset (which is at most the
-    high watermark; ``LogCleanerManager.cleanableOffsets``) and never the active segment. So a gap below the high
-    watermark right before a last batch that reaches past it can come only from the batch's base offset, which no
-    CRC covers (``DefaultRecordBatch``: the CRC starts at the attributes): read as it is, the batch's records get
-    offsets they never had, or fall past the high watermark and out of the read without a word. (A follower copying
-    a compacted leader can hold gaps, but its high watermark is ``min(leader's, its log end)``, set after the
-    append, so it does not lie inside a gap before the batch it appended.) Legacy (v0/v1) entries are left alone:
-    a compressed wrapper's header gives its last offset only."""
+    Only the base offset, which no CRC covers (``DefaultRecordBatch``: the CRC starts at the attributes), can do
+    that in a log Kafka wrote. A leader assigns offsets one after the other (``LogValidator`` takes them from the
+    log end offset) and cleans only below its high watermark (``LogCleanerManager.cleanableOffsets``: at most the
+    last stable offset, and never the active segment). A follower copies the leader's batches, compaction gaps
+    included, but sets its high watermark after the append, to ``min(leader's, its log end)``: the leader's is at
+    least the end of any gap its cleaner made, so the follower's lies at or above ``last``'s base, or at or below
+    ``before_end`` in a checkpoint written before the append. Read as they are, the batch's records fall past the
+    high watermark and out of the read without a word. A high watermark inside ``last`` is left alone: a follower
+    of a compacted topic holds exactly that (the same corruption by a few offsets then goes unseen), and so is a
+    follower's high watermark that went back into such a gap with a leader change. Legacy (v0/v1) entries are left
+    alone: a compressed wrapper's header gives its last offset only."""
     if (before_end is None or high_watermark is None or last.magic < 2
-            or not before_end < high_watermark < last.next_offset or last.base_offset <= before_end):
+            or not before_end < high_watermark < last.base_offset):
         return None
     return (f"the last batch's base offset {last.base_offset} (offsets {last.base_offset}..{last.last_offset}) "
-            f"skips offsets {before_end}..{min(last.base_offset, high_watermark) - 1}, below the high watermark "
-            f"{high_watermark}: acknowledged offsets are in no batch. Kafka assigns offsets one after the other and "
-            "never compacts the active segment, so this base offset, which no CRC covers, is corrupt")
+            f"skips offsets {before_end}..{high_watermark - 1}, below the high watermark {high_watermark}: "
+            "acknowledged offsets are in no batch. Kafka assigns offsets one after the other, and a follower of a "
+            "compacted topic sets its high watermark after it appends such a batch, so this base offset, which no "
+            "CRC covers, is corrupt (unless a leader change moved this replica's high watermark back into a "
+            "compaction gap; onCorruption=skip leaves the batch out, counted)")
 
 
 def _end_before(reader: SegmentReader, index, position: int, max_batch_bytes: int | None) -> int | None:
