@@ -905,3 +905,39 @@ def test_read_committed_ends_at_the_last_stable_offset_without_a_high_watermark_
     code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "tx", "--from-beginning",
                                  "--isolation-level", "read_committed")
     assert code == 0 and 0 < len(out.splitlines()) < 300 and "past the high watermark" not in err
+
+
+def test_kafkas_other_names_for_include_and_the_property_options(data, capsysbinary, tmp_path):
+    """--whitelist (Kafka 3.x's name for --include, ignored when --include is given), and Kafka 4.2's
+    --formatter-property, --command-property and --command-config (KIP-1147's names for --property,
+    --consumer-property and --consumer.config) work as Kafka takes them; each old name with its new one is Kafka's
+    usage error."""
+    root, _ = data
+    base = ["--data-dir", str(root), "--from-beginning"]
+    partitions = ["--property", "print.value=false", "--property", "print.partition=true"]
+    code, out, _ = consume_cli(capsysbinary, *base, "--include", "pl.*", *partitions)
+    assert code == 0 and out == b"Partition:0\n" * 20
+    assert consume_cli(capsysbinary, *base, "--whitelist", "pl.*", *partitions)[:2] == (0, out)
+    assert consume_cli(capsysbinary, *base, "--whitelist", "orders", "--include", "pl.*", *partitions)[:2] == (0, out)
+    code, _, err = consume_cli(capsysbinary, *base, "--whitelist", "pl.*", "--topic", "plain")
+    assert code == 2 and "Exactly one of --include/--topic is required. --whitelist is DEPRECATED" in err
+    code, new, _ = consume_cli(capsysbinary, *base, "--include", "pl.*", "--formatter-property", "print.value=false",
+                               "--formatter-property", "print.partition=true")
+    assert code == 0 and new == out
+    code, _, err = consume_cli(capsysbinary, *base, "--topic", "plain", "--property", "print.key=true",
+                               "--formatter-property", "print.offset=true")
+    assert code == 2 and "Options --property and --formatter-property cannot be specified together." in err
+    offsets = ["--topic", "payments", "--property", "print.offset=true"]
+    _, committed, _ = consume_cli(capsysbinary, *base, *offsets, "--isolation-level", "read_committed")
+    _, uncommitted, _ = consume_cli(capsysbinary, *base, *offsets)
+    assert committed != uncommitted
+    code, out, _ = consume_cli(capsysbinary, *base, *offsets, "--command-property", "isolation.level=read_committed")
+    assert code == 0 and out == committed
+    config = tmp_path / "command.properties"
+    config.write_text("isolation.level=read_committed\n")
+    code, out, _ = consume_cli(capsysbinary, *base, *offsets, "--command-config", str(config))
+    assert code == 0 and out == committed
+    for old, new, value in (("--consumer-property", "--command-property", "group.id=g"),
+                            ("--consumer.config", "--command-config", str(config))):
+        code, _, err = consume_cli(capsysbinary, *base, *offsets, old, value, new, value)
+        assert code == 2 and f"Options {old} and {new} cannot be specified together." in err

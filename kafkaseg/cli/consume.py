@@ -5,7 +5,8 @@ The options and the output are the console consumer's (``ConsoleConsumerOptions.
 ``--data-dir`` in place of ``--bootstrap-server``:
 
 * ``--topic T`` or ``--include REGEX`` (a regex matched against whole topic names, internal topics left out, as
-  the consumer's pattern subscription does); ``--partition P`` with ``--offset earliest|latest|N``; otherwise
+  the consumer's pattern subscription does; Kafka 3.x's ``--whitelist`` when there is no ``--include``);
+  ``--partition P`` with ``--offset earliest|latest|N``; otherwise
   ``--from-beginning`` or, by default, latest. A subscription (no ``--partition``) starts where the consumer
   properties' ``auto.offset.reset`` says when it is set (``none`` is an error: no committed offsets are read
   here); the console consumer's checks are usage errors in its words (``--from-beginning`` with another
@@ -426,9 +427,10 @@ def _consumer_property_sources(args) -> tuple[dict[str, str], dict[str, str]]:
     (``--consumer.config <(...)``) can be read only once."""
     from_file = getattr(args, "_consumer_config_read", None)
     if from_file is None:
-        from_file = read_properties_file(args.consumer_config) if args.consumer_config else {}
+        config = args.consumer_config if args.consumer_config is not None else args.command_config
+        from_file = read_properties_file(config) if config else {}
         args._consumer_config_read = from_file
-    return from_file, parse_properties(args.consumer_property or [])
+    return from_file, parse_properties(args.consumer_property or args.command_property or [])
 
 
 def consumer_properties(args) -> dict[str, str]:
@@ -463,20 +465,26 @@ def auto_offset_reset(args, consumer: dict[str, str]) -> str:
     return value
 
 
+def included_topics(args) -> str | None:
+    """The --include regex, else --whitelist's (Kafka 3.x's name for it, ignored when --include is given)."""
+    return args.include if args.include is not None else args.whitelist
+
+
 def _stream_options(args, consumer: dict[str, str]) -> dict:
     options: dict = {"paths": list(args.data_dir), "kafka.isolation.level": isolation_level(args, consumer),
                      "failOnDataLoss": "false"}  # a consumer resets instead of failing
     if getattr(args, "to_log_end", False):
         options["upperBound"] = "logEndOffset"
-    if args.include is not None:
+    include = included_topics(args)
+    if include is not None:
         try:
-            re.compile(args.include)
+            re.compile(include)
         except re.error as err:
-            raise InvalidOptionError(f"--include: invalid regex {args.include!r}: {err}") from None
+            raise InvalidOptionError(f"--include: invalid regex {include!r}: {err}") from None
         # whole names, as Pattern.matcher(topic).matches(); leading inline flags like (?i) stay in front
-        flags = re.match(r"(?:\(\?[aiLmsux]+\))*", args.include).group(0)
+        flags = re.match(r"(?:\(\?[aiLmsux]+\))*", include).group(0)
         close = "\n)$" if "x" in flags else ")$"  # in verbose mode a trailing comment would swallow the ")$"
-        options["subscribePattern"] = f"{flags}^(?:{args.include[len(flags):]}{close}"
+        options["subscribePattern"] = f"{flags}^(?:{include[len(flags):]}{close}"
     elif args.partition is not None:
         options["assign"] = {args.topic: [args.partition]}
     else:
@@ -503,13 +511,12 @@ _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")  # org.apache.kafka.common.i
 
 def check_args(args) -> str | None:
     """ConsoleConsumerOptions.checkRequiredArgs: the usage error, if any."""
-    if args.bootstrap_server is not None:
-        return ("kafkaseg consume reads log dirs, not a broker: give --data-dir DIR (a broker's log.dirs, or a copy) "
-                "instead of --bootstrap-server")
     if not args.data_dir:
         return "Missing required argument \"[data-dir]\""
-    if (args.topic is None) == (args.include is None):
-        return "Exactly one of --include/--topic is required."
+    if (args.topic is None) == (included_topics(args) is None):
+        return "Exactly one of --include/--topic is required." + (
+            " --whitelist is DEPRECATED use --include instead; ignored if --include specified."
+            if args.whitelist is not None else "")
     if args.topic is not None and (not _LEGAL_TOPIC.fullmatch(args.topic) or args.topic in (".", "..")):
         # the console consumer subscribes to exactly this name, which Kafka refuses (Topic.validate); a comma
         # list is not two topics there (--include takes a regex)
@@ -524,6 +531,11 @@ def check_args(args) -> str | None:
             return "Options from-beginning and offset cannot be specified together."
     elif args.offset is not None:
         return "The partition is required when offset is specified."
+    # Kafka 4.2's names (KIP-1147) with the old ones they replace: its usage errors
+    if args.consumer_property is not None and args.command_property is not None:
+        return "Options --consumer-property and --command-property cannot be specified together."
+    if args.consumer_config is not None and args.command_config is not None:
+        return "Options --consumer.config and --command-config cannot be specified together."
     problem = _check_consumer_properties(args)
     if problem:
         return problem
@@ -531,6 +543,8 @@ def check_args(args) -> str | None:
         if not re.fullmatch(r"\d+", args.offset) or parse_java_integer(args.offset) is None:
             return (f"The provided offset value '{args.offset}' is incorrect. Valid values are 'earliest', 'latest', "
                     "or a non-negative long.")
+    if args.property is not None and args.formatter_property is not None:
+        return "Options --property and --formatter-property cannot be specified together."
     if args.formatter is not None and args.formatter not in DEFAULT_FORMATTERS:
         return (f"--formatter {args.formatter}: only the default formatter ({DEFAULT_FORMATTERS[0]}) is available "
                 "here; kafkaseg dump --offsets-decoder / --transaction-log-decoder / --cluster-metadata-decoder "
@@ -566,7 +580,8 @@ def _properties(args) -> dict[str, str]:
         properties["key.deserializer"] = args.key_deserializer
     if args.value_deserializer:
         properties["value.deserializer"] = args.value_deserializer
-    properties.update(parse_properties(args.property or []))  # formatterArgs(): --property last, so it wins
+    # formatterArgs(): --property (or --formatter-property, its name since Kafka 4.2) last, so it wins
+    properties.update(parse_properties(args.property or args.formatter_property or []))
     return properties
 
 
@@ -741,7 +756,7 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
                                      "(auto.offset.reset=none: kafkaseg reads no committed offsets, so a subscription "
                                      "has none to start from; use earliest or latest)")
         if not position:
-            what = args.topic if args.topic is not None else f"a topic matching {args.include!r}"
+            what = args.topic if args.topic is not None else f"a topic matching {included_topics(args)!r}"
             hint = ""
             if args.topic is not None and not args.follow:  # a misspelt name, likelier than a topic yet to come
                 close = difflib.get_close_matches(args.topic, sorted({t for t, _ in _partitions_listed(
