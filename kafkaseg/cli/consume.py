@@ -42,6 +42,9 @@ The options and the output are the console consumer's (``ConsoleConsumerOptions.
   cannot tell them from a lost segment file.
 * Records are printed partition by partition (topic, then partition number, in offset order), where a consumer
   interleaves partitions as its fetches return. ``Processed a total of N messages`` goes to stderr at the end.
+  When stdout's reader goes away (``| head``) the run ends there, as the console consumer's ``checkErr`` ends it
+  (its words on stderr, exit status 0), and N counts the records written whole: records are written unbuffered, a
+  batch at a time, so that what reached the reader is known.
 """
 
 from __future__ import annotations
@@ -306,7 +309,11 @@ class Formatter:
         written = 0
         start = 0
         for row in sorted(failed) + [n]:
-            self._write_rows(texts, start, row, out)
+            try:
+                self._write_rows(texts, start, row, out)
+            except BrokenPipeError as error:  # the rows before it were written whole or skipped
+                error.rows_done = start + error.rows_written  # type: ignore[attr-defined]
+                raise
             written += row - start
             if row == n:
                 break
@@ -321,15 +328,27 @@ class Formatter:
         return written
 
     def _write_rows(self, texts: list[list[bytes]], start: int, stop: int, out: BinaryIO) -> None:
-        """Rows ``[start, stop)``: key.separator between fields, line.separator after the last one printed."""
+        """Rows ``[start, stop)``: key.separator between fields, line.separator after the last one printed. A
+        BrokenPipeError from ``out`` saying how many bytes reached the reader (``written_bytes``, as
+        :class:`WholeWrites` says it) is raised with ``rows_written``: how many of the rows were written whole."""
         if stop <= start or not texts:
             return
-        line = self.line_separator
-        if len(texts) == 1:
-            out.write(line.join(texts[0][start:stop]) + line)
-            return
-        sep = self.key_separator
-        out.write(b"".join(sep.join(row) + line for row in zip(*(column[start:stop] for column in texts))))
+        line, sep = self.line_separator, self.key_separator
+        try:
+            if len(texts) == 1:
+                out.write(line.join(texts[0][start:stop]) + line)
+            else:
+                out.write(b"".join(sep.join(row) + line for row in zip(*(column[start:stop] for column in texts))))
+        except BrokenPipeError as error:
+            left = getattr(error, "written_bytes", 0)
+            whole = 0
+            for row in range(start, stop):
+                left -= sum(len(column[row]) for column in texts) + len(sep) * (len(texts) - 1) + len(line)
+                if left < 0:
+                    break
+                whole += 1
+            error.rows_written = whole  # type: ignore[attr-defined]
+            raise
 
     def _texts(self, name: str, batch) -> tuple[list[bytes], dict[int, DeserializationError]]:
         """One printed field for every row of ``batch``, and the rows whose deserializer failed (their entry is
@@ -662,13 +681,46 @@ def _report_past_high_watermark(planner, err) -> None:
                   "5 s behind the broker); --to-log-end prints them", file=err)
 
 
+class WholeWrites:
+    """A binary stream each write of which is written whole, or raises BrokenPipeError with ``written_bytes``: how
+    many of its bytes the stream took before the reader went away. (``BufferedWriter.write`` on a pipe whose reader
+    closes mid-write returns having written only part, without an error.)"""
+
+    def __init__(self, stream: BinaryIO):
+        self.stream = stream
+
+    def write(self, data: bytes) -> int:
+        view = memoryview(data)
+        done = 0
+        while done < len(view):
+            try:
+                taken = self.stream.write(view[done:])
+            except BrokenPipeError as error:
+                error.written_bytes = done  # type: ignore[attr-defined]
+                raise
+            if not taken:  # (None: a non-blocking stream that is full; stdout is not one)
+                raise BrokenPipeError(f"output took no bytes of {len(view) - done}")
+            done += taken
+        return done
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def _stdout_unbuffered() -> BinaryIO:
+    """stdout's file itself (what was buffered written first), so that each write says what the reader was handed:
+    records are written a batch at a time, which needs no further buffer."""
+    sys.stdout.flush()
+    return getattr(sys.stdout.buffer, "raw", sys.stdout.buffer)
+
+
 def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], None] = time.sleep) -> int:
     """Print records as ``args`` ask (see the module docstring); returns the exit status."""
     from kafkaseg.options import ReadOptions
     from kafkaseg.scan import ScanMetrics, read_slice
     from kafkaseg.streaming import MicroBatchPlanner, from_offsets, poll_micro_batches
 
-    out = out if out is not None else sys.stdout.buffer
+    out = WholeWrites(out if out is not None else _stdout_unbuffered())
     err = err if err is not None else sys.stderr
     properties = _properties(args)  # each config file read once
     consumer = consumer_properties(args)
@@ -712,6 +764,9 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
             formatter.write_batch(batch, out, skip(batch))
         except DeserializationError as error:
             consumed += getattr(error, "written", 0) + 1  # messageCount += 1 comes before writeTo
+            raise
+        except BrokenPipeError as error:  # the records written whole (or skipped) before the reader went away
+            consumed += getattr(error, "rows_done", 0)
             raise
         consumed += batch.num_rows
         if batch.num_rows:
@@ -803,6 +858,9 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
             _report_past_high_watermark(planner, err)
         return status()
     except KeyboardInterrupt:
+        return status()
+    except BrokenPipeError:  # the reader went away (| head): ConsoleConsumer.checkErr, and the run ends as there
+        print("Unable to write to standard out, closing consumer.", file=err)
         return status()
     finally:
         try:
