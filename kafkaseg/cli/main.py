@@ -6,7 +6,8 @@ Subcommands::
                                         .timeindex/.txnindex/.snapshot files
     kafkaseg verify DIR...              check segments, indexes, CRCs, checkpoints and stray files (exit 1 on errors)
     kafkaseg describe DIR...            topics, partitions, segments, offsets, times, codecs (headers/indexes only;
-                                        exit 2 when a partition could not be read in full)
+                                        exit 2 when a partition, or a file holding its identity or bounds, could
+                                        not be read in full)
     kafkaseg offsets --data-dir DIR --topic T [--partitions 0,1] --time X [--isolation read_committed]
                                         kafka-get-offsets.sh: topic:partition:offset lines
     kafkaseg locate --data-dir DIR --topic T --partition P (--offset O | --time X)
@@ -708,7 +709,15 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--no-progress", action="store_true")
     verify.set_defaults(func=_cmd_verify)
 
-    describe = sub.add_parser("describe", help="summarize topics, partitions and segments")
+    describe = sub.add_parser("describe", help="summarize topics, partitions and segments",
+                              description="Topics, partitions, segments, offsets, times and codecs of log dirs, from "
+                              "headers and indexes (see kafkaseg.cli.describe). Exit status: 0 described; 1 no topic "
+                              "--topic names is on disk; 2 a partition could not be read in full (said on stderr as "
+                              "'<partition>: error: ...', JSON: its errors), after everything is printed: a segment, "
+                              "index or batch header, or a file holding its identity or bounds (partition.metadata, "
+                              "leader-epoch-checkpoint, the log dir's replication-offset-checkpoint or "
+                              "log-start-offset-checkpoint). Other notes (temporary files, .swap files, a broken "
+                              "recovery-point or cleaner checkpoint, meta.properties) are informational.")
     describe.add_argument("paths", nargs="+", metavar="DIR")
     describe.add_argument("--topic", action="append", help="only this topic (repeatable, or comma separated)")
     describe.add_argument("--segments", action="store_true", help="also list every segment")
