@@ -905,3 +905,100 @@ def test_read_committed_ends_at_the_last_stable_offset_without_a_high_watermark_
     code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "tx", "--from-beginning",
                                  "--isolation-level", "read_committed")
     assert code == 0 and 0 < len(out.splitlines()) < 300 and "past the high watermark" not in err
+
+
+def test_kafkas_other_names_for_include_and_the_property_options(data, capsysbinary, tmp_path):
+    """--whitelist (Kafka 3.x's name for --include, ignored when --include is given), and Kafka 4.2's
+    --formatter-property, --command-property and --command-config (KIP-1147's names for --property,
+    --consumer-property and --consumer.config) work as Kafka takes them; each old name with its new one is Kafka's
+    usage error."""
+    root, _ = data
+    base = ["--data-dir", str(root), "--from-beginning"]
+    partitions = ["--property", "print.value=false", "--property", "print.partition=true"]
+    code, out, _ = consume_cli(capsysbinary, *base, "--include", "pl.*", *partitions)
+    assert code == 0 and out == b"Partition:0\n" * 20
+    assert consume_cli(capsysbinary, *base, "--whitelist", "pl.*", *partitions)[:2] == (0, out)
+    assert consume_cli(capsysbinary, *base, "--whitelist", "orders", "--include", "pl.*", *partitions)[:2] == (0, out)
+    code, _, err = consume_cli(capsysbinary, *base, "--whitelist", "pl.*", "--topic", "plain")
+    assert code == 2 and "Exactly one of --include/--topic is required. --whitelist is DEPRECATED" in err
+    code, new, _ = consume_cli(capsysbinary, *base, "--include", "pl.*", "--formatter-property", "print.value=false",
+                               "--formatter-property", "print.partition=true")
+    assert code == 0 and new == out
+    code, _, err = consume_cli(capsysbinary, *base, "--topic", "plain", "--property", "print.key=true",
+                               "--formatter-property", "print.offset=true")
+    assert code == 2 and "Options --property and --formatter-property cannot be specified together." in err
+    offsets = ["--topic", "payments", "--property", "print.offset=true"]
+    _, committed, _ = consume_cli(capsysbinary, *base, *offsets, "--isolation-level", "read_committed")
+    _, uncommitted, _ = consume_cli(capsysbinary, *base, *offsets)
+    assert committed != uncommitted
+    code, out, _ = consume_cli(capsysbinary, *base, *offsets, "--command-property", "isolation.level=read_committed")
+    assert code == 0 and out == committed
+    config = tmp_path / "command.properties"
+    config.write_text("isolation.level=read_committed\n")
+    code, out, _ = consume_cli(capsysbinary, *base, *offsets, "--command-config", str(config))
+    assert code == 0 and out == committed
+    for old, new, value in (("--consumer-property", "--command-property", "group.id=g"),
+                            ("--consumer.config", "--command-config", str(config))):
+        code, _, err = consume_cli(capsysbinary, *base, *offsets, old, value, new, value)
+        assert code == 2 and f"Options {old} and {new} cannot be specified together." in err
+
+
+def test_the_total_counts_only_the_records_written_before_the_reader_went_away(tmp_path):
+    """`kafkaseg consume ... | head -1`: "Processed a total of N messages" counted every record handed to
+    Python's stdout, whose write returned having written part of them when the reader went away; it counts the
+    records written whole, and says why it stopped in the console consumer's words."""
+    import shlex
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "kafkaseg.cli.main", "consume", "--topic", "t", "--from-beginning",
+               "--data-dir"]
+    # a real `| head -1` over 2 MB of records: the first record, then some records written, not all
+    large = write_data_dir(tmp_path / "large", [TopicSpec("t", records_per_partition=1000, records_per_batch=10,
+                                                          value_size=2000)], seed=5)
+    first = large.partition("t", 0).data_records()[0].value
+    done = subprocess.run(" ".join(map(shlex.quote, [*command, str(large.path)])) + " | head -1", shell=True,
+                          capture_output=True)
+    err = done.stderr.decode()
+    assert done.returncode == 0 and done.stdout == first + b"\n", err
+    total = int(err.splitlines()[-1].removeprefix("Processed a total of ").removesuffix(" messages"))
+    assert 1 <= total < 1000
+    assert err.splitlines()[0] == "Unable to write to standard out, closing consumer."
+    # the reader gone before the first byte (`| head -c 0` that has exited)
+    small = write_data_dir(tmp_path / "small", [TopicSpec("t", partitions=3, records_per_partition=50,
+                                                          records_per_batch=5)], seed=5)
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([*command, str(small.path)], stdout=write_end, stderr=subprocess.PIPE)
+    finally:
+        os.close(write_end)
+    err = done.stderr.decode()
+    assert done.returncode == 0, err
+    assert err.splitlines() == ["Unable to write to standard out, closing consumer.",
+                                "Processed a total of 0 messages"]
+
+
+@pytest.mark.parametrize("taken", [0, 5, 100, 101, 250, 1000])
+def test_a_record_counts_once_its_line_is_written_whole(data, taken):
+    """An output that takes ``taken`` bytes (in two writes, as a pipe can) and then reports its reader gone:
+    the total is the records whose line it took whole."""
+    root, manifest = data
+
+    class Closing(io.BytesIO):
+        def write(self, chunk):
+            room = taken - self.tell()
+            if room <= 0:
+                raise BrokenPipeError(32, "Broken pipe")
+            return super().write(bytes(chunk[:max(1, min(room, len(chunk)) // 2) if room > 1 else 1]))
+
+    args = build_parser().parse_args(["consume", "--data-dir", str(root), "--topic", "orders", "--from-beginning",
+                                      "--property", "print.offset=true"])
+    out, err = Closing(), io.StringIO()
+    assert consume.run(args, out, err) == 0
+    lines = [f"Offset:{r.offset}\t{(r.value if r.value is not None else b'null').decode()}\n".encode()
+             for p in (0, 1) for r in manifest.partition("orders", p).data_records()]
+    whole = next(n for n in range(len(lines) + 1) if n == len(lines) or sum(map(len, lines[:n + 1])) > taken)
+    assert out.getvalue() == b"".join(lines)[:taken]
+    assert err.getvalue().splitlines()[-2:] == ["Unable to write to standard out, closing consumer.",
+                                                f"Processed a total of {whole} messages"]

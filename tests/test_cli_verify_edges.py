@@ -462,3 +462,29 @@ def test_two_folders_of_one_partition_in_one_log_dir_are_a_warning(tmp_path):
     shutil.copytree(tmp_path / "d" / "orders-0", tmp_path / "d" / "orders-00")
     found = [p for p in verify_paths([str(tmp_path / "d")]).problems if "Duplicate log directories" in p.message]
     assert [(p.severity, p.file) for p in found] == [(WARNING, str(tmp_path / "d" / "orders-00"))]
+
+
+@pytest.mark.parametrize("where, name, content, status", [
+    # what describe prints could be wrong: an error of the partition, exit status 2
+    ("t-0", "partition.metadata", "version: 0\ntopic_id: notbase64!!\n", 2),  # the topic id (which incarnation)
+    ("t-0", "leader-epoch-checkpoint", "garbage\n", 2),  # the leader epoch
+    (".", "replication-offset-checkpoint", "0\n1\nt 0\n", 2),  # the high watermark, so the last stable offset
+    (".", "log-start-offset-checkpoint", "0\n1\nt x 3\n", 2),  # the log start
+    # informational: Kafka resets these, and describe shows nothing read from them
+    (".", "recovery-point-offset-checkpoint", "0\n1\nt 0\n", 0),
+    (".", "cleaner-offset-checkpoint", "garbage\n", 0),
+    (".", "meta.properties", "node.id=1\n", 0),  # the broker's identity, which describe does not show
+    ("t-0", "00000000000000000005.log.deleted", "", 0),  # a temporary file, which a broker deletes too
+])
+def test_describe_exits_2_when_a_discovery_note_means_what_it_prints_could_be_wrong(tmp_path, capsys, where, name,
+                                                                                    content, status):
+    simple_partition(tmp_path)
+    (tmp_path / where / name).write_text(content)
+    assert main(["describe", str(tmp_path), "--json"]) == status
+    (described,) = json.loads(capsys.readouterr().out)["partitions"]
+    said = described["errors"] if status else described["notes"]
+    assert [text for text in said if name.split(".")[0] in text], described
+    assert not (described["notes"] if status else described["errors"]), described
+    assert main(["describe", str(tmp_path)]) == status
+    err = capsys.readouterr().err
+    assert ("t-0: error: " in err and "could not be read in full" in err) == bool(status), err

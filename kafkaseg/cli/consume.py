@@ -5,7 +5,8 @@ The options and the output are the console consumer's (``ConsoleConsumerOptions.
 ``--data-dir`` in place of ``--bootstrap-server``:
 
 * ``--topic T`` or ``--include REGEX`` (a regex matched against whole topic names, internal topics left out, as
-  the consumer's pattern subscription does); ``--partition P`` with ``--offset earliest|latest|N``; otherwise
+  the consumer's pattern subscription does; Kafka 3.x's ``--whitelist`` when there is no ``--include``);
+  ``--partition P`` with ``--offset earliest|latest|N``; otherwise
   ``--from-beginning`` or, by default, latest. A subscription (no ``--partition``) starts where the consumer
   properties' ``auto.offset.reset`` says when it is set (``none`` is an error: no committed offsets are read
   here); the console consumer's checks are usage errors in its words (``--from-beginning`` with another
@@ -41,6 +42,9 @@ The options and the output are the console consumer's (``ConsoleConsumerOptions.
   cannot tell them from a lost segment file.
 * Records are printed partition by partition (topic, then partition number, in offset order), where a consumer
   interleaves partitions as its fetches return. ``Processed a total of N messages`` goes to stderr at the end.
+  When stdout's reader goes away (``| head``) the run ends there, as the console consumer's ``checkErr`` ends it
+  (its words on stderr, exit status 0), and N counts the records written whole: records are written unbuffered, a
+  batch at a time, so that what reached the reader is known.
 """
 
 from __future__ import annotations
@@ -305,7 +309,11 @@ class Formatter:
         written = 0
         start = 0
         for row in sorted(failed) + [n]:
-            self._write_rows(texts, start, row, out)
+            try:
+                self._write_rows(texts, start, row, out)
+            except BrokenPipeError as error:  # the rows before it were written whole or skipped
+                error.rows_done = start + error.rows_written  # type: ignore[attr-defined]
+                raise
             written += row - start
             if row == n:
                 break
@@ -320,15 +328,27 @@ class Formatter:
         return written
 
     def _write_rows(self, texts: list[list[bytes]], start: int, stop: int, out: BinaryIO) -> None:
-        """Rows ``[start, stop)``: key.separator between fields, line.separator after the last one printed."""
+        """Rows ``[start, stop)``: key.separator between fields, line.separator after the last one printed. A
+        BrokenPipeError from ``out`` saying how many bytes reached the reader (``written_bytes``, as
+        :class:`WholeWrites` says it) is raised with ``rows_written``: how many of the rows were written whole."""
         if stop <= start or not texts:
             return
-        line = self.line_separator
-        if len(texts) == 1:
-            out.write(line.join(texts[0][start:stop]) + line)
-            return
-        sep = self.key_separator
-        out.write(b"".join(sep.join(row) + line for row in zip(*(column[start:stop] for column in texts))))
+        line, sep = self.line_separator, self.key_separator
+        try:
+            if len(texts) == 1:
+                out.write(line.join(texts[0][start:stop]) + line)
+            else:
+                out.write(b"".join(sep.join(row) + line for row in zip(*(column[start:stop] for column in texts))))
+        except BrokenPipeError as error:
+            left = getattr(error, "written_bytes", 0)
+            whole = 0
+            for row in range(start, stop):
+                left -= sum(len(column[row]) for column in texts) + len(sep) * (len(texts) - 1) + len(line)
+                if left < 0:
+                    break
+                whole += 1
+            error.rows_written = whole  # type: ignore[attr-defined]
+            raise
 
     def _texts(self, name: str, batch) -> tuple[list[bytes], dict[int, DeserializationError]]:
         """One printed field for every row of ``batch``, and the rows whose deserializer failed (their entry is
@@ -426,9 +446,10 @@ def _consumer_property_sources(args) -> tuple[dict[str, str], dict[str, str]]:
     (``--consumer.config <(...)``) can be read only once."""
     from_file = getattr(args, "_consumer_config_read", None)
     if from_file is None:
-        from_file = read_properties_file(args.consumer_config) if args.consumer_config else {}
+        config = args.consumer_config if args.consumer_config is not None else args.command_config
+        from_file = read_properties_file(config) if config else {}
         args._consumer_config_read = from_file
-    return from_file, parse_properties(args.consumer_property or [])
+    return from_file, parse_properties(args.consumer_property or args.command_property or [])
 
 
 def consumer_properties(args) -> dict[str, str]:
@@ -463,20 +484,26 @@ def auto_offset_reset(args, consumer: dict[str, str]) -> str:
     return value
 
 
+def included_topics(args) -> str | None:
+    """The --include regex, else --whitelist's (Kafka 3.x's name for it, ignored when --include is given)."""
+    return args.include if args.include is not None else args.whitelist
+
+
 def _stream_options(args, consumer: dict[str, str]) -> dict:
     options: dict = {"paths": list(args.data_dir), "kafka.isolation.level": isolation_level(args, consumer),
                      "failOnDataLoss": "false"}  # a consumer resets instead of failing
     if getattr(args, "to_log_end", False):
         options["upperBound"] = "logEndOffset"
-    if args.include is not None:
+    include = included_topics(args)
+    if include is not None:
         try:
-            re.compile(args.include)
+            re.compile(include)
         except re.error as err:
-            raise InvalidOptionError(f"--include: invalid regex {args.include!r}: {err}") from None
+            raise InvalidOptionError(f"--include: invalid regex {include!r}: {err}") from None
         # whole names, as Pattern.matcher(topic).matches(); leading inline flags like (?i) stay in front
-        flags = re.match(r"(?:\(\?[aiLmsux]+\))*", args.include).group(0)
+        flags = re.match(r"(?:\(\?[aiLmsux]+\))*", include).group(0)
         close = "\n)$" if "x" in flags else ")$"  # in verbose mode a trailing comment would swallow the ")$"
-        options["subscribePattern"] = f"{flags}^(?:{args.include[len(flags):]}{close}"
+        options["subscribePattern"] = f"{flags}^(?:{include[len(flags):]}{close}"
     elif args.partition is not None:
         options["assign"] = {args.topic: [args.partition]}
     else:
@@ -503,13 +530,12 @@ _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")  # org.apache.kafka.common.i
 
 def check_args(args) -> str | None:
     """ConsoleConsumerOptions.checkRequiredArgs: the usage error, if any."""
-    if args.bootstrap_server is not None:
-        return ("kafkaseg consume reads log dirs, not a broker: give --data-dir DIR (a broker's log.dirs, or a copy) "
-                "instead of --bootstrap-server")
     if not args.data_dir:
         return "Missing required argument \"[data-dir]\""
-    if (args.topic is None) == (args.include is None):
-        return "Exactly one of --include/--topic is required."
+    if (args.topic is None) == (included_topics(args) is None):
+        return "Exactly one of --include/--topic is required." + (
+            " --whitelist is DEPRECATED use --include instead; ignored if --include specified."
+            if args.whitelist is not None else "")
     if args.topic is not None and (not _LEGAL_TOPIC.fullmatch(args.topic) or args.topic in (".", "..")):
         # the console consumer subscribes to exactly this name, which Kafka refuses (Topic.validate); a comma
         # list is not two topics there (--include takes a regex)
@@ -524,6 +550,11 @@ def check_args(args) -> str | None:
             return "Options from-beginning and offset cannot be specified together."
     elif args.offset is not None:
         return "The partition is required when offset is specified."
+    # Kafka 4.2's names (KIP-1147) with the old ones they replace: its usage errors
+    if args.consumer_property is not None and args.command_property is not None:
+        return "Options --consumer-property and --command-property cannot be specified together."
+    if args.consumer_config is not None and args.command_config is not None:
+        return "Options --consumer.config and --command-config cannot be specified together."
     problem = _check_consumer_properties(args)
     if problem:
         return problem
@@ -531,6 +562,8 @@ def check_args(args) -> str | None:
         if not re.fullmatch(r"\d+", args.offset) or parse_java_integer(args.offset) is None:
             return (f"The provided offset value '{args.offset}' is incorrect. Valid values are 'earliest', 'latest', "
                     "or a non-negative long.")
+    if args.property is not None and args.formatter_property is not None:
+        return "Options --property and --formatter-property cannot be specified together."
     if args.formatter is not None and args.formatter not in DEFAULT_FORMATTERS:
         return (f"--formatter {args.formatter}: only the default formatter ({DEFAULT_FORMATTERS[0]}) is available "
                 "here; kafkaseg dump --offsets-decoder / --transaction-log-decoder / --cluster-metadata-decoder "
@@ -566,7 +599,8 @@ def _properties(args) -> dict[str, str]:
         properties["key.deserializer"] = args.key_deserializer
     if args.value_deserializer:
         properties["value.deserializer"] = args.value_deserializer
-    properties.update(parse_properties(args.property or []))  # formatterArgs(): --property last, so it wins
+    # formatterArgs(): --property (or --formatter-property, its name since Kafka 4.2) last, so it wins
+    properties.update(parse_properties(args.property or args.formatter_property or []))
     return properties
 
 
@@ -647,13 +681,46 @@ def _report_past_high_watermark(planner, err) -> None:
                   "5 s behind the broker); --to-log-end prints them", file=err)
 
 
+class WholeWrites:
+    """A binary stream each write of which is written whole, or raises BrokenPipeError with ``written_bytes``: how
+    many of its bytes the stream took before the reader went away. (``BufferedWriter.write`` on a pipe whose reader
+    closes mid-write returns having written only part, without an error.)"""
+
+    def __init__(self, stream: BinaryIO):
+        self.stream = stream
+
+    def write(self, data: bytes) -> int:
+        view = memoryview(data)
+        done = 0
+        while done < len(view):
+            try:
+                taken = self.stream.write(view[done:])
+            except BrokenPipeError as error:
+                error.written_bytes = done  # type: ignore[attr-defined]
+                raise
+            if not taken:  # (None: a non-blocking stream that is full; stdout is not one)
+                raise BrokenPipeError(f"output took no bytes of {len(view) - done}")
+            done += taken
+        return done
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def _stdout_unbuffered() -> BinaryIO:
+    """stdout's file itself (what was buffered written first), so that each write says what the reader was handed:
+    records are written a batch at a time, which needs no further buffer."""
+    sys.stdout.flush()
+    return getattr(sys.stdout.buffer, "raw", sys.stdout.buffer)
+
+
 def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], None] = time.sleep) -> int:
     """Print records as ``args`` ask (see the module docstring); returns the exit status."""
     from kafkaseg.options import ReadOptions
     from kafkaseg.scan import ScanMetrics, read_slice
     from kafkaseg.streaming import MicroBatchPlanner, from_offsets, poll_micro_batches
 
-    out = out if out is not None else sys.stdout.buffer
+    out = WholeWrites(out if out is not None else _stdout_unbuffered())
     err = err if err is not None else sys.stderr
     properties = _properties(args)  # each config file read once
     consumer = consumer_properties(args)
@@ -698,6 +765,9 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
         except DeserializationError as error:
             consumed += getattr(error, "written", 0) + 1  # messageCount += 1 comes before writeTo
             raise
+        except BrokenPipeError as error:  # the records written whole (or skipped) before the reader went away
+            consumed += getattr(error, "rows_done", 0)
+            raise
         consumed += batch.num_rows
         if batch.num_rows:
             key = (batch.column("topic")[0].as_py(), batch.column("partition")[0].as_py())
@@ -741,7 +811,7 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
                                      "(auto.offset.reset=none: kafkaseg reads no committed offsets, so a subscription "
                                      "has none to start from; use earliest or latest)")
         if not position:
-            what = args.topic if args.topic is not None else f"a topic matching {args.include!r}"
+            what = args.topic if args.topic is not None else f"a topic matching {included_topics(args)!r}"
             hint = ""
             if args.topic is not None and not args.follow:  # a misspelt name, likelier than a topic yet to come
                 close = difflib.get_close_matches(args.topic, sorted({t for t, _ in _partitions_listed(
@@ -788,6 +858,9 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
             _report_past_high_watermark(planner, err)
         return status()
     except KeyboardInterrupt:
+        return status()
+    except BrokenPipeError:  # the reader went away (| head): ConsoleConsumer.checkErr, and the run ends as there
+        print("Unable to write to standard out, closing consumer.", file=err)
         return status()
     finally:
         try:

@@ -8,9 +8,12 @@ sampled: each segment's first batch, the batch at each segment's last ``.index``
 batches after it (``--full`` walks every header instead).
 
 What cannot be read (a segment or index that cannot be opened, a corrupt batch header, a log end that cannot be
-found) is one of the partition's ``errors``, and the rest is still described; ``notes`` are what was read and is
-worth saying (checkpoints that disagree with the log, an append in progress). ``kafkaseg describe`` exits 2 when a
-partition has errors, after printing everything.
+found, and a file holding the partition's identity or bounds: ``partition.metadata``, ``leader-epoch-checkpoint``,
+the log dir's ``replication-offset-checkpoint`` and ``log-start-offset-checkpoint``) is one of the partition's
+``errors``, and the rest is still described; ``notes`` are what was read and is worth saying (checkpoints that
+disagree with the log, an append in progress, what discovery resolved or passed over as a broker would: temporary
+files, ``.swap`` files, a broken recovery-point or cleaner checkpoint, an unreadable ``meta.properties``).
+``kafkaseg describe`` exits 2 when a partition has errors, after printing everything.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Collection
 
 from kafkaseg.cli.common import decode_batch, whole_partition_offsets
 from kafkaseg.errors import KafkaSegError
+from kafkaseg.storage import checkpoints as ckpt
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.layout import PartitionDir, broker_high_watermark, discover, last_stable_offset
@@ -102,12 +106,13 @@ def _note_header(desc: PartitionDescription, header) -> None:
 def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDescription:
     """Describe one partition (see the module doc)."""
     fs = pdir.filesystem
+    errors, notes = _discovery_errors_and_notes(pdir)
     desc = PartitionDescription(pdir.topic, pdir.partition, pdir.path, pdir.topic_id, log_dir=pdir.log_dir,
                                 high_watermark=pdir.high_watermark, recovery_point=pdir.recovery_point,
                                 log_start_offset=pdir.log_start_offset, producer_snapshots=len(pdir.snapshot_paths),
                                 kraft_snapshots=len(pdir.kraft_snapshot_paths), sampled=not full,
                                 leader_epoch=pdir.leader_epochs[-1].epoch if pdir.leader_epochs else None,
-                                notes=list(pdir.notes))
+                                notes=notes, errors=errors)
     last = len(pdir.segments) - 1
     for i, seg in enumerate(pdir.segments):
         desc.size += seg.log_size
@@ -191,6 +196,36 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
         desc.notes.append(f"high watermark {hw} is below the log start offset {start}, which a broker takes "
                           f"instead: reads and 'latest' stop at {start}")
     return desc
+
+
+#: The files whose loss leaves a value describe prints of a partition unknown or possibly wrong, and which: its own
+#: side files and the log dir's checkpoints bounding its offsets (the files verify calls an error, bar
+#: meta.properties, of which describe shows nothing). One that cannot be read is an error of the partition, as a
+#: segment that cannot be read is. Discovery's other notes are what it resolved or passed over, as a broker would
+#: (temporary files, .swap files, a broken recovery-point or cleaner checkpoint, which Kafka resets): notes.
+_UNREADABLE_LEAVES = {
+    ckpt.PARTITION_METADATA: "its topic id is unknown: which incarnation of the topic the folder holds cannot be told",
+    ckpt.LEADER_EPOCH_CHECKPOINT: "its leader epoch is unknown",
+    ckpt.REPLICATION_OFFSET_CHECKPOINT: "its high watermark is unknown: the log end stands in for it, as the bound "
+                                        "of the last stable offset",
+    ckpt.LOG_START_OFFSET_CHECKPOINT: "its log start offset is unknown: the first segment's base stands in for it, "
+                                      "below the real one after a deleteRecords or a retention not yet at a segment",
+}
+
+
+def _discovery_errors_and_notes(pdir: PartitionDir) -> tuple[list[str], list[str]]:
+    """Discovery's notes of ``pdir`` as the partition's errors (a file of :data:`_UNREADABLE_LEAVES` that could not
+    be read, with what that leaves unknown) and its notes (the rest)."""
+    of_log_dir = {f"log dir: unreadable {name}: {why}": name for name, why in pdir.unreadable_checkpoints}
+    side_files = (ckpt.PARTITION_METADATA, ckpt.LEADER_EPOCH_CHECKPOINT) if pdir.tiered is None else ()
+    errors, notes = [], []
+    for note in pdir.notes:
+        name = of_log_dir.get(note) or next((n for n in side_files if note.startswith(f"unreadable {n}: ")), None)
+        if name in _UNREADABLE_LEAVES:
+            errors.append(f"{note} ({_UNREADABLE_LEAVES[name]})")
+        else:
+            notes.append(note)
+    return errors, notes
 
 
 def _first_record_timestamp(pdir: PartitionDir) -> int | None:

@@ -6,7 +6,8 @@ Subcommands::
                                         .timeindex/.txnindex/.snapshot files
     kafkaseg verify DIR...              check segments, indexes, CRCs, checkpoints and stray files (exit 1 on errors)
     kafkaseg describe DIR...            topics, partitions, segments, offsets, times, codecs (headers/indexes only;
-                                        exit 2 when a partition could not be read in full)
+                                        exit 2 when a partition, or a file holding its identity or bounds, could
+                                        not be read in full)
     kafkaseg offsets --data-dir DIR --topic T [--partitions 0,1] --time X [--isolation read_committed]
                                         kafka-get-offsets.sh: topic:partition:offset lines
     kafkaseg locate --data-dir DIR --topic T --partition P (--offset O | --time X)
@@ -626,10 +627,6 @@ def _cmd_retention(args) -> int:
 def _cmd_log_dirs(args) -> int:
     from kafkaseg.cli.log_dirs import run
 
-    if args.bootstrap_server is not None:
-        print("kafkaseg log-dirs reads log dirs, not brokers: give the log dirs (a broker's log.dirs) as DIR "
-              "arguments instead of --bootstrap-server", file=sys.stderr)
-        return EXIT_ERROR
     return run(args, _console())
 
 
@@ -712,7 +709,15 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--no-progress", action="store_true")
     verify.set_defaults(func=_cmd_verify)
 
-    describe = sub.add_parser("describe", help="summarize topics, partitions and segments")
+    describe = sub.add_parser("describe", help="summarize topics, partitions and segments",
+                              description="Topics, partitions, segments, offsets, times and codecs of log dirs, from "
+                              "headers and indexes (see kafkaseg.cli.describe). Exit status: 0 described; 1 no topic "
+                              "--topic names is on disk; 2 a partition could not be read in full (said on stderr as "
+                              "'<partition>: error: ...', JSON: its errors), after everything is printed: a segment, "
+                              "index or batch header, or a file holding its identity or bounds (partition.metadata, "
+                              "leader-epoch-checkpoint, the log dir's replication-offset-checkpoint or "
+                              "log-start-offset-checkpoint). Other notes (temporary files, .swap files, a broken "
+                              "recovery-point or cleaner checkpoint, meta.properties) are informational.")
     describe.add_argument("paths", nargs="+", metavar="DIR")
     describe.add_argument("--topic", action="append", help="only this topic (repeatable, or comma separated)")
     describe.add_argument("--segments", action="store_true", help="also list every segment")
@@ -790,7 +795,6 @@ def build_parser() -> argparse.ArgumentParser:
     log_dirs.add_argument("--bytes", action="store_true", help="sizes in bytes, not KiB/MiB/GiB")
     log_dirs.add_argument("--json", action="store_true", help="kafka-log-dirs.sh's JSON line (with kafkaseg's "
                           "extra keys)")
-    log_dirs.add_argument("--bootstrap-server", help=argparse.SUPPRESS)  # refused with a hint
     log_dirs.add_argument("--command-config", help=argparse.SUPPRESS)  # (a pasted command's; no effect)
     log_dirs.set_defaults(func=_cmd_log_dirs)
 
@@ -800,11 +804,12 @@ def build_parser() -> argparse.ArgumentParser:
                              "consumer does (--to-log-end: at the end of what is on disk).")
     consume.add_argument("--data-dir", action="append", help="REQUIRED: log dir (repeatable), in place of "
                          "--bootstrap-server")
-    consume.add_argument("--bootstrap-server", help=argparse.SUPPRESS)  # refused with a hint (check_args)
     consume.add_argument("--group", help="accepted for pasted console-consumer commands (not with --partition, "
                          "as in Kafka); no effect: no committed offsets are read, and nothing is committed")
     consume.add_argument("--topic", help="the topic to consume")
     consume.add_argument("--include", help="regex of topics to consume (whole names; internal topics left out)")
+    consume.add_argument("--whitelist", metavar="REGEX", help="Kafka 3.x's name for --include (ignored when "
+                         "--include is given)")
     consume.add_argument("--partition", type=int, help="the partition to consume (from its end unless --offset)")
     consume.add_argument("--offset", help="with --partition: earliest, latest or an offset (default latest)")
     consume.add_argument("--from-beginning", action="store_true", help="start with the earliest record, not "
@@ -816,6 +821,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "print.value, key.separator, line.separator, headers.separator, null.literal, "
                          "key.deserializer, value.deserializer, headers.deserializer (repeatable); values are "
                          "taken as given, as Kafka takes them (no \\t escapes: a tab is $'\\t' in bash)")
+    consume.add_argument("--formatter-property", action="append", metavar="KEY=VALUE", help="--property's name "
+                         "since Kafka 4.2 (KIP-1147; not with --property)")
     consume.add_argument("--key-deserializer", help="as --property key.deserializer=")
     consume.add_argument("--value-deserializer", help="as --property value.deserializer=")
     consume.add_argument("--formatter", help="only the default, org.apache.kafka.tools.consumer."
@@ -826,8 +833,12 @@ def build_parser() -> argparse.ArgumentParser:
                          help="a consumer setting: isolation.level takes effect, and auto.offset.reset (where a "
                               "subscription starts, and an out-of-range --offset's reset); group.id and the rest "
                               "have none on files (repeatable)")
+    consume.add_argument("--command-property", action="append", metavar="KEY=VALUE", help="--consumer-property's "
+                         "name since Kafka 4.2 (KIP-1147; not with --consumer-property)")
     consume.add_argument("--consumer.config", dest="consumer_config", metavar="FILE",
                          help="consumer settings file (as --consumer-property, which overrides it)")
+    consume.add_argument("--command-config", metavar="FILE", help="--consumer.config's name since Kafka 4.2 "
+                         "(KIP-1147; not with --consumer.config)")
     consume.add_argument("--formatter-config", metavar="FILE",
                          help="formatter properties file (as --property, which overrides it)")
     consume.add_argument("--skip-message-on-error", action="store_true", help="skip corrupt batches (counted) "
@@ -849,27 +860,85 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--tiered-key-ring", type=_key_ring, metavar="ID=FILE,...",
                              help="private key files of the key pairs that encrypted tiered-storage copies (Aiven's "
                                   "encryption.key.pairs.<id>.private.key.file), e.g. k1=/etc/kafka/k1-private.pem")
+    for command in (dump, consume, offsets, log_dirs):  # every Kafka tool takes --version
+        command.add_argument("--version", action=_VersionAction, help="kafkaseg's version (as kafkaseg --version)")
+    _refuse_options_not_taken(sub.choices)
     return parser
 
 
-#: The commands that do not take --bootstrap-server themselves (log-dirs and consume answer it with their own hint),
-#: and what each takes instead.
-_DATA_DIR_COMMANDS = {"offsets": "--data-dir DIR", "locate": "--data-dir DIR",
-                      "verify": "the log dirs as arguments", "describe": "the log dirs as arguments",
-                      "retention": "the log dirs as arguments"}
+def _broker_address(instead: str, option: str = "--bootstrap-server") -> str:
+    return f"reads log dirs, not brokers: give {instead} (a broker's log.dirs, or a copy) instead of {option}"
+
+
+_DECODER_CLASS = ("is not offered: kafkaseg runs no Java Decoder classes. --print-data-log prints {what} as Kafka's "
+                  "default kafka.serializer.StringDecoder does (UTF-8); kafkaseg consume --property {prop}=... reads "
+                  "them with Kafka's built-in String, Integer, Long, Short, Float, Double or UUID deserializer; "
+                  "kafkaseg.read_arrow gives the raw bytes to decode in Python")
+
+#: The options of Kafka's tools (DumpLogSegments, ConsoleConsumerOptions, GetOffsetShell, LogDirsCommand, Kafka 3.x
+#: to 4.2) that the kafkaseg command standing for the tool does not take, each with why and what to give instead:
+#: a pasted command gets that, exit status 2, before any other usage error, not argparse's "unrecognized
+#: arguments". Every other option of those tools the command takes (tests/test_cli_kafka_options.py).
+_KAFKA_OPTIONS_NOT_TAKEN: dict[str, dict[str, str]] = {
+    "dump": {
+        "--key-decoder-class": "--key-decoder-class " + _DECODER_CLASS.format(what="keys", prop="key.deserializer"),
+        "--value-decoder-class": "--value-decoder-class " + _DECODER_CLASS.format(what="payloads",
+                                                                                  prop="value.deserializer"),
+        "--remote-log-metadata-decoder": "--remote-log-metadata-decoder is not offered: kafkaseg does not decode "
+                                         "__remote_log_metadata records (TopicBasedRemoteLogMetadataManager's); "
+                                         "--print-data-log prints them undecoded",
+        "--share-group-state-decoder": "--share-group-state-decoder is not offered: kafkaseg does not decode "
+                                       "__share_group_state records; --print-data-log prints them undecoded",
+    },
+    "consume": {
+        "--bootstrap-server": _broker_address("--data-dir DIR"),
+        "--enable-systest-events": "--enable-systest-events is not offered: it logs a live consumer's lifecycle "
+                                   "events for Kafka's system tests, which reading files has none of",
+    },
+    "offsets": {"--bootstrap-server": _broker_address("--data-dir DIR"),
+                "--broker-list": _broker_address("--data-dir DIR", "--broker-list (kafka-get-offsets.sh's older "
+                                                 "name for --bootstrap-server)")},
+    "locate": {"--bootstrap-server": _broker_address("--data-dir DIR")},
+    "log-dirs": {"--bootstrap-server": _broker_address("the log dirs as DIR arguments")},
+    **{command: {"--bootstrap-server": _broker_address("the log dirs as arguments")}
+       for command in ("verify", "describe", "retention")},
+}
+
+
+class _OptionNotTaken(Exception):
+    """An option of :data:`_KAFKA_OPTIONS_NOT_TAKEN` was given: the message says why it is not taken."""
+
+
+class _NotTaken(argparse.Action):
+    """Parsing an option of :data:`_KAFKA_OPTIONS_NOT_TAKEN` (with a value or without: ``nargs="?"``) ends it with
+    the table's message; not listed in --help."""
+
+    def __init__(self, option_strings, dest, reason: str = "", **kwargs):
+        super().__init__(option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, nargs="?",
+                         help=argparse.SUPPRESS)
+        self.reason = reason
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        raise _OptionNotTaken(f"{parser.prog}: {self.reason}")
+
+
+def _refuse_options_not_taken(commands: dict[str, argparse.ArgumentParser]) -> None:
+    for command, options in _KAFKA_OPTIONS_NOT_TAKEN.items():
+        for option, reason in options.items():
+            try:
+                commands[command].add_argument(option, action=_NotTaken, reason=reason)
+            except argparse.ArgumentError:  # the command takes it now (a merge): the real option stays, and
+                pass  # tests/test_cli_kafka_options.py names the row to delete
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kafkaseg`` console script; returns the exit status."""
     parser = build_parser()
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in _DATA_DIR_COMMANDS and any(a == "--bootstrap-server" or a.startswith("--bootstrap-server=")
-                                                      for a in argv[1:]):
-        # a command pasted from Kafka's tools: say what to give instead, before argparse's "required: --data-dir"
-        print(f"kafkaseg {argv[0]} reads log dirs, not brokers: give {_DATA_DIR_COMMANDS[argv[0]]} (a broker's "
-              "log.dirs, or a copy) instead of --bootstrap-server", file=sys.stderr)
+    try:
+        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    except _OptionNotTaken as refused:  # a command pasted from Kafka's tools
+        print(refused, file=sys.stderr)
         return EXIT_ERROR
-    args = parser.parse_args(argv)
     try:
         return args.func(args)
     except KafkaSegError as err:
