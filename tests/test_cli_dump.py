@@ -463,7 +463,7 @@ def test_a_corrupt_producer_snapshot_fails_the_dump_in_kafkas_words(tmp_path, ca
 
 def test_offsets_decoder_prints_kip848_records(tmp_path, capsys):
     """A consumer-group (KIP-848) record is printed as JSON, as DumpLogSegments does, not skipped as unknown; a type
-    past the last one Kafka knows (15) still is."""
+    past the last one Kafka knows (24) still is."""
     import struct
 
     from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
@@ -479,6 +479,53 @@ def test_offsets_decoder_prints_kip848_records(tmp_path, capsys):
     assert code == 0
     assert out[-2:] == ['| key: {"type":"3","data":{"groupId":"g1"}} payload: {"version":"0","data":{"epoch":5}}',
                         "| key: Unknown record type 25 at offset 1, skipping."]
+
+
+def test_share_group_state_and_streams_group_records_dump_as_json(tmp_path, capsys):
+    """--share-group-state-decoder prints __share_group_state records as DumpLogSegments'
+    ShareGroupStateMessageParser does; --offsets-decoder prints a Kafka Streams group's record (KIP-1071), not
+    "Unknown record type"; --json carries the same objects."""
+    import struct
+
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+
+    # ShareUpdateKey (type 1): 0001 | 0003 "gs1" | topicId (16 bytes) | partition 00000002; ShareUpdateValue v0:
+    # 0000 | snapshotEpoch 00000001 | leaderEpoch 00000000 | startOffset 0000000000000005 | stateBatches 01 | 00
+    topic_id = bytes(range(16))  # URL-safe base64 "AAECAwQFBgcICQoLDA0ODw"
+    share_key = struct.pack(">hh", 1, 3) + b"gs1" + topic_id + struct.pack(">i", 2)
+    share_value = struct.pack(">hiiq", 0, 1, 0, 5) + b"\x01\x00"
+    writer = PartitionWriter(tmp_path / "__share_group_state-0")
+    writer.append(build_batch_v2([Record(0, 1_700_000_000_000, share_key, share_value),
+                                  Record(1, 1_700_000_000_000, share_key, None),
+                                  Record(2, 1_700_000_000_000, b"\x00\x07", b"\x00\x00")]))
+    writer.close()
+    log = tmp_path / "__share_group_state-0" / f"{0:020d}.log"
+    code, out, _ = run(["dump", "--files", str(log), "--share-group-state-decoder", "--skip-record-metadata"],
+                       capsys)
+    key_text = '{"type":"1","data":{"groupId":"gs1","topicId":"AAECAwQFBgcICQoLDA0ODw","partition":2}}'
+    assert code == 0
+    assert out[-3:] == [
+        f'| key: {key_text} payload: {{"version":"0","data":{{"snapshotEpoch":1,"leaderEpoch":0,"startOffset":5,'
+        '"stateBatches":[]}}',
+        f"| key: {key_text} payload: <DELETE>",
+        "| key: Unknown record type 7 at offset 2, skipping."]
+    code, out, _ = run(["dump", "--files", str(log), "--share-group-state-decoder", "--json"], capsys)
+    records = [record for line in out for record in json.loads(line).get("records", [])]
+    assert code == 0 and records[0]["key"] == json.loads(key_text)
+    assert records[0]["payload"]["data"] == {"snapshotEpoch": 1, "leaderEpoch": 0, "startOffset": 5,
+                                             "stateBatches": []}
+    assert records[1]["payload"] == "<DELETE>"
+
+    # StreamsGroupTargetAssignmentMetadataKey (type 20): 0014 | 0003 "app"; value v0: 0000 | assignmentEpoch
+    # 00000003 | 00
+    writer = PartitionWriter(tmp_path / "__consumer_offsets-0")
+    writer.append(build_batch_v2([Record(0, 1_700_000_000_000, struct.pack(">hh", 20, 3) + b"app",
+                                         b"\x00\x00\x00\x00\x00\x03\x00")]))
+    writer.close()
+    log = tmp_path / "__consumer_offsets-0" / f"{0:020d}.log"
+    code, out, _ = run(["dump", "--files", str(log), "--offsets-decoder", "--skip-record-metadata"], capsys)
+    assert code == 0 and out[-1] == ('| key: {"type":"20","data":{"groupId":"app"}} payload: '
+                                     '{"version":"0","data":{"assignmentEpoch":3}}')
 
 
 def test_negative_record_timestamps_are_printed_raw(tmp_path, capsys):

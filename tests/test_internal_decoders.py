@@ -8,6 +8,7 @@ test's comment shows the byte split. They are not outputs of the code under test
 from __future__ import annotations
 
 import base64
+import json
 import struct
 
 import pytest
@@ -15,8 +16,9 @@ from kafka.record.memory_records import MemoryRecords
 
 from kafkaseg.errors import CorruptDataError
 from kafkaseg.wire.internal import (decode_control_record, decode_group_record, decode_metadata_record,
-                                    decode_transaction_record, format_offsets_record, format_transaction_record,
-                                    metadata_type_name, to_json)
+                                    decode_share_group_state_record, decode_transaction_record,
+                                    format_offsets_record, format_share_group_state_record,
+                                    format_transaction_record, metadata_type_name, to_json)
 from kafkaseg.wire.internal.protocol import _java_double
 
 RAVI = "segments/RaviAzzuraPutra__LATIHAN-MICROSERVICE-NEW/f8f5c464/kafka/data"
@@ -349,12 +351,241 @@ def test_group_records_of_later_brokers():
     assert _offsets_json(_key(16, "g", "orders-.*"), regex) == (
         '{"type":"16","data":{"groupId":"g","regularExpression":"orders-.*"}}',
         '{"version":"0","data":{"topics":["a","b"],"version":3,"timestamp":1700000000000}}')
-    # a share-group value fitting neither schema says why; a Kafka Streams group's record (KIP-1071) is an unknown
-    # type, as for a Kafka tool that predates it
+    # a share-group value fitting neither schema says why
     text, payload = format_offsets_record(_key(11, "sg"), V0 + _i32(5) + b"\x00\x01\x02", 9)
-    assert payload is None and text.startswith("Error at offset 9, skipping.") and "in development" in text
-    assert format_offsets_record(_key(17, "sg"), V0 + _i32(1), 4) == ("Unknown record type 17 at offset 4, skipping.",
-                                                                      None)
+    assert payload is None and text.startswith("Error at offset 9, skipping.") and "KIP-932" in text
+
+
+def _i64(*values: int) -> bytes:
+    return struct.pack(f">{len(values)}q", *values)
+
+
+def _i16(*values: int) -> bytes:
+    return struct.pack(f">{len(values)}h", *values)
+
+
+def _payload_data(text: str) -> dict:
+    """The ``data`` of a printed payload, checking its envelope: {"version":"0","data":{...}}."""
+    parsed = json.loads(text)
+    assert list(parsed) == ["version", "data"] and parsed["version"] == "0"
+    return parsed["data"]
+
+
+# Kafka Streams groups' records (KIP-1071, types 17-24): values transcribed from group-coordinator's
+# StreamsGroup*Value.json (validVersions 0, flexibleVersions 0+); keys as StreamsGroup*Key.json (apiKey = type,
+# groupId string, and memberId string for 19, 21 and 22, never flexible).
+def test_streams_group_metadata_record():
+    # epoch 00000003 | metadataHash fffffffffffffffe (-2) | assignmentConfigs 02 [15 "num.standby.replicas" | 02 "1"
+    # | 00] | tagged fields: 01 (one) | 00 (tag 0 validatedTopologyEpoch) | 04 (size) | 00000002
+    key = _key(17, "app")
+    assert key.hex() == "0011" + "0003" + "617070"
+    value = (V0 + _i32(3) + _i64(-2) + _carray(_cs("num.standby.replicas") + _cs("1") + NO_TAGS)
+             + bytes([1, 0, 4]) + _i32(2))
+    assert value.hex() == ("0000" + "00000003" + "fffffffffffffffe" + "02" + "15" + b"num.standby.replicas".hex()
+                           + "0231" + "00" + "010004" + "00000002")
+    key_text, payload = _offsets_json(key, value)
+    assert key_text == '{"type":"17","data":{"groupId":"app"}}'
+    data = _payload_data(payload)
+    assert data["epoch"] == 3 and data["metadataHash"] == -2 and data["validatedTopologyEpoch"] == 2
+    assert data["assignmentConfigs"] == [{"key": "num.standby.replicas", "value": "1"}]
+    assert payload == ('{"version":"0","data":{"epoch":3,"metadataHash":-2,"validatedTopologyEpoch":2,'
+                       '"assignmentConfigs":[{"key":"num.standby.replicas","value":"1"}]}}')
+    # the tagged validatedTopologyEpoch at its default (-1, absent) is not printed
+    assert _payload_data(_offsets_json(key, value[:-7] + NO_TAGS)[1]) == {
+        "epoch": 3, "metadataHash": -2, "assignmentConfigs": [{"key": "num.standby.replicas", "value": "1"}]}
+    # earlier forms of the same v0 value: without assignmentConfigs (epoch | hash | 00), and epoch alone (2024-12)
+    assert _offsets_json(key, V0 + _i32(3) + _i64(-2) + NO_TAGS)[1] == \
+        '{"version":"0","data":{"epoch":3,"metadataHash":-2}}'
+    assert _offsets_json(key, V0 + _i32(3) + NO_TAGS)[1] == '{"version":"0","data":{"epoch":3}}'
+    assert decode_group_record(key, None).kind == "streams_group_metadata"
+    assert format_offsets_record(key, None, 3) == (key_text, "<DELETE>")
+
+
+def test_streams_group_partition_metadata_record():
+    # topics 02 [topicId | 02 "t" | numPartitions 00000001 | partitionMetadata 02 [00000000 | racks 01 | 00] | 00]
+    # | 00
+    value = V0 + _carray(UUID_A + _cs("t") + _i32(1) + _carray(_i32(0) + _carray() + NO_TAGS) + NO_TAGS) + NO_TAGS
+    assert value.hex() == "0000" + "02" + UUID_A.hex() + "0274" + "00000001" + "02" + "00000000" + "01" + "00" \
+        + "00" + "00"
+    assert _offsets_json(_key(18, "app"), value) == (
+        '{"type":"18","data":{"groupId":"app"}}',
+        '{"version":"0","data":{"topics":[{"topicId":"%s","topicName":"t","numPartitions":1,'
+        '"partitionMetadata":[{"partition":0,"racks":[]}]}]}}' % UUID_A_TEXT)
+    # the form without partitionMetadata: topicId | 02 "t" | 00000001 | 00
+    bare = V0 + _carray(UUID_A + _cs("t") + _i32(1) + NO_TAGS) + NO_TAGS
+    assert _payload_data(_offsets_json(_key(18, "app"), bare)[1]) == {
+        "topics": [{"topicId": UUID_A_TEXT, "topicName": "t", "numPartitions": 1}]}
+
+
+def test_streams_group_member_metadata_record():
+    # instanceId null (00) | rackId 03 "r1" | clientId 02 "c" | clientHost 02 "h" | rebalanceTimeoutMs 0000ea60
+    # | topologyEpoch 00000004 | processId 02 "p" | userEndpoint: 01 (present, int8) 0a "localhost" 1f90 (port
+    # 8080, uint16) 00 | clientTags 02 [03 "az" 02 "1" 00] | 00
+    key = _key(19, "app", "m1")
+    assert key.hex() == "0013" + "0003617070" + "00026d31"
+    head = V0 + _cs(None) + _cs("r1") + _cs("c") + _cs("h") + _i32(60000) + _i32(4) + _cs("p")
+    tags = _carray(_cs("az") + _cs("1") + NO_TAGS) + NO_TAGS
+    value = head + b"\x01" + _cs("localhost") + struct.pack(">H", 8080) + NO_TAGS + tags
+    assert value.hex() == ("0000" + "00" + "037231" + "0263" + "0268" + "0000ea60" + "00000004" + "0270" + "01"
+                           + "0a" + b"localhost".hex() + "1f90" + "00" + "02" + "03617a" + "0231" + "00" + "00")
+    key_text, payload = _offsets_json(key, value)
+    assert key_text == '{"type":"19","data":{"groupId":"app","memberId":"m1"}}'
+    fields = ('"instanceId":null,"rackId":"r1","clientId":"c","clientHost":"h","rebalanceTimeoutMs":60000,'
+              '"topologyEpoch":4,"processId":"p",')
+    assert payload == ('{"version":"0","data":{%s"userEndpoint":{"host":"localhost","port":8080},'
+                       '"clientTags":[{"key":"az","value":"1"}]}}' % fields)
+    # a null userEndpoint: int8 marker ff
+    assert _offsets_json(key, head + b"\xff" + tags)[1] == \
+        '{"version":"0","data":{%s"userEndpoint":null,"clientTags":[{"key":"az","value":"1"}]}}' % fields
+    # a port above 32767 is unsigned: ffff is 65535
+    high = head + b"\x01" + _cs("h") + b"\xff\xff" + NO_TAGS + tags
+    assert _payload_data(_offsets_json(key, high)[1])["userEndpoint"] == {"host": "h", "port": 65535}
+
+
+def test_streams_group_assignment_records():
+    # TaskIds: subtopologyId compact string | partitions compact []int32 | 00
+    sub0 = _cs("0") + _carray(_i32(0), _i32(1)) + NO_TAGS
+    sub1 = _cs("1") + _carray(_i32(2)) + NO_TAGS
+    assert sub0.hex() == "0230" + "03" + "00000000" + "00000001" + "00"
+    # 20: assignmentEpoch 00000009 | 00
+    assert _offsets_json(_key(20, "app"), V0 + _i32(9) + NO_TAGS) == (
+        '{"type":"20","data":{"groupId":"app"}}', '{"version":"0","data":{"assignmentEpoch":9}}')
+    # 21: activeTasks 03 [sub0, sub1] | standbyTasks 01 | warmupTasks 02 [sub1] | 00
+    target = V0 + _carray(sub0, sub1) + _carray() + _carray(sub1) + NO_TAGS
+    assert _offsets_json(_key(21, "app", "m"), target) == (
+        '{"type":"21","data":{"groupId":"app","memberId":"m"}}',
+        '{"version":"0","data":{"activeTasks":[{"subtopologyId":"0","partitions":[0,1]},'
+        '{"subtopologyId":"1","partitions":[2]}],"standbyTasks":[],"warmupTasks":[{"subtopologyId":"1",'
+        '"partitions":[2]}]}}')
+    # 22: memberEpoch 00000007 | previousMemberEpoch 00000006 | state 01 | active 02 [sub0] | standby 01 | warmup 01
+    # | activeTasksPendingRevocation 02 [sub1] | standby.. 01 | warmup.. 01 | 00
+    current = V0 + _i32(7, 6) + b"\x01" + _carray(sub0) + _carray() * 2 + _carray(sub1) + _carray() * 2 + NO_TAGS
+    data = _payload_data(_offsets_json(_key(22, "app", "m"), current)[1])
+    assert list(data) == ["memberEpoch", "previousMemberEpoch", "state", "activeTasks", "standbyTasks",
+                          "warmupTasks", "activeTasksPendingRevocation", "standbyTasksPendingRevocation",
+                          "warmupTasksPendingRevocation"]
+    assert (data["memberEpoch"], data["previousMemberEpoch"], data["state"]) == (7, 6, 1)
+    assert data["activeTasks"] == [{"subtopologyId": "0", "partitions": [0, 1]}]
+    assert data["activeTasksPendingRevocation"] == [{"subtopologyId": "1", "partitions": [2]}]
+    assert data["standbyTasks"] == data["warmupTasks"] == data["warmupTasksPendingRevocation"] == []
+    # 22 without its revocation arrays does not fit (KIP-1071's schema, said so), and a type-21 key needs memberId
+    text, payload = format_offsets_record(_key(22, "app", "m"), V0 + _i32(7, 6) + b"\x01" + _carray(sub0)
+                                          + _carray() * 2 + NO_TAGS, 5)
+    assert payload is None and text.startswith("Error at offset 5, skipping.") and "KIP-1071" in text
+    assert format_offsets_record(_key(21, "app"), None, 6)[0].startswith("Error at offset 6, skipping.")
+
+
+def test_streams_group_topology_record():
+    # TopicInfo: name 05 "repa" | partitions 00000003 | replicationFactor ffff (-1) | topicConfigs 02 [0f
+    # "cleanup.policy" 08 "compact" 00] | 00
+    topic_info = _cs("repa") + _i32(3) + _i16(-1) + _carray(_cs("cleanup.policy") + _cs("compact") + NO_TAGS) + NO_TAGS
+    assert topic_info.hex() == ("0572657061" + "00000003" + "ffff" + "02" + "0f" + b"cleanup.policy".hex() + "08"
+                                + b"compact".hex() + "00" + "00")
+    # epoch 00000002 | subtopologies 02 [02 "0" | sourceTopics 02 [03 "in"] | sourceTopicRegex 01 |
+    # stateChangelogTopics 01 | repartitionSinkTopics 02 [05 "repa"] | repartitionSourceTopics 02 [topic_info] |
+    # copartitionGroups 02 [sourceTopics 02 [0000] | sourceTopicRegex 01 | repartitionSourceTopics 02 [0000] | 00]
+    # | 00] | 00
+    subtopology = (_cs("0") + _carray(_cs("in")) + _carray() + _carray() + _carray(_cs("repa"))
+                   + _carray(topic_info) + _carray(_carray(_i16(0)) + _carray() + _carray(_i16(0)) + NO_TAGS)
+                   + NO_TAGS)
+    value = V0 + _i32(2) + _carray(subtopology) + NO_TAGS
+    key_text, payload = _offsets_json(_key(23, "app"), value)
+    assert key_text == '{"type":"23","data":{"groupId":"app"}}'
+    assert payload == (
+        '{"version":"0","data":{"epoch":2,"subtopologies":[{"subtopologyId":"0","sourceTopics":["in"],'
+        '"sourceTopicRegex":[],"stateChangelogTopics":[],"repartitionSinkTopics":["repa"],'
+        '"repartitionSourceTopics":[{"name":"repa","partitions":3,"replicationFactor":-1,'
+        '"topicConfigs":[{"key":"cleanup.policy","value":"compact"}]}],'
+        '"copartitionGroups":[{"sourceTopics":[0],"sourceTopicRegex":[],"repartitionSourceTopics":[0]}]}]}}')
+
+
+def test_streams_group_resolved_topic_ids_record():
+    # assignmentEpoch 00000004 | resolvedTopicIdsBySubtopology 02 [02 "0" | topicIds 03 [UUID_A UUID_B] | 00] | 00
+    value = V0 + _i32(4) + _carray(_cs("0") + _carray(UUID_A, UUID_B) + NO_TAGS) + NO_TAGS
+    assert _offsets_json(_key(24, "app"), value) == (
+        '{"type":"24","data":{"groupId":"app"}}',
+        '{"version":"0","data":{"assignmentEpoch":4,"resolvedTopicIdsBySubtopology":[{"subtopologyId":"0",'
+        '"topicIds":["%s","%s"]}]}}' % (UUID_A_TEXT, UUID_B_TEXT))
+
+
+def test_every_group_record_type_is_known_and_later_ones_are_unknown():
+    # every type Kafka's group coordinator defines (0-24) decodes its key (tombstones); 25 and Short.MAX_VALUE are
+    # unknown, printed as DumpLogSegments prints them
+    keys = {0: _key(0, "g", "t") + _i32(0), 1: _key(1, "g", "t") + _i32(0), 2: _key(2, "g")}
+    for record_type in range(3, 25):
+        strings = ("g", "m") if record_type in (5, 7, 8, 10, 13, 14, 16, 19, 21, 22) else ("g",)
+        key = keys.get(record_type, _key(record_type, *strings))
+        text, payload = format_offsets_record(key, None, 1)
+        assert payload == "<DELETE>" and json.loads(text)["type"] == str(record_type), text
+        assert decode_group_record(key, None).kind != "unknown"
+    assert format_offsets_record(_key(25, "g"), V0, 4) == ("Unknown record type 25 at offset 4, skipping.", None)
+    assert format_offsets_record(b"\x7f\xff", b"", 0) == ("Unknown record type 32767 at offset 0, skipping.", None)
+    # a record without a key stops Kafka's tool: kafkaseg raises its error, in Kafka's words
+    with pytest.raises(CorruptDataError, match="at offset 8 using the specified decoder \\(message had a missing"):
+        format_offsets_record(None, V0, 8)
+
+
+# __share_group_state (KIP-932): ShareSnapshot (type 0) and ShareUpdate (type 1), from share-coordinator's
+# Share*Key/Value.json: keys groupId string | topicId uuid | partition int32 (not flexible); values v0, flexible.
+TOPIC_ID = bytes.fromhex("523e709ff16a4d78ab1004af559458d7")
+
+
+def _share_key(record_type: int) -> bytes:
+    return struct.pack(">h", record_type) + struct.pack(">h", 3) + b"gs1" + TOPIC_ID + _i32(0)
+
+
+def test_share_group_state_records_as_kafkas_own_test_prints_them():
+    # Uuid "Uj5wn_FqTXirEASvVZRY1w" (DumpLogSegmentsTest's) is these 16 bytes in URL-safe base64
+    assert base64.urlsafe_b64encode(TOPIC_ID).rstrip(b"=") == b"Uj5wn_FqTXirEASvVZRY1w"
+    key = _share_key(0)
+    assert key.hex() == "0000" + "0003" + "677331" + TOPIC_ID.hex() + "00000000"
+    # ShareSnapshotValue: snapshotEpoch 00000000 | stateEpoch 00000000 | leaderEpoch 00000000 | startOffset 0 (int64)
+    # | createTimestamp | writeTimestamp | stateBatches 02 [firstOffset 0 | lastOffset 4 | deliveryState 02 |
+    # deliveryCount 0001 | 00] | 00
+    ts = 1_700_000_000_123
+    batch = _i64(0, 4) + b"\x02" + _i16(1) + NO_TAGS
+    snapshot = V0 + _i32(0, 0, 0) + _i64(0) + _i64(ts, ts) + _carray(batch) + NO_TAGS
+    assert snapshot.hex() == ("0000" + "00" * 12 + "00" * 8 + f"{ts:016x}" * 2 + "02" + "00" * 8
+                              + "0000000000000004" + "02" + "0001" + "00" + "00")
+    # expected strings: DumpLogSegmentsTest.testShareGroupStateMessageParser's
+    expected_key = '{"type":"0","data":{"groupId":"gs1","topicId":"Uj5wn_FqTXirEASvVZRY1w","partition":0}}'
+    assert format_share_group_state_record(key, snapshot, 0) == (
+        expected_key,
+        '{"version":"0","data":{"snapshotEpoch":0,"stateEpoch":0,"leaderEpoch":0,"startOffset":0,'
+        '"createTimestamp":%d,"writeTimestamp":%d,"stateBatches":[{"firstOffset":0,"lastOffset":4,'
+        '"deliveryState":2,"deliveryCount":1}]}}' % (ts, ts))
+    # ShareUpdateValue: snapshotEpoch | leaderEpoch | startOffset | stateBatches | 00
+    update = V0 + _i32(0, 0) + _i64(0) + _carray(batch) + NO_TAGS
+    assert format_share_group_state_record(_share_key(1), update, 0) == (
+        '{"type":"1","data":{"groupId":"gs1","topicId":"Uj5wn_FqTXirEASvVZRY1w","partition":0}}',
+        '{"version":"0","data":{"snapshotEpoch":0,"leaderEpoch":0,"startOffset":0,"stateBatches":[{"firstOffset":0,'
+        '"lastOffset":4,"deliveryState":2,"deliveryCount":1}]}}')
+    assert format_share_group_state_record(key, None, 0) == (expected_key, "<DELETE>")
+    assert format_share_group_state_record(b"\x7f\xff", b"", 0) == (
+        "Unknown record type 32767 at offset 0, skipping.", None)
+    # a ShareSnapshotValue given to a ShareUpdate key does not fit (Kafka: "Error at offset 0, skipping. ...")
+    text, payload = format_share_group_state_record(_share_key(1), V0 + b"\x00" * 40 + NO_TAGS, 0)
+    assert payload is None and text.startswith("Error at offset 0, skipping.") and "KIP-932" in text
+    with pytest.raises(CorruptDataError, match="using the specified decoder"):
+        format_share_group_state_record(None, None, 0)
+    assert decode_share_group_state_record(key, snapshot).kind == "share_snapshot"
+
+
+def test_share_group_state_records_of_other_kafka_versions():
+    batch = _i64(10, 12) + b"\x00" + _i16(3) + NO_TAGS
+    # Kafka 4.2 (KIP-1226) tags deliveryCompleteCount (tag 0, int32, default -1): 01 | 00 | 04 | 00000005, printed
+    # after startOffset, where the JSON file declares it
+    update = V0 + _i32(2, 7) + _i64(10) + _carray(batch) + bytes([1, 0, 4]) + _i32(5)
+    data = _payload_data(format_share_group_state_record(_share_key(1), update, 0)[1])
+    assert list(data) == ["snapshotEpoch", "leaderEpoch", "startOffset", "deliveryCompleteCount", "stateBatches"]
+    assert (data["snapshotEpoch"], data["leaderEpoch"], data["startOffset"], data["deliveryCompleteCount"]) == \
+        (2, 7, 10, 5)
+    assert data["stateBatches"] == [{"firstOffset": 10, "lastOffset": 12, "deliveryState": 0, "deliveryCount": 3}]
+    # 2024-10's form: snapshotEpoch uint16 (ffff = 65535), no timestamps
+    old = V0 + b"\xff\xff" + _i32(1, 2) + _i64(10) + _carray(batch) + NO_TAGS
+    assert format_share_group_state_record(_share_key(0), old, 0)[1] == (
+        '{"version":"0","data":{"snapshotEpoch":65535,"stateEpoch":1,"leaderEpoch":2,"startOffset":10,'
+        '"stateBatches":[{"firstOffset":10,"lastOffset":12,"deliveryState":0,"deliveryCount":3}]}}')
 
 
 def test_new_group_records_malformed():

@@ -566,8 +566,8 @@ def check_args(args) -> str | None:
         return "Options --property and --formatter-property cannot be specified together."
     if args.formatter is not None and args.formatter not in DEFAULT_FORMATTERS:
         return (f"--formatter {args.formatter}: only the default formatter ({DEFAULT_FORMATTERS[0]}) is available "
-                "here; kafkaseg dump --offsets-decoder / --transaction-log-decoder / --cluster-metadata-decoder "
-                "decode the internal topics")
+                "here; kafkaseg dump --offsets-decoder / --transaction-log-decoder / --cluster-metadata-decoder / "
+                "--share-group-state-decoder decode the internal topics")
     return None
 
 

@@ -48,12 +48,14 @@ from kafkaseg.wire.crc import crc_is_valid
 from kafkaseg.wire.internal.cluster_metadata import decode_control_record, decode_metadata_record
 from kafkaseg.wire.internal.consumer_offsets import format_offsets_record
 from kafkaseg.wire.internal.protocol import to_json
+from kafkaseg.wire.internal.share_group_state import format_share_group_state_record
 from kafkaseg.wire.internal.transaction_state import format_transaction_record
 
 __all__ = ["DumpOptions", "DumpReport", "dump_files", "RECORD_INDENT"]
 
 RECORD_INDENT = "|"
 INT_MAX = 2**31 - 1
+_JSON_DECODERS = ("offsets", "share-group-state", "cluster-metadata")  # their payloads print as JSON
 _KRAFT_SNAPSHOT = re.compile(r"^(\d+)-(\d+)\.checkpoint$")
 BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
 
@@ -67,7 +69,7 @@ class DumpOptions:
     max_bytes: int = INT_MAX
     max_message_size: int = 5 * 1024 * 1024
     skip_record_metadata: bool = False
-    decoder: str | None = None  # "offsets" | "transaction" | "cluster-metadata"
+    decoder: str | None = None  # "offsets" | "share-group-state" | "transaction" | "cluster-metadata"
     json: bool = False
     key_ring: object = None  # kafkaseg.storage.encryption.KeyRing: opens tiered-storage copies stored encrypted
 
@@ -269,6 +271,8 @@ def _size(data: bytes | None) -> int:
 def _parse_data(record: _Record, options: DumpOptions) -> tuple[str | None, str | None]:
     if options.decoder == "offsets":
         return format_offsets_record(record.key, record.value, record.offset)
+    if options.decoder == "share-group-state":
+        return format_share_group_state_record(record.key, record.value, record.offset)
     if options.decoder == "transaction":
         return format_transaction_record(record.key, record.value, record.offset)
     if options.decoder == "cluster-metadata":
@@ -340,7 +344,7 @@ def record_json(record: _Record, header: BatchHeader, options: DumpOptions) -> d
             if text is None:
                 continue
             try:
-                out[name] = json.loads(text) if options.decoder in ("offsets", "cluster-metadata") else text
+                out[name] = json.loads(text) if options.decoder in _JSON_DECODERS else text
             except ValueError:
                 out[name] = text
     return out

@@ -1,15 +1,12 @@
-"""``__consumer_offsets`` records: offset commits, classic group metadata, and the consumer-group (KIP-848) and
-share-group (KIP-932) records (bytes -> values, no I/O).
+"""``__consumer_offsets`` records: offset commits, classic group metadata, and the consumer-group (KIP-848),
+share-group (KIP-932) and Kafka Streams group (KIP-1071) records (bytes -> values, no I/O).
 
-Framing (``group-coordinator/.../GroupCoordinatorRecordSerde.java``, ``CoordinatorRecordSerde.java``)::
-
-    key    int16 version (= the record type), then the key struct at that version
-    value  int16 version, then the value struct at that version; a null value is a tombstone ("<DELETE>")
-
-Record types (``GroupCoordinatorRecordSerde.apiMessageKeyFor``); other types are reported as unknown, as Kafka's
-parser reports them. Schemas, transcribed from ``group-coordinator/src/main/resources/common/message/`` (apache/kafka
-of 2024-10). Keys are never flexible and hold ``groupId`` (and ``memberId`` where shown) at the version equal to
-their type; the new values are all v0 only and flexible (compact strings/arrays, tagged fields)::
+Framing and printout: :mod:`~kafkaseg.wire.internal.coordinator_records` (``GroupCoordinatorRecordSerde.java``).
+Record types (``CoordinatorRecordType``, generated from the ``apiKey`` of the JSON files); other types are reported
+as unknown, as Kafka's parser reports them. Schemas, transcribed from ``group-coordinator/src/main/resources/common/
+message/`` (apache/kafka of 2024-10, and of 2025 for the later ones). Keys are never flexible and hold ``groupId``
+(and ``memberId`` where shown); the new values are all v0 only and flexible (compact strings/arrays, tagged
+fields)::
 
     0-1 OffsetCommitKey    v0-1 (not flexible): group string, topic string, partition int32
         OffsetCommitValue  v0-4 (flexible 4+): offset int64, leaderEpoch int32 (v3+), metadata string,
@@ -48,12 +45,35 @@ their type; the new values are all v0 only and flexible (compact strings/arrays,
                                           (2025; 2024-10: no initializingTopics, no createTimestamp)
     16  ConsumerGroupRegularExpression        key: groupId string, regularExpression string;
                                           value: topics []string, version int64, timestamp int64 (Kafka 4.0)
+    17  StreamsGroupMetadata                  epoch int32, metadataHash int64, validatedTopologyEpoch (tag 0,
+                                          int32, default -1), assignmentConfigs [](key string, value string);
+                                          earlier: without assignmentConfigs; epoch only (2024-12)
+    18  StreamsGroupPartitionMetadata         as 4; earlier: topics without partitionMetadata
+    19  StreamsGroupMemberMetadata (+member)  instanceId string?, rackId string?, clientId string, clientHost string,
+                                          rebalanceTimeoutMs int32, topologyEpoch int32, processId string,
+                                          userEndpoint (nullable struct: host string, port uint16),
+                                          clientTags [](key string, value string)
+    20  StreamsGroupTargetAssignmentMetadata  assignmentEpoch int32
+    21  StreamsGroupTargetAssignmentMember (+member)  activeTasks, standbyTasks, warmupTasks:
+                                          [](subtopologyId string, partitions []int32)
+    22  StreamsGroupCurrentMemberAssignment (+member) memberEpoch int32, previousMemberEpoch int32, state int8,
+                                          as 21, then activeTasksPendingRevocation, standbyTasksPendingRevocation,
+                                          warmupTasksPendingRevocation (as 21's)
+    23  StreamsGroupTopology                  epoch int32, subtopologies [](subtopologyId string,
+                                          sourceTopics []string, sourceTopicRegex []string,
+                                          stateChangelogTopics []TopicInfo, repartitionSinkTopics []string,
+                                          repartitionSourceTopics []TopicInfo, copartitionGroups [](sourceTopics
+                                          []int16, sourceTopicRegex []int16, repartitionSourceTopics []int16))
+            TopicInfo: name string, partitions int32, replicationFactor int16,
+                       topicConfigs [](key string, value string)
+    24  StreamsGroupTargetAssignmentResolvedTopicIds  assignmentEpoch int32, resolvedTopicIdsBySubtopology
+                                          [](subtopologyId string, topicIds []uuid) (added last)
 
-KIP-932 (share groups, 9-15) and KIP-1071 (Kafka Streams groups, 17 and above) published their schemas as "in
-development, subject to non-backwards-compatible changes", and share groups' values then changed without a new
-version. A share-group value is therefore read with the newest schema above and, when it does not fit whole, with
-the earlier one (2024-10); one that fits neither is reported as not decoded, saying why. Streams groups' records
-(types 17 and above) are reported as unknown types, as a Kafka tool that predates them reports them.
+KIP-932 (share groups, 9-15) and KIP-1071 (Kafka Streams groups, 17-24) published their schemas as "in
+development, subject to non-backwards-compatible changes", and their values then changed without a new version.
+Such a value is therefore read with the newest schema above and, when it does not fit whole, with the earlier ones;
+one that fits none is reported as not decoded, saying why. A tagged field kafkaseg does not know (one a later Kafka
+added) is skipped, where that Kafka would print it.
 
 For groups of protocol type ``consumer``, each classic member's subscription and assignment bytes are themselves
 ``int16 version`` + ``ConsumerProtocolSubscription``/``ConsumerProtocolAssignment`` (``clients/src/main/resources/
@@ -63,10 +83,10 @@ leaves ``classicMemberMetadata``'s protocol metadata as bytes).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kafkaseg.errors import CorruptDataError
-from kafkaseg.wire.internal.protocol import Field, Message, Reader, read_message, to_json
+from kafkaseg.wire.internal.coordinator_records import (CoordinatorRecord, RecordType, coordinator_record_type,
+                                                        decode_coordinator_record, format_coordinator_record)
+from kafkaseg.wire.internal.protocol import Field, Message, Reader, read_message
 
 __all__ = ["OFFSET_COMMIT_KEY", "OFFSET_COMMIT_VALUE", "GROUP_METADATA_KEY", "GROUP_METADATA_VALUE",
            "CONSUMER_PROTOCOL_SUBSCRIPTION", "CONSUMER_PROTOCOL_ASSIGNMENT", "GroupRecord",
@@ -184,31 +204,87 @@ _SHARE_STATE_PARTITION_METADATA = (
 )
 
 
-@dataclass(frozen=True)
-class _RecordType:
-    kind: str
-    key: Message
-    value: Message
-    older: tuple[Message, ...] = ()  # the value's earlier schemas at the same version, tried in turn
+_KEY_VALUE = (Field("key", "string", "0+"), Field("value", "string", "0+"))
+_STREAMS_GROUP_METADATA_HASHED = _EPOCH + (
+    Field("metadataHash", "int64", "0+"),
+    Field("validatedTopologyEpoch", "int32", "0+", tagged="0+", tag=0, default=-1),
+)
+_STREAMS_GROUP_METADATA = _STREAMS_GROUP_METADATA_HASHED + (
+    Field("assignmentConfigs", "[]AssignmentConfig", "0+", fields=_KEY_VALUE),
+)
+_STREAMS_PARTITION_METADATA_WITHOUT_RACKS = (Field("topics", "[]TopicMetadata", "0+", fields=_TOPIC_METADATA[:3]),)
+_STREAMS_PARTITION_METADATA = _PARTITION_METADATA
+_STREAMS_MEMBER_METADATA = (
+    Field("instanceId", "string", "0+", nullable="0+"),
+    Field("rackId", "string", "0+", nullable="0+"),
+    Field("clientId", "string", "0+"),
+    Field("clientHost", "string", "0+"),
+    Field("rebalanceTimeoutMs", "int32", "0+", default=-1),
+    Field("topologyEpoch", "int32", "0+"),
+    Field("processId", "string", "0+"),
+    Field("userEndpoint", "Endpoint", "0+", nullable="0+", default="null", fields=(
+        Field("host", "string", "0+"), Field("port", "uint16", "0+"))),
+    Field("clientTags", "[]KeyValue", "0+", fields=_KEY_VALUE),
+)
+_TASK_IDS = (Field("subtopologyId", "string", "0+"), Field("partitions", "[]int32", "0+"))
+_STREAMS_TASKS = tuple(Field(name, "[]TaskIds", "0+", fields=_TASK_IDS)
+                       for name in ("activeTasks", "standbyTasks", "warmupTasks"))
+# memberEpoch, previousMemberEpoch, state, the tasks, then the tasks pending revocation
+_STREAMS_CURRENT_MEMBER_ASSIGNMENT = _CURRENT_MEMBER_ASSIGNMENT[:3] + _STREAMS_TASKS + tuple(
+    Field(name, "[]TaskIds", "0+", fields=_TASK_IDS)
+    for name in ("activeTasksPendingRevocation", "standbyTasksPendingRevocation", "warmupTasksPendingRevocation"))
+_STREAMS_TOPIC_INFO = (
+    Field("name", "string", "0+"),
+    Field("partitions", "int32", "0+"),
+    Field("replicationFactor", "int16", "0+"),
+    Field("topicConfigs", "[]TopicConfig", "0+", fields=_KEY_VALUE),
+)
+_STREAMS_TOPOLOGY = (
+    Field("epoch", "int32", "0+"),
+    Field("subtopologies", "[]Subtopology", "0+", fields=(
+        Field("subtopologyId", "string", "0+"),
+        Field("sourceTopics", "[]string", "0+"),
+        Field("sourceTopicRegex", "[]string", "0+"),
+        Field("stateChangelogTopics", "[]TopicInfo", "0+", fields=_STREAMS_TOPIC_INFO),
+        Field("repartitionSinkTopics", "[]string", "0+"),
+        Field("repartitionSourceTopics", "[]TopicInfo", "0+", fields=_STREAMS_TOPIC_INFO),
+        Field("copartitionGroups", "[]CopartitionGroup", "0+", fields=(
+            Field("sourceTopics", "[]int16", "0+"),
+            Field("sourceTopicRegex", "[]int16", "0+"),
+            Field("repartitionSourceTopics", "[]int16", "0+"))),
+    )),
+)
+_STREAMS_RESOLVED_TOPIC_IDS = (
+    Field("assignmentEpoch", "int32", "0+"),
+    Field("resolvedTopicIdsBySubtopology", "[]ResolvedTopicIds", "0+", fields=(
+        Field("subtopologyId", "string", "0+"), Field("topicIds", "[]uuid", "0+"))),
+)
 
 
 def _group_record(record_type: int, name: str, value_fields: tuple[Field, ...], *, member: bool = False,
-                  extra_key: tuple[Field, ...] = (), older: tuple[tuple[Field, ...], ...] = ()):
-    """A KIP-848/KIP-932 record: key ``<name>Key`` (groupId, and memberId with ``member`` or ``extra_key``, at
-    the version equal to the type, not flexible) and value ``<name>Value`` (v0, flexible)."""
+                  extra_key: tuple[Field, ...] = (), older: tuple[tuple[Field, ...], ...] = (),
+                  in_development: str | None = None):
+    """A KIP-848/KIP-932/KIP-1071 record: key ``<name>Key`` (groupId, and memberId with ``member`` or
+    ``extra_key``) and value ``<name>Value`` (v0, flexible)."""
     version = str(record_type)
     key_fields = ((Field("groupId", "string", version),) + ((Field("memberId", "string", version),) if member else ())
                   + extra_key)
-    kind = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
-    return record_type, _RecordType(kind, Message(name + "Key", version, "none", key_fields),
-                                    Message(name + "Value", "0", "0+", value_fields),
-                                    tuple(Message(name + "Value", "0", "0+", fields) for fields in older))
+    return coordinator_record_type(record_type, name, key_fields, value_fields, older=older,
+                                   in_development=in_development)
+
+
+def _share_group_record(record_type: int, name: str, value_fields: tuple[Field, ...], **kwargs):
+    return _group_record(record_type, name, value_fields, in_development="KIP-932", **kwargs)
+
+
+def _streams_group_record(record_type: int, name: str, value_fields: tuple[Field, ...], **kwargs):
+    return _group_record(record_type, name, value_fields, in_development="KIP-1071", **kwargs)
 
 
 _RECORD_TYPES = dict([
-    (0, _RecordType("offset_commit", OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE)),
-    (1, _RecordType("offset_commit", OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE)),
-    (2, _RecordType("group_metadata", GROUP_METADATA_KEY, GROUP_METADATA_VALUE)),
+    (0, RecordType("offset_commit", OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE)),
+    (1, RecordType("offset_commit", OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE)),
+    (2, RecordType("group_metadata", GROUP_METADATA_KEY, GROUP_METADATA_VALUE)),
     _group_record(3, "ConsumerGroupMetadata", _CONSUMER_GROUP_METADATA),
     _group_record(4, "ConsumerGroupPartitionMetadata", _PARTITION_METADATA),
     _group_record(5, "ConsumerGroupMemberMetadata", _CONSUMER_MEMBER_METADATA, member=True),
@@ -217,32 +293,32 @@ _RECORD_TYPES = dict([
     _group_record(8, "ConsumerGroupCurrentMemberAssignment", _CURRENT_MEMBER_ASSIGNMENT + (
         Field("partitionsPendingRevocation", "[]TopicPartitions", "0+", fields=_TOPIC_ID_PARTITIONS),),
                   member=True),
-    _group_record(9, "ShareGroupPartitionMetadata", _PARTITION_METADATA),
-    _group_record(10, "ShareGroupMemberMetadata", _SHARE_MEMBER_METADATA, member=True),
-    _group_record(11, "ShareGroupMetadata", _EPOCH + (Field("metadataHash", "int64", "0+"),), older=(_EPOCH,)),
-    _group_record(12, "ShareGroupTargetAssignmentMetadata", _ASSIGNMENT_EPOCH),
-    _group_record(13, "ShareGroupTargetAssignmentMember", _TARGET_ASSIGNMENT_MEMBER, member=True),
-    _group_record(14, "ShareGroupCurrentMemberAssignment", _CURRENT_MEMBER_ASSIGNMENT, member=True),
-    _group_record(15, "ShareGroupStatePartitionMetadata", _SHARE_STATE_PARTITION_METADATA,
-                  older=(_SHARE_STATE_PARTITION_METADATA_2024,)),
+    _share_group_record(9, "ShareGroupPartitionMetadata", _PARTITION_METADATA),
+    _share_group_record(10, "ShareGroupMemberMetadata", _SHARE_MEMBER_METADATA, member=True),
+    _share_group_record(11, "ShareGroupMetadata", _EPOCH + (Field("metadataHash", "int64", "0+"),),
+                        older=(_EPOCH,)),
+    _share_group_record(12, "ShareGroupTargetAssignmentMetadata", _ASSIGNMENT_EPOCH),
+    _share_group_record(13, "ShareGroupTargetAssignmentMember", _TARGET_ASSIGNMENT_MEMBER, member=True),
+    _share_group_record(14, "ShareGroupCurrentMemberAssignment", _CURRENT_MEMBER_ASSIGNMENT, member=True),
+    _share_group_record(15, "ShareGroupStatePartitionMetadata", _SHARE_STATE_PARTITION_METADATA,
+                        older=(_SHARE_STATE_PARTITION_METADATA_2024,)),
     _group_record(16, "ConsumerGroupRegularExpression", _REGULAR_EXPRESSION, extra_key=(
         Field("regularExpression", "string", "16"),)),
+    _streams_group_record(17, "StreamsGroupMetadata", _STREAMS_GROUP_METADATA,
+                          older=(_STREAMS_GROUP_METADATA_HASHED, _EPOCH)),
+    _streams_group_record(18, "StreamsGroupPartitionMetadata", _STREAMS_PARTITION_METADATA,
+                          older=(_STREAMS_PARTITION_METADATA_WITHOUT_RACKS,)),
+    _streams_group_record(19, "StreamsGroupMemberMetadata", _STREAMS_MEMBER_METADATA, member=True),
+    _streams_group_record(20, "StreamsGroupTargetAssignmentMetadata", _ASSIGNMENT_EPOCH),
+    _streams_group_record(21, "StreamsGroupTargetAssignmentMember", _STREAMS_TASKS, member=True),
+    _streams_group_record(22, "StreamsGroupCurrentMemberAssignment", _STREAMS_CURRENT_MEMBER_ASSIGNMENT,
+                          member=True),
+    _streams_group_record(23, "StreamsGroupTopology", _STREAMS_TOPOLOGY),
+    _streams_group_record(24, "StreamsGroupTargetAssignmentResolvedTopicIds", _STREAMS_RESOLVED_TOPIC_IDS),
 ])
-#: the types whose schemas Kafka published as in development (KIP-932), changed since without a new version
-_IN_DEVELOPMENT = range(9, 16)
 
-
-@dataclass(frozen=True)
-class GroupRecord:
-    """One decoded ``__consumer_offsets`` record. ``kind`` is ``"offset_commit"``, ``"group_metadata"``, the
-    snake-case name of a newer record (``"consumer_group_member_metadata"``, ``"share_group_metadata"``...) or
-    ``"unknown"`` (``key`` None then); ``value`` is None for a tombstone."""
-
-    kind: str
-    key_version: int
-    key: dict | None
-    value_version: int | None
-    value: dict | None
+#: ``decode_group_record``'s result (the generic coordinator record)
+GroupRecord = CoordinatorRecord
 
 
 def _embedded(spec: Message, data: bytes | None):
@@ -257,68 +333,22 @@ def _embedded(spec: Message, data: bytes | None):
         return None
 
 
-def _read_value(record_type: _RecordType, key_version: int, value: bytes, version: int) -> dict:
-    """The value under its record type's newest schema, else the first earlier one it fits whole (a schema changed
-    without a new version)."""
-    try:
-        return read_message(record_type.value, value, version, 2)
-    except CorruptDataError as err:
-        for spec in record_type.older:
-            try:
-                return read_message(spec, value, version, 2)
-            except CorruptDataError:
-                continue
-        if key_version not in _IN_DEVELOPMENT:
-            raise
-        raise CorruptDataError(f"{err.detail} (Kafka published KIP-932's schemas as in development and changed some "
-                               "later without a new version: kafkaseg knows those of 2024-10 and 2025, not this "
-                               "one)", position=err.position) from err
-
-
 def decode_group_record(key: bytes, value: bytes | None, *, expand_consumer_protocol: bool = True) -> GroupRecord:
     """Decode one record of ``__consumer_offsets``. Raises :class:`CorruptDataError` (buffer-relative positions;
     the key's for key problems, the value's for value problems) on malformed bytes."""
-    if key is None:
-        raise CorruptDataError("__consumer_offsets record without a key")
-    reader = Reader(key)
-    key_version = reader.int16()
-    record_type = _RECORD_TYPES.get(key_version)
-    if record_type is None:
-        return GroupRecord("unknown", key_version, None, None, None)
-    kind = record_type.kind
-    decoded_key = read_message(record_type.key, key, key_version, 2)
-    if value is None:
-        return GroupRecord(kind, key_version, decoded_key, None, None)
-    value_version = Reader(value).int16()
-    decoded_value = _read_value(record_type, key_version, value, value_version)
-    if kind == "group_metadata" and expand_consumer_protocol and decoded_value.get("protocolType") == "consumer":
-        for member in decoded_value.get("members") or []:
+    record = decode_coordinator_record("__consumer_offsets", _RECORD_TYPES, key, value)
+    if (record.kind == "group_metadata" and record.value is not None and expand_consumer_protocol
+            and record.value.get("protocolType") == "consumer"):
+        for member in record.value.get("members") or []:
             for name, member_spec in (("subscription", CONSUMER_PROTOCOL_SUBSCRIPTION),
                                       ("assignment", CONSUMER_PROTOCOL_ASSIGNMENT)):
                 parsed = _embedded(member_spec, member.get(name))
                 if parsed is not None:
                     member[name] = parsed
-    return GroupRecord(kind, key_version, decoded_key, value_version, decoded_value)
+    return record
 
 
 def format_offsets_record(key: bytes | None, value: bytes | None, offset: int) -> tuple[str | None, str | None]:
-    """``(key, payload)`` strings as ``DumpLogSegments --offsets-decoder`` prints them::
-
-        key: {"type":"1","data":{"group":"g","topic":"t","partition":0}}
-        payload: {"version":"3","data":{"offset":42,"leaderEpoch":0,"metadata":"","commitTimestamp":...}}
-
-    Tombstones print ``<DELETE>``; unknown key types ``Unknown record type N at offset O, skipping.`` and no
-    payload; undecodable records ``Error at offset O, skipping. <reason>``."""
-    if key is None:
-        raise CorruptDataError(f"Failed to decode message at offset {offset} using offset topic decoder (message "
-                               f"had a missing key)")
-    try:
-        record = decode_group_record(key, value)
-    except CorruptDataError as err:
-        return f"Error at offset {offset}, skipping. {err}", None
-    if record.kind == "unknown":
-        return f"Unknown record type {record.key_version} at offset {offset}, skipping.", None
-    key_text = to_json({"type": str(record.key_version), "data": record.key})
-    if record.value is None:
-        return key_text, "<DELETE>"
-    return key_text, to_json({"version": str(record.value_version), "data": record.value})
+    """``(key, payload)`` strings as ``DumpLogSegments --offsets-decoder`` prints them (see
+    :func:`~kafkaseg.wire.internal.coordinator_records.format_coordinator_record`)."""
+    return format_coordinator_record(decode_group_record, key, value, offset)
