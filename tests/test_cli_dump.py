@@ -15,7 +15,7 @@ import pytest
 from kafka.record.memory_records import MemoryRecords
 
 from kafkaseg.cli.main import main
-from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+from kafkaseg.testing import PartitionWriter, Record, build_batch_v2, build_legacy_entries, build_legacy_wrapper
 
 # printBatchLevel (v2) + " position: " ... ; field names and order from DumpLogSegments.scala
 BATCH_V2 = re.compile(
@@ -695,3 +695,35 @@ def test_each_inner_message_of_a_v1_wrapper_at_offset_0_prints_its_own_crc(tmp_p
     assert code == 0 and err == []
     assert out[3:] == [f"| offset: {r.offset} CreateTime: {r.timestamp} keySize: 2 valueSize: 2 isValid: true "
                        f"crc: {r.checksum}}}" for r in oracle]
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_deep_iteration_prints_inner_offsets_that_go_back_as_dumplogsegments_does(tmp_path, capsys, magic):
+    """DumpLogSegments prints every record DeepRecordsIterator gives, in stored order at the offset it computes,
+    and lists each step that is not +1 under ``Non-consecutive offsets in`` (newest first: a prepended Scala
+    List). kafkaseg's readers refuse a wrapper whose inner offsets repeat or go back; dump printed none of its
+    records and so reported a step (9 to 13) that is not in the file. It prints them as Kafka does, and still
+    reports the readers' error (exit 1)."""
+    def stamp(i):
+        return 1_600_000_000_000 + i if magic else -1
+
+    inner = [Record(o, stamp(i), b"k%d" % i, b"v%d" % i, []) for i, o in enumerate([10, 12, 11, 11])]
+    log = tmp_path / "old-0" / "00000000000000000009.log"
+    log.parent.mkdir()
+    log.write_bytes(build_legacy_entries([Record(9, stamp(9), None, b"before", [])], magic)[0].data
+                    + build_legacy_wrapper(inner, magic, "gzip").data
+                    + build_legacy_entries([Record(13, stamp(13), None, b"after", [])], magic)[0].data)
+    oracle = [record for _, records in _oracle_batches(log) for record in records]
+    assert [r.offset for r in oracle] == [9, 10, 12, 11, 11, 13]
+    kind = "CreateTime" if magic else "NoTimestampType"
+    expected = [f"| offset: {r.offset} {kind}: {-1 if r.timestamp is None else r.timestamp} "
+                f"keySize: {-1 if r.key is None else len(r.key)} valueSize: {len(r.value)} isValid: true "
+                f"crc: {r.checksum}}}" for r in oracle]
+
+    code, out, err = run(["dump", "--files", str(log), "--deep-iteration"], capsys)
+    assert [line for line in out if line.startswith("|")] == expected
+    assert err[:5] == [f"Non-consecutive offsets in {log}", "  11 is followed by 13", "  11 is followed by 11",
+                       "  12 is followed by 11", "  10 is followed by 12"]
+    assert len(err) == 6 and err[5].startswith(f"Error dumping {log}: ")
+    assert "inner offset 11 of the compressed legacy wrapper follows 12" in err[5]
+    assert code == 1

@@ -26,7 +26,7 @@ from kafkaseg.errors import (
 )
 from kafkaseg.testing import Record, build_batch_v2, build_control_batch, build_legacy_entries, build_legacy_wrapper
 from kafkaseg.wire.batch import iter_headers
-from tests.oracle import kafkaseg_rows
+from tests.oracle import kafka_python_records, kafkaseg_rows
 
 try:
     from kafkaseg.decode import _kernel as _compiled
@@ -622,6 +622,80 @@ def test_non_monotonic_offsets_are_corruption(kernel):
     assert info.value.position == len(batches[1])
     res = kernel.decode(buf, DecodeRequest(lenient=True))
     assert res.num_rows == 5 and res.stats.corrupt_batches == 1
+
+
+# --- legacy wrappers whose inner offsets do not increase --------------------------------------------------------------
+def _legacy_stamp(magic, i):
+    return 1_600_000_000_000 + i if magic else -1
+
+
+def _wrapper_with_inner_offsets(offsets, magic, codec="gzip"):
+    """A compressed wrapper whose inner records have ``offsets``, in this order, as DeepRecordsIterator computes
+    them (v1: relative to the first, the wrapper at the last; v0: absolute)."""
+    records = [Record(o, _legacy_stamp(magic, i), b"k%d" % i, b"v%d" % i, []) for i, o in enumerate(offsets)]
+    return build_legacy_wrapper(records, magic, codec).data
+
+
+def _entry(offset, magic, value):
+    return build_legacy_entries([Record(offset, _legacy_stamp(magic, offset), None, value, [])], magic)[0].data
+
+
+def _compared(rows):
+    return [(r["offset"], r["timestamp"], r["timestampType"], r["key"], r["value"]) for r in rows]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4"])
+def test_legacy_inner_offsets_with_gaps_decode_as_kafka_python_does(kernel, magic, codec):
+    """The log cleaner rewrites a legacy wrapper's retained records at their own offsets (MemoryRecords.filterTo,
+    a v1 wrapper's relative offsets from the first retained one), so inner offsets with gaps are what compaction
+    leaves: read as Kafka's consumers read them."""
+    buf = _entry(9, magic, b"before") + _wrapper_with_inner_offsets([10, 13, 20], magic, codec)
+    res = kernel.decode(buf, DecodeRequest(path="gaps.log"))
+    assert _compared(kafkaseg_rows(res)) == _compared(kafka_python_records(buf))
+    assert [r["offset"] for r in kafkaseg_rows(res)] == [9, 10, 13, 20] and res.last_offset == 20
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("inner_offsets", [
+    [10, 12, 11],  # back: the v1 wrapper's offset (11, its last inner one) is below one of its records
+    [10, 10, 11],  # the same offset twice
+    [7, 7, 7],
+    [4, 6, 7],  # increasing, but from below the entry before the wrapper (5)
+])
+def test_legacy_inner_offsets_that_repeat_or_go_back_are_corruption(kernel, magic, inner_offsets):
+    """Kafka's DeepRecordsIterator does not check that a wrapper's inner offsets increase: the Java consumer skips,
+    unsaid, a record below the next offset it expects, kafka-python returns it. Returning them would put an
+    offset in the results twice or out of order, skipping some would lose them unsaid, and no broker writes such
+    a wrapper: a strict read raises at the wrapper, a lenient one skips it whole and counts it. Only dump's
+    ``allow_unordered_inner_offsets`` takes them as stored, record for record as kafka-python does."""
+    head, wrapper, tail = (_entry(5, magic, b"before"), _wrapper_with_inner_offsets(inner_offsets, magic),
+                           _entry(13, magic, b"after"))
+    buf = head + wrapper + tail
+    expected = kafka_python_records(buf)
+    offsets = [r["offset"] for r in expected]
+    assert offsets == [5, *inner_offsets, 13] and any(b <= a for a, b in zip(offsets, offsets[1:]))
+
+    strict = DecodeRequest(path="back.log", base_position=100)
+    with pytest.raises(CorruptBatchError, match="inner offset .* of the compressed legacy wrapper follows") as info:
+        kernel.decode(buf, strict)
+    assert info.value.position == 100 + len(head) and info.value.path == "back.log"
+
+    lenient = DecodeRequest(lenient=True)
+    res = kernel.decode(buf, lenient)
+    assert [r["value"] for r in kafkaseg_rows(res)] == [b"before", b"after"]
+    assert (res.stats.corrupt_batches, res.stats.corrupt_bytes) == (1, len(wrapper))
+
+    as_stored = DecodeRequest(allow_unordered_inner_offsets=True, include_metadata=True)
+    res = kernel.decode(buf, as_stored)
+    assert _compared(kafkaseg_rows(res)) == _compared(expected)
+    assert res.last_offset == 13
+    assert kernel.decode(wrapper, as_stored).last_offset == max(inner_offsets)
+    if _compiled is not None:
+        for req in (strict, lenient, as_stored):
+            assert outcome(_compiled, buf, req) == outcome(_kernel_py, buf, req)
 
 
 @pytest.mark.parametrize("kernel", KERNELS)

@@ -17,7 +17,9 @@ Output follows DumpLogSegments line for line: ``Dumping <file>``, then per file 
 Kafka's end-of-run reports go to stderr in its words (``Mismatches in :<file>``, ``Found timestamp mismatch in :``,
 ``Non-consecutive offsets in <file>``...). Differences: ``--json`` prints only JSON lines on stdout: ``{"file": F}``
 before each file, one object per batch / entry, and the end-of-run findings as ``{"file", "problem", ...}`` objects;
-the exit status is 1 when an index disagrees with its log or a batch fails its CRC (Kafka always exits 0).
+the exit status is 1 when an index disagrees with its log or a batch fails its CRC (Kafka always exits 0). A batch
+kafkaseg's readers refuse is reported (``Error dumping``, exit 1); one whose only fault is a legacy wrapper's inner
+offsets repeating or going back still has its records printed as Kafka's deep iterator gives them.
 """
 
 from __future__ import annotations
@@ -224,16 +226,30 @@ def _batch_max_timestamp(data: bytes, header: BatchHeader, path: str) -> int:
     with no Python object per record."""
     request = DecodeRequest(path=path, base_position=header.position, verify_crc=False, include_control=True,
                             include_key=False, include_value=False, max_batch_bytes=max(len(data), 1 << 20),
-                            timestamp_unit="ms")
+                            timestamp_unit="ms", allow_unordered_inner_offsets=True)
     stamps = decode(memoryview(data), request).columns["timestamp"].cast(pa.int64())
     largest = pc.max(stamps).as_py()
     return -1 if largest is None else max(largest, -1)
 
 
-def _batch_records(data: bytes, header: BatchHeader, path: str) -> list[_Record]:
+def _unordered_legacy_records(data: bytes, header: BatchHeader, path: str) -> list[_Record]:
+    """After a batch failed to decode: a compressed legacy wrapper whose inner offsets repeat or go back (which
+    readers refuse; the caller reports the error) as DumpLogSegments prints it, every inner record in stored order
+    at the offset DeepRecordsIterator gives it (its non-consecutive report then lists the steps back). [] for a
+    batch that fails for another reason."""
+    if header.magic >= 2 or header.codec == 0:
+        return []
+    try:
+        return _batch_records(data, header, path, unordered_inner_offsets=True)
+    except KafkaSegError:
+        return []
+
+
+def _batch_records(data: bytes, header: BatchHeader, path: str, *,
+                   unordered_inner_offsets: bool = False) -> list[_Record]:
     request = DecodeRequest(path=path, base_position=header.position, verify_crc=False, include_control=True,
                             include_headers=True, include_metadata=True, max_batch_bytes=max(len(data), 1 << 20),
-                            timestamp_unit="ms")
+                            timestamp_unit="ms", allow_unordered_inner_offsets=unordered_inner_offsets)
     result = decode(memoryview(data), request)
     cols = result.columns
     offsets = cols["offset"].to_pylist()
@@ -391,7 +407,7 @@ def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress
                     records = _batch_records(data, header, path)
                 except KafkaSegError as err:
                     report.errors.append((path, str(err)))
-                    records = []
+                    records = _unordered_legacy_records(data, header, path)
                 rows = []
                 for record in records:
                     if last_offset != -1 and record.offset != last_offset + 1:

@@ -567,6 +567,7 @@ cdef class _Decoder:
     cdef object path
     cdef int64_t base_position
     cdef bint verify_crc, include_control, include_headers, include_metadata, include_key, include_value, lenient
+    cdef bint allow_unordered_inner_offsets  # DecodeRequest's: dump takes a legacy wrapper's records as stored
     cdef bint ts_ms  # timestamp_unit "ms": Kafka's milliseconds as they are (no range check, Java's wrapping sum)
     cdef int64_t ts_scale  # 1000 (microseconds, Spark's unit) or 1
     cdef int64_t min_offset, max_offset, max_records, max_bytes, max_batch_bytes, max_decompressed, bytes_after
@@ -613,6 +614,7 @@ cdef class _Decoder:
         self.include_key = req.include_key
         self.include_value = req.include_value
         self.lenient = req.lenient
+        self.allow_unordered_inner_offsets = req.allow_unordered_inner_offsets
         self.ts_ms = req.timestamp_unit == "ms"
         self.ts_scale = 1 if self.ts_ms else 1000
         self.min_offset = req.min_offset
@@ -1411,9 +1413,13 @@ cdef class _Decoder:
         prev = last_seen
         for ientry in inner:
             absolute = base + <int64_t>ientry[0]
-            if absolute <= prev:
-                raise _Frame(CorruptBatchError, f"non-monotonic offsets: inner offset {absolute} follows {prev}", pos)
-            prev = absolute
+            # why inner offsets that repeat or go back are corruption though Kafka's DeepRecordsIterator
+            # (clients/.../record/AbstractLegacyRecordBatch.java) does not check them: the twin's comment here
+            if absolute > prev:
+                prev = absolute
+            elif not self.allow_unordered_inner_offsets:
+                raise _Frame(CorruptBatchError, f"non-monotonic offsets: inner offset {absolute} of the compressed "
+                                                f"legacy wrapper follows {prev}", pos)
             if absolute >= self.max_offset or absolute < self.min_offset:
                 continue
             # the twin's _inner_timestamp has the rule (and why inner and wrapper magic may differ)

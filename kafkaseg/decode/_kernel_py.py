@@ -577,9 +577,21 @@ def _decode_legacy(buf, pos, total, magic, req, out, stats, last_seen):
     prev = last_seen
     for (rel, _, inner_magic, _, inner_ts, ikey, ivalue) in inner:
         absolute = base + rel
-        if absolute <= prev:
-            raise _Frame(CorruptBatchError, f"non-monotonic offsets: inner offset {absolute} follows {prev}", pos)
-        prev = absolute
+        # Inner offsets must increase, from above the offset before the wrapper; gaps are fine (the log cleaner
+        # leaves them). Kafka's read path does not check this: DeepRecordsIterator
+        # (clients/src/main/java/org/apache/kafka/common/record/AbstractLegacyRecordBatch.java) only refuses a
+        # non-zero wrapper offset below the last inner one (above); the Java consumer (CompletedFetch) then skips,
+        # unsaid, a record below the next offset it expects, while kafka-python returns it. No broker writes such
+        # a wrapper (LogValidator rebuilds a produced set whose inner offsets are not 0..n-1; MemoryRecordsBuilder,
+        # which the cleaner rewrites with, refuses offsets that do not increase), so it is corruption: returning
+        # the records would give an offset twice or out of order (wrong for offset-ordered reads, slices, seeks,
+        # compaction), and skipping some as the Java consumer does would lose them unsaid. A strict read raises, a
+        # lenient one skips the wrapper whole, counted; only dump takes them as stored (DumpLogSegments does).
+        if absolute > prev:
+            prev = absolute
+        elif not req.allow_unordered_inner_offsets:
+            raise _Frame(CorruptBatchError, f"non-monotonic offsets: inner offset {absolute} of the compressed "
+                                            f"legacy wrapper follows {prev}", pos)
         if absolute >= req.max_offset:
             continue
         if absolute < req.min_offset:

@@ -61,6 +61,11 @@ class DecodeRequest:
     aborted: tuple[tuple[int, int, int], ...] = ()
     lenient: bool = False
     check_offsets_after: int = INT64_MIN  # the last offset seen before this buffer (monotonicity across buffers)
+    # ``kafkaseg dump`` only: a compressed legacy wrapper's inner records come back in their stored order at the
+    # offsets Kafka's DeepRecordsIterator gives them even when those repeat or go back (DumpLogSegments prints them
+    # so); a read never sets it, since its results would then hold an offset twice or out of order (the kernels'
+    # comment at the inner-offset check says why that is corruption). The last offset is then the highest.
+    allow_unordered_inner_offsets: bool = False
     bytes_after: int = 0  # bytes of the same data after buf (lenient resynchronisation; see above)
     # "us": timestamp[us] as Spark stores them (a millisecond value beyond +-9.2e15, e.g. a producer that sent
     # nanoseconds, is a CorruptBatchError); "ms": timestamp[ms], Kafka's values as they are (the CLI prints them)

@@ -215,8 +215,11 @@ def _legacy_records(data, header: BatchHeader, verify_crc: bool, max_decompresse
     previous = None
     for relative, _, inner_magic, _, inner_ts, inner_key, inner_value in entries:
         absolute = shift + relative
+        # as the decoder: Kafka's DeepRecordsIterator (AbstractLegacyRecordBatch.java) does not check this, but
+        # inner offsets that repeat or go back are corruption (see kafkaseg/decode/_kernel_py.py at this check)
         if previous is not None and absolute <= previous:
-            raise CorruptBatchError(f"non-monotonic offsets: inner offset {absolute} follows {previous}")
+            raise CorruptBatchError(f"non-monotonic offsets: inner offset {absolute} of the compressed legacy "
+                                    f"wrapper follows {previous}")
         previous = absolute
         offsets.append(absolute)
         # AbstractLegacyRecordBatch: none for a v0 message, a LogAppendTime wrapper's own, else the message's
