@@ -698,6 +698,22 @@ def test_a_start_above_the_high_watermark_the_log_reaches_waits_for_it(data):
     assert read_batch(p, start, end) == [("a", 0, o) for o in range(40, 50)]
 
 
+def test_a_start_past_the_log_end_is_data_loss_named_at_the_start_not_a_truncation(data):
+    """Spark's first micro-batch reports a starting offset past the end as data loss; kafkaseg said so only at the
+    first batch, as 'the log was truncated', which it never was (found by audit)."""
+    log_end = hws(data)[("a", 0)]
+    with pytest.raises(DataLossError, match=rf"option 'startingOffsets'.* a-0 .*{log_end + 100}.* log end "
+                                            rf"{log_end}") as raised:
+        planner(data, startingOffsets=f'{{"a":{{"0":{log_end + 100}}}}}').initial_offsets()
+    assert "truncated" not in str(raised.value)
+    # failOnDataLoss=false: the first batch logs the loss and the stream goes on from the log end, as Spark's does
+    p = planner(data, startingOffsets=f'{{"a":{{"0":{log_end + 100}}}}}', assign='{"a":[0]}',
+                failOnDataLoss="false")
+    start = p.initial_offsets()
+    end = p.latest_offsets(start)
+    assert p.plan(start, end).data_loss and from_offsets(end) == {("a", 0): log_end}
+
+
 @pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
 def test_follow_reads_a_partition_being_written_exactly_once(tmp_path, monkeypatch, isolation):
     """A writer appends a partition's segments to a live dir in arbitrary byte chunks (torn batches at the file's
