@@ -139,6 +139,20 @@ def test_schema_options_and_user_schema():
     assert read_options({"paths": '["/a,b"]'}).paths == ("/a,b",)
 
 
+def test_create_table_is_refused_with_the_temporary_view_that_works():
+    """``CREATE TABLE t USING kafkaseg OPTIONS (...)`` hands the source the catalog's table properties (as PySpark
+    4.3 passes them, seen by the audit), and a later query on the table reaches the reader with no options at all:
+    it was refused as "unknown option 'location'; did you mean 'onCorruption'?" (found by audit)."""
+    table = {"location": "file:/x", "path": "file:/x", "subscribe": "orders", "option.subscribe": "orders",
+             "owner": "root", "provider": "kafkaseg"}
+    for options in (table, {"owner": "root", "provider": "kafkaseg"}):  # ... USING kafkaseg, no OPTIONS
+        with pytest.raises(InvalidOptionError, match=r"CREATE TABLE .*CREATE TEMPORARY VIEW"):
+            KafkaSegDataSource(options).schema()
+    # an option of that name given by hand is still just unknown
+    with pytest.raises(InvalidOptionError, match="unknown option 'owner'"):
+        KafkaSegDataSource({"path": "/x", "owner": "me"}).schema()
+
+
 def test_pyspark_lookup_finds_the_kafkaseg_default_source():
     from pyspark.serializers import read_int, UTF8Deserializer
     from pyspark.sql.worker import lookup_data_sources
