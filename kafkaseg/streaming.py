@@ -513,9 +513,13 @@ class MicroBatchPlanner:
             listing = list_partitions(None, self.options)
         # one listing: the partitions gone, and the plan
         current = {(p.topic, p.partition): p for p in self._partitions(listing)}
+        on_disk = {(p.topic, p.partition) for p in listing.partitions} | {(t, n) for t, n, _ in listing.unselected}
         for tp in sorted(set(begin) - set(until)):
             name = f"{tp[0]}-{tp[1]}"
-            if tp not in current:
+            if tp not in current and tp in on_disk:  # Spark's source reports such partitions as gone too
+                loss(f"{name} is no longer selected by the options (assign, subscribe or subscribePattern changed "
+                     f"since the query's checkpoint?); offsets from {begin[tp]} on are not read")
+            elif tp not in current:
                 loss(f"{name} is gone (its folder is no longer under the given paths); offsets from {begin[tp]} on "
                      "may have been missed")
             elif replaying_first:

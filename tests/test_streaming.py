@@ -245,6 +245,18 @@ def test_a_partition_that_disappears_is_data_loss(data):
     assert ("b", 0) not in plan.ranges and ("a", 0) in plan.ranges and plan.data_loss
 
 
+def test_a_topic_dropped_from_subscribe_on_restart_is_data_loss_that_says_so(data):
+    """Spark's source reports the partitions of a topic left out of ``subscribe`` since the checkpoint as gone;
+    kafkaseg did too, but as 'its folder is no longer under the given paths', while the folder is there (found by
+    audit)."""
+    start = planner(data).initial_offsets()
+    restarted = planner(data, subscribe="a")
+    end = restarted.latest_offsets(start)
+    with pytest.raises(DataLossError, match=r"b-0 is no longer selected by the options .*subscribe") as raised:
+        restarted.plan(start, end)
+    assert "no longer under the given paths" not in str(raised.value)
+
+
 def test_retention_past_the_stream_position_is_data_loss(data):
     p = planner(data)
     start = p.initial_offsets()
