@@ -198,23 +198,38 @@ class SegmentSlice:
 class Predicates:
     """What filter pushdown (or the Python API) narrows a scan by. None = no restriction.
 
-    ``partitions`` holds partition numbers (any topic) and/or ``(topic, partition)`` pairs. ``offset_ranges`` is a
-    union of half-open ``[lo, hi)`` ranges on ``offset``. ``timestamp_range`` is ``(lo, hi)`` in ms, inclusive lo,
-    exclusive hi, either None; it only prunes (segments whose largest timestamp < lo, and the part of a segment
-    that the time index proves older than lo), so the caller must still apply the filter to rows.
+    ``partitions`` holds partition numbers (any topic) and/or ``(topic, partition)`` pairs. ``excluded_topics`` and
+    ``excluded_partitions`` (numbers) are left out (``<>``, NOT IN); every one of ``topic_patterns``, ``(kind,
+    text)`` with kind ``startswith``, ``endswith`` or ``contains`` (LIKE ``'x%'``, ``'%x'``, ``'%x%'``), must hold for
+    a topic's name. ``offset_ranges`` is a union of half-open ``[lo, hi)`` ranges on ``offset``. ``timestamp_range``
+    is ``(lo, hi)`` in ms, inclusive lo, exclusive hi, either None; it only prunes (segments whose largest timestamp
+    < lo, and the part of a segment that the time index proves older than lo), so the caller must still apply the
+    filter to rows.
     """
 
     topics: frozenset[str] | None = None
     partitions: frozenset | None = None
     offset_ranges: tuple[tuple[int, int], ...] | None = None
     timestamp_range: tuple[int | None, int | None] | None = None
+    excluded_topics: frozenset[str] = frozenset()
+    excluded_partitions: frozenset[int] = frozenset()
+    topic_patterns: tuple[tuple[str, str], ...] = ()
 
     def selects(self, topic: str, partition: int) -> bool:
         if self.topics is not None and topic not in self.topics:
             return False
+        if topic in self.excluded_topics or partition in self.excluded_partitions:
+            return False
+        if not all(TOPIC_PATTERN_TESTS[kind](topic, text) for kind, text in self.topic_patterns):
+            return False
         if self.partitions is not None:
             return partition in self.partitions or (topic, partition) in self.partitions
         return True
+
+
+#: How each kind of :attr:`Predicates.topic_patterns` tests a topic name (Spark's StringStartsWith, StringEndsWith
+#: and StringContains, case-sensitive as LIKE is)
+TOPIC_PATTERN_TESTS = {"startswith": str.startswith, "endswith": str.endswith, "contains": str.__contains__}
 
 
 @dataclass

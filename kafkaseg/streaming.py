@@ -34,7 +34,9 @@ in apache/spark ``connector/kafka-0-10-sql``, with the files standing in for the
   above the new replica's high watermark: data loss, since records above a replica's high watermark may be a
   fenced leader's;
 * a start (``startingOffsets``) above the high watermark that the files reach waits there for the high watermark,
-  as a consumer's empty fetch there does (no rewind, no data loss);
+  as a consumer's empty fetch there does (no rewind, no data loss); one past the log end is data loss, raised by
+  :meth:`MicroBatchPlanner.initial_offsets` under ``failOnDataLoss`` (naming the option), else the first
+  micro-batch's (a log that went back);
 * a trigger recomputes the range of a partition only when its checkpoints or segment files changed (names, the
   last one's size and mtime) or its last segment changed within the last 2 s (an append inside the mtime's
   granularity); an idle partition costs its folder listing;
@@ -385,6 +387,13 @@ class MicroBatchPlanner:
                 # a start above the high watermark (or last stable offset) the files reach: a consumer's fetch there
                 # is empty until the high watermark gets there, not data loss
                 self._waiting.add(tp)
+            elif positions[tp] > available.log_end and self.options.fail_on_data_loss:
+                # Spark's first micro-batch reports it ("offset was changed from ... to ..."); said here, where the
+                # option is known, instead of as a log that went back (with false the first batch logs it and the
+                # stream goes on from the log end)
+                raise DataLossError(f"option '{limit.option or 'startingOffsets'}' starts {tp[0]}-{tp[1]} at offset "
+                                    f"{positions[tp]}, past its log end {available.log_end} in {pdir.path}: offsets "
+                                    f"[{available.log_end}, {positions[tp]}) are not there {_FAIL_HINT}")
         self._pdirs = {(p.topic, p.partition): p for p in pdirs}
         self._ranges, self._ranges_listing = cache, listing
         return self._with_incarnations(positions, ranges)
@@ -504,9 +513,13 @@ class MicroBatchPlanner:
             listing = list_partitions(None, self.options)
         # one listing: the partitions gone, and the plan
         current = {(p.topic, p.partition): p for p in self._partitions(listing)}
+        on_disk = {(p.topic, p.partition) for p in listing.partitions} | {(t, n) for t, n, _ in listing.unselected}
         for tp in sorted(set(begin) - set(until)):
             name = f"{tp[0]}-{tp[1]}"
-            if tp not in current:
+            if tp not in current and tp in on_disk:  # Spark's source reports such partitions as gone too
+                loss(f"{name} is no longer selected by the options (assign, subscribe or subscribePattern changed "
+                     f"since the query's checkpoint?); offsets from {begin[tp]} on are not read")
+            elif tp not in current:
                 loss(f"{name} is gone (its folder is no longer under the given paths); offsets from {begin[tp]} on "
                      "may have been missed")
             elif replaying_first:

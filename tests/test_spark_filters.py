@@ -20,14 +20,17 @@ from pyspark.sql.datasource import (
     LessThan,
     LessThanOrEqual,
     Not,
+    StringContains,
+    StringEndsWith,
     StringStartsWith,
 )
 
 from kafkaseg.errors import InvalidOptionError
 from kafkaseg.options import ReadOptions
-from kafkaseg.planning import Predicates
+from kafkaseg.planning import Predicates, plan_scan
 from kafkaseg.spark import KafkaSegDataSource, KafkaSegReader, read_options, spark_schema, translate_filters
 from kafkaseg.spark.filters import OFFSET_END, OFFSET_MIN
+from kafkaseg.testing import TopicSpec, write_data_dir
 
 UTC = dt.timezone.utc
 
@@ -66,9 +69,38 @@ def test_partition_and_topic_sets_intersect():
     assert len(result.handled) == len(filters)
 
 
+def test_topic_patterns_and_exclusions_prune_partitions_exactly(tmp_path):
+    """``topic LIKE 'events%'``, ``partition <> 0``, ``topic NOT IN (...)`` read every partition before (found by
+    audit): they are exact on the topic and partition columns, which are never null."""
+    filters = [StringStartsWith(("topic",), "ev"), StringEndsWith(("topic",), "-lz4"), StringContains(("topic",), "s"),
+               Not(EqualTo(("partition",), 0)), Not(In(("partition",), (2, 3))),
+               Not(EqualNullSafe(("topic",), "events-a-lz4")), Not(In(("topic",), ("x",)))]
+    result = translate_filters(filters)
+    assert _ids(result.handled) == _ids(filters) and result.remaining == []
+    predicates = result.predicates
+    assert predicates == Predicates(topic_patterns=(("startswith", "ev"), ("endswith", "-lz4"), ("contains", "s")),
+                                    excluded_partitions=frozenset({0, 2, 3}),
+                                    excluded_topics=frozenset({"events-a-lz4", "x"}))
+    assert predicates.selects("events-lz4", 1) and predicates.selects("events-lz4", 4)
+    assert not predicates.selects("events-lz4", 0) and not predicates.selects("events-lz4", 3)
+    assert not predicates.selects("events-gzip", 1) and not predicates.selects("orders-lz4", 1)
+    assert not predicates.selects("events-a-lz4", 1) and not predicates.selects("evt-lz4", 1)
+    # NOT IN with a NULL is never true: left to Spark, as are patterns on other columns and negated patterns
+    kept = [Not(In(("partition",), (1, None))), StringStartsWith(("key",), "a"), Not(StringStartsWith(("topic",), "a"))]
+    assert _ids(translate_filters(kept).remaining) == _ids(kept)
+
+    # planning lists only the partitions they select (Spark's filters arrive this way for
+    # where("topic LIKE 'ev%' AND partition <> 0"))
+    write_data_dir(tmp_path, [TopicSpec("events", partitions=2, records_per_partition=10),
+                              TopicSpec("orders", partitions=2, records_per_partition=10)], seed=1)
+    where = translate_filters([StringStartsWith(("topic",), "ev"), Not(EqualTo(("partition",), 0))]).predicates
+    plan = plan_scan(str(tmp_path), ReadOptions.from_options({}), where)
+    assert [(p.topic, p.partition) for p in plan.report.partitions] == [("events", 1)]
+
+
 def test_unsupported_shapes_are_left_to_spark():
     filters = [EqualTo(("offset",), 1.5), EqualTo(("offset",), True), GreaterThan(("partition",), 2),
-               Not(In(("partition",), (1,))), StringStartsWith(("topic",), "ord"), EqualTo(("value",), b"x"),
+               Not(In(("partition",), (1, "2"))), StringStartsWith(("topic",), 5), EqualTo(("value",), b"x"),
                EqualTo(("headers", "key"), "h"), In(("offset",), (1, "2")), Not(GreaterThan(("offset",), 3))]
     result = translate_filters(filters)
     assert result.predicates is None
@@ -137,6 +169,20 @@ def test_schema_options_and_user_schema():
         KafkaSegDataSource({"path": "/x", "startingOffsets": "latest", "endingOffsets": "earliest"}).schema()
     assert read_options({"path": "/a, /b"}).paths == ("/a", "/b")
     assert read_options({"paths": '["/a,b"]'}).paths == ("/a,b",)
+
+
+def test_create_table_is_refused_with_the_temporary_view_that_works():
+    """``CREATE TABLE t USING kafkaseg OPTIONS (...)`` hands the source the catalog's table properties (as PySpark
+    4.3 passes them, seen by the audit), and a later query on the table reaches the reader with no options at all:
+    it was refused as "unknown option 'location'; did you mean 'onCorruption'?" (found by audit)."""
+    table = {"location": "file:/x", "path": "file:/x", "subscribe": "orders", "option.subscribe": "orders",
+             "owner": "root", "provider": "kafkaseg"}
+    for options in (table, {"owner": "root", "provider": "kafkaseg"}):  # ... USING kafkaseg, no OPTIONS
+        with pytest.raises(InvalidOptionError, match=r"CREATE TABLE .*CREATE TEMPORARY VIEW"):
+            KafkaSegDataSource(options).schema()
+    # an option of that name given by hand is still just unknown
+    with pytest.raises(InvalidOptionError, match="unknown option 'owner'"):
+        KafkaSegDataSource({"path": "/x", "owner": "me"}).schema()
 
 
 def test_pyspark_lookup_finds_the_kafkaseg_default_source():

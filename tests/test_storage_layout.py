@@ -29,6 +29,20 @@ def test_parse_topic_partition_follows_kafka():
         assert parse_topic_partition(bad) is None
 
 
+def test_a_folder_above_log_dirs_names_them_in_its_error(tmp_path):
+    """``load("/var/lib/kafka")`` where the log dir is ``/var/lib/kafka/data``: the error said only what the folder
+    is not (found by audit); it now names the log dirs just below it."""
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path / "kafka" / "data", [TopicSpec("a", records_per_partition=5)], seed=1)
+    (tmp_path / "kafka" / "logs").mkdir()
+    with pytest.raises(LayoutError, match=r"neither a Kafka log dir.*; it holds one: .*kafka/data\b"):
+        discover(str(tmp_path / "kafka"))
+    with pytest.raises(LayoutError) as raised:  # nothing below to suggest
+        discover(str(tmp_path / "kafka" / "logs"))
+    assert "holds" not in str(raised.value)
+
+
 def test_discover_corpus_log_dir(corpus_dir):
     root = corpus_dir / SMART
     parts = discover(str(root))

@@ -245,6 +245,18 @@ def test_a_partition_that_disappears_is_data_loss(data):
     assert ("b", 0) not in plan.ranges and ("a", 0) in plan.ranges and plan.data_loss
 
 
+def test_a_topic_dropped_from_subscribe_on_restart_is_data_loss_that_says_so(data):
+    """Spark's source reports the partitions of a topic left out of ``subscribe`` since the checkpoint as gone;
+    kafkaseg did too, but as 'its folder is no longer under the given paths', while the folder is there (found by
+    audit)."""
+    start = planner(data).initial_offsets()
+    restarted = planner(data, subscribe="a")
+    end = restarted.latest_offsets(start)
+    with pytest.raises(DataLossError, match=r"b-0 is no longer selected by the options .*subscribe") as raised:
+        restarted.plan(start, end)
+    assert "no longer under the given paths" not in str(raised.value)
+
+
 def test_retention_past_the_stream_position_is_data_loss(data):
     p = planner(data)
     start = p.initial_offsets()
@@ -545,10 +557,11 @@ def test_a_partition_deleted_while_its_latest_offset_is_read_is_gone(data, monke
             return real(pdir, options)  # its files are gone: LayoutError
         return real(pdir, options)
 
-    p = planner(data)
-    start = p.initial_offsets()
+    start = planner(data).initial_offsets()
+    # a planner of its own: one that took the initial offsets reuses their ranges when the files are over 2 s old
+    # (the module's template, when the whole file runs), and would not look at the partition again
     monkeypatch.setattr(streaming, "available_range", deleted_meanwhile)
-    end = p.latest_offsets(start)
+    end = planner(data).latest_offsets(start)
     assert set(from_offsets(end)) == {("a", 0), ("b", 0)}
 
 
@@ -695,6 +708,22 @@ def test_a_start_above_the_high_watermark_the_log_reaches_waits_for_it(data):
     set_hws(data, {**full, ("a", 0): 50})
     end = p.latest_offsets(start)
     assert read_batch(p, start, end) == [("a", 0, o) for o in range(40, 50)]
+
+
+def test_a_start_past_the_log_end_is_data_loss_named_at_the_start_not_a_truncation(data):
+    """Spark's first micro-batch reports a starting offset past the end as data loss; kafkaseg said so only at the
+    first batch, as 'the log was truncated', which it never was (found by audit)."""
+    log_end = hws(data)[("a", 0)]
+    with pytest.raises(DataLossError, match=rf"option 'startingOffsets'.* a-0 .*{log_end + 100}.* log end "
+                                            rf"{log_end}") as raised:
+        planner(data, startingOffsets=f'{{"a":{{"0":{log_end + 100}}}}}').initial_offsets()
+    assert "truncated" not in str(raised.value)
+    # failOnDataLoss=false: the first batch logs the loss and the stream goes on from the log end, as Spark's does
+    p = planner(data, startingOffsets=f'{{"a":{{"0":{log_end + 100}}}}}', assign='{"a":[0]}',
+                failOnDataLoss="false")
+    start = p.initial_offsets()
+    end = p.latest_offsets(start)
+    assert p.plan(start, end).data_loss and from_offsets(end) == {("a", 0): log_end}
 
 
 @pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])

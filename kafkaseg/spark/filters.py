@@ -8,7 +8,9 @@ sorts every filter into:
 * ``handled``: applied exactly by the scan, so Spark need not re-check rows. ``offset`` (=, <=>, <, <=, >, >=, IN,
   ``<>``, IS [NOT] NULL; BETWEEN arrives as >= and <=) becomes ``offset_ranges``: planning reads only the batches that
   can hold those offsets and the decoder keeps only records inside each slice's ``[start_offset, end_offset)``.
-  ``partition`` and ``topic`` (=, <=>, IN, IS NOT NULL) become ``partitions``/``topics``: planning drops the other
+  ``partition`` and ``topic`` (=, <=>, IN, IS NOT NULL; NOT =, NOT IN, and for ``topic`` LIKE ``'x%'``, ``'%x'``,
+  ``'%x%'``, which arrive as ``StringStartsWith``/``StringEndsWith``/``StringContains``) become ``partitions``/
+  ``topics``, ``excluded_partitions``/``excluded_topics`` and ``topic_patterns``: planning drops the other
   partitions entirely. These three columns are never null, so IS NOT NULL is always true and IS NULL always false.
 * ``remaining``: returned to Spark, which evaluates them after the scan. This includes every ``timestamp`` filter:
   its bounds go into ``timestamp_range``, which only prunes segments and the head of a segment (via ``.timeindex``)
@@ -37,6 +39,9 @@ from pyspark.sql.datasource import (
     LessThan,
     LessThanOrEqual,
     Not,
+    StringContains,
+    StringEndsWith,
+    StringStartsWith,
 )
 
 from kafkaseg.planning import Predicates
@@ -79,6 +84,9 @@ def translate_filters(filters: Sequence[Filter]) -> PushdownResult:
     topics: set[str] | None = None
     ts_lo: int | None = None
     ts_hi: int | None = None
+    excluded_partitions: set[int] = set()
+    excluded_topics: set[str] = set()
+    patterns: list[tuple[str, str]] = []
     result = PushdownResult(None)
     for f in filters:
         column = _column(f)
@@ -88,6 +96,16 @@ def translate_filters(filters: Sequence[Filter]) -> PushdownResult:
                 result.remaining.append(f)
                 continue
             offsets = ranges if offsets is None else _intersect(offsets, ranges)
+            result.handled.append(f)
+        elif column == "topic" and _topic_pattern(f) is not None:
+            patterns.append(_topic_pattern(f))
+            result.handled.append(f)
+        elif column in ("partition", "topic") and _excluded_set(f, int if column == "partition" else str):
+            excluded = _excluded_set(f, int if column == "partition" else str)
+            if column == "partition":
+                excluded_partitions |= excluded
+            else:
+                excluded_topics |= excluded
             result.handled.append(f)
         elif column in ("partition", "topic"):
             wanted = int if column == "partition" else str
@@ -114,13 +132,17 @@ def translate_filters(filters: Sequence[Filter]) -> PushdownResult:
             result.pruning_only.append(f)
         else:
             result.remaining.append(f)
-    if offsets is None and partitions is None and topics is None and ts_lo is None and ts_hi is None:
+    if (offsets is None and partitions is None and topics is None and ts_lo is None and ts_hi is None
+            and not excluded_partitions and not excluded_topics and not patterns):
         return result
     result.predicates = Predicates(
         topics=None if topics is None else frozenset(topics),
         partitions=None if partitions is None else frozenset(partitions),
         offset_ranges=None if offsets is None else tuple(offsets),
         timestamp_range=None if ts_lo is None and ts_hi is None else (ts_lo, ts_hi),
+        excluded_topics=frozenset(excluded_topics),
+        excluded_partitions=frozenset(excluded_partitions),
+        topic_patterns=tuple(patterns),
     )
     return result
 
@@ -195,6 +217,28 @@ def _value_set(f: Filter, kind: type) -> frozenset | None:
     return None
 
 
+def _excluded_set(f: Filter, kind: type) -> frozenset | None:
+    """The values ``NOT (col = v)``, ``NOT (col <=> v)`` or ``NOT (col IN (...))`` leaves out of a never-null
+    column, or None when ``f`` is none of them (NOT IN with a NULL is never true: left to Spark)."""
+    if not isinstance(f, Not):
+        return None
+    child = f.child
+    if isinstance(child, In):
+        values = list(child.value)
+        return frozenset(values) if values and all(_is(v, kind) for v in values) else None
+    if isinstance(child, (EqualTo, EqualNullSafe)) and _is(child.value, kind):
+        return frozenset({child.value})
+    return None
+
+
+def _topic_pattern(f: Filter) -> tuple[str, str] | None:
+    """``topic LIKE 'x%'`` (``StringStartsWith``), ``'%x'`` and ``'%x%'`` as a :attr:`Predicates.topic_patterns`
+    entry, or None."""
+    kinds = {StringStartsWith: "startswith", StringEndsWith: "endswith", StringContains: "contains"}
+    kind = kinds.get(type(f))
+    return (kind, f.value) if kind is not None and isinstance(f.value, str) else None
+
+
 def _micros(value: Any) -> int | None:
     if isinstance(value, _dt.datetime) and value.tzinfo is not None and value.utcoffset() is not None:
         return (value - _EPOCH) // _ONE_US
@@ -264,6 +308,9 @@ def _show(f: Filter) -> str:
         return f"{name} {ops[type(f)]} {f.value!r}"
     if isinstance(f, In):
         return f"{name} IN {tuple(f.value)!r}"
+    pattern = _topic_pattern(f)
+    if pattern is not None:
+        return f"{name} {pattern[0].upper()} {pattern[1]!r}"
     if isinstance(f, IsNull):
         return f"{name} IS NULL"
     if isinstance(f, IsNotNull):

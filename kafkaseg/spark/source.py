@@ -81,6 +81,16 @@ STALE_PLAN_NOTE = ("filter pushdown is not applied: this PySpark reuses a DataFr
                    "(assign, startingOffsets, ...) or set filterPushdown=true with one load() per query")
 
 
+#: ``CREATE TABLE ... USING kafkaseg``: Spark hands the source the catalog's table properties (``provider``,
+#: ``owner``, ``location``, ``option.*``), and PySpark (to 4.3 at least) creates the reader of a later query on the
+#: table with no options at all, so such a table can never be read
+CREATE_TABLE_REFUSED = (
+    "CREATE TABLE ... USING kafkaseg is not supported: PySpark gives a Python data source's reader none of a "
+    "catalog table's options (path, subscribe, ...) when the table is queried. Use a temporary view instead: "
+    "CREATE TEMPORARY VIEW orders USING kafkaseg OPTIONS (path '/data/kafka', subscribe 'orders'), or "
+    "spark.read.format(\"kafkaseg\")...load(path).createOrReplaceTempView(\"orders\")")
+
+
 def spark_schema(include_headers: bool = False, include_metadata: bool = False,
                  columns: tuple[str, ...] | None = None) -> StructType:
     """Spark's Kafka source schema (plus kafkaseg's opt-in columns, or the ``columns`` projection) as a
@@ -94,6 +104,8 @@ def read_options(options: Any, *, stream: bool = False) -> ReadOptions:
     at commas like Kafka's ``log.dirs`` (Spark passes it as one ``path``); ``load(["/a", "/b"])`` arrives as
     ``paths`` and is taken as given."""
     given = dict(options or {})
+    if any(key.lower() == "provider" for key in given):
+        raise InvalidOptionError(CREATE_TABLE_REFUSED)
     for key in list(given):
         if key.lower() == "path" and isinstance(given[key], str) and "," in given[key]:
             parts = [p.strip() for p in given.pop(key).split(",") if p.strip()]

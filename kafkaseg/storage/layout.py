@@ -634,6 +634,23 @@ _BROKER_FILE_NAMES = frozenset(_CHECKPOINT_FILES) | {ckpt.META_PROPERTIES, ckpt.
                                                      ckpt.PARTITION_METADATA}
 
 
+def _log_dirs_below(listing: Sequence[_fs.FileEntry], filesystem=None, most: int = 20) -> str:
+    """For the error about a folder that is no log dir (``/var/lib/kafka`` for ``/var/lib/kafka/data``): the log
+    dirs among its first ``most`` subfolders, as "; it holds one: <path>", or ""."""
+    found = []
+    for entry in [e for e in listing if e.is_dir][:most]:
+        try:
+            below = _fs.list_dir(entry.path, filesystem)
+        except LayoutError:
+            continue
+        if (_read_log_dir_metadata(entry.path, filesystem, below) is not None
+                or any(e.is_dir and parse_topic_partition(e.name) for e in below)):
+            found.append(entry.path)
+    if not found:
+        return ""
+    return f"; it holds {'one' if len(found) == 1 else 'some'}: {', '.join(found)} (read that instead)"
+
+
 def _read_log_dir_metadata(path: str, filesystem, entries: Sequence[_fs.FileEntry] | None = None,
                            strict: bool = False) -> LogDir | None:
     """A LogDir without partitions: meta.properties and checkpoints. None when the folder has none of them
@@ -1142,7 +1159,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                     continue
                 raise LayoutError(f"{path}: neither a Kafka log dir (no meta.properties, checkpoints or "
                                   f"<topic>-<partition> folders), a topic-partition dir, nor a tiered-storage "
-                                  f"copy (Aiven's or LocalTieredStorage's layout)")
+                                  f"copy (Aiven's or LocalTieredStorage's layout){_log_dirs_below(listing, filesystem)}")
             log_dir = read_log_dir(path, filesystem, select)
             left_out.update((_found_key(entry[2], filesystem), entry) for entry in log_dir.unselected)
             for pd in log_dir.partitions:
