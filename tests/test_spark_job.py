@@ -1112,3 +1112,30 @@ def test_file_stats_leave_out_timestamps_without_a_time_zone(monkeypatch):
         monkeypatch.delenv("TZ")
         time.tzset()
     assert stats["minValues"] == {"utc": "2023-11-14T22:13:20.000Z"} and "ntz" not in stats["maxValues"]
+
+
+def test_a_job_reports_its_own_scan_not_the_newest_one_on_the_host(tmp_path, monkeypatch):
+    """Another application's scan planned on the same host after the job's (a second scheduled job, a test run)
+    must not stand in for the job's own in its report of what the read skipped."""
+    import json
+
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.planning import PlanReport
+    from kafkaseg.spark import reports
+
+    monkeypatch.setenv(reports.REPORT_DIR_ENV, str(tmp_path / "reports"))
+    since = reports.time.time()
+    ours = {"filterPushdown": "true", "startingOffsets": '{"t":{"0":0}}', "endingOffsets": '{"t":{"0":10}}'}
+    paths = [str(tmp_path / "logs")]
+
+    def plan(options, paths, scan_id):
+        parsed = ReadOptions.from_options({**options, "paths": json.dumps(paths)})
+        reports.write_plan(scan_id, PlanReport(options=json.loads(json.dumps(parsed.as_dict(), default=str))), [],
+                           {})
+
+    plan(ours, paths, "ours")
+    plan({**ours, "endingOffsets": '{"t":{"0":11}}'}, paths, "same-dirs-other-range")
+    plan(ours, ["/elsewhere/logs"], "other-dirs")
+    assert reports.last_plan_report().scan_id == "other-dirs"
+    assert reports.plan_report_for(ours, paths, since).scan_id == "ours"
+    assert reports.plan_report_for(ours, paths, reports.time.time() + 60) is None
