@@ -350,6 +350,11 @@ def test_errors_are_one_line_with_an_exit_status():
     other = wrapped("[PATH_NOT_FOUND] Path does not exist: file:/x.csv. SQLSTATE: 42K03\nJVM stacktrace: ...")
     assert error_line(other) == ("PythonException: [PATH_NOT_FOUND] Path does not exist: file:/x.csv. SQLSTATE: "
                                  "42K03", 1)
+    # another error in a worker: its own line, not the wrapper's "An exception was thrown from the Python worker:"
+    missing = wrapped("[PYTHON_EXCEPTION] An exception was thrown from the Python worker: Traceback (most recent "
+                      "call last):\n  File \"/x/serializers.py\", line 483, in loads\n    return cloudpickle.loads(obj)"
+                      "\nModuleNotFoundError: No module named 'pyarrow'\n SQLSTATE: 38000\n\tat org.apache.spark.api")
+    assert error_line(missing) == ("PythonException: ModuleNotFoundError: No module named 'pyarrow'", 1)
 
 
 def test_main_reports_input_problems_in_one_line_before_starting_spark(tmp_path, capsys):
