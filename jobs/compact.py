@@ -37,6 +37,7 @@ from jobs.export import (
     job_parser,
     parse_option_items,
     run_in_session,
+    scan_options,
 )
 from kafkaseg.storage.fs import redact
 
@@ -244,7 +245,7 @@ def describe_plan(plan, out=sys.stdout) -> None:
 
 def run(spark, args: argparse.Namespace, prepared=None) -> dict:
     """The job on an existing SparkSession (``prepared``: :func:`prepare`'s result, made here when None)."""
-    started = time.perf_counter()
+    started, planned_after = time.perf_counter(), time.time()
     paths, plan = prepared if prepared is not None else prepare(args)
     describe_plan(plan)
     changes = latest_per_key(extract(spark, paths, plan.read_options))
@@ -265,7 +266,7 @@ def run(spark, args: argparse.Namespace, prepared=None) -> dict:
                   f"{result.get('num_target_rows_deleted', 0):,} deleted in {result['merge_seconds']:.1f}s")
     print(f"compacted {plan.increment.offsets_to_read:,} offsets into {plan.output} in {seconds:.1f}s{merged}"
           + f"; the table holds {rows:,} keys")
-    missing = _read_missing_offsets()
+    missing = _read_missing_offsets(paths, plan.read_options, planned_after)
     for path, start, end in missing:
         print(f"  note: offsets [{start}, {end}) were missing after {path}, above the cleaner checkpoint (compaction "
               "the checkpoint does not record yet, or a segment file lost from this copy: then keys it held may be "
@@ -273,10 +274,10 @@ def run(spark, args: argparse.Namespace, prepared=None) -> dict:
     return {"plan": plan, "result": result, "seconds": seconds, "missing_offsets": missing}
 
 
-def _read_missing_offsets() -> list:
-    from kafkaseg.spark import last_plan_report
+def _read_missing_offsets(paths, read_options: dict, since: float) -> list:
+    from kafkaseg.spark.reports import plan_report_for
 
-    report = last_plan_report()
+    report = plan_report_for(scan_options(read_options), list(paths), since)  # this run's scan, not the host's newest
     return [tuple(m) for m in report.read_metrics().get("missing_offsets", [])] if report is not None else []
 
 

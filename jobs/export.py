@@ -699,10 +699,15 @@ def extract(spark, paths: Sequence[str], options: dict):
     """A fresh kafkaseg DataFrame for one query, which scans it once. One ``load()`` per scan is what makes
     ``filterPushdown=true`` safe on PySpark versions that reuse a relation's pushed-down plan (see
     kafkaseg.spark.source)."""
-    reader = spark.read.format(FORMAT).option("filterPushdown", "true")
-    for key, value in options.items():
+    reader = spark.read.format(FORMAT)
+    for key, value in scan_options(options).items():
         reader = reader.option(key, value)
     return reader.load(list(paths))
+
+
+def scan_options(options: dict) -> dict:
+    """The options :func:`extract` reads with (its scan's report records them)."""
+    return {"filterPushdown": "true", **options}
 
 
 def summarize_files(files: Iterable[tuple[dict, dict, Callable[[], pa.Table]]]) -> Summary:
@@ -905,10 +910,12 @@ def _first(entries: list, limit: int, form: str, what: str) -> list[str]:
     return lines
 
 
-def _write_metrics() -> dict:
-    from kafkaseg.spark import last_plan_report
+def _write_metrics(paths: Sequence[str], options: dict, since: float) -> dict:
+    """The read metrics of this run's scan (``extract``'s options over ``paths``, planned after ``since``), not of
+    the newest scan on the host, which another application may have planned meanwhile."""
+    from kafkaseg.spark.reports import plan_report_for
 
-    report = last_plan_report()
+    report = plan_report_for(scan_options(options), list(paths), since)
     return report.read_metrics() if report is not None else {}
 
 
@@ -1059,7 +1066,7 @@ def prepare(args: argparse.Namespace) -> dict:
 def run(spark, args: argparse.Namespace, prepared: dict | None = None) -> dict:
     """The job on an existing SparkSession (``prepared``: :func:`prepare`'s result, made here when None); returns
     what it did (for tests and the final report line)."""
-    started = time.perf_counter()
+    started, planned_after = time.perf_counter(), time.time()
     if prepared is None:
         prepared = prepare(args)
     paths, manifest, existing = prepared["paths"], prepared["manifest"], prepared["existing"]
@@ -1079,7 +1086,7 @@ def run(spark, args: argparse.Namespace, prepared: dict | None = None) -> dict:
                               _arrow_schema(args.options), check, prepared)
     print_summary(summary)
     total = sum(s[2] for s in summary)
-    skipped, lines = skipped_report(_write_metrics())  # also when nothing was written: the read may have skipped
+    skipped, lines = skipped_report(_write_metrics(paths, options, planned_after))  # also when nothing was written: the read may have skipped
     if total == 0 and existing is not None:
         print(f"nothing new to export: {args.output} holds the same rows (the offsets past the table's hold no "
               "records, e.g. a transaction's marker; recorded that they were read)")

@@ -480,11 +480,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         check(args)
-        from pyspark.sql import SparkSession
+        from jobs.export import run_in_session  # plain `python jobs/lookup.py`: workers run this Python too
 
-        spark = SparkSession.builder.appName("kafkaseg-lookup").getOrCreate()
-        answers = transform(extract(spark, args.input), args.data_dir, args.isolation, args.partitions)
-        load(answers, args.output, args.format, args.mode)
+        def work(spark) -> None:
+            answers = transform(extract(spark, args.input), args.data_dir, args.isolation, args.partitions)
+            load(answers, args.output, args.format, args.mode)
+
+        run_in_session("kafkaseg-lookup", work)
     except Exception as exc:  # noqa: BLE001 - report_error re-raises what it does not know
         return report_error(exc, "lookup.py", usage=(UsageError,))
     return 0

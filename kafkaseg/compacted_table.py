@@ -89,6 +89,7 @@ def read_state(uri: str, expected: pa.Schema, partition_by: Sequence[str], *, ke
     from deltalake import DeltaTable
 
     table = DeltaTable(uri)
+    refuse_foreign_table(table, uri)
     check_schema(table, expected, partition_by, uri)
     lineage_end = None  # a RESTORE to version v: the commits after v (up to the RESTORE) no longer hold rows
     kept: list[int] = []  # DELETEs accepted with keep_deletes, recorded in the next state
@@ -122,6 +123,22 @@ def read_state(uri: str, expected: pa.Schema, partition_by: Sequence[str], *, ke
     raise CompactedTableError(f"{uri} is a Delta table without recorded compaction offsets ({STATE_KEY} in its "
                               "commits): not written by a compaction run, or its log was cleaned up past the last "
                               "run. Rebuild it with --mode full or write another table")
+
+
+def refuse_foreign_table(table, uri: str) -> None:
+    """Refuse a table no compaction run wrote: no commit records a state and its columns are not a compacted
+    table's (another job's table, e.g. an export's with its ``date`` column, given as ``--output`` by mistake).
+    Neither merging into it nor a rebuild (which replaces every row) is what was meant. A compacted table whose
+    Delta log was cleaned up past its last run keeps its columns and is left to the other checks."""
+    names = {f.name for f in table.schema().fields}
+    if names in ({f.name for f in table_schema(False)}, {f.name for f in table_schema(True)}):
+        return
+    if any(commit.get(STATE_KEY) is not None for commit in newest_commits(table)):
+        return
+    raise CompactedTableError(f"{uri} is a Delta table not written by a compaction run (no {STATE_KEY} in its "
+                              f"commits; columns {', '.join(sorted(names))}): another job's table? A compaction run "
+                              "neither merges into it nor replaces it; give another --output, or delete the table "
+                              "first")
 
 
 def newest_commits(table, first: int = 16):
@@ -485,6 +502,9 @@ def prepare_run(paths: Sequence[str], output: str, config: CompactionConfig, opt
         table, state = read_state(output, schema, config.partition_by, keep_deletes=config.keep_foreign_deletes)
         version = table.version()
     elif exists:
+        from deltalake import DeltaTable
+
+        refuse_foreign_table(DeltaTable(output), output)
         check_partitioning(output, config.partition_by)
         state = recorded_state(output)
     facts, on_disk = gather_facts(paths, read_options, config)

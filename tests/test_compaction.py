@@ -5,6 +5,7 @@ rebuilds, idempotence, and the refusals (data loss, another incarnation, another
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 import shutil
 from pathlib import Path
@@ -394,8 +395,25 @@ def test_another_incarnation_or_schema_is_refused(changelog, tmp_path):
     from deltalake import write_deltalake
 
     write_deltalake(str(tmp_path / "foreign"), pa.table({"a": [1]}))
-    with pytest.raises(CompactedTableError, match="only in the table: a"):
+    with pytest.raises(CompactedTableError, match="not written by a compaction run.*columns a"):
         compact_arrow([str(root / "full")], str(tmp_path / "foreign"), now_ms=NOW)
+
+
+def test_a_table_another_job_wrote_is_never_replaced_by_a_rebuild(changelog, tmp_path):
+    """An --output pointing at another job's table (an export's, with its `date` column and every topic) is refused
+    by every mode, nothing written, and the message does not advise the --mode full that would replace it."""
+    from deltalake import write_deltalake
+
+    _, root, _ = changelog
+    export_like = pa.table({"key": [b"k"], "value": [b"v"], "topic": ["orders"], "partition": [0],
+                            "offset": [7], "date": [dt.date(2024, 5, 1)]})
+    table = str(tmp_path / "export")
+    write_deltalake(table, export_like, partition_by=["topic"])
+    for mode in ("auto", "full"):
+        with pytest.raises(CompactedTableError, match="not written by a compaction run") as caught:
+            compact_arrow([str(root / "full")], table, mode=mode, now_ms=NOW)
+        assert "--mode full" not in str(caught.value)
+    assert DeltaTable(table).version() == 0 and DeltaTable(table).to_pyarrow_table().num_rows == 1
 
 
 def test_cleanable_mode_stops_at_the_active_segment(changelog, tmp_path):

@@ -350,6 +350,11 @@ def test_errors_are_one_line_with_an_exit_status():
     other = wrapped("[PATH_NOT_FOUND] Path does not exist: file:/x.csv. SQLSTATE: 42K03\nJVM stacktrace: ...")
     assert error_line(other) == ("PythonException: [PATH_NOT_FOUND] Path does not exist: file:/x.csv. SQLSTATE: "
                                  "42K03", 1)
+    # another error in a worker: its own line, not the wrapper's "An exception was thrown from the Python worker:"
+    missing = wrapped("[PYTHON_EXCEPTION] An exception was thrown from the Python worker: Traceback (most recent "
+                      "call last):\n  File \"/x/serializers.py\", line 483, in loads\n    return cloudpickle.loads(obj)"
+                      "\nModuleNotFoundError: No module named 'pyarrow'\n SQLSTATE: 38000\n\tat org.apache.spark.api")
+    assert error_line(missing) == ("PythonException: ModuleNotFoundError: No module named 'pyarrow'", 1)
 
 
 def test_main_reports_input_problems_in_one_line_before_starting_spark(tmp_path, capsys):
@@ -1112,3 +1117,30 @@ def test_file_stats_leave_out_timestamps_without_a_time_zone(monkeypatch):
         monkeypatch.delenv("TZ")
         time.tzset()
     assert stats["minValues"] == {"utc": "2023-11-14T22:13:20.000Z"} and "ntz" not in stats["maxValues"]
+
+
+def test_a_job_reports_its_own_scan_not_the_newest_one_on_the_host(tmp_path, monkeypatch):
+    """Another application's scan planned on the same host after the job's (a second scheduled job, a test run)
+    must not stand in for the job's own in its report of what the read skipped."""
+    import json
+
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.planning import PlanReport
+    from kafkaseg.spark import reports
+
+    monkeypatch.setenv(reports.REPORT_DIR_ENV, str(tmp_path / "reports"))
+    since = reports.time.time()
+    ours = {"filterPushdown": "true", "startingOffsets": '{"t":{"0":0}}', "endingOffsets": '{"t":{"0":10}}'}
+    paths = [str(tmp_path / "logs")]
+
+    def plan(options, paths, scan_id):
+        parsed = ReadOptions.from_options({**options, "paths": json.dumps(paths)})
+        reports.write_plan(scan_id, PlanReport(options=json.loads(json.dumps(parsed.as_dict(), default=str))), [],
+                           {})
+
+    plan(ours, paths, "ours")
+    plan({**ours, "endingOffsets": '{"t":{"0":11}}'}, paths, "same-dirs-other-range")
+    plan(ours, ["/elsewhere/logs"], "other-dirs")
+    assert reports.last_plan_report().scan_id == "other-dirs"
+    assert reports.plan_report_for(ours, paths, since).scan_id == "ours"
+    assert reports.plan_report_for(ours, paths, reports.time.time() + 60) is None

@@ -18,6 +18,9 @@ __all__ = ["error_line", "report_error", "positive_int", "USAGE_ERRORS"]
 USAGE_ERRORS: tuple[type, ...] = (errors.InvalidOptionError, errors.LayoutError, errors.TableSchemaError,
                                   FileExistsError)
 _WRAPPED = re.compile(r"kafkaseg\.errors\.(\w+): ([^\n]*)")
+# the exception line that ends a worker's Python traceback ("ModuleNotFoundError: No module named 'pyarrow'")
+_WORKER_ERROR = re.compile(r"Traceback \(most recent call last\):.*?\n(?![ \t])([\w.]+(?:Error|Exception|Exit|"
+                           r"Interrupt|Warning)\b:?[^\n]*)", re.S)
 
 
 def _one_line(text: str) -> str:
@@ -40,6 +43,9 @@ def error_line(exc: BaseException, usage: tuple[type, ...] = ()) -> tuple[str, i
             cls = getattr(errors, name, errors.KafkaSegError)
             code = 2 if isinstance(cls, type) and issubclass(cls, usage) else 1
             return f"{name}: {message.strip()}", code
+        worker = _WORKER_ERROR.search(text)
+        if worker:  # another error in a Python worker: its line, not the wrapper's "An exception was thrown..."
+            return f"{type(exc).__name__}: {worker.group(1).strip()}", 1
         return f"{type(exc).__name__}: {errors.first_line(exc)}", 1
     return None
 

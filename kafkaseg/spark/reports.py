@@ -30,6 +30,7 @@ from typing import Any
 from kafkaseg.planning import LenientDecision, PartitionReport, PlanReport
 
 __all__ = ["ScanReport", "report_dir", "write_plan", "write_read_metrics", "last_plan_report", "plan_reports",
+           "plan_report_for",
            "KEEP_SCANS", "REPORT_DIR_ENV"]
 
 REPORT_DIR_ENV = "KAFKASEG_SPARK_REPORT_DIR"
@@ -195,6 +196,28 @@ def last_plan_report() -> ScanReport | None:
     """The most recent kafkaseg scan planned on this host (None when there is none)."""
     reports = plan_reports(limit=1)
     return reports[0] if reports else None
+
+
+def plan_report_for(options: dict, paths: list[str], since: float) -> ScanReport | None:
+    """The newest kept report of a scan planned at or after ``since`` (``time.time()``) with exactly these read
+    ``options`` over these ``paths``: a job's own scan. :func:`last_plan_report` is the host's newest scan, which
+    another application (a second scheduled job, a test run) may have planned after the job's. None when there
+    is none (also when the options cannot be parsed: they were the scan's, so that is not expected)."""
+    from kafkaseg.errors import KafkaSegError
+    from kafkaseg.options import ReadOptions
+
+    try:
+        parsed = ReadOptions.from_options({**options, "paths": json.dumps(list(paths))})
+    except KafkaSegError as err:
+        log.warning("kafkaseg: cannot match a plan report to options %s: %s", options, err)
+        return None
+    wanted = json.loads(json.dumps(parsed.as_dict(), default=str))
+    for report in plan_reports():
+        if report.created < since:
+            break  # newest first
+        if report.plan.options == wanted:
+            return report
+    return None
 
 
 def _write_atomically(path: Path, text: str) -> None:
