@@ -17,7 +17,7 @@ from kafka.record.memory_records import MemoryRecords
 from kafkaseg.cli.main import main
 from kafkaseg.testing import PartitionWriter, Record, build_batch_v2, build_legacy_entries, build_legacy_wrapper
 
-# printBatchLevel (v2) + " position: " ... ; field names and order from DumpLogSegments.scala
+# printBatchLevel (v2) + " position: " ... ; field names and order from DumpLogSegments.java (Kafka 4.3)
 BATCH_V2 = re.compile(
     r"^baseOffset: (-?\d+) lastOffset: (-?\d+) count: (-?\d+) baseSequence: (-?\d+) lastSequence: (-?\d+) "
     r"producerId: (-?\d+) producerEpoch: (-?\d+) partitionLeaderEpoch: (-?\d+) isTransactional: (true|false) "
@@ -28,7 +28,7 @@ BATCH_LEGACY = re.compile(
     r"magic: ([01]) compresscodec: (none|gzip|snappy|lz4) crc: (\d+) isvalid: (true|false)$")
 RECORD = re.compile(
     r"^\| offset: (\d+) (CreateTime|LogAppendTime|NoTimestampType): (-?\d+) keySize: (-?\d+) valueSize: (-?\d+)"
-    r"(?: sequence: (-?\d+) headerKeys: \[([^\]]*)\])?(?: isValid: (true|false) crc: (\d+)\})?(.*)$")
+    r"(?: sequence: (-?\d+) headerKeys: \[([^\]]*)\])?(?: isValid: (true|false) crc: (\d+))?(.*)$")
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
 
@@ -96,10 +96,10 @@ def test_deep_dump_matches_dumplogsegments_format_and_kafka_python(corpus_dir, r
             assert int(m.group(5)) == (-1 if record.value is None else len(record.value))
             if batch.magic == 2:
                 assert m.group(7) == ",".join(k for k, _ in record.headers)
-            if batch.magic < 2:  # legacy records print their own CRC (with Kafka's stray '}')
+            if batch.magic < 2:  # legacy records print their own CRC (Kafka 4.3 no longer ends it with a '}')
                 assert m.group(8) == "true" and m.group(9) is not None
             elif batch.is_control_batch:
-                assert m.group(10).startswith((" endTxnMarker: ", " controlType: ", " Snapshot"))
+                assert m.group(10).startswith((" endTxnMarker: ", " LeaderChange: ", " controlType: ", " Snapshot"))
     assert position == path.stat().st_size
     assert next(lines, None) is None
 
@@ -658,10 +658,11 @@ def test_deep_iteration_prints_a_v0_wrappers_v1_messages_own_timestamps(tmp_path
         oracle.extend(entry)
     assert [r.magic for r in oracle] == list(inner_magics) and all(r.validate_crc() for r in oracle)
     expected = [f"| offset: {r.offset} NoTimestampType: {-1 if r.timestamp is None else r.timestamp} "
-                f"keySize: {len(r.key)} valueSize: {len(r.value)} isValid: true crc: {r.checksum}}}" for r in oracle]
+                f"keySize: {len(r.key)} valueSize: {len(r.value)} isValid: true crc: {r.checksum}" for r in oracle]
 
     code, out, err = run(["dump", "--files", str(log), "--deep-iteration"], capsys)
-    assert code == 0 and err == []
+    # Kafka 4.3 checks the first record against -1 too: a log not starting at offset 0 reports the step from -1
+    assert code == 0 and err == [f"Non-consecutive offsets in {log}", "  -1 is followed by 100"]
     assert re.fullmatch(r"offset: 103 position: 0 NoTimestampType: -1 size: \d+ magic: 0 compresscodec: gzip "
                         r"crc: \d+ isvalid: true", out[2])
     assert out[3:] == expected
@@ -694,14 +695,15 @@ def test_each_inner_message_of_a_v1_wrapper_at_offset_0_prints_its_own_crc(tmp_p
     code, out, err = run(["dump", "--files", str(log), "--deep-iteration"], capsys)
     assert code == 0 and err == []
     assert out[3:] == [f"| offset: {r.offset} CreateTime: {r.timestamp} keySize: 2 valueSize: 2 isValid: true "
-                       f"crc: {r.checksum}}}" for r in oracle]
+                       f"crc: {r.checksum}" for r in oracle]
 
 
 @pytest.mark.parametrize("magic", [0, 1])
 def test_deep_iteration_prints_inner_offsets_that_go_back_as_dumplogsegments_does(tmp_path, capsys, magic):
     """DumpLogSegments prints every record DeepRecordsIterator gives, in stored order at the offset it computes,
-    and lists each step that is not +1 under ``Non-consecutive offsets in`` (newest first: a prepended Scala
-    List). kafkaseg's readers refuse a wrapper whose inner offsets repeat or go back; dump printed none of its
+    and lists each step that is not +1 under ``Non-consecutive offsets in`` (Kafka 4.3: a TreeMap by the offset
+    before the step, so one line per offset, the last step from it, lowest first; and the first record is
+    checked against -1). kafkaseg's readers refuse a wrapper whose inner offsets repeat or go back; dump printed none of its
     records and so reported a step (9 to 13) that is not in the file. It prints them as Kafka does, and still
     reports the readers' error (exit 1)."""
     def stamp(i):
@@ -718,12 +720,126 @@ def test_deep_iteration_prints_inner_offsets_that_go_back_as_dumplogsegments_doe
     kind = "CreateTime" if magic else "NoTimestampType"
     expected = [f"| offset: {r.offset} {kind}: {-1 if r.timestamp is None else r.timestamp} "
                 f"keySize: {-1 if r.key is None else len(r.key)} valueSize: {len(r.value)} isValid: true "
-                f"crc: {r.checksum}}}" for r in oracle]
+                f"crc: {r.checksum}" for r in oracle]
 
     code, out, err = run(["dump", "--files", str(log), "--deep-iteration"], capsys)
     assert [line for line in out if line.startswith("|")] == expected
-    assert err[:5] == [f"Non-consecutive offsets in {log}", "  11 is followed by 13", "  11 is followed by 11",
-                       "  12 is followed by 11", "  10 is followed by 12"]
+    assert err[:5] == [f"Non-consecutive offsets in {log}", "  -1 is followed by 9", "  10 is followed by 12",
+                       "  11 is followed by 13", "  12 is followed by 11"]
     assert len(err) == 6 and err[5].startswith(f"Error dumping {log}: ")
     assert "inner offset 11 of the compressed legacy wrapper follows 12" in err[5]
     assert code == 1
+
+
+# -- Kafka 4.3's DumpLogSegments.java (tools/src/main/java/org/apache/kafka/tools/DumpLogSegments.java) ------------
+
+def test_transaction_log_decoder_prints_coordinator_record_json(tmp_path, capsys):
+    """--transaction-log-decoder as TransactionLogMessageParser extends CoordinatorRecordMessageParser (Kafka
+    4.1+): key and payload as the generated JSON converters write them, not Kafka 4.0's
+    ``transaction_metadata::transactionalId=...`` text; --json carries the same objects."""
+    key = struct.pack(">hh", 0, 3) + b"tx1"
+    # TransactionLogValue v1: producerId 7 | epoch 2 | timeout 60000 | status 1 | partitions [t: [0]] | lastUpdate
+    # 1000 | start 900 | tags: clientTransactionVersion (tag 2) = 2
+    value = (struct.pack(">hqhib", 1, 7, 2, 60000, 1) + b"\x02\x02t\x02" + struct.pack(">i", 0) + b"\x00"
+             + struct.pack(">qq", 1000, 900) + b"\x01\x02\x02" + struct.pack(">h", 2))
+    writer = PartitionWriter(tmp_path / "__transaction_state-0")
+    writer.append(build_batch_v2([Record(0, 1_700_000_000_000, key, value), Record(1, 1_700_000_000_000, key, None)]))
+    writer.close()
+    log = tmp_path / "__transaction_state-0" / f"{0:020d}.log"
+    key_text = '{"type":"0","data":{"transactionalId":"tx1"}}'
+    payload = ('{"version":"1","data":{"producerId":7,"producerEpoch":2,"transactionTimeoutMs":60000,'
+               '"transactionStatus":1,"transactionPartitions":[{"topic":"t","partitionIds":[0]}],'
+               '"transactionLastUpdateTimestampMs":1000,"transactionStartTimestampMs":900,'
+               '"clientTransactionVersion":2}}')
+    code, out, err = run(["dump", "--files", str(log), "--transaction-log-decoder"], capsys)
+    assert code == 0 and err == []
+    assert out[3:] == [
+        f"| offset: 0 CreateTime: 1700000000000 keySize: 7 valueSize: {len(value)} sequence: -1 headerKeys: [] "
+        f"key: {key_text} payload: {payload}",
+        f"| offset: 1 CreateTime: 1700000000000 keySize: 7 valueSize: -1 sequence: -1 headerKeys: [] "
+        f"key: {key_text} payload: <DELETE>"]
+    code, out, _ = run(["dump", "--files", str(log), "--transaction-log-decoder", "--json"], capsys)
+    records = [record for line in out for record in json.loads(line).get("records", [])]
+    assert code == 0 and records[0]["key"] == json.loads(key_text) and records[0]["payload"] == json.loads(payload)
+    assert records[1]["payload"] == "<DELETE>"
+
+
+def test_skip_record_metadata_prints_payload_after_the_indent_and_control_records_as_empty_lines(tmp_path, capsys):
+    """dumpBatchRecords with --skip-record-metadata: the contents start with ``| `` (a keyless record's payload
+    too: the Scala tool printed `` payload:`` there), and a control record prints nothing but its newline ("This
+    flag also skips control records")."""
+    from kafkaseg.testing import build_control_batch
+
+    writer = PartitionWriter(tmp_path / "t-0")
+    writer.append(build_batch_v2([Record(0, 1_700_000_000_000, None, b"v0"), Record(1, 1_700_000_000_001, b"k", b"v1"),
+                                  Record(2, 1_700_000_000_002, b"k", None)],
+                                 producer_id=5, producer_epoch=0, base_sequence=0, is_transactional=True))
+    writer.append(build_control_batch(3, 1_700_000_000_003, 1, producer_id=5, producer_epoch=0, coordinator_epoch=4))
+    writer.close()
+    log = tmp_path / "t-0" / f"{0:020d}.log"
+    code, out, _ = run(["dump", "--files", str(log), "--print-data-log", "--skip-record-metadata"], capsys)
+    assert code == 0
+    assert [line for line in out if not line.startswith(("baseOffset", "Dumping", "Log starting"))] == [
+        "| payload: v0", "| key: k payload: v1", "| key: k", ""]
+    code, out, _ = run(["dump", "--files", str(log), "--print-data-log"], capsys)
+    assert [line for line in out if line.startswith("|")] == [
+        "| offset: 0 CreateTime: 1700000000000 keySize: -1 valueSize: 2 sequence: 0 headerKeys: [] payload: v0",
+        "| offset: 1 CreateTime: 1700000000001 keySize: 1 valueSize: 2 sequence: 1 headerKeys: [] key: k payload: v1",
+        "| offset: 2 CreateTime: 1700000000002 keySize: 1 valueSize: -1 sequence: 2 headerKeys: [] key: k",
+        "| offset: 3 CreateTime: 1700000000003 keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] "
+        "endTxnMarker: COMMIT coordinatorEpoch: 4"]
+
+
+def test_leader_change_control_record_prints_as_json(tmp_path, capsys):
+    """printControlRecord's LEADER_CHANGE case (KAFKA-19069, Kafka 4.1): `` LeaderChange: <json>``, not
+    ``controlType: LEADER_CHANGE(2)``."""
+    from kafkaseg.testing.writer import control_key
+
+    # LeaderChangeMessage v0 (flexible): version 0 | leaderId 1 | voters [{voterId 1}] | grantingVoters [{1}] | tags
+    voter = struct.pack(">i", 1) + b"\x00"
+    value = struct.pack(">hi", 0, 1) + b"\x02" + voter + b"\x02" + voter + b"\x00"
+    writer = PartitionWriter(tmp_path / "__cluster_metadata-0")
+    writer.append(build_batch_v2([Record(0, 1_700_000_000_000, control_key(2), value)], is_control=True))
+    writer.close()
+    log = tmp_path / "__cluster_metadata-0" / f"{0:020d}.log"
+    code, out, _ = run(["dump", "--files", str(log), "--deep-iteration"], capsys)
+    assert code == 0 and out[-1] == (
+        f"| offset: 0 CreateTime: 1700000000000 keySize: 4 valueSize: {len(value)} sequence: -1 headerKeys: [] "
+        'LeaderChange: {"version":0,"leaderId":1,"voters":[{"voterId":1}],"grantingVoters":[{"voterId":1}]}')
+
+
+def test_a_producer_snapshot_entry_without_batch_metadata_ends_at_its_last_timestamp(tmp_path, capsys):
+    """dumpProducerIdSnapshot prints `` lastTimestamp: T`` and, only with batch metadata, `` firstSequence: ...``:
+    no trailing space (the Scala tool ended the first part with one)."""
+    from kafkaseg.testing import ProducerEntry, encode_producer_snapshot
+
+    path = tmp_path / f"{41:020d}.snapshot"
+    path.write_bytes(encode_producer_snapshot([ProducerEntry(7, 1, 4, 40, 4, 1_700_000_000_000),
+                                               ProducerEntry(9, 0)]))
+    code, out, _ = run(["dump", "--files", str(path)], capsys)
+    assert code == 0 and out[1:] == [
+        "producerId: 7 producerEpoch: 1 coordinatorEpoch: -1 currentTxnFirstOffset: OptionalLong.empty "
+        "lastTimestamp: 1700000000000 firstSequence: 0 lastSequence: 4 lastOffset: 40 offsetDelta: 4 "
+        "timestamp: 1700000000000",
+        "producerId: 9 producerEpoch: 0 coordinatorEpoch: -1 currentTxnFirstOffset: OptionalLong.empty "
+        "lastTimestamp: -1"]
+
+
+def test_index_mismatches_print_once_per_offset_highest_first(tmp_path, capsys):
+    """dumpIndex keeps a file's mismatches in a TreeMap(reverseOrder()) keyed by the index offset: highest offset
+    first, one line per offset holding the last log offset found for it."""
+    writer = PartitionWriter(tmp_path / "t-0")
+    for offset in range(3):
+        writer.append(build_batch_v2([Record(offset, 1_700_000_000_000 + offset, b"k", b"v")]))
+    writer.close()
+    folder = tmp_path / "t-0"
+    log = folder / f"{0:020d}.log"
+    size = len(build_batch_v2([Record(0, 1_700_000_000_000, b"k", b"v")]).data)
+    assert log.stat().st_size == 3 * size
+    index = folder / f"{0:020d}.index"
+    # entries (relative offset, position): 2 -> batch 0, 1 -> batch 0, 2 -> batch 1
+    index.write_bytes(struct.pack(">ii", 2, 0) + struct.pack(">ii", 1, 0) + struct.pack(">ii", 2, size))
+    code, out, err = run(["dump", "--files", str(index)], capsys)
+    assert out[1:] == ["offset: 2 position: 0", "offset: 1 position: 0", f"offset: 2 position: {size}"]
+    assert code == 1 and err == [f"Mismatches in :{index.resolve()}", "  Index offset: 2, log offset: 1",
+                                 "  Index offset: 1, log offset: 0"]

@@ -142,25 +142,64 @@ def test_every_cluster_metadata_record_decodes(corpus_dir):
     assert not any(name.startswith("UNKNOWN") for name in names)
 
 
-def test_transaction_log_record_built_by_hand():
-    # TransactionLogKey v0: 0000 | 0003 "tx1"
-    key = bytes.fromhex("0000") + struct.pack(">h", 3) + b"tx1"
-    # TransactionLogValue v1 (flexible): 0001 | producerId 7 | epoch 2 | timeout 60000 | status 1 (Ongoing) |
-    # partitions compact array of 1: topic "t" (02 74), partitionIds [0, 1] (03 00000000 00000001), no tags (00) |
-    # lastUpdate 1000 | start 900 | tagged fields: 1 field, tag 2 (ClientTransactionVersion), size 2, value 2
-    value = (bytes.fromhex("0001") + struct.pack(">qhib", 7, 2, 60000, 1) + bytes([2]) + bytes([2]) + b"t"
-             + bytes([3]) + struct.pack(">ii", 0, 1) + bytes([0]) + struct.pack(">qq", 1000, 900)
-             + bytes([1, 2, 2]) + struct.pack(">h", 2))
-    record = decode_transaction_record(key, value)
-    assert record.transactional_id == "tx1" and record.state == "Ongoing"
-    assert record.value["clientTransactionVersion"] == 2 and "previousProducerId" not in record.value
-    assert record.partitions == ["t-0", "t-1"]
-    assert format_transaction_record(key, value, 0) == (
-        "transaction_metadata::transactionalId=tx1",
-        "producerId:7,producerEpoch:2,state=Ongoing,partitions=[t-0,t-1],txnLastUpdateTimestamp=1000,"
-        "txnTimeoutMs=60000")
-    assert format_transaction_record(key, None, 0)[1] == "<DELETE>"
-    assert format_transaction_record(b"\x00\x05", None, 0) == ("unknown::version=5", None)
+TXN_KEY = bytes.fromhex("0000") + struct.pack(">h", 5) + b"txnId"  # TransactionLogKey: type 0 | "txnId"
+TXN_KEY_JSON = '{"type":"0","data":{"transactionalId":"txnId"}}'
+
+
+def _txn_value_v1(tagged: bytes) -> bytes:
+    """TransactionLogValue v1 (flexible) as Kafka's DumpLogSegmentsTest sets it: producerId 12, epoch 2, timeout 14,
+    status 0, partitions topic1 [0,1,2] and topic2 [3,4,5] (compact arrays, each element ending in an empty tag
+    section), lastUpdate 123, start 13, then ``tagged`` (the value's tag section)."""
+    def partitions(topic: bytes, ids):
+        return bytes([len(topic) + 1]) + topic + bytes([len(ids) + 1]) + struct.pack(f">{len(ids)}i", *ids) + b"\x00"
+
+    return (struct.pack(">hqhib", 1, 12, 2, 14, 0) + bytes([3]) + partitions(b"topic1", [0, 1, 2])
+            + partitions(b"topic2", [3, 4, 5]) + struct.pack(">qq", 123, 13) + tagged)
+
+
+def test_transaction_log_records_print_as_kafkas_transaction_log_message_parser():
+    """Kafka 4.1+ (KAFKA-18207) prints __transaction_state through CoordinatorRecordMessageParser; the expected
+    strings are DumpLogSegmentsTest.testTransactionLogMessageParser's (Kafka 4.3), the bytes built by hand."""
+    # v0 (not flexible) with every field but producerId at its zero value: an empty partitions array prints []
+    v0 = struct.pack(">hqhibiqq", 0, 123, 0, 0, 0, 0, 0, 0)
+    assert format_transaction_record(TXN_KEY, v0, 0) == (TXN_KEY_JSON, (
+        '{"version":"0","data":{"producerId":123,"producerEpoch":0,"transactionTimeoutMs":0,"transactionStatus":0,'
+        '"transactionPartitions":[],"transactionLastUpdateTimestampMs":0,"transactionStartTimestampMs":0}}'))
+    # v1: tagged previousProducerId (tag 0) = 11 and nextProducerId (tag 1) = 10 print in schema order after
+    # producerId; clientTransactionVersion (tag 2) is at its default 0, so the generated JsonConverter leaves it
+    # out, whether the bytes carry it or not
+    want_v1 = ('{"version":"1","data":{"producerId":12,"previousProducerId":11,"nextProducerId":10,'
+               '"producerEpoch":2,"transactionTimeoutMs":14,"transactionStatus":0,'
+               '"transactionPartitions":[{"topic":"topic1","partitionIds":[0,1,2]},'
+               '{"topic":"topic2","partitionIds":[3,4,5]}],"transactionLastUpdateTimestampMs":123,'
+               '"transactionStartTimestampMs":13}}')
+    tags = bytes([2]) + bytes([0, 8]) + struct.pack(">q", 11) + bytes([1, 8]) + struct.pack(">q", 10)
+    assert format_transaction_record(TXN_KEY, _txn_value_v1(tags), 0) == (TXN_KEY_JSON, want_v1)
+    with_default = bytes([3]) + tags[1:] + bytes([2, 2]) + struct.pack(">h", 0)
+    assert format_transaction_record(TXN_KEY, _txn_value_v1(with_default), 0) == (TXN_KEY_JSON, want_v1)
+    # a non-default clientTransactionVersion prints last; defaults of the producer ids are left out
+    assert format_transaction_record(TXN_KEY, _txn_value_v1(bytes([1, 2, 2]) + struct.pack(">h", 2)), 0)[1] == (
+        '{"version":"1","data":{"producerId":12,"producerEpoch":2,"transactionTimeoutMs":14,"transactionStatus":0,'
+        '"transactionPartitions":[{"topic":"topic1","partitionIds":[0,1,2]},{"topic":"topic2","partitionIds":'
+        '[3,4,5]}],"transactionLastUpdateTimestampMs":123,"transactionStartTimestampMs":13,'
+        '"clientTransactionVersion":2}}')
+    # a tombstone; an unknown record type (the test's key 0x7fff, empty value); an unknown value version, failing
+    # in the generated reader and wrapped by CoordinatorRecordSerde.readMessage; a value too short for its version
+    assert format_transaction_record(TXN_KEY, None, 0) == (TXN_KEY_JSON, "<DELETE>")
+    assert format_transaction_record(b"\x7f\xff", b"", 0) == ("Unknown record type 32767 at offset 0, skipping.",
+                                                               None)
+    assert format_transaction_record(TXN_KEY, b"\x00\x02" + v0[2:], 7) == (
+        "Error at offset 7, skipping. Could not read record with version 2 from value's buffer due to: Can't read "
+        "version 2 of TransactionLogValue.", None)
+    assert format_transaction_record(TXN_KEY, b"\x00", 3) == (
+        "Error at offset 3, skipping. Could not read version from value's buffer.", None)
+    # the generated reader leaves bytes after the struct unread, and so does kafkaseg's
+    assert format_transaction_record(TXN_KEY + b"xx", v0 + b"\x00\x01", 0) == format_transaction_record(TXN_KEY, v0, 0)
+    # the key is mandatory: Kafka's parser throws, failing the dump
+    with pytest.raises(CorruptDataError, match="message had a missing key"):
+        format_transaction_record(None, v0, 0)
+    record = decode_transaction_record(TXN_KEY, v0)
+    assert record.kind == "transaction_log" and record.key == {"transactionalId": "txnId"}
 
 
 def test_malformed_inputs_raise_located_errors():

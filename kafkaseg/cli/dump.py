@@ -1,6 +1,8 @@
-"""``kafkaseg dump``: ``kafka-dump-log.sh`` (``core/src/main/scala/kafka/tools/DumpLogSegments.scala``) without a JVM.
+"""``kafkaseg dump``: ``kafka-dump-log.sh`` without a JVM.
 
-Output follows DumpLogSegments line for line: ``Dumping <file>``, then per file type
+Output follows Kafka 4.3's DumpLogSegments (``tools/src/main/java/org/apache/kafka/tools/DumpLogSegments.java``,
+the Java port of ``core/.../kafka/tools/DumpLogSegments.scala``) line for line: ``Dumping <file>``, then per file
+type
 
 * ``.log`` / KRaft ``.checkpoint``: ``Log starting offset: N`` (``Snapshot end offset: N, epoch: E`` /
   ``KRaft bootstrap snapshot``), one line per batch (``printBatchLevel``) and, with ``--deep-iteration`` (implied by
@@ -57,7 +59,7 @@ __all__ = ["DumpOptions", "DumpReport", "dump_files", "RECORD_INDENT"]
 
 RECORD_INDENT = "|"
 INT_MAX = 2**31 - 1
-_JSON_DECODERS = ("offsets", "share-group-state", "cluster-metadata")  # their payloads print as JSON
+_JSON_DECODERS = ("offsets", "share-group-state", "transaction", "cluster-metadata")  # their payloads print as JSON
 _KRAFT_SNAPSHOT = re.compile(r"^(\d+)-(\d+)\.checkpoint$")
 BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
 
@@ -103,10 +105,12 @@ class DumpReport:
                     or self.time_offset_not_found or self.invalid_batches or self.errors)
 
     def print(self, err) -> None:
-        # DumpLogSegments prepends to Scala Lists, so these print newest first; kept for byte-compatibility.
+        # Kafka 4.3's DumpLogSegments keeps a file's index mismatches in a TreeMap by index offset, highest first,
+        # and its non-consecutive pairs in one by the offset before the step, lowest first: one line per offset,
+        # the last pair found for it (the Scala tool up to 4.2 listed every pair, newest first).
         for name, pairs in self.index_mismatches.items():
             print(f"Mismatches in :{_fs.redact(name)}", file=err)
-            for index_offset, log_offset in reversed(pairs):
+            for index_offset, log_offset in sorted(dict(pairs).items(), reverse=True):
                 print(f"  Index offset: {index_offset}, log offset: {log_offset}", file=err)
         for name, pairs in self.time_mismatches.items():
             print(f"Found timestamp mismatch in :{_fs.redact(name)}", file=err)
@@ -122,7 +126,7 @@ class DumpReport:
                 print(f"Indexed offset: {a}, found log offset: {b}", file=err)
         for name, pairs in self.non_consecutive.items():
             print(f"Non-consecutive offsets in {_fs.redact(name)}", file=err)
-            for a, b in reversed(pairs):
+            for a, b in sorted(dict(pairs).items()):
                 print(f"  {a} is followed by {b}", file=err)
         for path, position, detail in self.invalid_batches:
             print(f"Invalid batch in {_fs.redact(path)} at byte {position}: {detail}", file=err)
@@ -308,7 +312,7 @@ def _control_text(record: _Record) -> str:
         return f" controlType: UNKNOWN({err})"
     if control.type_id in (0, 1):
         return f" endTxnMarker: {control.type_name} coordinatorEpoch: {control.coordinator_epoch}"
-    labels = {3: "SnapshotHeader", 4: "SnapshotFooter", 5: "KRaftVersion", 6: "KRaftVoters"}
+    labels = {2: "LeaderChange:", 3: "SnapshotHeader", 4: "SnapshotFooter", 5: "KRaftVersion", 6: "KRaftVoters"}
     if control.type_id in labels and control.data is not None:
         return f" {labels[control.type_id]} {to_json(control.data)}"
     return f" controlType: {control.type_name}({control.type_id})"
@@ -325,7 +329,7 @@ def record_line(record: _Record, header: BatchHeader, options: DumpOptions) -> s
         if header.magic >= 2:
             parts.append(f" sequence: {record.sequence} headerKeys: [{','.join(record.header_keys)}]")
         if header.magic < 2 and record.legacy_crc is not None:
-            parts.append(f" isValid: {_bool(bool(record.legacy_valid))} crc: {record.legacy_crc}}}")
+            parts.append(f" isValid: {_bool(bool(record.legacy_valid))} crc: {record.legacy_crc}")
         if header.is_control:
             parts.append(_control_text(record))
     if options.should_print_data and not header.is_control:
@@ -334,7 +338,7 @@ def record_line(record: _Record, header: BatchHeader, options: DumpOptions) -> s
             parts.append(f"{prefix}key: {key}")
             prefix = " "
         if payload is not None:
-            parts.append(f" payload: {payload}")
+            parts.append(f"{prefix}payload: {payload}")
     return "".join(parts)
 
 
@@ -410,7 +414,8 @@ def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress
                     records = _unordered_legacy_records(data, header, path)
                 rows = []
                 for record in records:
-                    if last_offset != -1 and record.offset != last_offset + 1:
+                    # as Kafka 4.3 checks (from -1: a log whose first record is not offset 0 reports -1 before it)
+                    if record.offset != last_offset + 1:
                         report.non_consecutive.setdefault(abs_path, []).append((last_offset, record.offset))
                     last_offset = record.offset
                     if options.json:
@@ -753,7 +758,7 @@ def _dump_producer_snapshot(path: str, options: DumpOptions, out, err, filesyste
             _print_fields(out, options, {**fields, **batch})
         else:
             tail = " ".join(f"{k}: {v}" for k, v in {**batch, "timestamp": e.timestamp}.items())
-            _print_fields(out, options, fields, " " + (tail if e.last_offset >= 0 else ""))
+            _print_fields(out, options, fields, " " + tail if e.last_offset >= 0 else "")
 
 
 def dump_files(files: list[str], options: DumpOptions, out=None, err=None, progress=None) -> DumpReport:

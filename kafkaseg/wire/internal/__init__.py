@@ -13,10 +13,10 @@ from kafkaseg.wire.internal.coordinator_records import CoordinatorRecord
 from kafkaseg.wire.internal.protocol import to_json
 from kafkaseg.wire.internal.share_group_state import (decode_share_group_state_record,
                                                       format_share_group_state_record)
-from kafkaseg.wire.internal.transaction_state import (TransactionRecord, decode_transaction_record,
+from kafkaseg.wire.internal.transaction_state import (decode_transaction_record,
                                                       format_transaction_record)
 
 __all__ = ["ControlRecord", "MetadataRecord", "decode_control_record", "decode_metadata_record",
            "metadata_type_name", "GroupRecord", "decode_group_record", "format_offsets_record",
            "CoordinatorRecord", "decode_share_group_state_record", "format_share_group_state_record",
-           "TransactionRecord", "decode_transaction_record", "format_transaction_record", "to_json"]
+           "decode_transaction_record", "format_transaction_record", "to_json"]

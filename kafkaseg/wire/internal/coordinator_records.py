@@ -1,5 +1,5 @@
-"""Records of Kafka's coordinators (``__consumer_offsets``, ``__share_group_state``): one framing, one printout
-(bytes -> values, no I/O).
+"""Records of Kafka's coordinators (``__consumer_offsets``, ``__share_group_state``, ``__transaction_state``): one
+framing, one printout (bytes -> values, no I/O).
 
 Framing (``coordinator-common/.../CoordinatorRecordSerde.java``)::
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kafkaseg.errors import CorruptDataError
-from kafkaseg.wire.internal.protocol import Field, Message, Reader, read_message, to_json
+from kafkaseg.wire.internal.protocol import Field, Message, Reader, VersionRange, read_message, to_json
 
 __all__ = ["RecordType", "CoordinatorRecord", "coordinator_record_type", "decode_coordinator_record",
            "format_coordinator_record"]
@@ -67,10 +67,28 @@ def coordinator_record_type(record_type: int, name: str, key_fields: tuple[Field
                                    in_development)
 
 
+def _settled(record_type: RecordType) -> bool:
+    """Whether the record type's schemas are released ones (no earlier schema at the same version to tell apart):
+    then bytes left after the struct are ignored, as Kafka's generated ``read`` ignores them."""
+    return not record_type.older and record_type.in_development is None
+
+
+def _version(data: bytes, name: str) -> int:
+    """The int16 version (record type) heading a key or value, failing in ``CoordinatorRecordSerde.readVersion``'s
+    words."""
+    if len(data) < 2:
+        raise CorruptDataError(f"Could not read version from {name}'s buffer.")
+    return Reader(data).int16()
+
+
 def _read_value(record_type: RecordType, value: bytes, version: int) -> dict:
     """The value under its record type's newest schema, else the first earlier one it fits whole."""
+    if version not in VersionRange(record_type.value.valid):
+        # the generated reader's UnsupportedVersionException, wrapped by CoordinatorRecordSerde.readMessage
+        raise CorruptDataError(f"Could not read record with version {version} from value's buffer due to: Can't "
+                               f"read version {version} of {record_type.value.name}.")
     try:
-        return read_message(record_type.value, value, version, 2)
+        return read_message(record_type.value, value, version, 2, require_all=not _settled(record_type))
     except CorruptDataError as err:
         for spec in record_type.older:
             try:
@@ -91,14 +109,14 @@ def decode_coordinator_record(topic: str, record_types: dict[int, RecordType], k
     the key's for key problems, the value's for value problems) on malformed bytes."""
     if key is None:
         raise CorruptDataError(f"{topic} record without a key")
-    record_type_id = Reader(key).int16()
+    record_type_id = _version(key, "key")
     record_type = record_types.get(record_type_id)
     if record_type is None:
         return CoordinatorRecord("unknown", record_type_id, None, None, None)
-    decoded_key = read_message(record_type.key, key, record_type_id, 2)
+    decoded_key = read_message(record_type.key, key, record_type_id, 2, require_all=not _settled(record_type))
     if value is None:
         return CoordinatorRecord(record_type.kind, record_type_id, decoded_key, None, None)
-    value_version = Reader(value).int16()
+    value_version = _version(value, "value")
     return CoordinatorRecord(record_type.kind, record_type_id, decoded_key, value_version,
                              _read_value(record_type, value, value_version))
 

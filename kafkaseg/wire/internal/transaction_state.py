@@ -1,7 +1,9 @@
 """``__transaction_state`` records: transaction coordinator state (bytes -> values, no I/O).
 
-Framing (``core/.../coordinator/transaction/TransactionLog.scala``): key and value each start with an int16
-version. Schemas, transcribed from ``transaction-coordinator/src/main/resources/common/message/``::
+Since Kafka 4.1 (KAFKA-18207, ``TransactionCoordinatorRecordSerde``) these records are framed and printed as the
+other coordinators' are (:mod:`~kafkaseg.wire.internal.coordinator_records`): the key's int16 is the record type
+(0, the only one), the value's int16 its version. Schemas, transcribed from
+``transaction-coordinator/src/main/resources/common/message/``::
 
     TransactionLogKey   v0 (not flexible): transactionalId string
     TransactionLogValue v0-1 (flexible 1+): producerId int64, previousProducerId int64 (tag 0, default -1),
@@ -10,19 +12,24 @@ version. Schemas, transcribed from ``transaction-coordinator/src/main/resources/
                         (nullable), transactionLastUpdateTimestampMs int64, transactionStartTimestampMs int64,
                         clientTransactionVersion int16 (tag 2, default 0)
 
-``transactionStatus`` ids (``TransactionMetadata.scala``): 0 Empty, 1 Ongoing, 2 PrepareCommit, 3 PrepareAbort,
+``DumpLogSegments --transaction-log-decoder`` (``TransactionLogMessageParser``, Kafka 4.1 to 4.3) prints them as
+JSON through the generated converters: ``key: {"type":"0","data":{"transactionalId":"t"}} payload:
+{"version":"1","data":{"producerId":7,...,"transactionStatus":1,...}}``, the status as its number, a tagged field
+only when it is not its default. Kafka 4.0 and earlier printed ``transaction_metadata::transactionalId=...``
+text instead (``TransactionLog.formatRecordKeyAndValue``); kafkaseg prints the newer form only.
+
+``transactionStatus`` ids (``TransactionState.java``): 0 Empty, 1 Ongoing, 2 PrepareCommit, 3 PrepareAbort,
 4 CompleteCommit, 5 CompleteAbort, 6 Dead, 7 PrepareEpochFence.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kafkaseg.wire.internal.coordinator_records import (CoordinatorRecord, RecordType, decode_coordinator_record,
+                                                        format_coordinator_record)
+from kafkaseg.wire.internal.protocol import Field, Message
 
-from kafkaseg.errors import CorruptDataError
-from kafkaseg.wire.internal.protocol import Field, Message, Reader, read_message
-
-__all__ = ["TRANSACTION_LOG_KEY", "TRANSACTION_LOG_VALUE", "TRANSACTION_STATES", "TransactionRecord",
-           "decode_transaction_record", "format_transaction_record"]
+__all__ = ["TRANSACTION_LOG_KEY", "TRANSACTION_LOG_VALUE", "TRANSACTION_STATES", "decode_transaction_record",
+           "format_transaction_record"]
 
 TRANSACTION_LOG_KEY = Message("TransactionLogKey", "0", "none", (
     Field("TransactionalId", "string", "0"),
@@ -43,69 +50,24 @@ TRANSACTION_LOG_VALUE = Message("TransactionLogValue", "0-1", "1+", (
 TRANSACTION_STATES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort", 4: "CompleteCommit",
                       5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
 
-
-@dataclass(frozen=True)
-class TransactionRecord:
-    """A decoded ``__transaction_state`` record; ``value`` None for a tombstone, ``transactional_id`` None when
-    the key version is unknown."""
-
-    key_version: int
-    transactional_id: str | None
-    value_version: int | None
-    value: dict | None
-
-    @property
-    def state(self) -> str | None:
-        if self.value is None:
-            return None
-        status = self.value["transactionStatus"]
-        return TRANSACTION_STATES.get(status, f"Unknown({status})")
-
-    @property
-    def partitions(self) -> list[str]:
-        """``topic-partition`` names, empty for the Empty state (Kafka ignores the field then)."""
-        if self.value is None or self.state == "Empty":
-            return []
-        return [f"{p['topic']}-{pid}" for p in self.value.get("transactionPartitions") or []
-                for pid in p["partitionIds"]]
+_RECORD_TYPES = {0: RecordType("transaction_log", TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE)}
 
 
-def decode_transaction_record(key: bytes, value: bytes | None) -> TransactionRecord:
-    """Decode one ``__transaction_state`` record (raises :class:`CorruptDataError` on malformed bytes)."""
-    if key is None:
-        raise CorruptDataError("__transaction_state record without a key")
-    key_version = Reader(key).int16()
-    if key_version != 0:
-        return TransactionRecord(key_version, None, None, None)
-    txn_id = read_message(TRANSACTION_LOG_KEY, key, 0, 2)["transactionalId"]
-    if value is None:
-        return TransactionRecord(0, txn_id, None, None)
-    value_version = Reader(value).int16()
-    return TransactionRecord(0, txn_id, value_version, read_message(TRANSACTION_LOG_VALUE, value, value_version, 2,
-                                                                    require_all=False))
+def decode_transaction_record(key: bytes, value: bytes | None) -> CoordinatorRecord:
+    """Decode one ``__transaction_state`` record (kind ``"transaction_log"``, or ``"unknown"`` for a record type
+    other than 0; ``value`` None for a tombstone). Raises :class:`CorruptDataError` on malformed bytes."""
+    return decode_coordinator_record("__transaction_state", _RECORD_TYPES, key, value)
 
 
 def format_transaction_record(key: bytes | None, value: bytes | None, offset: int
                               ) -> tuple[str | None, str | None]:
-    """``(key, payload)`` as ``TransactionLog.formatRecordKeyAndValue`` prints them for ``DumpLogSegments
-    --transaction-log-decoder``::
+    """``(key, payload)`` as ``DumpLogSegments --transaction-log-decoder`` prints them (Kafka 4.1+)::
 
-        key: transaction_metadata::transactionalId=<id>
-        payload: producerId:P,producerEpoch:E,state=Ongoing,partitions=[t-0,t-1],txnLastUpdateTimestamp=T,
-                 txnTimeoutMs=M
+        key: {"type":"0","data":{"transactionalId":"t"}}
+        payload: {"version":"1","data":{"producerId":7,"producerEpoch":2,"transactionTimeoutMs":60000,
+                  "transactionStatus":1,"transactionPartitions":[{"topic":"t","partitionIds":[0,1]}],
+                  "transactionLastUpdateTimestampMs":1000,"transactionStartTimestampMs":900,
+                  "clientTransactionVersion":2}}
 
-    (Kafka prints the partitions from a hash set, so its order may differ; here they are in record order.)"""
-    try:
-        record = decode_transaction_record(key, value)
-    except CorruptDataError as err:
-        return f"Error at offset {offset}, skipping. {err}", None
-    if record.transactional_id is None:
-        return f"unknown::version={record.key_version}", None
-    key_text = f"transaction_metadata::transactionalId={record.transactional_id}"
-    if record.value is None:
-        return key_text, "<DELETE>"
-    v = record.value
-    return key_text, (f"producerId:{v['producerId']},producerEpoch:{v['producerEpoch']},state={record.state},"
-                      f"partitions=[{','.join(record.partitions)}],"
-                      f"txnLastUpdateTimestamp={v['transactionLastUpdateTimestampMs']},"
-                      f"txnTimeoutMs={v['transactionTimeoutMs']}")
+    A tombstone's payload is ``<DELETE>``; see :func:`format_coordinator_record` for the error lines."""
+    return format_coordinator_record(decode_transaction_record, key, value, offset)
