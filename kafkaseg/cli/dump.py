@@ -414,8 +414,9 @@ def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress
                     records = _unordered_legacy_records(data, header, path)
                 rows = []
                 for record in records:
-                    # as Kafka 4.3 checks (from -1: a log whose first record is not offset 0 reports -1 before it)
-                    if record.offset != last_offset + 1:
+                    # (Kafka 4.3's Java port checks the first record against -1 too, so that every segment not
+                    # starting at offset 0 reports a step from -1 that is no gap; its Scala tool, up to 4.2, did not)
+                    if last_offset != -1 and record.offset != last_offset + 1:
                         report.non_consecutive.setdefault(abs_path, []).append((last_offset, record.offset))
                     last_offset = record.offset
                     if options.json:
