@@ -681,6 +681,18 @@ def check_partitioning(table_keys: Sequence[str], export_keys: Sequence[str], ou
                          f"'{','.join(table_keys)}' or use --mode overwrite")
 
 
+def check_not_compacted(table, output: str, mode: str) -> None:
+    """Refuse to add an export's rows to a compacted table (jobs/compact.py's: its commits carry the app transaction
+    :data:`kafkaseg.compacted_table.APP_ID`), saying what it is rather than which columns differ: the usual way out
+    of a column mismatch, ``--mode overwrite``, would replace the table's state with an export."""
+    from kafkaseg.compacted_table import APP_ID as COMPACTION_APP_ID
+
+    if table.transaction_version(COMPACTION_APP_ID) is not None:
+        raise UsageError(f"--mode {mode}: {output} is a compacted table written by jobs/compact.py (a row per key, "
+                         "kept current by compaction runs), not an export table; export to another --output "
+                         "(--mode overwrite would replace the table's state with this export)")
+
+
 def check_columns(table_columns: Sequence[str], export_columns: Sequence[str], output: str, mode: str) -> None:
     """Refuse to append rows whose columns differ from the table's (Spark's writer would drop or null them)."""
     only_table = [c for c in table_columns if c not in export_columns]
@@ -996,6 +1008,7 @@ def prepare(args: argparse.Namespace) -> dict:
 
                 # read first: what is read below is of this state or a later one, so a run committing since is seen
                 table = DeltaTable(args.output)
+                check_not_compacted(table, args.output, args.mode)
                 seen = SeenTable(APP_ID, existed=True, app_version=table.transaction_version(APP_ID))
             dataset = (table.to_pyarrow_dataset() if table is not None
                        else _existing_dataset(args.output, args.format, files))

@@ -1144,3 +1144,20 @@ def test_a_job_reports_its_own_scan_not_the_newest_one_on_the_host(tmp_path, mon
     assert reports.last_plan_report().scan_id == "other-dirs"
     assert reports.plan_report_for(ours, paths, since).scan_id == "ours"
     assert reports.plan_report_for(ours, paths, reports.time.time() + 60) is None
+
+
+def test_export_onto_a_compacted_table_says_what_the_table_is(tmp_path):
+    """A compacted table (jobs/compact.py's) given as an export's --output: not "other columns, use --mode overwrite",
+    which would replace the table's state, but what the table is (no Spark)."""
+    from kafkaseg.compacted_table import compact_arrow
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path / "d", [TopicSpec("state", records_per_partition=20, key_cardinality=5)], seed=1)
+    compact_arrow([str(tmp_path / "d")], str(tmp_path / "state"))
+    for mode in ("incremental", "append"):
+        with pytest.raises(export.UsageError) as refused:
+            export.prepare(export.parse_args(["--data-dir", str(tmp_path / "d"), "--output", str(tmp_path / "state"),
+                                              "--mode", mode]))
+        message = str(refused.value)
+        assert "compacted table written by jobs/compact.py" in message and "only in the table" not in message
+        assert "--mode overwrite would replace" in message
