@@ -147,9 +147,22 @@ def load(spark, changes, plan) -> dict:
         write_parquet(changes, staging, "error", [])
         staged = time.perf_counter()
         metrics = merge_staged_parquet(staging, plan)
-        return {"write_seconds": staged - started, "merge_seconds": time.perf_counter() - staged, **metrics}
+        return {"write_seconds": staged - started, "merge_seconds": time.perf_counter() - staged, **metrics,
+                "abandoned_removed": remove_abandoned(plan.output)}
     finally:
         remove_staging(staging)
+
+
+def remove_abandoned(output: str) -> list[str]:
+    """What killed executor rewrites left in the table and VACUUM never removes (their Spark ``_temporary``
+    folders), once older than the table's deletedFileRetentionDuration: :func:`kafkaseg.spark.tables.
+    remove_abandoned_writes` (a full rebuild's ``write_delta`` does it itself)."""
+    from deltalake import DeltaTable
+
+    from kafkaseg.spark.tables import abandoned_after_s, remove_abandoned_writes
+
+    return remove_abandoned_writes(output, time.time(),
+                                   abandoned_after_s(DeltaTable(output).metadata().configuration))
 
 
 def table_rows(spark, plan, scope, columns: Sequence[str]):
@@ -187,14 +200,14 @@ def rewrite_on_executors(spark, changes, plan, scope) -> dict:
     from pyspark.sql import functions as F
 
     from kafkaseg.compacted_table import commit_rewrite
-    from kafkaseg.spark.tables import delta_add_actions, write_parquet
+    from kafkaseg.spark.tables import delta_add_actions, run_folder_name, write_parquet
     from kafkaseg.storage.fs import join, open_filesystem
 
     started = time.perf_counter()
     current = table_rows(spark, plan, scope, changes.columns)
     rows = changes if current is None else changes.unionByName(current)
     live = latest_per_key(rows).where(F.col("value").isNotNull())
-    folder = f"kafkaseg-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+    folder = run_folder_name(time.time())
     write_parquet(live, join(plan.output, folder), "error", list(plan.partition_by))
     actions = delta_add_actions(plan.output, folder, plan.partition_by)
     written = time.perf_counter()
@@ -205,7 +218,8 @@ def rewrite_on_executors(spark, changes, plan, scope) -> dict:
         filesystem.delete_dir(root)  # ours, never committed
         raise
     return {"engine": "executors", "write_seconds": written - started,
-            "merge_seconds": time.perf_counter() - written, **metrics}
+            "merge_seconds": time.perf_counter() - written, **metrics,
+            "abandoned_removed": remove_abandoned(plan.output)}
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -266,6 +280,10 @@ def run(spark, args: argparse.Namespace, prepared=None) -> dict:
                   f"{result.get('num_target_rows_deleted', 0):,} deleted in {result['merge_seconds']:.1f}s")
     print(f"compacted {plan.increment.offsets_to_read:,} offsets into {plan.output} in {seconds:.1f}s{merged}"
           + f"; the table holds {rows:,} keys")
+    from kafkaseg.spark.jobs import abandoned_line
+
+    if (line := abandoned_line(plan.output, result)) is not None:
+        print(line)
     missing = _read_missing_offsets(paths, plan.read_options, planned_after)
     for path, start, end in missing:
         print(f"  note: offsets [{start}, {end}) were missing after {path}, above the cleaner checkpoint (compaction "

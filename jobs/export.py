@@ -1098,6 +1098,10 @@ def run(spark, args: argparse.Namespace, prepared: dict | None = None) -> dict:
     committed, summary = load(with_export_columns(extract(spark, paths, options)), args,
                               _arrow_schema(args.options), check, prepared)
     print_summary(summary)
+    from kafkaseg.spark.jobs import abandoned_line
+
+    if (line := abandoned_line(args.output, committed)) is not None:
+        print(line)
     total = sum(s[2] for s in summary)
     skipped, lines = skipped_report(_write_metrics(paths, options, planned_after))  # also when nothing was written: the read may have skipped
     if total == 0 and existing is not None:

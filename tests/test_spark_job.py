@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import time
 
 import pyarrow as pa
 import pytest
@@ -508,7 +509,7 @@ def test_appending_nothing_to_delta_when_the_store_kept_no_folder(tmp_path, monk
     monkeypatch.setattr(tables, "write_parquet", lambda *a, **k: None)  # wrote no object
     seen = []
     assert tables.write_delta(None, output, "append", ["topic"], schema, before_commit=seen.append) == {
-        "files": 0, "records": 0, "version": 0}
+        "files": 0, "records": 0, "version": 0, "abandoned_removed": []}
     assert seen == [[]] and DeltaTable(output).version() == 0
 
 
@@ -1161,3 +1162,52 @@ def test_export_onto_a_compacted_table_says_what_the_table_is(tmp_path):
         message = str(refused.value)
         assert "compacted table written by jobs/compact.py" in message and "only in the table" not in message
         assert "--mode overwrite would replace" in message
+
+
+def test_a_killed_runs_spark_temporary_folder_is_removed_once_its_run_is_certainly_dead(tmp_path, monkeypatch):
+    """A Delta export killed during Spark's write leaves ``kafkaseg-<time>-<id>/_temporary``, which VACUUM skips (a
+    ``_`` folder): the next run that commits removes it once the run started, and last wrote there, longer ago than
+    the table's deletedFileRetentionDuration (Delta's bound for writers still running), never a younger one's."""
+    from deltalake import write_deltalake
+
+    from kafkaseg.spark import tables
+
+    week, now = 7 * 86400, 1_800_000_000.0
+    output = tmp_path / "table"
+    write_deltalake(str(output), pa.table({"offset": pa.array([], pa.int64())}))
+
+    def run(name: str, started: float, written: float, temporary: bool = True, data: bool = False):
+        folder = output / (name.replace("T", dt.datetime.fromtimestamp(started, dt.timezone.utc).strftime(
+            "%Y%m%dT%H%M%S"), 1) if "T" in name else name)
+        attempt = folder / "_temporary" / "0" / "_temporary" / "attempt_1"
+        attempt.mkdir(parents=True) if temporary else folder.mkdir()
+        for path in [attempt / "part-00000.parquet"] if temporary else []:
+            path.write_bytes(b"x")
+        if data:
+            (folder / "part-00001.parquet").write_bytes(b"x")
+        for path in [folder, *folder.rglob("*")]:
+            os.utime(path, (written, written))
+        return folder.name
+
+    dead = run("kafkaseg-TZ-0000aaaa", now - week - 3600, now - week - 3600)
+    young = run("kafkaseg-TZ-0000bbbb", now - week + 3600, now - week + 3600)  # may still be running
+    writing = run("kafkaseg-TZ-0000cccc", now - 2 * week, now - 60)  # started long ago, still writing
+    committed = run("kafkaseg-TZ-0000dddd", now - 2 * week, now - 2 * week, temporary=False, data=True)  # VACUUM's
+    empty = run("kafkaseg-TZ-0000eeee", now - 2 * week, now - 2 * week, temporary=False)
+    other = run("_kafkaseg_staging", now - 2 * week, now - 2 * week)  # not a run folder
+    assert sorted(tables.remove_abandoned_writes(str(output), now, week)) == sorted([dead, empty])
+    left = {p.name for p in output.iterdir()}
+    assert {young, writing, committed, other} <= left and not {dead, empty} & left
+    assert (output / young / "_temporary").is_dir() and (output / committed / "part-00001.parquet").exists()
+
+    assert tables.abandoned_after_s(None) == week
+    assert tables.abandoned_after_s({"delta.deletedFileRetentionDuration": "interval 2 days"}) == 2 * 86400
+    assert tables.abandoned_after_s({"delta.deletedFileRetentionDuration": "interval 36 hours"}) == 36 * 3600
+    assert tables.abandoned_after_s({"delta.deletedFileRetentionDuration": "2 days"}) == week  # not Delta's form
+    assert tables.run_folder_name(now).startswith("kafkaseg-20270115T080000Z-")
+
+    # the next run that commits cleans up (here one appending nothing, which commits nothing)
+    dead = run("kafkaseg-TZ-0000ffff", time.time() - week - 3600, time.time() - week - 3600)
+    monkeypatch.setattr(tables, "write_parquet", lambda *a, **k: None)
+    schema = pa.schema([pa.field("offset", pa.int64())])
+    assert tables.write_delta(None, str(output), "append", [], schema)["abandoned_removed"] == [dead]

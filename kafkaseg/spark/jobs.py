@@ -72,3 +72,12 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} is not 1 or more")
     return value
+
+
+def abandoned_line(output: str, committed: dict) -> str | None:
+    """The line a job prints for the run folders its commit cleaned (``write_delta``'s ``abandoned_removed``)."""
+    names = committed.get("abandoned_removed") or []
+    if not names:
+        return None
+    return (f"removed what {len(names)} killed run(s) left in {output} (Spark's _temporary files, which VACUUM "
+            f"skips, older than the table's deletedFileRetentionDuration): {', '.join(names)}")

@@ -4,7 +4,8 @@
 * Delta: Spark's Parquet writer puts the data files into a fresh folder inside the table (executors, in parallel),
   then the driver commits them in ONE Delta transaction with delta-rs (``deltalake``): add actions built from the
   files' paths, sizes and footers (row counts and min/max/null counts, so Delta readers can skip files). No record passes through the driver, and a failed job leaves only unreferenced
-  files behind (never a half-committed table); ``DeltaTable.vacuum`` removes them.
+  files behind (never a half-committed table); ``DeltaTable.vacuum`` removes them, and the next run that commits
+  removes what VACUUM passes over (Spark's ``_temporary`` attempt folders): :func:`remove_abandoned_writes`.
 
 Both write timestamps as INT64 microseconds adjusted to UTC (Delta needs them; for Parquet they read back as
 ``timestamp[us, tz=UTC]`` instead of Spark's legacy naive INT96): ``write_parquet`` sets
@@ -13,10 +14,12 @@ Both write timestamps as INT64 microseconds adjusted to UTC (Delta needs them; f
 
 from __future__ import annotations
 
+import calendar
 import datetime as _dt
 from dataclasses import dataclass
 import json
 import posixpath
+import re
 import time
 import uuid
 from typing import Sequence
@@ -32,7 +35,7 @@ from kafkaseg.storage.fs import is_delta_table, join, open_filesystem
 #: The folder name Spark (and Hive) give a null partition value, and read back as null.
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
-__all__ = ["write_parquet", "write_delta", "delta_add_actions", "file_stats", "footer_stats",
+__all__ = ["write_parquet", "write_delta", "run_folder_name", "remove_abandoned_writes", "abandoned_after_s", "delta_add_actions", "file_stats", "footer_stats",
            "hive_partition_values"]
 
 
@@ -56,6 +59,69 @@ def write_parquet(df, output: str, mode: str, partition_by: Sequence[str]) -> No
 
 
 RUN_FOLDER_PREFIX = "kafkaseg-"  # write_delta's folder of one run's data files, under the table
+#: A run folder's name: ``kafkaseg-<UTC start time>Z-<run id>`` (``<local time>-<run id>`` before the Z was added).
+_RUN_FOLDER = re.compile(re.escape(RUN_FOLDER_PREFIX) + r"(\d{8}T\d{6})(Z?)-[0-9a-f]+")
+SPARK_TEMPORARY = "_temporary"  # Spark's job and task attempt folder inside a write's output, gone once it commits
+#: Delta's default ``delta.deletedFileRetentionDuration``: how long VACUUM leaves unreferenced files, since "old
+#: snapshots and uncommitted files can still be in use by concurrent readers or writers" (Delta's VACUUM docs).
+DEFAULT_RETENTION_S = 7 * 24 * 3600
+_INTERVAL = re.compile(r"\s*interval\s+(\d+)\s+(nanosecond|microsecond|millisecond|second|minute|hour|day|week)s?\s*",
+                       re.IGNORECASE)
+_UNIT_S = {"nanosecond": 1e-9, "microsecond": 1e-6, "millisecond": 1e-3, "second": 1, "minute": 60, "hour": 3600,
+           "day": 86400, "week": 7 * 86400}
+
+
+def run_folder_name(now_s: float) -> str:
+    """The folder of one run's data files inside a Delta table, for a run started at ``now_s`` (epoch seconds)."""
+    return f"{RUN_FOLDER_PREFIX}{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(now_s))}-{uuid.uuid4().hex[:8]}"
+
+
+def abandoned_after_s(configuration: dict | None) -> float:
+    """After how long a run's uncommitted files count as abandoned: the table's ``delta.deletedFileRetentionDuration``
+    (Delta's interval text, e.g. ``interval 7 days``), which VACUUM applies to unreferenced files for the same reason
+    (a writer may still be running), or Delta's default of a week when it is unset or unreadable."""
+    text = (configuration or {}).get("delta.deletedFileRetentionDuration")
+    match = _INTERVAL.fullmatch(text or "")
+    return DEFAULT_RETENTION_S if match is None else int(match.group(1)) * _UNIT_S[match.group(2).lower()]
+
+
+def remove_abandoned_writes(output: str, now_s: float, max_age_s: float) -> list[str]:
+    """Remove what killed runs' writes left in the Delta table at ``output`` that ``DeltaTable.vacuum`` never will:
+    Spark's ``_temporary`` folder of a run folder (a write killed before Spark's job commit; VACUUM skips folders
+    whose names start with ``_``), then the run folder itself when nothing else is in it. Only for a run certainly
+    dead: its folder's name says it started more than ``max_age_s`` ago AND nothing under its ``_temporary`` was
+    written for that long (a concurrent run still writing, however long it has run, keeps its files). A committed run
+    has no ``_temporary`` (Spark's job commit removes it), and the data files of a run that failed after Spark's
+    commit are left to VACUUM, which knows whether a version references them. Returns the run folders cleaned."""
+    filesystem, root = open_filesystem(output)
+    try:
+        entries = filesystem.get_file_info(pafs.FileSelector(root, allow_not_found=True))
+    except (OSError, pa.ArrowException):
+        return []
+    removed = []
+    for entry in entries:
+        match = _RUN_FOLDER.fullmatch(entry.base_name)
+        if entry.type != pafs.FileType.Directory or match is None:
+            continue
+        parsed = time.strptime(match.group(1), "%Y%m%dT%H%M%S")
+        started = calendar.timegm(parsed) if match.group(2) else time.mktime(parsed)
+        if now_s - started <= max_age_s:
+            continue
+        temporary = posixpath.join(entry.path, SPARK_TEMPORARY)
+        try:
+            written = filesystem.get_file_info(pafs.FileSelector(temporary, recursive=True, allow_not_found=True))
+            if any(info.mtime_ns is not None and now_s - info.mtime_ns / 1e9 <= max_age_s for info in written):
+                continue
+            if written or filesystem.get_file_info(temporary).type == pafs.FileType.Directory:
+                filesystem.delete_dir(temporary)
+            elif filesystem.get_file_info(pafs.FileSelector(entry.path)):
+                continue  # no _temporary, and data files: VACUUM's
+            if not filesystem.get_file_info(pafs.FileSelector(entry.path)):
+                filesystem.delete_dir(entry.path)
+            removed.append(entry.base_name)
+        except (OSError, pa.ArrowException):
+            continue  # removed meanwhile, or not ours to remove: the next run tries again
+    return removed
 
 
 @dataclass(frozen=True)
@@ -94,7 +160,9 @@ def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema:
     whose own output gained columns between kafkaseg versions), the new columns are added to the table instead,
     as nullable (earlier rows read them as null), in a commit of their own just before the append's. Columns
     only in the table read as null for the rows appended, as Delta allows.
-    Returns what was committed: ``{"files": n, "records": n, "version": v}``."""
+    Once committed (or having nothing to commit), what killed runs left in the table and VACUUM never removes is
+    removed (:func:`remove_abandoned_writes`, after the table's ``delta.deletedFileRetentionDuration``).
+    Returns what was committed: ``{"files": n, "records": n, "version": v, "abandoned_removed": [run folders]}``."""
     from deltalake import DeltaTable, Schema
     from deltalake.transaction import create_table_with_add_actions
 
@@ -106,7 +174,7 @@ def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema:
     if exists and seen is not None and not seen.existed:
         raise ConcurrentWriteError(f"another run created {output} after this one found no table there: nothing of "
                                    "this run was written; runs of one table must not overlap")
-    run_folder = f"{RUN_FOLDER_PREFIX}{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+    run_folder = run_folder_name(time.time())
     write_parquet(df, join(output, run_folder), "error", partition_by)  # timestamps as INT64 micros, as Delta needs
     unreferenced = (f"nothing of this run was committed (its files in {join(output, run_folder)} are "
                     "unreferenced: DeltaTable.vacuum removes them); runs of one table must not overlap")
@@ -124,7 +192,9 @@ def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema:
             filesystem.delete_dir(posixpath.join(root, run_folder))  # ours, just written, and it holds no record
         except FileNotFoundError:
             pass  # an object store that kept nothing of an empty write
-        return {"files": 0, "records": 0, "version": DeltaTable(output).version()}
+        table = DeltaTable(output)
+        return {"files": 0, "records": 0, "version": table.version(),
+                "abandoned_removed": _remove_abandoned(table, output)}
     delta_schema = Schema.from_arrow(schema)
     current = DeltaTable(output).metadata() if exists else None
     if current is not None and mode == "overwrite" and list(current.partition_columns) != list(partition_by):
@@ -165,7 +235,14 @@ def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema:
                 raise
             raise ConcurrentWriteError(f"another run created {output} while this one wrote ({first_line(exc)}): "
                                        f"{unreferenced}") from exc
-    return {"files": len(actions), "records": records, "version": DeltaTable(output).version()}
+    table = DeltaTable(output)
+    return {"files": len(actions), "records": records, "version": table.version(),
+            "abandoned_removed": _remove_abandoned(table, output)}
+
+
+def _remove_abandoned(table, output: str) -> list[str]:
+    """:func:`remove_abandoned_writes` on a table just committed to, after its retention duration."""
+    return remove_abandoned_writes(output, time.time(), abandoned_after_s(table.metadata().configuration))
 
 
 def _type_text(kind) -> str:
