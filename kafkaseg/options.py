@@ -839,9 +839,20 @@ def _parse_timestamp(name: str, value: Any) -> int:
         timestamp = datetime_ms(value)
         if timestamp is None:
             raise InvalidOptionError(f"option {name!r}: expected {expected}, got {value!r}")
-    if timestamp < 0:
-        raise InvalidOptionError(f"option {name!r}: timestamps must be >= 0 ms, got {value!r}")
+    _check_timestamp(name, timestamp, "")
     return _int64(name, timestamp, value)
+
+
+def _check_timestamp(name: str, timestamp: int, where: str) -> None:
+    """A timestamp option's value: ms since the epoch, or -1/-2, which Spark's Kafka source passes to Kafka's
+    ListOffsets as they are (``OffsetSpec.forTimestamp``): LATEST_TIMESTAMP and EARLIEST_TIMESTAMP there, resolved by
+    planning as ``latest`` and ``earliest``. The other negative values ListOffsets defines are refused."""
+    if timestamp < EARLIEST:
+        raise InvalidOptionError(
+            f"option {name!r}: {where}{timestamp} is not a timestamp (ms >= 0), -1 (latest) or -2 (earliest); "
+            "Spark's Kafka source passes it to Kafka's ListOffsets as it is (-3 max-timestamp, -4 earliest-local, "
+            f"-5 latest-tiered), which a read here does not take: `kafkaseg offsets --time {timestamp}` answers it, "
+            "to give as startingOffsets or endingOffsets")
 
 
 def _parse_partition_values(name: str, value: Any, example: str, *,
@@ -862,9 +873,8 @@ def _parse_partition_values(name: str, value: Any, example: str, *,
             if isinstance(raw_value, bool) or not isinstance(raw_value, int):
                 raise InvalidOptionError(f"option {name!r}: {topic}-{partition} must map to an integer, got "
                                          f"{raw_value!r}; expected e.g. {example}")
-            if timestamps and raw_value < 0:
-                raise InvalidOptionError(f"option {name!r}: timestamp of {topic}-{partition} must be >= 0 ms, got "
-                                         f"{raw_value}")
+            if timestamps:
+                _check_timestamp(name, raw_value, f"{topic}-{partition}: ")
             if not timestamps and raw_value < EARLIEST:
                 raise InvalidOptionError(f"option {name!r}: offset of {topic}-{partition} must be >= 0, -1 (latest) "
                                          f"or -2 (earliest), got {raw_value}")

@@ -1092,7 +1092,13 @@ def _offset_for_timestamp(part: _Partition, timestamp: int, log_start: int, uppe
                           ) -> tuple[int | None, str | None]:
     """Kafka's ListOffsets rule through :class:`kafkaseg.lookup.PartitionLookup` (one time-index entry per segment,
     one index interval of log), capped at this scan's upper bound instead of the last fetchable offset; with the
-    search's note when it found nothing for a reason worth telling."""
+    search's note when it found nothing for a reason worth telling. -2 and -1 are ListOffsets' EARLIEST_TIMESTAMP and
+    LATEST_TIMESTAMP, which Spark's Kafka source passes to it as they are: the log start offset and this scan's upper
+    bound (the high watermark, or the last stable offset under read_committed)."""
+    if timestamp == EARLIEST:
+        return log_start, None
+    if timestamp == LATEST:
+        return upper, None
     options = part.options
     with PartitionLookup(part.pdir, max_batch_bytes=options.max_batch_bytes, verify_crc=options.verify_crc,
                          checkpoints_checked=True,  # _bounds applied the checkpoint policy

@@ -302,7 +302,7 @@ def test_lower_precedence_options_are_still_checked_for_form():
 
 
 @pytest.mark.parametrize("value,fragment", [
-    ("abc", "single long"), ("1.5", "single long"), ("-1", ">= 0"), (True, "single long"), ([1], "single long"),
+    ("abc", "single long"), ("1.5", "single long"), ("-3", "-1 (latest) or -2 (earliest)"), (True, "single long"), ([1], "single long"),
 ])
 def test_global_timestamp_malformed(value, fragment):
     rejects({"endingTimestamp": value}, "'endingTimestamp'", fragment)
@@ -311,7 +311,8 @@ def test_global_timestamp_malformed(value, fragment):
 def test_per_partition_timestamps():
     options = parse(startingOffsetsByTimestamp='{"t":{"0":100,"1":200}}')
     assert options.starting.lookup("t", 1) == 200
-    rejects({"startingOffsetsByTimestamp": '{"t":{"0":-2}}'}, ">= 0 ms")
+    assert parse(startingOffsetsByTimestamp='{"t":{"0":-2,"1":-1}}').starting.lookup("t", 0) == -2  # as in Spark
+    rejects({"startingOffsetsByTimestamp": '{"t":{"0":-3}}'}, "t-0: -3 is not a timestamp")
     rejects({"startingOffsetsByTimestamp": '{"t":{"0":10}}', "endingOffsetsByTimestamp": '{"t":{"0":5}}'},
             "timestamp 10 is greater than ending timestamp 5")
     rejects({"startingOffsetsByTimestamp": '{"t":{"0":1}}', "endingOffsetsByTimestamp": '{"u":{"0":5}}'},

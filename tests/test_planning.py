@@ -1124,3 +1124,28 @@ def test_an_index_entry_at_a_legacy_wrapper_holding_a_huge_timestamp_is_not_call
     writer.close()
     plan = plan_scan(str(tmp_path), opts(startingOffsets='{"leg":{"0":13}}', timestampUnit="ms"))
     assert plan.report.indexes_rebuilt == [] and plan.report.offsets() == {("leg", 0): (13, 24)}
+
+
+def test_timestamps_minus_1_and_minus_2_are_latest_and_earliest_as_in_spark(tmp_path):
+    """Spark's Kafka source passes a timestamp option's value to Kafka's ListOffsets as it is
+    (``OffsetSpec.forTimestamp``, KafkaOffsetReaderAdmin), where -1 is LATEST_TIMESTAMP (the high watermark, or the
+    last stable offset under read_committed) and -2 EARLIEST_TIMESTAMP (the log start offset): the same here, in every
+    timestamp option. Other negative values, which Spark also passes on (-3 max-timestamp, ...), are refused, saying
+    so."""
+    log_dir = tmp_path / "b"
+    write_partition(log_dir, "t", 0, records=100, start=10)
+    write_offset_checkpoint(log_dir / "replication-offset-checkpoint", {("t", 0): 90})  # the high watermark
+    write_offset_checkpoint(log_dir / "log-start-offset-checkpoint", {("t", 0): 20})
+
+    def offsets(**options):
+        return plan_scan(str(log_dir), opts(**options)).report.offsets()[("t", 0)]
+
+    assert offsets(startingTimestamp=-2, endingTimestamp=-1) == (20, 90)
+    assert offsets(startingTimestamp="-2") == (20, 90)
+    assert offsets(startingOffsetsByTimestamp='{"t":{"0":-1}}') == (90, 90)
+    assert offsets(startingOffsetsByTimestamp='{"t":{"0":-2}}', endingOffsetsByTimestamp='{"t":{"0":-1}}') == (20, 90)
+    assert offsets(startingOffsets="earliest", endingOffsetsByTimestamp='{"t":{"0":-2}}') == (20, 20)
+    assert offsets(startingTimestamp=T0 + 500, endingOffsetsByTimestamp='{"t":{"0":-1}}') == (50, 90)
+    for option, value in [("startingTimestamp", -3), ("endingOffsetsByTimestamp", '{"t":{"0":-3}}')]:
+        with pytest.raises(InvalidOptionError, match=r"-3 .*Spark's Kafka source passes .* max-timestamp"):
+            opts(**{option: value})
