@@ -54,24 +54,30 @@ MICROS_PER_DAY = 86_400_000_000
 # --------------------------------------------------------------------------------------------------------------------
 # arguments
 
-def job_parser(prog: str, doc: str, verb: str) -> argparse.ArgumentParser:
-    """An argument parser for a job reading log dirs: ``--sample`` or ``--data-dir`` (repeatable), exclusive."""
+def job_parser(prog: str, doc: str, verb: str | None) -> argparse.ArgumentParser:
+    """An argument parser for a job reading log dirs: ``--sample`` or ``--data-dir`` (repeatable), exclusive; with
+    ``verb`` None (a job without a sample), ``--data-dir`` alone, required."""
     parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--sample", action="store_true",
-                        help=f"generate kafkaseg's sample log dir (<work-dir>/sample-kafka-logs, replaced each run) "
-                             f"and {verb} it")
-    source.add_argument("--data-dir", action="append", metavar="DIR",
+    source = parser.add_mutually_exclusive_group(required=True) if verb is not None else parser
+    if verb is not None:
+        source.add_argument("--sample", action="store_true",
+                            help=f"generate kafkaseg's sample log dir (<work-dir>/sample-kafka-logs, replaced each "
+                                 f"run) and {verb} it")
+    source.add_argument("--data-dir", action="append", metavar="DIR", required=verb is None,
                         help="a Kafka log dir, topic-partition dir or glob (repeat for several, e.g. every log.dirs)")
     return parser
+
+
+#: ``--mode`` of the jobs writing a table: its choices in this order, each job's own help after them.
+WRITE_MODES = ("error", "overwrite", "append")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = job_parser("export.py", __doc__, "export")
     parser.add_argument("--output", metavar="PATH", help="table path (default with --sample: <work-dir>/sample-<format>)")
-    parser.add_argument("--format", choices=("delta", "parquet"), default="delta")
-    parser.add_argument("--mode", choices=("error", "overwrite", "append", "incremental"), default=None,
+    parser.add_argument("--format", choices=("delta", "parquet"), default="delta", help="(default delta)")
+    parser.add_argument("--mode", choices=(*WRITE_MODES, "incremental"), default=None,
                         help="when the table exists (default: error; overwrite with --sample). append refuses offsets "
                              "the table already holds; incremental exports only the offsets after them (each "
                              "partition from where the table's export runs read up to, as they recorded it, or its "

@@ -31,11 +31,12 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import textwrap
 from typing import Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
-from jobs.export import UsageError, check_output_location
+from jobs.export import WRITE_MODES, UsageError, check_output_location, job_parser
 from kafkaseg.errors import InvalidOptionError, LayoutError
 from kafkaseg.spark.jobs import positive_int
 
@@ -91,19 +92,22 @@ def extra_columns(columns: Sequence[str]) -> list[str]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description="Bulk kafkaseg offset/time lookups with Spark. Input columns: topic, partition, and time "
-                    "(-1/latest, -2/earliest, -3/max-timestamp, epoch ms or ISO-8601) and/or offset; partition and "
-                    "offset are an optional '-' and ASCII digits (partition 0..2147483647, offset 64-bit); one "
-                    "output row per input row (a row that cannot be answered gets a reason).")
-    parser.add_argument("--data-dir", action="append", required=True, help="Kafka log dir (repeatable)")
-    parser.add_argument("--input", required=True, help="CSV (.csv), JSON lines (.json/.jsonl), Parquet, a folder of "
-                        "one of them (as Spark writes it), a Delta table, or a table name")
-    parser.add_argument("--output", required=True, help="output path (or table location)")
-    parser.add_argument("--format", choices=("parquet", "delta"), default="parquet")
-    parser.add_argument("--mode", choices=("overwrite", "append", "error"), default="error")
-    parser.add_argument("--isolation", choices=("read_uncommitted", "read_committed"), default="read_uncommitted")
-    parser.add_argument("--partitions", type=positive_int, default=None,
+    parser = job_parser(
+        "lookup.py", textwrap.fill("Bulk kafkaseg offset/time lookups with Spark. Input columns: topic, partition, and time "
+        "(-1/latest, -2/earliest, -3/max-timestamp, epoch ms or ISO-8601) and/or offset; partition and offset are an "
+        "optional '-' and ASCII digits (partition 0..2147483647, offset 64-bit); one output row per input row (a row "
+        "that cannot be answered gets a reason).", 100), None)
+    parser.add_argument("--input", required=True, metavar="PATH",
+                        help="CSV (.csv), JSON lines (.json/.jsonl), Parquet, a folder of one of them (as Spark writes "
+                             "it), a Delta table, or a table name")
+    parser.add_argument("--output", required=True, metavar="PATH", help="output path (or table location)")
+    parser.add_argument("--format", choices=("parquet", "delta"), default="parquet", help="(default parquet)")
+    parser.add_argument("--mode", choices=WRITE_MODES, default="error",
+                        help="when the output exists (default: error)")
+    parser.add_argument("--isolation", choices=("read_uncommitted", "read_committed"), default="read_uncommitted",
+                        help="which offsets are fetchable: up to the high watermark or the last stable offset, as "
+                             "Kafka's ListOffsets answers (default read_uncommitted)")
+    parser.add_argument("--partitions", type=positive_int, default=None, metavar="N",
                         help="repartition the requests into this many tasks (1 or more)")
     return parser.parse_args(argv)
 

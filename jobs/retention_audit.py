@@ -37,7 +37,14 @@ from typing import Iterable, Sequence
 
 import pyarrow as pa
 
-from jobs.export import UsageError, check_output_location, generate_sample, job_parser, run_in_session
+from jobs.export import (
+    WRITE_MODES,
+    UsageError,
+    check_output_location,
+    generate_sample,
+    job_parser,
+    run_in_session,
+)
 from kafkaseg.retention import EXIT_OVERDUE, exit_status  # the exit rule kafkaseg retention shares
 from kafkaseg.spark.jobs import positive_int
 
@@ -85,8 +92,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--now", help="audit as of this time: epoch ms or ISO-8601 (default: the current time)")
     parser.add_argument("--output", metavar="PATH",
                         help="per-partition table (default with --sample: <work-dir>/retention-audit)")
-    parser.add_argument("--format", choices=("delta", "parquet", "csv", "json"), default="delta")
-    parser.add_argument("--mode", choices=("error", "overwrite", "append"), default=None,
+    parser.add_argument("--format", choices=("delta", "parquet", "csv", "json"), default="delta",
+                        help="(default delta)")
+    parser.add_argument("--mode", choices=WRITE_MODES, default=None,
                         help="when the output exists (default: error; overwrite with --sample)")
     parser.add_argument("--segments", metavar="PATH", help="also write one row per segment to this path")
     parser.add_argument("--topic", action="append", default=[], help="only this topic (repeatable)")

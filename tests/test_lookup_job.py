@@ -366,3 +366,21 @@ def test_request_columns_pass_through_with_their_types(spark, datadir, tmp_path,
     grown = DeltaTable(older).to_pyarrow_table()
     assert grown.num_rows == 2 * n and grown.schema.field("id").type == pa.string()
     assert sorted(grown["id"].to_pylist()) == sorted([str(1000 + i) for i in range(n)] * 2)
+
+
+def test_help_describes_the_shared_options_as_the_other_jobs_do(capsys):
+    """--data-dir, --output, --format and --mode read as in export.py, compact.py and retention_audit.py (one parser
+    builder): the same metavars, defaults said, --mode's choices in the same order."""
+    from jobs import retention_audit
+
+    def helps(parse):
+        with pytest.raises(SystemExit):
+            parse(["--help"])
+        return " ".join(capsys.readouterr().out.split())
+
+    mine, audit = helps(job.parse_args), helps(retention_audit.parse_args)
+    assert "--data-dir DIR " in mine and "--data-dir DATA_DIR" not in mine
+    assert "--output PATH" in mine and "--mode {error,overwrite,append}" in mine and "{error,overwrite,append}" in audit
+    for default in ("default parquet", "default: error", "default read_uncommitted"):
+        assert default in mine
+    assert "a Kafka log dir, topic-partition dir or glob (repeat for several" in mine
