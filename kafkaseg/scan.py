@@ -559,6 +559,16 @@ def _vanished(piece: SegmentSlice, metrics: ScanMetrics, what: str, offsets: tup
             metrics.vanished_segments.append(entry)
 
 
+def _record_facts(data: bytes, header, options: ReadOptions) -> list[tuple]:
+    """``(offset, timestamp, key size, value size)`` of each record of the one batch ``header`` (its bytes
+    ``data``)."""
+    from kafkaseg.wire.records import batch_records
+
+    facts = batch_records(data, header._replace(position=0), verify_crc=options.verify_crc,
+                          max_decompressed_bytes=options.max_decompressed_batch_bytes)
+    return list(zip(*(list(column) for column in facts)))
+
+
 class _SliceDecoder:
     """One slice's decoding state (last offset seen, stats, constant columns) shared by its two read paths."""
 
@@ -813,7 +823,8 @@ class _SliceDecoder:
                 raise err
             self._count_skip(reaching.position, reaching.size, err.detail)
             return
-        if self._next_segment_spans(reader, reaching.position, reaching.last_offset):
+        if (self._next_segment_spans(reader, reaching.position, reaching.last_offset)
+                and self._kept_from_next_segment(reader, reaching.position, end, next_base)):
             return
         at, first, last = reaching.position, reaching.base_offset, reaching.last_offset
         err = CorruptBatchError(
@@ -854,6 +865,48 @@ class _SliceDecoder:
         if head is None or first is None:  # (every later segment is empty: none holds these offsets)
             return False
         return head <= max(first, piece.next_base_offset) and (k + 1 == len(bases) or last < bases[k + 1])
+
+    def _kept_from_next_segment(self, reader: RandomAccessReader, start: int, end: int, next_base: int) -> bool:
+        """Whether each v2 batch of this file in ``[start, end)`` reaching ``next_base`` is what the cleaner keeps of
+        a batch of the next segment's original: one with the same base and last offsets (``MemoryRecords.filterTo``
+        keeps both) holding each of its records at its offset with its timestamp and key and value sizes. A batch
+        whose base offset, which the CRC does not cover, was raised onto the next segment's offsets has its own
+        records, not those: its records would be dropped unsaid as the merged copy's. Legacy wrappers, which the
+        cleaner re-makes under other offsets, are left to :meth:`_next_segment_spans`, and so is a next segment gone
+        since planning. False when it cannot be read."""
+        piece = self.piece
+        limits = {"max_batch_bytes": self.options.max_batch_bytes}
+        try:
+            mine = [h for h in SegmentReader(piece.log_path, opened=reader).iter_headers(start, end, **limits)
+                    if h.magic >= 2 and h.last_offset >= next_base]
+            if not mine:
+                return True
+            wanted = {h.base_offset for h in mine}
+            pdir = read_partition_again(piece.partition_path, piece.filesystem, topic=piece.topic,
+                                        partition=piece.partition, remote_path=piece.remote_path)
+            if next_base not in {seg.base_offset for seg in pdir.segments}:
+                return True  # (gone since planning: its slices read its offsets again from this copy)
+            originals = {}
+            for seg in pdir.segments:
+                if seg.base_offset < next_base or seg.base_offset > mine[-1].last_offset:
+                    continue
+                with SegmentReader(seg.log_path, piece.filesystem) as following:
+                    for h in following.iter_headers(0, **limits):
+                        if h.base_offset in wanted:
+                            originals[h.base_offset] = (h, following.read_at(h.position, h.size))
+                        if h.base_offset > mine[-1].last_offset:
+                            break
+            for h in mine:
+                found = originals.get(h.base_offset)
+                if found is None or found[0].last_offset != h.last_offset:
+                    return False
+                ours = _record_facts(reader.read_at(h.position, h.size), h, self.options)
+                theirs = set(_record_facts(found[1], found[0], self.options))
+                if not theirs.issuperset(ours):
+                    return False
+        except KafkaSegError:
+            return False
+        return True
 
     def _count_skip(self, position: int, skipped_bytes: int, detail: str) -> None:
         """Count one corrupt batch skipped at ``position`` (with ``onCorruption=skip``), as the kernels count theirs:

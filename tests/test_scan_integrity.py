@@ -735,3 +735,25 @@ def test_a_rolled_segments_last_batch_across_the_next_base_offset_is_corruption(
     assert _offsets(scan.to_table()) == [o for o in range(RECORDS) if not last.base_offset <= o < next_base]
     assert scan.metrics.decode.corrupt_batches == 1
     assert [p[:2] for p in scan.metrics.decode.problems] == [(str(first), last.position)]
+
+
+@pytest.mark.parametrize("shift", [10, 15, 30])
+def test_a_rolled_segments_last_batch_raised_onto_the_next_segments_offsets_is_corruption(copy, shift):
+    """A rolled segment's last batch (120..129) with its base offset, which the CRC does not cover, raised to or
+    past the next segment's base (130): taken for a merged copy of the cleaner's that the next segment's original
+    spans, its ten acknowledged records were dropped by strict and lenient reads alike, without a word (found in
+    review). A merged copy's v2 batch has the same base and last offsets as a batch of the next segment's original
+    and only records of it; this one has its own records."""
+    first = _logs(copy)[0]
+    data = bytearray(first.read_bytes())
+    last = list(iter_headers(bytes(data)))[-1]
+    assert last.next_offset == int(_logs(copy)[1].stem)
+    struct.pack_into(">q", data, last.position, last.base_offset + shift)
+    first.write_bytes(bytes(data))
+    with pytest.raises(CorruptBatchError, match=rf"holds offsets {last.base_offset + shift}\.\.") as info:
+        kafkaseg.read_arrow(str(copy))
+    assert (info.value.path, info.value.position) == (str(first), last.position)
+    scan = kafkaseg.open_scan(str(copy), onCorruption="skip")
+    assert _offsets(scan.to_table()) == [o for o in range(RECORDS) if not last.base_offset <= o <= last.last_offset]
+    assert scan.metrics.decode.corrupt_batches == 1
+    assert [p[:2] for p in scan.metrics.decode.problems] == [(str(first), last.position)]
