@@ -989,7 +989,7 @@ def test_topic_folders_awaiting_deletion_are_counted(tmp_path, capsys):
     plan = plan_audit([path])
     assert [(Path(p).name, s) for p, s in plan.pending_topic_deletions] == [
         ("gone-0.0123456789abcdef0123456789abcdef-delete", size)]
-    assert f"1 partition folder(s) awaiting deletion" in plan.deletions_line() and f"{size} bytes" in plan.deletions_line()
+    assert "1 partition folder(s) awaiting deletion" in plan.deletions_line() and f"{size} bytes" in plan.deletions_line()
     assert plan_audit([path], topics=["t"]).pending_topic_deletions == ()  # another topic's: not this audit's
     assert cli_main(["retention", path, "--now", str(NOW), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["pending_topic_deletions"][0]["bytes"] == size
