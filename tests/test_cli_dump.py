@@ -843,3 +843,46 @@ def test_index_mismatches_print_once_per_offset_highest_first(tmp_path, capsys):
     assert out[1:] == ["offset: 2 position: 0", "offset: 1 position: 0", f"offset: 2 position: {size}"]
     assert code == 1 and err == [f"Mismatches in :{index.resolve()}", "  Index offset: 2, log offset: 1",
                                  "  Index offset: 1, log offset: 0"]
+
+
+def test_remote_log_metadata_decoder_prints_the_objects_as_kafkas_tool_does(tmp_path, capsys):
+    """--remote-log-metadata-decoder as RemoteMetadataLogMessageParser: no key, the deserialized object's
+    toString as the payload (DumpLogSegmentsTest.testDumpRemoteLogMetadataMultipleRecordsOneBatch's update and
+    delete records, then "corrupted" as testDumpRemoteLogMetadataWithCorruption has it); --json gives the object's
+    fields. Values built by hand from RemoteLogSegmentMetadataUpdateRecord.json and
+    RemotePartitionDeleteMetadataRecord.json: frame 1 | api key | version 0 | fields | tagged fields."""
+    topic_id = bytes.fromhex("0123456789abcdef0123456789abcdef")
+    segment_id = bytes.fromhex("fedcba9876543210fedcba9876543210")
+    topic_id_partition = b"\x04foo" + topic_id + struct.pack(">i", 0) + b"\x00"
+    update = (b"\x01\x01\x00" + topic_id_partition + segment_id + b"\x00" + struct.pack(">iq", 0, 0)
+              + b"\x05\x00\x01\x02\x03" + b"\x01" + b"\x00")
+    delete = b"\x01\x02\x00" + topic_id_partition + struct.pack(">iqb", 0, 0, 0) + b"\x00"
+    writer = PartitionWriter(tmp_path / "__remote_log_metadata-0")
+    writer.append(build_batch_v2([Record(offset, 1_700_000_000_000, None, value)
+                                  for offset, value in enumerate((update, delete, b"corrupted"))]))
+    writer.close()
+    log = tmp_path / "__remote_log_metadata-0" / f"{0:020d}.log"
+    update_text = ("RemoteLogSegmentMetadataUpdate{remoteLogSegmentId=RemoteLogSegmentId{topicIdPartition="
+                   "ASNFZ4mrze8BI0VniavN7w:foo-0, id=_ty6mHZUMhD-3LqYdlQyEA}, customMetadata=Optional["
+                   "CustomMetadata{4 bytes}], state=COPY_SEGMENT_FINISHED, eventTimestampMs=0, brokerId=0}")
+    delete_text = ("RemotePartitionDeleteMetadata{topicPartition=ASNFZ4mrze8BI0VniavN7w:foo-0, "
+                   "state=DELETE_PARTITION_MARKED, eventTimestampMs=0, brokerId=0}")
+    code, out, err = run(["dump", "--files", str(log), "--remote-log-metadata-decoder"], capsys)
+    assert code == 0 and err == []
+    assert out[1] == "Log starting offset: 0" and BATCH_V2.match(out[2])
+    metadata = "CreateTime: 1700000000000 keySize: -1 valueSize: {} sequence: -1 headerKeys: []"
+    assert out[3:] == [
+        f"| offset: 0 {metadata.format(len(update))} payload: {update_text}",
+        f"| offset: 1 {metadata.format(len(delete))} payload: {delete_text}",
+        f"| offset: 2 {metadata.format(9)} payload: Error at offset 2, skipping. Could not deserialize metadata "
+        "record due to unknown frame version 99(only frame version 1 is supported)"]
+    code, out, _ = run(["dump", "--files", str(log), "--remote-log-metadata-decoder", "--json"], capsys)
+    records = [record for line in out for record in json.loads(line).get("records", [])]
+    assert code == 0 and [("key" in record) for record in records] == [False] * 3
+    assert records[0]["payload"] == {
+        "type": "RemoteLogSegmentMetadataUpdate", "version": 0,
+        "remoteLogSegmentId": {"topicIdPartition": {"topicId": "ASNFZ4mrze8BI0VniavN7w", "topic": "foo",
+                                                    "partition": 0}, "id": "_ty6mHZUMhD-3LqYdlQyEA"},
+        "customMetadata": "AAECAw==", "state": "COPY_SEGMENT_FINISHED", "eventTimestampMs": 0, "brokerId": 0}
+    assert records[1]["payload"]["state"] == "DELETE_PARTITION_MARKED"
+    assert records[2]["payload"].startswith("Error at offset 2, skipping. Could not deserialize")

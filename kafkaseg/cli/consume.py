@@ -567,7 +567,7 @@ def check_args(args) -> str | None:
     if args.formatter is not None and args.formatter not in DEFAULT_FORMATTERS:
         return (f"--formatter {args.formatter}: only the default formatter ({DEFAULT_FORMATTERS[0]}) is available "
                 "here; kafkaseg dump --offsets-decoder / --transaction-log-decoder / --cluster-metadata-decoder / "
-                "--share-group-state-decoder decode the internal topics")
+                "--share-group-state-decoder / --remote-log-metadata-decoder decode the internal topics")
     return None
 
 

@@ -52,6 +52,7 @@ from kafkaseg.wire.crc import crc_is_valid
 from kafkaseg.wire.internal.cluster_metadata import decode_control_record, decode_metadata_record
 from kafkaseg.wire.internal.consumer_offsets import format_offsets_record
 from kafkaseg.wire.internal.protocol import to_json
+from kafkaseg.wire.internal.remote_log_metadata import format_remote_log_metadata_record, remote_log_metadata_json
 from kafkaseg.wire.internal.share_group_state import format_share_group_state_record
 from kafkaseg.wire.internal.transaction_state import format_transaction_record
 
@@ -73,7 +74,8 @@ class DumpOptions:
     max_bytes: int = INT_MAX
     max_message_size: int = 5 * 1024 * 1024
     skip_record_metadata: bool = False
-    decoder: str | None = None  # "offsets" | "share-group-state" | "transaction" | "cluster-metadata"
+    decoder: str | None = None  # "offsets" | "share-group-state" | "transaction" | "cluster-metadata" |
+    #                             "remote-log-metadata"
     json: bool = False
     key_ring: object = None  # kafkaseg.storage.encryption.KeyRing: opens tiered-storage copies stored encrypted
 
@@ -301,6 +303,8 @@ def _parse_data(record: _Record, options: DumpOptions) -> tuple[str | None, str 
         except KafkaSegError as err:
             text = f"Error at {record.offset}, skipping. {err}"
         return None, text
+    if options.decoder == "remote-log-metadata":  # RemoteMetadataLogMessageParser: the value's object; no key
+        return None, format_remote_log_metadata_record(record.value, record.offset)
     return (None if record.key is None else _utf8(record.key),
             None if record.value is None else _utf8(record.value))
 
@@ -358,6 +362,8 @@ def record_json(record: _Record, header: BatchHeader, options: DumpOptions) -> d
                 out["control"] = control.data
         except KafkaSegError as err:
             out["controlError"] = str(err)
+    elif options.decoder == "remote-log-metadata":  # the payload's fields as an object (an error line as text)
+        out["payload"] = remote_log_metadata_json(record.value, record.offset)
     elif options.should_print_data:
         key, payload = _parse_data(record, options)
         for name, text in (("key", key), ("payload", payload)):

@@ -128,7 +128,8 @@ def _cmd_dump(args) -> int:
 
     decoder = ("offsets" if args.offsets_decoder else "transaction" if args.transaction_log_decoder
                else "cluster-metadata" if args.cluster_metadata_decoder
-               else "share-group-state" if args.share_group_state_decoder else None)
+               else "share-group-state" if args.share_group_state_decoder
+               else "remote-log-metadata" if args.remote_log_metadata_decoder else None)
     options = DumpOptions(print_data_log=args.print_data_log, deep_iteration=args.deep_iteration,
                           verify_index_only=args.verify_index_only, index_sanity_check=args.index_sanity_check,
                           max_bytes=args.max_bytes, max_message_size=args.max_message_size,
@@ -700,6 +701,8 @@ def build_parser() -> argparse.ArgumentParser:
     decoders.add_argument("--cluster-metadata-decoder", action="store_true", help="parse KRaft metadata records")
     decoders.add_argument("--share-group-state-decoder", action="store_true",
                           help="parse __share_group_state records")
+    decoders.add_argument("--remote-log-metadata-decoder", action="store_true",
+                          help="parse __remote_log_metadata records (TopicBasedRemoteLogMetadataManager's)")
     dump.add_argument("--json", action="store_true", help="one JSON object per batch/entry")
     dump.add_argument("--no-progress", action="store_true")
     dump.set_defaults(func=_cmd_dump)
@@ -887,9 +890,6 @@ _KAFKA_OPTIONS_NOT_TAKEN: dict[str, dict[str, str]] = {
         "--key-decoder-class": "--key-decoder-class " + _DECODER_CLASS.format(what="keys", prop="key.deserializer"),
         "--value-decoder-class": "--value-decoder-class " + _DECODER_CLASS.format(what="payloads",
                                                                                   prop="value.deserializer"),
-        "--remote-log-metadata-decoder": "--remote-log-metadata-decoder is not offered: kafkaseg does not decode "
-                                         "__remote_log_metadata records (TopicBasedRemoteLogMetadataManager's); "
-                                         "--print-data-log prints them undecoded",
     },
     "consume": {
         "--bootstrap-server": _broker_address("--data-dir DIR"),

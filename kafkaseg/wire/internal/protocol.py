@@ -36,7 +36,7 @@ from typing import Any, Sequence
 
 from kafkaseg.errors import CorruptDataError
 
-__all__ = ["Field", "Message", "Reader", "read_message", "to_json", "kafka_uuid", "VersionRange",
+__all__ = ["Field", "Message", "Reader", "read_message", "read_message_prefix", "to_json", "kafka_uuid", "VersionRange",
            "MAX_ELEMENTS"]
 
 #: Arrays longer than this, or strings/bytes longer than the buffer, are refused: a corrupt length field must not
@@ -254,14 +254,23 @@ def _read_struct(reader: Reader, fields: Sequence[Field], version: int, flexible
     return out
 
 
+def read_message_prefix(spec: Message, buf, version: int, position: int = 0, end: int | None = None
+                        ) -> tuple[dict, int]:
+    """Decode ``spec`` at ``version`` from ``buf[position:end]``, as Kafka's generated ``read`` does, leaving what
+    follows it: ``(value, position just after it)``. Raises :class:`CorruptDataError` for a version outside
+    ``spec.valid`` or malformed bytes."""
+    if version not in VersionRange(spec.valid):
+        raise CorruptDataError(f"{spec.name}: unsupported version {version} (valid {spec.valid})", position=position)
+    reader = Reader(buf, position, end)
+    return _read_struct(reader, spec.fields, version, version in VersionRange(spec.flexible)), reader.pos
+
+
 def read_message(spec: Message, buf, version: int, position: int = 0, end: int | None = None, *,
                  require_all: bool = True) -> dict:
     """Decode ``buf[position:end]`` as ``spec`` at ``version``. Raises :class:`CorruptDataError` for a version
     outside ``spec.valid``, malformed bytes, or (with ``require_all``) bytes left over."""
-    if version not in VersionRange(spec.valid):
-        raise CorruptDataError(f"{spec.name}: unsupported version {version} (valid {spec.valid})", position=position)
-    reader = Reader(buf, position, end)
-    value = _read_struct(reader, spec.fields, version, version in VersionRange(spec.flexible))
+    value, after = read_message_prefix(spec, buf, version, position, end)
+    reader = Reader(buf, after, end)
     if require_all and reader.remaining:
         raise CorruptDataError(f"{spec.name} v{version}: {reader.remaining} byte(s) of garbage after the message",
                                position=reader.pos)
