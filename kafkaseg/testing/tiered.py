@@ -14,6 +14,12 @@ What ``RemoteLogManager.copyLogSegment`` hands the plugin for a segment whose ne
 the segment's files, the producer snapshot at ``next``, and the leader epochs starting below ``next`` (a
 ``leader-epoch-checkpoint`` text); the manifest's ``segmentLeaderEpochs`` are those epochs within the segment, the
 first one starting at the segment's base (``LeaderEpochFileCache.epochEntriesInRange``).
+
+What ``TopicBasedRemoteLogMetadataManager`` records of those copies in ``__remote_log_metadata``
+(:func:`copy_events`, :func:`segment_event`, :func:`segment_update`, :func:`partition_deleted`,
+:func:`write_remote_log_metadata`): record values built from Kafka's JSON schemas
+(``storage/src/main/resources/message/RemoteLogSegmentMetadataRecord.json`` and its siblings, all v0, flexible)
+in ``AbstractApiMessageSerde``'s framing (uvarint frame version 1, api key, version), with null keys.
 """
 
 from __future__ import annotations
@@ -27,7 +33,9 @@ from pathlib import Path
 
 import zstandard
 
-__all__ = ["copy_to_tiered", "kafka_uuid", "KeyPairFiles", "make_key_pair", "aiven_encryptor"]
+__all__ = ["copy_to_tiered", "kafka_uuid", "KeyPairFiles", "make_key_pair", "aiven_encryptor", "segment_event",
+           "segment_update", "partition_deleted", "copy_events", "write_remote_log_metadata",
+           "COPY_SEGMENT_STARTED", "COPY_SEGMENT_FINISHED", "DELETE_SEGMENT_STARTED", "DELETE_SEGMENT_FINISHED"]
 
 _CHUNK = 4 * 1024 * 1024  # Aiven's chunk.size default
 
@@ -238,3 +246,101 @@ def copy_to_tiered(partition_folder: str | os.PathLike, root: str | os.PathLike,
             raise ValueError(f"layout {layout!r}: 'aiven' or 'local'")
         written.append(target / (name + ".log"))
     return written
+
+
+# -- __remote_log_metadata ---------------------------------------------------------------------------------------
+
+COPY_SEGMENT_STARTED, COPY_SEGMENT_FINISHED, DELETE_SEGMENT_STARTED, DELETE_SEGMENT_FINISHED = range(4)
+
+
+def _compact(data: bytes | None) -> bytes:
+    """A compact (flexible-version) string or bytes: uvarint length + 1, 0 for null."""
+    from kafkaseg.testing.writer import _uvarint
+
+    return b"\x00" if data is None else _uvarint(len(data) + 1) + data
+
+
+def _uuid(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _topic_id_partition(topic: str, topic_id: str, partition: int) -> bytes:
+    # TopicIdPartitionEntry: Name string, Id uuid, Partition int32, no tagged fields
+    return _compact(topic.encode()) + _uuid(topic_id) + struct.pack(">i", partition) + b"\x00"
+
+
+def _segment_id(topic: str, topic_id: str, partition: int, segment_id: str) -> bytes:
+    # RemoteLogSegmentIdEntry: TopicIdPartition, Id uuid, no tagged fields
+    return _topic_id_partition(topic, topic_id, partition) + _uuid(segment_id) + b"\x00"
+
+
+def segment_event(topic: str, topic_id: str, partition: int, segment_id: str, start: int, end: int,
+                  epochs: list[tuple[int, int]], *, state: int = COPY_SEGMENT_STARTED, size: int = 0,
+                  broker: int = 1, time_ms: int = 0) -> bytes:
+    """A ``RemoteLogSegmentMetadataRecord`` value (api key 0): a copy's upload began (``epochs``: (leader epoch,
+    start offset) within the copy)."""
+    from kafkaseg.testing.writer import _uvarint
+
+    entries = _uvarint(len(epochs) + 1) + b"".join(struct.pack(">iq", e, o) + b"\x00" for e, o in epochs)
+    return (b"\x01\x00\x00" + _segment_id(topic, topic_id, partition, segment_id)
+            + struct.pack(">qqiqq", start, end, broker, time_ms, time_ms) + entries + struct.pack(">i", size)
+            + _compact(None) + struct.pack(">b", state) + b"\x00")
+
+
+def segment_update(topic: str, topic_id: str, partition: int, segment_id: str, state: int, *, broker: int = 1,
+                   time_ms: int = 0) -> bytes:
+    """A ``RemoteLogSegmentMetadataUpdateRecord`` value (api key 1): a copy's later state."""
+    return (b"\x01\x01\x00" + _segment_id(topic, topic_id, partition, segment_id)
+            + struct.pack(">iq", broker, time_ms) + _compact(None) + struct.pack(">b", state) + b"\x00")
+
+
+def partition_deleted(topic: str, topic_id: str, partition: int, state: int = 0, *, broker: int = 1,
+                      time_ms: int = 0) -> bytes:
+    """A ``RemotePartitionDeleteMetadataRecord`` value (api key 2; state 0 DELETE_PARTITION_MARKED)."""
+    return (b"\x01\x02\x00" + _topic_id_partition(topic, topic_id, partition)
+            + struct.pack(">iqb", broker, time_ms, state) + b"\x00")
+
+
+def copy_events(written: list[Path], epochs: list[tuple[int, int]], *, topic_id: str,
+                finished: bool = True) -> list[bytes]:
+    """What the broker records for copies :func:`copy_to_tiered` wrote (its ``.log`` paths, in offset order): for
+    each, COPY_SEGMENT_STARTED then (``finished``) COPY_SEGMENT_FINISHED, with the leader epochs (``epochs``:
+    the partition's ``leader-epoch-checkpoint``) over its offsets. A copy's end is the next one's base - 1 (the
+    last copy's: its last record's offset)."""
+    events = []
+    for i, log in enumerate(written):
+        base, segment_id = int(log.name[:20]), log.name[21:-4]
+        end = int(written[i + 1].name[:20]) - 1 if i + 1 < len(written) else _last_offset(log.read_bytes())
+        topic, partition = _copy_partition(log)
+        within = [(e, max(s, base)) for j, (e, s) in enumerate(epochs)
+                  if s <= end and (j + 1 == len(epochs) or epochs[j + 1][1] > base)]
+        events.append(segment_event(topic, topic_id, partition, segment_id, base, end, within,
+                                    size=log.stat().st_size))
+        if finished:
+            events.append(segment_update(topic, topic_id, partition, segment_id, COPY_SEGMENT_FINISHED))
+    return events
+
+
+def _copy_partition(log: Path) -> tuple[str, int]:
+    """(topic, partition) of a copy's ``.log`` in either layout."""
+    folder = log.parent.name
+    if folder.isdigit():  # Aiven: <topic>-<topic id>/<partition>/
+        return log.parent.parent.name[:-23], int(folder)
+    topic, _, partition = folder[:-23].rpartition("-")  # LocalTieredStorage: <topic>-<partition>-<topic id>/
+    return topic, int(partition)
+
+
+def write_remote_log_metadata(log_dir: str | os.PathLike, values: list[bytes], *, partition: int,
+                              records_per_batch: int = 3, codec: int | str = 0) -> Path:
+    """Write ``values`` as the records (null keys) of ``__remote_log_metadata-<partition>`` in ``log_dir``, from
+    offset 0, ``records_per_batch`` a batch compressed with ``codec``; returns the folder."""
+    from kafkaseg.testing.partition import PartitionWriter
+    from kafkaseg.testing.writer import Record, build_batch_v2
+
+    writer = PartitionWriter(Path(log_dir) / f"__remote_log_metadata-{partition}", write_snapshots=False)
+    for first in range(0, len(values), records_per_batch):
+        records = [Record(first + i, 1_700_000_000_000 + first + i, None, value)
+                   for i, value in enumerate(values[first:first + records_per_batch])]
+        writer.append(build_batch_v2(records, codec=codec))
+    writer.close()
+    return writer.directory
