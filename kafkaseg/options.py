@@ -87,7 +87,7 @@ OPTION_NAMES: tuple[str, ...] = (
     "upperBound", "verifyCrc", "includeControl", "includeMetadata", "onCorruption", "splitSize", "openCostInBytes",
     "packTopicPartitions",
     "maxRecordsPerBatch", "maxBytesPerBatch", "maxBatchBytes", "maxDecompressedBatchBytes", "replicas",
-    "filterPushdown", "readMode", "columns", "timestampUnit", "tieredKeyRing",
+    "filterPushdown", "readMode", "columns", "timestampUnit", "tieredKeyRing", "remoteLogMetadata",
     "path", "paths",
 )
 
@@ -153,6 +153,7 @@ _CHOICES = {
     "filterPushdown": ("auto", "true", "false"),
     "readMode": ("auto", "mmap", "pread"),
     "timestampUnit": ("us", "ms"),
+    "remoteLogMetadata": ("use", "ignore"),
 }
 
 
@@ -239,6 +240,9 @@ class ReadOptions:
     Kafka's values as they are (the Python API and the CLI; Spark's TimestampType is microseconds).
     ``tiered_key_ring``: the private key files that open tiered-storage copies Aiven's plugin stored encrypted
     (:class:`kafkaseg.storage.encryption.KeyRing`, from ``tieredKeyRing="<id>=<file>,..."`` or a dict), or None.
+    ``remote_log_metadata``: ``use`` (default): when the paths hold both tiered-storage copies and
+    ``__remote_log_metadata`` partitions, the copies that topic says are dead are left out
+    (:mod:`kafkaseg.remote_metadata`); ``ignore``: the copies' leader epochs alone decide (a stale metadata copy).
     ``ignored``: the no-op options that were given (canonical names), for logging.
     """
 
@@ -275,6 +279,7 @@ class ReadOptions:
     max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
     columns: tuple[str, ...] | None = None
     tiered_key_ring: Any = None
+    remote_log_metadata: str = "use"
     ignored: tuple[str, ...] = field(default=(), compare=False)
 
     # ------------------------------------------------------------------------------------------------------------
@@ -356,6 +361,7 @@ class ReadOptions:
             "filterPushdown": self.filter_pushdown,
             "readMode": self.read_mode,
             "timestampUnit": self.timestamp_unit,
+            "remoteLogMetadata": self.remote_log_metadata,
         })
         if self.paths:  # masked: this dict goes into plan reports, which are files other users may read
             from kafkaseg.storage.fs import redact
@@ -475,7 +481,7 @@ class ReadOptions:
         for name, attr in (("kafka.isolation.level", "isolation_level"), ("upperBound", "upper_bound"),
                            ("onCorruption", "on_corruption"), ("replicas", "replicas"),
                            ("filterPushdown", "filter_pushdown"), ("readMode", "read_mode"),
-                           ("timestampUnit", "timestamp_unit")):
+                           ("timestampUnit", "timestamp_unit"), ("remoteLogMetadata", "remote_log_metadata")):
             if name in raw:
                 kwargs[attr] = _parse_choice(name, raw[name])
         paths: list[str] = []

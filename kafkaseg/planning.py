@@ -1950,8 +1950,11 @@ def list_partitions(paths: str | Sequence[str] | None, options: ReadOptions) -> 
     skipped: list[tuple[str, str]] = []
     unselected: list[tuple[str, int, str]] = []
     started = time.time_ns()
+    hook = None
+    if options.remote_log_metadata == "use":  # which tiered copies are live (remote_metadata's design)
+        from kafkaseg.remote_metadata import read_remote_log_metadata as hook
     found = discover(paths, skipped=skipped, select=options.selects, unselected=unselected,
-                     key_ring=options.tiered_key_ring)
+                     key_ring=options.tiered_key_ring, remote_log_metadata=hook)
     return Listing(tuple(found), tuple(skipped), tuple(unselected), started)
 
 

@@ -81,7 +81,8 @@ def test_every_canonical_name_is_accepted_in_any_case(name):
               "maxRecordsPerBatch": "10", "packTopicPartitions": "false",
               "maxBytesPerBatch": "1m", "maxBatchBytes": "1m", "maxDecompressedBatchBytes": "2m",
               "replicas": "all", "filterPushdown": "true", "readMode": "pread", "path": "/x",
-              "paths": '["/x","/y"]', "columns": "offset", "timestampUnit": "ms", "tieredKeyRing": "k1=/k.pem"}
+              "paths": '["/x","/y"]', "columns": "offset", "timestampUnit": "ms", "tieredKeyRing": "k1=/k.pem",
+              "remoteLogMetadata": "ignore"}
     assert set(values) == set(OPTION_NAMES)
     for spelling in (name, name.lower(), name.upper()):
         parsed = ReadOptions.from_options({spelling: values[name]})

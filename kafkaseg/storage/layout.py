@@ -203,6 +203,9 @@ class PartitionDir:
     # The key ring a tiered-storage copy's partition was read with (the key files' paths only, a KeyRing), so a
     # partition listed again where it was planned opens new encrypted copies alike.
     key_ring: Any = field(default=None, compare=False, repr=False)
+    # What the cluster's __remote_log_metadata says of a tiered-storage copy's partition (a tiered.CopyStates), so a
+    # partition listed again leaves out the same dead copies; None when no metadata was read for it.
+    copy_states: Any = field(default=None, compare=False, repr=False)
 
     @property
     def log_start_offset(self) -> int | None:
@@ -290,6 +293,10 @@ class LogDir:
     unreadable_checkpoints: tuple[tuple[str, str], ...] = ()  # (file name, why): corrupt or unreadable
     # (topic, partition, path) of partition folders a ``select`` left unread (their names only)
     unselected: tuple[tuple[str, int, str], ...] = ()
+
+
+#: The topic where brokers record which tiered-storage copies are live (``TopicBasedRemoteLogMetadataManager``).
+REMOTE_LOG_METADATA_TOPIC = "__remote_log_metadata"
 
 
 def parse_topic_partition(name: str) -> tuple[str, int] | None:
@@ -454,12 +461,13 @@ def _safe(read, path: str, filesystem, notes: list[str]):
 def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, log_dir: LogDir | None = None,
                        topic: str | None = None, partition: int | None = None,
                        entries: Sequence[_fs.FileEntry] | None = None, key_ring=None,
-                       again: bool = False) -> PartitionDir:
+                       again: bool = False, copy_states=None) -> PartitionDir:
     """One topic-partition folder. Checkpoint values come from ``log_dir`` (or, when not given, from the parent
     folder's checkpoint files if it has any). Unreadable side files are noted in ``notes``, not raised. A listed
     segment file discovery must read (a ``.swap``) that is gone when read is not an error: the folder is listed
     again, up to :data:`REDISCOVERIES` times. A tiered-storage copy's partition folder is read by
-    :func:`read_tiered_partition` (``key_ring`` for its encrypted copies; ``again``: read again, see there)."""
+    :func:`read_tiered_partition` (``key_ring`` for its encrypted copies; ``again``: read again, and
+    ``copy_states``, see there)."""
     if filesystem is None:
         filesystem, path = _fs.open_filesystem(path)
     if log_dir is None and entries is None and parse_topic_partition(_fs.basename(path)) is None:
@@ -467,7 +475,8 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
         listing = _fs.settled_list_dir(path, _fs.base_store(filesystem))
         remote = tiered.tiered_partition_folders(path, filesystem, listing, partition_only=True)
         if remote is not None and len(remote) == 1 and remote[0].path == path:
-            return read_tiered_partition(remote[0], filesystem, entries=listing, key_ring=key_ring, again=again)
+            return read_tiered_partition(remote[0], filesystem, entries=listing, key_ring=key_ring, again=again,
+                                         copy_states=copy_states)
         if _fs.base_store(filesystem) is filesystem:
             entries = listing
     if topic is None or partition is None:
@@ -518,7 +527,7 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
 
 def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, root: str | None = None,
                           entries: Sequence[_fs.FileEntry] | None = None, only: str | None = None,
-                          key_ring=None, again: bool = False) -> PartitionDir:
+                          key_ring=None, again: bool = False, copy_states=None) -> PartitionDir:
     """One remote partition folder of a tiered-storage copy (see :mod:`kafkaseg.storage.tiered`): its segment
     copies as segments, its topic id from the folder name, its leader epochs from the copies; no checkpoints.
 
@@ -532,6 +541,9 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
     (:class:`kafkaseg.storage.encryption.KeyRing`); a partition read again through its own filesystem also
     reuses the data keys that filesystem holds (a worker has no key ring), and, ``again`` (a planned file gone),
     keeps a copy whose key neither gives in the log, only reading it failing (an uploaded since planning).
+    ``copy_states`` (a :class:`tiered.CopyStates`, from the cluster's ``__remote_log_metadata``): the copies it
+    says are dead are left out first (:func:`tiered.apply_copy_states`), and its live copies none of the folder's
+    are become the partition's ``missing_live`` offsets.
     """
     known_keys = {chunked.data_key.wrapped: chunked.data_key for chunked in
                   tiered.served_decompressed(filesystem).values() if isinstance(chunked.data_key, encryption.DataKey)}
@@ -545,6 +557,7 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
     layout = "Aiven tiered-storage" if folder.layout == tiered.AIVEN else "LocalTieredStorage"
     notes = [f"tiered-storage copy ({layout} layout): no checkpoints; every segment is a rolled one"]
     copies = tiered.remote_segments(entries, notes)
+    copies = tiered.apply_copy_states(copies, copy_states, notes)
     if only is not None:
         copies = [copy for copy in copies if copy.log.path == only]
     unfinished = []
@@ -620,7 +633,7 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
     return PartitionDir(topic=folder.topic, partition=folder.partition, path=folder.path,
                         log_dir=root, segments=segments, topic_id=folder.topic_id, leader_epochs=tuple(epochs),
                         notes=tuple(notes), filesystem=filesystem, tiered=folder.layout,
-                        key_ring=key_ring.ring if key_ring is not None else None)
+                        key_ring=key_ring.ring if key_ring is not None else None, copy_states=copy_states)
 
 
 _CHECKPOINT_FILES = {
@@ -902,10 +915,12 @@ def _listed_again(partition_dir: PartitionDir) -> PartitionDir | None:
     folder itself went away (a deleted topic)."""
     try:
         fresh = read_partition_dir(partition_dir.path, partition_dir.filesystem, topic=partition_dir.topic,
-                                   partition=partition_dir.partition, key_ring=partition_dir.key_ring, again=True)
+                                   partition=partition_dir.partition, key_ring=partition_dir.key_ring, again=True,
+                                   copy_states=partition_dir.copy_states)
         if partition_dir.remote_below is not None:  # extended below as before (with_remote_copies)
             remote = read_partition_dir(partition_dir.remote_below.path, partition_dir.filesystem,
-                                        key_ring=partition_dir.remote_below.key_ring, again=True)
+                                        key_ring=partition_dir.remote_below.key_ring, again=True,
+                                        copy_states=partition_dir.remote_below.copy_states)
             fresh = with_remote_copies(fresh, remote)[0] or fresh
     except KafkaSegError:
         return None
@@ -1035,9 +1050,10 @@ def _check_one_store(found: dict, key: str, filesystem, given) -> None:
 
 
 def _discover_tiered(found: dict, left_out: dict, remote: list, path: str, filesystem, given,
-                     select: Callable[[str, int], bool] | None, key_ring=None) -> None:
+                     select: Callable[[str, int], bool] | None, key_ring=None, copy_states=None) -> None:
     """Read the remote partition folders :func:`tiered.tiered_partition_folders` found at or under ``path`` into
-    ``found``; those ``select`` leaves out into ``left_out``."""
+    ``found``; those ``select`` leaves out into ``left_out``. ``copy_states(topic id, partition)``: what the
+    cluster's ``__remote_log_metadata`` says of a partition's copies (see :func:`read_tiered_partition`)."""
     chosen = []
     for folder in remote:
         if select is not None and folder.path != path and not select(folder.topic, folder.partition):
@@ -1047,7 +1063,8 @@ def _discover_tiered(found: dict, left_out: dict, remote: list, path: str, files
     root = None if len(remote) == 1 and remote[0].path == path else path
 
     def read(folder):
-        return read_tiered_partition(folder, filesystem, root=root, key_ring=key_ring)
+        states = copy_states(folder.topic_id, folder.partition) if copy_states is not None else None
+        return read_tiered_partition(folder, filesystem, root=root, key_ring=key_ring, copy_states=states)
 
     for folder, pd in zip(chosen, _fs.map_files(read, chosen, [filesystem])):
         key = _found_key(folder.path, filesystem)
@@ -1057,7 +1074,8 @@ def _discover_tiered(found: dict, left_out: dict, remote: list, path: str, files
 
 def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
              skipped: list[tuple[str, str]] | None = None, *, select: Callable[[str, int], bool] | None = None,
-             unselected: list[tuple[str, int, str]] | None = None, key_ring=None) -> list[PartitionDir]:
+             unselected: list[tuple[str, int, str]] | None = None, key_ring=None,
+             remote_log_metadata: Callable[[list[PartitionDir]], Any] | None = None) -> list[PartitionDir]:
     """Every partition replica under ``paths``: log dirs, topic-partition dirs, single ``.log`` files, or globs
     of those (local or any pyarrow filesystem URI). The same topic-partition under several log dirs (several
     brokers' copies) is returned once per copy: see :func:`choose_replicas`. Sorted by (topic, partition, path).
@@ -1066,7 +1084,10 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
     which partition folders of a log dir are read (:func:`read_log_dir`); ``unselected``, when given, gets
     ``(topic, partition, path)`` for the others. Partition dirs and files given as paths are always read.
     ``key_ring`` (:class:`kafkaseg.storage.encryption.KeyRing`): the private keys that open tiered-storage copies
-    stored encrypted.
+    stored encrypted. ``remote_log_metadata``: called, when tiered-storage copies and log dirs holding
+    ``__remote_log_metadata`` partitions are both found, with those partitions (read even where ``select`` leaves
+    them out, and then still left out), before the copies are read; what it returns tells, by its
+    ``copy_states(topic id, partition)``, which copies are live (see :func:`read_tiered_partition`).
 
     Raises :class:`LayoutError` for a path that does not exist, a glob that matches nothing, or a folder that is
     neither a log dir nor a topic-partition dir.
@@ -1081,6 +1102,8 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
     # .log files given one by one, added to a folder already found: (its paths, its bases, the new segments),
     # merged into found by merge_added (once, not once a file: a glob over thousands of segments)
     added: dict = {}
+    tiered_found: list = []  # _discover_tiered's arguments: read last, once the log dirs' metadata partitions are
+    metadata_unread: list = []  # (path, filesystem, log dir, partition) of __remote_log_metadata folders unselected
 
     def merge_added() -> None:
         for folder, (_, _, new) in added.items():
@@ -1149,7 +1172,10 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                 tiered_skips: list[tuple[str, str]] = []
                 remote = tiered.tiered_partition_folders(path, filesystem, listing, tiered_skips)
                 if remote is not None:
-                    _discover_tiered(found, left_out, remote, path, filesystem, given, select, key_ring)
+                    if remote_log_metadata is None:
+                        _discover_tiered(found, left_out, remote, path, filesystem, given, select, key_ring)
+                    else:
+                        tiered_found.append((remote, path, filesystem, given))
                     if skipped is not None:
                         skipped.extend(tiered_skips)
                     continue
@@ -1162,6 +1188,8 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                                   f"copy (Aiven's or LocalTieredStorage's layout){_log_dirs_below(listing, filesystem)}")
             log_dir = read_log_dir(path, filesystem, select)
             left_out.update((_found_key(entry[2], filesystem), entry) for entry in log_dir.unselected)
+            metadata_unread.extend((entry[2], filesystem, log_dir, entry[1]) for entry in log_dir.unselected
+                                   if entry[0] == REMOTE_LOG_METADATA_TOPIC)
             for pd in log_dir.partitions:
                 folder = _found_key(pd.path, filesystem)
                 _check_one_store(found, folder, filesystem, given)
@@ -1173,6 +1201,16 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                 skipped.extend((_fs.join(path, name), reason) for name, reason in log_dir.skipped
                                if name != "(log dir)")
     merge_added()
+    copy_states = None
+    if tiered_found and remote_log_metadata is not None:
+        metadata = [pd for pd in found.values() if pd.topic == REMOTE_LOG_METADATA_TOPIC and pd.tiered is None]
+        for folder, filesystem, log_dir, number in metadata_unread:
+            metadata.append(read_partition_dir(folder, filesystem, log_dir=log_dir, topic=REMOTE_LOG_METADATA_TOPIC,
+                                               partition=number))
+        if metadata:
+            copy_states = remote_log_metadata(metadata).copy_states
+    for remote, path, filesystem, given in tiered_found:
+        _discover_tiered(found, left_out, remote, path, filesystem, given, select, key_ring, copy_states)
     _moves_ended_meanwhile(found, futures, select)
     if unselected is not None:
         unselected.extend(sorted((entry for key, entry in left_out.items() if key not in found)))
@@ -1277,9 +1315,15 @@ def with_remote_copies(local: PartitionDir, remote: PartitionDir) -> tuple[Parti
     if not taken:
         return None, f"no remote copy holds offsets in [{start}, {first_local})"
     gaps = _gaps(taken, first_local)
-    if gaps:
-        return None, (f"offsets {', '.join(f'[{a}, {b})' for a, b in gaps)} below the first local segment are in "
-                      "no remote copy given (copies missing from the bucket, or only some given)")
+    lost = _live_copies_missing(remote, taken, start, first_local)
+    if gaps or lost:
+        why = (f"offsets {', '.join(f'[{a}, {b})' for a, b in gaps)} below the first local segment are in no remote "
+               "copy given (copies missing from the bucket, or only some given)") if gaps else ""
+        if lost:
+            why += ("; " if why else "") + (
+                f"offsets {', '.join(f'[{a}, {b})' for a, b in lost)} below the first local segment are in live "
+                "copies __remote_log_metadata lists that are missing from the remote copies given")
+        return None, why
     first_copy = max(start, taken[0].base_offset)
     note = (f"offsets [{first_copy}, {first_local}) are read from {len(taken)} tiered-storage copies in "
             f"{remote.path}, below the first local segment")
@@ -1289,10 +1333,44 @@ def with_remote_copies(local: PartitionDir, remote: PartitionDir) -> tuple[Parti
     if any(s.remote_end is None for s in taken):
         note += ("; copies that record no end offset (LocalTieredStorage's, Aiven's before 2023-09) are taken to "
                  "run up to the next one: one missing shows only as missing offsets in the read's metrics")
-    merged = _replace(local, segments=taken + local.segments, remote_below=remote, notes=local.notes + (note,),
+    told = ()
+    if remote.copy_states is not None:  # what the metadata decided, said where the merged partition is reported
+        told = tuple(n for n in remote.notes if "__remote_log_metadata" in n)
+        dead = sum(1 for n in told if n.startswith("ignored "))
+        note += (f"; which copies are live is from __remote_log_metadata ({remote.copy_states.source}): "
+                 f"{dead} copies it says are dead left out")
+    merged = _replace(local, segments=taken + local.segments, remote_below=remote,
+                      notes=local.notes + told + (note,),
                       filesystem=tiered.chunked_filesystem(local.filesystem,
                                                            tiered.served_decompressed(remote.filesystem)))
     return merged, note
+
+
+def _live_copies_missing(remote: PartitionDir, taken: Sequence[SegmentFiles], start: int,
+                         end: int) -> list[tuple[int, int]]:
+    """The offset ranges in ``[start, end)`` that live copies the partition's ``__remote_log_metadata``
+    (``remote.copy_states``) lists held and none of ``taken`` holds: copies missing from the bucket (or from the
+    paths given), whose offsets only they held."""
+    states = remote.copy_states
+    if states is None:
+        return []
+    following = [s.base_offset for s in taken[1:]] + [end]
+    held = [(s.base_offset, s.remote_end + 1 if s.remote_end is not None else next_base)
+            for s, next_base in zip(taken, following)]
+    lost = []
+    for copy in states.live():
+        low, high = max(copy.start_offset, start), min(copy.end_offset + 1, end)
+        for a, b in sorted(held):
+            if low >= high:
+                break
+            if a <= low < b:
+                low = b
+            elif low < a < high:
+                lost.append((low, a))
+                low = b
+        if low < high:
+            lost.append((low, high))
+    return sorted(set(lost))
 
 
 def _gaps(taken: Sequence[SegmentFiles], end: int) -> list[tuple[int, int]]:

@@ -40,11 +40,15 @@ found here has none (reads go to the end of its last segment, which is a rolled 
 leader epochs come from the copies (Aiven manifests' ``segmentLeaderEpochs`` over the offsets each copy is read
 for: :func:`manifest_epochs`; LocalTieredStorage's last ``.leader_epoch_checkpoint``).
 
-Which copies are live is recorded only in the cluster's ``__remote_log_metadata`` topic, which kafkaseg does not
-read; the copies' leader epochs stand in for it (``resolve_overlap``, and ``layout.read_tiered_partition``'s check
-that epochs never go back along the copies kept). Two copies of the same offsets with the same records (same
-offsets, size and leader epochs: Kafka's log matching property makes them equal) are kept once; what the epochs do
-not tell is a :class:`LayoutError` naming both.
+Which copies are live is recorded in the cluster's ``__remote_log_metadata`` topic. When its partitions are
+among the paths read, planning replays them (:mod:`kafkaseg.remote_metadata`) into a :class:`CopyStates` per
+partition, and :func:`apply_copy_states` leaves out the copies it says are dead (an upload that never finished, one
+retention is deleting or deleted, one superseded, a deleted partition's), each noted; a copy it does not know (the
+metadata copy is older) is kept and noted. The copies' leader epochs then decide among the rest, and stand in for
+the metadata where there is none (``resolve_overlap``, and ``layout.read_tiered_partition``'s check that epochs
+never go back along the copies kept). Two copies of the same offsets with the same records (same offsets, size and
+leader epochs: Kafka's log matching property makes them equal) are kept once; what the epochs do not tell is a
+:class:`LayoutError` naming both.
 """
 
 from __future__ import annotations
@@ -69,6 +73,9 @@ from kafkaseg.storage import fs as _fs
 __all__ = [
     "AIVEN",
     "LOCAL_TIERED_STORAGE",
+    "CopyState",
+    "CopyStates",
+    "apply_copy_states",
     "OverlapResolution",
     "RemoteSegment",
     "TieredPartitionFolder",
@@ -245,6 +252,68 @@ class RemoteSegment:
         if self.indexes_chunked is not None:
             out[self.files["indexes"].path] = self.indexes_chunked
         return out
+
+
+@dataclass(frozen=True)
+class CopyState:
+    """One remote copy as the cluster's ``__remote_log_metadata`` knows it (see :mod:`kafkaseg.remote_metadata`):
+    its offsets (``end_offset`` inclusive), leader epochs ``(epoch, start)``, last state's name, and ``dead``: why
+    a fetch never reads it (None for a live copy)."""
+
+    segment_id: str
+    start_offset: int
+    end_offset: int
+    leader_epochs: tuple[tuple[int, int], ...]
+    state: str
+    dead: str | None = None
+
+
+@dataclass(frozen=True)
+class CopyStates:
+    """The copies of one partition the ``__remote_log_metadata`` read (``source``: which partition folder, up to
+    which offset) knows, by segment id; empty when it knows the partition has none."""
+
+    source: str
+    copies: dict = field(default_factory=dict)  # segment id -> CopyState
+
+    def live(self) -> list[CopyState]:
+        return sorted((c for c in self.copies.values() if c.dead is None), key=lambda c: c.start_offset)
+
+
+def apply_copy_states(copies: Sequence[RemoteSegment], states: CopyStates | None,
+                      notes: list[str]) -> list[RemoteSegment]:
+    """``copies`` without those ``states`` says are dead, each left out with a note saying why; a copy it does not
+    know is kept (the metadata read is older than the copy: its leader epochs decide, as without metadata) and
+    noted; a live copy none of ``copies`` is, noted as missing. ``states`` None: ``copies`` as they are."""
+    if states is None:
+        return list(copies)
+    kept = []
+    unknown = []
+    for copy in copies:
+        state = states.copies.get(copy.segment_id)
+        if state is None:
+            unknown.append(copy)
+            kept.append(copy)
+        elif state.dead is not None:
+            notes.append(f"ignored {_fs.basename(copy.log.path)}: {state.dead}, says __remote_log_metadata "
+                         f"({states.source})")
+        else:
+            kept.append(copy)
+    if unknown:
+        names = ", ".join(_fs.basename(c.log.path) for c in unknown[:3]) + (
+            f" (+{len(unknown) - 3} more)" if len(unknown) > 3 else "")
+        notes.append(f"__remote_log_metadata ({states.source}) does not know {len(unknown)} copies ({names}): "
+                     "uploaded after the metadata read ends; kept, and chosen by their leader epochs")
+    present = {c.segment_id for c in copies}
+    missing = [c for c in states.live() if c.segment_id not in present]
+    if missing:
+        notes.append("live copies missing here, says __remote_log_metadata: " + ", ".join(
+            f"{c.segment_id} (offsets {c.start_offset}-{c.end_offset})" for c in missing[:5])
+            + (f" (+{len(missing) - 5} more)" if len(missing) > 5 else ""))
+    if states.copies or copies:
+        notes.append(f"__remote_log_metadata ({states.source}): {len(states.live())} live copies, "
+                     f"{len(copies)} found, {len(kept)} kept")
+    return kept
 
 
 def remote_segments(entries: Sequence[_fs.FileEntry], notes: list[str]) -> list[RemoteSegment]:

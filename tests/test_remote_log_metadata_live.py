@@ -1,0 +1,215 @@
+"""Which tiered-storage copies a read takes when the cluster's ``__remote_log_metadata`` partitions are among the
+paths: the copies that topic says are dead (never finished, being deleted, superseded, a deleted partition's) are
+left out and said so, a live copy missing is data loss, and the same data without the metadata reads as before.
+The metadata records are written by kafkaseg.testing.tiered from Kafka's JSON schemas."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pytest
+
+import kafkaseg
+from kafkaseg.remote_metadata import _murmur2, metadata_partition
+from kafkaseg.testing import TopicSpec, write_data_dir
+from kafkaseg.testing.tiered import (COPY_SEGMENT_FINISHED, DELETE_SEGMENT_STARTED, copy_events, copy_to_tiered,
+                                     kafka_uuid, partition_deleted, segment_event, segment_update,
+                                     write_remote_log_metadata)
+
+COLUMNS = ["topic", "partition", "offset", "timestamp", "timestampType", "key", "value"]
+LAYOUTS = ["aiven", "local"]
+
+
+def test_murmur2_gives_kafkas_values():
+    """UtilsTest.testMurmur2's cases."""
+    for data, expected in ((b"21", -973932308), (b"foobar", -790332482),
+                           (b"a-little-bit-long-string", -985981536),
+                           (b"a-little-bit-longer-string", -1486304829),
+                           (b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58897971), (b"abc", 479470107)):
+        assert _murmur2(data) == expected
+
+
+def test_metadata_partition_hashes_the_topic_id_and_partition_as_kafka_does():
+    """RemoteLogMetadataTopicPartitioner: murmur2 of the big-endian bytes of Objects.hash(lsb, msb, partition),
+    made positive, modulo the partition count; worked here with Java's int arithmetic by hand."""
+    def java_int(n):
+        n &= 0xFFFFFFFF
+        return n - (1 << 32) if n >= 1 << 31 else n
+
+    msb, lsb = 0x0123456789ABCDEF, -0x0123456789ABCDF0  # the uuid 0123456789abcdef fedcba9876543210
+    long_hash = lambda v: java_int(v ^ ((v & 0xFFFFFFFFFFFFFFFF) >> 32))  # noqa: E731 - Long.hashCode
+    h = java_int(31 * java_int(31 * java_int(31 * 1 + long_hash(lsb)) + long_hash(msb)) + 7)
+    expected = (_murmur2(h.to_bytes(4, "big", signed=True)) & 0x7FFFFFFF) % 50
+    assert metadata_partition("ASNFZ4mrze_-3LqYdlQyEA", 7) == expected
+    assert len({metadata_partition(kafka_uuid(f"t{i}"), p) for i in range(20) for p in range(3)}) > 20  # spread
+
+
+def _tiered(tmp_path: Path, layout: str):
+    """A tiered partition (its 4 oldest segments only in remote storage, the log start still at offset 0) and
+    what the broker recorded of its copies. Returns (log dir, remote root, whole log's rows, copies, events,
+    topic id, metadata partition)."""
+    spec = TopicSpec("orders", records_per_partition=3000, records_per_batch=20, segment_bytes=24 * 1024,
+                     index_interval_bytes=2048)
+    write_data_dir(tmp_path / "data", [spec])
+    folder = tmp_path / "data" / "orders-0"
+    whole = kafkaseg.read_arrow(str(tmp_path / "data")).select(COLUMNS)
+    written = copy_to_tiered(folder, tmp_path / "remote", layout=layout)
+    topic_id = (folder / "partition.metadata").read_text().split("topic_id:")[1].split()[0]
+    epochs = [tuple(map(int, line.split())) for line in (folder / "leader-epoch-checkpoint").read_text()
+              .splitlines()[2:]]
+    bases = sorted(int(p.name[:-4]) for p in folder.glob("*.log"))
+    for base in bases[:4]:
+        for path in folder.glob(f"{base:020d}.*"):
+            path.unlink()
+    (tmp_path / "data" / "log-start-offset-checkpoint").write_text(f"0\n1\norders 0 {bases[0]}\n")
+    events = copy_events(written, epochs, topic_id=topic_id)
+    return tmp_path / "data", tmp_path / "remote", whole, written, events, topic_id, metadata_partition(topic_id, 0)
+
+
+class _Said:
+    """A plan report with its notes, the partitions' own included."""
+
+    def __init__(self, report):
+        self.replicas = report.replicas
+        self.notes = list(report.notes) + [n for p in report.partitions for n in p.notes]
+
+
+def _read(data: Path, remote: Path, **options):
+    scan = kafkaseg.open_scan([str(data), str(remote)], subscribe="orders", **options)
+    return scan.to_table().select(COLUMNS), _Said(scan.plan.report)
+
+
+def _range(log: Path, following: Path | None, table):
+    base = int(log.name[:20])
+    rows = table.filter(pc.greater_equal(table["offset"], base))
+    return rows if following is None else rows.filter(pc.less(rows["offset"], int(following.name[:20])))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_all_copies_finished_read_as_without_metadata(tmp_path, layout):
+    data, remote, whole, written, events, _, number = _tiered(tmp_path, layout)
+    write_remote_log_metadata(data, events, partition=number, codec="zstd")
+    got, report = _read(data, remote)
+    assert got.equals(whole)
+    (replica,) = report.replicas
+    assert "from __remote_log_metadata" in replica["reason"] and "0 copies it says are dead" in replica["reason"]
+    assert any(f"{len(written)} live copies, {len(written)} found, {len(written)} kept" in n for n in report.notes)
+    # the metadata partition is read for the copies, not as a topic the options chose
+    assert [r["topic"] for r in report.replicas] == ["orders"]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_copy_retention_is_deleting_is_left_out(tmp_path, layout):
+    """DELETE_SEGMENT_STARTED: the copy is still in the bucket, and no fetch reads it: the log starts at the
+    next copy."""
+    data, remote, whole, written, events, topic_id, number = _tiered(tmp_path, layout)
+    first = written[0].name[21:-4]
+    events.append(segment_update("orders", topic_id, 0, first, DELETE_SEGMENT_STARTED))
+    write_remote_log_metadata(data, events, partition=number)
+    got, report = _read(data, remote)
+    assert got.equals(whole.filter(pc.greater_equal(whole["offset"], int(written[1].name[:20]))))
+    assert any(n.startswith(f"ignored {written[0].name}: remote retention is deleting it (DELETE_SEGMENT_STARTED)")
+               for n in report.notes)
+    # without the metadata (or with it ignored): today's reading, the copy read
+    assert _read(data, remote, remoteLogMetadata="ignore")[0].equals(whole)
+    shutil.rmtree(data / f"__remote_log_metadata-{number}")
+    assert _read(data, remote)[0].equals(whole)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_an_upload_that_never_finished_is_left_out(tmp_path, layout):
+    """COPY_SEGMENT_STARTED only, for a copy past the others (an upload in progress when the broker stopped,
+    its file partial): it is not read; the offsets it would hold are the log dir's."""
+    data, remote, whole, written, events, topic_id, number = _tiered(tmp_path, layout)
+    folder = data / "orders-0"
+    local = sorted(folder.glob("*.log"))
+    base = int(local[0].name[:20])
+    partial = written[0].parent / f"{base:020d}-{kafka_uuid('partial')}.log"
+    partial.write_bytes(local[0].read_bytes()[:1000])
+    for suffix in (".index", ".timeindex", ".snapshot", ".leader_epoch_checkpoint", ".indexes", ".rsm-manifest"):
+        sibling = written[0].with_suffix(suffix)
+        if sibling.exists():
+            shutil.copy(sibling, partial.with_suffix(suffix))
+    events.append(segment_event("orders", topic_id, 0, partial.name[21:-4], base, base + 50, [(0, base)]))
+    write_remote_log_metadata(data, events, partition=number)
+    got, report = _read(data, remote)
+    assert got.equals(whole)
+    assert any(n.startswith(f"ignored {partial.name}: its upload never finished (COPY_SEGMENT_STARTED only)")
+               for n in report.notes)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_retried_upload_reads_the_finished_copy(tmp_path, layout):
+    """Two segment ids for the same offsets: the first upload never finished (a partial file), the retry did."""
+    data, remote, whole, written, events, topic_id, number = _tiered(tmp_path, layout)
+    second = written[1]
+    base = int(second.name[:20])
+    failed = second.parent / f"{base:020d}-{kafka_uuid('failed-first-try')}.log"
+    failed.write_bytes(second.read_bytes()[:len(second.read_bytes()) // 2])
+    for suffix in (".index", ".timeindex", ".snapshot", ".leader_epoch_checkpoint", ".indexes", ".rsm-manifest"):
+        if second.with_suffix(suffix).exists():
+            shutil.copy(second.with_suffix(suffix), failed.with_suffix(suffix))
+    started = segment_event("orders", topic_id, 0, failed.name[21:-4], base, int(written[2].name[:20]) - 1,
+                            [(0, base)])
+    write_remote_log_metadata(data, [started] + events, partition=number)
+    got, report = _read(data, remote)
+    assert got.equals(whole)
+    assert any(n.startswith(f"ignored {failed.name}: its upload never finished") for n in report.notes)
+
+
+def test_a_copy_superseded_in_its_epoch_is_left_out(tmp_path):
+    """A leader's copy of the same epoch that reaches as far from the same offset replaces an earlier one in the
+    broker's cache (RemoteLogLeaderEpochState.handleSegmentWithCopySegmentFinishedState)."""
+    data, remote, whole, written, events, topic_id, number = _tiered(tmp_path, "local")
+    second = written[1]
+    base = int(second.name[:20])
+    again = second.parent / f"{base:020d}-{kafka_uuid('uploaded-again')}.log"
+    for suffix in (".log", ".index", ".timeindex", ".snapshot", ".leader_epoch_checkpoint"):
+        shutil.copy(second.with_suffix(suffix), again.with_suffix(suffix))
+    end = int(written[2].name[:20]) - 1
+    events += [segment_event("orders", topic_id, 0, again.name[21:-4], base, end, [(0, base)]),
+               segment_update("orders", topic_id, 0, again.name[21:-4], COPY_SEGMENT_FINISHED)]
+    write_remote_log_metadata(data, events, partition=number)
+    got, report = _read(data, remote)
+    assert got.equals(whole)
+    assert any(n.startswith(f"ignored {second.name}: superseded by copy {again.name[21:-4]}") for n in report.notes)
+
+
+def test_a_deleted_partitions_copies_are_all_left_out(tmp_path):
+    data, remote, whole, written, events, topic_id, number = _tiered(tmp_path, "aiven")
+    events.append(partition_deleted("orders", topic_id, 0))
+    write_remote_log_metadata(data, events, partition=number)
+    got, report = _read(data, remote)
+    (replica,) = report.replicas
+    assert "no remote copy holds offsets" in replica["reason"]
+    assert got.equals(whole.filter(pc.greater_equal(whole["offset"], int(sorted(
+        (data / "orders-0").glob("*.log"))[0].name[:20]))))
+
+
+def test_a_live_copy_missing_from_the_bucket_is_data_loss(tmp_path):
+    """The metadata lists the first copy as live; with its objects gone, its offsets are lost, not a log start
+    that retention moved (as it is taken without metadata): the copies are not read as the log below the log dir,
+    as with a copy missing between others."""
+    data, remote, whole, written, events, _, number = _tiered(tmp_path, "local")
+    write_remote_log_metadata(data, events, partition=number)
+    for path in written[0].parent.glob(written[0].name[:-4] + ".*"):
+        path.unlink()
+    _, report = _read(data, remote)
+    (replica,) = report.replicas
+    assert f"offsets [0, {int(written[1].name[:20])})" in replica["reason"]
+    assert "live copies __remote_log_metadata lists that are missing" in replica["reason"]
+    first_local = int(sorted((data / "orders-0").glob("*.log"))[0].name[:20])
+    assert _read(data, remote)[0].equals(whole.filter(pc.greater_equal(whole["offset"], first_local)))
+    shutil.rmtree(data / f"__remote_log_metadata-{number}")  # without the metadata: retention moved the start
+    got, report = _read(data, remote)
+    assert got.equals(whole.filter(pc.greater_equal(whole["offset"], int(written[1].name[:20]))))
+
+
+def test_copies_the_metadata_does_not_know_are_chosen_by_epochs_and_noted(tmp_path):
+    data, remote, whole, written, events, _, number = _tiered(tmp_path, "aiven")
+    write_remote_log_metadata(data, events[:4], partition=number)  # the first two copies' events only
+    got, report = _read(data, remote)
+    assert got.equals(whole)
+    assert any(f"does not know {len(written) - 2} copies" in n for n in report.notes)
