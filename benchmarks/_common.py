@@ -4,6 +4,7 @@ temporary directory, batch walking and plain-text tables. Benchmarks import kafk
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import platform
 import shutil
@@ -132,3 +133,17 @@ def fmt_rate(value: float | None, digits: int = 0) -> str:
 
 def fmt_ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
+
+
+class NullSink(io.RawIOBase):
+    """A sink that counts bytes (so output is produced but costs no I/O)."""
+
+    def __init__(self):
+        self.bytes = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self.bytes += len(data)
+        return len(data)

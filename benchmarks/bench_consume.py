@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import best_of, format_table, machine, machine_line  # noqa: E402
+from benchmarks._common import NullSink, best_of, format_table, machine, machine_line  # noqa: E402
 from kafkaseg.cli import consume  # noqa: E402
 from kafkaseg.cli.main import build_parser  # noqa: E402
 from kafkaseg.testing import TopicSpec, write_data_dir  # noqa: E402
@@ -40,20 +40,6 @@ PRINTS = {
     "every field, 2 headers": ["print.key=true", "print.offset=true", "print.timestamp=true", "print.partition=true",
                                "print.headers=true", "print.epoch=true"],
 }
-
-
-class _Null(io.RawIOBase):
-    """A sink that counts bytes (so the output is produced but costs no I/O)."""
-
-    def __init__(self):
-        self.bytes = 0
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data) -> int:
-        self.bytes += len(data)
-        return len(data)
 
 
 class _FirstRecord(Exception):
@@ -158,7 +144,7 @@ def main(argv=None) -> int:
                 argv_ += ["--property", item]
             parsed = build_parser().parse_args(argv_)
             def go():
-                sink = _Null()
+                sink = NullSink()
                 assert consume.run(parsed, sink, io.StringIO()) == 0
                 return sink.bytes
 

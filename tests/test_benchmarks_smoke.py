@@ -130,3 +130,9 @@ def test_bench_discover_quick(tmp_path):
     data = json.loads(out_json.read_text())
     assert [r["segments"] for r in data["results"]] == [20] and all(r["folder_s"] > 0 for r in data["results"])
     assert not list(tmp_path.glob("discover-*")), "generated data dirs were left behind"
+
+
+def test_bench_dump_quick(tmp_path):
+    out = run("bench_dump.py", tmp_path, "--quick")
+    rows = [line for line in out.splitlines() if line.strip().startswith("dump --")]
+    assert len(rows) == 6 and all(float(r.split()[-3]) > 0 for r in rows)  # M rec/s, both paths of 3 runs

@@ -26,17 +26,20 @@ offsets repeating or going back still has its records printed as Kafka's deep it
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 import struct
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace as _replace
+
+import numpy as np
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafkaseg.decode import decode
-from kafkaseg.decode.api import DecodeRequest
+from kafkaseg.decode.api import STOP_END, STOP_LIMIT, DecodeRequest
 from kafkaseg.errors import CorruptDataError, KafkaSegError, LayoutError
 from kafkaseg.wire.text import java_utf8
 from kafkaseg.storage import fs as _fs
@@ -290,23 +293,24 @@ def _size(data: bytes | None) -> int:
     return -1 if data is None else len(data)
 
 
-def _parse_data(record: _Record, options: DumpOptions) -> tuple[str | None, str | None]:
+def _parse_data(key: bytes | None, value: bytes | None, offset: int,
+                options: DumpOptions) -> tuple[str | None, str | None]:
     if options.decoder == "offsets":
-        return format_offsets_record(record.key, record.value, record.offset)
+        return format_offsets_record(key, value, offset)
     if options.decoder == "share-group-state":
-        return format_share_group_state_record(record.key, record.value, record.offset)
+        return format_share_group_state_record(key, value, offset)
     if options.decoder == "transaction":
-        return format_transaction_record(record.key, record.value, record.offset)
+        return format_transaction_record(key, value, offset)
     if options.decoder == "cluster-metadata":
         try:
-            text = to_json(decode_metadata_record(record.value).as_json_object())
+            text = to_json(decode_metadata_record(value).as_json_object())
         except KafkaSegError as err:
-            text = f"Error at {record.offset}, skipping. {err}"
+            text = f"Error at {offset}, skipping. {err}"
         return None, text
     if options.decoder == "remote-log-metadata":  # RemoteMetadataLogMessageParser: the value's object; no key
-        return None, format_remote_log_metadata_record(record.value, record.offset)
-    return (None if record.key is None else _utf8(record.key),
-            None if record.value is None else _utf8(record.value))
+        return None, format_remote_log_metadata_record(value, offset)
+    return (None if key is None else _utf8(key),
+            None if value is None else _utf8(value))
 
 
 def _control_text(record: _Record) -> str:
@@ -337,7 +341,7 @@ def record_line(record: _Record, header: BatchHeader, options: DumpOptions) -> s
         if header.is_control:
             parts.append(_control_text(record))
     if options.should_print_data and not header.is_control:
-        key, payload = _parse_data(record, options)
+        key, payload = _parse_data(record.key, record.value, record.offset, options)
         if key is not None:
             parts.append(f"{prefix}key: {key}")
             prefix = " "
@@ -365,7 +369,7 @@ def record_json(record: _Record, header: BatchHeader, options: DumpOptions) -> d
     elif options.decoder == "remote-log-metadata":  # the payload's fields as an object (an error line as text)
         out["payload"] = remote_log_metadata_json(record.value, record.offset)
     elif options.should_print_data:
-        key, payload = _parse_data(record, options)
+        key, payload = _parse_data(record.key, record.value, record.offset, options)
         for name, text in (("key", key), ("payload", payload)):
             if text is None:
                 continue
@@ -374,6 +378,202 @@ def record_json(record: _Record, header: BatchHeader, options: DumpOptions) -> d
             except ValueError:
                 out[name] = text
     return out
+
+
+# -- the records of a .log's batches, in walk order -------------------------------------------------------------
+
+# Text output of v2 data batches is built column-wise: a chunk of batches goes through the compiled decoder at once
+# and its record lines are joined from the Arrow columns, with no Python object per record. Legacy wrappers (their
+# inner CRCs), control batches (their markers' details), --json, and a chunk the decoder refuses (the per-batch path
+# then reports each batch's error as before) take the per-record path. Both print the same bytes
+# (tests/test_dump_columnar.py compares them with this switched off).
+_COLUMNAR = True
+_CHUNK_BYTES = 4 << 20  # stored batch bytes decoded at once
+_CHUNK_DECODED_BYTES = 32 << 20  # key and value bytes per decode call (it ends after the batch that passes it)
+_CHUNK_RECORDS = 1 << 20  # records per decode call (likewise)
+
+
+class _DeepWalk:
+    """``--deep-iteration``: the records of the batches the walk hands over, printed in order, and the offset
+    before each (DumpLogSegments' non-consecutive check) carried across batches whichever path prints them."""
+
+    def __init__(self, path: str, located: str, options: DumpOptions, report: DumpReport, out):
+        self.path, self.located, self.options, self.report, self.out = path, located, options, report, out
+        self.last_offset = -1
+        self.pending: list[tuple[BatchHeader, bytes, str]] = []  # v2 data batches not printed yet, with their lines
+        self.pending_bytes = 0
+
+    def add_batch(self, header: BatchHeader, data: bytes, line: str) -> None:
+        """Print ``line`` (the batch's) and its records, now or with the chunk it joins."""
+        if _COLUMNAR and header.magic >= 2 and not header.is_control:
+            self.pending.append((header, data, line))
+            self.pending_bytes += len(data)
+            if self.pending_bytes >= _CHUNK_BYTES:
+                self.flush()
+            return
+        self.flush()
+        self._print_batch(header, data, line)
+
+    def flush(self) -> None:
+        pending, self.pending, self.pending_bytes = self.pending, [], 0
+        if pending:
+            self._print_chunk(pending)
+
+    def each_record(self, header: BatchHeader, data: bytes):
+        """The batch's records as objects (after an error is reported, those Kafka's deep iterator still gives)."""
+        try:
+            records = _batch_records(data, header, self.path)
+        except KafkaSegError as err:
+            self.report.errors.append((self.path, str(err)))
+            records = _unordered_legacy_records(data, header, self.path)
+        for record in records:
+            # (Kafka 4.3's Java port checks the first record against -1 too, so that every segment not starting
+            # at offset 0 reports a step from -1 that is no gap; its Scala tool, up to 4.2, did not)
+            if self.last_offset != -1 and record.offset != self.last_offset + 1:
+                self.report.non_consecutive.setdefault(self.located, []).append((self.last_offset, record.offset))
+            self.last_offset = record.offset
+            yield record
+
+    def _print_batch(self, header: BatchHeader, data: bytes, line: str) -> None:
+        print(line, file=self.out)
+        for record in self.each_record(header, data):
+            print(record_line(record, header, self.options), file=self.out)
+
+    def _print_chunk(self, pending: list) -> None:
+        """Decode the batches' bytes as one buffer, a call at a time, printing each call's batches; from a call
+        the decoder refuses (or one whose lines cannot be built: a decoder's error) on, batch by batch."""
+        buf = b"".join(data for _, data, _ in pending)
+        starts, at = [], 0
+        for _, data, _ in pending:
+            starts.append(at)
+            at += len(data)
+        request = DecodeRequest(path=self.path, base_position=0, verify_crc=False, include_control=True,
+                                include_headers=True, include_metadata=True,
+                                max_batch_bytes=max(max(len(d) for _, d, _ in pending), 1 << 20),
+                                max_bytes=_CHUNK_DECODED_BYTES, max_records=_CHUNK_RECORDS, timestamp_unit="ms")
+        done = 0  # pending batches printed
+        view = memoryview(buf)
+        while done < len(pending):
+            first = starts[done]
+            try:
+                result = decode(view[first:], _replace(request, base_position=first))
+                if result.stop not in (STOP_END, STOP_LIMIT) or result.consumed <= 0:
+                    break
+                upto = bisect.bisect_left(starts, first + result.consumed, done)
+                if upto < len(pending) and starts[upto] != first + result.consumed:
+                    break  # (not at a batch boundary: never, but then the batches are not what was walked)
+                text, steps, last = _chunk_text(result.columns, pending[done:upto], starts[done:upto],
+                                                self.options, self.last_offset)
+            # (2 GiB of text from one batch, a decoder's text Arrow cannot hold: record by record)
+            except (KafkaSegError, pa.ArrowCapacityError, UnicodeEncodeError):
+                break
+            self.out.write(text)
+            if steps:
+                self.report.non_consecutive.setdefault(self.located, []).extend(steps)
+            self.last_offset = last
+            done = upto
+        for header, data, line in pending[done:]:
+            self._print_batch(header, data, line)
+
+
+def _chunk_text(cols: dict, batches: list, starts: list, options: DumpOptions, last_offset: int):
+    """The text of ``batches`` (each line and its records' lines) from their decoded columns, the
+    (offset, next offset) steps that are not +1 and the last offset; ``last_offset`` is the one before them."""
+    offsets = cols["offset"]
+    count = len(offsets)
+    positions = cols["position"].to_numpy(zero_copy_only=False)
+    bounds = np.searchsorted(positions, np.asarray(starts + [starts[-1] + 1], dtype=np.int64)).tolist()
+    bounds[-1] = count
+    numbers = offsets.to_numpy(zero_copy_only=False)
+    before = np.empty(count, dtype=np.int64)
+    if count:
+        before[0] = last_offset
+        before[1:] = numbers[:-1]
+        last_offset = int(numbers[-1])
+    # (no overflow: the decoder keeps a record's offset within its batch's, and the walk refuses a last offset
+    # of 2**63 - 1)
+    stepped = (before != -1) & (numbers != before + 1)
+    where = np.flatnonzero(stepped)
+    steps = list(zip(before[where].tolist(), numbers[where].tolist()))
+    # the chunk's text as one column: a batch's line (with those of record-less batches before it) heads its
+    # first record's line; record-less batches at the end follow the column's text
+    heads, head_rows, waiting = [], [], ""
+    for i, (_, _, line) in enumerate(batches):
+        waiting += line + "\n"
+        if bounds[i + 1] > bounds[i]:
+            heads.append(waiting)
+            head_rows.append(bounds[i])
+            waiting = ""
+    which = np.full(count, len(heads), dtype=np.int64)
+    which[head_rows] = np.arange(len(heads))
+    lines = _record_lines(cols, batches, bounds, options, pa.array(heads + [""], pa.string()).take(which))
+    return _all_text(lines) + waiting, steps, last_offset
+
+
+def _all_text(column: pa.Array) -> str:
+    """The strings of ``column`` (no nulls) one after the other, from its data buffer."""
+    if len(column) == 0:
+        return ""
+    ends = np.frombuffer(column.buffers()[1], dtype=np.int32, count=len(column) + 1, offset=4 * column.offset)
+    return str(memoryview(column.buffers()[2])[int(ends[0]):int(ends[-1])], "utf-8")
+
+
+def _record_lines(cols: dict, batches: list, bounds: list, options: DumpOptions, heads: pa.Array) -> pa.Array:
+    """``heads`` then ``record_line`` and its newline for every record of v2 data batches, as one string column
+    (unsliced: its data buffer is the text of all)."""
+    parts: list = [heads]
+    key_text = payload_text = None
+    if options.should_print_data:
+        key_text, payload_text = _data_texts(cols, options)
+    if not options.skip_record_metadata:
+        # the timestamp type is the batch's (header.timestamp_type), repeated over its records
+        names = pa.array([TIMESTAMP_TYPE_NAMES[header.timestamp_type] for header, _, _ in batches], pa.string())
+        counts = np.diff(np.asarray(bounds, dtype=np.int64))
+        type_names = names.take(pa.array(np.repeat(np.arange(len(batches)), counts)))
+        headers = cols["headers"]
+        header_keys = pc.binary_join(pa.ListArray.from_arrays(headers.offsets, headers.values.field("key")), ",")
+        parts += ["| offset: ", _text(cols["offset"]), " ", type_names, ": ",
+                  _text(cols["timestamp"].cast(pa.int64())), " keySize: ", _size_text(cols["key"]),
+                  " valueSize: ", _size_text(cols["value"]), " sequence: ", _text(cols["sequence"]),
+                  " headerKeys: [", header_keys, "]"]
+    if key_text is not None:  # null: nothing printed ("" in the join)
+        key_prefix = "| " if options.skip_record_metadata else " "
+        keys_all_there = key_text.null_count == 0
+        payload_prefix = (" " if keys_all_there or not options.skip_record_metadata
+                          else pc.if_else(key_text.is_null(), "| ", " "))
+        for prefix, label, text in ((key_prefix, "key: ", key_text), (payload_prefix, "payload: ", payload_text)):
+            if text.null_count == 0 and isinstance(prefix, str):
+                parts += [prefix + label, text]
+            else:
+                parts.append(pc.binary_join_element_wise(prefix, label, text, ""))
+    # (--skip-record-metadata alone: an empty line per record)
+    return pc.binary_join_element_wise(*parts, "\n", "", null_handling="replace", null_replacement="")
+
+
+def _text(column: pa.Array) -> pa.Array:
+    return column.cast(pa.string())
+
+
+def _size_text(column: pa.Array) -> pa.Array:
+    return pc.fill_null(pc.binary_length(column), -1).cast(pa.string())  # -1: null, as _size
+
+
+def _data_texts(cols: dict, options: DumpOptions) -> tuple[pa.Array, pa.Array]:
+    """The key and payload texts ``_parse_data`` gives (null: not printed)."""
+    if options.decoder is None:
+        return _java_text(cols["key"]), _java_text(cols["value"])
+    texts = [_parse_data(key, value, offset, options) for key, value, offset
+             in zip(cols["key"].to_pylist(), cols["value"].to_pylist(), cols["offset"].to_pylist())]
+    return (pa.array([key for key, _ in texts], pa.string()),
+            pa.array([payload for _, payload in texts], pa.string()))
+
+
+def _java_text(column: pa.Array) -> pa.Array:
+    """A binary column as StringDecoder decodes it (:func:`_utf8`): valid UTF-8 as it is, else value by value."""
+    try:
+        return column.cast(pa.string())  # validates: raises for any value that is not UTF-8
+    except pa.ArrowInvalid:
+        return pa.array([None if value is None else _utf8(value) for value in column.to_pylist()], pa.string())
 
 
 # -- file kinds -----------------------------------------------------------------------------------------------
@@ -394,48 +594,38 @@ def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress
         print(json.dumps({"file": _fs.redact(path), "info": header_line}), file=out)
     else:
         print(header_line, file=out)
-    abs_path = located
-    last_offset = -1
     with SegmentReader(located, filesystem) as reader:
         limit = min(reader.size, options.max_bytes)
         valid_bytes = 0
         task = progress.add(name, limit) if progress else None
         walk = reader.iter_headers(0, None if limit >= reader.size else None, max_batch_bytes=None,
                                    partial_append=is_last_log_in_folder(located, filesystem, report.last_logs))
-        for header in _batches_until_no_batch(walk, reader, limit):
-            if header.end > limit:  # FileRecords.slice(0, maxBytes): a batch past the limit is not read
-                break
-            data = reader.read_at(header.position, header.size)
-            valid = crc_is_valid(data, header._replace(position=0))
-            if not valid:
-                report.invalid_batches.append((path, header.position, f"CRC mismatch (stored {header.crc})"))
-            batch = batch_json(header, valid_bytes, valid) if options.json else None
-            if not options.json:
-                print(batch_line(header, valid_bytes, valid), file=out)
-            if options.deep:
-                try:
-                    records = _batch_records(data, header, path)
-                except KafkaSegError as err:
-                    report.errors.append((path, str(err)))
-                    records = _unordered_legacy_records(data, header, path)
-                rows = []
-                for record in records:
-                    # (Kafka 4.3's Java port checks the first record against -1 too, so that every segment not
-                    # starting at offset 0 reports a step from -1 that is no gap; its Scala tool, up to 4.2, did not)
-                    if last_offset != -1 and record.offset != last_offset + 1:
-                        report.non_consecutive.setdefault(abs_path, []).append((last_offset, record.offset))
-                    last_offset = record.offset
-                    if options.json:
-                        rows.append(record_json(record, header, options))
-                    else:
-                        print(record_line(record, header, options), file=out)
-                if batch is not None:
-                    batch["records"] = rows
-            if batch is not None:
-                print(json.dumps(batch, ensure_ascii=False), file=out)
-            valid_bytes += header.size
-            if task is not None:
-                progress.advance(task, header.size)
+        records = _DeepWalk(path, located, options, report, out)
+        try:
+            for header in _batches_until_no_batch(walk, reader, limit):
+                if header.end > limit:  # FileRecords.slice(0, maxBytes): a batch past the limit is not read
+                    break
+                data = reader.read_at(header.position, header.size)
+                valid = crc_is_valid(data, header._replace(position=0))
+                if not valid:
+                    report.invalid_batches.append((path, header.position, f"CRC mismatch (stored {header.crc})"))
+                if options.json:
+                    batch = batch_json(header, valid_bytes, valid)
+                    if options.deep:
+                        batch["records"] = [record_json(record, header, options)
+                                            for record in records.each_record(header, data)]
+                    print(json.dumps(batch, ensure_ascii=False), file=out)
+                elif options.deep:
+                    records.add_batch(header, data, batch_line(header, valid_bytes, valid))
+                else:
+                    print(batch_line(header, valid_bytes, valid), file=out)
+                valid_bytes += header.size
+                if task is not None:
+                    progress.advance(task, header.size)
+        except KafkaSegError:  # what was walked before the bad framing is printed first, as it would have been
+            records.flush()
+            raise
+        records.flush()
         trailing = reader.size - valid_bytes
         oversized = reader.size > INT_MAX and options.max_bytes == INT_MAX
         if oversized:
