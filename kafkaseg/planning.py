@@ -96,6 +96,7 @@ __all__ = [
     "list_partitions",
     "available_range",
     "AvailableRange",
+    "LogEndCache",
     "slice_order",
 ]
 
@@ -553,10 +554,12 @@ def _unwalkable(seg, reason: str, err: KafkaSegError) -> tuple[OffsetIndex, Time
 # Per-partition state (lazy: indexes are loaded only for the segments that need them)
 
 class _Partition:
-    def __init__(self, pdir: PartitionDir, options: ReadOptions, report: PlanReport | None):
+    def __init__(self, pdir: PartitionDir, options: ReadOptions, report: PlanReport | None,
+                 log_ends: "LogEndCache | None" = None):
         self.pdir = pdir
         self.options = options
         self.report = report
+        self.log_ends = log_ends  # log ends found before on the same listing, and where this one's is recorded
         self.fs = pdir.filesystem
         self.skipped_start: tuple[str, int, int] | None = None  # see _resolve (a start inside a hole)
         self.segments: tuple[SegmentFiles, ...] = pdir.segments
@@ -849,49 +852,67 @@ class _Partition:
         of the last whole batch before the corruption, as Kafka's recovery would truncate there. A strict read
         accepts that only when the checkpointed high watermark lies at or below it (the torn bytes were never
         acknowledged); otherwise it raises. A lenient read steps over the
-        corruption as its reader will and takes the last batch found. Noted either way."""
+        corruption as its reader will and takes the last batch found. Noted either way.
+
+        With :attr:`log_ends`, a log end found before for this listing of the partition, with the same options,
+        whose last segment is unchanged (:meth:`LogEndCache.found`), is taken with its notes instead of walking the
+        segment again; one found here is recorded there."""
         if self._leo is None:
-            try:
-                leo = partition_log_end_offset(self.pdir, max_batch_bytes=self.options.max_batch_bytes)
-                if leo is not None:  # a preallocated tail of zeros is no data: the read stops where it starts
-                    leo = self._zero_tail(leo)
-            except CorruptDataError as err:
-                self.leo_walk_clean = False
-                lenient = self.options.on_corruption == "skip"  # lenient: step over it as the reader will
-                seg = self.segments[-1]
-                walk = functools.partial(readable_end, seg, verify_crc=self.options.verify_crc,
-                                         filesystem=self.fs, max_batch_bytes=self.options.max_batch_bytes,
-                                         high_watermark=self.pdir.high_watermark
-                                         if self.pdir.is_active_segment(seg.log_path) else None)
-                leo, position = walk(step_over=lenient)
-                if lenient and isinstance(err, SkippedOffsetsError) and position == err.position:
-                    # the reader would stop at the batch (its base offset is past the read's end) without a word:
-                    # the read of the slice that ends before it counts it as skipped corrupt data
-                    self.log_end_position = position
-                    self.corrupt_tail = (position, seg.log_size - position, f"{err.detail}: the batch and what "
-                                         "follows it skipped (onCorruption=skip)")
-                    how = f"{leo}, before that batch (onCorruption=skip; counted as skipped corrupt data)"
-                elif lenient:
-                    how = f"{leo}, stepping over it as a lenient read does"
-                elif self._unacknowledged_past(leo):
-                    self.log_end_position = position
-                    how = (f"{leo}, the end of the last whole batch before it (at or above the high watermark "
-                           f"{self.pdir.high_watermark})")
-                else:
-                    # whole batches after the bad bytes: corruption inside the log, not a torn end. The log ends
-                    # after them, and the read raises where it meets the bad bytes, after the records before them
-                    # (as it does when an index entry past them spares this walk)
-                    after, _ = walk(step_over=True)
-                    if after <= leo:
-                        raise
-                    leo = after
-                    how = (f"{leo}, the end of the whole batches after it; a strict read raises when it reaches "
-                           "the corruption")
-                if self.report is not None:
-                    self.report.notes.append(f"{self.name}: corruption in the active segment ({err}): the log "
-                                             f"end offset is taken as {how}")
-            self._leo = self.bases[0] if leo is None else leo
+            found = self.log_ends.found(self) if self.log_ends is not None else None
+            if found is not None:
+                found.apply(self)
+                return self._leo
+            read_ms = time.time() * 1000
+            notes = len(self.report.notes) if self.report is not None else 0
+            rebuilt = len(self.report.indexes_rebuilt) if self.report is not None else 0
+            self._find_log_end()
+            if self.log_ends is not None and self.report is not None:
+                self.log_ends.record(self, read_ms, tuple(self.report.notes[notes:]),
+                                     tuple(self.report.indexes_rebuilt[rebuilt:]))
         return self._leo
+
+    def _find_log_end(self) -> None:
+        """Walk the last segment for :meth:`log_end_offset` (sets it, with what the walk found on the way)."""
+        try:
+            leo = partition_log_end_offset(self.pdir, max_batch_bytes=self.options.max_batch_bytes)
+            if leo is not None:  # a preallocated tail of zeros is no data: the read stops where it starts
+                leo = self._zero_tail(leo)
+        except CorruptDataError as err:
+            self.leo_walk_clean = False
+            lenient = self.options.on_corruption == "skip"  # lenient: step over it as the reader will
+            seg = self.segments[-1]
+            walk = functools.partial(readable_end, seg, verify_crc=self.options.verify_crc,
+                                     filesystem=self.fs, max_batch_bytes=self.options.max_batch_bytes,
+                                     high_watermark=self.pdir.high_watermark
+                                     if self.pdir.is_active_segment(seg.log_path) else None)
+            leo, position = walk(step_over=lenient)
+            if lenient and isinstance(err, SkippedOffsetsError) and position == err.position:
+                # the reader would stop at the batch (its base offset is past the read's end) without a word:
+                # the read of the slice that ends before it counts it as skipped corrupt data
+                self.log_end_position = position
+                self.corrupt_tail = (position, seg.log_size - position, f"{err.detail}: the batch and what "
+                                     "follows it skipped (onCorruption=skip)")
+                how = f"{leo}, before that batch (onCorruption=skip; counted as skipped corrupt data)"
+            elif lenient:
+                how = f"{leo}, stepping over it as a lenient read does"
+            elif self._unacknowledged_past(leo):
+                self.log_end_position = position
+                how = (f"{leo}, the end of the last whole batch before it (at or above the high watermark "
+                       f"{self.pdir.high_watermark})")
+            else:
+                # whole batches after the bad bytes: corruption inside the log, not a torn end. The log ends
+                # after them, and the read raises where it meets the bad bytes, after the records before them
+                # (as it does when an index entry past them spares this walk)
+                after, _ = walk(step_over=True)
+                if after <= leo:
+                    raise
+                leo = after
+                how = (f"{leo}, the end of the whole batches after it; a strict read raises when it reaches "
+                       "the corruption")
+            if self.report is not None:
+                self.report.notes.append(f"{self.name}: corruption in the active segment ({err}): the log "
+                                         f"end offset is taken as {how}")
+        self._leo = self.bases[0] if leo is None else leo
 
     def _unacknowledged_past(self, leo: int) -> bool:
         """Whether the checkpointed high watermark lies at or below ``leo`` (and bounds the read): bytes past it
@@ -1083,6 +1104,100 @@ class _Partition:
         positions = offset_index.positions.tolist()
         slot = bisect.bisect_right(positions, position)
         return positions[slot] if slot < len(positions) else size
+
+
+#: How long (ms) a segment must have been unchanged when it was read for what was read of it to be reused while its
+#: listed size and mtime still hold (git's "racy clean" rule): an append within the mtime's granularity (milliseconds
+#: on a local disk, seconds on S3; a preallocated active segment keeps its size) would otherwise go unseen.
+RACY_MS = 2000
+
+
+class _LogEnd(NamedTuple):
+    """What :meth:`_Partition.log_end_offset` found of one partition folder as listed: the log end and the state
+    the walk set on the way, and the notes and rebuilt indexes it reported."""
+
+    pdir: PartitionDir  # the listing's object: another listing (or a relisting) is another folder state
+    inputs: tuple  # _log_end_inputs of the options it was found with
+    read_ms: float  # the wall clock when the walk began
+    leo: int
+    walk_clean: bool
+    log_end_position: int | None
+    corrupt_tail: tuple[int, int, str] | None
+    notes: tuple[str, ...]
+    indexes_rebuilt: tuple[tuple[str, str], ...]
+    last_indexes: tuple | None  # the last segment's (offset index, time index) the walk loaded, when small
+
+    def apply(self, part: _Partition) -> None:
+        """Give ``part`` this log end, and report to its report what the walk reported, as the walk would have."""
+        part._leo, part.leo_walk_clean = self.leo, self.walk_clean
+        part.log_end_position, part.corrupt_tail = self.log_end_position, self.corrupt_tail
+        if part.report is not None:
+            part.report.indexes_rebuilt.extend(entry for entry in self.indexes_rebuilt
+                                               if entry not in part.report.indexes_rebuilt)
+            part.report.notes.extend(self.notes)
+        if self.last_indexes is not None and len(part.segments) - 1 not in part._indexes:
+            part._indexes[len(part.segments) - 1] = self.last_indexes
+
+
+def _log_end_inputs(options: ReadOptions) -> tuple:
+    """The options :meth:`_Partition.log_end_offset` depends on (not the starting and ending offsets, nor the
+    topics: a stream's ranges and its micro-batch's plan differ in those)."""
+    return options.max_batch_bytes, options.verify_crc, options.on_corruption, options.upper_bound
+
+
+class LogEndCache:
+    """The log ends that :func:`available_range` found (a walk of each partition's last segment, from its offset
+    index's last entry, and of a zero-filled tail), for :func:`plan_scan` of the same listing to take instead of
+    walking again: a stream's start and first micro-batch end are ranges, and that batch's plan needed the same
+    walks. One is taken only for the very :class:`~kafkaseg.storage.layout.PartitionDir` it was found on (the same
+    listing: not a relisted folder), with the same :func:`_log_end_inputs`, when the last segment had not changed
+    for :data:`RACY_MS` when it was walked and still has the size, mtime and file (inode) the listing saw; else
+    the plan walks. The last segment's indexes that the walk loaded come along when small
+    (:attr:`HELD_INDEX_ENTRIES`)."""
+
+    #: The most index entries (offset and time index together) of a last segment whose loaded indexes are kept for
+    #: the plan (a plan loads them again, as for the walk): an idle partition's are few, and a stream of thousands
+    #: of partitions must not hold every active segment's index arrays between its start and its first plan.
+    HELD_INDEX_ENTRIES = 64
+
+    def __init__(self):
+        self._found: dict[str, _LogEnd] = {}  # by partition folder path
+
+    def record(self, part: _Partition, read_ms: float, notes: tuple[str, ...],
+               indexes_rebuilt: tuple[tuple[str, str], ...]) -> None:
+        loaded = part._indexes.get(len(part.segments) - 1)
+        if loaded is not None and sum(len(index) for index in loaded) > self.HELD_INDEX_ENTRIES:
+            loaded = None
+        self._found[part.pdir.path] = _LogEnd(part.pdir, _log_end_inputs(part.options), read_ms, part._leo,
+                                              part.leo_walk_clean, part.log_end_position, part.corrupt_tail, notes,
+                                              indexes_rebuilt, loaded)
+
+    def found(self, part: _Partition) -> _LogEnd | None:
+        """The log end recorded for ``part``'s folder, when it may stand for a walk now (see the class)."""
+        found = self._found.get(part.pdir.path)
+        if found is None or found.pdir is not part.pdir or found.inputs != _log_end_inputs(part.options):
+            return None
+        last = part.segments[-1]
+        if last.tiered is not None or not 0 < last.mtime_ms < found.read_ms - RACY_MS:
+            return None
+        return found if _unchanged_since_listed(last, part.fs) else None
+
+
+def _unchanged_since_listed(seg: SegmentFiles, filesystem) -> bool:
+    """Whether ``seg``'s log file still has the size and mtime it was listed with (and, on a local disk, is the
+    same file: the cleaner renames its copy in under the same name)."""
+    if _fs.is_local(filesystem):
+        try:
+            now = os.stat(seg.log_path)
+        except OSError:
+            return False
+        return (now.st_size == seg.log_size and now.st_mtime_ns // 1_000_000 == seg.mtime_ms
+                and (seg.identity is None or (now.st_dev, now.st_ino) == seg.identity))
+    try:
+        entry = _fs.stat(seg.log_path, filesystem)
+    except KafkaSegError:
+        return False
+    return entry is not None and entry.size == seg.log_size and entry.mtime_ms == seg.mtime_ms
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -1607,7 +1722,7 @@ def _aborted_for(part: _Partition, piece: _Piece) -> tuple[tuple[int, int, int],
 
 
 def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predicates | None,
-                    report: PlanReport) -> list[_Piece]:
+                    report: PlanReport, log_ends: LogEndCache | None = None) -> list[_Piece]:
     given_logs = None
     if pdir.whole is not None and len(pdir.segments) < len(pdir.whole.segments):
         # .log files given as paths: planned in their partition, so its high watermark, last stable offset and
@@ -1619,7 +1734,7 @@ def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predic
                               cluster_id=pdir.log_dir_meta.cluster_id if pdir.log_dir_meta is not None else None)
     preport.notes.extend(pdir.notes)
     report.partitions.append(preport)
-    part = _Partition(pdir, options, report)
+    part = _Partition(pdir, options, report, log_ends)
     if not part.segments:
         # Kafka's LogLoader gives a partition without segments an empty one at the checkpointed log start: offsets
         # asked of it are checked as for any empty log (below or past it is data loss), and nothing is read
@@ -1707,13 +1822,16 @@ def _min_partitions(pieces: list[_Piece], wanted: int | None, report: PlanReport
 # Entry point
 
 def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicates: Predicates | None = None,
-              *, check_subscribed: bool = True, listing: "Listing | None" = None) -> ScanPlan:
+              *, check_subscribed: bool = True, listing: "Listing | None" = None,
+              log_ends: LogEndCache | None = None) -> ScanPlan:
     """Plan a scan of ``paths`` (log dirs, topic-partition dirs, ``.log`` files, globs; default
     ``options.paths``): discover partitions, keep those the topic options and ``predicates`` select, choose
     replicas, resolve each partition's ``[start, end)``, prune segments, and cut slices.
     ``check_subscribed=False`` lets a ``subscribe`` topic have no partition on disk (a stream waits for it; a
     caller with its own rule for a topic gone reports that instead). ``listing`` (from :func:`list_partitions`)
-    is a discovery of ``paths`` already made, which the plan uses instead of listing the folders again."""
+    is a discovery of ``paths`` already made, which the plan uses instead of listing the folders again;
+    ``log_ends`` the log ends :func:`available_range` found on that listing (:class:`LogEndCache`), which the plan
+    takes instead of walking each partition's last segment again where they still hold (the plan is the same)."""
     report = PlanReport(options=options.as_dict())
     if listing is None:
         listing = list_partitions(paths, options)
@@ -1722,7 +1840,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
     def plan_one(pdir: PartitionDir) -> tuple[PlanReport, list[_Piece]]:
         def plan(current: PartitionDir) -> tuple[PlanReport, list[_Piece]]:
             sub = PlanReport(options=report.options)  # its own: partitions on object storage are planned in threads
-            return sub, _plan_partition(current, options, predicates, sub)
+            return sub, _plan_partition(current, options, predicates, sub, log_ends)
 
         return relisted(pdir, plan)
 
@@ -2059,15 +2177,18 @@ class AvailableRange(NamedTuple):
     leader_epochs: tuple[EpochEntry, ...] = ()
 
 
-def available_range(partition_dir: PartitionDir, options: ReadOptions) -> AvailableRange:
+def available_range(partition_dir: PartitionDir, options: ReadOptions, *, log_ends: LogEndCache | None = None
+                    ) -> AvailableRange:
     """The :class:`AvailableRange` of one partition replica under ``options`` (isolation level, ``upperBound``).
-    An empty partition gives its log start offset three times."""
-    return relisted(partition_dir, lambda current: _available_range(current, options))
+    An empty partition gives its log start offset three times. ``log_ends``: where the log end found is recorded,
+    for a :func:`plan_scan` of the same listing to take (:class:`LogEndCache`)."""
+    return relisted(partition_dir, lambda current: _available_range(current, options, log_ends))
 
 
-def _available_range(partition_dir: PartitionDir, options: ReadOptions) -> AvailableRange:
+def _available_range(partition_dir: PartitionDir, options: ReadOptions, log_ends: LogEndCache | None = None
+                     ) -> AvailableRange:
     report = PlanReport()  # for its lenient decisions
-    part = _Partition(partition_dir, options, report)
+    part = _Partition(partition_dir, options, report, log_ends)
     checkpointed = partition_dir.high_watermark is not None or options.upper_bound == "logEndOffset"
     if not part.segments:
         start = partition_dir.log_start_offset or 0

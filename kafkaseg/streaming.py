@@ -76,8 +76,8 @@ import pyarrow as pa
 from kafkaseg.errors import DataLossError, InvalidOptionError, KafkaSegError, LayoutError
 from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, LATEST, OffsetLimit, ReadOptions
-from kafkaseg.planning import (AvailableRange, Listing, ScanPlan, available_range, list_partitions, plan_scan,
-                               resolve_offsets, select_partitions, slice_order)
+from kafkaseg.planning import (RACY_MS, AvailableRange, Listing, LogEndCache, ScanPlan, available_range,
+                               list_partitions, plan_scan, resolve_offsets, select_partitions, slice_order)
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.checkpoints import EpochEntry, mark_divergence
 from kafkaseg.storage.layout import PartitionDir
@@ -109,7 +109,6 @@ EpochMark = tuple[int, int]
 TopicPartition = tuple[str, int]
 
 _FAIL_HINT = "(set failOnDataLoss=false to skip it and go on)"
-_RACY_MS = 2000  # how long a segment must have been unchanged for its range to be reused (see available)
 
 
 def from_offsets(offsets: Mapping[str, Mapping[str, int]] | None) -> dict[TopicPartition, int]:
@@ -284,6 +283,8 @@ class MicroBatchPlanner:
         self._waiting: set[TopicPartition] = set()  # partitions whose latest is excused below the position
         self._ranges: dict[tuple, tuple[AvailableRange, bool]] = {}  # by what it depends on (see available)
         self._ranges_listing: Listing | None = None  # the listing self._ranges were taken on
+        # the log ends the ranges computed on that listing found, for the plan of a micro-batch on it (see plan())
+        self._log_ends = LogEndCache()
         #: The discovery of the paths (:func:`~kafkaseg.planning.list_partitions`) that the last call of this
         #: planner made or was given: a caller that goes on at once (the first trigger after
         #: :meth:`initial_offsets`, the plan of the end :meth:`latest_offsets` just fixed) passes it as ``listing``
@@ -314,6 +315,8 @@ class MicroBatchPlanner:
         ranges: dict[tuple, tuple[AvailableRange, bool]] = {}
         now_ms = time.time() * 1000
         same_listing = listing is not None and listing is self._ranges_listing
+        if not same_listing:
+            self._log_ends = LogEndCache()
         self._pdirs = {}
         for pdir in self._partitions(listing):
             try:
@@ -342,11 +345,11 @@ class MicroBatchPlanner:
             # ago that was (found in review)
             ranges[key] = cached
             return cached[0]
-        found = available_range(pdir, self.options)
+        found = available_range(pdir, self.options, log_ends=self._log_ends)
         # reusable by a later listing only when the last segment had not changed for a while when it was read
         # (git's "racy clean" rule): an append within the mtime's granularity (milliseconds here, seconds on S3; a
         # preallocated active segment keeps its size) would otherwise go unseen
-        ranges[key] = (found, last is None or last.mtime_ms < now_ms - _RACY_MS)
+        ranges[key] = (found, last is None or last.mtime_ms < now_ms - RACY_MS)
         return found
 
     # -- Spark's calls -------------------------------------------------------------------------------------------------
@@ -366,6 +369,7 @@ class MicroBatchPlanner:
         pdirs = select_partitions(None, self.options, check_subscribed=False, listing=listing)
         now_ms = time.time() * 1000
         cache: dict[tuple, tuple[AvailableRange, bool]] = {}  # for the triggers after (see available)
+        self._log_ends = LogEndCache()
         for pdir in pdirs:
             tp = (pdir.topic, pdir.partition)
             available = self._range(pdir, now_ms, cache, False)
@@ -636,10 +640,11 @@ class MicroBatchPlanner:
         # because the broker had not checkpointed the partition's high watermark yet: those are read to that end,
         # even if the checkpoint written since says less
         to_log_end = {tp for tp in ranges if tp in self._seen and not self._seen[tp].checkpointed}
+        # (the log ends the ranges of this listing found serve the plan: no last segment walked again)
         scans = [self._plan_ranges({tp: r for tp, r in ranges.items() if tp not in to_log_end}, self.options,
-                                   listing),
+                                   listing, self._log_ends),
                  self._plan_ranges({tp: r for tp, r in ranges.items() if tp in to_log_end},
-                                   self.options.replace(upper_bound="logEndOffset"), listing)]
+                                   self.options.replace(upper_bound="logEndOffset"), listing, self._log_ends)]
         scans = [scan for scan in scans if scan is not None]
         result.scan = scans[0] if len(scans) == 1 else _merged(*scans)
         result.data_loss.extend(result.scan.report.data_loss)
@@ -704,8 +709,9 @@ class MicroBatchPlanner:
 
     @staticmethod
     def _plan_ranges(ranges: Mapping[TopicPartition, tuple[int, int]], options: ReadOptions,
-                     listing: Listing) -> ScanPlan | None:
-        """A batch read's plan of ``[start, end)`` per partition in ``listing`` (None for no range)."""
+                     listing: Listing, log_ends: LogEndCache | None = None) -> ScanPlan | None:
+        """A batch read's plan of ``[start, end)`` per partition in ``listing`` (None for no range), taking the
+        log ends in ``log_ends`` where they hold (see :func:`~kafkaseg.planning.plan_scan`)."""
         if not ranges:
             return None
         entries_start = tuple((t, p, lo) for (t, p), (lo, _) in sorted(ranges.items()))
@@ -713,7 +719,7 @@ class MicroBatchPlanner:
         return plan_scan(None, options.replace(
             assign=tuple(sorted(ranges)), subscribe=None, subscribe_pattern=None,
             starting=OffsetLimit("offsets", entries_start, option="startingOffsets"),
-            ending=OffsetLimit("offsets", entries_end, option="endingOffsets")), listing=listing)
+            ending=OffsetLimit("offsets", entries_end, option="endingOffsets")), listing=listing, log_ends=log_ends)
 
 
 def _recreated(started_on: Mapping[TopicPartition, str], now: Mapping[TopicPartition, str | None]

@@ -29,8 +29,10 @@ from kafkaseg.testing import (
     ControlType,
     PartitionWriter,
     Record,
+    TopicSpec,
     build_batch_v2,
     build_control_batch,
+    write_data_dir,
 )
 from kafkaseg.testing.partition import write_offset_checkpoint
 from kafkaseg.wire.batch import iter_headers
@@ -1149,3 +1151,34 @@ def test_timestamps_minus_1_and_minus_2_are_latest_and_earliest_as_in_spark(tmp_
     for option, value in [("startingTimestamp", -3), ("endingOffsetsByTimestamp", '{"t":{"0":-3}}')]:
         with pytest.raises(InvalidOptionError, match=r"-3 .*Spark's Kafka source passes .* max-timestamp"):
             opts(**{option: value})
+
+
+def test_a_log_end_found_under_other_options_is_walked_again(tmp_path):
+    """A log end a range found (``available_range(log_ends=...)``) stands for the plan's walk only under the options
+    the walk depends on: a torn last batch at the high watermark is never-acknowledged data under
+    upperBound=highWatermark (the log ends before it, noted), but corruption a strict plan with
+    upperBound=logEndOffset raises, as without the range before it."""
+    from kafkaseg.errors import CorruptBatchError
+    from kafkaseg.planning import LogEndCache, available_range, list_partitions
+
+    root = tmp_path / "data"
+    write_data_dir(root, [TopicSpec("t", records_per_partition=300, records_per_batch=10, vary_batch_size=False,
+                                    segment_bytes=8 << 10)])
+    active = sorted((root / "t-0").glob("*.log"))[-1]
+    data = active.read_bytes()
+    last = list(iter_headers(data))[-1]
+    torn = bytearray(data[last.position:])
+    torn[:len(torn) // 2] = bytes(len(torn) // 2)
+    active.write_bytes(data[:last.position] + bytes(torn))
+    write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): last.base_offset})
+    long_ago = time.time() - 60
+    for path in root.rglob("*"):
+        os.utime(path, (long_ago, long_ago))
+    options = ReadOptions.from_options({"path": str(root)})
+    listing = list_partitions(None, options)
+    log_ends = LogEndCache()
+    assert available_range(listing.partitions[0], options, log_ends=log_ends).log_end == last.base_offset
+    plan = plan_scan(None, options, listing=listing, log_ends=log_ends)  # the same options: taken
+    assert any("the active segment's batches end in zeros" in note for note in plan.report.notes)
+    with pytest.raises(CorruptBatchError, match="zeros in the active segment"):
+        plan_scan(None, options.replace(upper_bound="logEndOffset"), listing=listing, log_ends=log_ends)

@@ -452,8 +452,8 @@ def _ranges_computed(monkeypatch) -> list[int]:
 
     calls: list[int] = []
     real = streaming.available_range
-    monkeypatch.setattr(streaming, "available_range", lambda pdir, options: calls.append(pdir.partition) or
-                        real(pdir, options))
+    monkeypatch.setattr(streaming, "available_range", lambda pdir, options, **kw: calls.append(pdir.partition) or
+                        real(pdir, options, **kw))
     return calls
 
 
@@ -536,6 +536,101 @@ def test_a_micro_batch_plan_lists_the_folders_once(data, monkeypatch):
     assert len(listings) == 1
 
 
+@pytest.fixture
+def damaged(tmp_path) -> Path:
+    """Partitions whose log ends say something, idle for a minute: t-0 as written (several segments), t-1's last
+    batch torn (its first half zeros, the high watermark above it: a corrupt tail that onCorruption=skip leaves
+    out), t-2 with bad framing in its last batch (a lenient walk steps over it: noted), t-3 without its active
+    segment's .index (rebuilt from the log: reported)."""
+    from kafkaseg.wire.batch import iter_headers
+
+    root = tmp_path / "damaged"
+    write_data_dir(root, [TopicSpec("t", partitions=4, records_per_partition=300, records_per_batch=10,
+                                    vary_batch_size=False, segment_bytes=8 << 10, index_interval_bytes=1024)])
+    active = {n: sorted((root / f"t-{n}").glob("*.log"))[-1] for n in range(4)}
+    data = active[1].read_bytes()
+    last = list(iter_headers(data))[-1]
+    torn = bytearray(data[last.position:])
+    torn[:len(torn) // 2] = bytes(len(torn) // 2)
+    active[1].write_bytes(data[:last.position] + bytes(torn))
+    data = bytearray(active[2].read_bytes())
+    data[list(iter_headers(bytes(data)))[-1].position + 16] = 9  # (the walk starts at the last index entry)
+    active[2].write_bytes(bytes(data))
+    active[3].with_suffix(".index").unlink()
+    _written_ago(root, 60)
+    return root
+
+
+def _log_end_walks(monkeypatch) -> list[str]:
+    """The segment of each log end walk from now on (``kafkaseg.storage.segment.log_end_offset``)."""
+    import kafkaseg.storage.segment as segment
+
+    walked: list[str] = []
+    real = segment.log_end_offset
+    monkeypatch.setattr(segment, "log_end_offset", lambda seg, *a, **k: walked.append(seg.log_path) or
+                        real(seg, *a, **k))
+    return walked
+
+
+def _first_plan(p: MicroBatchPlanner):
+    start = p.initial_offsets()
+    end = p.latest_offsets(start, listing=p.last_listing)
+    return start, end, p.plan(start, end, listing=p.last_listing)
+
+
+@pytest.mark.parametrize("upper_bound", ["highWatermark", "logEndOffset"])
+def test_the_first_micro_batch_plan_takes_the_log_ends_its_ranges_found(damaged, monkeypatch, upper_bound):
+    """The plan of the first micro-batch (on the listing the start and its end were taken on) does not walk each
+    partition's last segment again (and load its indexes) for the log end its range found: it takes that log end,
+    with what the walk reported (notes, a rebuilt index) and where it cut a corrupt tail off, and plans the same
+    slices with the same report as a plan that walks again."""
+    p = planner(damaged, onCorruption="skip", upperBound=upper_bound)
+    start = p.initial_offsets()
+    end = p.latest_offsets(start, listing=p.last_listing)
+    walked = _log_end_walks(monkeypatch)
+    taken = p.plan(start, end, listing=p.last_listing)
+    lasts = {str(sorted((damaged / f"t-{n}").glob("*.log"))[-1]) for n in range(4)}
+    assert lasts.isdisjoint(walked)
+    from kafkaseg.planning import LogEndCache
+
+    monkeypatch.setattr(LogEndCache, "found", lambda self, part: None)  # every log end walked again
+    walked.clear()
+    again = p.plan(start, end, listing=p.last_listing)
+    assert lasts <= set(walked)
+    assert taken.scan.slices == again.scan.slices
+    assert taken.scan.report == again.scan.report
+    assert (taken.ranges, taken.notes, taken.data_loss) == (again.ranges, again.notes, again.data_loss)
+    # what the damage made the plan say, so that the comparison compares something
+    report = taken.scan.report
+    assert [s.corrupt_tail is not None for s in taken.scan.slices if s.partition == 1 and s.end_position > 0][-1]
+    assert any("t-2: corruption in the active segment" in note for note in report.notes)
+    assert any(path.startswith(str(damaged / "t-3")) for path, _ in report.indexes_rebuilt)
+
+
+def test_a_log_end_is_walked_again_when_the_segment_changed_since_or_was_recent(damaged, monkeypatch):
+    """A log end found by a range is taken by the plan only on the same listing, while the last segment has the size,
+    mtime and file listed, and was unchanged for a while before the range walked it (an append within the mtime's
+    granularity keeps a preallocated segment's size): else the plan walks it as it is now."""
+    last = sorted((damaged / "t-0").glob("*.log"))[-1]
+    p = planner(damaged, assign='{"t":[0]}')
+    start = p.initial_offsets()
+    end = p.latest_offsets(start, listing=p.last_listing)
+    walked = _log_end_walks(monkeypatch)
+    p.plan(start, end)  # a listing of its own
+    assert str(last) in walked
+    walked.clear()
+    later = time.time() - 30
+    os.utime(last, (later, later))  # changed since the listing
+    p.plan(start, end, listing=p.last_listing)
+    assert str(last) in walked
+    _written_ago(damaged, 0.5)
+    p = planner(damaged, assign='{"t":[0]}')
+    start, end, _ = _first_plan(p)
+    walked.clear()
+    p.plan(start, end, listing=p.last_listing)
+    assert str(last) in walked
+
+
 def test_an_assigned_partition_whose_folder_goes_away_is_data_loss_not_an_option_error(data):
     p = planner(data, assign='{"a":[0,1]}')
     start = p.initial_offsets()
@@ -551,11 +646,11 @@ def test_a_partition_deleted_while_its_latest_offset_is_read_is_gone(data, monke
 
     real = streaming.available_range
 
-    def deleted_meanwhile(pdir, options):
+    def deleted_meanwhile(pdir, options, **kw):
         if pdir.partition == 1:
             shutil.rmtree(pdir.path)  # the broker renames it to a-1.<id>-delete
-            return real(pdir, options)  # its files are gone: LayoutError
-        return real(pdir, options)
+            return real(pdir, options, **kw)  # its files are gone: LayoutError
+        return real(pdir, options, **kw)
 
     start = planner(data).initial_offsets()
     # a planner of its own: one that took the initial offsets reuses their ranges when the files are over 2 s old
