@@ -49,3 +49,16 @@ def test_retentions_longer_than_a_week_that_delta_reads_are_kept():
     assert _retention("interval 1 month") == math.inf  # not read: nothing removed rather than a week too early
     assert _retention("soon") == math.inf
     assert tables.abandoned_after_s(None) == WEEK and tables.abandoned_after_s({}) == WEEK
+
+
+def test_a_folder_named_like_a_run_with_an_impossible_time_is_left_alone(tmp_path):
+    """The cleanup runs after the commit: a folder whose name matches a run folder's digits but is no time (month
+    13) must be passed over, not fail the job that just committed."""
+    from deltalake import write_deltalake
+
+    output = tmp_path / "table"
+    write_deltalake(str(output), pa.table({"offset": pa.array([], pa.int64())}))
+    for name in ("kafkaseg-20241301T000000Z-0000abcd", "kafkaseg-00000000T000000-0000abcd"):
+        (output / name / "_temporary").mkdir(parents=True)
+    assert tables.remove_abandoned_writes(str(output), time.time(), WEEK) == []
+    assert (output / "kafkaseg-20241301T000000Z-0000abcd" / "_temporary").is_dir()

@@ -119,8 +119,11 @@ def remove_abandoned_writes(output: str, now_s: float, max_age_s: float) -> list
         match = _RUN_FOLDER.fullmatch(entry.base_name)
         if entry.type != pafs.FileType.Directory or match is None:
             continue
-        parsed = time.strptime(match.group(1), "%Y%m%dT%H%M%S")
-        started = calendar.timegm(parsed) if match.group(2) else time.mktime(parsed)
+        try:
+            parsed = time.strptime(match.group(1), "%Y%m%dT%H%M%S")
+            started = calendar.timegm(parsed) if match.group(2) else time.mktime(parsed)
+        except (ValueError, OverflowError):
+            continue  # named like a run folder, but no time: not ours (and this runs after a commit: no raising)
         if now_s - started <= max_age_s:
             continue
         temporary = posixpath.join(entry.path, SPARK_TEMPORARY)
