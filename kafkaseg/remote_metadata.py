@@ -12,7 +12,8 @@ like any other, so a read given log dirs usually has some of it at hand.
 
 * :func:`read_remote_log_metadata` (the entry point planning uses through discovery's hook) takes the
   ``__remote_log_metadata-<n>`` replicas discovery found, keeps one replica per metadata partition (the highest
-  high watermark, as reads choose), decodes its record values up to its high watermark
+  high watermark, as reads choose), decodes its record values up to its log end, not its checkpointed high
+  watermark, which lags the events brokers acted on
   (:func:`kafkaseg.wire.internal.remote_log_metadata.decode_remote_log_metadata`) and replays them
   (:func:`replay`), partition by partition in offset order, as ``ConsumerTask`` feeds
   ``RemotePartitionMetadataStore``. A record that does not decode is a :class:`CorruptDataError` naming the
@@ -295,8 +296,8 @@ class RemoteLogMetadataRead:
 
 def read_remote_log_metadata(partitions: Iterable[PartitionDir]) -> RemoteLogMetadataRead:
     """Replay the ``__remote_log_metadata`` replicas among ``partitions`` (one per metadata partition: the
-    highest high watermark) up to each one's high watermark (its log end when it has none); see the module
-    docstring. Raises :class:`CorruptDataError` naming the segment and offset of a record that does not decode."""
+    highest high watermark) up to each one's log end (its high watermark when the end cannot be told: the
+    checkpointed high watermark lags the events the brokers acted on); see the module docstring. Raises :class:`CorruptDataError` naming the segment and offset of a record that does not decode."""
     metadata = [p for p in partitions if p.topic == METADATA_TOPIC and p.tiered is None and p.segments]
     read: dict[int, tuple[str, int]] = {}
     states: dict[tuple[str, int], CopyStates] = {}
@@ -306,9 +307,10 @@ def read_remote_log_metadata(partitions: Iterable[PartitionDir]) -> RemoteLogMet
             end = partition_log_end_offset(pdir, max_batch_bytes=None)
         except KafkaSegError:
             end = None
-        upper = pdir.high_watermark if pdir.high_watermark is not None else end
-        if end is not None and upper is not None:
-            upper = min(upper, end)
+        # to the log end, not the high watermark: the one on disk is a checkpoint (every 5 s, a follower's later),
+        # and an event above it is an action a broker already took (a FINISHED is written once the upload is whole,
+        # and the local segment goes once it is consumed), so stopping there can leave a live copy out
+        upper = end if end is not None else pdir.high_watermark
         if upper is None:
             continue
 

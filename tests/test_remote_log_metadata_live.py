@@ -213,3 +213,18 @@ def test_copies_the_metadata_does_not_know_are_chosen_by_epochs_and_noted(tmp_pa
     got, report = _read(data, remote)
     assert got.equals(whole)
     assert any(f"does not know {len(written) - 2} copies" in n for n in report.notes)
+
+
+def test_events_above_the_checkpointed_high_watermark_are_read(tmp_path):
+    """The broker deletes a local segment only once its copy's COPY_SEGMENT_FINISHED is consumed, but the high
+    watermark on disk is a checkpoint written every few seconds (a follower's lags further): the metadata copy's
+    last events can be above it while the local segment is already gone. Read only to that checkpoint, the copy
+    looked unfinished and was left out, and LocalTieredStorage copies (no end offset recorded) hid its 198 offsets
+    as missing ones: records lost with failOnDataLoss at its default."""
+    data, remote, whole, written, events, _, number = _tiered(tmp_path, "local")
+    write_remote_log_metadata(data, events, partition=number)
+    assert len(events) == 2 * len(written)  # STARTED, FINISHED per copy: the 4th copy's FINISHED is at offset 7
+    (data / "replication-offset-checkpoint").write_text(f"0\n2\norders 0 3000\n__remote_log_metadata {number} 7\n")
+    got, report = _read(data, remote)
+    assert got.equals(whole)
+    assert not any(n.startswith("ignored ") for n in report.notes)

@@ -18,6 +18,7 @@ import calendar
 import datetime as _dt
 from dataclasses import dataclass
 import json
+import math
 import posixpath
 import re
 import time
@@ -65,8 +66,9 @@ SPARK_TEMPORARY = "_temporary"  # Spark's job and task attempt folder inside a w
 #: Delta's default ``delta.deletedFileRetentionDuration``: how long VACUUM leaves unreferenced files, since "old
 #: snapshots and uncommitted files can still be in use by concurrent readers or writers" (Delta's VACUUM docs).
 DEFAULT_RETENTION_S = 7 * 24 * 3600
-_INTERVAL = re.compile(r"\s*interval\s+(\d+)\s+(nanosecond|microsecond|millisecond|second|minute|hour|day|week)s?\s*",
-                       re.IGNORECASE)
+#: Delta reads the property as a Spark interval (``interval`` optional, several ``<n> <unit>`` terms summed).
+_INTERVAL = re.compile(r"\s*(?:interval\s+)?((?:\d+\s+[a-z]+\s*)+)", re.IGNORECASE)
+_INTERVAL_TERM = re.compile(r"(\d+)\s+([a-z]+?)s?\b", re.IGNORECASE)
 _UNIT_S = {"nanosecond": 1e-9, "microsecond": 1e-6, "millisecond": 1e-3, "second": 1, "minute": 60, "hour": 3600,
            "day": 86400, "week": 7 * 86400}
 
@@ -78,11 +80,25 @@ def run_folder_name(now_s: float) -> str:
 
 def abandoned_after_s(configuration: dict | None) -> float:
     """After how long a run's uncommitted files count as abandoned: the table's ``delta.deletedFileRetentionDuration``
-    (Delta's interval text, e.g. ``interval 7 days``), which VACUUM applies to unreferenced files for the same reason
-    (a writer may still be running), or Delta's default of a week when it is unset or unreadable."""
+    (Delta's interval text, e.g. ``interval 7 days``, ``2 weeks 3 days``), which VACUUM applies to unreferenced files
+    for the same reason (a writer may still be running), but never less than Delta's default of a week: VACUUM runs
+    when a user asks, this cleanup on every commit, so a retention set short for VACUUM (``interval 0 hours``) must
+    not let each commit delete the ``_temporary`` folder of a run writing meanwhile (its tasks fail, or, removed
+    between task commits, its job commit moves only the later tasks' files and the run commits part of its data).
+    Unset: the week; a value this does not read (months, fractions): infinity, nothing is removed (a week could be
+    shorter than what the table says)."""
     text = (configuration or {}).get("delta.deletedFileRetentionDuration")
-    match = _INTERVAL.fullmatch(text or "")
-    return DEFAULT_RETENTION_S if match is None else int(match.group(1)) * _UNIT_S[match.group(2).lower()]
+    if text is None:
+        return DEFAULT_RETENTION_S
+    match = _INTERVAL.fullmatch(text)
+    if match is None:
+        return math.inf
+    seconds = 0.0
+    for count, unit in _INTERVAL_TERM.findall(match.group(1)):
+        if unit.lower() not in _UNIT_S:
+            return math.inf
+        seconds += int(count) * _UNIT_S[unit.lower()]
+    return max(seconds, DEFAULT_RETENTION_S)
 
 
 def remove_abandoned_writes(output: str, now_s: float, max_age_s: float) -> list[str]:
@@ -103,8 +119,11 @@ def remove_abandoned_writes(output: str, now_s: float, max_age_s: float) -> list
         match = _RUN_FOLDER.fullmatch(entry.base_name)
         if entry.type != pafs.FileType.Directory or match is None:
             continue
-        parsed = time.strptime(match.group(1), "%Y%m%dT%H%M%S")
-        started = calendar.timegm(parsed) if match.group(2) else time.mktime(parsed)
+        try:
+            parsed = time.strptime(match.group(1), "%Y%m%dT%H%M%S")
+            started = calendar.timegm(parsed) if match.group(2) else time.mktime(parsed)
+        except (ValueError, OverflowError):
+            continue  # named like a run folder, but no time: not ours (and this runs after a commit: no raising)
         if now_s - started <= max_age_s:
             continue
         temporary = posixpath.join(entry.path, SPARK_TEMPORARY)
