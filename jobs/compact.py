@@ -157,12 +157,9 @@ def remove_abandoned(output: str) -> list[str]:
     """What killed executor rewrites left in the table and VACUUM never removes (their Spark ``_temporary``
     folders), once older than the table's deletedFileRetentionDuration: :func:`kafkaseg.spark.tables.
     remove_abandoned_writes` (a full rebuild's ``write_delta`` does it itself)."""
-    from deltalake import DeltaTable
+    from kafkaseg.spark.tables import remove_abandoned_after_commit
 
-    from kafkaseg.spark.tables import abandoned_after_s, remove_abandoned_writes
-
-    return remove_abandoned_writes(output, time.time(),
-                                   abandoned_after_s(DeltaTable(output).metadata().configuration))
+    return remove_abandoned_after_commit(output)
 
 
 def table_rows(spark, plan, scope, columns: Sequence[str]):

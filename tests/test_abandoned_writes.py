@@ -62,3 +62,26 @@ def test_a_folder_named_like_a_run_with_an_impossible_time_is_left_alone(tmp_pat
         (output / name / "_temporary").mkdir(parents=True)
     assert tables.remove_abandoned_writes(str(output), time.time(), WEEK) == []
     assert (output / "kafkaseg-20241301T000000Z-0000abcd" / "_temporary").is_dir()
+
+
+def test_files_under_a_hidden_folder_of_a_run_are_never_committed(tmp_path):
+    """Spark leaves a task's attempt files under _temporary when its cleanup fails and is ignored; committing them
+    would make a later cleanup of that folder delete data a version references (found in review). Partition
+    folders count whatever their first character."""
+    import pyarrow.parquet as pq
+
+    run = tmp_path / "table" / "kafkaseg-20261123T000000Z-0000abcd"
+    for folder in ["date=2026-11-23", "_day=1", "_temporary/0/_temporary/attempt_1/date=2026-11-23",
+                   ".spark-staging-1/date=2026-11-23"]:
+        (run / folder).mkdir(parents=True)
+        pq.write_table(pa.table({"offset": pa.array([1], pa.int64())}), run / folder / "part-00000.parquet")
+    actions = tables.delta_add_actions(str(tmp_path / "table"), run.name, ["date"])
+    assert sorted(a.path for a in actions) == [f"{run.name}/_day=1/part-00000.parquet",
+                                                f"{run.name}/date=2026-11-23/part-00000.parquet"]
+
+
+def test_a_cleanup_that_cannot_read_the_table_warns_and_never_fails_the_committed_run(tmp_path, capsys):
+    """compact.py reopened the table after its commit to look for leftovers, and a deltalake error there failed a
+    run whose data was committed (found in review)."""
+    assert tables.remove_abandoned_after_commit(str(tmp_path / "no-table")) == []
+    assert "were not looked for" in capsys.readouterr().err

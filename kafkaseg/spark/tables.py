@@ -21,6 +21,7 @@ import json
 import math
 import posixpath
 import re
+import sys
 import time
 import uuid
 from typing import Sequence
@@ -36,7 +37,8 @@ from kafkaseg.storage.fs import is_delta_table, join, open_filesystem
 #: The folder name Spark (and Hive) give a null partition value, and read back as null.
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
-__all__ = ["write_parquet", "write_delta", "run_folder_name", "remove_abandoned_writes", "abandoned_after_s", "delta_add_actions", "file_stats", "footer_stats",
+__all__ = ["write_parquet", "write_delta", "run_folder_name", "remove_abandoned_writes",
+           "remove_abandoned_after_commit", "abandoned_after_s", "delta_add_actions", "file_stats", "footer_stats",
            "hive_partition_values"]
 
 
@@ -261,7 +263,24 @@ def write_delta(df, output: str, mode: str, partition_by: Sequence[str], schema:
 
 def _remove_abandoned(table, output: str) -> list[str]:
     """:func:`remove_abandoned_writes` on a table just committed to, after its retention duration."""
-    return remove_abandoned_writes(output, time.time(), abandoned_after_s(table.metadata().configuration))
+    return remove_abandoned_after_commit(output, table)
+
+
+def remove_abandoned_after_commit(output: str, table=None) -> list[str]:
+    """:func:`remove_abandoned_writes` on the Delta table at ``output`` (``table``: its ``DeltaTable``, opened
+    again without), after its retention duration, once a run committed: whatever goes wrong there (the table
+    unreadable again, a deltalake error, permissions) is a warning on stderr, never a failure of a run whose data
+    is committed."""
+    try:
+        if table is None:
+            from deltalake import DeltaTable
+
+            table = DeltaTable(output)
+        return remove_abandoned_writes(output, time.time(), abandoned_after_s(table.metadata().configuration))
+    except Exception as err:  # noqa: BLE001 - the run's data is committed: cleanup must not fail it
+        print(f"warning: killed runs' leftovers in {output} were not looked for: {first_line(err)}",
+              file=sys.stderr)
+        return []
 
 
 def _type_text(kind) -> str:
@@ -301,16 +320,22 @@ def _check_append_schema(table, schema: pa.Schema, output: str, add_columns: boo
 def delta_add_actions(table: str, folder: str, partition_by: Sequence[str]) -> list:
     """One Delta add action per Parquet data file under ``table``/``folder``: its path relative to the table,
     size, partition values (from Spark's ``column=value`` directories, unescaped), modification time and
-    ``numRecords`` from the file's footer. Spark's markers (``_SUCCESS``) and checksum files are skipped."""
+    ``numRecords`` from the file's footer. Spark's markers (``_SUCCESS``) and checksum files are skipped, and so is
+    everything under a hidden folder (``_temporary``, ``.spark-staging-*``: a task's attempt files, left when Spark's
+    cleanup failed and was ignored; :func:`remove_abandoned_writes` deletes them later, so they must never be
+    committed). Partition folders (``column=value``) count whatever their first character."""
     from deltalake.transaction import AddAction
 
     filesystem, root = open_filesystem(table)
     actions = []
     # allow_not_found: on object storage a write of no rows may leave no object at all there (no empty folders)
-    selector = pafs.FileSelector(posixpath.join(root, folder), recursive=True, allow_not_found=True)
+    base = posixpath.join(root, folder)
+    selector = pafs.FileSelector(base, recursive=True, allow_not_found=True)
     infos = [info for info in filesystem.get_file_info(selector)
              if info.type == pafs.FileType.File and info.base_name.endswith(".parquet")
-             and not info.base_name.startswith((".", "_"))]
+             and not info.base_name.startswith((".", "_"))
+             and not any(part.startswith((".", "_")) and "=" not in part
+                         for part in posixpath.relpath(info.path, base).split("/")[:-1])]
     for info, stats in zip(infos, footer_stats(filesystem, [info.path for info in infos])):
         relative = posixpath.relpath(info.path, root)
         values = hive_partition_values(relative.split("/")[1:-1], partition_by)
