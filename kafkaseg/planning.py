@@ -2070,7 +2070,9 @@ def list_partitions(paths: str | Sequence[str] | None, options: ReadOptions) -> 
     started = time.time_ns()
     hook = None
     if options.remote_log_metadata == "use":  # which tiered copies are live (remote_metadata's design)
-        from kafkaseg.remote_metadata import read_remote_log_metadata as hook
+        from kafkaseg.remote_metadata import read_remote_log_metadata
+
+        hook = functools.partial(read_remote_log_metadata, lenient=options.on_corruption == "skip")
     found = discover(paths, skipped=skipped, select=options.selects, unselected=unselected,
                      key_ring=options.tiered_key_ring, remote_log_metadata=hook)
     return Listing(tuple(found), tuple(skipped), tuple(unselected), started)

@@ -274,6 +274,8 @@ class RemoteLogMetadataRead:
 
     partitions: Mapping[tuple[str, int], CopyStates]
     read: Mapping[int, tuple[str, int]]  # metadata partition -> (folder, offset read up to)
+    # metadata partition -> (folder, why): corrupt, left out by a lenient read
+    unreadable: Mapping[int, tuple[str, str]] = field(default_factory=dict)
 
     def copy_states(self, topic_id: str | None, partition: int) -> CopyStates | None:
         """The copies the metadata knows of (``topic_id``, ``partition``); an empty :class:`CopyStates` when the
@@ -288,19 +290,27 @@ class RemoteLogMetadataRead:
             number = metadata_partition(topic_id, partition)
         except (ValueError, struct.error):
             return None
+        bad = self.unreadable.get(number)
+        if bad is not None:
+            return CopyStates(bad[0], {}, unreadable=bad[1])
         where = self.read.get(number)
         if where is None:
             return None
         return CopyStates(f"{where[0]}, up to offset {where[1]}", {})
 
 
-def read_remote_log_metadata(partitions: Iterable[PartitionDir]) -> RemoteLogMetadataRead:
+def read_remote_log_metadata(partitions: Iterable[PartitionDir], *, lenient: bool = False) -> RemoteLogMetadataRead:
     """Replay the ``__remote_log_metadata`` replicas among ``partitions`` (one per metadata partition: the
     highest high watermark) up to each one's log end (its high watermark when the end cannot be told: the
-    checkpointed high watermark lags the events the brokers acted on); see the module docstring. Raises :class:`CorruptDataError` naming the segment and offset of a record that does not decode."""
+    checkpointed high watermark lags the events the brokers acted on); see the module docstring. Raises a
+    :class:`CorruptDataError` naming the segment and offset of a record that does not decode (or a batch that
+    fails its CRC), saying how to read on; ``lenient`` (``onCorruption=skip``) leaves that metadata partition out
+    instead, whole: a missed FINISHED event would drop a live copy, a missed DELETE_STARTED read a dead one, so its
+    partitions' copies are chosen by their leader epochs, as without metadata (noted)."""
     metadata = [p for p in partitions if p.topic == METADATA_TOPIC and p.tiered is None and p.segments]
     read: dict[int, tuple[str, int]] = {}
     states: dict[tuple[str, int], CopyStates] = {}
+    unreadable: dict[int, tuple[str, str]] = {}
     for choice in choose_replicas(metadata, with_remote=False):
         pdir = choice.chosen
         try:
@@ -323,7 +333,16 @@ def read_remote_log_metadata(partitions: Iterable[PartitionDir]) -> RemoteLogMet
                                            f"{err}", path=path) from err
 
         source = f"{pdir.path}, up to offset {upper}"
+        try:
+            replayed = replay(events())
+        except CorruptDataError as err:
+            if not lenient:
+                raise CorruptDataError(f"{err.detail}; remoteLogMetadata=ignore reads the tiered copies without the "
+                                       "metadata (chosen by their leader epochs), onCorruption=skip leaves this "
+                                       "metadata partition out", path=err.path, position=err.position) from err
+            unreadable[pdir.partition] = (pdir.path, str(err))
+            continue
         read[pdir.partition] = (pdir.path, upper)
-        for key, (_, copies, _) in replay(events()).items():
+        for key, (_, copies, _) in replayed.items():
             states[key] = CopyStates(source, copies)
-    return RemoteLogMetadataRead(states, read)
+    return RemoteLogMetadataRead(states, read, unreadable)

@@ -228,3 +228,25 @@ def test_events_above_the_checkpointed_high_watermark_are_read(tmp_path):
     got, report = _read(data, remote)
     assert got.equals(whole)
     assert not any(n.startswith("ignored ") for n in report.notes)
+
+
+def test_a_corrupt_metadata_record_fails_a_strict_read_saying_how_on_and_a_lenient_one_reads_by_epochs(tmp_path):
+    """One metadata batch failing its CRC: a strict read raised with no way on (found in review); it now names
+    remoteLogMetadata=ignore and onCorruption=skip. A lenient read leaves that metadata partition out whole (a
+    missed FINISHED would drop a live copy, a missed DELETE_STARTED read a dead one) and chooses by epochs, noted."""
+    from kafkaseg.errors import CorruptDataError
+
+    data, remote, whole, written, events, topic_id, number = _tiered(tmp_path, "local")
+    first = written[0].name[21:-4]
+    events.append(segment_update("orders", topic_id, 0, first, DELETE_SEGMENT_STARTED))
+    write_remote_log_metadata(data, events, partition=number)
+    (log,) = (data / f"__remote_log_metadata-{number}").glob("*.log")
+    raw = bytearray(log.read_bytes())
+    raw[100] ^= 0xFF
+    log.write_bytes(bytes(raw))
+    with pytest.raises(CorruptDataError, match="remoteLogMetadata=ignore reads the tiered copies without"):
+        _read(data, remote)
+    got, report = _read(data, remote, onCorruption="skip")
+    assert got.equals(whole)  # (the copy being deleted is read, as without metadata)
+    assert any("could not be read" in n and "chosen by their leader epochs" in n for n in report.notes)
+    assert _read(data, remote, remoteLogMetadata="ignore")[0].equals(whole)

@@ -275,6 +275,9 @@ class CopyStates:
 
     source: str
     copies: dict = field(default_factory=dict)  # segment id -> CopyState
+    # why the metadata partition that holds this partition's events could not be read (a lenient read left it out):
+    # the copies are then chosen by their leader epochs, as without metadata
+    unreadable: str | None = None
 
     def live(self) -> list[CopyState]:
         return sorted((c for c in self.copies.values() if c.dead is None), key=lambda c: c.start_offset)
@@ -286,6 +289,10 @@ def apply_copy_states(copies: Sequence[RemoteSegment], states: CopyStates | None
     know is kept (the metadata read is older than the copy: its leader epochs decide, as without metadata) and
     noted; a live copy none of ``copies`` is, noted as missing. ``states`` None: ``copies`` as they are."""
     if states is None:
+        return list(copies)
+    if states.unreadable is not None:
+        notes.append(f"__remote_log_metadata ({states.source}) could not be read ({states.unreadable}): left out "
+                     "(onCorruption=skip), so the copies are chosen by their leader epochs, as without it")
         return list(copies)
     kept = []
     unknown = []
