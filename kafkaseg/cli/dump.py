@@ -390,7 +390,7 @@ def record_json(record: _Record, header: BatchHeader, options: DumpOptions) -> d
 _COLUMNAR = True
 _CHUNK_BYTES = 4 << 20  # stored batch bytes decoded at once
 _CHUNK_DECODED_BYTES = 32 << 20  # key and value bytes per decode call (it ends after the batch that passes it)
-_CHUNK_RECORDS = 1 << 20  # records per decode call (likewise)
+_CHUNK_RECORDS = 1 << 16  # records per decode call (likewise): their text and columns are held at once
 
 
 class _DeepWalk:
