@@ -169,6 +169,10 @@ class SegmentSlice:
     # the other copies of the partition found (their folders) that the replica choice passed over: named when this
     # one fails to read, so a user who gave several brokers' log dirs knows another copy may read
     other_copies: tuple[str, ...] = ()
+    # the cluster's __remote_log_metadata verdicts the plan applied to the partition's tiered-storage copies, cut to
+    # the dead copies it found and left out (tiered.CopyStates.as_planned), so a read planning again
+    # (plan_again_by_offset) leaves out the same; None when no metadata decided
+    copy_states: Any = field(default=None, compare=False, repr=False)
 
     @property
     def segment_offsets(self) -> tuple[int, int]:
@@ -588,6 +592,13 @@ class _Partition:
     @property
     def name(self) -> str:
         return f"{self.pdir.topic}-{self.pdir.partition}"
+
+    @functools.cached_property
+    def planned_copy_states(self):
+        """:attr:`SegmentSlice.copy_states` of the partition's slices (one object, pickled once with them)."""
+        remote = self.pdir if self.pdir.tiered is not None else self.pdir.remote_below
+        states = remote.copy_states if remote is not None else None
+        return states.as_planned() if states is not None else None
 
     def lenient_decision(self, path: str, position: int | None, first_offset: int | None, end_offset: int | None,
                          decision: str, preport: PartitionReport | None = None) -> None:
@@ -1920,7 +1931,7 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
         slice_offsets=own_offsets, listed_at_ns=listed_at_ns, topic_id=topic_id,
         partition_identity=partition_identity, rolled=seg.tiered is not None,
         remote_path=part.pdir.remote_below.path if part.pdir.remote_below is not None else None,
-        corrupt_tail=corrupt_tail)
+        corrupt_tail=corrupt_tail, copy_states=part.planned_copy_states)
 
 
 def _slice_offsets(pieces: list[_Piece]) -> list[tuple[int, int] | None]:
@@ -2028,7 +2039,7 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
 
     return relisted(read_partition_again(piece.partition_path, piece.filesystem, topic=piece.topic,
                                          partition=piece.partition, remote_path=piece.remote_path,
-                                         key_ring=options.tiered_key_ring), plan)
+                                         key_ring=options.tiered_key_ring, copy_states=piece.copy_states), plan)
 
 
 def _newly_covered(intervals: list[tuple[int, int]], start: int, end: int) -> int:

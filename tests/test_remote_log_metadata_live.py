@@ -250,3 +250,38 @@ def test_a_corrupt_metadata_record_fails_a_strict_read_saying_how_on_and_a_lenie
     assert got.equals(whole)  # (the copy being deleted is read, as without metadata)
     assert any("could not be read" in n and "chosen by their leader epochs" in n for n in report.notes)
     assert _read(data, remote, remoteLogMetadata="ignore")[0].equals(whole)
+
+
+@pytest.mark.parametrize("with_log_dir", [True, False], ids=["with-log-dir", "copies-alone"])
+def test_a_read_planning_again_leaves_out_the_dead_copies_the_plan_left_out(tmp_path, with_log_dir):
+    """A planned copy's file gone before the read: its offsets are planned again from the partition's files
+    (plan_again_by_offset). That re-plan read the copies without the metadata's verdicts, so it took the copy the
+    plan left out as dead (a retried upload's first try, half a file) in place of the finished one."""
+    from kafkaseg.planning import plan_again_by_offset
+
+    data, remote, whole, written, events, topic_id, number = _tiered(tmp_path, "local")
+    second = written[1]
+    base = int(second.name[:20])
+    failed = second.parent / f"{base:020d}-{kafka_uuid('failed-first-try')}.log"
+    failed.write_bytes(second.read_bytes()[:len(second.read_bytes()) // 2])
+    for suffix in (".index", ".timeindex", ".snapshot", ".leader_epoch_checkpoint"):
+        shutil.copy(second.with_suffix(suffix), failed.with_suffix(suffix))
+    started = segment_event("orders", topic_id, 0, failed.name[21:-4], base, int(written[2].name[:20]) - 1,
+                            [(0, base)])
+    write_remote_log_metadata(data, [started] + events, partition=number)
+    paths = [str(data), str(remote)] if with_log_dir else [str(remote), str(data / f"__remote_log_metadata-{number}")]
+    scan = kafkaseg.open_scan(paths, subscribe="orders", failOnDataLoss="false")
+    planned = [s for s in scan.plan.slices if s.log_path == str(second)]
+    assert planned and not any(s.log_path == str(failed) for s in scan.plan.slices)
+    second.unlink()  # remote retention, or a sync, removed the finished copy after planning
+    for piece in planned:
+        slices, _ = plan_again_by_offset(piece, scan.options)
+        assert not any(s.log_path == str(failed) for s in slices)
+    got = scan.to_table().select(COLUMNS)
+    following = int(written[2].name[:20])
+    outside = pc.or_(pc.less(whole["offset"], base), pc.greater_equal(whole["offset"], following))
+    if not with_log_dir:  # the copies end where the active segment, never copied, starts
+        outside = pc.and_(outside, pc.less(whole["offset"], int(sorted((data / "orders-0").glob("*.log"))[-1]
+                                                                .name[:20])))
+    assert got.equals(whole.filter(outside))
+    assert [entry[0] for entry in scan.metrics.vanished_segments] == [str(second)]

@@ -557,6 +557,7 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
     layout = "Aiven tiered-storage" if folder.layout == tiered.AIVEN else "LocalTieredStorage"
     notes = [f"tiered-storage copy ({layout} layout): no checkpoints; every segment is a rolled one"]
     copies = tiered.remote_segments(entries, notes)
+    found = [copy.segment_id for copy in copies]
     copies = tiered.apply_copy_states(copies, copy_states, notes)
     if only is not None:
         copies = [copy for copy in copies if copy.log.path == only]
@@ -633,7 +634,8 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
     return PartitionDir(topic=folder.topic, partition=folder.partition, path=folder.path,
                         log_dir=root, segments=segments, topic_id=folder.topic_id, leader_epochs=tuple(epochs),
                         notes=tuple(notes), filesystem=filesystem, tiered=folder.layout,
-                        key_ring=key_ring.ring if key_ring is not None else None, copy_states=copy_states)
+                        key_ring=key_ring.ring if key_ring is not None else None,
+                        copy_states=copy_states.applied_to(found) if copy_states is not None else None)
 
 
 _CHECKPOINT_FILES = {
@@ -1386,16 +1388,19 @@ def _gaps(taken: Sequence[SegmentFiles], end: int) -> list[tuple[int, int]]:
 
 
 def read_partition_again(path: str, filesystem, *, topic: str, partition: int,
-                         remote_path: str | None = None, key_ring=None) -> PartitionDir:
+                         remote_path: str | None = None, key_ring=None, copy_states=None) -> PartitionDir:
     """A partition folder read again (``read_partition_dir``), extended below by the tiered-storage copies in
     ``remote_path``, read again too, when it was (:func:`with_remote_copies`): what a read whose planned file is
     gone plans from. ``filesystem`` reaches both (they are in one store); encrypted copies open with ``key_ring``
-    or the data keys ``filesystem`` already holds."""
-    pdir = read_partition_dir(path, filesystem, topic=topic, partition=partition, key_ring=key_ring, again=True)
+    or the data keys ``filesystem`` already holds. ``copy_states``: the ``__remote_log_metadata`` verdicts the
+    plan applied to the tiered-storage copies (``tiered.CopyStates.as_planned``: its dead copies), so the same
+    ones are left out (of ``path``'s copies when it is a tiered-storage copy's folder, else of ``remote_path``'s)."""
+    pdir = read_partition_dir(path, filesystem, topic=topic, partition=partition, key_ring=key_ring, again=True,
+                              copy_states=copy_states if remote_path is None else None)
     if remote_path is None:
         return pdir
     try:
-        remote = read_partition_dir(remote_path, filesystem, key_ring=key_ring, again=True)
+        remote = read_partition_dir(remote_path, filesystem, key_ring=key_ring, again=True, copy_states=copy_states)
     except KafkaSegError:
         return pdir  # the copies are gone: the log dir alone says what is lost
     return with_remote_copies(pdir, remote)[0] or pdir
