@@ -285,3 +285,36 @@ def test_a_read_planning_again_leaves_out_the_dead_copies_the_plan_left_out(tmp_
                                                                 .name[:20])))
     assert got.equals(whole.filter(outside))
     assert [entry[0] for entry in scan.metrics.vanished_segments] == [str(second)]
+
+
+def test_describe_and_verify_say_what_the_metadata_says_of_the_copies(tmp_path):
+    """With __remote_log_metadata among the paths, describe and verify say per partition how many copies it says
+    are live, how many were found and kept, name each dead copy in the bucket, and verify warns of a live copy
+    missing from it (an error when the log dir no longer holds its offsets either)."""
+    from kafkaseg.cli.describe import describe_paths
+    from kafkaseg.cli.verify import ERROR, INFO, WARNING, verify_paths
+
+    data, remote, whole, written, events, topic_id, number = _tiered(tmp_path, "local")
+    events.append(segment_update("orders", topic_id, 0, written[2].name[21:-4], DELETE_SEGMENT_STARTED))
+    write_remote_log_metadata(data, events, partition=number)
+    for path in written[0].parent.glob(written[0].name[:-4] + ".*"):  # a live copy missing, only it held [0, ..)
+        path.unlink()
+    copies = len(written)
+    (described,) = [d for d in describe_paths([str(data), str(remote)], topics={"orders"}) if d.path != str(
+        data / "orders-0")]
+    assert any(f"{copies - 1} live copies, {copies - 1} found, {copies - 2} kept" in n for n in described.notes)
+    assert any(n.startswith(f"ignored {written[2].name}: remote retention is deleting it") for n in described.notes)
+    assert str(written[2]) not in [s.path for s in described.segments]
+
+    report = verify_paths([str(data), str(remote)])
+    said = [(p.severity, p.file, p.message) for p in report.problems]
+    assert any(severity == INFO and f"ignored {written[2].name}: remote retention is deleting it" in message
+               for severity, _, message in said)
+    assert any(f"{copies - 1} live copies, {copies - 1} found, {copies - 2} kept" in message for _, _, message in said)
+    missing = [(severity, message) for severity, _, message in said if written[0].name[21:-4] in message]
+    assert missing and all(severity == ERROR for severity, _ in missing), said
+    assert f"offsets 0-{int(written[1].name[:20]) - 1}" in missing[0][1]
+    # no log dir given for the partition: whether one still holds them is not known, a warning
+    report = verify_paths([str(remote), str(data / f"__remote_log_metadata-{number}")])
+    missing = [p for p in report.problems if written[0].name[21:-4] in p.message]
+    assert missing and all(p.severity == WARNING for p in missing)

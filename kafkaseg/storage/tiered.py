@@ -308,6 +308,10 @@ class CopyStates:
         return CopyStates(self.source, dead, planned=True)
 
 
+#: How :func:`apply_copy_states`' note of the live copies missing from a folder begins.
+LIVE_COPIES_MISSING = "live copies missing here, says __remote_log_metadata: "
+
+
 def apply_copy_states(copies: Sequence[RemoteSegment], states: CopyStates | None,
                       notes: list[str]) -> list[RemoteSegment]:
     """``copies`` without those ``states`` says are dead, each left out with a note saying why; a copy it does not
@@ -344,7 +348,7 @@ def apply_copy_states(copies: Sequence[RemoteSegment], states: CopyStates | None
     present = {c.segment_id for c in copies}
     missing = [c for c in states.live() if c.segment_id not in present]
     if missing:
-        notes.append("live copies missing here, says __remote_log_metadata: " + ", ".join(
+        notes.append(LIVE_COPIES_MISSING + ", ".join(
             f"{c.segment_id} (offsets {c.start_offset}-{c.end_offset})" for c in missing[:5])
             + (f" (+{len(missing) - 5} more)" if len(missing) > 5 else ""))
     if states.copies or copies:
