@@ -1389,6 +1389,16 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
                 raise InvalidOptionError(
                     f"no offset matched the starting timestamp {ts} in {name} (option {limit.option!r}){because}; "
                     "set startingOffsetsByTimestampStrategy=latest to start at the latest offset instead")
+    # (a log dir read without its copies: those a start from the broker's earliest, or the one given, reaches)
+    lost_copies = [c for c in part.pdir.live_copies_lost if not explicit_start or c[2] > start]
+    if lost_copies and not start_by_time and start <= bounds.log_start:
+        # the broker's earliest is the checkpointed log start, below: a fetch from it fails on the missing copies
+        loss(f"{name}: offsets below the first local offset {bounds.log_start} are in live tiered-storage copies "
+             "__remote_log_metadata lists that are missing from the copies given: "
+             + ", ".join(f"{segment_id} (offsets {first}-{end - 1})" for segment_id, first, end in lost_copies)
+             + f"; the log dir {part.pdir.path} is read alone, from its first local offset {bounds.log_start}")
+        explicit_start = False  # (said: the start moves up to the log start, as for any start below it)
+        start = bounds.log_start
     if explicit_start:
         if start < bounds.log_start:
             below = part.pdir.below_local_log

@@ -196,12 +196,23 @@ def test_a_live_copy_missing_from_the_bucket_is_data_loss(tmp_path):
     write_remote_log_metadata(data, events, partition=number)
     for path in written[0].parent.glob(written[0].name[:-4] + ".*"):
         path.unlink()
-    _, report = _read(data, remote)
+    _, report = _read(data, remote, failOnDataLoss="false")
     (replica,) = report.replicas
     assert f"offsets [0, {int(written[1].name[:20])})" in replica["reason"]
     assert "live copies __remote_log_metadata lists that are missing" in replica["reason"]
     first_local = int(sorted((data / "orders-0").glob("*.log"))[0].name[:20])
-    assert _read(data, remote)[0].equals(whole.filter(pc.greater_equal(whole["offset"], first_local)))
+    # a read from earliest does not start at the first local offset unsaid: the broker's earliest is the
+    # checkpointed log start, and only that copy held [0, its end]
+    from kafkaseg.errors import DataLossError
+
+    with pytest.raises(DataLossError, match=rf"{written[0].name[21:-4]} \(offsets 0-{int(written[1].name[:20]) - 1}\)"):
+        _read(data, remote)
+    with pytest.raises(DataLossError, match=written[0].name[21:-4]):
+        _read(data, remote, startingOffsets='{"orders": {"0": 5}}')
+    got, report = _read(data, remote, failOnDataLoss="false")
+    assert got.equals(whole.filter(pc.greater_equal(whole["offset"], first_local)))
+    assert any(written[0].name[21:-4] in n and f"from its first local offset {first_local}" in n
+               for n in report.notes)
     shutil.rmtree(data / f"__remote_log_metadata-{number}")  # without the metadata: retention moved the start
     got, report = _read(data, remote)
     assert got.equals(whole.filter(pc.greater_equal(whole["offset"], int(written[1].name[:20]))))
