@@ -169,6 +169,10 @@ class SegmentSlice:
     # the other copies of the partition found (their folders) that the replica choice passed over: named when this
     # one fails to read, so a user who gave several brokers' log dirs knows another copy may read
     other_copies: tuple[str, ...] = ()
+    # the cluster's __remote_log_metadata verdicts the plan applied to the partition's tiered-storage copies, cut to
+    # the dead copies it found and left out (tiered.CopyStates.as_planned), so a read planning again
+    # (plan_again_by_offset) leaves out the same; None when no metadata decided
+    copy_states: Any = field(default=None, compare=False, repr=False)
 
     @property
     def segment_offsets(self) -> tuple[int, int]:
@@ -588,6 +592,13 @@ class _Partition:
     @property
     def name(self) -> str:
         return f"{self.pdir.topic}-{self.pdir.partition}"
+
+    @functools.cached_property
+    def planned_copy_states(self):
+        """:attr:`SegmentSlice.copy_states` of the partition's slices (one object, pickled once with them)."""
+        remote = self.pdir if self.pdir.tiered is not None else self.pdir.remote_below
+        states = remote.copy_states if remote is not None else None
+        return states.as_planned() if states is not None else None
 
     def lenient_decision(self, path: str, position: int | None, first_offset: int | None, end_offset: int | None,
                          decision: str, preport: PartitionReport | None = None) -> None:
@@ -1378,6 +1389,16 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
                 raise InvalidOptionError(
                     f"no offset matched the starting timestamp {ts} in {name} (option {limit.option!r}){because}; "
                     "set startingOffsetsByTimestampStrategy=latest to start at the latest offset instead")
+    # (a log dir read without its copies: those a start from the broker's earliest, or the one given, reaches)
+    lost_copies = [c for c in part.pdir.live_copies_lost if not explicit_start or c[2] > start]
+    if lost_copies and not start_by_time and start <= bounds.log_start:
+        # the broker's earliest is the checkpointed log start, below: a fetch from it fails on the missing copies
+        loss(f"{name}: offsets below the first local offset {bounds.log_start} are in live tiered-storage copies "
+             "__remote_log_metadata lists that are missing from the copies given: "
+             + ", ".join(f"{segment_id} (offsets {first}-{end - 1})" for segment_id, first, end in lost_copies)
+             + f"; the log dir {part.pdir.path} is read alone, from its first local offset {bounds.log_start}")
+        explicit_start = False  # (said: the start moves up to the log start, as for any start below it)
+        start = bounds.log_start
     if explicit_start:
         if start < bounds.log_start:
             below = part.pdir.below_local_log
@@ -1920,7 +1941,7 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
         slice_offsets=own_offsets, listed_at_ns=listed_at_ns, topic_id=topic_id,
         partition_identity=partition_identity, rolled=seg.tiered is not None,
         remote_path=part.pdir.remote_below.path if part.pdir.remote_below is not None else None,
-        corrupt_tail=corrupt_tail)
+        corrupt_tail=corrupt_tail, copy_states=part.planned_copy_states)
 
 
 def _slice_offsets(pieces: list[_Piece]) -> list[tuple[int, int] | None]:
@@ -2028,7 +2049,7 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
 
     return relisted(read_partition_again(piece.partition_path, piece.filesystem, topic=piece.topic,
                                          partition=piece.partition, remote_path=piece.remote_path,
-                                         key_ring=options.tiered_key_ring), plan)
+                                         key_ring=options.tiered_key_ring, copy_states=piece.copy_states), plan)
 
 
 def _newly_covered(intervals: list[tuple[int, int]], start: int, end: int) -> int:

@@ -196,12 +196,23 @@ def test_a_live_copy_missing_from_the_bucket_is_data_loss(tmp_path):
     write_remote_log_metadata(data, events, partition=number)
     for path in written[0].parent.glob(written[0].name[:-4] + ".*"):
         path.unlink()
-    _, report = _read(data, remote)
+    _, report = _read(data, remote, failOnDataLoss="false")
     (replica,) = report.replicas
     assert f"offsets [0, {int(written[1].name[:20])})" in replica["reason"]
     assert "live copies __remote_log_metadata lists that are missing" in replica["reason"]
     first_local = int(sorted((data / "orders-0").glob("*.log"))[0].name[:20])
-    assert _read(data, remote)[0].equals(whole.filter(pc.greater_equal(whole["offset"], first_local)))
+    # a read from earliest does not start at the first local offset unsaid: the broker's earliest is the
+    # checkpointed log start, and only that copy held [0, its end]
+    from kafkaseg.errors import DataLossError
+
+    with pytest.raises(DataLossError, match=rf"{written[0].name[21:-4]} \(offsets 0-{int(written[1].name[:20]) - 1}\)"):
+        _read(data, remote)
+    with pytest.raises(DataLossError, match=written[0].name[21:-4]):
+        _read(data, remote, startingOffsets='{"orders": {"0": 5}}')
+    got, report = _read(data, remote, failOnDataLoss="false")
+    assert got.equals(whole.filter(pc.greater_equal(whole["offset"], first_local)))
+    assert any(written[0].name[21:-4] in n and f"from its first local offset {first_local}" in n
+               for n in report.notes)
     shutil.rmtree(data / f"__remote_log_metadata-{number}")  # without the metadata: retention moved the start
     got, report = _read(data, remote)
     assert got.equals(whole.filter(pc.greater_equal(whole["offset"], int(written[1].name[:20]))))
@@ -250,3 +261,71 @@ def test_a_corrupt_metadata_record_fails_a_strict_read_saying_how_on_and_a_lenie
     assert got.equals(whole)  # (the copy being deleted is read, as without metadata)
     assert any("could not be read" in n and "chosen by their leader epochs" in n for n in report.notes)
     assert _read(data, remote, remoteLogMetadata="ignore")[0].equals(whole)
+
+
+@pytest.mark.parametrize("with_log_dir", [True, False], ids=["with-log-dir", "copies-alone"])
+def test_a_read_planning_again_leaves_out_the_dead_copies_the_plan_left_out(tmp_path, with_log_dir):
+    """A planned copy's file gone before the read: its offsets are planned again from the partition's files
+    (plan_again_by_offset). That re-plan read the copies without the metadata's verdicts, so it took the copy the
+    plan left out as dead (a retried upload's first try, half a file) in place of the finished one."""
+    from kafkaseg.planning import plan_again_by_offset
+
+    data, remote, whole, written, events, topic_id, number = _tiered(tmp_path, "local")
+    second = written[1]
+    base = int(second.name[:20])
+    failed = second.parent / f"{base:020d}-{kafka_uuid('failed-first-try')}.log"
+    failed.write_bytes(second.read_bytes()[:len(second.read_bytes()) // 2])
+    for suffix in (".index", ".timeindex", ".snapshot", ".leader_epoch_checkpoint"):
+        shutil.copy(second.with_suffix(suffix), failed.with_suffix(suffix))
+    started = segment_event("orders", topic_id, 0, failed.name[21:-4], base, int(written[2].name[:20]) - 1,
+                            [(0, base)])
+    write_remote_log_metadata(data, [started] + events, partition=number)
+    paths = [str(data), str(remote)] if with_log_dir else [str(remote), str(data / f"__remote_log_metadata-{number}")]
+    scan = kafkaseg.open_scan(paths, subscribe="orders", failOnDataLoss="false")
+    planned = [s for s in scan.plan.slices if s.log_path == str(second)]
+    assert planned and not any(s.log_path == str(failed) for s in scan.plan.slices)
+    second.unlink()  # remote retention, or a sync, removed the finished copy after planning
+    for piece in planned:
+        slices, _ = plan_again_by_offset(piece, scan.options)
+        assert not any(s.log_path == str(failed) for s in slices)
+    got = scan.to_table().select(COLUMNS)
+    following = int(written[2].name[:20])
+    outside = pc.or_(pc.less(whole["offset"], base), pc.greater_equal(whole["offset"], following))
+    if not with_log_dir:  # the copies end where the active segment, never copied, starts
+        outside = pc.and_(outside, pc.less(whole["offset"], int(sorted((data / "orders-0").glob("*.log"))[-1]
+                                                                .name[:20])))
+    assert got.equals(whole.filter(outside))
+    assert [entry[0] for entry in scan.metrics.vanished_segments] == [str(second)]
+
+
+def test_describe_and_verify_say_what_the_metadata_says_of_the_copies(tmp_path):
+    """With __remote_log_metadata among the paths, describe and verify say per partition how many copies it says
+    are live, how many were found and kept, name each dead copy in the bucket, and verify warns of a live copy
+    missing from it (an error when the log dir no longer holds its offsets either)."""
+    from kafkaseg.cli.describe import describe_paths
+    from kafkaseg.cli.verify import ERROR, INFO, WARNING, verify_paths
+
+    data, remote, whole, written, events, topic_id, number = _tiered(tmp_path, "local")
+    events.append(segment_update("orders", topic_id, 0, written[2].name[21:-4], DELETE_SEGMENT_STARTED))
+    write_remote_log_metadata(data, events, partition=number)
+    for path in written[0].parent.glob(written[0].name[:-4] + ".*"):  # a live copy missing, only it held [0, ..)
+        path.unlink()
+    copies = len(written)
+    (described,) = [d for d in describe_paths([str(data), str(remote)], topics={"orders"}) if d.path != str(
+        data / "orders-0")]
+    assert any(f"{copies - 1} live copies, {copies - 1} found, {copies - 2} kept" in n for n in described.notes)
+    assert any(n.startswith(f"ignored {written[2].name}: remote retention is deleting it") for n in described.notes)
+    assert str(written[2]) not in [s.path for s in described.segments]
+
+    report = verify_paths([str(data), str(remote)])
+    said = [(p.severity, p.file, p.message) for p in report.problems]
+    assert any(severity == INFO and f"ignored {written[2].name}: remote retention is deleting it" in message
+               for severity, _, message in said)
+    assert any(f"{copies - 1} live copies, {copies - 1} found, {copies - 2} kept" in message for _, _, message in said)
+    missing = [(severity, message) for severity, _, message in said if written[0].name[21:-4] in message]
+    assert missing and all(severity == ERROR for severity, _ in missing), said
+    assert f"offsets 0-{int(written[1].name[:20]) - 1}" in missing[0][1]
+    # no log dir given for the partition: whether one still holds them is not known, a warning
+    report = verify_paths([str(remote), str(data / f"__remote_log_metadata-{number}")])
+    missing = [p for p in report.problems if written[0].name[21:-4] in p.message]
+    assert missing and all(p.severity == WARNING for p in missing)

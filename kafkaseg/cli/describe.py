@@ -261,8 +261,13 @@ def describe_paths(paths: list[str], *, full: bool = False, progress=None,
     read); ``skipped`` gets discovery's ``(path, reason)`` for the log dirs' folders it did not read
     (:func:`kafkaseg.storage.layout.discover`)."""
     wanted = None if topics is None else frozenset(topics)
+    from kafkaseg.remote_metadata import read_remote_log_metadata
+
+    # which tiered-storage copies are live, when __remote_log_metadata partitions are among the paths: the dead
+    # ones are left out of the copies described, each named in the partition's notes with the counts (lenient: a
+    # corrupt metadata partition is described as a partition of its own, and the copies as without it, noted)
     found = discover(paths, skipped=skipped, select=None if wanted is None else (lambda name, _: name in wanted),
-                     key_ring=key_ring)
+                     key_ring=key_ring, remote_log_metadata=lambda metadata: read_remote_log_metadata(metadata, lenient=True))
     if wanted is not None:
         found = [pdir for pdir in found if pdir.topic in wanted]
 

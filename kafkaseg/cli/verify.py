@@ -42,6 +42,7 @@ import numpy as np
 from kafkaseg.cli.common import SkippedFolder, decode_batch, skipped_folders, whole_partition_offsets
 from kafkaseg.errors import CorruptCheckpointError, KafkaSegError, LayoutError
 from kafkaseg.storage import fs as _fs
+from kafkaseg.storage import tiered
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.layout import (PartitionDir, check_one_incarnation, discover, transactions_open_at,
                                      unacknowledged_append, valid_cleaner_offset)
@@ -568,6 +569,8 @@ def _check_files(pdir: PartitionDir, report: VerifyReport) -> None:
             report.add(ERROR, os.path.join(pdir.path, side), None,
                        f"{note[len('unreadable ' + side + ': '):]} (a broker fails the log dir on it; kafkaseg reads "
                        "on without it)")
+        elif note.startswith(tiered.LIVE_COPIES_MISSING):  # a warning or error each (report_live_copies_missing)
+            continue
         elif note not in unreadable:  # reported once, as a problem of the log dir (_check_log_dir_checkpoints)
             report.add(INFO, pdir.path, None, note)
 
@@ -870,6 +873,48 @@ def report_copies_in_one_broker(report: VerifyReport, partitions: list[Partition
                 break
 
 
+def _remote_log_metadata(partitions: list[PartitionDir]):
+    """Discovery's hook (:func:`kafkaseg.remote_metadata.read_remote_log_metadata`): which tiered-storage copies
+    the ``__remote_log_metadata`` partitions among the paths say are live. Lenient: a corrupt metadata record is
+    the metadata partition's own problem, which its verification reports; its copies are then checked as without
+    it (noted)."""
+    from kafkaseg.remote_metadata import read_remote_log_metadata
+
+    return read_remote_log_metadata(partitions, lenient=True)
+
+
+def report_live_copies_missing(report: VerifyReport, partitions: list[PartitionDir]) -> None:
+    """A tiered-storage copy the partition's ``__remote_log_metadata`` says is live that is not in its remote
+    folder: a fetch of its offsets fails on the broker. An error when the partition's log dir among
+    ``partitions`` no longer holds them either (its first segment starts above the copy's first offset), a warning
+    when it does, or no log dir of the partition was given. (The dead copies found, and the counts, are the
+    partition's notes.)"""
+    local: dict[tuple[str, int], list[PartitionDir]] = {}
+    for pdir in partitions:
+        if pdir.tiered is None and pdir.segments:
+            local.setdefault((pdir.topic, pdir.partition), []).append(pdir)
+    for pdir in partitions:
+        states = pdir.copy_states
+        if pdir.tiered is None or states is None or states.unreadable is not None or states.found is None:
+            continue
+        for copy in states.live():
+            if copy.segment_id in states.found:
+                continue
+            where = f"live copy {copy.segment_id} (offsets {copy.start_offset}-{copy.end_offset})"
+            said = f"says __remote_log_metadata ({states.source})"
+            holding = [d for d in local.get((pdir.topic, pdir.partition), ())
+                       if d.segments[0].base_offset <= copy.start_offset]
+            if holding:
+                report.add(WARNING, pdir.path, None, f"{where} is missing from this folder, {said}; the log dir "
+                           f"{holding[0].path} still holds its offsets")
+            elif local.get((pdir.topic, pdir.partition)):
+                report.add(ERROR, pdir.path, None, f"{where} is missing from this folder, {said}, and the log dir "
+                           f"no longer holds its offsets either: reads lose them")
+            else:
+                report.add(WARNING, pdir.path, None, f"{where} is missing from this folder, {said} (no log dir of "
+                           "the partition given, which may still hold its offsets)")
+
+
 def verify_partitions(partitions: list[PartitionDir], report: VerifyReport, *, deep: bool = True,
                       progress=None) -> None:
     """:func:`verify_partition` for each of ``partitions``, appending to ``report`` in their order. On object
@@ -895,9 +940,10 @@ def verify_paths(paths: list[str], *, deep: bool = True, progress=None, key_ring
     folders skipped in the log dirs among them."""
     report = VerifyReport()
     skipped: list[tuple[str, str]] = []
-    found = discover(paths, skipped=skipped, key_ring=key_ring)
+    found = discover(paths, skipped=skipped, key_ring=key_ring, remote_log_metadata=_remote_log_metadata)
     report_incarnations(report, found)
     report_copies_in_one_broker(report, found)
+    report_live_copies_missing(report, found)
     verify_partitions(found, report, deep=deep, progress=progress)
     report_skipped_folders(report, skipped_folders(skipped))
     return report

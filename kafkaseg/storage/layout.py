@@ -206,6 +206,10 @@ class PartitionDir:
     # What the cluster's __remote_log_metadata says of a tiered-storage copy's partition (a tiered.CopyStates), so a
     # partition listed again leaves out the same dead copies; None when no metadata was read for it.
     copy_states: Any = field(default=None, compare=False, repr=False)
+    # A log dir's partition not extended with its tiered-storage copies because live copies __remote_log_metadata
+    # lists are missing from them: (segment id, first, end) of the offsets below the first local segment only those
+    # copies held (see choose_replicas), which a read from the broker's earliest loses
+    live_copies_lost: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def log_start_offset(self) -> int | None:
@@ -557,6 +561,7 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
     layout = "Aiven tiered-storage" if folder.layout == tiered.AIVEN else "LocalTieredStorage"
     notes = [f"tiered-storage copy ({layout} layout): no checkpoints; every segment is a rolled one"]
     copies = tiered.remote_segments(entries, notes)
+    found = [copy.segment_id for copy in copies]
     copies = tiered.apply_copy_states(copies, copy_states, notes)
     if only is not None:
         copies = [copy for copy in copies if copy.log.path == only]
@@ -633,7 +638,8 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
     return PartitionDir(topic=folder.topic, partition=folder.partition, path=folder.path,
                         log_dir=root, segments=segments, topic_id=folder.topic_id, leader_epochs=tuple(epochs),
                         notes=tuple(notes), filesystem=filesystem, tiered=folder.layout,
-                        key_ring=key_ring.ring if key_ring is not None else None, copy_states=copy_states)
+                        key_ring=key_ring.ring if key_ring is not None else None,
+                        copy_states=copy_states.applied_to(found) if copy_states is not None else None)
 
 
 _CHECKPOINT_FILES = {
@@ -1321,7 +1327,7 @@ def with_remote_copies(local: PartitionDir, remote: PartitionDir) -> tuple[Parti
                "copy given (copies missing from the bucket, or only some given)") if gaps else ""
         if lost:
             why += ("; " if why else "") + (
-                f"offsets {', '.join(f'[{a}, {b})' for a, b in lost)} below the first local segment are in live "
+                f"offsets {', '.join(f'[{a}, {b})' for _, a, b in lost)} below the first local segment are in live "
                 "copies __remote_log_metadata lists that are missing from the remote copies given")
         return None, why
     first_copy = max(start, taken[0].base_offset)
@@ -1346,11 +1352,25 @@ def with_remote_copies(local: PartitionDir, remote: PartitionDir) -> tuple[Parti
     return merged, note
 
 
+def live_copies_lost_below(local: PartitionDir, remote: PartitionDir) -> tuple[tuple[str, int, int], ...]:
+    """``(segment id, first, end)`` of the offsets below ``local``'s first segment, from its checkpointed log
+    start, that live copies ``remote``'s ``__remote_log_metadata`` lists held and none of ``remote``'s copies
+    holds (see :func:`with_remote_copies`); empty without metadata or offsets below the local log."""
+    below = local.below_local_log
+    if below is None or remote.copy_states is None:
+        return ()
+    start, first_local = below
+    bases = [s.base_offset for s in remote.segments] + [first_local]
+    taken = tuple(s for s, following in zip(remote.segments, bases[1:])
+                  if s.base_offset < first_local and following > start)
+    return tuple(_live_copies_missing(remote, taken, start, first_local))
+
+
 def _live_copies_missing(remote: PartitionDir, taken: Sequence[SegmentFiles], start: int,
-                         end: int) -> list[tuple[int, int]]:
-    """The offset ranges in ``[start, end)`` that live copies the partition's ``__remote_log_metadata``
-    (``remote.copy_states``) lists held and none of ``taken`` holds: copies missing from the bucket (or from the
-    paths given), whose offsets only they held."""
+                         end: int) -> list[tuple[str, int, int]]:
+    """``(segment id, first, end)`` of the offset ranges in ``[start, end)`` that live copies the partition's
+    ``__remote_log_metadata`` (``remote.copy_states``) lists held and none of ``taken`` holds: copies missing from
+    the bucket (or from the paths given), whose offsets only they held."""
     states = remote.copy_states
     if states is None:
         return []
@@ -1366,11 +1386,11 @@ def _live_copies_missing(remote: PartitionDir, taken: Sequence[SegmentFiles], st
             if a <= low < b:
                 low = b
             elif low < a < high:
-                lost.append((low, a))
+                lost.append((copy.segment_id, low, a))
                 low = b
         if low < high:
-            lost.append((low, high))
-    return sorted(set(lost))
+            lost.append((copy.segment_id, low, high))
+    return sorted(set(lost), key=lambda entry: (entry[1], entry[2], entry[0]))
 
 
 def _gaps(taken: Sequence[SegmentFiles], end: int) -> list[tuple[int, int]]:
@@ -1386,16 +1406,19 @@ def _gaps(taken: Sequence[SegmentFiles], end: int) -> list[tuple[int, int]]:
 
 
 def read_partition_again(path: str, filesystem, *, topic: str, partition: int,
-                         remote_path: str | None = None, key_ring=None) -> PartitionDir:
+                         remote_path: str | None = None, key_ring=None, copy_states=None) -> PartitionDir:
     """A partition folder read again (``read_partition_dir``), extended below by the tiered-storage copies in
     ``remote_path``, read again too, when it was (:func:`with_remote_copies`): what a read whose planned file is
     gone plans from. ``filesystem`` reaches both (they are in one store); encrypted copies open with ``key_ring``
-    or the data keys ``filesystem`` already holds."""
-    pdir = read_partition_dir(path, filesystem, topic=topic, partition=partition, key_ring=key_ring, again=True)
+    or the data keys ``filesystem`` already holds. ``copy_states``: the ``__remote_log_metadata`` verdicts the
+    plan applied to the tiered-storage copies (``tiered.CopyStates.as_planned``: its dead copies), so the same
+    ones are left out (of ``path``'s copies when it is a tiered-storage copy's folder, else of ``remote_path``'s)."""
+    pdir = read_partition_dir(path, filesystem, topic=topic, partition=partition, key_ring=key_ring, again=True,
+                              copy_states=copy_states if remote_path is None else None)
     if remote_path is None:
         return pdir
     try:
-        remote = read_partition_dir(remote_path, filesystem, key_ring=key_ring, again=True)
+        remote = read_partition_dir(remote_path, filesystem, key_ring=key_ring, again=True, copy_states=copy_states)
     except KafkaSegError:
         return pdir  # the copies are gone: the log dir alone says what is lost
     return with_remote_copies(pdir, remote)[0] or pdir
@@ -1436,6 +1459,10 @@ def choose_replicas(partitions: Iterable[PartitionDir], policy: str = "highestHi
                     chosen, how = merged, [why]
                     break
                 how.append(f"{candidate.path} not read: {why}")
+            else:  # read alone: what live copies missing from the bucket held is lost to a read from earliest
+                lost = next((lost for lost in (live_copies_lost_below(chosen, c) for c in remote) if lost), ())
+                if lost:
+                    chosen = _replace(chosen, live_copies_lost=lost)
             choice = ReplicaChoice(topic, partition, chosen, tuple(found), "; ".join([choice.reason, *how]))
         choices.append(choice)
     return choices

@@ -278,16 +278,46 @@ class CopyStates:
     # why the metadata partition that holds this partition's events could not be read (a lenient read left it out):
     # the copies are then chosen by their leader epochs, as without metadata
     unreadable: str | None = None
+    # the segment ids of the copies the partition folder held when these verdicts were applied to it (None: not
+    # applied yet), so that a read planning again can be given the verdicts it needs (:meth:`as_planned`)
+    found: frozenset | None = field(default=None, compare=False)
+    # only the dead copies a plan found and left out (:meth:`as_planned`): every other copy is kept, as it kept them
+    planned: bool = False
 
     def live(self) -> list[CopyState]:
         return sorted((c for c in self.copies.values() if c.dead is None), key=lambda c: c.start_offset)
+
+    def applied_to(self, segment_ids) -> "CopyStates":
+        """These verdicts, applied to a folder holding the copies ``segment_ids``."""
+        from dataclasses import replace
+
+        return replace(self, found=frozenset(segment_ids))
+
+    def as_planned(self) -> "CopyStates | None":
+        """What a read planning a slice's offsets again from the partition's files (a planned copy gone since)
+        needs of these verdicts, to leave out the copies the plan left out: the dead copies among those the folder
+        held (:attr:`found`), with ``planned`` set. Small, as it goes with every slice of the partition (the
+        metadata's full record, every copy retention ever deleted included, grows with the topic's age). A copy
+        uploaded since is kept, and the epochs decide for it, as for a copy the metadata does not know. None when
+        the verdicts did not apply (an unreadable metadata partition): the copies are chosen by epochs again."""
+        if self.unreadable is not None:
+            return None
+        if self.planned:
+            return self
+        dead = {i: c for i, c in self.copies.items() if c.dead is not None and (self.found is None or i in self.found)}
+        return CopyStates(self.source, dead, planned=True)
+
+
+#: How :func:`apply_copy_states`' note of the live copies missing from a folder begins.
+LIVE_COPIES_MISSING = "live copies missing here, says __remote_log_metadata: "
 
 
 def apply_copy_states(copies: Sequence[RemoteSegment], states: CopyStates | None,
                       notes: list[str]) -> list[RemoteSegment]:
     """``copies`` without those ``states`` says are dead, each left out with a note saying why; a copy it does not
     know is kept (the metadata read is older than the copy: its leader epochs decide, as without metadata) and
-    noted; a live copy none of ``copies`` is, noted as missing. ``states`` None: ``copies`` as they are."""
+    noted; a live copy none of ``copies`` is, noted as missing. ``states`` None: ``copies`` as they are; a plan's
+    verdicts carried to a read planning again (:meth:`CopyStates.as_planned`): only its dead copies left out."""
     if states is None:
         return list(copies)
     if states.unreadable is not None:
@@ -298,7 +328,9 @@ def apply_copy_states(copies: Sequence[RemoteSegment], states: CopyStates | None
     unknown = []
     for copy in copies:
         state = states.copies.get(copy.segment_id)
-        if state is None:
+        if state is None and states.planned:  # (a read planning again: the plan kept it, or it is new since)
+            kept.append(copy)
+        elif state is None:
             unknown.append(copy)
             kept.append(copy)
         elif state.dead is not None:
@@ -306,6 +338,8 @@ def apply_copy_states(copies: Sequence[RemoteSegment], states: CopyStates | None
                          f"({states.source})")
         else:
             kept.append(copy)
+    if states.planned:
+        return kept
     if unknown:
         names = ", ".join(_fs.basename(c.log.path) for c in unknown[:3]) + (
             f" (+{len(unknown) - 3} more)" if len(unknown) > 3 else "")
@@ -314,7 +348,7 @@ def apply_copy_states(copies: Sequence[RemoteSegment], states: CopyStates | None
     present = {c.segment_id for c in copies}
     missing = [c for c in states.live() if c.segment_id not in present]
     if missing:
-        notes.append("live copies missing here, says __remote_log_metadata: " + ", ".join(
+        notes.append(LIVE_COPIES_MISSING + ", ".join(
             f"{c.segment_id} (offsets {c.start_offset}-{c.end_offset})" for c in missing[:5])
             + (f" (+{len(missing) - 5} more)" if len(missing) > 5 else ""))
     if states.copies or copies:
