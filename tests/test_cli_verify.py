@@ -397,3 +397,77 @@ def test_an_index_entry_half_written_in_the_active_segment_is_a_warning(tmp_path
     assert f"ERROR: {rolled} @ byte" in out and f"ERROR: {active}" not in out
     rolled.write_bytes(rolled.read_bytes()[:-5 * struct.calcsize(entry)])
     assert main(["verify", str(tmp_path)]) == 0
+
+
+def _offset_ranges(offsets):
+    ranges: list[list[int]] = []
+    for o in sorted(offsets):
+        if ranges and ranges[-1][1] + 1 == o:
+            ranges[-1][1] = o
+        else:
+            ranges.append([o, o])
+    return ranges
+
+
+def test_unreadable_offsets_are_summed_up_per_partition_with_their_times(datadir, capsys):
+    """An incident needs, per partition, which offsets cannot be read and when they were written ("orders-0 lost
+    offsets 410..441, 10:02-10:04 UTC"), not a list of byte positions to turn into offsets by hand. Each range is
+    checked against what a lenient read returns: the manifest's records it leaves out are exactly those in the
+    ranges, and the times are those of the readable records around each range."""
+    import kafkaseg
+
+    orders0, orders1, pay, live = (datadir.partition("orders", 0), datadir.partition("orders", 1),
+                                   datadir.partition("pay", 0), datadir.partition("live", 0))
+    flipped = orders0.directory / f"{orders0.segments[1].base_offset:020d}.log"
+    data = bytearray(flipped.read_bytes())
+    data[200] ^= 0xFF  # a record of the segment's first batch: a CRC mismatch
+    flipped.write_bytes(bytes(data))
+    cut = orders1.directory / f"{orders1.segments[0].base_offset:020d}.log"  # a rolled segment cut in two
+    with open(cut, "r+b") as f:
+        f.truncate(cut.stat().st_size // 2)
+
+    def lose(pm, segment):
+        for suffix in (".log", ".index", ".timeindex", ".txnindex", ".snapshot"):
+            (pm.directory / f"{segment.base_offset:020d}{suffix}").unlink(missing_ok=True)
+
+    assert len(live.segments) == 3 and len(pay.segments) == 2
+    lose(live, live.segments[1])  # a segment file lost from the middle
+    lose(pay, pay.segments[-1])  # the last one, of a transactional partition: acknowledged offsets past the log end
+
+    code, report = verify_json(datadir.path, capsys)
+    assert code == 1
+    by_name = {(p["topic"], p["partition"]): p for p in report["partitions"]}
+    table = kafkaseg.read_arrow(str(datadir.path), onCorruption="skip", failOnDataLoss=False,
+                                columns=["topic", "partition", "offset"])
+    read = set(zip(*(table.column(c).to_pylist() for c in ("topic", "partition", "offset"))))
+    damaged = {("orders", 0), ("orders", 1), ("pay", 0), ("live", 0)}
+    for key, pm in datadir.partitions.items():
+        ranges = by_name[key]["unreadableOffsets"]
+        records = sorted((r for r in pm.records if r.offset < pm.high_watermark), key=lambda r: r.offset)
+        not_read = {r.offset for r in records if not r.is_control and (key[0], key[1], r.offset) not in read}
+        assert not_read == {r.offset for r in records if not r.is_control and any(
+            u["firstOffset"] <= r.offset <= u["lastOffset"] for u in ranges)}, key
+        if key not in damaged:
+            assert ranges == [], key
+            continue
+        assert len(ranges) == 1, (key, ranges)
+        u = ranges[0]
+        before = [r for r in records if r.offset < u["firstOffset"]]
+        after = [r for r in records if r.offset > u["lastOffset"]]
+        assert u["firstOffset"] == before[-1].offset + 1, (key, u)
+        assert u["lastOffset"] == (after[0].offset - 1 if after else pm.high_watermark - 1), (key, u)
+        assert u["offsets"] == u["lastOffset"] - u["firstOffset"] + 1
+        assert u["timeFromMs"] == max(r.timestamp for r in before), key
+        assert u["timeToMs"] == (after[0].timestamp if after else None), key
+        assert u["file"] and u["reason"], key
+    assert by_name[("orders", 0)]["unreadableOffsets"][0]["file"] == str(flipped)
+    assert "CRC" in by_name[("orders", 0)]["unreadableOffsets"][0]["reason"]
+    assert by_name[("orders", 1)]["unreadableOffsets"][0]["file"] == str(cut)
+    assert "missing" in by_name[("live", 0)]["unreadableOffsets"][0]["reason"]
+    assert "high watermark" in by_name[("pay", 0)]["unreadableOffsets"][0]["reason"]
+    # the human output: one line per range, to paste into an incident channel
+    assert main(["verify", str(datadir.path)]) == 1
+    out = capsys.readouterr().out
+    u = by_name[("orders", 0)]["unreadableOffsets"][0]
+    line = next(line for line in out.splitlines() if line.startswith("orders-0: offsets "))
+    assert f"offsets {u['firstOffset']}..{u['lastOffset']} ({u['offsets']})" in line and "UTC" in line

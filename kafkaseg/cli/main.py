@@ -196,10 +196,27 @@ def _cmd_verify(args) -> int:
             print(f"NOTE: {part.name}: {part.note}")
     for problem in shown:
         print(str(problem))
+    damaged = [part for part in report.partitions if part.unreadable]
+    if damaged:
+        print("Unreadable offsets (times: of the readable records around them, UTC):")
+        for part in damaged:
+            for u in part.unreadable:
+                print(_unreadable_line(part.name, u))
     errors, warnings = report.count("error"), report.count("warning")
     print(f"{len(report.partitions)} partitions, {sum(len(p.segments) for p in report.partitions)} segments: "
           f"{errors} errors, {warnings} warnings" + ("" if args.verbose else " (--verbose shows info notes)"))
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _unreadable_line(name: str, u) -> str:
+    """``orders-3: offsets 1410..1441 (32), after 2025-11-23T09:01:10.474Z, before 2025-11-23T09:01:12.118Z UTC:
+    <reason> (<file> @ byte <n>)``: one line per range, to paste into an incident channel."""
+    span = f"offsets {u.first}..{u.last} ({u.offsets})" if u.last is not None else \
+        f"offsets {u.first}.. (end unknown: nothing readable after them, no high watermark past them)"
+    when = ", ".join(part for part in (f"after {_ms_text(u.time_from)}" if u.time_from is not None else "",
+                                       f"before {_ms_text(u.time_to)}" if u.time_to is not None else "") if part)
+    where = u.file if u.position is None else f"{u.file} @ byte {u.position}"
+    return f"{name}: {span}" + (f", {when} UTC" if when else "") + f": {u.reason} ({where})"
 
 
 # -- describe -------------------------------------------------------------------------------------------------------

@@ -29,6 +29,9 @@ drops on load), gaps between segments; files Kafka would
 delete or ignore (``.deleted``, ``.cleaned``, ``.swap``, orphaned indexes, unknown names).
 
 Each problem names the file and byte position. Severity: ``error`` (exit status 1), ``warning``, ``info``.
+
+Per partition, the offsets no reader gets (``PartitionSummary.unreadable``): each range between the readable
+batches around a piece of damage, with the timestamps of those batches, for an incident report.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ from kafkaseg.storage.txn_index import TransactionIndex, unindexed_abort
 from kafkaseg.wire.batch import iter_headers
 from kafkaseg.wire.crc import computed_crc
 
-__all__ = ["Problem", "SegmentSummary", "PartitionSummary", "VerifyReport", "verify_paths", "verify_partition",
+__all__ = ["Problem", "SegmentSummary", "PartitionSummary", "UnreadableRange", "VerifyReport", "verify_paths", "verify_partition",
            "report_skipped_folders"]
 
 ERROR, WARNING, INFO = "error", "warning", "info"
@@ -112,10 +115,104 @@ class PartitionSummary:
     log_end_offset: int | None = None
     high_watermark: int | None = None
     note: str | None = None  # only some segments of the partition given: where its offsets come from
+    unreadable: list[UnreadableRange] = field(default_factory=list)
 
     @property
     def name(self) -> str:
         return f"{self.topic}-{self.partition}"
+
+
+@dataclass
+class UnreadableRange:
+    """Offsets of a partition no reader gets, between the readable batches around them: a batch failing its CRC
+    (its header's offsets are not trusted: the CRC does not cover the base offset), bytes past which the walk of
+    a segment could not go, a segment that cannot be read, offsets missing between segments (not below the cleaner
+    checkpoint). ``time_from``/``time_to``: the largest timestamp of the readable records before the range and the
+    first timestamp of the readable batch after it (None: there is none); the lost records' own timestamps are in
+    the damaged bytes. ``last`` None: the end is unknown (nothing readable after the range, and no high watermark
+    past it)."""
+
+    first: int
+    last: int | None
+    file: str
+    position: int | None
+    reason: str
+    time_from: int | None = None
+    time_to: int | None = None
+
+    @property
+    def offsets(self) -> int | None:
+        return None if self.last is None else self.last - self.first + 1
+
+    def as_dict(self) -> dict:
+        return {"firstOffset": self.first, "lastOffset": self.last, "offsets": self.offsets, "file": self.file,
+                "position": self.position, "reason": self.reason, "timeFromMs": self.time_from,
+                "timeToMs": self.time_to}
+
+
+class _ReadableTracker:
+    """Follows a partition's walk batch by batch: the last readable offset and timestamp, and the damage seen since
+    (one open range until the next readable batch closes it)."""
+
+    def __init__(self, summary: PartitionSummary):
+        self.summary = summary
+        self.last_offset = -1  # of the last readable batch (-1: none yet)
+        self.last_time: int | None = None  # the largest timestamp read so far
+        self.open: UnreadableRange | None = None
+        self.segment: str | None = None  # the segment walked, until its first readable batch
+        self.gap_times: dict[str, tuple[int | None, int | None]] = {}  # segment -> times around a gap before it
+
+    def segment_start(self, path: str) -> None:
+        self.segment = path
+
+    def gap(self, path: str, first: int, last: int, reason: str) -> None:
+        """Offsets missing before segment ``path`` that no damage explains (a lost segment file, or compaction
+        the cleaner checkpoint does not record)."""
+        if any(u.first <= first and (u.last is None or u.last >= last) for u in self.summary.unreadable):
+            return  # the end of damage already counted (a segment cut short before it)
+        time_from, time_to = self.gap_times.get(path, (None, None))
+        self.summary.unreadable.append(UnreadableRange(first, last, path, 0, reason, time_from, time_to))
+
+    def damaged(self, file: str, position: int | None, reason: str) -> None:
+        if self.open is None:
+            self.open = UnreadableRange(self.last_offset + 1, None, file, position, reason, self.last_time)
+        else:  # more damage before anything readable: the range is the first's, its reason says both
+            where = os.path.basename(file) + ("" if position is None else f" @ byte {position}")
+            self.open.reason += f"; then {reason} ({where})"
+
+    def readable(self, header) -> None:
+        first_time = header.max_timestamp if header.timestamp_type == 1 or header.magic < 2 \
+            else header.base_timestamp
+        first_time = first_time if first_time >= 0 else None
+        if self.segment is not None:
+            if self.open is None and self.last_offset >= 0 and header.base_offset > self.last_offset + 1:
+                self.gap_times[self.segment] = (self.last_time, first_time)
+            self.segment = None
+        if self.open is not None:
+            if header.base_offset > self.open.first:
+                self.open.last = header.base_offset - 1
+                self.open.time_to = first_time
+                self.summary.unreadable.append(self.open)
+            self.open = None
+        self.last_offset = max(self.last_offset, header.last_offset)
+        if header.max_timestamp >= 0:
+            self.last_time = header.max_timestamp if self.last_time is None else max(self.last_time,
+                                                                                     header.max_timestamp)
+
+    def finish(self, high_watermark: int | None, last_file: str) -> None:
+        """At the partition's end: a range still open ends at the high watermark (acknowledged offsets), or its
+        end is unknown; with none open, acknowledged offsets past the last readable batch (the end of the log
+        lost: its last segment files, say) are a range of their own."""
+        if self.open is not None:
+            if high_watermark is not None and high_watermark > self.open.first:
+                self.open.last = high_watermark - 1
+            if high_watermark is None or high_watermark > self.open.first:
+                self.summary.unreadable.append(self.open)
+            self.open = None
+        elif high_watermark is not None and high_watermark > self.last_offset + 1 and self.last_offset >= 0:
+            self.summary.unreadable.append(UnreadableRange(
+                self.last_offset + 1, high_watermark - 1, last_file, None, "acknowledged (below the high "
+                "watermark) but past the log's last batch: the end of the log is lost", self.last_time))
 
 
 @dataclass
@@ -163,6 +260,7 @@ class VerifyReport:
             "partitions": [{
                 "topic": p.topic, "partition": p.partition, "path": p.path, "logStartOffset": p.log_start_offset,
                 "logEndOffset": p.log_end_offset, "highWatermark": p.high_watermark, "note": p.note,
+                "unreadableOffsets": [u.as_dict() for u in p.unreadable],
                 "segments": [s.__dict__ for s in p.segments]} for p in self.partitions],
             "problems": [p.as_dict() for p in self.problems],
         }
@@ -333,7 +431,7 @@ def _index_label(path: str | None, window: tuple[int, int] | None, what: str) ->
 
 
 def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: SegmentSummary,
-                    last_offset_before: int, deep: bool) -> int:
+                    last_offset_before: int, deep: bool, tracker: _ReadableTracker) -> int:
     """One walk of the segment's ``.log`` (in bounded chunks) checking headers, CRCs, record offsets and timestamps
     and the ``.index``/``.timeindex`` entries as it passes them; memory does not grow with the segment (counters,
     the previous offset, two index cursors; problems beyond the first few per file are counted). Returns the last
@@ -420,8 +518,11 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                             summary.first_bad_base = header.base_offset
                         add(ERROR, path, position, f"CRC mismatch in batch {header.base_offset}.."
                                                    f"{header.last_offset}: stored {header.crc}, computed {crc}")
+                        tracker.damaged(path, position, f"a batch failing its CRC (its header says offsets "
+                                                        f"{header.base_offset}..{header.last_offset})")
                         after_bad_crc = True
                         continue
+                    tracker.readable(header)
                     if after_bad_crc:  # the offsets a bad batch held are unknown: no gap is counted across it
                         after_bad_crc = False
                         last_offset = max(last_offset, header.base_offset - 1)
@@ -440,6 +541,8 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                 add(ERROR, path, final[1], hidden)
         except KafkaSegError as err:
             add(ERROR, path, getattr(err, "position", None), f"corrupt framing: {getattr(err, 'detail', err)}")
+            tracker.damaged(path, getattr(err, "position", None), "corrupt framing (the walk of this segment ends "
+                                                                  "there)")
         tail = walk.tail
         data_at = data_after_zeros(reader, tail.position) if tail is not None and \
             tail.reason == "zero-filled tail" else None
@@ -447,11 +550,15 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
             if data_at is not None:  # Kafka's reader fails on such a header (record size 0): not preallocation
                 add(ERROR, path, tail.position, f"zeros end the readable batches but data follows at byte {data_at}: "
                                                 "a zeroed batch header hiding records, not a preallocated tail")
+                tracker.damaged(path, tail.position, "zeros hiding records (verify reads no further in this "
+                                                     "segment; a lenient read resumes at its next sound index "
+                                                     "entry and may return some of these)")
             elif tail.reason == "zero-filled tail" and is_active:
                 add(INFO, path, tail.position, f"{tail.length} zero bytes after the last batch (preallocated segment)")
             elif tail.reason == "zero-filled tail":  # Kafka trims a preallocated segment when it rolls it
                 # a fetch there hands a consumer a record size of 0 (CorruptRecordException), and a read fails
                 # there as well (a lenient one skips it, counted)
+                tracker.damaged(path, tail.position, "zero bytes after the last batch of a rolled segment")
                 add(ERROR, path, tail.position, f"{tail.length} zero bytes after the last batch of a rolled segment "
                                                 "(a broker trims them at roll, so they are no preallocation; a "
                                                 "consumer's fetch and a read fail there, and DumpLogSegments reports "
@@ -459,9 +566,13 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
             elif is_active:
                 add(WARNING, path, tail.position, f"{tail.length} invalid bytes at the end of the active segment "
                                                   f"({tail.detail}); a broker would truncate them on recovery")
+                tracker.damaged(path, tail.position, "a torn batch at the end of the active segment (lost if "
+                                                     "acknowledged: up to the high watermark)")
             else:
                 add(ERROR, path, tail.position,
                     f"{tail.length} invalid bytes at the end of a rolled segment ({tail.detail})")
+                tracker.damaged(path, tail.position, "the rolled segment ends mid-batch (cut short, or a corrupt "
+                                                     "length field)")
     summary.last_offset = seg_last
     if offsets_cursor is not None:
         offsets_cursor.finish()
@@ -685,12 +796,14 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
     report.partitions.append(summary)
     last_offset = -1
     gaps: list[tuple[str, int, int]] = []  # (segment, first, last offset missing before it), judged at the end
+    tracker = _ReadableTracker(summary)
     for i, seg in enumerate(pdir.segments):
         seg_summary = SegmentSummary(seg.log_path, seg.base_offset, seg.log_size)
         summary.segments.append(seg_summary)
         listed_before = len(report.problems)
+        tracker.segment_start(seg.log_path)
         try:
-            last_offset_after = _verify_segment(pdir, i, report, seg_summary, last_offset, deep)
+            last_offset_after = _verify_segment(pdir, i, report, seg_summary, last_offset, deep, tracker)
         except KafkaSegError as err:  # cannot open or read it (permissions, a broken symlink, an I/O error)
             if isinstance(err, LayoutError) and _gone(seg.log_path, pdir) and _fs.exists(pdir.path, pdir.filesystem):
                 # a live broker's retention or cleaner removed it after the folder was listed: not damage (nor
@@ -702,6 +815,7 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
                            "log cleaner); not checked")
             else:
                 _unreadable(report, seg.log_path, err)
+                tracker.damaged(seg.log_path, None, f"the segment cannot be read ({getattr(err, 'detail', err)})")
             seg_summary.unreadable = True
             if i + 1 < len(pdir.segments):  # unknown offsets: no gap or ordering note about the next segment
                 last_offset = max(last_offset, pdir.segments[i + 1].base_offset - 1)
@@ -747,7 +861,10 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
             report.add(INFO, active.path, active.first_bad_position,
                        f"{pdir.name}: log end offset taken as {summary.log_end_offset}, where recovery would "
                        "truncate the active segment (its first batch that fails its CRC)")
-    _check_gaps(pdir, gaps, summary.log_end_offset, report)
+    _check_gaps(pdir, gaps, summary.log_end_offset, report, tracker)
+    tracker.finish(pdir.high_watermark if partial is None else None,
+                   pdir.segments[-1].log_path if pdir.segments else pdir.path)
+    summary.unreadable.sort(key=lambda u: u.first)
     _check_log_dir_checkpoints(pdir, report)
     _check_checkpoints(partial.whole if partial is not None else pdir, summary, report)
     for path in pdir.kraft_snapshot_paths:
@@ -760,7 +877,7 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
 
 
 def _check_gaps(pdir: PartitionDir, gaps: list[tuple[str, int, int]], log_end: int | None,
-                report: VerifyReport) -> None:
+                report: VerifyReport, tracker: _ReadableTracker) -> None:
     """Offsets missing between segments: compaction's below the cleaner checkpoint (info), else a warning, the
     rule a read's failOnDataLoss follows, since only the cleaner removes offsets from inside a log. A checkpoint
     past the log end explains none: LogCleanerManager.cleanableOffsets takes it as invalid (corruption or
@@ -780,6 +897,8 @@ def _check_gaps(pdir: PartitionDir, gaps: list[tuple[str, int, int]], log_end: i
                        f"({cleaner if cleaner is not None else 'none'}): a segment file missing from this copy, lost "
                        "records, or compaction the checkpoint does not record yet (a follower of a compacted topic, "
                        "a cleaning in progress)")
+            tracker.gap(path, first, last, "missing before this segment: a lost segment file, or compaction the "
+                                           "cleaner checkpoint does not record")
 
 
 def _gone(path: str, pdir: PartitionDir) -> bool:
