@@ -3,6 +3,8 @@ written by kafkaseg.testing (an independent writer), checked against its manifes
 
 from __future__ import annotations
 
+import re
+
 import io
 import os
 import shutil
@@ -310,6 +312,9 @@ def test_a_corrupt_batch_stops_after_the_records_before_it_or_is_skipped(tmp_pat
     code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "t", "--from-beginning",
                                  "--skip-message-on-error")
     assert code == 0 and 3 <= 60 - out.count(b"\n") <= 6 and "skipped 1 corrupt batch" in err  # its 3-6 records
+    # the batch named with its file and byte as every kafkaseg error names it (it printed a Python tuple: found by
+    # the incident audit)
+    assert re.search(rf"^  {re.escape(str(log))} @ byte \d+: CRC", err, re.M) and "('" not in err
     assert out.startswith(b"".join(everything[:printed]))
     code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "t", "--from-beginning",
                                  "--skip-message-on-error", "--max-messages", str(printed + 3))

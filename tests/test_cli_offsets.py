@@ -361,3 +361,28 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path):
         proc.stdout.close()  # the reader goes away before the output's end (`| true`; well over a pipe buffer)
         err = proc.stderr.read().decode()
         assert proc.wait() == 0 and err == "", (argv, err)
+
+
+def test_verbose_says_which_way_the_high_watermark_is_missing(tmp_path, capsys):
+    """offsets -v said "replication-offset-checkpoint has no high watermark for this partition" when the file was
+    not there at all (found by the incident audit): a copy that missed the file is told apart from an entry
+    missing."""
+    from kafkaseg.cli.main import main
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path / "d", [TopicSpec("t", records_per_partition=20)])
+    (tmp_path / "d" / "replication-offset-checkpoint").unlink()
+    assert main(["offsets", "--data-dir", str(tmp_path / "d"), "--topic", "t", "--time", "-1", "-v"]) == 0
+    err = capsys.readouterr().err
+    assert "no replication-offset-checkpoint in its log dir" in err and "stands in for it" in err
+    (tmp_path / "d" / "replication-offset-checkpoint").write_text("0\n0\n")
+    assert main(["offsets", "--data-dir", str(tmp_path / "d"), "--topic", "t", "--time", "-1", "-v"]) == 0
+    assert "has no high watermark for this partition" in capsys.readouterr().err
+
+
+def test_describe_takes_no_progress_as_verify_and_dump_do(tmp_path, capsys):
+    from kafkaseg.cli.main import main
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path / "d", [TopicSpec("t", records_per_partition=20)])
+    assert main(["describe", str(tmp_path / "d"), "--no-progress"]) == 0

@@ -637,8 +637,10 @@ def _report_metrics(metrics, lenient: dict, err) -> None:
     if decode.corrupt_batches:
         print(f"kafkaseg consume: skipped {decode.corrupt_batches} corrupt batch(es), {decode.corrupt_bytes} bytes "
               "(--skip-message-on-error)", file=err)
-        for problem in list(decode.problems)[:10]:
-            print(f"  {problem}", file=err)
+        for path, position, what in list(decode.problems)[:10]:
+            print(f"  {path} @ byte {position}: {what}", file=err)
+        if len(decode.problems) > 10:
+            print(f"  ... and {len(decode.problems) - 10} more named", file=err)
     for _, line in metrics.vanished_lines():
         print(f"kafkaseg consume: {line}", file=err)
     for line in metrics.other_copies_lines():

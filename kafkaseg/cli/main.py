@@ -509,10 +509,20 @@ def _cmd_offsets(args) -> int:
 
 def _high_watermark_note(lookup) -> str | None:
     """Why the last fetchable offset (where 'latest' and capped answers end) is not a checkpointed high watermark."""
-    hw = lookup.pdir.high_watermark
+    pdir = lookup.pdir
+    hw = pdir.high_watermark
     if hw is None:
-        return (f"replication-offset-checkpoint has no high watermark for this partition: the log end offset "
-                f"{lookup.log_end_offset()} stands in for it")
+        from kafkaseg.storage import fs as _fs
+
+        unreadable = dict(pdir.unreadable_checkpoints).get("replication-offset-checkpoint")
+        if unreadable is not None:
+            why = f"replication-offset-checkpoint could not be read ({unreadable})"
+        elif pdir.log_dir is not None and not _fs.exists(_fs.join(pdir.log_dir, "replication-offset-checkpoint"),
+                                                          pdir.filesystem):
+            why = f"no replication-offset-checkpoint in its log dir ({_fs.redact(pdir.log_dir)})"
+        else:
+            why = "replication-offset-checkpoint has no high watermark for this partition"
+        return f"{why}: the log end offset {lookup.log_end_offset()} stands in for it"
     leo = lookup.log_end_offset()
     if hw > leo:
         return f"high watermark {hw} is above the log end offset {leo} (an incomplete copy?): {leo} stands in for it"
@@ -742,6 +752,8 @@ def build_parser() -> argparse.ArgumentParser:
                               "log-start-offset-checkpoint). Other notes (temporary files, .swap files, a broken "
                               "recovery-point or cleaner checkpoint, meta.properties) are informational.")
     describe.add_argument("paths", nargs="+", metavar="DIR")
+    describe.add_argument("--no-progress", action="store_true", help="accepted as verify and dump take it "
+                          "(describe shows no progress bar)")
     describe.add_argument("--topic", action="append", help="only this topic (repeatable, or comma separated)")
     describe.add_argument("--segments", action="store_true", help="also list every segment")
     describe.add_argument("--full", action="store_true", help="walk every batch header (codecs, magic, times)")
