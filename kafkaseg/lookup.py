@@ -501,7 +501,8 @@ class PartitionLookup:
         for unreadable, why in self.pdir.unreadable_checkpoints:
             if unreadable == name:
                 raise CorruptCheckpointError(f"{name} of {self.pdir.log_dir} is unreadable ({why}), so {what} of "
-                                             f"{self.pdir.topic}-{self.pdir.partition} is unknown")
+                                             f"{self.pdir.topic}-{self.pdir.partition} is unknown (kafkaseg offsets "
+                                             "and locate: --on-corruption skip lets the log stand in for it)")
 
     @property
     def log_start_offset(self) -> int:

@@ -386,3 +386,26 @@ def test_describe_takes_no_progress_as_verify_and_dump_do(tmp_path, capsys):
 
     write_data_dir(tmp_path / "d", [TopicSpec("t", records_per_partition=20)])
     assert main(["describe", str(tmp_path / "d"), "--no-progress"]) == 0
+
+
+def test_a_corrupt_high_watermark_checkpoint_fails_offsets_and_locate_unless_the_log_may_stand_in(tmp_path, capsys):
+    """A power loss that garbled replication-offset-checkpoint blocked offsets and locate altogether, a sound record
+    included, with no way on short of editing the copy (found by the incident audit). --on-corruption skip lets
+    the log end stand in for the high watermark, said on stderr per partition."""
+    from kafkaseg.cli.main import main
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path / "d", [TopicSpec("t", partitions=2, records_per_partition=40)])
+    (tmp_path / "d" / "replication-offset-checkpoint").write_text("garbage\n")
+    data = str(tmp_path / "d")
+    assert main(["offsets", "--data-dir", data, "--topic", "t"]) == 2
+    assert "--on-corruption skip" in capsys.readouterr().err
+    assert main(["locate", "--data-dir", data, "--topic", "t", "--partition", "1", "--offset", "7"]) != 0
+    capsys.readouterr()
+    assert main(["offsets", "--data-dir", data, "--topic", "t", "--on-corruption", "skip"]) == 0
+    out, err = capsys.readouterr()
+    assert out.split() == ["t:0:40", "t:1:40"]
+    assert err.count("replication-offset-checkpoint is unreadable") == 2 and "stands in for its high watermark" in err
+    assert main(["locate", "--data-dir", data, "--topic", "t", "--partition", "1", "--offset", "7",
+                 "--on-corruption", "skip"]) == 0
+    assert "offset: 7" in capsys.readouterr().out

@@ -460,7 +460,8 @@ def _cmd_offsets(args) -> int:
     from kafkaseg.storage.layout import relisted
 
     def look_up(pdir):
-        with PartitionLookup(pdir, isolation=args.isolation) as lookup:
+        with PartitionLookup(pdir, isolation=args.isolation, checkpoints_checked=_checkpoints_stood_in(
+                pdir, args, "offsets")) as lookup:
             answer = lookup.list_offset(spec, exact=not args.fast)
             hw_note = _high_watermark_note(lookup) if spec == LATEST or spec >= 0 or spec == MAX_TIMESTAMP else None
             # a tiered topic's broker also searches its remote segments for -2 and times; not for -3, which it
@@ -505,6 +506,22 @@ def _cmd_offsets(args) -> int:
         if args.stats:  # one JSON object a line, as --json writes them
             print(f"{answers[k].topic}-{answers[k].partition}: {json.dumps(stats[k].as_dict())}", file=sys.stderr)
     return EXIT_ERROR if failed else EXIT_OK
+
+
+def _checkpoints_stood_in(pdir, args, command: str) -> bool:
+    """With ``--on-corruption skip``: the log stands in for the checkpoints of ``pdir``'s log dir that bound its
+    offsets and could not be read (the high watermark: the log end; the log start: the first segment's base), each
+    said on stderr; returns whether to (``PartitionLookup(checkpoints_checked=...)``). By default such a checkpoint
+    makes the partition's answer an error, as a strict read's."""
+    if args.on_corruption != "skip":
+        return False
+    stands_in = {"replication-offset-checkpoint": "the log end offset stands in for its high watermark",
+                 "log-start-offset-checkpoint": "the first segment's base offset stands in for its log start"}
+    for name, why in pdir.unreadable_checkpoints:
+        if name in stands_in:
+            print(f"kafkaseg {command}: {pdir.topic}-{pdir.partition}: {name} is unreadable ({why}): "
+                  f"{stands_in[name]} (--on-corruption skip)", file=sys.stderr)
+    return True
 
 
 def _high_watermark_note(lookup) -> str | None:
@@ -554,7 +571,8 @@ def _cmd_locate(args) -> int:
     from kafkaseg.storage.layout import relisted
 
     def look_up(pdir):
-        with PartitionLookup(pdir, isolation=args.isolation) as lookup:
+        with PartitionLookup(pdir, isolation=args.isolation, checkpoints_checked=_checkpoints_stood_in(
+                pdir, args, "locate")) as lookup:
             answer = None
             if args.time is not None:
                 answer = lookup.list_offset(int(args.time))
@@ -797,6 +815,11 @@ def build_parser() -> argparse.ArgumentParser:
     locate.add_argument("--isolation", "--isolation-level", default="read_uncommitted",
                         choices=("read_uncommitted", "read_committed"))
     locate.add_argument("--json", action="store_true")
+    for command in (offsets, locate):
+        command.add_argument("--on-corruption", choices=("fail", "skip"), default="fail",
+                             help="fail (default): a log dir checkpoint bounding the offsets (high watermark, log "
+                                  "start) that cannot be read makes the answer an error; skip: the log stands in "
+                                  "for it, said on stderr (as a read's onCorruption=skip)")
     locate.set_defaults(func=_cmd_locate)
 
     retention = sub.add_parser("retention", help="what retention would delete now, per partition",
