@@ -488,3 +488,16 @@ def test_describe_exits_2_when_a_discovery_note_means_what_it_prints_could_be_wr
     assert main(["describe", str(tmp_path)]) == status
     err = capsys.readouterr().err
     assert ("t-0: error: " in err and "could not be read in full" in err) == bool(status), err
+
+
+def test_describe_says_a_log_dirs_own_problem_once(tmp_path, capsys):
+    """A garbled checkpoint of the log dir is every partition's error, and was printed once per partition (50 lines
+    on a broker's dir: found by the incident audit); it is one line naming the partitions now."""
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path / "d", [TopicSpec("t", partitions=7, records_per_partition=10)])
+    (tmp_path / "d" / "replication-offset-checkpoint").write_text("garbage\n")
+    assert main(["describe", str(tmp_path / "d")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    (line,) = [line for line in err if "replication-offset-checkpoint" in line]
+    assert line.startswith("t-0, t-1, t-2, t-3, t-4 and 2 more partitions: error: log dir: unreadable "), line

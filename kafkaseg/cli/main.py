@@ -288,11 +288,19 @@ def _cmd_describe(args) -> int:
         print("skipped folders (no partition read from them):")
         for folder in skipped:
             print(f"  {folder.path}: {folder.reason}")
+    # a log dir's own problem (a checkpoint it holds for all its partitions) once, naming the partitions, not once a
+    # partition (50 identical lines on a broker's dir: found by the incident audit)
+    shared: dict[str, list[str]] = {}
     for d in descriptions:
-        for note in d.notes:
-            print(f"{d.name}: {note}", file=sys.stderr)
-        for error in d.errors:
-            print(f"{d.name}: error: {error}", file=sys.stderr)
+        for kind, lines in (("", d.notes), ("error: ", d.errors)):
+            for line in lines:
+                if line.startswith("log dir: "):
+                    shared.setdefault(f"{kind}{line}", []).append(d.name)
+                else:
+                    print(f"{d.name}: {kind}{line}", file=sys.stderr)
+    for line, names in shared.items():
+        listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more partitions" if len(names) > 5 else "")
+        print(f"{listed}: {line}", file=sys.stderr)
     if status != EXIT_OK:
         unread = sum(1 for d in descriptions if d.errors)
         print(f"kafkaseg describe: exit status {status}: {unread} of {len(descriptions)} partitions could not be "
