@@ -889,8 +889,9 @@ class PartitionLookup:
                         if below_start:
                             reason = f"offset {offset} is below the log start offset {self.log_start_offset}"
                         elif not exact:
-                            reason = (f"offset {offset} is not in the log (removed by compaction, or a gap between "
-                                      f"segments); the next record is at {record_offset}")
+                            reason = (f"offset {offset} is not in the log (removed by compaction, a gap between "
+                                      "segments, or lost: a segment cut short or missing, which `kafkaseg verify` "
+                                      f"lists as unreadable offsets); the next record is at {record_offset}")
                         return RecordLocation(topic, partition, offset, exact and not below_start,
                                               self.segments[i].log_path, header, record_offset, stamp, n, keys[n],
                                               values[n], reason)

@@ -409,3 +409,20 @@ def test_a_corrupt_high_watermark_checkpoint_fails_offsets_and_locate_unless_the
     assert main(["locate", "--data-dir", data, "--topic", "t", "--partition", "1", "--offset", "7",
                  "--on-corruption", "skip"]) == 0
     assert "offset: 7" in capsys.readouterr().out
+
+
+def test_locate_of_an_offset_in_no_batch_names_loss_too(tmp_path, capsys):
+    """An offset between segments: the reason named compaction only, on a delete-policy topic whose segment was cut
+    short as well (found by the incident audit)."""
+    from kafkaseg.cli.main import main
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+
+    writer = PartitionWriter(tmp_path / "t-0")
+    writer.append(build_batch_v2([Record(o, 1_700_000_000_000, None, b"v") for o in range(5)]))
+    writer.roll(10)
+    writer.append(build_batch_v2([Record(o, 1_700_000_000_000, None, b"v") for o in range(10, 15)]))
+    writer.close()
+    assert main(["locate", "--data-dir", str(tmp_path), "--topic", "t", "--partition", "0", "--offset", "7"]) != 0
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "removed by compaction, a gap between segments, or lost" in text and "kafkaseg verify" in text, text
