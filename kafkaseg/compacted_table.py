@@ -392,24 +392,11 @@ def remove_stale_staging(root: str, now_s: float, max_age_hours: float) -> list[
     ``max_age_hours`` ago left behind (a run killed between staging and merging; a finished run removes its own).
     A younger folder may be a concurrent run's change set and is kept, and so is anything not named like a
     staging folder. Returns the names removed."""
-    import calendar
-
-    import pyarrow.fs as pafs
-
-    from kafkaseg.storage.fs import FILESYSTEM_ERRORS, open_filesystem
+    from kafkaseg.storage.fs import FILESYSTEM_ERRORS, open_filesystem, started_folders
 
     filesystem, base = open_filesystem(root)
-    try:
-        entries = filesystem.get_file_info(pafs.FileSelector(base, allow_not_found=True))
-    except FILESYSTEM_ERRORS:
-        return []
     removed = []
-    for entry in entries:
-        match = _STAGING_NAME.fullmatch(entry.base_name)
-        if entry.type != pafs.FileType.Directory or match is None:
-            continue
-        parsed = time.strptime(match.group(1), "%Y%m%dT%H%M%S")
-        started = calendar.timegm(parsed) if match.group(2) else time.mktime(parsed)
+    for entry, started in started_folders(filesystem, base, _STAGING_NAME):
         if now_s - started > max_age_hours * 3600:
             try:
                 filesystem.delete_dir(entry.path)

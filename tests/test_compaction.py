@@ -861,6 +861,11 @@ def test_stale_staging_folders_of_killed_runs_are_removed_and_young_ones_kept(tm
     assert sorted(remove_stale_staging(str(root), now, 24)) == sorted([old, legacy])
     assert sorted(p.name for p in root.iterdir()) == sorted([young, "notes", "20200101T000000-dd44.txt"])
     assert remove_stale_staging(str(tmp_path / "missing"), now, 24) == []
+    # named like a run's folder with an impossible time: no run's, left alone (it raised ValueError, as the
+    # abandoned-write cleanup it shares the listing with did until review)
+    (root / "20241301T000000Z-ee55").mkdir()
+    assert remove_stale_staging(str(root), now, 24) == []
+    assert (root / "20241301T000000Z-ee55").is_dir()
     with pytest.raises(InvalidOptionError, match="stale_staging_hours must be a positive integer"):
         CompactionConfig.from_mapping({"stale_staging_hours": 0})
 

@@ -14,7 +14,6 @@ Both write timestamps as INT64 microseconds adjusted to UTC (Delta needs them; f
 
 from __future__ import annotations
 
-import calendar
 import datetime as _dt
 from dataclasses import dataclass
 import json
@@ -32,7 +31,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from kafkaseg.errors import ConcurrentWriteError, ExportMismatchError, TableSchemaError, first_line
-from kafkaseg.storage.fs import is_delta_table, join, open_filesystem
+from kafkaseg.storage.fs import is_delta_table, join, open_filesystem, started_folders
 
 #: The folder name Spark (and Hive) give a null partition value, and read back as null.
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -112,20 +111,8 @@ def remove_abandoned_writes(output: str, now_s: float, max_age_s: float) -> list
     has no ``_temporary`` (Spark's job commit removes it), and the data files of a run that failed after Spark's
     commit are left to VACUUM, which knows whether a version references them. Returns the run folders cleaned."""
     filesystem, root = open_filesystem(output)
-    try:
-        entries = filesystem.get_file_info(pafs.FileSelector(root, allow_not_found=True))
-    except (OSError, pa.ArrowException):
-        return []
     removed = []
-    for entry in entries:
-        match = _RUN_FOLDER.fullmatch(entry.base_name)
-        if entry.type != pafs.FileType.Directory or match is None:
-            continue
-        try:
-            parsed = time.strptime(match.group(1), "%Y%m%dT%H%M%S")
-            started = calendar.timegm(parsed) if match.group(2) else time.mktime(parsed)
-        except (ValueError, OverflowError):
-            continue  # named like a run folder, but no time: not ours (and this runs after a commit: no raising)
+    for entry, started in started_folders(filesystem, root, _RUN_FOLDER):  # (after a commit: never raising)
         if now_s - started <= max_age_s:
             continue
         temporary = posixpath.join(entry.path, SPARK_TEMPORARY)

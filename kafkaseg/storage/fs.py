@@ -23,6 +23,7 @@ using a mapping and reread the range with ``pread`` when either says the file ch
 
 from __future__ import annotations
 
+import calendar
 import copyreg
 import errno
 import os
@@ -67,6 +68,7 @@ __all__ = [
     "basename",
     "FileEntry",
     "list_dir",
+    "started_folders",
     "stat",
     "exists",
     "read_small_file",
@@ -326,6 +328,28 @@ def _entry(info: pafs.FileInfo) -> FileEntry:
     return FileEntry(info.path, info.base_name, info.type == pafs.FileType.Directory,
                      info.size if info.size is not None else 0,
                      None if mtime is None else mtime // 1_000_000, info.type != pafs.FileType.Unknown)
+
+
+def started_folders(filesystem: pafs.FileSystem, base: str, name: re.Pattern) -> list[tuple[pafs.FileInfo, float]]:
+    """The folders in ``base`` whose names a run gave them with its start time: ``name`` fully matches the folder
+    name, its group 1 a ``%Y%m%dT%H%M%S`` stamp and group 2 ``Z`` for UTC (empty: local time, as older runs named
+    them). Each with that start in epoch seconds; a folder named so but with an impossible time is no run's and is
+    left out. Empty when ``base`` cannot be listed (a cleanup of such folders must never fail its caller)."""
+    try:
+        entries = filesystem.get_file_info(pafs.FileSelector(base, allow_not_found=True))
+    except FILESYSTEM_ERRORS:
+        return []
+    found = []
+    for entry in entries:
+        match = name.fullmatch(entry.base_name)
+        if entry.type != pafs.FileType.Directory or match is None:
+            continue
+        try:
+            parsed = time.strptime(match.group(1), "%Y%m%dT%H%M%S")
+            found.append((entry, calendar.timegm(parsed) if match.group(2) else time.mktime(parsed)))
+        except (ValueError, OverflowError):
+            continue
+    return found
 
 
 def list_dir(path: str, filesystem: pafs.FileSystem | None = None) -> list[FileEntry]:
