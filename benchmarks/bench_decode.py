@@ -54,7 +54,6 @@ from _common import (  # noqa: E402
     MiB,
     best_of,
     fmt_rate,
-    fmt_ratio,
     format_table,
     machine,
     machine_line,
@@ -123,7 +122,7 @@ def page_cache_rates(path: Path, runs: int) -> dict:
             t_mapped, _ = best_of(lambda: int(words.sum()), runs)
             target = np.empty_like(words)
             t_copy, _ = best_of(lambda: np.copyto(target, words), runs)
-            del words, target
+            words = target = None  # release the mapping's views before unmapping
         finally:
             gc.collect()
             mm.close()
@@ -331,7 +330,7 @@ def bench_segment(root: Path, codec: str, batch_bytes: int, args, clients) -> di
     for key, (cls, _label) in clients.items():
         t, n = best_of(client_loop(cls, subset), runs, warmup=key != "kafka_python")
         out[f"{key}_records_per_s"] = n / t
-    del payloads, view, headers, data
+    payloads = view = headers = data = None  # free the segment's copy before the next codec
     gc.collect()
     shutil.rmtree(partition_dir, ignore_errors=True)
     return out

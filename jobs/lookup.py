@@ -29,6 +29,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import re
 import sys
 import textwrap
@@ -353,11 +354,7 @@ def _chunks(items: Iterable, size: int) -> Iterator[list]:
 
 
 def _has_pandas() -> bool:
-    try:
-        import pandas  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return importlib.util.find_spec("pandas") is not None
 
 
 def transform(requests, data_dirs: Sequence[str], isolation: str = "read_uncommitted", partitions: int | None = None):
