@@ -1,0 +1,120 @@
+"""README.md against the code, so the two cannot drift: the option tables (names, defaults, choices) against
+:mod:`kafkaseg.options`, and every flag of the ``kafkaseg`` commands and of the jobs against the README's text."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+from kafkaseg.cli.main import build_parser
+from kafkaseg.options import _CHOICES, OPTION_NAMES, STREAM_OPTION_NAMES, ReadOptions
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+
+#: Not read options a user gives: what Spark's ``load()`` passes (README: "It is the first argument only").
+LOAD_ARGUMENTS = {"path", "paths"}
+
+
+def _table(heading_pattern: str) -> dict[str, tuple[str, str]]:
+    """The first ``| option | default | meaning |`` table after the heading matching ``heading_pattern``: each
+    option name (a row may name several, comma separated) -> (default cell, meaning cell), backticks stripped
+    from the default."""
+    heading = re.search(heading_pattern, README, re.MULTILINE)
+    assert heading, f"README has no heading matching {heading_pattern!r}"
+    rows: dict[str, tuple[str, str]] = {}
+    in_table = False
+    for line in README[heading.end():].splitlines():
+        if line.startswith("| option | default | meaning"):
+            in_table = True
+            continue
+        if not in_table:
+            continue
+        if not line.startswith("|"):
+            break
+        if line.startswith("|---"):
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|", 2)]
+        names, default, meaning = cells
+        for name in re.findall(r"`([^`]+)`", names):
+            assert name not in rows, f"README's table lists {name!r} twice"
+            rows[name] = (default.strip("`"), meaning)
+    assert rows, f"no option table after {heading_pattern!r}"
+    return rows
+
+
+BATCH = _table(r"^## Options$")
+STREAM = _table(r"^### Streaming")
+
+
+def test_the_options_table_lists_every_option_and_no_other():
+    options = set(OPTION_NAMES) - LOAD_ARGUMENTS
+    assert not options - set(BATCH), f"options README's table lacks: {sorted(options - set(BATCH))}"
+    assert not set(BATCH) - options, f"README's table lists options the code lacks: {sorted(set(BATCH) - options)}"
+
+
+def test_the_stream_table_names_options_a_stream_parses():
+    assert set(STREAM) <= set(OPTION_NAMES) | set(STREAM_OPTION_NAMES)
+    assert set(STREAM_OPTION_NAMES) <= set(STREAM)
+
+
+@pytest.mark.parametrize("name", sorted(name for name, (default, _) in BATCH.items() if default))
+def test_a_documented_default_given_explicitly_changes_nothing(name):
+    default = BATCH[name][0]
+    if default == "all":  # `columns`: the whole schema, which no value spells
+        assert name == "columns" and ReadOptions.from_options({}).columns is None
+        return
+    assert ReadOptions.from_options({name: default}) == ReadOptions.from_options({}), (
+        f"README says {name} defaults to {default!r}")
+
+
+@pytest.mark.parametrize("name", sorted(name for name, (default, _) in STREAM.items() if default))
+def test_a_documented_stream_default_given_explicitly_changes_nothing(name):
+    default = STREAM[name][0]
+    assert (ReadOptions.from_options({name: default}, stream=True)
+            == ReadOptions.from_options({}, stream=True)), f"README says a stream's {name} defaults to {default!r}"
+
+
+@pytest.mark.parametrize("name", sorted(_CHOICES))
+def test_every_choice_of_an_option_is_in_its_row(name):
+    default, meaning = BATCH[name]
+    documented = {default} | set(re.findall(r"`([^`]+)`", meaning))
+    assert set(_CHOICES[name]) <= documented, f"README's {name} row lacks {set(_CHOICES[name]) - documented}"
+
+
+def _flags(parser: argparse.ArgumentParser) -> set[str]:
+    """The long options ``--help`` lists (suppressed ones are a pasted Kafka command's, not kafkaseg's)."""
+    return {option for action in parser._actions if action.help is not argparse.SUPPRESS
+            for option in action.option_strings if option.startswith("--") and option != "--help"}
+
+
+def _commands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+def _documented(flag: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", README) is not None
+
+
+@pytest.mark.parametrize("command", sorted(_commands()))
+def test_every_flag_of_a_command_is_in_the_readme(command):
+    missing = sorted(flag for flag in _flags(_commands()[command]) if not _documented(flag))
+    assert not missing, f"kafkaseg {command} takes {missing}, which README.md never mentions"
+
+
+@pytest.mark.parametrize("job", ["export", "lookup", "retention_audit", "compact"])
+def test_every_flag_of_a_job_is_in_the_readme(job):
+    module = pytest.importorskip(f"jobs.{job}")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        module.parse_args(["--help"])
+    flags = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", out.getvalue())) - {"--help"}
+    assert flags, out.getvalue()
+    missing = sorted(flag for flag in flags if not _documented(flag))
+    assert not missing, f"jobs/{job}.py takes {missing}, which README.md never mentions"
