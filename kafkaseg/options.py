@@ -525,7 +525,7 @@ def _canonical_name(key: str) -> str | None:
             "accepted and ignored")
     candidates = list(OPTION_NAMES) + list(IGNORED_OPTIONS)
     close = difflib.get_close_matches(lowered, [c.lower() for c in candidates], n=1, cutoff=0.6)
-    hint = ""
+    hint = "."
     if close:
         suggestion = next(c for c in candidates if c.lower() == close[0])
         hint = f"; did you mean {suggestion!r}?"

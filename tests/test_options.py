@@ -99,7 +99,7 @@ def test_unknown_option_suggests_the_closest_name(typo, suggestion):
 
 
 def test_unknown_option_without_close_name_lists_accepted():
-    message = rejects({"zzzqqq": "1"}, "'zzzqqq'", "Accepted options", "startingOffsets")
+    message = rejects({"zzzqqq": "1"}, "unknown option 'zzzqqq'. Accepted options:", "startingOffsets")
     assert "did you mean" not in message
 
 
