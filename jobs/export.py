@@ -428,21 +428,21 @@ def check_partition_values(topics: Iterable[str], partition_by: Sequence[str], i
                          f"as null): write it with {instead} or partitioned by other columns")
 
 
-def check_output_location(output: str, data_dirs: Sequence[str]) -> None:
+def check_output_location(output: str, data_dirs: Sequence[str], flag: str = "--output") -> None:
     """Refuse an output equal to or inside a Kafka log dir that holds the data (a broker fails a log dir holding a
     folder that is not a topic-partition), also when a partition dir or ``.log`` file of it was given, or containing
-    one (an overwrite would delete it)."""
+    one (an overwrite would delete it). ``flag`` is the option that gave ``output``, for the message."""
     from kafkaseg.storage.fs import redact
 
     out = _location(output)
     for data in _log_dirs(data_dirs):
         d = _location(data)
         if out == d or out.startswith(d.rstrip("/") + "/"):
-            raise UsageError(f"--output {redact(output)} is inside --data-dir {redact(data)}: a Kafka log dir must "
+            raise UsageError(f"{flag} {redact(output)} is inside --data-dir {redact(data)}: a Kafka log dir must "
                              "hold only topic-partition folders (a broker fails it otherwise); write the table "
                              "elsewhere")
         if d.startswith(out.rstrip("/") + "/"):
-            raise UsageError(f"--data-dir {redact(data)} is inside --output {redact(output)}; write the table "
+            raise UsageError(f"--data-dir {redact(data)} is inside {flag} {redact(output)}; write the table "
                              "elsewhere")
 
 

@@ -134,8 +134,10 @@ def prepare(args: argparse.Namespace):
     now = parse_now(args.now)
     plan = plan_audit(paths, load_config_file(args.config), topics=args.topic, topic_pattern=args.topic_pattern,
                       all_replicas=args.replicas == "all")
-    for output in filter(None, (args.output, args.segments)):
-        check_output_location(output, paths)
+    for flag, output in (("--output", args.output), ("--segments", args.segments)):
+        if not output:
+            continue
+        check_output_location(output, paths, flag)
         if args.mode == "error" and stat(join(output, "_delta_log") if args.format == "delta" else output):
             raise FileExistsError(f"{output} already exists (use --mode overwrite or append)")
     return paths, now, plan

@@ -63,7 +63,9 @@ def test_prepare_refuses_bad_input_before_spark(datadir, tmp_path, capsys):
             (["--data-dir", data, "--output", str(tmp_path / "o"), "--config", str(bad)],
              "unknown setting 'retention.minutes'"),
             (["--data-dir", data, "--output", str(tmp_path / "o"), "--now", "noon"], "--now 'noon'"),
-            (["--data-dir", data, "--output", str(Path(data) / "audit")], "UsageError: ")]:
+            (["--data-dir", data, "--output", str(Path(data) / "audit")], "UsageError: --output "),
+            (["--data-dir", data, "--output", str(tmp_path / "o"), "--segments", str(Path(data) / "segments")],
+             "UsageError: --segments ")]:
         assert job.main(argv) == 2
         err = capsys.readouterr().err
         assert err.startswith("retention_audit.py: error: ") and message in err and err.count("\n") == 1, err
