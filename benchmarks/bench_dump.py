@@ -1,6 +1,7 @@
 """What ``kafkaseg dump --deep-iteration`` costs per record, against the library decoding the same segment.
 
 Usage: python benchmarks/bench_dump.py [--size-mb 50] [--batch-kb 16] [--codec lz4] [--repeat 3] [--no-slow] [--quick]
+                                      [--json]
 
 Generates one segment (``kafkaseg.testing.write_benchmark_segment``: 200-byte values, 16-byte keys), then times,
 best of ``--repeat``, in this process, one core: ``kafkaseg.iter_batches`` of its folder (default options: the
@@ -8,12 +9,14 @@ library's decode rate), and ``dump_files`` (what ``kafkaseg dump --files <seg>.l
 sink that counts bytes, with ``--deep-iteration``, ``--print-data-log``, ``--print-data-log
 --skip-record-metadata``, and batches only. Each deep dump runs the column-wise record lines (the default) and,
 unless ``--no-slow``, the per-record path they replace (``dump._COLUMNAR = False``, what the tool did before); the
-``/ decode`` column is the dump's time over the decode's. Nothing here is a floor.
+``/ decode`` column is the dump's time over the decode's. ``--json`` runs the same dumps with ``--json`` (one JSON
+object per batch, its records in it). Nothing here is a floor.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 import sys
 from pathlib import Path
@@ -51,6 +54,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-slow", action="store_true", help="skip the per-record path (slow)")
     parser.add_argument("--quick", action="store_true", help="a 2 MiB segment, one run (smoke test)")
+    parser.add_argument("--json", action="store_true", help="dump with --json")
     args = parser.parse_args(argv)
     size_mb, repeat = (2, 1) if args.quick else (args.size_mb, args.repeat)
     print(machine_line(machine()))
@@ -69,6 +73,8 @@ def main(argv=None) -> int:
             raise RuntimeError(f"iter_batches returned {rows} records, the segment has {seg.records}")
         table = [["decode (iter_batches)", "", f"{decode_s:.2f}", f"{seg.records / decode_s / 1e6:.2f}", "1.00", ""]]
         for flags, options in RUNS.items():
+            if args.json:
+                flags, options = f"--json {flags}", dataclasses.replace(options, json=True)
             for columnar in (True, False) if options.deep else (True,):
                 if not columnar and args.no_slow:
                     continue

@@ -34,8 +34,10 @@ Byte ranges: a slice covers whole batches ``[start_position, end_position)`` of 
 segment are cut at ``.index`` entry positions (batch boundaries), near ``splitSize`` bytes, and (with
 ``maxRecordsPerPartition``) near that many offsets as the index entries approximate them. Every slice of one offset
 range carries that whole range as ``[start_offset, end_offset)``: the byte ranges partition the batches, and the
-reader drops records outside the offsets. ``minPartitions`` keeps halving the largest slice (at its middle index
-entry) until there are enough. Slices are then packed into units of work (Spark input partitions) by
+reader drops records outside the offsets. Offset ranges of one segment whose byte ranges meet (share a batch, or
+touch: a pushed-down ``NOT offset = x`` or ``offset IN (x, y)``) are planned as one range with the offsets between
+them as ``offset_gaps``, which the reader leaves out: their bytes are read and decoded once, not once per range.
+``minPartitions`` keeps halving the largest slice (at its middle index entry) until there are enough. Slices are then packed into units of work (Spark input partitions) by
 :func:`pack_slices`: consecutive small slices of a topic-partition together, and small topic-partitions together
 (``packTopicPartitions``). Each slice also carries the offsets its own bytes hold (``slice_offsets``: from the
 first offset of the batch it starts at to the next slice's), by which a reader reads it again from the partition's
@@ -124,6 +126,9 @@ class SegmentSlice:
     slice's ``lo`` (the segment's end for its last). The slices of a segment partition its offsets by these, so a
     slice whose file is gone or replaced can be read again by offset from the partition's current files
     (:func:`plan_again_by_offset`) without returning a record another slice returns. None when not known.
+    ``offset_gaps`` are half-open ranges inside ``[start_offset, end_offset)`` whose records the read leaves out:
+    the offsets between two offset ranges of a pushed-down filter whose batches meet, planned as one slice so those
+    bytes are read once.
     """
 
     topic: str
@@ -173,6 +178,7 @@ class SegmentSlice:
     # the dead copies it found and left out (tiered.CopyStates.as_planned), so a read planning again
     # (plan_again_by_offset) leaves out the same; None when no metadata decided
     copy_states: Any = field(default=None, compare=False, repr=False)
+    offset_gaps: tuple[tuple[int, int], ...] = ()
 
     @property
     def segment_offsets(self) -> tuple[int, int]:
@@ -197,6 +203,17 @@ class SegmentSlice:
     @property
     def size_bytes(self) -> int:
         return self.end_position - self.start_position
+
+    def outside_gaps(self, lo: int, hi: int) -> list[tuple[int, int]]:
+        """The parts of offsets ``[lo, hi)`` that are not in :attr:`offset_gaps` (the read's own offsets)."""
+        out = []
+        for gap_lo, gap_hi in self.offset_gaps:
+            if gap_lo > lo:
+                out.append((lo, min(hi, gap_lo)))
+            lo = max(lo, gap_hi)
+        if lo < hi:
+            out.append((lo, hi))
+        return [(a, b) for a, b in out if a < b]
 
 
 @dataclass(frozen=True)
@@ -1568,6 +1585,7 @@ class _Piece:
     cuts: _Cuts  # (position, offset) of index entries strictly inside the byte range
     start_entry: int | None = None  # offset of the index entry the piece starts at, when it was cut there
     cuts_from: Any = None  # the OffsetIndex the cuts came from (a rebuild replaces it: see _with_current_cuts)
+    gaps: tuple[tuple[int, int], ...] = ()  # offsets in [start_offset, end_offset) left out (SegmentSlice.offset_gaps)
 
     @property
     def size(self) -> int:
@@ -1576,9 +1594,9 @@ class _Piece:
     def split_at(self, k: int) -> tuple["_Piece", "_Piece"]:
         position, offset = self.cuts[k]
         left = _Piece(self.part, self.segment, self.start_position, position, self.start_offset, self.end_offset,
-                      self.cuts[:k], self.start_entry, self.cuts_from)
+                      self.cuts[:k], self.start_entry, self.cuts_from, self.gaps)
         right = _Piece(self.part, self.segment, position, self.end_position, self.start_offset, self.end_offset,
-                       self.cuts[k + 1:], offset, self.cuts_from)
+                       self.cuts[k + 1:], offset, self.cuts_from, self.gaps)
         return left, right
 
     def with_current_cuts(self) -> "_Piece":
@@ -1591,7 +1609,7 @@ class _Piece:
             return self
         return _Piece(self.part, self.segment, self.start_position, self.end_position, self.start_offset,
                       self.end_offset, self.part.cuts(self.segment, self.start_position, self.end_position),
-                      self.start_entry, offset_index)
+                      self.start_entry, offset_index, self.gaps)
 
     def check_cut(self, k: int) -> bool:
         """Whether cut ``k`` may become a slice boundary (:meth:`_Partition.entry_problem`); when it may not, the
@@ -1624,7 +1642,8 @@ def _pieces_for_range(part: _Partition, lo: int, hi: int, ts_lo: int | None, kep
                       forget: bool = False) -> Iterator[_Piece]:
     """The pieces of ``[lo, hi)``, one per segment that may hold some of it (segments older than ``ts_lo`` pruned).
     ``forget``: forget each segment's index arrays once the caller is done with its piece (or it was pruned), so
-    planning holds one segment's at a time (:meth:`_Partition.forget_indexes`)."""
+    planning holds one segment's at a time (:meth:`_Partition.forget_indexes`); all but those of the range's last
+    piece (:func:`_last_of_range`), which the caller may join with the next range's first piece and forgets itself."""
     first = part.segment_of(lo)
     for i in range(first, len(part.segments)):
         if part.segments[i].base_offset >= hi:
@@ -1633,8 +1652,30 @@ def _pieces_for_range(part: _Partition, lo: int, hi: int, ts_lo: int | None, kep
         if piece is not None:
             kept.add(i)
             yield piece
-        if forget:
+        if forget and (piece is None or not _last_of_range(part, i, hi)):
             part.forget_indexes(i)
+
+
+def _last_of_range(part: _Partition, i: int, hi: int) -> bool:
+    """Whether segment ``i`` is the last that can hold offsets below ``hi``."""
+    return i + 1 >= len(part.segments) or part.segments[i + 1].base_offset >= hi
+
+
+def _wants_cuts(part: _Partition, start_position: int, end_position: int) -> bool:
+    """Whether a piece over ``[start_position, end_position)`` may be cut (needs its index entries listed)."""
+    return end_position - start_position > 0 and (
+        end_position - start_position > part.options.split_size or bool(part.options.max_records_per_partition)
+        or bool(part.options.min_partitions))
+
+
+def _joined(a: _Piece, b: _Piece) -> _Piece:
+    """One piece for ``a`` and ``b``, pieces of one segment for consecutive offset ranges whose bytes meet (they
+    share a batch, or touch): their bytes read once, the offsets between the ranges left out (``gaps``)."""
+    part, i = a.part, a.segment
+    start, end = min(a.start_position, b.start_position), max(a.end_position, b.end_position)
+    cuts = part.cuts(i, start, end) if _wants_cuts(part, start, end) else _Cuts()
+    return _Piece(part, i, start, end, a.start_offset, b.end_offset, cuts, a.start_entry,
+                  part.indexes(i)[0] if cuts else None, a.gaps + ((a.end_offset, b.start_offset),) + b.gaps)
 
 
 def _piece_of_segment(part: _Partition, i: int, lo: int, hi: int, ts_lo: int | None) -> _Piece | None:
@@ -1667,11 +1708,7 @@ def _piece_of_segment(part: _Partition, i: int, lo: int, hi: int, ts_lo: int | N
         end_position = seg.log_size if part.log_end_position is None else part.log_end_position
     if end_position <= start_position:
         return None
-    cuts = _Cuts()
-    if end_position - start_position > 0 and (
-            end_position - start_position > part.options.split_size or part.options.max_records_per_partition
-            or part.options.min_partitions):
-        cuts = part.cuts(i, start_position, end_position)
+    cuts = part.cuts(i, start_position, end_position) if _wants_cuts(part, start_position, end_position) else _Cuts()
     return _Piece(part, i, start_position, end_position, lo, hi, cuts, None, part.indexes(i)[0] if cuts else None)
 
 
@@ -1793,12 +1830,37 @@ def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predic
     # planning holds one segment's at a time, not every planned segment's; minPartitions cuts pieces further once
     # all partitions are planned, and keeps them.
     forget = not options.min_partitions
-    for lo, hi in ranges:
+
+    def finish(piece: _Piece) -> None:
+        pieces = _split_checked(piece, options)
+        if forget and piece.cuts:
+            pieces = [dataclasses.replace(p, cuts=_Cuts(), cuts_from=None) for p in pieces]
+        out.extend(pieces)
+
+    # A range's last piece is held until the next range's first: when both are of one segment and their bytes meet
+    # (NOT offset = x is two ranges needing the batch holding x), they are joined, so that batch is read once. Only
+    # consecutive ranges: the offsets between them are all the joined piece leaves out.
+    held: _Piece | None = None
+    held_range = -1
+    for k, (lo, hi) in enumerate(ranges):
         for piece in _pieces_for_range(part, lo, hi, ts_lo, kept, forget=forget):
-            pieces = _split_checked(piece, options)
-            if forget and piece.cuts:
-                pieces = [dataclasses.replace(p, cuts=_Cuts(), cuts_from=None) for p in pieces]
-            out.extend(pieces)
+            if held is not None:
+                if (held_range == k - 1 and held.segment == piece.segment
+                        and piece.start_position <= held.end_position):
+                    piece = _joined(held, piece)
+                else:
+                    finish(held)
+                    if forget and held.segment != piece.segment:
+                        part.forget_indexes(held.segment)
+                held = None
+            if _last_of_range(part, piece.segment, hi):
+                held, held_range = piece, k
+            else:
+                finish(piece)
+    if held is not None:
+        finish(held)
+        if forget:
+            part.forget_indexes(held.segment)
     preport.segments_pruned = len(part.segments) - len(kept)
     return out
 
@@ -1902,8 +1964,9 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
                                      corrupt_tail))
         preport = reports[(part.pdir.topic, part.pdir.partition, part.pdir.path)]
         preport.slices += 1
-        # two offset ranges of one partition (a pushed-down NOT offset = x) can each need the batch between them:
-        # it is read by both slices (each keeps its own offsets), but planned bytes are the file's, counted once
+        # two offset ranges of one partition whose bytes meet are one slice (_joined), unless a range between them
+        # planned nothing there: then both slices read the batch they share, but planned bytes are the file's,
+        # counted once
         preport.bytes_planned += _newly_covered(covered.setdefault(seg.log_path, []), piece.start_position,
                                                 piece.end_position)
     slices.sort(key=slice_order)
@@ -1941,7 +2004,7 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
         slice_offsets=own_offsets, listed_at_ns=listed_at_ns, topic_id=topic_id,
         partition_identity=partition_identity, rolled=seg.tiered is not None,
         remote_path=part.pdir.remote_below.path if part.pdir.remote_below is not None else None,
-        corrupt_tail=corrupt_tail, copy_states=part.planned_copy_states)
+        corrupt_tail=corrupt_tail, copy_states=part.planned_copy_states, offset_gaps=piece.gaps)
 
 
 def _slice_offsets(pieces: list[_Piece]) -> list[tuple[int, int] | None]:
@@ -1981,8 +2044,8 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
     gone, while the records compaction kept are still in the log at their offsets.
 
     Returns the slices that read those offsets now (not split: one per segment holding any of them; the
-    transactions planning found aborted still apply, as compaction only removes records), and ``(first, end, why)``
-    of the offsets of the range lost to the read:
+    transactions planning found aborted still apply, as compaction only removes records, and so do its
+    ``offset_gaps``), and ``(first, end, why)`` of the offsets of the range lost to the read (none of its gaps):
 
     * all of them when the folder now holds another incarnation of the topic (``partition.metadata``'s topic id
       differs from the planned one: deleted and recreated);
@@ -2043,13 +2106,16 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
                 return [], lost + [(first, last, f"{names}, which would hold them now, holds none of the offsets of "
                                                  "the segment they were in and did not change since planning (not a "
                                                  "compaction)")]
-        return [_segment_slice(p, piece.aborted, _fs.segment_identity(p.part.segments[p.segment].log_path,
-                                                                      p.part.segments[p.segment].identity, part.fs),
+        return [_segment_slice(dataclasses.replace(p, gaps=piece.offset_gaps), piece.aborted,
+                               _fs.segment_identity(p.part.segments[p.segment].log_path,
+                                                    p.part.segments[p.segment].identity, part.fs),
                                None, None, None, piece.topic_id, None) for p in pieces], lost
 
-    return relisted(read_partition_again(piece.partition_path, piece.filesystem, topic=piece.topic,
-                                         partition=piece.partition, remote_path=piece.remote_path,
-                                         key_ring=options.tiered_key_ring, copy_states=piece.copy_states), plan)
+    slices, lost = relisted(read_partition_again(piece.partition_path, piece.filesystem, topic=piece.topic,
+                                                 partition=piece.partition, remote_path=piece.remote_path,
+                                                 key_ring=options.tiered_key_ring, copy_states=piece.copy_states), plan)
+    # offsets the slice leaves out (offset_gaps) are no loss to it
+    return slices, [(a, b, why) for first, end, why in lost for a, b in piece.outside_gaps(first, end)]
 
 
 def _newly_covered(intervals: list[tuple[int, int]], start: int, end: int) -> int:

@@ -519,7 +519,7 @@ def _lost_or_read_again(piece: SegmentSlice, options: ReadOptions, metrics: Scan
     for first, end, reason in lost:
         _lost(piece, options, metrics, f"{why}, and {reason}", (first, end))
     lo, hi = piece.slice_offsets
-    if sum(end - first for first, end, _ in lost) < hi - lo:
+    if sum(end - first for first, end, _ in lost) < sum(b - a for a, b in piece.outside_gaps(lo, hi)):
         names = ", ".join(os.path.basename(s.log_path) for s in slices)
         _vanished(piece, metrics, f"{why}: its offsets read again from {names} (a compacted copy holds what the log "
                   "cleaner kept of them)" if slices else f"{why}: its offsets read again, and none of the "
@@ -594,6 +594,9 @@ class _SliceDecoder:
         self.planned_file = False
         self.past_end_at: int | None = None  # where a batch at or past the slice's end offset stopped the read
         self.straddler_skipped = False  # a batch across the next segment's base counted as skipped already
+        # the offsets the slice leaves out (SegmentSlice.offset_gaps), as sorted arrays of gap starts and ends
+        self.gap_starts = np.array([lo for lo, _ in piece.offset_gaps], np.int64)
+        self.gap_ends = np.array([hi for _, hi in piece.offset_gaps], np.int64)
 
     def decode(self, view, pos: int, end: int):
         return self.kernel(view, replace(self.base_request, base_position=pos, check_offsets_after=self.last_seen,
@@ -612,11 +615,27 @@ class _SliceDecoder:
         if result.stop == STOP_PAST_END or (result.stop == STOP_CORRUPT and self.resume_at is None):
             self.finished = True
             self.past_end = result.stop == STOP_PAST_END
+        if len(self.gap_starts) and result.num_rows:
+            result = self._without_gaps(result)
         if not result.num_rows:
             return None
         self.metrics.output_batches += 1
         self.emitted = True
         return _record_batch(self.constants, result.columns, result.num_rows, self.schema)
+
+    def _without_gaps(self, result):
+        """``result`` without the records whose offsets are in the slice's ``offset_gaps`` (not counted as
+        records)."""
+        offsets = result.columns["offset"].to_numpy(zero_copy_only=False)
+        at = np.searchsorted(self.gap_starts, offsets, side="right") - 1
+        keep = (at < 0) | (offsets >= self.gap_ends[np.maximum(at, 0)])
+        kept = int(np.count_nonzero(keep))
+        if kept == result.num_rows:
+            return result
+        self.stats.records -= result.num_rows - kept
+        mask = pa.array(keep)
+        return replace(result, columns={name: column.filter(mask) for name, column in result.columns.items()},
+                       num_rows=kept)
 
     def _without_straddler(self, reader: RandomAccessReader, result, pos: int, next_base: int):
         """``result`` without the records of a v2 batch it decoded that straddles the next segment's base offset
@@ -1017,8 +1036,8 @@ def _check_segment_end(piece: SegmentSlice, last_offset: int, metrics: ScanMetri
     if piece.cleaner_offset is not None and first_missing < piece.cleaner_offset:
         return
     with metrics._lock:
-        metrics.missing_offsets.append((piece.log_path, max(first_missing, piece.start_offset),
-                                        min(next_base, piece.end_offset)))
+        for lo, hi in piece.outside_gaps(max(first_missing, piece.start_offset), min(next_base, piece.end_offset)):
+            metrics.missing_offsets.append((piece.log_path, lo, hi))
 
 
 def _report_tail(piece: SegmentSlice, metrics: ScanMetrics, pos: int, end: int) -> None:

@@ -136,3 +136,6 @@ def test_bench_dump_quick(tmp_path):
     out = run("bench_dump.py", tmp_path, "--quick")
     rows = [line for line in out.splitlines() if line.strip().startswith("dump --")]
     assert len(rows) == 6 and all(float(r.split()[-3]) > 0 for r in rows)  # M rec/s, both paths of 3 runs
+    out = run("bench_dump.py", tmp_path, "--quick", "--json")
+    rows = [line for line in out.splitlines() if line.strip().startswith("dump --json")]
+    assert len(rows) == 7 and all(float(r.split()[-3]) > 0 for r in rows)  # and batches only

@@ -1,8 +1,9 @@
-"""``kafkaseg dump --deep-iteration`` builds the record lines of v2 data batches column-wise (``dump._COLUMNAR``):
-its output must be the per-record path's, byte for byte, stdout and stderr. Both paths run here on generated
-segments (every codec, headers, null and invalid-UTF-8 keys and values, transactions and control batches, legacy
-entries and wrappers among v2 batches, compacted gaps, offsets going back, bad CRCs, undecodable batches, trailing
-bytes) with chunks small enough that a segment spans many, and on every log of the shared corpus."""
+"""``kafkaseg dump --deep-iteration`` builds the record lines of v2 data batches column-wise (``dump._COLUMNAR``),
+and so does ``--json`` its batch objects: the output must be the per-record path's, byte for byte, stdout and
+stderr. Both paths run here on generated segments (every codec, headers, null and invalid-UTF-8 keys and values,
+text JSON must escape, transactions and control batches, legacy entries and wrappers among v2 batches, compacted
+gaps, offsets going back, bad CRCs, undecodable batches, trailing bytes) with chunks small enough that a segment
+spans many, and on every log of the shared corpus."""
 
 from __future__ import annotations
 
@@ -31,6 +32,11 @@ TEXT_OPTIONS = {
     "print-skip-metadata": DumpOptions(print_data_log=True, skip_record_metadata=True),
     "deep-skip-metadata": DumpOptions(deep_iteration=True, skip_record_metadata=True),
 }
+JSON_OPTIONS = {
+    "json-deep": DumpOptions(json=True, deep_iteration=True),
+    "json-print": DumpOptions(json=True, print_data_log=True),
+    "json-print-skip-metadata": DumpOptions(json=True, print_data_log=True, skip_record_metadata=True),
+}
 
 
 class _RawKey(str):
@@ -46,7 +52,9 @@ class _RawKey(str):
 
 
 def _bytes(rng: random.Random) -> bytes | None:
-    kind = rng.randrange(9)
+    kind = rng.randrange(10)
+    if kind == 9:  # what a JSON string escapes (quotes, backslashes, control characters) and what it does not
+        return rng.choice([b'{"a": "b\\c"}', b"tab\there\r\n\x00\x1f\x7f", "\u2028\u2029 \ud7ff".encode()])
     if kind == 0:
         return None
     if kind == 1:
@@ -61,7 +69,7 @@ def _bytes(rng: random.Random) -> bytes | None:
 
 
 def _headers(rng: random.Random) -> tuple:
-    keys = ["h", "trace-id", "", "é", "a,b", _RawKey(b"\xff\x80k"), _RawKey(b"\xed\xa0\x80")]
+    keys = ["h", "trace-id", "", "é", "a,b", _RawKey(b"\xff\x80k"), _RawKey(b"\xed\xa0\x80"), 'q"\\\x01\n']
     return tuple((rng.choice(keys), _bytes(rng)) for _ in range(rng.choice([0, 0, 1, 3])))
 
 
@@ -129,15 +137,15 @@ def _dump_both(files: list[str], options: DumpOptions, monkeypatch) -> tuple[tup
     return runs[0], runs[1]
 
 
-def _count_chunks(monkeypatch) -> list:
+def _count_chunks(monkeypatch, name: str = "_chunk_text") -> list:
     calls = []
-    real = dump._chunk_text
+    real = getattr(dump, name)
 
     def counting(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(dump, "_chunk_text", counting)
+    monkeypatch.setattr(dump, name, counting)
     return calls
 
 
@@ -150,11 +158,12 @@ def test_generated_segments_print_the_same_bytes_both_ways(tmp_path, monkeypatch
     monkeypatch.setattr(dump, "_CHUNK_BYTES", chunk_bytes)
     monkeypatch.setattr(dump, "_CHUNK_RECORDS", chunk_records)
     chunks = _count_chunks(monkeypatch)
-    for name, options in TEXT_OPTIONS.items():
+    json_chunks = _count_chunks(monkeypatch, "_chunk_json")
+    for name, options in {**TEXT_OPTIONS, **JSON_OPTIONS}.items():
         slow, fast = _dump_both([str(log)], options, monkeypatch)
         assert fast[0] == slow[0], name
         assert fast[1] == slow[1], name
-    assert chunks, "the columnar path was never taken"
+    assert chunks and json_chunks, "the columnar path was never taken"
 
 
 @pytest.mark.parametrize("decoder", ["offsets", "transaction", "share-group-state", "cluster-metadata",
@@ -165,8 +174,10 @@ def test_internal_topic_decoders_print_the_same_bytes_both_ways(tmp_path, monkey
     log.write_bytes(_segment(random.Random(99), 40))
     monkeypatch.setattr(dump, "_CHUNK_BYTES", 2000)
     for skip in (False, True):
-        slow, fast = _dump_both([str(log)], DumpOptions(decoder=decoder, skip_record_metadata=skip), monkeypatch)
-        assert fast == slow
+        for as_json in (False, True):
+            slow, fast = _dump_both([str(log)], DumpOptions(decoder=decoder, skip_record_metadata=skip, json=as_json),
+                                    monkeypatch)
+            assert fast == slow
 
 
 def test_batches_that_fail_to_decode_are_reported_once_each_in_walk_order(tmp_path, monkeypatch):
@@ -180,6 +191,9 @@ def test_batches_that_fail_to_decode_are_reported_once_each_in_walk_order(tmp_pa
     slow, fast = _dump_both([str(log)], DumpOptions(print_data_log=True), monkeypatch)
     assert fast == slow
     assert slow[1].count("Error dumping") == 2
+    slow, fast = _dump_both([str(log)], DumpOptions(print_data_log=True, json=True), monkeypatch)
+    assert fast == slow
+    assert slow[0].count('"problem": "error"') == 2
 
 
 @pytest.mark.corpus
@@ -190,6 +204,7 @@ def test_every_corpus_log_prints_the_same_bytes_both_ways(corpus_dir, tmp_path, 
     assert files
     monkeypatch.setattr(dump, "_CHUNK_BYTES", 64 << 10)
     chunks = _count_chunks(monkeypatch)
+    json_chunks = _count_chunks(monkeypatch, "_chunk_json")
     differ = []
     for i, path in enumerate(files):
         if path.suffix == ".bin":
@@ -202,12 +217,14 @@ def test_every_corpus_log_prints_the_same_bytes_both_ways(corpus_dir, tmp_path, 
                    if topic.startswith("__transaction_state") else "cluster-metadata"
                    if topic.startswith("__cluster_metadata") or path.suffix == ".checkpoint" else None)
         option_sets.append(DumpOptions(print_data_log=True, decoder=decoder))
+        option_sets += [DumpOptions(json=True, deep_iteration=True), DumpOptions(json=True, print_data_log=True),
+                        DumpOptions(json=True, print_data_log=True, decoder=decoder)]
         for options in option_sets:
             slow, fast = _dump_both([str(path)], options, monkeypatch)
             if slow != fast:
                 differ.append((str(path), options))
     assert not differ
-    assert chunks, "the columnar path was never taken"
+    assert chunks and json_chunks, "the columnar path was never taken"
 
 
 def test_the_text_held_at_once_stays_small_for_segments_of_tiny_records(tmp_path):
@@ -224,6 +241,8 @@ def test_the_text_held_at_once_stays_small_for_segments_of_tiny_records(tmp_path
             writes.append(len(text))
             return super().write(text)
 
-    dump_files([str(log)], DumpOptions(print_data_log=True), out=Sink(), err=io.StringIO())
-    assert sum(writes) > 30 << 20  # (all 400,000 record lines were written)
-    assert max(writes) < 16 << 20
+    for options in (DumpOptions(print_data_log=True), DumpOptions(print_data_log=True, json=True)):
+        writes.clear()
+        dump_files([str(log)], options, out=Sink(), err=io.StringIO())
+        assert sum(writes) > 30 << 20  # (all 400,000 records were written)
+        assert max(writes) < 16 << 20, options

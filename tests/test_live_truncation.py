@@ -1010,3 +1010,38 @@ def test_a_merged_segment_renamed_in_while_the_folder_was_listed_is_read_whole(t
     assert offsets == list(range(*first.slice_offsets))
     assert not metrics.missing_offsets
     assert any("grew to" in what and "read again" in what for _, _, _, what in metrics.vanished_segments)
+
+
+@needs_mapping
+def test_offsets_a_slice_leaves_out_are_neither_read_again_nor_lost(tmp_path):
+    """NOT offset = 7 plans the first segment as one slice leaving offset 7 out (offset_gaps). When the cleaner
+    replaced that segment after planning, its offsets read again by offset still leave 7 out; when retention
+    deleted it, 7 is not among the offsets lost."""
+    from kafkaseg.errors import DataLossError
+    from kafkaseg.planning import Predicates
+
+    kafkaseg, logs = _three_segments(tmp_path)
+    first_end = int(logs[1].name[:20])
+    options = ReadOptions.from_options({"failOnDataLoss": "false"})
+    plan = plan_scan(str(tmp_path), options, Predicates(offset_ranges=((0, 7), (8, 1 << 62))))
+    (first,) = [s for s in plan.slices if s.log_path == str(logs[0])]
+    assert first.offset_gaps == ((7, 8),)
+
+    # the cleaner swapped in a copy of segments 0 and 1 merged (keeping every record) under segment 0's name
+    merged = tmp_path / "r-0" / (logs[0].name + ".cleaned")
+    merged.write_bytes(logs[0].read_bytes() + logs[1].read_bytes())
+    os.replace(merged, logs[0])
+    metrics = ScanMetrics()
+    offsets = [o for b in read_slice(first, options, metrics) for o in b["offset"].to_pylist()]
+    assert offsets == [o for o in range(first_end) if o != 7]
+    assert metrics.records == len(offsets)
+    assert any("read again" in what for _, _, _, what in metrics.vanished_segments)
+
+    # retention deleted it (and its .deleted name is gone): offsets [0, 7) and [8, first_end) are lost, not 7
+    logs[0].unlink()
+    metrics = ScanMetrics()
+    assert [b for b in read_slice(first, options, metrics) if b.num_rows] == []
+    assert sorted((lo, hi) for _, lo, hi, _ in metrics.vanished_segments) == [(0, 7), (8, first_end)]
+    assert all(what.startswith("skipped") for _, _, _, what in metrics.vanished_segments)
+    with pytest.raises(DataLossError, match=r"offsets \[0, 7\)"):
+        list(read_slice(first, ReadOptions.from_options({})))

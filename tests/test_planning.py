@@ -24,6 +24,7 @@ from kafkaseg.planning import (
     plan_scan,
     resolve_offsets,
 )
+from kafkaseg.scan import Scan
 from kafkaseg.storage.layout import discover
 from kafkaseg.testing import (
     ControlType,
@@ -608,14 +609,54 @@ def test_offset_range_union_and_intersection(single):
     assert plan_scan(str(log_dir), opts(), Predicates(offset_ranges=())).slices == []
 
 
-def test_ranges_sharing_a_batch_count_its_bytes_once(single):
-    """NOT offset = 7 is [earliest, 7) and [8, latest): both slices read the batch holding 7 (each keeps its own
-    offsets), but the planned bytes are the file's, never more than the partition holds."""
+END = 1 << 62
+
+
+@pytest.mark.parametrize("ranges, split", [
+    (((0, 7), (8, END)), None),  # NOT offset = 7: 7 is mid-batch (5 records a batch)
+    (((6, 7), (8, 9)), None),  # offset IN (6, 8): one batch holds both
+    (((0, 700), (701, 703), (705, END)), None),  # offset <> 700 AND offset <> 703 AND offset <> 704
+    (((0, 7), (8, END)), "4k"),  # the merged piece is cut by size; every cut keeps the exclusion
+    (((0, 1000), (1001, 1002), (1003, END)), "10k"),
+])
+def test_ranges_sharing_a_batch_are_read_once(single, ranges, split):
+    """NOT offset = 7 is [earliest, 7) and [8, latest): both needed the batch holding 7, and they were planned as
+    two slices that both read and decoded it (and the batches around it). Ranges of one segment whose bytes meet
+    are one slice, which reads those bytes once and leaves the offsets between the ranges out."""
     log_dir, _, _ = single
-    whole = plan_scan(str(log_dir), opts()).report
-    plan = plan_scan(str(log_dir), opts(), Predicates(offset_ranges=((0, 7), (8, 1 << 62))))
-    assert sum(s.size_bytes for s in plan.slices) > whole.bytes_total  # the batch holding 7 is in both
-    assert plan.report.bytes_planned == whole.bytes_planned == whole.bytes_total
+    options = opts(**({"splitSize": split} if split else {}))
+    plan = plan_scan(str(log_dir), options, Predicates(offset_ranges=ranges))
+    by_log: dict[str, list] = {}
+    for s in plan.slices:
+        by_log.setdefault(s.log_path, []).append((s.start_position, s.end_position))
+    for spans in by_log.values():
+        spans.sort()
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), spans  # no byte planned twice
+    assert plan.report.bytes_planned == sum(s.size_bytes for s in plan.slices)
+
+    scan = Scan(plan, options)
+    table = scan.to_table()
+    assert table["offset"].to_pylist() == [o for o in range(2000) if any(lo <= o < hi for lo, hi in ranges)]
+    assert scan.metrics.records == table.num_rows
+    assert scan.metrics.bytes_read == plan.report.bytes_planned
+    wanted = [h for log in sorted(Path(log_dir, "t-0").glob("*.log")) for h in batches_of(log)
+              if any(h.last_offset >= lo and h.base_offset < hi for lo, hi in ranges)]
+    assert scan.metrics.decode.batches == len(wanted)  # each batch holding a wanted offset decoded once
+    if split is None and ranges[0][0] == 0:  # whole segments, one slice each
+        whole = plan_scan(str(log_dir), options)
+        assert len(plan.slices) == len(whole.slices)
+        assert plan.report.bytes_planned == whole.report.bytes_planned
+
+
+def test_ranges_apart_stay_apart(single):
+    """Ranges whose batches do not meet are still separate slices: the bytes between them are not read."""
+    log_dir, _, _ = single
+    ranges = ((0, 5), (15, 20))  # batches [0, 5) and [15, 20): the two batches between them are not needed
+    plan = plan_scan(str(log_dir), opts(), Predicates(offset_ranges=ranges))
+    assert sorted((s.start_offset, s.end_offset) for s in plan.slices) == [(0, 5), (15, 20)]
+    scan = Scan(plan, opts())
+    assert scan.to_table()["offset"].to_pylist() == list(range(5)) + list(range(15, 20))
+    assert scan.metrics.decode.batches == 2
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -550,6 +550,19 @@ def test_a_range_running_across_offsets_missing_between_segments_lists_them(tmp_
         assert [(m[1], m[2]) for m in scan.metrics.missing_offsets] == [(start_at, after)]
 
 
+def test_offsets_missing_after_a_segment_are_listed_without_those_the_slice_leaves_out():
+    """A slice read again by offset from a compacted copy carries the planned slice's offset_gaps (NOT offset = x):
+    when the copy's records end below a gap, the offsets missing up to the next segment are listed without it."""
+    from kafkaseg.planning import SegmentSlice
+    from kafkaseg.scan import ScanMetrics, _check_segment_end
+
+    piece = SegmentSlice("t", 0, "/d/t-0/00000000000000000000.log", 0, 0, 1000, 0, 1 << 62, segment_size=1000,
+                         next_base_offset=20, offset_gaps=((5, 8),))
+    metrics = ScanMetrics()
+    _check_segment_end(piece, 3, metrics)
+    assert [(lo, hi) for _, lo, hi in metrics.missing_offsets] == [(4, 5), (8, 20)]
+
+
 def test_subscribing_to_a_topic_with_no_partition_on_disk_is_an_error_naming_it(sample):
     """Spark's SubscribeStrategy fails on a topic the cluster does not have; an empty result would hide a typo."""
     path = str(sample[0])

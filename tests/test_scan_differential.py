@@ -68,6 +68,9 @@ def test_random_dirs_and_options_read_exactly_the_selected_records(tmp_path_fact
         a = data.draw(st.integers(0, 450))
         b = data.draw(st.integers(0, 450))
         ranges = ((min(a, b), max(a, b) + 1), (a + 5, a + 9))
+        if data.draw(st.booleans()):  # NOT offset IN (a, a + d): ranges sharing the batches around them
+            d = data.draw(st.integers(1, 12))
+            ranges = ((0, a), (a + 1, a + d), (a + d + 1, 1 << 62))
         predicates = Predicates(offset_ranges=ranges)
 
     # both read paths, with chunks and mapping windows small enough to cut through batches

@@ -146,9 +146,9 @@ def test_options_reach_the_reader(spark, wide):
 
 def test_pushdown_on_and_off_give_the_same_rows_and_on_prunes_to_the_offset_range(spark, wide):
     part = wide.partition("wide", 3)
-    lo, hi = 4000, 4099  # 1% of the partition's offsets
-    where = f"partition = 3 AND offset BETWEEN {lo} AND {hi}"
-    expected = _expected_rows(wide, keep=lambda tp, r: tp[1] == 3 and lo <= r.offset <= hi)
+    lo, hi, left_out = 4000, 4099, 4050  # 1% of the partition's offsets, less one
+    where = f"partition = 3 AND offset BETWEEN {lo} AND {hi} AND offset <> {left_out}"
+    expected = _expected_rows(wide, keep=lambda tp, r: tp[1] == 3 and lo <= r.offset <= hi and r.offset != left_out)
     partition_bytes = sum(s.size for s in part.segments)
     previous = spark.conf.get(PUSHDOWN)
     try:
@@ -165,6 +165,10 @@ def test_pushdown_on_and_off_give_the_same_rows_and_on_prunes_to_the_offset_rang
                 assert "partition = 3" in report.pushdown["handled"]
                 assert f"offset >= {lo}" in report.pushdown["handled"]
                 assert report.read_metrics()["bytes_read"] <= 0.02 * partition_bytes
+                # offset <> 4050 makes two ranges needing the batch holding 4050: one slice a segment reads it once
+                assert f"NOT (offset = {left_out})" in report.pushdown["handled"]
+                assert report.slices == report.segments_planned
+                assert report.read_metrics()["bytes_read"] == report.bytes_planned
             else:
                 assert report.pushdown["handled"] == []
                 assert report.bytes_planned == report.bytes_total == sum(

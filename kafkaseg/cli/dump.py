@@ -366,11 +366,19 @@ def record_json(record: _Record, header: BatchHeader, options: DumpOptions) -> d
                 out["control"] = control.data
         except KafkaSegError as err:
             out["controlError"] = str(err)
-    elif options.decoder == "remote-log-metadata":  # the payload's fields as an object (an error line as text)
-        out["payload"] = remote_log_metadata_json(record.value, record.offset)
-    elif options.should_print_data:
-        key, payload = _parse_data(record.key, record.value, record.offset, options)
-        for name, text in (("key", key), ("payload", payload)):
+    else:
+        out.update(_data_json(record.key, record.value, record.offset, options))
+    return out
+
+
+def _data_json(key: bytes | None, value: bytes | None, offset: int, options: DumpOptions) -> dict:
+    """A data record's ``key`` and ``payload`` members of its ``--json`` object (none without printed data)."""
+    if options.decoder == "remote-log-metadata":  # the payload's fields as an object (an error line as text)
+        return {"payload": remote_log_metadata_json(value, offset)}
+    out: dict = {}
+    if options.should_print_data:
+        key_text, payload = _parse_data(key, value, offset, options)
+        for name, text in (("key", key_text), ("payload", payload)):
             if text is None:
                 continue
             try:
@@ -382,11 +390,11 @@ def record_json(record: _Record, header: BatchHeader, options: DumpOptions) -> d
 
 # -- the records of a .log's batches, in walk order -------------------------------------------------------------
 
-# Text output of v2 data batches is built column-wise: a chunk of batches goes through the compiled decoder at once
-# and its record lines are joined from the Arrow columns, with no Python object per record. Legacy wrappers (their
-# inner CRCs), control batches (their markers' details), --json, and a chunk the decoder refuses (the per-batch path
-# then reports each batch's error as before) take the per-record path. Both print the same bytes
-# (tests/test_dump_columnar.py compares them with this switched off).
+# Output of v2 data batches is built column-wise: a chunk of batches goes through the compiled decoder at once and
+# its record lines (or, with --json, each batch's object with its records') are joined from the Arrow columns, with
+# no Python object per record. Legacy wrappers (their inner CRCs), control batches (their markers' details), and a
+# chunk the decoder refuses (the per-batch path then reports each batch's error as before) take the per-record path.
+# Both print the same bytes (tests/test_dump_columnar.py compares them with this switched off).
 _COLUMNAR = True
 _CHUNK_BYTES = 4 << 20  # stored batch bytes decoded at once
 _CHUNK_DECODED_BYTES = 32 << 20  # key and value bytes per decode call (it ends after the batch that passes it)
@@ -400,11 +408,13 @@ class _DeepWalk:
     def __init__(self, path: str, located: str, options: DumpOptions, report: DumpReport, out):
         self.path, self.located, self.options, self.report, self.out = path, located, options, report, out
         self.last_offset = -1
-        self.pending: list[tuple[BatchHeader, bytes, str]] = []  # v2 data batches not printed yet, with their lines
+        # v2 data batches not printed yet, with their lines (with --json, their objects' batch fields)
+        self.pending: list[tuple[BatchHeader, bytes, str | dict]] = []
         self.pending_bytes = 0
 
-    def add_batch(self, header: BatchHeader, data: bytes, line: str) -> None:
-        """Print ``line`` (the batch's) and its records, now or with the chunk it joins."""
+    def add_batch(self, header: BatchHeader, data: bytes, line: str | dict) -> None:
+        """Print ``line`` (the batch's; with ``--json`` its object's batch fields) and its records, now or with the
+        chunk it joins."""
         if _COLUMNAR and header.magic >= 2 and not header.is_control:
             self.pending.append((header, data, line))
             self.pending_bytes += len(data)
@@ -434,7 +444,12 @@ class _DeepWalk:
             self.last_offset = record.offset
             yield record
 
-    def _print_batch(self, header: BatchHeader, data: bytes, line: str) -> None:
+    def _print_batch(self, header: BatchHeader, data: bytes, line: str | dict) -> None:
+        if self.options.json:
+            batch = {**line, "records": [record_json(record, header, self.options)
+                                         for record in self.each_record(header, data)]}
+            print(json.dumps(batch, ensure_ascii=False), file=self.out)
+            return
         print(line, file=self.out)
         for record in self.each_record(header, data):
             print(record_line(record, header, self.options), file=self.out)
@@ -462,8 +477,9 @@ class _DeepWalk:
                 upto = bisect.bisect_left(starts, first + result.consumed, done)
                 if upto < len(pending) and starts[upto] != first + result.consumed:
                     break  # (not at a batch boundary: never, but then the batches are not what was walked)
-                text, steps, last = _chunk_text(result.columns, pending[done:upto], starts[done:upto],
-                                                self.options, self.last_offset)
+                chunk_text = _chunk_json if self.options.json else _chunk_text
+                text, steps, last = chunk_text(result.columns, pending[done:upto], starts[done:upto], self.options,
+                                               self.last_offset)
             # (2 GiB of text from one batch, a decoder's text Arrow cannot hold: record by record)
             except (KafkaSegError, pa.ArrowCapacityError, UnicodeEncodeError):
                 break
@@ -476,9 +492,9 @@ class _DeepWalk:
             self._print_batch(header, data, line)
 
 
-def _chunk_text(cols: dict, batches: list, starts: list, options: DumpOptions, last_offset: int):
-    """The text of ``batches`` (each line and its records' lines) from their decoded columns, the
-    (offset, next offset) steps that are not +1 and the last offset; ``last_offset`` is the one before them."""
+def _chunk_bounds(cols: dict, starts: list, last_offset: int) -> tuple[list, list, int]:
+    """Where each batch's records begin in the decoded columns (and where the last ends), the (offset, next
+    offset) steps that are not +1 and the last offset; ``last_offset`` is the one before them."""
     offsets = cols["offset"]
     count = len(offsets)
     positions = cols["position"].to_numpy(zero_copy_only=False)
@@ -494,7 +510,14 @@ def _chunk_text(cols: dict, batches: list, starts: list, options: DumpOptions, l
     # of 2**63 - 1)
     stepped = (before != -1) & (numbers != before + 1)
     where = np.flatnonzero(stepped)
-    steps = list(zip(before[where].tolist(), numbers[where].tolist()))
+    return bounds, list(zip(before[where].tolist(), numbers[where].tolist())), last_offset
+
+
+def _chunk_text(cols: dict, batches: list, starts: list, options: DumpOptions, last_offset: int):
+    """The text of ``batches`` (each line and its records' lines) from their decoded columns, the
+    (offset, next offset) steps that are not +1 and the last offset; ``last_offset`` is the one before them."""
+    bounds, steps, last_offset = _chunk_bounds(cols, starts, last_offset)
+    count = len(cols["offset"])
     # the chunk's text as one column: a batch's line (with those of record-less batches before it) heads its
     # first record's line; record-less batches at the end follow the column's text
     heads, head_rows, waiting = [], [], ""
@@ -508,6 +531,68 @@ def _chunk_text(cols: dict, batches: list, starts: list, options: DumpOptions, l
     which[head_rows] = np.arange(len(heads))
     lines = _record_lines(cols, batches, bounds, options, pa.array(heads + [""], pa.string()).take(which))
     return _all_text(lines) + waiting, steps, last_offset
+
+
+def _chunk_json(cols: dict, batches: list, starts: list, options: DumpOptions, last_offset: int):
+    """:func:`_chunk_text` for ``--json``: each batch's object line (``json.dumps`` of its fields and its records'
+    objects) from the decoded columns."""
+    bounds, steps, last_offset = _chunk_bounds(cols, starts, last_offset)
+    count = len(cols["offset"])
+    # a batch's fields and '"records": [' head its first record, ", " the others, "]}" and the newline end its last;
+    # record-less batches' whole lines wait for the next head (or follow the column's text)
+    heads, head_rows, waiting = [], [], ""
+    last_rows = np.zeros(count, dtype=np.int8)
+    for i, (_, _, fields) in enumerate(batches):
+        if bounds[i + 1] > bounds[i]:
+            heads.append(waiting + json.dumps(fields, ensure_ascii=False)[:-1] + ', "records": [')
+            head_rows.append(bounds[i])
+            last_rows[bounds[i + 1] - 1] = 1
+            waiting = ""
+        else:
+            waiting += json.dumps({**fields, "records": []}, ensure_ascii=False) + "\n"
+    which = np.full(count, len(heads), dtype=np.int64)
+    which[head_rows] = np.arange(len(heads))
+    before = pa.array(heads + [", "], pa.string()).take(which)
+    after = pa.array(["", "]}\n"], pa.string()).take(last_rows)
+    lines = pc.binary_join_element_wise(before, _record_objects(cols, options), after, "")
+    return _all_text(lines) + waiting, steps, last_offset
+
+
+def _record_objects(cols: dict, options: DumpOptions) -> pa.Array:
+    """``json.dumps(record_json(...))`` of every record of v2 data batches, as one string column."""
+    headers = cols["headers"]
+    quoted_keys = _json_strings(headers.values.field("key"))
+    header_keys = pc.binary_join(pa.ListArray.from_arrays(headers.offsets, quoted_keys), ", ")
+    parts: list = ['{"offset": ', _text(cols["offset"]), ', "timestamp": ', _text(cols["timestamp"].cast(pa.int64())),
+                   ', "keySize": ', _size_text(cols["key"]), ', "valueSize": ', _size_text(cols["value"]),
+                   ', "sequence": ', _text(cols["sequence"]), ', "headerKeys": [', header_keys, "]"]
+    if options.decoder is not None:  # the decoders' objects, parsed in Python as the per-record path does
+        members = [json.dumps(_data_json(key, value, offset, options), ensure_ascii=False)[1:-1]
+                   for key, value, offset in zip(cols["key"].to_pylist(), cols["value"].to_pylist(),
+                                                 cols["offset"].to_pylist())]
+        parts.append(pa.array([", " + m if m else "" for m in members], pa.string()))
+    elif options.should_print_data:  # null (no key): no member ("" in the join)
+        for name, column in (("key", cols["key"]), ("payload", cols["value"])):
+            parts.append(pc.binary_join_element_wise(f', "{name}": ', _json_strings(_java_text(column)), ""))
+    parts.append("}")
+    return pc.binary_join_element_wise(*parts, "", null_handling="replace", null_replacement="")
+
+
+_JSON_ESCAPED = r'[\x00-\x1f"\\]'  # what json.dumps(ensure_ascii=False) escapes in a string
+
+
+def _json_strings(column: pa.Array) -> pa.Array:
+    """A string column's values as ``json.dumps(value, ensure_ascii=False)`` writes them (nulls stay null):
+    quotes and backslashes escaped column-wise, values with control characters (rare) by ``json.dumps``."""
+    if pc.any(pc.match_substring_regex(column, _JSON_ESCAPED)).as_py():
+        escaped = pc.replace_substring(pc.replace_substring(column, "\\", "\\\\"), '"', '\\"')
+        control = pc.fill_null(pc.match_substring_regex(column, r"[\x00-\x1f]"), False)
+        if pc.any(control).as_py():
+            values = column.filter(control).to_pylist()
+            escaped = pc.replace_with_mask(escaped, control, pa.array(
+                [json.dumps(value, ensure_ascii=False)[1:-1] for value in values], pa.string()))
+        column = escaped
+    return pc.binary_join_element_wise('"', column, '"', "")
 
 
 def _all_text(column: pa.Array) -> str:
@@ -609,12 +694,10 @@ def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress
                 valid = crc_is_valid(data, header._replace(position=0))
                 if not valid:
                     report.invalid_batches.append((path, header.position, f"CRC mismatch (stored {header.crc})"))
-                if options.json:
-                    batch = batch_json(header, valid_bytes, valid)
-                    if options.deep:
-                        batch["records"] = [record_json(record, header, options)
-                                            for record in records.each_record(header, data)]
-                    print(json.dumps(batch, ensure_ascii=False), file=out)
+                if options.json and options.deep:
+                    records.add_batch(header, data, batch_json(header, valid_bytes, valid))
+                elif options.json:
+                    print(json.dumps(batch_json(header, valid_bytes, valid), ensure_ascii=False), file=out)
                 elif options.deep:
                     records.add_batch(header, data, batch_line(header, valid_bytes, valid))
                 else:

@@ -7,7 +7,9 @@ sorts every filter into:
 
 * ``handled``: applied exactly by the scan, so Spark need not re-check rows. ``offset`` (=, <=>, <, <=, >, >=, IN,
   ``<>``, IS [NOT] NULL; BETWEEN arrives as >= and <=) becomes ``offset_ranges``: planning reads only the batches that
-  can hold those offsets and the decoder keeps only records inside each slice's ``[start_offset, end_offset)``.
+  can hold those offsets and the decoder keeps only records inside each slice's ``[start_offset, end_offset)``
+  (ranges whose batches meet, as ``<>`` and IN make them, are one slice leaving the offsets between them out:
+  ``SegmentSlice.offset_gaps``, so their shared batch is read once). ``NOT offset IN (...)`` is left to Spark.
   ``partition`` and ``topic`` (=, <=>, IN, IS NOT NULL; NOT =, NOT IN, and for ``topic`` LIKE ``'x%'``, ``'%x'``,
   ``'%x%'``, which arrive as ``StringStartsWith``/``StringEndsWith``/``StringContains``) become ``partitions``/
   ``topics``, ``excluded_partitions``/``excluded_topics`` and ``topic_patterns``: planning drops the other
