@@ -1054,15 +1054,28 @@ def verify_partitions(partitions: list[PartitionDir], report: VerifyReport, *, d
         report.problems.extend(own.problems)
 
 
-def verify_paths(paths: list[str], *, deep: bool = True, progress=None, key_ring=None) -> VerifyReport:
-    """Verify every partition found under ``paths`` (see :func:`kafkaseg.storage.layout.discover`) and report the
-    folders skipped in the log dirs among them."""
-    report = VerifyReport()
-    skipped: list[tuple[str, str]] = []
-    found = discover(paths, skipped=skipped, key_ring=key_ring, remote_log_metadata=_remote_log_metadata)
+def discover_to_verify(paths: list[str], skipped: list[tuple[str, str]], key_ring=None) -> list[PartitionDir]:
+    """The partitions under ``paths`` as verify checks them (:func:`kafkaseg.storage.layout.discover`, with
+    ``__remote_log_metadata`` deciding which tiered-storage copies are live when it is among the paths);
+    ``skipped`` gets the log dirs' folders not read."""
+    return discover(paths, skipped=skipped, key_ring=key_ring, remote_log_metadata=_remote_log_metadata)
+
+
+def report_across_partitions(report: VerifyReport, found: list[PartitionDir]) -> None:
+    """What only the partitions found together tell: incarnations and brokers mixed, a partition twice in one
+    broker, live tiered-storage copies missing."""
     report_incarnations(report, found)
     report_copies_in_one_broker(report, found)
     report_live_copies_missing(report, found)
+
+
+def verify_paths(paths: list[str], *, deep: bool = True, progress=None, key_ring=None) -> VerifyReport:
+    """Verify every partition found under ``paths`` (see :func:`discover_to_verify`) and report the folders
+    skipped in the log dirs among them: what ``kafkaseg verify`` does."""
+    report = VerifyReport()
+    skipped: list[tuple[str, str]] = []
+    found = discover_to_verify(paths, skipped, key_ring)
+    report_across_partitions(report, found)
     verify_partitions(found, report, deep=deep, progress=progress)
     report_skipped_folders(report, skipped_folders(skipped))
     return report
