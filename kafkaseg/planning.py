@@ -68,10 +68,10 @@ from kafkaseg.storage.checkpoints import (LOG_START_OFFSET_CHECKPOINT, RECOVERY_
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
 from kafkaseg.storage import fs as _fs
-from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, check_one_incarnation, choose_replicas, discover,
-                                     last_stable_offset, partition_log_end_offset, reaches_past_recovery_point,
-                                     read_partition_again, relisted, snapshot_transactions_at,
-                                     transactions_open_at, valid_cleaner_offset)
+from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, check_one_incarnation, choose_replicas, copy_gaps,
+                                     discover, last_stable_offset, partition_log_end_offset,
+                                     reaches_past_recovery_point, read_partition_again, relisted,
+                                     snapshot_transactions_at, transactions_open_at, valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import lists_transactional_producers
 from kafkaseg.storage.segment import (SegmentReader, readable_end, torn_before_zeros, zero_filled_tail,
@@ -1472,6 +1472,11 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
              f"of {part.pdir.path}: offsets [{leo}, {min(hw, recovery_point)}) were acknowledged and flushed to disk "
              "but are not in these files (a lost segment file, a copy taken while the broker was writing that "
              "missed them, or a tail that no longer reads as batches)")
+    # offsets of a tiered topic in no copy and no local segment (a copy missing from the bucket), in the range read
+    # (from where it was asked to start: a start inside them moved past them above)
+    read_from = part.skipped_start[1] if part.skipped_start is not None else start
+    for gap in copy_gaps(part.pdir, read_from, end, end_of=part.segment_end_offset) if read_from < end else ():
+        loss(f"{name}: {gap.describe()}")
     if start > end:
         # this partition's start and end both chosen by the user, at least one by time, the wrong way round: a typo,
         # not data (a start past the log's end is the data-loss rule's)
