@@ -1998,7 +1998,10 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
       segment they were in (as planned) and none changed since the plan's listing (``listed_at_ns``,
       :func:`~kafkaseg.storage.fs.changed_since`: status-change times on the planning host, modification times on
       object stores): the file that held them was deleted, not compacted into these. Where that cannot be told
-      (another host) they are read again.
+      (another host) they are read again;
+    * all the rest of a tiered topic's (the slice was a tiered-storage copy's, or the partition has copies) when no
+      file holds any of them now, whatever changed and wherever: Kafka never compacts a topic with remote storage
+      (``LogConfig.validateNoRemoteStorageForCompactedTopic``), so they were deleted.
 
     And all of them when the partition's folder is another one than planned (by device and inode, on the planning
     host): a recreated topic on a broker that writes no ``partition.metadata``.
@@ -2032,6 +2035,14 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
         if first >= last:
             return [], [r for r in lost if r[0] < r[1]]
         pieces = list(_pieces_for_range(part, first, last, None, set()))
+        if not pieces and (piece.rolled or piece.remote_path is not None or piece.copy_states is not None
+                           or pdir.tiered is not None or pdir.remote_below is not None):
+            # a tiered topic (the slice was a copy's, or the partition has copies) is never compacted: Kafka
+            # refuses remote storage for a compacted topic (LogConfig.validateNoRemoteStorageForCompactedTopic,
+            # UnifiedLog.isRemoteLogEnabled), so offsets no file holds now were deleted, whatever changed since
+            return [], lost + [(first, last, "no file of the partition holds them now, and a tiered topic is never "
+                                             "compacted (Kafka refuses remote storage with cleanup.policy=compact): "
+                                             "the copy or segment that held them was deleted")]
         cleaned = part.cleaner_offset is not None and last <= part.cleaner_offset
         if not pieces and not cleaned:
             # None of them is there, above the cleaner checkpoint (below it, compaction may have removed them all,

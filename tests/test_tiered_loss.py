@@ -2,6 +2,8 @@
 a compacted topic (``LogConfig.validateNoRemoteStorageForCompactedTopic``, ``UnifiedLog.isRemoteLogEnabled``), so a
 tiered topic's offsets that no file holds were deleted, not compacted away.
 
+* a copy (or a local segment of a log dir read with its copies) gone between planning and reading, whose offsets
+  no file holds when the read plans them again, where whether the files changed cannot be told (another host);
 * a copy missing between two copies, or between the newest copy and the log dir's first segment, with no
   ``__remote_log_metadata`` to name it. Copies missing below the oldest one are remote retention's
   (``RemoteLogManager.cleanupExpiredRemoteLogSegments`` deletes from the oldest end): not a gap.
@@ -10,6 +12,7 @@ tiered topic's offsets that no file holds were deleted, not compacted away.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -19,6 +22,7 @@ import pytest
 import kafkaseg
 from kafkaseg.cli.main import main
 from kafkaseg.errors import DataLossError
+from kafkaseg.scan import ScanMetrics, read_slice
 from kafkaseg.testing import TopicSpec, write_data_dir
 from kafkaseg.testing.tiered import copy_to_tiered
 
@@ -66,6 +70,56 @@ def _without(table: pa.Table, first: int, end: int) -> pa.Table:
 
 def _below(table: pa.Table, end: int) -> pa.Table:
     return table.filter(pc.less(table["offset"], end))
+
+
+def _elsewhere(piece):
+    """The slice as an executor on another host gets it: whether the partition's files changed since planning
+    cannot be told there (device and inode numbers, status-change times are the planning host's)."""
+    if piece.file_identity is None:
+        return piece
+    return replace(piece, file_identity=("another host",) + piece.file_identity[1:])
+
+
+# -- finding 1: a copy gone after planning ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("with_log_dir", [False, True], ids=["copies-alone", "with-log-dir"])
+def test_a_copy_gone_after_planning_is_lost_not_taken_for_compaction(tmp_path, layout, with_log_dir):
+    for fail in (True, False):
+        root = tmp_path / str(fail)
+        data, remote, whole, bases = _tiered(root, layout, local_from=4 if with_log_dir else None)
+        paths = [str(data), str(remote)] if with_log_dir else [str(remote)]
+        expected = whole if with_log_dir else _below(whole, bases[-1])
+        scan = kafkaseg.open_scan(paths, failOnDataLoss=str(fail).lower())
+        assert scan.to_table().select(COLUMNS).equals(expected)
+        slices = [_elsewhere(p) for p in scan.plan.slices]
+        gone = _drop_copy(remote, bases[2])  # a lifecycle rule, a sync with --delete
+        metrics = ScanMetrics()
+        if fail:
+            with pytest.raises(DataLossError, match="a tiered topic is never compacted") as raised:
+                [b for p in slices for b in read_slice(p, scan.options, metrics)]
+            assert f"offsets [{bases[2]}, {bases[3]})" in str(raised.value) and str(gone) in str(raised.value)
+            continue
+        got = pa.Table.from_batches([b for p in slices for b in read_slice(p, scan.options, metrics)])
+        assert got.select(COLUMNS).equals(_without(expected, bases[2], bases[3]))
+        skipped = [entry for entry in metrics.vanished_segments if entry[3].startswith("skipped")]
+        assert skipped == [(str(gone), bases[2], bases[3], "skipped (failOnDataLoss=false)")]
+        assert not any("compacted away" in what for *_, what in metrics.vanished_segments)
+
+
+def test_a_local_segment_gone_after_planning_is_still_read_from_its_copy_elsewhere(tmp_path):
+    # local retention deleted the planned segment, which is in remote storage: read from there, on any host
+    data, remote, whole, bases = _tiered(tmp_path, "local", local_from=4)
+    scan = kafkaseg.open_scan([str(data), str(remote)])
+    slices = [_elsewhere(p) for p in scan.plan.slices]
+    for path in (data / "orders-0").glob(f"{bases[4]:020d}.*"):
+        path.unlink()
+    (data / "log-start-offset-checkpoint").write_text(f"0\n1\norders 0 {bases[0]}\n")
+    metrics = ScanMetrics()
+    got = pa.Table.from_batches([b for p in slices for b in read_slice(p, scan.options, metrics)])
+    assert got.select(COLUMNS).equals(whole)
+    ((path, _, _, what),) = metrics.vanished_segments
+    assert path.endswith(f"{bases[4]:020d}.log") and "tiered-storage copy" in what and "compact" not in what
 
 
 # -- finding 2: a copy missing between others, no __remote_log_metadata --------------------------------------------
