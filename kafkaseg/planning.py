@@ -70,10 +70,10 @@ from kafkaseg.storage.checkpoints import (LOG_START_OFFSET_CHECKPOINT, RECOVERY_
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
 from kafkaseg.storage import fs as _fs
-from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, check_one_incarnation, choose_replicas, discover,
-                                     last_stable_offset, partition_log_end_offset, reaches_past_recovery_point,
-                                     read_partition_again, relisted, snapshot_transactions_at,
-                                     transactions_open_at, valid_cleaner_offset)
+from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, check_one_incarnation, choose_replicas, copy_gaps,
+                                     discover, last_stable_offset, partition_log_end_offset,
+                                     reaches_past_recovery_point, read_partition_again, relisted,
+                                     snapshot_transactions_at, transactions_open_at, valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import lists_transactional_producers
 from kafkaseg.storage.segment import (SegmentReader, readable_end, torn_before_zeros, zero_filled_tail,
@@ -1489,6 +1489,11 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
              f"of {part.pdir.path}: offsets [{leo}, {min(hw, recovery_point)}) were acknowledged and flushed to disk "
              "but are not in these files (a lost segment file, a copy taken while the broker was writing that "
              "missed them, or a tail that no longer reads as batches)")
+    # offsets of a tiered topic in no copy and no local segment (a copy missing from the bucket), in the range read
+    # (from where it was asked to start: a start inside them moved past them above)
+    read_from = part.skipped_start[1] if part.skipped_start is not None else start
+    for gap in copy_gaps(part.pdir, read_from, end, end_of=part.segment_end_offset) if read_from < end else ():
+        loss(f"{name}: {gap.describe()}")
     if start > end:
         # this partition's start and end both chosen by the user, at least one by time, the wrong way round: a typo,
         # not data (a start past the log's end is the data-loss rule's)
@@ -2056,7 +2061,10 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
       segment they were in (as planned) and none changed since the plan's listing (``listed_at_ns``,
       :func:`~kafkaseg.storage.fs.changed_since`: status-change times on the planning host, modification times on
       object stores): the file that held them was deleted, not compacted into these. Where that cannot be told
-      (another host) they are read again.
+      (another host) they are read again;
+    * all the rest of a tiered topic's (the slice was a tiered-storage copy's, or the partition has copies) when no
+      file holds any of them now, whatever changed and wherever: Kafka never compacts a topic with remote storage
+      (``LogConfig.validateNoRemoteStorageForCompactedTopic``), so they were deleted.
 
     And all of them when the partition's folder is another one than planned (by device and inode, on the planning
     host): a recreated topic on a broker that writes no ``partition.metadata``.
@@ -2090,6 +2098,14 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
         if first >= last:
             return [], [r for r in lost if r[0] < r[1]]
         pieces = list(_pieces_for_range(part, first, last, None, set()))
+        if not pieces and (piece.rolled or piece.remote_path is not None or piece.copy_states is not None
+                           or pdir.tiered is not None or pdir.remote_below is not None):
+            # a tiered topic (the slice was a copy's, or the partition has copies) is never compacted: Kafka
+            # refuses remote storage for a compacted topic (LogConfig.validateNoRemoteStorageForCompactedTopic,
+            # UnifiedLog.isRemoteLogEnabled), so offsets no file holds now were deleted, whatever changed since
+            return [], lost + [(first, last, "no file of the partition holds them now, and a tiered topic is never "
+                                             "compacted (Kafka refuses remote storage with cleanup.policy=compact): "
+                                             "the copy or segment that held them was deleted")]
         cleaned = part.cleaner_offset is not None and last <= part.cleaner_offset
         if not pieces and not cleaned:
             # None of them is there, above the cleaner checkpoint (below it, compaction may have removed them all,

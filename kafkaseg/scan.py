@@ -521,8 +521,12 @@ def _lost_or_read_again(piece: SegmentSlice, options: ReadOptions, metrics: Scan
     lo, hi = piece.slice_offsets
     if sum(end - first for first, end, _ in lost) < sum(b - a for a, b in piece.outside_gaps(lo, hi)):
         names = ", ".join(os.path.basename(s.log_path) for s in slices)
-        _vanished(piece, metrics, f"{why}: its offsets read again from {names} (a compacted copy holds what the log "
-                  "cleaner kept of them)" if slices else f"{why}: its offsets read again, and none of the "
+        # (a tiered topic is never compacted: its offsets are in another copy, a local segment's in its tiered-storage
+        # copy once local retention deleted it)
+        held = ("tiered-storage copy holds them: local retention deleted the segment, or a copy was superseded"
+                if any(s.rolled for s in slices) else "compacted copy holds what the log cleaner kept of them")
+        _vanished(piece, metrics, f"{why}: its offsets read again from {names} (a {held})" if slices
+                  else f"{why}: its offsets read again, and none of the "
                   "partition's files holds any of them now (compacted away, or deleted where that cannot be told "
                   "from a compaction: below the cleaner checkpoint, or on another host)")
     for again_piece in slices:

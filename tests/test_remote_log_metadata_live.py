@@ -329,3 +329,18 @@ def test_describe_and_verify_say_what_the_metadata_says_of_the_copies(tmp_path):
     report = verify_paths([str(remote), str(data / f"__remote_log_metadata-{number}")])
     missing = [p for p in report.problems if written[0].name[21:-4] in p.message]
     assert missing and all(p.severity == WARNING for p in missing)
+
+
+def test_the_verify_command_reads_the_metadata_and_reports_a_live_copy_missing(tmp_path, capsys):
+    """``kafkaseg verify`` says what :func:`verify_paths` says: with __remote_log_metadata among the paths, the dead
+    copies left out and a live copy missing from the bucket (an error: the log dir no longer holds its offsets).
+    Found in review: the command discovered without the metadata and never reported a live copy missing."""
+    from kafkaseg.cli.main import main
+
+    data, remote, whole, written, events, topic_id, number = _tiered(tmp_path, "local")
+    write_remote_log_metadata(data, events, partition=number)
+    for path in written[0].parent.glob(written[0].name[:-4] + ".*"):  # a live copy missing, only it held [0, ..)
+        path.unlink()
+    assert main(["verify", str(data), str(remote), "--no-progress"]) == 1
+    out = capsys.readouterr().out
+    assert any(line.startswith("ERROR") and written[0].name[21:-4] in line for line in out.splitlines()), out

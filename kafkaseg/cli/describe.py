@@ -26,7 +26,8 @@ from kafkaseg.errors import KafkaSegError
 from kafkaseg.storage import checkpoints as ckpt
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage._index_file import index_location
-from kafkaseg.storage.layout import PartitionDir, broker_high_watermark, discover, last_stable_offset
+from kafkaseg.storage.layout import (PartitionDir, broker_high_watermark, discover, gaps_in_copies,
+                                     last_stable_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import SegmentReader
 from kafkaseg.storage.time_index import TimeIndex
@@ -270,9 +271,15 @@ def describe_paths(paths: list[str], *, full: bool = False, progress=None,
                      key_ring=key_ring, remote_log_metadata=lambda metadata: read_remote_log_metadata(metadata, lenient=True))
     if wanted is not None:
         found = [pdir for pdir in found if pdir.topic in wanted]
+    # offsets of a tiered topic in no copy (a copy missing from the bucket): said of the copies' folder, or of the
+    # log dir's partition when reads of it with its copies lose them
+    gaps: dict[int, list[str]] = {}
+    for gap in gaps_in_copies(found):
+        gaps.setdefault(id(gap.partition), []).append(gap.describe())
 
     def one(pdir: PartitionDir) -> PartitionDescription:
         description = describe_partition(pdir, full=full)
+        description.notes.extend(gaps.get(id(pdir), ()))
         if progress is not None:
             progress(pdir.size_bytes)
         return description

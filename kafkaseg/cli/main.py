@@ -151,15 +151,15 @@ def _cmd_dump(args) -> int:
 
 def _cmd_verify(args) -> int:
     from kafkaseg.cli.common import skipped_folders
-    from kafkaseg.cli.verify import VerifyReport, report_incarnations, report_skipped_folders, verify_partitions
-    from kafkaseg.storage.layout import discover
+    from kafkaseg.cli.verify import (VerifyReport, discover_to_verify, report_across_partitions,
+                                     report_skipped_folders, verify_partitions)
 
     skipped: list[tuple[str, str]] = []
-    partitions = discover(args.paths, skipped=skipped, key_ring=args.tiered_key_ring)
+    partitions = discover_to_verify(args.paths, skipped, args.tiered_key_ring)  # (as verify_paths)
     total = sum(p.size_bytes for p in partitions)
     progress = _Progress(not args.no_progress and total > (16 << 20), total, "verify")
     report = VerifyReport()
-    report_incarnations(report, partitions)
+    report_across_partitions(report, partitions)
     try:
         verify_partitions(partitions, report, deep=not args.shallow, progress=progress)
     finally:

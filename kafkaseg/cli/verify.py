@@ -47,8 +47,8 @@ from kafkaseg.errors import CorruptCheckpointError, KafkaSegError, LayoutError
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage import tiered
 from kafkaseg.storage._index_file import index_location
-from kafkaseg.storage.layout import (PartitionDir, check_one_incarnation, discover, transactions_open_at,
-                                     unacknowledged_append, valid_cleaner_offset)
+from kafkaseg.storage.layout import (PartitionDir, check_one_incarnation, discover, gaps_in_copies,
+                                     transactions_open_at, unacknowledged_append, valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
 from kafkaseg.storage.segment import SegmentReader, data_after_zeros, offsets_hidden_by_last_batch
@@ -890,6 +890,12 @@ def _check_gaps(pdir: PartitionDir, gaps: list[tuple[str, int, int]], log_end: i
                    "missing offset")
     for path, first, last in gaps:
         missing = f"offsets {first}..{last} are missing before this segment"
+        if pdir.tiered is not None:
+            # a tiered topic is never compacted: a copy missing, said (error or warning, by what the log dirs given
+            # hold) by report_copy_gaps, or one remote retention deleted below a log dir's log start (no problem)
+            tracker.gap(path, first, last, "in no tiered-storage copy before this one: a copy missing from the "
+                                           "bucket, or deleted by remote retention below the log start")
+            continue
         if cleaner is not None and first < cleaner:
             report.add(INFO, path, 0, f"{missing} (removed by compaction: below the cleaner checkpoint {cleaner})")
         else:
@@ -1034,6 +1040,17 @@ def report_live_copies_missing(report: VerifyReport, partitions: list[PartitionD
                            "the partition given, which may still hold its offsets)")
 
 
+def report_copy_gaps(report: VerifyReport, partitions: list[PartitionDir]) -> None:
+    """Offsets of a tiered topic in no tiered-storage copy and no local segment (``layout.gaps_in_copies``: a copy
+    missing between two copies, or between the newest copy and the log dir's first segment): an error when reads
+    of the log dir's partition with its copies lose them, a warning when a log dir given still holds them, or when
+    no log dir is read with the copies (the broker's may). Remote retention's deletions, below the oldest copy or
+    the log dir's log start, are none."""
+    for found in gaps_in_copies(partitions):
+        report.add(ERROR if found.lost else WARNING, found.partition.path, None,
+                   f"{found.partition.name}: {found.describe()}")
+
+
 def verify_partitions(partitions: list[PartitionDir], report: VerifyReport, *, deep: bool = True,
                       progress=None) -> None:
     """:func:`verify_partition` for each of ``partitions``, appending to ``report`` in their order. On object
@@ -1054,15 +1071,29 @@ def verify_partitions(partitions: list[PartitionDir], report: VerifyReport, *, d
         report.problems.extend(own.problems)
 
 
-def verify_paths(paths: list[str], *, deep: bool = True, progress=None, key_ring=None) -> VerifyReport:
-    """Verify every partition found under ``paths`` (see :func:`kafkaseg.storage.layout.discover`) and report the
-    folders skipped in the log dirs among them."""
-    report = VerifyReport()
-    skipped: list[tuple[str, str]] = []
-    found = discover(paths, skipped=skipped, key_ring=key_ring, remote_log_metadata=_remote_log_metadata)
+def discover_to_verify(paths: list[str], skipped: list[tuple[str, str]], key_ring=None) -> list[PartitionDir]:
+    """The partitions under ``paths`` as verify checks them (:func:`kafkaseg.storage.layout.discover`, with
+    ``__remote_log_metadata`` deciding which tiered-storage copies are live when it is among the paths);
+    ``skipped`` gets the log dirs' folders not read."""
+    return discover(paths, skipped=skipped, key_ring=key_ring, remote_log_metadata=_remote_log_metadata)
+
+
+def report_across_partitions(report: VerifyReport, found: list[PartitionDir]) -> None:
+    """What only the partitions found together tell: incarnations and brokers mixed, a partition twice in one
+    broker, live tiered-storage copies missing, offsets in no copy (:func:`report_copy_gaps`)."""
     report_incarnations(report, found)
     report_copies_in_one_broker(report, found)
     report_live_copies_missing(report, found)
+    report_copy_gaps(report, found)
+
+
+def verify_paths(paths: list[str], *, deep: bool = True, progress=None, key_ring=None) -> VerifyReport:
+    """Verify every partition found under ``paths`` (see :func:`discover_to_verify`) and report the folders
+    skipped in the log dirs among them: what ``kafkaseg verify`` does."""
+    report = VerifyReport()
+    skipped: list[tuple[str, str]] = []
+    found = discover_to_verify(paths, skipped, key_ring)
+    report_across_partitions(report, found)
     verify_partitions(found, report, deep=deep, progress=progress)
     report_skipped_folders(report, skipped_folders(skipped))
     return report

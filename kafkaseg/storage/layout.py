@@ -33,7 +33,7 @@ import os
 import re
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 import pyarrow.fs as pafs
 
@@ -59,6 +59,10 @@ __all__ = [
     "discover",
     "choose_replicas",
     "read_tiered_partition",
+    "CopyGap",
+    "copy_gaps",
+    "FoundGap",
+    "gaps_in_copies",
     "with_remote_copies",
     "read_partition_again",
     "check_one_incarnation",
@@ -1302,7 +1306,10 @@ def with_remote_copies(local: PartitionDir, remote: PartitionDir) -> tuple[Parti
     that range are taken (a copy below the log start holds records retention deleted, one at or above the first
     local segment the local files hold), so the result reads as the broker serves it. Both must be in one store
     (one filesystem object reads every segment of a partition) and be the same topic (same topic id when both
-    record one).
+    record one). Offsets between the copies taken, or between the newest and the first local segment, that none
+    holds (a copy missing from the bucket) do not stop the merge: they are the log's lost offsets, which
+    :func:`copy_gaps` finds and planning reports as data loss; copies given as files, some of which may be all
+    that was given, are merged only without such a gap (as far as their recorded ends tell).
     """
     if local.given_files:
         return None, "the log dir's .log files given are read as given"
@@ -1320,7 +1327,9 @@ def with_remote_copies(local: PartitionDir, remote: PartitionDir) -> tuple[Parti
                   if s.base_offset < first_local and following > start)
     if not taken:
         return None, f"no remote copy holds offsets in [{start}, {first_local})"
-    gaps = _gaps(taken, first_local)
+    # copies given as files are read as given: some of them are not the log below the first local segment. A
+    # remote folder's copies with offsets in none of them are (planning's data loss: copy_gaps)
+    gaps = _gaps(taken, first_local) if remote.given_files else []
     lost = _live_copies_missing(remote, taken, start, first_local)
     if gaps or lost:
         why = (f"offsets {', '.join(f'[{a}, {b})' for a, b in gaps)} below the first local segment are in no remote "
@@ -1336,9 +1345,6 @@ def with_remote_copies(local: PartitionDir, remote: PartitionDir) -> tuple[Parti
     if first_copy > start:
         note += (f"; [{start}, {first_copy}) are in no copy (remote retention deleted them after "
                  "log-start-offset-checkpoint was written: the log now starts at the first copy)")
-    if any(s.remote_end is None for s in taken):
-        note += ("; copies that record no end offset (LocalTieredStorage's, Aiven's before 2023-09) are taken to "
-                 "run up to the next one: one missing shows only as missing offsets in the read's metrics")
     told = ()
     if remote.copy_states is not None:  # what the metadata decided, said where the merged partition is reported
         told = tuple(n for n in remote.notes if "__remote_log_metadata" in n)
@@ -1391,6 +1397,133 @@ def _live_copies_missing(remote: PartitionDir, taken: Sequence[SegmentFiles], st
         if low < high:
             lost.append((copy.segment_id, low, high))
     return sorted(set(lost), key=lambda entry: (entry[1], entry[2], entry[0]))
+
+
+class CopyGap(NamedTuple):
+    """Offsets ``[first, end)`` of a tiered topic that no file holds, between two tiered-storage copies or between
+    the newest copy and the log dir's first segment (see :func:`copy_gaps`)."""
+
+    first: int
+    end: int
+    before: str  # the copy they follow (its .log)
+    after: str  # the copy, or the log dir's first segment, that starts at ``end`` (its .log)
+    after_local: bool  # whether ``after`` is the log dir's first segment
+
+    def describe(self) -> str:
+        """The sentence that names the gap and its neighbours."""
+        after = "the log dir's first segment" if self.after_local else "the next copy"
+        # (the next copy by name: it is in the same folder)
+        following = self.after if self.after_local else _fs.basename(self.after)
+        return (f"offsets [{self.first}, {self.end}) are in no tiered-storage copy: the copy "
+                f"{_fs.redact(self.before)} ends before them and {after}, {_fs.redact(following)}, starts at "
+                f"{self.end}. A tiered topic is never compacted (Kafka refuses remote storage with "
+                "cleanup.policy=compact), so they were deleted: a copy missing from the bucket (or the copies "
+                "given are older than the log dir, or only some of them)")
+
+
+def copy_gaps(partition_dir: PartitionDir, lo: int | None = None, hi: int | None = None, *,
+              end_of: Callable[[int], int] | None = None) -> list[CopyGap]:
+    """The offsets in ``[lo, hi)`` (default: all) of ``partition_dir`` (a tiered-storage copy's partition, or a log
+    dir's extended with its copies: :func:`with_remote_copies`) that are in no copy and no local segment: after a
+    copy's last offset and below the base of the segment that follows it (the next copy, or the first local
+    segment), each clipped to ``[lo, hi)``.
+
+    Kafka copies a partition's rolled segments in offset order (``RemoteLogManager.copyLogSegmentsToRemote``, each
+    copy from its segment's base to the next segment's base - 1) and deletes local segments only once copied, and
+    a tiered topic is never compacted: live copies and the local log leave no offset out. Remote retention deletes
+    from the oldest copy up (``cleanupExpiredRemoteLogSegments``), moving the log start: what is below the first
+    copy is not a gap. A copy's end is its recorded one (an Aiven manifest's ``endOffset``), else the offset after
+    its last batch, from ``end_of(i)`` (segment ``i``'s; default: one index interval of it read here). Copies given
+    as files are read as given: no gap (empty)."""
+    from kafkaseg.storage.segment import log_end_offset
+
+    if partition_dir.given_files:
+        return []
+    segments = partition_dir.segments
+    gaps = []
+    for i, (segment, following) in enumerate(zip(segments, segments[1:])):
+        if segment.tiered is None:
+            break  # (local segments follow the copies: a hole among them is the log dir's, as without copies)
+        if (hi is not None and segment.base_offset >= hi) or (lo is not None and following.base_offset <= lo):
+            continue
+        if segment.remote_end is not None:
+            end = segment.remote_end + 1
+        elif end_of is not None:
+            end = end_of(i)
+        else:
+            end = log_end_offset(segment, filesystem=partition_dir.filesystem)
+        first, last = max(end, lo if lo is not None else end), min(following.base_offset,
+                                                                  hi if hi is not None else following.base_offset)
+        if first < last:
+            gaps.append(CopyGap(first, last, segment.log_path, following.log_path, following.tiered is None))
+    return gaps
+
+
+class FoundGap(NamedTuple):
+    """A :class:`CopyGap` of the partitions found (:func:`gaps_in_copies`), and what it means for reads."""
+
+    partition: PartitionDir  # what it is said of: the copies' folder, or a log dir's partition read with them
+    gap: CopyGap
+    # True: reads of the log dir's partition with its copies lose the offsets; False: a log dir given still holds
+    # them (``holder``); None: reads of the copies lose them, and no log dir read with them says whether the
+    # broker's still holds them
+    lost: bool | None
+    holder: str | None = None
+
+    def describe(self) -> str:
+        if self.lost:
+            return f"{self.gap.describe()}; reads lose them (a DataLossError; failOnDataLoss=false skips them)"
+        if self.lost is False:
+            return f"{self.gap.describe()}; the log dir's {_fs.redact(self.holder or '')} still holds them"
+        return (f"{self.gap.describe()}; reads of these copies lose them (a DataLossError; failOnDataLoss=false "
+                "skips them), and the broker's log dir, not read with them, may still hold them")
+
+
+def gaps_in_copies(partitions: Sequence[PartitionDir]) -> list[FoundGap]:
+    """The :func:`copy_gaps` of the tiered-storage copies among ``partitions`` (what ``describe`` and ``verify`` say
+    of each partition): between a folder's copies, said of the folder, and those of a log dir's partition read
+    with its copies (:func:`with_remote_copies`: from its checkpointed log start, below which are remote
+    retention's deletions), said of the log dir's partition. A gap between copies that such a log dir's
+    partition reads (below its first segment) is said of that partition only; one a log dir given still holds is
+    ``lost`` False. A copy whose end cannot be read is passed over (its own verification says why)."""
+    logs: dict[tuple[str, int], list[PartitionDir]] = {}
+    for pdir in partitions:
+        if pdir.tiered is None and pdir.segments and not pdir.given_files:
+            logs.setdefault((pdir.topic, pdir.partition), []).append(pdir)
+    ends: dict[str, int | None] = {}
+
+    def end_of(pdir: PartitionDir):
+        def end(i: int) -> int:
+            segment = pdir.segments[i]
+            if segment.log_path not in ends:
+                from kafkaseg.storage.segment import log_end_offset
+
+                try:
+                    ends[segment.log_path] = log_end_offset(segment, filesystem=pdir.filesystem)
+                except KafkaSegError:
+                    ends[segment.log_path] = None
+            found = ends[segment.log_path]
+            return pdir.segments[i + 1].base_offset if found is None else found  # (unknown: no gap said)
+        return end
+
+    found: list[FoundGap] = []
+    for remote in partitions:
+        if remote.tiered is None or remote.given_files:
+            continue
+        own = logs.get((remote.topic, remote.partition), [])
+        merged = [(d, m) for d, m in ((d, with_remote_copies(d, remote)[0]) for d in own) if m is not None]
+        for log, whole in merged:
+            found.extend(FoundGap(log, gap, True) for gap in copy_gaps(whole, whole.log_start_offset,
+                                                                       end_of=end_of(whole)))
+        start = max((d.log_start_offset for d in own), default=None)
+        for gap in copy_gaps(remote, end_of=end_of(remote)):
+            holder = next((d for d in own if d.segments[0].base_offset <= gap.first), None)
+            if holder is not None:
+                found.append(FoundGap(remote, gap, False, holder.path))
+            elif not merged and (start is None or gap.end > start):
+                found.append(FoundGap(remote, gap, None))
+            # (else said of the log dir's partition read with the copies, or below its log start: retention's)
+    return found
 
 
 def _gaps(taken: Sequence[SegmentFiles], end: int) -> list[tuple[int, int]]:

@@ -1,0 +1,214 @@
+"""Offsets lost in tiered-storage copies are data loss, never taken for compaction: Kafka refuses remote storage for
+a compacted topic (``LogConfig.validateNoRemoteStorageForCompactedTopic``, ``UnifiedLog.isRemoteLogEnabled``), so a
+tiered topic's offsets that no file holds were deleted, not compacted away.
+
+* a copy (or a local segment of a log dir read with its copies) gone between planning and reading, whose offsets
+  no file holds when the read plans them again, where whether the files changed cannot be told (another host);
+* a copy missing between two copies, or between the newest copy and the log dir's first segment, with no
+  ``__remote_log_metadata`` to name it. Copies missing below the oldest one are remote retention's
+  (``RemoteLogManager.cleanupExpiredRemoteLogSegments`` deletes from the oldest end): not a gap.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import kafkaseg
+from kafkaseg.cli.main import main
+from kafkaseg.errors import DataLossError
+from kafkaseg.scan import ScanMetrics, read_slice
+from kafkaseg.testing import TopicSpec, write_data_dir
+from kafkaseg.testing.tiered import copy_to_tiered
+
+LAYOUTS = ["aiven", "local"]
+COLUMNS = ["topic", "partition", "offset", "timestamp", "timestampType", "key", "value"]
+
+
+def _tiered(root: Path, layout: str, *, local_from: int | None = None):
+    """A partition's rolled segments copied to remote storage in ``layout``; with ``local_from``, its log dir keeps
+    only the segments from that rank on (local retention), its log-start-offset-checkpoint at the log's start.
+    Returns (log dir, remote root, the rows of the whole log, the segments' base offsets)."""
+    spec = TopicSpec("orders", records_per_partition=4000, records_per_batch=20, segment_bytes=24 * 1024,
+                     index_interval_bytes=2048)
+    write_data_dir(root / "data", [spec])
+    folder = root / "data" / "orders-0"
+    whole = kafkaseg.read_arrow(str(root / "data")).select(COLUMNS)
+    copy_to_tiered(folder, root / "remote", layout=layout)
+    bases = sorted(int(p.name[:-4]) for p in folder.glob("*.log"))
+    assert len(bases) > 6
+    if local_from is not None:
+        for base in bases[:local_from]:
+            for path in folder.glob(f"{base:020d}.*"):
+                path.unlink()
+        (root / "data" / "log-start-offset-checkpoint").write_text(f"0\n1\norders 0 {bases[0]}\n")
+    return root / "data", root / "remote", whole, bases
+
+
+def _copy_of(remote: Path, base: int) -> Path:
+    (log,) = [p for p in remote.rglob("*.log") if int(p.name.split("-")[0]) == base]
+    return log
+
+
+def _drop_copy(remote: Path, base: int) -> Path:
+    """Delete every object of the copy of the segment at ``base`` (a copy missing from the bucket)."""
+    log = _copy_of(remote, base)
+    for path in log.parent.glob(log.name.split(".")[0] + ".*"):
+        path.unlink()
+    return log
+
+
+def _without(table: pa.Table, first: int, end: int) -> pa.Table:
+    offsets = table["offset"]
+    return table.filter(pc.or_(pc.less(offsets, first), pc.greater_equal(offsets, end)))
+
+
+def _below(table: pa.Table, end: int) -> pa.Table:
+    return table.filter(pc.less(table["offset"], end))
+
+
+def _elsewhere(piece):
+    """The slice as an executor on another host gets it: whether the partition's files changed since planning
+    cannot be told there (device and inode numbers, status-change times are the planning host's)."""
+    if piece.file_identity is None:
+        return piece
+    return replace(piece, file_identity=("another host",) + piece.file_identity[1:])
+
+
+# -- finding 1: a copy gone after planning ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("with_log_dir", [False, True], ids=["copies-alone", "with-log-dir"])
+def test_a_copy_gone_after_planning_is_lost_not_taken_for_compaction(tmp_path, layout, with_log_dir):
+    for fail in (True, False):
+        root = tmp_path / str(fail)
+        data, remote, whole, bases = _tiered(root, layout, local_from=4 if with_log_dir else None)
+        paths = [str(data), str(remote)] if with_log_dir else [str(remote)]
+        expected = whole if with_log_dir else _below(whole, bases[-1])
+        scan = kafkaseg.open_scan(paths, failOnDataLoss=str(fail).lower())
+        assert scan.to_table().select(COLUMNS).equals(expected)
+        slices = [_elsewhere(p) for p in scan.plan.slices]
+        gone = _drop_copy(remote, bases[2])  # a lifecycle rule, a sync with --delete
+        metrics = ScanMetrics()
+        if fail:
+            with pytest.raises(DataLossError, match="a tiered topic is never compacted") as raised:
+                [b for p in slices for b in read_slice(p, scan.options, metrics)]
+            assert f"offsets [{bases[2]}, {bases[3]})" in str(raised.value) and str(gone) in str(raised.value)
+            continue
+        got = pa.Table.from_batches([b for p in slices for b in read_slice(p, scan.options, metrics)])
+        assert got.select(COLUMNS).equals(_without(expected, bases[2], bases[3]))
+        skipped = [entry for entry in metrics.vanished_segments if entry[3].startswith("skipped")]
+        assert skipped == [(str(gone), bases[2], bases[3], "skipped (failOnDataLoss=false)")]
+        assert not any("compacted away" in what for *_, what in metrics.vanished_segments)
+
+
+def test_a_local_segment_gone_after_planning_is_still_read_from_its_copy_elsewhere(tmp_path):
+    # local retention deleted the planned segment, which is in remote storage: read from there, on any host
+    data, remote, whole, bases = _tiered(tmp_path, "local", local_from=4)
+    scan = kafkaseg.open_scan([str(data), str(remote)])
+    slices = [_elsewhere(p) for p in scan.plan.slices]
+    for path in (data / "orders-0").glob(f"{bases[4]:020d}.*"):
+        path.unlink()
+    (data / "log-start-offset-checkpoint").write_text(f"0\n1\norders 0 {bases[0]}\n")
+    metrics = ScanMetrics()
+    got = pa.Table.from_batches([b for p in slices for b in read_slice(p, scan.options, metrics)])
+    assert got.select(COLUMNS).equals(whole)
+    ((path, _, _, what),) = metrics.vanished_segments
+    assert path.endswith(f"{bases[4]:020d}.log") and "tiered-storage copy" in what and "compact" not in what
+
+
+# -- finding 2: a copy missing between others, no __remote_log_metadata --------------------------------------------
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("missing", [1, 3], ids=["between-copies", "below-the-log-dir"])
+def test_a_copy_missing_below_the_log_dir_is_data_loss_naming_the_gap(tmp_path, layout, missing):
+    data, remote, whole, bases = _tiered(tmp_path, layout, local_from=4)
+    before = _copy_of(remote, bases[missing - 1])
+    after = _copy_of(remote, bases[missing + 1]) if missing + 1 < 4 else data / "orders-0" / f"{bases[4]:020d}.log"
+    _drop_copy(remote, bases[missing])
+    paths = [str(data), str(remote)]
+    gap = f"offsets [{bases[missing]}, {bases[missing + 1]})"
+    with pytest.raises(DataLossError) as raised:
+        kafkaseg.read_arrow(paths)
+    assert gap in str(raised.value) and before.name in str(raised.value) and after.name in str(raised.value)
+    scan = kafkaseg.open_scan(paths, failOnDataLoss="false")
+    assert scan.to_table().select(COLUMNS).equals(_without(whole, bases[missing], bases[missing + 1]))
+    assert [line for line in scan.plan.report.data_loss if gap in line]
+    # a read wholly above the gap, or below it, loses nothing
+    above = json.dumps({"orders": {"0": bases[missing + 1]}})
+    assert kafkaseg.read_arrow(paths, startingOffsets=above).select(COLUMNS).equals(
+        whole.filter(pc.greater_equal(whole["offset"], bases[missing + 1])))
+    below = json.dumps({"orders": {"0": bases[missing]}})
+    assert kafkaseg.read_arrow(paths, endingOffsets=below).select(COLUMNS).equals(_below(whole, bases[missing]))
+    # a start inside the gap is in it too
+    with pytest.raises(DataLossError, match=rf"offsets \[{bases[missing] + 1}, {bases[missing + 1]}\)"):
+        kafkaseg.read_arrow(paths, startingOffsets=json.dumps({"orders": {"0": bases[missing] + 1}}))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_copy_missing_between_copies_read_alone_is_data_loss_and_retention_is_not(tmp_path, layout):
+    _, remote, whole, bases = _tiered(tmp_path, layout)
+    _drop_copy(remote, bases[0])  # remote retention deletes the oldest first: the log starts at the next copy
+    expected = _below(whole, bases[-1]).filter(pc.greater_equal(_below(whole, bases[-1])["offset"], bases[1]))
+    assert kafkaseg.read_arrow(str(remote)).select(COLUMNS).equals(expected)
+    before, after = _copy_of(remote, bases[2]), _copy_of(remote, bases[4])
+    _drop_copy(remote, bases[3])
+    with pytest.raises(DataLossError, match=rf"offsets \[{bases[3]}, {bases[4]}\)") as raised:
+        kafkaseg.read_arrow(str(remote))
+    assert before.name in str(raised.value) and after.name in str(raised.value)
+    scan = kafkaseg.open_scan(str(remote), failOnDataLoss="false")
+    assert scan.to_table().select(COLUMNS).equals(_without(expected, bases[3], bases[4]))
+    assert [line for line in scan.plan.report.data_loss if f"[{bases[3]}, {bases[4]})" in line]
+
+
+def test_describe_and_verify_name_the_gaps_in_a_partitions_copies(tmp_path, capsys):
+    data, remote, _, bases = _tiered(tmp_path, "local", local_from=4)
+    _drop_copy(remote, bases[1])
+    _drop_copy(remote, bases[3])
+    gaps = [f"[{bases[1]}, {bases[2]})", f"[{bases[3]}, {bases[4]})"]
+    assert main(["verify", str(data), str(remote)]) == 1
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if "in no tiered-storage copy" in line]
+    assert all(any(gap in line and "error" in line.lower() for line in lines) for gap in gaps), out
+    assert main(["describe", str(data), str(remote)]) == 0
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("orders-0: ") and "in no tiered-storage copy" in line]
+    assert all(any(gap in line for line in lines) for gap in gaps), err
+    # the copies alone: the gap between two of them, the log dir (which may hold it) not given
+    assert main(["verify", str(remote)]) == 0
+    out = capsys.readouterr().out
+    assert any(gaps[0] in line and "warning" in line.lower() for line in out.splitlines()), out
+    # remote retention's deletions, from the oldest copy, are no gap
+    _drop_copy(remote, bases[0])
+    assert main(["verify", str(remote)]) == 0
+    out = capsys.readouterr().out
+    assert gaps[0] not in out and f"[{bases[0]}, " not in out
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_log_dir_starting_inside_a_missing_copy_loses_the_offsets_below_it(tmp_path, layout):
+    """The review's case: copies of [b0, b1) and [b2, ...) in the bucket, the copy of [b1, b2) missing, the log dir
+    from inside it (its first segment's base between b1 and b2: a new leader rolled there). Before: read as the log
+    dir alone (Aiven: from its first offset, the copies' offsets passed over without a word) or, without recorded
+    ends (LocalTieredStorage), the first copy then the log dir, the offsets between read past unsaid."""
+    from kafkaseg.wire.batch import iter_headers
+
+    data, remote, whole, bases = _tiered(tmp_path, layout, local_from=1)
+    folder = data / "orders-0"
+    segment = folder / f"{bases[1]:020d}.log"
+    heads = list(iter_headers(segment.read_bytes()))
+    cut = heads[len(heads) // 2]
+    (folder / f"{cut.base_offset:020d}.log").write_bytes(segment.read_bytes()[cut.position:])
+    for path in folder.glob(f"{bases[1]:020d}.*"):
+        path.unlink()
+    _drop_copy(remote, bases[1])
+    paths = [str(data), str(remote)]
+    with pytest.raises(DataLossError, match=rf"offsets \[{bases[1]}, {cut.base_offset}\) are in no tiered"):
+        kafkaseg.read_arrow(paths)
+    got = kafkaseg.read_arrow(paths, failOnDataLoss="false").select(COLUMNS)
+    assert got.equals(_without(whole, bases[1], cut.base_offset))  # in order, each offset once
