@@ -388,7 +388,15 @@ def test_corrupt_framing_does_not_hide_the_batches_before_it(tmp_path, capsys):
     messages = [p["message"] for p in errors(report)]
     assert any("CRC mismatch in batch 5..9" in m for m in messages), messages
     assert any("corrupt framing" in m for m in messages), messages
-    assert report["partitions"][0]["segments"][0]["batches"] == 4
+    # and it reads on at the next .index entry whose batch checks out (every batch is indexed here), as a lenient
+    # read does: the batch after the bad one is walked too
+    assert report["partitions"][0]["segments"][0]["batches"] == 5
+    import kafkaseg
+
+    read = kafkaseg.read_arrow(str(tmp_path), onCorruption="skip", columns=["offset"]).column("offset").to_pylist()
+    lost = report["partitions"][0]["unreadableOffsets"]
+    assert [(u["firstOffset"], u["lastOffset"]) for u in lost] == [(5, 9), (20, 24)]
+    assert sorted(set(range(30)) - set(read)) == [*range(5, 10), *range(20, 25)]
 
 
 def test_a_bad_last_batch_of_a_rolled_segment_is_not_also_a_gap_before_the_next(tmp_path, capsys):
@@ -501,3 +509,4 @@ def test_describe_says_a_log_dirs_own_problem_once(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     (line,) = [line for line in err if "replication-offset-checkpoint" in line]
     assert line.startswith("t-0, t-1, t-2, t-3, t-4 and 2 more partitions: error: log dir: unreadable "), line
+
