@@ -510,3 +510,52 @@ def test_describe_says_a_log_dirs_own_problem_once(tmp_path, capsys):
     (line,) = [line for line in err if "replication-offset-checkpoint" in line]
     assert line.startswith("t-0, t-1, t-2, t-3, t-4 and 2 more partitions: error: log dir: unreadable "), line
 
+
+def _index_entries(path, size: int) -> list[tuple[int, ...]]:
+    """The entries of an ``.index`` (size 8: relative offset, position) or ``.timeindex`` (12: timestamp, relative
+    offset) file, as written."""
+    data = path.read_bytes()
+    return [struct.unpack_from(">ii" if size == 8 else ">qi", data, n) for n in range(0, len(data) - size + 1, size)]
+
+
+def test_a_rolled_segment_cut_short_is_one_line_per_index_not_one_per_entry(tmp_path, capsys):
+    """A partial copy cuts a rolled segment short: every ``.index``/``.timeindex`` entry past the cut was an error of
+    its own (dozens per segment, burying the one line that says what happened). One line per index file says how
+    many entries point past the log's end, with the first and last; JSON keeps the count."""
+    from kafkaseg.storage.segment import SegmentReader
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    manifest = write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=2000, records_per_batch=10,
+                                                   segment_bytes=64 * 1024)], seed=1)
+    pm = manifest.partition("t", 0)
+    assert len(pm.segments) > 1
+    rolled = pm.directory / f"{pm.segments[0].base_offset:020d}.log"
+    with open(rolled, "r+b") as f:
+        f.truncate(rolled.stat().st_size // 2 + 7)
+    with SegmentReader(str(rolled)) as reader:
+        whole = list(reader.iter_headers())
+    end, last = whole[-1].end, whole[-1].last_offset
+    base = pm.segments[0].base_offset
+    index, timeindex = rolled.with_suffix(".index"), rolled.with_suffix(".timeindex")
+    past_index = [(base + rel, pos) for rel, pos in _index_entries(index, 8) if pos >= end]
+    past_time = [(base + rel, ts) for ts, rel in _index_entries(timeindex, 12) if base + rel > last]
+    assert len(past_index) > 2 and len(past_time) > 2
+    code, report = verify_json([tmp_path], capsys)
+    assert code == 1
+    for path, past in ((index, past_index), (timeindex, past_time)):
+        (line,) = [p for p in report["problems"] if p["file"] == str(path)]
+        assert line["severity"] == "error" and line["count"] == len(past), line
+        assert f"offsets {past[0][0]}..{past[-1][0]}" in line["message"], line
+    (index_line,) = [p for p in report["problems"] if p["file"] == str(index)]
+    assert f"positions {past_index[0][1]}..{past_index[-1][1]}" in index_line["message"], index_line
+    # the offsets after the cut are lost with it: not also "missing before" the next segment, nor compaction gaps
+    assert not [p for p in report["problems"] if "missing before this segment" in p["message"]
+                or "non-consecutive" in p["message"]], report["problems"]
+    (lost,) = report["partitions"][0]["unreadableOffsets"]
+    assert (lost["firstOffset"], lost["lastOffset"]) == (last + 1, pm.segments[1].base_offset - 1)
+    assert main(["verify", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    errors_counted = sum(p["count"] for p in errors(report))
+    assert f"{errors_counted} errors" in out.splitlines()[-1]
+    assert sum(1 for line in out.splitlines() if line.startswith("ERROR: ") and "index @ byte" in line) == 2
+

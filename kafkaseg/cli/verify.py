@@ -231,16 +231,17 @@ class VerifyReport:
     _listed: dict = field(default_factory=dict, repr=False)
     _omitted: dict = field(default_factory=dict, repr=False)
 
-    def add(self, severity: str, file: str, position: int | None, message: str) -> None:
-        """Record a problem: the first ``max_listed`` of each file and severity are listed, the rest counted (one
-        bad base offset must not list one error per record of a segment)."""
+    def add(self, severity: str, file: str, position: int | None, message: str, count: int = 1) -> None:
+        """Record a problem (``count``: how many one line stands for): the first ``max_listed`` of each file and
+        severity are listed, the rest counted (one bad base offset must not list one error per record of a
+        segment)."""
         key = (file, severity)
         listed = self._listed.get(key, 0)
         if listed >= self.max_listed:
-            self._omitted[key] = self._omitted.get(key, 0) + 1
+            self._omitted[key] = self._omitted.get(key, 0) + count
             return
         self._listed[key] = listed + 1
-        self.problems.append(Problem(severity, file, position, message))
+        self.problems.append(Problem(severity, file, position, message, count))
 
     def flush_omitted(self) -> None:
         """One line per file and severity for the problems counted but not listed."""
@@ -358,13 +359,24 @@ class _OffsetIndexCursor(_EntryCursor):
         while self.next < resume:
             self._advance()
 
-    def finish(self) -> None:
-        if self.pending is not None:
-            n, offset, at = self.pending
-            self._mismatch("past the end of the complete batches", n, at)
+    def finish(self, walked_to: int | None, log_size: int) -> None:
+        """After the walk, which read complete batches up to byte ``walked_to`` (None: not known) of a
+        ``log_size``-byte log: the entries it did not reach, or whose offset no batch reached, point past the end
+        of the complete batches (a log cut short, or damaged at its end): one line for them all."""
+        past = [] if self.pending is None else [self.pending[0]]
         while self.next != _NEVER:
-            self._mismatch("past the end of the complete batches")
+            past.append(self.n)
             self._advance()
+        if past:
+            past.sort()
+            offsets, positions = self.index.offsets[past], self.index.positions[past]
+            beyond = int(np.count_nonzero(positions >= log_size))
+            where = "the end of the complete batches" if walked_to is None else \
+                f"the last complete batch, which ends at byte {walked_to}"
+            self.report.add(ERROR, self.path, past[0] * OffsetIndex.ENTRY_SIZE, _past_end(
+                len(past), int(offsets[0]), int(offsets[-1]), f"positions {int(positions[0])}..{int(positions[-1])}",
+                f"point past {where}" + (f" ({beyond} past the end of the {log_size}-byte log)" if beyond else "")),
+                len(past))
         if self.inside:
             entries = "1 entry holds" if self.inside == 1 else f"{self.inside} entries hold"
             self.report.add(INFO, self.path, None, f"{entries} an offset inside the batch pointed at, not its last "
@@ -411,10 +423,28 @@ class _TimeIndexCursor(_EntryCursor):
         while self.next < first:
             self._advance()
 
-    def finish(self) -> None:
+    def finish(self, last_offset: int | None) -> None:
+        """After the walk, whose last complete batch ends at offset ``last_offset`` (None: no batch): the entries
+        for later offsets, one line for them all."""
+        past = []
         while self.next != _NEVER:
-            self._mismatch(f"offset {self.next} is past the last complete batch")
+            past.append(self.n)
             self._advance()
+        if past:
+            offsets = self.index.offsets[past]
+            self.report.add(ERROR, self.path, past[0] * TimeIndex.ENTRY_SIZE, _past_end(
+                len(past), int(offsets[0]), int(offsets[-1]),
+                f"at bytes {past[0] * TimeIndex.ENTRY_SIZE}..{past[-1] * TimeIndex.ENTRY_SIZE} of the file",
+                "hold offsets past the last complete batch" + ("" if last_offset is None else
+                                                               f", which ends at offset {last_offset}")), len(past))
+
+
+def _past_end(n: int, first: int, last: int, where: str, what: str) -> str:
+    """One line for the ``n`` entries of an index past the end of the log's complete batches."""
+    entries = f"1 entry (offset {first}, {where.replace('positions', 'position').replace('bytes', 'byte')})" \
+        if n == 1 else f"{n} entries (offsets {first}..{last}, {where})"
+    verb = what if n != 1 else what.replace("point past", "points past").replace("hold offsets", "holds an offset")
+    return f"{entries} {verb}: the log is cut short (a partial copy?) or damaged at its end"
 
 
 def _without_entry_being_written(index, entry_size: int, log_size: int, path: str, add):
@@ -539,6 +569,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
     last_offset = last_offset_before
     seg_last = None  # the largest batch lastOffset
     after_bad_crc = False
+    ended_damaged = False  # the walk ended at damage: the offsets up to the next segment's base are unknown
     is_active = pdir.is_active_segment(path)
     index_path, index_window = index_location(seg, "index")
     timeindex_path, timeindex_window = index_location(seg, "timeindex")
@@ -565,8 +596,8 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
         if is_active:
             offset_index = _without_entry_being_written(offset_index, 8, log_size, index_label, add)
             time_index = _without_entry_being_written(time_index, 12, log_size, timeindex_label, add)
-        if offset_index is not None:
-            for p in offset_index.sanity_problems(log_size):
+        if offset_index is not None:  # (entries past the log's end: the cursor's one line for all of them)
+            for p in offset_index.sanity_problems(None):
                 add(ERROR, index_label, p.position, f"sanity check: {p.detail}")
         offsets_cursor = _OffsetIndexCursor(offset_index, index_label, report) if offset_index else None
         times_cursor = _TimeIndexCursor(time_index, timeindex_label, report) if time_index else None
@@ -653,12 +684,14 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                     tail.position, f"a batch runs past the end of the active segment ({tail.detail}), but whole "
                     f"batches follow it: its length field is corrupt", "a corrupt batch length field", False)
             if broken is None:
+                walked_to = log_size if tail is None else tail.position
                 break
-            at, problem, reason, _ = broken
+            at, problem, reason, framing = broken
             if found is None:
+                walked_to, ended_damaged = at, True
                 add(ERROR, path, at, problem)
                 tracker.damaged(path, at, f"{reason} (nothing sound after it that a read goes on at: the rest of "
-                                          "the segment is not read)")
+                                          "the segment is not read)" if framing else reason)
                 break
             start, first, how = found
             add(ERROR, path, at, f"{problem}; read on from byte {start}, {how}, as a read with onCorruption=skip "
@@ -685,6 +718,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                 # a fetch there hands a consumer a record size of 0 (CorruptRecordException), and a read fails
                 # there as well (a lenient one skips it, counted)
                 tracker.damaged(path, tail.position, "zero bytes after the last batch of a rolled segment")
+                ended_damaged = True
                 add(ERROR, path, tail.position, f"{tail.length} zero bytes after the last batch of a rolled segment "
                                                 "(a broker trims them at roll, so they are no preallocation; a "
                                                 "consumer's fetch and a read fail there, and DumpLogSegments reports "
@@ -696,12 +730,12 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                                                      "acknowledged: up to the high watermark)")
     summary.last_offset = seg_last
     if offsets_cursor is not None:
-        offsets_cursor.finish()
+        offsets_cursor.finish(walked_to, log_size)
     if times_cursor is not None:
-        times_cursor.finish()
+        times_cursor.finish(seg_last)
     if time_index is not None:
-        end = seg_last + 1 if seg_last is not None else seg.base_offset
-        for p in time_index.sanity_problems(log_size, log_end_offset=end):
+        # (offsets past the last batch: the cursor's one line for all of them)
+        for p in time_index.sanity_problems(log_size):
             add(ERROR, timeindex_label, p.position, f"sanity check: {p.detail}")
     if txnindex_label:
         try:
@@ -728,6 +762,10 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
         # the segment ends with batches that failed their CRC: the offsets they held are unknown, so no gap is
         # counted across them into the next segment either (their header's lastOffset is the best bound there is)
         last_offset = max(last_offset, seg_last)
+    if ended_damaged and i + 1 < len(pdir.segments):
+        # the walk ended at damage (a segment cut short, bytes no read goes past): the offsets after it, up to the
+        # next segment's base, are lost with it (its unreadable range), not also missing between segments
+        last_offset = max(last_offset, pdir.segments[i + 1].base_offset - 1)
     return last_offset
 
 
