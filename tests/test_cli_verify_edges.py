@@ -559,3 +559,31 @@ def test_a_rolled_segment_cut_short_is_one_line_per_index_not_one_per_entry(tmp_
     assert f"{errors_counted} errors" in out.splitlines()[-1]
     assert sum(1 for line in out.splitlines() if line.startswith("ERROR: ") and "index @ byte" in line) == 2
 
+
+def test_a_zero_filled_index_tail_in_a_rolled_segment_is_a_warning(tmp_path, capsys):
+    """Kafka trims a segment's indexes when it rolls (LogSegment.onBecomeInactiveSegment), when it recovers it and
+    when it closes it, so zeros ending a rolled segment's ``.index``/``.timeindex`` are damage (entries zeroed) or a
+    copy of a preallocated file, not a live broker's preallocation: a warning naming the byte where they start and
+    how many entries they take. The active segment's preallocated indexes stay silent."""
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    manifest = write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=2000, records_per_batch=10,
+                                                   segment_bytes=64 * 1024, preallocate_active_index=True)], seed=1)
+    pm = manifest.partition("t", 0)
+    first, second = (pm.directory / f"{s.base_offset:020d}" for s in pm.segments[:2])
+    index = first.with_suffix(".index")
+    appended_at = index.stat().st_size
+    with open(index, "ab") as f:
+        f.write(bytes(8 * 10))  # a preallocated file's zeros, copied
+    timeindex = second.with_suffix(".timeindex")
+    data = bytearray(timeindex.read_bytes())
+    zeroed_at = len(data) - 3 * 12
+    data[zeroed_at:] = bytes(3 * 12)  # its last three entries zeroed
+    timeindex.write_bytes(bytes(data))
+    code, report = verify_json([tmp_path], capsys)
+    assert code == 0, errors(report)
+    warned = [p for p in report["problems"] if p["severity"] == "warning"]
+    assert [(p["file"], p["position"]) for p in warned] == [(str(index), appended_at), (str(timeindex), zeroed_at)]
+    assert "10 entries" in warned[0]["message"] and "3 entries" in warned[1]["message"], warned
+    assert all("rolled" in p["message"] for p in warned)
+

@@ -468,6 +468,20 @@ def _without_entry_being_written(index, entry_size: int, log_size: int, path: st
                        tail_entries=index.tail_entries)
 
 
+def _check_trimmed(index, label: str, add) -> None:
+    """A rolled segment's ``index`` ending in zeros (a preallocated tail, which loading leaves out): a warning.
+    Kafka trims an index to its entries when it rolls the segment (``LogSegment.onBecomeInactiveSegment``), when
+    it recovers it and when it closes it (``AbstractIndex.close``), so zeros there are entries zeroed by damage or
+    a copy of a live broker's preallocated file. (Non-zero bytes in them are the sanity check's error.)"""
+    if index is None or not index.tail_entries or index.tail_garbage_position is not None:
+        return
+    n, size = index.tail_entries, index.ENTRY_SIZE
+    add(WARNING, label, len(index) * size, f"{n} {'entry' if n == 1 else 'entries'} of zeros from byte "
+        f"{len(index) * size} to the end of the file ({n * size} bytes): a rolled segment's index ends at its last "
+        "entry (Kafka trims it when it rolls, recovers or closes the segment), so these are entries zeroed by "
+        "damage or a copy of a preallocated file; the entries before them are checked")
+
+
 def _load_index(kind, path: str, seg, pdir: PartitionDir, report: VerifyReport, window, label: str):
     try:
         return kind.load(path, seg.base_offset, pdir.filesystem, window=window)
@@ -596,6 +610,9 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
         if is_active:
             offset_index = _without_entry_being_written(offset_index, 8, log_size, index_label, add)
             time_index = _without_entry_being_written(time_index, 12, log_size, timeindex_label, add)
+        if not is_active:
+            for index, label in ((offset_index, index_label), (time_index, timeindex_label)):
+                _check_trimmed(index, label, add)
         if offset_index is not None:  # (entries past the log's end: the cursor's one line for all of them)
             for p in offset_index.sanity_problems(None):
                 add(ERROR, index_label, p.position, f"sanity check: {p.detail}")
