@@ -587,3 +587,27 @@ def test_a_zero_filled_index_tail_in_a_rolled_segment_is_a_warning(tmp_path, cap
     assert "10 entries" in warned[0]["message"] and "3 entries" in warned[1]["message"], warned
     assert all("rolled" in p["message"] for p in warned)
 
+
+def test_an_unfinished_segment_swap_is_one_warning(tmp_path, capsys):
+    """The log cleaner's last steps rename its ``.cleaned`` files ``.swap`` and then into place: a copy taken (or a
+    crash) in between holds a ``.log.swap`` with its ``.index.swap`` and ``.timeindex.swap``, resolved as Kafka's
+    LogLoader does. That was three warnings, one per file, beside an info note on the resolution: one line says
+    it all."""
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    manifest = write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=2000, records_per_batch=10,
+                                                   segment_bytes=64 * 1024)], seed=1)
+    pm = manifest.partition("t", 0)
+    stem = pm.directory / f"{pm.segments[1].base_offset:020d}"
+    swapped = []
+    for suffix in (".log", ".index", ".timeindex"):
+        shutil.copy(stem.with_suffix(suffix), f"{stem}{suffix}.swap")
+        swapped.append(f"{stem.name}{suffix}.swap")
+    code, report = verify_json([tmp_path], capsys)
+    assert code == 0, errors(report)
+    about = [p for p in report["problems"] if ".swap" in p["file"] + p["message"]]
+    assert len(about) == 1 and about[0]["severity"] == "warning", about
+    assert about[0]["file"] == f"{stem}.log.swap" and all(name in about[0]["message"] for name in swapped), about
+    assert f"[{pm.segments[1].base_offset}, {pm.segments[2].base_offset})" in about[0]["message"], about
+    assert main(["verify", "--verbose", str(tmp_path)]) == 0
+    assert sum(".swap" in line for line in capsys.readouterr().out.splitlines()) == 1

@@ -53,8 +53,8 @@ from kafkaseg.options import ReadOptions
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage import tiered
 from kafkaseg.storage._index_file import index_location
-from kafkaseg.storage.layout import (PartitionDir, check_one_incarnation, discover, transactions_open_at,
-                                     unacknowledged_append, valid_cleaner_offset)
+from kafkaseg.storage.layout import (SWAPS_RESOLVED, PartitionDir, check_one_incarnation, discover,
+                                     transactions_open_at, unacknowledged_append, valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
 from kafkaseg.storage.segment import SegmentReader, data_after_zeros, offsets_hidden_by_last_batch
@@ -831,10 +831,21 @@ def _check_files(pdir: PartitionDir, report: VerifyReport) -> None:
         return
     names = {e.name for e in entries if not e.is_dir}
     logs = {n.split(".")[0] for n in names if n.endswith(".log")}
+    # the .swap files read in place of the segments they replace, as a broker's LogLoader takes them: one line
+    swapped_in = [_fs.basename(p) for s in pdir.segments if s.from_swap
+                  for p in (s.log_path, s.index_path, s.timeindex_path, s.txnindex_path) if p]
+    resolved = next((note for note in pdir.notes if note.startswith(SWAPS_RESOLVED)), None)
+    if swapped_in:
+        report.add(WARNING, _fs.join(pdir.path, swapped_in[0]), None,
+                   f"unfinished segment swap ({', '.join(swapped_in)}): the log cleaner's or a segment split's new "
+                   "files, which a broker renames into place at startup; verified in place of what they replace, as "
+                   "Kafka's LogLoader resolves them" + (f": {resolved[len(SWAPS_RESOLVED):]}" if resolved else ""))
     for entry in entries:
         if entry.is_dir:
             continue
         name = entry.name
+        if name in swapped_in:
+            continue
         if _TEMP_FILE.search(name):
             report.add(WARNING, entry.path, None,
                        "temporary file (a broker deletes or completes it at startup)")
@@ -857,6 +868,8 @@ def _check_files(pdir: PartitionDir, report: VerifyReport) -> None:
                        f"{note[len('unreadable ' + side + ': '):]} (a broker fails the log dir on it; kafkaseg reads "
                        "on without it)")
         elif note.startswith(tiered.LIVE_COPIES_MISSING):  # a warning or error each (report_live_copies_missing)
+            continue
+        elif note.startswith(SWAPS_RESOLVED) and swapped_in:  # said in the swap's warning
             continue
         elif note not in unreadable:  # reported once, as a problem of the log dir (_check_log_dir_checkpoints)
             report.add(INFO, pdir.path, None, note)
