@@ -156,11 +156,16 @@ def test_describe_notes_a_high_watermark_above_the_log_end(datadir, capsys):
 
 @pytest.mark.corpus
 def test_corpus_dirs_verify_clean(corpus_dir, capsys):
-    for where in ("segments/smartassets__backend-server/51801d05/kafka/data",
-                  "segments/RaviAzzuraPutra__LATIHAN-MICROSERVICE-NEW/09b38fa5/kafka/data"):
-        code, report = verify_json(corpus_dir / where, capsys)
+    """Every real broker log dir of the corpus (the folders holding its partition folders) verifies without an
+    error, and no rolled segment's index ends in zeros (real brokers trim them)."""
+    log_dirs = sorted({log.parent.parent for log in (corpus_dir / "segments").rglob("*.log")})
+    assert len(log_dirs) >= 4, log_dirs
+    for where in log_dirs:
+        code, report = verify_json(where, capsys)
         errors = [p for p in report["problems"] if p["severity"] == "error"]
-        assert code == 0 and not errors, errors
+        assert code == 0 and not errors, (where, errors)
+        untrimmed = [p for p in report["problems"] if "of zeros from byte" in p["message"]]
+        assert not untrimmed, (where, untrimmed)
 
 
 def test_a_live_partition_too_young_for_its_first_index_entry_verifies_clean(tmp_path, capsys):
