@@ -713,7 +713,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
             start, first, how = found
             add(ERROR, path, at, f"{problem}; read on from byte {start}, {how}, as a read with onCorruption=skip "
                                  "does")
-            tracker.damaged(path, at, f"{reason}, up to byte {start}")
+            tracker.damaged(path, at, f"{reason}, read on from byte {start}")
             if summary.first_bad_position is None:  # where a broker's recovery would truncate the segment
                 summary.first_bad_position, summary.first_bad_base = at, tracker.last_offset + 1
             if offsets_cursor is not None:
