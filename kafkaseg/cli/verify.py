@@ -373,10 +373,10 @@ class _OffsetIndexCursor(_EntryCursor):
             beyond = int(np.count_nonzero(positions >= log_size))
             where = "the end of the complete batches" if walked_to is None else \
                 f"the last complete batch, which ends at byte {walked_to}"
+            beyond = f" ({beyond} past the end of the {log_size}-byte log)" if beyond else ""
             self.report.add(ERROR, self.path, past[0] * OffsetIndex.ENTRY_SIZE, _past_end(
-                len(past), int(offsets[0]), int(offsets[-1]), f"positions {int(positions[0])}..{int(positions[-1])}",
-                f"point past {where}" + (f" ({beyond} past the end of the {log_size}-byte log)" if beyond else "")),
-                len(past))
+                offsets, ("position {}", "positions {}..{}", int(positions[0]), int(positions[-1])),
+                (f"points past {where}{beyond}", f"point past {where}{beyond}")), len(past))
         if self.inside:
             entries = "1 entry holds" if self.inside == 1 else f"{self.inside} entries hold"
             self.report.add(INFO, self.path, None, f"{entries} an offset inside the batch pointed at, not its last "
@@ -431,20 +431,25 @@ class _TimeIndexCursor(_EntryCursor):
             past.append(self.n)
             self._advance()
         if past:
-            offsets = self.index.offsets[past]
+            batch = "the last complete batch" + ("" if last_offset is None else f", which ends at offset {last_offset}")
             self.report.add(ERROR, self.path, past[0] * TimeIndex.ENTRY_SIZE, _past_end(
-                len(past), int(offsets[0]), int(offsets[-1]),
-                f"at bytes {past[0] * TimeIndex.ENTRY_SIZE}..{past[-1] * TimeIndex.ENTRY_SIZE} of the file",
-                "hold offsets past the last complete batch" + ("" if last_offset is None else
-                                                               f", which ends at offset {last_offset}")), len(past))
+                self.index.offsets[past], ("at byte {} of the file", "at bytes {}..{} of the file",
+                                           past[0] * TimeIndex.ENTRY_SIZE, past[-1] * TimeIndex.ENTRY_SIZE),
+                (f"holds an offset past {batch}", f"hold offsets past {batch}")), len(past))
 
 
-def _past_end(n: int, first: int, last: int, where: str, what: str) -> str:
-    """One line for the ``n`` entries of an index past the end of the log's complete batches."""
-    entries = f"1 entry (offset {first}, {where.replace('positions', 'position').replace('bytes', 'byte')})" \
-        if n == 1 else f"{n} entries (offsets {first}..{last}, {where})"
-    verb = what if n != 1 else what.replace("point past", "points past").replace("hold offsets", "holds an offset")
-    return f"{entries} {verb}: the log is cut short (a partial copy?) or damaged at its end"
+def _past_end(offsets, where: tuple[str, str, int, int], what: tuple[str, str]) -> str:
+    """One line for the entries of an index past the end of the log's complete batches, whose ``offsets`` are
+    given (in file order): ``where`` they are (a format for one entry, one for several, the first and the last
+    place) and ``what`` they do (said of one, of several)."""
+    one, several, first, last = where
+    if len(offsets) == 1:
+        return f"1 entry (offset {int(offsets[0])}, {one.format(first)}) {what[0]}: {_CUT_SHORT}"
+    return (f"{len(offsets)} entries (offsets {int(offsets[0])}..{int(offsets[-1])}, {several.format(first, last)}) "
+            f"{what[1]}: {_CUT_SHORT}")
+
+
+_CUT_SHORT = "the log is cut short (a partial copy?) or damaged at its end"
 
 
 def _without_entry_being_written(index, entry_size: int, log_size: int, path: str, add):
@@ -570,6 +575,7 @@ def _resynchronised(reader: SegmentReader, bad: int) -> int | None:
     at = resynchronised_at(buf, DecodeRequest(path=reader.path, lenient=True, max_batch_bytes=limit,
                                               bytes_after=max(reader.size - bad - len(buf), 0)))
     return None if at is None else bad + at
+
 
 def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: SegmentSummary,
                     last_offset_before: int, deep: bool, tracker: _ReadableTracker) -> int:
