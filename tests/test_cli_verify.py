@@ -19,6 +19,7 @@ TOPICS = [
     TopicSpec("compacted", records_per_partition=800, key_cardinality=40, gap_ratio=0.3, idempotent=True,
               cleanup_policy="compact", segment_bytes=24 * 1024),
     TopicSpec("live", records_per_partition=500, preallocate_active_index=8 * 1024, segment_bytes=24 * 1024),
+    TopicSpec("zeroed", records_per_partition=1200, segment_bytes=40 * 1024),
 ]
 
 
@@ -155,11 +156,16 @@ def test_describe_notes_a_high_watermark_above_the_log_end(datadir, capsys):
 
 @pytest.mark.corpus
 def test_corpus_dirs_verify_clean(corpus_dir, capsys):
-    for where in ("segments/smartassets__backend-server/51801d05/kafka/data",
-                  "segments/RaviAzzuraPutra__LATIHAN-MICROSERVICE-NEW/09b38fa5/kafka/data"):
-        code, report = verify_json(corpus_dir / where, capsys)
+    """Every real broker log dir of the corpus (the folders holding its partition folders) verifies without an
+    error, and no rolled segment's index ends in zeros (real brokers trim them)."""
+    log_dirs = sorted({log.parent.parent for log in (corpus_dir / "segments").rglob("*.log")})
+    assert len(log_dirs) >= 4, log_dirs
+    for where in log_dirs:
+        code, report = verify_json(where, capsys)
         errors = [p for p in report["problems"] if p["severity"] == "error"]
-        assert code == 0 and not errors, errors
+        assert code == 0 and not errors, (where, errors)
+        untrimmed = [p for p in report["problems"] if "of zeros from byte" in p["message"]]
+        assert not untrimmed, (where, untrimmed)
 
 
 def test_a_live_partition_too_young_for_its_first_index_entry_verifies_clean(tmp_path, capsys):
@@ -433,6 +439,12 @@ def test_unreadable_offsets_are_summed_up_per_partition_with_their_times(datadir
     assert len(live.segments) == 3 and len(pay.segments) == 2
     lose(live, live.segments[1])  # a segment file lost from the middle
     lose(pay, pay.segments[-1])  # the last one, of a transactional partition: acknowledged offsets past the log end
+    zeroed = datadir.partition("zeroed", 0)
+    paged = zeroed.directory / f"{zeroed.segments[0].base_offset:020d}.log"  # a zero-filled page in a rolled segment
+    data = bytearray(paged.read_bytes())
+    assert len(data) > 5 * 4096 and len(zeroed.segments) > 1
+    data[2 * 4096:3 * 4096] = bytes(4096)
+    paged.write_bytes(bytes(data))
 
     code, report = verify_json(datadir.path, capsys)
     assert code == 1
@@ -440,7 +452,7 @@ def test_unreadable_offsets_are_summed_up_per_partition_with_their_times(datadir
     table = kafkaseg.read_arrow(str(datadir.path), onCorruption="skip", failOnDataLoss=False,
                                 columns=["topic", "partition", "offset"])
     read = set(zip(*(table.column(c).to_pylist() for c in ("topic", "partition", "offset"))))
-    damaged = {("orders", 0), ("orders", 1), ("pay", 0), ("live", 0)}
+    damaged = {("orders", 0), ("orders", 1), ("pay", 0), ("live", 0), ("zeroed", 0)}
     for key, pm in datadir.partitions.items():
         ranges = by_name[key]["unreadableOffsets"]
         records = sorted((r for r in pm.records if r.offset < pm.high_watermark), key=lambda r: r.offset)
@@ -465,6 +477,17 @@ def test_unreadable_offsets_are_summed_up_per_partition_with_their_times(datadir
     assert by_name[("orders", 1)]["unreadableOffsets"][0]["file"] == str(cut)
     assert "missing" in by_name[("live", 0)]["unreadableOffsets"][0]["reason"]
     assert "high watermark" in by_name[("pay", 0)]["unreadableOffsets"][0]["reason"]
+    # the zero-filled page: verify reads on where a lenient read resumes (the next .index entry whose batch checks
+    # out), so the range ends inside the segment, and the index entries after the zeros are no errors
+    (u,) = by_name[("zeroed", 0)]["unreadableOffsets"]
+    assert u["file"] == str(paged) and u["lastOffset"] < zeroed.segments[1].base_offset - 1, u
+    index_entries = paged.with_suffix(".index").read_bytes()
+    resumed_at = {struct.unpack_from(">i", index_entries, n + 4)[0] for n in range(0, len(index_entries), 8)}
+    zeros = [p for p in report["problems"] if p["file"] == str(paged) and "zeros" in p["message"]]
+    assert len(zeros) == 1 and zeros[0]["severity"] == "error", zeros
+    assert any(f"read on from byte {at}," in zeros[0]["message"] for at in resumed_at if at > 3 * 4096), zeros
+    assert not [p for p in report["problems"] if p["severity"] != "info" and p["file"].startswith(
+        str(paged.with_suffix(""))) and p["file"] != str(paged)], "index entries after the zeros are right"
     # the human output: one line per range, to paste into an incident channel
     assert main(["verify", str(datadir.path)]) == 1
     out = capsys.readouterr().out

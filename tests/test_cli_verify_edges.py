@@ -388,7 +388,15 @@ def test_corrupt_framing_does_not_hide_the_batches_before_it(tmp_path, capsys):
     messages = [p["message"] for p in errors(report)]
     assert any("CRC mismatch in batch 5..9" in m for m in messages), messages
     assert any("corrupt framing" in m for m in messages), messages
-    assert report["partitions"][0]["segments"][0]["batches"] == 4
+    # and it reads on at the next .index entry whose batch checks out (every batch is indexed here), as a lenient
+    # read does: the batch after the bad one is walked too
+    assert report["partitions"][0]["segments"][0]["batches"] == 5
+    import kafkaseg
+
+    read = kafkaseg.read_arrow(str(tmp_path), onCorruption="skip", columns=["offset"]).column("offset").to_pylist()
+    lost = report["partitions"][0]["unreadableOffsets"]
+    assert [(u["firstOffset"], u["lastOffset"]) for u in lost] == [(5, 9), (20, 24)]
+    assert sorted(set(range(30)) - set(read)) == [*range(5, 10), *range(20, 25)]
 
 
 def test_a_bad_last_batch_of_a_rolled_segment_is_not_also_a_gap_before_the_next(tmp_path, capsys):
@@ -501,3 +509,105 @@ def test_describe_says_a_log_dirs_own_problem_once(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     (line,) = [line for line in err if "replication-offset-checkpoint" in line]
     assert line.startswith("t-0, t-1, t-2, t-3, t-4 and 2 more partitions: error: log dir: unreadable "), line
+
+
+def _index_entries(path, size: int) -> list[tuple[int, ...]]:
+    """The entries of an ``.index`` (size 8: relative offset, position) or ``.timeindex`` (12: timestamp, relative
+    offset) file, as written."""
+    data = path.read_bytes()
+    return [struct.unpack_from(">ii" if size == 8 else ">qi", data, n) for n in range(0, len(data) - size + 1, size)]
+
+
+def test_a_rolled_segment_cut_short_is_one_line_per_index_not_one_per_entry(tmp_path, capsys):
+    """A partial copy cuts a rolled segment short: every ``.index``/``.timeindex`` entry past the cut was an error of
+    its own (dozens per segment, burying the one line that says what happened). One line per index file says how
+    many entries point past the log's end, with the first and last; JSON keeps the count."""
+    from kafkaseg.storage.segment import SegmentReader
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    manifest = write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=2000, records_per_batch=10,
+                                                   segment_bytes=64 * 1024)], seed=1)
+    pm = manifest.partition("t", 0)
+    assert len(pm.segments) > 1
+    rolled = pm.directory / f"{pm.segments[0].base_offset:020d}.log"
+    with open(rolled, "r+b") as f:
+        f.truncate(rolled.stat().st_size // 2 + 7)
+    with SegmentReader(str(rolled)) as reader:
+        whole = list(reader.iter_headers())
+    end, last = whole[-1].end, whole[-1].last_offset
+    base = pm.segments[0].base_offset
+    index, timeindex = rolled.with_suffix(".index"), rolled.with_suffix(".timeindex")
+    past_index = [(base + rel, pos) for rel, pos in _index_entries(index, 8) if pos >= end]
+    past_time = [(base + rel, ts) for ts, rel in _index_entries(timeindex, 12) if base + rel > last]
+    assert len(past_index) > 2 and len(past_time) > 2
+    code, report = verify_json([tmp_path], capsys)
+    assert code == 1
+    for path, past in ((index, past_index), (timeindex, past_time)):
+        (line,) = [p for p in report["problems"] if p["file"] == str(path)]
+        assert line["severity"] == "error" and line["count"] == len(past), line
+        assert f"offsets {past[0][0]}..{past[-1][0]}" in line["message"], line
+    (index_line,) = [p for p in report["problems"] if p["file"] == str(index)]
+    assert f"positions {past_index[0][1]}..{past_index[-1][1]}" in index_line["message"], index_line
+    # the offsets after the cut are lost with it: not also "missing before" the next segment, nor compaction gaps
+    assert not [p for p in report["problems"] if "missing before this segment" in p["message"]
+                or "non-consecutive" in p["message"]], report["problems"]
+    (lost,) = report["partitions"][0]["unreadableOffsets"]
+    assert (lost["firstOffset"], lost["lastOffset"]) == (last + 1, pm.segments[1].base_offset - 1)
+    assert main(["verify", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    errors_counted = sum(p["count"] for p in errors(report))
+    assert f"{errors_counted} errors" in out.splitlines()[-1]
+    assert sum(1 for line in out.splitlines() if line.startswith("ERROR: ") and "index @ byte" in line) == 2
+
+
+def test_a_zero_filled_index_tail_in_a_rolled_segment_is_a_warning(tmp_path, capsys):
+    """Kafka trims a segment's indexes when it rolls (LogSegment.onBecomeInactiveSegment), when it recovers it and
+    when it closes it, so zeros ending a rolled segment's ``.index``/``.timeindex`` are damage (entries zeroed) or a
+    copy of a preallocated file, not a live broker's preallocation: a warning naming the byte where they start and
+    how many entries they take. The active segment's preallocated indexes stay silent."""
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    manifest = write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=2000, records_per_batch=10,
+                                                   segment_bytes=64 * 1024, preallocate_active_index=True)], seed=1)
+    pm = manifest.partition("t", 0)
+    first, second = (pm.directory / f"{s.base_offset:020d}" for s in pm.segments[:2])
+    index = first.with_suffix(".index")
+    appended_at = index.stat().st_size
+    with open(index, "ab") as f:
+        f.write(bytes(8 * 10))  # a preallocated file's zeros, copied
+    timeindex = second.with_suffix(".timeindex")
+    data = bytearray(timeindex.read_bytes())
+    zeroed_at = len(data) - 3 * 12
+    data[zeroed_at:] = bytes(3 * 12)  # its last three entries zeroed
+    timeindex.write_bytes(bytes(data))
+    code, report = verify_json([tmp_path], capsys)
+    assert code == 0, errors(report)
+    warned = [p for p in report["problems"] if p["severity"] == "warning"]
+    assert [(p["file"], p["position"]) for p in warned] == [(str(index), appended_at), (str(timeindex), zeroed_at)]
+    assert "10 entries" in warned[0]["message"] and "3 entries" in warned[1]["message"], warned
+    assert all("rolled" in p["message"] for p in warned)
+
+
+def test_an_unfinished_segment_swap_is_one_warning(tmp_path, capsys):
+    """The log cleaner's last steps rename its ``.cleaned`` files ``.swap`` and then into place: a copy taken (or a
+    crash) in between holds a ``.log.swap`` with its ``.index.swap`` and ``.timeindex.swap``, resolved as Kafka's
+    LogLoader does. That was three warnings, one per file, beside an info note on the resolution: one line says
+    it all."""
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    manifest = write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=2000, records_per_batch=10,
+                                                   segment_bytes=64 * 1024)], seed=1)
+    pm = manifest.partition("t", 0)
+    stem = pm.directory / f"{pm.segments[1].base_offset:020d}"
+    swapped = []
+    for suffix in (".log", ".index", ".timeindex"):
+        shutil.copy(stem.with_suffix(suffix), f"{stem}{suffix}.swap")
+        swapped.append(f"{stem.name}{suffix}.swap")
+    code, report = verify_json([tmp_path], capsys)
+    assert code == 0, errors(report)
+    about = [p for p in report["problems"] if ".swap" in p["file"] + p["message"]]
+    assert len(about) == 1 and about[0]["severity"] == "warning", about
+    assert about[0]["file"] == f"{stem}.log.swap" and all(name in about[0]["message"] for name in swapped), about
+    assert f"[{pm.segments[1].base_offset}, {pm.segments[2].base_offset})" in about[0]["message"], about
+    assert main(["verify", "--verbose", str(tmp_path)]) == 0
+    assert sum(".swap" in line for line in capsys.readouterr().out.splitlines()) == 1

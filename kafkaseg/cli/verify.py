@@ -4,7 +4,10 @@ Per segment (one read of the ``.log``, in bounded chunks):
 
 * batch framing and CRCs (CRC-32C for v2, CRC-32 for legacy), and the tail: a truncated last batch (normal for an
   active segment of a live or crashed broker: a warning there, an error in a rolled segment), a zero-filled
-  preallocated tail (info), any other invalid trailing bytes (error);
+  preallocated tail (info), any other invalid trailing bytes (error); after damage a lenient read reads past (bad
+  framing, zeros hiding records, a batch running past the end of the segment) the walk goes on where that read
+  does: at the batch the bad one's length field says follows when it checks out, else at the next ``.index`` entry
+  whose batch checks out;
 * offsets: strictly increasing across batches and records; the first batch at or above the file's base offset; the
   last offset below the next segment's base; non-consecutive offsets are listed and explained (compaction gaps:
   info; records going backwards or repeating: error);
@@ -43,18 +46,21 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kafkaseg.cli.common import SkippedFolder, decode_batch, skipped_folders, whole_partition_offsets
+from kafkaseg.decode import DecodeRequest, resynchronised_at
+from kafkaseg.entry_check import ResumptionEntries, batch_first_offset
 from kafkaseg.errors import CorruptCheckpointError, KafkaSegError, LayoutError
+from kafkaseg.options import ReadOptions
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage import tiered
 from kafkaseg.storage._index_file import index_location
-from kafkaseg.storage.layout import (PartitionDir, check_one_incarnation, discover, gaps_in_copies,
+from kafkaseg.storage.layout import (SWAPS_RESOLVED, PartitionDir, check_one_incarnation, discover, gaps_in_copies,
                                      transactions_open_at, unacknowledged_append, valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
 from kafkaseg.storage.segment import SegmentReader, data_after_zeros, offsets_hidden_by_last_batch
 from kafkaseg.storage.time_index import NO_TIMESTAMP, TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, unindexed_abort
-from kafkaseg.wire.batch import iter_headers
+from kafkaseg.wire.batch import LOG_OVERHEAD, iter_headers
 from kafkaseg.wire.crc import computed_crc
 
 __all__ = ["Problem", "SegmentSummary", "PartitionSummary", "UnreadableRange", "VerifyReport", "verify_paths", "verify_partition",
@@ -67,6 +73,7 @@ _SIDE_FILES = {"leader-epoch-checkpoint", "partition.metadata"}
 _CHUNK = 8 << 20
 MAX_LISTED = 100
 _NEVER = 1 << 64  # past any offset or position: an index cursor with no entries left
+_READ_DEFAULTS = ReadOptions()  # the limits a read applies where it resumes after damage
 
 
 @dataclass(frozen=True)
@@ -98,8 +105,8 @@ class SegmentSummary:
     bad_crcs: int = 0
     compaction_gaps: int = 0
     unreadable: bool = False
-    # where Kafka's recovery would truncate: the largest lastOffset before the first batch that fails its CRC, and
-    # that batch's position (None: every batch passed)
+    # where Kafka's recovery would truncate: the largest lastOffset before the first batch that fails its CRC (or
+    # the first damage the walk read past), and its position (None: every batch passed)
     recoverable_last: int | None = None
     first_bad_position: int | None = None
     first_bad_base: int | None = None
@@ -125,12 +132,12 @@ class PartitionSummary:
 @dataclass
 class UnreadableRange:
     """Offsets of a partition no reader gets, between the readable batches around them: a batch failing its CRC
-    (its header's offsets are not trusted: the CRC does not cover the base offset), bytes past which the walk of
-    a segment could not go, a segment that cannot be read, offsets missing between segments (not below the cleaner
-    checkpoint). ``time_from``/``time_to``: the largest timestamp of the readable records before the range and the
-    first timestamp of the readable batch after it (None: there is none); the lost records' own timestamps are in
-    the damaged bytes. ``last`` None: the end is unknown (nothing readable after the range, and no high watermark
-    past it)."""
+    (its header's offsets are not trusted: the CRC does not cover the base offset), bytes a lenient read skips (up
+    to where it goes on, or the end of the segment), a segment that cannot be read, offsets missing between
+    segments (not below the cleaner checkpoint). ``time_from``/``time_to``: the largest timestamp of the readable
+    records before the range and the first timestamp of the readable batch after it (None: there is none); the lost
+    records' own timestamps are in the damaged bytes. ``last`` None: the end is unknown (nothing readable after the
+    range, and no high watermark past it)."""
 
     first: int
     last: int | None
@@ -224,16 +231,17 @@ class VerifyReport:
     _listed: dict = field(default_factory=dict, repr=False)
     _omitted: dict = field(default_factory=dict, repr=False)
 
-    def add(self, severity: str, file: str, position: int | None, message: str) -> None:
-        """Record a problem: the first ``max_listed`` of each file and severity are listed, the rest counted (one
-        bad base offset must not list one error per record of a segment)."""
+    def add(self, severity: str, file: str, position: int | None, message: str, count: int = 1) -> None:
+        """Record a problem (``count``: how many one line stands for): the first ``max_listed`` of each file and
+        severity are listed, the rest counted (one bad base offset must not list one error per record of a
+        segment)."""
         key = (file, severity)
         listed = self._listed.get(key, 0)
         if listed >= self.max_listed:
-            self._omitted[key] = self._omitted.get(key, 0) + 1
+            self._omitted[key] = self._omitted.get(key, 0) + count
             return
         self._listed[key] = listed + 1
-        self.problems.append(Problem(severity, file, position, message))
+        self.problems.append(Problem(severity, file, position, message, count))
 
     def flush_omitted(self) -> None:
         """One line per file and severity for the problems counted but not listed."""
@@ -340,13 +348,35 @@ class _OffsetIndexCursor(_EntryCursor):
                     self._mismatch(f"the batch there holds offsets {first}..{last_offset}")
             self._advance()
 
-    def finish(self) -> None:
-        if self.pending is not None:
-            n, offset, at = self.pending
-            self._mismatch("past the end of the complete batches", n, at)
-        while self.next != _NEVER:
-            self._mismatch("past the end of the complete batches")
+    def skip(self, bad: int, resume: int) -> None:
+        """The walk met damage at byte ``bad`` and goes on at ``resume``: entries before ``bad`` that no batch start
+        matched are mismatches; those pointing into the skipped bytes, and an offset waiting for a later batch, are
+        not checked (what they point at is damaged, as the log's error says)."""
+        self.pending, self.pending_offset = None, _NEVER
+        while self.next < bad:
+            self._mismatch("not at a batch boundary")
             self._advance()
+        while self.next < resume:
+            self._advance()
+
+    def finish(self, walked_to: int | None, log_size: int) -> None:
+        """After the walk, which read complete batches up to byte ``walked_to`` (None: not known) of a
+        ``log_size``-byte log: the entries it did not reach, or whose offset no batch reached, point past the end
+        of the complete batches (a log cut short, or damaged at its end): one line for them all."""
+        past = [] if self.pending is None else [self.pending[0]]
+        while self.next != _NEVER:
+            past.append(self.n)
+            self._advance()
+        if past:
+            past.sort()
+            offsets, positions = self.index.offsets[past], self.index.positions[past]
+            beyond = int(np.count_nonzero(positions >= log_size))
+            where = "the end of the complete batches" if walked_to is None else \
+                f"the last complete batch, which ends at byte {walked_to}"
+            beyond = f" ({beyond} past the end of the {log_size}-byte log)" if beyond else ""
+            self.report.add(ERROR, self.path, past[0] * OffsetIndex.ENTRY_SIZE, _past_end(
+                offsets, ("position {}", "positions {}..{}", int(positions[0]), int(positions[-1])),
+                (f"points past {where}{beyond}", f"point past {where}{beyond}")), len(past))
         if self.inside:
             entries = "1 entry holds" if self.inside == 1 else f"{self.inside} entries hold"
             self.report.add(INFO, self.path, None, f"{entries} an offset inside the batch pointed at, not its last "
@@ -387,10 +417,39 @@ class _TimeIndexCursor(_EntryCursor):
                                f"{max_timestamp}")
             self._advance()
 
-    def finish(self) -> None:
-        while self.next != _NEVER:
-            self._mismatch(f"offset {self.next} is past the last complete batch")
+    def skip(self, first: int) -> None:
+        """The walk goes on at a batch whose first offset is ``first``, after damage: entries for the offsets
+        before it (in the skipped bytes) are not checked."""
+        while self.next < first:
             self._advance()
+
+    def finish(self, last_offset: int | None) -> None:
+        """After the walk, whose last complete batch ends at offset ``last_offset`` (None: no batch): the entries
+        for later offsets, one line for them all."""
+        past = []
+        while self.next != _NEVER:
+            past.append(self.n)
+            self._advance()
+        if past:
+            batch = "the last complete batch" + ("" if last_offset is None else f", which ends at offset {last_offset}")
+            self.report.add(ERROR, self.path, past[0] * TimeIndex.ENTRY_SIZE, _past_end(
+                self.index.offsets[past], ("at byte {} of the file", "at bytes {}..{} of the file",
+                                           past[0] * TimeIndex.ENTRY_SIZE, past[-1] * TimeIndex.ENTRY_SIZE),
+                (f"holds an offset past {batch}", f"hold offsets past {batch}")), len(past))
+
+
+def _past_end(offsets, where: tuple[str, str, int, int], what: tuple[str, str]) -> str:
+    """One line for the entries of an index past the end of the log's complete batches, whose ``offsets`` are
+    given (in file order): ``where`` they are (a format for one entry, one for several, the first and the last
+    place) and ``what`` they do (said of one, of several)."""
+    one, several, first, last = where
+    if len(offsets) == 1:
+        return f"1 entry (offset {int(offsets[0])}, {one.format(first)}) {what[0]}: {_CUT_SHORT}"
+    return (f"{len(offsets)} entries (offsets {int(offsets[0])}..{int(offsets[-1])}, {several.format(first, last)}) "
+            f"{what[1]}: {_CUT_SHORT}")
+
+
+_CUT_SHORT = "the log is cut short (a partial copy?) or damaged at its end"
 
 
 def _without_entry_being_written(index, entry_size: int, log_size: int, path: str, add):
@@ -414,6 +473,20 @@ def _without_entry_being_written(index, entry_size: int, log_size: int, path: st
                        tail_entries=index.tail_entries)
 
 
+def _check_trimmed(index, label: str, add) -> None:
+    """A rolled segment's ``index`` ending in zeros (a preallocated tail, which loading leaves out): a warning.
+    Kafka trims an index to its entries when it rolls the segment (``LogSegment.onBecomeInactiveSegment``), when
+    it recovers it and when it closes it (``AbstractIndex.close``), so zeros there are entries zeroed by damage or
+    a copy of a live broker's preallocated file. (Non-zero bytes in them are the sanity check's error.)"""
+    if index is None or not index.tail_entries or index.tail_garbage_position is not None:
+        return
+    n, size = index.tail_entries, index.ENTRY_SIZE
+    add(WARNING, label, len(index) * size, f"{n} {'entry' if n == 1 else 'entries'} of zeros from byte "
+        f"{len(index) * size} to the end of the file ({n * size} bytes): a rolled segment's index ends at its last "
+        "entry (Kafka trims it when it rolls, recovers or closes the segment), so these are entries zeroed by "
+        "damage or a copy of a preallocated file; the entries before them are checked")
+
+
 def _load_index(kind, path: str, seg, pdir: PartitionDir, report: VerifyReport, window, label: str):
     try:
         return kind.load(path, seg.base_offset, pdir.filesystem, window=window)
@@ -430,18 +503,93 @@ def _index_label(path: str | None, window: tuple[int, int] | None, what: str) ->
     return f"{path} ({what}, bytes {window[0]}..{window[0] + window[1]})"
 
 
+def _tail_damage(reader: SegmentReader, tail, is_active: bool) -> tuple[int, str | None, str, bool] | None:
+    """What the walk's ``tail`` is when it is damage a lenient read skips (``(byte, error, reason, framing)`` as
+    ``_verify_segment``'s ``broken``): zeros hiding records (data follows them: bad framing to a decoder), or a
+    batch running past the end of a rolled segment (cut short, or a corrupt length field); for a batch running
+    past the end of the active segment the error is None (a torn write, unless whole batches follow). None: zeros
+    to the end (preallocation; after a rolled segment's batches an error of its own, which nothing reads past)."""
+    if tail.reason == "zero-filled tail":
+        data_at = data_after_zeros(reader, tail.position)
+        if data_at is None:
+            return None
+        # Kafka's reader fails on such a header (record size 0): not preallocation
+        return (tail.position, f"zeros end the readable batches but data follows at byte {data_at}: a zeroed batch "
+                "header hiding records, not a preallocated tail", "zeros hiding records", True)
+    if is_active:
+        return tail.position, None, "a torn batch", False
+    return (tail.position, f"{tail.length} invalid bytes at the end of a rolled segment ({tail.detail})",
+            "the rolled segment ends mid-batch (cut short, or a corrupt length field)", False)
+
+
+class _Resumption:
+    """Where a lenient read of segment ``i`` of ``pdir`` goes on after damage at a byte, so verify's unreadable
+    ranges are what such a read leaves out: after bad framing, at the batch its length field says follows when that
+    one checks out (the decoders' rule, :func:`kafkaseg.decode.resynchronised_at`); else at the next ``.index``
+    entry whose batch checks out (the scan's own :class:`~kafkaseg.entry_check.ResumptionEntries`, loaded at the
+    first damage), both with a read's default limits."""
+
+    def __init__(self, pdir: PartitionDir, i: int, index_path: str | None, index_window):
+        self.pdir, self.i, self.index_path, self.index_window = pdir, i, index_path, index_window
+        self._entries: ResumptionEntries | None = None
+
+    def after(self, reader: SegmentReader, bad: int, last_seen: int, framing: bool) -> tuple[int, int, str] | None:
+        """``(position, first offset, how it is found)`` of the batch a lenient read goes on at after damage at byte
+        ``bad`` (``framing``: bad framing, which the decoder may step over by its length field), the last offset
+        read before it being ``last_seen``; None when it reads no more of the segment."""
+        at = _resynchronised(reader, bad) if framing else None
+        if at is not None and at < reader.size:
+            first = batch_first_offset(reader, at, _READ_DEFAULTS.max_batch_bytes,
+                                       _READ_DEFAULTS.max_decompressed_batch_bytes)
+            if first is not None:
+                return at, first, "the batch its length field says follows it, which checks out"
+        if at is not None:  # the bad batch ends the segment: nothing after it
+            return None
+        if self._entries is None:
+            seg, segments = self.pdir.segments[self.i], self.pdir.segments
+            self._entries = ResumptionEntries(
+                seg.log_path, self.index_path, seg.base_offset,
+                segments[self.i + 1].base_offset if self.i + 1 < len(segments) else None, self.pdir.filesystem,
+                max_batch_bytes=_READ_DEFAULTS.max_batch_bytes,
+                max_decompressed_bytes=_READ_DEFAULTS.max_decompressed_batch_bytes, index_window=self.index_window)
+        found = self._entries.next_checked(bad, None, last_seen)
+        return None if found is None else (*found, "the next .index entry whose batch checks out")
+
+    def close(self) -> None:
+        if self._entries is not None:
+            self._entries.close()
+
+
+def _resynchronised(reader: SegmentReader, bad: int) -> int | None:
+    """The file position where a lenient decoder goes on after bad framing at byte ``bad`` without the index
+    (:func:`kafkaseg.decode.resynchronised_at`), or None. Reads the bad batch and the one after it, each within a
+    read's batch size limit."""
+    limit = _READ_DEFAULTS.max_batch_bytes
+    size = int.from_bytes(reader.read_at(bad + 8, 4), "big", signed=True)
+    following = bad + LOG_OVERHEAD + size
+    if not 0 <= size <= limit or following > reader.size:
+        return None
+    next_size = int.from_bytes(reader.read_at(following + 8, 4) or b"\0", "big", signed=True)
+    length = following - bad + LOG_OVERHEAD + min(max(next_size, 0), limit)
+    buf = reader.read_at(bad, length)
+    at = resynchronised_at(buf, DecodeRequest(path=reader.path, lenient=True, max_batch_bytes=limit,
+                                              bytes_after=max(reader.size - bad - len(buf), 0)))
+    return None if at is None else bad + at
+
+
 def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: SegmentSummary,
                     last_offset_before: int, deep: bool, tracker: _ReadableTracker) -> int:
     """One walk of the segment's ``.log`` (in bounded chunks) checking headers, CRCs, record offsets and timestamps
-    and the ``.index``/``.timeindex`` entries as it passes them; memory does not grow with the segment (counters,
-    the previous offset, two index cursors; problems beyond the first few per file are counted). Returns the last
-    offset seen."""
+    and the ``.index``/``.timeindex`` entries as it passes them, going on after damage where a lenient read does
+    (:class:`_Resumption`); memory does not grow with the segment (counters, the previous offset, two index cursors;
+    problems beyond the first few per file are counted). Returns the last offset seen."""
     seg = pdir.segments[i]
     path = seg.log_path
     add = report.add
     last_offset = last_offset_before
     seg_last = None  # the largest batch lastOffset
     after_bad_crc = False
+    ended_damaged = False  # the walk ended at damage: the offsets up to the next segment's base are unknown
     is_active = pdir.is_active_segment(path)
     index_path, index_window = index_location(seg, "index")
     timeindex_path, timeindex_window = index_location(seg, "timeindex")
@@ -468,8 +616,11 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
         if is_active:
             offset_index = _without_entry_being_written(offset_index, 8, log_size, index_label, add)
             time_index = _without_entry_being_written(time_index, 12, log_size, timeindex_label, add)
-        if offset_index is not None:
-            for p in offset_index.sanity_problems(log_size):
+        if not is_active:
+            for index, label in ((offset_index, index_label), (time_index, timeindex_label)):
+                _check_trimmed(index, label, add)
+        if offset_index is not None:  # (entries past the log's end: the cursor's one line for all of them)
+            for p in offset_index.sanity_problems(None):
                 add(ERROR, index_label, p.position, f"sanity check: {p.detail}")
         offsets_cursor = _OffsetIndexCursor(offset_index, index_label, report) if offset_index else None
         times_cursor = _TimeIndexCursor(time_index, timeindex_label, report) if time_index else None
@@ -478,109 +629,136 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
         next_time_offset = times_cursor.next if times_cursor else _NEVER
         # an append a broker with log.preallocate is still writing: a warning, and not part of the log
         in_progress = unacknowledged_append(pdir, max_batch_bytes=None) if is_active else None
-        walk = reader.chunks(0, target_bytes=_CHUNK, partial_append=is_active)
         final = None
-        try:
-            for chunk_position, buf in walk:
-                for header in iter_headers(buf):
-                    position = chunk_position + header.position
-                    if (in_progress is not None and position == in_progress.position
-                            and computed_crc(buf, header) != header.crc):  # (the broker may have finished it since)
-                        add(WARNING, path, position, f"the last batch ({header.base_offset}..{header.last_offset}) "
-                            "fails its CRC and only zeros follow it: an append in progress on a broker with "
-                            "log.preallocate (none of its offsets acknowledged); a broker's recovery truncates it")
-                        continue
-                    summary.batches += 1
-                    if is_active:  # (the batch, its byte, the offset after the batch before it)
-                        final = (header, position, seg.base_offset if final is None else final[0].next_offset)
-                    if position >= next_index_position or header.last_offset >= pending_index_offset:
-                        offsets_cursor.at_batch(position, header.last_offset,
-                                                lambda: _first_offset(buf, header, path, chunk_position))
-                        next_index_position = offsets_cursor.next
-                        pending_index_offset = offsets_cursor.pending_offset
-                    if header.last_offset >= next_time_offset:
-                        times_cursor.at_batch(header.base_offset, header.last_offset, header.max_timestamp)
-                        next_time_offset = times_cursor.next
-                    if seg_last is None or header.last_offset > seg_last:
-                        seg_last = header.last_offset
-                    if summary.first_offset is None:
-                        summary.first_offset = _first_offset(buf, header, path, chunk_position)
-                        if header.magic >= 2 and header.base_offset < seg.base_offset:
-                            add(ERROR, path, position, f"first batch's base offset {header.base_offset} is below "
-                                                       f"the segment's base offset {seg.base_offset} (from its name)")
-                    crc = computed_crc(buf, header)
-                    if crc == header.crc and summary.first_bad_position is None:
-                        summary.recoverable_last = seg_last
-                    if crc != header.crc:
-                        summary.bad_crcs += 1
-                        if summary.first_bad_position is None:
-                            summary.first_bad_position = position
-                            summary.first_bad_base = header.base_offset
-                        add(ERROR, path, position, f"CRC mismatch in batch {header.base_offset}.."
-                                                   f"{header.last_offset}: stored {header.crc}, computed {crc}")
-                        tracker.damaged(path, position, f"a batch failing its CRC (its header says offsets "
-                                                        f"{header.base_offset}..{header.last_offset})")
-                        after_bad_crc = True
-                        continue
-                    tracker.readable(header)
-                    if after_bad_crc:  # the offsets a bad batch held are unknown: no gap is counted across it
-                        after_bad_crc = False
-                        last_offset = max(last_offset, header.base_offset - 1)
-                    if header.magic >= 2 and header.base_offset <= last_offset and header.records_count != 0:
-                        add(ERROR, path, position, f"batch base offset {header.base_offset} does not increase "
-                                                   f"(previous offset {last_offset})")
-                    if not deep:
-                        if last_offset >= 0 and header.base_offset > last_offset + 1 and header.magic >= 2:
-                            summary.compaction_gaps += 1
-                        last_offset = max(last_offset, header.last_offset)
-                        continue
-                    last_offset = _check_records(buf, header, path, chunk_position, position, last_offset,
-                                                 summary, report)
-            hidden = offsets_hidden_by_last_batch(final[0], final[2], pdir.high_watermark) if final else None
-            if hidden is not None:
-                add(ERROR, path, final[1], hidden)
-        except KafkaSegError as err:
-            add(ERROR, path, getattr(err, "position", None), f"corrupt framing: {getattr(err, 'detail', err)}")
-            tracker.damaged(path, getattr(err, "position", None), "corrupt framing (the walk of this segment ends "
-                                                                  "there)")
-        tail = walk.tail
-        data_at = data_after_zeros(reader, tail.position) if tail is not None and \
-            tail.reason == "zero-filled tail" else None
-        if tail is not None:
-            if data_at is not None:  # Kafka's reader fails on such a header (record size 0): not preallocation
-                add(ERROR, path, tail.position, f"zeros end the readable batches but data follows at byte {data_at}: "
-                                                "a zeroed batch header hiding records, not a preallocated tail")
-                tracker.damaged(path, tail.position, "zeros hiding records (verify reads no further in this "
-                                                     "segment; a lenient read resumes at its next sound index "
-                                                     "entry and may return some of these)")
-            elif tail.reason == "zero-filled tail" and is_active:
+        resumption = _Resumption(pdir, i, index_path, index_window)
+        start = 0
+        while True:  # one walk, and one more from each sound .index entry after damage, as a lenient read goes on
+            walk = reader.chunks(start, target_bytes=_CHUNK, partial_append=is_active)
+            broken = None  # (byte, error, reason for the unreadable range): damage a lenient read skips
+            raised = False
+            try:
+                for chunk_position, buf in walk:
+                    for header in iter_headers(buf):
+                        position = chunk_position + header.position
+                        if (in_progress is not None and position == in_progress.position
+                                and computed_crc(buf, header) != header.crc):  # (the broker may have finished it since)
+                            add(WARNING, path, position, f"the last batch ({header.base_offset}..{header.last_offset}) "
+                                "fails its CRC and only zeros follow it: an append in progress on a broker with "
+                                "log.preallocate (none of its offsets acknowledged); a broker's recovery truncates it")
+                            continue
+                        summary.batches += 1
+                        if is_active:  # (the batch, its byte, the offset after the batch before it)
+                            final = (header, position, seg.base_offset if final is None else final[0].next_offset)
+                        if position >= next_index_position or header.last_offset >= pending_index_offset:
+                            offsets_cursor.at_batch(position, header.last_offset,
+                                                    lambda: _first_offset(buf, header, path, chunk_position))
+                            next_index_position = offsets_cursor.next
+                            pending_index_offset = offsets_cursor.pending_offset
+                        if header.last_offset >= next_time_offset:
+                            times_cursor.at_batch(header.base_offset, header.last_offset, header.max_timestamp)
+                            next_time_offset = times_cursor.next
+                        if seg_last is None or header.last_offset > seg_last:
+                            seg_last = header.last_offset
+                        if summary.first_offset is None:
+                            summary.first_offset = _first_offset(buf, header, path, chunk_position)
+                            if header.magic >= 2 and header.base_offset < seg.base_offset:
+                                add(ERROR, path, position, f"first batch's base offset {header.base_offset} is "
+                                    f"below the segment's base offset {seg.base_offset} (from its name)")
+                        crc = computed_crc(buf, header)
+                        if crc == header.crc and summary.first_bad_position is None:
+                            summary.recoverable_last = seg_last
+                        if crc != header.crc:
+                            summary.bad_crcs += 1
+                            if summary.first_bad_position is None:
+                                summary.first_bad_position = position
+                                summary.first_bad_base = header.base_offset
+                            add(ERROR, path, position, f"CRC mismatch in batch {header.base_offset}.."
+                                                       f"{header.last_offset}: stored {header.crc}, computed {crc}")
+                            tracker.damaged(path, position, f"a batch failing its CRC (its header says offsets "
+                                                            f"{header.base_offset}..{header.last_offset})")
+                            after_bad_crc = True
+                            continue
+                        tracker.readable(header)
+                        if after_bad_crc:  # the offsets a bad batch held are unknown: no gap is counted across it
+                            after_bad_crc = False
+                            last_offset = max(last_offset, header.base_offset - 1)
+                        if header.magic >= 2 and header.base_offset <= last_offset and header.records_count != 0:
+                            add(ERROR, path, position, f"batch base offset {header.base_offset} does not increase "
+                                                       f"(previous offset {last_offset})")
+                        if not deep:
+                            if last_offset >= 0 and header.base_offset > last_offset + 1 and header.magic >= 2:
+                                summary.compaction_gaps += 1
+                            last_offset = max(last_offset, header.last_offset)
+                            continue
+                        last_offset = _check_records(buf, header, path, chunk_position, position, last_offset,
+                                                     summary, report)
+            except KafkaSegError as err:
+                raised = True
+                broken = (getattr(err, "position", None), f"corrupt framing: {getattr(err, 'detail', err)}",
+                          "corrupt framing", True)
+            tail = walk.tail
+            if tail is not None and broken is None:
+                broken = _tail_damage(reader, tail, is_active)
+            found = None if broken is None or broken[0] is None else \
+                resumption.after(reader, broken[0], tracker.last_offset, broken[3])
+            if broken is not None and broken[1] is None:  # a torn tail of the active segment, unless data follows
+                acknowledged = pdir.high_watermark is None or pdir.high_watermark > tracker.last_offset + 1
+                broken = None if found is None or not acknowledged else (
+                    tail.position, f"a batch runs past the end of the active segment ({tail.detail}), but whole "
+                    f"batches follow it: its length field is corrupt", "a corrupt batch length field", False)
+            if broken is None:
+                walked_to = log_size if tail is None else tail.position
+                break
+            at, problem, reason, framing = broken
+            if found is None:
+                walked_to, ended_damaged = at, True
+                add(ERROR, path, at, problem)
+                tracker.damaged(path, at, f"{reason} (nothing sound after it that a read goes on at: the rest of "
+                                          "the segment is not read)" if framing else reason)
+                break
+            start, first, how = found
+            add(ERROR, path, at, f"{problem}; read on from byte {start}, {how}, as a read with onCorruption=skip "
+                                 "does")
+            tracker.damaged(path, at, f"{reason}, read on from byte {start}")
+            if summary.first_bad_position is None:  # where a broker's recovery would truncate the segment
+                summary.first_bad_position, summary.first_bad_base = at, tracker.last_offset + 1
+            if offsets_cursor is not None:
+                offsets_cursor.skip(at, start)
+                next_index_position, pending_index_offset = offsets_cursor.next, offsets_cursor.pending_offset
+            if times_cursor is not None:
+                times_cursor.skip(first)
+                next_time_offset = times_cursor.next
+            after_bad_crc = True  # (the offsets the skipped bytes held are unknown: no gap is counted across them)
+        resumption.close()
+        hidden = offsets_hidden_by_last_batch(final[0], final[2], pdir.high_watermark) if final and not raised \
+            else None
+        if hidden is not None:
+            add(ERROR, path, final[1], hidden)
+        if tail is not None and broken is None:
+            if tail.reason == "zero-filled tail" and is_active:
                 add(INFO, path, tail.position, f"{tail.length} zero bytes after the last batch (preallocated segment)")
             elif tail.reason == "zero-filled tail":  # Kafka trims a preallocated segment when it rolls it
                 # a fetch there hands a consumer a record size of 0 (CorruptRecordException), and a read fails
                 # there as well (a lenient one skips it, counted)
                 tracker.damaged(path, tail.position, "zero bytes after the last batch of a rolled segment")
+                ended_damaged = True
                 add(ERROR, path, tail.position, f"{tail.length} zero bytes after the last batch of a rolled segment "
                                                 "(a broker trims them at roll, so they are no preallocation; a "
                                                 "consumer's fetch and a read fail there, and DumpLogSegments reports "
                                                 "them as invalid bytes)")
-            elif is_active:
+            else:
                 add(WARNING, path, tail.position, f"{tail.length} invalid bytes at the end of the active segment "
                                                   f"({tail.detail}); a broker would truncate them on recovery")
                 tracker.damaged(path, tail.position, "a torn batch at the end of the active segment (lost if "
                                                      "acknowledged: up to the high watermark)")
-            else:
-                add(ERROR, path, tail.position,
-                    f"{tail.length} invalid bytes at the end of a rolled segment ({tail.detail})")
-                tracker.damaged(path, tail.position, "the rolled segment ends mid-batch (cut short, or a corrupt "
-                                                     "length field)")
     summary.last_offset = seg_last
     if offsets_cursor is not None:
-        offsets_cursor.finish()
+        offsets_cursor.finish(walked_to, log_size)
     if times_cursor is not None:
-        times_cursor.finish()
+        times_cursor.finish(seg_last)
     if time_index is not None:
-        end = seg_last + 1 if seg_last is not None else seg.base_offset
-        for p in time_index.sanity_problems(log_size, log_end_offset=end):
+        # (offsets past the last batch: the cursor's one line for all of them)
+        for p in time_index.sanity_problems(log_size):
             add(ERROR, timeindex_label, p.position, f"sanity check: {p.detail}")
     if txnindex_label:
         try:
@@ -607,6 +785,10 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
         # the segment ends with batches that failed their CRC: the offsets they held are unknown, so no gap is
         # counted across them into the next segment either (their header's lastOffset is the best bound there is)
         last_offset = max(last_offset, seg_last)
+    if ended_damaged and i + 1 < len(pdir.segments):
+        # the walk ended at damage (a segment cut short, bytes no read goes past): the offsets after it, up to the
+        # next segment's base, are lost with it (its unreadable range), not also missing between segments
+        last_offset = max(last_offset, pdir.segments[i + 1].base_offset - 1)
     return last_offset
 
 
@@ -655,10 +837,21 @@ def _check_files(pdir: PartitionDir, report: VerifyReport) -> None:
         return
     names = {e.name for e in entries if not e.is_dir}
     logs = {n.split(".")[0] for n in names if n.endswith(".log")}
+    # the .swap files read in place of the segments they replace, as a broker's LogLoader takes them: one line
+    swapped_in = [_fs.basename(p) for s in pdir.segments if s.from_swap
+                  for p in (s.log_path, s.index_path, s.timeindex_path, s.txnindex_path) if p]
+    resolved = next((note for note in pdir.notes if note.startswith(SWAPS_RESOLVED)), None)
+    if swapped_in:
+        report.add(WARNING, _fs.join(pdir.path, swapped_in[0]), None,
+                   f"unfinished segment swap ({', '.join(swapped_in)}): the log cleaner's or a segment split's new "
+                   "files, which a broker renames into place at startup; verified in place of what they replace, as "
+                   "Kafka's LogLoader resolves them" + (f": {resolved[len(SWAPS_RESOLVED):]}" if resolved else ""))
     for entry in entries:
         if entry.is_dir:
             continue
         name = entry.name
+        if name in swapped_in:
+            continue
         if _TEMP_FILE.search(name):
             report.add(WARNING, entry.path, None,
                        "temporary file (a broker deletes or completes it at startup)")
@@ -681,6 +874,8 @@ def _check_files(pdir: PartitionDir, report: VerifyReport) -> None:
                        f"{note[len('unreadable ' + side + ': '):]} (a broker fails the log dir on it; kafkaseg reads "
                        "on without it)")
         elif note.startswith(tiered.LIVE_COPIES_MISSING):  # a warning or error each (report_live_copies_missing)
+            continue
+        elif note.startswith(SWAPS_RESOLVED) and swapped_in:  # said in the swap's warning
             continue
         elif note not in unreadable:  # reported once, as a problem of the log dir (_check_log_dir_checkpoints)
             report.add(INFO, pdir.path, None, note)
@@ -860,7 +1055,8 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
             summary.log_end_offset = max(kept + 1, pdir.segments[-1].base_offset)
             report.add(INFO, active.path, active.first_bad_position,
                        f"{pdir.name}: log end offset taken as {summary.log_end_offset}, where recovery would "
-                       "truncate the active segment (its first batch that fails its CRC)")
+                       "truncate the active segment (its first batch that fails its CRC, or the first damage read "
+                       "past)")
     _check_gaps(pdir, gaps, summary.log_end_offset, report, tracker)
     tracker.finish(pdir.high_watermark if partial is None else None,
                    pdir.segments[-1].log_path if pdir.segments else pdir.path)

@@ -79,6 +79,8 @@ _SEGMENT_NAME = re.compile(r"^(\d+)\.(log|index|timeindex|txnindex)(\.swap)?$")
 _SNAPSHOT_NAME = re.compile(r"^(\d+)\.snapshot$")
 _KRAFT_SNAPSHOT_NAME = re.compile(r"^(\d+)-(\d+)\.checkpoint$")
 _OFFSET_PREFIX = re.compile(r"^(\d+)\.")
+#: How a partition's note on the ``.swap`` files it resolved begins (``kafkaseg verify`` folds it into its warning)
+SWAPS_RESOLVED = "resolved .swap files: "
 _SKIPPED_DIR_SUFFIXES = ("-delete", "-future", "-stray")
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
@@ -426,7 +428,7 @@ def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: 
         hi = max(_swap_next_offset(kinds["log"].path, b, kinds["index"].path if "index" in kinds else None,
                                    filesystem, notes, kinds["log"].size) for b, kinds in valid_swaps.items())
         replaced = sorted(b for b in regular if lo <= b < hi)
-        notes.append(f"resolved .swap files: segments {replaced} in [{lo}, {hi}) replaced by swap segments "
+        notes.append(f"{SWAPS_RESOLVED}segments {replaced} in [{lo}, {hi}) replaced by swap segments "
                      f"{sorted(valid_swaps)}")
         # a swap segment also replaces a regular one at its own base (the rename overwrites it), even when the
         # swap segment is empty and [lo, hi) is
