@@ -890,7 +890,8 @@ def skipped_report(metrics: dict, limit: int = 5) -> tuple[dict, list[str]]:
     aborted, an unreadable checkpoint's bound replaced by the log end). Empty lines when nothing was skipped."""
     skipped = {"corrupt_batches": metrics.get("corrupt_batches", 0), "corrupt_bytes": metrics.get("corrupt_bytes", 0),
                "truncated_tails": [list(t) for t in metrics.get("truncated_tails", [])],
-               "problems": [list(p) for p in metrics.get("problems", [])],
+               # (read_metrics() gives Problems: the list keeps their bytes and offsets after path, byte, what)
+               "problems": [p.as_list() if hasattr(p, "as_list") else list(p) for p in metrics.get("problems", [])],
                "vanished_segments": [list(v) for v in metrics.get("vanished_segments", [])],
                "missing_offsets": [list(m) for m in metrics.get("missing_offsets", [])],
                "lenient_decisions": [list(d) for d in metrics.get("lenient_decisions", [])]}

@@ -27,7 +27,9 @@ from kafkaseg.decode.api import (
     STOP_PAST_END,
     DecodeRequest,
     DecodeStats,
+    Problem,
     past_end_problem,
+    uncounted,
 )
 from kafkaseg.errors import (CorruptBatchError, CorruptDataError, DataLossError, InvalidOptionError, KafkaSegError,
                              LayoutError, TruncatedDataError)
@@ -40,7 +42,7 @@ from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, ReadAhead
 from kafkaseg.storage.fs import basename as fs_basename, join as fs_join
 from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE, LOG_OVERHEAD, MAGIC_OFFSET
 
-__all__ = ["ScanMetrics", "read_slice", "iter_batches", "read_arrow", "open_scan", "Scan"]
+__all__ = ["ScanMetrics", "Problem", "read_slice", "iter_batches", "read_arrow", "open_scan", "Scan"]
 
 # 2 MiB: a chunk small enough to stay in a core's L2 cache between the read that fills it, the CRC pass and the
 # record parsing. Measured on 200 MiB segments (16 KiB / 1 MiB batches): 16 MiB chunks 1.9 / 2.4 GB/s, 2 MiB
@@ -72,10 +74,20 @@ class ScanMetrics:
 
     def __post_init__(self):
         self._lock = threading.Lock()
+        # the byte ranges of each file the problems added so far count (see uncounted): a region two slices both
+        # read is counted once
+        self._counted: dict[str, list[tuple[int, int]]] = {}
 
     @property
     def records(self) -> int:
         return self.decode.records
+
+    @property
+    def problems(self) -> list:
+        """The corrupt regions a lenient read skipped, the first :data:`~kafkaseg.decode.api.MAX_PROBLEMS`
+        (``decode.problems``): :class:`~kafkaseg.decode.api.Problem` s, each the tuple ``(path, position, what)``
+        with its ``bytes`` and the offsets ``[first_offset, end_offset)`` it made unreadable when known."""
+        return self.decode.problems
 
     def as_dict(self) -> dict:
         d = self.decode
@@ -84,7 +96,7 @@ class ScanMetrics:
                 "skipped_batches_out_of_range": d.skipped_batches_out_of_range,
                 "skipped_control_batches": d.skipped_control_batches,
                 "skipped_aborted_batches": d.skipped_aborted_batches, "corrupt_batches": d.corrupt_batches,
-                "corrupt_bytes": d.corrupt_bytes, "problems": list(d.problems),
+                "corrupt_bytes": d.corrupt_bytes, "problems": [_problem_list(p) for p in d.problems],
                 "truncated_tails": list(self.truncated_tails), "vanished_segments": list(self.vanished_segments),
                 "missing_offsets": list(self.missing_offsets), "other_copies_read": list(self.other_copies_read)}
 
@@ -95,18 +107,28 @@ class ScanMetrics:
             self.slices += other.slices
             self.bytes_read += other.bytes_read
             self.output_batches += other.output_batches
-            self.decode.add(other.decode)
+            self._add_decode(other.decode)
             self.truncated_tails.extend(other.truncated_tails)
             self.vanished_segments.extend(other.vanished_segments)
             self.missing_offsets.extend(other.missing_offsets)
             self.other_copies_read.extend(other.other_copies_read)
 
+    def _add_decode(self, stats: DecodeStats) -> None:
+        """Add one slice's (or one reader's) decode counts, less the corrupt regions counted already (with the lock
+        held)."""
+        kept, batches, nbytes = uncounted(stats.problems, self._counted)
+        if batches or nbytes or len(kept) < len(stats.problems):
+            stats = replace(stats, problems=kept, corrupt_batches=stats.corrupt_batches - batches,
+                            corrupt_bytes=stats.corrupt_bytes - nbytes)
+        self.decode.add(stats)
+
     def corrupt_skips(self) -> list[str]:
-        """What a lenient read skipped, for a log: one line per corrupt batch ``problems`` names (file, byte, what),
-        and one for those past its cap (:data:`~kafkaseg.decode.api.MAX_PROBLEMS`)."""
+        """What a lenient read skipped, for a log: one line per corrupt batch ``problems`` names (file, byte, what,
+        and the bytes and offsets when known), and one for those past its cap
+        (:data:`~kafkaseg.decode.api.MAX_PROBLEMS`)."""
         d = self.decode
-        lines = [f"onCorruption=skip: skipped corrupt data in {path} at byte {position}: {what}"
-                 for path, position, what in d.problems]
+        lines = [f"onCorruption=skip: skipped corrupt data in {problem[0]} at byte {problem[1]}: {problem[2]}"
+                 + _extent(problem) for problem in d.problems]
         if d.corrupt_batches > len(d.problems):
             lines.append(f"onCorruption=skip: skipped {d.corrupt_batches - len(d.problems)} more corrupt batches "
                          f"({d.corrupt_bytes} corrupt bytes in all), beyond the {len(d.problems)} named")
@@ -132,7 +154,19 @@ class ScanMetrics:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        self.__dict__.setdefault("_counted", {})
         self._lock = threading.Lock()
+
+
+def _problem_list(problem) -> list:
+    """A problem's JSON form: ``[path, position, what, bytes, first_offset, end_offset]``."""
+    return problem.as_list() if isinstance(problem, Problem) else list(problem)
+
+
+def _extent(problem) -> str:
+    """`` (201 bytes; offsets 20..24)``: what a problem knows of its region, for a log line (empty when nothing)."""
+    extent = problem.extent() if isinstance(problem, Problem) else ""
+    return f" ({extent})" if extent else ""
 
 
 def _request(piece: SegmentSlice, options: ReadOptions) -> DecodeRequest:
@@ -418,7 +452,9 @@ def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics,
             reading.check_next_base(reader, end)
             if piece.corrupt_tail is not None and end == piece.end_position < reader.size:
                 # read to where planning cut off the corrupt rest of the active segment, still in the file: skipped
-                reading._count_skip(*piece.corrupt_tail)
+                position, skipped, why = piece.corrupt_tail
+                reading._count_skip(position, skipped, why, reading.first_unread())
+            reading.finish_problems(reader)
         # (skipped corrupt batches held unknown offsets). After a past-end stop last_seen is the batch before it, if
         # the slice decoded one: a slice holding only that batch (a legacy wrapper planned for its last inner offset,
         # at a cut) has seen nothing of its segment's offsets, which earlier slices read
@@ -442,7 +478,7 @@ def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics,
         if counted:
             with metrics._lock:
                 metrics.slices += 1
-                metrics.decode.add(reading.stats)
+                metrics._add_decode(reading.stats)
     if gone:
         if progress is not None:
             progress["unreliable"] = True
@@ -589,6 +625,9 @@ class _SliceDecoder:
         # Every offset in a segment is at least its base offset (the file name): content from elsewhere, e.g. a
         # segment copied over another, fails the kernels' monotonic-offset check on its first batch.
         self.last_seen = piece.base_offset - 1
+        # whether last_seen is the last offset of a batch walked (or the slice starts at its segment's start): else
+        # the offsets before the slice's first batch are unknown here, and a problem there says none
+        self.walked = piece.start_position == 0
         self.finished = False  # past the end offset, corrupt framing skipped, or a tail reported
         self.past_end = False  # finished by a batch at or past the slice's end offset (its segment's offsets end)
         self.resume_at: int | None = None  # where the read goes on after bad framing (an offset index entry)
@@ -612,6 +651,14 @@ class _SliceDecoder:
         next_base = self.piece.next_base_offset
         if next_base is not None and result.last_offset >= next_base and self.planned_file and result.num_rows:
             result = self._without_straddler(reader, result, pos, next_base)
+        if not self.walked:
+            if result.stats.problems:
+                unknown = self.last_seen + 1  # (the kernel's first offset for a problem before any batch walked)
+                result.stats.problems[:] = [
+                    problem._replace(first_offset=None)
+                    if isinstance(problem, Problem) and problem.first_offset == unknown else problem
+                    for problem in result.stats.problems]
+            self.walked = result.last_offset > self.last_seen
         self.last_seen = result.last_offset
         if result.stop == STOP_CORRUPT:
             self.resume_at = self._after_bad_framing(result, pos + result.stop_position, end)
@@ -660,7 +707,7 @@ class _SliceDecoder:
         problem = self._straddle_problem(straddler, next_base)
         if self.options.on_corruption != "skip":
             raise CorruptBatchError(problem, path=self.piece.log_path, position=straddler.position)
-        self._count_skip(straddler.position, straddler.size, problem)
+        self._count_skip(straddler.position, straddler.size, problem, end_offset=next_base)
         self.straddler_skipped = True
         offsets = result.columns["offset"]
         kept = int(np.searchsorted(offsets.to_numpy(zero_copy_only=False), straddler.base_offset))
@@ -722,8 +769,8 @@ class _SliceDecoder:
         result.stats.corrupt_bytes -= end - position
         where = (self.piece.log_path, bad)
         result.stats.problems[:] = [
-            (path, at, message.replace(REST_SKIPPED, self._skipped_to(position, first)))
-            if (path, at) == where else (path, at, message) for path, at, message in result.stats.problems]
+            _resumed(problem, problem[2].replace(REST_SKIPPED, self._skipped_to(position, first)), position - bad,
+                     first) if (problem[0], problem[1]) == where else problem for problem in result.stats.problems]
         return position if position < end else None
 
     def _skipped_to(self, position: int, first: int) -> str:
@@ -771,7 +818,8 @@ class _SliceDecoder:
             raise err
         found = self._next_checked_entry(pos, end)
         to = end if found is None else found[0]
-        self._count_skip(pos, to - pos, err.detail if found is None else f"{err.detail}; {self._skipped_to(*found)}")
+        self._count_skip(pos, to - pos, err.detail if found is None else f"{err.detail}; {self._skipped_to(*found)}",
+                         self.first_unread(), None if found is None else found[1])
         if to >= end:
             self.finished = True
             return end, 0
@@ -798,7 +846,7 @@ class _SliceDecoder:
                                 position=start)
         if self.options.on_corruption != "skip":
             raise err
-        self._count_skip(start, end - start, err.detail)
+        self._count_skip(start, end - start, err.detail, self.first_unread(), following)
 
     def check_next_base(self, reader: RandomAccessReader, end: int) -> None:
         """After the slice's read (up to ``end``): whether its segment held offsets at or past the next segment's
@@ -931,13 +979,51 @@ class _SliceDecoder:
             return False
         return True
 
-    def _count_skip(self, position: int, skipped_bytes: int, detail: str) -> None:
+    def _count_skip(self, position: int, skipped_bytes: int, detail: str, first_offset: int | None = None,
+                    end_offset: int | None = None) -> None:
         """Count one corrupt batch skipped at ``position`` (with ``onCorruption=skip``), as the kernels count theirs:
-        its bytes, and the problem while fewer than MAX_PROBLEMS are kept."""
+        its bytes, and the problem while fewer than MAX_PROBLEMS are kept, with the offsets it made unreadable when
+        known (an end left None is looked for by :meth:`finish_problems`)."""
         self.stats.corrupt_batches += 1
         self.stats.corrupt_bytes += skipped_bytes
         if len(self.stats.problems) < MAX_PROBLEMS:
-            self.stats.problems.append((self.piece.log_path, position, detail))
+            self.stats.problems.append(Problem(self.piece.log_path, position, detail, skipped_bytes, first_offset,
+                                               end_offset))
+
+    def first_unread(self) -> int | None:
+        """The first offset after the last batch this slice walked, None when it walked none and does not start
+        at its segment's start (the offsets before its first batch are another slice's, and unknown here)."""
+        return self.last_seen + 1 if self.walked else None
+
+    def finish_problems(self, reader: RandomAccessReader) -> None:
+        """Give the slice's problems that do not say where their unreadable offsets end the first offset of the
+        batch their region ends at (another problem's region, whose end is theirs; the next segment's base at the
+        end of the file; else the batch read there, None when none is whole). At most one header read (a legacy
+        wrapper decoded) per problem named, after the read."""
+        mine = sorted((p for p in self.stats.problems if isinstance(p, Problem) and p.path == self.piece.log_path),
+                      key=lambda p: p.position, reverse=True)
+        ends: dict[int, int | None] = {}  # region start -> the end offset found for it
+        found: dict[tuple, Problem] = {}
+        for problem in mine:
+            end = problem.end_offset
+            if end is None and problem.bytes is not None:
+                following = problem.position + problem.bytes
+                if following in ends:
+                    end = ends[following]
+                elif following >= self.piece.segment_size and self.piece.next_base_offset is not None:
+                    end = self.piece.next_base_offset
+                elif following < reader.size:
+                    try:
+                        end = batch_first_offset(SegmentReader(self.piece.log_path, opened=reader), following,
+                                                 self.options.max_batch_bytes,
+                                                 self.options.max_decompressed_batch_bytes)
+                    except KafkaSegError:
+                        end = None
+            ends[problem.position] = end
+            if end != problem.end_offset:
+                found[(problem.position, id(problem))] = problem._replace(end_offset=end)
+        if found:
+            self.stats.problems[:] = [found.get((p[1], id(p)), p) for p in self.stats.problems]
 
     def shrunk(self, pos: int, end: int) -> None:
         """The file ended at ``pos`` before the planned ``end``: a live broker truncated it while we read."""
@@ -1020,6 +1106,13 @@ class _SliceDecoder:
             if batch is not None:
                 yield batch
             pos, want = self.resume(reader, result, pos, end)
+
+
+def _resumed(problem, what: str, skipped_bytes: int, end_offset: int):
+    """``problem`` (a region skipped to the end of its slice) as a read that resumed further on says it."""
+    if isinstance(problem, Problem):
+        return problem._replace(what=what, bytes=skipped_bytes, end_offset=end_offset)
+    return Problem(problem[0], problem[1], what, skipped_bytes, None, end_offset)
 
 
 def _check_segment_end(piece: SegmentSlice, last_offset: int, metrics: ScanMetrics) -> None:

@@ -22,6 +22,18 @@ def corpus_dir() -> Path:
     return CORPUS
 
 
+@pytest.fixture(params=["compiled", "pure"])
+def kernel(request, monkeypatch):
+    """Run a scan test with each decoder twin (the scan looks the kernel up at read time)."""
+    import kafkaseg.decode as decode
+
+    if request.param == "pure":
+        monkeypatch.setattr(decode, "decode", decode.pure_kernel.decode)
+    elif decode.IMPLEMENTATION != "cython":
+        pytest.skip("compiled kernel not built")
+    return request.param
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     """One local[2] SparkSession for the whole run, with Python filter pushdown on (as conf/spark-defaults.conf).

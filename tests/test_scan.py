@@ -22,18 +22,6 @@ from kafkaseg.wire.batch import iter_headers
 from tests.oracle import kafka_python_records
 
 
-@pytest.fixture(params=["compiled", "pure"])
-def kernel(request, monkeypatch):
-    """Run a scan test with each decoder twin (the scan looks the kernel up at read time)."""
-    import kafkaseg.decode as decode
-
-    if request.param == "pure":
-        monkeypatch.setattr(decode, "decode", decode.pure_kernel.decode)
-    elif decode.IMPLEMENTATION != "cython":
-        pytest.skip("compiled kernel not built")
-    return request.param
-
-
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
     path = tmp_path_factory.mktemp("sample")

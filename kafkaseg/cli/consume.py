@@ -60,6 +60,7 @@ import uuid
 from dataclasses import dataclass
 from typing import BinaryIO, Callable
 
+from kafkaseg.decode.api import Problem
 from kafkaseg.errors import CorruptDataError, DeserializationError, InvalidOptionError, KafkaSegError
 from kafkaseg.schema import COLUMN_NAMES
 from kafkaseg.storage.checkpoints import parse_java_integer
@@ -637,8 +638,9 @@ def _report_metrics(metrics, lenient: dict, err) -> None:
     if decode.corrupt_batches:
         print(f"kafkaseg consume: skipped {decode.corrupt_batches} corrupt batch(es), {decode.corrupt_bytes} bytes "
               "(--skip-message-on-error)", file=err)
-        for path, position, what in list(decode.problems)[:10]:
-            print(f"  {path} @ byte {position}: {what}", file=err)
+        for problem in list(decode.problems)[:10]:
+            extent = problem.extent() if isinstance(problem, Problem) else ""
+            print(f"  {problem[0]} @ byte {problem[1]}: {problem[2]}" + (f" ({extent})" if extent else ""), file=err)
         if len(decode.problems) > 10:
             print(f"  ... and {len(decode.problems) - 10} more named", file=err)
     for _, line in metrics.vanished_lines():

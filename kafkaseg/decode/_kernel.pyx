@@ -19,8 +19,10 @@ import pyarrow as pa
 
 from kafkaseg import codecs as _codecs
 from kafkaseg.decode.api import (
+    INT64_MIN,
     MAX_PROBLEMS,
     REST_SKIPPED,
+    Problem,
     STOP_CORRUPT,
     STOP_END,
     STOP_LIMIT,
@@ -1465,10 +1467,12 @@ cdef class _Decoder:
             cols["position"] = pa.Array.from_buffers(pa.int64(), self.n, [None, self.m_pos.arrow()])
         return cols
 
-    cdef note(self, frame):
+    cdef note(self, frame, Py_ssize_t nbytes, int64_t last_seen):
+        # the twin's _note: the region's bytes, and the offsets it makes unreadable start after last_seen
         problems = self.stats.problems
         if len(problems) < MAX_PROBLEMS:
-            problems.append((self.path, self.base_position + frame.position, frame.message))
+            problems.append(Problem(self.path, self.base_position + frame.position, frame.message, nbytes,
+                                    None if last_seen == INT64_MIN else last_seen + 1))
 
 
 def decode(buf, req):
@@ -1525,12 +1529,12 @@ def decode(buf, req):
                 d.stats.corrupt_batches += 1
                 if resume >= 0:
                     d.note(_Frame(frame.cls, f"{frame.message}; resynchronised at byte {d.base_position + resume}",
-                                  pos))
+                                  pos), resume - pos, last_seen)
                     d.stats.corrupt_bytes += resume - pos
                     pos = resume
                     continue
                 d.note(_Frame(frame.cls, f"{frame.message}; no valid batch at its declared end: {REST_SKIPPED}",
-                              pos))
+                              pos), end - pos + d.bytes_after, last_seen)
                 d.stats.corrupt_bytes += end - pos + d.bytes_after
                 stop_position = pos
                 pos = end
@@ -1566,7 +1570,7 @@ def decode(buf, req):
                 if not d.lenient:
                     raise frame.cls(frame.message, path=d.path, position=d.base_position + frame.position) from None
                 d.rollback()  # a corrupt batch is skipped whole: none of its records are kept
-                d.note(frame)
+                d.note(frame, total, last_seen)
                 d.stats.corrupt_batches += 1
                 d.stats.corrupt_bytes += total
                 past_end = 0
@@ -1575,7 +1579,7 @@ def decode(buf, req):
                 if not d.lenient:
                     raise err.located(d.path, d.base_position + pos) from err
                 d.rollback()
-                d.note(_Frame(type(err), err.detail, pos))
+                d.note(_Frame(type(err), err.detail, pos), total, last_seen)
                 d.stats.corrupt_batches += 1
                 d.stats.corrupt_bytes += total
                 past_end = 0

@@ -41,8 +41,10 @@ from kafkaseg.decode.api import (
     DecodeRequest,
     DecodeResult,
     DecodeStats,
+    INT64_MIN,
     MAX_PROBLEMS,
     REST_SKIPPED,
+    Problem,
     past_end_problem,
 )
 from kafkaseg.errors import (
@@ -218,12 +220,12 @@ def decode(buf, req: DecodeRequest) -> DecodeResult:
             stats.corrupt_batches += 1
             if resume >= 0:
                 _note(stats, req, _Frame(frame.cls, f"{frame.message}; resynchronised at byte "
-                                                    f"{req.base_position + resume}", pos))
+                                                    f"{req.base_position + resume}", pos), resume - pos, last_seen)
                 stats.corrupt_bytes += resume - pos
                 pos = resume
                 continue
             _note(stats, req, _Frame(frame.cls, f"{frame.message}; no valid batch at its declared end: "
-                                                f"{REST_SKIPPED}", pos))
+                                                f"{REST_SKIPPED}", pos), end - pos + req.bytes_after, last_seen)
             stats.corrupt_bytes += end - pos + req.bytes_after
             stop_position = pos
             pos = end
@@ -253,14 +255,14 @@ def decode(buf, req: DecodeRequest) -> DecodeResult:
             if not req.lenient:
                 raise _located(req, frame) from None
             out.truncate(mark)  # a corrupt batch is skipped whole: none of its records are kept
-            _note(stats, req, frame)
+            _note(stats, req, frame, total, last_seen)
             stats.corrupt_batches += 1
             stats.corrupt_bytes += total
         except CorruptDataError as err:  # from codecs: positions are relative to the payload
             if not req.lenient:
                 raise err.located(req.path, req.base_position + pos) from err
             out.truncate(mark)
-            _note(stats, req, _Frame(type(err), err.detail, pos))
+            _note(stats, req, _Frame(type(err), err.detail, pos), total, last_seen)
             stats.corrupt_batches += 1
             stats.corrupt_bytes += total
         pos += total
@@ -333,9 +335,12 @@ def _resync(buf, pos, end, size, req) -> tuple[int, int]:
     return at, 0
 
 
-def _note(stats: DecodeStats, req: DecodeRequest, frame: _Frame) -> None:
+def _note(stats: DecodeStats, req: DecodeRequest, frame: _Frame, nbytes: int, last_seen: int) -> None:
+    """Name a corrupt region skipped: ``nbytes`` from the frame's position, after the batch whose last offset is
+    ``last_seen`` (the offsets it makes unreadable start after it; where they end the scan finds)."""
     if len(stats.problems) < MAX_PROBLEMS:
-        stats.problems.append((req.path, req.base_position + frame.position, frame.message))
+        stats.problems.append(Problem(req.path, req.base_position + frame.position, frame.message, nbytes,
+                                      None if last_seen == INT64_MIN else last_seen + 1))
 
 
 def _located(req: DecodeRequest, frame: _Frame) -> CorruptDataError:

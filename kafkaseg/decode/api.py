@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import pyarrow as pa
 
@@ -72,6 +73,99 @@ class DecodeRequest:
     timestamp_unit: str = "us"
 
 
+class _Where(NamedTuple):
+    path: str | None
+    position: int
+    what: str
+
+
+class Problem(_Where):
+    """One corrupt region a lenient read skipped: the tuple ``(path, position, what)`` problems always were, so
+    ``for path, at, what in problems`` and comparisons with 3-tuples go on working, with what is known of the region
+    as attributes: ``bytes`` skipped from ``position``, and the offsets ``[first_offset, end_offset)`` it made
+    unreadable (from the offset after the last readable batch before it to the first offset of the readable batch
+    after it; either None when the read did not see one). A corrupt batch's own header is not trusted for them: the
+    CRC does not cover its base offset. :meth:`as_list` is its JSON form, :meth:`from_list` reads it back."""
+
+    bytes: int | None
+    first_offset: int | None
+    end_offset: int | None
+
+    def __new__(cls, path: str | None, position: int, what: str, bytes: int | None = None,  # noqa: A002
+                first_offset: int | None = None, end_offset: int | None = None):
+        self = super().__new__(cls, path, position, what)
+        self.bytes, self.first_offset, self.end_offset = bytes, first_offset, end_offset
+        return self
+
+    def _replace(self, **changes) -> "Problem":
+        return Problem(**{**self.as_dict(), **changes})
+
+    def as_dict(self) -> dict:
+        return {"path": self.path, "position": self.position, "what": self.what, "bytes": self.bytes,
+                "first_offset": self.first_offset, "end_offset": self.end_offset}
+
+    def as_list(self) -> list:
+        """``[path, position, what, bytes, first_offset, end_offset]``: the metrics' JSON form (the three values
+        problems always had, then the new ones)."""
+        return [self.path, self.position, self.what, self.bytes, self.first_offset, self.end_offset]
+
+    @classmethod
+    def from_list(cls, values) -> "Problem":
+        """A problem from its JSON form (:meth:`as_list`, or the 3-element list of older metrics)."""
+        return cls(*values)
+
+    def extent(self) -> str:
+        """What is known of the region, for a log line: ``"201 bytes; offsets 20..24"`` (empty when nothing)."""
+        parts = [] if self.bytes is None else [f"{self.bytes} bytes"]
+        if self.first_offset is not None and self.end_offset is not None:
+            parts.append(f"offsets {self.first_offset}..{self.end_offset - 1}" if self.end_offset > self.first_offset
+                         else "no offset")
+        elif self.first_offset is not None:
+            parts.append(f"offsets from {self.first_offset}")
+        elif self.end_offset is not None:
+            parts.append(f"offsets below {self.end_offset}")
+        return "; ".join(parts)
+
+    def __repr__(self) -> str:
+        return (f"Problem(path={self.path!r}, position={self.position!r}, what={self.what!r}, bytes={self.bytes!r}, "
+                f"first_offset={self.first_offset!r}, end_offset={self.end_offset!r})")
+
+
+def uncounted(problems: list, seen: dict) -> tuple[list, int, int]:
+    """``problems`` (of one slice, or one reader's total) less what ``seen`` already counts: ``(kept, batches,
+    bytes)``, the problems to add and the batches and bytes to take off their counts. ``seen`` maps a path to the
+    byte ranges counted in it (``[start, end)``, merged), and is updated with the kept ones. A problem whose region
+    lies wholly in counted ranges is a region read twice (two slices of one file reading a batch both need: a
+    pushed-down ``NOT offset = x``): it goes, with its batch and bytes; one partly inside keeps its batch, less the
+    bytes counted already. Problems without a byte count, and corrupt batches past the named ones, are counted as
+    they are."""
+    kept, batches, nbytes = [], 0, 0
+    for problem in problems:
+        size = getattr(problem, "bytes", None)
+        if size is None or size <= 0:
+            kept.append(problem)
+            continue
+        start, end = problem[1], problem[1] + size
+        ranges = seen.setdefault(problem[0], [])
+        covered = sum(max(0, min(end, hi) - max(start, lo)) for lo, hi in ranges)
+        if covered >= size:
+            batches += 1
+            nbytes += size
+            continue
+        nbytes += covered
+        kept.append(problem)
+        ranges.append((start, end))
+        ranges.sort()
+        merged = [ranges[0]]
+        for lo, hi in ranges[1:]:
+            if lo <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+            else:
+                merged.append((lo, hi))
+        ranges[:] = merged
+    return kept, batches, nbytes
+
+
 @dataclass
 class DecodeStats:
     batches: int = 0  # batches whose records were looked at
@@ -81,7 +175,7 @@ class DecodeStats:
     skipped_aborted_batches: int = 0
     corrupt_batches: int = 0  # lenient mode: batches (or unreadable regions) skipped because they failed checks
     corrupt_bytes: int = 0  # lenient mode: bytes skipped (whole corrupt batches and unreadable tails)
-    problems: list = field(default_factory=list)  # lenient mode: (path, position, message), the first few
+    problems: list = field(default_factory=list)  # lenient mode: Problem (path, position, message, ...), the first few
 
     def add(self, other: "DecodeStats") -> None:
         for name in ("batches", "records", "skipped_batches_out_of_range", "skipped_control_batches",

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafkaseg.decode.api import Problem, uncounted
 from kafkaseg.planning import LenientDecision, PartitionReport, PlanReport
 
 __all__ = ["ScanReport", "report_dir", "write_plan", "write_read_metrics", "last_plan_report", "plan_reports",
@@ -77,7 +78,11 @@ class ScanReport:
     def read_metrics(self) -> dict[str, Any]:
         """What reading this scan's slices did, summed over slices, counting the latest read of each slice (an
         action that runs the plan again replaces it; ``executions`` is the most times any slice was read):
-        ``slices_read``, ``bytes_read``, ``records``, ``batches``, ``truncated_tails``, ``problems``,
+        ``slices_read``, ``bytes_read``, ``records``, ``batches``, ``truncated_tails``, ``problems`` (each a
+        :class:`~kafkaseg.decode.api.Problem`: ``(path, position, what)`` with its ``bytes`` and offsets; a region
+        two slices both read counted once, in ``corrupt_batches``/``corrupt_bytes`` too), ``unreadable_tails``
+        (active segments whose indexes prove offsets past their readable end, with no high watermark to bound
+        the read: see README),
         ``vanished_segments`` (segments a live broker deleted or replaced after planning), ``missing_offsets``
         (offsets missing between segments above the cleaner checkpoint, read past), ``other_copies_read`` (offsets a
         strict read took from another copy of their partition, the chosen one being corrupt), ``lenient_decisions`` (the
@@ -94,8 +99,9 @@ class ScanReport:
                                   "records": 0, "batches": 0, "output_batches": 0, "skipped_aborted_batches": 0,
                                   "corrupt_batches": 0, "corrupt_bytes": 0, "truncated_tails": [], "problems": [],
                                   "vanished_segments": [], "missing_offsets": [], "other_copies_read": [],
-                                  "lenient_decisions": list(self.plan.lenient)}
-        for path in latest.values():
+                                  "unreadable_tails": [], "lenient_decisions": list(self.plan.lenient)}
+        counted: dict = {}  # the byte ranges of each file the problems summed so far count
+        for path in sorted(latest.values()):
             try:
                 metrics = json.loads(path.read_text())
             except (OSError, ValueError):
@@ -104,11 +110,15 @@ class ScanReport:
             for key in ("bytes_read", "records", "batches", "output_batches", "skipped_aborted_batches",
                         "corrupt_batches", "corrupt_bytes"):
                 totals[key] += metrics.get(key, 0)
+            kept, batches, nbytes = uncounted([Problem.from_list(p) for p in metrics.get("problems", [])], counted)
+            totals["corrupt_batches"] -= batches
+            totals["corrupt_bytes"] -= nbytes
+            totals["problems"].extend(kept)
+            totals["unreadable_tails"].extend(Problem.from_list(p) for p in metrics.get("unreadable_tails", []))
             totals["truncated_tails"].extend(metrics.get("truncated_tails", []))
             totals["vanished_segments"].extend(metrics.get("vanished_segments", []))
             totals["missing_offsets"].extend(metrics.get("missing_offsets", []))
             totals["other_copies_read"].extend(metrics.get("other_copies_read", []))
-            totals["problems"].extend(metrics.get("problems", []))
         return totals
 
     def summary(self) -> str:
