@@ -894,6 +894,8 @@ def skipped_report(metrics: dict, limit: int = 5) -> tuple[dict, list[str]]:
                "problems": [p.as_list() if hasattr(p, "as_list") else list(p) for p in metrics.get("problems", [])],
                "vanished_segments": [list(v) for v in metrics.get("vanished_segments", [])],
                "missing_offsets": [list(m) for m in metrics.get("missing_offsets", [])],
+               "unreadable_tails": [p.as_list() if hasattr(p, "as_list") else list(p)
+                                    for p in metrics.get("unreadable_tails", [])],
                "lenient_decisions": [list(d) for d in metrics.get("lenient_decisions", [])]}
     lines = []
     if skipped["lenient_decisions"]:
@@ -918,6 +920,11 @@ def skipped_report(metrics: dict, limit: int = 5) -> tuple[dict, list[str]]:
                      "checkpoint (a segment file lost from this copy, or compaction the checkpoint does not record "
                      "yet; kafkaseg verify checks):")
         lines += _first(skipped["missing_offsets"], limit, "after {}: offsets [{}, {})", "")
+    if skipped["unreadable_tails"]:
+        lines.append(f"{len(skipped['unreadable_tails'])} active segments end before offsets their own indexes "
+                     "prove they held, with no high watermark to say whether they were acknowledged (a crash may "
+                     "have lost them unflushed):")
+        lines += _first(skipped["unreadable_tails"], limit, "{0} @ byte {1}: offsets [{4}, {5}) not in the table", "")
     return skipped, lines
 
 

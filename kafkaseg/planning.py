@@ -76,8 +76,8 @@ from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, check_one_incar
                                      snapshot_transactions_at, transactions_open_at, valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import lists_transactional_producers
-from kafkaseg.storage.segment import (SegmentReader, readable_end, torn_before_zeros, zero_filled_tail,
-                                      zeros_hide_records)
+from kafkaseg.storage.segment import (SegmentReader, indexed_past_end, readable_end, torn_before_zeros,
+                                      zero_filled_tail, zeros_hide_records)
 from kafkaseg.storage.time_index import TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, segment_aborted_txns, unindexed_abort
 
@@ -171,6 +171,11 @@ class SegmentSlice:
     # ``end_position`` counts them as a skipped corrupt region (ScanMetrics), once: only the partition's slice
     # ending there carries them
     corrupt_tail: tuple[int, int, str] | None = None
+    # the read of this slice ends where its partition's log ends, with no high watermark to bound it (none
+    # checkpointed for the partition): it is the active segment's last slice, read to the segment's readable end
+    # (planning's log end). The read then asks the segment's indexes whether they point past that end
+    # (scan._SliceDecoder.check_indexed_tail): offsets the file once held and no longer does
+    indexed_tail_check: bool = False
     # the other copies of the partition found (their folders) that the replica choice passed over: named when this
     # one fails to read, so a user who gave several brokers' log dirs knows another copy may read
     other_copies: tuple[str, ...] = ()
@@ -602,6 +607,10 @@ class _Partition:
         self._open_txns: dict[int, int] = {}
         self._leo: int | None = None
         self.leo_walk_clean = True  # the log end was found by a walk that met no corruption, torn append or zeros
+        # whether the last segment's indexes, as the log end walk loaded them, hold an offset at or past the log end
+        # (or were rebuilt, the files disagreeing with the log): the read of its last slice then looks at the files
+        # (SegmentSlice.indexed_tail_check), and only then
+        self.indexed_past_log_end = True
         self._segment_end: dict[int, int] = {}
         self._legacy: dict[int, bool] = {}
         self._first_offsets: dict[tuple[int, int], int | None] = {}  # (segment, position) -> its batch's first offset
@@ -941,6 +950,9 @@ class _Partition:
                 self.report.notes.append(f"{self.name}: corruption in the active segment ({err}): the log "
                                          f"end offset is taken as {how}")
         self._leo = self.bases[0] if leo is None else leo
+        loaded = self._indexes.get(len(self.segments) - 1)
+        if loaded is not None and not any(getattr(index, "rebuilt", False) for index in loaded):
+            self.indexed_past_log_end = indexed_past_end(*loaded, 0, self._leo) is not None
 
     def _unacknowledged_past(self, leo: int) -> bool:
         """Whether the checkpointed high watermark lies at or below ``leo`` (and bounds the read): bytes past it
@@ -1151,6 +1163,7 @@ class _LogEnd(NamedTuple):
     walk_clean: bool
     log_end_position: int | None
     corrupt_tail: tuple[int, int, str] | None
+    indexed_past_log_end: bool
     notes: tuple[str, ...]
     indexes_rebuilt: tuple[tuple[str, str], ...]
     last_indexes: tuple | None  # the last segment's (offset index, time index) the walk loaded, when small
@@ -1159,6 +1172,7 @@ class _LogEnd(NamedTuple):
         """Give ``part`` this log end, and report to its report what the walk reported, as the walk would have."""
         part._leo, part.leo_walk_clean = self.leo, self.walk_clean
         part.log_end_position, part.corrupt_tail = self.log_end_position, self.corrupt_tail
+        part.indexed_past_log_end = self.indexed_past_log_end
         if part.report is not None:
             part.report.indexes_rebuilt.extend(entry for entry in self.indexes_rebuilt
                                                if entry not in part.report.indexes_rebuilt)
@@ -1197,7 +1211,8 @@ class LogEndCache:
         if loaded is not None and sum(len(index) for index in loaded) > self.HELD_INDEX_ENTRIES:
             loaded = None
         self._found[part.pdir.path] = _LogEnd(part.pdir, _log_end_inputs(part.options), read_ms, part._leo,
-                                              part.leo_walk_clean, part.log_end_position, part.corrupt_tail, notes,
+                                              part.leo_walk_clean, part.log_end_position, part.corrupt_tail,
+                                              part.indexed_past_log_end, notes,
                                               indexes_rebuilt, loaded)
 
     def found(self, part: _Partition) -> _LogEnd | None:
@@ -1958,6 +1973,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
             tails_told.add(id(part))
             corrupt_tail = part.corrupt_tail
         aborted = _aborted_for(part, piece) if options.read_committed else ()
+        indexed_tail_check = _reads_to_unbounded_log_end(part, piece)
         if seg.log_path not in identities:
             # the file the listing saw, with the size planned: a file renamed into its name since (the cleaner's
             # merged copy) is another one, read again by offset
@@ -1966,7 +1982,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
             identities[part.pdir.path] = _fs.file_identity(part.pdir.path, part.fs)
         slices.append(_segment_slice(piece, aborted, identities[seg.log_path], missing_before, own_offsets,
                                      listing.started_ns, part.pdir.topic_id, identities[part.pdir.path],
-                                     corrupt_tail))
+                                     corrupt_tail, indexed_tail_check))
         preport = reports[(part.pdir.topic, part.pdir.partition, part.pdir.path)]
         preport.slices += 1
         # two offset ranges of one partition whose bytes meet are one slice (_joined), unless a range between them
@@ -1994,7 +2010,8 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
                    missing_before: tuple[str, int, int] | None, own_offsets: tuple[int, int] | None,
                    listed_at_ns: int | None, topic_id: str | None,
                    partition_identity: tuple[str, int, int] | None,
-                   corrupt_tail: tuple[int, int, str] | None = None) -> SegmentSlice:
+                   corrupt_tail: tuple[int, int, str] | None = None, indexed_tail_check: bool = False
+                   ) -> SegmentSlice:
     part = piece.part
     seg = part.segments[piece.segment]
     index_path, index_window = index_location(seg, "index")
@@ -2009,7 +2026,25 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
         slice_offsets=own_offsets, listed_at_ns=listed_at_ns, topic_id=topic_id,
         partition_identity=partition_identity, rolled=seg.tiered is not None,
         remote_path=part.pdir.remote_below.path if part.pdir.remote_below is not None else None,
-        corrupt_tail=corrupt_tail, copy_states=part.planned_copy_states, offset_gaps=piece.gaps)
+        corrupt_tail=corrupt_tail, indexed_tail_check=indexed_tail_check, copy_states=part.planned_copy_states,
+        offset_gaps=piece.gaps)
+
+
+def _reads_to_unbounded_log_end(part: _Partition, piece: _Piece) -> bool:
+    """:attr:`SegmentSlice.indexed_tail_check` of ``piece``: it is the last piece of its partition's active segment
+    (a local one: a tiered-storage copy is rolled), ends where planning found the segment's readable batches end
+    (the end of its bytes as listed, or where zeros end them: not a corrupt tail the read counts, nor a slice cut
+    short of the end), and keeps offsets up to the log end, which no high watermark bounds. With a high watermark
+    its rules decide (a note, or data loss with the recovery point: :func:`_resolve`)."""
+    seg = part.segments[piece.segment]
+    if (piece.segment != len(part.segments) - 1 or seg.tiered is not None or part.pdir.high_watermark is not None
+            or part.corrupt_tail is not None or not part.pdir.is_active_segment(seg.log_path)):
+        return False
+    readable_end = part.log_end_position if part.log_end_position is not None else seg.log_size
+    # (and only when the indexes the log end walk loaded reach past the log end: a healthy active segment's do not,
+    # and its read then loads no index file)
+    return (piece.end_position == readable_end and piece.end_offset >= part.log_end_offset()
+            and part.indexed_past_log_end)
 
 
 def _slice_offsets(pieces: list[_Piece]) -> list[tuple[int, int] | None]:

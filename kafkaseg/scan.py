@@ -37,7 +37,7 @@ from kafkaseg.options import ReadOptions
 from kafkaseg.entry_check import ResumptionEntries, batch_first_offset
 from kafkaseg.planning import ScanPlan, SegmentSlice, plan_again_by_offset, plan_scan
 from kafkaseg.storage.layout import read_partition_again
-from kafkaseg.storage.segment import SegmentReader
+from kafkaseg.storage.segment import SegmentReader, load_indexed_past_end
 from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
 from kafkaseg.storage.fs import basename as fs_basename, join as fs_join
 from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE, LOG_OVERHEAD, MAGIC_OFFSET
@@ -71,6 +71,12 @@ class ScanMetrics:
     # (corrupt file, byte position, first offset, end offset, copy folder, error text): offsets [first, end) of a
     # strict read that another broker's copy of the partition supplied, as the chosen copy's file was corrupt there
     other_copies_read: list = field(default_factory=list)
+    # Problems (file, byte where the readable batches end, what; the bytes after it and the offsets [first, end)):
+    # active segments read to their end, with no high watermark to bound the read, whose own indexes point past
+    # that end at offsets none of which the recovery point says was flushed. Not corruption a strict read raises
+    # (a crash can lose unflushed log pages and keep the index's), so a warning in every read; flushed ones are
+    # corruption (raised, or counted as a skip). See _SliceDecoder.check_indexed_tail
+    unreadable_tails: list = field(default_factory=list)
 
     def __post_init__(self):
         self._lock = threading.Lock()
@@ -98,7 +104,8 @@ class ScanMetrics:
                 "skipped_aborted_batches": d.skipped_aborted_batches, "corrupt_batches": d.corrupt_batches,
                 "corrupt_bytes": d.corrupt_bytes, "problems": [_problem_list(p) for p in d.problems],
                 "truncated_tails": list(self.truncated_tails), "vanished_segments": list(self.vanished_segments),
-                "missing_offsets": list(self.missing_offsets), "other_copies_read": list(self.other_copies_read)}
+                "missing_offsets": list(self.missing_offsets), "other_copies_read": list(self.other_copies_read),
+                "unreadable_tails": [_problem_list(p) for p in self.unreadable_tails]}
 
     def add(self, other: "ScanMetrics") -> None:
         """Add ``other``'s counts and lists to these (a reader that keeps one slice's metrics apart, to report them,
@@ -112,6 +119,7 @@ class ScanMetrics:
             self.vanished_segments.extend(other.vanished_segments)
             self.missing_offsets.extend(other.missing_offsets)
             self.other_copies_read.extend(other.other_copies_read)
+            self.unreadable_tails.extend(other.unreadable_tails)
 
     def _add_decode(self, stats: DecodeStats) -> None:
         """Add one slice's (or one reader's) decode counts, less the corrupt regions counted already (with the lock
@@ -134,6 +142,11 @@ class ScanMetrics:
                          f"({d.corrupt_bytes} corrupt bytes in all), beyond the {len(d.problems)} named")
         return lines
 
+    def unreadable_tail_lines(self) -> list[str]:
+        """The active segments whose indexes prove offsets past their readable end (``unreadable_tails``), for a log
+        (a warning): one line each, ``<file> @ byte <n>: index entries up to offset ... (<extent>)``."""
+        return [f"{p[0]} @ byte {p[1]}: {p[2]}" + _extent(p) for p in self.unreadable_tails]
+
     def vanished_lines(self) -> list[tuple[bool, str]]:
         """What became of segments a live broker deleted or replaced after planning, for a log: ``(skipped, line)``
         per segment, ``skipped`` True when its offsets were skipped (``failOnDataLoss=false``: a warning), False
@@ -155,6 +168,7 @@ class ScanMetrics:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self.__dict__.setdefault("_counted", {})
+        self.__dict__.setdefault("unreadable_tails", [])
         self._lock = threading.Lock()
 
 
@@ -434,6 +448,8 @@ def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics,
         return
     reading = _SliceDecoder(piece, options, metrics)
     reading.planned_file = same_file(piece.file_identity, opened) is True
+    # (size, ctime) of the file as the read opened it: a live broker's write since changes it
+    stamp = opened.change_stamp() if piece.indexed_tail_check else None
     counted = True  # whether the slice counts as read (not a remote segment found gone before any record)
     gone = False  # a remote segment found gone before any record was returned
     try:
@@ -454,6 +470,8 @@ def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics,
                 # read to where planning cut off the corrupt rest of the active segment, still in the file: skipped
                 position, skipped, why = piece.corrupt_tail
                 reading._count_skip(position, skipped, why, reading.first_unread())
+            if stamp is not None and end == piece.end_position:
+                reading.check_indexed_tail(reader, end, stamp)
             reading.finish_problems(reader)
         # (skipped corrupt batches held unknown offsets). After a past-end stop last_seen is the batch before it, if
         # the slice decoded one: a slice holding only that batch (a legacy wrapper planned for its last inner offset,
@@ -636,6 +654,8 @@ class _SliceDecoder:
         # merged the next segment into it, and offsets at or past the next segment's base in it are corruption
         self.planned_file = False
         self.past_end_at: int | None = None  # where a batch at or past the slice's end offset stopped the read
+        self.tail_at: int | None = None  # where a partial batch ending the segment stopped the read (a tail)
+        self.shrank = False  # the file ended before the planned end while it was read (a live broker truncating)
         self.straddler_skipped = False  # a batch across the next segment's base counted as skipped already
         # the offsets the slice leaves out (SegmentSlice.offset_gaps), as sorted arrays of gap starts and ends
         self.gap_starts = np.array([lo for lo, _ in piece.offset_gaps], np.int64)
@@ -812,6 +832,7 @@ class _SliceDecoder:
         if problem is None:
             _report_tail(self.piece, self.metrics, pos, end)
             self.finished = True
+            self.tail_at = pos
             return pos, 0
         err = TruncatedDataError(problem, path=self.piece.log_path, position=pos)
         if self.options.on_corruption != "skip":
@@ -828,6 +849,52 @@ class _SliceDecoder:
     def close(self) -> None:
         if self._entries is not None:
             self._entries.close()
+
+    def check_indexed_tail(self, reader: RandomAccessReader, end: int, stamp: tuple[int, int]) -> None:
+        """The read of the active segment reached its readable end, with no high watermark to bound it
+        (:attr:`~kafkaseg.planning.SegmentSlice.indexed_tail_check`): whether the segment's own indexes point past
+        that end (:func:`~kafkaseg.storage.segment.load_indexed_past_end`), proving offsets the file held once and
+        does not now. The end is where a partial last batch starts (a tail), else ``end``, the end of the bytes
+        planned.
+
+        The indexes are read after the log, and the log must be unchanged since the listing (the size it was
+        listed with, and its ``(size, ctime)`` at open, ``stamp``, still): a live broker indexes a batch only after
+        writing it, so entries for appends since the read (or the listing) point at bytes that are there, and are
+        no loss. A torn append with no entry past it is what a live broker's disk holds mid-append: a quiet tail.
+
+        What the entries prove is judged by the recovery point (see
+        :class:`~kafkaseg.storage.segment.IndexedPastEnd`). Above the readable end, the broker had flushed offsets
+        the file does not hold (a file cut short, a copy that missed them: no crash loses flushed bytes, and a
+        truncation lowers the checkpoint at once): corruption, raised (:class:`~kafkaseg.errors.TruncatedDataError`,
+        file and byte) or with ``onCorruption=skip`` counted as a skip. Else none of them may ever have reached
+        the disk (a crash losing the log's unflushed pages and not the index's, a copy taking the indexes after
+        the log, entries a follower's truncation left in the preallocated index): recorded in
+        ``metrics.unreadable_tails`` by every read, strict or not, as a warning, since nothing says whether they
+        were acknowledged. Either way the tail reported before is taken back (one account of the bytes)."""
+        if self.past_end or self.shrank or (self.finished and self.tail_at is None):
+            return
+        piece = self.piece
+        at = end if self.tail_at is None else self.tail_at
+        log_path = piece.log_path
+        timeindex = (log_path[:-len(".log")] + ".timeindex" if log_path.endswith(".log") else None, None)
+        found = load_indexed_past_end(piece.base_offset, (piece.index_path, piece.index_window), timeindex, at,
+                                      piece.end_offset, piece.filesystem)
+        if found is None or stamp[0] != piece.segment_size or reader.change_stamp() != stamp:
+            return
+        with self.metrics._lock:
+            tail = (log_path, at, end - at)
+            if self.tail_at is not None and tail in self.metrics.truncated_tails:
+                self.metrics.truncated_tails.remove(tail)
+        detail = found.judged(piece.recovery_point)
+        if found.flushed_below(piece.recovery_point) is not None:
+            if self.options.on_corruption != "skip":
+                raise TruncatedDataError(detail, path=log_path, position=at)
+            self._count_skip(at, piece.segment_size - at, detail, found.end_offset, found.proven_end)
+            return
+        detail += f"; the read ends at offset {found.end_offset}"
+        with self.metrics._lock:
+            self.metrics.unreadable_tails.append(Problem(log_path, at, detail, piece.segment_size - at,
+                                                         found.end_offset, found.proven_end))
 
     def _check_after_slice(self, reader: RandomAccessReader, start: int, end: int) -> None:
         """The slice's last batch, ``[start, end)``, is at or past its segment's read end, and the kernel could not
@@ -1029,6 +1096,7 @@ class _SliceDecoder:
         """The file ended at ``pos`` before the planned ``end``: a live broker truncated it while we read."""
         _report_tail(self.piece, self.metrics, pos, end)
         self.finished = True
+        self.shrank = True
 
     def mapped(self, reader: RandomAccessReader, pos: int, end: int, window_bytes: int, chunk_bytes: int):
         """Decode ``[pos, end)`` in place through guarded mappings of at most ``window_bytes`` (a batch larger

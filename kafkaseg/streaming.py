@@ -805,7 +805,7 @@ def follow(path: str | Sequence[str], *, poll_interval: float = 0.5, idle_timeou
             try:
                 yield from read_slice(piece, read_options, read)
             finally:
-                for line in read.corrupt_skips():
+                for line in read.corrupt_skips() + read.unreadable_tail_lines():
                     log.warning("%s", line)
                 for skipped, line in read.vanished_lines():
                     log.log(logging.WARNING if skipped else logging.INFO, "%s", line)

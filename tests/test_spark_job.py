@@ -151,7 +151,7 @@ def test_delta_modes_commit_once_per_run_and_keep_timestamps(spark, tmp_path):
 def test_skipped_report_lines():
     assert export.skipped_report({}) == ({"corrupt_batches": 0, "corrupt_bytes": 0, "truncated_tails": [],
                                           "problems": [], "vanished_segments": [], "missing_offsets": [],
-                                          "lenient_decisions": []}, [])
+                                          "unreadable_tails": [], "lenient_decisions": []}, [])
     skipped, lines = export.skipped_report({"corrupt_batches": 2, "corrupt_bytes": 300, "problems": [
         ("/d/t-0/0.log", 10, "CRC-32C mismatch"), ("/d/t-0/0.log", 90, "bad magic")],
         "truncated_tails": [("/d/t-1/0.log", 500, 12)]}, limit=1)
@@ -163,6 +163,10 @@ def test_skipped_report_lines():
     _, lines = export.skipped_report({"vanished_segments": [("/d/t-0/5.log", 5, 9, "skipped (failOnDataLoss=false)")]})
     assert lines == ["1 segments were deleted or replaced by the broker after planning:",
                      "  /d/t-0/5.log offsets [5, 9): skipped (failOnDataLoss=false)"]
+    _, lines = export.skipped_report({"unreadable_tails": [["/d/t-0/250.log", 2584, "index entries ...", 100, 270,
+                                                            300]]})
+    assert lines[0].startswith("1 active segments end before offsets their own indexes prove") and \
+        lines[1] == "  /d/t-0/250.log @ byte 2584: offsets [270, 300) not in the table"
     _, lines = export.skipped_report({"missing_offsets": [("/d/t-0/0.log", 63, 89)]})
     assert lines[0].startswith("offsets missing between segments in 1 places") and \
         lines[1] == "  after /d/t-0/0.log: offsets [63, 89)"

@@ -648,6 +648,7 @@ def _report_metrics(metrics, lenient: dict, err) -> None:
     for line in metrics.other_copies_lines():
         print(f"kafkaseg consume: {line}", file=err)
     _report_missing(metrics.missing_offsets, err)
+    _report_unreadable_tails(metrics, err)
 
 
 def _report_lenient(lenient: dict, err) -> None:
@@ -656,6 +657,15 @@ def _report_lenient(lenient: dict, err) -> None:
         if not printed:
             print(f"kafkaseg consume: {decision.describe()}", file=err)
             lenient[decision] = True
+
+
+def _report_unreadable_tails(metrics, err) -> None:
+    """Say (and forget) each active segment whose indexes prove offsets past its readable end, with no high
+    watermark to bound the read (``ScanMetrics.unreadable_tails``: offsets a crash may have lost before the broker
+    flushed them; flushed ones are corruption, an error or with --skip-message-on-error a skipped batch)."""
+    for line in metrics.unreadable_tail_lines():
+        print(f"kafkaseg consume: {line}", file=err)
+    metrics.unreadable_tails.clear()
 
 
 def _report_missing(missing, err) -> None:
@@ -858,6 +868,7 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
                 _report_lenient(lenient, err)
                 _report_missing(metrics.missing_offsets, err)
                 metrics.missing_offsets.clear()
+                _report_unreadable_tails(metrics, err)
         if not args.follow:
             _report_past_high_watermark(planner, err)
         return status()

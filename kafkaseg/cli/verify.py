@@ -57,7 +57,8 @@ from kafkaseg.storage.layout import (SWAPS_RESOLVED, PartitionDir, check_one_inc
                                      transactions_open_at, unacknowledged_append, valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
-from kafkaseg.storage.segment import SegmentReader, data_after_zeros, offsets_hidden_by_last_batch
+from kafkaseg.storage.segment import (SegmentReader, data_after_zeros, indexed_past_end,
+                                      offsets_hidden_by_last_batch)
 from kafkaseg.storage.time_index import NO_TIMESTAMP, TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, unindexed_abort
 from kafkaseg.wire.batch import LOG_OVERHEAD, iter_headers
@@ -168,6 +169,7 @@ class _ReadableTracker:
         self.open: UnreadableRange | None = None
         self.segment: str | None = None  # the segment walked, until its first readable batch
         self.gap_times: dict[str, tuple[int | None, int | None]] = {}  # segment -> times around a gap before it
+        self.indexed_last: int | None = None  # the last offset the active segment's indexes prove past its end
 
     def segment_start(self, path: str) -> None:
         self.segment = path
@@ -186,6 +188,17 @@ class _ReadableTracker:
         else:  # more damage before anything readable: the range is the first's, its reason says both
             where = os.path.basename(file) + ("" if position is None else f" @ byte {position}")
             self.open.reason += f"; then {reason} ({where})"
+
+    def indexed(self, file: str, position: int, last: int, reason: str) -> None:
+        """The active segment's indexes prove offsets up to ``last`` past its readable end (at ``position``): the
+        range open there (a torn batch) ends at ``last`` unless a high watermark says more, or with none open (the
+        file cut at a batch boundary) the offsets from the last readable one on are a range of their own."""
+        if self.open is not None:
+            self.open.reason += f"; {reason}"
+            self.indexed_last = last
+        elif last > self.last_offset:
+            self.summary.unreadable.append(UnreadableRange(self.last_offset + 1, last, file, position, reason,
+                                                           self.last_time))
 
     def readable(self, header) -> None:
         first_time = header.max_timestamp if header.timestamp_type == 1 or header.magic < 2 \
@@ -213,6 +226,8 @@ class _ReadableTracker:
         if self.open is not None:
             if high_watermark is not None and high_watermark > self.open.first:
                 self.open.last = high_watermark - 1
+            elif high_watermark is None and self.indexed_last is not None and self.indexed_last >= self.open.first:
+                self.open.last = self.indexed_last
             if high_watermark is None or high_watermark > self.open.first:
                 self.summary.unreadable.append(self.open)
             self.open = None
@@ -751,6 +766,18 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                                                   f"({tail.detail}); a broker would truncate them on recovery")
                 tracker.damaged(path, tail.position, "a torn batch at the end of the active segment (lost if "
                                                      "acknowledged: up to the high watermark)")
+        if is_active and not ended_damaged and pdir.high_watermark is None:
+            # with no high watermark, the active segment's own indexes may say it held more than it reads now: the
+            # indexes were loaded before the log was opened, so no entry of a live broker's append since counts
+            end_at = walked_to
+            found = indexed_past_end(offset_index, time_index, end_at,
+                                     seg_last + 1 if seg_last is not None else seg.base_offset)
+            if found is not None:
+                flushed = found.flushed_below(pdir.recovery_point) is not None
+                add(ERROR if flushed else WARNING, path, end_at, found.judged(pdir.recovery_point))
+                tracker.indexed(path, end_at, found.last_offset, found.describe() + (
+                    " (flushed: the recovery point is past them)" if flushed else " (none flushed by the recovery "
+                    "point: a crash may have lost them)"))
     summary.last_offset = seg_last
     if offsets_cursor is not None:
         offsets_cursor.finish(walked_to, log_size)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import weakref
 
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 import numpy as np
 import pyarrow.fs as pafs
@@ -49,6 +49,9 @@ __all__ = [
     "data_after_zeros",
     "zeros_hide_records",
     "torn_before_zeros",
+    "IndexedPastEnd",
+    "indexed_past_end",
+    "load_indexed_past_end",
     "largest_timestamp",
     "DEFAULT_BLOCK_SIZE",
     "DEFAULT_MAX_BATCH_BYTES",
@@ -653,6 +656,120 @@ def readable_end(segment, *, step_over: bool = False, verify_crc: bool = True, f
         last, position = before, last.position
         return (last.next_offset if last is not None else int(segment.base_offset)), position
     return (last.next_offset, last.end) if last is not None else (int(segment.base_offset), 0)
+
+
+class IndexedPastEnd(NamedTuple):
+    """What a segment's own indexes say it held past where its readable batches end (byte ``end_position``, offset
+    ``end_offset``): ``offset_entries`` ``.index`` entries at or past that byte holding offsets at or past that
+    offset, ``time_entries`` ``.timeindex`` entries holding such offsets, the largest offset either holds
+    (``last_offset``) and the largest timestamp of those time entries (``timestamp``, None without one).
+
+    Why entries past the end prove records were there: ``LogSegment.append`` appends a batch to the log and only
+    then indexes it (``offsetIndex().append(largestOffset, physicalPosition)``, ``timeIndex().maybeAppend``), so
+    an entry names a batch the file held whole. They do not prove the records were ever on disk or acknowledged:
+    the indexes are memory-mapped and the operating system writes their pages back on its own, apart from the
+    log's, so a power loss can keep index entries whose batches' log pages never reached the disk (Kafka's
+    recovery truncates the active segment and rebuilds its indexes: ``LogSegment.recover``); a copy taken while a
+    broker wrote can take the indexes after the log; and ``AbstractIndex.truncateToEntries`` only moves the
+    index's position, so a follower's truncation leaves the truncated entries in a live active segment's
+    preallocated index file. The recovery point (``recovery-point-offset-checkpoint``) is what tells flushed from
+    not: a broker checkpoints it after flushing the log up to it (``UnifiedLog.flush``, ``markFlushed``), and
+    lowers and checkpoints it at once when it truncates (``LocalLog.updateLogEndOffset``,
+    ``LogManager.truncateTo``); see :meth:`flushed_below`."""
+
+    end_position: int
+    end_offset: int
+    last_offset: int
+    timestamp: int | None
+    offset_entries: int
+    time_entries: int
+
+    @property
+    def proven_end(self) -> int:
+        """The offset after the last one the entries prove."""
+        return self.last_offset + 1
+
+    def flushed_below(self, recovery_point: int | None) -> int | None:
+        """The offset below which the offsets proven past the end were flushed to disk (``recovery_point`` is above
+        the readable end: the file lost bytes the broker had flushed), else None (none of them was: a crash may
+        have lost them unflushed)."""
+        if recovery_point is None or recovery_point <= self.end_offset:
+            return None
+        return min(recovery_point, self.proven_end)
+
+    def judged(self, recovery_point: int | None) -> str:
+        """:meth:`describe` and what the entries prove by ``recovery_point`` (:meth:`flushed_below`): the words a
+        read's error or warning and ``kafkaseg verify`` use."""
+        flushed = self.flushed_below(recovery_point)
+        if flushed is not None:
+            return (f"{self.describe()}: the recovery point {recovery_point} says the broker had flushed offsets "
+                    f"below it to disk, so offsets {self.end_offset}..{flushed - 1} were on disk in this file and "
+                    "are not readable now (a file cut short, or a copy that missed them)")
+        recovery = ("no recovery point is checkpointed" if recovery_point is None else
+                    f"none is below the recovery point {recovery_point}")
+        return (f"{self.describe()}: offsets {self.end_offset}..{self.last_offset} were written to this file once "
+                f"(a broker indexes a batch after writing it), but {recovery}, so they may never have reached the "
+                "disk: a crash that lost the log's unflushed pages but not the index's (Kafka's recovery truncates "
+                "there), a copy taken while the broker wrote (the indexes after the log), or entries a follower's "
+                "truncation left in a live active segment's preallocated index. No high watermark says whether "
+                "they were acknowledged")
+
+    def describe(self) -> str:
+        """``index entries up to offset N / time T (...) point past the readable end (byte B, offset O; ...)``."""
+        when = "" if self.timestamp is None else f" / time {self.timestamp} ({_utc_text(self.timestamp)})"
+        counts = ", ".join(f"{n} {kind} entr{'y' if n == 1 else 'ies'}"
+                           for n, kind in ((self.offset_entries, ".index"), (self.time_entries, ".timeindex")) if n)
+        return (f"index entries up to offset {self.last_offset}{when} point past the readable end (byte "
+                f"{self.end_position}, offset {self.end_offset}; {counts})")
+
+
+def _utc_text(ms: int) -> str:
+    from datetime import datetime, timezone
+
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace(
+            "+00:00", "Z")
+    except (OverflowError, OSError, ValueError):
+        return "not a date"
+
+
+def indexed_past_end(offset_index, time_index, end_position: int, end_offset: int) -> IndexedPastEnd | None:
+    """What the loaded ``offset_index`` and ``time_index`` of a segment (either None) say it held past its readable
+    end (see :class:`IndexedPastEnd`), or None when no entry points past it. Entries that disagree with the end
+    (at or past the byte but below the offset) prove nothing and are left out."""
+    last, timestamp, offset_entries, time_entries = None, None, 0, 0
+    if offset_index is not None and len(offset_index):
+        past = (offset_index.positions >= end_position) & (offset_index.offsets >= end_offset)
+        offset_entries = int(np.count_nonzero(past))
+        if offset_entries:
+            last = int(offset_index.offsets[past].max())
+    if time_index is not None and len(time_index):
+        past = (time_index.offsets >= end_offset) & (time_index.timestamps >= 0)
+        time_entries = int(np.count_nonzero(past))
+        if time_entries:
+            timestamp = int(time_index.timestamps[past].max())
+            last = max(int(time_index.offsets[past].max()), -1 if last is None else last)
+    if last is None:
+        return None
+    return IndexedPastEnd(end_position, end_offset, last, timestamp, offset_entries, time_entries)
+
+
+def load_indexed_past_end(base_offset: int, index: tuple[str | None, tuple[int, int] | None],
+                          timeindex: tuple[str | None, tuple[int, int] | None], end_position: int, end_offset: int,
+                          filesystem: pafs.FileSystem | None = None) -> IndexedPastEnd | None:
+    """:func:`indexed_past_end` of the index files at ``index`` and ``timeindex`` (``(path, window)`` each, as
+    :func:`~kafkaseg.storage._index_file.index_location` gives them), read now; an index that is missing or cannot
+    be read counts as empty."""
+    from kafkaseg.storage.offset_index import OffsetIndex
+    from kafkaseg.storage.time_index import TimeIndex
+
+    loaded = []
+    for kind, (path, window) in ((OffsetIndex, index), (TimeIndex, timeindex)):
+        try:
+            loaded.append(kind.load(path, base_offset, filesystem, window=window) if path else None)
+        except (LayoutError, CorruptIndexError):
+            loaded.append(None)
+    return indexed_past_end(*loaded, end_position, end_offset)
 
 
 def largest_timestamp(segment, *, filesystem: pafs.FileSystem | None = None, time_index=None) -> int:

@@ -1,0 +1,184 @@
+"""An active segment whose bytes end before what its own ``.index``/``.timeindex`` entries point at, with no high
+watermark to bound the read (no replication-offset-checkpoint entry): a broker indexes a batch only after writing
+it, so those entries prove offsets the file no longer holds. A read used to end at the readable bytes without a
+word. Now: when the recovery point says the broker had flushed them, a strict read raises (file, byte) and a
+lenient one counts the skip; when not (a crash can lose the log's unflushed pages and keep the index's), every
+read says it as a warning (``ScanMetrics.unreadable_tails``), and so do ``kafkaseg consume`` and ``verify``. A
+torn append with no index entry past it, what a live broker's disk holds mid-append, stays a quiet end."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+
+import pytest
+
+import kafkaseg
+from kafkaseg.cli.main import main as cli_main
+from kafkaseg.errors import DataLossError, TruncatedDataError
+from kafkaseg.testing import TopicSpec, write_data_dir
+from kafkaseg.wire.batch import iter_headers
+
+RECORDS = 300
+CUT = 4  # the active segment's batch the tear starts at
+
+
+@pytest.fixture(scope="module", params=["flushed", "live"])
+def written(request, tmp_path_factory):
+    """A partition of three segments, 5-record batches, an index entry per batch. ``flushed``: as after a clean
+    shutdown (recovery point at the log end, trimmed indexes); ``live``: as a running broker leaves it (recovery
+    point at the active segment's base, preallocated indexes). No high watermark for it."""
+    root = tmp_path_factory.mktemp(request.param) / "d"
+    manifest = write_data_dir(root, [TopicSpec("t", records_per_partition=RECORDS, records_per_batch=5,
+                                               vary_batch_size=False, index_interval_bytes=400, segment_bytes=16384,
+                                               preallocate_active_index=64 * 1024 if request.param == "live" else
+                                               False)])
+    (root / "replication-offset-checkpoint").write_text("0\n0\n")
+    return request.param, root, manifest.partition("t")
+
+
+@pytest.fixture
+def copy(written, tmp_path):
+    kind, root, pm = written
+    target = tmp_path / "d"
+    shutil.copytree(root, target)
+    active = target / "t-0" / pm.segments[-1].log_path.name
+    return kind, target, active, list(iter_headers(active.read_bytes()))
+
+
+def _tear(active, headers, keep: int) -> tuple[int, int]:
+    """Cut the active segment ``keep`` bytes into batch ``CUT``; returns (its position, its base offset)."""
+    torn = headers[CUT]
+    active.write_bytes(active.read_bytes()[:torn.position + keep])
+    return torn.position, torn.base_offset
+
+
+def _offsets(table) -> list[int]:
+    return table.column("offset").to_pylist()
+
+
+@pytest.mark.parametrize("keep", [0, 100], ids=["at a batch boundary", "mid-batch"])
+def test_offsets_the_indexes_prove_past_the_readable_end_are_said(copy, keep):
+    kind, root, active, headers = copy
+    at, lost_from = _tear(active, headers, keep)
+    last_time = 1_700_000_000_000 + 10 * (RECORDS - 1)
+    said = f"index entries up to offset {RECORDS - 1} / time {last_time}"
+    if kind == "flushed":  # the recovery point (300) says offsets 270..299 were on disk: this file lost them
+        with pytest.raises(TruncatedDataError) as info:
+            kafkaseg.read_arrow(str(root))
+        assert (info.value.path, info.value.position) == (str(active), at)
+        assert said in str(info.value) and "point past the readable end" in str(info.value)
+        assert "recovery point 300" in str(info.value)
+        scan = kafkaseg.open_scan(str(root), onCorruption="skip")
+        assert _offsets(scan.to_table()) == list(range(lost_from))
+        m = scan.metrics
+        ((path, position, what),) = m.decode.problems
+        problem = m.decode.problems[0]
+        assert (path, position, problem.bytes) == (str(active), at, keep) and said in what
+        assert (problem.first_offset, problem.end_offset) == (lost_from, RECORDS)
+        assert (m.decode.corrupt_batches, m.decode.corrupt_bytes) == (1, keep)
+        assert m.unreadable_tails == [] and m.truncated_tails == []  # (one account of it)
+        return
+    # live: nothing past the active segment's base was flushed, so a crash may have lost them (a warning)
+    for on_corruption in ("fail", "skip"):
+        scan = kafkaseg.open_scan(str(root), onCorruption=on_corruption)
+        assert _offsets(scan.to_table()) == list(range(lost_from))
+        m = scan.metrics
+        ((path, position, what),) = m.unreadable_tails
+        tail = m.unreadable_tails[0]
+        assert (path, position, tail.bytes, tail.first_offset, tail.end_offset) == (str(active), at, keep,
+                                                                                      lost_from, RECORDS)
+        assert said in what and "point past the readable end" in what and "recovery point 250" in what
+        assert m.decode.corrupt_batches == 0 and m.decode.problems == [] and m.truncated_tails == []
+        as_json = json.loads(json.dumps(m.as_dict()))
+        assert as_json["unreadable_tails"] == [[str(active), at, what, keep, lost_from, RECORDS]]
+
+
+def test_a_torn_append_with_no_index_entry_past_it_stays_a_quiet_end(copy):
+    """What a live broker's active segment holds mid-append: a partial last batch, indexed by nothing."""
+    kind, root, active, headers = copy
+    data = active.read_bytes()
+    nxt = bytearray(data[headers[-1].position:])
+    struct.pack_into(">q", nxt, 0, RECORDS)
+    active.write_bytes(data + bytes(nxt[:len(nxt) // 2]))
+    for on_corruption in ("fail", "skip"):
+        scan = kafkaseg.open_scan(str(root), onCorruption=on_corruption)
+        assert _offsets(scan.to_table()) == list(range(RECORDS))
+        m = scan.metrics
+        assert m.unreadable_tails == [] and m.decode.problems == []
+        assert [t[1] for t in m.truncated_tails] == [len(data)]
+
+
+def test_a_broker_appending_after_the_listing_is_not_taken_for_a_loss(copy):
+    """The read ends where the listing saw the active segment end; a live broker that appends a batch and indexes
+    it after the listing has entries past that end, for bytes that are there."""
+    kind, root, active, headers = copy
+    scan = kafkaseg.open_scan(str(root))  # (planned: the listing is taken)
+    data = active.read_bytes()
+    nxt = bytearray(data[headers[-1].position:])
+    struct.pack_into(">q", nxt, 0, RECORDS)  # (its CRC does not cover the base offset)
+    with open(active, "ab") as f:
+        f.write(bytes(nxt))
+    index = active.with_suffix(".index")
+    entries = index.read_bytes().rstrip(b"\0")
+    entries += bytes(-len(entries) % 8)
+    with open(index, "r+b") as f:
+        f.seek(len(entries))
+        f.write(struct.pack(">ii", RECORDS + 4 - int(active.stem), len(data)))
+    assert _offsets(scan.to_table()) == list(range(RECORDS))
+    assert scan.metrics.unreadable_tails == [] and scan.metrics.decode.problems == []
+
+
+def test_a_high_watermark_decides_as_before(copy):
+    """With a high watermark above the tear the rules are unchanged: data loss when the recovery point is above it
+    too, else a note."""
+    kind, root, active, headers = copy
+    at, lost_from = _tear(active, headers, 100)
+    (root / "replication-offset-checkpoint").write_text(f"0\n1\nt 0 {RECORDS}\n")
+    if kind == "flushed":
+        with pytest.raises(DataLossError, match="acknowledged and flushed"):
+            kafkaseg.read_arrow(str(root))
+        return
+    scan = kafkaseg.open_scan(str(root))
+    assert _offsets(scan.to_table()) == list(range(lost_from))
+    assert scan.metrics.unreadable_tails == [] and scan.metrics.decode.problems == []
+    assert any("high watermark 300 is above the log end offset" in n for p in scan.plan.report.partitions
+               for n in p.notes)
+
+
+def test_consume_says_it_on_stderr(copy, capsysbinary):
+    kind, root, active, headers = copy
+    at, lost_from = _tear(active, headers, 100)
+    argv = ["consume", "--data-dir", str(root), "--topic", "t", "--from-beginning"]
+    code = cli_main(argv)
+    out, err = capsysbinary.readouterr()
+    err = err.decode()
+    said = f"{active} @ byte {at}: index entries up to offset {RECORDS - 1}"
+    if kind == "flushed":
+        assert code == 2 and out.count(b"\n") == lost_from and str(active) in err and f"byte {at}" in err
+        assert "point past the readable end" in err
+        code = cli_main(argv + ["--skip-message-on-error"])
+        out, err = capsysbinary.readouterr()
+        err = err.decode()
+        assert code == 0 and out.count(b"\n") == lost_from and "skipped 1 corrupt batch" in err
+        assert f"  {said}" in err and f"offsets {lost_from}..{RECORDS - 1}" in err
+    else:
+        assert code == 0 and out.count(b"\n") == lost_from
+        assert f"kafkaseg consume: {said}" in err and "skipped" not in err
+
+
+def test_verify_says_it(copy, capsys):
+    kind, root, active, headers = copy
+    at, lost_from = _tear(active, headers, 0)  # at a batch boundary: no torn batch to see
+    code = cli_main(["verify", "--json", str(root)])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1  # (the index entries past the end are errors of their own)
+    (found,) = [p for p in report["problems"] if "point past the readable end" in p["message"]]
+    assert (found["file"], found["position"]) == (str(active), at)
+    assert found["severity"] == ("error" if kind == "flushed" else "warning")
+    assert f"index entries up to offset {RECORDS - 1}" in found["message"]
+    ((part,),) = [report["partitions"]]
+    (lost,) = part["unreadableOffsets"]
+    assert (lost["firstOffset"], lost["lastOffset"], lost["file"], lost["position"]) == (lost_from, RECORDS - 1,
+                                                                                         str(active), at)
