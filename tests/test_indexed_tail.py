@@ -110,11 +110,8 @@ def test_a_torn_append_with_no_index_entry_past_it_stays_a_quiet_end(copy):
         assert [t[1] for t in m.truncated_tails] == [len(data)]
 
 
-def test_a_broker_appending_after_the_listing_is_not_taken_for_a_loss(copy):
-    """The read ends where the listing saw the active segment end; a live broker that appends a batch and indexes
-    it after the listing has entries past that end, for bytes that are there."""
-    kind, root, active, headers = copy
-    scan = kafkaseg.open_scan(str(root))  # (planned: the listing is taken)
+def _append_and_index(active, headers) -> None:
+    """Append a batch (offsets 300..304) to the active segment and index it, as a live broker does."""
     data = active.read_bytes()
     nxt = bytearray(data[headers[-1].position:])
     struct.pack_into(">q", nxt, 0, RECORDS)  # (its CRC does not cover the base offset)
@@ -126,6 +123,26 @@ def test_a_broker_appending_after_the_listing_is_not_taken_for_a_loss(copy):
     with open(index, "r+b") as f:
         f.seek(len(entries))
         f.write(struct.pack(">ii", RECORDS + 4 - int(active.stem), len(data)))
+
+
+@pytest.mark.parametrize("when", ["after planning", "between the listing and planning"])
+def test_a_broker_appending_after_the_listing_is_not_taken_for_a_loss(copy, when):
+    """The read ends where the listing saw the active segment end; a live broker that appends a batch and indexes
+    it after the listing has entries past that end, for bytes that are there. Planning may load the index after the
+    append: the read, which reads the index after the log, then sees the log changed since it was listed."""
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.planning import list_partitions, plan_scan
+    from kafkaseg.scan import Scan
+
+    kind, root, active, headers = copy
+    options = ReadOptions.from_options({})
+    listing = list_partitions(str(root), options)
+    if when != "after planning":
+        _append_and_index(active, headers)
+    plan = plan_scan(str(root), options, listing=listing)
+    if when == "after planning":
+        _append_and_index(active, headers)
+    scan = Scan(plan, options)
     assert _offsets(scan.to_table()) == list(range(RECORDS))
     assert scan.metrics.unreadable_tails == [] and scan.metrics.decode.problems == []
 

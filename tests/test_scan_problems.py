@@ -146,3 +146,22 @@ def test_the_spark_read_metrics_count_a_region_two_slices_read_once(tmp_path, mo
     (problem,) = totals["problems"]
     path, at, what = problem
     assert (path, at, problem.bytes) == (str(log), bad.position, bad.size) and "CRC" in what
+
+
+def test_a_streams_total_counts_a_batch_two_micro_batches_read_once(tmp_path):
+    """A corrupt batch straddling two micro-batches' ranges is read (and logged) by both; the total a stream keeps
+    (``follow(metrics=...)``, as ``kafkaseg consume`` keeps one) counts it once."""
+    from kafkaseg.scan import ScanMetrics
+    from kafkaseg.streaming import follow
+
+    log, headers = _partition(tmp_path)
+    bad = headers[4]  # offsets 20..24: across the first two micro-batches of 22 offsets
+    _flip(log, bad.position + 70)
+    total = ScanMetrics()
+    rows = sum(b.num_rows for b in follow(str(tmp_path), idle_timeout=0, sleep=lambda s: None, metrics=total,
+                                          startingOffsets="earliest", maxOffsetsPerTrigger="22",
+                                          onCorruption="skip"))
+    assert rows == 150 - 5
+    d = total.decode
+    assert (d.corrupt_batches, d.corrupt_bytes, [p[:2] for p in d.problems]) == (1, bad.size,
+                                                                                 [(str(log), bad.position)])
