@@ -546,9 +546,16 @@ def _lost(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics, why: 
     ``lost``, those of them deleted), or with ``failOnDataLoss=false`` a skip recorded in
     ``metrics.vanished_segments``."""
     lost = piece.segment_offsets if lost is None else lost
-    message = (f"{redact(piece.log_path)} {why}: a live broker or a sync deleted it (retention, the log cleaner, or "
-               f"the topic's deletion), so offsets [{lost[0]}, {lost[1]}) of {piece.topic}-{piece.partition} in it "
-               "are lost to this read")
+    if piece.rolled:  # a tiered-storage copy's slice
+        deleted = ("a remote copy deleted from the bucket (by remote retention or the topic's deletion, or by a "
+                   "lifecycle rule or sync)")
+    elif piece.remote_path is not None or piece.copy_states is not None:
+        # a log dir's segment of a tiered topic, which is never compacted
+        deleted = "a live broker or a sync deleted it (local retention, or the topic's deletion)"
+    else:
+        deleted = "a live broker or a sync deleted it (retention, the log cleaner, or the topic's deletion)"
+    message = (f"{redact(piece.log_path)} {why}: {deleted}, so offsets [{lost[0]}, {lost[1]}) of "
+               f"{piece.topic}-{piece.partition} in it are lost to this read")
     if options.fail_on_data_loss:
         raise DataLossError(message + " (set failOnDataLoss=false to skip them)")
     _vanished(piece, metrics, "skipped (failOnDataLoss=false)", lost)

@@ -99,12 +99,29 @@ def test_a_copy_gone_after_planning_is_lost_not_taken_for_compaction(tmp_path, l
             with pytest.raises(DataLossError, match="a tiered topic is never compacted") as raised:
                 [b for p in slices for b in read_slice(p, scan.options, metrics)]
             assert f"offsets [{bases[2]}, {bases[3]})" in str(raised.value) and str(gone) in str(raised.value)
+            # what deleted it: a copy in the bucket, not a segment of a log dir (retention, the log cleaner)
+            assert "a remote copy deleted from the bucket" in str(raised.value)
+            assert "log cleaner" not in str(raised.value)
             continue
         got = pa.Table.from_batches([b for p in slices for b in read_slice(p, scan.options, metrics)])
         assert got.select(COLUMNS).equals(_without(expected, bases[2], bases[3]))
         skipped = [entry for entry in metrics.vanished_segments if entry[3].startswith("skipped")]
         assert skipped == [(str(gone), bases[2], bases[3], "skipped (failOnDataLoss=false)")]
         assert not any("compacted away" in what for *_, what in metrics.vanished_segments)
+
+
+def test_a_local_segment_and_its_copy_gone_after_planning_are_lost_to_local_retention_not_the_cleaner(tmp_path):
+    data, remote, whole, bases = _tiered(tmp_path, "aiven", local_from=4)
+    scan = kafkaseg.open_scan([str(data), str(remote)])
+    slices = [_elsewhere(p) for p in scan.plan.slices]
+    segment = data / "orders-0" / f"{bases[4]:020d}.log"
+    for path in (data / "orders-0").glob(f"{bases[4]:020d}.*"):
+        path.unlink()
+    _drop_copy(remote, bases[4])
+    with pytest.raises(DataLossError, match=f"offsets \\[{bases[4]}, {bases[5]}\\)") as raised:
+        [b for p in slices for b in read_slice(p, scan.options, ScanMetrics())]
+    assert str(segment) in str(raised.value) and "log cleaner" not in str(raised.value)
+    assert "local retention" in str(raised.value)
 
 
 def test_a_local_segment_gone_after_planning_is_still_read_from_its_copy_elsewhere(tmp_path):
