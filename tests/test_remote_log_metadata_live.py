@@ -14,9 +14,9 @@ import pytest
 import kafkaseg
 from kafkaseg.remote_metadata import _murmur2, metadata_partition
 from kafkaseg.testing import TopicSpec, write_data_dir
-from kafkaseg.testing.tiered import (COPY_SEGMENT_FINISHED, DELETE_SEGMENT_STARTED, copy_events, copy_to_tiered,
-                                     kafka_uuid, partition_deleted, segment_event, segment_update,
-                                     write_remote_log_metadata)
+from kafkaseg.testing.tiered import (COPY_SEGMENT_FINISHED, DELETE_SEGMENT_FINISHED, DELETE_SEGMENT_STARTED,
+                                     copy_events, copy_to_tiered, kafka_uuid, partition_deleted, segment_event,
+                                     segment_update, write_remote_log_metadata)
 
 COLUMNS = ["topic", "partition", "offset", "timestamp", "timestampType", "key", "value"]
 LAYOUTS = ["aiven", "local"]
@@ -419,3 +419,21 @@ def test_every_live_copy_below_the_log_dir_missing_reads_the_log_dir_alone(tmp_p
     assert scan.to_table().select(COLUMNS).equals(whole.filter(pc.greater_equal(whole["offset"], first_local)))
     (lost,) = scan.plan.report.data_loss
     assert all(log.name[21:-4] in lost for log in gone)
+
+
+def test_below_a_live_copy_missing_at_the_bottom_the_offsets_in_no_copy_are_retentions(tmp_path):
+    """The oldest copy deleted by remote retention (the metadata no longer lists it), the next one live and missing:
+    the replica reason gives retention only the offsets below the missing copy, which is named as lost."""
+    data, remote, whole, written, events, topic_id, number = _tiered(tmp_path, "aiven")
+    first_id = written[0].name[21:-4]
+    events += [segment_update("orders", topic_id, 0, first_id, DELETE_SEGMENT_STARTED),
+               segment_update("orders", topic_id, 0, first_id, DELETE_SEGMENT_FINISHED)]
+    write_remote_log_metadata(data, events, partition=number)
+    _drop(written[0])
+    _drop(written[1])
+    second, third = int(written[1].name[:20]), int(written[2].name[:20])
+    scan = kafkaseg.open_scan([str(data), str(remote)], subscribe="orders", failOnDataLoss="false")
+    (replica,) = scan.plan.report.replicas
+    assert f"[0, {second}) are in no copy (remote retention" in replica["reason"], replica["reason"]
+    assert f"{written[1].name[21:-4]} (offsets {second}-{third - 1})" in replica["reason"]
+    assert scan.to_table().select(COLUMNS).equals(whole.filter(pc.greater_equal(whole["offset"], third)))

@@ -1348,8 +1348,9 @@ def with_remote_copies(local: PartitionDir, remote: PartitionDir) -> tuple[Parti
     first_copy = max(start, taken[0].base_offset)
     note = (f"offsets [{first_copy}, {first_local}) are read from {len(taken)} tiered-storage copies in "
             f"{remote.path}, below the first local segment")
-    if first_copy > start and not any(a == start for _, a, _ in lost):
-        note += (f"; [{start}, {first_copy}) are in no copy (remote retention deleted them after "
+    retained = min([first_copy] + [a for _, a, _ in lost])  # (below a live copy missing: retention's)
+    if retained > start:
+        note += (f"; [{start}, {retained}) are in no copy (remote retention deleted them after "
                  "log-start-offset-checkpoint was written: the log now starts at the first copy)")
     if lost:
         note += ("; live copies __remote_log_metadata lists are missing from the bucket, their offsets lost: "
