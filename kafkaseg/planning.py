@@ -1376,6 +1376,11 @@ def _bounds(part: _Partition, preport: PartitionReport | None) -> _Bounds:
     return _Bounds(log_start, leo, upper, source, hw, lso)
 
 
+def _copies_named(copies) -> str:
+    """``(segment id, first, end)`` of tiered-storage copies, as messages name them."""
+    return ", ".join(f"{segment_id} (offsets {first}-{end - 1})" for segment_id, first, end in copies)
+
+
 def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, preport: PartitionReport | None
              ) -> tuple[int, int]:
     options = part.options
@@ -1421,14 +1426,19 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
                 raise InvalidOptionError(
                     f"no offset matched the starting timestamp {ts} in {name} (option {limit.option!r}){because}; "
                     "set startingOffsetsByTimestampStrategy=latest to start at the latest offset instead")
-    # (a log dir read without its copies: those a start from the broker's earliest, or the one given, reaches)
-    lost_copies = [c for c in part.pdir.live_copies_lost if not explicit_start or c[2] > start]
+    # live copies __remote_log_metadata lists that are missing from the bucket, below the log read (the log dir
+    # read alone, or the oldest copies missing): lost to a start from the broker's earliest, or the one given,
+    # below them. (Those between the copies read are lost to a read over them: below, with the gaps in copies.)
+    lost_copies = [(segment_id, max(first, start) if explicit_start else first, last)
+                   for segment_id, first, last in part.pdir.live_copies_lost
+                   if last <= bounds.log_start and (not explicit_start or last > start)]
     if lost_copies and not start_by_time and start <= bounds.log_start:
         # the broker's earliest is the checkpointed log start, below: a fetch from it fails on the missing copies
-        loss(f"{name}: offsets below the first local offset {bounds.log_start} are in live tiered-storage copies "
-             "__remote_log_metadata lists that are missing from the copies given: "
-             + ", ".join(f"{segment_id} (offsets {first}-{end - 1})" for segment_id, first, end in lost_copies)
-             + f"; the log dir {part.pdir.path} is read alone, from its first local offset {bounds.log_start}")
+        read = (f"the copies there are read with the log dir {part.pdir.path}, from {bounds.log_start}"
+                if part.pdir.remote_below is not None else
+                f"the log dir {part.pdir.path} is read alone, from its first local offset {bounds.log_start}")
+        loss(f"{name}: offsets below {bounds.log_start} are in live tiered-storage copies __remote_log_metadata "
+             f"lists that are missing from the copies given: {_copies_named(lost_copies)}; {read}")
         explicit_start = False  # (said: the start moves up to the log start, as for any start below it)
         start = bounds.log_start
     if explicit_start:
@@ -1507,8 +1517,18 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
     # offsets of a tiered topic in no copy and no local segment (a copy missing from the bucket), in the range read
     # (from where it was asked to start: a start inside them moved past them above)
     read_from = part.skipped_start[1] if part.skipped_start is not None else start
+    # those of live copies __remote_log_metadata lists that are missing from the bucket named by copy (once: not
+    # also as a gap)
+    missing = [c for c in part.pdir.live_copies_lost if c[2] > bounds.log_start]
+    lost_copies = [(segment_id, max(first, read_from), min(last, end)) for segment_id, first, last in missing
+                   if max(first, read_from) < min(last, end)]
+    if lost_copies:
+        loss(f"{name}: offsets in live tiered-storage copies __remote_log_metadata lists are missing from the "
+             f"copies given: {_copies_named(lost_copies)}; the copies there are read with the log dir "
+             f"{part.pdir.path}")
     for gap in copy_gaps(part.pdir, read_from, end, end_of=part.segment_end_offset) if read_from < end else ():
-        loss(f"{name}: {gap.describe()}")
+        for piece in gap.outside((a, b) for _, a, b in missing):
+            loss(f"{name}: {piece.describe()}")
     if start > end:
         # this partition's start and end both chosen by the user, at least one by time, the wrong way round: a typo,
         # not data (a start past the log's end is the data-loss rule's)

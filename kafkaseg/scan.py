@@ -478,7 +478,7 @@ def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics,
         # at a cut) has seen nothing of its segment's offsets, which earlier slices read
         walked = reading.last_seen >= piece.base_offset
         if (not reading.finished or (reading.past_end and walked)) and not reading.stats.corrupt_batches:
-            _check_segment_end(piece, reading.last_seen, metrics)
+            _check_segment_end(piece, reading.last_seen, metrics, fail_on_data_loss=options.fail_on_data_loss)
     except LayoutError as exc:
         # An object store has no rename: a remote segment deleted after planning (retention on the source, a
         # sync with --delete) shows only when a read of a file kept open from planning fails. Before any of its
@@ -600,9 +600,16 @@ def _lost(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics, why: 
     ``lost``, those of them deleted), or with ``failOnDataLoss=false`` a skip recorded in
     ``metrics.vanished_segments``."""
     lost = piece.segment_offsets if lost is None else lost
-    message = (f"{redact(piece.log_path)} {why}: a live broker or a sync deleted it (retention, the log cleaner, or "
-               f"the topic's deletion), so offsets [{lost[0]}, {lost[1]}) of {piece.topic}-{piece.partition} in it "
-               "are lost to this read")
+    if piece.rolled:  # a tiered-storage copy's slice
+        deleted = ("a remote copy deleted from the bucket (by remote retention or the topic's deletion, or by a "
+                   "lifecycle rule or sync)")
+    elif piece.remote_path is not None or piece.copy_states is not None:
+        # a log dir's segment of a tiered topic, which is never compacted
+        deleted = "a live broker or a sync deleted it (local retention, or the topic's deletion)"
+    else:
+        deleted = "a live broker or a sync deleted it (retention, the log cleaner, or the topic's deletion)"
+    message = (f"{redact(piece.log_path)} {why}: {deleted}, so offsets [{lost[0]}, {lost[1]}) of "
+               f"{piece.topic}-{piece.partition} in it are lost to this read")
     if options.fail_on_data_loss:
         raise DataLossError(message + " (set failOnDataLoss=false to skip them)")
     _vanished(piece, metrics, "skipped (failOnDataLoss=false)", lost)
@@ -1183,7 +1190,8 @@ def _resumed(problem, what: str, skipped_bytes: int, end_offset: int):
     return Problem(problem[0], problem[1], what, skipped_bytes, None, end_offset)
 
 
-def _check_segment_end(piece: SegmentSlice, last_offset: int, metrics: ScanMetrics) -> None:
+def _check_segment_end(piece: SegmentSlice, last_offset: int, metrics: ScanMetrics, *,
+                       fail_on_data_loss: bool) -> None:
     """After a slice was read to its end: when that is its segment's end and the read range goes on into the next
     segment, offsets between the segment's last batch and the next base that the cleaner checkpoint does not
     explain are recorded in ``metrics.missing_offsets``, and the read goes on. Not an error: besides a copy that
@@ -1191,7 +1199,12 @@ def _check_segment_end(piece: SegmentSlice, last_offset: int, metrics: ScanMetri
     offset of a compacted batch it fetches, and checkpoints nothing until its own cleaner runs) and what a cleaning
     in progress leaves (segments swapped in before the checkpoint is written); Kafka cannot tell them apart and
     Spark's source reads past them. ``kafkaseg verify`` warns about them. Costs no I/O: the last offset is the one
-    the decoder saw."""
+    the decoder saw.
+
+    Except after a tiered-storage copy (:attr:`SegmentSlice.rolled`): a tiered topic is never compacted, so they
+    were deleted (a copy cut short at a batch boundary, whose recorded end offset, which planning's
+    ``layout.copy_gaps`` takes, says more): a :class:`~kafkaseg.errors.DataLossError` with ``fail_on_data_loss``
+    (the read's ``failOnDataLoss``)."""
     next_base = piece.next_base_offset
     if next_base is None or piece.end_position < piece.segment_size:
         return
@@ -1200,9 +1213,17 @@ def _check_segment_end(piece: SegmentSlice, last_offset: int, metrics: ScanMetri
         return
     if piece.cleaner_offset is not None and first_missing < piece.cleaner_offset:
         return
+    missing = piece.outside_gaps(max(first_missing, piece.start_offset), min(next_base, piece.end_offset))
+    if missing and piece.rolled and fail_on_data_loss:
+        raise DataLossError(
+            f"{redact(piece.log_path)}: offsets {', '.join(f'[{lo}, {hi})' for lo, hi in missing)} of "
+            f"{piece.topic}-{piece.partition} are in no tiered-storage copy: this copy's last batch ends at offset "
+            f"{last_offset} and the next segment starts at {next_base}. A tiered topic is never compacted (Kafka "
+            "refuses remote storage with cleanup.policy=compact), so they were deleted: the copy is cut short at a "
+            "batch boundary (its recorded end offset may say more), or a copy missing from the bucket "
+            "(set failOnDataLoss=false to read past them)")
     with metrics._lock:
-        for lo, hi in piece.outside_gaps(max(first_missing, piece.start_offset), min(next_base, piece.end_offset)):
-            metrics.missing_offsets.append((piece.log_path, lo, hi))
+        metrics.missing_offsets.extend((piece.log_path, lo, hi) for lo, hi in missing)
 
 
 def _report_tail(piece: SegmentSlice, metrics: ScanMetrics, pos: int, end: int) -> None:

@@ -14,9 +14,9 @@ import pytest
 import kafkaseg
 from kafkaseg.remote_metadata import _murmur2, metadata_partition
 from kafkaseg.testing import TopicSpec, write_data_dir
-from kafkaseg.testing.tiered import (COPY_SEGMENT_FINISHED, DELETE_SEGMENT_STARTED, copy_events, copy_to_tiered,
-                                     kafka_uuid, partition_deleted, segment_event, segment_update,
-                                     write_remote_log_metadata)
+from kafkaseg.testing.tiered import (COPY_SEGMENT_FINISHED, DELETE_SEGMENT_FINISHED, DELETE_SEGMENT_STARTED,
+                                     copy_events, copy_to_tiered, kafka_uuid, partition_deleted, segment_event,
+                                     segment_update, write_remote_log_metadata)
 
 COLUMNS = ["topic", "partition", "offset", "timestamp", "timestampType", "key", "value"]
 LAYOUTS = ["aiven", "local"]
@@ -190,32 +190,31 @@ def test_a_deleted_partitions_copies_are_all_left_out(tmp_path):
 
 def test_a_live_copy_missing_from_the_bucket_is_data_loss(tmp_path):
     """The metadata lists the first copy as live; with its objects gone, its offsets are lost, not a log start
-    that retention moved (as it is taken without metadata): the copies are not read as the log below the log dir,
-    as with a copy missing between others."""
+    that retention moved (as it is taken without metadata): the copies there are read with the log dir, and a read
+    from earliest (the broker's is the checkpointed log start) loses the missing copy's offsets."""
     data, remote, whole, written, events, _, number = _tiered(tmp_path, "local")
     write_remote_log_metadata(data, events, partition=number)
     for path in written[0].parent.glob(written[0].name[:-4] + ".*"):
         path.unlink()
+    second = int(written[1].name[:20])
     _, report = _read(data, remote, failOnDataLoss="false")
     (replica,) = report.replicas
-    assert f"offsets [0, {int(written[1].name[:20])})" in replica["reason"]
-    assert "live copies __remote_log_metadata lists that are missing" in replica["reason"]
-    first_local = int(sorted((data / "orders-0").glob("*.log"))[0].name[:20])
-    # a read from earliest does not start at the first local offset unsaid: the broker's earliest is the
-    # checkpointed log start, and only that copy held [0, its end]
+    assert f"missing from the bucket, their offsets lost: {written[0].name[21:-4]} (offsets 0-{second - 1})" in (
+        replica["reason"])
+    assert "remote retention deleted them" not in replica["reason"]
     from kafkaseg.errors import DataLossError
 
-    with pytest.raises(DataLossError, match=rf"{written[0].name[21:-4]} \(offsets 0-{int(written[1].name[:20]) - 1}\)"):
+    with pytest.raises(DataLossError, match=rf"{written[0].name[21:-4]} \(offsets 0-{second - 1}\)"):
         _read(data, remote)
-    with pytest.raises(DataLossError, match=written[0].name[21:-4]):
+    with pytest.raises(DataLossError, match=rf"{written[0].name[21:-4]} \(offsets 5-{second - 1}\)"):
         _read(data, remote, startingOffsets='{"orders": {"0": 5}}')
     got, report = _read(data, remote, failOnDataLoss="false")
-    assert got.equals(whole.filter(pc.greater_equal(whole["offset"], first_local)))
-    assert any(written[0].name[21:-4] in n and f"from its first local offset {first_local}" in n
+    assert got.equals(whole.filter(pc.greater_equal(whole["offset"], second)))
+    assert any(written[0].name[21:-4] in n and f"read with the log dir {data / 'orders-0'}, from {second}" in n
                for n in report.notes)
     shutil.rmtree(data / f"__remote_log_metadata-{number}")  # without the metadata: retention moved the start
     got, report = _read(data, remote)
-    assert got.equals(whole.filter(pc.greater_equal(whole["offset"], int(written[1].name[:20]))))
+    assert got.equals(whole.filter(pc.greater_equal(whole["offset"], second)))
 
 
 def test_copies_the_metadata_does_not_know_are_chosen_by_epochs_and_noted(tmp_path):
@@ -344,3 +343,97 @@ def test_the_verify_command_reads_the_metadata_and_reports_a_live_copy_missing(t
     assert main(["verify", str(data), str(remote), "--no-progress"]) == 1
     out = capsys.readouterr().out
     assert any(line.startswith("ERROR") and written[0].name[21:-4] in line for line in out.splitlines()), out
+
+
+def _drop(log: Path) -> None:
+    for path in log.parent.glob(log.name[:-4] + ".*"):
+        path.unlink()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("missing", [0, 1, 3], ids=["oldest", "between-copies", "below-the-log-dir"])
+def test_a_live_copy_missing_reads_the_copies_there_and_loses_only_its_offsets(tmp_path, layout, missing):
+    """As a copy missing with no metadata (tests/test_tiered_loss.py): the copies that are there are read with the
+    log dir, and exactly the missing copy's offsets are data loss, named by its segment id. Before, the log dir was
+    read alone from its first local offset with failOnDataLoss=false, the copies there left unread."""
+    from kafkaseg.errors import DataLossError
+
+    data, remote, whole, written, events, _, number = _tiered(tmp_path, layout)
+    write_remote_log_metadata(data, events, partition=number)
+    gone = written[missing]
+    first, end = int(gone.name[:20]), int(written[missing + 1].name[:20])
+    _drop(gone)
+    copy = f"{gone.name[21:-4]} (offsets {first}-{end - 1})"
+    with pytest.raises(DataLossError) as raised:
+        _read(data, remote)
+    assert copy in str(raised.value)
+    scan = kafkaseg.open_scan([str(data), str(remote)], subscribe="orders", failOnDataLoss="false")
+    offsets = whole["offset"]
+    assert scan.to_table().select(COLUMNS).equals(
+        whole.filter(pc.or_(pc.less(offsets, first), pc.greater_equal(offsets, end))))
+    (lost,) = scan.plan.report.data_loss  # the copy, once (not also as offsets in no copy)
+    assert copy in lost and f"[{first}, {end})" not in lost.replace(copy, "")
+    # a read wholly above the missing copy, or below it, loses nothing
+    above = kafkaseg.read_arrow([str(data), str(remote)], subscribe="orders",
+                                startingOffsets=f'{{"orders": {{"0": {end}}}}}').select(COLUMNS)
+    assert above.equals(whole.filter(pc.greater_equal(offsets, end)))
+    if first:
+        below = kafkaseg.read_arrow([str(data), str(remote)], subscribe="orders",
+                                    endingOffsets=f'{{"orders": {{"0": {first}}}}}').select(COLUMNS)
+        assert below.equals(whole.filter(pc.less(offsets, first)))
+    # a start inside it loses the rest of it
+    with pytest.raises(DataLossError, match=rf"{gone.name[21:-4]} \(offsets {first + 5}-{end - 1}\)"):
+        _read(data, remote, startingOffsets=f'{{"orders": {{"0": {first + 5}}}}}')
+
+
+def test_verify_and_describe_say_a_live_copy_missing_between_copies_once(tmp_path, capsys):
+    """The copy named by __remote_log_metadata, an error (reads of the log dir with its copies lose it): not also
+    as offsets in no copy."""
+    from kafkaseg.cli.main import main
+
+    data, remote, whole, written, events, topic_id, number = _tiered(tmp_path, "aiven")
+    write_remote_log_metadata(data, events, partition=number)
+    _drop(written[1])
+    assert main(["verify", str(data), str(remote), "--no-progress"]) == 1
+    out = capsys.readouterr().out
+    said = [line for line in out.splitlines() if written[1].name[21:-4] in line
+            or f"[{int(written[1].name[:20])}, {int(written[2].name[:20])})" in line]
+    assert len(said) == 1 and said[0].startswith("ERROR"), out
+    assert main(["describe", str(data), str(remote)]) == 0
+    err = capsys.readouterr().err
+    assert f"[{int(written[1].name[:20])}, {int(written[2].name[:20])}) are in no tiered-storage copy" not in err
+
+
+def test_every_live_copy_below_the_log_dir_missing_reads_the_log_dir_alone(tmp_path):
+    from kafkaseg.errors import DataLossError
+
+    data, remote, whole, written, events, _, number = _tiered(tmp_path, "aiven")
+    write_remote_log_metadata(data, events, partition=number)
+    first_local = int(sorted((data / "orders-0").glob("*.log"))[0].name[:20])
+    gone = [log for log in written if int(log.name[:20]) < first_local]
+    for log in gone:
+        _drop(log)
+    with pytest.raises(DataLossError, match="read alone, from its first local offset"):
+        _read(data, remote)
+    scan = kafkaseg.open_scan([str(data), str(remote)], subscribe="orders", failOnDataLoss="false")
+    assert scan.to_table().select(COLUMNS).equals(whole.filter(pc.greater_equal(whole["offset"], first_local)))
+    (lost,) = scan.plan.report.data_loss
+    assert all(log.name[21:-4] in lost for log in gone)
+
+
+def test_below_a_live_copy_missing_at_the_bottom_the_offsets_in_no_copy_are_retentions(tmp_path):
+    """The oldest copy deleted by remote retention (the metadata no longer lists it), the next one live and missing:
+    the replica reason gives retention only the offsets below the missing copy, which is named as lost."""
+    data, remote, whole, written, events, topic_id, number = _tiered(tmp_path, "aiven")
+    first_id = written[0].name[21:-4]
+    events += [segment_update("orders", topic_id, 0, first_id, DELETE_SEGMENT_STARTED),
+               segment_update("orders", topic_id, 0, first_id, DELETE_SEGMENT_FINISHED)]
+    write_remote_log_metadata(data, events, partition=number)
+    _drop(written[0])
+    _drop(written[1])
+    second, third = int(written[1].name[:20]), int(written[2].name[:20])
+    scan = kafkaseg.open_scan([str(data), str(remote)], subscribe="orders", failOnDataLoss="false")
+    (replica,) = scan.plan.report.replicas
+    assert f"[0, {second}) are in no copy (remote retention" in replica["reason"], replica["reason"]
+    assert f"{written[1].name[21:-4]} (offsets {second}-{third - 1})" in replica["reason"]
+    assert scan.to_table().select(COLUMNS).equals(whole.filter(pc.greater_equal(whole["offset"], third)))

@@ -547,7 +547,7 @@ def test_offsets_missing_after_a_segment_are_listed_without_those_the_slice_leav
     piece = SegmentSlice("t", 0, "/d/t-0/00000000000000000000.log", 0, 0, 1000, 0, 1 << 62, segment_size=1000,
                          next_base_offset=20, offset_gaps=((5, 8),))
     metrics = ScanMetrics()
-    _check_segment_end(piece, 3, metrics)
+    _check_segment_end(piece, 3, metrics, fail_on_data_loss=True)  # (a log dir's segment: no error)
     assert [(lo, hi) for _, lo, hi in metrics.missing_offsets] == [(4, 5), (8, 20)]
 
 

@@ -99,12 +99,29 @@ def test_a_copy_gone_after_planning_is_lost_not_taken_for_compaction(tmp_path, l
             with pytest.raises(DataLossError, match="a tiered topic is never compacted") as raised:
                 [b for p in slices for b in read_slice(p, scan.options, metrics)]
             assert f"offsets [{bases[2]}, {bases[3]})" in str(raised.value) and str(gone) in str(raised.value)
+            # what deleted it: a copy in the bucket, not a segment of a log dir (retention, the log cleaner)
+            assert "a remote copy deleted from the bucket" in str(raised.value)
+            assert "log cleaner" not in str(raised.value)
             continue
         got = pa.Table.from_batches([b for p in slices for b in read_slice(p, scan.options, metrics)])
         assert got.select(COLUMNS).equals(_without(expected, bases[2], bases[3]))
         skipped = [entry for entry in metrics.vanished_segments if entry[3].startswith("skipped")]
         assert skipped == [(str(gone), bases[2], bases[3], "skipped (failOnDataLoss=false)")]
         assert not any("compacted away" in what for *_, what in metrics.vanished_segments)
+
+
+def test_a_local_segment_and_its_copy_gone_after_planning_are_lost_to_local_retention_not_the_cleaner(tmp_path):
+    data, remote, whole, bases = _tiered(tmp_path, "aiven", local_from=4)
+    scan = kafkaseg.open_scan([str(data), str(remote)])
+    slices = [_elsewhere(p) for p in scan.plan.slices]
+    segment = data / "orders-0" / f"{bases[4]:020d}.log"
+    for path in (data / "orders-0").glob(f"{bases[4]:020d}.*"):
+        path.unlink()
+    _drop_copy(remote, bases[4])
+    with pytest.raises(DataLossError, match=f"offsets \\[{bases[4]}, {bases[5]}\\)") as raised:
+        [b for p in slices for b in read_slice(p, scan.options, ScanMetrics())]
+    assert str(segment) in str(raised.value) and "log cleaner" not in str(raised.value)
+    assert "local retention" in str(raised.value)
 
 
 def test_a_local_segment_gone_after_planning_is_still_read_from_its_copy_elsewhere(tmp_path):
@@ -212,3 +229,54 @@ def test_the_log_dir_starting_inside_a_missing_copy_loses_the_offsets_below_it(t
         kafkaseg.read_arrow(paths)
     got = kafkaseg.read_arrow(paths, failOnDataLoss="false").select(COLUMNS)
     assert got.equals(_without(whole, bases[1], cut.base_offset))  # in order, each offset once
+
+
+# -- a copy whose content ends before its recorded end ---------------------------------------------------------------
+
+def _cut_copy(tmp_path: Path, layout: str):
+    """A partition whose second segment's copy lacks its last three batches (cut at a batch boundary), its
+    manifest's endOffset (Aiven) still the segment's; the log dir keeps the segments from the 5th on. Returns (log
+    dir, remote root, the rows of the whole log, the bases, the first offset not in the cut copy)."""
+    from kafkaseg.wire.batch import iter_headers
+
+    spec = TopicSpec("orders", records_per_partition=4000, records_per_batch=20, segment_bytes=24 * 1024,
+                     index_interval_bytes=2048)
+    write_data_dir(tmp_path / "data", [spec])
+    folder = tmp_path / "data" / "orders-0"
+    whole = kafkaseg.read_arrow(str(tmp_path / "data")).select(COLUMNS)
+    bases = sorted(int(p.name[:-4]) for p in folder.glob("*.log"))
+    segment = folder / f"{bases[1]:020d}.log"
+    cut = list(iter_headers(segment.read_bytes()))[-3]
+    segment.write_bytes(segment.read_bytes()[:cut.position])
+    for side in (".index", ".timeindex"):  # (no index entry past the cut: only the end offset says more)
+        (folder / f"{bases[1]:020d}{side}").write_bytes(b"")
+    copy_to_tiered(folder, tmp_path / "remote", layout=layout)
+    for base in bases[:4]:
+        for path in folder.glob(f"{base:020d}.*"):
+            path.unlink()
+    (tmp_path / "data" / "log-start-offset-checkpoint").write_text(f"0\n1\norders 0 {bases[0]}\n")
+    return tmp_path / "data", tmp_path / "remote", whole, bases, cut.base_offset
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("with_log_dir", [True, False], ids=["with-log-dir", "copies-alone"])
+def test_a_copy_cut_short_at_a_batch_boundary_before_its_recorded_end_is_data_loss(tmp_path, layout, with_log_dir):
+    """A copy whose last batches are not in it, its manifest's endOffset (Aiven) still the segment's: planning takes
+    the recorded end and finds no gap, and the read ran past the offsets between its last batch and the next copy
+    with only a missing_offsets entry. A tiered topic is never compacted: they are lost."""
+    data, remote, whole, bases, cut = _cut_copy(tmp_path, layout)
+    paths = [str(data), str(remote)] if with_log_dir else [str(remote)]
+    expected = whole if with_log_dir else _below(whole, bases[-1])
+    with pytest.raises(DataLossError, match=rf"offsets \[{cut}, {bases[2]}\) .*in no tiered-storage copy"):
+        kafkaseg.read_arrow(paths)
+    scan = kafkaseg.open_scan(paths, failOnDataLoss="false")
+    assert scan.to_table().select(COLUMNS).equals(_without(expected, cut, bases[2]))
+
+
+def test_verify_says_a_copy_ends_before_its_recorded_end(tmp_path, capsys):
+    data, remote, _, bases, cut = _cut_copy(tmp_path, "aiven")
+    copy = _copy_of(remote, bases[1])
+    assert main(["verify", str(data), str(remote), "--no-progress"]) == 1
+    out = capsys.readouterr().out
+    assert any(line.startswith("ERROR") and copy.name in line and f"offsets {cut}..{bases[2] - 1}" in line
+               and "manifest" in line for line in out.splitlines()), out

@@ -1049,6 +1049,15 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
             if seg_summary.last_offset >= next_base:
                 report.add(ERROR, seg.log_path, None, f"last offset {seg_summary.last_offset} reaches the next "
                            f"segment's base offset {next_base}")
+        if (seg.remote_end is not None and seg_summary.last_offset is not None
+                and seg_summary.last_offset < seg.remote_end and seg_summary.first_bad_position is None
+                and not any(p.file == seg.log_path and p.severity == ERROR for p in report.problems[listed_before:])):
+            # a copy cut short at a batch boundary (one cut mid-batch is an error of its own): planning takes the
+            # recorded end, so only a read of it finds its offsets missing (a DataLossError, scan._check_segment_end)
+            report.add(ERROR, seg.log_path, None,
+                       f"the copy's last batch ends at offset {seg_summary.last_offset}, before the end offset its "
+                       f"manifest records ({seg.remote_end}): offsets {seg_summary.last_offset + 1}.."
+                       f"{seg.remote_end} are not in it (a copy cut short at a batch boundary): reads of the copy lose them")
         if seg_summary.first_offset is not None and last_offset >= 0 and seg_summary.first_offset > last_offset + 1:
             gaps.append((seg.log_path, last_offset + 1, seg_summary.first_offset - 1))
         last_offset = last_offset_after

@@ -212,9 +212,10 @@ class PartitionDir:
     # What the cluster's __remote_log_metadata says of a tiered-storage copy's partition (a tiered.CopyStates), so a
     # partition listed again leaves out the same dead copies; None when no metadata was read for it.
     copy_states: Any = field(default=None, compare=False, repr=False)
-    # A log dir's partition not extended with its tiered-storage copies because live copies __remote_log_metadata
-    # lists are missing from them: (segment id, first, end) of the offsets below the first local segment only those
-    # copies held (see choose_replicas), which a read from the broker's earliest loses
+    # (segment id, first, end) of the offsets below a log dir's first local segment that only live copies its
+    # __remote_log_metadata lists held, which are missing from the bucket: of the partition extended with the
+    # copies that are there (with_remote_copies), or read alone when none of them is (choose_replicas). A read of
+    # them, or from the broker's earliest when they are below the log read, loses them (planning's data loss)
     live_copies_lost: tuple[tuple[str, int, int], ...] = ()
 
     @property
@@ -1311,7 +1312,10 @@ def with_remote_copies(local: PartitionDir, remote: PartitionDir) -> tuple[Parti
     record one). Offsets between the copies taken, or between the newest and the first local segment, that none
     holds (a copy missing from the bucket) do not stop the merge: they are the log's lost offsets, which
     :func:`copy_gaps` finds and planning reports as data loss; copies given as files, some of which may be all
-    that was given, are merged only without such a gap (as far as their recorded ends tell).
+    that was given, are merged only without such a gap (as far as their recorded ends tell). Nor do live copies
+    the partition's ``__remote_log_metadata`` lists that are missing from the folder: the copies there are taken,
+    and the missing ones' offsets (:attr:`PartitionDir.live_copies_lost`) are planning's data loss, named by
+    copy (below the copies taken too: the metadata says they are not remote retention's).
     """
     if local.given_files:
         return None, "the log dir's .log files given are read as given"
@@ -1333,7 +1337,7 @@ def with_remote_copies(local: PartitionDir, remote: PartitionDir) -> tuple[Parti
     # remote folder's copies with offsets in none of them are (planning's data loss: copy_gaps)
     gaps = _gaps(taken, first_local) if remote.given_files else []
     lost = _live_copies_missing(remote, taken, start, first_local)
-    if gaps or lost:
+    if gaps or (lost and remote.given_files):
         why = (f"offsets {', '.join(f'[{a}, {b})' for a, b in gaps)} below the first local segment are in no remote "
                "copy given (copies missing from the bucket, or only some given)") if gaps else ""
         if lost:
@@ -1344,9 +1348,13 @@ def with_remote_copies(local: PartitionDir, remote: PartitionDir) -> tuple[Parti
     first_copy = max(start, taken[0].base_offset)
     note = (f"offsets [{first_copy}, {first_local}) are read from {len(taken)} tiered-storage copies in "
             f"{remote.path}, below the first local segment")
-    if first_copy > start:
-        note += (f"; [{start}, {first_copy}) are in no copy (remote retention deleted them after "
+    retained = min([first_copy] + [a for _, a, _ in lost])  # (below a live copy missing: retention's)
+    if retained > start:
+        note += (f"; [{start}, {retained}) are in no copy (remote retention deleted them after "
                  "log-start-offset-checkpoint was written: the log now starts at the first copy)")
+    if lost:
+        note += ("; live copies __remote_log_metadata lists are missing from the bucket, their offsets lost: "
+                 + ", ".join(f"{segment_id} (offsets {a}-{b - 1})" for segment_id, a, b in lost))
     told = ()
     if remote.copy_states is not None:  # what the metadata decided, said where the merged partition is reported
         told = tuple(n for n in remote.notes if "__remote_log_metadata" in n)
@@ -1354,7 +1362,7 @@ def with_remote_copies(local: PartitionDir, remote: PartitionDir) -> tuple[Parti
         note += (f"; which copies are live is from __remote_log_metadata ({remote.copy_states.source}): "
                  f"{dead} copies it says are dead left out")
     merged = _replace(local, segments=taken + local.segments, remote_below=remote,
-                      notes=local.notes + told + (note,),
+                      notes=local.notes + told + (note,), live_copies_lost=tuple(lost),
                       filesystem=tiered.chunked_filesystem(local.filesystem,
                                                            tiered.served_decompressed(remote.filesystem)))
     return merged, note
@@ -1378,13 +1386,22 @@ def _live_copies_missing(remote: PartitionDir, taken: Sequence[SegmentFiles], st
                          end: int) -> list[tuple[str, int, int]]:
     """``(segment id, first, end)`` of the offset ranges in ``[start, end)`` that live copies the partition's
     ``__remote_log_metadata`` (``remote.copy_states``) lists held and none of ``taken`` holds: copies missing from
-    the bucket (or from the paths given), whose offsets only they held."""
+    the bucket (or from the paths given), whose offsets only they held. A copy of ``taken`` holds up to its
+    recorded end (Aiven's manifest), else up to the end the metadata records for it (a LocalTieredStorage copy
+    records none), else up to the next one."""
     states = remote.copy_states
     if states is None:
         return []
     following = [s.base_offset for s in taken[1:]] + [end]
-    held = [(s.base_offset, s.remote_end + 1 if s.remote_end is not None else next_base)
-            for s, next_base in zip(taken, following)]
+
+    def held_end(segment: SegmentFiles, next_base: int) -> int:
+        if segment.remote_end is not None:
+            return segment.remote_end + 1
+        # (a copy's name is <base>-<segment id>.log; the base has no '-')
+        known = states.copies.get(_fs.basename(segment.log_path).split("-", 1)[-1][:-len(".log")])
+        return known.end_offset + 1 if known is not None and known.dead is None else next_base
+
+    held = [(s.base_offset, held_end(s, next_base)) for s, next_base in zip(taken, following)]
     lost = []
     for copy in states.live():
         low, high = max(copy.start_offset, start), min(copy.end_offset + 1, end)
@@ -1421,6 +1438,20 @@ class CopyGap(NamedTuple):
                 f"{self.end}. A tiered topic is never compacted (Kafka refuses remote storage with "
                 "cleanup.policy=compact), so they were deleted: a copy missing from the bucket (or the copies "
                 "given are older than the log dir, or only some of them)")
+
+    def outside(self, ranges: Iterable[tuple[int, int]]) -> list["CopyGap"]:
+        """The pieces of this gap outside every ``[a, b)`` of ``ranges`` (offsets said otherwise: live copies
+        ``__remote_log_metadata`` lists that are missing, named by copy)."""
+        pieces, first = [], self.first
+        for a, b in sorted(ranges):
+            if b <= first or a >= self.end:
+                continue
+            if a > first:
+                pieces.append(self._replace(first=first, end=a))
+            first = max(first, b)
+        if first < self.end:
+            pieces.append(self._replace(first=first))
+        return pieces
 
 
 def copy_gaps(partition_dir: PartitionDir, lo: int | None = None, hi: int | None = None, *,
@@ -1512,13 +1543,19 @@ def gaps_in_copies(partitions: Sequence[PartitionDir]) -> list[FoundGap]:
     for remote in partitions:
         if remote.tiered is None or remote.given_files:
             continue
+        # offsets of live copies __remote_log_metadata lists that are missing from the folder: said of each copy
+        # (tiered.LIVE_COPIES_MISSING, verify's report_live_copies_missing), not again as offsets in no copy
+        states = remote.copy_states
+        said = [(c.start_offset, c.end_offset + 1) for c in states.live() if c.segment_id not in states.found] if (
+            states is not None and states.found is not None and states.unreadable is None) else []
         own = logs.get((remote.topic, remote.partition), [])
         merged = [(d, m) for d, m in ((d, with_remote_copies(d, remote)[0]) for d in own) if m is not None]
         for log, whole in merged:
-            found.extend(FoundGap(log, gap, True) for gap in copy_gaps(whole, whole.log_start_offset,
-                                                                       end_of=end_of(whole)))
+            found.extend(FoundGap(log, piece, True) for gap in copy_gaps(whole, whole.log_start_offset,
+                                                                         end_of=end_of(whole))
+                         for piece in gap.outside(said))
         start = max((d.log_start_offset for d in own), default=None)
-        for gap in copy_gaps(remote, end_of=end_of(remote)):
+        for gap in (piece for gap in copy_gaps(remote, end_of=end_of(remote)) for piece in gap.outside(said)):
             holder = next((d for d in own if d.segments[0].base_offset <= gap.first), None)
             if holder is not None:
                 found.append(FoundGap(remote, gap, False, holder.path))
