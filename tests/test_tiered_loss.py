@@ -212,3 +212,53 @@ def test_the_log_dir_starting_inside_a_missing_copy_loses_the_offsets_below_it(t
         kafkaseg.read_arrow(paths)
     got = kafkaseg.read_arrow(paths, failOnDataLoss="false").select(COLUMNS)
     assert got.equals(_without(whole, bases[1], cut.base_offset))  # in order, each offset once
+
+
+# -- review: a copy's end recorded in __remote_log_metadata ----------------------------------------------------------
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_copys_recorded_end_past_its_last_batch_is_no_gap(tmp_path, capsys, layout):
+    """A topic compacted before it was made tiered (Kafka refuses remote storage only while cleanup.policy holds
+    compact: switching to delete first is allowed) has segments whose last offsets the cleaner removed. Their
+    copies' recorded ends (an Aiven manifest's; for LocalTieredStorage copies, which record none,
+    ``__remote_log_metadata``'s: RemoteLogManager records the next segment's base - 1) say offsets after a copy's
+    last batch up to there are the copy's: no copy is missing, for a read or for verify."""
+    from kafkaseg.remote_metadata import metadata_partition
+    from kafkaseg.testing import Record, build_batch_v2
+    from kafkaseg.testing.partition import PartitionWriter, write_offset_checkpoint, write_partition_metadata
+    from kafkaseg.testing.tiered import copy_events, kafka_uuid, write_remote_log_metadata
+
+    data = tmp_path / "data"
+    folder = data / "t-0"
+    topic_id = kafka_uuid("t")
+    writer = PartitionWriter(folder)
+    offset = 0
+    for segment in range(3):
+        for _ in range(10):
+            writer.append(build_batch_v2([Record(offset + i, 1_700_000_000_000 + offset + i, b"k%d" % (offset + i),
+                                                 b"v") for i in range(5)]))
+            offset += 5
+        if segment == 0:
+            offset += 5  # the cleaner removed the segment's last batch whole, before the topic went tiered
+        writer.roll(offset)
+    writer.append(build_batch_v2([Record(offset, 1_700_000_000_000 + offset, b"k", b"v")]))
+    writer.close()
+    write_partition_metadata(folder / "partition.metadata", topic_id)
+    write_offset_checkpoint(data / "log-start-offset-checkpoint", {("t", 0): 0})
+    whole = kafkaseg.read_arrow(str(data)).select(COLUMNS)
+    written = copy_to_tiered(folder, tmp_path / "remote", layout=layout)
+    epochs = [tuple(map(int, line.split())) for line in (folder / "leader-epoch-checkpoint").read_text()
+              .splitlines()[2:]]
+    write_remote_log_metadata(data, copy_events(written, epochs, topic_id=topic_id),
+                              partition=metadata_partition(topic_id, 0))
+    bases = sorted(int(p.name[:-4]) for p in folder.glob("*.log"))
+    assert bases[1] == 55
+    for base in bases[:2]:  # local retention
+        for path in folder.glob(f"{base:020d}.*"):
+            path.unlink()
+    paths = [str(data), str(tmp_path / "remote")]
+    scan = kafkaseg.open_scan(paths, subscribe="t")
+    assert scan.to_table().select(COLUMNS).equals(whole)
+    assert not scan.plan.report.data_loss
+    assert main(["verify", *paths]) == 0
+    assert "in no tiered-storage copy" not in capsys.readouterr().out

@@ -104,7 +104,8 @@ class SegmentFiles:
     packed_indexes: tuple[tuple[str, str, int, int], ...] = ()
     # the tiered-storage layout the segment is a copy in (see PartitionDir.tiered), None for a log dir's segment
     tiered: str | None = None
-    remote_end: int | None = None  # a copy's last offset as its Aiven manifest records it (None: not recorded)
+    # a copy's last offset as its Aiven manifest, or __remote_log_metadata, records it (None: not recorded)
+    remote_end: int | None = None
     # a copy whose indexes object is missing (Aiven): its indexes, transactions included, are unknown, not absent
     indexes_lost: bool = False
     # (st_dev, st_ino) of a local .log as the listing saw it (with log_size): the file the plan is of, also when a
@@ -630,11 +631,22 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
     # were on disk
     filesystem = tiered.chunked_filesystem(filesystem, {path: chunked for c in kept
                                                         for path, chunked in c.served().items()})
+
+    def recorded_end(copy):
+        # the manifest's end, else __remote_log_metadata's for a live copy it knows (RemoteLogManager records the
+        # next segment's base - 1: offsets after the copy's last batch up to there, removed by a compaction before
+        # the topic was made tiered, are the copy's, not a copy missing)
+        if copy.end_offset is not None or copy_states is None or copy_states.unreadable is not None:
+            return copy.end_offset
+        state = copy_states.copies.get(copy.segment_id)
+        return state.end_offset if state is not None and state.dead is None \
+            and state.start_offset == copy.base_offset else None
+
     segments = tuple(SegmentFiles(
         base_offset=copy.base_offset, log_path=copy.log.path, log_size=copy.original_size,
         index_path=side(copy, "index"), timeindex_path=side(copy, "timeindex"),
         txnindex_path=side(copy, "txnindex"), mtime_ms=copy.log.mtime_ms or 0, filesystem=filesystem,
-        packed_indexes=packed(copy), tiered=folder.layout, remote_end=copy.end_offset,
+        packed_indexes=packed(copy), tiered=folder.layout, remote_end=recorded_end(copy),
         indexes_lost=copy.log.path in lost) for copy in kept)
     epochs: tuple = ()
     if folder.layout == tiered.AIVEN:
