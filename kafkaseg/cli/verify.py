@@ -187,17 +187,18 @@ class _ReadableTracker:
             where = os.path.basename(file) + ("" if position is None else f" @ byte {position}")
             self.open.reason += f"; then {reason} ({where})"
 
-    def readable(self, header) -> None:
+    def readable(self, header, first: int) -> None:
+        """The walk read a sound batch whose first offset is ``first`` (a legacy wrapper's header gives its last)."""
         first_time = header.max_timestamp if header.timestamp_type == 1 or header.magic < 2 \
             else header.base_timestamp
         first_time = first_time if first_time >= 0 else None
         if self.segment is not None:
-            if self.open is None and self.last_offset >= 0 and header.base_offset > self.last_offset + 1:
+            if self.open is None and self.last_offset >= 0 and first > self.last_offset + 1:
                 self.gap_times[self.segment] = (self.last_time, first_time)
             self.segment = None
         if self.open is not None:
-            if header.base_offset > self.open.first:
-                self.open.last = header.base_offset - 1
+            if first > self.open.first:
+                self.open.last = first - 1
                 self.open.time_to = first_time
                 self.summary.unreadable.append(self.open)
             self.open = None
@@ -678,10 +679,15 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                                                             f"{header.base_offset}..{header.last_offset})")
                             after_bad_crc = True
                             continue
-                        tracker.readable(header)
+                        # a compressed legacy wrapper's offset is its LAST inner one: where damage or a segment's
+                        # start before it ends, its first is decoded
+                        first = (_first_offset(buf, header, path, chunk_position)
+                                 if after_bad_crc or tracker.open is not None or tracker.segment is not None
+                                 else header.base_offset)
+                        tracker.readable(header, first)
                         if after_bad_crc:  # the offsets a bad batch held are unknown: no gap is counted across it
                             after_bad_crc = False
-                            last_offset = max(last_offset, header.base_offset - 1)
+                            last_offset = max(last_offset, first - 1)
                         if header.magic >= 2 and header.base_offset <= last_offset and header.records_count != 0:
                             add(ERROR, path, position, f"batch base offset {header.base_offset} does not increase "
                                                        f"(previous offset {last_offset})")
