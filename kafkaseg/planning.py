@@ -163,6 +163,9 @@ class SegmentSlice:
     # the segment is known to be a rolled one even though it is its partition's last (a tiered-storage copy):
     # a batch cut short at its end is then lost bytes, never an append in progress
     rolled: bool = False
+    # a tiered copy __remote_log_metadata says is whole (layout.SegmentFiles.remote_whole): offsets after its last
+    # batch were compacted away before the topic went tiered, not lost
+    remote_whole: bool = False
     # the tiered-storage copies the partition was extended with below its first local segment (their folder), so a
     # read that plans again from the partition's files finds them again (layout.read_partition_again)
     remote_path: str | None = None
@@ -2044,7 +2047,7 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
         file_identity=identity, cleaner_offset=part.cleaner_offset, missing_before=missing_before,
         index_path=index_path, index_window=index_window,
         slice_offsets=own_offsets, listed_at_ns=listed_at_ns, topic_id=topic_id,
-        partition_identity=partition_identity, rolled=seg.tiered is not None,
+        partition_identity=partition_identity, rolled=seg.tiered is not None, remote_whole=seg.remote_whole,
         remote_path=part.pdir.remote_below.path if part.pdir.remote_below is not None else None,
         corrupt_tail=corrupt_tail, indexed_tail_check=indexed_tail_check, copy_states=part.planned_copy_states,
         offset_gaps=piece.gaps)

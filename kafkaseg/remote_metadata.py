@@ -221,7 +221,8 @@ def _verdicts(part: _Partition) -> dict[str, CopyState]:
                    "or further (an upload repeated after a leader change)" if other else
                    "no leader epoch's offsets lead to it")
         out[segment_id] = CopyState(segment_id, metadata.start_offset, metadata.end_offset,
-                                    tuple(metadata.segment_leader_epochs), state.name, why)
+                                    tuple(metadata.segment_leader_epochs), state.name, why,
+                                    metadata.segment_size_in_bytes)
     return out
 
 

@@ -1204,7 +1204,9 @@ def _check_segment_end(piece: SegmentSlice, last_offset: int, metrics: ScanMetri
     Except after a tiered-storage copy (:attr:`SegmentSlice.rolled`): a tiered topic is never compacted, so they
     were deleted (a copy cut short at a batch boundary, whose recorded end offset, which planning's
     ``layout.copy_gaps`` takes, says more): a :class:`~kafkaseg.errors.DataLossError` with ``fail_on_data_loss``
-    (the read's ``failOnDataLoss``)."""
+    (the read's ``failOnDataLoss``). Unless ``__remote_log_metadata`` records the copy with the size it has
+    (:attr:`SegmentSlice.remote_whole`): a topic compacted before it was made tiered (Kafka refuses remote storage
+    only while ``cleanup.policy`` holds ``compact``) has copies whose last offsets the cleaner removed."""
     next_base = piece.next_base_offset
     if next_base is None or piece.end_position < piece.segment_size:
         return
@@ -1214,7 +1216,7 @@ def _check_segment_end(piece: SegmentSlice, last_offset: int, metrics: ScanMetri
     if piece.cleaner_offset is not None and first_missing < piece.cleaner_offset:
         return
     missing = piece.outside_gaps(max(first_missing, piece.start_offset), min(next_base, piece.end_offset))
-    if missing and piece.rolled and fail_on_data_loss:
+    if missing and piece.rolled and not piece.remote_whole and fail_on_data_loss:
         raise DataLossError(
             f"{redact(piece.log_path)}: offsets {', '.join(f'[{lo}, {hi})' for lo, hi in missing)} of "
             f"{piece.topic}-{piece.partition} are in no tiered-storage copy: this copy's last batch ends at offset "

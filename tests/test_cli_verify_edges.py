@@ -611,3 +611,30 @@ def test_an_unfinished_segment_swap_is_one_warning(tmp_path, capsys):
     assert f"[{pm.segments[1].base_offset}, {pm.segments[2].base_offset})" in about[0]["message"], about
     assert main(["verify", "--verbose", str(tmp_path)]) == 0
     assert sum(".swap" in line for line in capsys.readouterr().out.splitlines()) == 1
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_a_bad_legacy_wrapper_is_unreadable_up_to_the_first_inner_offset_of_the_next(tmp_path, capsys, magic):
+    """A compressed legacy wrapper's offset field is its LAST inner offset. After a wrapper failing its CRC, the
+    next (sound) wrapper's records start at its first inner offset: the unreadable range ends just before it (the
+    records a lenient read returns are not listed as lost), and those records do not 'go back' below the
+    wrapper's own offset."""
+    import kafkaseg
+    from kafkaseg.testing import build_legacy_wrapper
+
+    wrappers = [build_legacy_wrapper(records(first, first + 2), magic, "gzip") for first in range(0, 15, 3)]
+    write_partition(tmp_path, wrappers)
+    log = tmp_path / "t-0" / f"{0:020d}.log"
+    data = bytearray(log.read_bytes())
+    second = len(wrappers[0].data)
+    data[second + len(wrappers[1].data) - 3] ^= 0xFF  # wrapper 3..5: a byte of its compressed records
+    log.write_bytes(bytes(data))
+    read = kafkaseg.read_arrow(str(tmp_path), onCorruption="skip", columns=["offset"]).column("offset").to_pylist()
+    assert read == [0, 1, 2, *range(6, 15)]
+    code, report = verify_json([tmp_path], capsys)
+    assert code == 1
+    messages = [p["message"] for p in errors(report)]
+    assert any("CRC mismatch in batch 5..5" in m for m in messages), messages
+    assert not [m for m in messages if "does not increase" in m], messages
+    lost = report["partitions"][0]["unreadableOffsets"]
+    assert [(u["firstOffset"], u["lastOffset"]) for u in lost] == [(3, 5)]

@@ -280,3 +280,75 @@ def test_verify_says_a_copy_ends_before_its_recorded_end(tmp_path, capsys):
     out = capsys.readouterr().out
     assert any(line.startswith("ERROR") and copy.name in line and f"offsets {cut}..{bases[2] - 1}" in line
                and "manifest" in line for line in out.splitlines()), out
+
+
+# -- review: a copy's end recorded in __remote_log_metadata ----------------------------------------------------------
+
+def _compacted_then_tiered(tmp_path, layout):
+    """A topic compacted before it went tiered: the first segment's last batch (offsets 50..54) removed by the
+    cleaner, its copy's recorded end 54; copies in ``layout`` with their __remote_log_metadata, the first two
+    segments gone from the log dir. Returns (paths to read, the whole log's rows, the copies written)."""
+    from kafkaseg.remote_metadata import metadata_partition
+    from kafkaseg.testing import Record, build_batch_v2
+    from kafkaseg.testing.partition import PartitionWriter, write_offset_checkpoint, write_partition_metadata
+    from kafkaseg.testing.tiered import copy_events, kafka_uuid, write_remote_log_metadata
+
+    data = tmp_path / "data"
+    folder = data / "t-0"
+    topic_id = kafka_uuid("t")
+    writer = PartitionWriter(folder)
+    offset = 0
+    for segment in range(3):
+        for _ in range(10):
+            writer.append(build_batch_v2([Record(offset + i, 1_700_000_000_000 + offset + i, b"k%d" % (offset + i),
+                                                 b"v") for i in range(5)]))
+            offset += 5
+        if segment == 0:
+            offset += 5  # the cleaner removed the segment's last batch whole, before the topic went tiered
+        writer.roll(offset)
+    writer.append(build_batch_v2([Record(offset, 1_700_000_000_000 + offset, b"k", b"v")]))
+    writer.close()
+    write_partition_metadata(folder / "partition.metadata", topic_id)
+    write_offset_checkpoint(data / "log-start-offset-checkpoint", {("t", 0): 0})
+    whole = kafkaseg.read_arrow(str(data)).select(COLUMNS)
+    written = copy_to_tiered(folder, tmp_path / "remote", layout=layout)
+    epochs = [tuple(map(int, line.split())) for line in (folder / "leader-epoch-checkpoint").read_text()
+              .splitlines()[2:]]
+    write_remote_log_metadata(data, copy_events(written, epochs, topic_id=topic_id),
+                              partition=metadata_partition(topic_id, 0))
+    bases = sorted(int(p.name[:-4]) for p in folder.glob("*.log"))
+    assert bases[1] == 55
+    for base in bases[:2]:  # local retention
+        for path in folder.glob(f"{base:020d}.*"):
+            path.unlink()
+    return [str(data), str(tmp_path / "remote")], whole, written
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_copys_recorded_end_past_its_last_batch_is_no_gap(tmp_path, capsys, layout):
+    """A topic compacted before it was made tiered (Kafka refuses remote storage only while cleanup.policy holds
+    compact: switching to delete first is allowed) has segments whose last offsets the cleaner removed. Their
+    copies' recorded ends (an Aiven manifest's; for LocalTieredStorage copies, which record none,
+    ``__remote_log_metadata``'s: RemoteLogManager records the next segment's base - 1) say offsets after a copy's
+    last batch up to there are the copy's: no copy is missing, for a read or for verify."""
+    paths, whole, _ = _compacted_then_tiered(tmp_path, layout)
+    scan = kafkaseg.open_scan(paths, subscribe="t")
+    assert scan.to_table().select(COLUMNS).equals(whole)
+    assert not scan.plan.report.data_loss
+    assert main(["verify", *paths]) == 0
+    assert "in no tiered-storage copy" not in capsys.readouterr().out
+
+
+def test_a_copy_smaller_than_its_recorded_size_loses_the_offsets_after_its_last_batch(tmp_path):
+    """The same copies with the first one's last batch cut off after the upload: __remote_log_metadata records a
+    size the copy no longer has, so the offsets after its last batch up to its recorded end are lost, not compacted
+    away (the metadata's end alone cannot tell them apart)."""
+    from kafkaseg.wire.batch import iter_headers
+
+    paths, whole, written = _compacted_then_tiered(tmp_path, "local")  # (a LocalTieredStorage copy: its plain file)
+    first = min(written, key=lambda p: p.name)
+    data = first.read_bytes()
+    last = list(iter_headers(data))[-1]
+    first.write_bytes(data[:last.position])
+    with pytest.raises(DataLossError, match=r"offsets \[45, 55\)"):
+        kafkaseg.read_arrow(paths, subscribe="t")

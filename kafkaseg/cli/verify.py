@@ -200,17 +200,18 @@ class _ReadableTracker:
             self.summary.unreadable.append(UnreadableRange(self.last_offset + 1, last, file, position, reason,
                                                            self.last_time))
 
-    def readable(self, header) -> None:
+    def readable(self, header, first: int) -> None:
+        """The walk read a sound batch whose first offset is ``first`` (a legacy wrapper's header gives its last)."""
         first_time = header.max_timestamp if header.timestamp_type == 1 or header.magic < 2 \
             else header.base_timestamp
         first_time = first_time if first_time >= 0 else None
         if self.segment is not None:
-            if self.open is None and self.last_offset >= 0 and header.base_offset > self.last_offset + 1:
+            if self.open is None and self.last_offset >= 0 and first > self.last_offset + 1:
                 self.gap_times[self.segment] = (self.last_time, first_time)
             self.segment = None
         if self.open is not None:
-            if header.base_offset > self.open.first:
-                self.open.last = header.base_offset - 1
+            if first > self.open.first:
+                self.open.last = first - 1
                 self.open.time_to = first_time
                 self.summary.unreadable.append(self.open)
             self.open = None
@@ -693,10 +694,15 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                                                             f"{header.base_offset}..{header.last_offset})")
                             after_bad_crc = True
                             continue
-                        tracker.readable(header)
+                        # a compressed legacy wrapper's offset is its LAST inner one: where damage or a segment's
+                        # start before it ends, its first is decoded
+                        first = (_first_offset(buf, header, path, chunk_position)
+                                 if after_bad_crc or tracker.open is not None or tracker.segment is not None
+                                 else header.base_offset)
+                        tracker.readable(header, first)
                         if after_bad_crc:  # the offsets a bad batch held are unknown: no gap is counted across it
                             after_bad_crc = False
-                            last_offset = max(last_offset, header.base_offset - 1)
+                            last_offset = max(last_offset, first - 1)
                         if header.magic >= 2 and header.base_offset <= last_offset and header.records_count != 0:
                             add(ERROR, path, position, f"batch base offset {header.base_offset} does not increase "
                                                        f"(previous offset {last_offset})")
@@ -1054,13 +1060,25 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
                 and not any(p.file == seg.log_path and p.severity == ERROR for p in report.problems[listed_before:])):
             # a copy cut short at a batch boundary (one cut mid-batch is an error of its own): planning takes the
             # recorded end, so only a read of it finds its offsets missing (a DataLossError, scan._check_segment_end)
-            report.add(ERROR, seg.log_path, None,
-                       f"the copy's last batch ends at offset {seg_summary.last_offset}, before the end offset its "
-                       f"manifest records ({seg.remote_end}): offsets {seg_summary.last_offset + 1}.."
-                       f"{seg.remote_end} are not in it (a copy cut short at a batch boundary): reads of the copy lose them")
+            # unless __remote_log_metadata records the copy with the size it has: then a compaction before the
+            # topic went tiered removed them
+            offsets = f"offsets {seg_summary.last_offset + 1}..{seg.remote_end}"
+            said = f"the copy's last batch ends at offset {seg_summary.last_offset}, before its recorded end offset " \
+                   f"({seg.remote_end})"
+            if seg.remote_whole:
+                report.add(INFO, seg.log_path, None, f"{said}: __remote_log_metadata records the copy with the size "
+                           f"it has, so {offsets} were removed by a compaction before the topic went tiered")
+            else:
+                report.add(ERROR, seg.log_path, None, f"{said} in its manifest or __remote_log_metadata: {offsets} "
+                           "are not in it (a copy cut short at a batch boundary): reads of the copy lose them")
         if seg_summary.first_offset is not None and last_offset >= 0 and seg_summary.first_offset > last_offset + 1:
             gaps.append((seg.log_path, last_offset + 1, seg_summary.first_offset - 1))
         last_offset = last_offset_after
+        if seg.remote_end is not None and i + 1 < len(pdir.segments):
+            # a tiered-storage copy whose recorded end (its manifest's, __remote_log_metadata's) is past its last
+            # batch holds the offsets up to there (a compaction before the topic was made tiered removed their
+            # records), as copy_gaps and a read take it: no copy is missing before the next one
+            last_offset = max(last_offset, min(seg.remote_end, pdir.segments[i + 1].base_offset - 1))
         if seg_summary.compaction_gaps:
             report.add(INFO, seg.log_path, None, f"{seg_summary.compaction_gaps} non-consecutive offset gaps (records "
                        f"removed by compaction; transaction markers are records and fill "

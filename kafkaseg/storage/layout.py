@@ -104,7 +104,12 @@ class SegmentFiles:
     packed_indexes: tuple[tuple[str, str, int, int], ...] = ()
     # the tiered-storage layout the segment is a copy in (see PartitionDir.tiered), None for a log dir's segment
     tiered: str | None = None
-    remote_end: int | None = None  # a copy's last offset as its Aiven manifest records it (None: not recorded)
+    # a copy's last offset as its Aiven manifest, or __remote_log_metadata, records it (None: not recorded)
+    remote_end: int | None = None
+    # the copy has the size __remote_log_metadata records for it (segmentSizeInBytes): it is whole, so offsets after
+    # its last batch up to remote_end were removed by a compaction before the topic went tiered, not cut off with
+    # the file's end (without that, a tiered read takes them for lost: scan._check_segment_end)
+    remote_whole: bool = False
     # a copy whose indexes object is missing (Aiven): its indexes, transactions included, are unknown, not absent
     indexes_lost: bool = False
     # (st_dev, st_ino) of a local .log as the listing saw it (with log_size): the file the plan is of, also when a
@@ -631,11 +636,33 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
     # were on disk
     filesystem = tiered.chunked_filesystem(filesystem, {path: chunked for c in kept
                                                         for path, chunked in c.served().items()})
+
+    def known_state(copy):
+        if copy_states is None or copy_states.unreadable is not None:
+            return None
+        state = copy_states.copies.get(copy.segment_id)
+        return state if state is not None and state.dead is None and state.start_offset == copy.base_offset \
+            else None
+
+    def recorded_end(copy):
+        # the manifest's end, else __remote_log_metadata's for a live copy it knows (RemoteLogManager records the
+        # next segment's base - 1: offsets after the copy's last batch up to there, removed by a compaction before
+        # the topic was made tiered, are the copy's, not a copy missing)
+        if copy.end_offset is not None:
+            return copy.end_offset
+        state = known_state(copy)
+        return None if state is None else state.end_offset
+
+    def whole(copy) -> bool:
+        state = known_state(copy)
+        return state is not None and state.size_in_bytes == copy.original_size \
+            and (copy.end_offset is None or copy.end_offset == state.end_offset)
+
     segments = tuple(SegmentFiles(
         base_offset=copy.base_offset, log_path=copy.log.path, log_size=copy.original_size,
         index_path=side(copy, "index"), timeindex_path=side(copy, "timeindex"),
         txnindex_path=side(copy, "txnindex"), mtime_ms=copy.log.mtime_ms or 0, filesystem=filesystem,
-        packed_indexes=packed(copy), tiered=folder.layout, remote_end=copy.end_offset,
+        packed_indexes=packed(copy), tiered=folder.layout, remote_end=recorded_end(copy), remote_whole=whole(copy),
         indexes_lost=copy.log.path in lost) for copy in kept)
     epochs: tuple = ()
     if folder.layout == tiered.AIVEN:

@@ -258,7 +258,8 @@ class RemoteSegment:
 class CopyState:
     """One remote copy as the cluster's ``__remote_log_metadata`` knows it (see :mod:`kafkaseg.remote_metadata`):
     its offsets (``end_offset`` inclusive), leader epochs ``(epoch, start)``, last state's name, and ``dead``: why
-    a fetch never reads it (None for a live copy)."""
+    a fetch never reads it (None for a live copy), and ``size_in_bytes``: the segment's size when copied
+    (``segmentSizeInBytes``: the local ``.log``'s, before any compression or encryption)."""
 
     segment_id: str
     start_offset: int
@@ -266,6 +267,7 @@ class CopyState:
     leader_epochs: tuple[tuple[int, int], ...]
     state: str
     dead: str | None = None
+    size_in_bytes: int | None = None
 
 
 @dataclass(frozen=True)
