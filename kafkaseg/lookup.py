@@ -41,7 +41,13 @@ one implementation of the rule. Here:
 * where files disagree, answers come from the log as after the broker's recovery: an index whose last entry lies
   past its log's data is rebuilt (one entry read per index, and one index interval of headers for a time index,
   checks it), the active segment ends before a final batch wholly past the high watermark that fails its CRC (one
-  more batch read), and an unreadable checkpoint an answer depends on raises instead of falling back.
+  more batch read), and an unreadable checkpoint an answer depends on raises instead of falling back;
+* damage inside a segment (bad framing, zeros hiding records, a batch failing its CRC) that a walk meets raises,
+  as a strict read starting there does, or for a lenient lookup is gone past where a lenient read resumes (the
+  next offset index entry whose batch checks out: :class:`~kafkaseg.entry_check.ResumptionEntries`); an index
+  entry pointing into such damage is walked to from the entry before it, never taken as a wrong index (a rebuild
+  from the log would end the segment at the damage). A lenient locate reports an offset lost to it as unreadable,
+  with the range of offsets lost.
 
 :class:`LookupStats` counts index entries read, index and log bytes read, and files opened.
 """
@@ -50,7 +56,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 from kafkaseg.errors import (
     CorruptCheckpointError,
@@ -67,7 +73,7 @@ from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATIO
 from kafkaseg.storage.layout import PartitionDir, last_stable_offset, partition_log_end_offset, unacknowledged_append
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.probed_index import LoadedIndexView, OpenFileLimit, ProbedIndex
-from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader
+from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader, zeros_hiding_records
 from kafkaseg.wire.batch import BatchHeader
 from kafkaseg.wire.crc import crc_is_valid
 from kafkaseg.wire.records import batch_records
@@ -166,7 +172,8 @@ class RecordLocation:
     """Where an offset lives: the segment file, its batch (header and byte position) and the record in it.
 
     ``found`` is False when no record has exactly ``offset`` (a compaction gap, below the log start, at/past the
-    log end): then ``record_offset`` is the next record after it in the log (None when there is none)."""
+    log end, lost to damage a lenient lookup went past): then ``record_offset`` is the next record after it in the
+    log (None when there is none) and ``reason`` says why."""
 
     topic: str
     partition: int
@@ -208,11 +215,13 @@ class PartitionLookup:
     :class:`~kafkaseg.errors.CorruptCheckpointError`; ``checkpoints_checked=True`` is for a caller that has applied
     its own policy to them already (planning: fall back to the log under ``onCorruption=skip``).
 
-    ``lenient=True`` (planning under ``onCorruption=skip``) makes a timestamp search go past corruption instead of
-    raising: a segment whose indexes must be rebuilt and whose framing breaks is indexed up to the bad bytes, the
-    search of a segment goes on after bad framing where a lenient read resumes (its next offset index entry whose
-    batch checks out, else the next segment), a batch that fails its CRC is passed over, and a segment with no match
-    after such a skip sends the search on to the next one; each skip is listed in ``stats.skipped``."""
+    ``lenient=True`` (planning under ``onCorruption=skip``, ``kafkaseg offsets/locate --on-corruption skip``) makes
+    timestamp searches and :meth:`locate` go past corruption instead of raising: a segment whose indexes must be
+    rebuilt and whose framing breaks is indexed up to the bad bytes, the walk of a segment goes on after bad framing
+    (zeros hiding records too) where a lenient read resumes (its next offset index entry whose batch checks out,
+    else the next segment), a batch that fails its CRC is passed over, and a segment with no match after such a skip
+    sends the search on to the next one; an offset lost to it is located as unreadable (the next readable record,
+    and the range lost); each skip is listed in ``stats.skipped``."""
 
     def __init__(self, partition_dir: PartitionDir, *, isolation: str = "read_uncommitted",
                  max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES, verify_crc: bool = True,
@@ -305,10 +314,11 @@ class PartitionLookup:
         if entry not in self.stats.skipped:
             self.stats.skipped.append(entry)
 
-    def _resumption(self, i: int, bad: int | None) -> int | None:
-        """Where a lenient read of segment ``i`` resumes after bad framing at byte ``bad``: the next entry of its
-        offset index file whose batch checks out (:class:`~kafkaseg.entry_check.ResumptionEntries`, the scan's
-        rule), or None (no sane index file, or no such entry: the read skips the rest of the segment)."""
+    def _resumption(self, i: int, bad: int | None, last_seen: int) -> int | None:
+        """Where a lenient read of segment ``i`` resumes after bad framing at byte ``bad``, having read up to offset
+        ``last_seen``: the next entry of its offset index file whose batch checks out and starts above it
+        (:class:`~kafkaseg.entry_check.ResumptionEntries`, the scan's rule), or None (no sane index file, or no such
+        entry: the read skips the rest of the segment)."""
         seg = self.segments[i]
         index_path, index_window = index_location(seg, "index")
         if bad is None or not index_path:
@@ -319,7 +329,7 @@ class PartitionLookup:
                                     max_batch_bytes=self.max_batch_bytes, max_decompressed_bytes=None,
                                     index_window=index_window)
         try:
-            found = entries.next_checked(bad, None, -1)
+            found = entries.next_checked(bad, None, last_seen)
         finally:
             entries.close()
         return None if found is None else found[0]
@@ -410,28 +420,84 @@ class PartitionLookup:
 
     def _headers(self, i: int, start: int) -> Iterator[BatchHeader]:
         """Batch headers of segment ``i`` from byte ``start``; in the active segment, not past a torn
-        unacknowledged batch (:meth:`_unacknowledged_tear`)."""
+        unacknowledged batch (:meth:`_unacknowledged_tear`). Bad framing raises, and so do zeros that end the walk
+        with records after them (:func:`~kafkaseg.storage.segment.zeros_hiding_records`: a zeroed page, which a
+        read fails on or, leniently, reads past), rather than ending the segment there. In the active segment only
+        zeros before its last offset index entry are looked at here: its preallocated tail is
+        :meth:`log_end_offset`'s to judge (:meth:`_check_zero_tail`), without reading the zeros to the file's end."""
         seg = self.segments[i]
         torn = self._tear_in(i)
         stop = None if torn is None else torn[1]
         with SegmentReader(seg.log_path, self.fs) as reader:
             self.stats.files_opened += 1
-            for header in reader.iter_headers(start, max_batch_bytes=self.max_batch_bytes, block_size=16 * 1024):
+            walk = reader.iter_headers(start, max_batch_bytes=self.max_batch_bytes, block_size=16 * 1024)
+            for header in walk:
                 if stop is not None and header.position >= stop:
                     return
                 self.stats.headers += 1
                 self.stats.log_bytes += 61
                 yield header
+            tail = walk.tail
+            if tail is None or tail.reason != "zero-filled tail" or (
+                    i == len(self.segments) - 1 and tail.position >= self._index(i, "offset").last()[1]):
+                return
+            hiding = zeros_hiding_records(reader, tail.position)
+            if hiding is not None:
+                raise CorruptBatchError(hiding, path=seg.log_path, position=tail.position)
+
+    def _walk(self, i: int, start: int, on_damage: Callable[[CorruptDataError], None] | None = None
+              ) -> Iterator[BatchHeader]:
+        """:meth:`_headers` of segment ``i`` from byte ``start``, going on past bad framing (zeros hiding records
+        too) where a lenient read does: at the next offset index entry whose batch checks out
+        (:meth:`_resumption`), else the walk ends. A strict lookup raises there (:meth:`_skip`). Each error gone
+        past is given to ``on_damage`` before the walk goes on."""
+        last_seen = self.bases[i] - 1
+        while True:
+            try:
+                for header in self._headers(i, start):
+                    last_seen = max(last_seen, header.last_offset)
+                    yield header
+                return
+            except CorruptDataError as err:
+                self._skip(err)
+                if on_damage is not None:
+                    on_damage(err)
+                start = self._resumption(i, err.position, last_seen)
+                if start is None:
+                    return
+
+    def _batch_sound(self, i: int, header: BatchHeader) -> bool:
+        """Whether the batch of segment ``i`` under ``header`` is whole and passes its CRC (one batch read)."""
+        try:
+            return crc_is_valid(self._read_batch(i, header), header._replace(position=0))
+        except CorruptDataError:
+            return False
 
     def _floor_position(self, i: int, offset: int) -> int:
         """Where a walk of segment ``i`` for ``offset`` starts: its offset index's floor entry. An index can pass
         its sanity checks and still point at the wrong bytes; when the v2 batch there starts above the entry's
         offset, records from the entry's offset on would be walked past unseen, so the segment's indexes are
         rebuilt from its log (reported) and the floor taken again. (A legacy wrapper's offset is its last inner
-        one, so it is not checked; old brokers wrote the append's first offset.)"""
+        one, so it is not checked; old brokers wrote the append's first offset.) When what the entry points at is
+        no sound batch because the log is damaged there (:meth:`_walk_to_damage`), the index is right and a
+        rebuild, which ends where the damage starts, would lose the rest of the segment: the walk starts at an
+        earlier entry and meets the damage, as a read does."""
         entry_offset, position = self._index(i, "offset").floor(offset)
-        if position == 0:
+        problem, bytes_bad = self._entry_problem(i, entry_offset, position)
+        if problem is None:
             return position
+        if bytes_bad:
+            start = self._walk_to_damage(i, entry_offset, position)
+            if start is not None:
+                return start
+        self._rebuild(i, f"offset index entry {entry_offset} -> byte {position}: {problem}")
+        return self._index(i, "offset").floor(offset)[1]
+
+    def _entry_problem(self, i: int, entry_offset: int, position: int) -> tuple[str | None, bool]:
+        """Why offset index entry ``(entry_offset, position)`` of segment ``i`` cannot start a walk (None when it
+        can), and whether that is because no sound batch is there (rather than one starting above the entry)."""
+        if position == 0:
+            return None, False
         try:
             header = next(iter(self._headers(i, position)), None)
             # record bytes inside a batch can parse as a header (seven bytes into a v2 batch they read as a legacy
@@ -440,17 +506,36 @@ class PartitionLookup:
             if whole and not crc_is_valid(self._read_batch(i, header), header._replace(position=0)):
                 raise CorruptBatchError("the bytes there parse as a batch header, not as a batch with a valid CRC",
                                         position=position)
-        except CorruptDataError as err:  # not at a batch boundary (e.g. inside a batch): the entry's fault
-            problem = f"no batch there ({err.detail})"
-        else:
-            if header is None:  # what is there runs past the segment's end: no whole batch
-                problem = "no whole batch there"
-            elif header.magic < 2 or header.base_offset <= entry_offset:
-                return position
-            else:
-                problem = f"the batch there starts at offset {header.base_offset}"
-        self._rebuild(i, f"offset index entry {entry_offset} -> byte {position}: {problem}")
-        return self._index(i, "offset").floor(offset)[1]
+        except CorruptDataError as err:  # not at a batch boundary (inside a batch), or damaged log bytes
+            return f"no batch there ({err.detail})", True
+        if header is None:  # what is there runs past the segment's end: no whole batch
+            return "no whole batch there", True
+        if header.magic < 2 or header.base_offset <= entry_offset:
+            return None, False
+        return f"the batch there starts at offset {header.base_offset}", False
+
+    def _walk_to_damage(self, i: int, entry_offset: int, position: int) -> int | None:
+        """Where a walk for offsets from entry ``(entry_offset, position)`` of segment ``i``, which points at no
+        sound batch, starts when the log is damaged there rather than the entry wrong: the closest earlier entry
+        that can start a walk (or byte 0), when the log's headers from it reach ``position`` as a batch boundary
+        (the batch there fails its CRC or is unreadable) or meet bad framing (zeros hiding records too) on the way.
+        None when the entry is wrong: the walk passes ``position`` inside a batch, or the log's batches end before
+        it. One index interval of headers, and a batch read per earlier entry that points into the damage too."""
+        index = self._index(i, "offset")
+        before, start = entry_offset, position
+        while start > 0:
+            before, start = index.last_below_offset(before)
+            if self._entry_problem(i, before, start)[0] is None:
+                break
+        try:
+            for header in self._headers(i, start):
+                if header.position == position:
+                    return start
+                if header.position + header.size > position:
+                    return None
+        except CorruptDataError:
+            return start
+        return None
 
     def _read_batch(self, i: int, header: BatchHeader) -> bytes:
         seg = self.segments[i]
@@ -770,35 +855,26 @@ class PartitionLookup:
         if torn is not None and time_offset >= torn[0]:
             _, time_offset = self._index(i, "time").last_below_offset(torn[0])
         position = self._floor_position(i, max(time_offset, start_offset))
-        skipped = False  # whether a lenient search went past corruption in segment i (its match may be lost there)
         while True:
-            try:
-                for header in self._headers(i, position):
-                    if header.max_timestamp < timestamp:
-                        continue
-                    try:
-                        offsets, stamps, _, _ = self._records(i, header)
-                    except CorruptDataError as err:
-                        self._skip(err)  # a lenient read skips the batch too
-                        skipped = True
-                        continue
-                    for offset, stamp in zip(offsets, stamps):
-                        if stamp is not None and stamp >= timestamp and offset >= start_offset:
-                            epoch = header.partition_leader_epoch
-                            return (offset, stamp, (epoch if epoch >= 0 else None)), i
-            except CorruptDataError as err:  # bad framing: on at the next entry a lenient read resumes at
-                self._skip(err)
-                skipped = True
-                resumed = self._resumption(i, err.position)
-                if resumed is not None:
-                    position = resumed
+            skipped: list = []  # corruption a lenient search went past in segment i (its match may be lost there)
+            for header in self._walk(i, position, skipped.append):  # bad framing: on where a lenient read resumes
+                if header.max_timestamp < timestamp:
                     continue
+                try:
+                    offsets, stamps, _, _ = self._records(i, header)
+                except CorruptDataError as err:
+                    self._skip(err)  # a lenient read skips the batch too
+                    skipped.append(err)
+                    continue
+                for offset, stamp in zip(offsets, stamps):
+                    if stamp is not None and stamp >= timestamp and offset >= start_offset:
+                        epoch = header.partition_leader_epoch
+                        return (offset, stamp, (epoch if epoch >= 0 else None)), i
             # no match in segment i: Kafka's answer is none, unless what a lenient search skipped there held it
             # (then the first record at or after the timestamp is in a later segment, as the lenient read sees it)
             if not skipped or i + 1 >= last:
                 return None, i
             i += 1
-            skipped = False
             _, time_offset = self._index(i, "time").floor(timestamp)
             position = self._floor_position(i, max(time_offset, start_offset))
 
@@ -817,7 +893,7 @@ class PartitionLookup:
                 best, best_i = ts, i
         ts, offset = self.largest_timestamp(best_i)
         position = self._floor_position(best_i, offset)
-        for header in self._headers(best_i, position):
+        for header in self._walk(best_i, position):
             if header.max_timestamp != ts:
                 continue
             if header.magic == 0:
@@ -876,12 +952,18 @@ class PartitionLookup:
         below_start = offset < self.log_start_offset
         i = max(0, bisect.bisect_right(self.bases, offset) - 1)
         wanted = offset
+        lost = _LostRange(self)
         while i < len(self.segments):
-            position = self._floor_position(i, wanted)
-            for header in self._headers(i, position):
+            for header in self._walk(i, self._floor_position(i, wanted), lost.damaged):
                 if header.last_offset < wanted:
+                    lost.passed(i, header)
                     continue
-                offsets, stamps, keys, values = self._records(i, header)
+                try:
+                    offsets, stamps, keys, values = self._records(i, header)
+                except CorruptDataError as err:
+                    self._skip(err)  # a lenient read skips the batch
+                    lost.damaged(err)
+                    continue
                 for n, (record_offset, stamp) in enumerate(zip(offsets, stamps)):
                     if record_offset >= wanted:
                         exact = record_offset == offset
@@ -889,16 +971,73 @@ class PartitionLookup:
                         if below_start:
                             reason = f"offset {offset} is below the log start offset {self.log_start_offset}"
                         elif not exact:
-                            reason = (f"offset {offset} is not in the log (removed by compaction, a gap between "
-                                      "segments, or lost: a segment cut short or missing, which `kafkaseg verify` "
-                                      f"lists as unreadable offsets); the next record is at {record_offset}")
+                            reason = lost.reason(offset, header, record_offset) or (
+                                f"offset {offset} is not in the log (removed by compaction, a gap between "
+                                "segments, or lost: a segment cut short or missing, which `kafkaseg verify` "
+                                f"lists as unreadable offsets); the next record is at {record_offset}")
                         return RecordLocation(topic, partition, offset, exact and not below_start,
                                               self.segments[i].log_path, header, record_offset, stamp, n, keys[n],
                                               values[n], reason)
             i += 1
             if i < len(self.segments):
                 wanted = max(wanted, self.bases[i])
-        return RecordLocation(topic, partition, offset, False, reason="no record at or after this offset")
+        return RecordLocation(topic, partition, offset, False, reason=lost.reason(offset, None, None) or
+                              "no record at or after this offset")
+
+
+class _LostRange:
+    """What a lenient :meth:`PartitionLookup.locate` knows of the offsets lost to the damage it went past: the
+    first damage since the last readable batch, and where the readable offsets before it end. An offset between
+    them and the next readable batch is unreadable, the range being the one ``kafkaseg verify`` lists: from the
+    last readable batch before the damage to the first after it (the batches walked past, headers only, are read
+    for their CRCs once damage is met, from the last back)."""
+
+    def __init__(self, lookup: PartitionLookup):
+        self.lookup = lookup
+        self.walked: list[tuple[int, BatchHeader]] = []  # batches passed (headers only) since the last damage
+        self.damage: CorruptDataError | None = None
+        self.unsound: tuple[str, BatchHeader] | None = None  # the first batch before it found failing its CRC
+        self.lost_from: int | None = None
+
+    def passed(self, i: int, header: BatchHeader) -> None:
+        if self.damage is not None:  # a batch after the damage, below the offset looked for: records resume there
+            self.damage = None
+            self.walked.clear()
+        self.walked.append((i, header))
+        del self.walked[:-64]
+
+    def damaged(self, err: CorruptDataError) -> None:
+        """Damage the walk went past after the batches :meth:`passed` (only the first since them counts)."""
+        if self.damage is not None:
+            return
+        self.damage, self.unsound, self.lost_from = err, None, None
+        while self.walked:  # the last readable batch before the damage: one whose CRC checks out
+            i, header = self.walked.pop()
+            if self.lookup._batch_sound(i, header):
+                self.lost_from = header.last_offset + 1
+                return
+            self.unsound = (self.lookup.segments[i].log_path, header)
+
+    def reason(self, offset: int, header: BatchHeader | None, record_offset: int | None) -> str | None:
+        """Why ``offset`` has no record when it lies in offsets lost to damage, the first readable batch after
+        them being ``header`` (None when the log has none), or None."""
+        err = self.damage
+        if err is None or (self.lost_from is not None and offset < self.lost_from):
+            return None
+        if header is not None and offset >= header.base_offset:
+            return None
+        first, last = self.lost_from, None if header is None else header.base_offset - 1
+        span = (f"offsets {first}..{last}" if first is not None and last is not None else
+                f"offsets up to {last}" if last is not None else
+                f"offsets from {first} on" if first is not None else "the offsets after it")
+        where = f"{err}"
+        if self.unsound is not None:
+            path, bad = self.unsound
+            where = f"a batch failing its CRC at {path} @ byte {bad.position}; then {err}"
+        after = (f"the next readable record is at {record_offset}" if record_offset is not None else
+                 "no readable record follows")
+        return (f"offset {offset} is unreadable: {span} are lost to damage ({where}; a read with "
+                f"onCorruption=skip leaves them out, `kafkaseg verify` lists the range); {after}")
 
 
 # -- conveniences -------------------------------------------------------------------------------------------------

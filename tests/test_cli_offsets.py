@@ -426,3 +426,33 @@ def test_locate_of_an_offset_in_no_batch_names_loss_too(tmp_path, capsys):
     out = capsys.readouterr()
     text = out.out + out.err
     assert "removed by compaction, a gap between segments, or lost" in text and "kafkaseg verify" in text, text
+
+
+def test_locate_and_offsets_after_zeros_under_an_index_entry(tmp_path, capsys):
+    """`locate` of an offset in the sound batch after a zeroed page said "offset N is not in the log ... the next
+    record is at <the next segment's base>", with or without --on-corruption skip, though a lenient read returns
+    it. Strictly that is now the damage's error (file @ byte, and how to read on); with --on-corruption skip it is
+    found, and an offset lost to the damage is unreadable, with its range. `offsets --time` alike."""
+    from tests.test_lookup import zero_page_under_an_index_entry
+
+    zeroed = zero_page_under_an_index_entry(tmp_path)
+    data = str(tmp_path)
+    offset = next(o for o in zeroed.after if o < zeroed.next_entry_offset)  # its floor entry points into the zeros
+    locate = ["locate", "--data-dir", data, "--topic", "orders", "--partition", "0"]
+    code, lines, err = run(locate + ["--offset", str(offset)], capsys)
+    assert code == 2 and f"{zeroed.log} @ byte" in err and "--on-corruption skip" in err, (code, lines, err)
+    assert "not in the log" not in "\n".join(lines) + err
+    code, lines, err = run(locate + ["--offset", str(offset), "--on-corruption", "skip"], capsys)
+    assert code == 0 and any(f"offset: {offset} " in line for line in lines), lines
+    assert f"{zeroed.log} @ byte" in err, err  # what it went past, on stderr
+    lost = zeroed.lost[len(zeroed.lost) // 2]
+    code, lines, err = run(locate + ["--offset", str(lost), "--on-corruption", "skip", "--json"], capsys)
+    location = json.loads("\n".join(lines))["location"]
+    assert code == 1 and not location["found"] and location["recordOffset"] == zeroed.after[0], location
+    assert f"offsets {zeroed.lost[0]}..{zeroed.lost[-1]}" in location["reason"] and "unreadable" in location["reason"]
+    when = str(zeroed.records[lost].timestamp)
+    offsets = ["offsets", "--data-dir", data, "--topic", "orders", "--time", when]
+    code, lines, err = run(offsets + ["--on-corruption", "skip"], capsys)
+    assert code == 0 and lines == [f"orders:0:{zeroed.after[0]}"], (lines, err)
+    code, lines, err = run(offsets, capsys)
+    assert code == 2 and lines == [] and f"{zeroed.log} @ byte" in err, (lines, err)

@@ -3,6 +3,7 @@ record by record with kafka-python)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 from pathlib import Path
@@ -751,3 +752,119 @@ def test_earliest_and_latest_answer_the_leader_epoch_the_broker_gives(tmp_path, 
             earliest, earliest, latest]
         assert lookup.list_offset(LATEST).offset == 200 and lookup.list_offset(EARLIEST).offset == 100
     assert main(["offsets", "--data-dir", str(tmp_path), "--topic", "t", "--time", "-1", "--json"]) == 0
+
+
+# --- damage inside a segment: lookups read on where a lenient read does, and never call readable offsets absent ----
+@dataclasses.dataclass
+class ZeroedPage:
+    """A partition whose first rolled segment has a 4 KiB page zeroed under one of its ``.index`` entries, and what a
+    read with onCorruption=skip makes of it."""
+
+    root: Path
+    log: Path
+    page: tuple[int, int]       # the zeroed bytes [start, end) of ``log``
+    entry_offset: int           # the .index entry pointing into the zeros
+    next_entry_offset: int      # the entry after it, pointing at a sound batch past them
+    records: dict               # offset -> ExpectedRecord, the whole partition
+    segment: range              # the damaged segment's offsets
+    read: set                   # the offsets a lenient read returns
+    lost: list                  # the damaged segment's offsets it does not return (one range)
+
+    @property
+    def after(self) -> list[int]:
+        """Readable offsets of the damaged segment past the lost range."""
+        return sorted(o for o in self.read if o in self.segment and o > self.lost[-1])
+
+
+def zero_page_under_an_index_entry(root: Path) -> ZeroedPage:
+    import struct
+
+    import kafkaseg
+
+    manifest = write_data_dir(root, [TopicSpec("orders", partitions=1, records_per_partition=1200,
+                                               segment_bytes=40 * 1024)], seed=1)
+    pm = manifest.partition("orders", 0)
+    base, next_base = pm.segments[0].base_offset, pm.segments[1].base_offset
+    log = pm.directory / f"{base:020d}.log"
+    raw = log.with_suffix(".index").read_bytes()
+    entries = [(base + rel, pos) for rel, pos in (struct.unpack_from(">ii", raw, n) for n in range(0, len(raw), 8))]
+    # an entry whose page holds neither its neighbours' batches: sound entries on both sides of the zeros
+    page = [position // 4096 * 4096 for _, position in entries]
+    k = next(k for k in range(1, len(entries) - 1)
+             if entries[k - 1][1] < page[k] and entries[k + 1][1] >= page[k] + 4096)
+    start = page[k]
+    data = bytearray(log.read_bytes())
+    data[start:start + 4096] = bytes(4096)
+    log.write_bytes(bytes(data))
+    table = kafkaseg.read_arrow(str(root), onCorruption="skip", columns=["offset"])
+    read = set(table.column("offset").to_pylist())
+    segment = range(base, next_base)
+    lost = sorted(o for o in segment if o not in read)
+    assert lost and lost == list(range(lost[0], lost[-1] + 1)), lost
+    return ZeroedPage(root, log, (start, start + 4096), entries[k][0], entries[k + 1][0],
+                      {r.offset: r for r in pm.records}, segment, read, lost)
+
+
+def test_locate_after_zeros_under_an_index_entry_reads_on_where_a_lenient_read_does(tmp_path):
+    """A zeroed page under an .index entry: locate of an offset in the sound batch after the zeros said "not in the
+    log, the next record is at <the next segment's base>". The floor entry pointed into the zeros, the segment's
+    indexes were rebuilt from its log, which stops there, and the walk never resumed at the next sound entry as the
+    scan and verify do. Leniently every offset a lenient read returns is found, and those it loses are unreadable
+    (with their range); strictly each is found or the damage raises, never "not in the log"."""
+    from kafkaseg.errors import CorruptDataError
+
+    zeroed = zero_page_under_an_index_entry(tmp_path)
+    after = zeroed.after
+    assert [o for o in after if o < zeroed.next_entry_offset], "offsets whose floor entry points into the zeros"
+    lost_text = f"offsets {zeroed.lost[0]}..{zeroed.lost[-1]}"
+    (pdir,) = discover(str(tmp_path))
+    with PartitionLookup(pdir, lenient=True) as lookup:
+        for offset in zeroed.segment:
+            location = lookup.locate(offset)
+            if offset in zeroed.read:
+                assert location.found and location.record_offset == offset, (offset, location.reason)
+            else:
+                assert not location.found and location.record_offset == after[0], (offset, location.reason)
+                assert "unreadable" in location.reason and lost_text in location.reason, location.reason
+                assert str(zeroed.log) in location.reason and "not in the log" not in location.reason
+        assert lookup.stats.skipped and all(path == str(zeroed.log) for path, _, _ in lookup.stats.skipped)
+        # the log is damaged, not the index: no rebuild that would end the segment at the zeros
+        assert not lookup.stats.rebuilt_indexes, lookup.stats.rebuilt_indexes
+    with PartitionLookup(pdir) as lookup:  # one lookup for all: what one offset meets does not change the next
+        for offset in zeroed.segment:
+            try:
+                location = lookup.locate(offset)
+            except CorruptDataError as err:
+                assert err.path == str(zeroed.log) and err.position < zeroed.page[1], (offset, err)
+                assert offset in zeroed.lost or offset < zeroed.next_entry_offset, (offset, err)
+                continue
+            assert offset in zeroed.read and location.found and location.record_offset == offset, offset
+
+
+def test_time_lookups_after_zeros_under_an_index_entry_read_on_where_a_lenient_read_does(tmp_path):
+    """The timestamp search walked from the same floor: strictly it answered an offset past readable records (or
+    none) instead of failing at the damage; leniently (planning's startingTimestamp under onCorruption=skip) it
+    skipped to the next segment, leaving out the readable records after the zeros."""
+    import json
+
+    import kafkaseg
+    from kafkaseg.errors import CorruptDataError
+
+    zeroed = zero_page_under_an_index_entry(tmp_path)
+    readable = sorted(zeroed.read)
+    (pdir,) = discover(str(tmp_path))
+    times = sorted({zeroed.records[o].timestamp for o in zeroed.segment})
+    expected = {t: next(o for o in readable if zeroed.records[o].timestamp >= t) for t in times}
+    with PartitionLookup(pdir, lenient=True) as lenient, PartitionLookup(pdir) as strict:
+        for t in times:
+            assert lenient.offset_for_timestamp(t) == expected[t], t
+            try:
+                assert strict.offset_for_timestamp(t) == expected[t], t
+            except CorruptDataError as err:
+                assert err.path == str(zeroed.log), err
+        assert not lenient.stats.rebuilt_indexes and not strict.stats.rebuilt_indexes
+    for offset in (zeroed.lost[0], zeroed.after[0] + 1):  # planning resolves timestamps through the lookup
+        t = zeroed.records[offset].timestamp
+        table = kafkaseg.read_arrow(str(tmp_path), onCorruption="skip", startingTimestamp=str(t), columns=["offset"],
+                                    endingOffsets=json.dumps({"orders": {"0": zeroed.segment.stop}}))
+        assert table.column("offset")[0].as_py() == expected[t], offset

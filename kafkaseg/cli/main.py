@@ -29,6 +29,7 @@ lost to the reader.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -454,7 +455,7 @@ def _time_spec(text: str) -> _Time:
 
 
 def _cmd_offsets(args) -> int:
-    from kafkaseg.lookup import LATEST, MAX_TIMESTAMP, PartitionLookup
+    from kafkaseg.lookup import LATEST, MAX_TIMESTAMP
 
     spec = int(args.time)
     # GetOffsetShell's TerseExceptions: "Error occurred: " + message on stderr, exit status 1
@@ -468,8 +469,7 @@ def _cmd_offsets(args) -> int:
     from kafkaseg.storage.layout import relisted
 
     def look_up(pdir):
-        with PartitionLookup(pdir, isolation=args.isolation, checkpoints_checked=_checkpoints_stood_in(
-                pdir, args, "offsets")) as lookup:
+        with _partition_lookup(pdir, args, "offsets") as lookup:
             answer = lookup.list_offset(spec, exact=not args.fast)
             hw_note = _high_watermark_note(lookup) if spec == LATEST or spec >= 0 or spec == MAX_TIMESTAMP else None
             # a tiered topic's broker also searches its remote segments for -2 and times; not for -3, which it
@@ -483,8 +483,9 @@ def _cmd_offsets(args) -> int:
             answer, stat, note = relisted(pdir, look_up)
         except KafkaSegError as err:
             # GetOffsetShell answers each partition on its own: one it cannot answer is skipped, the rest printed
-            print(f"Skip getting offsets for topic-partition {pdir.topic}-{pdir.partition} due to error: {err}",
-                  file=sys.stderr)
+            notes = "".join(f" ({note})" for note in getattr(err, "__notes__", ()))
+            print(f"Skip getting offsets for topic-partition {pdir.topic}-{pdir.partition} due to error: {err}"
+                  f"{notes}", file=sys.stderr)
             failed.append({"topic": pdir.topic, "partition": pdir.partition, "error": str(err)})
             continue
         answers.append(answer)
@@ -514,6 +515,29 @@ def _cmd_offsets(args) -> int:
         if args.stats:  # one JSON object a line, as --json writes them
             print(f"{answers[k].topic}-{answers[k].partition}: {json.dumps(stats[k].as_dict())}", file=sys.stderr)
     return EXIT_ERROR if failed else EXIT_OK
+
+
+@contextlib.contextmanager
+def _partition_lookup(pdir, args, command: str):
+    """The :class:`~kafkaseg.lookup.PartitionLookup` of ``offsets``/``locate`` for ``pdir``. With ``--on-corruption
+    skip`` it is lenient: unreadable checkpoints (:func:`_checkpoints_stood_in`) and damage in a segment are gone
+    past as a read with ``onCorruption=skip`` goes past them, each said on stderr; by default damage on the way to
+    an answer is an error, which says how to read on."""
+    from kafkaseg.errors import CorruptCheckpointError, CorruptDataError
+    from kafkaseg.lookup import PartitionLookup
+
+    lenient = args.on_corruption == "skip"
+    with PartitionLookup(pdir, isolation=args.isolation, lenient=lenient,
+                         checkpoints_checked=_checkpoints_stood_in(pdir, args, command)) as lookup:
+        try:
+            yield lookup
+        except CorruptDataError as err:
+            if not lenient and not isinstance(err, CorruptCheckpointError):
+                err.add_note("--on-corruption skip reads on past damage where a read with onCorruption=skip does")
+            raise
+    for path, position, detail in lookup.stats.skipped:
+        print(f"kafkaseg {command}: {pdir.topic}-{pdir.partition}: went past damage at {path} @ byte {position}: "
+              f"{detail} (--on-corruption skip)", file=sys.stderr)
 
 
 def _checkpoints_stood_in(pdir, args, command: str) -> bool:
@@ -558,8 +582,6 @@ def _high_watermark_note(lookup) -> str | None:
 
 
 def _cmd_locate(args) -> int:
-    from kafkaseg.lookup import PartitionLookup
-
     partitions = _partitions_for(args.data_dir, re.compile(re.escape(args.topic)), {args.partition},
                                  args.tiered_key_ring)
     if not partitions:
@@ -579,8 +601,7 @@ def _cmd_locate(args) -> int:
     from kafkaseg.storage.layout import relisted
 
     def look_up(pdir):
-        with PartitionLookup(pdir, isolation=args.isolation, checkpoints_checked=_checkpoints_stood_in(
-                pdir, args, "locate")) as lookup:
+        with _partition_lookup(pdir, args, "locate") as lookup:
             answer = None
             if args.time is not None:
                 answer = lookup.list_offset(int(args.time))
@@ -826,8 +847,10 @@ def build_parser() -> argparse.ArgumentParser:
     for command in (offsets, locate):
         command.add_argument("--on-corruption", choices=("fail", "skip"), default="fail",
                              help="fail (default): a log dir checkpoint bounding the offsets (high watermark, log "
-                                  "start) that cannot be read makes the answer an error; skip: the log stands in "
-                                  "for it, said on stderr (as a read's onCorruption=skip)")
+                                  "start) that cannot be read, or damage in a segment on the way to the answer, "
+                                  "makes the answer an error; skip: the log stands in for such a checkpoint and the "
+                                  "lookup goes past the damage where a read with onCorruption=skip reads on, each "
+                                  "said on stderr")
     locate.set_defaults(func=_cmd_locate)
 
     retention = sub.add_parser("retention", help="what retention would delete now, per partition",

@@ -57,8 +57,8 @@ from kafkaseg.storage.layout import (SWAPS_RESOLVED, PartitionDir, check_one_inc
                                      transactions_open_at, unacknowledged_append, valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
-from kafkaseg.storage.segment import (SegmentReader, data_after_zeros, indexed_past_end,
-                                      offsets_hidden_by_last_batch)
+from kafkaseg.storage.segment import (SegmentReader, indexed_past_end, offsets_hidden_by_last_batch,
+                                      zeros_hiding_records)
 from kafkaseg.storage.time_index import NO_TIMESTAMP, TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, unindexed_abort
 from kafkaseg.wire.batch import LOG_OVERHEAD, iter_headers
@@ -526,12 +526,8 @@ def _tail_damage(reader: SegmentReader, tail, is_active: bool) -> tuple[int, str
     past the end of the active segment the error is None (a torn write, unless whole batches follow). None: zeros
     to the end (preallocation; after a rolled segment's batches an error of its own, which nothing reads past)."""
     if tail.reason == "zero-filled tail":
-        data_at = data_after_zeros(reader, tail.position)
-        if data_at is None:
-            return None
-        # Kafka's reader fails on such a header (record size 0): not preallocation
-        return (tail.position, f"zeros end the readable batches but data follows at byte {data_at}: a zeroed batch "
-                "header hiding records, not a preallocated tail", "zeros hiding records", True)
+        hiding = zeros_hiding_records(reader, tail.position)
+        return None if hiding is None else (tail.position, hiding, "zeros hiding records", True)
     if is_active:
         return tail.position, None, "a torn batch", False
     return (tail.position, f"{tail.length} invalid bytes at the end of a rolled segment ({tail.detail})",

@@ -47,6 +47,7 @@ __all__ = [
     "zero_filled_tail",
     "first_nonzero_byte",
     "data_after_zeros",
+    "zeros_hiding_records",
     "zeros_hide_records",
     "torn_before_zeros",
     "IndexedPastEnd",
@@ -597,6 +598,17 @@ def data_after_zeros(reader: "SegmentReader", position: int) -> int | None:
     if data_at is None or any(reader.read_at(position, HEADER_PREFIX_SIZE)):
         return None
     return data_at
+
+
+def zeros_hiding_records(reader: "SegmentReader", position: int) -> str | None:
+    """Why the zeros that end a walk of ``reader``'s segment at ``position`` are damage (a zeroed batch header with
+    records after it, which Kafka's reader fails on: record size 0), or None when they are not (zeros to the end:
+    preallocation; see :func:`data_after_zeros`). Verify and lookups report it alike."""
+    data_at = data_after_zeros(reader, position)
+    if data_at is None:
+        return None
+    return (f"zeros end the readable batches but data follows at byte {data_at}: a zeroed batch header hiding "
+            "records, not a preallocated tail")
 
 
 def readable_end(segment, *, step_over: bool = False, verify_crc: bool = True, filesystem: pafs.FileSystem | None = None,
