@@ -190,10 +190,16 @@ def test_verify_says_it(copy, capsys):
     at, lost_from = _tear(active, headers, 0)  # at a batch boundary: no torn batch to see
     code = cli_main(["verify", "--json", str(root)])
     report = json.loads(capsys.readouterr().out)
-    assert code == 1  # (the index entries past the end are errors of their own)
+    severity = "error" if kind == "flushed" else "warning"
+    assert code == (1 if kind == "flushed" else 0)
     (found,) = [p for p in report["problems"] if "point past the readable end" in p["message"]]
     assert (found["file"], found["position"]) == (str(active), at)
-    assert found["severity"] == ("error" if kind == "flushed" else "warning")
+    assert found["severity"] == severity
+    # the index files' own lines for those entries judge them the same way: not flushed, a crash may have lost
+    # the log's pages and kept the index's, which Kafka's recovery truncates
+    entries = [p for p in report["problems"] if p["file"].endswith(("index", "timeindex"))
+               and ("point past" in p["message"] or "offsets past" in p["message"])]
+    assert len(entries) == 2 and {p["severity"] for p in entries} == {severity}
     assert f"index entries up to offset {RECORDS - 1}" in found["message"]
     ((part,),) = [report["partitions"]]
     (lost,) = part["unreadableOffsets"]

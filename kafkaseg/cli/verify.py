@@ -53,8 +53,9 @@ from kafkaseg.options import ReadOptions
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage import tiered
 from kafkaseg.storage._index_file import index_location
-from kafkaseg.storage.layout import (SWAPS_RESOLVED, PartitionDir, check_one_incarnation, discover, gaps_in_copies,
-                                     transactions_open_at, unacknowledged_append, valid_cleaner_offset)
+from kafkaseg.storage.layout import (SWAPS_RESOLVED, PartitionDir, check_one_incarnation, discover,
+                                     gaps_in_copies, transactions_open_at, unacknowledged_append,
+                                     valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
 from kafkaseg.storage.segment import (SegmentReader, indexed_past_end, offsets_hidden_by_last_batch,
@@ -64,8 +65,8 @@ from kafkaseg.storage.txn_index import TransactionIndex, unindexed_abort
 from kafkaseg.wire.batch import LOG_OVERHEAD, iter_headers
 from kafkaseg.wire.crc import computed_crc
 
-__all__ = ["Problem", "SegmentSummary", "PartitionSummary", "UnreadableRange", "VerifyReport", "verify_paths", "verify_partition",
-           "report_skipped_folders"]
+__all__ = ["Problem", "SegmentSummary", "PartitionSummary", "UnreadableRange", "VerifyReport", "verify_paths",
+           "verify_partition", "report_skipped_folders"]
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 _KNOWN_FILE = re.compile(r"^(\d+)\.(log|index|timeindex|txnindex|snapshot)$|^\d+-\d+\.checkpoint$")
@@ -375,10 +376,11 @@ class _OffsetIndexCursor(_EntryCursor):
         while self.next < resume:
             self._advance()
 
-    def finish(self, walked_to: int | None, log_size: int) -> None:
+    def finish(self, walked_to: int | None, log_size: int, unflushed: bool = False) -> None:
         """After the walk, which read complete batches up to byte ``walked_to`` (None: not known) of a
         ``log_size``-byte log: the entries it did not reach, or whose offset no batch reached, point past the end
-        of the complete batches (a log cut short, or damaged at its end): one line for them all."""
+        of the complete batches (a log cut short, or damaged at its end): one line for them all, a warning when
+        ``unflushed`` (:data:`_UNFLUSHED`)."""
         past = [] if self.pending is None else [self.pending[0]]
         while self.next != _NEVER:
             past.append(self.n)
@@ -390,9 +392,9 @@ class _OffsetIndexCursor(_EntryCursor):
             where = "the end of the complete batches" if walked_to is None else \
                 f"the last complete batch, which ends at byte {walked_to}"
             beyond = f" ({beyond} past the end of the {log_size}-byte log)" if beyond else ""
-            self.report.add(ERROR, self.path, past[0] * OffsetIndex.ENTRY_SIZE, _past_end(
+            self.report.add(WARNING if unflushed else ERROR, self.path, past[0] * OffsetIndex.ENTRY_SIZE, _past_end(
                 offsets, ("position {}", "positions {}..{}", int(positions[0]), int(positions[-1])),
-                (f"points past {where}{beyond}", f"point past {where}{beyond}")), len(past))
+                (f"points past {where}{beyond}", f"point past {where}{beyond}"), unflushed), len(past))
         if self.inside:
             entries = "1 entry holds" if self.inside == 1 else f"{self.inside} entries hold"
             self.report.add(INFO, self.path, None, f"{entries} an offset inside the batch pointed at, not its last "
@@ -439,33 +441,36 @@ class _TimeIndexCursor(_EntryCursor):
         while self.next < first:
             self._advance()
 
-    def finish(self, last_offset: int | None) -> None:
+    def finish(self, last_offset: int | None, unflushed: bool = False) -> None:
         """After the walk, whose last complete batch ends at offset ``last_offset`` (None: no batch): the entries
-        for later offsets, one line for them all."""
+        for later offsets, one line for them all, a warning when ``unflushed`` (:data:`_UNFLUSHED`)."""
         past = []
         while self.next != _NEVER:
             past.append(self.n)
             self._advance()
         if past:
             batch = "the last complete batch" + ("" if last_offset is None else f", which ends at offset {last_offset}")
-            self.report.add(ERROR, self.path, past[0] * TimeIndex.ENTRY_SIZE, _past_end(
+            self.report.add(WARNING if unflushed else ERROR, self.path, past[0] * TimeIndex.ENTRY_SIZE, _past_end(
                 self.index.offsets[past], ("at byte {} of the file", "at bytes {}..{} of the file",
                                            past[0] * TimeIndex.ENTRY_SIZE, past[-1] * TimeIndex.ENTRY_SIZE),
-                (f"holds an offset past {batch}", f"hold offsets past {batch}")), len(past))
+                (f"holds an offset past {batch}", f"hold offsets past {batch}"), unflushed), len(past))
 
 
-def _past_end(offsets, where: tuple[str, str, int, int], what: tuple[str, str]) -> str:
+def _past_end(offsets, where: tuple[str, str, int, int], what: tuple[str, str], unflushed: bool) -> str:
     """One line for the entries of an index past the end of the log's complete batches, whose ``offsets`` are
     given (in file order): ``where`` they are (a format for one entry, one for several, the first and the last
-    place) and ``what`` they do (said of one, of several)."""
+    place) and ``what`` they do (said of one, of several); why, as :data:`_UNFLUSHED` says when ``unflushed``."""
     one, several, first, last = where
+    why = _UNFLUSHED if unflushed else _CUT_SHORT
     if len(offsets) == 1:
-        return f"1 entry (offset {int(offsets[0])}, {one.format(first)}) {what[0]}: {_CUT_SHORT}"
+        return f"1 entry (offset {int(offsets[0])}, {one.format(first)}) {what[0]}: {why}"
     return (f"{len(offsets)} entries (offsets {int(offsets[0])}..{int(offsets[-1])}, {several.format(first, last)}) "
-            f"{what[1]}: {_CUT_SHORT}")
+            f"{what[1]}: {why}")
 
 
 _CUT_SHORT = "the log is cut short (a partial copy?) or damaged at its end"
+_UNFLUSHED = (_CUT_SHORT + ", or, as this is the active segment and no recovery point is past its readable end, a "
+              "crash lost the log's unflushed pages and kept the index's (Kafka's recovery truncates there)")
 
 
 def _without_entry_being_written(index, entry_size: int, log_size: int, path: str, add):
@@ -781,10 +786,15 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                     " (flushed: the recovery point is past them)" if flushed else " (none flushed by the recovery "
                     "point: a crash may have lost them)"))
     summary.last_offset = seg_last
+    # entries past the readable end of the active segment with no recovery point past it: the broker may have
+    # lost the log's unflushed pages and kept the index's (its recovery truncates there), so a warning, as the
+    # torn tail itself is
+    readable_end = seg.base_offset if seg_last is None else seg_last + 1
+    unflushed = is_active and (pdir.recovery_point is None or pdir.recovery_point <= readable_end)
     if offsets_cursor is not None:
-        offsets_cursor.finish(walked_to, log_size)
+        offsets_cursor.finish(walked_to, log_size, unflushed)
     if times_cursor is not None:
-        times_cursor.finish(seg_last)
+        times_cursor.finish(seg_last, unflushed)
     if time_index is not None:
         # (offsets past the last batch: the cursor's one line for all of them)
         for p in time_index.sanity_problems(log_size):
