@@ -284,7 +284,7 @@ def test_verify_says_a_copy_ends_before_its_recorded_end(tmp_path, capsys):
 
 # -- review: a copy's end recorded in __remote_log_metadata ----------------------------------------------------------
 
-def _compacted_then_tiered(tmp_path, layout):
+def _compacted_then_tiered(tmp_path, layout, **copying):
     """A topic compacted before it went tiered: the first segment's last batch (offsets 50..54) removed by the
     cleaner, its copy's recorded end 54; copies in ``layout`` with their __remote_log_metadata, the first two
     segments gone from the log dir. Returns (paths to read, the whole log's rows, the copies written)."""
@@ -311,7 +311,7 @@ def _compacted_then_tiered(tmp_path, layout):
     write_partition_metadata(folder / "partition.metadata", topic_id)
     write_offset_checkpoint(data / "log-start-offset-checkpoint", {("t", 0): 0})
     whole = kafkaseg.read_arrow(str(data)).select(COLUMNS)
-    written = copy_to_tiered(folder, tmp_path / "remote", layout=layout)
+    written = copy_to_tiered(folder, tmp_path / "remote", layout=layout, **copying)
     epochs = [tuple(map(int, line.split())) for line in (folder / "leader-epoch-checkpoint").read_text()
               .splitlines()[2:]]
     write_remote_log_metadata(data, copy_events(written, epochs, topic_id=topic_id),
@@ -336,6 +336,30 @@ def test_a_copys_recorded_end_past_its_last_batch_is_no_gap(tmp_path, capsys, la
     assert scan.to_table().select(COLUMNS).equals(whole)
     assert not scan.plan.report.data_loss
     assert main(["verify", *paths]) == 0
+    assert "in no tiered-storage copy" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("stored", ["compressed", "encrypted"])
+def test_a_compressed_or_encrypted_copys_recorded_size_is_its_segments(tmp_path, capsys, stored):
+    """RemoteLogManager records a copy's segmentSizeInBytes from the local segment (LogSegment.size), before the
+    remote storage manager compresses or encrypts it: copy_events must record that size, not the stored object's,
+    and a copy whose recorded end is past its last batch (compacted before the topic went tiered) is then whole
+    for a read and for verify, stored as it may be."""
+    from kafkaseg.testing.tiered import aiven_encryptor, make_key_pair
+
+    copying, ring = {"compression": True, "chunk_size": 1000}, []
+    if stored == "encrypted":
+        key_pair = make_key_pair(tmp_path / "keys", "k1")
+        copying = {"encryptor": aiven_encryptor(key_pair)}
+        ring = ["--tiered-key-ring", key_pair.ring_option]
+    paths, whole, written = _compacted_then_tiered(tmp_path, "aiven", **copying)
+    assert all(p.stat().st_size != json.loads(p.with_suffix(".rsm-manifest").read_text())["chunkIndex"][
+        "originalFileSize"] for p in written)  # (stored other than as it was)
+    options = {"tieredKeyRing": ring[1]} if ring else {}
+    scan = kafkaseg.open_scan(paths, subscribe="t", **options)
+    assert scan.to_table().select(COLUMNS).equals(whole)
+    assert not scan.plan.report.data_loss
+    assert main(["verify", *ring, *paths]) == 0
     assert "in no tiered-storage copy" not in capsys.readouterr().out
 
 

@@ -310,15 +310,34 @@ def copy_events(written: list[Path], epochs: list[tuple[int, int]], *, topic_id:
     events = []
     for i, log in enumerate(written):
         base, segment_id = int(log.name[:20]), log.name[21:-4]
-        end = int(written[i + 1].name[:20]) - 1 if i + 1 < len(written) else _last_offset(log.read_bytes())
+        end = int(written[i + 1].name[:20]) - 1 if i + 1 < len(written) else _copy_end(log)
         topic, partition = _copy_partition(log)
         within = [(e, max(s, base)) for j, (e, s) in enumerate(epochs)
                   if s <= end and (j + 1 == len(epochs) or epochs[j + 1][1] > base)]
         events.append(segment_event(topic, topic_id, partition, segment_id, base, end, within,
-                                    size=log.stat().st_size))
+                                    size=_segment_size(log)))
         if finished:
             events.append(segment_update(topic, topic_id, partition, segment_id, COPY_SEGMENT_FINISHED))
     return events
+
+
+def _copy_end(log: Path) -> int | None:
+    """A copy's end offset: an Aiven copy's manifest's (its ``.log`` may be stored compressed or encrypted), else
+    its last record's offset."""
+    manifest = log.with_suffix(".rsm-manifest")
+    if manifest.exists():
+        return int(json.loads(manifest.read_text())["remoteLogSegmentMetadata"]["endOffset"])
+    return _last_offset(log.read_bytes())
+
+
+def _segment_size(log: Path) -> int:
+    """The size of the segment a copy's ``.log`` was made from, as RemoteLogManager records it
+    (``segmentSizeInBytes``: the local segment's, before the storage manager compresses or encrypts it): an Aiven
+    copy's manifest's ``originalFileSize``, else the file's."""
+    manifest = log.with_suffix(".rsm-manifest")
+    if manifest.exists():
+        return int(json.loads(manifest.read_text())["chunkIndex"]["originalFileSize"])
+    return log.stat().st_size
 
 
 def _copy_partition(log: Path) -> tuple[str, int]:
