@@ -438,7 +438,18 @@ class PartitionLookup:
                 self.stats.log_bytes += 61
                 yield header
             tail = walk.tail
-            if tail is None or tail.reason != "zero-filled tail" or (
+            if tail is not None and tail.reason != "zero-filled tail":
+                # a batch running past the segment's end, before a batch its offset index points at: its length
+                # field is damaged (the CRC does not cover it), not a torn end; a read fails there or, leniently,
+                # resumes at the next entry whose batch checks out
+                entry_offset, entry_position = self._index(i, "offset").last()
+                if entry_position > tail.position:
+                    raise CorruptBatchError(
+                        f"{tail.detail}, but the offset index has an entry for offset {entry_offset} at byte "
+                        f"{entry_position} after it: its length field is corrupt", path=seg.log_path,
+                        position=tail.position)
+                return
+            if tail is None or (
                     i == len(self.segments) - 1 and tail.position >= self._index(i, "offset").last()[1]):
                 return
             hiding = zeros_hiding_records(reader, tail.position)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+import struct
 from pathlib import Path
 
 import pytest
@@ -868,3 +869,42 @@ def test_time_lookups_after_zeros_under_an_index_entry_read_on_where_a_lenient_r
         table = kafkaseg.read_arrow(str(tmp_path), onCorruption="skip", startingTimestamp=str(t), columns=["offset"],
                                     endingOffsets=json.dumps({"orders": {"0": zeroed.segment.stop}}))
         assert table.column("offset")[0].as_py() == expected[t], offset
+
+
+@pytest.mark.parametrize("where", ["rolled", "active"])
+def test_a_length_field_past_the_segments_end_is_damage_a_lookup_walks_past(tmp_path, where):
+    """A batch whose length field (flipped: the CRC does not cover it) runs past its segment's end, before batches
+    the offset index still points at. The header walk took it for the segment's end (a torn tail), so a lookup
+    called the readable offsets after it absent: leniently "not in the log, the next record is at <the next
+    segment's base>" (or none at all in the active segment), strictly the same wrong answer with no error, where
+    a lenient read skips to the next offset index entry whose batch checks out and a strict read raises."""
+    import kafkaseg
+    from kafkaseg.errors import CorruptDataError
+    from kafkaseg.storage.offset_index import OffsetIndex
+    from kafkaseg.wire.batch import iter_headers
+
+    root = tmp_path / "d"
+    pm = write_data_dir(root, [TopicSpec("t", records_per_partition=300, records_per_batch=5, vary_batch_size=False,
+                                         segment_bytes=16384, index_interval_bytes=400)]).partition("t")
+    seg = pm.segments[0] if where == "rolled" else pm.segments[-1]
+    log = root / "t-0" / seg.log_path.name
+    data = bytearray(log.read_bytes())
+    entries = OffsetIndex.load(str(log.with_suffix(".index")), seg.base_offset).positions
+    headers = list(iter_headers(bytes(data)))
+    bad = next(h for h in headers[1:] if h.position < int(entries[-1]) - 400)
+    struct.pack_into(">i", data, bad.position + 8, len(data))  # runs past the end of the file
+    log.write_bytes(bytes(data))
+    read = kafkaseg.read_arrow(str(root), onCorruption="skip", columns=["offset"]).column("offset").to_pylist()
+    lost = [o for o in range(bad.base_offset, seg.next_offset if hasattr(seg, "next_offset") else 300)
+            if o not in read]
+    assert lost and lost[0] == bad.base_offset
+    after = next(o for o in read if o > bad.base_offset)
+    (pdir,) = discover(str(root))
+    with PartitionLookup(pdir, lenient=True) as lookup:
+        location = lookup.locate(bad.base_offset)
+        assert not location.found and location.record_offset == after, location.reason
+        assert "unreadable" in location.reason, location.reason
+        assert lookup.locate(after).found
+    with PartitionLookup(pdir) as lookup:
+        with pytest.raises(CorruptDataError):
+            lookup.locate(bad.base_offset)
