@@ -494,3 +494,45 @@ def test_unreadable_offsets_are_summed_up_per_partition_with_their_times(datadir
     u = by_name[("orders", 0)]["unreadableOffsets"][0]
     line = next(line for line in out.splitlines() if line.startswith("orders-0: offsets "))
     assert f"offsets {u['firstOffset']}..{u['lastOffset']} ({u['offsets']})" in line and "UTC" in line
+
+
+@pytest.mark.parametrize("magic, codec", [(2, "none"), (1, "gzip")])
+@pytest.mark.parametrize("where", ["rolled", "active"])
+@pytest.mark.parametrize("change", ["raised", "lowered"])
+def test_a_corrupt_offset_field_is_one_batch_unreadable_not_a_cascade(tmp_path, capsys, magic, codec, where, change):
+    """A batch's offset field (a v2 base offset, a legacy wrapper's offset) is outside the CRC. Raised past where
+    its segment's offsets end (the next segment's base, the high watermark) with a lower batch after it, or
+    lowered below the batch before it, a lenient read skips that one batch as corrupt; verify says so once, at the
+    batch, with its offsets as the unreadable range, and checks the batches after it against the batch before
+    (not one "does not increase" error per record for the rest of the partition)."""
+    import kafkaseg
+    from kafkaseg.wire.batch import iter_headers
+
+    manifest = write_data_dir(tmp_path / "kafka", [TopicSpec("t", records_per_partition=300, records_per_batch=5,
+                                                             segment_bytes=8000, magic=magic, codec=codec)])
+    pm = manifest.partition("t", 0)
+    assert len(pm.segments) > 2
+    segment, k = (pm.segments[0], 5) if where == "rolled" else (pm.segments[-1], 1)
+    log = pm.directory / f"{segment.base_offset:020d}.log"
+    data = bytearray(log.read_bytes())
+    headers = list(iter_headers(memoryview(bytes(data))))
+    assert len(headers) > k + 1
+    bad = headers[k]
+    field = bad.base_offset
+    data[bad.position:bad.position + 8] = struct.pack(
+        ">q", field ^ (0xFF << 24) if change == "raised" else field ^ (1 << (field.bit_length() - 1)))
+    log.write_bytes(bytes(data))
+
+    table = kafkaseg.read_arrow(str(tmp_path / "kafka"), onCorruption="skip", failOnDataLoss=False,
+                                columns=["offset"])
+    read = set(table.column("offset").to_pylist())
+    lost = {r.offset for r in pm.records if r.offset < pm.high_watermark and r.offset not in read}
+    assert lost == set(range(headers[k - 1].last_offset + 1, bad.last_offset + 1)), sorted(lost)
+    code, report = verify_json(tmp_path / "kafka", capsys)
+    assert code == 1
+    problems = [p for p in report["problems"] if p["severity"] != "info"]
+    assert [(p["file"], p["position"]) for p in problems] == [(str(log), bad.position)], problems
+    (part,) = report["partitions"]
+    assert [(u["firstOffset"], u["lastOffset"], u["file"], u["position"]) for u in part["unreadableOffsets"]] == [
+        (min(lost), max(lost), str(log), bad.position)]
+    assert part["logEndOffset"] == pm.high_watermark

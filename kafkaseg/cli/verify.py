@@ -47,6 +47,7 @@ import numpy as np
 
 from kafkaseg.cli.common import SkippedFolder, decode_batch, skipped_folders, whole_partition_offsets
 from kafkaseg.decode import DecodeRequest, resynchronised_at
+from kafkaseg.decode.api import offset_field_past_next
 from kafkaseg.entry_check import ResumptionEntries, batch_first_offset
 from kafkaseg.errors import CorruptCheckpointError, KafkaSegError, LayoutError
 from kafkaseg.options import ReadOptions
@@ -648,6 +649,9 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
         in_progress = unacknowledged_append(pdir, max_batch_bytes=None) if is_active else None
         final = None
         resumption = _Resumption(pdir, i, index_path, index_window)
+        # where a read of the segment ends (the next segment's base; the high watermark for the active segment)
+        offset_limit = pdir.segments[i + 1].base_offset if i + 1 < len(pdir.segments) else pdir.high_watermark
+        skip_times = False  # a batch with a corrupt offset field was skipped: time index entries up to the next
         start = 0
         while True:  # one walk, and one more from each sound .index entry after damage, as a lenient read goes on
             walk = reader.chunks(start, target_bytes=_CHUNK, partial_append=is_active)
@@ -664,6 +668,24 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                                 "log.preallocate (none of its offsets acknowledged); a broker's recovery truncates it")
                             continue
                         summary.batches += 1
+                        crc = computed_crc(buf, header)
+                        corrupt = None if crc != header.crc else _corrupt_offset_field(
+                            reader, buf, header, path, chunk_position, last_offset, seg.base_offset, offset_limit)
+                        if corrupt is not None:  # skipped whole by a lenient read, which goes on after it
+                            add(ERROR, path, position, f"{corrupt} (a read with onCorruption=skip leaves the batch "
+                                                       "out and reads on)")
+                            tracker.damaged(path, position, "a batch whose offset field, which the CRC does not "
+                                                            "cover, is corrupt")
+                            if offsets_cursor is not None:  # (its entry names the batch's true offset)
+                                offsets_cursor.skip(position, position + header.size)
+                                next_index_position = offsets_cursor.next
+                                pending_index_offset = offsets_cursor.pending_offset
+                            after_bad_crc = skip_times = True
+                            continue
+                        if skip_times and times_cursor is not None:  # (entries for the skipped batch's offsets)
+                            times_cursor.skip(_first_offset(buf, header, path, chunk_position))
+                            next_time_offset = times_cursor.next
+                        skip_times = False
                         if is_active:  # (the batch, its byte, the offset after the batch before it)
                             final = (header, position, seg.base_offset if final is None else final[0].next_offset)
                         if position >= next_index_position or header.last_offset >= pending_index_offset:
@@ -681,7 +703,6 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                             if header.magic >= 2 and header.base_offset < seg.base_offset:
                                 add(ERROR, path, position, f"first batch's base offset {header.base_offset} is "
                                     f"below the segment's base offset {seg.base_offset} (from its name)")
-                        crc = computed_crc(buf, header)
                         if crc == header.crc and summary.first_bad_position is None:
                             summary.recoverable_last = seg_last
                         if crc != header.crc:
@@ -704,9 +725,6 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                         if after_bad_crc:  # the offsets a bad batch held are unknown: no gap is counted across it
                             after_bad_crc = False
                             last_offset = max(last_offset, first - 1)
-                        if header.magic >= 2 and header.base_offset <= last_offset and header.records_count != 0:
-                            add(ERROR, path, position, f"batch base offset {header.base_offset} does not increase "
-                                                       f"(previous offset {last_offset})")
                         if not deep:
                             if last_offset >= 0 and header.base_offset > last_offset + 1 and header.magic >= 2:
                                 summary.compaction_gaps += 1
@@ -829,6 +847,26 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
         # next segment's base, are lost with it (its unreadable range), not also missing between segments
         last_offset = max(last_offset, pdir.segments[i + 1].base_offset - 1)
     return last_offset
+
+
+def _corrupt_offset_field(reader: SegmentReader, buf, header, path: str, chunk_position: int, last_offset: int,
+                          base_offset: int, limit: int | None) -> str | None:
+    """What is wrong with a batch (its CRC sound) whose offset field, which the CRC does not cover, a lenient read
+    takes as corrupt and skips whole, as the decoders do, or None: a first offset not above ``last_offset`` (the
+    last offset read before it, at least the segment's ``base_offset`` - 1: a field gone back), or one at or past
+    ``limit``, where the read of the segment ends (None: unknown), with a lower batch after it
+    (:func:`~kafkaseg.decode.api.offset_field_past_next`: a field gone up). Either way the batches after it are
+    checked against the one before it, not against its offsets."""
+    first = _first_offset(buf, header, path, chunk_position)
+    floor = max(last_offset, base_offset - 1)
+    if first <= floor and (header.magic < 2 or header.records_count != 0):
+        return f"non-monotonic offsets: batch base offset {first} follows offset {floor}"
+    if limit is not None and first < limit:
+        return None
+    after = header.position + header.size  # (the next header is in the chunk, but at its end)
+    following = bytes(buf[after:after + 8]) if after + 8 <= len(buf) else reader.read_at(chunk_position + after, 8)
+    return offset_field_past_next(header.base_offset, limit, int.from_bytes(following, "big", signed=True)
+                                  if len(following) == 8 else None)
 
 
 def _check_records(buf, header, path: str, chunk_position: int, position: int, last_offset: int,

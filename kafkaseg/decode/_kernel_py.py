@@ -45,7 +45,7 @@ from kafkaseg.decode.api import (
     MAX_PROBLEMS,
     REST_SKIPPED,
     Problem,
-    past_end_problem,
+    offset_field_past_next,
 )
 from kafkaseg.errors import (
     CorruptBatchError,
@@ -289,9 +289,9 @@ def _following_offset(buf, pos, total, end, req, first_offset):
     following = pos + total
     if following + wb.HEADER_PREFIX_SIZE > end:
         return _NEED_MORE if following + wb.HEADER_PREFIX_SIZE <= end + req.bytes_after else None
-    next_offset = _I64.unpack_from(buf, following)[0]
-    if next_offset < first_offset:
-        raise _Frame(CorruptBatchError, past_end_problem(first_offset, req.max_offset, next_offset), pos)
+    problem = offset_field_past_next(first_offset, req.max_offset, _I64.unpack_from(buf, following)[0])
+    if problem is not None:
+        raise _Frame(CorruptBatchError, problem, pos)
     return None
 
 

@@ -221,5 +221,18 @@ def past_end_problem(first_offset: int, max_offset: int, following: int) -> str:
             "corrupt")
 
 
+def offset_field_past_next(first_offset: int, max_offset: int | None, following: int | None) -> str | None:
+    """The decoders' rule for a batch whose first offset is at or past ``max_offset`` (where the read of its segment
+    ends; None: not known, the batch after it alone decides): the problem when the batch after it starts at a lower
+    offset, ``following`` (its offset field, which the CRC does not cover, jumped past it: a lenient read skips the
+    batch and reads on), else None (the segment's offsets end there). Shared with ``kafkaseg verify``."""
+    if following is None or following >= first_offset or (max_offset is not None and first_offset < max_offset):
+        return None
+    if max_offset is None:
+        return (f"batch at offset {first_offset} is followed by a batch starting at offset {following}: an offset "
+                "field the CRC does not cover is corrupt")
+    return past_end_problem(first_offset, max_offset, following)
+
+
 TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
 TIMESTAMP_MS_TYPE = pa.timestamp("ms", tz="UTC")

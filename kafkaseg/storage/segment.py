@@ -620,7 +620,8 @@ def readable_end(segment, *, step_over: bool = False, verify_crc: bool = True, f
     resynchronisation does for a lenient read: by its declared length, only onto a whole batch (with a valid CRC
     when ``verify_crc``), the two together within one ``max_batch_bytes`` batch; else the walk ends there. A batch
     whose offsets do not follow the one before (a base offset, which no CRC covers, gone back) ends the walk, or
-    is stepped over with ``step_over``. With the partition's ``high_watermark`` (``segment`` is its active one), a
+    is stepped over with ``step_over``, unless it follows the batch before that one: then the one before it,
+    whose offset field jumped past it, is stepped over instead, as a lenient read skips it. With the partition's ``high_watermark`` (``segment`` is its active one), a
     last batch whose base offset skips acknowledged offsets (:func:`offsets_hidden_by_last_batch`) is not
     readable: the walk ends before it."""
     reader, owned = _reader_for(segment, filesystem, None)
@@ -635,6 +636,12 @@ def readable_end(segment, *, step_over: bool = False, verify_crc: bool = True, f
                     if header.position + header.size > limit:
                         break
                     if last is not None and header.base_offset <= last.last_offset:
+                        if (step_over and header.base_offset < last.base_offset
+                                and (before is None or header.base_offset > before.last_offset)):
+                            # ``last``'s offset field jumped past this batch, which follows the one before it:
+                            # the decoders skip ``last`` (offset_field_past_next), not this one
+                            last, adjacent, stepped = header, False, False
+                            continue
                         if step_over:
                             stepped = True
                             continue
