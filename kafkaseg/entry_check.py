@@ -16,14 +16,16 @@ import dataclasses
 
 import numpy as np
 
-from kafkaseg.decode import decode
+from kafkaseg.decode import decode, resynchronised_at
 from kafkaseg.decode.api import DecodeRequest
 from kafkaseg.errors import CorruptDataError, KafkaSegError
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import SegmentReader
+from kafkaseg.wire.batch import LOG_OVERHEAD
 from kafkaseg.wire.crc import crc_is_valid
 
-__all__ = ["ENTRY_CRC_MAX_BYTES", "entry_neighbours", "entry_batch_problem", "batch_first_offset", "ResumptionEntries"]
+__all__ = ["ENTRY_CRC_MAX_BYTES", "entry_neighbours", "entry_batch_problem", "batch_first_offset", "ResumptionEntries",
+           "resynchronised_position"]
 
 #: Index entries are checked with the batch's CRC up to this size; a larger v2 batch by its header's structure
 #: (a 1 GiB segment cut every megabyte would otherwise read half the log while planning). Lookups and planning.
@@ -86,6 +88,22 @@ def batch_first_offset(reader: SegmentReader, position: int, max_batch_bytes: in
     header = header._replace(position=0)
     data = reader.read_at(position, header.size) if header.magic < 2 and header.codec else None
     return _first_offset(reader.path, position, header, data, max_batch_bytes, max_decompressed_bytes)
+
+
+def resynchronised_position(reader: SegmentReader, bad: int, max_batch_bytes: int) -> int | None:
+    """The file position where a lenient decoder goes on after bad framing at byte ``bad`` without the index
+    (:func:`kafkaseg.decode.resynchronised_at`), or None: what ``kafkaseg verify`` and lenient lookups skip, as a
+    lenient read does. Reads the bad batch and the one after it, each within ``max_batch_bytes``."""
+    size = int.from_bytes(reader.read_at(bad + 8, 4), "big", signed=True)
+    following = bad + LOG_OVERHEAD + size
+    if not 0 <= size <= max_batch_bytes or following > reader.size:
+        return None
+    next_size = int.from_bytes(reader.read_at(following + 8, 4) or b"\0", "big", signed=True)
+    length = following - bad + LOG_OVERHEAD + min(max(next_size, 0), max_batch_bytes)
+    buf = reader.read_at(bad, length)
+    at = resynchronised_at(buf, DecodeRequest(path=reader.path, lenient=True, max_batch_bytes=max_batch_bytes,
+                                              bytes_after=max(reader.size - bad - len(buf), 0)))
+    return None if at is None else bad + at
 
 
 def _first_offset(path: str, position: int, header, data, max_batch_bytes: int | None,

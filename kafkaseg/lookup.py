@@ -44,7 +44,10 @@ one implementation of the rule. Here:
   more batch read), and an unreadable checkpoint an answer depends on raises instead of falling back;
 * damage inside a segment (bad framing, zeros hiding records, a batch failing its CRC) that a walk meets raises,
   as a strict read starting there does, or for a lenient lookup is gone past where a lenient read resumes (the
-  next offset index entry whose batch checks out: :class:`~kafkaseg.entry_check.ResumptionEntries`); an index
+  batch the bad one's length field says follows, when it checks out, else the next offset index entry whose batch
+  checks out: :class:`~kafkaseg.entry_check.ResumptionEntries`); a lenient lookup's log end is a lenient read's
+  (:func:`~kafkaseg.storage.layout.find_log_end`, planning's rule), so damage in the active segment ends the log
+  there instead of failing every lookup of the partition; an index
   entry pointing into such damage is walked to from the entry before it, never taken as a wrong index (a rebuild
   from the log would end the segment at the damage). A lenient locate reports an offset lost to it as unreadable,
   with the range of offsets lost.
@@ -67,10 +70,12 @@ from kafkaseg.errors import (
     KafkaSegError,
     LayoutError,
 )
-from kafkaseg.entry_check import ENTRY_CRC_MAX_BYTES, ResumptionEntries
+from kafkaseg.entry_check import (ENTRY_CRC_MAX_BYTES, ResumptionEntries, batch_first_offset,
+                                  resynchronised_position)
 from kafkaseg.options import datetime_ms
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
-from kafkaseg.storage.layout import PartitionDir, last_stable_offset, partition_log_end_offset, unacknowledged_append
+from kafkaseg.storage.layout import (LogEnd, PartitionDir, find_log_end, last_stable_offset, partition_log_end_offset,
+                                    unacknowledged_append)
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.probed_index import LoadedIndexView, OpenFileLimit, ProbedIndex
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader, zeros_hiding_records
@@ -247,6 +252,7 @@ class PartitionLookup:
         self._leo: int | None = None
         self._fetchable: int | None = None
         self._torn: tuple[int, int] | None | bool = False  # False: not looked for yet
+        self._end: LogEnd | None = None  # the lenient log end (lenient lookups)
         self.search_note: str | None = None  # why the last timestamp or max-timestamp search found nothing
         self._time_checked: set[int] = set()  # segments whose time index an empty search checked against the log
 
@@ -316,12 +322,26 @@ class PartitionLookup:
 
     def _resumption(self, i: int, bad: int | None, last_seen: int) -> int | None:
         """Where a lenient read of segment ``i`` resumes after bad framing at byte ``bad``, having read up to offset
-        ``last_seen``: the next entry of its offset index file whose batch checks out and starts above it
-        (:class:`~kafkaseg.entry_check.ResumptionEntries`, the scan's rule), or None (no sane index file, or no such
-        entry: the read skips the rest of the segment)."""
+        ``last_seen``: the batch the bad one's length field says follows it when that one checks out (the decoders'
+        resynchronisation, :func:`~kafkaseg.entry_check.resynchronised_position`); else the next entry of its offset
+        index file whose batch checks out and starts above it (:class:`~kafkaseg.entry_check.ResumptionEntries`, the
+        scan's rule), or None (no sane index file, or no such entry: the read skips the rest of the segment)."""
         seg = self.segments[i]
+        if bad is None:
+            return None
+        with SegmentReader(seg.log_path, self.fs) as reader:  # the decoders' rule: the bad batch's length field
+            self.stats.files_opened += 1
+            at = resynchronised_position(reader, bad, self.max_batch_bytes)
+            if at is not None and at >= reader.size:
+                return None  # the bad batch ends the segment: nothing after it
+            if at is not None:
+                try:
+                    if batch_first_offset(reader, at, self.max_batch_bytes, None) is not None:
+                        return at
+                except KafkaSegError:
+                    pass
         index_path, index_window = index_location(seg, "index")
-        if bad is None or not index_path:
+        if not index_path:
             return None
         self.stats.files_opened += 1
         entries = ResumptionEntries(seg.log_path, index_path, seg.base_offset,
@@ -428,6 +448,10 @@ class PartitionLookup:
         seg = self.segments[i]
         torn = self._tear_in(i)
         stop = None if torn is None else torn[1]
+        if self.lenient and i == len(self.segments) - 1:  # not past where a lenient read's batches end
+            readable = self._lenient_end().readable_position
+            if readable is not None:
+                stop = readable if stop is None else min(stop, readable)
         with SegmentReader(seg.log_path, self.fs) as reader:
             self.stats.files_opened += 1
             walk = reader.iter_headers(start, max_batch_bytes=self.max_batch_bytes, block_size=16 * 1024)
@@ -607,16 +631,35 @@ class PartitionLookup:
         return 0 if start is None else start
 
     def log_end_offset(self) -> int:
+        """The log end offset. A lenient lookup takes a lenient read's (:meth:`_lenient_end`): damage in the active
+        segment ends it where such a read's batches end, as planning does, instead of raising."""
         if self._leo is None:
-            # a header walk allocates nothing from a length field: no batch size limit (kafkaseg offsets has none)
-            leo = partition_log_end_offset(self.pdir, max_batch_bytes=None)
-            self._leo = self.log_start_offset if leo is None else leo
+            if self.lenient:
+                leo = self._lenient_end().offset
+            else:
+                # a header walk allocates nothing from a length field: no batch size limit (kafkaseg offsets has none)
+                leo = partition_log_end_offset(self.pdir, max_batch_bytes=None)
+            end = self.log_start_offset if leo is None else leo
             torn = self._unacknowledged_tear()
             if torn is not None:
-                self._leo = min(self._leo, torn[0])
-            elif leo is not None:
-                self._check_zero_tail(leo)
+                end = min(end, torn[0])
+            elif leo is not None and not self.lenient:
+                self._check_zero_tail(leo)  # (raises each time it is asked: no log end is kept)
+            self._leo = end
         return self._leo
+
+    def _lenient_end(self) -> LogEnd:
+        """Where a read with ``onCorruption=skip`` ends the partition: planning's own rule
+        (:func:`~kafkaseg.storage.layout.find_log_end`), so a lenient lookup answers for the records such a read
+        returns; the damage it stopped at is listed in ``stats.skipped``."""
+        if self._end is None:
+            last = len(self.segments) - 1
+            self._end = find_log_end(self.pdir, lenient=True, verify_crc=self.verify_crc,
+                                     max_batch_bytes=self.max_batch_bytes,
+                                     index_start=lambda: self._index(last, "offset").last()[1])
+            if self._end.damage is not None:
+                self._skip(self._end.damage)
+        return self._end
 
     def _check_zero_tail(self, leo: int) -> None:
         """Raise when zeros end the active segment's batches at ``leo`` but acknowledged offsets lie past them
@@ -942,6 +985,19 @@ class PartitionLookup:
             i -= 1
         return None
 
+    def _past_end_reason(self, offset: int, leo: int) -> str:
+        """Why ``offset``, at or past the log end offset ``leo``, has no record: past the log, or (a lenient lookup
+        whose log end damage in the active segment set) unreadable when records past the damage may hold it."""
+        end = self._end if self.lenient else None
+        damage = None if end is None else end.damage
+        hw = self.pdir.high_watermark
+        if damage is None or end.readable_position is None or (hw is not None and offset >= max(hw, leo)):
+            return f"offset {offset} is at or past the log end offset {leo}"
+        span = f"offsets {leo}..{hw - 1}" if hw is not None and hw > leo else f"offsets from {leo} on"
+        return (f"offset {offset} is unreadable: {span} are lost to damage ({damage}; the active segment's readable "
+                f"batches end there, and a read with onCorruption=skip ends the log at offset {leo}, `kafkaseg verify` "
+                "lists the range); no readable record follows")
+
     def epoch_mark(self, offset: int) -> tuple[int, int] | None:
         """``(epoch, end)``: the leader epoch stamped on the last batch below ``offset`` and the offset it ends at
         (``offset``, or less below a compacted gap), as Kafka's consumer keeps its position's epoch (KIP-320;
@@ -958,8 +1014,7 @@ class PartitionLookup:
             return RecordLocation(topic, partition, offset, False, reason="partition has no segments")
         leo = self.log_end_offset()
         if offset >= leo:
-            return RecordLocation(topic, partition, offset, False,
-                                  reason=f"offset {offset} is at or past the log end offset {leo}")
+            return RecordLocation(topic, partition, offset, False, reason=self._past_end_reason(offset, leo))
         below_start = offset < self.log_start_offset
         i = max(0, bisect.bisect_right(self.bases, offset) - 1)
         wanted = offset

@@ -60,8 +60,8 @@ from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
-from kafkaseg.errors import (CorruptBatchError, CorruptCheckpointError, CorruptDataError, CrcMismatchError,
-                             DataLossError, InvalidOptionError, KafkaSegError, LayoutError, SkippedOffsetsError)
+from kafkaseg.errors import (CorruptCheckpointError, CorruptDataError, CrcMismatchError, DataLossError,
+                             InvalidOptionError, KafkaSegError, LayoutError)
 from kafkaseg.entry_check import batch_first_offset, entry_batch_problem, entry_neighbours
 from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, LATEST, ReadOptions
@@ -71,13 +71,12 @@ from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, check_one_incarnation, choose_replicas, copy_gaps,
-                                     discover, last_stable_offset, partition_log_end_offset,
+                                     discover, find_log_end, last_stable_offset,
                                      reaches_past_recovery_point, read_partition_again, relisted,
                                      snapshot_transactions_at, transactions_open_at, valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import lists_transactional_producers
-from kafkaseg.storage.segment import (SegmentReader, indexed_past_end, readable_end, torn_before_zeros,
-                                      zero_filled_tail, zeros_hide_records)
+from kafkaseg.storage.segment import SegmentReader, indexed_past_end
 from kafkaseg.storage.time_index import TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, segment_aborted_txns, unindexed_abort
 
@@ -912,47 +911,23 @@ class _Partition:
         return self._leo
 
     def _find_log_end(self) -> None:
-        """Walk the last segment for :meth:`log_end_offset` (sets it, with what the walk found on the way)."""
-        try:
-            leo = partition_log_end_offset(self.pdir, max_batch_bytes=self.options.max_batch_bytes)
-            if leo is not None:  # a preallocated tail of zeros is no data: the read stops where it starts
-                leo = self._zero_tail(leo)
-        except CorruptDataError as err:
-            self.leo_walk_clean = False
-            lenient = self.options.on_corruption == "skip"  # lenient: step over it as the reader will
-            seg = self.segments[-1]
-            walk = functools.partial(readable_end, seg, verify_crc=self.options.verify_crc,
-                                     filesystem=self.fs, max_batch_bytes=self.options.max_batch_bytes,
-                                     high_watermark=self.pdir.high_watermark
-                                     if self.pdir.is_active_segment(seg.log_path) else None)
-            leo, position = walk(step_over=lenient)
-            if lenient and isinstance(err, SkippedOffsetsError) and position == err.position:
-                # the reader would stop at the batch (its base offset is past the read's end) without a word:
-                # the read of the slice that ends before it counts it as skipped corrupt data
-                self.log_end_position = position
-                self.corrupt_tail = (position, seg.log_size - position, f"{err.detail}: the batch and what "
-                                     "follows it skipped (onCorruption=skip)")
-                how = f"{leo}, before that batch (onCorruption=skip; counted as skipped corrupt data)"
-            elif lenient:
-                how = f"{leo}, stepping over it as a lenient read does"
-            elif self._unacknowledged_past(leo):
-                self.log_end_position = position
-                how = (f"{leo}, the end of the last whole batch before it (at or above the high watermark "
-                       f"{self.pdir.high_watermark})")
-            else:
-                # whole batches after the bad bytes: corruption inside the log, not a torn end. The log ends
-                # after them, and the read raises where it meets the bad bytes, after the records before them
-                # (as it does when an index entry past them spares this walk)
-                after, _ = walk(step_over=True)
-                if after <= leo:
-                    raise
-                leo = after
-                how = (f"{leo}, the end of the whole batches after it; a strict read raises when it reaches "
-                       "the corruption")
-            if self.report is not None:
-                self.report.notes.append(f"{self.name}: corruption in the active segment ({err}): the log "
-                                         f"end offset is taken as {how}")
-        self._leo = self.bases[0] if leo is None else leo
+        """Walk the last segment for :meth:`log_end_offset` (sets it, with what the walk found on the way):
+        :func:`~kafkaseg.storage.layout.find_log_end`, which lenient lookups share."""
+        def index_start() -> int:
+            offset_index, _ = self.indexes(len(self.segments) - 1)
+            return int(offset_index.positions[-1]) if offset_index is not None and len(offset_index) else 0
+
+        found = find_log_end(self.pdir, lenient=self.options.on_corruption == "skip",
+                             verify_crc=self.options.verify_crc, max_batch_bytes=self.options.max_batch_bytes,
+                             index_start=index_start, unacknowledged_past=self._unacknowledged_past)
+        self.leo_walk_clean = found.clean
+        if found.position is not None:
+            self.log_end_position = found.position
+        if found.corrupt_tail is not None:
+            self.corrupt_tail = found.corrupt_tail
+        if self.report is not None:
+            self.report.notes.extend(found.notes)
+        self._leo = self.bases[0] if found.offset is None else found.offset
         loaded = self._indexes.get(len(self.segments) - 1)
         if loaded is not None and not any(getattr(index, "rebuilt", False) for index in loaded):
             self.indexed_past_log_end = indexed_past_end(*loaded, 0, self._leo) is not None
@@ -962,56 +937,6 @@ class _Partition:
         were never acknowledged, so a torn write there is one Kafka's recovery would simply truncate."""
         hw = self.pdir.high_watermark
         return hw is not None and hw <= leo and self.options.upper_bound != "logEndOffset"
-
-    def _zero_tail(self, leo: int) -> int:
-        """Stop the last segment's read where zeros end its batches; returns the log end offset. Zeros to the end
-        of the file are a preallocated tail, and a final batch before them that fails its CRC and holds no
-        acknowledged offset is an append caught in progress (:func:`~kafkaseg.storage.segment.torn_before_zeros`):
-        the log ends before it, noted. With data after the zeros (a hole, or a torn write whose first page was
-        lost), or with a high watermark above ``leo`` (acknowledged offsets past the zeros), a strict read raises,
-        unless the high watermark lies at or below ``leo`` (the data after the zeros was never acknowledged); a
-        lenient read stops there, noted."""
-        offset_index, _ = self.indexes(len(self.segments) - 1)
-        found = zero_filled_tail(self.segments[-1], filesystem=self.fs, offset_index=offset_index,
-                                 max_batch_bytes=self.options.max_batch_bytes)
-        if found is None:
-            return leo
-        self.leo_walk_clean = False
-        position, data_after = found
-        torn = None if data_after or not self.options.verify_crc else torn_before_zeros(
-            self.segments[-1], position, self.pdir.high_watermark, filesystem=self.fs,
-            start_position=int(offset_index.positions[-1]) if offset_index is not None and len(offset_index) else 0,
-            max_batch_bytes=self.options.max_batch_bytes)
-        if torn is not None:
-            if self.report is not None:
-                self.report.notes.append(
-                    f"{self.name}: the active segment's last batch ({torn.base_offset}..{torn.last_offset}, byte "
-                    f"{torn.position}) fails its CRC and only zeros follow it: an append a broker with "
-                    "log.preallocate is still writing (never acknowledged), so the log end offset is taken as "
-                    f"{torn.base_offset}")
-            self.log_end_position = torn.position
-            return torn.base_offset
-        what = zeros_hide_records(data_after, self.pdir.high_watermark, leo)
-        if what is not None:
-            if self.options.on_corruption != "skip" and not self._unacknowledged_past(leo):
-                raise CorruptBatchError(f"zeros in the active segment end its readable batches, but {what}",
-                                        path=self.segments[-1].log_path, position=position)
-            if self._unacknowledged_past(leo):
-                if self.report is not None:
-                    self.report.notes.append(f"{self.name}: the active segment's batches end in zeros at byte "
-                                             f"{position} and {what}; reading up to offset {leo}")
-            else:  # corruption a lenient read skips: counted by the read of the slice that ends here
-                seg = self.segments[-1]
-                self.corrupt_tail = (position, seg.log_size - position,
-                                     f"zeros in the active segment end its readable batches, but {what}: the "
-                                     f"rest of the segment skipped (read up to offset {leo})")
-                if self.report is not None:
-                    self.report.notes.append(f"{self.name}: {seg.log_path} @ byte {position}: the active segment's "
-                                             f"batches end in zeros here and {what}: reading up to offset {leo}, "
-                                             "leaving out what follows the zeros (onCorruption=skip; counted as "
-                                             "skipped corrupt data when the read reaches it)")
-        self.log_end_position = position
-        return leo
 
     def segment_end_offset(self, i: int) -> int:
         """Offset after the last complete batch of segment ``i`` (one index interval of headers)."""

@@ -532,7 +532,7 @@ def test_a_batch_finished_between_the_listing_and_the_log_end_walk_is_the_next_r
     offset, and the read failed calling a whole batch's length field corrupt (found in review). The log end is now
     the listed segment's: the read ends before that batch, reported as a tail, and the next read has it."""
     import kafkaseg
-    from kafkaseg import planning
+    from kafkaseg.storage import layout
     from kafkaseg.storage.segment import SegmentReader
     from kafkaseg.testing import TopicSpec, write_data_dir
 
@@ -543,17 +543,17 @@ def test_a_batch_finished_between_the_listing_and_the_log_end_walk_is_the_next_r
     with SegmentReader(str(log)) as reader:
         last = list(reader.iter_headers(0))[-1]
     log.write_bytes(whole[:last.position + 100])
-    walked = planning.partition_log_end_offset
+    walked = layout.partition_log_end_offset  # (planning's log end walk: find_log_end)
 
     def finished_meanwhile(*args, **kwargs):
         log.write_bytes(whole)
         return walked(*args, **kwargs)
 
-    monkeypatch.setattr(planning, "partition_log_end_offset", finished_meanwhile)
+    monkeypatch.setattr(layout, "partition_log_end_offset", finished_meanwhile)
     scan = kafkaseg.open_scan(str(tmp_path), upperBound="logEndOffset")
     assert scan.to_table().column("offset").to_pylist() == list(range(390))
     assert scan.metrics.truncated_tails == [(str(log), last.position, 100)]
-    monkeypatch.setattr(planning, "partition_log_end_offset", walked)
+    monkeypatch.setattr(layout, "partition_log_end_offset", walked)
     assert kafkaseg.read_arrow(str(tmp_path), upperBound="logEndOffset").num_rows == 400
 
 

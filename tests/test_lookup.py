@@ -908,3 +908,116 @@ def test_a_length_field_past_the_segments_end_is_damage_a_lookup_walks_past(tmp_
     with PartitionLookup(pdir) as lookup:
         with pytest.raises(CorruptDataError):
             lookup.locate(bad.base_offset)
+
+
+# --- damage inside the ACTIVE segment: lenient lookups take the log end a lenient read takes --------------------
+ACTIVE_DAMAGE = ("zeros", "random", "magic", "magic-mid")
+
+
+def damage_active_segment(root: Path, kind: str):
+    """A partition of several segments whose active segment's ``.log`` is damaged in the middle (``zeros``: 4 KiB of
+    zeros from a batch boundary over the last .index entry's batch, data after them; ``random``: random bytes over
+    that batch; ``magic``: its magic byte flipped; ``magic-mid``: a magic byte flipped in an earlier batch), and the
+    offsets a read with onCorruption=skip returns: ``(manifest partition, log, read offsets)``."""
+    import struct
+
+    import kafkaseg
+    from kafkaseg.storage.segment import SegmentReader
+
+    manifest = write_data_dir(root, [TopicSpec("t", partitions=1, records_per_partition=1200, records_per_batch=10,
+                                               segment_bytes=40 * 1024)], seed=1)
+    pm = manifest.partition("t", 0)
+    assert len(pm.segments) > 2
+    log = pm.directory / f"{pm.segments[-1].base_offset:020d}.log"
+    raw = log.with_suffix(".index").read_bytes()
+    last_entry = max(struct.unpack_from(">ii", raw, n)[1] for n in range(0, len(raw), 8))
+    with SegmentReader(str(log)) as reader:
+        headers = list(reader.iter_headers())
+    data = bytearray(log.read_bytes())
+    # the damage meets the log end walk, which starts at the last .index entry's batch; batches follow it
+    target = next(h for h in headers if h.position == last_entry)
+    if kind == "zeros":
+        target = [h for h in headers if h.position <= min(last_entry, len(data) - 4096 - 256)][-1]
+        assert target.position <= last_entry < target.position + 4096
+    elif kind == "magic-mid":
+        target = headers[len(headers) // 3]
+    assert target.end < headers[-1].end
+    if kind == "zeros":
+        data[target.position:target.position + 4096] = bytes(4096)
+        assert any(data[target.position + 4096:])
+    elif kind == "random":
+        rng = random.Random(3)
+        data[target.position + 2:target.position + 302] = bytes(rng.randrange(256) for _ in range(300))
+    else:
+        data[target.position + 16] = 7  # magic
+    log.write_bytes(bytes(data))
+    read = set(kafkaseg.read_arrow(str(root), onCorruption="skip", columns=["offset"]).column("offset").to_pylist())
+    lost = set(r.offset for r in pm.records) - read
+    assert lost and min(lost) >= pm.segments[-1].base_offset, "the damage loses offsets of the active segment only"
+    return pm, log, read
+
+
+@pytest.mark.parametrize("kind", ACTIVE_DAMAGE)
+def test_lenient_lookups_take_a_lenient_reads_log_end_when_the_active_segment_is_damaged(tmp_path, kind):
+    """Damage in the middle of the active segment failed `locate --on-corruption skip` (and lenient time lookups)
+    for EVERY offset of the partition: the lenient lookup still took the strict log end, which raises there ("data
+    follows them", "unknown magic"). With a lenient read as the oracle: every offset it returns is found, every
+    other is unreadable with the range lost, and a time lookup answers the first offset it returns at or after the
+    time; strictly each offset is found or the damage raises, naming the file and byte."""
+    from kafkaseg.errors import CorruptDataError
+
+    pm, log, read = damage_active_segment(tmp_path, kind)
+    readable = sorted(read)
+    records = {r.offset: r for r in pm.records}
+    (pdir,) = discover(str(tmp_path))
+    with PartitionLookup(pdir, lenient=True) as lookup:
+        for offset in sorted(records):
+            location = lookup.locate(offset)
+            if offset in read:
+                assert location.found and location.record_offset == offset, (offset, location.reason)
+            else:
+                assert not location.found, offset
+                assert "unreadable" in location.reason and str(log) in location.reason, (offset, location.reason)
+                assert "offsets " in location.reason and "lost to damage" in location.reason, location.reason
+                after = next((o for o in readable if o > offset), None)
+                assert location.record_offset == after, (offset, location.reason)
+        rng = random.Random(5)
+        times = sorted({r.timestamp for r in pm.records})
+        for t in sorted(rng.sample(times, 60)) + [times[0] - 1, times[-1]]:
+            expected = next((o for o in readable if records[o].timestamp >= t), None)
+            assert lookup.offset_for_timestamp(t) == expected, t
+        assert lookup.stats.skipped and all(path == str(log) for path, _, _ in lookup.stats.skipped)
+    with PartitionLookup(pdir) as lookup:
+        for offset in sorted(records)[::7]:
+            try:
+                location = lookup.locate(offset)
+            except CorruptDataError as err:
+                assert err.path == str(log) and err.position is not None, (offset, err)
+                continue
+            assert offset in read and location.found and location.record_offset == offset, offset
+
+
+@pytest.mark.parametrize("kind", ACTIVE_DAMAGE)
+def test_locate_and_offsets_on_corruption_skip_answer_past_damage_in_the_active_segment(tmp_path, kind, capsys):
+    """The CLI as the issue ran it: an offset in a rolled segment is located, `offsets` answers the high watermark
+    capped at the lenient log end, and without --on-corruption skip the error names the file and byte."""
+    import json
+
+    from kafkaseg.cli.main import main
+
+    pm, log, read = damage_active_segment(tmp_path, kind)
+    locate = ["locate", "--data-dir", str(tmp_path), "--topic", "t", "--partition", "0"]
+    rolled = pm.segments[1].base_offset + 3
+    capsys.readouterr()
+    assert main(locate + ["--offset", str(rolled), "--on-corruption", "skip", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["location"]["found"] is True
+    lost = min(set(r.offset for r in pm.records) - read)
+    assert main(locate + ["--offset", str(lost), "--on-corruption", "skip", "--json"]) == 1
+    location = json.loads(capsys.readouterr().out)["location"]
+    assert not location["found"] and "unreadable" in location["reason"] and str(log) in location["reason"], location
+    assert main(["offsets", "--data-dir", str(tmp_path), "--topic", "t", "--on-corruption", "skip"]) == 0
+    (line,) = capsys.readouterr().out.split()
+    assert max(read) < int(line.rsplit(":", 1)[1]) <= 1 + max(r.offset for r in pm.records), line
+    if kind != "magic-mid":  # (there the strict log end walk from the last .index entry does not meet the damage)
+        assert main(locate + ["--offset", str(rolled)]) != 0
+        assert f"{log} @ byte" in capsys.readouterr().err

@@ -46,9 +46,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kafkaseg.cli.common import SkippedFolder, decode_batch, skipped_folders, whole_partition_offsets
-from kafkaseg.decode import DecodeRequest, resynchronised_at
 from kafkaseg.decode.api import offset_field_past_next
-from kafkaseg.entry_check import ResumptionEntries, batch_first_offset
+from kafkaseg.entry_check import ResumptionEntries, batch_first_offset, resynchronised_position
 from kafkaseg.errors import CorruptCheckpointError, KafkaSegError, LayoutError
 from kafkaseg.options import ReadOptions
 from kafkaseg.storage import fs as _fs
@@ -63,7 +62,7 @@ from kafkaseg.storage.segment import (SegmentReader, indexed_past_end, offsets_h
                                       zeros_hiding_records)
 from kafkaseg.storage.time_index import NO_TIMESTAMP, TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, unindexed_abort
-from kafkaseg.wire.batch import LOG_OVERHEAD, iter_headers
+from kafkaseg.wire.batch import iter_headers
 from kafkaseg.wire.crc import computed_crc
 
 __all__ = ["Problem", "SegmentSummary", "PartitionSummary", "UnreadableRange", "VerifyReport", "verify_paths",
@@ -555,7 +554,7 @@ class _Resumption:
         """``(position, first offset, how it is found)`` of the batch a lenient read goes on at after damage at byte
         ``bad`` (``framing``: bad framing, which the decoder may step over by its length field), the last offset
         read before it being ``last_seen``; None when it reads no more of the segment."""
-        at = _resynchronised(reader, bad) if framing else None
+        at = resynchronised_position(reader, bad, _READ_DEFAULTS.max_batch_bytes) if framing else None
         if at is not None and at < reader.size:
             first = batch_first_offset(reader, at, _READ_DEFAULTS.max_batch_bytes,
                                        _READ_DEFAULTS.max_decompressed_batch_bytes)
@@ -576,23 +575,6 @@ class _Resumption:
     def close(self) -> None:
         if self._entries is not None:
             self._entries.close()
-
-
-def _resynchronised(reader: SegmentReader, bad: int) -> int | None:
-    """The file position where a lenient decoder goes on after bad framing at byte ``bad`` without the index
-    (:func:`kafkaseg.decode.resynchronised_at`), or None. Reads the bad batch and the one after it, each within a
-    read's batch size limit."""
-    limit = _READ_DEFAULTS.max_batch_bytes
-    size = int.from_bytes(reader.read_at(bad + 8, 4), "big", signed=True)
-    following = bad + LOG_OVERHEAD + size
-    if not 0 <= size <= limit or following > reader.size:
-        return None
-    next_size = int.from_bytes(reader.read_at(following + 8, 4) or b"\0", "big", signed=True)
-    length = following - bad + LOG_OVERHEAD + min(max(next_size, 0), limit)
-    buf = reader.read_at(bad, length)
-    at = resynchronised_at(buf, DecodeRequest(path=reader.path, lenient=True, max_batch_bytes=limit,
-                                              bytes_after=max(reader.size - bad - len(buf), 0)))
-    return None if at is None else bad + at
 
 
 def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: SegmentSummary,
@@ -864,9 +846,13 @@ def _corrupt_offset_field(reader: SegmentReader, buf, header, path: str, chunk_p
     if limit is not None and first < limit:
         return None
     after = header.position + header.size  # (the next header is in the chunk, but at its end)
-    following = bytes(buf[after:after + 8]) if after + 8 <= len(buf) else reader.read_at(chunk_position + after, 8)
-    return offset_field_past_next(header.base_offset, limit, int.from_bytes(following, "big", signed=True)
-                                  if len(following) == 8 else None)
+    # what follows counts only as a batch's start (offset, length > 0, partition leader epoch, magic 0-2): not the
+    # zeros of a preallocated segment, which end its batches
+    following = bytes(buf[after:after + 17]) if after + 17 <= len(buf) else reader.read_at(chunk_position + after, 17)
+    is_batch = len(following) == 17 and int.from_bytes(following[8:12], "big", signed=True) > 0 \
+        and following[16] in (0, 1, 2)
+    return offset_field_past_next(header.base_offset, limit, int.from_bytes(following[:8], "big", signed=True)
+                                  if is_batch else None)
 
 
 def _check_records(buf, header, path: str, chunk_position: int, position: int, last_offset: int,

@@ -71,6 +71,8 @@ __all__ = [
     "last_stable_offset",
     "partition_log_end_offset",
     "unacknowledged_append",
+    "LogEnd",
+    "find_log_end",
     "relisted",
     "REDISCOVERIES",
 ]
@@ -1748,6 +1750,137 @@ def unacknowledged_append(partition_dir: PartitionDir, *, max_batch_bytes: int |
         return None
     return torn_before_zeros(seg, found[0], partition_dir.high_watermark, filesystem=fs, start_position=start,
                              max_batch_bytes=max_batch_bytes)
+
+
+@dataclass(frozen=True)
+class LogEnd:
+    """Where a read of a partition ends (:func:`find_log_end`): ``offset`` the log end offset (None: no segments);
+    ``position`` where the active segment's readable batches end when the walk stopped short of its bytes (corrupt
+    framing, zeros, a torn append), else None; ``corrupt_tail`` ``(position, bytes, why)`` of bytes after it that a
+    lenient read leaves out and counts as skipped corrupt data; ``damage`` the corruption the walk met (None: none);
+    ``clean`` whether the walk met no corruption, torn append or zeros; ``notes`` what was decided, to report;
+    ``readable_position`` where the readable batches end when bytes follow them that a read does not return (as
+    ``position``, and also where a lenient read's own step-over walk ended, which its reader meets by itself)."""
+
+    offset: int | None
+    position: int | None = None
+    corrupt_tail: tuple[int, int, str] | None = None
+    damage: CorruptDataError | None = None
+    clean: bool = True
+    notes: tuple[str, ...] = ()
+    readable_position: int | None = None
+
+    def __post_init__(self):
+        if self.readable_position is None:
+            object.__setattr__(self, "readable_position", self.position)
+
+
+def find_log_end(partition_dir: PartitionDir, *, lenient: bool, verify_crc: bool = True,
+                 max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
+                 index_start: Callable[[], int] | None = None,
+                 unacknowledged_past: Callable[[int], bool] | None = None) -> LogEnd:
+    """The log end a read of ``partition_dir`` takes (planning's rule; lenient lookups take it too). When the active
+    segment cannot be walked to its end (corrupt framing, e.g. an append a crash tore, or a batch whose base offset,
+    which no CRC covers, goes back), it is the end of the last whole batch before the corruption, as Kafka's
+    recovery would truncate there: a strict read accepts that only when ``unacknowledged_past(offset)`` (the
+    checkpointed high watermark lies at or below it, and bounds the read), else raises; a ``lenient`` read steps
+    over the corruption as its reader will and takes the last batch found. Where zeros end the active segment's
+    batches (:func:`~kafkaseg.storage.segment.zero_filled_tail`) the read stops: a preallocated tail; a final batch
+    before zeros to the end that fails its CRC and holds no acknowledged offset is an append caught in progress,
+    and the log ends before it; zeros with data after them or acknowledged offsets past them raise for a strict
+    read (unless ``unacknowledged_past``), and a lenient read stops there, counting the rest as skipped.
+    ``index_start()``: the position of the active segment's last offset index entry (0 without one), asked only
+    when zeros are found."""
+    from kafkaseg.errors import SkippedOffsetsError
+    from kafkaseg.storage.segment import readable_end
+
+    past = unacknowledged_past or (lambda leo: False)
+    name = f"{partition_dir.topic}-{partition_dir.partition}"
+    try:
+        leo = partition_log_end_offset(partition_dir, max_batch_bytes=max_batch_bytes)
+    except CorruptDataError as err:
+        seg = partition_dir.segments[-1]
+        active = partition_dir.is_active_segment(seg.log_path)
+        leo, position = readable_end(seg, step_over=lenient, verify_crc=verify_crc,
+                                     filesystem=partition_dir.filesystem, max_batch_bytes=max_batch_bytes,
+                                     high_watermark=partition_dir.high_watermark if active else None)
+        end_position, corrupt_tail = None, None
+        if lenient and isinstance(err, SkippedOffsetsError) and position == err.position:
+            # the reader would stop at the batch (its base offset is past the read's end) without a word:
+            # the read of the slice that ends before it counts it as skipped corrupt data
+            end_position = position
+            corrupt_tail = (position, seg.log_size - position, f"{err.detail}: the batch and what follows it "
+                            "skipped (onCorruption=skip)")
+            how = f"{leo}, before that batch (onCorruption=skip; counted as skipped corrupt data)"
+        elif lenient:
+            how = f"{leo}, stepping over it as a lenient read does"
+        elif past(leo):
+            end_position = position
+            how = (f"{leo}, the end of the last whole batch before it (at or above the high watermark "
+                   f"{partition_dir.high_watermark})")
+        else:
+            # whole batches after the bad bytes: corruption inside the log, not a torn end. The log ends
+            # after them, and the read raises where it meets the bad bytes, after the records before them
+            # (as it does when an index entry past them spares this walk)
+            after, _ = readable_end(seg, step_over=True, verify_crc=verify_crc, filesystem=partition_dir.filesystem,
+                                    max_batch_bytes=max_batch_bytes,
+                                    high_watermark=partition_dir.high_watermark if active else None)
+            if after <= leo:
+                raise
+            leo = after
+            how = (f"{leo}, the end of the whole batches after it; a strict read raises when it reaches "
+                   "the corruption")
+        readable = position if lenient and position < seg.log_size else end_position
+        return LogEnd(leo, end_position, corrupt_tail, err, False,
+                      (f"{name}: corruption in the active segment ({err}): the log end offset is taken as {how}",),
+                      readable)
+    if leo is None:
+        return LogEnd(None)
+    return _zero_tail(partition_dir, leo, name, lenient=lenient, verify_crc=verify_crc,
+                      max_batch_bytes=max_batch_bytes, index_start=index_start, unacknowledged_past=past)
+
+
+def _zero_tail(partition_dir: PartitionDir, leo: int, name: str, *, lenient: bool, verify_crc: bool,
+               max_batch_bytes: int | None, index_start: Callable[[], int] | None,
+               unacknowledged_past: Callable[[int], bool]) -> LogEnd:
+    """:func:`find_log_end` once the walk of the active segment found its end at ``leo``: zeros there are a
+    preallocated tail (no data), an append caught in progress before them, or damage."""
+    from kafkaseg.errors import CorruptBatchError
+    from kafkaseg.storage.segment import torn_before_zeros, zero_filled_tail, zeros_hide_records
+
+    seg, fs = partition_dir.segments[-1], partition_dir.filesystem
+    start = index_start() if index_start is not None else 0
+    found = zero_filled_tail(seg, filesystem=fs, max_batch_bytes=max_batch_bytes, start_position=start)
+    if found is None:
+        return LogEnd(leo)
+    position, data_after = found
+    torn = None if data_after or not verify_crc else torn_before_zeros(
+        seg, position, partition_dir.high_watermark, filesystem=fs, start_position=start,
+        max_batch_bytes=max_batch_bytes)
+    if torn is not None:
+        return LogEnd(torn.base_offset, torn.position, clean=False, notes=(
+            f"{name}: the active segment's last batch ({torn.base_offset}..{torn.last_offset}, byte "
+            f"{torn.position}) fails its CRC and only zeros follow it: an append a broker with "
+            "log.preallocate is still writing (never acknowledged), so the log end offset is taken as "
+            f"{torn.base_offset}",))
+    what = zeros_hide_records(data_after, partition_dir.high_watermark, leo)
+    if what is None:
+        return LogEnd(leo, position, clean=False)
+    if unacknowledged_past(leo):
+        return LogEnd(leo, position, clean=False, notes=(
+            f"{name}: the active segment's batches end in zeros at byte {position} and {what}; reading up to "
+            f"offset {leo}",))
+    damage = CorruptBatchError(f"zeros in the active segment end its readable batches, but {what}",
+                               path=seg.log_path, position=position)
+    if not lenient:
+        raise damage
+    # corruption a lenient read skips: counted by the read of the slice that ends here
+    corrupt_tail = (position, seg.log_size - position, f"zeros in the active segment end its readable batches, but "
+                    f"{what}: the rest of the segment skipped (read up to offset {leo})")
+    return LogEnd(leo, position, corrupt_tail, damage, False, (
+        f"{name}: {seg.log_path} @ byte {position}: the active segment's batches end in zeros here and {what}: "
+        f"reading up to offset {leo}, leaving out what follows the zeros (onCorruption=skip; counted as skipped "
+        "corrupt data when the read reaches it)",))
 
 
 def _producer_snapshots(partition_dir: PartitionDir) -> list[tuple[int, str]]:
