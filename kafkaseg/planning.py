@@ -1437,9 +1437,12 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
                    if last <= bounds.log_start and (not explicit_start or last > start)]
     if lost_copies and not start_by_time and start <= bounds.log_start:
         # the broker's earliest is the checkpointed log start, below: a fetch from it fails on the missing copies
-        read = (f"the copies there are read with the log dir {part.pdir.path}, from {bounds.log_start}"
-                if part.pdir.remote_below is not None else
-                f"the log dir {part.pdir.path} is read alone, from its first local offset {bounds.log_start}")
+        if part.pdir.tiered is not None:  # the copies read without a log dir: the metadata says the log held these
+            read = f"the copies there, in {part.pdir.path}, are read from the oldest one, at {bounds.log_start}"
+        elif part.pdir.remote_below is not None:
+            read = f"the copies there are read with the log dir {part.pdir.path}, from {bounds.log_start}"
+        else:
+            read = f"the log dir {part.pdir.path} is read alone, from its first local offset {bounds.log_start}"
         loss(f"{name}: offsets below {bounds.log_start} are in live tiered-storage copies __remote_log_metadata "
              f"lists that are missing from the copies given: {_copies_named(lost_copies)}; {read}")
         explicit_start = False  # (said: the start moves up to the log start, as for any start below it)
@@ -1526,9 +1529,10 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
     lost_copies = [(segment_id, max(first, read_from), min(last, end)) for segment_id, first, last in missing
                    if max(first, read_from) < min(last, end)]
     if lost_copies:
+        read = (f"the copies there, in {part.pdir.path}, are read" if part.pdir.tiered is not None else
+                f"the copies there are read with the log dir {part.pdir.path}")
         loss(f"{name}: offsets in live tiered-storage copies __remote_log_metadata lists are missing from the "
-             f"copies given: {_copies_named(lost_copies)}; the copies there are read with the log dir "
-             f"{part.pdir.path}")
+             f"copies given: {_copies_named(lost_copies)}; {read}")
     for gap in copy_gaps(part.pdir, read_from, end, end_of=part.segment_end_offset) if read_from < end else ():
         for piece in gap.outside((a, b) for _, a, b in missing):
             loss(f"{name}: {piece.describe()}")
