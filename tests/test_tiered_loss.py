@@ -183,6 +183,21 @@ def test_a_copy_missing_between_copies_read_alone_is_data_loss_and_retention_is_
     assert [line for line in scan.plan.report.data_loss if f"[{bases[3]}, {bases[4]})" in line]
 
 
+@pytest.mark.parametrize("with_log_dir", [False, True], ids=["copies-alone", "with-log-dir"])
+def test_a_read_ending_inside_a_gap_names_where_the_next_copy_really_starts(tmp_path, with_log_dir):
+    """Found in review: the gap clipped to the read's end said the next copy "starts at" that end (a gap of
+    [196, 390) read to 206 said the next copy starts at 206; it starts at 390)."""
+    data, remote, _, bases = _tiered(tmp_path, "local", local_from=4 if with_log_dir else None)
+    after = _copy_of(remote, bases[3])
+    _drop_copy(remote, bases[2])
+    paths = [str(data), str(remote)] if with_log_dir else [str(remote)]
+    end = bases[2] + 10
+    with pytest.raises(DataLossError, match=rf"offsets \[{bases[2]}, {end}\) are in no tiered") as raised:
+        kafkaseg.read_arrow(paths, endingOffsets=json.dumps({"orders": {"0": end}}))
+    assert f"{after.name}, starts at {bases[3]}" in str(raised.value), str(raised.value)
+    assert f"starts at {end}" not in str(raised.value)
+
+
 def test_describe_and_verify_name_the_gaps_in_a_partitions_copies(tmp_path, capsys):
     data, remote, _, bases = _tiered(tmp_path, "local", local_from=4)
     _drop_copy(remote, bases[1])

@@ -1466,6 +1466,8 @@ class CopyGap(NamedTuple):
     before: str  # the copy they follow (its .log)
     after: str  # the copy, or the log dir's first segment, that starts at ``end`` (its .log)
     after_local: bool  # whether ``after`` is the log dir's first segment
+    # ``after``'s base offset: ``end`` unless the gap was clipped to a range read (or to what is said otherwise)
+    after_base: int
 
     def describe(self) -> str:
         """The sentence that names the gap and its neighbours."""
@@ -1474,7 +1476,7 @@ class CopyGap(NamedTuple):
         following = self.after if self.after_local else _fs.basename(self.after)
         return (f"offsets [{self.first}, {self.end}) are in no tiered-storage copy: the copy "
                 f"{_fs.redact(self.before)} ends before them and {after}, {_fs.redact(following)}, starts at "
-                f"{self.end}. A tiered topic is never compacted (Kafka refuses remote storage with "
+                f"{self.after_base}. A tiered topic is never compacted (Kafka refuses remote storage with "
                 "cleanup.policy=compact), so they were deleted: a copy missing from the bucket (or the copies "
                 "given are older than the log dir, or only some of them)")
 
@@ -1527,7 +1529,8 @@ def copy_gaps(partition_dir: PartitionDir, lo: int | None = None, hi: int | None
         first, last = max(end, lo if lo is not None else end), min(following.base_offset,
                                                                   hi if hi is not None else following.base_offset)
         if first < last:
-            gaps.append(CopyGap(first, last, segment.log_path, following.log_path, following.tiered is None))
+            gaps.append(CopyGap(first, last, segment.log_path, following.log_path, following.tiered is None,
+                                following.base_offset))
     return gaps
 
 
