@@ -1362,9 +1362,12 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
                    if last <= bounds.log_start and (not explicit_start or last > start)]
     if lost_copies and not start_by_time and start <= bounds.log_start:
         # the broker's earliest is the checkpointed log start, below: a fetch from it fails on the missing copies
-        read = (f"the copies there are read with the log dir {part.pdir.path}, from {bounds.log_start}"
-                if part.pdir.remote_below is not None else
-                f"the log dir {part.pdir.path} is read alone, from its first local offset {bounds.log_start}")
+        if part.pdir.tiered is not None:  # the copies read without a log dir: the metadata says the log held these
+            read = f"the copies there, in {part.pdir.path}, are read from the oldest one, at {bounds.log_start}"
+        elif part.pdir.remote_below is not None:
+            read = f"the copies there are read with the log dir {part.pdir.path}, from {bounds.log_start}"
+        else:
+            read = f"the log dir {part.pdir.path} is read alone, from its first local offset {bounds.log_start}"
         loss(f"{name}: offsets below {bounds.log_start} are in live tiered-storage copies __remote_log_metadata "
              f"lists that are missing from the copies given: {_copies_named(lost_copies)}; {read}")
         explicit_start = False  # (said: the start moves up to the log start, as for any start below it)
@@ -1407,6 +1410,20 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
                     start = next_base
 
     # end -------------------------------------------------------------------------------------------------------
+    # the newest copy read without a log dir, its last batch before its recorded end (its manifest's, or
+    # __remote_log_metadata's): no next segment to find the offsets between missing against (as the read does:
+    # scan._check_segment_end), so a read whose range reaches them is told here, as kafkaseg verify says it. Not
+    # when the metadata records the copy with the size it has (a compaction before the topic went tiered removed
+    # them), nor past a torn or corrupt tail (the read reports that)
+    last, cut_short = part.segments[-1] if part.segments else None, None
+    if (last is not None and last.tiered is not None and last.remote_end is not None and not last.remote_whole
+            and part.leo_walk_clean and bounds.log_end <= last.remote_end
+            and _ends_with_a_batch(part, len(part.segments) - 1)):
+        cut_short = (f"{name}: offsets [{bounds.log_end}, {last.remote_end + 1}) are in no tiered-storage copy: the "
+                     f"newest copy read, {_fs.redact(last.log_path)}, ends at offset {bounds.log_end - 1}, before its "
+                     f"recorded end offset {last.remote_end} (its manifest's or __remote_log_metadata's). A tiered "
+                     "topic is never compacted (Kafka refuses remote storage with cleanup.policy=compact), so they "
+                     "were deleted: the copy is cut short at a batch boundary")
     limit = options.ending
     explicit_end = end_by_time = False
     if limit.kind == "latest":
@@ -1418,6 +1435,8 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
         else:
             end, explicit_end = value, True
             if end > bounds.upper:
+                if cut_short is not None and bounds.upper == bounds.log_end:
+                    loss(cut_short)  # (first: why the end is short of the copy's recorded one)
                 loss(f"{name}: ending offset {end} is above the available end {bounds.upper} "
                      f"({bounds.upper_source}) in {part.pdir.path}")
                 end = bounds.upper
@@ -1442,6 +1461,8 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
              f"of {part.pdir.path}: offsets [{leo}, {min(hw, recovery_point)}) were acknowledged and flushed to disk "
              "but are not in these files (a lost segment file, a copy taken while the broker was writing that "
              "missed them, or a tail that no longer reads as batches)")
+    if cut_short is not None and not explicit_end and end >= bounds.log_end:  # (a read to latest, or by time)
+        loss(cut_short)
     # offsets of a tiered topic in no copy and no local segment (a copy missing from the bucket), in the range read
     # (from where it was asked to start: a start inside them moved past them above)
     read_from = part.skipped_start[1] if part.skipped_start is not None else start
@@ -1451,9 +1472,10 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
     lost_copies = [(segment_id, max(first, read_from), min(last, end)) for segment_id, first, last in missing
                    if max(first, read_from) < min(last, end)]
     if lost_copies:
+        read = (f"the copies there, in {part.pdir.path}, are read" if part.pdir.tiered is not None else
+                f"the copies there are read with the log dir {part.pdir.path}")
         loss(f"{name}: offsets in live tiered-storage copies __remote_log_metadata lists are missing from the "
-             f"copies given: {_copies_named(lost_copies)}; the copies there are read with the log dir "
-             f"{part.pdir.path}")
+             f"copies given: {_copies_named(lost_copies)}; {read}")
     for gap in copy_gaps(part.pdir, read_from, end, end_of=part.segment_end_offset) if read_from < end else ():
         for piece in gap.outside((a, b) for _, a, b in missing):
             loss(f"{name}: {piece.describe()}")
@@ -1469,6 +1491,22 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
         if preport is not None:
             preport.notes.append(f"{name}: resolved start {start} is above the end {end}: nothing to read")
     return start, end
+
+
+def _ends_with_a_batch(part: _Partition, i: int) -> bool:
+    """Whether segment ``i``'s last whole batch (the one before its log end) ends at its listed size: no torn or
+    corrupt bytes follow it, which the read reports as corruption (a walk of one index interval). False when that
+    cannot be read."""
+    seg = part.segments[i]
+    try:
+        _, position = part.checked_floor(i, max(seg.base_offset, part.segment_end_offset(i) - 1))
+        with SegmentReader(seg.log_path, part.fs) as reader:
+            walk = reader.iter_headers(position, max_batch_bytes=part.options.max_batch_bytes)
+            for _ in walk:
+                pass
+            return walk.tail is None and walk.end_position == seg.log_size
+    except KafkaSegError:
+        return False
 
 
 def _still_as_listed(part: _Partition) -> bool:

@@ -437,3 +437,37 @@ def test_below_a_live_copy_missing_at_the_bottom_the_offsets_in_no_copy_are_rete
     assert f"[0, {second}) are in no copy (remote retention" in replica["reason"], replica["reason"]
     assert f"{written[1].name[21:-4]} (offsets {second}-{third - 1})" in replica["reason"]
     assert scan.to_table().select(COLUMNS).equals(whole.filter(pc.greater_equal(whole["offset"], third)))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("missing", [0, 1], ids=["oldest", "between-copies"])
+def test_copies_read_alone_with_the_metadata_lose_a_missing_live_copy_named(tmp_path, layout, missing):
+    """No log dir, __remote_log_metadata among the paths: a live copy it lists that is missing from the bucket is
+    lost as it is with the log dir. Found in review: with the oldest one missing the read started silently at the
+    next copy (taken for remote retention's log start, which the metadata contradicts), and one between copies was
+    only an anonymous gap in no copy."""
+    from kafkaseg.errors import DataLossError
+
+    data, remote, whole, written, events, _, number = _tiered(tmp_path, layout)
+    write_remote_log_metadata(data, events, partition=number)
+    gone = written[missing]
+    first, end = int(gone.name[:20]), int(written[missing + 1].name[:20])
+    _drop(gone)
+    paths = [str(remote), str(data / f"__remote_log_metadata-{number}")]
+    copy = f"{gone.name[21:-4]} (offsets {first}-{end - 1})"
+    with pytest.raises(DataLossError) as raised:
+        kafkaseg.read_arrow(paths, subscribe="orders")
+    assert copy in str(raised.value)
+    scan = kafkaseg.open_scan(paths, subscribe="orders", failOnDataLoss="false")
+    offsets = whole["offset"]
+    active = int(sorted((data / "orders-0").glob("*.log"))[-1].name[:20])  # (never copied: the copies end there)
+    assert scan.to_table().select(COLUMNS).equals(whole.filter(pc.and_(
+        pc.or_(pc.less(offsets, first), pc.greater_equal(offsets, end)), pc.less(offsets, active))))
+    (lost,) = scan.plan.report.data_loss  # the copy, once (not also as offsets in no copy)
+    assert copy in lost and f"[{first}, {end})" not in lost.replace(copy, "")
+    # a start inside it loses the rest of it; a read wholly above it loses nothing
+    with pytest.raises(DataLossError, match=rf"{gone.name[21:-4]} \(offsets {first + 5}-{end - 1}\)"):
+        kafkaseg.read_arrow(paths, subscribe="orders", startingOffsets=f'{{"orders": {{"0": {first + 5}}}}}')
+    above = kafkaseg.read_arrow(paths, subscribe="orders", startingOffsets=f'{{"orders": {{"0": {end}}}}}')
+    assert above.select(COLUMNS).equals(whole.filter(pc.and_(pc.greater_equal(offsets, end),
+                                                             pc.less(offsets, active))))

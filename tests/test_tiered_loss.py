@@ -12,6 +12,7 @@ tiered topic's offsets that no file holds were deleted, not compacted away.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -183,6 +184,21 @@ def test_a_copy_missing_between_copies_read_alone_is_data_loss_and_retention_is_
     assert [line for line in scan.plan.report.data_loss if f"[{bases[3]}, {bases[4]})" in line]
 
 
+@pytest.mark.parametrize("with_log_dir", [False, True], ids=["copies-alone", "with-log-dir"])
+def test_a_read_ending_inside_a_gap_names_where_the_next_copy_really_starts(tmp_path, with_log_dir):
+    """Found in review: the gap clipped to the read's end said the next copy "starts at" that end (a gap of
+    [196, 390) read to 206 said the next copy starts at 206; it starts at 390)."""
+    data, remote, _, bases = _tiered(tmp_path, "local", local_from=4 if with_log_dir else None)
+    after = _copy_of(remote, bases[3])
+    _drop_copy(remote, bases[2])
+    paths = [str(data), str(remote)] if with_log_dir else [str(remote)]
+    end = bases[2] + 10
+    with pytest.raises(DataLossError, match=rf"offsets \[{bases[2]}, {end}\) are in no tiered") as raised:
+        kafkaseg.read_arrow(paths, endingOffsets=json.dumps({"orders": {"0": end}}))
+    assert f"{after.name}, starts at {bases[3]}" in str(raised.value), str(raised.value)
+    assert f"starts at {end}" not in str(raised.value)
+
+
 def test_describe_and_verify_name_the_gaps_in_a_partitions_copies(tmp_path, capsys):
     data, remote, _, bases = _tiered(tmp_path, "local", local_from=4)
     _drop_copy(remote, bases[1])
@@ -233,10 +249,10 @@ def test_the_log_dir_starting_inside_a_missing_copy_loses_the_offsets_below_it(t
 
 # -- a copy whose content ends before its recorded end ---------------------------------------------------------------
 
-def _cut_copy(tmp_path: Path, layout: str):
-    """A partition whose second segment's copy lacks its last three batches (cut at a batch boundary), its
-    manifest's endOffset (Aiven) still the segment's; the log dir keeps the segments from the 5th on. Returns (log
-    dir, remote root, the rows of the whole log, the bases, the first offset not in the cut copy)."""
+def _cut_copy(tmp_path: Path, layout: str, rank: int = 1):
+    """A partition whose second (``rank``) segment's copy lacks its last three batches (cut at a batch boundary),
+    its manifest's endOffset (Aiven) still the segment's; the log dir keeps the segments from the 5th on. Returns
+    (log dir, remote root, the rows of the whole log, the bases, the first offset not in the cut copy)."""
     from kafkaseg.wire.batch import iter_headers
 
     spec = TopicSpec("orders", records_per_partition=4000, records_per_batch=20, segment_bytes=24 * 1024,
@@ -245,11 +261,11 @@ def _cut_copy(tmp_path: Path, layout: str):
     folder = tmp_path / "data" / "orders-0"
     whole = kafkaseg.read_arrow(str(tmp_path / "data")).select(COLUMNS)
     bases = sorted(int(p.name[:-4]) for p in folder.glob("*.log"))
-    segment = folder / f"{bases[1]:020d}.log"
+    segment = folder / f"{bases[rank]:020d}.log"
     cut = list(iter_headers(segment.read_bytes()))[-3]
     segment.write_bytes(segment.read_bytes()[:cut.position])
     for side in (".index", ".timeindex"):  # (no index entry past the cut: only the end offset says more)
-        (folder / f"{bases[1]:020d}{side}").write_bytes(b"")
+        (folder / f"{bases[rank]:020d}{side}").write_bytes(b"")
     copy_to_tiered(folder, tmp_path / "remote", layout=layout)
     for base in bases[:4]:
         for path in folder.glob(f"{base:020d}.*"):
@@ -271,6 +287,32 @@ def test_a_copy_cut_short_at_a_batch_boundary_before_its_recorded_end_is_data_lo
         kafkaseg.read_arrow(paths)
     scan = kafkaseg.open_scan(paths, failOnDataLoss="false")
     assert scan.to_table().select(COLUMNS).equals(_without(expected, cut, bases[2]))
+
+
+def test_the_last_copy_read_alone_cut_short_before_its_recorded_end_is_data_loss(tmp_path, capsys):
+    """Found in review: the newest copy, read without a log dir, has no next segment for the read to find its
+    missing offsets against, so the read ended at its last batch without a word while verify called it an error.
+    The read now agrees: a DataLossError naming them, or with failOnDataLoss=false a data_loss note."""
+    data, remote, whole, bases, cut = _cut_copy(tmp_path, "aiven", rank=-2)
+    copy = _copy_of(remote, bases[-2])
+    lost = f"offsets [{cut}, {bases[-1]})"
+    with pytest.raises(DataLossError, match=re.escape(lost)) as raised:
+        kafkaseg.read_arrow(str(remote))
+    assert copy.name in str(raised.value) and "recorded end" in str(raised.value)
+    scan = kafkaseg.open_scan(str(remote), failOnDataLoss="false")
+    assert scan.to_table().select(COLUMNS).equals(_below(whole, cut))
+    (said,) = scan.plan.report.data_loss
+    assert lost in said and copy.name in said
+    # a read that ends before the cut loses nothing; one that ends past it is told why the end is short
+    assert kafkaseg.read_arrow(str(remote), endingOffsets=json.dumps({"orders": {"0": cut}})).select(
+        COLUMNS).equals(_below(whole, cut))
+    with pytest.raises(DataLossError, match=re.escape(lost)):
+        kafkaseg.read_arrow(str(remote), endingOffsets=json.dumps({"orders": {"0": bases[-1]}}))
+    # verify says the same of the copy
+    assert main(["verify", str(remote), "--no-progress"]) == 1
+    out = capsys.readouterr().out
+    assert any(line.startswith("ERROR") and copy.name in line and f"offsets {cut}..{bases[-1] - 1}" in line
+               for line in out.splitlines()), out
 
 
 def test_verify_says_a_copy_ends_before_its_recorded_end(tmp_path, capsys):
@@ -376,3 +418,34 @@ def test_a_copy_smaller_than_its_recorded_size_loses_the_offsets_after_its_last_
     first.write_bytes(data[:last.position])
     with pytest.raises(DataLossError, match=r"offsets \[45, 55\)"):
         kafkaseg.read_arrow(paths, subscribe="t")
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_last_copy_read_alone_with_the_metadata_ends_where_it_says(tmp_path, layout):
+    """The newest copy read without a log dir, with __remote_log_metadata: when the metadata records it with the
+    size it has, the offsets after its last batch up to its recorded end were compacted away before the topic went
+    tiered (no loss); the same copy with its last batch cut off since (a LocalTieredStorage copy: its plain file)
+    loses them, as verify says."""
+    from kafkaseg.remote_metadata import metadata_partition
+    from kafkaseg.testing.tiered import kafka_uuid
+    from kafkaseg.wire.batch import iter_headers
+
+    paths, whole, written = _compacted_then_tiered(tmp_path, layout)
+    first, *later = sorted(written, key=lambda p: p.name)
+    for log in later:  # the first copy, whose last batch (45..49) the cleaner removed before, is the newest one
+        for path in log.parent.glob(log.name[:-4] + ".*"):
+            path.unlink()
+    number = metadata_partition(kafka_uuid("t"), 0)
+    metadata = Path(paths[0]) / f"__remote_log_metadata-{number}"
+    # (the metadata still lists the later copies: missing, above the newest copy here, where the read ends)
+    alone = [paths[1], str(metadata)]
+    scan = kafkaseg.open_scan(alone, subscribe="t")
+    assert scan.to_table().select(COLUMNS).equals(_below(whole, 50))
+    assert not scan.plan.report.data_loss
+    if layout == "aiven":
+        return
+    data = first.read_bytes()
+    first.write_bytes(data[:list(iter_headers(data))[-1].position])  # its last batch, 40..44, gone since
+    with pytest.raises(DataLossError, match=r"offsets \[45, 55\)"):
+        kafkaseg.read_arrow(alone, subscribe="t")
+    assert main(["verify", *alone, "--no-progress"]) == 1

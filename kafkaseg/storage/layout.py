@@ -221,8 +221,9 @@ class PartitionDir:
     copy_states: Any = field(default=None, compare=False, repr=False)
     # (segment id, first, end) of the offsets below a log dir's first local segment that only live copies its
     # __remote_log_metadata lists held, which are missing from the bucket: of the partition extended with the
-    # copies that are there (with_remote_copies), or read alone when none of them is (choose_replicas). A read of
-    # them, or from the broker's earliest when they are below the log read, loses them (planning's data loss)
+    # copies that are there (with_remote_copies), or read alone when none of them is (choose_replicas); of a
+    # tiered-storage copy's partition read without a log dir, those below its newest copy (read_tiered_partition).
+    # A read of them, or from the earliest when they are below the log read, loses them (planning's data loss)
     live_copies_lost: tuple[tuple[str, int, int], ...] = ()
 
     @property
@@ -560,8 +561,10 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
     reuses the data keys that filesystem holds (a worker has no key ring), and, ``again`` (a planned file gone),
     keeps a copy whose key neither gives in the log, only reading it failing (an uploaded since planning).
     ``copy_states`` (a :class:`tiered.CopyStates`, from the cluster's ``__remote_log_metadata``): the copies it
-    says are dead are left out first (:func:`tiered.apply_copy_states`), and its live copies none of the folder's
-    are become the partition's ``missing_live`` offsets.
+    says are dead are left out first (:func:`tiered.apply_copy_states`), and the offsets only its live copies
+    missing from the folder held, below its newest copy, become the partition's
+    :attr:`PartitionDir.live_copies_lost` (a read of the copies alone loses them; a log dir read with them decides
+    its own: :func:`with_remote_copies`).
     """
     known_keys = {chunked.data_key.wrapped: chunked.data_key for chunked in
                   tiered.served_decompressed(filesystem).values() if isinstance(chunked.data_key, encryption.DataKey)}
@@ -671,11 +674,20 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
         epochs = tuple(EpochEntry(epoch, start) for epoch, start in tiered.manifest_epochs(kept))
     elif kept:
         epochs = epochs_of(kept[-1]) or ()
-    return PartitionDir(topic=folder.topic, partition=folder.partition, path=folder.path,
+    pdir = PartitionDir(topic=folder.topic, partition=folder.partition, path=folder.path,
                         log_dir=root, segments=segments, topic_id=folder.topic_id, leader_epochs=tuple(epochs),
                         notes=tuple(notes), filesystem=filesystem, tiered=folder.layout,
                         key_ring=key_ring.ring if key_ring is not None else None,
                         copy_states=copy_states.applied_to(found) if copy_states is not None else None)
+    if only is not None or not segments or copy_states is None or copy_states.planned or copy_states.unreadable:
+        return pdir
+    # read without a log dir: the live copies missing below the newest copy here are this log's lost offsets (the
+    # metadata says the log holds them, so the oldest copy here is no log start retention moved); those above it
+    # are where a read of these copies ends (a log dir given with them holds them, or says they are lost)
+    last = segments[-1].base_offset
+    ends = [copy.end_offset + 1 for copy in copy_states.live()]
+    lost = [c for c in _live_copies_missing(pdir, segments, 0, max(ends + [last + 1])) if c[1] < last]
+    return _replace(pdir, live_copies_lost=tuple(lost)) if lost else pdir
 
 
 _CHECKPOINT_FILES = {
@@ -1456,6 +1468,8 @@ class CopyGap(NamedTuple):
     before: str  # the copy they follow (its .log)
     after: str  # the copy, or the log dir's first segment, that starts at ``end`` (its .log)
     after_local: bool  # whether ``after`` is the log dir's first segment
+    # ``after``'s base offset: ``end`` unless the gap was clipped to a range read (or to what is said otherwise)
+    after_base: int
 
     def describe(self) -> str:
         """The sentence that names the gap and its neighbours."""
@@ -1464,7 +1478,7 @@ class CopyGap(NamedTuple):
         following = self.after if self.after_local else _fs.basename(self.after)
         return (f"offsets [{self.first}, {self.end}) are in no tiered-storage copy: the copy "
                 f"{_fs.redact(self.before)} ends before them and {after}, {_fs.redact(following)}, starts at "
-                f"{self.end}. A tiered topic is never compacted (Kafka refuses remote storage with "
+                f"{self.after_base}. A tiered topic is never compacted (Kafka refuses remote storage with "
                 "cleanup.policy=compact), so they were deleted: a copy missing from the bucket (or the copies "
                 "given are older than the log dir, or only some of them)")
 
@@ -1517,7 +1531,8 @@ def copy_gaps(partition_dir: PartitionDir, lo: int | None = None, hi: int | None
         first, last = max(end, lo if lo is not None else end), min(following.base_offset,
                                                                   hi if hi is not None else following.base_offset)
         if first < last:
-            gaps.append(CopyGap(first, last, segment.log_path, following.log_path, following.tiered is None))
+            gaps.append(CopyGap(first, last, segment.log_path, following.log_path, following.tiered is None,
+                                following.base_offset))
     return gaps
 
 
