@@ -42,7 +42,8 @@ one implementation of the rule. Here:
   past its log's data is rebuilt (one entry read per index, and one index interval of headers for a time index,
   checks it), the active segment ends before a final batch wholly past the high watermark that fails its CRC (one
   more batch read), and an unreadable checkpoint an answer depends on raises instead of falling back;
-* damage inside a segment (bad framing, zeros hiding records, a batch failing its CRC) that a walk meets raises,
+* damage inside a segment (bad framing, zeros hiding records, a batch failing its CRC, a batch whose offset field,
+  outside the CRC, the decoders take as corrupt: :meth:`PartitionLookup._offset_field_problem`) that a walk meets raises,
   as a strict read starting there does, or for a lenient lookup is gone past where a lenient read resumes (the
   batch the bad one's length field says follows, when it checks out, else the next offset index entry whose batch
   checks out: :class:`~kafkaseg.entry_check.ResumptionEntries`); a lenient lookup's log end is a lenient read's
@@ -72,6 +73,7 @@ from kafkaseg.errors import (
 )
 from kafkaseg.entry_check import (ENTRY_CRC_MAX_BYTES, ResumptionEntries, batch_first_offset,
                                   resynchronised_position)
+from kafkaseg.decode.api import batch_start_offset, offset_field_past_next
 from kafkaseg.options import datetime_ms
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 from kafkaseg.storage.layout import (LogEnd, PartitionDir, find_log_end, last_stable_offset, partition_log_end_offset,
@@ -101,6 +103,8 @@ _SPEC_NAMES = {"latest": LATEST, "earliest": EARLIEST, "max-timestamp": MAX_TIME
 _SPECS_TEXT = ("-1/latest, -2/earliest, -3/max-timestamp, -4/earliest-local, -5/latest-tiered, "
                "-6/earliest-pending-upload")
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+_SEGMENT_ENDS = "the segment's offsets end here"  # (PartitionLookup._offset_field_problem)
+_UNKNOWN = object()
 
 
 def parse_time_spec(text: str | int) -> int:
@@ -438,9 +442,12 @@ class PartitionLookup:
         """:meth:`_unacknowledged_tear` when segment ``i`` is the active one, else None."""
         return self._unacknowledged_tear() if i == len(self.segments) - 1 else None
 
-    def _headers(self, i: int, start: int) -> Iterator[BatchHeader]:
+    def _headers(self, i: int, start: int, after: int | None = None) -> Iterator[BatchHeader]:
         """Batch headers of segment ``i`` from byte ``start``; in the active segment, not past a torn
-        unacknowledged batch (:meth:`_unacknowledged_tear`). Bad framing raises, and so do zeros that end the walk
+        unacknowledged batch (:meth:`_unacknowledged_tear`). A batch whose offset field, which the CRC does not
+        cover, the decoders take as corrupt raises (:meth:`_offset_field_problem`; ``after`` is the last offset read
+        before ``start``, default the segment's base - 1), and a batch at or past the next segment's base with no
+        lower batch after it ends the walk, as it ends a read of the segment. Bad framing raises, and so do zeros that end the walk
         with records after them (:func:`~kafkaseg.storage.segment.zeros_hiding_records`: a zeroed page, which a
         read fails on or, leniently, reads past), rather than ending the segment there. In the active segment only
         zeros before its last offset index entry are looked at here: its preallocated tail is
@@ -452,6 +459,8 @@ class PartitionLookup:
             readable = self._lenient_end().readable_position
             if readable is not None:
                 stop = readable if stop is None else min(stop, readable)
+        last_seen = self.bases[i] - 1 if after is None else after
+        limit = self.bases[i + 1] if i + 1 < len(self.segments) else _UNKNOWN  # where a read of the segment ends
         with SegmentReader(seg.log_path, self.fs) as reader:
             self.stats.files_opened += 1
             walk = reader.iter_headers(start, max_batch_bytes=self.max_batch_bytes, block_size=16 * 1024)
@@ -460,6 +469,18 @@ class PartitionLookup:
                     return
                 self.stats.headers += 1
                 self.stats.log_bytes += 61
+                if limit is _UNKNOWN:
+                    try:
+                        limit = self.log_end_offset()
+                    except KafkaSegError:
+                        limit = None  # (the log end's own damage raises where an answer needs it)
+                problem = self._offset_field_problem(reader, header, last_seen, limit)
+                if problem == _SEGMENT_ENDS:
+                    return
+                if problem is not None:
+                    raise CorruptBatchError(f"{problem} (a read with onCorruption=skip leaves the batch out and "
+                                            "reads on)", path=seg.log_path, position=header.position)
+                last_seen = header.last_offset
                 yield header
             tail = walk.tail
             if tail is not None and tail.reason != "zero-filled tail":
@@ -480,16 +501,69 @@ class PartitionLookup:
             if hiding is not None:
                 raise CorruptBatchError(hiding, path=seg.log_path, position=tail.position)
 
-    def _walk(self, i: int, start: int, on_damage: Callable[[CorruptDataError], None] | None = None
-              ) -> Iterator[BatchHeader]:
+    def _offset_field_problem(self, reader: SegmentReader, header: BatchHeader, last_seen: int, limit: int | None):
+        """The decoders' rule for a batch of ``reader``'s segment after offset ``last_seen``, whose offset field (v2 base
+        offset, legacy entry offset) the CRC does not cover: the problem when its first offset does not follow
+        ``last_seen`` (a field gone back) or reaches ``limit``, where a read of the segment ends (the next segment's
+        base), while the batch after it starts lower (:func:`~kafkaseg.decode.api.offset_field_past_next`: a field gone up); ``_SEGMENT_ENDS`` when it
+        reaches there with none lower after it (the read of the segment ends); else None. In the active segment
+        ``limit`` is the log end offset (:meth:`log_end_offset`: a lenient read's for a lenient lookup), None when
+        it cannot be had: then a lower batch after it alone decides."""
+        first = header.base_offset
+        if header.magic < 2 and header.codec:  # a wrapper's offset is its last inner one: the first is inside
+            try:
+                first = batch_first_offset(reader, header.position, self.max_batch_bytes, None)
+            except KafkaSegError:
+                first = None  # (a wrapper that fails to decode is damage where its records are read)
+            first = header.base_offset if first is None else first
+        if first <= last_seen:
+            return f"non-monotonic offsets: batch base offset {first} follows offset {last_seen}"
+        if limit is not None and first < limit:
+            return None
+        following = batch_start_offset(reader.read_at(header.position + header.size, 17))
+        problem = offset_field_past_next(first, limit, following)
+        return problem if problem is not None or limit is None else _SEGMENT_ENDS
+
+    def _walk_from(self, i: int, offset: int, on_damage: Callable[[CorruptDataError], None] | None = None
+                   ) -> Iterator[BatchHeader]:
+        """:meth:`_walk` of segment ``i`` for ``offset``: from its offset index floor (:meth:`_floor_position`),
+        checking the first batches against the offsets before them (:meth:`_offset_before`)."""
+        start = self._floor_position(i, offset)
+        return self._walk(i, start, on_damage, self._offset_before(i, offset, start))
+
+    def _offset_before(self, i: int, offset: int, start: int) -> int:
+        """The last offset a read of segment ``i`` has taken before byte ``start`` (where a walk for ``offset``
+        starts), as the decoders check the batch there against it: the segment's base - 1 at its start; else from
+        the headers since the offset index entry before ``start`` (one index interval), checked alike (damage
+        among them: the last offset before it, which is what a read that skips it has)."""
+        last = self.bases[i] - 1
+        if start == 0:
+            return last
+        index = self._index(i, "offset")
+        entry_offset, position = index.floor(offset)
+        while position >= start and position > 0:
+            entry_offset, position = index.last_below_offset(entry_offset)
+        try:
+            for header in self._headers(i, position):
+                if header.position >= start:
+                    break
+                last = header.last_offset
+        except CorruptDataError:
+            pass
+        return last
+
+    def _walk(self, i: int, start: int, on_damage: Callable[[CorruptDataError], None] | None = None,
+              after: int | None = None) -> Iterator[BatchHeader]:
         """:meth:`_headers` of segment ``i`` from byte ``start``, going on past bad framing (zeros hiding records
         too) where a lenient read does: at the next offset index entry whose batch checks out
-        (:meth:`_resumption`), else the walk ends. A strict lookup raises there (:meth:`_skip`). Each error gone
-        past is given to ``on_damage`` before the walk goes on."""
-        last_seen = self.bases[i] - 1
+        (:meth:`_resumption`), else the walk ends; a batch whose offset field is corrupt (:meth:`_headers`) is
+        skipped so, and the batches after it are checked against the offsets before it (``after``: the last offset
+        before ``start``). A strict lookup raises there (:meth:`_skip`). Each error gone past is given to
+        ``on_damage`` before the walk goes on."""
+        last_seen = self.bases[i] - 1 if after is None else after
         while True:
             try:
-                for header in self._headers(i, start):
+                for header in self._headers(i, start, last_seen):
                     last_seen = max(last_seen, header.last_offset)
                     yield header
                 return
@@ -908,10 +982,9 @@ class PartitionLookup:
         torn = self._tear_in(i)
         if torn is not None and time_offset >= torn[0]:
             _, time_offset = self._index(i, "time").last_below_offset(torn[0])
-        position = self._floor_position(i, max(time_offset, start_offset))
         while True:
             skipped: list = []  # corruption a lenient search went past in segment i (its match may be lost there)
-            for header in self._walk(i, position, skipped.append):  # bad framing: on where a lenient read resumes
+            for header in self._walk_from(i, max(time_offset, start_offset), skipped.append):  # bad framing: on where a lenient read resumes
                 if header.max_timestamp < timestamp:
                     continue
                 try:
@@ -930,7 +1003,6 @@ class PartitionLookup:
                 return None, i
             i += 1
             _, time_offset = self._index(i, "time").floor(timestamp)
-            position = self._floor_position(i, max(time_offset, start_offset))
 
     def _max_timestamp(self) -> tuple[int, int, int | None] | None:
         return self._answer_from_log(self._search_max_timestamp)
@@ -946,8 +1018,7 @@ class PartitionLookup:
             if best is None or ts > best:
                 best, best_i = ts, i
         ts, offset = self.largest_timestamp(best_i)
-        position = self._floor_position(best_i, offset)
-        for header in self._walk(best_i, position):
+        for header in self._walk_from(best_i, offset):
             if header.max_timestamp != ts:
                 continue
             if header.magic == 0:
@@ -1020,7 +1091,7 @@ class PartitionLookup:
         wanted = offset
         lost = _LostRange(self)
         while i < len(self.segments):
-            for header in self._walk(i, self._floor_position(i, wanted), lost.damaged):
+            for header in self._walk_from(i, wanted, lost.damaged):
                 if header.last_offset < wanted:
                     lost.passed(i, header)
                     continue

@@ -1021,3 +1021,89 @@ def test_locate_and_offsets_on_corruption_skip_answer_past_damage_in_the_active_
     if kind != "magic-mid":  # (there the strict log end walk from the last .index entry does not meet the damage)
         assert main(locate + ["--offset", str(rolled)]) != 0
         assert f"{log} @ byte" in capsys.readouterr().err
+
+
+# --- a corrupt offset field (outside the CRC): lookups skip the batch as a lenient read does -----------------------
+def corrupt_offset_field(root: Path, magic: int, where: str, direction: str, at_entry: bool):
+    """A partition of several segments (message format ``magic``) with one batch's offset field flipped in its
+    first rolled segment after the first (``where="rolled"``) or in its active segment: ``raised`` (a high bit set:
+    past the next segment's base) or ``lowered`` (its lowest set bit cleared: back over the batch before it). The
+    batch is the one under a middle ``.index`` entry (``at_entry``) or the one after it. Returns the manifest
+    partition, the log, the damaged batch's position and what a read with onCorruption=skip returns
+    (offset -> timestamp ms)."""
+    import kafkaseg
+    from kafkaseg.storage.offset_index import OffsetIndex
+    from kafkaseg.storage.segment import SegmentReader
+
+    spec = TopicSpec("t", records_per_partition=700, records_per_batch=4, magic=magic,
+                     codec="gzip" if magic == 1 else "none", segment_bytes=8 * 1024, index_interval_bytes=512)
+    pm = write_data_dir(root, [spec], seed=3).partition("t")
+    assert len(pm.segments) > 3
+    seg = pm.segments[1] if where == "rolled" else pm.segments[-1]
+    log = pm.directory / f"{seg.base_offset:020d}.log"
+    positions = [int(p) for p in OffsetIndex.load(str(log.with_suffix(".index")), seg.base_offset).positions]
+    with SegmentReader(str(log)) as reader:
+        headers = list(reader.iter_headers())
+    entry = positions[len(positions) // 2]
+    k = next(k for k, h in enumerate(headers) if h.position == entry) + (0 if at_entry else 1)
+    bad = headers[k]
+    assert 0 < k < len(headers) - 1
+    data = bytearray(log.read_bytes())
+    field = struct.unpack_from(">q", data, bad.position)[0]
+    flipped = field ^ ((1 << (22 if magic == 2 else 39)) if direction == "raised" else field & -field)
+    struct.pack_into(">q", data, bad.position, flipped)
+    log.write_bytes(bytes(data))
+    table = kafkaseg.read_arrow(str(root), onCorruption="skip", columns=["offset", "timestamp"])
+    stamps = [None if t is None else int(t.timestamp() * 1000) for t in table.column("timestamp").to_pylist()]
+    read = dict(zip(table.column("offset").to_pylist(), stamps))
+    assert set(read) < {r.offset for r in pm.records}, "the read skips the batch: no offset it returns is new"
+    return pm, log, bad.position, read
+
+
+@pytest.mark.parametrize("at_entry", [True, False], ids=["at-entry", "after-entry"])
+@pytest.mark.parametrize("direction", ["raised", "lowered"])
+@pytest.mark.parametrize("where", ["rolled", "active"])
+@pytest.mark.parametrize("magic", [2, 1, 0])
+def test_a_batch_whose_offset_field_is_corrupt_is_skipped_as_a_lenient_read_skips_it(tmp_path, magic, where,
+                                                                                     direction, at_entry):
+    """The CRC covers neither a v2 batch's base offset nor a legacy entry's offset. With one flipped, a lenient
+    locate answered a record at the impossible offset (4194481 in a segment of offsets near 177, 549755814429 for
+    v0) and a lenient time lookup answered it too, where a read with onCorruption=skip skips the batch (its offsets
+    go back, or reach the next segment's base while the batch after it starts lower: the decoders' rule, which
+    `kafkaseg verify` shares). With that read as the oracle: every offset it returns is found, every other below
+    its last is unreadable and answers the next record it returns, and a time lookup answers the first offset it
+    returns at or after the time; strictly each offset is found or the batch raises, naming file and byte."""
+    from kafkaseg.errors import CorruptDataError
+
+    pm, log, bad, read = corrupt_offset_field(tmp_path, magic, where, direction, at_entry)
+    readable = sorted(read)
+    lost = sorted({r.offset for r in pm.records} - set(read))
+    assert lost, "the read loses the damaged batch's offsets"
+    (pdir,) = discover(str(tmp_path))
+    with PartitionLookup(pdir, lenient=True) as lookup:
+        for offset in range(readable[-1] + 2):
+            location = lookup.locate(offset)
+            following = next((o for o in readable if o >= offset), None)
+            assert location.record_offset == following, (offset, location.record_offset, location.reason)
+            assert location.found == (offset in read), (offset, location.reason)
+            if offset in lost:
+                assert "unreadable" in location.reason and str(log) in location.reason, (offset, location.reason)
+        if magic > 0:
+            rng = random.Random(11)
+            times = sorted(set(read.values()))
+            for t in sorted(rng.sample(times, 80)) + [times[0] - 1, times[-1], times[-1] + 1]:
+                expected = next((o for o in readable if read[o] >= t), None)
+                assert lookup.offset_for_timestamp(t) == expected, t
+        assert any(path == str(log) and at == bad for path, at, _ in lookup.stats.skipped), lookup.stats.skipped
+        assert not lookup.stats.rebuilt_indexes, "the log is damaged, not its index"
+    raised = 0
+    with PartitionLookup(pdir) as lookup:
+        for offset in range(readable[-1] + 1):
+            try:
+                location = lookup.locate(offset)
+            except CorruptDataError as err:
+                assert err.path == str(log) and err.position == bad, (offset, err)
+                raised += 1
+                continue
+            assert offset in read and location.found and location.record_offset == offset, (offset, location.reason)
+    assert raised >= len(lost), "a strict lookup of an offset lost to the batch raises"

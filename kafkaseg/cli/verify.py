@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kafkaseg.cli.common import SkippedFolder, decode_batch, skipped_folders, whole_partition_offsets
-from kafkaseg.decode.api import offset_field_past_next
+from kafkaseg.decode.api import batch_start_offset, offset_field_past_next
 from kafkaseg.entry_check import ResumptionEntries, batch_first_offset, resynchronised_position
 from kafkaseg.errors import CorruptCheckpointError, KafkaSegError, LayoutError
 from kafkaseg.options import ReadOptions
@@ -846,13 +846,9 @@ def _corrupt_offset_field(reader: SegmentReader, buf, header, path: str, chunk_p
     if limit is not None and first < limit:
         return None
     after = header.position + header.size  # (the next header is in the chunk, but at its end)
-    # what follows counts only as a batch's start (offset, length > 0, partition leader epoch, magic 0-2): not the
-    # zeros of a preallocated segment, which end its batches
+    # what follows counts only as a batch's start (batch_start_offset: not a preallocated segment's zeros)
     following = bytes(buf[after:after + 17]) if after + 17 <= len(buf) else reader.read_at(chunk_position + after, 17)
-    is_batch = len(following) == 17 and int.from_bytes(following[8:12], "big", signed=True) > 0 \
-        and following[16] in (0, 1, 2)
-    return offset_field_past_next(header.base_offset, limit, int.from_bytes(following[:8], "big", signed=True)
-                                  if is_batch else None)
+    return offset_field_past_next(header.base_offset, limit, batch_start_offset(following))
 
 
 def _check_records(buf, header, path: str, chunk_position: int, position: int, last_offset: int,

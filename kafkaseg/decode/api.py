@@ -234,5 +234,14 @@ def offset_field_past_next(first_offset: int, max_offset: int | None, following:
     return past_end_problem(first_offset, max_offset, following)
 
 
+def batch_start_offset(prefix: bytes) -> int | None:
+    """The offset field of the batch whose first 17 bytes are ``prefix`` (offset, length, partition leader epoch or
+    legacy CRC, magic), None when they start no batch (length > 0 and magic 0-2: not the zeros of a preallocated
+    segment, which end its batches): the ``following`` :func:`offset_field_past_next` takes."""
+    if len(prefix) < 17 or int.from_bytes(prefix[8:12], "big", signed=True) <= 0 or prefix[16] not in (0, 1, 2):
+        return None
+    return int.from_bytes(prefix[:8], "big", signed=True)
+
+
 TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
 TIMESTAMP_MS_TYPE = pa.timestamp("ms", tz="UTC")
