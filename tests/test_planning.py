@@ -1223,3 +1223,31 @@ def test_a_log_end_found_under_other_options_is_walked_again(tmp_path):
     assert any("the active segment's batches end in zeros" in note for note in plan.report.notes)
     with pytest.raises(CorruptBatchError, match="zeros in the active segment"):
         plan_scan(None, options.replace(upper_bound="logEndOffset"), listing=listing, log_ends=log_ends)
+
+
+def test_strict_zeros_after_earlier_damage_in_the_active_segment_plan_as_before(tmp_path):
+    """The log end rule moved into ``storage.layout.find_log_end`` keeps planning's behaviour: zeros hiding data
+    at the end of the active segment, with a base offset gone back in a batch before its last index entry (which
+    the last-entry walk does not meet), plan as before the move: a strict plan takes the log end after the whole
+    batches past the earlier damage (noted), and the strict read raises at that damage, the first in the file,
+    not at the zeros after it."""
+    from kafkaseg.errors import CorruptBatchError
+
+    root = tmp_path / "data"
+    write_data_dir(root, [TopicSpec("t", records_per_partition=400, records_per_batch=10, segment_bytes=12000,
+                                    index_interval_bytes=1024)])
+    (root / "replication-offset-checkpoint").unlink()  # no high watermark: the zeros' data may be acknowledged
+    active = sorted((root / "t-0").glob("*.log"))[-1]
+    data = bytearray(active.read_bytes())
+    headers = list(iter_headers(bytes(data)))
+    gone_back = headers[len(headers) // 3]
+    data[gone_back.position:gone_back.position + 8] = headers[0].base_offset.to_bytes(8, "big")
+    data += bytes(4096) + b"\x01" * 100 + bytes(1000)  # a zeroed region with data after it
+    active.write_bytes(bytes(data))
+    plan = plan_scan(str(root), opts())
+    assert any("corruption in the active segment" in n and "a strict read raises when it reaches" in n
+               for n in plan.report.notes), plan.report.notes
+    assert plan.report.partitions[0].log_end_offset == headers[-1].last_offset + 1
+    with pytest.raises(CorruptBatchError) as caught:
+        Scan(plan, opts()).to_table()
+    assert caught.value.position == gone_back.position

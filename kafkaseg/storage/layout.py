@@ -1813,6 +1813,12 @@ def find_log_end(partition_dir: PartitionDir, *, lenient: bool, verify_crc: bool
     name = f"{partition_dir.topic}-{partition_dir.partition}"
     try:
         leo = partition_log_end_offset(partition_dir, max_batch_bytes=max_batch_bytes)
+        if leo is None:
+            return LogEnd(None)
+        # (inside the try: damage the zeros are is judged as damage the walk met, by the walk from the start, which
+        # finds earlier damage the walk from the last index entry does not, as planning did before this moved here)
+        return _zero_tail(partition_dir, leo, name, lenient=lenient, verify_crc=verify_crc,
+                          max_batch_bytes=max_batch_bytes, index_start=index_start, unacknowledged_past=past)
     except CorruptDataError as err:
         seg = partition_dir.segments[-1]
         active = partition_dir.is_active_segment(seg.log_path)
@@ -1849,10 +1855,6 @@ def find_log_end(partition_dir: PartitionDir, *, lenient: bool, verify_crc: bool
         return LogEnd(leo, end_position, corrupt_tail, err, False,
                       (f"{name}: corruption in the active segment ({err}): the log end offset is taken as {how}",),
                       readable)
-    if leo is None:
-        return LogEnd(None)
-    return _zero_tail(partition_dir, leo, name, lenient=lenient, verify_crc=verify_crc,
-                      max_batch_bytes=max_batch_bytes, index_start=index_start, unacknowledged_past=past)
 
 
 def _zero_tail(partition_dir: PartitionDir, leo: int, name: str, *, lenient: bool, verify_crc: bool,
