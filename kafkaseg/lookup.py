@@ -71,7 +71,7 @@ from kafkaseg.errors import (
     KafkaSegError,
     LayoutError,
 )
-from kafkaseg.entry_check import (ENTRY_CRC_MAX_BYTES, ResumptionEntries, batch_first_offset,
+from kafkaseg.entry_check import (ENTRY_CRC_MAX_BYTES, ResumptionEntries, batch_first_offset, entry_batch_problem,
                                   resynchronised_position)
 from kafkaseg.decode.api import batch_start_offset, offset_field_past_next
 from kafkaseg.options import datetime_ms
@@ -488,7 +488,13 @@ class PartitionLookup:
                 # field is damaged (the CRC does not cover it), not a torn end; a read fails there or, leniently,
                 # resumes at the next entry whose batch checks out
                 entry_offset, entry_position = self._index(i, "offset").last()
-                if entry_position > tail.position:
+                # ... when a sound batch that fits the entry is there: a follower's truncation leaves stale entries
+                # in a live active segment's preallocated index (truncateToEntries only moves the position), which
+                # an append in progress past them is no damage to
+                if entry_position > tail.position and entry_batch_problem(
+                        reader, entry_position, entry_offset, seg.base_offset - 1,
+                        self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None,
+                        self.max_batch_bytes, None)[0] is None:
                     raise CorruptBatchError(
                         f"{tail.detail}, but the offset index has an entry for offset {entry_offset} at byte "
                         f"{entry_position} after it: its length field is corrupt", path=seg.log_path,

@@ -1107,3 +1107,36 @@ def test_a_batch_whose_offset_field_is_corrupt_is_skipped_as_a_lenient_read_skip
                 continue
             assert offset in read and location.found and location.record_offset == offset, (offset, location.reason)
     assert raised >= len(lost), "a strict lookup of an offset lost to the batch raises"
+
+
+def test_stale_index_entries_past_an_append_in_progress_are_no_damage(tmp_path):
+    """A follower truncated its active segment (``truncateToEntries`` only moves the index's position, so the entries
+    after it stay in the preallocated file) and is appending the leader's batch there, its bytes so far reaching
+    past the stale last entry, with no whole batch at it: a torn append, not a batch whose length field is corrupt
+    (found in review: the header walk raised on it)."""
+    from kafkaseg.lookup import PartitionLookup
+    from kafkaseg.storage.layout import discover
+    from kafkaseg.storage.offset_index import OffsetIndex
+    from kafkaseg.testing import Record, TopicSpec, build_batch_v2, write_data_dir
+    from kafkaseg.wire.batch import iter_headers
+
+    pm = write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=300, records_per_batch=5,
+                                             vary_batch_size=False, segment_bytes=16384, index_interval_bytes=400,
+                                             preallocate_active_index=True)]).partition("t")
+    seg = pm.segments[-1]
+    log = tmp_path / "t-0" / seg.log_path.name
+    data = log.read_bytes()
+    headers = list(iter_headers(data))
+    stale = int(OffsetIndex.load(str(log.with_suffix(".index")), seg.base_offset).positions[-1])
+    k = next(i for i, h in enumerate(headers) if h.position < stale - 1200 and i > 2)
+    at = headers[k]
+    new = build_batch_v2([Record(at.base_offset + j, 1_700_000_000_000 + j, b"k", bytes(3000))
+                          for j in range(5)]).data
+    log.write_bytes(data[:at.position] + new[:stale - at.position + 100])
+    (tmp_path / "replication-offset-checkpoint").unlink()
+    (pdir,) = discover(str(tmp_path))
+    for lenient in (False, True):
+        with PartitionLookup(pdir, lenient=lenient) as lookup:
+            walked = list(lookup._headers(len(lookup.segments) - 1, 0))
+            assert walked[-1].last_offset == at.base_offset - 1
+            assert lookup.locate(at.base_offset - 1).found
