@@ -110,6 +110,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                              "Kafka's ListOffsets answers (default read_uncommitted)")
     parser.add_argument("--partitions", type=positive_int, default=None, metavar="N",
                         help="repartition the requests into this many tasks (1 or more)")
+    parser.add_argument("--on-corruption", choices=("fail", "skip"), default="fail",
+                        help="as `kafkaseg locate --on-corruption`; with fail (default) the damage is the row's "
+                             "reason")
     return parser.parse_args(argv)
 
 
@@ -229,7 +232,8 @@ def _as_int(value, name: str = "value", low: int = INT64_MIN, high: int = INT64_
 
 
 def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
-                   isolation: str = "read_uncommitted", extra: Sequence[str] = ()) -> Iterator[pa.RecordBatch]:
+                   isolation: str = "read_uncommitted", extra: Sequence[str] = (),
+                   lenient: bool = False) -> Iterator[pa.RecordBatch]:
     """Answer every request row of ``batches`` (columns topic, partition, time, offset, and ``extra`` ones passed
     through as they are, whatever their type) with :mod:`kafkaseg.lookup`.
 
@@ -237,8 +241,10 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
     partition's :class:`~kafkaseg.lookup.PartitionLookup` is reused across rows. A row naming a partition that is
     not there, a partition, offset or time that is malformed or out of range (partition 0..2^31-1, offset and time
     64-bit), or neither a time nor an offset, gets a null answer and a ``reason``; it never fails the task. A time
-    answered with an offset no record holds (the log end for -1) has ``found`` false and no reason."""
-    from kafkaseg.errors import KafkaSegError
+    answered with an offset no record holds (the log end for -1) has ``found`` false and no reason. ``lenient``
+    (``--on-corruption skip``): lookups go past damage as a read with ``onCorruption=skip`` does, and the log stands
+    in for unreadable checkpoints; by default such damage is the row's reason."""
+    from kafkaseg.errors import CorruptCheckpointError, CorruptDataError, KafkaSegError
     from kafkaseg.lookup import PartitionLookup, parse_time_spec
     from kafkaseg.storage.fs import redact
     from kafkaseg.storage.layout import choose_replicas, discover
@@ -287,7 +293,8 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
                     key = (topic, partition)
                     if key not in lookups:
                         lookups[key] = PartitionLookup(replica(topic, partition), isolation=isolation,
-                                                       open_files=open_files)
+                                                       open_files=open_files, lenient=lenient,
+                                                       checkpoints_checked=lenient)
                     lookup = lookups[key]
                     target = request_offset
                     if answer["time"] not in (None, ""):
@@ -312,6 +319,10 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
                             answer["reason"] = location.reason
                 except (KafkaSegError, ValueError) as err:
                     answer["reason"] = str(err)
+                    if not lenient and isinstance(err, CorruptDataError) \
+                            and not isinstance(err, CorruptCheckpointError):
+                        answer["reason"] += (" (--on-corruption skip reads on past damage where a read with "
+                                             "onCorruption=skip does)")
                 for name in out:
                     out[name].append(answer[name])
             # the request's other columns pass through as they came, whatever their type (no Python value each)
@@ -323,7 +334,8 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
             lookup.close()
 
 
-def _rows_to_answers(rows, data_dirs: Sequence[str], isolation: str, extra: Sequence[str] = (), chunk: int = 4096):
+def _rows_to_answers(rows, data_dirs: Sequence[str], isolation: str, extra: Sequence[str] = (), chunk: int = 4096,
+                     lenient: bool = False):
     """RDD fallback of :func:`lookup_batches`: Spark Rows in, answer tuples out (in chunks of ``chunk`` rows), each
     followed by its row's ``extra`` values as Spark gave them."""
     from collections import deque
@@ -337,7 +349,7 @@ def _rows_to_answers(rows, data_dirs: Sequence[str], isolation: str, extra: Sequ
             yield pa.RecordBatch.from_pylist([{n: row[n] for n in REQUEST_COLUMNS} for row in chunk_rows],
                                              schema=request_schema)
 
-    for answer_batch in lookup_batches(batches(), data_dirs, isolation):
+    for answer_batch in lookup_batches(batches(), data_dirs, isolation, lenient=lenient):
         for answer, row in zip(answer_batch.to_pylist(), pending.popleft(), strict=True):
             yield (*answer.values(), *(row[n] for n in extra))
 
@@ -357,7 +369,8 @@ def _has_pandas() -> bool:
     return importlib.util.find_spec("pandas") is not None
 
 
-def transform(requests, data_dirs: Sequence[str], isolation: str = "read_uncommitted", partitions: int | None = None):
+def transform(requests, data_dirs: Sequence[str], isolation: str = "read_uncommitted", partitions: int | None = None,
+              lenient: bool = False):
     """The answers DataFrame (schema :data:`OUTPUT_DDL`) for a requests DataFrame: ``mapInArrow`` over
     :func:`lookup_batches`, or the same function over ``rdd.mapPartitions`` where pandas (which PySpark's
     ``mapInArrow`` insists on importing) is not installed."""
@@ -371,7 +384,7 @@ def transform(requests, data_dirs: Sequence[str], isolation: str = "read_uncommi
     schema = StructType(list(requests.sparkSession.createDataFrame([], OUTPUT_DDL).schema.fields)
                         + [requests.schema[name] for name in extra])
     if _has_pandas():
-        return requests.mapInArrow(lambda it: lookup_batches(it, dirs, isolation, extra), schema)
+        return requests.mapInArrow(lambda it: lookup_batches(it, dirs, isolation, extra, lenient), schema)
     # Rows carry a timestamp as a naive local datetime, which the hour a daylight-saving clock repeats makes
     # ambiguous: top-level ones go through the RDD as microseconds since the epoch (nested ones as Rows do)
     from pyspark.sql import functions as F
@@ -383,7 +396,7 @@ def transform(requests, data_dirs: Sequence[str], isolation: str = "read_uncommi
         return convert(F.col(f"`{name}`")).alias(name) if name in stamped else F.col(f"`{name}`")
 
     plain = requests.select(*(column(name, F.unix_micros) for name in requests.columns))
-    rdd = plain.rdd.mapPartitions(lambda rows: _rows_to_answers(rows, dirs, isolation, extra))
+    rdd = plain.rdd.mapPartitions(lambda rows: _rows_to_answers(rows, dirs, isolation, extra, lenient=lenient))
     answers = requests.sparkSession.createDataFrame(rdd, StructType(
         list(schema.fields[:len(OUTPUT_SCHEMA)]) + [plain.schema[name] for name in extra]))
     return answers.select(*(column(name, F.timestamp_micros) for name in answers.columns))
@@ -484,7 +497,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from jobs.export import run_in_session  # plain `python jobs/lookup.py`: workers run this Python too
 
         def work(spark) -> None:
-            answers = transform(extract(spark, args.input), args.data_dir, args.isolation, args.partitions)
+            answers = transform(extract(spark, args.input), args.data_dir, args.isolation, args.partitions,
+                                lenient=args.on_corruption == "skip")
             load(answers, args.output, args.format, args.mode)
 
         run_in_session("kafkaseg-lookup", work)

@@ -384,3 +384,26 @@ def test_help_describes_the_shared_options_as_the_other_jobs_do(capsys):
     for default in ("default parquet", "default: error", "default read_uncommitted"):
         assert default in mine
     assert "a Kafka log dir, topic-partition dir or glob (repeat for several" in mine
+
+
+def test_on_corruption_skip_answers_past_damage_as_a_lenient_read(tmp_path):
+    """A zeroed page under an .index entry: by default a row whose lookup meets the damage gets it as its reason
+    (file and byte); with --on-corruption skip the job answers as `kafkaseg locate --on-corruption skip` does: every
+    offset a lenient read returns is found, and one the damage lost is unreadable, with its range."""
+    from test_lookup import zero_page_under_an_index_entry
+
+    zeroed = zero_page_under_an_index_entry(tmp_path)
+    found = next(o for o in zeroed.after if o < zeroed.next_entry_offset)  # its floor entry points into the zeros
+    lost = zeroed.lost[0]
+    requests = pa.RecordBatch.from_pylist([{"topic": "orders", "partition": "0", "time": None, "offset": str(o)}
+                                           for o in (found, lost)],
+                                          schema=pa.schema([(n, pa.string()) for n in job.REQUEST_COLUMNS]))
+    strict = pa.Table.from_batches(list(job.lookup_batches([requests], [str(tmp_path)]))).to_pylist()
+    assert [row["found"] for row in strict] == [False, False]
+    assert all(str(zeroed.log) in row["reason"] and "byte" in row["reason"] for row in strict), strict
+    assert "--on-corruption skip" in strict[0]["reason"]
+    lenient = pa.Table.from_batches(list(job.lookup_batches([requests], [str(tmp_path)], lenient=True))).to_pylist()
+    assert lenient[0]["found"] and lenient[0]["record_offset"] == found and lenient[0]["reason"] is None
+    assert not lenient[1]["found"] and "unreadable" in lenient[1]["reason"]
+    assert job.parse_args(["--data-dir", str(tmp_path), "--input", "x.csv", "--output", "o",
+                           "--on-corruption", "skip"]).on_corruption == "skip"
