@@ -25,7 +25,7 @@ from kafkaseg.wire.batch import LOG_OVERHEAD
 from kafkaseg.wire.crc import crc_is_valid
 
 __all__ = ["ENTRY_CRC_MAX_BYTES", "entry_neighbours", "entry_batch_problem", "batch_first_offset", "ResumptionEntries",
-           "resynchronised_position"]
+           "resynchronised_position", "resynchronised_batch", "BAD_BATCH_ENDS_SEGMENT"]
 
 #: Index entries are checked with the batch's CRC up to this size; a larger v2 batch by its header's structure
 #: (a 1 GiB segment cut every megabyte would otherwise read half the log while planning). Lookups and planning.
@@ -104,6 +104,28 @@ def resynchronised_position(reader: SegmentReader, bad: int, max_batch_bytes: in
     at = resynchronised_at(buf, DecodeRequest(path=reader.path, lenient=True, max_batch_bytes=max_batch_bytes,
                                               bytes_after=max(reader.size - bad - len(buf), 0)))
     return None if at is None else bad + at
+
+
+BAD_BATCH_ENDS_SEGMENT = "the bad batch ends the segment"  # (resynchronised_batch: nothing after it to read)
+
+
+def resynchronised_batch(reader: SegmentReader, bad: int, max_batch_bytes: int,
+                         max_decompressed_bytes: int | None) -> tuple[int, int] | str | None:
+    """The first step of where a lenient read goes on after bad framing at byte ``bad``, shared by ``kafkaseg
+    verify`` and lenient lookups: ``(position, first offset)`` of the batch the bad one's length field says follows
+    it when that one checks out (:func:`resynchronised_position`, the decoders' rule); :data:`BAD_BATCH_ENDS_SEGMENT`
+    when the bad batch ends the segment; None when no batch is found that way (the read goes on at the next offset
+    index entry whose batch checks out: :meth:`ResumptionEntries.next_checked`)."""
+    at = resynchronised_position(reader, bad, max_batch_bytes)
+    if at is None:
+        return None
+    if at >= reader.size:
+        return BAD_BATCH_ENDS_SEGMENT
+    try:
+        first = batch_first_offset(reader, at, max_batch_bytes, max_decompressed_bytes)
+    except KafkaSegError:
+        return None
+    return None if first is None else (at, first)
 
 
 def _first_offset(path: str, position: int, header, data, max_batch_bytes: int | None,

@@ -71,8 +71,8 @@ from kafkaseg.errors import (
     KafkaSegError,
     LayoutError,
 )
-from kafkaseg.entry_check import (ENTRY_CRC_MAX_BYTES, ResumptionEntries, batch_first_offset, entry_batch_problem,
-                                  resynchronised_position)
+from kafkaseg.entry_check import (BAD_BATCH_ENDS_SEGMENT, ENTRY_CRC_MAX_BYTES, ResumptionEntries, batch_first_offset,
+                                  entry_batch_problem, resynchronised_batch)
 from kafkaseg.decode.api import batch_start_offset, offset_field_past_next
 from kafkaseg.options import datetime_ms
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
@@ -327,7 +327,7 @@ class PartitionLookup:
     def _resumption(self, i: int, bad: int | None, last_seen: int) -> int | None:
         """Where a lenient read of segment ``i`` resumes after bad framing at byte ``bad``, having read up to offset
         ``last_seen``: the batch the bad one's length field says follows it when that one checks out (the decoders'
-        resynchronisation, :func:`~kafkaseg.entry_check.resynchronised_position`); else the next entry of its offset
+        resynchronisation, :func:`~kafkaseg.entry_check.resynchronised_batch`); else the next entry of its offset
         index file whose batch checks out and starts above it (:class:`~kafkaseg.entry_check.ResumptionEntries`, the
         scan's rule), or None (no sane index file, or no such entry: the read skips the rest of the segment)."""
         seg = self.segments[i]
@@ -335,15 +335,11 @@ class PartitionLookup:
             return None
         with SegmentReader(seg.log_path, self.fs) as reader:  # the decoders' rule: the bad batch's length field
             self.stats.files_opened += 1
-            at = resynchronised_position(reader, bad, self.max_batch_bytes)
-            if at is not None and at >= reader.size:
-                return None  # the bad batch ends the segment: nothing after it
-            if at is not None:
-                try:
-                    if batch_first_offset(reader, at, self.max_batch_bytes, None) is not None:
-                        return at
-                except KafkaSegError:
-                    pass
+            found = resynchronised_batch(reader, bad, self.max_batch_bytes, None)
+        if found == BAD_BATCH_ENDS_SEGMENT:
+            return None
+        if found is not None:
+            return found[0]
         index_path, index_window = index_location(seg, "index")
         if not index_path:
             return None

@@ -47,7 +47,7 @@ import numpy as np
 
 from kafkaseg.cli.common import SkippedFolder, decode_batch, skipped_folders, whole_partition_offsets
 from kafkaseg.decode.api import batch_start_offset, offset_field_past_next
-from kafkaseg.entry_check import ResumptionEntries, batch_first_offset, resynchronised_position
+from kafkaseg.entry_check import BAD_BATCH_ENDS_SEGMENT, ResumptionEntries, resynchronised_batch
 from kafkaseg.errors import CorruptCheckpointError, KafkaSegError, LayoutError
 from kafkaseg.options import ReadOptions
 from kafkaseg.storage import fs as _fs
@@ -542,7 +542,7 @@ def _tail_damage(reader: SegmentReader, tail, is_active: bool) -> tuple[int, str
 class _Resumption:
     """Where a lenient read of segment ``i`` of ``pdir`` goes on after damage at a byte, so verify's unreadable
     ranges are what such a read leaves out: after bad framing, at the batch its length field says follows when that
-    one checks out (the decoders' rule, :func:`kafkaseg.decode.resynchronised_at`); else at the next ``.index``
+    one checks out (the decoders' rule, :func:`~kafkaseg.entry_check.resynchronised_batch`); else at the next ``.index``
     entry whose batch checks out (the scan's own :class:`~kafkaseg.entry_check.ResumptionEntries`, loaded at the
     first damage), both with a read's default limits."""
 
@@ -554,14 +554,12 @@ class _Resumption:
         """``(position, first offset, how it is found)`` of the batch a lenient read goes on at after damage at byte
         ``bad`` (``framing``: bad framing, which the decoder may step over by its length field), the last offset
         read before it being ``last_seen``; None when it reads no more of the segment."""
-        at = resynchronised_position(reader, bad, _READ_DEFAULTS.max_batch_bytes) if framing else None
-        if at is not None and at < reader.size:
-            first = batch_first_offset(reader, at, _READ_DEFAULTS.max_batch_bytes,
-                                       _READ_DEFAULTS.max_decompressed_batch_bytes)
-            if first is not None:
-                return at, first, "the batch its length field says follows it, which checks out"
-        if at is not None:  # the bad batch ends the segment: nothing after it
+        found = resynchronised_batch(reader, bad, _READ_DEFAULTS.max_batch_bytes,
+                                     _READ_DEFAULTS.max_decompressed_batch_bytes) if framing else None
+        if found == BAD_BATCH_ENDS_SEGMENT:
             return None
+        if found is not None:
+            return (*found, "the batch its length field says follows it, which checks out")
         if self._entries is None:
             seg, segments = self.pdir.segments[self.i], self.pdir.segments
             self._entries = ResumptionEntries(
