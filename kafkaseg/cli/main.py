@@ -114,12 +114,10 @@ def _record_size(size: int | None) -> int:
 def _ms_text(ms: int | None) -> str:
     if ms is None or ms < 0:
         return "-"
-    from datetime import datetime, timezone
+    from kafkaseg.wire.text import utc_ms_text
 
-    try:
-        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-    except (ValueError, OverflowError, OSError):  # beyond year 9999: a damaged header; show the raw value
-        return f"{ms} ms (out of range)"
+    text = utc_ms_text(ms)  # None beyond year 9999: a damaged header; show the raw value
+    return f"{ms} ms (out of range)" if text is None else text
 
 
 # -- dump -----------------------------------------------------------------------------------------------------------

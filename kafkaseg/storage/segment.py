@@ -33,6 +33,7 @@ from kafkaseg.storage.fs import RandomAccessReader
 from kafkaseg.wire.batch import (HEADER_PREFIX_SIZE, LOG_OVERHEAD, MIN_ENTRY_SIZE, V2_HEADER_SIZE, BatchHeader,
                                  read_header)
 from kafkaseg.wire.crc import crc_is_valid
+from kafkaseg.wire.text import utc_ms_text
 
 __all__ = [
     "SegmentReader",
@@ -735,21 +736,12 @@ class IndexedPastEnd(NamedTuple):
 
     def describe(self) -> str:
         """``index entries up to offset N / time T (...) point past the readable end (byte B, offset O; ...)``."""
-        when = "" if self.timestamp is None else f" / time {self.timestamp} ({_utc_text(self.timestamp)})"
+        when = "" if self.timestamp is None else \
+            f" / time {self.timestamp} ({utc_ms_text(self.timestamp) or 'not a date'})"
         counts = ", ".join(f"{n} {kind} entr{'y' if n == 1 else 'ies'}"
                            for n, kind in ((self.offset_entries, ".index"), (self.time_entries, ".timeindex")) if n)
         return (f"index entries up to offset {self.last_offset}{when} point past the readable end (byte "
                 f"{self.end_position}, offset {self.end_offset}; {counts})")
-
-
-def _utc_text(ms: int) -> str:
-    from datetime import datetime, timezone
-
-    try:
-        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace(
-            "+00:00", "Z")
-    except (OverflowError, OSError, ValueError):
-        return "not a date"
 
 
 def indexed_past_end(offset_index, time_index, end_position: int, end_offset: int) -> IndexedPastEnd | None:

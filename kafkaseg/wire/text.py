@@ -1,4 +1,4 @@
-"""Header keys as Kafka's Java clients (and so Spark) read them.
+"""Header keys as Kafka's Java clients (and so Spark) read them, and Kafka's millisecond timestamps as text.
 
 A record header key is a ``String`` in the Java client: ``Utils.utf8(buffer, length)`` is
 ``new String(bytes, StandardCharsets.UTF_8)`` (``clients/.../common/utils/Utils.java``, used by
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import codecs
 
-__all__ = ["java_utf8"]
+__all__ = ["java_utf8", "utc_ms_text"]
 
 _HANDLER = "kafkaseg-java-utf8"
 
@@ -33,3 +33,15 @@ codecs.register_error(_HANDLER, _java_replace)
 def java_utf8(data: bytes) -> str:
     """``data`` decoded as UTF-8 the way ``new String(data, UTF_8)`` does in Java: U+FFFD for malformed input."""
     return data.decode("utf-8", _HANDLER)
+
+
+def utc_ms_text(ms: int) -> str | None:
+    """A Kafka timestamp (milliseconds since the epoch) as ISO-8601 UTC to the millisecond,
+    ``2025-11-23T09:01:10.474Z``; None when no date has it (beyond year 9999, or before year 1: a damaged field)."""
+    from datetime import datetime, timezone
+
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace(
+            "+00:00", "Z")
+    except (OverflowError, OSError, ValueError):
+        return None
