@@ -488,9 +488,8 @@ class PartitionLookup:
                 # in a live active segment's preallocated index (truncateToEntries only moves the position), which
                 # an append in progress past them is no damage to
                 if entry_position > tail.position and entry_batch_problem(
-                        reader, entry_position, entry_offset, seg.base_offset - 1,
-                        self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None,
-                        self.max_batch_bytes, None)[0] is None:
+                        reader, entry_position, entry_offset, self.bases[i] - 1,
+                        self.bases[i + 1] if i + 1 < len(self.bases) else None, self.max_batch_bytes, None)[0] is None:
                     raise CorruptBatchError(
                         f"{tail.detail}, but the offset index has an entry for offset {entry_offset} at byte "
                         f"{entry_position} after it: its length field is corrupt", path=seg.log_path,
