@@ -527,10 +527,15 @@ def _chunk_text(cols: dict, batches: list, starts: list, options: DumpOptions, l
             heads.append(waiting)
             head_rows.append(bounds[i])
             waiting = ""
-    which = np.full(count, len(heads), dtype=np.int64)
-    which[head_rows] = np.arange(len(heads))
-    lines = _record_lines(cols, batches, bounds, options, pa.array(heads + [""], pa.string()).take(which))
+    lines = _record_lines(cols, batches, bounds, options, _at_rows(heads, head_rows, count, ""))
     return _all_text(lines) + waiting, steps, last_offset
+
+
+def _at_rows(values: list, rows: list, count: int, other: str) -> pa.Array:
+    """A string column of ``count`` rows: ``values[k]`` at row ``rows[k]``, ``other`` at every other row."""
+    which = np.full(count, len(values), dtype=np.int64)
+    which[rows] = np.arange(len(values))
+    return pa.array(values + [other], pa.string()).take(which)
 
 
 def _chunk_json(cols: dict, batches: list, starts: list, options: DumpOptions, last_offset: int):
@@ -550,9 +555,7 @@ def _chunk_json(cols: dict, batches: list, starts: list, options: DumpOptions, l
             waiting = ""
         else:
             waiting += json.dumps({**fields, "records": []}, ensure_ascii=False) + "\n"
-    which = np.full(count, len(heads), dtype=np.int64)
-    which[head_rows] = np.arange(len(heads))
-    before = pa.array(heads + [", "], pa.string()).take(which)
+    before = _at_rows(heads, head_rows, count, ", ")
     after = pa.array(["", "]}\n"], pa.string()).take(last_rows)
     lines = pc.binary_join_element_wise(before, _record_objects(cols, options), after, "")
     return _all_text(lines) + waiting, steps, last_offset
