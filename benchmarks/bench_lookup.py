@@ -1,7 +1,8 @@
 """Time lookups in a partition of many segments: ``kafkaseg.lookup`` touches one time-index entry per segment up to
 the answer (O(log n) with ``--fast``'s binary search) plus about one index interval of log per lookup.
 
-Usage: python benchmarks/bench_lookup.py [--segments 1000] [--lookups 200] [--quick] [--json FILE]
+Usage: python benchmarks/bench_lookup.py [--segments 1000] [--lookups 200] [--quick] [--magic 2] [--codec none]
+[--json FILE]
 
 The partition is generated once with :func:`kafkaseg.testing.write_data_dir` (small segments, 4 KiB index
 interval, LogAppendTime-like increasing timestamps) in a temporary directory. Each lookup is COLD for the partition:
@@ -11,7 +12,9 @@ log bytes read, files opened. Modes: default (the broker's linear scan over segm
 segment; what planning and ``kafkaseg offsets`` use), ``fast`` (binary search over segments, exact only while
 segments' largest timestamps never decrease), ``locate`` (offset -> segment, batch, record), and ``planning``
 (``kafkaseg.planning.offset_for_timestamp``: the same lookup plus the partition's bounds).
-Target: default mode median < 20 ms on 1,000 segments.
+Target: default mode median < 20 ms on 1,000 segments. ``--magic 1 --codec gzip`` times the same lookups over legacy
+compressed wrappers, whose header walk decompresses each wrapper it passes (a v1 wrapper's header holds its last
+inner offset only).
 """
 
 from __future__ import annotations
@@ -34,11 +37,11 @@ from kafkaseg.testing import TopicSpec, write_data_dir  # noqa: E402
 TARGET_MS = 20.0
 
 
-def generate(root: Path, segments: int):
+def generate(root: Path, segments: int, magic: int = 2, codec: str = "none"):
     per_segment = 40  # records of ~100 bytes + overhead: ~16 KiB segments, 3-4 index entries each
     spec = TopicSpec("bench", records_per_partition=segments * per_segment, records_per_batch=10,
                      vary_batch_size=False, value_size=300, segment_bytes=per_segment * 400,
-                     ts_step_ms=7, index_interval_bytes=4096)
+                     ts_step_ms=7, index_interval_bytes=4096, magic=magic, codec=codec)
     manifest = write_data_dir(root, [spec], seed=1)
     pdir = next(p for p in discover(str(root)) if p.topic == "bench")
     return manifest.partition("bench"), pdir
@@ -84,20 +87,26 @@ def main(argv=None) -> int:
     parser.add_argument("--lookups", type=int, default=200)
     parser.add_argument("--quick", action="store_true", help="100 segments, 30 lookups")
     parser.add_argument("--no-planning", action="store_true", help="skip the planning.offset_for_timestamp baseline")
+    parser.add_argument("--magic", type=int, choices=(1, 2), default=2,
+                        help="record batch format of the generated partition (1: legacy message sets)")
+    parser.add_argument("--codec", default="none", choices=("none", "gzip", "snappy", "lz4", "zstd"),
+                        help="compression of the generated batches (zstd needs --magic 2)")
     parser.add_argument("--json", help="also write the results as JSON here")
     args = parser.parse_args(argv)
     if args.quick:
         args.segments, args.lookups = 100, 30
+    if args.magic < 2 and args.codec == "zstd":
+        parser.error("zstd needs --magic 2 (legacy message sets have no zstd)")
     from kafkaseg.decode import IMPLEMENTATION
 
     with tempfile.TemporaryDirectory(prefix="kafkaseg-bench-lookup-") as tmp:
         t0 = time.perf_counter()
-        pm, pdir = generate(Path(tmp), args.segments)
+        pm, pdir = generate(Path(tmp), args.segments, args.magic, args.codec)
         total_index_entries = sum(Path(s.index_path).stat().st_size // 8 + Path(s.timeindex_path).stat().st_size // 12
                                   for s in pdir.segments)
         print(f"partition: {len(pdir.segments)} segments, {pm.log_end_offset} records, {pdir.size_bytes} bytes, "
               f"{total_index_entries} index entries (generated in {time.perf_counter() - t0:.1f}s); "
-              f"decoder: {IMPLEMENTATION}")
+              f"magic {args.magic}, codec {args.codec}; decoder: {IMPLEMENTATION}")
         rng = random.Random(0)
         first, last = pm.records[0].timestamp, pm.records[-1].timestamp
         times = [rng.randint(first, last) for _ in range(args.lookups)]
@@ -124,7 +133,8 @@ def main(argv=None) -> int:
     print(f"verdict: time lookup median {default_row['median_ms']:.2f} ms on {args.segments} segments "
           f"(target < {TARGET_MS:.0f} ms): {verdict}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"segments": args.segments, "rows": rows}, indent=1))
+        Path(args.json).write_text(json.dumps({"segments": args.segments, "magic": args.magic, "codec": args.codec,
+                                               "rows": rows}, indent=1))
     return 0
 
 
