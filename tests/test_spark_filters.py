@@ -226,3 +226,34 @@ def test_offsets_left_out_inside_a_batch_are_read_once(tmp_path):
             assert scan.metrics.decode.batches == whole.metrics.decode.batches
         else:
             assert len(scan.plan.slices) == 1 and scan.metrics.decode.batches == 1
+
+
+def test_plan_line_says_what_was_pushed_skipped_and_left_to_spark(tmp_path, monkeypatch, caplog):
+    """``df.explain()`` cannot show a Python source's pruning (PySpark's ``PythonScan.description`` is the constant
+    ``(Python)``), so the per-scan INFO line and ``ScanReport.summary()`` must: the segments and bytes the plan
+    skipped, the filters the scan applies, those that only prune, and those left to Spark, with readable values."""
+    from kafkaseg.spark import last_plan_report
+
+    monkeypatch.setenv("KAFKASEG_SPARK_REPORT_DIR", str(tmp_path / "reports"))
+    write_data_dir(tmp_path / "logs", [TopicSpec("t", partitions=2, records_per_partition=300, records_per_batch=10,
+                                                 segment_bytes=4096)], seed=2)
+    after = dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)
+    filters = [EqualTo(("partition",), 1), LessThan(("offset",), 10), GreaterThan(("timestamp",), after),
+               EqualTo(("key",), b"k")]
+    reader = KafkaSegDataSource({"path": str(tmp_path / "logs"), "filterPushdown": "true"}).reader(spark_schema())
+    reader.pushFilters(filters)
+    with caplog.at_level("INFO", logger="kafkaseg.spark"):
+        reader.partitions()
+    report = last_plan_report()
+    line = report.summary()
+    assert line in caplog.text
+    segments_skipped = report.segments_considered - report.segments_planned
+    bytes_skipped = report.bytes_total - report.bytes_planned
+    assert segments_skipped > 0 and bytes_skipped > 0
+    assert report.segments_skipped == segments_skipped and report.bytes_skipped == bytes_skipped
+    assert f"{segments_skipped} skipped" in line and f"{bytes_skipped:,} bytes skipped" in line
+    assert f"{len(report.plan.partitions_pruned)} partitions pruned" in line
+    assert "pushed [partition = 1, offset < 10]" in line
+    assert f"pruning only [timestamp > {after.isoformat()}]" in line
+    assert "left to Spark [key = b'k']" in line
+    assert "datetime.datetime(" not in line

@@ -300,6 +300,11 @@ def _complement(ranges: Ranges) -> Ranges:
     return out
 
 
+def _literal(value: Any) -> str:
+    """A filter's value as logs show it: timestamps in ISO 8601, anything else as its ``repr``."""
+    return value.isoformat() if isinstance(value, (_dt.datetime, _dt.date)) else repr(value)
+
+
 def _show(f: Filter) -> str:
     if isinstance(f, Not):
         return f"NOT ({_show(f.child)})"
@@ -307,9 +312,9 @@ def _show(f: Filter) -> str:
     ops = {EqualTo: "=", EqualNullSafe: "<=>", GreaterThan: ">", GreaterThanOrEqual: ">=", LessThan: "<",
            LessThanOrEqual: "<="}
     if type(f) in ops:
-        return f"{name} {ops[type(f)]} {f.value!r}"
+        return f"{name} {ops[type(f)]} {_literal(f.value)}"
     if isinstance(f, In):
-        return f"{name} IN {tuple(f.value)!r}"
+        return f"{name} IN ({', '.join(_literal(v) for v in f.value)})"
     pattern = _topic_pattern(f)
     if pattern is not None:
         return f"{name} {pattern[0].upper()} {pattern[1]!r}"

@@ -75,6 +75,17 @@ class ScanReport:
     def bytes_total(self) -> int:
         return self.plan.bytes_total
 
+    @property
+    def segments_skipped(self) -> int:
+        """Segments of the partitions read that no slice covers (the plan's pruning by offsets and timestamps)."""
+        return self.plan.segments_considered - self.segments_planned
+
+    @property
+    def bytes_skipped(self) -> int:
+        """Bytes of the partitions read that no slice covers (pruned partitions are not counted: they are never
+        listed)."""
+        return self.plan.bytes_total - self.bytes_planned
+
     def read_metrics(self) -> dict[str, Any]:
         """What reading this scan's slices did, summed over slices, counting the latest read of each slice (an
         action that runs the plan again replaces it; ``executions`` is the most times any slice was read):
@@ -122,14 +133,25 @@ class ScanReport:
         return totals
 
     def summary(self) -> str:
-        """The one line planning logs for this scan."""
+        """The one line planning logs for this scan: what the plan skipped, and which filters the scan applies
+        (``pushed``: Spark does not check them again), which only prune (``pruning only``: Spark applies them too)
+        and which Spark alone applies (``left to Spark``: the rest of ``remaining``). ``df.explain()`` cannot show these (README)."""
         plan = self.plan
-        return (f"kafkaseg scan {self.scan_id}: {self.slices} slices in {self.input_partitions} input partitions "
-                f"over {self.segments_planned} of "
-                f"{plan.segments_considered} segments, {self.bytes_planned:,} of {plan.bytes_total:,} bytes, "
-                f"{len(plan.partitions)} partitions read ({len(plan.partitions_pruned)} pruned); pushed "
-                f"{self.pushdown.get('handled', [])}, pruning only {self.pushdown.get('pruning_only', [])}"
-                + "".join(f"; {note}" for note in self.pushdown.get("disabled", [])))
+        pushdown = self.pushdown
+
+        def listed(key: str) -> str:
+            shown = pushdown.get(key, [])
+            if key == "remaining":  # the pruning-only filters are remaining too: named once, above
+                shown = [f for f in shown if f not in pushdown.get("pruning_only", [])]
+            return "[" + ", ".join(shown) + "]"
+
+        return (f"kafkaseg scan {self.scan_id}: {self.segments_planned} of {plan.segments_considered} segments "
+                f"({self.segments_skipped} skipped), {self.bytes_planned:,} of {plan.bytes_total:,} bytes "
+                f"({self.bytes_skipped:,} bytes skipped) in {len(plan.partitions)} partitions read, "
+                f"{len(plan.partitions_pruned)} partitions pruned; {self.slices} slices in {self.input_partitions} "
+                f"input partitions; pushed {listed('handled')}, pruning only {listed('pruning_only')}, left to "
+                f"Spark {listed('remaining')}"
+                + "".join(f"; {note}" for note in pushdown.get("disabled", [])))
 
     @classmethod
     def from_dict(cls, data: dict, path: Path | None = None) -> "ScanReport":
