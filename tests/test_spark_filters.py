@@ -257,3 +257,27 @@ def test_plan_line_says_what_was_pushed_skipped_and_left_to_spark(tmp_path, monk
     assert f"pruning only [timestamp > {after.isoformat()}]" in line
     assert "left to Spark [key = b'k']" in line
     assert "datetime.datetime(" not in line
+
+
+def test_a_loads_report_is_found_by_its_options_not_by_being_the_newest(tmp_path, monkeypatch):
+    """``last_plan_report()`` is the host's newest planned scan, and PySpark (4.1-4.3) does not plan a later query
+    on the same ``load()`` again: after ``dfA.count()`` it is ``dfB``'s scan. ``plan_report(df)`` matches the
+    options of ``df``'s ``load()`` (as Spark hands them to the source: one ``path`` with commas, or ``paths``)."""
+    from kafkaseg.spark import last_plan_report
+    from kafkaseg.spark.reports import plan_report_for_load
+
+    monkeypatch.setenv("KAFKASEG_SPARK_REPORT_DIR", str(tmp_path / "reports"))
+    for name in ("a", "b"):
+        write_data_dir(tmp_path / name, [TopicSpec("t", partitions=2, records_per_partition=20)], seed=4)
+    since = dt.datetime.now().timestamp()
+    load_a = {"path": f"{tmp_path / 'a'},{tmp_path / 'b'}", "assign": '{"t":[0]}'}
+    load_b = {"paths": f'["{tmp_path / "a"}", "{tmp_path / "b"}"]', "assign": '{"t":[1]}'}
+    for options in (load_a, load_b):
+        KafkaSegDataSource(options).reader(spark_schema()).partitions()
+    newest = last_plan_report()
+    assert newest.plan.options["assign"] == {"t": [1]}
+    report_a = plan_report_for_load(load_a, since)
+    assert report_a.plan.options["assign"] == {"t": [0]} and report_a.scan_id != newest.scan_id
+    assert plan_report_for_load(load_b, since).scan_id == newest.scan_id
+    assert plan_report_for_load({**load_a, "assign": '{"t":[2]}'}, since) is None
+    assert plan_report_for_load(load_a, dt.datetime.now().timestamp() + 60) is None

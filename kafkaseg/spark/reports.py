@@ -31,7 +31,7 @@ from kafkaseg.decode.api import Problem, uncounted
 from kafkaseg.planning import LenientDecision, PartitionReport, PlanReport
 
 __all__ = ["ScanReport", "report_dir", "write_plan", "write_read_metrics", "last_plan_report", "plan_reports",
-           "plan_report_for",
+           "plan_report", "plan_report_for", "plan_report_for_load",
            "KEEP_SCANS", "REPORT_DIR_ENV"]
 
 REPORT_DIR_ENV = "KAFKASEG_SPARK_REPORT_DIR"
@@ -225,9 +225,45 @@ def plan_reports(limit: int | None = None) -> list[ScanReport]:
 
 
 def last_plan_report() -> ScanReport | None:
-    """The most recent kafkaseg scan planned on this host (None when there is none)."""
+    """The most recent kafkaseg scan planned on this host (None when there is none): not necessarily the scan of
+    the last query run, which Spark may not have planned again (see :func:`plan_report`)."""
     reports = plan_reports(limit=1)
     return reports[0] if reports else None
+
+
+def plan_report(df: Any) -> ScanReport | None:
+    """The plan report of the kafkaseg ``load()`` that the DataFrame ``df`` reads: the newest scan this Spark
+    application planned with that load's options (None before its first planned query).
+
+    :func:`last_plan_report` is the newest scan planned on the host, which is not ``df``'s once another DataFrame
+    was planned after it: PySpark (4.1-4.3) plans a ``load()`` once and reuses that plan for its later queries
+    that push no filter, so ``dfA.count()`` after ``dfB.count()`` plans nothing and leaves ``dfB``'s report the
+    newest. ``df``'s load is found in its analyzed plan (no query is planned or run), so this needs a classic
+    PySpark DataFrame, not a Spark Connect one. Two loads with the same options and paths are one here (the
+    newest of their scans), and so are the queries of one load: with filter pushdown each query with pushable
+    filters plans again, and the report is the last one planned. A DataFrame that reads several kafkaseg loads
+    with different options is refused (call this on each)."""
+    from kafkaseg.errors import InvalidOptionError
+
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        raise InvalidOptionError("plan_report(df) needs a classic PySpark DataFrame (a Spark Connect DataFrame "
+                                 "does not show its plan's relations); use last_plan_report() or "
+                                 "kafkaseg.spark.reports.plan_report_for_load(options, since)")
+    leaves = jdf.queryExecution().analyzed().collectLeaves()
+    loads: list[dict] = []
+    for i in range(leaves.length()):
+        leaf = leaves.apply(i)
+        if leaf.getClass().getSimpleName() == "DataSourceV2Relation" and leaf.table().name() == "kafkaseg":
+            options = dict(leaf.options().asCaseSensitiveMap())
+            if options not in loads:
+                loads.append(options)
+    if len(loads) != 1:
+        raise InvalidOptionError(
+            "plan_report(df): the DataFrame reads no kafkaseg batch load()" if not loads else
+            f"plan_report(df): the DataFrame reads {len(loads)} kafkaseg loads with different options; call "
+            f"plan_report() on the DataFrame of each load()")
+    return plan_report_for_load(loads[0], df.sparkSession.sparkContext.startTime / 1000)
 
 
 def plan_report_for(options: dict, paths: list[str], since: float) -> ScanReport | None:
@@ -243,7 +279,26 @@ def plan_report_for(options: dict, paths: list[str], since: float) -> ScanReport
     except KafkaSegError as err:
         log.warning("kafkaseg: cannot match a plan report to options %s: %s", options, err)
         return None
-    wanted = json.loads(json.dumps(parsed.as_dict(), default=str))
+    return _newest_planned_with(parsed.as_dict(), since)
+
+
+def plan_report_for_load(options: dict, since: float) -> ScanReport | None:
+    """The newest kept report of a scan planned at or after ``since`` with the options of one ``load()``, as Spark
+    hands them to the data source (``path``, with commas between log dirs, or ``paths``): what
+    :func:`kafkaseg.spark.plan_report` looks up for a DataFrame. None when there is none."""
+    from kafkaseg.errors import KafkaSegError
+    from kafkaseg.spark.source import read_options
+
+    try:
+        parsed = read_options(options)
+    except KafkaSegError as err:
+        log.warning("kafkaseg: cannot match a plan report to options %s: %s", options, err)
+        return None
+    return _newest_planned_with(parsed.as_dict(), since)
+
+
+def _newest_planned_with(options: dict, since: float) -> ScanReport | None:
+    wanted = json.loads(json.dumps(options, default=str))  # as write_plan stored them
     for report in plan_reports():
         if report.created < since:
             break  # newest first
