@@ -281,3 +281,20 @@ def test_a_loads_report_is_found_by_its_options_not_by_being_the_newest(tmp_path
     assert plan_report_for_load(load_b, since).scan_id == newest.scan_id
     assert plan_report_for_load({**load_a, "assign": '{"t":[2]}'}, since) is None
     assert plan_report_for_load(load_a, dt.datetime.now().timestamp() + 60) is None
+
+
+def test_pyspark_hands_python_sources_no_or_and_kafkaseg_knows_every_kind_it_does():
+    """PySpark (4.1.4, 4.3.0) sends a Python source only single-column comparisons, each possibly under NOT: its
+    pushdown worker deserializes no ``Or``/``And`` (Spark keeps ``offset < 10 OR offset > 100`` in its own Filter;
+    README). Fails when a PySpark hands over a kind of filter kafkaseg's translation does not know, such as Or."""
+    from pyspark.errors.exceptions.base import PySparkNotImplementedError
+    from pyspark.sql.worker import data_source_pushdown_filters as worker
+
+    sent = set(worker.binary_filters) | set(worker.unary_filters)
+    known = {cls.__name__ for cls in (EqualTo, EqualNullSafe, GreaterThan, GreaterThanOrEqual, LessThan,
+                                      LessThanOrEqual, In, IsNull, IsNotNull, StringStartsWith, StringEndsWith,
+                                      StringContains)}
+    assert sent == known
+    for name in ("Or", "And"):  # PySpark 4.1.4 fails on its own message (no UNSUPPORTED_FILTER error class)
+        with pytest.raises((PySparkNotImplementedError, ValueError)):
+            worker.deserializeFilter({"name": name, "columnPath": ["offset"], "isNegated": False})

@@ -1,7 +1,9 @@
 """Spark's pushed-down filters -> :class:`~kafkaseg.planning.Predicates`, and which filters the scan applies exactly.
 
 PySpark (4.1+) hands a Python data source the conjuncts of a query's WHERE clause as
-``pyspark.sql.datasource.Filter`` objects (``EqualTo(("offset",), 5)``, ``In(("partition",), (1, 2))``, ...).
+``pyspark.sql.datasource.Filter`` objects (``EqualTo(("offset",), 5)``, ``In(("partition",), (1, 2))``, ...), each
+one column against literals, possibly under ``Not``: PySpark (4.1.4, 4.3.0) has no ``Or``/``And`` filter, so a
+disjunction never arrives and Spark applies it after an unpruned scan.
 :func:`translate_filters` turns the ones kafkaseg understands into one :class:`Predicates` (the AND of them) and
 sorts every filter into:
 
