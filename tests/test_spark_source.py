@@ -327,3 +327,20 @@ def test_plan_report_of_a_dataframe_is_its_loads_scan_not_the_newest(spark, wide
     assert plan_report(df_b.where("partition = 1")).plan.options["assign"] == {"wide": [1]}
     with pytest.raises(InvalidOptionError, match="2 kafkaseg loads"):
         plan_report(df_a.unionAll(df_b))
+
+
+def test_explain_formatted_lists_the_filters_the_scan_applies(spark, wide, capsys):
+    """What a user can see of pushdown in ``explain()`` (README): with filterPushdown=true the claimed filters in
+    the formatted plan's ``PushedFilters`` and out of Spark's Filter; the timestamp filter, which only prunes,
+    stays in the Filter. Plain ``explain()`` shows only ``(Python)``."""
+    df = _kafkaseg(spark, str(wide.path), filterPushdown="true").where(
+        "partition = 2 AND offset < 5 AND timestamp > timestamp'2020-01-01 00:00:00'")
+    df.explain(mode="formatted")
+    formatted = capsys.readouterr().out
+    (pushed,) = [line for line in formatted.splitlines() if line.startswith("PushedFilters:")]
+    assert "EqualTo(partition,2)" in pushed and "LessThan(offset,5)" in pushed and "timestamp" not in pushed
+    (condition,) = [line for line in formatted.splitlines() if line.startswith("Condition")]
+    assert "timestamp" in condition and "offset" not in condition and "partition" not in condition
+    df.explain()
+    simple = capsys.readouterr().out
+    assert "BatchScan kafkaseg" in simple and "(Python)" in simple and "PushedFilters" not in simple
