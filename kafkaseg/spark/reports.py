@@ -232,16 +232,17 @@ def last_plan_report() -> ScanReport | None:
 
 
 def plan_report(df: Any) -> ScanReport | None:
-    """The plan report of the kafkaseg ``load()`` that the DataFrame ``df`` reads: the newest scan this Spark
-    application planned with that load's options (None before its first planned query).
+    """The plan report of the kafkaseg ``load()`` that the DataFrame ``df`` reads: the newest scan planned since
+    this Spark application started with that load's options and paths (None before its first planned query).
 
     :func:`last_plan_report` is the newest scan planned on the host, which is not ``df``'s once another DataFrame
     was planned after it: PySpark (4.1-4.3) plans a ``load()`` once and reuses that plan for its later queries
     that push no filter, so ``dfA.count()`` after ``dfB.count()`` plans nothing and leaves ``dfB``'s report the
     newest. ``df``'s load is found in its analyzed plan (no query is planned or run), so this needs a classic
     PySpark DataFrame, not a Spark Connect one. Two loads with the same options and paths are one here (the
-    newest of their scans), and so are the queries of one load: with filter pushdown each query with pushable
-    filters plans again, and the report is the last one planned. A DataFrame that reads several kafkaseg loads
+    newest of their scans, also when another application on the host planned it: reports carry no application
+    id), and so are the queries of one load: with filter pushdown each query with pushable filters plans again,
+    and the report is the last one planned. A DataFrame that reads several kafkaseg loads
     with different options is refused (call this on each)."""
     from kafkaseg.errors import InvalidOptionError
 
