@@ -226,3 +226,75 @@ def test_offsets_left_out_inside_a_batch_are_read_once(tmp_path):
             assert scan.metrics.decode.batches == whole.metrics.decode.batches
         else:
             assert len(scan.plan.slices) == 1 and scan.metrics.decode.batches == 1
+
+
+def test_plan_line_says_what_was_pushed_skipped_and_left_to_spark(tmp_path, monkeypatch, caplog):
+    """``df.explain()`` cannot show a Python source's pruning (PySpark's ``PythonScan.description`` is the constant
+    ``(Python)``), so the per-scan INFO line and ``ScanReport.summary()`` must: the segments and bytes the plan
+    skipped, the filters the scan applies, those that only prune, and those left to Spark, with readable values."""
+    from kafkaseg.spark import last_plan_report
+
+    monkeypatch.setenv("KAFKASEG_SPARK_REPORT_DIR", str(tmp_path / "reports"))
+    write_data_dir(tmp_path / "logs", [TopicSpec("t", partitions=2, records_per_partition=300, records_per_batch=10,
+                                                 segment_bytes=4096)], seed=2)
+    after = dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)
+    filters = [EqualTo(("partition",), 1), LessThan(("offset",), 10), GreaterThan(("timestamp",), after),
+               EqualTo(("key",), b"k")]
+    reader = KafkaSegDataSource({"path": str(tmp_path / "logs"), "filterPushdown": "true"}).reader(spark_schema())
+    reader.pushFilters(filters)
+    with caplog.at_level("INFO", logger="kafkaseg.spark"):
+        reader.partitions()
+    report = last_plan_report()
+    line = report.summary()
+    assert line in caplog.text
+    segments_skipped = report.segments_considered - report.segments_planned
+    bytes_skipped = report.bytes_total - report.bytes_planned
+    assert segments_skipped > 0 and bytes_skipped > 0
+    assert report.segments_skipped == segments_skipped and report.bytes_skipped == bytes_skipped
+    assert f"{segments_skipped} skipped" in line and f"{bytes_skipped:,} bytes skipped" in line
+    assert f"{len(report.plan.partitions_pruned)} partitions pruned" in line
+    assert "pushed [partition = 1, offset < 10]" in line
+    assert f"pruning only [timestamp > {after.isoformat()}]" in line
+    assert "left to Spark [key = b'k']" in line
+    assert "datetime.datetime(" not in line
+
+
+def test_a_loads_report_is_found_by_its_options_not_by_being_the_newest(tmp_path, monkeypatch):
+    """``last_plan_report()`` is the host's newest planned scan, and PySpark (4.1-4.3) does not plan a later query
+    on the same ``load()`` again: after ``dfA.count()`` it is ``dfB``'s scan. ``plan_report(df)`` matches the
+    options of ``df``'s ``load()`` (as Spark hands them to the source: one ``path`` with commas, or ``paths``)."""
+    from kafkaseg.spark import last_plan_report
+    from kafkaseg.spark.reports import plan_report_for_load
+
+    monkeypatch.setenv("KAFKASEG_SPARK_REPORT_DIR", str(tmp_path / "reports"))
+    for name in ("a", "b"):
+        write_data_dir(tmp_path / name, [TopicSpec("t", partitions=2, records_per_partition=20)], seed=4)
+    since = dt.datetime.now().timestamp()
+    load_a = {"path": f"{tmp_path / 'a'},{tmp_path / 'b'}", "assign": '{"t":[0]}'}
+    load_b = {"paths": f'["{tmp_path / "a"}", "{tmp_path / "b"}"]', "assign": '{"t":[1]}'}
+    for options in (load_a, load_b):
+        KafkaSegDataSource(options).reader(spark_schema()).partitions()
+    newest = last_plan_report()
+    assert newest.plan.options["assign"] == {"t": [1]}
+    report_a = plan_report_for_load(load_a, since)
+    assert report_a.plan.options["assign"] == {"t": [0]} and report_a.scan_id != newest.scan_id
+    assert plan_report_for_load(load_b, since).scan_id == newest.scan_id
+    assert plan_report_for_load({**load_a, "assign": '{"t":[2]}'}, since) is None
+    assert plan_report_for_load(load_a, dt.datetime.now().timestamp() + 60) is None
+
+
+def test_pyspark_hands_python_sources_no_or_and_kafkaseg_knows_every_kind_it_does():
+    """PySpark (4.1.4, 4.3.0) sends a Python source only single-column comparisons, each possibly under NOT: its
+    pushdown worker deserializes no ``Or``/``And`` (Spark keeps ``offset < 10 OR offset > 100`` in its own Filter;
+    README). Fails when a PySpark hands over a kind of filter kafkaseg's translation does not know, such as Or."""
+    from pyspark.errors.exceptions.base import PySparkNotImplementedError
+    from pyspark.sql.worker import data_source_pushdown_filters as worker
+
+    sent = set(worker.binary_filters) | set(worker.unary_filters)
+    known = {cls.__name__ for cls in (EqualTo, EqualNullSafe, GreaterThan, GreaterThanOrEqual, LessThan,
+                                      LessThanOrEqual, In, IsNull, IsNotNull, StringStartsWith, StringEndsWith,
+                                      StringContains)}
+    assert sent == known
+    for name in ("Or", "And"):  # PySpark 4.1.4 fails on its own message (no UNSUPPORTED_FILTER error class)
+        with pytest.raises((PySparkNotImplementedError, ValueError)):
+            worker.deserializeFilter({"name": name, "columnPath": ["offset"], "isNegated": False})

@@ -305,3 +305,42 @@ def test_reusing_a_dataframe_after_a_filtered_query_gives_right_rows(spark, wide
         assert report.pushdown["handled"] == [] and "reuses" in report.pushdown["disabled"][0]
     assert df.count() == len(_expected_rows(wide))
 
+
+
+def test_plan_report_of_a_dataframe_is_its_loads_scan_not_the_newest(spark, wide):
+    """Two loads in one session: after ``dfA.count()`` the newest planned scan is ``dfB``'s, because PySpark 4.1-4.3
+    plan a load() once and reuse that plan for a later query pushing no filter (nothing plans). ``plan_report(df)``
+    finds ``dfA``'s scan from its load's options, and its read metrics are that count's."""
+    from kafkaseg.errors import InvalidOptionError
+    from kafkaseg.spark import plan_report
+    from kafkaseg.spark.source import PUSHED_PLANS_ARE_SCOPED
+
+    df_a = _kafkaseg(spark, str(wide.path), assign='{"wide":[0]}')
+    df_b = _kafkaseg(spark, str(wide.path), assign='{"wide":[1]}')
+    assert df_a.where("offset < 10").count() == 10 and df_b.where("offset < 10").count() == 10
+    rows_a = df_a.count()
+    if not PUSHED_PLANS_ARE_SCOPED:
+        assert last_plan_report().plan.options["assign"] == {"wide": [1]}  # dfA's count planned nothing
+    report_a = plan_report(df_a)
+    assert report_a.plan.options["assign"] == {"wide": [0]}
+    assert report_a.read_metrics()["records"] == rows_a == len(wide.partitions[("wide", 0)].data_records())
+    assert plan_report(df_b.where("partition = 1")).plan.options["assign"] == {"wide": [1]}
+    with pytest.raises(InvalidOptionError, match="2 kafkaseg loads"):
+        plan_report(df_a.unionAll(df_b))
+
+
+def test_explain_formatted_lists_the_filters_the_scan_applies(spark, wide, capsys):
+    """What a user can see of pushdown in ``explain()`` (README): with filterPushdown=true the claimed filters in
+    the formatted plan's ``PushedFilters`` and out of Spark's Filter; the timestamp filter, which only prunes,
+    stays in the Filter. Plain ``explain()`` shows only ``(Python)``."""
+    df = _kafkaseg(spark, str(wide.path), filterPushdown="true").where(
+        "partition = 2 AND offset < 5 AND timestamp > timestamp'2020-01-01 00:00:00'")
+    df.explain(mode="formatted")
+    formatted = capsys.readouterr().out
+    (pushed,) = [line for line in formatted.splitlines() if line.startswith("PushedFilters:")]
+    assert "EqualTo(partition,2)" in pushed and "LessThan(offset,5)" in pushed and "timestamp" not in pushed
+    (condition,) = [line for line in formatted.splitlines() if line.startswith("Condition")]
+    assert "timestamp" in condition and "offset" not in condition and "partition" not in condition
+    df.explain()
+    simple = capsys.readouterr().out
+    assert "BatchScan kafkaseg" in simple and "(Python)" in simple and "PushedFilters" not in simple

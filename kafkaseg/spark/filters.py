@@ -1,7 +1,9 @@
 """Spark's pushed-down filters -> :class:`~kafkaseg.planning.Predicates`, and which filters the scan applies exactly.
 
 PySpark (4.1+) hands a Python data source the conjuncts of a query's WHERE clause as
-``pyspark.sql.datasource.Filter`` objects (``EqualTo(("offset",), 5)``, ``In(("partition",), (1, 2))``, ...).
+``pyspark.sql.datasource.Filter`` objects (``EqualTo(("offset",), 5)``, ``In(("partition",), (1, 2))``, ...), each
+one column against literals, possibly under ``Not``: PySpark (4.1.4, 4.3.0) has no ``Or``/``And`` filter, so a
+disjunction never arrives and Spark applies it after an unpruned scan.
 :func:`translate_filters` turns the ones kafkaseg understands into one :class:`Predicates` (the AND of them) and
 sorts every filter into:
 
@@ -300,6 +302,11 @@ def _complement(ranges: Ranges) -> Ranges:
     return out
 
 
+def _literal(value: Any) -> str:
+    """A filter's value as logs show it: timestamps in ISO 8601, anything else as its ``repr``."""
+    return value.isoformat() if isinstance(value, (_dt.datetime, _dt.date)) else repr(value)
+
+
 def _show(f: Filter) -> str:
     if isinstance(f, Not):
         return f"NOT ({_show(f.child)})"
@@ -307,9 +314,9 @@ def _show(f: Filter) -> str:
     ops = {EqualTo: "=", EqualNullSafe: "<=>", GreaterThan: ">", GreaterThanOrEqual: ">=", LessThan: "<",
            LessThanOrEqual: "<="}
     if type(f) in ops:
-        return f"{name} {ops[type(f)]} {f.value!r}"
+        return f"{name} {ops[type(f)]} {_literal(f.value)}"
     if isinstance(f, In):
-        return f"{name} IN {tuple(f.value)!r}"
+        return f"{name} IN ({', '.join(_literal(v) for v in f.value)})"
     pattern = _topic_pattern(f)
     if pattern is not None:
         return f"{name} {pattern[0].upper()} {pattern[1]!r}"

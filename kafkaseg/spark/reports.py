@@ -31,7 +31,7 @@ from kafkaseg.decode.api import Problem, uncounted
 from kafkaseg.planning import LenientDecision, PartitionReport, PlanReport
 
 __all__ = ["ScanReport", "report_dir", "write_plan", "write_read_metrics", "last_plan_report", "plan_reports",
-           "plan_report_for",
+           "plan_report", "plan_report_for", "plan_report_for_load",
            "KEEP_SCANS", "REPORT_DIR_ENV"]
 
 REPORT_DIR_ENV = "KAFKASEG_SPARK_REPORT_DIR"
@@ -74,6 +74,17 @@ class ScanReport:
     @property
     def bytes_total(self) -> int:
         return self.plan.bytes_total
+
+    @property
+    def segments_skipped(self) -> int:
+        """Segments of the partitions read that no slice covers (the plan's pruning by offsets and timestamps)."""
+        return self.plan.segments_considered - self.segments_planned
+
+    @property
+    def bytes_skipped(self) -> int:
+        """Bytes of the partitions read that no slice covers (pruned partitions are not counted: they are never
+        listed)."""
+        return self.plan.bytes_total - self.bytes_planned
 
     def read_metrics(self) -> dict[str, Any]:
         """What reading this scan's slices did, summed over slices, counting the latest read of each slice (an
@@ -122,14 +133,25 @@ class ScanReport:
         return totals
 
     def summary(self) -> str:
-        """The one line planning logs for this scan."""
+        """The one line planning logs for this scan: what the plan skipped, and which filters the scan applies
+        (``pushed``: Spark does not check them again), which only prune (``pruning only``: Spark applies them too)
+        and which Spark alone applies (``left to Spark``: the rest of ``remaining``). ``df.explain()`` cannot show these (README)."""
         plan = self.plan
-        return (f"kafkaseg scan {self.scan_id}: {self.slices} slices in {self.input_partitions} input partitions "
-                f"over {self.segments_planned} of "
-                f"{plan.segments_considered} segments, {self.bytes_planned:,} of {plan.bytes_total:,} bytes, "
-                f"{len(plan.partitions)} partitions read ({len(plan.partitions_pruned)} pruned); pushed "
-                f"{self.pushdown.get('handled', [])}, pruning only {self.pushdown.get('pruning_only', [])}"
-                + "".join(f"; {note}" for note in self.pushdown.get("disabled", [])))
+        pushdown = self.pushdown
+
+        def listed(key: str) -> str:
+            shown = pushdown.get(key, [])
+            if key == "remaining":  # the pruning-only filters are remaining too: named once, above
+                shown = [f for f in shown if f not in pushdown.get("pruning_only", [])]
+            return "[" + ", ".join(shown) + "]"
+
+        return (f"kafkaseg scan {self.scan_id}: {self.segments_planned} of {plan.segments_considered} segments "
+                f"({self.segments_skipped} skipped), {self.bytes_planned:,} of {plan.bytes_total:,} bytes "
+                f"({self.bytes_skipped:,} bytes skipped) in {len(plan.partitions)} partitions read, "
+                f"{len(plan.partitions_pruned)} partitions pruned; {self.slices} slices in {self.input_partitions} "
+                f"input partitions; pushed {listed('handled')}, pruning only {listed('pruning_only')}, left to "
+                f"Spark {listed('remaining')}"
+                + "".join(f"; {note}" for note in pushdown.get("disabled", [])))
 
     @classmethod
     def from_dict(cls, data: dict, path: Path | None = None) -> "ScanReport":
@@ -203,9 +225,46 @@ def plan_reports(limit: int | None = None) -> list[ScanReport]:
 
 
 def last_plan_report() -> ScanReport | None:
-    """The most recent kafkaseg scan planned on this host (None when there is none)."""
+    """The most recent kafkaseg scan planned on this host (None when there is none): not necessarily the scan of
+    the last query run, which Spark may not have planned again (see :func:`plan_report`)."""
     reports = plan_reports(limit=1)
     return reports[0] if reports else None
+
+
+def plan_report(df: Any) -> ScanReport | None:
+    """The plan report of the kafkaseg ``load()`` that the DataFrame ``df`` reads: the newest scan planned since
+    this Spark application started with that load's options and paths (None before its first planned query).
+
+    :func:`last_plan_report` is the newest scan planned on the host, which is not ``df``'s once another DataFrame
+    was planned after it: PySpark (4.1-4.3) plans a ``load()`` once and reuses that plan for its later queries
+    that push no filter, so ``dfA.count()`` after ``dfB.count()`` plans nothing and leaves ``dfB``'s report the
+    newest. ``df``'s load is found in its analyzed plan (no query is planned or run), so this needs a classic
+    PySpark DataFrame, not a Spark Connect one. Two loads with the same options and paths are one here (the
+    newest of their scans, also when another application on the host planned it: reports carry no application
+    id), and so are the queries of one load: with filter pushdown each query with pushable filters plans again,
+    and the report is the last one planned. A DataFrame that reads several kafkaseg loads
+    with different options is refused (call this on each)."""
+    from kafkaseg.errors import InvalidOptionError
+
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        raise InvalidOptionError("plan_report(df) needs a classic PySpark DataFrame (a Spark Connect DataFrame "
+                                 "does not show its plan's relations); use last_plan_report() or "
+                                 "kafkaseg.spark.reports.plan_report_for_load(options, since)")
+    leaves = jdf.queryExecution().analyzed().collectLeaves()
+    loads: list[dict] = []
+    for i in range(leaves.length()):
+        leaf = leaves.apply(i)
+        if leaf.getClass().getSimpleName() == "DataSourceV2Relation" and leaf.table().name() == "kafkaseg":
+            options = dict(leaf.options().asCaseSensitiveMap())
+            if options not in loads:
+                loads.append(options)
+    if len(loads) != 1:
+        raise InvalidOptionError(
+            "plan_report(df): the DataFrame reads no kafkaseg batch load()" if not loads else
+            f"plan_report(df): the DataFrame reads {len(loads)} kafkaseg loads with different options; call "
+            f"plan_report() on the DataFrame of each load()")
+    return plan_report_for_load(loads[0], df.sparkSession.sparkContext.startTime / 1000)
 
 
 def plan_report_for(options: dict, paths: list[str], since: float) -> ScanReport | None:
@@ -221,7 +280,26 @@ def plan_report_for(options: dict, paths: list[str], since: float) -> ScanReport
     except KafkaSegError as err:
         log.warning("kafkaseg: cannot match a plan report to options %s: %s", options, err)
         return None
-    wanted = json.loads(json.dumps(parsed.as_dict(), default=str))
+    return _newest_planned_with(parsed.as_dict(), since)
+
+
+def plan_report_for_load(options: dict, since: float) -> ScanReport | None:
+    """The newest kept report of a scan planned at or after ``since`` with the options of one ``load()``, as Spark
+    hands them to the data source (``path``, with commas between log dirs, or ``paths``): what
+    :func:`kafkaseg.spark.plan_report` looks up for a DataFrame. None when there is none."""
+    from kafkaseg.errors import KafkaSegError
+    from kafkaseg.spark.source import read_options
+
+    try:
+        parsed = read_options(options)
+    except KafkaSegError as err:
+        log.warning("kafkaseg: cannot match a plan report to options %s: %s", options, err)
+        return None
+    return _newest_planned_with(parsed.as_dict(), since)
+
+
+def _newest_planned_with(options: dict, since: float) -> ScanReport | None:
+    wanted = json.loads(json.dumps(options, default=str))  # as write_plan stored them
     for report in plan_reports():
         if report.created < since:
             break  # newest first
