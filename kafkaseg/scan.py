@@ -37,7 +37,7 @@ from kafkaseg.options import ReadOptions
 from kafkaseg.entry_check import ResumptionEntries, batch_first_offset
 from kafkaseg.planning import ScanPlan, SegmentSlice, plan_again_by_offset, plan_scan
 from kafkaseg.storage.layout import read_partition_again
-from kafkaseg.storage.segment import SegmentReader, load_indexed_past_end, with_snapshot
+from kafkaseg.storage.segment import SegmentReader, load_indexed_past_end, nonzero_extent, with_snapshot
 from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
 from kafkaseg.storage.fs import basename as fs_basename, join as fs_join, stat as fs_stat
 from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE, LOG_OVERHEAD, MAGIC_OFFSET
@@ -880,7 +880,8 @@ class _SliceDecoder:
         proves the same as entries do, and the recovery point alone, above that end, proves the offsets below it
         flushed, as planning found it still checkpointed after the listing
         (:attr:`~kafkaseg.planning.SegmentSlice.tail_recovery_point`). What they prove is judged by the recovery
-        point (see :class:`~kafkaseg.storage.segment.IndexedPastEnd`). Above the readable end, the broker had flushed offsets
+        point (see :class:`~kafkaseg.storage.segment.IndexedPastEnd`); zeros to the end of the file (a
+        preallocated segment's) are not counted as lost bytes (:func:`~kafkaseg.storage.segment.nonzero_extent`). Above the readable end, the broker had flushed offsets
         the file does not hold (a file cut short, a copy that missed them: no crash loses flushed bytes, and a
         truncation lowers the checkpoint at once): corruption, raised (:class:`~kafkaseg.errors.TruncatedDataError`,
         file and byte) or with ``onCorruption=skip`` counted as a skip. Else none of them may ever have reached
@@ -912,7 +913,7 @@ class _SliceDecoder:
             if self.tail_at is not None and tail in self.metrics.truncated_tails:
                 self.metrics.truncated_tails.remove(tail)
         detail = found.judged(recovery_point, trusted=trusted)
-        lost = piece.segment_size - at
+        lost = nonzero_extent(reader, at, piece.segment_size)  # (a preallocated segment's zeros are no damage)
         if flushed is not None:
             if self.options.on_corruption != "skip":
                 raise TruncatedDataError(detail, path=log_path, position=at)

@@ -1,5 +1,6 @@
 """A torn active segment with no high watermark, judged by what else the partition's files say it held: the
-recovery point alone (no index entry past the readable end) and producer state snapshots named past it. See tests/test_indexed_tail.py for the index entries' own rules.
+recovery point alone (no index entry past the readable end), producer state snapshots named past it, and a
+preallocated segment's zeros. See tests/test_indexed_tail.py for the index entries' own rules.
 
 * The recovery point is checkpointed only after the log was flushed up to it (``UnifiedLog.flush`` ->
   ``markFlushed``), and lowered and checkpointed again right after a truncation (``LocalLog.updateLogEndOffset``,
@@ -8,7 +9,9 @@ recovery point alone (no index entry past the readable end) and producer state s
 * A ``.snapshot`` is named by the producer state's end offset when taken, the log end offset (``takeSnapshot``):
   the log held those offsets once. At a roll it is written without a sync (``takeSnapshot(false)``) and synced
   with the segment's flush later, so it proves nothing flushed: a warning, as index entries without a recovery
-  point past them are."""
+  point past them are.
+* Zeros after the last batch of a preallocated segment are preallocation, which Kafka's recovery truncates as an
+  invalid tail (``LogSegment.recover``: a batch size of 0 is a ``CorruptRecordException``): no corrupt bytes."""
 
 from __future__ import annotations
 
@@ -171,6 +174,48 @@ def test_a_snapshot_at_or_below_the_readable_end_says_nothing(torn):
     scan = kafkaseg.open_scan(str(root))
     assert _offsets(scan.to_table()) == list(range(LOST_FROM))
     assert scan.metrics.unreadable_tails == [] and scan.metrics.decode.problems == []
+
+
+@pytest.mark.parametrize("torn", [(0, "missing"), (100, "missing")], indirect=True, ids=["boundary", "mid-batch"])
+def test_a_preallocated_tails_zeros_are_not_corrupt_bytes(torn):
+    """The active segment ends in zeros to the end of the file (log.preallocate): lost offsets the recovery point
+    proves are counted, the zeros are not (Kafka's recovery truncates them: a batch size of 0)."""
+    root, active, at = torn
+    kept = len(active.read_bytes()[at:].rstrip(b"\0"))  # (a torn batch's own last bytes may be zeros)
+    with open(active, "ab") as f:
+        f.write(bytes(8192))
+    scan = kafkaseg.open_scan(str(root), onCorruption="skip")
+    assert _offsets(scan.to_table()) == list(range(LOST_FROM))
+    (problem,) = scan.metrics.decode.problems
+    assert (problem.position, problem.first_offset, problem.end_offset) == (at, LOST_FROM, RECORDS)
+    assert problem.bytes == kept and scan.metrics.decode.corrupt_bytes == kept
+
+
+@pytest.mark.parametrize("recovery_point", [RECORDS, 250], ids=["flushed", "not flushed"])
+def test_zeros_to_the_end_below_a_high_watermark_are_a_log_end_not_corruption(torn, recovery_point):
+    """A preallocated active segment (log.preallocate) whose pages past offset 270 were lost reads as zeros to the
+    end of the file, where the high watermark says offsets up to 299 were acknowledged. Kafka's recovery truncates
+    at the first zero batch size as at any invalid tail, so the log ends there as a file cut at that byte would:
+    the high watermark's rules decide (data loss when the recovery point says they were flushed, else a note), and
+    no zero is counted as a corrupt byte."""
+    from kafkaseg.errors import DataLossError
+
+    root, active, at = torn
+    with open(active, "ab") as f:
+        f.write(bytes(8192))
+    (root / "replication-offset-checkpoint").write_text(f"0\n1\nt 0 {RECORDS}\n")
+    _set_recovery_point(root, recovery_point)
+    if recovery_point == RECORDS:
+        with pytest.raises(DataLossError, match="acknowledged and flushed"):
+            kafkaseg.read_arrow(str(root))
+        scan = kafkaseg.open_scan(str(root), onCorruption="skip", failOnDataLoss="false")
+        assert any("acknowledged and flushed" in note for note in scan.plan.report.data_loss)
+    else:
+        scan = kafkaseg.open_scan(str(root))
+        assert any("high watermark 300 is above the log end offset" in n for p in scan.plan.report.partitions
+                   for n in p.notes)
+    assert _offsets(scan.to_table()) == list(range(LOST_FROM))
+    assert scan.metrics.decode.corrupt_batches == 0 and scan.metrics.decode.corrupt_bytes == 0
 
 
 def test_a_snapshot_of_an_append_after_the_listing_is_not_taken_for_a_loss(written, tmp_path):

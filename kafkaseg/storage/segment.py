@@ -581,15 +581,15 @@ def torn_before_zeros(segment, zeros_at: int, high_watermark: int | None, *,
             reader.close()
 
 
-def zeros_hide_records(data_after: bool, high_watermark: int | None, leo: int) -> str | None:
-    """Why zeros that end the active segment's walk at offset ``leo`` (:func:`zero_filled_tail`: ``data_after``)
-    are not a preallocated tail, or None: data follows them, or the high watermark says offsets past ``leo`` were
-    acknowledged. The rule planning and lookups share."""
-    if data_after:
-        return "data follows them"
-    if high_watermark is not None and high_watermark > leo:
-        return f"the high watermark {high_watermark} says offsets past {leo} were acknowledged"
-    return None
+def zeros_hide_records(data_after: bool) -> str | None:
+    """Why zeros that end the active segment's walk (:func:`zero_filled_tail`: ``data_after``) are not a
+    preallocated tail, or None: data follows them. Zeros to the end of the file are a preallocated segment's
+    (``log.preallocate``) however many offsets the high watermark says the log held past them: a crash that lost
+    such a file's unflushed pages leaves zeros where they were, and Kafka's recovery truncates at the first zero
+    batch size as at any invalid tail (``LogSegment.recover``: a size of 0 is a ``CorruptRecordException``), so
+    the log ends there as a file cut at that byte does, and the high watermark's rules decide (a note, or data loss
+    when the recovery point says the offsets were flushed). The rule planning and lookups share."""
+    return "data follows them" if data_after else None
 
 
 def data_after_zeros(reader: "SegmentReader", position: int) -> int | None:
@@ -832,6 +832,24 @@ def snapshot_past(snapshot_paths, end_offset: int) -> tuple[int, str] | None:
     named = ((snapshot_offset_from_name(basename(path)), basename(path)) for path in snapshot_paths)
     return max(((offset, name) for offset, name in named if offset is not None and offset > end_offset),
                default=None)
+
+
+def nonzero_extent(reader, position: int, end: int, chunk: int = 1 << 20) -> int:
+    """How many of the bytes ``[position, end)`` of ``reader`` come before the zeros that run to ``end`` (all of
+    them when the last is not a zero): what a lost tail counts as corrupt bytes, since zeros to the end of the
+    file are a preallocated segment's (``log.preallocate``), which Kafka's recovery truncates as it does any
+    invalid tail (``LogSegment.recover``: a batch size of 0 is a ``CorruptRecordException``), not damage."""
+    at = end
+    while at > position:
+        start = max(position, at - chunk)
+        data = np.frombuffer(bytes(reader.read_at(start, at - start)), np.uint8)
+        found = np.flatnonzero(data)
+        if len(found):
+            return start + int(found[-1]) + 1 - position
+        if len(data) < at - start:  # (the file is shorter now: count what was there as listed)
+            return end - position
+        at = start
+    return 0
 
 
 def load_indexed_past_end(base_offset: int, index: tuple[str | None, tuple[int, int] | None],
