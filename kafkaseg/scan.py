@@ -73,9 +73,9 @@ class ScanMetrics:
     other_copies_read: list = field(default_factory=list)
     # Problems (file, byte where the readable batches end, what; the bytes after it and the offsets [first, end)):
     # active segments read to their end, with no high watermark to bound the read, whose own indexes (or a producer
-    # snapshot) point past that end at offsets none of which the recovery point says was flushed. Not corruption a strict read raises
-    # (a crash can lose unflushed log pages and keep the index's), so a warning in every read; flushed ones are
-    # corruption (raised, or counted as a skip). See _SliceDecoder.check_indexed_tail
+    # snapshot) point past that end at offsets none of which the recovery point says was flushed. Not corruption a
+    # strict read raises (a crash can lose unflushed log pages and keep the index's), so a warning in every read;
+    # flushed ones are corruption (raised, or counted as a skip). See _SliceDecoder.check_indexed_tail
     unreadable_tails: list = field(default_factory=list)
     # Problems, each also one of the decode problems a lenient read skipped: active segments read to their end, with
     # no high watermark to bound the read, below the recovery point (the broker had flushed offsets the file does
@@ -881,12 +881,13 @@ class _SliceDecoder:
         flushed, as planning found it still checkpointed after the listing
         (:attr:`~kafkaseg.planning.SegmentSlice.tail_recovery_point`). What they prove is judged by the recovery
         point (see :class:`~kafkaseg.storage.segment.IndexedPastEnd`); zeros to the end of the file (a
-        preallocated segment's) are not counted as lost bytes (:func:`~kafkaseg.storage.segment.nonzero_extent`). Above the readable end, the broker had flushed offsets
-        the file does not hold (a file cut short, a copy that missed them: no crash loses flushed bytes, and a
-        truncation lowers the checkpoint at once): corruption, raised (:class:`~kafkaseg.errors.TruncatedDataError`,
-        file and byte) or with ``onCorruption=skip`` counted as a skip. Else none of them may ever have reached
-        the disk (a crash losing the log's unflushed pages and not the index's, a copy taking the indexes after
-        the log, entries a follower's truncation left in the preallocated index): recorded in
+        preallocated segment's) are not counted as lost bytes (:func:`~kafkaseg.storage.segment.nonzero_extent`).
+        Above the readable end, the broker had flushed offsets the file does not hold (a file cut short, a copy
+        that missed them: no crash loses flushed bytes, and a truncation lowers the checkpoint at once):
+        corruption, raised (:class:`~kafkaseg.errors.TruncatedDataError`, file and byte) or with
+        ``onCorruption=skip`` counted as a skip (and listed in ``metrics.lost_tails``). Else none of them may ever
+        have reached the disk (a crash losing the log's unflushed pages and not the index's, a copy taking the
+        indexes after the log, entries a follower's truncation left in the preallocated index): recorded in
         ``metrics.unreadable_tails`` by every read, strict or not, as a warning, since nothing says whether they
         were acknowledged. Either way the tail reported before is taken back (one account of the bytes)."""
         if self.past_end or self.shrank or (self.finished and self.tail_at is None):

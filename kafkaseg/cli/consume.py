@@ -38,9 +38,9 @@ The options and the output are the console consumer's (``ConsoleConsumerOptions.
 * Records lost to the reader (deleted under ``--follow`` before they were read, an ``--offset`` below the log
   start), and offsets an active segment lost below the recovery point with no high watermark (skipped with
   ``--skip-message-on-error``, else a read error), are said on stderr; the exit status is 0, as the console
-  consumer's, unless ``--fail-on-data-loss`` (then 3, after printing what there is). Offsets missing between two segments are said too but never count:
-  a compacted topic's follower (or a leader whose cleaner has not checkpointed) holds such gaps, and the files
-  cannot tell them from a lost segment file.
+  consumer's, unless ``--fail-on-data-loss`` (then 3, after printing what there is). Offsets missing between two
+  segments are said too but never count: a compacted topic's follower (or a leader whose cleaner has not
+  checkpointed) holds such gaps, and the files cannot tell them from a lost segment file.
 * Records are printed partition by partition (topic, then partition number, in offset order), where a consumer
   interleaves partitions as its fetches return. ``Processed a total of N messages`` goes to stderr at the end.
   When stdout's reader goes away (``| head``) the run ends there, as the console consumer's ``checkErr`` ends it
