@@ -749,7 +749,9 @@ class IndexedPastEnd(NamedTuple):
         flushed = self.flushed_below(recovery_point) if trusted else None
         proven = self.proven_end
         if flushed is not None:
-            where = "this file" if proven >= flushed else "this file, or a segment after it that is gone"
+            # (the entries are this file's; a snapshot or the recovery point speaks for the log)
+            indexed = self.last_offset is not None and self.last_offset + 1 >= flushed
+            where = "this file" if indexed else "this file, or a segment after it that is gone"
             later = (f"; offsets {flushed}..{proven - 1} were written after that flush" if proven > flushed
                      else "")
             return (f"{self.describe()}: the recovery point {recovery_point} says the broker had flushed the log "
@@ -792,7 +794,8 @@ class IndexedPastEnd(NamedTuple):
             return f"the active segment's readable batches end at byte {self.end_position}, offset {self.end_offset}"
         counts = ", ".join(f"{n} {kind} entr{'y' if n == 1 else 'ies'}"
                            for n, kind in ((self.offset_entries, ".index"), (self.time_entries, ".timeindex")) if n)
-        return (f"{' and '.join(said)} point past the readable end (byte {self.end_position}, offset "
+        verb = "point" if self.last_offset is not None else "points"  # (entries, or the snapshot alone)
+        return (f"{' and '.join(said)} {verb} past the readable end (byte {self.end_position}, offset "
                 f"{self.end_offset}{'; ' + counts if counts else ''})")
 
 
