@@ -751,11 +751,11 @@ class IndexedPastEnd(NamedTuple):
         if flushed is not None:
             # (the entries are this file's; a snapshot or the recovery point speaks for the log)
             indexed = self.last_offset is not None and self.last_offset + 1 >= flushed
-            where = "this file" if indexed else "this file, or a segment after it that is gone"
+            where = "in this file" if indexed else "(in this file, or in a segment after it that is gone)"
             later = (f"; offsets {flushed}..{proven - 1} were written after that flush" if proven > flushed
                      else "")
             return (f"{self.describe()}: the recovery point {recovery_point} says the broker had flushed the log "
-                    f"up to offset {flushed}, so offsets {self.end_offset}..{flushed - 1} were on disk in {where} "
+                    f"up to offset {flushed}, so offsets {self.end_offset}..{flushed - 1} were on disk {where} "
                     f"and are not readable now (a file cut short, or a copy that missed them){later}")
         recovery = ("no recovery point is checkpointed" if recovery_point is None else
                     f"none is below the recovery point {recovery_point}" if trusted else
