@@ -737,11 +737,12 @@ class PartitionLookup:
         return self._end
 
     def _check_zero_tail(self, leo: int) -> None:
-        """Raise when zeros end the active segment's batches at ``leo`` but acknowledged offsets lie past them
-        (the high watermark is above ``leo``) or data follows them (no high watermark says those bytes were never
-        acknowledged): a zeroed header hiding records, not a preallocated tail. Planning's rule for strict reads;
-        an answer must not silently stop short of records a consumer was told exist. Nothing to check (no I/O)
-        when the high watermark is at or below ``leo``."""
+        """Raise when zeros end the active segment's batches at ``leo`` and data follows them (no high watermark
+        says those bytes were never acknowledged): a zeroed header hiding records, not a preallocated tail.
+        Planning's rule for strict reads; an answer must not silently stop short of records a consumer was told
+        exist. Zeros to the end of the file are a preallocated tail, where the log ends, also below a high
+        watermark (``segment.zeros_hide_records``). Nothing to check (no I/O) when the high watermark is at or
+        below ``leo``."""
         hw = self.pdir.high_watermark
         if (hw is not None and hw <= leo) or not self.segments:
             return
@@ -751,7 +752,7 @@ class PartitionLookup:
         _, position = self._index(last, "offset").last()
         found = zero_filled_tail(self.segments[last], filesystem=self.fs, max_batch_bytes=None,
                                  start_position=position)
-        what = None if found is None else zeros_hide_records(found[1], hw, leo)
+        what = None if found is None else zeros_hide_records(found[1])
         if what is not None:
             raise CorruptBatchError(f"zeros in the active segment end its readable batches at offset {leo}, but "
                                     f"{what}", path=self.segments[last].log_path, position=found[0])

@@ -76,7 +76,7 @@ from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, check_one_incar
                                      snapshot_transactions_at, transactions_open_at, valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import lists_transactional_producers
-from kafkaseg.storage.segment import SegmentReader, indexed_past_end
+from kafkaseg.storage.segment import SegmentReader, indexed_past_end, snapshot_past
 from kafkaseg.storage.time_index import TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, segment_aborted_txns, unindexed_abort
 
@@ -178,6 +178,11 @@ class SegmentSlice:
     # (planning's log end). The read then asks the segment's indexes whether they point past that end
     # (scan._SliceDecoder.check_indexed_tail): offsets the file once held and no longer does
     indexed_tail_check: bool = False
+    # with indexed_tail_check, what else the partition's files say the log held past its end at planning: the
+    # recovery point when it is above the log end and still checkpointed after planning (_tail_evidence), else
+    # None; and (offset, file name) of the newest producer .snapshot named past the log end, else None
+    tail_recovery_point: int | None = None
+    tail_snapshot: tuple[int, str] | None = None
     # the other copies of the partition found (their folders) that the replica choice passed over: named when this
     # one fails to read, so a user who gave several brokers' log dirs knows another copy may read
     other_copies: tuple[str, ...] = ()
@@ -613,6 +618,7 @@ class _Partition:
         # (or were rebuilt, the files disagreeing with the log): the read of its last slice then looks at the files
         # (SegmentSlice.indexed_tail_check), and only then
         self.indexed_past_log_end = True
+        self._tail_evidence_found: tuple | None = None  # see _tail_evidence
         self._segment_end: dict[int, int] = {}
         self._legacy: dict[int, bool] = {}
         self._first_offsets: dict[tuple[int, int], int | None] = {}  # (segment, position) -> its batch's first offset
@@ -1960,6 +1966,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
             corrupt_tail = part.corrupt_tail
         aborted = _aborted_for(part, piece) if options.read_committed else ()
         indexed_tail_check = _reads_to_unbounded_log_end(part, piece)
+        tail_evidence = _tail_evidence(part) if indexed_tail_check else (None, None)
         if seg.log_path not in identities:
             # the file the listing saw, with the size planned: a file renamed into its name since (the cleaner's
             # merged copy) is another one, read again by offset
@@ -1968,7 +1975,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
             identities[part.pdir.path] = _fs.file_identity(part.pdir.path, part.fs)
         slices.append(_segment_slice(piece, aborted, identities[seg.log_path], missing_before, own_offsets,
                                      listing.started_ns, part.pdir.topic_id, identities[part.pdir.path],
-                                     corrupt_tail, indexed_tail_check))
+                                     corrupt_tail, indexed_tail_check, tail_evidence))
         preport = reports[(part.pdir.topic, part.pdir.partition, part.pdir.path)]
         preport.slices += 1
         # two offset ranges of one partition whose bytes meet are one slice (_joined), unless a range between them
@@ -1996,8 +2003,8 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
                    missing_before: tuple[str, int, int] | None, own_offsets: tuple[int, int] | None,
                    listed_at_ns: int | None, topic_id: str | None,
                    partition_identity: tuple[str, int, int] | None,
-                   corrupt_tail: tuple[int, int, str] | None = None, indexed_tail_check: bool = False
-                   ) -> SegmentSlice:
+                   corrupt_tail: tuple[int, int, str] | None = None, indexed_tail_check: bool = False,
+                   tail_evidence: tuple[int | None, tuple[int, str] | None] = (None, None)) -> SegmentSlice:
     part = piece.part
     seg = part.segments[piece.segment]
     index_path, index_window = index_location(seg, "index")
@@ -2012,7 +2019,8 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
         slice_offsets=own_offsets, listed_at_ns=listed_at_ns, topic_id=topic_id,
         partition_identity=partition_identity, rolled=seg.tiered is not None, remote_whole=seg.remote_whole,
         remote_path=part.pdir.remote_below.path if part.pdir.remote_below is not None else None,
-        corrupt_tail=corrupt_tail, indexed_tail_check=indexed_tail_check, copy_states=part.planned_copy_states,
+        corrupt_tail=corrupt_tail, indexed_tail_check=indexed_tail_check, tail_recovery_point=tail_evidence[0],
+        tail_snapshot=tail_evidence[1], copy_states=part.planned_copy_states,
         offset_gaps=piece.gaps)
 
 
@@ -2027,10 +2035,26 @@ def _reads_to_unbounded_log_end(part: _Partition, piece: _Piece) -> bool:
             or part.corrupt_tail is not None or not part.pdir.is_active_segment(seg.log_path)):
         return False
     readable_end = part.log_end_position if part.log_end_position is not None else seg.log_size
-    # (and only when the indexes the log end walk loaded reach past the log end: a healthy active segment's do not,
-    # and its read then loads no index file)
+    # (and only when the indexes the log end walk loaded reach past the log end, or the recovery point or a producer
+    # snapshot does: a healthy active segment's do not, and its read then loads no index file)
     return (piece.end_position == readable_end and piece.end_offset >= part.log_end_offset()
-            and part.indexed_past_log_end)
+            and (part.indexed_past_log_end or _tail_evidence(part) != (None, None)))
+
+
+def _tail_evidence(part: _Partition) -> tuple[int | None, tuple[int, str] | None]:
+    """What besides its indexes says the partition's log held offsets past its log end (no high watermark bounds
+    it): the recovery point when it is above the log end and the folder and checkpoints are still as listed
+    (:func:`_still_as_listed`; a follower's truncation cuts the log, then checkpoints the lowered recovery point,
+    LogManager.truncateTo: a listing between the two sees the old one), else None; and ``(offset, file name)`` of
+    the newest producer snapshot named past the log end (``segment.snapshot_past``), else None. Worked out once
+    per partition."""
+    found = part._tail_evidence_found
+    if found is None:
+        leo, recovery_point = part.log_end_offset(), part.pdir.recovery_point
+        trusted = (recovery_point if recovery_point is not None and recovery_point > leo
+                   and not part.pdir.given_files and _still_as_listed(part) else None)
+        found = part._tail_evidence_found = (trusted, snapshot_past(part.pdir.snapshot_paths, leo))
+    return found
 
 
 def _slice_offsets(pieces: list[_Piece]) -> list[tuple[int, int] | None]:

@@ -37,9 +37,9 @@ from kafkaseg.options import ReadOptions
 from kafkaseg.entry_check import ResumptionEntries, batch_first_offset
 from kafkaseg.planning import ScanPlan, SegmentSlice, plan_again_by_offset, plan_scan
 from kafkaseg.storage.layout import read_partition_again
-from kafkaseg.storage.segment import SegmentReader, load_indexed_past_end
+from kafkaseg.storage.segment import SegmentReader, load_indexed_past_end, nonzero_extent, with_snapshot
 from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
-from kafkaseg.storage.fs import basename as fs_basename, join as fs_join
+from kafkaseg.storage.fs import basename as fs_basename, join as fs_join, stat as fs_stat
 from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE, LOG_OVERHEAD, MAGIC_OFFSET
 
 __all__ = ["ScanMetrics", "Problem", "read_slice", "iter_batches", "read_arrow", "open_scan", "Scan"]
@@ -72,11 +72,15 @@ class ScanMetrics:
     # strict read that another broker's copy of the partition supplied, as the chosen copy's file was corrupt there
     other_copies_read: list = field(default_factory=list)
     # Problems (file, byte where the readable batches end, what; the bytes after it and the offsets [first, end)):
-    # active segments read to their end, with no high watermark to bound the read, whose own indexes point past
-    # that end at offsets none of which the recovery point says was flushed. Not corruption a strict read raises
-    # (a crash can lose unflushed log pages and keep the index's), so a warning in every read; flushed ones are
-    # corruption (raised, or counted as a skip). See _SliceDecoder.check_indexed_tail
+    # active segments read to their end, with no high watermark to bound the read, whose own indexes (or a producer
+    # snapshot) point past that end at offsets none of which the recovery point says was flushed. Not corruption a
+    # strict read raises (a crash can lose unflushed log pages and keep the index's), so a warning in every read;
+    # flushed ones are corruption (raised, or counted as a skip). See _SliceDecoder.check_indexed_tail
     unreadable_tails: list = field(default_factory=list)
+    # Problems, each also one of the decode problems a lenient read skipped: active segments read to their end, with
+    # no high watermark to bound the read, below the recovery point (the broker had flushed offsets the file does
+    # not hold): data loss (``kafkaseg consume --fail-on-data-loss`` exits 3 for them)
+    lost_tails: list = field(default_factory=list)
 
     def __post_init__(self):
         self._lock = threading.Lock()
@@ -105,7 +109,8 @@ class ScanMetrics:
                 "corrupt_bytes": d.corrupt_bytes, "problems": [_problem_list(p) for p in d.problems],
                 "truncated_tails": list(self.truncated_tails), "vanished_segments": list(self.vanished_segments),
                 "missing_offsets": list(self.missing_offsets), "other_copies_read": list(self.other_copies_read),
-                "unreadable_tails": [_problem_list(p) for p in self.unreadable_tails]}
+                "unreadable_tails": [_problem_list(p) for p in self.unreadable_tails],
+                "lost_tails": [_problem_list(p) for p in self.lost_tails]}
 
     def add(self, other: "ScanMetrics") -> None:
         """Add ``other``'s counts and lists to these (a reader that keeps one slice's metrics apart, to report them,
@@ -120,6 +125,7 @@ class ScanMetrics:
             self.missing_offsets.extend(other.missing_offsets)
             self.other_copies_read.extend(other.other_copies_read)
             self.unreadable_tails.extend(other.unreadable_tails)
+            self.lost_tails.extend(other.lost_tails)
 
     def _add_decode(self, stats: DecodeStats) -> None:
         """Add one slice's (or one reader's) decode counts, less the corrupt regions counted already (with the lock
@@ -169,6 +175,7 @@ class ScanMetrics:
         self.__dict__.update(state)
         self.__dict__.setdefault("_counted", {})
         self.__dict__.setdefault("unreadable_tails", [])
+        self.__dict__.setdefault("lost_tails", [])
         self._lock = threading.Lock()
 
 
@@ -869,13 +876,18 @@ class _SliceDecoder:
         writing it, so entries for appends since the read (or the listing) point at bytes that are there, and are
         no loss. A torn append with no entry past it is what a live broker's disk holds mid-append: a quiet tail.
 
-        What the entries prove is judged by the recovery point (see
-        :class:`~kafkaseg.storage.segment.IndexedPastEnd`). Above the readable end, the broker had flushed offsets
-        the file does not hold (a file cut short, a copy that missed them: no crash loses flushed bytes, and a
-        truncation lowers the checkpoint at once): corruption, raised (:class:`~kafkaseg.errors.TruncatedDataError`,
-        file and byte) or with ``onCorruption=skip`` counted as a skip. Else none of them may ever have reached
-        the disk (a crash losing the log's unflushed pages and not the index's, a copy taking the indexes after
-        the log, entries a follower's truncation left in the preallocated index): recorded in
+        A producer snapshot named past that end (:attr:`~kafkaseg.planning.SegmentSlice.tail_snapshot`, still there)
+        proves the same as entries do, and the recovery point alone, above that end, proves the offsets below it
+        flushed, as planning found it still checkpointed after the listing
+        (:attr:`~kafkaseg.planning.SegmentSlice.tail_recovery_point`). What they prove is judged by the recovery
+        point (see :class:`~kafkaseg.storage.segment.IndexedPastEnd`); zeros to the end of the file (a
+        preallocated segment's) are not counted as lost bytes (:func:`~kafkaseg.storage.segment.nonzero_extent`).
+        Above the readable end, the broker had flushed offsets the file does not hold (a file cut short, a copy
+        that missed them: no crash loses flushed bytes, and a truncation lowers the checkpoint at once):
+        corruption, raised (:class:`~kafkaseg.errors.TruncatedDataError`, file and byte) or with
+        ``onCorruption=skip`` counted as a skip (and listed in ``metrics.lost_tails``). Else none of them may ever
+        have reached the disk (a crash losing the log's unflushed pages and not the index's, a copy taking the
+        indexes after the log, entries a follower's truncation left in the preallocated index): recorded in
         ``metrics.unreadable_tails`` by every read, strict or not, as a warning, since nothing says whether they
         were acknowledged. Either way the tail reported before is taken back (one account of the bytes)."""
         if self.past_end or self.shrank or (self.finished and self.tail_at is None):
@@ -886,22 +898,35 @@ class _SliceDecoder:
         timeindex = (log_path[:-len(".log")] + ".timeindex" if log_path.endswith(".log") else None, None)
         found = load_indexed_past_end(piece.base_offset, (piece.index_path, piece.index_window), timeindex, at,
                                       piece.end_offset, piece.filesystem)
-        if found is None or stamp[0] != piece.segment_size or reader.change_stamp() != stamp:
+        snapshot = piece.tail_snapshot
+        if snapshot is not None and fs_stat(fs_join(piece.partition_path, snapshot[1]), piece.filesystem) is None:
+            snapshot = None  # (deleted since the listing: a follower's truncation finished, or recovery)
+        found = with_snapshot(found, snapshot, at, piece.end_offset)
+        # the recovery point alone proves a loss only as planning found it still checkpointed (tail_recovery_point)
+        recovery_point = piece.recovery_point
+        trusted = found.last_offset is not None or piece.tail_recovery_point is not None
+        flushed = found.flushed_below(recovery_point) if trusted else None
+        if ((not found.proves_written and flushed is None) or stamp[0] != piece.segment_size
+                or reader.change_stamp() != stamp):
             return
         with self.metrics._lock:
             tail = (log_path, at, end - at)
             if self.tail_at is not None and tail in self.metrics.truncated_tails:
                 self.metrics.truncated_tails.remove(tail)
-        detail = found.judged(piece.recovery_point)
-        if found.flushed_below(piece.recovery_point) is not None:
+        detail = found.judged(recovery_point, trusted=trusted)
+        lost = nonzero_extent(reader, at, piece.segment_size)  # (a preallocated segment's zeros are no damage)
+        if flushed is not None:
             if self.options.on_corruption != "skip":
                 raise TruncatedDataError(detail, path=log_path, position=at)
-            self._count_skip(at, piece.segment_size - at, detail, found.end_offset, found.proven_end)
+            lost_end = found.lost_end(recovery_point)
+            self._count_skip(at, lost, detail, found.end_offset, lost_end)
+            with self.metrics._lock:
+                self.metrics.lost_tails.append(Problem(log_path, at, detail, lost, found.end_offset, lost_end))
             return
         detail += f"; the read ends at offset {found.end_offset}"
         with self.metrics._lock:
-            self.metrics.unreadable_tails.append(Problem(log_path, at, detail, piece.segment_size - at,
-                                                         found.end_offset, found.proven_end))
+            self.metrics.unreadable_tails.append(Problem(log_path, at, detail, lost, found.end_offset,
+                                                         found.proven_end))
 
     def _check_after_slice(self, reader: RandomAccessReader, start: int, end: int) -> None:
         """The slice's last batch, ``[start, end)``, is at or past its segment's read end, and the kernel could not

@@ -58,8 +58,8 @@ from kafkaseg.storage.layout import (SWAPS_RESOLVED, PartitionDir, check_one_inc
                                      valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
-from kafkaseg.storage.segment import (SegmentReader, indexed_past_end, offsets_hidden_by_last_batch,
-                                      zeros_hiding_records)
+from kafkaseg.storage.segment import (SegmentReader, indexed_past_end, offsets_hidden_by_last_batch, snapshot_past,
+                                      with_snapshot, zeros_hiding_records)
 from kafkaseg.storage.time_index import NO_TIMESTAMP, TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, unindexed_abort
 from kafkaseg.wire.batch import iter_headers
@@ -191,9 +191,10 @@ class _ReadableTracker:
             self.open.reason += f"; then {reason} ({where})"
 
     def indexed(self, file: str, position: int, last: int, reason: str) -> None:
-        """The active segment's indexes prove offsets up to ``last`` past its readable end (at ``position``): the
-        range open there (a torn batch) ends at ``last`` unless a high watermark says more, or with none open (the
-        file cut at a batch boundary) the offsets from the last readable one on are a range of their own."""
+        """The active segment's indexes, a producer snapshot or the recovery point prove offsets up to ``last`` past
+        its readable end (at ``position``): the range open there (a torn batch) ends at ``last`` unless a high
+        watermark says more, or with none open (the file cut at a batch boundary) the offsets from the last readable
+        one on are a range of their own."""
         if self.open is not None:
             self.open.reason += f"; {reason}"
             self.indexed_last = last
@@ -772,17 +773,19 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                 tracker.damaged(path, tail.position, "a torn batch at the end of the active segment (lost if "
                                                      "acknowledged: up to the high watermark)")
         if is_active and not ended_damaged and pdir.high_watermark is None:
-            # with no high watermark, the active segment's own indexes may say it held more than it reads now: the
-            # indexes were loaded before the log was opened, so no entry of a live broker's append since counts
+            # with no high watermark, the active segment's own indexes, the producer snapshots and the recovery
+            # point may say it held more than it reads now: the indexes were loaded before the log was opened, so
+            # no entry of a live broker's append since counts (the snapshots and checkpoints were listed before)
             end_at = walked_to
-            found = indexed_past_end(offset_index, time_index, end_at,
-                                     seg_last + 1 if seg_last is not None else seg.base_offset)
-            if found is not None:
-                flushed = found.flushed_below(pdir.recovery_point) is not None
+            end_offset = seg_last + 1 if seg_last is not None else seg.base_offset
+            found = with_snapshot(indexed_past_end(offset_index, time_index, end_at, end_offset),
+                                  snapshot_past(pdir.snapshot_paths, end_offset), end_at, end_offset)
+            flushed = found.flushed_below(pdir.recovery_point) is not None
+            if found.proves_written or flushed:
                 add(ERROR if flushed else WARNING, path, end_at, found.judged(pdir.recovery_point))
-                tracker.indexed(path, end_at, found.last_offset, found.describe() + (
-                    " (flushed: the recovery point is past them)" if flushed else " (none flushed by the recovery "
-                    "point: a crash may have lost them)"))
+                tracker.indexed(path, end_at, found.lost_end(pdir.recovery_point) - 1, found.describe() + (
+                    f" (flushed: the recovery point {pdir.recovery_point} is past the readable end)" if flushed
+                    else " (none flushed by the recovery point: a crash may have lost them)"))
     summary.last_offset = seg_last
     # entries past the readable end of the active segment with no recovery point past it: the broker may have
     # lost the log's unflushed pages and kept the index's (its recovery truncates there), so a warning, as the

@@ -1773,7 +1773,8 @@ class LogEnd:
     ``position`` where the active segment's readable batches end when the walk stopped short of its bytes (corrupt
     framing, zeros, a torn append), else None; ``corrupt_tail`` ``(position, bytes, why)`` of bytes after it that a
     lenient read leaves out and counts as skipped corrupt data; ``damage`` the corruption the walk met (None: none);
-    ``clean`` whether the walk met no corruption, torn append or zeros; ``notes`` what was decided, to report;
+    ``clean`` whether the walk met no corruption or torn append, nor zeros with data after them (zeros to the end of
+    the file, a preallocated tail, end it as the end of the file does); ``notes`` what was decided, to report;
     ``readable_position`` where the readable batches end when bytes follow them that a read does not return (as
     ``position``, and also where a lenient read's own step-over walk ended, which its reader meets by itself)."""
 
@@ -1800,10 +1801,12 @@ def find_log_end(partition_dir: PartitionDir, *, lenient: bool, verify_crc: bool
     recovery would truncate there: a strict read accepts that only when ``unacknowledged_past(offset)`` (the
     checkpointed high watermark lies at or below it, and bounds the read), else raises; a ``lenient`` read steps
     over the corruption as its reader will and takes the last batch found. Where zeros end the active segment's
-    batches (:func:`~kafkaseg.storage.segment.zero_filled_tail`) the read stops: a preallocated tail; a final batch
-    before zeros to the end that fails its CRC and holds no acknowledged offset is an append caught in progress,
-    and the log ends before it; zeros with data after them or acknowledged offsets past them raise for a strict
-    read (unless ``unacknowledged_past``), and a lenient read stops there, counting the rest as skipped.
+    batches (:func:`~kafkaseg.storage.segment.zero_filled_tail`) the read stops: zeros to the end of the file are
+    a preallocated tail, where the log ends as a file cut there does (also below a high watermark, whose rules then
+    decide: :func:`~kafkaseg.storage.segment.zeros_hide_records`); a final batch before zeros to the end that fails
+    its CRC and holds no acknowledged offset is an append caught in progress, and the log ends before it; zeros
+    with data after them raise for a strict read (unless ``unacknowledged_past``), and a lenient read stops there,
+    counting the rest as skipped.
     ``index_start()``: the position of the active segment's last offset index entry (0 without one), asked only
     when zeros are found."""
     from kafkaseg.errors import SkippedOffsetsError
@@ -1880,9 +1883,9 @@ def _zero_tail(partition_dir: PartitionDir, leo: int, name: str, *, lenient: boo
             f"{torn.position}) fails its CRC and only zeros follow it: an append a broker with "
             "log.preallocate is still writing (never acknowledged), so the log end offset is taken as "
             f"{torn.base_offset}",))
-    what = zeros_hide_records(data_after, partition_dir.high_watermark, leo)
-    if what is None:
-        return LogEnd(leo, position, clean=False)
+    what = zeros_hide_records(data_after)
+    if what is None:  # a preallocated tail: the file ends here (clean: no read reports the zeros)
+        return LogEnd(leo, position)
     if unacknowledged_past(leo):
         return LogEnd(leo, position, clean=False, notes=(
             f"{name}: the active segment's batches end in zeros at byte {position} and {what}; reading up to "

@@ -29,7 +29,8 @@ import pyarrow.fs as pafs
 from kafkaseg.errors import (CorruptBatchError, CorruptDataError, CorruptIndexError, LayoutError, SkippedOffsetsError,
                              TruncatedDataError)
 from kafkaseg.storage._index_file import index_location
-from kafkaseg.storage.fs import RandomAccessReader
+from kafkaseg.storage.fs import RandomAccessReader, basename
+from kafkaseg.storage.producer_snapshot import snapshot_offset_from_name
 from kafkaseg.wire.batch import (HEADER_PREFIX_SIZE, LOG_OVERHEAD, MIN_ENTRY_SIZE, V2_HEADER_SIZE, BatchHeader,
                                  read_header)
 from kafkaseg.wire.crc import crc_is_valid
@@ -580,15 +581,15 @@ def torn_before_zeros(segment, zeros_at: int, high_watermark: int | None, *,
             reader.close()
 
 
-def zeros_hide_records(data_after: bool, high_watermark: int | None, leo: int) -> str | None:
-    """Why zeros that end the active segment's walk at offset ``leo`` (:func:`zero_filled_tail`: ``data_after``)
-    are not a preallocated tail, or None: data follows them, or the high watermark says offsets past ``leo`` were
-    acknowledged. The rule planning and lookups share."""
-    if data_after:
-        return "data follows them"
-    if high_watermark is not None and high_watermark > leo:
-        return f"the high watermark {high_watermark} says offsets past {leo} were acknowledged"
-    return None
+def zeros_hide_records(data_after: bool) -> str | None:
+    """Why zeros that end the active segment's walk (:func:`zero_filled_tail`: ``data_after``) are not a
+    preallocated tail, or None: data follows them. Zeros to the end of the file are a preallocated segment's
+    (``log.preallocate``) however many offsets the high watermark says the log held past them: a crash that lost
+    such a file's unflushed pages leaves zeros where they were, and Kafka's recovery truncates at the first zero
+    batch size as at any invalid tail (``LogSegment.recover``: a size of 0 is a ``CorruptRecordException``), so
+    the log ends there as a file cut at that byte does, and the high watermark's rules decide (a note, or data loss
+    when the recovery point says the offsets were flushed). The rule planning and lookups share."""
+    return "data follows them" if data_after else None
 
 
 def data_after_zeros(reader: "SegmentReader", position: int) -> int | None:
@@ -679,69 +680,123 @@ def readable_end(segment, *, step_over: bool = False, verify_crc: bool = True, f
 
 
 class IndexedPastEnd(NamedTuple):
-    """What a segment's own indexes say it held past where its readable batches end (byte ``end_position``, offset
-    ``end_offset``): ``offset_entries`` ``.index`` entries at or past that byte holding offsets at or past that
-    offset, ``time_entries`` ``.timeindex`` entries holding such offsets, the largest offset either holds
-    (``last_offset``) and the largest timestamp of those time entries (``timestamp``, None without one).
+    """What a partition's files say its active segment held past where its readable batches end (byte
+    ``end_position``, offset ``end_offset``): ``offset_entries`` ``.index`` entries at or past that byte holding
+    offsets at or past that offset, ``time_entries`` ``.timeindex`` entries holding such offsets, the largest offset
+    either holds (``last_offset``, None without such an entry) and the largest timestamp of those time entries
+    (``timestamp``, None without one); ``snapshot``: ``(offset, file name)`` of the newest producer state
+    ``.snapshot`` named past ``end_offset`` (:func:`with_snapshot`), None without one.
 
     Why entries past the end prove records were there: ``LogSegment.append`` appends a batch to the log and only
     then indexes it (``offsetIndex().append(largestOffset, physicalPosition)``, ``timeIndex().maybeAppend``), so
-    an entry names a batch the file held whole. They do not prove the records were ever on disk or acknowledged:
-    the indexes are memory-mapped and the operating system writes their pages back on its own, apart from the
-    log's, so a power loss can keep index entries whose batches' log pages never reached the disk (Kafka's
-    recovery truncates the active segment and rebuilds its indexes: ``LogSegment.recover``); a copy taken while a
-    broker wrote can take the indexes after the log; and ``AbstractIndex.truncateToEntries`` only moves the
+    an entry names a batch the file held whole. A snapshot is named by the producer state's end offset when taken
+    (``ProducerStateManager.takeSnapshot``), which is the log end offset (``UnifiedLog.append`` updates it after the
+    append; a roll sets it to the new segment's base): the log had reached that offset. Neither proves the records
+    were ever on disk or acknowledged: the indexes are memory-mapped and the operating system writes their pages
+    back on its own, apart from the log's, so a power loss can keep index entries whose batches' log pages never
+    reached the disk (Kafka's recovery truncates the active segment and rebuilds its indexes: ``LogSegment.recover``);
+    a roll writes its snapshot without a sync and syncs it with the flush of the segment later
+    (``UnifiedLog.roll``: ``takeSnapshot(false)``), so a crash can keep the snapshot and lose the log's pages
+    (recovery then deletes snapshots past the log end: ``ProducerStateManager.truncateAndReload``); a copy taken
+    while a broker wrote can take the indexes after the log; ``AbstractIndex.truncateToEntries`` only moves the
     index's position, so a follower's truncation leaves the truncated entries in a live active segment's
-    preallocated index file. The recovery point (``recovery-point-offset-checkpoint``) is what tells flushed from
-    not: a broker checkpoints it after flushing the log up to it (``UnifiedLog.flush``, ``markFlushed``), and
-    lowers and checkpoints it at once when it truncates (``LocalLog.updateLogEndOffset``,
-    ``LogManager.truncateTo``); see :meth:`flushed_below`."""
+    preallocated index file; and a follower's truncation cuts the log before it deletes the snapshots past its new
+    end (``UnifiedLog.truncateTo``). The recovery point (``recovery-point-offset-checkpoint``) is what tells flushed
+    from not, and it says so on its own, with no entry or snapshot past the end: a broker checkpoints it after
+    flushing the log up to it (``UnifiedLog.flush``, ``markFlushed``), and lowers and checkpoints it at once when it
+    truncates (``LocalLog.updateLogEndOffset``, ``LogManager.truncateTo``); see :meth:`flushed_below`."""
 
     end_position: int
     end_offset: int
-    last_offset: int
-    timestamp: int | None
-    offset_entries: int
-    time_entries: int
+    last_offset: int | None
+    timestamp: int | None = None
+    offset_entries: int = 0
+    time_entries: int = 0
+    snapshot: tuple[int, str] | None = None
+
+    @property
+    def proves_written(self) -> bool:
+        """Whether an index entry or a snapshot says the log held offsets past the end."""
+        return self.last_offset is not None or self.snapshot is not None
 
     @property
     def proven_end(self) -> int:
-        """The offset after the last one the entries prove."""
-        return self.last_offset + 1
+        """The offset after the last one the entries and the snapshot prove (``end_offset`` when none does)."""
+        ends = [self.end_offset]
+        if self.last_offset is not None:
+            ends.append(self.last_offset + 1)
+        if self.snapshot is not None:
+            ends.append(self.snapshot[0])
+        return max(ends)
 
     def flushed_below(self, recovery_point: int | None) -> int | None:
-        """The offset below which the offsets proven past the end were flushed to disk (``recovery_point`` is above
-        the readable end: the file lost bytes the broker had flushed), else None (none of them was: a crash may
-        have lost them unflushed)."""
+        """The recovery point when it is above the readable end: the broker had flushed the log up to it, so the
+        file lost offsets ``[end_offset, recovery_point)`` it had on disk; else None (none of the offsets past
+        the end was flushed: a crash may have lost them unflushed)."""
         if recovery_point is None or recovery_point <= self.end_offset:
             return None
-        return min(recovery_point, self.proven_end)
+        return recovery_point
 
-    def judged(self, recovery_point: int | None) -> str:
-        """:meth:`describe` and what the entries prove by ``recovery_point`` (:meth:`flushed_below`): the words a
-        read's error or warning and ``kafkaseg verify`` use."""
-        flushed = self.flushed_below(recovery_point)
+    def lost_end(self, recovery_point: int | None) -> int:
+        """The end of the offsets past the readable end that the files say the log held: the recovery point's
+        (flushed) or the entries' and snapshot's, whichever is further."""
+        return max(self.flushed_below(recovery_point) or self.end_offset, self.proven_end)
+
+    def judged(self, recovery_point: int | None, *, trusted: bool = True) -> str:
+        """:meth:`describe` and what the evidence proves by ``recovery_point`` (:meth:`flushed_below`): the words a
+        read's error or warning and ``kafkaseg verify`` use. Not ``trusted``: the recovery point was checkpointed
+        again since the listing (a truncation in progress), so it proves nothing flushed."""
+        flushed = self.flushed_below(recovery_point) if trusted else None
+        proven = self.proven_end
         if flushed is not None:
-            return (f"{self.describe()}: the recovery point {recovery_point} says the broker had flushed offsets "
-                    f"below it to disk, so offsets {self.end_offset}..{flushed - 1} were on disk in this file and "
-                    "are not readable now (a file cut short, or a copy that missed them)")
+            # (the entries are this file's; a snapshot or the recovery point speaks for the log)
+            indexed = self.last_offset is not None and self.last_offset + 1 >= flushed
+            where = "in this file" if indexed else "(in this file, or in a segment after it that is gone)"
+            later = (f"; offsets {flushed}..{proven - 1} were written after that flush" if proven > flushed
+                     else "")
+            return (f"{self.describe()}: the recovery point {recovery_point} says the broker had flushed the log "
+                    f"up to offset {flushed}, so offsets {self.end_offset}..{flushed - 1} were on disk {where} "
+                    f"and are not readable now (a file cut short, or a copy that missed them){later}")
         recovery = ("no recovery point is checkpointed" if recovery_point is None else
-                    f"none is below the recovery point {recovery_point}")
-        return (f"{self.describe()}: offsets {self.end_offset}..{self.last_offset} were written to this file once "
-                f"(a broker indexes a batch after writing it), but {recovery}, so they may never have reached the "
-                "disk: a crash that lost the log's unflushed pages but not the index's (Kafka's recovery truncates "
-                "there), a copy taken while the broker wrote (the indexes after the log), or entries a follower's "
-                "truncation left in a live active segment's preallocated index. No high watermark says whether "
-                "they were acknowledged")
+                    f"none is below the recovery point {recovery_point}" if trusted else
+                    f"the recovery point {recovery_point} was checkpointed again since the listing (a truncation "
+                    "lowers it), so it says nothing")
+        why = []
+        if self.last_offset is not None:
+            why.append("a broker indexes a batch after writing it")
+        if self.snapshot is not None:
+            why.append("a producer snapshot is named by the log end offset when it is taken")
+        lost = ["a crash that lost the log's unflushed pages but not the "
+                + " or ".join(w for w, has in (("index's", self.last_offset is not None),
+                                              ("snapshot (written unsynced at a roll)", self.snapshot is not None))
+                              if has)
+                + " (Kafka's recovery truncates there)", "a copy taken while the broker wrote (the "
+                + ("indexes" if self.snapshot is None else "other files") + " after the log)"]
+        if self.last_offset is not None:
+            lost.append("entries a follower's truncation left in a live active segment's preallocated index")
+        if self.snapshot is not None:
+            lost.append("a follower's truncation caught before it deleted the snapshots past its new end")
+        return (f"{self.describe()}: offsets {self.end_offset}..{proven - 1} were written to this log once "
+                f"({'; '.join(why)}), but {recovery}, so they may never have reached the disk: "
+                f"{', '.join(lost[:-1])}, or {lost[-1]}. No high watermark says whether they were acknowledged")
 
     def describe(self) -> str:
-        """``index entries up to offset N / time T (...) point past the readable end (byte B, offset O; ...)``."""
-        when = "" if self.timestamp is None else \
-            f" / time {self.timestamp} ({utc_ms_text(self.timestamp) or 'not a date'})"
+        """``index entries up to offset N / time T (...) [and the producer snapshot S] point past the readable end
+        (byte B, offset O; ...)``, or where the readable end is when nothing points past it."""
+        said = []
+        if self.last_offset is not None:
+            when = "" if self.timestamp is None else \
+                f" / time {self.timestamp} ({utc_ms_text(self.timestamp) or 'not a date'})"
+            said.append(f"index entries up to offset {self.last_offset}{when}")
+        if self.snapshot is not None:
+            said.append(f"the producer snapshot {self.snapshot[1]} (taken at log end offset {self.snapshot[0]})")
+        if not said:
+            return f"the active segment's readable batches end at byte {self.end_position}, offset {self.end_offset}"
         counts = ", ".join(f"{n} {kind} entr{'y' if n == 1 else 'ies'}"
                            for n, kind in ((self.offset_entries, ".index"), (self.time_entries, ".timeindex")) if n)
-        return (f"index entries up to offset {self.last_offset}{when} point past the readable end (byte "
-                f"{self.end_position}, offset {self.end_offset}; {counts})")
+        verb = "point" if self.last_offset is not None else "points"  # (entries, or the snapshot alone)
+        return (f"{' and '.join(said)} {verb} past the readable end (byte {self.end_position}, offset "
+                f"{self.end_offset}{'; ' + counts if counts else ''})")
 
 
 def indexed_past_end(offset_index, time_index, end_position: int, end_offset: int) -> IndexedPastEnd | None:
@@ -763,6 +818,41 @@ def indexed_past_end(offset_index, time_index, end_position: int, end_offset: in
     if last is None:
         return None
     return IndexedPastEnd(end_position, end_offset, last, timestamp, offset_entries, time_entries)
+
+
+def with_snapshot(found: IndexedPastEnd | None, snapshot: tuple[int, str] | None, end_position: int,
+                  end_offset: int) -> IndexedPastEnd:
+    """``found`` (None: no index entry past the end) with the newest producer snapshot named past ``end_offset``
+    (``(offset, file name)``, None when there is none: see :func:`snapshot_past`)."""
+    if found is None:
+        found = IndexedPastEnd(end_position, end_offset, None)
+    return found._replace(snapshot=snapshot if snapshot is not None and snapshot[0] > end_offset else None)
+
+
+def snapshot_past(snapshot_paths, end_offset: int) -> tuple[int, str] | None:
+    """``(offset, file name)`` of the newest ``<offset>.snapshot`` among ``snapshot_paths`` named past
+    ``end_offset``, or None."""
+    named = ((snapshot_offset_from_name(basename(path)), basename(path)) for path in snapshot_paths)
+    return max(((offset, name) for offset, name in named if offset is not None and offset > end_offset),
+               default=None)
+
+
+def nonzero_extent(reader, position: int, end: int, chunk: int = 1 << 20) -> int:
+    """How many of the bytes ``[position, end)`` of ``reader`` come before the zeros that run to ``end`` (all of
+    them when the last is not a zero): what a lost tail counts as corrupt bytes, since zeros to the end of the
+    file are a preallocated segment's (``log.preallocate``), which Kafka's recovery truncates as it does any
+    invalid tail (``LogSegment.recover``: a batch size of 0 is a ``CorruptRecordException``), not damage."""
+    at = end
+    while at > position:
+        start = max(position, at - chunk)
+        data = np.frombuffer(bytes(reader.read_at(start, at - start)), np.uint8)
+        found = np.flatnonzero(data)
+        if len(found):
+            return start + int(found[-1]) + 1 - position
+        if len(data) < at - start:  # (the file is shorter now: count what was there as listed)
+            return end - position
+        at = start
+    return 0
 
 
 def load_indexed_past_end(base_offset: int, index: tuple[str | None, tuple[int, int] | None],

@@ -1,0 +1,246 @@
+"""A torn active segment with no high watermark, judged by what else the partition's files say it held: the
+recovery point alone (no index entry past the readable end), producer state snapshots named past it, and a
+preallocated segment's zeros. See tests/test_indexed_tail.py for the index entries' own rules.
+
+* The recovery point is checkpointed only after the log was flushed up to it (``UnifiedLog.flush`` ->
+  ``markFlushed``), and lowered and checkpointed again right after a truncation (``LocalLog.updateLogEndOffset``,
+  ``LogManager.truncateTo`` -> ``checkpointRecoveryOffsetsInDir``): offsets below it missing from the file are
+  loss, unless the checkpoint changed after the listing (a truncation caught between the two writes).
+* A ``.snapshot`` is named by the producer state's end offset when taken, the log end offset (``takeSnapshot``):
+  the log held those offsets once. At a roll it is written without a sync (``takeSnapshot(false)``) and synced
+  with the segment's flush later, so it proves nothing flushed: a warning, as index entries without a recovery
+  point past them are.
+* Zeros after the last batch of a preallocated segment are preallocation, which Kafka's recovery truncates as an
+  invalid tail (``LogSegment.recover``: a batch size of 0 is a ``CorruptRecordException``): no corrupt bytes."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import contextlib
+
+import pytest
+
+import kafkaseg
+from kafkaseg.cli.main import main as cli_main
+from kafkaseg.errors import TruncatedDataError
+from kafkaseg.testing import TopicSpec, write_data_dir
+from kafkaseg.wire.batch import iter_headers
+
+RECORDS = 300
+CUT = 4  # the active segment's batch the tear starts at: offsets 270.. are lost
+LOST_FROM = 270
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    """Three segments of 5-record batches (bases 0, 125, 250) as after a clean shutdown: recovery point 300,
+    producer snapshots 125, 250 and 300; no high watermark for the partition."""
+    root = tmp_path_factory.mktemp("evidence") / "d"
+    manifest = write_data_dir(root, [TopicSpec("t", records_per_partition=RECORDS, records_per_batch=5,
+                                               vary_batch_size=False, index_interval_bytes=400,
+                                               segment_bytes=16384)])
+    (root / "replication-offset-checkpoint").write_text("0\n0\n")
+    return root, manifest.partition("t")
+
+
+@pytest.fixture
+def torn(written, tmp_path, request):
+    """A copy whose active segment is cut ``keep`` bytes into batch CUT (param, default 0), with no index entries
+    (``indexes``: "missing" or "empty") and no snapshot past the cut; returns (root, active, byte of the cut)."""
+    root, pm = written
+    keep, indexes = getattr(request, "param", (0, "missing"))
+    target = tmp_path / "d"
+    shutil.copytree(root, target)
+    active = target / "t-0" / pm.segments[-1].log_path.name
+    headers = list(iter_headers(active.read_bytes()))
+    at = headers[CUT].position
+    active.write_bytes(active.read_bytes()[:at + keep])
+    for suffix in (".index", ".timeindex"):
+        if indexes == "missing":
+            active.with_suffix(suffix).unlink()
+        else:
+            active.with_suffix(suffix).write_bytes(b"")
+    (target / "t-0" / f"{RECORDS:020d}.snapshot").unlink()
+    return target, active, at
+
+
+def _set_recovery_point(root, offset: int) -> None:
+    (root / "recovery-point-offset-checkpoint").write_text(f"0\n1\nt 0 {offset}\n")
+
+
+def _offsets(table) -> list[int]:
+    return table.column("offset").to_pylist()
+
+
+def _verify(root) -> tuple[int, dict]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = cli_main(["verify", "--json", str(root)])
+    return code, json.loads(out.getvalue())
+
+
+@pytest.mark.parametrize("torn", [(0, "missing"), (100, "missing"), (0, "empty"), (100, "empty")],
+                         indirect=True, ids=["boundary, no indexes", "mid-batch, no indexes",
+                                             "boundary, empty indexes", "mid-batch, empty indexes"])
+def test_a_recovery_point_past_the_readable_end_is_loss_without_index_entries(torn):
+    root, active, at = torn
+    keep = active.stat().st_size - at
+    with pytest.raises(TruncatedDataError) as info:
+        kafkaseg.read_arrow(str(root))
+    assert (info.value.path, info.value.position) == (str(active), at)
+    assert "recovery point 300" in str(info.value) and f"offsets {LOST_FROM}..299" in str(info.value)
+    scan = kafkaseg.open_scan(str(root), onCorruption="skip")
+    assert _offsets(scan.to_table()) == list(range(LOST_FROM))
+    m = scan.metrics
+    (problem,) = m.decode.problems
+    assert (problem.path, problem.position, problem.bytes) == (str(active), at, keep)
+    assert (problem.first_offset, problem.end_offset) == (LOST_FROM, RECORDS)
+    assert (m.decode.corrupt_batches, m.decode.corrupt_bytes) == (1, keep)
+    assert m.unreadable_tails == [] and m.truncated_tails == []
+
+
+def test_verify_names_the_log_file_and_byte(torn):
+    root, active, at = torn
+    code, report = _verify(root)
+    assert code == 1
+    (found,) = [p for p in report["problems"] if p["file"] == str(active) and "recovery point 300" in p["message"]]
+    assert found["severity"] == "error" and found["position"] == at
+    (lost,) = report["partitions"][0]["unreadableOffsets"]
+    assert (lost["firstOffset"], lost["lastOffset"], lost["file"], lost["position"]) == (LOST_FROM, RECORDS - 1,
+                                                                                         str(active), at)
+
+
+def test_a_recovery_point_checkpointed_again_after_the_listing_is_not_trusted(torn):
+    """A follower's truncation cuts the log, then checkpoints the lowered recovery point: a listing between the two
+    writes sees the old one above the file's end. Planning reads the checkpoint again and finds it changed."""
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.planning import list_partitions, plan_scan
+    from kafkaseg.scan import Scan
+
+    root, active, at = torn
+    options = ReadOptions.from_options({})
+    listing = list_partitions(str(root), options)
+    _set_recovery_point(root, LOST_FROM)  # LogManager.truncateTo -> checkpointRecoveryOffsetsInDir
+    scan = Scan(plan_scan(str(root), options, listing=listing), options)
+    assert _offsets(scan.to_table()) == list(range(LOST_FROM))
+    assert scan.metrics.decode.problems == [] and scan.metrics.unreadable_tails == []
+
+
+def test_a_recovery_point_at_the_readable_end_stays_a_quiet_end(torn):
+    root, active, at = torn
+    _set_recovery_point(root, LOST_FROM)
+    for on_corruption in ("fail", "skip"):
+        scan = kafkaseg.open_scan(str(root), onCorruption=on_corruption)
+        assert _offsets(scan.to_table()) == list(range(LOST_FROM))
+        assert scan.metrics.decode.problems == [] and scan.metrics.unreadable_tails == []
+
+
+def test_consume_fails_on_data_loss_the_recovery_point_proves(torn, capsysbinary):
+    root, active, at = torn
+    argv = ["consume", "--data-dir", str(root), "--topic", "t", "--from-beginning", "--skip-message-on-error"]
+    assert cli_main(argv) == 0
+    capsysbinary.readouterr()
+    code = cli_main(argv + ["--fail-on-data-loss"])
+    out, err = capsysbinary.readouterr()
+    assert code == 3 and out.count(b"\n") == LOST_FROM and "exit status 3" in err.decode()
+    assert "recovery point 300" in err.decode()
+
+
+def test_a_snapshot_named_past_the_readable_end_is_said_without_a_flushing_recovery_point(torn):
+    """A snapshot at 300 (the log end offset when it was taken) with the recovery point at the active segment's
+    base: the log held offsets up to 299 once, none of them flushed by the recovery point: a warning."""
+    root, active, at = torn
+    (active.parent / f"{RECORDS:020d}.snapshot").write_bytes((active.parent / f"{250:020d}.snapshot").read_bytes())
+    _set_recovery_point(root, 250)
+    for on_corruption in ("fail", "skip"):
+        scan = kafkaseg.open_scan(str(root), onCorruption=on_corruption)
+        assert _offsets(scan.to_table()) == list(range(LOST_FROM))
+        m = scan.metrics
+        (tail,) = m.unreadable_tails
+        assert (tail.path, tail.position, tail.first_offset, tail.end_offset) == (str(active), at, LOST_FROM,
+                                                                                  RECORDS)
+        assert f"{RECORDS:020d}.snapshot" in tail.what and "recovery point 250" in tail.what
+        assert m.decode.problems == []
+    code, report = _verify(root)
+    (found,) = [p for p in report["problems"] if p["file"] == str(active) and ".snapshot" in p["message"]]
+    assert found["severity"] == "warning" and found["position"] == at
+
+
+def test_a_snapshot_at_or_below_the_readable_end_says_nothing(torn):
+    root, active, at = torn
+    _set_recovery_point(root, 250)  # (snapshots 125 and 250 remain)
+    scan = kafkaseg.open_scan(str(root))
+    assert _offsets(scan.to_table()) == list(range(LOST_FROM))
+    assert scan.metrics.unreadable_tails == [] and scan.metrics.decode.problems == []
+
+
+@pytest.mark.parametrize("torn", [(0, "missing"), (100, "missing")], indirect=True, ids=["boundary", "mid-batch"])
+def test_a_preallocated_tails_zeros_are_not_corrupt_bytes(torn):
+    """The active segment ends in zeros to the end of the file (log.preallocate): lost offsets the recovery point
+    proves are counted, the zeros are not (Kafka's recovery truncates them: a batch size of 0)."""
+    root, active, at = torn
+    kept = len(active.read_bytes()[at:].rstrip(b"\0"))  # (a torn batch's own last bytes may be zeros)
+    with open(active, "ab") as f:
+        f.write(bytes(8192))
+    scan = kafkaseg.open_scan(str(root), onCorruption="skip")
+    assert _offsets(scan.to_table()) == list(range(LOST_FROM))
+    (problem,) = scan.metrics.decode.problems
+    assert (problem.position, problem.first_offset, problem.end_offset) == (at, LOST_FROM, RECORDS)
+    assert problem.bytes == kept and scan.metrics.decode.corrupt_bytes == kept
+
+
+@pytest.mark.parametrize("recovery_point", [RECORDS, 250], ids=["flushed", "not flushed"])
+def test_zeros_to_the_end_below_a_high_watermark_are_a_log_end_not_corruption(torn, recovery_point):
+    """A preallocated active segment (log.preallocate) whose pages past offset 270 were lost reads as zeros to the
+    end of the file, where the high watermark says offsets up to 299 were acknowledged. Kafka's recovery truncates
+    at the first zero batch size as at any invalid tail, so the log ends there as a file cut at that byte would:
+    the high watermark's rules decide (data loss when the recovery point says they were flushed, else a note), and
+    no zero is counted as a corrupt byte."""
+    from kafkaseg.errors import DataLossError
+
+    root, active, at = torn
+    with open(active, "ab") as f:
+        f.write(bytes(8192))
+    (root / "replication-offset-checkpoint").write_text(f"0\n1\nt 0 {RECORDS}\n")
+    _set_recovery_point(root, recovery_point)
+    if recovery_point == RECORDS:
+        with pytest.raises(DataLossError, match="acknowledged and flushed"):
+            kafkaseg.read_arrow(str(root))
+        scan = kafkaseg.open_scan(str(root), onCorruption="skip", failOnDataLoss="false")
+        assert any("acknowledged and flushed" in note for note in scan.plan.report.data_loss)
+    else:
+        scan = kafkaseg.open_scan(str(root))
+        assert any("high watermark 300 is above the log end offset" in n for p in scan.plan.report.partitions
+                   for n in p.notes)
+    assert _offsets(scan.to_table()) == list(range(LOST_FROM))
+    assert scan.metrics.decode.corrupt_batches == 0 and scan.metrics.decode.corrupt_bytes == 0
+
+
+def test_a_snapshot_of_an_append_after_the_listing_is_not_taken_for_a_loss(written, tmp_path):
+    """The listing stats the active segment, a live broker appends offsets 300..304 and snapshots at 305, and the
+    listing sees the snapshot: it is past the end listed, for bytes that are there. The read, which finds the log
+    changed since it was listed, says nothing."""
+    import struct
+
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.planning import list_partitions, plan_scan
+    from kafkaseg.scan import Scan
+
+    root, pm = written
+    target = tmp_path / "d"
+    shutil.copytree(root, target)
+    active = target / "t-0" / pm.segments[-1].log_path.name
+    (target / "t-0" / f"{RECORDS + 5:020d}.snapshot").write_bytes((target / "t-0" / f"{RECORDS:020d}.snapshot")
+                                                                   .read_bytes())
+    options = ReadOptions.from_options({})
+    listing = list_partitions(str(target), options)
+    data = active.read_bytes()
+    nxt = bytearray(data[list(iter_headers(data))[-1].position:])
+    struct.pack_into(">q", nxt, 0, RECORDS)  # (no CRC covers the base offset)
+    with open(active, "ab") as f:
+        f.write(bytes(nxt))
+    scan = Scan(plan_scan(str(target), options, listing=listing), options)
+    assert _offsets(scan.to_table()) == list(range(RECORDS))
+    assert scan.metrics.unreadable_tails == [] and scan.metrics.decode.problems == []
