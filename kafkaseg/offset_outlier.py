@@ -18,8 +18,10 @@ around it (:func:`outlier_region`, on the error path only):
   of them keeps it. Two equally good explanations (a lone pair of batches that overlap, with room for either) leave
   both out: no record is returned at an offset it may never have had.
 
-The first run of batches left out is the region to skip; callers act on it only when it starts before the batch the
-decoders blame (otherwise their verdict stands, and nothing changes).
+The window starts at the batch the step goes back below, above the offsets read before it: when that batch is left
+out, it (with the batches left out right after it) is the region to skip; otherwise the decoders' verdict stands.
+Starting there, the verdict depends on neither chunk nor slice sizes, and reads, ``kafkaseg verify`` and the lookups
+reach the same one.
 """
 
 from __future__ import annotations
@@ -30,15 +32,14 @@ from kafkaseg.errors import KafkaSegError
 from kafkaseg.storage.segment import SegmentReader
 from kafkaseg.wire.crc import crc_is_valid
 
-__all__ = ["OutlierRegion", "outlier_region", "kept_batches", "WENT_BACK", "went_back", "AHEAD_BATCHES",
-           "BEHIND_BATCHES"]
+__all__ = ["OutlierRegion", "outlier_region", "kept_batches", "batch_before", "offset_before", "goes_back_after",
+           "past_next_base_problem", "went_back", "AHEAD_BATCHES"]
 
 #: The decoders' words for a batch whose first offset does not follow the offset before it (both kernels, and
 #: verify and the lookups through :func:`kafkaseg.decode.api.offset_field_problem`).
 WENT_BACK = "non-monotonic offsets: batch base offset "
-#: batches after the first backwards step looked at, and sound batches before it kept in the window
+#: batches after the first backwards step looked at
 AHEAD_BATCHES = 16
-BEHIND_BATCHES = 16
 
 
 def went_back(what: str) -> bool:
@@ -127,14 +128,74 @@ def kept_batches(batches: list, floor: int, ceiling: int | None) -> list[bool]:
     return kept
 
 
-def _window(reader: SegmentReader, start: int, floor: int, limit: int | None, *, verify_crc: bool,
-            max_batch_bytes: int | None, max_decompressed_bytes: int | None) -> tuple[list[_Batch], int, bool]:
-    """The batches from ``start`` up to :data:`AHEAD_BATCHES` past the first one that does not follow the offsets
-    before it (the last :data:`BEHIND_BATCHES` sound ones before that, with the last offset before them), stopping
-    at bad framing or a batch at or past ``limit`` (where the read of the segment ends). Returns them, that floor,
-    and whether the walk reached the end of the file."""
+def _sound(reader: SegmentReader, header, verify_crc: bool, max_batch_bytes: int | None,
+           max_decompressed_bytes: int | None) -> int | None:
+    """The first offset of the batch under ``header`` when it is whole and its CRC holds (a legacy compressed
+    wrapper decoded for it), else None."""
     from kafkaseg.entry_check import batch_first_offset
 
+    if verify_crc or header.magic < 2:
+        data = reader.read_at(header.position, header.size)
+        if len(data) < header.size or (verify_crc and not crc_is_valid(data, header._replace(position=0))):
+            return None
+    if header.magic < 2 and header.codec:
+        return batch_first_offset(reader, header.position, max_batch_bytes, max_decompressed_bytes)
+    return header.base_offset
+
+
+def goes_back_after(reader: SegmentReader, end: int, last_offset: int) -> bool:
+    """Whether the batch starting at byte ``end`` (right after one whose last offset is ``last_offset``) has an
+    offset field at or below it: a backwards step for :func:`outlier_region` to judge (one 17-byte read). A legacy
+    wrapper's field is its last inner offset, so a wrapper whose first inner offset alone goes back is left to the
+    decoders."""
+    from kafkaseg.decode.api import batch_start_offset
+
+    if end + 17 > reader.size:
+        return False
+    following = batch_start_offset(reader.read_at(end, 17))
+    return following is not None and following <= last_offset
+
+
+def _taken(reader: SegmentReader, start: int, end: int, floor: int, verify_crc: bool, max_batch_bytes: int | None,
+           max_decompressed_bytes: int | None) -> list[tuple[int, int, int]]:
+    """``(position, last offset before it, its last offset)`` of each batch a read from byte ``start`` (after
+    offset ``floor``) takes before byte ``end``: sound, and above the offsets before it, as the decoders take
+    batches. Bytes that cannot be walked end the list."""
+    taken = []
+    try:
+        for header in reader.iter_headers(start, end, max_batch_bytes=max_batch_bytes):
+            first = _sound(reader, header, verify_crc, max_batch_bytes, max_decompressed_bytes)
+            if first is not None and first > floor:
+                taken.append((header.position, floor, header.last_offset))
+                floor = header.last_offset
+    except KafkaSegError:
+        pass
+    return taken
+
+
+def batch_before(reader: SegmentReader, start: int, step: int, floor: int, *, verify_crc: bool = True,
+                 max_batch_bytes: int | None = None, max_decompressed_bytes: int | None = None
+                 ) -> tuple[int, int] | None:
+    """``(position, last offset before it)`` of the last batch a read from byte ``start`` (after offset ``floor``)
+    takes before byte ``step``: the batch a step at ``step`` goes back below. None when there is none."""
+    taken = _taken(reader, start, step, floor, verify_crc, max_batch_bytes, max_decompressed_bytes)
+    return taken[-1][:2] if taken else None
+
+
+def offset_before(reader: SegmentReader, start: int, end: int, floor: int, *, verify_crc: bool = True,
+                  max_batch_bytes: int | None = None, max_decompressed_bytes: int | None = None) -> int:
+    """The last offset of the last batch a read from byte ``start`` (after offset ``floor``) takes before byte
+    ``end`` (``floor`` when none): what a walk starting at ``end`` mid-segment checks its first batch against
+    (``start``: an offset index entry before it, or 0 with the segment's base - 1)."""
+    taken = _taken(reader, start, end, floor, verify_crc, max_batch_bytes, max_decompressed_bytes)
+    return taken[-1][2] if taken else floor
+
+
+def _window(reader: SegmentReader, start: int, floor: int, limit: int | None, *, verify_crc: bool,
+            max_batch_bytes: int | None, max_decompressed_bytes: int | None) -> tuple[list[_Batch], bool]:
+    """The batches from ``start`` up to :data:`AHEAD_BATCHES` past the first one that does not follow the offsets
+    before it, stopping at bad framing or a batch at or past ``limit`` (where the read of the segment ends).
+    Returns them and whether the walk reached the end of the file."""
     batches: list[_Batch] = []
     high = floor
     stepped_at = None
@@ -144,66 +205,88 @@ def _window(reader: SegmentReader, start: int, floor: int, limit: int | None, *,
         for header in walk:
             if limit is not None and header.base_offset >= limit and header.magic >= 2:
                 break
-            data = reader.read_at(header.position, header.size) if verify_crc or header.magic < 2 else None
-            sound = data is None or (len(data) == header.size and crc_is_valid(data, header._replace(position=0)))
-            first = header.base_offset
-            if sound and header.magic < 2 and header.codec:
-                first = batch_first_offset(reader, header.position, max_batch_bytes, max_decompressed_bytes)
-                sound = first is not None
-            if limit is not None and first >= limit:
+            first = _sound(reader, header, verify_crc, max_batch_bytes, max_decompressed_bytes)
+            if limit is not None and first is not None and first >= limit:
                 break
-            batch = _Batch(header.position, header.position + header.size, first, header.last_offset, sound)
+            batch = _Batch(header.position, header.position + header.size,
+                           header.base_offset if first is None else first, header.last_offset, first is not None)
             batches.append(batch)
-            if sound and stepped_at is None and first <= high:
+            if batch.sound and stepped_at is None and batch.first <= high:
                 stepped_at = len(batches) - 1
-            if sound:
+            if batch.sound:
                 high = max(high, batch.last)
-            if stepped_at is None and len(batches) > BEHIND_BATCHES:
-                dropped = batches.pop(0)
-                floor = max(floor, dropped.last) if dropped.sound else floor
             if stepped_at is not None and len(batches) - 1 - stepped_at >= AHEAD_BATCHES:
                 break
         else:
             reached_end = walk.tail is None
     except KafkaSegError:
         pass  # (the window ends at damage the decoders judge themselves)
-    return batches, floor, reached_end
+    return batches, reached_end
 
 
 def outlier_region(reader: SegmentReader, start: int, floor: int, *, limit: int | None = None,
                    next_base: int | None = None, verify_crc: bool = True, max_batch_bytes: int | None = None,
                    max_decompressed_bytes: int | None = None, region_end: int | None = None
                    ) -> OutlierRegion | None:
-    """The first run of batches from byte ``start`` of ``reader``'s segment that the window around the first
-    backwards step after it leaves out (see the module's docstring), or None when there is no step or every batch
-    is kept. ``floor``: the last offset read before ``start`` (the segment's base - 1 at its start); ``limit``:
-    where a read of the segment ends (the window stops at a batch reaching it); ``next_base``: the next segment's
-    base, which no batch of the segment, nor any true offset of one left out, reaches (None: the last segment).
-    ``region_end``: the region is cut at this byte (a slice's end). Reads the window's headers and batches (CRC),
-    on the error path only."""
-    batches, floor, reached_end = _window(reader, start, floor, limit, verify_crc=verify_crc,
-                                          max_batch_bytes=max_batch_bytes,
-                                          max_decompressed_bytes=max_decompressed_bytes)
-    if not batches:
+    """The run of batches starting at byte ``start`` of ``reader``'s segment that the window from there leaves out
+    (see the module's docstring), when the batch at ``start`` is left out (the batch a step goes back below: its
+    offset field, not the later batch's, is the corrupt one), else None (the decoders' verdict stands: the batch
+    going back is). ``floor``: the last offset read before ``start`` (the segment's base - 1 at its start);
+    ``limit``: where a read of the segment ends (the window stops at a batch reaching it); ``next_base``: the next
+    segment's base, which no batch of the segment, nor any true offset of one left out, reaches (None: the last
+    segment). ``region_end``: the region is cut at this byte (a slice's end). Reads up to
+    :data:`AHEAD_BATCHES` batches after the step (each whole, for its CRC): the error path only. Reads, ``kafkaseg
+    verify`` and the lookups all decide with it, from the same batch and floor."""
+    batches, reached_end = _window(reader, start, floor, limit, verify_crc=verify_crc,
+                                   max_batch_bytes=max_batch_bytes, max_decompressed_bytes=max_decompressed_bytes)
+    if not batches or not batches[0].sound:
         return None
     kept = kept_batches(batches, floor, next_base if reached_end else None)
-    left_out = [k for k, b in enumerate(batches) if b.sound and not kept[k]]
-    if not left_out:
+    if kept[0]:
         return None
-    first = left_out[0]
-    run = first
+    run = 0
     while (run + 1 < len(batches) and batches[run + 1].sound and not kept[run + 1]
            and (region_end is None or batches[run + 1].end <= region_end)):
         run += 1
-    before = [b.last for b in batches[:first] if b.sound]
-    low = max([floor, *before])
     after = next((b.first for k, b in enumerate(batches) if k > run and kept[k]), None)
-    region = batches[first:run + 1]
+    region = batches[:run + 1]
     spans = ", ".join(f"{b.first}..{b.last}" for b in region)
-    what = (f"the batch here holds offsets {spans}, which overlap the batches around it, and the fewest batches "
-            "whose offset field (outside the CRC) can be corrupt are this one" if len(region) == 1 else
-            f"the {len(region)} batches here hold offsets {spans}, which overlap each other, and either one's offset "
-            "field (outside the CRC) can be the corrupt one")
-    what += (f": its records are not read at those offsets (the batches around it end at {low} and start "
-             + (f"at {after})" if after is not None else "further on)"))
-    return OutlierRegion(region[0].position, region[-1].end, len(region), low + 1, after, what)
+    if len(region) == 1:
+        what = (f"the batch here holds offsets {spans} by its base offset, which the CRC does not cover, and the "
+                "batches after it go back below that: of the batches around it, this one alone left out leaves "
+                "increasing offsets with room for its own, so its offset field is the corrupt one")
+    else:
+        what = (f"the {len(region)} batches here hold offsets {spans} by their base offsets, which the CRC does not "
+                "cover, and overlap: either one's offset field can be the corrupt one, with room for its offsets "
+                "among the batches around them, so neither is read")
+    what += f" (the readable batches around it end at {floor} and " + (
+        f"start at {after})" if after is not None else "go on further)")
+    return OutlierRegion(region[0].position, region[-1].end, len(region), floor + 1, after, what)
+
+
+def past_next_base_problem(header, first: int, next_base: int, later_logs, filesystem=None, *,
+                           max_batch_bytes: int | None = None) -> str | None:
+    """The problem of a rolled segment's LAST batch (``header``, its first offset ``first``, no batch after it)
+    at or past the next segment's base, ``next_base``, that no later segment holds (``later_logs``: ``(base offset,
+    log path)`` of the segments after it, in order): a compacted copy merging the two keeps each batch's base and
+    last offsets, so a v2 batch that none of them has under those offsets has a corrupt base offset, which a read
+    skips (``scan._SliceDecoder.check_next_base``, which also compares the records). None when it is no such batch,
+    or when a later segment holds it, or cannot be read (no verdict on damage that may not be there). Shared by
+    ``kafkaseg verify`` and the lookups."""
+    if header.magic < 2 or first < next_base:
+        return None
+    try:
+        for base, path in later_logs:
+            if base > header.last_offset:
+                break
+            with SegmentReader(path, filesystem) as following:
+                for h in following.iter_headers(0, max_batch_bytes=max_batch_bytes):
+                    if h.base_offset > header.base_offset:
+                        break
+                    if (h.magic, h.base_offset, h.last_offset) == (2, header.base_offset, header.last_offset):
+                        return None
+    except KafkaSegError:
+        return None
+    return (f"the batch here holds offsets {first}..{header.last_offset}, at or past offset {next_base}, the base "
+            "offset of the partition's next segment, which holds no such batch: its base offset, which the CRC does "
+            "not cover, is corrupt")

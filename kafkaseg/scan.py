@@ -28,7 +28,6 @@ from kafkaseg.decode.api import (
     DecodeRequest,
     DecodeStats,
     Problem,
-    batch_start_offset,
     past_end_problem,
     uncounted,
 )
@@ -36,7 +35,7 @@ from kafkaseg.errors import (CorruptBatchError, CorruptDataError, DataLossError,
                              LayoutError, TruncatedDataError)
 from kafkaseg.options import ReadOptions
 from kafkaseg.entry_check import ResumptionEntries, batch_first_offset
-from kafkaseg.offset_outlier import outlier_region, went_back
+from kafkaseg.offset_outlier import batch_before, goes_back_after, offset_before, outlier_region, went_back
 from kafkaseg.planning import ScanPlan, SegmentSlice, plan_again_by_offset, plan_scan
 from kafkaseg.storage.layout import read_partition_again
 from kafkaseg.storage.offset_index import OffsetIndex
@@ -690,25 +689,32 @@ class _SliceDecoder:
                 raise
             return self._up_to_outlier(view, request, region)
         step = min((problem[1] for problem in result.stats.problems if went_back(problem[2])), default=None)
-        if step is None and result.stop not in (STOP_PAST_END, STOP_CORRUPT) and result.last_offset > self.last_seen:
-            following = pos + result.consumed
-            if following + HEADER_PREFIX_SIZE <= reader.size:
-                first = batch_start_offset(reader.read_at(following, HEADER_PREFIX_SIZE))
-                step = following if first is not None and first <= result.last_offset else None
+        if (step is None and result.stop not in (STOP_PAST_END, STOP_CORRUPT) and result.last_offset > self.last_seen
+                and goes_back_after(SegmentReader(self.piece.log_path, opened=reader), pos + result.consumed,
+                                    result.last_offset)):
+            step = pos + result.consumed
         if step is None:
             return result
         region = self._outlier(reader, pos, step, end)
         return result if region is None else self._up_to_outlier(view, request, region)
 
     def _outlier(self, reader: RandomAccessReader, pos: int, step: int, end: int):
-        """The region of batches from ``pos`` (decoded after ``last_seen``) whose offset field is corrupt, when it
-        starts before ``step``, the batch going back that the kernel blames; else None (its verdict stands)."""
-        piece = self.piece
-        region = outlier_region(SegmentReader(piece.log_path, opened=reader), pos, self.last_seen,
-                                limit=piece.segment_offsets[1], next_base=piece.next_base_offset,
-                                verify_crc=self.options.verify_crc, max_batch_bytes=self.options.max_batch_bytes,
-                                max_decompressed_bytes=self.options.max_decompressed_batch_bytes, region_end=end)
-        return region if region is not None and region.position < step and region.end <= end else None
+        """The region of batches whose offset field is corrupt (:func:`~kafkaseg.offset_outlier.outlier_region`)
+        when the batch a step at ``step`` goes back below is (decoded from ``pos``, after ``last_seen``), else None
+        (the kernel's verdict stands)."""
+        piece, options = self.piece, self.options
+        segment = SegmentReader(piece.log_path, opened=reader)
+        limits = {"verify_crc": options.verify_crc, "max_batch_bytes": options.max_batch_bytes,
+                  "max_decompressed_bytes": options.max_decompressed_batch_bytes}
+        floor = self.last_seen
+        if not self.walked:  # (a slice starting mid-segment: the offsets before it are another slice's)
+            floor = self._offset_after_batch_before(reader, piece.start_position) - 1
+        found = batch_before(segment, pos, step, floor, **limits)
+        if found is None:
+            return None
+        region = outlier_region(segment, *found, limit=piece.segment_offsets[1], next_base=piece.next_base_offset,
+                                region_end=end, **limits)
+        return region if region is not None and region.end <= end else None
 
     def _up_to_outlier(self, view, request: DecodeRequest, region):
         """Raise at ``region`` (strict), or decode ``view`` up to it and count it as skipped, the read going on
@@ -1046,10 +1052,11 @@ class _SliceDecoder:
         self._count_skip(at, end - at, err.detail, lost_from)
         self.stats.corrupt_batches += batches - 1  # (one per batch, as the kernels count)
 
-    def _offset_after_batch_before(self, reader: RandomAccessReader, position: int) -> int | None:
-        """The offset after the batch that ends at ``position`` of this segment (where offsets a problem there makes
-        unreadable start), found by a header walk from the offset index entry before it (from the segment's start
-        without one); None when it cannot be read. Error path only: about one index interval of headers."""
+    def _offset_after_batch_before(self, reader: RandomAccessReader, position: int) -> int:
+        """The offset after the last batch a read takes before ``position`` of this segment (where offsets a problem
+        there makes unreadable start, and what the batch there follows), found by a header walk from the offset
+        index entry before it (from the segment's start without one). Error path only: about one index interval of
+        headers, each batch read for its CRC."""
         piece = self.piece
         start = 0
         try:
@@ -1060,14 +1067,10 @@ class _SliceDecoder:
                 start = int(index.positions[below]) if below >= 0 else 0
         except KafkaSegError:
             start = 0
-        after = piece.base_offset if start == 0 else None
-        try:
-            for header in SegmentReader(piece.log_path, opened=reader).iter_headers(
-                    start, position, max_batch_bytes=self.options.max_batch_bytes):
-                after = header.last_offset + 1
-        except KafkaSegError:
-            return None
-        return after
+        options = self.options
+        return offset_before(SegmentReader(piece.log_path, opened=reader), start, position, piece.base_offset - 1,
+                             verify_crc=options.verify_crc, max_batch_bytes=options.max_batch_bytes,
+                             max_decompressed_bytes=options.max_decompressed_batch_bytes) + 1
 
     def _next_segment_spans(self, reader: RandomAccessReader, position: int, last: int) -> bool:
         """Whether the partition's next segment, as its folder lists now, spans the batch at ``position`` of this

@@ -17,6 +17,7 @@ from kafkaseg.planning import plan_scan
 from kafkaseg.scan import ScanMetrics, read_slice
 from kafkaseg.testing import PartitionWriter, Record, TopicSpec, build_batch_v2, write_data_dir
 from kafkaseg.wire.batch import iter_headers
+from tests.offset_damage import CASES, damage
 
 RECORDS = 600
 
@@ -772,32 +773,6 @@ def _rows(table) -> dict:
     return {o: (k, v) for o, k, v in zip(*(table.column(c).to_pylist() for c in ("offset", "key", "value")))}
 
 
-def _damage(root, segment: int, batch: int, xor: int):
-    """XOR the base offset field of batch ``batch`` of segment ``segment`` with ``xor``; returns the log, the batch's
-    header (as it was) and the headers around it."""
-    log = _logs(root)[segment]
-    data = bytearray(log.read_bytes())
-    headers = list(iter_headers(bytes(data)))
-    header = headers[batch]
-    field = struct.unpack_from(">q", data, header.position)[0]
-    struct.pack_into(">q", data, header.position, field ^ xor)
-    log.write_bytes(bytes(data))
-    return log, header, headers
-
-
-# segment 1 holds 130..259 in 13 batches; the next segment starts at 260
-CASES = {
-    "raised_over_many": (1, 3, 64),  # 160..169 -> 224..233: over the 7 batches after it
-    "raised_over_one": (1, 3, 4),  # 160..169 -> 164..173: over the one batch after it only
-    "raised_past_next_base": (1, 3, 1 << 20),  # (the decoders' rule offset_field_past_next, as before)
-    "lowered_into_previous": (1, 4, 8),  # 170..179 -> 162..171
-    "lowered_below_segment_base": (1, 1, 128),  # 140..149 -> 12..21
-    "first_batch_raised": (1, 0, 64),  # 130..139 -> 194..203
-    "next_to_last_raised": (1, 11, 4),  # 240..249 -> 244..253, over the segment's last batch (250..259)
-    "last_raised_past_next_base": (1, 12, 256),  # 250..259 -> 506..515
-}
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("read_mode", ["mmap", "pread"])
 def test_a_damaged_base_offset_costs_only_its_batch(rolled, copy, kernel, case, read_mode):
@@ -809,7 +784,7 @@ def test_a_damaged_base_offset_costs_only_its_batch(rolled, copy, kernel, case, 
     read named the sound batch after it)."""
     segment, batch, xor = CASES[case]
     undamaged = _rows(kafkaseg.read_arrow(str(rolled)))
-    log, bad, headers = _damage(copy, segment, batch, xor)
+    log, bad, _, following = damage(copy, segment, batch, xor)
     lost = range(bad.base_offset, bad.last_offset + 1)
     with pytest.raises(CorruptBatchError) as info:
         kafkaseg.read_arrow(str(copy), readMode=read_mode)
@@ -823,7 +798,6 @@ def test_a_damaged_base_offset_costs_only_its_batch(rolled, copy, kernel, case, 
         assert scan.metrics.decode.corrupt_batches == 1
         (problem,) = scan.metrics.decode.problems
         assert (problem.path, problem.position, problem.bytes) == (str(log), bad.position, bad.size)
-        following = headers[batch + 1].base_offset if batch + 1 < len(headers) else int(_logs(copy)[segment + 1].stem)
         assert (problem.first_offset, problem.end_offset) == (bad.base_offset, following), problem
 
 
@@ -833,7 +807,7 @@ def test_the_raised_batch_is_judged_wherever_a_chunk_ends(copy, kernel, case, ba
     """The kernel sees one chunk at a time: a raised batch that ends a chunk is told from the one after it by a look
     at the next header before its records are returned."""
     segment, batch, xor = CASES[case]
-    log, bad, _ = _damage(copy, segment, batch, xor)
+    log, bad, _, _ = damage(copy, segment, batch, xor)
     for on_corruption in ("skip", "fail"):
         options = ReadOptions.from_options({"onCorruption": on_corruption, "readMode": "pread"})
         metrics = ScanMetrics()
