@@ -535,8 +535,9 @@ class PartitionLookup:
         (v2 base offset, legacy entry offset) the CRC does not cover (:func:`~kafkaseg.decode.api.offset_field_problem`,
         which ``kafkaseg verify`` shares): the problem when its first offset does not follow ``last_seen`` (a field
         gone back) or reaches ``limit``, where a read of the segment ends (the next segment's base), while the batch
-        after it starts lower (a field gone up), or as a rolled segment's last v2 batch that no later segment holds
-        (:func:`~kafkaseg.offset_outlier.past_next_base_problem`, as a read skips it); ``_SEGMENT_ENDS`` when it
+        after it starts lower (a field gone up), or as a rolled segment's last v2 batch across the next segment's
+        base, or past it with no later segment holding it (:func:`~kafkaseg.offset_outlier.past_next_base_problem`,
+        as a read skips it); ``_SEGMENT_ENDS`` when it
         reaches there otherwise (the read of the segment ends); else None. In the active segment
         ``limit`` is the log end offset (:meth:`log_end_offset`: a lenient read's for a lenient lookup), None when
         it cannot be had: then a lower batch after it alone decides."""
@@ -552,13 +553,14 @@ class PartitionLookup:
             return batch_start_offset(reader.read_at(header.position + header.size, 17))
 
         problem = offset_field_problem(first, header.base_offset, last_seen, limit, following)
-        if problem is not None or limit is None or first < limit:
-            return problem
-        if i + 1 < len(self.segments) and following() is None:  # a rolled segment's last batch
+        if problem is None and i + 1 < len(self.segments) and header.last_offset >= self.bases[i + 1] \
+                and following() is None:  # a rolled segment's last batch across or past the next one's base
             problem = past_next_base_problem(header, first, self.bases[i + 1],
                                              [(seg.base_offset, seg.log_path) for seg in self.segments[i + 1:]],
                                              self.fs, max_batch_bytes=self.max_batch_bytes)
-        return _SEGMENT_ENDS if problem is None else problem
+        if problem is not None or limit is None or first < limit:
+            return problem
+        return _SEGMENT_ENDS
 
     def _walk_from(self, i: int, offset: int, on_damage: Callable[[CorruptDataError], None] | None = None
                    ) -> Iterator[BatchHeader]:

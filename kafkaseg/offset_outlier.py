@@ -266,16 +266,26 @@ def outlier_region(reader: SegmentReader, start: int, floor: int, *, limit: int 
 
 def past_next_base_problem(header, first: int, next_base: int, later_logs, filesystem=None, *,
                            max_batch_bytes: int | None = None) -> str | None:
-    """The problem of a rolled segment's LAST batch (``header``, its first offset ``first``, no batch after it)
-    at or past the next segment's base, ``next_base``, that no later segment holds (``later_logs``: ``(base offset,
-    log path)`` of the segments after it, in order): a compacted copy merging the two keeps each batch's base and
-    last offsets, so a v2 batch that none of them has under those offsets has a corrupt base offset, which a read
-    skips (``scan._SliceDecoder.check_next_base``, which also compares the records). None when it is no such batch,
-    or when a later segment holds it, or cannot be read (no verdict on damage that may not be there). Shared by
-    ``kafkaseg verify`` and the lookups."""
-    if header.magic < 2 or first < next_base:
+    """The problem of a rolled segment's LAST v2 batch (``header``, its first offset ``first``, no batch after it)
+    reaching the next segment's base, ``next_base`` (``later_logs``: ``(base offset, log path)`` of the segments
+    after it, in order), whose base offset must be corrupt, as a read judges it (``scan._SliceDecoder``'s
+    ``check_next_base``): across that base while the next segment's first batch starts at its name (Kafka rolls
+    between batches, and its cleaner keeps each batch's offsets), or at or past it with no later segment holding a
+    batch with its base and last offsets (as a compacted copy merging the two would; the scan also compares the
+    records). None when it is no such batch, or a later segment holds it or cannot be read (no verdict on damage
+    that may not be there). Shared by ``kafkaseg verify`` and the lookups."""
+    if header.magic < 2 or header.last_offset < next_base or not later_logs:
         return None
     try:
+        if first < next_base:
+            base, path = later_logs[0]
+            with SegmentReader(path, filesystem) as following:
+                head = following.header_at(0, max_batch_bytes=max_batch_bytes)
+            if base != next_base or head is None or head.magic < 2 or head.base_offset != next_base:
+                return None
+            return (f"the batch here holds offsets {first}..{header.last_offset}, across offset {next_base}, the base "
+                    "offset of the partition's next segment: Kafka rolls segments between batches, and its cleaner "
+                    "keeps each batch's offsets, so this base offset, which the CRC does not cover, is corrupt")
         for base, path in later_logs:
             if base > header.last_offset:
                 break

@@ -796,7 +796,8 @@ class _SliceDecoder:
         problem = self._straddle_problem(straddler, next_base)
         if self.options.on_corruption != "skip":
             raise CorruptBatchError(problem, path=self.piece.log_path, position=straddler.position)
-        self._count_skip(straddler.position, straddler.size, problem, end_offset=next_base)
+        self._count_skip(straddler.position, straddler.size, problem,
+                         self._offset_after_batch_before(reader, straddler.position), next_base)
         self.straddler_skipped = True
         offsets = result.columns["offset"]
         kept = int(np.searchsorted(offsets.to_numpy(zero_copy_only=False), straddler.base_offset))

@@ -691,3 +691,49 @@ def test_a_lookup_judges_a_legacy_wrapper_past_the_next_base_by_its_field_as_a_r
         with pytest.raises(CorruptDataError) as info:
             lookup.locate(4)
     assert info.value.position == bad
+
+
+@pytest.mark.parametrize("new_base", [11, 12, 40, 8], ids=["across-by-1", "across", "past", "lowered"])
+def test_a_single_batch_rolled_segment_whose_base_moved_is_one_verdict(tmp_path, capsys, new_base):
+    """A rolled segment holding one batch (10..14; the next segment starts at 15) whose base offset (outside the
+    CRC) moved: across the next segment's base, past it, or below its own. A read skips it (strict: raises at it),
+    verify has one error at it and its offsets as the unreadable range, and a lenient locate calls them unreadable
+    (found: verify took a batch across the next base for a merged copy, with a "reaches the next segment's base"
+    line, an error per record of the next segment and offsets "missing" before it)."""
+    import kafkaseg
+    from kafkaseg.errors import CorruptBatchError
+    from kafkaseg.lookup import PartitionLookup
+    from kafkaseg.storage.layout import discover
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+
+    def batch(first):
+        return build_batch_v2([Record(o, 1_600_000_000_000 + o, b"k", b"v") for o in range(first, first + 5)])
+
+    root = tmp_path / "kafka"
+    writer = PartitionWriter(root / "t-0")
+    for first, roll in ((0, None), (5, 10), (10, 15), (15, None), (20, None)):
+        writer.append(batch(first))
+        if roll is not None:
+            writer.roll(roll)
+    writer.close()
+    log = root / "t-0" / "00000000000000000010.log"
+    data = bytearray(log.read_bytes())
+    struct.pack_into(">q", data, 0, new_base)
+    log.write_bytes(bytes(data))
+    scan = kafkaseg.open_scan(str(root), onCorruption="skip")
+    assert scan.to_table().column("offset").to_pylist() == [o for o in range(25) if not 10 <= o < 15]
+    assert [(p.path, p.position, p.first_offset, p.end_offset) for p in scan.metrics.decode.problems] == [
+        (str(log), 0, 10, 15)]
+    with pytest.raises(CorruptBatchError) as info:
+        kafkaseg.read_arrow(str(root))
+    assert (info.value.path, info.value.position) == (str(log), 0)
+    code, report = verify_json(root, capsys)
+    assert code == 1
+    assert [(p["file"], p["position"]) for p in report["problems"] if p["severity"] != "info"] == [(str(log), 0)]
+    (part,) = report["partitions"]
+    assert [(u["firstOffset"], u["lastOffset"], u["file"]) for u in part["unreadableOffsets"]] == [(10, 14, str(log))]
+    (pdir,) = discover(str(root))
+    with PartitionLookup(pdir, lenient=True) as lookup:
+        for offset in range(10, 15):
+            location = lookup.locate(offset)
+            assert not location.found and "unreadable" in location.reason and location.record_offset == 15, offset

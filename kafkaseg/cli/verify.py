@@ -853,8 +853,8 @@ def _corrupt_offset_field(reader: SegmentReader, buf, header, path: str, chunk_p
     (:func:`~kafkaseg.decode.api.offset_field_problem`, after ``last_offset``, the last offset of the batch read
     before it in the segment, at least its ``base_offset`` - 1; ``limit`` where the read of the segment ends, None:
     unknown): its first offset gone back, or at or past ``limit`` with a lower batch after it, or (v2, segment
-    ``i`` of ``pdir`` rolled) at or past the next segment's base as the segment's last batch, which the next segment
-    does not hold (:func:`~kafkaseg.offset_outlier.past_next_base_problem`). And when the batch
+    ``i`` of ``pdir`` rolled) across or past the next segment's base as the segment's last batch, which the next
+    segment does not hold (:func:`~kafkaseg.offset_outlier.past_next_base_problem`). And when the batch
     after it goes back below it, whether this batch's field is the corrupt one, judged on the batches around it as
     a read judges it (:func:`~kafkaseg.offset_outlier.outlier_region`; ``next_base``: the next segment's base,
     None for the last): then the region it leaves out (this batch, and any left out with it) is skipped. Either
@@ -870,8 +870,8 @@ def _corrupt_offset_field(reader: SegmentReader, buf, header, path: str, chunk_p
 
     position = chunk_position + header.position
     problem = offset_field_problem(first, header.base_offset, floor, limit, following)
-    if problem is None and next_base is not None and first >= next_base and following() is None:
-        # a rolled segment's last batch at or past the next segment's base, which no later segment holds
+    if problem is None and next_base is not None and header.last_offset >= next_base and following() is None:
+        # a rolled segment's last batch across or past the next segment's base (past it: no later segment holds it)
         problem = past_next_base_problem(header, first, next_base,
                                          [(seg.base_offset, seg.log_path) for seg in pdir.segments[i + 1:]],
                                          pdir.filesystem, max_batch_bytes=_READ_DEFAULTS.max_batch_bytes)
