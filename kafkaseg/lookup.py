@@ -73,7 +73,8 @@ from kafkaseg.errors import (
 )
 from kafkaseg.entry_check import (BAD_BATCH_ENDS_SEGMENT, ENTRY_CRC_MAX_BYTES, ResumptionEntries, batch_first_offset,
                                   entry_batch_problem, resynchronised_batch)
-from kafkaseg.decode.api import batch_start_offset, offset_field_past_next
+from kafkaseg.decode.api import batch_start_offset, offset_field_problem
+from kafkaseg.offset_outlier import goes_back_after, offset_before, outlier_region, past_next_base_problem
 from kafkaseg.options import datetime_ms
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 from kafkaseg.storage.layout import (LogEnd, PartitionDir, find_log_end, last_stable_offset, partition_log_end_offset,
@@ -248,6 +249,8 @@ class PartitionLookup:
         self.segments = partition_dir.segments
         self.bases = [s.base_offset for s in self.segments]
         self.stats = LookupStats()
+        # (log path, byte) -> end of the region of batches whose offset field is corrupt found there (_headers)
+        self._regions: dict[tuple[str, int], int] = {}
         self._indexes: dict[tuple[int, str], object] = {}
         # index files held open at once (thousands of segments: ulimit -n); lookups of many partitions kept open
         # together (jobs/lookup.py) share one limit
@@ -333,6 +336,9 @@ class PartitionLookup:
         seg = self.segments[i]
         if bad is None:
             return None
+        region_end = self._regions.get((seg.log_path, bad))
+        if region_end is not None:  # batches whose offset field is corrupt (_headers): the read goes on after them
+            return region_end if region_end < seg.log_size else None
         with SegmentReader(seg.log_path, self.fs) as reader:  # the decoders' rule: the bad batch's length field
             self.stats.files_opened += 1
             found = resynchronised_batch(reader, bad, self.max_batch_bytes, None)
@@ -470,9 +476,20 @@ class PartitionLookup:
                         limit = self.log_end_offset()
                     except KafkaSegError:
                         limit = None  # (the log end's own damage raises where an answer needs it)
-                problem = self._offset_field_problem(reader, header, last_seen, limit)
+                problem = self._offset_field_problem(i, reader, header, last_seen, limit)
                 if problem == _SEGMENT_ENDS:
                     return
+                if problem is None and goes_back_after(reader, header.position + header.size, header.last_offset):
+                    # the batch after it goes back below it: whose offset field is corrupt, judged as a read does,
+                    # after the offsets a read has before it (at a walk's start mid-segment: found from the index)
+                    floor = last_seen if after is not None or header.position == 0 or header.position > start \
+                        else self._floor_before(i, reader, header)
+                    region = outlier_region(reader, header.position, floor, limit=limit,
+                                            next_base=self.bases[i + 1] if i + 1 < len(self.bases) else None,
+                                            verify_crc=self.verify_crc, max_batch_bytes=self.max_batch_bytes)
+                    if region is not None:
+                        self._regions[(seg.log_path, header.position)] = region.end
+                        problem = region.what
                 if problem is not None:
                     raise CorruptBatchError(f"{problem} (a read with onCorruption=skip leaves the batch out and "
                                             "reads on)", path=seg.log_path, position=header.position)
@@ -502,12 +519,26 @@ class PartitionLookup:
             if hiding is not None:
                 raise CorruptBatchError(hiding, path=seg.log_path, position=tail.position)
 
-    def _offset_field_problem(self, reader: SegmentReader, header: BatchHeader, last_seen: int, limit: int | None):
-        """The decoders' rule for a batch of ``reader``'s segment after offset ``last_seen``, whose offset field (v2 base
-        offset, legacy entry offset) the CRC does not cover: the problem when its first offset does not follow
-        ``last_seen`` (a field gone back) or reaches ``limit``, where a read of the segment ends (the next segment's
-        base), while the batch after it starts lower (:func:`~kafkaseg.decode.api.offset_field_past_next`: a field gone up); ``_SEGMENT_ENDS`` when it
-        reaches there with none lower after it (the read of the segment ends); else None. In the active segment
+    def _floor_before(self, i: int, reader: SegmentReader, header: BatchHeader) -> int:
+        """The last offset a read of segment ``i`` has taken before the batch ``header`` (what its offsets must
+        follow), from the headers since the offset index entry before it (one index interval)."""
+        index = self._index(i, "offset")
+        entry_offset, position = index.floor(header.base_offset)
+        while position >= header.position and position > 0:
+            entry_offset, position = index.last_below_offset(entry_offset)
+        return offset_before(reader, position, header.position, self.bases[i] - 1, verify_crc=self.verify_crc,
+                             max_batch_bytes=self.max_batch_bytes)
+
+    def _offset_field_problem(self, i: int, reader: SegmentReader, header: BatchHeader, last_seen: int,
+                              limit: int | None):
+        """The decoders' rule for a batch of segment ``i`` (``reader``) after offset ``last_seen``, whose offset field
+        (v2 base offset, legacy entry offset) the CRC does not cover (:func:`~kafkaseg.decode.api.offset_field_problem`,
+        which ``kafkaseg verify`` shares): the problem when its first offset does not follow ``last_seen`` (a field
+        gone back) or reaches ``limit``, where a read of the segment ends (the next segment's base), while the batch
+        after it starts lower (a field gone up), or as a rolled segment's last v2 batch across the next segment's
+        base, or past it with no later segment holding it (:func:`~kafkaseg.offset_outlier.past_next_base_problem`,
+        as a read skips it); ``_SEGMENT_ENDS`` when it
+        reaches there otherwise (the read of the segment ends); else None. In the active segment
         ``limit`` is the log end offset (:meth:`log_end_offset`: a lenient read's for a lenient lookup), None when
         it cannot be had: then a lower batch after it alone decides."""
         first = header.base_offset
@@ -517,13 +548,19 @@ class PartitionLookup:
             except KafkaSegError:
                 first = None  # (a wrapper that fails to decode is damage where its records are read)
             first = header.base_offset if first is None else first
-        if first <= last_seen:
-            return f"non-monotonic offsets: batch base offset {first} follows offset {last_seen}"
-        if limit is not None and first < limit:
-            return None
-        following = batch_start_offset(reader.read_at(header.position + header.size, 17))
-        problem = offset_field_past_next(first, limit, following)
-        return problem if problem is not None or limit is None else _SEGMENT_ENDS
+
+        def following() -> int | None:
+            return batch_start_offset(reader.read_at(header.position + header.size, 17))
+
+        problem = offset_field_problem(first, header.base_offset, last_seen, limit, following)
+        if problem is None and i + 1 < len(self.segments) and header.last_offset >= self.bases[i + 1] \
+                and following() is None:  # a rolled segment's last batch across or past the next one's base
+            problem = past_next_base_problem(header, first, self.bases[i + 1],
+                                             [(seg.base_offset, seg.log_path) for seg in self.segments[i + 1:]],
+                                             self.fs, max_batch_bytes=self.max_batch_bytes)
+        if problem is not None or limit is None or first < limit:
+            return problem
+        return _SEGMENT_ENDS
 
     def _walk_from(self, i: int, offset: int, on_damage: Callable[[CorruptDataError], None] | None = None
                    ) -> Iterator[BatchHeader]:

@@ -35,8 +35,10 @@ from kafkaseg.errors import (CorruptBatchError, CorruptDataError, DataLossError,
                              LayoutError, TruncatedDataError)
 from kafkaseg.options import ReadOptions
 from kafkaseg.entry_check import ResumptionEntries, batch_first_offset
+from kafkaseg.offset_outlier import batch_before, goes_back_after, offset_before, outlier_region, went_back
 from kafkaseg.planning import ScanPlan, SegmentSlice, plan_again_by_offset, plan_scan
 from kafkaseg.storage.layout import read_partition_again
+from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import SegmentReader, load_indexed_past_end, nonzero_extent, with_snapshot
 from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
 from kafkaseg.storage.fs import basename as fs_basename, join as fs_join, stat as fs_stat
@@ -675,9 +677,69 @@ class _SliceDecoder:
         self.gap_starts = np.array([lo for lo, _ in piece.offset_gaps], np.int64)
         self.gap_ends = np.array([hi for _, hi in piece.offset_gaps], np.int64)
 
-    def decode(self, view, pos: int, end: int):
-        return self.kernel(view, replace(self.base_request, base_position=pos, check_offsets_after=self.last_seen,
-                                         bytes_after=end - pos - len(view)))
+    def decode(self, view, pos: int, end: int, reader: RandomAccessReader):
+        """The kernel's decode of ``view`` (file position ``pos``; the slice ends at ``end``). When a batch's
+        offsets go back (found by the kernel, or at the view's end by a look at the next header: one 17-byte read
+        per decode), which batch holds the corrupt offset field is judged on the batches around it
+        (:func:`~kafkaseg.offset_outlier.outlier_region`): when that is an earlier one than the kernel blames (a
+        base offset raised over the batches after it), the view is decoded up to it, and it is raised or counted
+        as skipped (the read goes on after it), never returned at offsets its records never had."""
+        request = replace(self.base_request, base_position=pos, check_offsets_after=self.last_seen,
+                          bytes_after=end - pos - len(view))
+        try:
+            result = self.kernel(view, request)
+        except CorruptBatchError as err:
+            if err.position is None or not went_back(err.detail):
+                raise
+            region = self._outlier(reader, pos, err.position, end)
+            if region is None:
+                raise
+            return self._up_to_outlier(view, request, region)
+        step = min((problem[1] for problem in result.stats.problems if went_back(problem[2])), default=None)
+        if (step is None and result.stop not in (STOP_PAST_END, STOP_CORRUPT) and result.last_offset > self.last_seen
+                and goes_back_after(SegmentReader(self.piece.log_path, opened=reader), pos + result.consumed,
+                                    result.last_offset)):
+            step = pos + result.consumed
+        if step is None:
+            return result
+        region = self._outlier(reader, pos, step, end)
+        return result if region is None else self._up_to_outlier(view, request, region)
+
+    def _outlier(self, reader: RandomAccessReader, pos: int, step: int, end: int):
+        """The region of batches whose offset field is corrupt (:func:`~kafkaseg.offset_outlier.outlier_region`)
+        when the batch a step at ``step`` goes back below is (decoded from ``pos``, after ``last_seen``), else None
+        (the kernel's verdict stands)."""
+        piece, options = self.piece, self.options
+        segment = SegmentReader(piece.log_path, opened=reader)
+        limits = {"verify_crc": options.verify_crc, "max_batch_bytes": options.max_batch_bytes,
+                  "max_decompressed_bytes": options.max_decompressed_batch_bytes}
+        floor = self.last_seen
+        if not self.walked:  # (a slice starting mid-segment: the offsets before it are another slice's)
+            floor = self._offset_after_batch_before(reader, piece.start_position) - 1
+        found = batch_before(segment, pos, step, floor, **limits)
+        if found is None:
+            return None
+        region = outlier_region(segment, *found, limit=piece.segment_offsets[1], next_base=piece.next_base_offset,
+                                region_end=end, **limits)
+        return region if region is not None and region.end <= end else None
+
+    def _up_to_outlier(self, view, request: DecodeRequest, region):
+        """Raise at ``region`` (strict), or decode ``view`` up to it and count it as skipped, the read going on
+        after it (lenient)."""
+        if not request.lenient:
+            raise CorruptBatchError(region.what, path=self.piece.log_path, position=region.position)
+        cut = region.position - request.base_position
+        result = self.kernel(view[:cut], replace(request, bytes_after=request.bytes_after + len(view) - cut))
+        if result.consumed != cut or result.stop in (STOP_PAST_END, STOP_CORRUPT, STOP_PARTIAL):
+            return result  # (stopped before it: the next decode meets the step again)
+        stats = result.stats
+        stats.corrupt_batches += region.batches
+        stats.corrupt_bytes += region.size
+        if len(stats.problems) < MAX_PROBLEMS:
+            stats.problems.append(Problem(self.piece.log_path, region.position, region.what, region.size,
+                                          region.first_offset, region.end_offset))
+        self.resume_at = region.end
+        return result
 
     def accept(self, result, pos: int, end: int, reader: RandomAccessReader) -> pa.RecordBatch | None:
         """Take a decode result (decoded at ``pos``; the slice ends at ``end``): stats, last offset and stop
@@ -741,7 +803,8 @@ class _SliceDecoder:
         problem = self._straddle_problem(straddler, next_base)
         if self.options.on_corruption != "skip":
             raise CorruptBatchError(problem, path=self.piece.log_path, position=straddler.position)
-        self._count_skip(straddler.position, straddler.size, problem, end_offset=next_base)
+        self._count_skip(straddler.position, straddler.size, problem,
+                         self._offset_after_batch_before(reader, straddler.position), next_base)
         self.straddler_skipped = True
         offsets = result.columns["offset"]
         kept = int(np.searchsorted(offsets.to_numpy(zero_copy_only=False), straddler.base_offset))
@@ -968,17 +1031,24 @@ class _SliceDecoder:
             return
         reaching = None  # the first batch reaching the next base, and how many batches from it on
         batches = 0
+        # the offset after the batch before it, where the offsets it makes unreadable start (unknown at a slice's
+        # first batch, unless the slice starts the segment)
+        lost_from = piece.base_offset if piece.start_position == 0 else None
         try:
             walk = SegmentReader(piece.log_path, opened=reader).iter_headers(
                 piece.start_position, end, max_batch_bytes=self.options.max_batch_bytes)
             for header in walk:
                 if reaching is None and header.last_offset >= next_base:
                     reaching = header
+                elif reaching is None:
+                    lost_from = header.last_offset + 1
                 batches += reaching is not None
         except KafkaSegError:
             pass  # (the read went past those bytes)
         if reaching is None:
             return
+        if lost_from is None:
+            lost_from = self._offset_after_batch_before(reader, reaching.position)
         # A v2 batch straddling the next base is no merged copy: Kafka rolls between batches, and its cleaner keeps
         # each retained batch's base and last offsets (MemoryRecords.filterTo), so a merged copy's batches each lie
         # on one side of the old boundary. As the segment's last batch, with the next segment's name right, only its
@@ -991,7 +1061,7 @@ class _SliceDecoder:
                                     position=reaching.position)
             if self.options.on_corruption != "skip":
                 raise err
-            self._count_skip(reaching.position, reaching.size, err.detail)
+            self._count_skip(reaching.position, reaching.size, err.detail, lost_from)
             return
         if (self._next_segment_spans(reader, reaching.position, reaching.last_offset)
                 and self._kept_from_next_segment(reader, reaching.position, end, next_base)):
@@ -1005,8 +1075,28 @@ class _SliceDecoder:
             "a fetch starts", path=piece.log_path, position=at)
         if self.options.on_corruption != "skip":
             raise err
-        self._count_skip(at, end - at, err.detail)
+        self._count_skip(at, end - at, err.detail, lost_from)
         self.stats.corrupt_batches += batches - 1  # (one per batch, as the kernels count)
+
+    def _offset_after_batch_before(self, reader: RandomAccessReader, position: int) -> int:
+        """The offset after the last batch a read takes before ``position`` of this segment (where offsets a problem
+        there makes unreadable start, and what the batch there follows), found by a header walk from the offset
+        index entry before it (from the segment's start without one). Error path only: about one index interval of
+        headers, each batch read for its CRC."""
+        piece = self.piece
+        start = 0
+        try:
+            if piece.index_path:
+                index = OffsetIndex.load(piece.index_path, piece.base_offset, piece.filesystem,
+                                         window=piece.index_window)
+                below = int(np.searchsorted(index.positions, position, side="left")) - 1
+                start = int(index.positions[below]) if below >= 0 else 0
+        except KafkaSegError:
+            start = 0
+        options = self.options
+        return offset_before(SegmentReader(piece.log_path, opened=reader), start, position, piece.base_offset - 1,
+                             verify_crc=options.verify_crc, max_batch_bytes=options.max_batch_bytes,
+                             max_decompressed_bytes=options.max_decompressed_batch_bytes) + 1
 
     def _next_segment_spans(self, reader: RandomAccessReader, position: int, last: int) -> bool:
         """Whether the partition's next segment, as its folder lists now, spans the batch at ``position`` of this
@@ -1154,7 +1244,8 @@ class _SliceDecoder:
                     piece_end = min(window_end, pos + max(chunk_bytes, want))
                     error = None
                     try:
-                        result = self.decode(view[pos - window_start:piece_end - window_start], pos, end)
+                        result = self.decode(view[pos - window_start:piece_end - window_start], pos, end,
+                                             reader)
                     except KafkaSegError as err:
                         error = err
                     if mapping.faulted or reader.change_stamp() != stamp:
@@ -1200,7 +1291,7 @@ class _SliceDecoder:
             # at most chunk_bytes (or the one batch wanted whole) per decode; a batch the view cuts is decoded
             # from the buffer next time round, or refilled above when the buffer does not hold it whole
             view = memoryview(chunk)[offset_in_buf:min(filled, offset_in_buf + max(chunk_bytes, want))]
-            result = self.decode(view, pos, end)
+            result = self.decode(view, pos, end, reader)
             view.release()
             batch = self.accept(result, pos, end, reader)
             if batch is not None:

@@ -11,6 +11,7 @@ import pytest
 
 from kafkaseg.cli.main import main
 from kafkaseg.testing import TopicSpec, write_data_dir
+from tests import offset_damage
 
 TOPICS = [
     TopicSpec("orders", partitions=2, records_per_partition=1200, segment_bytes=40 * 1024, headers=1),
@@ -536,3 +537,203 @@ def test_a_corrupt_offset_field_is_one_batch_unreadable_not_a_cascade(tmp_path, 
     assert [(u["firstOffset"], u["lastOffset"], u["file"], u["position"]) for u in part["unreadableOffsets"]] == [
         (min(lost), max(lost), str(log), bad.position)]
     assert part["logEndOffset"] == pm.high_watermark
+
+
+@pytest.mark.parametrize("case", sorted(offset_damage.CASES))
+def test_verify_and_the_lookups_say_what_a_lenient_read_skips_for_a_moved_base_offset(tmp_path, capsys, case):
+    """A batch's base offset (outside the CRC) raised or lowered (tests/offset_damage.py): verify, the lookups and
+    a read with onCorruption=skip reach one verdict on which batch is damaged (kafkaseg.offset_outlier). Verify has
+    one error at it and its offsets as the one unreadable range the read's problem names; a lenient locate finds
+    what the read returns and calls the rest unreadable, naming the file; a lenient time lookup answers as the read
+    does; a strict locate of a lost offset raises at the damaged batch (found: a raised base was blamed on the batch
+    after it, with an error and an unreadable range per later batch, and lookups skipped those batches too)."""
+    import kafkaseg
+    from kafkaseg.errors import CorruptDataError
+    from kafkaseg.lookup import PartitionLookup
+    from kafkaseg.storage.layout import discover
+
+    root = offset_damage.write(tmp_path / "kafka")
+    log, bad, _, following = offset_damage.damage(root, *offset_damage.CASES[case])
+    scan = kafkaseg.open_scan(str(root), onCorruption="skip", columns=["offset", "timestamp"])
+    table = scan.to_table()
+    stamps = [int(t.timestamp() * 1000) for t in table.column("timestamp").to_pylist()]
+    read = dict(zip(table.column("offset").to_pylist(), stamps))
+    (problem,) = scan.metrics.decode.problems
+    assert (problem.position, problem.first_offset, problem.end_offset) == (bad.position, bad.base_offset, following)
+
+    code, report = verify_json(root, capsys)
+    assert code == 1
+    problems = [p for p in report["problems"] if p["severity"] != "info"]
+    assert [(p["file"], p["position"]) for p in problems] == [(str(log), bad.position)], problems
+    (part,) = report["partitions"]
+    assert [(u["firstOffset"], u["lastOffset"], u["file"], u["position"]) for u in part["unreadableOffsets"]] == [
+        (problem.first_offset, problem.end_offset - 1, str(log), bad.position)]
+
+    readable = sorted(read)
+    around = range(problem.first_offset - 3, problem.end_offset + 3)
+    (pdir,) = discover(str(root))
+    with PartitionLookup(pdir, lenient=True) as lookup:
+        for offset in around:
+            location = lookup.locate(offset)
+            assert location.found == (offset in read), (offset, location.reason)
+            assert location.record_offset == next(o for o in readable if o >= offset), (offset, location.reason)
+            if offset not in read:
+                assert "unreadable" in location.reason and str(log) in location.reason, (offset, location.reason)
+        for t in sorted({read[o] for o in readable if o in around} | {read[problem.first_offset - 1] + 1}):
+            assert lookup.offset_for_timestamp(t) == next(o for o in readable if read[o] >= t), t
+        assert {(path, at) for path, at, _ in lookup.stats.skipped} == {(str(log), bad.position)}
+    with PartitionLookup(pdir) as lookup:  # (a walk for a readable offset may pass the damage: it raises there too)
+        for offset in around:
+            try:
+                location = lookup.locate(offset)
+            except CorruptDataError as err:
+                assert (err.path, err.position) == (str(log), bad.position), offset
+                continue
+            assert offset in read and location.found, offset
+
+
+def test_an_empty_batch_whose_base_goes_back_is_skipped_by_verify_as_by_a_read(tmp_path, capsys, kernel):
+    """The cleaner keeps an empty v2 batch (recordsCount 0) for a producer's last batch, with its base and last
+    offsets. Its base offset going back below the batch before it is the decoders' "non-monotonic offsets" as for
+    any batch (they exempt none), and the lookups' rule was theirs; verify exempted empty batches, saying nothing
+    where a lenient read skips the batch and a strict one fails. One rule now (decode.api.offset_field_problem)."""
+    import kafkaseg
+    from kafkaseg.errors import CorruptBatchError
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+    from kafkaseg.wire.batch import iter_headers
+
+    writer = PartitionWriter(tmp_path / "kafka" / "t-0", index_interval_bytes=300)
+    for b in range(8):
+        if b == 4:
+            writer.append(build_batch_v2([], base_offset=20, last_offset=24, empty_timestamp=1_600_000_000_000))
+            continue
+        writer.append(build_batch_v2([Record(o, 1_600_000_000_000 + o, b"k", b"v") for o in range(5 * b, 5 * b + 5)]))
+    writer.close()
+    log = tmp_path / "kafka" / "t-0" / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    empty = list(iter_headers(bytes(data)))[4]
+    assert empty.records_count == 0
+    struct.pack_into(">q", data, empty.position, 17)  # 20..24 -> 17..21, over 15..19
+    log.write_bytes(bytes(data))
+    scan = kafkaseg.open_scan(str(tmp_path / "kafka"), onCorruption="skip")
+    assert scan.to_table().column("offset").to_pylist() == [o for o in range(40) if not 20 <= o < 25]
+    assert [p[:2] for p in scan.metrics.decode.problems] == [(str(log), empty.position)]
+    with pytest.raises(CorruptBatchError) as info:
+        kafkaseg.read_arrow(str(tmp_path / "kafka"))
+    assert info.value.position == empty.position
+    code, report = verify_json(tmp_path / "kafka", capsys)
+    assert code == 1
+    assert [(p["file"], p["position"]) for p in report["problems"] if p["severity"] == "error"] == [
+        (str(log), empty.position)]
+
+
+def test_the_offset_field_rule_takes_a_legacy_wrappers_field_as_the_kernels_do(kernel):
+    """A compressed legacy wrapper's offset field is its LAST inner offset. At or past where its segment's read ends,
+    it is corrupt when the batch after it starts below that field (the kernels pass the field to
+    offset_field_past_next); the lookups passed its first inner offset instead, and took a batch starting inside
+    the wrapper's offsets for the segment's end. The shared rule (decode.api.offset_field_problem) against both
+    kernels, on the same bytes."""
+    import kafkaseg.decode as decode
+    from kafkaseg.decode.api import DecodeRequest, batch_start_offset, offset_field_problem
+    from kafkaseg.errors import CorruptBatchError
+    from kafkaseg.testing import Record, build_legacy_wrapper
+    from kafkaseg.testing.writer import build_legacy_message
+
+    def wrapper(first):
+        return build_legacy_wrapper([Record(o, 1_600_000_000_000 + o, b"k", b"v") for o in range(first, first + 4)],
+                                    1, "gzip").data
+
+    for field, corrupt in ((101, True), (103, False), (120, False)):
+        # the wrapper 100..103, then a message whose offset field is ``field``
+        buf = wrapper(100) + build_legacy_message(field, 1, b"k", b"v", timestamp=1_600_000_000_000)
+        following = batch_start_offset(buf[len(wrapper(100)):][:17])
+        assert following == field
+        problem = offset_field_problem(100, 103, 99, 50, lambda: following)
+        assert (problem is not None) == corrupt, field
+        request = DecodeRequest(path="x", max_offset=50, check_offsets_after=99, include_control=True)
+        if corrupt:
+            with pytest.raises(CorruptBatchError):
+                decode.decode(buf, request)
+        else:
+            assert decode.decode(buf, request).stop == "past_end"
+    # and an empty v2 batch gone back is a problem as any other
+    assert offset_field_problem(17, 17, 19, None, lambda: None) is not None
+
+
+def test_a_lookup_judges_a_legacy_wrapper_past_the_next_base_by_its_field_as_a_read_does(tmp_path):
+    """A rolled segment whose compressed legacy wrapper (offsets 100..103, field 103) lies past the next segment's
+    base (50), followed by a message at offset 101 (inside the wrapper's offsets): a read raises at the wrapper (the
+    kernels judge its field, 103, against the 101 after it); a strict lookup passing it took the wrapper's first inner
+    offset (100) and ended the segment there."""
+    import kafkaseg
+    from kafkaseg.errors import CorruptDataError
+    from kafkaseg.lookup import PartitionLookup
+    from kafkaseg.storage.layout import discover
+    from kafkaseg.testing import PartitionWriter, Record, build_legacy_wrapper
+    from kafkaseg.testing.writer import build_legacy_message
+
+    def wrapper(first):
+        return build_legacy_wrapper([Record(o, 1_600_000_000_000 + o, b"k", b"v") for o in range(first, first + 4)],
+                                    1, "gzip")
+
+    writer = PartitionWriter(tmp_path / "kafka" / "t-0")
+    writer.append(wrapper(0))
+    _, bad = writer.append_raw(wrapper(100).data + build_legacy_message(101, 1, b"k", b"v",
+                                                                         timestamp=1_600_000_000_000))
+    writer.roll(50)
+    writer.append(wrapper(50))
+    writer.close()
+    with pytest.raises(CorruptDataError) as info:
+        kafkaseg.read_arrow(str(tmp_path / "kafka"))
+    assert info.value.position == bad
+    (pdir,) = discover(str(tmp_path / "kafka"))
+    with PartitionLookup(pdir) as lookup:
+        with pytest.raises(CorruptDataError) as info:
+            lookup.locate(4)
+    assert info.value.position == bad
+
+
+@pytest.mark.parametrize("new_base", [11, 12, 40, 8], ids=["across-by-1", "across", "past", "lowered"])
+def test_a_single_batch_rolled_segment_whose_base_moved_is_one_verdict(tmp_path, capsys, new_base):
+    """A rolled segment holding one batch (10..14; the next segment starts at 15) whose base offset (outside the
+    CRC) moved: across the next segment's base, past it, or below its own. A read skips it (strict: raises at it),
+    verify has one error at it and its offsets as the unreadable range, and a lenient locate calls them unreadable
+    (found: verify took a batch across the next base for a merged copy, with a "reaches the next segment's base"
+    line, an error per record of the next segment and offsets "missing" before it)."""
+    import kafkaseg
+    from kafkaseg.errors import CorruptBatchError
+    from kafkaseg.lookup import PartitionLookup
+    from kafkaseg.storage.layout import discover
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+
+    def batch(first):
+        return build_batch_v2([Record(o, 1_600_000_000_000 + o, b"k", b"v") for o in range(first, first + 5)])
+
+    root = tmp_path / "kafka"
+    writer = PartitionWriter(root / "t-0")
+    for first, roll in ((0, None), (5, 10), (10, 15), (15, None), (20, None)):
+        writer.append(batch(first))
+        if roll is not None:
+            writer.roll(roll)
+    writer.close()
+    log = root / "t-0" / "00000000000000000010.log"
+    data = bytearray(log.read_bytes())
+    struct.pack_into(">q", data, 0, new_base)
+    log.write_bytes(bytes(data))
+    scan = kafkaseg.open_scan(str(root), onCorruption="skip")
+    assert scan.to_table().column("offset").to_pylist() == [o for o in range(25) if not 10 <= o < 15]
+    assert [(p.path, p.position, p.first_offset, p.end_offset) for p in scan.metrics.decode.problems] == [
+        (str(log), 0, 10, 15)]
+    with pytest.raises(CorruptBatchError) as info:
+        kafkaseg.read_arrow(str(root))
+    assert (info.value.path, info.value.position) == (str(log), 0)
+    code, report = verify_json(root, capsys)
+    assert code == 1
+    assert [(p["file"], p["position"]) for p in report["problems"] if p["severity"] != "info"] == [(str(log), 0)]
+    (part,) = report["partitions"]
+    assert [(u["firstOffset"], u["lastOffset"], u["file"]) for u in part["unreadableOffsets"]] == [(10, 14, str(log))]
+    (pdir,) = discover(str(root))
+    with PartitionLookup(pdir, lenient=True) as lookup:
+        for offset in range(10, 15):
+            location = lookup.locate(offset)
+            assert not location.found and "unreadable" in location.reason and location.record_offset == 15, offset

@@ -11,8 +11,13 @@ import pytest
 
 import kafkaseg
 from kafkaseg.errors import CorruptBatchError, TruncatedDataError
-from kafkaseg.testing import TopicSpec, write_data_dir
+from kafkaseg.offset_outlier import kept_batches
+from kafkaseg.options import ReadOptions
+from kafkaseg.planning import plan_scan
+from kafkaseg.scan import ScanMetrics, read_slice
+from kafkaseg.testing import PartitionWriter, Record, TopicSpec, build_batch_v2, write_data_dir
 from kafkaseg.wire.batch import iter_headers
+from tests.offset_damage import CASES, damage
 
 RECORDS = 600
 
@@ -761,3 +766,134 @@ def test_a_rolled_segments_last_batch_raised_onto_the_next_segments_offsets_is_c
     assert _offsets(scan.to_table()) == [o for o in range(RECORDS) if not last.base_offset <= o <= last.last_offset]
     assert scan.metrics.decode.corrupt_batches == 1
     assert [p[:2] for p in scan.metrics.decode.problems] == [(str(first), last.position)]
+
+
+# --- a base offset (outside the CRC) moved: which batch of a backwards step is the damaged one --------------------
+# The decoders blamed each batch going back below the one before it ("non-monotonic offsets"): a raised base cost a
+# lenient read every sound batch up to its last offset and returned its records at offsets they never had, and a
+# strict read named the innocent batch after it. kafkaseg.offset_outlier judges the step on the batches around it.
+
+def _rows(table) -> dict:
+    return {o: (k, v) for o, k, v in zip(*(table.column(c).to_pylist() for c in ("offset", "key", "value")))}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("read_mode", ["mmap", "pread"])
+def test_a_damaged_base_offset_costs_only_its_batch(rolled, copy, kernel, case, read_mode):
+    """A batch's base offset (outside the CRC) raised (over many later batches, over the one after it only, past
+    the next segment's base), lowered (over the batch before it, below the segment's base), at the segment's first
+    or last batches: a lenient read loses that batch's records alone, as one problem at its byte with the offsets
+    between the readable batches around it, and a strict read names it (found: a raised one cost a lenient read
+    every later batch up to its last offset, its own records came back at offsets they never had, and a strict
+    read named the sound batch after it)."""
+    segment, batch, xor = CASES[case]
+    undamaged = _rows(kafkaseg.read_arrow(str(rolled)))
+    log, bad, _, following = damage(copy, segment, batch, xor)
+    lost = range(bad.base_offset, bad.last_offset + 1)
+    with pytest.raises(CorruptBatchError) as info:
+        kafkaseg.read_arrow(str(copy), readMode=read_mode)
+    assert (info.value.path, info.value.position) == (str(log), bad.position), str(info.value)
+    # (a slice cut at an index entry does not check its first batch against the batch before it: a base lowered
+    # there is not seen, see the README's limits)
+    for split in ({}, {"splitSize": "4k"}) if case != "lowered_into_previous" else ({},):
+        scan = kafkaseg.open_scan(str(copy), onCorruption="skip", readMode=read_mode, **split)
+        rows = _rows(scan.to_table())
+        assert rows == {o: row for o, row in undamaged.items() if o not in lost}, split
+        assert scan.metrics.decode.corrupt_batches == 1
+        (problem,) = scan.metrics.decode.problems
+        assert (problem.path, problem.position, problem.bytes) == (str(log), bad.position, bad.size)
+        assert (problem.first_offset, problem.end_offset) == (bad.base_offset, following), problem
+
+
+@pytest.mark.parametrize("case", ["raised_over_many", "raised_over_one", "next_to_last_raised", "first_batch_raised"])
+@pytest.mark.parametrize("batches_per_chunk", [1, 2, 3, 4, 5])
+def test_the_raised_batch_is_judged_wherever_a_chunk_ends(copy, kernel, case, batches_per_chunk):
+    """The kernel sees one chunk at a time: a raised batch that ends a chunk is told from the one after it by a look
+    at the next header before its records are returned."""
+    segment, batch, xor = CASES[case]
+    log, bad, _, _ = damage(copy, segment, batch, xor)
+    for on_corruption in ("skip", "fail"):
+        options = ReadOptions.from_options({"onCorruption": on_corruption, "readMode": "pread"})
+        metrics = ScanMetrics()
+        offsets = []
+        try:
+            for piece in plan_scan(str(copy), options).slices:
+                for record_batch in read_slice(piece, options, metrics, read_chunk_bytes=bad.size * batches_per_chunk):
+                    offsets.extend(record_batch.column("offset").to_pylist())
+        except CorruptBatchError as err:
+            assert on_corruption == "fail" and (err.path, err.position) == (str(log), bad.position)
+            assert not set(offsets) & set(range(bad.base_offset, bad.last_offset + 1))
+            continue
+        assert on_corruption == "skip"
+        assert offsets == [o for o in range(RECORDS) if not bad.base_offset <= o <= bad.last_offset]
+        assert [p[:2] for p in metrics.decode.problems] == [(str(log), bad.position)]
+
+
+def _compacted(root, batches: int = 12):
+    """One partition of 5-record batches at offsets 20b..20b+4 (compaction gaps of 15 between them)."""
+    writer = PartitionWriter(root / "t-0", index_interval_bytes=300)
+    for b in range(batches):
+        writer.append(build_batch_v2([Record(o, 1_600_000_000_000 + o, b"k", b"v" * 20)
+                                      for o in range(20 * b, 20 * b + 5)]))
+    writer.close()
+    log = root / "t-0" / "00000000000000000000.log"
+    return log, list(iter_headers(log.read_bytes()))
+
+
+def test_a_base_lowered_into_a_compaction_gap_over_the_batch_before_it_leaves_out_both(tmp_path, kernel):
+    """Lowered over the batch before it (100..104 -> 82..86 after 80..84) where compaction gaps leave room for either
+    to be the damaged one: nothing tells them apart, so neither is returned at offsets it may never have had; one
+    region (both batches), and a strict read names the first."""
+    log, headers = _compacted(tmp_path)
+    data = bytearray(log.read_bytes())
+    struct.pack_into(">q", data, headers[5].position, 82)
+    log.write_bytes(bytes(data))
+    scan = kafkaseg.open_scan(str(tmp_path), onCorruption="skip")
+    offsets = scan.to_table().column("offset").to_pylist()
+    assert offsets == [o for b in range(12) if b not in (4, 5) for o in range(20 * b, 20 * b + 5)]
+    (problem,) = scan.metrics.decode.problems
+    assert (problem.position, problem.bytes) == (headers[4].position, headers[4].size + headers[5].size)
+    assert (problem.first_offset, problem.end_offset) == (65, 120)
+    assert scan.metrics.decode.corrupt_batches == 2
+    with pytest.raises(CorruptBatchError) as info:
+        kafkaseg.read_arrow(str(tmp_path))
+    assert info.value.position == headers[4].position
+
+
+def test_a_base_lowered_over_the_batch_before_it_in_a_gapless_log_is_that_batch(tmp_path, kernel):
+    """Without room for the earlier batch's ten offsets below the lowered one, only the lowered batch can be the
+    damaged one (its CRC-covered span must fit between the batches kept around it)."""
+    log, headers = _compacted(tmp_path)
+    data = bytearray(log.read_bytes())
+    struct.pack_into(">q", data, headers[5].position, 63)  # 100..104 -> 63..67, over 60..64
+    log.write_bytes(bytes(data))
+    scan = kafkaseg.open_scan(str(tmp_path), onCorruption="skip")
+    offsets = scan.to_table().column("offset").to_pylist()
+    assert offsets == [o for b in range(12) if b != 5 for o in range(20 * b, 20 * b + 5)]
+    assert [p[:2] for p in scan.metrics.decode.problems] == [(str(log), headers[5].position)]
+
+
+class _B:
+    def __init__(self, first, last, sound=True):
+        self.first, self.last, self.sound = first, last, sound
+
+
+def _kept(spans, floor=-1, ceiling=None):
+    return kept_batches([_B(a, b) for a, b in spans], floor, ceiling)
+
+
+def test_the_fewest_batches_left_out_decide():
+    # raised over many: the raised one
+    assert _kept([(0, 4), (52, 56), (10, 14), (15, 19), (20, 24)]) == [True, False, True, True, True]
+    # lowered over the one before it: the lowered one (the earlier one's five offsets cannot fit below it)
+    assert _kept([(0, 4), (5, 9), (6, 10), (15, 19)]) == [True, True, False, True]
+    # two overlapping batches with room for either: both left out
+    assert _kept([(0, 4), (20, 24), (22, 26), (60, 64)]) == [True, False, False, True]
+    # a coincidence of compaction gaps (15..19 right after 10..14) does not blame the sound 20..24: 20..24 left out
+    # would leave no room for its offsets between 10..14 and 15..19
+    assert _kept([(10, 14), (20, 24), (15, 19), (40, 44)], floor=9) == [True, True, False, True]
+    # at a rolled segment's end, a batch left out must fit below the next segment's base
+    assert _kept([(230, 239), (244, 253), (250, 259)], floor=229, ceiling=260) == [True, False, True]
+    assert _kept([(230, 239), (244, 253), (250, 259)], floor=229) == [True, False, False]
+    # unsound batches (CRC) are never kept and take no room
+    assert kept_batches([_B(0, 4), _B(90, 99, sound=False), _B(5, 9)], -1, None) == [True, False, True]

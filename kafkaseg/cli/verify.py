@@ -46,9 +46,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kafkaseg.cli.common import SkippedFolder, decode_batch, skipped_folders, whole_partition_offsets
-from kafkaseg.decode.api import batch_start_offset, offset_field_past_next
+from kafkaseg.decode.api import batch_start_offset, offset_field_problem
 from kafkaseg.entry_check import BAD_BATCH_ENDS_SEGMENT, ResumptionEntries, resynchronised_batch
 from kafkaseg.errors import CorruptCheckpointError, KafkaSegError, LayoutError
+from kafkaseg.offset_outlier import outlier_region, past_next_base_problem
 from kafkaseg.options import ReadOptions
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage import tiered
@@ -631,7 +632,10 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
         final = None
         resumption = _Resumption(pdir, i, index_path, index_window)
         # where a read of the segment ends (the next segment's base; the high watermark for the active segment)
-        offset_limit = pdir.segments[i + 1].base_offset if i + 1 < len(pdir.segments) else pdir.high_watermark
+        next_base = pdir.segments[i + 1].base_offset if i + 1 < len(pdir.segments) else None
+        offset_limit = pdir.high_watermark if next_base is None else next_base
+        read_last = seg.base_offset - 1  # the last offset of the last batch a read of the segment takes
+        skipped_to = -1  # the end of the region a corrupt offset field's batch leaves out
         skip_times = False  # a batch with a corrupt offset field was skipped: time index entries up to the next
         start = 0
         while True:  # one walk, and one more from each sound .index entry after damage, as a lenient read goes on
@@ -649,20 +653,28 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                                 "log.preallocate (none of its offsets acknowledged); a broker's recovery truncates it")
                             continue
                         summary.batches += 1
+                        if position < skipped_to:  # (in the region of a corrupt offset field: reported once)
+                            continue
                         crc = computed_crc(buf, header)
                         corrupt = None if crc != header.crc else _corrupt_offset_field(
-                            reader, buf, header, path, chunk_position, last_offset, seg.base_offset, offset_limit)
-                        if corrupt is not None:  # skipped whole by a lenient read, which goes on after it
+                            reader, buf, header, path, chunk_position, read_last, seg.base_offset, offset_limit,
+                            next_base, pdir, i)
+                        if corrupt is not None:  # skipped by a lenient read, which goes on after it
+                            corrupt, skipped_to = corrupt
+                            if summary.first_offset is None:  # (its offsets, unknown, are the unreadable range's)
+                                summary.first_offset = read_last + 1
                             add(ERROR, path, position, f"{corrupt} (a read with onCorruption=skip leaves the batch "
                                                        "out and reads on)")
                             tracker.damaged(path, position, "a batch whose offset field, which the CRC does not "
                                                             "cover, is corrupt")
                             if offsets_cursor is not None:  # (its entry names the batch's true offset)
-                                offsets_cursor.skip(position, position + header.size)
+                                offsets_cursor.skip(position, skipped_to)
                                 next_index_position = offsets_cursor.next
                                 pending_index_offset = offsets_cursor.pending_offset
                             after_bad_crc = skip_times = True
                             continue
+                        if crc == header.crc:  # (the last offset of the batch read before the next, as the
+                            read_last = max(read_last, header.last_offset)  # decoders check each batch against)
                         if skip_times and times_cursor is not None:  # (entries for the skipped batch's offsets)
                             times_cursor.skip(_first_offset(buf, header, path, chunk_position))
                             next_time_offset = times_cursor.next
@@ -795,6 +807,8 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
     if offsets_cursor is not None:
         offsets_cursor.finish(walked_to, log_size, unflushed)
     if times_cursor is not None:
+        if skip_times and next_base is not None:  # (the segment ended with a skipped batch: entries for its offsets)
+            times_cursor.skip(next_base)
         times_cursor.finish(seg_last, unflushed)
     if time_index is not None:
         # (offsets past the last batch: the cursor's one line for all of them)
@@ -825,6 +839,8 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
         # the segment ends with batches that failed their CRC: the offsets they held are unknown, so no gap is
         # counted across them into the next segment either (their header's lastOffset is the best bound there is)
         last_offset = max(last_offset, seg_last)
+    if skipped_to >= walked_to and i + 1 < len(pdir.segments):
+        ended_damaged = True  # (it ended with a batch whose offset field is corrupt: its offsets are unknown too)
     if ended_damaged and i + 1 < len(pdir.segments):
         # the walk ended at damage (a segment cut short, bytes no read goes past): the offsets after it, up to the
         # next segment's base, are lost with it (its unreadable range), not also missing between segments
@@ -833,23 +849,44 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
 
 
 def _corrupt_offset_field(reader: SegmentReader, buf, header, path: str, chunk_position: int, last_offset: int,
-                          base_offset: int, limit: int | None) -> str | None:
+                          base_offset: int, limit: int | None, next_base: int | None, pdir: PartitionDir,
+                          i: int) -> tuple[str, int] | None:
     """What is wrong with a batch (its CRC sound) whose offset field, which the CRC does not cover, a lenient read
-    takes as corrupt and skips whole, as the decoders do, or None: a first offset not above ``last_offset`` (the
-    last offset read before it, at least the segment's ``base_offset`` - 1: a field gone back), or one at or past
-    ``limit``, where the read of the segment ends (None: unknown), with a lower batch after it
-    (:func:`~kafkaseg.decode.api.offset_field_past_next`: a field gone up). Either way the batches after it are
-    checked against the one before it, not against its offsets."""
+    takes as corrupt and skips, as the decoders do, and the end of the bytes it skips; or None. The decoders' rule
+    (:func:`~kafkaseg.decode.api.offset_field_problem`, after ``last_offset``, the last offset of the batch read
+    before it in the segment, at least its ``base_offset`` - 1; ``limit`` where the read of the segment ends, None:
+    unknown): its first offset gone back, or at or past ``limit`` with a lower batch after it, or (v2, segment
+    ``i`` of ``pdir`` rolled) across or past the next segment's base as the segment's last batch, which the next
+    segment does not hold (:func:`~kafkaseg.offset_outlier.past_next_base_problem`). And when the batch
+    after it goes back below it, whether this batch's field is the corrupt one, judged on the batches around it as
+    a read judges it (:func:`~kafkaseg.offset_outlier.outlier_region`; ``next_base``: the next segment's base,
+    None for the last): then the region it leaves out (this batch, and any left out with it) is skipped. Either
+    way the batches after it are checked against the one before it, not against its offsets."""
     first = _first_offset(buf, header, path, chunk_position)
     floor = max(last_offset, base_offset - 1)
-    if first <= floor and (header.magic < 2 or header.records_count != 0):
-        return f"non-monotonic offsets: batch base offset {first} follows offset {floor}"
-    if limit is not None and first < limit:
-        return None
     after = header.position + header.size  # (the next header is in the chunk, but at its end)
-    # what follows counts only as a batch's start (batch_start_offset: not a preallocated segment's zeros)
-    following = bytes(buf[after:after + 17]) if after + 17 <= len(buf) else reader.read_at(chunk_position + after, 17)
-    return offset_field_past_next(header.base_offset, limit, batch_start_offset(following))
+
+    def following() -> int | None:
+        # what follows counts only as a batch's start (batch_start_offset: not a preallocated segment's zeros)
+        prefix = bytes(buf[after:after + 17]) if after + 17 <= len(buf) else reader.read_at(chunk_position + after, 17)
+        return batch_start_offset(prefix)
+
+    position = chunk_position + header.position
+    problem = offset_field_problem(first, header.base_offset, floor, limit, following)
+    if problem is None and next_base is not None and header.last_offset >= next_base and following() is None:
+        # a rolled segment's last batch across or past the next segment's base (past it: no later segment holds it)
+        problem = past_next_base_problem(header, first, next_base,
+                                         [(seg.base_offset, seg.log_path) for seg in pdir.segments[i + 1:]],
+                                         pdir.filesystem, max_batch_bytes=_READ_DEFAULTS.max_batch_bytes)
+    if problem is not None:
+        return problem, position + header.size
+    went_back = following()
+    if went_back is None or went_back > header.last_offset:
+        return None
+    region = outlier_region(reader, position, floor, limit=limit, next_base=next_base,
+                            max_batch_bytes=_READ_DEFAULTS.max_batch_bytes,
+                            max_decompressed_bytes=_READ_DEFAULTS.max_decompressed_batch_bytes)
+    return None if region is None else (region.what, region.end)
 
 
 def _check_records(buf, header, path: str, chunk_position: int, position: int, last_offset: int,

@@ -234,6 +234,23 @@ def offset_field_past_next(first_offset: int, max_offset: int | None, following:
     return past_end_problem(first_offset, max_offset, following)
 
 
+def offset_field_problem(first_offset: int, offset_field: int, last_seen: int, max_offset: int | None,
+                         following) -> str | None:
+    """The decoders' rule for a whole batch (its CRC sound) whose offset field (v2 base offset, legacy entry
+    offset) the CRC does not cover, for callers that walk headers (``kafkaseg verify``, the lookups): the problem
+    when its first offset (``first_offset``: a legacy compressed wrapper's first inner one; its ``offset_field`` is
+    its last) does not follow ``last_seen``, the last offset of the batch read before it (the segment's base - 1 at
+    its start): a field gone back, whatever the batch holds (the kernels exempt no empty batch either). Else, when
+    it reaches ``max_offset`` (where the read of its segment ends; None: unknown), :func:`offset_field_past_next`
+    on its offset field with the batch after it, ``following()`` (a callable: the next batch's offset field, None
+    when none follows; read only then). None when neither."""
+    if first_offset <= last_seen:
+        return f"non-monotonic offsets: batch base offset {first_offset} follows offset {last_seen}"
+    if max_offset is not None and first_offset < max_offset:
+        return None
+    return offset_field_past_next(offset_field, max_offset, following())
+
+
 def batch_start_offset(prefix: bytes) -> int | None:
     """The offset field of the batch whose first 17 bytes are ``prefix`` (offset, length, partition leader epoch or
     legacy CRC, magic), None when they start no batch (length > 0 and magic 0-2: not the zeros of a preallocated
