@@ -639,6 +639,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
             raised = False
             try:
                 for chunk_position, buf in walk:
+                    records = _ChunkRecords(buf, chunk_position, path)
                     for header in iter_headers(buf):
                         position = chunk_position + header.position
                         if (in_progress is not None and position == in_progress.position
@@ -650,7 +651,8 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                         summary.batches += 1
                         crc = computed_crc(buf, header)
                         corrupt = None if crc != header.crc else _corrupt_offset_field(
-                            reader, buf, header, path, chunk_position, last_offset, seg.base_offset, offset_limit)
+                            reader, buf, header, path, chunk_position, last_offset, seg.base_offset, offset_limit,
+                            records)
                         if corrupt is not None:  # skipped whole by a lenient read, which goes on after it
                             add(ERROR, path, position, f"{corrupt} (a read with onCorruption=skip leaves the batch "
                                                        "out and reads on)")
@@ -663,14 +665,14 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                             after_bad_crc = skip_times = True
                             continue
                         if skip_times and times_cursor is not None:  # (entries for the skipped batch's offsets)
-                            times_cursor.skip(_first_offset(buf, header, path, chunk_position))
+                            times_cursor.skip(_first_offset(buf, header, path, chunk_position, records))
                             next_time_offset = times_cursor.next
                         skip_times = False
                         if is_active:  # (the batch, its byte, the offset after the batch before it)
                             final = (header, position, seg.base_offset if final is None else final[0].next_offset)
                         if position >= next_index_position or header.last_offset >= pending_index_offset:
                             offsets_cursor.at_batch(position, header.last_offset,
-                                                    lambda: _first_offset(buf, header, path, chunk_position))
+                                                    lambda: _first_offset(buf, header, path, chunk_position, records))
                             next_index_position = offsets_cursor.next
                             pending_index_offset = offsets_cursor.pending_offset
                         if header.last_offset >= next_time_offset:
@@ -679,7 +681,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                         if seg_last is None or header.last_offset > seg_last:
                             seg_last = header.last_offset
                         if summary.first_offset is None:
-                            summary.first_offset = _first_offset(buf, header, path, chunk_position)
+                            summary.first_offset = _first_offset(buf, header, path, chunk_position, records)
                             if header.magic >= 2 and header.base_offset < seg.base_offset:
                                 add(ERROR, path, position, f"first batch's base offset {header.base_offset} is "
                                     f"below the segment's base offset {seg.base_offset} (from its name)")
@@ -698,7 +700,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                             continue
                         # a compressed legacy wrapper's offset is its LAST inner one: where damage or a segment's
                         # start before it ends, its first is decoded
-                        first = (_first_offset(buf, header, path, chunk_position)
+                        first = (_first_offset(buf, header, path, chunk_position, records)
                                  if after_bad_crc or tracker.open is not None or tracker.segment is not None
                                  else header.base_offset)
                         tracker.readable(header, first)
@@ -710,8 +712,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                                 summary.compaction_gaps += 1
                             last_offset = max(last_offset, header.last_offset)
                             continue
-                        last_offset = _check_records(buf, header, path, chunk_position, position, last_offset,
-                                                     summary, report)
+                        last_offset = _check_records(records, header, position, last_offset, summary, report)
             except KafkaSegError as err:
                 raised = True
                 broken = (getattr(err, "position", None), f"corrupt framing: {getattr(err, 'detail', err)}",
@@ -830,14 +831,15 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
 
 
 def _corrupt_offset_field(reader: SegmentReader, buf, header, path: str, chunk_position: int, last_offset: int,
-                          base_offset: int, limit: int | None) -> str | None:
+                          base_offset: int, limit: int | None, records: _ChunkRecords | None = None) -> str | None:
     """What is wrong with a batch (its CRC sound) whose offset field, which the CRC does not cover, a lenient read
     takes as corrupt and skips whole, as the decoders do, or None: a first offset not above ``last_offset`` (the
     last offset read before it, at least the segment's ``base_offset`` - 1: a field gone back), or one at or past
     ``limit``, where the read of the segment ends (None: unknown), with a lower batch after it
     (:func:`~kafkaseg.decode.api.offset_field_past_next`: a field gone up). Either way the batches after it are
-    checked against the one before it, not against its offsets."""
-    first = _first_offset(buf, header, path, chunk_position)
+    checked against the one before it, not against its offsets. (``records``: the chunk's, which give a legacy
+    wrapper's first offset without another decode.)"""
+    first = _first_offset(buf, header, path, chunk_position, records)
     floor = max(last_offset, base_offset - 1)
     if first <= floor and (header.magic < 2 or header.records_count != 0):
         return f"non-monotonic offsets: batch base offset {first} follows offset {floor}"
@@ -849,23 +851,32 @@ def _corrupt_offset_field(reader: SegmentReader, buf, header, path: str, chunk_p
     return offset_field_past_next(header.base_offset, limit, batch_start_offset(following))
 
 
-def _check_records(buf, header, path: str, chunk_position: int, position: int, last_offset: int,
-                   summary: SegmentSummary, report: VerifyReport) -> int:
-    """Decode one batch: record offsets increase (gaps counted), maxTimestamp is the records' largest (CreateTime
-    v2), no record past the batch's lastOffset. Returns the last offset seen."""
+def _check_records(records: _ChunkRecords, header, position: int, last_offset: int, summary: SegmentSummary,
+                   report: VerifyReport) -> int:
+    """The batch's records (from its chunk's ``records``): record offsets increase (gaps counted), maxTimestamp is
+    the records' largest (CreateTime v2), no record past the batch's lastOffset. Returns the last offset seen."""
     try:
-        offsets, record_stamps = decode_batch(buf, header, path, chunk_position)
+        offsets, record_stamps = records.of(header)
     except KafkaSegError as err:
-        report.add(ERROR, path, position, f"cannot decode batch: {getattr(err, 'detail', err)}")
+        report.add(ERROR, records.path, position, f"cannot decode batch: {getattr(err, 'detail', err)}")
         return max(last_offset, header.last_offset)
     summary.records += len(offsets)
-    for offset in offsets:
-        if offset <= last_offset:
-            report.add(ERROR, path, position, f"record offset {offset} does not increase (previous {last_offset})")
-        elif last_offset >= 0 and offset != last_offset + 1:
+    path = records.path
+    if offsets and offsets[0] > last_offset and offsets[-1] - offsets[0] == len(offsets) - 1:
+        # (the usual case, at once: from above the last offset, consecutive within the batch, as a batch's offsets
+        # always increase, or the kernels refuse it)
+        if last_offset >= 0 and offsets[0] != last_offset + 1:
             summary.compaction_gaps += 1
-        if offset > last_offset:
-            last_offset = offset
+        last_offset = offsets[-1]
+    else:
+        for offset in offsets:
+            if offset <= last_offset:
+                report.add(ERROR, path, position, f"record offset {offset} does not increase (previous "
+                                                  f"{last_offset})")
+            elif last_offset >= 0 and offset != last_offset + 1:
+                summary.compaction_gaps += 1
+            if offset > last_offset:
+                last_offset = offset
     if offsets and header.magic == 2 and header.timestamp_type == 0 and max(record_stamps) != header.max_timestamp:
         report.add(ERROR, path, position, f"batch maxTimestamp {header.max_timestamp} differs from its records' "
                    f"largest timestamp {max(record_stamps)}")
@@ -875,16 +886,97 @@ def _check_records(buf, header, path: str, chunk_position: int, position: int, l
     return last_offset
 
 
-def _first_offset(buf, header, path: str, chunk_position: int) -> int:
+def _first_offset(buf, header, path: str, chunk_position: int, records: _ChunkRecords | None = None) -> int:
     """The batch's first offset: a legacy compressed wrapper's offset is its LAST inner one, so it is decoded for
-    its first (its header's offset when it cannot be: the walk reports why)."""
+    its first (from its chunk's ``records`` when given; its header's offset when it cannot be: the walk reports
+    why)."""
     if header.magic >= 2 or header.codec == 0:
         return header.base_offset
     try:
-        offsets, _ = decode_batch(buf, header, path, chunk_position)
+        offsets, _ = decode_batch(buf, header, path, chunk_position) if records is None else records.of(header)
     except KafkaSegError:
         return header.base_offset
     return offsets[0] if offsets else header.base_offset
+
+
+# Deep checks decode the batches of a chunk a run at a time (:class:`_ChunkRecords`): one kernel call per batch
+# costs tens of microseconds of overhead, most of a verify of single-record batches. False: one call per batch
+# (``decode_batch``), the reference the runs must agree with (tests/test_cli_verify_runs.py).
+_DECODE_RUNS = True
+_RUN_RECORDS = 1 << 16  # records per run at most (plus one batch's): memory while a run is in use
+
+
+class _ChunkRecords:
+    """The records of one chunk's batches, as :func:`~kafkaseg.cli.common.decode_batch` gives them (offsets and
+    timestamps, control records included), for the batches the walk asks about in order: the batches from the one
+    asked about on are decoded in one kernel call (a run, up to :data:`_RUN_RECORDS` records) and split by the
+    batch position each record carries. Decoding a run checks each batch as decoding it alone does and adds only
+    that offsets increase across its batches, so when a run fails (damage, offsets going back, a batch whose CRC
+    fails) the batches before the one it fails at are decoded again as a run and that one alone, whose own error
+    is then the one reported."""
+
+    def __init__(self, buf, chunk_position: int, path: str):
+        self.buf, self.chunk_position, self.path = buf, chunk_position, path
+        self.start = self.end = 0  # the buffer range of the run decoded: [start, end)
+        self.alone_below = 0  # batches starting before this that no run holds are decoded alone
+        self.ranges: dict[int, tuple[int, int]] = {}  # batch position in buf -> its records' [first, end)
+        self.offsets: list[int] = []
+        self.stamps: list[int] = []
+
+    def of(self, header) -> tuple[list[int], list[int]]:
+        """The offsets and timestamps (ms, -1 for none) of the records of the batch ``header`` (positioned in the
+        chunk's buffer); raises as ``decode_batch`` does when it cannot be decoded."""
+        at = header.position
+        if not self.start <= at < self.end and not (_DECODE_RUNS and at >= self.alone_below and self._run(at)):
+            return decode_batch(self.buf, header, self.path, self.chunk_position)
+        first, end = self.ranges.get(at, (0, 0))  # (a batch of the run with no records: none)
+        return self.offsets[first:end], self.stamps[first:end]
+
+    def _run(self, at: int) -> bool:
+        """Decode the run of batches from ``at``; False when the batch at ``at`` is to be decoded alone."""
+        view = memoryview(self.buf)[at:]
+        try:
+            return self._take(at, self._decode(view, at))
+        except KafkaSegError as err:
+            failed = None if getattr(err, "position", None) is None else err.position - self.chunk_position
+        if failed is None or not at <= failed < len(self.buf):
+            self.alone_below = len(self.buf)  # (not known where: the rest of the chunk one batch at a time)
+            return False
+        self.alone_below = failed + 1
+        if failed == at:
+            return False
+        try:
+            return self._take(at, self._decode(view[:failed - at], at))
+        except KafkaSegError:
+            self.alone_below = len(self.buf)
+            return False
+
+    def _decode(self, view, at: int):
+        import pyarrow as pa
+
+        from kafkaseg.decode import decode
+        from kafkaseg.decode.api import DecodeRequest
+
+        result = decode(view, DecodeRequest(
+            path=self.path, base_position=self.chunk_position + at, verify_crc=False, include_control=True,
+            include_key=False, include_value=False, include_metadata=True, max_records=_RUN_RECORDS,
+            max_batch_bytes=max(len(view), 1 << 20), timestamp_unit="ms"))
+        stamps = result.columns["timestamp"].cast(pa.int64()).fill_null(-1).to_numpy()
+        return (result.consumed, result.columns["position"].to_numpy(), result.columns["offset"].to_numpy(),
+                np.where(stamps >= 0, stamps, -1))
+
+    def _take(self, at: int, decoded) -> bool:
+        consumed, positions, offsets, stamps = decoded
+        if consumed <= 0:
+            return False
+        cuts = np.flatnonzero(positions[1:] != positions[:-1]) + 1
+        firsts = np.concatenate(([0], cuts)).astype(np.int64)
+        ends = np.concatenate((cuts, [len(positions)])).astype(np.int64)
+        batches = (positions[firsts] - self.chunk_position).tolist() if len(positions) else []
+        self.ranges = dict(zip(batches, zip(firsts.tolist(), ends.tolist())))
+        self.offsets, self.stamps = offsets.tolist(), stamps.tolist()
+        self.start, self.end = at, at + consumed
+        return True
 
 
 def _check_files(pdir: PartitionDir, report: VerifyReport) -> None:
