@@ -29,6 +29,9 @@ SPECS = {
     "v1-gzip-1": dict(records_per_batch=1, vary_batch_size=False, magic=1, codec="gzip"),
     "v1-snappy-5": dict(records_per_batch=5, magic=1, codec="snappy"),
     "v0-gzip-4": dict(records_per_batch=4, magic=0, codec="gzip"),
+    "v2-none-unindexed": dict(records_per_batch=2, index_interval_bytes=1 << 20),  # long runs between entries
+    "v1-logappend-unindexed": dict(records_per_batch=1, magic=1, timestamp_type="LogAppendTime",
+                                   index_interval_bytes=1 << 20),
 }
 
 
@@ -112,7 +115,7 @@ def generated(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     for name, spec in SPECS.items():
         write_data_dir(root / name, [TopicSpec("t", records_per_partition=400, segment_bytes=6_000, value_size=40,
-                                               index_interval_bytes=512, **spec)])
+                                               **{"index_interval_bytes": 512, **spec})])
     return root
 
 
