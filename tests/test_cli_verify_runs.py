@@ -62,7 +62,7 @@ def _per_batch_check_records(records, header, position, last_offset, summary, re
     return last_offset
 
 
-def _reports(paths, monkeypatch, max_records=None):
+def _reports(paths, monkeypatch, max_records=None, deep=True):
     """(per-batch report, run report) of verifying ``paths``, each as its JSON dict."""
     out = []
     for runs in (False, True):
@@ -70,7 +70,7 @@ def _reports(paths, monkeypatch, max_records=None):
         monkeypatch.setattr(verify, "_check_records", _RUNS_CHECK if runs else _per_batch_check_records)
         if max_records is not None:
             monkeypatch.setattr(verify, "_RUN_RECORDS", max_records)
-        out.append(verify.verify_paths([str(p) for p in paths]).as_dict())
+        out.append(verify.verify_paths([str(p) for p in paths], deep=deep).as_dict())
     return out
 
 
@@ -141,6 +141,8 @@ def test_runs_report_what_one_batch_at_a_time_does_on_damaged_logs(generated, tm
     assert per_batch == runs
     # small runs: the run boundaries fall everywhere, and damage is met at a run's start, middle and end
     assert _reports([copy], monkeypatch, max_records=3) == [per_batch, per_batch]
+    shallow, runs = _reports([copy], monkeypatch, deep=False)  # (legacy wrappers' first offsets come from runs)
+    assert shallow == runs
 
 
 def test_damage_is_reported_through_runs(generated, tmp_path, monkeypatch):
