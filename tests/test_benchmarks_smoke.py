@@ -132,6 +132,16 @@ def test_bench_discover_quick(tmp_path):
     assert not list(tmp_path.glob("discover-*")), "generated data dirs were left behind"
 
 
+def test_bench_verify_quick(tmp_path):
+    out = run("bench_verify.py", tmp_path, "--quick", "--codecs", "none,lz4", "--json", str(tmp_path / "v.json"))
+    rows = [line.split() for line in out.splitlines() if re.match(r"\s*v[012]\s+(none|lz4)\s+\d+\s", line)]
+    assert {(r[0], r[1], r[2]) for r in rows} == {(f"v{m}", c, n) for m in "21" for c in ("none", "lz4")
+                                                  for n in ("1", "10")}
+    assert all(float(r[8]) > 0 and float(r[10]) > 0 for r in rows)  # verify s, / read_arrow
+    assert len(json.loads((tmp_path / "v.json").read_text())["results"]) == 8
+    assert not list(tmp_path.glob("kafkaseg-*")), "generated partitions were left behind"
+
+
 def test_bench_dump_quick(tmp_path):
     out = run("bench_dump.py", tmp_path, "--quick")
     rows = [line for line in out.splitlines() if line.strip().startswith("dump --")]

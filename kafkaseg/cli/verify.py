@@ -39,9 +39,11 @@ batches around a piece of damage, with the timestamps of those batches, for an i
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -63,7 +65,7 @@ from kafkaseg.storage.segment import (SegmentReader, indexed_past_end, offsets_h
                                       with_snapshot, zeros_hiding_records)
 from kafkaseg.storage.time_index import NO_TIMESTAMP, TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, unindexed_abort
-from kafkaseg.wire.batch import iter_headers
+from kafkaseg.wire.batch import iter_headers, read_header
 from kafkaseg.wire.crc import computed_crc
 
 __all__ = ["Problem", "SegmentSummary", "PartitionSummary", "UnreadableRange", "VerifyReport", "verify_paths",
@@ -222,6 +224,13 @@ class _ReadableTracker:
         if header.max_timestamp >= 0:
             self.last_time = header.max_timestamp if self.last_time is None else max(self.last_time,
                                                                                      header.max_timestamp)
+
+    def readable_run(self, last_offset: int, max_timestamp: int) -> None:
+        """:meth:`readable` for a run of sound batches after a readable one in the same segment, nothing open:
+        ``last_offset`` the last one's, ``max_timestamp`` their largest (-1: none)."""
+        self.last_offset = max(self.last_offset, last_offset)
+        if max_timestamp >= 0:
+            self.last_time = max_timestamp if self.last_time is None else max(self.last_time, max_timestamp)
 
     def finish(self, high_watermark: int | None, last_file: str) -> None:
         """At the partition's end: a range still open ends at the high watermark (acknowledged offsets), or its
@@ -644,7 +653,29 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
             raised = False
             try:
                 for chunk_position, buf in walk:
-                    for header in iter_headers(buf):
+                    records = _ChunkRecords(buf, chunk_position, path, offset_limit, reader)
+                    headers = _Headers(buf)
+                    for header in headers:
+                        if (deep and _DECODE_RUNS and not after_bad_crc and not skip_times and tracker.open is None
+                                and tracker.segment is None and summary.first_offset is not None):
+                            run = records.sound_run(header.position, max(last_offset, read_last),
+                                                    next_index_position - chunk_position,
+                                                    min(pending_index_offset, next_time_offset))
+                            if run is not None:  # (what the code below does for each of these batches, at once)
+                                summary.batches += run.batches
+                                summary.records += run.records
+                                summary.compaction_gaps += run.gaps + (last_offset >= 0
+                                                                       and run.first_record != last_offset + 1)
+                                last_offset = run.last_record
+                                read_last = max(read_last, run.last)
+                                seg_last = run.last if seg_last is None or run.last > seg_last else seg_last
+                                if summary.first_bad_position is None:
+                                    summary.recoverable_last = seg_last
+                                tracker.readable_run(run.last, run.max_timestamp)
+                                if is_active:
+                                    final = records.final(run, final)
+                                headers.position = run.end
+                                continue
                         position = chunk_position + header.position
                         if (in_progress is not None and position == in_progress.position
                                 and computed_crc(buf, header) != header.crc):  # (the broker may have finished it since)
@@ -658,7 +689,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                         crc = computed_crc(buf, header)
                         corrupt = None if crc != header.crc else _corrupt_offset_field(
                             reader, buf, header, path, chunk_position, read_last, seg.base_offset, offset_limit,
-                            next_base, pdir, i)
+                            next_base, pdir, i, records)
                         if corrupt is not None:  # skipped by a lenient read, which goes on after it
                             corrupt, skipped_to = corrupt
                             if summary.first_offset is None:  # (its offsets, unknown, are the unreadable range's)
@@ -676,14 +707,14 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                         if crc == header.crc:  # (the last offset of the batch read before the next, as the
                             read_last = max(read_last, header.last_offset)  # decoders check each batch against)
                         if skip_times and times_cursor is not None:  # (entries for the skipped batch's offsets)
-                            times_cursor.skip(_first_offset(buf, header, path, chunk_position))
+                            times_cursor.skip(_first_offset(buf, header, path, chunk_position, records))
                             next_time_offset = times_cursor.next
                         skip_times = False
                         if is_active:  # (the batch, its byte, the offset after the batch before it)
                             final = (header, position, seg.base_offset if final is None else final[0].next_offset)
                         if position >= next_index_position or header.last_offset >= pending_index_offset:
                             offsets_cursor.at_batch(position, header.last_offset,
-                                                    lambda: _first_offset(buf, header, path, chunk_position))
+                                                    lambda: _first_offset(buf, header, path, chunk_position, records))
                             next_index_position = offsets_cursor.next
                             pending_index_offset = offsets_cursor.pending_offset
                         if header.last_offset >= next_time_offset:
@@ -692,7 +723,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                         if seg_last is None or header.last_offset > seg_last:
                             seg_last = header.last_offset
                         if summary.first_offset is None:
-                            summary.first_offset = _first_offset(buf, header, path, chunk_position)
+                            summary.first_offset = _first_offset(buf, header, path, chunk_position, records)
                             if header.magic >= 2 and header.base_offset < seg.base_offset:
                                 add(ERROR, path, position, f"first batch's base offset {header.base_offset} is "
                                     f"below the segment's base offset {seg.base_offset} (from its name)")
@@ -711,7 +742,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                             continue
                         # a compressed legacy wrapper's offset is its LAST inner one: where damage or a segment's
                         # start before it ends, its first is decoded
-                        first = (_first_offset(buf, header, path, chunk_position)
+                        first = (_first_offset(buf, header, path, chunk_position, records)
                                  if after_bad_crc or tracker.open is not None or tracker.segment is not None
                                  else header.base_offset)
                         tracker.readable(header, first)
@@ -723,8 +754,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                                 summary.compaction_gaps += 1
                             last_offset = max(last_offset, header.last_offset)
                             continue
-                        last_offset = _check_records(buf, header, path, chunk_position, position, last_offset,
-                                                     summary, report)
+                        last_offset = _check_records(records, header, position, last_offset, summary, report)
             except KafkaSegError as err:
                 raised = True
                 broken = (getattr(err, "position", None), f"corrupt framing: {getattr(err, 'detail', err)}",
@@ -850,7 +880,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
 
 def _corrupt_offset_field(reader: SegmentReader, buf, header, path: str, chunk_position: int, last_offset: int,
                           base_offset: int, limit: int | None, next_base: int | None, pdir: PartitionDir,
-                          i: int) -> tuple[str, int] | None:
+                          i: int, records: _ChunkRecords | None = None) -> tuple[str, int] | None:
     """What is wrong with a batch (its CRC sound) whose offset field, which the CRC does not cover, a lenient read
     takes as corrupt and skips, as the decoders do, and the end of the bytes it skips; or None. The decoders' rule
     (:func:`~kafkaseg.decode.api.offset_field_problem`, after ``last_offset``, the last offset of the batch read
@@ -861,8 +891,9 @@ def _corrupt_offset_field(reader: SegmentReader, buf, header, path: str, chunk_p
     after it goes back below it, whether this batch's field is the corrupt one, judged on the batches around it as
     a read judges it (:func:`~kafkaseg.offset_outlier.outlier_region`; ``next_base``: the next segment's base,
     None for the last): then the region it leaves out (this batch, and any left out with it) is skipped. Either
-    way the batches after it are checked against the one before it, not against its offsets."""
-    first = _first_offset(buf, header, path, chunk_position)
+    way the batches after it are checked against the one before it, not against its offsets. (``records``: the
+    chunk's, which give a legacy wrapper's first offset without another decode.)"""
+    first = _first_offset(buf, header, path, chunk_position, records)
     floor = max(last_offset, base_offset - 1)
     after = header.position + header.size  # (the next header is in the chunk, but at its end)
 
@@ -889,23 +920,32 @@ def _corrupt_offset_field(reader: SegmentReader, buf, header, path: str, chunk_p
     return None if region is None else (region.what, region.end)
 
 
-def _check_records(buf, header, path: str, chunk_position: int, position: int, last_offset: int,
-                   summary: SegmentSummary, report: VerifyReport) -> int:
-    """Decode one batch: record offsets increase (gaps counted), maxTimestamp is the records' largest (CreateTime
-    v2), no record past the batch's lastOffset. Returns the last offset seen."""
+def _check_records(records: _ChunkRecords, header, position: int, last_offset: int, summary: SegmentSummary,
+                   report: VerifyReport) -> int:
+    """The batch's records (from its chunk's ``records``): record offsets increase (gaps counted), maxTimestamp is
+    the records' largest (CreateTime v2), no record past the batch's lastOffset. Returns the last offset seen."""
     try:
-        offsets, record_stamps = decode_batch(buf, header, path, chunk_position)
+        offsets, record_stamps = records.of(header)
     except KafkaSegError as err:
-        report.add(ERROR, path, position, f"cannot decode batch: {getattr(err, 'detail', err)}")
+        report.add(ERROR, records.path, position, f"cannot decode batch: {getattr(err, 'detail', err)}")
         return max(last_offset, header.last_offset)
     summary.records += len(offsets)
-    for offset in offsets:
-        if offset <= last_offset:
-            report.add(ERROR, path, position, f"record offset {offset} does not increase (previous {last_offset})")
-        elif last_offset >= 0 and offset != last_offset + 1:
+    path = records.path
+    if offsets and offsets[0] > last_offset and offsets[-1] - offsets[0] == len(offsets) - 1:
+        # (the usual case, at once: from above the last offset, consecutive within the batch, as a batch's offsets
+        # always increase, or the kernels refuse it)
+        if last_offset >= 0 and offsets[0] != last_offset + 1:
             summary.compaction_gaps += 1
-        if offset > last_offset:
-            last_offset = offset
+        last_offset = offsets[-1]
+    else:
+        for offset in offsets:
+            if offset <= last_offset:
+                report.add(ERROR, path, position, f"record offset {offset} does not increase (previous "
+                                                  f"{last_offset})")
+            elif last_offset >= 0 and offset != last_offset + 1:
+                summary.compaction_gaps += 1
+            if offset > last_offset:
+                last_offset = offset
     if offsets and header.magic == 2 and header.timestamp_type == 0 and max(record_stamps) != header.max_timestamp:
         report.add(ERROR, path, position, f"batch maxTimestamp {header.max_timestamp} differs from its records' "
                    f"largest timestamp {max(record_stamps)}")
@@ -915,16 +955,233 @@ def _check_records(buf, header, path: str, chunk_position: int, position: int, l
     return last_offset
 
 
-def _first_offset(buf, header, path: str, chunk_position: int) -> int:
+def _first_offset(buf, header, path: str, chunk_position: int, records: _ChunkRecords | None = None) -> int:
     """The batch's first offset: a legacy compressed wrapper's offset is its LAST inner one, so it is decoded for
-    its first (its header's offset when it cannot be: the walk reports why)."""
+    its first (from its chunk's ``records`` when given; its header's offset when it cannot be: the walk reports
+    why)."""
     if header.magic >= 2 or header.codec == 0:
         return header.base_offset
     try:
-        offsets, _ = decode_batch(buf, header, path, chunk_position)
+        offsets, _ = decode_batch(buf, header, path, chunk_position) if records is None else records.of(header)
     except KafkaSegError:
         return header.base_offset
     return offsets[0] if offsets else header.base_offset
+
+
+# Deep checks decode the batches of a chunk a run at a time (:class:`_ChunkRecords`): one kernel call per batch
+# costs tens of microseconds of overhead, most of a verify of single-record batches. False: one call per batch
+# (``decode_batch``), the reference the runs must agree with (tests/test_cli_verify_runs.py).
+_DECODE_RUNS = True
+_RUN_RECORDS = 1 << 16  # records per run at most (plus one batch's): memory while a run is in use
+
+
+class _ChunkRecords:
+    """The records of one chunk's batches, as :func:`~kafkaseg.cli.common.decode_batch` gives them (offsets and
+    timestamps, control records included), for the batches the walk asks about in order: the batches from the one
+    asked about on are decoded in one kernel call (a run, up to :data:`_RUN_RECORDS` records) and split by the
+    batch position each record carries. Decoding a run checks each batch as decoding it alone does and adds only
+    that offsets increase across its batches, so when a run fails (damage, offsets going back, a batch whose CRC
+    fails) the batches before the one it fails at are decoded again as a run and that one alone, whose own error
+    is then the one reported."""
+
+    def __init__(self, buf, chunk_position: int, path: str, limit: int | None = None,
+                 reader: SegmentReader | None = None):
+        self.buf, self.chunk_position, self.path, self.limit, self.reader = buf, chunk_position, path, limit, reader
+        self.facts: _RunFacts | None = None
+        self.sound = False  # whether sound_run may take batches of the run (no offset goes back in or after it)
+        self.start = self.end = 0  # the buffer range of the run decoded: [start, end)
+        self.alone_below = 0  # batches starting before this that no run holds are decoded alone
+        self.ranges: dict[int, tuple[int, int]] = {}  # batch position in buf -> its records' [first, end)
+        self.offsets: list[int] = []
+        self.stamps: list[int] = []
+
+    def of(self, header) -> tuple[list[int], list[int]]:
+        """The offsets and timestamps (ms, -1 for none) of the records of the batch ``header`` (positioned in the
+        chunk's buffer); raises as ``decode_batch`` does when it cannot be decoded."""
+        at = header.position
+        if not self.start <= at < self.end and not (_DECODE_RUNS and at >= self.alone_below and self._run(at)):
+            return decode_batch(self.buf, header, self.path, self.chunk_position)
+        first, end = self.ranges.get(at, (0, 0))  # (a batch of the run with no records: none)
+        return self.offsets[first:end], self.stamps[first:end]
+
+    def _run(self, at: int) -> bool:
+        """Decode the run of batches from ``at``; False when the batch at ``at`` is to be decoded alone."""
+        view = memoryview(self.buf)[at:]
+        try:
+            decoded = self._decode(view, at)
+            return self._take(at, decoded, self._followed_above(at + decoded[0], decoded[-1]))
+        except KafkaSegError as err:
+            failed = None if getattr(err, "position", None) is None else err.position - self.chunk_position
+        if failed is None or not at <= failed < len(self.buf):
+            self.alone_below = len(self.buf)  # (not known where: the rest of the chunk one batch at a time)
+            return False
+        self.alone_below = failed + 1
+        if failed == at:
+            return False
+        try:  # (the batch it fails at may be one whose offsets go back: which one is to blame is the walk's to say)
+            return self._take(at, self._decode(view[:failed - at], at), False)
+        except KafkaSegError:
+            self.alone_below = len(self.buf)
+            return False
+
+    def _decode(self, view, at: int):
+        import pyarrow as pa
+
+        from kafkaseg.decode import decode
+        from kafkaseg.decode.api import DecodeRequest
+
+        result = decode(view, DecodeRequest(
+            path=self.path, base_position=self.chunk_position + at, verify_crc=True, include_control=True,
+            include_key=False, include_value=False, include_metadata=True, max_records=_RUN_RECORDS,
+            max_batch_bytes=max(len(view), 1 << 20), timestamp_unit="ms"))
+        stamps = result.columns["timestamp"].cast(pa.int64()).fill_null(-1).to_numpy()
+        return (result.consumed, result.columns["position"].to_numpy(), result.columns["offset"].to_numpy(),
+                np.where(stamps >= 0, stamps, -1), result.last_offset)
+
+    def _followed_above(self, after: int, last: int) -> bool:
+        """Whether what follows the run ending at ``after`` (in the buffer, or the file) is no batch, or one starting
+        above ``last``, the run's last offset."""
+        if after + 17 <= len(self.buf):
+            following = bytes(self.buf[after:after + 17])
+        else:
+            following = b"" if self.reader is None else self.reader.read_at(self.chunk_position + after, 17)
+        first = batch_start_offset(following)
+        return first is None or first > last
+
+    def _take(self, at: int, decoded, sound: bool) -> bool:
+        consumed, positions, offsets, stamps, _ = decoded
+        if consumed <= 0:
+            return False
+        cuts = np.flatnonzero(positions[1:] != positions[:-1]) + 1
+        firsts = np.concatenate(([0], cuts)).astype(np.int64) if len(positions) else cuts
+        ends = np.concatenate((cuts, [len(positions)])).astype(np.int64) if len(positions) else cuts
+        batches = positions[firsts] - self.chunk_position
+        self.ranges = dict(zip(batches.tolist(), zip(firsts.tolist(), ends.tolist())))
+        self.offsets, self.stamps = offsets.tolist(), stamps.tolist()
+        self.start, self.end = at, at + consumed
+        self.facts, self.sound = None, sound
+        self._decoded = (batches, firsts, offsets, stamps)
+        return True
+
+    def sound_run(self, at: int, floor: int, next_index: int, stop_offset: int) -> _SoundRun | None:
+        """The batches from the one at ``at`` (already decoded, or decoded now) that ``_verify_segment`` would find
+        sound one by one, with nothing to say about them and no index entry to match: each passes its CRC and
+        decodes (the run's decode checked both, and that offsets increase across its batches), is followed in the
+        run by the next (so no batch without records hides between them, and the batch after it starts above its
+        last offset: its offset field does not jump past the next batch's), starts below ``limit`` (where the read
+        of the segment ends), has a maxTimestamp its records' largest (CreateTime v2); the first starts above
+        ``floor`` (the last offset read before it, at least the segment's base - 1); none starts at or past
+        ``next_index`` (the buffer position of the next .index entry) or reaches ``stop_offset`` (a pending .index
+        offset, the next .timeindex entry's). None: the batch at ``at`` is not one of them. A run decoded again
+        after it failed, or followed by a batch whose offsets go back, gives none: the walk judges each of its
+        batches itself (which one holds a corrupt offset field may take the batches around it to tell)."""
+        if not (self.start <= at < self.end or (at >= self.alone_below and self._run(at))) or not self.sound:
+            return None
+        facts = self.facts if self.facts is not None else self._facts()
+        i = facts.number.get(at)
+        if i is None or facts.first[i] <= floor:
+            return None
+        end = facts.next_unsound[i]
+        end = min(end, bisect.bisect_left(facts.position, next_index, i, end),
+                  bisect.bisect_left(facts.last, stop_offset, i, end))
+        if end == i:
+            return None
+        first_record, last_record = facts.record_start[i], facts.record_start[end] - 1
+        return _SoundRun(i, end, facts.position[end - 1] + facts.size[end - 1], end - i,
+                         last_record - first_record + 1, facts.gaps[last_record] - facts.gaps[first_record],
+                         self.offsets[first_record], self.offsets[last_record], facts.last[end - 1],
+                         max(facts.max_timestamp[i:end]))
+
+    def final(self, run: _SoundRun, final):
+        """The walk's ``final`` (the last batch read, its file position and the offset after the batch before
+        it) after ``run``."""
+        position = self.facts.position
+        last = read_header(self.buf, position[run.stop - 1])
+        before = final[0] if run.batches == 1 else read_header(self.buf, position[run.stop - 2])
+        return last, self.chunk_position + last.position, before.next_offset
+
+    def _facts(self) -> _RunFacts:
+        """The header facts of the decoded run's batches (gathered from the buffer, vectorised)."""
+        positions, firsts, offsets, stamps = self._decoded
+        n = len(positions)
+        data = np.frombuffer(self.buf, np.uint8)
+
+        def field(at: int, width: int, kind: str, rows) -> np.ndarray:
+            where = positions[rows][:, None] + (at + np.arange(width))
+            return np.ascontiguousarray(data[where]).view(kind).ravel().astype(np.int64)
+
+        magic = data[positions + 16].astype(np.int64) if n else np.zeros(0, np.int64)
+        field_offset = field(0, 8, ">i8", slice(None))
+        size = field(8, 4, ">i4", slice(None)) + 12
+        v2 = magic == 2
+        last = field_offset.copy()
+        max_timestamp = np.full(n, -1, np.int64)
+        create_time = np.zeros(n, bool)
+        last[v2] += field(23, 4, ">i4", v2)
+        max_timestamp[v2] = field(35, 8, ">i8", v2)
+        create_time[v2] = (field(21, 2, ">i2", v2) & 0x08) == 0
+        v1 = magic == 1
+        max_timestamp[v1] = field(18, 8, ">i8", v1)
+        first = np.where(v2, field_offset, offsets[firsts] if n else field_offset)
+        record_max = np.maximum.reduceat(stamps, firsts) if n else np.zeros(0, np.int64)
+        sound = np.zeros(n, bool)
+        sound[:-1] = (positions[:-1] + size[:-1] == positions[1:]) & (field_offset[1:] > last[:-1])
+        sound &= ~(create_time & (record_max != max_timestamp))
+        if self.limit is not None:
+            sound &= first < self.limit
+        unsound = np.flatnonzero(~sound)  # (never empty: the run's last batch is followed by none in it)
+        next_unsound = unsound[np.searchsorted(unsound, np.arange(n))] if n else unsound
+        previous = offsets[:-1]
+        gaps = np.concatenate(([0], np.cumsum((previous >= 0) & (offsets[1:] != previous + 1))))
+        self.facts = _RunFacts(dict(zip(positions.tolist(), range(n))), positions.tolist(), size.tolist(),
+                               first.tolist(), last.tolist(), np.where(max_timestamp >= 0, max_timestamp, -1).tolist(),
+                               next_unsound.tolist(), np.concatenate((firsts, [len(offsets)])).tolist(),
+                               gaps.tolist())
+        return self.facts
+
+
+class _RunFacts(NamedTuple):
+    """Per batch of a decoded run (lists, in buffer order): what :meth:`_ChunkRecords.sound_run` needs."""
+
+    number: dict  # buffer position -> batch number in the run
+    position: list
+    size: list
+    first: list  # the first offset (a v2 base offset; a legacy wrapper's first inner offset)
+    last: list  # the header's last offset
+    max_timestamp: list  # (-1: none)
+    next_unsound: list  # the number of the first batch from this one on that is not sound on its own
+    record_start: list  # the number of its first record (one more entry: the run's records)
+    gaps: list  # per record: the non-consecutive offsets among the run's records up to it
+
+
+class _SoundRun(NamedTuple):
+    start: int  # batch numbers in the run: [start, stop)
+    stop: int
+    end: int  # the buffer position after the last
+    batches: int
+    records: int
+    gaps: int  # non-consecutive offsets among its records (not counting the first against the offset before it)
+    first_record: int
+    last_record: int
+    last: int  # the last batch's last offset
+    max_timestamp: int  # the batches' largest (-1: none)
+
+
+class _Headers:
+    """``iter_headers(buf)`` whose next position the walk may move (past a run it checked at once)."""
+
+    def __init__(self, buf):
+        self.buf, self.position = buf, 0
+
+    def __iter__(self) -> _Headers:
+        return self
+
+    def __next__(self):
+        if self.position >= len(self.buf):
+            raise StopIteration
+        header = read_header(self.buf, self.position)
+        self.position += header.size
+        return header
 
 
 def _check_files(pdir: PartitionDir, report: VerifyReport) -> None:
