@@ -1189,7 +1189,10 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
         if not resolved:
             raise LayoutError(f"{_fs.redact(given)}: no such file or directory (or the glob matched nothing){hint}")
         for path in resolved:
-            entry = _fs.stat(path, filesystem)
+            # a URI given as it is (not a glob's match) that cannot be reached (a timeout) is named as typed, query
+            # and all, not as its store names the path
+            shown = repr(_fs.redact(str(given))) if "://" in str(given) and not globbed else None
+            entry = _fs.stat(path, filesystem, shown)
             if entry is None:
                 raise LayoutError(f"{path}: no such file or directory{hint}")
             if not entry.is_dir:
