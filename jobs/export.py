@@ -509,9 +509,9 @@ def _existing_dataset(output: str, fmt: str, files: list[str] | None = None):
     import pyarrow.dataset as ds
 
     if fmt == "delta":
-        from deltalake import DeltaTable
+        from kafkaseg.compacted_table import delta_dataset
 
-        return DeltaTable(output).to_pyarrow_dataset()
+        return delta_dataset(output)
     from kafkaseg.storage.fs import open_filesystem
 
     files = _parquet_files(output) if files is None else files
@@ -1024,8 +1024,12 @@ def prepare(args: argparse.Namespace) -> dict:
                 table = DeltaTable(args.output)
                 check_not_compacted(table, args.output, args.mode)
                 seen = SeenTable(APP_ID, existed=True, app_version=table.transaction_version(APP_ID))
-            dataset = (table.to_pyarrow_dataset() if table is not None
-                       else _existing_dataset(args.output, args.format, files))
+            if table is not None:
+                from kafkaseg.compacted_table import delta_dataset
+
+                dataset = delta_dataset(args.output, table)
+            else:
+                dataset = _existing_dataset(args.output, args.format, files)
             check_columns(existing_columns(args.output, args.format, dataset),
                           export_schema(_arrow_schema(args.options)).names, args.output, args.mode)
             check_partitioning(existing_partitioning(args.output, args.format, files, table), args.partition_by,

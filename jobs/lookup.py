@@ -185,9 +185,9 @@ def extract(spark, source: str):
     elif fmt == "parquet":
         df = spark.read.parquet(source)
     elif fmt == "delta":
-        from deltalake import DeltaTable
+        from kafkaseg.compacted_table import delta_dataset
 
-        df = spark.createDataFrame(DeltaTable(source).to_pyarrow_table())
+        df = spark.createDataFrame(delta_dataset(source).to_table())
     else:
         df = spark.table(source)
     missing = [name for name in ("topic", "partition") if name not in df.columns]

@@ -14,6 +14,8 @@
 - :func:`prepare_run` / :func:`compact_arrow`: a whole run without Spark (read with :func:`kafkaseg.read_arrow`,
   reduce with :func:`kafkaseg.compaction.latest_per_key`): the reference for ``jobs/compact.py`` and fine for
   small topics (the whole increment is in memory).
+- :func:`delta_dataset`: a Delta table (this one, an export's, a lookup's source) as a ``pyarrow.dataset``, read
+  so that the process can exit safely afterwards.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ __all__ = ["table_schema", "read_state", "merge_changes", "merge_staged_parquet"
            "remove_stale_staging", "staging_name", "commit_properties", "conflicts_reported", "write_full_arrow",
            "RunPlan", "prepare_run", "compact_arrow",
            "MERGE_PREDICATE", "MODES", "ROW_PRESERVING_OPERATIONS", "RewriteScope", "rewrite_scope",
-           "merges_on_driver", "commit_rewrite"]
+           "merges_on_driver", "commit_rewrite", "delta_dataset"]
 
 MODES = ("auto", "full", "incremental")
 APP_ID = "kafkaseg.compaction"  # the Delta app transaction id every compaction commit carries
@@ -76,6 +78,29 @@ def commit_properties(state: TableState):
 
     return CommitProperties(custom_metadata={STATE_KEY: state.to_json()},
                             app_transactions=[Transaction(APP_ID, state.read_at_ms)])
+
+
+def delta_dataset(uri: str, table=None):
+    """The Delta table at ``uri`` (``table``: a ``DeltaTable`` of it already open, e.g. at a version) as a
+    ``pyarrow.dataset.Dataset``.
+
+    deltalake's own ``to_pyarrow_dataset()`` reads through a ``pyarrow.fs.PyFileSystem`` over its Python storage
+    handler. Arrow's I/O threads may release the last reference to that filesystem just after a read returned, and
+    freeing it takes the GIL: when that happens while the interpreter finalizes, the thread is unwound through the
+    C++ destructor and the process aborts with "terminate called without an active exception" (about one run in
+    twenty of a script that reads a table twice and exits). A local table is read through pyarrow's own
+    filesystem, which frees without the GIL; a table on object storage through deltalake's handler, which takes
+    the credentials and options deltalake was given."""
+    import pyarrow.fs as pafs
+    from deltalake import DeltaTable
+
+    from kafkaseg.storage.fs import open_filesystem
+
+    table = DeltaTable(uri) if table is None else table
+    if "://" in uri and not uri.lower().startswith("file://"):  # (no filesystem of pyarrow's made for it: no I/O)
+        return table.to_pyarrow_dataset()
+    filesystem, root = open_filesystem(uri)
+    return table.to_pyarrow_dataset(filesystem=pafs.SubTreeFileSystem(root, filesystem))
 
 
 def read_state(uri: str, expected: pa.Schema, partition_by: Sequence[str], *, keep_deletes: bool = False):

@@ -9,6 +9,8 @@ file re-raises with :meth:`CorruptDataError.located` (chaining the original with
 
 from __future__ import annotations
 
+from typing import Iterable
+
 __all__ = [
     "KafkaSegError",
     "CorruptDataError",
@@ -30,6 +32,7 @@ __all__ = [
     "CompactedTableError",
     "ConcurrentWriteError",
     "DeserializationError",
+    "did_you_mean",
     "first_line",
 ]
 
@@ -173,3 +176,18 @@ def first_line(exc: BaseException) -> str:
     """The first non-blank line of ``exc``'s message (its class name when there is none): how a one-line report
     quotes another library's multi-line error."""
     return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+
+
+def did_you_mean(name: str, names: Iterable[str]) -> str:
+    """`` (did you mean 'a' or 'b'?)``, naming the ``names`` closest to ``name`` (up to three, closest first; one
+    that differs only in case counts as close), or ``""`` when none is: the hint every message about a name that is
+    not there (a misspelt topic, column) ends with."""
+    import difflib
+
+    choices = sorted(set(names))
+    close = difflib.get_close_matches(name, choices, n=3) or [c for c in choices if c.lower() == name.lower()][:3]
+    if not close:
+        return ""
+    quoted = [repr(c) for c in close]
+    listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+    return f" (did you mean {listed}?)"

@@ -53,7 +53,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from kafkaseg.errors import InvalidOptionError
+from kafkaseg.errors import InvalidOptionError, did_you_mean
 
 __all__ = [
     "ReadOptions",
@@ -740,11 +740,8 @@ def _parse_columns(value: Any, raw: Mapping[str, Any]) -> dict[str, Any]:
                                  f"{', '.join(COLUMN_NAMES)})")
     for name in names:
         if name not in COLUMN_NAMES:
-            close = difflib.get_close_matches(name, COLUMN_NAMES, n=1) or [
-                c for c in COLUMN_NAMES if c.lower() == name.lower()]
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise InvalidOptionError(f"option 'columns': unknown column {name!r}{hint}; the columns are "
-                                     f"{', '.join(COLUMN_NAMES)}")
+            raise InvalidOptionError(f"option 'columns': unknown column {name!r}{did_you_mean(name, COLUMN_NAMES)}; "
+                                     f"the columns are {', '.join(COLUMN_NAMES)}")
     repeated = sorted({c for c in names if names.count(c) > 1})
     if repeated:
         raise InvalidOptionError(f"option 'columns' names {', '.join(map(repr, repeated))} more than once")

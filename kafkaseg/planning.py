@@ -49,7 +49,6 @@ from __future__ import annotations
 import bisect
 import collections
 import dataclasses
-import difflib
 import functools
 import heapq
 import math
@@ -61,7 +60,7 @@ from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 import numpy as np
 
 from kafkaseg.errors import (CorruptCheckpointError, CorruptDataError, CrcMismatchError, DataLossError,
-                             InvalidOptionError, KafkaSegError, LayoutError)
+                             InvalidOptionError, KafkaSegError, LayoutError, did_you_mean)
 from kafkaseg.entry_check import batch_first_offset, entry_batch_problem, entry_neighbours
 from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, LATEST, ReadOptions
@@ -2365,10 +2364,7 @@ def _check_listed_partitions(options: ReadOptions, selected: Iterable[PartitionD
     if options.subscribe is not None and topics_found is not None:
         absent = [t for t in options.subscribe if t not in topics_found]
         if absent:
-            hints = []
-            for topic in absent:
-                close = difflib.get_close_matches(topic, sorted(topics_found), n=1)
-                hints.append(f"{topic!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+            hints = [f"{topic!r}" + did_you_mean(topic, topics_found) for topic in absent]
             listed = ", ".join(sorted(topics_found)[:20]) + (", ..." if len(topics_found) > 20 else "")
             raise InvalidOptionError(
                 f"option 'subscribe' names topics with no partition on disk under the given paths: "

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable, Sequence
 
-from kafkaseg.errors import InvalidOptionError, KafkaSegError
+from kafkaseg.errors import InvalidOptionError, KafkaSegError, did_you_mean
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import PartitionDir, valid_cleaner_offset
 from kafkaseg.topic_config import (
@@ -754,10 +754,7 @@ def plan_audit(data_dirs: Sequence[str], config_file: ConfigFile | None = None, 
                                  "(its snapshots bound it), so it is never audited")
     absent = [t for t in topics if t not in on_disk]
     if absent:
-        import difflib
-
-        hints = [t + (f" (did you mean {close[0]}?)" if (close := difflib.get_close_matches(t, on_disk, n=1)) else "")
-                 for t in absent]
+        hints = [t + did_you_mean(t, on_disk) for t in absent]
         where = ", ".join(map(_fs.redact, data_dirs))
         raise InvalidOptionError(f"no partition of topic {', '.join(hints)} under {where}")
     if pattern is not None and not topics and not any(pattern.fullmatch(t) for t in on_disk):

@@ -347,15 +347,33 @@ def test_an_offset_out_of_range_resets_to_the_latest_and_an_unknown_topic_says_s
                                      "--offset", str(offset))
         assert code == 0 and out == b"" and f"starting at the latest offset {end}" in err
     code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "nosuch", "--from-beginning")
-    assert code == 1 and out == b"" and "no partition of nosuch" in err  # (without --follow: nothing to wait for)
+    assert code == 2 and out == b"" and "no partition of nosuch" in err  # (without --follow: nothing to wait for)
     code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "plainn", "--from-beginning")
-    assert code == 1 and "no partition of plainn" in err and "did you mean 'plain'?" in err
+    assert code == 2 and "no partition of plainn" in err and "did you mean 'plain'?" in err
     code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "plain", "--partition", "9",
                                  "--offset", "0")  # named as given: --partition, not the assign option it becomes
     assert code != 0 and "no partition 9 of plain" in err and "its partitions there: 0" in err
     assert "'assign'" not in err
     code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--include", "nomatch.*", "--from-beginning")
     assert code == 0 and "no partition of a topic matching" in err  # a pattern matching nothing yet: no error
+
+
+def test_a_topic_or_partition_not_on_disk_is_a_usage_error_naming_the_closest_topics(data, capsysbinary):
+    """Files have no broker to wait for (without --follow): a --topic with no partition on disk, or a --partition
+    the topic does not have, is a usage error (exit 2, as the other commands' unknown topics are) that names every
+    close topic there, and, as the console consumer's usage errors, it prints no total: no consumer ran."""
+    root, _ = data
+    for argv, expected in (
+            (["--topic", "count", "--from-beginning"],
+             ["no partition of count under", "(did you mean 'counts' or 'counts-bad'?)"]),
+            (["--topic", "orders", "--partition", "7", "--offset", "0"],
+             ["no partition 7 of orders under", "(its partitions there: 0, 1)"]),
+            (["--topic", "orders", "--partition", "-1", "--from-beginning"],
+             ["no partition -1 of orders under", "(its partitions there: 0, 1)"])):
+        code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), *argv)
+        assert code == 2 and out == b"", (argv, err)
+        assert all(text in err for text in expected) and "'assign'" not in err, (argv, err)
+        assert "Processed a total" not in err, (argv, err)
 
 
 def test_an_offset_between_the_high_watermark_and_the_log_end_waits_for_it(tmp_path):
@@ -849,7 +867,7 @@ def test_an_unknown_topic_or_partition_is_told_from_the_one_listing(data, monkey
     root, _ = data
     listed = _log_dir_listings(monkeypatch)
     code, _, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "plainn", "--from-beginning")
-    assert code == 1 and "did you mean 'plain'?" in err and len(listed) == 1
+    assert code == 2 and "did you mean 'plain'?" in err and len(listed) == 1
     listed.clear()
     code, _, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "orders", "--partition", "7",
                                "--offset", "0")

@@ -142,7 +142,7 @@ def test_filters_errors_and_table(brokers, tmp_path, capsys):
     # a topic on none of these dirs: a hint (a typo?), and exit status 0 as kafka-log-dirs.sh's (which prints
     # nothing for it): on one broker's disks a topic hosted by other brokers is usual
     code, out, err = run(["log-dirs", "--topic-list", "tt", *paths], capsys)
-    assert code == 0 and "no replica of topic tt" in err and "did you mean t?" in err
+    assert code == 0 and "no replica of topic tt" in err and "did you mean 't'?" in err
     code, _, err = run(["log-dirs", "--broker-list", "x", *paths], capsys)
     assert code == 2 and "--broker-list" in err
     code, _, err = run(["log-dirs", str(a.path / "t-0")], capsys)

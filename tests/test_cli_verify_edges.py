@@ -614,6 +614,44 @@ def test_an_unfinished_segment_swap_is_one_warning(tmp_path, capsys):
     assert sum(".swap" in line for line in capsys.readouterr().out.splitlines()) == 1
 
 
+def test_temporary_files_are_one_line_each_and_swap_files_not_swapped_in_one_warning(tmp_path, capsys):
+    """Retention's and the cleaner's ``.deleted`` files and the cleaner's ``.cleaned`` files are said once each (they
+    were a warning and an info line each). The ``.swap`` files of an incomplete split (at or past the smallest
+    ``.cleaned`` base), which Kafka's LogLoader deletes at startup instead of swapping them in, and the side files
+    of a swap whose ``.log`` is already renamed into place are said in one warning, as an unfinished swap is."""
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    manifest = write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=2000, records_per_batch=10,
+                                                   segment_bytes=64 * 1024)], seed=1)
+    pm = manifest.partition("t", 0)
+    first, second, third = (pm.directory / f"{s.base_offset:020d}" for s in pm.segments[1:4])
+    temporary = []
+    for suffix in (".log", ".index", ".timeindex"):
+        shutil.copy(first.with_suffix(suffix), f"{first}{suffix}.deleted")
+        temporary.append(f"{first}{suffix}.deleted")
+    ignored = []
+    for suffix in (".log", ".index"):
+        shutil.copy(second.with_suffix(suffix), f"{second}{suffix}.cleaned")
+        temporary.append(f"{second}{suffix}.cleaned")
+        shutil.copy(second.with_suffix(suffix), f"{second}{suffix}.swap")
+        ignored.append(f"{second.name}{suffix}.swap")
+    shutil.copy(third.with_suffix(".timeindex"), f"{third}.timeindex.swap")  # its .log.swap renamed already
+    ignored.append(f"{third.name}.timeindex.swap")
+    code, report = verify_json([tmp_path], capsys)
+    assert code == 0, errors(report)
+    lines = [(p["severity"], p["file"], p["message"]) for p in report["problems"]]
+    for path in temporary:
+        about = [line for line in lines if line[1] == path or os.path.basename(path) in line[2]]
+        assert [severity for severity, _, _ in about] == ["warning"], about
+    about = [line for line in lines if ".swap" in line[1] + line[2]]
+    assert len(about) == 1 and about[0][0] == "warning", about
+    assert all(name in about[0][2] for name in ignored) and "incomplete split" in about[0][2], about
+    assert main(["verify", "--verbose", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert sum(".swap" in line for line in out) == 1
+    assert all(sum(os.path.basename(path) in line for line in out) == 1 for path in temporary), out
+
+
 @pytest.mark.parametrize("magic", [0, 1])
 def test_a_bad_legacy_wrapper_is_unreadable_up_to_the_first_inner_offset_of_the_next(tmp_path, capsys, magic):
     """A compressed legacy wrapper's offset field is its LAST inner offset. After a wrapper failing its CRC, the

@@ -11,7 +11,7 @@ import pytest
 from deltalake import DeltaTable
 
 from jobs import compact
-from kafkaseg.compacted_table import compact_arrow
+from kafkaseg.compacted_table import compact_arrow, delta_dataset
 from kafkaseg.compaction import latest_per_key
 from kafkaseg.schema import arrow_schema
 from kafkaseg.testing import TopicSpec, write_data_dir
@@ -86,14 +86,14 @@ def test_job_full_then_incremental_equals_the_reference(spark, tmp_path):
     first = compact.run(spark, compact.parse_args(["--data-dir", str(tmp_path / "head"), *common]))
     assert first["plan"].full
     head_state = expected_state(manifest, ends=first["plan"].increment.state.next_offsets)
-    assert table_rows(DeltaTable(str(table)).to_pyarrow_table()) == head_state
+    assert table_rows(delta_dataset(str(table)).to_table()) == head_state
     second = compact.run(spark, compact.parse_args(["--data-dir", str(tmp_path / "full"), *common]))
     assert not second["plan"].full and second["result"]["num_source_rows"] > 0
     assert not (table / compact.STAGING_DIR).exists()  # the staged change set is gone after the merge
-    got = table_rows(DeltaTable(str(table)).to_pyarrow_table())
+    got = table_rows(delta_dataset(str(table)).to_table())
     assert got == expected_state(manifest) != head_state
     compact_arrow([str(tmp_path / "full")], str(tmp_path / "ref"), options={"includeHeaders": "true"})
-    assert got == table_rows(DeltaTable(str(tmp_path / "ref")).to_pyarrow_table())
+    assert got == table_rows(delta_dataset(str(tmp_path / "ref")).to_table())
     assert len(ends) == 2
 
 
@@ -110,12 +110,12 @@ def test_incremental_rewrite_on_the_executors_equals_the_reference_and_keeps_oth
     (tmp_path / "c.toml").write_text("driver_merge_max_bytes = 0\n")
     common = ["--output", str(table), "--option", "includeHeaders=true", "--config", str(tmp_path / "c.toml")]
     compact.run(spark, compact.parse_args(["--data-dir", str(tmp_path / "head"), *common]))
-    before = table_rows(DeltaTable(str(table)).to_pyarrow_table())
+    before = table_rows(delta_dataset(str(table)).to_table())
     version = DeltaTable(str(table)).version()
     second = compact.run(spark, compact.parse_args(["--data-dir", str(tmp_path / "full"), "--topics", "state",
                                                     *common]))
     assert second["result"]["engine"] == "executors" and second["result"]["files_rewritten"] > 0
-    got = table_rows(DeltaTable(str(table)).to_pyarrow_table())
+    got = table_rows(delta_dataset(str(table)).to_table())
     assert {k: v for k, v in got.items() if k[0] == "state"} == expected_state(manifest, topics={"state"})
     assert {k: v for k, v in got.items() if k[0] == "other"} == \
         {k: v for k, v in before.items() if k[0] == "other"} != {}

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from kafkaseg.compacted_table import compact_arrow, merge_changes, read_state, table_schema
+from kafkaseg.compacted_table import compact_arrow, delta_dataset, merge_changes, read_state, table_schema
 from kafkaseg.compaction import (
     STATE_KEY,
     CompactionConfig,
@@ -50,7 +50,7 @@ HEADERS = {"includeHeaders": "true"}
 
 
 def _table(uri) -> dict:
-    return table_rows(DeltaTable(str(uri)).to_pyarrow_table())
+    return table_rows(delta_dataset(str(uri)).to_table())
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -413,7 +413,35 @@ def test_a_table_another_job_wrote_is_never_replaced_by_a_rebuild(changelog, tmp
         with pytest.raises(CompactedTableError, match="not written by a compaction run") as caught:
             compact_arrow([str(root / "full")], table, mode=mode, now_ms=NOW)
         assert "--mode full" not in str(caught.value)
-    assert DeltaTable(table).version() == 0 and DeltaTable(table).to_pyarrow_table().num_rows == 1
+    assert DeltaTable(table).version() == 0 and delta_dataset(table).to_table().num_rows == 1
+
+
+def test_delta_tables_are_read_through_pyarrows_own_filesystem_when_local(tmp_path):
+    """deltalake's ``to_pyarrow_dataset()``/``to_pyarrow_table()`` read through a ``pyarrow.fs.PyFileSystem`` over its
+    Python storage handler. Arrow's I/O threads may drop the last reference to it just after a read returned; when
+    that happens while the interpreter finalizes, the thread taking the GIL to free it is unwound through a C++
+    destructor and the process aborts at exit ("terminate called without an active exception", about one run in
+    twenty of a script that reads a table twice and exits, with or without kafkaseg). ``delta_dataset`` reads a
+    local table through pyarrow's own filesystem, which needs no GIL, and kafkaseg and its jobs read no Delta table
+    otherwise."""
+    import ast
+
+    import pyarrow.fs as pafs
+    from deltalake import write_deltalake
+
+    uri = str(tmp_path / "t")
+    write_deltalake(uri, pa.table({"topic": ["a", "b"], "v": [1, 2]}), partition_by=["topic"])
+    write_deltalake(uri, pa.table({"topic": ["a"], "v": [3]}), partition_by=["topic"], mode="append")
+    for dataset, values in ((delta_dataset(uri), [1, 2, 3]), (delta_dataset(uri, DeltaTable(uri, version=0)), [1, 2]),
+                            (delta_dataset("file://" + uri), [1, 2, 3])):
+        assert not isinstance(dataset.filesystem, pafs.PyFileSystem)
+        assert sorted(dataset.to_table().column("v").to_pylist()) == values
+    helper = ROOT / "kafkaseg" / "compacted_table.py"
+    for path in sorted((ROOT / "kafkaseg").rglob("*.py")) + sorted((ROOT / "jobs").rglob("*.py")):
+        calls = [node.lineno for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Call)
+                 and isinstance(node.func, ast.Attribute)
+                 and node.func.attr in ("to_pyarrow_dataset", "to_pyarrow_table")]
+        assert path == helper or not calls, f"{path.relative_to(ROOT)}:{calls} reads a Delta table without delta_dataset"
 
 
 def test_cleanable_mode_stops_at_the_active_segment(changelog, tmp_path):
@@ -627,7 +655,7 @@ def test_a_log_truncated_and_rewritten_by_an_unclean_leader_election_is_data_los
 
     def table_of(uri):
         return {(r["topic"], r["partition"], r["key"]): (r["value"], r["offset"])
-                for r in DeltaTable(uri).to_pyarrow_table().to_pylist()}
+                for r in delta_dataset(uri).to_table().to_pylist()}
 
     table, other = str(tmp_path / "t"), str(tmp_path / "u")
     for uri in (table, other):
@@ -690,7 +718,7 @@ def test_empty_and_odd_binary_keys_are_keys_and_null_keys_are_dropped_across_mer
 
     def rows():
         return {(r["topic"], r["partition"], r["key"]): (r["value"], r["offset"])
-                for r in DeltaTable(table).to_pyarrow_table().to_pylist()}
+                for r in delta_dataset(table).to_table().to_pylist()}
 
     compact_arrow([str(tmp_path / "before")], table, now_ms=NOW)
     assert rows() == before and ("t", 0, b"") in before and len(before) == 4
@@ -763,7 +791,7 @@ def test_a_merge_skips_the_files_of_topics_the_run_did_not_read(tmp_path):
         metrics = merge_changes(DeltaTable(table), rows([("a", b"k", b"2", 5), ("a", b"j", None, 6)]),
                                 TableState(), topics)
         assert metrics["num_target_files_skipped_during_scan"] == skipped
-        assert sorted((r["topic"], r["value"]) for r in DeltaTable(table).to_pyarrow_table().to_pylist()) == [
+        assert sorted((r["topic"], r["value"]) for r in delta_dataset(table).to_table().to_pylist()) == [
             ("a", b"2"), ("b", b"1"), ("c'x", b"1")]
 
 
@@ -819,7 +847,7 @@ def test_a_run_committing_between_the_rewrites_version_check_and_its_commit_stil
         ct.commit_rewrite(plan, scope, [])  # (its files: none, i.e. every key of the version it read deleted)
     assert raced[0]["merge"]["num_target_files_removed"] == 0  # the other run only added files
     assert DeltaTable(out).version() == plan.table_version + 1  # only the other run's commit
-    assert {(r["key"]) for r in DeltaTable(out).to_pyarrow_table().to_pylist()} == {k for _, _, k in after}
+    assert {(r["key"]) for r in delta_dataset(out).to_table().to_pylist()} == {k for _, _, k in after}
 
 
 def test_the_executor_rewrite_covers_only_the_topics_read_and_nothing_when_nothing_was_read(tmp_path):

@@ -10,6 +10,7 @@ import pytest
 
 from kafkaseg.errors import InvalidOptionError
 
+from kafkaseg.compacted_table import delta_dataset
 from kafkaseg.testing import TopicSpec, write_data_dir
 
 _SPEC = importlib.util.spec_from_file_location("lookup_job", Path(__file__).resolve().parents[1] / "jobs/lookup.py")
@@ -140,9 +141,8 @@ def test_job_end_to_end(spark, datadir, tmp_path, monkeypatch):
     (beside / "mine.txt").write_text("keep")
     job.load(answers, args.output, args.format, "overwrite")
     assert (beside / "mine.txt").read_text() == "keep"
-    from deltalake import DeltaTable
 
-    table = DeltaTable(args.output).to_pyarrow_table()
+    table = delta_dataset(args.output).to_table()
     assert table.num_rows == len(lines) - 1
     assert sorted(table["id"].to_pylist()) == sorted(line.rsplit(",", 1)[1] for line in lines[1:])
     answers = table.to_pylist()
@@ -313,7 +313,6 @@ def test_request_columns_pass_through_with_their_types(spark, datadir, tmp_path,
     import decimal
 
     import pyarrow.parquet as pq
-    from deltalake import DeltaTable
 
     rows = _requests(datadir)
     n = len(rows)
@@ -339,7 +338,7 @@ def test_request_columns_pass_through_with_their_types(spark, datadir, tmp_path,
     output = str(tmp_path / "answers")
     for mode in ("error", "append"):
         job.load(job.transform(job.extract(spark, source), [str(datadir.path)]), output, "delta", mode)
-    table = DeltaTable(output).to_pyarrow_table()
+    table = delta_dataset(output).to_table()
     assert table.num_rows == 2 * n
     assert table.schema.field("id").type == pa.int64()
     first = {row["id"]: row for row in table.to_pylist()}
@@ -363,7 +362,7 @@ def test_request_columns_pass_through_with_their_types(spark, datadir, tmp_path,
                                                     pa.string()) if name in passed else earlier[name]
                                      for name in earlier.column_names}))
     job.load(job.transform(job.extract(spark, source), [str(datadir.path)]), older, "delta", "append")
-    grown = DeltaTable(older).to_pyarrow_table()
+    grown = delta_dataset(older).to_table()
     assert grown.num_rows == 2 * n and grown.schema.field("id").type == pa.string()
     assert sorted(grown["id"].to_pylist()) == sorted([str(1000 + i) for i in range(n)] * 2)
 

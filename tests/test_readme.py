@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from kafkaseg.cli.main import build_parser
-from kafkaseg.options import _CHOICES, OPTION_NAMES, STREAM_OPTION_NAMES, ReadOptions
+from kafkaseg.options import (_CHOICES, IGNORED_KAFKA_OPTION_PREFIXES, IGNORED_KAFKA_OPTIONS, IGNORED_OPTIONS,
+                              OPTION_NAMES, REJECTED_KAFKA_OPTIONS, STREAM_OPTION_NAMES, ReadOptions)
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 
@@ -53,9 +54,33 @@ STREAM = _table(r"^### Streaming")
 
 
 def test_the_options_table_lists_every_option_and_no_other():
-    options = set(OPTION_NAMES) - LOAD_ARGUMENTS
+    options = (set(OPTION_NAMES) - LOAD_ARGUMENTS) | set(IGNORED_OPTIONS)
     assert not options - set(BATCH), f"options README's table lacks: {sorted(options - set(BATCH))}"
     assert not set(BATCH) - options, f"README's table lists options the code lacks: {sorted(set(BATCH) - options)}"
+
+
+@pytest.mark.parametrize("name", IGNORED_OPTIONS)
+def test_each_spark_option_accepted_and_ignored_has_a_row_saying_so(name):
+    default, meaning = BATCH[name]
+    assert not default and "accepted and ignored" in meaning, f"README's {name} row: {meaning!r}"
+    # (a stream's option is ignored by a batch read only, and its row says where it takes effect)
+    assert (name in STREAM_OPTION_NAMES) == ("in a batch read" in meaning), f"README's {name} row: {meaning!r}"
+
+
+def _option_notes() -> str:
+    """The prose between the option table and the next heading (the ``kafka.*`` settings)."""
+    after = README[re.search(r"^## Options$", README, re.MULTILINE).end():]
+    after = after[after.index("\n| option | default | meaning"):]
+    after = after[after.index("\n\n"):]  # the table's end
+    return after[:after.index("\n## ")]
+
+
+def test_every_kafka_consumer_setting_accepted_or_rejected_is_named():
+    notes = _option_notes()
+    named = set(re.findall(r"`kafka\.([\w.*]+)`", notes)) - {"*"}  # (`kafka.*`: any of them)
+    expected = set(IGNORED_KAFKA_OPTIONS) | {f"{p}*" for p in IGNORED_KAFKA_OPTION_PREFIXES} | set(REJECTED_KAFKA_OPTIONS)
+    assert not expected - named, f"README does not name: {sorted(expected - named)}"
+    assert not named - expected, f"README names kafka.* settings the code does not know: {sorted(named - expected)}"
 
 
 def test_the_stream_table_names_options_a_stream_parses():

@@ -528,7 +528,7 @@ def test_a_topic_selection_that_matches_nothing_fails_instead_of_auditing_nothin
     """A scheduled `--fail-on-overdue` check with a misspelt topic must not pass by looking at no partition."""
     path, toml = _cli_dir(tmp_path)
     assert cli_main(["retention", path, "--config", str(toml), "--topic", "kep", "--fail-on-overdue"]) == 2
-    assert "no partition of topic kep (did you mean keep?)" in capsys.readouterr().err
+    assert "no partition of topic kep (did you mean 'keep'?)" in capsys.readouterr().err
     assert cli_main(["retention", path, "--config", str(toml), "--topic-pattern", "ke", "--fail-on-overdue"]) == 2
     assert "matches no topic" in capsys.readouterr().err
     assert cli_main(["retention", path, "--config", str(toml), "--topic-pattern", "ke.*"]) == 0

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kafkaseg.compacted_table import delta_dataset
 from kafkaseg.testing import TopicSpec, write_data_dir
 
 _SPEC = importlib.util.spec_from_file_location(
@@ -81,8 +82,6 @@ def test_exit_status():
 
 @pytest.mark.spark
 def test_job_end_to_end_writes_delta_tables(spark, datadir, tmp_path, capsys):
-    from deltalake import DeltaTable
-
     manifest, config = datadir
     now = START + 7 * DAY + 6 * DAY  # records span ~14 days: about the older half of each "old" partition goes
     args = job.parse_args(["--data-dir", str(manifest.path), "--config", config, "--now", str(now),
@@ -90,7 +89,7 @@ def test_job_end_to_end_writes_delta_tables(spark, datadir, tmp_path, capsys):
                            "--tasks", "2"])
     result = job.run(spark, args)
     out = capsys.readouterr().out
-    table = DeltaTable(str(tmp_path / "audit")).to_pyarrow_table().to_pylist()
+    table = delta_dataset(str(tmp_path / "audit")).to_table().to_pylist()
     by = {(r["topic"], r["partition"]): r for r in table}
     assert set(by) == {("old", 0), ("old", 1), ("old", 2), ("kept", 0)}
     expected = _expected_deletions(manifest, now)
@@ -106,7 +105,7 @@ def test_job_end_to_end_writes_delta_tables(spark, datadir, tmp_path, capsys):
     kept = by[("kept", 0)]
     assert kept["deletable_segments"] == 0 and kept["retention_ms"] == -1
     assert kept["retention_ms_source"].startswith("retention.ms from toml topic 'kept'")
-    segments = DeltaTable(str(tmp_path / "segments")).to_pyarrow_table().to_pylist()
+    segments = delta_dataset(str(tmp_path / "segments")).to_table().to_pylist()
     assert len(segments) == sum(len(pm.segments) for pm in manifest.partitions.values())
     deleted = sum(1 for s in segments if s["deleted_by"] == "time")
     assert deleted == sum(expected.values()) == result["summary"]["deletable_segments"]
@@ -119,10 +118,10 @@ def test_job_end_to_end_writes_delta_tables(spark, datadir, tmp_path, capsys):
     from deltalake import write_deltalake
 
     older = str(tmp_path / "older")
-    earlier = DeltaTable(str(tmp_path / "audit")).to_pyarrow_table()
+    earlier = delta_dataset(str(tmp_path / "audit")).to_table()
     write_deltalake(older, earlier.drop_columns(["size_overdue_ms"]))
     job.run(spark, job.parse_args(["--data-dir", str(manifest.path), "--config", config, "--now", str(now),
                                    "--output", older, "--mode", "append"]))
-    rows = DeltaTable(older).to_pyarrow_table()
+    rows = delta_dataset(older).to_table()
     assert rows.num_rows == 2 * earlier.num_rows and "size_overdue_ms" in rows.column_names
     assert rows.column("size_overdue_ms").null_count >= earlier.num_rows  # (the earlier rows have none)

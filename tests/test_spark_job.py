@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from jobs import export
+from kafkaseg.compacted_table import delta_dataset
 from kafkaseg.schema import arrow_schema
 
 
@@ -56,7 +57,6 @@ def test_arguments():
 
 @pytest.mark.spark
 def test_sample_job_writes_delta_and_parquet_tables_matching_the_manifest(spark, tmp_path):
-    from deltalake import DeltaTable
     import pyarrow.dataset as ds
 
     result = export.run(spark, export.parse_args(["--sample", "--work-dir", str(tmp_path)]))
@@ -65,7 +65,7 @@ def test_sample_job_writes_delta_and_parquet_tables_matching_the_manifest(spark,
                       for r in pm.data_records())
     assert [(t, p, n) for t, p, n, _, _ in result["summary"]] == [
         (t, p, len(pm.data_records())) for (t, p), pm in sorted(manifest.partitions.items())]
-    table = DeltaTable(result["output"]).to_pyarrow_table()
+    table = delta_dataset(result["output"]).to_table()
     got = sorted(zip(*(table.column(c).to_pylist() for c in ("topic", "partition", "offset", "key", "value"))))
     assert got == expected
     assert table.schema.field("date").type == pa.date32()
@@ -110,10 +110,10 @@ def test_delta_modes_commit_once_per_run_and_keep_timestamps(spark, tmp_path):
         "files"] == 0
     assert sorted(p.name for p in (tmp_path / "table").iterdir()) == folders
     table = DeltaTable(output)
-    offsets = sorted(zip(*(table.to_pyarrow_table().column(c).to_pylist() for c in ("partition", "offset"))))
+    offsets = sorted(zip(*(delta_dataset(output, table).to_table().column(c).to_pylist() for c in ("partition", "offset"))))
     assert table.version() == 1 and offsets == [(p, o) for p in (0, 1) for o in range(150)]
     export.run(spark, export.parse_args(base + ["--mode", "overwrite"]))
-    data = DeltaTable(output).to_pyarrow_table()
+    data = delta_dataset(output).to_table()
     assert DeltaTable(output).version() == 2 and data.num_rows == manifest.record_count
     # overwrite may change the partitioning (delta-rs kept the old partition columns: every topic read as null),
     # keeping what the table's owner set on it (a retention property, its name and description)
@@ -128,8 +128,8 @@ def test_delta_modes_commit_once_per_run_and_keep_timestamps(spark, tmp_path):
     # and incremental runs go on from the replaced table's offsets
     assert export.run(spark, export.parse_args(base + ["--mode", "incremental", "--partition-by", ""]))[
         "records"] == 0
-    assert sorted(set(table.to_pyarrow_table().column("topic").to_pylist())) == ["t"]
-    assert table.to_pyarrow_table().num_rows == manifest.record_count
+    assert sorted(set(delta_dataset(output, table).to_table().column("topic").to_pylist())) == ["t"]
+    assert delta_dataset(output, table).to_table().num_rows == manifest.record_count
     assert pa.types.is_timestamp(data.schema.field("timestamp").type)
     expected = sorted((p, r.offset, r.timestamp) for (_, p), pm in manifest.partitions.items() for r in pm.records)
     got = sorted(zip(data.column("partition").to_pylist(), data.column("offset").to_pylist(),
@@ -294,7 +294,6 @@ def test_a_high_watermark_moving_before_the_read_changes_nothing(spark, tmp_path
     """On a live dir the replication-offset-checkpoint moves between the job's planning and Spark's read: the
     read takes the offsets resolved before. The printed summary comes from the written files. A Delta commit
     whose files do not hold the expected count is refused."""
-    from deltalake import DeltaTable
 
     from kafkaseg.errors import ExportMismatchError
     from kafkaseg.spark.tables import write_delta
@@ -312,7 +311,7 @@ def test_a_high_watermark_moving_before_the_read_changes_nothing(spark, tmp_path
     monkeypatch.setattr(export, "extract", advance_then_extract)
     output = str(tmp_path / "table")
     result = export.run(spark, export.parse_args(["--data-dir", str(logs), "--output", output]))
-    assert result["records"] == 200 and DeltaTable(output).to_pyarrow_table().num_rows == 200
+    assert result["records"] == 200 and delta_dataset(output).to_table().num_rows == 200
     assert result["summary"] == [("t", 0, 100, 0, 99), ("t", 1, 100, 0, 99)]
     monkeypatch.setattr(export, "extract", extract)
 
@@ -769,7 +768,7 @@ def test_recorded_ends_follow_the_delta_tables_history(tmp_path):
     _txn_table(output, "delta", [30], {key: 31}, "append")  # v5
     from deltalake import write_deltalake
 
-    write_deltalake(output, DeltaTable(output).to_pyarrow_table(), mode="overwrite")  # another writer, v6
+    write_deltalake(output, delta_dataset(output).to_table(), mode="overwrite")  # another writer, v6
     assert export.recorded_ends(output, "delta") == {}
     DeltaTable(output).restore(5)
     assert export.recorded_ends(output, "delta") == {key: 31}
@@ -865,7 +864,7 @@ def test_overlapping_delta_exports_commit_once(tmp_path, monkeypatch):
                                                    "this run was committed"):
         export.load(_rows(list(range(11, 21))), args, export._arrow_schema({}), None, second)
     assert DeltaTable(output).version() == 4
-    assert sorted(DeltaTable(output).to_pyarrow_table().column("offset").to_pylist()) == [*range(2, 10),
+    assert sorted(delta_dataset(output).to_table().column("offset").to_pylist()) == [*range(2, 10),
                                                                                          *range(11, 21)]
     third = export.prepare(args)
     assert third["ranges"] == {("txn", 0): (22, 22)}
@@ -886,7 +885,7 @@ def test_overlapping_delta_exports_commit_once(tmp_path, monkeypatch):
             monkeypatch.setattr(tables, "write_parquet", writing)
         with pytest.raises(ConcurrentWriteError, match="another run created"):
             export.load(_rows(list(range(11, 21))), args, export._arrow_schema({}), None, second)
-        assert DeltaTable(new).version() == 0 and DeltaTable(new).to_pyarrow_table().num_rows == 10
+        assert DeltaTable(new).version() == 0 and delta_dataset(new).to_table().num_rows == 10
         assert DeltaTable(new).transaction_version("kafkaseg.export") == first["read_at_ms"]  # a first run's too
 
 
@@ -894,7 +893,6 @@ def test_a_delta_run_that_failed_before_its_commit_leaves_no_parquet_table(tmp_p
     """A first Delta run that wrote its files and failed before the commit (a failed check, a killed driver) left
     a kafkaseg-<time>-<id>/ folder of Parquet files: the next --format delta run was refused as "a Parquet table",
     and a --format parquet run counted the uncommitted files as exported rows."""
-    from deltalake import DeltaTable
 
     from kafkaseg.spark import tables
 
@@ -910,7 +908,7 @@ def test_a_delta_run_that_failed_before_its_commit_leaves_no_parquet_table(tmp_p
     assert [p.name for p in (tmp_path / "table").iterdir()][0].startswith("kafkaseg-")
     assert export._parquet_files(output) == []
     export.load(_rows(list(range(10))), args, export._arrow_schema({}), None, export.prepare(args))
-    assert DeltaTable(output).to_pyarrow_table().num_rows == 10
+    assert delta_dataset(output).to_table().num_rows == 10
 
 
 def test_overlapping_parquet_exports_are_warned_about(tmp_path, monkeypatch, capsys):
@@ -1066,13 +1064,13 @@ def test_delta_appends_refuse_columns_the_table_would_drop(tmp_path, monkeypatch
         tables.write_delta(None, output, "append", [], other_type, add_columns=True)
     assert written == [] and DeltaTable(output).version() == 0  # nothing written, nothing committed
     tables.write_delta(None, output, "append", [], wider.schema, add_columns=True)
-    assert DeltaTable(output).to_pyarrow_table().sort_by("a").to_pylist() == [
+    assert delta_dataset(output).to_table().sort_by("a").to_pylist() == [
         {"a": 1, "b": None}, {"a": 2, "b": None}, {"a": 3, "b": "x"}]
     # columns only in the table are Delta's ordinary append: null for the rows appended
     narrow = pa.table({"a": pa.array([4], pa.int64())})
     monkeypatch.setattr(tables, "write_parquet", fake_parquet(narrow))
     tables.write_delta(None, output, "append", [], narrow.schema)
-    assert DeltaTable(output).to_pyarrow_table().sort_by("a").to_pylist()[-1] == {"a": 4, "b": None}
+    assert delta_dataset(output).to_table().sort_by("a").to_pylist()[-1] == {"a": 4, "b": None}
 
 
 def test_file_stats_leave_out_decimals_stored_as_integers():

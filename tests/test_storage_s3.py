@@ -657,12 +657,13 @@ def test_an_endpoint_that_never_answers_fails_within_its_timeouts():
 
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
-    uri = (f"s3://deaf/data?endpoint_override=127.0.0.1:{server.getsockname()[1]}&scheme=http&region=us-east-1"
+    uri = (f"s3a://deaf/data?endpoint_override=127.0.0.1:{server.getsockname()[1]}&scheme=http&region=us-east-1"
            "&request_timeout=1&connect_timeout=1")
     started = time.monotonic()
     try:
-        with pytest.raises(LayoutError, match="deaf/data.*Timeout was reached"):
+        with pytest.raises(LayoutError, match="Timeout was reached") as caught:
             kafkaseg.read_arrow(uri)
+        assert repr(uri) in str(caught.value), caught.value  # the path as given, timeouts and all
     finally:
         stop.set()
         thread.join()
@@ -670,6 +671,23 @@ def test_an_endpoint_that_never_answers_fails_within_its_timeouts():
             conn.close()
         server.close()
     assert time.monotonic() - started < 30, "100 s is the AWS SDK's default; 3 attempts of 1 s take under 10"
+
+
+@pytest.mark.parametrize("query, message", [
+    ("request_timeout=5&tls_verify_certificates=false", "request_timeout cannot be combined with tls_verify"),
+    ("request_timeout=0", "'request_timeout' must be a number of seconds above 0"),
+    ("connect_timeout=1&request_timeout=2&region=x&bogus=1", "Unexpected query parameter"),
+])
+def test_uri_errors_quote_the_uri_as_given(query, message):
+    """The messages about an S3 URI's query quoted it as pyarrow was handed it (``s3a://`` read as ``s3://``, the
+    timeouts kafkaseg takes taken out): "request_timeout cannot be combined ..." quoted a URI without it. They quote
+    what was typed, its secret masked."""
+    from kafkaseg.storage.fs import open_filesystem, redact
+
+    uri = f"s3a://KEY:SECRET@bucket/data?endpoint_override=127.0.0.1:9&scheme=http&{query}"
+    with pytest.raises(LayoutError, match=message) as caught:
+        open_filesystem(uri)
+    assert repr(redact(uri)) in str(caught.value) and "SECRET" not in str(caught.value), caught.value
 
 
 def test_timeout_parameters_are_decoded_and_given_once():

@@ -51,7 +51,6 @@ The options and the output are the console consumer's (``ConsoleConsumerOptions.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 import re
 import struct
@@ -62,7 +61,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Callable
 
 from kafkaseg.decode.api import Problem
-from kafkaseg.errors import CorruptDataError, DeserializationError, InvalidOptionError, KafkaSegError
+from kafkaseg.errors import CorruptDataError, DeserializationError, InvalidOptionError, KafkaSegError, did_you_mean
 from kafkaseg.schema import COLUMN_NAMES
 from kafkaseg.storage.checkpoints import parse_java_integer
 from kafkaseg.storage.fs import redact
@@ -675,6 +674,16 @@ def _report_missing(missing, err) -> None:
               "a lost segment file, or compaction not checkpointed yet)", file=err)
 
 
+def _no_partition(args, named: set[tuple[str, int]]) -> InvalidOptionError:
+    """The usage error for a --partition that the --topic does not have on disk (``named``: the partitions there),
+    naming those it has (or, when it has none, the topics close to its name)."""
+    held = sorted(p for t, p in named if t == args.topic)
+    where = f"no partition {args.partition} of {args.topic} under {', '.join(map(redact, args.data_dir))}"
+    if held or not (hint := did_you_mean(args.topic, {t for t, _ in named})):
+        hint = f" (its partitions there: {', '.join(map(str, held)) or 'none'})"
+    return InvalidOptionError(where + hint)
+
+
 def _partitions_listed(listing) -> set[tuple[str, int]]:
     """The (topic, partition) pairs a discovery found (:class:`kafkaseg.planning.Listing`: those it read and those
     it only named), for a message that names what is there."""
@@ -742,6 +751,10 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
     formatter = Formatter.from_properties(properties)
     options = _stream_options(args, consumer)
     options["columns"] = formatter.columns()
+    if args.partition is not None and args.partition < 0:  # (not the 'assign' option's range error it becomes)
+        from kafkaseg.cli.common import partitions_named
+
+        raise _no_partition(args, partitions_named(args.data_dir, args.tiered_key_ring))
     read_options = ReadOptions.from_options(options, stream=True)
     if args.tiered_key_ring is not None:
         read_options = read_options.replace(tiered_key_ring=args.tiered_key_ring)
@@ -812,6 +825,7 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
                     pass
             raise
 
+    usage_error = False  # a --topic or --partition not on disk: no consumer ran, so no total (as Kafka's usage errors)
     try:  # ConsoleConsumer prints its total also when the first fetch fails
         planner = MicroBatchPlanner(read_options)
         try:
@@ -819,10 +833,8 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
         except InvalidOptionError as exc:
             if args.partition is None or not str(exc).startswith("option 'assign'"):
                 raise
-            held = sorted(p for t, p in _partitions_listed(planner.last_listing) if t == args.topic)
-            raise InvalidOptionError(f"no partition {args.partition} of {args.topic} under "
-                                     f"{', '.join(map(redact, args.data_dir))} (its partitions there: "
-                                     f"{', '.join(map(str, held)) or 'none'})") from exc
+            usage_error = True
+            raise _no_partition(args, _partitions_listed(planner.last_listing)) from exc
         reset = auto_offset_reset(args, consumer)
         if reset == "none" and args.partition is None:  # NoOffsetForPartitionException, at the first poll
             names = ", ".join(f"{t}-{p}" for t, p in sorted(from_offsets(position)))
@@ -831,15 +843,13 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
                                      "has none to start from; use earliest or latest)")
         if not position:
             what = args.topic if args.topic is not None else f"a topic matching {included_topics(args)!r}"
-            hint = ""
-            if args.topic is not None and not args.follow:  # a misspelt name, likelier than a topic yet to come
-                close = difflib.get_close_matches(args.topic, sorted({t for t, _ in _partitions_listed(
-                    planner.last_listing)}), n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-            print(f"kafkaseg consume: no partition of {what} under {', '.join(map(redact, args.data_dir))}"
-                  + (" yet: waiting (--follow)" if args.follow else hint), file=err)
-            if not args.follow and args.topic is not None:  # (a pattern matching nothing yet is no error)
-                return 1
+            where = f"no partition of {what} under {', '.join(map(redact, args.data_dir))}"
+            if args.topic is not None and not args.follow:  # no broker to wait for: a misspelt name
+                usage_error = True
+                raise InvalidOptionError(where + did_you_mean(args.topic, {
+                    t for t, _ in _partitions_listed(planner.last_listing)}))
+            # (a pattern matching nothing yet is no error)
+            print(f"kafkaseg consume: {where}" + (" yet: waiting (--follow)" if args.follow else ""), file=err)
         elif args.offset is not None and args.offset.isdigit():
             position = _reset_out_of_range(planner, position, args, reset, err, lost)
         group = args.group if args.group is not None else consumer.get("group.id")
@@ -890,4 +900,5 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
             if ending == [3]:
                 print("kafkaseg consume: exit status 3: records were lost (said above; --fail-on-data-loss)",
                       file=err)
-            print(f"Processed a total of {consumed} messages", file=err)
+            if not usage_error:
+                print(f"Processed a total of {consumed} messages", file=err)

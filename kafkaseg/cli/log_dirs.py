@@ -373,11 +373,10 @@ def run(args, console) -> int:
     for topic in topics:
         if topic not in found:  # kafka-log-dirs.sh prints nothing for it and exits 0 (a topic hosted on other
             # brokers is usual on one broker's disks); a hint in case it is a typo
-            import difflib
+            from kafkaseg.errors import did_you_mean
 
-            close = difflib.get_close_matches(topic, sorted(found | _all_topics(usages)), n=1)
-            print(f"no replica of topic {topic} in the log dirs given" + (f" (did you mean {close[0]}?)" if close
-                                                                         else ""), file=sys.stderr)
+            print(f"no replica of topic {topic} in the log dirs given"
+                  + did_you_mean(topic, found | _all_topics(usages)), file=sys.stderr)
     if args.json:
         print(json.dumps(as_kafka_json(usages), separators=(",", ":")))
         return status

@@ -235,16 +235,14 @@ def _cmd_describe(args) -> int:
         missing = [t for t in topics if not any(d.topic == t for d in descriptions)
                    and not any(f.topic == t for f in skipped)]
         if missing:  # a misspelt name, not an empty topic: say so, as reads do
-            import difflib
-
             from kafkaseg.cli.common import partitions_named
+            from kafkaseg.errors import did_you_mean
             from kafkaseg.storage import fs as _fs
 
-            on_disk = sorted({t for t, _ in partitions_named(args.paths, args.tiered_key_ring)})
+            on_disk = {t for t, _ in partitions_named(args.paths, args.tiered_key_ring)}
             for topic in missing:
-                close = difflib.get_close_matches(topic, on_disk, n=1)
                 print(f"kafkaseg describe: no topic {topic!r} under {', '.join(map(_fs.redact, args.paths))}"
-                      + (f" (did you mean {close[0]!r}?)" if close else ""), file=sys.stderr)
+                      + did_you_mean(topic, on_disk), file=sys.stderr)
             if len(missing) == len(topics):
                 return EXIT_FAILED
     # a partition not read in full (a segment or index that cannot be opened, a corrupt header): everything that
@@ -583,16 +581,14 @@ def _cmd_locate(args) -> int:
     partitions = _partitions_for(args.data_dir, re.compile(re.escape(args.topic)), {args.partition},
                                  args.tiered_key_ring)
     if not partitions:
-        import difflib
-
         from kafkaseg.cli.common import partitions_named
+        from kafkaseg.errors import did_you_mean
         from kafkaseg.storage.fs import redact
 
         names = partitions_named(args.data_dir, args.tiered_key_ring)
         held = sorted(p for t, p in names if t == args.topic)
-        close = difflib.get_close_matches(args.topic, sorted({t for t, _ in names}), n=1)
         hint = (f" (its partitions there: {', '.join(map(str, held))})" if held
-                else f" (did you mean {close[0]!r}?)" if close else "")
+                else did_you_mean(args.topic, {t for t, _ in names}))
         print(f"no partition {args.topic}-{args.partition} under {', '.join(map(redact, args.data_dir))}{hint}",
               file=sys.stderr)
         return EXIT_FAILED

@@ -56,7 +56,7 @@ from kafkaseg.options import ReadOptions
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage import tiered
 from kafkaseg.storage._index_file import index_location
-from kafkaseg.storage.layout import (SWAPS_RESOLVED, PartitionDir, check_one_incarnation, discover,
+from kafkaseg.storage.layout import (SWAPS_IGNORED, SWAPS_RESOLVED, PartitionDir, check_one_incarnation, discover,
                                      gaps_in_copies, transactions_open_at, unacknowledged_append,
                                      valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
@@ -74,6 +74,13 @@ __all__ = ["Problem", "SegmentSummary", "PartitionSummary", "UnreadableRange", "
 ERROR, WARNING, INFO = "error", "warning", "info"
 _KNOWN_FILE = re.compile(r"^(\d+)\.(log|index|timeindex|txnindex|snapshot)$|^\d+-\d+\.checkpoint$")
 _TEMP_FILE = re.compile(r"\.(deleted|cleaned|swap)$")
+_TEMP_FILE_MEANING = {
+    "deleted": "a file retention, the log cleaner or a deleteRecords removed, which a broker deletes "
+               "file.delete.delay.ms later or at startup; not read",
+    "cleaned": "the log cleaner's (or a segment split's) unfinished output, which a broker deletes at startup; not read",
+    "swap": "a broker deletes or completes it at startup",
+}
+_TEMP_FILE_NOTE = "ignored temporary file "  # discovery's note on each .deleted and .cleaned file
 _SIDE_FILES = {"leader-epoch-checkpoint", "partition.metadata"}
 _CHUNK = 8 << 20
 MAX_LISTED = 100
@@ -1200,15 +1207,22 @@ def _check_files(pdir: PartitionDir, report: VerifyReport) -> None:
                    f"unfinished segment swap ({', '.join(swapped_in)}): the log cleaner's or a segment split's new "
                    "files, which a broker renames into place at startup; verified in place of what they replace, as "
                    "Kafka's LogLoader resolves them" + (f": {resolved[len(SWAPS_RESOLVED):]}" if resolved else ""))
+    # the .swap files discovery did not swap in (a note per reason, naming them), as one line too
+    not_swapped = [note[len(SWAPS_IGNORED):] for note in pdir.notes if note.startswith(SWAPS_IGNORED)]
+    left_out = [name for reason in not_swapped for name in reason.split(": ", 1)[0].split(", ")]
+    if left_out:
+        first = next((name for name in left_out if name.endswith(".log.swap")), left_out[0])
+        report.add(WARNING, _fs.join(pdir.path, first), None,
+                   f"segment swap files not swapped in, as Kafka's LogLoader does not swap them in: "
+                   f"{'; '.join(not_swapped)}")
     for entry in entries:
         if entry.is_dir:
             continue
         name = entry.name
-        if name in swapped_in:
+        if name in swapped_in or name in left_out:
             continue
         if _TEMP_FILE.search(name):
-            report.add(WARNING, entry.path, None,
-                       "temporary file (a broker deletes or completes it at startup)")
+            report.add(WARNING, entry.path, None, f"temporary file: {_TEMP_FILE_MEANING[name.rsplit('.', 1)[1]]}")
         elif _KNOWN_FILE.match(name):
             stem, kind = name.split(".")[0], name.rsplit(".", 1)[1]
             if kind in ("index", "timeindex", "txnindex") and stem not in logs:
@@ -1229,7 +1243,9 @@ def _check_files(pdir: PartitionDir, report: VerifyReport) -> None:
                        "on without it)")
         elif note.startswith(tiered.LIVE_COPIES_MISSING):  # a warning or error each (report_live_copies_missing)
             continue
-        elif note.startswith(SWAPS_RESOLVED) and swapped_in:  # said in the swap's warning
+        elif note.startswith(SWAPS_RESOLVED) and swapped_in or note.startswith(SWAPS_IGNORED):  # said above
+            continue
+        elif note.startswith(_TEMP_FILE_NOTE) and _TEMP_FILE.search(note):  # its file's warning says it
             continue
         elif note not in unreadable:  # reported once, as a problem of the log dir (_check_log_dir_checkpoints)
             report.add(INFO, pdir.path, None, note)

@@ -132,11 +132,12 @@ def open_filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     path = os.fspath(path)
     if "://" not in path:
         return pafs.LocalFileSystem(), os.path.abspath(path)
+    shown = repr(redact(path))  # messages quote the URI as given, not as it is handed to pyarrow
     scheme, _, rest = path.partition("://")
     path = f"{canonical_scheme(scheme)}://{rest}"
     timeouts: dict[str, float] = {}
     if canonical_scheme(scheme).lower() == "s3":
-        path, timeouts = _s3_timeouts(path)
+        path, timeouts = _s3_timeouts(path, shown)
     elif scheme.lower() in ("gs", "gcs") and "retry_limit_seconds=" not in path.partition("#")[0].partition("?")[2]:
         # Google's client retries for 15 minutes by default, so a read without credentials (it cannot get a token
         # from the metadata server) or of an unreachable endpoint seemed to hang; pyarrow's parameter bounds it
@@ -145,14 +146,13 @@ def open_filesystem(path: str) -> tuple[pafs.FileSystem, str]:
             + fragment
     keeps_tls_setting = "tls_verify_certificates" in path.partition("?")[2]
     if timeouts and keeps_tls_setting:
-        raise LayoutError(f"{redact(path)!r}: {' and '.join(sorted(timeouts))} cannot be combined with "
+        raise LayoutError(f"{shown}: {' and '.join(sorted(timeouts))} cannot be combined with "
                           "tls_verify_certificates (pyarrow keeps that setting only in the filesystem from_uri makes, "
                           "which takes no timeouts)")
     try:
         filesystem, normalized = pafs.FileSystem.from_uri(path)
     except FILESYSTEM_ERRORS as exc:
-        raise LayoutError(f"cannot open filesystem for {redact(path)!r}: "
-                          f"{str(exc).replace(path, redact(path))}") from None
+        raise LayoutError(f"cannot open filesystem for {shown}: {str(exc).replace(path, redact(path))}") from None
     if isinstance(filesystem, pafs.S3FileSystem):
         filesystem = _from_uri_pickled(filesystem, path) if keeps_tls_setting else _as_pickled(filesystem, timeouts)
     if isinstance(filesystem, pafs.LocalFileSystem):
@@ -167,8 +167,10 @@ GCS_RETRY_LIMIT_SECONDS = 30.0
 S3_TIMEOUT_PARAMETERS = ("connect_timeout", "request_timeout")
 
 
-def _s3_timeouts(uri: str) -> tuple[str, dict[str, float]]:
-    """``uri`` without kafkaseg's timeout parameters, and their values (:data:`S3_TIMEOUT_PARAMETERS`)."""
+def _s3_timeouts(uri: str, shown: str | None = None) -> tuple[str, dict[str, float]]:
+    """``uri`` without kafkaseg's timeout parameters, and their values (:data:`S3_TIMEOUT_PARAMETERS`); errors
+    quote ``shown`` (the URI as given), else ``uri``."""
+    shown = shown if shown is not None else repr(redact(uri))
     base, sep, query = uri.partition("?")
     if not sep:
         return uri, {}
@@ -179,14 +181,14 @@ def _s3_timeouts(uri: str) -> tuple[str, dict[str, float]]:
             kept.append(item)
             continue
         if name in timeouts:
-            raise LayoutError(f"{redact(uri)!r}: query parameter {name!r} is given twice")
+            raise LayoutError(f"{shown}: query parameter {name!r} is given twice")
         value = unquote(value)  # as pyarrow decodes its own parameters' values
         try:
             seconds = float(value)
         except ValueError:
             seconds = float("nan")
         if not seconds > 0 or seconds == float("inf"):
-            raise LayoutError(f"{redact(uri)!r}: query parameter {name!r} must be a number of seconds above 0, "
+            raise LayoutError(f"{shown}: query parameter {name!r} must be a number of seconds above 0, "
                               f"not {value!r}")
         timeouts[name] = seconds
     return base + ("?" + "&".join(kept) if kept else ""), timeouts
@@ -539,13 +541,14 @@ def _utf8(name: str) -> bool:
     return True
 
 
-def stat(path: str, filesystem: pafs.FileSystem | None = None) -> FileEntry | None:
-    """The entry for ``path``, or None when nothing is there."""
-    filesystem, path = _resolve(filesystem, path)
+def stat(path: str, filesystem: pafs.FileSystem | None = None, shown: str | None = None) -> FileEntry | None:
+    """The entry for ``path``, or None when nothing is there. An error names ``shown`` (how the user gave the path:
+    a URI, query and all) when given, else ``path``."""
+    filesystem, resolved = _resolve(filesystem, path)
     try:
-        info = filesystem.get_file_info(path)
+        info = filesystem.get_file_info(resolved)
     except FILESYSTEM_ERRORS as exc:
-        raise LayoutError(f"cannot stat {path}: {exc}") from exc
+        raise LayoutError(f"cannot stat {shown or resolved}: {exc}") from exc
     if info.type == pafs.FileType.NotFound:
         return None
     return _entry(info)

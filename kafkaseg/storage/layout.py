@@ -13,7 +13,8 @@ Segment files (``LogFileUtils.java``): ``<base offset, 20 digits>.log`` with ``.
 * a ``.swap`` file whose base offset is >= the smallest ``.cleaned`` base is an incomplete split: ignored;
 * the remaining ``.log.swap`` files replace every segment file (and snapshot) whose offset is in
   ``[min swap base, max swap next offset)``; their ``.index.swap``/``.timeindex.swap``/``.txnindex.swap`` go with
-  them.
+  them. A side file's ``.swap`` without its ``.log.swap`` (the swap's ``.log`` already renamed into place: a broker
+  renames the rest into place too) is ignored (the segment's own side files are read, or a missing index rebuilt).
 
 KRaft's ``__cluster_metadata-0`` also holds ``<offset>-<epoch>.checkpoint`` snapshots: listed in
 ``PartitionDir.kraft_snapshot_paths``.
@@ -83,6 +84,8 @@ _KRAFT_SNAPSHOT_NAME = re.compile(r"^(\d+)-(\d+)\.checkpoint$")
 _OFFSET_PREFIX = re.compile(r"^(\d+)\.")
 #: How a partition's note on the ``.swap`` files it resolved begins (``kafkaseg verify`` folds it into its warning)
 SWAPS_RESOLVED = "resolved .swap files: "
+#: How a partition's notes on the ``.swap`` files it did not swap in begin (one note per reason)
+SWAPS_IGNORED = "ignored .swap files "
 _SKIPPED_DIR_SUFFIXES = ("-delete", "-future", "-stray")
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
@@ -393,6 +396,7 @@ def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: 
 
     regular: dict[int, dict[str, _fs.FileEntry]] = {}
     swapped: dict[int, dict[str, _fs.FileEntry]] = {}
+    split: list[str] = []  # the .swap files of an incomplete split
     named = [(n, entry, match) for n, entry in by_name.items() if (match := _SEGMENT_NAME.match(n))]
     for n, entry, match in named:  # before any entry is refused as unreadable, which a broker would pass over
         # Kafka's LogLoader fails the log on such a name (Long.parseLong), once it is a file (File.isFile)
@@ -410,8 +414,7 @@ def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: 
             continue
         if swap:
             if min_cleaned is not None and base >= min_cleaned:
-                notes.append(f"ignored {n}: part of an incomplete split (base >= smallest .cleaned base "
-                             f"{min_cleaned})")
+                split.append(n)
                 continue
             _add_named(swapped.setdefault(base, {}), base, kind, entry, notes)
         else:
@@ -431,7 +434,16 @@ def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: 
     snapshot_paths = sorted(((int(m.group(1)), e.path) for n, e in by_name.items()
                              if (m := _SNAPSHOT_NAME.match(n))), key=lambda t: t[0])
 
+    if split:  # removeTempFilesAndCollectSwapFiles deletes them
+        notes.append(f"{SWAPS_IGNORED}{', '.join(sorted(split))}: an incomplete split (base offset >= the smallest "
+                     f".cleaned base {min_cleaned}), which a broker deletes at startup")
     valid_swaps = {b: kinds for b, kinds in swapped.items() if "log" in kinds}
+    unpaired = sorted(_fs.basename(e.path) for b, kinds in swapped.items() if b not in valid_swaps
+                      for e in kinds.values())
+    if unpaired:  # LogLoader's third pass renames every .swap file into place
+        notes.append(f"{SWAPS_IGNORED}{', '.join(unpaired)}: no .log.swap beside them (a swap whose .log was "
+                     "renamed into place already), which a broker renames into place at startup; not read "
+                     "(the segment's own side files are, or a missing index is rebuilt)")
     if valid_swaps:
         lo = min(valid_swaps)
         hi = max(_swap_next_offset(kinds["log"].path, b, kinds["index"].path if "index" in kinds else None,
@@ -1177,7 +1189,10 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
         if not resolved:
             raise LayoutError(f"{_fs.redact(given)}: no such file or directory (or the glob matched nothing){hint}")
         for path in resolved:
-            entry = _fs.stat(path, filesystem)
+            # a URI given as it is (not a glob's match) that cannot be reached (a timeout) is named as typed, query
+            # and all, not as its store names the path
+            shown = repr(_fs.redact(str(given))) if "://" in str(given) and not globbed else None
+            entry = _fs.stat(path, filesystem, shown)
             if entry is None:
                 raise LayoutError(f"{path}: no such file or directory{hint}")
             if not entry.is_dir:
