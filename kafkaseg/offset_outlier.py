@@ -143,16 +143,16 @@ def _sound(reader: SegmentReader, header, verify_crc: bool, max_batch_bytes: int
     return header.base_offset
 
 
-def goes_back_after(reader: SegmentReader, end: int, last_offset: int) -> bool:
+def goes_back_after(reader: SegmentReader, end: int, last_offset: int, prefix: bytes | None = None) -> bool:
     """Whether the batch starting at byte ``end`` (right after one whose last offset is ``last_offset``) has an
-    offset field at or below it: a backwards step for :func:`outlier_region` to judge (one 17-byte read). A legacy
-    wrapper's field is its last inner offset, so a wrapper whose first inner offset alone goes back is left to the
-    decoders."""
+    offset field at or below it: a backwards step for :func:`outlier_region` to judge (one 17-byte read, unless
+    ``prefix`` holds the bytes there already: a caller's buffer). A legacy wrapper's field is its last inner offset,
+    so a wrapper whose first inner offset alone goes back is left to the decoders."""
     from kafkaseg.decode.api import batch_start_offset
 
     if end + 17 > reader.size:
         return False
-    following = batch_start_offset(reader.read_at(end, 17))
+    following = batch_start_offset(reader.read_at(end, 17) if prefix is None or len(prefix) < 17 else prefix[:17])
     return following is not None and following <= last_offset
 
 

@@ -677,13 +677,15 @@ class _SliceDecoder:
         self.gap_starts = np.array([lo for lo, _ in piece.offset_gaps], np.int64)
         self.gap_ends = np.array([hi for _, hi in piece.offset_gaps], np.int64)
 
-    def decode(self, view, pos: int, end: int, reader: RandomAccessReader):
+    def decode(self, view, pos: int, end: int, reader: RandomAccessReader, peek=None):
         """The kernel's decode of ``view`` (file position ``pos``; the slice ends at ``end``). When a batch's
         offsets go back (found by the kernel, or at the view's end by a look at the next header: one 17-byte read
         per decode), which batch holds the corrupt offset field is judged on the batches around it
         (:func:`~kafkaseg.offset_outlier.outlier_region`): when that is an earlier one than the kernel blames (a
         base offset raised over the batches after it), the view is decoded up to it, and it is raised or counted
-        as skipped (the read goes on after it), never returned at offsets its records never had."""
+        as skipped (the read goes on after it), never returned at offsets its records never had. ``peek(at)``: the
+        bytes from file position ``at`` the caller's buffer already holds (the look is read from the file only
+        past them: on object storage, a request of its own)."""
         request = replace(self.base_request, base_position=pos, check_offsets_after=self.last_seen,
                           bytes_after=end - pos - len(view))
         try:
@@ -698,12 +700,24 @@ class _SliceDecoder:
         step = min((problem[1] for problem in result.stats.problems if went_back(problem[2])), default=None)
         if (step is None and result.stop not in (STOP_PAST_END, STOP_CORRUPT) and result.last_offset > self.last_seen
                 and goes_back_after(SegmentReader(self.piece.log_path, opened=reader), pos + result.consumed,
-                                    result.last_offset)):
+                                    result.last_offset, None if peek is None else peek(pos + result.consumed))):
             step = pos + result.consumed
         if step is None:
             return result
         region = self._outlier(reader, pos, step, end)
         return result if region is None else self._up_to_outlier(view, request, region)
+
+    @staticmethod
+    def _peek(chunk: bytearray, buf_pos: int, filled: int, at: int, source) -> bytes:
+        """The 17 bytes at file position ``at`` for the look at the next batch's offset field: from the positioned
+        reads' buffer (``chunk``, file position ``buf_pos``, ``filled`` bytes valid) when it holds them, else read
+        through ``source`` (a remote file's read-ahead serves them from the block the next read takes anyway)."""
+        i = at - buf_pos
+        if 0 <= i and i + 17 <= filled:
+            return bytes(chunk[i:i + 17])
+        out = bytearray(17)
+        got = source.read_into(at, memoryview(out))
+        return bytes(out[:got])
 
     def _outlier(self, reader: RandomAccessReader, pos: int, step: int, end: int):
         """The region of batches whose offset field is corrupt (:func:`~kafkaseg.offset_outlier.outlier_region`)
@@ -1245,7 +1259,7 @@ class _SliceDecoder:
                     error = None
                     try:
                         result = self.decode(view[pos - window_start:piece_end - window_start], pos, end,
-                                             reader)
+                                             reader, lambda at: view[at - window_start:at - window_start + 17])
                     except KafkaSegError as err:
                         error = err
                     if mapping.faulted or reader.change_stamp() != stamp:
@@ -1291,7 +1305,7 @@ class _SliceDecoder:
             # at most chunk_bytes (or the one batch wanted whole) per decode; a batch the view cuts is decoded
             # from the buffer next time round, or refilled above when the buffer does not hold it whole
             view = memoryview(chunk)[offset_in_buf:min(filled, offset_in_buf + max(chunk_bytes, want))]
-            result = self.decode(view, pos, end, reader)
+            result = self.decode(view, pos, end, reader, lambda at: self._peek(chunk, buf_pos, filled, at, source))
             view.release()
             batch = self.accept(result, pos, end, reader)
             if batch is not None:
