@@ -256,12 +256,12 @@ def _append(active) -> None:
         f.write(bytes(nxt))
 
 
-# -- the tools that report a log end: offsets, describe, locate ---------------------------------------------------
+# -- the tools that report a log end: offsets, describe, locate; verify's one line for a torn batch --------------
 # The tail evidence reads use (above: no high watermark, the active segment's readable end
 # below the recovery point, a producer snapshot or index entries) said by the tools that report a partition's log
 # end: ``kafkaseg offsets`` (on stderr: its stdout stays kafka-get-offsets.sh's ``topic:partition:offset`` lines),
 # ``kafkaseg describe`` (its notes or errors, and ``lostTail`` in --json), ``kafkaseg locate`` (an offset in the
-# lost range was lost with the tail).
+# lost range was lost with the tail), and ``kafkaseg verify``'s one line for a tear inside a batch.
 #
 # A recovery point past the readable end proves flushed offsets lost: a strict read raises there, so a strict lookup
 # whose answer depends on the tail (latest, max-timestamp, a time with no answer below the tail, locate of an offset
@@ -371,3 +371,24 @@ def test_locate_an_offset_possibly_lost_with_the_tail(torn, capsys):
     _snapshot_at_end(root, active)
     code, out, err = _run(capsys, _locate(root, 280))
     assert code == 1 and "may have been lost with the active segment's tail" in out and ".snapshot" in out
+
+
+@pytest.mark.parametrize("torn", [(100, "missing")], indirect=True, ids=["mid-batch"])
+@pytest.mark.parametrize("evidence", ["recovery point", "snapshot", "none"])
+def test_verify_says_a_torn_batch_once(torn, evidence, capsys):
+    root, active, at = torn
+    if evidence == "snapshot":
+        _snapshot_at_end(root, active)
+    elif evidence == "none":
+        _set_recovery_point(root, LOST_FROM)
+    code, out, err = _run(capsys, ["verify", "--json", str(root)])
+    report = json.loads(out)
+    (line,) = [p for p in report["problems"] if p["file"] == str(active) and p["position"] == at]
+    if evidence == "recovery point":
+        assert line["severity"] == "error" and "recovery point 300" in line["message"]
+    elif evidence == "snapshot":
+        assert line["severity"] == "warning" and ".snapshot" in line["message"]
+    else:
+        assert line["severity"] == "warning" and "a broker would truncate them on recovery" in line["message"]
+    if evidence != "none":  # (the torn batch's bytes are said in the one line)
+        assert "100 invalid bytes" in line["message"]

@@ -755,6 +755,18 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
             else None
         if hidden is not None:
             add(ERROR, path, final[1], hidden)
+        evidence = None  # (severity, line, IndexedPastEnd, flushed): the tail evidence, said once with torn bytes
+        if is_active and not ended_damaged and pdir.high_watermark is None:
+            # with no high watermark, the active segment's own indexes, the producer snapshots and the recovery
+            # point may say it held more than it reads now: the indexes were loaded before the log was opened, so
+            # no entry of a live broker's append since counts (the snapshots and checkpoints were listed before)
+            end_at = walked_to
+            end_offset = seg_last + 1 if seg_last is not None else seg.base_offset
+            found = with_snapshot(indexed_past_end(offset_index, time_index, end_at, end_offset),
+                                  snapshot_past(pdir.snapshot_paths, end_offset), end_at, end_offset)
+            flushed = found.flushed_below(pdir.recovery_point) is not None
+            if found.proves_written or flushed:
+                evidence = (ERROR if flushed else WARNING, found.judged(pdir.recovery_point), found, flushed)
         if tail is not None and broken is None:
             if tail.reason == "zero-filled tail" and is_active:
                 add(INFO, path, tail.position, f"{tail.length} zero bytes after the last batch (preallocated segment)")
@@ -768,24 +780,19 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                                                 "consumer's fetch and a read fail there, and DumpLogSegments reports "
                                                 "them as invalid bytes)")
             else:
-                add(WARNING, path, tail.position, f"{tail.length} invalid bytes at the end of the active segment "
-                                                  f"({tail.detail}); a broker would truncate them on recovery")
+                torn = f"{tail.length} invalid bytes at the end of the active segment ({tail.detail})"
+                if evidence is None:
+                    add(WARNING, path, tail.position, f"{torn}; a broker would truncate them on recovery")
+                else:  # one line for the bytes: the evidence's judgement (an error when it proves them lost)
+                    evidence = (evidence[0], f"{evidence[1]}; {torn}", *evidence[2:])
                 tracker.damaged(path, tail.position, "a torn batch at the end of the active segment (lost if "
                                                      "acknowledged: up to the high watermark)")
-        if is_active and not ended_damaged and pdir.high_watermark is None:
-            # with no high watermark, the active segment's own indexes, the producer snapshots and the recovery
-            # point may say it held more than it reads now: the indexes were loaded before the log was opened, so
-            # no entry of a live broker's append since counts (the snapshots and checkpoints were listed before)
-            end_at = walked_to
-            end_offset = seg_last + 1 if seg_last is not None else seg.base_offset
-            found = with_snapshot(indexed_past_end(offset_index, time_index, end_at, end_offset),
-                                  snapshot_past(pdir.snapshot_paths, end_offset), end_at, end_offset)
-            flushed = found.flushed_below(pdir.recovery_point) is not None
-            if found.proves_written or flushed:
-                add(ERROR if flushed else WARNING, path, end_at, found.judged(pdir.recovery_point))
-                tracker.indexed(path, end_at, found.lost_end(pdir.recovery_point) - 1, found.describe() + (
-                    f" (flushed: the recovery point {pdir.recovery_point} is past the readable end)" if flushed
-                    else " (none flushed by the recovery point: a crash may have lost them)"))
+        if evidence is not None:
+            severity, said, found, flushed = evidence
+            add(severity, path, walked_to, said)
+            tracker.indexed(path, walked_to, found.lost_end(pdir.recovery_point) - 1, found.describe() + (
+                f" (flushed: the recovery point {pdir.recovery_point} is past the readable end)" if flushed
+                else " (none flushed by the recovery point: a crash may have lost them)"))
     summary.last_offset = seg_last
     # entries past the readable end of the active segment with no recovery point past it: the broker may have
     # lost the log's unflushed pages and kept the index's (its recovery truncates there), so a warning, as the
