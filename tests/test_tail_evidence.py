@@ -392,3 +392,20 @@ def test_verify_says_a_torn_batch_once(torn, evidence, capsys):
         assert line["severity"] == "warning" and "a broker would truncate them on recovery" in line["message"]
     if evidence != "none":  # (the torn batch's bytes are said in the one line)
         assert "100 invalid bytes" in line["message"]
+
+
+@pytest.mark.parametrize("torn", [(100, "missing")], indirect=True, ids=["mid-batch"])
+def test_verify_judges_a_preallocated_torn_batch_where_the_reads_do(torn, capsys):
+    """The torn batch's 100 bytes and zeros after them to the end of the file (log.preallocate) read as a whole
+    batch failing its CRC with only zeros after it, an append in progress: the log ends before it, where the reads
+    and the tools judge the tail (byte ``at``). Verify says it there, in one line."""
+    root, active, at = torn
+    with open(active, "ab") as f:
+        f.write(bytes(8192))
+    code, out, err = _run(capsys, ["verify", "--json", str(root)])
+    lines = [p for p in json.loads(out)["problems"] if p["file"] == str(active) and p["severity"] != "info"]
+    assert [(p["position"], p["severity"]) for p in lines if p["position"] is not None] == [(at, "error")]
+    (line,) = [p for p in lines if p["position"] == at]
+    assert "recovery point 300" in line["message"] and "append in progress" in line["message"]
+    code, out, err = _run(capsys, ["describe", "--json", str(root)])
+    assert json.loads(out)["partitions"][0]["lostTail"]["position"] == at
