@@ -307,6 +307,11 @@ def test_offsets_warns_of_a_possibly_lost_tail(torn, capsys):
         code, out, err = _run(capsys, _offsets_argv(root, *more))
         assert code == 0 and out == f"t:0:{LOST_FROM}\n"
         assert f"{RECORDS:020d}.snapshot" in err and "may" in err and f"offsets {LOST_FROM}..{RECORDS - 1}" in err
+    code, out, err = _run(capsys, _offsets_argv(root, "--json"))
+    ((row,),) = [json.loads(out)]
+    assert row["offset"] == LOST_FROM and row["lostTail"]["proven"] is False
+    assert (row["lostTail"]["firstOffset"], row["lostTail"]["endOffset"], row["lostTail"]["position"]) == (
+        LOST_FROM, RECORDS, at)
 
 
 def test_offsets_stays_quiet_at_a_recovery_point_at_the_readable_end(torn, capsys):

@@ -471,18 +471,18 @@ def _cmd_offsets(args) -> int:
             answer = lookup.list_offset(spec, exact=not args.fast)
             # latest is the log end; max-timestamp's record, or a time's first record when none is found below
             # it, may be in the tail
-            _lost_tail(lookup, args, "offsets", spec == LATEST or spec == MAX_TIMESTAMP
-                       or (spec >= 0 and answer.offset is None))
+            tail = _lost_tail(lookup, args, "offsets", spec == LATEST or spec == MAX_TIMESTAMP
+                              or (spec >= 0 and answer.offset is None))
             hw_note = _high_watermark_note(lookup) if spec == LATEST or spec >= 0 or spec == MAX_TIMESTAMP else None
             # a tiered topic's broker also searches its remote segments for -2 and times; not for -3, which it
             # answers from the local log only (UnifiedLog's MAX_TIMESTAMP branch), as kafkaseg does
             below = pdir.below_local_log_note() if spec not in (LATEST, MAX_TIMESTAMP) else None
-            return answer, lookup.stats, "; ".join(n for n in (hw_note, below) if n) or None
+            return answer, lookup.stats, "; ".join(n for n in (hw_note, below) if n) or None, tail
 
-    answers, stats, notes, failed = [], [], [], []
+    answers, stats, notes, tails, failed = [], [], [], [], []
     for pdir in partitions:  # a segment a live broker deletes meanwhile: the partition is listed again
         try:
-            answer, stat, note = relisted(pdir, look_up)
+            answer, stat, note, tail = relisted(pdir, look_up)
         except KafkaSegError as err:
             # GetOffsetShell answers each partition on its own: one it cannot answer is skipped, the rest printed
             notes = "".join(f" ({note})" for note in getattr(err, "__notes__", ()))
@@ -493,6 +493,7 @@ def _cmd_offsets(args) -> int:
         answers.append(answer)
         stats.append(stat)
         notes.append(note)
+        tails.append(tail)
     # GetOffsetShell sorts by TopicPartition.toString ("topic-partition") and skips partitions without an offset
     order = sorted(range(len(answers)), key=lambda k: f"{answers[k].topic}-{answers[k].partition}")
     if args.json:
@@ -503,6 +504,8 @@ def _cmd_offsets(args) -> int:
                 row["stats"] = stats[k].as_dict()
             if notes[k]:
                 row["note"] = notes[k]
+            if tails[k] is not None:  # (said on stderr too)
+                row["lostTail"] = tails[k].as_dict()
             rows.append(row)
         print(json.dumps(rows + failed, indent=1))
         return EXIT_ERROR if failed else EXIT_OK
