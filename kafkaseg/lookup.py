@@ -77,8 +77,8 @@ from kafkaseg.decode.api import batch_start_offset, offset_field_problem
 from kafkaseg.offset_outlier import goes_back_after, offset_before, outlier_region, past_next_base_problem
 from kafkaseg.options import datetime_ms
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
-from kafkaseg.storage.layout import (LogEnd, PartitionDir, find_log_end, last_stable_offset, partition_log_end_offset,
-                                    unacknowledged_append)
+from kafkaseg.storage.layout import (LogEnd, LostTail, PartitionDir, find_log_end, last_stable_offset, lost_tail,
+                                    partition_log_end_offset, unacknowledged_append)
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.probed_index import LoadedIndexView, OpenFileLimit, ProbedIndex
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader, zeros_hiding_records
@@ -260,6 +260,7 @@ class PartitionLookup:
         self._fetchable: int | None = None
         self._torn: tuple[int, int] | None | bool = False  # False: not looked for yet
         self._end: LogEnd | None = None  # the lenient log end (lenient lookups)
+        self._lost: LostTail | None | bool = False  # see lost_tail (False: not looked for yet)
         self.search_note: str | None = None  # why the last timestamp or max-timestamp search found nothing
         self._time_checked: set[int] = set()  # segments whose time index an empty search checked against the log
 
@@ -760,6 +761,18 @@ class PartitionLookup:
             self._leo = end
         return self._leo
 
+    def lost_tail(self) -> LostTail | None:
+        """What the partition's files say its log held past :meth:`log_end_offset` with no high watermark to bound
+        it (:func:`~kafkaseg.storage.layout.lost_tail`, the reads' rule), or None; looked for once. Not where a
+        lenient log end left corrupt bytes out of the log (a read counts those as skipped corrupt data instead, as
+        planning decides)."""
+        if self._lost is False:
+            leo = self.log_end_offset() if self.segments else None
+            damaged = self.lenient and self._end is not None and self._end.corrupt_tail is not None
+            self._lost = None if leo is None or damaged else lost_tail(self.pdir, leo,
+                                                                       max_batch_bytes=self.max_batch_bytes)
+        return self._lost
+
     def _lenient_end(self) -> LogEnd:
         """Where a read with ``onCorruption=skip`` ends the partition: planning's own rule
         (:func:`~kafkaseg.storage.layout.find_log_end`), so a lenient lookup answers for the records such a read
@@ -1097,11 +1110,17 @@ class PartitionLookup:
 
     def _past_end_reason(self, offset: int, leo: int) -> str:
         """Why ``offset``, at or past the log end offset ``leo``, has no record: past the log, or (a lenient lookup
-        whose log end damage in the active segment set) unreadable when records past the damage may hold it."""
+        whose log end damage in the active segment set) unreadable when records past the damage may hold it, or
+        lost (or possibly lost) with the active segment's tail (:meth:`lost_tail`)."""
         end = self._end if self.lenient else None
         damage = None if end is None else end.damage
         hw = self.pdir.high_watermark
         if damage is None or end.readable_position is None or (hw is not None and offset >= max(hw, leo)):
+            tail = self.lost_tail()
+            if tail is not None and tail.holds(offset):
+                return (f"offset {offset} {'was' if tail.proven else 'may have been'} lost with the active "
+                        f"segment's tail (offsets {tail.first_offset}..{tail.end_offset - 1}; {tail.path} @ byte "
+                        f"{tail.position}): {tail.message}")
             return f"offset {offset} is at or past the log end offset {leo}"
         span = f"offsets {leo}..{hw - 1}" if hw is not None and hw > leo else f"offsets from {leo} on"
         return (f"offset {offset} is unreadable: {span} are lost to damage ({damage}; the active segment's readable "

@@ -64,15 +64,16 @@ from kafkaseg.errors import (CorruptCheckpointError, CorruptDataError, CrcMismat
 from kafkaseg.entry_check import batch_first_offset, entry_batch_problem, entry_neighbours
 from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, LATEST, ReadOptions
-from kafkaseg.storage.checkpoints import (LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_OFFSET_CHECKPOINT,
-                                         REPLICATION_OFFSET_CHECKPOINT, EpochEntry, read_offset_checkpoint)
+from kafkaseg.storage.checkpoints import (LOG_START_OFFSET_CHECKPOINT,
+                                         REPLICATION_OFFSET_CHECKPOINT, EpochEntry)
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, check_one_incarnation, choose_replicas, copy_gaps,
                                      discover, find_log_end, last_stable_offset,
                                      reaches_past_recovery_point, read_partition_again, relisted,
-                                     snapshot_transactions_at, transactions_open_at, valid_cleaner_offset)
+                                     snapshot_transactions_at, transactions_open_at, unchanged_since_listing,
+                                     valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import lists_transactional_producers
 from kafkaseg.storage.segment import SegmentReader, indexed_past_end, snapshot_past
@@ -1518,23 +1519,8 @@ def _still_as_listed(part: _Partition) -> bool:
     """Whether the partition folder's ``.log`` files are the ones listed, the last one still at its listed size, and
     its log dir's high watermark and recovery point checkpoints still say what planning read (a listing, a stat and
     two small reads more, made only where a high watermark and recovery point above the log end would be data
-    loss)."""
-    last, pdir = part.segments[-1], part.pdir
-    if pdir.log_dir is None:
-        return False
-    try:
-        names = {entry.name for entry in _fs.list_dir(pdir.path, part.fs)
-                 if entry.name.endswith(".log") and not entry.is_dir}
-        size = _fs.stat(last.log_path, part.fs)
-        # the checkpoints were read before the folder was listed: a topic deleted and recreated, or a follower's
-        # truncation, in between rewrites them (LogManager.asyncDelete, truncateTo) for the files listed
-        checkpoints = [read_offset_checkpoint(_fs.join(pdir.log_dir, name), part.fs).get((pdir.topic,
-                                                                                          pdir.partition))
-                       for name in (REPLICATION_OFFSET_CHECKPOINT, RECOVERY_POINT_OFFSET_CHECKPOINT)]
-    except KafkaSegError:
-        return False
-    return (names == {_fs.basename(seg.log_path) for seg in part.segments} and size is not None
-            and size.size == last.log_size and checkpoints == [pdir.high_watermark, pdir.recovery_point])
+    loss): :func:`~kafkaseg.storage.layout.unchanged_since_listing`."""
+    return part.pdir.log_dir is not None and all(unchanged_since_listing(part.pdir, part.segments))
 
 
 def resolve_offsets(partition_dir: PartitionDir, options: ReadOptions) -> tuple[int, int]:

@@ -205,3 +205,32 @@ def test_verify_says_it(copy, capsys):
     (lost,) = part["unreadableOffsets"]
     assert (lost["firstOffset"], lost["lastOffset"], lost["file"], lost["position"]) == (lost_from, RECORDS - 1,
                                                                                          str(active), at)
+
+
+def test_offsets_and_describe_say_it(copy, capsys):
+    """``kafkaseg offsets`` and ``describe`` judge the entries as the reads do (tests/test_tail_evidence_cli.py):
+    lost when the recovery point says they were flushed, else possibly lost; the log end stays the readable end."""
+    kind, root, active, headers = copy
+    at, lost_from = _tear(active, headers, 0)
+    code = cli_main(["offsets", "--data-dir", str(root), "--topic", "t", "--on-corruption", "skip"])
+    out, err = capsys.readouterr()
+    assert code == 0 and out == f"t:0:{lost_from}\n"
+    assert f"index entries up to offset {RECORDS - 1}" in err and f"{active} @ byte {at}" in err
+    assert ("possibly lost" in err) == (kind == "live") and f"offsets {lost_from}..{RECORDS - 1}" in err
+    code = cli_main(["describe", "--json", str(root)])
+    (part,) = json.loads(capsys.readouterr().out)["partitions"]
+    lost = part["lostTail"]
+    assert (lost["file"], lost["position"], lost["firstOffset"], lost["endOffset"]) == (str(active), at, lost_from,
+                                                                                        RECORDS)
+    assert lost["proven"] == (kind == "flushed") and code == (2 if kind == "flushed" else 0)
+
+
+def test_the_tools_judgement_of_an_append_indexed_after_the_listing_is_quiet(copy):
+    """``offsets``, ``describe`` and ``locate`` (layout.lost_tail) of a partition listed before a live broker
+    appended and indexed offsets 300..304: the entry past the listed end is of bytes that are there."""
+    from kafkaseg.storage.layout import lost_tail, read_partition_dir
+
+    kind, root, active, headers = copy
+    pdir = read_partition_dir(str(active.parent))
+    _append_and_index(active, headers)
+    assert lost_tail(pdir, RECORDS) is None

@@ -221,12 +221,12 @@ def test_zeros_to_the_end_below_a_high_watermark_are_a_log_end_not_corruption(to
 def test_a_snapshot_of_an_append_after_the_listing_is_not_taken_for_a_loss(written, tmp_path):
     """The listing stats the active segment, a live broker appends offsets 300..304 and snapshots at 305, and the
     listing sees the snapshot: it is past the end listed, for bytes that are there. The read, which finds the log
-    changed since it was listed, says nothing."""
-    import struct
-
+    changed since it was listed, says nothing, and so does the tools' judgement (layout.lost_tail: offsets,
+    describe, locate)."""
     from kafkaseg.options import ReadOptions
     from kafkaseg.planning import list_partitions, plan_scan
     from kafkaseg.scan import Scan
+    from kafkaseg.storage.layout import lost_tail, partition_log_end_offset, read_partition_dir
 
     root, pm = written
     target = tmp_path / "d"
@@ -236,11 +236,181 @@ def test_a_snapshot_of_an_append_after_the_listing_is_not_taken_for_a_loss(writt
                                                                    .read_bytes())
     options = ReadOptions.from_options({})
     listing = list_partitions(str(target), options)
+    pdir = read_partition_dir(str(target / "t-0"))  # (as offsets, describe and locate list it)
+    assert lost_tail(pdir, RECORDS) is not None  # (the snapshot, listed, is past the listed end)
+    _append(active)
+    assert partition_log_end_offset(pdir) == RECORDS and lost_tail(pdir, RECORDS) is None
+    scan = Scan(plan_scan(str(target), options, listing=listing), options)
+    assert _offsets(scan.to_table()) == list(range(RECORDS))
+    assert scan.metrics.unreadable_tails == [] and scan.metrics.decode.problems == []
+
+
+def _append(active) -> None:
+    """Append a batch holding offsets 300..304 to the active segment, as a live broker does."""
+    import struct
+
     data = active.read_bytes()
     nxt = bytearray(data[list(iter_headers(data))[-1].position:])
     struct.pack_into(">q", nxt, 0, RECORDS)  # (no CRC covers the base offset)
     with open(active, "ab") as f:
         f.write(bytes(nxt))
-    scan = Scan(plan_scan(str(target), options, listing=listing), options)
-    assert _offsets(scan.to_table()) == list(range(RECORDS))
-    assert scan.metrics.unreadable_tails == [] and scan.metrics.decode.problems == []
+
+
+# -- the tools that report a log end: offsets, describe, locate; verify's one line for a torn batch --------------
+# The tail evidence reads use (above: no high watermark, the active segment's readable end
+# below the recovery point, a producer snapshot or index entries) said by the tools that report a partition's log
+# end: ``kafkaseg offsets`` (on stderr: its stdout stays kafka-get-offsets.sh's ``topic:partition:offset`` lines),
+# ``kafkaseg describe`` (its notes or errors, and ``lostTail`` in --json), ``kafkaseg locate`` (an offset in the
+# lost range was lost with the tail), and ``kafkaseg verify``'s one line for a tear inside a batch.
+#
+# A recovery point past the readable end proves flushed offsets lost: a strict read raises there, so a strict lookup
+# whose answer depends on the tail (latest, max-timestamp, a time with no answer below the tail, locate of an offset
+# in it) fails for that partition too, and ``--on-corruption skip`` answers the readable end, said on stderr, as a
+# lenient read ends there. A snapshot or index entries alone are a warning: the answer stands, with the warning.
+
+
+def _run(capsys, argv) -> tuple[int, str, str]:
+    code = cli_main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _snapshot_at_end(root, active) -> None:
+    """A producer snapshot named at 300, past the readable end (270), with the recovery point at 250."""
+    (active.parent / f"{RECORDS:020d}.snapshot").write_bytes((active.parent / f"{250:020d}.snapshot").read_bytes())
+    _set_recovery_point(root, 250)
+
+
+def _offsets_argv(root, *more) -> list[str]:
+    return ["offsets", "--data-dir", str(root), "--topic", "t", *more]
+
+
+@pytest.mark.parametrize("torn", [(0, "missing"), (100, "missing")], indirect=True, ids=["boundary", "mid-batch"])
+def test_offsets_says_a_proven_loss_on_stderr_and_a_strict_latest_fails(torn, capsys):
+    root, active, at = torn
+    code, out, err = _run(capsys, _offsets_argv(root))
+    assert code == 2 and out == ""
+    assert "t-0" in err and "recovery point 300" in err and f"offsets {LOST_FROM}..{RECORDS - 1}" in err
+    assert str(active) in err and f"byte {at}" in err and "--on-corruption skip" in err
+    code, out, err = _run(capsys, _offsets_argv(root, "--on-corruption", "skip"))
+    assert code == 0 and out == f"t:0:{LOST_FROM}\n"  # (stdout parseable: the line alone)
+    assert "recovery point 300" in err and f"offsets {LOST_FROM}..{RECORDS - 1}" in err and "lost" in err
+    # earliest does not depend on the tail: answered, the loss still said
+    code, out, err = _run(capsys, _offsets_argv(root, "--time", "earliest"))
+    assert code == 0 and out == "t:0:0\n" and "recovery point 300" in err
+
+
+def test_offsets_warns_of_a_possibly_lost_tail(torn, capsys):
+    root, active, at = torn
+    _snapshot_at_end(root, active)
+    for more in ((), ("--on-corruption", "skip")):
+        code, out, err = _run(capsys, _offsets_argv(root, *more))
+        assert code == 0 and out == f"t:0:{LOST_FROM}\n"
+        assert f"{RECORDS:020d}.snapshot" in err and "may" in err and f"offsets {LOST_FROM}..{RECORDS - 1}" in err
+    code, out, err = _run(capsys, _offsets_argv(root, "--json"))
+    ((row,),) = [json.loads(out)]
+    assert row["offset"] == LOST_FROM and row["lostTail"]["proven"] is False
+    assert (row["lostTail"]["firstOffset"], row["lostTail"]["endOffset"], row["lostTail"]["position"]) == (
+        LOST_FROM, RECORDS, at)
+
+
+def test_offsets_stays_quiet_at_a_recovery_point_at_the_readable_end(torn, capsys):
+    root, active, at = torn
+    _set_recovery_point(root, LOST_FROM)
+    code, out, err = _run(capsys, _offsets_argv(root))
+    assert (code, out, err) == (0, f"t:0:{LOST_FROM}\n", "")
+
+
+def _describe(capsys, root) -> tuple[int, dict]:
+    code, out, err = _run(capsys, ["describe", "--json", str(root)])
+    (part,) = json.loads(out)["partitions"]
+    return code, part
+
+
+def test_describe_says_the_lost_tail(torn, capsys):
+    root, active, at = torn
+    code, part = _describe(capsys, root)
+    lost = part["lostTail"]
+    assert (lost["firstOffset"], lost["endOffset"], lost["file"], lost["position"]) == (LOST_FROM, RECORDS,
+                                                                                        str(active), at)
+    assert lost["proven"] is True and "recovery point 300" in lost["message"]
+    assert part["logEndOffset"] == LOST_FROM
+    assert code == 2 and any("recovery point 300" in e for e in part["errors"])  # (a strict read fails there)
+    code, out, err = _run(capsys, ["describe", str(root)])
+    assert code == 2 and "t-0: error: " in err and "recovery point 300" in err
+
+
+def test_describe_warns_of_a_possibly_lost_tail_and_is_quiet_otherwise(torn, capsys):
+    root, active, at = torn
+    _snapshot_at_end(root, active)
+    code, part = _describe(capsys, root)
+    assert code == 0 and part["lostTail"]["proven"] is False and part["lostTail"]["endOffset"] == RECORDS
+    assert any(f"{RECORDS:020d}.snapshot" in n for n in part["notes"]) and part["errors"] == []
+    (active.parent / f"{RECORDS:020d}.snapshot").unlink()
+    code, part = _describe(capsys, root)
+    assert code == 0 and part["lostTail"] is None and part["notes"] == [] and part["errors"] == []
+
+
+def _locate(root, offset, *more) -> list[str]:
+    return ["locate", "--data-dir", str(root), "--topic", "t", "--partition", "0", "--offset", str(offset), *more]
+
+
+def test_locate_an_offset_lost_with_the_tail(torn, capsys):
+    root, active, at = torn
+    code, out, err = _run(capsys, _locate(root, 280))
+    assert code == 2 and "recovery point 300" in err and "--on-corruption skip" in err
+    code, out, err = _run(capsys, _locate(root, 280, "--on-corruption", "skip", "--json"))
+    location = json.loads(out)["location"]
+    assert code == 1 and location["found"] is False
+    assert "lost with the active segment's tail" in location["reason"] and "recovery point 300" in location["reason"]
+    assert "not in the log" not in location["reason"] and "at or past the log end" not in location["reason"]
+    # below the tail: found as before; past what the evidence says the log held: past the log end as before
+    code, out, err = _run(capsys, _locate(root, 10))
+    assert code == 0 and "offset: 10" in out
+    code, out, err = _run(capsys, _locate(root, RECORDS + 5, "--on-corruption", "skip"))
+    assert code == 1 and "at or past the log end offset" in out
+
+
+def test_locate_an_offset_possibly_lost_with_the_tail(torn, capsys):
+    root, active, at = torn
+    _snapshot_at_end(root, active)
+    code, out, err = _run(capsys, _locate(root, 280))
+    assert code == 1 and "may have been lost with the active segment's tail" in out and ".snapshot" in out
+
+
+@pytest.mark.parametrize("torn", [(100, "missing")], indirect=True, ids=["mid-batch"])
+@pytest.mark.parametrize("evidence", ["recovery point", "snapshot", "none"])
+def test_verify_says_a_torn_batch_once(torn, evidence, capsys):
+    root, active, at = torn
+    if evidence == "snapshot":
+        _snapshot_at_end(root, active)
+    elif evidence == "none":
+        _set_recovery_point(root, LOST_FROM)
+    code, out, err = _run(capsys, ["verify", "--json", str(root)])
+    report = json.loads(out)
+    (line,) = [p for p in report["problems"] if p["file"] == str(active) and p["position"] == at]
+    if evidence == "recovery point":
+        assert line["severity"] == "error" and "recovery point 300" in line["message"]
+    elif evidence == "snapshot":
+        assert line["severity"] == "warning" and ".snapshot" in line["message"]
+    else:
+        assert line["severity"] == "warning" and "a broker would truncate them on recovery" in line["message"]
+    if evidence != "none":  # (the torn batch's bytes are said in the one line)
+        assert "100 invalid bytes" in line["message"]
+
+
+@pytest.mark.parametrize("torn", [(100, "missing")], indirect=True, ids=["mid-batch"])
+def test_verify_judges_a_preallocated_torn_batch_where_the_reads_do(torn, capsys):
+    """The torn batch's 100 bytes and zeros after them to the end of the file (log.preallocate) read as a whole
+    batch failing its CRC with only zeros after it, an append in progress: the log ends before it, where the reads
+    and the tools judge the tail (byte ``at``). Verify says it there, in one line."""
+    root, active, at = torn
+    with open(active, "ab") as f:
+        f.write(bytes(8192))
+    code, out, err = _run(capsys, ["verify", "--json", str(root)])
+    lines = [p for p in json.loads(out)["problems"] if p["file"] == str(active) and p["severity"] != "info"]
+    assert [(p["position"], p["severity"]) for p in lines if p["position"] is not None] == [(at, "error")]
+    (line,) = [p for p in lines if p["position"] == at]
+    assert "recovery point 300" in line["message"] and "append in progress" in line["message"]
+    code, out, err = _run(capsys, ["describe", "--json", str(root)])
+    assert json.loads(out)["partitions"][0]["lostTail"]["position"] == at

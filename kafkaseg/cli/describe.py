@@ -78,6 +78,9 @@ class PartitionDescription:
     errors: list[str] = field(default_factory=list)  # what could not be read (the rest is described)
     sampled: bool = True
     log_dir: str | None = None  # the log dir (or tiered-storage root) it was found in, when found in one
+    # offsets the partition's files say its log held past the log end with no high watermark to bound it
+    # (layout.LostTail.as_dict: lost when the recovery point proves them flushed, else possibly lost), None
+    lost_tail: dict | None = None
 
     @property
     def name(self) -> str:
@@ -93,7 +96,7 @@ class PartitionDescription:
             "maxTimestamp": self.max_timestamp, "magics": sorted(self.magics), "codecs": sorted(self.codecs),
             "transactional": self.transactional, "producerSnapshots": self.producer_snapshots,
             "kraftSnapshots": self.kraft_snapshots, "leaderEpoch": self.leader_epoch, "notes": self.notes,
-            "errors": self.errors, "sampled": self.sampled, "logDir": self.log_dir,
+            "errors": self.errors, "sampled": self.sampled, "logDir": self.log_dir, "lostTail": self.lost_tail,
         }
 
 
@@ -189,6 +192,7 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
                                                             desc.log_end_offset)
     except KafkaSegError as err:
         desc.errors.append(f"log end offset: {err}")
+    _describe_lost_tail(desc, pdir)
     hw, leo, start = pdir.high_watermark, desc.log_end_offset, desc.log_start_offset
     if hw is not None and leo is not None and hw > leo:
         desc.notes.append(f"high watermark {hw} is above the log end offset {leo} (an incomplete copy, or a log "
@@ -197,6 +201,28 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
         desc.notes.append(f"high watermark {hw} is below the log start offset {start}, which a broker takes "
                           f"instead: reads and 'latest' stop at {start}")
     return desc
+
+
+def _describe_lost_tail(desc: PartitionDescription, pdir: PartitionDir) -> None:
+    """What the partition's files say its log held past the log end described, with no high watermark to bound it
+    (:func:`~kafkaseg.storage.layout.lost_tail`, the reads' rule): an error when the recovery point proves the
+    offsets flushed and lost (a strict read fails there), else a note (they may never have reached the disk). The
+    log end stays the readable end, where a broker's recovery truncates the log."""
+    from kafkaseg.storage.layout import lost_tail
+
+    if desc.log_end_offset is None:
+        return
+    try:
+        tail = lost_tail(pdir, desc.log_end_offset)
+    except KafkaSegError as err:
+        desc.errors.append(f"the active segment's tail: {err}")
+        return
+    if tail is None:
+        return
+    desc.lost_tail = tail.as_dict()
+    (desc.errors if tail.proven else desc.notes).append(
+        f"offsets {tail.first_offset}..{tail.end_offset - 1} {'lost' if tail.proven else 'possibly lost'} with the "
+        f"active segment's tail ({tail.path} @ byte {tail.position}): {tail.message}")
 
 
 #: The files whose loss leaves a value describe prints of a partition unknown or possibly wrong, and which: its own

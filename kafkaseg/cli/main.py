@@ -467,16 +467,20 @@ def _cmd_offsets(args) -> int:
     def look_up(pdir):
         with _partition_lookup(pdir, args, "offsets") as lookup:
             answer = lookup.list_offset(spec, exact=not args.fast)
+            # latest is the log end; max-timestamp's record, or a time's first record when none is found below
+            # it, may be in the tail
+            tail = _lost_tail(lookup, args, "offsets", spec == LATEST or spec == MAX_TIMESTAMP
+                              or (spec >= 0 and answer.offset is None))
             hw_note = _high_watermark_note(lookup) if spec == LATEST or spec >= 0 or spec == MAX_TIMESTAMP else None
             # a tiered topic's broker also searches its remote segments for -2 and times; not for -3, which it
             # answers from the local log only (UnifiedLog's MAX_TIMESTAMP branch), as kafkaseg does
             below = pdir.below_local_log_note() if spec not in (LATEST, MAX_TIMESTAMP) else None
-            return answer, lookup.stats, "; ".join(n for n in (hw_note, below) if n) or None
+            return answer, lookup.stats, "; ".join(n for n in (hw_note, below) if n) or None, tail
 
-    answers, stats, notes, failed = [], [], [], []
+    answers, stats, notes, tails, failed = [], [], [], [], []
     for pdir in partitions:  # a segment a live broker deletes meanwhile: the partition is listed again
         try:
-            answer, stat, note = relisted(pdir, look_up)
+            answer, stat, note, tail = relisted(pdir, look_up)
         except KafkaSegError as err:
             # GetOffsetShell answers each partition on its own: one it cannot answer is skipped, the rest printed
             notes = "".join(f" ({note})" for note in getattr(err, "__notes__", ()))
@@ -487,6 +491,7 @@ def _cmd_offsets(args) -> int:
         answers.append(answer)
         stats.append(stat)
         notes.append(note)
+        tails.append(tail)
     # GetOffsetShell sorts by TopicPartition.toString ("topic-partition") and skips partitions without an offset
     order = sorted(range(len(answers)), key=lambda k: f"{answers[k].topic}-{answers[k].partition}")
     if args.json:
@@ -497,6 +502,8 @@ def _cmd_offsets(args) -> int:
                 row["stats"] = stats[k].as_dict()
             if notes[k]:
                 row["note"] = notes[k]
+            if tails[k] is not None:  # (said on stderr too)
+                row["lostTail"] = tails[k].as_dict()
             rows.append(row)
         print(json.dumps(rows + failed, indent=1))
         return EXIT_ERROR if failed else EXIT_OK
@@ -534,6 +541,28 @@ def _partition_lookup(pdir, args, command: str):
     for path, position, detail in lookup.stats.skipped:
         print(f"kafkaseg {command}: {pdir.topic}-{pdir.partition}: went past damage at {path} @ byte {position}: "
               f"{detail} (--on-corruption skip)", file=sys.stderr)
+
+
+def _lost_tail(lookup, args, command: str, depends: bool):
+    """Say on stderr what the partition's files say its log held past its readable end with no high watermark to
+    bound it (:meth:`~kafkaseg.lookup.PartitionLookup.lost_tail`: offsets lost, or possibly lost, with the active
+    segment's tail), as a read says it; returns it (None when nothing is said). The log end is still the readable
+    end, as a broker's recovery truncates there. When the recovery point proves the offsets flushed and lost and
+    the answer ``depends`` on them (the log end, or a search that may have had its record there), a strict lookup
+    raises the error a strict read raises at the readable end (the partition's answer fails, as the read does);
+    ``--on-corruption skip`` answers from the readable end, as a lenient read ends there, counting the skip."""
+    tail = lookup.lost_tail()
+    if tail is None:
+        return None
+    pdir = lookup.pdir
+    if tail.proven and depends and args.on_corruption != "skip":
+        raise tail.error()  # (_partition_lookup says how to read on)
+    what = "lost" if tail.proven else "possibly lost"
+    how = " (--on-corruption skip: the answer is the readable end)" if tail.proven and depends else ""
+    print(f"kafkaseg {command}: {pdir.topic}-{pdir.partition}: offsets {tail.first_offset}..{tail.end_offset - 1} "
+          f"{what} with the active segment's tail{how}: {tail.path} @ byte {tail.position}: {tail.message}",
+          file=sys.stderr)
+    return tail
 
 
 def _checkpoints_stood_in(pdir, args, command: str) -> bool:
@@ -604,6 +633,10 @@ def _cmd_locate(args) -> int:
                 offset = answer.offset
             else:
                 offset = args.offset
+            tail = lookup.lost_tail()
+            if (tail is not None and tail.proven and tail.holds(offset) and offset >= lookup.log_end_offset()
+                    and args.on_corruption != "skip"):
+                raise tail.error()  # as a strict read of the offset raises; leniently, the location says why
             location = lookup.locate(offset)
             return answer, location, lookup.stats, _visibility(pdir, lookup, location, args)
 

@@ -645,6 +645,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
         next_time_offset = times_cursor.next if times_cursor else _NEVER
         # an append a broker with log.preallocate is still writing: a warning, and not part of the log
         in_progress = unacknowledged_append(pdir, max_batch_bytes=None) if is_active else None
+        appending = None  # (byte, line) of that append when the walk met it: where the log ends, said once below
         final = None
         resumption = _Resumption(pdir, i, index_path, index_window)
         # where a read of the segment ends (the next segment's base; the high watermark for the active segment)
@@ -686,9 +687,10 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                         position = chunk_position + header.position
                         if (in_progress is not None and position == in_progress.position
                                 and computed_crc(buf, header) != header.crc):  # (the broker may have finished it since)
-                            add(WARNING, path, position, f"the last batch ({header.base_offset}..{header.last_offset}) "
-                                "fails its CRC and only zeros follow it: an append in progress on a broker with "
-                                "log.preallocate (none of its offsets acknowledged); a broker's recovery truncates it")
+                            appending = (position, f"the last batch ({header.base_offset}..{header.last_offset}) "
+                                         "fails its CRC and only zeros follow it: an append in progress on a broker "
+                                         "with log.preallocate (none of its offsets acknowledged); a broker's "
+                                         "recovery truncates it")
                             continue
                         summary.batches += 1
                         if position < skipped_to:  # (in the region of a corrupt offset field: reported once)
@@ -804,6 +806,18 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
             else None
         if hidden is not None:
             add(ERROR, path, final[1], hidden)
+        evidence = None  # (severity, line, IndexedPastEnd, flushed): the tail evidence, said once with torn bytes
+        if is_active and not ended_damaged and pdir.high_watermark is None:
+            # with no high watermark, the active segment's own indexes, the producer snapshots and the recovery
+            # point may say it held more than it reads now: the indexes were loaded before the log was opened, so
+            # no entry of a live broker's append since counts (the snapshots and checkpoints were listed before)
+            end_at = walked_to if appending is None else appending[0]  # (the log ends before the append)
+            end_offset = seg_last + 1 if seg_last is not None else seg.base_offset
+            found = with_snapshot(indexed_past_end(offset_index, time_index, end_at, end_offset),
+                                  snapshot_past(pdir.snapshot_paths, end_offset), end_at, end_offset)
+            flushed = found.flushed_below(pdir.recovery_point) is not None
+            if found.proves_written or flushed:
+                evidence = (ERROR if flushed else WARNING, found.judged(pdir.recovery_point), found, flushed)
         if tail is not None and broken is None:
             if tail.reason == "zero-filled tail" and is_active:
                 add(INFO, path, tail.position, f"{tail.length} zero bytes after the last batch (preallocated segment)")
@@ -817,24 +831,24 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                                                 "consumer's fetch and a read fail there, and DumpLogSegments reports "
                                                 "them as invalid bytes)")
             else:
-                add(WARNING, path, tail.position, f"{tail.length} invalid bytes at the end of the active segment "
-                                                  f"({tail.detail}); a broker would truncate them on recovery")
+                torn = f"{tail.length} invalid bytes at the end of the active segment ({tail.detail})"
+                if evidence is None:
+                    add(WARNING, path, tail.position, f"{torn}; a broker would truncate them on recovery")
+                else:  # one line for the bytes: the evidence's judgement (an error when it proves them lost)
+                    evidence = (evidence[0], f"{evidence[1]}; {torn}", *evidence[2:])
                 tracker.damaged(path, tail.position, "a torn batch at the end of the active segment (lost if "
                                                      "acknowledged: up to the high watermark)")
-        if is_active and not ended_damaged and pdir.high_watermark is None:
-            # with no high watermark, the active segment's own indexes, the producer snapshots and the recovery
-            # point may say it held more than it reads now: the indexes were loaded before the log was opened, so
-            # no entry of a live broker's append since counts (the snapshots and checkpoints were listed before)
-            end_at = walked_to
-            end_offset = seg_last + 1 if seg_last is not None else seg.base_offset
-            found = with_snapshot(indexed_past_end(offset_index, time_index, end_at, end_offset),
-                                  snapshot_past(pdir.snapshot_paths, end_offset), end_at, end_offset)
-            flushed = found.flushed_below(pdir.recovery_point) is not None
-            if found.proves_written or flushed:
-                add(ERROR if flushed else WARNING, path, end_at, found.judged(pdir.recovery_point))
-                tracker.indexed(path, end_at, found.lost_end(pdir.recovery_point) - 1, found.describe() + (
-                    f" (flushed: the recovery point {pdir.recovery_point} is past the readable end)" if flushed
-                    else " (none flushed by the recovery point: a crash may have lost them)"))
+        if appending is not None and evidence is None:
+            add(WARNING, path, *appending)
+        elif appending is not None:  # (one line for the bytes, as for a torn batch)
+            evidence = (evidence[0], f"{evidence[1]}; {appending[1]}", *evidence[2:])
+        if evidence is not None:
+            severity, said, found, flushed = evidence
+            end_at = walked_to if appending is None else appending[0]
+            add(severity, path, end_at, said)
+            tracker.indexed(path, end_at, found.lost_end(pdir.recovery_point) - 1, found.describe() + (
+                f" (flushed: the recovery point {pdir.recovery_point} is past the readable end)" if flushed
+                else " (none flushed by the recovery point: a crash may have lost them)"))
     summary.last_offset = seg_last
     # entries past the readable end of the active segment with no recovery point past it: the broker may have
     # lost the log's unflushed pages and kept the index's (its recovery truncates there), so a warning, as the

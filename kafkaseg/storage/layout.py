@@ -1782,6 +1782,199 @@ def unacknowledged_append(partition_dir: PartitionDir, *, max_batch_bytes: int |
                              max_batch_bytes=max_batch_bytes)
 
 
+def unchanged_since_listing(partition_dir: PartitionDir, segments: Sequence[SegmentFiles] | None = None
+                            ) -> tuple[bool, bool]:
+    """``(log, checkpoints)``: whether the partition folder's ``.log`` files are still ``segments`` (default: the
+    partition's), the last one at its listed size, and whether its log dir's high watermark and recovery point
+    checkpoints still say what was listed (False without a log dir). A listing, a stat and two small reads. The
+    checkpoints are read before the folder is listed: a topic deleted and recreated, or a follower's truncation
+    (which cuts the log, then checkpoints the lowered recovery point: ``LogManager.truncateTo``), in between
+    rewrites them for the files listed; a live broker's append since the listing grows the last file."""
+    pdir = partition_dir
+    segments = pdir.segments if segments is None else segments
+    if not segments:
+        return False, False
+    last = segments[-1]
+    try:
+        names = {entry.name for entry in _fs.list_dir(pdir.path, pdir.filesystem)
+                 if entry.name.endswith(".log") and not entry.is_dir}
+        size = _fs.stat(last.log_path, pdir.filesystem)
+    except KafkaSegError:
+        return False, False
+    log = (names == {_fs.basename(seg.log_path) for seg in segments} and size is not None
+           and size.size == last.log_size)
+    if pdir.log_dir is None:
+        return log, False
+    try:
+        checkpoints = [ckpt.read_offset_checkpoint(_fs.join(pdir.log_dir, name), pdir.filesystem).get(
+            (pdir.topic, pdir.partition)) for name in (ckpt.REPLICATION_OFFSET_CHECKPOINT,
+                                                       ckpt.RECOVERY_POINT_OFFSET_CHECKPOINT)]
+    except KafkaSegError:
+        return log, False
+    return log, checkpoints == [pdir.high_watermark, pdir.recovery_point]
+
+
+@dataclass(frozen=True)
+class LostTail:
+    """Offsets the partition's files say its log held past where its active segment's readable batches end, with
+    no high watermark to bound the log (:func:`lost_tail`): ``evidence`` (index entries, a producer snapshot, the
+    recovery point: :class:`~kafkaseg.storage.segment.IndexedPastEnd`, whose :meth:`judged` words the reads and
+    ``kafkaseg verify`` use), judged by ``recovery_point`` unless it is not ``trusted`` (checkpointed again since
+    the listing). ``proven``: the recovery point past the readable end says the broker had flushed them, so they
+    are lost (a strict read raises there); else they may never have reached the disk (a warning)."""
+
+    path: str
+    evidence: Any
+    recovery_point: int | None
+    trusted: bool
+
+    @property
+    def position(self) -> int:
+        return self.evidence.end_position
+
+    @property
+    def first_offset(self) -> int:
+        return self.evidence.end_offset
+
+    @property
+    def proven(self) -> bool:
+        return self.trusted and self.evidence.flushed_below(self.recovery_point) is not None
+
+    @property
+    def end_offset(self) -> int:
+        """The offset after the last one the evidence says the log held (the reads' ``end_offset`` of the skip
+        or the warning)."""
+        return self.evidence.lost_end(self.recovery_point) if self.proven else self.evidence.proven_end
+
+    @property
+    def message(self) -> str:
+        return self.evidence.judged(self.recovery_point, trusted=self.trusted)
+
+    def holds(self, offset: int) -> bool:
+        return self.first_offset <= offset < self.end_offset
+
+    def error(self) -> CorruptDataError:
+        """The error a strict read raises at the readable end (a proven loss)."""
+        from kafkaseg.errors import TruncatedDataError
+
+        return TruncatedDataError(self.message, path=self.path, position=self.position)
+
+    def as_dict(self) -> dict:
+        return {"file": self.path, "position": self.position, "firstOffset": self.first_offset,
+                "endOffset": self.end_offset, "proven": self.proven, "message": self.message}
+
+
+def lost_tail(partition_dir: PartitionDir, end_offset: int, *,
+              max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> LostTail | None:
+    """What the partition's files say its log held past ``end_offset``, the log end a lookup or ``describe`` found
+    (the active segment's readable end), when no high watermark bounds the log; None when nothing says anything, or
+    when the folder changed since it was listed (a live broker appended or rolled: its index entries and snapshots
+    are of bytes that are there now). The reads' rule (``scan._SliceDecoder.check_indexed_tail``) for tools that
+    report the log end: index entries past the end (``segment.indexed_past_end``), the newest producer snapshot
+    named past it (``segment.snapshot_past``, still there), and the recovery point above it, trusted as planning
+    trusts it (the checkpoints unchanged since the listing, not a set of given files; index entries past the end
+    make it trusted, as for a read). Loads the active segment's two index files; walks about one index interval of
+    headers only when something points past the end."""
+    from kafkaseg.errors import CorruptIndexError
+    from kafkaseg.storage.offset_index import OffsetIndex
+    from kafkaseg.storage.segment import indexed_past_end, snapshot_past, with_snapshot
+    from kafkaseg.storage.time_index import TimeIndex
+
+    pdir = partition_dir
+    if pdir.high_watermark is not None or not pdir.segments or pdir.tiered is not None:
+        return None
+    seg, fs = pdir.segments[-1], pdir.filesystem
+    if seg.tiered is not None or not pdir.is_active_segment(seg.log_path) or end_offset < seg.base_offset:
+        return None
+    snapshot = snapshot_past(pdir.snapshot_paths, end_offset)
+    recovery_point = pdir.recovery_point
+    reach = _indexes_reach(seg, end_offset, fs)
+    if not reach and snapshot is None and (recovery_point is None or recovery_point <= end_offset):
+        return None
+    loaded = []
+    for kind, name in ((OffsetIndex, "index"), (TimeIndex, "timeindex")):
+        path, window = index_location(seg, name)
+        try:
+            loaded.append(kind.load(path, seg.base_offset, fs, window=window) if path and reach else None)
+        except (LayoutError, CorruptIndexError):
+            loaded.append(None)
+    position = _position_of_end(seg, loaded[0], end_offset, fs, max_batch_bytes)
+    if position is None:
+        return None
+    found = indexed_past_end(*loaded, position, end_offset)
+    if snapshot is not None and _fs.stat(_fs.join(pdir.path, snapshot[1]), fs) is None:
+        snapshot = None  # (deleted since the listing: a follower's truncation finished, or recovery)
+    found = with_snapshot(found, snapshot, position, end_offset)
+    # after the index files and the snapshot were looked at: a live broker writes the log before it indexes or
+    # snapshots, so an append since the listing shows here
+    log_as_listed, checkpoints_as_listed = unchanged_since_listing(pdir)
+    if not log_as_listed:
+        return None
+    trusted = found.last_offset is not None or (checkpoints_as_listed and not pdir.given_files)
+    tail = LostTail(seg.log_path, found, recovery_point, trusted)
+    if not found.proves_written and not tail.proven:
+        return None
+    return tail
+
+
+def _indexes_reach(seg: SegmentFiles, end_offset: int, filesystem) -> bool:
+    """Whether the last entry of either index file of ``seg`` holds an offset at or past ``end_offset`` (entries
+    are ordered by offset): a few positioned reads, before :func:`lost_tail` loads the files whole (a live
+    broker's active segment's are preallocated, megabytes of zeros). An index that cannot be probed is loaded."""
+    from types import SimpleNamespace
+
+    from kafkaseg.errors import CorruptIndexError
+    from kafkaseg.storage.probed_index import ProbedIndex
+
+    stats = SimpleNamespace(files_opened=0, index_entries=0, index_bytes=0)
+    for name, kind in (("index", "offset"), ("timeindex", "time")):
+        path, window = index_location(seg, name)
+        if not path:
+            continue
+        try:
+            index = ProbedIndex(path, kind, seg.base_offset, filesystem, stats, None, window)
+        except (LayoutError, CorruptIndexError):
+            continue  # (as lost_tail's load counts it: empty)
+        try:
+            if len(index) and index.last()[0 if kind == "offset" else 1] >= end_offset:
+                return True
+        except KafkaSegError:
+            return True
+        finally:
+            index.close()
+    return False
+
+
+def _position_of_end(seg: SegmentFiles, offset_index, end_offset: int, filesystem,
+                     max_batch_bytes: int | None) -> int | None:
+    """The byte where the batches of ``seg`` holding offsets below ``end_offset`` end (as listed), walking from its
+    offset index's last entry below ``end_offset`` inside the listed bytes (from the start without one); None when
+    no batch ends at ``end_offset`` (or ``seg`` holds none and it is not its base)."""
+    from kafkaseg.storage.segment import SegmentReader
+
+    start = 0
+    if offset_index is not None and len(offset_index):
+        import numpy as np
+
+        below = (offset_index.offsets < end_offset) & (offset_index.positions < seg.log_size) & \
+            (offset_index.positions >= 0)
+        if np.any(below):
+            start = int(offset_index.positions[below].max())
+    for attempt in dict.fromkeys((start, 0)):
+        end = 0 if end_offset == seg.base_offset else None
+        try:
+            with SegmentReader(seg.log_path, filesystem) as reader:
+                for header in reader.iter_headers(attempt, max_batch_bytes=max_batch_bytes, partial_append=True):
+                    if header.position + header.size > seg.log_size or header.base_offset >= end_offset:
+                        break
+                    end = header.position + header.size if header.next_offset == end_offset else None
+        except CorruptDataError:
+            end = None
+        if end is not None:
+            return end
+    return None
+
+
 @dataclass(frozen=True)
 class LogEnd:
     """Where a read of a partition ends (:func:`find_log_end`): ``offset`` the log end offset (None: no segments);
