@@ -1378,6 +1378,11 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
              f"lists that are missing from the copies given: {_copies_named(lost_copies)}; {read}")
         explicit_start = False  # (said: the start moves up to the log start, as for any start below it)
         start = bounds.log_start
+    # live copies __remote_log_metadata lists that are missing from the bucket above the newest copy there (the
+    # copies read without a log dir): the remote tier held their offsets (COPY_SEGMENT_FINISHED), so they are lost
+    # to a read reaching past the newest copy there, where latest is (the files' end)
+    above = [c for c in part.pdir.live_copies_lost if c[2] > bounds.log_end]
+    above_said = False
     if explicit_start:
         if start < bounds.log_start:
             below = part.pdir.below_local_log
@@ -1391,8 +1396,12 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
         elif start > bounds.upper:
             # kafkaseg's own rule: Spark's batch reader resolves latest as the end and reads nothing for a start
             # above it, silently; here a start past what the files hold is reported (a typo, or a truncated copy)
+            named = [(segment_id, max(first, start), last) for segment_id, first, last in above if last > start]
             loss(f"{name}: starting offset {start} is above the available end {bounds.upper} "
-                 f"({bounds.upper_source}) in {part.pdir.path}")
+                 f"({bounds.upper_source}) in {part.pdir.path}" + (
+                     f": offsets from there are in live tiered-storage copies __remote_log_metadata lists that are "
+                     f"missing from the copies given: {_copies_named(named)}" if named else ""))
+            above_said = True
         elif bounds.log_start <= start < bounds.upper:
             i = part.segment_of(start)
             next_base = part.next_base(i)
@@ -1443,6 +1452,13 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
             if end > bounds.upper:
                 if cut_short is not None and bounds.upper == bounds.log_end:
                     loss(cut_short)  # (first: why the end is short of the copy's recorded one)
+                named = [(segment_id, max(first, start), min(last, end)) for segment_id, first, last in above
+                         if max(first, start) < min(last, end)]
+                if named and not above_said:  # (first: why the end is short)
+                    loss(f"{name}: ending offset {end} is above the end {bounds.upper} of the copies in "
+                         f"{part.pdir.path}: offsets in live tiered-storage copies __remote_log_metadata lists are "
+                         f"missing from the copies given: {_copies_named(named)}")
+                    above_said = True
                 loss(f"{name}: ending offset {end} is above the available end {bounds.upper} "
                      f"({bounds.upper_source}) in {part.pdir.path}")
                 end = bounds.upper
@@ -1475,8 +1491,11 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
     # those of live copies __remote_log_metadata lists that are missing from the bucket named by copy (once: not
     # also as a gap)
     missing = [c for c in part.pdir.live_copies_lost if c[2] > bounds.log_start]
-    lost_copies = [(segment_id, max(first, read_from), min(last, end)) for segment_id, first, last in missing
-                   if max(first, read_from) < min(last, end)]
+    # a read to latest (or by a time no record there reaches) reaches past the newest copy there, into those above
+    reach = None if not explicit_end and end == bounds.upper and not above_said else end
+    lost_copies = [(segment_id, max(first, read_from), last if reach is None else min(last, reach))
+                   for segment_id, first, last in missing
+                   if max(first, read_from) < (last if reach is None else min(last, reach))]
     if lost_copies:
         read = (f"the copies there, in {part.pdir.path}, are read" if part.pdir.tiered is not None else
                 f"the copies there are read with the log dir {part.pdir.path}")

@@ -471,3 +471,40 @@ def test_copies_read_alone_with_the_metadata_lose_a_missing_live_copy_named(tmp_
     above = kafkaseg.read_arrow(paths, subscribe="orders", startingOffsets=f'{{"orders": {{"0": {end}}}}}')
     assert above.select(COLUMNS).equals(whole.filter(pc.and_(pc.greater_equal(offsets, end),
                                                              pc.less(offsets, active))))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("count", [1, 2], ids=["newest", "newest-two"])
+def test_copies_read_alone_with_the_metadata_lose_the_missing_newest_live_copies_named(tmp_path, layout, count):
+    """No log dir, __remote_log_metadata among the paths, the newest live copies it lists missing from the bucket:
+    the metadata says the remote tier held their offsets (COPY_SEGMENT_FINISHED), so the tier lost them, as it
+    lost a missing oldest or middle copy. Before, the read ended at the newest copy there, only noted. latest is
+    still where the copies there end; a read to it, or to an end or from a start in the missing copies, is told."""
+    from kafkaseg.errors import DataLossError
+
+    data, remote, whole, written, events, _, number = _tiered(tmp_path, layout)
+    write_remote_log_metadata(data, events, partition=number)
+    active = int(sorted((data / "orders-0").glob("*.log"))[-1].name[:20])  # (never copied: the copies end there)
+    ends = [int(log.name[:20]) for log in written[1:]] + [active]
+    gone = list(zip(written, ends))[-count:]
+    for log, _ in gone:
+        _drop(log)
+    first = int(gone[0][0].name[:20])
+    named = [f"{log.name[21:-4]} (offsets {int(log.name[:20])}-{end - 1})" for log, end in gone]
+    paths = [str(remote), str(data / f"__remote_log_metadata-{number}")]
+    with pytest.raises(DataLossError) as raised:
+        kafkaseg.read_arrow(paths, subscribe="orders")
+    assert all(copy in str(raised.value) for copy in named), str(raised.value)
+    scan = kafkaseg.open_scan(paths, subscribe="orders", failOnDataLoss="false")
+    offsets = whole["offset"]
+    assert scan.to_table().select(COLUMNS).equals(whole.filter(pc.less(offsets, first)))
+    (lost,) = scan.plan.report.data_loss  # the copies, once
+    assert all(copy in lost for copy in named), lost
+    # a read ending at the newest copy there loses nothing; one ending inside a missing copy loses up to its end
+    below = kafkaseg.read_arrow(paths, subscribe="orders", endingOffsets=f'{{"orders": {{"0": {first}}}}}')
+    assert below.select(COLUMNS).equals(whole.filter(pc.less(offsets, first)))
+    with pytest.raises(DataLossError, match=rf"{gone[0][0].name[21:-4]} \(offsets {first}-{first + 4}\)"):
+        kafkaseg.read_arrow(paths, subscribe="orders", endingOffsets=f'{{"orders": {{"0": {first + 5}}}}}')
+    # a start inside a missing copy (above the copies there) names it
+    with pytest.raises(DataLossError, match=rf"{gone[0][0].name[21:-4]} \(offsets {first + 5}-"):
+        kafkaseg.read_arrow(paths, subscribe="orders", startingOffsets=f'{{"orders": {{"0": {first + 5}}}}}')

@@ -424,8 +424,8 @@ def test_a_copy_smaller_than_its_recorded_size_loses_the_offsets_after_its_last_
 def test_the_last_copy_read_alone_with_the_metadata_ends_where_it_says(tmp_path, layout):
     """The newest copy read without a log dir, with __remote_log_metadata: when the metadata records it with the
     size it has, the offsets after its last batch up to its recorded end were compacted away before the topic went
-    tiered (no loss); the same copy with its last batch cut off since (a LocalTieredStorage copy: its plain file)
-    loses them, as verify says."""
+    tiered (no loss; the live copies the metadata lists above it, missing, are); the same copy with its last batch
+    cut off since (a LocalTieredStorage copy: its plain file) loses them, as verify says."""
     from kafkaseg.remote_metadata import metadata_partition
     from kafkaseg.testing.tiered import kafka_uuid
     from kafkaseg.wire.batch import iter_headers
@@ -437,11 +437,16 @@ def test_the_last_copy_read_alone_with_the_metadata_ends_where_it_says(tmp_path,
             path.unlink()
     number = metadata_partition(kafka_uuid("t"), 0)
     metadata = Path(paths[0]) / f"__remote_log_metadata-{number}"
-    # (the metadata still lists the later copies: missing, above the newest copy here, where the read ends)
     alone = [paths[1], str(metadata)]
-    scan = kafkaseg.open_scan(alone, subscribe="t")
+    scan = kafkaseg.open_scan(alone, subscribe="t", endingOffsets=json.dumps({"t": {"0": 50}}))
     assert scan.to_table().select(COLUMNS).equals(_below(whole, 50))
     assert not scan.plan.report.data_loss
+    # the metadata still lists the later copies, missing from the bucket: the remote tier lost them, from 55 where
+    # the next copy starts (50..54 were compacted away, not lost), which a read to latest is told
+    scan = kafkaseg.open_scan(alone, subscribe="t", failOnDataLoss="false")
+    assert scan.to_table().select(COLUMNS).equals(_below(whole, 50))
+    (said,) = scan.plan.report.data_loss
+    assert f"{later[0].name[21:-4]} (offsets 55-" in said and "offsets 50" not in said and "[50," not in said, said
     if layout == "aiven":
         return
     data = first.read_bytes()

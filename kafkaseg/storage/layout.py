@@ -225,7 +225,8 @@ class PartitionDir:
     # (segment id, first, end) of the offsets below a log dir's first local segment that only live copies its
     # __remote_log_metadata lists held, which are missing from the bucket: of the partition extended with the
     # copies that are there (with_remote_copies), or read alone when none of them is (choose_replicas); of a
-    # tiered-storage copy's partition read without a log dir, those below its newest copy (read_tiered_partition).
+    # tiered-storage copy's partition read without a log dir, all of them (read_tiered_partition): those above its
+    # newest copy are above the partition's log end.
     # A read of them, or from the earliest when they are below the log read, loses them (planning's data loss)
     live_copies_lost: tuple[tuple[str, int, int], ...] = ()
 
@@ -574,7 +575,7 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
     keeps a copy whose key neither gives in the log, only reading it failing (an uploaded since planning).
     ``copy_states`` (a :class:`tiered.CopyStates`, from the cluster's ``__remote_log_metadata``): the copies it
     says are dead are left out first (:func:`tiered.apply_copy_states`), and the offsets only its live copies
-    missing from the folder held, below its newest copy, become the partition's
+    missing from the folder held, below and above its newest copy, become the partition's
     :attr:`PartitionDir.live_copies_lost` (a read of the copies alone loses them; a log dir read with them decides
     its own: :func:`with_remote_copies`).
     """
@@ -693,12 +694,13 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
                         copy_states=copy_states.applied_to(found) if copy_states is not None else None)
     if only is not None or not segments or copy_states is None or copy_states.planned or copy_states.unreadable:
         return pdir
-    # read without a log dir: the live copies missing below the newest copy here are this log's lost offsets (the
-    # metadata says the log holds them, so the oldest copy here is no log start retention moved); those above it
-    # are where a read of these copies ends (a log dir given with them holds them, or says they are lost)
+    # read without a log dir: the live copies missing are this log's lost offsets (the metadata says the remote
+    # tier held them: COPY_SEGMENT_FINISHED), below the newest copy here (so the oldest copy here is no log start
+    # retention moved) and above it (the read ends at the newest copy here: planning says what a read reaching
+    # past it loses)
     last = segments[-1].base_offset
     ends = [copy.end_offset + 1 for copy in copy_states.live()]
-    lost = [c for c in _live_copies_missing(pdir, segments, 0, max(ends + [last + 1])) if c[1] < last]
+    lost = _live_copies_missing(pdir, segments, 0, max(ends + [last + 1]))
     return _replace(pdir, live_copies_lost=tuple(lost)) if lost else pdir
 
 
