@@ -385,8 +385,12 @@ class MicroBatchPlanner:
                 positions[tp] = (latest if value == LATEST else
                                  earliest if value is None or value == EARLIEST else value)
             else:  # timestamp(s): the planner's resolution (strategy, no match)
+                # only the start: offsets lost in the range to latest (a tiered-storage copy missing) are the loss
+                # of the micro-batch that reaches them, as for a start by offset (a batch read says them for its
+                # range the same way)
                 ending = OffsetLimit("latest", option="endingOffsets")
-                positions[tp] = resolve_offsets(pdir, self.options.replace(ending=ending))[0]
+                positions[tp] = resolve_offsets(pdir, self.options.replace(ending=ending,
+                                                                           fail_on_data_loss=False))[0]
             if latest < positions[tp] <= available.log_end:
                 # a start above the high watermark (or last stable offset) the files reach: a consumer's fetch there
                 # is empty until the high watermark gets there, not data loss

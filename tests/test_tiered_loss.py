@@ -454,3 +454,57 @@ def test_the_last_copy_read_alone_with_the_metadata_ends_where_it_says(tmp_path,
     with pytest.raises(DataLossError, match=r"offsets \[45, 55\)"):
         kafkaseg.read_arrow(alone, subscribe="t")
     assert main(["verify", *alone, "--no-progress"]) == 1
+
+
+# -- a start by timestamp: batch and stream alike ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("fail", [True, False], ids=["failOnDataLoss", "lenient"])
+def test_a_stream_of_copies_started_by_timestamp_meets_a_gap_where_a_batch_read_does(tmp_path, fail):
+    """Copies read alone, a copy missing between two others, a start by timestamp below it. A batch read over the
+    gap loses it (a DataLossError; failOnDataLoss=false skips it); a stream from that timestamp loses it where its
+    micro-batch reaches it, as a stream from the same offset does. Before, the stream's initial offsets resolved the
+    timestamp over the whole range to latest, which raised before any record was read."""
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.streaming import MicroBatchPlanner, from_offsets, poll_micro_batches
+
+    _, remote, whole, bases = _tiered(tmp_path, "local")
+    whole = _below(whole, bases[-1])  # (the copies end at the newest one)
+    _drop_copy(remote, bases[3])
+    at = whole.filter(pc.equal(whole["offset"], bases[1] + 10))["timestamp"][0]
+    ts = at.value // 1000  # (milliseconds)
+    first = pc.min(whole.filter(pc.greater_equal(whole["timestamp"], at))["offset"]).as_py()
+    expected = _without(whole.filter(pc.greater_equal(whole["offset"], first)), bases[3], bases[4])
+    gap = rf"offsets \[{bases[3]}, {bases[4]}\) are in no tiered-storage copy"
+    piece = rf"offsets \[{bases[3]}, \d+\) are in no tiered-storage copy"  # (a micro-batch's part of the gap)
+    option = {"failOnDataLoss": str(fail).lower()}
+    if fail:
+        with pytest.raises(DataLossError, match=gap):
+            kafkaseg.read_arrow(str(remote), startingTimestamp=ts)
+    else:
+        scan = kafkaseg.open_scan(str(remote), startingTimestamp=ts, **option)
+        assert scan.to_table().select(COLUMNS).equals(expected)
+        assert any(re.search(gap, line) for line in scan.plan.report.data_loss)
+    planner = MicroBatchPlanner(ReadOptions.from_options(
+        {"path": str(remote), "startingTimestamp": ts, "maxOffsetsPerTrigger": 100, **option}, stream=True))
+    assert from_offsets(planner.initial_offsets()) == {("orders", 0): first}
+    batches, said = [], []
+    with pytest.raises(DataLossError, match=piece) if fail else _nothing():
+        for plan in poll_micro_batches(planner):
+            said.extend(plan.data_loss)
+            if plan.scan is not None:
+                batches.extend(b for piece in plan.scan.slices for b in read_slice(piece, planner.options))
+    got = pa.Table.from_batches(batches).select(COLUMNS)
+    if fail:  # the micro-batches below the gap were read first, from the timestamp's offset on
+        assert got.num_rows and got.equals(expected.slice(0, got.num_rows))
+        assert pc.max(got["offset"]).as_py() < bases[3]
+    else:
+        assert got.equals(expected)
+        assert any(re.search(piece, line) for line in said), said
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
