@@ -508,3 +508,29 @@ def test_copies_read_alone_with_the_metadata_lose_the_missing_newest_live_copies
     # a start inside a missing copy (above the copies there) names it
     with pytest.raises(DataLossError, match=rf"{gone[0][0].name[21:-4]} \(offsets {first + 5}-"):
         kafkaseg.read_arrow(paths, subscribe="orders", startingOffsets=f'{{"orders": {{"0": {first + 5}}}}}')
+
+
+def test_every_live_copy_missing_from_a_partition_folder_read_alone_is_data_loss_with_their_offsets(tmp_path):
+    """The partition folder still there (an Aiven <partition>/ on a filesystem that keeps folders), every copy in it
+    gone, __remote_log_metadata listing them live: all their offsets are lost, each copy named. Before, the folder
+    read as an empty log at offset 0, without a word."""
+    from kafkaseg.errors import DataLossError
+
+    data, remote, whole, written, events, _, number = _tiered(tmp_path, "aiven")
+    write_remote_log_metadata(data, events, partition=number)
+    active = int(sorted((data / "orders-0").glob("*.log"))[-1].name[:20])
+    ends = [int(log.name[:20]) for log in written[1:]] + [active]
+    for log in written:
+        _drop(log)
+    assert written[0].parent.is_dir()
+    named = [f"{log.name[21:-4]} (offsets {int(log.name[:20])}-{end - 1})" for log, end in zip(written, ends)]
+    paths = [str(remote), str(data / f"__remote_log_metadata-{number}")]
+    with pytest.raises(DataLossError) as raised:
+        kafkaseg.read_arrow(paths, subscribe="orders")
+    assert named[0] in str(raised.value)
+    scan = kafkaseg.open_scan(paths, subscribe="orders", failOnDataLoss="false")
+    assert scan.to_table().num_rows == 0
+    (lost,) = scan.plan.report.data_loss
+    assert all(copy in lost for copy in named), lost
+    # without the metadata nothing says the folder held copies: an empty log
+    assert kafkaseg.read_arrow(str(remote), subscribe="orders").num_rows == 0

@@ -692,13 +692,13 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
                         notes=tuple(notes), filesystem=filesystem, tiered=folder.layout,
                         key_ring=key_ring.ring if key_ring is not None else None,
                         copy_states=copy_states.applied_to(found) if copy_states is not None else None)
-    if only is not None or not segments or copy_states is None or copy_states.planned or copy_states.unreadable:
+    if only is not None or copy_states is None or copy_states.planned or copy_states.unreadable:
         return pdir
     # read without a log dir: the live copies missing are this log's lost offsets (the metadata says the remote
     # tier held them: COPY_SEGMENT_FINISHED), below the newest copy here (so the oldest copy here is no log start
     # retention moved) and above it (the read ends at the newest copy here: planning says what a read reaching
-    # past it loses)
-    last = segments[-1].base_offset
+    # past it loses); every one of them when none is here (an empty log, whose reads lose them all)
+    last = segments[-1].base_offset if segments else -1
     ends = [copy.end_offset + 1 for copy in copy_states.live()]
     lost = _live_copies_missing(pdir, segments, 0, max(ends + [last + 1]))
     return _replace(pdir, live_copies_lost=tuple(lost)) if lost else pdir
