@@ -5,6 +5,7 @@ The metadata records are written by kafkaseg.testing.tiered from Kafka's JSON sc
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -505,6 +506,10 @@ def test_copies_read_alone_with_the_metadata_lose_the_missing_newest_live_copies
     assert below.select(COLUMNS).equals(whole.filter(pc.less(offsets, first)))
     with pytest.raises(DataLossError, match=rf"{gone[0][0].name[21:-4]} \(offsets {first}-{first + 4}\)"):
         kafkaseg.read_arrow(paths, subscribe="orders", endingOffsets=f'{{"orders": {{"0": {first + 5}}}}}')
+    # an ending time no record there reaches may be in them: as a read to latest
+    after = pc.max(whole["timestamp"]).value // 1000 + 1
+    with pytest.raises(DataLossError, match=re.escape(named[0])):
+        kafkaseg.read_arrow(paths, subscribe="orders", endingTimestamp=after)
     # a start inside a missing copy (above the copies there) names it
     with pytest.raises(DataLossError, match=rf"{gone[0][0].name[21:-4]} \(offsets {first + 5}-"):
         kafkaseg.read_arrow(paths, subscribe="orders", startingOffsets=f'{{"orders": {{"0": {first + 5}}}}}')
