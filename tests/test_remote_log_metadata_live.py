@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 import pytest
 
 import kafkaseg
+from kafkaseg.errors import DataLossError
 from kafkaseg.remote_metadata import _murmur2, metadata_partition
 from kafkaseg.testing import TopicSpec, write_data_dir
 from kafkaseg.testing.tiered import (COPY_SEGMENT_FINISHED, DELETE_SEGMENT_FINISHED, DELETE_SEGMENT_STARTED,
@@ -303,7 +304,7 @@ def test_describe_and_verify_say_what_the_metadata_says_of_the_copies(tmp_path):
     are live, how many were found and kept, name each dead copy in the bucket, and verify warns of a live copy
     missing from it (an error when the log dir no longer holds its offsets either)."""
     from kafkaseg.cli.describe import describe_paths
-    from kafkaseg.cli.verify import ERROR, INFO, WARNING, verify_paths
+    from kafkaseg.cli.verify import ERROR, INFO, verify_paths
 
     data, remote, whole, written, events, topic_id, number = _tiered(tmp_path, "local")
     events.append(segment_update("orders", topic_id, 0, written[2].name[21:-4], DELETE_SEGMENT_STARTED))
@@ -325,10 +326,15 @@ def test_describe_and_verify_say_what_the_metadata_says_of_the_copies(tmp_path):
     missing = [(severity, message) for severity, _, message in said if written[0].name[21:-4] in message]
     assert missing and all(severity == ERROR for severity, _ in missing), said
     assert f"offsets 0-{int(written[1].name[:20]) - 1}" in missing[0][1]
-    # no log dir given for the partition: whether one still holds them is not known, a warning
-    report = verify_paths([str(remote), str(data / f"__remote_log_metadata-{number}")])
+    # no log dir given for the partition: a read of the copies alone loses them (DataLossError), so an error too
+    copies_alone = [str(remote), str(data / f"__remote_log_metadata-{number}")]
+    report = verify_paths(copies_alone)
     missing = [p for p in report.problems if written[0].name[21:-4] in p.message]
-    assert missing and all(p.severity == WARNING for p in missing)
+    assert missing and all(p.severity == ERROR for p in missing)
+    assert "reads of these copies lose its offsets" in missing[0].message
+    with pytest.raises(DataLossError):
+        kafkaseg.read_arrow(copies_alone, subscribe="orders")
+
 
 
 def test_the_verify_command_reads_the_metadata_and_reports_a_live_copy_missing(tmp_path, capsys):

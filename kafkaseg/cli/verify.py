@@ -1612,9 +1612,9 @@ def _remote_log_metadata(partitions: list[PartitionDir]):
 def report_live_copies_missing(report: VerifyReport, partitions: list[PartitionDir]) -> None:
     """A tiered-storage copy the partition's ``__remote_log_metadata`` says is live that is not in its remote
     folder: a fetch of its offsets fails on the broker. An error when the partition's log dir among
-    ``partitions`` no longer holds them either (its first segment starts above the copy's first offset), a warning
-    when it does, or no log dir of the partition was given. (The dead copies found, and the counts, are the
-    partition's notes.)"""
+    ``partitions`` no longer holds them either (its first segment starts above the copy's first offset), or no log
+    dir of the partition was given (reads of the copies alone lose them: a ``DataLossError``), a warning when a log
+    dir given still holds them. (The dead copies found, and the counts, are the partition's notes.)"""
     local: dict[tuple[str, int], list[PartitionDir]] = {}
     for pdir in partitions:
         if pdir.tiered is None and pdir.segments:
@@ -1636,9 +1636,9 @@ def report_live_copies_missing(report: VerifyReport, partitions: list[PartitionD
             elif local.get((pdir.topic, pdir.partition)):
                 report.add(ERROR, pdir.path, None, f"{where} is missing from this folder, {said}, and the log dir "
                            f"no longer holds its offsets either: reads lose them")
-            else:
-                report.add(WARNING, pdir.path, None, f"{where} is missing from this folder, {said} (no log dir of "
-                           "the partition given, which may still hold its offsets)")
+            else:  # (a read of the copies alone raises DataLossError for them: the remote tier lost the copy)
+                report.add(ERROR, pdir.path, None, f"{where} is missing from this folder, {said}: reads of these "
+                           "copies lose its offsets (a log dir of the partition, not given, may still hold them)")
 
 
 def report_copy_gaps(report: VerifyReport, partitions: list[PartitionDir]) -> None:
