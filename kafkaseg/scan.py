@@ -666,6 +666,7 @@ class _SliceDecoder:
         self.past_end = False  # finished by a batch at or past the slice's end offset (its segment's offsets end)
         self.resume_at: int | None = None  # where the read goes on after bad framing (an offset index entry)
         self._entries: ResumptionEntries | None = None  # the segment's offset index, loaded at the first bad framing
+        self._entry_positions = None  # the positions of its entries (_entry_before), loaded when first needed
         # whether the file read is the one planned (told on the planning host only): then no log cleaner can have
         # merged the next segment into it, and offsets at or past the next segment's base in it are corruption
         self.planned_file = False
@@ -742,10 +743,11 @@ class _SliceDecoder:
             return start
         # a step at the slice's first batch: judged from the batch it goes back below, as the whole read does
         # (from an index entry far enough back that the batch it goes back below is not the walk's first: the
-        # offsets before that one are what its judgement is made above)
+        # offsets before that one are what its judgement is made above; an entry whose walk finds no batch, one
+        # pointing inside a batch, is passed over too)
         walk_from = self._entry_before(start)
         found = batch_before(segment, walk_from, start, piece.base_offset - 1, **limits)
-        while found is not None and found[0] == walk_from > 0:
+        while (found is None or found[0] == walk_from) and walk_from > 0:
             walk_from = self._entry_before(walk_from)
             found = batch_before(segment, walk_from, start, piece.base_offset - 1, **limits)
         if found is None:
@@ -785,17 +787,20 @@ class _SliceDecoder:
         return high
 
     def _entry_before(self, position: int) -> int:
-        """The position of the offset index entry before ``position`` of this segment (0 without one)."""
+        """The position of the offset index entry before ``position`` of this segment (0 without one). Error path
+        only: the index file is loaded once per slice."""
         piece = self.piece
-        try:
-            if piece.index_path:
-                index = OffsetIndex.load(piece.index_path, piece.base_offset, piece.filesystem,
-                                         window=piece.index_window)
-                below = int(np.searchsorted(index.positions, position, side="left")) - 1
-                return int(index.positions[below]) if below >= 0 else 0
-        except KafkaSegError:
-            pass
-        return 0
+        if self._entry_positions is None:
+            self._entry_positions = np.empty(0, np.int64)
+            try:
+                if piece.index_path:
+                    self._entry_positions = OffsetIndex.load(piece.index_path, piece.base_offset, piece.filesystem,
+                                                             window=piece.index_window).positions
+            except KafkaSegError:
+                pass
+        positions = self._entry_positions
+        below = int(np.searchsorted(positions, position, side="left")) - 1
+        return int(positions[below]) if below >= 0 else 0
 
     def _outlier(self, reader: RandomAccessReader, pos: int, step: int, end: int):
         """The region of batches whose offset field is corrupt (:func:`~kafkaseg.offset_outlier.outlier_region`)

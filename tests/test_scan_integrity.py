@@ -1058,3 +1058,18 @@ def test_valid_slices_judge_no_step_at_their_start(rolled, copy, monkeypatch, en
     assert scan_.to_table().num_rows == RECORDS and scan_.metrics.slices > 10
     # one walk from the entry before each slice that starts mid-segment, and only without the entry's evidence
     assert (walks == []) == (entries is None)
+
+
+def test_a_slice_after_an_entry_pointing_inside_a_batch_still_judges_its_first_batch(copy, kernel):
+    """The entry before the slice's (where its header walk starts) points inside a batch: the walk goes from the
+    segment's start instead, and the lowered first batch (170..179 -> 162..171, still above that entry's offset,
+    so planning keeps the index) is judged as a whole read judges it."""
+    _rewrite_index(copy, 1, lambda k, h: (h[k].last_offset, h[k].position + (100 if k == 2 else 0))
+                   if k and k % 2 == 0 else None)
+    log, bad, _, _ = damage(copy, *SLICE_STARTS["lowered_into_previous"])
+    assert bad.position in {p.start_position for p in plan_scan(str(copy), ReadOptions.from_options(
+        {"splitSize": "4k"})).slices if p.log_path == str(log)}
+    for on_corruption in ("fail", "skip"):
+        whole = _read(copy, onCorruption=on_corruption)
+        assert _read(copy, onCorruption=on_corruption, splitSize="4k") == whole
+    assert whole[1:] == ([(str(log), bad.position, bad.size, 170, 180)], 1)
