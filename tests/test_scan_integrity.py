@@ -1073,3 +1073,14 @@ def test_a_slice_after_an_entry_pointing_inside_a_batch_still_judges_its_first_b
         whole = _read(copy, onCorruption=on_corruption)
         assert _read(copy, onCorruption=on_corruption, splitSize="4k") == whole
     assert whole[1:] == ([(str(log), bad.position, bad.size, 170, 180)], 1)
+
+
+@pytest.mark.parametrize("cutting", [{"minPartitions": 40}, {"maxRecordsPerPartition": 20}])
+def test_slices_cut_for_parallelism_or_record_counts_judge_their_first_batch(copy, kernel, cutting):
+    """minPartitions and maxRecordsPerPartition cut at index entries too: the lowered batch starting a slice is
+    judged as a whole read judges it."""
+    log, bad, _, _ = damage(copy, *SLICE_STARTS["lowered_into_previous"])
+    assert bad.position in {p.start_position for p in plan_scan(str(copy), ReadOptions.from_options(cutting)).slices
+                            if p.log_path == str(log)}
+    for on_corruption in ("fail", "skip"):
+        assert _read(copy, onCorruption=on_corruption, **cutting) == _read(copy, onCorruption=on_corruption)
