@@ -60,6 +60,12 @@ class OutlierRegion:
     first_offset: int
     end_offset: int | None
     what: str
+    ends: tuple[int, ...] = ()  # where each of its batches ends (a read in slices counts those in each slice's bytes)
+
+    def within(self, start: int, end: int) -> tuple[int, int]:
+        """``(batches, bytes)`` of the region inside bytes ``[start, end)`` (batch boundaries)."""
+        lo, hi = max(self.position, start), min(self.end, end)
+        return sum(1 for e in self.ends if lo < e <= hi), max(hi - lo, 0)
 
     @property
     def size(self) -> int:
@@ -261,7 +267,8 @@ def outlier_region(reader: SegmentReader, start: int, floor: int, *, limit: int 
                 "among the batches around them, so neither is read")
     what += f" (the readable batches around it end at {floor} and " + (
         f"start at {after})" if after is not None else "go on further)")
-    return OutlierRegion(region[0].position, region[-1].end, len(region), floor + 1, after, what)
+    return OutlierRegion(region[0].position, region[-1].end, len(region), floor + 1, after, what,
+                         tuple(b.end for b in region))
 
 
 def past_next_base_problem(header, first: int, next_base: int, later_logs, filesystem=None, *,

@@ -191,6 +191,14 @@ class SegmentSlice:
     # (plan_again_by_offset) leaves out the same; None when no metadata decided
     copy_states: Any = field(default=None, compare=False, repr=False)
     offset_gaps: tuple[tuple[int, int], ...] = ()
+    # a slice starting mid-segment at an offset index entry: the entry's offset (None: not at an entry, or an index
+    # rebuilt from the log's own headers), and the position of the index entry before it (or of the batch the piece
+    # started at), a batch boundary from which a header walk reaches the batch before the slice; None when not known
+    # (the read then finds it in the index). What the read checks its first batch with (scan._SliceDecoder.
+    # check_start): the entry holds the last offset of the append written there, so a first batch ending at it
+    # follows the one before it, else the batches from there say what it follows
+    start_entry: int | None = None
+    walk_from: int | None = None
 
     @property
     def segment_offsets(self) -> tuple[int, int]:
@@ -586,6 +594,14 @@ def _unwalkable(seg, reason: str, err: KafkaSegError) -> tuple[OffsetIndex, Time
 # --------------------------------------------------------------------------------------------------------------------
 # Per-partition state (lazy: indexes are loaded only for the segments that need them)
 
+class _WalkStopped(KafkaSegError):
+    """A header walk of planning's met bad framing at ``position`` (what it got to)."""
+
+    def __init__(self, position: int):
+        super().__init__(f"bad framing at byte {position}")
+        self.position = position
+
+
 class _Partition:
     def __init__(self, pdir: PartitionDir, options: ReadOptions, report: PlanReport | None,
                  log_ends: "LogEndCache | None" = None):
@@ -622,6 +638,8 @@ class _Partition:
         self._segment_end: dict[int, int] = {}
         self._legacy: dict[int, bool] = {}
         self._first_offsets: dict[tuple[int, int], int | None] = {}  # (segment, position) -> its batch's first offset
+        # (segment, position) -> (start_entry, walk_from) of a start found by start_position (SegmentSlice's fields)
+        self.start_points: dict[tuple[int, int], tuple[int | None, int | None]] = {}
 
     @property
     def name(self) -> str:
@@ -1024,18 +1042,40 @@ class _Partition:
         seg = self.segments[i]
         if offset <= seg.base_offset:
             return 0
-        _, position = self.checked_floor(i, offset)
+        _, floor_position = self.checked_floor(i, offset)
         offset_index, _ = self.indexes(i)
-        limit = self._next_entry_position(offset_index, position, seg.log_size)
+        limit = self._next_entry_position(offset_index, floor_position, seg.log_size)
+        # The walk starts an entry earlier (when that one checks out), so the batch at the floor entry is checked
+        # against the one before it too: one more index interval of headers
+        k = int(np.searchsorted(offset_index.positions, floor_position, side="left"))
+        earlier = None
+        if 0 < k <= len(offset_index.positions) and floor_position:
+            earlier, earlier_offset = int(offset_index.positions[k - 1]), int(offset_index.offsets[k - 1])
+            if self.entry_problem(i, earlier_offset, earlier) is not None:
+                earlier = None
+        elif floor_position:
+            earlier = 0
         try:
             with SegmentReader(seg.log_path, self.fs) as reader:
-                for header in reader.iter_headers(position, max_batch_bytes=self.options.max_batch_bytes):
-                    if header.last_offset >= offset or header.position >= limit:
-                        return header.position
-                    position = header.end
+                if earlier is not None:
+                    try:
+                        position = self._walk_to(reader, earlier, offset, limit)
+                    except KafkaSegError:  # (bad framing before the floor entry: the walk from there, as before)
+                        earlier = None
+                if earlier is None:
+                    position = self._walk_to(reader, floor_position, offset, limit)
+        except _WalkStopped as stopped:
+            position = stopped.position  # the reader will report the corruption; where the walk got is a safe start
         except KafkaSegError:
-            pass  # the reader will report the corruption; the floor position is a safe start
-        return min(position, seg.log_size)
+            position = floor_position
+        position = min(position, seg.log_size)
+        if position:
+            positions = offset_index.positions
+            k = int(np.searchsorted(positions, position, side="left"))
+            at_entry = k < len(positions) and int(positions[k]) == position and not offset_index.rebuilt
+            self.start_points[(i, position)] = (int(offset_index.offsets[k]) if at_entry else None,
+                                                int(positions[k - 1]) if k else 0)
+        return position
 
     def end_position(self, i: int, offset: int) -> int:
         """Position just past the last batch of segment ``i`` that can hold an offset below ``offset``."""
@@ -1072,6 +1112,25 @@ class _Partition:
                 return walk.end_position if walk.tail is None else seg.log_size
         except KafkaSegError:
             return fallback
+
+    def _walk_to(self, reader: SegmentReader, position: int, offset: int, limit: int) -> int:
+        """:meth:`start_position`'s header walk from ``position``: the first batch whose last offset reaches
+        ``offset``, or at ``limit``; the batch before a step where offsets go back (a base offset, outside the CRC,
+        moved: the read starts at the batch they go back below and judges the step, instead of this walk stepping
+        past a batch by offsets it never had). Bad framing raises :class:`_WalkStopped` with where it got."""
+        previous = None  # (position, last offset) of the batch walked before
+        try:
+            for header in reader.iter_headers(position, max_batch_bytes=self.options.max_batch_bytes):
+                if previous is not None and (header.base_offset if header.magic >= 2
+                                             else header.last_offset) <= previous[1]:
+                    return previous[0]
+                if header.last_offset >= offset or header.position >= limit:
+                    return header.position
+                previous = (header.position, header.last_offset)
+                position = header.end
+        except KafkaSegError as err:
+            raise _WalkStopped(position) from err
+        return position
 
     @staticmethod
     def _next_entry_position(offset_index, position: int, size: int) -> int:
@@ -1602,6 +1661,9 @@ class _Piece:
     start_entry: int | None = None  # offset of the index entry the piece starts at, when it was cut there
     cuts_from: Any = None  # the OffsetIndex the cuts came from (a rebuild replaces it: see _with_current_cuts)
     gaps: tuple[tuple[int, int], ...] = ()  # offsets in [start_offset, end_offset) left out (SegmentSlice.offset_gaps)
+    walk_from: int | None = None  # SegmentSlice.walk_from
+    # SegmentSlice.start_entry: start_entry when it is the index file's (not an index rebuilt from the log's headers)
+    file_entry: int | None = None
 
     @property
     def size(self) -> int:
@@ -1610,9 +1672,12 @@ class _Piece:
     def split_at(self, k: int) -> tuple["_Piece", "_Piece"]:
         position, offset = self.cuts[k]
         left = _Piece(self.part, self.segment, self.start_position, position, self.start_offset, self.end_offset,
-                      self.cuts[:k], self.start_entry, self.cuts_from, self.gaps)
+                      self.cuts[:k], self.start_entry, self.cuts_from, self.gaps, self.walk_from, self.file_entry)
+        # (the entry before this cut: the previous cut candidate, else where this piece starts)
+        walk_from = self.cuts[k - 1][0] if k > 0 else self.start_position
         right = _Piece(self.part, self.segment, position, self.end_position, self.start_offset, self.end_offset,
-                       self.cuts[k + 1:], offset, self.cuts_from, self.gaps)
+                       self.cuts[k + 1:], offset, self.cuts_from, self.gaps, walk_from,
+                       None if self.cuts_from is None or self.cuts_from.rebuilt else offset)
         return left, right
 
     def with_current_cuts(self) -> "_Piece":
@@ -1625,7 +1690,7 @@ class _Piece:
             return self
         return _Piece(self.part, self.segment, self.start_position, self.end_position, self.start_offset,
                       self.end_offset, self.part.cuts(self.segment, self.start_position, self.end_position),
-                      self.start_entry, offset_index, self.gaps)
+                      self.start_entry, offset_index, self.gaps, self.walk_from, self.file_entry)
 
     def check_cut(self, k: int) -> bool:
         """Whether cut ``k`` may become a slice boundary (:meth:`_Partition.entry_problem`); when it may not, the
@@ -1691,7 +1756,8 @@ def _joined(a: _Piece, b: _Piece) -> _Piece:
     start, end = min(a.start_position, b.start_position), max(a.end_position, b.end_position)
     cuts = part.cuts(i, start, end) if _wants_cuts(part, start, end) else _Cuts()
     return _Piece(part, i, start, end, a.start_offset, b.end_offset, cuts, a.start_entry,
-                  part.indexes(i)[0] if cuts else None, a.gaps + ((a.end_offset, b.start_offset),) + b.gaps)
+                  part.indexes(i)[0] if cuts else None, a.gaps + ((a.end_offset, b.start_offset),) + b.gaps,
+                  a.walk_from, a.file_entry)
 
 
 def _piece_of_segment(part: _Partition, i: int, lo: int, hi: int, ts_lo: int | None) -> _Piece | None:
@@ -1725,7 +1791,9 @@ def _piece_of_segment(part: _Partition, i: int, lo: int, hi: int, ts_lo: int | N
     if end_position <= start_position:
         return None
     cuts = part.cuts(i, start_position, end_position) if _wants_cuts(part, start_position, end_position) else _Cuts()
-    return _Piece(part, i, start_position, end_position, lo, hi, cuts, None, part.indexes(i)[0] if cuts else None)
+    file_entry, walk_from = part.start_points.get((i, start_position), (None, None))
+    return _Piece(part, i, start_position, end_position, lo, hi, cuts, None, part.indexes(i)[0] if cuts else None,
+                  walk_from=walk_from, file_entry=file_entry)
 
 
 def _split_by_size_and_records(piece: _Piece, split_size: int, max_records: int | None) -> list[_Piece]:
@@ -2025,7 +2093,8 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
         remote_path=part.pdir.remote_below.path if part.pdir.remote_below is not None else None,
         corrupt_tail=corrupt_tail, indexed_tail_check=indexed_tail_check, tail_recovery_point=tail_evidence[0],
         tail_snapshot=tail_evidence[1], copy_states=part.planned_copy_states,
-        offset_gaps=piece.gaps)
+        offset_gaps=piece.gaps, start_entry=piece.file_entry if piece.start_position else None,
+        walk_from=piece.walk_from if piece.start_position else None)
 
 
 def _reads_to_unbounded_log_end(part: _Partition, piece: _Piece) -> bool:

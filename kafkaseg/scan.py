@@ -464,7 +464,7 @@ def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics,
     try:
         with opened as reader:
             end = min(piece.end_position, reader.size)
-            pos = piece.start_position
+            pos = reading.check_start(reader, end)
             if options.read_mode != "pread" and reader.mappable:
                 pos = yield from reading.mapped(reader, pos, end, map_window_bytes, read_chunk_bytes)
             if pos < end and not reading.finished:
@@ -666,6 +666,7 @@ class _SliceDecoder:
         self.past_end = False  # finished by a batch at or past the slice's end offset (its segment's offsets end)
         self.resume_at: int | None = None  # where the read goes on after bad framing (an offset index entry)
         self._entries: ResumptionEntries | None = None  # the segment's offset index, loaded at the first bad framing
+        self._entry_positions = None  # the positions of its entries (_entry_before), loaded when first needed
         # whether the file read is the one planned (told on the planning host only): then no log cleaner can have
         # merged the next segment into it, and offsets at or past the next segment's base in it are corruption
         self.planned_file = False
@@ -719,6 +720,102 @@ class _SliceDecoder:
         got = source.read_into(at, memoryview(out))
         return bytes(out[:got])
 
+    def check_start(self, reader: RandomAccessReader, end: int) -> int:
+        """Where the read of a slice starting mid-segment begins, after judging its first batch as a read of the
+        whole segment judges it (a base offset, outside the CRC, lowered there would otherwise be checked against
+        the segment's base only and read at offsets its records never had). The offset index entry the slice starts
+        at holds the last offset of the append written there (``LogSegment.append``): a first batch ending at it
+        follows the batch before it, and nothing more is read (one header). Else (an old broker's entry, a
+        multi-batch append's, a stale one, no entry) the headers from the entry before it
+        (:attr:`~kafkaseg.planning.SegmentSlice.walk_from`, about one index interval) say whether the batch goes
+        back below one before it; only then is the step judged from the batch it goes back below
+        (:func:`~kafkaseg.offset_outlier.outlier_region`, the whole read's rule and floor): the slice then checks
+        its first batch against the offsets the whole read has before it (the kernels blame it, or the region left
+        out before it is the previous slice's), or, starting inside a region left out, skips (or raises at) its
+        part of it."""
+        piece, options = self.piece, self.options
+        start = piece.start_position
+        if start == 0 or start >= end:
+            return start
+        segment = SegmentReader(piece.log_path, opened=reader)
+        limits = {"verify_crc": options.verify_crc, "max_batch_bytes": options.max_batch_bytes,
+                  "max_decompressed_bytes": options.max_decompressed_batch_bytes}
+        try:
+            header = segment.header_at(start, max_batch_bytes=options.max_batch_bytes)
+            if header is None or header.last_offset == piece.start_entry:
+                return start
+            first = (batch_first_offset(segment, start, options.max_batch_bytes,
+                                        options.max_decompressed_batch_bytes)
+                     if header.magic < 2 and header.codec else header.base_offset)
+        except KafkaSegError:
+            return start  # (the read meets the damage itself)
+        walk_from = piece.walk_from if piece.walk_from is not None else self._entry_before(start)
+        high = self._highest_before(segment, walk_from, start)
+        if high is None and walk_from:  # (an entry pointing inside a batch: from the segment's start)
+            high = self._highest_before(segment, 0, start)
+        if first is None or high is None or first > high:
+            return start
+        # a step at the slice's first batch: judged from the batch it goes back below, as the whole read does
+        # (from an index entry far enough back that the batch it goes back below is not the walk's first: the
+        # offsets before that one are what its judgement is made above; an entry whose walk finds no batch, one
+        # pointing inside a batch, is passed over too)
+        walk_from = self._entry_before(start)
+        found = batch_before(segment, walk_from, start, piece.base_offset - 1, **limits)
+        while (found is None or found[0] == walk_from) and walk_from > 0:
+            walk_from = self._entry_before(walk_from)
+            found = batch_before(segment, walk_from, start, piece.base_offset - 1, **limits)
+        if found is None:
+            return start
+        region = outlier_region(segment, *found, limit=piece.segment_offsets[1], next_base=piece.next_base_offset,
+                                **limits)
+        self.walked = True
+        if region is None:  # the batch before it stands: the kernels judge the first batch against it
+            self.last_seen = offset_before(segment, walk_from, start, piece.base_offset - 1, **limits)
+            return start
+        self.last_seen = found[1]
+        if region.end <= start:  # (the previous slice's region: the first batch follows the offsets before it)
+            return start
+        # the slice starts inside the region: the previous slice raised at it, or skipped its part and named it
+        # whole (unless this batch's own index entry vouched for it there: then this part is named here)
+        if options.on_corruption != "skip":
+            raise CorruptBatchError(region.what, path=piece.log_path, position=region.position)
+        batches, size = region.within(start, end)
+        self.stats.corrupt_batches += batches
+        self.stats.corrupt_bytes += size
+        if not self._names_whole_region(reader, start) and len(self.stats.problems) < MAX_PROBLEMS:
+            self.stats.problems.append(Problem(piece.log_path, start, region.what, size, region.first_offset,
+                                               region.end_offset))
+        if region.end >= end:
+            self.finished = True
+        return min(region.end, end)
+
+    def _highest_before(self, segment: SegmentReader, start: int, end: int) -> int | None:
+        """The highest last offset of the batches in bytes ``[start, end)`` by their headers (the segment's base - 1
+        when none), None when they cannot be walked."""
+        high = self.piece.base_offset - 1
+        try:
+            for before in segment.iter_headers(start, end, max_batch_bytes=self.options.max_batch_bytes):
+                high = max(high, before.last_offset)
+        except KafkaSegError:
+            return None
+        return high
+
+    def _entry_before(self, position: int) -> int:
+        """The position of the offset index entry before ``position`` of this segment (0 without one). Error path
+        only: the index file is loaded once per slice."""
+        piece = self.piece
+        if self._entry_positions is None:
+            self._entry_positions = np.empty(0, np.int64)
+            try:
+                if piece.index_path:
+                    self._entry_positions = OffsetIndex.load(piece.index_path, piece.base_offset, piece.filesystem,
+                                                             window=piece.index_window).positions
+            except KafkaSegError:
+                pass
+        positions = self._entry_positions
+        below = int(np.searchsorted(positions, position, side="left")) - 1
+        return int(positions[below]) if below >= 0 else 0
+
     def _outlier(self, reader: RandomAccessReader, pos: int, step: int, end: int):
         """The region of batches whose offset field is corrupt (:func:`~kafkaseg.offset_outlier.outlier_region`)
         when the batch a step at ``step`` goes back below is (decoded from ``pos``, after ``last_seen``), else None
@@ -734,8 +831,33 @@ class _SliceDecoder:
         if found is None:
             return None
         region = outlier_region(segment, *found, limit=piece.segment_offsets[1], next_base=piece.next_base_offset,
-                                region_end=end, **limits)
-        return region if region is not None and region.end <= end else None
+                                **limits)
+        if region is not None and region.end > end and not self._names_whole_region(reader, end):
+            region = outlier_region(segment, *found, limit=piece.segment_offsets[1],
+                                    next_base=piece.next_base_offset, region_end=end, **limits)
+        return region if region is not None and region.position < end else None
+
+    def _names_whole_region(self, reader: RandomAccessReader, position: int) -> bool:
+        """Whether a region of batches left out across the slice boundary at ``position`` is named whole (one
+        problem, as a read of the whole segment names it) by the slice it starts in, the next slice counting its
+        part without naming it: when the segment's offset index file has an entry at ``position`` (slices are cut
+        at entries) that does not hold the last offset of the batch there. An entry that does vouches for that
+        batch, which a slice starting there reads without judging it (:meth:`check_start`): the region stops at the
+        boundary; and so it does at a boundary that is no entry (offset ranges, a start found by a walk), whose
+        slices name their own parts. Error path only: one index load and one header."""
+        piece = self.piece
+        try:
+            if not piece.index_path:
+                return False
+            index = OffsetIndex.load(piece.index_path, piece.base_offset, piece.filesystem, window=piece.index_window)
+            k = int(np.searchsorted(index.positions, position, side="left"))
+            if k >= len(index.positions) or int(index.positions[k]) != position:
+                return False
+            header = SegmentReader(piece.log_path, opened=reader).header_at(
+                position, max_batch_bytes=self.options.max_batch_bytes)
+        except KafkaSegError:
+            return False
+        return header is not None and header.last_offset != int(index.offsets[k])
 
     def _up_to_outlier(self, view, request: DecodeRequest, region):
         """Raise at ``region`` (strict), or decode ``view`` up to it and count it as skipped, the read going on
@@ -747,12 +869,16 @@ class _SliceDecoder:
         if result.consumed != cut or result.stop in (STOP_PAST_END, STOP_CORRUPT, STOP_PARTIAL):
             return result  # (stopped before it: the next decode meets the step again)
         stats = result.stats
-        stats.corrupt_batches += region.batches
-        stats.corrupt_bytes += region.size
+        # (a region running past the slice's end: the next slice, starting inside it, counts the rest; the problem
+        # names it whole, as a read of the whole segment does)
+        end = request.base_position + len(view) + request.bytes_after
+        batches, size = region.within(region.position, end)
+        stats.corrupt_batches += batches
+        stats.corrupt_bytes += size
         if len(stats.problems) < MAX_PROBLEMS:
             stats.problems.append(Problem(self.piece.log_path, region.position, region.what, region.size,
                                           region.first_offset, region.end_offset))
-        self.resume_at = region.end
+        self.resume_at = min(region.end, end)
         return result
 
     def accept(self, result, pos: int, end: int, reader: RandomAccessReader) -> pa.RecordBatch | None:
@@ -1097,17 +1223,8 @@ class _SliceDecoder:
         there makes unreadable start, and what the batch there follows), found by a header walk from the offset
         index entry before it (from the segment's start without one). Error path only: about one index interval of
         headers, each batch read for its CRC."""
-        piece = self.piece
-        start = 0
-        try:
-            if piece.index_path:
-                index = OffsetIndex.load(piece.index_path, piece.base_offset, piece.filesystem,
-                                         window=piece.index_window)
-                below = int(np.searchsorted(index.positions, position, side="left")) - 1
-                start = int(index.positions[below]) if below >= 0 else 0
-        except KafkaSegError:
-            start = 0
-        options = self.options
+        piece, options = self.piece, self.options
+        start = self._entry_before(position)
         return offset_before(SegmentReader(piece.log_path, opened=reader), start, position, piece.base_offset - 1,
                              verify_crc=options.verify_crc, max_batch_bytes=options.max_batch_bytes,
                              max_decompressed_bytes=options.max_decompressed_batch_bytes) + 1

@@ -793,9 +793,7 @@ def test_a_damaged_base_offset_costs_only_its_batch(rolled, copy, kernel, case, 
     with pytest.raises(CorruptBatchError) as info:
         kafkaseg.read_arrow(str(copy), readMode=read_mode)
     assert (info.value.path, info.value.position) == (str(log), bad.position), str(info.value)
-    # (a slice cut at an index entry does not check its first batch against the batch before it: a base lowered
-    # there is not seen, see the README's limits)
-    for split in ({}, {"splitSize": "4k"}) if case != "lowered_into_previous" else ({},):
+    for split in ({}, {"splitSize": "4k"}):
         scan = kafkaseg.open_scan(str(copy), onCorruption="skip", readMode=read_mode, **split)
         rows = _rows(scan.to_table())
         assert rows == {o: row for o, row in undamaged.items() if o not in lost}, split
@@ -897,3 +895,192 @@ def test_the_fewest_batches_left_out_decide():
     assert _kept([(230, 239), (244, 253), (250, 259)], floor=229) == [True, False, False]
     # unsound batches (CRC) are never kept and take no room
     assert kept_batches([_B(0, 4), _B(90, 99, sound=False), _B(5, 9)], -1, None) == [True, False, True]
+
+
+# --- a slice that starts mid-segment: its first batch judged as a read of the whole segment judges it -------------
+# A slice cut at an offset index entry (splitSize) or started at a pushed-down offset checked its first batch against
+# the segment's base only: a base offset lowered there (outside the CRC) was read at offsets its records never had.
+
+# (segment 1 of offset_damage's partition, cut at splitSize=4k before batches 4 and 8: 170..179 and 210..219)
+SLICE_STARTS = {
+    "lowered_into_previous": (1, 4, 8),  # 170..179 -> 162..171, over the previous slice's last batch
+    "lowered_below_previous_entry": (1, 4, 32),  # 170..179 -> 138..147, below the entry before it
+    "lowered_later_slice": (1, 8, 16),  # 210..219 -> 194..203
+    "raised_first_of_slice": (1, 4, 64),  # 170..179 -> 234..243, over the rest of its slice and into the next
+}
+
+
+def _read(root, **options):
+    """``(rows, problems, corrupt batches)`` of a lenient read, or ``(path, position)`` of a strict one's error."""
+    if options.get("onCorruption") == "skip":
+        scan = kafkaseg.open_scan(str(root), **options)
+        rows = _rows(scan.to_table())
+        problems = [(p.path, p.position, p.bytes, p.first_offset, p.end_offset) for p in scan.metrics.decode.problems]
+        return rows, problems, scan.metrics.decode.corrupt_batches
+    try:
+        return _rows(kafkaseg.read_arrow(str(root), **options))
+    except CorruptBatchError as err:
+        return err.path, err.position
+
+
+@pytest.mark.parametrize("case", sorted(SLICE_STARTS))
+@pytest.mark.parametrize("read_mode", ["mmap", "pread"])
+@pytest.mark.parametrize("on_corruption", ["skip", "fail"])
+def test_a_slices_first_batch_is_judged_as_a_whole_segment_read_judges_it(rolled, copy, kernel, case, read_mode,
+                                                                         on_corruption):
+    """The damaged batch starts a slice (splitSize=4k cuts at its index entry): the read loses what a read of the
+    whole segment loses, with the same problem (byte, size, offsets) or error position (found: a lowered one was
+    read at its lowered offsets, overwriting none but returning records at offsets they never had)."""
+    segment, batch, xor = SLICE_STARTS[case]
+    log, bad, _, following = damage(copy, segment, batch, xor)
+    options = {"onCorruption": on_corruption, "readMode": read_mode}
+    assert bad.position in {p.start_position for p in plan_scan(str(copy), ReadOptions.from_options(
+        {**options, "splitSize": "4k"})).slices}
+    whole = _read(copy, **options)
+    assert _read(copy, **options, splitSize="4k") == whole
+    if on_corruption == "fail":
+        assert whole == (str(log), bad.position)
+        return
+    undamaged = _rows(kafkaseg.read_arrow(str(rolled)))
+    rows, problems, corrupt = whole
+    assert rows == {o: row for o, row in undamaged.items() if not bad.base_offset <= o <= bad.last_offset}
+    assert corrupt == 1 and [p[:3] for p in problems] == [(str(log), bad.position, bad.size)]
+    assert problems[0][3:] == (bad.base_offset, following)
+
+
+@pytest.mark.parametrize("start", [165, 170, 172, 179])
+@pytest.mark.parametrize("on_corruption", ["skip", "fail"])
+def test_a_pushed_down_start_at_or_past_a_lowered_batch_is_judged_as_a_whole_read(rolled, copy, kernel, start,
+                                                                                 on_corruption):
+    """startingOffsets pushed down to the batch that can hold it: a batch whose base offset went down (170..179 ->
+    162..171) is judged against the batch before it, whether the read starts at it (170, 165: the batch before it)
+    or planning's walk would have stepped over it by its lowered offsets (172, 179: its records lost unsaid)."""
+    log, bad, _, following = damage(copy, *SLICE_STARTS["lowered_into_previous"])
+    options = {"onCorruption": on_corruption, "startingOffsets": json_offsets(start)}
+    if on_corruption == "fail":
+        assert _read(copy, **options) == (str(log), bad.position)
+        return
+    rows, problems, corrupt = _read(copy, **options)
+    undamaged = _rows(kafkaseg.read_arrow(str(rolled)))
+    assert rows == {o: row for o, row in undamaged.items()
+                    if o >= start and not bad.base_offset <= o <= bad.last_offset}
+    assert corrupt == 1 and [p[:3] for p in problems] == [(str(log), bad.position, bad.size)]
+
+
+def _rewrite_index(root, segment: int, entry_for):
+    """Rewrite segment ``segment``'s offset index: ``entry_for(k, headers)`` gives ``(offset, position)`` of entry
+    ``k`` or None to leave it out (the headers are the segment's batches)."""
+    log = _logs(root)[segment]
+    base = int(log.stem)
+    headers = list(iter_headers(log.read_bytes()))
+    entries = [e for e in (entry_for(k, headers) for k in range(len(headers))) if e is not None]
+    index = log.with_suffix(".index")
+    index.write_bytes(b"".join(struct.pack(">ii", offset - base, position) for offset, position in entries))
+    return headers
+
+
+ODD_ENTRIES = {
+    # an 0.8 to 1.x broker's entries: the append's first offset
+    "first_offsets": lambda k, h: (h[k].base_offset, h[k].position) if k % 2 else None,
+    # a follower's (or the cleaner's) appends of several batches: the append's largest offset, at its first batch
+    "appends_of_two_batches": lambda k, h: (h[k + 1].last_offset, h[k].position) if k % 2 and k + 1 < len(h) else None,
+    # a broker with another index.interval.bytes rebuilt it
+    "every_third_batch": lambda k, h: (h[k].last_offset, h[k].position) if k and k % 3 == 0 else None,
+    # entries a follower's truncation left (their offsets another leader's, then appended over at the same bytes)
+    "stale_offsets": lambda k, h: (h[k].last_offset + (5 if k % 2 else 0), h[k].position)
+    if k and (k + 1 >= len(h) or h[k].last_offset + 5 < h[k + 1].last_offset) else None,
+}
+
+
+@pytest.mark.parametrize("entries", sorted(ODD_ENTRIES))
+@pytest.mark.parametrize("read_mode", ["mmap", "pread"])
+def test_slices_cut_at_odd_index_entries_of_valid_data_read_it_all(rolled, copy, kernel, entries, read_mode):
+    """Index entries that fit their batches without holding their last offsets (an old broker's, a multi-batch
+    append's, stale ones over the same bytes) cut slices of a valid log: strict and lenient reads return every
+    record, nothing counted as corrupt."""
+    for segment in range(len(_logs(copy)) - 1):
+        _rewrite_index(copy, segment, ODD_ENTRIES[entries])
+    undamaged = _rows(kafkaseg.read_arrow(str(rolled)))
+    for split in ("2k", "4k"):
+        assert _read(copy, readMode=read_mode, splitSize=split) == undamaged
+        assert _read(copy, readMode=read_mode, splitSize=split, onCorruption="skip") == (undamaged, [], 0)
+    for start in (165, 170, 172, 255):
+        assert _read(copy, readMode=read_mode, startingOffsets=json_offsets(start), splitSize="2k") == {
+            o: row for o, row in undamaged.items() if o >= start}
+
+
+@pytest.mark.parametrize("lowered", [False, True])
+def test_a_compacted_segments_slices_judge_their_first_batch_by_its_own_offsets(tmp_path, kernel, lowered):
+    """Compaction gaps between batches (20b..20b+4) and slices cut at each index entry: valid data reads whole;
+    a base lowered over the batch before it at a slice's start (100..104 -> 82..86, room for either) leaves out
+    both, as a whole read does, and a strict read names the first of them in both."""
+    log, headers = _compacted(tmp_path)
+    # (an entry every other batch: the lowered one's entry still fits between its neighbours)
+    _rewrite_index(tmp_path, 0, lambda k, h: (h[k].last_offset, h[k].position) if k % 2 else None)
+    if lowered:
+        data = bytearray(log.read_bytes())
+        struct.pack_into(">q", data, headers[5].position, 82)
+        log.write_bytes(bytes(data))
+    starts = {p.start_position for p in plan_scan(str(tmp_path), ReadOptions.from_options({"splitSize": 1})).slices}
+    assert headers[5].position in starts
+    for on_corruption in ("fail", "skip"):
+        whole = _read(tmp_path, onCorruption=on_corruption)
+        assert _read(tmp_path, onCorruption=on_corruption, splitSize=1) == whole, on_corruption
+    assert whole[1:] == (([], 0) if not lowered else ([(str(log), headers[4].position,
+                                                         headers[4].size + headers[5].size, 65, 120)], 2))
+
+
+@pytest.mark.parametrize("entries", [None, "appends_of_two_batches", "first_offsets"])
+def test_valid_slices_judge_no_step_at_their_start(rolled, copy, monkeypatch, entries):
+    """On valid data a slice's first batch costs one header when its index entry holds its last offset (what
+    brokers since 2.0 write), else a header walk from the entry before it: the judgement of a step (each batch
+    read whole for its CRC, the offset index loaded) never runs."""
+    import kafkaseg.scan as scan
+
+    if entries is not None:
+        for segment in range(len(_logs(copy)) - 1):
+            _rewrite_index(copy, segment, ODD_ENTRIES[entries])
+    walks = []
+    real = scan.SegmentReader.iter_headers
+
+    def counted(self, start=0, end=None, **kw):
+        if end is not None:  # (not a header read)
+            walks.append((start, end))
+        return real(self, start, end, **kw)
+
+    def judged(*args, **kwargs):
+        raise AssertionError("a step judged on valid data")
+
+    monkeypatch.setattr(scan, "batch_before", judged)
+    monkeypatch.setattr(scan, "offset_before", judged)
+    monkeypatch.setattr(scan.SegmentReader, "iter_headers", counted)
+    scan_ = kafkaseg.open_scan(str(copy), splitSize="2k", onCorruption="skip")
+    assert scan_.to_table().num_rows == RECORDS and scan_.metrics.slices > 10
+    # one walk from the entry before each slice that starts mid-segment, and only without the entry's evidence
+    assert (walks == []) == (entries is None)
+
+
+def test_a_slice_after_an_entry_pointing_inside_a_batch_still_judges_its_first_batch(copy, kernel):
+    """The entry before the slice's (where its header walk starts) points inside a batch: the walk goes from the
+    segment's start instead, and the lowered first batch (170..179 -> 162..171, still above that entry's offset,
+    so planning keeps the index) is judged as a whole read judges it."""
+    _rewrite_index(copy, 1, lambda k, h: (h[k].last_offset, h[k].position + (100 if k == 2 else 0))
+                   if k and k % 2 == 0 else None)
+    log, bad, _, _ = damage(copy, *SLICE_STARTS["lowered_into_previous"])
+    assert bad.position in {p.start_position for p in plan_scan(str(copy), ReadOptions.from_options(
+        {"splitSize": "4k"})).slices if p.log_path == str(log)}
+    for on_corruption in ("fail", "skip"):
+        whole = _read(copy, onCorruption=on_corruption)
+        assert _read(copy, onCorruption=on_corruption, splitSize="4k") == whole
+    assert whole[1:] == ([(str(log), bad.position, bad.size, 170, 180)], 1)
+
+
+@pytest.mark.parametrize("cutting", [{"minPartitions": 40}, {"maxRecordsPerPartition": 20}])
+def test_slices_cut_for_parallelism_or_record_counts_judge_their_first_batch(copy, kernel, cutting):
+    """minPartitions and maxRecordsPerPartition cut at index entries too: the lowered batch starting a slice is
+    judged as a whole read judges it."""
+    log, bad, _, _ = damage(copy, *SLICE_STARTS["lowered_into_previous"])
+    assert bad.position in {p.start_position for p in plan_scan(str(copy), ReadOptions.from_options(cutting)).slices
+                            if p.log_path == str(log)}
+    for on_corruption in ("fail", "skip"):
+        assert _read(copy, onCorruption=on_corruption, **cutting) == _read(copy, onCorruption=on_corruption)
