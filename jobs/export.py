@@ -922,7 +922,7 @@ def skipped_report(metrics: dict, limit: int = 5) -> tuple[dict, list[str]]:
         lines += _first(skipped["missing_offsets"], limit, "after {}: offsets [{}, {})", "")
     if skipped["unreadable_tails"]:
         lines.append(f"{len(skipped['unreadable_tails'])} active segments end before offsets their own indexes "
-                     "prove they held, with no high watermark to say whether they were acknowledged (a crash may "
+                     "or producer snapshots prove they held, with no high watermark to say whether they were acknowledged (a crash may "
                      "have lost them unflushed):")
         lines += _first(skipped["unreadable_tails"], limit, "{0} @ byte {1}: offsets [{4}, {5}) not in the table", "")
     return skipped, lines

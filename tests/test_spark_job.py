@@ -165,7 +165,8 @@ def test_skipped_report_lines():
                      "  /d/t-0/5.log offsets [5, 9): skipped (failOnDataLoss=false)"]
     _, lines = export.skipped_report({"unreadable_tails": [["/d/t-0/250.log", 2584, "index entries ...", 100, 270,
                                                             300]]})
-    assert lines[0].startswith("1 active segments end before offsets their own indexes prove") and \
+    assert lines[0].startswith("1 active segments end before offsets their own indexes or producer snapshots "
+                               "prove") and \
         lines[1] == "  /d/t-0/250.log @ byte 2584: offsets [270, 300) not in the table"
     _, lines = export.skipped_report({"missing_offsets": [("/d/t-0/0.log", 63, 89)]})
     assert lines[0].startswith("offsets missing between segments in 1 places") and \

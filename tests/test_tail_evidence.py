@@ -414,3 +414,26 @@ def test_verify_judges_a_preallocated_torn_batch_where_the_reads_do(torn, capsys
     assert "recovery point 300" in line["message"] and "append in progress" in line["message"]
     code, out, err = _run(capsys, ["describe", "--json", str(root)])
     assert json.loads(out)["partitions"][0]["lostTail"]["position"] == at
+
+
+def test_the_spark_read_metrics_carry_the_lost_tails(torn, tmp_path, monkeypatch):
+    """``ScanReport.read_metrics()`` (what a Spark user and the export job's summary get) lists a tail the recovery
+    point proves lost under ``lost_tails``, as ``ScanMetrics`` does, beside its problem."""
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.planning import plan_scan
+    from kafkaseg.scan import ScanMetrics, read_slice
+    from kafkaseg.spark import reports
+
+    root, active, at = torn
+    _set_recovery_point(root, RECORDS)
+    monkeypatch.setenv(reports.REPORT_DIR_ENV, str(tmp_path / "reports"))
+    options = ReadOptions.from_options({"onCorruption": "skip"})
+    plan = plan_scan(str(root), options)
+    for n, piece in enumerate(plan.slices):
+        own = ScanMetrics()
+        list(read_slice(piece, options, own))
+        reports.write_read_metrics("s1", n, own.as_dict())
+    totals = reports.ScanReport("s1", 0.0, len(plan.slices), 1, 0, {}, plan.report).read_metrics()
+    (lost,) = totals["lost_tails"]
+    assert (lost.path, lost.position, lost.first_offset, lost.end_offset) == (str(active), at, LOST_FROM, RECORDS)
+    assert [(p.path, p.position) for p in totals["problems"]] == [(str(active), at)]

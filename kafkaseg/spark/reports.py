@@ -92,8 +92,9 @@ class ScanReport:
         ``slices_read``, ``bytes_read``, ``records``, ``batches``, ``truncated_tails``, ``problems`` (each a
         :class:`~kafkaseg.decode.api.Problem`: ``(path, position, what)`` with its ``bytes`` and offsets; a region
         two slices both read counted once, in ``corrupt_batches``/``corrupt_bytes`` too), ``unreadable_tails``
-        (active segments whose indexes prove offsets past their readable end, with no high watermark to bound
-        the read: see README),
+        (active segments whose indexes or producer snapshots prove offsets past their readable end, with no high
+        watermark to bound the read: see README), ``lost_tails`` (those of them, and tails cut below the recovery
+        point, that the broker had flushed: data loss, each also one of ``problems``),
         ``vanished_segments`` (segments a live broker deleted or replaced after planning), ``missing_offsets``
         (offsets missing between segments above the cleaner checkpoint, read past), ``other_copies_read`` (offsets a
         strict read took from another copy of their partition, the chosen one being corrupt), ``lenient_decisions`` (the
@@ -110,7 +111,8 @@ class ScanReport:
                                   "records": 0, "batches": 0, "output_batches": 0, "skipped_aborted_batches": 0,
                                   "corrupt_batches": 0, "corrupt_bytes": 0, "truncated_tails": [], "problems": [],
                                   "vanished_segments": [], "missing_offsets": [], "other_copies_read": [],
-                                  "unreadable_tails": [], "lenient_decisions": list(self.plan.lenient)}
+                                  "unreadable_tails": [], "lost_tails": [],
+                                  "lenient_decisions": list(self.plan.lenient)}
         counted: dict = {}  # the byte ranges of each file the problems summed so far count
         for path in sorted(latest.values()):
             try:
@@ -126,6 +128,7 @@ class ScanReport:
             totals["corrupt_bytes"] -= nbytes
             totals["problems"].extend(kept)
             totals["unreadable_tails"].extend(Problem.from_list(p) for p in metrics.get("unreadable_tails", []))
+            totals["lost_tails"].extend(Problem.from_list(p) for p in metrics.get("lost_tails", []))
             totals["truncated_tails"].extend(metrics.get("truncated_tails", []))
             totals["vanished_segments"].extend(metrics.get("vanished_segments", []))
             totals["missing_offsets"].extend(metrics.get("missing_offsets", []))
