@@ -377,13 +377,21 @@ def _after_corrupt_batch(piece: SegmentSlice, err: CorruptDataError, first: int,
                          ) -> tuple[int, int] | None:
     """``(offset, position)`` where ``piece``'s file goes on after the corrupt batch ``err`` names, which starts at
     offset ``first``: the next batch's base offset and position (v2), or the entry's own offset field plus one
-    (legacy entries carry their last offset there) with the next entry's position. From the framing fields, which no
+    (legacy entries carry their last offset there) with the next entry's position; after a run of batches whose
+    offset field is corrupt (``err.outlier_region``), the first batch read after the run. From the framing fields, which no
     CRC covers, checked against each other; None when they do not hold up (or name the slice's end), and the rest
     of the slice is then read from another copy."""
     at = err.position
     if (not isinstance(err, CorruptBatchError) or err.path != piece.log_path or at is None
             or not piece.start_position <= at < piece.end_position):
         return None
+    region = getattr(err, "outlier_region", None)
+    if region is not None:  # batches a corrupt offset field leaves out (_SliceDecoder._up_to_outlier): all of them,
+        # up to the next batch read (whose offset field the batches around it vouch for), not the first alone
+        resume = region.end_offset
+        if resume is None or region.end >= piece.end_position:
+            return None
+        return (resume, region.end) if first < resume < end else None
     try:
         with RandomAccessReader(piece.log_path, piece.filesystem) as reader:
             head = reader.read_at(at, HEADER_PREFIX_SIZE)
@@ -863,7 +871,9 @@ class _SliceDecoder:
         """Raise at ``region`` (strict), or decode ``view`` up to it and count it as skipped, the read going on
         after it (lenient)."""
         if not request.lenient:
-            raise CorruptBatchError(region.what, path=self.piece.log_path, position=region.position)
+            err = CorruptBatchError(region.what, path=self.piece.log_path, position=region.position)
+            err.outlier_region = region  # (another copy stands in for all of its batches: _after_corrupt_batch)
+            raise err
         cut = region.position - request.base_position
         result = self.kernel(view[:cut], replace(request, bytes_after=request.bytes_after + len(view) - cut))
         if result.consumed != cut or result.stop in (STOP_PAST_END, STOP_CORRUPT, STOP_PARTIAL):

@@ -866,6 +866,38 @@ def test_only_the_corrupt_batch_comes_from_another_copy(tmp_path):
     assert scan.to_table().column("offset").to_pylist() == chosen
 
 
+@pytest.mark.parametrize("read_mode", ["mmap", "pread"])
+def test_another_copy_stands_in_for_every_batch_a_corrupt_offset_field_leaves_out(tmp_path, read_mode):
+    """Two overlapping batches of which either offset field can be the corrupt one (a compaction gap before them
+    leaves room for either: offset_outlier leaves both out) are both taken from another copy by a strict read, not
+    the first alone with the chosen copy read again from the second's offset field: that returned its records at
+    offsets they never had and lost the rest of its offsets (found in review)."""
+    spec = TopicSpec("t", records_per_partition=600, records_per_batch=10, vary_batch_size=False,
+                     segment_bytes=16 << 10, index_interval_bytes=1024)
+    paths = []
+    for name, node in (("a", 1), ("b", 2)):
+        write_data_dir(tmp_path / name, [spec], node_id=node)
+        paths.append(str(tmp_path / name))
+        log = sorted((tmp_path / name / "t-0").glob("*.log"))[3]  # offsets 390..519, 10 a batch
+        data = bytearray(log.read_bytes())
+        gap = next(h for h in iter_headers(bytes(data)) if h.base_offset == 430)
+        del data[gap.position:gap.position + gap.size]  # offsets 430..439 compacted away, in both copies
+        if name == "a":  # the chosen copy: 450..459's base offset lowered into 440..449 (446..455)
+            second = next(h for h in iter_headers(bytes(data)) if h.base_offset == 450)
+            struct.pack_into(">q", data, second.position, 446)
+        log.write_bytes(bytes(data))
+        for suffix in (".index", ".timeindex"):
+            log.with_suffix(suffix).unlink()
+    lenient = kafkaseg.open_scan(paths[0], onCorruption="skip")
+    lenient.to_table()
+    assert [(p.first_offset, p.end_offset) for p in lenient.metrics.problems] == [(430, 460)]  # (both left out)
+    expected = kafkaseg.read_arrow(paths[1]).select(["offset", "value"])
+    scan = kafkaseg.open_scan(paths, readMode=read_mode)
+    assert scan.plan.report.replicas[0]["chosen"] == str(tmp_path / "a" / "t-0")
+    assert scan.to_table().select(["offset", "value"]).equals(expected)
+    assert [entry[2:4] for entry in scan.metrics.other_copies_read] == [(430, 460)]
+
+
 def test_a_copy_of_another_topic_incarnation_is_not_read_instead(tmp_path):
     """The other copy's topic was deleted and recreated since planning (another topic id): its offsets are other
     records, so the corrupt copy's error is raised, saying why that copy was not read."""
