@@ -152,6 +152,15 @@ def test_mutated_bytes_agree(fmt, batches, per_batch, seed, mutations, cut, star
     check(bytes(data), begin, available_end=len(data) + extra, room=room, max_batch_size=max_batch_size)
 
 
+@pytest.mark.parametrize("kernel", TWINS)
+def test_a_start_before_the_buffer_is_refused(kernel):
+    data = segment_bytes(2, "none", 2, 1)
+    for call in (kernel.skip, kernel.headers, kernel.columns):
+        with pytest.raises(ValueError, match="before its buffer"):
+            call(data, -1, len(data), len(data))
+    assert kernel.skip(data, len(data) + 5, len(data), len(data) + 100) == (len(data) + 5, 0, walk.STOP_INCOMPLETE)
+
+
 @settings(max_examples=200, deadline=None)
 @given(data=st.binary(max_size=300), start=st.integers(0, 40))
 def test_arbitrary_bytes_agree(data, start):

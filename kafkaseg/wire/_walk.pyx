@@ -105,6 +105,8 @@ def skip(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t available_end, Py_ssi
     cdef Py_buffer view
     cdef Py_ssize_t pos, count
     cdef int reason
+    if start < 0:
+        raise ValueError(f"a walk cannot start before its buffer (start {start})")
     PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
     try:
         if end > view.len:
@@ -139,6 +141,8 @@ def headers(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t available_end, Py_
     cdef int reason = _STOP_END
     cdef const uint8_t* data
     cdef list found = []
+    if start < 0:
+        raise ValueError(f"a walk cannot start before its buffer (start {start})")
     PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
     try:
         if end > view.len:
@@ -167,6 +171,8 @@ def columns(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t available_end, Py_
     cdef int64_t[:, ::1] out
     cdef int magic
     cdef int64_t offset, ts
+    if start < 0:
+        raise ValueError(f"a walk cannot start before its buffer (start {start})")
     PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
     try:
         if end > view.len:

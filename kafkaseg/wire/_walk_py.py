@@ -30,6 +30,11 @@ _MIN_SIZE = (14, 22, 49)
 _IN_BUFFER = (_V0.size, _V1.size, 61)  # header bytes that must be in the buffer
 
 
+def _check_start(start: int) -> None:
+    if start < 0:
+        raise ValueError(f"a walk cannot start before its buffer (start {start})")
+
+
 def _batch_at(buf, pos: int, end: int, available_end: int, room: int, max_batch_size: int):
     """``(total, None)`` for a whole acceptable batch at ``pos``, else ``(0, stop reason)``."""
     in_buffer = end - pos
@@ -56,6 +61,7 @@ def _batch_at(buf, pos: int, end: int, available_end: int, room: int, max_batch_
 def skip(buf, start: int, end: int, available_end: int, room: int = 0, max_batch_size: int = -1,
          max_count: int = -1) -> tuple[int, int, int]:
     """``(position, count, reason)``: see :func:`kafkaseg.wire.walk.skip`."""
+    _check_start(start)
     end = min(end, len(buf))
     pos, count = start, 0
     while pos < available_end and count != max_count:
@@ -86,6 +92,7 @@ def _unpack(buf, pos: int, total: int, base: int) -> tuple:
 def headers(buf, start: int, end: int, available_end: int, room: int = 0, max_batch_size: int = -1,
             max_count: int = -1, base: int = 0, cls=tuple) -> tuple[int, int, list]:
     """``(position, reason, headers)``: see :func:`kafkaseg.wire.walk.headers`."""
+    _check_start(start)
     end = min(end, len(buf))
     found = []
     pos = start
