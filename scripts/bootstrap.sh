@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Creates (or refreshes) the project's virtualenv in .venv with kafkaseg installed editable, its compiled decoder
+# Creates (or refreshes) the project's virtualenv in .venv with kafkaseg installed editable, its compiled modules
 # built, and the dev/test dependencies. Idempotent and quick when nothing changed: a stamp records the hash of
 # the files that decide what gets installed or compiled. Prints the venv's python path on stdout's last line.
 set -euo pipefail
@@ -17,7 +17,7 @@ fi
 [ -n "$python" ] || { echo "kafkaseg needs Python 3.11 or newer on PATH" >&2; exit 1; }
 pyspark_pin="${KAFKASEG_PYSPARK:-}"  # e.g. 4.1.4: that PySpark instead of the newest (CI tests the oldest supported)
 stamp="$venv/.kafkaseg-stamp"
-want="$( (echo "pyspark=$pyspark_pin"; cat "$root/pyproject.toml" "$root/setup.py" "$root/kafkaseg/decode/_kernel.pyx" "$root/kafkaseg/decode/_varint.h" "$root/kafkaseg/storage/_mapped.pyx" "$root/kafkaseg/storage/_sigbus_guard.h") | sha256sum | cut -d' ' -f1)"
+want="$( (echo "pyspark=$pyspark_pin"; cat "$root/pyproject.toml" "$root/setup.py" "$root/kafkaseg/decode/_kernel.pyx" "$root/kafkaseg/decode/_varint.h" "$root/kafkaseg/storage/_mapped.pyx" "$root/kafkaseg/storage/_sigbus_guard.h" "$root/kafkaseg/wire/_walk.pyx") | sha256sum | cut -d' ' -f1)"
 if [ ! -x "$venv/bin/python" ]; then
   echo "kafkaseg: creating $venv" >&2
   "$python" -m venv "$venv"
@@ -33,7 +33,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   else  # a pin dropped since: pip keeps a satisfying older PySpark unless asked to upgrade
     "$venv/bin/python" -m pip install -q --upgrade "pyspark>=4.1" >&2
   fi
-  "$venv/bin/python" -c 'import kafkaseg.decode as d, kafkaseg.storage._mapped; assert d.IMPLEMENTATION == "cython", d.IMPLEMENTATION' >&2
+  "$venv/bin/python" -c 'import kafkaseg.decode as d, kafkaseg.storage._mapped, kafkaseg.wire.walk as w
+assert d.IMPLEMENTATION == "cython", d.IMPLEMENTATION
+assert w.IMPLEMENTATION == "cython", w.IMPLEMENTATION' >&2
   echo "$want" > "$stamp"
 fi
 echo "$venv/bin/python"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds kafkaseg's wheel as a cluster deployment would (pip wheel, with the build requirements pyproject.toml
 # names), installs it with its runtime dependencies only into a fresh virtualenv, and reads the built-in sample
-# data dir from outside the checkout: the compiled kernels must be in the wheel and load, the Spark data source's
-# registration module must be packaged, and the CLI must run. Used by .ci/run; needs PyPI (or a pip index).
+# data dir from outside the checkout: the compiled kernels (decoder, mappings, header walk) must be in the wheel and
+# load, the Spark data source's registration module must be packaged, and the CLI must run. Used by .ci/run; needs PyPI (or a pip index).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 python="${PYTHON:-python3}"
@@ -20,12 +20,15 @@ import zipfile
 import kafkaseg
 import kafkaseg.decode as decode
 import kafkaseg.storage._mapped  # noqa: F401  (the compiled guarded mappings)
+import kafkaseg.wire._walk  # noqa: F401  (the compiled header walk)
+import kafkaseg.wire.walk as walk
 from kafkaseg.testing.datadir import sample_data_dir
 
 names = zipfile.ZipFile(sys.argv[1]).namelist()
 assert "pyspark_kafkaseg/__init__.py" in names, "the Spark data source's registration module is not in the wheel"
 assert "kafkaseg/py.typed" in names
 assert decode.IMPLEMENTATION == "cython", decode.IMPLEMENTATION
+assert walk.IMPLEMENTATION == "cython", walk.IMPLEMENTATION
 assert kafkaseg.__file__.startswith(sys.prefix), kafkaseg.__file__
 manifest = sample_data_dir("sample")
 table = kafkaseg.read_arrow("sample")

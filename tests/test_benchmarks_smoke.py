@@ -149,3 +149,11 @@ def test_bench_dump_quick(tmp_path):
     out = run("bench_dump.py", tmp_path, "--quick", "--json")
     rows = [line for line in out.splitlines() if line.strip().startswith("dump --json")]
     assert len(rows) == 7 and all(float(r.split()[-3]) > 0 for r in rows)  # and batches only
+
+
+def test_bench_headers_quick(tmp_path):
+    out = run("bench_headers.py", tmp_path, "--quick")
+    assert out.startswith("machine: nproc=")
+    rows = [line.split() for line in out.splitlines() if re.match(r"\s*v[12]\s", line)]
+    assert {(row[0], row[1]) for row in rows} == {(f"v{m}", walk) for m in (1, 2)
+                                                   for walk in ("chunks", "iter_headers", "batch_table", "rebuild")}

@@ -6,9 +6,7 @@ Both twins expose ``decode(buf, request) -> DecodeResult`` and ``IMPLEMENTATION`
 
 from __future__ import annotations
 
-import os
-import warnings
-
+from kafkaseg._twins import load
 from kafkaseg.decode import _kernel_py
 from kafkaseg.decode.api import DecodeRequest, DecodeResult, DecodeStats
 
@@ -18,28 +16,7 @@ __all__ = ["decode", "DecodeRequest", "DecodeResult", "DecodeStats", "IMPLEMENTA
 pure_kernel = _kernel_py
 
 
-def _load():
-    if os.environ.get("KAFKASEG_PURE") == "1":
-        return _kernel_py
-    try:
-        from kafkaseg.decode import _kernel  # type: ignore[attr-defined]
-    except ImportError as err:
-        import importlib.util
-
-        # a module never built (no compiler at install) is said plainly; Python's own text for it names a
-        # "partially initialized module" and a circular import, which would send a user the wrong way
-        try:
-            built = importlib.util.find_spec("kafkaseg.decode._kernel") is not None
-        except (ImportError, ValueError):
-            built = True
-        why = err if built else "it was not built"
-        warnings.warn(f"kafkaseg: compiled decoder unavailable ({why}); using the pure-Python decoder, which is "
-                      "much slower. Reinstall with a C compiler to build it.", RuntimeWarning, stacklevel=3)
-        return _kernel_py
-    return _kernel
-
-
-kernel = _load()
+kernel = load("kafkaseg.decode._kernel", _kernel_py, "decoder")
 decode = kernel.decode
 IMPLEMENTATION = kernel.IMPLEMENTATION
 

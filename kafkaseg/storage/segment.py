@@ -33,6 +33,7 @@ from kafkaseg.storage.fs import RandomAccessReader, basename
 from kafkaseg.storage.producer_snapshot import snapshot_offset_from_name
 from kafkaseg.wire.batch import (HEADER_PREFIX_SIZE, LOG_OVERHEAD, MIN_ENTRY_SIZE, V2_HEADER_SIZE, BatchHeader,
                                  read_header)
+from kafkaseg.wire import walk as _walk
 from kafkaseg.wire.crc import crc_is_valid
 from kafkaseg.wire.text import utc_ms_text
 
@@ -106,6 +107,17 @@ def _unwritten_tail(buf, position: int, partial_append: bool) -> str | None:
     return "an append in progress: zeros from its length field on (preallocated)"
 
 
+#: The compiled header walk (:mod:`kafkaseg.wire.walk`: its pure twin without it), which the walks below run over
+#: the whole batches of each read, parsing in Python only where it stops; None: every header in Python (tests).
+_FAST_WALK = _walk.kernel
+
+
+def _walk_limit(max_batch_bytes: int | None) -> int:
+    """``max_batch_bytes`` as the compiled walk takes it: -1 for none, and within what its C long long and a size
+    field (an int32) can tell apart (a negative limit refuses every batch, as ``read_header``'s does)."""
+    return -1 if max_batch_bytes is None else min(max(max_batch_bytes, 0), 1 << 31)
+
+
 class HeaderWalk:
     """Iterator over batch headers returned by :meth:`SegmentReader.iter_headers`; ``tail`` is set when the walk
     stopped at an unusable tail, ``end_position`` is where the walk stopped (just past the last whole batch)."""
@@ -130,12 +142,22 @@ class HeaderWalk:
     def __next__(self) -> BatchHeader:
         return next(self._iterator)
 
-    def _walk(self) -> Iterator[BatchHeader]:
+    def runs(self) -> "HeaderWalk":
+        """This walk (not started yet) as it yields to :func:`batch_table`: a run of whole batches the compiled walk
+        took at once as a tuple of int64 arrays (``kafkaseg.wire.walk.COLUMNS``), each other batch as its
+        :class:`BatchHeader`; ``tail`` and ``end_position`` as when it yields headers."""
+        self._iterator = type(self)._walk(weakref.proxy(self), True)
+        return self
+
+    def _walk(self, runs: bool = False) -> Iterator[BatchHeader]:
         reader = self.reader
         limit, explicit_end = reader._limit(self.end)
         position = self.start
         block = b""
         block_start = position
+        fast = _FAST_WALK
+        most = _walk_limit(self.max_batch_bytes)
+        wanted = 4  # headers parsed at once, doubling: a caller that wants one (header_at) does not pay for a block
         while position < limit:
             relative = position - block_start
             left = limit - position
@@ -144,6 +166,26 @@ class HeaderWalk:
                 block = reader.read_at(position, min(self.block_size, left))
                 block_start = position
                 relative = 0
+            if fast is not None:
+                # the whole batches read_header accepts, at once; it parses (and reports) where this walk stops
+                room = V2_HEADER_SIZE if block_start + len(block) < limit else 0
+                if runs:
+                    stop, _, columns = fast.columns(block, relative, len(block), limit - block_start, room, most,
+                                                    block_start)
+                    if stop > relative:
+                        position = self.end_position = block_start + stop
+                        yield columns
+                        continue
+                    found = None
+                else:
+                    _, _, found = fast.headers(block, relative, len(block), limit - block_start, room, most, wanted,
+                                               block_start, BatchHeader)
+                if found:
+                    wanted = min(wanted * 2, 1024)
+                    for header in found:
+                        position = self.end_position = header.position + header.size
+                        yield header
+                    continue
             try:
                 header = read_header(block, relative, max_batch_size=self.max_batch_bytes, available=left)
             except TruncatedDataError as exc:
@@ -194,6 +236,8 @@ class ChunkWalk:
         reader = self.reader
         limit, explicit_end = reader._limit(self.end)
         position = self.start
+        fast = _FAST_WALK
+        most = _walk_limit(self.max_batch_bytes)
         while position < limit:
             data = reader.read_at(position, min(self.target_bytes, limit - position))
             view = memoryview(data)
@@ -202,6 +246,11 @@ class ChunkWalk:
             stop = False
             failure = None  # corrupt framing: raised after the whole batches before it are handed over
             while cursor < len(data):
+                if fast is not None:  # the whole batches read_header accepts, at once; the loop parses the next
+                    cursor = fast.skip(view, cursor, len(data), len(data), V2_HEADER_SIZE if data_end < limit else 0,
+                                       most)[0]
+                    if cursor >= len(data):
+                        break
                 left = limit - (position + cursor)
                 if len(data) - cursor < min(V2_HEADER_SIZE, left) and data_end < limit:
                     break  # the next header straddles this read: it starts the next chunk
@@ -348,15 +397,28 @@ class BatchTable:
 
 def batch_table(reader: SegmentReader, *, max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> BatchTable:
     """Walk every header of ``reader`` once (memory: 32 bytes per batch)."""
-    positions, bases, lasts, stamps = [], [], [], []
+    fields = [_walk.COLUMNS.index(name) for name in ("position", "base_offset", "last_offset", "max_timestamp")]
+    parts: list[list] = [[] for _ in fields]  # arrays, in order
+    loose: list[list] = [[] for _ in fields]  # values of the headers read_header parsed since the last run
+
+    def flush():
+        if loose[0]:
+            for part, values in zip(parts, loose):
+                part.append(np.array(values, dtype=np.int64))
+                values.clear()
+
     walk = reader.iter_headers(0, max_batch_bytes=max_batch_bytes)
-    for h in walk:
-        positions.append(h.position)
-        bases.append(h.base_offset)
-        lasts.append(h.last_offset)
-        stamps.append(h.max_timestamp)
-    arr = lambda xs: np.asarray(xs, dtype=np.int64)  # noqa: E731
-    return BatchTable(arr(positions), arr(bases), arr(lasts), arr(stamps), walk.tail)
+    for run in walk.runs():
+        if isinstance(run, BatchHeader):  # (one the compiled walk left to read_header; every one without it)
+            for values, k in zip(loose, fields):
+                values.append(run[k])
+            continue
+        flush()
+        for part, k in zip(parts, fields):
+            part.append(run[k])
+    flush()
+    arr = lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64)  # noqa: E731
+    return BatchTable(*(arr(part) for part in parts), walk.tail)
 
 
 def _reader_for(segment, filesystem, reader):
