@@ -437,3 +437,18 @@ def test_the_spark_read_metrics_carry_the_lost_tails(torn, tmp_path, monkeypatch
     (lost,) = totals["lost_tails"]
     assert (lost.path, lost.position, lost.first_offset, lost.end_offset) == (str(active), at, LOST_FROM, RECORDS)
     assert [(p.path, p.position) for p in totals["problems"]] == [(str(active), at)]
+
+
+def test_reads_word_a_recovery_point_at_the_readable_end_as_the_tools_do(torn):
+    """A snapshot past the readable end with the recovery point below it: the recovery point proves nothing either
+    way, and reads say so as offsets/describe do (not that it was checkpointed again since the listing)."""
+    from kafkaseg.storage.layout import lost_tail, read_partition_dir
+
+    root, active, at = torn
+    _snapshot_at_end(root, active)
+    scan = kafkaseg.open_scan(str(root))
+    scan.to_table()
+    (tail,) = scan.metrics.unreadable_tails
+    assert "checkpointed again" not in tail.what
+    tool = lost_tail(read_partition_dir(str(active.parent)), LOST_FROM)
+    assert tail.what.startswith(tool.message)
