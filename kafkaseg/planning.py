@@ -69,8 +69,8 @@ from kafkaseg.storage.checkpoints import (LOG_START_OFFSET_CHECKPOINT,
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
 from kafkaseg.storage import fs as _fs
-from kafkaseg.storage.layout import (PartitionDir, SegmentFiles, check_one_incarnation, choose_replicas, copy_gaps,
-                                     discover, find_log_end, last_stable_offset,
+from kafkaseg.storage.layout import (ListingCheck, PartitionDir, SegmentFiles, check_one_incarnation, choose_replicas,
+                                     copy_gaps, discover, find_log_end, last_stable_offset,
                                      reaches_past_recovery_point, read_partition_again, relisted,
                                      snapshot_transactions_at, transactions_open_at, unchanged_since_listing,
                                      valid_cleaner_offset)
@@ -2116,16 +2116,15 @@ def _reads_to_unbounded_log_end(part: _Partition, piece: _Piece) -> bool:
 
 def _tail_evidence(part: _Partition) -> tuple[int | None, tuple[int, str] | None]:
     """What besides its indexes says the partition's log held offsets past its log end (no high watermark bounds
-    it): the recovery point when it is above the log end and the folder and checkpoints are still as listed
-    (:func:`_still_as_listed`; a follower's truncation cuts the log, then checkpoints the lowered recovery point,
-    LogManager.truncateTo: a listing between the two sees the old one), else None; and ``(offset, file name)`` of
-    the newest producer snapshot named past the log end (``segment.snapshot_past``), else None. Worked out once
-    per partition."""
+    it): the recovery point when it is above the log end and may be trusted
+    (:meth:`~kafkaseg.storage.layout.ListingCheck.recovery_point`, the rule ``layout.judge_tail`` applies to a read
+    with this answer), else None; and ``(offset, file name)`` of the newest producer snapshot named past the log
+    end (``segment.snapshot_past``), else None. Worked out once per partition."""
     found = part._tail_evidence_found
     if found is None:
         leo, recovery_point = part.log_end_offset(), part.pdir.recovery_point
         trusted = (recovery_point if recovery_point is not None and recovery_point > leo
-                   and not part.pdir.given_files and _still_as_listed(part) else None)
+                   and ListingCheck(part.pdir, part.segments).recovery_point() else None)
         found = part._tail_evidence_found = (trusted, snapshot_past(part.pdir.snapshot_paths, leo))
     return found
 

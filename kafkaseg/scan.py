@@ -37,11 +37,11 @@ from kafkaseg.options import ReadOptions
 from kafkaseg.entry_check import ResumptionEntries, batch_first_offset
 from kafkaseg.offset_outlier import batch_before, goes_back_after, offset_before, outlier_region, went_back
 from kafkaseg.planning import ScanPlan, SegmentSlice, plan_again_by_offset, plan_scan
-from kafkaseg.storage.layout import read_partition_again
+from kafkaseg.storage.layout import judge_tail, read_partition_again
 from kafkaseg.storage.offset_index import OffsetIndex
-from kafkaseg.storage.segment import SegmentReader, load_indexed_past_end, nonzero_extent, with_snapshot
+from kafkaseg.storage.segment import SegmentReader, load_index_files, nonzero_extent
 from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
-from kafkaseg.storage.fs import basename as fs_basename, join as fs_join, stat as fs_stat
+from kafkaseg.storage.fs import basename as fs_basename, join as fs_join
 from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE, LOG_OVERHEAD, MAGIC_OFFSET
 
 __all__ = ["ScanMetrics", "Problem", "read_slice", "iter_batches", "read_arrow", "open_scan", "Scan"]
@@ -1080,9 +1080,9 @@ class _SliceDecoder:
     def check_indexed_tail(self, reader: RandomAccessReader, end: int, stamp: tuple[int, int]) -> None:
         """The read of the active segment reached its readable end, with no high watermark to bound it
         (:attr:`~kafkaseg.planning.SegmentSlice.indexed_tail_check`): whether the segment's own indexes point past
-        that end (:func:`~kafkaseg.storage.segment.load_indexed_past_end`), proving offsets the file held once and
-        does not now. The end is where a partial last batch starts (a tail), else ``end``, the end of the bytes
-        planned.
+        that end, proving offsets the file held once and does not now, judged by
+        :func:`~kafkaseg.storage.layout.judge_tail` (as verify and the tools judge it). The end is where a partial
+        last batch starts (a tail), else ``end``, the end of the bytes planned.
 
         The indexes are read after the log, and the log must be unchanged since the listing (the size it was
         listed with, and its ``(size, ctime)`` at open, ``stamp``, still): a live broker indexes a batch only after
@@ -1109,37 +1109,35 @@ class _SliceDecoder:
         at = end if self.tail_at is None else self.tail_at
         log_path = piece.log_path
         timeindex = (log_path[:-len(".log")] + ".timeindex" if log_path.endswith(".log") else None, None)
-        found = load_indexed_past_end(piece.base_offset, (piece.index_path, piece.index_window), timeindex, at,
-                                      piece.end_offset, piece.filesystem)
-        snapshot = piece.tail_snapshot
-        if snapshot is not None and fs_stat(fs_join(piece.partition_path, snapshot[1]), piece.filesystem) is None:
-            snapshot = None  # (deleted since the listing: a follower's truncation finished, or recovery)
-        found = with_snapshot(found, snapshot, at, piece.end_offset)
-        # the recovery point alone proves a loss only as planning found it still checkpointed (tail_recovery_point)
-        recovery_point = piece.recovery_point
-        trusted = found.last_offset is not None or piece.tail_recovery_point is not None
-        flushed = found.flushed_below(recovery_point) if trusted else None
-        if ((not found.proves_written and flushed is None) or stamp[0] != piece.segment_size
-                or reader.change_stamp() != stamp):
+        offset_index, time_index = load_index_files(piece.base_offset, (piece.index_path, piece.index_window),
+                                                    timeindex, piece.filesystem)
+        # the log as listed: the size it was listed with, and its (size, ctime) at open, still; the recovery point
+        # as planning found it still checkpointed after the listing (tail_recovery_point)
+        tail = judge_tail(log_path, at, piece.end_offset, offset_index=offset_index, time_index=time_index,
+                          snapshot=piece.tail_snapshot, partition_path=piece.partition_path,
+                          filesystem=piece.filesystem, recovery_point=piece.recovery_point,
+                          log_as_listed=lambda: stamp[0] == piece.segment_size and reader.change_stamp() == stamp,
+                          recovery_point_as_listed=lambda: piece.tail_recovery_point is not None)
+        if tail is None:
             return
         with self.metrics._lock:
-            tail = (log_path, at, end - at)
-            if self.tail_at is not None and tail in self.metrics.truncated_tails:
-                self.metrics.truncated_tails.remove(tail)
-        detail = found.judged(recovery_point, trusted=trusted)
+            torn = (log_path, at, end - at)
+            if self.tail_at is not None and torn in self.metrics.truncated_tails:
+                self.metrics.truncated_tails.remove(torn)
+        detail = tail.message
         lost = nonzero_extent(reader, at, piece.segment_size)  # (a preallocated segment's zeros are no damage)
-        if flushed is not None:
+        if tail.proven:
             if self.options.on_corruption != "skip":
-                raise TruncatedDataError(detail, path=log_path, position=at)
-            lost_end = found.lost_end(recovery_point)
-            self._count_skip(at, lost, detail, found.end_offset, lost_end)
+                raise tail.error()
+            self._count_skip(at, lost, detail, tail.first_offset, tail.end_offset)
             with self.metrics._lock:
-                self.metrics.lost_tails.append(Problem(log_path, at, detail, lost, found.end_offset, lost_end))
+                self.metrics.lost_tails.append(Problem(log_path, at, detail, lost, tail.first_offset,
+                                                       tail.end_offset))
             return
-        detail += f"; the read ends at offset {found.end_offset}"
+        detail += f"; the read ends at offset {tail.first_offset}"
         with self.metrics._lock:
-            self.metrics.unreadable_tails.append(Problem(log_path, at, detail, lost, found.end_offset,
-                                                         found.proven_end))
+            self.metrics.unreadable_tails.append(Problem(log_path, at, detail, lost, tail.first_offset,
+                                                         tail.end_offset))
 
     def _check_after_slice(self, reader: RandomAccessReader, start: int, end: int) -> None:
         """The slice's last batch, ``[start, end)``, is at or past its segment's read end, and the kernel could not

@@ -437,3 +437,50 @@ def test_the_spark_read_metrics_carry_the_lost_tails(torn, tmp_path, monkeypatch
     (lost,) = totals["lost_tails"]
     assert (lost.path, lost.position, lost.first_offset, lost.end_offset) == (str(active), at, LOST_FROM, RECORDS)
     assert [(p.path, p.position) for p in totals["problems"]] == [(str(active), at)]
+
+
+def test_verify_does_not_trust_a_recovery_point_checkpointed_again_after_the_listing(torn):
+    """As reads (test_a_recovery_point_checkpointed_again_after_the_listing_is_not_trusted): verify lists the
+    partition, a follower's truncation checkpoints the lowered recovery point, and verify reads on. The recovery
+    point it listed proves nothing (layout.judge_tail re-reads the checkpoint, as planning does): no error."""
+    from kafkaseg.cli.verify import VerifyReport, discover_to_verify, verify_partitions
+
+    root, active, at = torn
+    found = discover_to_verify([str(root)], [])
+    _set_recovery_point(root, LOST_FROM)  # LogManager.truncateTo -> checkpointRecoveryOffsetsInDir
+    report = VerifyReport()
+    verify_partitions(found, report)
+    assert [p for p in report.problems if p.severity == "error"] == []
+    assert report.partitions[0].unreadable == []
+    (note,) = [p for p in report.problems if p.file.endswith("recovery-point-offset-checkpoint")]
+    assert note.severity == "info" and "changed since the listing" in note.message
+
+
+def test_reads_word_a_recovery_point_at_the_readable_end_as_the_tools_do(torn):
+    """A snapshot past the readable end with the recovery point below it: the recovery point proves nothing either
+    way, and reads say so as offsets/describe do (not that it was checkpointed again since the listing)."""
+    from kafkaseg.storage.layout import lost_tail, read_partition_dir
+
+    root, active, at = torn
+    _snapshot_at_end(root, active)
+    scan = kafkaseg.open_scan(str(root))
+    scan.to_table()
+    (tail,) = scan.metrics.unreadable_tails
+    assert "checkpointed again" not in tail.what
+    tool = lost_tail(read_partition_dir(str(active.parent)), LOST_FROM)
+    assert tail.what.startswith(tool.message)
+
+
+def test_verify_does_not_count_a_snapshot_deleted_after_the_listing(torn):
+    """The listing sees a snapshot past the readable end, which a follower's truncation deletes before verify reads
+    the log (UnifiedLog.truncateTo): reads and the tools stat it again and say nothing; so does verify."""
+    from kafkaseg.cli.verify import VerifyReport, discover_to_verify, verify_partitions
+
+    root, active, at = torn
+    _snapshot_at_end(root, active)
+    found = discover_to_verify([str(root)], [])
+    (active.parent / f"{RECORDS:020d}.snapshot").unlink()
+    report = VerifyReport()
+    verify_partitions(found, report)
+    assert not [p for p in report.problems if ".snapshot" in p.message and p.file == str(active)]
+    assert report.partitions[0].unreadable == []

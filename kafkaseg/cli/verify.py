@@ -56,13 +56,12 @@ from kafkaseg.options import ReadOptions
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage import tiered
 from kafkaseg.storage._index_file import index_location
-from kafkaseg.storage.layout import (SWAPS_IGNORED, SWAPS_RESOLVED, PartitionDir, check_one_incarnation, discover,
-                                     gaps_in_copies, transactions_open_at, unacknowledged_append,
-                                     valid_cleaner_offset)
+from kafkaseg.storage.layout import (SWAPS_IGNORED, SWAPS_RESOLVED, ListingCheck, PartitionDir, check_one_incarnation,
+                                     discover, gaps_in_copies, judge_tail, transactions_open_at,
+                                     unacknowledged_append, valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
-from kafkaseg.storage.segment import (SegmentReader, indexed_past_end, offsets_hidden_by_last_batch, snapshot_past,
-                                      with_snapshot, zeros_hiding_records)
+from kafkaseg.storage.segment import SegmentReader, offsets_hidden_by_last_batch, snapshot_past, zeros_hiding_records
 from kafkaseg.storage.time_index import NO_TIMESTAMP, TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, unindexed_abort
 from kafkaseg.wire.batch import iter_headers, read_header
@@ -594,11 +593,12 @@ class _Resumption:
 
 
 def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: SegmentSummary,
-                    last_offset_before: int, deep: bool, tracker: _ReadableTracker) -> int:
+                    last_offset_before: int, deep: bool, tracker: _ReadableTracker, listing: ListingCheck) -> int:
     """One walk of the segment's ``.log`` (in bounded chunks) checking headers, CRCs, record offsets and timestamps
     and the ``.index``/``.timeindex`` entries as it passes them, going on after damage where a lenient read does
     (:class:`_Resumption`); memory does not grow with the segment (counters, the previous offset, two index cursors;
-    problems beyond the first few per file are counted). Returns the last offset seen."""
+    problems beyond the first few per file are counted). ``listing``: whether the partition is still as listed,
+    asked when the active segment's tail needs it. Returns the last offset seen."""
     seg = pdir.segments[i]
     path = seg.log_path
     add = report.add
@@ -806,18 +806,21 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
             else None
         if hidden is not None:
             add(ERROR, path, final[1], hidden)
-        evidence = None  # (severity, line, IndexedPastEnd, flushed): the tail evidence, said once with torn bytes
+        evidence = None  # (severity, line, LostTail, flushed): the tail evidence, said once with torn bytes
         if is_active and not ended_damaged and pdir.high_watermark is None:
             # with no high watermark, the active segment's own indexes, the producer snapshots and the recovery
             # point may say it held more than it reads now: the indexes were loaded before the log was opened, so
             # no entry of a live broker's append since counts (the snapshots and checkpoints were listed before)
             end_at = walked_to if appending is None else appending[0]  # (the log ends before the append)
             end_offset = seg_last + 1 if seg_last is not None else seg.base_offset
-            found = with_snapshot(indexed_past_end(offset_index, time_index, end_at, end_offset),
-                                  snapshot_past(pdir.snapshot_paths, end_offset), end_at, end_offset)
-            flushed = found.flushed_below(pdir.recovery_point) is not None
-            if found.proves_written or flushed:
-                evidence = (ERROR if flushed else WARNING, found.judged(pdir.recovery_point), found, flushed)
+            # (the reads' rule: a snapshot deleted since the listing says nothing, nor does a recovery point the
+            # log dir checkpointed again since; the log as the walk found it, opened after the indexes were loaded)
+            lost = judge_tail(path, end_at, end_offset, offset_index=offset_index, time_index=time_index,
+                              snapshot=snapshot_past(pdir.snapshot_paths, end_offset), partition_path=pdir.path,
+                              filesystem=pdir.filesystem, recovery_point=pdir.recovery_point,
+                              log_as_listed=lambda: True, recovery_point_as_listed=listing.recovery_point)
+            if lost is not None:
+                evidence = (ERROR if lost.proven else WARNING, lost.message, lost, lost.proven)
         if tail is not None and broken is None:
             if tail.reason == "zero-filled tail" and is_active:
                 add(INFO, path, tail.position, f"{tail.length} zero bytes after the last batch (preallocated segment)")
@@ -843,10 +846,10 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
         elif appending is not None:  # (one line for the bytes, as for a torn batch)
             evidence = (evidence[0], f"{evidence[1]}; {appending[1]}", *evidence[2:])
         if evidence is not None:
-            severity, said, found, flushed = evidence
+            severity, said, lost, flushed = evidence
             end_at = walked_to if appending is None else appending[0]
             add(severity, path, end_at, said)
-            tracker.indexed(path, end_at, found.lost_end(pdir.recovery_point) - 1, found.describe() + (
+            tracker.indexed(path, end_at, lost.end_offset - 1, lost.evidence.describe() + (
                 f" (flushed: the recovery point {pdir.recovery_point} is past the readable end)" if flushed
                 else " (none flushed by the recovery point: a crash may have lost them)"))
     summary.last_offset = seg_last
@@ -1301,7 +1304,8 @@ def _check_log_dir_checkpoints(pdir: PartitionDir, report: VerifyReport) -> None
                    f"{what} checkpoint (not used): {detail}")
 
 
-def _check_checkpoints(pdir: PartitionDir, summary: PartitionSummary, report: VerifyReport) -> None:
+def _check_checkpoints(pdir: PartitionDir, summary: PartitionSummary, report: VerifyReport,
+                       listing: ListingCheck) -> None:
     leo, lso_ = summary.log_end_offset, summary.log_start_offset
     where = pdir.log_dir or pdir.path
     active_base = pdir.segments[-1].base_offset if pdir.segments else None
@@ -1336,8 +1340,16 @@ def _check_checkpoints(pdir: PartitionDir, summary: PartitionSummary, report: Ve
                    f"{pdir.name}: checkpointed log start offset {pdir.checkpoint_log_start_offset} is "
                    f"below the first segment's base {first_base} (the first segment wins)")
     if pdir.recovery_point is not None and pdir.recovery_point > leo:
-        report.add(ERROR, os.path.join(where, "recovery-point-offset-checkpoint"), None,
-                   f"{pdir.name}: recovery point {pdir.recovery_point} is above the log end offset {leo}")
+        # (a truncation caught between cutting the log and checkpointing: judged as the active segment's tail is)
+        checkpoint = os.path.join(where, "recovery-point-offset-checkpoint")
+        if listing.checkpoints():
+            report.add(ERROR, checkpoint, None,
+                       f"{pdir.name}: recovery point {pdir.recovery_point} is above the log end offset {leo}")
+        else:
+            report.add(INFO, checkpoint, None, f"{pdir.name}: recovery point {pdir.recovery_point} (as listed) is "
+                       f"above the log end offset {leo}, but the log or the checkpoints changed since the listing "
+                       "(a follower's truncation cuts the log, then checkpoints the lowered recovery point): not "
+                       "compared")
     first_epoch = pdir.leader_epochs[0] if pdir.leader_epochs else None
     if (first_epoch is not None and first_base is not None and first_epoch.start_offset < first_base
             and pdir.tiered is None and pdir.below_local_log is None and not pdir.remote_below):
@@ -1376,13 +1388,14 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
     last_offset = -1
     gaps: list[tuple[str, int, int]] = []  # (segment, first, last offset missing before it), judged at the end
     tracker = _ReadableTracker(summary)
+    listing = ListingCheck(pdir)
     for i, seg in enumerate(pdir.segments):
         seg_summary = SegmentSummary(seg.log_path, seg.base_offset, seg.log_size)
         summary.segments.append(seg_summary)
         listed_before = len(report.problems)
         tracker.segment_start(seg.log_path)
         try:
-            last_offset_after = _verify_segment(pdir, i, report, seg_summary, last_offset, deep, tracker)
+            last_offset_after = _verify_segment(pdir, i, report, seg_summary, last_offset, deep, tracker, listing)
         except KafkaSegError as err:  # cannot open or read it (permissions, a broken symlink, an I/O error)
             if isinstance(err, LayoutError) and _gone(seg.log_path, pdir) and _fs.exists(pdir.path, pdir.filesystem):
                 # a live broker's retention or cleaner removed it after the folder was listed: not damage (nor
@@ -1467,7 +1480,8 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
                    pdir.segments[-1].log_path if pdir.segments else pdir.path)
     summary.unreadable.sort(key=lambda u: u.first)
     _check_log_dir_checkpoints(pdir, report)
-    _check_checkpoints(partial.whole if partial is not None else pdir, summary, report)
+    _check_checkpoints(partial.whole if partial is not None else pdir, summary, report,
+                       listing if partial is None else ListingCheck(partial.whole))
     for path in pdir.kraft_snapshot_paths:
         try:
             _verify_kraft_snapshot(path, pdir, report)

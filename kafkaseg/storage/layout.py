@@ -72,6 +72,8 @@ __all__ = [
     "last_stable_offset",
     "partition_log_end_offset",
     "unacknowledged_append",
+    "ListingCheck",
+    "judge_tail",
     "LogEnd",
     "find_log_end",
     "relisted",
@@ -1866,21 +1868,83 @@ class LostTail:
                 "endOffset": self.end_offset, "proven": self.proven, "message": self.message}
 
 
+class ListingCheck:
+    """Whether a partition is still as listed (:func:`unchanged_since_listing`: a listing, a stat and two small
+    reads), asked once, when first needed."""
+
+    def __init__(self, partition_dir: PartitionDir, segments: Sequence[SegmentFiles] | None = None):
+        self.pdir, self.segments = partition_dir, segments
+        self._found: tuple[bool, bool] | None = None
+
+    def _as_listed(self) -> tuple[bool, bool]:
+        if self._found is None:
+            self._found = unchanged_since_listing(self.pdir, self.segments)
+        return self._found
+
+    def log(self) -> bool:
+        """The ``.log`` files are the ones listed, the last one at its listed size."""
+        return self._as_listed()[0]
+
+    def checkpoints(self) -> bool:
+        """The ``.log`` files and the log dir's checkpoints are still as listed (False without a log dir)."""
+        return all(self._as_listed())
+
+    def recovery_point(self) -> bool:
+        """Whether the listed recovery point may be trusted to say what the broker had flushed: the folder (not a
+        set of given files) and the log dir's checkpoints are still as listed (:meth:`checkpoints`). A follower's
+        truncation cuts the log, then checkpoints the lowered recovery point (``LogManager.truncateTo``): a listing
+        between the two sees the old one above the log's end, which the re-read finds changed (or the log shorter
+        than listed)."""
+        return not self.pdir.given_files and self.pdir.log_dir is not None and self.checkpoints()
+
+
+def judge_tail(path: str, end_position: int, end_offset: int, *, offset_index, time_index,
+               snapshot: tuple[int, str] | None, partition_path: str, filesystem: pafs.FileSystem | None,
+               recovery_point: int | None, log_as_listed: Callable[[], bool],
+               recovery_point_as_listed: Callable[[], bool]) -> LostTail | None:
+    """What the partition's files say its active segment (``path``) held past its readable end (byte
+    ``end_position``, offset ``end_offset``) with no high watermark to bound the log, judged as the reads, verify
+    and the tools that report a log end all judge it; None when nothing says anything. What each caller has
+    loaded: the segment's ``offset_index`` and ``time_index`` (None: missing or unreadable; loaded after the log
+    was listed), ``snapshot`` ``(offset, file name)`` of the newest producer snapshot the listing named past the
+    end (``segment.snapshot_past``), and the listed ``recovery_point``. The trust rules, in this one place:
+
+    * index entries past the end (``segment.indexed_past_end``) count, and a snapshot counts only if it is still
+      in ``partition_path`` (a follower's truncation, or recovery, deletes the snapshots past its new end);
+    * then, after those were looked at, ``log_as_listed()`` must hold, else nothing is said: a live broker writes
+      the log before it indexes or snapshots, so an append since the listing shows there (a caller that loaded the
+      indexes after opening the log it walks, whose end includes such appends, passes one that is always true);
+    * the recovery point above the end proves the offsets below it flushed (and lost) only when index entries
+      point past the end or ``recovery_point_as_listed()`` (:meth:`ListingCheck.recovery_point`, or planning's
+      answer to it), asked only then: as planning asks it only for a recovery point above the log end.
+
+    Nothing is read unless something points past the end."""
+    from kafkaseg.storage.segment import indexed_past_end, with_snapshot
+
+    found = indexed_past_end(offset_index, time_index, end_position, end_offset)
+    if snapshot is not None and snapshot[0] > end_offset and _fs.stat(_fs.join(partition_path, snapshot[1]),
+                                                                      filesystem) is None:
+        snapshot = None  # (deleted since the listing: a follower's truncation finished, or recovery)
+    found = with_snapshot(found, snapshot, end_position, end_offset)
+    flushable = found.flushed_below(recovery_point) is not None
+    if not (found.proves_written or flushable) or not log_as_listed():
+        return None
+    trusted = found.last_offset is not None or not flushable or recovery_point_as_listed()
+    tail = LostTail(path, found, recovery_point, trusted)
+    if not found.proves_written and not tail.proven:
+        return None
+    return tail
+
+
 def lost_tail(partition_dir: PartitionDir, end_offset: int, *,
               max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> LostTail | None:
     """What the partition's files say its log held past ``end_offset``, the log end a lookup or ``describe`` found
     (the active segment's readable end), when no high watermark bounds the log; None when nothing says anything, or
     when the folder changed since it was listed (a live broker appended or rolled: its index entries and snapshots
-    are of bytes that are there now). The reads' rule (``scan._SliceDecoder.check_indexed_tail``) for tools that
-    report the log end: index entries past the end (``segment.indexed_past_end``), the newest producer snapshot
-    named past it (``segment.snapshot_past``, still there), and the recovery point above it, trusted as planning
-    trusts it (the checkpoints unchanged since the listing, not a set of given files; index entries past the end
-    make it trusted, as for a read). Loads the active segment's two index files; walks about one index interval of
-    headers only when something points past the end."""
-    from kafkaseg.errors import CorruptIndexError
-    from kafkaseg.storage.offset_index import OffsetIndex
-    from kafkaseg.storage.segment import indexed_past_end, snapshot_past, with_snapshot
-    from kafkaseg.storage.time_index import TimeIndex
+    are of bytes that are there now). :func:`judge_tail`, the reads' rule, for tools that report the log end.
+    Loads the active segment's two index files only when their last entries reach the end; walks about one index
+    interval of headers only when something points past the end."""
+    from kafkaseg.storage.segment import load_index_files, snapshot_past
 
     pdir = partition_dir
     if pdir.high_watermark is not None or not pdir.segments or pdir.tiered is not None:
@@ -1893,30 +1957,15 @@ def lost_tail(partition_dir: PartitionDir, end_offset: int, *,
     reach = _indexes_reach(seg, end_offset, fs)
     if not reach and snapshot is None and (recovery_point is None or recovery_point <= end_offset):
         return None
-    loaded = []
-    for kind, name in ((OffsetIndex, "index"), (TimeIndex, "timeindex")):
-        path, window = index_location(seg, name)
-        try:
-            loaded.append(kind.load(path, seg.base_offset, fs, window=window) if path and reach else None)
-        except (LayoutError, CorruptIndexError):
-            loaded.append(None)
+    loaded = (load_index_files(seg.base_offset, index_location(seg, "index"), index_location(seg, "timeindex"), fs)
+              if reach else (None, None))
     position = _position_of_end(seg, loaded[0], end_offset, fs, max_batch_bytes)
     if position is None:
         return None
-    found = indexed_past_end(*loaded, position, end_offset)
-    if snapshot is not None and _fs.stat(_fs.join(pdir.path, snapshot[1]), fs) is None:
-        snapshot = None  # (deleted since the listing: a follower's truncation finished, or recovery)
-    found = with_snapshot(found, snapshot, position, end_offset)
-    # after the index files and the snapshot were looked at: a live broker writes the log before it indexes or
-    # snapshots, so an append since the listing shows here
-    log_as_listed, checkpoints_as_listed = unchanged_since_listing(pdir)
-    if not log_as_listed:
-        return None
-    trusted = found.last_offset is not None or (checkpoints_as_listed and not pdir.given_files)
-    tail = LostTail(seg.log_path, found, recovery_point, trusted)
-    if not found.proves_written and not tail.proven:
-        return None
-    return tail
+    listing = ListingCheck(pdir)
+    return judge_tail(seg.log_path, position, end_offset, offset_index=loaded[0], time_index=loaded[1],
+                      snapshot=snapshot, partition_path=pdir.path, filesystem=fs, recovery_point=recovery_point,
+                      log_as_listed=listing.log, recovery_point_as_listed=listing.recovery_point)
 
 
 def _indexes_reach(seg: SegmentFiles, end_offset: int, filesystem) -> bool:

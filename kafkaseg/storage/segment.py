@@ -55,7 +55,7 @@ __all__ = [
     "torn_before_zeros",
     "IndexedPastEnd",
     "indexed_past_end",
-    "load_indexed_past_end",
+    "load_index_files",
     "largest_timestamp",
     "DEFAULT_BLOCK_SIZE",
     "DEFAULT_MAX_BATCH_BYTES",
@@ -917,12 +917,12 @@ def nonzero_extent(reader, position: int, end: int, chunk: int = 1 << 20) -> int
     return 0
 
 
-def load_indexed_past_end(base_offset: int, index: tuple[str | None, tuple[int, int] | None],
-                          timeindex: tuple[str | None, tuple[int, int] | None], end_position: int, end_offset: int,
-                          filesystem: pafs.FileSystem | None = None) -> IndexedPastEnd | None:
-    """:func:`indexed_past_end` of the index files at ``index`` and ``timeindex`` (``(path, window)`` each, as
+def load_index_files(base_offset: int, index: tuple[str | None, tuple[int, int] | None],
+                     timeindex: tuple[str | None, tuple[int, int] | None],
+                     filesystem: pafs.FileSystem | None = None) -> tuple:
+    """``(offset index, time index)`` of the files at ``index`` and ``timeindex`` (``(path, window)`` each, as
     :func:`~kafkaseg.storage._index_file.index_location` gives them), read now; an index that is missing or cannot
-    be read counts as empty."""
+    be read is None (counted as empty)."""
     from kafkaseg.storage.offset_index import OffsetIndex
     from kafkaseg.storage.time_index import TimeIndex
 
@@ -932,7 +932,7 @@ def load_indexed_past_end(base_offset: int, index: tuple[str | None, tuple[int, 
             loaded.append(kind.load(path, base_offset, filesystem, window=window) if path else None)
         except (LayoutError, CorruptIndexError):
             loaded.append(None)
-    return indexed_past_end(*loaded, end_position, end_offset)
+    return tuple(loaded)
 
 
 def largest_timestamp(segment, *, filesystem: pafs.FileSystem | None = None, time_index=None) -> int:
