@@ -508,3 +508,31 @@ class _nothing:
 
     def __exit__(self, *exc):
         return False
+
+
+@pytest.mark.parametrize("layout", ["aiven", "local"])
+def test_a_torn_active_tail_is_judged_alike_with_and_without_the_copies(tmp_path, layout):
+    """A log dir whose active segment lost its flushed tail (no high watermark, the recovery point past the readable
+    end, no index files) raises the same TruncatedDataError read alone or with its tiered copies: the check that
+    the folder is unchanged since the listing compares its own .log files, not the copies' (found in review: with
+    the copies the read returned what was there without a word)."""
+    from kafkaseg.errors import TruncatedDataError
+    from kafkaseg.wire.batch import iter_headers
+
+    data, remote, whole, bases = _tiered(tmp_path, layout, local_from=3)
+    folder = data / "orders-0"
+    active = sorted(folder.glob("*.log"))[-1]
+    headers = list(iter_headers(active.read_bytes()))
+    cut = headers[len(headers) // 2]
+    active.write_bytes(active.read_bytes()[:cut.position])
+    for suffix in (".index", ".timeindex"):
+        active.with_suffix(suffix).unlink()
+    for snapshot in folder.glob("*.snapshot"):
+        if int(snapshot.name[:-9]) > cut.base_offset:
+            snapshot.unlink()
+    (data / "replication-offset-checkpoint").write_text("0\n0\n")
+    (data / "recovery-point-offset-checkpoint").write_text(f"0\n1\norders 0 {whole.num_rows}\n")
+    for paths in ([str(data)], [str(data), str(remote)]):
+        with pytest.raises(TruncatedDataError) as info:
+            kafkaseg.read_arrow(paths)
+        assert (info.value.path, info.value.position) == (str(active), cut.position), paths

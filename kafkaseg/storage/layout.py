@@ -1789,13 +1789,16 @@ def unacknowledged_append(partition_dir: PartitionDir, *, max_batch_bytes: int |
 def unchanged_since_listing(partition_dir: PartitionDir, segments: Sequence[SegmentFiles] | None = None
                             ) -> tuple[bool, bool]:
     """``(log, checkpoints)``: whether the partition folder's ``.log`` files are still ``segments`` (default: the
-    partition's), the last one at its listed size, and whether its log dir's high watermark and recovery point
+    partition's; its log dir's own, not tiered-storage copies read with it), the last one at its listed size, and whether its log dir's high watermark and recovery point
     checkpoints still say what was listed (False without a log dir). A listing, a stat and two small reads. The
     checkpoints are read before the folder is listed: a topic deleted and recreated, or a follower's truncation
     (which cuts the log, then checkpoints the lowered recovery point: ``LogManager.truncateTo``), in between
     rewrites them for the files listed; a live broker's append since the listing grows the last file."""
     pdir = partition_dir
     segments = pdir.segments if segments is None else segments
+    # (a log dir read with its tiered-storage copies: the copies are not in the folder, and not what a broker
+    # appends to or truncates)
+    segments = [seg for seg in segments if seg.tiered is None]
     if not segments:
         return False, False
     last = segments[-1]
