@@ -9,6 +9,7 @@ segment size.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import threading
@@ -470,18 +471,26 @@ def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics,
     counted = True  # whether the slice counts as read (not a remote segment found gone before any record)
     gone = False  # a remote segment found gone before any record was returned
     try:
-        with opened as reader:
+        with opened as reader, contextlib.ExitStack() as stack:
             end = min(piece.end_position, reader.size)
-            pos = reading.check_start(reader, end)
+            ahead = None
+            if not is_local(reader.filesystem):
+                # on object storage every read is a request: the slice's bytes are fetched once, ahead, and the
+                # first-batch check (its header, and the headers from the index entry before it when it walks them)
+                # and the look at the next batch's offset field past the end take theirs from those blocks
+                fetch = max(read_chunk_bytes, REMOTE_READ_BYTES)
+                first = piece.start_position
+                if piece.walk_from is not None and 0 < first - piece.walk_from <= _WALK_AHEAD_BYTES:
+                    first = piece.walk_from
+                ahead = stack.enter_context(ReadAhead(reader, first, end + HEADER_PREFIX_SIZE, block_bytes=fetch))
+            pos = reading.check_start(reader if ahead is None else _AheadReader(reader, ahead), end)
             if options.read_mode != "pread" and reader.mappable:
                 pos = yield from reading.mapped(reader, pos, end, map_window_bytes, read_chunk_bytes)
             if pos < end and not reading.finished:
-                if is_local(reader.filesystem):
+                if ahead is None:
                     yield from reading.preads(reader, pos, end, read_chunk_bytes)
-                else:
-                    fetch = max(read_chunk_bytes, REMOTE_READ_BYTES)
-                    with ReadAhead(reader, pos, end, block_bytes=fetch) as ahead:
-                        yield from reading.preads(reader, pos, end, read_chunk_bytes, fetch, source=ahead)
+                else:  # (from the start, or past a region the check skipped: a jump forward the blocks follow)
+                    yield from reading.preads(reader, pos, end, read_chunk_bytes, fetch, source=ahead)
             reading.check_next_base(reader, end)
             if piece.corrupt_tail is not None and end == piece.end_position < reader.size:
                 # read to where planning cut off the corrupt rest of the active segment, still in the file: skipped
@@ -519,6 +528,35 @@ def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics,
             progress["unreliable"] = True
         yield from _lost_or_read_again(piece, options, metrics, "is gone since planning", read_chunk_bytes,
                                        map_window_bytes, again)
+
+
+#: How far before a remote slice's start its read-ahead begins to serve the first-batch check's header walk from the
+#: index entry before it (about one index interval, ``index.interval.bytes``: 4 KiB by default); further, the walk
+#: reads on its own.
+_WALK_AHEAD_BYTES = 1 << 20
+
+
+class _AheadReader:
+    """``reader`` (a :class:`RandomAccessReader` of a remote file) with its reads served by ``ahead`` (the slice's
+    :class:`ReadAhead`, which goes to the file itself outside its range): what the first-batch check reads through,
+    so that its header comes from the block the read fetches anyway, not a request of its own."""
+
+    def __init__(self, reader: RandomAccessReader, ahead: ReadAhead):
+        self._reader = reader
+        self._ahead = ahead
+
+    def __getattr__(self, name):
+        return getattr(self._reader, name)
+
+    def read_at(self, position: int, length: int, *, cached: bool = True) -> bytes:
+        ahead = self._ahead
+        if ahead.start <= position < ahead.end:
+            length = min(length, ahead.end - position)  # (a read past the range would go to the file whole)
+        out = bytearray(max(0, min(length, self._reader.size - position)))
+        return bytes(out[:self.read_into(position, out)])
+
+    def read_into(self, position: int, buffer) -> int:
+        return self._ahead.read_into(position, buffer)
 
 
 def _open_planned_segment(piece: SegmentSlice, metrics: ScanMetrics) -> tuple[RandomAccessReader | None, str]:
