@@ -77,7 +77,8 @@ from kafkaseg.errors import DataLossError, InvalidOptionError, KafkaSegError, La
 from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, LATEST, OffsetLimit, ReadOptions
 from kafkaseg.planning import (RACY_MS, AvailableRange, Listing, LogEndCache, ScanPlan, available_range,
-                               list_partitions, plan_scan, resolve_offsets, select_partitions, slice_order)
+                               list_partitions, lost_copy_reached_by_time, offset_for_timestamp, plan_scan,
+                               resolve_offsets, select_partitions, slice_order)
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.checkpoints import EpochEntry, mark_divergence
 from kafkaseg.storage.layout import PartitionDir
@@ -391,6 +392,14 @@ class MicroBatchPlanner:
                 ending = OffsetLimit("latest", option="endingOffsets")
                 positions[tp] = resolve_offsets(pdir, self.options.replace(ending=ending,
                                                                            fail_on_data_loss=False))[0]
+                # the broker's answer in a live tiered copy missing from the bucket: the stream starts at that
+                # copy's first offset, so that its first micro-batch says the loss (the resolution above moved
+                # past it, not saying so), as a start given there does
+                ts = limit.timestamp if limit.kind == "timestamp" else limit.lookup(*tp)
+                if ts is not None and pdir.live_copies_lost:
+                    lost = lost_copy_reached_by_time(pdir, ts, offset_for_timestamp(pdir, ts, self.options))
+                    if lost is not None:
+                        positions[tp] = lost[1]
             if latest < positions[tp] <= available.log_end:
                 # a start above the high watermark (or last stable offset) the files reach: a consumer's fetch there
                 # is empty until the high watermark gets there, not data loss
