@@ -198,6 +198,13 @@ def to_offsets(positions: Mapping[TopicPartition, int],
     return out
 
 
+def _below_lost_copies(pdir: PartitionDir, earliest: int) -> int:
+    """Where a stream from earliest starts: ``earliest`` (the files'), or the first offset of the live tiered copies
+    __remote_log_metadata lists that are missing below it (the broker's earliest is below them), so that the first
+    micro-batch says their loss as a batch read from earliest does."""
+    return min([earliest] + [first for _, first, _ in pdir.live_copies_lost])
+
+
 def divergence(entries: Sequence[EpochEntry], mark: EpochMark | None) -> tuple[int | None, str] | None:
     """Whether a log whose ``leader-epoch-checkpoint`` holds ``entries`` diverged from the log a reader read,
     whose last batch was written under leader epoch ``mark[0]`` and ends below ``mark[1]``: Kafka's consumer
@@ -378,13 +385,13 @@ class MicroBatchPlanner:
             self._seen[tp] = available
             ranges[tp] = available
             if limit.kind == "earliest":
-                positions[tp] = earliest
+                positions[tp] = _below_lost_copies(pdir, earliest)
             elif limit.kind == "latest":
                 positions[tp] = latest
             elif limit.kind == "offsets":
                 value = limit.lookup(*tp)
-                positions[tp] = (latest if value == LATEST else
-                                 earliest if value is None or value == EARLIEST else value)
+                positions[tp] = (latest if value == LATEST else _below_lost_copies(pdir, earliest)
+                                 if value is None or value == EARLIEST else value)
             else:  # timestamp(s): the planner's resolution (strategy, no match)
                 # only the start: offsets lost in the range to latest (a tiered-storage copy missing) are the loss
                 # of the micro-batch that reaches them, as for a start by offset (a batch read says them for its

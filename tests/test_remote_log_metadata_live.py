@@ -608,3 +608,32 @@ def test_a_start_by_timestamp_whose_answer_is_in_a_missing_live_copy_is_data_los
     after = times[missing] + 1
     table = kafkaseg.read_arrow(paths, subscribe="orders", startingTimestamp=after).select(COLUMNS)
     assert table["offset"][0].as_py() == end
+
+
+@pytest.mark.parametrize("with_log_dir", [True, False], ids=["with-log-dir", "copies-alone"])
+def test_a_stream_from_earliest_loses_a_missing_oldest_live_copy_as_a_batch_read_does(tmp_path, with_log_dir):
+    """Found in review: a batch read from earliest raised DataLossError for the oldest live copy missing from the
+    bucket, a stream from earliest started at the next copy there with no word."""
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.streaming import MicroBatchPlanner, poll_micro_batches
+
+    data, remote, whole, written, events, _, number = _tiered(tmp_path, "local")
+    write_remote_log_metadata(data, events, partition=number)
+    _drop(written[0])
+    copy, end = written[0].name[21:-4], int(written[1].name[:20])
+    paths = ([str(data)] if with_log_dir else []) + [str(remote), str(data / f"__remote_log_metadata-{number}")]
+
+    def planner(**options):
+        return MicroBatchPlanner(ReadOptions.from_options(
+            {"paths": paths, "subscribe": "orders", "startingOffsets": "earliest", "maxOffsetsPerTrigger": 400,
+             **options}, stream=True))
+
+    with pytest.raises(DataLossError, match=copy):
+        for _ in poll_micro_batches(planner()):
+            pass
+    plans = list(poll_micro_batches(planner(failOnDataLoss="false")))
+    assert any(copy in lost for plan in plans for lost in plan.data_loss)
+    # the first micro-batch's range starts below the copies there; what it reads starts at the next copy
+    assert plans[0].ranges[("orders", 0)][0] == 0
+    first_read = min(s.start_offset for s in plans[0].scan.slices)
+    assert first_read == end
