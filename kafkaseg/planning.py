@@ -92,6 +92,7 @@ __all__ = [
     "pack_slices",
     "resolve_offsets",
     "offset_for_timestamp",
+    "lost_copy_reached_by_time",
     "select_partitions",
     "Listing",
     "list_partitions",
@@ -1369,6 +1370,26 @@ def _bounds(part: _Partition, preport: PartitionReport | None) -> _Bounds:
     return _Bounds(log_start, leo, upper, source, hw, lso)
 
 
+def lost_copy_reached_by_time(pdir: PartitionDir, timestamp: int, found: int | None
+                              ) -> tuple[str, int, int] | None:
+    """The live copy missing from the bucket (of :attr:`PartitionDir.live_copies_lost`, ``(segment id, first,
+    end)``) that holds the broker's answer to a lookup of ``timestamp``, given ``found``, the answer of the files
+    there (None: none): RemoteLogManager.findOffsetByTimestamp searches the first live copy whose recorded
+    ``maxTimestampMs`` is at or above the time, so the first missing copy below ``found`` whose largest timestamp
+    reaches it (or is not recorded) holds it, and a fetch from there fails. None when none does (``LATEST``
+    resolves to the end; ``EARLIEST`` reaches every copy)."""
+    if timestamp == LATEST:
+        return None
+    states = pdir.lost_copy_states
+    for lost in pdir.live_copies_lost:
+        if found is not None and lost[1] >= found:
+            break
+        known = states.copies.get(lost[0]) if states is not None else None
+        if known is None or known.max_timestamp_ms is None or known.max_timestamp_ms >= timestamp:
+            return lost
+    return None
+
+
 def _copies_named(copies) -> str:
     """``(segment id, first, end)`` of tiered-storage copies, as messages name them."""
     return ", ".join(f"{segment_id} (offsets {first}-{end - 1})" for segment_id, first, end in copies)
@@ -1408,7 +1429,18 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
         else:
             found, why = _offset_for_timestamp(part, ts, bounds.log_start, bounds.upper)
             because = f" ({why})" if why else ""
-            if found is not None:
+            lost_answer = lost_copy_reached_by_time(part.pdir, ts, found)
+            if lost_answer is not None:
+                # the broker's answer (its first live copy whose maxTimestampMs reaches the time) is in a live copy
+                # missing from the bucket: a fetch from it fails there. The start is that copy's first offset (where
+                # in it is unknown): the loss is the copies' from there, said as for a start given there, below
+                start, explicit_start, start_by_time = lost_answer[1], True, False
+                if preport is not None:
+                    preport.notes.append(
+                        f"{name}: the first record at or after timestamp {ts} is in a live tiered-storage copy "
+                        f"__remote_log_metadata lists that is missing: {_copies_named([lost_answer])} (its recorded "
+                        f"largest timestamp reaches {ts}); the start is its first offset, {lost_answer[1]}")
+            elif found is not None:
                 start = found
             elif options.starting_offsets_by_timestamp_strategy == "latest":
                 start = bounds.upper

@@ -222,7 +222,7 @@ def _verdicts(part: _Partition) -> dict[str, CopyState]:
                    "no leader epoch's offsets lead to it")
         out[segment_id] = CopyState(segment_id, metadata.start_offset, metadata.end_offset,
                                     tuple(metadata.segment_leader_epochs), state.name, why,
-                                    metadata.segment_size_in_bytes)
+                                    metadata.segment_size_in_bytes, metadata.max_timestamp_ms)
     return out
 
 

@@ -77,7 +77,8 @@ from kafkaseg.errors import DataLossError, InvalidOptionError, KafkaSegError, La
 from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, LATEST, OffsetLimit, ReadOptions
 from kafkaseg.planning import (RACY_MS, AvailableRange, Listing, LogEndCache, ScanPlan, available_range,
-                               list_partitions, plan_scan, resolve_offsets, select_partitions, slice_order)
+                               list_partitions, lost_copy_reached_by_time, offset_for_timestamp, plan_scan,
+                               resolve_offsets, select_partitions, slice_order)
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.checkpoints import EpochEntry, mark_divergence
 from kafkaseg.storage.layout import PartitionDir
@@ -195,6 +196,13 @@ def to_offsets(positions: Mapping[TopicPartition, int],
     if epochs:
         out[LEADER_EPOCHS] = epochs
     return out
+
+
+def _below_lost_copies(pdir: PartitionDir, earliest: int) -> int:
+    """Where a stream from earliest starts: ``earliest`` (the files'), or the first offset of the live tiered copies
+    __remote_log_metadata lists that are missing below it (the broker's earliest is below them), so that the first
+    micro-batch says their loss as a batch read from earliest does."""
+    return min([earliest] + [first for _, first, _ in pdir.live_copies_lost])
 
 
 def divergence(entries: Sequence[EpochEntry], mark: EpochMark | None) -> tuple[int | None, str] | None:
@@ -377,13 +385,13 @@ class MicroBatchPlanner:
             self._seen[tp] = available
             ranges[tp] = available
             if limit.kind == "earliest":
-                positions[tp] = earliest
+                positions[tp] = _below_lost_copies(pdir, earliest)
             elif limit.kind == "latest":
                 positions[tp] = latest
             elif limit.kind == "offsets":
                 value = limit.lookup(*tp)
-                positions[tp] = (latest if value == LATEST else
-                                 earliest if value is None or value == EARLIEST else value)
+                positions[tp] = (latest if value == LATEST else _below_lost_copies(pdir, earliest)
+                                 if value is None or value == EARLIEST else value)
             else:  # timestamp(s): the planner's resolution (strategy, no match)
                 # only the start: offsets lost in the range to latest (a tiered-storage copy missing) are the loss
                 # of the micro-batch that reaches them, as for a start by offset (a batch read says them for its
@@ -391,6 +399,14 @@ class MicroBatchPlanner:
                 ending = OffsetLimit("latest", option="endingOffsets")
                 positions[tp] = resolve_offsets(pdir, self.options.replace(ending=ending,
                                                                            fail_on_data_loss=False))[0]
+                # the broker's answer in a live tiered copy missing from the bucket: the stream starts at that
+                # copy's first offset, so that its first micro-batch says the loss (the resolution above moved
+                # past it, not saying so), as a start given there does
+                ts = limit.timestamp if limit.kind == "timestamp" else limit.lookup(*tp)
+                if ts is not None and pdir.live_copies_lost:
+                    lost = lost_copy_reached_by_time(pdir, ts, offset_for_timestamp(pdir, ts, self.options))
+                    if lost is not None:
+                        positions[tp] = lost[1]
             if latest < positions[tp] <= available.log_end:
                 # a start above the high watermark (or last stable offset) the files reach: a consumer's fetch there
                 # is empty until the high watermark gets there, not data loss

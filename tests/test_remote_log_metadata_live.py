@@ -545,3 +545,95 @@ def test_every_live_copy_missing_from_a_partition_folder_read_alone_is_data_loss
     assert all(copy in lost for copy in named), lost
     # without the metadata nothing says the folder held copies: an empty log
     assert kafkaseg.read_arrow(str(remote), subscribe="orders").num_rows == 0
+
+
+@pytest.mark.parametrize("with_log_dir", [True, False], ids=["with-log-dir", "copies-alone"])
+@pytest.mark.parametrize("missing", [0, 1], ids=["oldest", "between-copies"])
+def test_a_start_by_timestamp_whose_answer_is_in_a_missing_live_copy_is_data_loss(tmp_path, capsys, with_log_dir,
+                                                                                    missing):
+    """The broker answers a timestamp from the first live copy whose maxTimestampMs reaches it: when that copy is
+    missing from the bucket the answer is lost, as a start from earliest is. Found in review: a time before every
+    record read from the next copy there with no word (a batch read and a stream alike)."""
+    from kafkaseg.errors import DataLossError
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.streaming import MicroBatchPlanner, from_offsets, poll_micro_batches
+
+    data, remote, whole, written, _, topic_id, number = _tiered(tmp_path, "local")
+    folder = data / "orders-0"
+    epochs = [tuple(map(int, line.split())) for line in (folder / "leader-epoch-checkpoint").read_text()
+              .splitlines()[2:]]
+    bounds = [int(log.name[:20]) for log in written] + [None]
+    def ms(column):  # (timestamps read as Spark's, in microseconds)
+        return pc.divide(column.cast("int64"), 1000)
+
+    stamps = ms(whole["timestamp"])
+    times = [pc.max(ms(_range(log, following, whole)["timestamp"])).as_py()
+             for log, following in zip(written, written[1:] + [None])]
+    write_remote_log_metadata(data, copy_events(written, epochs, topic_id=topic_id, max_timestamps=times),
+                              partition=number)
+    gone = written[missing]
+    first, end = bounds[missing], bounds[missing + 1]
+    _drop(gone)
+    paths = ([str(data)] if with_log_dir else []) + [str(remote), str(data / f"__remote_log_metadata-{number}")]
+    copy = gone.name[21:-4]
+    for ts in (1, stamps[first + 3].as_py()):  # before every record; inside the missing copy
+        with pytest.raises(DataLossError, match=copy):
+            kafkaseg.read_arrow(paths, subscribe="orders", startingTimestamp=ts)
+        with pytest.raises(DataLossError, match=copy):
+            kafkaseg.read_arrow(paths, subscribe="orders", startingOffsetsByTimestamp=f'{{"orders": {{"0": {ts}}}}}')
+        scan = kafkaseg.open_scan(paths, subscribe="orders", startingTimestamp=ts, failOnDataLoss="false")
+        table = scan.to_table().select(COLUMNS)
+        assert any(copy in lost for lost in scan.plan.report.data_loss), scan.plan.report.data_loss
+        assert table["offset"].to_pylist() and table["offset"][0].as_py() == (end if missing == 0 or ts != 1 else 0)
+        planner = MicroBatchPlanner(ReadOptions.from_options(
+            {"paths": paths, "subscribe": "orders", "startingTimestamp": ts, "maxOffsetsPerTrigger": 400},
+            stream=True))
+        with pytest.raises(DataLossError, match=copy):
+            from_offsets(planner.initial_offsets())
+            for _ in poll_micro_batches(planner):
+                pass
+    # kafkaseg offsets --time: the files' answer, and on stderr that the broker's is in the missing copy
+    from kafkaseg.cli.main import main
+
+    args = ["offsets", "--topic", "orders"] + [arg for path in paths for arg in ("--data-dir", path)]
+    for ts, said in ((stamps[first + 3].as_py(), True), (times[missing] + 1, False)):
+        assert main(args + ["--time", str(ts)]) == 0
+        out, err = capsys.readouterr()
+        assert out.startswith("orders:0:")
+        assert (f"copy {copy} (offsets {first}-{end - 1})" in err) == said, err
+    if missing == 0:  # -2 (ListOffsets' EARLIEST_TIMESTAMP, passed as it is) is earliest: the copy's loss too
+        with pytest.raises(DataLossError, match=copy):
+            kafkaseg.read_arrow(paths, subscribe="orders", startingOffsetsByTimestamp='{"orders": {"0": -2}}')
+    # a time past the missing copy's largest timestamp is answered by the copies there: nothing lost
+    after = times[missing] + 1
+    table = kafkaseg.read_arrow(paths, subscribe="orders", startingTimestamp=after).select(COLUMNS)
+    assert table["offset"][0].as_py() == end
+
+
+@pytest.mark.parametrize("with_log_dir", [True, False], ids=["with-log-dir", "copies-alone"])
+def test_a_stream_from_earliest_loses_a_missing_oldest_live_copy_as_a_batch_read_does(tmp_path, with_log_dir):
+    """Found in review: a batch read from earliest raised DataLossError for the oldest live copy missing from the
+    bucket, a stream from earliest started at the next copy there with no word."""
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.streaming import MicroBatchPlanner, poll_micro_batches
+
+    data, remote, whole, written, events, _, number = _tiered(tmp_path, "local")
+    write_remote_log_metadata(data, events, partition=number)
+    _drop(written[0])
+    copy, end = written[0].name[21:-4], int(written[1].name[:20])
+    paths = ([str(data)] if with_log_dir else []) + [str(remote), str(data / f"__remote_log_metadata-{number}")]
+
+    def planner(**options):
+        return MicroBatchPlanner(ReadOptions.from_options(
+            {"paths": paths, "subscribe": "orders", "startingOffsets": "earliest", "maxOffsetsPerTrigger": 400,
+             **options}, stream=True))
+
+    with pytest.raises(DataLossError, match=copy):
+        for _ in poll_micro_batches(planner()):
+            pass
+    plans = list(poll_micro_batches(planner(failOnDataLoss="false")))
+    assert any(copy in lost for plan in plans for lost in plan.data_loss)
+    # the first micro-batch's range starts below the copies there; what it reads starts at the next copy
+    assert plans[0].ranges[("orders", 0)][0] == 0
+    first_read = min(s.start_offset for s in plans[0].scan.slices)
+    assert first_read == end

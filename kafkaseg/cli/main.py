@@ -346,7 +346,13 @@ def _offsets_partitions(args):
                 return True
         return False
 
-    found = discover(args.data_dir, select=allowed, key_ring=args.tiered_key_ring)
+    from kafkaseg.remote_metadata import read_remote_log_metadata
+
+    # which tiered-storage copies are live, when __remote_log_metadata partitions are among the paths (as for reads:
+    # the dead ones are left out, and live ones missing from the bucket are known, see _cmd_offsets)
+    found = discover(args.data_dir, select=allowed, key_ring=args.tiered_key_ring,
+                     remote_log_metadata=lambda metadata: read_remote_log_metadata(
+                         metadata, lenient=args.on_corruption == "skip"))
     # a .log file given stands for its whole partition, as for describe and reads (the broker answers for it)
     found = [p.whole or p for p in found]
     return [c.chosen for c in choose_replicas([p for p in found if allowed(p.topic, p.partition)])]
@@ -475,12 +481,13 @@ def _cmd_offsets(args) -> int:
             # a tiered topic's broker also searches its remote segments for -2 and times; not for -3, which it
             # answers from the local log only (UnifiedLog's MAX_TIMESTAMP branch), as kafkaseg does
             below = pdir.below_local_log_note() if spec not in (LATEST, MAX_TIMESTAMP) else None
-            return answer, lookup.stats, "; ".join(n for n in (hw_note, below) if n) or None, tail
+            return answer, lookup.stats, "; ".join(n for n in (hw_note, below) if n) or None, tail, \
+                _answer_lost(pdir, spec, answer.offset)
 
     answers, stats, notes, tails, failed = [], [], [], [], []
     for pdir in partitions:  # a segment a live broker deletes meanwhile: the partition is listed again
         try:
-            answer, stat, note, tail = relisted(pdir, look_up)
+            answer, stat, note, tail, lost = relisted(pdir, look_up)
         except KafkaSegError as err:
             # GetOffsetShell answers each partition on its own: one it cannot answer is skipped, the rest printed
             notes = "".join(f" ({note})" for note in getattr(err, "__notes__", ()))
@@ -488,6 +495,9 @@ def _cmd_offsets(args) -> int:
                   f"{notes}", file=sys.stderr)
             failed.append({"topic": pdir.topic, "partition": pdir.partition, "error": str(err)})
             continue
+        if lost is not None:  # said on stderr whatever the options, and in --json's note
+            print(f"kafkaseg offsets: {pdir.topic}-{pdir.partition}: {lost}", file=sys.stderr)
+            note = "; ".join(n for n in (note, lost) if n)
         answers.append(answer)
         stats.append(stat)
         notes.append(note)
@@ -518,6 +528,25 @@ def _cmd_offsets(args) -> int:
         if args.stats:  # one JSON object a line, as --json writes them
             print(f"{answers[k].topic}-{answers[k].partition}: {json.dumps(stats[k].as_dict())}", file=sys.stderr)
     return EXIT_ERROR if failed else EXIT_OK
+
+
+def _answer_lost(pdir, spec: int, found: int | None) -> str | None:
+    """What ``offsets`` says when the broker's answer for ``spec`` (a time, or -2) is in a live tiered-storage
+    copy __remote_log_metadata lists that is missing from the bucket (the broker's lookup fails there, a read from
+    it loses the copy's offsets): the answer printed is the copies' there. None otherwise."""
+    from kafkaseg.lookup import MAX_TIMESTAMP
+    from kafkaseg.planning import lost_copy_reached_by_time
+
+    if spec == MAX_TIMESTAMP or not pdir.live_copies_lost:
+        return None
+    lost = lost_copy_reached_by_time(pdir, spec, found)
+    if lost is None:
+        return None
+    segment_id, first, end = lost
+    why = "" if spec < 0 else f" (its recorded largest timestamp reaches {spec})"
+    return (f"the broker's answer is in live tiered-storage copy {segment_id} (offsets {first}-{end - 1}), which "
+            f"__remote_log_metadata lists and is missing from the copies given{why}: a broker's lookup fails "
+            "there and a read from it loses those offsets; the offset printed is the first the files here answer")
 
 
 @contextlib.contextmanager

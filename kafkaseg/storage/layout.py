@@ -231,6 +231,8 @@ class PartitionDir:
     # newest copy are above the partition's log end.
     # A read of them, or from the earliest when they are below the log read, loses them (planning's data loss)
     live_copies_lost: tuple[tuple[str, int, int], ...] = ()
+    # the tiered.CopyStates those are from (their largest timestamps: which of them a timestamp lookup reaches)
+    lost_copy_states: Any = field(default=None, compare=False, repr=False)
 
     @property
     def log_start_offset(self) -> int | None:
@@ -703,7 +705,7 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
     last = segments[-1].base_offset if segments else -1
     ends = [copy.end_offset + 1 for copy in copy_states.live()]
     lost = _live_copies_missing(pdir, segments, 0, max(ends + [last + 1]))
-    return _replace(pdir, live_copies_lost=tuple(lost)) if lost else pdir
+    return _replace(pdir, live_copies_lost=tuple(lost), lost_copy_states=copy_states) if lost else pdir
 
 
 _CHECKPOINT_FILES = {
@@ -1423,6 +1425,7 @@ def with_remote_copies(local: PartitionDir, remote: PartitionDir) -> tuple[Parti
                  f"{dead} copies it says are dead left out")
     merged = _replace(local, segments=taken + local.segments, remote_below=remote,
                       notes=local.notes + told + (note,), live_copies_lost=tuple(lost),
+                      lost_copy_states=remote.copy_states,
                       filesystem=tiered.chunked_filesystem(local.filesystem,
                                                            tiered.served_decompressed(remote.filesystem)))
     return merged, note
@@ -1695,9 +1698,10 @@ def choose_replicas(partitions: Iterable[PartitionDir], policy: str = "highestHi
                     break
                 how.append(f"{candidate.path} not read: {why}")
             else:  # read alone: what live copies missing from the bucket held is lost to a read from earliest
-                lost = next((lost for lost in (live_copies_lost_below(chosen, c) for c in remote) if lost), ())
+                lost, source = next(((lost, c) for lost, c in ((live_copies_lost_below(chosen, c), c)
+                                                              for c in remote) if lost), ((), None))
                 if lost:
-                    chosen = _replace(chosen, live_copies_lost=lost)
+                    chosen = _replace(chosen, live_copies_lost=lost, lost_copy_states=source.copy_states)
             choice = ReplicaChoice(topic, partition, chosen, tuple(found), "; ".join([choice.reason, *how]))
         choices.append(choice)
     return choices

@@ -259,7 +259,8 @@ class CopyState:
     """One remote copy as the cluster's ``__remote_log_metadata`` knows it (see :mod:`kafkaseg.remote_metadata`):
     its offsets (``end_offset`` inclusive), leader epochs ``(epoch, start)``, last state's name, and ``dead``: why
     a fetch never reads it (None for a live copy), and ``size_in_bytes``: the segment's size when copied
-    (``segmentSizeInBytes``: the local ``.log``'s, before any compression or encryption)."""
+    (``segmentSizeInBytes``: the local ``.log``'s, before any compression or encryption), ``max_timestamp_ms``: its
+    records' largest timestamp (``maxTimestampMs``: the broker's timestamp lookups skip a copy below the time)."""
 
     segment_id: str
     start_offset: int
@@ -268,6 +269,7 @@ class CopyState:
     state: str
     dead: str | None = None
     size_in_bytes: int | None = None
+    max_timestamp_ms: int | None = None
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ import json
 import os
 import struct
 from pathlib import Path
+from typing import Sequence
 
 import zstandard
 
@@ -302,11 +303,12 @@ def partition_deleted(topic: str, topic_id: str, partition: int, state: int = 0,
 
 
 def copy_events(written: list[Path], epochs: list[tuple[int, int]], *, topic_id: str,
-                finished: bool = True) -> list[bytes]:
+                finished: bool = True, max_timestamps: Sequence[int] | None = None) -> list[bytes]:
     """What the broker records for copies :func:`copy_to_tiered` wrote (its ``.log`` paths, in offset order): for
     each, COPY_SEGMENT_STARTED then (``finished``) COPY_SEGMENT_FINISHED, with the leader epochs (``epochs``:
     the partition's ``leader-epoch-checkpoint``) over its offsets. A copy's end is the next one's base - 1 (the
-    last copy's: its last record's offset)."""
+    last copy's: its last record's offset). ``max_timestamps``: each copy's largest record timestamp, recorded as
+    its ``maxTimestampMs`` (0 when not given)."""
     events = []
     for i, log in enumerate(written):
         base, segment_id = int(log.name[:20]), log.name[21:-4]
@@ -315,7 +317,8 @@ def copy_events(written: list[Path], epochs: list[tuple[int, int]], *, topic_id:
         within = [(e, max(s, base)) for j, (e, s) in enumerate(epochs)
                   if s <= end and (j + 1 == len(epochs) or epochs[j + 1][1] > base)]
         events.append(segment_event(topic, topic_id, partition, segment_id, base, end, within,
-                                    size=_segment_size(log)))
+                                    size=_segment_size(log),
+                                    time_ms=max_timestamps[i] if max_timestamps is not None else 0))
         if finished:
             events.append(segment_update(topic, topic_id, partition, segment_id, COPY_SEGMENT_FINISHED))
     return events
