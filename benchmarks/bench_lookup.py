@@ -2,7 +2,7 @@
 the answer (O(log n) with ``--fast``'s binary search) plus about one index interval of log per lookup.
 
 Usage: python benchmarks/bench_lookup.py [--segments 1000] [--lookups 200] [--quick] [--magic 2] [--codec none]
-[--json FILE]
+[--without-indexes] [--json FILE]
 
 The partition is generated once with :func:`kafkaseg.testing.write_data_dir` (small segments, 4 KiB index
 interval, LogAppendTime-like increasing timestamps) in a temporary directory. Each lookup is COLD for the partition:
@@ -14,7 +14,8 @@ segments' largest timestamps never decrease), ``locate`` (offset -> segment, bat
 (``kafkaseg.planning.offset_for_timestamp``: the same lookup plus the partition's bounds).
 Target: default mode median < 20 ms on 1,000 segments. ``--magic 1 --codec gzip`` times the same lookups over legacy
 compressed wrappers, whose header walk decompresses each wrapper it passes (a v1 wrapper's header holds its last
-inner offset only).
+inner offset only). ``--without-indexes`` deletes the ``.index`` and ``.timeindex`` files after generating: each
+lookup then rebuilds the indexes of the segments it reads in memory (``kafkaseg.storage.indexes.rebuild_indexes``).
 """
 
 from __future__ import annotations
@@ -91,6 +92,8 @@ def main(argv=None) -> int:
                         help="record batch format of the generated partition (1: legacy message sets)")
     parser.add_argument("--codec", default="none", choices=("none", "gzip", "snappy", "lz4", "zstd"),
                         help="compression of the generated batches (zstd needs --magic 2)")
+    parser.add_argument("--without-indexes", action="store_true",
+                        help="delete every .index and .timeindex: each lookup rebuilds what it reads in memory")
     parser.add_argument("--json", help="also write the results as JSON here")
     args = parser.parse_args(argv)
     if args.quick:
@@ -104,6 +107,12 @@ def main(argv=None) -> int:
         pm, pdir = generate(Path(tmp), args.segments, args.magic, args.codec)
         total_index_entries = sum(Path(s.index_path).stat().st_size // 8 + Path(s.timeindex_path).stat().st_size // 12
                                   for s in pdir.segments)
+        if args.without_indexes:
+            for s in pdir.segments:
+                Path(s.index_path).unlink()
+                Path(s.timeindex_path).unlink()
+            pdir = next(p for p in discover(tmp) if p.topic == "bench")
+            total_index_entries = 0
         print(f"partition: {len(pdir.segments)} segments, {pm.log_end_offset} records, {pdir.size_bytes} bytes, "
               f"{total_index_entries} index entries (generated in {time.perf_counter() - t0:.1f}s); "
               f"magic {args.magic}, codec {args.codec}; decoder: {IMPLEMENTATION}")

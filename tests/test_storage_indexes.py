@@ -3,28 +3,42 @@
 from __future__ import annotations
 
 import csv
+import itertools
 import re
 import shutil
 import struct
+import tempfile
+from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkaseg.errors import CorruptIndexError
+import kafkaseg.storage.indexes as indexes_module
+import kafkaseg.storage.segment as segment_module
+from kafkaseg.errors import CorruptDataError, CorruptIndexError
 from kafkaseg.storage.checkpoints import read_leader_epoch_checkpoint
 from kafkaseg.storage.indexes import load_indexes, rebuild_indexes, verify_offset_index, verify_time_index
 from kafkaseg.storage.layout import discover
 from kafkaseg.storage.offset_index import OffsetIndex
-from kafkaseg.storage.segment import SegmentReader, batch_table
+from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader, batch_table
 from kafkaseg.storage.time_index import TimeIndex
 from kafkaseg.storage.txn_index import AbortedTxn, TransactionIndex
+from kafkaseg.testing.writer import LOG_APPEND_TIME, Record, build_batch_v2, build_legacy_entries, build_legacy_wrapper
+from kafkaseg.wire import walk
+
+try:
+    from kafkaseg.wire import _walk as compiled_walk
+except ImportError:  # not built: the pure twin and the Python walk are still compared
+    compiled_walk = None
 
 META_F8 = "segments/RaviAzzuraPutra__LATIHAN-MICROSERVICE-NEW/f8f5c464/kafka/data/__cluster_metadata-0"
 META_09 = "segments/RaviAzzuraPutra__LATIHAN-MICROSERVICE-NEW/09b38fa5/kafka/data/__cluster_metadata-0"
 TEMPERATURE = "segments/smartassets__backend-server/51801d05/kafka/data/temperature-0"
 BASE0 = "00000000000000000000"
+WALKS = [k for k in (compiled_walk,) if k is not None] + [walk.pure_kernel, None]  # None: Python only
 
 
 def _manifest(corpus_dir):
@@ -265,3 +279,135 @@ def test_an_all_zero_first_entry_before_unwritten_space_is_no_entry(tmp_path):
         path = tmp_path / f"young.{kind}"
         path.write_bytes(b"\0" * size)
         assert len(ProbedIndex(str(path), kind, 100, None, LookupStats())) == 0
+
+
+# -- rebuild_indexes against LogSegment.recover's loop ------------------------------------------------------------
+
+def _recover_loop(reader, base_offset, interval_bytes, *, max_batch_bytes, on_corruption):
+    """The module doc's loop, header by header over ``iter_headers`` (rebuild_indexes before it ran on columns):
+    the reference the vectorized rebuild must reproduce entry for entry."""
+    offsets, positions, stamps, stamp_offsets = [], [], [], []
+    last_index_entry, max_ts, max_ts_offset, last_time_entry = 0, -1, -1, -1
+
+    def maybe_append_time(ts, offset):
+        nonlocal last_time_entry
+        if ts > last_time_entry:
+            stamps.append(ts)
+            stamp_offsets.append(offset)
+            last_time_entry = ts
+
+    try:
+        for header in reader.iter_headers(0, max_batch_bytes=max_batch_bytes):
+            if header.max_timestamp > max_ts:
+                max_ts, max_ts_offset = header.max_timestamp, header.last_offset
+            if header.position - last_index_entry > interval_bytes:
+                if not offsets or header.last_offset > offsets[-1]:
+                    offsets.append(header.last_offset)
+                    positions.append(header.position)
+                maybe_append_time(max_ts, max_ts_offset)
+                last_index_entry = header.position
+    except CorruptDataError as err:
+        if on_corruption is None:
+            raise
+        on_corruption(err)
+    maybe_append_time(max_ts, max_ts_offset)
+    return (offsets, positions), (stamps, stamp_offsets)
+
+
+INTERVALS = (-3, 0, 1, 70, 200, 1024, 4096, 1 << 70)
+
+
+def _assert_rebuild_matches_loop(path, base_offset=0, intervals=INTERVALS, max_batch_bytes=DEFAULT_MAX_BATCH_BYTES):
+    """rebuild_indexes == the loop for every interval, with every walk (compiled, pure twin, Python only), in
+    arrays and batch by batch over the columns (however many batches), raising the same error or, with
+    on_corruption, reporting the same one and covering the same batches."""
+    for fast, vectorized_from in itertools.product(WALKS, (0, 1 << 62)):
+        with mock.patch.object(segment_module, "_FAST_WALK", fast), \
+                mock.patch.object(indexes_module, "_VECTORIZED_FROM", vectorized_from):
+            for interval in intervals:
+                for tolerant in (False, True):
+                    got_errors, want_errors = [], []
+                    with SegmentReader(str(path)) as reader:
+                        try:
+                            want = _recover_loop(reader, base_offset, interval, max_batch_bytes=max_batch_bytes,
+                                                 on_corruption=want_errors.append if tolerant else None)
+                        except CorruptDataError as err:
+                            want = (type(err), str(err))
+                        want_tail = reader.tail
+                    with SegmentReader(str(path)) as reader:
+                        try:
+                            offsets, times = rebuild_indexes(reader, base_offset, interval,
+                                                             max_batch_bytes=max_batch_bytes,
+                                                             on_corruption=got_errors.append if tolerant else None)
+                            got = ((offsets.offsets.tolist(), offsets.positions.tolist()),
+                                   (times.timestamps.tolist(), times.offsets.tolist()))
+                        except CorruptDataError as err:
+                            got = (type(err), str(err))
+                        got_tail = reader.tail
+                    where = (path, getattr(fast, "IMPLEMENTATION", None), vectorized_from, interval, tolerant)
+                    assert got == want, where
+                    assert [str(e) for e in got_errors] == [str(e) for e in want_errors], where
+                    assert got_tail == want_tail, where
+
+
+def test_rebuild_matches_the_loop_on_every_corpus_segment(corpus_dir):
+    logs = sorted(p for p in corpus_dir.rglob("*.log") if p.stat().st_size)
+    assert logs
+    for path in logs:
+        _assert_rebuild_matches_loop(path, intervals=(0, 1024, 4096))
+
+
+FORMATS = [(2, "none"), (2, "gzip"), (2, "zstd"), (1, "none"), (1, "gzip"), (0, "none"), (0, "snappy"),
+           (1, "lz4")]
+
+
+@st.composite
+def _segments(draw):
+    """Bytes of a log of batches in any format (compressed legacy wrappers included), with compaction's gaps and
+    empty batches, LogAppendTime, timestamps that repeat, go back or are -1, offsets that go back, and then maybe
+    damage: flipped bytes, a cut, zeros at the end."""
+    out, offset = [], draw(st.integers(0, 50))
+    for _ in range(draw(st.integers(0, 14))):
+        magic, codec = draw(st.sampled_from(FORMATS))
+        count = draw(st.integers(1, 4))
+        offsets = [offset + sum(draw(st.lists(st.integers(1, 3), min_size=i, max_size=i))) for i in range(count)]
+        stamps = draw(st.lists(st.sampled_from([-1, 5, 10, 10, 20, 30, 1_700_000_000_000]), min_size=count,
+                               max_size=count))
+        value = draw(st.binary(max_size=draw(st.sampled_from([0, 40, 300]))))
+        records = [Record(o, t, None, value) for o, t in zip(sorted(set(offsets)), stamps)]
+        append_time = draw(st.one_of(st.none(), st.sampled_from([7, 25, 1_700_000_000_001])))
+        if magic == 2:
+            if draw(st.booleans()) and draw(st.booleans()):  # compaction's empty batch
+                out.append(build_batch_v2([], base_offset=records[0].offset, last_offset=records[-1].offset,
+                                          empty_timestamp=draw(st.sampled_from([None, 15]))).data)
+            elif append_time is not None:
+                out.append(build_batch_v2(records, codec=codec, timestamp_type=LOG_APPEND_TIME,
+                                          log_append_time=append_time).data)
+            else:
+                out.append(build_batch_v2(records, codec=codec).data)
+        elif codec == "none":
+            kind = dict(timestamp_type=LOG_APPEND_TIME, log_append_time=append_time) if (
+                magic == 1 and append_time is not None) else {}
+            out.extend(e.data for e in build_legacy_entries(records, magic, **kind))
+        else:
+            kind = dict(timestamp_type=LOG_APPEND_TIME, log_append_time=append_time) if (
+                magic == 1 and append_time is not None) else {}
+            out.append(build_legacy_wrapper(records, magic, codec, **kind).data)
+        offset = records[-1].offset + 1 - (draw(st.integers(0, 6)) if draw(st.integers(0, 9)) == 0 else 0)
+    data = bytearray(b"".join(out))
+    for at, byte in draw(st.lists(st.tuples(st.integers(0, 1 << 14), st.integers(0, 255)), max_size=3)):
+        if data:
+            data[at % len(data)] = byte
+    cut = draw(st.one_of(st.none(), st.integers(0, 1 << 14)))
+    if cut is not None and data:
+        del data[cut % len(data):]
+    return bytes(data) + bytes(draw(st.sampled_from([0, 0, 12, 70])))
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=_segments(), max_batch_bytes=st.sampled_from([DEFAULT_MAX_BATCH_BYTES, 200]))
+def test_rebuild_matches_the_loop_on_any_log(data, max_batch_bytes):
+    with tempfile.TemporaryDirectory() as root:
+        path = Path(root) / f"{BASE0}.log"
+        path.write_bytes(data)
+        _assert_rebuild_matches_loop(path, 0, max_batch_bytes=max_batch_bytes)

@@ -35,7 +35,7 @@ from kafkaseg.errors import CorruptDataError, CorruptIndexError, LayoutError
 from kafkaseg.storage._index_file import DEFAULT_MAX_INDEX_BYTES, index_location
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import (DEFAULT_MAX_BATCH_BYTES, BatchTable, SegmentReader, batch_table,
-                                      log_end_offset)
+                                      header_columns, log_end_offset)
 from kafkaseg.storage.time_index import NO_TIMESTAMP, TimeIndex
 
 __all__ = [
@@ -59,39 +59,82 @@ def rebuild_indexes(segment_reader: SegmentReader, base_offset: int,
     built in memory from one header walk. Both come back with ``rebuilt=True`` and ``rebuild_reason=reason``.
     Bad framing raises, unless ``on_corruption`` is given: it is called with the error and the indexes cover the
     batches before it (where ``LogSegment.recover`` would truncate the log)."""
+    (positions, last_offsets, max_timestamps), _ = header_columns(
+        segment_reader, ("position", "last_offset", "max_timestamp"), max_batch_bytes=max_batch_bytes,
+        on_corruption=on_corruption)
+    recover = _recovered_entries if positions.size >= _VECTORIZED_FROM else _recovered_entries_loop
+    offsets, entry_positions, stamps, stamp_offsets = recover(positions, last_offsets, max_timestamps, interval_bytes)
+    offset_index = OffsetIndex(base_offset, offsets, entry_positions, rebuilt=True, rebuild_reason=reason)
+    time_index = TimeIndex(base_offset, stamps, stamp_offsets, rebuilt=True, rebuild_reason=reason)
+    return offset_index, time_index
+
+
+#: Batches from which :func:`_recovered_entries` runs in arrays: below, its fixed cost (some twenty numpy calls,
+#: ~15 us) exceeds the loop's over a few batches (a segment of 4 batches rebuilt 2x slower, 64 about the same).
+_VECTORIZED_FROM = 48
+
+
+def _recovered_entries_loop(positions: np.ndarray, last_offsets: np.ndarray, max_timestamps: np.ndarray,
+                            interval_bytes: int) -> tuple[list, list, list, list]:
+    """:func:`_recovered_entries` as the module doc's loop, batch by batch (for a few batches)."""
     offsets: list[int] = []
-    positions: list[int] = []
+    entry_positions: list[int] = []
     stamps: list[int] = []
     stamp_offsets: list[int] = []
     last_index_entry = 0
     max_ts, max_ts_offset = NO_TIMESTAMP, -1
-    last_time_entry = NO_TIMESTAMP
+    for position, last_offset, timestamp in zip(positions.tolist(), last_offsets.tolist(), max_timestamps.tolist()):
+        if timestamp > max_ts:
+            max_ts, max_ts_offset = timestamp, last_offset
+        if position - last_index_entry > interval_bytes:
+            if not offsets or last_offset > offsets[-1]:  # OffsetIndex.append refuses non-increasing
+                offsets.append(last_offset)
+                entry_positions.append(position)
+            if max_ts > (stamps[-1] if stamps else NO_TIMESTAMP):  # TimeIndex.maybeAppend
+                stamps.append(max_ts)
+                stamp_offsets.append(max_ts_offset)
+            last_index_entry = position
+    if max_ts > (stamps[-1] if stamps else NO_TIMESTAMP):
+        stamps.append(max_ts)
+        stamp_offsets.append(max_ts_offset)
+    return offsets, entry_positions, stamps, stamp_offsets
 
-    def maybe_append_time(ts: int, offset: int) -> None:
-        nonlocal last_time_entry
-        if ts > last_time_entry:
-            stamps.append(ts)
-            stamp_offsets.append(offset)
-            last_time_entry = ts
 
-    try:
-        for header in segment_reader.iter_headers(0, max_batch_bytes=max_batch_bytes):
-            if header.max_timestamp > max_ts:
-                max_ts, max_ts_offset = header.max_timestamp, header.last_offset
-            if header.position - last_index_entry > interval_bytes:
-                if not offsets or header.last_offset > offsets[-1]:  # OffsetIndex.append refuses non-increasing
-                    offsets.append(header.last_offset)
-                    positions.append(header.position)
-                maybe_append_time(max_ts, max_ts_offset)
-                last_index_entry = header.position
-    except CorruptDataError as err:
-        if on_corruption is None:
-            raise
-        on_corruption(err)
-    maybe_append_time(max_ts, max_ts_offset)
-    offset_index = OffsetIndex(base_offset, offsets, positions, rebuilt=True, rebuild_reason=reason)
-    time_index = TimeIndex(base_offset, stamps, stamp_offsets, rebuilt=True, rebuild_reason=reason)
-    return offset_index, time_index
+def _recovered_entries(positions: np.ndarray, last_offsets: np.ndarray, max_timestamps: np.ndarray,
+                       interval_bytes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The module doc's loop run over the batches' columns (positions strictly increasing, as a walk gives them):
+    ``(offsets, positions)`` of the offset index and ``(timestamps, offsets)`` of the time index."""
+    n = positions.size
+    if n == 0:  # no entry, and the final maybeAppend of (NO_TIMESTAMP, -1) appends nothing
+        return (np.zeros(0, np.int64),) * 4
+    # maxTimestampSoFar after each batch: the running maximum (from NO_TIMESTAMP), and the lastOffset of the batch
+    # that reached it first (a later batch takes over only with a strictly greater timestamp)
+    running = np.maximum.accumulate(np.maximum(max_timestamps, NO_TIMESTAMP))
+    takes_over = max_timestamps > np.concatenate(([NO_TIMESTAMP], running[:-1]))
+    holder = np.maximum.accumulate(np.where(takes_over, np.arange(n), -1))  # that batch's index, -1 before any
+    # the batches that get an entry: the first whose position is more than interval_bytes past the last entry's
+    # (0 before the first); one step per entry, each the next batch past its own position plus the interval
+    interval = min(max(int(interval_bytes), -1), 1 << 62)  # the same choices, within int64 (positions are >= 0)
+    following = np.maximum(np.searchsorted(positions, positions + interval, side="right"), np.arange(1, n + 1))
+    following = following.tolist()
+    chosen = []
+    k = int(np.searchsorted(positions, interval, side="right"))
+    while k < n:
+        chosen.append(k)
+        k = following[k]
+    entries = np.array(chosen, dtype=np.int64)
+    # OffsetIndex.append refuses a non-increasing offset: an entry's offset is kept when above every one before it
+    # (the last one kept is the largest so far)
+    candidates = last_offsets[entries]
+    above = np.ones(entries.size, bool)
+    above[1:] = candidates[1:] > np.maximum.accumulate(candidates)[:-1]
+    # the time index: maxTimestampSoFar at each entry, then after the last batch, each appended when above the last
+    # one appended; a running maximum never goes down, so that is when above the one before (NO_TIMESTAMP first)
+    at = np.append(entries, n - 1)
+    times, holders = running[at], holder[at]
+    fresh = times > np.concatenate(([NO_TIMESTAMP], times[:-1]))
+    time_offsets = np.where(holders >= 0, last_offsets[np.maximum(holders, 0)], -1)
+    return candidates[above], positions[entries][above], times[fresh], time_offsets[fresh]
 
 
 class IndexMismatch(NamedTuple):

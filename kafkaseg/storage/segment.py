@@ -21,7 +21,7 @@ from __future__ import annotations
 import weakref
 
 from dataclasses import dataclass
-from typing import Iterator, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 import pyarrow.fs as pafs
@@ -44,6 +44,7 @@ __all__ = [
     "ChunkWalk",
     "BatchTable",
     "batch_table",
+    "header_columns",
     "log_end_offset",
     "readable_end",
     "offsets_hidden_by_last_batch",
@@ -395,9 +396,15 @@ class BatchTable:
         return int(self.positions.size)
 
 
-def batch_table(reader: SegmentReader, *, max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> BatchTable:
-    """Walk every header of ``reader`` once (memory: 32 bytes per batch)."""
-    fields = [_walk.COLUMNS.index(name) for name in ("position", "base_offset", "last_offset", "max_timestamp")]
+def header_columns(reader: SegmentReader, names: tuple[str, ...], *,
+                   max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
+                   on_corruption: Callable[[CorruptDataError], None] | None = None
+                   ) -> tuple[list[np.ndarray], HeaderWalk]:
+    """The header fields ``names`` (of ``kafkaseg.wire.walk.COLUMNS``) of every complete batch of ``reader``, as
+    int64 arrays in file order, from one walk from byte 0 (the compiled walk's runs, plus the headers it left to
+    ``read_header``), and the walk (``tail``). Bad framing raises, unless ``on_corruption`` is given: it is called
+    with the error and the arrays hold the batches before it (those :meth:`SegmentReader.iter_headers` yields)."""
+    fields = [_walk.COLUMNS.index(name) for name in names]
     parts: list[list] = [[] for _ in fields]  # arrays, in order
     loose: list[list] = [[] for _ in fields]  # values of the headers read_header parsed since the last run
 
@@ -408,17 +415,29 @@ def batch_table(reader: SegmentReader, *, max_batch_bytes: int | None = DEFAULT_
                 values.clear()
 
     walk = reader.iter_headers(0, max_batch_bytes=max_batch_bytes)
-    for run in walk.runs():
-        if isinstance(run, BatchHeader):  # (one the compiled walk left to read_header; every one without it)
-            for values, k in zip(loose, fields):
-                values.append(run[k])
-            continue
-        flush()
-        for part, k in zip(parts, fields):
-            part.append(run[k])
+    try:
+        for run in walk.runs():
+            if isinstance(run, BatchHeader):  # (one the compiled walk left to read_header; every one without it)
+                for values, k in zip(loose, fields):
+                    values.append(run[k])
+                continue
+            flush()
+            for part, k in zip(parts, fields):
+                part.append(run[k])
+    except CorruptDataError as err:
+        if on_corruption is None:
+            raise
+        on_corruption(err)
     flush()
-    arr = lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64)  # noqa: E731
-    return BatchTable(*(arr(part) for part in parts), walk.tail)
+    return [part[0] if len(part) == 1 else np.concatenate(part) if part else np.zeros(0, np.int64)
+            for part in parts], walk
+
+
+def batch_table(reader: SegmentReader, *, max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> BatchTable:
+    """Walk every header of ``reader`` once (memory: 32 bytes per batch)."""
+    columns, walk = header_columns(reader, ("position", "base_offset", "last_offset", "max_timestamp"),
+                                   max_batch_bytes=max_batch_bytes)
+    return BatchTable(*columns, walk.tail)
 
 
 def _reader_for(segment, filesystem, reader):
