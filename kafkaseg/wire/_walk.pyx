@@ -119,18 +119,39 @@ def skip(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t available_end, Py_ssi
     return pos, count, reason
 
 
-cdef tuple _row(const uint8_t* p, Py_ssize_t pos, Py_ssize_t total, Py_ssize_t base):
+cdef inline void _fields(const uint8_t* p, int64_t position, int64_t* row) noexcept nogil:
+    """The 14 header fields (``COLUMNS``, in order) of the whole batch at ``p`` (file position ``position``): what
+    ``headers`` makes a tuple of and ``columns`` a column entry of (``_unpack`` in the twin)."""
     cdef int magic = p[16]
     cdef int64_t offset = _i64(p)
-    cdef int attributes
     cdef int64_t ts
+    row[0] = position
+    row[1] = 12 + <int64_t>_i32(p + 8)
+    row[2] = magic
+    row[3] = offset
     if magic == 2:
-        return (pos + base, total, 2, offset, offset + _i32(p + 23), _i32(p + 12), _u32(p + 17), _i16(p + 21),
-                _i64(p + 27), _i64(p + 35), _i64(p + 43), _i16(p + 51), _i32(p + 53), _i32(p + 57))
-    attributes = <int8_t>p[17]
-    ts = _i64(p + 18) if magic == 1 else -1
-    return (pos + base, total, magic, offset, offset, -1, _u32(p + 12), attributes, ts, ts, -1, -1, -1,
-            1 if attributes & 7 == 0 else -1)
+        row[4] = offset + _i32(p + 23)
+        row[5] = _i32(p + 12)
+        row[6] = _u32(p + 17)
+        row[7] = _i16(p + 21)
+        row[8] = _i64(p + 27)
+        row[9] = _i64(p + 35)
+        row[10] = _i64(p + 43)
+        row[11] = _i16(p + 51)
+        row[12] = _i32(p + 53)
+        row[13] = _i32(p + 57)
+    else:
+        ts = _i64(p + 18) if magic == 1 else -1
+        row[4] = offset
+        row[5] = -1
+        row[6] = _u32(p + 12)
+        row[7] = <int8_t>p[17]
+        row[8] = ts
+        row[9] = ts
+        row[10] = -1
+        row[11] = -1
+        row[12] = -1
+        row[13] = 1 if (p[17] & 7) == 0 else -1
 
 
 def headers(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t available_end, Py_ssize_t room=0,
@@ -141,6 +162,7 @@ def headers(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t available_end, Py_
     cdef int reason = _STOP_END
     cdef const uint8_t* data
     cdef list found = []
+    cdef int64_t row[14]
     if start < 0:
         raise ValueError(f"a walk cannot start before its buffer (start {start})")
     PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
@@ -153,7 +175,9 @@ def headers(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t available_end, Py_
             total = _batch_at(data, pos, end, available_end, room, max_batch_size, &reason)
             if total == 0:
                 break
-            found.append(tuple.__new__(cls, _row(data + pos, pos, total, base)))
+            _fields(data + pos, pos + base, row)
+            found.append(tuple.__new__(cls, (row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8],
+                                             row[9], row[10], row[11], row[12], row[13])))
             pos += total
     finally:
         PyBuffer_Release(&view)
@@ -167,10 +191,9 @@ def columns(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t available_end, Py_
     cdef Py_ssize_t pos, count, i, n
     cdef int reason
     cdef const uint8_t* data
-    cdef const uint8_t* p
     cdef int64_t[:, ::1] out
-    cdef int magic
-    cdef int64_t offset, ts
+    cdef int64_t row[14]
+    cdef Py_ssize_t k
     if start < 0:
         raise ValueError(f"a walk cannot start before its buffer (start {start})")
     PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
@@ -185,37 +208,10 @@ def columns(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t available_end, Py_
         with nogil:
             i = start
             for n in range(count):
-                p = data + i
-                magic = p[16]
-                offset = _i64(p)
-                out[0, n] = i + base
-                out[1, n] = 12 + <int64_t>_i32(p + 8)
-                out[2, n] = magic
-                out[3, n] = offset
-                if magic == 2:
-                    out[4, n] = offset + _i32(p + 23)
-                    out[5, n] = _i32(p + 12)
-                    out[6, n] = _u32(p + 17)
-                    out[7, n] = _i16(p + 21)
-                    out[8, n] = _i64(p + 27)
-                    out[9, n] = _i64(p + 35)
-                    out[10, n] = _i64(p + 43)
-                    out[11, n] = _i16(p + 51)
-                    out[12, n] = _i32(p + 53)
-                    out[13, n] = _i32(p + 57)
-                else:
-                    ts = _i64(p + 18) if magic == 1 else -1
-                    out[4, n] = offset
-                    out[5, n] = -1
-                    out[6, n] = _u32(p + 12)
-                    out[7, n] = <int8_t>p[17]
-                    out[8, n] = ts
-                    out[9, n] = ts
-                    out[10, n] = -1
-                    out[11, n] = -1
-                    out[12, n] = -1
-                    out[13, n] = 1 if (p[17] & 7) == 0 else -1
-                i += out[1, n]
+                _fields(data + i, i + base, row)
+                for k in range(14):
+                    out[k, n] = row[k]
+                i += row[1]
     finally:
         PyBuffer_Release(&view)
     return pos, reason, tuple(result)
