@@ -32,7 +32,7 @@ from kafkaseg.errors import KafkaSegError
 from kafkaseg.storage.segment import SegmentReader
 from kafkaseg.wire.crc import crc_is_valid
 
-__all__ = ["OutlierRegion", "outlier_region", "kept_batches", "batch_before", "offset_before", "goes_back_after",
+__all__ = ["OutlierRegion", "outlier_region", "kept_batches", "batch_before", "last_batch_before", "offset_before", "goes_back_after",
            "past_next_base_problem", "went_back", "AHEAD_BATCHES"]
 
 #: The decoders' words for a batch whose first offset does not follow the offset before it (both kernels, and
@@ -179,13 +179,24 @@ def _taken(reader: SegmentReader, start: int, end: int, floor: int, verify_crc: 
     return taken
 
 
+def last_batch_before(reader: SegmentReader, start: int, end: int, floor: int, *, verify_crc: bool = True,
+                      max_batch_bytes: int | None = None, max_decompressed_bytes: int | None = None
+                      ) -> tuple[int, int, int] | None:
+    """``(position, last offset before it, its last offset)`` of the last batch a read from byte ``start`` (after
+    offset ``floor``) takes before byte ``end``, None when there is none: :func:`batch_before` and
+    :func:`offset_before` in one walk."""
+    taken = _taken(reader, start, end, floor, verify_crc, max_batch_bytes, max_decompressed_bytes)
+    return taken[-1] if taken else None
+
+
 def batch_before(reader: SegmentReader, start: int, step: int, floor: int, *, verify_crc: bool = True,
                  max_batch_bytes: int | None = None, max_decompressed_bytes: int | None = None
                  ) -> tuple[int, int] | None:
     """``(position, last offset before it)`` of the last batch a read from byte ``start`` (after offset ``floor``)
     takes before byte ``step``: the batch a step at ``step`` goes back below. None when there is none."""
-    taken = _taken(reader, start, step, floor, verify_crc, max_batch_bytes, max_decompressed_bytes)
-    return taken[-1][:2] if taken else None
+    found = last_batch_before(reader, start, step, floor, verify_crc=verify_crc, max_batch_bytes=max_batch_bytes,
+                              max_decompressed_bytes=max_decompressed_bytes)
+    return found[:2] if found else None
 
 
 def offset_before(reader: SegmentReader, start: int, end: int, floor: int, *, verify_crc: bool = True,
@@ -193,8 +204,9 @@ def offset_before(reader: SegmentReader, start: int, end: int, floor: int, *, ve
     """The last offset of the last batch a read from byte ``start`` (after offset ``floor``) takes before byte
     ``end`` (``floor`` when none): what a walk starting at ``end`` mid-segment checks its first batch against
     (``start``: an offset index entry before it, or 0 with the segment's base - 1)."""
-    taken = _taken(reader, start, end, floor, verify_crc, max_batch_bytes, max_decompressed_bytes)
-    return taken[-1][2] if taken else floor
+    found = last_batch_before(reader, start, end, floor, verify_crc=verify_crc, max_batch_bytes=max_batch_bytes,
+                              max_decompressed_bytes=max_decompressed_bytes)
+    return found[2] if found else floor
 
 
 def _window(reader: SegmentReader, start: int, floor: int, limit: int | None, *, verify_crc: bool,

@@ -36,7 +36,8 @@ from kafkaseg.errors import (CorruptBatchError, CorruptDataError, DataLossError,
                              LayoutError, TruncatedDataError)
 from kafkaseg.options import ReadOptions
 from kafkaseg.entry_check import ResumptionEntries, batch_first_offset
-from kafkaseg.offset_outlier import batch_before, goes_back_after, offset_before, outlier_region, went_back
+from kafkaseg.offset_outlier import (batch_before, goes_back_after, last_batch_before, offset_before,
+                                     outlier_region, went_back)
 from kafkaseg.planning import ScanPlan, SegmentSlice, plan_again_by_offset, plan_scan
 from kafkaseg.storage.layout import judge_tail, read_partition_again
 from kafkaseg.storage.offset_index import OffsetIndex
@@ -712,7 +713,12 @@ class _SliceDecoder:
         self.past_end = False  # finished by a batch at or past the slice's end offset (its segment's offsets end)
         self.resume_at: int | None = None  # where the read goes on after bad framing (an offset index entry)
         self._entries: ResumptionEntries | None = None  # the segment's offset index, loaded at the first bad framing
-        self._entry_positions = None  # the positions of its entries (_entry_before), loaded when first needed
+        # the segment's offset index for the error path's judgements (_offset_index), loaded when first needed
+        self._index: OffsetIndex | None = None
+        self._index_loaded = False
+        # the bounds of the error path's CRC-checked walks (offset_outlier)
+        self._walk_limits = {"verify_crc": options.verify_crc, "max_batch_bytes": options.max_batch_bytes,
+                             "max_decompressed_bytes": options.max_decompressed_batch_bytes}
         # whether the file read is the one planned (told on the planning host only): then no log cleaner can have
         # merged the next segment into it, and offsets at or past the next segment's base in it are corruption
         self.planned_file = False
@@ -784,8 +790,7 @@ class _SliceDecoder:
         if start == 0 or start >= end:
             return start
         segment = SegmentReader(piece.log_path, opened=reader)
-        limits = {"verify_crc": options.verify_crc, "max_batch_bytes": options.max_batch_bytes,
-                  "max_decompressed_bytes": options.max_decompressed_batch_bytes}
+        limits = self._walk_limits
         try:
             header = segment.header_at(start, max_batch_bytes=options.max_batch_bytes)
             if header is None or header.last_offset == piece.start_entry:
@@ -806,17 +811,17 @@ class _SliceDecoder:
         # offsets before that one are what its judgement is made above; an entry whose walk finds no batch, one
         # pointing inside a batch, is passed over too)
         walk_from = self._entry_before(start)
-        found = batch_before(segment, walk_from, start, piece.base_offset - 1, **limits)
+        found = last_batch_before(segment, walk_from, start, piece.base_offset - 1, **limits)
         while (found is None or found[0] == walk_from) and walk_from > 0:
             walk_from = self._entry_before(walk_from)
-            found = batch_before(segment, walk_from, start, piece.base_offset - 1, **limits)
+            found = last_batch_before(segment, walk_from, start, piece.base_offset - 1, **limits)
         if found is None:
             return start
-        region = outlier_region(segment, *found, limit=piece.segment_offsets[1], next_base=piece.next_base_offset,
-                                **limits)
+        region = outlier_region(segment, *found[:2], limit=piece.segment_offsets[1],
+                                next_base=piece.next_base_offset, **limits)
         self.walked = True
         if region is None:  # the batch before it stands: the kernels judge the first batch against it
-            self.last_seen = offset_before(segment, walk_from, start, piece.base_offset - 1, **limits)
+            self.last_seen = found[2]
             return start
         self.last_seen = found[1]
         if region.end <= start:  # (the previous slice's region: the first batch follows the offsets before it)
@@ -846,30 +851,35 @@ class _SliceDecoder:
             return None
         return high
 
-    def _entry_before(self, position: int) -> int:
-        """The position of the offset index entry before ``position`` of this segment (0 without one). Error path
-        only: the index file is loaded once per slice."""
-        piece = self.piece
-        if self._entry_positions is None:
-            self._entry_positions = np.empty(0, np.int64)
+    def _offset_index(self) -> OffsetIndex | None:
+        """The segment's offset index file (None without one, or when it cannot be loaded). Error path only: loaded
+        once per slice."""
+        if not self._index_loaded:
+            self._index_loaded = True
+            piece = self.piece
             try:
                 if piece.index_path:
-                    self._entry_positions = OffsetIndex.load(piece.index_path, piece.base_offset, piece.filesystem,
-                                                             window=piece.index_window).positions
+                    self._index = OffsetIndex.load(piece.index_path, piece.base_offset, piece.filesystem,
+                                                   window=piece.index_window)
             except KafkaSegError:
                 pass
-        positions = self._entry_positions
-        below = int(np.searchsorted(positions, position, side="left")) - 1
-        return int(positions[below]) if below >= 0 else 0
+        return self._index
+
+    def _entry_before(self, position: int) -> int:
+        """The position of the offset index entry before ``position`` of this segment (0 without one)."""
+        index = self._offset_index()
+        if index is None:
+            return 0
+        below = int(np.searchsorted(index.positions, position, side="left")) - 1
+        return int(index.positions[below]) if below >= 0 else 0
 
     def _outlier(self, reader: RandomAccessReader, pos: int, step: int, end: int):
         """The region of batches whose offset field is corrupt (:func:`~kafkaseg.offset_outlier.outlier_region`)
         when the batch a step at ``step`` goes back below is (decoded from ``pos``, after ``last_seen``), else None
         (the kernel's verdict stands)."""
-        piece, options = self.piece, self.options
+        piece = self.piece
         segment = SegmentReader(piece.log_path, opened=reader)
-        limits = {"verify_crc": options.verify_crc, "max_batch_bytes": options.max_batch_bytes,
-                  "max_decompressed_bytes": options.max_decompressed_batch_bytes}
+        limits = self._walk_limits
         floor = self.last_seen
         if not self.walked:  # (a slice starting mid-segment: the offsets before it are another slice's)
             floor = self._offset_after_batch_before(reader, piece.start_position) - 1
@@ -892,10 +902,10 @@ class _SliceDecoder:
         boundary; and so it does at a boundary that is no entry (offset ranges, a start found by a walk), whose
         slices name their own parts. Error path only: one index load and one header."""
         piece = self.piece
+        index = self._offset_index()
+        if index is None:
+            return False
         try:
-            if not piece.index_path:
-                return False
-            index = OffsetIndex.load(piece.index_path, piece.base_offset, piece.filesystem, window=piece.index_window)
             k = int(np.searchsorted(index.positions, position, side="left"))
             if k >= len(index.positions) or int(index.positions[k]) != position:
                 return False
@@ -1269,11 +1279,10 @@ class _SliceDecoder:
         there makes unreadable start, and what the batch there follows), found by a header walk from the offset
         index entry before it (from the segment's start without one). Error path only: about one index interval of
         headers, each batch read for its CRC."""
-        piece, options = self.piece, self.options
+        piece = self.piece
         start = self._entry_before(position)
         return offset_before(SegmentReader(piece.log_path, opened=reader), start, position, piece.base_offset - 1,
-                             verify_crc=options.verify_crc, max_batch_bytes=options.max_batch_bytes,
-                             max_decompressed_bytes=options.max_decompressed_batch_bytes) + 1
+                             **self._walk_limits) + 1
 
     def _next_segment_spans(self, reader: RandomAccessReader, position: int, last: int) -> bool:
         """Whether the partition's next segment, as its folder lists now, spans the batch at ``position`` of this
