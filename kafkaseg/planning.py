@@ -72,7 +72,7 @@ from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import (ListingCheck, PartitionDir, SegmentFiles, check_one_incarnation, choose_replicas,
                                      copy_gaps, discover, find_log_end, last_stable_offset,
                                      reaches_past_recovery_point, read_partition_again, relisted,
-                                     snapshot_transactions_at, transactions_open_at, unchanged_since_listing,
+                                     snapshot_transactions_at, transactions_open_at,
                                      valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import lists_transactional_producers
@@ -1564,7 +1564,7 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
     recovery_point, hw, leo = part.pdir.recovery_point, bounds.high_watermark, bounds.log_end
     if (not explicit_end and end == bounds.upper == leo and options.upper_bound == "highWatermark"
             and hw is not None and hw > leo and recovery_point is not None and recovery_point > leo
-            and part.leo_walk_clean and not part.pdir.given_files and _still_as_listed(part)):
+            and part.leo_walk_clean and ListingCheck(part.pdir, part.segments).recovery_point()):
         # acknowledged offsets the broker had also flushed (LogManager checkpoints the recovery point after a
         # flush) are not here: not a crash's unflushed tail, which a restarted broker truncates and fetches again,
         # but a lost segment file or a copy that missed it (bounds noted the high watermark above the log end).
@@ -1623,14 +1623,6 @@ def _ends_with_a_batch(part: _Partition, i: int) -> bool:
             return walk.tail is None and walk.end_position == seg.log_size
     except KafkaSegError:
         return False
-
-
-def _still_as_listed(part: _Partition) -> bool:
-    """Whether the partition folder's ``.log`` files are the ones listed, the last one still at its listed size, and
-    its log dir's high watermark and recovery point checkpoints still say what planning read (a listing, a stat and
-    two small reads more, made only where a high watermark and recovery point above the log end would be data
-    loss): :func:`~kafkaseg.storage.layout.unchanged_since_listing`."""
-    return part.pdir.log_dir is not None and all(unchanged_since_listing(part.pdir, part.segments))
 
 
 def resolve_offsets(partition_dir: PartitionDir, options: ReadOptions) -> tuple[int, int]:
