@@ -73,8 +73,8 @@ from kafkaseg.errors import (
 )
 from kafkaseg.entry_check import (BAD_BATCH_ENDS_SEGMENT, ENTRY_CRC_MAX_BYTES, ResumptionEntries, batch_first_offset,
                                   entry_batch_problem, resynchronised_batch)
-from kafkaseg.decode.api import batch_start_offset, offset_field_problem
-from kafkaseg.offset_outlier import goes_back_after, offset_before, outlier_region, past_next_base_problem
+from kafkaseg.decode.api import batch_start_offset
+from kafkaseg.offset_outlier import batch_offset_field_problem, goes_back_after, offset_before, outlier_region
 from kafkaseg.options import datetime_ms
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 from kafkaseg.storage.layout import (LogEnd, LostTail, PartitionDir, find_log_end, last_stable_offset, lost_tail,
@@ -553,12 +553,8 @@ class PartitionLookup:
         def following() -> int | None:
             return batch_start_offset(reader.read_at(header.position + header.size, 17))
 
-        problem = offset_field_problem(first, header.base_offset, last_seen, limit, following)
-        if problem is None and i + 1 < len(self.segments) and header.last_offset >= self.bases[i + 1] \
-                and following() is None:  # a rolled segment's last batch across or past the next one's base
-            problem = past_next_base_problem(header, first, self.bases[i + 1],
-                                             [(seg.base_offset, seg.log_path) for seg in self.segments[i + 1:]],
-                                             self.fs, max_batch_bytes=self.max_batch_bytes)
+        problem = batch_offset_field_problem(header, first, last_seen, limit, following, self.segments, i, self.fs,
+                                             max_batch_bytes=self.max_batch_bytes)
         if problem is not None or limit is None or first < limit:
             return problem
         return _SEGMENT_ENDS

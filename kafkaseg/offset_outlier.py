@@ -32,8 +32,9 @@ from kafkaseg.errors import KafkaSegError
 from kafkaseg.storage.segment import SegmentReader
 from kafkaseg.wire.crc import crc_is_valid
 
-__all__ = ["OutlierRegion", "outlier_region", "kept_batches", "batch_before", "last_batch_before", "offset_before", "goes_back_after",
-           "past_next_base_problem", "went_back", "AHEAD_BATCHES"]
+__all__ = ["OutlierRegion", "outlier_region", "kept_batches", "batch_before", "batch_offset_field_problem",
+           "last_batch_before", "offset_before", "goes_back_after", "past_next_base_problem", "went_back",
+           "AHEAD_BATCHES"]
 
 #: The decoders' words for a batch whose first offset does not follow the offset before it (both kernels, and
 #: verify and the lookups through :func:`kafkaseg.decode.api.offset_field_problem`).
@@ -281,6 +282,24 @@ def outlier_region(reader: SegmentReader, start: int, floor: int, *, limit: int 
         f"start at {after})" if after is not None else "go on further)")
     return OutlierRegion(region[0].position, region[-1].end, len(region), floor + 1, after, what,
                          tuple(b.end for b in region))
+
+
+def batch_offset_field_problem(header, first: int, last_seen: int, limit: int | None, following, segments, i: int,
+                               filesystem=None, *, max_batch_bytes: int | None = None) -> str | None:
+    """What a walk of segment ``i`` of ``segments`` (each with ``base_offset`` and ``log_path``) finds wrong with
+    a whole batch's offset field (``header``; its first offset ``first``; ``following()``: the next batch's offset
+    field, None when none follows), as the decoders judge it: :func:`~kafkaseg.decode.api.offset_field_problem`
+    after ``last_seen`` below ``limit``, then, for a rolled segment's last batch reaching the next segment's base,
+    :func:`past_next_base_problem`. None when neither. Shared by ``kafkaseg verify`` and the lookups."""
+    from kafkaseg.decode.api import offset_field_problem
+
+    problem = offset_field_problem(first, header.base_offset, last_seen, limit, following)
+    if (problem is None and i + 1 < len(segments) and header.last_offset >= segments[i + 1].base_offset
+            and following() is None):  # a rolled segment's last batch across or past the next one's base
+        problem = past_next_base_problem(header, first, segments[i + 1].base_offset,
+                                         [(seg.base_offset, seg.log_path) for seg in segments[i + 1:]],
+                                         filesystem, max_batch_bytes=max_batch_bytes)
+    return problem
 
 
 def past_next_base_problem(header, first: int, next_base: int, later_logs, filesystem=None, *,

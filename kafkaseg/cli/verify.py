@@ -48,10 +48,10 @@ from typing import NamedTuple
 import numpy as np
 
 from kafkaseg.cli.common import SkippedFolder, decode_batch, skipped_folders, whole_partition_offsets
-from kafkaseg.decode.api import batch_start_offset, offset_field_problem
+from kafkaseg.decode.api import batch_start_offset
 from kafkaseg.entry_check import BAD_BATCH_ENDS_SEGMENT, ResumptionEntries, resynchronised_batch
 from kafkaseg.errors import CorruptCheckpointError, KafkaSegError, LayoutError
-from kafkaseg.offset_outlier import outlier_region, past_next_base_problem
+from kafkaseg.offset_outlier import batch_offset_field_problem, outlier_region
 from kafkaseg.options import ReadOptions
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage import tiered
@@ -921,18 +921,19 @@ def _corrupt_offset_field(reader: SegmentReader, buf, header, path: str, chunk_p
     floor = max(last_offset, base_offset - 1)
     after = header.position + header.size  # (the next header is in the chunk, but at its end)
 
-    def following() -> int | None:
+    read: list[int | None] = []
+
+    def following() -> int | None:  # (read once: at a chunk's end, from the file)
         # what follows counts only as a batch's start (batch_start_offset: not a preallocated segment's zeros)
-        prefix = bytes(buf[after:after + 17]) if after + 17 <= len(buf) else reader.read_at(chunk_position + after, 17)
-        return batch_start_offset(prefix)
+        if not read:
+            prefix = (bytes(buf[after:after + 17]) if after + 17 <= len(buf)
+                      else reader.read_at(chunk_position + after, 17))
+            read.append(batch_start_offset(prefix))
+        return read[0]
 
     position = chunk_position + header.position
-    problem = offset_field_problem(first, header.base_offset, floor, limit, following)
-    if problem is None and next_base is not None and header.last_offset >= next_base and following() is None:
-        # a rolled segment's last batch across or past the next segment's base (past it: no later segment holds it)
-        problem = past_next_base_problem(header, first, next_base,
-                                         [(seg.base_offset, seg.log_path) for seg in pdir.segments[i + 1:]],
-                                         pdir.filesystem, max_batch_bytes=_READ_DEFAULTS.max_batch_bytes)
+    problem = batch_offset_field_problem(header, first, floor, limit, following, pdir.segments, i, pdir.filesystem,
+                                         max_batch_bytes=_READ_DEFAULTS.max_batch_bytes)
     if problem is not None:
         return problem, position + header.size
     went_back = following()
