@@ -64,6 +64,7 @@ from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_
 from kafkaseg.storage.segment import SegmentReader, offsets_hidden_by_last_batch, snapshot_past, zeros_hiding_records
 from kafkaseg.storage.time_index import NO_TIMESTAMP, TimeIndex
 from kafkaseg.storage.txn_index import TransactionIndex, unindexed_abort
+from kafkaseg.wire import walk as header_walk
 from kafkaseg.wire.batch import iter_headers, read_header
 from kafkaseg.wire.crc import computed_crc
 
@@ -1129,24 +1130,18 @@ class _ChunkRecords:
         """The header facts of the decoded run's batches (gathered from the buffer, vectorised)."""
         positions, firsts, offsets, stamps = self._decoded
         n = len(positions)
-        data = np.frombuffer(self.buf, np.uint8)
-
-        def field(at: int, width: int, kind: str, rows) -> np.ndarray:
-            where = positions[rows][:, None] + (at + np.arange(width))
-            return np.ascontiguousarray(data[where]).view(kind).ravel().astype(np.int64)
-
-        magic = data[positions + 16].astype(np.int64) if n else np.zeros(0, np.int64)
-        field_offset = field(0, 8, ">i8", slice(None))
-        size = field(8, 4, ">i4", slice(None)) + 12
+        # (the run's headers by the compiled walk, whole batches all: the kernel decoded them; the rows of the
+        # batches holding records)
+        _, _, table = header_walk.kernel.columns(self.buf, self.start, self.end, self.end)
+        header = dict(zip(header_walk.COLUMNS, table))
+        rows = np.searchsorted(header["position"], positions)
+        magic = header["magic"][rows]
+        field_offset = header["base_offset"][rows]
+        size = header["size"][rows]
+        last = header["last_offset"][rows]
+        max_timestamp = header["max_timestamp"][rows]  # (a v0 message's: -1)
         v2 = magic == 2
-        last = field_offset.copy()
-        max_timestamp = np.full(n, -1, np.int64)
-        create_time = np.zeros(n, bool)
-        last[v2] += field(23, 4, ">i4", v2)
-        max_timestamp[v2] = field(35, 8, ">i8", v2)
-        create_time[v2] = (field(21, 2, ">i2", v2) & 0x08) == 0
-        v1 = magic == 1
-        max_timestamp[v1] = field(18, 8, ">i8", v1)
+        create_time = v2 & ((header["attributes"][rows] & 0x08) == 0)
         first = np.where(v2, field_offset, offsets[firsts] if n else field_offset)
         record_max = np.maximum.reduceat(stamps, firsts) if n else np.zeros(0, np.int64)
         sound = np.zeros(n, bool)
