@@ -1114,9 +1114,7 @@ class PartitionLookup:
         if damage is None or end.readable_position is None or (hw is not None and offset >= max(hw, leo)):
             tail = self.lost_tail()
             if tail is not None and tail.holds(offset):
-                return (f"offset {offset} {'was' if tail.proven else 'may have been'} lost with the active "
-                        f"segment's tail (offsets {tail.first_offset}..{tail.end_offset - 1}; {tail.path} @ byte "
-                        f"{tail.position}): {tail.message}")
+                return tail.summary(offset)
             return f"offset {offset} is at or past the log end offset {leo}"
         span = f"offsets {leo}..{hw - 1}" if hw is not None and hw > leo else f"offsets from {leo} on"
         return (f"offset {offset} is unreadable: {span} are lost to damage ({damage}; the active segment's readable "

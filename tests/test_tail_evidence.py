@@ -484,3 +484,22 @@ def test_verify_does_not_count_a_snapshot_deleted_after_the_listing(torn):
     verify_partitions(found, report)
     assert not [p for p in report.problems if ".snapshot" in p.message and p.file == str(active)]
     assert report.partitions[0].unreadable == []
+
+
+def test_the_tools_word_a_lost_tail_alike(torn, capsys):
+    """One wording (``LostTail.summary``) for offsets' stderr line, describe's error and locate's reason."""
+    from kafkaseg.storage.layout import lost_tail, read_partition_dir
+
+    root, active, at = torn
+    tail = lost_tail(read_partition_dir(str(active.parent)), LOST_FROM)
+    said = tail.summary()
+    assert said.startswith(f"offsets {LOST_FROM}..{RECORDS - 1} lost with the active segment's tail ({active} @ "
+                           f"byte {at}): ")
+    code, part = _describe(capsys, root)
+    assert said in part["errors"]
+    code, out, err = _run(capsys, _offsets_argv(root, "--time", "earliest"))
+    assert f"kafkaseg offsets: t-0: {said}\n" in err
+    code, out, err = _run(capsys, _locate(root, 280, "--on-corruption", "skip", "--json"))
+    reason = json.loads(out)["location"]["reason"]
+    assert reason == (f"offset 280 was lost with the active segment's tail (offsets {LOST_FROM}..{RECORDS - 1}; "
+                      f"{active} @ byte {at}): {tail.message}")

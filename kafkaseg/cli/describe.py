@@ -220,9 +220,7 @@ def _describe_lost_tail(desc: PartitionDescription, pdir: PartitionDir) -> None:
     if tail is None:
         return
     desc.lost_tail = tail.as_dict()
-    (desc.errors if tail.proven else desc.notes).append(
-        f"offsets {tail.first_offset}..{tail.end_offset - 1} {'lost' if tail.proven else 'possibly lost'} with the "
-        f"active segment's tail ({tail.path} @ byte {tail.position}): {tail.message}")
+    (desc.errors if tail.proven else desc.notes).append(tail.summary())
 
 
 #: The files whose loss leaves a value describe prints of a partition unknown or possibly wrong, and which: its own

@@ -586,11 +586,8 @@ def _lost_tail(lookup, args, command: str, depends: bool):
     pdir = lookup.pdir
     if tail.proven and depends and args.on_corruption != "skip":
         raise tail.error()  # (_partition_lookup says how to read on)
-    what = "lost" if tail.proven else "possibly lost"
     how = " (--on-corruption skip: the answer is the readable end)" if tail.proven and depends else ""
-    print(f"kafkaseg {command}: {pdir.topic}-{pdir.partition}: offsets {tail.first_offset}..{tail.end_offset - 1} "
-          f"{what} with the active segment's tail{how}: {tail.path} @ byte {tail.position}: {tail.message}",
-          file=sys.stderr)
+    print(f"kafkaseg {command}: {pdir.topic}-{pdir.partition}: {tail.summary()}{how}", file=sys.stderr)
     return tail
 
 

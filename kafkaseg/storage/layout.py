@@ -1864,6 +1864,18 @@ class LostTail:
     def holds(self, offset: int) -> bool:
         return self.first_offset <= offset < self.end_offset
 
+    def summary(self, offset: int | None = None) -> str:
+        """The words every tool says it in (``describe``'s error or note, ``offsets``' stderr line, ``locate``'s
+        reason): ``offsets A..B lost (or possibly lost) with the active segment's tail (<file> @ byte N): ...``, or
+        for one ``offset`` in it, ``offset O was (or may have been) lost with the active segment's tail (offsets
+        A..B; <file> @ byte N): ...``."""
+        span, where = f"offsets {self.first_offset}..{self.end_offset - 1}", f"{self.path} @ byte {self.position}"
+        if offset is None:
+            return (f"{span} {'lost' if self.proven else 'possibly lost'} with the active segment's tail ({where}): "
+                    f"{self.message}")
+        return (f"offset {offset} {'was' if self.proven else 'may have been'} lost with the active segment's tail "
+                f"({span}; {where}): {self.message}")
+
     def error(self) -> CorruptDataError:
         """The error a strict read raises at the readable end (a proven loss)."""
         from kafkaseg.errors import TruncatedDataError
