@@ -758,15 +758,18 @@ class PartitionLookup:
         return self._leo
 
     def lost_tail(self) -> LostTail | None:
-        """What the partition's files say its log held past :meth:`log_end_offset` with no high watermark to bound
-        it (:func:`~kafkaseg.storage.layout.lost_tail`, the reads' rule), or None; looked for once. Not where a
-        lenient log end left corrupt bytes out of the log (a read counts those as skipped corrupt data instead, as
-        planning decides)."""
+        """What the partition's files say its log held past :meth:`log_end_offset` (:func:`~kafkaseg.storage.layout.
+        lost_tail`, the reads' rule: with no high watermark to bound it, or acknowledged and flushed offsets past
+        it), or None; looked for once. Not where a lenient log end left corrupt bytes out of the log (a read counts
+        those as skipped corrupt data instead, as planning decides), nor, with a high watermark, where the walk to
+        the log end was not clean (planning's ``leo_walk_clean``: a torn append ended it)."""
         if self._lost is False:
             leo = self.log_end_offset() if self.segments else None
             damaged = self.lenient and self._end is not None and self._end.corrupt_tail is not None
+            clean = self._end.clean if self.lenient and self._end is not None else self._unacknowledged_tear() is None
             self._lost = None if leo is None or damaged else lost_tail(self.pdir, leo,
-                                                                       max_batch_bytes=self.max_batch_bytes)
+                                                                       max_batch_bytes=self.max_batch_bytes,
+                                                                       walk_clean=clean)
         return self._lost
 
     def _lenient_end(self) -> LogEnd:

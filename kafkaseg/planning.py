@@ -69,7 +69,8 @@ from kafkaseg.storage.checkpoints import (LOG_START_OFFSET_CHECKPOINT,
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
 from kafkaseg.storage import fs as _fs
-from kafkaseg.storage.layout import (ListingCheck, PartitionDir, SegmentFiles, check_one_incarnation, choose_replicas,
+from kafkaseg.storage.layout import (ListingCheck, PartitionDir, SegmentFiles, acknowledged_loss_end,
+                                     acknowledged_loss_words, check_one_incarnation, choose_replicas,
                                      copy_gaps, discover, find_log_end, last_stable_offset,
                                      reaches_past_recovery_point, read_partition_again, relisted,
                                      snapshot_transactions_at, transactions_open_at,
@@ -1561,19 +1562,14 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
         if why and preport is not None:
             preport.notes.append(f"{name}: no record at or after ending timestamp {ts} ({why}); reading to "
                                  f"the end ({end})")
-    recovery_point, hw, leo = part.pdir.recovery_point, bounds.high_watermark, bounds.log_end
+    leo = bounds.log_end
     if (not explicit_end and end == bounds.upper == leo and options.upper_bound == "highWatermark"
-            and hw is not None and hw > leo and recovery_point is not None and recovery_point > leo
-            and part.leo_walk_clean and ListingCheck(part.pdir, part.segments).recovery_point()):
-        # acknowledged offsets the broker had also flushed (LogManager checkpoints the recovery point after a
-        # flush) are not here: not a crash's unflushed tail, which a restarted broker truncates and fetches again,
-        # but a lost segment file or a copy that missed it (bounds noted the high watermark above the log end).
-        # Not when the log's end met corrupt bytes (the read reports those), nor when the folder changed since it
-        # was listed (a live broker appended or rolled after the listing, and wrote the checkpoints after that)
-        loss(f"{name}: high watermark {hw} and recovery point {recovery_point} are above the log end offset {leo} "
-             f"of {part.pdir.path}: offsets [{leo}, {min(hw, recovery_point)}) were acknowledged and flushed to disk "
-             "but are not in these files (a lost segment file, a copy taken while the broker was writing that "
-             "missed them, or a tail that no longer reads as batches)")
+            and acknowledged_loss_end(part.pdir, leo, walk_clean=part.leo_walk_clean,
+                                      as_listed=ListingCheck(part.pdir, part.segments).recovery_point) is not None):
+        # acknowledged offsets the broker had also flushed are not here (bounds noted the high watermark above the
+        # log end): the rule and the words offsets, describe and locate use too (layout.lost_tail)
+        loss(f"{name}: " + acknowledged_loss_words(bounds.high_watermark, part.pdir.recovery_point, leo,
+                                                   part.pdir.path))
     if cut_short is not None and not explicit_end and end >= bounds.log_end:  # (a read to latest, or by time)
         loss(cut_short)
     # offsets of a tiered topic in no copy and no local segment (a copy missing from the bucket), in the range read

@@ -146,13 +146,26 @@ def test_describe_names_each_replicas_log_dir_and_a_misspelt_topic(datadir, tmp_
 
 
 def test_describe_notes_a_high_watermark_above_the_log_end(datadir, capsys):
+    """A copy cut short below its high watermark: a note while the recovery point is at the log end (a crash's
+    unflushed tail, which a read ends at); with the recovery point above it too, acknowledged and flushed offsets
+    are missing, which a read to latest raises (DataLossError) and describe calls an error."""
     (log,) = sorted((datadir.path / "orders-0").glob("*.log"))[-1:]
     with open(log, "r+b") as fh:
         fh.truncate(log.stat().st_size - 100)  # a copy cut short: the last batch is gone
-    assert main(["describe", str(datadir.path), "--json"]) == 0
-    d = next(d for d in json.loads(capsys.readouterr().out)["partitions"] if (d["topic"], d["partition"]) == ("orders", 0))
-    assert d["highWatermark"] > d["logEndOffset"] == d["lastStableOffset"]
-    assert any("is above the log end offset" in note for note in d["notes"])
+
+    def orders_0():
+        code = main(["describe", str(datadir.path), "--json"])
+        return code, next(d for d in json.loads(capsys.readouterr().out)["partitions"]
+                          if (d["topic"], d["partition"]) == ("orders", 0))
+
+    code, d = orders_0()  # (the recovery point 1200, at the high watermark)
+    assert code == 2 and d["highWatermark"] > d["logEndOffset"] == d["lastStableOffset"]
+    assert any("acknowledged and flushed" in error for error in d["errors"]) and d["lostTail"]["proven"]
+    checkpoint = datadir.path / "recovery-point-offset-checkpoint"
+    checkpoint.write_text(checkpoint.read_text().replace("orders 0 1200", f"orders 0 {d['logEndOffset']}"))
+    code, d = orders_0()
+    assert code == 0 and d["highWatermark"] > d["logEndOffset"] == d["lastStableOffset"]
+    assert any("is above the log end offset" in note for note in d["notes"]) and d["lostTail"] is None
 
 
 @pytest.mark.corpus

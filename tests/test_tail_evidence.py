@@ -486,13 +486,130 @@ def test_verify_does_not_count_a_snapshot_deleted_after_the_listing(torn):
     assert report.partitions[0].unreadable == []
 
 
-def test_the_tools_word_a_lost_tail_alike(torn, capsys):
+# -- with a high watermark: acknowledged and flushed offsets the files do not hold ---------------------------------
+# A high watermark above the readable end alone is a crash's unflushed tail (a note: a restarted broker truncates
+# it and fetches it again). With the recovery point above it too, the broker had acknowledged and flushed offsets
+# these files do not hold: a read to latest raises DataLossError (planning), so the tools say the same loss, as
+# they say a proven lost tail without a high watermark: a strict lookup whose answer depends on it fails,
+# ``--on-corruption skip`` answers the log end with the line on stderr, describe calls it an error, and locate
+# says an offset in it was lost. The lost range is the read's: [log end, min(high watermark, recovery point)).
+
+
+def _set_high_watermark(root, offset: int) -> None:
+    (root / "replication-offset-checkpoint").write_text(f"0\n1\nt 0 {offset}\n")
+
+
+@pytest.mark.parametrize("torn", [(0, "missing"), (100, "missing")], indirect=True, ids=["boundary", "mid-batch"])
+def test_offsets_fails_a_strict_latest_where_a_read_loses_acknowledged_offsets(torn, capsys):
+    from kafkaseg.errors import DataLossError
+
+    root, active, at = torn
+    _set_high_watermark(root, RECORDS)
+    with pytest.raises(DataLossError, match="acknowledged and flushed"):
+        kafkaseg.read_arrow(str(root))
+    code, out, err = _run(capsys, _offsets_argv(root))
+    assert code == 2 and out == ""
+    assert "Skip getting offsets for topic-partition t-0" in err
+    assert f"high watermark {RECORDS} and recovery point {RECORDS}" in err and "acknowledged and flushed" in err
+    assert str(active) in err and f"byte {at}" in err and "--on-corruption skip" in err
+    code, out, err = _run(capsys, _offsets_argv(root, "--on-corruption", "skip"))
+    assert code == 0 and out == f"t:0:{LOST_FROM}\n"
+    assert f"offsets {LOST_FROM}..{RECORDS - 1} lost with the active segment's tail ({active} @ byte {at})" in err
+    code, out, err = _run(capsys, _offsets_argv(root, "--time", "earliest"))
+    assert code == 0 and out == "t:0:0\n" and "acknowledged and flushed" in err
+    code, out, err = _run(capsys, _offsets_argv(root, "--on-corruption", "skip", "--json"))
+    (row,) = json.loads(out)
+    assert row["offset"] == LOST_FROM and row["lostTail"]["proven"] is True
+    assert (row["lostTail"]["firstOffset"], row["lostTail"]["endOffset"], row["lostTail"]["file"],
+            row["lostTail"]["position"]) == (LOST_FROM, RECORDS, str(active), at)
+
+
+@pytest.mark.parametrize("high_watermark, recovery_point", [(290, RECORDS), (RECORDS, 280)],
+                         ids=["high watermark lower", "recovery point lower"])
+def test_the_tools_lose_the_range_a_read_loses(torn, capsys, high_watermark, recovery_point):
+    from kafkaseg.errors import DataLossError
+
+    root, active, at = torn
+    _set_high_watermark(root, high_watermark)
+    _set_recovery_point(root, recovery_point)
+    end = min(high_watermark, recovery_point)
+    with pytest.raises(DataLossError, match=rf"offsets \[{LOST_FROM}, {end}\)"):
+        kafkaseg.read_arrow(str(root))
+    code, part = _describe(capsys, root)
+    assert code == 2 and part["lostTail"]["endOffset"] == end and part["lostTail"]["proven"] is True
+    code, out, err = _run(capsys, _locate(root, end - 1))
+    assert code == 2 and f"[{LOST_FROM}, {end})" in err
+    code, out, err = _run(capsys, _locate(root, end, "--on-corruption", "skip"))
+    assert code == 1 and "at or past the log end offset" in out
+
+
+def test_describe_calls_lost_acknowledged_offsets_an_error(torn, capsys):
+    root, active, at = torn
+    _set_high_watermark(root, RECORDS)
+    code, part = _describe(capsys, root)
+    lost = part["lostTail"]
+    assert (lost["firstOffset"], lost["endOffset"], lost["file"], lost["position"]) == (LOST_FROM, RECORDS,
+                                                                                        str(active), at)
+    assert lost["proven"] is True and "acknowledged and flushed" in lost["message"]
+    assert part["logEndOffset"] == LOST_FROM and part["highWatermark"] == RECORDS
+    assert code == 2 and any("acknowledged and flushed" in e for e in part["errors"])
+    # (not also the note that reads stop at the log end: a read to latest fails)
+    assert not any("reads and 'latest' stop at" in n for n in part["notes"])
+
+
+def test_locate_an_acknowledged_offset_lost_from_the_files(torn, capsys):
+    root, active, at = torn
+    _set_high_watermark(root, RECORDS)
+    code, out, err = _run(capsys, _locate(root, 280))
+    assert code == 2 and "acknowledged and flushed" in err and "--on-corruption skip" in err
+    code, out, err = _run(capsys, _locate(root, 280, "--on-corruption", "skip", "--json"))
+    location = json.loads(out)["location"]
+    assert code == 1 and location["found"] is False
+    assert "was lost with the active segment's tail" in location["reason"]
+    assert "acknowledged and flushed" in location["reason"]
+    code, out, err = _run(capsys, _locate(root, 10))
+    assert code == 0 and "offset: 10" in out
+
+
+@pytest.mark.parametrize("torn", [(0, "missing"), (100, "missing")], indirect=True, ids=["boundary", "mid-batch"])
+def test_a_high_watermark_alone_above_the_log_end_stays_a_note(torn, capsys):
+    """The recovery point at the readable end: a crash's unflushed tail, which a read ends at with a note, and so
+    do the tools (as before)."""
+    root, active, at = torn
+    _set_high_watermark(root, RECORDS)
+    _set_recovery_point(root, LOST_FROM)
+    assert _offsets(kafkaseg.read_arrow(str(root))) == list(range(LOST_FROM))
+    code, out, err = _run(capsys, _offsets_argv(root))
+    assert (code, out, err) == (0, f"t:0:{LOST_FROM}\n", "")
+    code, part = _describe(capsys, root)
+    assert code == 0 and part["lostTail"] is None and part["errors"] == []
+    assert any("reads and 'latest' stop at" in n for n in part["notes"])
+    code, out, err = _run(capsys, _locate(root, 280, "--on-corruption", "skip"))
+    assert code == 1 and "at or past the log end offset" in out
+
+
+def test_lookups_do_not_trust_a_recovery_point_checkpointed_again_after_the_listing(torn):
+    """As planning (``ListingCheck.recovery_point``): a follower's truncation cuts the log, then checkpoints the
+    lowered recovery point; a listing between the two sees the old one, which the tools read again."""
+    from kafkaseg.storage.layout import lost_tail, read_partition_dir
+
+    root, active, at = torn
+    _set_high_watermark(root, RECORDS)
+    pdir = read_partition_dir(str(active.parent))
+    assert lost_tail(pdir, LOST_FROM) is not None
+    _set_recovery_point(root, LOST_FROM)  # LogManager.truncateTo -> checkpointRecoveryOffsetsInDir
+    assert lost_tail(pdir, LOST_FROM) is None
+
+
+@pytest.mark.parametrize("high_watermark", [None, RECORDS], ids=["no high watermark", "high watermark"])
+def test_the_tools_word_a_lost_tail_alike(torn, capsys, high_watermark):
     """One wording (``LostTail.summary``) for offsets' stderr line, describe's error and locate's reason."""
     from kafkaseg.storage.layout import lost_tail, read_partition_dir
 
     root, active, at = torn
-    tail = lost_tail(read_partition_dir(str(active.parent)), LOST_FROM)
-    said = tail.summary()
+    if high_watermark is not None:
+        _set_high_watermark(root, high_watermark)
+    said = lost_tail(read_partition_dir(str(active.parent)), LOST_FROM).summary()
     assert said.startswith(f"offsets {LOST_FROM}..{RECORDS - 1} lost with the active segment's tail ({active} @ "
                            f"byte {at}): ")
     code, part = _describe(capsys, root)
@@ -502,4 +619,4 @@ def test_the_tools_word_a_lost_tail_alike(torn, capsys):
     code, out, err = _run(capsys, _locate(root, 280, "--on-corruption", "skip", "--json"))
     reason = json.loads(out)["location"]["reason"]
     assert reason == (f"offset 280 was lost with the active segment's tail (offsets {LOST_FROM}..{RECORDS - 1}; "
-                      f"{active} @ byte {at}): {tail.message}")
+                      f"{active} @ byte {at}): {lost_tail(read_partition_dir(str(active.parent)), LOST_FROM).message}")

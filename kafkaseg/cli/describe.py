@@ -194,7 +194,7 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
         desc.errors.append(f"log end offset: {err}")
     _describe_lost_tail(desc, pdir)
     hw, leo, start = pdir.high_watermark, desc.log_end_offset, desc.log_start_offset
-    if hw is not None and leo is not None and hw > leo:
+    if hw is not None and leo is not None and hw > leo and desc.lost_tail is None:  # (else said as lost)
         desc.notes.append(f"high watermark {hw} is above the log end offset {leo} (an incomplete copy, or a log "
                           f"cut short): reads and 'latest' stop at {leo}")
     elif hw is not None and start is not None and hw < start:  # UnifiedLog.updateHighWatermark
@@ -204,10 +204,11 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
 
 
 def _describe_lost_tail(desc: PartitionDescription, pdir: PartitionDir) -> None:
-    """What the partition's files say its log held past the log end described, with no high watermark to bound it
-    (:func:`~kafkaseg.storage.layout.lost_tail`, the reads' rule): an error when the recovery point proves the
-    offsets flushed and lost (a strict read fails there), else a note (they may never have reached the disk). The
-    log end stays the readable end, where a broker's recovery truncates the log."""
+    """What the partition's files say its log held past the log end described (:func:`~kafkaseg.storage.layout.
+    lost_tail`, the reads' rule: with no high watermark to bound it, or acknowledged and flushed offsets below a
+    high watermark above it): an error when the recovery point proves the offsets flushed and lost (a strict read,
+    or a read to latest, fails there), else a note (they may never have reached the disk). The log end stays the
+    readable end, where a broker's recovery truncates the log."""
     from kafkaseg.storage.layout import lost_tail
 
     if desc.log_end_offset is None:

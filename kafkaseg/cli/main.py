@@ -555,7 +555,7 @@ def _partition_lookup(pdir, args, command: str):
     skip`` it is lenient: unreadable checkpoints (:func:`_checkpoints_stood_in`) and damage in a segment are gone
     past as a read with ``onCorruption=skip`` goes past them, each said on stderr; by default damage on the way to
     an answer is an error, which says how to read on."""
-    from kafkaseg.errors import CorruptCheckpointError, CorruptDataError
+    from kafkaseg.errors import CorruptCheckpointError, CorruptDataError, DataLossError
     from kafkaseg.lookup import PartitionLookup
 
     lenient = args.on_corruption == "skip"
@@ -567,19 +567,26 @@ def _partition_lookup(pdir, args, command: str):
             if not lenient and not isinstance(err, CorruptCheckpointError):
                 err.add_note("--on-corruption skip reads on past damage where a read with onCorruption=skip does")
             raise
+        except DataLossError as err:  # (acknowledged offsets the files lost: _lost_tail)
+            if not lenient:
+                err.add_note("--on-corruption skip answers from the log end, as a read with failOnDataLoss=false "
+                             "reads up to it")
+            raise
     for path, position, detail in lookup.stats.skipped:
         print(f"kafkaseg {command}: {pdir.topic}-{pdir.partition}: went past damage at {path} @ byte {position}: "
               f"{detail} (--on-corruption skip)", file=sys.stderr)
 
 
 def _lost_tail(lookup, args, command: str, depends: bool):
-    """Say on stderr what the partition's files say its log held past its readable end with no high watermark to
-    bound it (:meth:`~kafkaseg.lookup.PartitionLookup.lost_tail`: offsets lost, or possibly lost, with the active
-    segment's tail), as a read says it; returns it (None when nothing is said). The log end is still the readable
-    end, as a broker's recovery truncates there. When the recovery point proves the offsets flushed and lost and
-    the answer ``depends`` on them (the log end, or a search that may have had its record there), a strict lookup
-    raises the error a strict read raises at the readable end (the partition's answer fails, as the read does);
-    ``--on-corruption skip`` answers from the readable end, as a lenient read ends there, counting the skip."""
+    """Say on stderr what the partition's files say its log held past its readable end
+    (:meth:`~kafkaseg.lookup.PartitionLookup.lost_tail`: offsets lost, or possibly lost, with the active segment's
+    tail, with no high watermark to bound the log, or acknowledged and flushed ones below a high watermark above
+    it), as a read says it; returns it (None when nothing is said). The log end is still the readable end, as a
+    broker's recovery truncates there. When the recovery point proves the offsets flushed and lost and the answer
+    ``depends`` on them (the log end, or a search that may have had its record there), a strict lookup raises the
+    error a strict read raises (at the readable end, or with a high watermark the plan's ``DataLossError``: the
+    partition's answer fails, as the read does); ``--on-corruption skip`` answers from the readable end, as a
+    lenient read ends there (or a read with failOnDataLoss=false), saying it."""
     tail = lookup.lost_tail()
     if tail is None:
         return None
@@ -900,10 +907,11 @@ def build_parser() -> argparse.ArgumentParser:
     for command in (offsets, locate):
         command.add_argument("--on-corruption", choices=("fail", "skip"), default="fail",
                              help="fail (default): a log dir checkpoint bounding the offsets (high watermark, log "
-                                  "start) that cannot be read, or damage in a segment on the way to the answer, "
-                                  "makes the answer an error; skip: the log stands in for such a checkpoint and the "
-                                  "lookup goes past the damage where a read with onCorruption=skip reads on, each "
-                                  "said on stderr")
+                                  "start) that cannot be read, damage in a segment on the way to the answer, or "
+                                  "offsets the recovery point says were flushed missing from the log's end (a read's "
+                                  "error or DataLossError), makes the answer an error; skip: the log stands in for "
+                                  "such a checkpoint, the lookup goes past the damage where a read with "
+                                  "onCorruption=skip reads on, and answers from the log end, each said on stderr")
     locate.set_defaults(func=_cmd_locate)
 
     retention = sub.add_parser("retention", help="what retention would delete now, per partition",

@@ -74,6 +74,8 @@ __all__ = [
     "unacknowledged_append",
     "ListingCheck",
     "judge_tail",
+    "acknowledged_loss_end",
+    "acknowledged_loss_words",
     "LogEnd",
     "find_log_end",
     "relisted",
@@ -1825,19 +1827,50 @@ def unchanged_since_listing(partition_dir: PartitionDir, segments: Sequence[Segm
     return log, checkpoints == [pdir.high_watermark, pdir.recovery_point]
 
 
+def acknowledged_loss_end(partition_dir: PartitionDir, log_end: int, *, walk_clean: bool,
+                          as_listed: Callable[[], bool]) -> int | None:
+    """The end of the offsets ``[log_end, end)`` that ``partition_dir``'s checkpoints say its broker had acknowledged
+    (below the high watermark) and flushed (below the recovery point: LogManager checkpoints it after a flush) and
+    that its files do not hold, or None: ``min(high watermark, recovery point)`` when both are above ``log_end``,
+    the walk that found ``log_end`` met no corruption (``walk_clean``: the read reports that itself) and
+    ``as_listed()`` holds (:meth:`ListingCheck.recovery_point`: a live broker that appended or rolled after the
+    listing wrote the checkpoints after that, and a follower's truncation cuts the log before it lowers the
+    recovery point), asked last. Not a crash's unflushed tail, which a restarted broker truncates and fetches
+    again, but a lost segment file or a copy that missed it: data loss for a read to latest (planning), and what
+    :func:`lost_tail` says for the tools."""
+    hw, recovery_point = partition_dir.high_watermark, partition_dir.recovery_point
+    if hw is None or recovery_point is None or hw <= log_end or recovery_point <= log_end or not walk_clean:
+        return None
+    return min(hw, recovery_point) if as_listed() else None
+
+
+def acknowledged_loss_words(high_watermark: int, recovery_point: int, log_end: int, where: str | None = None) -> str:
+    """What the reads' :class:`~kafkaseg.errors.DataLossError` and the tools say of offsets
+    :func:`acknowledged_loss_end` finds lost (``where``: the partition's folder, when the words do not name it)."""
+    of = "" if where is None else f" of {where}"
+    return (f"high watermark {high_watermark} and recovery point {recovery_point} are above the log end offset "
+            f"{log_end}{of}: offsets [{log_end}, {min(high_watermark, recovery_point)}) were acknowledged and flushed "
+            "to disk but are not in these files (a lost segment file, a copy taken while the broker was writing "
+            "that missed them, or a tail that no longer reads as batches)")
+
+
 @dataclass(frozen=True)
 class LostTail:
-    """Offsets the partition's files say its log held past where its active segment's readable batches end, with
-    no high watermark to bound the log (:func:`lost_tail`): ``evidence`` (index entries, a producer snapshot, the
-    recovery point: :class:`~kafkaseg.storage.segment.IndexedPastEnd`, whose :meth:`judged` words the reads and
+    """Offsets the partition's files say its log held past where its active segment's readable batches end
+    (:func:`lost_tail`). With no high watermark to bound the log: ``evidence`` (index entries, a producer snapshot,
+    the recovery point: :class:`~kafkaseg.storage.segment.IndexedPastEnd`, whose :meth:`judged` words the reads and
     ``kafkaseg verify`` use), judged by ``recovery_point`` unless it is not ``trusted`` (checkpointed again since
     the listing). ``proven``: the recovery point past the readable end says the broker had flushed them, so they
-    are lost (a strict read raises there); else they may never have reached the disk (a warning)."""
+    are lost (a strict read raises there); else they may never have reached the disk (a warning). With a
+    ``high_watermark`` (above the readable end, as the recovery point is: :func:`acknowledged_loss_end`): the
+    offsets below both were acknowledged and flushed, always proven, and a read to latest raises
+    :class:`~kafkaseg.errors.DataLossError` (failOnDataLoss) in the same words."""
 
     path: str
     evidence: Any
     recovery_point: int | None
     trusted: bool
+    high_watermark: int | None = None
 
     @property
     def position(self) -> int:
@@ -1849,16 +1882,21 @@ class LostTail:
 
     @property
     def proven(self) -> bool:
-        return self.trusted and self.evidence.flushed_below(self.recovery_point) is not None
+        return self.trusted and (self.high_watermark is not None
+                                 or self.evidence.flushed_below(self.recovery_point) is not None)
 
     @property
     def end_offset(self) -> int:
         """The offset after the last one the evidence says the log held (the reads' ``end_offset`` of the skip
-        or the warning)."""
+        or the warning; with a high watermark, the end of the offsets a read to latest loses)."""
+        if self.high_watermark is not None:
+            return min(self.high_watermark, self.recovery_point)
         return self.evidence.lost_end(self.recovery_point) if self.proven else self.evidence.proven_end
 
     @property
     def message(self) -> str:
+        if self.high_watermark is not None:
+            return acknowledged_loss_words(self.high_watermark, self.recovery_point, self.first_offset)
         return self.evidence.judged(self.recovery_point, trusted=self.trusted)
 
     def holds(self, offset: int) -> bool:
@@ -1876,10 +1914,13 @@ class LostTail:
         return (f"offset {offset} {'was' if self.proven else 'may have been'} lost with the active segment's tail "
                 f"({span}; {where}): {self.message}")
 
-    def error(self) -> CorruptDataError:
-        """The error a strict read raises at the readable end (a proven loss)."""
-        from kafkaseg.errors import TruncatedDataError
+    def error(self) -> KafkaSegError:
+        """The error a strict read raises for a proven loss: at the readable end (``TruncatedDataError``), or with
+        a high watermark the plan's ``DataLossError``."""
+        from kafkaseg.errors import DataLossError, TruncatedDataError
 
+        if self.high_watermark is not None:
+            return DataLossError(f"{self.path} @ byte {self.position}: {self.message}")
         return TruncatedDataError(self.message, path=self.path, position=self.position)
 
     def as_dict(self) -> dict:
@@ -1956,21 +1997,31 @@ def judge_tail(path: str, end_position: int, end_offset: int, *, offset_index, t
 
 
 def lost_tail(partition_dir: PartitionDir, end_offset: int, *,
-              max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> LostTail | None:
+              max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES, walk_clean: bool = True) -> LostTail | None:
     """What the partition's files say its log held past ``end_offset``, the log end a lookup or ``describe`` found
-    (the active segment's readable end), when no high watermark bounds the log; None when nothing says anything, or
-    when the folder changed since it was listed (a live broker appended or rolled: its index entries and snapshots
-    are of bytes that are there now). :func:`judge_tail`, the reads' rule, for tools that report the log end.
-    Loads the active segment's two index files only when their last entries reach the end; walks about one index
-    interval of headers only when something points past the end."""
-    from kafkaseg.storage.segment import load_index_files, snapshot_past
+    (the active segment's readable end); None when nothing says anything, or when the folder changed since it was
+    listed (a live broker appended or rolled: its index entries and snapshots are of bytes that are there now).
+    With no high watermark, :func:`judge_tail`, the reads' rule, for tools that report the log end; with one above
+    the end, offsets it and the recovery point say were acknowledged and flushed (:func:`acknowledged_loss_end`,
+    planning's rule, given whether the walk to the end was ``walk_clean``). Loads the active segment's two index
+    files only when their last entries reach the end (with a high watermark, only when it and the recovery point
+    are past the end); walks about one index interval of headers only when something points past the end."""
+    from kafkaseg.storage.segment import IndexedPastEnd, load_index_files, snapshot_past
 
     pdir = partition_dir
-    if pdir.high_watermark is not None or not pdir.segments or pdir.tiered is not None:
+    if not pdir.segments or pdir.tiered is not None:
         return None
     seg, fs = pdir.segments[-1], pdir.filesystem
     if seg.tiered is not None or not pdir.is_active_segment(seg.log_path) or end_offset < seg.base_offset:
         return None
+    if pdir.high_watermark is not None:
+        listing = ListingCheck(pdir)
+        if acknowledged_loss_end(pdir, end_offset, walk_clean=walk_clean, as_listed=listing.recovery_point) is None:
+            return None
+        offset_index = load_index_files(seg.base_offset, index_location(seg, "index"), (None, None), fs)[0]
+        position = _position_of_end(seg, offset_index, end_offset, fs, max_batch_bytes)
+        evidence = IndexedPastEnd(seg.log_size if position is None else position, end_offset, None)
+        return LostTail(seg.log_path, evidence, pdir.recovery_point, True, pdir.high_watermark)
     snapshot = snapshot_past(pdir.snapshot_paths, end_offset)
     recovery_point = pdir.recovery_point
     reach = _indexes_reach(seg, end_offset, fs)
