@@ -1377,12 +1377,13 @@ def lost_copy_reached_by_time(pdir: PartitionDir, timestamp: int, found: int | N
     there (None: none): RemoteLogManager.findOffsetByTimestamp searches the first live copy whose recorded
     ``maxTimestampMs`` is at or above the time, so the first missing copy below ``found`` whose largest timestamp
     reaches it (or is not recorded) holds it, and a fetch from there fails. None when none does (``LATEST``
-    resolves to the end; ``EARLIEST`` reaches every copy)."""
+    resolves to the end; ``EARLIEST`` reaches every copy). ``found`` in a missing copy (an empty log's start, which
+    no file holds: every copy missing) is lost with it."""
     if timestamp == LATEST:
         return None
     states = pdir.lost_copy_states
     for lost in pdir.live_copies_lost:
-        if found is not None and lost[1] >= found:
+        if found is not None and lost[1] > found:
             break
         known = states.copies.get(lost[0]) if states is not None else None
         if known is None or known.max_timestamp_ms is None or known.max_timestamp_ms >= timestamp:

@@ -637,3 +637,71 @@ def test_a_stream_from_earliest_loses_a_missing_oldest_live_copy_as_a_batch_read
     assert plans[0].ranges[("orders", 0)][0] == 0
     first_read = min(s.start_offset for s in plans[0].scan.slices)
     assert first_read == end
+
+
+@pytest.mark.parametrize("with_log_dir", [True, False], ids=["with-log-dir", "copies-alone"])
+@pytest.mark.parametrize("layout,shape", [("aiven", "empty-root"), ("local", "empty-root"),
+                                          ("local", "empty-partition-folder"), ("aiven", "empty-topic-folder")])
+def test_a_tiered_store_emptied_whose_metadata_lists_live_copies_loses_them_named(tmp_path, capsys, layout, shape,
+                                                                                  with_log_dir):
+    """The whole tiered copy gone (an emptied bucket, or LocalTieredStorage's partition folder left empty by the
+    deletion of its copies), __remote_log_metadata listing them live: the same loss as some copies missing, each
+    copy named, in reads, verify, describe and offsets. Before, discovery refused the empty folder (a LayoutError,
+    "neither a Kafka log dir ... nor a tiered-storage copy") before the metadata was read."""
+    from kafkaseg.cli.describe import describe_paths
+    from kafkaseg.cli.main import main
+    from kafkaseg.cli.verify import ERROR, verify_paths
+
+    data, remote, whole, written, events, topic_id, number = _tiered(tmp_path, layout)
+    write_remote_log_metadata(data, events, partition=number)
+    local = sorted((data / "orders-0").glob("*.log"))
+    first_local, active = int(local[0].name[:20]), int(local[-1].name[:20])
+    ends = [int(log.name[:20]) for log in written[1:]] + [active]
+    named = [f"{log.name[21:-4]} (offsets {int(log.name[:20])}-{end - 1})" for log, end in zip(written, ends)]
+    for log in written:
+        _drop(log)
+    if shape == "empty-root":
+        for child in list(remote.iterdir()):
+            shutil.rmtree(child)
+    elif shape == "empty-topic-folder":  # (an Aiven <topic>-<id> folder without its <partition> folders)
+        shutil.rmtree(written[0].parent)
+    given = remote if shape != "empty-partition-folder" else written[0].parent
+    assert given.is_dir() and not any(p.is_file() for p in given.rglob("*"))
+    meta = str(data / f"__remote_log_metadata-{number}")
+    paths = [str(data), str(given)] if with_log_dir else [str(given), meta]
+    below = [copy for copy, log in zip(named, written) if int(log.name[:20]) < first_local] if with_log_dir else named
+    with pytest.raises(DataLossError) as raised:
+        kafkaseg.read_arrow(paths, subscribe="orders")
+    assert below[0] in str(raised.value), str(raised.value)
+    scan = kafkaseg.open_scan(paths, subscribe="orders", failOnDataLoss="false")
+    got = scan.to_table().select(COLUMNS)
+    assert got.equals(whole.filter(pc.greater_equal(whole["offset"], first_local)) if with_log_dir else
+                      whole.slice(0, 0))
+    (lost,) = scan.plan.report.data_loss
+    assert all(copy in lost for copy in below), lost
+    # verify: an error naming the copies; describe: no refusal, the copies said missing
+    report = verify_paths(paths)
+    missing = [p for p in report.problems if written[0].name[21:-4] in p.message]
+    assert missing and all(p.severity == ERROR for p in missing), [(p.severity, p.message) for p in report.problems]
+    described = describe_paths(paths, topics={"orders"})
+    assert any(written[0].name[21:-4] in n for d in described for n in d.notes), [d.notes for d in described]
+    # offsets: -2 (earliest) is in the first copy lost, said on stderr
+    args = ["offsets", "--topic", "orders"] + [arg for path in paths for arg in ("--data-dir", path)]
+    main(args + ["--time", "-2"])
+    err = capsys.readouterr().err
+    assert f"copy {named[0]}" in err, err
+    # without the metadata nothing says the store held copies: refused as before
+    with pytest.raises(kafkaseg.errors.LayoutError, match="nor a tiered-storage copy"):
+        kafkaseg.read_arrow(paths, subscribe="orders", remoteLogMetadata="ignore")
+
+
+def test_an_empty_folder_the_metadata_lists_no_live_copy_for_is_still_refused(tmp_path):
+    """A path holding no file stands for a tiered store only where __remote_log_metadata lists live copies it could
+    hold: the partition's copies all deleted by the topic's deletion, it is refused as without the metadata."""
+    data, remote, _, written, events, topic_id, number = _tiered(tmp_path, "local")
+    events.append(partition_deleted("orders", topic_id, 0))
+    write_remote_log_metadata(data, events, partition=number)
+    for log in written:
+        _drop(log)
+    with pytest.raises(kafkaseg.errors.LayoutError, match="lists no live copy it could hold"):
+        kafkaseg.read_arrow([str(remote), str(data / f"__remote_log_metadata-{number}")])
