@@ -705,3 +705,44 @@ def test_an_empty_folder_the_metadata_lists_no_live_copy_for_is_still_refused(tm
         _drop(log)
     with pytest.raises(kafkaseg.errors.LayoutError, match="lists no live copy it could hold"):
         kafkaseg.read_arrow([str(remote), str(data / f"__remote_log_metadata-{number}")])
+
+
+@pytest.mark.parametrize("with_log_dir", [True, False], ids=["with-log-dir", "copies-alone"])
+@pytest.mark.parametrize("retained", [False, True], ids=["log-start-0", "above-remote-retention"])
+def test_a_partition_found_after_the_stream_started_loses_a_missing_oldest_live_copy_named(tmp_path, with_log_dir,
+                                                                                            retained):
+    """A partition a stream finds after it started is read from its beginning (Spark: earliest), by another path
+    than the initial offsets': it started at the oldest copy there, so a live copy missing below it was at best
+    "offsets [0, n) may have been missed" (a log start above 0), never named, and its offsets were not in the
+    micro-batch's range. It now starts below the missing copies, as a stream from earliest does, so the
+    micro-batch that reads it names them."""
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.streaming import MicroBatchPlanner, poll_micro_batches
+
+    data, remote, whole, written, events, topic_id, number = _tiered(tmp_path, "local")
+    if retained:  # the oldest copy deleted by remote retention, the next one live and missing
+        first_id = written[0].name[21:-4]
+        events += [segment_update("orders", topic_id, 0, first_id, DELETE_SEGMENT_STARTED),
+                   segment_update("orders", topic_id, 0, first_id, DELETE_SEGMENT_FINISHED)]
+        _drop(written[0])
+    write_remote_log_metadata(data, events, partition=number)
+    gone = written[1] if retained else written[0]
+    _drop(gone)
+    first = int(gone.name[:20])
+    end = int(written[2 if retained else 1].name[:20])
+    copy = f"{gone.name[21:-4]} (offsets {first}-{end - 1})"
+    paths = ([str(data)] if with_log_dir else []) + [str(remote), str(data / f"__remote_log_metadata-{number}")]
+
+    def planner(**options):
+        return MicroBatchPlanner(ReadOptions.from_options(
+            {"paths": paths, "subscribe": "orders", "maxOffsetsPerTrigger": 400, **options}, stream=True))
+
+    # started when the subscribed topic had no partition: every partition is found after the start
+    plans = list(poll_micro_batches(planner(failOnDataLoss="false"), start={}))
+    assert any(copy in lost for plan in plans for lost in plan.data_loss), [p.data_loss for p in plans]
+    assert plans[0].ranges[("orders", 0)][0] == first
+    assert min(s.start_offset for s in plans[0].scan.slices) == end
+    if not retained:  # (above retention, Spark's "added partition starts at ... instead of 0" comes first)
+        with pytest.raises(DataLossError, match=re.escape(copy)):
+            for _ in poll_micro_batches(planner(), start={}):
+                pass
