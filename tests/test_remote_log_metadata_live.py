@@ -48,12 +48,12 @@ def test_metadata_partition_hashes_the_topic_id_and_partition_as_kafka_does():
     assert len({metadata_partition(kafka_uuid(f"t{i}"), p) for i in range(20) for p in range(3)}) > 20  # spread
 
 
-def _tiered(tmp_path: Path, layout: str):
+def _tiered(tmp_path: Path, layout: str, **spec_options):
     """A tiered partition (its 4 oldest segments only in remote storage, the log start still at offset 0) and
     what the broker recorded of its copies. Returns (log dir, remote root, whole log's rows, copies, events,
-    topic id, metadata partition)."""
+    topic id, metadata partition). ``spec_options``: more of the topic's TopicSpec."""
     spec = TopicSpec("orders", records_per_partition=3000, records_per_batch=20, segment_bytes=24 * 1024,
-                     index_interval_bytes=2048)
+                     index_interval_bytes=2048, **spec_options)
     write_data_dir(tmp_path / "data", [spec])
     folder = tmp_path / "data" / "orders-0"
     whole = kafkaseg.read_arrow(str(tmp_path / "data")).select(COLUMNS)
@@ -746,3 +746,53 @@ def test_a_partition_found_after_the_stream_started_loses_a_missing_oldest_live_
         with pytest.raises(DataLossError, match=re.escape(copy)):
             for _ in poll_micro_batches(planner(), start={}):
                 pass
+
+
+@pytest.mark.parametrize("with_log_dir", [True, False], ids=["with-log-dir", "copies-alone"])
+def test_an_ending_timestamp_whose_answer_is_in_a_missing_live_copy_ends_there_named(tmp_path, with_log_dir):
+    """The broker answers an ending time as a starting one (RemoteLogManager.findOffsetByTimestamp: the first live
+    copy whose maxTimestampMs reaches it), so when that copy is missing the read's end is in it: no record after it
+    is the read's. Found in review: the end was the files' answer, the first record at or after the time in a later
+    copy, so with failOnDataLoss=false records between the missing copy and that answer (created earlier than the
+    time: producers' clocks are not in offset order) were read past the broker's end, the loss said only as the
+    copy's offsets a range reaches."""
+    from kafkaseg.errors import DataLossError
+
+    data, remote, whole, written, _, topic_id, number = _tiered(tmp_path, "local", ts_jitter_ms=3000)
+    folder = data / "orders-0"
+    epochs = [tuple(map(int, line.split())) for line in (folder / "leader-epoch-checkpoint").read_text()
+              .splitlines()[2:]]
+    stamps = whole["timestamp"].cast("int64").to_pylist()  # (read as Spark's, in microseconds)
+    stamps = [t // 1000 for t in stamps]
+    bounds = [int(log.name[:20]) for log in written]
+    times = [max(stamps[a:b]) for a, b in zip(bounds, bounds[1:] + [
+        int(sorted(folder.glob("*.log"))[-1].name[:20])])]  # (the active segment: never copied)
+    write_remote_log_metadata(data, copy_events(written, epochs, topic_id=topic_id, max_timestamps=times),
+                              partition=number)
+    first, end = bounds[1], bounds[2]
+    _drop(written[1])
+    ts = times[1]  # the missing copy's largest: the copy before reaches less, the records after start below it
+    assert times[0] < ts
+    files_answer = next(i for i in range(end, len(stamps)) if stamps[i] >= ts)
+    assert files_answer > end  # (records after the missing copy created before the time)
+    paths = ([str(data)] if with_log_dir else []) + [str(remote), str(data / f"__remote_log_metadata-{number}")]
+    copy = f"{written[1].name[21:-4]} (offsets {first}-{end - 1})"
+    for option in ({"endingTimestamp": ts}, {"endingOffsetsByTimestamp": f'{{"orders": {{"0": {ts}}}}}'}):
+        with pytest.raises(DataLossError, match=re.escape(copy)):
+            kafkaseg.read_arrow(paths, subscribe="orders", **option)
+        scan = kafkaseg.open_scan(paths, subscribe="orders", failOnDataLoss="false", **option)
+        got = scan.to_table().select(COLUMNS)
+        assert got.equals(whole.filter(pc.less(whole["offset"], first))), got["offset"][-1]
+        assert any(copy in lost for lost in scan.plan.report.data_loss), scan.plan.report.data_loss
+        notes = [n for p in scan.plan.report.partitions for n in p.notes]
+        assert any("ending timestamp" in n and written[1].name[21:-4] in n for n in notes), notes
+    # a start above the missing copy is after the broker's end, in it: the time window is the wrong way round
+    from kafkaseg.errors import InvalidOptionError
+
+    with pytest.raises(InvalidOptionError, match="is after the end offset"):
+        kafkaseg.read_arrow(paths, subscribe="orders", endingTimestamp=ts,
+                            startingOffsets=f'{{"orders": {{"0": {end + 5}}}}}')
+    # a time the missing copy's largest timestamp does not reach is the files' answer: nothing lost before it
+    after = kafkaseg.read_arrow(paths, subscribe="orders", endingTimestamp=times[0]).select(COLUMNS)
+    expected = next(i for i in range(len(stamps)) if stamps[i] >= times[0])
+    assert after.equals(whole.filter(pc.less(whole["offset"], expected)))
