@@ -5,6 +5,7 @@ The metadata records are written by kafkaseg.testing.tiered from Kafka's JSON sc
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -707,6 +708,23 @@ def test_an_empty_folder_the_metadata_lists_no_live_copy_for_is_still_refused(tm
         kafkaseg.read_arrow([str(remote), str(data / f"__remote_log_metadata-{number}")])
 
 
+def _oldest_live_copy_missing(tmp_path: Path, retained: bool, with_log_dir: bool):
+    """The oldest live copy missing from the bucket (``retained``: the oldest copy deleted by remote retention, the
+    next one live and missing). Returns (log dir, paths to read, the missing copy's .log, its first offset, the
+    next copy's)."""
+    data, remote, _, written, events, topic_id, number = _tiered(tmp_path, "local")
+    if retained:
+        first_id = written[0].name[21:-4]
+        events += [segment_update("orders", topic_id, 0, first_id, DELETE_SEGMENT_STARTED),
+                   segment_update("orders", topic_id, 0, first_id, DELETE_SEGMENT_FINISHED)]
+        _drop(written[0])
+    write_remote_log_metadata(data, events, partition=number)
+    gone = written[1] if retained else written[0]
+    _drop(gone)
+    paths = ([str(data)] if with_log_dir else []) + [str(remote), str(data / f"__remote_log_metadata-{number}")]
+    return data, paths, gone, int(gone.name[:20]), int(written[2 if retained else 1].name[:20])
+
+
 @pytest.mark.parametrize("with_log_dir", [True, False], ids=["with-log-dir", "copies-alone"])
 @pytest.mark.parametrize("retained", [False, True], ids=["log-start-0", "above-remote-retention"])
 def test_a_partition_found_after_the_stream_started_loses_a_missing_oldest_live_copy_named(tmp_path, with_log_dir,
@@ -719,19 +737,8 @@ def test_a_partition_found_after_the_stream_started_loses_a_missing_oldest_live_
     from kafkaseg.options import ReadOptions
     from kafkaseg.streaming import MicroBatchPlanner, poll_micro_batches
 
-    data, remote, whole, written, events, topic_id, number = _tiered(tmp_path, "local")
-    if retained:  # the oldest copy deleted by remote retention, the next one live and missing
-        first_id = written[0].name[21:-4]
-        events += [segment_update("orders", topic_id, 0, first_id, DELETE_SEGMENT_STARTED),
-                   segment_update("orders", topic_id, 0, first_id, DELETE_SEGMENT_FINISHED)]
-        _drop(written[0])
-    write_remote_log_metadata(data, events, partition=number)
-    gone = written[1] if retained else written[0]
-    _drop(gone)
-    first = int(gone.name[:20])
-    end = int(written[2 if retained else 1].name[:20])
+    data, paths, gone, first, end = _oldest_live_copy_missing(tmp_path, retained, with_log_dir)
     copy = f"{gone.name[21:-4]} (offsets {first}-{end - 1})"
-    paths = ([str(data)] if with_log_dir else []) + [str(remote), str(data / f"__remote_log_metadata-{number}")]
 
     def planner(**options):
         return MicroBatchPlanner(ReadOptions.from_options(
@@ -796,3 +803,38 @@ def test_an_ending_timestamp_whose_answer_is_in_a_missing_live_copy_ends_there_n
     after = kafkaseg.read_arrow(paths, subscribe="orders", endingTimestamp=times[0]).select(COLUMNS)
     expected = next(i for i in range(len(stamps)) if stamps[i] >= times[0])
     assert after.equals(whole.filter(pc.less(whole["offset"], expected)))
+
+
+@pytest.mark.parametrize("with_log_dir", [True, False], ids=["with-log-dir", "copies-alone"])
+@pytest.mark.parametrize("retained", [False, True], ids=["log-start-0", "above-remote-retention"])
+def test_offsets_earliest_below_a_missing_oldest_live_copy_prints_the_brokers_log_start(tmp_path, capsys,
+                                                                                        with_log_dir, retained):
+    """ListOffsets' earliest (-2) is the broker's log start offset (UnifiedLog.fetchOffsetByTimestamp), which
+    __remote_log_metadata tells when its oldest live copies are missing from the bucket: their first offset (above
+    the checkpointed log start, which lags remote retention). Before, `kafkaseg offsets --time -2` printed the
+    first offset the files hold, and said on stderr that the broker's answer is in the missing copy."""
+    from kafkaseg.cli.main import main
+    from kafkaseg.lookup import list_offset
+    from kafkaseg.remote_metadata import read_remote_log_metadata
+    from kafkaseg.storage.layout import choose_replicas, discover
+
+    data, paths, gone, first, end = _oldest_live_copy_missing(tmp_path, retained, with_log_dir)
+    args = ["offsets", "--topic", "orders"] + [arg for path in paths for arg in ("--data-dir", path)]
+    assert main(args + ["--time", "-2"]) == 0
+    out, err = capsys.readouterr()
+    assert out == f"orders:0:{first}\n", (out, err)
+    assert f"copy {gone.name[21:-4]} (offsets {first}-{end - 1})" in err and "log start" in err, err
+    assert main(args + ["--time", "-2", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["offset"] == first and gone.name[21:-4] in row["note"]
+    # -4 (earliest-local) is the local log's start: the files' answer, not in the missing copy (found in review:
+    # stderr said it was, as for every negative time)
+    if with_log_dir:
+        assert main(args + ["--time", "-4"]) == 0
+        out, err = capsys.readouterr()
+        assert out == f"orders:0:{int(sorted((data / 'orders-0').glob('*.log'))[0].name[:20])}\n"
+        assert gone.name[21:-4] not in err, err
+    # the lookup API answers the same
+    found = discover(paths, remote_log_metadata=read_remote_log_metadata)
+    (choice,) = choose_replicas([p for p in found if p.topic == "orders"])
+    assert list_offset(choice.chosen, "earliest").offset == first
