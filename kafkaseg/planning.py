@@ -1572,7 +1572,7 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
                 preport.notes.append(
                     f"{name}: the first record at or after ending timestamp {ts} is in a live tiered-storage copy "
                     f"__remote_log_metadata lists that is missing: {_copies_named([lost_answer])} (its recorded "
-                    f"largest timestamp reaches {ts}); the read ends with it, at {min(end, lost_answer[2])}")
+                    f"largest timestamp reaches {ts}); the read ends with it, at {end}")
         if why and preport is not None:
             preport.notes.append(f"{name}: no record at or after ending timestamp {ts} ({why}); reading to "
                                  f"the end ({end})")

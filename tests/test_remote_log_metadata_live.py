@@ -708,6 +708,17 @@ def test_an_empty_folder_the_metadata_lists_no_live_copy_for_is_still_refused(tm
         kafkaseg.read_arrow([str(remote), str(data / f"__remote_log_metadata-{number}")])
 
 
+def test_an_empty_folder_under_a_segments_name_is_still_no_segment_with_the_metadata(tmp_path):
+    from kafkaseg.errors import UnreadableSegmentError
+
+    data, remote, _, written, events, _, number = _tiered(tmp_path, "local")
+    write_remote_log_metadata(data, events, partition=number)
+    (tmp_path / "00000000000000000000.log").mkdir()
+    with pytest.raises(UnreadableSegmentError, match="a folder, not a file"):
+        kafkaseg.read_arrow([str(tmp_path / "00000000000000000000.log"), str(remote),
+                             str(data / f"__remote_log_metadata-{number}")])
+
+
 def _oldest_live_copy_missing(tmp_path: Path, retained: bool, with_log_dir: bool):
     """The oldest live copy missing from the bucket (``retained``: the oldest copy deleted by remote retention, the
     next one live and missing). Returns (log dir, paths to read, the missing copy's .log, its first offset, the

@@ -1291,8 +1291,8 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                     f"{path}: neither a Kafka log dir (no meta.properties, checkpoints or <topic>-<partition> "
                     "folders), a topic-partition dir, nor a tiered-storage copy (Aiven's or LocalTieredStorage's "
                     f"layout){_log_dirs_below(listing, filesystem)}")
-                emptied = None if remote is not None or remote_log_metadata is None else tiered.emptied_folders(
-                    path, filesystem, listing)
+                emptied = None if remote is not None or remote_log_metadata is None or _SEGMENT_NAME.match(name) \
+                    else tiered.emptied_folders(path, filesystem, listing)
                 if emptied is not None:  # a store whose copies are all gone? the metadata says (below)
                     emptied_found.append((emptied, path, filesystem, given, refusal))
                     continue
