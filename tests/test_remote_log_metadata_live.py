@@ -849,3 +849,23 @@ def test_offsets_earliest_below_a_missing_oldest_live_copy_prints_the_brokers_lo
     found = discover(paths, remote_log_metadata=read_remote_log_metadata)
     (choice,) = choose_replicas([p for p in found if p.topic == "orders"])
     assert list_offset(choice.chosen, "earliest").offset == first
+
+
+@pytest.mark.parametrize("with_log_dir", [True, False], ids=["with-log-dir", "copies-alone"])
+def test_a_recreated_topic_read_from_its_beginning_loses_a_missing_oldest_live_copy_named(tmp_path, with_log_dir):
+    """A stream whose topic was deleted and created again reads the new topic from its beginning, by a path of its
+    own: as a partition found after the start, it began at the oldest copy there, never naming a live copy
+    missing below it."""
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.streaming import TOPIC_IDS, MicroBatchPlanner, poll_micro_batches
+
+    _, paths, gone, first, end = _oldest_live_copy_missing(tmp_path, False, with_log_dir)
+    copy = f"{gone.name[21:-4]} (offsets {first}-{end - 1})"
+    planner = MicroBatchPlanner(ReadOptions.from_options(
+        {"paths": paths, "subscribe": "orders", "maxOffsetsPerTrigger": 400, "failOnDataLoss": "false"},
+        stream=True))
+    start = {"orders": {"0": 5}, TOPIC_IDS: {"orders": kafka_uuid("the deleted topic")}}
+    plans = list(poll_micro_batches(planner, start=start))
+    assert any("deleted and recreated" in lost for lost in plans[0].data_loss), plans[0].data_loss
+    assert any(copy in lost for plan in plans for lost in plan.data_loss), [p.data_loss for p in plans]
+    assert plans[0].ranges[("orders", 0)][0] == first
