@@ -931,6 +931,11 @@ class PartitionLookup:
             # the log start (the cache is truncated there), and the latest epoch for LATEST (the cache is truncated
             # at the log end on load, so an entry starting past it is stale)
             start = self.log_start_offset
+            if spec == EARLIEST:
+                # except where __remote_log_metadata tells: live copies it lists missing below the files hold the
+                # broker's log start, their first offset (remote retention moved it there, or it is the
+                # checkpoint's: PartitionDir.live_copies_lost starts at neither below), which no file here holds
+                start = min([start] + [first for _, first, _ in self.pdir.live_copies_lost])
             return OffsetAnswer(topic, partition, spec, start, leader_epoch=self.pdir.leader_epoch_at(start))
         if spec == LATEST:
             return OffsetAnswer(topic, partition, spec, self.last_fetchable_offset(),

@@ -1378,12 +1378,13 @@ def lost_copy_reached_by_time(pdir: PartitionDir, timestamp: int, found: int | N
     there (None: none): RemoteLogManager.findOffsetByTimestamp searches the first live copy whose recorded
     ``maxTimestampMs`` is at or above the time, so the first missing copy below ``found`` whose largest timestamp
     reaches it (or is not recorded) holds it, and a fetch from there fails. None when none does (``LATEST``
-    resolves to the end; ``EARLIEST`` reaches every copy)."""
+    resolves to the end; ``EARLIEST`` reaches every copy). ``found`` in a missing copy (an empty log's start, which
+    no file holds: every copy missing) is lost with it."""
     if timestamp == LATEST:
         return None
     states = pdir.lost_copy_states
     for lost in pdir.live_copies_lost:
-        if found is not None and lost[1] >= found:
+        if found is not None and lost[1] > found:
             break
         known = states.copies.get(lost[0]) if states is not None else None
         if known is None or known.max_timestamp_ms is None or known.max_timestamp_ms >= timestamp:
@@ -1533,6 +1534,7 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
                      "were deleted: the copy is cut short at a batch boundary")
     limit = options.ending
     explicit_end = end_by_time = False
+    time_reach = None  # the end of a missing live copy holding the broker's answer to an ending time (below)
     if limit.kind == "latest":
         end = bounds.upper
     elif limit.kind == "offsets":
@@ -1559,6 +1561,19 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
         end_by_time = ts is not None
         found, why = (None, None) if ts is None else _offset_for_timestamp(part, ts, bounds.log_start, bounds.upper)
         end = bounds.upper if found is None else found
+        lost_answer = None if ts is None else lost_copy_reached_by_time(part.pdir, ts, found)
+        if lost_answer is not None:
+            # the broker's answer (as for a start by time) is in a live copy missing from the bucket: its read ends
+            # in that copy (where is unknown), so no record after it is the read's (the files' answer, in a later
+            # copy, may come after records created before the time). The end is that copy's end: its offsets are
+            # the loss said below, for the range reaching them
+            time_reach, why = lost_answer[2], None
+            end = min(end, lost_answer[2])
+            if preport is not None:
+                preport.notes.append(
+                    f"{name}: the first record at or after ending timestamp {ts} is in a live tiered-storage copy "
+                    f"__remote_log_metadata lists that is missing: {_copies_named([lost_answer])} (its recorded "
+                    f"largest timestamp reaches {ts}); the read ends with it, at {end}")
         if why and preport is not None:
             preport.notes.append(f"{name}: no record at or after ending timestamp {ts} ({why}); reading to "
                                  f"the end ({end})")
@@ -1579,7 +1594,8 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
     # also as a gap)
     missing = [c for c in part.pdir.live_copies_lost if c[2] > bounds.log_start]
     # a read to latest (or by a time no record there reaches) reaches past the newest copy there, into those above
-    reach = None if not explicit_end and end == bounds.upper and not above_said else end
+    reach = time_reach if time_reach is not None else (
+        None if not explicit_end and end == bounds.upper and not above_said else end)
     lost_copies = [(segment_id, max(first, read_from), last if reach is None else min(last, reach))
                    for segment_id, first, last in missing
                    if max(first, read_from) < (last if reach is None else min(last, reach))]

@@ -277,6 +277,14 @@ class RemoteLogMetadataRead:
     read: Mapping[int, tuple[str, int]]  # metadata partition -> (folder, offset read up to)
     # metadata partition -> (folder, why): corrupt, left out by a lenient read
     unreadable: Mapping[int, tuple[str, str]] = field(default_factory=dict)
+    # (topic id, partition) -> its topic's name, as the events name it
+    topics: Mapping[tuple[str, int], str] = field(default_factory=dict)
+
+    def live_partitions(self) -> list[tuple[str, str, int]]:
+        """``(topic, topic id, partition)`` of every partition with a live copy, sorted: the partitions whose copies
+        a tiered-storage store should hold (discovery's answer to a store that holds none)."""
+        return sorted((self.topics.get(key, ""), *key) for key, states in self.partitions.items()
+                      if states.unreadable is None and states.live())
 
     def copy_states(self, topic_id: str | None, partition: int) -> CopyStates | None:
         """The copies the metadata knows of (``topic_id``, ``partition``); an empty :class:`CopyStates` when the
@@ -312,6 +320,7 @@ def read_remote_log_metadata(partitions: Iterable[PartitionDir], *, lenient: boo
     read: dict[int, tuple[str, int]] = {}
     states: dict[tuple[str, int], CopyStates] = {}
     unreadable: dict[int, tuple[str, str]] = {}
+    topics: dict[tuple[str, int], str] = {}
     for choice in choose_replicas(metadata, with_remote=False):
         pdir = choice.chosen
         try:
@@ -344,6 +353,7 @@ def read_remote_log_metadata(partitions: Iterable[PartitionDir], *, lenient: boo
             unreadable[pdir.partition] = (pdir.path, str(err))
             continue
         read[pdir.partition] = (pdir.path, upper)
-        for key, (_, copies, _) in replayed.items():
+        for key, (topic, copies, _) in replayed.items():
             states[key] = CopyStates(source, copies)
-    return RemoteLogMetadataRead(states, read, unreadable)
+            topics[key] = topic
+    return RemoteLogMetadataRead(states, read, unreadable, topics)

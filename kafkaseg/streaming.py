@@ -199,9 +199,10 @@ def to_offsets(positions: Mapping[TopicPartition, int],
 
 
 def _below_lost_copies(pdir: PartitionDir, earliest: int) -> int:
-    """Where a stream from earliest starts: ``earliest`` (the files'), or the first offset of the live tiered copies
-    __remote_log_metadata lists that are missing below it (the broker's earliest is below them), so that the first
-    micro-batch says their loss as a batch read from earliest does."""
+    """Where a stream from earliest starts (and a partition found after the stream started, or its topic
+    recreated): ``earliest`` (the files'), or the first offset of the live tiered copies __remote_log_metadata lists
+    that are missing below it (the broker's earliest is below them), so that the first micro-batch reading it says
+    their loss as a batch read from earliest does."""
     return min([earliest] + [first for _, first, _ in pdir.live_copies_lost])
 
 
@@ -591,7 +592,7 @@ class MicroBatchPlanner:
             end_lost = (f"this micro-batch's offsets [{{}}, {hi}) as they were when its end was fixed are gone; it "
                         f"stops at {ended[0]} and the next one reads on from there") if ended is not None else None
             if tp in begin and now_id is not None and started_on.get(tp, now_id) != now_id:
-                lo = available_range(pdir, self.options).earliest
+                lo = _below_lost_copies(pdir, available_range(pdir, self.options).earliest)  # (as a new partition)
                 loss(f"{name}: the topic was deleted and recreated (topic id {started_on[tp]} at the stream's "
                      f"offset {begin[tp]}, {now_id} now in {pdir.path}): records of the deleted topic from offset "
                      f"{begin[tp]} on may have been missed; the new topic is read from its beginning (offset {lo})")
@@ -619,8 +620,9 @@ class MicroBatchPlanner:
                     if also:
                         end_lost = None
                     lo = found[0]
-            else:  # a partition found after the stream started: from its beginning (Spark: earliest)
-                lo = available_range(pdir, self.options).earliest
+            else:  # a partition found after the stream started: from its beginning (Spark: earliest), below the
+                # live tiered copies missing there as a stream from earliest starts, so that this batch says them
+                lo = _below_lost_copies(pdir, available_range(pdir, self.options).earliest)
                 if lo != 0:
                     loss(f"added partition {name} starts at offset {lo} instead of 0 in {pdir.path}; offsets "
                          f"[0, {lo}) may have been missed")

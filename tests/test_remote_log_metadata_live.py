@@ -5,6 +5,7 @@ The metadata records are written by kafkaseg.testing.tiered from Kafka's JSON sc
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -48,12 +49,12 @@ def test_metadata_partition_hashes_the_topic_id_and_partition_as_kafka_does():
     assert len({metadata_partition(kafka_uuid(f"t{i}"), p) for i in range(20) for p in range(3)}) > 20  # spread
 
 
-def _tiered(tmp_path: Path, layout: str):
+def _tiered(tmp_path: Path, layout: str, **spec_options):
     """A tiered partition (its 4 oldest segments only in remote storage, the log start still at offset 0) and
     what the broker recorded of its copies. Returns (log dir, remote root, whole log's rows, copies, events,
-    topic id, metadata partition)."""
+    topic id, metadata partition). ``spec_options``: more of the topic's TopicSpec."""
     spec = TopicSpec("orders", records_per_partition=3000, records_per_batch=20, segment_bytes=24 * 1024,
-                     index_interval_bytes=2048)
+                     index_interval_bytes=2048, **spec_options)
     write_data_dir(tmp_path / "data", [spec])
     folder = tmp_path / "data" / "orders-0"
     whole = kafkaseg.read_arrow(str(tmp_path / "data")).select(COLUMNS)
@@ -637,3 +638,234 @@ def test_a_stream_from_earliest_loses_a_missing_oldest_live_copy_as_a_batch_read
     assert plans[0].ranges[("orders", 0)][0] == 0
     first_read = min(s.start_offset for s in plans[0].scan.slices)
     assert first_read == end
+
+
+@pytest.mark.parametrize("with_log_dir", [True, False], ids=["with-log-dir", "copies-alone"])
+@pytest.mark.parametrize("layout,shape", [("aiven", "empty-root"), ("local", "empty-root"),
+                                          ("local", "empty-partition-folder"), ("aiven", "empty-topic-folder")])
+def test_a_tiered_store_emptied_whose_metadata_lists_live_copies_loses_them_named(tmp_path, capsys, layout, shape,
+                                                                                  with_log_dir):
+    """The whole tiered copy gone (an emptied bucket, or LocalTieredStorage's partition folder left empty by the
+    deletion of its copies), __remote_log_metadata listing them live: the same loss as some copies missing, each
+    copy named, in reads, verify, describe and offsets. Before, discovery refused the empty folder (a LayoutError,
+    "neither a Kafka log dir ... nor a tiered-storage copy") before the metadata was read."""
+    from kafkaseg.cli.describe import describe_paths
+    from kafkaseg.cli.main import main
+    from kafkaseg.cli.verify import ERROR, verify_paths
+
+    data, remote, whole, written, events, topic_id, number = _tiered(tmp_path, layout)
+    write_remote_log_metadata(data, events, partition=number)
+    local = sorted((data / "orders-0").glob("*.log"))
+    first_local, active = int(local[0].name[:20]), int(local[-1].name[:20])
+    ends = [int(log.name[:20]) for log in written[1:]] + [active]
+    named = [f"{log.name[21:-4]} (offsets {int(log.name[:20])}-{end - 1})" for log, end in zip(written, ends)]
+    for log in written:
+        _drop(log)
+    if shape == "empty-root":
+        for child in list(remote.iterdir()):
+            shutil.rmtree(child)
+    elif shape == "empty-topic-folder":  # (an Aiven <topic>-<id> folder without its <partition> folders)
+        shutil.rmtree(written[0].parent)
+    given = remote if shape != "empty-partition-folder" else written[0].parent
+    assert given.is_dir() and not any(p.is_file() for p in given.rglob("*"))
+    meta = str(data / f"__remote_log_metadata-{number}")
+    paths = [str(data), str(given)] if with_log_dir else [str(given), meta]
+    below = [copy for copy, log in zip(named, written) if int(log.name[:20]) < first_local] if with_log_dir else named
+    with pytest.raises(DataLossError) as raised:
+        kafkaseg.read_arrow(paths, subscribe="orders")
+    assert below[0] in str(raised.value), str(raised.value)
+    scan = kafkaseg.open_scan(paths, subscribe="orders", failOnDataLoss="false")
+    got = scan.to_table().select(COLUMNS)
+    assert got.equals(whole.filter(pc.greater_equal(whole["offset"], first_local)) if with_log_dir else
+                      whole.slice(0, 0))
+    (lost,) = scan.plan.report.data_loss
+    assert all(copy in lost for copy in below), lost
+    # verify: an error naming the copies; describe: no refusal, the copies said missing
+    report = verify_paths(paths)
+    missing = [p for p in report.problems if written[0].name[21:-4] in p.message]
+    assert missing and all(p.severity == ERROR for p in missing), [(p.severity, p.message) for p in report.problems]
+    described = describe_paths(paths, topics={"orders"})
+    assert any(written[0].name[21:-4] in n for d in described for n in d.notes), [d.notes for d in described]
+    # offsets: -2 (earliest) is in the first copy lost, said on stderr
+    args = ["offsets", "--topic", "orders"] + [arg for path in paths for arg in ("--data-dir", path)]
+    main(args + ["--time", "-2"])
+    err = capsys.readouterr().err
+    assert f"copy {named[0]}" in err, err
+    # without the metadata nothing says the store held copies: refused as before
+    with pytest.raises(kafkaseg.errors.LayoutError, match="nor a tiered-storage copy"):
+        kafkaseg.read_arrow(paths, subscribe="orders", remoteLogMetadata="ignore")
+
+
+def test_an_empty_folder_the_metadata_lists_no_live_copy_for_is_still_refused(tmp_path):
+    """A path holding no file stands for a tiered store only where __remote_log_metadata lists live copies it could
+    hold: the partition's copies all deleted by the topic's deletion, it is refused as without the metadata."""
+    data, remote, _, written, events, topic_id, number = _tiered(tmp_path, "local")
+    events.append(partition_deleted("orders", topic_id, 0))
+    write_remote_log_metadata(data, events, partition=number)
+    for log in written:
+        _drop(log)
+    with pytest.raises(kafkaseg.errors.LayoutError, match="lists no live copy it could hold"):
+        kafkaseg.read_arrow([str(remote), str(data / f"__remote_log_metadata-{number}")])
+
+
+def test_an_empty_folder_under_a_segments_name_is_still_no_segment_with_the_metadata(tmp_path):
+    from kafkaseg.errors import UnreadableSegmentError
+
+    data, remote, _, written, events, _, number = _tiered(tmp_path, "local")
+    write_remote_log_metadata(data, events, partition=number)
+    (tmp_path / "00000000000000000000.log").mkdir()
+    with pytest.raises(UnreadableSegmentError, match="a folder, not a file"):
+        kafkaseg.read_arrow([str(tmp_path / "00000000000000000000.log"), str(remote),
+                             str(data / f"__remote_log_metadata-{number}")])
+
+
+def _oldest_live_copy_missing(tmp_path: Path, retained: bool, with_log_dir: bool):
+    """The oldest live copy missing from the bucket (``retained``: the oldest copy deleted by remote retention, the
+    next one live and missing). Returns (log dir, paths to read, the missing copy's .log, its first offset, the
+    next copy's)."""
+    data, remote, _, written, events, topic_id, number = _tiered(tmp_path, "local")
+    if retained:
+        first_id = written[0].name[21:-4]
+        events += [segment_update("orders", topic_id, 0, first_id, DELETE_SEGMENT_STARTED),
+                   segment_update("orders", topic_id, 0, first_id, DELETE_SEGMENT_FINISHED)]
+        _drop(written[0])
+    write_remote_log_metadata(data, events, partition=number)
+    gone = written[1] if retained else written[0]
+    _drop(gone)
+    paths = ([str(data)] if with_log_dir else []) + [str(remote), str(data / f"__remote_log_metadata-{number}")]
+    return data, paths, gone, int(gone.name[:20]), int(written[2 if retained else 1].name[:20])
+
+
+@pytest.mark.parametrize("with_log_dir", [True, False], ids=["with-log-dir", "copies-alone"])
+@pytest.mark.parametrize("retained", [False, True], ids=["log-start-0", "above-remote-retention"])
+def test_a_partition_found_after_the_stream_started_loses_a_missing_oldest_live_copy_named(tmp_path, with_log_dir,
+                                                                                            retained):
+    """A partition a stream finds after it started is read from its beginning (Spark: earliest), by another path
+    than the initial offsets': it started at the oldest copy there, so a live copy missing below it was at best
+    "offsets [0, n) may have been missed" (a log start above 0), never named, and its offsets were not in the
+    micro-batch's range. It now starts below the missing copies, as a stream from earliest does, so the
+    micro-batch that reads it names them."""
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.streaming import MicroBatchPlanner, poll_micro_batches
+
+    data, paths, gone, first, end = _oldest_live_copy_missing(tmp_path, retained, with_log_dir)
+    copy = f"{gone.name[21:-4]} (offsets {first}-{end - 1})"
+
+    def planner(**options):
+        return MicroBatchPlanner(ReadOptions.from_options(
+            {"paths": paths, "subscribe": "orders", "maxOffsetsPerTrigger": 400, **options}, stream=True))
+
+    # started when the subscribed topic had no partition: every partition is found after the start
+    plans = list(poll_micro_batches(planner(failOnDataLoss="false"), start={}))
+    assert any(copy in lost for plan in plans for lost in plan.data_loss), [p.data_loss for p in plans]
+    assert plans[0].ranges[("orders", 0)][0] == first
+    assert min(s.start_offset for s in plans[0].scan.slices) == end
+    if not retained:  # (above retention, Spark's "added partition starts at ... instead of 0" comes first)
+        with pytest.raises(DataLossError, match=re.escape(copy)):
+            for _ in poll_micro_batches(planner(), start={}):
+                pass
+
+
+@pytest.mark.parametrize("with_log_dir", [True, False], ids=["with-log-dir", "copies-alone"])
+def test_an_ending_timestamp_whose_answer_is_in_a_missing_live_copy_ends_there_named(tmp_path, with_log_dir):
+    """The broker answers an ending time as a starting one (RemoteLogManager.findOffsetByTimestamp: the first live
+    copy whose maxTimestampMs reaches it), so when that copy is missing the read's end is in it: no record after it
+    is the read's. Found in review: the end was the files' answer, the first record at or after the time in a later
+    copy, so with failOnDataLoss=false records between the missing copy and that answer (created earlier than the
+    time: producers' clocks are not in offset order) were read past the broker's end, the loss said only as the
+    copy's offsets a range reaches."""
+    from kafkaseg.errors import DataLossError
+
+    data, remote, whole, written, _, topic_id, number = _tiered(tmp_path, "local", ts_jitter_ms=3000)
+    folder = data / "orders-0"
+    epochs = [tuple(map(int, line.split())) for line in (folder / "leader-epoch-checkpoint").read_text()
+              .splitlines()[2:]]
+    stamps = whole["timestamp"].cast("int64").to_pylist()  # (read as Spark's, in microseconds)
+    stamps = [t // 1000 for t in stamps]
+    bounds = [int(log.name[:20]) for log in written]
+    times = [max(stamps[a:b]) for a, b in zip(bounds, bounds[1:] + [
+        int(sorted(folder.glob("*.log"))[-1].name[:20])])]  # (the active segment: never copied)
+    write_remote_log_metadata(data, copy_events(written, epochs, topic_id=topic_id, max_timestamps=times),
+                              partition=number)
+    first, end = bounds[1], bounds[2]
+    _drop(written[1])
+    ts = times[1]  # the missing copy's largest: the copy before reaches less, the records after start below it
+    assert times[0] < ts
+    files_answer = next(i for i in range(end, len(stamps)) if stamps[i] >= ts)
+    assert files_answer > end  # (records after the missing copy created before the time)
+    paths = ([str(data)] if with_log_dir else []) + [str(remote), str(data / f"__remote_log_metadata-{number}")]
+    copy = f"{written[1].name[21:-4]} (offsets {first}-{end - 1})"
+    for option in ({"endingTimestamp": ts}, {"endingOffsetsByTimestamp": f'{{"orders": {{"0": {ts}}}}}'}):
+        with pytest.raises(DataLossError, match=re.escape(copy)):
+            kafkaseg.read_arrow(paths, subscribe="orders", **option)
+        scan = kafkaseg.open_scan(paths, subscribe="orders", failOnDataLoss="false", **option)
+        got = scan.to_table().select(COLUMNS)
+        assert got.equals(whole.filter(pc.less(whole["offset"], first))), got["offset"][-1]
+        assert any(copy in lost for lost in scan.plan.report.data_loss), scan.plan.report.data_loss
+        notes = [n for p in scan.plan.report.partitions for n in p.notes]
+        assert any("ending timestamp" in n and written[1].name[21:-4] in n for n in notes), notes
+    # a start above the missing copy is after the broker's end, in it: the time window is the wrong way round
+    from kafkaseg.errors import InvalidOptionError
+
+    with pytest.raises(InvalidOptionError, match="is after the end offset"):
+        kafkaseg.read_arrow(paths, subscribe="orders", endingTimestamp=ts,
+                            startingOffsets=f'{{"orders": {{"0": {end + 5}}}}}')
+    # a time the missing copy's largest timestamp does not reach is the files' answer: nothing lost before it
+    after = kafkaseg.read_arrow(paths, subscribe="orders", endingTimestamp=times[0]).select(COLUMNS)
+    expected = next(i for i in range(len(stamps)) if stamps[i] >= times[0])
+    assert after.equals(whole.filter(pc.less(whole["offset"], expected)))
+
+
+@pytest.mark.parametrize("with_log_dir", [True, False], ids=["with-log-dir", "copies-alone"])
+@pytest.mark.parametrize("retained", [False, True], ids=["log-start-0", "above-remote-retention"])
+def test_offsets_earliest_below_a_missing_oldest_live_copy_prints_the_brokers_log_start(tmp_path, capsys,
+                                                                                        with_log_dir, retained):
+    """ListOffsets' earliest (-2) is the broker's log start offset (UnifiedLog.fetchOffsetByTimestamp), which
+    __remote_log_metadata tells when its oldest live copies are missing from the bucket: their first offset (above
+    the checkpointed log start, which lags remote retention). Before, `kafkaseg offsets --time -2` printed the
+    first offset the files hold, and said on stderr that the broker's answer is in the missing copy."""
+    from kafkaseg.cli.main import main
+    from kafkaseg.lookup import list_offset
+    from kafkaseg.remote_metadata import read_remote_log_metadata
+    from kafkaseg.storage.layout import choose_replicas, discover
+
+    data, paths, gone, first, end = _oldest_live_copy_missing(tmp_path, retained, with_log_dir)
+    args = ["offsets", "--topic", "orders"] + [arg for path in paths for arg in ("--data-dir", path)]
+    assert main(args + ["--time", "-2"]) == 0
+    out, err = capsys.readouterr()
+    assert out == f"orders:0:{first}\n", (out, err)
+    assert f"copy {gone.name[21:-4]} (offsets {first}-{end - 1})" in err and "log start" in err, err
+    assert main(args + ["--time", "-2", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["offset"] == first and gone.name[21:-4] in row["note"]
+    # -4 (earliest-local) is the local log's start: the files' answer, not in the missing copy (found in review:
+    # stderr said it was, as for every negative time)
+    if with_log_dir:
+        assert main(args + ["--time", "-4"]) == 0
+        out, err = capsys.readouterr()
+        assert out == f"orders:0:{int(sorted((data / 'orders-0').glob('*.log'))[0].name[:20])}\n"
+        assert gone.name[21:-4] not in err, err
+    # the lookup API answers the same
+    found = discover(paths, remote_log_metadata=read_remote_log_metadata)
+    (choice,) = choose_replicas([p for p in found if p.topic == "orders"])
+    assert list_offset(choice.chosen, "earliest").offset == first
+
+
+@pytest.mark.parametrize("with_log_dir", [True, False], ids=["with-log-dir", "copies-alone"])
+def test_a_recreated_topic_read_from_its_beginning_loses_a_missing_oldest_live_copy_named(tmp_path, with_log_dir):
+    """A stream whose topic was deleted and created again reads the new topic from its beginning, by a path of its
+    own: as a partition found after the start, it began at the oldest copy there, never naming a live copy
+    missing below it."""
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.streaming import TOPIC_IDS, MicroBatchPlanner, poll_micro_batches
+
+    _, paths, gone, first, end = _oldest_live_copy_missing(tmp_path, False, with_log_dir)
+    copy = f"{gone.name[21:-4]} (offsets {first}-{end - 1})"
+    planner = MicroBatchPlanner(ReadOptions.from_options(
+        {"paths": paths, "subscribe": "orders", "maxOffsetsPerTrigger": 400, "failOnDataLoss": "false"},
+        stream=True))
+    start = {"orders": {"0": 5}, TOPIC_IDS: {"orders": kafka_uuid("the deleted topic")}}
+    plans = list(poll_micro_batches(planner, start=start))
+    assert any("deleted and recreated" in lost for lost in plans[0].data_loss), plans[0].data_loss
+    assert any(copy in lost for plan in plans for lost in plan.data_loss), [p.data_loss for p in plans]
+    assert plans[0].ranges[("orders", 0)][0] == first

@@ -888,3 +888,26 @@ def test_a_slice_starting_mid_segment_is_read_in_one_request(s3, options):
         assert len(gets) == 1, (piece.log_path, piece.start_position, gets)
     expected = kafkaseg.read_arrow(s3.local, **options)
     assert _normalized(pa.Table.from_batches(batches)).equals(_normalized(expected))
+
+
+def test_an_emptied_bucket_with_the_metadata_listing_live_copies_is_data_loss(s3, tmp_path):
+    """An S3 bucket of tiered-storage copies emptied (every copy gone), the log dir's __remote_log_metadata
+    listing them live: a read from earliest loses them, named, as it does a few copies missing (not a LayoutError
+    refusing the bucket)."""
+    from kafkaseg.errors import DataLossError
+    from tests.test_remote_log_metadata_live import _tiered
+    from kafkaseg.testing.tiered import write_remote_log_metadata
+
+    data, _, whole, written, events, _, number = _tiered(tmp_path, "aiven")
+    write_remote_log_metadata(data, events, partition=number)
+    client = pafs.S3FileSystem(endpoint_override=s3.endpoint, scheme="http", allow_bucket_creation=True)
+    client.create_dir("emptied")
+    pafs.copy_files(str(data), f"{BUCKET}/emptied-bucket/data", destination_filesystem=client)
+    paths = [s3.uri("data", prefix="emptied-bucket"), s3.uri("", bucket="emptied", prefix="")]
+    s3.take()
+    with pytest.raises(DataLossError, match=written[0].name[21:-4]):
+        kafkaseg.read_arrow(paths, subscribe="orders")
+    first_local = int(sorted((data / "orders-0").glob("*.log"))[0].name[:20])
+    got = kafkaseg.read_arrow(paths, subscribe="orders", failOnDataLoss="false").select(whole.column_names)
+    assert got.equals(whole.filter(pa.compute.greater_equal(whole["offset"], first_local)))
+    assert not _writes(s3.take())

@@ -533,20 +533,27 @@ def _cmd_offsets(args) -> int:
 def _answer_lost(pdir, spec: int, found: int | None) -> str | None:
     """What ``offsets`` says when the broker's answer for ``spec`` (a time, or -2) is in a live tiered-storage
     copy __remote_log_metadata lists that is missing from the bucket (the broker's lookup fails there, a read from
-    it loses the copy's offsets): the answer printed is the copies' there. None otherwise."""
-    from kafkaseg.lookup import MAX_TIMESTAMP
+    it loses the copy's offsets): the answer printed for a time is the copies' there; for -2 the broker's own, its
+    log start (:meth:`kafkaseg.lookup.PartitionLookup.list_offset`), which no file here holds. None otherwise."""
+    from kafkaseg.lookup import EARLIEST
     from kafkaseg.planning import lost_copy_reached_by_time
 
-    if spec == MAX_TIMESTAMP or not pdir.live_copies_lost:
+    # (not the other specs: -3 the local log's largest timestamp, -4 the local log's start, -5/-6 the copies' end)
+    if (spec < 0 and spec != EARLIEST) or not pdir.live_copies_lost:
         return None
     lost = lost_copy_reached_by_time(pdir, spec, found)
     if lost is None:
         return None
     segment_id, first, end = lost
-    why = "" if spec < 0 else f" (its recorded largest timestamp reaches {spec})"
+    if spec == EARLIEST:  # (the broker answers its log start without reading the copy)
+        return (f"the broker's answer, its log start offset {found}, is in live tiered-storage copy {segment_id} "
+                f"(offsets {first}-{end - 1}), which __remote_log_metadata lists and is missing from the copies "
+                "given: the offset printed is the broker's, which no file here holds (a read from it loses those "
+                "offsets)")
     return (f"the broker's answer is in live tiered-storage copy {segment_id} (offsets {first}-{end - 1}), which "
-            f"__remote_log_metadata lists and is missing from the copies given{why}: a broker's lookup fails "
-            "there and a read from it loses those offsets; the offset printed is the first the files here answer")
+            f"__remote_log_metadata lists and is missing from the copies given (its recorded largest timestamp "
+            f"reaches {spec}): a broker's lookup fails there and a read from it loses those offsets; the offset "
+            "printed is the first the files here answer")
 
 
 @contextlib.contextmanager

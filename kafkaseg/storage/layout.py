@@ -594,8 +594,9 @@ def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, r
     filesystem = _fs.base_store(filesystem)
     if entries is None:
         entries = folder.entries if folder.entries is not None else _fs.list_dir(folder.path, filesystem)
-    layout = "Aiven tiered-storage" if folder.layout == tiered.AIVEN else "LocalTieredStorage"
-    notes = [f"tiered-storage copy ({layout} layout): no checkpoints; every segment is a rolled one"]
+    layout = {tiered.AIVEN: "Aiven tiered-storage layout", tiered.LOCAL_TIERED_STORAGE: "LocalTieredStorage layout"
+              }.get(folder.layout, "layout unknown: it holds no copy")
+    notes = [f"tiered-storage copy ({layout}): no checkpoints; every segment is a rolled one"]
     copies = tiered.remote_segments(entries, notes)
     found = [copy.segment_id for copy in copies]
     copies = tiered.apply_copy_states(copies, copy_states, notes)
@@ -1146,6 +1147,41 @@ def _discover_tiered(found: dict, left_out: dict, remote: list, path: str, files
         _keep(found, key, pd)
 
 
+def _discover_emptied(found: dict, left_out: dict, emptied: list, path: str, filesystem, given,
+                      select: Callable[[str, int], bool] | None, metadata_read, refusal: str | None) -> None:
+    """Folders holding no file (:func:`tiered.emptied_folders` of ``path``) as the tiered-storage partitions whose
+    copies ``metadata_read`` (the cluster's ``__remote_log_metadata``) lists live and no copy found holds: each an
+    empty partition whose live copies are all missing (:func:`read_tiered_partition`), which reads lose (planning's
+    data loss) as they lose some copies missing. A store whose copies are all gone is the same loss as one missing
+    some. Without a live copy the folders could hold, ``path`` is refused (``refusal``) as without metadata, or
+    passed over when a glob matched it (``refusal`` None)."""
+    live = metadata_read.live_partitions() if metadata_read is not None and hasattr(
+        metadata_read, "live_partitions") else []
+    held = {(pd.topic_id, pd.partition) for pd in found.values() if pd.tiered is not None}
+    matched = [(folder, topic, topic_id, partition) for folder in emptied for topic, topic_id, partition in live
+               if (topic_id, partition) not in held and folder.could_hold(topic, topic_id, partition)]
+    if not matched:
+        if refusal is not None:
+            raise LayoutError(refusal + ("; __remote_log_metadata lists no live copy it could hold"
+                                         if metadata_read is not None else ""))
+        return
+    for folder, topic, topic_id, partition in matched:
+        key = (_found_key(folder.path, filesystem), topic_id, partition)
+        if select is not None and not (folder.path == path and folder.names_a_partition) and not select(topic,
+                                                                                                       partition):
+            left_out[key] = (topic, partition, folder.path)
+            continue
+        _check_one_store(found, key, filesystem, given)
+        states = metadata_read.copy_states(topic_id, partition)
+        pd = read_tiered_partition(tiered.TieredPartitionFolder(folder.path, topic, partition, topic_id, folder.layout,
+                                                                ()),
+                                   filesystem, root=None if folder.path == path and folder.names_a_partition
+                                   else path, copy_states=states)
+        note = (f"{folder.path} holds no tiered-storage copy of {topic}-{partition}, whose live copies "
+                "__remote_log_metadata lists: read as the store that lost them")
+        _keep(found, key, _replace(pd, notes=pd.notes + (note,)))
+
+
 def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
              skipped: list[tuple[str, str]] | None = None, *, select: Callable[[str, int], bool] | None = None,
              unselected: list[tuple[str, int, str]] | None = None, key_ring=None,
@@ -1161,10 +1197,12 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
     stored encrypted. ``remote_log_metadata``: called, when tiered-storage copies and log dirs holding
     ``__remote_log_metadata`` partitions are both found, with those partitions (read even where ``select`` leaves
     them out, and then still left out), before the copies are read; what it returns tells, by its
-    ``copy_states(topic id, partition)``, which copies are live (see :func:`read_tiered_partition`).
+    ``copy_states(topic id, partition)``, which copies are live (see :func:`read_tiered_partition`), and by its
+    ``live_partitions()``, ``(topic, topic id, partition)`` with live copies, which partitions a path holding no file
+    (:func:`tiered.emptied_folders`: a store whose copies are all gone) stands for (:func:`_discover_emptied`).
 
     Raises :class:`LayoutError` for a path that does not exist, a glob that matches nothing, or a folder that is
-    neither a log dir nor a topic-partition dir.
+    neither a log dir nor a topic-partition dir (nor, with the metadata, a store that lost live copies).
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -1178,6 +1216,9 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
     added: dict = {}
     tiered_found: list = []  # _discover_tiered's arguments: read last, once the log dirs' metadata partitions are
     metadata_unread: list = []  # (path, filesystem, log dir, partition) of __remote_log_metadata folders unselected
+    # (tiered.emptied_folders, path, filesystem, path given, the LayoutError refusing it) of folders holding no file:
+    # stores whose copies are all gone when __remote_log_metadata lists live copies they could hold
+    emptied_found: list = []
 
     def merge_added() -> None:
         for folder, (_, _, new) in added.items():
@@ -1248,6 +1289,15 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
             if log_dir_meta is None and not has_partitions:
                 tiered_skips: list[tuple[str, str]] = []
                 remote = tiered.tiered_partition_folders(path, filesystem, listing, tiered_skips)
+                refusal = None if globbed else (
+                    f"{path}: neither a Kafka log dir (no meta.properties, checkpoints or <topic>-<partition> "
+                    "folders), a topic-partition dir, nor a tiered-storage copy (Aiven's or LocalTieredStorage's "
+                    f"layout){_log_dirs_below(listing, filesystem)}")
+                emptied = None if remote is not None or remote_log_metadata is None or _SEGMENT_NAME.match(name) \
+                    else tiered.emptied_folders(path, filesystem, listing)
+                if emptied is not None:  # a store whose copies are all gone? the metadata says (below)
+                    emptied_found.append((emptied, path, filesystem, given, refusal))
+                    continue
                 if remote is not None:
                     if remote_log_metadata is None:
                         _discover_tiered(found, left_out, remote, path, filesystem, given, select, key_ring)
@@ -1260,9 +1310,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                     raise UnreadableSegmentError(f"cannot read segment {path}: a folder, not a file")
                 if globbed:
                     continue
-                raise LayoutError(f"{path}: neither a Kafka log dir (no meta.properties, checkpoints or "
-                                  f"<topic>-<partition> folders), a topic-partition dir, nor a tiered-storage "
-                                  f"copy (Aiven's or LocalTieredStorage's layout){_log_dirs_below(listing, filesystem)}")
+                raise LayoutError(refusal)
             log_dir = read_log_dir(path, filesystem, select)
             left_out.update((_found_key(entry[2], filesystem), entry) for entry in log_dir.unselected)
             metadata_unread.extend((entry[2], filesystem, log_dir, entry[1]) for entry in log_dir.unselected
@@ -1279,15 +1327,19 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                                if name != "(log dir)")
     merge_added()
     copy_states = None
-    if tiered_found and remote_log_metadata is not None:
+    metadata_read = None
+    if (tiered_found or emptied_found) and remote_log_metadata is not None:
         metadata = [pd for pd in found.values() if pd.topic == REMOTE_LOG_METADATA_TOPIC and pd.tiered is None]
         for folder, filesystem, log_dir, number in metadata_unread:
             metadata.append(read_partition_dir(folder, filesystem, log_dir=log_dir, topic=REMOTE_LOG_METADATA_TOPIC,
                                                partition=number))
         if metadata:
-            copy_states = remote_log_metadata(metadata).copy_states
+            metadata_read = remote_log_metadata(metadata)
+            copy_states = metadata_read.copy_states
     for remote, path, filesystem, given in tiered_found:
         _discover_tiered(found, left_out, remote, path, filesystem, given, select, key_ring, copy_states)
+    for emptied, path, filesystem, given, refusal in emptied_found:
+        _discover_emptied(found, left_out, emptied, path, filesystem, given, select, metadata_read, refusal)
     _moves_ended_meanwhile(found, futures, select)
     if unselected is not None:
         unselected.extend(sorted((entry for key, entry in left_out.items() if key not in found)))

@@ -75,6 +75,9 @@ __all__ = [
     "LOCAL_TIERED_STORAGE",
     "CopyState",
     "CopyStates",
+    "EmptiedFolder",
+    "UNKNOWN_LAYOUT",
+    "emptied_folders",
     "apply_copy_states",
     "OverlapResolution",
     "RemoteSegment",
@@ -212,6 +215,71 @@ def tiered_partition_folders(path: str, filesystem, entries: Sequence[_fs.FileEn
     if not found:
         return None
     skipped.extend(others)
+    return found
+
+
+#: ``PartitionDir.tiered`` of a partition of a store that holds no copy and whose name does not tell its layout.
+UNKNOWN_LAYOUT = "unknown"
+
+
+@dataclass(frozen=True)
+class EmptiedFolder:
+    """A folder that holds no file and is named as a tiered-storage store, topic or partition folder is (see
+    :func:`emptied_folders`): the copies it held may all be gone. ``holds``: ``(topic, topic id, partition or
+    None for any)`` its name says it held, empty for any partition (a store's root)."""
+
+    path: str
+    layout: str
+    holds: tuple[tuple[str, str, int | None], ...] = ()
+
+    @property
+    def names_a_partition(self) -> bool:
+        return any(partition is not None for _, _, partition in self.holds)
+
+    def could_hold(self, topic: str, topic_id: str, partition: int) -> bool:
+        return not self.holds or any(t == topic and i == topic_id and p in (None, partition)
+                                     for t, i, p in self.holds)
+
+
+def _emptied_by_name(path: str) -> EmptiedFolder | None:
+    name = _fs.basename(path)
+    local, aiven = parse_local_tiered_folder(name), parse_aiven_topic_folder(name)
+    if local is not None:  # (its name also parses as an Aiven topic folder's: the metadata tells which)
+        holds = ((local[0], local[2], local[1]),) + (((aiven[0], aiven[1], None),) if aiven is not None else ())
+        return EmptiedFolder(path, LOCAL_TIERED_STORAGE, holds)
+    if aiven is not None:
+        return EmptiedFolder(path, AIVEN, ((aiven[0], aiven[1], None),))
+    number = _partition_number(name)
+    parent = parse_aiven_topic_folder(_fs.basename(_fs.parent(path)))
+    if number is not None and parent is not None:
+        return EmptiedFolder(path, AIVEN, ((parent[0], parent[1], number),))
+    return None
+
+
+def emptied_folders(path: str, filesystem, entries: Sequence[_fs.FileEntry],
+                    list_dir: Callable = _fs.list_dir) -> list[EmptiedFolder] | None:
+    """What ``path`` (whose listing is ``entries``) may be when it holds no file, in it or in its folders: a
+    tiered-storage store, topic or partition folder whose copies are all gone (an emptied bucket, LocalTieredStorage's
+    partition folder once retention deleted its copies). ``path`` itself when it is empty (a partition or topic
+    folder by its name, else a store's root that could hold any partition), else its folders when each is empty
+    and named as a topic or partition folder; None otherwise. Only the cluster's ``__remote_log_metadata`` can say
+    whether it held copies (discovery's decision)."""
+    if any(not entry.is_dir for entry in entries):
+        return None
+    own = _emptied_by_name(path)
+    if not entries:
+        if own is not None:
+            return [own]
+        layout = LOCAL_TIERED_STORAGE if _fs.basename(path) == "kafka-tiered-storage" else UNKNOWN_LAYOUT
+        return [EmptiedFolder(path, layout)]
+    if own is not None:
+        return None
+    found = []
+    for entry in entries:
+        named = _emptied_by_name(entry.path)
+        if named is None or list_dir(entry.path, filesystem):
+            return None
+        found.append(named)
     return found
 
 
