@@ -831,11 +831,8 @@ class _SliceDecoder:
         if options.on_corruption != "skip":
             raise CorruptBatchError(region.what, path=piece.log_path, position=region.position)
         batches, size = region.within(start, end)
-        self.stats.corrupt_batches += batches
-        self.stats.corrupt_bytes += size
-        if not self._names_whole_region(reader, start) and len(self.stats.problems) < MAX_PROBLEMS:
-            self.stats.problems.append(Problem(piece.log_path, start, region.what, size, region.first_offset,
-                                               region.end_offset))
+        self._count_skip(start, size, region.what, region.first_offset, region.end_offset, batches=batches,
+                         named=not self._names_whole_region(reader, start))
         if region.end >= end:
             self.finished = True
         return min(region.end, end)
@@ -1271,8 +1268,7 @@ class _SliceDecoder:
             "a fetch starts", path=piece.log_path, position=at)
         if self.options.on_corruption != "skip":
             raise err
-        self._count_skip(at, end - at, err.detail, lost_from)
-        self.stats.corrupt_batches += batches - 1  # (one per batch, as the kernels count)
+        self._count_skip(at, end - at, err.detail, lost_from, batches=batches)
 
     def _offset_after_batch_before(self, reader: RandomAccessReader, position: int) -> int:
         """The offset after the last batch a read takes before ``position`` of this segment (where offsets a problem
@@ -1355,13 +1351,14 @@ class _SliceDecoder:
         return True
 
     def _count_skip(self, position: int, skipped_bytes: int, detail: str, first_offset: int | None = None,
-                    end_offset: int | None = None) -> None:
-        """Count one corrupt batch skipped at ``position`` (with ``onCorruption=skip``), as the kernels count theirs:
-        its bytes, and the problem while fewer than MAX_PROBLEMS are kept, with the offsets it made unreadable when
-        known (an end left None is looked for by :meth:`finish_problems`)."""
-        self.stats.corrupt_batches += 1
+                    end_offset: int | None = None, *, batches: int = 1, named: bool = True) -> None:
+        """Count ``batches`` corrupt batches skipped from ``position`` (with ``onCorruption=skip``), as the kernels
+        count theirs (one per batch): their bytes, and the problem while fewer than MAX_PROBLEMS are kept, with the
+        offsets it made unreadable when known (an end left None is looked for by :meth:`finish_problems`); no
+        problem when not ``named`` (another slice's names the region whole)."""
+        self.stats.corrupt_batches += batches
         self.stats.corrupt_bytes += skipped_bytes
-        if len(self.stats.problems) < MAX_PROBLEMS:
+        if named and len(self.stats.problems) < MAX_PROBLEMS:
             self.stats.problems.append(Problem(self.piece.log_path, position, detail, skipped_bytes, first_offset,
                                                end_offset))
 

@@ -6,6 +6,7 @@ chunk boundaries included."""
 from __future__ import annotations
 
 import random
+import time
 
 import numpy as np
 import pytest
@@ -70,6 +71,9 @@ def check(buf, start=0, end=None, available_end=None, room=0, max_batch_size=-1)
             assert columns[k].dtype == np.int64
             expected = [getattr(h, name) + (1000 if name == "position" else 0) for h in headers]
             assert columns[k].tolist() == expected, (kernel.IMPLEMENTATION, name)
+        writable = memoryview(bytearray(buf))  # (walked as a copy of its first ``end`` bytes)
+        assert kernel.skip(writable, *args[1:]) == (stop, len(headers), reason)
+        assert kernel.headers(writable, *args[1:], -1, 0, BatchHeader) == got
         if headers:  # max_count stops early, with the reason "end"
             assert kernel.skip(*args, 1) == (headers[0].end, 1, walk.STOP_END)
             moved = headers[0]._replace(position=headers[0].position + 7)
@@ -296,3 +300,52 @@ def test_missing_compiled_walk_warns_and_falls_back_to_the_twin(tmp_path):
     out = subprocess.run([sys.executable, "-c", unblocked], capture_output=True, text=True, env=env, check=True,
                          cwd=tmp_path).stdout.splitlines()
     assert out == ["python python"]
+
+
+@pytest.mark.parametrize("kernel", TWINS)
+def test_a_buffer_another_thread_rewrites_is_walked_as_it_was_at_the_call(kernel):
+    """A writable buffer (a bytearray) another thread keeps rewriting whole, pausing after each rewrite, while walks
+    run over it: every walk gives the result of the buffer before or after a rewrite, never half of each (a walk
+    reads a copy of a buffer that can change, made when it starts)."""
+    import threading
+
+    before = segment_bytes(2, "none", 20_000, 1)
+    after = bytearray(before)
+    position = 0
+    while position < len(after):  # the same batches at other base offsets (outside the CRC)
+        header = read_header(after, position)
+        after[position:position + 8] = (header.base_offset + 1_000_000).to_bytes(8, "big")
+        position += header.size
+    after = bytes(after)
+
+    def results(buf):
+        position, reason, columns = kernel.columns(buf, 0, len(buf), len(buf))
+        return ((position, reason, [column.tolist() for column in columns]),
+                kernel.headers(buf, 0, len(buf), len(buf), 0, -1, -1, 0, BatchHeader))
+
+    expected = [results(state) for state in (before, after)]
+    assert expected[0] != expected[1]
+    buf = bytearray(before)
+    stop = threading.Event()
+
+    def rewrite():
+        while not stop.is_set():
+            for state in (after, before):
+                buf[:] = state
+                time.sleep(0)  # (lets a walk take the GIL back in either state)
+
+    writer = threading.Thread(target=rewrite)
+    writer.start()
+    torn = walks = 0
+    try:
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and walks < (100 if kernel is compiled else 5):
+            position, reason, columns = kernel.columns(buf, 0, len(buf), len(buf))
+            got = [(position, reason, [column.tolist() for column in columns]),
+                   kernel.headers(buf, 0, len(buf), len(buf), 0, -1, -1, 0, BatchHeader)]
+            walks += 1
+            torn += sum(result not in (expected[0][k], expected[1][k]) for k, result in enumerate(got))
+    finally:
+        stop.set()
+        writer.join()
+    assert torn == 0, f"{torn} of {2 * walks} walks saw a buffer half rewritten"

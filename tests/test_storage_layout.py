@@ -162,11 +162,18 @@ def test_temporary_and_swap_files_are_resolved_in_memory(corpus_dir, tmp_path):
     assert pd.segments[1].timeindex_path is None
     assert [p.rsplit("/", 1)[1][:20] for p in pd.snapshot_paths] == [_name(107, "")]  # 66, 69, 70, 99 dropped
     assert any("swap" in n for n in pd.notes) and any("incomplete split" in n for n in pd.notes)
+    assert pd.ignored_swaps == (_name(200, ".log.swap"),)
     assert sorted(p.name for p in part.iterdir()) == listing and set(before) <= set(listing)  # nothing renamed
     # a .cleaned file at or below every swap base marks them all as an incomplete split: ignored
     shutil.copy(part / _name(0, ".log"), part / _name(0, ".log.cleaned"))
     (pd,) = discover(str(part))
     assert [(s.base_offset, s.from_swap) for s in pd.segments] == [(0, False), (66, False), (69, False)]
+    assert pd.ignored_swaps == (_name(66, ".index.swap"), _name(66, ".log.swap"), _name(200, ".log.swap"))
+    # side files whose .log.swap was renamed into place already: not swapped in either (after the split's)
+    (part / _name(0, ".log.cleaned")).unlink()
+    (part / _name(66, ".log.swap")).unlink()
+    (pd,) = discover(str(part))
+    assert pd.ignored_swaps == (_name(200, ".log.swap"), _name(66, ".index.swap"))
 
 
 def test_choose_replicas(corpus_dir, tmp_path):

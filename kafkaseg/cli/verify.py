@@ -1220,10 +1220,10 @@ def _check_files(pdir: PartitionDir, report: VerifyReport) -> None:
                    f"unfinished segment swap ({', '.join(swapped_in)}): the log cleaner's or a segment split's new "
                    "files, which a broker renames into place at startup; verified in place of what they replace, as "
                    "Kafka's LogLoader resolves them" + (f": {resolved[len(SWAPS_RESOLVED):]}" if resolved else ""))
-    # the .swap files discovery did not swap in (a note per reason, naming them), as one line too
-    not_swapped = [note[len(SWAPS_IGNORED):] for note in pdir.notes if note.startswith(SWAPS_IGNORED)]
-    left_out = [name for reason in not_swapped for name in reason.split(": ", 1)[0].split(", ")]
+    # the .swap files discovery did not swap in (its notes, one per reason, say why), as one line too
+    left_out = pdir.ignored_swaps
     if left_out:
+        not_swapped = [note[len(SWAPS_IGNORED):] for note in pdir.notes if note.startswith(SWAPS_IGNORED)]
         first = next((name for name in left_out if name.endswith(".log.swap")), left_out[0])
         report.add(WARNING, _fs.join(pdir.path, first), None,
                    f"segment swap files not swapped in, as Kafka's LogLoader does not swap them in: "

@@ -275,15 +275,7 @@ def plan_report_for(options: dict, paths: list[str], since: float) -> ScanReport
     ``options`` over these ``paths``: a job's own scan. :func:`last_plan_report` is the host's newest scan, which
     another application (a second scheduled job, a test run) may have planned after the job's. None when there
     is none (also when the options cannot be parsed: they were the scan's, so that is not expected)."""
-    from kafkaseg.errors import KafkaSegError
-    from kafkaseg.options import ReadOptions
-
-    try:
-        parsed = ReadOptions.from_options({**options, "paths": json.dumps(list(paths))})
-    except KafkaSegError as err:
-        log.warning("kafkaseg: cannot match a plan report to options %s: %s", options, err)
-        return None
-    return _newest_planned_with(parsed.as_dict(), since)
+    return plan_report_for_load({**options, "paths": json.dumps(list(paths))}, since)
 
 
 def plan_report_for_load(options: dict, since: float) -> ScanReport | None:

@@ -206,6 +206,8 @@ class PartitionDir:
     log_dir_meta: MetaProperties | None = None
     notes: tuple[str, ...] = ()  # what discovery resolved or ignored (swap files, unreadable metadata, ...)
     deleted_files: tuple[tuple[str, int], ...] = ()  # (name, bytes) of .deleted files awaiting the broker's deletion
+    # the names of the .swap files discovery did not swap in (their reasons: the notes starting SWAPS_IGNORED)
+    ignored_swaps: tuple[str, ...] = ()
     given_files: bool = False  # ``segments`` are .log files given as paths, not everything the folder holds
     # given files outside a partition's context: the last segment-named .log of their folder when it was listed
     folder_last_log: str | None = field(default=None, compare=False, repr=False)
@@ -393,7 +395,9 @@ def _files(entries: Sequence[_fs.FileEntry]) -> dict[str, _fs.FileEntry]:
 
 
 def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: list[str]
-                           ) -> tuple[list[SegmentFiles], list[str]]:
+                           ) -> tuple[list[SegmentFiles], list[str], list[str]]:
+    """The segments, the snapshot paths and the names of the ``.swap`` files not swapped in (an incomplete split's,
+    then those without their ``.log.swap``: in the order of their notes) of a partition folder's listing."""
     by_name = _files(entries)
     cleaned_bases = [int(m.group(1)) for n in by_name if n.endswith(".cleaned") and (m := _OFFSET_PREFIX.match(n))]
     min_cleaned = min(cleaned_bases) if cleaned_bases else None
@@ -485,7 +489,7 @@ def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: 
             identity=log.identity,
         ))
     segments.sort(key=lambda s: s.base_offset)
-    return segments, [p for _, p in snapshot_paths]
+    return segments, [p for _, p in snapshot_paths], sorted(split) + unpaired
 
 
 def _safe(read, path: str, filesystem, notes: list[str]):
@@ -527,7 +531,7 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
             entries = _fs.settled_list_dir(path, filesystem)
         notes: list[str] = []
         try:
-            segments, snapshot_paths = _segments_from_listing(entries, filesystem, notes)
+            segments, snapshot_paths, ignored_swaps = _segments_from_listing(entries, filesystem, notes)
             break
         except _ListedFileGone as gone:  # noqa: PERF203 - a retry loop
             if attempt == REDISCOVERIES:
@@ -560,7 +564,8 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
         notes=tuple(notes) + (tuple(f"log dir: {n}" for n in log_dir.skipped if isinstance(n, str)) if log_dir
                               else ()),
         filesystem=filesystem, unreadable_checkpoints=log_dir.unreadable_checkpoints if log_dir else (),
-        deleted_files=tuple((e.name, e.size) for e in entries if not e.is_dir and e.name.endswith(".deleted")))
+        deleted_files=tuple((e.name, e.size) for e in entries if not e.is_dir and e.name.endswith(".deleted")),
+        ignored_swaps=tuple(ignored_swaps))
 
 
 def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, root: str | None = None,

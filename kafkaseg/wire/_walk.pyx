@@ -1,10 +1,16 @@
 # cython: language_level=3
 """Compiled header walk over whole batches (see :mod:`kafkaseg.wire.walk`); ``_walk_py.py`` is its pure-Python twin
 with the same interface and results. Reads headers only, in C, about 10 ns a batch; allocates nothing from a
-length field (a table's arrays are sized by a first pass that counts the whole batches in the buffer)."""
+length field (a table's arrays are sized by a first pass that counts the whole batches in the buffer).
+
+A walk reads bytes that cannot change while it runs, with the GIL released: ``buf`` itself when it is ``bytes`` (or
+a memoryview of bytes: what every caller passes), else a copy of its first ``end`` bytes made when the walk starts.
+A buffer that can change (a bytearray, a writable memoryview, a file mapping) is walked as it was then: another
+thread cannot change it half-way through a walk, nor resize or free it under one."""
 
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytes cimport PyBytes_CheckExact, PyBytes_FromStringAndSize
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t
 
 import numpy as np
@@ -99,23 +105,43 @@ cdef Py_ssize_t _walk(const uint8_t* buf, Py_ssize_t start, Py_ssize_t end, Py_s
     return pos
 
 
+cdef struct _Span:
+    Py_buffer view  # of bytes (buf's or a copy's), released by each entry point's finally
+    const uint8_t* data
+    Py_ssize_t end  # the caller's end, clipped to the buffer
+
+
+cdef int _open(object buf, Py_ssize_t start, Py_ssize_t end, _Span* span) except -1:
+    """Every entry point's set-up: check ``start``, and export into ``span`` bytes that cannot change during the
+    walk (``buf``'s, or a copy of its first ``end`` bytes: see the module's doc). Once it returned, the caller
+    releases ``span.view``."""
+    if start < 0:
+        raise ValueError(f"a walk cannot start before its buffer (start {start})")
+    cdef bint unchanging = PyBytes_CheckExact(buf) or (type(buf) is memoryview and PyBytes_CheckExact(buf.obj))
+    PyObject_GetBuffer(buf, &span.view, PyBUF_SIMPLE)
+    span.end = min(end, span.view.len)
+    if not unchanging:
+        try:
+            buf = PyBytes_FromStringAndSize(<const char*>span.view.buf, max(span.end, 0))
+        finally:
+            PyBuffer_Release(&span.view)
+        PyObject_GetBuffer(buf, &span.view, PyBUF_SIMPLE)  # (the view holds the copy)
+    span.data = <const uint8_t*>span.view.buf
+    return 0
+
+
 def skip(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t available_end, Py_ssize_t room=0,
          long long max_batch_size=-1, Py_ssize_t max_count=-1):
     """``(position, count, reason)``: see :func:`kafkaseg.wire.walk.skip`."""
-    cdef Py_buffer view
+    cdef _Span span
     cdef Py_ssize_t pos, count
     cdef int reason
-    if start < 0:
-        raise ValueError(f"a walk cannot start before its buffer (start {start})")
-    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+    _open(buf, start, end, &span)
     try:
-        if end > view.len:
-            end = view.len
         with nogil:
-            pos = _walk(<const uint8_t*>view.buf, start, end, available_end, room, max_batch_size, max_count,
-                        &count, &reason)
+            pos = _walk(span.data, start, span.end, available_end, room, max_batch_size, max_count, &count, &reason)
     finally:
-        PyBuffer_Release(&view)
+        PyBuffer_Release(&span.view)
     return pos, count, reason
 
 
@@ -157,61 +183,49 @@ cdef inline void _fields(const uint8_t* p, int64_t position, int64_t* row) noexc
 def headers(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t available_end, Py_ssize_t room=0,
             long long max_batch_size=-1, Py_ssize_t max_count=-1, Py_ssize_t base=0, cls=tuple):
     """``(position, reason, headers)``: see :func:`kafkaseg.wire.walk.headers`."""
-    cdef Py_buffer view
+    cdef _Span span
     cdef Py_ssize_t pos, total
     cdef int reason = _STOP_END
-    cdef const uint8_t* data
     cdef list found = []
     cdef int64_t row[14]
-    if start < 0:
-        raise ValueError(f"a walk cannot start before its buffer (start {start})")
-    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+    _open(buf, start, end, &span)
     try:
-        if end > view.len:
-            end = view.len
-        data = <const uint8_t*>view.buf
         pos = start
         while pos < available_end and len(found) != max_count:
-            total = _batch_at(data, pos, end, available_end, room, max_batch_size, &reason)
+            total = _batch_at(span.data, pos, span.end, available_end, room, max_batch_size, &reason)
             if total == 0:
                 break
-            _fields(data + pos, pos + base, row)
+            _fields(span.data + pos, pos + base, row)
             found.append(tuple.__new__(cls, (row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8],
                                              row[9], row[10], row[11], row[12], row[13])))
             pos += total
     finally:
-        PyBuffer_Release(&view)
+        PyBuffer_Release(&span.view)
     return pos, reason, found
 
 
 def columns(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t available_end, Py_ssize_t room=0,
             long long max_batch_size=-1, Py_ssize_t base=0):
     """``(position, reason, arrays)``: see :func:`kafkaseg.wire.walk.columns`."""
-    cdef Py_buffer view
+    cdef _Span span
     cdef Py_ssize_t pos, count, i, n
     cdef int reason
-    cdef const uint8_t* data
     cdef int64_t[:, ::1] out
     cdef int64_t row[14]
     cdef Py_ssize_t k
-    if start < 0:
-        raise ValueError(f"a walk cannot start before its buffer (start {start})")
-    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+    _open(buf, start, end, &span)
     try:
-        if end > view.len:
-            end = view.len
-        data = <const uint8_t*>view.buf
         with nogil:
-            pos = _walk(data, start, end, available_end, room, max_batch_size, -1, &count, &reason)
+            pos = _walk(span.data, start, span.end, available_end, room, max_batch_size, -1, &count, &reason)
         result = np.empty((14, count), dtype=np.int64)  # (bounded by the buffer: a batch is at least 26 bytes)
         out = result
         with nogil:
             i = start
-            for n in range(count):
-                _fields(data + i, i + base, row)
+            for n in range(count):  # (the bytes the first pass counted in: they cannot have changed)
+                _fields(span.data + i, i + base, row)
                 for k in range(14):
                     out[k, n] = row[k]
                 i += row[1]
     finally:
-        PyBuffer_Release(&view)
+        PyBuffer_Release(&span.view)
     return pos, reason, tuple(result)

@@ -30,9 +30,16 @@ _MIN_SIZE = (14, 22, 49)
 _IN_BUFFER = (_V0.size, _V1.size, 61)  # header bytes that must be in the buffer
 
 
-def _check_start(start: int) -> None:
+def _open(buf, start: int, end: int):
+    """``(bytes, end)``: what a walk reads, ``buf`` itself when it cannot change (bytes, or a memoryview of bytes),
+    else a copy of its first ``end`` bytes made now (``_open`` in the compiled walk: the buffer as it was when the
+    walk started, whatever another thread writes during it), and ``end`` clipped to it."""
     if start < 0:
         raise ValueError(f"a walk cannot start before its buffer (start {start})")
+    if not (type(buf) is bytes or (type(buf) is memoryview and type(buf.obj) is bytes)):
+        with memoryview(buf) as view, view.cast("B") as octets:
+            buf = bytes(octets[:max(end, 0)])
+    return buf, min(end, len(buf))
 
 
 def _batch_at(buf, pos: int, end: int, available_end: int, room: int, max_batch_size: int):
@@ -61,8 +68,7 @@ def _batch_at(buf, pos: int, end: int, available_end: int, room: int, max_batch_
 def skip(buf, start: int, end: int, available_end: int, room: int = 0, max_batch_size: int = -1,
          max_count: int = -1) -> tuple[int, int, int]:
     """``(position, count, reason)``: see :func:`kafkaseg.wire.walk.skip`."""
-    _check_start(start)
-    end = min(end, len(buf))
+    buf, end = _open(buf, start, end)
     pos, count = start, 0
     while pos < available_end and count != max_count:
         total, reason = _batch_at(buf, pos, end, available_end, room, max_batch_size)
@@ -92,8 +98,7 @@ def _unpack(buf, pos: int, total: int, base: int) -> tuple:
 def headers(buf, start: int, end: int, available_end: int, room: int = 0, max_batch_size: int = -1,
             max_count: int = -1, base: int = 0, cls=tuple) -> tuple[int, int, list]:
     """``(position, reason, headers)``: see :func:`kafkaseg.wire.walk.headers`."""
-    _check_start(start)
-    end = min(end, len(buf))
+    buf, end = _open(buf, start, end)
     found = []
     pos = start
     reason = STOP_END

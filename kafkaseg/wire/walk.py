@@ -6,6 +6,10 @@ the first position where it would not (or at the end) with the reason: it never 
 what is wrong there (the error, its message, a tail) call ``read_header`` at that one position: the walks only take
 over the batches with nothing to say. The arguments, buffer-relative:
 
+* ``buf``: bytes (or a memoryview of them: what the segment walks pass), walked in place; a buffer that can change
+  (a bytearray, a writable memoryview, a mapping) is walked as a copy of its first ``end`` bytes taken when the walk
+  starts, so that another thread writing it meanwhile cannot give a walk half of each (the compiled walk releases
+  the GIL), nor resize or free it under one;
 * ``end``: the end of the bytes of ``buf`` the walk may read (clipped to ``len(buf)``);
 * ``available_end`` (>= ``end``): where the data ends, as ``read_header``'s ``available``: a batch's body may run
   past ``end`` up to it (a reader that has only a block of headers in memory), its header may not;
