@@ -41,6 +41,9 @@ def test_a_folder_above_log_dirs_names_them_in_its_error(tmp_path):
     with pytest.raises(LayoutError) as raised:  # nothing below to suggest
         discover(str(tmp_path / "kafka" / "logs"))
     assert "holds" not in str(raised.value)
+    write_data_dir(tmp_path / "kafka" / "data2", [TopicSpec("a", records_per_partition=5)], seed=1)
+    with pytest.raises(LayoutError, match=r"; it holds some: .*kafka/data, .*kafka/data2 \(read those instead\)$"):
+        discover(str(tmp_path / "kafka"))  # several: "read that instead" named one of them
 
 
 def test_discover_corpus_log_dir(corpus_dir):

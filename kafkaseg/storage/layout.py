@@ -733,7 +733,9 @@ def _log_dirs_below(listing: Sequence[_fs.FileEntry], filesystem=None, most: int
             found.append(entry.path)
     if not found:
         return ""
-    return f"; it holds {'one' if len(found) == 1 else 'some'}: {', '.join(found)} (read that instead)"
+    if len(found) == 1:
+        return f"; it holds one: {found[0]} (read that instead)"
+    return f"; it holds some: {', '.join(found)} (read those instead)"
 
 
 def _read_log_dir_metadata(path: str, filesystem, entries: Sequence[_fs.FileEntry] | None = None,
