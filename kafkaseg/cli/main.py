@@ -490,9 +490,9 @@ def _cmd_offsets(args) -> int:
             answer, stat, note, tail, lost = relisted(pdir, look_up)
         except KafkaSegError as err:
             # GetOffsetShell answers each partition on its own: one it cannot answer is skipped, the rest printed
-            notes = "".join(f" ({note})" for note in getattr(err, "__notes__", ()))
+            err_notes = "".join(f" ({note})" for note in getattr(err, "__notes__", ()))
             print(f"Skip getting offsets for topic-partition {pdir.topic}-{pdir.partition} due to error: {err}"
-                  f"{notes}", file=sys.stderr)
+                  f"{err_notes}", file=sys.stderr)
             failed.append({"topic": pdir.topic, "partition": pdir.partition, "error": str(err)})
             continue
         if lost is not None:  # said on stderr whatever the options, and in --json's note
