@@ -35,3 +35,12 @@ def test_a_mistyped_option_is_reported_by_its_command(command, argv, unrecognize
     err = capsys.readouterr().err
     assert err.startswith(f"usage: kafkaseg {command} "), err
     assert f"kafkaseg {command}: error: unrecognized arguments: {unrecognized}\n" in err, err
+
+
+@pytest.mark.parametrize("command", ["verify", "describe", "offsets", "locate"])
+def test_the_commands_scripts_check_say_their_exit_statuses(command, capsys):
+    """A cron job or an incident script branches on these: --help says what each status means."""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Exit status: 0 " in text and " 1 " in text and " 2 " in text, text

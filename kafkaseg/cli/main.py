@@ -838,7 +838,12 @@ def build_parser() -> argparse.ArgumentParser:
                       "terminal, for more than 64 MiB of .log files)")
     dump.set_defaults(func=_cmd_dump)
 
-    verify = sub.add_parser("verify", help="verify segments, indexes, CRCs and checkpoints")
+    verify = sub.add_parser("verify", help="verify segments, indexes, CRCs and checkpoints",
+                            description="Every check kafka-dump-log.sh makes (indexes against the log, offsets, "
+                            "timestamps), plus CRCs, checkpoints and leftover files, with the file and byte of each "
+                            "problem and the offsets no reader gets (see kafkaseg.cli.verify). Exit status: 0 no "
+                            "error (warnings and info notes allowed); 1 an error was found; 2 the paths could not "
+                            "be read as log dirs (said on stderr), or a usage error.")
     verify.add_argument("paths", nargs="+", metavar="DIR", help="log dirs, partition dirs or .log files")
     verify.add_argument("--shallow", action="store_true", help="batch headers and CRCs only (no record walk)")
     verify.add_argument("--verbose", "-v", action="store_true", help="also list info notes")
@@ -868,7 +873,12 @@ def build_parser() -> argparse.ArgumentParser:
     describe.set_defaults(func=_cmd_describe)
 
     offsets = sub.add_parser("offsets", help="kafka-get-offsets.sh on a log dir",
-                             description="Offsets for a time, with the broker's ListOffsets semantics.")
+                             description="Offsets for a time, with the broker's ListOffsets semantics, printed as "
+                             "kafka-get-offsets.sh prints them (topic:partition:offset). Exit status: 0 answered; "
+                             "1 the filters match no partition (GetOffsetShell's 'Error occurred: ...'); 2 a "
+                             "partition could not be answered ('Skip getting offsets for topic-partition ...' on "
+                             "stderr, after the others are printed), the paths could not be read, or a usage "
+                             "error.")
     offsets.add_argument("--data-dir", required=True, action="append", help="log dir (repeatable)")
     offsets.add_argument("--topic", type=_topic_regex, help="topic name or regex (default: every topic)")
     offsets.add_argument("--partitions", type=_partition_list, help="comma separated partition ids (default: all)")
@@ -896,7 +906,12 @@ def build_parser() -> argparse.ArgumentParser:
                          "timestamp, leaderEpoch and reason (why there is no offset) per partition")
     offsets.set_defaults(func=_cmd_offsets)
 
-    locate = sub.add_parser("locate", help="which segment, byte, batch and record hold an offset or time")
+    locate = sub.add_parser("locate", help="which segment, byte, batch and record hold an offset or time",
+                            description="The segment file, byte position, batch and record holding an offset (or "
+                            "the first record at or after a time), and whether a consumer would see it. Exit status: "
+                            "0 found; 1 no such partition, or no record has the offset (the next one is printed, "
+                            "with a note saying why) or none is at or after the time; 2 damage or an unreadable "
+                            "file on the way (said on stderr), or a usage error.")
     locate.add_argument("--data-dir", required=True, action="append", help="log dir (repeatable)")
     locate.add_argument("--topic", required=True, help="the topic (its name, not a regex)")
     locate.add_argument("--partition", required=True, type=int, help="the partition")
