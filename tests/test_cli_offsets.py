@@ -361,6 +361,7 @@ def test_locate_names_what_is_there_when_the_partition_is_not(datadir, capsys):
     code, _, err = run(["locate", "--data-dir", str(datadir.path), "--topic", "txx", "--partition", "0",
                         "--offset", "1"], capsys)
     assert code == 1 and "no partition txx-0" in err and "did you mean 'tx'?" in err
+    assert err.startswith("kafkaseg locate: no partition txx-0 under "), err  # named as every command's error is
     # --stats lines are JSON, not a Python dict's repr
     code, _, err = run(["offsets", "--data-dir", str(datadir.path), "--topic", "tx", "--stats"], capsys)
     line = next(line for line in err.splitlines() if line.startswith("tx-0: "))

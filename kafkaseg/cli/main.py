@@ -647,8 +647,8 @@ def _cmd_locate(args) -> int:
         held = sorted(p for t, p in names if t == args.topic)
         hint = (f" (its partitions there: {', '.join(map(str, held))})" if held
                 else did_you_mean(args.topic, {t for t, _ in names}))
-        print(f"no partition {args.topic}-{args.partition} under {', '.join(map(redact, args.data_dir))}{hint}",
-              file=sys.stderr)
+        print(f"kafkaseg locate: no partition {args.topic}-{args.partition} under "
+              f"{', '.join(map(redact, args.data_dir))}{hint}", file=sys.stderr)
         return EXIT_FAILED
     from kafkaseg.storage.layout import relisted
 
