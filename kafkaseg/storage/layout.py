@@ -1146,6 +1146,14 @@ def _discover_tiered(found: dict, left_out: dict, remote: list, path: str, files
         _keep(found, key, pd)
 
 
+def refuse_empty_path(given: str | os.PathLike) -> None:
+    """An empty (or blank) path, an unset variable's ``"$DIR"``, is a :class:`LayoutError`: not the working
+    directory, as ``os.stat("")`` and Spark's ``load("")`` refuse it too."""
+    if not str(given).strip():
+        raise LayoutError(f"an empty path ({str(given)!r}) where a log dir, topic-partition dir, .log file or glob "
+                          "was expected")
+
+
 def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
              skipped: list[tuple[str, str]] | None = None, *, select: Callable[[str, int], bool] | None = None,
              unselected: list[tuple[str, int, str]] | None = None, key_ring=None,
@@ -1192,6 +1200,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
         added.clear()
 
     for given in paths:
+        refuse_empty_path(given)
         filesystem, resolved, globbed = _expand(os.fspath(given) if isinstance(given, os.PathLike) else str(given))
         hint = "; several paths are given as a list, not one comma-separated string" if "," in str(given) else ""
         if not resolved:
