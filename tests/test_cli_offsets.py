@@ -292,6 +292,27 @@ def test_a_partition_that_cannot_be_answered_is_skipped_and_the_others_printed(t
     assert code == 2 and [(r["partition"], "error" in r) for r in rows] == [(0, False), (1, True)]
 
 
+def test_a_partition_skipped_before_others_leaves_their_answers_and_notes_alone(tmp_path, capsys):
+    """The partition that cannot be answered comes first: the skip's own notes overwrote the list of the answered
+    partitions' notes (AttributeError on the next partition, a traceback and none of their answers; or, with the
+    skip last, a note made of one character of the error's notes in --json)."""
+    manifest = write_data_dir(tmp_path / "d", [TopicSpec("a", partitions=3, records_per_partition=50)], seed=3)
+    for bad in ("a-0", "a-2"):
+        log_file = tmp_path / "d" / bad / "00000000000000000000.log"
+        data = bytearray(log_file.read_bytes())
+        data[70] ^= 0xFF  # inside the first batch's records: its CRC fails
+        log_file.write_bytes(bytes(data))
+    stamp = manifest.partition("a", 1).records[10].timestamp
+    code, lines, err = run(["offsets", "--data-dir", str(tmp_path / "d"), "--time", str(stamp)], capsys)
+    assert code == 2 and lines == ["a:1:10"], err
+    assert err.count("Skip getting offsets for topic-partition a-") == 2 and "Traceback" not in err
+    code, lines, _ = run(["offsets", "--data-dir", str(tmp_path / "d"), "--time", str(stamp), "--json", "-v"],
+                         capsys)
+    rows = json.loads("\n".join(lines))
+    assert code == 2 and [(r["partition"], "error" in r) for r in rows] == [(1, False), (0, True), (2, True)]
+    assert "note" not in rows[0], rows[0]
+
+
 def test_a_log_file_given_answers_for_its_whole_partition(datadir, capsys):
     """As describe and reads do: one .log file stands for its partition (whose log start and end the broker
     answers), not for the offsets inside that file."""
@@ -340,6 +361,7 @@ def test_locate_names_what_is_there_when_the_partition_is_not(datadir, capsys):
     code, _, err = run(["locate", "--data-dir", str(datadir.path), "--topic", "txx", "--partition", "0",
                         "--offset", "1"], capsys)
     assert code == 1 and "no partition txx-0" in err and "did you mean 'tx'?" in err
+    assert err.startswith("kafkaseg locate: no partition txx-0 under "), err  # named as every command's error is
     # --stats lines are JSON, not a Python dict's repr
     code, _, err = run(["offsets", "--data-dir", str(datadir.path), "--topic", "tx", "--stats"], capsys)
     line = next(line for line in err.splitlines() if line.startswith("tx-0: "))

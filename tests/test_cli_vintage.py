@@ -184,6 +184,23 @@ def test_describe_first_time_of_log_append_time_and_v0_records(tmp_path, capsys)
     assert describe_json([tmp_path / "v0"], capsys)["t"]["firstTimestamp"] is None  # v0 records have none
 
 
+def test_describe_first_time_of_a_batch_failing_its_crc_is_an_error_not_a_made_up_time(tmp_path, capsys):
+    """The one batch describe decodes was read without its CRC: a damaged first record's timestamp delta was shown
+    as the partition's first time (exit 0), a time no consumer sees (its fetch fails on the CRC)."""
+    records = [Record(o, T0 + o, b"k", b"v" * 20) for o in range(4)]
+    write_partition(tmp_path, [build_batch_v2(records)])
+    log = tmp_path / "t-0" / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    at = 61 + (2 if data[61] & 0x80 else 1) + 1  # past the first record's length varint and attributes
+    assert data[at] == 0  # its timestamp delta: 0
+    data[at] = 0x7E  # +63 ms, still a valid varint: the records decode, only the CRC tells
+    log.write_bytes(bytes(data))
+    assert main(["describe", str(tmp_path), "--json"]) == 2
+    (described,) = json.loads(capsys.readouterr().out)["partitions"]
+    assert described["firstTimestamp"] is None
+    assert any("first record's timestamp" in e and "CRC" in e for e in described["errors"]), described["errors"]
+
+
 @pytest.mark.parametrize("kind", ["v0", "v1"])
 @pytest.mark.parametrize("shallow", [[], ["--shallow"]])
 def test_verify_segment_first_offset_of_a_legacy_wrapper_is_its_first_inner_offset(tmp_path, capsys, kind, shallow):

@@ -157,6 +157,8 @@ def _offset_index_bytes(entries):
     ([(3, 10), (2, 20)], b"", 100, 8, "not above the previous"),
     ([(1, 30), (2, 20)], b"", 100, 8, "position 20"),
     ([(1, 10), (2, 500)], b"", 100, 8, "outside the 100-byte log"),
+    ([(1, 10), (2, -1)], b"", 100, 8, "points at byte -1, a negative position"),
+    ([(1, 10), (2, -1)], b"", None, 8, "points at byte -1, a negative position"),  # said "outside the None-byte log"
 ])
 def test_offset_index_sanity_problems_are_located(tmp_path, entries, extra, log_size, position, fragment):
     path = tmp_path / f"{BASE0}.index"

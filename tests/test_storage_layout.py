@@ -41,6 +41,30 @@ def test_a_folder_above_log_dirs_names_them_in_its_error(tmp_path):
     with pytest.raises(LayoutError) as raised:  # nothing below to suggest
         discover(str(tmp_path / "kafka" / "logs"))
     assert "holds" not in str(raised.value)
+    write_data_dir(tmp_path / "kafka" / "data2", [TopicSpec("a", records_per_partition=5)], seed=1)
+    with pytest.raises(LayoutError, match=r"; it holds some: .*kafka/data, .*kafka/data2 \(read those instead\)$"):
+        discover(str(tmp_path / "kafka"))  # several: "read that instead" named one of them
+
+
+@pytest.mark.parametrize("empty", ["", "  "])
+def test_an_empty_path_is_an_error_not_the_working_directory(tmp_path, monkeypatch, capsys, empty):
+    """``kafkaseg verify "$DATA_DIR"`` with the variable unset, or ``read_arrow(os.environ.get("DIR", ""))``: the
+    empty path read the working directory (Spark's load("") and os.stat("") refuse it), so run from a log dir it
+    verified or read that one without a word."""
+    from kafkaseg.cli.main import main
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path, [TopicSpec("a", records_per_partition=5)], seed=1)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(LayoutError, match="an empty path"):
+        discover(empty)
+    with pytest.raises(LayoutError, match="an empty path"):
+        discover([str(tmp_path), empty])
+    assert main(["verify", empty]) == 2
+    assert "an empty path" in capsys.readouterr().err
+    assert main(["log-dirs", "--json", empty]) == 2  # described as an offline log dir, as a missing one is
+    out, err = capsys.readouterr()
+    assert '"partitions":[]' in out and err.startswith(f"an empty path ({empty!r})"), err
 
 
 def test_discover_corpus_log_dir(corpus_dir):

@@ -13,17 +13,19 @@ __all__ = ["PartitionOffsets", "SkippedFolder", "decode_batch", "partitions_name
            "whole_partition_offsets"]
 
 
-def decode_batch(buf, header, path: str, buf_position: int) -> tuple[list[int], list[int]]:
+def decode_batch(buf, header, path: str, buf_position: int, *, verify_crc: bool = False
+                 ) -> tuple[list[int], list[int]]:
     """Offsets and timestamps (ms, -1 for none) of the records of the batch ``header`` describes in ``buf`` (which
     starts at byte ``buf_position`` of ``path``), control records included, as consumers read them (a
-    LogAppendTime batch's records carry its max timestamp). The CRC is not checked."""
+    LogAppendTime batch's records carry its max timestamp). The CRC is checked only with ``verify_crc`` (verify
+    checks it on its own)."""
     import pyarrow as pa
 
     from kafkaseg.decode import decode
     from kafkaseg.decode.api import DecodeRequest
 
     view = memoryview(buf)[header.position:header.end]
-    result = decode(view, DecodeRequest(path=path, base_position=buf_position + header.position, verify_crc=False,
+    result = decode(view, DecodeRequest(path=path, base_position=buf_position + header.position, verify_crc=verify_crc,
                                         include_control=True, max_batch_bytes=max(header.size, 1 << 20),
                                         timestamp_unit="ms"))
     offsets = result.columns["offset"].to_pylist()

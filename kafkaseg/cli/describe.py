@@ -273,7 +273,9 @@ def _first_record_timestamp(pdir: PartitionDir) -> int | None:
                 if header.last_offset < start or header.is_control or header.records_count == 0:
                     continue
                 data = reader.read_at(header.position, header.size)
-                offsets, stamps = decode_batch(data, header._replace(position=0), seg.log_path, header.position)
+                # CRC checked: a damaged record's timestamp is no consumer's first time (its fetch fails there)
+                offsets, stamps = decode_batch(data, header._replace(position=0), seg.log_path, header.position,
+                                               verify_crc=True)
                 for offset, stamp in zip(offsets, stamps):
                     if offset >= start:
                         return stamp if stamp >= 0 else None

@@ -56,6 +56,7 @@ from kafkaseg.storage.layout import (
     partition_log_end_offset,
     read_log_dir,
     read_partition_dir,
+    refuse_empty_path,
     renamed_partition,
     segment_log_base,
 )
@@ -122,6 +123,7 @@ def describe_log_dirs(paths: Sequence[str], *, topics: Iterable[str] | None = No
     seen: set = set()
     for given in paths:
         try:
+            refuse_empty_path(given)
             filesystem, path = _fs.open_filesystem(os.fspath(given))
         except LayoutError as err:
             usages.append(LogDirUsage(path=str(given), broker=-1, error=STORAGE_ERROR, why=[str(err)],
@@ -356,7 +358,7 @@ def run(args, console) -> int:
     usages = describe_log_dirs(args.paths, topics=topics or None)
     for u in usages:
         for why in u.why:
-            print(why if why.startswith(f"{u.path}: ") else f"{u.path}: {why}", file=sys.stderr)
+            print(why if not u.path.strip() or why.startswith(f"{u.path}: ") else f"{u.path}: {why}", file=sys.stderr)
     status = 0 if all(u.readable for u in usages) else 2
     if brokers is not None:
         present = sorted({u.broker for u in usages if u.readable})

@@ -490,9 +490,9 @@ def _cmd_offsets(args) -> int:
             answer, stat, note, tail, lost = relisted(pdir, look_up)
         except KafkaSegError as err:
             # GetOffsetShell answers each partition on its own: one it cannot answer is skipped, the rest printed
-            notes = "".join(f" ({note})" for note in getattr(err, "__notes__", ()))
+            err_notes = "".join(f" ({note})" for note in getattr(err, "__notes__", ()))
             print(f"Skip getting offsets for topic-partition {pdir.topic}-{pdir.partition} due to error: {err}"
-                  f"{notes}", file=sys.stderr)
+                  f"{err_notes}", file=sys.stderr)
             failed.append({"topic": pdir.topic, "partition": pdir.partition, "error": str(err)})
             continue
         if lost is not None:  # said on stderr whatever the options, and in --json's note
@@ -658,8 +658,8 @@ def _cmd_locate(args) -> int:
         held = sorted(p for t, p in names if t == args.topic)
         hint = (f" (its partitions there: {', '.join(map(str, held))})" if held
                 else did_you_mean(args.topic, {t for t, _ in names}))
-        print(f"no partition {args.topic}-{args.partition} under {', '.join(map(redact, args.data_dir))}{hint}",
-              file=sys.stderr)
+        print(f"kafkaseg locate: no partition {args.topic}-{args.partition} under "
+              f"{', '.join(map(redact, args.data_dir))}{hint}", file=sys.stderr)
         return EXIT_FAILED
     from kafkaseg.storage.layout import relisted
 
@@ -845,15 +845,23 @@ def build_parser() -> argparse.ArgumentParser:
     decoders.add_argument("--remote-log-metadata-decoder", action="store_true",
                           help="parse __remote_log_metadata records (TopicBasedRemoteLogMetadataManager's)")
     dump.add_argument("--json", action="store_true", help="one JSON object per batch/entry")
-    dump.add_argument("--no-progress", action="store_true")
+    dump.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (shown only on a "
+                      "terminal, for more than 64 MiB of .log files)")
     dump.set_defaults(func=_cmd_dump)
 
-    verify = sub.add_parser("verify", help="verify segments, indexes, CRCs and checkpoints")
+    verify = sub.add_parser("verify", help="verify segments, indexes, CRCs and checkpoints",
+                            description="Every check kafka-dump-log.sh makes (indexes against the log, offsets, "
+                            "timestamps), plus CRCs, checkpoints and leftover files, with the file and byte of each "
+                            "problem and the offsets no reader gets (see kafkaseg.cli.verify). Exit status: 0 no "
+                            "error (warnings and info notes allowed); 1 an error was found; 2 the paths could not "
+                            "be read as log dirs (said on stderr), or a usage error.")
     verify.add_argument("paths", nargs="+", metavar="DIR", help="log dirs, partition dirs or .log files")
     verify.add_argument("--shallow", action="store_true", help="batch headers and CRCs only (no record walk)")
     verify.add_argument("--verbose", "-v", action="store_true", help="also list info notes")
-    verify.add_argument("--json", action="store_true")
-    verify.add_argument("--no-progress", action="store_true")
+    verify.add_argument("--json", action="store_true", help="one JSON document: per partition its segments, "
+                        "problems (info lines included) and unreadableOffsets")
+    verify.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (shown only on a "
+                        "terminal, for more than 16 MiB of .log files)")
     verify.set_defaults(func=_cmd_verify)
 
     describe = sub.add_parser("describe", help="summarize topics, partitions and segments",
@@ -865,17 +873,23 @@ def build_parser() -> argparse.ArgumentParser:
                               "leader-epoch-checkpoint, the log dir's replication-offset-checkpoint or "
                               "log-start-offset-checkpoint). Other notes (temporary files, .swap files, a broken "
                               "recovery-point or cleaner checkpoint, meta.properties) are informational.")
-    describe.add_argument("paths", nargs="+", metavar="DIR")
+    describe.add_argument("paths", nargs="+", metavar="DIR", help="log dirs, partition dirs or .log files")
     describe.add_argument("--no-progress", action="store_true", help="accepted as verify and dump take it "
                           "(describe shows no progress bar)")
     describe.add_argument("--topic", action="append", help="only this topic (repeatable, or comma separated)")
     describe.add_argument("--segments", action="store_true", help="also list every segment")
     describe.add_argument("--full", action="store_true", help="walk every batch header (codecs, magic, times)")
-    describe.add_argument("--json", action="store_true")
+    describe.add_argument("--json", action="store_true", help="one JSON document (every partition's segments "
+                          "included)")
     describe.set_defaults(func=_cmd_describe)
 
     offsets = sub.add_parser("offsets", help="kafka-get-offsets.sh on a log dir",
-                             description="Offsets for a time, with the broker's ListOffsets semantics.")
+                             description="Offsets for a time, with the broker's ListOffsets semantics, printed as "
+                             "kafka-get-offsets.sh prints them (topic:partition:offset). Exit status: 0 answered; "
+                             "1 the filters match no partition (GetOffsetShell's 'Error occurred: ...'); 2 a "
+                             "partition could not be answered ('Skip getting offsets for topic-partition ...' on "
+                             "stderr, after the others are printed), the paths could not be read, or a usage "
+                             "error.")
     offsets.add_argument("--data-dir", required=True, action="append", help="log dir (repeatable)")
     offsets.add_argument("--topic", type=_topic_regex, help="topic name or regex (default: every topic)")
     offsets.add_argument("--partitions", type=_partition_list, help="comma separated partition ids (default: all)")
@@ -888,7 +902,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "-4/earliest-local, -5/latest-tiered, -6/earliest-pending-upload, epoch ms, or ISO-8601 "
                          "(default latest)")
     offsets.add_argument("--isolation", "--isolation-level", default="read_uncommitted",
-                         choices=("read_uncommitted", "read_committed"))
+                         choices=("read_uncommitted", "read_committed"), help="read_committed: latest is the last "
+                         "stable offset, as ListOffsets answers a read_committed consumer (default read_uncommitted)")
     offsets.add_argument("--command-config", help=argparse.SUPPRESS)  # (a pasted command's; no effect)
     scan_mode = offsets.add_mutually_exclusive_group()
     scan_mode.add_argument("--fast", action="store_true", help="find the segment for a time by binary search over "
@@ -898,19 +913,27 @@ def build_parser() -> argparse.ArgumentParser:
                          "scripts written when --fast was the default)")
     offsets.add_argument("--stats", action="store_true", help="print index entries and bytes touched (stderr)")
     offsets.add_argument("--verbose", "-v", action="store_true", help="say why a partition has no offset")
-    offsets.add_argument("--json", action="store_true")
+    offsets.add_argument("--json", action="store_true", help="a JSON list: topic, partition, time, offset, "
+                         "timestamp, leaderEpoch and reason (why there is no offset) per partition")
     offsets.set_defaults(func=_cmd_offsets)
 
-    locate = sub.add_parser("locate", help="which segment, byte, batch and record hold an offset or time")
-    locate.add_argument("--data-dir", required=True, action="append")
-    locate.add_argument("--topic", required=True)
-    locate.add_argument("--partition", required=True, type=int)
+    locate = sub.add_parser("locate", help="which segment, byte, batch and record hold an offset or time",
+                            description="The segment file, byte position, batch and record holding an offset (or "
+                            "the first record at or after a time), and whether a consumer would see it. Exit status: "
+                            "0 found; 1 no such partition, or no record has the offset (the next one is printed, "
+                            "with a note saying why) or none is at or after the time; 2 damage or an unreadable "
+                            "file on the way (said on stderr), or a usage error.")
+    locate.add_argument("--data-dir", required=True, action="append", help="log dir (repeatable)")
+    locate.add_argument("--topic", required=True, help="the topic (its name, not a regex)")
+    locate.add_argument("--partition", required=True, type=int, help="the partition")
     which = locate.add_mutually_exclusive_group(required=True)
     which.add_argument("--offset", type=_record_offset, help="a record offset (0 or more)")
-    which.add_argument("--time", type=_time_spec)
+    which.add_argument("--time", type=_time_spec, help="the first record at or after this time, as offsets "
+                       "--time answers it: epoch ms, ISO-8601 or -1/-2/...")
     locate.add_argument("--isolation", "--isolation-level", default="read_uncommitted",
-                        choices=("read_uncommitted", "read_committed"))
-    locate.add_argument("--json", action="store_true")
+                        choices=("read_uncommitted", "read_committed"), help="read_committed: a --time is answered "
+                        "below the last stable offset (default read_uncommitted)")
+    locate.add_argument("--json", action="store_true", help="one JSON document")
     for command in (offsets, locate):
         command.add_argument("--on-corruption", choices=("fail", "skip"), default="fail",
                              help="fail (default): a log dir checkpoint bounding the offsets (high watermark, log "
@@ -937,7 +960,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "past retention.ms, or over retention.bytes, for longer than a retention check interval "
                            "(5 minutes), held back by the high watermark or not, as jobs/retention_audit.py does (1 "
                            "stays: a partition could not be audited)")
-    retention.add_argument("--json", action="store_true")
+    retention.add_argument("--json", action="store_true", help="one JSON document: every partition's verdict "
+                           "(and its segments')")
     retention.set_defaults(func=_cmd_retention)
 
     log_dirs = sub.add_parser("log-dirs", help="kafka-log-dirs.sh --describe: replica sizes per log dir, and disk "
@@ -1087,7 +1111,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kafkaseg`` console script; returns the exit status."""
     parser = build_parser()
     try:
-        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+        args, unrecognized = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+        if unrecognized:  # said by the command's parser, whose usage lists the options it takes (parse_args would
+            # print the top-level usage, which lists only the commands)
+            parser._subparsers._group_actions[0].choices[args.command].error(
+                "unrecognized arguments: " + " ".join(unrecognized))
     except _OptionNotTaken as refused:  # a command pasted from Kafka's tools
         print(refused, file=sys.stderr)
         return EXIT_ERROR

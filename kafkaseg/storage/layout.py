@@ -741,7 +741,9 @@ def _log_dirs_below(listing: Sequence[_fs.FileEntry], filesystem=None, most: int
             found.append(entry.path)
     if not found:
         return ""
-    return f"; it holds {'one' if len(found) == 1 else 'some'}: {', '.join(found)} (read that instead)"
+    if len(found) == 1:
+        return f"; it holds one: {found[0]} (read that instead)"
+    return f"; it holds some: {', '.join(found)} (read those instead)"
 
 
 def _read_log_dir_metadata(path: str, filesystem, entries: Sequence[_fs.FileEntry] | None = None,
@@ -1187,6 +1189,14 @@ def _discover_emptied(found: dict, left_out: dict, emptied: list, path: str, fil
         _keep(found, key, _replace(pd, notes=pd.notes + (note,)))
 
 
+def refuse_empty_path(given: str | os.PathLike) -> None:
+    """An empty (or blank) path, an unset variable's ``"$DIR"``, is a :class:`LayoutError`: not the working
+    directory, as ``os.stat("")`` and Spark's ``load("")`` refuse it too."""
+    if not str(given).strip():
+        raise LayoutError(f"an empty path ({str(given)!r}) where a log dir, topic-partition dir, .log file or glob "
+                          "was expected")
+
+
 def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
              skipped: list[tuple[str, str]] | None = None, *, select: Callable[[str, int], bool] | None = None,
              unselected: list[tuple[str, int, str]] | None = None, key_ring=None,
@@ -1238,6 +1248,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
         added.clear()
 
     for given in paths:
+        refuse_empty_path(given)
         filesystem, resolved, globbed = _expand(os.fspath(given) if isinstance(given, os.PathLike) else str(given))
         hint = "; several paths are given as a list, not one comma-separated string" if "," in str(given) else ""
         if not resolved:

@@ -74,8 +74,10 @@ class OffsetIndex(FixedEntryIndex, dtype=_DTYPE, columns=(("offsets", "relative_
         bad = np.flatnonzero((self.positions < 0) | (self.positions >= limit))
         if bad.size:
             i = int(bad[0])
-            return IndexProblem(f"entry {i} (offset {int(self.offsets[i])}) points at byte {int(self.positions[i])}, "
-                                f"outside the {log_size}-byte log", self.entry_file_position(i))
+            position = int(self.positions[i])
+            where = "a negative position" if position < 0 else f"outside the {log_size}-byte log"
+            return IndexProblem(f"entry {i} (offset {int(self.offsets[i])}) points at byte {position}, {where}",
+                                self.entry_file_position(i))
         return None
 
     def check(self, log_size: int | None = None) -> None:
