@@ -25,12 +25,10 @@ import pytest
 import kafkaseg
 from kafkaseg.cli.main import main as cli_main
 from kafkaseg.errors import TruncatedDataError
-from kafkaseg.testing import TopicSpec, write_data_dir
 from kafkaseg.wire.batch import iter_headers
-
-RECORDS = 300
-CUT = 4  # the active segment's batch the tear starts at: offsets 270.. are lost
-LOST_FROM = 270
+from tests.lost_tail_data import (LOST_FROM, RECORDS, cut_tail,
+                                  set_high_watermark as _set_high_watermark,
+                                  set_recovery_point as _set_recovery_point, write_whole)
 
 
 @pytest.fixture(scope="module")
@@ -38,36 +36,19 @@ def written(tmp_path_factory):
     """Three segments of 5-record batches (bases 0, 125, 250) as after a clean shutdown: recovery point 300,
     producer snapshots 125, 250 and 300; no high watermark for the partition."""
     root = tmp_path_factory.mktemp("evidence") / "d"
-    manifest = write_data_dir(root, [TopicSpec("t", records_per_partition=RECORDS, records_per_batch=5,
-                                               vary_batch_size=False, index_interval_bytes=400,
-                                               segment_bytes=16384)])
-    (root / "replication-offset-checkpoint").write_text("0\n0\n")
-    return root, manifest.partition("t")
+    return root, write_whole(root)
 
 
 @pytest.fixture
 def torn(written, tmp_path, request):
-    """A copy whose active segment is cut ``keep`` bytes into batch CUT (param, default 0), with no index entries
-    (``indexes``: "missing" or "empty") and no snapshot past the cut; returns (root, active, byte of the cut)."""
+    """A copy whose active segment is cut ``keep`` bytes into batch lost_tail_data.CUT (param, default 0), with no
+    index entries (``indexes``: "missing" or "empty") and no snapshot past the cut; returns (root, active, byte of
+    the cut)."""
     root, pm = written
     keep, indexes = getattr(request, "param", (0, "missing"))
     target = tmp_path / "d"
-    shutil.copytree(root, target)
-    active = target / "t-0" / pm.segments[-1].log_path.name
-    headers = list(iter_headers(active.read_bytes()))
-    at = headers[CUT].position
-    active.write_bytes(active.read_bytes()[:at + keep])
-    for suffix in (".index", ".timeindex"):
-        if indexes == "missing":
-            active.with_suffix(suffix).unlink()
-        else:
-            active.with_suffix(suffix).write_bytes(b"")
-    (target / "t-0" / f"{RECORDS:020d}.snapshot").unlink()
+    active, at = cut_tail(root, target, pm, keep, indexes)
     return target, active, at
-
-
-def _set_recovery_point(root, offset: int) -> None:
-    (root / "recovery-point-offset-checkpoint").write_text(f"0\n1\nt 0 {offset}\n")
 
 
 def _offsets(table) -> list[int]:
@@ -495,10 +476,6 @@ def test_verify_does_not_count_a_snapshot_deleted_after_the_listing(torn):
 # says an offset in it was lost. The lost range is the read's: [log end, min(high watermark, recovery point)).
 
 
-def _set_high_watermark(root, offset: int) -> None:
-    (root / "replication-offset-checkpoint").write_text(f"0\n1\nt 0 {offset}\n")
-
-
 @pytest.mark.parametrize("torn", [(0, "missing"), (100, "missing")], indirect=True, ids=["boundary", "mid-batch"])
 def test_offsets_fails_a_strict_latest_where_a_read_loses_acknowledged_offsets(torn, capsys):
     from kafkaseg.errors import DataLossError
@@ -620,3 +597,4 @@ def test_the_tools_word_a_lost_tail_alike(torn, capsys, high_watermark):
     reason = json.loads(out)["location"]["reason"]
     assert reason == (f"offset 280 was lost with the active segment's tail (offsets {LOST_FROM}..{RECORDS - 1}; "
                       f"{active} @ byte {at}): {lost_tail(read_partition_dir(str(active.parent)), LOST_FROM).message}")
+
