@@ -300,6 +300,10 @@ class PartitionReport:
     notes: list[str] = field(default_factory=list)
     topic_id: str | None = None  # partition.metadata's (KIP-516; None before Kafka 2.8 or when absent)
     cluster_id: str | None = None  # the log dir's meta.properties
+    #: offsets past this read's end, the log end, that the checkpoints say were acknowledged and flushed and the
+    #: files lost (:func:`_acknowledged_loss`: the words of the DataLossError a read to latest raises), also when
+    #: the end was given: a stream's micro-batch that reads to the log end says them (kafkaseg.streaming)
+    lost_past_end: str | None = None
 
     @property
     def name(self) -> str:
@@ -1396,6 +1400,22 @@ def _copies_named(copies) -> str:
     return ", ".join(f"{segment_id} (offsets {first}-{end - 1})" for segment_id, first, end in copies)
 
 
+def _acknowledged_loss(part: _Partition, bounds: _Bounds) -> str | None:
+    """What a read that ends at ``part``'s upper bound loses past it, when that is the log end (the high watermark
+    is above it: bounds noted it) and the broker had acknowledged and flushed offsets there that are not in the
+    files (:func:`~kafkaseg.storage.layout.acknowledged_loss_end`: the rule and the words offsets, describe and
+    locate use too, through layout.lost_tail), or None. Not with ``upperBound=logEndOffset``. A read to latest
+    raises it as data loss; a stream's micro-batch that reaches the log end says it (:attr:`PartitionReport.
+    lost_past_end`)."""
+    leo = bounds.log_end
+    if (bounds.upper != leo or part.options.upper_bound != "highWatermark"
+            or acknowledged_loss_end(part.pdir, leo, walk_clean=part.leo_walk_clean,
+                                     as_listed=ListingCheck(part.pdir, part.segments).recovery_point) is None):
+        return None
+    return f"{part.name}: " + acknowledged_loss_words(bounds.high_watermark, part.pdir.recovery_point, leo,
+                                                      part.pdir.path)
+
+
 def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, preport: PartitionReport | None
              ) -> tuple[int, int]:
     options = part.options
@@ -1562,14 +1582,11 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
         if why and preport is not None:
             preport.notes.append(f"{name}: no record at or after ending timestamp {ts} ({why}); reading to "
                                  f"the end ({end})")
-    leo = bounds.log_end
-    if (not explicit_end and end == bounds.upper == leo and options.upper_bound == "highWatermark"
-            and acknowledged_loss_end(part.pdir, leo, walk_clean=part.leo_walk_clean,
-                                      as_listed=ListingCheck(part.pdir, part.segments).recovery_point) is not None):
-        # acknowledged offsets the broker had also flushed are not here (bounds noted the high watermark above the
-        # log end): the rule and the words offsets, describe and locate use too (layout.lost_tail)
-        loss(f"{name}: " + acknowledged_loss_words(bounds.high_watermark, part.pdir.recovery_point, leo,
-                                                   part.pdir.path))
+    lost_past_end = _acknowledged_loss(part, bounds) if end == bounds.upper else None
+    if preport is not None:
+        preport.lost_past_end = lost_past_end
+    if lost_past_end is not None and not explicit_end:  # (a given end asked for no more than the files hold)
+        loss(lost_past_end)
     if cut_short is not None and not explicit_end and end >= bounds.log_end:  # (a read to latest, or by time)
         loss(cut_short)
     # offsets of a tiered topic in no copy and no local segment (a copy missing from the bucket), in the range read

@@ -1,7 +1,8 @@
 """A partition whose active segment lost its tail: three segments of 5-record batches (bases 0, 125, 250, offsets
 0..299) written as after a clean shutdown, then the active segment cut at its batch :data:`CUT` (offset
 :data:`LOST_FROM`), its index files and the producer snapshot past the cut gone, with checkpoints saying what the
-broker had acknowledged (high watermark) and flushed (recovery point)."""
+broker had acknowledged (high watermark) and flushed (recovery point). Shared by tests/test_tail_evidence.py (the
+tools and batch reads) and the streams' tests (tests/test_spark_stream.py)."""
 
 from __future__ import annotations
 
@@ -51,3 +52,23 @@ def set_high_watermark(root: Path, offset: int) -> None:
 def set_recovery_point(root: Path, offset: int) -> None:
     (root / "recovery-point-offset-checkpoint").write_text(f"0\n1\nt 0 {offset}\n")
 
+
+#: The three cases of a log end below what the checkpoints say: ``hwrp``, high watermark and recovery point both
+#: above it (acknowledged and flushed offsets lost: a read to latest raises DataLossError); ``rp``, the recovery
+#: point alone (no high watermark: the tail's loss is proven, a strict read raises TruncatedDataError); ``hw``, the
+#: high watermark alone (the recovery point below it: an unflushed tail a crash lost, a note only).
+CASES = {"hwrp": (RECORDS, RECORDS), "rp": (None, RECORDS), "hw": (RECORDS, 250)}
+
+
+def lost_tail_copy(root: Path, case: str) -> tuple[Path, int]:
+    """The cut partition under ``root`` with the checkpoints of ``case`` (:data:`CASES`); returns (active segment,
+    byte of the cut)."""
+    whole = root.parent / f"{root.name}.whole"
+    pm = write_whole(whole)
+    active, at = cut_tail(whole, root, pm)
+    shutil.rmtree(whole)
+    high_watermark, recovery_point = CASES[case]
+    if high_watermark is not None:
+        set_high_watermark(root, high_watermark)
+    set_recovery_point(root, recovery_point)
+    return active, at

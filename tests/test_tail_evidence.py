@@ -26,7 +26,7 @@ import kafkaseg
 from kafkaseg.cli.main import main as cli_main
 from kafkaseg.errors import TruncatedDataError
 from kafkaseg.wire.batch import iter_headers
-from tests.lost_tail_data import (LOST_FROM, RECORDS, cut_tail,
+from tests.lost_tail_data import (LOST_FROM, RECORDS, cut_tail, lost_tail_copy,
                                   set_high_watermark as _set_high_watermark,
                                   set_recovery_point as _set_recovery_point, write_whole)
 
@@ -597,4 +597,78 @@ def test_the_tools_word_a_lost_tail_alike(torn, capsys, high_watermark):
     reason = json.loads(out)["location"]["reason"]
     assert reason == (f"offset 280 was lost with the active segment's tail (offsets {LOST_FROM}..{RECORDS - 1}; "
                       f"{active} @ byte {at}): {lost_tail(read_partition_dir(str(active.parent)), LOST_FROM).message}")
+
+
+# --- streams: a micro-batch that reads a partition to its log end says what a batch read to latest says of offsets
+# lost past it (planning's rule, layout.acknowledged_loss_end), under failOnDataLoss as Spark's Kafka source says
+# data loss: true fails the query, false warns and goes on. The three cases of tests/lost_tail_data.CASES.
+
+def _batch_outcome(root, **options) -> tuple[list[int] | None, tuple | None, list[str]]:
+    """(offsets read, (error type, words) of the error raised, data loss said) of a batch read to latest."""
+    try:
+        scan = kafkaseg.open_scan(str(root), **options)
+        return _offsets(scan.to_table()), None, list(scan.plan.report.data_loss)
+    except kafkaseg.KafkaSegError as err:
+        return None, (type(err), str(err).split(" (set failOnDataLoss=false")[0]), []
+
+
+def _stream_outcome(root, caplog, **options) -> tuple[list[int] | None, tuple | None, list[str], list[int]]:
+    """The same of a stream from earliest (kafkaseg.streaming.follow, Spark's planner without Spark), polled until
+    nothing new, plus the offsets it yielded before an error."""
+    from kafkaseg.streaming import follow
+
+    yielded: list[int] = []
+    caplog.clear()
+    try:
+        with caplog.at_level("WARNING", logger="kafkaseg.streaming"):
+            for batch in follow(str(root), startingOffsets="earliest", idle_timeout=0, sleep=lambda s: None,
+                                **options):
+                yielded.extend(batch.column("offset").to_pylist())
+        outcome, error = yielded, None
+    except kafkaseg.KafkaSegError as err:
+        outcome, error = None, (type(err), str(err).split(" (set failOnDataLoss=false")[0])
+    said = [r.getMessage().removeprefix("data loss (failOnDataLoss=false): ") for r in caplog.records
+            if r.getMessage().startswith("data loss")]
+    return outcome, error, said, yielded
+
+
+@pytest.mark.parametrize("limit", [None, 100], ids=["all available", "maxOffsetsPerTrigger=100"])
+@pytest.mark.parametrize("fail", ["true", "false"], ids=["failOnDataLoss", "failOnDataLoss=false"])
+@pytest.mark.parametrize("case", ["hwrp", "rp", "hw"])
+def test_a_stream_reads_a_lost_log_end_as_a_batch_read_to_latest_does(tmp_path, caplog, case, fail, limit):
+    root = tmp_path / "d"
+    lost_tail_copy(root, case)
+    batch = _batch_outcome(root, failOnDataLoss=fail)
+    more = {} if limit is None else {"maxOffsetsPerTrigger": limit}
+    offsets, error, said, yielded = _stream_outcome(root, caplog, failOnDataLoss=fail, **more)
+    assert (offsets, error, said) == batch
+    if case == "hwrp":  # (what each case is, so that the agreement above is not of two reads that say nothing)
+        assert (batch[1] is not None) == (fail == "true") and (batch[2] != []) == (fail == "false")
+        assert "offsets [270, 300) were acknowledged and flushed" in (batch[1][1] if batch[1] else batch[2][0])
+        # the micro-batches below the log end read their records; the one that reaches it says the loss: with
+        # failOnDataLoss it fails when it is planned (as Spark's source fails planInputPartitions), reading nothing
+        before = 0 if limit is None else LOST_FROM // limit * limit
+        assert yielded == list(range(before if fail == "true" else LOST_FROM))
+    elif case == "rp":
+        assert batch[1][0] is TruncatedDataError
+    else:
+        assert batch == (list(range(LOST_FROM)), None, [])
+
+
+@pytest.mark.parametrize("follow", [[], ["--follow", "--timeout-ms", "0"]], ids=["", "--follow"])
+@pytest.mark.parametrize("case, code, strict_code", [("hwrp", 0, 3), ("rp", 2, 2), ("hw", 0, 0)])
+def test_consume_says_a_lost_log_end_as_a_read_does(tmp_path, capsysbinary, case, code, strict_code, follow):
+    """``kafkaseg consume`` reads with failOnDataLoss=false (a consumer goes on), says the loss on stderr and
+    counts it for --fail-on-data-loss (exit status 3); a strict read's error ends it (2)."""
+    root = tmp_path / "d"
+    lost_tail_copy(root, case)
+    argv = ["consume", "--data-dir", str(root), "--topic", "t", "--from-beginning"] + follow
+    for strict in (False, True):
+        got = cli_main(argv + (["--fail-on-data-loss"] if strict else []))
+        out, err = (text.decode() for text in capsysbinary.readouterr())
+        assert got == (strict_code if strict else code), err
+        assert out.count("\n") == LOST_FROM
+        said = err.count("offsets [270, 300) were acknowledged and flushed to disk but are not in these files")
+        assert said == (1 if case == "hwrp" else 0), err
+        assert ("exit status 3" in err) == (got == 3)
 

@@ -36,8 +36,10 @@ The options and the output are the console consumer's (``ConsoleConsumerOptions.
   records before it. An ``--offset`` outside what the partition holds resets as the console consumer's consumer does
   (``auto.offset.reset``, latest unless set; ``none`` fails), with a line on stderr.
 * Records lost to the reader (deleted under ``--follow`` before they were read, an ``--offset`` below the log
-  start), and offsets an active segment lost below the recovery point with no high watermark (skipped with
-  ``--skip-message-on-error``, else a read error), are said on stderr; the exit status is 0, as the console
+  start), offsets an active segment lost below the recovery point with no high watermark (skipped with
+  ``--skip-message-on-error``, else a read error), and offsets a high watermark and a recovery point above the
+  log end say were acknowledged and flushed but are not in the files (the micro-batch that reads to the log end
+  says them, as a batch read to latest does), are said on stderr; the exit status is 0, as the console
   consumer's, unless ``--fail-on-data-loss`` (then 3, after printing what there is). Offsets missing between two
   segments are said too but never count: a compacted topic's follower (or a leader whose cleaner has not
   checkpointed) holds such gaps, and the files cannot tell them from a lost segment file.
@@ -769,10 +771,11 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
 
     def status() -> int:
         """0, or 3 with --fail-on-data-loss when records were lost: deleted before they were read (retention,
-        a deleteRecords, an --offset below the log start), or missing from an active segment below the recovery
+        a deleteRecords, an --offset below the log start), missing from an active segment below the recovery
         point (flushed by the broker: ``ScanMetrics.lost_tails``, skipped with --skip-message-on-error, else a read
-        error). Offsets missing between two segments do not count: a compacted topic's follower holds such gaps
-        (said on stderr all the same), nor does a torn tail no recovery point says was flushed."""
+        error), or acknowledged and flushed past the log end a micro-batch read to (its plan's data loss). Offsets
+        missing between two segments do not count: a compacted topic's follower holds such gaps (said on stderr all
+        the same), nor does a torn tail no recovery point says was flushed."""
         if any(skipped for skipped, _ in metrics.vanished_lines()):
             lost.append("segments deleted before they were read")
         if metrics.lost_tails:
