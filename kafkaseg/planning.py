@@ -94,6 +94,7 @@ __all__ = [
     "resolve_offsets",
     "offset_for_timestamp",
     "lost_copy_reached_by_time",
+    "high_watermark_above_note",
     "select_partitions",
     "Listing",
     "list_partitions",
@@ -1346,8 +1347,7 @@ def _bounds(part: _Partition, preport: PartitionReport | None) -> _Bounds:
     elif hw > leo:
         upper, source = leo, f"log end offset (high watermark {hw} is above it: incomplete copy?)"
         if preport is not None:
-            preport.notes.append(f"{part.name}: high watermark {hw} is above the log end offset {leo} of "
-                                 f"{pdir.path}; reading up to {leo}")
+            preport.notes.append(high_watermark_above_note(part.name, hw, leo, pdir.path))
     elif hw < log_start:  # UnifiedLog.updateHighWatermark raises it to the log start
         upper, source = min(log_start, leo), f"log start offset (high watermark {hw} is below it)"
         if preport is not None:
@@ -1373,6 +1373,13 @@ def _bounds(part: _Partition, preport: PartitionReport | None) -> _Bounds:
     if below is not None and preport is not None:
         preport.notes.append(f"{part.name}: {below}; earliest is the first local offset {log_start}")
     return _Bounds(log_start, leo, upper, source, hw, lso)
+
+
+def high_watermark_above_note(name: str, high_watermark: int, log_end: int, path: str) -> str:
+    """The note of a read whose partition's high watermark is above its log end (the read, and ``latest``, stop at
+    the log end); ``kafkaseg consume`` says it too."""
+    return f"{name}: high watermark {high_watermark} is above the log end offset {log_end} of {path}; reading up to " \
+           f"{log_end}"
 
 
 def lost_copy_reached_by_time(pdir: PartitionDir, timestamp: int, found: int | None
@@ -2424,7 +2431,8 @@ class AvailableRange(NamedTuple):
     in the replica's ``partition.metadata`` (None before Kafka 2.8 or when absent), which tells a topic deleted and
     recreated under the same name from the one these offsets were taken from; ``leader_epochs``: its
     ``leader-epoch-checkpoint``, which tells a log truncated and rewritten (an unclean leader election) from the
-    one a reader's position was taken from (KIP-320)."""
+    one a reader's position was taken from (KIP-320); ``high_watermark``: the checkpointed high watermark (None
+    without one), which may be above ``log_end`` (``latest`` stops at the log end)."""
 
     earliest: int
     latest: int
@@ -2434,6 +2442,7 @@ class AvailableRange(NamedTuple):
     lenient: tuple[LenientDecision, ...] = ()
     topic_id: str | None = None
     leader_epochs: tuple[EpochEntry, ...] = ()
+    high_watermark: int | None = None
 
 
 def available_range(partition_dir: PartitionDir, options: ReadOptions, *, log_ends: LogEndCache | None = None
@@ -2452,10 +2461,12 @@ def _available_range(partition_dir: PartitionDir, options: ReadOptions, log_ends
     if not part.segments:
         start = partition_dir.log_start_offset or 0
         return AvailableRange(start, start, start, partition_dir.path, checkpointed,
-                              topic_id=partition_dir.topic_id, leader_epochs=partition_dir.leader_epochs)
+                              topic_id=partition_dir.topic_id, leader_epochs=partition_dir.leader_epochs,
+                              high_watermark=partition_dir.high_watermark)
     bounds = _bounds(part, None)
     return AvailableRange(bounds.log_start, bounds.upper, bounds.log_end, partition_dir.path, checkpointed,
-                          tuple(report.lenient), partition_dir.topic_id, partition_dir.leader_epochs)
+                          tuple(report.lenient), partition_dir.topic_id, partition_dir.leader_epochs,
+                          partition_dir.high_watermark)
 
 
 def slice_order(piece: SegmentSlice) -> tuple:

@@ -671,4 +671,20 @@ def test_consume_says_a_lost_log_end_as_a_read_does(tmp_path, capsysbinary, case
         said = err.count("offsets [270, 300) were acknowledged and flushed to disk but are not in these files")
         assert said == (1 if case == "hwrp" else 0), err
         assert ("exit status 3" in err) == (got == 3)
+        # the high watermark alone above the log end: the read's plan note, at the end of a run that stops (as the
+        # line for records past the high watermark); not where the loss was said
+        noted = err.count(f"t-0: high watermark {RECORDS} is above the log end offset {LOST_FROM} of {root / 't-0'}")
+        assert noted == (1 if case == "hw" and not follow else 0), err
 
+
+@pytest.mark.parametrize("case", ["hwrp", "hw"])
+def test_consume_from_latest_loses_nothing_below_its_start(tmp_path, capsysbinary, case):
+    """A run from latest starts at the log end: offsets lost past it were never to be printed (a stream from latest
+    has no micro-batch to read them, as a batch read from latest to a given end reads none), so
+    --fail-on-data-loss does not fail; the high watermark above the log end is noted as for any run that stops."""
+    root = tmp_path / "d"
+    lost_tail_copy(root, case)
+    got = cli_main(["consume", "--data-dir", str(root), "--topic", "t", "--fail-on-data-loss"])
+    out, err = (text.decode() for text in capsysbinary.readouterr())
+    assert (got, out) == (0, "")
+    assert f"t-0: high watermark {RECORDS} is above the log end offset {LOST_FROM}" in err
