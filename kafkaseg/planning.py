@@ -94,6 +94,7 @@ __all__ = [
     "resolve_offsets",
     "offset_for_timestamp",
     "lost_copy_reached_by_time",
+    "high_watermark_above_note",
     "select_partitions",
     "Listing",
     "list_partitions",
@@ -300,6 +301,10 @@ class PartitionReport:
     notes: list[str] = field(default_factory=list)
     topic_id: str | None = None  # partition.metadata's (KIP-516; None before Kafka 2.8 or when absent)
     cluster_id: str | None = None  # the log dir's meta.properties
+    #: offsets past this read's end, the log end, that the checkpoints say were acknowledged and flushed and the
+    #: files lost (:func:`_acknowledged_loss`: the words of the DataLossError a read to latest raises), also when
+    #: the end was given: a stream's micro-batch that reads to the log end says them (kafkaseg.streaming)
+    lost_past_end: str | None = None
 
     @property
     def name(self) -> str:
@@ -1342,8 +1347,7 @@ def _bounds(part: _Partition, preport: PartitionReport | None) -> _Bounds:
     elif hw > leo:
         upper, source = leo, f"log end offset (high watermark {hw} is above it: incomplete copy?)"
         if preport is not None:
-            preport.notes.append(f"{part.name}: high watermark {hw} is above the log end offset {leo} of "
-                                 f"{pdir.path}; reading up to {leo}")
+            preport.notes.append(high_watermark_above_note(part.name, hw, leo, pdir.path))
     elif hw < log_start:  # UnifiedLog.updateHighWatermark raises it to the log start
         upper, source = min(log_start, leo), f"log start offset (high watermark {hw} is below it)"
         if preport is not None:
@@ -1371,6 +1375,13 @@ def _bounds(part: _Partition, preport: PartitionReport | None) -> _Bounds:
     return _Bounds(log_start, leo, upper, source, hw, lso)
 
 
+def high_watermark_above_note(name: str, high_watermark: int, log_end: int, path: str) -> str:
+    """The note of a read whose partition's high watermark is above its log end (the read, and ``latest``, stop at
+    the log end); ``kafkaseg consume`` says it too."""
+    return f"{name}: high watermark {high_watermark} is above the log end offset {log_end} of {path}; reading up to " \
+           f"{log_end}"
+
+
 def lost_copy_reached_by_time(pdir: PartitionDir, timestamp: int, found: int | None
                               ) -> tuple[str, int, int] | None:
     """The live copy missing from the bucket (of :attr:`PartitionDir.live_copies_lost`, ``(segment id, first,
@@ -1395,6 +1406,22 @@ def lost_copy_reached_by_time(pdir: PartitionDir, timestamp: int, found: int | N
 def _copies_named(copies) -> str:
     """``(segment id, first, end)`` of tiered-storage copies, as messages name them."""
     return ", ".join(f"{segment_id} (offsets {first}-{end - 1})" for segment_id, first, end in copies)
+
+
+def _acknowledged_loss(part: _Partition, bounds: _Bounds) -> str | None:
+    """What a read that ends at ``part``'s upper bound loses past it, when that is the log end (the high watermark
+    is above it: bounds noted it) and the broker had acknowledged and flushed offsets there that are not in the
+    files (:func:`~kafkaseg.storage.layout.acknowledged_loss_end`: the rule and the words offsets, describe and
+    locate use too, through layout.lost_tail), or None. Not with ``upperBound=logEndOffset``. A read to latest
+    raises it as data loss; a stream's micro-batch that reaches the log end says it (:attr:`PartitionReport.
+    lost_past_end`)."""
+    leo = bounds.log_end
+    if (bounds.upper != leo or part.options.upper_bound != "highWatermark"
+            or acknowledged_loss_end(part.pdir, leo, walk_clean=part.leo_walk_clean,
+                                     as_listed=ListingCheck(part.pdir, part.segments).recovery_point) is None):
+        return None
+    return f"{part.name}: " + acknowledged_loss_words(bounds.high_watermark, part.pdir.recovery_point, leo,
+                                                      part.pdir.path)
 
 
 def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, preport: PartitionReport | None
@@ -1577,14 +1604,11 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
         if why and preport is not None:
             preport.notes.append(f"{name}: no record at or after ending timestamp {ts} ({why}); reading to "
                                  f"the end ({end})")
-    leo = bounds.log_end
-    if (not explicit_end and end == bounds.upper == leo and options.upper_bound == "highWatermark"
-            and acknowledged_loss_end(part.pdir, leo, walk_clean=part.leo_walk_clean,
-                                      as_listed=ListingCheck(part.pdir, part.segments).recovery_point) is not None):
-        # acknowledged offsets the broker had also flushed are not here (bounds noted the high watermark above the
-        # log end): the rule and the words offsets, describe and locate use too (layout.lost_tail)
-        loss(f"{name}: " + acknowledged_loss_words(bounds.high_watermark, part.pdir.recovery_point, leo,
-                                                   part.pdir.path))
+    lost_past_end = _acknowledged_loss(part, bounds) if end == bounds.upper else None
+    if preport is not None:
+        preport.lost_past_end = lost_past_end
+    if lost_past_end is not None and not explicit_end:  # (a given end asked for no more than the files hold)
+        loss(lost_past_end)
     if cut_short is not None and not explicit_end and end >= bounds.log_end:  # (a read to latest, or by time)
         loss(cut_short)
     # offsets of a tiered topic in no copy and no local segment (a copy missing from the bucket), in the range read
@@ -2423,7 +2447,8 @@ class AvailableRange(NamedTuple):
     in the replica's ``partition.metadata`` (None before Kafka 2.8 or when absent), which tells a topic deleted and
     recreated under the same name from the one these offsets were taken from; ``leader_epochs``: its
     ``leader-epoch-checkpoint``, which tells a log truncated and rewritten (an unclean leader election) from the
-    one a reader's position was taken from (KIP-320)."""
+    one a reader's position was taken from (KIP-320); ``high_watermark``: the checkpointed high watermark (None
+    without one), which may be above ``log_end`` (``latest`` stops at the log end)."""
 
     earliest: int
     latest: int
@@ -2433,6 +2458,7 @@ class AvailableRange(NamedTuple):
     lenient: tuple[LenientDecision, ...] = ()
     topic_id: str | None = None
     leader_epochs: tuple[EpochEntry, ...] = ()
+    high_watermark: int | None = None
 
 
 def available_range(partition_dir: PartitionDir, options: ReadOptions, *, log_ends: LogEndCache | None = None
@@ -2451,10 +2477,12 @@ def _available_range(partition_dir: PartitionDir, options: ReadOptions, log_ends
     if not part.segments:
         start = partition_dir.log_start_offset or 0
         return AvailableRange(start, start, start, partition_dir.path, checkpointed,
-                              topic_id=partition_dir.topic_id, leader_epochs=partition_dir.leader_epochs)
+                              topic_id=partition_dir.topic_id, leader_epochs=partition_dir.leader_epochs,
+                              high_watermark=partition_dir.high_watermark)
     bounds = _bounds(part, None)
     return AvailableRange(bounds.log_start, bounds.upper, bounds.log_end, partition_dir.path, checkpointed,
-                          tuple(report.lenient), partition_dir.topic_id, partition_dir.leader_epochs)
+                          tuple(report.lenient), partition_dir.topic_id, partition_dir.leader_epochs,
+                          partition_dir.high_watermark)
 
 
 def slice_order(piece: SegmentSlice) -> tuple:

@@ -49,9 +49,12 @@ in apache/spark ``connector/kafka-0-10-sql``, with the files standing in for the
   recorded with it ends below it in the log's ``leader-epoch-checkpoint`` now, KIP-320: truncated and written
   again, whatever the offsets; with ``failOnDataLoss=false`` the replaced records are read again from where it
   diverged), a partition on disk left out of a micro-batch's end (its folder
-  went away when the end was fixed), and, from the planner, a start below the log start offset (retention deleted
-  unread records) or an end past where the files now end (offsets missing between segments are read past, as
-  Spark's source reads past them: see :mod:`kafkaseg.planning`). A partition folder
+  went away when the end was fixed), a micro-batch that reads a partition to its log end past which its high
+  watermark and recovery point say offsets were acknowledged and flushed that the files do not hold (the loss a
+  batch read to latest raises, by planning's rule and in its words: ``PartitionReport.lost_past_end``; said by the
+  batch that reaches the end, after which the stream stands there), and, from the planner, a start below the log
+  start offset (retention deleted unread records) or an end past where the files now end (offsets missing between
+  segments are read past, as Spark's source reads past them: see :mod:`kafkaseg.planning`). A partition folder
   that vanishes while a trigger looks at it (a topic being deleted) counts as gone.
 
 One difference from Spark, which records its initial offsets in the checkpoint's ``sources/`` folder: a Python
@@ -670,6 +673,12 @@ class MicroBatchPlanner:
         scans = [scan for scan in scans if scan is not None]
         result.scan = scans[0] if len(scans) == 1 else _merged(*scans)
         result.data_loss.extend(result.scan.report.data_loss)
+        for preport in result.scan.report.partitions:
+            # the batch reads the partition to its log end, past which offsets the broker had acknowledged and
+            # flushed are not in the files: the loss a batch read to latest raises (planning's rule). Said by the
+            # batch that reaches the end (the stream stands there after it: no later batch says it again)
+            if preport.lost_past_end is not None:
+                loss(preport.lost_past_end)
         planned = result.scan.report.offsets()
         for tp in stopping:  # where a batch cut at a divergence really stops (a high watermark below it stops it
             # sooner): the next batch reads on from there, not from the divergence

@@ -84,6 +84,23 @@ def test_a_stream_follows_a_growing_dir_once_and_fails_on_data_loss(spark, tmp_p
         _run(spark, root, checkpoint, out)
 
 
+def test_a_stream_that_reaches_a_log_end_missing_acknowledged_offsets_says_the_loss(spark, tmp_path):
+    """The high watermark and the recovery point above where the files end (tests/lost_tail_data.py): the micro-batch
+    that reads to the log end fails the query under failOnDataLoss, as a batch read to latest fails (Spark's Kafka
+    source fails a query on data loss); with failOnDataLoss=false it reads what is there and goes on."""
+    from tests.lost_tail_data import LOST_FROM, lost_tail_copy
+
+    root = tmp_path / "data"
+    lost_tail_copy(root, "hwrp")
+    with pytest.raises(Exception, match=r"offsets \[270, 300\) were acknowledged and flushed"):
+        _run(spark, root, tmp_path / "strict", tmp_path / "strict-out")
+    lenient = _run(spark, root, tmp_path / "checkpoint", tmp_path / "out", failOnDataLoss="false")
+    assert lenient.exception() is None
+    assert sum(p["numInputRows"] for p in lenient.recentProgress) == LOST_FROM
+    offsets = sorted(r.offset for r in spark.read.parquet(str(tmp_path / "out")).select("offset").collect())
+    assert offsets == list(range(LOST_FROM))
+
+
 def test_the_stream_reader_maps_spark_read_limits_onto_the_options(tmp_path):
     """No JVM: the reader as PySpark's streaming runner calls it (getDefaultReadLimit, latestOffset with each
     ReadLimit, the 4.1 runner's argument-less latestOffset, reportLatestOffset)."""

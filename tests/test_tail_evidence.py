@@ -25,12 +25,10 @@ import pytest
 import kafkaseg
 from kafkaseg.cli.main import main as cli_main
 from kafkaseg.errors import TruncatedDataError
-from kafkaseg.testing import TopicSpec, write_data_dir
 from kafkaseg.wire.batch import iter_headers
-
-RECORDS = 300
-CUT = 4  # the active segment's batch the tear starts at: offsets 270.. are lost
-LOST_FROM = 270
+from tests.lost_tail_data import (LOST_FROM, RECORDS, cut_tail, lost_tail_copy,
+                                  set_high_watermark as _set_high_watermark,
+                                  set_recovery_point as _set_recovery_point, write_whole)
 
 
 @pytest.fixture(scope="module")
@@ -38,36 +36,19 @@ def written(tmp_path_factory):
     """Three segments of 5-record batches (bases 0, 125, 250) as after a clean shutdown: recovery point 300,
     producer snapshots 125, 250 and 300; no high watermark for the partition."""
     root = tmp_path_factory.mktemp("evidence") / "d"
-    manifest = write_data_dir(root, [TopicSpec("t", records_per_partition=RECORDS, records_per_batch=5,
-                                               vary_batch_size=False, index_interval_bytes=400,
-                                               segment_bytes=16384)])
-    (root / "replication-offset-checkpoint").write_text("0\n0\n")
-    return root, manifest.partition("t")
+    return root, write_whole(root)
 
 
 @pytest.fixture
 def torn(written, tmp_path, request):
-    """A copy whose active segment is cut ``keep`` bytes into batch CUT (param, default 0), with no index entries
-    (``indexes``: "missing" or "empty") and no snapshot past the cut; returns (root, active, byte of the cut)."""
+    """A copy whose active segment is cut ``keep`` bytes into batch lost_tail_data.CUT (param, default 0), with no
+    index entries (``indexes``: "missing" or "empty") and no snapshot past the cut; returns (root, active, byte of
+    the cut)."""
     root, pm = written
     keep, indexes = getattr(request, "param", (0, "missing"))
     target = tmp_path / "d"
-    shutil.copytree(root, target)
-    active = target / "t-0" / pm.segments[-1].log_path.name
-    headers = list(iter_headers(active.read_bytes()))
-    at = headers[CUT].position
-    active.write_bytes(active.read_bytes()[:at + keep])
-    for suffix in (".index", ".timeindex"):
-        if indexes == "missing":
-            active.with_suffix(suffix).unlink()
-        else:
-            active.with_suffix(suffix).write_bytes(b"")
-    (target / "t-0" / f"{RECORDS:020d}.snapshot").unlink()
+    active, at = cut_tail(root, target, pm, keep, indexes)
     return target, active, at
-
-
-def _set_recovery_point(root, offset: int) -> None:
-    (root / "recovery-point-offset-checkpoint").write_text(f"0\n1\nt 0 {offset}\n")
 
 
 def _offsets(table) -> list[int]:
@@ -495,10 +476,6 @@ def test_verify_does_not_count_a_snapshot_deleted_after_the_listing(torn):
 # says an offset in it was lost. The lost range is the read's: [log end, min(high watermark, recovery point)).
 
 
-def _set_high_watermark(root, offset: int) -> None:
-    (root / "replication-offset-checkpoint").write_text(f"0\n1\nt 0 {offset}\n")
-
-
 @pytest.mark.parametrize("torn", [(0, "missing"), (100, "missing")], indirect=True, ids=["boundary", "mid-batch"])
 def test_offsets_fails_a_strict_latest_where_a_read_loses_acknowledged_offsets(torn, capsys):
     from kafkaseg.errors import DataLossError
@@ -620,3 +597,94 @@ def test_the_tools_word_a_lost_tail_alike(torn, capsys, high_watermark):
     reason = json.loads(out)["location"]["reason"]
     assert reason == (f"offset 280 was lost with the active segment's tail (offsets {LOST_FROM}..{RECORDS - 1}; "
                       f"{active} @ byte {at}): {lost_tail(read_partition_dir(str(active.parent)), LOST_FROM).message}")
+
+
+# --- streams: a micro-batch that reads a partition to its log end says what a batch read to latest says of offsets
+# lost past it (planning's rule, layout.acknowledged_loss_end), under failOnDataLoss as Spark's Kafka source says
+# data loss: true fails the query, false warns and goes on. The three cases of tests/lost_tail_data.CASES.
+
+def _batch_outcome(root, **options) -> tuple[list[int] | None, tuple | None, list[str]]:
+    """(offsets read, (error type, words) of the error raised, data loss said) of a batch read to latest."""
+    try:
+        scan = kafkaseg.open_scan(str(root), **options)
+        return _offsets(scan.to_table()), None, list(scan.plan.report.data_loss)
+    except kafkaseg.KafkaSegError as err:
+        return None, (type(err), str(err).split(" (set failOnDataLoss=false")[0]), []
+
+
+def _stream_outcome(root, caplog, **options) -> tuple[list[int] | None, tuple | None, list[str], list[int]]:
+    """The same of a stream from earliest (kafkaseg.streaming.follow, Spark's planner without Spark), polled until
+    nothing new, plus the offsets it yielded before an error."""
+    from kafkaseg.streaming import follow
+
+    yielded: list[int] = []
+    caplog.clear()
+    try:
+        with caplog.at_level("WARNING", logger="kafkaseg.streaming"):
+            for batch in follow(str(root), startingOffsets="earliest", idle_timeout=0, sleep=lambda s: None,
+                                **options):
+                yielded.extend(batch.column("offset").to_pylist())
+        outcome, error = yielded, None
+    except kafkaseg.KafkaSegError as err:
+        outcome, error = None, (type(err), str(err).split(" (set failOnDataLoss=false")[0])
+    said = [r.getMessage().removeprefix("data loss (failOnDataLoss=false): ") for r in caplog.records
+            if r.getMessage().startswith("data loss")]
+    return outcome, error, said, yielded
+
+
+@pytest.mark.parametrize("limit", [None, 100], ids=["all available", "maxOffsetsPerTrigger=100"])
+@pytest.mark.parametrize("fail", ["true", "false"], ids=["failOnDataLoss", "failOnDataLoss=false"])
+@pytest.mark.parametrize("case", ["hwrp", "rp", "hw"])
+def test_a_stream_reads_a_lost_log_end_as_a_batch_read_to_latest_does(tmp_path, caplog, case, fail, limit):
+    root = tmp_path / "d"
+    lost_tail_copy(root, case)
+    batch = _batch_outcome(root, failOnDataLoss=fail)
+    more = {} if limit is None else {"maxOffsetsPerTrigger": limit}
+    offsets, error, said, yielded = _stream_outcome(root, caplog, failOnDataLoss=fail, **more)
+    assert (offsets, error, said) == batch
+    if case == "hwrp":  # (what each case is, so that the agreement above is not of two reads that say nothing)
+        assert (batch[1] is not None) == (fail == "true") and (batch[2] != []) == (fail == "false")
+        assert "offsets [270, 300) were acknowledged and flushed" in (batch[1][1] if batch[1] else batch[2][0])
+        # the micro-batches below the log end read their records; the one that reaches it says the loss: with
+        # failOnDataLoss it fails when it is planned (as Spark's source fails planInputPartitions), reading nothing
+        before = 0 if limit is None else LOST_FROM // limit * limit
+        assert yielded == list(range(before if fail == "true" else LOST_FROM))
+    elif case == "rp":
+        assert batch[1][0] is TruncatedDataError
+    else:
+        assert batch == (list(range(LOST_FROM)), None, [])
+
+
+@pytest.mark.parametrize("follow", [[], ["--follow", "--timeout-ms", "0"]], ids=["", "--follow"])
+@pytest.mark.parametrize("case, code, strict_code", [("hwrp", 0, 3), ("rp", 2, 2), ("hw", 0, 0)])
+def test_consume_says_a_lost_log_end_as_a_read_does(tmp_path, capsysbinary, case, code, strict_code, follow):
+    """``kafkaseg consume`` reads with failOnDataLoss=false (a consumer goes on), says the loss on stderr and
+    counts it for --fail-on-data-loss (exit status 3); a strict read's error ends it (2)."""
+    root = tmp_path / "d"
+    lost_tail_copy(root, case)
+    argv = ["consume", "--data-dir", str(root), "--topic", "t", "--from-beginning"] + follow
+    for strict in (False, True):
+        got = cli_main(argv + (["--fail-on-data-loss"] if strict else []))
+        out, err = (text.decode() for text in capsysbinary.readouterr())
+        assert got == (strict_code if strict else code), err
+        assert out.count("\n") == LOST_FROM
+        said = err.count("offsets [270, 300) were acknowledged and flushed to disk but are not in these files")
+        assert said == (1 if case == "hwrp" else 0), err
+        assert ("exit status 3" in err) == (got == 3)
+        # the high watermark alone above the log end: the read's plan note, at the end of a run that stops (as the
+        # line for records past the high watermark); not where the loss was said
+        noted = err.count(f"t-0: high watermark {RECORDS} is above the log end offset {LOST_FROM} of {root / 't-0'}")
+        assert noted == (1 if case == "hw" and not follow else 0), err
+
+
+@pytest.mark.parametrize("case", ["hwrp", "hw"])
+def test_consume_from_latest_loses_nothing_below_its_start(tmp_path, capsysbinary, case):
+    """A run from latest starts at the log end: offsets lost past it were never to be printed (a stream from latest
+    has no micro-batch to read them, as a batch read from latest to a given end reads none), so
+    --fail-on-data-loss does not fail; the high watermark above the log end is noted as for any run that stops."""
+    root = tmp_path / "d"
+    lost_tail_copy(root, case)
+    got = cli_main(["consume", "--data-dir", str(root), "--topic", "t", "--fail-on-data-loss"])
+    out, err = (text.decode() for text in capsysbinary.readouterr())
+    assert (got, out) == (0, "")
+    assert f"t-0: high watermark {RECORDS} is above the log end offset {LOST_FROM}" in err

@@ -11,7 +11,8 @@ The options and the output are the console consumer's (``ConsoleConsumerOptions.
   properties' ``auto.offset.reset`` says when it is set (``none`` is an error: no committed offsets are read
   here); the console consumer's checks are usage errors in its words (``--from-beginning`` with another
   reset, ``--group`` with ``--partition``, group ids that disagree). Without ``--follow`` a read stops at the
-  high watermark, as a consumer's fetch does, and says on stderr which partitions hold records past it
+  high watermark, as a consumer's fetch does, and says on stderr which partitions hold records past it, and which
+  have a high watermark above their log end (the read's note)
   (``--to-log-end`` reads to the end of what is on disk; under read_committed both end at the last stable offset);
   the console consumer waits for more. With it, new records are printed as a live broker's high watermark
   moves on (:class:`kafkaseg.streaming.MicroBatchPlanner`, polled every ``--poll-ms``, or twice as long as a poll
@@ -36,8 +37,10 @@ The options and the output are the console consumer's (``ConsoleConsumerOptions.
   records before it. An ``--offset`` outside what the partition holds resets as the console consumer's consumer does
   (``auto.offset.reset``, latest unless set; ``none`` fails), with a line on stderr.
 * Records lost to the reader (deleted under ``--follow`` before they were read, an ``--offset`` below the log
-  start), and offsets an active segment lost below the recovery point with no high watermark (skipped with
-  ``--skip-message-on-error``, else a read error), are said on stderr; the exit status is 0, as the console
+  start), offsets an active segment lost below the recovery point with no high watermark (skipped with
+  ``--skip-message-on-error``, else a read error), and offsets a high watermark and a recovery point above the
+  log end say were acknowledged and flushed but are not in the files (the micro-batch that reads to the log end
+  says them, as a batch read to latest does), are said on stderr; the exit status is 0, as the console
   consumer's, unless ``--fail-on-data-loss`` (then 3, after printing what there is). Offsets missing between two
   segments are said too but never count: a compacted topic's follower (or a leader whose cleaner has not
   checkpointed) holds such gaps, and the files cannot tell them from a lost segment file.
@@ -690,16 +693,23 @@ def _partitions_listed(listing) -> set[tuple[str, int]]:
     return {(p.topic, p.partition) for p in listing.partitions} | {(t, p) for t, p, _ in listing.unselected}
 
 
-def _report_past_high_watermark(planner, err) -> None:
+def _report_past_high_watermark(planner, err, lost_past_end: set[tuple[str, int]]) -> None:
     """A line on stderr for each partition whose files hold records past the high watermark, which a run without
     --follow ends at, as a consumer's fetch does: on a crashed or retired broker's disk the last few seconds of
     records (the checkpoint is written every 5 s) are there, and would otherwise be left out without a word. Not
     under read_committed, whose end is the last stable offset (an open transaction's records are past it, with
-    --to-log-end too)."""
-    if planner.options.read_committed or planner.options.upper_bound != "highWatermark":
-        return
+    --to-log-end too). And the other way round, the read's note for each whose high watermark is above its log
+    end (records acknowledged that are not in these files: the run ends at the log end), unless the run said
+    offsets past the end lost (``lost_past_end``: the micro-batch that reached the end said so)."""
+    from kafkaseg.planning import high_watermark_above_note
+
+    past = not planner.options.read_committed and planner.options.upper_bound == "highWatermark"
     for (topic, partition), found in sorted(planner.available(listing=planner.last_listing).items()):
-        if found.checkpointed and found.latest < found.log_end:
+        hw = found.high_watermark
+        if hw is not None and hw > found.log_end and (topic, partition) not in lost_past_end:
+            note = high_watermark_above_note(f"{topic}-{partition}", hw, found.log_end, found.replica)
+            print(f"kafkaseg consume: {note}", file=err)
+        elif past and found.checkpointed and found.latest < found.log_end:
             print(f"kafkaseg consume: {topic}-{partition}: offsets [{found.latest}, {found.log_end}) are on disk past "
                   "the high watermark, which a consumer does not read (not yet acknowledged, or a checkpoint up to "
                   "5 s behind the broker); --to-log-end prints them", file=err)
@@ -765,14 +775,16 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
     limit = None if args.max_messages in (None, -1) else max(args.max_messages, 0)
     last_printed: dict[tuple[str, int], int] = {}
     lost: list[str] = []  # data loss met (each also said on stderr as met), for --fail-on-data-loss
+    lost_past_end: set[tuple[str, int]] = set()  # partitions a micro-batch read to a log end with offsets lost past it
     ending: list[int] = []  # the exit status, once the run ends without an error
 
     def status() -> int:
         """0, or 3 with --fail-on-data-loss when records were lost: deleted before they were read (retention,
-        a deleteRecords, an --offset below the log start), or missing from an active segment below the recovery
+        a deleteRecords, an --offset below the log start), missing from an active segment below the recovery
         point (flushed by the broker: ``ScanMetrics.lost_tails``, skipped with --skip-message-on-error, else a read
-        error). Offsets missing between two segments do not count: a compacted topic's follower holds such gaps
-        (said on stderr all the same), nor does a torn tail no recovery point says was flushed."""
+        error), or acknowledged and flushed past the log end a micro-batch read to (its plan's data loss). Offsets
+        missing between two segments do not count: a compacted topic's follower holds such gaps (said on stderr all
+        the same), nor does a torn tail no recovery point says was flushed."""
         if any(skipped for skipped, _ in metrics.vanished_lines()):
             lost.append("segments deleted before they were read")
         if metrics.lost_tails:
@@ -872,6 +884,8 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
             for note in plan.data_loss:
                 print(f"kafkaseg consume: {note}", file=err)
                 lost.append(note)
+            lost_past_end.update((p.topic, p.partition) for p in (plan.scan.report.partitions if plan.scan else ())
+                                 if p.lost_past_end is not None)
             for decision in (plan.scan.report.lenient if plan.scan is not None else ()):
                 lenient.setdefault(decision, False)
             for piece in (plan.scan.slices if plan.scan is not None else ()):
@@ -885,7 +899,7 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
                 metrics.missing_offsets.clear()
                 _report_unreadable_tails(metrics, err)
         if not args.follow:
-            _report_past_high_watermark(planner, err)
+            _report_past_high_watermark(planner, err, lost_past_end)
         return status()
     except KeyboardInterrupt:
         return status()
