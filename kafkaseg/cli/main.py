@@ -669,7 +669,7 @@ def _cmd_locate(args) -> int:
             if args.time is not None:
                 answer = lookup.list_offset(int(args.time))
                 if answer.offset is None:
-                    return answer, None, None
+                    return answer, None, None, None
                 offset = answer.offset
             else:
                 offset = args.offset
