@@ -869,3 +869,41 @@ def test_a_recreated_topic_read_from_its_beginning_loses_a_missing_oldest_live_c
     assert any("deleted and recreated" in lost for lost in plans[0].data_loss), plans[0].data_loss
     assert any(copy in lost for plan in plans for lost in plan.data_loss), [p.data_loss for p in plans]
     assert plans[0].ranges[("orders", 0)][0] == first
+
+
+@pytest.mark.parametrize("with_log_dir", [True, False], ids=["with-log-dir", "copies-alone"])
+@pytest.mark.parametrize("retained", [False, True], ids=["log-start-0", "above-remote-retention"])
+def test_locate_earliest_below_a_missing_oldest_live_copy_answers_the_brokers_log_start(tmp_path, capsys,
+                                                                                        with_log_dir, retained):
+    """`kafkaseg locate --time -2` answers what `offsets --time -2` prints: the broker's log start, which
+    __remote_log_metadata tells when its oldest live copies are missing (their first offset), and says that offset
+    is lost with the copy (no file holds it) rather than locating it. Before, locate read no metadata: it answered
+    the first offset the files hold, and an offset in the missing copy was "below the log start"."""
+    from kafkaseg.cli.main import main
+    from kafkaseg.lookup import locate_offset, locate_time
+    from kafkaseg.remote_metadata import read_remote_log_metadata
+    from kafkaseg.storage.layout import choose_replicas, discover
+
+    data, paths, gone, first, end = _oldest_live_copy_missing(tmp_path, retained, with_log_dir)
+    copy = f"{gone.name[21:-4]} (offsets {first}-{end - 1})"
+    args = ["locate", "--topic", "orders", "--partition", "0"] + [a for path in paths for a in ("--data-dir", path)]
+    main(["offsets", "--topic", "orders", "--time", "-2"] + args[5:])
+    assert capsys.readouterr().out == f"orders:0:{first}\n"
+    assert main(args + ["--time", "-2"]) == 1  # (no record there: lost)
+    out, err = capsys.readouterr()
+    assert f"time -2 -> offset {first} " in out, out
+    assert copy in out and "lost" in out, out
+    assert main(args + ["--time", "-2", "--json"]) == 1
+    said = json.loads(capsys.readouterr().out)
+    assert said["answer"]["offset"] == first and not said["location"]["found"]
+    assert copy in said["location"]["reason"], said["location"]
+    # an offset in the missing copy is said lost with it, not below the log start
+    assert main(args + ["--offset", str(first + 5)]) == 1
+    out = capsys.readouterr().out
+    assert copy in out and "below the log start" not in out, out
+    # the lookup API answers the same
+    found = discover(paths, remote_log_metadata=read_remote_log_metadata)
+    (choice,) = choose_replicas([p for p in found if p.topic == "orders"])
+    answer, location = locate_time(choice.chosen, "earliest")
+    assert answer.offset == first and not location.found and copy in location.reason
+    assert copy in locate_offset(choice.chosen, first + 5).reason
