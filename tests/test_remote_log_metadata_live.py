@@ -1016,6 +1016,11 @@ def test_locate_earliest_below_a_missing_oldest_live_copy_answers_the_brokers_lo
     assert main(args + ["--offset", str(first + 5)]) == 1
     out = capsys.readouterr().out
     assert copy in out and "below the log start" not in out, out
+    # a time whose broker answer is in the missing copy (its recorded largest timestamp, 0 here, reaches time 0):
+    # the files' answer is located, and stderr says the broker's is in the copy, as offsets says it
+    assert main(args + ["--time", "0"]) == 0
+    out, err = capsys.readouterr()
+    assert f"time 0 -> offset {end} " in out and f"copy {copy}" in err, (out, err)
     # the lookup API answers the same
     found = discover(paths, remote_log_metadata=read_remote_log_metadata)
     (choice,) = choose_replicas([p for p in found if p.topic == "orders"])
