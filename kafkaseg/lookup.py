@@ -182,7 +182,8 @@ class RecordLocation:
     """Where an offset lives: the segment file, its batch (header and byte position) and the record in it.
 
     ``found`` is False when no record has exactly ``offset`` (a compaction gap, below the log start, at/past the
-    log end, lost to damage a lenient lookup went past): then ``record_offset`` is the next record after it in the
+    log end, lost to damage a lenient lookup went past, or with a live tiered-storage copy missing that
+    ``__remote_log_metadata`` lists: :attr:`~kafkaseg.storage.layout.PartitionDir.live_copies_lost`): then ``record_offset`` is the next record after it in the
     log (None when there is none) and ``reason`` says why."""
 
     topic: str
@@ -1141,11 +1142,16 @@ class PartitionLookup:
     def locate(self, offset: int) -> RecordLocation:
         """The segment, batch and record holding ``offset`` (see :class:`RecordLocation`)."""
         topic, partition = self.pdir.topic, self.pdir.partition
+        # an offset only a live tiered-storage copy __remote_log_metadata lists held, missing from the copies given
+        # (ListOffsets' earliest may be one: the broker's log start), is lost with it: no file here holds it
+        gone = next((f"offset {offset} is in live tiered-storage copy {segment_id} (offsets {first}-{end - 1}), "
+                     "which __remote_log_metadata lists and is missing from the copies given: lost with it"
+                     for segment_id, first, end in self.pdir.live_copies_lost if first <= offset < end), None)
         if not self.segments:
-            return RecordLocation(topic, partition, offset, False, reason="partition has no segments")
+            return RecordLocation(topic, partition, offset, False, reason=gone or "partition has no segments")
         leo = self.log_end_offset()
         if offset >= leo:
-            return RecordLocation(topic, partition, offset, False, reason=self._past_end_reason(offset, leo))
+            return RecordLocation(topic, partition, offset, False, reason=gone or self._past_end_reason(offset, leo))
         below_start = offset < self.log_start_offset
         i = max(0, bisect.bisect_right(self.bases, offset) - 1)
         wanted = offset
@@ -1165,7 +1171,9 @@ class PartitionLookup:
                     if record_offset >= wanted:
                         exact = record_offset == offset
                         reason = None
-                        if below_start:
+                        if gone is not None:
+                            reason, exact = f"{gone}; the next record is at {record_offset}", False
+                        elif below_start:
                             reason = f"offset {offset} is below the log start offset {self.log_start_offset}"
                         elif not exact:
                             reason = lost.reason(offset, header, record_offset) or (
@@ -1178,7 +1186,7 @@ class PartitionLookup:
             i += 1
             if i < len(self.segments):
                 wanted = max(wanted, self.bases[i])
-        return RecordLocation(topic, partition, offset, False, reason=lost.reason(offset, None, None) or
+        return RecordLocation(topic, partition, offset, False, reason=gone or lost.reason(offset, None, None) or
                               "no record at or after this offset")
 
 

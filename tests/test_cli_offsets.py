@@ -144,6 +144,20 @@ def test_locate(datadir, capsys):
                 str(pm.log_end_offset)], capsys)[0] == 1
 
 
+def test_locate_a_time_after_every_record_says_there_is_no_offset(datadir, capsys):
+    """No record at or after the time: locate says so (exit 1), in text and in --json. Found on the way to locate
+    reading __remote_log_metadata: it raised a ValueError traceback (its lookup returned three values for this
+    answer where four were unpacked)."""
+    pm = datadir.partition("t", 5)
+    after = max(r.timestamp for r in pm.records) + 1
+    argv = ["locate", "--data-dir", str(datadir.path), "--topic", "t", "--partition", "5", "--time", str(after)]
+    code, lines, _ = run(argv, capsys)
+    assert code == 1 and lines == [f"t-5: no offset for time {after} (no record with a timestamp at or after it)"]
+    code, lines, _ = run(argv + ["--json"], capsys)
+    said = json.loads("\n".join(lines))
+    assert code == 1 and said["location"] is None and said["answer"]["offset"] is None
+
+
 def test_locate_says_when_a_consumer_of_its_isolation_would_not_see_the_record(tmp_path, capsys):
     manifest = write_data_dir(tmp_path, [TopicSpec("p", records_per_partition=400, records_per_batch=10,
                                                    transactional=True, abort_ratio=0.4, open_transactions=1)])

@@ -406,3 +406,38 @@ def test_on_corruption_skip_answers_past_damage_as_a_lenient_read(tmp_path):
     assert not lenient[1]["found"] and "unreadable" in lenient[1]["reason"]
     assert job.parse_args(["--data-dir", str(tmp_path), "--input", "x.csv", "--output", "o",
                            "--on-corruption", "skip"]).on_corruption == "skip"
+
+
+@pytest.mark.parametrize("with_log_dir", [True, False], ids=["with-log-dir", "copies-alone"])
+def test_earliest_below_a_missing_oldest_live_tiered_copy_is_the_brokers_log_start(tmp_path, with_log_dir):
+    """The job answers as `kafkaseg offsets`/`locate` do with __remote_log_metadata among the --data-dirs: -2 is the
+    broker's log start (the missing oldest live copy's first offset, no record there), and an offset in that copy is
+    lost with it, named. Before, the job read no metadata: -2 answered the first offset the files hold."""
+    from tests.test_remote_log_metadata_live import _oldest_live_copy_missing
+
+    _, paths, gone, first, end = _oldest_live_copy_missing(tmp_path, False, with_log_dir)
+    copy = f"{gone.name[21:-4]} (offsets {first}-{end - 1})"
+    batch = pa.RecordBatch.from_pylist(
+        [{"topic": "orders", "partition": "0", "time": "-2", "offset": None},
+         {"topic": "orders", "partition": "0", "time": None, "offset": str(first + 5)}],
+        schema=pa.schema([(n, pa.string()) for n in job.REQUEST_COLUMNS]))
+    earliest, inside = pa.Table.from_batches(list(job.lookup_batches([batch], paths))).to_pylist()
+    assert earliest["offset"] == first and not earliest["found"] and earliest["record_offset"] == end, earliest
+    assert not inside["found"] and copy in inside["reason"], inside
+
+
+def test_check_takes_a_tiered_store_emptied_whose_metadata_lists_live_copies(tmp_path):
+    """The driver's check discovers as the executors do: a store whose copies are all gone, with
+    __remote_log_metadata among the --data-dirs listing them live, is the metadata's data loss (its rows answered,
+    -2 the broker's log start), not a path to refuse. Before, check refused it (a LayoutError) before Spark started."""
+    from tests.test_remote_log_metadata_live import _drop, _tiered
+    from kafkaseg.testing.tiered import write_remote_log_metadata
+
+    data, remote, _, written, events, _, number = _tiered(tmp_path, "local")
+    write_remote_log_metadata(data, events, partition=number)
+    for log in written:
+        _drop(log)
+    dirs = [str(remote), str(data / f"__remote_log_metadata-{number}")]
+    (tmp_path / "requests.csv").write_text("topic,partition,time,offset\norders,0,-2,\n")
+    job.check(job.parse_args([arg for d in dirs for arg in ("--data-dir", d)] + [
+        "--input", str(tmp_path / "requests.csv"), "--output", str(tmp_path / "out")]))

@@ -58,17 +58,24 @@ def _tiered(tmp_path: Path, layout: str, **spec_options):
     write_data_dir(tmp_path / "data", [spec])
     folder = tmp_path / "data" / "orders-0"
     whole = kafkaseg.read_arrow(str(tmp_path / "data")).select(COLUMNS)
-    written = copy_to_tiered(folder, tmp_path / "remote", layout=layout)
     topic_id = (folder / "partition.metadata").read_text().split("topic_id:")[1].split()[0]
+    written, events, start = _tier_oldest(folder, tmp_path / "remote", layout, topic_id)
+    (tmp_path / "data" / "log-start-offset-checkpoint").write_text(f"0\n1\norders 0 {start}\n")
+    return tmp_path / "data", tmp_path / "remote", whole, written, events, topic_id, metadata_partition(topic_id, 0)
+
+
+def _tier_oldest(folder: Path, remote: Path, layout: str, topic_id: str):
+    """Copy the rolled segments of the partition folder ``folder`` under ``remote`` in ``layout``, and delete its 4
+    oldest from it (their offsets then only in remote storage). Returns (the copies, what the broker recorded of
+    them, the folder's first offset: the log start)."""
+    written = copy_to_tiered(folder, remote, layout=layout)
     epochs = [tuple(map(int, line.split())) for line in (folder / "leader-epoch-checkpoint").read_text()
               .splitlines()[2:]]
     bases = sorted(int(p.name[:-4]) for p in folder.glob("*.log"))
     for base in bases[:4]:
         for path in folder.glob(f"{base:020d}.*"):
             path.unlink()
-    (tmp_path / "data" / "log-start-offset-checkpoint").write_text(f"0\n1\norders 0 {bases[0]}\n")
-    events = copy_events(written, epochs, topic_id=topic_id)
-    return tmp_path / "data", tmp_path / "remote", whole, written, events, topic_id, metadata_partition(topic_id, 0)
+    return written, copy_events(written, epochs, topic_id=topic_id), bases[0]
 
 
 class _Said:
@@ -869,3 +876,154 @@ def test_a_recreated_topic_read_from_its_beginning_loses_a_missing_oldest_live_c
     assert any("deleted and recreated" in lost for lost in plans[0].data_loss), plans[0].data_loss
     assert any(copy in lost for plan in plans for lost in plan.data_loss), [p.data_loss for p in plans]
     assert plans[0].ranges[("orders", 0)][0] == first
+
+
+def _two_partitions_tiered(tmp_path: Path, layout: str):
+    """``orders`` with two partitions, each tiered as :func:`_tiered`'s (its 4 oldest segments only in remote
+    storage, the log start still at 0), the metadata written for both. Returns (log dir, remote root, whole log's
+    rows, {partition: its copies}, the metadata partitions' folders, topic id)."""
+    spec = TopicSpec("orders", partitions=2, records_per_partition=3000, records_per_batch=20,
+                     segment_bytes=24 * 1024, index_interval_bytes=2048)
+    data, remote = tmp_path / "data", tmp_path / "remote"
+    write_data_dir(data, [spec])
+    whole = kafkaseg.read_arrow(str(data), subscribe="orders").select(COLUMNS)
+    written, events, starts = {}, {}, []
+    topic_id = (data / "orders-0" / "partition.metadata").read_text().split("topic_id:")[1].split()[0]
+    for partition in (0, 1):
+        written[partition], recorded, start = _tier_oldest(data / f"orders-{partition}", remote, layout, topic_id)
+        starts.append(f"orders {partition} {start}")
+        events.setdefault(metadata_partition(topic_id, partition), []).extend(recorded)
+    (data / "log-start-offset-checkpoint").write_text(f"0\n{len(starts)}\n" + "\n".join(starts) + "\n")
+    metadata = [write_remote_log_metadata(data, values, partition=number) for number, values in events.items()]
+    return data, remote, whole, written, metadata, topic_id
+
+
+def _partition_rows(whole, data: Path, partition: int, with_log_dir: bool):
+    """The rows of ``partition`` a read holds: all of them with the log dir, else the copies' (up to its active
+    segment, never copied)."""
+    rows = whole.filter(pc.equal(whole["partition"], partition))
+    if with_log_dir:
+        return rows
+    active = int(sorted((data / f"orders-{partition}").glob("*.log"))[-1].name[:20])
+    return rows.filter(pc.less(rows["offset"], active))
+
+
+def _named(written: list[Path], end: int) -> list[str]:
+    """How a loss names each copy of ``written`` (the next one's base, else ``end``, ending it)."""
+    ends = [int(log.name[:20]) for log in written[1:]] + [end]
+    return [f"{log.name[21:-4]} (offsets {int(log.name[:20])}-{stop - 1})" for log, stop in zip(written, ends)]
+
+
+@pytest.mark.parametrize("with_log_dir", [True, False], ids=["with-log-dir", "copies-alone"])
+@pytest.mark.parametrize("layout,shape,given", [("local", "emptied", "root"), ("local", "gone", "root"),
+                                                ("aiven", "gone", "root"), ("aiven", "gone", "topic-folder"),
+                                                ("aiven", "emptied", "root")])
+def test_a_partitions_copies_gone_from_a_store_holding_others_are_lost_named(tmp_path, capsys, layout, shape, given,
+                                                                             with_log_dir):
+    """One partition's copies all gone from a store still holding another's (LocalTieredStorage's
+    <topic>-<partition>-<id>/ left empty or deleted, an Aiven <partition>/ deleted), __remote_log_metadata listing
+    them live: the same loss as some of its copies missing, in reads, verify, describe and offsets. Before, the
+    empty LocalTieredStorage folder was skipped ("neither ...") and a deleted folder was simply absent: a read of
+    the topic got the other partition only, without a word. (An Aiven <partition>/ left empty was already read as
+    an empty partition that lost them.)"""
+    from kafkaseg.cli.describe import describe_paths
+    from kafkaseg.cli.main import main
+    from kafkaseg.cli.verify import ERROR, verify_paths
+
+    data, remote, whole, written, metadata, _ = _two_partitions_tiered(tmp_path, layout)
+    first_local = int(sorted((data / "orders-1").glob("*.log"))[0].name[:20])
+    active = int(sorted((data / "orders-1").glob("*.log"))[-1].name[:20])
+    named = _named(written[1], active)
+    for log in written[1]:
+        _drop(log)
+    if shape == "gone":
+        shutil.rmtree(written[1][0].parent)
+    store = remote if given == "root" else written[0][0].parent.parent  # (Aiven's <topic>-<id>/)
+    paths = ([str(data)] if with_log_dir else list(map(str, metadata))) + [str(store)]
+    below = named[:len([log for log in written[1] if int(log.name[:20]) < first_local])] if with_log_dir else named
+    with pytest.raises(DataLossError) as raised:
+        kafkaseg.read_arrow(paths, subscribe="orders")
+    assert below[0] in str(raised.value), str(raised.value)
+    scan = kafkaseg.open_scan(paths, subscribe="orders", failOnDataLoss="false")
+    got = scan.to_table().select(COLUMNS)
+    other = _partition_rows(whole, data, 0, with_log_dir)
+    assert got.filter(pc.equal(got["partition"], 0)).equals(other)
+    ones = got.filter(pc.equal(got["partition"], 1))
+    rows = _partition_rows(whole, data, 1, True)
+    assert ones.equals(rows.filter(pc.greater_equal(rows["offset"], first_local)) if with_log_dir
+                       else rows.slice(0, 0)), ones.num_rows
+    (lost,) = scan.plan.report.data_loss
+    assert all(copy in lost for copy in below), lost
+    # a selection leaving the partition out reads as before
+    assert kafkaseg.read_arrow(paths, assign='{"orders": [0]}').select(COLUMNS).equals(other)
+    # verify: an error naming the copies; describe: the copies said missing
+    report = verify_paths(paths)
+    missing = [p for p in report.problems if written[1][0].name[21:-4] in p.message]
+    assert missing and all(p.severity == ERROR for p in missing), [(p.severity, p.message) for p in report.problems]
+    described = describe_paths(paths, topics={"orders"})
+    assert any(written[1][0].name[21:-4] in n for d in described for n in d.notes), [d.notes for d in described]
+    # offsets: -2 is the broker's log start, in the first copy lost, said on stderr
+    args = ["offsets", "--topic", "orders", "--partitions", "1"] + [a for path in paths for a in ("--data-dir", path)]
+    assert main(args + ["--time", "-2"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "orders:1:0\n" and f"copy {named[0]}" in err, (out, err)
+
+
+@pytest.mark.parametrize("with_log_dir", [True, False], ids=["with-log-dir", "copies-alone"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_path_naming_one_partitions_copies_claims_no_other_partition(tmp_path, layout, with_log_dir):
+    """A path naming one partition's folder (LocalTieredStorage's <topic>-<partition>-<id>/, Aiven's
+    <topic>-<id>/<partition>/) says nothing of another partition's copies: the other's gone from the store is not
+    this path's loss (its copies were not given)."""
+    data, remote, whole, written, metadata, _ = _two_partitions_tiered(tmp_path, layout)
+    for log in written[1]:
+        _drop(log)
+    shutil.rmtree(written[1][0].parent)
+    paths = ([str(data)] if with_log_dir else list(map(str, metadata))) + [str(written[0][0].parent)]
+    scan = kafkaseg.open_scan(paths, subscribe="orders")
+    got = scan.to_table().select(COLUMNS)
+    assert got.filter(pc.equal(got["partition"], 0)).equals(_partition_rows(whole, data, 0, with_log_dir))
+    assert not any(written[1][0].name[21:-4] in lost for lost in scan.plan.report.data_loss)
+
+
+@pytest.mark.parametrize("with_log_dir", [True, False], ids=["with-log-dir", "copies-alone"])
+@pytest.mark.parametrize("retained", [False, True], ids=["log-start-0", "above-remote-retention"])
+def test_locate_earliest_below_a_missing_oldest_live_copy_answers_the_brokers_log_start(tmp_path, capsys,
+                                                                                        with_log_dir, retained):
+    """`kafkaseg locate --time -2` answers what `offsets --time -2` prints: the broker's log start, which
+    __remote_log_metadata tells when its oldest live copies are missing (their first offset), and says that offset
+    is lost with the copy (no file holds it) rather than locating it. Before, locate read no metadata: it answered
+    the first offset the files hold, and an offset in the missing copy was "below the log start"."""
+    from kafkaseg.cli.main import main
+    from kafkaseg.lookup import locate_offset, locate_time
+    from kafkaseg.remote_metadata import read_remote_log_metadata
+    from kafkaseg.storage.layout import choose_replicas, discover
+
+    data, paths, gone, first, end = _oldest_live_copy_missing(tmp_path, retained, with_log_dir)
+    copy = f"{gone.name[21:-4]} (offsets {first}-{end - 1})"
+    args = ["locate", "--topic", "orders", "--partition", "0"] + [a for path in paths for a in ("--data-dir", path)]
+    main(["offsets", "--topic", "orders", "--time", "-2"] + args[5:])
+    assert capsys.readouterr().out == f"orders:0:{first}\n"
+    assert main(args + ["--time", "-2"]) == 1  # (no record there: lost)
+    out, err = capsys.readouterr()
+    assert f"time -2 -> offset {first} " in out, out
+    assert copy in out and "lost" in out, out
+    assert main(args + ["--time", "-2", "--json"]) == 1
+    said = json.loads(capsys.readouterr().out)
+    assert said["answer"]["offset"] == first and not said["location"]["found"]
+    assert copy in said["location"]["reason"], said["location"]
+    # an offset in the missing copy is said lost with it, not below the log start
+    assert main(args + ["--offset", str(first + 5)]) == 1
+    out = capsys.readouterr().out
+    assert copy in out and "below the log start" not in out, out
+    # a time whose broker answer is in the missing copy (its recorded largest timestamp, 0 here, reaches time 0):
+    # the files' answer is located, and stderr says the broker's is in the copy, as offsets says it
+    assert main(args + ["--time", "0"]) == 0
+    out, err = capsys.readouterr()
+    assert f"time 0 -> offset {end} " in out and f"copy {copy}" in err, (out, err)
+    # the lookup API answers the same
+    found = discover(paths, remote_log_metadata=read_remote_log_metadata)
+    (choice,) = choose_replicas([p for p in found if p.topic == "orders"])
+    answer, location = locate_time(choice.chosen, "earliest")
+    assert answer.offset == first and not location.found and copy in location.reason
+    assert copy in locate_offset(choice.chosen, first + 5).reason

@@ -911,3 +911,34 @@ def test_an_emptied_bucket_with_the_metadata_listing_live_copies_is_data_loss(s3
     got = kafkaseg.read_arrow(paths, subscribe="orders", failOnDataLoss="false").select(whole.column_names)
     assert got.equals(whole.filter(pa.compute.greater_equal(whole["offset"], first_local)))
     assert not _writes(s3.take())
+
+
+@pytest.mark.parametrize("layout", ["aiven", "local"])
+def test_a_partitions_copies_gone_from_a_bucket_holding_others_are_data_loss(s3, tmp_path, layout):
+    """A bucket still holding one partition's tiered-storage copies and none of another's (on an object store a
+    partition whose objects are all deleted has no folder at all), the log dir's __remote_log_metadata listing them
+    live: a read of the topic loses them, named, instead of reading the other partition alone without a word."""
+    from kafkaseg.errors import DataLossError
+    import shutil
+
+    from tests.test_remote_log_metadata_live import _drop, _two_partitions_tiered
+
+    data, remote, whole, written, _, _ = _two_partitions_tiered(tmp_path, layout)
+    for log in written[1]:
+        _drop(log)
+    shutil.rmtree(written[1][0].parent)  # (copied, an empty folder would be an empty directory marker object)
+    client = pafs.S3FileSystem(endpoint_override=s3.endpoint, scheme="http", allow_bucket_creation=True)
+    bucket = f"one-partition-{layout}"
+    client.create_dir(bucket)
+    pafs.copy_files(str(remote), f"{bucket}/tiered", destination_filesystem=client)
+    pafs.copy_files(str(data), f"{BUCKET}/{bucket}/data", destination_filesystem=client)
+    paths = [s3.uri("data", prefix=bucket), s3.uri("tiered", bucket=bucket, prefix="")]
+    s3.take()
+    with pytest.raises(DataLossError, match=written[1][0].name[21:-4]):
+        kafkaseg.read_arrow(paths, subscribe="orders")
+    first_local = int(sorted((data / "orders-1").glob("*.log"))[0].name[:20])
+    got = kafkaseg.read_arrow(paths, subscribe="orders", failOnDataLoss="false").select(whole.column_names)
+    pc = pa.compute
+    kept = pc.or_(pc.equal(whole["partition"], 0), pc.greater_equal(whole["offset"], first_local))
+    assert got.sort_by([("partition", "ascending"), ("offset", "ascending")]).equals(whole.filter(kept))
+    assert not _writes(s3.take())

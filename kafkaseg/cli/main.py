@@ -307,14 +307,19 @@ def _cmd_describe(args) -> int:
 
 # -- offsets / locate -----------------------------------------------------------------------------------------------
 
-def _partitions_for(data_dirs: list[str], topic: re.Pattern, wanted: set[int] | None, key_ring=None):
+def _partitions_for(data_dirs: list[str], topic: re.Pattern, wanted: set[int] | None, key_ring=None, *,
+                    lenient: bool = False):
+    from kafkaseg.remote_metadata import read_remote_log_metadata
     from kafkaseg.storage.layout import choose_replicas, discover
 
     def chosen(name: str, partition: int) -> bool:  # decided from folder names: the others are never read
         return topic.fullmatch(name) is not None and (wanted is None or partition in wanted)
 
-    # a .log file given stands for its whole partition, as for offsets, describe and reads
-    found = [p.whole or p for p in discover(data_dirs, select=chosen, key_ring=key_ring)
+    # a .log file given stands for its whole partition, as for offsets, describe and reads; which tiered-storage
+    # copies are live (and which live ones are missing) from __remote_log_metadata among the paths, as for offsets
+    found = [p.whole or p for p in discover(data_dirs, select=chosen, key_ring=key_ring,
+                                            remote_log_metadata=lambda metadata: read_remote_log_metadata(
+                                                metadata, lenient=lenient))
              if chosen(p.topic, p.partition)]
     return [c.chosen for c in choose_replicas(found)]
 
@@ -648,7 +653,7 @@ def _high_watermark_note(lookup) -> str | None:
 
 def _cmd_locate(args) -> int:
     partitions = _partitions_for(args.data_dir, re.compile(re.escape(args.topic)), {args.partition},
-                                 args.tiered_key_ring)
+                                 args.tiered_key_ring, lenient=args.on_corruption == "skip")
     if not partitions:
         from kafkaseg.cli.common import partitions_named
         from kafkaseg.errors import did_you_mean
@@ -665,12 +670,14 @@ def _cmd_locate(args) -> int:
 
     def look_up(pdir):
         with _partition_lookup(pdir, args, "locate") as lookup:
-            answer = None
+            answer = lost = None
             if args.time is not None:
                 answer = lookup.list_offset(int(args.time))
                 if answer.offset is None:
-                    return answer, None, None
+                    return answer, None, None, None, None
                 offset = answer.offset
+                # the broker's answer in a live copy missing from the bucket: said as offsets says it
+                lost = _answer_lost(pdir, int(args.time), offset)
             else:
                 offset = args.offset
             tail = lookup.lost_tail()
@@ -678,11 +685,13 @@ def _cmd_locate(args) -> int:
                     and args.on_corruption != "skip"):
                 raise tail.error()  # as a strict read of the offset raises; leniently, the location says why
             location = lookup.locate(offset)
-            return answer, location, lookup.stats, _visibility(pdir, lookup, location, args)
+            return answer, location, lookup.stats, _visibility(pdir, lookup, location, args), lost
 
     pdir = partitions[0]
     # listed again if a live broker deletes a segment meanwhile
-    answer, location, stats, visibility = relisted(pdir, look_up)
+    answer, location, stats, visibility, lost = relisted(pdir, look_up)
+    if lost is not None:  # said on stderr whatever the options, and in --json's note
+        print(f"kafkaseg locate: {pdir.topic}-{pdir.partition}: {lost}", file=sys.stderr)
     if location is None:
         if args.json:
             print(json.dumps({"answer": answer.as_dict(), "location": None}, indent=1))
@@ -694,6 +703,8 @@ def _cmd_locate(args) -> int:
         out = {"location": location.as_dict(), "stats": stats.as_dict(), "visibility": visibility}
         if answer is not None:
             out["answer"] = answer.as_dict()
+        if lost is not None:
+            out["note"] = lost
         print(json.dumps(out, indent=1))
         return EXIT_OK if location.found else EXIT_FAILED
     if answer is not None:

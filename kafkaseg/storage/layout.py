@@ -1155,23 +1155,29 @@ def _discover_tiered(found: dict, left_out: dict, remote: list, path: str, files
 
 
 def _discover_emptied(found: dict, left_out: dict, emptied: list, path: str, filesystem, given,
-                      select: Callable[[str, int], bool] | None, metadata_read, refusal: str | None) -> None:
-    """Folders holding no file (:func:`tiered.emptied_folders` of ``path``) as the tiered-storage partitions whose
+                      select: Callable[[str, int], bool] | None, metadata_read, refusal: str | None) -> set[str]:
+    """Folders holding no file (:func:`tiered.emptied_folders` of ``path``, or where a store holding other
+    partitions' copies lacks one's: :func:`tiered.unfound_partition_folders`) as the tiered-storage partitions whose
     copies ``metadata_read`` (the cluster's ``__remote_log_metadata``) lists live and no copy found holds: each an
     empty partition whose live copies are all missing (:func:`read_tiered_partition`), which reads lose (planning's
-    data loss) as they lose some copies missing. A store whose copies are all gone is the same loss as one missing
-    some. Without a live copy the folders could hold, ``path`` is refused (``refusal``) as without metadata, or
-    passed over when a glob matched it (``refusal`` None)."""
+    data loss) as they lose some copies missing. A store whose copies are all gone, or a partition's, is the same
+    loss as one missing some. Each partition is taken by the first folder that could hold it. Without a live copy
+    the folders could hold, ``path`` is refused (``refusal``) as without metadata, or passed over (``refusal``
+    None: a glob matched it, or it holds copies). Returns the folders that stand for a partition."""
     live = metadata_read.live_partitions() if metadata_read is not None and hasattr(
         metadata_read, "live_partitions") else []
-    held = {(pd.topic_id, pd.partition) for pd in found.values() if pd.tiered is not None}
-    matched = [(folder, topic, topic_id, partition) for folder in emptied for topic, topic_id, partition in live
-               if (topic_id, partition) not in held and folder.could_hold(topic, topic_id, partition)]
+    taken = {(pd.topic_id, pd.partition) for pd in found.values() if pd.tiered is not None}
+    matched = []
+    for folder in emptied:
+        for topic, topic_id, partition in live:
+            if (topic_id, partition) not in taken and folder.could_hold(topic, topic_id, partition):
+                taken.add((topic_id, partition))
+                matched.append((folder, topic, topic_id, partition))
     if not matched:
         if refusal is not None:
             raise LayoutError(refusal + ("; __remote_log_metadata lists no live copy it could hold"
                                          if metadata_read is not None else ""))
-        return
+        return set()
     for folder, topic, topic_id, partition in matched:
         key = (_found_key(folder.path, filesystem), topic_id, partition)
         if select is not None and not (folder.path == path and folder.names_a_partition) and not select(topic,
@@ -1187,6 +1193,7 @@ def _discover_emptied(found: dict, left_out: dict, emptied: list, path: str, fil
         note = (f"{folder.path} holds no tiered-storage copy of {topic}-{partition}, whose live copies "
                 "__remote_log_metadata lists: read as the store that lost them")
         _keep(found, key, _replace(pd, notes=pd.notes + (note,)))
+    return {folder.path for folder, _, _, _ in matched}
 
 
 def refuse_empty_path(given: str | os.PathLike) -> None:
@@ -1214,7 +1221,9 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
     them out, and then still left out), before the copies are read; what it returns tells, by its
     ``copy_states(topic id, partition)``, which copies are live (see :func:`read_tiered_partition`), and by its
     ``live_partitions()``, ``(topic, topic id, partition)`` with live copies, which partitions a path holding no file
-    (:func:`tiered.emptied_folders`: a store whose copies are all gone) stands for (:func:`_discover_emptied`).
+    (:func:`tiered.emptied_folders`: a store whose copies are all gone) stands for (:func:`_discover_emptied`), and
+    which partitions a store holding other partitions' copies lost all of theirs (their folder left empty or gone:
+    :func:`tiered.unfound_partition_folders`).
 
     Raises :class:`LayoutError` for a path that does not exist, a glob that matches nothing, or a folder that is
     neither a log dir nor a topic-partition dir (nor, with the metadata, a store that lost live copies).
@@ -1234,6 +1243,9 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
     # (tiered.emptied_folders, path, filesystem, path given, the LayoutError refusing it) of folders holding no file:
     # stores whose copies are all gone when __remote_log_metadata lists live copies they could hold
     emptied_found: list = []
+    # (tiered_partition_folders' answer, the folders it passed over, path, filesystem, path given) of paths holding
+    # copies when the metadata may be read: the partitions whose copies they lack may be lost (the metadata says)
+    stores_found: list = []
 
     def merge_added() -> None:
         for folder, (_, _, new) in added.items():
@@ -1317,10 +1329,11 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                 if remote is not None:
                     if remote_log_metadata is None:
                         _discover_tiered(found, left_out, remote, path, filesystem, given, select, key_ring)
+                        if skipped is not None:
+                            skipped.extend(tiered_skips)
                     else:
                         tiered_found.append((remote, path, filesystem, given))
-                    if skipped is not None:
-                        skipped.extend(tiered_skips)
+                        stores_found.append((remote, tiered_skips, path, filesystem, given))
                     continue
                 if _SEGMENT_NAME.match(name):  # a folder under a segment's name, given or matched by a glob
                     raise UnreadableSegmentError(f"cannot read segment {path}: a folder, not a file")
@@ -1356,6 +1369,14 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
         _discover_tiered(found, left_out, remote, path, filesystem, given, select, key_ring, copy_states)
     for emptied, path, filesystem, given, refusal in emptied_found:
         _discover_emptied(found, left_out, emptied, path, filesystem, given, select, metadata_read, refusal)
+    for remote, passed_over, path, filesystem, given in stores_found:
+        standing: set[str] = set()
+        if metadata_read is not None:  # where the partitions whose copies it lacks could have been
+            unfound = tiered.unfound_partition_folders(path, remote, [p for p, _ in passed_over], filesystem)
+            standing = _discover_emptied(found, left_out, unfound, path, filesystem, given, select, metadata_read,
+                                         None)
+        if skipped is not None:
+            skipped.extend(entry for entry in passed_over if entry[0] not in standing)
     _moves_ended_meanwhile(found, futures, select)
     if unselected is not None:
         unselected.extend(sorted((entry for key, entry in left_out.items() if key not in found)))

@@ -78,6 +78,7 @@ __all__ = [
     "EmptiedFolder",
     "UNKNOWN_LAYOUT",
     "emptied_folders",
+    "unfound_partition_folders",
     "apply_copy_states",
     "OverlapResolution",
     "RemoteSegment",
@@ -281,6 +282,27 @@ def emptied_folders(path: str, filesystem, entries: Sequence[_fs.FileEntry],
             return None
         found.append(named)
     return found
+
+
+def unfound_partition_folders(path: str, found: Sequence[TieredPartitionFolder], skipped: Sequence[str],
+                              filesystem, list_dir: Callable = _fs.list_dir) -> list[EmptiedFolder]:
+    """Where partitions whose copies a store holding others' lacks could have been: ``path``, in which
+    :func:`tiered_partition_folders` found ``found`` and passed over the folders ``skipped``, holds only the
+    partitions its name or place says (only the metadata can say which of them lost their copies: discovery's
+    decision). Its folders named as a topic or partition folder and holding nothing (LocalTieredStorage's
+    ``<topic>-<partition>-<topic id>/`` left empty once its copies were deleted), then ``path`` itself: an Aiven
+    topic folder for any partition of its topic (a deleted ``<partition>/`` is not in it), a store's root for any
+    partition (a deleted partition folder is not in it). None of them for a path naming one partition's folder: it
+    says nothing of another's."""
+    if len(found) == 1 and found[0].path == path:
+        return []
+    aiven = parse_aiven_topic_folder(_fs.basename(path))
+    if aiven is not None and all(f.layout == AIVEN and _fs.parent(f.path) == path for f in found):
+        return [EmptiedFolder(path, AIVEN, ((aiven[0], aiven[1], None),))]
+    named = [folder for folder in map(_emptied_by_name, skipped) if folder is not None]
+    named = [folder for folder in named if not list_dir(folder.path, filesystem)]
+    layouts = {f.layout for f in found}
+    return named + [EmptiedFolder(path, layouts.pop() if len(layouts) == 1 else UNKNOWN_LAYOUT)]
 
 
 def _holds_aiven_partitions(entries: Sequence[_fs.FileEntry]) -> bool:
