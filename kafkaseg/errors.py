@@ -132,7 +132,16 @@ class LayoutError(KafkaSegError):
 class UnreadableSegmentError(LayoutError):
     """A segment name whose entry is no readable file: a broken link, a folder, a FIFO, socket or device, or one
     that cannot be stat'ed. A read refuses it (its records would go missing); a broker's ``LogLoader`` passes over
-    such entries, so ``kafkaseg log-dirs`` describes the log dir without it."""
+    such entries, so ``kafkaseg log-dirs`` describes the log dir without it. ``path`` is the segment's ``.log`` name,
+    ``detail`` what it is instead, as for :class:`CorruptDataError`; the message says both."""
+
+    def __init__(self, detail: str, path: str):
+        self.detail = detail
+        self.path = path
+        super().__init__(f"cannot read segment {path}: {detail}")
+
+    def __reduce__(self):  # (pickled into and out of Spark workers whole)
+        return type(self), (self.detail, self.path)
 
 
 class FolderChangingError(LayoutError):

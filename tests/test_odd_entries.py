@@ -67,7 +67,10 @@ def test_a_segment_that_is_no_file_is_refused_not_read_as_empty(data_dir, capsys
             kafkaseg.read_arrow(str(data_dir))
         assert main(["consume", "--data-dir", str(data_dir), "--topic", "orders", "--from-beginning"]) == 2
         assert "not a readable file" in capsys.readouterr().err
-        assert main(["verify", str(data_dir)]) != 0
+        # verify: that file's error (exit 1, as for any error it finds), the rest of the run as usual
+        assert main(["verify", str(data_dir)]) == 1
+        out = capsys.readouterr().out
+        assert f"ERROR: {log}: cannot read: not a readable file" in out and "1 partitions" in out
     finally:
         if kept is not None:
             kept.close()
@@ -238,3 +241,97 @@ def test_a_name_past_a_long_fails_the_log_only_when_it_is_a_file(data_dir, capsy
     assert main(["log-dirs", "--describe", "--json", str(data_dir)]) == 0
     (broker,) = json.loads(capsys.readouterr().out.splitlines()[-1])["brokers"]
     assert broker["logDirs"][0]["error"] is None
+
+
+def _dangling(path):
+    path.unlink()
+    path.symlink_to(path.parent / "nowhere")  # a link to nothing: the name cannot be stat'ed
+
+
+@pytest.fixture
+def two_partitions(tmp_path):
+    root = tmp_path / "data"
+    write_data_dir(root, [TopicSpec("orders", partitions=2, records_per_partition=600, records_per_batch=20,
+                                    segment_bytes=8 * 1024)])
+    return root
+
+
+@pytest.mark.parametrize("plant", [_fifo, _folder, _dangling])
+def test_a_segment_that_is_no_file_is_its_partitions_error_and_the_rest_is_still_checked(two_partitions, capsys,
+                                                                                        plant):
+    # README: what describe and verify cannot read is an error of that partition, and the rest is still described
+    # or verified; offsets skips that partition as it skips one it cannot answer. A read still refuses it.
+    data_dir = two_partitions
+    log = _middle(data_dir)
+    plant(log)
+    why = f"cannot read segment {log}: not a readable file"
+    with pytest.raises(LayoutError, match=why):
+        kafkaseg.read_arrow(str(data_dir))
+    with pytest.raises(LayoutError, match=why):
+        kafkaseg.read_arrow(str(data_dir), onCorruption="skip")
+    other = [s.name for s in sorted((data_dir / "orders-1").glob("*.log"))]
+
+    assert main(["verify", "--json", str(data_dir)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    by_name = {(p["topic"], p["partition"]): p for p in report["partitions"]}
+    assert set(by_name) == {("orders", 0), ("orders", 1)}
+    assert [s["path"].rsplit("/", 1)[1] for s in by_name["orders", 1]["segments"]] == other
+    assert by_name["orders", 1]["logEndOffset"] == 600
+    mine = [p for p in report["problems"] if p["file"] == str(log)]
+    assert [p["severity"] for p in mine] == ["error"] and "not a readable file" in mine[0]["message"], mine
+    assert not [p for p in report["problems"] if p["severity"] == "error" and "orders-1" in p["file"]]
+
+    assert main(["verify", str(data_dir)]) == 1
+    out = capsys.readouterr().out
+    assert f"ERROR: {log}: cannot read: not a readable file" in out
+    assert "2 partitions" in out
+
+    assert main(["describe", "--json", str(data_dir)]) == 2
+    out, err = capsys.readouterr()
+    described = {d["partition"]: d for d in json.loads(out)["partitions"]}
+    assert [e for e in described[0]["errors"] if why in e], described[0]["errors"]
+    assert (described[1]["errors"], described[1]["logEndOffset"]) == ([], 600)
+    assert main(["describe", str(data_dir)]) == 2
+    out, err = capsys.readouterr()
+    assert f"orders-0: error: {why}" in err
+    assert "orders-1" not in err
+
+    assert main(["offsets", "--data-dir", str(data_dir)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "orders:1:600\n"
+    assert f"Skip getting offsets for topic-partition orders-0 due to error: {why}" in err
+    assert main(["offsets", "--data-dir", str(data_dir), "--json"]) == 2
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["partition"], "error" in r) for r in rows] == [(1, False), (0, True)]
+
+
+def test_a_partition_folder_given_with_a_segment_that_is_no_file_is_that_partitions_error(two_partitions, capsys):
+    log = _middle(two_partitions)
+    _folder(log)
+    given = [str(two_partitions / "orders-0"), str(two_partitions / "orders-1")]
+    assert main(["verify", "--json", *given]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert len(report["partitions"]) == 2
+    assert [p["severity"] for p in report["problems"] if p["file"] == str(log)] == ["error"]
+    assert main(["describe", *given]) == 2
+    assert f"orders-0: error: cannot read segment {log}" in capsys.readouterr().err
+    with pytest.raises(LayoutError, match=f"cannot read segment {log}"):
+        kafkaseg.read_arrow(given)
+
+
+def test_offsets_skips_a_partition_one_replica_of_which_has_a_segment_that_is_no_file(two_partitions, tmp_path,
+                                                                                       capsys):
+    # a read of both log dirs refuses the partition (discovery): offsets answers neither replica rather than the
+    # other one unsaid, and still answers the other partition
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(two_partitions, copy)
+    log = _middle(copy)
+    _folder(log)
+    with pytest.raises(LayoutError, match=f"cannot read segment {log}"):
+        kafkaseg.read_arrow([str(two_partitions), str(copy)])
+    assert main(["offsets", "--data-dir", str(two_partitions), "--data-dir", str(copy)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "orders:1:600\n"
+    assert err.count("Skip getting offsets for topic-partition orders-0") == 1 and str(log) in err

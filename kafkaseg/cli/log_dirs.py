@@ -168,15 +168,14 @@ def _describe_one(path: str, filesystem, wanted: set | None) -> LogDirUsage:
         raise LayoutError(f"{path}: no such directory (a log dir that is not there, or a disk not mounted)")
     if not entry.is_dir:
         raise LayoutError(f"{path}: not a log dir (a file; give the log dirs, as log.dirs lists them)")
-    unreadable: list = []  # partition folders with a segment that is no readable file
+    # (a partition folder with a segment that is no readable file: a partition with its error, described below)
     log_dir = read_log_dir(path, filesystem, select=lambda t, p: _wanted(f"{t}-{p}", (t, p), wanted),
-                           unreadable=unreadable)
+                           partition_errors=True)
     # one listing, read_log_dir's: a folder renamed meanwhile (a move finishing) is then seen once, as it was
     folders = [(pdir.path, _fs.basename(pdir.path)) for pdir in log_dir.partitions]
     folders += [(_fs.join(path, name), name) for name, _ in log_dir.skipped if name != "(log dir)"]
     folders += [(folder, _fs.basename(folder)) for _, _, folder in log_dir.unselected]
-    folders += [(folder, _fs.basename(folder)) for folder, _, _ in unreadable]
-    partly = {folder: (parsed, err) for folder, parsed, err in unreadable}
+    partly = {pdir.path: pdir.error for pdir in log_dir.partitions if pdir.error is not None}
     files = [e for e in _fs.list_dir(path, filesystem) if not e.is_dir]
     known = log_dir.meta is not None or log_dir.high_watermarks or log_dir.recovery_points \
         or log_dir.log_start_offsets or log_dir.unreadable_checkpoints
@@ -201,7 +200,7 @@ def _describe_one(path: str, filesystem, wanted: set | None) -> LogDirUsage:
         except OSError:
             pass
     usage.disk_bytes = _own_blocks(path, filesystem) + sum(_allocated(e.path, e.size, filesystem) for e in files)
-    read = {p.path: p for p in log_dir.partitions}
+    read = {p.path: p for p in log_dir.partitions if p.error is None}
     # every folder's files (threads on an object store)
     sizes = _fs.map_files(lambda f: _folder_disk_bytes(f[0], filesystem), folders, [filesystem])
     for (folder, name), (on_disk, deleted) in zip(folders, sizes):
@@ -221,7 +220,7 @@ def _describe_one(path: str, filesystem, wanted: set | None) -> LogDirUsage:
                                                size=sum(e.size for e in logs), disk_bytes=on_disk,
                                                segments=len(logs)))
             usage.pending_deletion_bytes += deleted
-            usage.why.append(f"{folder}: {partly[folder][1]} (a broker passes over it; its size counts the "
+            usage.why.append(f"{folder}: {partly[folder]} (a broker passes over it; its size counts the "
                              ".log files that are files)")
         elif name.endswith("-future"):
             if parsed is None:

@@ -331,7 +331,9 @@ _INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__sh
 def _offsets_partitions(args):
     """The partition replicas ``kafkaseg offsets`` answers for: GetOffsetShell's filters over the topics on disk
     (``--topic`` and ``--partitions``, or ``--topic-partitions`` rules, any rule matching; ``--exclude-internal-
-    topics``). ``__cluster_metadata``, which Admin never lists, is matched only when a rule names it exactly."""
+    topics``). ``__cluster_metadata``, which Admin never lists, is matched only when a rule names it exactly. A
+    partition a replica of which cannot be listed as a log (a segment that is no readable file) is that replica,
+    with its ``error``: skipped, as a read of the partition fails."""
     from kafkaseg.storage.layout import choose_replicas, discover
 
     if args.topic_partitions is not None:
@@ -357,10 +359,12 @@ def _offsets_partitions(args):
     # the dead ones are left out, and live ones missing from the bucket are known, see _cmd_offsets)
     found = discover(args.data_dir, select=allowed, key_ring=args.tiered_key_ring,
                      remote_log_metadata=lambda metadata: read_remote_log_metadata(
-                         metadata, lenient=args.on_corruption == "skip"))
+                         metadata, lenient=args.on_corruption == "skip"), partition_errors=True)
     # a .log file given stands for its whole partition, as for describe and reads (the broker answers for it)
-    found = [p.whole or p for p in found]
-    return [c.chosen for c in choose_replicas([p for p in found if allowed(p.topic, p.partition)])]
+    found = [p.whole or p for p in found if allowed(p.topic, p.partition)]
+    broken = {(p.topic, p.partition): p for p in reversed(found) if p.error is not None}  # (the first one found)
+    return [c.chosen for c in choose_replicas([p for p in found if (p.topic, p.partition) not in broken])] + \
+        list(broken.values())
 
 
 # -- argument types: a bad value is a one-line usage error (exit 2), never a traceback ---------------------------
@@ -492,6 +496,8 @@ def _cmd_offsets(args) -> int:
     answers, stats, notes, tails, failed = [], [], [], [], []
     for pdir in partitions:  # a segment a live broker deletes meanwhile: the partition is listed again
         try:
+            if pdir.error is not None:  # (discovery's: a segment that is no readable file)
+                raise pdir.error
             answer, stat, note, tail, lost = relisted(pdir, look_up)
         except KafkaSegError as err:
             # GetOffsetShell answers each partition on its own: one it cannot answer is skipped, the rest printed

@@ -1209,8 +1209,8 @@ def _check_files(pdir: PartitionDir, report: VerifyReport) -> None:
         entries = _fs.list_dir(pdir.path, pdir.filesystem)
     except KafkaSegError:
         return
-    names = {e.name for e in entries if not e.is_dir}
-    logs = {n.split(".")[0] for n in names if n.endswith(".log")}
+    # (a folder under a segment's name is its partition's error, not a missing .log whose indexes are orphans)
+    logs = {e.name.split(".")[0] for e in entries if e.name.endswith(".log")}
     # the .swap files read in place of the segments they replace, as a broker's LogLoader takes them: one line
     swapped_in = [_fs.basename(p) for s in pdir.segments if s.from_swap
                   for p in (s.log_path, s.index_path, s.timeindex_path, s.txnindex_path) if p]
@@ -1381,6 +1381,14 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
     summary = PartitionSummary(pdir.topic, pdir.partition, pdir.path, high_watermark=pdir.high_watermark,
                                log_start_offset=pdir.log_start_offset)
     report.partitions.append(summary)
+    if pdir.error is not None:
+        # discovery could not list its segments as a log (a segment that is no readable file): that file's error,
+        # then the checks that need no segment; the partition's offsets are unknown
+        _unreadable(report, pdir.error.path, pdir.error)
+        _check_log_dir_checkpoints(pdir, report)
+        _check_files(pdir, report)
+        report.flush_omitted()
+        return
     last_offset = -1
     gaps: list[tuple[str, int, int]] = []  # (segment, first, last offset missing before it), judged at the end
     tracker = _ReadableTracker(summary)
@@ -1685,8 +1693,10 @@ def verify_partitions(partitions: list[PartitionDir], report: VerifyReport, *, d
 def discover_to_verify(paths: list[str], skipped: list[tuple[str, str]], key_ring=None) -> list[PartitionDir]:
     """The partitions under ``paths`` as verify checks them (:func:`kafkaseg.storage.layout.discover`, with
     ``__remote_log_metadata`` deciding which tiered-storage copies are live when it is among the paths);
-    ``skipped`` gets the log dirs' folders not read."""
-    return discover(paths, skipped=skipped, key_ring=key_ring, remote_log_metadata=_remote_log_metadata)
+    ``skipped`` gets the log dirs' folders not read. A partition whose segments cannot be listed as a log (a segment
+    that is no readable file) is one with its ``error``, which :func:`verify_partition` reports."""
+    return discover(paths, skipped=skipped, key_ring=key_ring, remote_log_metadata=_remote_log_metadata,
+                    partition_errors=True)
 
 
 def report_across_partitions(report: VerifyReport, found: list[PartitionDir]) -> None:

@@ -237,6 +237,11 @@ class PartitionDir:
     live_copies_lost: tuple[tuple[str, int, int], ...] = ()
     # the tiered.CopyStates those are from (their largest timestamps: which of them a timestamp lookup reaches)
     lost_copy_states: Any = field(default=None, compare=False, repr=False)
+    # Why the partition's log cannot be read at all: a segment name whose entry is no readable file (a folder, FIFO,
+    # socket or device, a broken link, one that cannot be stat'ed), which a read refuses rather than leave its
+    # records out. Only discovery asked for ``partition_errors`` returns such a partition, with no segments (nor
+    # snapshots), its checkpoints and side files as read; without it discovery raises this error instead.
+    error: UnreadableSegmentError | None = field(default=None, compare=False)
 
     @property
     def log_start_offset(self) -> int | None:
@@ -418,9 +423,8 @@ def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: 
         base, kind, swap = int(match.group(1)), match.group(2), match.group(3)
         if not entry.readable:
             if kind == "log":  # records would silently go missing: refuse
-                raise UnreadableSegmentError(f"cannot read segment {entry.path}: not a readable file (a broken "
-                                             "link, a folder, a FIFO, socket or device, or no permission to stat "
-                                             "it)")
+                raise UnreadableSegmentError("not a readable file (a broken link, a folder, a FIFO, socket or "
+                                             "device, or no permission to stat it)", entry.path)
             notes.append(f"ignored unreadable {n} (broken link?)")
             continue
         if swap:
@@ -503,13 +507,14 @@ def _safe(read, path: str, filesystem, notes: list[str]):
 def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, log_dir: LogDir | None = None,
                        topic: str | None = None, partition: int | None = None,
                        entries: Sequence[_fs.FileEntry] | None = None, key_ring=None,
-                       again: bool = False, copy_states=None) -> PartitionDir:
+                       again: bool = False, copy_states=None, partition_errors: bool = False) -> PartitionDir:
     """One topic-partition folder. Checkpoint values come from ``log_dir`` (or, when not given, from the parent
     folder's checkpoint files if it has any). Unreadable side files are noted in ``notes``, not raised. A listed
     segment file discovery must read (a ``.swap``) that is gone when read is not an error: the folder is listed
     again, up to :data:`REDISCOVERIES` times. A tiered-storage copy's partition folder is read by
     :func:`read_tiered_partition` (``key_ring`` for its encrypted copies; ``again``: read again, and
-    ``copy_states``, see there)."""
+    ``copy_states``, see there). A segment that is no readable file raises :class:`UnreadableSegmentError`, or with
+    ``partition_errors`` is the partition's ``error`` (see :class:`PartitionDir`)."""
     if filesystem is None:
         filesystem, path = _fs.open_filesystem(path)
     if log_dir is None and entries is None and parse_topic_partition(_fs.basename(path)) is None:
@@ -530,8 +535,14 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
         if entries is None:  # (whole, also while a live broker renames its files: see settled_list_dir)
             entries = _fs.settled_list_dir(path, filesystem)
         notes: list[str] = []
+        error = None
         try:
             segments, snapshot_paths, ignored_swaps = _segments_from_listing(entries, filesystem, notes)
+            break
+        except UnreadableSegmentError as err:
+            if not partition_errors:
+                raise
+            error, segments, snapshot_paths, ignored_swaps = err, [], [], []
             break
         except _ListedFileGone as gone:  # noqa: PERF203 - a retry loop
             if attempt == REDISCOVERIES:
@@ -565,7 +576,7 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
                               else ()),
         filesystem=filesystem, unreadable_checkpoints=log_dir.unreadable_checkpoints if log_dir else (),
         deleted_files=tuple((e.name, e.size) for e in entries if not e.is_dir and e.name.endswith(".deleted")),
-        ignored_swaps=tuple(ignored_swaps))
+        ignored_swaps=tuple(ignored_swaps), error=error)
 
 
 def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, root: str | None = None,
@@ -785,15 +796,15 @@ def _read_log_dir_metadata(path: str, filesystem, entries: Sequence[_fs.FileEntr
 
 def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None,
                  select: Callable[[str, int], bool] | None = None,
-                 unreadable: list[tuple[str, tuple[str, int], UnreadableSegmentError]] | None = None) -> LogDir:
+                 partition_errors: bool = False) -> LogDir:
     """A log dir with its partitions (sorted by topic, partition). Child folders that are not live partitions
     are listed in ``skipped`` as ``(name, reason)``, and so is a partition folder gone when it is listed (a topic
     deleted meanwhile), which is then left out as one that is not there; corrupt checkpoint files are noted, not
     raised. ``select``
     (topic, partition) chooses the partition folders to read: the others are only named (``unselected``), which
-    on an object store saves a listing and two reads per folder. With ``unreadable`` (a list), a partition folder
-    with a segment that is no readable file (:class:`UnreadableSegmentError`, which a broker passes over) is
-    appended to it as ``(path, (topic, partition), error)`` and left out, instead of raising."""
+    on an object store saves a listing and two reads per folder. A partition folder with a segment that is no
+    readable file raises :class:`UnreadableSegmentError`; with ``partition_errors`` it is a partition whose
+    ``error`` says so, and the others are read as usual."""
     if filesystem is None:
         filesystem, path = _fs.open_filesystem(path)
     entries = _fs.settled_list_dir(path, filesystem)  # (a partition folder renamed meanwhile is not missed)
@@ -822,12 +833,10 @@ def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None,
     def read(folder):
         try:
             return read_partition_dir(folder[0], filesystem, log_dir=base, topic=folder[1][0],
-                                      partition=folder[1][1])
-        except LayoutError as err:
+                                      partition=folder[1][1], partition_errors=partition_errors)
+        except LayoutError:
             if _fs.exists(folder[0], filesystem) or not _renamed_away(path, _fs.basename(folder[0]), filesystem):
-                if unreadable is None or not isinstance(err, UnreadableSegmentError):
-                    raise
-                return err
+                raise
             return None  # gone since the log dir was listed: a topic being deleted (renamed <name>.<id>-delete)
 
     partitions = []
@@ -835,8 +844,6 @@ def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None,
         if partition_dir is None:
             skipped.append((_fs.basename(folder[0]), "gone while the log dir was read (a topic being deleted: the "
                                                      "broker renames its folders <name>.<id>-delete)"))
-        elif isinstance(partition_dir, UnreadableSegmentError):
-            unreadable.append((folder[0], folder[1], partition_dir))
         else:
             partitions.append(partition_dir)
     partitions.sort(key=lambda p: (p.topic, p.partition))
@@ -1207,7 +1214,8 @@ def refuse_empty_path(given: str | os.PathLike) -> None:
 def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
              skipped: list[tuple[str, str]] | None = None, *, select: Callable[[str, int], bool] | None = None,
              unselected: list[tuple[str, int, str]] | None = None, key_ring=None,
-             remote_log_metadata: Callable[[list[PartitionDir]], Any] | None = None) -> list[PartitionDir]:
+             remote_log_metadata: Callable[[list[PartitionDir]], Any] | None = None,
+             partition_errors: bool = False) -> list[PartitionDir]:
     """Every partition replica under ``paths``: log dirs, topic-partition dirs, single ``.log`` files, or globs
     of those (local or any pyarrow filesystem URI). The same topic-partition under several log dirs (several
     brokers' copies) is returned once per copy: see :func:`choose_replicas`. Sorted by (topic, partition, path).
@@ -1224,6 +1232,11 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
     (:func:`tiered.emptied_folders`: a store whose copies are all gone) stands for (:func:`_discover_emptied`), and
     which partitions a store holding other partitions' copies lost all of theirs (their folder left empty or gone:
     :func:`tiered.unfound_partition_folders`).
+    ``partition_errors``: a log dir's or given partition folder whose segments cannot be listed as a log (a segment
+    that is no readable file) is returned as a partition with ``error`` set and no segments, for a caller that
+    reports each partition on its own (``describe``, ``verify``, ``offsets``); without it that raises
+    :class:`UnreadableSegmentError`, as a read must (leaving the partition out would drop its records unsaid).
+    ``.log`` files given, and ``__remote_log_metadata`` partitions read for their copies, always raise.
 
     Raises :class:`LayoutError` for a path that does not exist, a glob that matches nothing, or a folder that is
     neither a log dir nor a topic-partition dir (nor, with the metadata, a store that lost live copies).
@@ -1310,7 +1323,8 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                 _check_one_store(found, folder, filesystem, given)
                 if folder not in found or found[folder].given_files:
                     _keep(found, folder, read_partition_dir(path, filesystem, topic=parsed[0],
-                                                            partition=parsed[1], entries=listing))
+                                                            partition=parsed[1], entries=listing,
+                                                            partition_errors=partition_errors))
                 continue
             log_dir_meta = _read_log_dir_metadata(path, filesystem, listing)
             has_partitions = any(e.is_dir and parse_topic_partition(e.name) for e in listing)
@@ -1336,11 +1350,11 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                         stores_found.append((remote, tiered_skips, path, filesystem, given))
                     continue
                 if _SEGMENT_NAME.match(name):  # a folder under a segment's name, given or matched by a glob
-                    raise UnreadableSegmentError(f"cannot read segment {path}: a folder, not a file")
+                    raise UnreadableSegmentError("a folder, not a file", path)
                 if globbed:
                     continue
                 raise LayoutError(refusal)
-            log_dir = read_log_dir(path, filesystem, select)
+            log_dir = read_log_dir(path, filesystem, select, partition_errors=partition_errors)
             left_out.update((_found_key(entry[2], filesystem), entry) for entry in log_dir.unselected)
             metadata_unread.extend((entry[2], filesystem, log_dir, entry[1]) for entry in log_dir.unselected
                                    if entry[0] == REMOTE_LOG_METADATA_TOPIC)
@@ -1377,13 +1391,14 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                                          None)
         if skipped is not None:
             skipped.extend(entry for entry in passed_over if entry[0] not in standing)
-    _moves_ended_meanwhile(found, futures, select)
+    _moves_ended_meanwhile(found, futures, select, partition_errors)
     if unselected is not None:
         unselected.extend(sorted((entry for key, entry in left_out.items() if key not in found)))
     return sorted(found.values(), key=lambda p: (p.topic, p.partition, p.path))
 
 
-def _moves_ended_meanwhile(found: dict, futures: list, select: Callable[[str, int], bool] | None) -> None:
+def _moves_ended_meanwhile(found: dict, futures: list, select: Callable[[str, int], bool] | None,
+                           partition_errors: bool = False) -> None:
     """Add to ``found`` the partitions whose move between log dirs ended while discovery read them. The broker
     ends a move by renaming the destination's ``<tp>.<id>-future`` folder to ``<tp>``, then the source's ``<tp>``
     to ``<tp>.<id>-delete`` (``LogManager.replaceCurrentWithFutureLog``): log dirs read one after the other can see
@@ -1399,7 +1414,8 @@ def _moves_ended_meanwhile(found: dict, futures: list, select: Callable[[str, in
             continue
         final = _fs.join(log_dir, f"{parsed[0]}-{parsed[1]}")
         try:
-            pd = read_partition_dir(final, filesystem, topic=parsed[0], partition=parsed[1])
+            pd = read_partition_dir(final, filesystem, topic=parsed[0], partition=parsed[1],
+                                    partition_errors=partition_errors)
         except LayoutError:
             continue  # not there (yet): the move has not ended, or the folder went again
         folder = _found_key(final, filesystem)
