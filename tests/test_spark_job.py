@@ -375,7 +375,7 @@ def test_main_reports_input_problems_in_one_line_before_starting_spark(tmp_path,
             (["--data-dir", str(tmp_path / "hive"), "--output", str(tmp_path / "o"), "--option", "replicas=all"],
              "UsageError: topic __HIVE_DEFAULT_PARTITION__ cannot be a partition folder's value"),
 
-            (["--data-dir", str(tmp_path / "nope"), "--output", str(tmp_path / "o")], "LayoutError: "),
+            (["--data-dir", str(tmp_path / "nope"), "--output", str(tmp_path / "o")], "BadPathError: "),
             (["--data-dir", str(tmp_path / "logs"), "--output", str(tmp_path / "table")], "already exists"),
             (["--data-dir", str(tmp_path / "logs"), "--output", str(tmp_path / "o"), "--option", "subscrbe=t"],
              "InvalidOptionError: unknown option 'subscrbe'"),
