@@ -980,7 +980,7 @@ def run_in_session(app_name: str, work) -> None:
     try:
         from kafkaseg.spark import register
 
-        register(spark)  # harmless when PySpark already found pyspark_kafkaseg on its own
+        register(spark)  # only when PySpark did not find pyspark_kafkaseg on its own
         work(spark)
     finally:
         spark.stop()

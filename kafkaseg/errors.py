@@ -26,6 +26,7 @@ __all__ = [
     "InvalidOptionError",
     "DataLossError",
     "LayoutError",
+    "BadPathError",
     "UnreadableSegmentError",
     "KeyUnavailableError",
     "ExportMismatchError",
@@ -127,6 +128,12 @@ class DataLossError(KafkaSegError):
 
 class LayoutError(KafkaSegError):
     """A path that is not a Kafka log dir, topic-partition dir or segment file, or an unreadable file."""
+
+
+class BadPathError(LayoutError):
+    """A path given to read that names no log dir, topic-partition dir, ``.log`` file or glob match: one that does
+    not exist, an empty one, or some other file. An error in the arguments rather than in the data (``kafkaseg
+    consume`` prints no total for it, as for its other usage errors)."""
 
 
 class UnreadableSegmentError(LayoutError):

@@ -76,9 +76,9 @@ from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
-from kafkaseg.errors import DataLossError, InvalidOptionError, KafkaSegError, LayoutError
+from kafkaseg.errors import DataLossError, InvalidOptionError, KafkaSegError, LayoutError, did_you_mean
 from kafkaseg.lookup import PartitionLookup
-from kafkaseg.options import EARLIEST, LATEST, OffsetLimit, ReadOptions
+from kafkaseg.options import EARLIEST, IGNORED_OPTIONS, LATEST, OPTION_NAMES, OffsetLimit, ReadOptions
 from kafkaseg.planning import (RACY_MS, AvailableRange, Listing, LogEndCache, ScanPlan, available_range,
                                list_partitions, lost_copy_reached_by_time, offset_for_timestamp, plan_scan,
                                resolve_offsets, select_partitions, slice_order)
@@ -819,6 +819,7 @@ def follow(path: str | Sequence[str], *, poll_interval: float = 0.5, idle_timeou
     :class:`~kafkaseg.scan.ScanMetrics`, when given) adds up what was read and skipped."""
     from kafkaseg.scan import ScanMetrics, read_slice
 
+    _check_misspelt_keywords(options)
     paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
     read_options = ReadOptions.from_options({**options, "paths": paths}, stream=True)
     planner = MicroBatchPlanner(read_options)
@@ -842,3 +843,19 @@ def follow(path: str | Sequence[str], *, poll_interval: float = 0.5, idle_timeou
                     log.log(logging.WARNING if skipped else logging.INFO, "%s", line)
                 if metrics is not None:
                     metrics.add(read)
+
+
+def _check_misspelt_keywords(options: Mapping) -> None:
+    """A misspelt keyword of :func:`follow`'s own (``idle_timout``) lands in its ``**options``, where the read
+    options' error would list only those: name the keyword it is close to instead (a read option's name, or a
+    ``kafka.`` setting, is left to :meth:`ReadOptions.from_options`)."""
+    import inspect
+
+    own = [name for name, parameter in inspect.signature(follow).parameters.items()
+           if parameter.kind is parameter.KEYWORD_ONLY]
+    read = {name.lower() for name in (*OPTION_NAMES, *IGNORED_OPTIONS)}
+    for key in options:
+        if isinstance(key, str) and key.lower() not in read and not key.lower().startswith("kafka.") and (
+                hint := did_you_mean(key, own)):
+            raise InvalidOptionError(f"unknown option {key!r}{hint}: follow()'s own keywords are {', '.join(own)}; "
+                                     "the others are the streaming read's options (README \"Streaming\")")

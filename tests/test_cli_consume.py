@@ -376,6 +376,25 @@ def test_a_topic_or_partition_not_on_disk_is_a_usage_error_naming_the_closest_to
         assert "Processed a total" not in err, (argv, err)
 
 
+def test_a_data_dir_that_is_no_data_dir_is_a_usage_error_with_no_total(data, tmp_path, capsysbinary):
+    """A --data-dir that does not exist (or is empty, or names some other file) is an argument error, as a --topic
+    not on disk is: exit 2 naming it, and no "Processed a total" line, since no consumer ran. (A read that fails,
+    even before its first record, still prints the total, as ConsoleConsumer does when its first fetch fails.)"""
+    root, _ = data
+    other = tmp_path / "notes.txt"
+    other.write_text("not kafka")
+    for data_dir, said in ((str(tmp_path / "nope"), "no such file or directory"), ("", "an empty path"),
+                           (str(other), "not a .log segment file")):
+        for extra in ([], ["--follow", "--timeout-ms", "0"], ["--partition", "0", "--offset", "0"]):
+            code, out, err = consume_cli(capsysbinary, "--data-dir", data_dir, "--topic", "orders",
+                                         *(extra or ["--from-beginning"]))
+            assert code == 2 and out == b"" and said in err, (data_dir, extra, err)
+            assert "Processed a total" not in err, (data_dir, extra, err)
+    code, _, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "orders",
+                               "--consumer-property", "auto.offset.reset=none")
+    assert code == 2 and "Processed a total of 0 messages" in err
+
+
 def test_an_offset_between_the_high_watermark_and_the_log_end_waits_for_it(tmp_path):
     """LocalLog.read: such a fetch is empty, not out of range; the consumer waits there for the high watermark."""
     root = tmp_path / "live"

@@ -44,3 +44,20 @@ def test_the_commands_scripts_check_say_their_exit_statuses(command, capsys):
         main([command, "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "Exit status: 0 " in text and " 1 " in text and " 2 " in text, text
+
+
+def test_python_dash_m_kafkaseg_runs_the_cli(tmp_path):
+    """``python -m kafkaseg`` is the console script (for a venv whose bin/ is not on PATH, or a checkout): the same
+    usage, commands and exit statuses as ``kafkaseg``."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-m", "kafkaseg", "verify", str(tmp_path / "nope")],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == main(["verify", str(tmp_path / "nope")]) != 0, done
+    assert done.stderr.startswith("kafkaseg verify: "), done.stderr
+    done = subprocess.run([sys.executable, "-m", "kafkaseg", "--help"], capture_output=True, text=True, env=env)
+    assert done.returncode == 0 and done.stdout.startswith("usage: kafkaseg "), done

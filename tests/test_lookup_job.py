@@ -175,7 +175,7 @@ def test_main_refuses_a_missing_data_dir_or_an_existing_output_in_one_line(datad
     requests.write_text("topic,partition,time\norders,0,-1\n")
     for argv, message in [
             (["--data-dir", str(tmp_path / "nope"), "--input", str(requests), "--output", str(tmp_path / "o")],
-             "LayoutError: "),
+             "BadPathError: "),
             (["--data-dir", str(datadir.path), "--input", str(requests), "--output", str(tmp_path / "out")],
              "FileExistsError: "),
             (["--data-dir", str(datadir.path), "--input", str(tmp_path / "nope.csv"), "--output",

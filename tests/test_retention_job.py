@@ -59,7 +59,7 @@ def test_prepare_refuses_bad_input_before_spark(datadir, tmp_path, capsys):
     bad = tmp_path / "bad.toml"
     bad.write_text('[defaults]\n"retention.minutes" = 5\n')
     for argv, message in [
-            (["--data-dir", str(tmp_path / "nope"), "--output", str(tmp_path / "o")], "LayoutError: "),
+            (["--data-dir", str(tmp_path / "nope"), "--output", str(tmp_path / "o")], "BadPathError: "),
             (["--data-dir", data, "--output", str(tmp_path / "exists")], "FileExistsError: "),
             (["--data-dir", data, "--output", str(tmp_path / "o"), "--config", str(bad)],
              "unknown setting 'retention.minutes'"),

@@ -375,7 +375,7 @@ def test_main_reports_input_problems_in_one_line_before_starting_spark(tmp_path,
             (["--data-dir", str(tmp_path / "hive"), "--output", str(tmp_path / "o"), "--option", "replicas=all"],
              "UsageError: topic __HIVE_DEFAULT_PARTITION__ cannot be a partition folder's value"),
 
-            (["--data-dir", str(tmp_path / "nope"), "--output", str(tmp_path / "o")], "LayoutError: "),
+            (["--data-dir", str(tmp_path / "nope"), "--output", str(tmp_path / "o")], "BadPathError: "),
             (["--data-dir", str(tmp_path / "logs"), "--output", str(tmp_path / "table")], "already exists"),
             (["--data-dir", str(tmp_path / "logs"), "--output", str(tmp_path / "o"), "--option", "subscrbe=t"],
              "InvalidOptionError: unknown option 'subscrbe'"),
@@ -1214,3 +1214,52 @@ def test_a_killed_runs_spark_temporary_folder_is_removed_once_its_run_is_certain
     monkeypatch.setattr(tables, "write_parquet", lambda *a, **k: None)
     schema = pa.schema([pa.field("offset", pa.int64())])
     assert tables.write_delta(None, str(output), "append", [], schema)["abandoned_removed"] == [dead]
+
+
+def test_a_job_session_reads_kafkaseg_without_registering_it_again(tmp_path):
+    """Spark registers ``kafkaseg`` itself (the top-level pyspark_kafkaseg module's DefaultSource): a job that
+    registered it again logged ``WARN DataSourceManager: The data source kafkaseg replaced a statically registered
+    data source`` on every run. In a fresh session (its own JVM, whose log is this process's stderr) the job reads
+    every record with no such line."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    root = Path(__file__).resolve().parents[1]
+    manifest = write_data_dir(tmp_path / "data", [TopicSpec("t", partitions=2, records_per_partition=30)], seed=1)
+    script = ("import sys; from jobs.export import run_in_session; "
+              "run_in_session('t', lambda spark: print('rows', spark.read.format('kafkaseg').load(sys.argv[1]).count()))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
+           "KAFKASEG_SPARK_REPORT_DIR": str(tmp_path / "reports")}
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    done = subprocess.run([sys.executable, "-c", script, str(manifest.path)], capture_output=True, text=True,
+                          cwd=root, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["rows", str(manifest.record_count)], done.stdout
+    assert "replaced a statically registered data source" not in done.stderr, done.stderr
+    assert "DataSourceManager" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("known, registered", [(True, 0), (False, 1), (None, 1)])
+def test_register_registers_only_a_source_the_session_does_not_know(known, registered):
+    """Without a JVM: register() asks the session's DataSourceManager; a session that cannot be asked (Spark
+    Connect: no ``_jsparkSession``) gets the source registered, as before."""
+    from types import SimpleNamespace
+
+    from kafkaseg.spark import KafkaSegDataSource, register
+
+    calls, asked = [], []
+
+    def exists(name):
+        asked.append(name)
+        return known
+
+    manager = SimpleNamespace(dataSourceExists=exists)
+    spark = SimpleNamespace(dataSource=SimpleNamespace(register=calls.append))
+    if known is not None:
+        spark._jsparkSession = SimpleNamespace(sessionState=lambda: SimpleNamespace(dataSourceManager=lambda: manager))
+    register(spark)
+    assert calls == [KafkaSegDataSource] * registered
+    assert asked == ([] if known is None else ["kafkaseg"])

@@ -761,6 +761,18 @@ def test_follow_yields_records_as_the_dir_grows_and_ends_when_idle(data):
     assert list(kafkaseg.follow([str(data)], idle_timeout=0, sleep=poll)) == []
 
 
+@pytest.mark.parametrize("typo, keyword", [("idle_timout", "idle_timeout"), ("pollInterval", "poll_interval"),
+                                            ("metric", "metrics")])
+def test_follow_suggests_its_own_keyword_for_a_misspelt_one(data, typo, keyword):
+    """A misspelt keyword of follow's own lands in ``**options``: the error suggests the keyword, as a misspelt read
+    option gets the option's name, instead of listing only the read options."""
+    with pytest.raises(InvalidOptionError, match=f"unknown option '{typo}'.*did you mean '{keyword}'") as err:
+        next(kafkaseg.follow(str(data), **{typo: 1}))
+    assert "startingOffsets" not in str(err.value)  # not the list of read options, which has no such name
+    with pytest.raises(InvalidOptionError, match="did you mean 'startingOffsets'"):  # read options as before
+        next(kafkaseg.follow(str(data), startingOffset="earliest"))
+
+
 def test_follow_raises_data_loss_unless_told_otherwise(data, caplog):
     full = hws(data)
     set_hws(data, {tp: hw - 10 for tp, hw in full.items()})

@@ -64,7 +64,8 @@ from dataclasses import dataclass
 from typing import BinaryIO, Callable
 
 from kafkaseg.decode.api import Problem
-from kafkaseg.errors import CorruptDataError, DeserializationError, InvalidOptionError, KafkaSegError, did_you_mean
+from kafkaseg.errors import (BadPathError, CorruptDataError, DeserializationError, InvalidOptionError, KafkaSegError,
+                             did_you_mean)
 from kafkaseg.schema import COLUMN_NAMES
 from kafkaseg.storage.checkpoints import parse_java_integer
 from kafkaseg.storage.fs import redact
@@ -837,11 +838,15 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
                     pass
             raise
 
-    usage_error = False  # a --topic or --partition not on disk: no consumer ran, so no total (as Kafka's usage errors)
+    usage_error = False  # a --data-dir that is none, a --topic or --partition not on disk: no consumer ran, so no
+    # total (as Kafka's usage errors)
     try:  # ConsoleConsumer prints its total also when the first fetch fails
         planner = MicroBatchPlanner(read_options)
         try:
             position = planner.initial_offsets()
+        except BadPathError:
+            usage_error = True
+            raise
         except InvalidOptionError as exc:
             if args.partition is None or not str(exc).startswith("option 'assign'"):
                 raise

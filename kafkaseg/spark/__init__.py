@@ -21,7 +21,21 @@ __all__ = ["KafkaSegDataSource", "KafkaSegReader", "SlicePartition", "register",
 
 
 def register(spark: Any) -> None:
-    """Register the ``kafkaseg`` format with ``spark`` (a SparkSession) explicitly: needed only when kafkaseg is
-    not importable as a top-level package on the Python path of Spark's Python workers (e.g. a setuptools
-    import-hook editable install)."""
-    spark.dataSource.register(KafkaSegDataSource)
+    """Register the ``kafkaseg`` format with ``spark`` (a SparkSession) when the session does not know it yet:
+    needed only when kafkaseg is not importable as a top-level package on the Python path of Spark's Python
+    workers (e.g. a setuptools import-hook editable install). Otherwise Spark found ``pyspark_kafkaseg`` itself,
+    and registering again would only log ``WARN DataSourceManager: The data source kafkaseg replaced a statically
+    registered data source``."""
+    if not _known(spark, KafkaSegDataSource.name()):
+        spark.dataSource.register(KafkaSegDataSource)
+
+
+def _known(spark: Any, name: str) -> bool:
+    """Whether ``spark`` resolves the Python data source ``name`` already (statically found or registered): the
+    session's ``DataSourceManager.dataSourceExists`` (Spark 4.0+; its first call runs the same lookup of
+    ``pyspark_*`` modules that the first use of any Python data source runs). False when that cannot be asked (a
+    Spark Connect session has no JVM here): then the source is registered, as before."""
+    try:
+        return bool(spark._jsparkSession.sessionState().dataSourceManager().dataSourceExists(name))
+    except Exception:  # noqa: BLE001 - no JVM session (Spark Connect) or another Spark's internals
+        return False

@@ -38,8 +38,8 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 import pyarrow.fs as pafs
 
-from kafkaseg.errors import (CorruptCheckpointError, CorruptDataError, CrcMismatchError, KafkaSegError, LayoutError,
-                             UnreadableSegmentError)
+from kafkaseg.errors import (BadPathError, CorruptCheckpointError, CorruptDataError, CrcMismatchError, KafkaSegError,
+                             LayoutError, UnreadableSegmentError)
 from kafkaseg.storage import checkpoints as ckpt
 from kafkaseg.storage import encryption
 from kafkaseg.storage import fs as _fs
@@ -1207,7 +1207,7 @@ def refuse_empty_path(given: str | os.PathLike) -> None:
     """An empty (or blank) path, an unset variable's ``"$DIR"``, is a :class:`LayoutError`: not the working
     directory, as ``os.stat("")`` and Spark's ``load("")`` refuse it too."""
     if not str(given).strip():
-        raise LayoutError(f"an empty path ({str(given)!r}) where a log dir, topic-partition dir, .log file or glob "
+        raise BadPathError(f"an empty path ({str(given)!r}) where a log dir, topic-partition dir, .log file or glob "
                           "was expected")
 
 
@@ -1277,19 +1277,19 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
         filesystem, resolved, globbed = _expand(os.fspath(given) if isinstance(given, os.PathLike) else str(given))
         hint = "; several paths are given as a list, not one comma-separated string" if "," in str(given) else ""
         if not resolved:
-            raise LayoutError(f"{_fs.redact(given)}: no such file or directory (or the glob matched nothing){hint}")
+            raise BadPathError(f"{_fs.redact(given)}: no such file or directory (or the glob matched nothing){hint}")
         for path in resolved:
             # a URI given as it is (not a glob's match) that cannot be reached (a timeout) is named as typed, query
             # and all, not as its store names the path
             shown = repr(_fs.redact(str(given))) if "://" in str(given) and not globbed else None
             entry = _fs.stat(path, filesystem, shown)
             if entry is None:
-                raise LayoutError(f"{path}: no such file or directory{hint}")
+                raise BadPathError(f"{path}: no such file or directory{hint}")
             if not entry.is_dir:
                 if not path.endswith(".log"):
                     if globbed:
                         continue  # a glob may also match side files; only .log files count
-                    raise LayoutError(f"{path}: not a .log segment file, topic-partition dir or log dir")
+                    raise BadPathError(f"{path}: not a .log segment file, topic-partition dir or log dir")
                 folder = _found_key(_fs.parent(path), filesystem)
                 _check_one_store(found, folder, filesystem, given)
                 known = found.get(folder)
