@@ -1230,7 +1230,8 @@ class _ChunkRecords:
             inside[1:] = np.cumsum(np.bincount(batch[known & (offset != last[batch])], minlength=n))
             if later.any():  # (a follower's append: right when a batch reaches it before the next entry's)
                 pending, wanted = batch[later], offset[later]
-                following = np.append(keys, _NEVER)[lo + 1:hi + 1][later]  # (the next entry's position)
+                # (the next entry's position; past the last, one no position reaches)
+                following = np.append(keys, np.iinfo(np.int64).max)[lo + 1:hi + 1][later]
                 reaching = reached.searchsorted(wanted)
                 unsound = np.append(np.flatnonzero(~sound), n)
                 sound_to = unsound[unsound.searchsorted(pending + 1)]  # (the first one not sound after the batch)
