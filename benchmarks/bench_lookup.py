@@ -2,7 +2,7 @@
 the answer (O(log n) with ``--fast``'s binary search) plus about one index interval of log per lookup.
 
 Usage: python benchmarks/bench_lookup.py [--segments 1000] [--lookups 200] [--quick] [--magic 2] [--codec none]
-[--without-indexes] [--json FILE]
+[--records-per-batch 10] [--value-size 300] [--without-indexes] [--json FILE]
 
 The partition is generated once with :func:`kafkaseg.testing.write_data_dir` (small segments, 4 KiB index
 interval, LogAppendTime-like increasing timestamps) in a temporary directory. Each lookup is COLD for the partition:
@@ -16,6 +16,8 @@ Target: default mode median < 20 ms on 1,000 segments. ``--magic 1 --codec gzip`
 compressed wrappers, whose header walk decompresses each wrapper it passes (a v1 wrapper's header holds its last
 inner offset only). ``--without-indexes`` deletes the ``.index`` and ``.timeindex`` files after generating: each
 lookup then rebuilds the indexes of the segments it reads in memory (``kafkaseg.storage.indexes.rebuild_indexes``).
+``--records-per-batch 1 --value-size 20`` makes batches of ~90 bytes, about 45 to an index interval (segments of
+~16 KiB, ~170 records): the header walk a lookup makes from its index entry is then long.
 """
 
 from __future__ import annotations
@@ -38,10 +40,13 @@ from kafkaseg.testing import TopicSpec, write_data_dir  # noqa: E402
 TARGET_MS = 20.0
 
 
-def generate(root: Path, segments: int, magic: int = 2, codec: str = "none"):
-    per_segment = 40  # records of ~100 bytes + overhead: ~16 KiB segments, 3-4 index entries each
-    spec = TopicSpec("bench", records_per_partition=segments * per_segment, records_per_batch=10,
-                     vary_batch_size=False, value_size=300, segment_bytes=per_segment * 400,
+def generate(root: Path, segments: int, magic: int = 2, codec: str = "none", records_per_batch: int = 10,
+             value_size: int = 300):
+    # (defaults: records of ~300 bytes + overhead: ~16 KiB segments, 3-4 index entries each; smaller records make
+    # as many ~16 KiB segments hold more of them)
+    per_segment = max(40, 40 * 400 // (value_size + 100))
+    spec = TopicSpec("bench", records_per_partition=segments * per_segment, records_per_batch=records_per_batch,
+                     vary_batch_size=False, value_size=value_size, segment_bytes=40 * 400,
                      ts_step_ms=7, index_interval_bytes=4096, magic=magic, codec=codec)
     manifest = write_data_dir(root, [spec], seed=1)
     pdir = next(p for p in discover(str(root)) if p.topic == "bench")
@@ -92,6 +97,8 @@ def main(argv=None) -> int:
                         help="record batch format of the generated partition (1: legacy message sets)")
     parser.add_argument("--codec", default="none", choices=("none", "gzip", "snappy", "lz4", "zstd"),
                         help="compression of the generated batches (zstd needs --magic 2)")
+    parser.add_argument("--records-per-batch", type=int, default=10)
+    parser.add_argument("--value-size", type=int, default=300)
     parser.add_argument("--without-indexes", action="store_true",
                         help="delete every .index and .timeindex: each lookup rebuilds what it reads in memory")
     parser.add_argument("--json", help="also write the results as JSON here")
@@ -104,7 +111,7 @@ def main(argv=None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="kafkaseg-bench-lookup-") as tmp:
         t0 = time.perf_counter()
-        pm, pdir = generate(Path(tmp), args.segments, args.magic, args.codec)
+        pm, pdir = generate(Path(tmp), args.segments, args.magic, args.codec, args.records_per_batch, args.value_size)
         total_index_entries = sum(Path(s.index_path).stat().st_size // 8 + Path(s.timeindex_path).stat().st_size // 12
                                   for s in pdir.segments)
         if args.without_indexes:

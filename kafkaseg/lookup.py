@@ -478,10 +478,13 @@ class PartitionLookup:
                         limit = self.log_end_offset()
                     except KafkaSegError:
                         limit = None  # (the log end's own damage raises where an answer needs it)
-                problem = self._offset_field_problem(i, reader, header, last_seen, limit)
+                # (the next batch's first bytes, from the walk's block when it holds them: no read of their own)
+                prefix = walk.bytes_at(header.position + header.size, 17)
+                problem = self._offset_field_problem(i, reader, header, last_seen, limit, prefix)
                 if problem == _SEGMENT_ENDS:
                     return
-                if problem is None and goes_back_after(reader, header.position + header.size, header.last_offset):
+                if problem is None and goes_back_after(reader, header.position + header.size, header.last_offset,
+                                                       prefix):
                     # the batch after it goes back below it: whose offset field is corrupt, judged as a read does,
                     # after the offsets a read has before it (at a walk's start mid-segment: found from the index)
                     floor = last_seen if after is not None or header.position == 0 or header.position > start \
@@ -532,7 +535,7 @@ class PartitionLookup:
                              max_batch_bytes=self.max_batch_bytes)
 
     def _offset_field_problem(self, i: int, reader: SegmentReader, header: BatchHeader, last_seen: int,
-                              limit: int | None):
+                              limit: int | None, prefix: bytes | None = None):
         """The decoders' rule for a batch of segment ``i`` (``reader``) after offset ``last_seen``, whose offset field
         (v2 base offset, legacy entry offset) the CRC does not cover (:func:`~kafkaseg.decode.api.offset_field_problem`,
         which ``kafkaseg verify`` shares): the problem when its first offset does not follow ``last_seen`` (a field
@@ -551,8 +554,8 @@ class PartitionLookup:
                 first = None  # (a wrapper that fails to decode is damage where its records are read)
             first = header.base_offset if first is None else first
 
-        def following() -> int | None:
-            return batch_start_offset(reader.read_at(header.position + header.size, 17))
+        def following() -> int | None:  # (``prefix``: the 17 bytes there, when the caller holds them)
+            return batch_start_offset(reader.read_at(header.position + header.size, 17) if prefix is None else prefix)
 
         problem = batch_offset_field_problem(header, first, last_seen, limit, following, self.segments, i, self.fs,
                                              max_batch_bytes=self.max_batch_bytes)

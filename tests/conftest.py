@@ -22,6 +22,22 @@ def corpus_dir() -> Path:
     return CORPUS
 
 
+@pytest.fixture
+def segment_reads(monkeypatch) -> list[int]:
+    """The length of each ``SegmentReader.read_at`` call the test makes, in order."""
+    from kafkaseg.storage.segment import SegmentReader
+
+    reads: list[int] = []
+    read_at = SegmentReader.read_at
+
+    def counted(self, position, length):
+        reads.append(length)
+        return read_at(self, position, length)
+
+    monkeypatch.setattr(SegmentReader, "read_at", counted)
+    return reads
+
+
 @pytest.fixture(params=["compiled", "pure"])
 def kernel(request, monkeypatch):
     """Run a scan test with each decoder twin (the scan looks the kernel up at read time)."""

@@ -62,6 +62,17 @@ def _per_batch_check_records(records, header, position, last_offset, summary, re
     return last_offset
 
 
+def _damaged_copy(source, copy, damage, where):
+    """A copy of the generated partition ``source`` whose first, second and last segments ``damage(log, k)``
+    damaged, at the ``k`` of ``where`` (three)."""
+    shutil.copytree(source, copy)
+    logs = sorted((copy / "t-0").glob("*.log"))
+    assert len(logs) >= 3
+    for log, k in zip((logs[0], logs[1], logs[-1]), where):
+        damage(log, k)
+    return copy
+
+
 def _reports(paths, monkeypatch, max_records=None, deep=True):
     """(per-batch report, run report) of verifying ``paths``, each as its JSON dict."""
     out = []
@@ -130,13 +141,8 @@ def test_runs_report_what_one_batch_at_a_time_does_on_sound_logs(generated, name
 @pytest.mark.parametrize("name", sorted(SPECS))
 @pytest.mark.parametrize("kind", ["crc", "body", "back", "up", "maxts", "lastdelta", "length"])
 def test_runs_report_what_one_batch_at_a_time_does_on_damaged_logs(generated, tmp_path, name, kind, monkeypatch):
-    copy = tmp_path / name
-    shutil.copytree(generated / name, copy)
-    logs = sorted((copy / "t-0").glob("*.log"))
-    assert len(logs) >= 3
-    _damage(logs[0], kind, 4)  # a rolled segment's batch, mid-run
-    _damage(logs[1], kind, 1)
-    _damage(logs[-1], kind, -1)  # the active segment's last batch
+    # (a rolled segment's batch mid-run, the second segment's second, the active segment's last)
+    copy = _damaged_copy(generated / name, tmp_path / name, lambda log, k: _damage(log, kind, k), (4, 1, -1))
     per_batch, runs = _reports([copy], monkeypatch)
     assert per_batch == runs
     # small runs: the run boundaries fall everywhere, and damage is met at a run's start, middle and end
@@ -166,3 +172,101 @@ def test_runs_report_what_one_batch_at_a_time_does_on_the_corpus(corpus_dir, mon
     assert per_batch == runs
     per_batch, runs = _reports(log_dirs, monkeypatch, max_records=2)
     assert per_batch == runs
+
+
+def _damage_index(log, kind: str, k: int) -> None:
+    """Damage the ``k``-th entry (counted from the end when negative) of the ``.index`` or ``.timeindex`` of
+    ``log`` in one way (the log is left alone)."""
+    headers = list(iter_headers(memoryview(log.read_bytes())))
+    base = int(log.stem)
+    index, timeindex = log.with_suffix(".index"), log.with_suffix(".timeindex")
+    entries = bytearray(index.read_bytes())
+    times = bytearray(timeindex.read_bytes())
+    n, t = len(entries) // 8, len(times) // 12
+    if kind in ("stamp", "toffset", "tdup") and t == 0:  # (v0: no timestamps, an empty .timeindex)
+        return
+    k, kt = k % n, k % max(t, 1)
+    relative, position = struct.unpack_from(">ii", entries, 8 * k)
+    at = next(i for i, h in enumerate(headers) if h.position == position)
+    stamp, time_relative = struct.unpack_from(">qi", times, 12 * kt) if t else (0, 0)
+    if kind == "mid":  # an entry pointing inside its batch
+        struct.pack_into(">i", entries, 8 * k + 4, position + 7)
+    elif kind == "first":  # the batch's first offset (pre-1.1 brokers), or below it for a single-record batch
+        struct.pack_into(">i", entries, 8 * k, headers[at].base_offset - base - (headers[at].base_offset ==
+                                                                                 headers[at].last_offset))
+    elif kind == "later":  # a later batch's last offset (a follower's append of several batches)
+        struct.pack_into(">i", entries, 8 * k, headers[min(at + 2, len(headers) - 1)].last_offset - base)
+    elif kind == "far":  # an offset no batch before the next entry's reaches
+        struct.pack_into(">i", entries, 8 * k, relative + 1_000)
+    elif kind == "dup":  # the entry repeated over the next one
+        entries[8 * k + 8:8 * k + 16] = entries[8 * k:8 * k + 8]
+    elif kind == "stamp":  # a time entry's timestamp not its batch's max timestamp
+        struct.pack_into(">q", times, 12 * kt, stamp + 1)
+    elif kind == "toffset":  # a time entry's offset one lower: in the batch before, or in none
+        struct.pack_into(">i", times, 12 * kt + 8, time_relative - 1)
+    elif kind == "tdup":  # a time entry repeated over the next one
+        times[12 * kt + 12:12 * kt + 24] = times[12 * kt:12 * kt + 12]
+    index.write_bytes(bytes(entries))
+    timeindex.write_bytes(bytes(times))
+
+
+@pytest.mark.parametrize("name", sorted(set(SPECS) - {"v2-none-unindexed", "v1-logappend-unindexed"}))
+@pytest.mark.parametrize("kind", ["mid", "first", "later", "far", "dup", "stamp", "toffset", "tdup"])
+def test_runs_report_what_one_batch_at_a_time_does_on_damaged_indexes(generated, tmp_path, name, kind,
+                                                                     monkeypatch):
+    # (a rolled segment's entry mid-run, the second segment's first, the active segment's last but one)
+    copy = _damaged_copy(generated / name, tmp_path / name, lambda log, k: _damage_index(log, kind, k), (2, 0, -2))
+    per_batch, runs = _reports([copy], monkeypatch)
+    assert per_batch == runs
+    assert any(".index" in p["file"] or ".timeindex" in p["file"] for p in runs["problems"]) or kind == "toffset" \
+        or name.startswith("v0") and kind in ("stamp", "tdup")  # (an offset moved within its batch: sound)
+    assert _reports([copy], monkeypatch, max_records=3) == [per_batch, per_batch]
+
+
+def _as_a_follower_indexes(folder) -> None:
+    """Rewrite each ``.index`` of ``folder`` as a follower's appends of 3 fetched batches write it: each entry holds
+    the last offset of the second batch after the one it points at (``LogSegment.append``: the append's largest
+    offset at its first batch's position), where that batch is before the next entry's."""
+    for log in sorted(folder.glob("*.log")):
+        headers = list(iter_headers(memoryview(log.read_bytes())))
+        number = {h.position: k for k, h in enumerate(headers)}
+        index = log.with_suffix(".index")
+        entries = bytearray(index.read_bytes())
+        positions = [struct.unpack_from(">i", entries, 8 * k + 4)[0] for k in range(len(entries) // 8)]
+        for k, position in enumerate(positions):
+            later = number[position] + 2
+            if later < len(headers) and (k + 1 == len(positions) or headers[later].position < positions[k + 1]):
+                struct.pack_into(">i", entries, 8 * k, headers[later].last_offset - int(log.stem))
+        index.write_bytes(bytes(entries))
+
+
+@pytest.mark.parametrize("writer", ["leader", "follower"])
+def test_batches_at_sound_index_entries_are_checked_with_the_run_around_them(generated, tmp_path, writer,
+                                                                            monkeypatch):
+    """A ``.index`` entry at its batch holding its last offset (a leader's), or the last offset of a later batch
+    before the next entry's (a follower's multi-batch append: an info line), and a ``.timeindex`` entry holding an
+    offset of its batch and that batch's max timestamp have nothing to say: the run around them checks them, so a
+    sound segment is checked one batch at a time only at its first batch (which starts the walk) and its runs'
+    last (which no batch of its run follows), however many index entries it holds; plus, for a follower's, the batch
+    of an entry whose append ends with a run's last batch."""
+    folder = tmp_path / "t-0"
+    shutil.copytree(generated / "v2-none-1" / "t-0", folder)
+    if writer == "follower":
+        _as_a_follower_indexes(folder)
+    per_batch, _ = _reports([folder], monkeypatch)
+    monkeypatch.undo()
+    checked = []
+
+    def counted(records, header, position, *args):
+        checked.append(position)
+        return _RUNS_CHECK(records, header, position, *args)
+
+    monkeypatch.setattr(verify, "_check_records", counted)
+    report = verify.verify_paths([str(folder)])
+    assert report.as_dict() == per_batch and report.ok
+    appended = [p for p in report.problems if "of a later batch than the one pointed at" in p.message]
+    assert bool(appended) == (writer == "follower")
+    segments = len(report.partitions[0].segments)
+    entries = sum(p.stat().st_size // 8 for p in folder.glob("*.index"))
+    assert entries >= 3 * segments  # (what the bound below is to be told from)
+    assert len(checked) <= (2 if writer == "leader" else 3) * segments, (len(checked), entries)

@@ -1140,3 +1140,19 @@ def test_stale_index_entries_past_an_append_in_progress_are_no_damage(tmp_path):
             walked = list(lookup._headers(len(lookup.segments) - 1, 0))
             assert walked[-1].last_offset == at.base_offset - 1
             assert lookup.locate(at.base_offset - 1).found
+
+
+def test_a_lookups_header_walk_reads_each_next_batchs_offset_field_from_its_block(generated, segment_reads):
+    """A lookup's header walk checks each batch against the offset field of the batch after it (whether it goes
+    back: ``goes_back_after``); those 17 bytes are in the block the walk read its headers from, so they cost no read
+    of their own (one ``read_at`` per batch walked, before)."""
+    manifest, partitions = generated
+    pm = manifest.partition("plain")
+    pdir = partitions[("plain", 0)]
+    with PartitionLookup(pdir) as lookup:
+        offsets = [pm.records[k].offset for k in range(5, len(pm.records), 97)]
+        located = [lookup.locate(offset).record_offset for offset in offsets]
+        walked = lookup.stats.headers
+    assert located == offsets
+    assert walked > 3 * len(offsets)  # (what the bound below is to be told from)
+    assert segment_reads.count(17) <= len(offsets), (segment_reads.count(17), walked)

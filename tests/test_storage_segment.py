@@ -191,19 +191,11 @@ def test_log_end_offset_and_largest_timestamp(corpus_dir):
     assert checked > 100
 
 
-def test_log_end_offset_reads_about_one_index_interval(corpus_dir, monkeypatch):
+def test_log_end_offset_reads_about_one_index_interval(corpus_dir, segment_reads):
     (pd,) = [p for p in discover(str(corpus_dir / META).rsplit("/", 1)[0]) if p.topic == "__cluster_metadata"]
     seg = pd.segments[0]
-    reads = []
-    original = SegmentReader.read_at
-
-    def counting(self, position, length):
-        reads.append(length)
-        return original(self, position, length)
-
-    monkeypatch.setattr(SegmentReader, "read_at", counting)
     assert log_end_offset(seg) == 30068
-    assert sum(reads) < 64 * 1024 and seg.log_size > 2_000_000
+    assert sum(segment_reads) < 64 * 1024 and seg.log_size > 2_000_000
 
 
 def test_zeros_are_searched_past_a_sparse_files_holes_unread(tmp_path):

@@ -39,7 +39,6 @@ batches around a piece of damage, with the timestamps of those batches, for an i
 
 from __future__ import annotations
 
-import bisect
 import os
 import re
 from dataclasses import dataclass, field
@@ -317,6 +316,7 @@ class _EntryCursor:
         self.index, self.path, self.report = index, path, report
         self.keys = keys
         self.order = np.argsort(keys, kind="stable")
+        self.sorted_keys = keys[self.order]  # (the keys in walk order: where a run of batches ends in them)
         self.i = -1
         self._advance()
 
@@ -327,6 +327,12 @@ class _EntryCursor:
             self.next = int(self.keys[self.n])
         else:
             self.next = _NEVER
+
+    def pass_to(self, key: int) -> None:
+        """Go past the entries whose key is ``key`` or below: a run of batches that had nothing to say about them
+        (:meth:`_ChunkRecords.sound_run`)."""
+        self.i = max(self.i, int(self.sorted_keys.searchsorted(key, side="right"))) - 1
+        self._advance()
 
 
 class _OffsetIndexCursor(_EntryCursor):
@@ -342,6 +348,7 @@ class _OffsetIndexCursor(_EntryCursor):
 
     def __init__(self, index: OffsetIndex, path: str, report: VerifyReport):
         super().__init__(index, index.positions, path, report)
+        self.sorted_offsets = index.offsets[self.order]
         self.inside = 0
         self.appended = 0
         self.pending: tuple[int, int, int] | None = None  # (entry number, offset, position) past its batch
@@ -433,6 +440,7 @@ class _TimeIndexCursor(_EntryCursor):
     def __init__(self, index: TimeIndex, path: str, report: VerifyReport):
         super().__init__(index, index.offsets, path, report)
         timestamps = index.timestamps
+        self.sorted_timestamps = timestamps[self.order]
         if len(timestamps):  # timestamps increase in file order (DumpLogSegments.dumpTimeIndex)
             previous = np.concatenate(([NO_TIMESTAMP], timestamps[:-1]))
             for n in np.flatnonzero(previous >= timestamps):
@@ -662,14 +670,15 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
             raised = False
             try:
                 for chunk_position, buf in walk:
-                    records = _ChunkRecords(buf, chunk_position, path, offset_limit, reader)
+                    records = _ChunkRecords(buf, chunk_position, path, offset_limit, reader, offsets_cursor,
+                                            times_cursor)
                     headers = _Headers(buf)
                     for header in headers:
                         if (deep and _DECODE_RUNS and not after_bad_crc and not skip_times and tracker.open is None
                                 and tracker.segment is None and summary.first_offset is not None):
                             run = records.sound_run(header.position, max(last_offset, read_last),
-                                                    next_index_position - chunk_position,
-                                                    min(pending_index_offset, next_time_offset))
+                                                    next_index_position - chunk_position, pending_index_offset,
+                                                    next_time_offset)
                             if run is not None:  # (what the code below does for each of these batches, at once)
                                 summary.batches += run.batches
                                 summary.records += run.records
@@ -681,6 +690,14 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                                 if summary.first_bad_position is None:
                                     summary.recoverable_last = seg_last
                                 tracker.readable_run(run.last, run.max_timestamp)
+                                if offsets_cursor is not None:  # (past the entries at its batches, which said
+                                    offsets_cursor.pass_to(chunk_position + run.last_position)  # nothing)
+                                    offsets_cursor.inside += run.inside
+                                    offsets_cursor.appended += run.appended
+                                    next_index_position = offsets_cursor.next
+                                if times_cursor is not None:
+                                    times_cursor.pass_to(run.last)
+                                    next_time_offset = times_cursor.next
                                 if is_active:
                                     final = records.final(run, final)
                                 headers.position = run.end
@@ -1011,15 +1028,17 @@ class _ChunkRecords:
     is then the one reported."""
 
     def __init__(self, buf, chunk_position: int, path: str, limit: int | None = None,
-                 reader: SegmentReader | None = None):
+                 reader: SegmentReader | None = None, offsets_cursor: _OffsetIndexCursor | None = None,
+                 times_cursor: _TimeIndexCursor | None = None):
         self.buf, self.chunk_position, self.path, self.limit, self.reader = buf, chunk_position, path, limit, reader
+        self.offsets_cursor, self.times_cursor = offsets_cursor, times_cursor  # (their entries, for sound_run)
         self.facts: _RunFacts | None = None
         self.sound = False  # whether sound_run may take batches of the run (no offset goes back in or after it)
         self.start = self.end = 0  # the buffer range of the run decoded: [start, end)
         self.alone_below = 0  # batches starting before this that no run holds are decoded alone
-        self.ranges: dict[int, tuple[int, int]] = {}  # batch position in buf -> its records' [first, end)
-        self.offsets: list[int] = []
-        self.stamps: list[int] = []
+        # the run's batches holding records (their buffer positions, increasing), their records' [first, end) in
+        # the run's record offsets and timestamps (numpy arrays: a run's lists would cost more than its checks)
+        self.batches = self.firsts = self.ends = self.offsets = self.stamps = np.zeros(0, np.int64)
 
     def of(self, header) -> tuple[list[int], list[int]]:
         """The offsets and timestamps (ms, -1 for none) of the records of the batch ``header`` (positioned in the
@@ -1027,8 +1046,11 @@ class _ChunkRecords:
         at = header.position
         if not self.start <= at < self.end and not (_DECODE_RUNS and at >= self.alone_below and self._run(at)):
             return decode_batch(self.buf, header, self.path, self.chunk_position)
-        first, end = self.ranges.get(at, (0, 0))  # (a batch of the run with no records: none)
-        return self.offsets[first:end], self.stamps[first:end]
+        k = int(self.batches.searchsorted(at))
+        if k == len(self.batches) or self.batches[k] != at:  # (a batch of the run with no records: none)
+            return [], []
+        first, end = self.firsts[k], self.ends[k]
+        return self.offsets[first:end].tolist(), self.stamps[first:end].tolist()
 
     def _run(self, at: int) -> bool:
         """Decode the run of batches from ``at``; False when the batch at ``at`` is to be decoded alone."""
@@ -1081,54 +1103,62 @@ class _ChunkRecords:
         cuts = np.flatnonzero(positions[1:] != positions[:-1]) + 1
         firsts = np.concatenate(([0], cuts)).astype(np.int64) if len(positions) else cuts
         ends = np.concatenate((cuts, [len(positions)])).astype(np.int64) if len(positions) else cuts
-        batches = positions[firsts] - self.chunk_position
-        self.ranges = dict(zip(batches.tolist(), zip(firsts.tolist(), ends.tolist())))
-        self.offsets, self.stamps = offsets.tolist(), stamps.tolist()
+        self.batches = positions[firsts] - self.chunk_position
+        self.firsts, self.ends, self.offsets, self.stamps = firsts, ends, offsets, stamps
         self.start, self.end = at, at + consumed
         self.facts, self.sound = None, sound
-        self._decoded = (batches, firsts, offsets, stamps)
         return True
 
-    def sound_run(self, at: int, floor: int, next_index: int, stop_offset: int) -> _SoundRun | None:
+    def sound_run(self, at: int, floor: int, next_index: int, pending_offset: int,
+                  next_time_offset: int) -> _SoundRun | None:
         """The batches from the one at ``at`` (already decoded, or decoded now) that ``_verify_segment`` would find
-        sound one by one, with nothing to say about them and no index entry to match: each passes its CRC and
-        decodes (the run's decode checked both, and that offsets increase across its batches), is followed in the
-        run by the next (so no batch without records hides between them, and the batch after it starts above its
-        last offset: its offset field does not jump past the next batch's), starts below ``limit`` (where the read
-        of the segment ends), has a maxTimestamp its records' largest (CreateTime v2); the first starts above
-        ``floor`` (the last offset read before it, at least the segment's base - 1); none starts at or past
-        ``next_index`` (the buffer position of the next .index entry) or reaches ``stop_offset`` (a pending .index
-        offset, the next .timeindex entry's). None: the batch at ``at`` is not one of them. A run decoded again
-        after it failed, or followed by a batch whose offsets go back, gives none: the walk judges each of its
-        batches itself (which one holds a corrupt offset field may take the batches around it to tell)."""
+        sound one by one, with nothing to say about them: each passes its CRC and decodes (the run's decode checked
+        both, and that offsets increase across its batches), is followed in the run by the next (so no batch without
+        records hides between them, and the batch after it starts above its last offset: its offset field does not
+        jump past the next batch's), starts below ``limit`` (where the read of the segment ends), has a maxTimestamp
+        its records' largest (CreateTime v2), and the index entries the walk would match with it say nothing (a
+        ``.index`` entry at its position holding its last offset, or an offset inside it, counted in ``inside`` as
+        the cursor counts it; none pointing inside the batch before it; a ``.timeindex`` entry for its offsets
+        holding its maxTimestamp); the first starts above ``floor`` (the last offset read before it, at least the
+        segment's base - 1), at or after ``next_index`` (the buffer position of the next .index entry), and above
+        the offsets of the .timeindex entries before ``next_time_offset`` (the cursors' next entries: the cursors
+        are where the walk before the run left them); none reaches ``pending_offset`` (a .index offset waiting for
+        a later batch), nor, with one waiting, starts at or past ``next_index``. None: the batch at ``at`` is not
+        one of them. A run decoded again after it failed, or followed by a batch whose offsets go back, gives none:
+        the walk judges each of its batches itself (which one holds a corrupt offset field may take the batches
+        around it to tell)."""
         if not (self.start <= at < self.end or (at >= self.alone_below and self._run(at))) or not self.sound:
             return None
         facts = self.facts if self.facts is not None else self._facts()
-        i = facts.number.get(at)
-        if i is None or facts.first[i] <= floor:
+        i = int(self.batches.searchsorted(at))
+        if (i == len(self.batches) or self.batches[i] != at or facts.first[i] <= floor or next_index < at
+                or next_time_offset <= (facts.reached[i - 1] if i else facts.field_offset[0] - 1)):
             return None
-        end = facts.next_unsound[i]
-        end = min(end, bisect.bisect_left(facts.position, next_index, i, end),
-                  bisect.bisect_left(facts.last, stop_offset, i, end))
+        end = int(facts.next_unsound[i])
+        if pending_offset != _NEVER:
+            end = min(end, i + int(facts.last[i:end].searchsorted(pending_offset)),
+                      i + int(self.batches[i:end].searchsorted(next_index)))
         if end == i:
             return None
-        first_record, last_record = facts.record_start[i], facts.record_start[end] - 1
-        return _SoundRun(i, end, facts.position[end - 1] + facts.size[end - 1], end - i,
-                         last_record - first_record + 1, facts.gaps[last_record] - facts.gaps[first_record],
-                         self.offsets[first_record], self.offsets[last_record], facts.last[end - 1],
-                         max(facts.max_timestamp[i:end]))
+        first_record, last_record = int(self.firsts[i]), int(self.ends[end - 1]) - 1
+        last_position = int(self.batches[end - 1])
+        return _SoundRun(i, end, last_position + int(facts.size[end - 1]), end - i, last_record - first_record + 1,
+                         int(facts.gaps[last_record] - facts.gaps[first_record]), int(self.offsets[first_record]),
+                         int(self.offsets[last_record]), int(facts.last[end - 1]),
+                         max(int(facts.max_timestamp[i:end].max()), -1), last_position,
+                         int(facts.inside[end] - facts.inside[i]), int(facts.appended[end] - facts.appended[i]))
 
     def final(self, run: _SoundRun, final):
         """The walk's ``final`` (the last batch read, its file position and the offset after the batch before
         it) after ``run``."""
-        position = self.facts.position
-        last = read_header(self.buf, position[run.stop - 1])
-        before = final[0] if run.batches == 1 else read_header(self.buf, position[run.stop - 2])
+        position = self.batches
+        last = read_header(self.buf, int(position[run.stop - 1]))
+        before = final[0] if run.batches == 1 else read_header(self.buf, int(position[run.stop - 2]))
         return last, self.chunk_position + last.position, before.next_offset
 
     def _facts(self) -> _RunFacts:
         """The header facts of the decoded run's batches (gathered from the buffer, vectorised)."""
-        positions, firsts, offsets, stamps = self._decoded
+        positions, firsts, offsets, stamps = self.batches, self.firsts, self.offsets, self.stamps
         n = len(positions)
         # (the run's headers by the compiled walk, whole batches all: the kernel decoded them; the rows of the
         # batches holding records)
@@ -1149,29 +1179,83 @@ class _ChunkRecords:
         sound &= ~(create_time & (record_max != max_timestamp))
         if self.limit is not None:
             sound &= first < self.limit
+        reached = np.maximum.accumulate(last) if n else last  # (the time index cursor's walk: past these offsets)
+        inside = appended = np.zeros(n + 1, np.int64)
+        if n:
+            inside, appended = self._index_entries(sound, positions, size, first, last, field_offset, max_timestamp,
+                                                   reached)
         unsound = np.flatnonzero(~sound)  # (never empty: the run's last batch is followed by none in it)
         next_unsound = unsound[np.searchsorted(unsound, np.arange(n))] if n else unsound
         previous = offsets[:-1]
         gaps = np.concatenate(([0], np.cumsum((previous >= 0) & (offsets[1:] != previous + 1))))
-        self.facts = _RunFacts(dict(zip(positions.tolist(), range(n))), positions.tolist(), size.tolist(),
-                               first.tolist(), last.tolist(), np.where(max_timestamp >= 0, max_timestamp, -1).tolist(),
-                               next_unsound.tolist(), np.concatenate((firsts, [len(offsets)])).tolist(),
-                               gaps.tolist())
+        self.facts = _RunFacts(size, first, last, max_timestamp, next_unsound, gaps, field_offset, reached, inside,
+                               appended)
         return self.facts
+
+    def _index_entries(self, sound, positions, size, first, last, field_offset, max_timestamp, reached):
+        """Mark not ``sound`` the decoded run's batches at which the walk would have something to say about an index
+        entry (``_OffsetIndexCursor.at_batch``, ``_TimeIndexCursor.at_batch``), walking the batches one after
+        another from where the cursors are at a run's start (``sound_run`` checks they are): a ``.index`` entry at
+        the batch's position holding an offset below it, or above it that no batch reaches before the next entry's
+        position with only sound batches between (a follower's append: ``pending``, then ``appended``), or one
+        pointing inside the batch before it; a ``.timeindex`` entry for an offset the batch reaches first (its
+        cursor goes past the largest last offset so far, ``reached``) that is below the batch's offset field or
+        whose timestamp is not the batch's maxTimestamp (``max_timestamp``, as stored). Returns, per batch, the
+        running counts (from 0, one more entry) of the ``.index`` entries at batches before it holding an offset
+        inside their batch, not its last (``_OffsetIndexCursor.inside``), and of those holding a later batch's
+        (``_OffsetIndexCursor.appended``)."""
+        n = len(positions)
+        inside, appended = np.zeros(n + 1, np.int64), np.zeros(n + 1, np.int64)
+        cursor = self.times_cursor
+        if cursor is not None and len(cursor.sorted_keys):
+            keys = cursor.sorted_keys
+            lo, hi = int(keys.searchsorted(field_offset[0])), int(keys.searchsorted(reached[-1], side="right"))
+            batch = reached.searchsorted(keys[lo:hi])
+            sound[batch[(keys[lo:hi] < field_offset[batch])
+                        | (cursor.sorted_timestamps[lo:hi] != max_timestamp[batch])]] = False
+        cursor = self.offsets_cursor
+        if cursor is not None and len(cursor.sorted_keys):
+            keys, base = cursor.sorted_keys, self.chunk_position
+            lo, hi = keys.searchsorted([base + positions[0], base + positions[-1] + size[-1]])
+            at = keys[lo:hi] - base
+            offset = cursor.sorted_offsets[lo:hi]
+            batch = positions.searchsorted(at, side="right") - 1
+            boundary = positions[batch] == at
+            mid = batch[~boundary] + 1  # (said at the batch after the one it points inside)
+            sound[mid[mid < n]] = False
+            # (an entry at a boundary says nothing when it holds one of the batch's offsets: its last, or one inside)
+            known = boundary & (first[batch] <= offset) & (offset <= last[batch])
+            later = boundary & (offset > last[batch])
+            sound[batch[boundary & ~known & ~later]] = False
+            inside[1:] = np.cumsum(np.bincount(batch[known & (offset != last[batch])], minlength=n))
+            if later.any():  # (a follower's append: right when a batch reaches it before the next entry's)
+                pending, wanted = batch[later], offset[later]
+                # (the next entry's position; past the last, one no position reaches)
+                following = np.append(keys, np.iinfo(np.int64).max)[lo + 1:hi + 1][later]
+                reaching = reached.searchsorted(wanted)
+                unsound = np.append(np.flatnonzero(~sound), n)
+                sound_to = unsound[unsound.searchsorted(pending + 1)]  # (the first one not sound after the batch)
+                right = (reaching < sound_to) & (base + positions[np.minimum(reaching, n - 1)] < following)
+                sound[pending[~right]] = False
+                appended[1:] = np.cumsum(np.bincount(pending[right], minlength=n))
+        return inside, appended
 
 
 class _RunFacts(NamedTuple):
-    """Per batch of a decoded run (lists, in buffer order): what :meth:`_ChunkRecords.sound_run` needs."""
+    """Per batch of a decoded run holding records (numpy arrays, in the order of ``_ChunkRecords.batches``): what
+    :meth:`_ChunkRecords.sound_run` needs."""
 
-    number: dict  # buffer position -> batch number in the run
-    position: list
-    size: list
-    first: list  # the first offset (a v2 base offset; a legacy wrapper's first inner offset)
-    last: list  # the header's last offset
-    max_timestamp: list  # (-1: none)
-    next_unsound: list  # the number of the first batch from this one on that is not sound on its own
-    record_start: list  # the number of its first record (one more entry: the run's records)
-    gaps: list  # per record: the non-consecutive offsets among the run's records up to it
+    size: np.ndarray
+    first: np.ndarray  # the first offset (a v2 base offset; a legacy wrapper's first inner offset)
+    last: np.ndarray  # the header's last offset
+    max_timestamp: np.ndarray  # as stored (a v0 message's: -1)
+    next_unsound: np.ndarray  # the number of the first batch from this one on that is not sound on its own
+    gaps: np.ndarray  # per record: the non-consecutive offsets among the run's records up to it
+    field_offset: np.ndarray  # the header's offset field
+    reached: np.ndarray  # the largest last offset of the batches up to this one
+    inside: np.ndarray  # the .index entries holding an offset inside their batch, at the batches before this one
+                        # (one more entry)
+    appended: np.ndarray  # the .index entries holding a later batch's last offset, likewise
 
 
 class _SoundRun(NamedTuple):
@@ -1185,6 +1269,9 @@ class _SoundRun(NamedTuple):
     last_record: int
     last: int  # the last batch's last offset
     max_timestamp: int  # the batches' largest (-1: none)
+    last_position: int  # the buffer position of the last batch
+    inside: int  # .index entries at its batches holding an offset inside their batch, not its last
+    appended: int  # .index entries at its batches holding the last offset of a later batch of the run
 
 
 class _Headers:

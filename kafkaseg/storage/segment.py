@@ -133,6 +133,7 @@ class HeaderWalk:
         self.block_size = max(block_size, V2_HEADER_SIZE)
         self.tail: TailReport | None = None
         self.end_position = start
+        self._block, self._block_start = b"", start  # the last block read, and its file position
         # the walk's generator sees the walk through a weak proxy: a walk left unfinished (one header read, a search
         # that stops early) is freed with its read block when dropped, not held in a cycle until a collection
         self._iterator = type(self)._walk(weakref.proxy(self))
@@ -142,6 +143,14 @@ class HeaderWalk:
 
     def __next__(self) -> BatchHeader:
         return next(self._iterator)
+
+    def bytes_at(self, position: int, length: int) -> bytes | None:
+        """The ``length`` bytes at file ``position`` when the block the walk read last holds them all (say, the
+        start of the batch after the one it yielded: no read of their own), else None."""
+        relative = position - self._block_start
+        if relative < 0 or relative + length > len(self._block):
+            return None
+        return bytes(self._block[relative:relative + length])
 
     def runs(self) -> "HeaderWalk":
         """This walk (not started yet) as it yields to :func:`batch_table`: a run of whole batches the compiled walk
@@ -167,6 +176,7 @@ class HeaderWalk:
                 block = reader.read_at(position, min(self.block_size, left))
                 block_start = position
                 relative = 0
+                self._block, self._block_start = block, block_start
             if fast is not None:
                 # the whole batches read_header accepts, at once; it parses (and reports) where this walk stops
                 room = V2_HEADER_SIZE if block_start + len(block) < limit else 0
