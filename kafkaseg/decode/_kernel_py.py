@@ -347,6 +347,11 @@ def _located(req: DecodeRequest, frame: _Frame) -> CorruptDataError:
     return frame.cls(frame.message, path=req.path, position=req.base_position + frame.position)
 
 
+def _java_long(value: int) -> int:
+    """``value`` wrapped to a signed 64-bit long, as Java's (and the compiled kernel's) long arithmetic leaves it."""
+    return ((value + (1 << 63)) & _U64_MASK) - (1 << 63)
+
+
 def _check_batch_offsets(base_offset, last_offset, last_seen, pos):
     if last_offset < base_offset:
         raise _Frame(CorruptBatchError, f"batch last offset {last_offset} is below its base offset {base_offset}", pos)
@@ -358,7 +363,7 @@ def _check_batch_offsets(base_offset, last_offset, last_seen, pos):
 def _decode_v2(buf, pos, total, req, out, stats, last_seen):
     (base_offset, _, epoch, _, crc, attributes, last_delta, base_ts, max_ts, producer_id, producer_epoch,
      base_sequence, count) = _V2.unpack_from(buf, pos)
-    last_offset = base_offset + last_delta
+    last_offset = _java_long(base_offset + last_delta)  # wraps, as the compiled kernel's int64 sum does
     _check_batch_offsets(base_offset, last_offset, last_seen, pos)
     if req.verify_crc:
         actual = crc32c(buf[pos + wb.V2_ATTRIBUTES_OFFSET:pos + total])
@@ -458,7 +463,7 @@ def _decode_v2(buf, pos, total, req, out, stats, last_seen):
         if log_append:
             timestamp = max_ts
         else:
-            timestamp = ((base_ts + ts_delta + (1 << 63)) & _U64_MASK) - (1 << 63)  # Java's long sum wraps
+            timestamp = _java_long(base_ts + ts_delta)  # Java's long sum wraps
         _check_timestamp(timestamp, pos, req)
         if req.include_metadata:
             sequence = -1 if base_sequence < 0 else (base_sequence + offset_delta) % (1 << 31)
