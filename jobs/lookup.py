@@ -38,7 +38,7 @@ from typing import Iterable, Iterator, Sequence
 import pyarrow as pa
 
 from jobs.export import WRITE_MODES, UsageError, check_output_location, job_parser
-from kafkaseg.errors import InvalidOptionError, LayoutError
+from kafkaseg.errors import BadPathError, InvalidOptionError
 from kafkaseg.spark.jobs import positive_int
 
 OUTPUT_SCHEMA = pa.schema([
@@ -474,9 +474,9 @@ def _as_the_tables_strings(answers, output: str, extra: Sequence[str]):
 
 def check(args: argparse.Namespace) -> None:
     """What can be refused before Spark starts: a data dir or an ``--input`` file or folder that is not there
-    (``LayoutError``; a table name is Spark's to find), an output inside a data dir's log dir or holding one
-    (``UsageError``: an overwrite deleted the log dir before the lookups ran), an existing output with
-    ``--mode error`` (``FileExistsError``)."""
+    (``BadPathError``, the ``LayoutError`` discovery raises for such a path; a table name is Spark's to find), an
+    output inside a data dir's log dir or holding one (``UsageError``: an overwrite deleted the log dir before the
+    lookups ran), an existing output with ``--mode error`` (``FileExistsError``)."""
     from kafkaseg.remote_metadata import read_remote_log_metadata
     from kafkaseg.storage.fs import join, stat
     from kafkaseg.storage.layout import discover
@@ -487,7 +487,7 @@ def check(args: argparse.Namespace) -> None:
     check_output_location(args.output, list(args.data_dir))
     globbed = any(c in args.input for c in "*?[{")  # Spark's readers expand globs
     if not globbed and input_format(args.input) != "table" and stat(args.input) is None:
-        raise LayoutError(f"--input {args.input}: no such file or directory")
+        raise BadPathError(f"--input {args.input}: no such file or directory")
     if args.mode == "error":
         entry = stat(join(args.output, "_delta_log") if args.format == "delta" else args.output)
         if entry is not None:

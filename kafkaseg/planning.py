@@ -71,8 +71,8 @@ from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import (ListingCheck, PartitionDir, SegmentFiles, acknowledged_loss_end,
                                      acknowledged_loss_words, check_one_incarnation, choose_replicas,
-                                     copy_gaps, discover, find_log_end, last_stable_offset,
-                                     reaches_past_recovery_point, read_partition_again, relisted,
+                                     copy_gaps, discover, find_log_end, high_watermark_above_words,
+                                     last_stable_offset, reaches_past_recovery_point, read_partition_again, relisted,
                                      snapshot_transactions_at, transactions_open_at,
                                      valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
@@ -1377,9 +1377,9 @@ def _bounds(part: _Partition, preport: PartitionReport | None) -> _Bounds:
 
 def high_watermark_above_note(name: str, high_watermark: int, log_end: int, path: str) -> str:
     """The note of a read whose partition's high watermark is above its log end (the read, and ``latest``, stop at
-    the log end); ``kafkaseg consume`` says it too."""
-    return f"{name}: high watermark {high_watermark} is above the log end offset {log_end} of {path}; reading up to " \
-           f"{log_end}"
+    the log end); ``kafkaseg consume`` says it too, and the other tools say the same words
+    (:func:`~kafkaseg.storage.layout.high_watermark_above_words`)."""
+    return f"{name}: " + high_watermark_above_words(high_watermark, log_end, path)
 
 
 def lost_copy_reached_by_time(pdir: PartitionDir, timestamp: int, found: int | None

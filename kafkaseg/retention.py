@@ -159,7 +159,7 @@ def gather_facts(pdir: PartitionDir, *, compaction: bool = False) -> PartitionFa
     stable offset and the first batch header of each non-active segment). Raises ``KafkaSegError`` for what cannot
     be read (an unreadable bounding checkpoint, a segment whose indexes and log are both unreadable)."""
     from kafkaseg.lookup import PartitionLookup
-    from kafkaseg.storage.layout import last_stable_offset
+    from kafkaseg.storage.layout import high_watermark_above_words, last_stable_offset
     from kafkaseg.storage.segment import SegmentReader
 
     notes = list(pdir.notes)
@@ -175,7 +175,7 @@ def gather_facts(pdir: PartitionDir, *, compaction: bool = False) -> PartitionFa
         if pdir.high_watermark is None:
             notes.append(f"no checkpointed high watermark: the log end offset {leo} stands in for it")
         elif pdir.high_watermark > leo:
-            notes.append(f"checkpointed high watermark {pdir.high_watermark} is above the log end offset {leo}")
+            notes.append(high_watermark_above_words(pdir.high_watermark, leo, pdir.path))
         checkpointed = pdir.high_watermark
         if checkpointed is not None and min(checkpointed, leo) < log_start:
             # UnifiedLog.updateHighWatermark: bounded below by the log start offset (the lookup's clamps it too)

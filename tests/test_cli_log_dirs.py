@@ -6,6 +6,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -199,3 +200,26 @@ def test_a_cut_folder_name_counts_for_the_topic_it_starts(tmp_path, capsys):
         code, out, _ = run(["log-dirs", "--json", "--topic-list", listed, str(d.path)], capsys)
         stray = json.loads(out)["brokers"][0]["logDirs"][0]["strayBytes"]
         assert (stray == _du(cut)) if counted else stray == 0, listed
+
+
+def test_a_path_that_is_no_log_dir_is_a_bad_path(brokers, tmp_path):
+    """A log dir given that is not there, a file, a partition's folder, an empty folder (a disk not mounted) or a
+    folder of other things is a path in error (BadPathError, the LayoutError discovery raises for such paths), as
+    for every other command; described offline as before (the error's words in ``why``)."""
+    from kafkaseg.cli.log_dirs import _describe_one, describe_log_dirs
+    from kafkaseg.errors import BadPathError
+    from kafkaseg.storage import fs as _fs
+
+    a = brokers[0]
+    (tmp_path / "a-file").write_text("")
+    (tmp_path / "unmounted").mkdir()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("")
+    for path, words in [(tmp_path / "gone", "no such directory"), (tmp_path / "a-file", "not a log dir (a file"),
+                        (a.path / "t-0", "give its log dir"), (tmp_path / "unmounted", "disk not mounted"),
+                        (tmp_path / "other", "no meta.properties")]:
+        filesystem, local = _fs.open_filesystem(str(path))
+        with pytest.raises(BadPathError, match=re.escape(words)):
+            _describe_one(local, filesystem, None)
+        (usage,) = describe_log_dirs([str(path)])
+        assert not usage.readable and words in usage.why[0], usage.why

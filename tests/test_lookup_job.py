@@ -179,7 +179,7 @@ def test_main_refuses_a_missing_data_dir_or_an_existing_output_in_one_line(datad
             (["--data-dir", str(datadir.path), "--input", str(requests), "--output", str(tmp_path / "out")],
              "FileExistsError: "),
             (["--data-dir", str(datadir.path), "--input", str(tmp_path / "nope.csv"), "--output",
-              str(tmp_path / "o")], "LayoutError: --input "),
+              str(tmp_path / "o")], "BadPathError: --input "),
             (["--data-dir", str(datadir.path), "--input", str(requests), "--output", str(tmp_path / "o"),
               "--partitions", "0"], "argument --partitions: 0 is not 1 or more"),
             # Spark's overwrite deleted the whole log dir before the lookups ran (found in review)

@@ -531,7 +531,7 @@ def test_describe_calls_lost_acknowledged_offsets_an_error(torn, capsys):
     assert part["logEndOffset"] == LOST_FROM and part["highWatermark"] == RECORDS
     assert code == 2 and any("acknowledged and flushed" in e for e in part["errors"])
     # (not also the note that reads stop at the log end: a read to latest fails)
-    assert not any("reads and 'latest' stop at" in n for n in part["notes"])
+    assert not any("where reads and 'latest' stop" in n for n in part["notes"])
 
 
 def test_locate_an_acknowledged_offset_lost_from_the_files(torn, capsys):
@@ -560,9 +560,46 @@ def test_a_high_watermark_alone_above_the_log_end_stays_a_note(torn, capsys):
     assert (code, out, err) == (0, f"t:0:{LOST_FROM}\n", "")
     code, part = _describe(capsys, root)
     assert code == 0 and part["lostTail"] is None and part["errors"] == []
-    assert any("reads and 'latest' stop at" in n for n in part["notes"])
+    assert any("where reads and 'latest' stop" in n for n in part["notes"])
     code, out, err = _run(capsys, _locate(root, 280, "--on-corruption", "skip"))
     assert code == 1 and "at or past the log end offset" in out
+
+
+def test_the_tools_word_a_high_watermark_above_the_log_end_alike(tmp_path, capsys):
+    """The high watermark alone above the log end (lost_tail_data's "hw": the recovery point below it, a note, not
+    a loss): one wording (``layout.high_watermark_above_words``) for a read's plan note and consume's stderr line
+    (``planning.high_watermark_above_note``), describe's note, offsets' note, retention's note and verify's
+    problem, each naming the partition's folder."""
+    from kafkaseg.planning import high_watermark_above_note
+    from kafkaseg.storage.layout import high_watermark_above_words
+
+    root = tmp_path / "d"
+    lost_tail_copy(root, "hw")
+    folder = str(root / "t-0")
+    words = high_watermark_above_words(RECORDS, LOST_FROM, folder)
+    note = f"t-0: {words}"
+    assert high_watermark_above_note("t-0", RECORDS, LOST_FROM, folder) == note
+    scan = kafkaseg.open_scan(str(root))
+    assert [n for p in scan.plan.report.partitions for n in p.notes if "high watermark" in n] == [note]
+    code, out, err = _run(capsys, ["consume", "--data-dir", str(root), "--topic", "t", "--from-beginning"])
+    assert code == 0 and f"kafkaseg consume: {note}\n" in err
+    code, part = _describe(capsys, root)
+    assert code == 0 and part["errors"] == [] and [n for n in part["notes"] if "high watermark" in n] == [words]
+    code, out, err = _run(capsys, ["describe", str(root)])
+    assert f"{note}\n" in out + err
+    code, out, err = _run(capsys, _offsets_argv(root, "--json"))
+    (row,) = json.loads(out)
+    assert code == 0 and row["offset"] == LOST_FROM and row["note"] == words
+    code, out, err = _run(capsys, _offsets_argv(root, "--verbose"))
+    assert code == 0 and f"t:0: note: {words}\n" in err
+    code, out, err = _run(capsys, ["retention", "--json", str(root)])
+    (facts,) = json.loads(out)["partitions"]
+    assert words in facts["notes"].split("; ")
+    code, out, err = _run(capsys, ["retention", str(root)])
+    assert f"{note}\n" in out + err
+    code, report = _verify(root)
+    (found,) = [p for p in report["problems"] if "high watermark" in p["message"]]
+    assert found["message"] == note and found["file"] == str(root / "replication-offset-checkpoint")
 
 
 def test_lookups_do_not_trust_a_recovery_point_checkpointed_again_after_the_listing(torn):

@@ -28,7 +28,7 @@ from kafkaseg.storage import checkpoints as ckpt
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.layout import (PartitionDir, broker_high_watermark, discover, gaps_in_copies,
-                                     last_stable_offset)
+                                     high_watermark_above_words, last_stable_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import SegmentReader
 from kafkaseg.storage.time_index import TimeIndex
@@ -200,8 +200,7 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
     _describe_lost_tail(desc, pdir)
     hw, leo, start = pdir.high_watermark, desc.log_end_offset, desc.log_start_offset
     if hw is not None and leo is not None and hw > leo and desc.lost_tail is None:  # (else said as lost)
-        desc.notes.append(f"high watermark {hw} is above the log end offset {leo} (an incomplete copy, or a log "
-                          f"cut short): reads and 'latest' stop at {leo}")
+        desc.notes.append(high_watermark_above_words(hw, leo, pdir.path))
     elif hw is not None and start is not None and hw < start:  # UnifiedLog.updateHighWatermark
         desc.notes.append(f"high watermark {hw} is below the log start offset {start}, which a broker takes "
                           f"instead: reads and 'latest' stop at {start}")

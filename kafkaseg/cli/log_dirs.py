@@ -48,7 +48,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from kafkaseg.errors import KafkaSegError, LayoutError
+from kafkaseg.errors import BadPathError, KafkaSegError, LayoutError
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import (
     PartitionDir,
@@ -165,9 +165,9 @@ def _wanted(name: str, parsed: tuple[str, int] | None, wanted: set | None) -> bo
 def _describe_one(path: str, filesystem, wanted: set | None) -> LogDirUsage:
     entry = _fs.stat(path, filesystem)
     if entry is None:
-        raise LayoutError(f"{path}: no such directory (a log dir that is not there, or a disk not mounted)")
+        raise BadPathError(f"{path}: no such directory (a log dir that is not there, or a disk not mounted)")
     if not entry.is_dir:
-        raise LayoutError(f"{path}: not a log dir (a file; give the log dirs, as log.dirs lists them)")
+        raise BadPathError(f"{path}: not a log dir (a file; give the log dirs, as log.dirs lists them)")
     # (a partition folder with a segment that is no readable file: a partition with its error, described below)
     log_dir = read_log_dir(path, filesystem, select=lambda t, p: _wanted(f"{t}-{p}", (t, p), wanted),
                            partition_errors=True)
@@ -185,7 +185,7 @@ def _describe_one(path: str, filesystem, wanted: set | None) -> LogDirUsage:
         what = ("a partition's folder? give its log dir" if parse_topic_partition(_fs.basename(path)) else
                 "empty: a disk not mounted?" if not folders and not files else
                 "no meta.properties, checkpoint files or <topic>-<partition> folders")
-        raise LayoutError(f"{path}: not a log dir ({what})")
+        raise BadPathError(f"{path}: not a log dir ({what})")
     node = log_dir.meta.node_id if log_dir.meta is not None and log_dir.meta.node_id is not None else -1
     usage = LogDirUsage(path=path, broker=node)
     offline = [f"unreadable {name}: {why}" for name, why in log_dir.unreadable_checkpoints]

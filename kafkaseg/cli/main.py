@@ -650,7 +650,9 @@ def _high_watermark_note(lookup) -> str | None:
         return f"{why}: the log end offset {lookup.log_end_offset()} stands in for it"
     leo = lookup.log_end_offset()
     if hw > leo:
-        return f"high watermark {hw} is above the log end offset {leo} (an incomplete copy?): {leo} stands in for it"
+        from kafkaseg.storage.layout import high_watermark_above_words
+
+        return high_watermark_above_words(hw, leo, pdir.path)
     fetchable = lookup.high_watermark()
     if fetchable > hw:  # UnifiedLog.updateHighWatermark
         return f"high watermark {hw} is below the log start offset: the log start {fetchable} stands in for it"

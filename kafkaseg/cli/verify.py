@@ -56,8 +56,8 @@ from kafkaseg.storage import fs as _fs
 from kafkaseg.storage import tiered
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.layout import (SWAPS_IGNORED, SWAPS_RESOLVED, ListingCheck, PartitionDir, check_one_incarnation,
-                                     discover, gaps_in_copies, judge_tail, transactions_open_at,
-                                     unacknowledged_append, valid_cleaner_offset)
+                                     discover, gaps_in_copies, high_watermark_above_words, judge_tail,
+                                     transactions_open_at, unacknowledged_append, valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
 from kafkaseg.storage.segment import SegmentReader, offsets_hidden_by_last_batch, snapshot_past, zeros_hiding_records
@@ -1408,7 +1408,7 @@ def _check_checkpoints(pdir: PartitionDir, summary: PartitionSummary, report: Ve
     first_base = pdir.segments[0].base_offset if pdir.segments else None
     if pdir.high_watermark is not None and pdir.high_watermark > leo:
         report.add(ERROR, os.path.join(where, "replication-offset-checkpoint"), None,
-                   f"{pdir.name}: high watermark {pdir.high_watermark} is above the log end offset {leo}")
+                   f"{pdir.name}: {high_watermark_above_words(pdir.high_watermark, leo, pdir.path)}")
     if pdir.high_watermark is not None and lso_ is not None and pdir.high_watermark < lso_:
         report.add(WARNING, os.path.join(where, "replication-offset-checkpoint"), None,
                    f"{pdir.name}: high watermark {pdir.high_watermark} is below the log start offset "

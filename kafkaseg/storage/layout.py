@@ -76,6 +76,7 @@ __all__ = [
     "judge_tail",
     "acknowledged_loss_end",
     "acknowledged_loss_words",
+    "high_watermark_above_words",
     "LogEnd",
     "find_log_end",
     "relisted",
@@ -1957,6 +1958,17 @@ def acknowledged_loss_words(high_watermark: int, recovery_point: int, log_end: i
             f"{log_end}{of}: offsets [{log_end}, {min(high_watermark, recovery_point)}) were acknowledged and flushed "
             "to disk but are not in these files (a lost segment file, a copy taken while the broker was writing "
             "that missed them, or a tail that no longer reads as batches)")
+
+
+def high_watermark_above_words(high_watermark: int, log_end: int, where: str | None = None) -> str:
+    """What a read's plan note and the tools (``consume``, ``describe``, ``offsets``, ``retention``, ``verify``)
+    say of a high watermark above the log end that is no proven loss (the recovery point not above it too, or not
+    trusted: else :func:`acknowledged_loss_words`): reads and ``latest`` stop at the log end. ``where``: the
+    partition's folder, when the words do not name it. (No semicolon: retention joins its notes with them.)"""
+    of = "" if where is None else f" of {where}"
+    return (f"high watermark {high_watermark} is above the log end offset {log_end}{of}, where reads and 'latest' "
+            f"stop: offsets {log_end}..{high_watermark - 1} were acknowledged but are not in these files (an "
+            "unflushed tail a crash lost, or an incomplete copy)")
 
 
 @dataclass(frozen=True)
