@@ -377,17 +377,36 @@ def _location(path: str) -> str:
 
 def _log_dirs(data_dirs: Sequence[str]) -> list[str]:
     """The Kafka log dirs the data dirs are or are in: a partition dir's or a ``.log`` file's parent log dir, each
-    glob's matches (from discovery; as URIs with the given URI's scheme and authority on other filesystems), else
-    the paths as given."""
+    glob's matches (from discovery; as URIs with the given URI's scheme and authority on other filesystems; a
+    tiered-storage copy's is its store's root, also for a store whose copies are all gone that
+    ``__remote_log_metadata`` among ``data_dirs`` lists), else the paths as given."""
     from kafkaseg.errors import KafkaSegError
+    from kafkaseg.remote_metadata import read_remote_log_metadata
     from kafkaseg.storage import fs as _fs
-    from kafkaseg.storage.layout import discover
+    from kafkaseg.storage.layout import REMOTE_LOG_METADATA_TOPIC, discover
 
-    dirs = set()
+    alone: dict = {}
     for given in data_dirs:
         try:
-            found = discover([given])
+            alone[given] = discover([given])
         except KafkaSegError:
+            alone[given] = None
+    # a path refused alone may be a tiered store whose copies are all gone, which __remote_log_metadata among the
+    # other paths makes the store that lost them (as the read finds it): discovered again with those paths, its
+    # partitions are what the others do not hold (lenient: a corrupt metadata record is the read's to report)
+    metadata = [given for given, found in alone.items()
+                if found and any(p.topic == REMOTE_LOG_METADATA_TOPIC for p in found)]
+    theirs = {(p.topic, p.partition, p.path) for given in metadata for p in alone[given]}
+    dirs = set()
+    for given, found in alone.items():
+        if found is None and metadata:
+            try:
+                found = [p for p in discover([given, *metadata], remote_log_metadata=lambda partitions:
+                                             read_remote_log_metadata(partitions, lenient=True))
+                         if (p.topic, p.partition, p.path) not in theirs] or None
+            except KafkaSegError:
+                pass
+        if found is None:
             dirs.add(str(given))
             continue
         prefix = _uri_prefix(str(given))
@@ -1051,14 +1070,12 @@ def prepare(args: argparse.Namespace) -> dict:
         raise UsageError(f"--mode {args.mode} cannot be used with replicas=all (one partition, several ranges: "
                          "duplicates could not be told from copies)")
     if "topic" in args.partition_by:  # (replicas=all plans no ranges here: the topics the options select then)
-        from kafkaseg.options import ReadOptions
-        from kafkaseg.storage.layout import discover
-
         if report is not None:
             selected = {p.topic for p in report.partitions}
-        else:
-            selection = ReadOptions.from_options(args.options)
-            selected = {p.topic for p in discover(paths) if selection.selects_topic(p.topic)}
+        else:  # discovered as the read discovers (its __remote_log_metadata: a tiered store whose copies are all
+            # gone is the metadata's data loss, said by the read, not a path to refuse here; its key ring)
+            selected = {p.topic for p in list_partitions(list(paths), read_options).partitions
+                        if read_options.selects_topic(p.topic)}
         check_partition_values(selected, args.partition_by, "--partition-by ''")
     if report is not None and args.mode in ("incremental", "append"):
         check_incarnations(topics, report, args.output)

@@ -246,7 +246,7 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
     in for unreadable checkpoints; by default such damage is the row's reason."""
     from kafkaseg.errors import CorruptCheckpointError, CorruptDataError, KafkaSegError
     from kafkaseg.lookup import PartitionLookup, parse_time_spec
-    from kafkaseg.remote_metadata import read_remote_log_metadata
+    from kafkaseg.remote_metadata import ON_CORRUPTION_WAYS_ON, read_remote_log_metadata
     from kafkaseg.storage.fs import redact
     from kafkaseg.storage.layout import choose_replicas, discover
     from kafkaseg.storage.probed_index import OpenFileLimit
@@ -255,7 +255,7 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
     # which tiered-storage copies are live (and which live ones are missing: -2 is then the broker's log start, an
     # offset in one lost with it) from __remote_log_metadata among the data dirs, as for `kafkaseg offsets`/`locate`
     for pdir in discover(list(data_dirs), remote_log_metadata=lambda metadata: read_remote_log_metadata(
-            metadata, lenient=lenient)):
+            metadata, lenient=lenient, ways_on=ON_CORRUPTION_WAYS_ON)):
         by_topic.setdefault(pdir.topic, []).append(pdir)
     chosen: dict[str, dict | KafkaSegError] = {}  # per topic, when a row first asks: a stale copy of one topic
                                                    # (a refused replica choice) fails that topic's rows only
@@ -477,13 +477,13 @@ def check(args: argparse.Namespace) -> None:
     (``BadPathError``, the ``LayoutError`` discovery raises for such a path; a table name is Spark's to find), an
     output inside a data dir's log dir or holding one (``UsageError``: an overwrite deleted the log dir before the
     lookups ran), an existing output with ``--mode error`` (``FileExistsError``)."""
-    from kafkaseg.remote_metadata import read_remote_log_metadata
+    from kafkaseg.remote_metadata import ON_CORRUPTION_WAYS_ON, read_remote_log_metadata
     from kafkaseg.storage.fs import join, stat
     from kafkaseg.storage.layout import discover
 
     # discovered as the executors discover (a store whose copies are all gone is there when the metadata says so)
     discover(list(args.data_dir), remote_log_metadata=lambda metadata: read_remote_log_metadata(
-        metadata, lenient=args.on_corruption == "skip"))
+        metadata, lenient=args.on_corruption == "skip", ways_on=ON_CORRUPTION_WAYS_ON))
     check_output_location(args.output, list(args.data_dir))
     globbed = any(c in args.input for c in "*?[{")  # Spark's readers expand globs
     if not globbed and input_format(args.input) != "table" and stat(args.input) is None:

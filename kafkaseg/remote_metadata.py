@@ -65,7 +65,7 @@ from kafkaseg.wire.internal.remote_log_metadata import (
     RemotePartitionDeleteMetadata, decode_remote_log_metadata)
 
 __all__ = ["METADATA_TOPIC", "DEFAULT_METADATA_PARTITIONS", "metadata_partition", "replay",
-           "read_remote_log_metadata", "RemoteLogMetadataRead"]
+           "read_remote_log_metadata", "RemoteLogMetadataRead", "READ_WAYS_ON", "ON_CORRUPTION_WAYS_ON"]
 
 METADATA_TOPIC = REMOTE_LOG_METADATA_TOPIC
 #: ``remote.log.metadata.topic.num.partitions``' default (``TopicBasedRemoteLogMetadataManagerConfig``)
@@ -308,12 +308,23 @@ class RemoteLogMetadataRead:
         return CopyStates(f"{where[0]}, up to offset {where[1]}", {})
 
 
-def read_remote_log_metadata(partitions: Iterable[PartitionDir], *, lenient: bool = False) -> RemoteLogMetadataRead:
+#: How a read goes on past a corrupt metadata record: its read options (a tool without them names its own switch)
+READ_WAYS_ON = ("remoteLogMetadata=ignore reads the tiered copies without the metadata (chosen by their leader "
+                "epochs), onCorruption=skip leaves this metadata partition out")
+#: ... and that of `kafkaseg offsets`/`locate` and jobs/lookup.py, whose switch is --on-corruption (none of them takes
+#: remoteLogMetadata)
+ON_CORRUPTION_WAYS_ON = ("--on-corruption skip leaves this metadata partition out (the tiered copies of its "
+                         "partitions then chosen by their leader epochs)")
+
+
+def read_remote_log_metadata(partitions: Iterable[PartitionDir], *, lenient: bool = False,
+                             ways_on: str = READ_WAYS_ON) -> RemoteLogMetadataRead:
     """Replay the ``__remote_log_metadata`` replicas among ``partitions`` (one per metadata partition: the
     highest high watermark) up to each one's log end (its high watermark when the end cannot be told: the
     checkpointed high watermark lags the events the brokers acted on); see the module docstring. Raises a
     :class:`CorruptDataError` naming the segment and offset of a record that does not decode (or a batch that
-    fails its CRC), saying how to read on; ``lenient`` (``onCorruption=skip``) leaves that metadata partition out
+    fails its CRC), saying how to read on (``ways_on``: the read options by default; a command-line tool or job
+    passes its own switches); ``lenient`` (``onCorruption=skip``) leaves that metadata partition out
     instead, whole: a missed FINISHED event would drop a live copy, a missed DELETE_STARTED read a dead one, so its
     partitions' copies are chosen by their leader epochs, as without metadata (noted)."""
     metadata = [p for p in partitions if p.topic == METADATA_TOPIC and p.tiered is None and p.segments]
@@ -347,9 +358,7 @@ def read_remote_log_metadata(partitions: Iterable[PartitionDir], *, lenient: boo
             replayed = replay(events())
         except CorruptDataError as err:
             if not lenient:
-                raise CorruptDataError(f"{err.detail}; remoteLogMetadata=ignore reads the tiered copies without the "
-                                       "metadata (chosen by their leader epochs), onCorruption=skip leaves this "
-                                       "metadata partition out", path=err.path, position=err.position) from err
+                raise CorruptDataError(f"{err.detail}; {ways_on}", path=err.path, position=err.position) from err
             unreadable[pdir.partition] = (pdir.path, str(err))
             continue
         read[pdir.partition] = (pdir.path, upper)

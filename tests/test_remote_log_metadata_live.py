@@ -1027,3 +1027,62 @@ def test_locate_earliest_below_a_missing_oldest_live_copy_answers_the_brokers_lo
     answer, location = locate_time(choice.chosen, "earliest")
     assert answer.offset == first and not location.found and copy in location.reason
     assert copy in locate_offset(choice.chosen, first + 5).reason
+
+
+@pytest.mark.parametrize("command", ["offsets", "locate", "lookup-job"])
+def test_a_corrupt_metadata_record_names_the_tools_own_switch(tmp_path, capsys, command):
+    """The corrupt metadata's way on, from `kafkaseg offsets`/`locate` and the lookup job, is their own switch
+    (--on-corruption skip, which then reads on), not the read options (remoteLogMetadata=ignore, onCorruption=skip),
+    which none of them takes."""
+    from kafkaseg.cli.main import main
+
+    data, remote, _, written, events, _, number = _tiered(tmp_path, "local")
+    write_remote_log_metadata(data, events, partition=number)
+    (log,) = (data / f"__remote_log_metadata-{number}").glob("*.log")
+    raw = bytearray(log.read_bytes())
+    raw[100] ^= 0xFF
+    log.write_bytes(bytes(raw))
+    dirs = [arg for path in (data, remote) for arg in ("--data-dir", str(path))]
+    if command == "lookup-job":
+        from jobs import lookup as job
+        from kafkaseg.errors import CorruptDataError
+
+        (tmp_path / "requests.csv").write_text("topic,partition,time,offset\norders,0,-2,\n")
+        argv = dirs + ["--input", str(tmp_path / "requests.csv"), "--output", str(tmp_path / "out")]
+        with pytest.raises(CorruptDataError) as raised:
+            job.check(job.parse_args(argv))
+        said = str(raised.value)
+        job.check(job.parse_args(argv + ["--on-corruption", "skip"]))
+    else:
+        argv = [command, "--topic", "orders"] + dirs + (["--time", "-2"] if command == "offsets" else
+                                                        ["--partition", "0", "--offset", "5"])
+        assert main(argv) != 0
+        said = capsys.readouterr().err
+        assert main(argv + ["--on-corruption", "skip"]) == 0, capsys.readouterr().err
+    assert f"__remote_log_metadata-{number}" in said and "--on-corruption skip" in said, said
+    assert "remoteLogMetadata=ignore" not in said and "onCorruption=skip" not in said, said
+
+
+@pytest.mark.parametrize("shape", ["empty-root", "empty-partition-folder"])
+def test_locate_of_a_misspelt_topic_over_an_emptied_store_hints_the_topic_the_metadata_makes_it_hold(tmp_path,
+                                                                                                      capsys, shape):
+    """`locate --topic ordrs` over a tiered store whose copies are all gone, with __remote_log_metadata among the
+    --data-dirs listing orders-0's live: locate reads orders-0 there (its copies lost), so the message for a
+    misspelt topic hints at it as for a store holding copies. Before, the names for the hint were discovered without
+    the metadata, which refused the emptied store: no hint."""
+    from kafkaseg.cli.main import main
+
+    data, remote, _, written, events, _, number = _tiered(tmp_path, "local")
+    write_remote_log_metadata(data, events, partition=number)
+    for log in written:
+        _drop(log)
+    if shape == "empty-root":
+        for child in list(remote.iterdir()):
+            shutil.rmtree(child)
+    given = remote if shape == "empty-root" else written[0].parent
+    dirs = [arg for path in (given, data / f"__remote_log_metadata-{number}") for arg in ("--data-dir", str(path))]
+    assert main(["locate", "--topic", "orders", "--partition", "0", "--offset", "5"] + dirs) != 0
+    assert "no partition" not in capsys.readouterr().err  # (the partition is there: its copies are lost)
+    assert main(["locate", "--topic", "ordrs", "--partition", "0", "--offset", "5"] + dirs) == 1
+    err = capsys.readouterr().err
+    assert "no partition ordrs-0" in err and "did you mean 'orders'?" in err, err

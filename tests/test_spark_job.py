@@ -1263,3 +1263,42 @@ def test_register_registers_only_a_source_the_session_does_not_know(known, regis
     register(spark)
     assert calls == [KafkaSegDataSource] * registered
     assert asked == ([] if known is None else ["kafkaseg"])
+
+
+@pytest.mark.parametrize("with_log_dir", [True, False], ids=["with-log-dir", "copies-alone"])
+def test_export_takes_a_tiered_store_emptied_whose_metadata_lists_live_copies_as_a_read_does(tmp_path,
+                                                                                              with_log_dir):
+    """A LocalTieredStorage partition folder left empty (its copies all deleted), __remote_log_metadata among the
+    --data-dirs listing them live: a read loses the copies, named (DataLossError), with replicas=all too. The
+    export's own discoveries now read the metadata as the read does: with replicas=all and --partition-by topic the
+    topics it selects (before, a LayoutError refused the empty folder, "neither a Kafka log dir ... nor a
+    tiered-storage copy"), and the log dirs an --output must stay out of (before, the empty folder itself, where a
+    folder still holding copies gives the store's root)."""
+    import kafkaseg
+    from kafkaseg.errors import DataLossError
+    from tests.test_remote_log_metadata_live import _drop, _tiered
+    from kafkaseg.testing.tiered import write_remote_log_metadata
+
+    data, remote, _, written, events, _, number = _tiered(tmp_path, "local")
+    write_remote_log_metadata(data, events, partition=number)
+    for log in written:
+        _drop(log)
+    folder = written[0].parent
+    paths = [str(data), str(folder)] if with_log_dir else [str(folder), str(data / f"__remote_log_metadata-{number}")]
+    copy = written[0].name[21:-4]
+    data_dirs = [arg for path in paths for arg in ("--data-dir", path)]
+    for extra in ([], ["--option", "replicas=all"]):
+        with pytest.raises(DataLossError, match=copy):  # what a read says
+            kafkaseg.read_arrow(paths, **dict(option.split("=", 1) for option in extra[1::2]))
+        args = export.parse_args(data_dirs + ["--output", str(tmp_path / "out"), *extra])
+        if not extra:
+            with pytest.raises(DataLossError, match=copy):
+                export.prepare(args)
+        else:  # (no ranges planned: the read in Spark says the loss, as read_arrow does)
+            assert export.prepare(args)["options"] == {"replicas": "all"}
+        lenient = export.prepare(export.parse_args(data_dirs + ["--output", str(tmp_path / "out"), *extra,
+                                                                "--option", "failOnDataLoss=false"]))
+        assert not extra or lenient["ranges"] is None
+    # the store's root holds the emptied folder, as it holds one with copies
+    with pytest.raises(export.UsageError, match="is inside --data-dir"):
+        export.prepare(export.parse_args(data_dirs + ["--output", str(remote / "out")]))

@@ -54,15 +54,20 @@ class PartitionOffsets:
 
 def partitions_named(paths: Sequence[str], key_ring=None) -> set[tuple[str, int]]:
     """The ``(topic, partition)`` pairs the partition folders under ``paths`` are named for, from their names only
-    (no folder is read), for a message that names what is there; empty when the paths cannot be listed."""
+    (no folder is read), for a message that names what is there; empty when the paths cannot be listed. Discovered
+    as the commands discover: with ``__remote_log_metadata`` among the paths, a tiered store whose copies are all
+    gone holds the partitions it lists live copies of (read leniently: the hint is no place for its damage); a
+    partition folder given is read whatever the selection, and named too."""
+    from kafkaseg.remote_metadata import read_remote_log_metadata
     from kafkaseg.storage.layout import discover
 
     named: list[tuple[str, int, str]] = []
     try:
-        discover(paths, select=lambda topic, partition: False, unselected=named, key_ring=key_ring)
+        found = discover(paths, select=lambda topic, partition: False, unselected=named, key_ring=key_ring,
+                         remote_log_metadata=lambda metadata: read_remote_log_metadata(metadata, lenient=True))
     except KafkaSegError:
         return set()
-    return {(topic, partition) for topic, partition, _ in named}
+    return {(topic, partition) for topic, partition, _ in named} | {(p.topic, p.partition) for p in found}
 
 
 def whole_partition_offsets(pdir: PartitionDir) -> PartitionOffsets | None:

@@ -309,7 +309,7 @@ def _cmd_describe(args) -> int:
 
 def _partitions_for(data_dirs: list[str], topic: re.Pattern, wanted: set[int] | None, key_ring=None, *,
                     lenient: bool = False):
-    from kafkaseg.remote_metadata import read_remote_log_metadata
+    from kafkaseg.remote_metadata import ON_CORRUPTION_WAYS_ON, read_remote_log_metadata
     from kafkaseg.storage.layout import choose_replicas, discover
 
     def chosen(name: str, partition: int) -> bool:  # decided from folder names: the others are never read
@@ -319,7 +319,7 @@ def _partitions_for(data_dirs: list[str], topic: re.Pattern, wanted: set[int] | 
     # copies are live (and which live ones are missing) from __remote_log_metadata among the paths, as for offsets
     found = [p.whole or p for p in discover(data_dirs, select=chosen, key_ring=key_ring,
                                             remote_log_metadata=lambda metadata: read_remote_log_metadata(
-                                                metadata, lenient=lenient))
+                                                metadata, lenient=lenient, ways_on=ON_CORRUPTION_WAYS_ON))
              if chosen(p.topic, p.partition)]
     return [c.chosen for c in choose_replicas(found)]
 
@@ -353,13 +353,14 @@ def _offsets_partitions(args):
                 return True
         return False
 
-    from kafkaseg.remote_metadata import read_remote_log_metadata
+    from kafkaseg.remote_metadata import ON_CORRUPTION_WAYS_ON, read_remote_log_metadata
 
     # which tiered-storage copies are live, when __remote_log_metadata partitions are among the paths (as for reads:
     # the dead ones are left out, and live ones missing from the bucket are known, see _cmd_offsets)
     found = discover(args.data_dir, select=allowed, key_ring=args.tiered_key_ring,
                      remote_log_metadata=lambda metadata: read_remote_log_metadata(
-                         metadata, lenient=args.on_corruption == "skip"), partition_errors=True)
+                         metadata, lenient=args.on_corruption == "skip", ways_on=ON_CORRUPTION_WAYS_ON),
+                     partition_errors=True)
     # a .log file given stands for its whole partition, as for describe and reads (the broker answers for it)
     found = [p.whole or p for p in found if allowed(p.topic, p.partition)]
     broken = {(p.topic, p.partition): p for p in reversed(found) if p.error is not None}  # (the first one found)
