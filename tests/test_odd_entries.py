@@ -422,3 +422,24 @@ def test_a_log_file_given_beside_a_segment_that_is_no_file_is_verified_on_its_ow
     assert (described[1]["errors"], described[1]["logEndOffset"]) == ([], 600)
     assert main(["offsets", "--data-dir", str(two_partitions)]) == 2
     assert capsys.readouterr().out == "orders:1:600\n"
+
+
+def test_a_lone_log_file_named_past_a_long_is_refused_not_read_as_nothing(data_dir, tmp_path, capsys):
+    # outside a <topic>-<partition> folder no listing refused it: a read gave 0 rows without a word (each batch's
+    # offset below the name's base), and verify called every batch corrupt
+    from kafkaseg.errors import SegmentNameError
+
+    lone = tmp_path / "restored" / "99999999999999999999.log"
+    lone.parent.mkdir()
+    lone.write_bytes(_segments(data_dir)[0].read_bytes())
+    why = f"{lone}: base offset 99999999999999999999 in the file name does not fit in a 64-bit long"
+    for options in ({}, {"onCorruption": "skip"}):
+        with pytest.raises(SegmentNameError, match=why):
+            kafkaseg.read_arrow(str(lone), **options)
+    assert main(["verify", "--json", str(lone)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    (partition,) = report["partitions"]
+    assert partition["segments"] == []
+    assert [(p["file"], p["severity"]) for p in report["problems"] if p["severity"] != "info"] == [(str(lone), "error")]
+    assert main(["describe", str(lone)]) == 2
+    assert f"error: {why}" in capsys.readouterr().err

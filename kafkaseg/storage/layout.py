@@ -950,6 +950,12 @@ def _single_log_file(path: str, entry: _fs.FileEntry, filesystem, key_ring=None,
         whole = error = None
     if match:
         base = int(match.group(1))
+        if base >= 1 << 63:  # (LogLoader's Long.parseLong fails on it: nothing is read under an offset no long holds)
+            named = SegmentNameError(f"base offset {match.group(1)} in the file name does not fit in a 64-bit long",
+                                     path)
+            if not partition_errors:
+                raise named
+            whole, error = None, error or named  # (in a partition folder, its listing's error: said once)
     else:  # a .log file without a Kafka name: take the base offset from its first batch
         from kafkaseg.storage.segment import SegmentReader
 
@@ -964,17 +970,17 @@ def _single_log_file(path: str, entry: _fs.FileEntry, filesystem, key_ring=None,
         candidate = _fs.basename(stem) + suffix
         return siblings[candidate].path if candidate in siblings else None
 
-    segment = SegmentFiles(base, path, entry.size, sibling(".index"), sibling(".timeindex"), sibling(".txnindex"),
-                           entry.mtime_ms or 0, False, filesystem)
+    itself = base >= 1 << 63  # (the error only)
+    segments = () if itself else (SegmentFiles(base, path, entry.size, sibling(".index"), sibling(".timeindex"),
+                                               sibling(".txnindex"), entry.mtime_ms or 0, False, filesystem),)
     if whole is not None:
-        return _replace(whole, segments=(segment,), given_files=True)
+        return _replace(whole, segments=segments, given_files=True)
     alone = ("single .log file outside a <topic>-<partition> folder: topic is the folder name, partition -1",)
     if error is not None:
         alone = ("read on its own, without its partition's checkpoints: the partition cannot be read as a log (its "
                  "error says why)",)
-    itself = error is not None and error.path == path  # (named past a 64-bit long: none to read, the error only)
-    return PartitionDir(topic=topic, partition=partition, path=folder, log_dir=None,
-                        segments=() if itself else (segment,), notes=() if itself else alone,
+    return PartitionDir(topic=topic, partition=partition, path=folder, log_dir=None, segments=segments,
+                        notes=() if itself else alone,
                         filesystem=filesystem, given_files=True, error=error,
                         folder_last_log=cached(("last", folder), lambda: _last_log_name(entries)) if folder else None,
                         deleted_files=cached(("deleted", folder), lambda: tuple(
