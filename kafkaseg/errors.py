@@ -27,7 +27,9 @@ __all__ = [
     "DataLossError",
     "LayoutError",
     "BadPathError",
+    "SegmentFileError",
     "UnreadableSegmentError",
+    "SegmentNameError",
     "KeyUnavailableError",
     "ExportMismatchError",
     "CompactedTableError",
@@ -136,19 +138,34 @@ class BadPathError(LayoutError):
     consume`` prints no total for it, as for its other usage errors)."""
 
 
-class UnreadableSegmentError(LayoutError):
-    """A segment name whose entry is no readable file: a broken link, a folder, a FIFO, socket or device, or one
-    that cannot be stat'ed. A read refuses it (its records would go missing); a broker's ``LogLoader`` passes over
-    such entries, so ``kafkaseg log-dirs`` describes the log dir without it. ``path`` is the segment's ``.log`` name,
-    ``detail`` what it is instead, as for :class:`CorruptDataError`; the message says both."""
+class SegmentFileError(LayoutError):
+    """What makes a partition folder's segments unreadable as a log, said of one segment name: ``path`` is the
+    segment's ``.log`` name, ``detail`` what is wrong with it, as for :class:`CorruptDataError`; the message says
+    both. ``verify``, ``describe`` and ``offsets`` report it as that partition's error (a read raises it)."""
+
+    _FORMAT = "{path}: {detail}"
 
     def __init__(self, detail: str, path: str):
         self.detail = detail
         self.path = path
-        super().__init__(f"cannot read segment {path}: {detail}")
+        super().__init__(self._FORMAT.format(path=path, detail=detail))
 
     def __reduce__(self):  # (pickled into and out of Spark workers whole)
         return type(self), (self.detail, self.path)
+
+
+class UnreadableSegmentError(SegmentFileError):
+    """A segment name whose entry is no readable file: a broken link, a folder, a FIFO, socket or device, or one
+    that cannot be stat'ed. A read refuses it (its records would go missing); a broker's ``LogLoader`` passes over
+    such entries, so ``kafkaseg log-dirs`` describes the log dir without it. ``detail`` says what it is instead."""
+
+    _FORMAT = "cannot read segment {path}: {detail}"
+
+
+class SegmentNameError(SegmentFileError):
+    """A segment file whose name's base offset does not fit in a 64-bit long. Kafka's ``LogLoader`` fails the log
+    on it (``Long.parseLong``) and ``LogManager.loadLogs`` rethrows what is no ``IOException``: the broker does not
+    load the log dir, so ``kafkaseg log-dirs`` says it offline, and a read refuses the partition."""
 
 
 class FolderChangingError(LayoutError):

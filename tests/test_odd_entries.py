@@ -336,3 +336,110 @@ def test_offsets_skips_a_partition_one_replica_of_which_has_a_segment_that_is_no
     out, err = capsys.readouterr()
     assert out == "orders:1:600\n"
     assert err.count("Skip getting offsets for topic-partition orders-0") == 1 and str(log) in err
+
+
+def _named_past_a_long(root):
+    """A copy of orders-0's first segment named past a 64-bit long: (that segment, the copy, the error's words)."""
+    first = _segments(root)[0]
+    odd = first.parent / "99999999999999999999.log"
+    odd.write_bytes(first.read_bytes())
+    return first, odd, f"{odd}: base offset 99999999999999999999 in the file name does not fit in a 64-bit long"
+
+
+def test_a_segment_name_past_a_long_is_its_partitions_error_to_verify_describe_and_offsets(two_partitions, capsys):
+    # a broker does not load such a log (Long.parseLong; LogManager rethrows what is no IOException): log-dirs says
+    # the log dir offline and a read refuses it, but verify, describe and offsets inspect the other partitions
+    data_dir = two_partitions
+    first, odd, why = _named_past_a_long(data_dir)
+    with pytest.raises(LayoutError, match=why):
+        kafkaseg.read_arrow(str(data_dir))
+    with pytest.raises(LayoutError, match=why):
+        kafkaseg.read_arrow(str(data_dir / "orders-0"), onCorruption="skip")
+    assert main(["log-dirs", "--describe", "--json", str(data_dir)]) == 2
+    (broker,) = json.loads(capsys.readouterr().out.splitlines()[-1])["brokers"]
+    assert broker["logDirs"][0]["error"] == "org.apache.kafka.common.errors.KafkaStorageException"
+
+    for given in ([str(data_dir)], [str(data_dir / "orders-0"), str(data_dir / "orders-1")]):
+        assert main(["verify", "--json", *given]) == 1
+        report = json.loads(capsys.readouterr().out)
+        by_name = {(p["topic"], p["partition"]): p for p in report["partitions"]}
+        assert set(by_name) == {("orders", 0), ("orders", 1)}
+        assert by_name["orders", 1]["logEndOffset"] == 600
+        mine = [p for p in report["problems"] if p["file"] == str(odd)]
+        assert [p["severity"] for p in mine] == ["error"] and "does not fit in a 64-bit long" in mine[0]["message"]
+        assert main(["describe", *given]) == 2
+        out, err = capsys.readouterr()
+        assert f"orders-0: error: {why}" in err and "orders-1" not in err
+        assert main(["describe", "--json", *given]) == 2
+        described = {d["partition"]: d for d in json.loads(capsys.readouterr().out)["partitions"]}
+        assert (described[1]["errors"], described[1]["logEndOffset"]) == ([], 600)
+    assert main(["offsets", "--data-dir", str(data_dir)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "orders:1:600\n"
+    assert f"Skip getting offsets for topic-partition orders-0 due to error: {why}" in err
+
+
+def test_a_segment_file_named_past_a_long_given_is_its_partitions_error(two_partitions, capsys):
+    # that file given: its error, nothing read under an offset no long holds; a file beside it is checked on its own
+    first, odd, why = _named_past_a_long(two_partitions)
+    with pytest.raises(LayoutError, match=why):
+        kafkaseg.read_arrow(str(odd))
+    for given, segments in (([odd], []), ([odd, first], [first]), ([first, odd], [first])):
+        assert main(["verify", "--json", *map(str, given)]) == 1
+        report = json.loads(capsys.readouterr().out)
+        (partition,) = report["partitions"]
+        assert [s["path"] for s in partition["segments"]] == [str(s) for s in segments]
+        assert [p["file"] for p in report["problems"] if p["severity"] == "error"] == [str(odd)]
+    assert main(["describe", str(odd)]) == 2
+    assert f"orders-0: error: {why}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("plant", [_folder, _dangling])
+def test_a_log_file_given_beside_a_segment_that_is_no_file_is_verified_on_its_own(two_partitions, capsys, plant):
+    # the file given can be read; its partition cannot (the odd sibling): verify checks the file and reports the
+    # sibling as an error, describe says the partition's error, a read still refuses it
+    logs = _segments(two_partitions)
+    given_log = logs[0]
+    odd = _middle(two_partitions)
+    plant(odd)
+    given = [str(given_log), str(two_partitions / "orders-1")]
+    with pytest.raises(LayoutError, match=f"cannot read segment {odd}"):
+        kafkaseg.read_arrow(given)
+    assert main(["verify", "--json", *given]) == 1
+    report = json.loads(capsys.readouterr().out)
+    by_name = {(p["topic"], p["partition"]): p for p in report["partitions"]}
+    assert set(by_name) == {("orders", 0), ("orders", 1)}
+    assert [s["path"] for s in by_name["orders", 0]["segments"]] == [str(given_log)]
+    assert by_name["orders", 1]["logEndOffset"] == 600
+    errors = [p for p in report["problems"] if p["severity"] == "error"]
+    assert [p["file"] for p in errors] == [str(odd)], errors
+    assert main(["verify", *given]) == 1
+    out = capsys.readouterr().out
+    assert f"ERROR: {odd}: cannot read: not a readable file" in out and "2 partitions" in out
+    assert main(["describe", "--json", *given]) == 2
+    described = {d["partition"]: d for d in json.loads(capsys.readouterr().out)["partitions"]}
+    assert [e for e in described[0]["errors"] if f"cannot read segment {odd}" in e], described[0]["errors"]
+    assert (described[1]["errors"], described[1]["logEndOffset"]) == ([], 600)
+    assert main(["offsets", "--data-dir", str(two_partitions)]) == 2
+    assert capsys.readouterr().out == "orders:1:600\n"
+
+
+def test_a_lone_log_file_named_past_a_long_is_refused_not_read_as_nothing(data_dir, tmp_path, capsys):
+    # outside a <topic>-<partition> folder no listing refused it: a read gave 0 rows without a word (each batch's
+    # offset below the name's base), and verify called every batch corrupt
+    from kafkaseg.errors import SegmentNameError
+
+    lone = tmp_path / "restored" / "99999999999999999999.log"
+    lone.parent.mkdir()
+    lone.write_bytes(_segments(data_dir)[0].read_bytes())
+    why = f"{lone}: base offset 99999999999999999999 in the file name does not fit in a 64-bit long"
+    for options in ({}, {"onCorruption": "skip"}):
+        with pytest.raises(SegmentNameError, match=why):
+            kafkaseg.read_arrow(str(lone), **options)
+    assert main(["verify", "--json", str(lone)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    (partition,) = report["partitions"]
+    assert partition["segments"] == []
+    assert [(p["file"], p["severity"]) for p in report["problems"] if p["severity"] != "info"] == [(str(lone), "error")]
+    assert main(["describe", str(lone)]) == 2
+    assert f"error: {why}" in capsys.readouterr().err

@@ -7,8 +7,9 @@ batch decoded, .. largest timestamp of the time indexes and the active segment's
 sampled: each segment's first batch, the batch at each segment's last ``.index`` entry and the active segment's
 batches after it (``--full`` walks every header instead).
 
-What cannot be read (a segment or index that cannot be opened, a segment name whose entry is no readable file, of
-whose partition's log nothing is then described, a corrupt batch header, a log end that cannot be found, and a file
+What cannot be read (a segment or index that cannot be opened, a segment name whose entry is no readable file or a
+segment file named past a 64-bit long, of whose partition's log nothing is then described but ``.log`` files given
+from its folder, on their own, a corrupt batch header, a log end that cannot be found, and a file
 holding the partition's identity or bounds: ``partition.metadata``, ``leader-epoch-checkpoint``, the log dir's
 ``replication-offset-checkpoint`` and ``log-start-offset-checkpoint``) is one of the partition's ``errors``, and
 the rest is still described; ``notes`` are what was read and is worth saying (checkpoints that disagree with the
@@ -119,9 +120,11 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
                                 leader_epoch=pdir.leader_epochs[-1].epoch if pdir.leader_epochs else None,
                                 notes=notes, errors=errors)
     if pdir.error is not None:  # discovery could not list its segments as a log: its offsets and times are unknown
-        desc.log_start_offset = None
         desc.errors.append(str(pdir.error))
-        return desc
+        if not pdir.segments:
+            desc.log_start_offset = None
+            return desc
+        # (.log files given from its folder: described on their own, as files outside a partition's folder)
     last = len(pdir.segments) - 1
     for i, seg in enumerate(pdir.segments):
         desc.size += seg.log_size
@@ -298,8 +301,8 @@ def describe_paths(paths: list[str], *, full: bool = False, progress=None,
     # which tiered-storage copies are live, when __remote_log_metadata partitions are among the paths: the dead
     # ones are left out of the copies described, each named in the partition's notes with the counts (lenient: a
     # corrupt metadata partition is described as a partition of its own, and the copies as without it, noted)
-    # (a partition whose segments cannot be listed as a log, a segment that is no readable file, is one with its
-    # error: described as such, the others as usual)
+    # (a partition whose segments cannot be listed as a log, a segment that is no readable file or is named past a
+    # 64-bit long, is one with its error: described as such, the others as usual)
     found = discover(paths, skipped=skipped, select=None if wanted is None else (lambda name, _: name in wanted),
                      key_ring=key_ring, remote_log_metadata=lambda metadata: read_remote_log_metadata(metadata, lenient=True),
                      partition_errors=True)

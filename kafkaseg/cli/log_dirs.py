@@ -48,7 +48,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from kafkaseg.errors import BadPathError, KafkaSegError, LayoutError
+from kafkaseg.errors import BadPathError, KafkaSegError, LayoutError, SegmentNameError
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import (
     PartitionDir,
@@ -168,7 +168,8 @@ def _describe_one(path: str, filesystem, wanted: set | None) -> LogDirUsage:
         raise BadPathError(f"{path}: no such directory (a log dir that is not there, or a disk not mounted)")
     if not entry.is_dir:
         raise BadPathError(f"{path}: not a log dir (a file; give the log dirs, as log.dirs lists them)")
-    # (a partition folder with a segment that is no readable file: a partition with its error, described below)
+    # (a partition folder with a segment that is no readable file: a partition with its error, described below;
+    # one with a segment file named past a 64-bit long: the log dir offline, as a broker fails to load it)
     log_dir = read_log_dir(path, filesystem, select=lambda t, p: _wanted(f"{t}-{p}", (t, p), wanted),
                            partition_errors=True)
     # one listing, read_log_dir's: a folder renamed meanwhile (a move finishing) is then seen once, as it was
@@ -176,6 +177,9 @@ def _describe_one(path: str, filesystem, wanted: set | None) -> LogDirUsage:
     folders += [(_fs.join(path, name), name) for name, _ in log_dir.skipped if name != "(log dir)"]
     folders += [(folder, _fs.basename(folder)) for _, _, folder in log_dir.unselected]
     partly = {pdir.path: pdir.error for pdir in log_dir.partitions if pdir.error is not None}
+    for error in partly.values():
+        if isinstance(error, SegmentNameError):  # LogLoader fails the log, and the broker the log dir's load
+            raise error
     files = [e for e in _fs.list_dir(path, filesystem) if not e.is_dir]
     known = log_dir.meta is not None or log_dir.high_watermarks or log_dir.recovery_points \
         or log_dir.log_start_offsets or log_dir.unreadable_checkpoints

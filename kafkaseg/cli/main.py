@@ -332,8 +332,8 @@ def _offsets_partitions(args):
     """The partition replicas ``kafkaseg offsets`` answers for: GetOffsetShell's filters over the topics on disk
     (``--topic`` and ``--partitions``, or ``--topic-partitions`` rules, any rule matching; ``--exclude-internal-
     topics``). ``__cluster_metadata``, which Admin never lists, is matched only when a rule names it exactly. A
-    partition a replica of which cannot be listed as a log (a segment that is no readable file) is that replica,
-    with its ``error``: skipped, as a read of the partition fails."""
+    partition a replica of which cannot be listed as a log (a segment that is no readable file, or named past a
+    64-bit long) is that replica, with its ``error``: skipped, as a read of the partition fails."""
     from kafkaseg.storage.layout import choose_replicas, discover
 
     if args.topic_partitions is not None:
@@ -497,7 +497,7 @@ def _cmd_offsets(args) -> int:
     answers, stats, notes, tails, failed = [], [], [], [], []
     for pdir in partitions:  # a segment a live broker deletes meanwhile: the partition is listed again
         try:
-            if pdir.error is not None:  # (discovery's: a segment that is no readable file)
+            if pdir.error is not None:  # (discovery's: a segment that is no readable file, ...)
                 raise pdir.error
             answer, stat, note, tail, lost = relisted(pdir, look_up)
         except KafkaSegError as err:

@@ -1469,9 +1469,11 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
                                log_start_offset=pdir.log_start_offset)
     report.partitions.append(summary)
     if pdir.error is not None:
-        # discovery could not list its segments as a log (a segment that is no readable file): that file's error,
-        # then the checks that need no segment; the partition's offsets are unknown
+        # discovery could not list its segments as a log (a segment that is no readable file, or named past a
+        # 64-bit long): that file's error; a .log file given from its folder is then checked on its own, else only
+        # what needs no segment is (the partition's offsets are unknown)
         _unreadable(report, pdir.error.path, pdir.error)
+    if pdir.error is not None and not pdir.segments:
         _check_log_dir_checkpoints(pdir, report)
         _check_files(pdir, report)
         report.flush_omitted()
@@ -1781,7 +1783,8 @@ def discover_to_verify(paths: list[str], skipped: list[tuple[str, str]], key_rin
     """The partitions under ``paths`` as verify checks them (:func:`kafkaseg.storage.layout.discover`, with
     ``__remote_log_metadata`` deciding which tiered-storage copies are live when it is among the paths);
     ``skipped`` gets the log dirs' folders not read. A partition whose segments cannot be listed as a log (a segment
-    that is no readable file) is one with its ``error``, which :func:`verify_partition` reports."""
+    that is no readable file, or named past a 64-bit long) is one with its ``error``, which :func:`verify_partition`
+    reports (with a ``.log`` file given from its folder, checked on its own)."""
     return discover(paths, skipped=skipped, key_ring=key_ring, remote_log_metadata=_remote_log_metadata,
                     partition_errors=True)
 

@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence
 import pyarrow.fs as pafs
 
 from kafkaseg.errors import (BadPathError, CorruptCheckpointError, CorruptDataError, CrcMismatchError, KafkaSegError,
-                             LayoutError, UnreadableSegmentError)
+                             LayoutError, SegmentFileError, SegmentNameError, UnreadableSegmentError)
 from kafkaseg.storage import checkpoints as ckpt
 from kafkaseg.storage import encryption
 from kafkaseg.storage import fs as _fs
@@ -240,9 +240,12 @@ class PartitionDir:
     lost_copy_states: Any = field(default=None, compare=False, repr=False)
     # Why the partition's log cannot be read at all: a segment name whose entry is no readable file (a folder, FIFO,
     # socket or device, a broken link, one that cannot be stat'ed), which a read refuses rather than leave its
-    # records out. Only discovery asked for ``partition_errors`` returns such a partition, with no segments (nor
-    # snapshots), its checkpoints and side files as read; without it discovery raises this error instead.
-    error: UnreadableSegmentError | None = field(default=None, compare=False)
+    # records out, or a segment file named past a 64-bit long (SegmentNameError: a broker fails to load the log).
+    # Only discovery asked for ``partition_errors`` returns such a partition, with no segments (nor snapshots), its
+    # checkpoints and side files as read; without it discovery raises this error instead. A ``.log`` file given from
+    # such a partition's folder is returned with that error too, as its only segment, read on its own (no ``whole``,
+    # no checkpoints).
+    error: SegmentFileError | None = field(default=None, compare=False)
 
     @property
     def log_start_offset(self) -> int | None:
@@ -418,8 +421,8 @@ def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: 
     for n, entry, match in named:  # before any entry is refused as unreadable, which a broker would pass over
         # Kafka's LogLoader fails the log on such a name (Long.parseLong), once it is a file (File.isFile)
         if entry.readable and int(match.group(1)) >= 1 << 63:
-            raise LayoutError(f"{entry.path}: base offset {match.group(1)} in the file name does not fit in a "
-                              "64-bit long")
+            raise SegmentNameError(f"base offset {match.group(1)} in the file name does not fit in a 64-bit long",
+                                   entry.path)
     for n, entry, match in named:
         base, kind, swap = int(match.group(1)), match.group(2), match.group(3)
         if not entry.readable:
@@ -514,8 +517,9 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
     segment file discovery must read (a ``.swap``) that is gone when read is not an error: the folder is listed
     again, up to :data:`REDISCOVERIES` times. A tiered-storage copy's partition folder is read by
     :func:`read_tiered_partition` (``key_ring`` for its encrypted copies; ``again``: read again, and
-    ``copy_states``, see there). A segment that is no readable file raises :class:`UnreadableSegmentError`, or with
-    ``partition_errors`` is the partition's ``error`` (see :class:`PartitionDir`)."""
+    ``copy_states``, see there). A segment that is no readable file raises :class:`UnreadableSegmentError`, a segment
+    file named past a 64-bit long :class:`SegmentNameError`; with ``partition_errors`` either is the partition's
+    ``error`` (see :class:`PartitionDir`)."""
     if filesystem is None:
         filesystem, path = _fs.open_filesystem(path)
     if log_dir is None and entries is None and parse_topic_partition(_fs.basename(path)) is None:
@@ -540,7 +544,7 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
         try:
             segments, snapshot_paths, ignored_swaps = _segments_from_listing(entries, filesystem, notes)
             break
-        except UnreadableSegmentError as err:
+        except SegmentFileError as err:
             if not partition_errors:
                 raise
             error, segments, snapshot_paths, ignored_swaps = err, [], [], []
@@ -804,8 +808,10 @@ def read_log_dir(path: str, filesystem: pafs.FileSystem | None = None,
     raised. ``select``
     (topic, partition) chooses the partition folders to read: the others are only named (``unselected``), which
     on an object store saves a listing and two reads per folder. A partition folder with a segment that is no
-    readable file raises :class:`UnreadableSegmentError`; with ``partition_errors`` it is a partition whose
-    ``error`` says so, and the others are read as usual."""
+    readable file raises :class:`UnreadableSegmentError`, one with a segment file named past a 64-bit long
+    :class:`SegmentNameError`; with ``partition_errors`` it is a partition whose ``error`` says so, and the others
+    are read as usual (``kafkaseg log-dirs`` still takes the log dir of the latter offline, as a broker fails to
+    load it)."""
     if filesystem is None:
         filesystem, path = _fs.open_filesystem(path)
     entries = _fs.settled_list_dir(path, filesystem)  # (a partition folder renamed meanwhile is not missed)
@@ -882,11 +888,13 @@ def _add_named(kinds: dict, base: int, kind: str, entry: _fs.FileEntry, notes: l
     kinds[kind] = entry
 
 
-def _single_log_file(path: str, entry: _fs.FileEntry, filesystem, key_ring=None, cache: dict | None = None
-                     ) -> PartitionDir:
+def _single_log_file(path: str, entry: _fs.FileEntry, filesystem, key_ring=None, cache: dict | None = None,
+                     partition_errors: bool = False) -> PartitionDir:
     """A ``.log`` file given as a path, in its partition's context where its folder gives one. ``cache`` (a dict
     the caller keeps for one discovery) holds what each folder's listing and partition read gave, so that many files
-    of one folder read it once, not once a file."""
+    of one folder read it once, not once a file. A partition folder that cannot be read as a log (see
+    :func:`read_partition_dir`) raises, or with ``partition_errors`` gives the file read on its own with that
+    ``error``."""
     cache = {} if cache is None else cache
     folder = _fs.parent(path)
     folder_name = _fs.basename(folder)
@@ -928,16 +936,26 @@ def _single_log_file(path: str, entry: _fs.FileEntry, filesystem, key_ring=None,
             return _replace(given, given_files=True, notes=given.notes + (f"{_fs.basename(path)}: {why}",))
     if parsed is not None:
         whole = cached(("partition", folder), lambda: read_partition_dir(folder, filesystem, topic=parsed[0],
-                                                                         partition=parsed[1]))
-        same = by_path(whole).get(path)
+                                                                         partition=parsed[1],
+                                                                         partition_errors=partition_errors))
+        error = whole.error
+        if error is not None:  # (asked for partition_errors) no context to read the file in: on its own, below
+            whole = None
+        same = by_path(whole).get(path) if whole is not None else None
         if same is not None:
             return _replace(whole, segments=(same,), whole=whole, given_files=True)
         topic, partition = parsed
     else:
         topic, partition = folder_name, -1
-        whole = None
+        whole = error = None
     if match:
         base = int(match.group(1))
+        if base >= 1 << 63:  # (LogLoader's Long.parseLong fails on it: nothing is read under an offset no long holds)
+            named = SegmentNameError(f"base offset {match.group(1)} in the file name does not fit in a 64-bit long",
+                                     path)
+            if not partition_errors:
+                raise named
+            whole, error = None, error or named  # (in a partition folder, its listing's error: said once)
     else:  # a .log file without a Kafka name: take the base offset from its first batch
         from kafkaseg.storage.segment import SegmentReader
 
@@ -952,13 +970,18 @@ def _single_log_file(path: str, entry: _fs.FileEntry, filesystem, key_ring=None,
         candidate = _fs.basename(stem) + suffix
         return siblings[candidate].path if candidate in siblings else None
 
-    segment = SegmentFiles(base, path, entry.size, sibling(".index"), sibling(".timeindex"), sibling(".txnindex"),
-                           entry.mtime_ms or 0, False, filesystem)
+    itself = base >= 1 << 63  # (the error only)
+    segments = () if itself else (SegmentFiles(base, path, entry.size, sibling(".index"), sibling(".timeindex"),
+                                               sibling(".txnindex"), entry.mtime_ms or 0, False, filesystem),)
     if whole is not None:
-        return _replace(whole, segments=(segment,), given_files=True)
-    return PartitionDir(topic=topic, partition=partition, path=folder, log_dir=None, segments=(segment,),
-                        notes=("single .log file outside a <topic>-<partition> folder: topic is the folder name, "
-                               "partition -1",), filesystem=filesystem, given_files=True,
+        return _replace(whole, segments=segments, given_files=True)
+    alone = ("single .log file outside a <topic>-<partition> folder: topic is the folder name, partition -1",)
+    if error is not None:
+        alone = ("read on its own, without its partition's checkpoints: the partition cannot be read as a log (its "
+                 "error says why)",)
+    return PartitionDir(topic=topic, partition=partition, path=folder, log_dir=None, segments=segments,
+                        notes=() if itself else alone,
+                        filesystem=filesystem, given_files=True, error=error,
                         folder_last_log=cached(("last", folder), lambda: _last_log_name(entries)) if folder else None,
                         deleted_files=cached(("deleted", folder), lambda: tuple(
                             (e.name, e.size) for e in entries if not e.is_dir and e.name.endswith(".deleted"))))
@@ -1234,10 +1257,13 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
     which partitions a store holding other partitions' copies lost all of theirs (their folder left empty or gone:
     :func:`tiered.unfound_partition_folders`).
     ``partition_errors``: a log dir's or given partition folder whose segments cannot be listed as a log (a segment
-    that is no readable file) is returned as a partition with ``error`` set and no segments, for a caller that
-    reports each partition on its own (``describe``, ``verify``, ``offsets``); without it that raises
-    :class:`UnreadableSegmentError`, as a read must (leaving the partition out would drop its records unsaid).
-    ``.log`` files given, and ``__remote_log_metadata`` partitions read for their copies, always raise.
+    that is no readable file, a segment file named past a 64-bit long) is returned as a partition with ``error`` set
+    and no segments, for a caller that reports each partition on its own (``describe``, ``verify``, ``offsets``);
+    a ``.log`` file given from such a folder is that partition with the file as its only segment, read on its own
+    (no ``whole``, no checkpoints). Without it that raises :class:`UnreadableSegmentError` or
+    :class:`SegmentNameError`, as a read must (leaving the partition out would drop its records unsaid).
+    A ``.log`` name given that is no file, and ``__remote_log_metadata`` partitions read for their copies, always
+    raise.
 
     Raises :class:`LayoutError` for a path that does not exist, a glob that matches nothing, or a folder that is
     neither a log dir nor a topic-partition dir (nor, with the metadata, a store that lost live copies).
@@ -1296,7 +1322,10 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                 known = found.get(folder)
                 if known is not None and known.path != _fs.parent(path):  # the folder found by another name
                     path = _fs.join(known.path, _fs.basename(path))
-                pd = _single_log_file(path, entry, filesystem, key_ring, single_files)
+                pd = _single_log_file(path, entry, filesystem, key_ring, single_files, partition_errors)
+                if not pd.segments:  # (partition_errors: the file is its partition's error, said once)
+                    found.setdefault(folder, pd)
+                    continue
                 segment = pd.segments[0]
                 if folder in found:  # already have this partition: add the segment (merged below)
                     if folder not in added:
