@@ -34,7 +34,8 @@ The options and the output are the console consumer's (``ConsoleConsumerOptions.
 * A record a deserializer cannot read ends the run after the records before it (exit status 2, kafkaseg's status
   for read errors, where Kafka exits 1); ``--skip-message-on-error`` skips such records with a line on stderr, as
   Kafka does, and also skips corrupt batches (counted on stderr). A corrupt batch otherwise ends the run after the
-  records before it. An ``--offset`` outside what the partition holds resets as the console consumer's consumer does
+  records before it, its error noting that flag (the read option it sets, onCorruption=skip, is what read errors
+  name). An ``--offset`` outside what the partition holds resets as the console consumer's consumer does
   (``auto.offset.reset``, latest unless set; ``none`` fails), with a line on stderr.
 * Records lost to the reader (deleted under ``--follow`` before they were read, an ``--offset`` below the log
   start), offsets an active segment lost below the recovery point with no high watermark (skipped with
@@ -636,6 +637,25 @@ def _reset_out_of_range(planner, position: dict, args, reset: str, err, lost: li
     return to_offsets(positions, topic_ids_of(position), epochs)
 
 
+#: How consume reads on past a corrupt ``__remote_log_metadata`` record: its own flag, where the read's error names the
+#: read options (:data:`kafkaseg.remote_metadata.READ_WAYS_ON`: consume takes no remoteLogMetadata)
+WAYS_ON = ("--skip-message-on-error leaves this metadata partition out (the tiered copies of its partitions then "
+           "chosen by their leader epochs)")
+
+
+def _own_flags(error: CorruptDataError) -> CorruptDataError:
+    """A read error that ends a run without --skip-message-on-error, in consume's words: the corrupt metadata
+    record's way on names its flag in place of the read options planning's hook names (the only error whose way on
+    is not onCorruption=skip alone), and any other gets a note that the flag reads on where onCorruption=skip (which
+    some of them name) does, as ``offsets``/``locate`` note their --on-corruption."""
+    from kafkaseg.remote_metadata import READ_WAYS_ON
+
+    if type(error) is CorruptDataError and error.detail.endswith(f"; {READ_WAYS_ON}"):
+        return CorruptDataError(error.detail[:-len(READ_WAYS_ON)] + WAYS_ON, path=error.path, position=error.position)
+    error.add_note("--skip-message-on-error reads on past damage where a read with onCorruption=skip does")
+    return error
+
+
 def _report_metrics(metrics, lenient: dict, err) -> None:
     decode = metrics.decode
     _report_lenient(lenient, err)
@@ -906,6 +926,13 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
         if not args.follow:
             _report_past_high_watermark(planner, err, lost_past_end)
         return status()
+    except CorruptDataError as error:
+        if args.skip_message_on_error:
+            raise
+        own = _own_flags(error)
+        if own is error:
+            raise
+        raise own from error
     except KeyboardInterrupt:
         return status()
     except BrokenPipeError:  # the reader went away (| head): ConsoleConsumer.checkErr, and the run ends as there
