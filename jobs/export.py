@@ -904,7 +904,7 @@ def skipped_report(metrics: dict, limit: int = 5) -> tuple[dict, list[str]]:
     """What the write's read skipped, from :meth:`kafkaseg.spark.ScanReport.read_metrics`: ``(summary, lines to
     print)``. Corrupt batches are skipped only with ``onCorruption=skip``; a torn tail of an active segment is
     always left out (reported); a segment deleted after planning is read from its ``.deleted`` name or, with
-    ``failOnDataLoss=false``, skipped (reported); ``lenient_decisions`` are the plan's choices under
+    ``failOnDataLoss=false``, skipped (reported), as is an active segment's flushed tail that is lost; ``lenient_decisions`` are the plan's choices under
     ``onCorruption=skip`` that leave records out or take more (a transaction whose marker fails its CRC taken as
     aborted, an unreadable checkpoint's bound replaced by the log end). Empty lines when nothing was skipped."""
     skipped = {"corrupt_batches": metrics.get("corrupt_batches", 0), "corrupt_bytes": metrics.get("corrupt_bytes", 0),
@@ -915,6 +915,8 @@ def skipped_report(metrics: dict, limit: int = 5) -> tuple[dict, list[str]]:
                "missing_offsets": [list(m) for m in metrics.get("missing_offsets", [])],
                "unreadable_tails": [p.as_list() if hasattr(p, "as_list") else list(p)
                                     for p in metrics.get("unreadable_tails", [])],
+               "lost_tails": [p.as_list() if hasattr(p, "as_list") else list(p)
+                              for p in metrics.get("lost_tails", [])],
                "lenient_decisions": [list(d) for d in metrics.get("lenient_decisions", [])]}
     lines = []
     if skipped["lenient_decisions"]:
@@ -944,6 +946,12 @@ def skipped_report(metrics: dict, limit: int = 5) -> tuple[dict, list[str]]:
                      "or producer snapshots prove they held, with no high watermark to say whether they were acknowledged (a crash may "
                      "have lost them unflushed):")
         lines += _first(skipped["unreadable_tails"], limit, "{0} @ byte {1}: offsets [{4}, {5}) not in the table", "")
+    skipped_at = {(p[0], p[1]) for p in skipped["problems"]}  # (under onCorruption=skip a lost tail is one of them)
+    lost = [t for t in skipped["lost_tails"] if (t[0], t[1]) not in skipped_at]
+    if lost:
+        lines.append(f"data loss (failOnDataLoss=false): {len(lost)} active segments lost offsets the recovery point "
+                     "says were flushed:")
+        lines += _first(lost, limit, "{0} @ byte {1}: offsets [{4}, {5}) not in the table", "")
     return skipped, lines
 
 

@@ -79,11 +79,12 @@ class ScanMetrics:
     # active segments read to their end, with no high watermark to bound the read, whose own indexes (or a producer
     # snapshot) point past that end at offsets none of which the recovery point says was flushed. Not corruption a
     # strict read raises (a crash can lose unflushed log pages and keep the index's), so a warning in every read;
-    # flushed ones are corruption (raised, or counted as a skip). See _SliceDecoder.check_indexed_tail
+    # flushed ones are data loss (raised, or read past). See _SliceDecoder.check_indexed_tail
     unreadable_tails: list = field(default_factory=list)
-    # Problems, each also one of the decode problems a lenient read skipped: active segments read to their end, with
-    # no high watermark to bound the read, below the recovery point (the broker had flushed offsets the file does
-    # not hold): data loss (``kafkaseg consume --fail-on-data-loss`` exits 3 for them)
+    # Problems: active segments read to their end, with no high watermark to bound the read, below the recovery
+    # point (the broker had flushed offsets the file does not hold): data loss, read past under
+    # ``failOnDataLoss=false`` (then said by lost_tail_lines), or under ``onCorruption=skip`` (then also one of the
+    # decode problems skipped); ``kafkaseg consume --fail-on-data-loss`` exits 3 for them
     lost_tails: list = field(default_factory=list)
 
     def __post_init__(self):
@@ -156,6 +157,11 @@ class ScanMetrics:
         """The active segments whose indexes prove offsets past their readable end (``unreadable_tails``), for a log
         (a warning): one line each, ``<file> @ byte <n>: index entries up to offset ... (<extent>)``."""
         return [f"{p[0]} @ byte {p[1]}: {p[2]}" + _extent(p) for p in self.unreadable_tails]
+
+    def lost_tail_lines(self) -> list[str]:
+        """The flushed tails the read found lost and read past (``lost_tails``), for a log (data loss, a warning):
+        one line each, ``<file> @ byte <n>: the active segment's readable batches end ... (<extent>)``."""
+        return [f"{p[0]} @ byte {p[1]}: {p[2]}" + _extent(p) for p in self.lost_tails]
 
     def vanished_lines(self) -> list[tuple[bool, str]]:
         """What became of segments a live broker deleted or replaced after planning, for a log: ``(skipped, line)``
@@ -1141,9 +1147,12 @@ class _SliceDecoder:
         point (see :class:`~kafkaseg.storage.segment.IndexedPastEnd`); zeros to the end of the file (a
         preallocated segment's) are not counted as lost bytes (:func:`~kafkaseg.storage.segment.nonzero_extent`).
         Above the readable end, the broker had flushed offsets the file does not hold (a file cut short, a copy
-        that missed them: no crash loses flushed bytes, and a truncation lowers the checkpoint at once):
-        corruption, raised (:class:`~kafkaseg.errors.TruncatedDataError`, file and byte) or with
-        ``onCorruption=skip`` counted as a skip (and listed in ``metrics.lost_tails``). Else none of them may ever
+        that missed them: no crash loses flushed bytes, and a truncation lowers the checkpoint at once): offsets
+        below the end of a read to latest (with no high watermark, the log end) that the files lost, data loss as
+        when a high watermark and the recovery point are both above the log end (planning's DataLossError), so
+        raised (:class:`~kafkaseg.errors.TruncatedDataError`, file and byte) unless ``failOnDataLoss=false``, which
+        reads on, listed in ``metrics.lost_tails``; ``onCorruption=skip`` also reads on, counting the rest of the
+        segment as a skip (listed there too). Else none of them may ever
         have reached the disk (a crash losing the log's unflushed pages and not the index's, a copy taking the
         indexes after the log, entries a follower's truncation left in the preallocated index): recorded in
         ``metrics.unreadable_tails`` by every read, strict or not, as a warning, since nothing says whether they
@@ -1172,9 +1181,14 @@ class _SliceDecoder:
         detail = tail.message
         lost = nonzero_extent(reader, at, piece.segment_size)  # (a preallocated segment's zeros are no damage)
         if tail.proven:
-            if self.options.on_corruption != "skip":
-                raise tail.error()
-            self._count_skip(at, lost, detail, tail.first_offset, tail.end_offset)
+            if self.options.on_corruption == "skip":
+                self._count_skip(at, lost, detail, tail.first_offset, tail.end_offset)
+            elif self.options.fail_on_data_loss:
+                err = tail.error()
+                if isinstance(err, CorruptDataError):  # (the DataLossError of one with a high watermark says it)
+                    err = type(err)(f"{err.detail} (set failOnDataLoss=false to read on past this data loss, or "
+                                    "onCorruption=skip to skip it as corrupt)", path=err.path, position=err.position)
+                raise err
             with self.metrics._lock:
                 self.metrics.lost_tails.append(Problem(log_path, at, detail, lost, tail.first_offset,
                                                        tail.end_offset))

@@ -839,6 +839,9 @@ def follow(path: str | Sequence[str], *, poll_interval: float = 0.5, idle_timeou
             finally:
                 for line in read.corrupt_skips() + read.unreadable_tail_lines():
                     log.warning("%s", line)
+                if read_options.on_corruption != "skip":  # (else said among the skips)
+                    for line in read.lost_tail_lines():
+                        log.warning("data loss (failOnDataLoss=false): %s", line)
                 for skipped, line in read.vanished_lines():
                     log.log(logging.WARNING if skipped else logging.INFO, "%s", line)
                 if metrics is not None:

@@ -309,6 +309,8 @@ def test_a_corrupt_batch_stops_after_the_records_before_it_or_is_skipped(tmp_pat
     printed = out.count(b"\n")
     assert code == 2 and 0 < printed < 60 and out == b"".join(everything[:printed])
     assert str(log) in err and "byte" in err and f"total of {printed} messages" in err
+    # the way on in consume's own flag (a read error said none, or named the read option onCorruption=skip)
+    assert "(--skip-message-on-error reads on past damage" in err, err
     code, out, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "t", "--from-beginning",
                                  "--skip-message-on-error")
     assert code == 0 and 3 <= 60 - out.count(b"\n") <= 6 and "skipped 1 corrupt batch" in err  # its 3-6 records

@@ -1029,6 +1029,18 @@ def test_locate_earliest_below_a_missing_oldest_live_copy_answers_the_brokers_lo
     assert copy in locate_offset(choice.chosen, first + 5).reason
 
 
+def _corrupt_metadata(tmp_path: Path):
+    """:func:`_tiered`'s partition with its metadata, whose first batch fails its CRC; returns (log dir, remote root,
+    metadata partition)."""
+    data, remote, _, _, events, _, number = _tiered(tmp_path, "local")
+    write_remote_log_metadata(data, events, partition=number)
+    (log,) = (data / f"__remote_log_metadata-{number}").glob("*.log")
+    raw = bytearray(log.read_bytes())
+    raw[100] ^= 0xFF
+    log.write_bytes(bytes(raw))
+    return data, remote, number
+
+
 @pytest.mark.parametrize("command", ["offsets", "locate", "lookup-job"])
 def test_a_corrupt_metadata_record_names_the_tools_own_switch(tmp_path, capsys, command):
     """The corrupt metadata's way on, from `kafkaseg offsets`/`locate` and the lookup job, is their own switch
@@ -1036,12 +1048,7 @@ def test_a_corrupt_metadata_record_names_the_tools_own_switch(tmp_path, capsys, 
     which none of them takes."""
     from kafkaseg.cli.main import main
 
-    data, remote, _, written, events, _, number = _tiered(tmp_path, "local")
-    write_remote_log_metadata(data, events, partition=number)
-    (log,) = (data / f"__remote_log_metadata-{number}").glob("*.log")
-    raw = bytearray(log.read_bytes())
-    raw[100] ^= 0xFF
-    log.write_bytes(bytes(raw))
+    data, remote, number = _corrupt_metadata(tmp_path)
     dirs = [arg for path in (data, remote) for arg in ("--data-dir", str(path))]
     if command == "lookup-job":
         from jobs import lookup as job
@@ -1061,6 +1068,22 @@ def test_a_corrupt_metadata_record_names_the_tools_own_switch(tmp_path, capsys, 
         assert main(argv + ["--on-corruption", "skip"]) == 0, capsys.readouterr().err
     assert f"__remote_log_metadata-{number}" in said and "--on-corruption skip" in said, said
     assert "remoteLogMetadata=ignore" not in said and "onCorruption=skip" not in said, said
+
+
+def test_consume_names_its_own_switch_for_a_corrupt_metadata_record(tmp_path, capsysbinary):
+    """`kafkaseg consume` reads through planning, whose hook said the read options' way on (remoteLogMetadata=ignore,
+    which consume does not take, and onCorruption=skip, which it spells --skip-message-on-error): found in review.
+    It now names --skip-message-on-error, which then reads on."""
+    from kafkaseg.cli.main import main
+
+    data, remote, number = _corrupt_metadata(tmp_path)
+    argv = ["consume", "--data-dir", str(data), "--data-dir", str(remote), "--topic", "orders", "--from-beginning"]
+    assert main(argv) == 2
+    said = capsysbinary.readouterr().err.decode()
+    assert f"__remote_log_metadata-{number}" in said and "--skip-message-on-error leaves this metadata" in said, said
+    assert "remoteLogMetadata=ignore" not in said and "onCorruption=skip" not in said, said
+    assert main(argv + ["--skip-message-on-error"]) == 0
+    assert capsysbinary.readouterr().out.count(b"\n") == 3000
 
 
 @pytest.mark.parametrize("shape", ["empty-root", "empty-partition-folder"])

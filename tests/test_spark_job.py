@@ -151,7 +151,7 @@ def test_delta_modes_commit_once_per_run_and_keep_timestamps(spark, tmp_path):
 def test_skipped_report_lines():
     assert export.skipped_report({}) == ({"corrupt_batches": 0, "corrupt_bytes": 0, "truncated_tails": [],
                                           "problems": [], "vanished_segments": [], "missing_offsets": [],
-                                          "unreadable_tails": [], "lenient_decisions": []}, [])
+                                          "unreadable_tails": [], "lost_tails": [], "lenient_decisions": []}, [])
     skipped, lines = export.skipped_report({"corrupt_batches": 2, "corrupt_bytes": 300, "problems": [
         ("/d/t-0/0.log", 10, "CRC-32C mismatch"), ("/d/t-0/0.log", 90, "bad magic")],
         "truncated_tails": [("/d/t-1/0.log", 500, 12)]}, limit=1)
@@ -168,6 +168,14 @@ def test_skipped_report_lines():
     assert lines[0].startswith("1 active segments end before offsets their own indexes or producer snapshots "
                                "prove") and \
         lines[1] == "  /d/t-0/250.log @ byte 2584: offsets [270, 300) not in the table"
+    # flushed offsets an active segment lost, read past under failOnDataLoss=false: data loss, listed (they were in
+    # no line); under onCorruption=skip the same tail is one of the problems, said once
+    tail = ["/d/t-0/250.log", 2584, "the active segment's readable batches end ...", 0, 270, 300]
+    _, lines = export.skipped_report({"lost_tails": [tail]})
+    assert lines == ["data loss (failOnDataLoss=false): 1 active segments lost offsets the recovery point says were "
+                     "flushed:", "  /d/t-0/250.log @ byte 2584: offsets [270, 300) not in the table"]
+    _, lines = export.skipped_report({"lost_tails": [tail], "problems": [tail], "corrupt_batches": 1})
+    assert not any("data loss" in line for line in lines) and sum("250.log" in line for line in lines) == 1
     _, lines = export.skipped_report({"missing_offsets": [("/d/t-0/0.log", 63, 89)]})
     assert lines[0].startswith("offsets missing between segments in 1 places") and \
         lines[1] == "  after /d/t-0/0.log: offsets [63, 89)"

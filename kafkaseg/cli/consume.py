@@ -34,13 +34,14 @@ The options and the output are the console consumer's (``ConsoleConsumerOptions.
 * A record a deserializer cannot read ends the run after the records before it (exit status 2, kafkaseg's status
   for read errors, where Kafka exits 1); ``--skip-message-on-error`` skips such records with a line on stderr, as
   Kafka does, and also skips corrupt batches (counted on stderr). A corrupt batch otherwise ends the run after the
-  records before it. An ``--offset`` outside what the partition holds resets as the console consumer's consumer does
+  records before it, its error noting that flag (the read option it sets, onCorruption=skip, is what read errors
+  name). An ``--offset`` outside what the partition holds resets as the console consumer's consumer does
   (``auto.offset.reset``, latest unless set; ``none`` fails), with a line on stderr.
 * Records lost to the reader (deleted under ``--follow`` before they were read, an ``--offset`` below the log
-  start), offsets an active segment lost below the recovery point with no high watermark (skipped with
-  ``--skip-message-on-error``, else a read error), and offsets a high watermark and a recovery point above the
-  log end say were acknowledged and flushed but are not in the files (the micro-batch that reads to the log end
-  says them, as a batch read to latest does), are said on stderr; the exit status is 0, as the console
+  start), offsets an active segment lost below the recovery point with no high watermark (read past as data loss,
+  or with ``--skip-message-on-error`` skipped as a corrupt batch), and offsets a high watermark and a recovery
+  point above the log end say were acknowledged and flushed but are not in the files (the micro-batch that reads
+  to the log end says them, as a batch read to latest does), are said on stderr; the exit status is 0, as the console
   consumer's, unless ``--fail-on-data-loss`` (then 3, after printing what there is). Offsets missing between two
   segments are said too but never count: a compacted topic's follower (or a leader whose cleaner has not
   checkpointed) holds such gaps, and the files cannot tell them from a lost segment file.
@@ -636,9 +637,29 @@ def _reset_out_of_range(planner, position: dict, args, reset: str, err, lost: li
     return to_offsets(positions, topic_ids_of(position), epochs)
 
 
-def _report_metrics(metrics, lenient: dict, err) -> None:
+#: How consume reads on past a corrupt ``__remote_log_metadata`` record: its own flag, where the read's error names the
+#: read options (:data:`kafkaseg.remote_metadata.READ_WAYS_ON`: consume takes no remoteLogMetadata)
+WAYS_ON = ("--skip-message-on-error leaves this metadata partition out (the tiered copies of its partitions then "
+           "chosen by their leader epochs)")
+
+
+def _own_flags(error: CorruptDataError) -> CorruptDataError:
+    """A read error that ends a run without --skip-message-on-error, in consume's words: the corrupt metadata
+    record's way on names its flag in place of the read options planning's hook names (the only error whose way on
+    is not onCorruption=skip alone), and any other gets a note that the flag reads on where onCorruption=skip (which
+    some of them name) does, as ``offsets``/``locate`` note their --on-corruption."""
+    from kafkaseg.remote_metadata import READ_WAYS_ON
+
+    if type(error) is CorruptDataError and error.detail.endswith(f"; {READ_WAYS_ON}"):
+        return CorruptDataError(error.detail[:-len(READ_WAYS_ON)] + WAYS_ON, path=error.path, position=error.position)
+    error.add_note("--skip-message-on-error reads on past damage where a read with onCorruption=skip does")
+    return error
+
+
+def _report_metrics(metrics, lenient: dict, err, lost_said: set | None) -> None:
     decode = metrics.decode
     _report_lenient(lenient, err)
+    _report_lost_tails(metrics, err, lost_said)
     if decode.corrupt_batches:
         print(f"kafkaseg consume: skipped {decode.corrupt_batches} corrupt batch(es), {decode.corrupt_bytes} bytes "
               "(--skip-message-on-error)", file=err)
@@ -666,10 +687,23 @@ def _report_lenient(lenient: dict, err) -> None:
 def _report_unreadable_tails(metrics, err) -> None:
     """Say (and forget) each active segment whose indexes prove offsets past its readable end, with no high
     watermark to bound the read (``ScanMetrics.unreadable_tails``: offsets a crash may have lost before the broker
-    flushed them; flushed ones are corruption, an error or with --skip-message-on-error a skipped batch)."""
+    flushed them; flushed ones are data loss: _report_lost_tails)."""
     for line in metrics.unreadable_tail_lines():
         print(f"kafkaseg consume: {line}", file=err)
     metrics.unreadable_tails.clear()
+
+
+def _report_lost_tails(metrics, err, said: set | None) -> None:
+    """Say each flushed tail the read found lost and read past (``ScanMetrics.lost_tails``: offsets below the
+    recovery point that an active segment no longer holds, with no high watermark) as data loss, once (``said``:
+    those said already; None with --skip-message-on-error, which says them among the skipped batches). The list
+    stays, for --fail-on-data-loss."""
+    if said is None:
+        return
+    for line in metrics.lost_tail_lines():
+        if line not in said:
+            print(f"kafkaseg consume: data loss: {line}", file=err)
+            said.add(line)
 
 
 def _report_missing(missing, err) -> None:
@@ -771,6 +805,7 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
         read_options = read_options.replace(tiered_key_ring=args.tiered_key_ring)
     metrics = ScanMetrics()
     lenient: dict = {}  # the plans' LenientDecisions (each micro-batch plans again) -> printed yet
+    lost_said: set | None = None if args.skip_message_on_error else set()  # lost tails said (_report_lost_tails)
     consumed = 0  # ConsoleConsumer's messageCount: records handed to the formatter, skipped ones included
     # ConsoleConsumer.process: -1 (its default) for no limit; 0, or any other negative, prints nothing
     limit = None if args.max_messages in (None, -1) else max(args.max_messages, 0)
@@ -782,10 +817,10 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
     def status() -> int:
         """0, or 3 with --fail-on-data-loss when records were lost: deleted before they were read (retention,
         a deleteRecords, an --offset below the log start), missing from an active segment below the recovery
-        point (flushed by the broker: ``ScanMetrics.lost_tails``, skipped with --skip-message-on-error, else a read
-        error), or acknowledged and flushed past the log end a micro-batch read to (its plan's data loss). Offsets
-        missing between two segments do not count: a compacted topic's follower holds such gaps (said on stderr all
-        the same), nor does a torn tail no recovery point says was flushed."""
+        point (flushed by the broker: ``ScanMetrics.lost_tails``, read past, or skipped with
+        --skip-message-on-error), or acknowledged and flushed past the log end a micro-batch read to (its plan's data
+        loss). Offsets missing between two segments do not count: a compacted topic's follower holds such gaps (said
+        on stderr all the same), nor does a torn tail no recovery point says was flushed."""
         if any(skipped for skipped, _ in metrics.vanished_lines()):
             lost.append("segments deleted before they were read")
         if metrics.lost_tails:
@@ -903,9 +938,17 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
                 _report_missing(metrics.missing_offsets, err)
                 metrics.missing_offsets.clear()
                 _report_unreadable_tails(metrics, err)
+                _report_lost_tails(metrics, err, lost_said)
         if not args.follow:
             _report_past_high_watermark(planner, err, lost_past_end)
         return status()
+    except CorruptDataError as error:
+        if args.skip_message_on_error:
+            raise
+        own = _own_flags(error)
+        if own is error:
+            raise
+        raise own from error
     except KeyboardInterrupt:
         return status()
     except BrokenPipeError:  # the reader went away (| head): ConsoleConsumer.checkErr, and the run ends as there
@@ -915,7 +958,7 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
         try:
             out.flush()
         finally:
-            _report_metrics(metrics, lenient, err)
+            _report_metrics(metrics, lenient, err, lost_said)
             if ending == [3]:
                 print("kafkaseg consume: exit status 3: records were lost (said above; --fail-on-data-loss)",
                       file=err)

@@ -94,7 +94,8 @@ class ScanReport:
         two slices both read counted once, in ``corrupt_batches``/``corrupt_bytes`` too), ``unreadable_tails``
         (active segments whose indexes or producer snapshots prove offsets past their readable end, with no high
         watermark to bound the read: see README), ``lost_tails`` (those of them, and tails cut below the recovery
-        point, that the broker had flushed: data loss, each also one of ``problems``),
+        point, that the broker had flushed: data loss, read past under ``failOnDataLoss=false`` or, under
+        ``onCorruption=skip``, each also one of ``problems``),
         ``vanished_segments`` (segments a live broker deleted or replaced after planning), ``missing_offsets``
         (offsets missing between segments above the cleaner checkpoint, read past), ``other_copies_read`` (offsets a
         strict read took from another copy of their partition, the chosen one being corrupt), ``lenient_decisions`` (the
