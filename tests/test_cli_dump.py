@@ -886,3 +886,44 @@ def test_remote_log_metadata_decoder_prints_the_objects_as_kafkas_tool_does(tmp_
         "customMetadata": "AAECAw==", "state": "COPY_SEGMENT_FINISHED", "eventTimestampMs": 0, "brokerId": 0}
     assert records[1]["payload"]["state"] == "DELETE_PARTITION_MARKED"
     assert records[2]["payload"].startswith("Error at offset 2, skipping. Could not deserialize")
+
+
+@pytest.mark.parametrize("name", ["99999999999999999999.log", "99999999999999999999.index",
+                                  "99999999999999999999.timeindex", "99999999999999999999.txnindex",
+                                  "09223372036854775808.log", "99999999999999999999-0000000001.checkpoint",
+                                  "00000000000000000005-9999999999.checkpoint"])
+def test_a_file_named_past_a_long_is_an_error_not_dumped(tmp_path, capsys, name):
+    """Kafka's tool parses the offset in the name as a long (``toLong``, ``Long.parseLong``; a KRaft snapshot's
+    epoch as an int) and fails on one that does not fit, as its broker does and kafkaseg's discovery refuses the
+    name (found: a .log was dumped under "Log starting offset: 99999999999999999999", an index died in a
+    traceback): one error naming the file, exit 1, nothing of it dumped, and the next file still dumped."""
+    writer = PartitionWriter(tmp_path / "t-0", index_interval_bytes=1)
+    for b in range(3):
+        writer.append(build_batch_v2([Record(o, 1_700_000_000_000 + o, b"k", b"v") for o in range(5 * b, 5 * b + 5)]))
+    writer.close()
+    good = tmp_path / "t-0" / f"{0:020d}.log"
+    suffix = name[name.index("."):]
+    source = good.with_suffix(suffix) if suffix in (".index", ".timeindex") else good
+    odd = tmp_path / name
+    odd.write_bytes(b"" if suffix == ".txnindex" else source.read_bytes())
+    code, out, err = run(["dump", "--no-progress", "--files", f"{odd},{good}"], capsys)
+    assert code == 1 and not any("Traceback" in line for line in out + err)
+    assert out[0] == f"Dumping {odd}" and out[1] == f"Dumping {good}", out
+    assert out[2] == "Log starting offset: 0" and len(out) == 6
+    (line,) = err
+    assert line.startswith(f"Error dumping {odd}: ") and "in the file name does not fit in a " in line
+    code, out, err = run(["dump", "--no-progress", "--json", "--files", str(odd)], capsys)
+    assert code == 1 and [json.loads(line)["file"] for line in out] == [str(odd)] * 2 and err == []
+
+
+@pytest.mark.parametrize("name", ["09223372036854775807.log", "09223372036854775807-2147483647.checkpoint"])
+def test_a_file_named_at_the_largest_long_is_dumped(tmp_path, capsys, name):
+    writer = PartitionWriter(tmp_path / "t-0")
+    writer.append(build_batch_v2([Record(0, 1_700_000_000_000, b"k", b"v")]))
+    writer.close()
+    odd = tmp_path / name
+    odd.write_bytes((tmp_path / "t-0" / f"{0:020d}.log").read_bytes())
+    code, out, err = run(["dump", "--no-progress", "--files", str(odd)], capsys)
+    assert code == 0 and err == [] and len(out) == 3
+    assert out[1] in ("Log starting offset: 9223372036854775807",
+                      "Snapshot end offset: 9223372036854775807, epoch: 2147483647")

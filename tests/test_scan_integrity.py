@@ -1030,6 +1030,40 @@ def test_a_compacted_segments_slices_judge_their_first_batch_by_its_own_offsets(
                                                          headers[4].size + headers[5].size, 65, 120)], 2))
 
 
+@pytest.mark.parametrize("cutting", [{"splitSize": 1}, {"maxRecordsPerPartition": 5}, {"minPartitions": 12}])
+@pytest.mark.parametrize("read_mode", ["mmap", "pread"])
+def test_a_slice_starting_inside_a_region_left_out_counts_each_of_its_batches(tmp_path, kernel, cutting, read_mode):
+    """Three overlapping batches with room for any one of them (80..84, then 100..104 -> 82..86 and 120..124 ->
+    83..87): none is returned, one region of three. Slices cut at every other batch start one at 100..104's bytes,
+    inside the region, with two of its batches in that slice: the lenient read counts all three batches and their
+    bytes as a whole read does, names the region once, and returns the same records."""
+    log, headers = _compacted(tmp_path)
+    undamaged = _rows(kafkaseg.read_arrow(str(tmp_path)))
+    _rewrite_index(tmp_path, 0, lambda k, h: (h[k].last_offset, h[k].position) if k % 2 else None)
+    data = bytearray(log.read_bytes())
+    for batch, base in ((5, 82), (6, 83)):
+        struct.pack_into(">q", data, headers[batch].position, base)
+    log.write_bytes(bytes(data))
+    region = headers[4:7]
+    slices = [(p.start_position, p.end_position)
+              for p in plan_scan(str(tmp_path), ReadOptions.from_options(cutting)).slices]
+    assert (headers[5].position, headers[7].position) in slices  # (batches 5 and 6 of the region in one slice)
+    expected_rows = {o: row for o, row in undamaged.items() if not region[0].base_offset <= o <= region[-1].last_offset}
+    # (the offsets it made unreadable: from after the batch before it to the batch after it)
+    expected_problems = [(str(log), region[0].position, sum(h.size for h in region), headers[3].last_offset + 1,
+                          headers[7].base_offset)]
+    for options in ({}, cutting):
+        scan = kafkaseg.open_scan(str(tmp_path), onCorruption="skip", readMode=read_mode, **options)
+        assert _rows(scan.to_table()) == expected_rows, options
+        stats = scan.metrics.decode
+        assert (stats.corrupt_batches, stats.corrupt_bytes) == (3, sum(h.size for h in region)), options
+        assert [(p.path, p.position, p.bytes, p.first_offset, p.end_offset) for p in stats.problems] == \
+            expected_problems, options
+        with pytest.raises(CorruptBatchError) as info:
+            kafkaseg.read_arrow(str(tmp_path), readMode=read_mode, **options)
+        assert info.value.position == region[0].position, options
+
+
 @pytest.mark.parametrize("entries", [None, "appends_of_two_batches", "first_offsets"])
 def test_valid_slices_judge_no_step_at_their_start(rolled, copy, monkeypatch, entries):
     """On valid data a slice's first batch costs one header when its index entry holds its last offset (what

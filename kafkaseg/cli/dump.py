@@ -21,7 +21,9 @@ Kafka's end-of-run reports go to stderr in its words (``Mismatches in :<file>``,
 before each file, one object per batch / entry, and the end-of-run findings as ``{"file", "problem", ...}`` objects;
 the exit status is 1 when an index disagrees with its log or a batch fails its CRC (Kafka always exits 0). A batch
 kafkaseg's readers refuse is reported (``Error dumping``, exit 1); one whose only fault is a legacy wrapper's inner
-offsets repeating or going back still has its records printed as Kafka's deep iterator gives them.
+offsets repeating or going back still has its records printed as Kafka's deep iterator gives them. A file named
+with an offset past a 64-bit long (a snapshot's epoch past an int), on which Kafka's tool fails, is an error naming
+it (``SegmentNameError``, exit 1), not dumped.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import pyarrow.compute as pc
 
 from kafkaseg.decode import decode
 from kafkaseg.decode.api import STOP_END, STOP_LIMIT, DecodeRequest
-from kafkaseg.errors import CorruptDataError, KafkaSegError, LayoutError
+from kafkaseg.errors import CorruptDataError, KafkaSegError, LayoutError, SegmentNameError
 from kafkaseg.wire.text import java_utf8
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import is_last_log_in_folder
@@ -63,6 +65,7 @@ __all__ = ["DumpOptions", "DumpReport", "dump_files", "RECORD_INDENT"]
 
 RECORD_INDENT = "|"
 INT_MAX = 2**31 - 1
+LONG_MAX = 2**63 - 1
 _JSON_DECODERS = ("offsets", "share-group-state", "transaction", "cluster-metadata")  # their payloads print as JSON
 _KRAFT_SNAPSHOT = re.compile(r"^(\d+)-(\d+)\.checkpoint$")
 BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
@@ -669,15 +672,19 @@ def _java_text(column: pa.Array) -> pa.Array:
 def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress, filesystem, located: str) -> None:
     name = _fs.basename(located)
     if name.endswith(".log"):
-        start = _name_offset(name)
+        start = _name_offset(name, located)
         start = 0 if start is None else start
         header_line = f"Log starting offset: {start}"
     elif name == BOOTSTRAP_CHECKPOINT:
         header_line = "KRaft bootstrap snapshot"
     else:
         match = _KRAFT_SNAPSHOT.match(name)
-        header_line = (f"Snapshot end offset: {int(match.group(1))}, epoch: {int(match.group(2))}" if match
-                       else "Log starting offset: 0")
+        if match:  # (Snapshots.parse: Long.parseLong and Integer.parseInt, which fail the tool past them)
+            end_offset = _fitting(match.group(1), LONG_MAX, "end offset", located)
+            epoch = _fitting(match.group(2), INT_MAX, "epoch", located)
+            header_line = f"Snapshot end offset: {end_offset}, epoch: {epoch}"
+        else:
+            header_line = "Log starting offset: 0"
     if options.json:
         print(json.dumps({"file": _fs.redact(path), "info": header_line}), file=out)
     else:
@@ -794,16 +801,27 @@ def _tiered_filesystem(path: str, filesystem, located: str, key_ring=None):
     return found[0].filesystem if len(found) == 1 and found[0].tiered is not None else filesystem
 
 
-def _name_offset(name: str) -> int | None:
+def _name_offset(name: str, located: str) -> int | None:
     """The base offset a segment file's name gives (``00000000000000000042.index``, a tiered-storage copy's
-    ``00000000000000000042-<segment id>.index``: 42), None for other names."""
+    ``00000000000000000042-<segment id>.index``: 42), None for other names. One past a 64-bit long is
+    :class:`SegmentNameError` (file ``located``): Kafka's tool fails on it (``toLong``), as its broker does."""
     match = _NAME_OFFSET.match(name.split(".")[0])
-    return int(match.group(1)) if match and match.group(1).isascii() else None
+    return _fitting(match.group(1), LONG_MAX, "base offset", located) if match and match.group(1).isascii() else None
+
+
+def _fitting(digits: str, most: int, what: str, located: str) -> int:
+    """``digits`` as a number, :class:`SegmentNameError` for file ``located`` past ``most`` (a Java long's or
+    int's largest value, where Kafka's ``Long.parseLong`` / ``Integer.parseInt`` of the name fails)."""
+    number = int(digits)
+    if number > most:
+        kind = "64-bit long" if most == LONG_MAX else "32-bit int"
+        raise SegmentNameError(f"{what} {digits} in the file name does not fit in a {kind}", _fs.redact(located))
+    return number
 
 
 def _base_offset(located: str) -> int:
     """The base offset a segment file's name gives (see :func:`_name_offset`)."""
-    base = _name_offset(_fs.basename(located))
+    base = _name_offset(_fs.basename(located), located)
     if base is None:
         raise LayoutError(f"{_fs.redact(located)}: not named after a base offset (<20 digits>.index, ...), so its "
                           "entries' offsets are unknown")
