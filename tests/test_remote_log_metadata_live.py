@@ -703,6 +703,26 @@ def test_a_tiered_store_emptied_whose_metadata_lists_live_copies_loses_them_name
         kafkaseg.read_arrow(paths, subscribe="orders", remoteLogMetadata="ignore")
 
 
+def test_a_glob_matching_an_empty_folder_beside_a_tiered_log_dir_reads_the_log_dir_as_before(tmp_path):
+    """A glob over log dirs (``/mnt/kafka/*``) that also matches an empty folder of no tiered-storage name (an
+    unused disk's folder), with __remote_log_metadata in the log dir and no copies given: the folder is passed over
+    as a glob's match that is no log dir always was, and the log dir is read as when given alone. Taken for an
+    emptied store's root, it made every tiered partition a DataLossError naming copies 'missing from the copies
+    given' when none were given (found in review)."""
+    data, _, whole, written, events, _, number = _tiered(tmp_path, "aiven")
+    write_remote_log_metadata(data, events, partition=number)
+    parent = tmp_path / "disks"
+    parent.mkdir()
+    shutil.move(str(data), str(parent / "kafka"))
+    (parent / "unused").mkdir()
+    alone = kafkaseg.read_arrow(str(parent / "kafka"), subscribe="orders").select(COLUMNS)
+    assert alone.num_rows and alone.num_rows < whole.num_rows  # (the copies' offsets are not in the log dir)
+    assert kafkaseg.read_arrow(str(parent / "*"), subscribe="orders").select(COLUMNS).equals(alone)
+    # given by its own name, an empty folder is still the store that lost the copies (as the emptied-store test)
+    with pytest.raises(DataLossError, match=written[0].name[21:-4]):
+        kafkaseg.read_arrow([str(parent / "kafka"), str(parent / "unused")], subscribe="orders")
+
+
 def test_an_empty_folder_the_metadata_lists_no_live_copy_for_is_still_refused(tmp_path):
     """A path holding no file stands for a tiered store only where __remote_log_metadata lists live copies it could
     hold: the partition's copies all deleted by the topic's deletion, it is refused as without the metadata."""
