@@ -948,9 +948,11 @@ def _single_log_file(path: str, entry: _fs.FileEntry, filesystem, key_ring=None,
     else:
         topic, partition = folder_name, -1
         whole = error = None
+    itself = False  # the file is only its partition's error (a name past a long): no segment of it
     if match:
         base = int(match.group(1))
         if base >= 1 << 63:  # (LogLoader's Long.parseLong fails on it: nothing is read under an offset no long holds)
+            itself = True
             named = SegmentNameError(f"base offset {match.group(1)} in the file name does not fit in a 64-bit long",
                                      path)
             if not partition_errors:
@@ -970,7 +972,6 @@ def _single_log_file(path: str, entry: _fs.FileEntry, filesystem, key_ring=None,
         candidate = _fs.basename(stem) + suffix
         return siblings[candidate].path if candidate in siblings else None
 
-    itself = base >= 1 << 63  # (the error only)
     segments = () if itself else (SegmentFiles(base, path, entry.size, sibling(".index"), sibling(".timeindex"),
                                                sibling(".txnindex"), entry.mtime_ms or 0, False, filesystem),)
     if whole is not None:
