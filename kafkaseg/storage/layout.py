@@ -1367,12 +1367,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                     "folders), a topic-partition dir, nor a tiered-storage copy (Aiven's or LocalTieredStorage's "
                     f"layout){_log_dirs_below(listing, filesystem)}")
                 emptied = None if remote is not None or remote_log_metadata is None or _SEGMENT_NAME.match(name) \
-                    else tiered.emptied_folders(path, filesystem, listing)
-                if emptied is not None and globbed:
-                    # a glob's match stands for a store only by a store's, topic's or partition's name: an empty
-                    # folder of any other name beside log dirs (``/mnt/kafka/*``) is passed over as before, not
-                    # taken for an emptied store's root that lost every tiered partition's copies
-                    emptied = [f for f in emptied if f.holds or f.layout != tiered.UNKNOWN_LAYOUT] or None
+                    else tiered.emptied_folders(path, filesystem, listing, globbed=globbed)
                 if emptied is not None:  # a store whose copies are all gone? the metadata says (below)
                     emptied_found.append((emptied, path, filesystem, given, refusal))
                     continue
