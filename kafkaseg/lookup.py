@@ -108,6 +108,21 @@ _SEGMENT_ENDS = "the segment's offsets end here"  # (PartitionLookup._offset_fie
 _UNKNOWN = object()
 
 
+class _BytesAt:
+    """The 17 bytes at ``position`` of ``reader`` (a batch's start, where its offset field is), when called: ``held``
+    when given (from a header walk's block), else read at the first call and held for the others."""
+
+    __slots__ = ("reader", "position", "held")
+
+    def __init__(self, reader: SegmentReader, position: int, held: bytes | None):
+        self.reader, self.position, self.held = reader, position, held
+
+    def __call__(self) -> bytes:
+        if self.held is None:
+            self.held = self.reader.read_at(self.position, 17)
+        return self.held
+
+
 def parse_time_spec(text: str | int) -> int:
     """A ``--time`` value as ``kafka-get-offsets.sh`` takes it (``-1``/``latest``, ``-2``/``earliest``,
     ``-3``/``max-timestamp``, ``-4``/``earliest-local``, ``-5``/``latest-tiered``, ``-6``/``earliest-pending-upload``,
@@ -478,13 +493,14 @@ class PartitionLookup:
                         limit = self.log_end_offset()
                     except KafkaSegError:
                         limit = None  # (the log end's own damage raises where an answer needs it)
-                # (the next batch's first bytes, from the walk's block when it holds them: no read of their own)
-                prefix = walk.bytes_at(header.position + header.size, 17)
-                problem = self._offset_field_problem(i, reader, header, last_seen, limit, prefix)
+                # the next batch's first bytes, from the walk's block when it holds them (no read of their own),
+                # else read once, however many of the checks below look at them
+                after_end = header.position + header.size
+                next_bytes = _BytesAt(reader, after_end, walk.bytes_at(after_end, 17))
+                problem = self._offset_field_problem(i, reader, header, last_seen, limit, next_bytes)
                 if problem == _SEGMENT_ENDS:
                     return
-                if problem is None and goes_back_after(reader, header.position + header.size, header.last_offset,
-                                                       prefix):
+                if problem is None and goes_back_after(reader, after_end, header.last_offset, next_bytes.held):
                     # the batch after it goes back below it: whose offset field is corrupt, judged as a read does,
                     # after the offsets a read has before it (at a walk's start mid-segment: found from the index)
                     floor = last_seen if after is not None or header.position == 0 or header.position > start \
@@ -535,7 +551,7 @@ class PartitionLookup:
                              max_batch_bytes=self.max_batch_bytes)
 
     def _offset_field_problem(self, i: int, reader: SegmentReader, header: BatchHeader, last_seen: int,
-                              limit: int | None, prefix: bytes | None = None):
+                              limit: int | None, next_bytes: Callable[[], bytes]):
         """The decoders' rule for a batch of segment ``i`` (``reader``) after offset ``last_seen``, whose offset field
         (v2 base offset, legacy entry offset) the CRC does not cover (:func:`~kafkaseg.decode.api.offset_field_problem`,
         which ``kafkaseg verify`` shares): the problem when its first offset does not follow ``last_seen`` (a field
@@ -554,8 +570,8 @@ class PartitionLookup:
                 first = None  # (a wrapper that fails to decode is damage where its records are read)
             first = header.base_offset if first is None else first
 
-        def following() -> int | None:  # (``prefix``: the 17 bytes there, when the caller holds them)
-            return batch_start_offset(reader.read_at(header.position + header.size, 17) if prefix is None else prefix)
+        def following() -> int | None:  # (``next_bytes()``: the 17 bytes there, read once by the caller's walk)
+            return batch_start_offset(next_bytes())
 
         problem = batch_offset_field_problem(header, first, last_seen, limit, following, self.segments, i, self.fs,
                                              max_batch_bytes=self.max_batch_bytes)

@@ -244,6 +244,10 @@ class ReadOptions:
     ``__remote_log_metadata`` partitions, the copies that topic says are dead are left out
     (:mod:`kafkaseg.remote_metadata`); ``ignore``: the copies' leader epochs alone decide (a stale metadata copy).
     ``ignored``: the no-op options that were given (canonical names), for logging.
+    ``metadata_ways_on``: no option (set with :meth:`replace`; not compared, not in :meth:`as_dict`): how the
+    error for a corrupt ``__remote_log_metadata`` record says to read on, in the words of a tool reading through
+    planning with switches of its own (``kafkaseg consume``'s --skip-message-on-error); None: the read options'
+    (:data:`kafkaseg.remote_metadata.READ_WAYS_ON`).
     """
 
     assign: tuple[tuple[str, int], ...] | None = None
@@ -281,6 +285,7 @@ class ReadOptions:
     tiered_key_ring: Any = None
     remote_log_metadata: str = "use"
     ignored: tuple[str, ...] = field(default=(), compare=False)
+    metadata_ways_on: str | None = field(default=None, compare=False)
 
     # ------------------------------------------------------------------------------------------------------------
     @property

@@ -2353,6 +2353,8 @@ def list_partitions(paths: str | Sequence[str] | None, options: ReadOptions) -> 
         from kafkaseg.remote_metadata import read_remote_log_metadata
 
         hook = functools.partial(read_remote_log_metadata, lenient=options.on_corruption == "skip")
+        if options.metadata_ways_on is not None:  # (a tool's own words for the read options')
+            hook = functools.partial(hook, ways_on=options.metadata_ways_on)
     found = discover(paths, skipped=skipped, select=options.selects, unselected=unselected,
                      key_ring=options.tiered_key_ring, remote_log_metadata=hook)
     return Listing(tuple(found), tuple(skipped), tuple(unselected), started)

@@ -308,7 +308,8 @@ class RemoteLogMetadataRead:
         return CopyStates(f"{where[0]}, up to offset {where[1]}", {})
 
 
-#: How a read goes on past a corrupt metadata record: its read options (a tool without them names its own switch)
+#: How a read goes on past a corrupt metadata record: its read options (a tool without them names its own switch:
+#: ``ways_on``, or through planning ``ReadOptions.metadata_ways_on``)
 READ_WAYS_ON = ("remoteLogMetadata=ignore reads the tiered copies without the metadata (chosen by their leader "
                 "epochs), onCorruption=skip leaves this metadata partition out")
 #: ... and that of `kafkaseg offsets`/`locate` and jobs/lookup.py, whose switch is --on-corruption (none of them takes

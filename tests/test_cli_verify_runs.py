@@ -270,3 +270,27 @@ def test_batches_at_sound_index_entries_are_checked_with_the_run_around_them(gen
     entries = sum(p.stat().st_size // 8 for p in folder.glob("*.index"))
     assert entries >= 3 * segments  # (what the bound below is to be told from)
     assert len(checked) <= (2 if writer == "leader" else 3) * segments, (len(checked), entries)
+
+
+def test_the_index_entry_verdicts_are_one_rule_for_the_cursors_and_the_runs():
+    """What a ``.index`` entry at a batch's position, and a ``.timeindex`` entry met at a batch, say of it is stated
+    once (``_offset_entry_verdict``, ``_time_entry_verdict``) and judged alike on ints (the cursors' ``at_batch``,
+    one batch at a time) and on numpy arrays (``_ChunkRecords._index_entries``, a run at a time)."""
+    import itertools
+
+    import numpy as np
+
+    cases = list(itertools.product(range(8, 14), [8, 10], [10, 12]))  # (entry offset, first, last): below..past
+    offsets, firsts, lasts = (np.array(column, np.int64) for column in zip(*cases))
+    expected = []
+    for offset, first, last in cases:  # (the rule in words: the batch's last offset; inside it; past it; below it)
+        expected.append(verify._LAST if offset == last else verify._LATER if offset > last
+                        else verify._INSIDE if first <= offset else verify._WRONG)
+    assert [verify._offset_entry_verdict(*case) for case in cases] == expected
+    assert verify._offset_entry_verdict(offsets, firsts, lasts).tolist() == expected
+    cases = list(itertools.product([9, 10, 11], [5, 7], [10], [7]))  # (offset, timestamp, base offset, max ts)
+    expected = [verify._TIME_NO_BATCH if offset < base else verify._TIME_STAMP if stamp != top else verify._TIME_RIGHT
+                for offset, stamp, base, top in cases]
+    assert [verify._time_entry_verdict(*case) for case in cases] == expected
+    columns = (np.array(column, np.int64) for column in zip(*cases))
+    assert verify._time_entry_verdict(*columns).tolist() == expected

@@ -1156,3 +1156,45 @@ def test_a_lookups_header_walk_reads_each_next_batchs_offset_field_from_its_bloc
     assert located == offsets
     assert walked > 3 * len(offsets)  # (what the bound below is to be told from)
     assert segment_reads.count(17) <= len(offsets), (segment_reads.count(17), walked)
+
+
+@pytest.mark.parametrize("lenient", [False, True], ids=["strict", "lenient"])
+@pytest.mark.parametrize("after", ["a batch", "zeros"])
+def test_a_header_walk_reads_the_next_batchs_first_bytes_once_when_its_block_lacks_them(tmp_path, monkeypatch,
+                                                                                      after, lenient):
+    """A rolled segment's batch reaching the next segment's base (its name, 15) is checked against the batch after
+    it twice: the segment-end check (``batch_offset_field_problem``: is it the segment's last?), then whether that
+    batch goes back (``goes_back_after``). When the walk's block ends before those 17 bytes (the batch is larger
+    than the block), they were read once for each (found by the read-back); now once."""
+    from kafkaseg.storage.segment import SegmentReader
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+
+    t0 = 1_700_000_000_000
+    writer = PartitionWriter(tmp_path / "t-0")
+    writer.append(build_batch_v2([Record(i, t0 + i, b"k", b"v", []) for i in range(10)], base_offset=0))
+    big = build_batch_v2([Record(10 + i, t0 + 10 + i, b"k", bytes(2000), []) for i in range(10)], base_offset=10)
+    _, position = writer.append(big)
+    assert len(big.data) > 16 * 1024  # (past the lookups' 16 KiB block: the bytes after it are not in it)
+    if after == "a batch":
+        writer.append(build_batch_v2([Record(20 + i, t0 + 20 + i, b"k", b"v", []) for i in range(10)],
+                                     base_offset=20))
+    else:  # (the next segment's first batch not at its name below: no verdict on the batch, which a read takes)
+        writer.append_raw(bytes(64))
+    writer.roll(15)
+    writer.append(build_batch_v2([Record(40 + i, t0 + 40 + i, b"k", b"v", []) for i in range(10)], base_offset=40))
+    writer.close()
+    (pdir,) = discover(str(tmp_path))
+    end = position + len(big.data)
+    reads: list[tuple[int, int]] = []
+    read_at = SegmentReader.read_at
+
+    def counted(self, at, length):
+        if self.path == pdir.segments[0].log_path:
+            reads.append((at, length))
+        return read_at(self, at, length)
+
+    monkeypatch.setattr(SegmentReader, "read_at", counted)
+    with PartitionLookup(pdir, lenient=lenient) as lookup:
+        location = lookup.locate(12)
+    assert location.found and location.batch.position == position
+    assert reads.count((end, 17)) == 1, reads

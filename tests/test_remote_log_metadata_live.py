@@ -1102,8 +1102,32 @@ def test_consume_names_its_own_switch_for_a_corrupt_metadata_record(tmp_path, ca
     said = capsysbinary.readouterr().err.decode()
     assert f"__remote_log_metadata-{number}" in said and "--skip-message-on-error leaves this metadata" in said, said
     assert "remoteLogMetadata=ignore" not in said and "onCorruption=skip" not in said, said
+    assert said.count("--skip-message-on-error") == 1, said  # (said once: no note repeating it)
     assert main(argv + ["--skip-message-on-error"]) == 0
     assert capsysbinary.readouterr().out.count(b"\n") == 3000
+
+
+def test_a_reads_way_on_past_a_corrupt_metadata_record_is_the_one_its_options_carry(tmp_path):
+    """Planning's metadata read names, for a corrupt record, the way on the read's options carry
+    (``metadata_ways_on``, which a tool sets in its own words: consume's --skip-message-on-error), else the read
+    options' own (``READ_WAYS_ON``). Consume named its flag by rewriting the error's text (found in the read-back)."""
+    from kafkaseg.cli.consume import WAYS_ON
+    from kafkaseg.errors import CorruptDataError
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.planning import list_partitions
+    from kafkaseg.remote_metadata import READ_WAYS_ON
+
+    data, remote, number = _corrupt_metadata(tmp_path)
+    options = ReadOptions.from_options({"paths": [str(data), str(remote)], "subscribe": "orders"})
+    for carried, said in ((None, READ_WAYS_ON), (WAYS_ON, WAYS_ON), ("a tool's own words", "a tool's own words")):
+        with pytest.raises(CorruptDataError) as raised:
+            list_partitions(None, options if carried is None else options.replace(metadata_ways_on=carried))
+        assert f"__remote_log_metadata-{number}" in str(raised.value)
+        assert raised.value.detail.endswith(f"; {said}"), (carried, raised.value.detail)
+        assert str(raised.value).count(said) == 1 and (carried is None or READ_WAYS_ON not in str(raised.value))
+    # words that only say, not options: a read with them is the same read
+    assert options.replace(metadata_ways_on=WAYS_ON) == options
+    assert "metadata_ways_on" not in json.dumps(options.replace(metadata_ways_on=WAYS_ON).as_dict())
 
 
 @pytest.mark.parametrize("shape", ["empty-root", "empty-partition-folder"])

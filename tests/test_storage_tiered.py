@@ -1050,3 +1050,29 @@ def test_a_lenient_time_search_goes_on_past_corruption_in_a_copy(tmp_path):
     assert rows.column("offset").to_pylist() == list(range(10, 40))
     with pytest.raises(kafkaseg.CorruptDataError):  # strict: the broker's search fails on it too
         kafkaseg.read_arrow(paths, startingTimestamp=T0 + 7)
+
+
+def test_a_globs_emptied_folder_stands_for_a_store_only_by_a_stores_topics_or_partitions_name(tmp_path):
+    """:func:`tiered.emptied_folders` keeps the rule for a glob's match (``globbed``): an empty folder of no
+    tiered-storage name is no emptied store's root then (``/mnt/kafka/*`` matching an unused disk's folder), while
+    one named as a store (``kafka-tiered-storage``), topic or partition folder is, as is any empty folder given."""
+    from kafkaseg.storage import fs as _fs
+
+    topic_id = kafka_uuid("orders")
+    folders = {"unused": None, "kafka-tiered-storage": tiered.LOCAL_TIERED_STORAGE,
+               f"orders-0-{topic_id}": tiered.LOCAL_TIERED_STORAGE, f"orders-{topic_id}": tiered.AIVEN}
+    for name, layout in folders.items():
+        path = str(tmp_path / name)
+        (tmp_path / name).mkdir()
+        given = tiered.emptied_folders(path, None, _fs.list_dir(path, None))
+        assert [(f.path, f.layout) for f in given] == [(path, layout or tiered.UNKNOWN_LAYOUT)], name
+        globbed = tiered.emptied_folders(path, None, _fs.list_dir(path, None), globbed=True)
+        assert (globbed is None) == (layout is None), name
+        assert globbed is None or globbed == given, name
+    # a folder holding only empty folders named as a store's topics: the same with or without a glob
+    (tmp_path / "store" / f"orders-{topic_id}").mkdir(parents=True)
+    root = str(tmp_path / "store")
+    assert tiered.emptied_folders(root, None, _fs.list_dir(root, None), globbed=True) == \
+        tiered.emptied_folders(root, None, _fs.list_dir(root, None)) == \
+        [tiered.EmptiedFolder(str(tmp_path / "store" / f"orders-{topic_id}"), tiered.AIVEN,
+                              (("orders", topic_id, None),))]

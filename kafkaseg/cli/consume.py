@@ -637,23 +637,11 @@ def _reset_out_of_range(planner, position: dict, args, reset: str, err, lost: li
     return to_offsets(positions, topic_ids_of(position), epochs)
 
 
-#: How consume reads on past a corrupt ``__remote_log_metadata`` record: its own flag, where the read's error names the
-#: read options (:data:`kafkaseg.remote_metadata.READ_WAYS_ON`: consume takes no remoteLogMetadata)
+#: How consume reads on past a corrupt ``__remote_log_metadata`` record, in its own flag: the words its read carries
+#: (``ReadOptions.metadata_ways_on``) for the read options' (:data:`kafkaseg.remote_metadata.READ_WAYS_ON`:
+#: consume takes no remoteLogMetadata)
 WAYS_ON = ("--skip-message-on-error leaves this metadata partition out (the tiered copies of its partitions then "
            "chosen by their leader epochs)")
-
-
-def _own_flags(error: CorruptDataError) -> CorruptDataError:
-    """A read error that ends a run without --skip-message-on-error, in consume's words: the corrupt metadata
-    record's way on names its flag in place of the read options planning's hook names (the only error whose way on
-    is not onCorruption=skip alone), and any other gets a note that the flag reads on where onCorruption=skip (which
-    some of them name) does, as ``offsets``/``locate`` note their --on-corruption."""
-    from kafkaseg.remote_metadata import READ_WAYS_ON
-
-    if type(error) is CorruptDataError and error.detail.endswith(f"; {READ_WAYS_ON}"):
-        return CorruptDataError(error.detail[:-len(READ_WAYS_ON)] + WAYS_ON, path=error.path, position=error.position)
-    error.add_note("--skip-message-on-error reads on past damage where a read with onCorruption=skip does")
-    return error
 
 
 def _report_metrics(metrics, lenient: dict, err, lost_said: set | None) -> None:
@@ -800,7 +788,9 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
         from kafkaseg.cli.common import partitions_named
 
         raise _no_partition(args, partitions_named(args.data_dir, args.tiered_key_ring))
-    read_options = ReadOptions.from_options(options, stream=True)
+    # a corrupt metadata record's error names consume's flag, not the read options (consume takes no
+    # remoteLogMetadata)
+    read_options = ReadOptions.from_options(options, stream=True).replace(metadata_ways_on=WAYS_ON)
     if args.tiered_key_ring is not None:
         read_options = read_options.replace(tiered_key_ring=args.tiered_key_ring)
     metrics = ScanMetrics()
@@ -943,12 +933,11 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
             _report_past_high_watermark(planner, err, lost_past_end)
         return status()
     except CorruptDataError as error:
-        if args.skip_message_on_error:
-            raise
-        own = _own_flags(error)
-        if own is error:
-            raise
-        raise own from error
+        if not args.skip_message_on_error and "--skip-message-on-error" not in str(error):
+            # the way on in consume's own flag, as offsets/locate note their --on-corruption (a corrupt metadata
+            # record's error names it already: the read says WAYS_ON)
+            error.add_note("--skip-message-on-error reads on past damage where a read with onCorruption=skip does")
+        raise
     except KeyboardInterrupt:
         return status()
     except BrokenPipeError:  # the reader went away (| head): ConsoleConsumer.checkErr, and the run ends as there

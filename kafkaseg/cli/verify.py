@@ -308,6 +308,36 @@ class VerifyReport:
         }
 
 
+#: What a ``.index`` entry at a batch's position says of the batch (:func:`_offset_entry_verdict`).
+_LAST, _INSIDE, _LATER, _WRONG = 0, 1, 2, 3
+
+
+def _offset_entry_verdict(offset, first, last):
+    """What a ``.index`` entry holding ``offset`` at the position of a batch holding offsets ``first``..``last``
+    says of it: ``_LAST``, its last offset (right); ``_INSIDE``, an offset inside it (right: a pre-1.1 broker's or a
+    <=2.0 broker's recovery's entry, which holds the append's first offset); ``_LATER``, past it (a follower's
+    append of several batches, indexed at its first: right when a batch reaches the offset before the next entry's
+    position); ``_WRONG``, below it. The one rule for :meth:`_OffsetIndexCursor.at_batch` (ints) and
+    :meth:`_ChunkRecords._index_entries` (numpy arrays, elementwise: each comparison is 0 or 1, so the sum is one
+    verdict). ``first`` is not looked at when ``offset`` is ``last``."""
+    return (offset != last) * (_INSIDE + (offset > last) * (_LATER - _INSIDE)
+                               + ((offset < first) & (offset < last)) * (_WRONG - _INSIDE))
+
+
+#: What a ``.timeindex`` entry met at a batch says of it (:func:`_time_entry_verdict`).
+_TIME_RIGHT, _TIME_NO_BATCH, _TIME_STAMP = 0, 1, 2
+
+
+def _time_entry_verdict(offset, timestamp, base_offset, max_timestamp):
+    """What a ``.timeindex`` entry (``offset``, ``timestamp``) met at the batch that first reaches its offset (whose
+    offset field is ``base_offset``, its maxTimestamp as stored ``max_timestamp``) says of it: ``_TIME_RIGHT``;
+    ``_TIME_NO_BATCH``, an offset below the batch (in none); ``_TIME_STAMP``, a timestamp that is not the batch's
+    maxTimestamp (an offset inside the batch is right: brokers before 3.8 stored one). The one rule for
+    :meth:`_TimeIndexCursor.at_batch` (ints) and :meth:`_ChunkRecords._index_entries` (numpy arrays, elementwise)."""
+    return ((offset < base_offset) * _TIME_NO_BATCH
+            + ((offset >= base_offset) & (timestamp != max_timestamp)) * _TIME_STAMP)
+
+
 class _EntryCursor:
     """An index's entries in the order of ``keys`` (one per entry), walked as the log walk passes them: ``n`` is the
     current entry's number in the file, ``next`` its key (``_NEVER`` after the last). Memory is the index's."""
@@ -380,14 +410,14 @@ class _OffsetIndexCursor(_EntryCursor):
                 self._mismatch(f"the offset lies in no batch before the next entry's (at {self.next})", n, at)
                 self.pending, self.pending_offset = None, _NEVER
             offset = int(self.index.offsets[self.n])
-            if offset != last_offset:
-                first = first_offset()
-                if first <= offset < last_offset:
-                    self.inside += 1
-                elif offset > last_offset:
-                    self.pending, self.pending_offset = (self.n, offset, position), offset
-                else:
-                    self._mismatch(f"the batch there holds offsets {first}..{last_offset}")
+            first = first_offset() if offset != last_offset else last_offset  # (a legacy wrapper decoded only then)
+            verdict = _offset_entry_verdict(offset, first, last_offset)
+            if verdict == _INSIDE:
+                self.inside += 1
+            elif verdict == _LATER:
+                self.pending, self.pending_offset = (self.n, offset, position), offset
+            elif verdict == _WRONG:
+                self._mismatch(f"the batch there holds offsets {first}..{last_offset}")
             self._advance()
 
     def skip(self, bad: int, resume: int) -> None:
@@ -454,9 +484,10 @@ class _TimeIndexCursor(_EntryCursor):
         """The walk reached a batch whose ``last_offset`` >= ``next``."""
         while self.next <= last_offset:
             offset, timestamp = self.next, int(self.index.timestamps[self.n])
-            if offset < base_offset:
+            verdict = _time_entry_verdict(offset, timestamp, base_offset, max_timestamp)
+            if verdict == _TIME_NO_BATCH:
                 self._mismatch(f"offset {offset} is in no batch (the next batch spans {base_offset}..{last_offset})")
-            elif timestamp != max_timestamp:
+            elif verdict == _TIME_STAMP:
                 self._mismatch(f"timestamp {timestamp} for offset {offset} differs from the batch's max timestamp "
                                f"{max_timestamp}")
             self._advance()
@@ -1200,7 +1231,10 @@ class _ChunkRecords:
         position with only sound batches between (a follower's append: ``pending``, then ``appended``), or one
         pointing inside the batch before it; a ``.timeindex`` entry for an offset the batch reaches first (its
         cursor goes past the largest last offset so far, ``reached``) that is below the batch's offset field or
-        whose timestamp is not the batch's maxTimestamp (``max_timestamp``, as stored). Returns, per batch, the
+        whose timestamp is not the batch's maxTimestamp (``max_timestamp``, as stored). What an entry says of the
+        batch it meets is the cursors' own rule (:func:`_offset_entry_verdict`, :func:`_time_entry_verdict`); which
+        batch meets which entry (the cursors' walk, one batch after another) is stated here again over the whole
+        run, held to the walk by ``tests/test_cli_verify_runs.py``. Returns, per batch, the
         running counts (from 0, one more entry) of the ``.index`` entries at batches before it holding an offset
         inside their batch, not its last (``_OffsetIndexCursor.inside``), and of those holding a later batch's
         (``_OffsetIndexCursor.appended``)."""
@@ -1211,8 +1245,9 @@ class _ChunkRecords:
             keys = cursor.sorted_keys
             lo, hi = int(keys.searchsorted(field_offset[0])), int(keys.searchsorted(reached[-1], side="right"))
             batch = reached.searchsorted(keys[lo:hi])
-            sound[batch[(keys[lo:hi] < field_offset[batch])
-                        | (cursor.sorted_timestamps[lo:hi] != max_timestamp[batch])]] = False
+            verdict = _time_entry_verdict(keys[lo:hi], cursor.sorted_timestamps[lo:hi], field_offset[batch],
+                                          max_timestamp[batch])
+            sound[batch[verdict != _TIME_RIGHT]] = False
         cursor = self.offsets_cursor
         if cursor is not None and len(cursor.sorted_keys):
             keys, base = cursor.sorted_keys, self.chunk_position
@@ -1224,10 +1259,10 @@ class _ChunkRecords:
             mid = batch[~boundary] + 1  # (said at the batch after the one it points inside)
             sound[mid[mid < n]] = False
             # (an entry at a boundary says nothing when it holds one of the batch's offsets: its last, or one inside)
-            known = boundary & (first[batch] <= offset) & (offset <= last[batch])
-            later = boundary & (offset > last[batch])
-            sound[batch[boundary & ~known & ~later]] = False
-            inside[1:] = np.cumsum(np.bincount(batch[known & (offset != last[batch])], minlength=n))
+            verdict = _offset_entry_verdict(offset, first[batch], last[batch])
+            later = boundary & (verdict == _LATER)
+            sound[batch[boundary & (verdict == _WRONG)]] = False
+            inside[1:] = np.cumsum(np.bincount(batch[boundary & (verdict == _INSIDE)], minlength=n))
             if later.any():  # (a follower's append: right when a batch reaches it before the next entry's)
                 pending, wanted = batch[later], offset[later]
                 # (the next entry's position; past the last, one no position reaches)

@@ -948,9 +948,11 @@ def _single_log_file(path: str, entry: _fs.FileEntry, filesystem, key_ring=None,
     else:
         topic, partition = folder_name, -1
         whole = error = None
+    itself = False  # the file is only its partition's error (a name past a long): no segment of it
     if match:
         base = int(match.group(1))
         if base >= 1 << 63:  # (LogLoader's Long.parseLong fails on it: nothing is read under an offset no long holds)
+            itself = True
             named = SegmentNameError(f"base offset {match.group(1)} in the file name does not fit in a 64-bit long",
                                      path)
             if not partition_errors:
@@ -970,7 +972,6 @@ def _single_log_file(path: str, entry: _fs.FileEntry, filesystem, key_ring=None,
         candidate = _fs.basename(stem) + suffix
         return siblings[candidate].path if candidate in siblings else None
 
-    itself = base >= 1 << 63  # (the error only)
     segments = () if itself else (SegmentFiles(base, path, entry.size, sibling(".index"), sibling(".timeindex"),
                                                sibling(".txnindex"), entry.mtime_ms or 0, False, filesystem),)
     if whole is not None:
@@ -1366,12 +1367,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                     "folders), a topic-partition dir, nor a tiered-storage copy (Aiven's or LocalTieredStorage's "
                     f"layout){_log_dirs_below(listing, filesystem)}")
                 emptied = None if remote is not None or remote_log_metadata is None or _SEGMENT_NAME.match(name) \
-                    else tiered.emptied_folders(path, filesystem, listing)
-                if emptied is not None and globbed:
-                    # a glob's match stands for a store only by a store's, topic's or partition's name: an empty
-                    # folder of any other name beside log dirs (``/mnt/kafka/*``) is passed over as before, not
-                    # taken for an emptied store's root that lost every tiered partition's copies
-                    emptied = [f for f in emptied if f.holds or f.layout != tiered.UNKNOWN_LAYOUT] or None
+                    else tiered.emptied_folders(path, filesystem, listing, globbed=globbed)
                 if emptied is not None:  # a store whose copies are all gone? the metadata says (below)
                     emptied_found.append((emptied, path, filesystem, given, refusal))
                     continue

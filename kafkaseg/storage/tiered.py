@@ -258,13 +258,16 @@ def _emptied_by_name(path: str) -> EmptiedFolder | None:
 
 
 def emptied_folders(path: str, filesystem, entries: Sequence[_fs.FileEntry],
-                    list_dir: Callable = _fs.list_dir) -> list[EmptiedFolder] | None:
+                    list_dir: Callable = _fs.list_dir, *, globbed: bool = False) -> list[EmptiedFolder] | None:
     """What ``path`` (whose listing is ``entries``) may be when it holds no file, in it or in its folders: a
     tiered-storage store, topic or partition folder whose copies are all gone (an emptied bucket, LocalTieredStorage's
     partition folder once retention deleted its copies). ``path`` itself when it is empty (a partition or topic
     folder by its name, else a store's root that could hold any partition), else its folders when each is empty
     and named as a topic or partition folder; None otherwise. Only the cluster's ``__remote_log_metadata`` can say
-    whether it held copies (discovery's decision)."""
+    whether it held copies (discovery's decision). A glob's match (``globbed``) stands for a store only by a
+    store's (``kafka-tiered-storage``), topic's or partition's name: an empty folder of any other name beside log
+    dirs (``/mnt/kafka/*`` matching an unused disk's folder) is None, passed over as a glob's match that is no log
+    dir is, not taken for an emptied store's root that lost every tiered partition's copies."""
     if any(not entry.is_dir for entry in entries):
         return None
     own = _emptied_by_name(path)
@@ -272,7 +275,7 @@ def emptied_folders(path: str, filesystem, entries: Sequence[_fs.FileEntry],
         if own is not None:
             return [own]
         layout = LOCAL_TIERED_STORAGE if _fs.basename(path) == "kafka-tiered-storage" else UNKNOWN_LAYOUT
-        return [EmptiedFolder(path, layout)]
+        return None if globbed and layout == UNKNOWN_LAYOUT else [EmptiedFolder(path, layout)]
     if own is not None:
         return None
     found = []
