@@ -24,7 +24,7 @@ import pytest
 
 import kafkaseg
 from kafkaseg.cli.main import main as cli_main
-from kafkaseg.errors import TruncatedDataError
+from kafkaseg.errors import DataLossError, TruncatedDataError
 from kafkaseg.wire.batch import iter_headers
 from tests.lost_tail_data import (LOST_FROM, RECORDS, cut_tail, lost_tail_copy,
                                   set_high_watermark as _set_high_watermark,
@@ -80,6 +80,44 @@ def test_a_recovery_point_past_the_readable_end_is_loss_without_index_entries(to
     assert (problem.first_offset, problem.end_offset) == (LOST_FROM, RECORDS)
     assert (m.decode.corrupt_batches, m.decode.corrupt_bytes) == (1, keep)
     assert m.unreadable_tails == [] and m.truncated_tails == []
+
+
+def test_a_strict_read_of_a_proven_lost_tail_is_a_data_loss_error_with_its_file_and_byte(torn):
+    """Code that catches DataLossError under failOnDataLoss (as for the loss a high watermark and the recovery point
+    prove) catches the lost tail too; the error stays a TruncatedDataError naming the file and byte, also once
+    pickled out of a Spark worker, and a job's error line finds its class by name (kafkaseg.spark.jobs)."""
+    import pickle
+
+    from kafkaseg import errors
+    from kafkaseg.spark.jobs import error_line
+
+    root, active, at = torn
+    with pytest.raises(errors.DataLossError) as info:
+        kafkaseg.read_arrow(str(root))
+    err = info.value
+    assert isinstance(err, TruncatedDataError) and (err.path, err.position) == (str(active), at)
+    assert "set failOnDataLoss=false" in str(err) and "recovery point 300" in str(err)
+    again = pickle.loads(pickle.dumps(err))
+    assert (type(again), again.path, again.position, str(again)) == (type(err), str(active), at, str(err))
+    assert getattr(errors, type(err).__name__) is type(err) and type(err).__name__ in errors.__all__
+    assert error_line(err) == (f"{type(err).__name__}: {err}", 1)  # (not a usage error: exit status 1)
+    # failOnDataLoss=false reads to the readable end; onCorruption=skip counts the tail as skipped corrupt bytes
+    assert _offsets(kafkaseg.read_arrow(str(root), failOnDataLoss="false")) == list(range(LOST_FROM))
+
+
+@pytest.mark.parametrize("case", ["rp", "hwrp"])
+def test_the_tools_raise_both_lost_tails_as_data_loss(tmp_path, case):
+    """``offsets``/``locate`` raise the error a strict read raises (``LostTail.error``): a DataLossError in both
+    kinds; the one with no high watermark also a TruncatedDataError at the readable end."""
+    from kafkaseg.storage.layout import lost_tail, read_partition_dir
+
+    root = tmp_path / "d"
+    active, at = lost_tail_copy(root, case)
+    err = lost_tail(read_partition_dir(str(active.parent)), LOST_FROM).error()
+    assert isinstance(err, DataLossError) and f"{active} @ byte {at}" in str(err)
+    assert isinstance(err, TruncatedDataError) == (case == "rp")
+    if case == "rp":
+        assert (err.path, err.position) == (str(active), at)
 
 
 def test_verify_names_the_log_file_and_byte(torn):
@@ -689,9 +727,11 @@ def test_a_stream_reads_a_lost_log_end_as_a_batch_read_to_latest_does(tmp_path, 
         before = 0 if limit is None else LOST_FROM // limit * limit
         assert yielded == list(range(before if fail == "true" else LOST_FROM))
     elif case == "rp":  # flushed offsets the file lost: data loss as for hwrp (with failOnDataLoss=false it raised
-        # TruncatedDataError too, which only onCorruption=skip read past: found in review)
+        # TruncatedDataError too, which only onCorruption=skip read past: found in review); strict, a DataLossError
+        # as hwrp's is, naming the file and byte as a TruncatedDataError
         if fail == "true":
-            assert batch[1][0] is TruncatedDataError and batch[2] == []
+            assert issubclass(batch[1][0], DataLossError) and issubclass(batch[1][0], TruncatedDataError)
+            assert batch[2] == []
         else:
             assert batch[0] == list(range(LOST_FROM)) and batch[1] is None and len(batch[2]) == 1
             assert "the recovery point 300 says the broker had flushed" in batch[2][0]

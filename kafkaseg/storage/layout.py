@@ -2066,13 +2066,14 @@ class LostTail:
                 f"({span}; {where}): {self.message}")
 
     def error(self) -> KafkaSegError:
-        """The error a strict read raises for a proven loss: at the readable end (``TruncatedDataError``), or with
-        a high watermark the plan's ``DataLossError``."""
-        from kafkaseg.errors import DataLossError, TruncatedDataError
+        """The error a strict read raises for a proven loss: at the readable end (``LostTailError``: a
+        ``DataLossError`` that is a ``TruncatedDataError`` naming the file and byte), or with a high watermark the
+        plan's ``DataLossError``."""
+        from kafkaseg.errors import DataLossError, LostTailError
 
         if self.high_watermark is not None:
             return DataLossError(f"{self.path} @ byte {self.position}: {self.message}")
-        return TruncatedDataError(self.message, path=self.path, position=self.position)
+        return LostTailError(self.message, path=self.path, position=self.position)
 
     def as_dict(self) -> dict:
         return {"file": self.path, "position": self.position, "firstOffset": self.first_offset,
