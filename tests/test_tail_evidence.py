@@ -120,6 +120,25 @@ def test_the_tools_raise_both_lost_tails_as_data_loss(tmp_path, case):
         assert (err.path, err.position) == (str(active), at)
 
 
+@pytest.mark.parametrize("case", ["rp", "hwrp"])
+def test_the_two_kinds_of_lost_tail_are_two_classes_of_one_interface(tmp_path, case):
+    """``layout.lost_tail`` gives the evidence-judged tail (no high watermark: ``JudgedTail``) or the loss a high
+    watermark and the recovery point acknowledge past the end (``AcknowledgedLoss``), each a ``LostTail`` with the
+    same members, of the same range and file and byte."""
+    from kafkaseg.storage.layout import AcknowledgedLoss, JudgedTail, LostTail, lost_tail, read_partition_dir
+
+    root = tmp_path / "d"
+    active, at = lost_tail_copy(root, case)
+    tail = lost_tail(read_partition_dir(str(active.parent)), LOST_FROM)
+    assert type(tail) is {"rp": JudgedTail, "hwrp": AcknowledgedLoss}[case] and isinstance(tail, LostTail)
+    assert (tail.path, tail.position, tail.first_offset, tail.end_offset, tail.proven) == (
+        str(active), at, LOST_FROM, RECORDS, True)
+    assert tail.as_dict() == {"file": str(active), "position": at, "firstOffset": LOST_FROM, "endOffset": RECORDS,
+                              "proven": True, "message": tail.message}
+    assert tail.holds(LOST_FROM) and tail.holds(RECORDS - 1) and not tail.holds(RECORDS)
+    assert tail.message in tail.summary() and tail.message in str(tail.error())
+
+
 def test_verify_names_the_log_file_and_byte(torn):
     root, active, at = torn
     code, report = _verify(root)
