@@ -622,6 +622,56 @@ def test_a_high_watermark_alone_above_the_log_end_stays_a_note(torn, capsys):
     assert code == 1 and "at or past the log end offset" in out
 
 
+@pytest.mark.parametrize("high_watermark", [LOST_FROM, 250], ids=["at the log end", "below it"])
+def test_a_recovery_point_alone_above_the_log_end_is_a_note(torn, capsys, high_watermark):
+    """The high watermark at (or below) the log end and the recovery point above it: offsets flushed once and gone
+    from the files, which the high watermark says no consumer had seen. A broker clamps the recovery point to the
+    log end (``LogLoader.recoverLog``: ``min(recoveryPointCheckpoint, logEndOffset)``) and serves up to the high
+    watermark, as the reads do: nothing fails or is lost, and a read's plan, describe and offsets note it in one
+    wording (``layout.flushed_above_words``), as verify says it."""
+    from kafkaseg.storage.layout import flushed_above_words
+
+    root, active, at = torn
+    _set_high_watermark(root, high_watermark)
+    _set_recovery_point(root, RECORDS)
+    folder = str(active.parent)
+    words = flushed_above_words(RECORDS, high_watermark, LOST_FROM, folder)
+    assert words.startswith(f"recovery point {RECORDS} is above the log end offset {LOST_FROM} of {folder}")
+    assert f"offsets {LOST_FROM}..{RECORDS - 1}" in words and ";" not in words
+    scan = kafkaseg.open_scan(str(root))
+    assert _offsets(scan.to_table()) == list(range(high_watermark))
+    assert [n for p in scan.plan.report.partitions for n in p.notes if "recovery point" in n] == [f"t-0: {words}"]
+    assert scan.plan.report.data_loss == [] and scan.metrics.lost_tails == [] == scan.metrics.unreadable_tails
+    code, part = _describe(capsys, root)
+    assert code == 0 and part["errors"] == [] and part["lostTail"] is None and words in part["notes"]
+    code, out, err = _run(capsys, _offsets_argv(root, "-v"))
+    assert code == 0 and out == f"t:0:{high_watermark}\n" and f"t:0: note: {words}" in err
+    code, report = _verify(root)
+    (said,) = [p["message"] for p in report["problems"] if "recovery point" in p["message"]]
+    assert said == f"t-0: {words}"
+    # a recovery point checkpointed again since the listing (a follower's truncation lowers it right after cutting
+    # the log): not trusted, nothing said
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.planning import list_partitions, plan_scan
+
+    options = ReadOptions.from_options({})
+    listing = list_partitions(str(root), options)
+    _set_recovery_point(root, LOST_FROM + 1)
+    plan = plan_scan(str(root), options, listing=listing)
+    assert not [n for p in plan.report.partitions for n in p.notes if "recovery point" in n]
+
+
+def test_a_recovery_point_at_the_log_end_with_a_high_watermark_says_nothing(torn, capsys):
+    root, active, at = torn
+    _set_high_watermark(root, LOST_FROM)
+    _set_recovery_point(root, LOST_FROM)
+    scan = kafkaseg.open_scan(str(root))
+    assert _offsets(scan.to_table()) == list(range(LOST_FROM))
+    assert [n for p in scan.plan.report.partitions for n in p.notes] == []
+    code, part = _describe(capsys, root)
+    assert (code, part["notes"], part["errors"]) == (0, [], [])
+
+
 def test_the_tools_word_a_high_watermark_above_the_log_end_alike(tmp_path, capsys):
     """The high watermark alone above the log end (lost_tail_data's "hw": the recovery point below it, a note, not
     a loss): one wording (``layout.high_watermark_above_words``) for a read's plan note and consume's stderr line

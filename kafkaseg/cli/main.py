@@ -654,10 +654,15 @@ def _high_watermark_note(lookup) -> str | None:
         from kafkaseg.storage.layout import high_watermark_above_words
 
         return high_watermark_above_words(hw, leo, pdir.path)
+    notes = []
     fetchable = lookup.high_watermark()
     if fetchable > hw:  # UnifiedLog.updateHighWatermark
-        return f"high watermark {hw} is below the log start offset: the log start {fetchable} stands in for it"
-    return None
+        notes.append(f"high watermark {hw} is below the log start offset: the log start {fetchable} stands in for it")
+    if lookup.flushed_past_end() is not None:  # (flushed offsets no consumer had seen, as a read notes them)
+        from kafkaseg.storage.layout import flushed_above_words
+
+        notes.append(flushed_above_words(pdir.recovery_point, hw, leo, pdir.path))
+    return "; ".join(notes) or None
 
 
 def _cmd_locate(args) -> int:

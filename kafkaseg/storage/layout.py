@@ -80,6 +80,8 @@ __all__ = [
     "acknowledged_loss_end",
     "acknowledged_loss_words",
     "high_watermark_above_words",
+    "flushed_past_end",
+    "flushed_above_words",
     "LogEnd",
     "find_log_end",
     "relisted",
@@ -2006,6 +2008,35 @@ def high_watermark_above_words(high_watermark: int, log_end: int, where: str | N
     return (f"high watermark {high_watermark} is above the log end offset {log_end}{of}, where reads and 'latest' "
             f"stop: offsets {log_end}..{high_watermark - 1} were acknowledged but are not in these files (an "
             "unflushed tail a crash lost, or an incomplete copy)")
+
+
+def flushed_past_end(partition_dir: PartitionDir, log_end: int, *, walk_clean: bool,
+                     as_listed: Callable[[], bool]) -> int | None:
+    """The recovery point of ``partition_dir`` when it is above ``log_end`` while its high watermark is not (at or
+    below it), else None: offsets ``[log_end, recovery point)`` the broker had flushed and the files do not hold,
+    which the high watermark says no consumer had seen (a read and ``latest`` stop at it, so they lose nothing).
+    A follower's truncation (``LogManager.truncateTo``: it cuts the log, then checkpoints the lowered recovery
+    point) caught between the two, by a copy or a crash, or a copy that missed them. A broker's ``LogLoader``
+    takes ``min(recovery point, log end)`` without a word. As :func:`acknowledged_loss_end`: only when the walk
+    that found ``log_end`` met no corruption (``walk_clean``) and ``as_listed()`` holds
+    (:meth:`ListingCheck.recovery_point`: a live truncation's checkpoint since the listing), asked last. What reads
+    note and the tools say in :func:`flushed_above_words`."""
+    hw, recovery_point = partition_dir.high_watermark, partition_dir.recovery_point
+    if hw is None or recovery_point is None or hw > log_end or recovery_point <= log_end or not walk_clean:
+        return None
+    return recovery_point if as_listed() else None
+
+
+def flushed_above_words(recovery_point: int, high_watermark: int, log_end: int, where: str | None = None) -> str:
+    """What a read's plan note and the tools (``describe``, ``offsets``, ``verify``) say of a recovery point above
+    the log end that the high watermark is not above (:func:`flushed_past_end`). ``where``: the partition's folder,
+    when the words do not name it. (No semicolon, as :func:`high_watermark_above_words`.)"""
+    of = "" if where is None else f" of {where}"
+    return (f"recovery point {recovery_point} is above the log end offset {log_end}{of} and the high watermark "
+            f"{high_watermark} is not: offsets {log_end}..{recovery_point - 1} were flushed to disk but are not in "
+            "these files, and the high watermark says no consumer had seen them, so reads and 'latest' lose nothing "
+            "(a follower's truncation caught before it checkpointed the lowered recovery point, or a copy that "
+            "missed them)")
 
 
 class LostTail:
