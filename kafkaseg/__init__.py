@@ -22,6 +22,7 @@ from kafkaseg.errors import (
     InvalidOptionError,
     KafkaSegError,
     LayoutError,
+    LostTailError,
     SkippedOffsetsError,
     TruncatedDataError,
     UnsupportedCodecError,
@@ -34,7 +35,7 @@ __all__ = [
     "read_arrow", "iter_batches", "open_scan", "Scan", "ReadOptions", "follow",
     "KafkaSegError", "CorruptDataError", "CorruptBatchError", "CrcMismatchError", "TruncatedDataError",
     "CorruptIndexError", "UnsupportedMagicError", "UnsupportedCodecError", "DecompressionLimitError",
-    "SkippedOffsetsError", "InvalidOptionError", "DataLossError", "LayoutError",
+    "SkippedOffsetsError", "InvalidOptionError", "DataLossError", "LostTailError", "LayoutError",
 ]
 
 _LAZY = {"read_arrow": "kafkaseg.scan", "iter_batches": "kafkaseg.scan", "open_scan": "kafkaseg.scan",

@@ -25,6 +25,7 @@ __all__ = [
     "SkippedOffsetsError",
     "InvalidOptionError",
     "DataLossError",
+    "LostTailError",
     "LayoutError",
     "BadPathError",
     "SegmentFileError",
@@ -126,6 +127,14 @@ class InvalidOptionError(KafkaSegError, ValueError):
 
 class DataLossError(KafkaSegError):
     """Requested offsets are no longer in the log (below the log start offset or in a gap) and failOnDataLoss is on."""
+
+
+class LostTailError(TruncatedDataError, DataLossError):
+    """Offsets the recovery point proves the broker had flushed past where the active segment's readable batches
+    end, with no high watermark to bound the log: lost with its tail (``kafkaseg.storage.layout.judge_tail``). A
+    strict read raises it there (``failOnDataLoss``), as ``offsets``/``locate`` do when their answer depends on it.
+    A :class:`DataLossError`, as the loss a high watermark and the recovery point above the log end prove is, and a
+    :class:`TruncatedDataError` carrying the file (``path``) and the byte (``position``) where the batches end."""
 
 
 class LayoutError(KafkaSegError):

@@ -77,8 +77,8 @@ from kafkaseg.decode.api import batch_start_offset
 from kafkaseg.offset_outlier import batch_offset_field_problem, goes_back_after, offset_before, outlier_region
 from kafkaseg.options import datetime_ms
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
-from kafkaseg.storage.layout import (LogEnd, LostTail, PartitionDir, find_log_end, last_stable_offset, lost_tail,
-                                    partition_log_end_offset, unacknowledged_append)
+from kafkaseg.storage.layout import (ListingCheck, LogEnd, LostTail, PartitionDir, find_log_end, flushed_past_end,
+                                     last_stable_offset, lost_tail, partition_log_end_offset, unacknowledged_append)
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.probed_index import LoadedIndexView, OpenFileLimit, ProbedIndex
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader, zeros_hiding_records
@@ -785,12 +785,27 @@ class PartitionLookup:
         the log end was not clean (planning's ``leo_walk_clean``: a torn append ended it)."""
         if self._lost is False:
             leo = self.log_end_offset() if self.segments else None
-            damaged = self.lenient and self._end is not None and self._end.corrupt_tail is not None
-            clean = self._end.clean if self.lenient and self._end is not None else self._unacknowledged_tear() is None
-            self._lost = None if leo is None or damaged else lost_tail(self.pdir, leo,
-                                                                       max_batch_bytes=self.max_batch_bytes,
-                                                                       walk_clean=clean)
+            self._lost = None if leo is None or self._damaged_end() else lost_tail(
+                self.pdir, leo, max_batch_bytes=self.max_batch_bytes, walk_clean=self._walk_clean())
         return self._lost
+
+    def _damaged_end(self) -> bool:
+        """Whether a lenient log end left corrupt bytes out of the log (a read counts them as skipped instead)."""
+        return self.lenient and self._end is not None and self._end.corrupt_tail is not None
+
+    def _walk_clean(self) -> bool:
+        """Whether the walk to :meth:`log_end_offset` met no corruption or torn append (planning's
+        ``leo_walk_clean``)."""
+        return self._end.clean if self.lenient and self._end is not None else self._unacknowledged_tear() is None
+
+    def flushed_past_end(self) -> int | None:
+        """The recovery point, when it is above :meth:`log_end_offset` and the high watermark is not
+        (:func:`~kafkaseg.storage.layout.flushed_past_end`: flushed offsets the files lost that no consumer had
+        seen, a note), else None; not where :meth:`lost_tail` would say nothing for the walk's damage."""
+        if not self.segments or self._damaged_end():
+            return None
+        return flushed_past_end(self.pdir, self.log_end_offset(), walk_clean=self._walk_clean(),
+                                as_listed=ListingCheck(self.pdir).recovery_point)
 
     def _lenient_end(self) -> LogEnd:
         """Where a read with ``onCorruption=skip`` ends the partition: planning's own rule

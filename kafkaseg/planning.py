@@ -71,9 +71,9 @@ from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import (ListingCheck, PartitionDir, SegmentFiles, acknowledged_loss_end,
                                      acknowledged_loss_words, check_one_incarnation, choose_replicas,
-                                     copy_gaps, discover, find_log_end, high_watermark_above_words,
-                                     last_stable_offset, reaches_past_recovery_point, read_partition_again, relisted,
-                                     snapshot_transactions_at, transactions_open_at,
+                                     copy_gaps, discover, find_log_end, flushed_above_words, flushed_past_end,
+                                     high_watermark_above_words, last_stable_offset, reaches_past_recovery_point,
+                                     read_partition_again, relisted, snapshot_transactions_at, transactions_open_at,
                                      valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import lists_transactional_producers
@@ -1355,6 +1355,12 @@ def _bounds(part: _Partition, preport: PartitionReport | None) -> _Bounds:
                                  "which a broker takes instead")
     else:
         upper, source = hw, "high watermark"
+    if (preport is not None and hw is not None and options.upper_bound != "logEndOffset"
+            and flushed_past_end(pdir, leo, walk_clean=part.leo_walk_clean,
+                                 as_listed=ListingCheck(pdir, part.segments).recovery_point) is not None):
+        # (offsets flushed past the log end that no consumer had seen: a note, as a broker's LogLoader clamps the
+        # recovery point to the log end without a word)
+        preport.notes.append(f"{part.name}: " + flushed_above_words(pdir.recovery_point, hw, leo, pdir.path))
     lso = None
     if options.read_committed:
         errors: list = []

@@ -1150,7 +1150,8 @@ class _SliceDecoder:
         that missed them: no crash loses flushed bytes, and a truncation lowers the checkpoint at once): offsets
         below the end of a read to latest (with no high watermark, the log end) that the files lost, data loss as
         when a high watermark and the recovery point are both above the log end (planning's DataLossError), so
-        raised (:class:`~kafkaseg.errors.TruncatedDataError`, file and byte) unless ``failOnDataLoss=false``, which
+        raised (:class:`~kafkaseg.errors.LostTailError`: a ``DataLossError`` and a ``TruncatedDataError`` naming the
+        file and byte) unless ``failOnDataLoss=false``, which
         reads on, listed in ``metrics.lost_tails``; ``onCorruption=skip`` also reads on, counting the rest of the
         segment as a skip (listed there too). Else none of them may ever
         have reached the disk (a crash losing the log's unflushed pages and not the index's, a copy taking the
@@ -1185,7 +1186,7 @@ class _SliceDecoder:
                 self._count_skip(at, lost, detail, tail.first_offset, tail.end_offset)
             elif self.options.fail_on_data_loss:
                 err = tail.error()
-                if isinstance(err, CorruptDataError):  # (the DataLossError of one with a high watermark says it)
+                if isinstance(err, CorruptDataError):  # (LostTailError; a high watermark's DataLossError says it)
                     err = type(err)(f"{err.detail} (set failOnDataLoss=false to read on past this data loss, or "
                                     "onCorruption=skip to skip it as corrupt)", path=err.path, position=err.position)
                 raise err

@@ -55,9 +55,10 @@ def set_recovery_point(root: Path, offset: int) -> None:
 
 #: The three cases of a log end below what the checkpoints say: ``hwrp``, high watermark and recovery point both
 #: above it (acknowledged and flushed offsets lost: a read to latest raises DataLossError); ``rp``, the recovery
-#: point alone (no high watermark: the tail's loss is proven, a strict read raises TruncatedDataError and one with
-#: failOnDataLoss=false reads to the log end, listing it in the metrics' lost_tails); ``hw``, the
-#: high watermark alone (the recovery point below it: an unflushed tail a crash lost, a note only).
+#: point alone (no high watermark: the tail's loss is proven, a strict read raises LostTailError, a DataLossError
+#: that is a TruncatedDataError at the file and byte, and one with failOnDataLoss=false reads to the log end,
+#: listing it in the metrics' lost_tails); ``hw``, the high watermark alone (the recovery point below it: an
+#: unflushed tail a crash lost, a note only).
 CASES = {"hwrp": (RECORDS, RECORDS), "rp": (None, RECORDS), "hw": (RECORDS, 250)}
 
 

@@ -24,7 +24,7 @@ import pytest
 
 import kafkaseg
 from kafkaseg.cli.main import main as cli_main
-from kafkaseg.errors import TruncatedDataError
+from kafkaseg.errors import DataLossError, TruncatedDataError
 from kafkaseg.wire.batch import iter_headers
 from tests.lost_tail_data import (LOST_FROM, RECORDS, cut_tail, lost_tail_copy,
                                   set_high_watermark as _set_high_watermark,
@@ -80,6 +80,63 @@ def test_a_recovery_point_past_the_readable_end_is_loss_without_index_entries(to
     assert (problem.first_offset, problem.end_offset) == (LOST_FROM, RECORDS)
     assert (m.decode.corrupt_batches, m.decode.corrupt_bytes) == (1, keep)
     assert m.unreadable_tails == [] and m.truncated_tails == []
+
+
+def test_a_strict_read_of_a_proven_lost_tail_is_a_data_loss_error_with_its_file_and_byte(torn):
+    """Code that catches DataLossError under failOnDataLoss (as for the loss a high watermark and the recovery point
+    prove) catches the lost tail too; the error stays a TruncatedDataError naming the file and byte, also once
+    pickled out of a Spark worker, and a job's error line finds its class by name (kafkaseg.spark.jobs)."""
+    import pickle
+
+    from kafkaseg import errors
+    from kafkaseg.spark.jobs import error_line
+
+    root, active, at = torn
+    with pytest.raises(errors.DataLossError) as info:
+        kafkaseg.read_arrow(str(root))
+    err = info.value
+    assert isinstance(err, TruncatedDataError) and (err.path, err.position) == (str(active), at)
+    assert "set failOnDataLoss=false" in str(err) and "recovery point 300" in str(err)
+    again = pickle.loads(pickle.dumps(err))
+    assert (type(again), again.path, again.position, str(again)) == (type(err), str(active), at, str(err))
+    assert getattr(errors, type(err).__name__) is type(err) and type(err).__name__ in errors.__all__
+    assert error_line(err) == (f"{type(err).__name__}: {err}", 1)  # (not a usage error: exit status 1)
+    # failOnDataLoss=false reads to the readable end; onCorruption=skip counts the tail as skipped corrupt bytes
+    assert _offsets(kafkaseg.read_arrow(str(root), failOnDataLoss="false")) == list(range(LOST_FROM))
+
+
+@pytest.mark.parametrize("case", ["rp", "hwrp"])
+def test_the_tools_raise_both_lost_tails_as_data_loss(tmp_path, case):
+    """``offsets``/``locate`` raise the error a strict read raises (``LostTail.error``): a DataLossError in both
+    kinds; the one with no high watermark also a TruncatedDataError at the readable end."""
+    from kafkaseg.storage.layout import lost_tail, read_partition_dir
+
+    root = tmp_path / "d"
+    active, at = lost_tail_copy(root, case)
+    err = lost_tail(read_partition_dir(str(active.parent)), LOST_FROM).error()
+    assert isinstance(err, DataLossError) and f"{active} @ byte {at}" in str(err)
+    assert isinstance(err, TruncatedDataError) == (case == "rp")
+    if case == "rp":
+        assert (err.path, err.position) == (str(active), at)
+
+
+@pytest.mark.parametrize("case", ["rp", "hwrp"])
+def test_the_two_kinds_of_lost_tail_are_two_classes_of_one_interface(tmp_path, case):
+    """``layout.lost_tail`` gives the evidence-judged tail (no high watermark: ``JudgedTail``) or the loss a high
+    watermark and the recovery point acknowledge past the end (``AcknowledgedLoss``), each a ``LostTail`` with the
+    same members, of the same range and file and byte."""
+    from kafkaseg.storage.layout import AcknowledgedLoss, JudgedTail, LostTail, lost_tail, read_partition_dir
+
+    root = tmp_path / "d"
+    active, at = lost_tail_copy(root, case)
+    tail = lost_tail(read_partition_dir(str(active.parent)), LOST_FROM)
+    assert type(tail) is {"rp": JudgedTail, "hwrp": AcknowledgedLoss}[case] and isinstance(tail, LostTail)
+    assert (tail.path, tail.position, tail.first_offset, tail.end_offset, tail.proven) == (
+        str(active), at, LOST_FROM, RECORDS, True)
+    assert tail.as_dict() == {"file": str(active), "position": at, "firstOffset": LOST_FROM, "endOffset": RECORDS,
+                              "proven": True, "message": tail.message}
+    assert tail.holds(LOST_FROM) and tail.holds(RECORDS - 1) and not tail.holds(RECORDS)
+    assert tail.message in tail.summary() and tail.message in str(tail.error())
 
 
 def test_verify_names_the_log_file_and_byte(torn):
@@ -565,6 +622,56 @@ def test_a_high_watermark_alone_above_the_log_end_stays_a_note(torn, capsys):
     assert code == 1 and "at or past the log end offset" in out
 
 
+@pytest.mark.parametrize("high_watermark", [LOST_FROM, 250], ids=["at the log end", "below it"])
+def test_a_recovery_point_alone_above_the_log_end_is_a_note(torn, capsys, high_watermark):
+    """The high watermark at (or below) the log end and the recovery point above it: offsets flushed once and gone
+    from the files, which the high watermark says no consumer had seen. A broker clamps the recovery point to the
+    log end (``LogLoader.recoverLog``: ``min(recoveryPointCheckpoint, logEndOffset)``) and serves up to the high
+    watermark, as the reads do: nothing fails or is lost, and a read's plan, describe and offsets note it in one
+    wording (``layout.flushed_above_words``), as verify says it."""
+    from kafkaseg.storage.layout import flushed_above_words
+
+    root, active, at = torn
+    _set_high_watermark(root, high_watermark)
+    _set_recovery_point(root, RECORDS)
+    folder = str(active.parent)
+    words = flushed_above_words(RECORDS, high_watermark, LOST_FROM, folder)
+    assert words.startswith(f"recovery point {RECORDS} is above the log end offset {LOST_FROM} of {folder}")
+    assert f"offsets {LOST_FROM}..{RECORDS - 1}" in words and ";" not in words
+    scan = kafkaseg.open_scan(str(root))
+    assert _offsets(scan.to_table()) == list(range(high_watermark))
+    assert [n for p in scan.plan.report.partitions for n in p.notes if "recovery point" in n] == [f"t-0: {words}"]
+    assert scan.plan.report.data_loss == [] and scan.metrics.lost_tails == [] == scan.metrics.unreadable_tails
+    code, part = _describe(capsys, root)
+    assert code == 0 and part["errors"] == [] and part["lostTail"] is None and words in part["notes"]
+    code, out, err = _run(capsys, _offsets_argv(root, "-v"))
+    assert code == 0 and out == f"t:0:{high_watermark}\n" and f"t:0: note: {words}" in err
+    code, report = _verify(root)
+    (said,) = [p["message"] for p in report["problems"] if "recovery point" in p["message"]]
+    assert said == f"t-0: {words}"
+    # a recovery point checkpointed again since the listing (a follower's truncation lowers it right after cutting
+    # the log): not trusted, nothing said
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.planning import list_partitions, plan_scan
+
+    options = ReadOptions.from_options({})
+    listing = list_partitions(str(root), options)
+    _set_recovery_point(root, LOST_FROM + 1)
+    plan = plan_scan(str(root), options, listing=listing)
+    assert not [n for p in plan.report.partitions for n in p.notes if "recovery point" in n]
+
+
+def test_a_recovery_point_at_the_log_end_with_a_high_watermark_says_nothing(torn, capsys):
+    root, active, at = torn
+    _set_high_watermark(root, LOST_FROM)
+    _set_recovery_point(root, LOST_FROM)
+    scan = kafkaseg.open_scan(str(root))
+    assert _offsets(scan.to_table()) == list(range(LOST_FROM))
+    assert [n for p in scan.plan.report.partitions for n in p.notes] == []
+    code, part = _describe(capsys, root)
+    assert (code, part["notes"], part["errors"]) == (0, [], [])
+
+
 def test_the_tools_word_a_high_watermark_above_the_log_end_alike(tmp_path, capsys):
     """The high watermark alone above the log end (lost_tail_data's "hw": the recovery point below it, a note, not
     a loss): one wording (``layout.high_watermark_above_words``) for a read's plan note and consume's stderr line
@@ -689,9 +796,11 @@ def test_a_stream_reads_a_lost_log_end_as_a_batch_read_to_latest_does(tmp_path, 
         before = 0 if limit is None else LOST_FROM // limit * limit
         assert yielded == list(range(before if fail == "true" else LOST_FROM))
     elif case == "rp":  # flushed offsets the file lost: data loss as for hwrp (with failOnDataLoss=false it raised
-        # TruncatedDataError too, which only onCorruption=skip read past: found in review)
+        # TruncatedDataError too, which only onCorruption=skip read past: found in review); strict, a DataLossError
+        # as hwrp's is, naming the file and byte as a TruncatedDataError
         if fail == "true":
-            assert batch[1][0] is TruncatedDataError and batch[2] == []
+            assert issubclass(batch[1][0], DataLossError) and issubclass(batch[1][0], TruncatedDataError)
+            assert batch[2] == []
         else:
             assert batch[0] == list(range(LOST_FROM)) and batch[1] is None and len(batch[2]) == 1
             assert "the recovery point 300 says the broker had flushed" in batch[2][0]

@@ -28,8 +28,8 @@ from kafkaseg.errors import KafkaSegError
 from kafkaseg.storage import checkpoints as ckpt
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage._index_file import index_location
-from kafkaseg.storage.layout import (PartitionDir, broker_high_watermark, discover, gaps_in_copies,
-                                     high_watermark_above_words, last_stable_offset)
+from kafkaseg.storage.layout import (ListingCheck, PartitionDir, broker_high_watermark, discover, flushed_above_words,
+                                     flushed_past_end, gaps_in_copies, high_watermark_above_words, last_stable_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import SegmentReader
 from kafkaseg.storage.time_index import TimeIndex
@@ -207,6 +207,9 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
     elif hw is not None and start is not None and hw < start:  # UnifiedLog.updateHighWatermark
         desc.notes.append(f"high watermark {hw} is below the log start offset {start}, which a broker takes "
                           f"instead: reads and 'latest' stop at {start}")
+    if hw is not None and leo is not None and hw <= leo and flushed_past_end(
+            pdir, leo, walk_clean=True, as_listed=ListingCheck(pdir).recovery_point) is not None:
+        desc.notes.append(flushed_above_words(pdir.recovery_point, hw, leo, pdir.path))  # (as a read notes it)
     return desc
 
 

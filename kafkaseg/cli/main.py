@@ -582,7 +582,7 @@ def _partition_lookup(pdir, args, command: str):
                          checkpoints_checked=_checkpoints_stood_in(pdir, args, command)) as lookup:
         try:
             yield lookup
-        except CorruptDataError as err:
+        except CorruptDataError as err:  # (first: a LostTailError, data loss at a file and byte, is one too)
             if not lenient and not isinstance(err, CorruptCheckpointError):
                 err.add_note("--on-corruption skip reads on past damage where a read with onCorruption=skip does")
             raise
@@ -603,9 +603,9 @@ def _lost_tail(lookup, args, command: str, depends: bool):
     it), as a read says it; returns it (None when nothing is said). The log end is still the readable end, as a
     broker's recovery truncates there. When the recovery point proves the offsets flushed and lost and the answer
     ``depends`` on them (the log end, or a search that may have had its record there), a strict lookup raises the
-    error a strict read raises (at the readable end, or with a high watermark the plan's ``DataLossError``: the
-    partition's answer fails, as the read does); ``--on-corruption skip`` answers from the readable end, as a
-    lenient read ends there (or a read with failOnDataLoss=false), saying it."""
+    error a strict read raises (at the readable end a ``LostTailError``, or with a high watermark the plan's
+    ``DataLossError``, both data loss: the partition's answer fails, as the read does); ``--on-corruption skip``
+    answers from the readable end, as a lenient read ends there (or a read with failOnDataLoss=false), saying it."""
     tail = lookup.lost_tail()
     if tail is None:
         return None
@@ -654,10 +654,15 @@ def _high_watermark_note(lookup) -> str | None:
         from kafkaseg.storage.layout import high_watermark_above_words
 
         return high_watermark_above_words(hw, leo, pdir.path)
+    notes = []
     fetchable = lookup.high_watermark()
     if fetchable > hw:  # UnifiedLog.updateHighWatermark
-        return f"high watermark {hw} is below the log start offset: the log start {fetchable} stands in for it"
-    return None
+        notes.append(f"high watermark {hw} is below the log start offset: the log start {fetchable} stands in for it")
+    if lookup.flushed_past_end() is not None:  # (flushed offsets no consumer had seen, as a read notes them)
+        from kafkaseg.storage.layout import flushed_above_words
+
+        notes.append(flushed_above_words(pdir.recovery_point, hw, leo, pdir.path))
+    return "; ".join(notes) or None
 
 
 def _cmd_locate(args) -> int:

@@ -56,8 +56,8 @@ from kafkaseg.storage import fs as _fs
 from kafkaseg.storage import tiered
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.layout import (SWAPS_IGNORED, SWAPS_RESOLVED, ListingCheck, PartitionDir, check_one_incarnation,
-                                     discover, gaps_in_copies, high_watermark_above_words, judge_tail,
-                                     transactions_open_at, unacknowledged_append, valid_cleaner_offset)
+                                     discover, flushed_above_words, gaps_in_copies, high_watermark_above_words,
+                                     judge_tail, transactions_open_at, unacknowledged_append, valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
 from kafkaseg.storage.segment import SegmentReader, offsets_hidden_by_last_batch, snapshot_past, zeros_hiding_records
@@ -1460,7 +1460,12 @@ def _check_checkpoints(pdir: PartitionDir, summary: PartitionSummary, report: Ve
     if pdir.recovery_point is not None and pdir.recovery_point > leo:
         # (a truncation caught between cutting the log and checkpointing: judged as the active segment's tail is)
         checkpoint = os.path.join(where, "recovery-point-offset-checkpoint")
-        if listing.checkpoints():
+        if listing.checkpoints() and pdir.high_watermark is not None and pdir.high_watermark <= leo:
+            # (flushed offsets the high watermark says no consumer had seen: the reads' note, layout.flushed_past_end;
+            # a warning: a follower's truncation caught before its checkpoint leaves the same files)
+            report.add(WARNING, checkpoint, None, f"{pdir.name}: " + flushed_above_words(
+                pdir.recovery_point, pdir.high_watermark, leo, pdir.path))
+        elif listing.checkpoints():
             report.add(ERROR, checkpoint, None,
                        f"{pdir.name}: recovery point {pdir.recovery_point} is above the log end offset {leo}")
         else:

@@ -73,10 +73,15 @@ __all__ = [
     "partition_log_end_offset",
     "unacknowledged_append",
     "ListingCheck",
+    "LostTail",
+    "JudgedTail",
+    "AcknowledgedLoss",
     "judge_tail",
     "acknowledged_loss_end",
     "acknowledged_loss_words",
     "high_watermark_above_words",
+    "flushed_past_end",
+    "flushed_above_words",
     "LogEnd",
     "find_log_end",
     "relisted",
@@ -2001,50 +2006,57 @@ def high_watermark_above_words(high_watermark: int, log_end: int, where: str | N
             "unflushed tail a crash lost, or an incomplete copy)")
 
 
-@dataclass(frozen=True)
+def flushed_past_end(partition_dir: PartitionDir, log_end: int, *, walk_clean: bool,
+                     as_listed: Callable[[], bool]) -> int | None:
+    """The recovery point of ``partition_dir`` when it is above ``log_end`` while its high watermark is not (at or
+    below it), else None: offsets ``[log_end, recovery point)`` the broker had flushed and the files do not hold,
+    which the high watermark says no consumer had seen (a read and ``latest`` stop at it, so they lose nothing).
+    A follower's truncation (``LogManager.truncateTo``: it cuts the log, then checkpoints the lowered recovery
+    point) caught between the two, by a copy or a crash, or a copy that missed them. A broker's ``LogLoader``
+    takes ``min(recovery point, log end)`` without a word. As :func:`acknowledged_loss_end`: only when the walk
+    that found ``log_end`` met no corruption (``walk_clean``) and ``as_listed()`` holds
+    (:meth:`ListingCheck.recovery_point`: a live truncation's checkpoint since the listing), asked last. What reads
+    note and the tools say in :func:`flushed_above_words`."""
+    hw, recovery_point = partition_dir.high_watermark, partition_dir.recovery_point
+    if hw is None or recovery_point is None or hw > log_end or recovery_point <= log_end or not walk_clean:
+        return None
+    return recovery_point if as_listed() else None
+
+
+def flushed_above_words(recovery_point: int, high_watermark: int, log_end: int, where: str | None = None) -> str:
+    """What a read's plan note and the tools (``describe``, ``offsets``, ``verify``) say of a recovery point above
+    the log end that the high watermark is not above (:func:`flushed_past_end`). ``where``: the partition's folder,
+    when the words do not name it. (No semicolon, as :func:`high_watermark_above_words`.)"""
+    of = "" if where is None else f" of {where}"
+    return (f"recovery point {recovery_point} is above the log end offset {log_end}{of} and the high watermark "
+            f"{high_watermark} is not: offsets {log_end}..{recovery_point - 1} were flushed to disk but are not in "
+            "these files, and the high watermark says no consumer had seen them, so reads and 'latest' lose nothing "
+            "(a follower's truncation caught before it checkpointed the lowered recovery point, or a copy that "
+            "missed them)")
+
+
 class LostTail:
     """Offsets the partition's files say its log held past where its active segment's readable batches end
-    (:func:`lost_tail`). With no high watermark to bound the log: ``evidence`` (index entries, a producer snapshot,
-    the recovery point: :class:`~kafkaseg.storage.segment.IndexedPastEnd`, whose :meth:`judged` words the reads and
-    ``kafkaseg verify`` use), judged by ``recovery_point`` unless it is not ``trusted`` (checkpointed again since
-    the listing). ``proven``: the recovery point past the readable end says the broker had flushed them, so they
-    are lost (a strict read raises there); else they may never have reached the disk (a warning). With a
-    ``high_watermark`` (above the readable end, as the recovery point is: :func:`acknowledged_loss_end`): the
-    offsets below both were acknowledged and flushed, always proven, and a read to latest raises
-    :class:`~kafkaseg.errors.DataLossError` (failOnDataLoss) in the same words."""
+    (:func:`lost_tail`): one of two kinds, with these members. :class:`JudgedTail`, with no high watermark to bound
+    the log, judged by evidence and the recovery point (a strict read raises where it is ``proven``); or
+    :class:`AcknowledgedLoss`, offsets below a high watermark and the recovery point above the readable end
+    (always proven: a read to latest raises :class:`~kafkaseg.errors.DataLossError`, failOnDataLoss, in the same
+    words). ``path`` is the active segment's ``.log``, ``position`` the byte where its readable batches end and
+    ``first_offset`` the offset there; ``end_offset`` the offset after the last one lost (or possibly lost);
+    ``proven`` whether they are lost (else they may never have reached the disk: a warning); ``message`` the words
+    the reads and the tools say it in; :meth:`error` the error a strict read raises for it when proven."""
+
+    __slots__ = ()
 
     path: str
-    evidence: Any
-    recovery_point: int | None
-    trusted: bool
-    high_watermark: int | None = None
+    position: int
+    first_offset: int
+    end_offset: int
+    proven: bool
+    message: str
 
-    @property
-    def position(self) -> int:
-        return self.evidence.end_position
-
-    @property
-    def first_offset(self) -> int:
-        return self.evidence.end_offset
-
-    @property
-    def proven(self) -> bool:
-        return self.trusted and (self.high_watermark is not None
-                                 or self.evidence.flushed_below(self.recovery_point) is not None)
-
-    @property
-    def end_offset(self) -> int:
-        """The offset after the last one the evidence says the log held (the reads' ``end_offset`` of the skip
-        or the warning; with a high watermark, the end of the offsets a read to latest loses)."""
-        if self.high_watermark is not None:
-            return min(self.high_watermark, self.recovery_point)
-        return self.evidence.lost_end(self.recovery_point) if self.proven else self.evidence.proven_end
-
-    @property
-    def message(self) -> str:
-        if self.high_watermark is not None:
-            return acknowledged_loss_words(self.high_watermark, self.recovery_point, self.first_offset)
-        return self.evidence.judged(self.recovery_point, trusted=self.trusted)
+    def error(self) -> KafkaSegError:
+        raise NotImplementedError
 
     def holds(self, offset: int) -> bool:
         return self.first_offset <= offset < self.end_offset
@@ -2061,18 +2073,87 @@ class LostTail:
         return (f"offset {offset} {'was' if self.proven else 'may have been'} lost with the active segment's tail "
                 f"({span}; {where}): {self.message}")
 
-    def error(self) -> KafkaSegError:
-        """The error a strict read raises for a proven loss: at the readable end (``TruncatedDataError``), or with
-        a high watermark the plan's ``DataLossError``."""
-        from kafkaseg.errors import DataLossError, TruncatedDataError
-
-        if self.high_watermark is not None:
-            return DataLossError(f"{self.path} @ byte {self.position}: {self.message}")
-        return TruncatedDataError(self.message, path=self.path, position=self.position)
-
     def as_dict(self) -> dict:
         return {"file": self.path, "position": self.position, "firstOffset": self.first_offset,
                 "endOffset": self.end_offset, "proven": self.proven, "message": self.message}
+
+
+@dataclass(frozen=True)
+class JudgedTail(LostTail):
+    """A :class:`LostTail` with no high watermark to bound the log (:func:`judge_tail`): ``evidence`` (index
+    entries, a producer snapshot, the recovery point: :class:`~kafkaseg.storage.segment.IndexedPastEnd`, whose
+    :meth:`judged` words the reads and ``kafkaseg verify`` use), judged by ``recovery_point`` unless it is not
+    ``trusted`` (checkpointed again since the listing). ``proven``: the recovery point past the readable end says
+    the broker had flushed them, so they are lost (a strict read raises
+    :class:`~kafkaseg.errors.LostTailError` there); else they may never have reached the disk (a warning)."""
+
+    path: str
+    evidence: Any
+    recovery_point: int | None
+    trusted: bool
+
+    @property
+    def position(self) -> int:
+        return self.evidence.end_position
+
+    @property
+    def first_offset(self) -> int:
+        return self.evidence.end_offset
+
+    @property
+    def proven(self) -> bool:
+        return self.trusted and self.evidence.flushed_below(self.recovery_point) is not None
+
+    @property
+    def end_offset(self) -> int:
+        """The offset after the last one the evidence says the log held (the reads' ``end_offset`` of the skip
+        or the warning)."""
+        return self.evidence.lost_end(self.recovery_point) if self.proven else self.evidence.proven_end
+
+    @property
+    def message(self) -> str:
+        return self.evidence.judged(self.recovery_point, trusted=self.trusted)
+
+    def error(self) -> KafkaSegError:
+        """The error a strict read raises for a proven loss at the readable end: a
+        :class:`~kafkaseg.errors.LostTailError`, a ``DataLossError`` that is a ``TruncatedDataError`` naming the
+        file and byte."""
+        from kafkaseg.errors import LostTailError
+
+        return LostTailError(self.message, path=self.path, position=self.position)
+
+
+@dataclass(frozen=True)
+class AcknowledgedLoss(LostTail):
+    """A :class:`LostTail` below a high watermark: ``high_watermark`` and ``recovery_point`` both above the readable
+    end (byte ``position`` of ``path``, offset ``first_offset``; :func:`acknowledged_loss_end`) say the offsets below
+    both were acknowledged and flushed, so they are lost (always ``proven``): a read to latest raises
+    :class:`~kafkaseg.errors.DataLossError` (failOnDataLoss), in :func:`acknowledged_loss_words`."""
+
+    path: str
+    position: int
+    first_offset: int
+    high_watermark: int
+    recovery_point: int
+
+    @property
+    def proven(self) -> bool:
+        return True
+
+    @property
+    def end_offset(self) -> int:
+        """The end of the offsets a read to latest loses."""
+        return min(self.high_watermark, self.recovery_point)
+
+    @property
+    def message(self) -> str:
+        return acknowledged_loss_words(self.high_watermark, self.recovery_point, self.first_offset)
+
+    def error(self) -> KafkaSegError:
+        """The plan's :class:`~kafkaseg.errors.DataLossError`, naming the file and byte."""
+        from kafkaseg.errors import DataLossError
+
+        return DataLossError(f"{self.path} @ byte {self.position}: {self.message}")
 
 
 class ListingCheck:
@@ -2108,7 +2189,7 @@ class ListingCheck:
 def judge_tail(path: str, end_position: int, end_offset: int, *, offset_index, time_index,
                snapshot: tuple[int, str] | None, partition_path: str, filesystem: pafs.FileSystem | None,
                recovery_point: int | None, log_as_listed: Callable[[], bool],
-               recovery_point_as_listed: Callable[[], bool]) -> LostTail | None:
+               recovery_point_as_listed: Callable[[], bool]) -> JudgedTail | None:
     """What the partition's files say its active segment (``path``) held past its readable end (byte
     ``end_position``, offset ``end_offset``) with no high watermark to bound the log, judged as the reads, verify
     and the tools that report a log end all judge it; None when nothing says anything. What each caller has
@@ -2137,7 +2218,7 @@ def judge_tail(path: str, end_position: int, end_offset: int, *, offset_index, t
     if not (found.proves_written or flushable) or not log_as_listed():
         return None
     trusted = found.last_offset is not None or not flushable or recovery_point_as_listed()
-    tail = LostTail(path, found, recovery_point, trusted)
+    tail = JudgedTail(path, found, recovery_point, trusted)
     if not found.proves_written and not tail.proven:
         return None
     return tail
@@ -2153,7 +2234,7 @@ def lost_tail(partition_dir: PartitionDir, end_offset: int, *,
     planning's rule, given whether the walk to the end was ``walk_clean``). Loads the active segment's two index
     files only when their last entries reach the end (with a high watermark, only when it and the recovery point
     are past the end); walks about one index interval of headers only when something points past the end."""
-    from kafkaseg.storage.segment import IndexedPastEnd, load_index_files, snapshot_past
+    from kafkaseg.storage.segment import load_index_files, snapshot_past
 
     pdir = partition_dir
     if not pdir.segments or pdir.tiered is not None:
@@ -2167,8 +2248,8 @@ def lost_tail(partition_dir: PartitionDir, end_offset: int, *,
             return None
         offset_index = load_index_files(seg.base_offset, index_location(seg, "index"), (None, None), fs)[0]
         position = _position_of_end(seg, offset_index, end_offset, fs, max_batch_bytes)
-        evidence = IndexedPastEnd(seg.log_size if position is None else position, end_offset, None)
-        return LostTail(seg.log_path, evidence, pdir.recovery_point, True, pdir.high_watermark)
+        return AcknowledgedLoss(seg.log_path, seg.log_size if position is None else position, end_offset,
+                                pdir.high_watermark, pdir.recovery_point)
     snapshot = snapshot_past(pdir.snapshot_paths, end_offset)
     recovery_point = pdir.recovery_point
     reach = _indexes_reach(seg, end_offset, fs)
