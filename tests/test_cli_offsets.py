@@ -587,6 +587,10 @@ def test_a_copy_behind_the_chosen_one_answers_only_what_it_holds(tmp_path, capsy
     code, lines, err = run(["offsets", *_dirs(a, b), "--time", str(early)], capsys)
     assert (code, lines) == (0, ["t:0:50"]), err
     assert "offsets 0..50 read from the copy in" in err
+    # the answer is bounded by the chosen copy's high watermark: -v's notes are the chosen copy's, not the
+    # follower's log end "below" it
+    code, lines, err = run(["offsets", *_dirs(a, b), "--time", str(early), "-v"], capsys)
+    assert (code, lines) == (0, ["t:0:50"]) and "above the log end" not in err, err
     # max-timestamp rests on the whole log (its record is in the last batch, corrupt now)
     code, lines, err = run(["offsets", *_dirs(a, b), "--time", "max-timestamp"], capsys)
     assert (code, lines) == (0, ["t:0:299"]) and "corrupt" not in err

@@ -490,12 +490,25 @@ def _cmd_offsets(args) -> int:
             # it, may be in the tail
             tail = _lost_tail(lookup, args, "offsets", spec == LATEST or spec == MAX_TIMESTAMP
                               or (spec >= 0 and answer.offset is None))
-            hw_note = _high_watermark_note(lookup) if spec == LATEST or spec >= 0 or spec == MAX_TIMESTAMP else None
-            # a tiered topic's broker also searches its remote segments for -2 and times; not for -3, which it
-            # answers from the local log only (UnifiedLog's MAX_TIMESTAMP branch), as kafkaseg does
-            below = pdir.below_local_log_note() if spec not in (LATEST, MAX_TIMESTAMP) else None
-            return answer, lookup.stats, "; ".join(n for n in (hw_note, below) if n) or None, tail, \
-                _answer_lost(pdir, spec, answer.offset)
+            return answer, lookup.stats, notes_of(lookup), tail, _answer_lost(pdir, spec, answer.offset)
+
+    def notes_of(lookup) -> str | None:
+        hw_note = _high_watermark_note(lookup) if spec == LATEST or spec >= 0 or spec == MAX_TIMESTAMP else None
+        # a tiered topic's broker also searches its remote segments for -2 and times; not for -3, which it
+        # answers from the local log only (UnifiedLog's MAX_TIMESTAMP branch), as kafkaseg does
+        below = lookup.pdir.below_local_log_note() if spec not in (LATEST, MAX_TIMESTAMP) else None
+        return "; ".join(n for n in (hw_note, below) if n) or None
+
+    def chosen_notes(pdir) -> str | None:
+        """The -v notes of the chosen copy ``pdir`` (an answer another copy gave is bounded by its high watermark
+        and log start: what those notes say is the chosen copy's, not the other's)."""
+        from kafkaseg.lookup import PartitionLookup
+
+        try:
+            with PartitionLookup(pdir, isolation=args.isolation, checkpoints_checked=True) as lookup:
+                return notes_of(lookup)
+        except KafkaSegError:
+            return None
 
     answers, stats, notes, tails, switches, failed = [], [], [], [], [], []
     for pdir, others in partitions:  # a segment a live broker deletes meanwhile: the partition is listed again
@@ -505,6 +518,8 @@ def _cmd_offsets(args) -> int:
             (answer, stat, note, tail, lost), switched = _answer_from_copies(
                 pdir, others, args, "offsets", look_up,
                 lambda done, pdir=pdir: list_offset_rests_on(pdir, spec, done[0]))
+            if switched is not None:
+                note = chosen_notes(pdir)
         except KafkaSegError as err:
             # GetOffsetShell answers each partition on its own: one it cannot answer is skipped, the rest printed
             err_notes = "".join(f" ({note})" for note in getattr(err, "__notes__", ()))
