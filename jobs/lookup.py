@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import logging
 import re
 import sys
 import textwrap
@@ -243,9 +244,13 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
     64-bit), or neither a time nor an offset, gets a null answer and a ``reason``; it never fails the task. A time
     answered with an offset no record holds (the log end for -1) has ``found`` false and no reason. ``lenient``
     (``--on-corruption skip``): lookups go past damage as a read with ``onCorruption=skip`` does, and the log stands
-    in for unreadable checkpoints; by default such damage is the row's reason."""
+    in for unreadable checkpoints; by default such damage is the row's reason, unless another copy of the partition
+    among the data dirs answers (:func:`~kafkaseg.lookup.from_other_copies`, as ``kafkaseg offsets``/``locate`` and a
+    strict read fall back), said as a warning on the ``kafkaseg.lookup`` logger (the executor's log)."""
     from kafkaseg.errors import CorruptCheckpointError, CorruptDataError, KafkaSegError
-    from kafkaseg.lookup import PartitionLookup, parse_time_spec
+    from kafkaseg.lookup import (PartitionLookup, from_other_copies, list_offset_rests_on, locate_rests_on,
+                                 other_copies, parse_time_spec, widest)
+    from kafkaseg.storage.layout import other_copy_line
     from kafkaseg.remote_metadata import ON_CORRUPTION_WAYS_ON, read_remote_log_metadata
     from kafkaseg.storage.fs import redact
     from kafkaseg.storage.layout import choose_replicas, discover
@@ -263,7 +268,7 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
     def replica(topic: str, partition: int):
         if topic not in chosen:
             try:
-                chosen[topic] = {c.partition: c.chosen for c in choose_replicas(by_topic.get(topic, []))}
+                chosen[topic] = {c.partition: c for c in choose_replicas(by_topic.get(topic, []))}
             except KafkaSegError as err:
                 chosen[topic] = err
         found = chosen[topic]
@@ -275,6 +280,42 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
 
     open_files = OpenFileLimit(256)  # shared by every partition's lookup kept open across rows
     lookups: dict[tuple[str, int], PartitionLookup] = {}
+    copy_lookups: dict[str, PartitionLookup] = {}  # other copies' (by folder), opened when one is asked
+
+    def answer_row(lookup, time, request_offset) -> tuple[dict, tuple]:
+        """The row's answer columns from ``lookup``, and the offsets the answer rests on."""
+        found, rests = {}, None
+        target = request_offset
+        if time not in (None, ""):
+            spec = parse_time_spec(time)
+            result = lookup.list_offset(spec)
+            found.update(offset=result.offset, timestamp=result.timestamp, leader_epoch=result.leader_epoch,
+                         reason=result.reason)
+            rests = list_offset_rests_on(chosen_pdir, spec, result)
+            if target is None:
+                target = result.offset
+        if target is not None:
+            location = lookup.locate(target)
+            found.update(found=location.found, segment=location.segment, record_offset=location.record_offset,
+                         record_timestamp=location.record_timestamp)
+            if location.batch is not None:
+                found.update(position=location.batch.position, batch_base_offset=location.batch.base_offset,
+                             is_control=location.batch.is_control)
+            # `reason` says why a row is not answered. An offset given is answered only where a record has it; a
+            # time's offset is the answer even where no record has it (-1 on a caught-up partition is the log end,
+            # -2 on an emptied one too): `found` false says so, no reason.
+            if found.get("reason") is None and request_offset is not None:
+                found["reason"] = location.reason
+            located = locate_rests_on(chosen_pdir, target, location)
+            rests = located if rests is None else widest(rests, located)
+        return found, rests
+
+    def copy_lookup(copy):
+        if copy.path not in copy_lookups:
+            copy_lookups[copy.path] = PartitionLookup(copy, isolation=isolation, open_files=open_files)
+        return copy_lookups[copy.path]
+
+    chosen_pdir = None
     try:
         for batch in batches:
             rows = batch.select(list(REQUEST_COLUMNS)).to_pylist()
@@ -295,34 +336,29 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
                     if request_offset is None and answer["time"] in (None, ""):
                         raise ValueError("no time or offset given")
                     key = (topic, partition)
+                    choice = replica(topic, partition)
+                    chosen_pdir = choice.chosen
                     if key not in lookups:
-                        lookups[key] = PartitionLookup(replica(topic, partition), isolation=isolation,
-                                                       open_files=open_files, lenient=lenient,
-                                                       checkpoints_checked=lenient)
-                    lookup = lookups[key]
-                    target = request_offset
-                    if answer["time"] not in (None, ""):
-                        result = lookup.list_offset(parse_time_spec(answer["time"]))
-                        answer.update(offset=result.offset, timestamp=result.timestamp,
-                                      leader_epoch=result.leader_epoch, reason=result.reason)
-                        if target is None:
-                            target = result.offset
-                    if target is not None:
-                        location = lookup.locate(target)
-                        answer.update(found=location.found, segment=location.segment,
-                                      record_offset=location.record_offset,
-                                      record_timestamp=location.record_timestamp)
-                        if location.batch is not None:
-                            answer.update(position=location.batch.position,
-                                          batch_base_offset=location.batch.base_offset,
-                                          is_control=location.batch.is_control)
-                        # `reason` says why a row is not answered. An offset given is answered only where a record
-                        # has it; a time's offset is the answer even where no record has it (-1 on a caught-up
-                        # partition is the log end, -2 on an emptied one too): `found` false says so, no reason.
-                        if answer["reason"] is None and request_offset is not None:
-                            answer["reason"] = location.reason
+                        lookups[key] = PartitionLookup(chosen_pdir, isolation=isolation, open_files=open_files,
+                                                       lenient=lenient, checkpoints_checked=lenient)
+                    try:
+                        found, _ = answer_row(lookups[key], answer["time"], request_offset)
+                    except CorruptDataError as err:
+                        # another copy answers, as a strict read reads the offsets the chosen copy cannot supply
+                        # from another (not with --on-corruption skip: the lookup went past the damage then)
+                        others = other_copies(choice)
+                        if lenient or not others:
+                            raise
+                        (found, _), switched = from_other_copies(
+                            chosen_pdir, others, err,
+                            lambda copy: answer_row(copy_lookup(copy), answer["time"], request_offset),
+                            lambda done: done[1], isolation=isolation)
+                        logging.getLogger("kafkaseg.lookup").warning("jobs/lookup.py: %s-%s: %s", topic, partition,
+                                                                     other_copy_line(switched))
+                    answer.update(found)
                 except (KafkaSegError, ValueError) as err:
-                    answer["reason"] = str(err)
+                    # (with what its notes add: the other copies tried, ...)
+                    answer["reason"] = str(err) + "".join(f" ({note})" for note in getattr(err, "__notes__", ()))
                     if not lenient and isinstance(err, CorruptDataError) \
                             and not isinstance(err, CorruptCheckpointError):
                         answer["reason"] += (" (--on-corruption skip reads on past damage where a read with "
@@ -334,7 +370,7 @@ def lookup_batches(batches: Iterable[pa.RecordBatch], data_dirs: Sequence[str],
             yield pa.RecordBatch.from_arrays([pa.array(out[f.name], f.type) for f in OUTPUT_SCHEMA] + passed,
                                              schema=output_schema(pa.schema([batch.schema.field(n) for n in extra])))
     finally:
-        for lookup in lookups.values():
+        for lookup in [*lookups.values(), *copy_lookups.values()]:
             lookup.close()
 
 

@@ -90,6 +90,7 @@ __all__ = [
     "EARLIEST", "LATEST", "MAX_TIMESTAMP", "EARLIEST_LOCAL", "LATEST_TIERED", "EARLIEST_PENDING_UPLOAD",
     "LookupStats", "OffsetAnswer", "RecordLocation", "PartitionLookup",
     "parse_time_spec", "list_offset", "locate_offset", "locate_time", "batch_epoch_mark",
+    "other_copies", "from_other_copies", "list_offset_rests_on", "locate_rests_on", "widest",
 ]
 
 LATEST = -1
@@ -1313,3 +1314,132 @@ def locate_time(partition_dir: PartitionDir, spec: int | str, *, isolation: str 
         if answer.offset is None:
             return answer, None
         return answer, lookup.locate(answer.offset)
+
+
+# -- several copies: a lookup falls back as a strict read does ------------------------------------------------------
+
+#: :func:`from_other_copies`' ``rests_on`` ends that are the chosen copy's: its last fetchable offset (what latest and
+#: a time's "no offset" are bounded by), and its log end (what max-timestamp and locate's "no record" search to)
+CHOSEN_FETCHABLE = "the chosen copy's last fetchable offset"
+CHOSEN_END = "the chosen copy's log end"
+
+
+def other_copies(choice) -> tuple[PartitionDir, ...]:
+    """The copies of ``choice`` (a :class:`~kafkaseg.storage.layout.ReplicaChoice`) a strict lookup on the one
+    chosen falls back to, in the order given: the other log dirs' copies of the partition, as a strict read falls
+    back to them (``SegmentSlice.other_copies``). (Tiered-storage copies are the log's older segments, not copies of
+    the same offsets: a lookup reads them with the log dir already.)"""
+    return tuple(c for c in choice.candidates if c.path != choice.chosen.path and c.tiered is None)
+
+
+def list_offset_rests_on(chosen: PartitionDir, spec: int, answer: OffsetAnswer) -> tuple[int, int | str]:
+    """``[first, end)``: the offsets ``answer`` (to ListOffsets ``spec``) rests on, which another copy must hold to
+    stand in for ``chosen`` (:func:`from_other_copies`): from the chosen copy's log start to the record answered, or
+    when there is none (or for latest) to the chosen copy's last fetchable offset; max-timestamp, the whole log."""
+    start = chosen.log_start_offset or 0
+    if spec == MAX_TIMESTAMP or spec in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+        return start, CHOSEN_END
+    if spec == LATEST or answer.offset is None:
+        return start, CHOSEN_FETCHABLE
+    return start, max(answer.offset + 1, start)
+
+
+def locate_rests_on(chosen: PartitionDir, offset: int, location: RecordLocation) -> tuple[int, int | str]:
+    """``[first, end)``: the offsets ``location`` (of ``offset``) rests on (:func:`list_offset_rests_on`): from
+    ``offset`` (the log start when below it) to the record found, or to the chosen copy's log end."""
+    first = max(offset, chosen.log_start_offset or 0)
+    if location.record_offset is None:
+        return first, CHOSEN_END
+    return first, max(location.record_offset + 1, first)
+
+
+def widest(one: tuple[int, int | str], other: tuple[int, int | str]) -> tuple[int, int | str]:
+    """The offsets two answers rest on together (``rests_on`` ranges): from the lower start to the further end (the
+    chosen copy's log end past its last fetchable offset, past any offset)."""
+    rank = {CHOSEN_END: 2, CHOSEN_FETCHABLE: 1}
+    ends = sorted((one[1], other[1]), key=lambda end: (rank.get(end, 0), end if isinstance(end, int) else 0))
+    return min(one[0], other[0]), ends[-1]
+
+
+def _chosen_ends(chosen: PartitionDir, isolation: str) -> dict[str, int | None]:
+    """The chosen copy's ends :data:`CHOSEN_FETCHABLE` and :data:`CHOSEN_END` (None where its damage hides them)."""
+    ends: dict[str, int | None] = {CHOSEN_FETCHABLE: None, CHOSEN_END: None}
+    with PartitionLookup(chosen, isolation=isolation, checkpoints_checked=True) as lookup:
+        try:
+            ends[CHOSEN_END] = lookup.log_end_offset()
+        except KafkaSegError:
+            pass
+        try:
+            ends[CHOSEN_FETCHABLE] = lookup.last_fetchable_offset()
+        except KafkaSegError:
+            if chosen.high_watermark is not None and ends[CHOSEN_END] is not None:
+                ends[CHOSEN_FETCHABLE] = min(chosen.high_watermark, ends[CHOSEN_END])
+    return ends
+
+
+def standing_in(copy: PartitionDir, chosen: PartitionDir) -> PartitionDir:
+    """``copy`` bounded as ``chosen`` is: its high watermark and log start (a read of several copies plans with the
+    chosen copy's; a follower's high watermark lags the leader's), its own files."""
+    import dataclasses
+
+    return dataclasses.replace(copy, high_watermark=chosen.high_watermark,
+                               checkpoint_log_start_offset=chosen.log_start_offset,
+                               unreadable_checkpoints=chosen.unreadable_checkpoints)
+
+
+def from_other_copies(chosen: PartitionDir, others, err: CorruptDataError, attempt, rests_on, *,
+                      isolation: str = "read_uncommitted", how: str = "Look another up by giving its log dir alone"):
+    """A strict lookup on ``chosen`` met ``err`` (a corrupt batch, bad framing: not an unreadable checkpoint) while
+    ``others`` (:func:`other_copies`) are copies of the partition too: answer from the first of them that can, as a
+    strict read reads the offsets the chosen copy cannot supply from another copy
+    (:func:`kafkaseg.scan.read_slice`). ``attempt(pdir)`` is the lookup, done on the copy bounded as ``chosen`` is
+    (:func:`standing_in`); ``rests_on(result)`` the offsets ``[first, end)`` its answer rests on
+    (:func:`list_offset_rests_on`, :func:`locate_rests_on`), which the copy must hold, as a read's other copy must
+    hold the offsets it supplies: a copy whose log starts above ``first``, or ends below ``end`` (a follower
+    behind), is passed over, said among what was tried, never answered from.
+
+    Returns ``(result, entry)``, ``entry`` as a read lists it in ``ScanMetrics.other_copies_read`` (say it with
+    :func:`~kafkaseg.storage.layout.other_copy_line`). Raises ``err`` when none can, with the read's note naming
+    the other copies and why each could not."""
+    from kafkaseg.storage.layout import other_copies_note
+
+    if isinstance(err, CorruptCheckpointError) or getattr(err, "lost_tail", None) is not None or not others:
+        raise err
+    ends: dict | None = None
+    tried: list[str] = []
+    for copy in others:
+        try:
+            result = attempt(standing_in(copy, chosen))
+        except CorruptDataError as exc:
+            tried.append(f"{copy.path}: corrupt too ({exc})")
+            continue
+        except KafkaSegError as exc:
+            tried.append(f"{copy.path}: not answered ({exc})")
+            continue
+        first, end = rests_on(result)
+        if isinstance(end, str):
+            if ends is None:
+                ends = _chosen_ends(chosen, isolation)
+            if ends[end] is None:
+                tried.append(f"{copy.path}: whether it holds what the answer rests on cannot be told ({end} cannot "
+                             "be read)")
+                continue
+            end = max(ends[end], first)
+        own_start = copy.log_start_offset
+        try:
+            with PartitionLookup(copy, checkpoints_checked=True) as lookup:
+                own_end = lookup.log_end_offset()
+        except KafkaSegError as exc:
+            tried.append(f"{copy.path}: its log end cannot be read ({exc})")
+            continue
+        if own_start is not None and own_start > first:
+            tried.append(f"{copy.path}: its log starts at {own_start}, above offset {first} the answer rests on")
+            continue
+        if own_end < end:
+            tried.append(f"{copy.path}: its log ends at {own_end}, behind the chosen copy (the answer rests on "
+                         f"offsets up to {end - 1})")
+            continue
+        return result, (err.path or chosen.path, err.position, first, end, copy.path, err.detail)
+    err.add_note(other_copies_note(chosen.topic, chosen.partition, [c.path for c in others], chosen.path, how,
+                                   tried))
+    raise err

@@ -62,7 +62,7 @@ import numpy as np
 from kafkaseg.errors import (CorruptCheckpointError, CorruptDataError, CrcMismatchError, DataLossError,
                              InvalidOptionError, KafkaSegError, LayoutError, did_you_mean)
 from kafkaseg.entry_check import batch_first_offset, entry_batch_problem, entry_neighbours
-from kafkaseg.lookup import PartitionLookup
+from kafkaseg.lookup import PartitionLookup, from_other_copies
 from kafkaseg.options import EARLIEST, LATEST, ReadOptions
 from kafkaseg.storage.checkpoints import (LOG_START_OFFSET_CHECKPOINT,
                                          REPLICATION_OFFSET_CHECKPOINT, EpochEntry)
@@ -72,8 +72,9 @@ from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import (ListingCheck, PartitionDir, SegmentFiles, acknowledged_loss_end,
                                      acknowledged_loss_words, check_one_incarnation, choose_replicas,
                                      copy_gaps, discover, find_log_end, flushed_above_words, flushed_past_end,
-                                     high_watermark_above_words, last_stable_offset, reaches_past_recovery_point,
-                                     read_partition_again, relisted, snapshot_transactions_at, transactions_open_at,
+                                     high_watermark_above_words, last_stable_offset, other_copy_line,
+                                     reaches_past_recovery_point, read_partition_again, relisted,
+                                     snapshot_transactions_at, transactions_open_at,
                                      valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import lists_transactional_producers
@@ -618,6 +619,9 @@ class _Partition:
         self.log_ends = log_ends  # log ends found before on the same listing, and where this one's is recorded
         self.fs = pdir.filesystem
         self.skipped_start: tuple[str, int, int] | None = None  # see _resolve (a start inside a hole)
+        # the partition's copies in other log dirs, which the replica choice passed over: a strict timestamp search
+        # that meets damage in this one answers from one of them (_offset_for_timestamp), as a read falls back
+        self.other_copies: tuple[PartitionDir, ...] = ()
         self.segments: tuple[SegmentFiles, ...] = pdir.segments
         self.bases = [s.base_offset for s in self.segments]
         self._indexes: dict[int, tuple] = {}
@@ -1258,12 +1262,30 @@ def _offset_for_timestamp(part: _Partition, timestamp: int, log_start: int, uppe
     if timestamp == LATEST:
         return upper, None
     options = part.options
-    with PartitionLookup(part.pdir, max_batch_bytes=options.max_batch_bytes, verify_crc=options.verify_crc,
-                         checkpoints_checked=True,  # _bounds applied the checkpoint policy
-                         lenient=options.on_corruption == "skip") as lookup:
-        found = lookup.offset_for_timestamp(timestamp)
-        note = lookup.search_note if found is None else None
-    for path, position, detail in lookup.stats.skipped:
+
+    def search(pdir: PartitionDir) -> tuple[int | None, str | None, list]:
+        with PartitionLookup(pdir, max_batch_bytes=options.max_batch_bytes, verify_crc=options.verify_crc,
+                             checkpoints_checked=True,  # _bounds applied the checkpoint policy
+                             lenient=options.on_corruption == "skip") as lookup:
+            found = lookup.offset_for_timestamp(timestamp)
+            return found, lookup.search_note if found is None else None, lookup.stats.skipped
+
+    try:
+        found, note, skipped = search(part.pdir)
+    except CorruptDataError as err:
+        # another copy answers, as the scan reads a corrupt batch's offsets from another (not with
+        # onCorruption=skip: the search goes past the damage then); one that lacks what the answer rests on, from
+        # the log start to the record found (or the upper bound), is passed over
+        if options.on_corruption == "skip" or not part.other_copies:
+            raise
+        (found, note, skipped), switched = from_other_copies(
+            part.pdir, part.other_copies, err, search,
+            lambda done: (log_start, done[0] + 1 if done[0] is not None and done[0] < upper else upper),
+            how="Read another by giving its log dir alone, or every copy with replicas=all")
+        if part.report is not None:
+            part.report.notes.append(f"{part.name}: the search for timestamp {timestamp}: "
+                                     f"{other_copy_line(switched)}")
+    for path, position, detail in skipped:
         part.lenient_decision(path, position, None, None,
                               f"the search for timestamp {timestamp} went past corrupt bytes there ({detail}): "
                               "records after them in that segment were not searched")
@@ -1930,7 +1952,8 @@ def _aborted_for(part: _Partition, piece: _Piece) -> tuple[tuple[int, int, int],
 
 
 def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predicates | None,
-                    report: PlanReport, log_ends: LogEndCache | None = None) -> list[_Piece]:
+                    report: PlanReport, log_ends: LogEndCache | None = None,
+                    other_copies: tuple[PartitionDir, ...] = ()) -> list[_Piece]:
     given_logs = None
     if pdir.whole is not None and len(pdir.segments) < len(pdir.whole.segments):
         # .log files given as paths: planned in their partition, so its high watermark, last stable offset and
@@ -1943,6 +1966,7 @@ def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predic
     preport.notes.extend(pdir.notes)
     report.partitions.append(preport)
     part = _Partition(pdir, options, report, log_ends)
+    part.other_copies = other_copies
     if not part.segments:
         # Kafka's LogLoader gives a partition without segments an empty one at the checkpointed log start: offsets
         # asked of it are checked as for any empty log (below or past it is data loss), and nothing is read
@@ -2069,11 +2093,17 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
     if listing is None:
         listing = list_partitions(paths, options)
     replicas = _select_partitions(listing, options, predicates, report, check_subscribed=check_subscribed)
+    # each partition's copies the replica choice passed over (log dirs' copies: tiered-storage ones extend the log)
+    listed = {p.path: p for p in listing.partitions if p.tiered is None}
+    passed_over = {(r["topic"], r["partition"]): tuple(listed[c] for c in r["candidates"]
+                                                       if c != r["chosen"] and c in listed)
+                   for r in report.replicas if len(r["candidates"]) > 1}
 
     def plan_one(pdir: PartitionDir) -> tuple[PlanReport, list[_Piece]]:
         def plan(current: PartitionDir) -> tuple[PlanReport, list[_Piece]]:
             sub = PlanReport(options=report.options)  # its own: partitions on object storage are planned in threads
-            return sub, _plan_partition(current, options, predicates, sub, log_ends)
+            return sub, _plan_partition(current, options, predicates, sub, log_ends,
+                                        passed_over.get((current.topic, current.partition), ()))
 
         return relisted(pdir, plan)
 

@@ -39,7 +39,7 @@ from kafkaseg.entry_check import ResumptionEntries, batch_first_offset
 from kafkaseg.offset_outlier import (batch_before, goes_back_after, last_batch_before, offset_before,
                                      outlier_region, went_back)
 from kafkaseg.planning import ScanPlan, SegmentSlice, plan_again_by_offset, plan_scan
-from kafkaseg.storage.layout import judge_tail, read_partition_again
+from kafkaseg.storage.layout import judge_tail, other_copies_note, other_copy_line, read_partition_again
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import SegmentReader, load_index_files, nonzero_extent
 from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
@@ -173,8 +173,7 @@ class ScanMetrics:
     def other_copies_lines(self) -> list[str]:
         """The offsets a strict read took from another copy of their partition, the one chosen being corrupt there,
         for a log (a warning: the chosen copy needs looking at): one line per switch of copy."""
-        return [f"{path} is corrupt at byte {position} ({error}): offsets {first}..{end - 1} read from the copy in "
-                f"{copy} instead" for path, position, first, end, copy, error in self.other_copies_read]
+        return [other_copy_line(entry) for entry in self.other_copies_read]
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -289,11 +288,9 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
                                               map_window_bytes)
         if tried is None:
             return
-        err.add_note(f"{piece.topic}-{piece.partition} has other copies in the paths given, which the replica "
-                     f"choice passed over: {', '.join(piece.other_copies)}; this one is "
-                     f"{piece.partition_path}. Read another by giving its log dir alone, or every copy with "
-                     "replicas=all" + (f". Tried instead, and they could not supply the rest: {'; '.join(tried)}"
-                                       if tried else ""))
+        err.add_note(other_copies_note(piece.topic, piece.partition, piece.other_copies, piece.partition_path,
+                                       "Read another by giving its log dir alone, or every copy with replicas=all",
+                                       tried))
         raise
 
 

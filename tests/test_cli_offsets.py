@@ -492,3 +492,143 @@ def test_locate_and_offsets_after_zeros_under_an_index_entry(tmp_path, capsys):
     assert code == 0 and lines == [f"orders:0:{zeroed.after[0]}"], (lines, err)
     code, lines, err = run(offsets, capsys)
     assert code == 2 and lines == [] and f"{zeroed.log} @ byte" in err, (lines, err)
+
+
+# -- several copies of a partition: the lookups fall back as strict reads do ----------------------------------------
+
+def _two_copies(tmp_path, records: int = 300, other_records: int | None = None):
+    """Two brokers' copies of t-0 (``a`` and ``b``, one topic id): ``b`` holds ``other_records`` (default the same
+    as ``a``: a whole copy; fewer: a follower behind)."""
+    from pathlib import Path
+
+    tmp_path = Path(tmp_path)
+    write_data_dir(tmp_path / "a", [TopicSpec("t", records_per_partition=records, records_per_batch=10)], seed=2)
+    write_data_dir(tmp_path / "b", [TopicSpec("t", records_per_partition=other_records or records,
+                                              records_per_batch=10)], seed=2)
+    shutil.copy(tmp_path / "a" / "t-0" / "partition.metadata", tmp_path / "b" / "t-0" / "partition.metadata")
+    return str(tmp_path / "a"), str(tmp_path / "b")
+
+
+def _corrupt_batch(log, offset: int):
+    """Flip a byte inside the records of the batch of ``log`` holding ``offset`` (its CRC then fails): its header."""
+    from kafkaseg.wire.batch import iter_headers
+
+    data = bytearray(log.read_bytes())
+    (header,) = [h for h in iter_headers(bytes(data)) if h.base_offset <= offset <= h.last_offset]
+    data[header.position + 70] ^= 0xFF
+    log.write_bytes(bytes(data))
+    return header
+
+
+def _dirs(*paths):
+    return [arg for path in paths for arg in ("--data-dir", path)]
+
+
+def _record_time(path, offset: int) -> int:
+    import kafkaseg
+
+    table = kafkaseg.read_arrow(path, columns=["offset", "timestamp"], timestampUnit="ms")
+    return table.column("timestamp").to_pylist()[table.column("offset").to_pylist().index(offset)]
+
+
+def test_offsets_and_locate_answer_from_another_copy_where_the_chosen_one_is_corrupt(tmp_path, capsys):
+    """Given two brokers' copies, the lookups choose one as reads do (the highest high watermark; a tie by order)
+    and, when it is corrupt where the answer lies, answer from the other copy as a strict read reads the corrupt
+    batch's offsets from it: the answer the sound copy gives, and stderr says which copy and why in the read's
+    words. They failed ('Skip getting offsets ...') though the other copy answered."""
+    a, b = _two_copies(tmp_path)
+    log = tmp_path / "a" / "t-0" / "00000000000000000000.log"
+    header = _corrupt_batch(log, 86)
+    wanted = 86
+    ms = _record_time(b, wanted)
+    other = str(tmp_path / "b" / "t-0")
+    code, sound, _ = run(["offsets", *_dirs(b), "--time", str(ms)], capsys)
+    assert (code, sound) == (0, [f"t:0:{wanted}"])
+    code, lines, err = run(["offsets", *_dirs(a, b), "--time", str(ms)], capsys)
+    assert (code, lines) == (0, sound), err
+    assert f"kafkaseg offsets: t-0: {log} is corrupt at byte {header.position} (" in err
+    assert f"offsets 0..{wanted} read from the copy in {other} instead" in err and "Skip getting" not in err
+    code, lines, _ = run(["offsets", *_dirs(a, b), "--time", str(ms), "--json"], capsys)
+    (row,) = json.loads("\n".join(lines))
+    assert row["offset"] == wanted and "read from the copy in" in row["otherCopiesRead"][0]
+    # locate: the record as the sound copy holds it, named in its file
+    code, sound, _ = run(["locate", *_dirs(b), "--topic", "t", "--partition", "0", "--offset", str(wanted)], capsys)
+    assert code == 0
+    code, lines, err = run(["locate", *_dirs(a, b), "--topic", "t", "--partition", "0", "--offset", str(wanted)],
+                           capsys)
+    assert (code, lines) == (0, sound), err
+    assert f"kafkaseg locate: t-0: {log} is corrupt at byte {header.position}" in err and other in err
+    code, lines, err = run(["locate", *_dirs(a, b), "--topic", "t", "--partition", "0", "--time", str(ms),
+                            "--json"], capsys)
+    out = json.loads("\n".join(lines))
+    assert code == 0 and out["location"]["recordOffset"] == wanted and out["otherCopiesRead"]
+    # an answer the chosen copy gives without meeting the damage is its own, nothing said
+    code, lines, err = run(["offsets", *_dirs(a, b), "--time", str(_record_time(b, 10))], capsys)
+    assert (code, lines) == (0, ["t:0:10"]) and "corrupt" not in err
+    # --on-corruption skip goes past the damage as a read with onCorruption=skip does: no other copy is read
+    code, lines, err = run(["offsets", *_dirs(a, b), "--time", str(ms), "--on-corruption", "skip"], capsys)
+    assert code == 0 and lines == [f"t:0:{header.last_offset + 1}"]
+    assert "went past damage" in err and "read from the copy" not in err
+
+
+def test_a_copy_behind_the_chosen_one_answers_only_what_it_holds(tmp_path, capsys):
+    """A follower behind the chosen copy (its log ends lower) stands in for offsets it holds, as a read takes a
+    corrupt batch from a shorter copy that holds it, but never answers from what it lacks: a time past its log
+    end, or max-timestamp (the whole log), fails naming it and why, as a read that no copy can supply fails."""
+    a, b = _two_copies(tmp_path, 300, 200)
+    log = tmp_path / "a" / "t-0" / "00000000000000000000.log"
+    late, early = _record_time(a, 250), _record_time(a, 50)
+    _corrupt_batch(log, 250)  # above the follower's log end
+    code, lines, err = run(["offsets", *_dirs(a, b), "--time", str(late)], capsys)
+    assert code == 2 and lines == [] and "Skip getting offsets for topic-partition t-0" in err
+    assert f"other copies in the paths given, which the replica choice passed over: {tmp_path / 'b' / 't-0'}" in err
+    assert "its log ends at 200, behind the chosen copy (the answer rests on offsets up to 299)" in err
+    _corrupt_batch(log, 50)  # below it: the follower holds those offsets
+    code, lines, err = run(["offsets", *_dirs(a, b), "--time", str(early)], capsys)
+    assert (code, lines) == (0, ["t:0:50"]), err
+    assert "offsets 0..50 read from the copy in" in err
+    # the answer is bounded by the chosen copy's high watermark: -v's notes are the chosen copy's, not the
+    # follower's log end "below" it
+    code, lines, err = run(["offsets", *_dirs(a, b), "--time", str(early), "-v"], capsys)
+    assert (code, lines) == (0, ["t:0:50"]) and "above the log end" not in err, err
+    # max-timestamp rests on the whole log (its record is in the last batch, corrupt now)
+    code, lines, err = run(["offsets", *_dirs(a, b), "--time", "max-timestamp"], capsys)
+    assert (code, lines) == (0, ["t:0:299"]) and "corrupt" not in err
+    _corrupt_batch(log, 299)
+    code, lines, err = run(["offsets", *_dirs(a, b), "--time", "max-timestamp"], capsys)
+    assert code == 2 and "its log ends at 200, behind the chosen copy" in err
+
+
+def test_every_copy_corrupt_fails_naming_them_as_a_read_does(tmp_path, capsys):
+    """When no copy can answer (each corrupt where the answer lies), the lookup fails as a read that no copy can
+    supply fails: the chosen copy's error, naming the other copies and what was tried."""
+    a, b = _two_copies(tmp_path)
+    ms = _record_time(b, 123)  # (before the damage: every copy is corrupt at the batch holding it)
+    for name in ("a", "b"):
+        _corrupt_batch(tmp_path / name / "t-0" / "00000000000000000000.log", 123)
+    code, lines, err = run(["offsets", *_dirs(a, b), "--time", str(ms)], capsys)
+    assert code == 2 and lines == [] and "Skip getting offsets for topic-partition t-0" in err
+    assert f"which the replica choice passed over: {tmp_path / 'b' / 't-0'}" in err and "corrupt too" in err
+    code, lines, err = run(["locate", *_dirs(a, b), "--topic", "t", "--partition", "0", "--offset", "123"], capsys)
+    assert code == 2 and "which the replica choice passed over" in err
+
+
+def test_another_copy_answers_within_the_chosen_copys_high_watermark(tmp_path, capsys):
+    """A follower whose checkpointed high watermark lags (its files hold the offsets) stands in bounded as the
+    chosen copy is, as a read of both plans with the chosen copy's high watermark: a time whose record is between
+    the two is answered with it, as the read returns it, not as 'no offset' (the follower's own bound)."""
+    import kafkaseg
+
+    a, b = _two_copies(tmp_path)
+    ms = _record_time(b, 270)
+    (tmp_path / "b" / "replication-offset-checkpoint").write_text("0\n1\nt 0 250\n")
+    code, lines, _ = run(["offsets", *_dirs(b), "--time", str(ms)], capsys)
+    assert (code, lines) == (0, [])  # (alone, at or past its high watermark)
+    _corrupt_batch(tmp_path / "a" / "t-0" / "00000000000000000000.log", 270)
+    read = kafkaseg.read_arrow([a, b], columns=["offset", "timestamp"], timestampUnit="ms")
+    assert 270 in read.column("offset").to_pylist()  # (the read takes the corrupt batch from b)
+    code, lines, err = run(["offsets", *_dirs(a, b), "--time", str(ms)], capsys)
+    assert (code, lines) == (0, ["t:0:270"]), err
+    assert "offsets 0..270 read from the copy in" in err
+    code, lines, err = run(["offsets", *_dirs(a, b), "--time", "latest"], capsys)
+    assert (code, lines) == (0, ["t:0:300"])

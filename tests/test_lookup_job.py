@@ -441,3 +441,47 @@ def test_check_takes_a_tiered_store_emptied_whose_metadata_lists_live_copies(tmp
     (tmp_path / "requests.csv").write_text("topic,partition,time,offset\norders,0,-2,\n")
     job.check(job.parse_args([arg for d in dirs for arg in ("--data-dir", d)] + [
         "--input", str(tmp_path / "requests.csv"), "--output", str(tmp_path / "out")]))
+
+
+def test_rows_are_answered_from_another_copy_where_the_chosen_one_is_corrupt(tmp_path, caplog):
+    """Several brokers' data dirs: a row whose answer lies in a corrupt batch of the copy chosen is answered from
+    another copy, as `kafkaseg offsets`/`locate` and a strict read fall back (it was the corruption as its reason),
+    said as a warning in the read's words; a copy behind (its log ends lower) never answers what it does not hold;
+    with --on-corruption skip the lookup goes past the damage in the chosen copy, no other copy read."""
+    import logging
+    import shutil
+
+    from kafkaseg.wire.batch import iter_headers
+
+    write_data_dir(tmp_path / "a", [TopicSpec("t", records_per_partition=300, records_per_batch=10)], seed=2)
+    manifest = write_data_dir(tmp_path / "b", [TopicSpec("t", records_per_partition=200, records_per_batch=10)],
+                              seed=2)  # a follower behind
+    shutil.copy(tmp_path / "a" / "t-0" / "partition.metadata", tmp_path / "b" / "t-0" / "partition.metadata")
+    log = tmp_path / "a" / "t-0" / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    for wanted in (86, 250):
+        (header,) = [h for h in iter_headers(bytes(data)) if h.base_offset <= wanted <= h.last_offset]
+        data[header.position + 70] ^= 0xFF
+        if wanted == 86:
+            position = header.position
+    log.write_bytes(bytes(data))
+    records = manifest.partition("t", 0).records
+    rows = [{"topic": "t", "partition": "0", "time": str(records[86].timestamp), "offset": None},
+            {"topic": "t", "partition": "0", "time": None, "offset": "86"},
+            {"topic": "t", "partition": "0", "time": None, "offset": "250"}]
+    dirs = [str(tmp_path / "a"), str(tmp_path / "b")]
+    with caplog.at_level(logging.WARNING, logger="kafkaseg.lookup"):
+        by_time, by_offset, behind = _answer(rows, dirs)
+    other = str(tmp_path / "b" / "t-0")
+    assert (by_time["offset"], by_time["reason"], by_time["found"]) == (86, None, True)
+    assert by_time["segment"] == str(tmp_path / "b" / "t-0" / "00000000000000000000.log")
+    assert (by_offset["record_offset"], by_offset["found"], by_offset["reason"]) == (86, True, None)
+    said = [r.getMessage() for r in caplog.records if r.name == "kafkaseg.lookup"]
+    assert len(said) == 2 and all(f"{log} is corrupt at byte {position}" in line and
+                                  f"read from the copy in {other} instead" in line for line in said)
+    assert behind["found"] is False and "CRC" in behind["reason"]
+    assert f"{other}: its log ends at 200, behind the chosen copy" in behind["reason"]
+    lenient = pa.Table.from_batches(list(job.lookup_batches(
+        [pa.RecordBatch.from_pylist(rows[:1], schema=pa.schema([(n, pa.string()) for n in job.REQUEST_COLUMNS]))],
+        dirs, lenient=True))).to_pylist()
+    assert lenient[0]["offset"] > 86 and lenient[0]["segment"] == str(log)

@@ -841,6 +841,31 @@ def test_a_corrupt_copy_read_among_several_fails_over_to_another(tmp_path):
         assert entry[2:4] == (first, last + 1)
 
 
+def test_a_time_whose_record_is_in_a_corrupt_batch_of_the_chosen_copy_is_found_in_another(tmp_path):
+    """startingTimestamp/endingTimestamp resolve through the lookups: where the chosen copy's batch holding the
+    answer is corrupt, a strict read found it in another copy as its scan reads that batch from one (it failed
+    planning, naming no other copy), the plan's notes saying so in the scan's words; onCorruption=skip goes past
+    the damage in the chosen copy as before."""
+    paths = _two_copies(tmp_path)
+    log = tmp_path / "a" / "t-0" / "00000000000000000000.log"
+    first = _corrupt_batch(log, 12)
+    wanted = first + 3
+    stamps = kafkaseg.read_arrow(paths[1], columns=["offset", "timestamp"], timestampUnit="ms")
+    ts = stamps.column("timestamp").cast(pa.int64()).to_pylist()[wanted]
+    expected = kafkaseg.read_arrow(paths[1], startingTimestamp=ts, columns=["offset"])
+    assert expected.column("offset").to_pylist()[0] == wanted
+    for order in (paths, paths[::-1]):
+        scan = kafkaseg.open_scan(order, startingTimestamp=ts, columns=["offset"])
+        assert scan.to_table().column("offset").to_pylist() == expected.column("offset").to_pylist()
+        (note,) = [n for n in scan.plan.report.notes if "read from the copy in" in n]
+        assert f"{log} is corrupt at byte" in note and str(tmp_path / "b" / "t-0") in note and str(ts) in note
+        scan = kafkaseg.open_scan(order, endingTimestamp=ts, columns=["offset"])
+        assert scan.to_table().column("offset").to_pylist() == list(range(wanted))
+    lenient = kafkaseg.open_scan(paths, startingTimestamp=ts, columns=["offset"], onCorruption="skip")
+    assert lenient.to_table().column("offset").to_pylist()[0] == _corrupt_batch.last + 1
+    assert not [n for n in lenient.plan.report.notes if "read from the copy in" in n]
+
+
 def test_only_the_corrupt_batch_comes_from_another_copy(tmp_path):
     """Another copy stands in for the corrupt batch only: one compacted otherwise (or shorter) does not replace the
     batches the chosen copy still reads (found in review: a copy with other holes gave 224 of 300 records)."""

@@ -309,6 +309,7 @@ def _cmd_describe(args) -> int:
 
 def _partitions_for(data_dirs: list[str], topic: re.Pattern, wanted: set[int] | None, key_ring=None, *,
                     lenient: bool = False):
+    from kafkaseg.lookup import other_copies
     from kafkaseg.remote_metadata import ON_CORRUPTION_WAYS_ON, read_remote_log_metadata
     from kafkaseg.storage.layout import choose_replicas, discover
 
@@ -321,7 +322,7 @@ def _partitions_for(data_dirs: list[str], topic: re.Pattern, wanted: set[int] | 
                                             remote_log_metadata=lambda metadata: read_remote_log_metadata(
                                                 metadata, lenient=lenient, ways_on=ON_CORRUPTION_WAYS_ON))
              if chosen(p.topic, p.partition)]
-    return [c.chosen for c in choose_replicas(found)]
+    return [(c.chosen, other_copies(c)) for c in choose_replicas(found)]
 
 
 #: Topics Kafka's Admin.listTopics() reports as internal (``Topic.isInternal``); __cluster_metadata it never lists.
@@ -333,7 +334,9 @@ def _offsets_partitions(args):
     (``--topic`` and ``--partitions``, or ``--topic-partitions`` rules, any rule matching; ``--exclude-internal-
     topics``). ``__cluster_metadata``, which Admin never lists, is matched only when a rule names it exactly. A
     partition a replica of which cannot be listed as a log (a segment that is no readable file, or named past a
-    64-bit long) is that replica, with its ``error``: skipped, as a read of the partition fails."""
+    64-bit long) is that replica, with its ``error``: skipped, as a read of the partition fails. Each comes with
+    the other copies a strict lookup falls back to (:func:`~kafkaseg.lookup.other_copies`)."""
+    from kafkaseg.lookup import other_copies
     from kafkaseg.storage.layout import choose_replicas, discover
 
     if args.topic_partitions is not None:
@@ -364,8 +367,8 @@ def _offsets_partitions(args):
     # a .log file given stands for its whole partition, as for describe and reads (the broker answers for it)
     found = [p.whole or p for p in found if allowed(p.topic, p.partition)]
     broken = {(p.topic, p.partition): p for p in reversed(found) if p.error is not None}  # (the first one found)
-    return [c.chosen for c in choose_replicas([p for p in found if (p.topic, p.partition) not in broken])] + \
-        list(broken.values())
+    return [(c.chosen, other_copies(c)) for c in choose_replicas(
+        [p for p in found if (p.topic, p.partition) not in broken])] + [(p, ()) for p in broken.values()]
 
 
 # -- argument types: a bad value is a one-line usage error (exit 2), never a traceback ---------------------------
@@ -467,7 +470,8 @@ def _time_spec(text: str) -> _Time:
 
 
 def _cmd_offsets(args) -> int:
-    from kafkaseg.lookup import LATEST, MAX_TIMESTAMP
+    from kafkaseg.lookup import LATEST, MAX_TIMESTAMP, list_offset_rests_on
+    from kafkaseg.storage.layout import other_copy_line
 
     spec = int(args.time)
     # GetOffsetShell's TerseExceptions: "Error occurred: " + message on stderr, exit status 1
@@ -478,7 +482,6 @@ def _cmd_offsets(args) -> int:
     if not partitions:
         print("Error occurred: Could not match any topic-partitions with the specified filters", file=sys.stderr)
         return EXIT_FAILED
-    from kafkaseg.storage.layout import relisted
 
     def look_up(pdir):
         with _partition_lookup(pdir, args, "offsets") as lookup:
@@ -487,19 +490,36 @@ def _cmd_offsets(args) -> int:
             # it, may be in the tail
             tail = _lost_tail(lookup, args, "offsets", spec == LATEST or spec == MAX_TIMESTAMP
                               or (spec >= 0 and answer.offset is None))
-            hw_note = _high_watermark_note(lookup) if spec == LATEST or spec >= 0 or spec == MAX_TIMESTAMP else None
-            # a tiered topic's broker also searches its remote segments for -2 and times; not for -3, which it
-            # answers from the local log only (UnifiedLog's MAX_TIMESTAMP branch), as kafkaseg does
-            below = pdir.below_local_log_note() if spec not in (LATEST, MAX_TIMESTAMP) else None
-            return answer, lookup.stats, "; ".join(n for n in (hw_note, below) if n) or None, tail, \
-                _answer_lost(pdir, spec, answer.offset)
+            return answer, lookup.stats, notes_of(lookup), tail, _answer_lost(pdir, spec, answer.offset)
 
-    answers, stats, notes, tails, failed = [], [], [], [], []
-    for pdir in partitions:  # a segment a live broker deletes meanwhile: the partition is listed again
+    def notes_of(lookup) -> str | None:
+        hw_note = _high_watermark_note(lookup) if spec == LATEST or spec >= 0 or spec == MAX_TIMESTAMP else None
+        # a tiered topic's broker also searches its remote segments for -2 and times; not for -3, which it
+        # answers from the local log only (UnifiedLog's MAX_TIMESTAMP branch), as kafkaseg does
+        below = lookup.pdir.below_local_log_note() if spec not in (LATEST, MAX_TIMESTAMP) else None
+        return "; ".join(n for n in (hw_note, below) if n) or None
+
+    def chosen_notes(pdir) -> str | None:
+        """The -v notes of the chosen copy ``pdir`` (an answer another copy gave is bounded by its high watermark
+        and log start: what those notes say is the chosen copy's, not the other's)."""
+        from kafkaseg.lookup import PartitionLookup
+
+        try:
+            with PartitionLookup(pdir, isolation=args.isolation, checkpoints_checked=True) as lookup:
+                return notes_of(lookup)
+        except KafkaSegError:
+            return None
+
+    answers, stats, notes, tails, switches, failed = [], [], [], [], [], []
+    for pdir, others in partitions:  # a segment a live broker deletes meanwhile: the partition is listed again
         try:
             if pdir.error is not None:  # (discovery's: a segment that is no readable file, ...)
                 raise pdir.error
-            answer, stat, note, tail, lost = relisted(pdir, look_up)
+            (answer, stat, note, tail, lost), switched = _answer_from_copies(
+                pdir, others, args, "offsets", look_up,
+                lambda done, pdir=pdir: list_offset_rests_on(pdir, spec, done[0]))
+            if switched is not None:
+                note = chosen_notes(pdir)
         except KafkaSegError as err:
             # GetOffsetShell answers each partition on its own: one it cannot answer is skipped, the rest printed
             err_notes = "".join(f" ({note})" for note in getattr(err, "__notes__", ()))
@@ -514,6 +534,7 @@ def _cmd_offsets(args) -> int:
         stats.append(stat)
         notes.append(note)
         tails.append(tail)
+        switches.append(switched)
     # GetOffsetShell sorts by TopicPartition.toString ("topic-partition") and skips partitions without an offset
     order = sorted(range(len(answers)), key=lambda k: f"{answers[k].topic}-{answers[k].partition}")
     if args.json:
@@ -526,6 +547,8 @@ def _cmd_offsets(args) -> int:
                 row["note"] = notes[k]
             if tails[k] is not None:  # (said on stderr too)
                 row["lostTail"] = tails[k].as_dict()
+            if switches[k] is not None:  # (said on stderr too)
+                row["otherCopiesRead"] = [other_copy_line(switches[k])]
             rows.append(row)
         print(json.dumps(rows + failed, indent=1))
         return EXIT_ERROR if failed else EXIT_OK
@@ -566,6 +589,28 @@ def _answer_lost(pdir, spec: int, found: int | None) -> str | None:
             f"__remote_log_metadata lists and is missing from the copies given (its recorded largest timestamp "
             f"reaches {spec}): a broker's lookup fails there and a read from it loses those offsets; the offset "
             "printed is the first the files here answer")
+
+
+def _answer_from_copies(pdir, others, args, command: str, look_up, rests_on):
+    """``relisted(pdir, look_up)`` for ``offsets``/``locate``, and ``None``; or, when a strict lookup meets a corrupt
+    batch (bad framing, ...) in ``pdir`` and ``others`` (copies of the partition in other log dirs given) are there,
+    the answer of the first of them that holds what it rests on (``rests_on(done)``), with what was taken from it
+    (:func:`~kafkaseg.lookup.from_other_copies`: a strict read's rule and words), said on stderr. With
+    ``--on-corruption skip`` no other copy is looked at: the lookup goes past the damage, as a read with
+    ``onCorruption=skip`` skips it."""
+    from kafkaseg.errors import CorruptDataError
+    from kafkaseg.lookup import from_other_copies
+    from kafkaseg.storage.layout import other_copy_line, relisted
+
+    try:
+        return relisted(pdir, look_up), None
+    except CorruptDataError as err:
+        if args.on_corruption == "skip" or not others:
+            raise
+        done, switched = from_other_copies(pdir, others, err, lambda copy: relisted(copy, look_up), rests_on,
+                                           isolation=args.isolation)
+    print(f"kafkaseg {command}: {pdir.topic}-{pdir.partition}: {other_copy_line(switched)}", file=sys.stderr)
+    return done, switched
 
 
 @contextlib.contextmanager
@@ -611,7 +656,9 @@ def _lost_tail(lookup, args, command: str, depends: bool):
         return None
     pdir = lookup.pdir
     if tail.proven and depends and args.on_corruption != "skip":
-        raise tail.error()  # (_partition_lookup says how to read on)
+        err = tail.error()
+        err.lost_tail = tail  # (the files' own loss: no other copy is asked, as a read's fails past the copies)
+        raise err  # (_partition_lookup says how to read on)
     how = " (--on-corruption skip: the answer is the readable end)" if tail.proven and depends else ""
     print(f"kafkaseg {command}: {pdir.topic}-{pdir.partition}: {tail.summary()}{how}", file=sys.stderr)
     return tail
@@ -680,7 +727,8 @@ def _cmd_locate(args) -> int:
         print(f"kafkaseg locate: no partition {args.topic}-{args.partition} under "
               f"{', '.join(map(redact, args.data_dir))}{hint}", file=sys.stderr)
         return EXIT_FAILED
-    from kafkaseg.storage.layout import relisted
+    from kafkaseg.lookup import list_offset_rests_on, locate_rests_on
+    from kafkaseg.storage.layout import other_copy_line
 
     def look_up(pdir):
         with _partition_lookup(pdir, args, "locate") as lookup:
@@ -697,13 +745,22 @@ def _cmd_locate(args) -> int:
             tail = lookup.lost_tail()
             if (tail is not None and tail.proven and tail.holds(offset) and offset >= lookup.log_end_offset()
                     and args.on_corruption != "skip"):
-                raise tail.error()  # as a strict read of the offset raises; leniently, the location says why
+                err = tail.error()
+                err.lost_tail = tail  # (no other copy is asked: _lost_tail)
+                raise err  # as a strict read of the offset raises; leniently, the location says why
             location = lookup.locate(offset)
             return answer, location, lookup.stats, _visibility(pdir, lookup, location, args), lost
 
-    pdir = partitions[0]
-    # listed again if a live broker deletes a segment meanwhile
-    answer, location, stats, visibility, lost = relisted(pdir, look_up)
+    def rests_on(done):
+        answer, location = done[0], done[1]
+        if location is None:
+            return list_offset_rests_on(pdir, int(args.time), answer)
+        return locate_rests_on(pdir, answer.offset if answer is not None else args.offset, location)
+
+    pdir, others = partitions[0]
+    # listed again if a live broker deletes a segment meanwhile; another copy when this one is corrupt there
+    (answer, location, stats, visibility, lost), switched = _answer_from_copies(pdir, others, args, "locate",
+                                                                                look_up, rests_on)
     if lost is not None:  # said on stderr whatever the options, and in --json's note
         print(f"kafkaseg locate: {pdir.topic}-{pdir.partition}: {lost}", file=sys.stderr)
     if location is None:
@@ -719,6 +776,8 @@ def _cmd_locate(args) -> int:
             out["answer"] = answer.as_dict()
         if lost is not None:
             out["note"] = lost
+        if switched is not None:  # (said on stderr too)
+            out["otherCopiesRead"] = [other_copy_line(switched)]
         print(json.dumps(out, indent=1))
         return EXIT_OK if location.found else EXIT_FAILED
     if answer is not None:

@@ -59,6 +59,8 @@ __all__ = [
     "read_partition_dir",
     "discover",
     "choose_replicas",
+    "other_copy_line",
+    "other_copies_note",
     "read_tiered_partition",
     "CopyGap",
     "copy_gaps",
@@ -1474,6 +1476,25 @@ class ReplicaChoice:
 
 
 REPLICA_POLICIES = ("highestHighWatermark", "largestLogEndOffset", "largestSize", "first")
+
+
+def other_copy_line(entry: tuple) -> str:
+    """One switch to another copy of a partition, the chosen one being corrupt there: ``entry`` is ``(corrupt file,
+    byte, first offset, end offset, the other copy's folder, the error)``, as a strict read lists it
+    (``ScanMetrics.other_copies_read``) and a strict lookup says it (:func:`kafkaseg.lookup.from_other_copies`)."""
+    path, position, first, end, copy, error = entry
+    return (f"{path} is corrupt at byte {position} ({error}): offsets {first}..{end - 1} read from the copy in "
+            f"{copy} instead")
+
+
+def other_copies_note(topic: str, partition: int, others: Sequence[str], this: str, how: str,
+                      tried: Sequence[str]) -> str:
+    """The note a strict read or lookup adds to the chosen copy's error when it read from several copies and no
+    other copy could supply what it needed: which copies there are (``others``, ``this`` the one chosen), ``how``
+    to read another, and what was tried (each ``copy: why not``)."""
+    return (f"{topic}-{partition} has other copies in the paths given, which the replica choice passed over: "
+            f"{', '.join(others)}; this one is {this}. {how}"
+            + (f". Tried instead, and they could not supply the rest: {'; '.join(tried)}" if tried else ""))
 
 
 def check_one_incarnation(partitions: Iterable[PartitionDir]) -> None:
