@@ -1006,3 +1006,36 @@ def test_a_per_file_error_names_the_file_once(tmp_path, capsys, deep):
     for path, words in cases:
         assert words in messages[str(path)] and path.name not in messages[str(path)], messages[str(path)]
     assert "byte 0" in messages[str(cases[1][0])]
+
+
+def _exit_status(argv, capsys):
+    try:
+        code = main(argv)
+    except SystemExit as done:
+        code = done.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("option,value", [("--max-bytes", "-1"), ("--max-message-size", "0"),
+                                          ("--max-message-size", "-5")])
+def test_a_size_option_no_read_can_use_is_a_usage_error_not_a_silent_nothing(tmp_path, capsys, option, value):
+    """Kafka's tool fails on them (FileRecords.slice: 'Invalid size'; a slice of 0 bytes has no batch for an
+    index entry); kafkaseg dumped nothing with exit 0 (--max-bytes -1) or called every index entry a mismatch."""
+    log = _one_segment(tmp_path)
+    index = log.with_suffix(".index")
+    code, out, err = _exit_status(["dump", "--no-progress", "--files", f"{log},{index}", option, value], capsys)
+    assert code == 2 and out == "" and option in err and "Traceback" not in err, err
+    # --max-bytes 0 is a slice of nothing, as in Kafka's tool: the header only
+    code, out, err = _exit_status(["dump", "--no-progress", "--files", str(log), "--max-bytes", "0"], capsys)
+    assert code == 0 and out.splitlines() == [f"Dumping {log}", "Log starting offset: 0"] and err == ""
+
+
+def test_files_given_twice_dumps_both_not_the_last_only(tmp_path, capsys):
+    """argparse kept the last --files and dropped the first without a word (Kafka's tool refuses a second)."""
+    log = _one_segment(tmp_path)
+    index = log.with_suffix(".index")
+    code, out, err = _exit_status(["dump", "--no-progress", "--files", str(log), "--files", str(index)], capsys)
+    assert code == 0 and err == ""
+    assert [line for line in out.splitlines() if line.startswith("Dumping ")] == [f"Dumping {log}",
+                                                                                f"Dumping {index}"]
