@@ -1039,3 +1039,18 @@ def test_files_given_twice_dumps_both_not_the_last_only(tmp_path, capsys):
     assert code == 0 and err == ""
     assert [line for line in out.splitlines() if line.startswith("Dumping ")] == [f"Dumping {log}",
                                                                                 f"Dumping {index}"]
+
+
+def test_an_error_about_another_file_names_that_file_once(tmp_path, capsys):
+    """An index whose .log is not beside it: the error names the log it could not open, once (the OS error's
+    own copy of the name, '... No such file or directory: <log>', repeated it)."""
+    log = _one_segment(tmp_path)
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    index = alone / log.with_suffix(".index").name
+    index.write_bytes(log.with_suffix(".index").read_bytes())
+    code, out, err = run(["dump", "--no-progress", "--files", str(index)], capsys)
+    (line,) = err
+    missing = alone / log.name
+    assert code == 1 and line.startswith(f"Error dumping {index}: ") and "No such file or directory" in line, line
+    assert line.count(str(missing)) == 1, line

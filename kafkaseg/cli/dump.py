@@ -1114,7 +1114,7 @@ def _unnamed(exc: KafkaSegError, path: str, located: str | None) -> str:
     """``exc``'s message for the ``Error dumping <path>: <message>`` line (or the ``--json`` object's
     ``message``), which names the file: without the file's own name (as given or as located, which the error
     messages use: ``<file>: ...``, ``<file> @ byte N: ...``, ``cannot open <file> for reading: ... '<file>'``).
-    Another file named (an index's log, a tiered copy's manifest) stays."""
+    Another file named (an index's log, a tiered copy's manifest) stays, once."""
     text = str(exc)
     names = sorted({n for n in (path, located) if n} | {_fs.redact(n) for n in (path, located) if n}, key=len,
                    reverse=True)
@@ -1123,6 +1123,9 @@ def _unnamed(exc: KafkaSegError, path: str, located: str | None) -> str:
             if text.startswith(head):
                 text = text[len(head):]
         text = text.replace(f" {name} ", " ").replace(f": '{name}'", "")
+    repeated = re.search(r": '([^']+)'$", text)  # an OS error's copy of a file the message names already
+    if repeated and text.count(repeated.group(1)) > 1:
+        text = text[:repeated.start()]
     return text
 
 
