@@ -134,7 +134,7 @@ def _cmd_dump(args) -> int:
                           max_bytes=args.max_bytes, max_message_size=args.max_message_size,
                           skip_record_metadata=args.skip_record_metadata, decoder=decoder, json=args.json,
                           key_ring=args.tiered_key_ring)
-    files = [f for given in args.files for f in given.split(",") if f]
+    files = [f for group in args.files for given in group for f in given.split(",") if f]
     import os
 
     total = sum(os.path.getsize(f) for f in files if os.path.isfile(f))
@@ -857,8 +857,9 @@ def build_parser() -> argparse.ArgumentParser:
     dump = sub.add_parser("dump", help="DumpLogSegments-compatible dump of segment and index files",
                           description="Parse a log file and dump its contents to the console, as kafka-dump-log.sh "
                                       "does.")
-    dump.add_argument("--files", required=True, action="append", help="REQUIRED: the comma separated list of data "
-                      "and index log files to be dumped (given again: those files too)")
+    dump.add_argument("--files", required=True, action="append", nargs="+", metavar="FILES",
+                      help="REQUIRED: the comma separated list of data and index log files to be dumped (files "
+                      "given as separate arguments, as a shell glob gives them, or --files given again: those too)")
     dump.add_argument("--print-data-log", action="store_true", help="print the messages' content (implied by the "
                       "decoders)")
     dump.add_argument("--deep-iteration", action="store_true", help="print every record, not just batches "
