@@ -1066,3 +1066,11 @@ def test_files_as_separate_arguments_from_a_shell_glob_are_all_dumped(tmp_path, 
     assert code == 0 and err == ""
     assert [line for line in out.splitlines() if line.startswith("Dumping ")] == [
         f"Dumping {path}" for path in (log, index, timeindex, log)]
+
+
+@pytest.mark.parametrize("given", ["", ",", " "])
+def test_files_naming_no_file_is_a_usage_error_not_an_empty_success(capsys, given):
+    """'--files \"$FILES\"' with the variable empty dumped nothing and exited 0, as if every file were fine (Kafka's
+    tool fails on the empty name)."""
+    code, out, err = _exit_status(["dump", "--no-progress", "--files", given], capsys)
+    assert code == 2 and out == "" and "--files" in err and "Traceback" not in err, err

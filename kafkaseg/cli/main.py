@@ -134,7 +134,10 @@ def _cmd_dump(args) -> int:
                           max_bytes=args.max_bytes, max_message_size=args.max_message_size,
                           skip_record_metadata=args.skip_record_metadata, decoder=decoder, json=args.json,
                           key_ring=args.tiered_key_ring)
-    files = [f for group in args.files for given in group for f in given.split(",") if f]
+    files = [f for group in args.files for given in group for f in given.split(",") if f.strip()]
+    if not files:  # ('--files "$FILES"' with the variable empty: Kafka's tool fails on the empty name)
+        print("kafkaseg dump: error: --files names no file", file=sys.stderr)
+        return EXIT_ERROR
     import os
 
     total = sum(os.path.getsize(f) for f in files if os.path.isfile(f))
