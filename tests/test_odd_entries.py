@@ -461,6 +461,11 @@ def _metadata_log(root):
     ("99999999999999999999-0000000001.checkpoint", "end offset 99999999999999999999 in the file name does not fit "
                                                    "in a 64-bit long"),
     ("00000000000000000005-9999999999.checkpoint", "epoch 9999999999 in the file name does not fit in a 32-bit int"),
+    # a snapshot being written or deleted: Snapshots.parse parses its name as well (then deletes the file)
+    ("99999999999999999999-0000000001.checkpoint.part", "end offset 99999999999999999999 in the file name does not "
+                                                        "fit in a 64-bit long"),
+    ("00000000000000000005-9999999999.checkpoint.deleted", "epoch 9999999999 in the file name does not fit in a "
+                                                           "32-bit int"),
 ])
 def test_a_kraft_snapshot_named_past_a_long_is_the_metadata_logs_error(tmp_path, capsys, name, words):
     # KafkaMetadataLog.recoverSnapshots parses every .checkpoint of the metadata log's folder (Snapshots.parse:
@@ -483,9 +488,9 @@ def test_a_kraft_snapshot_named_past_a_long_is_the_metadata_logs_error(tmp_path,
     errors = [(p["file"], p["message"]) for p in report["problems"] if p["severity"] == "error"]
     assert errors == [(str(odd), f"cannot read: {words}")]
     # at the largest long and int it is a snapshot as any other
-    odd.rename(folder / f"{2**63 - 1:020d}-{2**31 - 1:010d}.checkpoint")
+    odd.rename(folder / f"{2**63 - 1:020d}-{2**31 - 1:010d}{name[name.index('.'):]}")
     (pdir,) = discover([str(folder.parent)], partition_errors=True)
-    assert pdir.error is None and len(pdir.kraft_snapshot_paths) == 2
+    assert pdir.error is None and len(pdir.kraft_snapshot_paths) == (2 if name.endswith(".checkpoint") else 1)
 
 
 def test_a_partition_folder_with_two_names_past_a_long_reports_each(two_partitions, capsys):

@@ -87,6 +87,7 @@ __all__ = [
 _SEGMENT_NAME = re.compile(r"^(\d+)\.(log|index|timeindex|txnindex)(\.swap)?$")
 _SNAPSHOT_NAME = re.compile(r"^(\d+)\.snapshot$")
 _KRAFT_SNAPSHOT_NAME = re.compile(r"^(\d+)-(\d+)\.checkpoint$")
+_KRAFT_SNAPSHOT_PARSED = re.compile(r"^(\d+)-(\d+)\.checkpoint(?:\.part|\.deleted)?$")  # what Snapshots.parse parses
 _OFFSET_PREFIX = re.compile(r"^(\d+)\.")
 _LONG_MAX, _INT_MAX = 2**63 - 1, 2**31 - 1
 #: KRaft's metadata log, whose folder holds its snapshots (``<end offset>-<epoch>.checkpoint``)
@@ -420,8 +421,8 @@ def _names_past_a_long(entries: Sequence[_fs.FileEntry], named: list, metadata_l
         if entry.readable and int(match.group(1)) > _LONG_MAX:
             past.append((n, SegmentNameError(f"base offset {match.group(1)} in the file name does not fit in a "
                                              "64-bit long", entry.path)))
-    for entry in entries if metadata_log else ():
-        match = _KRAFT_SNAPSHOT_NAME.match(entry.name)
+    for entry in entries if metadata_log else ():  # (one being written or deleted too: its name is parsed alike)
+        match = _KRAFT_SNAPSHOT_PARSED.match(entry.name)
         if match and int(match.group(1)) > _LONG_MAX:
             past.append((entry.name, SegmentNameError(f"end offset {match.group(1)} in the file name does not fit "
                                                       "in a 64-bit long", entry.path)))
