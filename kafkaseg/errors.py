@@ -162,6 +162,10 @@ class SegmentFileError(LayoutError):
     def __reduce__(self):  # (pickled into and out of Spark workers whole)
         return type(self), (self.detail, self.path)
 
+    def each(self) -> tuple["SegmentFileError", ...]:
+        """This error and the others of the same folder it stands for (each a file of its own to report)."""
+        return (self,)
+
 
 class UnreadableSegmentError(SegmentFileError):
     """A segment name whose entry is no readable file: a broken link, a folder, a FIFO, socket or device, or one
@@ -172,9 +176,22 @@ class UnreadableSegmentError(SegmentFileError):
 
 
 class SegmentNameError(SegmentFileError):
-    """A segment file whose name's base offset does not fit in a 64-bit long. Kafka's ``LogLoader`` fails the log
-    on it (``Long.parseLong``) and ``LogManager.loadLogs`` rethrows what is no ``IOException``: the broker does not
-    load the log dir, so ``kafkaseg log-dirs`` says it offline, and a read refuses the partition."""
+    """A segment file whose name's base offset does not fit in a 64-bit long, or in the metadata log's folder a KRaft
+    snapshot whose name's end offset does not (its epoch a 32-bit int). Kafka's ``LogLoader`` fails the log on the
+    first (``Long.parseLong``), ``KafkaMetadataLog`` on the second (``Snapshots.parse``), and ``LogManager.loadLogs``
+    rethrows what is no ``IOException``: the broker does not load the log dir, so ``kafkaseg log-dirs`` says it
+    offline, and a read refuses the partition. ``also``: the folder's other files named so, after this one (each
+    an error of its own: :meth:`each`)."""
+
+    def __init__(self, detail: str, path: str, also: tuple["SegmentNameError", ...] = ()):
+        super().__init__(detail, path)
+        self.also = tuple(also)
+
+    def __reduce__(self):
+        return type(self), (self.detail, self.path, self.also)
+
+    def each(self) -> tuple["SegmentFileError", ...]:
+        return (self, *self.also)
 
 
 class FolderChangingError(LayoutError):

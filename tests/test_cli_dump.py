@@ -927,3 +927,150 @@ def test_a_file_named_at_the_largest_long_is_dumped(tmp_path, capsys, name):
     assert code == 0 and err == [] and len(out) == 3
     assert out[1] in ("Log starting offset: 9223372036854775807",
                       "Snapshot end offset: 9223372036854775807, epoch: 2147483647")
+
+
+def _one_segment(tmp_path):
+    writer = PartitionWriter(tmp_path / "t-0", index_interval_bytes=1)
+    for b in range(2):
+        writer.append(build_batch_v2([Record(o, 1_700_000_000_000 + o, b"k", b"v") for o in range(3 * b, 3 * b + 3)]))
+    writer.close()
+    return tmp_path / "t-0" / f"{0:020d}.log"
+
+
+@pytest.mark.parametrize("name", ["abc.checkpoint", "00000000000000000005.checkpoint", "5-.checkpoint",
+                                  "-1.checkpoint", "00000000000000000005-1-2.checkpoint", "x5-1.checkpoint"])
+def test_a_checkpoint_not_named_end_offset_dash_epoch_is_an_error_not_a_log_at_offset_0(tmp_path, capsys, name):
+    """DumpLogSegments takes a .checkpoint other than bootstrap.checkpoint as a KRaft snapshot and parses its name
+    (Snapshots.parse(...).get(): Long.parseLong, Integer.parseInt), which fails on another name; kafkaseg dumped it
+    as 'Log starting offset: 0'. One error naming the file, exit 1, the next file still dumped."""
+    good = _one_segment(tmp_path)
+    odd = tmp_path / name
+    odd.write_bytes(good.read_bytes())
+    code, out, err = run(["dump", "--no-progress", "--files", f"{odd},{good}"], capsys)
+    assert code == 1 and out[:3] == [f"Dumping {odd}", f"Dumping {good}", "Log starting offset: 0"], out
+    assert len(out) == 5
+    (line,) = err
+    assert line.startswith(f"Error dumping {odd}: ") and "<end offset>-<epoch>.checkpoint" in line, line
+    code, out, err = run(["dump", "--no-progress", "--json", "--files", str(odd)], capsys)
+    assert code == 1 and err == [] and [json.loads(row).get("problem") for row in out] == [None, "error"]
+    # bootstrap.checkpoint is Kafka's bootstrap snapshot, dumped as one
+    boot = tmp_path / "bootstrap.checkpoint"
+    boot.write_bytes(good.read_bytes())
+    code, out, err = run(["dump", "--no-progress", "--files", str(boot)], capsys)
+    assert code == 0 and err == [] and out[1] == "KRaft bootstrap snapshot" and len(out) == 4
+
+
+def _errors_of_each_kind(tmp_path):
+    """Files each of which fails the dump with a per-file error: (file, words of its error)."""
+    good = _one_segment(tmp_path)
+    folder = good.parent
+    odd_index = tmp_path / "foo.index"
+    odd_index.write_bytes(bytes(16))
+    bad_magic = tmp_path / "badmagic.log"
+    data = bytearray(good.read_bytes())
+    data[16] = 9
+    bad_magic.write_bytes(bytes(data))
+    past = tmp_path / "99999999999999999999.log"
+    past.write_bytes(good.read_bytes())
+    checkpoint = tmp_path / "abc.checkpoint"
+    checkpoint.write_bytes(good.read_bytes())
+    snapshot = tmp_path / f"{5:020d}.snapshot"
+    snapshot.write_bytes(b"\x00\x01garbage")
+    manifest = folder / f"{0:020d}.rsm-manifest"
+    manifest.write_text("abc")
+    return [(odd_index, "not named after a base offset"), (bad_magic, "unknown magic 9"),
+            (past, "does not fit in a 64-bit long"), (checkpoint, "<end offset>-<epoch>.checkpoint"),
+            (tmp_path / "gone.log", "No such file or directory"), (snapshot, "producer snapshot needs"),
+            (manifest, "not a JSON manifest")]
+
+
+@pytest.mark.parametrize("deep", [False, True])
+def test_a_per_file_error_names_the_file_once(tmp_path, capsys, deep):
+    """'Error dumping X: X: ...' (X once as given, once absolute) said the file twice, a missing file's three
+    times: the line names it once, as given; the message is what is wrong with it (a byte position kept)."""
+    cases = _errors_of_each_kind(tmp_path)
+    argv = ["dump", "--no-progress", "--files", ",".join(str(f) for f, _ in cases)]
+    if deep:
+        argv.append("--deep-iteration")
+    code, out, err = run(argv, capsys)
+    assert code == 1
+    lines = [line for line in err if line.startswith("Error dumping ")]
+    assert len(lines) == len(cases), err
+    for (path, words), line in zip(cases, lines):
+        assert line.startswith(f"Error dumping {path}: ") and words in line, line
+        assert line.count(path.name) == 1, line
+    code, out, err = run([*argv, "--json"], capsys)
+    rows = [json.loads(line) for line in out]
+    messages = {row["file"]: row["message"] for row in rows if row.get("problem") == "error"}
+    assert list(messages) == [str(f) for f, _ in cases]
+    for path, words in cases:
+        assert words in messages[str(path)] and path.name not in messages[str(path)], messages[str(path)]
+    assert "byte 0" in messages[str(cases[1][0])]
+
+
+def _exit_status(argv, capsys):
+    try:
+        code = main(argv)
+    except SystemExit as done:
+        code = done.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("option,value", [("--max-bytes", "-1"), ("--max-message-size", "0"),
+                                          ("--max-message-size", "-5")])
+def test_a_size_option_no_read_can_use_is_a_usage_error_not_a_silent_nothing(tmp_path, capsys, option, value):
+    """Kafka's tool fails on them (FileRecords.slice: 'Invalid size'; a slice of 0 bytes has no batch for an
+    index entry); kafkaseg dumped nothing with exit 0 (--max-bytes -1) or called every index entry a mismatch."""
+    log = _one_segment(tmp_path)
+    index = log.with_suffix(".index")
+    code, out, err = _exit_status(["dump", "--no-progress", "--files", f"{log},{index}", option, value], capsys)
+    assert code == 2 and out == "" and option in err and "Traceback" not in err, err
+    # --max-bytes 0 is a slice of nothing, as in Kafka's tool: the header only
+    code, out, err = _exit_status(["dump", "--no-progress", "--files", str(log), "--max-bytes", "0"], capsys)
+    assert code == 0 and out.splitlines() == [f"Dumping {log}", "Log starting offset: 0"] and err == ""
+
+
+def test_files_given_twice_dumps_both_not_the_last_only(tmp_path, capsys):
+    """argparse kept the last --files and dropped the first without a word (Kafka's tool refuses a second)."""
+    log = _one_segment(tmp_path)
+    index = log.with_suffix(".index")
+    code, out, err = _exit_status(["dump", "--no-progress", "--files", str(log), "--files", str(index)], capsys)
+    assert code == 0 and err == ""
+    assert [line for line in out.splitlines() if line.startswith("Dumping ")] == [f"Dumping {log}",
+                                                                                f"Dumping {index}"]
+
+
+def test_an_error_about_another_file_names_that_file_once(tmp_path, capsys):
+    """An index whose .log is not beside it: the error names the log it could not open, once (the OS error's
+    own copy of the name, '... No such file or directory: <log>', repeated it)."""
+    log = _one_segment(tmp_path)
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    index = alone / log.with_suffix(".index").name
+    index.write_bytes(log.with_suffix(".index").read_bytes())
+    code, out, err = run(["dump", "--no-progress", "--files", str(index)], capsys)
+    (line,) = err
+    missing = alone / log.name
+    assert code == 1 and line.startswith(f"Error dumping {index}: ") and "No such file or directory" in line, line
+    assert line.count(str(missing)) == 1, line
+
+
+def test_files_as_separate_arguments_from_a_shell_glob_are_all_dumped(tmp_path, capsys):
+    """'--files <dir>/*.log' hands the shell's matches as separate arguments: each is dumped, as a comma separated
+    list is (argparse refused all but the first as unrecognized; Kafka's tool dumps the first only)."""
+    log = _one_segment(tmp_path)
+    index, timeindex = log.with_suffix(".index"), log.with_suffix(".timeindex")
+    code, out, err = _exit_status(["dump", "--no-progress", "--files", str(log), str(index), f"{timeindex},{log}",
+                                   "--verify-index-only"], capsys)
+    assert code == 0 and err == ""
+    assert [line for line in out.splitlines() if line.startswith("Dumping ")] == [
+        f"Dumping {path}" for path in (log, index, timeindex, log)]
+
+
+@pytest.mark.parametrize("given", ["", ",", " "])
+def test_files_naming_no_file_is_a_usage_error_not_an_empty_success(capsys, given):
+    """'--files \"$FILES\"' with the variable empty dumped nothing and exited 0, as if every file were fine (Kafka's
+    tool fails on the empty name)."""
+    code, out, err = _exit_status(["dump", "--no-progress", "--files", given], capsys)
+    assert code == 2 and out == "" and "--files" in err and "Traceback" not in err, err

@@ -443,3 +443,66 @@ def test_a_lone_log_file_named_past_a_long_is_refused_not_read_as_nothing(data_d
     assert [(p["file"], p["severity"]) for p in report["problems"] if p["severity"] != "info"] == [(str(lone), "error")]
     assert main(["describe", str(lone)]) == 2
     assert f"error: {why}" in capsys.readouterr().err
+
+
+def _metadata_log(root):
+    """A __cluster_metadata-0 folder: one segment, and a KRaft snapshot named as a broker names one."""
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+
+    folder = root / "__cluster_metadata-0"
+    writer = PartitionWriter(folder)
+    writer.append(build_batch_v2([Record(o, 1_700_000_000_000, b"k", b"v") for o in range(3)]))
+    writer.close()
+    (folder / f"{3:020d}-{1:010d}.checkpoint").write_bytes((folder / f"{0:020d}.log").read_bytes())
+    return folder
+
+
+@pytest.mark.parametrize("name,words", [
+    ("99999999999999999999-0000000001.checkpoint", "end offset 99999999999999999999 in the file name does not fit "
+                                                   "in a 64-bit long"),
+    ("00000000000000000005-9999999999.checkpoint", "epoch 9999999999 in the file name does not fit in a 32-bit int"),
+    # a snapshot being written or deleted: Snapshots.parse parses its name as well (then deletes the file)
+    ("99999999999999999999-0000000001.checkpoint.part", "end offset 99999999999999999999 in the file name does not "
+                                                        "fit in a 64-bit long"),
+    ("00000000000000000005-9999999999.checkpoint.deleted", "epoch 9999999999 in the file name does not fit in a "
+                                                           "32-bit int"),
+])
+def test_a_kraft_snapshot_named_past_a_long_is_the_metadata_logs_error(tmp_path, capsys, name, words):
+    # KafkaMetadataLog.recoverSnapshots parses every .checkpoint of the metadata log's folder (Snapshots.parse:
+    # Long.parseLong, Integer.parseInt) and fails on such a name, as LogLoader fails a log on a segment name past a
+    # long: discovery refuses it as it refuses such a segment (SegmentNameError; with partition_errors the
+    # partition's error), where it listed it as a snapshot to verify and to read a topic's config from
+    from kafkaseg.errors import SegmentNameError
+    from kafkaseg.storage.layout import discover
+
+    folder = _metadata_log(tmp_path / "data")
+    odd = folder / name
+    odd.write_bytes((folder / f"{0:020d}.log").read_bytes())
+    with pytest.raises(SegmentNameError, match=f"{odd}: {words}"):
+        discover([str(folder.parent)])
+    (pdir,) = discover([str(folder.parent)], partition_errors=True)
+    assert isinstance(pdir.error, SegmentNameError) and pdir.error.path == str(odd)
+    assert (pdir.segments, pdir.kraft_snapshot_paths) == ((), ())
+    assert main(["verify", "--json", str(folder.parent)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    errors = [(p["file"], p["message"]) for p in report["problems"] if p["severity"] == "error"]
+    assert errors == [(str(odd), f"cannot read: {words}")]
+    # at the largest long and int it is a snapshot as any other
+    odd.rename(folder / f"{2**63 - 1:020d}-{2**31 - 1:010d}{name[name.index('.'):]}")
+    (pdir,) = discover([str(folder.parent)], partition_errors=True)
+    assert pdir.error is None and len(pdir.kraft_snapshot_paths) == (2 if name.endswith(".checkpoint") else 1)
+
+
+def test_a_partition_folder_with_two_names_past_a_long_reports_each(two_partitions, capsys):
+    # each file named past a long fails the log on its own: verify and describe name every one, not the first only
+    first, odd, why = _named_past_a_long(two_partitions)
+    second = first.parent / "99999999999999999998.index"
+    second.write_bytes(b"")
+    assert main(["verify", "--json", str(two_partitions)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    errors = sorted(p["file"] for p in report["problems"] if p["severity"] == "error")
+    assert errors == sorted([str(odd), str(second)])
+    assert main(["describe", "--json", str(two_partitions)]) == 2
+    described = {d["partition"]: d for d in json.loads(capsys.readouterr().out)["partitions"]}
+    assert sorted(described[0]["errors"]) == sorted([why, f"{second}: base offset 99999999999999999998 in the file "
+                                                          "name does not fit in a 64-bit long"])

@@ -120,7 +120,7 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
                                 leader_epoch=pdir.leader_epochs[-1].epoch if pdir.leader_epochs else None,
                                 notes=notes, errors=errors)
     if pdir.error is not None:  # discovery could not list its segments as a log: its offsets and times are unknown
-        desc.errors.append(str(pdir.error))
+        desc.errors.extend(str(each) for each in pdir.error.each())  # (every file named past a long is one)
         if not pdir.segments:
             desc.log_start_offset = None
             return desc

@@ -23,7 +23,9 @@ the exit status is 1 when an index disagrees with its log or a batch fails its C
 kafkaseg's readers refuse is reported (``Error dumping``, exit 1); one whose only fault is a legacy wrapper's inner
 offsets repeating or going back still has its records printed as Kafka's deep iterator gives them. A file named
 with an offset past a 64-bit long (a snapshot's epoch past an int), on which Kafka's tool fails, is an error naming
-it (``SegmentNameError``, exit 1), not dumped.
+it (``SegmentNameError``, exit 1), not dumped; so is a ``.checkpoint`` not named ``<end offset>-<epoch>.checkpoint``
+(nor ``bootstrap.checkpoint``), whose name Kafka's ``Snapshots.parse`` fails on. An error line names the file once:
+``Error dumping <file>: <message>``, the message without the file's own name (:func:`_unnamed`).
 """
 
 from __future__ import annotations
@@ -437,7 +439,7 @@ class _DeepWalk:
         try:
             records = _batch_records(data, header, self.path)
         except KafkaSegError as err:
-            self.report.errors.append((self.path, str(err)))
+            self.report.errors.append((self.path, _unnamed(err, self.path, self.located)))
             records = _unordered_legacy_records(data, header, self.path)
         for record in records:
             # (Kafka 4.3's Java port checks the first record against -1 too, so that every segment not starting
@@ -683,8 +685,9 @@ def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress
             end_offset = _fitting(match.group(1), LONG_MAX, "end offset", located)
             epoch = _fitting(match.group(2), INT_MAX, "epoch", located)
             header_line = f"Snapshot end offset: {end_offset}, epoch: {epoch}"
-        else:
-            header_line = "Log starting offset: 0"
+        else:  # (Snapshots.parse(...).get(): the name's parse fails, or gives nothing, and the tool with it)
+            raise LayoutError("not named <end offset>-<epoch>.checkpoint (a KRaft snapshot's name, which Kafka's "
+                              "tool parses) nor bootstrap.checkpoint, so its end offset and epoch are unknown")
     if options.json:
         print(json.dumps({"file": _fs.redact(path), "info": header_line}), file=out)
     else:
@@ -1069,6 +1072,7 @@ def dump_files(files: list[str], options: DumpOptions, out=None, err=None, progr
     report = DumpReport()
     for path in files:
         _say(out, options, path, f"Dumping {path}")
+        located = None
         try:
             # the kind is in the file's name as its filesystem names it: a URI's query (s3://b/k.log?region=...)
             # is not part of it; a local path comes back absolute (the end-of-run reports name files so)
@@ -1097,13 +1101,32 @@ def dump_files(files: list[str], options: DumpOptions, out=None, err=None, progr
             else:
                 print(f"Ignoring unknown file {_fs.redact(path)}", file=err)
         except KafkaSegError as exc:
-            report.errors.append((path, str(exc)))
+            report.errors.append((path, _unnamed(exc, path, located)))
     if options.json:  # stdout stays JSON lines: the end-of-run report as objects there
         for row in report.json_rows():
             print(json.dumps(row), file=out)
     else:
         report.print(err)
     return report
+
+
+def _unnamed(exc: KafkaSegError, path: str, located: str | None) -> str:
+    """``exc``'s message for the ``Error dumping <path>: <message>`` line (or the ``--json`` object's
+    ``message``), which names the file: without the file's own name (as given or as located, which the error
+    messages use: ``<file>: ...``, ``<file> @ byte N: ...``, ``cannot open <file> for reading: ... '<file>'``).
+    Another file named (an index's log, a tiered copy's manifest) stays, once."""
+    text = str(exc)
+    names = sorted({n for n in (path, located) if n} | {_fs.redact(n) for n in (path, located) if n}, key=len,
+                   reverse=True)
+    for name in names:
+        for head in (f"{name} @ ", f"{name}: "):
+            if text.startswith(head):
+                text = text[len(head):]
+        text = text.replace(f" {name} ", " ").replace(f": '{name}'", "")
+    repeated = re.search(r": '([^']+)'$", text)  # an OS error's copy of a file the message names already
+    if repeated and text.count(repeated.group(1)) > 1:
+        text = text[:repeated.start()]
+    return text
 
 
 def _say(out, options: DumpOptions, path: str, text: str, **fields) -> None:

@@ -134,7 +134,10 @@ def _cmd_dump(args) -> int:
                           max_bytes=args.max_bytes, max_message_size=args.max_message_size,
                           skip_record_metadata=args.skip_record_metadata, decoder=decoder, json=args.json,
                           key_ring=args.tiered_key_ring)
-    files = [f for f in args.files.split(",") if f]
+    files = [f for group in args.files for given in group for f in given.split(",") if f.strip()]
+    if not files:  # ('--files "$FILES"' with the variable empty: Kafka's tool fails on the empty name)
+        print("kafkaseg dump: error: --files names no file", file=sys.stderr)
+        return EXIT_ERROR
     import os
 
     total = sum(os.path.getsize(f) for f in files if os.path.isfile(f))
@@ -443,6 +446,20 @@ class _Time(int):
     """A parsed --time (the ListOffsets timestamp) that remembers how it was written."""
 
     text: str
+
+
+def _at_least(least: int):
+    """An integer option's type: ``least`` or more (Kafka's tool fails on a smaller size: ``FileRecords.slice``'s
+    'Invalid size', or a slice with no batch in it), else a usage error, not a dump that reads nothing."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{value}: must be at least {least}")
+        return value
+    return parse
 
 
 def _key_ring(text: str):
@@ -907,8 +924,9 @@ def build_parser() -> argparse.ArgumentParser:
     dump = sub.add_parser("dump", help="DumpLogSegments-compatible dump of segment and index files",
                           description="Parse a log file and dump its contents to the console, as kafka-dump-log.sh "
                                       "does.")
-    dump.add_argument("--files", required=True, help="REQUIRED: the comma separated list of data and index log "
-                      "files to be dumped")
+    dump.add_argument("--files", required=True, action="append", nargs="+", metavar="FILES",
+                      help="REQUIRED: the comma separated list of data and index log files to be dumped (files "
+                      "given as separate arguments, as a shell glob gives them, or --files given again: those too)")
     dump.add_argument("--print-data-log", action="store_true", help="print the messages' content (implied by the "
                       "decoders)")
     dump.add_argument("--deep-iteration", action="store_true", help="print every record, not just batches "
@@ -916,9 +934,10 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--verify-index-only", action="store_true", help="verify the index without printing it")
     dump.add_argument("--index-sanity-check", action="store_true", help="only run the index sanity check a broker "
                       "runs at startup")
-    dump.add_argument("--max-bytes", type=int, default=2**31 - 1, help="read at most this many bytes of each "
-                      ".log file")
-    dump.add_argument("--max-message-size", type=int, default=5 * 1024 * 1024, help="size of the largest message")
+    dump.add_argument("--max-bytes", type=_at_least(0), default=2**31 - 1, help="read at most this many bytes of "
+                      "each .log file")
+    dump.add_argument("--max-message-size", type=_at_least(1), default=5 * 1024 * 1024,
+                      help="size of the largest message")
     dump.add_argument("--skip-record-metadata", action="store_true", help="do not print record metadata")
     decoders = dump.add_mutually_exclusive_group()
     decoders.add_argument("--offsets-decoder", action="store_true", help="parse __consumer_offsets records")

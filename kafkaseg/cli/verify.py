@@ -1512,7 +1512,8 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
         # discovery could not list its segments as a log (a segment that is no readable file, or named past a
         # 64-bit long): that file's error; a .log file given from its folder is then checked on its own, else only
         # what needs no segment is (the partition's offsets are unknown)
-        _unreadable(report, pdir.error.path, pdir.error)
+        for each in pdir.error.each():  # (every file named past a long is one)
+            _unreadable(report, each.path, each)
     if pdir.error is not None and not pdir.segments:
         _check_log_dir_checkpoints(pdir, report)
         _check_files(pdir, report)

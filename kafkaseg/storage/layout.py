@@ -17,7 +17,8 @@ Segment files (``LogFileUtils.java``): ``<base offset, 20 digits>.log`` with ``.
   renames the rest into place too) is ignored (the segment's own side files are read, or a missing index rebuilt).
 
 KRaft's ``__cluster_metadata-0`` also holds ``<offset>-<epoch>.checkpoint`` snapshots: listed in
-``PartitionDir.kraft_snapshot_paths``.
+``PartitionDir.kraft_snapshot_paths``. One named past a long (its epoch past an int) is a :class:`SegmentNameError`,
+as a segment named past a long is (the broker's ``KafkaMetadataLog`` fails the metadata log on its name).
 
 Checkpoints of the log dir (``replication-offset-checkpoint`` etc.) are attached to each partition found in it.
 ``logStartOffset = max(log-start-offset checkpoint, first segment base)`` (``LogLoader``).
@@ -93,7 +94,11 @@ __all__ = [
 _SEGMENT_NAME = re.compile(r"^(\d+)\.(log|index|timeindex|txnindex)(\.swap)?$")
 _SNAPSHOT_NAME = re.compile(r"^(\d+)\.snapshot$")
 _KRAFT_SNAPSHOT_NAME = re.compile(r"^(\d+)-(\d+)\.checkpoint$")
+_KRAFT_SNAPSHOT_PARSED = re.compile(r"^(\d+)-(\d+)\.checkpoint(?:\.part|\.deleted)?$")  # what Snapshots.parse parses
 _OFFSET_PREFIX = re.compile(r"^(\d+)\.")
+_LONG_MAX, _INT_MAX = 2**63 - 1, 2**31 - 1
+#: KRaft's metadata log, whose folder holds its snapshots (``<end offset>-<epoch>.checkpoint``)
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 #: How a partition's note on the ``.swap`` files it resolved begins (``kafkaseg verify`` folds it into its warning)
 SWAPS_RESOLVED = "resolved .swap files: "
 #: How a partition's notes on the ``.swap`` files it did not swap in begin (one note per reason)
@@ -247,7 +252,8 @@ class PartitionDir:
     lost_copy_states: Any = field(default=None, compare=False, repr=False)
     # Why the partition's log cannot be read at all: a segment name whose entry is no readable file (a folder, FIFO,
     # socket or device, a broken link, one that cannot be stat'ed), which a read refuses rather than leave its
-    # records out, or a segment file named past a 64-bit long (SegmentNameError: a broker fails to load the log).
+    # records out, or a segment file named past a 64-bit long (SegmentNameError: a broker fails to load the log;
+    # in the metadata log a KRaft snapshot too; each such file of the folder one of its ``each()``).
     # Only discovery asked for ``partition_errors`` returns such a partition, with no segments (nor snapshots), its
     # checkpoints and side files as read; without it discovery raises this error instead. A ``.log`` file given from
     # such a partition's folder is returned with that error too, as its only segment, read on its own (no ``whole``,
@@ -410,10 +416,37 @@ def _files(entries: Sequence[_fs.FileEntry]) -> dict[str, _fs.FileEntry]:
     return files
 
 
-def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: list[str]
-                           ) -> tuple[list[SegmentFiles], list[str], list[str]]:
+def _names_past_a_long(entries: Sequence[_fs.FileEntry], named: list, metadata_log: bool) -> None:
+    """Raise :class:`SegmentNameError` for the files of a partition folder's listing a broker fails the log on:
+    a segment file (``named``) whose base offset does not fit in a long (``LogLoader``: ``Long.parseLong``, once it
+    is a file: ``File.isFile``) and, in the metadata log's folder (``metadata_log``), a KRaft snapshot whose end
+    offset does not, or whose epoch does not fit in an int (``KafkaMetadataLog.recoverSnapshots``:
+    ``Snapshots.parse``, on whatever the entry is). One error per file, in name order: the first raised, the others
+    its ``also``."""
+    past = []
+    for n, entry, match in named:
+        if entry.readable and int(match.group(1)) > _LONG_MAX:
+            past.append((n, SegmentNameError(f"base offset {match.group(1)} in the file name does not fit in a "
+                                             "64-bit long", entry.path)))
+    for entry in entries if metadata_log else ():  # (one being written or deleted too: its name is parsed alike)
+        match = _KRAFT_SNAPSHOT_PARSED.match(entry.name)
+        if match and int(match.group(1)) > _LONG_MAX:
+            past.append((entry.name, SegmentNameError(f"end offset {match.group(1)} in the file name does not fit "
+                                                      "in a 64-bit long", entry.path)))
+        elif match and int(match.group(2)) > _INT_MAX:
+            past.append((entry.name, SegmentNameError(f"epoch {match.group(2)} in the file name does not fit in a "
+                                                      "32-bit int", entry.path)))
+    if past:
+        errors = [err for _, err in sorted(past, key=lambda t: t[0])]
+        first = errors[0]
+        raise SegmentNameError(first.detail, first.path, also=tuple(errors[1:]))
+
+
+def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: list[str], *,
+                           metadata_log: bool = False) -> tuple[list[SegmentFiles], list[str], list[str]]:
     """The segments, the snapshot paths and the names of the ``.swap`` files not swapped in (an incomplete split's,
-    then those without their ``.log.swap``: in the order of their notes) of a partition folder's listing."""
+    then those without their ``.log.swap``: in the order of their notes) of a partition folder's listing
+    (``metadata_log``: KRaft's ``__cluster_metadata`` folder, whose snapshots' names a broker parses too)."""
     by_name = _files(entries)
     cleaned_bases = [int(m.group(1)) for n in by_name if n.endswith(".cleaned") and (m := _OFFSET_PREFIX.match(n))]
     min_cleaned = min(cleaned_bases) if cleaned_bases else None
@@ -425,11 +458,8 @@ def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: 
     swapped: dict[int, dict[str, _fs.FileEntry]] = {}
     split: list[str] = []  # the .swap files of an incomplete split
     named = [(n, entry, match) for n, entry in by_name.items() if (match := _SEGMENT_NAME.match(n))]
-    for n, entry, match in named:  # before any entry is refused as unreadable, which a broker would pass over
-        # Kafka's LogLoader fails the log on such a name (Long.parseLong), once it is a file (File.isFile)
-        if entry.readable and int(match.group(1)) >= 1 << 63:
-            raise SegmentNameError(f"base offset {match.group(1)} in the file name does not fit in a 64-bit long",
-                                   entry.path)
+    _names_past_a_long(entries, named, metadata_log)  # before any entry is refused as unreadable, which a broker
+    # would pass over
     for n, entry, match in named:
         base, kind, swap = int(match.group(1)), match.group(2), match.group(3)
         if not entry.readable:
@@ -549,7 +579,8 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
         notes: list[str] = []
         error = None
         try:
-            segments, snapshot_paths, ignored_swaps = _segments_from_listing(entries, filesystem, notes)
+            segments, snapshot_paths, ignored_swaps = _segments_from_listing(
+                entries, filesystem, notes, metadata_log=topic == CLUSTER_METADATA_TOPIC)
             break
         except SegmentFileError as err:
             if not partition_errors:
@@ -570,7 +601,8 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
     if ckpt.PARTITION_METADATA in names:
         meta = _safe(ckpt.read_partition_metadata, names[ckpt.PARTITION_METADATA].path, filesystem, notes)
         topic_id = meta.topic_id if meta else None
-    kraft = tuple(e.path for n, e in sorted(names.items()) if _KRAFT_SNAPSHOT_NAME.match(n))
+    kraft = () if error is not None else tuple(e.path for n, e in sorted(names.items())
+                                               if _KRAFT_SNAPSHOT_NAME.match(n))
     if log_dir is None:
         parent_path = _fs.parent(path)
         log_dir = _read_log_dir_metadata(parent_path, filesystem) if parent_path and parent_path != path else None
