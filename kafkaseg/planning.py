@@ -1440,11 +1440,12 @@ def _acknowledged_loss(part: _Partition, bounds: _Bounds) -> str | None:
     """What a read that ends at ``part``'s upper bound loses past it, when that is the log end (the high watermark
     is above it: bounds noted it) and the broker had acknowledged and flushed offsets there that are not in the
     files (:func:`~kafkaseg.storage.layout.acknowledged_loss_end`: the rule and the words offsets, describe and
-    locate use too, through layout.lost_tail), or None. Not with ``upperBound=logEndOffset``. A read to latest
-    raises it as data loss; a stream's micro-batch that reaches the log end says it (:attr:`PartitionReport.
-    lost_past_end`)."""
+    locate use too, through layout.lost_tail), or None. With ``upperBound=logEndOffset`` too: that read ends at the
+    log end as well, and loses the same offsets past it. A read to latest raises it as data loss; a stream's
+    micro-batch that reaches the log end says it (:attr:`PartitionReport.lost_past_end`), and so does a stream that
+    stands there (:attr:`AvailableRange.lost_past_end`)."""
     leo = bounds.log_end
-    if (bounds.upper != leo or part.options.upper_bound != "highWatermark"
+    if (bounds.upper != leo
             or acknowledged_loss_end(part.pdir, leo, walk_clean=part.leo_walk_clean,
                                      as_listed=ListingCheck(part.pdir, part.segments).recovery_point) is None):
         return None
@@ -2486,7 +2487,9 @@ class AvailableRange(NamedTuple):
     recreated under the same name from the one these offsets were taken from; ``leader_epochs``: its
     ``leader-epoch-checkpoint``, which tells a log truncated and rewritten (an unclean leader election) from the
     one a reader's position was taken from (KIP-320); ``high_watermark``: the checkpointed high watermark (None
-    without one), which may be above ``log_end`` (``latest`` stops at the log end)."""
+    without one), which may be above ``log_end`` (``latest`` stops at the log end); ``lost_past_end``: what a read
+    to ``latest`` loses past it when that is the log end and the high watermark and recovery point say offsets
+    past it were acknowledged and flushed (:attr:`PartitionReport.lost_past_end`, in the same words), else None."""
 
     earliest: int
     latest: int
@@ -2497,6 +2500,7 @@ class AvailableRange(NamedTuple):
     topic_id: str | None = None
     leader_epochs: tuple[EpochEntry, ...] = ()
     high_watermark: int | None = None
+    lost_past_end: str | None = None
 
 
 def available_range(partition_dir: PartitionDir, options: ReadOptions, *, log_ends: LogEndCache | None = None
@@ -2520,7 +2524,7 @@ def _available_range(partition_dir: PartitionDir, options: ReadOptions, log_ends
     bounds = _bounds(part, None)
     return AvailableRange(bounds.log_start, bounds.upper, bounds.log_end, partition_dir.path, checkpointed,
                           tuple(report.lenient), partition_dir.topic_id, partition_dir.leader_epochs,
-                          partition_dir.high_watermark)
+                          partition_dir.high_watermark, _acknowledged_loss(part, bounds))
 
 
 def slice_order(piece: SegmentSlice) -> tuple:

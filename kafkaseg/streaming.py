@@ -52,10 +52,14 @@ in apache/spark ``connector/kafka-0-10-sql``, with the files standing in for the
   went away when the end was fixed), a micro-batch that reads a partition to its log end past which its high
   watermark and recovery point say offsets were acknowledged and flushed that the files do not hold (the loss a
   batch read to latest raises, by planning's rule and in its words: ``PartitionReport.lost_past_end``; said by the
-  batch that reaches the end, after which the stream stands there), and, from the planner, a start below the log
-  start offset (retention deleted unread records) or an end past where the files now end (offsets missing between
-  segments are read past, as Spark's source reads past them: see :mod:`kafkaseg.planning`). A partition folder
-  that vanishes while a trigger looks at it (a topic being deleted) counts as gone.
+  batch that reaches the end, after which the stream stands there), a stream that stands at such a log end with no
+  batch to read to it (started at ``latest``, or read there before the checkpoints came to say so: what a batch read
+  from there to latest raises; said once, by :meth:`MicroBatchPlanner.latest_offsets`, which under
+  ``failOnDataLoss`` raises it and otherwise lists it in :attr:`MicroBatchPlanner.standing_loss`), and, from the
+  planner, a start below the log start offset (retention deleted unread records) or an end past where the files
+  now end (offsets missing between segments are read past, as Spark's source reads past them: see
+  :mod:`kafkaseg.planning`). A partition folder that vanishes while a trigger looks at it (a topic being deleted)
+  counts as gone.
 
 One difference from Spark, which records its initial offsets in the checkpoint's ``sources/`` folder: a Python
 data source cannot write there, so a query restarted before its first micro-batch committed resolves
@@ -270,6 +274,9 @@ class MicroBatchPlan:
     ranges: dict[TopicPartition, tuple[int, int]] = field(default_factory=dict)
     data_loss: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: the partitions whose offsets past the log end this plan says lost (high watermark and recovery point above
+    #: it): the batch reads to the log end, or the stream stands there (:attr:`MicroBatchPlanner.standing_loss`)
+    lost_past_end: dict[TopicPartition, str] = field(default_factory=dict)
 
 
 class MicroBatchPlanner:
@@ -302,6 +309,11 @@ class MicroBatchPlanner:
         #: :meth:`initial_offsets`, the plan of the end :meth:`latest_offsets` just fixed) passes it as ``listing``
         #: instead of listing every partition folder again (see :func:`poll_micro_batches`).
         self.last_listing: Listing | None = None
+        #: What the last :meth:`latest_offsets` found lost past the log end of a partition the stream stands at
+        #: (``failOnDataLoss=false``; true raises it): ``(partition, words)``, each said once (see there).
+        self.standing_loss: list[tuple[TopicPartition, str]] = []
+        # the losses past a log end said so far (by a micro-batch that reached it, or standing there), not said again
+        self._said_past_end: set[tuple[TopicPartition, str]] = set()
 
     # -- discovery ---------------------------------------------------------------------------------------------------
     def _partitions(self, listing: Listing | None = None) -> list[PartitionDir]:
@@ -348,8 +360,8 @@ class MicroBatchPlanner:
         computed now; recorded in ``ranges``, the next call's cache. ``same_listing``: ``pdir`` is of the listing
         the previous ranges were taken on, so its files are those the previous range was taken of."""
         last = pdir.segments[-1] if pdir.segments else None
-        key = (pdir.path, pdir.high_watermark, pdir.checkpoint_log_start_offset, pdir.cleaner_offset,
-               pdir.topic_id, pdir.leader_epochs, tuple(s.base_offset for s in pdir.segments),
+        key = (pdir.path, pdir.high_watermark, pdir.recovery_point, pdir.checkpoint_log_start_offset,
+               pdir.cleaner_offset, pdir.topic_id, pdir.leader_epochs, tuple(s.base_offset for s in pdir.segments),
                (last.log_size, last.mtime_ms) if last is not None else None)
         cached = self._ranges.get(key)
         if cached is not None and (cached[1] or same_listing):
@@ -496,6 +508,7 @@ class MicroBatchPlanner:
         else:
             latest = self._latest(begin, ranges, epochs)
         self.latest = latest
+        self._say_standing_loss(begin, latest, ranges)
         end = latest
         if all_available:
             pass
@@ -506,6 +519,26 @@ class MicroBatchPlanner:
         offsets = self._with_incarnations(end, ranges, start)
         self.latest_topic_ids = topic_ids_of(offsets)
         return offsets
+
+    def _say_standing_loss(self, start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int],
+                           ranges: Mapping[TopicPartition, AvailableRange]) -> None:
+        """The loss past the log end of each partition the stream stands at (its position is the log end, where its
+        latest offset is, so no micro-batch reads to it: started at ``latest``, or read there before the high
+        watermark and recovery point came to say offsets past it were acknowledged and flushed): what a batch read
+        from there to latest raises (:attr:`~kafkaseg.planning.AvailableRange.lost_past_end`, planning's rule and
+        words). Under ``failOnDataLoss`` a :class:`DataLossError` (Spark's ``latestOffset`` fails the query), else
+        in :attr:`standing_loss`; each said once (a micro-batch that reached the end said it already: :meth:`plan`),
+        so a stream standing there says it at the first trigger that finds it, not at every one."""
+        self.standing_loss = []
+        for tp, available in sorted(ranges.items()):
+            position = start.get(tp)
+            if (available.lost_past_end is None or position != available.log_end or latest.get(tp) != position
+                    or (tp, available.lost_past_end) in self._said_past_end):
+                continue
+            if self.options.fail_on_data_loss:
+                raise DataLossError(f"{available.lost_past_end} {_FAIL_HINT}")
+            self._said_past_end.add((tp, available.lost_past_end))
+            self.standing_loss.append((tp, available.lost_past_end))
 
     def _delay(self, min_offsets: int, start: Mapping[TopicPartition, int],
                latest: Mapping[TopicPartition, int]) -> bool:
@@ -679,6 +712,9 @@ class MicroBatchPlanner:
             # batch that reaches the end (the stream stands there after it: no later batch says it again)
             if preport.lost_past_end is not None:
                 loss(preport.lost_past_end)
+                tp = (preport.topic, preport.partition)
+                result.lost_past_end[tp] = preport.lost_past_end
+                self._said_past_end.add((tp, preport.lost_past_end))
         planned = result.scan.report.offsets()
         for tp in stopping:  # where a batch cut at a divergence really stops (a high watermark below it stops it
             # sooner): the next batch reads on from there, not from the divergence
@@ -776,7 +812,9 @@ def poll_micro_batches(planner: MicroBatchPlanner, start: Offsets | None = None,
     was consumed (the generator resumed): what is available now, then, with ``follow``, what arrives, polled every
     ``interval_s`` (or twice as long as a poll takes, when longer: a poll lists every partition folder) until
     ``idle_timeout_s`` passes without a new offset. Each batch takes all that is available, or at most
-    ``maxOffsetsPerTrigger`` offsets.
+    ``maxOffsetsPerTrigger`` offsets. The loss past the log end of a partition the stream stands at
+    (:attr:`MicroBatchPlanner.standing_loss`, ``failOnDataLoss=false``) is in the ``data_loss`` and
+    ``lost_past_end`` of the poll's batch, or of a plan of no batch (``scan`` None) when the poll has none.
 
     Each poll lists the partition folders once, for the batch's end and its plan; the first poll takes
     ``listing`` instead, the discovery ``start`` was just resolved on (:attr:`MicroBatchPlanner.last_listing`;
@@ -796,11 +834,19 @@ def poll_micro_batches(planner: MicroBatchPlanner, start: Offsets | None = None,
         end = planner.latest_offsets(position, max_offsets=limit, all_available=limit is None, listing=listing)
         listing = None  # the next poll lists again
         took = time.monotonic() - polled
+        # (failOnDataLoss=false) the loss past the log end of partitions the stream stands at, which no micro-batch
+        # reads to: said with this poll's batch, or alone in a plan of no batch
+        standing = planner.standing_loss
         if end != position:
-            yield planner.plan(position, end, listing=planner.last_listing)
+            plan = planner.plan(position, end, listing=planner.last_listing)
+            plan.data_loss[:0] = [words for _, words in standing]
+            plan.lost_past_end.update(standing)
+            yield plan
             position = end
             idle_since = time.monotonic()
             continue
+        if standing:
+            yield MicroBatchPlan(None, data_loss=[words for _, words in standing], lost_past_end=dict(standing))
         if not follow or (idle_timeout_s is not None and time.monotonic() - idle_since >= idle_timeout_s):
             return
         sleep(max(interval_s, 2 * took))

@@ -175,9 +175,14 @@ def test_a_lost_last_segment_is_data_loss_when_the_recovery_point_says_it_was_fl
     plan = plan_scan(str(log_dir), opts(failOnDataLoss="false"))
     assert plan.report.offsets()[("t", 0)] == (0, leo)
     assert any(f"offsets [{leo}, 2000)" in note for note in plan.report.data_loss)
-    # a read that does not reach the end, or that asked for the log end, lost nothing
+    # a read that does not reach the end lost nothing; one to the log end (upperBound=logEndOffset) loses the same
+    # offsets past it (before, it said nothing of them)
     assert plan_scan(str(log_dir), opts(endingOffsets='{"t": {"0": 10}}')).report.offsets()[("t", 0)] == (0, 10)
-    assert plan_scan(str(log_dir), opts(upperBound="logEndOffset")).report.offsets()[("t", 0)] == (0, leo)
+    with pytest.raises(DataLossError, match=rf"offsets \[{leo}, 2000\) were acknowledged and flushed"):
+        plan_scan(str(log_dir), opts(upperBound="logEndOffset"))
+    plan = plan_scan(str(log_dir), opts(upperBound="logEndOffset", failOnDataLoss="false"))
+    assert plan.report.offsets()[("t", 0)] == (0, leo)
+    assert any(f"offsets [{leo}, 2000)" in note for note in plan.report.data_loss)
     # the recovery point at or below the log end: an unflushed tail lost in a crash, only noted
     write_offset_checkpoint(log_dir / "recovery-point-offset-checkpoint", {("t", 0): leo})
     plan = plan_scan(str(log_dir), opts())

@@ -16,6 +16,7 @@ from kafkaseg.options import ReadOptions
 from kafkaseg.planning import plan_scan
 from kafkaseg.scan import ScanMetrics, read_slice
 from kafkaseg.testing import PartitionWriter, Record, TopicSpec, build_batch_v2, write_data_dir
+from kafkaseg.testing.partition import write_offset_checkpoint
 from kafkaseg.wire.batch import iter_headers
 from tests.offset_damage import CASES, damage
 
@@ -96,6 +97,8 @@ def test_the_active_segment_may_still_end_mid_batch(copy):
     last = list(iter_headers(active.read_bytes()))[-1]
     with open(active, "r+b") as f:
         f.truncate(active.stat().st_size - 10)
+    # (an append not flushed yet: the recovery point below it; one above it would say flushed offsets were lost)
+    write_offset_checkpoint(copy / "recovery-point-offset-checkpoint", {("t", 0): last.base_offset})
     scan = kafkaseg.open_scan(str(copy), upperBound="logEndOffset")
     assert _offsets(scan.to_table()) == list(range(last.base_offset))
     assert [t[1] for t in scan.metrics.truncated_tails] == [last.position]

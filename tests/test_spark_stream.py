@@ -101,6 +101,50 @@ def test_a_stream_that_reaches_a_log_end_missing_acknowledged_offsets_says_the_l
     assert offsets == list(range(LOST_FROM))
 
 
+def test_a_stream_started_at_a_log_end_missing_acknowledged_offsets_says_the_loss(spark, tmp_path):
+    """Started at latest, the log end there, the stream has no micro-batch to read to it, but a batch read from
+    there to latest raises the DataLossError of the offsets lost past it: the query fails under failOnDataLoss (its
+    first latestOffset raises), and with failOnDataLoss=false it logs the loss and goes on, reading nothing."""
+    from tests.lost_tail_data import lost_tail_copy
+
+    root = tmp_path / "data"
+    lost_tail_copy(root, "hwrp")
+    with pytest.raises(Exception, match=r"offsets \[270, 300\) were acknowledged and flushed"):
+        _run(spark, root, tmp_path / "strict", tmp_path / "strict-out", startingOffsets="latest")
+    lenient = _run(spark, root, tmp_path / "checkpoint", tmp_path / "out", startingOffsets="latest",
+                   failOnDataLoss="false")
+    assert lenient.exception() is None
+    assert sum(p["numInputRows"] for p in lenient.recentProgress) == 0
+
+
+def test_the_stream_reader_says_a_lost_log_end_it_stands_at_once(tmp_path, caplog):
+    """No JVM: the reader as PySpark's streaming runner calls it, started at latest on a log end past which the high
+    watermark and recovery point say offsets were acknowledged and flushed: latestOffset raises the DataLossError a
+    batch read from there raises, or with failOnDataLoss=false logs it, at the first trigger only."""
+    from kafkaseg.errors import DataLossError
+    from kafkaseg.spark.source import KafkaSegStreamReader, read_options
+    from tests.lost_tail_data import LOST_FROM, lost_tail_copy
+
+    root = tmp_path / "data"
+    lost_tail_copy(root, "hwrp")
+
+    def reader(**options):
+        return KafkaSegStreamReader(read_options({"path": str(root), "startingOffsets": "latest", **options},
+                                                 stream=True))
+
+    strict = reader()
+    start = strict.initialOffset()
+    with pytest.raises(DataLossError, match=r"offsets \[270, 300\) were acknowledged and flushed"):
+        strict.latestOffset(start)
+    lenient = reader(failOnDataLoss="false")
+    start = lenient.initialOffset()
+    with caplog.at_level("WARNING", logger="kafkaseg.spark"):
+        for _ in range(3):
+            assert lenient.latestOffset(start) == start
+    said = [r.getMessage() for r in caplog.records if "were acknowledged and flushed" in r.getMessage()]
+    assert len(said) == 1 and "data loss" in said[0] and from_offsets(start) == {("t", 0): LOST_FROM}
+
+
 def test_the_stream_reader_maps_spark_read_limits_onto_the_options(tmp_path):
     """No JVM: the reader as PySpark's streaming runner calls it (getDefaultReadLimit, latestOffset with each
     ReadLimit, the 4.1 runner's argument-less latestOffset, reportLatestOffset)."""

@@ -26,7 +26,7 @@ import kafkaseg
 from kafkaseg.cli.main import main as cli_main
 from kafkaseg.errors import DataLossError, TruncatedDataError
 from kafkaseg.wire.batch import iter_headers
-from tests.lost_tail_data import (LOST_FROM, RECORDS, cut_tail, lost_tail_copy,
+from tests.lost_tail_data import (CASES, LOST_FROM, RECORDS, cut_tail, lost_tail_copy,
                                   set_high_watermark as _set_high_watermark,
                                   set_recovery_point as _set_recovery_point, write_whole)
 
@@ -758,18 +758,31 @@ def _batch_outcome(root, **options) -> tuple[list[int] | None, tuple | None, lis
         return None, (type(err), str(err).split(" (set failOnDataLoss=false")[0]), []
 
 
-def _stream_outcome(root, caplog, **options) -> tuple[list[int] | None, tuple | None, list[str], list[int]]:
-    """The same of a stream from earliest (kafkaseg.streaming.follow, Spark's planner without Spark), polled until
-    nothing new, plus the offsets it yielded before an error."""
+class _Idle(Exception):
+    """Ends a followed stream that has nothing new and no change left to make (see _stream_outcome)."""
+
+
+def _stream_outcome(root, caplog, changes=(), **options) -> tuple[list[int] | None, tuple | None, list[str],
+                                                                   list[int]]:
+    """The same of a stream (kafkaseg.streaming.follow, Spark's planner without Spark; from earliest unless
+    ``startingOffsets`` says otherwise), polled until nothing new, plus the offsets it yielded before an error. Each
+    of ``changes`` (callables) is made in turn when the stream has nothing new, and it polls on."""
     from kafkaseg.streaming import follow
+
+    pending = list(changes)
+
+    def idle(seconds: float) -> None:
+        if not pending:
+            raise _Idle
+        pending.pop(0)()
 
     yielded: list[int] = []
     caplog.clear()
     try:
         with caplog.at_level("WARNING", logger="kafkaseg.streaming"):
-            for batch in follow(str(root), startingOffsets="earliest", idle_timeout=0, sleep=lambda s: None,
-                                **options):
+            for batch in follow(str(root), sleep=idle, **{"startingOffsets": "earliest", **options}):
                 yielded.extend(batch.column("offset").to_pylist())
+    except _Idle:
         outcome, error = yielded, None
     except kafkaseg.KafkaSegError as err:
         outcome, error = None, (type(err), str(err).split(" (set failOnDataLoss=false")[0])
@@ -778,14 +791,18 @@ def _stream_outcome(root, caplog, **options) -> tuple[list[int] | None, tuple | 
     return outcome, error, said, yielded
 
 
+@pytest.mark.parametrize("upper", ["highWatermark", "logEndOffset"], ids=["", "upperBound=logEndOffset"])
 @pytest.mark.parametrize("limit", [None, 100], ids=["all available", "maxOffsetsPerTrigger=100"])
 @pytest.mark.parametrize("fail", ["true", "false"], ids=["failOnDataLoss", "failOnDataLoss=false"])
 @pytest.mark.parametrize("case", ["hwrp", "rp", "hw"])
-def test_a_stream_reads_a_lost_log_end_as_a_batch_read_to_latest_does(tmp_path, caplog, case, fail, limit):
+def test_a_stream_reads_a_lost_log_end_as_a_batch_read_to_latest_does(tmp_path, caplog, case, fail, limit, upper):
+    """Also with upperBound=logEndOffset, whose reads end at the log end too: the offsets past it that the high
+    watermark and recovery point say were acknowledged and flushed are lost all the same (before, such reads said
+    nothing of them)."""
     root = tmp_path / "d"
     lost_tail_copy(root, case)
-    batch = _batch_outcome(root, failOnDataLoss=fail)
-    more = {} if limit is None else {"maxOffsetsPerTrigger": limit}
+    batch = _batch_outcome(root, failOnDataLoss=fail, upperBound=upper)
+    more = {"upperBound": upper} if limit is None else {"maxOffsetsPerTrigger": limit, "upperBound": upper}
     offsets, error, said, yielded = _stream_outcome(root, caplog, failOnDataLoss=fail, **more)
     assert (offsets, error, said) == batch
     if case == "hwrp":  # (what each case is, so that the agreement above is not of two reads that say nothing)
@@ -808,13 +825,20 @@ def test_a_stream_reads_a_lost_log_end_as_a_batch_read_to_latest_does(tmp_path, 
         assert batch == (list(range(LOST_FROM)), None, [])
 
 
-@pytest.mark.parametrize("follow", [[], ["--follow", "--timeout-ms", "0"]], ids=["", "--follow"])
+_CONSUME_WAYS = {"": [], "--follow": ["--follow", "--timeout-ms", "0"], "--to-log-end": ["--to-log-end"],
+                 "--to-log-end --follow": ["--to-log-end", "--follow", "--timeout-ms", "0"]}
+
+
+@pytest.mark.parametrize("way", list(_CONSUME_WAYS))
 @pytest.mark.parametrize("case, code, strict_code", [("hwrp", 0, 3), ("rp", 0, 3), ("hw", 0, 0)])
-def test_consume_says_a_lost_log_end_as_a_read_does(tmp_path, capsysbinary, case, code, strict_code, follow):
+def test_consume_says_a_lost_log_end_as_a_read_does(tmp_path, capsysbinary, case, code, strict_code, way):
     """``kafkaseg consume`` reads with failOnDataLoss=false (a consumer goes on), says the loss on stderr and
-    counts it for --fail-on-data-loss (exit status 3); a strict read's error ends it (2)."""
+    counts it for --fail-on-data-loss (exit status 3); a strict read's error ends it (2). --to-log-end reads with
+    upperBound=logEndOffset, which loses the acknowledged and flushed offsets past the log end all the same (before,
+    it said nothing of them)."""
     root = tmp_path / "d"
     lost_tail_copy(root, case)
+    follow = _CONSUME_WAYS[way]
     argv = ["consume", "--data-dir", str(root), "--topic", "t", "--from-beginning"] + follow
     for strict in (False, True):
         got = cli_main(argv + (["--fail-on-data-loss"] if strict else []))
@@ -830,17 +854,154 @@ def test_consume_says_a_lost_log_end_as_a_read_does(tmp_path, capsysbinary, case
         # the high watermark alone above the log end: the read's plan note, at the end of a run that stops (as the
         # line for records past the high watermark); not where the loss was said
         noted = err.count(f"t-0: high watermark {RECORDS} is above the log end offset {LOST_FROM} of {root / 't-0'}")
-        assert noted == (1 if case == "hw" and not follow else 0), err
+        assert noted == (1 if case == "hw" and "--follow" not in follow else 0), err
 
 
-@pytest.mark.parametrize("case", ["hwrp", "hw"])
-def test_consume_from_latest_loses_nothing_below_its_start(tmp_path, capsysbinary, case):
-    """A run from latest starts at the log end: offsets lost past it were never to be printed (a stream from latest
-    has no micro-batch to read them, as a batch read from latest to a given end reads none), so
-    --fail-on-data-loss does not fail; the high watermark above the log end is noted as for any run that stops."""
+@pytest.mark.parametrize("way", list(_CONSUME_WAYS))
+@pytest.mark.parametrize("case", ["hwrp", "rp", "hw"])
+def test_consume_from_latest_says_a_lost_log_end_as_a_read_from_there_does(tmp_path, capsysbinary, case, way):
+    """A run from latest starts at the log end, where it stands: offsets the high watermark and the recovery point
+    say were acknowledged and flushed past it are lost as a batch read from there to latest says (its DataLossError,
+    or with failOnDataLoss=false its data loss, which consume reads with): said on stderr, exit status 3 with
+    --fail-on-data-loss, with or without --follow or --to-log-end (before, a run from latest said nothing of them,
+    --follow included). The high watermark alone above the log end is noted as for any run that stops; the
+    recovery point alone reads nothing there, as the batch read does."""
     root = tmp_path / "d"
     lost_tail_copy(root, case)
-    got = cli_main(["consume", "--data-dir", str(root), "--topic", "t", "--fail-on-data-loss"])
+    upper = "logEndOffset" if "--to-log-end" in way else "highWatermark"
+    _, _, batch_said = _batch_outcome(root, failOnDataLoss="false", upperBound=upper,
+                                      startingOffsets=json.dumps({"t": {"0": LOST_FROM}}))
+    assert (batch_said != []) == (case == "hwrp")
+    got = cli_main(["consume", "--data-dir", str(root), "--topic", "t", "--fail-on-data-loss"] + _CONSUME_WAYS[way])
     out, err = (text.decode() for text in capsysbinary.readouterr())
-    assert (got, out) == (0, "")
-    assert f"t-0: high watermark {RECORDS} is above the log end offset {LOST_FROM}" in err
+    assert (got, out) == (3 if case == "hwrp" else 0, "")
+    assert [line.removeprefix("kafkaseg consume: ") for line in err.splitlines()
+            if "were acknowledged and flushed" in line] == batch_said
+    noted = err.count(f"t-0: high watermark {RECORDS} is above the log end offset {LOST_FROM}")
+    assert noted == (1 if case == "hw" and "--follow" not in way else 0), err
+
+
+#: How a stream comes to stand at the log end: started at latest, or having read to it while the checkpoints said
+#: nothing was lost past it (both at the log end; or the recovery point below it, the high watermark as the case
+#: has it), after which they came to say what the case says.
+_STANDING = {"started at latest": None, "read to it, then both checkpoints rose": (LOST_FROM, LOST_FROM),
+             "read to it, then the recovery point rose": ("case", 250)}
+
+
+@pytest.mark.parametrize("upper", ["highWatermark", "logEndOffset"], ids=["", "upperBound=logEndOffset"])
+@pytest.mark.parametrize("fail", ["true", "false"], ids=["failOnDataLoss", "failOnDataLoss=false"])
+@pytest.mark.parametrize("case", ["hwrp", "rp", "hw"])
+@pytest.mark.parametrize("standing", list(_STANDING))
+def test_a_stream_standing_at_a_lost_log_end_says_it_as_a_batch_read_from_there_does(tmp_path, caplog, standing,
+                                                                                      case, fail, upper):
+    """A stream that stands at the log end has no micro-batch to read to it, but a batch read from there to latest
+    raises the DataLossError of offsets acknowledged and flushed past it (high watermark and recovery point both
+    above the log end): the stream says it when it finds itself there, in the same words, failing under
+    failOnDataLoss, logging it once and going on under false (before, it said nothing)."""
+    root = tmp_path / "d"
+    lost_tail_copy(root, case)
+    high_watermark, recovery_point = CASES[case]
+    batch = _batch_outcome(root, failOnDataLoss=fail, upperBound=upper,
+                           startingOffsets=json.dumps({"t": {"0": LOST_FROM}}))
+    options = {"failOnDataLoss": fail, "upperBound": upper}
+    before = _STANDING[standing]
+    if before is None:
+        offsets, error, said, yielded = _stream_outcome(root, caplog, startingOffsets="latest", **options)
+        assert yielded == []
+    else:
+        if high_watermark is not None:
+            _set_high_watermark(root, high_watermark if before[0] == "case" else before[0])
+        _set_recovery_point(root, before[1])
+        assert _batch_outcome(root, failOnDataLoss="true", upperBound=upper) == (list(range(LOST_FROM)), None, [])
+
+        def went_missing():
+            if high_watermark is not None:
+                _set_high_watermark(root, high_watermark)
+            _set_recovery_point(root, recovery_point)
+
+        offsets, error, said, yielded = _stream_outcome(root, caplog, [went_missing], **options)
+        assert yielded[:LOST_FROM] == list(range(LOST_FROM))
+        offsets = offsets[LOST_FROM:] if offsets is not None else None
+    assert (offsets, error, said) == batch
+    if case == "hwrp":
+        assert (batch[1] is not None) == (fail == "true") and (batch[2] != []) == (fail == "false")
+        assert "offsets [270, 300) were acknowledged and flushed" in (batch[1][1] if batch[1] else batch[2][0])
+    else:  # (the recovery point alone: a read from the log end reads no tail to find it lost)
+        assert batch == ([], None, [])
+
+
+def test_a_stream_that_said_a_lost_log_end_reads_on_as_batch_reads_do(tmp_path, caplog):
+    """failOnDataLoss=false: a stream standing at a lost log end (it said so) reads what comes after, as batch reads
+    from where it stood read it: a new partition's records (the loss not said again), then the same partition's,
+    its files growing again (a broker's follower fetching the lost offsets back from the leader): partly (the batch
+    that reaches the new log end says the offsets still lost past it, once), then whole (nothing lost)."""
+    from kafkaseg.streaming import follow
+    from kafkaseg.testing import TopicSpec, write_data_dir
+    from kafkaseg.testing.partition import write_offset_checkpoint
+
+    whole_root, root, other = tmp_path / "whole", tmp_path / "d", tmp_path / "other"
+    pm = write_whole(whole_root)
+    active, at = cut_tail(whole_root, root, pm)
+    _set_high_watermark(root, RECORDS)
+    _set_recovery_point(root, RECORDS)
+    whole = (whole_root / "t-0" / active.name).read_bytes()
+    mid = [h.position for h in iter_headers(whole) if h.base_offset == 290][0]  # the batch of offsets 290..294
+    write_data_dir(other, [TopicSpec("u", records_per_partition=40)], seed=3)
+
+    def stood() -> dict:
+        """Where the stream stands after each step below (a batch read's start)."""
+        return {"t": {"0": position["t"]}, "u": {"0": position["u"]}}
+
+    def batch_from_there() -> tuple:
+        return _batch_outcome(root, failOnDataLoss="false", startingOffsets=json.dumps(stood()))
+
+    def new_partition():
+        shutil.move(str(other / "u-0"), str(root / "u-0"))
+        write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): RECORDS, ("u", 0): 40})
+
+    def grows_to_290():
+        active.write_bytes(whole[:mid])
+
+    def grows_whole():
+        active.write_bytes(whole)
+
+    steps = [new_partition, grows_to_290, grows_whole]
+    position = {"t": LOST_FROM, "u": 0}
+    expected: list[tuple] = []  # per step: the batch read from where the stream stood
+    got: list[tuple] = []  # per step: what the stream yielded and said
+    yielded: list[tuple[str, int]] = []
+
+    def idle(seconds: float) -> None:
+        said = [r.getMessage().removeprefix("data loss (failOnDataLoss=false): ") for r in caplog.records
+                if r.getMessage().startswith("data loss")]
+        got.append((sorted(yielded), said))
+        for topic, offset in yielded:
+            position[topic] = max(position[topic], offset + 1)
+        yielded.clear()
+        caplog.clear()
+        if not steps:
+            raise _Idle
+        steps.pop(0)()
+        offsets, error, said = batch_from_there()
+        assert error is None
+        expected.append((offsets, said))
+
+    # the batch read of the first step: from the log end, before the stream started there
+    offsets, _, said = _batch_outcome(root, failOnDataLoss="false", startingOffsets=json.dumps({"t": {"0": LOST_FROM}}))
+    expected.insert(0, (offsets, said))
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="kafkaseg.streaming"), pytest.raises(_Idle):
+        for batch in follow(str(root), startingOffsets="latest", failOnDataLoss="false", sleep=idle):
+            yielded.extend(zip(batch.column("topic").to_pylist(), batch.column("offset").to_pylist()))
+    # (the batch reads list their offsets only; the stream's, with their topic.) A batch read says the loss past
+    # where it starts each time; the stream, once
+    got = [(sorted(offset for _, offset in records), said) for records, said in got]
+    said_before: list[str] = []
+    for (offsets, said), (batch_offsets, batch_said) in zip(got, expected, strict=True):
+        assert offsets == sorted(batch_offsets)
+        assert said == [line for line in batch_said if line not in said_before]
+        said_before.extend(said)
+    lost_270, lost_290 = (f"offsets [{end}, 300) were acknowledged and flushed" for end in (LOST_FROM, 290))
+    assert [[lost_270 in line for line in said] for _, said in got] == [[True], [], [False], []]
+    assert lost_290 in got[2][1][0] and got[1][0] == list(range(40)) and got[2][0] == list(range(LOST_FROM, 290))
+    assert got[3] == (list(range(290, RECORDS)), [])

@@ -41,7 +41,8 @@ The options and the output are the console consumer's (``ConsoleConsumerOptions.
   start), offsets an active segment lost below the recovery point with no high watermark (read past as data loss,
   or with ``--skip-message-on-error`` skipped as a corrupt batch), and offsets a high watermark and a recovery
   point above the log end say were acknowledged and flushed but are not in the files (the micro-batch that reads
-  to the log end says them, as a batch read to latest does), are said on stderr; the exit status is 0, as the console
+  to the log end says them, as a batch read to latest does; a run standing there, from latest, says them as a batch
+  read from there does; ``--to-log-end`` too), are said on stderr; the exit status is 0, as the console
   consumer's, unless ``--fail-on-data-loss`` (then 3, after printing what there is). Offsets missing between two
   segments are said too but never count: a compacted topic's follower (or a leader whose cleaner has not
   checkpointed) holds such gaps, and the files cannot tell them from a lost segment file.
@@ -723,7 +724,8 @@ def _report_past_high_watermark(planner, err, lost_past_end: set[tuple[str, int]
     under read_committed, whose end is the last stable offset (an open transaction's records are past it, with
     --to-log-end too). And the other way round, the read's note for each whose high watermark is above its log
     end (records acknowledged that are not in these files: the run ends at the log end), unless the run said
-    offsets past the end lost (``lost_past_end``: the micro-batch that reached the end said so)."""
+    offsets past the end lost (``lost_past_end``: the micro-batch that reached the end, or the run standing there,
+    said so)."""
     from kafkaseg.planning import high_watermark_above_note
 
     past = not planner.options.read_committed and planner.options.upper_bound == "highWatermark"
@@ -801,15 +803,16 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
     limit = None if args.max_messages in (None, -1) else max(args.max_messages, 0)
     last_printed: dict[tuple[str, int], int] = {}
     lost: list[str] = []  # data loss met (each also said on stderr as met), for --fail-on-data-loss
-    lost_past_end: set[tuple[str, int]] = set()  # partitions a micro-batch read to a log end with offsets lost past it
+    # partitions whose offsets past the log end the run said lost (a micro-batch read to it, or the run stood there)
+    lost_past_end: set[tuple[str, int]] = set()
     ending: list[int] = []  # the exit status, once the run ends without an error
 
     def status() -> int:
         """0, or 3 with --fail-on-data-loss when records were lost: deleted before they were read (retention,
         a deleteRecords, an --offset below the log start), missing from an active segment below the recovery
         point (flushed by the broker: ``ScanMetrics.lost_tails``, read past, or skipped with
-        --skip-message-on-error), or acknowledged and flushed past the log end a micro-batch read to (its plan's data
-        loss). Offsets missing between two segments do not count: a compacted topic's follower holds such gaps (said
+        --skip-message-on-error), or acknowledged and flushed past the log end a micro-batch read to or the run
+        stood at (its plan's data loss). Offsets missing between two segments do not count: a compacted topic's follower holds such gaps (said
         on stderr all the same), nor does a torn tail no recovery point says was flushed."""
         if any(skipped for skipped, _ in metrics.vanished_lines()):
             lost.append("segments deleted before they were read")
@@ -914,8 +917,7 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
             for note in plan.data_loss:
                 print(f"kafkaseg consume: {note}", file=err)
                 lost.append(note)
-            lost_past_end.update((p.topic, p.partition) for p in (plan.scan.report.partitions if plan.scan else ())
-                                 if p.lost_past_end is not None)
+            lost_past_end.update(plan.lost_past_end)
             for decision in (plan.scan.report.lenient if plan.scan is not None else ()):
                 lenient.setdefault(decision, False)
             for piece in (plan.scan.slices if plan.scan is not None else ()):

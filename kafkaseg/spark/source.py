@@ -320,11 +320,17 @@ class KafkaSegStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if start is None:
             start = self.position  # PySpark 4.1
         if start is None or limit is None or isinstance(limit, ReadAllAvailable):
-            return self.planner.latest_offsets(start or {}, all_available=True)
-        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        min_rows = (limit.min_rows if isinstance(limit, ReadMinRows)
-                    else self.options.min_offsets_per_trigger if max_rows is not None else None)
-        return self.planner.latest_offsets(start, max_offsets=max_rows, min_offsets=min_rows)
+            end = self.planner.latest_offsets(start or {}, all_available=True)
+        else:
+            max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+            min_rows = (limit.min_rows if isinstance(limit, ReadMinRows)
+                        else self.options.min_offsets_per_trigger if max_rows is not None else None)
+            end = self.planner.latest_offsets(start, max_offsets=max_rows, min_offsets=min_rows)
+        # offsets lost past the log end of a partition the stream stands at, which no micro-batch reads to
+        # (failOnDataLoss raised them above, failing the query as a micro-batch's data loss does)
+        for _, words in self.planner.standing_loss:
+            _worker_logger().warning("kafkaseg stream %s: data loss: %s", self.stream_id, words)
+        return end
 
     def reportLatestOffset(self) -> Offsets | None:
         return (to_offsets(self.planner.latest, self.planner.latest_topic_ids) if self.planner.latest
