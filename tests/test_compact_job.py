@@ -4,6 +4,7 @@ brute-force replay."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pyarrow as pa
@@ -15,7 +16,7 @@ from kafkaseg.compacted_table import compact_arrow, delta_dataset
 from kafkaseg.compaction import latest_per_key
 from kafkaseg.schema import arrow_schema
 from kafkaseg.testing import TopicSpec, write_data_dir
-from tests.compaction_data import expected_state, table_rows, truncated_copy
+from tests.compaction_data import expected_state, retention_copy, table_rows, truncated_copy
 
 SPEC = TopicSpec("state", partitions=2, records_per_partition=900, records_per_batch=10, key_cardinality=40,
                  tombstone_ratio=0.15, null_key_ratio=0.05, headers=1, transactional=True, abort_ratio=0.3,
@@ -122,3 +123,29 @@ def test_incremental_rewrite_on_the_executors_equals_the_reference_and_keeps_oth
     assert DeltaTable(str(table)).version() == version + 1
     assert not [p for p in table.iterdir() if p.name.startswith("kafkaseg-")
                 and not any(p.rglob("*.parquet"))]  # no empty run folder left behind
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("engine", ["driver", "executors"])
+def test_keys_retention_deleted_leave_the_table_on_either_merge_engine(spark, tmp_path, engine):
+    """cleanup.policy=compact,delete: retention deleted the oldest segments and with them every record of some
+    keys. The driver's merge and the executors' rewrite both drop those keys' rows, as a rebuild would, with new
+    records to merge and with none (the run then reads nothing and only drops)."""
+    manifest = write_data_dir(tmp_path / "full", [dataclasses.replace(SPEC, key_cardinality=300)], seed=3)
+    truncated_copy(tmp_path / "full", tmp_path / "head", drop_segments=2)
+    table = tmp_path / "t"
+    (tmp_path / "c.toml").write_text(f"driver_merge_max_bytes = {0 if engine == 'executors' else 1 << 30}\n")
+    common = ["--output", str(table), "--option", "includeHeaders=true", "--config", str(tmp_path / "c.toml")]
+    first = compact.run(spark, compact.parse_args(["--data-dir", str(tmp_path / "head"), *common]))
+    head_ends = first["plan"].increment.state.next_offsets
+    starts = retention_copy(tmp_path / "full", tmp_path / "expired", {("state", 0): head_ends[("state", 0)]})
+    second = compact.run(spark, compact.parse_args(["--data-dir", str(tmp_path / "expired"), *common]))
+    assert second["plan"].increment.expired == starts and second["plan"].increment.offsets_to_read > 0
+    assert second["result"].get("engine", "driver") == engine
+    assert table_rows(delta_dataset(str(table)).to_table()) == expected_state(manifest, starts=starts)
+    ends = second["plan"].increment.state.next_offsets
+    later = retention_copy(tmp_path / "full", tmp_path / "later", {tp: ends[tp] for tp in ends})
+    third = compact.run(spark, compact.parse_args(["--data-dir", str(tmp_path / "later"), *common]))
+    assert third["plan"].increment.offsets_to_read == 0 and set(third["plan"].increment.expired) == set(ends)
+    got = table_rows(delta_dataset(str(table)).to_table())
+    assert got == expected_state(manifest, starts=later) != expected_state(manifest, starts=starts)
