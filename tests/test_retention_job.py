@@ -72,6 +72,36 @@ def test_prepare_refuses_bad_input_before_spark(datadir, tmp_path, capsys):
         assert err.startswith("retention_audit.py: error: ") and message in err and err.count("\n") == 1, err
 
 
+def test_append_refuses_a_delta_table_another_job_wrote_before_spark(datadir, tmp_path, capsys):
+    """--mode append adds the columns a later kafkaseg added to the audit's own table, but a Delta table of other
+    columns (a compacted table, an export given as --output by mistake) is not the audit's: appending audit rows
+    to it would add 40 columns to it and mix the rows. Refused before Spark starts, nothing written."""
+    from deltalake import DeltaTable
+
+    from kafkaseg.compacted_table import compact_arrow
+    from kafkaseg.errors import TableSchemaError
+
+    manifest, config = datadir
+    table = str(tmp_path / "compacted")
+    compact_arrow([str(manifest.path)], table, options={"subscribe": "kept"})
+    before = DeltaTable(table).version()
+    for flag in ("--output", "--segments"):
+        argv = ["--data-dir", str(manifest.path), "--mode", "append", "--output", str(tmp_path / "audit"),
+                flag, table]
+        with pytest.raises(TableSchemaError, match=rf"{table}: cannot append .* columns this job does not "
+                                                       r"write: key, value, offset"):
+            job.prepare(job.parse_args(argv))
+        assert job.main(argv) == 2 and "TableSchemaError" in capsys.readouterr().err
+    assert DeltaTable(table).version() == before and not (tmp_path / "audit").exists()
+    # the audit's own table of an earlier kafkaseg (fewer columns) is still appended to
+    from deltalake import write_deltalake
+
+    old = job.PARTITION_SCHEMA.remove(job.PARTITION_SCHEMA.get_field_index("size_overdue_ms"))
+    write_deltalake(str(tmp_path / "own"), old.empty_table())
+    job.prepare(job.parse_args(["--data-dir", str(manifest.path), "--mode", "append", "--output",
+                                str(tmp_path / "own")]))
+
+
 def test_exit_status():
     clean = {"errors": [], "lagging_partitions": 0}
     assert job.exit_status(clean, True) == 0
