@@ -30,6 +30,7 @@ from typing import Sequence
 
 from jobs.export import (
     UsageError,
+    check_format,
     check_output_location,
     check_partition_values,
     extract,
@@ -245,6 +246,7 @@ def prepare(args: argparse.Namespace, now_ms: int | None = None):
 
     paths = generate_sample(args.work_dir)[0] if args.sample else args.data_dir
     check_output_location(args.output, paths)
+    check_format(args.output, "delta", has_format=False)
     config = load_config(args)
     plan = prepare_run(paths, args.output, config, args.options, args.mode, now_ms)
     if not plan.increment.ranges:

@@ -40,6 +40,7 @@ import pyarrow as pa
 from jobs.export import (
     WRITE_MODES,
     UsageError,
+    check_format,
     check_output_location,
     generate_sample,
     job_parser,
@@ -139,6 +140,8 @@ def prepare(args: argparse.Namespace):
         if not output:
             continue
         check_output_location(output, paths, flag)
+        if args.format in ("delta", "parquet"):
+            check_format(output, args.format, flag)
         if args.mode == "error" and stat(join(output, "_delta_log") if args.format == "delta" else output):
             raise FileExistsError(f"{output} already exists (use --mode overwrite or append)")
         if args.mode == "append" and args.format == "delta":

@@ -8,6 +8,7 @@ import dataclasses
 import random
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
@@ -55,6 +56,15 @@ def test_refusals_exit_before_spark_with_one_line(tmp_path, capsys):
                          "kafka.isolation.level=read_uncommitted"])
     assert code == 2 and "needs kafka.isolation.level=read_committed" in capsys.readouterr().err
     assert len(manifest.partitions) == 2
+    # a folder of another tool's Parquet files: a Delta log over it would leave them unreferenced (VACUUM deletes
+    # them) and its Parquet readers would read the table's files too
+    parquet = tmp_path / "parquet"
+    parquet.mkdir()
+    pq.write_table(pa.table({"a": [1]}), parquet / "part-0.parquet")
+    code = compact.main(["--data-dir", str(tmp_path / "data"), "--output", str(parquet)])
+    err = capsys.readouterr().err
+    assert code == 2 and "holds Parquet files but no _delta_log" in err and "--format" not in err, err
+    assert sorted(p.name for p in parquet.iterdir()) == ["part-0.parquet"]
     write_data_dir(tmp_path / "hive", [TopicSpec("__HIVE_DEFAULT_PARTITION__", records_per_partition=10)], seed=1)
     code = compact.main(["--data-dir", str(tmp_path / "hive"), "--output", str(tmp_path / "h")])
     assert code == 2 and "__HIVE_DEFAULT_PARTITION__ cannot be a partition folder's value" in capsys.readouterr().err

@@ -58,7 +58,19 @@ def test_prepare_refuses_bad_input_before_spark(datadir, tmp_path, capsys):
     (tmp_path / "exists" / "_delta_log").mkdir(parents=True)
     bad = tmp_path / "bad.toml"
     bad.write_text('[defaults]\n"retention.minutes" = 5\n')
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "parquet").mkdir()
+    pq.write_table(pa.table({"a": [1]}), tmp_path / "parquet" / "part-0.parquet")
     for argv, message in [
+            # one format written into a table of the other: VACUUM would delete the Parquet files, readers mix them
+            (["--data-dir", data, "--output", str(tmp_path / "parquet"), "--mode", "append"],
+             "holds Parquet files but no _delta_log"),
+            (["--data-dir", data, "--output", str(tmp_path / "o"), "--segments", str(tmp_path / "parquet"),
+              "--mode", "overwrite"], "holds Parquet files but no _delta_log"),
+            (["--data-dir", data, "--output", str(tmp_path / "exists"), "--format", "parquet", "--mode",
+              "overwrite"], "is a Delta table"),
             (["--data-dir", str(tmp_path / "nope"), "--output", str(tmp_path / "o")], "BadPathError: "),
             (["--data-dir", data, "--output", str(tmp_path / "exists")], "FileExistsError: "),
             (["--data-dir", data, "--output", str(tmp_path / "o"), "--config", str(bad)],
