@@ -30,6 +30,7 @@ from typing import Sequence
 
 from jobs.export import (
     UsageError,
+    check_format,
     check_output_location,
     check_partition_values,
     extract,
@@ -96,6 +97,21 @@ def latest_per_key(df):
     latest = (df.where(F.col("key").isNotNull()).groupBy(*identity)
               .agg(F.max_by(F.struct(*rest), F.col("offset")).alias("latest")))
     return latest.select(*[F.col(c) if c in identity else F.col(f"latest.{c}").alias(c) for c in df.columns])
+
+
+def drop_expired(spark, df, expired):
+    """``df`` (compacted rows) without the rows below their partition's log start offset in ``expired``
+    (``{(topic, partition): offset}``): the Spark twin of :func:`kafkaseg.compaction.drop_expired` (a broadcast
+    join of the bounds, one row per partition)."""
+    from pyspark.sql import functions as F
+
+    if not expired:
+        return df
+    bounds = spark.createDataFrame([(t, int(p), int(o)) for (t, p), o in sorted(expired.items())],
+                                   "topic string, partition int, _kafkaseg_log_start long")
+    joined = df.join(F.broadcast(bounds), ["topic", "partition"], "left")
+    kept = joined.where(F.col("_kafkaseg_log_start").isNull() | (F.col("offset") >= F.col("_kafkaseg_log_start")))
+    return kept.select(*df.columns)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -191,7 +207,8 @@ def table_rows(spark, plan, scope, columns: Sequence[str]):
 def rewrite_on_executors(spark, changes, plan, scope) -> dict:
     """Apply ``changes`` by rewriting ``scope``'s files on the executors: the table's rows and the change set
     reduced per key again (:func:`latest_per_key`: the higher offset wins, so a change set applied twice changes
-    nothing), tombstones dropped, written as Parquet; then one commit replaces those files and records the new
+    nothing), tombstones dropped and rows below a log start retention moved (:func:`drop_expired`), written as
+    Parquet; then one commit replaces those files and records the new
     offsets (:func:`kafkaseg.compacted_table.commit_rewrite`, refused when the table moved meanwhile). Memory is
     Spark's shuffle's, bounded by Spark's settings, not by the table's size."""
     from pyspark.sql import functions as F
@@ -203,7 +220,7 @@ def rewrite_on_executors(spark, changes, plan, scope) -> dict:
     started = time.perf_counter()
     current = table_rows(spark, plan, scope, changes.columns)
     rows = changes if current is None else changes.unionByName(current)
-    live = latest_per_key(rows).where(F.col("value").isNotNull())
+    live = drop_expired(spark, latest_per_key(rows).where(F.col("value").isNotNull()), plan.increment.expired)
     folder = run_folder_name(time.time())
     write_parquet(live, join(plan.output, folder), "error", list(plan.partition_by))
     actions = delta_add_actions(plan.output, folder, plan.partition_by)
@@ -229,6 +246,7 @@ def prepare(args: argparse.Namespace, now_ms: int | None = None):
 
     paths = generate_sample(args.work_dir)[0] if args.sample else args.data_dir
     check_output_location(args.output, paths)
+    check_format(args.output, "delta", has_format=False)
     config = load_config(args)
     plan = prepare_run(paths, args.output, config, args.options, args.mode, now_ms)
     if not plan.increment.ranges:

@@ -475,19 +475,22 @@ def table_exists(output: str, fmt: str) -> bool:
     return entry is not None and (fmt == "parquet" or entry.is_dir)
 
 
-def check_format(output: str, fmt: str) -> None:
+def check_format(output: str, fmt: str, flag: str = "--output", has_format: bool = True) -> None:
     """Refuse to write ``fmt`` into a table of the other format: Parquet files in a Delta table's folder are
     outside its log (Delta readers never see them; Parquet readers of the folder see Delta's files too, removed
-    ones included), and a Delta log over a Parquet folder would leave its files unreferenced."""
+    ones included), and a Delta log over a Parquet folder would leave its files unreferenced (a VACUUM of the
+    table deletes them). ``flag`` named ``output``; ``has_format``: the job has a ``--format`` to suggest."""
     from kafkaseg.storage.fs import join, redact, stat
 
     delta_log = stat(join(output, "_delta_log"))
     if fmt == "parquet" and delta_log is not None and delta_log.is_dir:
         raise UsageError(f"--format parquet: {redact(output)} is a Delta table (it has a _delta_log); use "
-                         "--format delta, or another --output")
+                         f"--format delta, or another {flag}")
     if fmt == "delta" and (delta_log is None or not delta_log.is_dir) and _parquet_files(output):
-        raise UsageError(f"--format delta: {redact(output)} holds Parquet files but no _delta_log (a Parquet "
-                         "table); use --format parquet, or another --output")
+        what = "--format delta: " if has_format else ""
+        instead = "use --format parquet, or another " if has_format else "give another "
+        raise UsageError(f"{what}{redact(output)} holds Parquet files but no _delta_log (a Parquet table, which a "
+                         f"Delta table there would leave unreferenced: a VACUUM deletes them); {instead}{flag}")
 
 
 def _parquet_files(output: str) -> list[str]:

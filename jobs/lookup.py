@@ -38,7 +38,7 @@ from typing import Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
-from jobs.export import WRITE_MODES, UsageError, check_output_location, job_parser
+from jobs.export import WRITE_MODES, UsageError, check_format, check_output_location, job_parser
 from kafkaseg.errors import BadPathError, InvalidOptionError
 from kafkaseg.spark.jobs import positive_int
 
@@ -521,6 +521,7 @@ def check(args: argparse.Namespace) -> None:
     discover(list(args.data_dir), remote_log_metadata=lambda metadata: read_remote_log_metadata(
         metadata, lenient=args.on_corruption == "skip", ways_on=ON_CORRUPTION_WAYS_ON))
     check_output_location(args.output, list(args.data_dir))
+    check_format(args.output, args.format)
     globbed = any(c in args.input for c in "*?[{")  # Spark's readers expand globs
     if not globbed and input_format(args.input) != "table" and stat(args.input) is None:
         raise BadPathError(f"--input {args.input}: no such file or directory")

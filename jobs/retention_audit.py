@@ -40,6 +40,7 @@ import pyarrow as pa
 from jobs.export import (
     WRITE_MODES,
     UsageError,
+    check_format,
     check_output_location,
     generate_sample,
     job_parser,
@@ -127,6 +128,7 @@ def prepare(args: argparse.Namespace):
     and their configs (:func:`kafkaseg.retention.plan_audit`), and the outputs' locations. Raises
     ``InvalidOptionError``/``LayoutError``/``FileExistsError`` (usage errors) or another ``KafkaSegError``."""
     from kafkaseg.retention import parse_now, plan_audit
+    from kafkaseg.spark.tables import check_delta_append
     from kafkaseg.storage.fs import join, stat
     from kafkaseg.topic_config import load_config_file
 
@@ -138,8 +140,13 @@ def prepare(args: argparse.Namespace):
         if not output:
             continue
         check_output_location(output, paths, flag)
+        if args.format in ("delta", "parquet"):
+            check_format(output, args.format, flag)
         if args.mode == "error" and stat(join(output, "_delta_log") if args.format == "delta" else output):
             raise FileExistsError(f"{output} already exists (use --mode overwrite or append)")
+        if args.mode == "append" and args.format == "delta":
+            # before Spark starts: another job's table (a compacted or export table) is refused, not widened
+            check_delta_append(output, PARTITION_SCHEMA if flag == "--output" else SEGMENT_SCHEMA, add_columns=True)
     return paths, now, plan
 
 

@@ -238,18 +238,29 @@ def check_partitioning(uri: str, partition_by: Sequence[str]) -> None:
                                   "partitioning; set partition_by to the table's, or write another table")
 
 
-def merge_changes(table, changes, state: TableState, topics: Sequence[str] | None = None) -> dict:
+def merge_changes(table, changes, state: TableState, topics: Sequence[str] | None = None,
+                  expired: Mapping[tuple[str, int], int] | None = None) -> dict:
     """Apply ``changes`` (a change set: one row per identity, tombstones included; a ``pyarrow.Table`` or
     ``RecordBatchReader``) to the ``DeltaTable`` ``table`` in one commit that also records ``state``. A target
-    row is updated or deleted only by a higher offset, so a change set applied twice changes nothing. ``topics``:
-    the only topics ``changes`` can hold (the merge then skips the table's files of other topics). Returns
-    delta-rs's merge metrics. A concurrent commit to the table in between fails the commit (delta-rs's conflict
-    check), leaving it unchanged: a :class:`CompactedTableError`."""
+    row is updated or deleted only by a higher offset, so a change set applied twice changes nothing. ``expired``:
+    ``{(topic, partition): log start offset}`` whose rows below it are deleted in the same commit
+    (:func:`kafkaseg.compaction.drop_expired`). ``topics``: the only topics ``changes`` and ``expired`` can hold
+    (the merge then skips the table's files of other topics). Returns delta-rs's merge metrics. A concurrent
+    commit to the table in between fails the commit (delta-rs's conflict check), leaving it unchanged: a
+    :class:`CompactedTableError`."""
     predicate = MERGE_PREDICATE
     if topics:  # (none read: the change set is empty, nothing to restrict)
         predicate += f" AND t.topic IN ({', '.join(_sql_string(t) for t in sorted(set(topics)))})"
     with conflicts_reported(table.table_uri):
-        return _merge(table, changes, state, predicate)
+        return _merge(table, changes, state, predicate, _expired_predicate(expired or {}))
+
+
+def _expired_predicate(expired: Mapping[tuple[str, int], int]) -> str | None:
+    """The SQL condition on the target's rows below their partition's log start offset in ``expired``."""
+    if not expired:
+        return None
+    return " OR ".join(f"(t.topic = {_sql_string(topic)} AND t.partition = {int(partition)} AND t.offset < "
+                       f"{int(start)})" for (topic, partition), start in sorted(expired.items()))
 
 
 def _sql_string(text: str) -> str:
@@ -270,19 +281,22 @@ def conflicts_reported(uri: str):
             "run was committed; run again (runs of one table must not overlap)") from exc
 
 
-def _merge(table, changes, state: TableState, predicate: str) -> dict:
+def _merge(table, changes, state: TableState, predicate: str, expired: str | None = None) -> dict:
     from deltalake import WriterProperties
 
     before = table.version()
     # rewritten files in row groups of MERGE_ROW_GROUP rows: the writer buffers a row group (delta-rs's default is
     # about a million rows), which measured a quarter of a merge's peak memory (BENCHMARKS.md)
-    metrics = (table.merge(changes, predicate, source_alias="s", target_alias="t",
-                           writer_properties=WriterProperties(max_row_group_size=MERGE_ROW_GROUP),
-                           commit_properties=commit_properties(state))
-               .when_matched_delete("s.value IS NULL AND s.offset > t.offset")
-               .when_matched_update_all("s.offset > t.offset")
-               .when_not_matched_insert_all("s.value IS NOT NULL")
-               .execute())
+    merger = (table.merge(changes, predicate, source_alias="s", target_alias="t",
+                          writer_properties=WriterProperties(max_row_group_size=MERGE_ROW_GROUP),
+                          commit_properties=commit_properties(state))
+              .when_matched_delete("s.value IS NULL AND s.offset > t.offset")
+              .when_matched_update_all("s.offset > t.offset")
+              .when_not_matched_insert_all("s.value IS NOT NULL"))
+    if expired is not None:
+        # a key with no new record whose row is below the log start: retention deleted all of its records
+        merger = merger.when_not_matched_by_source_delete(expired)
+    metrics = merger.execute()
     if table.version() == before:
         # a merge that changes no row commits nothing (delta-rs); the offsets read must still be recorded, or the
         # next run would read the same range again: an empty commit carries them
@@ -321,7 +335,7 @@ def merge_staged_parquet(staging: str, plan: RunPlan) -> dict:
     source = dataset.scanner(columns=plan.schema.names).to_reader()
     source = _cast_reader(source, plan.schema)
     table = DeltaTable(plan.output, version=plan.table_version)
-    return merge_changes(table, source, plan.increment.state, plan.topics_read)
+    return merge_changes(table, source, plan.increment.state, plan.topics_changed, plan.increment.expired)
 
 
 @dataclass(frozen=True)
@@ -343,8 +357,8 @@ def rewrite_scope(plan: RunPlan) -> RewriteScope:
     """:class:`RewriteScope` of ``plan`` at the table version it read (the Delta log only, no data file)."""
     from deltalake import DeltaTable
 
-    if not plan.topics_read:
-        return RewriteScope((), (), 0)  # nothing read, nothing to rewrite (the run only records its read)
+    if not plan.topics_changed:
+        return RewriteScope((), (), 0)  # nothing read or expired, nothing to rewrite (the run only records its read)
     table = DeltaTable(plan.output, version=plan.table_version)
     deletion_vectors = "deletionVectors" in (table.protocol().reader_features or ())
     actions = pa.table(table.get_add_actions(flatten=True))
@@ -354,7 +368,7 @@ def rewrite_scope(plan: RunPlan) -> RewriteScope:
                      actions.column("size_bytes").to_pylist()))
     topics = None
     if "topic" in plan.partition_by:
-        topics = tuple(plan.topics_read)  # (a topic with nothing new keeps its files)
+        topics = tuple(plan.topics_changed)  # (a topic with nothing new keeps its files)
         files = [f for f in files if dict(f[1])["topic"] in topics]
     return RewriteScope(topics, tuple((path, tuple(parts)) for path, parts, _ in files), sum(f[2] for f in files),
                         deletion_vectors)
@@ -366,7 +380,7 @@ def merges_on_driver(plan: RunPlan, scope: RewriteScope) -> bool:
     only records the read, in an empty commit), or the table may hold deletion vectors (a DELETE by Spark kept
     with ``keep_foreign_deletes``: delta-rs's merge applies them, a rewrite from the raw files would bring the
     deleted rows back; purge them, e.g. Spark's ``REORG TABLE ... APPLY (PURGE)``, to return to the executors)."""
-    if not plan.topics_read or scope.deletion_vectors:
+    if not plan.topics_changed or scope.deletion_vectors:
         return True
     return scope.bytes <= plan.driver_merge_max_bytes and plan.driver_merge_max_bytes > 0
 
@@ -471,6 +485,12 @@ class RunPlan:
         """The topics whose read covers at least one offset (no other topic can be in the change set)."""
         return sorted({topic for (topic, _), (start, end) in self.increment.ranges.items() if end > start})
 
+    @property
+    def topics_changed(self) -> list[str]:
+        """The topics whose table rows the run may change: those read, and those with a partition whose log start
+        moved (``increment.expired``: rows below it are dropped)."""
+        return sorted(set(self.topics_read) | {topic for topic, _ in self.increment.expired})
+
 
 def pinned(options: Mapping[str, str], ranges: Mapping[tuple[str, int], tuple[int, int]]) -> dict:
     """``options`` with explicit ``startingOffsets``/``endingOffsets`` JSON for ``ranges``, and the topic selection
@@ -551,4 +571,5 @@ def compact_arrow(paths: Sequence[str], output: str, config: CompactionConfig | 
 
     table = DeltaTable(output, version=plan.table_version)
     return {"plan": plan, "changes": changes.num_rows, "missing_offsets": missing,
-            "merge": merge_changes(table, changes, plan.increment.state, plan.topics_read)}
+            "merge": merge_changes(table, changes, plan.increment.state, plan.topics_changed,
+                                   plan.increment.expired)}

@@ -26,6 +26,9 @@ Semantics, after Kafka's cleaner (``core/src/main/scala/kafka/log/LogCleaner.sca
 - A tombstone (null value) deletes its key. The cleaner keeps a tombstone until its batch's delete horizon
   (``delete.retention.ms`` after the first cleaning that saw it) and then removes it with the key's older
   records, so a read of an already-cleaned log gives the same state as a read of the uncleaned one.
+- Retention (``cleanup.policy=compact,delete``) or DeleteRecords moving a partition's log start offset removes
+  every record below it, so a key whose newest record is below it is gone from the log: an incremental run drops
+  such rows (:func:`drop_expired`), as a rebuild from the log would not have them.
 - How far a run reads: by default up to the last stable offset (everything a read_committed consumer can see).
   ``read_until = "cleanable"`` stops where the cleaner's cleanable range ends: the minimum of the last stable
   offset, the active segment's base offset and the base of the first segment (at or after the run's start) whose
@@ -59,8 +62,8 @@ from kafkaseg.errors import CompactedTableError, DataLossError, InvalidOptionErr
 from kafkaseg.storage.checkpoints import epoch_at, epoch_end_offset, mark_divergence
 
 __all__ = ["CompactionConfig", "PartitionFacts", "TableState", "Increment", "STATE_KEY", "IDENTITY_COLUMNS",
-           "latest_per_key", "apply_changes", "plan_increment", "cleanable_end", "compaction_read_options",
-           "gather_facts"]
+           "latest_per_key", "apply_changes", "drop_expired", "plan_increment", "cleanable_end",
+           "compaction_read_options", "gather_facts"]
 
 STATE_KEY = "kafkaseg.compaction"  # the commit metadata entry holding a TableState's JSON
 IDENTITY_COLUMNS = ("topic", "partition", "key")
@@ -242,12 +245,29 @@ def latest_per_key(table: pa.Table) -> pa.Table:
     return ordered.take(np.sort(winners.to_numpy()))
 
 
-def apply_changes(state: pa.Table, changes: pa.Table) -> pa.Table:
+def apply_changes(state: pa.Table, changes: pa.Table,
+                  expired: Mapping[tuple[str, int], int] | None = None) -> pa.Table:
     """The table after merging ``changes`` (a change set, tombstones included) into ``state`` (a compacted table
-    of the same columns): per identity the higher offset wins, then tombstones are dropped. Applying a change
-    set twice gives the same table (the reference for the Delta merge's idempotence)."""
+    of the same columns): per identity the higher offset wins, then tombstones are dropped, and so are rows below
+    their partition's log start offset in ``expired`` (:func:`drop_expired`). Applying a change set twice gives
+    the same table (the reference for the Delta merge's idempotence)."""
     merged = latest_per_key(pa.concat_tables([state.select(changes.schema.names), changes]))
-    return merged.filter(pc.is_valid(merged.column("value")))
+    return drop_expired(merged.filter(pc.is_valid(merged.column("value"))), expired or {})
+
+
+def drop_expired(table: pa.Table, expired: Mapping[tuple[str, int], int]) -> pa.Table:
+    """``table`` (a compacted table) without its rows below their partition's log start offset in ``expired``:
+    a row is its key's newest record, so below the log start the log holds no record of that key any more
+    (retention or DeleteRecords deleted them all), and a consumer reading the topic now never sees the key."""
+    if not expired or table.num_rows == 0:
+        return table
+    keep = np.ones(table.num_rows, dtype=bool)
+    topics = table.column("topic").to_numpy(zero_copy_only=False)
+    partitions = table.column("partition").to_numpy(zero_copy_only=False)
+    offsets = table.column("offset").to_numpy(zero_copy_only=False)
+    for (topic, partition), start in expired.items():
+        keep &= ~((topics == topic) & (partitions == partition) & (offsets < start))
+    return table.filter(pa.array(keep))
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -314,6 +334,9 @@ class TableState:
     leader_epochs: Mapping[tuple[str, int], int | tuple[int, int]] = field(default_factory=dict)
     caught_up_at_ms: Mapping[tuple[str, int], int] = field(default_factory=dict)
     kept_deletes: tuple[int, ...] = ()
+    # per (topic, partition): the log start offset when the table was last brought up to date (rows below it were
+    # dropped then); absent in tables written before it was recorded (taken as 0)
+    log_starts: Mapping[tuple[str, int], int] = field(default_factory=dict)
 
     def caught_up_at(self, key: tuple[str, int]) -> int:
         return self.caught_up_at_ms.get(key, self.read_at_ms)
@@ -324,7 +347,7 @@ class TableState:
                            "cluster_ids": dict(sorted(self.cluster_ids.items())), "read_at_ms": self.read_at_ms,
                            "read_until": self.read_until, "leader_epochs": _nested(self.leader_epochs),
                            "caught_up_at_ms": _nested(self.caught_up_at_ms),
-                           "kept_deletes": list(self.kept_deletes)},
+                           "kept_deletes": list(self.kept_deletes), "log_starts": _nested(self.log_starts)},
                           separators=(",", ":"))
 
     @classmethod
@@ -339,10 +362,12 @@ class TableState:
                       for p, e in parts.items()}
             caught_up = {(str(t), int(p)): int(ms) for t, parts in data.get("caught_up_at_ms", {}).items()
                          for p, ms in parts.items()}
+            starts = {(str(t), int(p)): int(o) for t, parts in data.get("log_starts", {}).items()
+                      for p, o in parts.items()}
             return cls(offsets, {str(k): str(v) for k, v in data["topic_ids"].items()},
                        {str(k): str(v) for k, v in data["cluster_ids"].items()}, int(data["read_at_ms"]),
                        str(data["read_until"]), epochs, caught_up,
-                       tuple(int(v) for v in data.get("kept_deletes", ())))
+                       tuple(int(v) for v in data.get("kept_deletes", ())), starts)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CompactedTableError(f"{where}: the recorded compaction state {STATE_KEY} is malformed ({exc}); "
                                       "rebuild the table with --mode full") from exc
@@ -369,8 +394,11 @@ class Increment:
     """What one run reads and records: ``ranges`` ``{(topic, partition): (start, end)}`` (end exclusive),
     ``state`` (the table's state once the run is committed), ``full`` (rebuild the table rather than merge into
     it), ``losses`` (data-loss findings that made a rebuild under ``on_data_loss = "rebuild"``), ``capped``
-    (partitions whose read stopped at ``max_offsets_per_partition``: run again to catch up) and ``notes`` (for the
-    run's output)."""
+    (partitions whose read stopped at ``max_offsets_per_partition``: run again to catch up), ``notes`` (for the
+    run's output) and ``expired`` (an incremental run's partitions whose log start offset moved since the table
+    recorded it, with the new one: retention, e.g. ``cleanup.policy=compact,delete``, or DeleteRecords removed
+    every record below it, so a key whose row is below it has no record left in the log and leaves the table, as
+    a rebuild from the log would not have it: :func:`drop_expired`)."""
 
     ranges: Mapping[tuple[str, int], tuple[int, int]]
     state: TableState
@@ -378,6 +406,7 @@ class Increment:
     losses: tuple[str, ...] = ()
     capped: tuple[tuple[str, int], ...] = ()
     notes: tuple[str, ...] = ()
+    expired: Mapping[tuple[str, int], int] = field(default_factory=dict)
 
     @property
     def offsets_to_read(self) -> int:
@@ -473,13 +502,24 @@ def plan_increment(facts: Sequence[PartitionFacts], state: TableState | None, co
         else:
             epochs[f.key] = epoch
     kept = () if state is None or full else tuple(state.kept_deletes)
-    notes = ()
+    notes: tuple[str, ...] = ()
     if state is not None and full and state.kept_deletes:
         notes = (f"this rebuild brings back the rows the DELETEs at table versions "
                  f"{', '.join(map(str, state.kept_deletes))} removed (kept with keep_foreign_deletes): apply those "
                  "deletions again",)
-    new_state = TableState(next_offsets, topic_ids, cluster_ids, now_ms, config.read_until, epochs, caught_up, kept)
-    return Increment(ranges, new_state, state is None or full, tuple(losses), tuple(capped), notes)
+    log_starts = {} if state is None or full else dict(state.log_starts)
+    expired = {}
+    for f in facts:
+        if f.key in previous and f.log_start_offset > log_starts.get(f.key, 0):
+            expired[f.key] = f.log_start_offset
+        log_starts[f.key] = f.log_start_offset
+    if expired:
+        moved = ", ".join(f"{t}-{p} to {o}" for (t, p), o in sorted(expired.items()))
+        notes += (f"log start offset moved (retention or DeleteRecords): {moved}; keys with no record left at or "
+                  "after it leave the table",)
+    new_state = TableState(next_offsets, topic_ids, cluster_ids, now_ms, config.read_until, epochs, caught_up, kept,
+                           log_starts)
+    return Increment(ranges, new_state, state is None or full, tuple(losses), tuple(capped), notes, expired)
 
 
 def _check_incarnation(facts: Iterable[PartitionFacts], state: TableState) -> None:

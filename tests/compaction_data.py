@@ -22,16 +22,18 @@ EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 COLUMNS = ("topic", "partition", "key", "value", "offset", "timestamp_ms", "timestampType", "headers")
 
 
-def expected_state(manifest, topics=None, ends: dict | None = None) -> dict:
+def expected_state(manifest, topics=None, ends: dict | None = None, starts: dict | None = None) -> dict:
     """``{(topic, partition, key): row tuple}`` a consumer replaying the topics' committed records (up to each
-    partition's last stable offset, or ``ends[(topic, partition)]`` when lower) into a map ends with."""
+    partition's last stable offset, or ``ends[(topic, partition)]`` when lower; from ``starts[(topic, partition)]``
+    when given, a log start retention moved) into a map ends with."""
     state: dict = {}
     for (topic, partition), pm in manifest.partitions.items():
         if topics is not None and topic not in topics:
             continue
         end = pm.last_stable_offset if ends is None else min(ends.get((topic, partition), 0), pm.last_stable_offset)
+        start = (starts or {}).get((topic, partition), 0)
         for r in sorted(pm.data_records(read_committed=True), key=lambda r: r.offset):
-            if r.offset >= end or r.key is None:
+            if r.offset >= end or r.offset < start or r.key is None:
                 continue
             if r.value is None:
                 state.pop((topic, partition, r.key), None)
@@ -93,6 +95,23 @@ def truncated_copy(source: Path, target: Path, drop_segments: int = 1) -> dict:
     write_offset_checkpoint(target / "cleaner-offset-checkpoint",
                             {tp: min(o, ends.get(tp, o)) for tp, o in cleaner.items()})
     return ends
+
+
+def retention_copy(source: Path, target: Path, upto: dict) -> dict:
+    """Copy log dir ``source`` to ``target`` as after the broker's retention (cleanup.policy=compact,delete)
+    deleted each ``(topic, partition)``'s segments that end at or below ``upto[...]``: files gone, log start moved
+    to the first kept segment's base (log-start-offset-checkpoint). Returns the new log start offsets."""
+    shutil.copytree(source, target)
+    starts = {}
+    for (topic, partition), limit in upto.items():
+        folder = target / f"{topic}-{partition}"
+        start = max(base for base in (int(f.stem) for f in folder.glob("*.log")) if base <= limit)
+        starts[(topic, partition)] = start
+        for f in folder.iterdir():
+            if f.suffix in (".log", ".index", ".timeindex", ".txnindex") and int(f.stem) < start:
+                f.unlink()
+    write_offset_checkpoint(target / "log-start-offset-checkpoint", starts)
+    return starts
 
 
 def cleaned_copy(manifest, target: Path, *, clean_below: dict, drop_tombstones: bool,

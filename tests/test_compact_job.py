@@ -4,9 +4,11 @@ brute-force replay."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
@@ -15,7 +17,7 @@ from kafkaseg.compacted_table import compact_arrow, delta_dataset
 from kafkaseg.compaction import latest_per_key
 from kafkaseg.schema import arrow_schema
 from kafkaseg.testing import TopicSpec, write_data_dir
-from tests.compaction_data import expected_state, table_rows, truncated_copy
+from tests.compaction_data import expected_state, retention_copy, table_rows, truncated_copy
 
 SPEC = TopicSpec("state", partitions=2, records_per_partition=900, records_per_batch=10, key_cardinality=40,
                  tombstone_ratio=0.15, null_key_ratio=0.05, headers=1, transactional=True, abort_ratio=0.3,
@@ -54,6 +56,15 @@ def test_refusals_exit_before_spark_with_one_line(tmp_path, capsys):
                          "kafka.isolation.level=read_uncommitted"])
     assert code == 2 and "needs kafka.isolation.level=read_committed" in capsys.readouterr().err
     assert len(manifest.partitions) == 2
+    # a folder of another tool's Parquet files: a Delta log over it would leave them unreferenced (VACUUM deletes
+    # them) and its Parquet readers would read the table's files too
+    parquet = tmp_path / "parquet"
+    parquet.mkdir()
+    pq.write_table(pa.table({"a": [1]}), parquet / "part-0.parquet")
+    code = compact.main(["--data-dir", str(tmp_path / "data"), "--output", str(parquet)])
+    err = capsys.readouterr().err
+    assert code == 2 and "holds Parquet files but no _delta_log" in err and "--format" not in err, err
+    assert sorted(p.name for p in parquet.iterdir()) == ["part-0.parquet"]
     write_data_dir(tmp_path / "hive", [TopicSpec("__HIVE_DEFAULT_PARTITION__", records_per_partition=10)], seed=1)
     code = compact.main(["--data-dir", str(tmp_path / "hive"), "--output", str(tmp_path / "h")])
     assert code == 2 and "__HIVE_DEFAULT_PARTITION__ cannot be a partition folder's value" in capsys.readouterr().err
@@ -122,3 +133,29 @@ def test_incremental_rewrite_on_the_executors_equals_the_reference_and_keeps_oth
     assert DeltaTable(str(table)).version() == version + 1
     assert not [p for p in table.iterdir() if p.name.startswith("kafkaseg-")
                 and not any(p.rglob("*.parquet"))]  # no empty run folder left behind
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("engine", ["driver", "executors"])
+def test_keys_retention_deleted_leave_the_table_on_either_merge_engine(spark, tmp_path, engine):
+    """cleanup.policy=compact,delete: retention deleted the oldest segments and with them every record of some
+    keys. The driver's merge and the executors' rewrite both drop those keys' rows, as a rebuild would, with new
+    records to merge and with none (the run then reads nothing and only drops)."""
+    manifest = write_data_dir(tmp_path / "full", [dataclasses.replace(SPEC, key_cardinality=300)], seed=3)
+    truncated_copy(tmp_path / "full", tmp_path / "head", drop_segments=2)
+    table = tmp_path / "t"
+    (tmp_path / "c.toml").write_text(f"driver_merge_max_bytes = {0 if engine == 'executors' else 1 << 30}\n")
+    common = ["--output", str(table), "--option", "includeHeaders=true", "--config", str(tmp_path / "c.toml")]
+    first = compact.run(spark, compact.parse_args(["--data-dir", str(tmp_path / "head"), *common]))
+    head_ends = first["plan"].increment.state.next_offsets
+    starts = retention_copy(tmp_path / "full", tmp_path / "expired", {("state", 0): head_ends[("state", 0)]})
+    second = compact.run(spark, compact.parse_args(["--data-dir", str(tmp_path / "expired"), *common]))
+    assert second["plan"].increment.expired == starts and second["plan"].increment.offsets_to_read > 0
+    assert second["result"].get("engine", "driver") == engine
+    assert table_rows(delta_dataset(str(table)).to_table()) == expected_state(manifest, starts=starts)
+    ends = second["plan"].increment.state.next_offsets
+    later = retention_copy(tmp_path / "full", tmp_path / "later", {tp: ends[tp] for tp in ends})
+    third = compact.run(spark, compact.parse_args(["--data-dir", str(tmp_path / "later"), *common]))
+    assert third["plan"].increment.offsets_to_read == 0 and set(third["plan"].increment.expired) == set(ends)
+    got = table_rows(delta_dataset(str(table)).to_table())
+    assert got == expected_state(manifest, starts=later) != expected_state(manifest, starts=starts)

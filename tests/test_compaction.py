@@ -5,6 +5,7 @@ rebuilds, idempotence, and the refusals (data loss, another incarnation, another
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import random
 import shutil
@@ -32,7 +33,7 @@ from kafkaseg.errors import CompactedTableError, DataLossError, InvalidOptionErr
 from kafkaseg.schema import arrow_schema
 from kafkaseg.testing import TopicSpec, write_data_dir
 from kafkaseg.testing.partition import write_offset_checkpoint
-from tests.compaction_data import cleaned_copy, expected_state, table_rows, truncated_copy
+from tests.compaction_data import cleaned_copy, expected_state, retention_copy, table_rows, truncated_copy
 
 ROOT = Path(__file__).resolve().parents[1]
 NOW = 1_800_000_000_000
@@ -172,7 +173,7 @@ def test_plan_increment_continues_recorded_offsets_and_records_the_new_ones():
     first = plan_increment([_facts()], None, config, NOW)
     assert first.full and first.ranges == {("t", 0): (0, 90)}
     assert first.state == TableState({("t", 0): 90}, {"t": "ID1"}, {"t": "C1"}, NOW, "last_stable_offset",
-                                     caught_up_at_ms={("t", 0): NOW})
+                                     caught_up_at_ms={("t", 0): NOW}, log_starts={("t", 0): 0})
     assert TableState.from_json(first.state.to_json(), "x") == first.state
     other = TableState({("t", 0): 90, ("u", 3): 7}, {"t": "ID1", "u": "ID2"}, {"t": "C1"}, NOW - 1)
     nxt = plan_increment([_facts(last_stable_offset=95, high_watermark=99)], other, config, NOW)
@@ -181,6 +182,14 @@ def test_plan_increment_continues_recorded_offsets_and_records_the_new_ones():
     capped = plan_increment([_facts(last_stable_offset=95)], other, config.with_changes(
         max_offsets_per_partition=3), NOW)
     assert capped.ranges == {("t", 0): (90, 93)} and capped.capped == (("t", 0),)
+    # rows below a log start that moved since the table recorded it leave the table (older tables: from 0)
+    assert nxt.expired == {} and nxt.state.log_starts == {("t", 0): 0}
+    moved = plan_increment([_facts(log_start_offset=40, last_stable_offset=95, high_watermark=99)], nxt.state,
+                           config, NOW)
+    assert moved.expired == {("t", 0): 40} and moved.state.log_starts == {("t", 0): 40}
+    assert TableState.from_json(moved.state.to_json(), "x") == moved.state
+    assert plan_increment([_facts(log_start_offset=40)], moved.state, config, NOW).expired == {}
+    assert plan_increment([_facts(log_start_offset=50)], None, config, NOW).expired == {}  # a rebuild reads from it
     cleanable = plan_increment([_facts()], None, config.with_changes(read_until="cleanable"), NOW)
     assert cleanable.ranges == {("t", 0): (0, 80)} and cleanable.state.read_until == "cleanable"
     with pytest.raises(CompactedTableError, match="malformed"):
@@ -351,6 +360,35 @@ def test_a_log_the_cleaner_compacted_gives_the_same_table(tmp_path):
                       now_ms=NOW)
         tables[name] = _table(tmp_path / f"t-{name}")
     assert tables["raw"] == tables["kept"] == tables["gone"] == expected_state(manifest)
+
+
+@pytest.mark.parametrize("nothing_new", [False, True])
+def test_keys_whose_records_retention_deleted_leave_the_table_as_from_a_rebuild(tmp_path, nothing_new):
+    """cleanup.policy=compact,delete: time or size retention deletes a compacted topic's oldest segments, and with
+    them every key whose latest record was there (DeleteRecords does the same to any topic). An incremental run
+    must then drop those keys' rows, as a rebuild from the log (and a consumer starting at the log start) has no
+    such key, not keep them for ever; the other partitions' rows stay."""
+    root = tmp_path / "d"
+    manifest = write_data_dir(root / "full", [dataclasses.replace(CHANGELOG, key_cardinality=400)], seed=3)
+    truncated_copy(root / "full", root / "head", drop_segments=2)
+    table = str(tmp_path / "t")
+    first = compact_arrow([str(root / ("full" if nothing_new else "head"))], table, options=HEADERS, now_ms=NOW)
+    tp = ("entities", 0)
+    read_to = first["plan"].increment.state.next_offsets[tp]
+    starts = retention_copy(root / "full", tmp_path / "expired", {tp: read_to})
+    expected = expected_state(manifest, starts=starts)
+    left = {r.key for r in manifest.partition(*tp).records if r.offset >= starts[tp]}
+    gone = {k for k in _table(table) if k[:2] == tp and k[2] not in left}
+    assert gone  # retention took keys the table holds with every record of theirs
+    result = compact_arrow([str(tmp_path / "expired")], table, options=HEADERS, now_ms=NOW + 1000)
+    assert not result["plan"].full and result["plan"].increment.expired == starts
+    assert _table(table) == expected
+    compact_arrow([str(tmp_path / "expired")], str(tmp_path / "rebuilt"), options=HEADERS, now_ms=NOW)
+    assert _table(table) == _table(tmp_path / "rebuilt")
+    # nothing new, nothing moved: nothing to drop
+    again = compact_arrow([str(tmp_path / "expired")], table, options=HEADERS, now_ms=NOW + 2000)
+    assert again["plan"].increment.offsets_to_read == 0 and not again["plan"].increment.expired
+    assert _table(table) == _table(tmp_path / "rebuilt")
 
 
 def test_data_loss_is_refused_or_rebuilt(changelog, tmp_path):

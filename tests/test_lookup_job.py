@@ -6,6 +6,7 @@ import importlib.util
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from kafkaseg.errors import InvalidOptionError
@@ -173,7 +174,15 @@ def test_main_refuses_a_missing_data_dir_or_an_existing_output_in_one_line(datad
     (tmp_path / "out").mkdir()
     requests = tmp_path / "r.csv"
     requests.write_text("topic,partition,time\norders,0,-1\n")
+    (tmp_path / "delta" / "_delta_log").mkdir(parents=True)
+    (tmp_path / "parquet").mkdir()
+    pq.write_table(pa.table({"a": [1]}), tmp_path / "parquet" / "part-0.parquet")
     for argv, message in [
+            # one format written into a table of the other: VACUUM would delete the Parquet files, readers mix them
+            (["--data-dir", str(datadir.path), "--input", str(requests), "--output", str(tmp_path / "parquet"),
+              "--format", "delta", "--mode", "append"], "holds Parquet files but no _delta_log"),
+            (["--data-dir", str(datadir.path), "--input", str(requests), "--output", str(tmp_path / "delta"),
+              "--mode", "overwrite"], "is a Delta table"),
             (["--data-dir", str(tmp_path / "nope"), "--input", str(requests), "--output", str(tmp_path / "o")],
              "BadPathError: "),
             (["--data-dir", str(datadir.path), "--input", str(requests), "--output", str(tmp_path / "out")],

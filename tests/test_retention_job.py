@@ -58,7 +58,19 @@ def test_prepare_refuses_bad_input_before_spark(datadir, tmp_path, capsys):
     (tmp_path / "exists" / "_delta_log").mkdir(parents=True)
     bad = tmp_path / "bad.toml"
     bad.write_text('[defaults]\n"retention.minutes" = 5\n')
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "parquet").mkdir()
+    pq.write_table(pa.table({"a": [1]}), tmp_path / "parquet" / "part-0.parquet")
     for argv, message in [
+            # one format written into a table of the other: VACUUM would delete the Parquet files, readers mix them
+            (["--data-dir", data, "--output", str(tmp_path / "parquet"), "--mode", "append"],
+             "holds Parquet files but no _delta_log"),
+            (["--data-dir", data, "--output", str(tmp_path / "o"), "--segments", str(tmp_path / "parquet"),
+              "--mode", "overwrite"], "holds Parquet files but no _delta_log"),
+            (["--data-dir", data, "--output", str(tmp_path / "exists"), "--format", "parquet", "--mode",
+              "overwrite"], "is a Delta table"),
             (["--data-dir", str(tmp_path / "nope"), "--output", str(tmp_path / "o")], "BadPathError: "),
             (["--data-dir", data, "--output", str(tmp_path / "exists")], "FileExistsError: "),
             (["--data-dir", data, "--output", str(tmp_path / "o"), "--config", str(bad)],
@@ -70,6 +82,36 @@ def test_prepare_refuses_bad_input_before_spark(datadir, tmp_path, capsys):
         assert job.main(argv) == 2
         err = capsys.readouterr().err
         assert err.startswith("retention_audit.py: error: ") and message in err and err.count("\n") == 1, err
+
+
+def test_append_refuses_a_delta_table_another_job_wrote_before_spark(datadir, tmp_path, capsys):
+    """--mode append adds the columns a later kafkaseg added to the audit's own table, but a Delta table of other
+    columns (a compacted table, an export given as --output by mistake) is not the audit's: appending audit rows
+    to it would add 40 columns to it and mix the rows. Refused before Spark starts, nothing written."""
+    from deltalake import DeltaTable
+
+    from kafkaseg.compacted_table import compact_arrow
+    from kafkaseg.errors import TableSchemaError
+
+    manifest, config = datadir
+    table = str(tmp_path / "compacted")
+    compact_arrow([str(manifest.path)], table, options={"subscribe": "kept"})
+    before = DeltaTable(table).version()
+    for flag in ("--output", "--segments"):
+        argv = ["--data-dir", str(manifest.path), "--mode", "append", "--output", str(tmp_path / "audit"),
+                flag, table]
+        with pytest.raises(TableSchemaError, match=rf"{table}: cannot append .* columns this job does not "
+                                                       r"write: key, value, offset"):
+            job.prepare(job.parse_args(argv))
+        assert job.main(argv) == 2 and "TableSchemaError" in capsys.readouterr().err
+    assert DeltaTable(table).version() == before and not (tmp_path / "audit").exists()
+    # the audit's own table of an earlier kafkaseg (fewer columns) is still appended to
+    from deltalake import write_deltalake
+
+    old = job.PARTITION_SCHEMA.remove(job.PARTITION_SCHEMA.get_field_index("size_overdue_ms"))
+    write_deltalake(str(tmp_path / "own"), old.empty_table())
+    job.prepare(job.parse_args(["--data-dir", str(manifest.path), "--mode", "append", "--output",
+                                str(tmp_path / "own")]))
 
 
 def test_exit_status():

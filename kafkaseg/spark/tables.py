@@ -282,9 +282,19 @@ def _type_text(kind) -> str:
     return str(kind.type)
 
 
+def check_delta_append(output: str, schema: pa.Schema, add_columns: bool = False) -> None:
+    """The checks an append of rows of ``schema`` to the Delta table at ``output`` makes (``write_delta``), for a
+    job to make before Spark starts; nothing when ``output`` is no Delta table yet."""
+    if is_delta_table(output):
+        from deltalake import DeltaTable
+
+        _check_append_schema(DeltaTable(output), schema, output, add_columns)
+
+
 def _check_append_schema(table, schema: pa.Schema, output: str, add_columns: bool) -> list:
     """The fields of ``schema`` an append must add to ``table`` (``add_columns``); raises TableSchemaError for a
-    column of another type, or a new column without ``add_columns``."""
+    column of another type, a new column without ``add_columns``, or, with it, a table holding columns
+    ``schema`` lacks (another job's table: only the job's own table, of an earlier kafkaseg, gains columns)."""
     from deltalake import Schema
 
     have = {f.name: _type_text(f.type) for f in table.schema().fields}
@@ -296,6 +306,12 @@ def _check_append_schema(table, schema: pa.Schema, output: str, add_columns: boo
         raise TableSchemaError(f"{output}: cannot append: column(s) of another type: {'; '.join(other)}; nothing "
                                "was written (write with the options the table was written with, or to a new table, "
                                "or overwrite it)")
+    foreign = [name for name in have if name not in schema.names]
+    if new and add_columns and foreign:
+        raise TableSchemaError(f"{output}: cannot append to it: it is not this job's table (it has columns this job "
+                               f"does not write: {', '.join(foreign)}, and lacks {len(new)} of its columns: "
+                               f"{', '.join(f.name for f in new[:5])}{', ...' if len(new) > 5 else ''}); nothing "
+                               "was written (write to a new table, or overwrite it)")
     if new and not add_columns:
         raise TableSchemaError(f"{output}: cannot append: column(s) the table lacks: "
                                f"{', '.join(f.name for f in new)} (Delta readers would leave them out); nothing was "
