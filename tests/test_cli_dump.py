@@ -938,7 +938,9 @@ def _one_segment(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["abc.checkpoint", "00000000000000000005.checkpoint", "5-.checkpoint",
-                                  "-1.checkpoint", "00000000000000000005-1-2.checkpoint", "x5-1.checkpoint"])
+                                  "-1.checkpoint", "00000000000000000005-1-2.checkpoint", "x5-1.checkpoint",
+                                  # Snapshots.parse reads 20 and 10 characters: a shorter part fails it
+                                  "5-3.checkpoint", "00000000000000000005-3.checkpoint", "5-0000000003.checkpoint"])
 def test_a_checkpoint_not_named_end_offset_dash_epoch_is_an_error_not_a_log_at_offset_0(tmp_path, capsys, name):
     """DumpLogSegments takes a .checkpoint other than bootstrap.checkpoint as a KRaft snapshot and parses its name
     (Snapshots.parse(...).get(): Long.parseLong, Integer.parseInt), which fails on another name; kafkaseg dumped it
@@ -1074,3 +1076,4 @@ def test_files_naming_no_file_is_a_usage_error_not_an_empty_success(capsys, give
     tool fails on the empty name)."""
     code, out, err = _exit_status(["dump", "--no-progress", "--files", given], capsys)
     assert code == 2 and out == "" and "--files" in err and "Traceback" not in err, err
+
