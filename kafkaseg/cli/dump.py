@@ -4,7 +4,8 @@ Output follows Kafka 4.3's DumpLogSegments (``tools/src/main/java/org/apache/kaf
 the Java port of ``core/.../kafka/tools/DumpLogSegments.scala``) line for line: ``Dumping <file>``, then per file
 type
 
-* ``.log`` / KRaft ``.checkpoint``: ``Log starting offset: N`` (``Snapshot end offset: N, epoch: E`` /
+* ``.log`` / KRaft ``.checkpoint``: ``Log starting offset: N`` (for a ``.log`` not named after an offset, where
+  Kafka's tool fails, its first batch's base offset and a word saying so; ``Snapshot end offset: N, epoch: E`` /
   ``KRaft bootstrap snapshot``), one line per batch (``printBatchLevel``) and, with ``--deep-iteration`` (implied by
   ``--print-data-log`` and the decoders), one ``| offset: ...`` line per record; ``Found N invalid bytes at the end
   of <name>`` for a tail that is not a whole batch, an entry whose size field runs past the end included whatever
@@ -675,8 +676,8 @@ def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress
     name = _fs.basename(located)
     if name.endswith(".log"):
         start = _name_offset(name, located)
-        start = 0 if start is None else start
-        header_line = f"Log starting offset: {start}"
+        header_line = f"Log starting offset: {start}" if start is not None else _unnamed_log_start(name, located,
+                                                                                                  filesystem)
     elif name == BOOTSTRAP_CHECKPOINT:
         header_line = "KRaft bootstrap snapshot"
     else:  # (Snapshots.parse(...).get(): the name's parse fails the tool, as it does the broker)
@@ -804,6 +805,22 @@ def _name_offset(name: str, located: str) -> int | None:
     :class:`SegmentNameError` (file ``located``): Kafka's tool fails on it (``toLong``), as its broker does."""
     match = _NAME_OFFSET.match(name.split(".")[0])
     return _fitting(match.group(1), LONG_MAX, "base offset", located) if match and match.group(1).isascii() else None
+
+
+def _unnamed_log_start(name: str, located: str, filesystem) -> str:
+    """The ``Log starting offset`` line of a ``.log`` whose name is no offset (a renamed backup, on which Kafka's
+    tool fails: ``toLong``): the base offset discovery reads such a file at, its first batch's (0 without one),
+    saying the name is no offset."""
+    try:
+        with SegmentReader(located, filesystem) as reader:
+            first = reader.header_at(0, max_batch_bytes=None)
+    except KafkaSegError:  # (the dump of its batches says what is wrong)
+        first = None
+    if first is None:
+        return (f"Log starting offset: 0 ({name} is not named after an offset, and holds no readable batch to take "
+                "one from)")
+    return (f"Log starting offset: {first.base_offset} ({name} is not named after an offset: its first batch's base "
+            "offset)")
 
 
 def _fitting(digits: str, most: int, what: str, located: str) -> int:
