@@ -177,7 +177,8 @@ class UnreadableSegmentError(SegmentFileError):
 
 class SegmentNameError(SegmentFileError):
     """A segment file whose name's base offset does not fit in a 64-bit long, or in the metadata log's folder a KRaft
-    snapshot whose name's end offset does not (its epoch a 32-bit int). Kafka's ``LogLoader`` fails the log on the
+    snapshot whose name's end offset does not (its epoch a 32-bit int), or whose name is not ``<20 digits>-<10
+    digits>.checkpoint`` where ``Snapshots.parse`` reads them. Kafka's ``LogLoader`` fails the log on the
     first (``Long.parseLong``), ``KafkaMetadataLog`` on the second (``Snapshots.parse``), and ``LogManager.loadLogs``
     rethrows what is no ``IOException``: the broker does not load the log dir, so ``kafkaseg log-dirs`` says it
     offline, and a read refuses the partition. ``also``: the folder's other files named so, after this one (each

@@ -306,6 +306,8 @@ class PartitionReport:
     #: files lost (:func:`_acknowledged_loss`: the words of the DataLossError a read to latest raises), also when
     #: the end was given: a stream's micro-batch that reads to the log end says them (kafkaseg.streaming)
     lost_past_end: str | None = None
+    #: those offsets, ``(first, end)``: what a stream compares to say them again only when they change
+    lost_past_end_offsets: tuple[int, int] | None = None
 
     @property
     def name(self) -> str:
@@ -1436,21 +1438,23 @@ def _copies_named(copies) -> str:
     return ", ".join(f"{segment_id} (offsets {first}-{end - 1})" for segment_id, first, end in copies)
 
 
-def _acknowledged_loss(part: _Partition, bounds: _Bounds) -> str | None:
+def _acknowledged_loss(part: _Partition, bounds: _Bounds) -> tuple[str, tuple[int, int]] | None:
     """What a read that ends at ``part``'s upper bound loses past it, when that is the log end (the high watermark
     is above it: bounds noted it) and the broker had acknowledged and flushed offsets there that are not in the
     files (:func:`~kafkaseg.storage.layout.acknowledged_loss_end`: the rule and the words offsets, describe and
-    locate use too, through layout.lost_tail), or None. With ``upperBound=logEndOffset`` too: that read ends at the
+    locate use too, through layout.lost_tail), as its words and the offsets ``(first, end)`` lost, or None. With ``upperBound=logEndOffset`` too: that read ends at the
     log end as well, and loses the same offsets past it. A read to latest raises it as data loss; a stream's
     micro-batch that reaches the log end says it (:attr:`PartitionReport.lost_past_end`), and so does a stream that
     stands there (:attr:`AvailableRange.lost_past_end`)."""
     leo = bounds.log_end
-    if (bounds.upper != leo
-            or acknowledged_loss_end(part.pdir, leo, walk_clean=part.leo_walk_clean,
-                                     as_listed=ListingCheck(part.pdir, part.segments).recovery_point) is None):
+    if bounds.upper != leo:
         return None
-    return f"{part.name}: " + acknowledged_loss_words(bounds.high_watermark, part.pdir.recovery_point, leo,
-                                                      part.pdir.path)
+    end = acknowledged_loss_end(part.pdir, leo, walk_clean=part.leo_walk_clean,
+                                as_listed=ListingCheck(part.pdir, part.segments).recovery_point)
+    if end is None:
+        return None
+    return (f"{part.name}: " + acknowledged_loss_words(bounds.high_watermark, part.pdir.recovery_point, leo,
+                                                       part.pdir.path), (leo, end))
 
 
 def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, preport: PartitionReport | None
@@ -1633,9 +1637,9 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
         if why and preport is not None:
             preport.notes.append(f"{name}: no record at or after ending timestamp {ts} ({why}); reading to "
                                  f"the end ({end})")
-    lost_past_end = _acknowledged_loss(part, bounds) if end == bounds.upper else None
+    lost_past_end, lost_offsets = (_acknowledged_loss(part, bounds) if end == bounds.upper else None) or (None, None)
     if preport is not None:
-        preport.lost_past_end = lost_past_end
+        preport.lost_past_end, preport.lost_past_end_offsets = lost_past_end, lost_offsets
     if lost_past_end is not None and not explicit_end:  # (a given end asked for no more than the files hold)
         loss(lost_past_end)
     if cut_short is not None and not explicit_end and end >= bounds.log_end:  # (a read to latest, or by time)
@@ -2489,7 +2493,8 @@ class AvailableRange(NamedTuple):
     one a reader's position was taken from (KIP-320); ``high_watermark``: the checkpointed high watermark (None
     without one), which may be above ``log_end`` (``latest`` stops at the log end); ``lost_past_end``: what a read
     to ``latest`` loses past it when that is the log end and the high watermark and recovery point say offsets
-    past it were acknowledged and flushed (:attr:`PartitionReport.lost_past_end`, in the same words), else None."""
+    past it were acknowledged and flushed (:attr:`PartitionReport.lost_past_end`, in the same words), else None;
+    ``lost_past_end_offsets``: those offsets, ``(first, end)``."""
 
     earliest: int
     latest: int
@@ -2501,6 +2506,7 @@ class AvailableRange(NamedTuple):
     leader_epochs: tuple[EpochEntry, ...] = ()
     high_watermark: int | None = None
     lost_past_end: str | None = None
+    lost_past_end_offsets: tuple[int, int] | None = None
 
 
 def available_range(partition_dir: PartitionDir, options: ReadOptions, *, log_ends: LogEndCache | None = None
@@ -2522,9 +2528,10 @@ def _available_range(partition_dir: PartitionDir, options: ReadOptions, log_ends
                               topic_id=partition_dir.topic_id, leader_epochs=partition_dir.leader_epochs,
                               high_watermark=partition_dir.high_watermark)
     bounds = _bounds(part, None)
+    lost_past_end, lost_offsets = _acknowledged_loss(part, bounds) or (None, None)
     return AvailableRange(bounds.log_start, bounds.upper, bounds.log_end, partition_dir.path, checkpointed,
                           tuple(report.lenient), partition_dir.topic_id, partition_dir.leader_epochs,
-                          partition_dir.high_watermark, _acknowledged_loss(part, bounds))
+                          partition_dir.high_watermark, lost_past_end, lost_offsets)
 
 
 def slice_order(piece: SegmentSlice) -> tuple:

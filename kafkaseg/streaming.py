@@ -312,8 +312,9 @@ class MicroBatchPlanner:
         #: What the last :meth:`latest_offsets` found lost past the log end of a partition the stream stands at
         #: (``failOnDataLoss=false``; true raises it): ``(partition, words)``, each said once (see there).
         self.standing_loss: list[tuple[TopicPartition, str]] = []
-        # the losses past a log end said so far (by a micro-batch that reached it, or standing there), not said again
-        self._said_past_end: set[tuple[TopicPartition, str]] = set()
+        # the offsets lost past a log end said so far (by a micro-batch that reached it, or standing there): not said
+        # again while they are the same (a high watermark checkpointed higher over the same files loses no other)
+        self._said_past_end: set[tuple[TopicPartition, tuple[int, int] | None]] = set()
 
     # -- discovery ---------------------------------------------------------------------------------------------------
     def _partitions(self, listing: Listing | None = None) -> list[PartitionDir]:
@@ -528,16 +529,17 @@ class MicroBatchPlanner:
         from there to latest raises (:attr:`~kafkaseg.planning.AvailableRange.lost_past_end`, planning's rule and
         words). Under ``failOnDataLoss`` a :class:`DataLossError` (Spark's ``latestOffset`` fails the query), else
         in :attr:`standing_loss`; each said once (a micro-batch that reached the end said it already: :meth:`plan`),
-        so a stream standing there says it at the first trigger that finds it, not at every one."""
+        so a stream standing there says it at the first trigger that finds it, not at every one, and again only when
+        the offsets lost change (not for a high watermark checkpointed higher over the same files)."""
         self.standing_loss = []
         for tp, available in sorted(ranges.items()):
             position = start.get(tp)
             if (available.lost_past_end is None or position != available.log_end or latest.get(tp) != position
-                    or (tp, available.lost_past_end) in self._said_past_end):
+                    or (tp, available.lost_past_end_offsets) in self._said_past_end):
                 continue
             if self.options.fail_on_data_loss:
                 raise DataLossError(f"{available.lost_past_end} {_FAIL_HINT}")
-            self._said_past_end.add((tp, available.lost_past_end))
+            self._said_past_end.add((tp, available.lost_past_end_offsets))
             self.standing_loss.append((tp, available.lost_past_end))
 
     def _delay(self, min_offsets: int, start: Mapping[TopicPartition, int],
@@ -714,7 +716,7 @@ class MicroBatchPlanner:
                 loss(preport.lost_past_end)
                 tp = (preport.topic, preport.partition)
                 result.lost_past_end[tp] = preport.lost_past_end
-                self._said_past_end.add((tp, preport.lost_past_end))
+                self._said_past_end.add((tp, preport.lost_past_end_offsets))
         planned = result.scan.report.offsets()
         for tp in stopping:  # where a batch cut at a divergence really stops (a high watermark below it stops it
             # sooner): the next batch reads on from there, not from the divergence

@@ -44,7 +44,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from kafkaseg.errors import CorruptDataError, InvalidOptionError, KafkaSegError
 from kafkaseg.storage import fs as _fs
-from kafkaseg.storage.layout import PartitionDir
+from kafkaseg.storage.layout import KRAFT_SNAPSHOT_NAME, PartitionDir
 
 __all__ = [
     "KAFKA_DEFAULTS", "SETTING_NAMES", "Setting", "TopicConfig", "ConfigFile", "ClusterConfigs",
@@ -355,7 +355,6 @@ _CONFIG_RECORD, _TOPIC_RECORD, _REMOVE_TOPIC_RECORD = 4, 2, 9  # MetadataRecordT
 _PARTITION_RECORD, _PARTITION_CHANGE_RECORD = 3, 5
 _REPLAYED = (_TOPIC_RECORD, _PARTITION_RECORD, _CONFIG_RECORD, _PARTITION_CHANGE_RECORD, _REMOVE_TOPIC_RECORD)
 _BEGIN_TRANSACTION, _END_TRANSACTION, _ABORT_TRANSACTION = 23, 24, 25
-_KRAFT_SNAPSHOT = re.compile(r"^(\d+)-(\d+)\.checkpoint$")
 
 
 @dataclass(frozen=True)
@@ -395,7 +394,7 @@ def _metadata_values(path: str, filesystem, min_offset: int) -> Iterable[tuple[i
 def _kraft_snapshots(pdir: PartitionDir) -> list[tuple[int, str]]:
     """(end offset, path) of the KRaft snapshots of ``pdir``, newest first."""
     return sorted(((int(m.group(1)), path) for path in pdir.kraft_snapshot_paths
-                   if (m := _KRAFT_SNAPSHOT.match(_fs.basename(path)))), reverse=True)
+                   if (m := KRAFT_SNAPSHOT_NAME.match(_fs.basename(path)))), reverse=True)
 
 
 def _metadata_reach(pdir: PartitionDir) -> int:

@@ -938,7 +938,9 @@ def _one_segment(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["abc.checkpoint", "00000000000000000005.checkpoint", "5-.checkpoint",
-                                  "-1.checkpoint", "00000000000000000005-1-2.checkpoint", "x5-1.checkpoint"])
+                                  "-1.checkpoint", "00000000000000000005-1-2.checkpoint", "x5-1.checkpoint",
+                                  # Snapshots.parse reads 20 and 10 characters: a shorter part fails it
+                                  "5-3.checkpoint", "00000000000000000005-3.checkpoint", "5-0000000003.checkpoint"])
 def test_a_checkpoint_not_named_end_offset_dash_epoch_is_an_error_not_a_log_at_offset_0(tmp_path, capsys, name):
     """DumpLogSegments takes a .checkpoint other than bootstrap.checkpoint as a KRaft snapshot and parses its name
     (Snapshots.parse(...).get(): Long.parseLong, Integer.parseInt), which fails on another name; kafkaseg dumped it
@@ -1074,3 +1076,30 @@ def test_files_naming_no_file_is_a_usage_error_not_an_empty_success(capsys, give
     tool fails on the empty name)."""
     code, out, err = _exit_status(["dump", "--no-progress", "--files", given], capsys)
     assert code == 2 and out == "" and "--files" in err and "Traceback" not in err, err
+
+
+def test_a_log_not_named_after_an_offset_is_dumped_from_its_first_batchs_base_offset(tmp_path, capsys):
+    """Kafka's tool fails on a .log whose name is no offset (``toLong``); kafkaseg dumps it (an operator's renamed
+    backup), but printed 'Log starting offset: 0' for one whose records start at 40. It prints the base offset
+    discovery reads such a file at, its first batch's, and says the name is no offset; an empty one says so."""
+    from kafkaseg.storage.layout import discover
+
+    writer = PartitionWriter(tmp_path / "t-0", log_start_offset=40)
+    for b in range(2):
+        writer.append(build_batch_v2([Record(o, 1_700_000_000_000 + o, b"k", b"v") for o in range(40 + 3 * b,
+                                                                                             43 + 3 * b)]))
+    writer.close()
+    backup = tmp_path / "backup.log"
+    backup.write_bytes((tmp_path / "t-0" / f"{40:020d}.log").read_bytes())
+    (pdir,) = discover([str(backup)])
+    code, out, err = run(["dump", "--no-progress", "--files", str(backup)], capsys)
+    assert code == 0 and err == [] and len(out) == 4, out
+    assert out[1] == (f"Log starting offset: {pdir.segments[0].base_offset} (backup.log is not named after an "
+                      "offset: its first batch's base offset)") and pdir.segments[0].base_offset == 40
+    code, out, err = run(["dump", "--no-progress", "--json", "--files", str(backup)], capsys)
+    assert code == 0 and json.loads(out[1])["info"].startswith("Log starting offset: 40 (")
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    code, out, err = run(["dump", "--no-progress", "--files", str(empty)], capsys)
+    assert code == 0 and out == [f"Dumping {empty}", "Log starting offset: 0 (empty.log is not named after an "
+                                 "offset, and holds no readable batch to take one from)"], out

@@ -632,3 +632,29 @@ def test_another_copy_answers_within_the_chosen_copys_high_watermark(tmp_path, c
     assert "offsets 0..270 read from the copy in" in err
     code, lines, err = run(["offsets", *_dirs(a, b), "--time", "latest"], capsys)
     assert (code, lines) == (0, ["t:0:300"])
+
+
+
+def test_only_the_answering_copys_lines_are_said(tmp_path, capsys):
+    """Three copies: ``a`` chosen and corrupt where the answer lies; ``b``, whose own lookup answers and says its
+    lost tail (its high watermark and recovery point above its log end), but which starts above the offsets the
+    answer rests on, so it is passed over; ``c``, a follower with a lost tail of its own, which answers. b's line was
+    said on stderr though b gave no answer: only the answering copy's lines, and the line saying which copy
+    answered, are said."""
+    a, b = _two_copies(tmp_path, 300, 200)
+    c = _two_copies(tmp_path / "more", 300, 250)[1]
+    shutil.copy(tmp_path / "a" / "t-0" / "partition.metadata", tmp_path / "more" / "b" / "t-0" / "partition.metadata")
+    for root in (tmp_path / "b", tmp_path / "more" / "b"):
+        for name in ("replication-offset-checkpoint", "recovery-point-offset-checkpoint"):
+            (root / name).write_text("0\n1\nt 0 300\n")
+    (tmp_path / "b" / "log-start-offset-checkpoint").write_text("0\n1\nt 0 100\n")
+    ms = _record_time(a, 86)
+    for path, lost, answer in ((b, "offsets 200..299 lost", 100), (c, "offsets 250..299 lost", 86)):
+        code, lines, err = run(["offsets", *_dirs(path), "--time", str(ms)], capsys)
+        assert (code, lines) == (0, [f"t:0:{answer}"]) and lost in err, err  # (each copy's own line)
+    _corrupt_batch(tmp_path / "a" / "t-0" / "00000000000000000000.log", 86)
+    code, lines, err = run(["offsets", *_dirs(a, b, c), "--time", str(ms)], capsys)
+    assert (code, lines) == (0, ["t:0:86"]), err
+    own, fallback = err.splitlines()
+    assert "offsets 250..299 lost" in own and "offsets 200..299" not in err, err
+    assert f"offsets 0..86 read from the copy in {tmp_path / 'more' / 'b' / 't-0'} instead" in fallback, err

@@ -457,6 +457,10 @@ def _metadata_log(root):
     return folder
 
 
+_NOT_FIXED_WIDTH = ("not named <end offset>-<epoch>.checkpoint, 20 and 10 digits: Kafka's Snapshots.parse reads them "
+                    "at those places in the name and fails on it")
+
+
 @pytest.mark.parametrize("name,words", [
     ("99999999999999999999-0000000001.checkpoint", "end offset 99999999999999999999 in the file name does not fit "
                                                    "in a 64-bit long"),
@@ -466,6 +470,12 @@ def _metadata_log(root):
                                                         "fit in a 64-bit long"),
     ("00000000000000000005-9999999999.checkpoint.deleted", "epoch 9999999999 in the file name does not fit in a "
                                                            "32-bit int"),
+    # Snapshots.parse reads the end offset from the name's first 20 characters and the epoch from the 10 after the
+    # next one, whatever they are: shorter parts fail it too (StringIndexOutOfBounds, NumberFormatException), where
+    # discovery listed 5-3.checkpoint as a snapshot
+    *[(name, _NOT_FIXED_WIDTH) for name in ("5-3.checkpoint", "00000000000000000005-3.checkpoint",
+                                            "5-0000000003.checkpoint", "snapshot.checkpoint",
+                                            "5-3.checkpoint.deleted")],
 ])
 def test_a_kraft_snapshot_named_past_a_long_is_the_metadata_logs_error(tmp_path, capsys, name, words):
     # KafkaMetadataLog.recoverSnapshots parses every .checkpoint of the metadata log's folder (Snapshots.parse:
@@ -506,3 +516,30 @@ def test_a_partition_folder_with_two_names_past_a_long_reports_each(two_partitio
     described = {d["partition"]: d for d in json.loads(capsys.readouterr().out)["partitions"]}
     assert sorted(described[0]["errors"]) == sorted([why, f"{second}: base offset 99999999999999999998 in the file "
                                                           "name does not fit in a 64-bit long"])
+
+
+def test_a_kraft_snapshot_name_outside_the_metadata_log_is_no_snapshot(tmp_path, capsys):
+    # only KafkaMetadataLog parses <end offset>-<epoch>.checkpoint names (Snapshots.parse); a broker's LogLoader
+    # passes over such a file in any other partition's folder: discovery listed it as a KRaft snapshot and verify
+    # read it as one. It is an unknown file there, as any other stray file of a partition folder
+    from kafkaseg.storage.layout import discover
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+
+    folder = tmp_path / "data" / "orders-0"
+    writer = PartitionWriter(folder)
+    writer.append(build_batch_v2([Record(o, 1_700_000_000_000, b"k", b"v") for o in range(3)]))
+    writer.close()
+    stray = folder / f"{3:020d}-{1:010d}.checkpoint"
+    stray.write_bytes(b"not a snapshot")
+    (pdir,) = discover([str(folder.parent)])
+    assert pdir.error is None and pdir.kraft_snapshot_paths == ()
+    # so is one a broker's Snapshots.parse would fail on: nothing parses it there
+    (folder / "5-3.checkpoint").write_bytes(b"")
+    (pdir,) = discover([str(folder.parent)], partition_errors=True)
+    assert pdir.error is None and pdir.kraft_snapshot_paths == ()
+    assert main(["verify", "--json", str(folder.parent)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    odd = sorted((p["file"], p["severity"]) for p in report["problems"] if "checkpoint" in p["file"])
+    assert odd == [(str(stray), "info"), (str(folder / "5-3.checkpoint"), "info")], report["problems"]
+    messages = {p["message"] for p in report["problems"] if "checkpoint" in p["file"]}
+    assert all(m.startswith("unknown file in a partition folder") for m in messages), messages

@@ -1529,3 +1529,36 @@ def test_a_range_computed_while_its_file_was_recent_stays_unsettled_when_reused(
     assert len(ranges) == 3  # reused: the same listing
     p.latest_offsets(start)
     assert len(ranges) == 6  # a new listing: computed again, since they were taken of files just written
+
+
+@pytest.mark.parametrize("reached", ["standing", "by a batch"])
+def test_a_lost_log_end_is_said_again_only_when_the_lost_offsets_change(tmp_path, reached):
+    """failOnDataLoss=false, the stream at a log end past which the high watermark and recovery point say offsets
+    were acknowledged and flushed (tests/lost_tail_data.py): said once (standing there from latest, or by the batch
+    that read to it). A new high watermark checkpoint (310) over the same files loses no other offsets
+    ([270, min(high watermark, recovery point)) still): it was said again, its words naming the new value; a
+    recovery point that lowers the end of the loss says it again."""
+    from tests.lost_tail_data import LOST_FROM, lost_tail_copy, set_high_watermark, set_recovery_point
+
+    root = tmp_path / "data"
+    lost_tail_copy(root, "hwrp")
+    p = planner(root, failOnDataLoss="false",
+                startingOffsets="latest" if reached == "standing" else "earliest")
+    start = p.initial_offsets()
+    said = []
+    end = p.latest_offsets(start)
+    said += [words for _, words in p.standing_loss]
+    if reached == "by a batch":
+        plan = p.plan(start, end)
+        said += plan.data_loss
+        assert from_offsets(end) == {("t", 0): LOST_FROM}
+        start = end
+        said += [words for _ in range(2) for _, words in (p.latest_offsets(start), p.standing_loss)[1]]
+    assert len(said) == 1 and "offsets [270, 300) were acknowledged and flushed" in said[0], said
+    set_high_watermark(root, 310)
+    assert p.latest_offsets(start) == start and p.standing_loss == []
+    set_recovery_point(root, 290)
+    assert p.latest_offsets(start) == start
+    (again,) = [words for _, words in p.standing_loss]
+    assert "offsets [270, 290) were acknowledged and flushed" in again
+    assert p.latest_offsets(start) == start and p.standing_loss == []

@@ -4,7 +4,8 @@ Output follows Kafka 4.3's DumpLogSegments (``tools/src/main/java/org/apache/kaf
 the Java port of ``core/.../kafka/tools/DumpLogSegments.scala``) line for line: ``Dumping <file>``, then per file
 type
 
-* ``.log`` / KRaft ``.checkpoint``: ``Log starting offset: N`` (``Snapshot end offset: N, epoch: E`` /
+* ``.log`` / KRaft ``.checkpoint``: ``Log starting offset: N`` (for a ``.log`` not named after an offset, where
+  Kafka's tool fails, its first batch's base offset and a word saying so; ``Snapshot end offset: N, epoch: E`` /
   ``KRaft bootstrap snapshot``), one line per batch (``printBatchLevel``) and, with ``--deep-iteration`` (implied by
   ``--print-data-log`` and the decoders), one ``| offset: ...`` line per record; ``Found N invalid bytes at the end
   of <name>`` for a tail that is not a whole batch, an entry whose size field runs past the end included whatever
@@ -24,8 +25,9 @@ kafkaseg's readers refuse is reported (``Error dumping``, exit 1); one whose onl
 offsets repeating or going back still has its records printed as Kafka's deep iterator gives them. A file named
 with an offset past a 64-bit long (a snapshot's epoch past an int), on which Kafka's tool fails, is an error naming
 it (``SegmentNameError``, exit 1), not dumped; so is a ``.checkpoint`` not named ``<end offset>-<epoch>.checkpoint``
-(nor ``bootstrap.checkpoint``), whose name Kafka's ``Snapshots.parse`` fails on. An error line names the file once:
-``Error dumping <file>: <message>``, the message without the file's own name (:func:`_unnamed`).
+in 20 and 10 characters (nor ``bootstrap.checkpoint``), whose name Kafka's ``Snapshots.parse`` fails on. An error
+line names the file once: ``Error dumping <file>: <message>``, the message without the file's own name
+(:func:`_unnamed`).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from kafkaseg.decode.api import STOP_END, STOP_LIMIT, DecodeRequest
 from kafkaseg.errors import CorruptDataError, KafkaSegError, LayoutError, SegmentNameError
 from kafkaseg.wire.text import java_utf8
 from kafkaseg.storage import fs as _fs
-from kafkaseg.storage.layout import is_last_log_in_folder
+from kafkaseg.storage.layout import is_last_log_in_folder, kraft_snapshot_id
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import parse_producer_snapshot, read_producer_snapshot
 from kafkaseg.storage._index_file import broker_sanity_check
@@ -69,7 +71,6 @@ RECORD_INDENT = "|"
 INT_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1
 _JSON_DECODERS = ("offsets", "share-group-state", "transaction", "cluster-metadata")  # their payloads print as JSON
-_KRAFT_SNAPSHOT = re.compile(r"^(\d+)-(\d+)\.checkpoint$")
 BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
 
 
@@ -675,19 +676,13 @@ def _dump_log(path: str, options: DumpOptions, report: DumpReport, out, progress
     name = _fs.basename(located)
     if name.endswith(".log"):
         start = _name_offset(name, located)
-        start = 0 if start is None else start
-        header_line = f"Log starting offset: {start}"
+        header_line = f"Log starting offset: {start}" if start is not None else _unnamed_log_start(name, located,
+                                                                                                  filesystem)
     elif name == BOOTSTRAP_CHECKPOINT:
         header_line = "KRaft bootstrap snapshot"
-    else:
-        match = _KRAFT_SNAPSHOT.match(name)
-        if match:  # (Snapshots.parse: Long.parseLong and Integer.parseInt, which fail the tool past them)
-            end_offset = _fitting(match.group(1), LONG_MAX, "end offset", located)
-            epoch = _fitting(match.group(2), INT_MAX, "epoch", located)
-            header_line = f"Snapshot end offset: {end_offset}, epoch: {epoch}"
-        else:  # (Snapshots.parse(...).get(): the name's parse fails, or gives nothing, and the tool with it)
-            raise LayoutError("not named <end offset>-<epoch>.checkpoint (a KRaft snapshot's name, which Kafka's "
-                              "tool parses) nor bootstrap.checkpoint, so its end offset and epoch are unknown")
+    else:  # (Snapshots.parse(...).get(): the name's parse fails the tool, as it does the broker)
+        end_offset, epoch = kraft_snapshot_id(name, _fs.redact(located))
+        header_line = f"Snapshot end offset: {end_offset}, epoch: {epoch}"
     if options.json:
         print(json.dumps({"file": _fs.redact(path), "info": header_line}), file=out)
     else:
@@ -810,6 +805,22 @@ def _name_offset(name: str, located: str) -> int | None:
     :class:`SegmentNameError` (file ``located``): Kafka's tool fails on it (``toLong``), as its broker does."""
     match = _NAME_OFFSET.match(name.split(".")[0])
     return _fitting(match.group(1), LONG_MAX, "base offset", located) if match and match.group(1).isascii() else None
+
+
+def _unnamed_log_start(name: str, located: str, filesystem) -> str:
+    """The ``Log starting offset`` line of a ``.log`` whose name is no offset (a renamed backup, on which Kafka's
+    tool fails: ``toLong``): the base offset discovery reads such a file at, its first batch's (0 without one),
+    saying the name is no offset."""
+    try:
+        with SegmentReader(located, filesystem) as reader:
+            first = reader.header_at(0, max_batch_bytes=None)
+    except KafkaSegError:  # (the dump of its batches says what is wrong)
+        first = None
+    if first is None:
+        return (f"Log starting offset: 0 ({name} is not named after an offset, and holds no readable batch to take "
+                "one from)")
+    return (f"Log starting offset: {first.base_offset} ({name} is not named after an offset: its first batch's base "
+            "offset)")
 
 
 def _fitting(digits: str, most: int, what: str, located: str) -> int:

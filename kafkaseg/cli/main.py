@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
 import re
@@ -614,18 +615,42 @@ def _answer_from_copies(pdir, others, args, command: str, look_up, rests_on):
     the answer of the first of them that holds what it rests on (``rests_on(done)``), with what was taken from it
     (:func:`~kafkaseg.lookup.from_other_copies`: a strict read's rule and words), said on stderr. With
     ``--on-corruption skip`` no other copy is looked at: the lookup goes past the damage, as a read with
-    ``onCorruption=skip`` skips it."""
+    ``onCorruption=skip`` skips it. What a copy's lookup says on stderr (its lost tail, ...) is said only for the
+    copy whose answer is taken (the chosen copy's also when no copy answers: its error is the partition's); a
+    copy passed over is named, and why, in the error or not at all."""
     from kafkaseg.errors import CorruptDataError
     from kafkaseg.lookup import from_other_copies
     from kafkaseg.storage.layout import other_copy_line, relisted
 
+    said: list[str] = []  # what the last lookup tried said on stderr
+
+    def quietly(copy):
+        buffer = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(buffer):
+                return relisted(copy, look_up)
+        finally:
+            said[:] = [buffer.getvalue()]
+
     try:
-        return relisted(pdir, look_up), None
+        done = quietly(pdir)
     except CorruptDataError as err:
         if args.on_corruption == "skip" or not others:
+            sys.stderr.write(said[0])
             raise
-        done, switched = from_other_copies(pdir, others, err, lambda copy: relisted(copy, look_up), rests_on,
-                                           isolation=args.isolation)
+        chosen_said = said[0]
+        try:
+            done, switched = from_other_copies(pdir, others, err, quietly, rests_on, isolation=args.isolation)
+        except BaseException:
+            sys.stderr.write(chosen_said)
+            raise
+    except BaseException:
+        sys.stderr.write(said[0])
+        raise
+    else:
+        sys.stderr.write(said[0])
+        return done, None
+    sys.stderr.write(said[0])  # (the copy that answered: the last one tried)
     print(f"kafkaseg {command}: {pdir.topic}-{pdir.partition}: {other_copy_line(switched)}", file=sys.stderr)
     return done, switched
 

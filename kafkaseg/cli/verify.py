@@ -55,8 +55,9 @@ from kafkaseg.options import ReadOptions
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage import tiered
 from kafkaseg.storage._index_file import index_location
-from kafkaseg.storage.layout import (SWAPS_IGNORED, SWAPS_RESOLVED, ListingCheck, PartitionDir, check_one_incarnation,
-                                     discover, flushed_above_words, gaps_in_copies, high_watermark_above_words,
+from kafkaseg.storage.layout import (CLUSTER_METADATA_TOPIC, KRAFT_SNAPSHOT_NAME, SWAPS_IGNORED, SWAPS_RESOLVED,
+                                     ListingCheck, PartitionDir, check_one_incarnation, discover,
+                                     flushed_above_words, gaps_in_copies, high_watermark_above_words,
                                      judge_tail, transactions_open_at, unacknowledged_append, valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
@@ -71,7 +72,7 @@ __all__ = ["Problem", "SegmentSummary", "PartitionSummary", "UnreadableRange", "
            "verify_partition", "report_skipped_folders"]
 
 ERROR, WARNING, INFO = "error", "warning", "info"
-_KNOWN_FILE = re.compile(r"^(\d+)\.(log|index|timeindex|txnindex|snapshot)$|^\d+-\d+\.checkpoint$")
+_KNOWN_FILE = re.compile(r"^(\d+)\.(log|index|timeindex|txnindex|snapshot)$")
 _TEMP_FILE = re.compile(r"\.(deleted|cleaned|swap)$")
 _TEMP_FILE_MEANING = {
     "deleted": "a file retention, the log cleaner or a deleteRecords removed, which a broker deletes "
@@ -1358,6 +1359,10 @@ def _check_files(pdir: PartitionDir, report: VerifyReport) -> None:
             continue
         if _TEMP_FILE.search(name):
             report.add(WARNING, entry.path, None, f"temporary file: {_TEMP_FILE_MEANING[name.rsplit('.', 1)[1]]}")
+        elif KRAFT_SNAPSHOT_NAME.match(name):  # a KRaft snapshot in the metadata log's folder only
+            if pdir.topic != CLUSTER_METADATA_TOPIC:
+                report.add(INFO, entry.path, None, "unknown file in a partition folder (named as a KRaft snapshot, "
+                           f"which a broker reads in {CLUSTER_METADATA_TOPIC}-0 only: not read)")
         elif _KNOWN_FILE.match(name):
             stem, kind = name.split(".")[0], name.rsplit(".", 1)[1]
             if kind in ("index", "timeindex", "txnindex") and stem not in logs:

@@ -16,9 +16,11 @@ Segment files (``LogFileUtils.java``): ``<base offset, 20 digits>.log`` with ``.
   them. A side file's ``.swap`` without its ``.log.swap`` (the swap's ``.log`` already renamed into place: a broker
   renames the rest into place too) is ignored (the segment's own side files are read, or a missing index rebuilt).
 
-KRaft's ``__cluster_metadata-0`` also holds ``<offset>-<epoch>.checkpoint`` snapshots: listed in
-``PartitionDir.kraft_snapshot_paths``. One named past a long (its epoch past an int) is a :class:`SegmentNameError`,
-as a segment named past a long is (the broker's ``KafkaMetadataLog`` fails the metadata log on its name).
+KRaft's ``__cluster_metadata-0`` also holds ``<offset>-<epoch>.checkpoint`` snapshots (20 and 10 digits): listed in
+``PartitionDir.kraft_snapshot_paths``. A ``.checkpoint`` there whose name ``Snapshots.parse`` fails on (named past a
+long, its epoch past an int, or its parts not 20 and 10 characters long) is a :class:`SegmentNameError`, as a segment
+named past a long is (the broker's ``KafkaMetadataLog`` fails the metadata log on its name). In any other folder
+such a file is no snapshot (a broker's ``LogLoader`` passes over it).
 
 Checkpoints of the log dir (``replication-offset-checkpoint`` etc.) are attached to each partition found in it.
 ``logStartOffset = max(log-start-offset checkpoint, first segment base)`` (``LogLoader``).
@@ -89,12 +91,16 @@ __all__ = [
     "find_log_end",
     "relisted",
     "REDISCOVERIES",
+    "KRAFT_SNAPSHOT_NAME",
+    "kraft_snapshot_id",
 ]
 
 _SEGMENT_NAME = re.compile(r"^(\d+)\.(log|index|timeindex|txnindex)(\.swap)?$")
 _SNAPSHOT_NAME = re.compile(r"^(\d+)\.snapshot$")
-_KRAFT_SNAPSHOT_NAME = re.compile(r"^(\d+)-(\d+)\.checkpoint$")
-_KRAFT_SNAPSHOT_PARSED = re.compile(r"^(\d+)-(\d+)\.checkpoint(?:\.part|\.deleted)?$")  # what Snapshots.parse parses
+#: a KRaft snapshot's name as a broker writes it (``Snapshots.filenameFromSnapshotId``): 20 and 10 digits
+KRAFT_SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+_KRAFT_SNAPSHOT_SUFFIXES = (".checkpoint", ".checkpoint.part", ".checkpoint.deleted")  # names Snapshots.parse parses
+_JAVA_INTEGER = re.compile(r"[+-]?\d+")  # what Long.parseLong / Integer.parseInt take, before their range
 _OFFSET_PREFIX = re.compile(r"^(\d+)\.")
 _LONG_MAX, _INT_MAX = 2**63 - 1, 2**31 - 1
 #: KRaft's metadata log, whose folder holds its snapshots (``<end offset>-<epoch>.checkpoint``)
@@ -416,26 +422,44 @@ def _files(entries: Sequence[_fs.FileEntry]) -> dict[str, _fs.FileEntry]:
     return files
 
 
+def kraft_snapshot_id(name: str, path: str) -> tuple[int, int] | None:
+    """``(end offset, epoch)`` as Kafka's ``Snapshots.parse`` reads them from file name ``name``: None for a name
+    not ending ``.checkpoint`` (``.checkpoint.part``, ``.checkpoint.deleted``), which it passes over. It reads the
+    end offset from the first 20 characters (``Long.parseLong``) and the epoch from the 10 after the next one
+    (``Integer.parseInt``), whatever the name holds there: a name it fails on (``5-3.checkpoint``, an end offset
+    past a long, an epoch past an int) is :class:`SegmentNameError` for file ``path``. Only the metadata log's
+    folder is parsed so (``KafkaMetadataLog.recoverSnapshots``, which then fails the metadata log), and
+    ``kafka-dump-log.sh`` parses a ``.checkpoint`` given to it alike."""
+    if not name.endswith(_KRAFT_SNAPSHOT_SUFFIXES):
+        return None
+    offset_text, epoch_text = name[:20], name[21:31]
+    if len(name) < 31 or not _JAVA_INTEGER.fullmatch(offset_text) or not _JAVA_INTEGER.fullmatch(epoch_text):
+        raise SegmentNameError("not named <end offset>-<epoch>.checkpoint, 20 and 10 digits: Kafka's "
+                               "Snapshots.parse reads them at those places in the name and fails on it", path)
+    end, epoch = int(offset_text), int(epoch_text)
+    if not -_LONG_MAX - 1 <= end <= _LONG_MAX:
+        raise SegmentNameError(f"end offset {offset_text} in the file name does not fit in a 64-bit long", path)
+    if not -_INT_MAX - 1 <= epoch <= _INT_MAX:
+        raise SegmentNameError(f"epoch {epoch_text} in the file name does not fit in a 32-bit int", path)
+    return end, epoch
+
+
 def _names_past_a_long(entries: Sequence[_fs.FileEntry], named: list, metadata_log: bool) -> None:
     """Raise :class:`SegmentNameError` for the files of a partition folder's listing a broker fails the log on:
     a segment file (``named``) whose base offset does not fit in a long (``LogLoader``: ``Long.parseLong``, once it
-    is a file: ``File.isFile``) and, in the metadata log's folder (``metadata_log``), a KRaft snapshot whose end
-    offset does not, or whose epoch does not fit in an int (``KafkaMetadataLog.recoverSnapshots``:
-    ``Snapshots.parse``, on whatever the entry is). One error per file, in name order: the first raised, the others
-    its ``also``."""
+    is a file: ``File.isFile``) and, in the metadata log's folder (``metadata_log``), a ``.checkpoint`` whose name
+    ``Snapshots.parse`` fails on (``KafkaMetadataLog.recoverSnapshots``, on whatever the entry is; see
+    :func:`kraft_snapshot_id`). One error per file, in name order: the first raised, the others its ``also``."""
     past = []
     for n, entry, match in named:
         if entry.readable and int(match.group(1)) > _LONG_MAX:
             past.append((n, SegmentNameError(f"base offset {match.group(1)} in the file name does not fit in a "
                                              "64-bit long", entry.path)))
     for entry in entries if metadata_log else ():  # (one being written or deleted too: its name is parsed alike)
-        match = _KRAFT_SNAPSHOT_PARSED.match(entry.name)
-        if match and int(match.group(1)) > _LONG_MAX:
-            past.append((entry.name, SegmentNameError(f"end offset {match.group(1)} in the file name does not fit "
-                                                      "in a 64-bit long", entry.path)))
-        elif match and int(match.group(2)) > _INT_MAX:
-            past.append((entry.name, SegmentNameError(f"epoch {match.group(2)} in the file name does not fit in a "
-                                                      "32-bit int", entry.path)))
+        try:
+            kraft_snapshot_id(entry.name, entry.path)
+        except SegmentNameError as err:
+            past.append((entry.name, err))
     if past:
         errors = [err for _, err in sorted(past, key=lambda t: t[0])]
         first = errors[0]
@@ -601,8 +625,9 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
     if ckpt.PARTITION_METADATA in names:
         meta = _safe(ckpt.read_partition_metadata, names[ckpt.PARTITION_METADATA].path, filesystem, notes)
         topic_id = meta.topic_id if meta else None
-    kraft = () if error is not None else tuple(e.path for n, e in sorted(names.items())
-                                               if _KRAFT_SNAPSHOT_NAME.match(n))
+    # (only the metadata log's folder holds KRaft snapshots: a broker's LogLoader passes over such a name elsewhere)
+    kraft = () if error is not None or topic != CLUSTER_METADATA_TOPIC else tuple(
+        e.path for n, e in sorted(names.items()) if KRAFT_SNAPSHOT_NAME.match(n))
     if log_dir is None:
         parent_path = _fs.parent(path)
         log_dir = _read_log_dir_metadata(parent_path, filesystem) if parent_path and parent_path != path else None
