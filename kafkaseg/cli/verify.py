@@ -851,8 +851,8 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                 next_time_offset = times_cursor.next
             after_bad_crc = True  # (the offsets the skipped bytes held are unknown: no gap is counted across them)
         resumption.close()
-        hidden = offsets_hidden_by_last_batch(final[0], final[2], pdir.high_watermark) if final and not raised \
-            else None
+        hidden = offsets_hidden_by_last_batch(final[0], final[2], pdir.high_watermark, pdir.reached_end()) \
+            if final and not raised else None
         if hidden is not None:
             add(ERROR, path, final[1], hidden)
         evidence = None  # (severity, line, LostTail, flushed): the tail evidence, said once with torn bytes

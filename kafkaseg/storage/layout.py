@@ -293,6 +293,16 @@ class PartitionDir:
         segments = (self.whole or self).segments
         return bool(segments) and segments[-1].log_path == log_path
 
+    def reached_end(self) -> int | None:
+        """The highest log end offset the partition's files besides its log say the log reached: its recovery
+        point (checkpointed after a flush up to it, lowered at once by a truncation) or its newest producer
+        snapshot's name (the log end offset when it was taken; a truncation deletes those above it); None with
+        neither. A clean shutdown leaves both at the log end; a running broker's recovery point sits at the
+        active segment's base. What vouches for a last batch's base offset past a compaction gap
+        (:func:`~kafkaseg.storage.segment.offsets_hidden_by_last_batch`)."""
+        named = [offset for offset, _ in _producer_snapshots(self)[:1]]
+        return max([*named, *([self.recovery_point] if self.recovery_point is not None else [])], default=None)
+
     def past_recovery_point(self, i: int) -> bool:
         """Whether segment ``i`` reaches past the recovery point (see :func:`reaches_past_recovery_point`)."""
         next_base = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
@@ -1898,7 +1908,8 @@ def partition_log_end_offset(partition_dir: PartitionDir, *,
     active = partition_dir.is_active_segment(partition_dir.segments[-1].log_path)
     return log_end_offset(partition_dir.segments[-1], filesystem=partition_dir.filesystem,
                           max_batch_bytes=max_batch_bytes, active=active,
-                          high_watermark=partition_dir.high_watermark if active else None)
+                          high_watermark=partition_dir.high_watermark if active else None,
+                          reached=partition_dir.reached_end())
 
 
 def unacknowledged_append(partition_dir: PartitionDir, *, max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES):
@@ -2303,7 +2314,8 @@ def find_log_end(partition_dir: PartitionDir, *, lenient: bool, verify_crc: bool
         active = partition_dir.is_active_segment(seg.log_path)
         leo, position = readable_end(seg, step_over=lenient, verify_crc=verify_crc,
                                      filesystem=partition_dir.filesystem, max_batch_bytes=max_batch_bytes,
-                                     high_watermark=partition_dir.high_watermark if active else None)
+                                     high_watermark=partition_dir.high_watermark if active else None,
+                                     reached=partition_dir.reached_end())
         end_position, corrupt_tail = None, None
         if lenient and isinstance(err, SkippedOffsetsError) and position == err.position:
             # the reader would stop at the batch (its base offset is past the read's end) without a word:
@@ -2324,7 +2336,8 @@ def find_log_end(partition_dir: PartitionDir, *, lenient: bool, verify_crc: bool
             # (as it does when an index entry past them spares this walk)
             after, _ = readable_end(seg, step_over=True, verify_crc=verify_crc, filesystem=partition_dir.filesystem,
                                     max_batch_bytes=max_batch_bytes,
-                                    high_watermark=partition_dir.high_watermark if active else None)
+                                    high_watermark=partition_dir.high_watermark if active else None,
+                                    reached=partition_dir.reached_end())
             if after <= leo:
                 raise
             leo = after
