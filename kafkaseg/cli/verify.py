@@ -55,8 +55,8 @@ from kafkaseg.options import ReadOptions
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage import tiered
 from kafkaseg.storage._index_file import index_location
-from kafkaseg.storage.layout import (CLUSTER_METADATA_TOPIC, KRAFT_SNAPSHOT_NAME, SWAPS_IGNORED, SWAPS_RESOLVED,
-                                     ListingCheck, PartitionDir, check_one_incarnation, discover,
+from kafkaseg.storage.layout import (CLUSTER_METADATA_TOPIC, KRAFT_SNAPSHOT_NAME, LOST_NEWEST_SEGMENT, SWAPS_IGNORED,
+                                     SWAPS_RESOLVED, ListingCheck, PartitionDir, check_one_incarnation, discover,
                                      flushed_above_words, gaps_in_copies, high_watermark_above_words,
                                      judge_tail, transactions_open_at, unacknowledged_append, valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
@@ -852,8 +852,8 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                 next_time_offset = times_cursor.next
             after_bad_crc = True  # (the offsets the skipped bytes held are unknown: no gap is counted across them)
         resumption.close()
-        hidden = offsets_hidden_by_last_batch(final[0], final[2], pdir.high_watermark) if final and not raised \
-            else None
+        hidden = offsets_hidden_by_last_batch(final[0], final[2], pdir.high_watermark, pdir.reached_end()) \
+            if final and not raised else None
         if hidden is not None:
             add(ERROR, path, final[1], hidden)
         evidence = None  # (severity, line, LostTail, flushed): the tail evidence, said once with torn bytes
@@ -1351,6 +1351,7 @@ def _check_files(pdir: PartitionDir, report: VerifyReport) -> None:
         report.add(WARNING, _fs.join(pdir.path, first), None,
                    f"segment swap files not swapped in, as Kafka's LogLoader does not swap them in: "
                    f"{'; '.join(not_swapped)}")
+    said: set[str] = set()  # discovery's notes said as a file's warning above
     for entry in entries:
         if entry.is_dir:
             continue
@@ -1366,8 +1367,14 @@ def _check_files(pdir: PartitionDir, report: VerifyReport) -> None:
         elif _KNOWN_FILE.match(name):
             stem, kind = name.split(".")[0], name.rsplit(".", 1)[1]
             if kind in ("index", "timeindex", "txnindex") and stem not in logs:
-                report.add(WARNING, entry.path, None,
-                           "orphaned index: no .log with this base offset (a broker deletes it)")
+                missing = f"{LOST_NEWEST_SEGMENT}{_fs.join(pdir.path, stem + '.log')} is missing"
+                lost = next((note for note in pdir.notes if note.startswith(missing)), None)
+                if lost is None:
+                    report.add(WARNING, entry.path, None,
+                               "orphaned index: no .log with this base offset (a broker deletes it)")
+                elif lost not in said:  # the newest segment's .log gone: once, as discovery's note says it
+                    said.add(lost)
+                    report.add(WARNING, _fs.join(pdir.path, stem + ".log"), None, lost[len(LOST_NEWEST_SEGMENT):])
         elif name not in _SIDE_FILES:
             report.add(INFO, entry.path, None, "unknown file in a partition folder")
     unreadable = {f"log dir: unreadable {name}: {why}" for name, why in pdir.unreadable_checkpoints}
@@ -1385,7 +1392,7 @@ def _check_files(pdir: PartitionDir, report: VerifyReport) -> None:
             continue
         elif note.startswith(SWAPS_RESOLVED) and swapped_in or note.startswith(SWAPS_IGNORED):  # said above
             continue
-        elif note.startswith(_TEMP_FILE_NOTE) and _TEMP_FILE.search(note):  # its file's warning says it
+        elif note.startswith(_TEMP_FILE_NOTE) and _TEMP_FILE.search(note) or note in said:  # its file's line says it
             continue
         elif note not in unreadable:  # reported once, as a problem of the log dir (_check_log_dir_checkpoints)
             report.add(INFO, pdir.path, None, note)

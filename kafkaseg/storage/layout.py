@@ -312,6 +312,16 @@ class PartitionDir:
         segments = (self.whole or self).segments
         return bool(segments) and segments[-1].log_path == log_path
 
+    def reached_end(self) -> int | None:
+        """The highest log end offset the partition's files besides its log say the log reached: its recovery
+        point (checkpointed after a flush up to it, lowered at once by a truncation) or its newest producer
+        snapshot's name (the log end offset when it was taken; a truncation deletes those above it); None with
+        neither. A clean shutdown leaves both at the log end; a running broker's recovery point sits at the
+        active segment's base. What vouches for a last batch's base offset past a compaction gap
+        (:func:`~kafkaseg.storage.segment.offsets_hidden_by_last_batch`)."""
+        named = [offset for offset, _ in _producer_snapshots(self)[:1]]
+        return max([*named, *([self.recovery_point] if self.recovery_point is not None else [])], default=None)
+
     def past_recovery_point(self, i: int) -> bool:
         """Whether segment ``i`` reaches past the recovery point (see :func:`reaches_past_recovery_point`)."""
         next_base = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
@@ -558,7 +568,41 @@ def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: 
             identity=log.identity,
         ))
     segments.sort(key=lambda s: s.base_offset)
+    lost = _lost_newest_segment(regular, valid_swaps, segments, by_name)
+    if lost is not None:
+        notes.append(lost)
     return segments, [p for _, p in snapshot_paths], sorted(split) + unpaired
+
+
+#: how discovery's note of a newest segment whose .log is gone starts (verify says it as its warning instead)
+LOST_NEWEST_SEGMENT = "lost segment: "
+
+
+def _lost_newest_segment(regular: dict, valid_swaps: dict, segments: list, by_name: dict) -> str | None:
+    """The note for index files of a segment past the newest one whose ``.log`` is gone, None without such.
+
+    A broker creates a segment's ``.log`` and its indexes together (``UnifiedLog.roll``) and deletes them together
+    (renamed to ``.deleted``, the ``.log`` first: ``LogSegment.changeFileSuffixes``), and it never deletes its
+    newest segment (retention rolls first), only truncates a follower's log below it, and then a crash between the
+    renames leaves the ``.log.deleted`` (a deletion under way, said by its own note). Past the newest ``.log``, index
+    files with no ``.log`` and no ``.log.deleted`` are a segment whose ``.log`` was deleted by hand, or that a copy
+    of a live data dir missed: the log ends before its base offset (a broker's ``LogLoader`` deletes the indexes and
+    ends it there too), and only these files say there was more."""
+    newest = segments[-1].base_offset if segments else None
+    orphans = sorted((base, kinds) for base, kinds in regular.items()
+                     if "log" not in kinds and base not in valid_swaps and (newest is None or base > newest))
+    for base, kinds in orphans:
+        entry = next(iter(kinds.values()))
+        stem = entry.name.split(".")[0]
+        if f"{stem}.log.deleted" in by_name:
+            continue
+        log_path = _fs.join(_fs.parent(entry.path), f"{stem}.log")
+        names = ", ".join(sorted(k.name for k in kinds.values()))
+        return (f"{LOST_NEWEST_SEGMENT}{log_path} is missing, but its {names} are there: the segment from offset "
+                f"{base}, past the newest segment, was deleted, or a copy of a live broker's data dir missed it, so "
+                f"the log ends before offset {base} and any records that segment held are not in these files"
+                f"{COPY_AGAIN}")
+    return None
 
 
 def _safe(read, path: str, filesystem, notes: list[str]):
@@ -1981,7 +2025,8 @@ def partition_log_end_offset(partition_dir: PartitionDir, *,
     active = partition_dir.is_active_segment(partition_dir.segments[-1].log_path)
     return log_end_offset(partition_dir.segments[-1], filesystem=partition_dir.filesystem,
                           max_batch_bytes=max_batch_bytes, active=active,
-                          high_watermark=partition_dir.high_watermark if active else None)
+                          high_watermark=partition_dir.high_watermark if active else None,
+                          reached=partition_dir.reached_end())
 
 
 def unacknowledged_append(partition_dir: PartitionDir, *, max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES):
@@ -2070,7 +2115,14 @@ def acknowledged_loss_words(high_watermark: int, recovery_point: int, log_end: i
     return (f"high watermark {high_watermark} and recovery point {recovery_point} are above the log end offset "
             f"{log_end}{of}: offsets [{log_end}, {min(high_watermark, recovery_point)}) were acknowledged and flushed "
             "to disk but are not in these files (a lost segment file, a copy taken while the broker was writing "
-            "that missed them, or a tail that no longer reads as batches)")
+            f"that missed them, or a tail that no longer reads as batches){COPY_AGAIN}")
+
+
+#: What to do when a partition's files may be a copy of a live broker's data dir taken file by file (rsync, cp,
+#: tar), which takes a folder's segments and the log dir's checkpoints at different moments: said where such a
+#: copy looks like lost data, as nothing in the files tells the two apart.
+COPY_AGAIN = ("; if these files are a copy of a running broker's data dir made file by file (rsync, cp), copy "
+              "again from a filesystem snapshot of the whole log dir, or of a stopped broker")
 
 
 def high_watermark_above_words(high_watermark: int, log_end: int, where: str | None = None) -> str:
@@ -2462,7 +2514,8 @@ def find_log_end(partition_dir: PartitionDir, *, lenient: bool, verify_crc: bool
         active = partition_dir.is_active_segment(seg.log_path)
         leo, position = readable_end(seg, step_over=lenient, verify_crc=verify_crc,
                                      filesystem=partition_dir.filesystem, max_batch_bytes=max_batch_bytes,
-                                     high_watermark=partition_dir.high_watermark if active else None)
+                                     high_watermark=partition_dir.high_watermark if active else None,
+                                     reached=partition_dir.reached_end())
         end_position, corrupt_tail = None, None
         if lenient and isinstance(err, SkippedOffsetsError) and position == err.position:
             # the reader would stop at the batch (its base offset is past the read's end) without a word:
@@ -2483,7 +2536,8 @@ def find_log_end(partition_dir: PartitionDir, *, lenient: bool, verify_crc: bool
             # (as it does when an index entry past them spares this walk)
             after, _ = readable_end(seg, step_over=True, verify_crc=verify_crc, filesystem=partition_dir.filesystem,
                                     max_batch_bytes=max_batch_bytes,
-                                    high_watermark=partition_dir.high_watermark if active else None)
+                                    high_watermark=partition_dir.high_watermark if active else None,
+                                    reached=partition_dir.reached_end())
             if after <= leo:
                 raise
             leo = after

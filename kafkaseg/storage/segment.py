@@ -460,7 +460,7 @@ def _reader_for(segment, filesystem, reader):
 def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset_index=None,
                    reader: SegmentReader | None = None,
                    max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES, as_listed: bool = True,
-                   active: bool = False, high_watermark: int | None = None) -> int:
+                   active: bool = False, high_watermark: int | None = None, reached: int | None = None) -> int:
     """``LogSegment.readNextOffset``: the offset after the last complete batch of ``segment`` (any object with
     ``base_offset``, ``log_path`` and ``index_path``, e.g. :class:`~kafkaseg.storage.layout.SegmentFiles`), or its
     base offset when it holds none. Starts at the last offset-index entry's position, so it reads about one index
@@ -470,7 +470,7 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
     segment with a ``log_size`` (as listed) ends there unless ``as_listed`` is False: batches a live broker appended
     since are not counted. ``active``: the partition's last segment (see :func:`unwritten_at`). With the
     partition's ``high_watermark``, a last batch whose base offset skips acknowledged offsets raises
-    (:func:`offsets_hidden_by_last_batch`)."""
+    (:func:`offsets_hidden_by_last_batch`; ``reached``: the log end the partition's other files vouch for)."""
     from kafkaseg.storage.offset_index import OffsetIndex
 
     reader, owned = _reader_for(segment, filesystem, reader)
@@ -529,7 +529,7 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
             before_end = (before[0].next_offset if before[0] is not None
                           else int(segment.base_offset) if last.position == walk_from == 0
                           else _end_before(reader, index, last.position, max_batch_bytes))
-            hidden = offsets_hidden_by_last_batch(last, before_end, high_watermark)
+            hidden = offsets_hidden_by_last_batch(last, before_end, high_watermark, reached)
             if hidden is not None:
                 raise SkippedOffsetsError(hidden, path=reader.path, position=last.position)
         return last.next_offset if last is not None else int(segment.base_offset)
@@ -538,8 +538,8 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
             reader.close()
 
 
-def offsets_hidden_by_last_batch(last: BatchHeader, before_end: int | None, high_watermark: int | None
-                                 ) -> str | None:
+def offsets_hidden_by_last_batch(last: BatchHeader, before_end: int | None, high_watermark: int | None,
+                                 reached: int | None = None) -> str | None:
     """What is wrong, or None, when ``last``, the final batch of a partition's log, starts above the high
     watermark while the batch before it ends below: acknowledged offsets ``before_end..high_watermark - 1`` are
     then in no batch (``before_end``: the offset after the batch before ``last``, or the segment's base offset when
@@ -555,9 +555,19 @@ def offsets_hidden_by_last_batch(last: BatchHeader, before_end: int | None, high
     high watermark and out of the read without a word. A high watermark inside ``last`` is left alone: a follower
     of a compacted topic holds exactly that (the same corruption by a few offsets then goes unseen), and so is a
     follower's high watermark that went back into such a gap with a leader change. Legacy (v0/v1) entries are left
-    alone: a compressed wrapper's header gives its last offset only."""
+    alone: a compressed wrapper's header gives its last offset only.
+
+    That high watermark can also lie in the gap before ``last``: a leader change to a replica whose high
+    watermark lagged moves a follower's back (``UnifiedLog.updateHighWatermark`` takes the leader's, bounded by
+    the log end only). Nothing in the log tells the two apart, but ``reached`` can: the log end offset the
+    partition's other files say the log reached (:meth:`~kafkaseg.storage.layout.PartitionDir.reached_end`, the
+    recovery point or the newest producer snapshot's name). A raised base offset leaves the log's true end at
+    ``before_end`` plus the batch's records, below ``last.next_offset``; no file names an offset the log never
+    reached, so ``reached`` at or past ``last.next_offset`` vouches for the base offset (a clean shutdown leaves
+    both there). A running broker's files do not (its recovery point is the active segment's base)."""
     if (before_end is None or high_watermark is None or last.magic < 2
-            or not before_end < high_watermark < last.base_offset):
+            or not before_end < high_watermark < last.base_offset
+            or (reached is not None and reached >= last.next_offset)):
         return None
     return (f"the last batch's base offset {last.base_offset} (offsets {last.base_offset}..{last.last_offset}) "
             f"skips offsets {before_end}..{high_watermark - 1}, below the high watermark {high_watermark}: "
@@ -706,7 +716,7 @@ def zeros_hiding_records(reader: "SegmentReader", position: int) -> str | None:
 
 def readable_end(segment, *, step_over: bool = False, verify_crc: bool = True, filesystem: pafs.FileSystem | None = None,
                  max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
-                 high_watermark: int | None = None) -> tuple[int, int]:
+                 high_watermark: int | None = None, reached: int | None = None) -> tuple[int, int]:
     """``(offset, position)`` just after the last whole batch of ``segment`` that a walk from its start reaches
     (its base offset and 0 when there is none). Without ``step_over`` the walk ends at the first corrupt framing,
     where Kafka's recovery would truncate. With it, corrupt framing is stepped over as the decoders'
@@ -715,8 +725,8 @@ def readable_end(segment, *, step_over: bool = False, verify_crc: bool = True, f
     whose offsets do not follow the one before (a base offset, which no CRC covers, gone back) ends the walk, or
     is stepped over with ``step_over``, unless it follows the batch before that one: then the one before it,
     whose offset field jumped past it, is stepped over instead, as a lenient read skips it. With the partition's ``high_watermark`` (``segment`` is its active one), a
-    last batch whose base offset skips acknowledged offsets (:func:`offsets_hidden_by_last_batch`) is not
-    readable: the walk ends before it."""
+    last batch whose base offset skips acknowledged offsets (:func:`offsets_hidden_by_last_batch`, ``reached`` as
+    there) is not readable: the walk ends before it."""
     reader, owned = _reader_for(segment, filesystem, None)
     last, before, position = None, None, 0
     stepped = adjacent = False  # whether bytes were stepped over since ``last``; before ``last`` (``adjacent``: not)
@@ -764,7 +774,7 @@ def readable_end(segment, *, step_over: bool = False, verify_crc: bool = True, f
         if owned:
             reader.close()
     if last is not None and adjacent and offsets_hidden_by_last_batch(
-            last, before.next_offset if before is not None else int(segment.base_offset), high_watermark):
+            last, before.next_offset if before is not None else int(segment.base_offset), high_watermark, reached):
         last, position = before, last.position
         return (last.next_offset if last is not None else int(segment.base_offset)), position
     return (last.next_offset, last.end) if last is not None else (int(segment.base_offset), 0)

@@ -1,0 +1,158 @@
+"""Three file states the notes carried for many stops: a compacted follower whose high watermark went back into a
+compaction gap, a live broker's copy that lost its active segment, and copies of a live data dir taken file by
+file (rsync)."""
+
+from __future__ import annotations
+
+import pytest
+
+import kafkaseg
+from kafkaseg.cli.main import main
+from kafkaseg.cli.verify import verify_paths
+from kafkaseg.errors import SkippedOffsetsError
+from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+from kafkaseg.testing.partition import write_offset_checkpoint
+
+# -- 1. a compacted follower whose high watermark went back into a gap ---------------------------------------------
+
+
+def _gap_follower(root, high_watermark: int, stopped: bool):
+    """A follower's copy of a compacted topic: its active segment holds [0, 50) and then [95, 100), as it fetched
+    them from a leader whose cleaner had removed [50, 95); its high watermark went back to ``high_watermark``
+    (inside the gap) with a leader change whose new leader lagged. ``stopped``: as a clean shutdown leaves it
+    (recovery point 100, a producer snapshot named 100); else as a running broker's (the recovery point at the
+    segment's base, no snapshot past it)."""
+    folder = root / "t-0"
+    writer = PartitionWriter(folder)
+    for base in [*range(0, 50, 5), 95]:
+        writer.append(build_batch_v2([Record(base + i, 1_700_000_000_000 + base + i, b"k%d" % (base + i), b"v")
+                                      for i in range(5)]))
+    log = writer.close()
+    assert log.log_end_offset == 100
+    if not stopped:
+        for snapshot in folder.glob("*.snapshot"):
+            snapshot.unlink()
+    write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): high_watermark})
+    write_offset_checkpoint(root / "recovery-point-offset-checkpoint", {("t", 0): 100 if stopped else 0})
+    return root
+
+
+@pytest.mark.parametrize("high_watermark", [51, 80, 94])
+def test_a_stopped_followers_high_watermark_back_in_a_gap_is_no_corruption(tmp_path, capsys, high_watermark):
+    """The recovery point and the producer snapshot say the log reached 100, so the last batch's base offset 95
+    is the broker's, not a corrupt one: the gap before it is compaction's. A read to latest returns [0, 50) and
+    ends at the high watermark; ``offsets -1`` answers it; verify reports no error. (Before, every read, ``offsets``
+    (-1 and -2), ``describe`` and ``verify`` called it a corrupt base offset, and a lenient read said offsets
+    50..hw-1 were acknowledged but missing.)"""
+    root = _gap_follower(tmp_path, high_watermark, stopped=True)
+    scan = kafkaseg.open_scan(str(root))
+    assert scan.to_table().column("offset").to_pylist() == list(range(50))
+    assert not any("acknowledged" in note for p in scan.plan.report.partitions for note in p.notes)
+    assert main(["offsets", "--data-dir", str(root), "--time", "-1"]) == 0
+    assert capsys.readouterr().out.split() == [f"t:0:{high_watermark}"]
+    assert not verify_paths([str(root)]).errors
+    upper = kafkaseg.read_arrow(str(root), upperBound="logEndOffset").column("offset").to_pylist()
+    assert upper == [*range(50), *range(95, 100)]
+
+
+def test_a_running_followers_high_watermark_back_in_a_gap_is_still_taken_for_a_corrupt_base(tmp_path):
+    """Pinned: with no file saying the log reached past the gap (a running broker's recovery point sits at the
+    active segment's base, and it writes producer snapshots at rolls), the state is byte for byte what a base
+    offset raised past the high watermark leaves (see offsets_hidden_by_last_batch), so a strict read raises
+    and the error names the other cause; README says what to do."""
+    root = _gap_follower(tmp_path, 80, stopped=False)
+    with pytest.raises(SkippedOffsetsError, match="leader change moved this replica's high watermark back"):
+        kafkaseg.read_arrow(str(root))
+
+
+# -- 2. a lost active segment of a live broker's copy --------------------------------------------------------------
+
+
+def _lost_active_segment(root, *, high_watermark: int | None, leftover: str = "indexes"):
+    """tests/lost_tail_data.py's partition (segments 0, 125, 250; offsets 0..299) as a running broker has it (the
+    recovery point at the active segment's base, producer snapshots from rolls), whose active segment's .log is
+    gone: ``leftover`` "indexes" (its .index and .timeindex stay: deleted, or a copy that missed it), or
+    "deleted" (a follower's truncation that crashed between renaming the .log to .deleted and its indexes)."""
+    from tests.lost_tail_data import set_high_watermark, set_recovery_point, write_whole
+
+    write_whole(root)
+    folder = root / "t-0"
+    if high_watermark is not None:
+        set_high_watermark(root, high_watermark)
+    set_recovery_point(root, 250)
+    (folder / f"{300:020d}.snapshot").unlink()
+    log = folder / f"{250:020d}.log"
+    if leftover == "deleted":
+        log.rename(log.with_name(log.name + ".deleted"))
+    else:
+        log.unlink()
+    return folder
+
+
+@pytest.mark.parametrize("high_watermark", [300, None])
+def test_a_lost_active_segment_is_named_where_the_log_now_ends(tmp_path, capsys, high_watermark):
+    """The active segment's index files outlive its .log: the log now ends at 250, the lost segment's base, and
+    nothing but those files says a segment from 250 was there (the recovery point sits at 250 on a running broker;
+    with no high watermark, nothing else at all). Reads, describe and verify name the missing .log and what to do,
+    where they said only an 'orphaned index (a broker deletes it)' (verify) or nothing (reads and describe with no
+    high watermark)."""
+    folder = _lost_active_segment(tmp_path, high_watermark=high_watermark)
+    missing = f"{folder / f'{250:020d}.log'} is missing"
+    scan = kafkaseg.open_scan(str(tmp_path))
+    assert scan.to_table().num_rows == 250
+    assert [n for p in scan.plan.report.partitions for n in p.notes if missing in n]
+    assert main(["describe", str(tmp_path)]) == 0
+    assert missing in capsys.readouterr().err
+    report = verify_paths([str(tmp_path)])
+    lines = [p for p in report.problems if missing in p.message]
+    assert [p.severity for p in lines] == ["warning"] and "filesystem snapshot" in lines[0].message
+    assert not [p for p in report.problems if "a broker deletes it" in p.message]
+
+
+def test_a_truncation_that_crashed_midway_is_no_lost_segment(tmp_path):
+    """A follower's truncation renames the segments above its new end to .deleted, the .log first: a crash between
+    leaves the .log.deleted beside the index files. That is a deletion under way, not a lost segment."""
+    _lost_active_segment(tmp_path, high_watermark=250, leftover="deleted")
+    scan = kafkaseg.open_scan(str(tmp_path))
+    assert scan.to_table().num_rows == 250
+    assert not [n for p in scan.plan.report.partitions for n in p.notes if "is missing" in n]
+
+
+# -- 3. copies of a live data dir taken file by file (rsync) ------------------------------------------------------
+
+
+def test_a_copy_that_missed_a_roll_says_what_to_do(tmp_path, capsys):
+    """rsync lists a folder before it copies it: a broker that rolls at 310 meanwhile (flushing the old segment and
+    checkpointing recovery point 310) leaves a copy whose new segment is not there while the checkpoints, copied
+    later, say 310. Nothing in the files tells that from lost flushed data (the new segment deleted), so it stays a
+    DataLossError, in every tool's words; they now say what to do if the files are such a copy. (Before, they named
+    "a copy taken while the broker was writing" among the causes but not the way out.)"""
+    from tests.lost_tail_data import set_high_watermark, set_recovery_point, write_whole
+
+    write_whole(tmp_path)
+    set_high_watermark(tmp_path, 310)
+    set_recovery_point(tmp_path, 310)
+    with pytest.raises(kafkaseg.DataLossError, match="filesystem snapshot") as info:
+        kafkaseg.read_arrow(str(tmp_path))
+    assert "[300, 310)" in str(info.value) and "copy" in str(info.value)
+    assert main(["describe", str(tmp_path)]) == 2
+    assert "filesystem snapshot" in capsys.readouterr().err
+
+
+def test_a_copy_whose_checkpoints_and_indexes_are_older_than_its_logs_loses_nothing(tmp_path):
+    """Pinned: the other way round (the checkpoints and the active segment's indexes copied before the log grew),
+    the files hold more than they say: reads end at the older high watermark, the log end is the log's, and
+    nothing is called lost or damaged (index entries a prefix of the log's)."""
+    from tests.lost_tail_data import set_high_watermark, set_recovery_point, write_whole
+
+    write_whole(tmp_path)
+    set_high_watermark(tmp_path, 280)
+    set_recovery_point(tmp_path, 250)
+    for suffix, keep in ((".index", 16), (".timeindex", 24)):
+        index = tmp_path / "t-0" / f"{250:020d}{suffix}"
+        index.write_bytes(index.read_bytes()[:keep])
+    assert kafkaseg.read_arrow(str(tmp_path)).column("offset").to_pylist() == list(range(280))
+    upper = kafkaseg.read_arrow(str(tmp_path), upperBound="logEndOffset")
+    assert upper.column("offset").to_pylist() == list(range(300))
+    report = verify_paths([str(tmp_path)])
+    assert not report.errors and not [p for p in report.problems if p.severity == "warning"]
