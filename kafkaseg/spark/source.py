@@ -147,9 +147,15 @@ class KafkaSegDataSource(DataSource):
         _check_schema(schema, options)
         return KafkaSegReader(options)
 
-    def streamReader(self, schema: StructType) -> "KafkaSegStreamReader":
-        options = read_options(self.options, stream=True)
-        _check_schema(schema, options)
+    def streamReader(self, schema: StructType) -> "KafkaSegStreamReader | _RefusedStreamReader":
+        # PySpark's streaming runner (python_streaming_source_runner.py, 4.3) calls this inside `try: reader =
+        # ...; finally: reader.stop()`: an error raised here ends in UnboundLocalError ('reader'), the last line
+        # of the query's exception. The refusal is raised by the reader's first call instead.
+        try:
+            options = read_options(self.options, stream=True)
+            _check_schema(schema, options)
+        except InvalidOptionError as error:
+            return _RefusedStreamReader(error)
         return KafkaSegStreamReader(options)
 
 
@@ -355,6 +361,20 @@ class KafkaSegStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def commit(self, end: Offsets) -> None:
         """Nothing to release (the files are only read): the end is where the stream is."""
         self.position = end
+
+
+class _RefusedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """The stream reader of options a stream refuses: every call the runner makes raises the refusal (see
+    :meth:`KafkaSegDataSource.streamReader`); ``stop()`` does nothing."""
+
+    def __init__(self, error: InvalidOptionError):
+        self.error = error
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise self.error
+
+    initialOffset = latestOffset = getDefaultReadLimit = reportLatestOffset = _refuse
+    prepareForTriggerAvailableNow = partitions = read = commit = _refuse
 
 
 def _worker_logger() -> logging.Logger:
