@@ -835,6 +835,18 @@ def datetime_ms(value: Any) -> int | None:
         return None
 
 
+def zoneless_datetime(value: Any) -> bool:
+    """Whether ``value`` is an ISO-8601 date-time string without a zone (which :func:`datetime_ms` takes as UTC)."""
+    from datetime import datetime
+
+    if not isinstance(value, str) or not value.strip() or value.strip()[-1:] in "Zz":
+        return False
+    try:
+        return datetime.fromisoformat(value.strip()).tzinfo is None
+    except ValueError:
+        return False
+
+
 def _parse_timestamp(name: str, value: Any) -> int:
     expected = "a single long value (ms since the epoch), a datetime or an ISO-8601 date-time"
     if isinstance(value, bool):

@@ -52,7 +52,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from kafkaseg.errors import InvalidOptionError
-from kafkaseg.options import ReadOptions
+from kafkaseg.options import ReadOptions, zoneless_datetime
 from kafkaseg.planning import Predicates, ScanPlan, SegmentSlice, plan_scan
 from kafkaseg.scan import ScanMetrics, read_slice
 from kafkaseg.schema import arrow_schema
@@ -99,6 +99,9 @@ def spark_schema(include_headers: bool = False, include_metadata: bool = False,
     return from_arrow_schema(arrow_schema(include_headers, include_metadata, columns))
 
 
+_TIME_OPTIONS = {name.lower(): name for name in ("startingTimestamp", "endingTimestamp")}
+
+
 def read_options(options: Any, *, stream: bool = False) -> ReadOptions:
     """Parse the data source's options (for ``spark.readStream`` with ``stream=True``). ``load("/a,/b")`` is split
     at commas like Kafka's ``log.dirs`` (Spark passes it as one ``path``); ``load(["/a", "/b"])`` arrives as
@@ -107,6 +110,11 @@ def read_options(options: Any, *, stream: bool = False) -> ReadOptions:
     if any(key.lower() == "provider" for key in given):
         raise InvalidOptionError(CREATE_TABLE_REFUSED)
     for key in list(given):
+        if key.lower() in _TIME_OPTIONS and zoneless_datetime(given[key]):
+            raise InvalidOptionError(
+                f"option {_TIME_OPTIONS[key.lower()]!r}: {given[key]!r} has no time zone, and this source cannot see "
+                "spark.sql.session.timeZone, in which Spark reads such a time in SQL; add one (Z, +01:00) or give "
+                "ms since the epoch")
         if key.lower() == "path" and isinstance(given[key], str) and "," in given[key]:
             parts = [p.strip() for p in given.pop(key).split(",") if p.strip()]
             given["paths"] = parts
