@@ -29,8 +29,9 @@ The options that Spark's own Kafka source knows keep its meaning (``KafkaSourceP
 Streaming reads (``spark.readStream``, :meth:`ReadOptions.from_options` with ``stream=True``) follow Spark's
 ``validateStreamOptions``: ``startingOffsets`` defaults to ``"latest"`` and may be ``latest`` (or -1 in its JSON),
 the ``ending*`` options are rejected, and ``maxOffsetsPerTrigger``, ``minOffsetsPerTrigger`` (positive longs, min
-<= max) and ``maxTriggerDelay`` (Spark's time string, default ``15m``) take effect (batch reads accept and ignore
-them, as Spark does). ``replicas=all`` is rejected: a stream's offsets name one copy per topic-partition.
+<= max) and ``maxTriggerDelay`` (Spark's time string, default ``15m``) take effect (batch reads check their form,
+then ignore them, as Spark does). ``replicas=all`` is rejected: a stream's offsets name one copy per
+topic-partition.
 
 kafkaseg's own: ``upperBound``, ``verifyCrc``, ``includeControl``, ``includeMetadata``, ``onCorruption``,
 ``splitSize``, ``openCostInBytes``, ``packTopicPartitions``, ``maxRecordsPerBatch``, ``maxBytesPerBatch``,
@@ -402,6 +403,7 @@ class ReadOptions:
         """
         given: dict[str, tuple[str, Any]] = {}  # canonical name -> (key as given, value)
         ignored: list[str] = []
+        stream_only: dict[str, Any] = {}  # a batch read's stream options: ignored, but their form checked
         for key, value in (options or {}).items():
             if value is None:
                 continue
@@ -414,6 +416,8 @@ class ReadOptions:
                 canonical = _canonical_name(key.strip())
             if canonical is None:
                 ignored.append(_ignored_name(key.strip()))
+                if key.strip().lower() in _STREAM:
+                    stream_only[_STREAM[key.strip().lower()]] = value
                 continue
             if canonical in given and given[canonical][1] != value:
                 raise InvalidOptionError(
@@ -457,6 +461,7 @@ class ReadOptions:
             kwargs.update(_stream_options(raw))  # Spark's validateStreamOptions (rejects the ending options)
         else:
             _check_batch_limits(starting, ending)
+            _stream_options(stream_only)  # malformed is an error, also where they mean nothing
         kwargs["starting"] = starting
         kwargs["ending"] = ending
 
@@ -833,6 +838,18 @@ def datetime_ms(value: Any) -> int | None:
         return int(round(value.timestamp() * 1000))
     except (ValueError, OverflowError, OSError):  # pandas' NaT is a datetime that is no time
         return None
+
+
+def zoneless_datetime(value: Any) -> bool:
+    """Whether ``value`` is an ISO-8601 date-time string without a zone (which :func:`datetime_ms` takes as UTC)."""
+    from datetime import datetime
+
+    if not isinstance(value, str) or not value.strip() or value.strip()[-1:] in "Zz":
+        return False
+    try:
+        return datetime.fromisoformat(value.strip()).tzinfo is None
+    except ValueError:
+        return False
 
 
 def _parse_timestamp(name: str, value: Any) -> int:

@@ -344,3 +344,21 @@ def test_explain_formatted_lists_the_filters_the_scan_applies(spark, wide, capsy
     df.explain()
     simple = capsys.readouterr().out
     assert "BatchScan kafkaseg" in simple and "(Python)" in simple and "PushedFilters" not in simple
+
+
+def test_a_time_option_without_a_zone_is_refused_in_spark(tmp_path):
+    """No JVM: Spark reads '2023-11-14 22:13:25' in SQL in spark.sql.session.timeZone, which a Python data source
+    cannot see; startingTimestamp='2023-11-14T22:13:25' was taken as UTC, so in a session of another zone the option
+    and a WHERE on the same text disagreed by the zone's offset (found in a user pass). In Spark such a value must
+    say its zone; the Python API keeps taking one without a zone as UTC (README)."""
+    from kafkaseg.errors import InvalidOptionError
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.spark.source import read_options
+
+    for given, name in (("startingTimestamp",) * 2, ("endingTimestamp",) * 2,
+                        ("startingtimestamp", "startingTimestamp")):  # as Spark passes it
+        with pytest.raises(InvalidOptionError, match=rf"'{name}'.*no time zone.*spark\.sql\.session\.timeZone"):
+            read_options({"path": str(tmp_path), given: "2023-11-14T22:13:25"})
+    for value in ("2023-11-14T22:13:25Z", "2023-11-14 22:13:25+01:00", "1700000005000", "-2"):
+        assert read_options({"path": str(tmp_path), "startingTimestamp": value}).starting.kind == "timestamp"
+    assert ReadOptions.from_options({"startingTimestamp": "2023-11-14T22:13:25"}).starting.kind == "timestamp"

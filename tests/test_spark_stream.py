@@ -265,3 +265,26 @@ def test_pyspark_41s_argumentless_latest_offset_knows_where_the_stream_is(tmp_pa
     assert rows == list(range(120, 150))
     reader.commit(end)
     assert reader.latestOffset() == end
+
+
+def test_a_refused_stream_option_is_the_error_pyspark_s_runner_reports(tmp_path):
+    """No JVM: PySpark's streaming runner (python_streaming_source_runner.py, 4.3) creates the reader inside
+    ``try: reader = streamReader(...) ... finally: reader.stop()``, so an error raised by streamReader() itself was
+    followed by ``UnboundLocalError: cannot access local variable 'reader'``, the last line of the query's
+    exception, under the option's refusal (found in a user pass). The refusal is raised by the reader's first call."""
+    from kafkaseg.errors import InvalidOptionError
+    from kafkaseg.spark.source import KafkaSegDataSource
+
+    root = tmp_path / "data"
+    write_data_dir(root, [TopicSpec("a", records_per_partition=10)], seed=2)
+    for option, first_call, said in (({"endingOffsets": "latest"}, "initialOffset", "'endingOffsets' is not valid"),
+                                     ({"replicas": "all"}, "latestOffset", "replicas"),
+                                     ({"endingTimestamp": "1"}, "getDefaultReadLimit", "'endingTimestamp' is not")):
+        source = KafkaSegDataSource({"path": str(root), **option})
+        schema = source.schema()
+        with pytest.raises(InvalidOptionError, match=said):
+            try:  # the runner's own shape
+                reader = source.streamReader(schema)
+                getattr(reader, first_call)()
+            finally:
+                reader.stop()

@@ -1562,3 +1562,18 @@ def test_a_lost_log_end_is_said_again_only_when_the_lost_offsets_change(tmp_path
     (again,) = [words for _, words in p.standing_loss]
     assert "offsets [270, 290) were acknowledged and flushed" in again
     assert p.latest_offsets(start) == start and p.standing_loss == []
+
+
+def test_a_batch_read_checks_the_form_of_the_stream_options_it_ignores():
+    """maxOffsetsPerTrigger, minOffsetsPerTrigger and maxTriggerDelay mean nothing to a batch read, which ignores
+    them as Spark's does; but a malformed one was silently accepted there, and so by the Spark source's load()
+    (whose schema takes the options as either kind of read), a stream saying it only when its query started (found
+    in a user pass). An unknown or malformed option is an error naming it (README "Options")."""
+    for options, said in (({"maxOffsetsPerTrigger": "1e6"}, "'maxOffsetsPerTrigger' must be"),
+                          ({"minOffsetsPerTrigger": "0"}, "'minOffsetsPerTrigger' must be"),
+                          ({"maxTriggerDelay": "5 minutes"}, "'maxTriggerDelay' must be"),
+                          ({"minOffsetsPerTrigger": "10", "maxOffsetsPerTrigger": 5}, "higher than the max")):
+        with pytest.raises(InvalidOptionError, match=said):
+            ReadOptions.from_options(options)
+    batch = ReadOptions.from_options({"maxOffsetsPerTrigger": "500", "maxTriggerDelay": "2m"})
+    assert batch.max_offsets_per_trigger is None and batch.ignored == ("maxOffsetsPerTrigger", "maxTriggerDelay")

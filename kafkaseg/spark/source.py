@@ -52,7 +52,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from kafkaseg.errors import InvalidOptionError
-from kafkaseg.options import ReadOptions
+from kafkaseg.options import ReadOptions, zoneless_datetime
 from kafkaseg.planning import Predicates, ScanPlan, SegmentSlice, plan_scan
 from kafkaseg.scan import ScanMetrics, read_slice
 from kafkaseg.schema import arrow_schema
@@ -99,6 +99,9 @@ def spark_schema(include_headers: bool = False, include_metadata: bool = False,
     return from_arrow_schema(arrow_schema(include_headers, include_metadata, columns))
 
 
+_TIME_OPTIONS = {name.lower(): name for name in ("startingTimestamp", "endingTimestamp")}
+
+
 def read_options(options: Any, *, stream: bool = False) -> ReadOptions:
     """Parse the data source's options (for ``spark.readStream`` with ``stream=True``). ``load("/a,/b")`` is split
     at commas like Kafka's ``log.dirs`` (Spark passes it as one ``path``); ``load(["/a", "/b"])`` arrives as
@@ -107,6 +110,11 @@ def read_options(options: Any, *, stream: bool = False) -> ReadOptions:
     if any(key.lower() == "provider" for key in given):
         raise InvalidOptionError(CREATE_TABLE_REFUSED)
     for key in list(given):
+        if key.lower() in _TIME_OPTIONS and zoneless_datetime(given[key]):
+            raise InvalidOptionError(
+                f"option {_TIME_OPTIONS[key.lower()]!r}: {given[key]!r} has no time zone, and this source cannot see "
+                "spark.sql.session.timeZone, in which Spark reads such a time in SQL; add one (Z, +01:00) or give "
+                "ms since the epoch")
         if key.lower() == "path" and isinstance(given[key], str) and "," in given[key]:
             parts = [p.strip() for p in given.pop(key).split(",") if p.strip()]
             given["paths"] = parts
@@ -147,9 +155,15 @@ class KafkaSegDataSource(DataSource):
         _check_schema(schema, options)
         return KafkaSegReader(options)
 
-    def streamReader(self, schema: StructType) -> "KafkaSegStreamReader":
-        options = read_options(self.options, stream=True)
-        _check_schema(schema, options)
+    def streamReader(self, schema: StructType) -> "KafkaSegStreamReader | _RefusedStreamReader":
+        # PySpark's streaming runner (python_streaming_source_runner.py, 4.3) calls this inside `try: reader =
+        # ...; finally: reader.stop()`: an error raised here ends in UnboundLocalError ('reader'), the last line
+        # of the query's exception. The refusal is raised by the reader's first call instead.
+        try:
+            options = read_options(self.options, stream=True)
+            _check_schema(schema, options)
+        except InvalidOptionError as error:
+            return _RefusedStreamReader(error)
         return KafkaSegStreamReader(options)
 
 
@@ -361,6 +375,20 @@ class KafkaSegStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def commit(self, end: Offsets) -> None:
         """Nothing to release (the files are only read): the end is where the stream is."""
         self.position = end
+
+
+class _RefusedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """The stream reader of options a stream refuses: every call the runner makes raises the refusal (see
+    :meth:`KafkaSegDataSource.streamReader`); ``stop()`` does nothing."""
+
+    def __init__(self, error: InvalidOptionError):
+        self.error = error
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise self.error
+
+    initialOffset = latestOffset = getDefaultReadLimit = reportLatestOffset = _refuse
+    prepareForTriggerAvailableNow = partitions = read = commit = _refuse
 
 
 def _worker_logger() -> logging.Logger:
