@@ -677,3 +677,87 @@ def test_a_bad_legacy_wrapper_is_unreadable_up_to_the_first_inner_offset_of_the_
     assert not [m for m in messages if "does not increase" in m], messages
     lost = report["partitions"][0]["unreadableOffsets"]
     assert [(u["firstOffset"], u["lastOffset"]) for u in lost] == [(3, 5)]
+
+
+def _live_partition(tmp_path):
+    """A partition of 4 segments with the high watermark at its log end, listed (as verify lists it) before a
+    live broker changes it."""
+    from kafkaseg.storage.layout import discover
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path / "data", [TopicSpec("t", records_per_partition=200, records_per_batch=10,
+                                                 segment_bytes=2048)], seed=4)
+    pdir = discover([str(tmp_path / "data")])[0]
+    assert len(pdir.segments) >= 4 and pdir.high_watermark == 200
+    return pdir
+
+
+@pytest.mark.parametrize("when", ["after-the-first-was-walked", "before-the-walk"])
+def test_the_cleaner_merging_the_listed_segments_while_verify_runs_is_no_error(tmp_path, monkeypatch, when):
+    """Found by a live-disk run: the log cleaner merged segments verify had listed into the first one (after a roll
+    verify did not list), renaming the originals .deleted and its copy in. Verify noted the merged ones deleted,
+    then (its walk of the first one done before the swap) reported the offsets past the first segment as
+    acknowledged but lost ("the end of the log is lost"), or (the copy swapped in before the walk) the first
+    segment's last offset reaching the next one's base: errors both, where the offsets of segments deleted while
+    being verified are only unknown to it, and the copy is the cleaner's."""
+    from pathlib import Path
+
+    from kafkaseg.cli import verify
+    from kafkaseg.testing.partition import segment_file
+
+    pdir = _live_partition(tmp_path)
+    first, merged = Path(pdir.segments[0].log_path), [Path(s.log_path) for s in pdir.segments[1:]]
+    copy = b"".join(Path(s.log_path).read_bytes() for s in pdir.segments)  # keeps every record: all keys differ
+
+    def clean() -> None:
+        for log in merged + [first]:  # LocalLog.replaceSegments: the originals renamed .deleted, the copy renamed in
+            for suffix in (".log", ".index", ".timeindex"):
+                path = log.with_suffix(suffix)
+                path.rename(path.with_name(path.name + ".deleted"))
+        swap = first.with_name(first.name + ".swap")
+        swap.write_bytes(copy)
+        swap.rename(first)
+        for suffix in (".index", ".timeindex"):
+            first.with_suffix(suffix).write_bytes(b"")
+        segment_file(first.parent, 200, ".log").write_bytes(b"")  # the roll before the cleaning, not listed
+
+    if when == "before-the-walk":
+        clean()
+    else:
+        real = verify._verify_segment
+
+        def walk_then_clean(pdir_, i, *args, **kwargs):
+            result = real(pdir_, i, *args, **kwargs)
+            if i == 0:
+                clean()
+            return result
+        monkeypatch.setattr(verify, "_verify_segment", walk_then_clean)
+    report = verify.VerifyReport()
+    verify.verify_partition(pdir, report)
+    assert not [p for p in report.problems if p.severity == "error"], [p.message for p in report.problems]
+    assert not report.partitions[0].unreadable
+    assert [p.severity for p in report.problems if p.file == str(merged[-1])] == ["info"]
+
+
+def test_a_producer_snapshot_retention_deletes_while_verify_runs_is_a_note_not_an_error(tmp_path):
+    """Found by a live-disk run: retention renames the producer snapshots below the new log start to .deleted
+    (ProducerStateManager) as it does the segments; verify reported the snapshot it had listed as an unreadable
+    file (an error) where it reports such a segment as an info line."""
+    from pathlib import Path
+
+    from kafkaseg.cli.verify import VerifyReport, verify_partition
+
+    pdir = _live_partition(tmp_path)
+    snapshots = sorted(pdir.snapshot_paths)
+    assert len(snapshots) >= 2
+    gone = Path(snapshots[0])
+    gone.rename(gone.with_name(gone.name + ".deleted"))
+    report = VerifyReport()
+    verify_partition(pdir, report)
+    assert not [p for p in report.problems if p.severity == "error"], [p.message for p in report.problems]
+    assert [p.severity for p in report.problems if p.file == str(gone)] == ["info"]
+    # a snapshot that is there and cannot be read is still an error
+    Path(snapshots[1]).write_bytes(b"\x00\x01garbage")
+    report = VerifyReport()
+    verify_partition(pdir, report)
+    assert [p.severity for p in report.problems if p.file == snapshots[1]] == ["error"]

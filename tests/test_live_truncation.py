@@ -1045,3 +1045,48 @@ def test_offsets_a_slice_leaves_out_are_neither_read_again_nor_lost(tmp_path):
     assert all(what.startswith("skipped") for _, _, _, what in metrics.vanished_segments)
     with pytest.raises(DataLossError, match=r"offsets \[0, 7\)"):
         list(read_slice(first, ReadOptions.from_options({})))
+
+
+@pytest.mark.parametrize("change", ["retention", "cleaner"])
+def test_describe_of_a_partition_changed_after_its_listing_describes_it_as_it_is_now(tmp_path, monkeypatch, change):
+    """Found by a live-disk run: retention renamed a segment .deleted between describe's listing and its read of the
+    segment's files, and describe reported the partition as unreadable ("cannot open ... No such file", exit 2),
+    where planning and the other tools list a folder that changed under them again. It describes the partition on a
+    fresh listing now; a file that is there and cannot be read stays an error."""
+    from pathlib import Path
+
+    from kafkaseg.cli import describe
+    from kafkaseg.testing import TopicSpec, write_data_dir
+    from kafkaseg.testing.partition import write_offset_checkpoint
+
+    root = tmp_path / "data"
+    write_data_dir(root, [TopicSpec("t", records_per_partition=200, records_per_batch=10, segment_bytes=2048)],
+                   seed=4)
+    logs = sorted((root / "t-0").glob("*.log"))
+    real = describe.discover
+
+    def listed_then_changed(*args, **kwargs):
+        found = real(*args, **kwargs)
+        gone = logs[0] if change == "retention" else logs[1]
+        for suffix in (".log", ".index", ".timeindex"):
+            path = gone.with_suffix(suffix)
+            path.rename(path.with_name(path.name + ".deleted"))
+        if change == "retention":
+            write_offset_checkpoint(root / "log-start-offset-checkpoint", {("t", 0): int(logs[1].stem)})
+        else:  # the cleaner's copy of the first two segments under the first one's name
+            copy = logs[0].with_name(logs[0].name + ".swap")
+            copy.write_bytes(logs[0].read_bytes() + Path(str(gone) + ".deleted").read_bytes())
+            copy.rename(logs[0])
+        return found
+
+    monkeypatch.setattr(describe, "discover", listed_then_changed)
+    [desc] = describe.describe_paths([str(root)])
+    assert not desc.errors, desc.errors
+    assert desc.log_end_offset == 200
+    assert desc.log_start_offset == (int(logs[1].stem) if change == "retention" else 0)
+    assert str(logs[0] if change == "retention" else logs[1]) not in [s.path for s in desc.segments]
+    # a segment that is there and cannot be read is still an error (the folder did not change)
+    monkeypatch.setattr(describe, "discover", real)
+    logs[2].write_bytes(b"\xff" * 100)
+    [desc] = describe.describe_paths([str(root)])
+    assert desc.errors

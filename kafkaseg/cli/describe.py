@@ -318,10 +318,36 @@ def describe_paths(paths: list[str], *, full: bool = False, progress=None,
         gaps.setdefault(id(gap.partition), []).append(gap.describe())
 
     def one(pdir: PartitionDir) -> PartitionDescription:
-        description = describe_partition(pdir, full=full)
+        description = _described_as_now(pdir, full)
         description.notes.extend(gaps.get(id(pdir), ()))
         if progress is not None:
             progress(pdir.size_bytes)
         return description
 
     return _fs.map_files(one, found, [p.filesystem for p in found])  # in threads on object storage
+
+
+def _described_as_now(pdir: PartitionDir, full: bool) -> PartitionDescription:
+    """:func:`describe_partition`, done again on a fresh listing (and fresh checkpoints) when it found errors while
+    files it listed went away: a live broker's retention and log cleaner rename segments ``.deleted`` (and the
+    cleaner renames its merged copy in), as planning and the other tools take it (``layout.relisted``). Files
+    given as paths are not listed again (that would widen what is described)."""
+    from kafkaseg.storage.layout import REDISCOVERIES, _listed_again
+
+    for attempt in range(REDISCOVERIES + 1):
+        desc = describe_partition(pdir, full=full)
+        if (not desc.errors or attempt == REDISCOVERIES or pdir.given_files or pdir.whole is not None
+                or not _listed_files_gone(pdir)):
+            return desc
+        fresh = _listed_again(pdir)
+        if fresh is None:  # the folder itself went away (a deleted topic): described as listed
+            return desc
+        pdir = fresh
+    raise AssertionError("unreachable")
+
+
+def _listed_files_gone(pdir: PartitionDir) -> bool:
+    """Whether a segment file or producer snapshot the listing saw is no longer there."""
+    paths = [p for seg in pdir.segments for p in (seg.log_path, seg.index_path, seg.timeindex_path, seg.txnindex_path)
+             if p] + list(pdir.snapshot_paths)
+    return any(not _fs.exists(p, pdir.filesystem) for p in paths)

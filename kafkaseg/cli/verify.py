@@ -1443,6 +1443,11 @@ def _check_checkpoints(pdir: PartitionDir, summary: PartitionSummary, report: Ve
         try:
             read_producer_snapshot(path, pdir.filesystem)
         except KafkaSegError as err:
+            if _gone(path, pdir) and _fs.exists(pdir.path, pdir.filesystem):
+                # retention renames the snapshots below the new log start .deleted with its segments
+                # (ProducerStateManager.removeAndMarkSnapshotForDeletion): a live broker's, as a segment is
+                report.add(INFO, path, None, "deleted while being verified (a live broker's retention); not checked")
+                continue
             offset = snapshot_offset_from_name(_fs.basename(path))
             # the newest roll's snapshot (named for the active segment's base) may be caught half-written by a live
             # broker, and Kafka's loader skips a corrupt snapshot (an older one, or the log, gives the state)
@@ -1535,6 +1540,7 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
     gaps: list[tuple[str, int, int]] = []  # (segment, first, last offset missing before it), judged at the end
     tracker = _ReadableTracker(summary)
     listing = ListingCheck(pdir)
+    vanished_tail = False  # the last segments listed were deleted before their walk: the log's end is unknown
     for i, seg in enumerate(pdir.segments):
         seg_summary = SegmentSummary(seg.log_path, seg.base_offset, seg.log_size)
         summary.segments.append(seg_summary)
@@ -1551,6 +1557,7 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
                                                    if p.file not in files]
                 report.add(INFO, seg.log_path, None, "deleted while being verified (a live broker's retention or "
                            "log cleaner); not checked")
+                vanished_tail = True
             else:
                 _unreadable(report, seg.log_path, err)
                 tracker.damaged(seg.log_path, None, f"the segment cannot be read ({getattr(err, 'detail', err)})")
@@ -1560,9 +1567,16 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
             if progress is not None:
                 progress(seg.log_size)
             continue
+        vanished_tail = False
         if i + 1 < len(pdir.segments) and seg_summary.last_offset is not None:
             next_base = pdir.segments[i + 1].base_offset
-            if seg_summary.last_offset >= next_base:
+            if seg_summary.last_offset >= next_base and _gone(pdir.segments[i + 1].log_path, pdir):
+                # the cleaner renames the segments it merged .deleted before its copy takes the first one's name
+                # (LocalLog.replaceSegments): a copy swapped in since the listing, not a misnamed file
+                report.add(INFO, seg.log_path, None, f"last offset {seg_summary.last_offset} reaches the next "
+                           f"segment's base offset {next_base}, deleted while being verified: the log cleaner's "
+                           "merged copy, renamed in since the listing")
+            elif seg_summary.last_offset >= next_base:
                 report.add(ERROR, seg.log_path, None, f"last offset {seg_summary.last_offset} reaches the next "
                            f"segment's base offset {next_base}")
         if (seg.remote_end is not None and seg_summary.last_offset is not None
@@ -1622,7 +1636,11 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
                        "truncate the active segment (its first batch that fails its CRC, or the first damage read "
                        "past)")
     _check_gaps(pdir, gaps, summary.log_end_offset, report, tracker)
-    tracker.finish(pdir.high_watermark if partial is None else None,
+    if vanished_tail and pdir.high_watermark is not None:
+        report.add(INFO, pdir.path, None, f"{pdir.name}: the last segments listed were deleted while being verified "
+                   "(a live broker's retention or log cleaner): the offsets past the last batch read are not compared "
+                   "with the high watermark")
+    tracker.finish(pdir.high_watermark if partial is None and not vanished_tail else None,
                    pdir.segments[-1].log_path if pdir.segments else pdir.path)
     summary.unreadable.sort(key=lambda u: u.first)
     _check_log_dir_checkpoints(pdir, report)
