@@ -1575,7 +1575,7 @@ def _judge_rolled_cut(piece: SegmentSlice, end_offset: int, next_base: int, miss
                         position=err.position)
     lost = [(max(lo, tail.first_offset), min(hi, tail.end_offset)) for lo, hi in missing]
     with metrics._lock:
-        metrics.lost_tails.extend(Problem(log_path, tail.position, tail.message, 0, lo, hi) for lo, hi in lost
+        metrics.lost_tails.extend(Problem(log_path, tail.position, tail.message, None, lo, hi) for lo, hi in lost
                                   if lo < hi)
     rest = []
     for lo, hi in missing:

@@ -244,3 +244,22 @@ def test_a_compaction_gap_with_sound_indexes_stays_silent(tmp_path, cleaner_offs
     log = str(folder / f"{100:020d}.log")
     assert scan.metrics.missing_offsets == ([] if cleaner_offset == 250 else [(log, 225, 250)])
     assert not scan.metrics.lost_tails
+    inside = kafkaseg.read_arrow(str(tmp_path), startingOffsets='{"t":{"0":230}}')
+    assert inside.column("offset").to_pylist() == list(range(250, 300))
+
+
+def test_a_start_inside_a_rolled_segments_lost_tail_is_data_loss(tmp_path):
+    """A start inside those offsets (planning moves it to the next segment, as for a hole between segments) is the
+    same loss: a strict read raises a DataLossError naming the file and byte where its batches end; one with
+    failOnDataLoss=false reads from the next segment, noting it as data loss in the plan, not as missing_offsets.
+    (Before, it read from 250 with the offsets only in missing_offsets.)"""
+    log, at = _rolled_cut_copy(tmp_path, 300)
+    start = '{"t":{"0":230}}'
+    with pytest.raises(kafkaseg.DataLossError) as info:
+        kafkaseg.read_arrow(str(tmp_path), startingOffsets=start)
+    assert f"{log} @ byte {at}" in str(info.value) and "offsets 225..249" in str(info.value)
+    assert "filesystem snapshot" in str(info.value)
+    scan = kafkaseg.open_scan(str(tmp_path), startingOffsets=start, failOnDataLoss="false")
+    assert scan.to_table().column("offset").to_pylist() == list(range(250, 300))
+    assert not scan.metrics.missing_offsets
+    assert [n for n in scan.plan.report.data_loss if f"{log} @ byte {at}" in n]

@@ -82,6 +82,7 @@ __all__ = [
     "JudgedTail",
     "RolledCut",
     "judge_rolled_end",
+    "rolled_segment_cut",
     "AcknowledgedLoss",
     "judge_tail",
     "acknowledged_loss_end",
@@ -2364,6 +2365,23 @@ def judge_rolled_end(path: str, end_position: int, end_offset: int, next_base: i
     offset_index, time_index = load_index_files(base_offset, index, timeindex, filesystem)
     found = indexed_past_end(offset_index, time_index, end_position, end_offset, below=next_base)
     return None if found is None else RolledCut(path, found, recovery_point, next_base)
+
+
+def rolled_segment_cut(seg: SegmentFiles, end_offset: int, next_base: int, *, offset_index,
+                       recovery_point: int | None, filesystem: pafs.FileSystem | None,
+                       max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> RolledCut | None:
+    """:func:`judge_rolled_end` for listed segment ``seg``, whose batches end at offset ``end_offset`` before
+    ``next_base`` (planning's answer for a start between the two): the byte where they end is found from
+    ``offset_index``'s last entry below ``end_offset`` (about one index interval of headers), and only when the
+    recovery point is above ``end_offset``."""
+    if recovery_point is None or recovery_point <= end_offset or seg.tiered is not None:
+        return None
+    position = _position_of_end(seg, offset_index, end_offset, filesystem, max_batch_bytes)
+    if position is None:
+        return None
+    return judge_rolled_end(seg.log_path, position, end_offset, next_base, base_offset=seg.base_offset,
+                            index=index_location(seg, "index"), timeindex=index_location(seg, "timeindex"),
+                            filesystem=filesystem, recovery_point=recovery_point)
 
 
 class ListingCheck:
