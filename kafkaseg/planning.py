@@ -73,7 +73,7 @@ from kafkaseg.storage.layout import (ListingCheck, PartitionDir, SegmentFiles, a
                                      acknowledged_loss_words, check_one_incarnation, choose_replicas,
                                      copy_gaps, discover, find_log_end, flushed_above_words, flushed_past_end,
                                      high_watermark_above_words, last_stable_offset, other_copy_line,
-                                     reaches_past_recovery_point, read_partition_again, relisted,
+                                     reaches_past_recovery_point, read_partition_again, relisted, rolled_segment_cut,
                                      snapshot_transactions_at, transactions_open_at,
                                      valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
@@ -1562,7 +1562,19 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
                 seg_end = part.segment_end_offset(i)
                 cleaner = part.cleaner_offset
                 compacted = cleaner is not None and start < cleaner
+                cut = None
                 if seg_end <= start < next_base and not compacted:
+                    # unless the segment's own indexes prove the offsets there lost (a rolled segment cut short,
+                    # or copied while it was still active), as a read across them finds (scan._check_segment_end)
+                    cut = rolled_segment_cut(part.segments[i], seg_end, next_base, offset_index=part.indexes(i)[0],
+                                             recovery_point=part.pdir.recovery_point, filesystem=part.fs,
+                                             max_batch_bytes=options.max_batch_bytes)
+                if cut is not None and start < cut.end_offset:
+                    loss(f"{name}: the starting {cut.summary(start)}")
+                    if cut.end_offset < next_base:
+                        part.skipped_start = (part.segments[i].log_path, cut.end_offset, next_base)
+                    start = next_base
+                elif seg_end <= start < next_base and not compacted:
                     # as a fetch there returns the next batch, and Spark's source reads past offsets at or above
                     # the earliest that are not there: a follower of a compacted topic and a log mid-cleaning
                     # hold such holes with no checkpoint entry, so they cannot be called loss (a lost file also

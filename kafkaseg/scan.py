@@ -39,7 +39,8 @@ from kafkaseg.entry_check import ResumptionEntries, batch_first_offset
 from kafkaseg.offset_outlier import (batch_before, goes_back_after, last_batch_before, offset_before,
                                      outlier_region, went_back)
 from kafkaseg.planning import ScanPlan, SegmentSlice, plan_again_by_offset, plan_scan
-from kafkaseg.storage.layout import judge_tail, other_copies_note, other_copy_line, read_partition_again
+from kafkaseg.storage.layout import (judge_rolled_end, judge_tail, other_copies_note, other_copy_line,
+                                      read_partition_again)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import SegmentReader, load_index_files, nonzero_extent
 from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
@@ -474,9 +475,11 @@ def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics,
     stamp = opened.change_stamp() if piece.indexed_tail_check else None
     counted = True  # whether the slice counts as read (not a remote segment found gone before any record)
     gone = False  # a remote segment found gone before any record was returned
+    whole = False
     try:
         with opened as reader, contextlib.ExitStack() as stack:
             end = min(piece.end_position, reader.size)
+            whole = reader.size == piece.segment_size  # (not truncated since planning: a live broker's follower)
             ahead = None
             if not is_local(reader.filesystem):
                 # on object storage every read is a request: the slice's bytes are fetched once, ahead, and the
@@ -508,7 +511,8 @@ def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics,
         # at a cut) has seen nothing of its segment's offsets, which earlier slices read
         walked = reading.last_seen >= piece.base_offset
         if (not reading.finished or (reading.past_end and walked)) and not reading.stats.corrupt_batches:
-            _check_segment_end(piece, reading.last_seen, metrics, fail_on_data_loss=options.fail_on_data_loss)
+            _check_segment_end(piece, reading.last_seen, metrics, fail_on_data_loss=options.fail_on_data_loss,
+                               on_corruption=options.on_corruption, at_file_end=whole and not reading.past_end)
     except LayoutError as exc:
         # An object store has no rename: a remote segment deleted after planning (retention on the source, a
         # sync with --delete) shows only when a read of a file kept open from planning fails. Before any of its
@@ -1502,7 +1506,7 @@ def _resumed(problem, what: str, skipped_bytes: int, end_offset: int):
 
 
 def _check_segment_end(piece: SegmentSlice, last_offset: int, metrics: ScanMetrics, *,
-                       fail_on_data_loss: bool) -> None:
+                       fail_on_data_loss: bool, on_corruption: str = "fail", at_file_end: bool = False) -> None:
     """After a slice was read to its end: when that is its segment's end and the read range goes on into the next
     segment, offsets between the segment's last batch and the next base that the cleaner checkpoint does not
     explain are recorded in ``metrics.missing_offsets``, and the read goes on. Not an error: besides a copy that
@@ -1517,7 +1521,18 @@ def _check_segment_end(piece: SegmentSlice, last_offset: int, metrics: ScanMetri
     ``layout.copy_gaps`` takes, says more): a :class:`~kafkaseg.errors.DataLossError` with ``fail_on_data_loss``
     (the read's ``failOnDataLoss``). Unless ``__remote_log_metadata`` records the copy with the size it has
     (:attr:`SegmentSlice.remote_whole`): a topic compacted before it was made tiered (Kafka refuses remote storage
-    only while ``cleanup.policy`` holds ``compact``) has copies whose last offsets the cleaner removed."""
+    only while ``cleanup.policy`` holds ``compact``) has copies whose last offsets the cleaner removed.
+
+    And except where the segment's own ``.index`` or ``.timeindex`` holds entries past its end while the recovery
+    point is above it (:func:`~kafkaseg.storage.layout.judge_rolled_end`: a file cut short, or a copy taken while
+    it was still the active segment; the cleaner indexes the batches it writes, no more): those offsets are lost as
+    the active segment's proven lost tail is, a :class:`~kafkaseg.errors.LostTailError` at the byte where its
+    batches end unless ``failOnDataLoss=false`` or ``onCorruption=skip``, which read on, listed in
+    ``metrics.lost_tails``. Asked only when offsets are missing there and the read's last batch ends the file as
+    planned (``at_file_end``; not a read stopped at a batch whose offset field says it is past the next base, nor
+    a file a live broker truncated since planning, whose index keeps its entries: the read again says that): the
+    index files' last entries are probed (a few positioned reads) and the files loaded only when they reach past
+    it."""
     next_base = piece.next_base_offset
     if next_base is None or piece.end_position < piece.segment_size:
         return
@@ -1535,8 +1550,37 @@ def _check_segment_end(piece: SegmentSlice, last_offset: int, metrics: ScanMetri
             "refuses remote storage with cleanup.policy=compact), so they were deleted: the copy is cut short at a "
             "batch boundary (its recorded end offset may say more), or a copy missing from the bucket "
             "(set failOnDataLoss=false to read past them)")
+    if missing and at_file_end and not piece.rolled:
+        missing = _judge_rolled_cut(piece, first_missing, next_base, missing, metrics,
+                                    fail_on_data_loss=fail_on_data_loss, on_corruption=on_corruption)
     with metrics._lock:
         metrics.missing_offsets.extend((piece.log_path, lo, hi) for lo, hi in missing)
+
+
+def _judge_rolled_cut(piece: SegmentSlice, end_offset: int, next_base: int, missing: list[tuple[int, int]],
+                      metrics: ScanMetrics, *, fail_on_data_loss: bool, on_corruption: str) -> list[tuple[int, int]]:
+    """:func:`_check_segment_end`'s offsets ``missing`` after a rolled segment whose batches end at offset
+    ``end_offset`` (at its end), less those :func:`~kafkaseg.storage.layout.judge_rolled_end` proves lost: raised,
+    or recorded in ``metrics.lost_tails``."""
+    log_path = piece.log_path
+    timeindex = (log_path[:-len(".log")] + ".timeindex" if log_path.endswith(".log") else None, None)
+    tail = judge_rolled_end(log_path, piece.segment_size, end_offset, next_base, base_offset=piece.base_offset,
+                            index=(piece.index_path, piece.index_window), timeindex=timeindex,
+                            filesystem=piece.filesystem, recovery_point=piece.recovery_point)
+    if tail is None:
+        return missing
+    if fail_on_data_loss and on_corruption != "skip":
+        err = tail.error()
+        raise type(err)(f"{err.detail} (set failOnDataLoss=false to read on past this data loss)", path=err.path,
+                        position=err.position)
+    lost = [(max(lo, tail.first_offset), min(hi, tail.end_offset)) for lo, hi in missing]
+    with metrics._lock:
+        metrics.lost_tails.extend(Problem(log_path, tail.position, tail.message, None, lo, hi) for lo, hi in lost
+                                  if lo < hi)
+    rest = []
+    for lo, hi in missing:
+        rest.extend((a, b) for a, b in ((lo, min(hi, tail.first_offset)), (max(lo, tail.end_offset), hi)) if a < b)
+    return rest
 
 
 def _report_tail(piece: SegmentSlice, metrics: ScanMetrics, pos: int, end: int) -> None:

@@ -156,3 +156,110 @@ def test_a_copy_whose_checkpoints_and_indexes_are_older_than_its_logs_loses_noth
     assert upper.column("offset").to_pylist() == list(range(300))
     report = verify_paths([str(tmp_path)])
     assert not report.errors and not [p for p in report.problems if p.severity == "warning"]
+
+
+def _rolled_cut_copy(root, high_watermark: int | None, recovery_point: int = 250):
+    """tests/lost_tail_data.py's partition (segments 0, 125, 250; offsets 0..299) as rsync copies a running broker's
+    data dir: segment 125's .log copied while it was still active, 20 batches in (offsets 125..224), its index files
+    and the checkpoints after its roll at 250 (recovery point ``recovery_point``: a roll flushes the old segment);
+    returns (its .log, its size)."""
+    from tests.lost_tail_data import set_high_watermark, set_recovery_point, write_whole
+    from kafkaseg.wire.batch import iter_headers
+
+    write_whole(root)
+    folder = root / "t-0"
+    if high_watermark is not None:
+        set_high_watermark(root, high_watermark)
+    set_recovery_point(root, recovery_point)
+    (folder / f"{300:020d}.snapshot").unlink()
+    log = folder / f"{125:020d}.log"
+    data = log.read_bytes()
+    at = list(iter_headers(data))[20].position
+    log.write_bytes(data[:at])
+    return log, at
+
+
+@pytest.mark.parametrize("high_watermark", [300, None])
+def test_a_rolled_segment_copied_while_active_is_a_lost_tail_not_a_compaction_gap(tmp_path, high_watermark):
+    """Segment 125's .log ends at offset 225 while its own .index and .timeindex hold entries up to offset 249 past
+    its end (a broker indexes a batch after writing it) and the recovery point 250 says it was flushed: offsets
+    225..249 were on disk in this file, so they are lost, not compacted. A strict read raises the lost tail's
+    LostTailError (a DataLossError) at the file and byte where its batches end, saying what to do if the files are
+    a copy; failOnDataLoss=false reads on and lists them in lost_tails. (Before, both returned offsets 0..224 and
+    250..299 with no error, the gap only in missing_offsets, as a compaction gap.)"""
+    log, at = _rolled_cut_copy(tmp_path, high_watermark)
+    with pytest.raises(kafkaseg.LostTailError) as info:
+        kafkaseg.read_arrow(str(tmp_path))
+    assert isinstance(info.value, kafkaseg.DataLossError)
+    assert (info.value.path, info.value.position) == (str(log), at)
+    assert "offsets 225..249" in str(info.value) and "filesystem snapshot" in str(info.value)
+    assert "failOnDataLoss=false" in str(info.value)
+    scan = kafkaseg.open_scan(str(tmp_path), failOnDataLoss="false")
+    assert scan.to_table().column("offset").to_pylist() == [*range(225), *range(250, 300)]
+    metrics = scan.metrics
+    assert not metrics.missing_offsets
+    (lost,) = metrics.lost_tails
+    assert (lost[0], lost[1], lost.first_offset, lost.end_offset) == (str(log), at, 225, 250)
+    skip = kafkaseg.open_scan(str(tmp_path), onCorruption="skip")
+    assert skip.to_table().num_rows == 275 and [p[:2] for p in skip.metrics.lost_tails] == [(str(log), at)]
+    # a read that ends before the loss says nothing of it
+    assert kafkaseg.read_arrow(str(tmp_path), endingOffsets='{"t":{"0":200}}').num_rows == 200
+
+
+def test_a_rolled_segment_cut_short_past_the_recovery_point_stays_a_gap(tmp_path):
+    """Pinned: with the recovery point below the segment's end (its roll's flush not checkpointed), its pages may
+    never have reached the disk before a crash (Kafka's recovery rebuilds such segments): nothing proves the loss,
+    and the offsets stay missing_offsets as before."""
+    log, _ = _rolled_cut_copy(tmp_path, None, recovery_point=125)
+    scan = kafkaseg.open_scan(str(tmp_path))
+    assert scan.to_table().num_rows == 275
+    assert scan.metrics.missing_offsets == [(str(log), 225, 250)] and not scan.metrics.lost_tails
+
+
+@pytest.mark.parametrize("cleaner_offset", [None, 200, 250])
+def test_a_compaction_gap_with_sound_indexes_stays_silent(tmp_path, cleaner_offset):
+    """The cleaner's output (and a compacted topic's follower): segment 100's last batch ends at offset 225 before
+    the next segment's base 250, its indexes hold entries only for its own batches, the recovery point is past it.
+    No error, strict or not: the gap is missing_offsets above the cleaner checkpoint, nothing below it."""
+    folder = tmp_path / "t-0"
+    writer = PartitionWriter(folder, index_interval_bytes=200)
+    for base in range(0, 300, 5):
+        if base == 100:
+            writer.roll(100)
+        elif base == 250:
+            writer.roll(250)
+        if 225 <= base < 250:
+            continue
+        writer.append(build_batch_v2([Record(base + i, 1_700_000_000_000 + base + i, b"k%d" % (base + i), b"v")
+                                      for i in range(5)]))
+    writer.close()
+    write_offset_checkpoint(tmp_path / "replication-offset-checkpoint", {("t", 0): 300})
+    write_offset_checkpoint(tmp_path / "recovery-point-offset-checkpoint", {("t", 0): 300})
+    if cleaner_offset is not None:
+        write_offset_checkpoint(tmp_path / "cleaner-offset-checkpoint", {("t", 0): cleaner_offset})
+    expected = [*range(225), *range(250, 300)]
+    assert kafkaseg.read_arrow(str(tmp_path)).column("offset").to_pylist() == expected
+    scan = kafkaseg.open_scan(str(tmp_path), failOnDataLoss="false")
+    assert scan.to_table().column("offset").to_pylist() == expected
+    log = str(folder / f"{100:020d}.log")
+    assert scan.metrics.missing_offsets == ([] if cleaner_offset == 250 else [(log, 225, 250)])
+    assert not scan.metrics.lost_tails
+    inside = kafkaseg.read_arrow(str(tmp_path), startingOffsets='{"t":{"0":230}}')
+    assert inside.column("offset").to_pylist() == list(range(250, 300))
+
+
+def test_a_start_inside_a_rolled_segments_lost_tail_is_data_loss(tmp_path):
+    """A start inside those offsets (planning moves it to the next segment, as for a hole between segments) is the
+    same loss: a strict read raises a DataLossError naming the file and byte where its batches end; one with
+    failOnDataLoss=false reads from the next segment, noting it as data loss in the plan, not as missing_offsets.
+    (Before, it read from 250 with the offsets only in missing_offsets.)"""
+    log, at = _rolled_cut_copy(tmp_path, 300)
+    start = '{"t":{"0":230}}'
+    with pytest.raises(kafkaseg.DataLossError) as info:
+        kafkaseg.read_arrow(str(tmp_path), startingOffsets=start)
+    assert f"{log} @ byte {at}" in str(info.value) and "offsets 225..249" in str(info.value)
+    assert "filesystem snapshot" in str(info.value)
+    scan = kafkaseg.open_scan(str(tmp_path), startingOffsets=start, failOnDataLoss="false")
+    assert scan.to_table().column("offset").to_pylist() == list(range(250, 300))
+    assert not scan.metrics.missing_offsets
+    assert [n for n in scan.plan.report.data_loss if f"{log} @ byte {at}" in n]

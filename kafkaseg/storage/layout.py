@@ -80,6 +80,9 @@ __all__ = [
     "ListingCheck",
     "LostTail",
     "JudgedTail",
+    "RolledCut",
+    "judge_rolled_end",
+    "rolled_segment_cut",
     "AcknowledgedLoss",
     "judge_tail",
     "acknowledged_loss_end",
@@ -2178,6 +2181,9 @@ class LostTail:
 
     __slots__ = ()
 
+    #: what the offsets were lost with, in :meth:`summary`'s words
+    lost_with = "the active segment's tail"
+
     path: str
     position: int
     first_offset: int
@@ -2198,9 +2204,9 @@ class LostTail:
         A..B; <file> @ byte N): ...``."""
         span, where = f"offsets {self.first_offset}..{self.end_offset - 1}", f"{self.path} @ byte {self.position}"
         if offset is None:
-            return (f"{span} {'lost' if self.proven else 'possibly lost'} with the active segment's tail ({where}): "
+            return (f"{span} {'lost' if self.proven else 'possibly lost'} with {self.lost_with} ({where}): "
                     f"{self.message}")
-        return (f"offset {offset} {'was' if self.proven else 'may have been'} lost with the active segment's tail "
+        return (f"offset {offset} {'was' if self.proven else 'may have been'} lost with {self.lost_with} "
                 f"({span}; {where}): {self.message}")
 
     def as_dict(self) -> dict:
@@ -2208,8 +2214,25 @@ class LostTail:
                 "endOffset": self.end_offset, "proven": self.proven, "message": self.message}
 
 
+class _Evidenced(LostTail):
+    """A :class:`LostTail` whose readable end is its ``evidence``'s
+    (:class:`~kafkaseg.storage.segment.IndexedPastEnd`)."""
+
+    __slots__ = ()
+
+    evidence: Any
+
+    @property
+    def position(self) -> int:
+        return self.evidence.end_position
+
+    @property
+    def first_offset(self) -> int:
+        return self.evidence.end_offset
+
+
 @dataclass(frozen=True)
-class JudgedTail(LostTail):
+class JudgedTail(_Evidenced):
     """A :class:`LostTail` with no high watermark to bound the log (:func:`judge_tail`): ``evidence`` (index
     entries, a producer snapshot, the recovery point: :class:`~kafkaseg.storage.segment.IndexedPastEnd`, whose
     :meth:`judged` words the reads and ``kafkaseg verify`` use), judged by ``recovery_point`` unless it is not
@@ -2221,14 +2244,6 @@ class JudgedTail(LostTail):
     evidence: Any
     recovery_point: int | None
     trusted: bool
-
-    @property
-    def position(self) -> int:
-        return self.evidence.end_position
-
-    @property
-    def first_offset(self) -> int:
-        return self.evidence.end_offset
 
     @property
     def proven(self) -> bool:
@@ -2284,6 +2299,89 @@ class AcknowledgedLoss(LostTail):
         from kafkaseg.errors import DataLossError
 
         return DataLossError(f"{self.path} @ byte {self.position}: {self.message}")
+
+
+@dataclass(frozen=True)
+class RolledCut(_Evidenced):
+    """A :class:`LostTail` of a rolled segment (:func:`judge_rolled_end`): its batches end (byte ``position`` of
+    ``path``, offset ``first_offset``) before the next segment's base ``next_base``, while its own index entries
+    (``evidence``, :class:`~kafkaseg.storage.segment.IndexedPastEnd`) name offsets past that end and the recovery
+    point says the log was flushed past it: the file held them on disk once and does not now (a file cut short,
+    or a copy of it taken while it was still the active segment), not a compaction gap, whose indexes the cleaner
+    writes with its batches. Always ``proven``: a strict read raises :class:`~kafkaseg.errors.LostTailError`
+    (failOnDataLoss), one with failOnDataLoss=false lists it in the metrics' ``lost_tails``."""
+
+    lost_with = "a rolled segment cut short"
+
+    path: str
+    evidence: Any
+    recovery_point: int
+    next_base: int
+
+    @property
+    def proven(self) -> bool:
+        return True
+
+    @property
+    def end_offset(self) -> int:
+        """The offset after the last one lost: the recovery point's or the entries', within the segment."""
+        return min(self.next_base, self.evidence.lost_end(self.recovery_point))
+
+    @property
+    def message(self) -> str:
+        return (f"{self.evidence.describe()}, before the next segment's base offset {self.next_base}, and the "
+                f"recovery point {self.recovery_point} says the broker had flushed the log up to offset "
+                f"{self.recovery_point}: offsets {self.first_offset}.."
+                f"{self.end_offset - 1} were on disk in this file and are not readable now (a file cut short, or a "
+                "copy of it taken while it was still the active segment), not a compaction gap (the cleaner writes "
+                f"a segment's indexes with its batches){COPY_AGAIN}")
+
+    def error(self) -> KafkaSegError:
+        """A :class:`~kafkaseg.errors.LostTailError` naming the file and byte where its batches end."""
+        from kafkaseg.errors import LostTailError
+
+        return LostTailError(self.message, path=self.path, position=self.position)
+
+
+def judge_rolled_end(path: str, end_position: int, end_offset: int, next_base: int, *, base_offset: int,
+                     index: tuple[str | None, tuple[int, int] | None],
+                     timeindex: tuple[str | None, tuple[int, int] | None], filesystem: pafs.FileSystem | None,
+                     recovery_point: int | None) -> RolledCut | None:
+    """Whether offsets ``[end_offset, next_base)`` missing after a rolled segment's last batch (which ends at byte
+    ``end_position`` of ``path``, its end) are proven lost (a :class:`RolledCut`) rather than a gap the cleaner
+    left: the recovery point is above ``end_offset`` (the broker had flushed the log past it: a roll flushes the
+    segment it closes) and the segment's own ``index`` or ``timeindex`` (``(path, window)`` each, as
+    :func:`~kafkaseg.storage._index_file.index_location` gives them) holds entries past that end below
+    ``next_base`` (:func:`~kafkaseg.storage.segment.indexed_past_end`). Else None: a compacted segment's indexes
+    (the cleaner's, or a follower's own appends) hold entries of its batches only. Reads nothing without such a
+    recovery point; then probes the last entries of the two files (a few positioned reads) and loads them only
+    when one reaches ``end_offset``."""
+    from kafkaseg.storage.segment import indexed_past_end, load_index_files
+
+    if recovery_point is None or recovery_point <= end_offset:
+        return None
+    if not _index_files_reach(base_offset, (index, timeindex), end_offset, filesystem):
+        return None
+    offset_index, time_index = load_index_files(base_offset, index, timeindex, filesystem)
+    found = indexed_past_end(offset_index, time_index, end_position, end_offset, below=next_base)
+    return None if found is None else RolledCut(path, found, recovery_point, next_base)
+
+
+def rolled_segment_cut(seg: SegmentFiles, end_offset: int, next_base: int, *, offset_index,
+                       recovery_point: int | None, filesystem: pafs.FileSystem | None,
+                       max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> RolledCut | None:
+    """:func:`judge_rolled_end` for listed segment ``seg``, whose batches end at offset ``end_offset`` before
+    ``next_base`` (planning's answer for a start between the two): the byte where they end is found from
+    ``offset_index``'s last entry below ``end_offset`` (about one index interval of headers), and only when the
+    recovery point is above ``end_offset``."""
+    if recovery_point is None or recovery_point <= end_offset or seg.tiered is not None:
+        return None
+    position = _position_of_end(seg, offset_index, end_offset, filesystem, max_batch_bytes)
+    if position is None:
+        return None
+    return judge_rolled_end(seg.log_path, position, end_offset, next_base, base_offset=seg.base_offset,
+                            index=index_location(seg, "index"), timeindex=index_location(seg, "timeindex"),
+                            filesystem=filesystem, recovery_point=recovery_point)
 
 
 class ListingCheck:
@@ -2400,18 +2498,24 @@ def _indexes_reach(seg: SegmentFiles, end_offset: int, filesystem) -> bool:
     """Whether the last entry of either index file of ``seg`` holds an offset at or past ``end_offset`` (entries
     are ordered by offset): a few positioned reads, before :func:`lost_tail` loads the files whole (a live
     broker's active segment's are preallocated, megabytes of zeros). An index that cannot be probed is loaded."""
+    locations = (index_location(seg, "index"), index_location(seg, "timeindex"))
+    return _index_files_reach(seg.base_offset, locations, end_offset, filesystem)
+
+
+def _index_files_reach(base_offset: int, locations, end_offset: int, filesystem) -> bool:
+    """:func:`_indexes_reach` of a segment at ``base_offset`` whose ``.index`` and ``.timeindex`` are at
+    ``locations`` (``(path, window)`` each)."""
     from types import SimpleNamespace
 
     from kafkaseg.errors import CorruptIndexError
     from kafkaseg.storage.probed_index import ProbedIndex
 
     stats = SimpleNamespace(files_opened=0, index_entries=0, index_bytes=0)
-    for name, kind in (("index", "offset"), ("timeindex", "time")):
-        path, window = index_location(seg, name)
+    for (path, window), kind in zip(locations, ("offset", "time")):
         if not path:
             continue
         try:
-            index = ProbedIndex(path, kind, seg.base_offset, filesystem, stats, None, window)
+            index = ProbedIndex(path, kind, base_offset, filesystem, stats, None, window)
         except (LayoutError, CorruptIndexError):
             continue  # (as lost_tail's load counts it: empty)
         try:

@@ -900,18 +900,24 @@ class IndexedPastEnd(NamedTuple):
                 f"{self.end_offset}{'; ' + counts if counts else ''})")
 
 
-def indexed_past_end(offset_index, time_index, end_position: int, end_offset: int) -> IndexedPastEnd | None:
+def indexed_past_end(offset_index, time_index, end_position: int, end_offset: int,
+                     below: int | None = None) -> IndexedPastEnd | None:
     """What the loaded ``offset_index`` and ``time_index`` of a segment (either None) say it held past its readable
     end (see :class:`IndexedPastEnd`), or None when no entry points past it. Entries that disagree with the end
-    (at or past the byte but below the offset) prove nothing and are left out."""
+    (at or past the byte but below the offset) prove nothing and are left out; so are entries at or past ``below``
+    (a rolled segment's next base: offsets of another segment, as a cleaner's copy merging it holds)."""
     last, timestamp, offset_entries, time_entries = None, None, 0, 0
     if offset_index is not None and len(offset_index):
         past = (offset_index.positions >= end_position) & (offset_index.offsets >= end_offset)
+        if below is not None:
+            past &= offset_index.offsets < below
         offset_entries = int(np.count_nonzero(past))
         if offset_entries:
             last = int(offset_index.offsets[past].max())
     if time_index is not None and len(time_index):
         past = (time_index.offsets >= end_offset) & (time_index.timestamps >= 0)
+        if below is not None:
+            past &= time_index.offsets < below
         time_entries = int(np.count_nonzero(past))
         if time_entries:
             timestamp = int(time_index.timestamps[past].max())
