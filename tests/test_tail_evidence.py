@@ -735,3 +735,45 @@ def test_consume_from_latest_loses_nothing_below_its_start(tmp_path, capsysbinar
     out, err = (text.decode() for text in capsysbinary.readouterr())
     assert (got, out) == (0, "")
     assert f"t-0: high watermark {RECORDS} is above the log end offset {LOST_FROM}" in err
+
+
+# -- every .log file of the partition gone: the checkpoints still say what the broker held -------------------------
+# (found by a damage campaign: a partition folder whose only .log was deleted read as an empty log, silently, with a
+# high watermark and recovery point of 1500 in the log dir's checkpoints)
+
+
+def _without_logs(written, tmp_path):
+    root, _ = written
+    target = tmp_path / "d"
+    shutil.copytree(root, target)
+    for log in (target / "t-0").glob("*.log"):
+        log.unlink()
+    return target
+
+
+def test_a_partition_whose_logs_are_all_gone_loses_the_acknowledged_and_flushed_offsets(written, tmp_path):
+    """High watermark and recovery point (300) above the empty log's offset 0: a read to latest raises
+    DataLossError, as for a lost segment at the log's end; failOnDataLoss=false reads nothing and says so."""
+    from kafkaseg.errors import DataLossError
+
+    root = _without_logs(written, tmp_path)
+    _set_high_watermark(root, RECORDS)
+    with pytest.raises(DataLossError, match=r"offsets \[0, 300\) were acknowledged and flushed"):
+        kafkaseg.read_arrow(str(root))
+    scan = kafkaseg.open_scan(str(root), failOnDataLoss="false")
+    assert scan.to_table().num_rows == 0
+    assert any("acknowledged and flushed" in note for note in scan.plan.report.data_loss)
+    # a given end asks for no more than the files hold
+    assert kafkaseg.read_arrow(str(root), endingOffsets='{"t":{"0":0}}').num_rows == 0
+
+
+def test_a_partition_whose_logs_are_all_gone_notes_a_high_watermark_above_it(written, tmp_path):
+    """The recovery point not above the empty log (an unflushed log a crash lost): no error, the note a read whose
+    high watermark is above its log end makes."""
+    root = _without_logs(written, tmp_path)
+    _set_high_watermark(root, RECORDS)
+    _set_recovery_point(root, 0)
+    scan = kafkaseg.open_scan(str(root))
+    assert scan.to_table().num_rows == 0
+    (part,) = scan.plan.report.partitions
+    assert any(f"high watermark {RECORDS} is above the log end offset 0" in note for note in part.notes), part.notes
