@@ -152,7 +152,7 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
                         starts.append(int(offset_index.positions[-1]))
                 for n, start in enumerate(starts):
                     walk_all = full or (i == last and n == len(starts) - 1)
-                    if start >= reader.size:
+                    if not 0 <= start < reader.size:  # (an entry past the log, or a damaged negative one)
                         continue
                     for header in reader.iter_headers(start, partial_append=pdir.is_active_segment(seg.log_path)):
                         _note_header(desc, header)

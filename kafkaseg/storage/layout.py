@@ -1925,6 +1925,8 @@ def unacknowledged_append(partition_dir: PartitionDir, *, max_batch_bytes: int |
             start = int(index.positions[-1]) if len(index) else 0
         except (LayoutError, CorruptIndexError):
             pass
+    if not 0 <= start < seg.log_size:  # (an entry no batch can be at, damaged: the walk starts at the segment's)
+        start = 0
     found = zero_filled_tail(seg, filesystem=fs, max_batch_bytes=max_batch_bytes, start_position=start)
     if found is None or found[1]:
         return None
