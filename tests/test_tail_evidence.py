@@ -777,3 +777,14 @@ def test_a_partition_whose_logs_are_all_gone_notes_a_high_watermark_above_it(wri
     assert scan.to_table().num_rows == 0
     (part,) = scan.plan.report.partitions
     assert any(f"high watermark {RECORDS} is above the log end offset 0" in note for note in part.notes), part.notes
+
+
+def test_verify_calls_a_high_watermark_above_a_partition_whose_logs_are_all_gone_an_error(written, tmp_path):
+    """verify says what it says of any log end below the high watermark (an error), the empty log's offset taken
+    as its log end, as a read takes it: a strict read of it raises."""
+    root = _without_logs(written, tmp_path)
+    _set_high_watermark(root, RECORDS)
+    code, d = _verify(root)
+    assert code == 1, d
+    assert any(p["severity"] == "error" and f"high watermark {RECORDS} is above the log end offset 0" in p["message"]
+               for p in d["problems"]), d
