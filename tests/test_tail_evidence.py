@@ -788,3 +788,16 @@ def test_verify_calls_a_high_watermark_above_a_partition_whose_logs_are_all_gone
     assert code == 1, d
     assert any(p["severity"] == "error" and f"high watermark {RECORDS} is above the log end offset 0" in p["message"]
                for p in d["problems"]), d
+
+
+def test_describe_says_what_a_partition_whose_logs_are_all_gone_lost(written, tmp_path, capsys):
+    """describe says of the empty log what a read says: acknowledged and flushed offsets lost (an error, exit 2),
+    or with the recovery point not above it, the note of a high watermark above the log end."""
+    root = _without_logs(written, tmp_path)
+    _set_high_watermark(root, RECORDS)
+    code, part = _describe(capsys, root)
+    assert code == 2 and any("acknowledged and flushed" in e for e in part["errors"]), part
+    _set_recovery_point(root, 0)
+    code, part = _describe(capsys, root)
+    assert code == 0 and part["errors"] == [], part
+    assert any(f"high watermark {RECORDS} is above the log end offset 0" in n for n in part["notes"]), part

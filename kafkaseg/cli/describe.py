@@ -202,12 +202,28 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
         desc.errors.append(f"log end offset: {err}")
     _describe_lost_tail(desc, pdir)
     hw, leo, start = pdir.high_watermark, desc.log_end_offset, desc.log_start_offset
-    if hw is not None and leo is not None and hw > leo and desc.lost_tail is None:  # (else said as lost)
+    if hw is not None and leo is None and not pdir.segments and hw > (pdir.log_start_offset or 0):
+        # no segment: an empty log at the log start (a read's rule), below the checkpoints' offsets
+        _describe_empty_log_loss(desc, pdir)
+    elif hw is not None and leo is not None and hw > leo and desc.lost_tail is None:  # (else said as lost)
         desc.notes.append(high_watermark_above_words(hw, leo, pdir.path))
     elif hw is not None and start is not None and hw < start:  # UnifiedLog.updateHighWatermark
         desc.notes.append(f"high watermark {hw} is below the log start offset {start}, which a broker takes "
                           f"instead: reads and 'latest' stop at {start}")
     return desc
+
+
+def _describe_empty_log_loss(desc: PartitionDescription, pdir: PartitionDir) -> None:
+    """A partition with no segment (every .log file gone) whose high watermark is above its empty log: with the
+    recovery point above it too, acknowledged and flushed offsets lost (an error: a read to latest raises
+    DataLossError), else the note of a high watermark above the log end."""
+    from kafkaseg.storage.layout import ListingCheck, acknowledged_loss_end, acknowledged_loss_words
+
+    at, hw = pdir.log_start_offset or 0, pdir.high_watermark
+    if acknowledged_loss_end(pdir, at, walk_clean=True, as_listed=ListingCheck(pdir).recovery_point) is not None:
+        desc.errors.append(acknowledged_loss_words(hw, pdir.recovery_point, at, pdir.path))
+    else:
+        desc.notes.append(high_watermark_above_words(hw, at, pdir.path))
 
 
 def _describe_lost_tail(desc: PartitionDescription, pdir: PartitionDir) -> None:
