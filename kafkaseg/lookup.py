@@ -1013,10 +1013,13 @@ class PartitionLookup:
         past where the segment's batches end (a rolled segment cut short within its last index interval; checking
         every rolled segment up front would walk one index interval of each)."""
         while True:
-            rebuilt = len(self.stats.rebuilt_indexes)
+            rebuilt = {path for path, _ in self.stats.rebuilt_indexes}
             answer, i = search()
-            if answer is None and len(self.stats.rebuilt_indexes) > rebuilt:
-                continue  # an index the search used proved stale midway and was rebuilt: search again
+            if answer is None and {path for path, _ in self.stats.rebuilt_indexes} - rebuilt:
+                # an index the search used proved stale midway and was rebuilt: search again, once per segment (a
+                # rebuilt index can look stale again, its entries past where the walks end the segment: a batch
+                # past the next segment's base, damaged; searching again would rebuild it again, forever)
+                continue
             if answer is not None or i is None or i in self._time_checked:
                 return answer
             self._time_checked.add(i)

@@ -1991,6 +1991,11 @@ def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predic
         preport.notes.append(f"{part.name}: no segments (an empty log at offset {at})")
         preport.log_start_offset = preport.log_end_offset = preport.upper_bound = at
         preport.upper_bound_source = "log end offset (no segments)"
+        hw = preport.high_watermark = pdir.high_watermark
+        if hw is not None and hw > at and options.upper_bound == "highWatermark":
+            # (the checkpoints' offsets no file holds: with the recovery point above them too, a read to latest
+            # loses acknowledged and flushed offsets, raised or noted by _resolve as for a lost last segment)
+            preport.notes.append(high_watermark_above_note(part.name, hw, at, pdir.path))
         preport.start_offset, preport.end_offset = _resolve(
             part, _Bounds(at, at, at, "log end offset (no segments)", pdir.high_watermark, None), report, preport)
         return []

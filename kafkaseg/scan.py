@@ -1322,7 +1322,10 @@ class _SliceDecoder:
             return False
         if head is None or first is None:  # (every later segment is empty: none holds these offsets)
             return False
-        return head <= max(first, piece.next_base_offset) and (k + 1 == len(bases) or last < bases[k + 1])
+        # (a next segment whose first offset is below its own base is no cleaner's original: no segment holds
+        # offsets below its name, so it is damaged or misnamed itself, e.g. its file swapped with this one's)
+        return (bases[k] <= head <= max(first, piece.next_base_offset)
+                and (k + 1 == len(bases) or last < bases[k + 1]))
 
     def _kept_from_next_segment(self, reader: RandomAccessReader, start: int, end: int, next_base: int) -> bool:
         """Whether each v2 batch of this file in ``[start, end)`` reaching ``next_base`` is what the cleaner keeps of

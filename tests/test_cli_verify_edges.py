@@ -761,3 +761,20 @@ def test_a_producer_snapshot_retention_deletes_while_verify_runs_is_a_note_not_a
     report = VerifyReport()
     verify_partition(pdir, report)
     assert [p.severity for p in report.problems if p.file == snapshots[1]] == ["error"]
+
+
+# (found by a damage campaign: a bit flipped in the active segment's offset index made verify and describe crash
+# with a ValueError, "negative position ... or length 65536", from the preallocated-append check)
+@pytest.mark.parametrize("position", [-2147482026, -1, 1 << 30])
+def test_an_active_segments_index_entry_at_an_impossible_position_is_no_crash(tmp_path, capsys, position):
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=200, records_per_batch=5, index_interval_bytes=200)])
+    index = tmp_path / "t-0" / f"{0:020d}.index"
+    data = bytearray(index.read_bytes())
+    assert len(data) >= 16
+    struct.pack_into(">i", data, len(data) - 4, position)  # (the last entry's position)
+    index.write_bytes(bytes(data))
+    for argv in (["verify", str(tmp_path)], ["describe", str(tmp_path)], ["describe", str(tmp_path), "--full"]):
+        assert main(argv) in (0, 1, 2), argv
+    capsys.readouterr()

@@ -1198,3 +1198,35 @@ def test_a_header_walk_reads_the_next_batchs_first_bytes_once_when_its_block_lac
         location = lookup.locate(12)
     assert location.found and location.batch.position == position
     assert reads.count((end, 17)) == 1, reads
+
+
+# -- found by a damage campaign: a search for a time that rebuilt the same index on every pass never ended ----------
+
+
+@pytest.mark.parametrize("spec", ["-3", "1700000002000"])
+def test_a_time_search_whose_rebuilt_index_still_points_past_the_segments_end_ends(tmp_path, spec):
+    """Segment 0's last wrapper's timestamp damaged (its CRC fails; the rebuilt time index's largest timestamp is
+    that batch's) and a copy of segment 0 under base 37 (inside segment 0's offsets: segment 0 ends at 37 for
+    readers, so that batch is past its end): every pass of the search rebuilt segment 0's indexes again, found
+    nothing, and searched again, forever. The lookup ends with an answer or an error, in both twins."""
+    import subprocess
+    import sys
+
+    from kafkaseg.wire.batch import iter_headers
+
+    write_data_dir(tmp_path, [TopicSpec("v1gz", records_per_partition=400, magic=1, codec="gzip",
+                                        segment_bytes=16 * 1024)], seed=1)
+    folder = tmp_path / "v1gz-0"
+    log = folder / f"{0:020d}.log"
+    data = bytearray(log.read_bytes())
+    last = list(iter_headers(bytes(data)))[-1]
+    data[last.position + 22] ^= 0x34  # (a byte of the wrapper's timestamp)
+    log.write_bytes(bytes(data))
+    (folder / f"{37:020d}.log").write_bytes(bytes(data))
+    for pure in ("1", ""):
+        env = {**os.environ, "KAFKASEG_PURE": pure, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+        for argv in (["offsets", "--data-dir", str(tmp_path), "--topic", "v1gz", "--time", spec],
+                     ["locate", "--data-dir", str(tmp_path), "--topic", "v1gz", "--partition", "0", "--time", spec]):
+            done = subprocess.run([sys.executable, "-m", "kafkaseg", *argv], env=env, capture_output=True, text=True,
+                                  timeout=60)
+            assert done.returncode in (0, 1, 2) and "Traceback" not in done.stderr, (argv, done.stderr)

@@ -1121,3 +1121,41 @@ def test_slices_cut_for_parallelism_or_record_counts_judge_their_first_batch(cop
                             if p.log_path == str(log)}
     for on_corruption in ("fail", "skip"):
         assert _read(copy, onCorruption=on_corruption, **cutting) == _read(copy, onCorruption=on_corruption)
+
+
+# (found by a damage campaign: the last two .log files of a magic-1 gzip partition swapped read as an empty log)
+@pytest.mark.parametrize("on_corruption", ["fail", "skip"])
+def test_legacy_segments_swapped_are_not_taken_for_a_cleaners_merged_copy(tmp_path, kernel, on_corruption):
+    """Segment 0's file holds segment 187's wrappers (offsets 187.., at or past the next base) and the next
+    segment's file holds offsets 0..186, below its own base: no cleaner's original of a merged copy (its offsets
+    start at its base), so the first file's records past the next base are corruption, raised or counted, not
+    dropped unsaid as a read that returns no record at all."""
+    write_data_dir(tmp_path, [TopicSpec("v1gz", records_per_partition=400, magic=1, codec="gzip",
+                                        segment_bytes=16 * 1024)], seed=1)
+    first, second = sorted((tmp_path / "v1gz-0").glob("*.log"))[-2:]
+    a, b = first.read_bytes(), second.read_bytes()
+    first.write_bytes(b)
+    second.write_bytes(a)
+    options = {"upperBound": "logEndOffset", "onCorruption": on_corruption}
+    if on_corruption == "fail":
+        with pytest.raises(CorruptBatchError) as info:
+            kafkaseg.read_arrow(str(tmp_path), **options)
+        assert info.value.path == str(first) and info.value.position == 0
+        return
+    scan = kafkaseg.open_scan(str(tmp_path), **options)
+    scan.to_table()
+    assert scan.metrics.decode.corrupt_batches > 0 and scan.metrics.decode.problems[0].path == str(first)
+
+
+# (found by a damage campaign: as above, with the zero-filled tail of a preallocated file after segment 0's batches
+# swapped into the active segment: its log end was taken as 241, below its own base, and the read returned nothing)
+def test_an_active_segment_holding_only_offsets_below_its_base_ends_the_log_at_its_base(tmp_path, kernel):
+    write_data_dir(tmp_path, [TopicSpec("v1gz", records_per_partition=400, magic=1, codec="gzip",
+                                        segment_bytes=16 * 1024)], seed=1)
+    first, second = sorted((tmp_path / "v1gz-0").glob("*.log"))[-2:]
+    a, b = first.read_bytes(), second.read_bytes()
+    first.write_bytes(b)
+    second.write_bytes(a[:len(a) // 2] + bytes(len(a) - len(a) // 2))  # (offsets below 187, then zeros)
+    with pytest.raises(CorruptBatchError) as info:
+        kafkaseg.read_arrow(str(tmp_path), upperBound="logEndOffset")
+    assert info.value.path == str(first) and info.value.position == 0

@@ -1005,3 +1005,69 @@ def test_a_stream_that_said_a_lost_log_end_reads_on_as_batch_reads_do(tmp_path, 
     assert [[lost_270 in line for line in said] for _, said in got] == [[True], [], [False], []]
     assert lost_290 in got[2][1][0] and got[1][0] == list(range(40)) and got[2][0] == list(range(LOST_FROM, 290))
     assert got[3] == (list(range(290, RECORDS)), [])
+
+
+# -- every .log file of the partition gone: the checkpoints still say what the broker held -------------------------
+# (found by a damage campaign: a partition folder whose only .log was deleted read as an empty log, silently, with a
+# high watermark and recovery point of 1500 in the log dir's checkpoints)
+
+
+def _without_logs(written, tmp_path):
+    root, _ = written
+    target = tmp_path / "d"
+    shutil.copytree(root, target)
+    for log in (target / "t-0").glob("*.log"):
+        log.unlink()
+    return target
+
+
+def test_a_partition_whose_logs_are_all_gone_loses_the_acknowledged_and_flushed_offsets(written, tmp_path):
+    """High watermark and recovery point (300) above the empty log's offset 0: a read to latest raises
+    DataLossError, as for a lost segment at the log's end; failOnDataLoss=false reads nothing and says so."""
+    from kafkaseg.errors import DataLossError
+
+    root = _without_logs(written, tmp_path)
+    _set_high_watermark(root, RECORDS)
+    with pytest.raises(DataLossError, match=r"offsets \[0, 300\) were acknowledged and flushed"):
+        kafkaseg.read_arrow(str(root))
+    scan = kafkaseg.open_scan(str(root), failOnDataLoss="false")
+    assert scan.to_table().num_rows == 0
+    assert any("acknowledged and flushed" in note for note in scan.plan.report.data_loss)
+    # a given end asks for no more than the files hold
+    assert kafkaseg.read_arrow(str(root), endingOffsets='{"t":{"0":0}}').num_rows == 0
+
+
+def test_a_partition_whose_logs_are_all_gone_notes_a_high_watermark_above_it(written, tmp_path):
+    """The recovery point not above the empty log (an unflushed log a crash lost): no error, the note a read whose
+    high watermark is above its log end makes."""
+    root = _without_logs(written, tmp_path)
+    _set_high_watermark(root, RECORDS)
+    _set_recovery_point(root, 0)
+    scan = kafkaseg.open_scan(str(root))
+    assert scan.to_table().num_rows == 0
+    (part,) = scan.plan.report.partitions
+    assert any(f"high watermark {RECORDS} is above the log end offset 0" in note for note in part.notes), part.notes
+
+
+def test_verify_calls_a_high_watermark_above_a_partition_whose_logs_are_all_gone_an_error(written, tmp_path):
+    """verify says what it says of any log end below the high watermark (an error), the empty log's offset taken
+    as its log end, as a read takes it: a strict read of it raises."""
+    root = _without_logs(written, tmp_path)
+    _set_high_watermark(root, RECORDS)
+    code, d = _verify(root)
+    assert code == 1, d
+    assert any(p["severity"] == "error" and f"high watermark {RECORDS} is above the log end offset 0" in p["message"]
+               for p in d["problems"]), d
+
+
+def test_describe_says_what_a_partition_whose_logs_are_all_gone_lost(written, tmp_path, capsys):
+    """describe says of the empty log what a read says: acknowledged and flushed offsets lost (an error, exit 2),
+    or with the recovery point not above it, the note of a high watermark above the log end."""
+    root = _without_logs(written, tmp_path)
+    _set_high_watermark(root, RECORDS)
+    code, part = _describe(capsys, root)
+    assert code == 2 and any("acknowledged and flushed" in e for e in part["errors"]), part
+    _set_recovery_point(root, 0)
+    code, part = _describe(capsys, root)
+    assert code == 0 and part["errors"] == [], part
+    assert any(f"high watermark {RECORDS} is above the log end offset 0" in n for n in part["notes"]), part

@@ -152,7 +152,7 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
                         starts.append(int(offset_index.positions[-1]))
                 for n, start in enumerate(starts):
                     walk_all = full or (i == last and n == len(starts) - 1)
-                    if start >= reader.size:
+                    if not 0 <= start < reader.size:  # (an entry past the log, or a damaged negative one)
                         continue
                     for header in reader.iter_headers(start, partial_append=pdir.is_active_segment(seg.log_path)):
                         _note_header(desc, header)
@@ -202,7 +202,10 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
         desc.errors.append(f"log end offset: {err}")
     _describe_lost_tail(desc, pdir)
     hw, leo, start = pdir.high_watermark, desc.log_end_offset, desc.log_start_offset
-    if hw is not None and leo is not None and hw > leo and desc.lost_tail is None:  # (else said as lost)
+    if hw is not None and leo is None and not pdir.segments and hw > (pdir.log_start_offset or 0):
+        # no segment: an empty log at the log start (a read's rule), below the checkpoints' offsets
+        _describe_empty_log_loss(desc, pdir)
+    elif hw is not None and leo is not None and hw > leo and desc.lost_tail is None:  # (else said as lost)
         desc.notes.append(high_watermark_above_words(hw, leo, pdir.path))
     elif hw is not None and start is not None and hw < start:  # UnifiedLog.updateHighWatermark
         desc.notes.append(f"high watermark {hw} is below the log start offset {start}, which a broker takes "
@@ -211,6 +214,19 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
             pdir, leo, walk_clean=True, as_listed=ListingCheck(pdir).recovery_point) is not None:
         desc.notes.append(flushed_above_words(pdir.recovery_point, hw, leo, pdir.path))  # (as a read notes it)
     return desc
+
+
+def _describe_empty_log_loss(desc: PartitionDescription, pdir: PartitionDir) -> None:
+    """A partition with no segment (every .log file gone) whose high watermark is above its empty log: with the
+    recovery point above it too, acknowledged and flushed offsets lost (an error: a read to latest raises
+    DataLossError), else the note of a high watermark above the log end."""
+    from kafkaseg.storage.layout import ListingCheck, acknowledged_loss_end, acknowledged_loss_words
+
+    at, hw = pdir.log_start_offset or 0, pdir.high_watermark
+    if acknowledged_loss_end(pdir, at, walk_clean=True, as_listed=ListingCheck(pdir).recovery_point) is not None:
+        desc.errors.append(acknowledged_loss_words(hw, pdir.recovery_point, at, pdir.path))
+    else:
+        desc.notes.append(high_watermark_above_words(hw, at, pdir.path))
 
 
 def _describe_lost_tail(desc: PartitionDescription, pdir: PartitionDir) -> None:

@@ -1455,6 +1455,10 @@ def _check_checkpoints(pdir: PartitionDir, summary: PartitionSummary, report: Ve
             report.add(WARNING if newest else ERROR, path, getattr(err, "position", None), str(err) + (
                 " (the newest roll's snapshot: a live broker may still be writing it; a broker skips a corrupt "
                 "snapshot)" if newest else ""))
+    if leo is None and not pdir.segments and pdir.error is None:
+        # (no segment: an empty log at the log start, as a read and Kafka's LogLoader take it, whose end the
+        # checkpoints are checked against: a high watermark above it is offsets no file holds)
+        leo = pdir.log_start_offset or 0
     if leo is None:
         return
     first_base = pdir.segments[0].base_offset if pdir.segments else None

@@ -2052,6 +2052,8 @@ def unacknowledged_append(partition_dir: PartitionDir, *, max_batch_bytes: int |
             start = int(index.positions[-1]) if len(index) else 0
         except (LayoutError, CorruptIndexError):
             pass
+    if not 0 <= start < seg.log_size:  # (an entry no batch can be at, damaged: the walk starts at the segment's)
+        start = 0
     found = zero_filled_tail(seg, filesystem=fs, max_batch_bytes=max_batch_bytes, start_position=start)
     if found is None or found[1]:
         return None
@@ -2072,17 +2074,15 @@ def unchanged_since_listing(partition_dir: PartitionDir, segments: Sequence[Segm
     # (a log dir read with its tiered-storage copies: the copies are not in the folder, and not what a broker
     # appends to or truncates)
     segments = [seg for seg in segments if seg.tiered is None]
-    if not segments:
-        return False, False
-    last = segments[-1]
     try:
         names = {entry.name for entry in _fs.list_dir(pdir.path, pdir.filesystem)
                  if entry.name.endswith(".log") and not entry.is_dir}
-        size = _fs.stat(last.log_path, pdir.filesystem)
+        size = _fs.stat(segments[-1].log_path, pdir.filesystem) if segments else None
     except KafkaSegError:
         return False, False
-    log = (names == {_fs.basename(seg.log_path) for seg in segments} and size is not None
-           and size.size == last.log_size)
+    # (no segment listed: as listed while the folder still holds no .log file, every one of them lost)
+    log = (names == {_fs.basename(seg.log_path) for seg in segments}
+           and (not segments or (size is not None and size.size == segments[-1].log_size)))
     if pdir.log_dir is None:
         return log, False
     try:

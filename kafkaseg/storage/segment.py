@@ -532,7 +532,9 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
             hidden = offsets_hidden_by_last_batch(last, before_end, high_watermark, reached)
             if hidden is not None:
                 raise SkippedOffsetsError(hidden, path=reader.path, position=last.position)
-        return last.next_offset if last is not None else int(segment.base_offset)
+        # (batches all below the segment's base, which no segment holds: recovery truncates them, LogSegment.recover's
+        # ensureOffsetInRange, and the log ends at the base)
+        return max(last.next_offset, int(segment.base_offset)) if last is not None else int(segment.base_offset)
     finally:
         if owned:
             reader.close()
