@@ -1103,3 +1103,14 @@ def test_a_log_not_named_after_an_offset_is_dumped_from_its_first_batchs_base_of
     code, out, err = run(["dump", "--no-progress", "--files", str(empty)], capsys)
     assert code == 0 and out == [f"Dumping {empty}", "Log starting offset: 0 (empty.log is not named after an "
                                  "offset, and holds no readable batch to take one from)"], out
+
+
+def test_a_missing_log_not_named_after_an_offset_is_only_its_error(tmp_path, capsys):
+    """A .log not named after an offset that cannot be opened (missing, or no file) printed 'Log starting offset: 0
+    (... holds no readable batch to take one from)' before its error: a claim about contents nothing read (the
+    open's error was taken for an unreadable first batch). Only the error line is said, naming the file once."""
+    missing = tmp_path / "backup.log"
+    code, out, err = run(["dump", "--no-progress", "--files", str(missing)], capsys)
+    assert code == 1 and out == [f"Dumping {missing}"], out
+    (line,) = [e for e in err if e.startswith("Error dumping")]
+    assert "No such file or directory" in line and line.count(str(missing)) == 1, err

@@ -810,12 +810,12 @@ def _name_offset(name: str, located: str) -> int | None:
 def _unnamed_log_start(name: str, located: str, filesystem) -> str:
     """The ``Log starting offset`` line of a ``.log`` whose name is no offset (a renamed backup, on which Kafka's
     tool fails: ``toLong``): the base offset discovery reads such a file at, its first batch's (0 without one),
-    saying the name is no offset."""
-    try:
-        with SegmentReader(located, filesystem) as reader:
+    saying the name is no offset. A file that cannot be opened raises (its error is the file's only line)."""
+    with SegmentReader(located, filesystem) as reader:
+        try:
             first = reader.header_at(0, max_batch_bytes=None)
-    except KafkaSegError:  # (the dump of its batches says what is wrong)
-        first = None
+        except KafkaSegError:  # (the dump of its batches says what is wrong)
+            first = None
     if first is None:
         return (f"Log starting offset: 0 ({name} is not named after an offset, and holds no readable batch to take "
                 "one from)")
