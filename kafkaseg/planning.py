@@ -155,6 +155,9 @@ class SegmentSlice:
     # (segment, first, end) of offsets missing before this slice that planning skipped (a start inside a hole
     # between segments): the read lists them in ScanMetrics.missing_offsets, as it lists the holes it runs across
     missing_before: tuple[str, int, int] | None = None
+    # (segment, byte, why, first, end) of offsets empty rolled segments of the partition were proven to have lost
+    # (planning._empty_segment_loss), read past with failOnDataLoss=false: listed in ScanMetrics.lost_tails
+    lost_before: tuple[tuple[str, int, str, int, int], ...] = ()
     # the segment's .index (None when absent): a lenient read resumes after bad framing at its next entry whose
     # batch checks out (entry_check.ResumptionEntries), so what it loses does not depend on where slices are cut
     index_path: str | None = None
@@ -621,6 +624,8 @@ class _Partition:
         self.log_ends = log_ends  # log ends found before on the same listing, and where this one's is recorded
         self.fs = pdir.filesystem
         self.skipped_start: tuple[str, int, int] | None = None  # see _resolve (a start inside a hole)
+        # (segment, byte, why, first, end) of offsets an empty rolled segment lost (_empty_segment_loss)
+        self.lost_before: list[tuple[str, int, str, int, int]] = []
         # the partition's copies in other log dirs, which the replica choice passed over: a strict timestamp search
         # that meets damage in this one answers from one of them (_offset_for_timestamp), as a read falls back
         self.other_copies: tuple[PartitionDir, ...] = ()
@@ -1872,8 +1877,10 @@ def _piece_of_segment(part: _Partition, i: int, lo: int, hi: int, ts_lo: int | N
         return None
     if seg.log_size == 0:
         cleaner = part.cleaner_offset
-        if next_base is not None and part.report is not None and (cleaner is None or max(lo, seg.base_offset)
-                                                                    >= cleaner):
+        if next_base is not None and (cleaner is None or max(lo, seg.base_offset) >= cleaner):
+            lo = _empty_segment_loss(part, i, lo, hi)
+        if next_base is not None and part.report is not None and lo < min(hi, next_base) and (
+                cleaner is None or max(lo, seg.base_offset) >= cleaner):
             # no slice reads it, so no read lists its offsets as missing (scan._check_segment_end): say it here
             part.report.notes.append(f"{part.name}: {seg.log_path} is empty, so offsets "
                                      f"[{max(lo, seg.base_offset)}, {min(hi, next_base)}) are missing (above "
@@ -1899,6 +1906,32 @@ def _piece_of_segment(part: _Partition, i: int, lo: int, hi: int, ts_lo: int | N
     file_entry, walk_from = part.start_points.get((i, start_position), (None, None))
     return _Piece(part, i, start_position, end_position, lo, hi, cuts, None, part.indexes(i)[0] if cuts else None,
                   walk_from=walk_from, file_entry=file_entry)
+
+
+def _empty_segment_loss(part: _Partition, i: int, lo: int, hi: int) -> int:
+    """Offsets ``[lo, hi)`` of rolled segment ``i``, whose ``.log`` is empty: those its own indexes prove lost (entries
+    past byte 0 below the next base, the recovery point above its base: :func:`rolled_segment_cut`, as a read
+    across a segment cut short after its last batch finds, scan._check_segment_end) raise
+    :class:`~kafkaseg.errors.LostTailError` at byte 0, or with failOnDataLoss=false (or onCorruption=skip) are
+    noted in the plan's data_loss and given to the read (``part.lost_before``: ScanMetrics.lost_tails). Returns
+    where the offsets not proven lost start (a compaction gap's, noted as missing)."""
+    seg, next_base = part.segments[i], part.next_base(i)
+    cut = rolled_segment_cut(seg, seg.base_offset, next_base, offset_index=None,
+                             recovery_point=part.pdir.recovery_point, filesystem=part.fs,
+                             max_batch_bytes=part.options.max_batch_bytes)
+    first, end = max(lo, seg.base_offset), min(hi, next_base)
+    if cut is None or not first < min(end, cut.end_offset):
+        return lo
+    if part.options.fail_on_data_loss and part.options.on_corruption != "skip":
+        err = cut.error()
+        raise type(err)(f"{err.detail} (set failOnDataLoss=false to read on past this data loss)", path=err.path,
+                        position=err.position)
+    lost = (seg.log_path, cut.position, cut.message, first, min(end, cut.end_offset))
+    if lost not in part.lost_before:
+        if part.report is not None and all(said[0] != seg.log_path for said in part.lost_before):
+            part.report.data_loss.append(f"{part.name}: {cut.summary()}")
+        part.lost_before.append(lost)
+    return max(lo, cut.end_offset)
 
 
 def _split_by_size_and_records(piece: _Piece, split_size: int, max_records: int | None) -> list[_Piece]:
@@ -2144,10 +2177,10 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
     tails_told: set[int] = set()  # partitions whose corrupt tail is attached to a slice already
     for piece, own_offsets in zip(pieces, _slice_offsets(pieces)):
         part = piece.part
-        missing_before = None
-        if part.skipped_start is not None and id(part) not in told:
+        missing_before, lost_before = None, ()
+        if id(part) not in told:
             told.add(id(part))
-            missing_before = part.skipped_start
+            missing_before, lost_before = part.skipped_start, tuple(part.lost_before)
         seg = part.segments[piece.segment]
         corrupt_tail = None
         if (part.corrupt_tail is not None and id(part) not in tails_told and piece.segment == len(part.segments) - 1
@@ -2165,7 +2198,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
             identities[part.pdir.path] = _fs.file_identity(part.pdir.path, part.fs)
         slices.append(_segment_slice(piece, aborted, identities[seg.log_path], missing_before, own_offsets,
                                      listing.started_ns, part.pdir.topic_id, identities[part.pdir.path],
-                                     corrupt_tail, indexed_tail_check, tail_evidence))
+                                     corrupt_tail, indexed_tail_check, tail_evidence, lost_before))
         preport = reports[(part.pdir.topic, part.pdir.partition, part.pdir.path)]
         preport.slices += 1
         # two offset ranges of one partition whose bytes meet are one slice (_joined), unless a range between them
@@ -2194,7 +2227,8 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
                    listed_at_ns: int | None, topic_id: str | None,
                    partition_identity: tuple[str, int, int] | None,
                    corrupt_tail: tuple[int, int, str] | None = None, indexed_tail_check: bool = False,
-                   tail_evidence: tuple[int | None, tuple[int, str] | None] = (None, None)) -> SegmentSlice:
+                   tail_evidence: tuple[int | None, tuple[int, str] | None] = (None, None),
+                   lost_before: tuple[tuple[str, int, str, int, int], ...] = ()) -> SegmentSlice:
     part = piece.part
     seg = part.segments[piece.segment]
     index_path, index_window = index_location(seg, "index")
@@ -2205,6 +2239,7 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
         partition_path=part.pdir.path, log_dir=part.pdir.log_dir, filesystem=part.fs,
         next_base_offset=part.next_base(piece.segment), recovery_point=part.pdir.recovery_point,
         file_identity=identity, cleaner_offset=part.cleaner_offset, missing_before=missing_before,
+        lost_before=lost_before,
         index_path=index_path, index_window=index_window,
         slice_offsets=own_offsets, listed_at_ns=listed_at_ns, topic_id=topic_id,
         partition_identity=partition_identity, rolled=seg.tiered is not None, remote_whole=seg.remote_whole,

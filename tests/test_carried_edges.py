@@ -263,3 +263,64 @@ def test_a_start_inside_a_rolled_segments_lost_tail_is_data_loss(tmp_path):
     assert scan.to_table().column("offset").to_pylist() == list(range(250, 300))
     assert not scan.metrics.missing_offsets
     assert [n for n in scan.plan.report.data_loss if f"{log} @ byte {at}" in n]
+
+
+def _rolled_empty_copy(root, base: int, log_start: int | None = None, indexes: bool = True):
+    """tests/lost_tail_data.py's partition (segments 0, 125, 250; offsets 0..299, recovery point 250, high watermark
+    300) with rolled segment ``base``'s .log cut to 0 bytes (copied when just created, or truncated), its index
+    files kept (``indexes``: else emptied, as the cleaner leaves an empty output segment's); ``log_start``: a log
+    start offset checkpoint. Returns that .log."""
+    from tests.lost_tail_data import set_high_watermark, set_recovery_point, write_whole
+
+    write_whole(root)
+    folder = root / "t-0"
+    set_high_watermark(root, 300)
+    set_recovery_point(root, 250)
+    if log_start is not None:
+        write_offset_checkpoint(root / "log-start-offset-checkpoint", {("t", 0): log_start})
+    log = folder / f"{base:020d}.log"
+    log.write_bytes(b"")
+    if not indexes:
+        for suffix in (".index", ".timeindex"):
+            (folder / f"{base:020d}{suffix}").write_bytes(b"")
+    return log
+
+
+@pytest.mark.parametrize("base", [0, 125])
+def test_an_empty_rolled_segment_whose_indexes_point_past_its_end_is_a_lost_tail(tmp_path, base):
+    """A rolled segment cut to 0 bytes (the partition's first, or one in the middle) whose own .index and .timeindex
+    hold entries for offsets it no longer has, below the next base and the recovery point: those offsets were on
+    disk in it, so a strict read raises LostTailError at the file and byte 0; failOnDataLoss=false reads on and lists
+    them in lost_tails. (Before, both read the other segments with no error: only a plan note said they were
+    missing.)"""
+    log = _rolled_empty_copy(tmp_path, base)
+    with pytest.raises(kafkaseg.LostTailError) as info:
+        kafkaseg.read_arrow(str(tmp_path))
+    assert (info.value.path, info.value.position) == (str(log), 0)
+    assert f"offsets {base}.." in str(info.value) and "failOnDataLoss=false" in str(info.value)
+    scan = kafkaseg.open_scan(str(tmp_path), failOnDataLoss="false")
+    rest = [o for o in range(300) if not base <= o < base + 125]
+    assert scan.to_table().column("offset").to_pylist() == rest
+    (lost,) = scan.metrics.lost_tails
+    assert (lost[0], lost[1], lost.first_offset) == (str(log), 0, base)
+    assert base < lost.end_offset <= base + 125
+    assert not scan.metrics.missing_offsets
+    skip = kafkaseg.open_scan(str(tmp_path), onCorruption="skip")
+    assert skip.to_table().num_rows == 175 and [p[:2] for p in skip.metrics.lost_tails] == [(str(log), 0)]
+    # a read that starts after it says nothing of it
+    after = kafkaseg.read_arrow(str(tmp_path), startingOffsets=f'{{"t":{{"0":{base + 125}}}}}')
+    assert after.num_rows == 300 - base - 125
+
+
+def test_an_empty_segment_below_the_log_start_or_with_empty_indexes_stays_silent(tmp_path):
+    """Legit states: retention moved the log start past an emptied first segment (its offsets are below log start),
+    and the cleaner's empty output segment (its indexes hold no entry past its end)."""
+    _rolled_empty_copy(tmp_path / "a", 0, log_start=125)
+    assert kafkaseg.read_arrow(str(tmp_path / "a")).column("offset").to_pylist() == list(range(125, 300))
+    for base in (0, 125):
+        root = tmp_path / f"b{base}"
+        _rolled_empty_copy(root, base, indexes=False)
+        scan = kafkaseg.open_scan(str(root))
+        rest = [o for o in range(300) if not base <= o < base + 125]
+        assert scan.to_table().column("offset").to_pylist() == rest
+        assert not scan.metrics.lost_tails and not scan.plan.report.data_loss
