@@ -9,6 +9,7 @@ import io
 import os
 import shutil
 import struct
+import time
 
 import pytest
 
@@ -685,10 +686,13 @@ def test_offsets_missing_between_segments_are_said_on_stderr(tmp_path, capsysbin
 
     def poll(_seconds: float) -> None:
         said_before_the_end.append(f"offsets {gone}..{after - 1} are missing after" in follow_err.getvalue())
+        time.sleep(0.05)
 
+    # (an idle timeout long enough for a poll on a loaded machine: with 20 ms, a listing slower than that ended the
+    # follow before its first poll, and the test failed with nothing said before the end)
     follow_err = io.StringIO()
     args = build_parser().parse_args(["consume", "--data-dir", str(tmp_path / "d"), "--topic", "t",
-                                      "--from-beginning", "--follow", "--timeout-ms", "20", "--poll-ms", "1"])
+                                      "--from-beginning", "--follow", "--timeout-ms", "1000", "--poll-ms", "1"])
     assert consume.run(args, io.BytesIO(), follow_err, sleep=poll) == 0
     assert said_before_the_end and all(said_before_the_end)
     assert follow_err.getvalue().count(f"offsets {gone}..{after - 1} are missing") == 1
