@@ -445,6 +445,33 @@ def test_a_lone_log_file_named_past_a_long_is_refused_not_read_as_nothing(data_d
     assert f"error: {why}" in capsys.readouterr().err
 
 
+def test_the_three_refusals_of_a_name_past_a_long_are_one_test_and_one_wording(data_dir, tmp_path, capsys):
+    """A folder's listing (``layout._names_past_a_long``), a lone ``.log`` given as a path (``_single_log_file``)
+    and ``dump`` (``_fitting``) refuse a segment named one past a long by one test (``layout.offset_past_a_long``,
+    Kafka's ``Long.parseLong``) in one wording (``layout.past_a_long_words``); the largest long itself passes."""
+    from kafkaseg.errors import SegmentNameError
+    from kafkaseg.storage.layout import discover, offset_past_a_long, past_a_long_words
+
+    largest, past = f"{2**63 - 1:020d}", f"{2**63:020d}"
+    assert (offset_past_a_long(largest), offset_past_a_long(past)) == (False, True)
+    words = past_a_long_words(past)
+    assert words == f"base offset {past} in the file name does not fit in a 64-bit long"
+    folder = _segments(data_dir)[0].parent
+    in_folder = folder / f"{past}.log"
+    in_folder.write_bytes(_segments(data_dir)[0].read_bytes())
+    with pytest.raises(SegmentNameError) as listed:
+        discover(str(folder))
+    assert (listed.value.detail, listed.value.path) == (words, str(in_folder))
+    lone = tmp_path / "restored" / f"{past}.log"
+    lone.parent.mkdir()
+    lone.write_bytes(in_folder.read_bytes())
+    with pytest.raises(SegmentNameError) as given:
+        discover(str(lone))
+    assert (given.value.detail, given.value.path) == (words, str(lone))
+    assert main(["dump", "--no-progress", "--files", str(lone)]) == 1
+    assert capsys.readouterr().err.strip() == f"Error dumping {lone}: {words}"
+
+
 def _metadata_log(root):
     """A __cluster_metadata-0 folder: one segment, and a KRaft snapshot named as a broker names one."""
     from kafkaseg.testing import PartitionWriter, Record, build_batch_v2

@@ -661,6 +661,28 @@ def test_a_recovery_point_alone_above_the_log_end_is_a_note(torn, capsys, high_w
     assert not [n for p in plan.report.partitions for n in p.notes if "recovery point" in n]
 
 
+@pytest.mark.parametrize("tail, noted", [(b"\xff" * 30, False), (b"\x01\x02" * 15, True)],
+                         ids=["corrupt framing", "a batch cut short"])
+def test_verify_says_a_recovery_point_above_a_torn_end_where_the_read_does(torn, tail, noted):
+    """30 torn bytes after the last batch (high watermark 270, recovery point 300): verify says the recovery point
+    above the log end by the reads' one rule (``layout.flushed_past_end``), so only where a read's plan notes it.
+    Bad framing there is a walk that met corruption (the read is silent of the recovery point, and verify reports
+    the bytes themselves); a final batch cut short is the end of a clean walk (both note it)."""
+    root, active, at = torn
+    with open(active, "ab") as f:
+        f.write(tail)
+    _set_high_watermark(root, LOST_FROM)
+    _set_recovery_point(root, RECORDS)
+    scan = kafkaseg.open_scan(str(root))
+    assert _offsets(scan.to_table()) == list(range(LOST_FROM))
+    notes = [n for p in scan.plan.report.partitions for n in p.notes if f"recovery point {RECORDS}" in n]
+    assert bool(notes) is noted
+    code, report = _verify(root)
+    said = [p["message"] for p in report["problems"] if f"recovery point {RECORDS}" in p["message"]]
+    assert said == notes
+    assert any(p["file"] == str(active) and p["position"] == at for p in report["problems"])  # (the torn bytes)
+
+
 def test_a_recovery_point_at_the_log_end_with_a_high_watermark_says_nothing(torn, capsys):
     root, active, at = torn
     _set_high_watermark(root, LOST_FROM)

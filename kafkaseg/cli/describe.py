@@ -210,8 +210,8 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
     elif hw is not None and start is not None and hw < start:  # UnifiedLog.updateHighWatermark
         desc.notes.append(f"high watermark {hw} is below the log start offset {start}, which a broker takes "
                           f"instead: reads and 'latest' stop at {start}")
-    if hw is not None and leo is not None and hw <= leo and flushed_past_end(
-            pdir, leo, walk_clean=True, as_listed=ListingCheck(pdir).recovery_point) is not None:
+    if leo is not None and flushed_past_end(pdir, leo, walk_clean=True,
+                                            as_listed=ListingCheck(pdir).recovery_point) is not None:
         desc.notes.append(flushed_above_words(pdir.recovery_point, hw, leo, pdir.path))  # (as a read notes it)
     return desc
 

@@ -49,7 +49,8 @@ from kafkaseg.decode.api import STOP_END, STOP_LIMIT, DecodeRequest
 from kafkaseg.errors import CorruptDataError, KafkaSegError, LayoutError, SegmentNameError
 from kafkaseg.wire.text import java_utf8
 from kafkaseg.storage import fs as _fs
-from kafkaseg.storage.layout import is_last_log_in_folder, kraft_snapshot_id
+from kafkaseg.storage.layout import (is_last_log_in_folder, kraft_snapshot_id, offset_past_a_long,
+                                     past_a_long_words)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import parse_producer_snapshot, read_producer_snapshot
 from kafkaseg.storage._index_file import broker_sanity_check
@@ -69,7 +70,6 @@ __all__ = ["DumpOptions", "DumpReport", "dump_files", "RECORD_INDENT"]
 
 RECORD_INDENT = "|"
 INT_MAX = 2**31 - 1
-LONG_MAX = 2**63 - 1
 _JSON_DECODERS = ("offsets", "share-group-state", "transaction", "cluster-metadata")  # their payloads print as JSON
 BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
 
@@ -804,7 +804,7 @@ def _name_offset(name: str, located: str) -> int | None:
     ``00000000000000000042-<segment id>.index``: 42), None for other names. One past a 64-bit long is
     :class:`SegmentNameError` (file ``located``): Kafka's tool fails on it (``toLong``), as its broker does."""
     match = _NAME_OFFSET.match(name.split(".")[0])
-    return _fitting(match.group(1), LONG_MAX, "base offset", located) if match and match.group(1).isascii() else None
+    return _fitting(match.group(1), located) if match and match.group(1).isascii() else None
 
 
 def _unnamed_log_start(name: str, located: str, filesystem) -> str:
@@ -823,14 +823,13 @@ def _unnamed_log_start(name: str, located: str, filesystem) -> str:
             "offset)")
 
 
-def _fitting(digits: str, most: int, what: str, located: str) -> int:
-    """``digits`` as a number, :class:`SegmentNameError` for file ``located`` past ``most`` (a Java long's or
-    int's largest value, where Kafka's ``Long.parseLong`` / ``Integer.parseInt`` of the name fails)."""
-    number = int(digits)
-    if number > most:
-        kind = "64-bit long" if most == LONG_MAX else "32-bit int"
-        raise SegmentNameError(f"{what} {digits} in the file name does not fit in a {kind}", _fs.redact(located))
-    return number
+def _fitting(digits: str, located: str) -> int:
+    """``digits`` (a segment file name's base offset) as a number, :class:`SegmentNameError` for file ``located``
+    past a long (discovery's test and words: :func:`~kafkaseg.storage.layout.offset_past_a_long`), where Kafka's
+    ``Long.parseLong`` of the name fails."""
+    if offset_past_a_long(digits):
+        raise SegmentNameError(past_a_long_words(digits), _fs.redact(located))
+    return int(digits)
 
 
 def _base_offset(located: str) -> int:

@@ -57,8 +57,9 @@ from kafkaseg.storage import tiered
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.layout import (CLUSTER_METADATA_TOPIC, KRAFT_SNAPSHOT_NAME, LOST_NEWEST_SEGMENT, SWAPS_IGNORED,
                                      SWAPS_RESOLVED, ListingCheck, PartitionDir, check_one_incarnation, discover,
-                                     flushed_above_words, gaps_in_copies, high_watermark_above_words,
-                                     judge_tail, transactions_open_at, unacknowledged_append, valid_cleaner_offset)
+                                     find_log_end, flushed_above_words, flushed_past_end, gaps_in_copies,
+                                     high_watermark_above_words, judge_tail, transactions_open_at,
+                                     unacknowledged_append, valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
 from kafkaseg.storage.segment import SegmentReader, offsets_hidden_by_last_batch, snapshot_past, zeros_hiding_records
@@ -1434,6 +1435,18 @@ def _check_log_dir_checkpoints(pdir: PartitionDir, report: VerifyReport) -> None
                    f"{what} checkpoint (not used): {detail}")
 
 
+def _read_walk_clean(pdir: PartitionDir) -> bool:
+    """Whether a strict read's walk to the log end of ``pdir`` meets no corruption or torn append (planning's
+    ``leo_walk_clean``, by its own :func:`~kafkaseg.storage.layout.find_log_end`, a torn end at or above the high
+    watermark taken as the end); False where that walk raises. Reads about one index interval of headers."""
+    hw = pdir.high_watermark
+    try:
+        return find_log_end(pdir, lenient=False, max_batch_bytes=_READ_DEFAULTS.max_batch_bytes,
+                            unacknowledged_past=lambda end: hw is not None and hw <= end).clean
+    except KafkaSegError:
+        return False
+
+
 def _check_checkpoints(pdir: PartitionDir, summary: PartitionSummary, report: VerifyReport,
                        listing: ListingCheck) -> None:
     leo, lso_ = summary.log_end_offset, summary.log_start_offset
@@ -1481,19 +1494,22 @@ def _check_checkpoints(pdir: PartitionDir, summary: PartitionSummary, report: Ve
     if pdir.recovery_point is not None and pdir.recovery_point > leo:
         # (a truncation caught between cutting the log and checkpointing: judged as the active segment's tail is)
         checkpoint = os.path.join(where, "recovery-point-offset-checkpoint")
-        if listing.checkpoints() and pdir.high_watermark is not None and pdir.high_watermark <= leo:
-            # (flushed offsets the high watermark says no consumer had seen: the reads' note, layout.flushed_past_end;
+        if flushed_past_end(pdir, leo, walk_clean=_read_walk_clean(pdir),
+                            as_listed=listing.recovery_point) is not None:
+            # (flushed offsets the high watermark says no consumer had seen: the reads' note, by their one rule;
             # a warning: a follower's truncation caught before its checkpoint leaves the same files)
             report.add(WARNING, checkpoint, None, f"{pdir.name}: " + flushed_above_words(
                 pdir.recovery_point, pdir.high_watermark, leo, pdir.path))
-        elif listing.checkpoints():
-            report.add(ERROR, checkpoint, None,
-                       f"{pdir.name}: recovery point {pdir.recovery_point} is above the log end offset {leo}")
-        else:
+        elif not listing.checkpoints():
             report.add(INFO, checkpoint, None, f"{pdir.name}: recovery point {pdir.recovery_point} (as listed) is "
                        f"above the log end offset {leo}, but the log or the checkpoints changed since the listing "
                        "(a follower's truncation cuts the log, then checkpoints the lowered recovery point): not "
                        "compared")
+        elif pdir.high_watermark is None or pdir.high_watermark > leo:
+            report.add(ERROR, checkpoint, None,
+                       f"{pdir.name}: recovery point {pdir.recovery_point} is above the log end offset {leo}")
+        # (else the high watermark is at or below the log end and the reads' rule says nothing: the walk to the end
+        # met damage, reported where it is, or .log files were given as paths, whose recovery point no read trusts)
     first_epoch = pdir.leader_epochs[0] if pdir.leader_epochs else None
     if (first_epoch is not None and first_base is not None and first_epoch.start_offset < first_base
             and pdir.tiered is None and pdir.below_local_log is None and not pdir.remote_below):

@@ -96,6 +96,8 @@ __all__ = [
     "REDISCOVERIES",
     "KRAFT_SNAPSHOT_NAME",
     "kraft_snapshot_id",
+    "offset_past_a_long",
+    "past_a_long_words",
 ]
 
 _SEGMENT_NAME = re.compile(r"^(\d+)\.(log|index|timeindex|txnindex)(\.swap)?$")
@@ -435,6 +437,20 @@ def _files(entries: Sequence[_fs.FileEntry]) -> dict[str, _fs.FileEntry]:
     return files
 
 
+def offset_past_a_long(digits: str) -> bool:
+    """Whether the offset ``digits`` (the digits a segment file's name starts with) is past a Java long's largest
+    value, where Kafka's ``Long.parseLong`` of the name fails: a broker's ``LogLoader`` fails the log, and
+    ``kafka-dump-log.sh`` (``toLong``) the file. The one test of discovery's listing, a ``.log`` given as a path, and
+    ``dump``; said in :func:`past_a_long_words`."""
+    return int(digits) > _LONG_MAX
+
+
+def past_a_long_words(digits: str, what: str = "base offset") -> str:
+    """What :class:`SegmentNameError` says of a file whose name's ``what`` (its ``digits``) does not fit in a long
+    (:func:`offset_past_a_long`; a KRaft snapshot's end offset too, :func:`kraft_snapshot_id`)."""
+    return f"{what} {digits} in the file name does not fit in a 64-bit long"
+
+
 def kraft_snapshot_id(name: str, path: str) -> tuple[int, int] | None:
     """``(end offset, epoch)`` as Kafka's ``Snapshots.parse`` reads them from file name ``name``: None for a name
     not ending ``.checkpoint`` (``.checkpoint.part``, ``.checkpoint.deleted``), which it passes over. It reads the
@@ -451,7 +467,7 @@ def kraft_snapshot_id(name: str, path: str) -> tuple[int, int] | None:
                                "Snapshots.parse reads them at those places in the name and fails on it", path)
     end, epoch = int(offset_text), int(epoch_text)
     if not -_LONG_MAX - 1 <= end <= _LONG_MAX:
-        raise SegmentNameError(f"end offset {offset_text} in the file name does not fit in a 64-bit long", path)
+        raise SegmentNameError(past_a_long_words(offset_text, "end offset"), path)
     if not -_INT_MAX - 1 <= epoch <= _INT_MAX:
         raise SegmentNameError(f"epoch {epoch_text} in the file name does not fit in a 32-bit int", path)
     return end, epoch
@@ -465,9 +481,8 @@ def _names_past_a_long(entries: Sequence[_fs.FileEntry], named: list, metadata_l
     :func:`kraft_snapshot_id`). One error per file, in name order: the first raised, the others its ``also``."""
     past = []
     for n, entry, match in named:
-        if entry.readable and int(match.group(1)) > _LONG_MAX:
-            past.append((n, SegmentNameError(f"base offset {match.group(1)} in the file name does not fit in a "
-                                             "64-bit long", entry.path)))
+        if entry.readable and offset_past_a_long(match.group(1)):
+            past.append((n, SegmentNameError(past_a_long_words(match.group(1)), entry.path)))
     for entry in entries if metadata_log else ():  # (one being written or deleted too: its name is parsed alike)
         try:
             kraft_snapshot_id(entry.name, entry.path)
@@ -1062,10 +1077,9 @@ def _single_log_file(path: str, entry: _fs.FileEntry, filesystem, key_ring=None,
     itself = False  # the file is only its partition's error (a name past a long): no segment of it
     if match:
         base = int(match.group(1))
-        if base >= 1 << 63:  # (LogLoader's Long.parseLong fails on it: nothing is read under an offset no long holds)
+        if offset_past_a_long(match.group(1)):  # (LogLoader fails on it: nothing is read under an offset no long holds)
             itself = True
-            named = SegmentNameError(f"base offset {match.group(1)} in the file name does not fit in a 64-bit long",
-                                     path)
+            named = SegmentNameError(past_a_long_words(match.group(1)), path)
             if not partition_errors:
                 raise named
             whole, error = None, error or named  # (in a partition folder, its listing's error: said once)
