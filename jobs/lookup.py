@@ -512,9 +512,11 @@ def check(args: argparse.Namespace) -> None:
     """What can be refused before Spark starts: a data dir or an ``--input`` file or folder that is not there
     (``BadPathError``, the ``LayoutError`` discovery raises for such a path; a table name is Spark's to find), an
     output inside a data dir's log dir or holding one (``UsageError``: an overwrite deleted the log dir before the
-    lookups ran), an existing output with ``--mode error`` (``FileExistsError``)."""
+    lookups ran), an existing output with ``--mode error`` (``FileExistsError``), a Delta table ``--mode append``
+    cannot add answers to (``TableSchemaError``: another job's table, or answer columns of another type)."""
     from kafkaseg.remote_metadata import ON_CORRUPTION_WAYS_ON, read_remote_log_metadata
     from kafkaseg.storage.fs import join, stat
+    from kafkaseg.spark.tables import check_delta_append
     from kafkaseg.storage.layout import discover
 
     # discovered as the executors discover (a store whose copies are all gone is there when the metadata says so)
@@ -529,6 +531,9 @@ def check(args: argparse.Namespace) -> None:
         entry = stat(join(args.output, "_delta_log") if args.format == "delta" else args.output)
         if entry is not None:
             raise FileExistsError(f"{args.output} already exists (use --mode overwrite or append)")
+    if args.mode == "append" and args.format == "delta":
+        # before Spark starts: another job's table (a compacted or export table) is refused, as at commit
+        check_delta_append(args.output, OUTPUT_SCHEMA)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -494,3 +494,29 @@ def test_rows_are_answered_from_another_copy_where_the_chosen_one_is_corrupt(tmp
         [pa.RecordBatch.from_pylist(rows[:1], schema=pa.schema([(n, pa.string()) for n in job.REQUEST_COLUMNS]))],
         dirs, lenient=True))).to_pylist()
     assert lenient[0]["offset"] > 86 and lenient[0]["segment"] == str(log)
+
+
+def test_append_refuses_a_delta_table_another_job_wrote_before_spark(datadir, tmp_path, capsys):
+    """--mode append --format delta onto another job's Delta table (a compacted table given as --output by
+    mistake) is refused before Spark starts, as the retention audit's append is: the table holds columns the job
+    does not write and lacks its answer columns (it was refused only once Spark ran, and by chance: the
+    ``timestamp`` column's type clashes). The job's own table, with a passed-through request column, is not."""
+    from deltalake import DeltaTable, write_deltalake
+
+    from kafkaseg.compacted_table import compact_arrow
+    from kafkaseg.errors import TableSchemaError
+
+    requests = tmp_path / "r.csv"
+    requests.write_text("topic,partition,time,id\na,0,-1,x\n")
+    table = str(tmp_path / "compacted")
+    compact_arrow([str(datadir.path)], table, options={"subscribe": "a"})
+    before = DeltaTable(table).version()
+    argv = ["--data-dir", str(datadir.path), "--input", str(requests), "--output", table, "--format", "delta",
+            "--mode", "append"]
+    with pytest.raises(TableSchemaError, match=rf"{table}: cannot append .* columns this job does not write: key"):
+        job.check(job.parse_args(argv))
+    assert job.main(argv) == 2 and "TableSchemaError" in capsys.readouterr().err
+    assert DeltaTable(table).version() == before
+    own = str(tmp_path / "answers")
+    write_deltalake(own, job.output_schema(["id"]).empty_table())
+    job.check(job.parse_args(argv[:5] + [own] + argv[6:]))

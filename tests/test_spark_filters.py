@@ -261,8 +261,8 @@ def test_plan_line_says_what_was_pushed_skipped_and_left_to_spark(tmp_path, monk
 
 def test_a_loads_report_is_found_by_its_options_not_by_being_the_newest(tmp_path, monkeypatch):
     """``last_plan_report()`` is the host's newest planned scan, and PySpark (4.1-4.3) does not plan a later query
-    on the same ``load()`` again: after ``dfA.count()`` it is ``dfB``'s scan. ``plan_report(df)`` matches the
-    options of ``df``'s ``load()`` (as Spark hands them to the source: one ``path`` with commas, or ``paths``)."""
+    on the same ``load()`` again: after ``dfA.count()`` it is ``dfB``'s scan. ``plan_report_for_load`` matches the
+    options of a ``load()`` (as Spark hands them to the source: one ``path`` with commas, or ``paths``)."""
     from kafkaseg.spark import last_plan_report
     from kafkaseg.spark.reports import plan_report_for_load
 

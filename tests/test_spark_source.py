@@ -327,6 +327,11 @@ def test_plan_report_of_a_dataframe_is_its_loads_scan_not_the_newest(spark, wide
     assert plan_report(df_b.where("partition = 1")).plan.options["assign"] == {"wide": [1]}
     with pytest.raises(InvalidOptionError, match="2 kafkaseg loads"):
         plan_report(df_a.unionAll(df_b))
+    # another load() with dfA's options: no report until it is planned (not dfA's), then its own; dfA keeps its own
+    df_c = _kafkaseg(spark, str(wide.path), assign='{"wide":[0]}')
+    assert plan_report(df_c) is None
+    assert df_c.count() == rows_a and plan_report(df_c).scan_id != report_a.scan_id
+    assert plan_report(df_a).scan_id == report_a.scan_id
 
 
 def test_explain_formatted_lists_the_filters_the_scan_applies(spark, wide, capsys):

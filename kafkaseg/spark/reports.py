@@ -236,18 +236,18 @@ def last_plan_report() -> ScanReport | None:
 
 
 def plan_report(df: Any) -> ScanReport | None:
-    """The plan report of the kafkaseg ``load()`` that the DataFrame ``df`` reads: the newest scan planned since
-    this Spark application started with that load's options and paths (None before its first planned query).
+    """The plan report of the kafkaseg ``load()`` that the DataFrame ``df`` reads: the scan Spark last planned for
+    that load (None before its first planned query, or when the report is no longer kept: never another load's).
 
     :func:`last_plan_report` is the newest scan planned on the host, which is not ``df``'s once another DataFrame
     was planned after it: PySpark (4.1-4.3) plans a ``load()`` once and reuses that plan for its later queries
     that push no filter, so ``dfA.count()`` after ``dfB.count()`` plans nothing and leaves ``dfB``'s report the
-    newest. ``df``'s load is found in its analyzed plan (no query is planned or run), so this needs a classic
-    PySpark DataFrame, not a Spark Connect one. Two loads with the same options and paths are one here (the
-    newest of their scans, also when another application on the host planned it: reports carry no application
-    id), and so are the queries of one load: with filter pushdown each query with pushable filters plans again,
-    and the report is the last one planned. A DataFrame that reads several kafkaseg loads
-    with different options is refused (call this on each)."""
+    newest. ``df``'s load is found in its analyzed plan, and its scan in the read plan Spark keeps for that load
+    (the scan id its input partitions carry; no query is planned or run), so this needs a classic PySpark
+    DataFrame, not a Spark Connect one. Each ``load()`` is its own, also with the same options as another; the
+    queries of one load share it: with filter pushdown each query with pushable filters plans again, and the
+    report is the last one planned. A DataFrame that reads several kafkaseg loads is refused (call this on
+    each)."""
     from kafkaseg.errors import InvalidOptionError
 
     jdf = getattr(df, "_jdf", None)
@@ -255,20 +255,53 @@ def plan_report(df: Any) -> ScanReport | None:
         raise InvalidOptionError("plan_report(df) needs a classic PySpark DataFrame (a Spark Connect DataFrame "
                                  "does not show its plan's relations); use last_plan_report() or "
                                  "kafkaseg.spark.reports.plan_report_for_load(options, since)")
+    jvm = df.sparkSession.sparkContext._jvm
     leaves = jdf.queryExecution().analyzed().collectLeaves()
-    loads: list[dict] = []
+    loads: dict[int, Any] = {}  # the PythonDataSourceV2 of each load(), which keeps the load's read plan
     for i in range(leaves.length()):
         leaf = leaves.apply(i)
         if leaf.getClass().getSimpleName() == "DataSourceV2Relation" and leaf.table().name() == "kafkaseg":
-            options = dict(leaf.options().asCaseSensitiveMap())
-            if options not in loads:
-                loads.append(options)
+            source = _private_field(leaf.table(), "ds")
+            loads.setdefault(jvm.java.lang.System.identityHashCode(source), source)
     if len(loads) != 1:
         raise InvalidOptionError(
             "plan_report(df): the DataFrame reads no kafkaseg batch load()" if not loads else
-            f"plan_report(df): the DataFrame reads {len(loads)} kafkaseg loads with different options; call "
-            f"plan_report() on the DataFrame of each load()")
-    return plan_report_for_load(loads[0], df.sparkSession.sparkContext.startTime / 1000)
+            f"plan_report(df): the DataFrame reads {len(loads)} kafkaseg loads; call plan_report() on the "
+            f"DataFrame of each load()")
+    (source,) = loads.values()
+    read_info = _private_field(source, "readInfo")
+    if read_info is None:
+        return None  # no query of this load was planned yet
+    scan_id = _scan_id(bytes(read_info.partitions().apply(0)))
+    return next((r for r in plan_reports() if r.scan_id == scan_id), None)
+
+
+def _private_field(obj: Any, name: str) -> Any:
+    """A private field of a JVM object (PySpark's Python data source classes expose no accessor for these)."""
+    from kafkaseg.errors import InvalidOptionError
+
+    cls = obj.getClass()
+    while cls is not None:
+        for declared in cls.getDeclaredFields():
+            if declared.getName() == name:
+                declared.setAccessible(True)
+                return declared.get(obj)
+        cls = cls.getSuperclass()
+    raise InvalidOptionError(f"plan_report(df): this PySpark's {obj.getClass().getName()} has no {name!r} field; "
+                             "use kafkaseg.spark.reports.plan_report_for_load(options, since)")
+
+
+def _scan_id(pickled_partition: bytes) -> str:
+    """The scan id of a kafkaseg read plan's first input partition as PySpark keeps it (pickled)."""
+    from pyspark.serializers import CPickleSerializer
+
+    from kafkaseg.errors import InvalidOptionError
+
+    partition = CPickleSerializer().loads(pickled_partition)
+    scan_id = getattr(partition, "scan_id", None)
+    if not isinstance(scan_id, str):
+        raise InvalidOptionError(f"plan_report(df): the load's read plan holds no kafkaseg scan ({partition!r})")
+    return scan_id
 
 
 def plan_report_for(options: dict, paths: list[str], since: float) -> ScanReport | None:
@@ -281,8 +314,9 @@ def plan_report_for(options: dict, paths: list[str], since: float) -> ScanReport
 
 def plan_report_for_load(options: dict, since: float) -> ScanReport | None:
     """The newest kept report of a scan planned at or after ``since`` with the options of one ``load()``, as Spark
-    hands them to the data source (``path``, with commas between log dirs, or ``paths``): what
-    :func:`kafkaseg.spark.plan_report` looks up for a DataFrame. None when there is none."""
+    hands them to the data source (``path``, with commas between log dirs, or ``paths``). Two loads with the same
+    options share it (:func:`kafkaseg.spark.plan_report` tells a DataFrame's load apart). None when there is
+    none."""
     from kafkaseg.errors import KafkaSegError
     from kafkaseg.spark.source import read_options
 

@@ -188,6 +188,8 @@ class SlicePartition(InputPartition):
         self.scan_id = scan_id
 
     def __repr__(self) -> str:
+        if not self.pieces:
+            return f"SlicePartition({self.index}, no slices)"
         first, last = self.pieces[0], self.pieces[-1]
         replicas = {(piece.topic, piece.partition, piece.partition_path) for piece in self.pieces}
         if len(replicas) > 1:
@@ -239,7 +241,9 @@ class KafkaSegReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         plan = plan_scan(None, self.options, self.predicates)
-        return _input_partitions(plan, self.options, self.scan_id, self.pushdown)
+        # one empty partition rather than PySpark's InputPartition(None): it names the scan (plan_report(df))
+        return _input_partitions(plan, self.options, self.scan_id, self.pushdown) or [
+            SlicePartition(0, (), self.scan_id)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read_partition(partition, self.options)

@@ -284,7 +284,9 @@ def _type_text(kind) -> str:
 
 def check_delta_append(output: str, schema: pa.Schema, add_columns: bool = False) -> None:
     """The checks an append of rows of ``schema`` to the Delta table at ``output`` makes (``write_delta``), for a
-    job to make before Spark starts; nothing when ``output`` is no Delta table yet."""
+    job to make before Spark starts; nothing when ``output`` is no Delta table yet. ``schema`` may be the columns
+    the job always writes (the lookup job's answers: the request columns it passes through are known once Spark
+    reads them); the table's other columns are then checked at commit."""
     if is_delta_table(output):
         from deltalake import DeltaTable
 
@@ -293,8 +295,9 @@ def check_delta_append(output: str, schema: pa.Schema, add_columns: bool = False
 
 def _check_append_schema(table, schema: pa.Schema, output: str, add_columns: bool) -> list:
     """The fields of ``schema`` an append must add to ``table`` (``add_columns``); raises TableSchemaError for a
-    column of another type, a new column without ``add_columns``, or, with it, a table holding columns
-    ``schema`` lacks (another job's table: only the job's own table, of an earlier kafkaseg, gains columns)."""
+    column of another type, a new column without ``add_columns``, or a table that lacks columns of ``schema``
+    and holds others (another job's table, refused as such first, whatever its shared columns' types: only the
+    job's own table, of an earlier kafkaseg, gains columns)."""
     from deltalake import Schema
 
     have = {f.name: _type_text(f.type) for f in table.schema().fields}
@@ -302,16 +305,16 @@ def _check_append_schema(table, schema: pa.Schema, output: str, add_columns: boo
     other = [f"{f.name} ({have[f.name]} in the table, {_type_text(f.type)} here)" for f in fields
              if f.name in have and have[f.name] != _type_text(f.type)]
     new = [f for f in fields if f.name not in have]
-    if other:
-        raise TableSchemaError(f"{output}: cannot append: column(s) of another type: {'; '.join(other)}; nothing "
-                               "was written (write with the options the table was written with, or to a new table, "
-                               "or overwrite it)")
     foreign = [name for name in have if name not in schema.names]
-    if new and add_columns and foreign:
+    if new and foreign:
         raise TableSchemaError(f"{output}: cannot append to it: it is not this job's table (it has columns this job "
                                f"does not write: {', '.join(foreign)}, and lacks {len(new)} of its columns: "
                                f"{', '.join(f.name for f in new[:5])}{', ...' if len(new) > 5 else ''}); nothing "
                                "was written (write to a new table, or overwrite it)")
+    if other:
+        raise TableSchemaError(f"{output}: cannot append: column(s) of another type: {'; '.join(other)}; nothing "
+                               "was written (write with the options the table was written with, or to a new table, "
+                               "or overwrite it)")
     if new and not add_columns:
         raise TableSchemaError(f"{output}: cannot append: column(s) the table lacks: "
                                f"{', '.join(f.name for f in new)} (Delta readers would leave them out); nothing was "
