@@ -783,10 +783,11 @@ class PartitionLookup:
         lost_tail`, the reads' rule: with no high watermark to bound it, or acknowledged and flushed offsets past
         it), or None; looked for once. Not where a lenient log end left corrupt bytes out of the log (a read counts
         those as skipped corrupt data instead, as planning decides), nor, with a high watermark, where the walk to
-        the log end was not clean (planning's ``leo_walk_clean``: a torn append ended it)."""
+        the log end was not clean (planning's ``leo_walk_clean``: a torn append ended it). With no segment (every
+        ``.log`` file gone) the empty log's offset is its log start, as a read takes it."""
         if self._lost is False:
-            leo = self.log_end_offset() if self.segments else None
-            self._lost = None if leo is None or self._damaged_end() else lost_tail(
+            leo = self.log_end_offset() if self.segments else self.log_start_offset
+            self._lost = None if self._damaged_end() else lost_tail(
                 self.pdir, leo, max_batch_bytes=self.max_batch_bytes, walk_clean=self._walk_clean())
         return self._lost
 
@@ -1186,7 +1187,10 @@ class PartitionLookup:
                      "which __remote_log_metadata lists and is missing from the copies given: lost with it"
                      for segment_id, first, end in self.pdir.live_copies_lost if first <= offset < end), None)
         if not self.segments:
-            return RecordLocation(topic, partition, offset, False, reason=gone or "partition has no segments")
+            tail = None if gone else self.lost_tail()
+            reason = gone or (tail.summary(offset) if tail is not None and tail.holds(offset)
+                              else "partition has no segments")
+            return RecordLocation(topic, partition, offset, False, reason=reason)
         leo = self.log_end_offset()
         if offset >= leo:
             return RecordLocation(topic, partition, offset, False, reason=gone or self._past_end_reason(offset, leo))

@@ -84,6 +84,7 @@ __all__ = [
     "judge_rolled_end",
     "rolled_segment_cut",
     "AcknowledgedLoss",
+    "EmptyLogLoss",
     "judge_tail",
     "acknowledged_loss_end",
     "acknowledged_loss_words",
@@ -2202,12 +2203,17 @@ class LostTail:
         reason): ``offsets A..B lost (or possibly lost) with the active segment's tail (<file> @ byte N): ...``, or
         for one ``offset`` in it, ``offset O was (or may have been) lost with the active segment's tail (offsets
         A..B; <file> @ byte N): ...``."""
-        span, where = f"offsets {self.first_offset}..{self.end_offset - 1}", f"{self.path} @ byte {self.position}"
+        span, where = f"offsets {self.first_offset}..{self.end_offset - 1}", self.where
         if offset is None:
             return (f"{span} {'lost' if self.proven else 'possibly lost'} with {self.lost_with} ({where}): "
                     f"{self.message}")
         return (f"offset {offset} {'was' if self.proven else 'may have been'} lost with {self.lost_with} "
                 f"({span}; {where}): {self.message}")
+
+    @property
+    def where(self) -> str:
+        """Where the readable batches end, as the words name it: ``<file> @ byte N``."""
+        return f"{self.path} @ byte {self.position}"
 
     def as_dict(self) -> dict:
         return {"file": self.path, "position": self.position, "firstOffset": self.first_offset,
@@ -2298,7 +2304,21 @@ class AcknowledgedLoss(LostTail):
         """The plan's :class:`~kafkaseg.errors.DataLossError`, naming the file and byte."""
         from kafkaseg.errors import DataLossError
 
-        return DataLossError(f"{self.path} @ byte {self.position}: {self.message}")
+        return DataLossError(f"{self.where}: {self.message}")
+
+
+@dataclass(frozen=True)
+class EmptyLogLoss(AcknowledgedLoss):
+    """An :class:`AcknowledgedLoss` of a partition with no segment (every ``.log`` file gone): ``path`` is its
+    folder, ``position`` 0 and ``first_offset`` the empty log's offset (its log start, a read's rule), below a high
+    watermark and recovery point both above it (:func:`acknowledged_loss_end`): a read to latest raises
+    :class:`~kafkaseg.errors.DataLossError`."""
+
+    lost_with = "every .log file of the partition"
+
+    @property
+    def where(self) -> str:
+        return f"folder {self.path}"
 
 
 @dataclass(frozen=True)
@@ -2459,12 +2479,20 @@ def lost_tail(partition_dir: PartitionDir, end_offset: int, *,
     listed (a live broker appended or rolled: its index entries and snapshots are of bytes that are there now).
     With no high watermark, :func:`judge_tail`, the reads' rule, for tools that report the log end; with one above
     the end, offsets it and the recovery point say were acknowledged and flushed (:func:`acknowledged_loss_end`,
-    planning's rule, given whether the walk to the end was ``walk_clean``). Loads the active segment's two index
-    files only when their last entries reach the end (with a high watermark, only when it and the recovery point
-    are past the end); walks about one index interval of headers only when something points past the end."""
+    planning's rule, given whether the walk to the end was ``walk_clean``); with no segment at all (every ``.log``
+    file gone), the same rule at the empty log's offset ``end_offset`` (an :class:`EmptyLogLoss`). Loads the active
+    segment's two index files only when their last entries reach the end (with a high watermark, only when it and
+    the recovery point are past the end); walks about one index interval of headers only when something points past
+    the end."""
     from kafkaseg.storage.segment import load_index_files, snapshot_past
 
     pdir = partition_dir
+    if not pdir.segments and pdir.tiered is None and pdir.high_watermark is not None:
+        # every .log file gone: an empty log at ``end_offset`` (its log start), as a read takes it
+        if acknowledged_loss_end(pdir, end_offset, walk_clean=walk_clean,
+                                 as_listed=ListingCheck(pdir).recovery_point) is None:
+            return None
+        return EmptyLogLoss(pdir.path, 0, end_offset, pdir.high_watermark, pdir.recovery_point)
     if not pdir.segments or pdir.tiered is not None:
         return None
     seg, fs = pdir.segments[-1], pdir.filesystem
