@@ -78,7 +78,8 @@ from kafkaseg.offset_outlier import batch_offset_field_problem, goes_back_after,
 from kafkaseg.options import datetime_ms
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 from kafkaseg.storage.layout import (ListingCheck, LogEnd, LostTail, PartitionDir, find_log_end, flushed_past_end,
-                                     last_stable_offset, lost_tail, partition_log_end_offset, unacknowledged_append)
+                                     last_stable_offset, lost_tail, partition_log_end_offset, rolled_cut_holding,
+                                     unacknowledged_append)
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.probed_index import LoadedIndexView, OpenFileLimit, ProbedIndex
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader, zeros_hiding_records
@@ -278,6 +279,7 @@ class PartitionLookup:
         self._torn: tuple[int, int] | None | bool = False  # False: not looked for yet
         self._end: LogEnd | None = None  # the lenient log end (lenient lookups)
         self._lost: LostTail | None | bool = False  # see lost_tail (False: not looked for yet)
+        self._cuts: dict[int, LostTail | None] = {}  # offset -> lost_at's rolled segment cut short holding it
         self.search_note: str | None = None  # why the last timestamp or max-timestamp search found nothing
         self._time_checked: set[int] = set()  # segments whose time index an empty search checked against the log
 
@@ -791,6 +793,27 @@ class PartitionLookup:
                 self.pdir, leo, max_batch_bytes=self.max_batch_bytes, walk_clean=self._walk_clean())
         return self._lost
 
+    def lost_at(self, offset: int) -> LostTail | None:
+        """The proven or possible loss a read of ``offset`` meets, or None: at or past :meth:`log_end_offset`, the
+        :meth:`lost_tail` holding it; below it (and at or above the log start), a rolled segment cut short whose
+        own indexes and the recovery point prove it lost (:func:`~kafkaseg.storage.layout.rolled_cut_holding`, the
+        reads' rule: a strict read raises its ``LostTailError``)."""
+        leo = self.log_end_offset()
+        if offset >= leo:
+            tail = self.lost_tail()
+            return tail if tail is not None and tail.holds(offset) else None
+        if offset < self.log_start_offset:
+            return None
+        if offset not in self._cuts:
+            self._cuts[offset] = rolled_cut_holding(self.pdir, offset, log_end=leo,
+                                                    max_batch_bytes=self.max_batch_bytes)
+        return self._cuts[offset]
+
+    def _cut_reason(self, offset: int) -> str | None:
+        """Why ``offset``, below the log end with no record, was lost (:meth:`lost_at`), or None."""
+        cut = self.lost_at(offset)
+        return None if cut is None else cut.summary(offset)
+
     def _damaged_end(self) -> bool:
         """Whether a lenient log end left corrupt bytes out of the log (a read counts them as skipped instead)."""
         return self.lenient and self._end is not None and self._end.corrupt_tail is not None
@@ -1218,7 +1241,7 @@ class PartitionLookup:
                         elif below_start:
                             reason = f"offset {offset} is below the log start offset {self.log_start_offset}"
                         elif not exact:
-                            reason = lost.reason(offset, header, record_offset) or (
+                            reason = lost.reason(offset, header, record_offset) or self._cut_reason(offset) or (
                                 f"offset {offset} is not in the log (removed by compaction, a gap between "
                                 "segments, or lost: a segment cut short or missing, which `kafkaseg verify` "
                                 f"lists as unreadable offsets); the next record is at {record_offset}")

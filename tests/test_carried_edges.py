@@ -324,3 +324,39 @@ def test_an_empty_segment_below_the_log_start_or_with_empty_indexes_stays_silent
         rest = [o for o in range(300) if not base <= o < base + 125]
         assert scan.to_table().column("offset").to_pylist() == rest
         assert not scan.metrics.lost_tails and not scan.plan.report.data_loss
+
+
+def _locate(capsys, root, offset, *more):
+    import json
+
+    code = main(["locate", "--data-dir", str(root), "--topic", "t", "--partition", "0", "--offset", str(offset),
+                 *more])
+    out, err = capsys.readouterr()
+    return code, (json.loads(out)["location"] if "--json" in more else out), err
+
+
+@pytest.mark.parametrize("case", ["cut short", "empty first", "empty middle"])
+def test_locate_says_an_offset_lost_with_a_rolled_segment_cut_short(tmp_path, capsys, case):
+    """locate of an offset a read raises LostTailError for (a rolled segment cut short, or to 0 bytes, whose own
+    indexes point past its end, the recovery point above): a strict locate fails with the read's error (exit 2),
+    --on-corruption skip says the offset was lost, with the file and byte. (Before: 'not in the log', exit 1.)"""
+    if case == "cut short":
+        (log, at), offset = _rolled_cut_copy(tmp_path, 300), 230
+    else:
+        base = 0 if case == "empty first" else 125
+        log, at, offset = _rolled_empty_copy(tmp_path, base), 0, base + 10
+    code, out, err = _locate(capsys, tmp_path, offset)
+    assert code == 2 and f"{log}" in err and "--on-corruption skip" in err, (out, err)
+    code, location, err = _locate(capsys, tmp_path, offset, "--on-corruption", "skip", "--json")
+    assert code == 1 and location["found"] is False
+    assert f"offset {offset} was lost with a rolled segment cut short" in location["reason"]
+    assert f"{log} @ byte {at}" in location["reason"]
+    code, out, err = _locate(capsys, tmp_path, 260)
+    assert code == 0 and "offset: 260" in out
+
+
+def test_locate_in_a_compaction_gap_or_an_emptied_segment_without_index_entries_stays_a_gap(tmp_path, capsys):
+    """The cleaner's empty output segment (indexes with no entry past its end): not a loss, the gap's note."""
+    _rolled_empty_copy(tmp_path, 125, indexes=False)
+    code, location, err = _locate(capsys, tmp_path, 130, "--json")
+    assert code == 1 and "is not in the log" in location["reason"] and "was lost" not in location["reason"]

@@ -784,13 +784,13 @@ def _cmd_locate(args) -> int:
                 lost = _answer_lost(pdir, int(args.time), offset)
             else:
                 offset = args.offset
-            tail = lookup.lost_tail()
-            if (tail is not None and tail.proven and tail.holds(offset) and offset >= lookup.log_end_offset()
-                    and args.on_corruption != "skip"):
+            location = lookup.locate(offset)
+            # past the log end, or a rolled segment cut short (asked only of an offset with no record)
+            tail = None if location.found else lookup.lost_at(offset)
+            if tail is not None and tail.proven and args.on_corruption != "skip":
                 err = tail.error()
                 err.lost_tail = tail  # (no other copy is asked: _lost_tail)
                 raise err  # as a strict read of the offset raises; leniently, the location says why
-            location = lookup.locate(offset)
             return answer, location, lookup.stats, _visibility(pdir, lookup, location, args), lost
 
     def rests_on(done):

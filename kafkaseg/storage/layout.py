@@ -83,6 +83,7 @@ __all__ = [
     "RolledCut",
     "judge_rolled_end",
     "rolled_segment_cut",
+    "rolled_cut_holding",
     "AcknowledgedLoss",
     "EmptyLogLoss",
     "judge_tail",
@@ -2402,6 +2403,39 @@ def rolled_segment_cut(seg: SegmentFiles, end_offset: int, next_base: int, *, of
     return judge_rolled_end(seg.log_path, position, end_offset, next_base, base_offset=seg.base_offset,
                             index=index_location(seg, "index"), timeindex=index_location(seg, "timeindex"),
                             filesystem=filesystem, recovery_point=recovery_point)
+
+
+def rolled_cut_holding(partition_dir: PartitionDir, offset: int, *, log_end: int,
+                       max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> RolledCut | None:
+    """The :class:`RolledCut` (:func:`rolled_segment_cut`, the reads' rule) holding ``offset``, for a tool asked
+    about that one offset (``locate``): it lies after the last batch of the rolled segment whose range holds it,
+    below the next segment's base, at or above the cleaner checkpoint (offsets missing below it were compacted
+    away, as planning takes it: :func:`valid_cleaner_offset` of ``log_end``), and that segment's own indexes and the
+    recovery point prove it lost; else None. Reads nothing unless the recovery point is above ``offset``; then
+    about one index interval of that segment's headers (a damaged one: None, the walk to the offset says it)."""
+    import bisect
+
+    from kafkaseg.storage.segment import load_index_files, log_end_offset
+
+    pdir = partition_dir
+    recovery_point, cleaner = pdir.recovery_point, valid_cleaner_offset(pdir.cleaner_offset, log_end)
+    if (recovery_point is None or recovery_point <= offset or pdir.tiered is not None
+            or (cleaner is not None and offset < cleaner)):
+        return None
+    i = bisect.bisect_right([s.base_offset for s in pdir.segments], offset) - 1
+    if not 0 <= i < len(pdir.segments) - 1:
+        return None
+    seg, next_base, fs = pdir.segments[i], pdir.segments[i + 1].base_offset, pdir.filesystem
+    offset_index = load_index_files(seg.base_offset, index_location(seg, "index"), (None, None), fs)[0]
+    try:
+        end = log_end_offset(seg, filesystem=fs, offset_index=offset_index, max_batch_bytes=max_batch_bytes)
+    except CorruptDataError:
+        return None
+    if not end <= offset < next_base:
+        return None
+    cut = rolled_segment_cut(seg, end, next_base, offset_index=offset_index, recovery_point=recovery_point,
+                             filesystem=fs, max_batch_bytes=max_batch_bytes)
+    return cut if cut is not None and cut.holds(offset) else None
 
 
 class ListingCheck:
