@@ -360,3 +360,34 @@ def test_locate_in_a_compaction_gap_or_an_emptied_segment_without_index_entries_
     _rolled_empty_copy(tmp_path, 125, indexes=False)
     code, location, err = _locate(capsys, tmp_path, 130, "--json")
     assert code == 1 and "is not in the log" in location["reason"] and "was lost" not in location["reason"]
+
+
+def _describe(capsys, root):
+    import json
+
+    code = main(["describe", "--json", str(root)])
+    (part,) = json.loads(capsys.readouterr().out)["partitions"]
+    return code, part
+
+
+@pytest.mark.parametrize("case", ["cut short", "empty first", "empty middle"])
+def test_describe_calls_offsets_lost_with_a_rolled_segment_cut_short_an_error(tmp_path, capsys, case):
+    """describe says what a read raises LostTailError for: an error (exit 2) naming the offsets, file and byte.
+    (Before: exit 0, nothing said.)"""
+    if case == "cut short":
+        (log, at), first = _rolled_cut_copy(tmp_path, 300), 225
+    else:
+        first = 0 if case == "empty first" else 125
+        log, at = _rolled_empty_copy(tmp_path, first), 0
+    code, part = _describe(capsys, tmp_path)
+    said = [e for e in part["errors"] if "lost with a rolled segment cut short" in e]
+    assert code == 2 and len(said) == 1, part
+    assert f"offsets {first}.." in said[0] and f"{log} @ byte {at}" in said[0]
+
+
+def test_describe_says_nothing_of_a_compaction_gap_or_a_cut_past_the_recovery_point(tmp_path, capsys):
+    _rolled_empty_copy(tmp_path / "a", 125, indexes=False)
+    _rolled_cut_copy(tmp_path / "b", None, recovery_point=125)
+    for root in (tmp_path / "a", tmp_path / "b"):
+        code, part = _describe(capsys, root)
+        assert code == 0 and not [e for e in part["errors"] if "rolled segment cut short" in e], part

@@ -201,6 +201,7 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
     except KafkaSegError as err:
         desc.errors.append(f"log end offset: {err}")
     _describe_lost_tail(desc, pdir)
+    _describe_rolled_cuts(desc, pdir)
     hw, leo, start = pdir.high_watermark, desc.log_end_offset, desc.log_start_offset
     if hw is not None and leo is None and not pdir.segments and hw > (pdir.log_start_offset or 0):
         # no segment: an empty log at the log start (a read's rule), below the checkpoints' offsets
@@ -247,6 +248,23 @@ def _describe_lost_tail(desc: PartitionDescription, pdir: PartitionDir, end: int
     desc.lost_tail = tail.as_dict()
     (desc.errors if tail.proven else desc.notes).append(tail.summary())
     return True
+
+
+def _describe_rolled_cuts(desc: PartitionDescription, pdir: PartitionDir) -> None:
+    """Offsets a rolled segment cut short (or to 0 bytes) lost (:func:`~kafkaseg.storage.layout.rolled_cut_of`,
+    the reads' rule: its own indexes point past its last batch, below the next base, and the recovery point is
+    above it): an error each, as a strict read across them raises ``LostTailError``. About one index interval of
+    headers per rolled segment below the recovery point."""
+    from kafkaseg.storage.layout import rolled_cut_of
+
+    for i, seg in enumerate(pdir.segments[:-1]):
+        try:
+            cut = rolled_cut_of(pdir, i, log_end=desc.log_end_offset)
+        except KafkaSegError as err:
+            desc.errors.append(f"{seg.log_path}: {err}")
+            continue
+        if cut is not None:
+            desc.errors.append(cut.summary())
 
 
 #: The files whose loss leaves a value describe prints of a partition unknown or possibly wrong, and which: its own
