@@ -79,7 +79,7 @@ from kafkaseg.options import datetime_ms
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 from kafkaseg.storage.layout import (ListingCheck, LogEnd, LostTail, PartitionDir, find_log_end, flushed_past_end,
                                      last_stable_offset, lost_tail, partition_log_end_offset, rolled_cut_holding,
-                                     unacknowledged_append)
+                                     rolled_cut_of, unacknowledged_append)
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.probed_index import LoadedIndexView, OpenFileLimit, ProbedIndex
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader, zeros_hiding_records
@@ -808,6 +808,22 @@ class PartitionLookup:
             self._cuts[offset] = rolled_cut_holding(self.pdir, offset, log_end=leo,
                                                     max_batch_bytes=self.max_batch_bytes)
         return self._cuts[offset]
+
+    def rolled_cut_below(self, offset: int | None) -> LostTail | None:
+        """The first rolled segment cut short (:func:`~kafkaseg.storage.layout.rolled_cut_of`, the reads' rule)
+        whose lost offsets lie below ``offset`` (None: anywhere) and at or above the log start, or None: offsets
+        an answer found at ``offset`` by a search from the log start may have had in them. About one index interval
+        of headers per rolled segment below ``offset`` and the recovery point."""
+        leo, start = self.log_end_offset(), self.log_start_offset
+        for i in range(len(self.segments) - 1):
+            if offset is not None and self.bases[i] >= offset:
+                break
+            if self.bases[i + 1] <= start:
+                continue
+            cut = rolled_cut_of(self.pdir, i, log_end=leo, max_batch_bytes=self.max_batch_bytes)
+            if cut is not None and cut.end_offset > start and (offset is None or cut.first_offset < offset):
+                return cut
+        return None
 
     def _cut_reason(self, offset: int) -> str | None:
         """Why ``offset``, below the log end with no record, was lost (:meth:`lost_at`), or None."""

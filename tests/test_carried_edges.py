@@ -391,3 +391,33 @@ def test_describe_says_nothing_of_a_compaction_gap_or_a_cut_past_the_recovery_po
     for root in (tmp_path / "a", tmp_path / "b"):
         code, part = _describe(capsys, root)
         assert code == 0 and not [e for e in part["errors"] if "rolled segment cut short" in e], part
+
+
+def _offsets(capsys, root, *more):
+    code = main(["offsets", "--data-dir", str(root), "--topic", "t", *more])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_offsets_fails_where_its_answer_depends_on_offsets_a_rolled_segment_cut_short_lost(tmp_path, capsys):
+    """Segment 125 cut short (offsets 225..249 lost): max-timestamp and a time whose first record at or after it is
+    past them (a lost record may have been it) fail strict (exit 2, the read's LostTailError naming the file and
+    byte), and --on-corruption skip answers with the loss on stderr; latest and a time found below them do not
+    depend on them. (Before: all answered, exit 0, nothing said.)"""
+    log, at = _rolled_cut_copy(tmp_path, 300)
+    for spec, skipped in (("-3", "t:0:299\n"), ("1700000002260", "t:0:250\n")):
+        code, out, err = _offsets(capsys, tmp_path, "--time", spec)
+        assert code == 2 and out == "" and f"{log} @ byte {at}" in err and "offsets 225..249" in err, (spec, err)
+        code, out, err = _offsets(capsys, tmp_path, "--time", spec, "--on-corruption", "skip")
+        assert code == 0 and out == skipped and "lost with a rolled segment cut short" in err, (spec, err)
+    for spec, answer in (("-1", "t:0:300\n"), ("1700000001000", "t:0:100\n")):
+        code, out, err = _offsets(capsys, tmp_path, "--time", spec)
+        assert code == 0 and out == answer and err == "", (spec, err)
+
+
+def test_offsets_earliest_fails_when_the_log_start_was_lost_with_an_emptied_first_segment(tmp_path, capsys):
+    log = _rolled_empty_copy(tmp_path, 0)
+    code, out, err = _offsets(capsys, tmp_path, "--time", "-2")
+    assert code == 2 and out == "" and f"{log} @ byte 0" in err
+    code, out, err = _offsets(capsys, tmp_path, "--time", "-2", "--on-corruption", "skip")
+    assert code == 0 and out == "t:0:0\n" and "lost with a rolled segment cut short" in err
