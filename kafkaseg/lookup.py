@@ -78,7 +78,8 @@ from kafkaseg.offset_outlier import batch_offset_field_problem, goes_back_after,
 from kafkaseg.options import datetime_ms
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 from kafkaseg.storage.layout import (ListingCheck, LogEnd, LostTail, PartitionDir, find_log_end, flushed_past_end,
-                                     last_stable_offset, lost_tail, partition_log_end_offset, unacknowledged_append)
+                                     last_stable_offset, lost_tail, partition_log_end_offset, rolled_cut_holding,
+                                     rolled_cut_of, unacknowledged_append)
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.probed_index import LoadedIndexView, OpenFileLimit, ProbedIndex
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader, zeros_hiding_records
@@ -278,6 +279,7 @@ class PartitionLookup:
         self._torn: tuple[int, int] | None | bool = False  # False: not looked for yet
         self._end: LogEnd | None = None  # the lenient log end (lenient lookups)
         self._lost: LostTail | None | bool = False  # see lost_tail (False: not looked for yet)
+        self._cuts: dict[int, LostTail | None] = {}  # offset -> lost_at's rolled segment cut short holding it
         self.search_note: str | None = None  # why the last timestamp or max-timestamp search found nothing
         self._time_checked: set[int] = set()  # segments whose time index an empty search checked against the log
 
@@ -783,12 +785,50 @@ class PartitionLookup:
         lost_tail`, the reads' rule: with no high watermark to bound it, or acknowledged and flushed offsets past
         it), or None; looked for once. Not where a lenient log end left corrupt bytes out of the log (a read counts
         those as skipped corrupt data instead, as planning decides), nor, with a high watermark, where the walk to
-        the log end was not clean (planning's ``leo_walk_clean``: a torn append ended it)."""
+        the log end was not clean (planning's ``leo_walk_clean``: a torn append ended it). With no segment (every
+        ``.log`` file gone) the empty log's offset is its log start, as a read takes it."""
         if self._lost is False:
-            leo = self.log_end_offset() if self.segments else None
-            self._lost = None if leo is None or self._damaged_end() else lost_tail(
+            leo = self.log_end_offset() if self.segments else self.log_start_offset
+            self._lost = None if self._damaged_end() else lost_tail(
                 self.pdir, leo, max_batch_bytes=self.max_batch_bytes, walk_clean=self._walk_clean())
         return self._lost
+
+    def lost_at(self, offset: int) -> LostTail | None:
+        """The proven or possible loss a read of ``offset`` meets, or None: at or past :meth:`log_end_offset`, the
+        :meth:`lost_tail` holding it; below it (and at or above the log start), a rolled segment cut short whose
+        own indexes and the recovery point prove it lost (:func:`~kafkaseg.storage.layout.rolled_cut_holding`, the
+        reads' rule: a strict read raises its ``LostTailError``)."""
+        leo = self.log_end_offset()
+        if offset >= leo:
+            tail = self.lost_tail()
+            return tail if tail is not None and tail.holds(offset) else None
+        if offset < self.log_start_offset:
+            return None
+        if offset not in self._cuts:
+            self._cuts[offset] = rolled_cut_holding(self.pdir, offset, log_end=leo,
+                                                    max_batch_bytes=self.max_batch_bytes)
+        return self._cuts[offset]
+
+    def rolled_cut_below(self, offset: int | None) -> LostTail | None:
+        """The first rolled segment cut short (:func:`~kafkaseg.storage.layout.rolled_cut_of`, the reads' rule)
+        whose lost offsets lie below ``offset`` (None: anywhere) and at or above the log start, or None: offsets
+        an answer found at ``offset`` by a search from the log start may have had in them. About one index interval
+        of headers per rolled segment below ``offset`` and the recovery point."""
+        leo, start = self.log_end_offset(), self.log_start_offset
+        for i in range(len(self.segments) - 1):
+            if offset is not None and self.bases[i] >= offset:
+                break
+            if self.bases[i + 1] <= start:
+                continue
+            cut = rolled_cut_of(self.pdir, i, log_end=leo, max_batch_bytes=self.max_batch_bytes)
+            if cut is not None and cut.end_offset > start and (offset is None or cut.first_offset < offset):
+                return cut
+        return None
+
+    def _cut_reason(self, offset: int) -> str | None:
+        """Why ``offset``, below the log end with no record, was lost (:meth:`lost_at`), or None."""
+        cut = self.lost_at(offset)
+        return None if cut is None else cut.summary(offset)
 
     def _damaged_end(self) -> bool:
         """Whether a lenient log end left corrupt bytes out of the log (a read counts them as skipped instead)."""
@@ -1186,7 +1226,10 @@ class PartitionLookup:
                      "which __remote_log_metadata lists and is missing from the copies given: lost with it"
                      for segment_id, first, end in self.pdir.live_copies_lost if first <= offset < end), None)
         if not self.segments:
-            return RecordLocation(topic, partition, offset, False, reason=gone or "partition has no segments")
+            tail = None if gone else self.lost_tail()
+            reason = gone or (tail.summary(offset) if tail is not None and tail.holds(offset)
+                              else "partition has no segments")
+            return RecordLocation(topic, partition, offset, False, reason=reason)
         leo = self.log_end_offset()
         if offset >= leo:
             return RecordLocation(topic, partition, offset, False, reason=gone or self._past_end_reason(offset, leo))
@@ -1214,7 +1257,7 @@ class PartitionLookup:
                         elif below_start:
                             reason = f"offset {offset} is below the log start offset {self.log_start_offset}"
                         elif not exact:
-                            reason = lost.reason(offset, header, record_offset) or (
+                            reason = lost.reason(offset, header, record_offset) or self._cut_reason(offset) or (
                                 f"offset {offset} is not in the log (removed by compaction, a gap between "
                                 "segments, or lost: a segment cut short or missing, which `kafkaseg verify` "
                                 f"lists as unreadable offsets); the next record is at {record_offset}")

@@ -324,3 +324,100 @@ def test_an_empty_segment_below_the_log_start_or_with_empty_indexes_stays_silent
         rest = [o for o in range(300) if not base <= o < base + 125]
         assert scan.to_table().column("offset").to_pylist() == rest
         assert not scan.metrics.lost_tails and not scan.plan.report.data_loss
+
+
+def _locate(capsys, root, offset, *more):
+    import json
+
+    code = main(["locate", "--data-dir", str(root), "--topic", "t", "--partition", "0", "--offset", str(offset),
+                 *more])
+    out, err = capsys.readouterr()
+    return code, (json.loads(out)["location"] if "--json" in more else out), err
+
+
+@pytest.mark.parametrize("case", ["cut short", "empty first", "empty middle"])
+def test_locate_says_an_offset_lost_with_a_rolled_segment_cut_short(tmp_path, capsys, case):
+    """locate of an offset a read raises LostTailError for (a rolled segment cut short, or to 0 bytes, whose own
+    indexes point past its end, the recovery point above): a strict locate fails with the read's error (exit 2),
+    --on-corruption skip says the offset was lost, with the file and byte. (Before: 'not in the log', exit 1.)"""
+    if case == "cut short":
+        (log, at), offset = _rolled_cut_copy(tmp_path, 300), 230
+    else:
+        base = 0 if case == "empty first" else 125
+        log, at, offset = _rolled_empty_copy(tmp_path, base), 0, base + 10
+    code, out, err = _locate(capsys, tmp_path, offset)
+    assert code == 2 and f"{log}" in err and "--on-corruption skip" in err, (out, err)
+    code, location, err = _locate(capsys, tmp_path, offset, "--on-corruption", "skip", "--json")
+    assert code == 1 and location["found"] is False
+    assert f"offset {offset} was lost with a rolled segment cut short" in location["reason"]
+    assert f"{log} @ byte {at}" in location["reason"]
+    code, out, err = _locate(capsys, tmp_path, 260)
+    assert code == 0 and "offset: 260" in out
+
+
+def test_locate_in_a_compaction_gap_or_an_emptied_segment_without_index_entries_stays_a_gap(tmp_path, capsys):
+    """The cleaner's empty output segment (indexes with no entry past its end): not a loss, the gap's note."""
+    _rolled_empty_copy(tmp_path, 125, indexes=False)
+    code, location, err = _locate(capsys, tmp_path, 130, "--json")
+    assert code == 1 and "is not in the log" in location["reason"] and "was lost" not in location["reason"]
+
+
+def _describe(capsys, root):
+    import json
+
+    code = main(["describe", "--json", str(root)])
+    (part,) = json.loads(capsys.readouterr().out)["partitions"]
+    return code, part
+
+
+@pytest.mark.parametrize("case", ["cut short", "empty first", "empty middle"])
+def test_describe_calls_offsets_lost_with_a_rolled_segment_cut_short_an_error(tmp_path, capsys, case):
+    """describe says what a read raises LostTailError for: an error (exit 2) naming the offsets, file and byte.
+    (Before: exit 0, nothing said.)"""
+    if case == "cut short":
+        (log, at), first = _rolled_cut_copy(tmp_path, 300), 225
+    else:
+        first = 0 if case == "empty first" else 125
+        log, at = _rolled_empty_copy(tmp_path, first), 0
+    code, part = _describe(capsys, tmp_path)
+    said = [e for e in part["errors"] if "lost with a rolled segment cut short" in e]
+    assert code == 2 and len(said) == 1, part
+    assert f"offsets {first}.." in said[0] and f"{log} @ byte {at}" in said[0]
+
+
+def test_describe_says_nothing_of_a_compaction_gap_or_a_cut_past_the_recovery_point(tmp_path, capsys):
+    _rolled_empty_copy(tmp_path / "a", 125, indexes=False)
+    _rolled_cut_copy(tmp_path / "b", None, recovery_point=125)
+    for root in (tmp_path / "a", tmp_path / "b"):
+        code, part = _describe(capsys, root)
+        assert code == 0 and not [e for e in part["errors"] if "rolled segment cut short" in e], part
+
+
+def _offsets(capsys, root, *more):
+    code = main(["offsets", "--data-dir", str(root), "--topic", "t", *more])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_offsets_fails_where_its_answer_depends_on_offsets_a_rolled_segment_cut_short_lost(tmp_path, capsys):
+    """Segment 125 cut short (offsets 225..249 lost): max-timestamp and a time whose first record at or after it is
+    past them (a lost record may have been it) fail strict (exit 2, the read's LostTailError naming the file and
+    byte), and --on-corruption skip answers with the loss on stderr; latest and a time found below them do not
+    depend on them. (Before: all answered, exit 0, nothing said.)"""
+    log, at = _rolled_cut_copy(tmp_path, 300)
+    for spec, skipped in (("-3", "t:0:299\n"), ("1700000002260", "t:0:250\n")):
+        code, out, err = _offsets(capsys, tmp_path, "--time", spec)
+        assert code == 2 and out == "" and f"{log} @ byte {at}" in err and "offsets 225..249" in err, (spec, err)
+        code, out, err = _offsets(capsys, tmp_path, "--time", spec, "--on-corruption", "skip")
+        assert code == 0 and out == skipped and "lost with a rolled segment cut short" in err, (spec, err)
+    for spec, answer in (("-1", "t:0:300\n"), ("1700000001000", "t:0:100\n")):
+        code, out, err = _offsets(capsys, tmp_path, "--time", spec)
+        assert code == 0 and out == answer and err == "", (spec, err)
+
+
+def test_offsets_earliest_fails_when_the_log_start_was_lost_with_an_emptied_first_segment(tmp_path, capsys):
+    log = _rolled_empty_copy(tmp_path, 0)
+    code, out, err = _offsets(capsys, tmp_path, "--time", "-2")
+    assert code == 2 and out == "" and f"{log} @ byte 0" in err
+    code, out, err = _offsets(capsys, tmp_path, "--time", "-2", "--on-corruption", "skip")
+    assert code == 0 and out == "t:0:0\n" and "lost with a rolled segment cut short" in err

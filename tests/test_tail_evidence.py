@@ -591,16 +591,21 @@ def test_describe_calls_lost_acknowledged_offsets_an_error(torn, capsys):
     assert not any("where reads and 'latest' stop" in n for n in part["notes"])
 
 
+def _assert_locate_says_lost(capsys, root, offset, words) -> None:
+    """A strict locate of acknowledged and flushed ``offset`` fails (exit 2, saying how to read on); with
+    --on-corruption skip its location is not found, the reason saying ``words`` and the read's."""
+    code, out, err = _run(capsys, _locate(root, offset))
+    assert code == 2 and "acknowledged and flushed" in err and "--on-corruption skip" in err
+    code, out, err = _run(capsys, _locate(root, offset, "--on-corruption", "skip", "--json"))
+    location = json.loads(out)["location"]
+    assert code == 1 and location["found"] is False
+    assert words in location["reason"] and "acknowledged and flushed" in location["reason"]
+
+
 def test_locate_an_acknowledged_offset_lost_from_the_files(torn, capsys):
     root, active, at = torn
     _set_high_watermark(root, RECORDS)
-    code, out, err = _run(capsys, _locate(root, 280))
-    assert code == 2 and "acknowledged and flushed" in err and "--on-corruption skip" in err
-    code, out, err = _run(capsys, _locate(root, 280, "--on-corruption", "skip", "--json"))
-    location = json.loads(out)["location"]
-    assert code == 1 and location["found"] is False
-    assert "was lost with the active segment's tail" in location["reason"]
-    assert "acknowledged and flushed" in location["reason"]
+    _assert_locate_says_lost(capsys, root, 280, "was lost with the active segment's tail")
     code, out, err = _run(capsys, _locate(root, 10))
     assert code == 0 and "offset: 10" in out
 
@@ -1093,3 +1098,41 @@ def test_describe_says_what_a_partition_whose_logs_are_all_gone_lost(written, tm
     code, part = _describe(capsys, root)
     assert code == 0 and part["errors"] == [], part
     assert any(f"high watermark {RECORDS} is above the log end offset 0" in n for n in part["notes"]), part
+
+
+def test_offsets_says_what_a_partition_whose_logs_are_all_gone_lost(written, tmp_path, capsys):
+    """offsets says of the empty log what a read to latest raises: a strict -1 fails for the partition (exit 2,
+    the read's words), --on-corruption skip answers the empty log's offset with the loss on stderr, and -2 (which
+    does not depend on the lost offsets) is answered with the line on stderr."""
+    root = _without_logs(written, tmp_path)
+    _set_high_watermark(root, RECORDS)
+    code, out, err = _run(capsys, _offsets_argv(root))
+    assert code == 2 and out == "" and "Skip getting offsets for topic-partition t-0" in err
+    assert f"offsets [0, {RECORDS}) were acknowledged and flushed" in err and "--on-corruption skip" in err
+    code, out, err = _run(capsys, _offsets_argv(root, "--on-corruption", "skip", "--json"))
+    (row,) = json.loads(out)
+    assert code == 0 and row["offset"] == 0 and row["lostTail"]["proven"] is True
+    assert (row["lostTail"]["firstOffset"], row["lostTail"]["endOffset"]) == (0, RECORDS)
+    assert f"offsets 0..{RECORDS - 1} lost with every .log file of the partition" in err
+    code, out, err = _run(capsys, _offsets_argv(root, "--time", "earliest"))
+    assert code == 0 and out == "t:0:0\n" and "acknowledged and flushed" in err
+    _set_recovery_point(root, 0)  # (an unflushed log a crash lost: the log end is answered)
+    code, out, err = _run(capsys, _offsets_argv(root))
+    assert code == 0 and out == "t:0:0\n" and "acknowledged and flushed" not in err
+
+
+def test_locate_says_an_offset_of_a_partition_whose_logs_are_all_gone_was_lost(written, tmp_path, capsys):
+    root = _without_logs(written, tmp_path)
+    _set_high_watermark(root, RECORDS)
+    _assert_locate_says_lost(capsys, root, 10, "offset 10 was lost with every .log file of the partition")
+    code, out, err = _run(capsys, _locate(root, RECORDS, "--on-corruption", "skip", "--json"))
+    assert code == 1 and "was lost" not in json.loads(out)["location"]["reason"]
+
+
+def test_describe_gives_the_lost_tail_of_a_partition_whose_logs_are_all_gone(written, tmp_path, capsys):
+    """describe's lostTail, as offsets' --json row gives it, for the empty log's lost offsets."""
+    root = _without_logs(written, tmp_path)
+    _set_high_watermark(root, RECORDS)
+    code, part = _describe(capsys, root)
+    assert code == 2 and part["lostTail"] is not None
+    assert (part["lostTail"]["firstOffset"], part["lostTail"]["endOffset"]) == (0, RECORDS)

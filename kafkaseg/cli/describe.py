@@ -201,6 +201,7 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
     except KafkaSegError as err:
         desc.errors.append(f"log end offset: {err}")
     _describe_lost_tail(desc, pdir)
+    _describe_rolled_cuts(desc, pdir)
     hw, leo, start = pdir.high_watermark, desc.log_end_offset, desc.log_start_offset
     if hw is not None and leo is None and not pdir.segments and hw > (pdir.log_start_offset or 0):
         # no segment: an empty log at the log start (a read's rule), below the checkpoints' offsets
@@ -220,34 +221,50 @@ def _describe_empty_log_loss(desc: PartitionDescription, pdir: PartitionDir) -> 
     """A partition with no segment (every .log file gone) whose high watermark is above its empty log: with the
     recovery point above it too, acknowledged and flushed offsets lost (an error: a read to latest raises
     DataLossError), else the note of a high watermark above the log end."""
-    from kafkaseg.storage.layout import ListingCheck, acknowledged_loss_end, acknowledged_loss_words
-
-    at, hw = pdir.log_start_offset or 0, pdir.high_watermark
-    if acknowledged_loss_end(pdir, at, walk_clean=True, as_listed=ListingCheck(pdir).recovery_point) is not None:
-        desc.errors.append(acknowledged_loss_words(hw, pdir.recovery_point, at, pdir.path))
-    else:
-        desc.notes.append(high_watermark_above_words(hw, at, pdir.path))
+    at = pdir.log_start_offset or 0
+    if not _describe_lost_tail(desc, pdir, at):  # (layout.lost_tail's EmptyLogLoss: the read's rule)
+        desc.notes.append(high_watermark_above_words(pdir.high_watermark, at, pdir.path))
 
 
-def _describe_lost_tail(desc: PartitionDescription, pdir: PartitionDir) -> None:
+def _describe_lost_tail(desc: PartitionDescription, pdir: PartitionDir, end: int | None = None) -> bool:
     """What the partition's files say its log held past the log end described (:func:`~kafkaseg.storage.layout.
     lost_tail`, the reads' rule: with no high watermark to bound it, or acknowledged and flushed offsets below a
     high watermark above it): an error when the recovery point proves the offsets flushed and lost (a strict read,
     or a read to latest, fails there), else a note (they may never have reached the disk). The log end stays the
-    readable end, where a broker's recovery truncates the log."""
+    readable end, where a broker's recovery truncates the log. ``end``: the log end to look past (the log end
+    described when None; a partition with no segment gives its empty log's offset). Returns whether it said one."""
     from kafkaseg.storage.layout import lost_tail
 
-    if desc.log_end_offset is None:
-        return
+    end = desc.log_end_offset if end is None else end
+    if end is None:
+        return False
     try:
-        tail = lost_tail(pdir, desc.log_end_offset)
+        tail = lost_tail(pdir, end)
     except KafkaSegError as err:
         desc.errors.append(f"the active segment's tail: {err}")
-        return
+        return True
     if tail is None:
-        return
+        return False
     desc.lost_tail = tail.as_dict()
     (desc.errors if tail.proven else desc.notes).append(tail.summary())
+    return True
+
+
+def _describe_rolled_cuts(desc: PartitionDescription, pdir: PartitionDir) -> None:
+    """Offsets a rolled segment cut short (or to 0 bytes) lost (:func:`~kafkaseg.storage.layout.rolled_cut_of`,
+    the reads' rule: its own indexes point past its last batch, below the next base, and the recovery point is
+    above it): an error each, as a strict read across them raises ``LostTailError``. About one index interval of
+    headers per rolled segment below the recovery point."""
+    from kafkaseg.storage.layout import rolled_cut_of
+
+    for i, seg in enumerate(pdir.segments[:-1]):
+        try:
+            cut = rolled_cut_of(pdir, i, log_end=desc.log_end_offset)
+        except KafkaSegError as err:
+            desc.errors.append(f"{seg.log_path}: {err}")
+            continue
+        if cut is not None:
+            desc.errors.append(cut.summary())
 
 
 #: The files whose loss leaves a value describe prints of a partition unknown or possibly wrong, and which: its own

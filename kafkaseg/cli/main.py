@@ -508,6 +508,7 @@ def _cmd_offsets(args) -> int:
             # it, may be in the tail
             tail = _lost_tail(lookup, args, "offsets", spec == LATEST or spec == MAX_TIMESTAMP
                               or (spec >= 0 and answer.offset is None))
+            tail = _lost_below(lookup, args, spec, answer.offset) or tail
             return answer, lookup.stats, notes_of(lookup), tail, _answer_lost(pdir, spec, answer.offset)
 
     def notes_of(lookup) -> str | None:
@@ -706,6 +707,32 @@ def _lost_tail(lookup, args, command: str, depends: bool):
     return tail
 
 
+def _lost_below(lookup, args, spec: int, offset: int | None):
+    """A rolled segment cut short (:meth:`~kafkaseg.lookup.PartitionLookup.rolled_cut_below`, the reads' rule)
+    whose lost offsets ``offsets``' answer ``offset`` to ``spec`` depends on: the earliest offset in them
+    (:meth:`~kafkaseg.lookup.PartitionLookup.lost_at`), or below the answer of max-timestamp or a time (a lost
+    record may have been it; anywhere without an answer). A strict lookup raises the read's ``LostTailError``;
+    ``--on-corruption skip`` says it on stderr and answers; returns it (None when there is none)."""
+    from kafkaseg.lookup import EARLIEST, MAX_TIMESTAMP
+
+    if spec == EARLIEST:
+        cut = lookup.lost_at(offset) if offset is not None and offset < lookup.log_end_offset() else None
+    elif spec == MAX_TIMESTAMP or spec >= 0:
+        cut = lookup.rolled_cut_below(None if spec == MAX_TIMESTAMP else offset)
+    else:
+        return None
+    if cut is None:
+        return None
+    if args.on_corruption != "skip":
+        err = cut.error()
+        err.lost_tail = cut  # (the files' own loss: no other copy is asked, as _lost_tail)
+        raise err
+    pdir = lookup.pdir
+    print(f"kafkaseg offsets: {pdir.topic}-{pdir.partition}: {cut.summary()} (--on-corruption skip: answered "
+          "without them)", file=sys.stderr)
+    return cut
+
+
 def _checkpoints_stood_in(pdir, args, command: str) -> bool:
     """With ``--on-corruption skip``: the log stands in for the checkpoints of ``pdir``'s log dir that bound its
     offsets and could not be read (the high watermark: the log end; the log start: the first segment's base), each
@@ -784,13 +811,13 @@ def _cmd_locate(args) -> int:
                 lost = _answer_lost(pdir, int(args.time), offset)
             else:
                 offset = args.offset
-            tail = lookup.lost_tail()
-            if (tail is not None and tail.proven and tail.holds(offset) and offset >= lookup.log_end_offset()
-                    and args.on_corruption != "skip"):
+            location = lookup.locate(offset)
+            # past the log end, or a rolled segment cut short (asked only of an offset with no record)
+            tail = None if location.found else lookup.lost_at(offset)
+            if tail is not None and tail.proven and args.on_corruption != "skip":
                 err = tail.error()
                 err.lost_tail = tail  # (no other copy is asked: _lost_tail)
                 raise err  # as a strict read of the offset raises; leniently, the location says why
-            location = lookup.locate(offset)
             return answer, location, lookup.stats, _visibility(pdir, lookup, location, args), lost
 
     def rests_on(done):

@@ -83,7 +83,10 @@ __all__ = [
     "RolledCut",
     "judge_rolled_end",
     "rolled_segment_cut",
+    "rolled_cut_of",
+    "rolled_cut_holding",
     "AcknowledgedLoss",
+    "EmptyLogLoss",
     "judge_tail",
     "acknowledged_loss_end",
     "acknowledged_loss_words",
@@ -2216,12 +2219,17 @@ class LostTail:
         reason): ``offsets A..B lost (or possibly lost) with the active segment's tail (<file> @ byte N): ...``, or
         for one ``offset`` in it, ``offset O was (or may have been) lost with the active segment's tail (offsets
         A..B; <file> @ byte N): ...``."""
-        span, where = f"offsets {self.first_offset}..{self.end_offset - 1}", f"{self.path} @ byte {self.position}"
+        span, where = f"offsets {self.first_offset}..{self.end_offset - 1}", self.where
         if offset is None:
             return (f"{span} {'lost' if self.proven else 'possibly lost'} with {self.lost_with} ({where}): "
                     f"{self.message}")
         return (f"offset {offset} {'was' if self.proven else 'may have been'} lost with {self.lost_with} "
                 f"({span}; {where}): {self.message}")
+
+    @property
+    def where(self) -> str:
+        """Where the readable batches end, as the words name it: ``<file> @ byte N``."""
+        return f"{self.path} @ byte {self.position}"
 
     def as_dict(self) -> dict:
         return {"file": self.path, "position": self.position, "firstOffset": self.first_offset,
@@ -2312,7 +2320,21 @@ class AcknowledgedLoss(LostTail):
         """The plan's :class:`~kafkaseg.errors.DataLossError`, naming the file and byte."""
         from kafkaseg.errors import DataLossError
 
-        return DataLossError(f"{self.path} @ byte {self.position}: {self.message}")
+        return DataLossError(f"{self.where}: {self.message}")
+
+
+@dataclass(frozen=True)
+class EmptyLogLoss(AcknowledgedLoss):
+    """An :class:`AcknowledgedLoss` of a partition with no segment (every ``.log`` file gone): ``path`` is its
+    folder, ``position`` 0 and ``first_offset`` the empty log's offset (its log start, a read's rule), below a high
+    watermark and recovery point both above it (:func:`acknowledged_loss_end`): a read to latest raises
+    :class:`~kafkaseg.errors.DataLossError`."""
+
+    lost_with = "every .log file of the partition"
+
+    @property
+    def where(self) -> str:
+        return f"folder {self.path}"
 
 
 @dataclass(frozen=True)
@@ -2398,6 +2420,52 @@ def rolled_segment_cut(seg: SegmentFiles, end_offset: int, next_base: int, *, of
                             filesystem=filesystem, recovery_point=recovery_point)
 
 
+def rolled_cut_of(partition_dir: PartitionDir, i: int, *, log_end: int | None, offset_index=None,
+                  from_offset: int | None = None,
+                  max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> RolledCut | None:
+    """The :class:`RolledCut` (:func:`rolled_segment_cut`, the reads' rule) of rolled segment ``i`` of
+    ``partition_dir``: offsets after its last batch, below the next segment's base, that its own indexes and the
+    recovery point prove lost; None when there are none, or when the first offset asked about (``from_offset``: by
+    default the first missing one, as a read across them judges it, scan._check_segment_end; a start inside them,
+    as planning judges it) is below the cleaner checkpoint (:func:`valid_cleaner_offset` of ``log_end``: offsets
+    missing below it were compacted away). ``offset_index``: the segment's, if loaded. Reads nothing unless the
+    recovery point is above the segment's base; then about one index interval of its headers (damage there: None,
+    what walks the segment says it)."""
+    from kafkaseg.storage.segment import load_index_files, log_end_offset
+
+    pdir = partition_dir
+    recovery_point, cleaner = pdir.recovery_point, valid_cleaner_offset(pdir.cleaner_offset, log_end)
+    if (recovery_point is None or pdir.tiered is not None or not 0 <= i < len(pdir.segments) - 1
+            or recovery_point <= pdir.segments[i].base_offset):
+        return None
+    seg, next_base, fs = pdir.segments[i], pdir.segments[i + 1].base_offset, pdir.filesystem
+    if offset_index is None:
+        offset_index = load_index_files(seg.base_offset, index_location(seg, "index"), (None, None), fs)[0]
+    try:
+        end = log_end_offset(seg, filesystem=fs, offset_index=offset_index, max_batch_bytes=max_batch_bytes)
+    except CorruptDataError:
+        return None
+    if end >= next_base or (cleaner is not None and (end if from_offset is None else from_offset) < cleaner):
+        return None
+    return rolled_segment_cut(seg, end, next_base, offset_index=offset_index, recovery_point=recovery_point,
+                              filesystem=fs, max_batch_bytes=max_batch_bytes)
+
+
+def rolled_cut_holding(partition_dir: PartitionDir, offset: int, *, log_end: int,
+                       max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> RolledCut | None:
+    """:func:`rolled_cut_of` the rolled segment whose range holds ``offset`` when the cut holds it, for a tool
+    asked about that one offset (``locate``), judged as a read starting there (planning); else None. Reads nothing
+    unless the recovery point is above ``offset``."""
+    import bisect
+
+    pdir = partition_dir
+    if pdir.recovery_point is None or pdir.recovery_point <= offset:
+        return None
+    i = bisect.bisect_right([s.base_offset for s in pdir.segments], offset) - 1
+    cut = rolled_cut_of(pdir, i, log_end=log_end, from_offset=offset, max_batch_bytes=max_batch_bytes)
+    return cut if cut is not None and cut.holds(offset) else None
+
+
 class ListingCheck:
     """Whether a partition is still as listed (:func:`unchanged_since_listing`: a listing, a stat and two small
     reads), asked once, when first needed."""
@@ -2473,12 +2541,20 @@ def lost_tail(partition_dir: PartitionDir, end_offset: int, *,
     listed (a live broker appended or rolled: its index entries and snapshots are of bytes that are there now).
     With no high watermark, :func:`judge_tail`, the reads' rule, for tools that report the log end; with one above
     the end, offsets it and the recovery point say were acknowledged and flushed (:func:`acknowledged_loss_end`,
-    planning's rule, given whether the walk to the end was ``walk_clean``). Loads the active segment's two index
-    files only when their last entries reach the end (with a high watermark, only when it and the recovery point
-    are past the end); walks about one index interval of headers only when something points past the end."""
+    planning's rule, given whether the walk to the end was ``walk_clean``); with no segment at all (every ``.log``
+    file gone), the same rule at the empty log's offset ``end_offset`` (an :class:`EmptyLogLoss`). Loads the active
+    segment's two index files only when their last entries reach the end (with a high watermark, only when it and
+    the recovery point are past the end); walks about one index interval of headers only when something points past
+    the end."""
     from kafkaseg.storage.segment import load_index_files, snapshot_past
 
     pdir = partition_dir
+    if not pdir.segments and pdir.tiered is None and pdir.high_watermark is not None:
+        # every .log file gone: an empty log at ``end_offset`` (its log start), as a read takes it
+        if acknowledged_loss_end(pdir, end_offset, walk_clean=walk_clean,
+                                 as_listed=ListingCheck(pdir).recovery_point) is None:
+            return None
+        return EmptyLogLoss(pdir.path, 0, end_offset, pdir.high_watermark, pdir.recovery_point)
     if not pdir.segments or pdir.tiered is not None:
         return None
     seg, fs = pdir.segments[-1], pdir.filesystem
