@@ -2421,16 +2421,17 @@ def rolled_segment_cut(seg: SegmentFiles, end_offset: int, next_base: int, *, of
 
 
 def rolled_cut_of(partition_dir: PartitionDir, i: int, *, log_end: int | None, offset_index=None,
-                  from_offset: int | None = None,
+                  end_offset: int | None = None,
                   max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> RolledCut | None:
-    """The :class:`RolledCut` (:func:`rolled_segment_cut`, the reads' rule) of rolled segment ``i`` of
-    ``partition_dir``: offsets after its last batch, below the next segment's base, that its own indexes and the
-    recovery point prove lost; None when there are none, or when the first offset asked about (``from_offset``: by
-    default the first missing one, as a read across them judges it, scan._check_segment_end; a start inside them,
-    as planning judges it) is below the cleaner checkpoint (:func:`valid_cleaner_offset` of ``log_end``: offsets
-    missing below it were compacted away). ``offset_index``: the segment's, if loaded. Reads nothing unless the
-    recovery point is above the segment's base; then about one index interval of its headers (damage there: None,
-    what walks the segment says it)."""
+    """The :class:`RolledCut` (:func:`rolled_segment_cut`) of rolled segment ``i`` of ``partition_dir``: offsets
+    after its last batch, below the next segment's base, that its own indexes and the recovery point prove lost;
+    None when there are none, or when the first of them (the first missing offset) is below the cleaner checkpoint
+    (:func:`valid_cleaner_offset` of ``log_end``): the cleaner cleaned the segment up to there, so the gap after
+    its last batch may be compaction's. The one rule of reads across the gap (scan._check_segment_end), a start
+    inside it (planning), ``locate`` and ``describe``: where the read starts does not change what left the gap.
+    ``offset_index``: the segment's, if loaded; ``end_offset``: the offset after its last batch, if known. Reads
+    nothing unless the recovery point is above the segment's base; then about one index interval of its headers
+    (damage there: None, what walks the segment says it)."""
     from kafkaseg.storage.segment import load_index_files, log_end_offset
 
     pdir = partition_dir
@@ -2441,11 +2442,13 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, log_end: int | None, o
     seg, next_base, fs = pdir.segments[i], pdir.segments[i + 1].base_offset, pdir.filesystem
     if offset_index is None:
         offset_index = load_index_files(seg.base_offset, index_location(seg, "index"), (None, None), fs)[0]
-    try:
-        end = log_end_offset(seg, filesystem=fs, offset_index=offset_index, max_batch_bytes=max_batch_bytes)
-    except CorruptDataError:
-        return None
-    if end >= next_base or (cleaner is not None and (end if from_offset is None else from_offset) < cleaner):
+    end = end_offset
+    if end is None:
+        try:
+            end = log_end_offset(seg, filesystem=fs, offset_index=offset_index, max_batch_bytes=max_batch_bytes)
+        except CorruptDataError:
+            return None
+    if end >= next_base or (cleaner is not None and end < cleaner):
         return None
     return rolled_segment_cut(seg, end, next_base, offset_index=offset_index, recovery_point=recovery_point,
                               filesystem=fs, max_batch_bytes=max_batch_bytes)
@@ -2454,15 +2457,15 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, log_end: int | None, o
 def rolled_cut_holding(partition_dir: PartitionDir, offset: int, *, log_end: int,
                        max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> RolledCut | None:
     """:func:`rolled_cut_of` the rolled segment whose range holds ``offset`` when the cut holds it, for a tool
-    asked about that one offset (``locate``), judged as a read starting there (planning); else None. Reads nothing
-    unless the recovery point is above ``offset``."""
+    asked about that one offset (``locate``), judged as a read starting there is (planning); else None. Reads
+    nothing unless the recovery point is above ``offset``."""
     import bisect
 
     pdir = partition_dir
     if pdir.recovery_point is None or pdir.recovery_point <= offset:
         return None
     i = bisect.bisect_right([s.base_offset for s in pdir.segments], offset) - 1
-    cut = rolled_cut_of(pdir, i, log_end=log_end, from_offset=offset, max_batch_bytes=max_batch_bytes)
+    cut = rolled_cut_of(pdir, i, log_end=log_end, max_batch_bytes=max_batch_bytes)
     return cut if cut is not None and cut.holds(offset) else None
 
 
