@@ -48,6 +48,7 @@ from kafkaseg.storage import encryption
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage import tiered
 from kafkaseg.storage._index_file import index_location
+from kafkaseg.storage._long_names import LONG_MAX, offset_past_a_long, past_a_long_words
 from kafkaseg.storage.checkpoints import EpochEntry, MetaProperties, epoch_at
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES
 
@@ -110,7 +111,7 @@ KRAFT_SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 _KRAFT_SNAPSHOT_SUFFIXES = (".checkpoint", ".checkpoint.part", ".checkpoint.deleted")  # names Snapshots.parse parses
 _JAVA_INTEGER = re.compile(r"[+-]?\d+")  # what Long.parseLong / Integer.parseInt take, before their range
 _OFFSET_PREFIX = re.compile(r"^(\d+)\.")
-_LONG_MAX, _INT_MAX = 2**63 - 1, 2**31 - 1
+_LONG_MAX, _INT_MAX = LONG_MAX, 2**31 - 1
 #: KRaft's metadata log, whose folder holds its snapshots (``<end offset>-<epoch>.checkpoint``)
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 #: How a partition's note on the ``.swap`` files it resolved begins (``kafkaseg verify`` folds it into its warning)
@@ -438,20 +439,6 @@ def _files(entries: Sequence[_fs.FileEntry]) -> dict[str, _fs.FileEntry]:
         elif entry.name in _BROKER_FILE_NAMES or _SEGMENT_NAME.match(entry.name) or _SNAPSHOT_NAME.match(entry.name):
             files[entry.name] = entry._replace(is_dir=False, readable=False)
     return files
-
-
-def offset_past_a_long(digits: str) -> bool:
-    """Whether the offset ``digits`` (the digits a segment file's name starts with) is past a Java long's largest
-    value, where Kafka's ``Long.parseLong`` of the name fails: a broker's ``LogLoader`` fails the log, and
-    ``kafka-dump-log.sh`` (``toLong``) the file. The one test of discovery's listing, a ``.log`` given as a path, and
-    ``dump``; said in :func:`past_a_long_words`."""
-    return int(digits) > _LONG_MAX
-
-
-def past_a_long_words(digits: str, what: str = "base offset") -> str:
-    """What :class:`SegmentNameError` says of a file whose name's ``what`` (its ``digits``) does not fit in a long
-    (:func:`offset_past_a_long`; a KRaft snapshot's end offset too, :func:`kraft_snapshot_id`)."""
-    return f"{what} {digits} in the file name does not fit in a 64-bit long"
 
 
 def kraft_snapshot_id(name: str, path: str) -> tuple[int, int] | None:
