@@ -73,7 +73,7 @@ from kafkaseg.storage.layout import (ListingCheck, PartitionDir, SegmentFiles, a
                                      acknowledged_loss_words, check_one_incarnation, choose_replicas,
                                      copy_gaps, discover, find_log_end, flushed_above_words, flushed_past_end,
                                      high_watermark_above_words, last_stable_offset, other_copy_line,
-                                     reaches_past_recovery_point, read_partition_again, relisted, rolled_segment_cut,
+                                     reaches_past_recovery_point, read_partition_again, relisted, rolled_cut_of,
                                      snapshot_transactions_at, transactions_open_at,
                                      valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
@@ -1565,15 +1565,16 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
             next_base = part.next_base(i)
             if next_base is not None:
                 seg_end = part.segment_end_offset(i)
+                # judged by the first offset missing, not the start, as a read across the gap is
+                # (scan._check_segment_end): below the cleaner checkpoint the gap may be compaction's
                 cleaner = part.cleaner_offset
-                compacted = cleaner is not None and start < cleaner
+                compacted = cleaner is not None and seg_end < cleaner
                 cut = None
-                if seg_end <= start < next_base and not compacted:
+                if seg_end <= start < next_base:
                     # unless the segment's own indexes prove the offsets there lost (a rolled segment cut short,
                     # or copied while it was still active), as a read across them finds (scan._check_segment_end)
-                    cut = rolled_segment_cut(part.segments[i], seg_end, next_base, offset_index=part.indexes(i)[0],
-                                             recovery_point=part.pdir.recovery_point, filesystem=part.fs,
-                                             max_batch_bytes=options.max_batch_bytes)
+                    cut = rolled_cut_of(part.pdir, i, log_end=part.log_end_offset(), offset_index=part.indexes(i)[0],
+                                        end_offset=seg_end, max_batch_bytes=options.max_batch_bytes)
                 if cut is not None and start < cut.end_offset:
                     loss(f"{name}: the starting {cut.summary(start)}")
                     if cut.end_offset < next_base:
@@ -1876,11 +1877,13 @@ def _piece_of_segment(part: _Partition, i: int, lo: int, hi: int, ts_lo: int | N
     if next_base is not None and next_base <= lo:
         return None
     if seg.log_size == 0:
+        # its first missing offset is its base: below the cleaner checkpoint, a gap compaction may have left
+        # (scan._check_segment_end, layout.rolled_cut_of)
         cleaner = part.cleaner_offset
-        if next_base is not None and (cleaner is None or max(lo, seg.base_offset) >= cleaner):
+        if next_base is not None:
             lo = _empty_segment_loss(part, i, lo, hi)
         if next_base is not None and part.report is not None and lo < min(hi, next_base) and (
-                cleaner is None or max(lo, seg.base_offset) >= cleaner):
+                cleaner is None or seg.base_offset >= cleaner):
             # no slice reads it, so no read lists its offsets as missing (scan._check_segment_end): say it here
             part.report.notes.append(f"{part.name}: {seg.log_path} is empty, so offsets "
                                      f"[{max(lo, seg.base_offset)}, {min(hi, next_base)}) are missing (above "
@@ -1910,15 +1913,15 @@ def _piece_of_segment(part: _Partition, i: int, lo: int, hi: int, ts_lo: int | N
 
 def _empty_segment_loss(part: _Partition, i: int, lo: int, hi: int) -> int:
     """Offsets ``[lo, hi)`` of rolled segment ``i``, whose ``.log`` is empty: those its own indexes prove lost (entries
-    past byte 0 below the next base, the recovery point above its base: :func:`rolled_segment_cut`, as a read
-    across a segment cut short after its last batch finds, scan._check_segment_end) raise
+    past byte 0 below the next base, the recovery point above its base, its base not below the cleaner checkpoint:
+    :func:`~kafkaseg.storage.layout.rolled_cut_of`, as a read across a segment cut short after its last batch finds,
+    scan._check_segment_end) raise
     :class:`~kafkaseg.errors.LostTailError` at byte 0, or with failOnDataLoss=false (or onCorruption=skip) are
     noted in the plan's data_loss and given to the read (``part.lost_before``: ScanMetrics.lost_tails). Returns
     where the offsets not proven lost start (a compaction gap's, noted as missing)."""
     seg, next_base = part.segments[i], part.next_base(i)
-    cut = rolled_segment_cut(seg, seg.base_offset, next_base, offset_index=None,
-                             recovery_point=part.pdir.recovery_point, filesystem=part.fs,
-                             max_batch_bytes=part.options.max_batch_bytes)
+    cut = rolled_cut_of(part.pdir, i, log_end=part.log_end_offset(), end_offset=seg.base_offset,
+                        max_batch_bytes=part.options.max_batch_bytes)
     first, end = max(lo, seg.base_offset), min(hi, next_base)
     if cut is None or not first < min(end, cut.end_offset):
         return lo

@@ -421,3 +421,33 @@ def test_offsets_earliest_fails_when_the_log_start_was_lost_with_an_emptied_firs
     assert code == 2 and out == "" and f"{log} @ byte 0" in err
     code, out, err = _offsets(capsys, tmp_path, "--time", "-2", "--on-corruption", "skip")
     assert code == 0 and out == "t:0:0\n" and "lost with a rolled segment cut short" in err
+
+
+@pytest.mark.parametrize("case", ["cut short", "empty middle"])
+def test_a_cleaner_checkpoint_above_the_first_missing_offset_makes_the_gap_compactions_for_every_start(tmp_path,
+                                                                                                     capsys, case):
+    """The cleaner checkpoint between the first offset missing after segment 125's last batch and a start inside
+    the gap: the cleaner cleaned that segment (offsets below its checkpoint), so the gap may be compaction's, as a
+    read across it takes it (scan._check_segment_end: the first missing offset below the checkpoint) and describe
+    does. A read starting inside it and locate of that offset judge it the same way, by the first missing offset,
+    not by where they start. (Before, both judged by the start and called it a proven lost tail.)"""
+    if case == "cut short":
+        _rolled_cut_copy(tmp_path, 300)
+        cleaner, start = 228, 230
+    else:
+        _rolled_empty_copy(tmp_path, 125)
+        cleaner, start = 130, 135
+    write_offset_checkpoint(tmp_path / "cleaner-offset-checkpoint", {("t", 0): cleaner})
+    whole = kafkaseg.open_scan(str(tmp_path))
+    whole.to_table()
+    assert not whole.metrics.lost_tails
+    code, part = _describe(capsys, tmp_path)
+    assert not [e for e in part["errors"] if "rolled segment cut short" in e], part
+    inside = kafkaseg.open_scan(str(tmp_path), startingOffsets=f'{{"t":{{"0":{start}}}}}')
+    assert inside.to_table().column("offset").to_pylist()[-1] == 299
+    assert not inside.metrics.lost_tails and not inside.metrics.missing_offsets
+    assert not inside.plan.report.data_loss
+    assert not [n for p in inside.plan.report.partitions for n in p.notes if "does not explain" in n or
+                "are missing" in n]
+    code, location, err = _locate(capsys, tmp_path, start, "--json")
+    assert "was lost" not in location["reason"], location

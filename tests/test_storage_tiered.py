@@ -1076,3 +1076,21 @@ def test_a_globs_emptied_folder_stands_for_a_store_only_by_a_stores_topics_or_pa
         tiered.emptied_folders(root, None, _fs.list_dir(root, None)) == \
         [tiered.EmptiedFolder(str(tmp_path / "store" / f"orders-{topic_id}"), tiered.AIVEN,
                               (("orders", topic_id, None),))]
+
+
+def test_a_remote_copy_named_past_a_long_is_refused_by_discoverys_test_in_its_words():
+    """A tiered-storage copy's file named past a Java long (RemoteLogSegmentMetadata's offsets are longs) is refused
+    as a log dir's segment is: by ``layout.offset_past_a_long`` in ``layout.past_a_long_words``, a LayoutError; the
+    largest long itself is a copy as any other."""
+    from kafkaseg.storage import fs as _fs
+    from kafkaseg.storage.layout import past_a_long_words
+    from kafkaseg.storage.tiered import remote_segments
+
+    segment_id = "A" * 22
+    largest, past = f"{2**63 - 1:020d}", f"{2**63:020d}"
+    entry = _fs.FileEntry(f"/r/{largest}-{segment_id}.log", f"{largest}-{segment_id}.log", False, 0, None)
+    assert [c.base_offset for c in remote_segments([entry], [])] == [2**63 - 1]
+    path = f"/r/{past}-{segment_id}.log"
+    with pytest.raises(LayoutError) as raised:
+        remote_segments([_fs.FileEntry(path, f"{past}-{segment_id}.log", False, 0, None)], [])
+    assert str(raised.value) == f"{path}: {past_a_long_words(past)}"

@@ -48,6 +48,7 @@ from kafkaseg.storage import encryption
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage import tiered
 from kafkaseg.storage._index_file import index_location
+from kafkaseg.storage._long_names import LONG_MAX, offset_past_a_long, past_a_long_words
 from kafkaseg.storage.checkpoints import EpochEntry, MetaProperties, epoch_at
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES
 
@@ -110,7 +111,7 @@ KRAFT_SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 _KRAFT_SNAPSHOT_SUFFIXES = (".checkpoint", ".checkpoint.part", ".checkpoint.deleted")  # names Snapshots.parse parses
 _JAVA_INTEGER = re.compile(r"[+-]?\d+")  # what Long.parseLong / Integer.parseInt take, before their range
 _OFFSET_PREFIX = re.compile(r"^(\d+)\.")
-_LONG_MAX, _INT_MAX = 2**63 - 1, 2**31 - 1
+_LONG_MAX, _INT_MAX = LONG_MAX, 2**31 - 1
 #: KRaft's metadata log, whose folder holds its snapshots (``<end offset>-<epoch>.checkpoint``)
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 #: How a partition's note on the ``.swap`` files it resolved begins (``kafkaseg verify`` folds it into its warning)
@@ -438,20 +439,6 @@ def _files(entries: Sequence[_fs.FileEntry]) -> dict[str, _fs.FileEntry]:
         elif entry.name in _BROKER_FILE_NAMES or _SEGMENT_NAME.match(entry.name) or _SNAPSHOT_NAME.match(entry.name):
             files[entry.name] = entry._replace(is_dir=False, readable=False)
     return files
-
-
-def offset_past_a_long(digits: str) -> bool:
-    """Whether the offset ``digits`` (the digits a segment file's name starts with) is past a Java long's largest
-    value, where Kafka's ``Long.parseLong`` of the name fails: a broker's ``LogLoader`` fails the log, and
-    ``kafka-dump-log.sh`` (``toLong``) the file. The one test of discovery's listing, a ``.log`` given as a path, and
-    ``dump``; said in :func:`past_a_long_words`."""
-    return int(digits) > _LONG_MAX
-
-
-def past_a_long_words(digits: str, what: str = "base offset") -> str:
-    """What :class:`SegmentNameError` says of a file whose name's ``what`` (its ``digits``) does not fit in a long
-    (:func:`offset_past_a_long`; a KRaft snapshot's end offset too, :func:`kraft_snapshot_id`)."""
-    return f"{what} {digits} in the file name does not fit in a 64-bit long"
 
 
 def kraft_snapshot_id(name: str, path: str) -> tuple[int, int] | None:
@@ -2421,16 +2408,17 @@ def rolled_segment_cut(seg: SegmentFiles, end_offset: int, next_base: int, *, of
 
 
 def rolled_cut_of(partition_dir: PartitionDir, i: int, *, log_end: int | None, offset_index=None,
-                  from_offset: int | None = None,
+                  end_offset: int | None = None,
                   max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> RolledCut | None:
-    """The :class:`RolledCut` (:func:`rolled_segment_cut`, the reads' rule) of rolled segment ``i`` of
-    ``partition_dir``: offsets after its last batch, below the next segment's base, that its own indexes and the
-    recovery point prove lost; None when there are none, or when the first offset asked about (``from_offset``: by
-    default the first missing one, as a read across them judges it, scan._check_segment_end; a start inside them,
-    as planning judges it) is below the cleaner checkpoint (:func:`valid_cleaner_offset` of ``log_end``: offsets
-    missing below it were compacted away). ``offset_index``: the segment's, if loaded. Reads nothing unless the
-    recovery point is above the segment's base; then about one index interval of its headers (damage there: None,
-    what walks the segment says it)."""
+    """The :class:`RolledCut` (:func:`rolled_segment_cut`) of rolled segment ``i`` of ``partition_dir``: offsets
+    after its last batch, below the next segment's base, that its own indexes and the recovery point prove lost;
+    None when there are none, or when the first of them (the first missing offset) is below the cleaner checkpoint
+    (:func:`valid_cleaner_offset` of ``log_end``): the cleaner cleaned the segment up to there, so the gap after
+    its last batch may be compaction's. The one rule of reads across the gap (scan._check_segment_end), a start
+    inside it (planning), ``locate`` and ``describe``: where the read starts does not change what left the gap.
+    ``offset_index``: the segment's, if loaded; ``end_offset``: the offset after its last batch, if known. Reads
+    nothing unless the recovery point is above the segment's base; then about one index interval of its headers
+    (damage there: None, what walks the segment says it)."""
     from kafkaseg.storage.segment import load_index_files, log_end_offset
 
     pdir = partition_dir
@@ -2441,11 +2429,13 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, log_end: int | None, o
     seg, next_base, fs = pdir.segments[i], pdir.segments[i + 1].base_offset, pdir.filesystem
     if offset_index is None:
         offset_index = load_index_files(seg.base_offset, index_location(seg, "index"), (None, None), fs)[0]
-    try:
-        end = log_end_offset(seg, filesystem=fs, offset_index=offset_index, max_batch_bytes=max_batch_bytes)
-    except CorruptDataError:
-        return None
-    if end >= next_base or (cleaner is not None and (end if from_offset is None else from_offset) < cleaner):
+    end = end_offset
+    if end is None:
+        try:
+            end = log_end_offset(seg, filesystem=fs, offset_index=offset_index, max_batch_bytes=max_batch_bytes)
+        except CorruptDataError:
+            return None
+    if end >= next_base or (cleaner is not None and end < cleaner):
         return None
     return rolled_segment_cut(seg, end, next_base, offset_index=offset_index, recovery_point=recovery_point,
                               filesystem=fs, max_batch_bytes=max_batch_bytes)
@@ -2454,15 +2444,15 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, log_end: int | None, o
 def rolled_cut_holding(partition_dir: PartitionDir, offset: int, *, log_end: int,
                        max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> RolledCut | None:
     """:func:`rolled_cut_of` the rolled segment whose range holds ``offset`` when the cut holds it, for a tool
-    asked about that one offset (``locate``), judged as a read starting there (planning); else None. Reads nothing
-    unless the recovery point is above ``offset``."""
+    asked about that one offset (``locate``), judged as a read starting there is (planning); else None. Reads
+    nothing unless the recovery point is above ``offset``."""
     import bisect
 
     pdir = partition_dir
     if pdir.recovery_point is None or pdir.recovery_point <= offset:
         return None
     i = bisect.bisect_right([s.base_offset for s in pdir.segments], offset) - 1
-    cut = rolled_cut_of(pdir, i, log_end=log_end, from_offset=offset, max_batch_bytes=max_batch_bytes)
+    cut = rolled_cut_of(pdir, i, log_end=log_end, max_batch_bytes=max_batch_bytes)
     return cut if cut is not None and cut.holds(offset) else None
 
 

@@ -69,6 +69,7 @@ import pyarrow.fs as pafs
 from kafkaseg.errors import LayoutError
 from kafkaseg.storage import checkpoints as ckpt
 from kafkaseg.storage import fs as _fs
+from kafkaseg.storage._long_names import offset_past_a_long, past_a_long_words
 
 __all__ = [
     "AIVEN",
@@ -462,10 +463,9 @@ def remote_segments(entries: Sequence[_fs.FileEntry], notes: list[str]) -> list[
         match = None if entry.is_dir else _REMOTE_FILE.match(entry.name)
         if match is None:
             continue
+        if offset_past_a_long(match.group(1)):  # (as a log dir's segment: layout's test and words)
+            raise LayoutError(f"{entry.path}: {past_a_long_words(match.group(1))}")
         base = int(match.group(1))
-        if base >= 1 << 63:
-            raise LayoutError(f"{entry.path}: base offset {match.group(1)} in the name does not fit in a 64-bit "
-                              "long")
         groups.setdefault((base, match.group(2)), {})[match.group(3)] = entry
     copies = []
     for (base, segment_id), files in sorted(groups.items()):
