@@ -718,7 +718,8 @@ def _lost_below(lookup, args, spec: int, offset: int | None):
     if spec == EARLIEST:
         cut = lookup.lost_at(offset) if offset is not None and offset < lookup.log_end_offset() else None
     elif spec == MAX_TIMESTAMP or spec >= 0:
-        cut = lookup.rolled_cut_below(None if spec == MAX_TIMESTAMP else offset)
+        cut = lookup.rolled_cut_below(None if spec == MAX_TIMESTAMP else offset,
+                                      None if spec == MAX_TIMESTAMP else spec)
     else:
         return None
     if cut is None:
