@@ -809,11 +809,13 @@ class PartitionLookup:
                                                     max_batch_bytes=self.max_batch_bytes)
         return self._cuts[offset]
 
-    def rolled_cut_below(self, offset: int | None) -> LostTail | None:
+    def rolled_cut_below(self, offset: int | None, timestamp: int | None = None) -> LostTail | None:
         """The first rolled segment cut short (:func:`~kafkaseg.storage.layout.rolled_cut_of`, the reads' rule)
         whose lost offsets lie below ``offset`` (None: anywhere) and at or above the log start, or None: offsets
-        an answer found at ``offset`` by a search from the log start may have had in them. About one index interval
-        of headers per rolled segment below ``offset`` and the recovery point."""
+        an answer found at ``offset`` by a search from the log start may have had in them. With ``timestamp`` (a
+        time lookup's), a cut whose lost records all carry timestamps below it (:meth:`_cut_below_time`) cannot
+        hold the answer and is passed over. About one index interval of headers per rolled segment below
+        ``offset`` and the recovery point (and, with ``timestamp``, a cut segment's time index)."""
         leo, start = self.log_end_offset(), self.log_start_offset
         for i in range(len(self.segments) - 1):
             if offset is not None and self.bases[i] >= offset:
@@ -822,8 +824,29 @@ class PartitionLookup:
                 continue
             cut = rolled_cut_of(self.pdir, i, log_end=leo, max_batch_bytes=self.max_batch_bytes)
             if cut is not None and cut.end_offset > start and (offset is None or cut.first_offset < offset):
+                if timestamp is not None and self._cut_below_time(i, cut, timestamp):
+                    continue
                 return cut
         return None
+
+    def _cut_below_time(self, i: int, cut: LostTail, timestamp: int) -> bool:
+        """Whether segment ``i``'s own time index proves every record ``cut`` lost has a timestamp below
+        ``timestamp``: an entry is (max timestamp so far, offset of the batch holding it), written when that batch
+        was already in the segment, so its timestamp bounds every record at or below its offset (a segment's
+        offsets are appended in order) and nothing after it. Only an entry at or past the last lost offset (within
+        the segment) bounds them all: the last entry (the largest offset and timestamp), with every timestamp in
+        the index below ``timestamp``. Anything less (an index cut short with its log, an entry before the last
+        lost offset, or one in the next segment, which bounds none of this one's records) proves nothing: False."""
+        from kafkaseg.storage.segment import load_index_files
+
+        seg = self.segments[i]
+        time_index = load_index_files(seg.base_offset, (None, None), index_location(seg, "timeindex"),
+                                      self.pdir.filesystem)[1]
+        if time_index is None or not len(time_index):
+            return False
+        last_offset = time_index.last_entry[1]
+        return (cut.end_offset - 1 <= last_offset < self.bases[i + 1]
+                and int(time_index.timestamps.max()) < timestamp)
 
     def _cut_reason(self, offset: int) -> str | None:
         """Why ``offset``, below the log end with no record, was lost (:meth:`lost_at`), or None."""

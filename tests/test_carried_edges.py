@@ -451,3 +451,26 @@ def test_a_cleaner_checkpoint_above_the_first_missing_offset_makes_the_gap_compa
                 "are missing" in n]
     code, location, err = _locate(capsys, tmp_path, start, "--json")
     assert "was lost" not in location["reason"], location
+
+
+def test_offsets_time_answers_past_a_cut_whose_own_time_index_bounds_every_lost_timestamp(tmp_path, capsys):
+    """Segment 125 cut short (offsets 225..249 lost, timestamps ...2250..2490): its .timeindex's last entry names
+    offset 249, the last lost one, with max timestamp ...2490 (an entry's timestamp is the max over every record
+    appended before it, offsets in order): no lost record reaches a time above it, so the answer 250 does not depend
+    on them and a strict lookup answers (before: exit 2). At ...2490 a lost record (249) may be the answer: fails."""
+    log, at = _rolled_cut_copy(tmp_path, 300)
+    code, out, err = _offsets(capsys, tmp_path, "--time", "1700000002500")
+    assert code == 0 and out == "t:0:250\n" and err == "", err
+    code, out, err = _offsets(capsys, tmp_path, "--time", "1700000002490")
+    assert code == 2 and out == "" and f"{log} @ byte {at}" in err and "offsets 225..249" in err, err
+
+
+def test_offsets_time_still_fails_when_the_cut_segments_time_index_does_not_reach_its_last_lost_offset(
+        tmp_path, capsys):
+    """Its .timeindex without the last entry ends at offset 244 (max timestamp ...2440): records 245..249 are bounded
+    by nothing (an entry bounds only records up to its offset), so a time above every entry still fails strict."""
+    log, at = _rolled_cut_copy(tmp_path, 300)
+    timeindex = tmp_path / "t-0" / f"{125:020d}.timeindex"
+    timeindex.write_bytes(timeindex.read_bytes()[:-12])
+    code, out, err = _offsets(capsys, tmp_path, "--time", "1700000002500")
+    assert code == 2 and out == "" and f"{log} @ byte {at}" in err, err

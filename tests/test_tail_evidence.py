@@ -1121,6 +1121,25 @@ def test_offsets_says_what_a_partition_whose_logs_are_all_gone_lost(written, tmp
     assert code == 0 and out == "t:0:0\n" and "acknowledged and flushed" not in err
 
 
+def test_offsets_verbose_says_a_partition_whose_logs_are_all_gone_lost_its_offsets_once(written, tmp_path, capsys):
+    """-v and --json with --on-corruption skip: the loss line (acknowledged and flushed, lost) is the one thing said
+    of offsets 0..299, without the note of a high watermark above the log end, which calls them an unflushed tail a
+    crash lost (before: both, contradicting each other); with the recovery point not above the empty log, that note
+    is what is said."""
+    root = _without_logs(written, tmp_path)
+    _set_high_watermark(root, RECORDS)
+    above = f"high watermark {RECORDS} is above the log end offset 0"
+    code, out, err = _run(capsys, _offsets_argv(root, "--on-corruption", "skip", "-v"))
+    assert code == 0 and out.startswith("t:0:0\n") and "acknowledged and flushed" in err, err
+    assert above not in err and "unflushed tail a crash lost" not in err, err
+    code, out, err = _run(capsys, _offsets_argv(root, "--on-corruption", "skip", "--json"))
+    (row,) = json.loads(out)
+    assert code == 0 and row["lostTail"]["proven"] is True and above not in (row.get("note") or ""), row
+    _set_recovery_point(root, 0)
+    code, out, err = _run(capsys, _offsets_argv(root, "-v"))
+    assert code == 0 and above in err and "unflushed tail a crash lost" in err and "acknowledged and flushed" not in err
+
+
 def test_locate_says_an_offset_of_a_partition_whose_logs_are_all_gone_was_lost(written, tmp_path, capsys):
     root = _without_logs(written, tmp_path)
     _set_high_watermark(root, RECORDS)

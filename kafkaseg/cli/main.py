@@ -508,11 +508,17 @@ def _cmd_offsets(args) -> int:
             # it, may be in the tail
             tail = _lost_tail(lookup, args, "offsets", spec == LATEST or spec == MAX_TIMESTAMP
                               or (spec >= 0 and answer.offset is None))
+            notes = notes_of(lookup, said_lost=tail is not None)
             tail = _lost_below(lookup, args, spec, answer.offset) or tail
-            return answer, lookup.stats, notes_of(lookup), tail, _answer_lost(pdir, spec, answer.offset)
+            return answer, lookup.stats, notes, tail, _answer_lost(pdir, spec, answer.offset)
 
-    def notes_of(lookup) -> str | None:
+    def notes_of(lookup, said_lost: bool = False) -> str | None:
+        # a high watermark above the log end with a lost tail said (``said_lost``: acknowledged and flushed, lost)
+        # is that loss, not the note's unflushed tail a crash lost (describe's rule)
         hw_note = _high_watermark_note(lookup) if spec == LATEST or spec >= 0 or spec == MAX_TIMESTAMP else None
+        if said_lost and hw_note is not None and lookup.pdir.high_watermark is not None \
+                and lookup.pdir.high_watermark > lookup.log_end_offset():
+            hw_note = None
         # a tiered topic's broker also searches its remote segments for -2 and times; not for -3, which it
         # answers from the local log only (UnifiedLog's MAX_TIMESTAMP branch), as kafkaseg does
         below = lookup.pdir.below_local_log_note() if spec not in (LATEST, MAX_TIMESTAMP) else None
@@ -718,7 +724,8 @@ def _lost_below(lookup, args, spec: int, offset: int | None):
     if spec == EARLIEST:
         cut = lookup.lost_at(offset) if offset is not None and offset < lookup.log_end_offset() else None
     elif spec == MAX_TIMESTAMP or spec >= 0:
-        cut = lookup.rolled_cut_below(None if spec == MAX_TIMESTAMP else offset)
+        cut = lookup.rolled_cut_below(None if spec == MAX_TIMESTAMP else offset,
+                                      None if spec == MAX_TIMESTAMP else spec)
     else:
         return None
     if cut is None:
