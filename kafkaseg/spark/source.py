@@ -316,12 +316,22 @@ class KafkaSegStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # then each batch's end (partitions, commit). The planner's rules about a high watermark below the
         # position (not data loss; a start above it waits) need it.
         self.position: Offsets | None = None
+        # PySpark 4.1's runner asks latestOffset() before initialOffset() on a new query, with no start to say a
+        # lost log end from (see initialOffset)
+        self.latest_before_start = False
 
     def initialOffset(self) -> Offsets:
         offsets = self.planner.initial_offsets()
         self.position = offsets
         _worker_logger().info("kafkaseg stream %s: initial offsets %s (%s)", self.stream_id, offsets,
                               self.options.starting.option or "startingOffsets")
+        if self.latest_before_start:
+            # (PySpark 4.1) the latest offsets were taken before the stream had a start, so the offsets lost past
+            # the log end it starts at (started at latest) were not said there: said now, as latestOffset(start)
+            # says them on 4.2+ (under failOnDataLoss a DataLossError that fails the query, else logged once)
+            self.latest_before_start = False
+            self.planner.latest_offsets(offsets, all_available=True)
+            self._log_standing_loss()
         return offsets
 
     def getDefaultReadLimit(self):  # the options' limits, as Spark's Kafka source declares them
@@ -337,6 +347,7 @@ class KafkaSegStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # composite of both)
         if start is None:
             start = self.position  # PySpark 4.1
+            self.latest_before_start = start is None
         if start is None or limit is None or isinstance(limit, ReadAllAvailable):
             end = self.planner.latest_offsets(start or {}, all_available=True)
         else:
@@ -344,11 +355,14 @@ class KafkaSegStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             min_rows = (limit.min_rows if isinstance(limit, ReadMinRows)
                         else self.options.min_offsets_per_trigger if max_rows is not None else None)
             end = self.planner.latest_offsets(start, max_offsets=max_rows, min_offsets=min_rows)
+        self._log_standing_loss()
+        return end
+
+    def _log_standing_loss(self) -> None:
         # offsets lost past the log end of a partition the stream stands at, which no micro-batch reads to
-        # (failOnDataLoss raised them above, failing the query as a micro-batch's data loss does)
+        # (failOnDataLoss raised them in the planner, failing the query as a micro-batch's data loss does)
         for _, words in self.planner.standing_loss:
             _worker_logger().warning("kafkaseg stream %s: data loss: %s", self.stream_id, words)
-        return end
 
     def reportLatestOffset(self) -> Offsets | None:
         return (to_offsets(self.planner.latest, self.planner.latest_topic_ids) if self.planner.latest
