@@ -74,6 +74,11 @@ class CorruptDataError(KafkaSegError):
         CorruptDataError.__init__(err, self.detail, path=path if path is not None else self.path, position=position)
         return err
 
+    def saying(self, more: str) -> "CorruptDataError":
+        """A copy of this error (same class, file and byte) with `` (more)`` after its detail: the ways on past it
+        that the read raising it offers."""
+        return type(self)(f"{self.detail} ({more})", path=self.path, position=self.position)
+
     def __reduce__(self):  # picklable across Spark's Python workers despite keyword-only arguments
         return (_rebuild, (type(self), self.detail, self.path, self.position))
 

@@ -1911,6 +1911,10 @@ def _piece_of_segment(part: _Partition, i: int, lo: int, hi: int, ts_lo: int | N
                   walk_from=walk_from, file_entry=file_entry)
 
 
+#: the way on a strict read's proven lost tail offers (scan and planning raise it)
+READ_ON_PAST_LOSS = "set failOnDataLoss=false to read on past this data loss"
+
+
 def _empty_segment_loss(part: _Partition, i: int, lo: int, hi: int) -> int:
     """Offsets ``[lo, hi)`` of rolled segment ``i``, whose ``.log`` is empty: those its own indexes prove lost (entries
     past byte 0 below the next base, the recovery point above its base, its base not below the cleaner checkpoint:
@@ -1926,9 +1930,7 @@ def _empty_segment_loss(part: _Partition, i: int, lo: int, hi: int) -> int:
     if cut is None or not first < min(end, cut.end_offset):
         return lo
     if part.options.fail_on_data_loss and part.options.on_corruption != "skip":
-        err = cut.error()
-        raise type(err)(f"{err.detail} (set failOnDataLoss=false to read on past this data loss)", path=err.path,
-                        position=err.position)
+        raise cut.error().saying(READ_ON_PAST_LOSS)
     lost = (seg.log_path, cut.position, cut.message, first, min(end, cut.end_offset))
     if lost not in part.lost_before:
         if part.report is not None and all(said[0] != seg.log_path for said in part.lost_before):

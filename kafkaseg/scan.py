@@ -38,7 +38,7 @@ from kafkaseg.options import ReadOptions
 from kafkaseg.entry_check import ResumptionEntries, batch_first_offset
 from kafkaseg.offset_outlier import (batch_before, goes_back_after, last_batch_before, offset_before,
                                      outlier_region, went_back)
-from kafkaseg.planning import ScanPlan, SegmentSlice, plan_again_by_offset, plan_scan
+from kafkaseg.planning import READ_ON_PAST_LOSS, ScanPlan, SegmentSlice, plan_again_by_offset, plan_scan
 from kafkaseg.storage.layout import (judge_rolled_end, judge_tail, other_copies_note, other_copy_line,
                                       read_partition_again)
 from kafkaseg.storage.offset_index import OffsetIndex
@@ -1193,8 +1193,7 @@ class _SliceDecoder:
             elif self.options.fail_on_data_loss:
                 err = tail.error()
                 if isinstance(err, CorruptDataError):  # (LostTailError; a high watermark's DataLossError says it)
-                    err = type(err)(f"{err.detail} (set failOnDataLoss=false to read on past this data loss, or "
-                                    "onCorruption=skip to skip it as corrupt)", path=err.path, position=err.position)
+                    err = err.saying(f"{READ_ON_PAST_LOSS}, or onCorruption=skip to skip it as corrupt")
                 raise err
             with self.metrics._lock:
                 self.metrics.lost_tails.append(Problem(log_path, at, detail, lost, tail.first_offset,
@@ -1578,9 +1577,7 @@ def _judge_rolled_cut(piece: SegmentSlice, end_offset: int, next_base: int, miss
     if tail is None:
         return missing
     if fail_on_data_loss and on_corruption != "skip":
-        err = tail.error()
-        raise type(err)(f"{err.detail} (set failOnDataLoss=false to read on past this data loss)", path=err.path,
-                        position=err.position)
+        raise tail.error().saying(READ_ON_PAST_LOSS)
     lost = [(max(lo, tail.first_offset), min(hi, tail.end_offset)) for lo, hi in missing]
     with metrics._lock:
         metrics.lost_tails.extend(Problem(log_path, tail.position, tail.message, None, lo, hi) for lo, hi in lost

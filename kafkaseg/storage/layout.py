@@ -2239,6 +2239,14 @@ class _Evidenced(LostTail):
     def first_offset(self) -> int:
         return self.evidence.end_offset
 
+    def error(self) -> KafkaSegError:
+        """The error a strict read raises for a proven loss at the readable end: a
+        :class:`~kafkaseg.errors.LostTailError`, a ``DataLossError`` that is a ``TruncatedDataError`` naming the
+        file and byte where the batches end."""
+        from kafkaseg.errors import LostTailError
+
+        return LostTailError(self.message, path=self.path, position=self.position)
+
 
 @dataclass(frozen=True)
 class JudgedTail(_Evidenced):
@@ -2267,14 +2275,6 @@ class JudgedTail(_Evidenced):
     @property
     def message(self) -> str:
         return self.evidence.judged(self.recovery_point, trusted=self.trusted)
-
-    def error(self) -> KafkaSegError:
-        """The error a strict read raises for a proven loss at the readable end: a
-        :class:`~kafkaseg.errors.LostTailError`, a ``DataLossError`` that is a ``TruncatedDataError`` naming the
-        file and byte."""
-        from kafkaseg.errors import LostTailError
-
-        return LostTailError(self.message, path=self.path, position=self.position)
 
 
 @dataclass(frozen=True)
@@ -2358,12 +2358,6 @@ class RolledCut(_Evidenced):
                 f"{self.end_offset - 1} were on disk in this file and are not readable now (a file cut short, or a "
                 "copy of it taken while it was still the active segment), not a compaction gap (the cleaner writes "
                 f"a segment's indexes with its batches){COPY_AGAIN}")
-
-    def error(self) -> KafkaSegError:
-        """A :class:`~kafkaseg.errors.LostTailError` naming the file and byte where its batches end."""
-        from kafkaseg.errors import LostTailError
-
-        return LostTailError(self.message, path=self.path, position=self.position)
 
 
 def judge_rolled_end(path: str, end_position: int, end_offset: int, next_base: int, *, base_offset: int,
