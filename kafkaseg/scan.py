@@ -1169,7 +1169,7 @@ class _SliceDecoder:
         piece = self.piece
         at = end if self.tail_at is None else self.tail_at
         log_path = piece.log_path
-        timeindex = (log_path[:-len(".log")] + ".timeindex" if log_path.endswith(".log") else None, None)
+        timeindex = _time_index_of(log_path)
         offset_index, time_index = load_index_files(piece.base_offset, (piece.index_path, piece.index_window),
                                                     timeindex, piece.filesystem)
         # the log as listed: the size it was listed with, and its (size, ctime) at open, still; the recovery point
@@ -1570,7 +1570,7 @@ def _judge_rolled_cut(piece: SegmentSlice, end_offset: int, next_base: int, miss
     ``end_offset`` (at its end), less those :func:`~kafkaseg.storage.layout.judge_rolled_end` proves lost: raised,
     or recorded in ``metrics.lost_tails``."""
     log_path = piece.log_path
-    timeindex = (log_path[:-len(".log")] + ".timeindex" if log_path.endswith(".log") else None, None)
+    timeindex = _time_index_of(log_path)
     tail = judge_rolled_end(log_path, piece.segment_size, end_offset, next_base, base_offset=piece.base_offset,
                             index=(piece.index_path, piece.index_window), timeindex=timeindex,
                             filesystem=piece.filesystem, recovery_point=piece.recovery_point)
@@ -1586,6 +1586,12 @@ def _judge_rolled_cut(piece: SegmentSlice, end_offset: int, next_base: int, miss
     for lo, hi in missing:
         rest.extend((a, b) for a, b in ((lo, min(hi, tail.first_offset)), (max(lo, tail.end_offset), hi)) if a < b)
     return rest
+
+
+def _time_index_of(log_path: str) -> tuple[str | None, None]:
+    """The ``.timeindex`` beside a segment's ``.log`` (none for a file not named ``.log``), as
+    :func:`~kafkaseg.storage.segment.load_index_files` takes it (no window: read whole)."""
+    return (log_path[:-len(".log")] + ".timeindex" if log_path.endswith(".log") else None, None)
 
 
 def _report_tail(piece: SegmentSlice, metrics: ScanMetrics, pos: int, end: int) -> None:
