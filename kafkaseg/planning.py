@@ -311,6 +311,12 @@ class PartitionReport:
     lost_past_end: str | None = None
     #: those offsets, ``(first, end)``: what a stream compares to say them again only when they change
     lost_past_end_offsets: tuple[int, int] | None = None
+    #: ``(first, end)`` of the offsets a start below the log start offset (or the first local offset) lost, said
+    #: in :attr:`PlanReport.data_loss` in the words ``lost_below_start_words``: a rate-limited stream that retention
+    #: overtook meets them again in micro-batch after micro-batch, and says only those it has not said
+    #: (kafkaseg.streaming)
+    lost_below_start: tuple[int, int] | None = None
+    lost_below_start_words: str | None = None
 
     @property
     def name(self) -> str:
@@ -1545,11 +1551,14 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
         if start < bounds.log_start:
             below = part.pdir.below_local_log
             if below is not None and start >= below[0]:
-                loss(f"{name}: starting offset {start} is below the first local offset {bounds.log_start} in "
-                     f"{part.pdir.path}; {part.pdir.below_local_log_note()}")
+                words = (f"{name}: starting offset {start} is below the first local offset {bounds.log_start} in "
+                         f"{part.pdir.path}; {part.pdir.below_local_log_note()}")
             else:
-                loss(f"{name}: starting offset {start} is below the log start offset {bounds.log_start} in "
-                     f"{part.pdir.path}; offsets [{start}, {bounds.log_start}) are gone")
+                words = (f"{name}: starting offset {start} is below the log start offset {bounds.log_start} in "
+                         f"{part.pdir.path}; offsets [{start}, {bounds.log_start}) are gone")
+            if preport is not None:
+                preport.lost_below_start, preport.lost_below_start_words = (start, bounds.log_start), words
+            loss(words)
             start = bounds.log_start
         elif start > bounds.upper:
             # kafkaseg's own rule: Spark's batch reader resolves latest as the end and reads nothing for a start

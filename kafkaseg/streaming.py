@@ -56,9 +56,10 @@ in apache/spark ``connector/kafka-0-10-sql``, with the files standing in for the
   batch to read to it (started at ``latest``, or read there before the checkpoints came to say so: what a batch read
   from there to latest raises; said once, by :meth:`MicroBatchPlanner.latest_offsets`, which under
   ``failOnDataLoss`` raises it and otherwise lists it in :attr:`MicroBatchPlanner.standing_loss`), and, from the
-  planner, a start below the log start offset (retention deleted unread records) or an end past where the files
-  now end (offsets missing between segments are read past, as Spark's source reads past them: see
-  :mod:`kafkaseg.planning`). A partition folder that vanishes while a trigger looks at it (a topic being deleted)
+  planner, a start below the log start offset (retention deleted unread records; each offset said once, where a
+  rate-limited stream creeping through them said the loss from its start again at every micro-batch) or an end
+  past where the files now end (offsets missing between segments are read past, as Spark's source reads past them:
+  see :mod:`kafkaseg.planning`). A partition folder that vanishes while a trigger looks at it (a topic being deleted)
   counts as gone.
 
 One difference from Spark, which records its initial offsets in the checkpoint's ``sources/`` folder: a Python
@@ -83,7 +84,7 @@ import pyarrow as pa
 from kafkaseg.errors import DataLossError, InvalidOptionError, KafkaSegError, LayoutError, did_you_mean
 from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, IGNORED_OPTIONS, LATEST, OPTION_NAMES, OffsetLimit, ReadOptions
-from kafkaseg.planning import (RACY_MS, AvailableRange, Listing, LogEndCache, ScanPlan, available_range,
+from kafkaseg.planning import (RACY_MS, AvailableRange, Listing, LogEndCache, PlanReport, ScanPlan, available_range,
                                list_partitions, lost_copy_reached_by_time, offset_for_timestamp, plan_scan,
                                resolve_offsets, select_partitions, slice_order)
 from kafkaseg.storage import fs as _fs
@@ -315,6 +316,9 @@ class MicroBatchPlanner:
         # the offsets lost past a log end said so far (by a micro-batch that reached it, or standing there): not said
         # again while they are the same (a high watermark checkpointed higher over the same files loses no other)
         self._said_past_end: set[tuple[TopicPartition, tuple[int, int] | None]] = set()
+        # per (partition, topic id), the offsets below the log start that micro-batches said lost, merged: not said
+        # again by a rate-limited stream creeping through them (see _unsaid_below_start)
+        self._said_below_start: dict[tuple[TopicPartition, str | None], list[tuple[int, int]]] = {}
 
     # -- discovery ---------------------------------------------------------------------------------------------------
     def _partitions(self, listing: Listing | None = None) -> list[PartitionDir]:
@@ -707,6 +711,7 @@ class MicroBatchPlanner:
                                    self.options.replace(upper_bound="logEndOffset"), listing, self._log_ends)]
         scans = [scan for scan in scans if scan is not None]
         result.scan = scans[0] if len(scans) == 1 else _merged(*scans)
+        self._unsaid_below_start(result.scan.report)
         result.data_loss.extend(result.scan.report.data_loss)
         for preport in result.scan.report.partitions:
             # the batch reads the partition to its log end, past which offsets the broker had acknowledged and
@@ -731,6 +736,35 @@ class MicroBatchPlanner:
             result.scan.report.lenient.extend(d for d in (seen.lenient if seen is not None else ())
                                               if d not in result.scan.report.lenient)
         return result
+
+    def _unsaid_below_start(self, report: PlanReport) -> None:
+        """Make the loss below the log start that ``report`` says (a batch that starts below it: retention deleted
+        unread offsets) name only offsets no micro-batch of this planner said: a stream rate-limited by
+        ``maxOffsetsPerTrigger`` that retention overtook creeps through the deleted offsets a limit at a time
+        (Spark's ``rateLimit``, kept), and each batch found the same offsets gone, up to a log start that moves on.
+        The first batch says them as planning does; a later one says only those retention deleted since (in its own
+        words), or nothing. Said offsets are kept per partition and topic id (a recreated topic's loss is its own)
+        while a batch may still start below them. (``failOnDataLoss`` raised it in planning already.)"""
+        for preport in report.partitions:
+            if preport.lost_below_start is None or preport.lost_below_start_words is None:
+                continue
+            first, end = preport.lost_below_start
+            key = ((preport.topic, preport.partition), preport.topic_id)
+            said = [(a, b) for a, b in self._said_below_start.get(key, ()) if b > first]
+            self._said_below_start[key] = _merged_ranges([*said, (first, end)])
+            unsaid = _without(first, end, said)
+            if unsaid == [(first, end)]:
+                continue
+            words = preport.lost_below_start_words
+            named = ", ".join(f"[{a}, {b})" for a, b in unsaid)
+            instead = [] if not unsaid else [
+                f"{preport.topic}-{preport.partition}: offsets {named} are gone too: {preport.path} now starts at "
+                f"offset {end}, and this stream, at {first}, is still reading through offsets "
+                f"retention deleted; the lost offsets below {unsaid[0][0]} were said by an earlier micro-batch"]
+            for said_in in (report.data_loss, preport.notes):
+                if words in said_in:
+                    at = said_in.index(words)
+                    said_in[at:at + 1] = instead
 
     def _with_incarnations(self, positions: Mapping[TopicPartition, int],
                            ranges: Mapping[TopicPartition, AvailableRange], previous: Offsets | None = None
@@ -795,6 +829,31 @@ def _recreated(started_on: Mapping[TopicPartition, str], now: Mapping[TopicParti
                ) -> list[TopicPartition]:
     """The partitions whose topic id now differs from the one their offset was taken from (both known)."""
     return [tp for tp, topic_id in started_on.items() if now.get(tp) is not None and now[tp] != topic_id]
+
+
+def _merged_ranges(ranges: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``[a, b)`` ranges joined where they meet or overlap, in order."""
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(ranges):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def _without(first: int, end: int, taken: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of ``[first, end)`` outside the ``taken`` ranges, in order."""
+    out, at = [], first
+    for a, b in _merged_ranges(taken):
+        if b <= at or a >= end:
+            continue
+        if a > at:
+            out.append((at, a))
+        at = max(at, b)
+    if at < end:
+        out.append((at, end))
+    return out
 
 
 def _merged(first: ScanPlan, second: ScanPlan) -> ScanPlan:
