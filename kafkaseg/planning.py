@@ -55,7 +55,7 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, NamedTuple, Sequence
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -311,6 +311,12 @@ class PartitionReport:
     lost_past_end: str | None = None
     #: those offsets, ``(first, end)``: what a stream compares to say them again only when they change
     lost_past_end_offsets: tuple[int, int] | None = None
+    #: ``(first, end)`` of the offsets a start below the log start offset (or the first local offset) lost, said
+    #: in :attr:`PlanReport.data_loss` in the words ``lost_below_start_words``: a rate-limited stream that retention
+    #: overtook meets them again in micro-batch after micro-batch, and says only those it has not said
+    #: (kafkaseg.streaming)
+    lost_below_start: tuple[int, int] | None = None
+    lost_below_start_words: str | None = None
 
     @property
     def name(self) -> str:
@@ -617,9 +623,12 @@ class _WalkStopped(KafkaSegError):
 
 class _Partition:
     def __init__(self, pdir: PartitionDir, options: ReadOptions, report: PlanReport | None,
-                 log_ends: "LogEndCache | None" = None):
+                 log_ends: "LogEndCache | None" = None, read_to: int | None = None):
         self.pdir = pdir
         self.options = options
+        # where a stream's position says it read this log to: evidence for a last batch past a compaction gap
+        # (PartitionDir.reached_end), given by kafkaseg.streaming; None for a batch read
+        self.read_to = read_to
         self.report = report
         self.log_ends = log_ends  # log ends found before on the same listing, and where this one's is recorded
         self.fs = pdir.filesystem
@@ -961,7 +970,8 @@ class _Partition:
 
         found = find_log_end(self.pdir, lenient=self.options.on_corruption == "skip",
                              verify_crc=self.options.verify_crc, max_batch_bytes=self.options.max_batch_bytes,
-                             index_start=index_start, unacknowledged_past=self._unacknowledged_past)
+                             index_start=index_start, unacknowledged_past=self._unacknowledged_past,
+                             read_to=self.read_to)
         self.leo_walk_clean = found.clean
         if found.position is not None:
             self.log_end_position = found.position
@@ -1192,10 +1202,12 @@ class _LogEnd(NamedTuple):
             part._indexes[len(part.segments) - 1] = self.last_indexes
 
 
-def _log_end_inputs(options: ReadOptions) -> tuple:
+def _log_end_inputs(part: _Partition) -> tuple:
     """The options :meth:`_Partition.log_end_offset` depends on (not the starting and ending offsets, nor the
-    topics: a stream's ranges and its micro-batch's plan differ in those)."""
-    return options.max_batch_bytes, options.verify_crc, options.on_corruption, options.upper_bound
+    topics: a stream's ranges and its micro-batch's plan differ in those), and the stream position it was given as
+    evidence (:attr:`_Partition.read_to`: the same for a stream's range and the plan of its next micro-batch)."""
+    options = part.options
+    return options.max_batch_bytes, options.verify_crc, options.on_corruption, options.upper_bound, part.read_to
 
 
 class LogEndCache:
@@ -1221,7 +1233,7 @@ class LogEndCache:
         loaded = part._indexes.get(len(part.segments) - 1)
         if loaded is not None and sum(len(index) for index in loaded) > self.HELD_INDEX_ENTRIES:
             loaded = None
-        self._found[part.pdir.path] = _LogEnd(part.pdir, _log_end_inputs(part.options), read_ms, part._leo,
+        self._found[part.pdir.path] = _LogEnd(part.pdir, _log_end_inputs(part), read_ms, part._leo,
                                               part.leo_walk_clean, part.log_end_position, part.corrupt_tail,
                                               part.indexed_past_log_end, notes,
                                               indexes_rebuilt, loaded)
@@ -1229,7 +1241,7 @@ class LogEndCache:
     def found(self, part: _Partition) -> _LogEnd | None:
         """The log end recorded for ``part``'s folder, when it may stand for a walk now (see the class)."""
         found = self._found.get(part.pdir.path)
-        if found is None or found.pdir is not part.pdir or found.inputs != _log_end_inputs(part.options):
+        if found is None or found.pdir is not part.pdir or found.inputs != _log_end_inputs(part):
             return None
         last = part.segments[-1]
         if last.tiered is not None or not 0 < last.mtime_ms < found.read_ms - RACY_MS:
@@ -1545,11 +1557,14 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
         if start < bounds.log_start:
             below = part.pdir.below_local_log
             if below is not None and start >= below[0]:
-                loss(f"{name}: starting offset {start} is below the first local offset {bounds.log_start} in "
-                     f"{part.pdir.path}; {part.pdir.below_local_log_note()}")
+                words = (f"{name}: starting offset {start} is below the first local offset {bounds.log_start} in "
+                         f"{part.pdir.path}; {part.pdir.below_local_log_note()}")
             else:
-                loss(f"{name}: starting offset {start} is below the log start offset {bounds.log_start} in "
-                     f"{part.pdir.path}; offsets [{start}, {bounds.log_start}) are gone")
+                words = (f"{name}: starting offset {start} is below the log start offset {bounds.log_start} in "
+                         f"{part.pdir.path}; offsets [{start}, {bounds.log_start}) are gone")
+            if preport is not None:
+                preport.lost_below_start, preport.lost_below_start_words = (start, bounds.log_start), words
+            loss(words)
             start = bounds.log_start
         elif start > bounds.upper:
             # kafkaseg's own rule: Spark's batch reader resolves latest as the end and reads nothing for a start
@@ -2008,7 +2023,7 @@ def _aborted_for(part: _Partition, piece: _Piece) -> tuple[tuple[int, int, int],
 
 def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predicates | None,
                     report: PlanReport, log_ends: LogEndCache | None = None,
-                    other_copies: tuple[PartitionDir, ...] = ()) -> list[_Piece]:
+                    other_copies: tuple[PartitionDir, ...] = (), read_to: int | None = None) -> list[_Piece]:
     given_logs = None
     if pdir.whole is not None and len(pdir.segments) < len(pdir.whole.segments):
         # .log files given as paths: planned in their partition, so its high watermark, last stable offset and
@@ -2020,7 +2035,7 @@ def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predic
                               cluster_id=pdir.log_dir_meta.cluster_id if pdir.log_dir_meta is not None else None)
     preport.notes.extend(pdir.notes)
     report.partitions.append(preport)
-    part = _Partition(pdir, options, report, log_ends)
+    part = _Partition(pdir, options, report, log_ends, read_to)
     part.other_copies = other_copies
     if not part.segments:
         # Kafka's LogLoader gives a partition without segments an empty one at the checkpointed log start: offsets
@@ -2140,7 +2155,8 @@ def _min_partitions(pieces: list[_Piece], wanted: int | None, report: PlanReport
 
 def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicates: Predicates | None = None,
               *, check_subscribed: bool = True, listing: "Listing | None" = None,
-              log_ends: LogEndCache | None = None) -> ScanPlan:
+              log_ends: LogEndCache | None = None,
+              read_to: Mapping[tuple[str, int], int] | None = None) -> ScanPlan:
     """Plan a scan of ``paths`` (log dirs, topic-partition dirs, ``.log`` files, globs; default
     ``options.paths``): discover partitions, keep those the topic options and ``predicates`` select, choose
     replicas, resolve each partition's ``[start, end)``, prune segments, and cut slices.
@@ -2148,7 +2164,9 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
     caller with its own rule for a topic gone reports that instead). ``listing`` (from :func:`list_partitions`)
     is a discovery of ``paths`` already made, which the plan uses instead of listing the folders again;
     ``log_ends`` the log ends :func:`available_range` found on that listing (:class:`LogEndCache`), which the plan
-    takes instead of walking each partition's last segment again where they still hold (the plan is the same)."""
+    takes instead of walking each partition's last segment again where they still hold (the plan is the same);
+    ``read_to`` per topic-partition where a stream's position says it read the log to (evidence for a last batch
+    past a compaction gap: :meth:`~kafkaseg.storage.layout.PartitionDir.reached_end`; none for a batch read)."""
     report = PlanReport(options=options.as_dict())
     if listing is None:
         listing = list_partitions(paths, options)
@@ -2163,7 +2181,8 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
         def plan(current: PartitionDir) -> tuple[PlanReport, list[_Piece]]:
             sub = PlanReport(options=report.options)  # its own: partitions on object storage are planned in threads
             return sub, _plan_partition(current, options, predicates, sub, log_ends,
-                                        passed_over.get((current.topic, current.partition), ()))
+                                        passed_over.get((current.topic, current.partition), ()),
+                                        (read_to or {}).get((current.topic, current.partition)))
 
         return relisted(pdir, plan)
 
@@ -2566,18 +2585,19 @@ class AvailableRange(NamedTuple):
     lost_past_end_offsets: tuple[int, int] | None = None
 
 
-def available_range(partition_dir: PartitionDir, options: ReadOptions, *, log_ends: LogEndCache | None = None
-                    ) -> AvailableRange:
+def available_range(partition_dir: PartitionDir, options: ReadOptions, *, log_ends: LogEndCache | None = None,
+                    read_to: int | None = None) -> AvailableRange:
     """The :class:`AvailableRange` of one partition replica under ``options`` (isolation level, ``upperBound``).
     An empty partition gives its log start offset three times. ``log_ends``: where the log end found is recorded,
-    for a :func:`plan_scan` of the same listing to take (:class:`LogEndCache`)."""
-    return relisted(partition_dir, lambda current: _available_range(current, options, log_ends))
+    for a :func:`plan_scan` of the same listing to take (:class:`LogEndCache`); ``read_to``: where a stream's
+    position says it read the log to (see :func:`plan_scan`)."""
+    return relisted(partition_dir, lambda current: _available_range(current, options, log_ends, read_to))
 
 
-def _available_range(partition_dir: PartitionDir, options: ReadOptions, log_ends: LogEndCache | None = None
-                     ) -> AvailableRange:
+def _available_range(partition_dir: PartitionDir, options: ReadOptions, log_ends: LogEndCache | None = None,
+                     read_to: int | None = None) -> AvailableRange:
     report = PlanReport()  # for its lenient decisions
-    part = _Partition(partition_dir, options, report, log_ends)
+    part = _Partition(partition_dir, options, report, log_ends, read_to)
     checkpointed = partition_dir.high_watermark is not None or options.upper_bound == "logEndOffset"
     if not part.segments:
         start = partition_dir.log_start_offset or 0

@@ -30,9 +30,12 @@ in apache/spark ``connector/kafka-0-10-sql``, with the files standing in for the
   previous trigger read the partition to its log end because the broker had not checkpointed its high watermark
   yet (this process's memory), or the leader epoch recorded with the position shows that the log was not truncated
   below it (what survives a restart; not without a ``leader-epoch-checkpoint``). Then it is no new data until the
-  latest reaches the position again. A replica switch between fixing a micro-batch's end and planning it leaves the end
-  above the new replica's high watermark: data loss, since records above a replica's high watermark may be a
-  fenced leader's;
+  latest reaches the position again. So is a compacted follower's high watermark moved back into the compaction
+  gap before a last batch the stream had read past: the stream's position (:meth:`MicroBatchPlanner._read_to`)
+  vouches for that batch as a stopped broker's recovery point does, where a read without one takes it for a
+  corrupt base offset (``SkippedOffsetsError``). A replica switch between fixing a micro-batch's end and planning
+  it leaves the end above the new replica's high watermark: data loss, since records above a replica's high
+  watermark may be a fenced leader's;
 * a start (``startingOffsets``) above the high watermark that the files reach waits there for the high watermark,
   as a consumer's empty fetch there does (no rewind, no data loss); one past the log end is data loss, raised by
   :meth:`MicroBatchPlanner.initial_offsets` under ``failOnDataLoss`` (naming the option), else the first
@@ -56,9 +59,10 @@ in apache/spark ``connector/kafka-0-10-sql``, with the files standing in for the
   batch to read to it (started at ``latest``, or read there before the checkpoints came to say so: what a batch read
   from there to latest raises; said once, by :meth:`MicroBatchPlanner.latest_offsets`, which under
   ``failOnDataLoss`` raises it and otherwise lists it in :attr:`MicroBatchPlanner.standing_loss`), and, from the
-  planner, a start below the log start offset (retention deleted unread records) or an end past where the files
-  now end (offsets missing between segments are read past, as Spark's source reads past them: see
-  :mod:`kafkaseg.planning`). A partition folder that vanishes while a trigger looks at it (a topic being deleted)
+  planner, a start below the log start offset (retention deleted unread records; each offset said once, where a
+  rate-limited stream creeping through them said the loss from its start again at every micro-batch) or an end
+  past where the files now end (offsets missing between segments are read past, as Spark's source reads past them:
+  see :mod:`kafkaseg.planning`). A partition folder that vanishes while a trigger looks at it (a topic being deleted)
   counts as gone.
 
 One difference from Spark, which records its initial offsets in the checkpoint's ``sources/`` folder: a Python
@@ -83,7 +87,7 @@ import pyarrow as pa
 from kafkaseg.errors import DataLossError, InvalidOptionError, KafkaSegError, LayoutError, did_you_mean
 from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, IGNORED_OPTIONS, LATEST, OPTION_NAMES, OffsetLimit, ReadOptions
-from kafkaseg.planning import (RACY_MS, AvailableRange, Listing, LogEndCache, ScanPlan, available_range,
+from kafkaseg.planning import (RACY_MS, AvailableRange, Listing, LogEndCache, PlanReport, ScanPlan, available_range,
                                list_partitions, lost_copy_reached_by_time, offset_for_timestamp, plan_scan,
                                resolve_offsets, select_partitions, slice_order)
 from kafkaseg.storage import fs as _fs
@@ -315,6 +319,9 @@ class MicroBatchPlanner:
         # the offsets lost past a log end said so far (by a micro-batch that reached it, or standing there): not said
         # again while they are the same (a high watermark checkpointed higher over the same files loses no other)
         self._said_past_end: set[tuple[TopicPartition, tuple[int, int] | None]] = set()
+        # per (partition, topic id), the offsets below the log start that micro-batches said lost, merged: not said
+        # again by a rate-limited stream creeping through them (see _unsaid_below_start)
+        self._said_below_start: dict[tuple[TopicPartition, str | None], list[tuple[int, int]]] = {}
 
     # -- discovery ---------------------------------------------------------------------------------------------------
     def _partitions(self, listing: Listing | None = None) -> list[PartitionDir]:
@@ -327,10 +334,12 @@ class MicroBatchPlanner:
                                            ending=OffsetLimit("latest", option="endingOffsets"))
         return select_partitions(None, topics_only, check_listed=False, listing=listing)
 
-    def available(self, listing: Listing | None = None) -> dict[TopicPartition, AvailableRange]:
+    def available(self, listing: Listing | None = None, start: Offsets | None = None
+                  ) -> dict[TopicPartition, AvailableRange]:
         """The :class:`~kafkaseg.planning.AvailableRange` of every selected partition now, or in ``listing`` (a
         discovery just made: :attr:`last_listing`). A partition whose folder disappears while it is being looked at
-        (a topic being deleted) is left out, as a gone one.
+        (a topic being deleted) is left out, as a gone one. ``start``: the stream's position, which vouches for a
+        last batch past a compaction gap that it read (:meth:`_read_to`).
 
         A partition whose checkpoints and segment files (names, and the last one's size and mtime) are as at the
         previous trigger gets its previous range: its log end and last stable offset come from those files, and
@@ -345,7 +354,7 @@ class MicroBatchPlanner:
         self._pdirs = {}
         for pdir in self._partitions(listing):
             try:
-                found = self._range(pdir, now_ms, ranges, same_listing)
+                found = self._range(pdir, now_ms, ranges, same_listing, self._read_to(pdir, start))
             except LayoutError:
                 if _fs.exists(pdir.path, pdir.filesystem):
                     raise
@@ -356,26 +365,50 @@ class MicroBatchPlanner:
         return out
 
     def _range(self, pdir: PartitionDir, now_ms: float, ranges: dict[tuple, tuple[AvailableRange, bool]],
-               same_listing: bool) -> AvailableRange:
+               same_listing: bool, read_to: int | None = None) -> AvailableRange:
         """``pdir``'s range: the previous one when its files are as they were then (see :meth:`available`), else
         computed now; recorded in ``ranges``, the next call's cache. ``same_listing``: ``pdir`` is of the listing
-        the previous ranges were taken on, so its files are those the previous range was taken of."""
+        the previous ranges were taken on, so its files are those the previous range was taken of. ``read_to``:
+        :meth:`_read_to`'s evidence."""
         last = pdir.segments[-1] if pdir.segments else None
         key = (pdir.path, pdir.high_watermark, pdir.recovery_point, pdir.checkpoint_log_start_offset,
                pdir.cleaner_offset, pdir.topic_id, pdir.leader_epochs, tuple(s.base_offset for s in pdir.segments),
-               (last.log_size, last.mtime_ms) if last is not None else None)
+               (last.log_size, last.mtime_ms) if last is not None else None, read_to)
         cached = self._ranges.get(key)
         if cached is not None and (cached[1] or same_listing):
             # a reused range keeps its own judgement: one computed while the file was recent stays so, however long
             # ago that was (found in review)
             ranges[key] = cached
             return cached[0]
-        found = available_range(pdir, self.options, log_ends=self._log_ends)
+        found = available_range(pdir, self.options, log_ends=self._log_ends, read_to=read_to)
         # reusable by a later listing only when the last segment had not changed for a while when it was read
         # (git's "racy clean" rule): an append within the mtime's granularity (milliseconds here, seconds on S3; a
         # preallocated active segment keeps its size) would otherwise go unseen
         ranges[key] = (found, last is None or last.mtime_ms < now_ms - RACY_MS)
         return found
+
+    def _read_to(self, pdir: PartitionDir, start: Offsets | None) -> int | None:
+        """The stream's position in ``start`` for ``pdir``'s partition as evidence that the log reached it
+        (:meth:`~kafkaseg.storage.layout.PartitionDir.reached_end`): the stream read the log there, below a high
+        watermark at or past it, so a last batch it read past a compaction gap is the broker's, not a corrupt base
+        offset, after a leader change moved the high watermark back into the gap. Not when the position cannot be
+        the log's now: its topic was recreated or the log diverged below it (the leader epoch recorded with it), nor
+        for a start given in ``startingOffsets`` (no read put the stream there). Only above the high watermark,
+        where it can count (a last batch starting above it): so the ranges and log ends cached stay shared."""
+        tp = (pdir.topic, pdir.partition)
+        position = from_offsets(start).get(tp) if start else None
+        if position is None or pdir.high_watermark is None or position <= pdir.high_watermark:
+            return None
+        started_on = topic_ids_of(start).get(tp)
+        if started_on is not None and pdir.topic_id is not None and started_on != pdir.topic_id:
+            return None
+        found = divergence(pdir.leader_epochs, leader_epochs_of(start).get(tp))
+        if found is not None and (found[0] is None or found[0] < position):
+            return None
+        if (self.options.starting.kind == "offsets" and self._initial is not None
+                and from_offsets(self._initial).get(tp) == position):
+            return None
+        return position
 
     # -- Spark's calls -------------------------------------------------------------------------------------------------
     def initial_offsets(self) -> Offsets:
@@ -483,8 +516,9 @@ class MicroBatchPlanner:
         recreated) counts from the new topic's beginning, as a partition found after the start does; :meth:`plan`
         reports the data loss."""
         begin, epochs = from_offsets(start), leader_epochs_of(start)
-        ranges = self.available(listing)  # the files now: what tells a recreated topic or a diverged log, also under
-        # Trigger.AvailableNow, whose targets stay those of its start
+        # the files now: what tells a recreated topic or a diverged log, also under Trigger.AvailableNow, whose
+        # targets stay those of its start
+        ranges = self.available(listing, start)
         for tp in _recreated(topic_ids_of(start), {tp: available.topic_id for tp, available in ranges.items()}):
             del begin[tp]
             epochs.pop(tp, None)
@@ -672,7 +706,7 @@ class MicroBatchPlanner:
                 stopping.append(tp)
                 self._stopped_at_divergence[(tp, until[tp], end_epochs[tp])] = ended[0]
             if hi < lo:
-                log_end = available_range(pdir, self.options).log_end
+                log_end = available_range(pdir, self.options, read_to=self._read_to(pdir, start)).log_end
                 if replaying_first and log_end >= lo:
                     result.notes.append(f"{name}: this micro-batch ends at {hi}, below its start {lo}, while the log "
                                         f"still reaches {log_end}: the start was resolved again after a restart; "
@@ -701,12 +735,16 @@ class MicroBatchPlanner:
         # even if the checkpoint written since says less
         to_log_end = {tp for tp in ranges if tp in self._seen and not self._seen[tp].checkpointed}
         # (the log ends the ranges of this listing found serve the plan: no last segment walked again)
+        # (the stream's position vouches for a last batch it read past a compaction gap, as in latest_offsets)
+        read_to = {tp: self._read_to(current[tp], start) for tp in ranges}
         scans = [self._plan_ranges({tp: r for tp, r in ranges.items() if tp not in to_log_end}, self.options,
-                                   listing, self._log_ends),
+                                   listing, self._log_ends, read_to),
                  self._plan_ranges({tp: r for tp, r in ranges.items() if tp in to_log_end},
-                                   self.options.replace(upper_bound="logEndOffset"), listing, self._log_ends)]
+                                   self.options.replace(upper_bound="logEndOffset"), listing, self._log_ends,
+                                   read_to)]
         scans = [scan for scan in scans if scan is not None]
         result.scan = scans[0] if len(scans) == 1 else _merged(*scans)
+        self._unsaid_below_start(result.scan.report)
         result.data_loss.extend(result.scan.report.data_loss)
         for preport in result.scan.report.partitions:
             # the batch reads the partition to its log end, past which offsets the broker had acknowledged and
@@ -731,6 +769,35 @@ class MicroBatchPlanner:
             result.scan.report.lenient.extend(d for d in (seen.lenient if seen is not None else ())
                                               if d not in result.scan.report.lenient)
         return result
+
+    def _unsaid_below_start(self, report: PlanReport) -> None:
+        """Make the loss below the log start that ``report`` says (a batch that starts below it: retention deleted
+        unread offsets) name only offsets no micro-batch of this planner said: a stream rate-limited by
+        ``maxOffsetsPerTrigger`` that retention overtook creeps through the deleted offsets a limit at a time
+        (Spark's ``rateLimit``, kept), and each batch found the same offsets gone, up to a log start that moves on.
+        The first batch says them as planning does; a later one says only those retention deleted since (in its own
+        words), or nothing. Said offsets are kept per partition and topic id (a recreated topic's loss is its own)
+        while a batch may still start below them. (``failOnDataLoss`` raised it in planning already.)"""
+        for preport in report.partitions:
+            if preport.lost_below_start is None or preport.lost_below_start_words is None:
+                continue
+            first, end = preport.lost_below_start
+            key = ((preport.topic, preport.partition), preport.topic_id)
+            said = [(a, b) for a, b in self._said_below_start.get(key, ()) if b > first]
+            self._said_below_start[key] = _merged_ranges([*said, (first, end)])
+            unsaid = _without(first, end, said)
+            if unsaid == [(first, end)]:
+                continue
+            words = preport.lost_below_start_words
+            named = ", ".join(f"[{a}, {b})" for a, b in unsaid)
+            instead = [] if not unsaid else [
+                f"{preport.topic}-{preport.partition}: offsets {named} are gone too: {preport.path} now starts at "
+                f"offset {end}, and this stream, at {first}, is still reading through offsets "
+                f"retention deleted; the lost offsets below {unsaid[0][0]} were said by an earlier micro-batch"]
+            for said_in in (report.data_loss, preport.notes):
+                if words in said_in:
+                    at = said_in.index(words)
+                    said_in[at:at + 1] = instead
 
     def _with_incarnations(self, positions: Mapping[TopicPartition, int],
                            ranges: Mapping[TopicPartition, AvailableRange], previous: Offsets | None = None
@@ -778,9 +845,11 @@ class MicroBatchPlanner:
 
     @staticmethod
     def _plan_ranges(ranges: Mapping[TopicPartition, tuple[int, int]], options: ReadOptions,
-                     listing: Listing, log_ends: LogEndCache | None = None) -> ScanPlan | None:
+                     listing: Listing, log_ends: LogEndCache | None = None,
+                     read_to: Mapping[TopicPartition, int | None] | None = None) -> ScanPlan | None:
         """A batch read's plan of ``[start, end)`` per partition in ``listing`` (None for no range), taking the
-        log ends in ``log_ends`` where they hold (see :func:`~kafkaseg.planning.plan_scan`)."""
+        log ends in ``log_ends`` where they hold, with ``read_to`` the stream's evidence (see
+        :func:`~kafkaseg.planning.plan_scan`)."""
         if not ranges:
             return None
         entries_start = tuple((t, p, lo) for (t, p), (lo, _) in sorted(ranges.items()))
@@ -788,13 +857,39 @@ class MicroBatchPlanner:
         return plan_scan(None, options.replace(
             assign=tuple(sorted(ranges)), subscribe=None, subscribe_pattern=None,
             starting=OffsetLimit("offsets", entries_start, option="startingOffsets"),
-            ending=OffsetLimit("offsets", entries_end, option="endingOffsets")), listing=listing, log_ends=log_ends)
+            ending=OffsetLimit("offsets", entries_end, option="endingOffsets")), listing=listing, log_ends=log_ends,
+            read_to={tp: offset for tp, offset in (read_to or {}).items() if offset is not None})
 
 
 def _recreated(started_on: Mapping[TopicPartition, str], now: Mapping[TopicPartition, str | None]
                ) -> list[TopicPartition]:
     """The partitions whose topic id now differs from the one their offset was taken from (both known)."""
     return [tp for tp, topic_id in started_on.items() if now.get(tp) is not None and now[tp] != topic_id]
+
+
+def _merged_ranges(ranges: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``[a, b)`` ranges joined where they meet or overlap, in order."""
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(ranges):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def _without(first: int, end: int, taken: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of ``[first, end)`` outside the ``taken`` ranges, in order."""
+    out, at = [], first
+    for a, b in _merged_ranges(taken):
+        if b <= at or a >= end:
+            continue
+        if a > at:
+            out.append((at, a))
+        at = max(at, b)
+    if at < end:
+        out.append((at, end))
+    return out
 
 
 def _merged(first: ScanPlan, second: ScanPlan) -> ScanPlan:

@@ -474,3 +474,56 @@ def test_offsets_time_still_fails_when_the_cut_segments_time_index_does_not_reac
     timeindex.write_bytes(timeindex.read_bytes()[:-12])
     code, out, err = _offsets(capsys, tmp_path, "--time", "1700000002500")
     assert code == 2 and out == "" and f"{log} @ byte {at}" in err, err
+
+
+# -- 1b. the same high watermark gone back under a stream that had read past the gap -------------------------------
+
+
+def _stream_past_the_gap(root, **options):
+    """A stream that read the running follower's copy to 100 while its high watermark was 100; then a leader change
+    moves the high watermark back to 80, into the gap. Returns the planner (a new one: a restarted query) and the
+    stream's committed position."""
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.streaming import MicroBatchPlanner, from_offsets, poll_micro_batches
+
+    _gap_follower(root, 100, stopped=False)
+    given = {"path": str(root), "startingOffsets": "earliest", "failOnDataLoss": "false", **options}
+    first = MicroBatchPlanner(ReadOptions.from_options(given, stream=True))
+    plans = list(poll_micro_batches(first))
+    position = first.latest_offsets(first.initial_offsets())
+    assert from_offsets(position) == {("t", 0): 100} and [p.ranges for p in plans] == [{("t", 0): (0, 100)}]
+    write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): 80})
+    return first, MicroBatchPlanner(ReadOptions.from_options(given, stream=True)), position
+
+
+def test_a_stream_that_read_past_the_gap_stands_when_the_high_watermark_goes_back_into_it(tmp_path):
+    """The stream's own position (100, read from these files while the high watermark was there) proves the log
+    reached past the batch after the gap, as a stopped broker's recovery point does: its next micro-batch is the
+    high watermark going back (no new data, no loss), not a corrupt base offset (SkippedOffsetsError before), in
+    the process that read it and in a restarted one; once the high watermark passes 100 again it reads on."""
+    from kafkaseg.streaming import from_offsets, poll_micro_batches
+
+    same, restarted, position = _stream_past_the_gap(tmp_path)
+    for p in (same, restarted):
+        assert p.latest_offsets(position) == position
+        assert list(poll_micro_batches(p, position)) == []
+    # the new leader appends, and the high watermark passes the stream again
+    log = tmp_path / "t-0" / f"{0:020d}.log"
+    with open(log, "ab") as f:
+        f.write(build_batch_v2([Record(o, 1_700_000_000_000 + o, b"k%d" % o, b"v") for o in range(100, 105)]).data)
+    write_offset_checkpoint(tmp_path / "replication-offset-checkpoint", {("t", 0): 105})
+    plans = list(poll_micro_batches(restarted, position))
+    assert [plan.ranges for plan in plans] == [{("t", 0): (100, 105)}] and not plans[0].data_loss
+    assert from_offsets(restarted.latest_offsets(position)) == {("t", 0): 105}
+
+
+def test_a_stream_below_the_gap_or_a_batch_read_still_takes_it_for_a_corrupt_base(tmp_path):
+    """Pinned: a position is evidence only where the stream stands past the batch; a stream at 50 (before the gap)
+    and a batch read (no position) still raise as for a running broker's copy."""
+    from kafkaseg.streaming import to_offsets
+
+    _, restarted, _ = _stream_past_the_gap(tmp_path)
+    with pytest.raises(SkippedOffsetsError):
+        restarted.latest_offsets(to_offsets({("t", 0): 50}))
+    with pytest.raises(SkippedOffsetsError):
+        kafkaseg.read_arrow(str(tmp_path))

@@ -196,6 +196,47 @@ def test_the_stream_reader_maps_spark_read_limits_onto_the_options(tmp_path):
     assert plain(both.reportLatestOffset()) == {"a": {"0": 100, "1": 100}}
 
 
+def test_the_stream_reader_behind_retention_logs_each_lost_offset_once(tmp_path, caplog):
+    """No JVM: the reader as PySpark's streaming runner calls it (latestOffset with maxOffsetsPerTrigger's limit,
+    then partitions), on a stream that retention overtook: it creeps through the deleted offsets at the limit
+    (Spark's rateLimit), and its warnings name each lost offset once (a warning a micro-batch, each from the batch's
+    start to the log start, before)."""
+    import re
+
+    from kafkaseg.spark.source import KafkaSegStreamReader, read_options
+
+    if not _READ_LIMITS:
+        pytest.skip("read limits for Python streaming sources came with PySpark 4.2")
+    from pyspark.sql.streaming.datasource import ReadMaxRows
+
+    root = tmp_path / "data"
+    write_data_dir(root, TOPICS[:1], seed=4)
+    folder = root / "a-0"
+    bases = sorted(int(log.stem) for log in folder.glob("*.log"))
+    assert len(bases) > 3
+    reader = KafkaSegStreamReader(read_options({"path": str(root), "startingOffsets": "earliest", "assign":
+                                                '{"a":[0]}', "failOnDataLoss": "false", "maxOffsetsPerTrigger": 25},
+                                               stream=True))
+    start = reader.initialOffset()
+    for log in folder.glob("*.log"):  # retention deletes the first two segments
+        if int(log.stem) < bases[2]:
+            for suffix in (".log", ".index", ".timeindex", ".snapshot"):
+                log.with_suffix(suffix).unlink(missing_ok=True)
+    write_offset_checkpoint(root / "log-start-offset-checkpoint", {("a", 0): bases[2]})
+    batches = 0
+    with caplog.at_level("WARNING", logger="kafkaseg.spark"):
+        while batches < 100:
+            end = reader.latestOffset(start, ReadMaxRows(25))
+            if end == start:
+                break
+            reader.partitions(start, end)
+            reader.commit(end)
+            start, batches = end, batches + 1
+    said = [r.getMessage() for r in caplog.records if "data loss" in r.getMessage()]
+    named = [(int(a), int(b)) for words in said for a, b in re.findall(r"\[(\d+), (\d+)\)", words)]
+    assert batches > bases[2] // 25 and len(said) == 1 and named == [(0, bases[2])]
+
+
 def test_options_no_read_accepts_are_refused_with_both_reasons():
     """No JVM: load() does not say which kind of read follows, so the schema takes options either kind accepts;
     options neither accepts name both reasons."""

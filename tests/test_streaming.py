@@ -1577,3 +1577,55 @@ def test_a_batch_read_checks_the_form_of_the_stream_options_it_ignores():
             ReadOptions.from_options(options)
     batch = ReadOptions.from_options({"maxOffsetsPerTrigger": "500", "maxTriggerDelay": "2m"})
     assert batch.max_offsets_per_trigger is None and batch.ignored == ("maxOffsetsPerTrigger", "maxTriggerDelay")
+
+
+def _named_offsets(words: str) -> list[tuple[int, int]]:
+    """The offset ranges ``[a, b)`` a data-loss warning names."""
+    import re
+
+    return [(int(a), int(b)) for a, b in re.findall(r"\[(\d+), (\d+)\)", words)]
+
+
+def _delete_segments_below(folder: Path, keep_from: int) -> None:
+    """Retention: the segments of ``folder`` wholly below the one based at ``keep_from`` go, and the log start
+    offset checkpoint moves there (as UnifiedLog.deleteOldSegments leaves them)."""
+    for log in folder.glob("*.log"):
+        if int(log.stem) < keep_from:
+            for suffix in (".log", ".index", ".timeindex", ".snapshot"):
+                log.with_suffix(suffix).unlink(missing_ok=True)
+    write_offset_checkpoint(folder.parent / "log-start-offset-checkpoint",
+                            {(folder.name.rsplit("-", 1)[0], int(folder.name.rsplit("-", 1)[1])): keep_from})
+
+
+def test_a_rate_limited_stream_behind_retention_says_each_lost_offset_once(data):
+    """maxOffsetsPerTrigger keeps Spark's rateLimit rule, so a stream that retention overtook creeps through the
+    deleted offsets a limit at a time; each micro-batch said the loss from its start to the log start again (244
+    overlapping warnings in a few minutes in a live run). Each lost offset is said once: by the first batch that
+    meets it, a later retention step naming only the offsets it newly lost."""
+    p = planner(data, assign='{"a":[0]}', failOnDataLoss="false", maxOffsetsPerTrigger=20)
+    folder = data / "a-0"
+    bases = sorted(int(log.stem) for log in folder.glob("*.log"))
+    assert len(bases) > 4
+    position = p.initial_offsets()
+    _delete_segments_below(folder, bases[2])
+    said: list[str] = []
+    batches = 0
+    for plan in poll_micro_batches(p, position):
+        batches += 1
+        said.extend(plan.data_loss)
+        if batches == 3:  # retention goes on while the stream creeps through what it deleted
+            _delete_segments_below(folder, bases[3])
+    assert batches > 5  # crept a limit at a time (Spark's rule, kept)
+    named = [r for words in said for r in _named_offsets(words)]
+    assert len(said) == 2, said
+    covered = sorted(o for lo, hi in named for o in range(lo, hi))
+    assert covered == list(range(bases[3]))  # every lost offset, each once
+
+
+def test_a_rate_limited_stream_behind_retention_still_fails_under_fail_on_data_loss(data):
+    p = planner(data, assign='{"a":[0]}', maxOffsetsPerTrigger=20)
+    bases = sorted(int(log.stem) for log in (data / "a-0").glob("*.log"))
+    position = p.initial_offsets()
+    _delete_segments_below(data / "a-0", bases[2])
+    with pytest.raises(DataLossError, match=rf"offsets \[0, {bases[2]}\) are gone"):
+        next(iter(poll_micro_batches(p, position)))

@@ -321,15 +321,18 @@ class PartitionDir:
         segments = (self.whole or self).segments
         return bool(segments) and segments[-1].log_path == log_path
 
-    def reached_end(self) -> int | None:
+    def reached_end(self, read_to: int | None = None) -> int | None:
         """The highest log end offset the partition's files besides its log say the log reached: its recovery
         point (checkpointed after a flush up to it, lowered at once by a truncation) or its newest producer
         snapshot's name (the log end offset when it was taken; a truncation deletes those above it); None with
         neither. A clean shutdown leaves both at the log end; a running broker's recovery point sits at the
         active segment's base. What vouches for a last batch's base offset past a compaction gap
-        (:func:`~kafkaseg.storage.segment.offsets_hidden_by_last_batch`)."""
+        (:func:`~kafkaseg.storage.segment.offsets_hidden_by_last_batch`). ``read_to``: an offset a reader's own
+        position says it read these files to (a stream's committed position, which it read below a high watermark
+        at or past it, on a log that did not diverge since), evidence as good as those files'."""
         named = [offset for offset, _ in _producer_snapshots(self)[:1]]
-        return max([*named, *([self.recovery_point] if self.recovery_point is not None else [])], default=None)
+        return max([*named, *([self.recovery_point] if self.recovery_point is not None else []),
+                    *([read_to] if read_to is not None else [])], default=None)
 
     def past_recovery_point(self, i: int) -> bool:
         """Whether segment ``i`` reaches past the recovery point (see :func:`reaches_past_recovery_point`)."""
@@ -2020,11 +2023,13 @@ def _choose_one(topic: str, partition: int, copies: list[PartitionDir], policy: 
 # -- offsets that need reading the log -----------------------------------------------------------------------------
 
 def partition_log_end_offset(partition_dir: PartitionDir, *,
-                             max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> int | None:
+                             max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
+                             read_to: int | None = None) -> int | None:
     """The log end offset: the next offset after the last complete batch of the last segment (the last segment's
     base when it is empty); None when the partition has no segments. A batch larger than ``max_batch_bytes`` (the
     reader's ``maxBatchBytes``) is corruption, and so is a last batch whose base offset skips offsets below the high
-    watermark (:func:`~kafkaseg.storage.segment.offsets_hidden_by_last_batch`)."""
+    watermark (:func:`~kafkaseg.storage.segment.offsets_hidden_by_last_batch`) unless the files, or ``read_to``
+    (see :meth:`PartitionDir.reached_end`), say the log reached past it."""
     from kafkaseg.storage.segment import log_end_offset
 
     if not partition_dir.segments:
@@ -2033,7 +2038,7 @@ def partition_log_end_offset(partition_dir: PartitionDir, *,
     return log_end_offset(partition_dir.segments[-1], filesystem=partition_dir.filesystem,
                           max_batch_bytes=max_batch_bytes, active=active,
                           high_watermark=partition_dir.high_watermark if active else None,
-                          reached=partition_dir.reached_end())
+                          reached=partition_dir.reached_end(read_to))
 
 
 def unacknowledged_append(partition_dir: PartitionDir, *, max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES):
@@ -2659,7 +2664,7 @@ class LogEnd:
 def find_log_end(partition_dir: PartitionDir, *, lenient: bool, verify_crc: bool = True,
                  max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
                  index_start: Callable[[], int] | None = None,
-                 unacknowledged_past: Callable[[int], bool] | None = None) -> LogEnd:
+                 unacknowledged_past: Callable[[int], bool] | None = None, read_to: int | None = None) -> LogEnd:
     """The log end a read of ``partition_dir`` takes (planning's rule; lenient lookups take it too). When the active
     segment cannot be walked to its end (corrupt framing, e.g. an append a crash tore, or a batch whose base offset,
     which no CRC covers, goes back), it is the end of the last whole batch before the corruption, as Kafka's
@@ -2673,14 +2678,15 @@ def find_log_end(partition_dir: PartitionDir, *, lenient: bool, verify_crc: bool
     with data after them raise for a strict read (unless ``unacknowledged_past``), and a lenient read stops there,
     counting the rest as skipped.
     ``index_start()``: the position of the active segment's last offset index entry (0 without one), asked only
-    when zeros are found."""
+    when zeros are found. ``read_to``: where a stream's position says it read the log to, evidence for a last
+    batch past a compaction gap (:meth:`PartitionDir.reached_end`)."""
     from kafkaseg.errors import SkippedOffsetsError
     from kafkaseg.storage.segment import readable_end
 
     past = unacknowledged_past or (lambda leo: False)
     name = f"{partition_dir.topic}-{partition_dir.partition}"
     try:
-        leo = partition_log_end_offset(partition_dir, max_batch_bytes=max_batch_bytes)
+        leo = partition_log_end_offset(partition_dir, max_batch_bytes=max_batch_bytes, read_to=read_to)
         if leo is None:
             return LogEnd(None)
         # (inside the try: damage the zeros are is judged as damage the walk met, by the walk from the start, which
@@ -2693,7 +2699,7 @@ def find_log_end(partition_dir: PartitionDir, *, lenient: bool, verify_crc: bool
         leo, position = readable_end(seg, step_over=lenient, verify_crc=verify_crc,
                                      filesystem=partition_dir.filesystem, max_batch_bytes=max_batch_bytes,
                                      high_watermark=partition_dir.high_watermark if active else None,
-                                     reached=partition_dir.reached_end())
+                                     reached=partition_dir.reached_end(read_to))
         end_position, corrupt_tail = None, None
         if lenient and isinstance(err, SkippedOffsetsError) and position == err.position:
             # the reader would stop at the batch (its base offset is past the read's end) without a word:
@@ -2715,7 +2721,7 @@ def find_log_end(partition_dir: PartitionDir, *, lenient: bool, verify_crc: bool
             after, _ = readable_end(seg, step_over=True, verify_crc=verify_crc, filesystem=partition_dir.filesystem,
                                     max_batch_bytes=max_batch_bytes,
                                     high_watermark=partition_dir.high_watermark if active else None,
-                                    reached=partition_dir.reached_end())
+                                    reached=partition_dir.reached_end(read_to))
             if after <= leo:
                 raise
             leo = after
