@@ -1693,9 +1693,11 @@ class Scan:
         return self.to_reader().__arrow_c_stream__(requested_schema)
 
 
-def open_scan(path: str | Sequence[str], **options: Any) -> Scan:
+def open_scan(path: str | Sequence[str] | None = None, /, **options: Any) -> Scan:
     """Plan a scan of ``path`` (log dir(s), topic-partition dir(s), ``.log`` file(s) or globs) with Spark-Kafka-style
     options (see README); iterate it for record batches, read ``.plan.report`` and ``.metrics`` for what it did."""
+    if path is None and "path" in options:  # open_scan(path=...): the keyword is the argument, as before
+        path = options.pop("path")
     if isinstance(path, (str, os.PathLike)):
         path = [path]
     elif not isinstance(path, (bytes, bytearray)) and isinstance(path, Iterable):
@@ -1710,11 +1712,11 @@ def open_scan(path: str | Sequence[str], **options: Any) -> Scan:
     return Scan(plan_scan(path, opts), opts)
 
 
-def iter_batches(path: str | Sequence[str], **options: Any) -> Iterator[pa.RecordBatch]:
+def iter_batches(path: str | Sequence[str] | None = None, /, **options: Any) -> Iterator[pa.RecordBatch]:
     """Yield ``pyarrow.RecordBatch`` es of the records under ``path``, in topic, partition, offset order."""
     yield from open_scan(path, **options)
 
 
-def read_arrow(path: str | Sequence[str], **options: Any) -> pa.Table:
+def read_arrow(path: str | Sequence[str] | None = None, /, **options: Any) -> pa.Table:
     """Read the records under ``path`` into one ``pyarrow.Table`` (Spark's Kafka schema; see README for options)."""
     return open_scan(path, **options).to_table()

@@ -716,10 +716,13 @@ def test_paths_given_as_options_are_refused_not_ignored(tmp_path):
     habit) was read past without a word."""
     root = tmp_path / "data"
     write_data_dir(root, [TopicSpec("t", records_per_partition=10)], seed=1)
-    for option in ({"PATH": "/nonexistent"}, {"paths": [str(root)]}):
+    for option in ({"PATH": "/nonexistent"}, {"paths": [str(root)]}, {"path": str(root)}):
         with pytest.raises(InvalidOptionError, match="give the paths to read as the first argument"):
             kafkaseg.read_arrow(str(root), **option)
-    assert kafkaseg.read_arrow(str(root)).num_rows == 10
+        with pytest.raises(InvalidOptionError, match="give the paths to read as the first argument"):
+            next(kafkaseg.iter_batches(str(root), **option))
+    # path= alone is the argument by keyword (Python's own TypeError, "multiple values", came for path= beside it)
+    assert kafkaseg.read_arrow(path=str(root)).num_rows == kafkaseg.read_arrow(str(root)).num_rows == 10
 
 
 def test_timestamp_unit_ms_reads_kafka_milliseconds_spark_cannot_hold(tmp_path):

@@ -179,6 +179,11 @@ class PartitionManifest:
     open_txns: dict[int, int]
     batch_count: int
 
+    def __repr__(self) -> str:  # the records list would print megabytes at a prompt
+        return (f"PartitionManifest({self.topic}-{self.partition}, magic={self.magic}, codec={self.codec!r}, "
+                f"{len(self.records):,} records, {len(self.segments)} segments, offsets "
+                f"[{self.log_start_offset}, {self.log_end_offset}), directory={str(self.directory)!r})")
+
     def data_records(self, *, read_committed: bool = False) -> list[ExpectedRecord]:
         """Non-control records at or above the log start offset; with ``read_committed``, as a read_committed
         consumer sees them: below the last stable offset and not aborted."""
@@ -198,6 +203,11 @@ class DataDirManifest:
     directory_id: str
     topic_ids: dict[str, str]
     partitions: dict[tuple[str, int], PartitionManifest] = field(default_factory=dict)
+
+    def __repr__(self) -> str:  # the partitions' records would print megabytes at a prompt
+        names = ", ".join(f"{t}-{p}" for t, p in self.partitions)
+        return (f"DataDirManifest(path={str(self.path)!r}, {self.record_count:,} records in "
+                f"{len(self.partitions)} partitions: {names})")
 
     def partition(self, topic: str, partition: int = 0) -> PartitionManifest:
         return self.partitions[(topic, partition)]
