@@ -345,3 +345,17 @@ def test_a_refused_stream_option_is_the_error_pyspark_s_runner_reports(tmp_path)
                 getattr(reader, first_call)()
             finally:
                 reader.stop()
+
+
+def test_a_refused_stream_option_fails_a_real_query_naming_the_option(spark, tmp_path):
+    """The same through a JVM (the test above copies PySpark 4.3's runner shape; CI also runs this file on 4.1):
+    the query's exception ends with the refusal, and no ``UnboundLocalError`` of the runner's follows it."""
+    from pyspark.errors import StreamingQueryException
+
+    root = tmp_path / "data"
+    write_data_dir(root, [TopicSpec("a", records_per_partition=10)], seed=2)
+    with pytest.raises(StreamingQueryException) as caught:
+        _run(spark, root, tmp_path / "checkpoint", tmp_path / "out", endingOffsets="latest")
+    message = str(caught.value)
+    assert "'endingOffsets' is not valid in streaming queries" in message
+    assert "UnboundLocalError" not in message
