@@ -144,3 +144,37 @@ def test_every_flag_of_a_job_is_in_the_readme(job):
     assert flags, out.getvalue()
     missing = sorted(flag for flag in flags if not _documented(flag))
     assert not missing, f"jobs/{job}.py takes {missing}, which README.md never mentions"
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation (backticks, dots, slashes, parentheses...) dropped,
+    spaces turned into hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(text: str) -> set[str]:
+    """The anchors of ``text``'s headings (not of ``#`` lines in fenced code), with GitHub's ``-1``, ``-2``... for
+    a repeated one."""
+    anchors: set[str] = set()
+    seen: dict[str, int] = {}
+    fenced = False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        heading = re.match(r"#{1,6} (.+)$", line)
+        if fenced or not heading:
+            continue
+        slug = _slug(heading.group(1))
+        anchors.add(f"{slug}-{seen[slug]}" if slug in seen else slug)
+        seen[slug] = seen.get(slug, 0) + 1
+    return anchors
+
+
+def _broken_links(text: str) -> list[str]:
+    anchors = _anchors(text)
+    return sorted({link for link in re.findall(r"\]\(#([^)\s]*)\)", text) if link not in anchors})
+
+
+def test_every_internal_link_names_a_heading():
+    assert not _broken_links(README), f"README links to anchors no heading has: {_broken_links(README)}"
