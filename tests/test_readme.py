@@ -8,6 +8,7 @@ import contextlib
 import importlib
 import io
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -178,3 +179,42 @@ def _broken_links(text: str) -> list[str]:
 
 def test_every_internal_link_names_a_heading():
     assert not _broken_links(README), f"README links to anchors no heading has: {_broken_links(README)}"
+
+
+#: Where README's intro ("No data dir at hand?") has the sample data dir written, to try the examples on.
+SAMPLE = "/tmp/sample-kafka-logs"
+
+
+def _sample_commands() -> list[str]:
+    """The ``kafkaseg`` lines of README's bash blocks that run on the sample data dir."""
+    commands, fenced = [], False
+    for line in README.splitlines():
+        if line.startswith("```"):
+            fenced = line.startswith("```bash")
+            continue
+        if fenced and line.startswith("kafkaseg ") and SAMPLE in line:
+            commands.append(line)
+    return commands
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    from kafkaseg.testing import sample_data_dir
+    path = tmp_path_factory.mktemp("readme") / "sample-kafka-logs"
+    sample_data_dir(path)
+    return path
+
+
+def test_the_readme_has_commands_to_try_on_the_sample():
+    assert len(_sample_commands()) >= 5, _sample_commands()
+
+
+@pytest.mark.parametrize("command", _sample_commands())
+def test_a_command_shown_on_the_sample_runs_on_it(command, sample, monkeypatch, capsys):
+    from kafkaseg.cli.main import main
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)  # (`--config conf/retention.toml`)
+    argv = [arg.replace(SAMPLE, str(sample)) for arg in shlex.split(command, comments=True)[1:]]
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 0, f"{command}\nexit status {code}\n{err[-2000:]}"
+    assert out.strip(), f"{command} printed nothing"
