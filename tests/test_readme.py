@@ -8,6 +8,7 @@ import contextlib
 import importlib
 import io
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,76 @@ def test_every_flag_of_a_job_is_in_the_readme(job):
     assert flags, out.getvalue()
     missing = sorted(flag for flag in flags if not _documented(flag))
     assert not missing, f"jobs/{job}.py takes {missing}, which README.md never mentions"
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation (backticks, dots, slashes, parentheses...) dropped,
+    spaces turned into hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(text: str) -> set[str]:
+    """The anchors of ``text``'s headings (not of ``#`` lines in fenced code), with GitHub's ``-1``, ``-2``... for
+    a repeated one."""
+    anchors: set[str] = set()
+    seen: dict[str, int] = {}
+    fenced = False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        heading = re.match(r"#{1,6} (.+)$", line)
+        if fenced or not heading:
+            continue
+        slug = _slug(heading.group(1))
+        anchors.add(f"{slug}-{seen[slug]}" if slug in seen else slug)
+        seen[slug] = seen.get(slug, 0) + 1
+    return anchors
+
+
+def _broken_links(text: str) -> list[str]:
+    anchors = _anchors(text)
+    return sorted({link for link in re.findall(r"\]\(#([^)\s]*)\)", text) if link not in anchors})
+
+
+def test_every_internal_link_names_a_heading():
+    assert not _broken_links(README), f"README links to anchors no heading has: {_broken_links(README)}"
+
+
+#: Where README's intro ("No data dir at hand?") has the sample data dir written, to try the examples on.
+SAMPLE = "/tmp/sample-kafka-logs"
+
+
+def _sample_commands() -> list[str]:
+    """The ``kafkaseg`` lines of README's bash blocks that run on the sample data dir."""
+    commands, fenced = [], False
+    for line in README.splitlines():
+        if line.startswith("```"):
+            fenced = line.startswith("```bash")
+            continue
+        if fenced and line.startswith("kafkaseg ") and SAMPLE in line:
+            commands.append(line)
+    return commands
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    from kafkaseg.testing import sample_data_dir
+    path = tmp_path_factory.mktemp("readme") / "sample-kafka-logs"
+    sample_data_dir(path)
+    return path
+
+
+def test_the_readme_has_commands_to_try_on_the_sample():
+    assert len(_sample_commands()) >= 5, _sample_commands()
+
+
+@pytest.mark.parametrize("command", _sample_commands())
+def test_a_command_shown_on_the_sample_runs_on_it(command, sample, monkeypatch, capsys):
+    from kafkaseg.cli.main import main
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)  # (`--config conf/retention.toml`)
+    argv = [arg.replace(SAMPLE, str(sample)) for arg in shlex.split(command, comments=True)[1:]]
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 0, f"{command}\nexit status {code}\n{err[-2000:]}"
+    assert out.strip(), f"{command} printed nothing"
