@@ -1118,6 +1118,8 @@ class _SliceDecoder:
             self.finished = True
             self.tail_at = pos
             return pos, 0
+        if pos == 0 and self._torn_first_batch_lost(reader, end):
+            return end, 0
         err = TruncatedDataError(problem, path=self.piece.log_path, position=pos)
         if self.options.on_corruption != "skip":
             raise err
@@ -1129,6 +1131,35 @@ class _SliceDecoder:
             self.finished = True
             return end, 0
         return to, 0
+
+    def _torn_first_batch_lost(self, reader: RandomAccessReader, end: int) -> bool:
+        """A rolled segment's first batch runs past the end of its file (no whole batch in it), which is whole as
+        planned: its readable end is byte 0, as an emptied segment's, and the same rule judges the offsets after
+        it (:func:`_judge_rolled_cut`, planning's ``_empty_segment_loss``): those its own indexes and the recovery
+        point prove lost raise :class:`~kafkaseg.errors.LostTailError` at byte 0, or (failOnDataLoss=false,
+        onCorruption=skip) are listed in ``metrics.lost_tails`` with the torn bytes, the rest in
+        ``missing_offsets``, and the slice is finished (True). False when nothing proves them lost: the torn batch
+        stays corruption (a corrupt length field looks the same)."""
+        piece = self.piece
+        next_base = piece.next_base_offset
+        if (next_base is None or piece.rolled or self.last_seen >= piece.base_offset or piece.start_position != 0
+                or end < piece.segment_size or reader.size != piece.segment_size
+                or (piece.cleaner_offset is not None and piece.base_offset < piece.cleaner_offset)):
+            return False
+        first, last = max(piece.base_offset, piece.start_offset), min(next_base, piece.end_offset)
+        missing = piece.outside_gaps(first, last) if first < last else []
+        if not missing:
+            return False
+        rest = _judge_rolled_cut(piece, piece.base_offset, next_base, missing, self.metrics,
+                                 fail_on_data_loss=self.options.fail_on_data_loss,
+                                 on_corruption=self.options.on_corruption, end_position=0,
+                                 torn_bytes=piece.segment_size)
+        if rest == missing:
+            return False
+        with self.metrics._lock:
+            self.metrics.missing_offsets.extend((piece.log_path, lo, hi) for lo, hi in rest)
+        self.finished = True
+        return True
 
     def close(self) -> None:
         if self._entries is not None:
@@ -1565,13 +1596,15 @@ def _check_segment_end(piece: SegmentSlice, last_offset: int, metrics: ScanMetri
 
 
 def _judge_rolled_cut(piece: SegmentSlice, end_offset: int, next_base: int, missing: list[tuple[int, int]],
-                      metrics: ScanMetrics, *, fail_on_data_loss: bool, on_corruption: str) -> list[tuple[int, int]]:
+                      metrics: ScanMetrics, *, fail_on_data_loss: bool, on_corruption: str,
+                      end_position: int | None = None, torn_bytes: int | None = None) -> list[tuple[int, int]]:
     """:func:`_check_segment_end`'s offsets ``missing`` after a rolled segment whose batches end at offset
-    ``end_offset`` (at its end), less those :func:`~kafkaseg.storage.layout.judge_rolled_end` proves lost: raised,
-    or recorded in ``metrics.lost_tails``."""
+    ``end_offset`` (at its end, or at ``end_position`` with ``torn_bytes`` of a cut batch after it), less those
+    :func:`~kafkaseg.storage.layout.judge_rolled_end` proves lost: raised, or recorded in ``metrics.lost_tails``."""
     log_path = piece.log_path
     timeindex = _time_index_of(log_path)
-    tail = judge_rolled_end(log_path, piece.segment_size, end_offset, next_base, base_offset=piece.base_offset,
+    at = piece.segment_size if end_position is None else end_position
+    tail = judge_rolled_end(log_path, at, end_offset, next_base, base_offset=piece.base_offset,
                             index=(piece.index_path, piece.index_window), timeindex=timeindex,
                             filesystem=piece.filesystem, recovery_point=piece.recovery_point)
     if tail is None:
@@ -1580,8 +1613,8 @@ def _judge_rolled_cut(piece: SegmentSlice, end_offset: int, next_base: int, miss
         raise tail.error().saying(READ_ON_PAST_LOSS)
     lost = [(max(lo, tail.first_offset), min(hi, tail.end_offset)) for lo, hi in missing]
     with metrics._lock:
-        metrics.lost_tails.extend(Problem(log_path, tail.position, tail.message, None, lo, hi) for lo, hi in lost
-                                  if lo < hi)
+        metrics.lost_tails.extend(Problem(log_path, tail.position, tail.message, torn_bytes, lo, hi)
+                                  for lo, hi in lost if lo < hi)
     rest = []
     for lo, hi in missing:
         rest.extend((a, b) for a, b in ((lo, min(hi, tail.first_offset)), (max(lo, tail.end_offset), hi)) if a < b)

@@ -474,3 +474,52 @@ def test_offsets_time_still_fails_when_the_cut_segments_time_index_does_not_reac
     timeindex.write_bytes(timeindex.read_bytes()[:-12])
     code, out, err = _offsets(capsys, tmp_path, "--time", "1700000002500")
     assert code == 2 and out == "" and f"{log} @ byte {at}" in err, err
+
+
+def _rolled_torn_first_batch(root, base: int, indexes: bool = True, keep: int = 30):
+    """:func:`_rolled_empty_copy` with rolled segment ``base``'s .log cut ``keep`` bytes into its first batch
+    (``truncate -s 30``) instead of to 0 bytes: no whole batch left. Returns that .log."""
+    from tests.lost_tail_data import write_whole
+
+    whole = root.parent / f"{root.name}.whole"
+    write_whole(whole)
+    data = (whole / "t-0" / f"{base:020d}.log").read_bytes()
+    log = _rolled_empty_copy(root, base, indexes=indexes)
+    log.write_bytes(data[:keep])
+    return log
+
+
+@pytest.mark.parametrize("base", [0, 125])
+def test_a_rolled_segment_whose_first_batch_is_cut_is_a_lost_tail_as_an_emptied_one(tmp_path, base):
+    """A rolled segment cut inside its first batch (no whole batch left), its own indexes pointing past byte 0 and
+    the recovery point above it: the offsets an emptied one would lose, plus bytes of a batch. A strict read raises
+    LostTailError at the file and byte 0; failOnDataLoss=false and onCorruption=skip read on, listing them in
+    lost_tails, in read_arrow and iter_batches alike. (Before, failOnDataLoss=false raised TruncatedDataError at
+    byte 0, and a skip counted a corrupt batch, not the loss.)"""
+    log = _rolled_torn_first_batch(tmp_path, base)
+    for read in (kafkaseg.read_arrow, lambda p, **o: list(kafkaseg.iter_batches(p, **o))):
+        with pytest.raises(kafkaseg.LostTailError) as info:
+            read(str(tmp_path))
+        assert (info.value.path, info.value.position) == (str(log), 0)
+        assert f"offsets {base}.." in str(info.value) and "failOnDataLoss=false" in str(info.value)
+    rest = [o for o in range(300) if not base <= o < base + 125]
+    for options in ({"failOnDataLoss": "false"}, {"onCorruption": "skip"}):
+        scan = kafkaseg.open_scan(str(tmp_path), **options)
+        assert scan.to_table().column("offset").to_pylist() == rest
+        (lost,) = scan.metrics.lost_tails
+        assert (lost[0], lost[1], lost.first_offset) == (str(log), 0, base)
+        assert base < lost.end_offset <= base + 125
+        assert not scan.metrics.missing_offsets and not scan.metrics.decode.corrupt_batches
+
+
+def test_a_rolled_segment_whose_first_batch_is_cut_without_index_proof_stays_corruption(tmp_path):
+    """Pinned: with no index entry past its readable end nothing proves a loss (a corrupt length field looks the
+    same): a strict read and failOnDataLoss=false raise TruncatedDataError at byte 0, a skip counts it."""
+    log = _rolled_torn_first_batch(tmp_path, 125, indexes=False)
+    for options in ({}, {"failOnDataLoss": "false"}):
+        with pytest.raises(kafkaseg.TruncatedDataError) as info:
+            kafkaseg.read_arrow(str(tmp_path), **options)
+        assert (info.value.path, info.value.position) == (str(log), 0)
+        assert not isinstance(info.value, kafkaseg.LostTailError)
+    scan = kafkaseg.open_scan(str(tmp_path), onCorruption="skip")
+    assert scan.to_table().num_rows == 175 and scan.metrics.decode.corrupt_batches == 1
