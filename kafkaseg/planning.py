@@ -2095,6 +2095,24 @@ def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predic
         finish(held)
         if forget:
             part.forget_indexes(held.segment)
+    leo, last = part.log_end_offset(), len(part.segments) - 1
+    if (ranges and ranges[-1][1] >= leo and part.segments[last].base_offset == leo
+            and not any(p.segment == last for p in out)):
+        # the active segment holds no whole batch (emptied, or cut inside its first one): no range reaches into it,
+        # but a read to the log end asks what its indexes and the recovery point say past byte 0, as for one cut
+        # after some batches (SegmentSlice.indexed_tail_check), from an empty slice of it
+        seg = part.segments[last]
+        readable_end = seg.log_size if part.log_end_position is None else part.log_end_position
+        carrier = _Piece(part, last, 0, readable_end, leo, leo, _Cuts())  # (a torn first batch: read as a tail)
+        if _reads_to_unbounded_log_end(part, carrier):
+            out.append(carrier)
+    if not out and part.lost_before:
+        # the range holds nothing readable, only offsets emptied segments lost, read past (failOnDataLoss=false):
+        # an empty slice of the first of those segments carries them to the read (ScanMetrics.lost_tails), as a
+        # range with readable data gives them to its first slice
+        path, _, _, first, _ = part.lost_before[0]
+        i = next(k for k, seg in enumerate(part.segments) if seg.log_path == path)
+        out.append(_Piece(part, i, 0, 0, first, first, _Cuts()))
     preport.segments_pruned = len(part.segments) - len(kept)
     return out
 

@@ -523,3 +523,51 @@ def test_a_rolled_segment_whose_first_batch_is_cut_without_index_proof_stays_cor
         assert not isinstance(info.value, kafkaseg.LostTailError)
     scan = kafkaseg.open_scan(str(tmp_path), onCorruption="skip")
     assert scan.to_table().num_rows == 175 and scan.metrics.decode.corrupt_batches == 1
+
+
+@pytest.mark.parametrize("base,log_start,end", [(0, None, 100), (125, 125, 200), (125, 125, 250)])
+def test_a_range_of_nothing_but_an_emptied_segments_offsets_lists_them_in_lost_tails(tmp_path, base, log_start,
+                                                                                     end):
+    """failOnDataLoss=false, a read from earliest whose range holds nothing but an emptied rolled segment's
+    proven-lost offsets: no slice reads a byte, but the read lists them in lost_tails, as a range that also holds
+    readable data does (checked here too), besides the plan's data_loss. (Before, only data_loss said it.)"""
+    log = _rolled_empty_copy(tmp_path, base, log_start=log_start)
+    for stop, rows in ((end, 0), (300, 175 - (log_start or 0))):
+        bounds = dict(endingOffsets=f'{{"t":{{"0":{stop}}}}}')
+        scan = kafkaseg.open_scan(str(tmp_path), failOnDataLoss="false", **bounds)
+        assert scan.to_table().num_rows == rows
+        assert [(p[0], p[1], p.first_offset, p.end_offset) for p in scan.metrics.lost_tails] == [
+            (str(log), 0, base, min(stop, base + 125))]
+        assert len([n for n in scan.plan.report.data_loss if str(log) in n]) == 1
+        assert not scan.metrics.missing_offsets
+    bounds = dict(endingOffsets=f'{{"t":{{"0":{end}}}}}')
+    assert list(kafkaseg.iter_batches(str(tmp_path), failOnDataLoss="false", **bounds)) == []
+    with pytest.raises(kafkaseg.LostTailError):
+        kafkaseg.read_arrow(str(tmp_path), **bounds)
+
+
+@pytest.mark.parametrize("keep", [0, 30])
+def test_an_active_segment_with_no_whole_batch_is_judged_as_one_cut_later(tmp_path, keep):
+    """The active segment cut to 0 bytes or inside its first batch, no high watermark: its readable end is byte 0,
+    and what its own indexes and the recovery point say past it is judged as for one cut after some batches. With
+    the recovery point 300 above it, a strict read raises LostTailError at byte 0 and failOnDataLoss=false lists
+    the loss in lost_tails; with it at 250 (not flushed), an unreadable_tails warning. (Before, no slice read the
+    segment, so nothing was said.)"""
+    from tests.lost_tail_data import set_recovery_point, write_whole
+
+    whole = tmp_path / "whole"
+    write_whole(whole)
+    active = whole / "t-0" / f"{250:020d}.log"
+    active.write_bytes(active.read_bytes()[:keep])
+    (whole / "t-0" / f"{300:020d}.snapshot").unlink()
+    set_recovery_point(whole, 300)
+    with pytest.raises(kafkaseg.LostTailError) as info:
+        kafkaseg.read_arrow(str(whole))
+    assert (info.value.path, info.value.position) == (str(active), 0)
+    scan = kafkaseg.open_scan(str(whole), failOnDataLoss="false")
+    assert scan.to_table().num_rows == 250
+    assert [(p[0], p[1], p.first_offset) for p in scan.metrics.lost_tails] == [(str(active), 0, 250)]
+    set_recovery_point(whole, 250)
+    scan = kafkaseg.open_scan(str(whole))
+    assert scan.to_table().num_rows == 250
+    assert [(p[0], p[1], p.first_offset) for p in scan.metrics.unreadable_tails] == [(str(active), 0, 250)]
