@@ -155,9 +155,11 @@ class SegmentSlice:
     # (segment, first, end) of offsets missing before this slice that planning skipped (a start inside a hole
     # between segments): the read lists them in ScanMetrics.missing_offsets, as it lists the holes it runs across
     missing_before: tuple[str, int, int] | None = None
-    # (segment, byte, why, first, end) of offsets empty rolled segments of the partition were proven to have lost
-    # (planning._empty_segment_loss), read past with failOnDataLoss=false: listed in ScanMetrics.lost_tails
-    lost_before: tuple[tuple[str, int, str, int, int], ...] = ()
+    # (segment, byte, why, first, end, proven) of offsets empty rolled segments of the partition were proven to have
+    # lost (planning._empty_segment_loss), read past with failOnDataLoss=false: listed in ScanMetrics.lost_tails; or,
+    # not proven (their indexes say they held them, the recovery point not that they were flushed), a warning in
+    # ScanMetrics.unreadable_tails
+    lost_before: tuple[tuple[str, int, str, int, int, bool], ...] = ()
     # the segment's .index (None when absent): a lenient read resumes after bad framing at its next entry whose
     # batch checks out (entry_check.ResumptionEntries), so what it loses does not depend on where slices are cut
     index_path: str | None = None
@@ -624,8 +626,8 @@ class _Partition:
         self.log_ends = log_ends  # log ends found before on the same listing, and where this one's is recorded
         self.fs = pdir.filesystem
         self.skipped_start: tuple[str, int, int] | None = None  # see _resolve (a start inside a hole)
-        # (segment, byte, why, first, end) of offsets an empty rolled segment lost (_empty_segment_loss)
-        self.lost_before: list[tuple[str, int, str, int, int]] = []
+        # (segment, byte, why, first, end, proven) of offsets an empty rolled segment lost (_empty_segment_loss)
+        self.lost_before: list[tuple[str, int, str, int, int, bool]] = []
         # the partition's copies in other log dirs, which the replica choice passed over: a strict timestamp search
         # that meets damage in this one answers from one of them (_offset_for_timestamp), as a read falls back
         self.other_copies: tuple[PartitionDir, ...] = ()
@@ -1921,20 +1923,23 @@ def _empty_segment_loss(part: _Partition, i: int, lo: int, hi: int) -> int:
     :func:`~kafkaseg.storage.layout.rolled_cut_of`, as a read across a segment cut short after its last batch finds,
     scan._check_segment_end) raise
     :class:`~kafkaseg.errors.LostTailError` at byte 0, or with failOnDataLoss=false (or onCorruption=skip) are
-    noted in the plan's data_loss and given to the read (``part.lost_before``: ScanMetrics.lost_tails). Returns
-    where the offsets not proven lost start (a compaction gap's, noted as missing)."""
+    noted in the plan's data_loss and given to the read (``part.lost_before``: ScanMetrics.lost_tails). Those its
+    indexes say it held while the recovery point is not above its base (or none: not known flushed) are noted as
+    possibly lost and given to the read as a warning (ScanMetrics.unreadable_tails), as a read across a segment cut
+    short after its last batch warns of them. Returns where the offsets not said so start (a compaction gap's,
+    noted as missing)."""
     seg, next_base = part.segments[i], part.next_base(i)
     cut = rolled_cut_of(part.pdir, i, log_end=part.log_end_offset(), end_offset=seg.base_offset,
-                        max_batch_bytes=part.options.max_batch_bytes)
+                        max_batch_bytes=part.options.max_batch_bytes, unflushed=True)
     first, end = max(lo, seg.base_offset), min(hi, next_base)
     if cut is None or not first < min(end, cut.end_offset):
         return lo
-    if part.options.fail_on_data_loss and part.options.on_corruption != "skip":
+    if cut.proven and part.options.fail_on_data_loss and part.options.on_corruption != "skip":
         raise cut.error().saying(READ_ON_PAST_LOSS)
-    lost = (seg.log_path, cut.position, cut.message, first, min(end, cut.end_offset))
+    lost = (seg.log_path, cut.position, cut.message, first, min(end, cut.end_offset), cut.proven)
     if lost not in part.lost_before:
         if part.report is not None and all(said[0] != seg.log_path for said in part.lost_before):
-            part.report.data_loss.append(f"{part.name}: {cut.summary()}")
+            (part.report.data_loss if cut.proven else part.report.notes).append(f"{part.name}: {cut.summary()}")
         part.lost_before.append(lost)
     return max(lo, cut.end_offset)
 
@@ -2110,7 +2115,7 @@ def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predic
         # the range holds nothing readable, only offsets emptied segments lost, read past (failOnDataLoss=false):
         # an empty slice of the first of those segments carries them to the read (ScanMetrics.lost_tails), as a
         # range with readable data gives them to its first slice
-        path, _, _, first, _ = part.lost_before[0]
+        path, _, _, first, _, _ = part.lost_before[0]
         i = next(k for k, seg in enumerate(part.segments) if seg.log_path == path)
         out.append(_Piece(part, i, 0, 0, first, first, _Cuts()))
     preport.segments_pruned = len(part.segments) - len(kept)
@@ -2251,7 +2256,7 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
                    partition_identity: tuple[str, int, int] | None,
                    corrupt_tail: tuple[int, int, str] | None = None, indexed_tail_check: bool = False,
                    tail_evidence: tuple[int | None, tuple[int, str] | None] = (None, None),
-                   lost_before: tuple[tuple[str, int, str, int, int], ...] = ()) -> SegmentSlice:
+                   lost_before: tuple[tuple[str, int, str, int, int, bool], ...] = ()) -> SegmentSlice:
     part = piece.part
     seg = part.segments[piece.segment]
     index_path, index_window = index_location(seg, "index")

@@ -206,18 +206,29 @@ def test_a_rolled_segment_copied_while_active_is_a_lost_tail_not_a_compaction_ga
     assert kafkaseg.read_arrow(str(tmp_path), endingOffsets='{"t":{"0":200}}').num_rows == 200
 
 
-def test_a_rolled_segment_cut_short_past_the_recovery_point_stays_a_gap(tmp_path):
-    """Pinned: with the recovery point below the segment's end (its roll's flush not checkpointed), its pages may
-    never have reached the disk before a crash (Kafka's recovery rebuilds such segments): nothing proves the loss,
-    and the offsets stay missing_offsets as before."""
-    log, _ = _rolled_cut_copy(tmp_path, None, recovery_point=125)
-    scan = kafkaseg.open_scan(str(tmp_path))
-    assert scan.to_table().num_rows == 275
-    assert scan.metrics.missing_offsets == [(str(log), 225, 250)] and not scan.metrics.lost_tails
+@pytest.mark.parametrize("high_watermark", [300, None])
+@pytest.mark.parametrize("recovery_point", [125, 225, None])
+def test_a_rolled_segment_cut_short_past_the_recovery_point_is_a_warning(tmp_path, high_watermark, recovery_point):
+    """With the recovery point at or below the segment's readable end (its roll's flush not checkpointed), or none,
+    its pages may never have reached the disk before a crash: nothing proves the loss, so no error, strict or not
+    (pinned), but its own index entries past its end say it held offsets 225..249 once, which every read says as a
+    warning in unreadable_tails, as for the active segment's unflushed tail, and not as missing_offsets. (Before,
+    only missing_offsets, as for a compaction gap.)"""
+    log, at = _rolled_cut_copy(tmp_path, high_watermark, recovery_point=recovery_point)
+    if recovery_point is None:
+        (tmp_path / "recovery-point-offset-checkpoint").write_text("0\n0\n")
+    for options in ({}, {"failOnDataLoss": "false"}):
+        scan = kafkaseg.open_scan(str(tmp_path), **options)
+        assert scan.to_table().num_rows == 275
+        assert not scan.metrics.lost_tails and not scan.metrics.missing_offsets
+        (warned,) = scan.metrics.unreadable_tails
+        assert (warned[0], warned[1], warned.first_offset, warned.end_offset) == (str(log), at, 225, 250)
+        assert "may never have reached the disk" in warned[2] and "compaction" in warned[2]
 
 
+@pytest.mark.parametrize("recovery_point", [300, 200, None])
 @pytest.mark.parametrize("cleaner_offset", [None, 200, 250])
-def test_a_compaction_gap_with_sound_indexes_stays_silent(tmp_path, cleaner_offset):
+def test_a_compaction_gap_with_sound_indexes_stays_silent(tmp_path, cleaner_offset, recovery_point):
     """The cleaner's output (and a compacted topic's follower): segment 100's last batch ends at offset 225 before
     the next segment's base 250, its indexes hold entries only for its own batches, the recovery point is past it.
     No error, strict or not: the gap is missing_offsets above the cleaner checkpoint, nothing below it."""
@@ -234,7 +245,8 @@ def test_a_compaction_gap_with_sound_indexes_stays_silent(tmp_path, cleaner_offs
                                       for i in range(5)]))
     writer.close()
     write_offset_checkpoint(tmp_path / "replication-offset-checkpoint", {("t", 0): 300})
-    write_offset_checkpoint(tmp_path / "recovery-point-offset-checkpoint", {("t", 0): 300})
+    write_offset_checkpoint(tmp_path / "recovery-point-offset-checkpoint",
+                            {} if recovery_point is None else {("t", 0): recovery_point})
     if cleaner_offset is not None:
         write_offset_checkpoint(tmp_path / "cleaner-offset-checkpoint", {("t", 0): cleaner_offset})
     expected = [*range(225), *range(250, 300)]
@@ -243,7 +255,7 @@ def test_a_compaction_gap_with_sound_indexes_stays_silent(tmp_path, cleaner_offs
     assert scan.to_table().column("offset").to_pylist() == expected
     log = str(folder / f"{100:020d}.log")
     assert scan.metrics.missing_offsets == ([] if cleaner_offset == 250 else [(log, 225, 250)])
-    assert not scan.metrics.lost_tails
+    assert not scan.metrics.lost_tails and not scan.metrics.unreadable_tails
     inside = kafkaseg.read_arrow(str(tmp_path), startingOffsets='{"t":{"0":230}}')
     assert inside.column("offset").to_pylist() == list(range(250, 300))
 
@@ -385,12 +397,31 @@ def test_describe_calls_offsets_lost_with_a_rolled_segment_cut_short_an_error(tm
     assert f"offsets {first}.." in said[0] and f"{log} @ byte {at}" in said[0]
 
 
-def test_describe_says_nothing_of_a_compaction_gap_or_a_cut_past_the_recovery_point(tmp_path, capsys):
+def test_describe_says_nothing_of_a_compaction_gap_and_notes_a_cut_past_the_recovery_point(tmp_path, capsys):
+    """No error for either; the cut past the recovery point (index entries past its end, not flushed) is a note
+    that the offsets were possibly lost, as describe notes the active segment's unflushed tail."""
     _rolled_empty_copy(tmp_path / "a", 125, indexes=False)
-    _rolled_cut_copy(tmp_path / "b", None, recovery_point=125)
+    log, at = _rolled_cut_copy(tmp_path / "b", None, recovery_point=125)
     for root in (tmp_path / "a", tmp_path / "b"):
         code, part = _describe(capsys, root)
         assert code == 0 and not [e for e in part["errors"] if "rolled segment cut short" in e], part
+        noted = [n for n in part["notes"] if "possibly lost with a rolled segment cut short" in n]
+        if root.name == "a":
+            assert not noted, part
+        else:
+            assert len(noted) == 1 and "offsets 225..249" in noted[0] and f"{log} @ byte {at}" in noted[0], part
+
+
+def test_verify_warns_of_a_rolled_segments_entries_past_its_end_the_recovery_point_does_not_cover(tmp_path):
+    """verify: entries past the end of a rolled segment cut short are errors when the recovery point is above its
+    end (proven lost), warnings when it is not, as for the active segment's. (Before, errors either way.)"""
+    _rolled_cut_copy(tmp_path / "a", None, recovery_point=250)
+    _rolled_cut_copy(tmp_path / "b", None, recovery_point=125)
+    for name, severity in (("a", "error"), ("b", "warning")):
+        report = verify_paths([str(tmp_path / name)])
+        past = [p for p in report.problems if p.file.endswith(("125.index", "125.timeindex"))]
+        assert len(past) == 2 and {p.severity for p in past} == {severity}, past
+    assert not verify_paths([str(tmp_path / "b")]).errors
 
 
 def _offsets(capsys, root, *more):
@@ -571,3 +602,22 @@ def test_an_active_segment_with_no_whole_batch_is_judged_as_one_cut_later(tmp_pa
     scan = kafkaseg.open_scan(str(whole))
     assert scan.to_table().num_rows == 250
     assert [(p[0], p[1], p.first_offset) for p in scan.metrics.unreadable_tails] == [(str(active), 0, 250)]
+
+
+@pytest.mark.parametrize("base", [0, 125])
+def test_an_emptied_rolled_segment_past_the_recovery_point_is_a_warning(tmp_path, base):
+    """An emptied rolled segment whose indexes point past byte 0, the recovery point not above its base: no error,
+    strict or not; every read warns of the offsets (unreadable_tails), also one whose range holds nothing else, and
+    the plan notes them as possibly lost, not as missing. (Before, only a plan note that they were missing.)"""
+    from tests.lost_tail_data import set_recovery_point
+
+    log = _rolled_empty_copy(tmp_path, base)
+    set_recovery_point(tmp_path, base)
+    for options in ({}, {"failOnDataLoss": "false"}, {"endingOffsets": f'{{"t":{{"0":{base + 50}}}}}'}):
+        scan = kafkaseg.open_scan(str(tmp_path), **options)
+        assert scan.to_table().num_rows == (base if "endingOffsets" in options else 175)
+        assert not scan.metrics.lost_tails and not scan.metrics.missing_offsets and not scan.plan.report.data_loss
+        (warned,) = scan.metrics.unreadable_tails
+        assert (warned[0], warned[1], warned.first_offset) == (str(log), 0, base)
+        assert [n for n in scan.plan.report.notes if "possibly lost with a rolled segment cut short" in n]
+        assert not [n for n in scan.plan.report.notes if "is empty, so offsets" in n]
