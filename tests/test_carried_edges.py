@@ -621,3 +621,18 @@ def test_an_emptied_rolled_segment_past_the_recovery_point_is_a_warning(tmp_path
         assert (warned[0], warned[1], warned.first_offset) == (str(log), 0, base)
         assert [n for n in scan.plan.report.notes if "possibly lost with a rolled segment cut short" in n]
         assert not [n for n in scan.plan.report.notes if "is empty, so offsets" in n]
+
+
+def test_offsets_notes_offsets_possibly_lost_with_a_rolled_segment_cut_past_the_recovery_point(tmp_path, capsys):
+    """Segment 125 cut short, its entries past the end not covered by the recovery point: offsets whose answer may
+    have been among them (max-timestamp, a time past them) answer, strict too (exit 0: not proven lost), with the
+    possible loss on stderr, as for the active segment's unflushed tail; latest says nothing of it."""
+    log, at = _rolled_cut_copy(tmp_path, 300, recovery_point=125)
+    # (the time's search stops in segment 125, whose time index reaches it, and finds no record there: no answer,
+    # as a broker's; one of the lost records may have been it)
+    for spec, answer in (("-3", "t:0:299\n"), ("1700000002260", "")):
+        code, out, err = _offsets(capsys, tmp_path, "--time", spec)
+        assert code == 0 and out == answer, (spec, err)
+        assert "offsets 225..249 possibly lost with a rolled segment cut short" in err and f"{log} @ byte {at}" in err
+    code, out, err = _offsets(capsys, tmp_path, "--time", "-1")
+    assert code == 0 and out == "t:0:300\n" and err == "", err
