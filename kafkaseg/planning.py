@@ -2058,11 +2058,17 @@ def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predic
         ranges = [r for lo, hi in ranges for r in _intersect(lo, hi, files)]
         preport.notes.append(f"{part.name}: reading {len(files)} of its {len(part.segments)} segment files (given "
                              "as paths), within the partition's offsets")
-    ts_lo = None
+    ts_lo, no_time = None, False
     if predicates is not None and predicates.timestamp_range is not None:
         ts_lo, ts_hi = predicates.timestamp_range
         if ts_lo is not None and ts_hi is not None and ts_lo >= ts_hi:
-            ranges = []
+            ranges, no_time = [], True
+    # whether the read reaches the log end (an empty range there too: a log whose active segment holds no whole
+    # batch ends at its base), for the active segment's slice below
+    leo = part.log_end_offset()
+    reaches_end = ranges[-1][1] >= leo if ranges else (
+        start == end == leo and given_logs is None and not no_time
+        and bool(_intersect(leo, leo + 1, predicates.offset_ranges if predicates else None)))
     kept: set[int] = set()
     out: list[_Piece] = []
     # Each segment's index arrays (a 1 GiB segment's take several MiB) are forgotten once its piece is cut, so
@@ -2100,16 +2106,16 @@ def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predic
         finish(held)
         if forget:
             part.forget_indexes(held.segment)
-    leo, last = part.log_end_offset(), len(part.segments) - 1
-    if (ranges and ranges[-1][1] >= leo and part.segments[last].base_offset == leo
-            and not any(p.segment == last for p in out)):
+    last = len(part.segments) - 1
+    if reaches_end and part.segments[last].base_offset == leo and not any(p.segment == last for p in out):
         # the active segment holds no whole batch (emptied, or cut inside its first one): no range reaches into it,
         # but a read to the log end asks what its indexes and the recovery point say past byte 0, as for one cut
-        # after some batches (SegmentSlice.indexed_tail_check), from an empty slice of it
+        # after some batches (SegmentSlice.indexed_tail_check), from an empty slice of it; and a torn first batch
+        # is read as the torn tail it is (truncated_tails), as one after whole batches
         seg = part.segments[last]
         readable_end = seg.log_size if part.log_end_position is None else part.log_end_position
-        carrier = _Piece(part, last, 0, readable_end, leo, leo, _Cuts())  # (a torn first batch: read as a tail)
-        if _reads_to_unbounded_log_end(part, carrier):
+        carrier = _Piece(part, last, 0, readable_end, leo, leo, _Cuts())
+        if readable_end > 0 or _reads_to_unbounded_log_end(part, carrier):
             out.append(carrier)
     if not out and part.lost_before:
         # the range holds nothing readable, only offsets emptied segments lost, read past (failOnDataLoss=false):

@@ -636,3 +636,31 @@ def test_offsets_notes_offsets_possibly_lost_with_a_rolled_segment_cut_past_the_
         assert "offsets 225..249 possibly lost with a rolled segment cut short" in err and f"{log} @ byte {at}" in err
     code, out, err = _offsets(capsys, tmp_path, "--time", "-1")
     assert code == 0 and out == "t:0:300\n" and err == "", err
+
+
+def test_an_active_segment_whose_only_batch_is_torn_reports_its_torn_tail(tmp_path):
+    """The active segment cut inside its first batch with nothing saying it held more (no index entry, snapshot or
+    recovery point past it): a torn append, reported as truncated_tails as one after whole batches is, also for a
+    .log given alone without a Kafka name (discovery takes its base offset from the torn batch's offset field).
+    (Before, no slice read it: nothing was said, and the unnamed file's base offset was taken as 0.)"""
+    from tests.lost_tail_data import set_recovery_point, write_whole
+
+    root = tmp_path / "d"
+    write_whole(root)
+    active = root / "t-0" / f"{250:020d}.log"
+    data = active.read_bytes()
+    active.write_bytes(data[:30])
+    for suffix in (".index", ".timeindex"):
+        active.with_suffix(suffix).write_bytes(b"")
+    (root / "t-0" / f"{300:020d}.snapshot").unlink()
+    set_recovery_point(root, 250)
+    scan = kafkaseg.open_scan(str(root))
+    assert scan.to_table().num_rows == 250
+    assert scan.metrics.truncated_tails == [(str(active), 0, 30)]
+    alone = tmp_path / "alone" / "copy.log"
+    alone.parent.mkdir()
+    alone.write_bytes(data[:30])
+    scan = kafkaseg.open_scan(str(alone))
+    assert scan.to_table().num_rows == 0
+    assert scan.metrics.truncated_tails == [(str(alone), 0, 30)]
+    assert scan.plan.report.partitions[0].log_end_offset == 250

@@ -1078,7 +1078,12 @@ def _single_log_file(path: str, entry: _fs.FileEntry, filesystem, key_ring=None,
 
         with SegmentReader(path, filesystem) as reader:
             first = reader.header_at(0)
-        base = first.base_offset if first is not None else 0
+            # (no whole batch: a torn one's offset field, else 0)
+            prefix = reader.read_at(0, 8) if first is None and reader.size >= 8 else b""
+        if first is not None:
+            base = first.base_offset
+        else:
+            base = max(0, int.from_bytes(prefix, "big", signed=True)) if len(prefix) == 8 else 0
     stem = path[:-len(".log")]
     entries = listing() if folder else []
     siblings = cached(("siblings", folder), lambda: {e.name: e for e in entries})
