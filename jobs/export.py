@@ -945,9 +945,9 @@ def skipped_report(metrics: dict, limit: int = 5) -> tuple[dict, list[str]]:
                      "yet; kafkaseg verify checks):")
         lines += _first(skipped["missing_offsets"], limit, "after {}: offsets [{}, {})", "")
     if skipped["unreadable_tails"]:
-        lines.append(f"{len(skipped['unreadable_tails'])} active segments end before offsets their own indexes "
-                     "or producer snapshots prove they held, with no high watermark to say whether they were acknowledged (a crash may "
-                     "have lost them unflushed):")
+        lines.append(f"{len(skipped['unreadable_tails'])} segments (active ones with no high watermark, or rolled "
+                     "ones cut short) end before offsets their own indexes or producer snapshots prove they held, "
+                     "which the recovery point does not say were flushed (a crash may have lost them unflushed):")
         lines += _first(skipped["unreadable_tails"], limit, "{0} @ byte {1}: offsets [{4}, {5}) not in the table", "")
     skipped_at = {(p[0], p[1]) for p in skipped["problems"]}  # (under onCorruption=skip a lost tail is one of them)
     lost = [t for t in skipped["lost_tails"] if (t[0], t[1]) not in skipped_at]

@@ -809,25 +809,32 @@ class PartitionLookup:
                                                     max_batch_bytes=self.max_batch_bytes)
         return self._cuts[offset]
 
-    def rolled_cut_below(self, offset: int | None, timestamp: int | None = None) -> LostTail | None:
+    def rolled_cut_below(self, offset: int | None, timestamp: int | None = None, *,
+                         unflushed: bool = False) -> LostTail | None:
         """The first rolled segment cut short (:func:`~kafkaseg.storage.layout.rolled_cut_of`, the reads' rule)
         whose lost offsets lie below ``offset`` (None: anywhere) and at or above the log start, or None: offsets
         an answer found at ``offset`` by a search from the log start may have had in them. With ``timestamp`` (a
         time lookup's), a cut whose lost records all carry timestamps below it (:meth:`_cut_below_time`) cannot
         hold the answer and is passed over. About one index interval of headers per rolled segment below
-        ``offset`` and the recovery point (and, with ``timestamp``, a cut segment's time index)."""
+        ``offset`` and the recovery point (and, with ``timestamp``, a cut segment's time index). ``unflushed``: when
+        no cut is proven, the first one not proven (the recovery point not above it, or none: a warning), looked for
+        in every rolled segment below ``offset``."""
         leo, start = self.log_end_offset(), self.log_start_offset
+        possible = None
         for i in range(len(self.segments) - 1):
             if offset is not None and self.bases[i] >= offset:
                 break
             if self.bases[i + 1] <= start:
                 continue
-            cut = rolled_cut_of(self.pdir, i, log_end=leo, max_batch_bytes=self.max_batch_bytes)
+            cut = rolled_cut_of(self.pdir, i, log_end=leo, max_batch_bytes=self.max_batch_bytes,
+                                unflushed=unflushed and possible is None)
             if cut is not None and cut.end_offset > start and (offset is None or cut.first_offset < offset):
                 if timestamp is not None and self._cut_below_time(i, cut, timestamp):
                     continue
-                return cut
-        return None
+                if cut.proven:
+                    return cut
+                possible = cut
+        return possible
 
     def _cut_below_time(self, i: int, cut: LostTail, timestamp: int) -> bool:
         """Whether segment ``i``'s own time index proves every record ``cut`` lost has a timestamp below

@@ -155,9 +155,11 @@ class SegmentSlice:
     # (segment, first, end) of offsets missing before this slice that planning skipped (a start inside a hole
     # between segments): the read lists them in ScanMetrics.missing_offsets, as it lists the holes it runs across
     missing_before: tuple[str, int, int] | None = None
-    # (segment, byte, why, first, end) of offsets empty rolled segments of the partition were proven to have lost
-    # (planning._empty_segment_loss), read past with failOnDataLoss=false: listed in ScanMetrics.lost_tails
-    lost_before: tuple[tuple[str, int, str, int, int], ...] = ()
+    # (segment, byte, why, first, end, proven) of offsets empty rolled segments of the partition were proven to have
+    # lost (planning._empty_segment_loss), read past with failOnDataLoss=false: listed in ScanMetrics.lost_tails; or,
+    # not proven (their indexes say they held them, the recovery point not that they were flushed), a warning in
+    # ScanMetrics.unreadable_tails
+    lost_before: tuple[tuple[str, int, str, int, int, bool], ...] = ()
     # the segment's .index (None when absent): a lenient read resumes after bad framing at its next entry whose
     # batch checks out (entry_check.ResumptionEntries), so what it loses does not depend on where slices are cut
     index_path: str | None = None
@@ -633,8 +635,8 @@ class _Partition:
         self.log_ends = log_ends  # log ends found before on the same listing, and where this one's is recorded
         self.fs = pdir.filesystem
         self.skipped_start: tuple[str, int, int] | None = None  # see _resolve (a start inside a hole)
-        # (segment, byte, why, first, end) of offsets an empty rolled segment lost (_empty_segment_loss)
-        self.lost_before: list[tuple[str, int, str, int, int]] = []
+        # (segment, byte, why, first, end, proven) of offsets an empty rolled segment lost (_empty_segment_loss)
+        self.lost_before: list[tuple[str, int, str, int, int, bool]] = []
         # the partition's copies in other log dirs, which the replica choice passed over: a strict timestamp search
         # that meets damage in this one answers from one of them (_offset_for_timestamp), as a read falls back
         self.other_copies: tuple[PartitionDir, ...] = ()
@@ -1936,20 +1938,23 @@ def _empty_segment_loss(part: _Partition, i: int, lo: int, hi: int) -> int:
     :func:`~kafkaseg.storage.layout.rolled_cut_of`, as a read across a segment cut short after its last batch finds,
     scan._check_segment_end) raise
     :class:`~kafkaseg.errors.LostTailError` at byte 0, or with failOnDataLoss=false (or onCorruption=skip) are
-    noted in the plan's data_loss and given to the read (``part.lost_before``: ScanMetrics.lost_tails). Returns
-    where the offsets not proven lost start (a compaction gap's, noted as missing)."""
+    noted in the plan's data_loss and given to the read (``part.lost_before``: ScanMetrics.lost_tails). Those its
+    indexes say it held while the recovery point is not above its base (or none: not known flushed) are noted as
+    possibly lost and given to the read as a warning (ScanMetrics.unreadable_tails), as a read across a segment cut
+    short after its last batch warns of them. Returns where the offsets not said so start (a compaction gap's,
+    noted as missing)."""
     seg, next_base = part.segments[i], part.next_base(i)
     cut = rolled_cut_of(part.pdir, i, log_end=part.log_end_offset(), end_offset=seg.base_offset,
-                        max_batch_bytes=part.options.max_batch_bytes)
+                        max_batch_bytes=part.options.max_batch_bytes, unflushed=True)
     first, end = max(lo, seg.base_offset), min(hi, next_base)
     if cut is None or not first < min(end, cut.end_offset):
         return lo
-    if part.options.fail_on_data_loss and part.options.on_corruption != "skip":
+    if cut.proven and part.options.fail_on_data_loss and part.options.on_corruption != "skip":
         raise cut.error().saying(READ_ON_PAST_LOSS)
-    lost = (seg.log_path, cut.position, cut.message, first, min(end, cut.end_offset))
+    lost = (seg.log_path, cut.position, cut.message, first, min(end, cut.end_offset), cut.proven)
     if lost not in part.lost_before:
         if part.report is not None and all(said[0] != seg.log_path for said in part.lost_before):
-            part.report.data_loss.append(f"{part.name}: {cut.summary()}")
+            (part.report.data_loss if cut.proven else part.report.notes).append(f"{part.name}: {cut.summary()}")
         part.lost_before.append(lost)
     return max(lo, cut.end_offset)
 
@@ -2068,11 +2073,17 @@ def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predic
         ranges = [r for lo, hi in ranges for r in _intersect(lo, hi, files)]
         preport.notes.append(f"{part.name}: reading {len(files)} of its {len(part.segments)} segment files (given "
                              "as paths), within the partition's offsets")
-    ts_lo = None
+    ts_lo, no_time = None, False
     if predicates is not None and predicates.timestamp_range is not None:
         ts_lo, ts_hi = predicates.timestamp_range
         if ts_lo is not None and ts_hi is not None and ts_lo >= ts_hi:
-            ranges = []
+            ranges, no_time = [], True
+    # whether the read reaches the log end (an empty range there too: a log whose active segment holds no whole
+    # batch ends at its base), for the active segment's slice below
+    leo = part.log_end_offset()
+    reaches_end = ranges[-1][1] >= leo if ranges else (
+        start == end == leo and given_logs is None and not no_time
+        and bool(_intersect(leo, leo + 1, predicates.offset_ranges if predicates else None)))
     kept: set[int] = set()
     out: list[_Piece] = []
     # Each segment's index arrays (a 1 GiB segment's take several MiB) are forgotten once its piece is cut, so
@@ -2110,6 +2121,24 @@ def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predic
         finish(held)
         if forget:
             part.forget_indexes(held.segment)
+    last = len(part.segments) - 1
+    if reaches_end and part.segments[last].base_offset == leo and not any(p.segment == last for p in out):
+        # the active segment holds no whole batch (emptied, or cut inside its first one): no range reaches into it,
+        # but a read to the log end asks what its indexes and the recovery point say past byte 0, as for one cut
+        # after some batches (SegmentSlice.indexed_tail_check), from an empty slice of it; and a torn first batch
+        # is read as the torn tail it is (truncated_tails), as one after whole batches
+        seg = part.segments[last]
+        readable_end = seg.log_size if part.log_end_position is None else part.log_end_position
+        carrier = _Piece(part, last, 0, readable_end, leo, leo, _Cuts())
+        if readable_end > 0 or _reads_to_unbounded_log_end(part, carrier):
+            out.append(carrier)
+    if not out and part.lost_before:
+        # the range holds nothing readable, only offsets emptied segments lost, read past (failOnDataLoss=false):
+        # an empty slice of the first of those segments carries them to the read (ScanMetrics.lost_tails), as a
+        # range with readable data gives them to its first slice
+        path, _, _, first, _, _ = part.lost_before[0]
+        i = next(k for k, seg in enumerate(part.segments) if seg.log_path == path)
+        out.append(_Piece(part, i, 0, 0, first, first, _Cuts()))
     preport.segments_pruned = len(part.segments) - len(kept)
     return out
 
@@ -2252,7 +2281,7 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
                    partition_identity: tuple[str, int, int] | None,
                    corrupt_tail: tuple[int, int, str] | None = None, indexed_tail_check: bool = False,
                    tail_evidence: tuple[int | None, tuple[int, str] | None] = (None, None),
-                   lost_before: tuple[tuple[str, int, str, int, int], ...] = ()) -> SegmentSlice:
+                   lost_before: tuple[tuple[str, int, str, int, int, bool], ...] = ()) -> SegmentSlice:
     part = piece.part
     seg = part.segments[piece.segment]
     index_path, index_window = index_location(seg, "index")

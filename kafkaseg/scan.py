@@ -80,7 +80,9 @@ class ScanMetrics:
     # active segments read to their end, with no high watermark to bound the read, whose own indexes (or a producer
     # snapshot) point past that end at offsets none of which the recovery point says was flushed. Not corruption a
     # strict read raises (a crash can lose unflushed log pages and keep the index's), so a warning in every read;
-    # flushed ones are data loss (raised, or read past). See _SliceDecoder.check_indexed_tail
+    # flushed ones are data loss (raised, or read past). See _SliceDecoder.check_indexed_tail. Also rolled segments
+    # cut short (or emptied) whose own index entries point past their end, the recovery point not above it
+    # (_judge_rolled_cut, planning._empty_segment_loss): the offsets up to the next segment's base
     unreadable_tails: list = field(default_factory=list)
     # Problems: active segments read to their end, with no high watermark to bound the read, below the recovery
     # point (the broker had flushed offsets the file does not hold): data loss, read past under
@@ -155,7 +157,7 @@ class ScanMetrics:
         return lines
 
     def unreadable_tail_lines(self) -> list[str]:
-        """The active segments whose indexes prove offsets past their readable end (``unreadable_tails``), for a log
+        """The segments whose indexes prove offsets past their readable end (``unreadable_tails``), for a log
         (a warning): one line each, ``<file> @ byte <n>: index entries up to offset ... (<extent>)``."""
         return [f"{p[0]} @ byte {p[1]}: {p[2]}" + _extent(p) for p in self.unreadable_tails]
 
@@ -279,9 +281,10 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
         with metrics._lock:
             metrics.missing_offsets.append(piece.missing_before)
     if piece.lost_before:  # planning read past offsets an empty rolled segment lost (failOnDataLoss=false)
-        with metrics._lock:
-            metrics.lost_tails.extend(Problem(path, at, why, None, lo, hi)
-                                      for path, at, why, lo, hi in piece.lost_before)
+        with metrics._lock:  # (or possibly lost, not known flushed: a warning)
+            for path, at, why, lo, hi, proven in piece.lost_before:
+                (metrics.lost_tails if proven else metrics.unreadable_tails).append(Problem(path, at, why, None, lo,
+                                                                                             hi))
     progress: dict = {}
     try:
         yield from _read_slice(piece, options, metrics, read_chunk_bytes, map_window_bytes, again=True,
@@ -1118,6 +1121,8 @@ class _SliceDecoder:
             self.finished = True
             self.tail_at = pos
             return pos, 0
+        if pos == 0 and self._torn_first_batch_lost(reader, end):
+            return end, 0
         err = TruncatedDataError(problem, path=self.piece.log_path, position=pos)
         if self.options.on_corruption != "skip":
             raise err
@@ -1129,6 +1134,35 @@ class _SliceDecoder:
             self.finished = True
             return end, 0
         return to, 0
+
+    def _torn_first_batch_lost(self, reader: RandomAccessReader, end: int) -> bool:
+        """A rolled segment's first batch runs past the end of its file (no whole batch in it), which is whole as
+        planned: its readable end is byte 0, as an emptied segment's, and the same rule judges the offsets after
+        it (:func:`_judge_rolled_cut`, planning's ``_empty_segment_loss``): those its own indexes and the recovery
+        point prove lost raise :class:`~kafkaseg.errors.LostTailError` at byte 0, or (failOnDataLoss=false,
+        onCorruption=skip) are listed in ``metrics.lost_tails`` with the torn bytes, the rest in
+        ``missing_offsets``, and the slice is finished (True). False when nothing proves them lost: the torn batch
+        stays corruption (a corrupt length field looks the same)."""
+        piece = self.piece
+        next_base = piece.next_base_offset
+        if (next_base is None or piece.rolled or self.last_seen >= piece.base_offset or piece.start_position != 0
+                or end < piece.segment_size or reader.size != piece.segment_size
+                or (piece.cleaner_offset is not None and piece.base_offset < piece.cleaner_offset)):
+            return False
+        first, last = max(piece.base_offset, piece.start_offset), min(next_base, piece.end_offset)
+        missing = piece.outside_gaps(first, last) if first < last else []
+        if not missing:
+            return False
+        rest = _judge_rolled_cut(piece, piece.base_offset, next_base, missing, self.metrics,
+                                 fail_on_data_loss=self.options.fail_on_data_loss,
+                                 on_corruption=self.options.on_corruption, end_position=0,
+                                 torn_bytes=piece.segment_size, unflushed=False)
+        if rest == missing:
+            return False
+        with self.metrics._lock:
+            self.metrics.missing_offsets.extend((piece.log_path, lo, hi) for lo, hi in rest)
+        self.finished = True
+        return True
 
     def close(self) -> None:
         if self._entries is not None:
@@ -1565,23 +1599,31 @@ def _check_segment_end(piece: SegmentSlice, last_offset: int, metrics: ScanMetri
 
 
 def _judge_rolled_cut(piece: SegmentSlice, end_offset: int, next_base: int, missing: list[tuple[int, int]],
-                      metrics: ScanMetrics, *, fail_on_data_loss: bool, on_corruption: str) -> list[tuple[int, int]]:
+                      metrics: ScanMetrics, *, fail_on_data_loss: bool, on_corruption: str,
+                      end_position: int | None = None, torn_bytes: int | None = None,
+                      unflushed: bool = True) -> list[tuple[int, int]]:
     """:func:`_check_segment_end`'s offsets ``missing`` after a rolled segment whose batches end at offset
-    ``end_offset`` (at its end), less those :func:`~kafkaseg.storage.layout.judge_rolled_end` proves lost: raised,
-    or recorded in ``metrics.lost_tails``."""
+    ``end_offset`` (at its end, or at ``end_position`` with ``torn_bytes`` of a cut batch after it), less those
+    :func:`~kafkaseg.storage.layout.judge_rolled_end` proves lost: raised, or recorded in ``metrics.lost_tails``;
+    and less those its index entries say it held but the recovery point does not prove flushed (``unflushed``):
+    recorded in ``metrics.unreadable_tails``, a warning."""
     log_path = piece.log_path
     timeindex = _time_index_of(log_path)
-    tail = judge_rolled_end(log_path, piece.segment_size, end_offset, next_base, base_offset=piece.base_offset,
+    at = piece.segment_size if end_position is None else end_position
+    tail = judge_rolled_end(log_path, at, end_offset, next_base, base_offset=piece.base_offset,
                             index=(piece.index_path, piece.index_window), timeindex=timeindex,
-                            filesystem=piece.filesystem, recovery_point=piece.recovery_point)
+                            filesystem=piece.filesystem, recovery_point=piece.recovery_point, unflushed=unflushed)
     if tail is None:
         return missing
-    if fail_on_data_loss and on_corruption != "skip":
+    if not tail.proven:  # (not known flushed: a warning, as the active segment's unflushed tail)
+        found = metrics.unreadable_tails
+    elif fail_on_data_loss and on_corruption != "skip":
         raise tail.error().saying(READ_ON_PAST_LOSS)
+    else:
+        found = metrics.lost_tails
     lost = [(max(lo, tail.first_offset), min(hi, tail.end_offset)) for lo, hi in missing]
     with metrics._lock:
-        metrics.lost_tails.extend(Problem(log_path, tail.position, tail.message, None, lo, hi) for lo, hi in lost
-                                  if lo < hi)
+        found.extend(Problem(log_path, tail.position, tail.message, torn_bytes, lo, hi) for lo, hi in lost if lo < hi)
     rest = []
     for lo, hi in missing:
         rest.extend((a, b) for a, b in ((lo, min(hi, tail.first_offset)), (max(lo, tail.end_offset), hi)) if a < b)

@@ -206,18 +206,29 @@ def test_a_rolled_segment_copied_while_active_is_a_lost_tail_not_a_compaction_ga
     assert kafkaseg.read_arrow(str(tmp_path), endingOffsets='{"t":{"0":200}}').num_rows == 200
 
 
-def test_a_rolled_segment_cut_short_past_the_recovery_point_stays_a_gap(tmp_path):
-    """Pinned: with the recovery point below the segment's end (its roll's flush not checkpointed), its pages may
-    never have reached the disk before a crash (Kafka's recovery rebuilds such segments): nothing proves the loss,
-    and the offsets stay missing_offsets as before."""
-    log, _ = _rolled_cut_copy(tmp_path, None, recovery_point=125)
-    scan = kafkaseg.open_scan(str(tmp_path))
-    assert scan.to_table().num_rows == 275
-    assert scan.metrics.missing_offsets == [(str(log), 225, 250)] and not scan.metrics.lost_tails
+@pytest.mark.parametrize("high_watermark", [300, None])
+@pytest.mark.parametrize("recovery_point", [125, 225, None])
+def test_a_rolled_segment_cut_short_past_the_recovery_point_is_a_warning(tmp_path, high_watermark, recovery_point):
+    """With the recovery point at or below the segment's readable end (its roll's flush not checkpointed), or none,
+    its pages may never have reached the disk before a crash: nothing proves the loss, so no error, strict or not
+    (pinned), but its own index entries past its end say it held offsets 225..249 once, which every read says as a
+    warning in unreadable_tails, as for the active segment's unflushed tail, and not as missing_offsets. (Before,
+    only missing_offsets, as for a compaction gap.)"""
+    log, at = _rolled_cut_copy(tmp_path, high_watermark, recovery_point=recovery_point)
+    if recovery_point is None:
+        (tmp_path / "recovery-point-offset-checkpoint").write_text("0\n0\n")
+    for options in ({}, {"failOnDataLoss": "false"}):
+        scan = kafkaseg.open_scan(str(tmp_path), **options)
+        assert scan.to_table().num_rows == 275
+        assert not scan.metrics.lost_tails and not scan.metrics.missing_offsets
+        (warned,) = scan.metrics.unreadable_tails
+        assert (warned[0], warned[1], warned.first_offset, warned.end_offset) == (str(log), at, 225, 250)
+        assert "may never have reached the disk" in warned[2] and "compaction" in warned[2]
 
 
+@pytest.mark.parametrize("recovery_point", [300, 200, None])
 @pytest.mark.parametrize("cleaner_offset", [None, 200, 250])
-def test_a_compaction_gap_with_sound_indexes_stays_silent(tmp_path, cleaner_offset):
+def test_a_compaction_gap_with_sound_indexes_stays_silent(tmp_path, cleaner_offset, recovery_point):
     """The cleaner's output (and a compacted topic's follower): segment 100's last batch ends at offset 225 before
     the next segment's base 250, its indexes hold entries only for its own batches, the recovery point is past it.
     No error, strict or not: the gap is missing_offsets above the cleaner checkpoint, nothing below it."""
@@ -234,7 +245,8 @@ def test_a_compaction_gap_with_sound_indexes_stays_silent(tmp_path, cleaner_offs
                                       for i in range(5)]))
     writer.close()
     write_offset_checkpoint(tmp_path / "replication-offset-checkpoint", {("t", 0): 300})
-    write_offset_checkpoint(tmp_path / "recovery-point-offset-checkpoint", {("t", 0): 300})
+    write_offset_checkpoint(tmp_path / "recovery-point-offset-checkpoint",
+                            {} if recovery_point is None else {("t", 0): recovery_point})
     if cleaner_offset is not None:
         write_offset_checkpoint(tmp_path / "cleaner-offset-checkpoint", {("t", 0): cleaner_offset})
     expected = [*range(225), *range(250, 300)]
@@ -243,7 +255,7 @@ def test_a_compaction_gap_with_sound_indexes_stays_silent(tmp_path, cleaner_offs
     assert scan.to_table().column("offset").to_pylist() == expected
     log = str(folder / f"{100:020d}.log")
     assert scan.metrics.missing_offsets == ([] if cleaner_offset == 250 else [(log, 225, 250)])
-    assert not scan.metrics.lost_tails
+    assert not scan.metrics.lost_tails and not scan.metrics.unreadable_tails
     inside = kafkaseg.read_arrow(str(tmp_path), startingOffsets='{"t":{"0":230}}')
     assert inside.column("offset").to_pylist() == list(range(250, 300))
 
@@ -385,12 +397,31 @@ def test_describe_calls_offsets_lost_with_a_rolled_segment_cut_short_an_error(tm
     assert f"offsets {first}.." in said[0] and f"{log} @ byte {at}" in said[0]
 
 
-def test_describe_says_nothing_of_a_compaction_gap_or_a_cut_past_the_recovery_point(tmp_path, capsys):
+def test_describe_says_nothing_of_a_compaction_gap_and_notes_a_cut_past_the_recovery_point(tmp_path, capsys):
+    """No error for either; the cut past the recovery point (index entries past its end, not flushed) is a note
+    that the offsets were possibly lost, as describe notes the active segment's unflushed tail."""
     _rolled_empty_copy(tmp_path / "a", 125, indexes=False)
-    _rolled_cut_copy(tmp_path / "b", None, recovery_point=125)
+    log, at = _rolled_cut_copy(tmp_path / "b", None, recovery_point=125)
     for root in (tmp_path / "a", tmp_path / "b"):
         code, part = _describe(capsys, root)
         assert code == 0 and not [e for e in part["errors"] if "rolled segment cut short" in e], part
+        noted = [n for n in part["notes"] if "possibly lost with a rolled segment cut short" in n]
+        if root.name == "a":
+            assert not noted, part
+        else:
+            assert len(noted) == 1 and "offsets 225..249" in noted[0] and f"{log} @ byte {at}" in noted[0], part
+
+
+def test_verify_warns_of_a_rolled_segments_entries_past_its_end_the_recovery_point_does_not_cover(tmp_path):
+    """verify: entries past the end of a rolled segment cut short are errors when the recovery point is above its
+    end (proven lost), warnings when it is not, as for the active segment's. (Before, errors either way.)"""
+    _rolled_cut_copy(tmp_path / "a", None, recovery_point=250)
+    _rolled_cut_copy(tmp_path / "b", None, recovery_point=125)
+    for name, severity in (("a", "error"), ("b", "warning")):
+        report = verify_paths([str(tmp_path / name)])
+        past = [p for p in report.problems if p.file.endswith(("125.index", "125.timeindex"))]
+        assert len(past) == 2 and {p.severity for p in past} == {severity}, past
+    assert not verify_paths([str(tmp_path / "b")]).errors
 
 
 def _offsets(capsys, root, *more):
@@ -527,3 +558,162 @@ def test_a_stream_below_the_gap_or_a_batch_read_still_takes_it_for_a_corrupt_bas
         restarted.latest_offsets(to_offsets({("t", 0): 50}))
     with pytest.raises(SkippedOffsetsError):
         kafkaseg.read_arrow(str(tmp_path))
+
+
+def _rolled_torn_first_batch(root, base: int, indexes: bool = True, keep: int = 30):
+    """:func:`_rolled_empty_copy` with rolled segment ``base``'s .log cut ``keep`` bytes into its first batch
+    (``truncate -s 30``) instead of to 0 bytes: no whole batch left. Returns that .log."""
+    from tests.lost_tail_data import write_whole
+
+    whole = root.parent / f"{root.name}.whole"
+    write_whole(whole)
+    data = (whole / "t-0" / f"{base:020d}.log").read_bytes()
+    log = _rolled_empty_copy(root, base, indexes=indexes)
+    log.write_bytes(data[:keep])
+    return log
+
+
+@pytest.mark.parametrize("base", [0, 125])
+def test_a_rolled_segment_whose_first_batch_is_cut_is_a_lost_tail_as_an_emptied_one(tmp_path, base):
+    """A rolled segment cut inside its first batch (no whole batch left), its own indexes pointing past byte 0 and
+    the recovery point above it: the offsets an emptied one would lose, plus bytes of a batch. A strict read raises
+    LostTailError at the file and byte 0; failOnDataLoss=false and onCorruption=skip read on, listing them in
+    lost_tails, in read_arrow and iter_batches alike. (Before, failOnDataLoss=false raised TruncatedDataError at
+    byte 0, and a skip counted a corrupt batch, not the loss.)"""
+    log = _rolled_torn_first_batch(tmp_path, base)
+    for read in (kafkaseg.read_arrow, lambda p, **o: list(kafkaseg.iter_batches(p, **o))):
+        with pytest.raises(kafkaseg.LostTailError) as info:
+            read(str(tmp_path))
+        assert (info.value.path, info.value.position) == (str(log), 0)
+        assert f"offsets {base}.." in str(info.value) and "failOnDataLoss=false" in str(info.value)
+    rest = [o for o in range(300) if not base <= o < base + 125]
+    for options in ({"failOnDataLoss": "false"}, {"onCorruption": "skip"}):
+        scan = kafkaseg.open_scan(str(tmp_path), **options)
+        assert scan.to_table().column("offset").to_pylist() == rest
+        (lost,) = scan.metrics.lost_tails
+        assert (lost[0], lost[1], lost.first_offset) == (str(log), 0, base)
+        assert base < lost.end_offset <= base + 125
+        assert not scan.metrics.missing_offsets and not scan.metrics.decode.corrupt_batches
+
+
+def test_a_rolled_segment_whose_first_batch_is_cut_without_index_proof_stays_corruption(tmp_path):
+    """Pinned: with no index entry past its readable end nothing proves a loss (a corrupt length field looks the
+    same): a strict read and failOnDataLoss=false raise TruncatedDataError at byte 0, a skip counts it."""
+    log = _rolled_torn_first_batch(tmp_path, 125, indexes=False)
+    for options in ({}, {"failOnDataLoss": "false"}):
+        with pytest.raises(kafkaseg.TruncatedDataError) as info:
+            kafkaseg.read_arrow(str(tmp_path), **options)
+        assert (info.value.path, info.value.position) == (str(log), 0)
+        assert not isinstance(info.value, kafkaseg.LostTailError)
+    scan = kafkaseg.open_scan(str(tmp_path), onCorruption="skip")
+    assert scan.to_table().num_rows == 175 and scan.metrics.decode.corrupt_batches == 1
+
+
+@pytest.mark.parametrize("base,log_start,end", [(0, None, 100), (125, 125, 200), (125, 125, 250)])
+def test_a_range_of_nothing_but_an_emptied_segments_offsets_lists_them_in_lost_tails(tmp_path, base, log_start,
+                                                                                     end):
+    """failOnDataLoss=false, a read from earliest whose range holds nothing but an emptied rolled segment's
+    proven-lost offsets: no slice reads a byte, but the read lists them in lost_tails, as a range that also holds
+    readable data does (checked here too), besides the plan's data_loss. (Before, only data_loss said it.)"""
+    log = _rolled_empty_copy(tmp_path, base, log_start=log_start)
+    for stop, rows in ((end, 0), (300, 175 - (log_start or 0))):
+        bounds = dict(endingOffsets=f'{{"t":{{"0":{stop}}}}}')
+        scan = kafkaseg.open_scan(str(tmp_path), failOnDataLoss="false", **bounds)
+        assert scan.to_table().num_rows == rows
+        assert [(p[0], p[1], p.first_offset, p.end_offset) for p in scan.metrics.lost_tails] == [
+            (str(log), 0, base, min(stop, base + 125))]
+        assert len([n for n in scan.plan.report.data_loss if str(log) in n]) == 1
+        assert not scan.metrics.missing_offsets
+    bounds = dict(endingOffsets=f'{{"t":{{"0":{end}}}}}')
+    assert list(kafkaseg.iter_batches(str(tmp_path), failOnDataLoss="false", **bounds)) == []
+    with pytest.raises(kafkaseg.LostTailError):
+        kafkaseg.read_arrow(str(tmp_path), **bounds)
+
+
+@pytest.mark.parametrize("keep", [0, 30])
+def test_an_active_segment_with_no_whole_batch_is_judged_as_one_cut_later(tmp_path, keep):
+    """The active segment cut to 0 bytes or inside its first batch, no high watermark: its readable end is byte 0,
+    and what its own indexes and the recovery point say past it is judged as for one cut after some batches. With
+    the recovery point 300 above it, a strict read raises LostTailError at byte 0 and failOnDataLoss=false lists
+    the loss in lost_tails; with it at 250 (not flushed), an unreadable_tails warning. (Before, no slice read the
+    segment, so nothing was said.)"""
+    from tests.lost_tail_data import set_recovery_point, write_whole
+
+    whole = tmp_path / "whole"
+    write_whole(whole)
+    active = whole / "t-0" / f"{250:020d}.log"
+    active.write_bytes(active.read_bytes()[:keep])
+    (whole / "t-0" / f"{300:020d}.snapshot").unlink()
+    set_recovery_point(whole, 300)
+    with pytest.raises(kafkaseg.LostTailError) as info:
+        kafkaseg.read_arrow(str(whole))
+    assert (info.value.path, info.value.position) == (str(active), 0)
+    scan = kafkaseg.open_scan(str(whole), failOnDataLoss="false")
+    assert scan.to_table().num_rows == 250
+    assert [(p[0], p[1], p.first_offset) for p in scan.metrics.lost_tails] == [(str(active), 0, 250)]
+    set_recovery_point(whole, 250)
+    scan = kafkaseg.open_scan(str(whole))
+    assert scan.to_table().num_rows == 250
+    assert [(p[0], p[1], p.first_offset) for p in scan.metrics.unreadable_tails] == [(str(active), 0, 250)]
+
+
+@pytest.mark.parametrize("base", [0, 125])
+def test_an_emptied_rolled_segment_past_the_recovery_point_is_a_warning(tmp_path, base):
+    """An emptied rolled segment whose indexes point past byte 0, the recovery point not above its base: no error,
+    strict or not; every read warns of the offsets (unreadable_tails), also one whose range holds nothing else, and
+    the plan notes them as possibly lost, not as missing. (Before, only a plan note that they were missing.)"""
+    from tests.lost_tail_data import set_recovery_point
+
+    log = _rolled_empty_copy(tmp_path, base)
+    set_recovery_point(tmp_path, base)
+    for options in ({}, {"failOnDataLoss": "false"}, {"endingOffsets": f'{{"t":{{"0":{base + 50}}}}}'}):
+        scan = kafkaseg.open_scan(str(tmp_path), **options)
+        assert scan.to_table().num_rows == (base if "endingOffsets" in options else 175)
+        assert not scan.metrics.lost_tails and not scan.metrics.missing_offsets and not scan.plan.report.data_loss
+        (warned,) = scan.metrics.unreadable_tails
+        assert (warned[0], warned[1], warned.first_offset) == (str(log), 0, base)
+        assert [n for n in scan.plan.report.notes if "possibly lost with a rolled segment cut short" in n]
+        assert not [n for n in scan.plan.report.notes if "is empty, so offsets" in n]
+
+
+def test_offsets_notes_offsets_possibly_lost_with_a_rolled_segment_cut_past_the_recovery_point(tmp_path, capsys):
+    """Segment 125 cut short, its entries past the end not covered by the recovery point: offsets whose answer may
+    have been among them (max-timestamp, a time past them) answer, strict too (exit 0: not proven lost), with the
+    possible loss on stderr, as for the active segment's unflushed tail; latest says nothing of it."""
+    log, at = _rolled_cut_copy(tmp_path, 300, recovery_point=125)
+    # (the time's search stops in segment 125, whose time index reaches it, and finds no record there: no answer,
+    # as a broker's; one of the lost records may have been it)
+    for spec, answer in (("-3", "t:0:299\n"), ("1700000002260", "")):
+        code, out, err = _offsets(capsys, tmp_path, "--time", spec)
+        assert code == 0 and out == answer, (spec, err)
+        assert "offsets 225..249 possibly lost with a rolled segment cut short" in err and f"{log} @ byte {at}" in err
+    code, out, err = _offsets(capsys, tmp_path, "--time", "-1")
+    assert code == 0 and out == "t:0:300\n" and err == "", err
+
+
+def test_an_active_segment_whose_only_batch_is_torn_reports_its_torn_tail(tmp_path):
+    """The active segment cut inside its first batch with nothing saying it held more (no index entry, snapshot or
+    recovery point past it): a torn append, reported as truncated_tails as one after whole batches is, also for a
+    .log given alone without a Kafka name (discovery takes its base offset from the torn batch's offset field).
+    (Before, no slice read it: nothing was said, and the unnamed file's base offset was taken as 0.)"""
+    from tests.lost_tail_data import set_recovery_point, write_whole
+
+    root = tmp_path / "d"
+    write_whole(root)
+    active = root / "t-0" / f"{250:020d}.log"
+    data = active.read_bytes()
+    active.write_bytes(data[:30])
+    for suffix in (".index", ".timeindex"):
+        active.with_suffix(suffix).write_bytes(b"")
+    (root / "t-0" / f"{300:020d}.snapshot").unlink()
+    set_recovery_point(root, 250)
+    scan = kafkaseg.open_scan(str(root))
+    assert scan.to_table().num_rows == 250
+    assert scan.metrics.truncated_tails == [(str(active), 0, 30)]
+    alone = tmp_path / "alone" / "copy.log"
+    alone.parent.mkdir()
+    alone.write_bytes(data[:30])
+    scan = kafkaseg.open_scan(str(alone))
+    assert scan.to_table().num_rows == 0
+    assert scan.metrics.truncated_tails == [(str(alone), 0, 30)]
+    assert scan.plan.report.partitions[0].log_end_offset == 250

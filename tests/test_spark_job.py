@@ -165,8 +165,8 @@ def test_skipped_report_lines():
                      "  /d/t-0/5.log offsets [5, 9): skipped (failOnDataLoss=false)"]
     _, lines = export.skipped_report({"unreadable_tails": [["/d/t-0/250.log", 2584, "index entries ...", 100, 270,
                                                             300]]})
-    assert lines[0].startswith("1 active segments end before offsets their own indexes or producer snapshots "
-                               "prove") and \
+    assert lines[0].startswith("1 segments (active ones with no high watermark, or rolled ones cut short) end "
+                               "before offsets their own indexes or producer snapshots prove") and \
         lines[1] == "  /d/t-0/250.log @ byte 2584: offsets [270, 300) not in the table"
     # flushed offsets an active segment lost, read past under failOnDataLoss=false: data loss, listed (they were in
     # no line); under onCorruption=skip the same tail is one of the problems, said once

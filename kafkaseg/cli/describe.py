@@ -253,18 +253,19 @@ def _describe_lost_tail(desc: PartitionDescription, pdir: PartitionDir, end: int
 def _describe_rolled_cuts(desc: PartitionDescription, pdir: PartitionDir) -> None:
     """Offsets a rolled segment cut short (or to 0 bytes) lost (:func:`~kafkaseg.storage.layout.rolled_cut_of`,
     the reads' rule: its own indexes point past its last batch, below the next base, and the recovery point is
-    above it): an error each, as a strict read across them raises ``LostTailError``. About one index interval of
-    headers per rolled segment below the recovery point."""
+    above it): an error each, as a strict read across them raises ``LostTailError``; with the recovery point not
+    above it (or none), a note that they were possibly lost, as a read warns of them (``unreadable_tails``) and as
+    the active segment's unflushed tail is noted. About one index interval of headers per rolled segment."""
     from kafkaseg.storage.layout import rolled_cut_of
 
     for i, seg in enumerate(pdir.segments[:-1]):
         try:
-            cut = rolled_cut_of(pdir, i, log_end=desc.log_end_offset)
+            cut = rolled_cut_of(pdir, i, log_end=desc.log_end_offset, unflushed=True)
         except KafkaSegError as err:
             desc.errors.append(f"{seg.log_path}: {err}")
             continue
         if cut is not None:
-            desc.errors.append(cut.summary())
+            (desc.errors if cut.proven else desc.notes).append(cut.summary())
 
 
 #: The files whose loss leaves a value describe prints of a partition unknown or possibly wrong, and which: its own

@@ -718,23 +718,27 @@ def _lost_below(lookup, args, spec: int, offset: int | None):
     whose lost offsets ``offsets``' answer ``offset`` to ``spec`` depends on: the earliest offset in them
     (:meth:`~kafkaseg.lookup.PartitionLookup.lost_at`), or below the answer of max-timestamp or a time (a lost
     record may have been it; anywhere without an answer). A strict lookup raises the read's ``LostTailError``;
-    ``--on-corruption skip`` says it on stderr and answers; returns it (None when there is none)."""
+    ``--on-corruption skip`` says it on stderr and answers; returns it (None when there is none). One whose loss the
+    recovery point does not prove (possibly lost, a read's warning) is said on stderr only, the answer given."""
     from kafkaseg.lookup import EARLIEST, MAX_TIMESTAMP
 
     if spec == EARLIEST:
         cut = lookup.lost_at(offset) if offset is not None and offset < lookup.log_end_offset() else None
     elif spec == MAX_TIMESTAMP or spec >= 0:
         cut = lookup.rolled_cut_below(None if spec == MAX_TIMESTAMP else offset,
-                                      None if spec == MAX_TIMESTAMP else spec)
+                                      None if spec == MAX_TIMESTAMP else spec, unflushed=True)
     else:
         return None
     if cut is None:
         return None
+    pdir = lookup.pdir
+    if not cut.proven:
+        print(f"kafkaseg offsets: {pdir.topic}-{pdir.partition}: {cut.summary()}", file=sys.stderr)
+        return cut
     if args.on_corruption != "skip":
         err = cut.error()
         err.lost_tail = cut  # (the files' own loss: no other copy is asked, as _lost_tail)
         raise err
-    pdir = lookup.pdir
     print(f"kafkaseg offsets: {pdir.topic}-{pdir.partition}: {cut.summary()} (--on-corruption skip: answered "
           "without them)", file=sys.stderr)
     return cut

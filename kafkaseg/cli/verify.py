@@ -433,11 +433,11 @@ class _OffsetIndexCursor(_EntryCursor):
         while self.next < resume:
             self._advance()
 
-    def finish(self, walked_to: int | None, log_size: int, unflushed: bool = False) -> None:
+    def finish(self, walked_to: int | None, log_size: int, unflushed: str | None = None) -> None:
         """After the walk, which read complete batches up to byte ``walked_to`` (None: not known) of a
         ``log_size``-byte log: the entries it did not reach, or whose offset no batch reached, point past the end
         of the complete batches (a log cut short, or damaged at its end): one line for them all, a warning when
-        ``unflushed`` (:data:`_UNFLUSHED`)."""
+        ``unflushed`` (why: :data:`_UNFLUSHED` or :data:`_UNFLUSHED_ROLLED`)."""
         past = [] if self.pending is None else [self.pending[0]]
         while self.next != _NEVER:
             past.append(self.n)
@@ -500,9 +500,10 @@ class _TimeIndexCursor(_EntryCursor):
         while self.next < first:
             self._advance()
 
-    def finish(self, last_offset: int | None, unflushed: bool = False) -> None:
+    def finish(self, last_offset: int | None, unflushed: str | None = None) -> None:
         """After the walk, whose last complete batch ends at offset ``last_offset`` (None: no batch): the entries
-        for later offsets, one line for them all, a warning when ``unflushed`` (:data:`_UNFLUSHED`)."""
+        for later offsets, one line for them all, a warning when ``unflushed`` (why: :data:`_UNFLUSHED` or
+        :data:`_UNFLUSHED_ROLLED`)."""
         past = []
         while self.next != _NEVER:
             past.append(self.n)
@@ -515,12 +516,12 @@ class _TimeIndexCursor(_EntryCursor):
                 (f"holds an offset past {batch}", f"hold offsets past {batch}"), unflushed), len(past))
 
 
-def _past_end(offsets, where: tuple[str, str, int, int], what: tuple[str, str], unflushed: bool) -> str:
+def _past_end(offsets, where: tuple[str, str, int, int], what: tuple[str, str], unflushed: str | None) -> str:
     """One line for the entries of an index past the end of the log's complete batches, whose ``offsets`` are
     given (in file order): ``where`` they are (a format for one entry, one for several, the first and the last
-    place) and ``what`` they do (said of one, of several); why, as :data:`_UNFLUSHED` says when ``unflushed``."""
+    place) and ``what`` they do (said of one, of several); why, as ``unflushed`` says when given."""
     one, several, first, last = where
-    why = _UNFLUSHED if unflushed else _CUT_SHORT
+    why = unflushed or _CUT_SHORT
     if len(offsets) == 1:
         return f"1 entry (offset {int(offsets[0])}, {one.format(first)}) {what[0]}: {why}"
     return (f"{len(offsets)} entries (offsets {int(offsets[0])}..{int(offsets[-1])}, {several.format(first, last)}) "
@@ -530,6 +531,9 @@ def _past_end(offsets, where: tuple[str, str, int, int], what: tuple[str, str], 
 _CUT_SHORT = "the log is cut short (a partial copy?) or damaged at its end"
 _UNFLUSHED = (_CUT_SHORT + ", or, as this is the active segment and no recovery point is past its readable end, a "
               "crash lost the log's unflushed pages and kept the index's (Kafka's recovery truncates there)")
+_UNFLUSHED_ROLLED = (_CUT_SHORT + ", or, as no recovery point is past this rolled segment's readable end, a crash "
+                     "before the flush of its roll was checkpointed lost the log's unflushed pages and kept the "
+                     "index's (the reads warn of those offsets, as possibly lost)")
 
 
 def _without_entry_being_written(index, entry_size: int, log_size: int, path: str, add):
@@ -908,7 +912,11 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
     # lost the log's unflushed pages and kept the index's (its recovery truncates there), so a warning, as the
     # torn tail itself is
     readable_end = seg.base_offset if seg_last is None else seg_last + 1
-    unflushed = is_active and (pdir.recovery_point is None or pdir.recovery_point <= readable_end)
+    # a rolled one's the same (the reads' rule, layout.judge_rolled_end: a warning unless the recovery point proves
+    # them flushed)
+    not_flushed = pdir.recovery_point is None or pdir.recovery_point <= readable_end
+    unflushed = (_UNFLUSHED if is_active else _UNFLUSHED_ROLLED if pdir.tiered is None and seg.tiered is None
+                 else None) if not_flushed else None
     if offsets_cursor is not None:
         offsets_cursor.finish(walked_to, log_size, unflushed)
     if times_cursor is not None:

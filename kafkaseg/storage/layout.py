@@ -1081,7 +1081,12 @@ def _single_log_file(path: str, entry: _fs.FileEntry, filesystem, key_ring=None,
 
         with SegmentReader(path, filesystem) as reader:
             first = reader.header_at(0)
-        base = first.base_offset if first is not None else 0
+            # (no whole batch: a torn one's offset field, else 0)
+            prefix = reader.read_at(0, 8) if first is None and reader.size >= 8 else b""
+        if first is not None:
+            base = first.base_offset
+        else:
+            base = max(0, int.from_bytes(prefix, "big", signed=True)) if len(prefix) == 8 else 0
     stem = path[:-len(".log")]
     entries = listing() if folder else []
     siblings = cached(("siblings", folder), lambda: {e.name: e for e in entries})
@@ -2333,22 +2338,25 @@ class EmptyLogLoss(AcknowledgedLoss):
 class RolledCut(_Evidenced):
     """A :class:`LostTail` of a rolled segment (:func:`judge_rolled_end`): its batches end (byte ``position`` of
     ``path``, offset ``first_offset``) before the next segment's base ``next_base``, while its own index entries
-    (``evidence``, :class:`~kafkaseg.storage.segment.IndexedPastEnd`) name offsets past that end and the recovery
-    point says the log was flushed past it: the file held them on disk once and does not now (a file cut short,
-    or a copy of it taken while it was still the active segment), not a compaction gap, whose indexes the cleaner
-    writes with its batches. Always ``proven``: a strict read raises :class:`~kafkaseg.errors.LostTailError`
-    (failOnDataLoss), one with failOnDataLoss=false lists it in the metrics' ``lost_tails``."""
+    (``evidence``, :class:`~kafkaseg.storage.segment.IndexedPastEnd`) name offsets past that end: the file held
+    them once and does not now (a file cut short, or a copy of it taken while it was still the active segment),
+    not a compaction gap, whose indexes the cleaner writes with its batches. ``proven`` when the recovery point
+    says the log was flushed past that end: a strict read raises :class:`~kafkaseg.errors.LostTailError`
+    (failOnDataLoss), one with failOnDataLoss=false lists it in the metrics' ``lost_tails``. Else (asked for with
+    ``unflushed``: the recovery point at or below the end, or none) they may never have reached the disk (a crash
+    before the roll's flush was checkpointed; Kafka's recovery takes the segment as it reads), a warning, as for
+    the active segment's unflushed tail: the reads list it in ``unreadable_tails``."""
 
     lost_with = "a rolled segment cut short"
 
     path: str
     evidence: Any
-    recovery_point: int
+    recovery_point: int | None
     next_base: int
 
     @property
     def proven(self) -> bool:
-        return True
+        return self.evidence.flushed_below(self.recovery_point) is not None
 
     @property
     def end_offset(self) -> int:
@@ -2357,6 +2365,16 @@ class RolledCut(_Evidenced):
 
     @property
     def message(self) -> str:
+        if not self.proven:
+            recovery = ("no recovery point is checkpointed" if self.recovery_point is None else
+                        f"the recovery point {self.recovery_point} is not above its readable end")
+            return (f"{self.evidence.describe()}, before the next segment's base offset {self.next_base}: offsets "
+                    f"{self.first_offset}..{self.end_offset - 1} were written to this file once (a broker indexes a "
+                    f"batch after writing it), but {recovery}, so they may never have reached the disk (a crash "
+                    "before the flush of its roll was checkpointed, which lost the log's unflushed pages and kept "
+                    "the index's), or a copy of it was taken while it was still the active segment, its indexes "
+                    "after its log; not a compaction gap (the cleaner writes a segment's indexes with its "
+                    f"batches){COPY_AGAIN}")
         return (f"{self.evidence.describe()}, before the next segment's base offset {self.next_base}, and the "
                 f"recovery point {self.recovery_point} says the broker had flushed the log up to offset "
                 f"{self.recovery_point}: offsets {self.first_offset}.."
@@ -2368,7 +2386,7 @@ class RolledCut(_Evidenced):
 def judge_rolled_end(path: str, end_position: int, end_offset: int, next_base: int, *, base_offset: int,
                      index: tuple[str | None, tuple[int, int] | None],
                      timeindex: tuple[str | None, tuple[int, int] | None], filesystem: pafs.FileSystem | None,
-                     recovery_point: int | None) -> RolledCut | None:
+                     recovery_point: int | None, unflushed: bool = False) -> RolledCut | None:
     """Whether offsets ``[end_offset, next_base)`` missing after a rolled segment's last batch (which ends at byte
     ``end_position`` of ``path``, its end) are proven lost (a :class:`RolledCut`) rather than a gap the cleaner
     left: the recovery point is above ``end_offset`` (the broker had flushed the log past it: a roll flushes the
@@ -2377,10 +2395,11 @@ def judge_rolled_end(path: str, end_position: int, end_offset: int, next_base: i
     ``next_base`` (:func:`~kafkaseg.storage.segment.indexed_past_end`). Else None: a compacted segment's indexes
     (the cleaner's, or a follower's own appends) hold entries of its batches only. Reads nothing without such a
     recovery point; then probes the last entries of the two files (a few positioned reads) and loads them only
-    when one reaches ``end_offset``."""
+    when one reaches ``end_offset``. ``unflushed``: also when the recovery point is at or below the end (or none),
+    an unproven :class:`RolledCut` (a warning); then the last entries are probed whatever the recovery point."""
     from kafkaseg.storage.segment import indexed_past_end, load_index_files
 
-    if recovery_point is None or recovery_point <= end_offset:
+    if not unflushed and (recovery_point is None or recovery_point <= end_offset):
         return None
     if not _index_files_reach(base_offset, (index, timeindex), end_offset, filesystem):
         return None
@@ -2391,24 +2410,25 @@ def judge_rolled_end(path: str, end_position: int, end_offset: int, next_base: i
 
 def rolled_segment_cut(seg: SegmentFiles, end_offset: int, next_base: int, *, offset_index,
                        recovery_point: int | None, filesystem: pafs.FileSystem | None,
-                       max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> RolledCut | None:
+                       max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
+                       unflushed: bool = False) -> RolledCut | None:
     """:func:`judge_rolled_end` for listed segment ``seg``, whose batches end at offset ``end_offset`` before
     ``next_base`` (planning's answer for a start between the two): the byte where they end is found from
     ``offset_index``'s last entry below ``end_offset`` (about one index interval of headers), and only when the
-    recovery point is above ``end_offset``."""
-    if recovery_point is None or recovery_point <= end_offset or seg.tiered is not None:
+    recovery point is above ``end_offset`` (any, with ``unflushed``: :func:`judge_rolled_end`)."""
+    if seg.tiered is not None or (not unflushed and (recovery_point is None or recovery_point <= end_offset)):
         return None
     position = _position_of_end(seg, offset_index, end_offset, filesystem, max_batch_bytes)
     if position is None:
         return None
     return judge_rolled_end(seg.log_path, position, end_offset, next_base, base_offset=seg.base_offset,
                             index=index_location(seg, "index"), timeindex=index_location(seg, "timeindex"),
-                            filesystem=filesystem, recovery_point=recovery_point)
+                            filesystem=filesystem, recovery_point=recovery_point, unflushed=unflushed)
 
 
 def rolled_cut_of(partition_dir: PartitionDir, i: int, *, log_end: int | None, offset_index=None,
-                  end_offset: int | None = None,
-                  max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> RolledCut | None:
+                  end_offset: int | None = None, max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
+                  unflushed: bool = False) -> RolledCut | None:
     """The :class:`RolledCut` (:func:`rolled_segment_cut`) of rolled segment ``i`` of ``partition_dir``: offsets
     after its last batch, below the next segment's base, that its own indexes and the recovery point prove lost;
     None when there are none, or when the first of them (the first missing offset) is below the cleaner checkpoint
@@ -2417,13 +2437,14 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, log_end: int | None, o
     inside it (planning), ``locate`` and ``describe``: where the read starts does not change what left the gap.
     ``offset_index``: the segment's, if loaded; ``end_offset``: the offset after its last batch, if known. Reads
     nothing unless the recovery point is above the segment's base; then about one index interval of its headers
-    (damage there: None, what walks the segment says it)."""
+    (damage there: None, what walks the segment says it). ``unflushed``: also an unproven cut, the recovery point
+    at or below its end or none (:func:`judge_rolled_end`), looked for whatever the recovery point."""
     from kafkaseg.storage.segment import load_index_files, log_end_offset
 
     pdir = partition_dir
     recovery_point, cleaner = pdir.recovery_point, valid_cleaner_offset(pdir.cleaner_offset, log_end)
-    if (recovery_point is None or pdir.tiered is not None or not 0 <= i < len(pdir.segments) - 1
-            or recovery_point <= pdir.segments[i].base_offset):
+    if (pdir.tiered is not None or not 0 <= i < len(pdir.segments) - 1
+            or (not unflushed and (recovery_point is None or recovery_point <= pdir.segments[i].base_offset))):
         return None
     seg, next_base, fs = pdir.segments[i], pdir.segments[i + 1].base_offset, pdir.filesystem
     if offset_index is None:
@@ -2437,7 +2458,7 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, log_end: int | None, o
     if end >= next_base or (cleaner is not None and end < cleaner):
         return None
     return rolled_segment_cut(seg, end, next_base, offset_index=offset_index, recovery_point=recovery_point,
-                              filesystem=fs, max_batch_bytes=max_batch_bytes)
+                              filesystem=fs, max_batch_bytes=max_batch_bytes, unflushed=unflushed)
 
 
 def rolled_cut_holding(partition_dir: PartitionDir, offset: int, *, log_end: int,
