@@ -952,8 +952,9 @@ def skipped_report(metrics: dict, limit: int = 5) -> tuple[dict, list[str]]:
     skipped_at = {(p[0], p[1]) for p in skipped["problems"]}  # (under onCorruption=skip a lost tail is one of them)
     lost = [t for t in skipped["lost_tails"] if (t[0], t[1]) not in skipped_at]
     if lost:
-        lines.append(f"data loss (failOnDataLoss=false): {len(lost)} active segments lost offsets the recovery point "
-                     "says were flushed:")
+        lines.append(f"data loss (failOnDataLoss=false): {len(lost)} segments (active ones, rolled ones cut short, or "
+                     "a partition's deleted .log files) lost offsets the recovery point or high watermark says were "
+                     "written:")
         lines += _first(lost, limit, "{0} @ byte {1}: offsets [{4}, {5}) not in the table", "")
     return skipped, lines
 

@@ -172,8 +172,9 @@ def test_skipped_report_lines():
     # no line); under onCorruption=skip the same tail is one of the problems, said once
     tail = ["/d/t-0/250.log", 2584, "the active segment's readable batches end ...", 0, 270, 300]
     _, lines = export.skipped_report({"lost_tails": [tail]})
-    assert lines == ["data loss (failOnDataLoss=false): 1 active segments lost offsets the recovery point says were "
-                     "flushed:", "  /d/t-0/250.log @ byte 2584: offsets [270, 300) not in the table"]
+    assert lines == ["data loss (failOnDataLoss=false): 1 segments (active ones, rolled ones cut short, or a "
+                     "partition's deleted .log files) lost offsets the recovery point or high watermark says were "
+                     "written:", "  /d/t-0/250.log @ byte 2584: offsets [270, 300) not in the table"]
     _, lines = export.skipped_report({"lost_tails": [tail], "problems": [tail], "corrupt_batches": 1})
     assert not any("data loss" in line for line in lines) and sum("250.log" in line for line in lines) == 1
     _, lines = export.skipped_report({"missing_offsets": [("/d/t-0/0.log", 63, 89)]})
