@@ -1275,6 +1275,11 @@ def _offset_for_timestamp(part: _Partition, timestamp: int, log_start: int, uppe
                              checkpoints_checked=True,  # _bounds applied the checkpoint policy
                              lenient=options.on_corruption == "skip") as lookup:
             found = lookup.offset_for_timestamp(timestamp)
+            if part.report is not None:  # indexes the search did not use (missing, stale, another segment's)
+                for path, reason in lookup.stats.rebuilt_indexes:
+                    entry = (path, f"the search for timestamp {timestamp}: {reason}")
+                    if entry not in part.report.indexes_rebuilt:
+                        part.report.indexes_rebuilt.append(entry)
             return found, lookup.search_note if found is None else None, lookup.stats.skipped
 
     try:

@@ -669,7 +669,7 @@ def _partition_lookup(pdir, args, command: str):
     past as a read with ``onCorruption=skip`` goes past them, each said on stderr; by default damage on the way to
     an answer is an error, which says how to read on."""
     from kafkaseg.errors import CorruptCheckpointError, CorruptDataError, DataLossError
-    from kafkaseg.lookup import PartitionLookup
+    from kafkaseg.lookup import FOREIGN_TIME_INDEX, PartitionLookup
 
     lenient = args.on_corruption == "skip"
     with PartitionLookup(pdir, isolation=args.isolation, lenient=lenient,
@@ -688,6 +688,9 @@ def _partition_lookup(pdir, args, command: str):
     for path, position, detail in lookup.stats.skipped:
         print(f"kafkaseg {command}: {pdir.topic}-{pdir.partition}: went past damage at {path} @ byte {position}: "
               f"{detail} (--on-corruption skip)", file=sys.stderr)
+    for path, reason in dict.fromkeys(lookup.stats.rebuilt_indexes):  # damage, as verify and a plan report say it
+        if reason.startswith(FOREIGN_TIME_INDEX):  # (other rebuilds, such as a missing file, are in --stats)
+            print(f"kafkaseg {command}: {pdir.topic}-{pdir.partition}: {path}: {reason}", file=sys.stderr)
 
 
 def _lost_tail(lookup, args, command: str, depends: bool):
