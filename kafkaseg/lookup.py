@@ -81,6 +81,7 @@ from kafkaseg.storage.layout import (ListingCheck, LogEnd, LostTail, PartitionDi
                                      last_stable_offset, lost_tail, partition_log_end_offset, rolled_cut_holding,
                                      rolled_cut_of, unacknowledged_append)
 from kafkaseg.storage._index_file import index_location
+from kafkaseg.storage.indexes import foreign_time_index, time_entry_problem
 from kafkaseg.storage.probed_index import LoadedIndexView, OpenFileLimit, ProbedIndex
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader, zeros_hiding_records
 from kafkaseg.wire.batch import BatchHeader
@@ -233,28 +234,6 @@ class RecordLocation:
 
 
 # -- one partition ------------------------------------------------------------------------------------------------
-
-def _time_entry_against(header: BatchHeader, timestamp: int, offset: int) -> str | None:
-    """Why time index entry ``(timestamp, offset)`` does not describe the batch under ``header``, the first of its
-    segment ending at or after ``offset``: a v2 batch must hold the offset, and the batch's max timestamp must be
-    the entry's (``DumpLogSegments.dumpTimeIndex``; a legacy wrapper's header values are what the broker indexed)."""
-    if header.magic >= 2 and header.base_offset > offset:
-        return f"offset {offset} is in no batch (the next spans {header.base_offset}..{header.last_offset})"
-    if header.max_timestamp != timestamp:
-        return f"the batch holding offset {offset} has max timestamp {header.max_timestamp}, not {timestamp}"
-    return None
-
-
-#: How the reason for rebuilding a segment's indexes starts when its ``.timeindex`` is another segment's (damage, not
-#: a broker's normal state: ``kafkaseg offsets``/``locate`` say it on stderr)
-FOREIGN_TIME_INDEX = ".timeindex not this segment's"
-
-
-def _foreign_time_index(entry: tuple[int, int], problem: str) -> str:
-    """The reason a ``.timeindex`` is not used: an entry of it cannot be its segment's."""
-    return (f"{FOREIGN_TIME_INDEX}: entry (timestamp {entry[0]}, offset {entry[1]}): {problem}; not used, the "
-            "answer comes from the segment's batches")
-
 
 class PartitionLookup:
     """Lookups on one :class:`~kafkaseg.storage.layout.PartitionDir`. Index files are opened lazily and kept open
@@ -447,7 +426,7 @@ class PartitionLookup:
         try:
             for header in self._walk_from(i, offset):
                 if header.last_offset >= offset:
-                    return _time_entry_against(header, timestamp, offset)
+                    return time_entry_problem(header, timestamp, offset)
         except KafkaSegError:
             return None
         return f"offset {offset} is past the segment's batches"
@@ -466,7 +445,7 @@ class PartitionLookup:
         problem = self._time_entry_problem(i, timestamp, offset)
         if problem is None:
             return False
-        self._rebuild(i, _foreign_time_index(index.last(), problem))
+        self._rebuild(i, foreign_time_index(index.last(), problem))
         return True
 
     def _out_of_order(self, i: int) -> bool:
@@ -1246,10 +1225,10 @@ class PartitionLookup:
             for header in self._walk_from(i, max(time_offset, start_offset), skipped.append):  # bad framing: on where a lenient read resumes
                 if unchecked and header.last_offset >= time_offset:
                     unchecked = False
-                    problem = _time_entry_against(header, *entry)
+                    problem = time_entry_problem(header, *entry)
                     if problem is not None and not skipped:
                         self._time_judged.add(i)
-                        self._rebuild(i, _foreign_time_index(entry, problem))
+                        self._rebuild(i, foreign_time_index(entry, problem))
                         return None, i  # searched again (_answer_from_log): the segment may no longer be the one
                 if header.max_timestamp < timestamp:
                     continue

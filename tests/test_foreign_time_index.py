@@ -175,3 +175,26 @@ def _records_skipping(root) -> list[tuple[int, int]]:
     table = kafkaseg.read_arrow(str(root), onCorruption="skip")
     stamps = table["timestamp"].cast(pa.timestamp("ms")).cast(pa.int64()).to_pylist()
     return sorted(zip(table["offset"].to_pylist(), stamps))
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_timestamp_predicates_prune_no_records_when_a_time_index_is_another_segments(originals, tmp_path, damage):
+    """``timestamp >= t`` pushed down prunes segments by their largest timestamp and skips what the time index proves
+    older: neither may drop a record at or after ``t``."""
+    from kafkaseg.planning import Predicates
+    from kafkaseg.scan import Scan
+
+    root = _damaged(originals, tmp_path, "v2", damage)
+    records = _records(root)
+    options = ReadOptions.from_options({})
+    missing, reasons = [], set()
+    for t in _times(records)[::2]:
+        plan = plan_scan(str(root), options, Predicates(timestamp_range=(t, None)))
+        reasons |= {why for _, why in plan.report.indexes_rebuilt}
+        table = Scan(plan, options).to_table()
+        got = set(table["offset"].to_pylist())
+        lost = [offset for offset, stamp in records if stamp >= t and offset not in got]
+        if lost:
+            missing.append((t, len(lost)))
+    assert missing == []
+    assert any(".timeindex" in why for why in reasons), reasons  # the plan report says which index was not used

@@ -669,7 +669,8 @@ def _partition_lookup(pdir, args, command: str):
     past as a read with ``onCorruption=skip`` goes past them, each said on stderr; by default damage on the way to
     an answer is an error, which says how to read on."""
     from kafkaseg.errors import CorruptCheckpointError, CorruptDataError, DataLossError
-    from kafkaseg.lookup import FOREIGN_TIME_INDEX, PartitionLookup
+    from kafkaseg.lookup import PartitionLookup
+    from kafkaseg.storage.indexes import FOREIGN_TIME_INDEX
 
     lenient = args.on_corruption == "skip"
     with PartitionLookup(pdir, isolation=args.isolation, lenient=lenient,
