@@ -198,3 +198,24 @@ def test_timestamp_predicates_prune_no_records_when_a_time_index_is_another_segm
             missing.append((t, len(lost)))
     assert missing == []
     assert any(".timeindex" in why for why in reasons), reasons  # the plan report says which index was not used
+
+
+def test_lookup_job_answers_times_from_the_records(originals, tmp_path):
+    """jobs/lookup.py (its Spark-free core, ``lookup_batches``) uses the same lookups."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("lookup_job", Path(__file__).resolve().parents[1] / "jobs/lookup.py")
+    job = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(job)
+    root = _damaged(originals, tmp_path, "v2", "copy-0-over-1")
+    records = _records(root)
+    times = _times(records)
+    batch = pa.RecordBatch.from_pylist(
+        [{"topic": "t", "partition": "0", "time": str(t), "offset": None} for t in times],
+        schema=pa.schema([(n, pa.string()) for n in ("topic", "partition", "time", "offset")]))
+    out = pa.Table.from_batches(list(job.lookup_batches([batch], [str(root)]))).to_pylist()
+    got = {int(row["time"]): row["offset"] for row in out}
+    hw = max(offset for offset, _ in records) + 1
+    want = {t: (None if brute_force(records, t) is None or brute_force(records, t) >= hw else brute_force(records, t))
+            for t in times}
+    assert got == want
