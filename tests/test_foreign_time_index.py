@@ -219,3 +219,33 @@ def test_lookup_job_answers_times_from_the_records(originals, tmp_path):
     want = {t: (None if brute_force(records, t) is None or brute_force(records, t) >= hw else brute_force(records, t))
             for t in times}
     assert got == want
+
+
+@pytest.mark.parametrize("field", ["timestamp-above-the-last", "offset-below-the-base"])
+def test_a_time_index_whose_first_entry_cannot_be_its_segments_is_not_used(originals, tmp_path, field):
+    """Kafka's TimeIndex.sanityCheck compares the last entry with the first; the first entry (read anyway, for the
+    preallocated-tail rule) must also not lie below the segment's base."""
+    import struct
+
+    root = tmp_path / "dir"
+    shutil.copytree(originals / "v2", root)
+    index = sorted((root / "t-0").glob("*.timeindex"))[1]
+    data = bytearray(index.read_bytes())
+    timestamp, relative = struct.unpack_from(">qi", data, 0)
+    last_timestamp, _ = struct.unpack_from(">qi", data, len(data) - 12)
+    if field == "timestamp-above-the-last":
+        struct.pack_into(">qi", data, 0, last_timestamp + 10_000, relative)
+    else:
+        struct.pack_into(">qi", data, 0, timestamp, -5)
+    index.write_bytes(bytes(data))
+    records = _records(root)
+    (pdir,) = discover(str(root))
+    wrong, rebuilt = [], []
+    for t in _times(records):
+        with PartitionLookup(pdir) as lookup:
+            got = lookup.offset_for_timestamp(t)
+            rebuilt += lookup.stats.rebuilt_indexes
+        if got != brute_force(records, t):
+            wrong.append((t, got, brute_force(records, t)))
+    assert wrong == []
+    assert any(path.endswith(f"{index.stem}.log") for path, _ in rebuilt), rebuilt
