@@ -1029,7 +1029,10 @@ class PartitionLookup:
                 else:
                     first = mid + 1
             seen = [probes[k] for k in sorted(probes)]
-            if all(a <= b for a, b in zip(seen, seen[1:])):
+            # a .timeindex that is another segment's shows as a segment not above the one before it: looked for
+            # (_out_of_order) next to the answer only, where it would move it; one found rebuilt, the scan decides
+            foreign = any([self._out_of_order(k) for k in (first - 1, first) if lo < k < n])
+            if not foreign and all(a <= b for a, b in zip(seen, seen[1:])):
                 if first < n:
                     return first
                 return None

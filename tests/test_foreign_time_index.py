@@ -90,11 +90,12 @@ def test_lookup_answers_from_the_records_when_a_time_index_is_another_segments(o
     (pdir,) = discover(str(root))
     wrong, rebuilt = [], set()
     for t in _times(records):
-        with PartitionLookup(pdir) as lookup:  # a fresh lookup per time: each must find the damage itself
-            got = lookup.offset_for_timestamp(t)
-            rebuilt |= {path for path, _ in lookup.stats.rebuilt_indexes}
-        if got != brute_force(records, t):
-            wrong.append((t, got, brute_force(records, t)))
+        for exact in (True, False):  # the broker's linear scan, and --fast's binary search
+            with PartitionLookup(pdir) as lookup:  # a fresh lookup per time: each must find the damage itself
+                got = lookup.offset_for_timestamp(t, exact=exact)
+                rebuilt |= {path for path, _ in lookup.stats.rebuilt_indexes}
+            if got != brute_force(records, t):
+                wrong.append((t, exact, got, brute_force(records, t)))
     assert wrong == []
     assert rebuilt  # said (stats.rebuilt_indexes)
     top = max(stamp for _, stamp in records)
