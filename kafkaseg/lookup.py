@@ -81,6 +81,7 @@ from kafkaseg.storage.layout import (ListingCheck, LogEnd, LostTail, PartitionDi
                                      last_stable_offset, lost_tail, partition_log_end_offset, rolled_cut_holding,
                                      rolled_cut_of, unacknowledged_append)
 from kafkaseg.storage._index_file import index_location
+from kafkaseg.storage.indexes import foreign_time_index, time_entry_problem
 from kafkaseg.storage.probed_index import LoadedIndexView, OpenFileLimit, ProbedIndex
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader, zeros_hiding_records
 from kafkaseg.wire.batch import BatchHeader
@@ -282,6 +283,7 @@ class PartitionLookup:
         self._cuts: dict[int, LostTail | None] = {}  # offset -> lost_at's rolled segment cut short holding it
         self.search_note: str | None = None  # why the last timestamp or max-timestamp search found nothing
         self._time_checked: set[int] = set()  # segments whose time index an empty search checked against the log
+        self._time_judged: set[int] = set()  # segments whose time index's last entry was checked against its batch
 
     # -- plumbing --------------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -414,6 +416,51 @@ class PartitionLookup:
         if offset >= end:
             return f"last entry is for offset {offset}, but the segment's records end below {end}"
         return None
+
+    def _time_entry_problem(self, i: int, timestamp: int, offset: int) -> str | None:
+        """Why time index entry ``(timestamp, offset)`` of segment ``i`` cannot be its own (a ``.timeindex`` swapped
+        with, or copied from, another segment's), or None: the batch holding ``offset`` must have ``timestamp`` as
+        its max timestamp (``DumpLogSegments.dumpTimeIndex``'s rule; a legacy wrapper's header values are what
+        the broker indexed), and a v2 batch must hold it (not a gap). Walks from the offset index's floor of
+        ``offset`` (one index interval of headers); damage on the way is not this index's fault (None)."""
+        try:
+            for header in self._walk_from(i, offset):
+                if header.last_offset >= offset:
+                    return time_entry_problem(header, timestamp, offset)
+        except KafkaSegError:
+            return None
+        return f"offset {offset} is past the segment's batches"
+
+    def _judge_time_index(self, i: int) -> bool:
+        """Check the last entry of segment ``i``'s ``.timeindex`` file against the batch it points at (once per
+        segment, :meth:`_time_entry_problem`); when it is not the segment's own, rebuild the segment's indexes from
+        its batches (reported) and return True."""
+        if i in self._time_judged:
+            return False
+        self._time_judged.add(i)
+        index = self._index(i, "time")
+        if isinstance(index, LoadedIndexView) or not len(index):
+            return False
+        timestamp, offset = index.last()
+        problem = self._time_entry_problem(i, timestamp, offset)
+        if problem is None:
+            return False
+        self._rebuild(i, foreign_time_index(index.last(), problem))
+        return True
+
+    def _out_of_order(self, i: int) -> bool:
+        """Whether segment ``i``'s largest timestamp is not above segment ``i - 1``'s. A ``.timeindex`` swapped with
+        or copied from another segment's always leaves such a pair among segments whose largest timestamps rose
+        (a copy repeats a value, a swap puts two out of order), and a record from a clock running behind is rare:
+        so only such pairs have their last entries checked against the log (:meth:`_judge_time_index`, one index
+        interval of headers each), and True means one was not its segment's and is rebuilt."""
+        if i == 0:
+            return False
+        before, here = self.largest_timestamp(i - 1)[0], self.largest_timestamp(i)[0]
+        if before < 0 or here < 0 or here > before:
+            return False
+        rebuilt = self._judge_time_index(i - 1)
+        return self._judge_time_index(i) or rebuilt
 
     def _segment_end_from_headers(self, i: int) -> int:
         """The offset after the last whole batch of segment ``i``, walking headers from its offset index's last
@@ -989,14 +1036,22 @@ class PartitionLookup:
                 else:
                     first = mid + 1
             seen = [probes[k] for k in sorted(probes)]
-            if all(a <= b for a, b in zip(seen, seen[1:])):
+            # a .timeindex that is another segment's shows as a segment not above the one before it: looked for
+            # (_out_of_order) next to the answer only, where it would move it; one found rebuilt, the scan decides
+            foreign = any([self._out_of_order(k) for k in (first - 1, first) if lo < k < n])
+            if not foreign and all(a <= b for a, b in zip(seen, seen[1:])):
                 if first < n:
                     return first
                 return None
             self.stats.fell_back_to_linear = True
-        for i in range(lo, n):
+        i = lo
+        while i < n:
+            if self._out_of_order(i):  # a time index was another segment's: look again from the first
+                i = lo
+                continue
             if self.segment_largest_timestamp(i) >= timestamp:
                 return i
+            i += 1
         return None
 
     @property
@@ -1094,14 +1149,36 @@ class PartitionLookup:
                 return answer
             self._time_checked.add(i)
             stale = self._time_entry_past_end(i, self._index(i, "time"), from_headers=True)
-            if stale is None:
+            if stale is not None:
+                self._rebuild(i, f"stale index ({stale})")
+            elif not self._judge_time_index(i):  # nor another segment's, claiming timestamps this one lacks
                 return answer
-            self._rebuild(i, f"stale index ({stale})")
 
     def _offset_for_timestamp(self, timestamp: int, exact: bool) -> tuple[int, int, int | None] | None:
-        return self._answer_from_log(lambda: self._search_timestamp(timestamp, exact))
+        """:meth:`_search_timestamp` (from the log, :meth:`_answer_from_log`). A segment whose log runs past the
+        next segment's base (a ``.log`` copied over another, or in as a new segment) has a largest timestamp, from
+        its time index or one rebuilt from that log, that may be of batches past the base, which are the next
+        segments' records: when the search finds nothing in it, it goes on from the segment after it (a broker
+        would answer from the batches past the base, in the same file; reads take those offsets from the next
+        segment)."""
+        lo = 0
+        while True:
+            searched: list = [None]
 
-    def _search_timestamp(self, timestamp: int, exact: bool):
+            def search():
+                answer, i = self._search_timestamp(timestamp, exact, lo)
+                searched[0] = i
+                return answer, i
+
+            answer = self._answer_from_log(search)
+            i = searched[0]
+            if answer is not None or i is None or i + 1 >= len(self.segments) or self._copies:
+                return answer
+            if self._index(i, "time").last()[1] < self.bases[i + 1]:
+                return answer
+            lo = i + 1
+
+    def _search_timestamp(self, timestamp: int, exact: bool, lo: int = 0):
         """The search of ``UnifiedLog.fetchOffsetByTimestamp``: the first segment whose largest timestamp reaches
         ``timestamp``, and in it the first record at or after the log start with a timestamp at or after it (none
         when that segment has none). A tiered topic's (copies below the local log) as the broker searches remote
@@ -1112,8 +1189,8 @@ class PartitionLookup:
         self.search_note = None
         start_offset = self.log_start_offset
         copies, n = self._copies, len(self.segments)
-        if not copies:
-            i = self._first_segment_reaching(timestamp, exact)
+        if not copies:  # (from segment lo: _offset_for_timestamp)
+            i = self._first_segment_reaching(timestamp, exact, lo)
             return (None, None) if i is None else self._search_segment(i, timestamp, start_offset, n)
         searched = None
         for i in range(copies):
@@ -1143,13 +1220,26 @@ class PartitionLookup:
             self.search_note = (f"the search stopped at {self.segments[i].log_path}, which has no timestamped "
                                 "batch: as on a broker, its file's mtime counts as its largest timestamp and "
                                 "later segments are not searched")
-        _, time_offset = self._index(i, "time").floor(timestamp)
+        time_index = self._index(i, "time")
+        entry = time_index.floor(timestamp)
+        time_offset = entry[1]
         torn = self._tear_in(i)
         if torn is not None and time_offset >= torn[0]:
-            _, time_offset = self._index(i, "time").last_below_offset(torn[0])
+            entry = time_index.last_below_offset(torn[0])
+            time_offset = entry[1]
+        # the batch holding the entry's offset is walked to anyway: it must have the entry's timestamp, or the
+        # .timeindex is another segment's (_time_entry_problem); from a rebuilt index, or no entry, nothing to check
+        unchecked = entry[0] >= 0 and time_offset >= start_offset and not isinstance(time_index, LoadedIndexView)
         while True:
             skipped: list = []  # corruption a lenient search went past in segment i (its match may be lost there)
             for header in self._walk_from(i, max(time_offset, start_offset), skipped.append):  # bad framing: on where a lenient read resumes
+                if unchecked and header.last_offset >= time_offset:
+                    unchecked = False
+                    problem = time_entry_problem(header, *entry)
+                    if problem is not None and not skipped:
+                        self._time_judged.add(i)
+                        self._rebuild(i, foreign_time_index(entry, problem))
+                        return None, i  # searched again (_answer_from_log): the segment may no longer be the one
                 if header.max_timestamp < timestamp:
                     continue
                 try:
@@ -1178,7 +1268,13 @@ class PartitionLookup:
         # Kafka: logSegments.maxBy(_.maxTimestampSoFar), first on ties; the local log's segments only, for a tiered
         # topic too (its broker does not search remote storage for -3; a copy's record could be below the log start)
         copies = self._copies
-        for i in range(copies if copies < len(self.segments) else 0, len(self.segments)):
+        first = copies if copies < len(self.segments) else 0
+        rebuilt = False
+        for i in range(first + 1, len(self.segments)):  # time indexes that are other segments' (_out_of_order)
+            rebuilt = self._out_of_order(i) or rebuilt
+        if rebuilt:
+            return None, None  # searched again (_answer_from_log), over the rebuilt indexes
+        for i in range(first, len(self.segments)):
             ts, _ = self.largest_timestamp(i)
             if best is None or ts > best:
                 best, best_i = ts, i

@@ -67,7 +67,7 @@ from kafkaseg.options import EARLIEST, LATEST, ReadOptions
 from kafkaseg.storage.checkpoints import (LOG_START_OFFSET_CHECKPOINT,
                                          REPLICATION_OFFSET_CHECKPOINT, EpochEntry)
 from kafkaseg.storage._index_file import index_location
-from kafkaseg.storage.indexes import load_indexes, rebuild_indexes
+from kafkaseg.storage.indexes import foreign_time_index, load_indexes, rebuild_indexes, time_entry_problem
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import (ListingCheck, PartitionDir, SegmentFiles, acknowledged_loss_end,
                                      acknowledged_loss_words, check_one_incarnation, choose_replicas,
@@ -666,6 +666,7 @@ class _Partition:
         self._tail_evidence_found: tuple | None = None  # see _tail_evidence
         self._segment_end: dict[int, int] = {}
         self._legacy: dict[int, bool] = {}
+        self._time_judged: set[int] = set()  # segments whose .timeindex's last entry was checked (time_index_foreign)
         self._first_offsets: dict[tuple[int, int], int | None] = {}  # (segment, position) -> its batch's first offset
         # (segment, position) -> (start_entry, walk_from) of a start found by start_position (SegmentSlice's fields)
         self.start_points: dict[tuple[int, int], tuple[int | None, int | None]] = {}
@@ -754,12 +755,13 @@ class _Partition:
                 self._first_offsets[key] = None
         return self._first_offsets[key]
 
-    def distrust_index(self, i: int, why: str) -> None:
-        """Replace segment ``i``'s indexes by in-memory rebuilds from its batch headers (reported). When the log
-        itself cannot be walked, by empty indexes: the segment is then read from its start, and the reader
-        reports (or, reading leniently, skips and counts) what is wrong with it."""
+    def distrust_index(self, i: int, why: str, reason: str | None = None) -> None:
+        """Replace segment ``i``'s indexes by in-memory rebuilds from its batch headers (reported: ``reason``, by
+        default that an offset index entry points at the wrong bytes, ``why``). When the log itself cannot be
+        walked, by empty indexes: the segment is then read from its start, and the reader reports (or, reading
+        leniently, skips and counts) what is wrong with it."""
         seg = self.segments[i]
-        reason = f"offset index entry points at the wrong bytes ({why})"
+        reason = reason or f"offset index entry points at the wrong bytes ({why})"
         try:
             with SegmentReader(seg.log_path, self.fs) as reader:
                 rebuilt = rebuild_indexes(reader, seg.base_offset, max_batch_bytes=self.options.max_batch_bytes,
@@ -1052,6 +1054,49 @@ class _Partition:
                 return NO_TIMESTAMP_BOUND  # unknown: nothing may be pruned by time
         return NO_TIMESTAMP_BOUND if largest < 0 else largest  # no timestamped batch (an empty segment): unknown
 
+    def time_index_foreign(self, i: int, entry: tuple[int, int] | None = None) -> bool:
+        """Whether segment ``i``'s ``.timeindex`` proves to be another segment's (swapped or copied: its relative
+        offsets fit, its timestamps do not), checking ``entry`` (default its last, once per segment) against the
+        batch holding its offset (:func:`~kafkaseg.storage.indexes.time_entry_problem`; one index interval of
+        headers from the offset index's floor). When it is, the segment's indexes are rebuilt from its batches
+        (reported in ``indexes_rebuilt``). A rebuilt index, or damage on the way, is not judged."""
+        offset_index, time_index = self.indexes(i)
+        if time_index.rebuilt or not len(time_index):
+            return False
+        if entry is None:
+            if i in self._time_judged:
+                return False
+            self._time_judged.add(i)
+            entry = time_index.last_entry
+        timestamp, offset = entry
+        problem = f"offset {offset} is past the segment's batches"
+        try:
+            with SegmentReader(self.segments[i].log_path, self.fs) as reader:
+                for header in reader.iter_headers(offset_index.floor(offset)[1],
+                                                  max_batch_bytes=self.options.max_batch_bytes):
+                    if header.last_offset >= offset:
+                        problem = time_entry_problem(header, timestamp, offset)
+                        break
+        except KafkaSegError:
+            return False
+        if problem is None:
+            return False
+        self.distrust_index(i, problem, foreign_time_index(entry, problem))
+        return True
+
+    def time_out_of_order(self, i: int) -> bool:
+        """Whether segment ``i``'s largest timestamp is not above segment ``i - 1``'s and one of their time indexes
+        proved another segment's (:meth:`time_index_foreign`, then rebuilt). A swapped or copied ``.timeindex``
+        always leaves such a pair among segments whose largest timestamps rose, and a clock running behind is rare:
+        only such pairs are checked (one index interval of headers each)."""
+        if i == 0:
+            return False
+        before, here = self.largest_timestamp(i - 1), self.largest_timestamp(i)
+        if before == NO_TIMESTAMP_BOUND or here == NO_TIMESTAMP_BOUND or here > before:
+            return False
+        foreign = self.time_index_foreign(i - 1)
+        return self.time_index_foreign(i) or foreign
+
     def legacy_segment(self, i: int) -> bool:
         """Whether segment ``i`` starts with a magic 0/1 batch (one header read, cached). Message formats only move
         up within a log, so a segment that starts with a v2 batch holds no v0 wrapper."""
@@ -1289,6 +1334,11 @@ def _offset_for_timestamp(part: _Partition, timestamp: int, log_start: int, uppe
                              checkpoints_checked=True,  # _bounds applied the checkpoint policy
                              lenient=options.on_corruption == "skip") as lookup:
             found = lookup.offset_for_timestamp(timestamp)
+            if part.report is not None:  # indexes the search did not use (missing, stale, another segment's)
+                for path, reason in lookup.stats.rebuilt_indexes:
+                    entry = (path, f"the search for timestamp {timestamp}: {reason}")
+                    if entry not in part.report.indexes_rebuilt:
+                        part.report.indexes_rebuilt.append(entry)
             return found, lookup.search_note if found is None else None, lookup.stats.skipped
 
     try:
@@ -1910,11 +1960,14 @@ def _piece_of_segment(part: _Partition, i: int, lo: int, hi: int, ts_lo: int | N
     start_position = part.start_position(i, lo) if lo > seg.base_offset else 0
     if ts_lo is not None:
         # Time index entry (ts, off): every record with offset <= off has timestamp <= ts. Skip what is older.
-        if part.largest_timestamp(i) < ts_lo:
+        # (a .timeindex that is another segment's would prune records that are there: time_out_of_order)
+        if part.largest_timestamp(i) < ts_lo and not (part.time_out_of_order(i) and part.largest_timestamp(i) >= ts_lo):
             return None
         if not part.legacy_segment(i):  # (its entries miss the timestamps of v1 records in v0 wrappers)
             _, time_index = part.indexes(i)
             older_ts, older_offset = time_index.floor(ts_lo - 1)
+            if older_ts >= 0 and older_offset + 1 > lo and part.time_index_foreign(i, (older_ts, older_offset)):
+                older_ts, older_offset = part.indexes(i)[1].floor(ts_lo - 1)  # from the rebuilt index
             if older_ts >= 0 and older_offset + 1 > lo:
                 start_position = max(start_position, part.start_position(i, older_offset + 1))
     end_position = seg.log_size if next_base is not None and hi >= next_base else part.end_position(i, hi)

@@ -670,6 +670,7 @@ def _partition_lookup(pdir, args, command: str):
     an answer is an error, which says how to read on."""
     from kafkaseg.errors import CorruptCheckpointError, CorruptDataError, DataLossError
     from kafkaseg.lookup import PartitionLookup
+    from kafkaseg.storage.indexes import FOREIGN_TIME_INDEX
 
     lenient = args.on_corruption == "skip"
     with PartitionLookup(pdir, isolation=args.isolation, lenient=lenient,
@@ -688,6 +689,9 @@ def _partition_lookup(pdir, args, command: str):
     for path, position, detail in lookup.stats.skipped:
         print(f"kafkaseg {command}: {pdir.topic}-{pdir.partition}: went past damage at {path} @ byte {position}: "
               f"{detail} (--on-corruption skip)", file=sys.stderr)
+    for path, reason in dict.fromkeys(lookup.stats.rebuilt_indexes):  # damage, as verify and a plan report say it
+        if reason.startswith(FOREIGN_TIME_INDEX):  # (other rebuilds, such as a missing file, are in --stats)
+            print(f"kafkaseg {command}: {pdir.topic}-{pdir.partition}: {path}: {reason}", file=sys.stderr)
 
 
 def _lost_tail(lookup, args, command: str, depends: bool):

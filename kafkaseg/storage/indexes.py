@@ -45,6 +45,9 @@ __all__ = [
     "verify_offset_index",
     "verify_time_index",
     "load_indexes",
+    "time_entry_problem",
+    "FOREIGN_TIME_INDEX",
+    "foreign_time_index",
 ]
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes
@@ -212,6 +215,30 @@ def verify_time_index(time_index: TimeIndex, segment_reader: SegmentReader, *, t
                     f"timestamp {timestamp} is not above the previous entry's {previous}"))
         previous = timestamp
     return mismatches
+
+
+def time_entry_problem(header, timestamp: int, offset: int) -> str | None:
+    """Why time index entry ``(timestamp, offset)`` does not describe the batch under ``header`` (a
+    :class:`~kafkaseg.wire.batch.BatchHeader`), the first of its segment ending at or after ``offset``, or None: a v2
+    batch must hold the offset, and the batch's max timestamp must be the entry's (:func:`verify_time_index`'s rule;
+    a legacy wrapper's header values are what the broker indexed). An entry of a ``.timeindex`` swapped with or
+    copied from another segment of the partition fails it: its relative offsets fit, its timestamps do not."""
+    if header.magic >= 2 and header.base_offset > offset:
+        return f"offset {offset} is in no batch (the next spans {header.base_offset}..{header.last_offset})"
+    if header.max_timestamp != timestamp:
+        return f"the batch holding offset {offset} has max timestamp {header.max_timestamp}, not {timestamp}"
+    return None
+
+
+#: How the reason for rebuilding a segment's indexes starts when its ``.timeindex`` is another segment's (damage, not
+#: a broker's normal state: ``kafkaseg offsets``/``locate`` say it on stderr)
+FOREIGN_TIME_INDEX = ".timeindex not this segment's"
+
+
+def foreign_time_index(entry: tuple[int, int], problem: str) -> str:
+    """The reason a ``.timeindex`` is not used: its entry ``entry`` (timestamp, offset) cannot be its segment's."""
+    return (f"{FOREIGN_TIME_INDEX}: entry (timestamp {entry[0]}, offset {entry[1]}): {problem}; not used, the "
+            "answer comes from the segment's batches")
 
 
 def load_indexes(segment, filesystem: pafs.FileSystem | None = None, *, reader: SegmentReader | None = None,

@@ -81,7 +81,8 @@ class ProbedIndex:
             raise CorruptIndexError(f"length {size} is not a multiple of {self.entry.size}", path=path,
                                     position=size - size % self.entry.size)
         self.count = size // self.entry.size
-        if self.count and self._raw(0) == (0, 0) and (
+        first = self._raw(0) if self.count else None  # (read once: the tail rule and the checks below use it)
+        if first == (0, 0) and (
                 (self.count == 1 and kind == "offset") or (self.count > 1 and self._relative(1) == 0)):
             self.count = 0  # an all-zero entry 0 before unwritten space: no entry yet (see _index_file)
         if self.count > 1 and self._relative(self.count - 1) == 0:
@@ -93,9 +94,19 @@ class ProbedIndex:
                 else:
                     lo = mid + 1
             self.count = lo
-        if self.count and self.get(self.count - 1)[1 if kind == "time" else 0] < base_offset:
+        last = self.get(self.count - 1) if self.count else None
+        if last is not None and last[1 if kind == "time" else 0] < base_offset:
             self.close()
             raise CorruptIndexError("last entry's offset is below the base offset", path=path,
+                                    position=(self.count - 1) * self.entry.size)
+        # the first entry, read already: Kafka's TimeIndex.sanityCheck (last timestamp not below the first), and no
+        # offset below the base (an index that cannot be its segment's)
+        if self.count and (first[0] if kind == "offset" else first[1]) < 0:
+            self.close()
+            raise CorruptIndexError("first entry's offset is below the base offset", path=path, position=0)
+        if last is not None and kind == "time" and last[0] < first[0]:
+            self.close()
+            raise CorruptIndexError(f"last timestamp {last[0]} is less than the first {first[0]}", path=path,
                                     position=(self.count - 1) * self.entry.size)
         self._cache: dict[int, tuple[int, int]] = {}
 

@@ -1,0 +1,252 @@
+"""A ``.timeindex`` that is not its own segment's (swapped with, or copied from, another segment of the partition):
+every time lookup (ListOffsets via PartitionLookup, planning's startingTimestamp/endingTimestamp, the CLI's
+``offsets --time`` and ``locate --time``) must answer what the records say, checked against a brute force over
+``read_arrow``, and say that the index was not used."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import kafkaseg
+from kafkaseg.cli.main import main
+from kafkaseg.lookup import MAX_TIMESTAMP, PartitionLookup
+from kafkaseg.options import ReadOptions
+from kafkaseg.planning import plan_scan
+from kafkaseg.storage.layout import discover
+from kafkaseg.testing import TopicSpec, write_data_dir
+
+SPECS = {
+    # several segments, several time-index entries each
+    "v2": TopicSpec("t", records_per_partition=1200, records_per_batch=10, segment_bytes=16 * 1024,
+                    index_interval_bytes=1024, ts_jitter_ms=0),
+    "v2-jitter": TopicSpec("t", records_per_partition=1200, records_per_batch=10, segment_bytes=16 * 1024,
+                           index_interval_bytes=1024, ts_jitter_ms=40, codec="lz4"),
+    "magic1-gzip": TopicSpec("t", records_per_partition=800, magic=1, codec="gzip", segment_bytes=12 * 1024,
+                             index_interval_bytes=1024, ts_jitter_ms=0),
+}
+
+# (kind, from segment, to segment): swap the two files, or copy the first over the second
+DAMAGES = {
+    "swap-0-1": ("swap", 0, 1),
+    "swap-1-2": ("swap", 1, 2),
+    "copy-0-over-1": ("copy", 0, 1),
+    "copy-later-over-earlier": ("copy", 2, 0),
+    "copy-earlier-over-later": ("copy", 0, 2),
+}
+
+
+@pytest.fixture(scope="module")
+def originals(tmp_path_factory):
+    root = tmp_path_factory.mktemp("foreign")
+    for name, spec in SPECS.items():
+        write_data_dir(root / name, [spec], seed=5)
+    return root
+
+
+def _damaged(originals, tmp_path, spec, damage) -> Path:
+    root = tmp_path / "dir"
+    shutil.copytree(originals / spec, root)
+    indexes = sorted((root / "t-0").glob("*.timeindex"))
+    assert len(indexes) >= 4
+    kind, a, b = DAMAGES[damage]
+    first, second = indexes[a], indexes[b]
+    assert len(first.read_bytes()) >= 3 * 12 and first.read_bytes() != second.read_bytes()  # several entries
+    if kind == "swap":
+        held = first.read_bytes()
+        first.write_bytes(second.read_bytes())
+        second.write_bytes(held)
+    else:
+        second.write_bytes(first.read_bytes())
+    return root
+
+
+def _records(root) -> list[tuple[int, int]]:
+    table = kafkaseg.read_arrow(str(root))
+    stamps = table["timestamp"].cast(pa.timestamp("ms")).cast(pa.int64()).to_pylist()
+    return sorted(zip(table["offset"].to_pylist(), stamps))
+
+
+def brute_force(records, t: int) -> int | None:
+    """The first offset whose record timestamp >= t (ListOffsets with sound indexes)."""
+    return next((offset for offset, stamp in records if stamp >= t), None)
+
+
+def _times(records) -> list[int]:
+    stamps = sorted({stamp for _, stamp in records})
+    picked = stamps[::max(1, len(stamps) // 30)] + [stamps[-1]]
+    return sorted({t + d for t in picked for d in (0, 1)})
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+@pytest.mark.parametrize("spec", SPECS)
+def test_lookup_answers_from_the_records_when_a_time_index_is_another_segments(originals, tmp_path, spec, damage):
+    root = _damaged(originals, tmp_path, spec, damage)
+    records = _records(root)
+    assert records == _records(originals / spec)
+    (pdir,) = discover(str(root))
+    wrong, rebuilt = [], set()
+    for t in _times(records):
+        for exact in (True, False):  # the broker's linear scan, and --fast's binary search
+            with PartitionLookup(pdir) as lookup:  # a fresh lookup per time: each must find the damage itself
+                got = lookup.offset_for_timestamp(t, exact=exact)
+                rebuilt |= {path for path, _ in lookup.stats.rebuilt_indexes}
+            if got != brute_force(records, t):
+                wrong.append((t, exact, got, brute_force(records, t)))
+    assert wrong == []
+    assert rebuilt  # said (stats.rebuilt_indexes)
+    top = max(stamp for _, stamp in records)
+    with PartitionLookup(pdir) as lookup:
+        assert lookup.list_offset(MAX_TIMESTAMP).offset == next(o for o, s in records if s == top)
+
+
+@pytest.mark.parametrize("damage", ["swap-0-1", "copy-earlier-over-later"])
+def test_planning_timestamps_answer_from_the_records_and_report_the_index(originals, tmp_path, damage):
+    root = _damaged(originals, tmp_path, "v2", damage)
+    records = _records(root)
+    times = _times(records)
+    reasons = set()
+    for start, end in zip(times[1:-8:3], times[8::3]):
+        plan = plan_scan(str(root), ReadOptions.from_options({"startingTimestamp": start, "endingTimestamp": end}))
+        want = (brute_force(records, start), brute_force(records, end))
+        assert plan.report.offsets()[("t", 0)] == want, (start, end)
+        reasons |= {why for _, why in plan.report.indexes_rebuilt}
+    # the report says which index was not used and why, as for other insane indexes
+    assert any(".timeindex" in why for why in reasons), reasons
+
+
+@pytest.mark.parametrize("spec", ["v2", "magic1-gzip"])
+def test_cli_offsets_and_locate_by_time_answer_from_the_records_and_say_so(originals, tmp_path, capsys, spec):
+    root = _damaged(originals, tmp_path, spec, "copy-0-over-1")
+    records = _records(root)
+    bases = sorted(int(p.stem) for p in (root / "t-0").glob("*.log"))
+    # a time inside segment 1's records, whose index now claims segment 0's timestamps
+    t = next(stamp for offset, stamp in records if offset > (bases[1] + bases[2]) // 2) - 1
+    want = brute_force(records, t)
+    assert bases[1] < want < bases[2]
+    code = main(["offsets", "--data-dir", str(root), "--topic", "t", "--time", str(t)])
+    out = capsys.readouterr()
+    assert (code, out.out.strip()) == (0, f"t:0:{want}")
+    assert ".timeindex" in out.err and "not used" in out.err, out.err
+    code = main(["locate", "--data-dir", str(root), "--topic", "t", "--partition", "0", "--time", str(t)])
+    out = capsys.readouterr()
+    assert code == 0 and f"offset {want}" in out.out.replace(":", ""), out.out
+    assert ".timeindex" in out.err and "not used" in out.err, out.err
+
+
+def test_a_segment_whose_log_runs_past_the_next_base_does_not_end_a_time_search(tmp_path, capsys):
+    """A damaged copy: a magic-1 gzip partition with ``0.log`` copied in as ``37.log`` and a wrapper's CRC broken
+    further on. Segment 0's batches past 37 are not its records (reads take offsets from 37 on from ``37.log``), but
+    its time index, and one rebuilt from its log, reach their timestamps: the search picks segment 0, finds nothing
+    below 37, and must go on to the segments after it rather than print no offset."""
+    root = tmp_path / "dir"
+    write_data_dir(root, [SPECS["magic1-gzip"]], seed=7)
+    part = root / "t-0"
+    logs = sorted(part.glob("*.log"))
+    assert int(logs[1].stem) > 60
+    shutil.copy(logs[0], part / f"{37:020d}.log")
+    data = bytearray(logs[2].read_bytes())  # break the CRC of a wrapper in the middle of a later segment
+    starts = [0]
+    while starts[-1] < len(data):
+        starts.append(starts[-1] + 12 + int.from_bytes(data[starts[-1] + 8:starts[-1] + 12], "big"))
+    data[starts[len(starts) // 2] + 12] ^= 0xFF  # (the byte after offset and size: the legacy message's CRC)
+    logs[2].write_bytes(bytes(data))
+    records = _records_skipping(root)
+    wrong = []
+    for t in sorted({stamp for offset, stamp in records if 37 <= offset < int(logs[1].stem)}):
+        want = brute_force(records, t)
+        argv = ["offsets", "--data-dir", str(root), "--topic", "t", "--time", str(t)]
+        # as a read with onCorruption=skip sees the records
+        code = main(argv + ["--on-corruption", "skip"])
+        out = capsys.readouterr().out.strip()
+        if (code, out) != (0, f"t:0:{want}"):
+            wrong.append((t, want, code, out))
+        # strict: the right answer, or the error a strict read meets in 37.log (its batch below its base)
+        code = main(argv)
+        captured = capsys.readouterr()
+        if (code, captured.out.strip()) != (0, f"t:0:{want}") and (code == 0 or "37.log" not in captured.err):
+            wrong.append((t, want, code, captured.out.strip(), "strict"))
+    assert wrong == []
+
+
+def _records_skipping(root) -> list[tuple[int, int]]:
+    table = kafkaseg.read_arrow(str(root), onCorruption="skip")
+    stamps = table["timestamp"].cast(pa.timestamp("ms")).cast(pa.int64()).to_pylist()
+    return sorted(zip(table["offset"].to_pylist(), stamps))
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_timestamp_predicates_prune_no_records_when_a_time_index_is_another_segments(originals, tmp_path, damage):
+    """``timestamp >= t`` pushed down prunes segments by their largest timestamp and skips what the time index proves
+    older: neither may drop a record at or after ``t``."""
+    from kafkaseg.planning import Predicates
+    from kafkaseg.scan import Scan
+
+    root = _damaged(originals, tmp_path, "v2", damage)
+    records = _records(root)
+    options = ReadOptions.from_options({})
+    missing, reasons = [], set()
+    for t in _times(records)[::2]:
+        plan = plan_scan(str(root), options, Predicates(timestamp_range=(t, None)))
+        reasons |= {why for _, why in plan.report.indexes_rebuilt}
+        table = Scan(plan, options).to_table()
+        got = set(table["offset"].to_pylist())
+        lost = [offset for offset, stamp in records if stamp >= t and offset not in got]
+        if lost:
+            missing.append((t, len(lost)))
+    assert missing == []
+    assert any(".timeindex" in why for why in reasons), reasons  # the plan report says which index was not used
+
+
+def test_lookup_job_answers_times_from_the_records(originals, tmp_path):
+    """jobs/lookup.py (its Spark-free core, ``lookup_batches``) uses the same lookups."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("lookup_job", Path(__file__).resolve().parents[1] / "jobs/lookup.py")
+    job = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(job)
+    root = _damaged(originals, tmp_path, "v2", "copy-0-over-1")
+    records = _records(root)
+    times = _times(records)
+    batch = pa.RecordBatch.from_pylist(
+        [{"topic": "t", "partition": "0", "time": str(t), "offset": None} for t in times],
+        schema=pa.schema([(n, pa.string()) for n in ("topic", "partition", "time", "offset")]))
+    out = pa.Table.from_batches(list(job.lookup_batches([batch], [str(root)]))).to_pylist()
+    got = {int(row["time"]): row["offset"] for row in out}
+    hw = max(offset for offset, _ in records) + 1
+    want = {t: (None if brute_force(records, t) is None or brute_force(records, t) >= hw else brute_force(records, t))
+            for t in times}
+    assert got == want
+
+
+@pytest.mark.parametrize("field", ["timestamp-above-the-last", "offset-below-the-base"])
+def test_a_time_index_whose_first_entry_cannot_be_its_segments_is_not_used(originals, tmp_path, field):
+    """Kafka's TimeIndex.sanityCheck compares the last entry with the first; the first entry (read anyway, for the
+    preallocated-tail rule) must also not lie below the segment's base."""
+    import struct
+
+    root = tmp_path / "dir"
+    shutil.copytree(originals / "v2", root)
+    index = sorted((root / "t-0").glob("*.timeindex"))[1]
+    data = bytearray(index.read_bytes())
+    timestamp, relative = struct.unpack_from(">qi", data, 0)
+    last_timestamp, _ = struct.unpack_from(">qi", data, len(data) - 12)
+    if field == "timestamp-above-the-last":
+        struct.pack_into(">qi", data, 0, last_timestamp + 10_000, relative)
+    else:
+        struct.pack_into(">qi", data, 0, timestamp, -5)
+    index.write_bytes(bytes(data))
+    records = _records(root)
+    (pdir,) = discover(str(root))
+    wrong, rebuilt = [], []
+    for t in _times(records):
+        with PartitionLookup(pdir) as lookup:
+            got = lookup.offset_for_timestamp(t)
+            rebuilt += lookup.stats.rebuilt_indexes
+        if got != brute_force(records, t):
+            wrong.append((t, got, brute_force(records, t)))
+    assert wrong == []
+    assert any(path.endswith(f"{index.stem}.log") for path, _ in rebuilt), rebuilt
