@@ -526,6 +526,41 @@ def test_verify_counts_an_append_finished_after_it_looked(tmp_path, capsys, monk
     assert partition["logEndOffset"] == 110
 
 
+@pytest.mark.parametrize("written", [0, 300], ids=["not-begun", "torn"])
+@pytest.mark.parametrize("high_watermark", [100, None])
+def test_an_append_finished_between_the_log_end_walk_and_the_zero_tail_walk_is_no_corruption(
+        tmp_path, monkeypatch, written, high_watermark):
+    """A broker with log.preallocate appends 100..109 while planning finds the log end: the walk to the log end saw
+    it not yet begun (or torn) and took 100, the walk to the zeros after it, a moment later, found them after the
+    finished batch, and the plan paired the one's offset with the other's byte. The slice then held a whole batch at
+    its own end offset followed by zeros, and the read failed with "batch at offset 100 is at or past offset 100
+    ... an offset field the CRC does not cover is corrupt" (found by tests/live_broker.py: reads to the log end,
+    and reads to a high watermark at the log end). The log end and its byte come from one walk now."""
+    import kafkaseg
+    from kafkaseg.storage import segment
+    from kafkaseg.testing import Record, build_batch_v2
+
+    whole = build_batch_v2([Record(100 + j, 1_700_000_000_000 + 100 + j, b"k", b"v" * 50, []) for j in range(10)],
+                           base_offset=100).data
+    log = _preallocated_with_an_append_in_progress(tmp_path, high_watermark, written or 300)
+    before = log.read_bytes()
+    at = before.index(whole[:300])  # where the append goes
+    if not written:  # (not begun: zeros from there on)
+        before = before[:at] + bytes(len(before) - at)
+    after = before[:at] + whole + before[at + len(whole):]
+    walked = segment.zero_filled_tail
+
+    def finished_meanwhile(seg, **kwargs):
+        log.write_bytes(after)
+        return walked(seg, **kwargs)
+
+    monkeypatch.setattr(segment, "zero_filled_tail", finished_meanwhile)
+    for options in ({}, {"upperBound": "logEndOffset"}):
+        log.write_bytes(before)
+        offsets = kafkaseg.read_arrow(str(tmp_path), **options).column("offset").to_pylist()
+        assert offsets == list(range(100 if high_watermark and not options else 110)), options
+
+
 def test_a_batch_finished_between_the_listing_and_the_log_end_walk_is_the_next_reads(tmp_path, monkeypatch):
     """At the listing the active segment's last batch was half written; the broker finished it before planning
     walked to the log end, which counted it, so the slice (the bytes listed) ended inside a batch below its end
