@@ -469,10 +469,10 @@ def check_rows(truth, rows, *, committed, read_end, final=False, what="read"):
     return problems
 
 
-def run_live(root, seconds, seed, *, log=None):
+def run_live(root, seconds, seed, *, read_as=None):
     """Run the broker for ``seconds`` while reading its log dirs over and over (read_uncommitted and read_committed
-    batch reads, a read_committed ``follow``); afterwards judge every read against the finished run. Returns
-    (problems, stats)."""
+    batch reads, a read_committed ``follow``, the CLI); afterwards judge every read against the finished run.
+    ``read_as``: where the readers find ``root`` (e.g. a read-only bind mount of it). Returns (problems, stats)."""
     import subprocess
     import threading
 
@@ -484,7 +484,7 @@ def run_live(root, seconds, seed, *, log=None):
         if broker.poll() is not None:
             raise RuntimeError(f"broker exited with {broker.returncode}")
         time.sleep(0.05)
-    dirs = log_dirs(root)
+    dirs = log_dirs(root if read_as is None else read_as)
     committed_opt = {"kafka.isolation.level": "read_committed"}
     reads = []  # (what, rows, committed, ended, began) or (what, traceback text, began, ended)
     followed = []
@@ -631,7 +631,8 @@ def rows_of_batch(batch):
 if __name__ == "__main__":
     if len(sys.argv) == 4:
         main()
-    else:  # by hand: live_broker.py ROOT SECONDS SEED check
-        found, seen = run_live(sys.argv[1], float(sys.argv[2]), int(sys.argv[3]))
+    else:  # by hand: live_broker.py ROOT SECONDS SEED check [READ_AS]
+        found, seen = run_live(sys.argv[1], float(sys.argv[2]), int(sys.argv[3]),
+                               read_as=sys.argv[5] if len(sys.argv) > 5 else None)
         print(json.dumps(seen))
         print("\n".join(found[:60]) or "no problems")
