@@ -506,7 +506,8 @@ def run_live(root, seconds, seed, *, read_as=None):
     cli_ops = [("verify", ["verify", "--no-progress", *dirs]),
                ("offsets committed", ["offsets", *cli_args, "--time", "-1", "--isolation", "read_committed"]),
                ("consume committed", consume + ["--isolation-level", "read_committed"]),
-               ("consume to log end", consume + ["--to-log-end"])]
+               ("consume to log end", consume + ["--to-log-end"]),
+               ("describe", ["describe", *dirs])]
 
     def cli():
         j = 0
