@@ -587,6 +587,22 @@ def _index_label(path: str | None, window: tuple[int, int] | None, what: str) ->
     return f"{path} ({what}, bytes {window[0]}..{window[0] + window[1]})"
 
 
+def _append_begun_since(pdir: PartitionDir, reader: SegmentReader, header, position: int):
+    """An append a broker with ``log.preallocate`` began after :func:`unacknowledged_append` was asked, before
+    the walk read its bytes at ``position`` in the active segment and found its CRC bad (``header``: the walk's,
+    with a position in its chunk): what that function says when asked again (still in progress), or, when the
+    batch there passes its CRC now (the broker finished it since the walk read it) and holds no acknowledged
+    offset, its header at ``position``; else None (corruption)."""
+    again = unacknowledged_append(pdir, max_batch_bytes=None)
+    if again is not None and again.position == position:
+        return again
+    now = header._replace(position=position)
+    hw = pdir.high_watermark
+    if (hw is None or header.base_offset >= hw) and reader.crc_is_valid(now):
+        return now
+    return None
+
+
 def _tail_damage(reader: SegmentReader, tail, is_active: bool) -> tuple[int, str | None, str, bool] | None:
     """What the walk's ``tail`` is when it is damage a lenient read skips (``(byte, error, reason, framing)`` as
     ``_verify_segment``'s ``broken``): zeros hiding records (data follows them: bad framing to a decoder), or a
@@ -740,8 +756,13 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                                 headers.position = run.end
                                 continue
                         position = chunk_position + header.position
+                        crc = computed_crc(buf, header)
+                        if (is_active and crc != header.crc
+                                and (in_progress is None or position != in_progress.position)):
+                            # (a live broker may have begun it after the look before the walk)
+                            in_progress = _append_begun_since(pdir, reader, header, position) or in_progress
                         if (in_progress is not None and position == in_progress.position
-                                and computed_crc(buf, header) != header.crc):  # (the broker may have finished it since)
+                                and crc != header.crc):  # (the broker may have finished it since)
                             appending = (position, f"the last batch ({header.base_offset}..{header.last_offset}) "
                                          "fails its CRC and only zeros follow it: an append in progress on a broker "
                                          "with log.preallocate (none of its offsets acknowledged); a broker's "
@@ -750,7 +771,6 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                         summary.batches += 1
                         if position < skipped_to:  # (in the region of a corrupt offset field: reported once)
                             continue
-                        crc = computed_crc(buf, header)
                         corrupt = None if crc != header.crc else _corrupt_offset_field(
                             reader, buf, header, path, chunk_position, read_last, seg.base_offset, offset_limit,
                             next_base, pdir, i, records)

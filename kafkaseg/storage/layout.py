@@ -2768,6 +2768,10 @@ def _zero_tail(partition_dir: PartitionDir, leo: int, name: str, *, lenient: boo
     if found is None:
         return LogEnd(leo)
     position, data_after = found
+    # A live broker may have appended between the walk that found ``leo`` and the one that found the zeros: the
+    # offset is then the zero walk's, so that the log end and its byte describe the same bytes (a slice ending past
+    # a batch at its own end offset reads as a corrupt offset field)
+    leo = max(leo, _offset_before_zeros(seg, position, start, fs, max_batch_bytes, leo))
     torn = None if data_after or not verify_crc else torn_before_zeros(
         seg, position, partition_dir.high_watermark, filesystem=fs, start_position=start,
         max_batch_bytes=max_batch_bytes)
@@ -2795,6 +2799,24 @@ def _zero_tail(partition_dir: PartitionDir, leo: int, name: str, *, lenient: boo
         f"{name}: {seg.log_path} @ byte {position}: the active segment's batches end in zeros here and {what}: "
         f"reading up to offset {leo}, leaving out what follows the zeros (onCorruption=skip; counted as skipped "
         "corrupt data when the read reaches it)",))
+
+
+def _offset_before_zeros(seg: SegmentFiles, position: int, start: int, filesystem, max_batch_bytes: int | None,
+                         walked: int) -> int:
+    """The offset after the last batch of ``seg`` ending at byte ``position`` (where :func:`_zero_tail`'s walk
+    found zeros; its walk started at ``start``, a batch boundary), or ``walked`` (the log end walk's answer) when
+    no batch ends there or the walk meets bad framing. One walk of at most an index interval of headers."""
+    from kafkaseg.storage.segment import SegmentReader
+
+    last = None
+    try:
+        with SegmentReader(seg.log_path, filesystem) as reader:
+            for last in reader.iter_headers(start if start < position else 0, position,
+                                            max_batch_bytes=max_batch_bytes):
+                pass
+    except CorruptDataError:
+        return walked
+    return last.next_offset if last is not None and last.end == position else walked
 
 
 def _producer_snapshots(partition_dir: PartitionDir) -> list[tuple[int, str]]:

@@ -1,0 +1,30 @@
+"""Reads of log dirs a broker writes while they run: transactions, preallocated segments, follower truncation, JBOD.
+
+tests/live_broker.py is the broker (a separate process writing files as Kafka does) and the judge: every read is
+checked against the finished run (see its docstrings). Longer runs by hand:
+``PYTHONPATH=. python tests/live_broker.py /tmp/run SECONDS SEED check``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.live_broker import run_live
+
+
+@pytest.mark.slow
+def test_reads_of_a_live_broker_with_transactions_truncation_preallocation_and_two_log_dirs(tmp_path):
+    """For ~20 s, over and over: read_arrow (read_uncommitted, read_committed, to the log end), iter_batches
+    (read_committed), a read_committed follow, and the CLI (verify, offsets and consume read_committed, consume to
+    the log end). Every record as written at its offset; below the high watermark only the generation the log kept
+    (none that a later truncation replaced); read_committed never an aborted record nor one of a transaction whose
+    marker was not yet being written; no offset skipped or repeated; no error; final reads reach the log end (the
+    last stable offset for read_committed). Reads past the high watermark overtaken by a truncation are exempt
+    (tests/live_broker.py says why)."""
+    problems, stats = run_live(tmp_path / "run", 20, 11)
+    assert not problems, "\n".join(problems[:30])
+    # the run did what it is for (or it proves nothing)
+    assert stats["reads"] >= 20 and stats["cli runs"] >= 4 and stats["followed"] > 1000, stats
+    assert stats["truncations"] >= 3, stats
+    assert all(n > 0 for n in stats["aborted"].values()), stats
+    assert all(n >= 3 for n in stats["segments"].values()), stats
