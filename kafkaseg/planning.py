@@ -63,6 +63,7 @@ from kafkaseg.errors import (CorruptCheckpointError, CorruptDataError, CrcMismat
                              InvalidOptionError, KafkaSegError, LayoutError, did_you_mean)
 from kafkaseg.entry_check import batch_first_offset, entry_batch_problem, entry_neighbours
 from kafkaseg.lookup import PartitionLookup, from_other_copies
+from kafkaseg.lookup import other_copies as copies_passed_over
 from kafkaseg.options import EARLIEST, LATEST, ReadOptions
 from kafkaseg.storage.checkpoints import (LOG_START_OFFSET_CHECKPOINT,
                                          REPLICATION_OFFSET_CHECKPOINT, EpochEntry)
@@ -638,6 +639,8 @@ class _Partition:
         # the partition's copies in other log dirs, which the replica choice passed over: a strict timestamp search
         # that meets damage in this one answers from one of them (_offset_for_timestamp), as a read falls back
         self.other_copies: tuple[PartitionDir, ...] = ()
+        # where that answer is said without a report (resolve_offsets' ``notes``)
+        self.copy_notes: list[str] | None = None
         self.segments: tuple[SegmentFiles, ...] = pdir.segments
         self.bases = [s.base_offset for s in self.segments]
         self._indexes: dict[int, tuple] = {}
@@ -1301,9 +1304,11 @@ def _offset_for_timestamp(part: _Partition, timestamp: int, log_start: int, uppe
             part.pdir, part.other_copies, err, search,
             lambda done: (log_start, done[0] + 1 if done[0] is not None and done[0] < upper else upper),
             how="Read another by giving its log dir alone, or every copy with replicas=all")
+        line = f"{part.name}: the search for timestamp {timestamp}: {other_copy_line(switched)}"
         if part.report is not None:
-            part.report.notes.append(f"{part.name}: the search for timestamp {timestamp}: "
-                                     f"{other_copy_line(switched)}")
+            part.report.notes.append(line)
+        elif part.copy_notes is not None:
+            part.copy_notes.append(line)
     for path, position, detail in skipped:
         part.lenient_decision(path, position, None, None,
                               f"the search for timestamp {timestamp} went past corrupt bytes there ({detail}): "
@@ -1727,12 +1732,16 @@ def _ends_with_a_batch(part: _Partition, i: int) -> bool:
         return False
 
 
-def resolve_offsets(partition_dir: PartitionDir, options: ReadOptions) -> tuple[int, int]:
+def resolve_offsets(partition_dir: PartitionDir, options: ReadOptions, *,
+                    other_copies: tuple[PartitionDir, ...] = (), notes: list[str] | None = None) -> tuple[int, int]:
     """The ``[start, end)`` offsets ``options`` select in one partition replica (Spark semantics, see the module
     doc). Raises :class:`DataLossError` (failOnDataLoss) or :class:`InvalidOptionError` (a starting timestamp
-    with no match under strategy error). An empty partition gives ``(base, base)``."""
+    with no match under strategy error). An empty partition gives ``(base, base)``. ``other_copies``: the
+    partition's copies in other log dirs that a strict timestamp search meeting damage answers from, as a plan's
+    does (:func:`_offset_for_timestamp`), saying so in ``notes`` when given."""
     def resolve(current: PartitionDir) -> tuple[int, int]:
         part = _Partition(current, options, None)
+        part.other_copies, part.copy_notes = other_copies, notes
         if not part.segments:
             start = current.log_start_offset or 0
             return start, start
@@ -2524,9 +2533,15 @@ def _select_partitions(listing: Listing, options: ReadOptions, predicates: Predi
     # A partition a WHERE clause prunes is still checked against the offsets the options ask of it, so a query
     # fails (DataLossError, a starting timestamp with no match) the same with pushdown on or off, as Spark's Kafka
     # source resolves every assigned partition's offsets whatever the query filters
-    for copies in (checked_only if options.replicas == "all" else
-                   [choice.chosen for choice in choose_replicas(checked_only, options.replicas)]):
-        resolve_offsets(copies, options)
+    # (a search that meets damage in the chosen copy answers from another, as in a partition planned: before, it
+    # raised where the unpruned query went on)
+    if options.replicas == "all":
+        for pdir in checked_only:
+            resolve_offsets(pdir, options)
+    else:
+        for choice in choose_replicas(checked_only, options.replicas):
+            resolve_offsets(choice.chosen, options, other_copies=copies_passed_over(choice),
+                            notes=report.notes)
     if options.replicas == "all":
         check_one_incarnation(chosen)
         replicas = chosen
