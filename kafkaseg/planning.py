@@ -191,6 +191,10 @@ class SegmentSlice:
     # None; and (offset, file name) of the newest producer .snapshot named past the log end, else None
     tail_recovery_point: int | None = None
     tail_snapshot: tuple[int, str] | None = None
+    # (missing .log, 0, why, first, end): the offsets a lost newest segment's index files prove, past the log end
+    # this slice reads to with no high watermark and no recovery point above that end (_lost_segment_past): listed
+    # in ScanMetrics.unreadable_tails by the read, a warning
+    lost_segment_past: tuple[str, int, str, int, int] | None = None
     # the other copies of the partition found (their folders) that the replica choice passed over: named when this
     # one fails to read, so a user who gave several brokers' log dirs knows another copy may read
     other_copies: tuple[str, ...] = ()
@@ -2223,6 +2227,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
         aborted = _aborted_for(part, piece) if options.read_committed else ()
         indexed_tail_check = _reads_to_unbounded_log_end(part, piece)
         tail_evidence = _tail_evidence(part) if indexed_tail_check else (None, None)
+        lost_past = _lost_segment_past(part, piece)
         if seg.log_path not in identities:
             # the file the listing saw, with the size planned: a file renamed into its name since (the cleaner's
             # merged copy) is another one, read again by offset
@@ -2232,6 +2237,8 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
         slices.append(_segment_slice(piece, aborted, identities[seg.log_path], missing_before, own_offsets,
                                      listing.started_ns, part.pdir.topic_id, identities[part.pdir.path],
                                      corrupt_tail, indexed_tail_check, tail_evidence, lost_before))
+        if lost_past is not None:
+            slices[-1] = dataclasses.replace(slices[-1], lost_segment_past=lost_past)
         preport = reports[(part.pdir.topic, part.pdir.partition, part.pdir.path)]
         preport.slices += 1
         # two offset ranges of one partition whose bytes meet are one slice (_joined), unless a range between them
@@ -2298,6 +2305,28 @@ def _reads_to_unbounded_log_end(part: _Partition, piece: _Piece) -> bool:
     # snapshot does: a healthy active segment's do not, and its read then loads no index file)
     return (piece.end_position == readable_end and piece.end_offset >= part.log_end_offset()
             and (part.indexed_past_log_end or _tail_evidence(part) != (None, None)))
+
+
+def _lost_segment_past(part: _Partition, piece: _Piece) -> tuple[str, int, str, int, int] | None:
+    """:attr:`SegmentSlice.lost_segment_past` of ``piece``: the partition's newest segment's ``.log`` is gone while
+    its index files prove offsets it held (``PartitionDir.lost_segment``), no high watermark bounds the log, and
+    ``piece`` is its last piece, read to the log end. Judged as index entries past a readable end are
+    (``layout.judge_tail``): with a recovery point above the log end (trusted: :func:`_tail_evidence`) the offsets
+    below it were flushed, the read's :class:`~kafkaseg.errors.LostTailError` (or ``lost_tails``) says them, and
+    this is None; else they may never have reached the disk: a warning, whatever ``failOnDataLoss``."""
+    lost = part.pdir.lost_segment
+    if lost is None or lost.last_offset is None or part.pdir.high_watermark is not None:
+        return None
+    seg = part.segments[piece.segment]
+    if piece.segment != len(part.segments) - 1 or seg.tiered is not None:
+        return None
+    readable_end = part.log_end_position if part.log_end_position is not None else seg.log_size
+    if piece.end_position != readable_end or piece.end_offset < part.log_end_offset():
+        return None
+    if _tail_evidence(part)[0] is not None:
+        return None
+    return (lost.log_path, 0, lost.unreadable_words(part.pdir.recovery_point), lost.base_offset,
+            lost.last_offset + 1)
 
 
 def _tail_evidence(part: _Partition) -> tuple[int | None, tuple[int, str] | None]:
