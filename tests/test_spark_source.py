@@ -397,3 +397,15 @@ def test_a_where_clause_pruning_a_partition_of_copies_still_finds_its_time_in_an
     report = last_plan_report().plan
     assert ("t", 0, "pruned by predicates") in [tuple(p) for p in report.partitions_pruned]
     assert [n for n in report.notes if "read from the copy in" in n and str(tmp_path / "b" / "t-0") in n]
+
+
+def test_a_lost_newest_segment_with_no_high_watermark_is_a_read_warning(spark, tmp_path):
+    """The Spark reader sums the offsets a lost newest segment's index files prove (no high watermark) into
+    read_metrics()["unreadable_tails"], as the batch read lists them, and returns the log before it."""
+    from tests.test_carried_edges import _last_entries, _lost_active_segment
+
+    folder = _lost_active_segment(tmp_path, high_watermark=None)
+    last = max(_last_entries(folder, 250))
+    assert _kafkaseg(spark, str(tmp_path)).count() == 250
+    (tail,) = last_plan_report().read_metrics()["unreadable_tails"]
+    assert (tail.path, tail.first_offset, tail.end_offset) == (str(folder / f"{250:020d}.log"), 250, last + 1)
