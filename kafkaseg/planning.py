@@ -2184,11 +2184,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
     if listing is None:
         listing = list_partitions(paths, options)
     replicas = _select_partitions(listing, options, predicates, report, check_subscribed=check_subscribed)
-    # each partition's copies the replica choice passed over (log dirs' copies: tiered-storage ones extend the log)
-    listed = {p.path: p for p in listing.partitions if p.tiered is None}
-    passed_over = {(r["topic"], r["partition"]): tuple(listed[c] for c in r["candidates"]
-                                                       if c != r["chosen"] and c in listed)
-                   for r in report.replicas if len(r["candidates"]) > 1}
+    passed_over = copies_not_chosen(listing, report)
 
     def plan_one(pdir: PartitionDir) -> tuple[PlanReport, list[_Piece]]:
         def plan(current: PartitionDir) -> tuple[PlanReport, list[_Piece]]:
@@ -2513,6 +2509,15 @@ def list_partitions(paths: str | Sequence[str] | None, options: ReadOptions) -> 
     found = discover(paths, skipped=skipped, select=options.selects, unselected=unselected,
                      key_ring=options.tiered_key_ring, remote_log_metadata=hook)
     return Listing(tuple(found), tuple(skipped), tuple(unselected), started)
+
+
+def copies_not_chosen(listing: Listing, report: PlanReport) -> dict[tuple[str, int], tuple[PartitionDir, ...]]:
+    """Each partition's copies in ``listing`` the replica choice said in ``report`` passed over, in the order
+    given (log dirs' copies: tiered-storage ones extend the log): the copies a strict search that meets damage in the
+    chosen one answers from (:func:`_offset_for_timestamp`)."""
+    listed = {p.path: p for p in listing.partitions if p.tiered is None}
+    return {(r["topic"], r["partition"]): tuple(listed[c] for c in r["candidates"] if c != r["chosen"] and c in listed)
+            for r in report.replicas if len(r["candidates"]) > 1}
 
 
 def select_partitions(paths: str | Sequence[str] | None, options: ReadOptions,

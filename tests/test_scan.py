@@ -903,6 +903,30 @@ def test_a_time_searched_in_a_partition_a_where_clause_prunes_is_found_in_anothe
         assert str(tmp_path / "b" / "t-0") in caught.value.__notes__[0]
 
 
+def test_a_stream_started_by_timestamp_finds_its_time_in_another_copy(tmp_path):
+    """A stream's startingTimestamp resolves through the same search: where it lands in a corrupt batch of the
+    chosen copy, another copy answers, as for a batch read (before, the stream's first call raised the CRC error
+    where a batch read started at the record)."""
+    from kafkaseg.streaming import MicroBatchPlanner
+
+    paths = _two_copies(tmp_path)
+    wanted = _corrupt_batch(tmp_path / "a" / "t-0" / "00000000000000000000.log", 12) + 3
+    stamps = kafkaseg.read_arrow(paths[1], columns=["offset", "timestamp"], timestampUnit="ms")
+    ts = stamps.column("timestamp").cast(pa.int64()).to_pylist()[wanted]
+    assert kafkaseg.read_arrow(paths, startingTimestamp=ts, columns=["offset"]).column("offset")[0].as_py() == wanted
+    for order in (paths, paths[::-1]):
+        options = dataclasses.replace(ReadOptions.from_options({"startingTimestamp": str(ts)}, stream=True),
+                                      paths=tuple(order))
+        assert MicroBatchPlanner(options).initial_offsets()["t"] == {"0": wanted}
+    # the other copy corrupt too: the error names it, as a batch read's does
+    _corrupt_batch(tmp_path / "b" / "t-0" / "00000000000000000000.log", 12)
+    options = dataclasses.replace(ReadOptions.from_options({"startingTimestamp": str(ts)}, stream=True),
+                                  paths=tuple(paths))
+    with pytest.raises(CrcMismatchError) as caught:
+        MicroBatchPlanner(options).initial_offsets()
+    assert str(tmp_path / "b" / "t-0") in caught.value.__notes__[0]
+
+
 def test_only_the_corrupt_batch_comes_from_another_copy(tmp_path):
     """Another copy stands in for the corrupt batch only: one compacted otherwise (or shorter) does not replace the
     batches the chosen copy still reads (found in review: a copy with other holes gave 224 of 300 records)."""
