@@ -63,6 +63,7 @@ from kafkaseg.errors import (CorruptCheckpointError, CorruptDataError, CrcMismat
                              InvalidOptionError, KafkaSegError, LayoutError, did_you_mean)
 from kafkaseg.entry_check import batch_first_offset, entry_batch_problem, entry_neighbours
 from kafkaseg.lookup import PartitionLookup, from_other_copies
+from kafkaseg.lookup import other_copies as copies_passed_over
 from kafkaseg.options import EARLIEST, LATEST, ReadOptions
 from kafkaseg.storage.checkpoints import (LOG_START_OFFSET_CHECKPOINT,
                                          REPLICATION_OFFSET_CHECKPOINT, EpochEntry)
@@ -192,6 +193,10 @@ class SegmentSlice:
     # None; and (offset, file name) of the newest producer .snapshot named past the log end, else None
     tail_recovery_point: int | None = None
     tail_snapshot: tuple[int, str] | None = None
+    # (missing .log, 0, why, first, end): the offsets a lost newest segment's index files prove, past the log end
+    # this slice reads to with no high watermark and no recovery point above that end (_lost_segment_past): listed
+    # in ScanMetrics.unreadable_tails by the read, a warning
+    lost_segment_past: tuple[str, int, str, int, int] | None = None
     # the other copies of the partition found (their folders) that the replica choice passed over: named when this
     # one fails to read, so a user who gave several brokers' log dirs knows another copy may read
     other_copies: tuple[str, ...] = ()
@@ -640,6 +645,8 @@ class _Partition:
         # the partition's copies in other log dirs, which the replica choice passed over: a strict timestamp search
         # that meets damage in this one answers from one of them (_offset_for_timestamp), as a read falls back
         self.other_copies: tuple[PartitionDir, ...] = ()
+        # where that answer is said without a report (resolve_offsets' ``notes``)
+        self.copy_notes: list[str] | None = None
         self.segments: tuple[SegmentFiles, ...] = pdir.segments
         self.bases = [s.base_offset for s in self.segments]
         self._indexes: dict[int, tuple] = {}
@@ -1353,9 +1360,11 @@ def _offset_for_timestamp(part: _Partition, timestamp: int, log_start: int, uppe
             part.pdir, part.other_copies, err, search,
             lambda done: (log_start, done[0] + 1 if done[0] is not None and done[0] < upper else upper),
             how="Read another by giving its log dir alone, or every copy with replicas=all")
+        line = f"{part.name}: the search for timestamp {timestamp}: {other_copy_line(switched)}"
         if part.report is not None:
-            part.report.notes.append(f"{part.name}: the search for timestamp {timestamp}: "
-                                     f"{other_copy_line(switched)}")
+            part.report.notes.append(line)
+        elif part.copy_notes is not None:
+            part.copy_notes.append(line)
     for path, position, detail in skipped:
         part.lenient_decision(path, position, None, None,
                               f"the search for timestamp {timestamp} went past corrupt bytes there ({detail}): "
@@ -1779,12 +1788,16 @@ def _ends_with_a_batch(part: _Partition, i: int) -> bool:
         return False
 
 
-def resolve_offsets(partition_dir: PartitionDir, options: ReadOptions) -> tuple[int, int]:
+def resolve_offsets(partition_dir: PartitionDir, options: ReadOptions, *,
+                    other_copies: tuple[PartitionDir, ...] = (), notes: list[str] | None = None) -> tuple[int, int]:
     """The ``[start, end)`` offsets ``options`` select in one partition replica (Spark semantics, see the module
     doc). Raises :class:`DataLossError` (failOnDataLoss) or :class:`InvalidOptionError` (a starting timestamp
-    with no match under strategy error). An empty partition gives ``(base, base)``."""
+    with no match under strategy error). An empty partition gives ``(base, base)``. ``other_copies``: the
+    partition's copies in other log dirs that a strict timestamp search meeting damage answers from, as a plan's
+    does (:func:`_offset_for_timestamp`), saying so in ``notes`` when given."""
     def resolve(current: PartitionDir) -> tuple[int, int]:
         part = _Partition(current, options, None)
+        part.other_copies, part.copy_notes = other_copies, notes
         if not part.segments:
             start = current.log_start_offset or 0
             return start, start
@@ -2253,11 +2266,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
     if listing is None:
         listing = list_partitions(paths, options)
     replicas = _select_partitions(listing, options, predicates, report, check_subscribed=check_subscribed)
-    # each partition's copies the replica choice passed over (log dirs' copies: tiered-storage ones extend the log)
-    listed = {p.path: p for p in listing.partitions if p.tiered is None}
-    passed_over = {(r["topic"], r["partition"]): tuple(listed[c] for c in r["candidates"]
-                                                       if c != r["chosen"] and c in listed)
-                   for r in report.replicas if len(r["candidates"]) > 1}
+    passed_over = copies_not_chosen(listing, report)
 
     def plan_one(pdir: PartitionDir) -> tuple[PlanReport, list[_Piece]]:
         def plan(current: PartitionDir) -> tuple[PlanReport, list[_Piece]]:
@@ -2296,6 +2305,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
         aborted = _aborted_for(part, piece) if options.read_committed else ()
         indexed_tail_check = _reads_to_unbounded_log_end(part, piece)
         tail_evidence = _tail_evidence(part) if indexed_tail_check else (None, None)
+        lost_past = _lost_segment_past(part, piece)
         if seg.log_path not in identities:
             # the file the listing saw, with the size planned: a file renamed into its name since (the cleaner's
             # merged copy) is another one, read again by offset
@@ -2305,6 +2315,8 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
         slices.append(_segment_slice(piece, aborted, identities[seg.log_path], missing_before, own_offsets,
                                      listing.started_ns, part.pdir.topic_id, identities[part.pdir.path],
                                      corrupt_tail, indexed_tail_check, tail_evidence, lost_before))
+        if lost_past is not None:
+            slices[-1] = dataclasses.replace(slices[-1], lost_segment_past=lost_past)
         preport = reports[(part.pdir.topic, part.pdir.partition, part.pdir.path)]
         preport.slices += 1
         # two offset ranges of one partition whose bytes meet are one slice (_joined), unless a range between them
@@ -2371,6 +2383,28 @@ def _reads_to_unbounded_log_end(part: _Partition, piece: _Piece) -> bool:
     # snapshot does: a healthy active segment's do not, and its read then loads no index file)
     return (piece.end_position == readable_end and piece.end_offset >= part.log_end_offset()
             and (part.indexed_past_log_end or _tail_evidence(part) != (None, None)))
+
+
+def _lost_segment_past(part: _Partition, piece: _Piece) -> tuple[str, int, str, int, int] | None:
+    """:attr:`SegmentSlice.lost_segment_past` of ``piece``: the partition's newest segment's ``.log`` is gone while
+    its index files prove offsets it held (``PartitionDir.lost_segment``), no high watermark bounds the log, and
+    ``piece`` is its last piece, read to the log end. Judged as index entries past a readable end are
+    (``layout.judge_tail``): with a recovery point above the log end (trusted: :func:`_tail_evidence`) the offsets
+    below it were flushed, the read's :class:`~kafkaseg.errors.LostTailError` (or ``lost_tails``) says them, and
+    this is None; else they may never have reached the disk: a warning, whatever ``failOnDataLoss``."""
+    lost = part.pdir.lost_segment
+    if lost is None or lost.last_offset is None or part.pdir.high_watermark is not None:
+        return None
+    seg = part.segments[piece.segment]
+    if piece.segment != len(part.segments) - 1 or seg.tiered is not None:
+        return None
+    readable_end = part.log_end_position if part.log_end_position is not None else seg.log_size
+    if piece.end_position != readable_end or piece.end_offset < part.log_end_offset():
+        return None
+    if _tail_evidence(part)[0] is not None:
+        return None
+    return (lost.log_path, 0, lost.unreadable_words(part.pdir.recovery_point), lost.base_offset,
+            lost.last_offset + 1)
 
 
 def _tail_evidence(part: _Partition) -> tuple[int | None, tuple[int, str] | None]:
@@ -2559,6 +2593,15 @@ def list_partitions(paths: str | Sequence[str] | None, options: ReadOptions) -> 
     return Listing(tuple(found), tuple(skipped), tuple(unselected), started)
 
 
+def copies_not_chosen(listing: Listing, report: PlanReport) -> dict[tuple[str, int], tuple[PartitionDir, ...]]:
+    """Each partition's copies in ``listing`` the replica choice said in ``report`` passed over, in the order
+    given (log dirs' copies: tiered-storage ones extend the log): the copies a strict search that meets damage in the
+    chosen one answers from (:func:`_offset_for_timestamp`)."""
+    listed = {p.path: p for p in listing.partitions if p.tiered is None}
+    return {(r["topic"], r["partition"]): tuple(listed[c] for c in r["candidates"] if c != r["chosen"] and c in listed)
+            for r in report.replicas if len(r["candidates"]) > 1}
+
+
 def select_partitions(paths: str | Sequence[str] | None, options: ReadOptions,
                       report: PlanReport | None = None, *, check_listed: bool = True,
                       check_subscribed: bool = True, listing: Listing | None = None) -> list[PartitionDir]:
@@ -2606,9 +2649,15 @@ def _select_partitions(listing: Listing, options: ReadOptions, predicates: Predi
     # A partition a WHERE clause prunes is still checked against the offsets the options ask of it, so a query
     # fails (DataLossError, a starting timestamp with no match) the same with pushdown on or off, as Spark's Kafka
     # source resolves every assigned partition's offsets whatever the query filters
-    for copies in (checked_only if options.replicas == "all" else
-                   [choice.chosen for choice in choose_replicas(checked_only, options.replicas)]):
-        resolve_offsets(copies, options)
+    # (a search that meets damage in the chosen copy answers from another, as in a partition planned: before, it
+    # raised where the unpruned query went on)
+    if options.replicas == "all":
+        for pdir in checked_only:
+            resolve_offsets(pdir, options)
+    else:
+        for choice in choose_replicas(checked_only, options.replicas):
+            resolve_offsets(choice.chosen, options, other_copies=copies_passed_over(choice),
+                            notes=report.notes)
     if options.replicas == "all":
         check_one_incarnation(chosen)
         replicas = chosen

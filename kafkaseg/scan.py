@@ -285,6 +285,10 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
             for path, at, why, lo, hi, proven in piece.lost_before:
                 (metrics.lost_tails if proven else metrics.unreadable_tails).append(Problem(path, at, why, None, lo,
                                                                                              hi))
+    if piece.lost_segment_past is not None:  # a lost newest segment's offsets, past the log end (no HW): a warning
+        with metrics._lock:
+            path, at, why, lo, hi = piece.lost_segment_past
+            metrics.unreadable_tails.append(Problem(path, at, why, None, lo, hi))
     progress: dict = {}
     try:
         yield from _read_slice(piece, options, metrics, read_chunk_bytes, map_window_bytes, again=True,
@@ -340,7 +344,7 @@ def _read_other_copies(piece: SegmentSlice, options: ReadOptions, metrics: ScanM
         elsewhere = replace(piece, partition_path=copy, log_path=fs_join(copy, fs_basename(piece.log_path)),
                             slice_offsets=(first, end), file_identity=None, partition_identity=None,
                             listed_at_ns=None, remote_path=None, missing_before=None, corrupt_tail=None,
-                            other_copies=(), lost_before=())
+                            other_copies=(), lost_before=(), lost_segment_past=None)
         try:
             slices, lost = plan_again_by_offset(elsewhere, options)
         except KafkaSegError as exc:
@@ -381,7 +385,7 @@ def _read_other_copies(piece: SegmentSlice, options: ReadOptions, metrics: ScanM
     if resume is not None:  # this copy again, from the batch after the corrupt one (failing over again if need be)
         after = replace(piece, start_position=next_position, start_offset=max(piece.start_offset, end),
                         slice_offsets=(end, piece.slice_offsets[1]), missing_before=None,
-                        lost_before=())
+                        lost_before=(), lost_segment_past=None)
         yield from read_slice(after, options, metrics, read_chunk_bytes=read_chunk_bytes,
                               map_window_bytes=map_window_bytes)
     return None
@@ -453,7 +457,7 @@ def _read_before(piece: SegmentSlice, err: CorruptDataError, first: int, options
             or not piece.start_position < at <= piece.end_position):
         return first
     before = replace(piece, start_offset=max(piece.start_offset, first), end_position=at, slice_offsets=None,
-                     missing_before=None, corrupt_tail=None, lost_before=())
+                     missing_before=None, corrupt_tail=None, lost_before=(), lost_segment_past=None)
     progress: dict = {}
     try:
         yield from _read_slice(before, options, metrics, read_chunk_bytes, map_window_bytes, again=False,

@@ -88,8 +88,8 @@ from kafkaseg.errors import DataLossError, InvalidOptionError, KafkaSegError, La
 from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, IGNORED_OPTIONS, LATEST, OPTION_NAMES, OffsetLimit, ReadOptions
 from kafkaseg.planning import (RACY_MS, AvailableRange, Listing, LogEndCache, PlanReport, ScanPlan, available_range,
-                               list_partitions, lost_copy_reached_by_time, offset_for_timestamp, plan_scan,
-                               resolve_offsets, select_partitions, slice_order)
+                               copies_not_chosen, list_partitions, lost_copy_reached_by_time, offset_for_timestamp,
+                               plan_scan, resolve_offsets, select_partitions, slice_order)
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.checkpoints import EpochEntry, mark_divergence
 from kafkaseg.storage.layout import PartitionDir
@@ -424,7 +424,11 @@ class MicroBatchPlanner:
         ranges: dict[TopicPartition, AvailableRange] = {}
         listing = self.last_listing = list_partitions(None, self.options)
         # checks that partitions named in a JSON are on disk; a subscribed topic not there yet is waited for
-        pdirs = select_partitions(None, self.options, check_subscribed=False, listing=listing)
+        chose = PlanReport()
+        pdirs = select_partitions(None, self.options, chose, check_subscribed=False, listing=listing)
+        # each partition's copies the replica choice passed over, in the order given: a start by timestamp whose
+        # search meets damage in the chosen copy answers from one of them, as a batch read's planning does
+        passed_over = copies_not_chosen(listing, chose)
         now_ms = time.time() * 1000
         cache: dict[tuple, tuple[AvailableRange, bool]] = {}  # for the triggers after (see available)
         self._log_ends = LogEndCache()
@@ -447,8 +451,8 @@ class MicroBatchPlanner:
                 # of the micro-batch that reaches them, as for a start by offset (a batch read says them for its
                 # range the same way)
                 ending = OffsetLimit("latest", option="endingOffsets")
-                positions[tp] = resolve_offsets(pdir, self.options.replace(ending=ending,
-                                                                           fail_on_data_loss=False))[0]
+                positions[tp] = resolve_offsets(pdir, self.options.replace(ending=ending, fail_on_data_loss=False),
+                                                other_copies=passed_over.get(tp, ()))[0]
                 # the broker's answer in a live tiered copy missing from the bucket: the stream starts at that
                 # copy's first offset, so that its first micro-batch says the loss (the resolution above moved
                 # past it, not saying so), as a start given there does

@@ -9,7 +9,7 @@ import pytest
 import kafkaseg
 from kafkaseg.cli.main import main
 from kafkaseg.cli.verify import verify_paths
-from kafkaseg.errors import SkippedOffsetsError
+from kafkaseg.errors import LostTailError, SkippedOffsetsError
 from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
 from kafkaseg.testing.partition import write_offset_checkpoint
 
@@ -109,13 +109,75 @@ def test_a_lost_active_segment_is_named_where_the_log_now_ends(tmp_path, capsys,
     assert not [p for p in report.problems if "a broker deletes it" in p.message]
 
 
+def _last_entries(folder, base: int) -> tuple[int, int]:
+    """The offsets of the last entries of the segment at ``base``'s ``.index`` (8 bytes each: relative offset,
+    position) and ``.timeindex`` (12 bytes each: timestamp, relative offset), read from the bytes here (a zero
+    entry after the first ends the entries: a preallocated file's tail)."""
+    import struct
+
+    last = []
+    for suffix, size, fmt, at in ((".index", 8, ">ii", 0), (".timeindex", 12, ">qi", 1)):
+        data = (folder / f"{base:020d}{suffix}").read_bytes()
+        entries = [struct.unpack_from(fmt, data, n) for n in range(0, len(data) - size + 1, size)]
+        entries = [e for n, e in enumerate(entries) if n == 0 or any(e)]
+        last.append(base + entries[-1][at])
+    return last[0], last[1]
+
+
+def test_a_lost_active_segment_with_no_high_watermark_warns_of_the_offsets_its_indexes_prove(tmp_path, capsys):
+    """With no high watermark, the lost segment's .index and .timeindex are all that says it held records: their
+    last entries prove offsets [250, last] were written. That is a warning as index entries past a readable end
+    with no recovery point above it are (README "No high watermark"): the reads return the log to 250 also under
+    failOnDataLoss=true and list the offsets in unreadable_tails; the plan report, describe and verify say them.
+    (Before, only that a segment from 250 was lost, no offsets, and the reads said nothing.)"""
+    folder = _lost_active_segment(tmp_path, high_watermark=None)
+    last_index, last_time = _last_entries(folder, 250)
+    last = max(last_index, last_time)
+    assert 250 < last < 300
+    offsets = f"offsets 250..{last}"
+    missing = str(folder / f"{250:020d}.log")
+    for options in ({}, {"onCorruption": "skip"}, {"failOnDataLoss": "false"}):
+        scan = kafkaseg.open_scan(str(tmp_path), **options)
+        assert scan.to_table().num_rows == 250
+        (tail,) = scan.metrics.unreadable_tails
+        assert (tail.path, tail.first_offset, tail.end_offset) == (missing, 250, last + 1)
+        assert offsets in tail.what and f"offset {last_index}" in tail.what and f"offset {last_time}" in tail.what
+        assert not scan.metrics.lost_tails
+        assert [n for p in scan.plan.report.partitions for n in p.notes if missing in n and offsets in n]
+    assert main(["describe", str(tmp_path)]) == 0
+    assert offsets in capsys.readouterr().err
+    lines = [p for p in verify_paths([str(tmp_path)]).problems if missing in p.file or missing in p.message]
+    assert [p.severity for p in lines] == ["warning"] and offsets in lines[0].message
+    # a read that stops short of the log end says nothing of offsets past it
+    scan = kafkaseg.open_scan(str(tmp_path), endingOffsets='{"t":{"0":100}}')
+    assert scan.to_table().num_rows == 100 and not scan.metrics.unreadable_tails
+
+
+def test_a_lost_active_segment_below_the_recovery_point_is_the_lost_tail_it_was(tmp_path):
+    """The recovery point above the lost segment's base (a stopped broker's copy) proves offsets up to it flushed:
+    the recovery point's rule decides as before (LostTailError, or lost_tails with failOnDataLoss=false), and the
+    index entries' warning is not said on top of it."""
+    from tests.lost_tail_data import set_recovery_point
+
+    _lost_active_segment(tmp_path, high_watermark=None)
+    set_recovery_point(tmp_path, 300)
+    with pytest.raises(LostTailError):
+        kafkaseg.read_arrow(str(tmp_path))
+    scan = kafkaseg.open_scan(str(tmp_path), failOnDataLoss="false")
+    assert scan.to_table().num_rows == 250
+    assert [(t.first_offset, t.end_offset) for t in scan.metrics.lost_tails] == [(250, 300)]
+    assert not scan.metrics.unreadable_tails
+
+
 def test_a_truncation_that_crashed_midway_is_no_lost_segment(tmp_path):
     """A follower's truncation renames the segments above its new end to .deleted, the .log first: a crash between
     leaves the .log.deleted beside the index files. That is a deletion under way, not a lost segment."""
-    _lost_active_segment(tmp_path, high_watermark=250, leftover="deleted")
-    scan = kafkaseg.open_scan(str(tmp_path))
-    assert scan.to_table().num_rows == 250
-    assert not [n for p in scan.plan.report.partitions for n in p.notes if "is missing" in n]
+    for high_watermark in (250, None):
+        _lost_active_segment(tmp_path / str(high_watermark), high_watermark=high_watermark, leftover="deleted")
+        scan = kafkaseg.open_scan(str(tmp_path / str(high_watermark)))
+        assert scan.to_table().num_rows == 250
+        assert not [n for p in scan.plan.report.partitions for n in p.notes if "is missing" in n]
+        assert not scan.metrics.unreadable_tails
 
 
 # -- 3. copies of a live data dir taken file by file (rsync) ------------------------------------------------------

@@ -872,6 +872,61 @@ def test_a_time_whose_record_is_in_a_corrupt_batch_of_the_chosen_copy_is_found_i
     assert not [n for n in lenient.plan.report.notes if "read from the copy in" in n]
 
 
+def test_a_time_searched_in_a_partition_a_where_clause_prunes_is_found_in_another_copy(tmp_path):
+    """A partition a WHERE clause prunes still has its starting/ending timestamps resolved (so the query fails the
+    same with pushdown on or off): that search falls back to another copy as the unpruned partition's does (before,
+    it met the chosen copy's corrupt batch and raised, naming no other copy, where the unpruned read went on)."""
+    from kafkaseg.planning import Predicates
+
+    paths = _two_copies(tmp_path, TopicSpec("t", partitions=2, records_per_partition=300, records_per_batch=10))
+    log = tmp_path / "a" / "t-0" / "00000000000000000000.log"
+    wanted = _corrupt_batch(log, 12) + 3
+    stamps = kafkaseg.read_arrow(str(tmp_path / "b" / "t-0"), columns=["offset", "timestamp"], timestampUnit="ms")
+    ts = stamps.column("timestamp").cast(pa.int64()).to_pylist()[wanted]
+    only_t1 = Predicates(partitions=frozenset({("t", 1)}))
+    for order in (paths, paths[::-1]):
+        for option in ("startingTimestamp", "endingTimestamp"):
+            opts = ReadOptions.from_options({option: str(ts)})
+            unpruned = plan_scan(order, opts)  # the search in t-0 answers from the other copy
+            assert [n for n in unpruned.report.notes if "read from the copy in" in n]
+            plan = plan_scan(order, opts, only_t1)
+            assert ("t", 0, "pruned by predicates") in plan.report.partitions_pruned
+            assert {s.partition for s in plan.slices} == {1}
+            (note,) = [n for n in plan.report.notes if "read from the copy in" in n]
+            assert f"{log} is corrupt at byte" in note and str(tmp_path / "b" / "t-0") in note and str(ts) in note
+    # the other copy corrupt too: the pruned partition's search fails, naming it, as the unpruned one does
+    _corrupt_batch(tmp_path / "b" / "t-0" / "00000000000000000000.log", 12)
+    opts = ReadOptions.from_options({"startingTimestamp": str(ts)})
+    for predicates in (None, only_t1):
+        with pytest.raises(CrcMismatchError) as caught:
+            plan_scan(paths, opts, predicates)
+        assert str(tmp_path / "b" / "t-0") in caught.value.__notes__[0]
+
+
+def test_a_stream_started_by_timestamp_finds_its_time_in_another_copy(tmp_path):
+    """A stream's startingTimestamp resolves through the same search: where it lands in a corrupt batch of the
+    chosen copy, another copy answers, as for a batch read (before, the stream's first call raised the CRC error
+    where a batch read started at the record)."""
+    from kafkaseg.streaming import MicroBatchPlanner
+
+    paths = _two_copies(tmp_path)
+    wanted = _corrupt_batch(tmp_path / "a" / "t-0" / "00000000000000000000.log", 12) + 3
+    stamps = kafkaseg.read_arrow(paths[1], columns=["offset", "timestamp"], timestampUnit="ms")
+    ts = stamps.column("timestamp").cast(pa.int64()).to_pylist()[wanted]
+    assert kafkaseg.read_arrow(paths, startingTimestamp=ts, columns=["offset"]).column("offset")[0].as_py() == wanted
+    for order in (paths, paths[::-1]):
+        options = dataclasses.replace(ReadOptions.from_options({"startingTimestamp": str(ts)}, stream=True),
+                                      paths=tuple(order))
+        assert MicroBatchPlanner(options).initial_offsets()["t"] == {"0": wanted}
+    # the other copy corrupt too: the error names it, as a batch read's does
+    _corrupt_batch(tmp_path / "b" / "t-0" / "00000000000000000000.log", 12)
+    options = dataclasses.replace(ReadOptions.from_options({"startingTimestamp": str(ts)}, stream=True),
+                                  paths=tuple(paths))
+    with pytest.raises(CrcMismatchError) as caught:
+        MicroBatchPlanner(options).initial_offsets()
+    assert str(tmp_path / "b" / "t-0") in caught.value.__notes__[0]
+
+
 def test_only_the_corrupt_batch_comes_from_another_copy(tmp_path):
     """Another copy stands in for the corrupt batch only: one compacted otherwise (or shorter) does not replace the
     batches the chosen copy still reads (found in review: a copy with other holes gave 224 of 300 records)."""

@@ -274,6 +274,9 @@ class PartitionDir:
     # such a partition's folder is returned with that error too, as its only segment, read on its own (no ``whole``,
     # no checkpoints).
     error: SegmentFileError | None = field(default=None, compare=False)
+    # the newest segment, past the last .log, whose .log is gone while its index files are there (its note says
+    # it): what the reads with no high watermark warn of (ScanMetrics.unreadable_tails); None without one
+    lost_segment: "LostSegment | None" = None
 
     @property
     def log_start_offset(self) -> int | None:
@@ -488,10 +491,12 @@ def _names_past_a_long(entries: Sequence[_fs.FileEntry], named: list, metadata_l
 
 
 def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: list[str], *,
-                           metadata_log: bool = False) -> tuple[list[SegmentFiles], list[str], list[str]]:
+                           metadata_log: bool = False, found_lost: list | None = None
+                           ) -> tuple[list[SegmentFiles], list[str], list[str]]:
     """The segments, the snapshot paths and the names of the ``.swap`` files not swapped in (an incomplete split's,
     then those without their ``.log.swap``: in the order of their notes) of a partition folder's listing
-    (``metadata_log``: KRaft's ``__cluster_metadata`` folder, whose snapshots' names a broker parses too)."""
+    (``metadata_log``: KRaft's ``__cluster_metadata`` folder, whose snapshots' names a broker parses too). A lost
+    newest segment (:class:`LostSegment`) is noted, and appended to ``found_lost`` when given."""
     by_name = _files(entries)
     cleaned_bases = [int(m.group(1)) for n in by_name if n.endswith(".cleaned") and (m := _OFFSET_PREFIX.match(n))]
     min_cleaned = min(cleaned_bases) if cleaned_bases else None
@@ -579,9 +584,11 @@ def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: 
             identity=log.identity,
         ))
     segments.sort(key=lambda s: s.base_offset)
-    lost = _lost_newest_segment(regular, valid_swaps, segments, by_name)
+    lost = _lost_newest_segment(regular, valid_swaps, segments, by_name, filesystem)
     if lost is not None:
-        notes.append(lost)
+        notes.append(f"{LOST_NEWEST_SEGMENT}{lost.words()}")
+        if found_lost is not None:
+            found_lost.append(lost)
     return segments, [p for _, p in snapshot_paths], sorted(split) + unpaired
 
 
@@ -589,8 +596,57 @@ def _segments_from_listing(entries: Sequence[_fs.FileEntry], filesystem, notes: 
 LOST_NEWEST_SEGMENT = "lost segment: "
 
 
-def _lost_newest_segment(regular: dict, valid_swaps: dict, segments: list, by_name: dict) -> str | None:
-    """The note for index files of a segment past the newest one whose ``.log`` is gone, None without such.
+class LostSegment(NamedTuple):
+    """The partition's newest segment, whose ``.log`` is gone while its index files are there
+    (:func:`_lost_newest_segment`): the missing ``log_path``, its ``base_offset``, and the offsets of the last
+    entries of its ``.index`` and ``.timeindex`` (None: no such file, or no entry in it), which prove offsets up to
+    :attr:`last_offset` were written to it (a broker indexes a batch after appending it: ``LogSegment.append``)."""
+
+    log_path: str
+    base_offset: int
+    names: str
+    last_index_offset: int | None = None
+    last_time_offset: int | None = None
+
+    @property
+    def last_offset(self) -> int | None:
+        """The last offset its index entries prove it held, None when none does."""
+        found = [o for o in (self.last_index_offset, self.last_time_offset) if o is not None and o >= self.base_offset]
+        return max(found, default=None)
+
+    def proven_words(self) -> str:
+        """``offsets B..N`` and the entries that prove them, or that none does."""
+        if self.last_offset is None:
+            return "its index files hold no entry, so no offset it held is known"
+        entries = [f"its last {kind} entry's offset {offset}" for kind, offset in
+                   ((".index", self.last_index_offset), (".timeindex", self.last_time_offset))
+                   if offset is not None and offset >= self.base_offset]
+        return (f"its index entries prove offsets {self.base_offset}..{self.last_offset} were written to it "
+                f"({', '.join(entries)}: a broker indexes a batch after appending it)")
+
+    def words(self) -> str:
+        """What discovery's note (and ``verify``'s warning) says of it, after :data:`LOST_NEWEST_SEGMENT`."""
+        return self._said() + COPY_AGAIN
+
+    def _said(self) -> str:
+        return (f"{self.log_path} is missing, but its {self.names} are there: the segment from offset "
+                f"{self.base_offset}, past the newest segment, was deleted, or a copy of a live broker's data dir "
+                f"missed it, so the log ends before offset {self.base_offset} and any records that segment held are "
+                f"not in these files; {self.proven_words()}")
+
+    def unreadable_words(self, recovery_point: int | None) -> str:
+        """The reads' warning with no high watermark (``ScanMetrics.unreadable_tails``), judged as index entries
+        past a readable end are when the recovery point is not above it (:meth:`IndexedPastEnd.judged`)."""
+        recovery = ("no recovery point is checkpointed" if recovery_point is None else
+                    f"none is below the recovery point {recovery_point}")
+        return (f"{self._said()}; {recovery}, so they may never have reached the disk, and no "
+                f"high watermark says whether they were acknowledged; the read ends at offset {self.base_offset}"
+                f"{COPY_AGAIN}")
+
+
+def _lost_newest_segment(regular: dict, valid_swaps: dict, segments: list, by_name: dict,
+                         filesystem=None) -> LostSegment | None:
+    """The index files of a segment past the newest one whose ``.log`` is gone, None without such.
 
     A broker creates a segment's ``.log`` and its indexes together (``UnifiedLog.roll``) and deletes them together
     (renamed to ``.deleted``, the ``.log`` first: ``LogSegment.changeFileSuffixes``), and it never deletes its
@@ -598,7 +654,8 @@ def _lost_newest_segment(regular: dict, valid_swaps: dict, segments: list, by_na
     renames leaves the ``.log.deleted`` (a deletion under way, said by its own note). Past the newest ``.log``, index
     files with no ``.log`` and no ``.log.deleted`` are a segment whose ``.log`` was deleted by hand, or that a copy
     of a live data dir missed: the log ends before its base offset (a broker's ``LogLoader`` deletes the indexes and
-    ends it there too), and only these files say there was more."""
+    ends it there too), and only these files say there was more: their last entries, how far (read in place, a few
+    positioned reads each)."""
     newest = segments[-1].base_offset if segments else None
     orphans = sorted((base, kinds) for base, kinds in regular.items()
                      if "log" not in kinds and base not in valid_swaps and (newest is None or base > newest))
@@ -609,11 +666,32 @@ def _lost_newest_segment(regular: dict, valid_swaps: dict, segments: list, by_na
             continue
         log_path = _fs.join(_fs.parent(entry.path), f"{stem}.log")
         names = ", ".join(sorted(k.name for k in kinds.values()))
-        return (f"{LOST_NEWEST_SEGMENT}{log_path} is missing, but its {names} are there: the segment from offset "
-                f"{base}, past the newest segment, was deleted, or a copy of a live broker's data dir missed it, so "
-                f"the log ends before offset {base} and any records that segment held are not in these files"
-                f"{COPY_AGAIN}")
+        return LostSegment(log_path, base, names,
+                           *(_last_entry_offset(kinds[kind].path, kind, base, filesystem) if kind in kinds else None
+                             for kind in ("index", "timeindex")))
     return None
+
+
+def _last_entry_offset(path: str, kind: str, base_offset: int, filesystem) -> int | None:
+    """The offset of the last entry of the ``.index`` (``kind`` "index") or ``.timeindex`` at ``path`` of a segment
+    at ``base_offset``; None when it has none or cannot be read."""
+    from types import SimpleNamespace
+
+    from kafkaseg.errors import CorruptIndexError
+    from kafkaseg.storage.probed_index import ProbedIndex
+
+    stats = SimpleNamespace(files_opened=0, index_entries=0, index_bytes=0)
+    probe = "offset" if kind == "index" else "time"
+    try:
+        index = ProbedIndex(path, probe, base_offset, filesystem, stats, None, None)
+    except (LayoutError, CorruptIndexError):
+        return None
+    try:
+        return int(index.last()[0 if probe == "offset" else 1]) if len(index) else None
+    except KafkaSegError:
+        return None
+    finally:
+        index.close()
 
 
 def _safe(read, path: str, filesystem, notes: list[str]):
@@ -658,13 +736,14 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
         notes: list[str] = []
         error = None
         try:
+            found_lost: list[LostSegment] = []
             segments, snapshot_paths, ignored_swaps = _segments_from_listing(
-                entries, filesystem, notes, metadata_log=topic == CLUSTER_METADATA_TOPIC)
+                entries, filesystem, notes, metadata_log=topic == CLUSTER_METADATA_TOPIC, found_lost=found_lost)
             break
         except SegmentFileError as err:
             if not partition_errors:
                 raise
-            error, segments, snapshot_paths, ignored_swaps = err, [], [], []
+            error, segments, snapshot_paths, ignored_swaps, found_lost = err, [], [], [], []
             break
         except _ListedFileGone as gone:  # noqa: PERF203 - a retry loop
             if attempt == REDISCOVERIES:
@@ -700,7 +779,7 @@ def read_partition_dir(path: str, filesystem: pafs.FileSystem | None = None, *, 
                               else ()),
         filesystem=filesystem, unreadable_checkpoints=log_dir.unreadable_checkpoints if log_dir else (),
         deleted_files=tuple((e.name, e.size) for e in entries if not e.is_dir and e.name.endswith(".deleted")),
-        ignored_swaps=tuple(ignored_swaps), error=error)
+        ignored_swaps=tuple(ignored_swaps), error=error, lost_segment=found_lost[0] if found_lost else None)
 
 
 def read_tiered_partition(folder: tiered.TieredPartitionFolder, filesystem, *, root: str | None = None,
