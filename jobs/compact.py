@@ -246,7 +246,7 @@ def prepare(args: argparse.Namespace, now_ms: int | None = None):
 
     paths = generate_sample(args.work_dir)[0] if args.sample else args.data_dir
     check_output_location(args.output, paths)
-    check_format(args.output, "delta", has_format=False)
+    check_format(args.output, "delta", formats=("delta",))
     config = load_config(args)
     plan = prepare_run(paths, args.output, config, args.options, args.mode, now_ms)
     if not plan.increment.ranges:

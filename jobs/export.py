@@ -475,38 +475,114 @@ def table_exists(output: str, fmt: str) -> bool:
     return entry is not None and (fmt == "parquet" or entry.is_dir)
 
 
-def check_format(output: str, fmt: str, flag: str = "--output", has_format: bool = True) -> None:
-    """Refuse to write ``fmt`` into a table of the other format: Parquet files in a Delta table's folder are
-    outside its log (Delta readers never see them; Parquet readers of the folder see Delta's files too, removed
-    ones included), and a Delta log over a Parquet folder would leave its files unreferenced (a VACUUM of the
-    table deletes them). ``flag`` named ``output``; ``has_format``: the job has a ``--format`` to suggest."""
+#: The formats' names in messages.
+FORMAT_NAMES = {"delta": "Delta", "parquet": "Parquet", "csv": "CSV", "json": "JSON"}
+#: Suffixes of the codecs Spark's CSV/JSON writers compress with (``compression`` option).
+_COMPRESSION_SUFFIXES = (".gz", ".bz2", ".snappy", ".zst", ".lz4", ".deflate")
+
+
+def data_file_format(name: str) -> str | None:
+    """``csv``, ``json`` or ``parquet`` for a data file's name as Spark's writers name them (compressed or not),
+    else None."""
+    lower = name.lower()
+    for suffix in _COMPRESSION_SUFFIXES:
+        if lower.endswith(suffix) and not lower.endswith(".parquet"):
+            lower = lower[:-len(suffix)]
+            break
+    for suffixes, fmt in (((".csv",), "csv"), ((".json", ".jsonl", ".ndjson"), "json"), ((".parquet",), "parquet")):
+        if lower.endswith(suffixes):
+            return fmt
+    return None
+
+
+def check_format(output: str, fmt: str, flag: str = "--output", formats: Sequence[str] = ("delta", "parquet"),
+                 mode: str | None = None) -> None:
+    """Refuse to write ``fmt`` over or among another format's data at ``output``, before Spark starts:
+
+    * a Delta table's folder (a ``_delta_log``) written as Parquet, CSV or JSON: Spark's overwrite deletes the
+      table's files and leaves what it wrote next to, or without, a ``_delta_log`` Delta readers then read; an
+      append puts files outside the log (Delta readers never see them; readers of the folder see Delta's files,
+      removed ones included);
+    * a folder of Parquet, CSV or JSON files made a Delta table: its files would be outside the log (a VACUUM
+      deletes them) and readers of the folder would read the table's Parquet files as theirs;
+    * a folder of one of those formats written as another: an overwrite deletes the files, an append mixes formats
+      that readers of the folder read as one;
+    * with Spark's writers (not Delta), ``mode`` overwrite of a folder holding other files (not a table's): Spark
+      deletes the whole folder.
+
+    Overwrites and appends of the job's own format go on. ``flag`` named ``output``; ``formats``: the job's
+    ``--format`` choices, suggested when what is there is one of them. Raises :class:`UsageError`."""
     from kafkaseg.storage.fs import join, redact, stat
 
+    shown, name = redact(output), FORMAT_NAMES[fmt]
+    what = f"--format {fmt}: " if len(formats) > 1 else ""
     delta_log = stat(join(output, "_delta_log"))
-    if fmt == "parquet" and delta_log is not None and delta_log.is_dir:
-        raise UsageError(f"--format parquet: {redact(output)} is a Delta table (it has a _delta_log); use "
-                         f"--format delta, or another {flag}")
-    if fmt == "delta" and (delta_log is None or not delta_log.is_dir) and _parquet_files(output):
-        what = "--format delta: " if has_format else ""
-        instead = "use --format parquet, or another " if has_format else "give another "
-        raise UsageError(f"{what}{redact(output)} holds Parquet files but no _delta_log (a Parquet table, which a "
-                         f"Delta table there would leave unreferenced: a VACUUM deletes them); {instead}{flag}")
+    if delta_log is not None and delta_log.is_dir:
+        if fmt != "delta":
+            harm = (f"an overwrite with {name} files would delete it" if mode == "overwrite"
+                    else f"{name} files written there would be outside its log")
+            raise UsageError(f"{what}{shown} is a Delta table (it has a _delta_log): {harm}; use --format delta, "
+                             f"or another {flag}")
+        return
+    found = _data_files(output)
+    other = sorted(k for k in found if k is not None and k != fmt)
+    if other:
+        kinds = " and ".join(FORMAT_NAMES[k] for k in other)
+        instead = (f"use --format {other[0]}, or another " if len(other) == 1 and other[0] in formats
+                   else "give another ")
+        if fmt == "delta":
+            raise UsageError(f"{what}{shown} holds {kinds} files but no _delta_log (a {kinds} table, which a Delta "
+                             f"table there would leave unreferenced: a VACUUM deletes them); {instead}{flag}")
+        harm = (f"an overwrite with {name} files would delete them" if mode == "overwrite"
+                else f"{name} files written among them would make a folder no reader reads as one format")
+        raise UsageError(f"{what}{shown} holds {kinds} files ({_examples(found, other, output)}): {harm}; "
+                         f"{instead}{flag}")
+    if fmt != "delta" and mode == "overwrite" and None in found:
+        raise UsageError(f"{what}{shown} holds files that are not {name} ({_examples(found, [None], output)}): "
+                         f"Spark's overwrite deletes the whole folder; give another {flag}, or remove them")
+
+
+def _examples(found: dict, kinds, output: str, limit: int = 3) -> str:
+    from kafkaseg.storage.fs import open_filesystem
+
+    _, root = open_filesystem(output)
+    paths = [path for kind in kinds for path in found[kind]]
+    shown = [path[len(root):].lstrip("/") or path.rsplit("/", 1)[-1] for path in paths[:limit]]
+    return ", ".join(shown) + (f", ... ({len(paths)} files)" if len(paths) > limit else "")
+
+
+def _data_files(output: str) -> dict:
+    """``{format or None: [paths]}`` of the files at ``output`` (a folder, searched recursively, or one file):
+    :func:`data_file_format`'s, None for other files. What readers of a folder pass over is left out: hidden and
+    ``_`` files and folders (Spark's ``_SUCCESS``, checksums, the export's ``_kafkaseg_*`` files), and a Delta
+    export run's ``kafkaseg-<time>-<id>/`` folder a first run left uncommitted."""
+    import pyarrow.fs as pafs
+
+    from kafkaseg.spark.tables import RUN_FOLDER_PREFIX
+    from kafkaseg.storage.fs import open_filesystem, stat
+
+    entry = stat(output)
+    if entry is None:
+        return {}
+    filesystem, root = open_filesystem(output)
+    if not entry.is_dir:
+        return {data_file_format(root.rsplit("/", 1)[-1]): [root]}
+    infos = filesystem.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
+    found: dict = {}
+    for info in infos:
+        relative = info.path[len(root):].lstrip("/")
+        if (info.type != pafs.FileType.File or relative.startswith(RUN_FOLDER_PREFIX)
+                or any(part.startswith(("_", ".")) for part in relative.split("/"))):
+            continue
+        found.setdefault(data_file_format(info.base_name), []).append(info.path)
+    return found
 
 
 def _parquet_files(output: str) -> list[str]:
     """The Parquet data files under ``output`` (Spark's ``_SUCCESS`` and hidden files are not data, nor the files
     of a Delta export run that was never committed: ``kafkaseg-<time>-<id>/`` folders, left by a first run that
     failed before its commit)."""
-    import pyarrow.fs as pafs
-
-    from kafkaseg.spark.tables import RUN_FOLDER_PREFIX
-    from kafkaseg.storage.fs import open_filesystem
-
-    filesystem, root = open_filesystem(output)
-    infos = filesystem.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
-    return [i.path for i in infos if i.type == pafs.FileType.File and i.base_name.endswith(".parquet")
-            and not any(part.startswith(("_", ".")) for part in i.path[len(root):].split("/") if part)
-            and not i.path[len(root):].lstrip("/").startswith(RUN_FOLDER_PREFIX)]
+    return _data_files(output).get("parquet", [])
 
 
 def existing_partitioning(output: str, fmt: str, files: list[str] | None = None, table=None) -> list[str]:
@@ -1029,7 +1105,7 @@ def prepare(args: argparse.Namespace) -> dict:
     if args.sample:
         paths, manifest = generate_sample(args.work_dir)
     check_output_location(args.output, paths)
-    check_format(args.output, args.format)
+    check_format(args.output, args.format, mode=args.mode)
     existing = None
     recorded: dict = {}  # where the table's export runs read up to (append and incremental keep it)
     topics: dict = {}  # the topic and cluster ids they read

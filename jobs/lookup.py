@@ -38,7 +38,7 @@ from typing import Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
-from jobs.export import WRITE_MODES, UsageError, check_format, check_output_location, job_parser
+from jobs.export import WRITE_MODES, UsageError, check_format, check_output_location, data_file_format, job_parser
 from kafkaseg.errors import BadPathError, InvalidOptionError
 from kafkaseg.spark.jobs import positive_int
 
@@ -129,7 +129,7 @@ def input_format(source: str) -> str:
     entry = stat(source)
     if entry is not None and entry.is_dir and stat(join(source, "_delta_log")) is not None:
         return "delta"
-    named = _data_file_format(source.rstrip("/").rsplit("/", 1)[-1])
+    named = data_file_format(source.rstrip("/").rsplit("/", 1)[-1])
     if named is not None:
         return named
     if entry is None:
@@ -148,27 +148,11 @@ def input_format(source: str) -> str:
                 folders.append(item.path)
                 continue
             seen += 1
-            kinds.add(_data_file_format(item.name))
+            kinds.add(data_file_format(item.name))
     if len(kinds) != 1 or None in kinds:
         raise ValueError(f"{source}: cannot tell the format of this folder's files (give a folder of .csv, .json or "
                          ".parquet files, compressed or not, or a Delta table)")
     return kinds.pop()
-
-
-#: Suffixes of the codecs Spark's CSV/JSON writers compress with (``compression`` option).
-_COMPRESSION_SUFFIXES = (".gz", ".bz2", ".snappy", ".zst", ".lz4", ".deflate")
-
-
-def _data_file_format(name: str) -> str | None:
-    lower = name.lower()
-    for suffix in _COMPRESSION_SUFFIXES:
-        if lower.endswith(suffix) and not lower.endswith(".parquet"):
-            lower = lower[:-len(suffix)]
-            break
-    for suffixes, fmt in (((".csv",), "csv"), ((".json", ".jsonl", ".ndjson"), "json"), ((".parquet",), "parquet")):
-        if lower.endswith(suffixes):
-            return fmt
-    return None
 
 
 def extract(spark, source: str):
@@ -523,7 +507,7 @@ def check(args: argparse.Namespace) -> None:
     discover(list(args.data_dir), remote_log_metadata=lambda metadata: read_remote_log_metadata(
         metadata, lenient=args.on_corruption == "skip", ways_on=ON_CORRUPTION_WAYS_ON))
     check_output_location(args.output, list(args.data_dir))
-    check_format(args.output, args.format)
+    check_format(args.output, args.format, mode=args.mode)
     globbed = any(c in args.input for c in "*?[{")  # Spark's readers expand globs
     if not globbed and input_format(args.input) != "table" and stat(args.input) is None:
         raise BadPathError(f"--input {args.input}: no such file or directory")

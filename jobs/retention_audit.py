@@ -140,8 +140,7 @@ def prepare(args: argparse.Namespace):
         if not output:
             continue
         check_output_location(output, paths, flag)
-        if args.format in ("delta", "parquet"):
-            check_format(output, args.format, flag)
+        check_format(output, args.format, flag, ("delta", "parquet", "csv", "json"), args.mode)
         if args.mode == "error" and stat(join(output, "_delta_log") if args.format == "delta" else output):
             raise FileExistsError(f"{output} already exists (use --mode overwrite or append)")
         if args.mode == "append" and args.format == "delta":

@@ -21,7 +21,8 @@ in apache/spark ``connector/kafka-0-10-sql``, with the files standing in for the
   pending or ``maxTriggerDelay`` has passed since the last batch (``delayBatch``). Both count offsets, not
   records, as Spark does (compacted or transactional logs have fewer records than offsets);
 * ``Trigger.AvailableNow`` stops at the latest offsets of the moment it starts (:meth:`prepare_available_now`;
-  a start resolved later, above that, reads nothing), honouring ``maxOffsetsPerTrigger``. It ignores
+  a start resolved later, above that, reads nothing; a target that needs the stream's position as evidence, which
+  Spark gives only after, is taken from the files of that moment at the first ``latestOffset``), honouring ``maxOffsetsPerTrigger``. It ignores
   ``minOffsetsPerTrigger``, unlike Spark's Kafka source, whose delay rule can end such a query before it reached its
   target;
 * a latest offset below the stream's position is a log that went back (data loss, as in Spark), except in the
@@ -84,7 +85,8 @@ from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
-from kafkaseg.errors import DataLossError, InvalidOptionError, KafkaSegError, LayoutError, did_you_mean
+from kafkaseg.errors import (DataLossError, InvalidOptionError, KafkaSegError, LayoutError, SkippedOffsetsError,
+                             did_you_mean)
 from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, IGNORED_OPTIONS, LATEST, OPTION_NAMES, OffsetLimit, ReadOptions
 from kafkaseg.planning import (RACY_MS, AvailableRange, Listing, LogEndCache, PlanReport, ScanPlan, available_range,
@@ -294,6 +296,9 @@ class MicroBatchPlanner:
         self.clock = clock or (lambda: time.time() * 1000.0)
         self.last_trigger_ms = 0.0
         self.available_now: dict[TopicPartition, int] | None = None
+        # AvailableNow targets waiting for the stream's position (see prepare_available_now): partition -> its
+        # folder as listed then, and the error its range raised without the position
+        self._targets_pending: dict[TopicPartition, tuple[PartitionDir, SkippedOffsetsError]] = {}
         self.latest: dict[TopicPartition, int] | None = None  # the last latest offsets seen (progress reports)
         self.latest_topic_ids: dict[TopicPartition, str | None] = {}  # the topic ids they were taken from
         self._pdirs: dict[TopicPartition, PartitionDir] = {}  # the partitions the last available() found
@@ -334,8 +339,8 @@ class MicroBatchPlanner:
                                            ending=OffsetLimit("latest", option="endingOffsets"))
         return select_partitions(None, topics_only, check_listed=False, listing=listing)
 
-    def available(self, listing: Listing | None = None, start: Offsets | None = None
-                  ) -> dict[TopicPartition, AvailableRange]:
+    def available(self, listing: Listing | None = None, start: Offsets | None = None,
+                  skipped: dict | None = None) -> dict[TopicPartition, AvailableRange]:
         """The :class:`~kafkaseg.planning.AvailableRange` of every selected partition now, or in ``listing`` (a
         discovery just made: :attr:`last_listing`). A partition whose folder disappears while it is being looked at
         (a topic being deleted) is left out, as a gone one. ``start``: the stream's position, which vouches for a
@@ -344,7 +349,10 @@ class MicroBatchPlanner:
         A partition whose checkpoints and segment files (names, and the last one's size and mtime) are as at the
         previous trigger gets its previous range: its log end and last stable offset come from those files, and
         recomputing them (reading the last segment's tail) for every idle partition at every trigger was most of a
-        trigger's cost. On the listing the previous ranges were taken on, every one is reused."""
+        trigger's cost. On the listing the previous ranges were taken on, every one is reused.
+
+        ``skipped``: a partition whose range raises :class:`~kafkaseg.errors.SkippedOffsetsError` is left out and
+        put there (``{partition: (its PartitionDir, the error)}``) instead of raising."""
         out: dict[TopicPartition, AvailableRange] = {}
         ranges: dict[tuple, tuple[AvailableRange, bool]] = {}
         now_ms = time.time() * 1000
@@ -358,6 +366,11 @@ class MicroBatchPlanner:
             except LayoutError:
                 if _fs.exists(pdir.path, pdir.filesystem):
                     raise
+                continue
+            except SkippedOffsetsError as exc:
+                if skipped is None:
+                    raise
+                skipped[(pdir.topic, pdir.partition)] = (pdir, exc)
                 continue
             out[(pdir.topic, pdir.partition)] = found
             self._pdirs[(pdir.topic, pdir.partition)] = pdir
@@ -479,8 +492,26 @@ class MicroBatchPlanner:
     def prepare_available_now(self) -> None:
         """``Trigger.AvailableNow``: fix the target at the latest offsets of this moment. Spark calls this before
         ``initialOffset``: a partition whose start is resolved later, above the target, has nothing to read (see
-        :meth:`latest_offsets`)."""
-        self.available_now = {tp: available.latest for tp, available in self.available().items()}
+        :meth:`latest_offsets`).
+
+        A partition whose range needs the stream's position as evidence (a last batch past a compaction gap above a
+        high watermark that went back: :meth:`_read_to`) cannot have it here: Spark calls this first on a restart,
+        before anything tells the reader the checkpoint's position (its first call with it is ``latestOffset``).
+        Its target is then taken at the first :meth:`latest_offsets`, from the partition's files as listed here
+        (the high watermark of this moment), with that call's position as the evidence; without it (no position
+        past the batch), the error is raised there."""
+        pending: dict[TopicPartition, tuple[PartitionDir, SkippedOffsetsError]] = {}
+        self.available_now = {tp: available.latest for tp, available in self.available(skipped=pending).items()}
+        self._targets_pending = pending
+
+    def _take_pending_targets(self, start: Offsets) -> None:
+        """The AvailableNow targets :meth:`prepare_available_now` left for the stream's position (``start``)."""
+        pending, self._targets_pending = self._targets_pending, {}
+        for tp, (pdir, error) in sorted(pending.items()):
+            read_to = self._read_to(pdir, start)
+            if read_to is None:
+                raise error
+            self.available_now[tp] = available_range(pdir, self.options, read_to=read_to).latest
 
     def _latest(self, start: Mapping[TopicPartition, int], ranges: Mapping[TopicPartition, AvailableRange],
                 epochs: Mapping[TopicPartition, EpochMark]) -> dict[TopicPartition, int]:
@@ -523,6 +554,8 @@ class MicroBatchPlanner:
         # the files now: what tells a recreated topic or a diverged log, also under Trigger.AvailableNow, whose
         # targets stay those of its start
         ranges = self.available(listing, start)
+        if self._targets_pending:
+            self._take_pending_targets(start)
         for tp in _recreated(topic_ids_of(start), {tp: available.topic_id for tp, available in ranges.items()}):
             del begin[tp]
             epochs.pop(tp, None)

@@ -610,6 +610,39 @@ def test_a_stream_that_read_past_the_gap_stands_when_the_high_watermark_goes_bac
     assert from_offsets(restarted.latest_offsets(position)) == {("t", 0): 105}
 
 
+def test_a_restarted_available_now_stream_past_the_gap_stands_at_its_position(tmp_path):
+    """Trigger.AvailableNow: Spark calls prepareForTriggerAvailableNow before anything tells the reader the
+    checkpoint's position (its first call with it is latestOffset), so the position could not vouch for the batch
+    past the gap there, and every restarted run raised SkippedOffsetsError. The target is still the high watermark
+    of that moment: records the broker makes readable after it are the next run's."""
+    from kafkaseg.streaming import from_offsets, poll_micro_batches
+
+    _, restarted, position = _stream_past_the_gap(tmp_path)
+    restarted.prepare_available_now()
+    log = tmp_path / "t-0" / f"{0:020d}.log"
+    with open(log, "ab") as f:  # after the run started: not this run's to read
+        f.write(build_batch_v2([Record(o, 1_700_000_000_000 + o, b"k%d" % o, b"v") for o in range(100, 105)]).data)
+    write_offset_checkpoint(tmp_path / "replication-offset-checkpoint", {("t", 0): 105})
+    assert restarted.latest_offsets(position, all_available=True) == position
+    assert list(poll_micro_batches(restarted, position)) == []
+    # the next run's target is the high watermark of its start
+    write_offset_checkpoint(tmp_path / "replication-offset-checkpoint", {("t", 0): 105})
+    nxt = type(restarted)(restarted.options)
+    nxt.prepare_available_now()
+    assert from_offsets(nxt.latest_offsets(position, all_available=True)) == {("t", 0): 105}
+
+
+def test_an_available_now_stream_before_the_gap_still_takes_it_for_a_corrupt_base(tmp_path):
+    """Pinned: the position is evidence only past the batch; a restarted AvailableNow stream standing at 50 raises
+    at its first micro-batch, as a stream of another trigger does."""
+    from kafkaseg.streaming import to_offsets
+
+    _, restarted, _ = _stream_past_the_gap(tmp_path)
+    restarted.prepare_available_now()
+    with pytest.raises(SkippedOffsetsError):
+        restarted.latest_offsets(to_offsets({("t", 0): 50}), all_available=True)
+
+
 def test_a_stream_below_the_gap_or_a_batch_read_still_takes_it_for_a_corrupt_base(tmp_path):
     """Pinned: a position is evidence only where the stream stands past the batch; a stream at 50 (before the gap)
     and a batch read (no position) still raise as for a running broker's copy."""

@@ -359,3 +359,30 @@ def test_a_refused_stream_option_fails_a_real_query_naming_the_option(spark, tmp
     message = str(caught.value)
     assert "'endingOffsets' is not valid in streaming queries" in message
     assert "UnboundLocalError" not in message
+
+
+@pytest.mark.spark
+@pytest.mark.skipif(not _READ_LIMITS, reason="PySpark 4.2+ (Trigger.AvailableNow for Python sources)")
+def test_a_restarted_available_now_query_past_a_compaction_gap_stands_then_reads_on(spark, tmp_path):
+    """A compacted follower's copy read to 100 by an AvailableNow query; a leader change moves its high watermark
+    back to 80, into the gap before the last batch. Restarted from its checkpoint, the query used to fail with
+    SkippedOffsetsError: PySpark calls prepareForTriggerAvailableNow before the reader learns the checkpoint's
+    position, the evidence that the log reached 100. Now the run reads nothing and ends; once the high watermark
+    passes 100 again, the next run reads the new records."""
+    from tests.test_carried_edges import _gap_follower
+    from kafkaseg.testing import Record, build_batch_v2
+
+    root, checkpoint, out = tmp_path / "data", tmp_path / "ck", tmp_path / "out"
+    _gap_follower(root, 100, stopped=False)
+    options = {"failOnDataLoss": "false"}
+    assert _run(spark, root, checkpoint, out, **options).exception() is None
+    assert sorted(r.offset for r in spark.read.parquet(str(out)).collect()) == [*range(50), *range(95, 100)]
+    write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): 80})
+    query = _run(spark, root, checkpoint, out, **options)
+    assert query.exception() is None, query.exception()
+    assert spark.read.parquet(str(out)).count() == 55
+    with open(root / "t-0" / f"{0:020d}.log", "ab") as f:
+        f.write(build_batch_v2([Record(o, 1_700_000_000_000 + o, b"k%d" % o, b"v") for o in range(100, 105)]).data)
+    write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): 105})
+    assert _run(spark, root, checkpoint, out, **options).exception() is None
+    assert sorted(r.offset for r in spark.read.parquet(str(out)).collect())[-6:] == [99, 100, 101, 102, 103, 104]
