@@ -9,7 +9,7 @@ import pytest
 import kafkaseg
 from kafkaseg.cli.main import main
 from kafkaseg.cli.verify import verify_paths
-from kafkaseg.errors import SkippedOffsetsError
+from kafkaseg.errors import DataLossError, SkippedOffsetsError
 from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
 from kafkaseg.testing.partition import write_offset_checkpoint
 
@@ -451,6 +451,35 @@ def test_a_cleaner_checkpoint_above_the_first_missing_offset_makes_the_gap_compa
                 "are missing" in n]
     code, location, err = _locate(capsys, tmp_path, start, "--json")
     assert "was lost" not in location["reason"], location
+
+
+def test_below_cleaner_checkpoint_is_strictly_below():
+    """layout.below_cleaner_checkpoint, the one comparison reads, planning, locate, describe and verify make: a gap
+    is compaction's only when its first missing offset is below the checkpoint, not at it."""
+    from kafkaseg.storage.layout import below_cleaner_checkpoint
+
+    assert below_cleaner_checkpoint(224, 225)
+    assert not below_cleaner_checkpoint(225, 225) and not below_cleaner_checkpoint(226, 225)
+    assert not below_cleaner_checkpoint(0, None)
+
+
+@pytest.mark.parametrize("case, first_missing, start", [("cut short", 225, 230), ("empty middle", 125, 135)])
+def test_a_cleaner_checkpoint_at_the_first_missing_offset_leaves_the_gap_lost_for_every_start(tmp_path, capsys,
+                                                                                              case, first_missing,
+                                                                                              start):
+    """The boundary of the test above: the checkpoint AT the first missing offset (225 after segment 125's last
+    batch, or the empty segment's base 125) explains none of the gap: a read across it and one starting inside
+    it raise the proven lost tail, describe calls it an error and locate says the offset was lost."""
+    (_rolled_cut_copy(tmp_path, 300) if case == "cut short" else _rolled_empty_copy(tmp_path, 125))
+    write_offset_checkpoint(tmp_path / "cleaner-offset-checkpoint", {("t", 0): first_missing})
+    with pytest.raises(DataLossError):
+        kafkaseg.open_scan(str(tmp_path)).to_table()
+    with pytest.raises(DataLossError):
+        kafkaseg.open_scan(str(tmp_path), startingOffsets=f'{{"t":{{"0":{start}}}}}').to_table()
+    code, part = _describe(capsys, tmp_path)
+    assert code == 2 and [e for e in part["errors"] if "rolled segment cut short" in e], part
+    code, location, err = _locate(capsys, tmp_path, start, "--on-corruption", "skip", "--json")
+    assert code == 1 and f"offset {start} was lost" in location["reason"], location
 
 
 def test_offsets_time_answers_past_a_cut_whose_own_time_index_bounds_every_lost_timestamp(tmp_path, capsys):

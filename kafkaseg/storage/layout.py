@@ -78,6 +78,7 @@ __all__ = [
     "last_stable_offset",
     "partition_log_end_offset",
     "unacknowledged_append",
+    "below_cleaner_checkpoint",
     "ListingCheck",
     "LostTail",
     "JudgedTail",
@@ -198,6 +199,15 @@ def valid_cleaner_offset(cleaner: int | None, log_end: int | None) -> int | None
     ``LogCleanerManager.cleanableOffsets`` takes as invalid (data corruption or truncation) and cleans from the log
     start instead, so that it explains no missing offset."""
     return None if cleaner is not None and log_end is not None and cleaner > log_end else cleaner
+
+
+def below_cleaner_checkpoint(first_missing: int, cleaner: int | None) -> bool:
+    """Whether a gap whose first missing offset is ``first_missing`` may be compaction's rather than loss: it begins
+    below the cleaner checkpoint ``cleaner`` (:func:`valid_cleaner_offset`'s answer; None: none). The cleaner
+    cleans whole segments up to its checkpoint, so such a gap may be compaction's throughout, wherever a read
+    starts in it. The one comparison of reads (scan._check_segment_end), planning (a start inside the gap, an
+    empty segment), :func:`rolled_cut_of` (``locate``, ``describe``, ``offsets``) and ``verify``'s gaps."""
+    return cleaner is not None and first_missing < cleaner
 
 
 def reaches_past_recovery_point(next_base_offset: int | None, recovery_point: int | None) -> bool:
@@ -2434,7 +2444,7 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, log_end: int | None, o
             end = log_end_offset(seg, filesystem=fs, offset_index=offset_index, max_batch_bytes=max_batch_bytes)
         except CorruptDataError:
             return None
-    if end >= next_base or (cleaner is not None and end < cleaner):
+    if end >= next_base or below_cleaner_checkpoint(end, cleaner):
         return None
     return rolled_segment_cut(seg, end, next_base, offset_index=offset_index, recovery_point=recovery_point,
                               filesystem=fs, max_batch_bytes=max_batch_bytes)
