@@ -370,6 +370,28 @@ def _describe(capsys, root):
     return code, part
 
 
+def test_describe_loads_each_offset_index_once_for_its_rolled_cut_checks(tmp_path, capsys, monkeypatch):
+    """describe's rolled-cut checks (layout.rolled_cut_of of each rolled segment below the recovery point) take the
+    offset index describe loaded for the segment's row, not a second load of each .index file."""
+    from collections import Counter
+
+    from kafkaseg.storage.offset_index import OffsetIndex
+    from tests.lost_tail_data import write_whole
+
+    write_whole(tmp_path)  # segments 0, 125, 250; recovery point 300: both rolled segments are checked
+    loads, load = Counter(), OffsetIndex.load.__func__
+
+    def counted(cls, path, *args, **kwargs):
+        loads[str(path)] += 1
+        return load(cls, path, *args, **kwargs)
+
+    monkeypatch.setattr(OffsetIndex, "load", classmethod(counted))
+    code, part = _describe(capsys, tmp_path)
+    assert code == 0 and not part["errors"], part
+    rolled = [str(tmp_path / "t-0" / f"{base:020d}.index") for base in (0, 125)]
+    assert [loads[path] for path in rolled] == [1, 1], loads
+
+
 @pytest.mark.parametrize("case", ["cut short", "empty first", "empty middle"])
 def test_describe_calls_offsets_lost_with_a_rolled_segment_cut_short_an_error(tmp_path, capsys, case):
     """describe says what a read raises LostTailError for: an error (exit 2) naming the offsets, file and byte.
