@@ -392,6 +392,31 @@ def test_describe_loads_each_offset_index_once_for_its_rolled_cut_checks(tmp_pat
     assert [loads[path] for path in rolled] == [1, 1], loads
 
 
+def test_offsets_max_timestamp_loads_no_offset_index_of_rolled_segments_whose_batches_reach_the_next_base(
+        tmp_path, capsys, monkeypatch):
+    """offsets -3 asks layout.rolled_cut_of of every rolled segment below the recovery point: one whose batches,
+    walked from its offset index's last entry (probed, not loaded), reach the next segment's base has no gap after
+    it, so none of its index files is loaded for the rolled-cut check (benchmarks/bench_tools.py)."""
+    from collections import Counter
+
+    from kafkaseg.storage.offset_index import OffsetIndex
+    from tests.lost_tail_data import write_whole
+
+    write_whole(tmp_path)  # segments 0, 125, 250; recovery point 300
+    (tmp_path / "replication-offset-checkpoint").write_text("0\n1\nt 0 300\n")
+    loads, load = Counter(), OffsetIndex.load.__func__
+
+    def counted(cls, path, *args, **kwargs):
+        loads[str(path)] += 1
+        return load(cls, path, *args, **kwargs)
+
+    monkeypatch.setattr(OffsetIndex, "load", classmethod(counted))
+    code, out, err = _offsets(capsys, tmp_path, "--time", "-3")
+    assert code == 0 and out.startswith("t:0:") and err == "", (out, err)
+    rolled = [str(tmp_path / "t-0" / f"{base:020d}.index") for base in (0, 125)]
+    assert [loads[path] for path in rolled] == [0, 0], loads
+
+
 @pytest.mark.parametrize("case", ["cut short", "empty first", "empty middle"])
 def test_describe_calls_offsets_lost_with_a_rolled_segment_cut_short_an_error(tmp_path, capsys, case):
     """describe says what a read raises LostTailError for: an error (exit 2) naming the offsets, file and byte.
