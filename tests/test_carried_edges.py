@@ -417,6 +417,56 @@ def test_offsets_max_timestamp_loads_no_offset_index_of_rolled_segments_whose_ba
     assert [loads[path] for path in rolled] == [0, 0], loads
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_rolled_cut_of_answers_as_the_full_walk_does_with_its_shortcut(tmp_path, monkeypatch, seed):
+    """layout._batches_reach (a rolled segment passed on its .index's last entry) changes no answer of
+    rolled_cut_of: partitions with compaction gaps, rolled segments cut at random bytes, flipped bits in an
+    .index's last entry or no .index, random recovery points, cleaner checkpoints and log ends, each rolled segment
+    judged with the shortcut and without it (the full walk)."""
+    import os
+    import random
+
+    import kafkaseg.storage.layout as layout
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    rng, shortcut, judged = random.Random(seed), layout._batches_reach, 0
+    for trial in range(8):
+        root = tmp_path / f"r{trial}"
+        write_data_dir(root, [TopicSpec("t", records_per_partition=rng.randint(100, 300),
+                                        records_per_batch=rng.choice([1, 3, 5]), vary_batch_size=rng.random() < 0.5,
+                                        index_interval_bytes=rng.choice([100, 400, 4096]),
+                                        segment_bytes=rng.choice([2000, 4000]), gap_ratio=rng.choice([0, 0.1, 0.3]),
+                                        cleanup_policy=rng.choice(["delete", "compact"]))], seed=trial)
+        for log in sorted((root / "t-0").glob("*.log"))[:-1]:
+            index, damage = log.with_suffix(".index"), rng.random()
+            if damage < 0.3 and log.stat().st_size:
+                os.truncate(log, rng.randint(0, log.stat().st_size))
+            elif damage < 0.4 and index.stat().st_size >= 8:
+                data = bytearray(index.read_bytes())
+                data[len(data) - 8 + rng.randint(0, 7)] ^= 1 << rng.randint(0, 7)
+                index.write_bytes(bytes(data))
+            elif damage < 0.45:
+                index.unlink()
+        write_offset_checkpoint(root / "recovery-point-offset-checkpoint",
+                                {("t", 0): rng.choice([10 ** 6, rng.randint(0, 300)])})
+        write_offset_checkpoint(root / "cleaner-offset-checkpoint", {("t", 0): rng.randint(0, 300)})
+        (pdir,) = layout.discover(str(root / "t-0"))
+        log_end = rng.choice([None, 10 ** 6, rng.randint(0, 300)])
+        for i in range(len(pdir.segments) - 1):
+            answers = []
+            for judge in (shortcut, lambda *args, **kwargs: False):
+                monkeypatch.setattr(layout, "_batches_reach", judge)
+                try:
+                    cut = layout.rolled_cut_of(pdir, i, log_end=log_end)
+                    answers.append(None if cut is None else (cut.position, cut.first_offset, cut.end_offset,
+                                                             cut.message))
+                except Exception as err:  # (the same error either way)
+                    answers.append((type(err).__name__, str(err)))
+            assert answers[0] == answers[1], (trial, i, answers)
+            judged += 1
+    assert judged > 20
+
+
 @pytest.mark.parametrize("case", ["cut short", "empty first", "empty middle"])
 def test_describe_calls_offsets_lost_with_a_rolled_segment_cut_short_an_error(tmp_path, capsys, case):
     """describe says what a read raises LostTailError for: an error (exit 2) naming the offsets, file and byte.
