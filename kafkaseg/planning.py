@@ -71,8 +71,8 @@ from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.indexes import foreign_time_index, load_indexes, rebuild_indexes, time_entry_problem
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import (ListingCheck, PartitionDir, SegmentFiles, acknowledged_loss_end,
-                                     acknowledged_loss_words, check_one_incarnation, choose_replicas,
-                                     copy_gaps, discover, find_log_end, flushed_above_words, flushed_past_end,
+                                     acknowledged_loss_words, below_cleaner_checkpoint, check_one_incarnation,
+                                     choose_replicas, copy_gaps, discover, find_log_end, flushed_above_words, flushed_past_end,
                                      high_watermark_above_words, last_stable_offset, other_copy_line,
                                      reaches_past_recovery_point, read_partition_again, relisted, rolled_cut_of,
                                      snapshot_transactions_at, transactions_open_at,
@@ -1644,7 +1644,7 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
                 # judged by the first offset missing, not the start, as a read across the gap is
                 # (scan._check_segment_end): below the cleaner checkpoint the gap may be compaction's
                 cleaner = part.cleaner_offset
-                compacted = cleaner is not None and seg_end < cleaner
+                compacted = below_cleaner_checkpoint(seg_end, cleaner)
                 cut = None
                 if seg_end <= start < next_base:
                     # unless the segment's own indexes prove the offsets there lost (a rolled segment cut short,
@@ -1959,11 +1959,10 @@ def _piece_of_segment(part: _Partition, i: int, lo: int, hi: int, ts_lo: int | N
     if seg.log_size == 0:
         # its first missing offset is its base: below the cleaner checkpoint, a gap compaction may have left
         # (scan._check_segment_end, layout.rolled_cut_of)
-        cleaner = part.cleaner_offset
         if next_base is not None:
             lo = _empty_segment_loss(part, i, lo, hi)
         if next_base is not None and part.report is not None and lo < min(hi, next_base) and (
-                cleaner is None or seg.base_offset >= cleaner):
+                not below_cleaner_checkpoint(seg.base_offset, part.cleaner_offset)):
             # no slice reads it, so no read lists its offsets as missing (scan._check_segment_end): say it here
             part.report.notes.append(f"{part.name}: {seg.log_path} is empty, so offsets "
                                      f"[{max(lo, seg.base_offset)}, {min(hi, next_base)}) are missing (above "

@@ -39,7 +39,7 @@ from kafkaseg.entry_check import ResumptionEntries, batch_first_offset
 from kafkaseg.offset_outlier import (batch_before, goes_back_after, last_batch_before, offset_before,
                                      outlier_region, went_back)
 from kafkaseg.planning import READ_ON_PAST_LOSS, ScanPlan, SegmentSlice, plan_again_by_offset, plan_scan
-from kafkaseg.storage.layout import (judge_rolled_end, judge_tail, other_copies_note, other_copy_line,
+from kafkaseg.storage.layout import (below_cleaner_checkpoint, judge_rolled_end, judge_tail, other_copies_note, other_copy_line,
                                       read_partition_again)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import SegmentReader, load_index_files, nonzero_extent
@@ -1584,7 +1584,7 @@ def _check_segment_end(piece: SegmentSlice, last_offset: int, metrics: ScanMetri
     first_missing = last_offset + 1
     if first_missing >= next_base or first_missing >= piece.end_offset or next_base <= piece.start_offset:
         return
-    if piece.cleaner_offset is not None and first_missing < piece.cleaner_offset:
+    if below_cleaner_checkpoint(first_missing, piece.cleaner_offset):
         return
     missing = piece.outside_gaps(max(first_missing, piece.start_offset), min(next_base, piece.end_offset))
     if missing and piece.rolled and not piece.remote_whole and fail_on_data_loss:

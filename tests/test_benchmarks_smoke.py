@@ -157,3 +157,17 @@ def test_bench_headers_quick(tmp_path):
     rows = [line.split() for line in out.splitlines() if re.match(r"\s*v[12]\s", line)]
     assert {(row[0], row[1]) for row in rows} == {(f"v{m}", walk) for m in (1, 2)
                                                    for walk in ("chunks", "iter_headers", "batch_table", "rebuild")}
+
+
+def test_bench_tools_quick(tmp_path):
+    out_json = tmp_path / "tools.json"
+    out = run("bench_tools.py", tmp_path, "--quick", "--json", str(out_json))
+    assert out.startswith("machine: nproc=")
+    data = json.loads(out_json.read_text())
+    assert set(data["facts"]) == {"small", "big"} and data["baselines"] == {}
+    for topic in ("small", "big"):
+        for command in ("describe", "offsets -1", "offsets -2", "offsets -3", "offsets --time mid",
+                        "locate --offset mid", "locate --time mid", "rolled_cut_of each"):
+            assert data["this"][f"{topic}: {command}"] > 0 and f"{topic}: {command}" in out
+    assert data["this"]["small: verify"] > 0
+    assert not list(tmp_path.glob("kafkaseg-*")), "generated segments were left behind"

@@ -9,7 +9,7 @@ import pytest
 import kafkaseg
 from kafkaseg.cli.main import main
 from kafkaseg.cli.verify import verify_paths
-from kafkaseg.errors import LostTailError, SkippedOffsetsError
+from kafkaseg.errors import DataLossError, LostTailError, SkippedOffsetsError
 from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
 from kafkaseg.testing.partition import write_offset_checkpoint
 
@@ -444,6 +444,103 @@ def _describe(capsys, root):
     return code, part
 
 
+def test_describe_loads_each_offset_index_once_for_its_rolled_cut_checks(tmp_path, capsys, monkeypatch):
+    """describe's rolled-cut checks (layout.rolled_cut_of of each rolled segment below the recovery point) take the
+    offset index describe loaded for the segment's row, not a second load of each .index file."""
+    from collections import Counter
+
+    from kafkaseg.storage.offset_index import OffsetIndex
+    from tests.lost_tail_data import write_whole
+
+    write_whole(tmp_path)  # segments 0, 125, 250; recovery point 300: both rolled segments are checked
+    loads, load = Counter(), OffsetIndex.load.__func__
+
+    def counted(cls, path, *args, **kwargs):
+        loads[str(path)] += 1
+        return load(cls, path, *args, **kwargs)
+
+    monkeypatch.setattr(OffsetIndex, "load", classmethod(counted))
+    code, part = _describe(capsys, tmp_path)
+    assert code == 0 and not part["errors"], part
+    rolled = [str(tmp_path / "t-0" / f"{base:020d}.index") for base in (0, 125)]
+    assert [loads[path] for path in rolled] == [1, 1], loads
+
+
+def test_offsets_max_timestamp_loads_no_offset_index_of_rolled_segments_whose_batches_reach_the_next_base(
+        tmp_path, capsys, monkeypatch):
+    """offsets -3 asks layout.rolled_cut_of of every rolled segment below the recovery point: one whose batches,
+    walked from its offset index's last entry (probed, not loaded), reach the next segment's base has no gap after
+    it, so none of its index files is loaded for the rolled-cut check (benchmarks/bench_tools.py)."""
+    from collections import Counter
+
+    from kafkaseg.storage.offset_index import OffsetIndex
+    from tests.lost_tail_data import write_whole
+
+    write_whole(tmp_path)  # segments 0, 125, 250; recovery point 300
+    (tmp_path / "replication-offset-checkpoint").write_text("0\n1\nt 0 300\n")
+    loads, load = Counter(), OffsetIndex.load.__func__
+
+    def counted(cls, path, *args, **kwargs):
+        loads[str(path)] += 1
+        return load(cls, path, *args, **kwargs)
+
+    monkeypatch.setattr(OffsetIndex, "load", classmethod(counted))
+    code, out, err = _offsets(capsys, tmp_path, "--time", "-3")
+    assert code == 0 and out.startswith("t:0:") and err == "", (out, err)
+    rolled = [str(tmp_path / "t-0" / f"{base:020d}.index") for base in (0, 125)]
+    assert [loads[path] for path in rolled] == [0, 0], loads
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rolled_cut_of_answers_as_the_full_walk_does_with_its_shortcut(tmp_path, monkeypatch, seed):
+    """layout._batches_reach (a rolled segment passed on its .index's last entry) changes no answer of
+    rolled_cut_of: partitions with compaction gaps, rolled segments cut at random bytes, flipped bits in an
+    .index's last entry or no .index, random recovery points, cleaner checkpoints and log ends, each rolled segment
+    judged with the shortcut and without it (the full walk)."""
+    import os
+    import random
+
+    import kafkaseg.storage.layout as layout
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    rng, shortcut, judged = random.Random(seed), layout._batches_reach, 0
+    for trial in range(8):
+        root = tmp_path / f"r{trial}"
+        write_data_dir(root, [TopicSpec("t", records_per_partition=rng.randint(100, 300),
+                                        records_per_batch=rng.choice([1, 3, 5]), vary_batch_size=rng.random() < 0.5,
+                                        index_interval_bytes=rng.choice([100, 400, 4096]),
+                                        segment_bytes=rng.choice([2000, 4000]), gap_ratio=rng.choice([0, 0.1, 0.3]),
+                                        cleanup_policy=rng.choice(["delete", "compact"]))], seed=trial)
+        for log in sorted((root / "t-0").glob("*.log"))[:-1]:
+            index, damage = log.with_suffix(".index"), rng.random()
+            if damage < 0.3 and log.stat().st_size:
+                os.truncate(log, rng.randint(0, log.stat().st_size))
+            elif damage < 0.4 and index.stat().st_size >= 8:
+                data = bytearray(index.read_bytes())
+                data[len(data) - 8 + rng.randint(0, 7)] ^= 1 << rng.randint(0, 7)
+                index.write_bytes(bytes(data))
+            elif damage < 0.45:
+                index.unlink()
+        write_offset_checkpoint(root / "recovery-point-offset-checkpoint",
+                                {("t", 0): rng.choice([10 ** 6, rng.randint(0, 300)])})
+        write_offset_checkpoint(root / "cleaner-offset-checkpoint", {("t", 0): rng.randint(0, 300)})
+        (pdir,) = layout.discover(str(root / "t-0"))
+        log_end = rng.choice([None, 10 ** 6, rng.randint(0, 300)])
+        for i in range(len(pdir.segments) - 1):
+            answers = []
+            for judge in (shortcut, lambda *args, **kwargs: False):
+                monkeypatch.setattr(layout, "_batches_reach", judge)
+                try:
+                    cut = layout.rolled_cut_of(pdir, i, log_end=log_end)
+                    answers.append(None if cut is None else (cut.position, cut.first_offset, cut.end_offset,
+                                                             cut.message))
+                except Exception as err:  # (the same error either way)
+                    answers.append((type(err).__name__, str(err)))
+            assert answers[0] == answers[1], (trial, i, answers)
+            judged += 1
+    assert judged > 20
+
+
 @pytest.mark.parametrize("case", ["cut short", "empty first", "empty middle"])
 def test_describe_calls_offsets_lost_with_a_rolled_segment_cut_short_an_error(tmp_path, capsys, case):
     """describe says what a read raises LostTailError for: an error (exit 2) naming the offsets, file and byte.
@@ -544,6 +641,35 @@ def test_a_cleaner_checkpoint_above_the_first_missing_offset_makes_the_gap_compa
                 "are missing" in n]
     code, location, err = _locate(capsys, tmp_path, start, "--json")
     assert "was lost" not in location["reason"], location
+
+
+def test_below_cleaner_checkpoint_is_strictly_below():
+    """layout.below_cleaner_checkpoint, the one comparison reads, planning, locate, describe and verify make: a gap
+    is compaction's only when its first missing offset is below the checkpoint, not at it."""
+    from kafkaseg.storage.layout import below_cleaner_checkpoint
+
+    assert below_cleaner_checkpoint(224, 225)
+    assert not below_cleaner_checkpoint(225, 225) and not below_cleaner_checkpoint(226, 225)
+    assert not below_cleaner_checkpoint(0, None)
+
+
+@pytest.mark.parametrize("case, first_missing, start", [("cut short", 225, 230), ("empty middle", 125, 135)])
+def test_a_cleaner_checkpoint_at_the_first_missing_offset_leaves_the_gap_lost_for_every_start(tmp_path, capsys,
+                                                                                              case, first_missing,
+                                                                                              start):
+    """The boundary of the test above: the checkpoint AT the first missing offset (225 after segment 125's last
+    batch, or the empty segment's base 125) explains none of the gap: a read across it and one starting inside
+    it raise the proven lost tail, describe calls it an error and locate says the offset was lost."""
+    (_rolled_cut_copy(tmp_path, 300) if case == "cut short" else _rolled_empty_copy(tmp_path, 125))
+    write_offset_checkpoint(tmp_path / "cleaner-offset-checkpoint", {("t", 0): first_missing})
+    with pytest.raises(DataLossError):
+        kafkaseg.open_scan(str(tmp_path)).to_table()
+    with pytest.raises(DataLossError):
+        kafkaseg.open_scan(str(tmp_path), startingOffsets=f'{{"t":{{"0":{start}}}}}').to_table()
+    code, part = _describe(capsys, tmp_path)
+    assert code == 2 and [e for e in part["errors"] if "rolled segment cut short" in e], part
+    code, location, err = _locate(capsys, tmp_path, start, "--on-corruption", "skip", "--json")
+    assert code == 1 and f"offset {start} was lost" in location["reason"], location
 
 
 def test_offsets_time_answers_past_a_cut_whose_own_time_index_bounds_every_lost_timestamp(tmp_path, capsys):

@@ -126,6 +126,7 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
             return desc
         # (.log files given from its folder: described on their own, as files outside a partition's folder)
     last = len(pdir.segments) - 1
+    offset_indexes = []  # (each segment's, as loaded here: the rolled-cut checks take them instead of loading again)
     for i, seg in enumerate(pdir.segments):
         desc.size += seg.log_size
         offset_index = time_index = None
@@ -141,6 +142,7 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
                           if timeindex_path else None)
         except KafkaSegError as err:
             desc.errors.append(f"{timeindex_path}: {err}")
+        offset_indexes.append(offset_index)
         max_ts = time_index.max_timestamp if time_index is not None and len(time_index) else None
         try:
             with SegmentReader(seg.log_path, fs) as reader:
@@ -201,7 +203,7 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
     except KafkaSegError as err:
         desc.errors.append(f"log end offset: {err}")
     _describe_lost_tail(desc, pdir)
-    _describe_rolled_cuts(desc, pdir)
+    _describe_rolled_cuts(desc, pdir, offset_indexes if partial is None else None)
     hw, leo, start = pdir.high_watermark, desc.log_end_offset, desc.log_start_offset
     if hw is not None and leo is None and not pdir.segments and hw > (pdir.log_start_offset or 0):
         # no segment: an empty log at the log start (a read's rule), below the checkpoints' offsets
@@ -250,17 +252,20 @@ def _describe_lost_tail(desc: PartitionDescription, pdir: PartitionDir, end: int
     return True
 
 
-def _describe_rolled_cuts(desc: PartitionDescription, pdir: PartitionDir) -> None:
+def _describe_rolled_cuts(desc: PartitionDescription, pdir: PartitionDir, offset_indexes: list | None) -> None:
     """Offsets a rolled segment cut short (or to 0 bytes) lost (:func:`~kafkaseg.storage.layout.rolled_cut_of`,
     the reads' rule: its own indexes point past its last batch, below the next base, and the recovery point is
     above it): an error each, as a strict read across them raises ``LostTailError``; with the recovery point not
     above it (or none), a note that they were possibly lost, as a read warns of them (``unreadable_tails``) and as
-    the active segment's unflushed tail is noted. About one index interval of headers per rolled segment."""
+    the active segment's unflushed tail is noted. About one index interval of headers per rolled segment
+    (benchmarks/bench_tools.py). ``offset_indexes``: each segment's offset index as :func:`describe_partition`
+    loaded it (None where it could not: loaded again), or None."""
     from kafkaseg.storage.layout import rolled_cut_of
 
     for i, seg in enumerate(pdir.segments[:-1]):
         try:
-            cut = rolled_cut_of(pdir, i, log_end=desc.log_end_offset, unflushed=True)
+            cut = rolled_cut_of(pdir, i, log_end=desc.log_end_offset, unflushed=True,
+                                offset_index=offset_indexes[i] if offset_indexes is not None else None)
         except KafkaSegError as err:
             desc.errors.append(f"{seg.log_path}: {err}")
             continue

@@ -56,7 +56,8 @@ from kafkaseg.storage import fs as _fs
 from kafkaseg.storage import tiered
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.layout import (CLUSTER_METADATA_TOPIC, KRAFT_SNAPSHOT_NAME, LOST_NEWEST_SEGMENT, SWAPS_IGNORED,
-                                     SWAPS_RESOLVED, ListingCheck, PartitionDir, check_one_incarnation, discover,
+                                     SWAPS_RESOLVED, ListingCheck, PartitionDir, below_cleaner_checkpoint,
+                                     check_one_incarnation, discover,
                                      find_log_end, flushed_above_words, flushed_past_end, gaps_in_copies,
                                      high_watermark_above_words, judge_tail, transactions_open_at,
                                      unacknowledged_append, valid_cleaner_offset)
@@ -1723,7 +1724,7 @@ def _check_gaps(pdir: PartitionDir, gaps: list[tuple[str, int, int]], log_end: i
             tracker.gap(path, first, last, "in no tiered-storage copy before this one: a copy missing from the "
                                            "bucket, or deleted by remote retention below the log start")
             continue
-        if cleaner is not None and first < cleaner:
+        if below_cleaner_checkpoint(first, cleaner):
             report.add(INFO, path, 0, f"{missing} (removed by compaction: below the cleaner checkpoint {cleaner})")
         else:
             report.add(WARNING, path, 0, f"{missing}, above the cleaner checkpoint "

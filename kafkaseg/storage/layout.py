@@ -78,6 +78,7 @@ __all__ = [
     "last_stable_offset",
     "partition_log_end_offset",
     "unacknowledged_append",
+    "below_cleaner_checkpoint",
     "ListingCheck",
     "LostTail",
     "JudgedTail",
@@ -198,6 +199,15 @@ def valid_cleaner_offset(cleaner: int | None, log_end: int | None) -> int | None
     ``LogCleanerManager.cleanableOffsets`` takes as invalid (data corruption or truncation) and cleans from the log
     start instead, so that it explains no missing offset."""
     return None if cleaner is not None and log_end is not None and cleaner > log_end else cleaner
+
+
+def below_cleaner_checkpoint(first_missing: int, cleaner: int | None) -> bool:
+    """Whether a gap whose first missing offset is ``first_missing`` may be compaction's rather than loss: it begins
+    below the cleaner checkpoint ``cleaner`` (:func:`valid_cleaner_offset`'s answer; None: none). The cleaner
+    cleans whole segments up to its checkpoint, so such a gap may be compaction's throughout, wherever a read
+    starts in it. The one comparison of reads (scan._check_segment_end), planning (a start inside the gap, an
+    empty segment), :func:`rolled_cut_of` (``locate``, ``describe``, ``offsets``) and ``verify``'s gaps."""
+    return cleaner is not None and first_missing < cleaner
 
 
 def reaches_past_recovery_point(next_base_offset: int | None, recovery_point: int | None) -> bool:
@@ -2515,9 +2525,11 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, log_end: int | None, o
     its last batch may be compaction's. The one rule of reads across the gap (scan._check_segment_end), a start
     inside it (planning), ``locate`` and ``describe``: where the read starts does not change what left the gap.
     ``offset_index``: the segment's, if loaded; ``end_offset``: the offset after its last batch, if known. Reads
-    nothing unless the recovery point is above the segment's base; then about one index interval of its headers
-    (damage there: None, what walks the segment says it). ``unflushed``: also an unproven cut, the recovery point
-    at or below its end or none (:func:`judge_rolled_end`), looked for whatever the recovery point."""
+    nothing unless the recovery point is above the segment's base (or ``unflushed``); then about one index interval
+    of its headers, from its offset index's last entry (probed, :func:`_batches_reach`), and loads that index and
+    walks again only when they stop short of the next base (damage there: None, what walks the segment says it).
+    ``unflushed``: also an unproven cut, the recovery point at or below its end or none (:func:`judge_rolled_end`),
+    looked for whatever the recovery point."""
     from kafkaseg.storage.segment import load_index_files, log_end_offset
 
     pdir = partition_dir
@@ -2526,6 +2538,9 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, log_end: int | None, o
             or (not unflushed and (recovery_point is None or recovery_point <= pdir.segments[i].base_offset))):
         return None
     seg, next_base, fs = pdir.segments[i], pdir.segments[i + 1].base_offset, pdir.filesystem
+    if (end_offset is not None and end_offset >= next_base) or (
+            end_offset is None and _batches_reach(seg, next_base, fs, max_batch_bytes)):
+        return None  # no offset missing after its last batch (the common case: nothing loaded)
     if offset_index is None:
         offset_index = load_index_files(seg.base_offset, index_location(seg, "index"), (None, None), fs)[0]
     end = end_offset
@@ -2534,10 +2549,51 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, log_end: int | None, o
             end = log_end_offset(seg, filesystem=fs, offset_index=offset_index, max_batch_bytes=max_batch_bytes)
         except CorruptDataError:
             return None
-    if end >= next_base or (cleaner is not None and end < cleaner):
+    if end >= next_base or below_cleaner_checkpoint(end, cleaner):
         return None
     return rolled_segment_cut(seg, end, next_base, offset_index=offset_index, recovery_point=recovery_point,
                               filesystem=fs, max_batch_bytes=max_batch_bytes, unflushed=unflushed)
+
+
+def _batches_reach(seg: SegmentFiles, next_base: int, filesystem, max_batch_bytes: int | None) -> bool:
+    """Whether rolled segment ``seg``'s batches provably reach ``next_base``, so that no offset is missing after its
+    last batch (:func:`rolled_cut_of` has nothing to judge): its offset index's last entry (probed: a positioned
+    read, no load) names a position inside the listed bytes whose batch holds the entry's offset, and the whole
+    batches from there, each above the one before, end with one whose next offset is at least ``next_base``.
+    False when anything there is missing, damaged, inconsistent or short of it: the full walk decides (a whole
+    batch ending the listed bytes at ``next_base`` or past it is where that walk ends too, or it raises). About one
+    index interval of headers."""
+    from types import SimpleNamespace
+
+    from kafkaseg.storage.probed_index import ProbedIndex
+    from kafkaseg.storage.segment import SegmentReader
+
+    path, window = index_location(seg, "index")
+    if not path or seg.tiered is not None:
+        return False
+    last = None
+    try:
+        index = ProbedIndex(path, "offset", seg.base_offset, filesystem,
+                            SimpleNamespace(files_opened=0, index_entries=0, index_bytes=0), None, window)
+        try:
+            if not index.count:
+                return False
+            entry_offset, position = index.last()
+        finally:
+            index.close()
+        if not 0 <= position < seg.log_size:
+            return False
+        with SegmentReader(seg.log_path, filesystem) as reader:
+            for header in reader.iter_headers(position, max_batch_bytes=max_batch_bytes):
+                if header.position + header.size > seg.log_size:
+                    break
+                if (header.base_offset > entry_offset or header.last_offset < entry_offset) if last is None \
+                        else header.base_offset <= last.last_offset:
+                    return False
+                last = header
+    except KafkaSegError:
+        return False
+    return last is not None and last.next_offset >= next_base
 
 
 def rolled_cut_holding(partition_dir: PartitionDir, offset: int, *, log_end: int,
