@@ -864,7 +864,9 @@ _BROKER_FILE_NAMES = frozenset(_CHECKPOINT_FILES) | {ckpt.META_PROPERTIES, ckpt.
 
 def _log_dirs_below(listing: Sequence[_fs.FileEntry], filesystem=None, most: int = 20) -> str:
     """For the error about a folder that is no log dir (``/var/lib/kafka`` for ``/var/lib/kafka/data``): the log
-    dirs among its first ``most`` subfolders, as "; it holds one: <path>", or ""."""
+    dirs among its first ``most`` subfolders, and the stores of tiered-storage copies (a bucket given for the
+    ``rsm.config.key.prefix`` folder below it; told by the names of their topic folders), as "; it holds one:
+    <path>", or ""."""
     found = []
     for entry in [e for e in listing if e.is_dir][:most]:
         try:
@@ -872,7 +874,8 @@ def _log_dirs_below(listing: Sequence[_fs.FileEntry], filesystem=None, most: int
         except LayoutError:
             continue
         if (_read_log_dir_metadata(entry.path, filesystem, below) is not None
-                or any(e.is_dir and parse_topic_partition(e.name) for e in below)):
+                or any(e.is_dir and (parse_topic_partition(e.name) or tiered.parse_aiven_topic_folder(e.name))
+                       for e in below)):
             found.append(entry.path)
     if not found:
         return ""
