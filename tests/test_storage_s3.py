@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -942,3 +943,17 @@ def test_a_partitions_copies_gone_from_a_bucket_holding_others_are_data_loss(s3,
     kept = pc.or_(pc.equal(whole["partition"], 0), pc.greater_equal(whole["offset"], first_local))
     assert got.sort_by([("partition", "ascending"), ("offset", "ascending")]).equals(whole.filter(kept))
     assert not _writes(s3.take())
+
+
+def test_a_folder_above_a_log_dir_names_it_as_a_uri_to_read(s3, capsys):
+    """The hint of the error for a folder above a log dir named the log dir as ``bucket/key``, which read as given
+    is a local path (found giving a bucket's prefix one level too high): it is now the URI to read, the query of
+    the one given kept (and a URI's secret masked)."""
+    with pytest.raises(LayoutError, match="; it holds one: " + re.escape(s3.uri()) + r" \(read that instead\)$"):
+        kafkaseg.read_arrow(s3.uri("", prefix="backups"))
+    assert cli_main(["describe", s3.uri("", prefix="backups") + "&region=us-east-1"]) == 2
+    assert f"it holds one: {s3.uri()}&region=us-east-1 (read that instead)" in capsys.readouterr().err
+    with pytest.raises(LayoutError) as caught:
+        kafkaseg.read_arrow(s3.uri("", prefix="backups").replace("s3://", "s3://AKID:s3cret@"))
+    assert str(caught.value).endswith(f"it holds one: {s3.uri().replace('s3://', 's3://AKID:***@')} (read that instead)")
+    assert cli_main(["describe", s3.uri()]) == 0  # what the hint says reads

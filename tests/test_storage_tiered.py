@@ -4,6 +4,7 @@ they were copied from, with their own indexes, and copies that cannot be read as
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -1094,3 +1095,22 @@ def test_a_remote_copy_named_past_a_long_is_refused_by_discoverys_test_in_its_wo
     with pytest.raises(LayoutError) as raised:
         remote_segments([_fs.FileEntry(path, f"{past}-{segment_id}.log", False, 0, None)], [])
     assert str(raised.value) == f"{path}: {past_a_long_words(past)}"
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_folder_above_a_store_of_copies_names_it_in_its_error(tmp_path, layout):
+    """``load("s3://tiered/")`` where the plugin writes under ``rsm.config.key.prefix=kafka/``: the error said only
+    what the bucket is not (found reading a bucket of copies as a user gives it); it now names the store's root
+    below it, as it names log dirs below a folder."""
+    data, remote, _, _ = _tiered_topic(tmp_path, layout)
+    store = remote / "kafka"
+    store.mkdir()
+    for child in list(remote.iterdir()):
+        if child != store:
+            child.rename(store / child.name)
+    assert kafkaseg.read_arrow(str(store)).num_rows > 0
+    with pytest.raises(LayoutError, match=rf"neither a Kafka log dir.*; it holds one: {re.escape(str(store))}\b"):
+        kafkaseg.read_arrow(str(remote))
+    (remote / "notes").mkdir()  # a folder holding neither copies nor log dirs is not named
+    with pytest.raises(LayoutError, match=rf"; it holds one: {re.escape(str(store))} \(read that instead\)$"):
+        kafkaseg.read_arrow(str(remote))

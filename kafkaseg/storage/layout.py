@@ -951,9 +951,24 @@ _BROKER_FILE_NAMES = frozenset(_CHECKPOINT_FILES) | {ckpt.META_PROPERTIES, ckpt.
                                                      ckpt.PARTITION_METADATA}
 
 
-def _log_dirs_below(listing: Sequence[_fs.FileEntry], filesystem=None, most: int = 20) -> str:
+def _as_given(given: str, path: str) -> Callable[[str], str]:
+    """How to name a folder below ``path`` (as resolved from ``given``) so that it can be given as it is: a URI
+    spelled as ``given`` is (its scheme, user info with the secret masked, and query kept) for a URI that names
+    ``path`` literally, else the folder's path (a local one, or a URI that spells it otherwise: percent-encoded)."""
+    scheme, sep, rest = _fs.redact(str(given)).partition("://")
+    head, mark, query = rest.partition("?")
+    user, at, location = head.rpartition("@")
+    if not sep or location.rstrip("/") != path:
+        return lambda below: below
+    return lambda below: f"{scheme}://{user}{at}{below}{mark}{query}"
+
+
+def _log_dirs_below(listing: Sequence[_fs.FileEntry], filesystem=None, most: int = 20,
+                    as_given: Callable[[str], str] = lambda below: below) -> str:
     """For the error about a folder that is no log dir (``/var/lib/kafka`` for ``/var/lib/kafka/data``): the log
-    dirs among its first ``most`` subfolders, as "; it holds one: <path>", or ""."""
+    dirs among its first ``most`` subfolders, and the stores of tiered-storage copies (a bucket given for the
+    ``rsm.config.key.prefix`` folder below it; told by the names of their topic folders), as "; it holds one:
+    <path>" (each named by ``as_given``), or ""."""
     found = []
     for entry in [e for e in listing if e.is_dir][:most]:
         try:
@@ -961,8 +976,9 @@ def _log_dirs_below(listing: Sequence[_fs.FileEntry], filesystem=None, most: int
         except LayoutError:
             continue
         if (_read_log_dir_metadata(entry.path, filesystem, below) is not None
-                or any(e.is_dir and parse_topic_partition(e.name) for e in below)):
-            found.append(entry.path)
+                or any(e.is_dir and (parse_topic_partition(e.name) or tiered.parse_aiven_topic_folder(e.name))
+                       for e in below)):
+            found.append(as_given(entry.path))
     if not found:
         return ""
     if len(found) == 1:
@@ -1577,7 +1593,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                 refusal = None if globbed else (
                     f"{path}: neither a Kafka log dir (no meta.properties, checkpoints or <topic>-<partition> "
                     "folders), a topic-partition dir, nor a tiered-storage copy (Aiven's or LocalTieredStorage's "
-                    f"layout){_log_dirs_below(listing, filesystem)}")
+                    f"layout){_log_dirs_below(listing, filesystem, as_given=_as_given(given, path))}")
                 emptied = None if remote is not None or remote_log_metadata is None or _SEGMENT_NAME.match(name) \
                     else tiered.emptied_folders(path, filesystem, listing, globbed=globbed)
                 if emptied is not None:  # a store whose copies are all gone? the metadata says (below)
