@@ -327,6 +327,9 @@ class MicroBatchPlanner:
         # per (partition, topic id), the offsets below the log start that micro-batches said lost, merged: not said
         # again by a rate-limited stream creeping through them (see _unsaid_below_start)
         self._said_below_start: dict[tuple[TopicPartition, str | None], list[tuple[int, int]]] = {}
+        # what resolving the start found worth saying once, with no plan report to say it in: a startingTimestamp
+        # search answered from another copy, the chosen one corrupt there (see take_start_notes)
+        self._start_notes: list[str] = []
 
     # -- discovery ---------------------------------------------------------------------------------------------------
     def _partitions(self, listing: Listing | None = None) -> list[PartitionDir]:
@@ -431,6 +434,16 @@ class MicroBatchPlanner:
             self._initial = self._resolve_initial()
         return {topic: dict(partitions) for topic, partitions in self._initial.items()}
 
+    def take_start_notes(self) -> list[str]:
+        """What resolving the start (:meth:`initial_offsets`) found worth a warning, each line returned once: a
+        ``startingTimestamp`` (or ``startingOffsetsByTimestamp``) search that met a corrupt batch in the chosen copy
+        and was answered from another copy of the partition (``<partition>: the search for timestamp T: <file> is
+        corrupt at byte N (...): offsets A..B read from the copy in <folder> instead``, a batch read's plan note).
+        A batch read says it among its plan report's notes; a stream has none, so its caller says it where it says
+        a stream's warnings (:func:`follow`'s logger, the Spark reader's log)."""
+        notes, self._start_notes = self._start_notes, []
+        return notes
+
     def _resolve_initial(self) -> Offsets:
         limit = self.options.starting
         positions: dict[TopicPartition, int] = {}
@@ -442,6 +455,7 @@ class MicroBatchPlanner:
         # each partition's copies the replica choice passed over, in the order given: a start by timestamp whose
         # search meets damage in the chosen copy answers from one of them, as a batch read's planning does
         passed_over = copies_not_chosen(listing, chose)
+        notes: list[str] = []  # what those searches say of the copy answering (take_start_notes)
         now_ms = time.time() * 1000
         cache: dict[tuple, tuple[AvailableRange, bool]] = {}  # for the triggers after (see available)
         self._log_ends = LogEndCache()
@@ -465,7 +479,7 @@ class MicroBatchPlanner:
                 # range the same way)
                 ending = OffsetLimit("latest", option="endingOffsets")
                 positions[tp] = resolve_offsets(pdir, self.options.replace(ending=ending, fail_on_data_loss=False),
-                                                other_copies=passed_over.get(tp, ()))[0]
+                                                other_copies=passed_over.get(tp, ()), notes=notes)[0]
                 # the broker's answer in a live tiered copy missing from the bucket: the stream starts at that
                 # copy's first offset, so that its first micro-batch says the loss (the resolution above moved
                 # past it, not saying so), as a start given there does
@@ -487,6 +501,7 @@ class MicroBatchPlanner:
                                     f"[{available.log_end}, {positions[tp]}) are not there {_FAIL_HINT}")
         self._pdirs = {(p.topic, p.partition): p for p in pdirs}
         self._ranges, self._ranges_listing = cache, listing
+        self._start_notes = notes
         return self._with_incarnations(positions, ranges)
 
     def prepare_available_now(self) -> None:
@@ -1004,8 +1019,11 @@ def follow(path: str | Sequence[str], *, poll_interval: float = 0.5, idle_timeou
     read_options = ReadOptions.from_options({**options, "paths": paths}, stream=True)
     planner = MicroBatchPlanner(read_options)
     logged: set = set()  # lenient decisions, which each micro-batch's plan lists again
-    for plan in poll_micro_batches(planner, follow=True, interval_s=poll_interval, idle_timeout_s=idle_timeout,
-                                   sleep=sleep):
+    start = planner.initial_offsets()
+    for note in planner.take_start_notes():  # (a start by timestamp answered from another copy)
+        log.warning("%s", note)
+    for plan in poll_micro_batches(planner, start, follow=True, interval_s=poll_interval, idle_timeout_s=idle_timeout,
+                                   sleep=sleep, listing=planner.last_listing):
         for note in plan.data_loss:
             log.warning("data loss (failOnDataLoss=false): %s", note)
         for decision in plan.scan.report.lenient if plan.scan is not None else ():
