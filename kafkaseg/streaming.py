@@ -485,7 +485,12 @@ class MicroBatchPlanner:
                 # past it, not saying so), as a start given there does
                 ts = limit.timestamp if limit.kind == "timestamp" else limit.lookup(*tp)
                 if ts is not None and pdir.live_copies_lost:
-                    lost = lost_copy_reached_by_time(pdir, ts, offset_for_timestamp(pdir, ts, self.options))
+                    # the same search again, so with the same copies to fall back to (the switch was said above)
+                    searched: list[str] = []
+                    found = offset_for_timestamp(pdir, ts, self.options, other_copies=passed_over.get(tp, ()),
+                                                 notes=searched)
+                    notes.extend(line for line in searched if line not in notes)
+                    lost = lost_copy_reached_by_time(pdir, ts, found)
                     if lost is not None:
                         positions[tp] = lost[1]
             if latest < positions[tp] <= available.log_end:
