@@ -709,6 +709,7 @@ class MicroBatchPlanner:
                 loss(f"{name}: the topic was deleted and recreated after this micro-batch's end was fixed (topic id "
                      f"{ending_on[tp]} then, {now_id} now in {pdir.path}); {missed}")
                 if self.available_now is not None and tp in self.available_now:  # the deleted topic's target
+                    # (the new topic's range without the stream's position as evidence, see below)
                     self.available_now[tp] = available_range(pdir, self.options).latest
                 continue
             hi = until[tp]
@@ -721,7 +722,11 @@ class MicroBatchPlanner:
             end_lost = (f"this micro-batch's offsets [{{}}, {hi}) as they were when its end was fixed are gone; it "
                         f"stops at {ended[0]} and the next one reads on from there") if ended is not None else None
             if tp in begin and now_id is not None and started_on.get(tp, now_id) != now_id:
-                lo = _below_lost_copies(pdir, available_range(pdir, self.options).earliest)  # (as a new partition)
+                # as a new partition, and as a batch read of it: without _read_to's evidence, which is the deleted
+                # topic's position, and says nothing of where the new topic's log reached (the stream read none of
+                # it; _read_to refuses a recreated topic's position too); a last batch of the new log past a
+                # compaction gap above its high watermark raises here as it does for a batch read
+                lo = _below_lost_copies(pdir, available_range(pdir, self.options).earliest)
                 loss(f"{name}: the topic was deleted and recreated (topic id {started_on[tp]} at the stream's "
                      f"offset {begin[tp]}, {now_id} now in {pdir.path}): records of the deleted topic from offset "
                      f"{begin[tp]} on may have been missed; the new topic is read from its beginning (offset {lo})")
