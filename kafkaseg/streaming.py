@@ -1020,7 +1020,8 @@ def follow(path: str | Sequence[str], *, poll_interval: float = 0.5, idle_timeou
     (never by default; close it, or break out of the loop). Options are the streaming read's (see README
     "Streaming"); data loss raises :class:`~kafkaseg.errors.DataLossError` unless ``failOnDataLoss=false``, where
     it is logged (``kafkaseg.streaming`` logger) and skipped. With ``onCorruption=skip`` each corrupt batch skipped
-    (file, byte) and each lenient planning decision is logged there as a warning, and ``metrics`` (a
+    (file, byte) and each lenient planning decision is logged there as a warning; so is each corrupt batch read from
+    another copy given (several brokers' log dirs), and a start by timestamp answered from one. ``metrics`` (a
     :class:`~kafkaseg.scan.ScanMetrics`, when given) adds up what was read and skipped."""
     from kafkaseg.scan import ScanMetrics, read_slice
 
@@ -1045,7 +1046,9 @@ def follow(path: str | Sequence[str], *, poll_interval: float = 0.5, idle_timeou
             try:
                 yield from read_slice(piece, read_options, read)
             finally:
-                for line in read.corrupt_skips() + read.unreadable_tail_lines():
+                # (a corrupt batch read from another copy: the chosen copy needs looking at, as the Spark reader
+                # and consume say)
+                for line in read.corrupt_skips() + read.other_copies_lines() + read.unreadable_tail_lines():
                     log.warning("%s", line)
                 if read_options.on_corruption != "skip":  # (else said among the skips)
                     for line in read.lost_tail_lines():

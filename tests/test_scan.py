@@ -947,7 +947,7 @@ def test_a_stream_started_by_timestamp_says_once_that_another_copy_answered(tmp_
 
     def warned(name):
         return [r.getMessage() for r in caplog.records if r.name.startswith(name) and r.levelno == logging.WARNING
-                and said in r.getMessage()]
+                and said in r.getMessage() and "the search for timestamp" in r.getMessage()]
 
     with caplog.at_level(logging.INFO):
         got = pa.Table.from_batches(list(kafkaseg.follow(paths, startingTimestamp=str(ts), idle_timeout=0,
@@ -964,6 +964,25 @@ def test_a_stream_started_by_timestamp_says_once_that_another_copy_answered(tmp_
     # the chosen copy sound: nothing to say
     planner = MicroBatchPlanner(dataclasses.replace(options, paths=(paths[1],)))
     assert planner.initial_offsets()["t"] == {"0": wanted} and planner.take_start_notes() == []
+
+
+def test_follow_logs_a_corrupt_batch_read_from_another_copy(tmp_path, caplog):
+    """follow() reads a corrupt batch of the chosen copy from another copy, as a batch read does, and logs the
+    switch as a warning, as the Spark reader and consume say it (before, it read on without a word)."""
+    import logging
+
+    paths = _two_copies(tmp_path)
+    corrupt = tmp_path / "a" / "t-0" / "00000000000000000000.log"
+    first = _corrupt_batch(corrupt, 4)
+    expected = kafkaseg.read_arrow(paths[1], columns=["offset", "value"])
+    with caplog.at_level(logging.INFO):
+        got = pa.Table.from_batches(list(kafkaseg.follow(paths, startingOffsets="earliest", idle_timeout=0,
+                                                         sleep=lambda s: None)))
+    _same_rows(got, expected)
+    said = [r.getMessage() for r in caplog.records if r.name == "kafkaseg.streaming"
+            and r.levelno == logging.WARNING and f"read from the copy in {tmp_path / 'b' / 't-0'} instead" in
+            r.getMessage()]
+    assert len(said) == 1 and str(corrupt) in said[0] and f"offsets {first}.." in said[0], said
 
 
 def test_only_the_corrupt_batch_comes_from_another_copy(tmp_path):
