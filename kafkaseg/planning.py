@@ -1374,12 +1374,14 @@ def _offset_for_timestamp(part: _Partition, timestamp: int, log_start: int, uppe
     return found, None
 
 
-def offset_for_timestamp(partition_dir: PartitionDir, timestamp: int, options: ReadOptions | None = None
-                         ) -> int | None:
+def offset_for_timestamp(partition_dir: PartitionDir, timestamp: int, options: ReadOptions | None = None, *,
+                         other_copies: tuple[PartitionDir, ...] = (), notes: list[str] | None = None) -> int | None:
     """Kafka's ListOffsets for ``timestamp`` (ms) on one partition: the first record offset at or after the log
-    start offset whose timestamp >= ``timestamp``, below the upper bound; None when there is none."""
+    start offset whose timestamp >= ``timestamp``, below the upper bound; None when there is none. ``other_copies``
+    and ``notes``: as :func:`resolve_offsets` (a strict search meeting damage answers from another copy)."""
     options = options or ReadOptions()
     part = _Partition(partition_dir, options, None)
+    part.other_copies, part.copy_notes = other_copies, notes
     if not part.segments:
         return None
     bounds = _bounds(part, None)

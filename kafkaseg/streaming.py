@@ -327,6 +327,9 @@ class MicroBatchPlanner:
         # per (partition, topic id), the offsets below the log start that micro-batches said lost, merged: not said
         # again by a rate-limited stream creeping through them (see _unsaid_below_start)
         self._said_below_start: dict[tuple[TopicPartition, str | None], list[tuple[int, int]]] = {}
+        # what resolving the start found worth saying once, with no plan report to say it in: a startingTimestamp
+        # search answered from another copy, the chosen one corrupt there (see take_start_notes)
+        self._start_notes: list[str] = []
 
     # -- discovery ---------------------------------------------------------------------------------------------------
     def _partitions(self, listing: Listing | None = None) -> list[PartitionDir]:
@@ -431,6 +434,16 @@ class MicroBatchPlanner:
             self._initial = self._resolve_initial()
         return {topic: dict(partitions) for topic, partitions in self._initial.items()}
 
+    def take_start_notes(self) -> list[str]:
+        """What resolving the start (:meth:`initial_offsets`) found worth a warning, each line returned once: a
+        ``startingTimestamp`` (or ``startingOffsetsByTimestamp``) search that met a corrupt batch in the chosen copy
+        and was answered from another copy of the partition (``<partition>: the search for timestamp T: <file> is
+        corrupt at byte N (...): offsets A..B read from the copy in <folder> instead``, a batch read's plan note).
+        A batch read says it among its plan report's notes; a stream has none, so its caller says it where it says
+        a stream's warnings (:func:`follow`'s logger, the Spark reader's log)."""
+        notes, self._start_notes = self._start_notes, []
+        return notes
+
     def _resolve_initial(self) -> Offsets:
         limit = self.options.starting
         positions: dict[TopicPartition, int] = {}
@@ -442,6 +455,7 @@ class MicroBatchPlanner:
         # each partition's copies the replica choice passed over, in the order given: a start by timestamp whose
         # search meets damage in the chosen copy answers from one of them, as a batch read's planning does
         passed_over = copies_not_chosen(listing, chose)
+        notes: list[str] = []  # what those searches say of the copy answering (take_start_notes)
         now_ms = time.time() * 1000
         cache: dict[tuple, tuple[AvailableRange, bool]] = {}  # for the triggers after (see available)
         self._log_ends = LogEndCache()
@@ -465,13 +479,18 @@ class MicroBatchPlanner:
                 # range the same way)
                 ending = OffsetLimit("latest", option="endingOffsets")
                 positions[tp] = resolve_offsets(pdir, self.options.replace(ending=ending, fail_on_data_loss=False),
-                                                other_copies=passed_over.get(tp, ()))[0]
+                                                other_copies=passed_over.get(tp, ()), notes=notes)[0]
                 # the broker's answer in a live tiered copy missing from the bucket: the stream starts at that
                 # copy's first offset, so that its first micro-batch says the loss (the resolution above moved
                 # past it, not saying so), as a start given there does
                 ts = limit.timestamp if limit.kind == "timestamp" else limit.lookup(*tp)
                 if ts is not None and pdir.live_copies_lost:
-                    lost = lost_copy_reached_by_time(pdir, ts, offset_for_timestamp(pdir, ts, self.options))
+                    # the same search again, so with the same copies to fall back to (the switch was said above)
+                    searched: list[str] = []
+                    found = offset_for_timestamp(pdir, ts, self.options, other_copies=passed_over.get(tp, ()),
+                                                 notes=searched)
+                    notes.extend(line for line in searched if line not in notes)
+                    lost = lost_copy_reached_by_time(pdir, ts, found)
                     if lost is not None:
                         positions[tp] = lost[1]
             if latest < positions[tp] <= available.log_end:
@@ -487,6 +506,7 @@ class MicroBatchPlanner:
                                     f"[{available.log_end}, {positions[tp]}) are not there {_FAIL_HINT}")
         self._pdirs = {(p.topic, p.partition): p for p in pdirs}
         self._ranges, self._ranges_listing = cache, listing
+        self._start_notes = notes
         return self._with_incarnations(positions, ranges)
 
     def prepare_available_now(self) -> None:
@@ -689,6 +709,7 @@ class MicroBatchPlanner:
                 loss(f"{name}: the topic was deleted and recreated after this micro-batch's end was fixed (topic id "
                      f"{ending_on[tp]} then, {now_id} now in {pdir.path}); {missed}")
                 if self.available_now is not None and tp in self.available_now:  # the deleted topic's target
+                    # (the new topic's range without the stream's position as evidence, see below)
                     self.available_now[tp] = available_range(pdir, self.options).latest
                 continue
             hi = until[tp]
@@ -701,7 +722,11 @@ class MicroBatchPlanner:
             end_lost = (f"this micro-batch's offsets [{{}}, {hi}) as they were when its end was fixed are gone; it "
                         f"stops at {ended[0]} and the next one reads on from there") if ended is not None else None
             if tp in begin and now_id is not None and started_on.get(tp, now_id) != now_id:
-                lo = _below_lost_copies(pdir, available_range(pdir, self.options).earliest)  # (as a new partition)
+                # as a new partition, and as a batch read of it: without _read_to's evidence, which is the deleted
+                # topic's position, and says nothing of where the new topic's log reached (the stream read none of
+                # it; _read_to refuses a recreated topic's position too); a last batch of the new log past a
+                # compaction gap above its high watermark raises here as it does for a batch read
+                lo = _below_lost_copies(pdir, available_range(pdir, self.options).earliest)
                 loss(f"{name}: the topic was deleted and recreated (topic id {started_on[tp]} at the stream's "
                      f"offset {begin[tp]}, {now_id} now in {pdir.path}): records of the deleted topic from offset "
                      f"{begin[tp]} on may have been missed; the new topic is read from its beginning (offset {lo})")
@@ -995,7 +1020,8 @@ def follow(path: str | Sequence[str], *, poll_interval: float = 0.5, idle_timeou
     (never by default; close it, or break out of the loop). Options are the streaming read's (see README
     "Streaming"); data loss raises :class:`~kafkaseg.errors.DataLossError` unless ``failOnDataLoss=false``, where
     it is logged (``kafkaseg.streaming`` logger) and skipped. With ``onCorruption=skip`` each corrupt batch skipped
-    (file, byte) and each lenient planning decision is logged there as a warning, and ``metrics`` (a
+    (file, byte) and each lenient planning decision is logged there as a warning; so is each corrupt batch read from
+    another copy given (several brokers' log dirs), and a start by timestamp answered from one. ``metrics`` (a
     :class:`~kafkaseg.scan.ScanMetrics`, when given) adds up what was read and skipped."""
     from kafkaseg.scan import ScanMetrics, read_slice
 
@@ -1004,8 +1030,11 @@ def follow(path: str | Sequence[str], *, poll_interval: float = 0.5, idle_timeou
     read_options = ReadOptions.from_options({**options, "paths": paths}, stream=True)
     planner = MicroBatchPlanner(read_options)
     logged: set = set()  # lenient decisions, which each micro-batch's plan lists again
-    for plan in poll_micro_batches(planner, follow=True, interval_s=poll_interval, idle_timeout_s=idle_timeout,
-                                   sleep=sleep):
+    start = planner.initial_offsets()
+    for note in planner.take_start_notes():  # (a start by timestamp answered from another copy)
+        log.warning("%s", note)
+    for plan in poll_micro_batches(planner, start, follow=True, interval_s=poll_interval, idle_timeout_s=idle_timeout,
+                                   sleep=sleep, listing=planner.last_listing):
         for note in plan.data_loss:
             log.warning("data loss (failOnDataLoss=false): %s", note)
         for decision in plan.scan.report.lenient if plan.scan is not None else ():
@@ -1017,7 +1046,9 @@ def follow(path: str | Sequence[str], *, poll_interval: float = 0.5, idle_timeou
             try:
                 yield from read_slice(piece, read_options, read)
             finally:
-                for line in read.corrupt_skips() + read.unreadable_tail_lines():
+                # (a corrupt batch read from another copy: the chosen copy needs looking at, as the Spark reader
+                # and consume say)
+                for line in read.corrupt_skips() + read.other_copies_lines() + read.unreadable_tail_lines():
                     log.warning("%s", line)
                 if read_options.on_corruption != "skip":  # (else said among the skips)
                     for line in read.lost_tail_lines():

@@ -938,3 +938,32 @@ def test_an_active_segment_whose_only_batch_is_torn_reports_its_torn_tail(tmp_pa
     assert scan.to_table().num_rows == 0
     assert scan.metrics.truncated_tails == [(str(alone), 0, 30)]
     assert scan.plan.report.partitions[0].log_end_offset == 250
+
+
+def test_a_recreated_topics_log_takes_no_evidence_from_the_deleted_topics_position(tmp_path):
+    """Pinned: the stream's position vouches only for the log it was read from. A stream at 100 on a deleted
+    topic, whose recreated topic's partition is that follower's shape (its high watermark back inside the gap, a
+    running broker's), takes no evidence from it: the new log's range and a micro-batch onto the new topic (which
+    reads it from its beginning: the recreated-topic path of plan(), whose start is the new log's start taken
+    without the position, pinned by a batch ending at 0 that reads nothing) raise as a batch read does. The same
+    position on the same topic id vouches for it, as above."""
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.streaming import MicroBatchPlanner, to_offsets
+    from kafkaseg.testing.partition import write_partition_metadata
+    from kafkaseg.testing.tiered import kafka_uuid
+
+    _gap_follower(tmp_path, 80, stopped=False)
+    new, old = kafka_uuid("new"), kafka_uuid("old")
+    write_partition_metadata(tmp_path / "t-0" / "partition.metadata", new)
+    planner = MicroBatchPlanner(ReadOptions.from_options({"path": str(tmp_path), "failOnDataLoss": "false"},
+                                                         stream=True))
+    on_new, on_old = (to_offsets({("t", 0): 100}, {("t", 0): topic_id}) for topic_id in (new, old))
+    planner.latest_offsets(on_new)  # (evidence: no error)
+    with pytest.raises(SkippedOffsetsError):
+        planner.latest_offsets(on_old)
+    # a micro-batch onto the new topic: where it starts (its log start, taken without evidence), and its plan
+    for end in (0, 80):
+        with pytest.raises(SkippedOffsetsError, match="base offset 95"):
+            planner.plan(on_old, to_offsets({("t", 0): end}, {("t", 0): new}))
+    with pytest.raises(SkippedOffsetsError):
+        kafkaseg.read_arrow(str(tmp_path))

@@ -618,6 +618,51 @@ def test_a_start_by_timestamp_whose_answer_is_in_a_missing_live_copy_is_data_los
     assert table["offset"][0].as_py() == end
 
 
+def test_a_stream_started_by_timestamp_beside_a_missing_live_copy_finds_its_time_in_another_broker(tmp_path):
+    """Two brokers' log dirs of a tiered partition whose live copies below the log dirs are all missing from the
+    bucket (each log dir is read alone, from its first local offset: so the other broker's copy holds all the search
+    rests on), a start by timestamp in the chosen log dir's local segments, which are corrupt there. The stream's
+    start asks again whether the broker's answer lies in a missing copy, by the same search: it falls back to the
+    other broker's copy as the start's resolution did, and the switch is said once. Before, that second search had
+    no other copy and raised the CRC error, where a batch read of the same paths started at the record."""
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.streaming import MicroBatchPlanner, from_offsets
+    from kafkaseg.testing.tiered import copy_events as events_of
+    from kafkaseg.wire.batch import iter_headers
+
+    data, remote, whole, written, _, topic_id, number = _tiered(tmp_path, "local")
+    folder = data / "orders-0"
+    epochs = [tuple(map(int, line.split())) for line in (folder / "leader-epoch-checkpoint").read_text()
+              .splitlines()[2:]]
+    stamps = pc.divide(whole["timestamp"].cast("int64"), 1000).to_pylist()  # (milliseconds)
+    times = [max(_range(log, following, whole)["timestamp"].cast("int64").to_pylist()) // 1000
+             for log, following in zip(written, written[1:] + [None])]
+    write_remote_log_metadata(data, events_of(written, epochs, topic_id=topic_id, max_timestamps=times),
+                              partition=number)
+    first_local = int(sorted(folder.glob("*.log"))[0].name[:20])
+    gone = [log for log in written if int(log.name[:20]) < first_local]
+    for log in gone:
+        _drop(log)
+    other = tmp_path / "other"
+    shutil.copytree(data, other, ignore=shutil.ignore_patterns("__remote_log_metadata-*"))
+    local = sorted(folder.glob("*.log"))[1]  # a local segment above the missing copies
+    data_bytes = bytearray(local.read_bytes())
+    header = list(iter_headers(bytes(data_bytes)))[5]
+    data_bytes[header.position + 70] ^= 0xFF  # (its CRC fails)
+    local.write_bytes(bytes(data_bytes))
+    wanted = header.base_offset + 3
+    ts = stamps[wanted]
+    assert ts > times[len(gone) - 1] and stamps[wanted - 1] < ts  # (the missing copies' records are all older)
+    paths = [str(data), str(other), str(remote), str(data / f"__remote_log_metadata-{number}")]
+    batch = kafkaseg.open_scan(paths, subscribe="orders", startingTimestamp=ts)
+    assert batch.to_table()["offset"][0].as_py() == wanted
+    planner = MicroBatchPlanner(ReadOptions.from_options(
+        {"paths": paths, "subscribe": "orders", "startingTimestamp": ts}, stream=True))
+    assert from_offsets(planner.initial_offsets()) == {("orders", 0): wanted}
+    (said,) = planner.take_start_notes()
+    assert str(local) in said and f"read from the copy in {other / 'orders-0'} instead" in said, said
+
+
 @pytest.mark.parametrize("with_log_dir", [True, False], ids=["with-log-dir", "copies-alone"])
 def test_a_stream_from_earliest_loses_a_missing_oldest_live_copy_as_a_batch_read_does(tmp_path, with_log_dir):
     """Found in review: a batch read from earliest raised DataLossError for the oldest live copy missing from the

@@ -927,6 +927,64 @@ def test_a_stream_started_by_timestamp_finds_its_time_in_another_copy(tmp_path):
     assert str(tmp_path / "b" / "t-0") in caught.value.__notes__[0]
 
 
+def test_a_stream_started_by_timestamp_says_once_that_another_copy_answered(tmp_path, caplog):
+    """A batch read says the switch in its plan report's notes; a stream has none: follow() logs it as a warning,
+    and the Spark reader's initialOffset() logs it once however often Spark asks (before, the stream started there
+    without a word, though the chosen copy needs looking at)."""
+    import logging
+
+    from kafkaseg.spark.source import KafkaSegStreamReader
+    from kafkaseg.streaming import MicroBatchPlanner
+
+    paths = _two_copies(tmp_path)
+    corrupt = tmp_path / "a" / "t-0" / "00000000000000000000.log"
+    wanted = _corrupt_batch(corrupt, 12) + 3
+    stamps = kafkaseg.read_arrow(paths[1], columns=["offset", "timestamp"], timestampUnit="ms")
+    ts = stamps.column("timestamp").cast(pa.int64()).to_pylist()[wanted]
+    said = f"read from the copy in {tmp_path / 'b' / 't-0'} instead"
+    batch = kafkaseg.open_scan(paths, startingTimestamp=ts).plan.report.notes
+    assert any(said in note and str(corrupt) in note for note in batch), batch
+
+    def warned(name):
+        return [r.getMessage() for r in caplog.records if r.name.startswith(name) and r.levelno == logging.WARNING
+                and said in r.getMessage() and "the search for timestamp" in r.getMessage()]
+
+    with caplog.at_level(logging.INFO):
+        got = pa.Table.from_batches(list(kafkaseg.follow(paths, startingTimestamp=str(ts), idle_timeout=0,
+                                                         sleep=lambda s: None)))
+        assert got.column("offset")[0].as_py() == wanted
+        (line,) = warned("kafkaseg.streaming")
+        assert str(corrupt) in line and f"timestamp {ts}" in line, line
+        options = dataclasses.replace(ReadOptions.from_options({"startingTimestamp": str(ts)}, stream=True),
+                                      paths=tuple(paths))
+        reader = KafkaSegStreamReader(options)
+        assert reader.initialOffset()["t"] == {"0": wanted} and reader.initialOffset()["t"] == {"0": wanted}
+        (line,) = warned("kafkaseg.spark")
+        assert str(corrupt) in line, line
+    # the chosen copy sound: nothing to say
+    planner = MicroBatchPlanner(dataclasses.replace(options, paths=(paths[1],)))
+    assert planner.initial_offsets()["t"] == {"0": wanted} and planner.take_start_notes() == []
+
+
+def test_follow_logs_a_corrupt_batch_read_from_another_copy(tmp_path, caplog):
+    """follow() reads a corrupt batch of the chosen copy from another copy, as a batch read does, and logs the
+    switch as a warning, as the Spark reader and consume say it (before, it read on without a word)."""
+    import logging
+
+    paths = _two_copies(tmp_path)
+    corrupt = tmp_path / "a" / "t-0" / "00000000000000000000.log"
+    first = _corrupt_batch(corrupt, 4)
+    expected = kafkaseg.read_arrow(paths[1], columns=["offset", "value"])
+    with caplog.at_level(logging.INFO):
+        got = pa.Table.from_batches(list(kafkaseg.follow(paths, startingOffsets="earliest", idle_timeout=0,
+                                                         sleep=lambda s: None)))
+    _same_rows(got, expected)
+    said = [r.getMessage() for r in caplog.records if r.name == "kafkaseg.streaming"
+            and r.levelno == logging.WARNING and f"read from the copy in {tmp_path / 'b' / 't-0'} instead" in
+            r.getMessage()]
+    assert len(said) == 1 and str(corrupt) in said[0] and f"offsets {first}.." in said[0], said
+
+
 def test_only_the_corrupt_batch_comes_from_another_copy(tmp_path):
     """Another copy stands in for the corrupt batch only: one compacted otherwise (or shorter) does not replace the
     batches the chosen copy still reads (found in review: a copy with other holes gave 224 of 300 records)."""

@@ -325,6 +325,8 @@ class KafkaSegStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.position = offsets
         _worker_logger().info("kafkaseg stream %s: initial offsets %s (%s)", self.stream_id, offsets,
                               self.options.starting.option or "startingOffsets")
+        for note in self.planner.take_start_notes():  # once (Spark asks more than once): another copy answered
+            _worker_logger().warning("kafkaseg stream %s: %s", self.stream_id, note)
         if self.latest_before_start:
             # (PySpark 4.1) the latest offsets were taken before the stream had a start, so the offsets lost past
             # the log end it starts at (started at latest) were not said there: said now, as latestOffset(start)
