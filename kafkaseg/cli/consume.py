@@ -661,6 +661,8 @@ def _report_metrics(metrics, lenient: dict, err, lost_said: set | None) -> None:
         print(f"kafkaseg consume: {line}", file=err)
     for line in metrics.other_copies_lines():
         print(f"kafkaseg consume: {line}", file=err)
+    for line in metrics.rewritten_tail_lines():
+        print(f"kafkaseg consume: {line}", file=err)
     _report_missing(metrics.missing_offsets, err)
     _report_unreadable_tails(metrics, err)
 
