@@ -1583,16 +1583,16 @@ class _SliceDecoder:
                 while pos < window_end and not self.finished:
                     piece_end = min(window_end, pos + max(chunk_bytes, want))
                     error = None
-                    chunk = view[pos - window_start:piece_end - window_start]
                     try:
-                        result = self.decode(chunk, pos, end, reader,
-                                             lambda at: view[at - window_start:at - window_start + 17])
+                        result = self.decode(view[pos - window_start:piece_end - window_start], pos, end,
+                                             reader, lambda at: view[at - window_start:at - window_start + 17])
                     except KafkaSegError as err:
                         error = err
                     if mapping.faulted or reader.change_stamp() != stamp:
                         return pos  # decoded bytes that changed (or zeros where the file was cut): reread
                     if error is not None:
-                        result = self.before_mismatch(error, chunk, pos, end, reader)
+                        result = self.before_mismatch(error, view[pos - window_start:piece_end - window_start],
+                                                      pos, end, reader)
                         if result is None:
                             break
                     batch = self.accept(result, pos, end, reader)

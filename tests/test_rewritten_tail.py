@@ -10,11 +10,14 @@ batch below the high watermark that does not match the plan stays an error.
 
 from __future__ import annotations
 
+import io
 import time
 from pathlib import Path
 
 import pytest
 
+from kafkaseg.cli import consume
+from kafkaseg.cli.main import build_parser
 from kafkaseg.errors import CorruptDataError
 from kafkaseg.options import ReadOptions
 from kafkaseg.planning import plan_scan
@@ -144,3 +147,34 @@ def test_an_unchanged_file_past_the_high_watermark_stays_an_error(live):
     time.sleep(0.05)
     with pytest.raises(CorruptDataError):
         _read(root, 1 << 30, lambda: None)
+
+
+def test_consume_to_log_end_never_prints_an_offset_twice_when_the_log_goes_back(live):
+    """consume --to-log-end --follow reads to the log end (200); the broker then truncates at 150 (past the high
+    watermark) and the new leader has written only up to 180, below where the run stands, and later more: the
+    run goes on, but prints no offset at or below one it printed, each once, in order."""
+    root, log = live
+    writes = iter([(150, 180), (180, 235)])
+
+    def poll(_seconds: float) -> None:
+        step = next(writes, None)
+        if step is None:
+            return
+        first, end = step
+        time.sleep(0.05)
+        with open(log, "r+b") as f:
+            if first == 150:
+                f.truncate(next(h for h in iter_headers(log.read_bytes()) if h.base_offset == first).position)
+            f.seek(0, 2)
+            for o in range(first, end, 5):
+                f.write(_batch(o, min(5, end - o), 1, 40).data)
+
+    args = build_parser().parse_args(["consume", "--data-dir", str(root), "--topic", "t", "--from-beginning",
+                                      "--to-log-end", "--follow", "--timeout-ms", "300", "--poll-ms", "1",
+                                      "--property", "print.offset=true", "--property", "print.value=false"])
+    out, err = io.BytesIO(), io.StringIO()
+    assert consume.run(args, out, err, sleep=poll) == 0
+    offsets = [int(line.split(b":")[1]) for line in out.getvalue().splitlines()]
+    assert next(writes, None) is None  # both writes were polled
+    assert offsets == list(range(235)), err.getvalue()
+    assert "not printed again" in err.getvalue()
