@@ -213,6 +213,12 @@ class SegmentSlice:
     # follows the one before it, else the batches from there say what it follows
     start_entry: int | None = None
     walk_from: int | None = None
+    # the partition's checkpointed high watermark when this slice of a local segment reads past it
+    # (upperBound=logEndOffset), else None. At and past it a follower truncation (UnifiedLog.truncateTo, never below
+    # the high watermark) may cut the segment and the new leader's batches take the same offsets in other bytes:
+    # where the planned bytes no longer match there, in a file changed since planning, the read ends the slice and
+    # reports it (scan._SliceDecoder.rewritten), as those records were never acknowledged
+    high_watermark: int | None = None
 
     @property
     def segment_offsets(self) -> tuple[int, int]:
@@ -2366,7 +2372,18 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
         corrupt_tail=corrupt_tail, indexed_tail_check=indexed_tail_check, tail_recovery_point=tail_evidence[0],
         tail_snapshot=tail_evidence[1], copy_states=part.planned_copy_states,
         offset_gaps=piece.gaps, start_entry=piece.file_entry if piece.start_position else None,
-        walk_from=piece.walk_from if piece.start_position else None)
+        walk_from=piece.walk_from if piece.start_position else None,
+        high_watermark=_watermark_read_past(part, piece))
+
+
+def _watermark_read_past(part: _Partition, piece: _Piece) -> int | None:
+    """:attr:`SegmentSlice.high_watermark` of ``piece``: the checkpointed high watermark when the slice, of a local
+    segment, reads offsets past it (``upperBound=logEndOffset``)."""
+    hw = part.pdir.high_watermark
+    if (hw is None or part.options.upper_bound != "logEndOffset" or piece.end_offset <= hw
+            or part.segments[piece.segment].tiered is not None):
+        return None
+    return hw
 
 
 def _reads_to_unbounded_log_end(part: _Partition, piece: _Piece) -> bool:

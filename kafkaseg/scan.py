@@ -43,7 +43,7 @@ from kafkaseg.storage.layout import (below_cleaner_checkpoint, judge_rolled_end,
                                       read_partition_again)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import SegmentReader, load_index_files, nonzero_extent
-from kafkaseg.storage.fs import REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
+from kafkaseg.storage.fs import CTIME_TICK_NS, REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
 from kafkaseg.storage.fs import basename as fs_basename, join as fs_join
 from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE, LOG_OVERHEAD, MAGIC_OFFSET
 
@@ -89,6 +89,11 @@ class ScanMetrics:
     # ``failOnDataLoss=false`` (then said by lost_tail_lines), or under ``onCorruption=skip`` (then also one of the
     # decode problems skipped); ``kafkaseg consume --fail-on-data-loss`` exits 3 for them
     lost_tails: list = field(default_factory=list)
+    # (path, byte position, what) of slices ended early because a live broker truncated their segment past the
+    # high watermark and rewrote it after planning (a read past it, upperBound=logEndOffset): from that byte the
+    # file holds another generation of batches than the plan named; the records there were never acknowledged.
+    # Each is also a truncated tail
+    rewritten_tails: list = field(default_factory=list)
 
     def __post_init__(self):
         self._lock = threading.Lock()
@@ -118,7 +123,8 @@ class ScanMetrics:
                 "truncated_tails": list(self.truncated_tails), "vanished_segments": list(self.vanished_segments),
                 "missing_offsets": list(self.missing_offsets), "other_copies_read": list(self.other_copies_read),
                 "unreadable_tails": [_problem_list(p) for p in self.unreadable_tails],
-                "lost_tails": [_problem_list(p) for p in self.lost_tails]}
+                "lost_tails": [_problem_list(p) for p in self.lost_tails],
+                "rewritten_tails": [list(t) for t in self.rewritten_tails]}
 
     def add(self, other: "ScanMetrics") -> None:
         """Add ``other``'s counts and lists to these (a reader that keeps one slice's metrics apart, to report them,
@@ -134,6 +140,7 @@ class ScanMetrics:
             self.other_copies_read.extend(other.other_copies_read)
             self.unreadable_tails.extend(other.unreadable_tails)
             self.lost_tails.extend(other.lost_tails)
+            self.rewritten_tails.extend(other.rewritten_tails)
 
     def _add_decode(self, stats: DecodeStats) -> None:
         """Add one slice's (or one reader's) decode counts, less the corrupt regions counted already (with the lock
@@ -173,6 +180,11 @@ class ScanMetrics:
         return [(what.startswith("skipped"), f"{path} (offsets {start}..{end - 1}), gone since planning: {what}")
                 for path, start, end, what in self.vanished_segments]
 
+    def rewritten_tail_lines(self) -> list[str]:
+        """The slices a truncation past the high watermark overtook (``rewritten_tails``), for a log (information:
+        records never acknowledged): one line each, ``<file> @ byte <n>: ...``."""
+        return [f"{path} @ byte {at}: {what}" for path, at, what in self.rewritten_tails]
+
     def other_copies_lines(self) -> list[str]:
         """The offsets a strict read took from another copy of their partition, the one chosen being corrupt there,
         for a log (a warning: the chosen copy needs looking at): one line per switch of copy."""
@@ -188,6 +200,7 @@ class ScanMetrics:
         self.__dict__.setdefault("_counted", {})
         self.__dict__.setdefault("unreadable_tails", [])
         self.__dict__.setdefault("lost_tails", [])
+        self.__dict__.setdefault("rewritten_tails", [])
         self._lock = threading.Lock()
 
 
@@ -814,6 +827,8 @@ class _SliceDecoder:
             header = segment.header_at(start, max_batch_bytes=options.max_batch_bytes)
             if header is None or header.last_offset == piece.start_entry:
                 return start
+            if self._rewritten_start(reader, segment, header, end):
+                return start
             first = (batch_first_offset(segment, start, options.max_batch_bytes,
                                         options.max_decompressed_batch_bytes)
                      if header.magic < 2 and header.codec else header.base_offset)
@@ -855,6 +870,28 @@ class _SliceDecoder:
         if region.end >= end:
             self.finished = True
         return min(region.end, end)
+
+    def _rewritten_start(self, reader: RandomAccessReader, segment: SegmentReader, header, end: int) -> bool:
+        """Whether the slice's first batch (``header``, not ending at the planned index entry's offset) is a live
+        broker's rewrite of the log past the high watermark (:meth:`rewritten`: the slice is then finished). The
+        entry holds the last offset of the append written at the slice's start (``LogSegment.append``), so the
+        batches from there, as planned, reach it exactly; new batches the truncation let in at the same offsets
+        need not (an earlier slice may have returned their offsets from the old ones)."""
+        piece = self.piece
+        entry = piece.start_entry
+        if piece.high_watermark is None or entry is None or entry < piece.high_watermark:
+            return False
+        try:
+            for batch in segment.iter_headers(header.position, end, max_batch_bytes=self.options.max_batch_bytes):
+                if batch.last_offset >= entry:
+                    if batch.last_offset == entry:
+                        return False
+                    break
+        except KafkaSegError:
+            pass
+        return self.rewritten(reader, piece.start_position, (
+            f"the batch at the slice's start holds offsets {header.base_offset}..{header.last_offset}, and the batches "
+            f"from it do not end at offset {entry}, which the offset index entry there named when planned"))
 
     def _highest_before(self, segment: SegmentReader, start: int, end: int) -> int | None:
         """The highest last offset of the batches in bytes ``[start, end)`` by their headers (the segment's base - 1
@@ -1127,6 +1164,8 @@ class _SliceDecoder:
             return pos, 0
         if pos == 0 and self._torn_first_batch_lost(reader, end):
             return end, 0
+        if self.rewritten(reader, pos, problem):
+            return pos, 0
         err = TruncatedDataError(problem, path=self.piece.log_path, position=pos)
         if self.options.on_corruption != "skip":
             raise err
@@ -1138,6 +1177,63 @@ class _SliceDecoder:
             self.finished = True
             return end, 0
         return to, 0
+
+    def before_mismatch(self, err: KafkaSegError, view, pos: int, end: int, reader: RandomAccessReader):
+        """After a decode of ``view`` (at ``pos``) raised ``err``: None when it is a batch at ``pos`` rewritten past
+        the high watermark (:meth:`rewritten`: the slice is finished), else the decode of the bytes before the
+        batch it blames when there are any (the next decode starts at that batch and is judged the same way, once
+        the batches before it are accepted), else ``err`` raised."""
+        if not isinstance(err, CorruptDataError) or self.piece.high_watermark is None:
+            raise err
+        at = err.position
+        if at == pos and self.rewritten(reader, pos, err.detail):
+            return None
+        if at is None or not pos < at < pos + len(view):
+            raise err
+        try:
+            result = self.decode(view[:at - pos], pos, end, reader)
+        except KafkaSegError:
+            raise err from None
+        if not result.consumed:
+            raise err
+        return result
+
+    def rewritten(self, reader: RandomAccessReader, pos: int, problem: str) -> bool:
+        """Whether the batch at ``pos`` that does not match the plan (``problem``: it runs past the slice's end,
+        goes back, its framing is not a batch's) is a live broker's rewrite of the log past the high watermark: the
+        slice reads past it (:attr:`~kafkaseg.planning.SegmentSlice.high_watermark`), every offset below it is
+        read already (the batches before ``pos`` reach it, or the slice started at an index entry past it), and the
+        file changed since planning (its size, or its ctime past the plan's listing). A follower truncation
+        (never below the high watermark) cut the segment there and the new leader's batches took the same offsets
+        in other bytes. Then the slice ends at ``pos``, reported (``rewritten_tails``, and a truncated tail): those
+        records were never acknowledged, and the plan's bytes past there are gone. Else (False) the mismatch is
+        corruption, as before."""
+        piece = self.piece
+        hw = piece.high_watermark
+        if hw is None:
+            return False
+        reached = self.last_seen + 1
+        if not self.walked and piece.start_entry is not None and pos == piece.start_position:
+            reached = max(reached, piece.start_entry)
+        if reached < hw or not self._changed_since_planning(reader):
+            return False
+        _report_tail(piece, self.metrics, pos, max(pos, min(piece.end_position, reader.size)))
+        with self.metrics._lock:
+            self.metrics.rewritten_tails.append((piece.log_path, pos, (
+                f"the read past the high watermark {hw} stopped here: the broker truncated the log at or past it "
+                f"and rewrote it while it was read (the batch here no longer matches the plan: {problem}); the "
+                f"records from offset {reached} on, never acknowledged, were not read")))
+        self.finished = True
+        return True
+
+    def _changed_since_planning(self, reader: RandomAccessReader) -> bool:
+        """Whether the slice's file was written or truncated since the plan listed it: another size than planned,
+        or (a local file) a ctime from the listing on (less the coarse clock's tick)."""
+        size, ctime = reader.change_stamp()
+        if size != self.piece.segment_size:
+            return True
+        listed = self.piece.listed_at_ns
+        return bool(ctime) and listed is not None and ctime >= listed - CTIME_TICK_NS
 
     def _torn_first_batch_lost(self, reader: RandomAccessReader, end: int) -> bool:
         """A rolled segment's first batch runs past the end of its file (no whole batch in it), which is whole as
@@ -1495,7 +1591,10 @@ class _SliceDecoder:
                     if mapping.faulted or reader.change_stamp() != stamp:
                         return pos  # decoded bytes that changed (or zeros where the file was cut): reread
                     if error is not None:
-                        raise error
+                        result = self.before_mismatch(error, view[pos - window_start:piece_end - window_start],
+                                                      pos, end, reader)
+                        if result is None:
+                            break
                     batch = self.accept(result, pos, end, reader)
                     if batch is not None:
                         yield batch
@@ -1535,8 +1634,14 @@ class _SliceDecoder:
             # at most chunk_bytes (or the one batch wanted whole) per decode; a batch the view cuts is decoded
             # from the buffer next time round, or refilled above when the buffer does not hold it whole
             view = memoryview(chunk)[offset_in_buf:min(filled, offset_in_buf + max(chunk_bytes, want))]
-            result = self.decode(view, pos, end, reader, lambda at: self._peek(chunk, buf_pos, filled, at, source))
+            try:
+                result = self.decode(view, pos, end, reader,
+                                     lambda at: self._peek(chunk, buf_pos, filled, at, source))
+            except KafkaSegError as err:
+                result = self.before_mismatch(err, view, pos, end, reader)
             view.release()
+            if result is None:
+                break
             batch = self.accept(result, pos, end, reader)
             if batch is not None:
                 yield batch

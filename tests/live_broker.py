@@ -22,8 +22,8 @@ What it does, each as a broker does it (see /work/shared/reference/kafka-on-disk
 
 Every record's key, timestamp and value are a function of what it is (:func:`value_of`), so readers check each one.
 :func:`run_live` runs it beside readers and judges them (:func:`check_rows`). Reads past the high watermark
-(``upperBound=logEndOffset``, ``consume --to-log-end``) that a truncation of the same partition overtook are not
-judged (a known limitation, listed as ``raced``): what they planned to read was replaced under them.
+(``upperBound=logEndOffset``, ``consume --to-log-end``), which a truncation of the same partition can overtake, are
+judged by :func:`check_past_watermark`: no error, each record as some generation wrote it, offsets increasing.
 """
 import json
 import os
@@ -549,32 +549,14 @@ def run_live(root, seconds, seed, *, read_as=None):
     clier.join()
     truth = Truth(root)
     problems = []
-    raced = []  # errors of reads past the high watermark that a truncation of their partition overtook
-
-    def known_race(what, text, began, ended):
-        """A read past the high watermark fails when a truncation replaces the bytes it planned (left alone: those
-        records were never acknowledged; see the report of the run that found it)."""
-        import re
-        if not what.endswith("to log end"):
-            return False
-        hit = re.search(rf"{TOPIC}-(\d+)[/@]|partition (\d+)", text)
-        if hit and any(p == int(hit.group(1) or hit.group(2)) and began <= t <= ended
-                       for p, _, t in truth.truncations):
-            raced.append(f"{what}: {text.strip().splitlines()[-1][:300]}")
-            return True
-        return False
-
     for r in reads:
         if isinstance(r[1], str):  # (what, traceback, began, ended)
-            if not known_race(r[0], r[1], r[2], r[3]):
-                problems.append(f"{r[0]} raised: {r[1]}")
+            problems.append(f"{r[0]} raised: {r[1]}")
         elif r[0].endswith("to log end"):
-            problems += [p for p in check_past_watermark(r[1], what=r[0]) if not known_race(r[0], p, r[4], r[3])]
+            problems += check_past_watermark(r[1], what=r[0])
         else:
             problems += check_rows(truth, r[1], committed=r[2], read_end=r[3], what=r[0])
     for what, rc, out, err, began, end in cli_runs:
-        if (rc != 0 or "Traceback" in err) and known_race(what, err or out, began, end):
-            continue
         if rc != 0 or "Traceback" in err:
             problems.append(f"kafkaseg {what}: exit {rc}: {out[-800:]} {err[-1500:]}")
         elif what == "offsets committed":
@@ -593,14 +575,14 @@ def run_live(root, seconds, seed, *, read_as=None):
                 rows.append((TOPIC, int(part.split(":")[1]), int(off.split(":")[1]), k.encode(), v.encode(),
                              int(ts.split(":")[1]) * 1000))
             if what.endswith("to log end"):
-                problems += [p for p in check_past_watermark(rows, what=what) if not known_race(what, p, began, end)]
+                problems += check_past_watermark(rows, what=what)
             else:
                 problems += check_rows(truth, rows, committed=True, read_end=end, what=what)
     for what, rows, committed, end in finals:
         problems += check_rows(truth, rows, committed=committed, read_end=end, final=True, what=what)
     problems += [f"follow raised: {e}" for e in follow_errors]
     problems += check_rows(truth, followed, committed=True, read_end=time.time(), final=True, what="follow")
-    stats = {"reads": len(reads), "followed": len(followed), "cli runs": len(cli_runs), "raced": raced,
+    stats = {"reads": len(reads), "followed": len(followed), "cli runs": len(cli_runs),
              "truncations": len(truth.truncations),
              "records": {p: len(d) for p, d in truth.data.items()},
              "aborted": {p: sum(1 for v in d.values() if v[3] == "A") for p, d in truth.data.items()},

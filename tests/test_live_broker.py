@@ -19,8 +19,8 @@ def test_reads_of_a_live_broker_with_transactions_truncation_preallocation_and_t
     the log end). Every record as written at its offset; below the high watermark only the generation the log kept
     (none that a later truncation replaced); read_committed never an aborted record nor one of a transaction whose
     marker was not yet being written; no offset skipped or repeated; no error; final reads reach the log end (the
-    last stable offset for read_committed). Reads past the high watermark overtaken by a truncation are exempt
-    (tests/live_broker.py says why)."""
+    last stable offset for read_committed). Reads past the high watermark, which a truncation can overtake: no
+    error, each record as some generation wrote it, offsets increasing."""
     problems, stats = run_live(tmp_path / "run", 20, 11)
     assert not problems, "\n".join(problems[:30])
     # the run did what it is for (or it proves nothing)

@@ -661,6 +661,8 @@ def _report_metrics(metrics, lenient: dict, err, lost_said: set | None) -> None:
         print(f"kafkaseg consume: {line}", file=err)
     for line in metrics.other_copies_lines():
         print(f"kafkaseg consume: {line}", file=err)
+    for line in metrics.rewritten_tail_lines():
+        print(f"kafkaseg consume: {line}", file=err)
     _report_missing(metrics.missing_offsets, err)
     _report_unreadable_tails(metrics, err)
 
@@ -802,6 +804,7 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
     # ConsoleConsumer.process: -1 (its default) for no limit; 0, or any other negative, prints nothing
     limit = None if args.max_messages in (None, -1) else max(args.max_messages, 0)
     last_printed: dict[tuple[str, int], int] = {}
+    went_back: dict[tuple[str, int], int] = {}  # partitions whose log went back below last_printed, said (printed_once)
     lost: list[str] = []  # data loss met (each also said on stderr as met), for --fail-on-data-loss
     # partitions whose offsets past the log end the run said lost (a micro-batch read to it, or the run stood there)
     lost_past_end: set[tuple[str, int]] = set()
@@ -846,6 +849,29 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
             key = (batch.column("topic")[0].as_py(), batch.column("partition")[0].as_py())
             last_printed[key] = batch.column("offset")[batch.num_rows - 1].as_py()
         return limit is not None and consumed >= limit
+
+    def printed_once(batch):
+        """``batch`` without the records at offsets up to the last one printed of its partition (--to-log-end):
+        a truncation past the high watermark (a follower's, never below it) after the run printed records there
+        takes the log back below them, and the new leader's records at those offsets are not printed again, so
+        the run prints each offset once, in order (what it printed there was never acknowledged). Said once per
+        partition and truncation."""
+        if not batch.num_rows:
+            return batch
+        key = (batch.column("topic")[0].as_py(), batch.column("partition")[0].as_py())
+        done = last_printed.get(key)
+        if done is None or batch.column("offset")[0].as_py() > done:
+            return batch
+        import pyarrow.compute as pc
+
+        said = went_back.get(key)
+        if said != done:
+            went_back[key] = done
+            print(f"kafkaseg consume: {key[0]}-{key[1]}: the log went back below offset {done} printed already "
+                  f"(a truncation past the high watermark; the records printed there were never acknowledged): "
+                  f"the records written again at offsets up to {done} are not printed again (--to-log-end prints "
+                  "each offset once, in order)", file=err)
+        return batch.filter(pc.greater(batch.column("offset"), done))
 
     def read(piece):
         try:
@@ -922,6 +948,8 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
                 lenient.setdefault(decision, False)
             for piece in (plan.scan.slices if plan.scan is not None else ()):
                 for batch in read(piece):
+                    if args.to_log_end:
+                        batch = printed_once(batch)
                     if emit(batch):
                         return status()
             out.flush()

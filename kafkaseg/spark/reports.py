@@ -98,7 +98,9 @@ class ScanReport:
         ``onCorruption=skip``, each also one of ``problems``),
         ``vanished_segments`` (segments a live broker deleted or replaced after planning), ``missing_offsets``
         (offsets missing between segments above the cleaner checkpoint, read past), ``other_copies_read`` (offsets a
-        strict read took from another copy of their partition, the chosen one being corrupt), ``lenient_decisions`` (the
+        strict read took from another copy of their partition, the chosen one being corrupt), ``rewritten_tails``
+        (``[path, position, what]`` of slices a follower truncation past the high watermark overtook, ended there;
+        each also a truncated tail), ``lenient_decisions`` (the
         plan's :class:`~kafkaseg.planning.LenientDecision` s: records an ``onCorruption=skip`` read leaves out or
         takes beyond the corrupt batches it counts)..."""
         latest: dict[str, Path] = {}
@@ -112,7 +114,7 @@ class ScanReport:
                                   "records": 0, "batches": 0, "output_batches": 0, "skipped_aborted_batches": 0,
                                   "corrupt_batches": 0, "corrupt_bytes": 0, "truncated_tails": [], "problems": [],
                                   "vanished_segments": [], "missing_offsets": [], "other_copies_read": [],
-                                  "unreadable_tails": [], "lost_tails": [],
+                                  "unreadable_tails": [], "lost_tails": [], "rewritten_tails": [],
                                   "lenient_decisions": list(self.plan.lenient)}
         counted: dict = {}  # the byte ranges of each file the problems summed so far count
         for path in sorted(latest.values()):
@@ -131,6 +133,7 @@ class ScanReport:
             totals["unreadable_tails"].extend(Problem.from_list(p) for p in metrics.get("unreadable_tails", []))
             totals["lost_tails"].extend(Problem.from_list(p) for p in metrics.get("lost_tails", []))
             totals["truncated_tails"].extend(metrics.get("truncated_tails", []))
+            totals["rewritten_tails"].extend(metrics.get("rewritten_tails", []))
             totals["vanished_segments"].extend(metrics.get("vanished_segments", []))
             totals["missing_offsets"].extend(metrics.get("missing_offsets", []))
             totals["other_copies_read"].extend(metrics.get("other_copies_read", []))

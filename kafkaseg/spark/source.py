@@ -293,6 +293,8 @@ def _read_partition(partition: InputPartition, options: ReadOptions) -> Iterator
         for line in metrics.lost_tail_lines() if options.on_corruption != "skip" else ():  # (else among the skips)
             _worker_logger().warning("kafkaseg scan %s: data loss (failOnDataLoss=false): %s", partition.scan_id,
                                      line)
+        for line in metrics.rewritten_tail_lines():
+            _worker_logger().info("kafkaseg scan %s: %s", partition.scan_id, line)
         for path, position, size in metrics.truncated_tails:
             _worker_logger().info("kafkaseg scan %s: %s: stopped before a partial batch at byte %d (%d bytes, "
                                   "still being written?)", partition.scan_id, path, position, size)

@@ -1,0 +1,180 @@
+"""A follower truncation rewrites the active segment's tail past the high watermark between planning and reading.
+
+A read past the high watermark (``upperBound=logEndOffset``, ``consume --to-log-end``) plans byte ranges of the
+active segment; a follower truncation (``UnifiedLog.truncateTo``, at or above the high watermark) cuts it there and
+the new leader's batches are appended at the same offsets, with other sizes. The bytes the plan names past the cut
+are then a different generation of batches: those records were never acknowledged, so the read ends its slice where
+the plan no longer matches and reports it, rather than raising or returning two generations of the same offsets. A
+batch below the high watermark that does not match the plan stays an error.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+
+import pytest
+
+from kafkaseg.cli import consume
+from kafkaseg.cli.main import build_parser
+from kafkaseg.errors import CorruptDataError
+from kafkaseg.options import ReadOptions
+from kafkaseg.planning import plan_scan
+from kafkaseg.scan import ScanMetrics, read_slice
+from kafkaseg.testing import Record, build_batch_v2
+from kafkaseg.testing.partition import PartitionWriter, write_offset_checkpoint
+from kafkaseg.wire.batch import iter_headers
+
+HW = 100
+
+
+def _batch(first: int, count: int, generation: int, size: int):
+    return build_batch_v2([Record(offset=o, timestamp=1000 + o, key=b"k%d" % o,
+                                  value=b"g%d-" % generation + b"x" * size) for o in range(first, first + count)])
+
+
+@pytest.fixture
+def live(tmp_path):
+    """A log dir whose partition t-0 holds offsets 0..199 in 5-record batches (one active segment), its high
+    watermark checkpointed at 100."""
+    writer = PartitionWriter(tmp_path / "t-0", index_interval_bytes=512)
+    for first in range(0, 200, 5):
+        writer.append(_batch(first, 5, 0, 40))
+    writer.close(live=True)
+    write_offset_checkpoint(tmp_path / "replication-offset-checkpoint", {("t", 0): HW})
+    return tmp_path, tmp_path / "t-0" / f"{0:020d}.log"
+
+
+def _truncate_and_rewrite(log: Path, target: int, count: int, size: int) -> None:
+    """UnifiedLog.truncateTo(target) (a batch boundary), then the new leader's batches of ``count`` records."""
+    time.sleep(0.05)  # (past the coarse ctime tick of the plan's listing)
+    cut = next(h for h in iter_headers(log.read_bytes()) if h.base_offset == target)
+    with open(log, "r+b") as f:
+        f.truncate(cut.position)
+        f.seek(cut.position)
+        for first in range(target, target + 70, count):
+            f.write(_batch(first, count, 1, size).data)
+
+
+def _read(root, split_size: int, rewrite, read_mode: str = "pread"):
+    options = ReadOptions.from_options({"upperBound": "logEndOffset", "splitSize": split_size,
+                                        "readMode": read_mode})
+    slices = plan_scan(str(root), options).slices
+    rewrite()
+    metrics = ScanMetrics()
+    rows = []
+    for piece in slices:
+        for batch in read_slice(piece, options, metrics):
+            rows += zip(batch.column("offset").to_pylist(), batch.column("value").to_pylist())
+    return slices, rows, metrics
+
+
+def _check_rows(rows):
+    offsets = [o for o, _ in rows]
+    assert offsets == sorted(set(offsets)), "offsets go back or repeat"
+    assert offsets[:HW] == list(range(HW)), "acknowledged records are all read"
+    assert all(v.startswith(b"g0-") for o, v in rows if o < HW)
+
+
+@pytest.mark.parametrize("read_mode", ["pread", "auto"])
+@pytest.mark.parametrize("split_size", [1 << 30, 2000], ids=["one-slice", "split"])
+@pytest.mark.parametrize("count,size", [(7, 90), (3, 20)], ids=["bigger-batches", "smaller-batches"])
+def test_a_tail_rewritten_past_the_high_watermark_ends_the_read_there(live, read_mode, split_size, count, size):
+    root, log = live
+    slices, rows, metrics = _read(root, split_size, lambda: _truncate_and_rewrite(log, 150, count, size), read_mode)
+    _check_rows(rows)
+    assert metrics.decode.corrupt_batches == 0
+    if count > 5 or len(slices) > 1:  # (smaller batches in one slice: the new generation is read, consistent)
+        assert metrics.rewritten_tails and metrics.rewritten_tails[0][0] == str(log)
+        assert "high watermark" in metrics.rewritten_tails[0][2]
+
+
+def _rewrite_aligned_at(log: Path, target: int, position: int) -> None:
+    """Truncate at offset ``target`` and write a first new batch of two records that ends exactly at ``position``
+    (a planned slice start), then 5-record batches: at ``position`` the new generation holds lower offsets than
+    the old one did."""
+    time.sleep(0.05)
+    cut = next(h for h in iter_headers(log.read_bytes()) if h.base_offset == target).position
+    def first_batch(big: int, small: int) -> bytes:
+        return build_batch_v2([Record(offset=target + i, timestamp=1000 + target + i, key=b"k%d" % (target + i),
+                                      value=b"g1-" + b"x" * n) for i, n in enumerate((big, small))]).data
+    big = 0
+    while len(first_batch(big, 0)) < position - cut - 2:
+        big += 1
+    first = next(b for b in (first_batch(big, small) for small in range(4)) if len(b) == position - cut)
+    with open(log, "r+b") as f:
+        f.truncate(cut)
+        f.seek(cut)
+        f.write(first)
+        for o in range(target + 2, target + 60, 5):
+            f.write(_batch(o, 5, 1, 40).data)
+
+
+@pytest.mark.parametrize("read_mode", ["pread", "auto"])
+def test_a_rewrite_that_goes_back_across_slices_returns_each_offset_once(live, read_mode):
+    """The slices before the last were read before the truncation (the old generation, past the cut), the last
+    after it: the new generation's batch at its planned start holds offsets already returned."""
+    root, log = live
+    options = ReadOptions.from_options({"upperBound": "logEndOffset", "splitSize": 2000, "readMode": read_mode})
+    slices = plan_scan(str(root), options).slices
+    assert len(slices) > 2 and slices[-1].start_entry is not None and slices[-1].start_entry > 155
+    metrics = ScanMetrics()
+    rows = []
+    for i, piece in enumerate(slices):
+        if i == len(slices) - 1:
+            _rewrite_aligned_at(log, 150, piece.start_position)
+        for batch in read_slice(piece, options, metrics):
+            rows += zip(batch.column("offset").to_pylist(), batch.column("value").to_pylist())
+    _check_rows(rows)
+    assert metrics.rewritten_tails and metrics.rewritten_tails[0][1] == slices[-1].start_position
+
+
+def test_a_mismatch_below_the_high_watermark_stays_an_error(live):
+    """The same rewrite at offset 50, below the high watermark (no follower truncates there): corruption."""
+    root, log = live
+    with pytest.raises(CorruptDataError):
+        _read(root, 2000, lambda: _truncate_and_rewrite(log, 50, 7, 90))
+
+
+def test_an_unchanged_file_past_the_high_watermark_stays_an_error(live):
+    """A length field corrupt past the high watermark in a file no broker touched since planning: corruption."""
+    root, log = live
+    data = bytearray(log.read_bytes())
+    at = next(h for h in iter_headers(bytes(data)) if h.base_offset == 150).position
+    data[at + 8:at + 12] = (10_000).to_bytes(4, "big")
+    log.write_bytes(bytes(data))
+    time.sleep(0.05)
+    with pytest.raises(CorruptDataError):
+        _read(root, 1 << 30, lambda: None)
+
+
+def test_consume_to_log_end_never_prints_an_offset_twice_when_the_log_goes_back(live):
+    """consume --to-log-end --follow reads to the log end (200); the broker then truncates at 150 (past the high
+    watermark) and the new leader has written only up to 180, below where the run stands, and later more: the
+    run goes on, but prints no offset at or below one it printed, each once, in order."""
+    root, log = live
+    writes = iter([(150, 180), (180, 235)])
+
+    def poll(_seconds: float) -> None:
+        step = next(writes, None)
+        if step is None:
+            return
+        first, end = step
+        time.sleep(0.05)
+        with open(log, "r+b") as f:
+            if first == 150:
+                f.truncate(next(h for h in iter_headers(log.read_bytes()) if h.base_offset == first).position)
+            f.seek(0, 2)
+            for o in range(first, end, 5):
+                f.write(_batch(o, min(5, end - o), 1, 40).data)
+
+    args = build_parser().parse_args(["consume", "--data-dir", str(root), "--topic", "t", "--from-beginning",
+                                      "--to-log-end", "--follow", "--timeout-ms", "300", "--poll-ms", "1",
+                                      "--property", "print.offset=true", "--property", "print.value=false"])
+    out, err = io.BytesIO(), io.StringIO()
+    assert consume.run(args, out, err, sleep=poll) == 0
+    offsets = [int(line.split(b":")[1]) for line in out.getvalue().splitlines()]
+    assert next(writes, None) is None  # both writes were polled
+    assert offsets == list(range(235)), err.getvalue()
+    assert "not printed again" in err.getvalue()
