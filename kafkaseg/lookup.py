@@ -284,6 +284,9 @@ class PartitionLookup:
         self.search_note: str | None = None  # why the last timestamp or max-timestamp search found nothing
         self._time_checked: set[int] = set()  # segments whose time index an empty search checked against the log
         self._time_judged: set[int] = set()  # segments whose time index's last entry was checked against its batch
+        # rolled segments whose walk ended at a batch cut short or zeros (byte where): the offsets from there to
+        # the next segment's base are in no batch a read returns (lost or unreadable tails, a warning or an error)
+        self._rolled_cuts: dict[int, int] = {}
 
     # -- plumbing --------------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -567,6 +570,8 @@ class PartitionLookup:
                 last_seen = header.last_offset
                 yield header
             tail = walk.tail
+            if tail is not None and i + 1 < len(self.segments):
+                self._rolled_cuts[i] = tail.position
             if tail is not None and tail.reason != "zero-filled tail":
                 # a batch running past the segment's end, before a batch its offset index points at: its length
                 # field is damaged (the CRC does not cover it), not a torn end; a read fails there or, leniently,
@@ -1254,8 +1259,12 @@ class PartitionLookup:
                         return (offset, stamp, (epoch if epoch >= 0 else None)), i
             # no match in segment i: Kafka's answer is none, unless what a lenient search skipped there held it
             # (then the first record at or after the timestamp is in a later segment, as the lenient read sees it)
-            if not skipped or i + 1 >= last:
+            # ... or it ended at a cut: a rolled segment cut short (inside its first batch, its time index rebuilt
+            # empty: no longer a stop at its mtime) holds none of its offsets past the cut, which every read that
+            # returns records goes past to the next segment's (lost_tails, unreadable_tails, problems)
+            if (not skipped and i not in self._rolled_cuts) or i + 1 >= last:
                 return None, i
+            self.search_note = None
             i += 1
             _, time_offset = self._index(i, "time").floor(timestamp)
 

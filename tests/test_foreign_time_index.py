@@ -250,3 +250,47 @@ def test_a_time_index_whose_first_entry_cannot_be_its_segments_is_not_used(origi
             wrong.append((t, got, brute_force(records, t)))
     assert wrong == []
     assert any(path.endswith(f"{index.stem}.log") for path, _ in rebuilt), rebuilt
+
+
+def _first_batch_end(log: Path) -> int:
+    data = log.read_bytes()
+    return 12 + int.from_bytes(data[8:12], "big")
+
+
+@pytest.mark.parametrize("flushed", [True, False])
+def test_a_rolled_segment_cut_inside_its_first_batch_does_not_end_a_time_search(originals, tmp_path, capsys,
+                                                                               flushed):
+    """Found by a damage campaign (a real broker's __consumer_offsets copy): a rolled segment cut inside its first
+    batch holds no record; its time index, past its end, is rebuilt empty, so the file's mtime was taken as its
+    largest timestamp and the search stopped there with no offset, while every read that returns records (lenient;
+    strict too when the recovery point does not cover the cut: an unreadable tail, a warning) returns the later
+    segments' records, the first at or after the time among them."""
+    root = tmp_path / "dir"
+    shutil.copytree(originals / "v2", root)
+    logs = sorted((root / "t-0").glob("*.log"))
+    cut = logs[1]
+    cut.write_bytes(cut.read_bytes()[:_first_batch_end(cut) // 2])
+    recovery = int(logs[3].stem) if flushed else int(logs[1].stem)
+    (root / "recovery-point-offset-checkpoint").write_text(f"0\n1\nt 0 {recovery}\n")
+    table = kafkaseg.read_arrow(str(root), onCorruption="skip", failOnDataLoss="false")
+    stamps = table["timestamp"].cast(pa.timestamp("ms")).cast(pa.int64()).to_pylist()
+    records = sorted(zip(table["offset"].to_pylist(), stamps))
+    assert not any(int(logs[1].stem) <= offset < int(logs[2].stem) for offset, _ in records)
+    # times the lost segment's records had: the first record at or after each is the next segment's first
+    times = [t for t in _times(_records(originals / "v2")) if brute_force(records, t) == int(logs[2].stem)]
+    assert len(times) >= 2
+    (pdir,) = discover(str(root))
+    wrong = []
+    for lenient in ([True] if flushed else [True, False]):  # (a strict read of a flushed cut raises LostTailError)
+        for t in times:
+            for exact in (True, False):
+                with PartitionLookup(pdir, lenient=lenient) as lookup:
+                    got = lookup.offset_for_timestamp(t, exact=exact)
+                if got != brute_force(records, t):
+                    wrong.append((lenient, exact, t, got, brute_force(records, t)))
+        argv = ["offsets", "--data-dir", str(root), "--topic", "t", "--time", str(times[0])]
+        code = main(argv + (["--on-corruption", "skip"] if lenient else []))
+        out = capsys.readouterr().out.strip()
+        if (code, out) != (0, f"t:0:{brute_force(records, times[0])}"):
+            wrong.append((lenient, "cli", code, out))
+    assert wrong == []
