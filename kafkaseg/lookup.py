@@ -1271,7 +1271,12 @@ class PartitionLookup:
             if (not skipped and not (self.lenient and i in self._rolled_cuts)) or i + 1 >= last:
                 return None, i
             self.search_note = None
-            i += 1
+            # on to the next segment whose largest timestamp reaches the time (the one after may hold only older
+            # records: a search that stopped there answered none where later segments hold the answer)
+            reaching = self._first_segment_reaching(timestamp, True, i + 1, last)
+            if reaching is None:
+                return None, i
+            i = reaching
             _, time_offset = self._index(i, "time").floor(timestamp)
 
     def _max_timestamp(self) -> tuple[int, int, int | None] | None:

@@ -295,3 +295,32 @@ def test_a_rolled_segment_cut_inside_its_first_batch_does_not_end_a_time_search(
         if (code, out) != (0, f"t:0:{brute_force(records, times[0])}"):
             wrong.append((lenient, "cli", code, out))
     assert wrong == []
+
+
+def test_a_log_swapped_with_the_active_ones_and_a_foreign_time_index_does_not_end_a_lenient_time_search(
+        originals, tmp_path):
+    """Found by the damage campaign: segment 3's ``.log`` swapped with the active segment's, and its ``.timeindex``
+    with segment 0's. Segment 3's file now holds the active segment's batches (past the next base: no record a read
+    takes from it), whose timestamps send the search there; the lenient search skips them and went on to the next
+    segment, which holds only older records, found none there and stopped with no offset. A lenient read returns
+    the segments after it, where the first record at or after the time is: the search must go on to the next
+    segment whose largest timestamp reaches the time."""
+    root = tmp_path / "dir"
+    shutil.copytree(originals / "v2", root)
+    part = root / "t-0"
+    logs, tix = sorted(part.glob("*.log")), sorted(part.glob("*.timeindex"))
+    for a, b in ((logs[3], logs[-1]), (tix[0], tix[3])):
+        held = a.read_bytes()
+        a.write_bytes(b.read_bytes())
+        b.write_bytes(held)
+    table = kafkaseg.read_arrow(str(root), onCorruption="skip", failOnDataLoss="false", upperBound="logEndOffset")
+    stamps = table["timestamp"].cast(pa.timestamp("ms")).cast(pa.int64()).to_pylist()
+    records = sorted(zip(table["offset"].to_pylist(), stamps))
+    (pdir,) = discover(str(root))
+    wrong = []
+    for t in _times(records):
+        with PartitionLookup(pdir, lenient=True) as lookup:
+            got = lookup.offset_for_timestamp(t)
+        if got != brute_force(records, t):
+            wrong.append((t, got, brute_force(records, t)))
+    assert wrong == []
