@@ -222,10 +222,11 @@ def test_lookup_job_answers_times_from_the_records(originals, tmp_path):
     assert got == want
 
 
-@pytest.mark.parametrize("field", ["timestamp-above-the-last", "offset-below-the-base"])
+@pytest.mark.parametrize("field", ["timestamp-above-the-last", "offset-below-the-base", "negative-timestamp"])
 def test_a_time_index_whose_first_entry_cannot_be_its_segments_is_not_used(originals, tmp_path, field):
     """Kafka's TimeIndex.sanityCheck compares the last entry with the first; the first entry (read anyway, for the
-    preallocated-tail rule) must also not lie below the segment's base."""
+    preallocated-tail rule) must also not lie below the segment's base, nor have a negative timestamp (Kafka appends
+    time index entries only above -1, no timestamp)."""
     import struct
 
     root = tmp_path / "dir"
@@ -236,13 +237,18 @@ def test_a_time_index_whose_first_entry_cannot_be_its_segments_is_not_used(origi
     last_timestamp, _ = struct.unpack_from(">qi", data, len(data) - 12)
     if field == "timestamp-above-the-last":
         struct.pack_into(">qi", data, 0, last_timestamp + 10_000, relative)
+    elif field == "negative-timestamp":  # its top bit flipped (found by the damage campaign, on a real broker's
+        # .timeindex): every time is at or above it, so the floor entry sent the search past the records before it
+        struct.pack_into(">qi", data, 0, timestamp - (1 << 63), relative)
     else:
         struct.pack_into(">qi", data, 0, timestamp, -5)
     index.write_bytes(bytes(data))
     records = _records(root)
     (pdir,) = discover(str(root))
     wrong, rebuilt = [], []
-    for t in _times(records):
+    base = int(index.stem)  # (and the times of the records before the first entry's offset, which it skips)
+    before = [stamp for offset, stamp in records if base <= offset <= base + relative]
+    for t in _times(records) + before:
         with PartitionLookup(pdir) as lookup:
             got = lookup.offset_for_timestamp(t)
             rebuilt += lookup.stats.rebuilt_indexes
@@ -250,6 +256,11 @@ def test_a_time_index_whose_first_entry_cannot_be_its_segments_is_not_used(origi
             wrong.append((t, got, brute_force(records, t)))
     assert wrong == []
     assert any(path.endswith(f"{index.stem}.log") for path, _ in rebuilt), rebuilt
+    for t in _times(records)[::4] + before:  # planning's startingTimestamp too
+        plan = plan_scan(str(root), ReadOptions.from_options({"startingTimestamp": t}))
+        if plan.report.offsets()[("t", 0)][0] != brute_force(records, t):
+            wrong.append(("plan", t, plan.report.offsets()[("t", 0)][0], brute_force(records, t)))
+    assert wrong == []
 
 
 def _first_batch_end(log: Path) -> int:

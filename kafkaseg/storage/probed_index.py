@@ -104,6 +104,9 @@ class ProbedIndex:
         if self.count and (first[0] if kind == "offset" else first[1]) < 0:
             self.close()
             raise CorruptIndexError("first entry's offset is below the base offset", path=path, position=0)
+        if self.count and kind == "time" and first[0] < 0:  # (TimeIndex appends only above -1, no timestamp)
+            self.close()
+            raise CorruptIndexError(f"first entry's timestamp {first[0]} is negative", path=path, position=0)
         if last is not None and kind == "time" and last[0] < first[0]:
             self.close()
             raise CorruptIndexError(f"last timestamp {last[0]} is less than the first {first[0]}", path=path,
