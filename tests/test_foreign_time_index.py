@@ -222,11 +222,12 @@ def test_lookup_job_answers_times_from_the_records(originals, tmp_path):
     assert got == want
 
 
-@pytest.mark.parametrize("field", ["timestamp-above-the-last", "offset-below-the-base", "negative-timestamp"])
+@pytest.mark.parametrize("field", ["timestamp-above-the-last", "offset-below-the-base", "negative-timestamp",
+                                   "offset-above-the-last"])
 def test_a_time_index_whose_first_entry_cannot_be_its_segments_is_not_used(originals, tmp_path, field):
     """Kafka's TimeIndex.sanityCheck compares the last entry with the first; the first entry (read anyway, for the
-    preallocated-tail rule) must also not lie below the segment's base, nor have a negative timestamp (Kafka appends
-    time index entries only above -1, no timestamp)."""
+    preallocated-tail rule) must also not lie below the segment's base nor above the last entry's offset, nor have a
+    negative timestamp (Kafka appends time index entries only above -1, no timestamp)."""
     import struct
 
     root = tmp_path / "dir"
@@ -240,6 +241,8 @@ def test_a_time_index_whose_first_entry_cannot_be_its_segments_is_not_used(origi
     elif field == "negative-timestamp":  # its top bit flipped (found by the damage campaign, on a real broker's
         # .timeindex): every time is at or above it, so the floor entry sent the search past the records before it
         struct.pack_into(">qi", data, 0, timestamp - (1 << 63), relative)
+    elif field == "offset-above-the-last":  # a byte of its offset flipped (the damage campaign, a real broker's)
+        struct.pack_into(">qi", data, 0, timestamp, relative + 0xFC00)
     else:
         struct.pack_into(">qi", data, 0, timestamp, -5)
     index.write_bytes(bytes(data))
