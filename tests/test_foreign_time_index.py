@@ -338,3 +338,20 @@ def test_a_log_swapped_with_the_active_ones_and_a_foreign_time_index_does_not_en
         if got != brute_force(records, t):
             wrong.append((t, got, brute_force(records, t)))
     assert wrong == []
+
+
+def test_a_segment_whose_log_is_the_next_segments_copy_says_its_offsets_missing(originals, tmp_path):
+    """Found by the damage campaign: segment 3's ``.log`` replaced by a copy of segment 4's (no cleaner checkpoint:
+    a delete topic). Every batch in it is at or past the next base, so the read of segment 3 ends at its first batch
+    having read none of its offsets, and said nothing of them (verify warns: missing before the next segment); the
+    read lists them in missing_offsets, as after a segment whose batches end early."""
+    root = tmp_path / "dir"
+    shutil.copytree(originals / "v2", root)
+    logs = sorted((root / "t-0").glob("*.log"))
+    shutil.copy(logs[4], logs[3])
+    scan = kafkaseg.open_scan(str(root))
+    got = set(scan.to_table()["offset"].to_pylist())
+    lost = set(range(int(logs[3].stem), int(logs[4].stem)))
+    assert not got & lost
+    said = {offset for _, lo, hi in scan.metrics.missing_offsets for offset in range(lo, hi)}
+    assert lost <= said, scan.metrics.as_dict()
