@@ -284,6 +284,10 @@ class PartitionLookup:
         self.search_note: str | None = None  # why the last timestamp or max-timestamp search found nothing
         self._time_checked: set[int] = set()  # segments whose time index an empty search checked against the log
         self._time_judged: set[int] = set()  # segments whose time index's last entry was checked against its batch
+        # rolled segments whose walk ended at a batch cut short or zeros (byte where; -1: emptied, its own time
+        # index past its batches): the offsets from there to the next segment's base are in no batch a read returns
+        # (lost or unreadable tails, a warning or an error)
+        self._rolled_cuts: dict[int, int] = {}
 
     # -- plumbing --------------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -319,6 +323,8 @@ class PartitionLookup:
                     return index
                 index.close()
                 reason = f"stale index ({stale})"
+                if i + 1 < len(self.segments):  # a rolled segment's entries past its bytes: a cut (emptied too)
+                    self._rolled_cuts.setdefault(i, -1)
         self._rebuild(i, reason)
         return self._indexes[key]
 
@@ -567,6 +573,8 @@ class PartitionLookup:
                 last_seen = header.last_offset
                 yield header
             tail = walk.tail
+            if tail is not None and i + 1 < len(self.segments):
+                self._rolled_cuts[i] = tail.position
             if tail is not None and tail.reason != "zero-filled tail":
                 # a batch running past the segment's end, before a batch its offset index points at: its length
                 # field is damaged (the CRC does not cover it), not a torn end; a read fails there or, leniently,
@@ -1150,6 +1158,8 @@ class PartitionLookup:
             self._time_checked.add(i)
             stale = self._time_entry_past_end(i, self._index(i, "time"), from_headers=True)
             if stale is not None:
+                if i + 1 < len(self.segments):  # a rolled segment's entries past its batches: a cut (emptied too)
+                    self._rolled_cuts.setdefault(i, -1)
                 self._rebuild(i, f"stale index ({stale})")
             elif not self._judge_time_index(i):  # nor another segment's, claiming timestamps this one lacks
                 return answer
@@ -1254,9 +1264,19 @@ class PartitionLookup:
                         return (offset, stamp, (epoch if epoch >= 0 else None)), i
             # no match in segment i: Kafka's answer is none, unless what a lenient search skipped there held it
             # (then the first record at or after the timestamp is in a later segment, as the lenient read sees it)
-            if not skipped or i + 1 >= last:
+            # ... or (lenient) it ended at a cut: a rolled segment cut short (inside its first batch or emptied too,
+            # its time index rebuilt empty: not a stop at its mtime) holds none of its offsets past the cut, which a
+            # lenient read goes past to the next segment's (lost_tails, unreadable_tails, problems); a strict one
+            # answers none there, as a broker's search that stops in the segment (offsets says the cut)
+            if (not skipped and not (self.lenient and i in self._rolled_cuts)) or i + 1 >= last:
                 return None, i
-            i += 1
+            self.search_note = None
+            # on to the next segment whose largest timestamp reaches the time (the one after may hold only older
+            # records: a search that stopped there answered none where later segments hold the answer)
+            reaching = self._first_segment_reaching(timestamp, True, i + 1, last)
+            if reaching is None:
+                return None, i
+            i = reaching
             _, time_offset = self._index(i, "time").floor(timestamp)
 
     def _max_timestamp(self) -> tuple[int, int, int | None] | None:

@@ -535,6 +535,9 @@ def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics,
         # the slice decoded one: a slice holding only that batch (a legacy wrapper planned for its last inner offset,
         # at a cut) has seen nothing of its segment's offsets, which earlier slices read
         walked = reading.last_seen >= piece.base_offset
+        # ... unless the slice starts the segment: no slice read any of its offsets (its batches all at or past the
+        # next base: another segment's file), which are missing from its base on
+        walked = walked or (piece.start_position == 0 and piece.start_offset <= piece.base_offset)
         if (not reading.finished or (reading.past_end and walked)) and not reading.stats.corrupt_batches:
             _check_segment_end(piece, reading.last_seen, metrics, fail_on_data_loss=options.fail_on_data_loss,
                                on_corruption=options.on_corruption, at_file_end=whole and not reading.past_end)

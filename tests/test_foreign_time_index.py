@@ -222,10 +222,12 @@ def test_lookup_job_answers_times_from_the_records(originals, tmp_path):
     assert got == want
 
 
-@pytest.mark.parametrize("field", ["timestamp-above-the-last", "offset-below-the-base"])
+@pytest.mark.parametrize("field", ["timestamp-above-the-last", "offset-below-the-base", "negative-timestamp",
+                                   "offset-above-the-last"])
 def test_a_time_index_whose_first_entry_cannot_be_its_segments_is_not_used(originals, tmp_path, field):
     """Kafka's TimeIndex.sanityCheck compares the last entry with the first; the first entry (read anyway, for the
-    preallocated-tail rule) must also not lie below the segment's base."""
+    preallocated-tail rule) must also not lie below the segment's base nor above the last entry's offset, nor have a
+    negative timestamp (Kafka appends time index entries only above -1, no timestamp)."""
     import struct
 
     root = tmp_path / "dir"
@@ -236,13 +238,20 @@ def test_a_time_index_whose_first_entry_cannot_be_its_segments_is_not_used(origi
     last_timestamp, _ = struct.unpack_from(">qi", data, len(data) - 12)
     if field == "timestamp-above-the-last":
         struct.pack_into(">qi", data, 0, last_timestamp + 10_000, relative)
+    elif field == "negative-timestamp":  # its top bit flipped (found by the damage campaign, on a real broker's
+        # .timeindex): every time is at or above it, so the floor entry sent the search past the records before it
+        struct.pack_into(">qi", data, 0, timestamp - (1 << 63), relative)
+    elif field == "offset-above-the-last":  # a byte of its offset flipped (the damage campaign, a real broker's)
+        struct.pack_into(">qi", data, 0, timestamp, relative + 0xFC00)
     else:
         struct.pack_into(">qi", data, 0, timestamp, -5)
     index.write_bytes(bytes(data))
     records = _records(root)
     (pdir,) = discover(str(root))
     wrong, rebuilt = [], []
-    for t in _times(records):
+    base = int(index.stem)  # (and the times of the records before the first entry's offset, which it skips)
+    before = [stamp for offset, stamp in records if base <= offset <= base + relative]
+    for t in _times(records) + before:
         with PartitionLookup(pdir) as lookup:
             got = lookup.offset_for_timestamp(t)
             rebuilt += lookup.stats.rebuilt_indexes
@@ -250,3 +259,99 @@ def test_a_time_index_whose_first_entry_cannot_be_its_segments_is_not_used(origi
             wrong.append((t, got, brute_force(records, t)))
     assert wrong == []
     assert any(path.endswith(f"{index.stem}.log") for path, _ in rebuilt), rebuilt
+    for t in _times(records)[::4] + before:  # planning's startingTimestamp too
+        plan = plan_scan(str(root), ReadOptions.from_options({"startingTimestamp": t}))
+        if plan.report.offsets()[("t", 0)][0] != brute_force(records, t):
+            wrong.append(("plan", t, plan.report.offsets()[("t", 0)][0], brute_force(records, t)))
+    assert wrong == []
+
+
+def _first_batch_end(log: Path) -> int:
+    data = log.read_bytes()
+    return 12 + int.from_bytes(data[8:12], "big")
+
+
+@pytest.mark.parametrize("emptied", [False, True])
+@pytest.mark.parametrize("flushed", [True, False])
+def test_a_rolled_segment_cut_inside_its_first_batch_does_not_end_a_time_search(originals, tmp_path, capsys,
+                                                                               flushed, emptied):
+    """Found by a damage campaign (a real broker's __consumer_offsets copy): a rolled segment cut inside its first
+    batch holds no record; its time index, past its end, is rebuilt empty, so the file's mtime was taken as its
+    largest timestamp and a lenient search (``--on-corruption skip``) stopped there with no offset, while a lenient
+    read returns the later segments' records, the first at or after the time among them. ``emptied``: cut to 0 bytes (no torn batch left
+    to see; its own time index's entries past its end say it held records)."""
+    root = tmp_path / "dir"
+    shutil.copytree(originals / "v2", root)
+    logs = sorted((root / "t-0").glob("*.log"))
+    cut = logs[1]
+    cut.write_bytes(b"" if emptied else cut.read_bytes()[:_first_batch_end(cut) // 2])
+    recovery = int(logs[3].stem) if flushed else int(logs[1].stem)
+    (root / "recovery-point-offset-checkpoint").write_text(f"0\n1\nt 0 {recovery}\n")
+    table = kafkaseg.read_arrow(str(root), onCorruption="skip", failOnDataLoss="false")
+    stamps = table["timestamp"].cast(pa.timestamp("ms")).cast(pa.int64()).to_pylist()
+    records = sorted(zip(table["offset"].to_pylist(), stamps))
+    assert not any(int(logs[1].stem) <= offset < int(logs[2].stem) for offset, _ in records)
+    # times the lost segment's records had: the first record at or after each is the next segment's first
+    times = [t for t in _times(_records(originals / "v2")) if brute_force(records, t) == int(logs[2].stem)]
+    assert len(times) >= 2
+    (pdir,) = discover(str(root))
+    wrong = []
+    for lenient in [True]:  # (strict: no answer, as a broker's search stopping in the segment; test_carried_edges)
+        for t in times:
+            for exact in (True, False):
+                with PartitionLookup(pdir, lenient=lenient) as lookup:
+                    got = lookup.offset_for_timestamp(t, exact=exact)
+                if got != brute_force(records, t):
+                    wrong.append((lenient, exact, t, got, brute_force(records, t)))
+        argv = ["offsets", "--data-dir", str(root), "--topic", "t", "--time", str(times[0])]
+        code = main(argv + (["--on-corruption", "skip"] if lenient else []))
+        out = capsys.readouterr().out.strip()
+        if (code, out) != (0, f"t:0:{brute_force(records, times[0])}"):
+            wrong.append((lenient, "cli", code, out))
+    assert wrong == []
+
+
+def test_a_log_swapped_with_the_active_ones_and_a_foreign_time_index_does_not_end_a_lenient_time_search(
+        originals, tmp_path):
+    """Found by the damage campaign: segment 3's ``.log`` swapped with the active segment's, and its ``.timeindex``
+    with segment 0's. Segment 3's file now holds the active segment's batches (past the next base: no record a read
+    takes from it), whose timestamps send the search there; the lenient search skips them and went on to the next
+    segment, which holds only older records, found none there and stopped with no offset. A lenient read returns
+    the segments after it, where the first record at or after the time is: the search must go on to the next
+    segment whose largest timestamp reaches the time."""
+    root = tmp_path / "dir"
+    shutil.copytree(originals / "v2", root)
+    part = root / "t-0"
+    logs, tix = sorted(part.glob("*.log")), sorted(part.glob("*.timeindex"))
+    for a, b in ((logs[3], logs[-1]), (tix[0], tix[3])):
+        held = a.read_bytes()
+        a.write_bytes(b.read_bytes())
+        b.write_bytes(held)
+    table = kafkaseg.read_arrow(str(root), onCorruption="skip", failOnDataLoss="false", upperBound="logEndOffset")
+    stamps = table["timestamp"].cast(pa.timestamp("ms")).cast(pa.int64()).to_pylist()
+    records = sorted(zip(table["offset"].to_pylist(), stamps))
+    (pdir,) = discover(str(root))
+    wrong = []
+    for t in _times(records):
+        with PartitionLookup(pdir, lenient=True) as lookup:
+            got = lookup.offset_for_timestamp(t)
+        if got != brute_force(records, t):
+            wrong.append((t, got, brute_force(records, t)))
+    assert wrong == []
+
+
+def test_a_segment_whose_log_is_the_next_segments_copy_says_its_offsets_missing(originals, tmp_path):
+    """Found by the damage campaign: segment 3's ``.log`` replaced by a copy of segment 4's (no cleaner checkpoint:
+    a delete topic). Every batch in it is at or past the next base, so the read of segment 3 ends at its first batch
+    having read none of its offsets, and said nothing of them (verify warns: missing before the next segment); the
+    read lists them in missing_offsets, as after a segment whose batches end early."""
+    root = tmp_path / "dir"
+    shutil.copytree(originals / "v2", root)
+    logs = sorted((root / "t-0").glob("*.log"))
+    shutil.copy(logs[4], logs[3])
+    scan = kafkaseg.open_scan(str(root))
+    got = set(scan.to_table()["offset"].to_pylist())
+    lost = set(range(int(logs[3].stem), int(logs[4].stem)))
+    assert not got & lost
+    said = {offset for _, lo, hi in scan.metrics.missing_offsets for offset in range(lo, hi)}
+    assert lost <= said, scan.metrics.as_dict()

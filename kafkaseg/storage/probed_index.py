@@ -104,6 +104,13 @@ class ProbedIndex:
         if self.count and (first[0] if kind == "offset" else first[1]) < 0:
             self.close()
             raise CorruptIndexError("first entry's offset is below the base offset", path=path, position=0)
+        if self.count and kind == "time" and first[0] < 0:  # (TimeIndex appends only above -1, no timestamp)
+            self.close()
+            raise CorruptIndexError(f"first entry's timestamp {first[0]} is negative", path=path, position=0)
+        if self.count > 1 and base_offset + (first[0] if kind == "offset" else first[1]) > last[
+                1 if kind == "time" else 0]:  # (entries rise in offset: a damaged offset field)
+            self.close()
+            raise CorruptIndexError("first entry's offset is above the last entry's", path=path, position=0)
         if last is not None and kind == "time" and last[0] < first[0]:
             self.close()
             raise CorruptIndexError(f"last timestamp {last[0]} is less than the first {first[0]}", path=path,
