@@ -1238,8 +1238,9 @@ class PartitionLookup:
             entry = time_index.last_below_offset(torn[0])
             time_offset = entry[1]
         # the batch holding the entry's offset is walked to anyway: it must have the entry's timestamp, or the
-        # .timeindex is another segment's (_time_entry_problem); from a rebuilt index, or no entry, nothing to check
-        unchecked = entry[0] >= 0 and time_offset >= start_offset and not isinstance(time_index, LoadedIndexView)
+        # .timeindex is another segment's (_time_entry_problem); from a rebuilt index, or no entry ((-1, base): a
+        # negative timestamp other than that is a damaged entry, Kafka appends only above -1), nothing to check
+        unchecked = entry[0] != -1 and time_offset >= start_offset and not isinstance(time_index, LoadedIndexView)
         while True:
             skipped: list = []  # corruption a lenient search went past in segment i (its match may be lost there)
             for header in self._walk_from(i, max(time_offset, start_offset), skipped.append):  # bad framing: on where a lenient read resumes
@@ -1252,6 +1253,14 @@ class PartitionLookup:
                         return None, i  # searched again (_answer_from_log): the segment may no longer be the one
                 if header.max_timestamp < timestamp:
                     continue
+                if unchecked and not skipped:
+                    # a batch before the entry's reaches the time: the entry (the max timestamp so far, first reached
+                    # in its batch, at most the time) cannot be the index's (a damaged middle entry's offset)
+                    self._time_judged.add(i)
+                    self._rebuild(i, foreign_time_index(entry, (
+                        f"the batch {header.base_offset}..{header.last_offset} before offset {time_offset} has max "
+                        f"timestamp {header.max_timestamp}, at or above {timestamp}")))
+                    return None, i
                 try:
                     offsets, stamps, _, _ = self._records(i, header)
                 except CorruptDataError as err:

@@ -247,11 +247,18 @@ def test_a_time_index_whose_first_entry_cannot_be_its_segments_is_not_used(origi
         struct.pack_into(">qi", data, 0, timestamp, -5)
     index.write_bytes(bytes(data))
     records = _records(root)
-    (pdir,) = discover(str(root))
-    wrong, rebuilt = [], []
     base = int(index.stem)  # (and the times of the records before the first entry's offset, which it skips)
     before = [stamp for offset, stamp in records if base <= offset <= base + relative]
-    for t in _times(records) + before:
+    _assert_answered_from_the_records(root, records, index, _times(records) + before,
+                                      _times(records)[::4] + before)
+
+
+def _assert_answered_from_the_records(root, records, index, times, plan_times):
+    """Fresh lookups at ``times`` and planning's startingTimestamp at ``plan_times`` answer as the records say, and
+    ``index``'s segment had its indexes rebuilt."""
+    (pdir,) = discover(str(root))
+    wrong, rebuilt = [], []
+    for t in times:
         with PartitionLookup(pdir) as lookup:
             got = lookup.offset_for_timestamp(t)
             rebuilt += lookup.stats.rebuilt_indexes
@@ -259,7 +266,7 @@ def test_a_time_index_whose_first_entry_cannot_be_its_segments_is_not_used(origi
             wrong.append((t, got, brute_force(records, t)))
     assert wrong == []
     assert any(path.endswith(f"{index.stem}.log") for path, _ in rebuilt), rebuilt
-    for t in _times(records)[::4] + before:  # planning's startingTimestamp too
+    for t in plan_times:
         plan = plan_scan(str(root), ReadOptions.from_options({"startingTimestamp": t}))
         if plan.report.offsets()[("t", 0)][0] != brute_force(records, t):
             wrong.append(("plan", t, plan.report.offsets()[("t", 0)][0], brute_force(records, t)))
@@ -355,3 +362,33 @@ def test_a_segment_whose_log_is_the_next_segments_copy_says_its_offsets_missing(
     assert not got & lost
     said = {offset for _, lo, hi in scan.metrics.missing_offsets for offset in range(lo, hi)}
     assert lost <= said, scan.metrics.as_dict()
+
+
+@pytest.mark.parametrize("field", ["negative-timestamp", "offset-past-the-segment", "offset-a-batch-later"])
+def test_a_time_index_whose_floor_entry_in_the_middle_is_damaged_is_not_used(originals, tmp_path, field):
+    """One byte of a MIDDLE ``.timeindex`` entry flipped (the damage campaign): the floor search picks the damaged
+    entry for the times around it, and the check of the floor entry against its batch must catch it. A negative
+    timestamp (its top bit flipped) is no entry Kafka appends (only above -1, no timestamp); an entry whose offset
+    lies past a batch that reaches the time cannot be the index's (its entry is the max timestamp so far, first
+    reached in the entry's batch), nor one past the segment's batches."""
+    import struct
+
+    root = tmp_path / "dir"
+    shutil.copytree(originals / "v2", root)
+    index = sorted((root / "t-0").glob("*.timeindex"))[2]
+    data = bytearray(index.read_bytes())
+    at = (len(data) // 12 // 2) * 12
+    assert 0 < at < len(data) - 12
+    timestamp, relative = struct.unpack_from(">qi", data, at)
+    _, next_relative = struct.unpack_from(">qi", data, at + 12)
+    if field == "negative-timestamp":
+        struct.pack_into(">qi", data, at, timestamp - (1 << 63), relative)
+    elif field == "offset-past-the-segment":  # a byte of its offset flipped
+        struct.pack_into(">qi", data, at, timestamp, relative ^ 0x1000)
+    else:  # the batch after the entry's (records_per_batch 10): a time reached in the batch before it is skipped
+        struct.pack_into(">qi", data, at, timestamp, relative + 10)
+    index.write_bytes(bytes(data))
+    records = _records(root)
+    base = int(index.stem)
+    around = [stamp + d for offset, stamp in records if base <= offset <= base + next_relative for d in (0, 1)]
+    _assert_answered_from_the_records(root, records, index, _times(records) + around, around[::3])
