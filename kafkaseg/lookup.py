@@ -1285,8 +1285,11 @@ class PartitionLookup:
             reaching = self._first_segment_reaching(timestamp, True, i + 1, last)
             if reaching is None:
                 return None, i
-            i = reaching
-            _, time_offset = self._index(i, "time").floor(timestamp)
+            i = reaching  # (its own floor entry, checked as the first segment's was)
+            time_index = self._index(i, "time")
+            entry = time_index.floor(timestamp)
+            time_offset = entry[1]
+            unchecked = entry[0] != -1 and time_offset >= start_offset and not isinstance(time_index, LoadedIndexView)
 
     def _max_timestamp(self) -> tuple[int, int, int | None] | None:
         return self._answer_from_log(self._search_max_timestamp)

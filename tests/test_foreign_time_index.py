@@ -392,3 +392,27 @@ def test_a_time_index_whose_floor_entry_in_the_middle_is_damaged_is_not_used(ori
     base = int(index.stem)
     around = [stamp + d for offset, stamp in records if base <= offset <= base + next_relative for d in (0, 1)]
     _assert_answered_from_the_records(root, records, index, _times(records) + around, around[::3])
+
+
+def test_a_log_copied_over_a_later_segment_does_not_end_a_lenient_time_search(originals, tmp_path):
+    """Found by the damage campaign: an earlier segment's ``.log`` copied over a later one's, so its batches lie
+    below its base (a lenient read skips them). A lenient search for a time in the segment after it went on there,
+    but checked that segment's time index floor entry with the copied segment's entry (kept from the segment it
+    went past), found it in no batch, rebuilt the sound index, and answered no offset."""
+    root = tmp_path / "dir"
+    shutil.copytree(originals / "v2", root)
+    logs = sorted((root / "t-0").glob("*.log"))
+    logs[3].write_bytes(logs[1].read_bytes())
+    table = kafkaseg.read_arrow(str(root), onCorruption="skip", failOnDataLoss="false", upperBound="logEndOffset")
+    stamps = table["timestamp"].cast(pa.timestamp("ms")).cast(pa.int64()).to_pylist()
+    records = sorted(zip(table["offset"].to_pylist(), stamps))
+    (pdir,) = discover(str(root))
+    wrong = []
+    base, end = int(logs[3].stem), int(logs[4].stem)  # (and the times the copied-over segment held)
+    lost = [stamp for offset, stamp in _records(originals / "v2") if base <= offset < end]
+    for t in _times(records) + lost:
+        with PartitionLookup(pdir, lenient=True) as lookup:
+            got = lookup.offset_for_timestamp(t)
+        if got != brute_force(records, t):
+            wrong.append((t, got, brute_force(records, t)))
+    assert wrong == []
