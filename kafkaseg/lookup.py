@@ -1224,7 +1224,8 @@ class PartitionLookup:
         """``LogSegment.findOffsetByTimestamp`` on segment ``i``: ``((offset, timestamp, epoch), i)``, or
         ``(None, i)``; a lenient search that skipped corruption in it goes on in the segments after it, up to
         ``last`` (exclusive), as a lenient read would see the records."""
-        if self.largest_timestamp(i)[0] < 0:
+        unstamped = self.largest_timestamp(i)[0] < 0
+        if unstamped:
             # UnifiedLog commits to this segment: with no timestamped batch (empty, or magic 0) its largest
             # timestamp is the file's mtime, so a time past the segments before it ends here with no offset
             self.search_note = (f"the search stopped at {self.segments[i].log_path}, which has no timestamped "
@@ -1252,6 +1253,12 @@ class PartitionLookup:
                         self._rebuild(i, foreign_time_index(entry, problem))
                         return None, i  # searched again (_answer_from_log): the segment may no longer be the one
                 if header.max_timestamp < timestamp:
+                    if unstamped and self.lenient:  # (a batch a lenient read skips is no reason to stop here: a
+                        try:  # header zeroed from byte 15 reads as a magic 0 message, no timestamp, its CRC wrong)
+                            self._records(i, header)
+                        except CorruptDataError as err:
+                            self._skip(err)
+                            skipped.append(err)
                     continue
                 if unchecked and not skipped:
                     # a batch before the entry's reaches the time: the entry (the max timestamp so far, first reached
@@ -1286,6 +1293,7 @@ class PartitionLookup:
             if reaching is None:
                 return None, i
             i = reaching  # (its own floor entry, checked as the first segment's was)
+            unstamped = self.largest_timestamp(i)[0] < 0
             time_index = self._index(i, "time")
             entry = time_index.floor(timestamp)
             time_offset = entry[1]

@@ -334,17 +334,7 @@ def test_a_log_swapped_with_the_active_ones_and_a_foreign_time_index_does_not_en
         held = a.read_bytes()
         a.write_bytes(b.read_bytes())
         b.write_bytes(held)
-    table = kafkaseg.read_arrow(str(root), onCorruption="skip", failOnDataLoss="false", upperBound="logEndOffset")
-    stamps = table["timestamp"].cast(pa.timestamp("ms")).cast(pa.int64()).to_pylist()
-    records = sorted(zip(table["offset"].to_pylist(), stamps))
-    (pdir,) = discover(str(root))
-    wrong = []
-    for t in _times(records):
-        with PartitionLookup(pdir, lenient=True) as lookup:
-            got = lookup.offset_for_timestamp(t)
-        if got != brute_force(records, t):
-            wrong.append((t, got, brute_force(records, t)))
-    assert wrong == []
+    _assert_lenient_lookups_answer_as_a_lenient_read(root)
 
 
 def test_a_segment_whose_log_is_the_next_segments_copy_says_its_offsets_missing(originals, tmp_path):
@@ -403,14 +393,35 @@ def test_a_log_copied_over_a_later_segment_does_not_end_a_lenient_time_search(or
     shutil.copytree(originals / "v2", root)
     logs = sorted((root / "t-0").glob("*.log"))
     logs[3].write_bytes(logs[1].read_bytes())
+    base, end = int(logs[3].stem), int(logs[4].stem)  # (and the times the copied-over segment held)
+    _assert_lenient_lookups_answer_as_a_lenient_read(
+        root, [stamp for offset, stamp in _records(originals / "v2") if base <= offset < end])
+
+
+def test_a_segment_whose_only_batch_has_a_zeroed_header_does_not_end_a_lenient_time_search(tmp_path):
+    """Found by the damage campaign (a __consumer_offsets segment): the only batch (one record) of a segment zeroed
+    from byte 15 reads as a magic 0 message (no timestamp), so the segment has no timestamped batch and, as on a
+    broker, its file's mtime counted as its largest timestamp: a lenient search stopped there with no offset, while
+    a lenient read skips the batch (its CRC fails) and returns the segments after it."""
+    root = tmp_path / "dir"
+    write_data_dir(root, [TopicSpec("t", records_per_partition=12, records_per_batch=1, segment_bytes=50,
+                                    index_interval_bytes=1024, ts_jitter_ms=0)], seed=5)
+    logs = sorted((root / "t-0").glob("*.log"))
+    assert len(logs) >= 4
+    data = bytearray(logs[1].read_bytes())
+    data[15:] = bytes(len(data) - 15)
+    logs[1].write_bytes(bytes(data))
+    _assert_lenient_lookups_answer_as_a_lenient_read(root)
+
+
+def _assert_lenient_lookups_answer_as_a_lenient_read(root, more_times=()):
+    """Fresh lenient lookups answer the first offset at or after each time that a lenient read returns."""
     table = kafkaseg.read_arrow(str(root), onCorruption="skip", failOnDataLoss="false", upperBound="logEndOffset")
     stamps = table["timestamp"].cast(pa.timestamp("ms")).cast(pa.int64()).to_pylist()
     records = sorted(zip(table["offset"].to_pylist(), stamps))
     (pdir,) = discover(str(root))
     wrong = []
-    base, end = int(logs[3].stem), int(logs[4].stem)  # (and the times the copied-over segment held)
-    lost = [stamp for offset, stamp in _records(originals / "v2") if base <= offset < end]
-    for t in _times(records) + lost:
+    for t in _times(records) + list(more_times):
         with PartitionLookup(pdir, lenient=True) as lookup:
             got = lookup.offset_for_timestamp(t)
         if got != brute_force(records, t):
