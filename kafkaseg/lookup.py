@@ -328,6 +328,10 @@ class PartitionLookup:
         self._rebuild(i, reason)
         return self._indexes[key]
 
+    def _rebuilt(self, i: int) -> bool:
+        """Whether segment ``i``'s indexes were rebuilt (found missing, stale or not its own)."""
+        return any(path == self.segments[i].log_path for path, _ in self.stats.rebuilt_indexes)
+
     def _rebuild(self, i: int, reason: str) -> None:
         """Both indexes of segment ``i`` rebuilt from its batch headers, replacing any opened before: once one is
         known to disagree with the log, the log decides both."""
@@ -1253,8 +1257,10 @@ class PartitionLookup:
                         self._rebuild(i, foreign_time_index(entry, problem))
                         return None, i  # searched again (_answer_from_log): the segment may no longer be the one
                 if header.max_timestamp < timestamp:
-                    if unstamped and self.lenient:  # (a batch a lenient read skips is no reason to stop here: a
-                        try:  # header zeroed from byte 15 reads as a magic 0 message, no timestamp, its CRC wrong)
+                    if unstamped and self.lenient and self._rebuilt(i):  # (a batch a lenient read skips is no
+                        # reason to stop here: a header zeroed from byte 15 reads as a magic 0 message, no timestamp,
+                        # its CRC wrong; only where the segment's own index was rebuilt: a sound magic 0 log's is empty)
+                        try:
                             self._records(i, header)
                         except CorruptDataError as err:
                             self._skip(err)
