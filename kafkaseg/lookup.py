@@ -328,6 +328,10 @@ class PartitionLookup:
         self._rebuild(i, reason)
         return self._indexes[key]
 
+    def _rebuilt(self, i: int) -> bool:
+        """Whether segment ``i``'s indexes were rebuilt (found missing, stale or not its own)."""
+        return any(path == self.segments[i].log_path for path, _ in self.stats.rebuilt_indexes)
+
     def _rebuild(self, i: int, reason: str) -> None:
         """Both indexes of segment ``i`` rebuilt from its batch headers, replacing any opened before: once one is
         known to disagree with the log, the log decides both."""
@@ -1224,7 +1228,8 @@ class PartitionLookup:
         """``LogSegment.findOffsetByTimestamp`` on segment ``i``: ``((offset, timestamp, epoch), i)``, or
         ``(None, i)``; a lenient search that skipped corruption in it goes on in the segments after it, up to
         ``last`` (exclusive), as a lenient read would see the records."""
-        if self.largest_timestamp(i)[0] < 0:
+        unstamped = self.largest_timestamp(i)[0] < 0
+        if unstamped:
             # UnifiedLog commits to this segment: with no timestamped batch (empty, or magic 0) its largest
             # timestamp is the file's mtime, so a time past the segments before it ends here with no offset
             self.search_note = (f"the search stopped at {self.segments[i].log_path}, which has no timestamped "
@@ -1238,8 +1243,9 @@ class PartitionLookup:
             entry = time_index.last_below_offset(torn[0])
             time_offset = entry[1]
         # the batch holding the entry's offset is walked to anyway: it must have the entry's timestamp, or the
-        # .timeindex is another segment's (_time_entry_problem); from a rebuilt index, or no entry, nothing to check
-        unchecked = entry[0] >= 0 and time_offset >= start_offset and not isinstance(time_index, LoadedIndexView)
+        # .timeindex is another segment's (_time_entry_problem); from a rebuilt index, or no entry ((-1, base): a
+        # negative timestamp other than that is a damaged entry, Kafka appends only above -1), nothing to check
+        unchecked = entry[0] != -1 and time_offset >= start_offset and not isinstance(time_index, LoadedIndexView)
         while True:
             skipped: list = []  # corruption a lenient search went past in segment i (its match may be lost there)
             for header in self._walk_from(i, max(time_offset, start_offset), skipped.append):  # bad framing: on where a lenient read resumes
@@ -1251,7 +1257,23 @@ class PartitionLookup:
                         self._rebuild(i, foreign_time_index(entry, problem))
                         return None, i  # searched again (_answer_from_log): the segment may no longer be the one
                 if header.max_timestamp < timestamp:
+                    if unstamped and self.lenient and self._rebuilt(i):  # (a batch a lenient read skips is no
+                        # reason to stop here: a header zeroed from byte 15 reads as a magic 0 message, no timestamp,
+                        # its CRC wrong; only where the segment's own index was rebuilt: a sound magic 0 log's is empty)
+                        try:
+                            self._records(i, header)
+                        except CorruptDataError as err:
+                            self._skip(err)
+                            skipped.append(err)
                     continue
+                if unchecked and not skipped:
+                    # a batch before the entry's reaches the time: the entry (the max timestamp so far, first reached
+                    # in its batch, at most the time) cannot be the index's (a damaged middle entry's offset)
+                    self._time_judged.add(i)
+                    self._rebuild(i, foreign_time_index(entry, (
+                        f"the batch {header.base_offset}..{header.last_offset} before offset {time_offset} has max "
+                        f"timestamp {header.max_timestamp}, at or above {timestamp}")))
+                    return None, i
                 try:
                     offsets, stamps, _, _ = self._records(i, header)
                 except CorruptDataError as err:
@@ -1276,8 +1298,12 @@ class PartitionLookup:
             reaching = self._first_segment_reaching(timestamp, True, i + 1, last)
             if reaching is None:
                 return None, i
-            i = reaching
-            _, time_offset = self._index(i, "time").floor(timestamp)
+            i = reaching  # (its own floor entry, checked as the first segment's was)
+            unstamped = self.largest_timestamp(i)[0] < 0
+            time_index = self._index(i, "time")
+            entry = time_index.floor(timestamp)
+            time_offset = entry[1]
+            unchecked = entry[0] != -1 and time_offset >= start_offset and not isinstance(time_index, LoadedIndexView)
 
     def _max_timestamp(self) -> tuple[int, int, int | None] | None:
         return self._answer_from_log(self._search_max_timestamp)

@@ -247,11 +247,18 @@ def test_a_time_index_whose_first_entry_cannot_be_its_segments_is_not_used(origi
         struct.pack_into(">qi", data, 0, timestamp, -5)
     index.write_bytes(bytes(data))
     records = _records(root)
-    (pdir,) = discover(str(root))
-    wrong, rebuilt = [], []
     base = int(index.stem)  # (and the times of the records before the first entry's offset, which it skips)
     before = [stamp for offset, stamp in records if base <= offset <= base + relative]
-    for t in _times(records) + before:
+    _assert_answered_from_the_records(root, records, index, _times(records) + before,
+                                      _times(records)[::4] + before)
+
+
+def _assert_answered_from_the_records(root, records, index, times, plan_times):
+    """Fresh lookups at ``times`` and planning's startingTimestamp at ``plan_times`` answer as the records say, and
+    ``index``'s segment had its indexes rebuilt."""
+    (pdir,) = discover(str(root))
+    wrong, rebuilt = [], []
+    for t in times:
         with PartitionLookup(pdir) as lookup:
             got = lookup.offset_for_timestamp(t)
             rebuilt += lookup.stats.rebuilt_indexes
@@ -259,7 +266,7 @@ def test_a_time_index_whose_first_entry_cannot_be_its_segments_is_not_used(origi
             wrong.append((t, got, brute_force(records, t)))
     assert wrong == []
     assert any(path.endswith(f"{index.stem}.log") for path, _ in rebuilt), rebuilt
-    for t in _times(records)[::4] + before:  # planning's startingTimestamp too
+    for t in plan_times:
         plan = plan_scan(str(root), ReadOptions.from_options({"startingTimestamp": t}))
         if plan.report.offsets()[("t", 0)][0] != brute_force(records, t):
             wrong.append(("plan", t, plan.report.offsets()[("t", 0)][0], brute_force(records, t)))
@@ -327,17 +334,7 @@ def test_a_log_swapped_with_the_active_ones_and_a_foreign_time_index_does_not_en
         held = a.read_bytes()
         a.write_bytes(b.read_bytes())
         b.write_bytes(held)
-    table = kafkaseg.read_arrow(str(root), onCorruption="skip", failOnDataLoss="false", upperBound="logEndOffset")
-    stamps = table["timestamp"].cast(pa.timestamp("ms")).cast(pa.int64()).to_pylist()
-    records = sorted(zip(table["offset"].to_pylist(), stamps))
-    (pdir,) = discover(str(root))
-    wrong = []
-    for t in _times(records):
-        with PartitionLookup(pdir, lenient=True) as lookup:
-            got = lookup.offset_for_timestamp(t)
-        if got != brute_force(records, t):
-            wrong.append((t, got, brute_force(records, t)))
-    assert wrong == []
+    _assert_lenient_lookups_answer_as_a_lenient_read(root)
 
 
 def test_a_segment_whose_log_is_the_next_segments_copy_says_its_offsets_missing(originals, tmp_path):
@@ -355,3 +352,78 @@ def test_a_segment_whose_log_is_the_next_segments_copy_says_its_offsets_missing(
     assert not got & lost
     said = {offset for _, lo, hi in scan.metrics.missing_offsets for offset in range(lo, hi)}
     assert lost <= said, scan.metrics.as_dict()
+
+
+@pytest.mark.parametrize("field", ["negative-timestamp", "offset-past-the-segment", "offset-a-batch-later"])
+def test_a_time_index_whose_floor_entry_in_the_middle_is_damaged_is_not_used(originals, tmp_path, field):
+    """One byte of a MIDDLE ``.timeindex`` entry flipped (the damage campaign): the floor search picks the damaged
+    entry for the times around it, and the check of the floor entry against its batch must catch it. A negative
+    timestamp (its top bit flipped) is no entry Kafka appends (only above -1, no timestamp); an entry whose offset
+    lies past a batch that reaches the time cannot be the index's (its entry is the max timestamp so far, first
+    reached in the entry's batch), nor one past the segment's batches."""
+    import struct
+
+    root = tmp_path / "dir"
+    shutil.copytree(originals / "v2", root)
+    index = sorted((root / "t-0").glob("*.timeindex"))[2]
+    data = bytearray(index.read_bytes())
+    at = (len(data) // 12 // 2) * 12
+    assert 0 < at < len(data) - 12
+    timestamp, relative = struct.unpack_from(">qi", data, at)
+    _, next_relative = struct.unpack_from(">qi", data, at + 12)
+    if field == "negative-timestamp":
+        struct.pack_into(">qi", data, at, timestamp - (1 << 63), relative)
+    elif field == "offset-past-the-segment":  # a byte of its offset flipped
+        struct.pack_into(">qi", data, at, timestamp, relative ^ 0x1000)
+    else:  # the batch after the entry's (records_per_batch 10): a time reached in the batch before it is skipped
+        struct.pack_into(">qi", data, at, timestamp, relative + 10)
+    index.write_bytes(bytes(data))
+    records = _records(root)
+    base = int(index.stem)
+    around = [stamp + d for offset, stamp in records if base <= offset <= base + next_relative for d in (0, 1)]
+    _assert_answered_from_the_records(root, records, index, _times(records) + around, around[::3])
+
+
+def test_a_log_copied_over_a_later_segment_does_not_end_a_lenient_time_search(originals, tmp_path):
+    """Found by the damage campaign: an earlier segment's ``.log`` copied over a later one's, so its batches lie
+    below its base (a lenient read skips them). A lenient search for a time in the segment after it went on there,
+    but checked that segment's time index floor entry with the copied segment's entry (kept from the segment it
+    went past), found it in no batch, rebuilt the sound index, and answered no offset."""
+    root = tmp_path / "dir"
+    shutil.copytree(originals / "v2", root)
+    logs = sorted((root / "t-0").glob("*.log"))
+    logs[3].write_bytes(logs[1].read_bytes())
+    base, end = int(logs[3].stem), int(logs[4].stem)  # (and the times the copied-over segment held)
+    _assert_lenient_lookups_answer_as_a_lenient_read(
+        root, [stamp for offset, stamp in _records(originals / "v2") if base <= offset < end])
+
+
+def test_a_segment_whose_only_batch_has_a_zeroed_header_does_not_end_a_lenient_time_search(tmp_path):
+    """Found by the damage campaign (a __consumer_offsets segment): the only batch (one record) of a segment zeroed
+    from byte 15 reads as a magic 0 message (no timestamp), so the segment has no timestamped batch and, as on a
+    broker, its file's mtime counted as its largest timestamp: a lenient search stopped there with no offset, while
+    a lenient read skips the batch (its CRC fails) and returns the segments after it."""
+    root = tmp_path / "dir"
+    write_data_dir(root, [TopicSpec("t", records_per_partition=12, records_per_batch=1, segment_bytes=50,
+                                    index_interval_bytes=1024, ts_jitter_ms=0)], seed=5)
+    logs = sorted((root / "t-0").glob("*.log"))
+    assert len(logs) >= 4
+    data = bytearray(logs[1].read_bytes())
+    data[15:] = bytes(len(data) - 15)
+    logs[1].write_bytes(bytes(data))
+    _assert_lenient_lookups_answer_as_a_lenient_read(root)
+
+
+def _assert_lenient_lookups_answer_as_a_lenient_read(root, more_times=()):
+    """Fresh lenient lookups answer the first offset at or after each time that a lenient read returns."""
+    table = kafkaseg.read_arrow(str(root), onCorruption="skip", failOnDataLoss="false", upperBound="logEndOffset")
+    stamps = table["timestamp"].cast(pa.timestamp("ms")).cast(pa.int64()).to_pylist()
+    records = sorted(zip(table["offset"].to_pylist(), stamps))
+    (pdir,) = discover(str(root))
+    wrong = []
+    for t in _times(records) + list(more_times):
+        with PartitionLookup(pdir, lenient=True) as lookup:
+            got = lookup.offset_for_timestamp(t)
+        if got != brute_force(records, t):
+            wrong.append((t, got, brute_force(records, t)))
+    assert wrong == []
