@@ -20,6 +20,7 @@ from kafkaseg.cli import describe, verify
 from kafkaseg.storage.segment import SegmentReader
 from kafkaseg.testing import Record, build_batch_v2
 from kafkaseg.testing.partition import PartitionWriter, write_offset_checkpoint
+from kafkaseg.wire.batch import iter_headers
 
 HW = 100
 
@@ -136,3 +137,23 @@ def test_damage_in_the_active_segment_stays_an_error_when_it_changes_meanwhile(l
     done.append("once")  # (the files hold the damaged generation already)
     [desc] = describe.describe_paths([str(root)])
     assert desc.errors
+
+
+def test_only_a_change_with_the_log_sound_up_to_the_high_watermark_is_looked_at_again(live):
+    """The tools look again only when the active segment changed since the listing and its batches up to the high
+    watermark walk cleanly now: what failed then lies past it, where a truncation may rewrite the log."""
+    from kafkaseg.storage.layout import read_partition_dir, rewritten_past_high_watermark
+
+    root, rewritten = live
+    pdir = read_partition_dir(str(root / "t-0"))
+    assert not rewritten_past_high_watermark(pdir)  # unchanged since listed
+    _truncate_and_rewrite(root / "t-0", rewritten)
+    assert rewritten_past_high_watermark(pdir)
+    pdir = read_partition_dir(str(root / "t-0"))
+    log = root / "t-0" / f"{0:020d}.log"
+    time.sleep(0.05)
+    at = next(h.position for h in iter_headers(log.read_bytes()) if h.base_offset == 20)
+    with open(log, "r+b") as f:  # damage below the high watermark in a file that changes
+        f.seek(at + 16)  # (the magic byte of the batch at offset 20)
+        f.write(b"k")
+    assert not rewritten_past_high_watermark(pdir)
