@@ -373,16 +373,33 @@ def _described_as_now(pdir: PartitionDir, full: bool) -> PartitionDescription:
     given as paths are not listed again (that would widen what is described)."""
     from kafkaseg.storage.layout import REDISCOVERIES, _listed_again
 
+    rewritten = False
     for attempt in range(REDISCOVERIES + 1):
         desc = describe_partition(pdir, full=full)
-        if (not desc.errors or attempt == REDISCOVERIES or pdir.given_files or pdir.whole is not None
-                or not _listed_files_gone(pdir)):
+        if not desc.errors or attempt == REDISCOVERIES or pdir.given_files or pdir.whole is not None:
             return desc
+        if not _listed_files_gone(pdir):
+            # a live broker's truncation past the high watermark that rewrote the active segment under the walk
+            # (an index entry of the old generation pointing into the new one's bytes): described once more
+            if rewritten or not _rewritten_under(pdir, desc):
+                return desc
+            rewritten = True
         fresh = _listed_again(pdir)
         if fresh is None:  # the folder itself went away (a deleted topic): described as listed
             return desc
         pdir = fresh
     raise AssertionError("unreachable")
+
+
+def _rewritten_under(pdir: PartitionDir, desc: PartitionDescription) -> bool:
+    """Whether every error of ``desc`` is about the active segment's files and a truncation past the high watermark
+    may have rewritten that segment while it was described (:func:`~kafkaseg.storage.layout.
+    rewritten_past_high_watermark`)."""
+    from kafkaseg.storage.layout import active_segment_files, rewritten_past_high_watermark
+
+    files = active_segment_files(pdir)
+    return (bool(files) and all(any(e.startswith(f + ":") for f in files) for e in desc.errors)
+            and rewritten_past_high_watermark(pdir))
 
 
 def _listed_files_gone(pdir: PartitionDir) -> bool:

@@ -61,6 +61,7 @@ from kafkaseg.storage.layout import (CLUSTER_METADATA_TOPIC, KRAFT_SNAPSHOT_NAME
                                      find_log_end, flushed_above_words, flushed_past_end, gaps_in_copies,
                                      high_watermark_above_words, judge_tail, transactions_open_at,
                                      unacknowledged_append, valid_cleaner_offset)
+from kafkaseg.storage.layout import _listed_again, active_segment_files, rewritten_past_high_watermark
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
 from kafkaseg.storage.segment import SegmentReader, offsets_hidden_by_last_batch, snapshot_past, zeros_hiding_records
@@ -1892,11 +1893,28 @@ def verify_partitions(partitions: list[PartitionDir], report: VerifyReport, *, d
     def verify_one(pdir: PartitionDir) -> VerifyReport:
         own = VerifyReport(checked_log_dirs=set(report.checked_log_dirs), max_listed=report.max_listed)
         verify_partition(pdir, own, deep=deep, progress=progress)
+        fresh = _listed_again_if_rewritten(pdir, own)
+        if fresh is not None:  # checked once more as it is now (that report stands)
+            own = VerifyReport(checked_log_dirs=set(report.checked_log_dirs), max_listed=report.max_listed)
+            verify_partition(fresh, own, deep=deep)
         return own
 
     for own in _fs.map_files(verify_one, partitions, [p.filesystem for p in partitions]):
         report.partitions.extend(own.partitions)
         report.problems.extend(own.problems)
+
+
+def _listed_again_if_rewritten(pdir: PartitionDir, report: VerifyReport) -> PartitionDir | None:
+    """A fresh listing of ``pdir`` when every error ``report`` found is in its active segment's files and a live
+    broker's truncation past the high watermark may have rewritten that segment during the walk
+    (:func:`~kafkaseg.storage.layout.rewritten_past_high_watermark`: index entries of the old generation judged
+    against the new one's batches, a walk from a position the new bytes no longer start a batch at); else None."""
+    errors = report.errors
+    if not errors or not {p.file for p in errors} <= active_segment_files(pdir):
+        return None
+    if not rewritten_past_high_watermark(pdir):
+        return None
+    return _listed_again(pdir)
 
 
 def discover_to_verify(paths: list[str], skipped: list[tuple[str, str]], key_ring=None) -> list[PartitionDir]:

@@ -99,6 +99,7 @@ __all__ = [
     "find_log_end",
     "relisted",
     "REDISCOVERIES",
+    "rewritten_past_high_watermark",
     "KRAFT_SNAPSHOT_NAME",
     "kraft_snapshot_id",
     "offset_past_a_long",
@@ -1267,6 +1268,53 @@ def _listed_again(partition_dir: PartitionDir) -> PartitionDir | None:
     except KafkaSegError:
         return None
     return fresh
+
+
+def active_segment_changed(partition_dir: PartitionDir) -> bool:
+    """Whether the partition's active segment's ``.log`` is no longer the file, size and time its listing saw: a
+    live broker appended to it, or truncated it past the high watermark and wrote the new leader's batches at the
+    same offsets (``UnifiedLog.truncateTo``), since. False for ``.log`` files given as paths, and off local disk
+    (object storage holds no live broker's files)."""
+    segment = partition_dir.active_segment
+    if (segment is None or partition_dir.given_files or partition_dir.whole is not None
+            or not _fs.is_local(partition_dir.filesystem)):
+        return False
+    try:
+        now = os.stat(segment.log_path)
+    except OSError:
+        return True
+    return (now.st_size != segment.log_size or now.st_mtime_ns // 1_000_000 != segment.mtime_ms
+            or (segment.identity is not None and (now.st_dev, now.st_ino) != segment.identity))
+
+
+def rewritten_past_high_watermark(partition_dir: PartitionDir) -> bool:
+    """Whether a tool's errors on the active segment may be a live broker's truncation past the high watermark
+    overtaking its walk (``UnifiedLog.truncateTo``, never below the high watermark, then the new leader's batches at
+    the same offsets in other bytes): the active segment's file changed since the listing
+    (:func:`active_segment_changed`) and its batches up to the checkpointed high watermark walk cleanly now, so
+    what failed lies at or past it. The tools then look once more on a fresh listing, and what they find then
+    stands: damage still there stays an error. False with no high watermark checkpointed."""
+    hw = partition_dir.high_watermark
+    if hw is None or not active_segment_changed(partition_dir):
+        return False
+    segment = partition_dir.active_segment
+    if hw <= segment.base_offset:
+        return True
+    from kafkaseg.storage.segment import SegmentReader
+
+    try:
+        with SegmentReader(segment.log_path, partition_dir.filesystem) as reader:
+            return any(header.last_offset >= hw - 1 for header in reader.iter_headers(0))
+    except KafkaSegError:
+        return False
+
+
+def active_segment_files(partition_dir: PartitionDir) -> set[str]:
+    """The paths of the active segment's ``.log`` and index files (none when it has no segment)."""
+    segment = partition_dir.active_segment
+    if segment is None:
+        return set()
+    return {p for p in (segment.log_path, segment.index_path, segment.timeindex_path, segment.txnindex_path) if p}
 
 
 def _with_replaced_files(partition_dir: PartitionDir) -> PartitionDir | None:
