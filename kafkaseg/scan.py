@@ -32,8 +32,8 @@ from kafkaseg.decode.api import (
     past_end_problem,
     uncounted,
 )
-from kafkaseg.errors import (CorruptBatchError, CorruptDataError, DataLossError, InvalidOptionError, KafkaSegError,
-                             LayoutError, TruncatedDataError)
+from kafkaseg.errors import (CorruptBatchError, CorruptDataError, CrcMismatchError, DataLossError, InvalidOptionError,
+                             KafkaSegError, LayoutError, TruncatedDataError)
 from kafkaseg.options import ReadOptions
 from kafkaseg.entry_check import ResumptionEntries, batch_first_offset
 from kafkaseg.offset_outlier import (batch_before, goes_back_after, last_batch_before, offset_before,
@@ -1189,7 +1189,7 @@ class _SliceDecoder:
         if not isinstance(err, CorruptDataError) or self.piece.high_watermark is None:
             raise err
         at = err.position
-        if at == pos and self.rewritten(reader, pos, err.detail):
+        if at == pos and not self._crc_fails_as_read(err, reader, pos) and self.rewritten(reader, pos, err.detail):
             return None
         if at is None or not pos < at < pos + len(view):
             raise err
@@ -1228,6 +1228,28 @@ class _SliceDecoder:
                 f"records from offset {reached} on, never acknowledged, were not read")))
         self.finished = True
         return True
+
+    def _crc_fails_as_read(self, err: KafkaSegError, reader: RandomAccessReader, pos: int) -> bool:
+        """Whether ``err`` is a CRC mismatch at ``pos`` that a fresh read of the file shows again, in a batch that
+        is not the file's last: bytes that stay corrupt with whole batches after them, which no truncation and
+        rewrite explains (a rewrite leaves whole batches with their CRCs; only the append being written, the last
+        batch, can fail one while read). Such a batch is corruption even past the high watermark of a file that
+        changed (a live broker's segment grows all the time)."""
+        if not isinstance(err, CrcMismatchError):
+            return False
+        from kafkaseg.wire.batch import V2_HEADER_SIZE, read_header
+        from kafkaseg.wire.crc import crc_is_valid
+
+        size, _ = reader.change_stamp()
+        try:
+            head = reader.read_at(pos, V2_HEADER_SIZE, cached=False)
+            header = read_header(head, 0, max_batch_size=self.options.max_batch_bytes, available=size - pos)
+            if pos + header.size >= size:
+                return False  # the last batch: an append still being written
+            data = reader.read_at(pos, header.size, cached=False)
+            return len(data) == header.size and not crc_is_valid(data, read_header(data, 0))
+        except (KafkaSegError, OSError, ValueError):
+            return False
 
     def _changed_since_planning(self, reader: RandomAccessReader) -> bool:
         """Whether the slice's file was written or truncated since the plan listed it: another size than planned,

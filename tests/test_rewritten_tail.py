@@ -18,7 +18,7 @@ import pytest
 
 from kafkaseg.cli import consume
 from kafkaseg.cli.main import build_parser
-from kafkaseg.errors import CorruptDataError
+from kafkaseg.errors import CorruptDataError, CrcMismatchError
 from kafkaseg.options import ReadOptions
 from kafkaseg.planning import plan_scan
 from kafkaseg.scan import ScanMetrics, read_slice
@@ -147,6 +147,28 @@ def test_an_unchanged_file_past_the_high_watermark_stays_an_error(live):
     time.sleep(0.05)
     with pytest.raises(CorruptDataError):
         _read(root, 1 << 30, lambda: None)
+
+
+@pytest.mark.parametrize("read_mode", ["pread", "auto"])
+def test_a_crc_mismatch_past_the_high_watermark_of_a_growing_file_stays_an_error(live, read_mode):
+    """A batch past the high watermark whose bytes fail their CRC, with whole batches after it, while the broker
+    appends after planning (the file changed, as a live segment always does): a fresh read shows the same failing
+    bytes, which no truncation and rewrite leaves, so it is corruption (the read returned 150 rows and called the
+    rest a rewritten tail, found in review)."""
+    root, log = live
+    data = bytearray(log.read_bytes())
+    at = next(h for h in iter_headers(bytes(data)) if h.base_offset == 150).position
+    data[at + 70] ^= 0xFF  # a record byte: the CRC fails, the framing holds
+    log.write_bytes(bytes(data))
+    time.sleep(0.05)
+
+    def append():
+        time.sleep(0.05)
+        with open(log, "ab") as f:
+            f.write(_batch(200, 5, 0, 40).data)
+
+    with pytest.raises(CrcMismatchError, match="offset 150"):
+        _read(root, 1 << 30, append, read_mode)
 
 
 def test_consume_to_log_end_never_prints_an_offset_twice_when_the_log_goes_back(live):
