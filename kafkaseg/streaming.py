@@ -1055,6 +1055,8 @@ def follow(path: str | Sequence[str], *, poll_interval: float = 0.5, idle_timeou
                         log.warning("data loss (failOnDataLoss=false): %s", line)
                 for skipped, line in read.vanished_lines():
                     log.log(logging.WARNING if skipped else logging.INFO, "%s", line)
+                for line in read.rewritten_tail_lines():  # (information, as the Spark workers log it)
+                    log.info("%s", line)
                 if metrics is not None:
                     metrics.add(read)
 
