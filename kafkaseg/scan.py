@@ -1620,6 +1620,8 @@ class _SliceDecoder:
                                                       pos, end, reader)
                         if result is None:
                             break
+                        if mapping.faulted or reader.change_stamp() != stamp:
+                            return pos  # (the bytes before the mismatch, decoded again, changed meanwhile)
                     batch = self.accept(result, pos, end, reader)
                     if batch is not None:
                         yield batch
