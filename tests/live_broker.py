@@ -469,10 +469,11 @@ def check_rows(truth, rows, *, committed, read_end, final=False, what="read"):
     return problems
 
 
-def run_live(root, seconds, seed, *, read_as=None):
+def run_live(root, seconds, seed, *, read_as=None, tools=True):
     """Run the broker for ``seconds`` while reading its log dirs over and over (read_uncommitted and read_committed
     batch reads, a read_committed ``follow``, the CLI); afterwards judge every read against the finished run.
-    ``read_as``: where the readers find ``root`` (e.g. a read-only bind mount of it). Returns (problems, stats)."""
+    ``read_as``: where the readers find ``root`` (e.g. a read-only bind mount of it). ``tools``: also run ``verify``
+    and ``describe`` (they still meet a truncation race now and then: see README). Returns (problems, stats)."""
     import subprocess
     import threading
 
@@ -508,6 +509,8 @@ def run_live(root, seconds, seed, *, read_as=None):
                ("consume committed", consume + ["--isolation-level", "read_committed"]),
                ("consume to log end", consume + ["--to-log-end"]),
                ("describe", ["describe", *dirs])]
+    if not tools:
+        cli_ops = [op for op in cli_ops if op[0] not in ("verify", "describe")]
 
     def cli():
         j = 0
