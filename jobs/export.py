@@ -496,7 +496,7 @@ def data_file_format(name: str) -> str | None:
 
 
 def check_format(output: str, fmt: str, flag: str = "--output", formats: Sequence[str] = ("delta", "parquet"),
-                 mode: str | None = None) -> None:
+                 mode: str | None = None) -> dict:
     """Refuse to write ``fmt`` over or among another format's data at ``output``, before Spark starts:
 
     * a Delta table's folder (a ``_delta_log``) written as Parquet, CSV or JSON: Spark's overwrite deletes the
@@ -511,7 +511,9 @@ def check_format(output: str, fmt: str, flag: str = "--output", formats: Sequenc
       deletes the whole folder.
 
     Overwrites and appends of the job's own format go on. ``flag`` named ``output``; ``formats``: the job's
-    ``--format`` choices, suggested when what is there is one of them. Raises :class:`UsageError`."""
+    ``--format`` choices, suggested when what is there is one of them. Returns the data files it listed
+    (:func:`_data_files`; empty for a Delta table, whose folder it does not list), so that the job need not list
+    the folder again. Raises :class:`UsageError`."""
     from kafkaseg.storage.fs import join, redact, stat
 
     shown, name = redact(output), FORMAT_NAMES[fmt]
@@ -523,7 +525,7 @@ def check_format(output: str, fmt: str, flag: str = "--output", formats: Sequenc
                     else f"{name} files written there would be outside its log")
             raise UsageError(f"{what}{shown} is a Delta table (it has a _delta_log): {harm}; use --format delta, "
                              f"or another {flag}")
-        return
+        return {}
     found = _data_files(output)
     other = sorted(k for k in found if k is not None and k != fmt)
     if other:
@@ -540,6 +542,7 @@ def check_format(output: str, fmt: str, flag: str = "--output", formats: Sequenc
     if fmt != "delta" and mode == "overwrite" and None in found:
         raise UsageError(f"{what}{shown} holds files that are not {name} ({_examples(found, [None], output)}): "
                          f"Spark's overwrite deletes the whole folder; give another {flag}, or remove them")
+    return found
 
 
 def _examples(found: dict, kinds, output: str, limit: int = 3) -> str:
@@ -1105,7 +1108,7 @@ def prepare(args: argparse.Namespace) -> dict:
     if args.sample:
         paths, manifest = generate_sample(args.work_dir)
     check_output_location(args.output, paths)
-    check_format(args.output, args.format, mode=args.mode)
+    listed = check_format(args.output, args.format, mode=args.mode)
     existing = None
     recorded: dict = {}  # where the table's export runs read up to (append and incremental keep it)
     topics: dict = {}  # the topic and cluster ids they read
@@ -1114,7 +1117,8 @@ def prepare(args: argparse.Namespace) -> dict:
     exists = table_exists(args.output, args.format)
     if not exists and args.format == "delta" and args.mode in ("append", "incremental"):
         seen = SeenTable(APP_ID, existed=False)  # another run creating the table meanwhile fails this one's write
-    files = _parquet_files(args.output) if exists and args.format == "parquet" else None  # listed once
+    # (listed once, by check_format: a parquet output has no _delta_log there, or it raised)
+    files = listed.get("parquet", []) if exists and args.format == "parquet" else None
     if files == []:
         exists = False  # a folder without data files (an earlier run that wrote nothing): no rows to keep,
         if args.mode in ("append", "incremental"):  # but the ends that run recorded still stand
