@@ -1189,7 +1189,7 @@ class _SliceDecoder:
         if not isinstance(err, CorruptDataError) or self.piece.high_watermark is None:
             raise err
         at = err.position
-        if at == pos and not self._crc_fails_as_read(err, reader, pos) and self.rewritten(reader, pos, err.detail):
+        if at == pos and self.rewritten(reader, pos, err.detail, err):
             return None
         if at is None or not pos < at < pos + len(view):
             raise err
@@ -1201,7 +1201,7 @@ class _SliceDecoder:
             raise err
         return result
 
-    def rewritten(self, reader: RandomAccessReader, pos: int, problem: str) -> bool:
+    def rewritten(self, reader: RandomAccessReader, pos: int, problem: str, err: KafkaSegError | None = None) -> bool:
         """Whether the batch at ``pos`` that does not match the plan (``problem``: it runs past the slice's end,
         goes back, its framing is not a batch's) is a live broker's rewrite of the log past the high watermark: the
         slice reads past it (:attr:`~kafkaseg.planning.SegmentSlice.high_watermark`), every offset below it is
@@ -1210,7 +1210,8 @@ class _SliceDecoder:
         (never below the high watermark) cut the segment there and the new leader's batches took the same offsets
         in other bytes. Then the slice ends at ``pos``, reported (``rewritten_tails``, and a truncated tail): those
         records were never acknowledged, and the plan's bytes past there are gone. Else (False) the mismatch is
-        corruption, as before."""
+        corruption, as before; so is ``err``, the decode's error, when it is a CRC mismatch a fresh read shows again
+        (:meth:`_crc_fails_as_read`, read only once the checks above hold)."""
         piece = self.piece
         hw = piece.high_watermark
         if hw is None:
@@ -1219,6 +1220,8 @@ class _SliceDecoder:
         if not self.walked and piece.start_entry is not None and pos == piece.start_position:
             reached = max(reached, piece.start_entry)
         if reached < hw or not self._changed_since_planning(reader):
+            return False
+        if err is not None and self._crc_fails_as_read(err, reader, pos):
             return False
         _report_tail(piece, self.metrics, pos, max(pos, min(piece.end_position, reader.size)))
         with self.metrics._lock:
@@ -1247,7 +1250,7 @@ class _SliceDecoder:
             if pos + header.size >= size:
                 return False  # the last batch: an append still being written
             data = reader.read_at(pos, header.size, cached=False)
-            return len(data) == header.size and not crc_is_valid(data, read_header(data, 0))
+            return len(data) == header.size and not crc_is_valid(data, header)
         except (KafkaSegError, OSError, ValueError):
             return False
 
@@ -1272,7 +1275,7 @@ class _SliceDecoder:
         next_base = piece.next_base_offset
         if (next_base is None or piece.rolled or self.last_seen >= piece.base_offset or piece.start_position != 0
                 or end < piece.segment_size or reader.size != piece.segment_size
-                or (piece.cleaner_offset is not None and piece.base_offset < piece.cleaner_offset)):
+                or below_cleaner_checkpoint(piece.base_offset, piece.cleaner_offset)):
             return False
         first, last = max(piece.base_offset, piece.start_offset), min(next_base, piece.end_offset)
         missing = piece.outside_gaps(first, last) if first < last else []
