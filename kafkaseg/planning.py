@@ -75,7 +75,7 @@ from kafkaseg.storage.layout import (ListingCheck, PartitionDir, SegmentFiles, a
                                      choose_replicas, copy_gaps, discover, find_log_end, flushed_above_words, flushed_past_end,
                                      high_watermark_above_words, last_stable_offset, other_copy_line,
                                      reaches_past_recovery_point, read_partition_again, relisted, rolled_cut_of,
-                                     snapshot_transactions_at, transactions_open_at,
+                                     snapshot_transactions_at, transactions_open_at, unchanged_since_listed,
                                      valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import lists_transactional_producers
@@ -1306,24 +1306,7 @@ class LogEndCache:
         last = part.segments[-1]
         if last.tiered is not None or not 0 < last.mtime_ms < found.read_ms - RACY_MS:
             return None
-        return found if _unchanged_since_listed(last, part.fs) else None
-
-
-def _unchanged_since_listed(seg: SegmentFiles, filesystem) -> bool:
-    """Whether ``seg``'s log file still has the size and mtime it was listed with (and, on a local disk, is the
-    same file: the cleaner renames its copy in under the same name)."""
-    if _fs.is_local(filesystem):
-        try:
-            now = os.stat(seg.log_path)
-        except OSError:
-            return False
-        return (now.st_size == seg.log_size and now.st_mtime_ns // 1_000_000 == seg.mtime_ms
-                and (seg.identity is None or (now.st_dev, now.st_ino) == seg.identity))
-    try:
-        entry = _fs.stat(seg.log_path, filesystem)
-    except KafkaSegError:
-        return False
-    return entry is not None and entry.size == seg.log_size and entry.mtime_ms == seg.mtime_ms
+        return found if unchanged_since_listed(last, part.fs) else None
 
 
 # --------------------------------------------------------------------------------------------------------------------

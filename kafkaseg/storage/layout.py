@@ -100,6 +100,7 @@ __all__ = [
     "relisted",
     "REDISCOVERIES",
     "rewritten_past_high_watermark",
+    "unchanged_since_listed",
     "KRAFT_SNAPSHOT_NAME",
     "kraft_snapshot_id",
     "offset_past_a_long",
@@ -1270,6 +1271,23 @@ def _listed_again(partition_dir: PartitionDir) -> PartitionDir | None:
     return fresh
 
 
+def unchanged_since_listed(seg: SegmentFiles, filesystem) -> bool:
+    """Whether ``seg``'s log file still has the size and mtime it was listed with (and, on a local disk, is the
+    same file: the cleaner renames its copy in under the same name)."""
+    if _fs.is_local(filesystem):
+        try:
+            now = os.stat(seg.log_path)
+        except OSError:
+            return False
+        return (now.st_size == seg.log_size and now.st_mtime_ns // 1_000_000 == seg.mtime_ms
+                and (seg.identity is None or (now.st_dev, now.st_ino) == seg.identity))
+    try:
+        entry = _fs.stat(seg.log_path, filesystem)
+    except KafkaSegError:
+        return False
+    return entry is not None and entry.size == seg.log_size and entry.mtime_ms == seg.mtime_ms
+
+
 def active_segment_changed(partition_dir: PartitionDir) -> bool:
     """Whether the partition's active segment's ``.log`` is no longer the file, size and time its listing saw: a
     live broker appended to it, or truncated it past the high watermark and wrote the new leader's batches at the
@@ -1279,12 +1297,7 @@ def active_segment_changed(partition_dir: PartitionDir) -> bool:
     if (segment is None or partition_dir.given_files or partition_dir.whole is not None
             or not _fs.is_local(partition_dir.filesystem)):
         return False
-    try:
-        now = os.stat(segment.log_path)
-    except OSError:
-        return True
-    return (now.st_size != segment.log_size or now.st_mtime_ns // 1_000_000 != segment.mtime_ms
-            or (segment.identity is not None and (now.st_dev, now.st_ino) != segment.identity))
+    return not unchanged_since_listed(segment, partition_dir.filesystem)
 
 
 def rewritten_past_high_watermark(partition_dir: PartitionDir) -> bool:
