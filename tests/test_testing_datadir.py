@@ -377,6 +377,27 @@ def test_spec_validation(tmp_path):
         write_data_dir(tmp_path / "dup", [TopicSpec("x"), TopicSpec("x")])
 
 
+def test_never_writes_over_a_log_dir(tmp_path):
+    """A sample written into a folder that already is a log dir (a broker's, say) is refused before anything is
+    written: its checkpoints and meta.properties stay byte for byte, and so do its partition folders."""
+    spec = [TopicSpec("x", records_per_partition=50)]
+    write_data_dir(tmp_path / "broker", [TopicSpec("other", records_per_partition=50)])
+    before = _digest(tmp_path / "broker")
+    with pytest.raises(InvalidOptionError, match="meta.properties.*replication-offset-checkpoint"):
+        write_data_dir(tmp_path / "broker", spec)
+    assert _digest(tmp_path / "broker") == before
+    assert not (tmp_path / "broker" / "x-0").exists()
+    (tmp_path / "one-file").mkdir()
+    (tmp_path / "one-file" / "cleaner-offset-checkpoint").write_text("0\n0\n")
+    with pytest.raises(InvalidOptionError, match="cleaner-offset-checkpoint"):
+        sample_data_dir(tmp_path / "one-file")
+    write_data_dir(tmp_path / "broker" / "nested", spec)  # a new folder inside one is fine
+    (tmp_path / "x-0").mkdir()
+    (tmp_path / "x-0" / "00000000000000000000.log").write_bytes(b"")
+    with pytest.raises(InvalidOptionError, match="x-0 already exists and is not empty"):
+        write_data_dir(tmp_path, spec)
+
+
 def test_value_generator_and_null_keys(tmp_path):
     spec = TopicSpec("gen", records_per_partition=30, key_size=None,
                      value_generator=lambda rng, partition, index: b"v%d" % index)

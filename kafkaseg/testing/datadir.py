@@ -459,12 +459,22 @@ def _with_state(record: ExpectedRecord, state: str) -> ExpectedRecord:
                           record.headers, record.is_control, record.control_type, record.producer_id, state)
 
 
+# the files of its own a log dir holds beside its partition folders (written last by write_data_dir)
+_LOG_DIR_FILES = ("meta.properties", "replication-offset-checkpoint", "recovery-point-offset-checkpoint",
+                  "log-start-offset-checkpoint", "cleaner-offset-checkpoint")
+
+
 def write_data_dir(path: str | os.PathLike, topics: list[TopicSpec], *, seed: int = 0, node_id: int = 1
                    ) -> DataDirManifest:
     """Write a Kafka log dir holding ``topics`` under ``path`` (created; must not already hold partitions of the
-    same names) and return the manifest of what a reader should find."""
+    same names, nor a log dir's ``meta.properties`` or checkpoint files: a broker's data dir is never written
+    over) and return the manifest of what a reader should find."""
     root = Path(path)
     root.mkdir(parents=True, exist_ok=True)
+    held = [name for name in _LOG_DIR_FILES if (root / name).exists()]
+    if held:
+        raise InvalidOptionError(f"{root} already holds a Kafka log dir's {', '.join(held)}: write a sample into a "
+                                 f"new or empty folder (kafkaseg never writes over a data dir)")
     ids_rng = random.Random(f"kafkaseg-ids/{seed}")
     manifest = DataDirManifest(root, _uuid_base64(ids_rng), node_id, _uuid_base64(ids_rng), {})
     names = [t.name for t in topics]
