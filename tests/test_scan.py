@@ -235,10 +235,10 @@ def test_a_flipped_base_offset_at_a_slice_cut_or_a_segment_end_is_not_silent(tmp
         problems.append(d.problems)
     assert problems[0] == problems[1]  # the same words too
 
-    shutil.rmtree(tmp_path / "t-0")  # the last batch of a rolled segment
-    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=300, records_per_batch=10, vary_batch_size=False,
+    root = tmp_path / "rolled"  # the last batch of a rolled segment
+    write_data_dir(root, [TopicSpec("t", records_per_partition=300, records_per_batch=10, vary_batch_size=False,
                                         segment_bytes=1500, value_size=20)])
-    log = sorted((tmp_path / "t-0").glob("*.log"))[0]
+    log = sorted((root / "t-0").glob("*.log"))[0]
     data = bytearray(log.read_bytes())
     last = list(iter_headers(bytes(data)))[-1]
     data[last.position + 2] ^= 1
@@ -246,9 +246,9 @@ def test_a_flipped_base_offset_at_a_slice_cut_or_a_segment_end_is_not_silent(tmp
     # in the planned file (on the planning host, where no cleaner can have merged the next segment into it) a
     # batch at or past the next segment's base is corruption: raised at it, or counted
     with pytest.raises(CorruptBatchError, match="at or past offset") as info:
-        kafkaseg.read_arrow(str(tmp_path))
+        kafkaseg.read_arrow(str(root))
     assert (info.value.path, info.value.position) == (str(log), last.position)
-    scan = kafkaseg.open_scan(str(tmp_path), onCorruption="skip")
+    scan = kafkaseg.open_scan(str(root), onCorruption="skip")
     offsets = scan.to_table().column("offset").to_pylist()
     assert len(offsets) == 300 - (last.last_offset - last.base_offset + 1)
     d = scan.metrics.decode
@@ -256,7 +256,7 @@ def test_a_flipped_base_offset_at_a_slice_cut_or_a_segment_end_is_not_silent(tmp
                                                                                    [(str(log), last.position)])
     # elsewhere (identities not comparable) the read ends there, and the offsets it missed are listed
     options = ReadOptions.from_options({})
-    untold = [dataclasses.replace(p, file_identity=None) for p in plan_scan(str(tmp_path), options).slices]
+    untold = [dataclasses.replace(p, file_identity=None) for p in plan_scan(str(root), options).slices]
     metrics = ScanMetrics()
     offsets = [o for p in untold for b in read_slice(p, options, metrics) for o in b.column("offset").to_pylist()]
     assert len(offsets) == 300 - (last.last_offset - last.base_offset + 1)
