@@ -81,7 +81,8 @@ from kafkaseg.storage.layout import (ListingCheck, LogEnd, LostTail, PartitionDi
                                      last_stable_offset, lost_tail, partition_log_end_offset, rolled_cut_holding,
                                      rolled_cut_of, unacknowledged_append)
 from kafkaseg.storage._index_file import index_location
-from kafkaseg.storage.indexes import foreign_time_index, time_entry_problem
+from kafkaseg.storage.indexes import (foreign_time_index, time_entry_problem, time_pair_foreign,
+                                      walked_time_entry_problem)
 from kafkaseg.storage.probed_index import LoadedIndexView, OpenFileLimit, ProbedIndex
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader, zeros_hiding_records
 from kafkaseg.wire.batch import BatchHeader
@@ -427,50 +428,40 @@ class PartitionLookup:
             return f"last entry is for offset {offset}, but the segment's records end below {end}"
         return None
 
-    def _time_entry_problem(self, i: int, timestamp: int, offset: int) -> str | None:
-        """Why time index entry ``(timestamp, offset)`` of segment ``i`` cannot be its own (a ``.timeindex`` swapped
-        with, or copied from, another segment's), or None: the batch holding ``offset`` must have ``timestamp`` as
-        its max timestamp (``DumpLogSegments.dumpTimeIndex``'s rule; a legacy wrapper's header values are what
-        the broker indexed), and a v2 batch must hold it (not a gap). Walks from the offset index's floor of
-        ``offset`` (one index interval of headers); damage on the way is not this index's fault (None)."""
-        try:
-            for header in self._walk_from(i, offset):
-                if header.last_offset >= offset:
-                    return time_entry_problem(header, timestamp, offset)
-        except KafkaSegError:
-            return None
-        return f"offset {offset} is past the segment's batches"
-
     def _judge_time_index(self, i: int) -> bool:
-        """Check the last entry of segment ``i``'s ``.timeindex`` file against the batch it points at (once per
-        segment, :meth:`_time_entry_problem`); when it is not the segment's own, rebuild the segment's indexes from
-        its batches (reported) and return True."""
+        """Check the last entry of segment ``i``'s ``.timeindex`` file against the batch holding its offset (once
+        per segment, :func:`~kafkaseg.storage.indexes.walked_time_entry_problem`, walking from the offset index's
+        floor); when it is not the segment's own, rebuild the segment's indexes from its batches (reported) and
+        return True."""
         if i in self._time_judged:
             return False
         self._time_judged.add(i)
         index = self._index(i, "time")
         if isinstance(index, LoadedIndexView) or not len(index):
             return False
-        timestamp, offset = index.last()
-        problem = self._time_entry_problem(i, timestamp, offset)
+        entry = index.last()
+        problem = walked_time_entry_problem(lambda: self._walk_from(i, entry[1]), entry)
         if problem is None:
             return False
-        self._rebuild(i, foreign_time_index(index.last(), problem))
+        self._distrust_time_index(i, entry, problem)
         return True
 
+    def _distrust_time_index(self, i: int, entry: tuple[int, int], problem: str) -> None:
+        """Segment ``i``'s ``.timeindex`` is another segment's (its entry ``entry`` cannot be its own: ``problem``):
+        judged, and the segment's indexes rebuilt from its batches (reported)."""
+        self._time_judged.add(i)
+        self._rebuild(i, foreign_time_index(entry, problem))
+
     def _out_of_order(self, i: int) -> bool:
-        """Whether segment ``i``'s largest timestamp is not above segment ``i - 1``'s. A ``.timeindex`` swapped with
-        or copied from another segment's always leaves such a pair among segments whose largest timestamps rose
-        (a copy repeats a value, a swap puts two out of order), and a record from a clock running behind is rare:
-        so only such pairs have their last entries checked against the log (:meth:`_judge_time_index`, one index
-        interval of headers each), and True means one was not its segment's and is rebuilt."""
-        if i == 0:
-            return False
-        before, here = self.largest_timestamp(i - 1)[0], self.largest_timestamp(i)[0]
-        if before < 0 or here < 0 or here > before:
-            return False
-        rebuilt = self._judge_time_index(i - 1)
-        return self._judge_time_index(i) or rebuilt
+        """Whether segment ``i``'s largest timestamp is not above segment ``i - 1``'s and one of their time indexes
+        proved another segment's (:func:`~kafkaseg.storage.indexes.time_pair_foreign`, :meth:`_judge_time_index`),
+        and is rebuilt."""
+        return time_pair_foreign(i, self._known_largest_timestamp, self._judge_time_index)
+
+    def _known_largest_timestamp(self, i: int) -> int | None:
+        """:meth:`largest_timestamp`'s timestamp of segment ``i``, None when it has none."""
+        ts = self.largest_timestamp(i)[0]
+        return ts if ts >= 0 else None
 
     def _segment_end_from_headers(self, i: int) -> int:
         """The offset after the last whole batch of segment ``i``, walking headers from its offset index's last
