@@ -1226,26 +1226,16 @@ class PartitionLookup:
             self.search_note = (f"the search stopped at {self.segments[i].log_path}, which has no timestamped "
                                 "batch: as on a broker, its file's mtime counts as its largest timestamp and "
                                 "later segments are not searched")
-        time_index = self._index(i, "time")
-        entry = time_index.floor(timestamp)
-        time_offset = entry[1]
-        torn = self._tear_in(i)
-        if torn is not None and time_offset >= torn[0]:
-            entry = time_index.last_below_offset(torn[0])
-            time_offset = entry[1]
-        # the batch holding the entry's offset is walked to anyway: it must have the entry's timestamp, or the
-        # .timeindex is another segment's (_time_entry_problem); from a rebuilt index, or no entry ((-1, base): a
-        # negative timestamp other than that is a damaged entry, Kafka appends only above -1), nothing to check
-        unchecked = entry[0] != -1 and time_offset >= start_offset and not isinstance(time_index, LoadedIndexView)
+        entry, unchecked = self._search_start(i, timestamp, start_offset)
         while True:
+            time_offset = entry[1]
             skipped: list = []  # corruption a lenient search went past in segment i (its match may be lost there)
             for header in self._walk_from(i, max(time_offset, start_offset), skipped.append):  # bad framing: on where a lenient read resumes
                 if unchecked and header.last_offset >= time_offset:
                     unchecked = False
                     problem = time_entry_problem(header, *entry)
                     if problem is not None and not skipped:
-                        self._time_judged.add(i)
-                        self._rebuild(i, foreign_time_index(entry, problem))
+                        self._distrust_time_index(i, entry, problem)
                         return None, i  # searched again (_answer_from_log): the segment may no longer be the one
                 if header.max_timestamp < timestamp:
                     if unstamped and self.lenient and self._rebuilt(i):  # (a batch a lenient read skips is no
@@ -1260,10 +1250,9 @@ class PartitionLookup:
                 if unchecked and not skipped:
                     # a batch before the entry's reaches the time: the entry (the max timestamp so far, first reached
                     # in its batch, at most the time) cannot be the index's (a damaged middle entry's offset)
-                    self._time_judged.add(i)
-                    self._rebuild(i, foreign_time_index(entry, (
+                    self._distrust_time_index(i, entry, (
                         f"the batch {header.base_offset}..{header.last_offset} before offset {time_offset} has max "
-                        f"timestamp {header.max_timestamp}, at or above {timestamp}")))
+                        f"timestamp {header.max_timestamp}, at or above {timestamp}"))
                     return None, i
                 try:
                     offsets, stamps, _, _ = self._records(i, header)
@@ -1291,10 +1280,21 @@ class PartitionLookup:
                 return None, i
             i = reaching  # (its own floor entry, checked as the first segment's was)
             unstamped = self.largest_timestamp(i)[0] < 0
-            time_index = self._index(i, "time")
-            entry = time_index.floor(timestamp)
-            time_offset = entry[1]
-            unchecked = entry[0] != -1 and time_offset >= start_offset and not isinstance(time_index, LoadedIndexView)
+            entry, unchecked = self._search_start(i, timestamp, start_offset)
+
+    def _search_start(self, i: int, timestamp: int, start_offset: int) -> tuple[tuple[int, int], bool]:
+        """Where :meth:`_search_segment` starts in segment ``i``: its time index's floor entry for ``timestamp``
+        (below a torn unacknowledged batch, :meth:`_tear_in`, whose entries describe no record), and whether that
+        entry is to be checked. The batch holding the entry's offset is walked to anyway: it must have the entry's
+        timestamp, or the .timeindex is another segment's (:meth:`_distrust_time_index`); from a rebuilt index, or
+        no entry ((-1, base): a negative timestamp other than that is a damaged entry, Kafka appends only above
+        -1), nothing to check."""
+        time_index = self._index(i, "time")
+        entry = time_index.floor(timestamp)
+        torn = self._tear_in(i)
+        if torn is not None and entry[1] >= torn[0]:
+            entry = time_index.last_below_offset(torn[0])
+        return entry, entry[0] != -1 and entry[1] >= start_offset and not isinstance(time_index, LoadedIndexView)
 
     def _max_timestamp(self) -> tuple[int, int, int | None] | None:
         return self._answer_from_log(self._search_max_timestamp)
