@@ -285,10 +285,10 @@ class PartitionLookup:
         self.search_note: str | None = None  # why the last timestamp or max-timestamp search found nothing
         self._time_checked: set[int] = set()  # segments whose time index an empty search checked against the log
         self._time_judged: set[int] = set()  # segments whose time index's last entry was checked against its batch
-        # rolled segments whose walk ended at a batch cut short or zeros (byte where; -1: emptied, its own time
-        # index past its batches): the offsets from there to the next segment's base are in no batch a read returns
+        # rolled segments whose walk ended at a batch cut short or zeros, or that were emptied (their own time index
+        # past their batches): the offsets from there to the next segment's base are in no batch a read returns
         # (lost or unreadable tails, a warning or an error)
-        self._rolled_cuts: dict[int, int] = {}
+        self._rolled_cuts: set[int] = set()
 
     # -- plumbing --------------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -323,11 +323,17 @@ class PartitionLookup:
                     self._indexes[key] = index
                     return index
                 index.close()
-                reason = f"stale index ({stale})"
-                if i + 1 < len(self.segments):  # a rolled segment's entries past its bytes: a cut (emptied too)
-                    self._rolled_cuts.setdefault(i, -1)
+                self._rebuild_stale(i, stale)
+                return self._indexes[key]
         self._rebuild(i, reason)
         return self._indexes[key]
+
+    def _rebuild_stale(self, i: int, stale: str) -> None:
+        """:meth:`_rebuild` of segment ``i``, whose index proved stale (``stale``: its entries past its log's data);
+        a rolled segment's entries past its bytes are a cut (emptied too: :attr:`_rolled_cuts`)."""
+        if i + 1 < len(self.segments):
+            self._rolled_cuts.add(i)
+        self._rebuild(i, f"stale index ({stale})")
 
     def _rebuilt(self, i: int) -> bool:
         """Whether segment ``i``'s indexes were rebuilt (found missing, stale or not its own)."""
@@ -569,7 +575,7 @@ class PartitionLookup:
                 yield header
             tail = walk.tail
             if tail is not None and i + 1 < len(self.segments):
-                self._rolled_cuts[i] = tail.position
+                self._rolled_cuts.add(i)
             if tail is not None and tail.reason != "zero-filled tail":
                 # a batch running past the segment's end, before a batch its offset index points at: its length
                 # field is damaged (the CRC does not cover it), not a torn end; a read fails there or, leniently,
@@ -1153,9 +1159,7 @@ class PartitionLookup:
             self._time_checked.add(i)
             stale = self._time_entry_past_end(i, self._index(i, "time"), from_headers=True)
             if stale is not None:
-                if i + 1 < len(self.segments):  # a rolled segment's entries past its batches: a cut (emptied too)
-                    self._rolled_cuts.setdefault(i, -1)
-                self._rebuild(i, f"stale index ({stale})")
+                self._rebuild_stale(i, stale)
             elif not self._judge_time_index(i):  # nor another segment's, claiming timestamps this one lacks
                 return answer
 
