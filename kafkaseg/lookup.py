@@ -93,7 +93,7 @@ __all__ = [
     "EARLIEST", "LATEST", "MAX_TIMESTAMP", "EARLIEST_LOCAL", "LATEST_TIERED", "EARLIEST_PENDING_UPLOAD",
     "LookupStats", "OffsetAnswer", "RecordLocation", "PartitionLookup",
     "parse_time_spec", "list_offset", "locate_offset", "locate_time", "batch_epoch_mark",
-    "other_copies", "from_other_copies", "list_offset_rests_on", "locate_rests_on", "widest",
+    "other_copies", "copies_beside", "from_other_copies", "list_offset_rests_on", "locate_rests_on", "widest",
 ]
 
 LATEST = -1
@@ -1542,7 +1542,13 @@ def other_copies(choice) -> tuple[PartitionDir, ...]:
     chosen falls back to, in the order given: the other log dirs' copies of the partition, as a strict read falls
     back to them (``SegmentSlice.other_copies``). (Tiered-storage copies are the log's older segments, not copies of
     the same offsets: a lookup reads them with the log dir already.)"""
-    return tuple(c for c in choice.candidates if c.path != choice.chosen.path and c.tiered is None)
+    return copies_beside(choice.candidates, choice.chosen.path)
+
+
+def copies_beside(candidates, chosen: str) -> tuple[PartitionDir, ...]:
+    """:func:`other_copies` of a replica choice given as its ``candidates`` and the chosen copy's path ``chosen`` (as
+    a plan report's ``replicas`` entry lists it)."""
+    return tuple(c for c in candidates if c.path != chosen and c.tiered is None)
 
 
 def list_offset_rests_on(chosen: PartitionDir, spec: int, answer: OffsetAnswer) -> tuple[int, int | str]:

@@ -62,7 +62,7 @@ import numpy as np
 from kafkaseg.errors import (CorruptCheckpointError, CorruptDataError, CrcMismatchError, DataLossError,
                              InvalidOptionError, KafkaSegError, LayoutError, did_you_mean)
 from kafkaseg.entry_check import batch_first_offset, entry_batch_problem, entry_neighbours
-from kafkaseg.lookup import PartitionLookup, from_other_copies
+from kafkaseg.lookup import PartitionLookup, copies_beside, from_other_copies
 from kafkaseg.lookup import other_copies as copies_passed_over
 from kafkaseg.options import EARLIEST, LATEST, ReadOptions
 from kafkaseg.storage.checkpoints import (LOG_START_OFFSET_CHECKPOINT,
@@ -2593,9 +2593,11 @@ def list_partitions(paths: str | Sequence[str] | None, options: ReadOptions) -> 
 def copies_not_chosen(listing: Listing, report: PlanReport) -> dict[tuple[str, int], tuple[PartitionDir, ...]]:
     """Each partition's copies in ``listing`` the replica choice said in ``report`` passed over, in the order
     given (log dirs' copies: tiered-storage ones extend the log): the copies a strict search that meets damage in the
-    chosen one answers from (:func:`_offset_for_timestamp`)."""
+    chosen one answers from (:func:`_offset_for_timestamp`): :func:`~kafkaseg.lookup.other_copies` of each choice,
+    which the report lists by path."""
     listed = {p.path: p for p in listing.partitions if p.tiered is None}
-    return {(r["topic"], r["partition"]): tuple(listed[c] for c in r["candidates"] if c != r["chosen"] and c in listed)
+    return {(r["topic"], r["partition"]): copies_beside([listed[c] for c in r["candidates"] if c in listed],
+                                                        r["chosen"])
             for r in report.replicas if len(r["candidates"]) > 1}
 
 
