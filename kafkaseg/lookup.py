@@ -81,7 +81,8 @@ from kafkaseg.storage.layout import (ListingCheck, LogEnd, LostTail, PartitionDi
                                      last_stable_offset, lost_tail, partition_log_end_offset, rolled_cut_holding,
                                      rolled_cut_of, unacknowledged_append)
 from kafkaseg.storage._index_file import index_location
-from kafkaseg.storage.indexes import foreign_time_index, time_entry_problem
+from kafkaseg.storage.indexes import (foreign_time_index, time_entry_problem, time_pair_foreign,
+                                      walked_time_entry_problem)
 from kafkaseg.storage.probed_index import LoadedIndexView, OpenFileLimit, ProbedIndex
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader, zeros_hiding_records
 from kafkaseg.wire.batch import BatchHeader
@@ -92,7 +93,7 @@ __all__ = [
     "EARLIEST", "LATEST", "MAX_TIMESTAMP", "EARLIEST_LOCAL", "LATEST_TIERED", "EARLIEST_PENDING_UPLOAD",
     "LookupStats", "OffsetAnswer", "RecordLocation", "PartitionLookup",
     "parse_time_spec", "list_offset", "locate_offset", "locate_time", "batch_epoch_mark",
-    "other_copies", "from_other_copies", "list_offset_rests_on", "locate_rests_on", "widest",
+    "other_copies", "copies_beside", "from_other_copies", "list_offset_rests_on", "locate_rests_on", "widest",
 ]
 
 LATEST = -1
@@ -284,10 +285,10 @@ class PartitionLookup:
         self.search_note: str | None = None  # why the last timestamp or max-timestamp search found nothing
         self._time_checked: set[int] = set()  # segments whose time index an empty search checked against the log
         self._time_judged: set[int] = set()  # segments whose time index's last entry was checked against its batch
-        # rolled segments whose walk ended at a batch cut short or zeros (byte where; -1: emptied, its own time
-        # index past its batches): the offsets from there to the next segment's base are in no batch a read returns
+        # rolled segments whose walk ended at a batch cut short or zeros, or that were emptied (their own time index
+        # past their batches): the offsets from there to the next segment's base are in no batch a read returns
         # (lost or unreadable tails, a warning or an error)
-        self._rolled_cuts: dict[int, int] = {}
+        self._rolled_cuts: set[int] = set()
 
     # -- plumbing --------------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -322,11 +323,17 @@ class PartitionLookup:
                     self._indexes[key] = index
                     return index
                 index.close()
-                reason = f"stale index ({stale})"
-                if i + 1 < len(self.segments):  # a rolled segment's entries past its bytes: a cut (emptied too)
-                    self._rolled_cuts.setdefault(i, -1)
+                self._rebuild_stale(i, stale)
+                return self._indexes[key]
         self._rebuild(i, reason)
         return self._indexes[key]
+
+    def _rebuild_stale(self, i: int, stale: str) -> None:
+        """:meth:`_rebuild` of segment ``i``, whose index proved stale (``stale``: its entries past its log's data);
+        a rolled segment's entries past its bytes are a cut (emptied too: :attr:`_rolled_cuts`)."""
+        if i + 1 < len(self.segments):
+            self._rolled_cuts.add(i)
+        self._rebuild(i, f"stale index ({stale})")
 
     def _rebuilt(self, i: int) -> bool:
         """Whether segment ``i``'s indexes were rebuilt (found missing, stale or not its own)."""
@@ -427,50 +434,40 @@ class PartitionLookup:
             return f"last entry is for offset {offset}, but the segment's records end below {end}"
         return None
 
-    def _time_entry_problem(self, i: int, timestamp: int, offset: int) -> str | None:
-        """Why time index entry ``(timestamp, offset)`` of segment ``i`` cannot be its own (a ``.timeindex`` swapped
-        with, or copied from, another segment's), or None: the batch holding ``offset`` must have ``timestamp`` as
-        its max timestamp (``DumpLogSegments.dumpTimeIndex``'s rule; a legacy wrapper's header values are what
-        the broker indexed), and a v2 batch must hold it (not a gap). Walks from the offset index's floor of
-        ``offset`` (one index interval of headers); damage on the way is not this index's fault (None)."""
-        try:
-            for header in self._walk_from(i, offset):
-                if header.last_offset >= offset:
-                    return time_entry_problem(header, timestamp, offset)
-        except KafkaSegError:
-            return None
-        return f"offset {offset} is past the segment's batches"
-
     def _judge_time_index(self, i: int) -> bool:
-        """Check the last entry of segment ``i``'s ``.timeindex`` file against the batch it points at (once per
-        segment, :meth:`_time_entry_problem`); when it is not the segment's own, rebuild the segment's indexes from
-        its batches (reported) and return True."""
+        """Check the last entry of segment ``i``'s ``.timeindex`` file against the batch holding its offset (once
+        per segment, :func:`~kafkaseg.storage.indexes.walked_time_entry_problem`, walking from the offset index's
+        floor); when it is not the segment's own, rebuild the segment's indexes from its batches (reported) and
+        return True."""
         if i in self._time_judged:
             return False
         self._time_judged.add(i)
         index = self._index(i, "time")
         if isinstance(index, LoadedIndexView) or not len(index):
             return False
-        timestamp, offset = index.last()
-        problem = self._time_entry_problem(i, timestamp, offset)
+        entry = index.last()
+        problem = walked_time_entry_problem(lambda: self._walk_from(i, entry[1]), entry)
         if problem is None:
             return False
-        self._rebuild(i, foreign_time_index(index.last(), problem))
+        self._distrust_time_index(i, entry, problem)
         return True
 
+    def _distrust_time_index(self, i: int, entry: tuple[int, int], problem: str) -> None:
+        """Segment ``i``'s ``.timeindex`` is another segment's (its entry ``entry`` cannot be its own: ``problem``):
+        judged, and the segment's indexes rebuilt from its batches (reported)."""
+        self._time_judged.add(i)
+        self._rebuild(i, foreign_time_index(entry, problem))
+
     def _out_of_order(self, i: int) -> bool:
-        """Whether segment ``i``'s largest timestamp is not above segment ``i - 1``'s. A ``.timeindex`` swapped with
-        or copied from another segment's always leaves such a pair among segments whose largest timestamps rose
-        (a copy repeats a value, a swap puts two out of order), and a record from a clock running behind is rare:
-        so only such pairs have their last entries checked against the log (:meth:`_judge_time_index`, one index
-        interval of headers each), and True means one was not its segment's and is rebuilt."""
-        if i == 0:
-            return False
-        before, here = self.largest_timestamp(i - 1)[0], self.largest_timestamp(i)[0]
-        if before < 0 or here < 0 or here > before:
-            return False
-        rebuilt = self._judge_time_index(i - 1)
-        return self._judge_time_index(i) or rebuilt
+        """Whether segment ``i``'s largest timestamp is not above segment ``i - 1``'s and one of their time indexes
+        proved another segment's (:func:`~kafkaseg.storage.indexes.time_pair_foreign`, :meth:`_judge_time_index`),
+        and is rebuilt."""
+        return time_pair_foreign(i, self._known_largest_timestamp, self._judge_time_index)
+
+    def _known_largest_timestamp(self, i: int) -> int | None:
+        """:meth:`largest_timestamp`'s timestamp of segment ``i``, None when it has none."""
+        ts = self.largest_timestamp(i)[0]
+        return ts if ts >= 0 else None
 
     def _segment_end_from_headers(self, i: int) -> int:
         """The offset after the last whole batch of segment ``i``, walking headers from its offset index's last
@@ -578,7 +575,7 @@ class PartitionLookup:
                 yield header
             tail = walk.tail
             if tail is not None and i + 1 < len(self.segments):
-                self._rolled_cuts[i] = tail.position
+                self._rolled_cuts.add(i)
             if tail is not None and tail.reason != "zero-filled tail":
                 # a batch running past the segment's end, before a batch its offset index points at: its length
                 # field is damaged (the CRC does not cover it), not a torn end; a read fails there or, leniently,
@@ -1162,9 +1159,7 @@ class PartitionLookup:
             self._time_checked.add(i)
             stale = self._time_entry_past_end(i, self._index(i, "time"), from_headers=True)
             if stale is not None:
-                if i + 1 < len(self.segments):  # a rolled segment's entries past its batches: a cut (emptied too)
-                    self._rolled_cuts.setdefault(i, -1)
-                self._rebuild(i, f"stale index ({stale})")
+                self._rebuild_stale(i, stale)
             elif not self._judge_time_index(i):  # nor another segment's, claiming timestamps this one lacks
                 return answer
 
@@ -1235,26 +1230,16 @@ class PartitionLookup:
             self.search_note = (f"the search stopped at {self.segments[i].log_path}, which has no timestamped "
                                 "batch: as on a broker, its file's mtime counts as its largest timestamp and "
                                 "later segments are not searched")
-        time_index = self._index(i, "time")
-        entry = time_index.floor(timestamp)
-        time_offset = entry[1]
-        torn = self._tear_in(i)
-        if torn is not None and time_offset >= torn[0]:
-            entry = time_index.last_below_offset(torn[0])
-            time_offset = entry[1]
-        # the batch holding the entry's offset is walked to anyway: it must have the entry's timestamp, or the
-        # .timeindex is another segment's (_time_entry_problem); from a rebuilt index, or no entry ((-1, base): a
-        # negative timestamp other than that is a damaged entry, Kafka appends only above -1), nothing to check
-        unchecked = entry[0] != -1 and time_offset >= start_offset and not isinstance(time_index, LoadedIndexView)
+        entry, unchecked = self._search_start(i, timestamp, start_offset)
         while True:
+            time_offset = entry[1]
             skipped: list = []  # corruption a lenient search went past in segment i (its match may be lost there)
             for header in self._walk_from(i, max(time_offset, start_offset), skipped.append):  # bad framing: on where a lenient read resumes
                 if unchecked and header.last_offset >= time_offset:
                     unchecked = False
                     problem = time_entry_problem(header, *entry)
                     if problem is not None and not skipped:
-                        self._time_judged.add(i)
-                        self._rebuild(i, foreign_time_index(entry, problem))
+                        self._distrust_time_index(i, entry, problem)
                         return None, i  # searched again (_answer_from_log): the segment may no longer be the one
                 if header.max_timestamp < timestamp:
                     if unstamped and self.lenient and self._rebuilt(i):  # (a batch a lenient read skips is no
@@ -1269,10 +1254,9 @@ class PartitionLookup:
                 if unchecked and not skipped:
                     # a batch before the entry's reaches the time: the entry (the max timestamp so far, first reached
                     # in its batch, at most the time) cannot be the index's (a damaged middle entry's offset)
-                    self._time_judged.add(i)
-                    self._rebuild(i, foreign_time_index(entry, (
+                    self._distrust_time_index(i, entry, (
                         f"the batch {header.base_offset}..{header.last_offset} before offset {time_offset} has max "
-                        f"timestamp {header.max_timestamp}, at or above {timestamp}")))
+                        f"timestamp {header.max_timestamp}, at or above {timestamp}"))
                     return None, i
                 try:
                     offsets, stamps, _, _ = self._records(i, header)
@@ -1300,10 +1284,21 @@ class PartitionLookup:
                 return None, i
             i = reaching  # (its own floor entry, checked as the first segment's was)
             unstamped = self.largest_timestamp(i)[0] < 0
-            time_index = self._index(i, "time")
-            entry = time_index.floor(timestamp)
-            time_offset = entry[1]
-            unchecked = entry[0] != -1 and time_offset >= start_offset and not isinstance(time_index, LoadedIndexView)
+            entry, unchecked = self._search_start(i, timestamp, start_offset)
+
+    def _search_start(self, i: int, timestamp: int, start_offset: int) -> tuple[tuple[int, int], bool]:
+        """Where :meth:`_search_segment` starts in segment ``i``: its time index's floor entry for ``timestamp``
+        (below a torn unacknowledged batch, :meth:`_tear_in`, whose entries describe no record), and whether that
+        entry is to be checked. The batch holding the entry's offset is walked to anyway: it must have the entry's
+        timestamp, or the .timeindex is another segment's (:meth:`_distrust_time_index`); from a rebuilt index, or
+        no entry ((-1, base): a negative timestamp other than that is a damaged entry, Kafka appends only above
+        -1), nothing to check."""
+        time_index = self._index(i, "time")
+        entry = time_index.floor(timestamp)
+        torn = self._tear_in(i)
+        if torn is not None and entry[1] >= torn[0]:
+            entry = time_index.last_below_offset(torn[0])
+        return entry, entry[0] != -1 and entry[1] >= start_offset and not isinstance(time_index, LoadedIndexView)
 
     def _max_timestamp(self) -> tuple[int, int, int | None] | None:
         return self._answer_from_log(self._search_max_timestamp)
@@ -1547,7 +1542,13 @@ def other_copies(choice) -> tuple[PartitionDir, ...]:
     chosen falls back to, in the order given: the other log dirs' copies of the partition, as a strict read falls
     back to them (``SegmentSlice.other_copies``). (Tiered-storage copies are the log's older segments, not copies of
     the same offsets: a lookup reads them with the log dir already.)"""
-    return tuple(c for c in choice.candidates if c.path != choice.chosen.path and c.tiered is None)
+    return copies_beside(choice.candidates, choice.chosen.path)
+
+
+def copies_beside(candidates, chosen: str) -> tuple[PartitionDir, ...]:
+    """:func:`other_copies` of a replica choice given as its ``candidates`` and the chosen copy's path ``chosen`` (as
+    a plan report's ``replicas`` entry lists it)."""
+    return tuple(c for c in candidates if c.path != chosen and c.tiered is None)
 
 
 def list_offset_rests_on(chosen: PartitionDir, spec: int, answer: OffsetAnswer) -> tuple[int, int | str]:

@@ -62,13 +62,14 @@ import numpy as np
 from kafkaseg.errors import (CorruptCheckpointError, CorruptDataError, CrcMismatchError, DataLossError,
                              InvalidOptionError, KafkaSegError, LayoutError, did_you_mean)
 from kafkaseg.entry_check import batch_first_offset, entry_batch_problem, entry_neighbours
-from kafkaseg.lookup import PartitionLookup, from_other_copies
+from kafkaseg.lookup import PartitionLookup, copies_beside, from_other_copies
 from kafkaseg.lookup import other_copies as copies_passed_over
 from kafkaseg.options import EARLIEST, LATEST, ReadOptions
 from kafkaseg.storage.checkpoints import (LOG_START_OFFSET_CHECKPOINT,
                                          REPLICATION_OFFSET_CHECKPOINT, EpochEntry)
 from kafkaseg.storage._index_file import index_location
-from kafkaseg.storage.indexes import foreign_time_index, load_indexes, rebuild_indexes, time_entry_problem
+from kafkaseg.storage.indexes import (foreign_time_index, load_indexes, rebuild_indexes, time_pair_foreign,
+                                      walked_time_entry_problem)
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import (ListingCheck, PartitionDir, SegmentFiles, acknowledged_loss_end,
                                      acknowledged_loss_words, below_cleaner_checkpoint, check_one_incarnation,
@@ -1070,8 +1071,8 @@ class _Partition:
     def time_index_foreign(self, i: int, entry: tuple[int, int] | None = None) -> bool:
         """Whether segment ``i``'s ``.timeindex`` proves to be another segment's (swapped or copied: its relative
         offsets fit, its timestamps do not), checking ``entry`` (default its last, once per segment) against the
-        batch holding its offset (:func:`~kafkaseg.storage.indexes.time_entry_problem`; one index interval of
-        headers from the offset index's floor). When it is, the segment's indexes are rebuilt from its batches
+        batch holding its offset (:func:`~kafkaseg.storage.indexes.walked_time_entry_problem`; one index interval
+        of headers from the offset index's floor). When it is, the segment's indexes are rebuilt from its batches
         (reported in ``indexes_rebuilt``). A rebuilt index, or damage on the way, is not judged."""
         offset_index, time_index = self.indexes(i)
         if time_index.rebuilt or not len(time_index):
@@ -1081,17 +1082,14 @@ class _Partition:
                 return False
             self._time_judged.add(i)
             entry = time_index.last_entry
-        timestamp, offset = entry
-        problem = f"offset {offset} is past the segment's batches"
-        try:
+        offset = entry[1]
+
+        def walk():
             with SegmentReader(self.segments[i].log_path, self.fs) as reader:
-                for header in reader.iter_headers(offset_index.floor(offset)[1],
-                                                  max_batch_bytes=self.options.max_batch_bytes):
-                    if header.last_offset >= offset:
-                        problem = time_entry_problem(header, timestamp, offset)
-                        break
-        except KafkaSegError:
-            return False
+                yield from reader.iter_headers(offset_index.floor(offset)[1],
+                                               max_batch_bytes=self.options.max_batch_bytes)
+
+        problem = walked_time_entry_problem(walk, entry)
         if problem is None:
             return False
         self.distrust_index(i, problem, foreign_time_index(entry, problem))
@@ -1099,16 +1097,14 @@ class _Partition:
 
     def time_out_of_order(self, i: int) -> bool:
         """Whether segment ``i``'s largest timestamp is not above segment ``i - 1``'s and one of their time indexes
-        proved another segment's (:meth:`time_index_foreign`, then rebuilt). A swapped or copied ``.timeindex``
-        always leaves such a pair among segments whose largest timestamps rose, and a clock running behind is rare:
-        only such pairs are checked (one index interval of headers each)."""
-        if i == 0:
-            return False
-        before, here = self.largest_timestamp(i - 1), self.largest_timestamp(i)
-        if before == NO_TIMESTAMP_BOUND or here == NO_TIMESTAMP_BOUND or here > before:
-            return False
-        foreign = self.time_index_foreign(i - 1)
-        return self.time_index_foreign(i) or foreign
+        proved another segment's (:func:`~kafkaseg.storage.indexes.time_pair_foreign`, :meth:`time_index_foreign`),
+        and is rebuilt."""
+        return time_pair_foreign(i, self._known_largest_timestamp, self.time_index_foreign)
+
+    def _known_largest_timestamp(self, i: int) -> int | None:
+        """:meth:`largest_timestamp` of segment ``i``, None when unknown."""
+        largest = self.largest_timestamp(i)
+        return None if largest == NO_TIMESTAMP_BOUND else largest
 
     def legacy_segment(self, i: int) -> bool:
         """Whether segment ``i`` starts with a magic 0/1 batch (one header read, cached). Message formats only move
@@ -2597,9 +2593,11 @@ def list_partitions(paths: str | Sequence[str] | None, options: ReadOptions) -> 
 def copies_not_chosen(listing: Listing, report: PlanReport) -> dict[tuple[str, int], tuple[PartitionDir, ...]]:
     """Each partition's copies in ``listing`` the replica choice said in ``report`` passed over, in the order
     given (log dirs' copies: tiered-storage ones extend the log): the copies a strict search that meets damage in the
-    chosen one answers from (:func:`_offset_for_timestamp`)."""
+    chosen one answers from (:func:`_offset_for_timestamp`): :func:`~kafkaseg.lookup.other_copies` of each choice,
+    which the report lists by path."""
     listed = {p.path: p for p in listing.partitions if p.tiered is None}
-    return {(r["topic"], r["partition"]): tuple(listed[c] for c in r["candidates"] if c != r["chosen"] and c in listed)
+    return {(r["topic"], r["partition"]): copies_beside([listed[c] for c in r["candidates"] if c in listed],
+                                                        r["chosen"])
             for r in report.replicas if len(r["candidates"]) > 1}
 
 

@@ -26,12 +26,12 @@ its timestamp the inner maximum, so header values are what Kafka compares too).
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import Callable, Iterable, NamedTuple
 
 import numpy as np
 import pyarrow.fs as pafs
 
-from kafkaseg.errors import CorruptDataError, CorruptIndexError, LayoutError
+from kafkaseg.errors import CorruptDataError, CorruptIndexError, KafkaSegError, LayoutError
 from kafkaseg.storage._index_file import DEFAULT_MAX_INDEX_BYTES, index_location
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import (DEFAULT_MAX_BATCH_BYTES, BatchTable, SegmentReader, batch_table,
@@ -46,6 +46,8 @@ __all__ = [
     "verify_time_index",
     "load_indexes",
     "time_entry_problem",
+    "walked_time_entry_problem",
+    "time_pair_foreign",
     "FOREIGN_TIME_INDEX",
     "foreign_time_index",
 ]
@@ -228,6 +230,44 @@ def time_entry_problem(header, timestamp: int, offset: int) -> str | None:
     if header.max_timestamp != timestamp:
         return f"the batch holding offset {offset} has max timestamp {header.max_timestamp}, not {timestamp}"
     return None
+
+
+def walked_time_entry_problem(walk: Callable[[], Iterable], entry: tuple[int, int]) -> str | None:
+    """:func:`time_entry_problem` of time index entry ``entry`` (timestamp, offset) against the first batch that
+    ``walk()`` (its segment's batch headers from the offset index's floor of the offset: one index interval) gives
+    ending at or after the offset; when none does, the offset is past the segment's batches. Damage on the way
+    (a :class:`~kafkaseg.errors.KafkaSegError` from ``walk``, called here, or from the walk itself) is not the
+    index's fault: None. The walk is closed before this returns."""
+    timestamp, offset = entry
+    try:
+        headers = iter(walk())
+        try:
+            for header in headers:
+                if header.last_offset >= offset:
+                    return time_entry_problem(header, timestamp, offset)
+        finally:
+            close = getattr(headers, "close", None)
+            if close is not None:
+                close()
+    except KafkaSegError:
+        return None
+    return f"offset {offset} is past the segment's batches"
+
+
+def time_pair_foreign(i: int, largest: Callable[[int], int | None], judge: Callable[[int], bool]) -> bool:
+    """Whether a ``.timeindex`` of segment ``i - 1`` or ``i`` proved another segment's. Only a pair whose largest
+    timestamps (``largest(k)``, None when unknown) do not rise is looked at: a ``.timeindex`` swapped with or copied
+    from another segment's always leaves such a pair among segments whose largest timestamps rose (a copy repeats a
+    value, a swap puts two out of order), and a record from a clock running behind is rare. Then both are judged
+    (``judge(k)``: True when segment ``k``'s proved another's and was rebuilt; one index interval of headers
+    each)."""
+    if i == 0:
+        return False
+    before, here = largest(i - 1), largest(i)
+    if before is None or here is None or here > before:
+        return False
+    foreign = judge(i - 1)
+    return judge(i) or foreign
 
 
 #: How the reason for rebuilding a segment's indexes starts when its ``.timeindex`` is another segment's (damage, not
