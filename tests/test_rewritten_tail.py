@@ -200,3 +200,58 @@ def test_consume_to_log_end_never_prints_an_offset_twice_when_the_log_goes_back(
     assert next(writes, None) is None  # both writes were polled
     assert offsets == list(range(235)), err.getvalue()
     assert "not printed again" in err.getvalue()
+
+
+def _rewrite_before_the_first_read(monkeypatch, log: Path) -> None:
+    """The truncation at 150 and the new leader's 7-record batches (150..219) happen once, after planning, just
+    before the first slice is read (``kafkaseg.scan.read_slice``, which consume and follow call)."""
+    import kafkaseg.scan
+
+    real = kafkaseg.scan.read_slice
+    rewrites = iter([lambda: _truncate_and_rewrite(log, 150, 7, 90)])
+
+    def read_slice(piece, *args, **kwargs):
+        rewrite = next(rewrites, None)
+        if rewrite is not None:
+            rewrite()
+        return real(piece, *args, **kwargs)
+
+    monkeypatch.setattr(kafkaseg.scan, "read_slice", read_slice)
+
+
+@pytest.mark.parametrize("split_size", [1 << 30, 2000], ids=["one-slice", "split"])
+def test_consume_to_log_end_goes_on_from_where_a_rewritten_slice_stopped(live, monkeypatch, split_size):
+    """The truncation at 150 and the new leader's bigger batches (150..219) land after the first poll planned the
+    log to 200 and before its read: the read ends where the new batches no longer match the plan (below 200), and
+    the next poll goes on from there, not from the plan's end, so every offset is printed once, none skipped (the
+    offsets between the rewrite and 200 were never printed: found in review)."""
+    root, log = live
+    _rewrite_before_the_first_read(monkeypatch, log)
+    stream_options = consume._stream_options
+    monkeypatch.setattr(consume, "_stream_options", lambda *a: {**stream_options(*a), "splitSize": split_size})
+    args = build_parser().parse_args(["consume", "--data-dir", str(root), "--topic", "t", "--from-beginning",
+                                      "--to-log-end", "--follow", "--timeout-ms", "300", "--poll-ms", "1",
+                                      "--property", "print.offset=true", "--property", "print.value=true"])
+    out, err = io.BytesIO(), io.StringIO()
+    assert consume.run(args, out, err, sleep=lambda _s: None) == 0
+    rows = [line.split(b"\t") for line in out.getvalue().splitlines()]
+    offsets = [int(offset.split(b":")[1]) for offset, _ in rows]
+    assert offsets == list(range(220)), err.getvalue()
+    assert all(value.startswith(b"g1-") for (o, value) in zip(offsets, (v for _, v in rows)) if o >= 150)
+    assert "high watermark" in err.getvalue()
+
+
+def test_follow_goes_on_from_where_a_rewritten_slice_stopped(live, monkeypatch):
+    """kafkaseg.follow past the high watermark, the same interleaving as consume's above: each offset once."""
+    from kafkaseg.streaming import follow
+
+    root, log = live
+    _rewrite_before_the_first_read(monkeypatch, log)
+    metrics = ScanMetrics()
+    rows = []
+    for batch in follow(str(root), startingOffsets="earliest", upperBound="logEndOffset", idle_timeout=0.3,
+                        poll_interval=0.001, sleep=lambda _s: None, metrics=metrics):
+        rows += zip(batch.column("offset").to_pylist(), batch.column("value").to_pylist())
+    assert [o for o, _ in rows] == list(range(220))
+    assert all(v.startswith(b"g1-") for o, v in rows if o >= 150)
+    assert metrics.rewritten_tails
