@@ -764,6 +764,12 @@ class _SliceDecoder:
         # the offsets the slice leaves out (SegmentSlice.offset_gaps), as sorted arrays of gap starts and ends
         self.gap_starts = np.array([lo for lo, _ in piece.offset_gaps], np.int64)
         self.gap_ends = np.array([hi for _, hi in piece.offset_gaps], np.int64)
+        # the next slice's first offset in the segment, for a slice read past the high watermark: a batch of this
+        # slice reaching it is a new generation's, which a truncation let in (_within_slice); else None
+        self.next_slice_offset: int | None = None
+        if piece.high_watermark is not None and piece.slice_offsets is not None \
+                and piece.slice_offsets[1] < piece.segment_offsets[1]:
+            self.next_slice_offset = piece.slice_offsets[1]
 
     def decode(self, view, pos: int, end: int, reader: RandomAccessReader, peek=None):
         """The kernel's decode of ``view`` (file position ``pos``; the slice ends at ``end``). When a batch's
@@ -828,7 +834,14 @@ class _SliceDecoder:
         limits = self._walk_limits
         try:
             header = segment.header_at(start, max_batch_bytes=options.max_batch_bytes)
-            if header is None or header.last_offset == piece.start_entry:
+            if header is None:
+                return start
+            if header.last_offset == piece.start_entry:
+                if not self._starts_as_planned(header):
+                    self.rewritten(reader, start, (
+                        f"the batch at the slice's start ends at offset {piece.start_entry}, as the offset index "
+                        f"entry there named when planned, but holds offsets {header.base_offset}.."
+                        f"{header.last_offset}, where the planned one started at offset {piece.slice_offsets[0]}"))
                 return start
             if self._rewritten_start(reader, segment, header, end):
                 return start
@@ -873,6 +886,19 @@ class _SliceDecoder:
         if region.end >= end:
             self.finished = True
         return min(region.end, end)
+
+    def _starts_as_planned(self, header) -> bool:
+        """Whether the slice's first batch (``header``, ending at the planned index entry's offset) starts at the
+        offset planning read there (:attr:`~kafkaseg.planning.SegmentSlice.slice_offsets`), when the slice reads
+        past the high watermark: a new generation's batch a truncation let in may end at the entry's offset and
+        start lower, at offsets an earlier slice returned from the old batches. True when that cannot be told (no
+        high watermark, a legacy batch, no planned offsets, or the slice starting the read's range, whose first
+        offset is the range's)."""
+        piece = self.piece
+        if piece.high_watermark is None or header.magic < 2 or piece.slice_offsets is None:
+            return True
+        first = piece.slice_offsets[0]
+        return first <= piece.start_offset or header.base_offset == first
 
     def _rewritten_start(self, reader: RandomAccessReader, segment: SegmentReader, header, end: int) -> bool:
         """Whether the slice's first batch (``header``, not ending at the planned index entry's offset) is a live
@@ -1009,6 +1035,8 @@ class _SliceDecoder:
                     if isinstance(problem, Problem) and problem.first_offset == unknown else problem
                     for problem in result.stats.problems]
             self.walked = result.last_offset > self.last_seen
+        if self.next_slice_offset is not None and result.last_offset >= self.next_slice_offset:
+            result = self._within_slice(reader, result, pos)
         self.last_seen = result.last_offset
         if result.stop == STOP_CORRUPT:
             self.resume_at = self._after_bad_framing(result, pos + result.stop_position, end)
@@ -1023,6 +1051,34 @@ class _SliceDecoder:
         self.metrics.output_batches += 1
         self.emitted = True
         return _record_batch(self.constants, result.columns, result.num_rows, self.schema)
+
+    def _within_slice(self, reader: RandomAccessReader, result, pos: int):
+        """``result`` (decoded at ``pos``) holds offsets at or past the next slice's first (``next_slice_offset``),
+        in a slice read past the high watermark: when the batch reaching them is a rewrite (:meth:`rewritten`: the
+        slice's bytes, planned to end below that offset, hold another generation's batches), ``result`` up to that
+        batch, the slice ending there; the next slice, read before the truncation, returned those offsets from the
+        old batches (or, read after it, judges its own start). Else ``result`` as it is. Error path only: one walk of
+        the decoded bytes' headers."""
+        try:
+            crossing = next((header for header in SegmentReader(self.piece.log_path, opened=reader).iter_headers(
+                pos, pos + result.consumed, max_batch_bytes=self.options.max_batch_bytes)
+                if header.last_offset >= self.next_slice_offset), None)
+        except KafkaSegError:
+            return result
+        if crossing is None or crossing.magic < 2:
+            return result
+        seen = self.last_seen
+        self.last_seen = max(seen, crossing.base_offset - 1)
+        if not self.rewritten(reader, crossing.position, (
+                f"the batch here holds offsets {crossing.base_offset}..{crossing.last_offset}, reaching offset "
+                f"{self.next_slice_offset}, the next slice's first when planned")):
+            self.last_seen = seen
+            return result
+        offsets = result.columns["offset"].to_numpy(zero_copy_only=False)
+        kept = int(np.searchsorted(offsets, crossing.base_offset))
+        result.stats.records -= result.num_rows - kept
+        return replace(result, columns={name: column.slice(0, kept) for name, column in result.columns.items()},
+                       num_rows=kept, last_offset=self.last_seen)
 
     def _without_gaps(self, result):
         """``result`` without the records whose offsets are in the slice's ``offset_gaps`` (not counted as

@@ -255,3 +255,86 @@ def test_follow_goes_on_from_where_a_rewritten_slice_stopped(live, monkeypatch):
     assert [o for o, _ in rows] == list(range(220))
     assert all(v.startswith(b"g1-") for o, v in rows if o >= 150)
     assert metrics.rewritten_tails
+
+
+def _rewrite_ending_at_entry(log: Path, target: int, position: int, entry: int) -> None:
+    """Truncate at offset ``target``, write a first new batch of two records ending exactly at ``position`` (a
+    planned slice start), then one batch of the offsets from there to ``entry`` (the index entry the slice starts
+    at), so that the batch at ``position`` ends at the entry's offset as planned but starts lower."""
+    _rewrite_aligned_at(log, target, position)
+    with open(log, "r+b") as f:
+        f.truncate(position)
+        f.seek(position)
+        f.write(_batch(target + 2, entry - target - 1, 1, 10).data)
+        f.write(_batch(entry + 1, 5, 1, 40).data)
+
+
+@pytest.mark.parametrize("read_mode", ["pread", "auto"])
+def test_a_rewritten_batch_ending_at_a_slice_start_entry_returns_no_offset_twice(live, read_mode):
+    """As above, but the new generation's batch at the last slice's start ends at the offset the index entry
+    there names (as the planned one did) while starting lower: taken as the planned batch, it returned offsets
+    the earlier slices had returned from the old generation (found in review)."""
+    root, log = live
+    options = ReadOptions.from_options({"upperBound": "logEndOffset", "splitSize": 2000, "readMode": read_mode})
+    slices = plan_scan(str(root), options).slices
+    last = slices[-1]
+    assert len(slices) > 2 and last.start_entry is not None and last.start_entry > 160
+    metrics = ScanMetrics()
+    rows = []
+    for i, piece in enumerate(slices):
+        if i == len(slices) - 1:
+            _rewrite_ending_at_entry(log, 150, piece.start_position, piece.start_entry)
+            header = next(h for h in iter_headers(log.read_bytes()) if h.position == piece.start_position)
+            assert header.last_offset == piece.start_entry and header.base_offset < last.slice_offsets[0]
+        for batch in read_slice(piece, options, metrics):
+            rows += zip(batch.column("offset").to_pylist(), batch.column("value").to_pylist())
+    _check_rows(rows)
+    assert metrics.rewritten_tails and metrics.rewritten_tails[0][1] == last.start_position
+
+
+def _exact_batches(first: int, nbytes: int) -> tuple[bytes, int]:
+    """New-generation batches from offset ``first`` of small records filling exactly ``nbytes`` (more offsets per
+    byte than the old ones), and the offset after them."""
+    out = b""
+    while nbytes - len(out) > 600:
+        out += _batch(first, 5, 1, 0).data
+        first += 5
+    rest = nbytes - len(out)
+    def two(big: int, small: int) -> bytes:
+        return build_batch_v2([Record(offset=first + i, timestamp=1000 + first + i, key=b"k%d" % (first + i),
+                                      value=b"g1-" + b"x" * n) for i, n in enumerate((big, small))]).data
+    big = 0
+    while len(two(big, 0)) < rest - 2:
+        big += 1
+    return out + next(b for b in (two(big, small) for small in range(4)) if len(b) == rest), first + 2
+
+
+@pytest.mark.parametrize("read_mode", ["pread", "auto"])
+def test_a_slice_read_after_a_rewrite_returns_no_offset_of_the_next_slice(live, read_mode):
+    """Slices read out of order (as Spark's tasks may be): the last slice before the truncation, the one before
+    it after. The new generation's batches from that slice's start (the planned batch there, then smaller ones)
+    end exactly at the slice's planned end, holding offsets the last slice had returned from the old batches: the
+    slice stops at the batch reaching them (a rewritten tail), never returning one of them twice."""
+    root, log = live
+    options = ReadOptions.from_options({"upperBound": "logEndOffset", "splitSize": 2000, "readMode": read_mode})
+    slices = plan_scan(str(root), options).slices
+    a, b = slices[-2], slices[-1]
+    assert len(slices) > 2 and a.slice_offsets[0] >= HW and a.start_entry == a.slice_offsets[0] + 4
+    metrics = ScanMetrics()
+    rows = []
+    for piece in [*slices[:-2], b, a]:
+        if piece is a:
+            time.sleep(0.05)
+            with open(log, "r+b") as f:
+                f.truncate(a.start_position)
+                f.seek(a.start_position)
+                first = _batch(a.slice_offsets[0], 5, 1, 40).data
+                rest, after = _exact_batches(a.slice_offsets[0] + 5, a.end_position - a.start_position - len(first))
+                assert after > b.slice_offsets[0]
+                f.write(first + rest + _batch(after, 5, 1, 40).data)
+        for batch in read_slice(piece, options, metrics):
+            rows += zip(batch.column("offset").to_pylist(), batch.column("value").to_pylist())
+    offsets = [o for o, _ in rows]
+    assert len(offsets) == len(set(offsets)), "an offset returned twice"
+    assert set(range(b.slice_offsets[0], 200)) <= set(offsets)
+    assert metrics.rewritten_tails and metrics.rewritten_tails[-1][0] == str(log)
