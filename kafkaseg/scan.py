@@ -1245,7 +1245,7 @@ class _SliceDecoder:
         if not isinstance(err, CorruptDataError) or self.piece.high_watermark is None:
             raise err
         at = err.position
-        if at == pos and self.rewritten(reader, pos, err.detail, err):
+        if at == pos and self.rewritten(reader, pos, err.detail, crc_mismatch=isinstance(err, CrcMismatchError)):
             return None
         if at is None or not pos < at < pos + len(view):
             raise err
@@ -1257,7 +1257,34 @@ class _SliceDecoder:
             raise err
         return result
 
-    def rewritten(self, reader: RandomAccessReader, pos: int, problem: str, err: KafkaSegError | None = None) -> bool:
+    def lenient_mismatch(self, result, view, pos: int, end: int, reader: RandomAccessReader):
+        """Under ``onCorruption=skip``, after a decode of ``view`` (at ``pos``) that counted corrupt batches
+        (``result``): what :meth:`before_mismatch` does with the error a strict decode raises. None when the first
+        batch counted is at ``pos`` and a rewrite past the high watermark (:meth:`rewritten`, the same evidence: the
+        slice is finished), else the decode of the bytes before it when that may be one (the next decode starts at
+        it and is judged the same way), else ``result``: corruption, counted."""
+        piece = self.piece
+        hw = piece.high_watermark
+        if hw is None:
+            return result
+        mine = [problem for problem in result.stats.problems if problem[0] == piece.log_path and problem[1] >= pos]
+        if not mine:
+            return result
+        first = min(mine, key=lambda problem: problem[1])
+        at, what = first[1], first[2]
+        if at == pos:
+            return None if self.rewritten(reader, pos, what, crc_mismatch=what.startswith("CRC-32")) else result
+        known = getattr(first, "first_offset", None)
+        if (not pos < at < pos + len(view) or (known is not None and known < hw)
+                or not self._changed_since_planning(reader)):
+            return result
+        try:
+            before = self.decode(view[:at - pos], pos, end, reader)
+        except KafkaSegError:
+            return result
+        return before if before.consumed and not before.stats.corrupt_batches else result
+
+    def rewritten(self, reader: RandomAccessReader, pos: int, problem: str, *, crc_mismatch: bool = False) -> bool:
         """Whether the batch at ``pos`` that does not match the plan (``problem``: it runs past the slice's end,
         goes back, its framing is not a batch's) is a live broker's rewrite of the log past the high watermark: the
         slice reads past it (:attr:`~kafkaseg.planning.SegmentSlice.high_watermark`), every offset below it is
@@ -1266,8 +1293,9 @@ class _SliceDecoder:
         (never below the high watermark) cut the segment there and the new leader's batches took the same offsets
         in other bytes. Then the slice ends at ``pos``, reported (``rewritten_tails``, and a truncated tail): those
         records were never acknowledged, and the plan's bytes past there are gone. Else (False) the mismatch is
-        corruption, as before; so is ``err``, the decode's error, when it is a CRC mismatch a fresh read shows again
-        (:meth:`_crc_fails_as_read`, read only once the checks above hold)."""
+        corruption, as before; so is a CRC mismatch (``crc_mismatch``: the decode's error, or the problem a lenient
+        decode counted) that a fresh read shows again (:meth:`_crc_fails_as_read`, read only once the checks above
+        hold)."""
         piece = self.piece
         hw = piece.high_watermark
         if hw is None:
@@ -1277,7 +1305,7 @@ class _SliceDecoder:
             reached = max(reached, piece.start_entry)
         if reached < hw or not self._changed_since_planning(reader):
             return False
-        if err is not None and self._crc_fails_as_read(err, reader, pos):
+        if crc_mismatch and self._crc_fails_as_read(reader, pos):
             return False
         _report_tail(piece, self.metrics, pos, max(pos, min(piece.end_position, reader.size)))
         with self.metrics._lock:
@@ -1288,14 +1316,12 @@ class _SliceDecoder:
         self.finished = True
         return True
 
-    def _crc_fails_as_read(self, err: KafkaSegError, reader: RandomAccessReader, pos: int) -> bool:
-        """Whether ``err`` is a CRC mismatch at ``pos`` that a fresh read of the file shows again, in a batch that
+    def _crc_fails_as_read(self, reader: RandomAccessReader, pos: int) -> bool:
+        """Whether the CRC mismatch at ``pos`` is one a fresh read of the file shows again, in a batch that
         is not the file's last: bytes that stay corrupt with whole batches after them, which no truncation and
         rewrite explains (a rewrite leaves whole batches with their CRCs; only the append being written, the last
         batch, can fail one while read). Such a batch is corruption even past the high watermark of a file that
         changed (a live broker's segment grows all the time)."""
-        if not isinstance(err, CrcMismatchError):
-            return False
         from kafkaseg.wire.batch import V2_HEADER_SIZE, read_header
         from kafkaseg.wire.crc import crc_is_valid
 
@@ -1674,9 +1700,10 @@ class _SliceDecoder:
                         error = err
                     if mapping.faulted or reader.change_stamp() != stamp:
                         return pos  # decoded bytes that changed (or zeros where the file was cut): reread
-                    if error is not None:
-                        result = self.before_mismatch(error, view[pos - window_start:piece_end - window_start],
-                                                      pos, end, reader)
+                    if error is not None or result.stats.corrupt_batches:
+                        chunk = view[pos - window_start:piece_end - window_start]
+                        result = (self.before_mismatch(error, chunk, pos, end, reader) if error is not None else
+                                  self.lenient_mismatch(result, chunk, pos, end, reader))
                         if result is None:
                             break
                         if mapping.faulted or reader.change_stamp() != stamp:
@@ -1725,6 +1752,9 @@ class _SliceDecoder:
                                      lambda at: self._peek(chunk, buf_pos, filled, at, source))
             except KafkaSegError as err:
                 result = self.before_mismatch(err, view, pos, end, reader)
+            else:
+                if result.stats.corrupt_batches:
+                    result = self.lenient_mismatch(result, view, pos, end, reader)
             view.release()
             if result is None:
                 break

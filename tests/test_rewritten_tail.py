@@ -57,9 +57,9 @@ def _truncate_and_rewrite(log: Path, target: int, count: int, size: int) -> None
             f.write(_batch(first, count, 1, size).data)
 
 
-def _read(root, split_size: int, rewrite, read_mode: str = "pread"):
+def _read(root, split_size: int, rewrite, read_mode: str = "pread", on_corruption: str = "fail"):
     options = ReadOptions.from_options({"upperBound": "logEndOffset", "splitSize": split_size,
-                                        "readMode": read_mode})
+                                        "readMode": read_mode, "onCorruption": on_corruption})
     slices = plan_scan(str(root), options).slices
     rewrite()
     metrics = ScanMetrics()
@@ -77,12 +77,17 @@ def _check_rows(rows):
     assert all(v.startswith(b"g0-") for o, v in rows if o < HW)
 
 
+@pytest.mark.parametrize("on_corruption", ["fail", "skip"])
 @pytest.mark.parametrize("read_mode", ["pread", "auto"])
 @pytest.mark.parametrize("split_size", [1 << 30, 2000], ids=["one-slice", "split"])
 @pytest.mark.parametrize("count,size", [(7, 90), (3, 20)], ids=["bigger-batches", "smaller-batches"])
-def test_a_tail_rewritten_past_the_high_watermark_ends_the_read_there(live, read_mode, split_size, count, size):
+def test_a_tail_rewritten_past_the_high_watermark_ends_the_read_there(live, read_mode, split_size, count, size,
+                                                                     on_corruption):
+    """Also under onCorruption=skip: the same evidence makes the rewritten bytes a rewritten tail, not corrupt
+    batches skipped (they were counted as corrupt: found in review)."""
     root, log = live
-    slices, rows, metrics = _read(root, split_size, lambda: _truncate_and_rewrite(log, 150, count, size), read_mode)
+    slices, rows, metrics = _read(root, split_size, lambda: _truncate_and_rewrite(log, 150, count, size), read_mode,
+                                  on_corruption)
     _check_rows(rows)
     assert metrics.decode.corrupt_batches == 0
     if count > 5 or len(slices) > 1:  # (smaller batches in one slice: the new generation is read, consistent)
@@ -149,12 +154,14 @@ def test_an_unchanged_file_past_the_high_watermark_stays_an_error(live):
         _read(root, 1 << 30, lambda: None)
 
 
+@pytest.mark.parametrize("on_corruption", ["fail", "skip"])
 @pytest.mark.parametrize("read_mode", ["pread", "auto"])
-def test_a_crc_mismatch_past_the_high_watermark_of_a_growing_file_stays_an_error(live, read_mode):
+def test_a_crc_mismatch_past_the_high_watermark_of_a_growing_file_stays_an_error(live, read_mode, on_corruption):
     """A batch past the high watermark whose bytes fail their CRC, with whole batches after it, while the broker
     appends after planning (the file changed, as a live segment always does): a fresh read shows the same failing
     bytes, which no truncation and rewrite leaves, so it is corruption (the read returned 150 rows and called the
-    rest a rewritten tail, found in review)."""
+    rest a rewritten tail, found in review). Under onCorruption=skip the batch is skipped as corrupt, the read
+    going on after it."""
     root, log = live
     data = bytearray(log.read_bytes())
     at = next(h for h in iter_headers(bytes(data)) if h.base_offset == 150).position
@@ -167,8 +174,13 @@ def test_a_crc_mismatch_past_the_high_watermark_of_a_growing_file_stays_an_error
         with open(log, "ab") as f:
             f.write(_batch(200, 5, 0, 40).data)
 
-    with pytest.raises(CrcMismatchError, match="offset 150"):
-        _read(root, 1 << 30, append, read_mode)
+    if on_corruption == "fail":
+        with pytest.raises(CrcMismatchError, match="offset 150"):
+            _read(root, 1 << 30, append, read_mode)
+        return
+    _, rows, metrics = _read(root, 1 << 30, append, read_mode, on_corruption)
+    assert metrics.decode.corrupt_batches == 1 and not metrics.rewritten_tails
+    assert [o for o, _ in rows] == [*range(150), *range(155, 200)]
 
 
 def test_consume_to_log_end_never_prints_an_offset_twice_when_the_log_goes_back(live):
@@ -338,3 +350,16 @@ def test_a_slice_read_after_a_rewrite_returns_no_offset_of_the_next_slice(live, 
     assert len(offsets) == len(set(offsets)), "an offset returned twice"
     assert set(range(b.slice_offsets[0], 200)) <= set(offsets)
     assert metrics.rewritten_tails and metrics.rewritten_tails[-1][0] == str(log)
+
+
+def test_under_skip_a_mismatch_below_the_high_watermark_stays_corruption(live):
+    """onCorruption=skip: the rewrite at offset 50, below the high watermark, is skipped corruption there, no tail
+    (a later slice whose planned start is past the high watermark still judges its own start, as in a strict
+    read)."""
+    root, log = live
+    cut = next(h for h in iter_headers(log.read_bytes()) if h.base_offset == 50).position
+    _, rows, metrics = _read(root, 2000, lambda: _truncate_and_rewrite(log, 50, 7, 90), on_corruption="skip")
+    assert metrics.decode.corrupt_batches
+    assert not any(at <= cut for _, at, _ in metrics.rewritten_tails)
+    assert [o for o, _ in rows][:50] == list(range(50))
+
