@@ -764,6 +764,12 @@ class _SliceDecoder:
         # the offsets the slice leaves out (SegmentSlice.offset_gaps), as sorted arrays of gap starts and ends
         self.gap_starts = np.array([lo for lo, _ in piece.offset_gaps], np.int64)
         self.gap_ends = np.array([hi for _, hi in piece.offset_gaps], np.int64)
+        # the next slice's first offset in the segment, for a slice read past the high watermark: a batch of this
+        # slice reaching it is a new generation's, which a truncation let in (_within_slice); else None
+        self.next_slice_offset: int | None = None
+        if piece.high_watermark is not None and piece.slice_offsets is not None \
+                and piece.slice_offsets[1] < piece.segment_offsets[1]:
+            self.next_slice_offset = piece.slice_offsets[1]
 
     def decode(self, view, pos: int, end: int, reader: RandomAccessReader, peek=None):
         """The kernel's decode of ``view`` (file position ``pos``; the slice ends at ``end``). When a batch's
@@ -828,7 +834,14 @@ class _SliceDecoder:
         limits = self._walk_limits
         try:
             header = segment.header_at(start, max_batch_bytes=options.max_batch_bytes)
-            if header is None or header.last_offset == piece.start_entry:
+            if header is None:
+                return start
+            if header.last_offset == piece.start_entry:
+                if not self._starts_as_planned(header):
+                    self.rewritten(reader, start, (
+                        f"the batch at the slice's start ends at offset {piece.start_entry}, as the offset index "
+                        f"entry there named when planned, but holds offsets {header.base_offset}.."
+                        f"{header.last_offset}, where the planned one started at offset {piece.slice_offsets[0]}"))
                 return start
             if self._rewritten_start(reader, segment, header, end):
                 return start
@@ -873,6 +886,19 @@ class _SliceDecoder:
         if region.end >= end:
             self.finished = True
         return min(region.end, end)
+
+    def _starts_as_planned(self, header) -> bool:
+        """Whether the slice's first batch (``header``, ending at the planned index entry's offset) starts at the
+        offset planning read there (:attr:`~kafkaseg.planning.SegmentSlice.slice_offsets`), when the slice reads
+        past the high watermark: a new generation's batch a truncation let in may end at the entry's offset and
+        start lower, at offsets an earlier slice returned from the old batches. True when that cannot be told (no
+        high watermark, a legacy batch, no planned offsets, or the slice starting the read's range, whose first
+        offset is the range's)."""
+        piece = self.piece
+        if piece.high_watermark is None or header.magic < 2 or piece.slice_offsets is None:
+            return True
+        first = piece.slice_offsets[0]
+        return first <= piece.start_offset or header.base_offset == first
 
     def _rewritten_start(self, reader: RandomAccessReader, segment: SegmentReader, header, end: int) -> bool:
         """Whether the slice's first batch (``header``, not ending at the planned index entry's offset) is a live
@@ -1009,6 +1035,8 @@ class _SliceDecoder:
                     if isinstance(problem, Problem) and problem.first_offset == unknown else problem
                     for problem in result.stats.problems]
             self.walked = result.last_offset > self.last_seen
+        if self.next_slice_offset is not None and result.last_offset >= self.next_slice_offset:
+            result = self._within_slice(reader, result, pos)
         self.last_seen = result.last_offset
         if result.stop == STOP_CORRUPT:
             self.resume_at = self._after_bad_framing(result, pos + result.stop_position, end)
@@ -1023,6 +1051,34 @@ class _SliceDecoder:
         self.metrics.output_batches += 1
         self.emitted = True
         return _record_batch(self.constants, result.columns, result.num_rows, self.schema)
+
+    def _within_slice(self, reader: RandomAccessReader, result, pos: int):
+        """``result`` (decoded at ``pos``) holds offsets at or past the next slice's first (``next_slice_offset``),
+        in a slice read past the high watermark: when the batch reaching them is a rewrite (:meth:`rewritten`: the
+        slice's bytes, planned to end below that offset, hold another generation's batches), ``result`` up to that
+        batch, the slice ending there; the next slice, read before the truncation, returned those offsets from the
+        old batches (or, read after it, judges its own start). Else ``result`` as it is. Error path only: one walk of
+        the decoded bytes' headers."""
+        try:
+            crossing = next((header for header in SegmentReader(self.piece.log_path, opened=reader).iter_headers(
+                pos, pos + result.consumed, max_batch_bytes=self.options.max_batch_bytes)
+                if header.last_offset >= self.next_slice_offset), None)
+        except KafkaSegError:
+            return result
+        if crossing is None or crossing.magic < 2:
+            return result
+        seen = self.last_seen
+        self.last_seen = max(seen, crossing.base_offset - 1)
+        if not self.rewritten(reader, crossing.position, (
+                f"the batch here holds offsets {crossing.base_offset}..{crossing.last_offset}, reaching offset "
+                f"{self.next_slice_offset}, the next slice's first when planned")):
+            self.last_seen = seen
+            return result
+        offsets = result.columns["offset"].to_numpy(zero_copy_only=False)
+        kept = int(np.searchsorted(offsets, crossing.base_offset))
+        result.stats.records -= result.num_rows - kept
+        return replace(result, columns={name: column.slice(0, kept) for name, column in result.columns.items()},
+                       num_rows=kept, last_offset=self.last_seen)
 
     def _without_gaps(self, result):
         """``result`` without the records whose offsets are in the slice's ``offset_gaps`` (not counted as
@@ -1189,7 +1245,7 @@ class _SliceDecoder:
         if not isinstance(err, CorruptDataError) or self.piece.high_watermark is None:
             raise err
         at = err.position
-        if at == pos and self.rewritten(reader, pos, err.detail, err):
+        if at == pos and self.rewritten(reader, pos, err.detail, crc_mismatch=isinstance(err, CrcMismatchError)):
             return None
         if at is None or not pos < at < pos + len(view):
             raise err
@@ -1201,7 +1257,34 @@ class _SliceDecoder:
             raise err
         return result
 
-    def rewritten(self, reader: RandomAccessReader, pos: int, problem: str, err: KafkaSegError | None = None) -> bool:
+    def lenient_mismatch(self, result, view, pos: int, end: int, reader: RandomAccessReader):
+        """Under ``onCorruption=skip``, after a decode of ``view`` (at ``pos``) that counted corrupt batches
+        (``result``): what :meth:`before_mismatch` does with the error a strict decode raises. None when the first
+        batch counted is at ``pos`` and a rewrite past the high watermark (:meth:`rewritten`, the same evidence: the
+        slice is finished), else the decode of the bytes before it when that may be one (the next decode starts at
+        it and is judged the same way), else ``result``: corruption, counted."""
+        piece = self.piece
+        hw = piece.high_watermark
+        if hw is None:
+            return result
+        mine = [problem for problem in result.stats.problems if problem[0] == piece.log_path and problem[1] >= pos]
+        if not mine:
+            return result
+        first = min(mine, key=lambda problem: problem[1])
+        at, what = first[1], first[2]
+        if at == pos:
+            return None if self.rewritten(reader, pos, what, crc_mismatch=what.startswith("CRC-32")) else result
+        known = getattr(first, "first_offset", None)
+        if (not pos < at < pos + len(view) or (known is not None and known < hw)
+                or not self._changed_since_planning(reader)):
+            return result
+        try:
+            before = self.decode(view[:at - pos], pos, end, reader)
+        except KafkaSegError:
+            return result
+        return before if before.consumed and not before.stats.corrupt_batches else result
+
+    def rewritten(self, reader: RandomAccessReader, pos: int, problem: str, *, crc_mismatch: bool = False) -> bool:
         """Whether the batch at ``pos`` that does not match the plan (``problem``: it runs past the slice's end,
         goes back, its framing is not a batch's) is a live broker's rewrite of the log past the high watermark: the
         slice reads past it (:attr:`~kafkaseg.planning.SegmentSlice.high_watermark`), every offset below it is
@@ -1210,8 +1293,9 @@ class _SliceDecoder:
         (never below the high watermark) cut the segment there and the new leader's batches took the same offsets
         in other bytes. Then the slice ends at ``pos``, reported (``rewritten_tails``, and a truncated tail): those
         records were never acknowledged, and the plan's bytes past there are gone. Else (False) the mismatch is
-        corruption, as before; so is ``err``, the decode's error, when it is a CRC mismatch a fresh read shows again
-        (:meth:`_crc_fails_as_read`, read only once the checks above hold)."""
+        corruption, as before; so is a CRC mismatch (``crc_mismatch``: the decode's error, or the problem a lenient
+        decode counted) that a fresh read shows again (:meth:`_crc_fails_as_read`, read only once the checks above
+        hold)."""
         piece = self.piece
         hw = piece.high_watermark
         if hw is None:
@@ -1221,7 +1305,7 @@ class _SliceDecoder:
             reached = max(reached, piece.start_entry)
         if reached < hw or not self._changed_since_planning(reader):
             return False
-        if err is not None and self._crc_fails_as_read(err, reader, pos):
+        if crc_mismatch and self._crc_fails_as_read(reader, pos):
             return False
         _report_tail(piece, self.metrics, pos, max(pos, min(piece.end_position, reader.size)))
         with self.metrics._lock:
@@ -1232,14 +1316,12 @@ class _SliceDecoder:
         self.finished = True
         return True
 
-    def _crc_fails_as_read(self, err: KafkaSegError, reader: RandomAccessReader, pos: int) -> bool:
-        """Whether ``err`` is a CRC mismatch at ``pos`` that a fresh read of the file shows again, in a batch that
+    def _crc_fails_as_read(self, reader: RandomAccessReader, pos: int) -> bool:
+        """Whether the CRC mismatch at ``pos`` is one a fresh read of the file shows again, in a batch that
         is not the file's last: bytes that stay corrupt with whole batches after them, which no truncation and
         rewrite explains (a rewrite leaves whole batches with their CRCs; only the append being written, the last
         batch, can fail one while read). Such a batch is corruption even past the high watermark of a file that
         changed (a live broker's segment grows all the time)."""
-        if not isinstance(err, CrcMismatchError):
-            return False
         from kafkaseg.wire.batch import V2_HEADER_SIZE, read_header
         from kafkaseg.wire.crc import crc_is_valid
 
@@ -1618,9 +1700,10 @@ class _SliceDecoder:
                         error = err
                     if mapping.faulted or reader.change_stamp() != stamp:
                         return pos  # decoded bytes that changed (or zeros where the file was cut): reread
-                    if error is not None:
-                        result = self.before_mismatch(error, view[pos - window_start:piece_end - window_start],
-                                                      pos, end, reader)
+                    if error is not None or result.stats.corrupt_batches:
+                        chunk = view[pos - window_start:piece_end - window_start]
+                        result = (self.before_mismatch(error, chunk, pos, end, reader) if error is not None else
+                                  self.lenient_mismatch(result, chunk, pos, end, reader))
                         if result is None:
                             break
                         if mapping.faulted or reader.change_stamp() != stamp:
@@ -1669,6 +1752,9 @@ class _SliceDecoder:
                                      lambda at: self._peek(chunk, buf_pos, filled, at, source))
             except KafkaSegError as err:
                 result = self.before_mismatch(err, view, pos, end, reader)
+            else:
+                if result.stats.corrupt_batches:
+                    result = self.lenient_mismatch(result, view, pos, end, reader)
             view.release()
             if result is None:
                 break

@@ -101,7 +101,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Offsets", "TOPIC_IDS", "LEADER_EPOCHS", "MicroBatchPlanner", "MicroBatchPlan", "rate_limit",
            "to_offsets", "from_offsets", "topic_ids_of", "leader_epochs_of", "divergence", "poll_micro_batches",
-           "follow"]
+           "follow", "stopped_at"]
 
 log = logging.getLogger("kafkaseg.streaming")
 
@@ -283,6 +283,21 @@ class MicroBatchPlan:
     #: the partitions whose offsets past the log end this plan says lost (high watermark and recovery point above
     #: it): the batch reads to the log end, or the stream stands there (:attr:`MicroBatchPlanner.standing_loss`)
     lost_past_end: dict[TopicPartition, str] = field(default_factory=dict)
+    #: filled by the reader: partitions whose read stopped short of ``ranges``' end, and the first offset it did
+    #: not return (a slice ended where a truncation past the high watermark rewrote the log: :func:`stopped_at`).
+    #: :func:`poll_micro_batches` starts their next batch there, not at the plan's end, so the new generation's
+    #: offsets between there and the plan's end are read, not skipped
+    read_to: dict[TopicPartition, int] = field(default_factory=dict)
+
+
+def stopped_at(piece, last_offset: int | None) -> int:
+    """The first offset a read of ``piece`` (a slice that ended at a rewritten tail: ``ScanMetrics.
+    rewritten_tails``) did not return: after ``last_offset``, the last it returned, else the slice's first offset.
+    At or below where the read really stopped (batches after the last record returned that hold none, control
+    batches or aborted ones, are read again), never above it."""
+    if last_offset is not None:
+        return last_offset + 1
+    return piece.slice_offsets[0] if piece.slice_offsets is not None else piece.start_offset
 
 
 class MicroBatchPlanner:
@@ -887,6 +902,17 @@ class MicroBatchPlanner:
                 ids[tp] = topic_id
         return to_offsets(positions, ids, marks)
 
+    def stopped_short(self, end: Offsets, read_to: Mapping[TopicPartition, int]) -> Offsets:
+        """``end`` with each partition in ``read_to`` at the offset given there when below its end (a read that
+        stopped short: :attr:`MicroBatchPlan.read_to`), its :data:`EpochMark` taken again below it."""
+        positions = from_offsets(end)
+        marks: dict[TopicPartition, EpochMark | None] = dict(leader_epochs_of(end))
+        for tp, offset in read_to.items():
+            if tp in positions and offset < positions[tp]:
+                positions[tp] = offset
+                marks[tp] = self._mark(self._pdirs[tp], offset) if tp in self._pdirs and offset > 0 else None
+        return to_offsets(positions, topic_ids_of(end), marks)
+
     def _mark(self, pdir: PartitionDir, position: int) -> EpochMark | None:
         """The :data:`EpochMark` below ``position`` in ``pdir``: None for a legacy batch or one without a leader
         epoch, or when no batch can be read there (recorded nothing, the stream goes on as without marks)."""
@@ -1001,7 +1027,7 @@ def poll_micro_batches(planner: MicroBatchPlanner, start: Offsets | None = None,
             plan.data_loss[:0] = [words for _, words in standing]
             plan.lost_past_end.update(standing)
             yield plan
-            position = end
+            position = planner.stopped_short(end, plan.read_to) if plan.read_to else end
             idle_since = time.monotonic()
             continue
         if standing:
@@ -1042,9 +1068,18 @@ def follow(path: str | Sequence[str], *, poll_interval: float = 0.5, idle_timeou
                 logged.add(decision)
                 log.warning("%s", decision.describe())
         for piece in plan.scan.slices if plan.scan is not None else ():
+            key = (piece.topic, piece.partition)
+            if key in plan.read_to:
+                continue  # (after a rewritten tail: read by the next batch, from where the read stopped)
             read = ScanMetrics()  # this slice's, so that each skip is logged once with its file and byte
+            last = None
             try:
-                yield from read_slice(piece, read_options, read)
+                for batch in read_slice(piece, read_options, read):
+                    if batch.num_rows:
+                        last = batch.column("offset")[batch.num_rows - 1].as_py()
+                    yield batch
+                if read.rewritten_tails:  # (a truncation past the high watermark rewrote the log: see consume)
+                    plan.read_to[key] = stopped_at(piece, last)
             finally:
                 # (a corrupt batch read from another copy: the chosen copy needs looking at, as the Spark reader
                 # and consume say)

@@ -57,9 +57,9 @@ def _truncate_and_rewrite(log: Path, target: int, count: int, size: int) -> None
             f.write(_batch(first, count, 1, size).data)
 
 
-def _read(root, split_size: int, rewrite, read_mode: str = "pread"):
+def _read(root, split_size: int, rewrite, read_mode: str = "pread", on_corruption: str = "fail"):
     options = ReadOptions.from_options({"upperBound": "logEndOffset", "splitSize": split_size,
-                                        "readMode": read_mode})
+                                        "readMode": read_mode, "onCorruption": on_corruption})
     slices = plan_scan(str(root), options).slices
     rewrite()
     metrics = ScanMetrics()
@@ -77,12 +77,17 @@ def _check_rows(rows):
     assert all(v.startswith(b"g0-") for o, v in rows if o < HW)
 
 
+@pytest.mark.parametrize("on_corruption", ["fail", "skip"])
 @pytest.mark.parametrize("read_mode", ["pread", "auto"])
 @pytest.mark.parametrize("split_size", [1 << 30, 2000], ids=["one-slice", "split"])
 @pytest.mark.parametrize("count,size", [(7, 90), (3, 20)], ids=["bigger-batches", "smaller-batches"])
-def test_a_tail_rewritten_past_the_high_watermark_ends_the_read_there(live, read_mode, split_size, count, size):
+def test_a_tail_rewritten_past_the_high_watermark_ends_the_read_there(live, read_mode, split_size, count, size,
+                                                                     on_corruption):
+    """Also under onCorruption=skip: the same evidence makes the rewritten bytes a rewritten tail, not corrupt
+    batches skipped (they were counted as corrupt: found in review)."""
     root, log = live
-    slices, rows, metrics = _read(root, split_size, lambda: _truncate_and_rewrite(log, 150, count, size), read_mode)
+    slices, rows, metrics = _read(root, split_size, lambda: _truncate_and_rewrite(log, 150, count, size), read_mode,
+                                  on_corruption)
     _check_rows(rows)
     assert metrics.decode.corrupt_batches == 0
     if count > 5 or len(slices) > 1:  # (smaller batches in one slice: the new generation is read, consistent)
@@ -149,12 +154,14 @@ def test_an_unchanged_file_past_the_high_watermark_stays_an_error(live):
         _read(root, 1 << 30, lambda: None)
 
 
+@pytest.mark.parametrize("on_corruption", ["fail", "skip"])
 @pytest.mark.parametrize("read_mode", ["pread", "auto"])
-def test_a_crc_mismatch_past_the_high_watermark_of_a_growing_file_stays_an_error(live, read_mode):
+def test_a_crc_mismatch_past_the_high_watermark_of_a_growing_file_stays_an_error(live, read_mode, on_corruption):
     """A batch past the high watermark whose bytes fail their CRC, with whole batches after it, while the broker
     appends after planning (the file changed, as a live segment always does): a fresh read shows the same failing
     bytes, which no truncation and rewrite leaves, so it is corruption (the read returned 150 rows and called the
-    rest a rewritten tail, found in review)."""
+    rest a rewritten tail, found in review). Under onCorruption=skip the batch is skipped as corrupt, the read
+    going on after it."""
     root, log = live
     data = bytearray(log.read_bytes())
     at = next(h for h in iter_headers(bytes(data)) if h.base_offset == 150).position
@@ -167,8 +174,13 @@ def test_a_crc_mismatch_past_the_high_watermark_of_a_growing_file_stays_an_error
         with open(log, "ab") as f:
             f.write(_batch(200, 5, 0, 40).data)
 
-    with pytest.raises(CrcMismatchError, match="offset 150"):
-        _read(root, 1 << 30, append, read_mode)
+    if on_corruption == "fail":
+        with pytest.raises(CrcMismatchError, match="offset 150"):
+            _read(root, 1 << 30, append, read_mode)
+        return
+    _, rows, metrics = _read(root, 1 << 30, append, read_mode, on_corruption)
+    assert metrics.decode.corrupt_batches == 1 and not metrics.rewritten_tails
+    assert [o for o, _ in rows] == [*range(150), *range(155, 200)]
 
 
 def test_consume_to_log_end_never_prints_an_offset_twice_when_the_log_goes_back(live):
@@ -200,3 +212,154 @@ def test_consume_to_log_end_never_prints_an_offset_twice_when_the_log_goes_back(
     assert next(writes, None) is None  # both writes were polled
     assert offsets == list(range(235)), err.getvalue()
     assert "not printed again" in err.getvalue()
+
+
+def _rewrite_before_the_first_read(monkeypatch, log: Path) -> None:
+    """The truncation at 150 and the new leader's 7-record batches (150..219) happen once, after planning, just
+    before the first slice is read (``kafkaseg.scan.read_slice``, which consume and follow call)."""
+    import kafkaseg.scan
+
+    real = kafkaseg.scan.read_slice
+    rewrites = iter([lambda: _truncate_and_rewrite(log, 150, 7, 90)])
+
+    def read_slice(piece, *args, **kwargs):
+        rewrite = next(rewrites, None)
+        if rewrite is not None:
+            rewrite()
+        return real(piece, *args, **kwargs)
+
+    monkeypatch.setattr(kafkaseg.scan, "read_slice", read_slice)
+
+
+@pytest.mark.parametrize("split_size", [1 << 30, 2000], ids=["one-slice", "split"])
+def test_consume_to_log_end_goes_on_from_where_a_rewritten_slice_stopped(live, monkeypatch, split_size):
+    """The truncation at 150 and the new leader's bigger batches (150..219) land after the first poll planned the
+    log to 200 and before its read: the read ends where the new batches no longer match the plan (below 200), and
+    the next poll goes on from there, not from the plan's end, so every offset is printed once, none skipped (the
+    offsets between the rewrite and 200 were never printed: found in review)."""
+    root, log = live
+    _rewrite_before_the_first_read(monkeypatch, log)
+    stream_options = consume._stream_options
+    monkeypatch.setattr(consume, "_stream_options", lambda *a: {**stream_options(*a), "splitSize": split_size})
+    args = build_parser().parse_args(["consume", "--data-dir", str(root), "--topic", "t", "--from-beginning",
+                                      "--to-log-end", "--follow", "--timeout-ms", "300", "--poll-ms", "1",
+                                      "--property", "print.offset=true", "--property", "print.value=true"])
+    out, err = io.BytesIO(), io.StringIO()
+    assert consume.run(args, out, err, sleep=lambda _s: None) == 0
+    rows = [line.split(b"\t") for line in out.getvalue().splitlines()]
+    offsets = [int(offset.split(b":")[1]) for offset, _ in rows]
+    assert offsets == list(range(220)), err.getvalue()
+    assert all(value.startswith(b"g1-") for (o, value) in zip(offsets, (v for _, v in rows)) if o >= 150)
+    assert "high watermark" in err.getvalue()
+
+
+def test_follow_goes_on_from_where_a_rewritten_slice_stopped(live, monkeypatch):
+    """kafkaseg.follow past the high watermark, the same interleaving as consume's above: each offset once."""
+    from kafkaseg.streaming import follow
+
+    root, log = live
+    _rewrite_before_the_first_read(monkeypatch, log)
+    metrics = ScanMetrics()
+    rows = []
+    for batch in follow(str(root), startingOffsets="earliest", upperBound="logEndOffset", idle_timeout=0.3,
+                        poll_interval=0.001, sleep=lambda _s: None, metrics=metrics):
+        rows += zip(batch.column("offset").to_pylist(), batch.column("value").to_pylist())
+    assert [o for o, _ in rows] == list(range(220))
+    assert all(v.startswith(b"g1-") for o, v in rows if o >= 150)
+    assert metrics.rewritten_tails
+
+
+def _rewrite_ending_at_entry(log: Path, target: int, position: int, entry: int) -> None:
+    """Truncate at offset ``target``, write a first new batch of two records ending exactly at ``position`` (a
+    planned slice start), then one batch of the offsets from there to ``entry`` (the index entry the slice starts
+    at), so that the batch at ``position`` ends at the entry's offset as planned but starts lower."""
+    _rewrite_aligned_at(log, target, position)
+    with open(log, "r+b") as f:
+        f.truncate(position)
+        f.seek(position)
+        f.write(_batch(target + 2, entry - target - 1, 1, 10).data)
+        f.write(_batch(entry + 1, 5, 1, 40).data)
+
+
+@pytest.mark.parametrize("read_mode", ["pread", "auto"])
+def test_a_rewritten_batch_ending_at_a_slice_start_entry_returns_no_offset_twice(live, read_mode):
+    """As above, but the new generation's batch at the last slice's start ends at the offset the index entry
+    there names (as the planned one did) while starting lower: taken as the planned batch, it returned offsets
+    the earlier slices had returned from the old generation (found in review)."""
+    root, log = live
+    options = ReadOptions.from_options({"upperBound": "logEndOffset", "splitSize": 2000, "readMode": read_mode})
+    slices = plan_scan(str(root), options).slices
+    last = slices[-1]
+    assert len(slices) > 2 and last.start_entry is not None and last.start_entry > 160
+    metrics = ScanMetrics()
+    rows = []
+    for i, piece in enumerate(slices):
+        if i == len(slices) - 1:
+            _rewrite_ending_at_entry(log, 150, piece.start_position, piece.start_entry)
+            header = next(h for h in iter_headers(log.read_bytes()) if h.position == piece.start_position)
+            assert header.last_offset == piece.start_entry and header.base_offset < last.slice_offsets[0]
+        for batch in read_slice(piece, options, metrics):
+            rows += zip(batch.column("offset").to_pylist(), batch.column("value").to_pylist())
+    _check_rows(rows)
+    assert metrics.rewritten_tails and metrics.rewritten_tails[0][1] == last.start_position
+
+
+def _exact_batches(first: int, nbytes: int) -> tuple[bytes, int]:
+    """New-generation batches from offset ``first`` of small records filling exactly ``nbytes`` (more offsets per
+    byte than the old ones), and the offset after them."""
+    out = b""
+    while nbytes - len(out) > 600:
+        out += _batch(first, 5, 1, 0).data
+        first += 5
+    rest = nbytes - len(out)
+    def two(big: int, small: int) -> bytes:
+        return build_batch_v2([Record(offset=first + i, timestamp=1000 + first + i, key=b"k%d" % (first + i),
+                                      value=b"g1-" + b"x" * n) for i, n in enumerate((big, small))]).data
+    big = 0
+    while len(two(big, 0)) < rest - 2:
+        big += 1
+    return out + next(b for b in (two(big, small) for small in range(4)) if len(b) == rest), first + 2
+
+
+@pytest.mark.parametrize("read_mode", ["pread", "auto"])
+def test_a_slice_read_after_a_rewrite_returns_no_offset_of_the_next_slice(live, read_mode):
+    """Slices read out of order (as Spark's tasks may be): the last slice before the truncation, the one before
+    it after. The new generation's batches from that slice's start (the planned batch there, then smaller ones)
+    end exactly at the slice's planned end, holding offsets the last slice had returned from the old batches: the
+    slice stops at the batch reaching them (a rewritten tail), never returning one of them twice."""
+    root, log = live
+    options = ReadOptions.from_options({"upperBound": "logEndOffset", "splitSize": 2000, "readMode": read_mode})
+    slices = plan_scan(str(root), options).slices
+    a, b = slices[-2], slices[-1]
+    assert len(slices) > 2 and a.slice_offsets[0] >= HW and a.start_entry == a.slice_offsets[0] + 4
+    metrics = ScanMetrics()
+    rows = []
+    for piece in [*slices[:-2], b, a]:
+        if piece is a:
+            time.sleep(0.05)
+            with open(log, "r+b") as f:
+                f.truncate(a.start_position)
+                f.seek(a.start_position)
+                first = _batch(a.slice_offsets[0], 5, 1, 40).data
+                rest, after = _exact_batches(a.slice_offsets[0] + 5, a.end_position - a.start_position - len(first))
+                assert after > b.slice_offsets[0]
+                f.write(first + rest + _batch(after, 5, 1, 40).data)
+        for batch in read_slice(piece, options, metrics):
+            rows += zip(batch.column("offset").to_pylist(), batch.column("value").to_pylist())
+    offsets = [o for o, _ in rows]
+    assert len(offsets) == len(set(offsets)), "an offset returned twice"
+    assert set(range(b.slice_offsets[0], 200)) <= set(offsets)
+    assert metrics.rewritten_tails and metrics.rewritten_tails[-1][0] == str(log)
+
+
+def test_under_skip_a_mismatch_below_the_high_watermark_stays_corruption(live):
+    """onCorruption=skip: the rewrite at offset 50, below the high watermark, is skipped corruption there, no tail
+    (a later slice whose planned start is past the high watermark still judges its own start, as in a strict
+    read)."""
+    root, log = live
+    cut = next(h for h in iter_headers(log.read_bytes()) if h.base_offset == 50).position
+    _, rows, metrics = _read(root, 2000, lambda: _truncate_and_rewrite(log, 50, 7, 90), on_corruption="skip")
+    assert metrics.decode.corrupt_batches
+    assert not any(at <= cut for _, at, _ in metrics.rewritten_tails)
+    assert [o for o, _ in rows][:50] == list(range(50))
+

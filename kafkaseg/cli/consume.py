@@ -779,7 +779,7 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
     """Print records as ``args`` ask (see the module docstring); returns the exit status."""
     from kafkaseg.options import ReadOptions
     from kafkaseg.scan import ScanMetrics, read_slice
-    from kafkaseg.streaming import MicroBatchPlanner, from_offsets, poll_micro_batches
+    from kafkaseg.streaming import MicroBatchPlanner, from_offsets, poll_micro_batches, stopped_at
 
     out = WholeWrites(out if out is not None else _stdout_unbuffered())
     err = err if err is not None else sys.stderr
@@ -947,11 +947,22 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
             for decision in (plan.scan.report.lenient if plan.scan is not None else ()):
                 lenient.setdefault(decision, False)
             for piece in (plan.scan.slices if plan.scan is not None else ()):
+                key = (piece.topic, piece.partition)
+                if key in plan.read_to:
+                    continue  # (after a rewritten tail: read by the next batch, from where the read stopped)
+                rewritten, last = len(metrics.rewritten_tails), None
                 for batch in read(piece):
+                    if batch.num_rows:
+                        last = batch.column("offset")[batch.num_rows - 1].as_py()
                     if args.to_log_end:
                         batch = printed_once(batch)
                     if emit(batch):
                         return status()
+                if len(metrics.rewritten_tails) > rewritten:
+                    # the slice ended where a truncation past the high watermark rewrote the log: the next batch
+                    # reads the partition again from there (the new generation's records up to the plan's end
+                    # would be skipped), and this batch reads no more of it
+                    plan.read_to[key] = stopped_at(piece, last)
             out.flush()
             if args.follow:  # said as they are met, not only when a follow ends
                 _report_lenient(lenient, err)
