@@ -1273,7 +1273,9 @@ class _SliceDecoder:
         first = min(mine, key=lambda problem: problem[1])
         at, what = first[1], first[2]
         if at == pos:
-            return None if self.rewritten(reader, pos, what, crc_mismatch=what.startswith("CRC-32")) else result
+            error = getattr(first, "error", None)
+            crc_mismatch = error is not None and issubclass(error, CrcMismatchError)
+            return None if self.rewritten(reader, pos, what, crc_mismatch=crc_mismatch) else result
         known = getattr(first, "first_offset", None)
         if (not pos < at < pos + len(view) or (known is not None and known < hw)
                 or not self._changed_since_planning(reader)):

@@ -1472,7 +1472,7 @@ cdef class _Decoder:
         problems = self.stats.problems
         if len(problems) < MAX_PROBLEMS:
             problems.append(Problem(self.path, self.base_position + frame.position, frame.message, nbytes,
-                                    None if last_seen == INT64_MIN else last_seen + 1))
+                                    None if last_seen == INT64_MIN else last_seen + 1, error=frame.cls))
 
 
 def decode(buf, req):

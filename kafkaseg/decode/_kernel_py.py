@@ -340,7 +340,7 @@ def _note(stats: DecodeStats, req: DecodeRequest, frame: _Frame, nbytes: int, la
     ``last_seen`` (the offsets it makes unreadable start after it; where they end the scan finds)."""
     if len(stats.problems) < MAX_PROBLEMS:
         stats.problems.append(Problem(req.path, req.base_position + frame.position, frame.message, nbytes,
-                                      None if last_seen == INT64_MIN else last_seen + 1))
+                                      None if last_seen == INT64_MIN else last_seen + 1, error=frame.cls))
 
 
 def _located(req: DecodeRequest, frame: _Frame) -> CorruptDataError:

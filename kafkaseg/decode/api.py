@@ -85,20 +85,23 @@ class Problem(_Where):
     as attributes: ``bytes`` skipped from ``position``, and the offsets ``[first_offset, end_offset)`` it made
     unreadable (from the offset after the last readable batch before it to the first offset of the readable batch
     after it; either None when the read did not see one). A corrupt batch's own header is not trusted for them: the
-    CRC does not cover its base offset. :meth:`as_list` is its JSON form, :meth:`from_list` reads it back."""
+    CRC does not cover its base offset. ``error``: the :class:`~kafkaseg.errors.KafkaSegError` class a strict read
+    raises there (a decoder's problem; None otherwise, and in the JSON form, which leaves it out). :meth:`as_list`
+    is its JSON form, :meth:`from_list` reads it back."""
 
     bytes: int | None
     first_offset: int | None
     end_offset: int | None
+    error: type | None
 
     def __new__(cls, path: str | None, position: int, what: str, bytes: int | None = None,  # noqa: A002
-                first_offset: int | None = None, end_offset: int | None = None):
+                first_offset: int | None = None, end_offset: int | None = None, *, error: type | None = None):
         self = super().__new__(cls, path, position, what)
-        self.bytes, self.first_offset, self.end_offset = bytes, first_offset, end_offset
+        self.bytes, self.first_offset, self.end_offset, self.error = bytes, first_offset, end_offset, error
         return self
 
     def _replace(self, **changes) -> "Problem":
-        return Problem(**{**self.as_dict(), **changes})
+        return Problem(**{**self.as_dict(), "error": self.error, **changes})
 
     def as_dict(self) -> dict:
         return {"path": self.path, "position": self.position, "what": self.what, "bytes": self.bytes,
