@@ -444,15 +444,12 @@ def _describe(capsys, root):
     return code, part
 
 
-def test_describe_loads_each_offset_index_once_for_its_rolled_cut_checks(tmp_path, capsys, monkeypatch):
-    """describe's rolled-cut checks (layout.rolled_cut_of of each rolled segment below the recovery point) take the
-    offset index describe loaded for the segment's row, not a second load of each .index file."""
+def _count_index_loads(monkeypatch):
+    """A Counter of OffsetIndex.load calls by path, from now on."""
     from collections import Counter
 
     from kafkaseg.storage.offset_index import OffsetIndex
-    from tests.lost_tail_data import write_whole
 
-    write_whole(tmp_path)  # segments 0, 125, 250; recovery point 300: both rolled segments are checked
     loads, load = Counter(), OffsetIndex.load.__func__
 
     def counted(cls, path, *args, **kwargs):
@@ -460,10 +457,58 @@ def test_describe_loads_each_offset_index_once_for_its_rolled_cut_checks(tmp_pat
         return load(cls, path, *args, **kwargs)
 
     monkeypatch.setattr(OffsetIndex, "load", classmethod(counted))
+    return loads
+
+
+def test_describe_loads_each_offset_index_once_for_its_rolled_cut_checks(tmp_path, capsys, monkeypatch):
+    """describe's rolled-cut checks (layout.rolled_cut_of of each rolled segment below the recovery point) take the
+    offset index describe loaded for the segment's row, not a second load of each .index file."""
+    from tests.lost_tail_data import write_whole
+
+    write_whole(tmp_path)  # segments 0, 125, 250; recovery point 300: both rolled segments are checked
+    loads = _count_index_loads(monkeypatch)
     code, part = _describe(capsys, tmp_path)
     assert code == 0 and not part["errors"], part
     rolled = [str(tmp_path / "t-0" / f"{base:020d}.index") for base in (0, 125)]
     assert [loads[path] for path in rolled] == [1, 1], loads
+
+
+def test_describe_opens_each_rolled_offset_index_once(tmp_path, capsys, monkeypatch):
+    """describe's rolled-cut checks pass a rolled segment whose batches reach the next base on the last entry of
+    the offset index describe loaded for its row (layout._batches_reach): each rolled .index file is opened once
+    (it was loaded for the row, then opened again to probe its last entry)."""
+    from collections import Counter
+
+    import kafkaseg.storage.fs as fs
+    from tests.lost_tail_data import write_whole
+
+    write_whole(tmp_path)  # segments 0, 125, 250; recovery point 300: both rolled segments are checked
+    opens, init = Counter(), fs.RandomAccessReader.__init__
+
+    def counted(self, path, *args, **kwargs):
+        opens[str(path)] += 1
+        init(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(fs.RandomAccessReader, "__init__", counted)
+    code, part = _describe(capsys, tmp_path)
+    assert code == 0 and not part["errors"], part
+    rolled = [str(tmp_path / "t-0" / f"{base:020d}.index") for base in (0, 125)]
+    assert [opens[path] for path in rolled] == [1, 1], opens
+
+
+def test_describe_loads_the_active_offset_index_once(tmp_path, capsys, monkeypatch):
+    """describe's log end (layout.partition_log_end_offset) and its check for an append in progress
+    (layout.unacknowledged_append) start their walks from the active segment's offset index as describe loaded it
+    for the segment's row: one load of the newest .index, not three (a high watermark at the log end: nothing is
+    looked for past it)."""
+    from tests.lost_tail_data import write_whole
+
+    write_whole(tmp_path)  # segments 0, 125, 250; log end 300
+    (tmp_path / "replication-offset-checkpoint").write_text("0\n1\nt 0 300\n")
+    loads = _count_index_loads(monkeypatch)
+    code, part = _describe(capsys, tmp_path)
+    assert code == 0 and not part["errors"] and part["logEndOffset"] == 300, part
+    assert loads[str(tmp_path / "t-0" / f"{250:020d}.index")] == 1, loads
 
 
 def test_offsets_max_timestamp_loads_no_offset_index_of_rolled_segments_whose_batches_reach_the_next_base(
@@ -471,20 +516,11 @@ def test_offsets_max_timestamp_loads_no_offset_index_of_rolled_segments_whose_ba
     """offsets -3 asks layout.rolled_cut_of of every rolled segment below the recovery point: one whose batches,
     walked from its offset index's last entry (probed, not loaded), reach the next segment's base has no gap after
     it, so none of its index files is loaded for the rolled-cut check (benchmarks/bench_tools.py)."""
-    from collections import Counter
-
-    from kafkaseg.storage.offset_index import OffsetIndex
     from tests.lost_tail_data import write_whole
 
     write_whole(tmp_path)  # segments 0, 125, 250; recovery point 300
     (tmp_path / "replication-offset-checkpoint").write_text("0\n1\nt 0 300\n")
-    loads, load = Counter(), OffsetIndex.load.__func__
-
-    def counted(cls, path, *args, **kwargs):
-        loads[str(path)] += 1
-        return load(cls, path, *args, **kwargs)
-
-    monkeypatch.setattr(OffsetIndex, "load", classmethod(counted))
+    loads = _count_index_loads(monkeypatch)
     code, out, err = _offsets(capsys, tmp_path, "--time", "-3")
     assert code == 0 and out.startswith("t:0:") and err == "", (out, err)
     rolled = [str(tmp_path / "t-0" / f"{base:020d}.index") for base in (0, 125)]
@@ -501,6 +537,8 @@ def test_rolled_cut_of_answers_as_the_full_walk_does_with_its_shortcut(tmp_path,
     import random
 
     import kafkaseg.storage.layout as layout
+    from kafkaseg.errors import KafkaSegError
+    from kafkaseg.storage.offset_index import OffsetIndex
     from kafkaseg.testing import TopicSpec, write_data_dir
 
     rng, shortcut, judged = random.Random(seed), layout._batches_reach, 0
@@ -528,15 +566,20 @@ def test_rolled_cut_of_answers_as_the_full_walk_does_with_its_shortcut(tmp_path,
         log_end = rng.choice([None, 10 ** 6, rng.randint(0, 300)])
         for i in range(len(pdir.segments) - 1):
             answers = []
-            for judge in (shortcut, lambda *args, **kwargs: False):
+            seg = pdir.segments[i]
+            try:  # (as describe loads it for the segment's row, and passes it)
+                loaded = OffsetIndex.load(seg.index_path, seg.base_offset) if seg.index_path else None
+            except KafkaSegError:
+                loaded = None
+            for judge, offset_index in ((shortcut, None), (shortcut, loaded), (lambda *args, **kwargs: False, None)):
                 monkeypatch.setattr(layout, "_batches_reach", judge)
                 try:
-                    cut = layout.rolled_cut_of(pdir, i, log_end=log_end)
+                    cut = layout.rolled_cut_of(pdir, i, log_end=log_end, offset_index=offset_index)
                     answers.append(None if cut is None else (cut.position, cut.first_offset, cut.end_offset,
                                                              cut.message))
                 except Exception as err:  # (the same error either way)
                     answers.append((type(err).__name__, str(err)))
-            assert answers[0] == answers[1], (trial, i, answers)
+            assert answers[0] == answers[1] == answers[2], (trial, i, answers)
             judged += 1
     assert judged > 20
 

@@ -283,6 +283,29 @@ def test_an_all_zero_first_entry_before_unwritten_space_is_no_entry(tmp_path):
         assert len(ProbedIndex(str(path), kind, 100, None, LookupStats())) == 0
 
 
+def test_a_probed_index_reads_its_first_and_last_entries_once(tmp_path):
+    """Opening a ProbedIndex checks its first and last entries (the tail rule, the sanity checks): one positioned
+    read each, and last() after that reads nothing (it read its last entry twice on open, and a third time for
+    last(): layout's rolled-segment checks open one per segment)."""
+    from kafkaseg.lookup import LookupStats
+    from kafkaseg.storage.probed_index import ProbedIndex
+
+    path = tmp_path / "five.index"
+    path.write_bytes(b"".join(struct.pack(">ii", rel, 100 * rel) for rel in range(1, 6)))
+    stats = LookupStats()
+    index = ProbedIndex(str(path), "offset", 1000, None, stats)
+    assert (len(index), stats.index_entries) == (5, 2)
+    assert index.last() == (1005, 500) and index.get(0) == (1001, 100) and stats.index_entries == 2
+    assert index.floor(1003) == (1003, 300)
+    index.close()
+    lone = tmp_path / "one.index"
+    lone.write_bytes(struct.pack(">ii", 3, 0))
+    stats = LookupStats()
+    index = ProbedIndex(str(lone), "offset", 1000, None, stats)
+    assert (index.last(), stats.index_entries) == ((1003, 0), 1)
+    index.close()
+
+
 # -- rebuild_indexes against LogSegment.recover's loop ------------------------------------------------------------
 
 def _recover_loop(reader, base_offset, interval_bytes, *, max_batch_bytes, on_corruption):

@@ -1031,3 +1031,74 @@ def test_log_files_given_one_by_one_list_their_folder_once(tmp_path, monkeypatch
     shutil.copy(logs[0], folder / "restored.log")  # a copy of the first segment: two files for offset 0
     with pytest.raises(LayoutError, match="both start at offset 0"):
         discover([*logs, str(folder / "restored.log")])
+
+
+def _zero_tailed(root, case: str):
+    """A partition whose active segment ends in zeros (a broker's preallocated file): after whole batches
+    ("zeros"), after an append's first bytes ("partial"), or after a batch whose CRC fails ("torn"); its .index's
+    last entry at a batch ("indexed"), inside the zeros ("entry in zeros"), inside a batch ("entry mid-batch") or no
+    .index ("no index")."""
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+
+    writer = PartitionWriter(root / "t-0", index_interval_bytes=300, write_snapshots=False)
+    for n in range(12):
+        writer.append(build_batch_v2([Record(n * 3 + j, 1_000 + n * 3 + j, b"k", b"v" * 40) for j in range(3)]))
+    log = writer.close()
+    active = root / "t-0" / log.segments[-1].log_path.name
+    data = active.read_bytes()
+    extra = build_batch_v2([Record(36 + j, 2_000 + j, b"k", b"v" * 40) for j in range(3)]).data
+    if case.startswith("partial"):
+        data += extra[:20]
+    elif case.startswith("torn"):
+        data += extra[:-1] + bytes([extra[-1] ^ 1])
+    active.write_bytes(data + b"\0" * 4096)
+    index = active.with_suffix(".index")
+    if case.endswith("no index"):
+        index.unlink()
+    elif case.endswith("entry in zeros"):
+        index.write_bytes(index.read_bytes() + struct.pack(">ii", 40, len(data) + 100))
+    elif case.endswith("entry mid-batch"):
+        index.write_bytes(index.read_bytes() + struct.pack(">ii", 35, len(data) - 30))
+    return active
+
+
+@pytest.mark.parametrize("case", [f"{tail} {index}" for tail in ("zeros", "partial", "torn")
+                                  for index in ("indexed", "entry in zeros", "entry mid-batch", "no index")])
+def test_the_headers_before_zeros_are_walked_once_for_the_log_end(tmp_path, monkeypatch, case):
+    """find_log_end's offset before a zero-filled tail (layout._offset_before_zeros) and its torn-append check
+    (segment.torn_before_zeros) take the last batch zero_filled_tail walked on its way to the zeros, when that walk
+    started where theirs would: no second and third walk of the same headers (each walked them again, up to the
+    zeros' byte). Every answer is the one of those walks."""
+    import kafkaseg.storage.layout as layout
+    import kafkaseg.storage.segment as segment
+
+    active = _zero_tailed(tmp_path, case)
+    (pdir,) = discover(str(tmp_path / "t-0"))
+    index = active.with_suffix(".index")
+    last_entry = struct.unpack(">ii", index.read_bytes()[-8:])[1] if index.exists() else 0
+    walks, iter_headers = [], segment.SegmentReader.iter_headers
+
+    def counted(self, start=0, end=None, **kwargs):
+        walks.append((self.path, start, end))
+        return iter_headers(self, start, end, **kwargs)
+
+    monkeypatch.setattr(segment.SegmentReader, "iter_headers", counted)
+    answers, shortcut, torn = [], layout._offset_before_zeros, segment.torn_before_zeros
+    for judge in (shortcut, lambda *args: shortcut(*args[:6])):
+        monkeypatch.setattr(layout, "_offset_before_zeros", judge)
+        if judge is not shortcut:  # (and the torn-append check walks again too)
+            monkeypatch.setattr(segment, "torn_before_zeros", lambda *args, zero_walk=None, **kw: torn(*args, **kw))
+        for lenient, index_start in ((False, None), (True, None), (False, lambda: last_entry),
+                                     (True, lambda: last_entry)):  # (planning's: from the last index entry)
+            del walks[:]
+            try:
+                found = layout.find_log_end(pdir, lenient=lenient, index_start=index_start)
+                answers.append((found.offset, found.position, found.clean, found.notes))
+            except Exception as err:  # (the same error either way)
+                answers.append((type(err).__name__, str(err)))
+            if judge is shortcut:  # (the walks again were up to an explicit end, the zeros' byte, from its start)
+                mine = [w for w in walks if w[0] == str(active)]
+                again = [w for n, w in enumerate(mine) if w[2] is not None
+                         and w[1] == [v for v in mine[:n] if v[2] is None][-1][1]]
+                assert again == [], walks
+    assert answers[:4] == answers[4:], answers

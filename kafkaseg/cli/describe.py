@@ -187,16 +187,19 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
     try:
         from kafkaseg.storage.layout import partition_log_end_offset, unacknowledged_append
 
-        if partial is None:
-            desc.log_end_offset = partition_log_end_offset(pdir)
-            torn = unacknowledged_append(pdir) if desc.log_end_offset is not None else None
+        if partial is None:  # (the active segment's offset index as loaded for its row: where both walks start)
+            active_index = offset_indexes[-1] if offset_indexes else None
+            desc.log_end_offset = partition_log_end_offset(pdir, offset_index=active_index)
+            torn = (unacknowledged_append(pdir, offset_index=active_index) if desc.log_end_offset is not None
+                    else None)
             if torn is not None:  # as planning and lookups end the log
                 desc.log_end_offset = torn.base_offset
                 desc.notes.append(f"the active segment's last batch ({torn.base_offset}..{torn.last_offset}) fails "
                                   "its CRC with only zeros after it: an append in progress (log.preallocate), not "
                                   f"counted; log end offset {torn.base_offset}")
         if pdir.snapshot_paths or desc.transactional:
-            desc.last_stable_offset = last_stable_offset(pdir, log_end=desc.log_end_offset)
+            desc.last_stable_offset = last_stable_offset(pdir, log_end=desc.log_end_offset,
+                                                         offset_indexes=offset_indexes if partial is None else None)
         elif desc.log_end_offset is not None:  # no transaction can be open: the bound itself (UnifiedLog)
             desc.last_stable_offset = broker_high_watermark(pdir.high_watermark, desc.log_start_offset,
                                                             desc.log_end_offset)

@@ -687,23 +687,36 @@ def _lost_newest_segment(regular: dict, valid_swaps: dict, segments: list, by_na
 def _last_entry_offset(path: str, kind: str, base_offset: int, filesystem) -> int | None:
     """The offset of the last entry of the ``.index`` (``kind`` "index") or ``.timeindex`` at ``path`` of a segment
     at ``base_offset``; None when it has none or cannot be read."""
-    from types import SimpleNamespace
-
     from kafkaseg.errors import CorruptIndexError
-    from kafkaseg.storage.probed_index import ProbedIndex
 
-    stats = SimpleNamespace(files_opened=0, index_entries=0, index_bytes=0)
-    probe = "offset" if kind == "index" else "time"
     try:
-        index = ProbedIndex(path, probe, base_offset, filesystem, stats, None, None)
+        last = probed_last_entry(path, None, "offset" if kind == "index" else "time", base_offset, filesystem)
     except (LayoutError, CorruptIndexError):
         return None
+    return None if last is None else int(last[0 if kind == "index" else 1])
+
+
+def probed_last_entry(path: str, window: tuple[int, int] | None, kind: str, base_offset: int,
+                      filesystem) -> tuple[int, int] | None:
+    """The last entry of the index of ``kind`` ("offset": ``(offset, position)``; "time": ``(timestamp,
+    offset)``) at ``path`` (``window``: see :func:`~kafkaseg.storage._index_file.index_location`) of a segment at
+    ``base_offset``, probed in place (:class:`~kafkaseg.storage.probed_index.ProbedIndex`: an open and a few
+    positioned reads, no load); None when it has no entry. Raises what the probe raises (``LayoutError``,
+    ``CorruptIndexError``) for a file that cannot be read or cannot be its segment's index: each caller says what
+    that means to it."""
+    from kafkaseg.storage.probed_index import ProbedIndex
+
+    index = ProbedIndex(path, kind, base_offset, filesystem, _uncounted_stats(), None, window)
     try:
-        return int(index.last()[0 if probe == "offset" else 1]) if len(index) else None
-    except KafkaSegError:
-        return None
+        return index.last() if index.count else None
     finally:
         index.close()
+
+
+def _uncounted_stats():  # (a probe's read counters, which no caller reports)
+    from types import SimpleNamespace
+
+    return SimpleNamespace(files_opened=0, index_entries=0, index_bytes=0)
 
 
 def _safe(read, path: str, filesystem, notes: list[str]):
@@ -2195,28 +2208,31 @@ def _choose_one(topic: str, partition: int, copies: list[PartitionDir], policy: 
 
 def partition_log_end_offset(partition_dir: PartitionDir, *,
                              max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
-                             read_to: int | None = None) -> int | None:
+                             read_to: int | None = None, offset_index=None) -> int | None:
     """The log end offset: the next offset after the last complete batch of the last segment (the last segment's
     base when it is empty); None when the partition has no segments. A batch larger than ``max_batch_bytes`` (the
     reader's ``maxBatchBytes``) is corruption, and so is a last batch whose base offset skips offsets below the high
     watermark (:func:`~kafkaseg.storage.segment.offsets_hidden_by_last_batch`) unless the files, or ``read_to``
-    (see :meth:`PartitionDir.reached_end`), say the log reached past it."""
+    (see :meth:`PartitionDir.reached_end`), say the log reached past it. ``offset_index``: the last segment's, if
+    the caller loaded it since the listing (where the walk starts; else loaded here)."""
     from kafkaseg.storage.segment import log_end_offset
 
     if not partition_dir.segments:
         return None
     active = partition_dir.is_active_segment(partition_dir.segments[-1].log_path)
     return log_end_offset(partition_dir.segments[-1], filesystem=partition_dir.filesystem,
-                          max_batch_bytes=max_batch_bytes, active=active,
+                          offset_index=offset_index, max_batch_bytes=max_batch_bytes, active=active,
                           high_watermark=partition_dir.high_watermark if active else None,
                           reached=partition_dir.reached_end(read_to))
 
 
-def unacknowledged_append(partition_dir: PartitionDir, *, max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES):
+def unacknowledged_append(partition_dir: PartitionDir, *, max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
+                          offset_index=None):
     """The active segment's final batch (a ``BatchHeader``) when it is an append a broker with
     ``log.preallocate=true`` is still writing: zeros after it to the end of the file, a bad CRC, and no offset
     below the high watermark (:func:`kafkaseg.storage.segment.torn_before_zeros`); the log ends before it. None
-    otherwise. Reads about one index interval of headers and that batch."""
+    otherwise. Reads about one index interval of headers and that batch. ``offset_index``: the active segment's, if
+    the caller loaded it since the listing (its last entry is where the walk starts; else loaded here)."""
     from kafkaseg.errors import CorruptIndexError
     from kafkaseg.storage.offset_index import OffsetIndex
     from kafkaseg.storage.segment import torn_before_zeros, zero_filled_tail
@@ -2226,7 +2242,9 @@ def unacknowledged_append(partition_dir: PartitionDir, *, max_batch_bytes: int |
     seg, fs = partition_dir.segments[-1], partition_dir.filesystem
     start = 0
     index_path, index_window = index_location(seg, "index")
-    if index_path:
+    if offset_index is not None:
+        start = int(offset_index.positions[-1]) if len(offset_index) else 0
+    elif index_path:
         try:
             index = OffsetIndex.load(index_path, seg.base_offset, fs, window=index_window)
             start = int(index.positions[-1]) if len(index) else 0
@@ -2234,11 +2252,13 @@ def unacknowledged_append(partition_dir: PartitionDir, *, max_batch_bytes: int |
             pass
     if not 0 <= start < seg.log_size:  # (an entry no batch can be at, damaged: the walk starts at the segment's)
         start = 0
-    found = zero_filled_tail(seg, filesystem=fs, max_batch_bytes=max_batch_bytes, start_position=start)
+    walked: list = []
+    found = zero_filled_tail(seg, filesystem=fs, max_batch_bytes=max_batch_bytes, start_position=start,
+                             walked=walked)
     if found is None or found[1]:
         return None
     return torn_before_zeros(seg, found[0], partition_dir.high_watermark, filesystem=fs, start_position=start,
-                             max_batch_bytes=max_batch_bytes)
+                             max_batch_bytes=max_batch_bytes, zero_walk=walked[0])
 
 
 def unchanged_since_listing(partition_dir: PartitionDir, segments: Sequence[SegmentFiles] | None = None
@@ -2616,7 +2636,7 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, log_end: int | None, o
         return None
     seg, next_base, fs = pdir.segments[i], pdir.segments[i + 1].base_offset, pdir.filesystem
     if (end_offset is not None and end_offset >= next_base) or (
-            end_offset is None and _batches_reach(seg, next_base, fs, max_batch_bytes)):
+            end_offset is None and _batches_reach(seg, next_base, fs, max_batch_bytes, offset_index)):
         return None  # no offset missing after its last batch (the common case: nothing loaded)
     if offset_index is None:
         offset_index = load_index_files(seg.base_offset, index_location(seg, "index"), (None, None), fs)[0]
@@ -2632,17 +2652,15 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, log_end: int | None, o
                               filesystem=fs, max_batch_bytes=max_batch_bytes, unflushed=unflushed)
 
 
-def _batches_reach(seg: SegmentFiles, next_base: int, filesystem, max_batch_bytes: int | None) -> bool:
+def _batches_reach(seg: SegmentFiles, next_base: int, filesystem, max_batch_bytes: int | None,
+                   offset_index=None) -> bool:
     """Whether rolled segment ``seg``'s batches provably reach ``next_base``, so that no offset is missing after its
-    last batch (:func:`rolled_cut_of` has nothing to judge): its offset index's last entry (probed: a positioned
-    read, no load) names a position inside the listed bytes whose batch holds the entry's offset, and the whole
-    batches from there, each above the one before, end with one whose next offset is at least ``next_base``.
-    False when anything there is missing, damaged, inconsistent or short of it: the full walk decides (a whole
-    batch ending the listed bytes at ``next_base`` or past it is where that walk ends too, or it raises). About one
-    index interval of headers."""
-    from types import SimpleNamespace
-
-    from kafkaseg.storage.probed_index import ProbedIndex
+    last batch (:func:`rolled_cut_of` has nothing to judge): its offset index's last entry (``offset_index``'s, when
+    the caller loaded it; else probed: a positioned read, no load) names a position inside the listed bytes whose
+    batch holds the entry's offset, and the whole batches from there, each above the one before, end with one whose
+    next offset is at least ``next_base``. False when anything there is missing, damaged, inconsistent or short of
+    it: the full walk decides (a whole batch ending the listed bytes at ``next_base`` or past it is where that walk
+    ends too, or it raises). About one index interval of headers."""
     from kafkaseg.storage.segment import SegmentReader
 
     path, window = index_location(seg, "index")
@@ -2650,14 +2668,15 @@ def _batches_reach(seg: SegmentFiles, next_base: int, filesystem, max_batch_byte
         return False
     last = None
     try:
-        index = ProbedIndex(path, "offset", seg.base_offset, filesystem,
-                            SimpleNamespace(files_opened=0, index_entries=0, index_bytes=0), None, window)
-        try:
-            if not index.count:
+        if offset_index is not None:  # (the entries the full walk would start from: no second read of the file)
+            if not len(offset_index):
                 return False
-            entry_offset, position = index.last()
-        finally:
-            index.close()
+            entry_offset, position = int(offset_index.offsets[-1]), int(offset_index.positions[-1])
+        else:
+            entry = probed_last_entry(path, window, "offset", seg.base_offset, filesystem)
+            if entry is None:
+                return False
+            entry_offset, position = entry
         if not 0 <= position < seg.log_size:
             return False
         with SegmentReader(seg.log_path, filesystem) as reader:
@@ -2817,26 +2836,17 @@ def _indexes_reach(seg: SegmentFiles, end_offset: int, filesystem) -> bool:
 def _index_files_reach(base_offset: int, locations, end_offset: int, filesystem) -> bool:
     """:func:`_indexes_reach` of a segment at ``base_offset`` whose ``.index`` and ``.timeindex`` are at
     ``locations`` (``(path, window)`` each)."""
-    from types import SimpleNamespace
-
     from kafkaseg.errors import CorruptIndexError
-    from kafkaseg.storage.probed_index import ProbedIndex
 
-    stats = SimpleNamespace(files_opened=0, index_entries=0, index_bytes=0)
     for (path, window), kind in zip(locations, ("offset", "time")):
         if not path:
             continue
         try:
-            index = ProbedIndex(path, kind, base_offset, filesystem, stats, None, window)
+            last = probed_last_entry(path, window, kind, base_offset, filesystem)
         except (LayoutError, CorruptIndexError):
             continue  # (as lost_tail's load counts it: empty)
-        try:
-            if len(index) and index.last()[0 if kind == "offset" else 1] >= end_offset:
-                return True
-        except KafkaSegError:
+        if last is not None and last[0 if kind == "offset" else 1] >= end_offset:
             return True
-        finally:
-            index.close()
     return False
 
 
@@ -2976,17 +2986,19 @@ def _zero_tail(partition_dir: PartitionDir, leo: int, name: str, *, lenient: boo
 
     seg, fs = partition_dir.segments[-1], partition_dir.filesystem
     start = index_start() if index_start is not None else 0
-    found = zero_filled_tail(seg, filesystem=fs, max_batch_bytes=max_batch_bytes, start_position=start)
+    walked: list = []
+    found = zero_filled_tail(seg, filesystem=fs, max_batch_bytes=max_batch_bytes, start_position=start,
+                             walked=walked)
     if found is None:
         return LogEnd(leo)
     position, data_after = found
     # A live broker may have appended between the walk that found ``leo`` and the one that found the zeros: the
     # offset is then the zero walk's, so that the log end and its byte describe the same bytes (a slice ending past
     # a batch at its own end offset reads as a corrupt offset field)
-    leo = max(leo, _offset_before_zeros(seg, position, start, fs, max_batch_bytes, leo))
+    leo = max(leo, _offset_before_zeros(seg, position, start, fs, max_batch_bytes, leo, walked[0]))
     torn = None if data_after or not verify_crc else torn_before_zeros(
         seg, position, partition_dir.high_watermark, filesystem=fs, start_position=start,
-        max_batch_bytes=max_batch_bytes)
+        max_batch_bytes=max_batch_bytes, zero_walk=walked[0])
     if torn is not None:
         return LogEnd(torn.base_offset, torn.position, clean=False, notes=(
             f"{name}: the active segment's last batch ({torn.base_offset}..{torn.last_offset}, byte "
@@ -3014,17 +3026,23 @@ def _zero_tail(partition_dir: PartitionDir, leo: int, name: str, *, lenient: boo
 
 
 def _offset_before_zeros(seg: SegmentFiles, position: int, start: int, filesystem, max_batch_bytes: int | None,
-                         walked: int) -> int:
+                         walked: int, zero_walk: tuple | None = None) -> int:
     """The offset after the last batch of ``seg`` ending at byte ``position`` (where :func:`_zero_tail`'s walk
     found zeros; its walk started at ``start``, a batch boundary), or ``walked`` (the log end walk's answer) when
-    no batch ends there or the walk meets bad framing. One walk of at most an index interval of headers."""
+    no batch ends there or the walk meets bad framing. One walk of at most an index interval of headers, or none
+    when ``zero_walk`` (``(start, last header)`` of the walk that found the zeros: ``zero_filled_tail``'s
+    ``walked``) started where this one would: its last header is this one's (the same whole batches, up to
+    ``position``)."""
     from kafkaseg.storage.segment import SegmentReader
 
+    begin = start if start < position else 0
+    if zero_walk is not None and zero_walk[0] == begin:
+        last = zero_walk[1]
+        return last.next_offset if last is not None and last.end == position else walked
     last = None
     try:
         with SegmentReader(seg.log_path, filesystem) as reader:
-            for last in reader.iter_headers(start if start < position else 0, position,
-                                            max_batch_bytes=max_batch_bytes):
+            for last in reader.iter_headers(begin, position, max_batch_bytes=max_batch_bytes):
                 pass
     except CorruptDataError:
         return walked
@@ -3068,7 +3086,7 @@ def snapshot_transactions_at(partition_dir: PartitionDir, offset: int) -> dict[i
 
 def last_stable_offset(partition_dir: PartitionDir, *,
                        max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES, errors: list | None = None,
-                       log_end: int | None = None) -> int | None:
+                       log_end: int | None = None, offset_indexes: Sequence | None = None) -> int | None:
     """The last stable offset (``UnifiedLog.lastStableOffset``): the first offset of the earliest transaction that
     is still open, or whose marker is not below the high watermark, capped by the high watermark (the log end
     offset when no high watermark was checkpointed). None when the partition has no segments.
@@ -3086,7 +3104,8 @@ def last_stable_offset(partition_dir: PartitionDir, *,
     offset, and none begun below ``cleaner-offset-checkpoint`` holds it at all (the cleaner cleans only stable
     offsets, and may have removed the marker). Corrupt framing raises, or, when ``errors`` is a list (a lenient
     read), is appended to it, ends that segment's walk and forgets the transactions open there (their markers may
-    lie in the bytes not walked). ``log_end`` is the log end offset when the caller has it.
+    lie in the bytes not walked). ``log_end`` is the log end offset when the caller has it; ``offset_indexes``, each
+    segment's offset index when the caller loaded it since the listing (None where it did not: loaded here).
     """
     from kafkaseg.storage.offset_index import OffsetIndex
     from kafkaseg.storage.segment import SegmentReader
@@ -3146,7 +3165,9 @@ def last_stable_offset(partition_dir: PartitionDir, *,
         index_path, index_window = index_location(segment, "index")
         if segment.base_offset < start_offset and index_path:
             try:
-                index = OffsetIndex.load(index_path, segment.base_offset, fs_, window=index_window)
+                index = offset_indexes[i] if offset_indexes is not None else None
+                if index is None:
+                    index = OffsetIndex.load(index_path, segment.base_offset, fs_, window=index_window)
                 if not index.sanity_problems(segment.log_size):
                     # floor(start - 1): the batch at that entry ends <= start - 1, so every batch holding offsets
                     # >= start comes after it

@@ -81,20 +81,34 @@ class ProbedIndex:
             raise CorruptIndexError(f"length {size} is not a multiple of {self.entry.size}", path=path,
                                     position=size - size % self.entry.size)
         self.count = size // self.entry.size
-        first = self._raw(0) if self.count else None  # (read once: the tail rule and the checks below use it)
+        raw: dict[int, tuple[int, int]] = {}  # (each entry these checks look at read once: the last one twice before)
+
+        def relative(i: int) -> int:
+            if i not in raw:
+                raw[i] = self._raw(i)
+            return raw[i][0 if kind == "offset" else 1]
+
+        if self.count:
+            relative(0)
+        first = raw.get(0)  # (the tail rule and the checks below use it)
         if first == (0, 0) and (
-                (self.count == 1 and kind == "offset") or (self.count > 1 and self._relative(1) == 0)):
+                (self.count == 1 and kind == "offset") or (self.count > 1 and relative(1) == 0)):
             self.count = 0  # an all-zero entry 0 before unwritten space: no entry yet (see _index_file)
-        if self.count > 1 and self._relative(self.count - 1) == 0:
+        if self.count > 1 and relative(self.count - 1) == 0:
             lo, hi = 1, self.count - 1  # first i >= 1 with relative offset 0
             while lo < hi:
                 mid = (lo + hi) // 2
-                if self._relative(mid) == 0:
+                if relative(mid) == 0:
                     hi = mid
                 else:
                     lo = mid + 1
             self.count = lo
-        last = self.get(self.count - 1) if self.count else None
+        if self.count:
+            relative(self.count - 1)
+        self._cache: dict[int, tuple[int, int]] = {  # (the entries read, absolute: get() reads them no more)
+            i: (a + base_offset, b) if kind == "offset" else (a, b + base_offset)
+            for i, (a, b) in raw.items() if i < self.count}
+        last = self._cache[self.count - 1] if self.count else None
         if last is not None and last[1 if kind == "time" else 0] < base_offset:
             self.close()
             raise CorruptIndexError("last entry's offset is below the base offset", path=path,
@@ -115,7 +129,6 @@ class ProbedIndex:
             self.close()
             raise CorruptIndexError(f"last timestamp {last[0]} is less than the first {first[0]}", path=path,
                                     position=(self.count - 1) * self.entry.size)
-        self._cache: dict[int, tuple[int, int]] = {}
 
     def _raw(self, i: int) -> tuple[int, int]:
         if self.reader is None:  # suspended by the open-file limit: entries below count are as they were,
@@ -135,19 +148,13 @@ class ProbedIndex:
             raise CorruptIndexError(f"entry {i} is cut short", path=self.path, position=i * self.entry.size)
         return self.entry.unpack(data)
 
-    def _relative(self, i: int) -> int:
-        a, b = self._raw(i)
-        return a if self.kind == "offset" else b
-
     def get(self, i: int) -> tuple[int, int]:
         """Entry ``i`` as (offset, position) or (timestamp, offset), offsets absolute."""
-        cache = getattr(self, "_cache", None)
-        if cache is not None and i in cache:
+        cache = self._cache
+        if i in cache:
             return cache[i]
         a, b = self._raw(i)
-        value = (a + self.base, b) if self.kind == "offset" else (a, b + self.base)
-        if cache is not None:
-            cache[i] = value
+        value = cache[i] = (a + self.base, b) if self.kind == "offset" else (a, b + self.base)
         return value
 
     def __len__(self) -> int:

@@ -601,14 +601,15 @@ def _backwards(header: BatchHeader, previous: BatchHeader) -> str:
 
 def zero_filled_tail(segment, *, filesystem: pafs.FileSystem | None = None, offset_index=None,
                      max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
-                     start_position: int | None = None) -> tuple[int, bool] | None:
+                     start_position: int | None = None, walked: list | None = None) -> tuple[int, bool] | None:
     """``(position, data_after)`` of a zero-filled region that ends ``segment``'s walk, or None: brokers with
     ``log.preallocate=true`` leave one in the active segment. Walks from the last offset-index entry (from the
     start when that entry itself lies in the zeros, as after a crash that flushed the index but not the log), and
     samples the rest of the file: ``data_after`` is True when a non-zero byte follows (a hole, or a torn write
     whose first page was lost), not a preallocated tail. Sampling can miss data between its probes.
     ``start_position`` (a batch position, e.g. the last index entry's) replaces ``offset_index`` as the walk's
-    start."""
+    start. ``walked``: a list that gets ``(start, last header)`` of the walk that found the zeros (where it started,
+    and the whole batch it walked last, which ends where they begin; None when it walked none)."""
     reader, owned = _reader_for(segment, filesystem, None)
     try:
         if start_position is not None:
@@ -617,8 +618,9 @@ def zero_filled_tail(segment, *, filesystem: pafs.FileSystem | None = None, offs
             start = int(offset_index.positions[-1]) if offset_index is not None and len(offset_index) else 0
         for attempt_start in dict.fromkeys((start, 0)):
             walk = reader.iter_headers(attempt_start, max_batch_bytes=max_batch_bytes, partial_append=True)
+            last = None
             try:
-                for _ in walk:
+                for last in walk:
                     pass
             except CorruptDataError:
                 return None
@@ -627,6 +629,8 @@ def zero_filled_tail(segment, *, filesystem: pafs.FileSystem | None = None, offs
                 return None
             if tail.position > attempt_start or attempt_start == 0:
                 break
+        if walked is not None:
+            walked.append((attempt_start, last))
         first = min(tail.position + 8, reader.size)  # an append in progress may have written its base offset
         span = reader.size - first
         probes = [first + span * k // 16 for k in range(16)] + [max(first, reader.size - 4096)]
@@ -658,23 +662,29 @@ def first_nonzero_byte(reader: "SegmentReader", position: int, chunk: int = 1 <<
 
 def torn_before_zeros(segment, zeros_at: int, high_watermark: int | None, *,
                       filesystem: pafs.FileSystem | None = None, start_position: int = 0,
-                      max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> BatchHeader | None:
+                      max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
+                      zero_walk: tuple | None = None) -> BatchHeader | None:
     """The active segment's final batch, the one ending at ``zeros_at`` where zeros run to the end of the file
     (:func:`zero_filled_tail` without data after), when it fails its CRC and holds no acknowledged offset (its
     base offset is at or past ``high_watermark``, or none is checkpointed); else None. A broker with
     ``log.preallocate=true`` writes an append into the zeros in several writes: caught between them, the length
     field is in place and the rest is still zeros, so the bytes read as a whole batch with a bad CRC. Kafka's
     recovery truncates there (``LogSegment.recover``), as it does a torn tail in a file that is not preallocated.
-    ``start_position``: a batch boundary before it (the last offset-index entry's position)."""
+    ``start_position``: a batch boundary before it (the last offset-index entry's position). ``zero_walk``:
+    :func:`zero_filled_tail`'s ``walked`` (``(start, last header)``), whose last header is the final batch when
+    that walk started where this one would (no second walk of the same headers)."""
+    begin = start_position if start_position < zeros_at else 0
     reader, owned = _reader_for(segment, filesystem, None)
     try:
         last = None
-        try:
-            for last in reader.iter_headers(start_position if start_position < zeros_at else 0, zeros_at,
-                                            max_batch_bytes=max_batch_bytes):
-                pass
-        except CorruptDataError:
-            return None
+        if zero_walk is not None and zero_walk[0] == begin:
+            last = zero_walk[1]  # (the whole batches up to the zeros, walked there)
+        else:
+            try:
+                for last in reader.iter_headers(begin, zeros_at, max_batch_bytes=max_batch_bytes):
+                    pass
+            except CorruptDataError:
+                return None
         if (last is None or last.end != zeros_at or (high_watermark is not None and last.base_offset < high_watermark)
                 or reader.crc_is_valid(last)):
             return None
