@@ -270,6 +270,20 @@ def rate_limit(limit: int, start: Mapping[TopicPartition, int], latest: Mapping[
     return out
 
 
+@dataclass(frozen=True)
+class _Position:
+    """A stream's :data:`Offsets` parsed once (a trigger asks them of every partition): the positions, the topic ids
+    they were taken from and their :data:`EpochMark` s."""
+
+    positions: dict[TopicPartition, int]
+    topic_ids: dict[TopicPartition, str]
+    marks: dict[TopicPartition, EpochMark]
+
+    @classmethod
+    def of(cls, offsets: Offsets | None) -> _Position:
+        return cls(from_offsets(offsets), topic_ids_of(offsets), leader_epochs_of(offsets))
+
+
 @dataclass
 class MicroBatchPlan:
     """What one micro-batch reads: the :class:`~kafkaseg.planning.ScanPlan` of its offset ranges (None when there
@@ -307,6 +321,7 @@ class MicroBatchPlanner:
         # (see plan())
         self._stopped_at_divergence: dict[tuple[TopicPartition, int, EpochMark], int] = {}
         self._initial: Offsets | None = None
+        self._initial_positions: dict[TopicPartition, int] | None = None  # self._initial parsed (from_offsets)
         self._seen: dict[TopicPartition, AvailableRange] = {}  # each partition's range at the previous trigger
         self._waiting: set[TopicPartition] = set()  # partitions whose latest is excused below the position
         self._ranges: dict[tuple, tuple[AvailableRange, bool]] = {}  # by what it depends on (see available)
@@ -363,9 +378,10 @@ class MicroBatchPlanner:
         if not same_listing:
             self._log_ends = LogEndCache()
         self._pdirs = {}
+        position = _Position.of(start)
         for pdir in self._partitions(listing):
             try:
-                found = self._range(pdir, now_ms, ranges, same_listing, self._read_to(pdir, start))
+                found = self._range(pdir, now_ms, ranges, same_listing, self._read_to(pdir, position))
             except LayoutError:
                 if _fs.exists(pdir.path, pdir.filesystem):
                     raise
@@ -403,26 +419,28 @@ class MicroBatchPlanner:
         ranges[key] = (found, last is None or last.mtime_ms < now_ms - RACY_MS)
         return found
 
-    def _read_to(self, pdir: PartitionDir, start: Offsets | None) -> int | None:
+    def _read_to(self, pdir: PartitionDir, start: _Position | None) -> int | None:
         """The stream's position in ``start`` for ``pdir``'s partition as evidence that the log reached it
         (:meth:`~kafkaseg.storage.layout.PartitionDir.reached_end`): the stream read the log there, below a high
         watermark at or past it, so a last batch it read past a compaction gap is the broker's, not a corrupt base
         offset, after a leader change moved the high watermark back into the gap. Not when the position cannot be
         the log's now: its topic was recreated or the log diverged below it (the leader epoch recorded with it), nor
         for a start given in ``startingOffsets`` (no read put the stream there). Only above the high watermark,
-        where it can count (a last batch starting above it): so the ranges and log ends cached stay shared."""
+        where it can count (a last batch starting above it): so the ranges and log ends cached stay shared.
+        ``start`` is parsed once per trigger (:meth:`_Position.of`): parsing the offsets for each partition made a
+        trigger quadratic in the partitions."""
         tp = (pdir.topic, pdir.partition)
-        position = from_offsets(start).get(tp) if start else None
+        position = start.positions.get(tp) if start is not None else None
         if position is None or pdir.high_watermark is None or position <= pdir.high_watermark:
             return None
-        started_on = topic_ids_of(start).get(tp)
+        started_on = start.topic_ids.get(tp)
         if started_on is not None and pdir.topic_id is not None and started_on != pdir.topic_id:
             return None
-        found = divergence(pdir.leader_epochs, leader_epochs_of(start).get(tp))
+        found = divergence(pdir.leader_epochs, start.marks.get(tp))
         if found is not None and (found[0] is None or found[0] < position):
             return None
-        if (self.options.starting.kind == "offsets" and self._initial is not None
-                and from_offsets(self._initial).get(tp) == position):
+        if (self.options.starting.kind == "offsets" and self._initial_positions is not None
+                and self._initial_positions.get(tp) == position):
             return None
         return position
 
@@ -432,6 +450,7 @@ class MicroBatchPlanner:
         call; Spark asks more than once, and a moving ``latest`` must give it one answer)."""
         if self._initial is None:
             self._initial = self._resolve_initial()
+            self._initial_positions = from_offsets(self._initial)
         return {topic: dict(partitions) for topic, partitions in self._initial.items()}
 
     def take_start_notes(self) -> list[str]:
@@ -527,8 +546,9 @@ class MicroBatchPlanner:
     def _take_pending_targets(self, start: Offsets) -> None:
         """The AvailableNow targets :meth:`prepare_available_now` left for the stream's position (``start``)."""
         pending, self._targets_pending = self._targets_pending, {}
+        position = _Position.of(start)
         for tp, (pdir, error) in sorted(pending.items()):
-            read_to = self._read_to(pdir, start)
+            read_to = self._read_to(pdir, position)
             if read_to is None:
                 raise error
             self.available_now[tp] = available_range(pdir, self.options, read_to=read_to).latest
@@ -651,11 +671,12 @@ class MicroBatchPlanner:
         Raises :class:`DataLossError` under ``failOnDataLoss`` for the cases in the module docstring. The files are
         listed again, unless ``listing`` gives a listing just made: the one ``end`` was fixed on
         (:attr:`last_listing` after :meth:`latest_offsets`), which a caller planning at once passes."""
-        begin, until = from_offsets(start), from_offsets(end)
-        started_on, ending_on = topic_ids_of(start), topic_ids_of(end)
-        epochs, end_epochs = leader_epochs_of(start), leader_epochs_of(end)
+        position = _Position.of(start)
+        begin, until = dict(position.positions), from_offsets(end)
+        started_on, ending_on = position.topic_ids, topic_ids_of(end)
+        epochs, end_epochs = position.marks, leader_epochs_of(end)
         # Spark replays an uncommitted first batch from initialOffset(), which this process resolved again
-        replaying_first = self._initial is not None and begin == from_offsets(self._initial)
+        replaying_first = self._initial_positions is not None and begin == self._initial_positions
         result = MicroBatchPlan(None)
 
         def loss(message: str) -> None:
@@ -768,7 +789,7 @@ class MicroBatchPlanner:
                 stopping.append(tp)
                 self._stopped_at_divergence[(tp, until[tp], end_epochs[tp])] = ended[0]
             if hi < lo:
-                log_end = available_range(pdir, self.options, read_to=self._read_to(pdir, start)).log_end
+                log_end = available_range(pdir, self.options, read_to=self._read_to(pdir, position)).log_end
                 if replaying_first and log_end >= lo:
                     result.notes.append(f"{name}: this micro-batch ends at {hi}, below its start {lo}, while the log "
                                         f"still reaches {log_end}: the start was resolved again after a restart; "
@@ -798,7 +819,7 @@ class MicroBatchPlanner:
         to_log_end = {tp for tp in ranges if tp in self._seen and not self._seen[tp].checkpointed}
         # (the log ends the ranges of this listing found serve the plan: no last segment walked again)
         # (the stream's position vouches for a last batch it read past a compaction gap, as in latest_offsets)
-        read_to = {tp: self._read_to(current[tp], start) for tp in ranges}
+        read_to = {tp: self._read_to(current[tp], position) for tp in ranges}
         scans = [self._plan_ranges({tp: r for tp, r in ranges.items() if tp not in to_log_end}, self.options,
                                    listing, self._log_ends, read_to),
                  self._plan_ranges({tp: r for tp, r in ranges.items() if tp in to_log_end},
