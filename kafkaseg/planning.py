@@ -1610,7 +1610,7 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
             below = part.pdir.below_local_log
             if below is not None and start >= below[0]:
                 words = (f"{name}: starting offset {start} is below the first local offset {bounds.log_start} in "
-                         f"{part.pdir.path}; {part.pdir.below_local_log_note()}")
+                         f"{part.pdir.path}; {part.pdir.below_local_log_note(start)}")
             else:
                 words = (f"{name}: starting offset {start} is below the log start offset {bounds.log_start} in "
                          f"{part.pdir.path}; offsets [{start}, {bounds.log_start}) are gone")

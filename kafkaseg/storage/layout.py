@@ -310,12 +310,15 @@ class PartitionDir:
             return None  # (extended with tiered-storage copies: with_remote_copies notes what they hold)
         return start, self.segments[0].base_offset
 
-    def below_local_log_note(self) -> str | None:
-        """The sentence that explains :attr:`below_local_log`, None when there is nothing to explain."""
+    def below_local_log_note(self, start: int | None = None) -> str | None:
+        """The sentence that explains :attr:`below_local_log`, None when there is nothing to explain. ``start``: a
+        read's start within that range, which misses only the offsets from there (named so; the checkpoint's
+        offset is still said)."""
         below = self.below_local_log
         if below is None:
             return None
-        return (f"offsets [{below[0]}, {below[1]}) are not in these files: log-start-offset-checkpoint says "
+        first = below[0] if start is None else min(max(start, below[0]), below[1])
+        return (f"offsets [{first}, {below[1]}) are not in these files: log-start-offset-checkpoint says "
                 f"{below[0]}, below the first local segment (base {below[1]}); for a tiered topic they are in "
                 f"remote storage (give its copies with the log dir to read them: Aiven's and "
                 f"LocalTieredStorage's layouts), and the broker's earliest offset is {below[0]}; "
