@@ -347,15 +347,17 @@ class MicroBatchPlanner:
         self._start_notes: list[str] = []
 
     # -- discovery ---------------------------------------------------------------------------------------------------
-    def _partitions(self, listing: Listing | None = None) -> list[PartitionDir]:
+    def _partitions(self, listing: Listing | None = None, start: _Position | None = None) -> list[PartitionDir]:
         """The selected partitions now, or in ``listing`` (a partition ``assign`` names whose folder went away is
-        left out: the stream reports it gone)."""
+        left out: the stream reports it gone), the replica of each chosen with the stream's position ``start`` as
+        evidence (:meth:`_evidence`)."""
         if listing is None:
             listing = list_partitions(None, self.options)
         self.last_listing = listing
         topics_only = self.options.replace(starting=OffsetLimit("earliest", option="startingOffsets"),
                                            ending=OffsetLimit("latest", option="endingOffsets"))
-        return select_partitions(None, topics_only, check_listed=False, listing=listing)
+        return select_partitions(None, topics_only, check_listed=False, listing=listing,
+                                 read_to=self._evidence(start))
 
     def available(self, listing: Listing | None = None, start: Offsets | None = None,
                   skipped: dict | None = None) -> dict[TopicPartition, AvailableRange]:
@@ -379,7 +381,7 @@ class MicroBatchPlanner:
             self._log_ends = LogEndCache()
         self._pdirs = {}
         position = _Position.of(start)
-        for pdir in self._partitions(listing):
+        for pdir in self._partitions(listing, position):
             try:
                 found = self._range(pdir, now_ms, ranges, same_listing, self._read_to(pdir, position))
             except LayoutError:
@@ -443,6 +445,15 @@ class MicroBatchPlanner:
                 and self._initial_positions.get(tp) == position):
             return None
         return position
+
+    def _evidence(self, start: _Position | None) -> Callable[[PartitionDir], int | None] | None:
+        """:meth:`_read_to` for any copy of a partition, for the replica choice and the plan (``read_to`` of
+        :func:`~kafkaseg.planning.plan_scan`): a tie of high watermarks is broken by the log ends, and a compacted
+        follower's that the stream read past a gap is its log end only with that evidence, else the copy loses to
+        one whose log ends below the stream's position (a log that went back: data loss, or offsets read again)."""
+        if start is None or not start.positions:
+            return None
+        return lambda pdir: self._read_to(pdir, start)
 
     # -- Spark's calls -------------------------------------------------------------------------------------------------
     def initial_offsets(self) -> Offsets:
@@ -687,7 +698,7 @@ class MicroBatchPlanner:
         if listing is None:
             listing = list_partitions(None, self.options)
         # one listing: the partitions gone, and the plan
-        current = {(p.topic, p.partition): p for p in self._partitions(listing)}
+        current = {(p.topic, p.partition): p for p in self._partitions(listing, position)}
         on_disk = {(p.topic, p.partition) for p in listing.partitions} | {(t, n) for t, n, _ in listing.unselected}
         for tp in sorted(set(begin) - set(until)):
             name = f"{tp[0]}-{tp[1]}"
@@ -819,7 +830,7 @@ class MicroBatchPlanner:
         to_log_end = {tp for tp in ranges if tp in self._seen and not self._seen[tp].checkpointed}
         # (the log ends the ranges of this listing found serve the plan: no last segment walked again)
         # (the stream's position vouches for a last batch it read past a compaction gap, as in latest_offsets)
-        read_to = {tp: self._read_to(current[tp], position) for tp in ranges}
+        read_to = self._evidence(position)
         scans = [self._plan_ranges({tp: r for tp, r in ranges.items() if tp not in to_log_end}, self.options,
                                    listing, self._log_ends, read_to),
                  self._plan_ranges({tp: r for tp, r in ranges.items() if tp in to_log_end},
@@ -929,7 +940,7 @@ class MicroBatchPlanner:
     @staticmethod
     def _plan_ranges(ranges: Mapping[TopicPartition, tuple[int, int]], options: ReadOptions,
                      listing: Listing, log_ends: LogEndCache | None = None,
-                     read_to: Mapping[TopicPartition, int | None] | None = None) -> ScanPlan | None:
+                     read_to: Callable[[PartitionDir], int | None] | None = None) -> ScanPlan | None:
         """A batch read's plan of ``[start, end)`` per partition in ``listing`` (None for no range), taking the
         log ends in ``log_ends`` where they hold, with ``read_to`` the stream's evidence (see
         :func:`~kafkaseg.planning.plan_scan`)."""
@@ -941,7 +952,7 @@ class MicroBatchPlanner:
             assign=tuple(sorted(ranges)), subscribe=None, subscribe_pattern=None,
             starting=OffsetLimit("offsets", entries_start, option="startingOffsets"),
             ending=OffsetLimit("offsets", entries_end, option="endingOffsets")), listing=listing, log_ends=log_ends,
-            read_to={tp: offset for tp, offset in (read_to or {}).items() if offset is not None})
+            read_to=read_to)
 
 
 def _recreated(started_on: Mapping[TopicPartition, str], now: Mapping[TopicPartition, str | None]
