@@ -7,7 +7,8 @@ Usage: python benchmarks/bench_stream.py [--partitions 100,1000] [--records 1000
    each), the time of ``latest_offsets`` (list the dirs, each partition's log start and high watermark) and of
    ``plan`` (a micro-batch over every partition), against the machine's floor for the same work, one
    ``os.scandir`` of every partition folder (every trigger lists them), and the time of an idle trigger (nothing
-   changed for over 2 s: each partition's range is reused and only the listing is redone).
+   changed for over 2 s: each partition's range is reused and only the listing is redone), also in CPU seconds of
+   this process (``time.process_time``), which other work on a shared machine disturbs less than wall time.
 2. In one local[2] Spark session, the same data dir (4 partitions, ``--records`` 200-byte records, lz4): a batch
    ``count()``-like read to the ``noop`` sink, and a stream to ``noop`` with ``Trigger.AvailableNow``, once in one
    micro-batch and once with ``maxOffsetsPerTrigger`` = records / ``--batches``. The ratios say what the micro-batch
@@ -53,10 +54,18 @@ def trigger_costs(partitions: list[int], repeat: int, tmp: Path) -> list[list[st
         first_s, _ = best_of(lambda: MicroBatchPlanner(planner.options).latest_offsets(start), repeat)
         cold.latest_offsets(start)
         idle_s, _ = best_of(lambda: cold.latest_offsets(start), repeat, warmup=False)
+        idle_cpu = min(_cpu_seconds(lambda: cold.latest_offsets(start)) for _ in range(max(1, repeat)))
         rows.append([f"{n:,}", f"{first_s * 1e3:,.0f}", f"{idle_s * 1e3:,.0f}", f"{limited * 1e3:,.0f}",
                      f"{plan_s * 1e3:,.0f}", f"{len(plan.scan.slices):,}", f"{listing * 1e3:,.1f}",
-                     f"{idle_s / listing:,.0f}x"])
+                     f"{idle_s / listing:,.0f}x", f"{idle_cpu * 1e3:,.0f}"])
     return rows
+
+
+def _cpu_seconds(fn) -> float:
+    """The CPU time of this process that one call of ``fn`` takes."""
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
 
 
 def spark_costs(records: int, batches: int, repeat: int, tmp: Path) -> list[list[str]]:
@@ -120,7 +129,7 @@ def main(argv=None) -> int:
         rows = trigger_costs(partitions, 1 if args.quick else args.repeat, Path(tmp))
         print("\nPer trigger, on the driver (best of runs, local files in the page cache):")
         print(format_table(["partitions", "first latest ms", "idle latest ms", "rate-limited ms", "plan ms", "slices",
-                            "scandir ms", "idle / scandir"], rows))
+                            "scandir ms", "idle / scandir", "idle CPU ms"], rows))
         if not args.quick and not args.no_spark:
             rows = spark_costs(args.records, args.batches, args.repeat, Path(tmp))
             print(f"\nlocal[2] Spark, {args.records:,} records of 200 bytes (lz4), 4 partitions:")

@@ -55,7 +55,7 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
@@ -1606,7 +1606,7 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
             below = part.pdir.below_local_log
             if below is not None and start >= below[0]:
                 words = (f"{name}: starting offset {start} is below the first local offset {bounds.log_start} in "
-                         f"{part.pdir.path}; {part.pdir.below_local_log_note()}")
+                         f"{part.pdir.path}; {part.pdir.below_local_log_note(start)}")
             else:
                 words = (f"{name}: starting offset {start} is below the log start offset {bounds.log_start} in "
                          f"{part.pdir.path}; offsets [{start}, {bounds.log_start}) are gone")
@@ -2237,7 +2237,7 @@ def _min_partitions(pieces: list[_Piece], wanted: int | None, report: PlanReport
 def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicates: Predicates | None = None,
               *, check_subscribed: bool = True, listing: "Listing | None" = None,
               log_ends: LogEndCache | None = None,
-              read_to: Mapping[tuple[str, int], int] | None = None) -> ScanPlan:
+              read_to: Callable[[PartitionDir], int | None] | None = None) -> ScanPlan:
     """Plan a scan of ``paths`` (log dirs, topic-partition dirs, ``.log`` files, globs; default
     ``options.paths``): discover partitions, keep those the topic options and ``predicates`` select, choose
     replicas, resolve each partition's ``[start, end)``, prune segments, and cut slices.
@@ -2246,12 +2246,14 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
     is a discovery of ``paths`` already made, which the plan uses instead of listing the folders again;
     ``log_ends`` the log ends :func:`available_range` found on that listing (:class:`LogEndCache`), which the plan
     takes instead of walking each partition's last segment again where they still hold (the plan is the same);
-    ``read_to`` per topic-partition where a stream's position says it read the log to (evidence for a last batch
-    past a compaction gap: :meth:`~kafkaseg.storage.layout.PartitionDir.reached_end`; none for a batch read)."""
+    ``read_to``: where a stream's position says it read a copy of a partition to (None where it says nothing:
+    evidence for a last batch past a compaction gap, :meth:`~kafkaseg.storage.layout.PartitionDir.reached_end`, in
+    the replica choice and the plan; none for a batch read)."""
     report = PlanReport(options=options.as_dict())
     if listing is None:
         listing = list_partitions(paths, options)
-    replicas = _select_partitions(listing, options, predicates, report, check_subscribed=check_subscribed)
+    replicas = _select_partitions(listing, options, predicates, report, check_subscribed=check_subscribed,
+                                  read_to=read_to)
     passed_over = copies_not_chosen(listing, report)
 
     def plan_one(pdir: PartitionDir) -> tuple[PlanReport, list[_Piece]]:
@@ -2259,7 +2261,7 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
             sub = PlanReport(options=report.options)  # its own: partitions on object storage are planned in threads
             return sub, _plan_partition(current, options, predicates, sub, log_ends,
                                         passed_over.get((current.topic, current.partition), ()),
-                                        (read_to or {}).get((current.topic, current.partition)))
+                                        read_to(current) if read_to is not None else None)
 
         return relisted(pdir, plan)
 
@@ -2603,21 +2605,23 @@ def copies_not_chosen(listing: Listing, report: PlanReport) -> dict[tuple[str, i
 
 def select_partitions(paths: str | Sequence[str] | None, options: ReadOptions,
                       report: PlanReport | None = None, *, check_listed: bool = True,
-                      check_subscribed: bool = True, listing: Listing | None = None) -> list[PartitionDir]:
+                      check_subscribed: bool = True, listing: Listing | None = None,
+                      read_to: Callable[[PartitionDir], int | None] | None = None) -> list[PartitionDir]:
     """The partition replicas a scan of ``paths`` with ``options`` reads (discovery, topic selection, replica
     choice), as :func:`plan_scan` finds them; without planning any slice (streaming's latest offsets).
     ``check_listed=False`` leaves out the error for a partition ``assign`` (or a JSON option) names that is not on
     disk (a stream whose partition folder went away reports data loss instead); ``check_subscribed=False`` the
-    one for a ``subscribe`` topic with no partition on disk (see :func:`plan_scan`); ``listing`` as in
-    :func:`plan_scan`."""
+    one for a ``subscribe`` topic with no partition on disk (see :func:`plan_scan`); ``listing`` and ``read_to`` as
+    in :func:`plan_scan`."""
     if listing is None:
         listing = list_partitions(paths, options)
     return _select_partitions(listing, options, None, report if report is not None else PlanReport(),
-                              check_listed=check_listed, check_subscribed=check_subscribed)
+                              check_listed=check_listed, check_subscribed=check_subscribed, read_to=read_to)
 
 
 def _select_partitions(listing: Listing, options: ReadOptions, predicates: Predicates | None, report: PlanReport,
-                       *, check_listed: bool = True, check_subscribed: bool = True) -> list[PartitionDir]:
+                       *, check_listed: bool = True, check_subscribed: bool = True,
+                       read_to: Callable[[PartitionDir], int | None] | None = None) -> list[PartitionDir]:
     found = listing.partitions
     report.skipped_folders.extend(listing.skipped)
     for path, _ in listing.skipped:
@@ -2654,7 +2658,7 @@ def _select_partitions(listing: Listing, options: ReadOptions, predicates: Predi
         for pdir in checked_only:
             resolve_offsets(pdir, options)
     else:
-        for choice in choose_replicas(checked_only, options.replicas):
+        for choice in choose_replicas(checked_only, options.replicas, read_to=read_to):
             resolve_offsets(choice.chosen, options, other_copies=copies_passed_over(choice),
                             notes=report.notes)
     if options.replicas == "all":
@@ -2665,7 +2669,8 @@ def _select_partitions(listing: Listing, options: ReadOptions, predicates: Predi
                                     "candidates": [pdir.path], "reason": "replicas=all"})
     else:
         replicas = []
-        for choice in choose_replicas(chosen, options.replicas):
+        # (a stream's position is evidence for the copies it may have read to there: see choose_replicas)
+        for choice in choose_replicas(chosen, options.replicas, read_to=read_to):
             replicas.append(choice.chosen)
             report.replicas.append({"topic": choice.topic, "partition": choice.partition,
                                     "chosen": choice.chosen.path,

@@ -270,6 +270,20 @@ def rate_limit(limit: int, start: Mapping[TopicPartition, int], latest: Mapping[
     return out
 
 
+@dataclass(frozen=True)
+class _Position:
+    """A stream's :data:`Offsets` parsed once (a trigger asks them of every partition): the positions, the topic ids
+    they were taken from and their :data:`EpochMark` s."""
+
+    positions: dict[TopicPartition, int]
+    topic_ids: dict[TopicPartition, str]
+    marks: dict[TopicPartition, EpochMark]
+
+    @classmethod
+    def of(cls, offsets: Offsets | None) -> _Position:
+        return cls(from_offsets(offsets), topic_ids_of(offsets), leader_epochs_of(offsets))
+
+
 @dataclass
 class MicroBatchPlan:
     """What one micro-batch reads: the :class:`~kafkaseg.planning.ScanPlan` of its offset ranges (None when there
@@ -322,6 +336,7 @@ class MicroBatchPlanner:
         # (see plan())
         self._stopped_at_divergence: dict[tuple[TopicPartition, int, EpochMark], int] = {}
         self._initial: Offsets | None = None
+        self._initial_positions: dict[TopicPartition, int] | None = None  # self._initial parsed (from_offsets)
         self._seen: dict[TopicPartition, AvailableRange] = {}  # each partition's range at the previous trigger
         self._waiting: set[TopicPartition] = set()  # partitions whose latest is excused below the position
         self._ranges: dict[tuple, tuple[AvailableRange, bool]] = {}  # by what it depends on (see available)
@@ -347,15 +362,17 @@ class MicroBatchPlanner:
         self._start_notes: list[str] = []
 
     # -- discovery ---------------------------------------------------------------------------------------------------
-    def _partitions(self, listing: Listing | None = None) -> list[PartitionDir]:
+    def _partitions(self, listing: Listing | None = None, start: _Position | None = None) -> list[PartitionDir]:
         """The selected partitions now, or in ``listing`` (a partition ``assign`` names whose folder went away is
-        left out: the stream reports it gone)."""
+        left out: the stream reports it gone), the replica of each chosen with the stream's position ``start`` as
+        evidence (:meth:`_evidence`)."""
         if listing is None:
             listing = list_partitions(None, self.options)
         self.last_listing = listing
         topics_only = self.options.replace(starting=OffsetLimit("earliest", option="startingOffsets"),
                                            ending=OffsetLimit("latest", option="endingOffsets"))
-        return select_partitions(None, topics_only, check_listed=False, listing=listing)
+        return select_partitions(None, topics_only, check_listed=False, listing=listing,
+                                 read_to=self._evidence(start))
 
     def available(self, listing: Listing | None = None, start: Offsets | None = None,
                   skipped: dict | None = None) -> dict[TopicPartition, AvailableRange]:
@@ -378,9 +395,10 @@ class MicroBatchPlanner:
         if not same_listing:
             self._log_ends = LogEndCache()
         self._pdirs = {}
-        for pdir in self._partitions(listing):
+        position = _Position.of(start)
+        for pdir in self._partitions(listing, position):
             try:
-                found = self._range(pdir, now_ms, ranges, same_listing, self._read_to(pdir, start))
+                found = self._range(pdir, now_ms, ranges, same_listing, self._read_to(pdir, position))
             except LayoutError:
                 if _fs.exists(pdir.path, pdir.filesystem):
                     raise
@@ -418,28 +436,39 @@ class MicroBatchPlanner:
         ranges[key] = (found, last is None or last.mtime_ms < now_ms - RACY_MS)
         return found
 
-    def _read_to(self, pdir: PartitionDir, start: Offsets | None) -> int | None:
+    def _read_to(self, pdir: PartitionDir, start: _Position | None) -> int | None:
         """The stream's position in ``start`` for ``pdir``'s partition as evidence that the log reached it
         (:meth:`~kafkaseg.storage.layout.PartitionDir.reached_end`): the stream read the log there, below a high
         watermark at or past it, so a last batch it read past a compaction gap is the broker's, not a corrupt base
         offset, after a leader change moved the high watermark back into the gap. Not when the position cannot be
         the log's now: its topic was recreated or the log diverged below it (the leader epoch recorded with it), nor
         for a start given in ``startingOffsets`` (no read put the stream there). Only above the high watermark,
-        where it can count (a last batch starting above it): so the ranges and log ends cached stay shared."""
+        where it can count (a last batch starting above it): so the ranges and log ends cached stay shared.
+        ``start`` is parsed once per trigger (:meth:`_Position.of`): parsing the offsets for each partition made a
+        trigger quadratic in the partitions."""
         tp = (pdir.topic, pdir.partition)
-        position = from_offsets(start).get(tp) if start else None
+        position = start.positions.get(tp) if start is not None else None
         if position is None or pdir.high_watermark is None or position <= pdir.high_watermark:
             return None
-        started_on = topic_ids_of(start).get(tp)
+        started_on = start.topic_ids.get(tp)
         if started_on is not None and pdir.topic_id is not None and started_on != pdir.topic_id:
             return None
-        found = divergence(pdir.leader_epochs, leader_epochs_of(start).get(tp))
+        found = divergence(pdir.leader_epochs, start.marks.get(tp))
         if found is not None and (found[0] is None or found[0] < position):
             return None
-        if (self.options.starting.kind == "offsets" and self._initial is not None
-                and from_offsets(self._initial).get(tp) == position):
+        if (self.options.starting.kind == "offsets" and self._initial_positions is not None
+                and self._initial_positions.get(tp) == position):
             return None
         return position
+
+    def _evidence(self, start: _Position | None) -> Callable[[PartitionDir], int | None] | None:
+        """:meth:`_read_to` for any copy of a partition, for the replica choice and the plan (``read_to`` of
+        :func:`~kafkaseg.planning.plan_scan`): a tie of high watermarks is broken by the log ends, and a compacted
+        follower's that the stream read past a gap is its log end only with that evidence, else the copy loses to
+        one whose log ends below the stream's position (a log that went back: data loss, or offsets read again)."""
+        if start is None or not start.positions:
+            return None
+        return lambda pdir: self._read_to(pdir, start)
 
     # -- Spark's calls -------------------------------------------------------------------------------------------------
     def initial_offsets(self) -> Offsets:
@@ -447,6 +476,7 @@ class MicroBatchPlanner:
         call; Spark asks more than once, and a moving ``latest`` must give it one answer)."""
         if self._initial is None:
             self._initial = self._resolve_initial()
+            self._initial_positions = from_offsets(self._initial)
         return {topic: dict(partitions) for topic, partitions in self._initial.items()}
 
     def take_start_notes(self) -> list[str]:
@@ -542,8 +572,9 @@ class MicroBatchPlanner:
     def _take_pending_targets(self, start: Offsets) -> None:
         """The AvailableNow targets :meth:`prepare_available_now` left for the stream's position (``start``)."""
         pending, self._targets_pending = self._targets_pending, {}
+        position = _Position.of(start)
         for tp, (pdir, error) in sorted(pending.items()):
-            read_to = self._read_to(pdir, start)
+            read_to = self._read_to(pdir, position)
             if read_to is None:
                 raise error
             self.available_now[tp] = available_range(pdir, self.options, read_to=read_to).latest
@@ -666,11 +697,12 @@ class MicroBatchPlanner:
         Raises :class:`DataLossError` under ``failOnDataLoss`` for the cases in the module docstring. The files are
         listed again, unless ``listing`` gives a listing just made: the one ``end`` was fixed on
         (:attr:`last_listing` after :meth:`latest_offsets`), which a caller planning at once passes."""
-        begin, until = from_offsets(start), from_offsets(end)
-        started_on, ending_on = topic_ids_of(start), topic_ids_of(end)
-        epochs, end_epochs = leader_epochs_of(start), leader_epochs_of(end)
+        position = _Position.of(start)
+        begin, until = dict(position.positions), from_offsets(end)
+        started_on, ending_on = position.topic_ids, topic_ids_of(end)
+        epochs, end_epochs = position.marks, leader_epochs_of(end)
         # Spark replays an uncommitted first batch from initialOffset(), which this process resolved again
-        replaying_first = self._initial is not None and begin == from_offsets(self._initial)
+        replaying_first = self._initial_positions is not None and begin == self._initial_positions
         result = MicroBatchPlan(None)
 
         def loss(message: str) -> None:
@@ -681,7 +713,7 @@ class MicroBatchPlanner:
         if listing is None:
             listing = list_partitions(None, self.options)
         # one listing: the partitions gone, and the plan
-        current = {(p.topic, p.partition): p for p in self._partitions(listing)}
+        current = {(p.topic, p.partition): p for p in self._partitions(listing, position)}
         on_disk = {(p.topic, p.partition) for p in listing.partitions} | {(t, n) for t, n, _ in listing.unselected}
         for tp in sorted(set(begin) - set(until)):
             name = f"{tp[0]}-{tp[1]}"
@@ -783,7 +815,7 @@ class MicroBatchPlanner:
                 stopping.append(tp)
                 self._stopped_at_divergence[(tp, until[tp], end_epochs[tp])] = ended[0]
             if hi < lo:
-                log_end = available_range(pdir, self.options, read_to=self._read_to(pdir, start)).log_end
+                log_end = available_range(pdir, self.options, read_to=self._read_to(pdir, position)).log_end
                 if replaying_first and log_end >= lo:
                     result.notes.append(f"{name}: this micro-batch ends at {hi}, below its start {lo}, while the log "
                                         f"still reaches {log_end}: the start was resolved again after a restart; "
@@ -813,7 +845,7 @@ class MicroBatchPlanner:
         to_log_end = {tp for tp in ranges if tp in self._seen and not self._seen[tp].checkpointed}
         # (the log ends the ranges of this listing found serve the plan: no last segment walked again)
         # (the stream's position vouches for a last batch it read past a compaction gap, as in latest_offsets)
-        read_to = {tp: self._read_to(current[tp], start) for tp in ranges}
+        read_to = self._evidence(position)
         scans = [self._plan_ranges({tp: r for tp, r in ranges.items() if tp not in to_log_end}, self.options,
                                    listing, self._log_ends, read_to),
                  self._plan_ranges({tp: r for tp, r in ranges.items() if tp in to_log_end},
@@ -934,7 +966,7 @@ class MicroBatchPlanner:
     @staticmethod
     def _plan_ranges(ranges: Mapping[TopicPartition, tuple[int, int]], options: ReadOptions,
                      listing: Listing, log_ends: LogEndCache | None = None,
-                     read_to: Mapping[TopicPartition, int | None] | None = None) -> ScanPlan | None:
+                     read_to: Callable[[PartitionDir], int | None] | None = None) -> ScanPlan | None:
         """A batch read's plan of ``[start, end)`` per partition in ``listing`` (None for no range), taking the
         log ends in ``log_ends`` where they hold, with ``read_to`` the stream's evidence (see
         :func:`~kafkaseg.planning.plan_scan`)."""
@@ -946,7 +978,7 @@ class MicroBatchPlanner:
             assign=tuple(sorted(ranges)), subscribe=None, subscribe_pattern=None,
             starting=OffsetLimit("offsets", entries_start, option="startingOffsets"),
             ending=OffsetLimit("offsets", entries_end, option="endingOffsets")), listing=listing, log_ends=log_ends,
-            read_to={tp: offset for tp, offset in (read_to or {}).items() if offset is not None})
+            read_to=read_to)
 
 
 def _recreated(started_on: Mapping[TopicPartition, str], now: Mapping[TopicPartition, str | None]

@@ -1010,3 +1010,51 @@ def test_a_recreated_topics_log_takes_no_evidence_from_the_deleted_topics_positi
             planner.plan(on_old, to_offsets({("t", 0): end}, {("t", 0): new}))
     with pytest.raises(SkippedOffsetsError):
         kafkaseg.read_arrow(str(tmp_path))
+
+
+def test_a_stream_over_two_replicas_keeps_the_gap_follower_it_read_past_the_gap(tmp_path):
+    """Two brokers' copies of t-0: b1 the compacted follower above ([0, 50) and [95, 100), a running broker's), b2
+    a follower behind that the cleaner has not reached ([0, 85), its high watermark 80). The stream reads b1 to 100
+    while its high watermark is 100 (the highest: b1 chosen); then a leader change moves b1's high watermark back
+    to 80, into the gap: a tie, which the replica choice breaks by the larger log end. b1's, with the stream's
+    position as the evidence that its log reached 100, is 100; without it, b1's last batch is a corrupt base offset
+    (no log end) and b2 (log end 85) was chosen: the stream's position 100 is past b2's log end, a log that went
+    back, so the stream raised data loss (with failOnDataLoss=false it read b2's offsets 80..84 again after 95..99:
+    offsets going back). It stands instead, as over b1 alone, and reads on from b1 when its high watermark passes
+    100 again."""
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.streaming import MicroBatchPlanner, from_offsets, poll_micro_batches
+
+    b1, b2 = tmp_path / "b1", tmp_path / "b2"
+    b1.mkdir(), b2.mkdir()
+    _gap_follower(b1, 100, stopped=False)
+    writer = PartitionWriter(b2 / "t-0")
+    for base in range(0, 85, 5):
+        writer.append(build_batch_v2([Record(base + i, 1_700_000_000_000 + base + i, b"k%d" % (base + i), b"v")
+                                      for i in range(5)]))
+    writer.close(live=True)
+    write_offset_checkpoint(b2 / "replication-offset-checkpoint", {("t", 0): 80})
+    write_offset_checkpoint(b2 / "recovery-point-offset-checkpoint", {("t", 0): 0})
+    for fail in ("true", "false"):
+        given = {"paths": [str(b1), str(b2)], "startingOffsets": "earliest", "failOnDataLoss": fail}
+        write_offset_checkpoint(b1 / "replication-offset-checkpoint", {("t", 0): 100})
+        first = MicroBatchPlanner(ReadOptions.from_options(given, stream=True))
+        plans = list(poll_micro_batches(first))
+        assert [p.ranges for p in plans] == [{("t", 0): (0, 100)}]
+        assert plans[0].scan.report.replicas[0]["chosen"] == str(b1 / "t-0")
+        position = first.latest_offsets(first.initial_offsets())
+        assert from_offsets(position) == {("t", 0): 100}
+        write_offset_checkpoint(b1 / "replication-offset-checkpoint", {("t", 0): 80})
+        restarted = MicroBatchPlanner(ReadOptions.from_options(given, stream=True))
+        for planner in (first, restarted):
+            assert planner.latest_offsets(position) == position, fail
+            assert list(poll_micro_batches(planner, position)) == [], fail
+        # b1's new leader appends, and its high watermark passes the stream again
+        log = b1 / "t-0" / f"{0:020d}.log"
+        with open(log, "ab") as f:
+            f.write(build_batch_v2([Record(o, 1_700_000_000_000 + o, b"k%d" % o, b"v")
+                                    for o in range(100, 105)]).data)
+        write_offset_checkpoint(b1 / "replication-offset-checkpoint", {("t", 0): 105})
+        plans = list(poll_micro_batches(restarted, position))
+        assert [plan.ranges for plan in plans] == [{("t", 0): (100, 105)}] and not plans[0].data_loss, fail
+        _gap_follower(b1, 100, stopped=False)  # (as it was, for the next round)

@@ -401,8 +401,12 @@ def test_a_tiered_topics_log_start_below_the_first_local_segment(tmp_path, capsy
     scan = kafkaseg.open_scan(str(tmp_path))
     assert scan.to_table()["offset"][0].as_py() == 500
     assert any("[100, 500) are not in these files" in n and "tiered" in n for n in scan.plan.report.partitions[0].notes)
-    with pytest.raises(DataLossError, match=r"below the first local offset 500.*for a tiered topic they are in remote"):
+    with pytest.raises(DataLossError, match=r"below the first local offset 500.*for a tiered topic they are in remote"
+                       ) as lost:
         kafkaseg.read_arrow(str(tmp_path), startingOffsets='{"tiered":{"0":200}}')
+    # a start at 200 misses [200, 500), not the checkpoint's whole [100, 500) (still named as what it says)
+    assert "offsets [200, 500) are not in these files" in str(lost.value)
+    assert "log-start-offset-checkpoint says 100" in str(lost.value)
     with pytest.raises(DataLossError, match=r"offsets \[50, 500\) are gone"):
         kafkaseg.read_arrow(str(tmp_path), startingOffsets='{"tiered":{"0":50}}')
     from kafkaseg.cli.main import main

@@ -363,3 +363,86 @@ def test_under_skip_a_mismatch_below_the_high_watermark_stays_corruption(live):
     assert not any(at <= cut for _, at, _ in metrics.rewritten_tails)
     assert [o for o, _ in rows][:50] == list(range(50))
 
+
+def test_follow_logs_a_slice_ended_at_a_rewrite_past_the_high_watermark(live, caplog):
+    """follow() (kafkaseg.follow, the Python stream without Spark) says a slice the broker's truncation and rewrite
+    overtook, as consume and the Spark workers do: an INFO line of the ``kafkaseg.streaming`` logger naming the
+    segment and the byte where the read stopped. Its first slice is read before the rewrite, the last after it."""
+    import logging
+
+    from kafkaseg.streaming import follow
+
+    root, log = live
+    rewritten = []
+    rows = []
+    caplog.set_level(logging.INFO, logger="kafkaseg.streaming")
+    for batch in follow(str(root), startingOffsets="earliest", upperBound="logEndOffset", splitSize=2000,
+                        idle_timeout=0, sleep=lambda _s: None):
+        rows += zip(batch.column("offset").to_pylist(), batch.column("value").to_pylist())
+        if not rewritten:
+            rewritten.append(True)
+            _truncate_and_rewrite(log, 150, 7, 90)
+    _check_rows(rows)
+    said = [r for r in caplog.records if r.name == "kafkaseg.streaming" and "stopped here" in r.getMessage()]
+    assert said, [r.getMessage() for r in caplog.records]
+    assert said[0].levelno == logging.INFO
+    assert said[0].getMessage().startswith(f"{log} @ byte ")
+    assert "the read past the high watermark 100 stopped here" in said[0].getMessage()
+
+
+def test_a_mapped_read_keeps_nothing_of_a_mismatch_s_second_decode_the_file_changed_under(live, monkeypatch):
+    """A mapped read whose decode meets a mismatch past the high watermark decodes the bytes before it a second
+    time (``_SliceDecoder.before_mismatch``); a truncation and rewrite during that second decode leaves it with
+    the old generation's bytes up to where the write had got and the new one's after (simulated here: the second
+    decode is handed the mapping's bytes as they were below offset 170 and as they are from there, the new
+    generation's batch there starting at offset 172). Nothing decoded from the mapping since the file changed is
+    kept: the read goes on from its last check by positioned reads of the file as it is now, so it returns each
+    offset of one generation, not the old records to 169 and the new ones from 172 (offsets 170 and 171 lost
+    between two generations)."""
+    from kafkaseg import scan
+
+    root, log = live
+    data = bytearray(log.read_bytes())
+    heads = {h.base_offset: h.position for h in iter_headers(bytes(data))}
+    size = heads[155] - heads[150]  # every old batch's size
+    data[heads[175] + 70] ^= 0xFF  # the old generation's batch 175 fails its CRC: the first decode stops there
+    log.write_bytes(bytes(data))
+    time.sleep(0.05)
+    old = bytes(data)
+
+    def first_new_batch() -> bytes:
+        """Offsets 150..171 of the new generation in one batch that ends exactly where the old batch 170 began."""
+        for big in range(4 * size):
+            for small in range(8):
+                batch = build_batch_v2([Record(offset=o, timestamp=1000 + o, key=b"k%d" % o,
+                                               value=b"g1-" + b"x" * (big if o == 150 else small if o == 151 else 0))
+                                        for o in range(150, 172)]).data
+                if len(batch) == heads[170] - heads[150]:
+                    return batch
+        raise AssertionError("no size fits")
+
+    original = scan._SliceDecoder.before_mismatch
+    torn = []
+
+    def rewritten_while_decoding(self, err, view, pos, end, reader):
+        if torn:
+            return original(self, err, view, pos, end, reader)
+        time.sleep(0.05)
+        with open(log, "r+b") as f:  # the new leader's log from 150: a truncation, then its batches
+            f.truncate(heads[150])
+            f.seek(heads[150])
+            f.write(first_new_batch())
+            for first in range(172, 222, 5):
+                f.write(_batch(first, 5, 1, 40).data)
+        cut = heads[170] - pos
+        torn.append(old[pos:pos + cut] + bytes(view[cut:]))
+        assert len(torn[0]) == len(view)
+        return original(self, err, memoryview(torn[0]), pos, end, reader)
+
+    monkeypatch.setattr(scan._SliceDecoder, "before_mismatch", rewritten_while_decoding)
+    slices, rows, metrics = _read(root, 1 << 30, lambda: None, "mmap")
+    assert torn, "the mapped read met the mismatch"
+    _check_rows(rows)
+    offsets = [o for o, _ in rows]
+    assert offsets == list(range(len(offsets))), "offsets lost between two generations"
+    assert len({v[:3] for o, v in rows if o >= 150}) == 1, "two generations of the offsets past the cut"

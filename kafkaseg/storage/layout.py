@@ -310,12 +310,15 @@ class PartitionDir:
             return None  # (extended with tiered-storage copies: with_remote_copies notes what they hold)
         return start, self.segments[0].base_offset
 
-    def below_local_log_note(self) -> str | None:
-        """The sentence that explains :attr:`below_local_log`, None when there is nothing to explain."""
+    def below_local_log_note(self, start: int | None = None) -> str | None:
+        """The sentence that explains :attr:`below_local_log`, None when there is nothing to explain. ``start``: a
+        read's start within that range, which misses only the offsets from there (named so; the checkpoint's
+        offset is still said)."""
         below = self.below_local_log
         if below is None:
             return None
-        return (f"offsets [{below[0]}, {below[1]}) are not in these files: log-start-offset-checkpoint says "
+        first = below[0] if start is None else min(max(start, below[0]), below[1])
+        return (f"offsets [{first}, {below[1]}) are not in these files: log-start-offset-checkpoint says "
                 f"{below[0]}, below the first local segment (base {below[1]}); for a tiered topic they are in "
                 f"remote storage (give its copies with the log dir to read them: Aiven's and "
                 f"LocalTieredStorage's layouts), and the broker's earliest offset is {below[0]}; "
@@ -2122,7 +2125,8 @@ def read_partition_again(path: str, filesystem, *, topic: str, partition: int,
 
 
 def choose_replicas(partitions: Iterable[PartitionDir], policy: str = "highestHighWatermark", *,
-                    with_remote: bool = True) -> list[ReplicaChoice]:
+                    with_remote: bool = True, read_to: Callable[[PartitionDir], int | None] | None = None
+                    ) -> list[ReplicaChoice]:
     """One replica per (topic, partition).
 
     Policies: ``highestHighWatermark`` (the copy whose log dir checkpointed the highest high watermark; ties, and
@@ -2133,6 +2137,10 @@ def choose_replicas(partitions: Iterable[PartitionDir], policy: str = "highestHi
     Tiered-storage copies (``PartitionDir.tiered``) are not replicas of a log dir's partition but its older
     segments: with ``with_remote`` the chosen log dir replica is extended below by the first of them that fits
     (:func:`with_remote_copies`). Without a log dir replica, one of them is chosen as above.
+
+    ``read_to``: a stream's evidence that it read a copy's log to an offset (:meth:`PartitionDir.reached_end`), per
+    copy: a copy's log end is compared with it, as the stream reads that copy (a compacted follower's last batch
+    past a gap above its high watermark is then the broker's, not a corrupt base offset that loses the tie).
     """
     if policy not in REPLICA_POLICIES:
         from kafkaseg.errors import InvalidOptionError
@@ -2147,7 +2155,7 @@ def choose_replicas(partitions: Iterable[PartitionDir], policy: str = "highestHi
     for (topic, partition), found in sorted(groups.items()):
         copies = [c for c in found if c.tiered is None] or found
         remote = [c for c in found if c.tiered is not None] if len(copies) < len(found) else []
-        choice = _choose_one(topic, partition, copies, policy)
+        choice = _choose_one(topic, partition, copies, policy, read_to)
         if remote and with_remote:
             chosen, how = choice.chosen, []
             for candidate in remote:
@@ -2166,7 +2174,8 @@ def choose_replicas(partitions: Iterable[PartitionDir], policy: str = "highestHi
     return choices
 
 
-def _choose_one(topic: str, partition: int, copies: list[PartitionDir], policy: str) -> ReplicaChoice:
+def _choose_one(topic: str, partition: int, copies: list[PartitionDir], policy: str,
+                read_to: Callable[[PartitionDir], int | None] | None = None) -> ReplicaChoice:
     """:func:`choose_replicas` for one topic-partition's ``copies``."""
     if len(copies) == 1:
         return ReplicaChoice(topic, partition, copies[0], tuple(copies), "only replica")
@@ -2175,7 +2184,8 @@ def _choose_one(topic: str, partition: int, copies: list[PartitionDir], policy: 
     def leo(i: int) -> int:
         if i not in leo_cache:
             try:
-                leo_cache[i] = partition_log_end_offset(copies[i])
+                leo_cache[i] = partition_log_end_offset(
+                    copies[i], read_to=read_to(copies[i]) if read_to is not None else None)
             except (CorruptDataError, LayoutError):
                 leo_cache[i] = -1
         return leo_cache[i]
