@@ -1315,11 +1315,36 @@ def rewritten_past_high_watermark(partition_dir: PartitionDir) -> bool:
         return True
     from kafkaseg.storage.segment import SegmentReader
 
-    try:
+    try:  # (an append a broker with log.preallocate is writing may end the walk: its zeros are no damage)
         with SegmentReader(segment.log_path, partition_dir.filesystem) as reader:
-            return any(header.last_offset >= hw - 1 for header in reader.iter_headers(0))
+            return any(header.last_offset >= hw - 1 for header in reader.iter_headers(0, partial_append=True))
     except KafkaSegError:
         return False
+
+
+#: Why an active segment's index entry at or past the high watermark that fits no batch is a warning
+#: (:func:`first_entry_past_truncation_bound`), as verify and describe say it.
+LEFT_BY_TRUNCATION = ("at or past the high watermark {hw} in the active segment: a follower's truncation past the "
+                      "high watermark (UnifiedLog.truncateTo) cuts the .log but leaves the index entries past its "
+                      "cut in the preallocated file (AbstractIndex.truncateToEntries only moves the index's "
+                      "position) until the new appends overwrite them, so it may be the truncated generation's "
+                      "(the broker never reads it; its recovery rebuilds the active segment's indexes)")
+
+
+def first_entry_past_truncation_bound(partition_dir: PartitionDir, log_path: str, offsets) -> int | None:
+    """The number of the first entry, in file order, of the active segment's ``.index`` or ``.timeindex`` (their
+    entries' absolute ``offsets``) at or past the checkpointed high watermark: from it on, an entry may be one a
+    follower's truncation left behind (:data:`LEFT_BY_TRUNCATION`; a truncation never cuts below the high watermark,
+    and the entries it leaves follow the ones it kept, the new appends overwriting them in order), so one that fits
+    no batch of the log is no damage. None when no entry is there, ``log_path`` is not the partition's active
+    segment, or no high watermark is checkpointed (entries below it that fit no batch are damage)."""
+    hw = partition_dir.high_watermark
+    if hw is None or not partition_dir.is_active_segment(log_path):
+        return None
+    import numpy as np
+
+    past = np.flatnonzero(np.asarray(offsets) >= hw)
+    return int(past[0]) if past.size else None
 
 
 def active_segment_files(partition_dir: PartitionDir) -> set[str]:
