@@ -27,7 +27,8 @@ HW = 100
 
 def _batch(first: int, count: int, generation: int, size: int):
     return build_batch_v2([Record(offset=o, timestamp=1000 * (generation + 1) + o, key=b"k%d" % o,
-                                  value=b"g%d-" % generation + b"x" * size) for o in range(first, first + count)])
+                                  value=b"g%d-" % generation + b"x" * size) for o in range(first, first + count)],
+                          partition_leader_epoch=generation)  # (a new leader's generation: a new epoch)
 
 
 def _partition(folder, generation_after_hw: int):
@@ -232,17 +233,31 @@ def test_index_entries_a_truncation_left_past_the_high_watermark_are_no_error(tr
     assert any("truncateToEntries" in note for note in desc.notes), desc.notes
 
 
-def test_index_entries_below_the_high_watermark_that_fit_no_batch_stay_errors(tmp_path):
-    """The same files with the high watermark at the log end: entries for acknowledged offsets that point into
-    other batches are damage (a truncation never cuts below the high watermark)."""
+@pytest.mark.parametrize("epochs", [[(0, 0)], [(0, 0), (1, CUT)]], ids=["one epoch", "an epoch from the cut"])
+def test_index_entries_below_the_high_watermark_are_judged_by_the_epoch_starting_at_the_cut(tmp_path, epochs):
+    """The same files with the high watermark at the log end (the new leader's appends acknowledged before an index
+    interval of them overwrote an entry left): with the leader epoch cache starting the new leader's epoch at the
+    cut, as a broker's is after those appends, the entries past it may be the truncation's leftovers (warnings);
+    with no epoch starting in the segment (but the log's first), entries for acknowledged offsets that point into
+    other batches are damage (a truncation never cuts below the high watermark it had)."""
+    from kafkaseg.testing.partition import write_leader_epoch_checkpoint
+
     root = tmp_path / "data"
     _old_generation(root / "t-0")
     size = _truncate_in_place(root / "t-0")
     _stale_entry_inside(root / "t-0", size)
     write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): CUT + 21})
-    assert verify.verify_paths([str(root)]).errors
+    write_leader_epoch_checkpoint(root / "t-0" / "leader-epoch-checkpoint", epochs)
+    report = verify.verify_paths([str(root)])
     [desc] = describe.describe_paths([str(root)])
-    assert desc.errors
+    if len(epochs) == 1:
+        assert report.errors
+        assert desc.errors
+    else:
+        assert not report.errors, [str(p) for p in report.errors]
+        assert any(f"offset {CUT}, where leader epoch 1 starts" in p.message for p in report.problems)
+        assert not desc.errors, desc.errors
+        assert desc.log_end_offset == CUT + 21
 
 
 def _truncate_when_the_walk_opens(module, monkeypatch, folder):

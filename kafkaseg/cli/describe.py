@@ -225,23 +225,25 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
 def _tail_walk_start(pdir: PartitionDir, seg, offset_index: OffsetIndex, reader: SegmentReader,
                      desc: PartitionDescription, index_path: str) -> int:
     """Where the walk of a segment's batches after its first starts: at its last ``.index`` entry, unless that is
-    an entry of the active segment at or past the high watermark that fits no batch, which a follower's truncation
-    may have left (:func:`~kafkaseg.storage.layout.first_entry_past_truncation_bound`): then at the last entry
-    below the high watermark (the segment's start when none is), noted."""
+    an entry of the active segment that fits no batch past where a follower's truncation may have cut it (the high
+    watermark, or a leader epoch's start), which the truncation may have left
+    (:func:`~kafkaseg.storage.layout.first_entry_past_truncation_bound`): then at the last entry before that bound
+    (the segment's start when none is), noted."""
     from kafkaseg.entry_check import entry_batch_problem
     from kafkaseg.storage.layout import LEFT_BY_TRUNCATION, first_entry_past_truncation_bound
 
     offset, position = int(offset_index.offsets[-1]), int(offset_index.positions[-1])
-    bound = first_entry_past_truncation_bound(pdir, seg.log_path, offset_index.offsets)
-    if bound is None:
+    found = first_entry_past_truncation_bound(pdir, seg.log_path, offset_index.offsets, seg.base_offset)
+    if found is None:
         return position
+    bound, why = found
     problem = (entry_batch_problem(reader, position, offset, seg.base_offset - 1, None, None, None)[0]
                if 0 <= position < reader.size else f"byte {position} is outside the {reader.size}-byte log")
     if problem is None:
         return position
     start = int(offset_index.positions[bound - 1]) if bound else 0
     desc.notes.append(f"{index_path}: the last entry (offset {offset} -> byte {position}) fits no batch ({problem}); "
-                      f"it is {LEFT_BY_TRUNCATION.format(hw=pdir.high_watermark)}: the active segment's batches are "
+                      f"it is {LEFT_BY_TRUNCATION.format(bound=why)}: the active segment's batches are "
                       f"walked from byte {start} instead")
     desc.passed_over_entry = True
     return start

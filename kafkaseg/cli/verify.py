@@ -347,10 +347,10 @@ class _EntryCursor:
     """An index's entries in the order of ``keys`` (one per entry), walked as the log walk passes them: ``n`` is the
     current entry's number in the file, ``next`` its key (``_NEVER`` after the last). Memory is the index's."""
 
-    def __init__(self, index, keys, path: str, report: VerifyReport, truncation_bound: tuple[int, int] | None = None):
+    def __init__(self, index, keys, path: str, report: VerifyReport, truncation_bound: tuple[int, str] | None = None):
         self.index, self.path, self.report = index, path, report
         self.keys = keys
-        # (the first entry a truncation may have left, and the high watermark: see first_entry_past_truncation_bound)
+        # (the first entry a truncation may have left, and why: see first_entry_past_truncation_bound)
         self.truncation_bound = truncation_bound
         self.order = np.argsort(keys, kind="stable")
         self.sorted_keys = keys[self.order]  # (the keys in walk order: where a run of batches ends in them)
@@ -377,12 +377,12 @@ class _EntryCursor:
 
 
 def _add_entry_problem(report: VerifyReport, path: str, n: int, entry_size: int, what: str,
-                      truncation_bound: tuple[int, int] | None) -> None:
+                      truncation_bound: tuple[int, str] | None) -> None:
     """Report ``what`` of entry ``n`` of an index: an error, or a warning when the entry is at or past
-    ``truncation_bound`` (``(first entry, high watermark)``: the active segment's entries a follower's truncation
-    may have left, :func:`~kafkaseg.storage.layout.first_entry_past_truncation_bound`)."""
+    ``truncation_bound`` (``(first entry, why)``: the active segment's entries a follower's truncation may have
+    left, :func:`~kafkaseg.storage.layout.first_entry_past_truncation_bound`)."""
     if truncation_bound is not None and n >= truncation_bound[0]:
-        report.add(WARNING, path, n * entry_size, f"{what} ({LEFT_BY_TRUNCATION.format(hw=truncation_bound[1])})")
+        report.add(WARNING, path, n * entry_size, f"{what} ({LEFT_BY_TRUNCATION.format(bound=truncation_bound[1])})")
     else:
         report.add(ERROR, path, n * entry_size, what)
 
@@ -399,7 +399,7 @@ class _OffsetIndexCursor(_EntryCursor):
     right (counted, reported once per segment by ``finish``); DumpLogSegments lists the last two as mismatches."""
 
     def __init__(self, index: OffsetIndex, path: str, report: VerifyReport,
-                 truncation_bound: tuple[int, int] | None = None):
+                 truncation_bound: tuple[int, str] | None = None):
         super().__init__(index, index.positions, path, report, truncation_bound)
         self.sorted_offsets = index.offsets[self.order]
         self.inside = 0
@@ -490,7 +490,7 @@ class _TimeIndexCursor(_EntryCursor):
     batch, timestamp that batch's maxTimestamp; brokers before 3.8 stored an offset inside the batch, accepted)."""
 
     def __init__(self, index: TimeIndex, path: str, report: VerifyReport,
-                 truncation_bound: tuple[int, int] | None = None):
+                 truncation_bound: tuple[int, str] | None = None):
         super().__init__(index, index.offsets, path, report, truncation_bound)
         timestamps = index.timestamps
         self.sorted_timestamps = timestamps[self.order]
@@ -592,13 +592,12 @@ def _check_trimmed(index, label: str, add) -> None:
         "damage or a copy of a preallocated file; the entries before them are checked")
 
 
-def _truncation_bound(pdir: PartitionDir, log_path: str, index) -> tuple[int, int] | None:
-    """``(first entry, high watermark)`` of ``index`` (the segment ``log_path``'s) from which its entries may be ones
-    a follower's truncation left (:func:`~kafkaseg.storage.layout.first_entry_past_truncation_bound`), or None."""
+def _truncation_bound(pdir: PartitionDir, log_path: str, index) -> tuple[int, str] | None:
+    """``(first entry, why)`` of ``index`` (the segment ``log_path``'s) from which its entries may be ones a
+    follower's truncation left (:func:`~kafkaseg.storage.layout.first_entry_past_truncation_bound`), or None."""
     if index is None:
         return None
-    first = first_entry_past_truncation_bound(pdir, log_path, index.offsets)
-    return None if first is None else (first, pdir.high_watermark)
+    return first_entry_past_truncation_bound(pdir, log_path, index.offsets, index.base_offset)
 
 
 def _add_sanity_problem(report: VerifyReport, label: str, index, problem, truncation_bound) -> None:
