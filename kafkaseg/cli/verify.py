@@ -15,7 +15,9 @@ Per segment (one read of the ``.log``, in bounded chunks):
   within that batch as brokers up to 1.0 and a <=2.0 broker's recovery wrote them, or the last offset of a later
   batch before the next entry's as a follower's multi-batch append writes it: info, once per file) and its
   sanity check; the ``.timeindex`` against the log (offset in a batch, timestamp that batch's max, increasing) and its
-  sanity check; a missing ``.index``/``.timeindex`` (warning: a broker rebuilds it); batch maxTimestamp equal to the
+  sanity check (in the active segment, an entry past where a follower's truncation may have cut it, which leaves the
+  entries past its cut in place, is judged with a warning: ``layout.first_entry_past_truncation_bound``); a missing
+  ``.index``/``.timeindex`` (warning: a broker rebuilds it); batch maxTimestamp equal to the
   largest record timestamp (CreateTime v2); ``.txnindex`` sanity and an entry for every ABORT marker ending a
   transaction with data in the segment (a warning past the recovery point, whose files recovery rebuilds);
 * ``.snapshot`` producer snapshots parse and pass their CRC; KRaft ``.checkpoint`` snapshots' batches.
