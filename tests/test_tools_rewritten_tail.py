@@ -314,3 +314,30 @@ def test_an_append_begun_while_verify_walks_the_transaction_index_is_no_error(tm
         f.write(_batch(24, 5, 0, 40).data[:8] + bytes(4096))
     report = verify.verify_paths([str(root)])
     assert not report.errors, [str(p) for p in report.errors]
+
+
+def test_a_log_cut_under_the_walk_ends_the_walk(tmp_path, monkeypatch):
+    """The truncation lands after verify opened the active segment's .log (its size at open the old one) and before
+    the walk read its bytes: the walk meets the file's end early and ends there, as at a torn tail (before, its
+    chunk walk read nothing there over and over, for ever: seen as a verify beside tests/live_broker.py that never
+    returned)."""
+    root = tmp_path / "data"
+    _old_generation(root / "t-0")
+    write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): HW})
+    done, reads = [], []
+
+    class Racing(SegmentReader):
+        def __init__(self, path, *args, **kwargs):
+            super().__init__(path, *args, **kwargs)
+            if not done and str(path).endswith(f"{0:020d}.log"):
+                done.append(_truncate_in_place(root / "t-0", batches=0))  # (the cut alone: no new batch yet)
+
+        def read_at(self, position, length):
+            reads.append(position)
+            assert len(reads) < 10_000, f"the walk reads byte {position} on and on"
+            return super().read_at(position, length)
+
+    monkeypatch.setattr(verify, "SegmentReader", Racing)
+    report = verify.verify_paths([str(root)])
+    assert done
+    assert not report.errors, [str(p) for p in report.errors]
