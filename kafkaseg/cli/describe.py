@@ -83,6 +83,9 @@ class PartitionDescription:
     # offsets the partition's files say its log held past the log end with no high watermark to bound it
     # (layout.LostTail.as_dict: lost when the recovery point proves them flushed, else possibly lost), None
     lost_tail: dict | None = None
+    # (not printed) whether the walk of the active segment passed over its last .index entry, one a truncation may
+    # have left (_tail_walk_start): when the segment changed meanwhile, a truncation may have been under the walk
+    passed_over_entry: bool = field(default=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -151,7 +154,7 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
                 else:
                     starts = [0]
                     if offset_index is not None and len(offset_index):
-                        starts.append(int(offset_index.positions[-1]))
+                        starts.append(_tail_walk_start(pdir, seg, offset_index, reader, desc, index_path))
                 for n, start in enumerate(starts):
                     walk_all = full or (i == last and n == len(starts) - 1)
                     if not 0 <= start < reader.size:  # (an entry past the log, or a damaged negative one)
@@ -220,6 +223,33 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
                                             as_listed=ListingCheck(pdir).recovery_point) is not None:
         desc.notes.append(flushed_above_words(pdir.recovery_point, hw, leo, pdir.path))  # (as a read notes it)
     return desc
+
+
+def _tail_walk_start(pdir: PartitionDir, seg, offset_index: OffsetIndex, reader: SegmentReader,
+                     desc: PartitionDescription, index_path: str) -> int:
+    """Where the walk of a segment's batches after its first starts: at its last ``.index`` entry, unless that is
+    an entry of the active segment that fits no batch past where a follower's truncation may have cut it (the high
+    watermark, or a leader epoch's start), which the truncation may have left
+    (:func:`~kafkaseg.storage.layout.first_entry_past_truncation_bound`): then at the last entry before that bound
+    (the segment's start when none is), noted."""
+    from kafkaseg.entry_check import entry_batch_problem
+    from kafkaseg.storage.layout import LEFT_BY_TRUNCATION, first_entry_past_truncation_bound
+
+    offset, position = int(offset_index.offsets[-1]), int(offset_index.positions[-1])
+    found = first_entry_past_truncation_bound(pdir, seg.log_path, offset_index.offsets, seg.base_offset)
+    if found is None:
+        return position
+    bound, why = found
+    problem = (entry_batch_problem(reader, position, offset, seg.base_offset - 1, None, None, None)[0]
+               if 0 <= position < reader.size else f"byte {position} is outside the {reader.size}-byte log")
+    if problem is None:
+        return position
+    start = int(offset_index.positions[bound - 1]) if bound else 0
+    desc.notes.append(f"{index_path}: the last entry (offset {offset} -> byte {position}) fits no batch ({problem}); "
+                      f"it is {LEFT_BY_TRUNCATION.format(bound=why)}: the active segment's batches are "
+                      f"walked from byte {start} instead")
+    desc.passed_over_entry = True
+    return start
 
 
 def _describe_empty_log_loss(desc: PartitionDescription, pdir: PartitionDir) -> None:
@@ -372,16 +402,27 @@ def describe_paths(paths: list[str], *, full: bool = False, progress=None,
 def _described_as_now(pdir: PartitionDir, full: bool) -> PartitionDescription:
     """:func:`describe_partition`, done again on a fresh listing (and fresh checkpoints) when it found errors while
     files it listed went away: a live broker's retention and log cleaner rename segments ``.deleted`` (and the
-    cleaner renames its merged copy in), as planning and the other tools take it (``layout.relisted``). Files
-    given as paths are not listed again (that would widen what is described)."""
-    from kafkaseg.storage.layout import REDISCOVERIES, _listed_again
+    cleaner renames its merged copy in), as planning and the other tools take it (``layout.relisted``); and once
+    when a truncation past the high watermark may have rewritten the active segment under it: errors only in that
+    segment's files, or a walk that passed over an ``.index`` entry a truncation may have left
+    (:func:`_tail_walk_start`), with the segment changed since the listing and sound up to the high watermark now
+    (:func:`~kafkaseg.storage.layout.rewritten_past_high_watermark`). Files given as paths are not listed again
+    (that would widen what is described)."""
+    from kafkaseg.storage.layout import REDISCOVERIES, _listed_again, rewritten_past_high_watermark
 
     rewritten = False
     for attempt in range(REDISCOVERIES + 1):
         desc = describe_partition(pdir, full=full)
-        if not desc.errors or attempt == REDISCOVERIES or pdir.given_files or pdir.whole is not None:
+        if attempt == REDISCOVERIES or pdir.given_files or pdir.whole is not None:
             return desc
-        if not _listed_files_gone(pdir):
+        if not desc.errors:
+            # the walk passed over an .index entry a truncation may have left, and the active segment changed
+            # since the listing: a truncation under the walk (the entries loaded before it, the bytes after it, the
+            # listed size cutting the new batches), described once more as the files are now
+            if not desc.passed_over_entry or rewritten or not rewritten_past_high_watermark(pdir):
+                return desc
+            rewritten = True
+        elif not _listed_files_gone(pdir):
             # a live broker's truncation past the high watermark that rewrote the active segment under the walk
             # (an index entry of the old generation pointing into the new one's bytes): described once more
             if rewritten or not _rewritten_under(pdir, desc):

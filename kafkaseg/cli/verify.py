@@ -15,7 +15,9 @@ Per segment (one read of the ``.log``, in bounded chunks):
   within that batch as brokers up to 1.0 and a <=2.0 broker's recovery wrote them, or the last offset of a later
   batch before the next entry's as a follower's multi-batch append writes it: info, once per file) and its
   sanity check; the ``.timeindex`` against the log (offset in a batch, timestamp that batch's max, increasing) and its
-  sanity check; a missing ``.index``/``.timeindex`` (warning: a broker rebuilds it); batch maxTimestamp equal to the
+  sanity check (in the active segment, an entry past where a follower's truncation may have cut it, which leaves the
+  entries past its cut in place, is judged with a warning: ``layout.first_entry_past_truncation_bound``); a missing
+  ``.index``/``.timeindex`` (warning: a broker rebuilds it); batch maxTimestamp equal to the
   largest record timestamp (CreateTime v2); ``.txnindex`` sanity and an entry for every ABORT marker ending a
   transaction with data in the segment (a warning past the recovery point, whose files recovery rebuilds);
 * ``.snapshot`` producer snapshots parse and pass their CRC; KRaft ``.checkpoint`` snapshots' batches.
@@ -61,7 +63,8 @@ from kafkaseg.storage.layout import (CLUSTER_METADATA_TOPIC, KRAFT_SNAPSHOT_NAME
                                      find_log_end, flushed_above_words, flushed_past_end, gaps_in_copies,
                                      high_watermark_above_words, judge_tail, transactions_open_at,
                                      unacknowledged_append, valid_cleaner_offset)
-from kafkaseg.storage.layout import _listed_again, active_segment_files, rewritten_past_high_watermark
+from kafkaseg.storage.layout import (LEFT_BY_TRUNCATION, _listed_again, active_segment_files,
+                                     first_entry_past_truncation_bound, rewritten_past_high_watermark)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import read_producer_snapshot, snapshot_offset_from_name
 from kafkaseg.storage.segment import SegmentReader, offsets_hidden_by_last_batch, snapshot_past, zeros_hiding_records
@@ -346,9 +349,11 @@ class _EntryCursor:
     """An index's entries in the order of ``keys`` (one per entry), walked as the log walk passes them: ``n`` is the
     current entry's number in the file, ``next`` its key (``_NEVER`` after the last). Memory is the index's."""
 
-    def __init__(self, index, keys, path: str, report: VerifyReport):
+    def __init__(self, index, keys, path: str, report: VerifyReport, truncation_bound: tuple[int, str] | None = None):
         self.index, self.path, self.report = index, path, report
         self.keys = keys
+        # (the first entry a truncation may have left, and why: see first_entry_past_truncation_bound)
+        self.truncation_bound = truncation_bound
         self.order = np.argsort(keys, kind="stable")
         self.sorted_keys = keys[self.order]  # (the keys in walk order: where a run of batches ends in them)
         self.i = -1
@@ -368,6 +373,21 @@ class _EntryCursor:
         self.i = max(self.i, int(self.sorted_keys.searchsorted(key, side="right"))) - 1
         self._advance()
 
+    def add(self, n: int, what: str) -> None:
+        """Report ``what`` of entry ``n``: an error, or a warning for an entry a truncation may have left."""
+        _add_entry_problem(self.report, self.path, n, self.index.ENTRY_SIZE, what, self.truncation_bound)
+
+
+def _add_entry_problem(report: VerifyReport, path: str, n: int, entry_size: int, what: str,
+                      truncation_bound: tuple[int, str] | None) -> None:
+    """Report ``what`` of entry ``n`` of an index: an error, or a warning when the entry is at or past
+    ``truncation_bound`` (``(first entry, why)``: the active segment's entries a follower's truncation may have
+    left, :func:`~kafkaseg.storage.layout.first_entry_past_truncation_bound`)."""
+    if truncation_bound is not None and n >= truncation_bound[0]:
+        report.add(WARNING, path, n * entry_size, f"{what} ({LEFT_BY_TRUNCATION.format(bound=truncation_bound[1])})")
+    else:
+        report.add(ERROR, path, n * entry_size, what)
+
 
 class _OffsetIndexCursor(_EntryCursor):
     """The ``.index`` entries in position order, matched with the batches as the walk passes them. Kafka indexes an
@@ -380,8 +400,9 @@ class _OffsetIndexCursor(_EntryCursor):
     broker's lookup only needs an entry's offset to be at least the first offset at its position, so all are
     right (counted, reported once per segment by ``finish``); DumpLogSegments lists the last two as mismatches."""
 
-    def __init__(self, index: OffsetIndex, path: str, report: VerifyReport):
-        super().__init__(index, index.positions, path, report)
+    def __init__(self, index: OffsetIndex, path: str, report: VerifyReport,
+                 truncation_bound: tuple[int, str] | None = None):
+        super().__init__(index, index.positions, path, report, truncation_bound)
         self.sorted_offsets = index.offsets[self.order]
         self.inside = 0
         self.appended = 0
@@ -391,8 +412,7 @@ class _OffsetIndexCursor(_EntryCursor):
     def _mismatch(self, what: str, n: int | None = None, position: int | None = None) -> None:
         n = self.n if n is None else n
         offset = int(self.index.offsets[n])
-        self.report.add(ERROR, self.path, n * OffsetIndex.ENTRY_SIZE,
-                        f"entry offset {offset} -> position {self.next if position is None else position}: {what}")
+        self.add(n, f"entry offset {offset} -> position {self.next if position is None else position}: {what}")
 
     def at_batch(self, position: int, last_offset: int, first_offset) -> None:
         """The walk reached a batch at ``position`` >= ``next``, or one whose ``last_offset`` reaches a pending
@@ -471,18 +491,19 @@ class _TimeIndexCursor(_EntryCursor):
     """The ``.timeindex`` entries in offset order, matched with the batches as the walk passes them (offset in a
     batch, timestamp that batch's maxTimestamp; brokers before 3.8 stored an offset inside the batch, accepted)."""
 
-    def __init__(self, index: TimeIndex, path: str, report: VerifyReport):
-        super().__init__(index, index.offsets, path, report)
+    def __init__(self, index: TimeIndex, path: str, report: VerifyReport,
+                 truncation_bound: tuple[int, str] | None = None):
+        super().__init__(index, index.offsets, path, report, truncation_bound)
         timestamps = index.timestamps
         self.sorted_timestamps = timestamps[self.order]
         if len(timestamps):  # timestamps increase in file order (DumpLogSegments.dumpTimeIndex)
             previous = np.concatenate(([NO_TIMESTAMP], timestamps[:-1]))
             for n in np.flatnonzero(previous >= timestamps):
-                report.add(ERROR, path, int(n) * TimeIndex.ENTRY_SIZE,
-                           f"timestamp {int(timestamps[n])} is not above the previous entry's {int(previous[n])}")
+                self.add(int(n), f"timestamp {int(timestamps[n])} is not above the previous entry's "
+                                 f"{int(previous[n])}")
 
     def _mismatch(self, what: str) -> None:
-        self.report.add(ERROR, self.path, self.n * TimeIndex.ENTRY_SIZE, what)
+        self.add(self.n, what)
 
     def at_batch(self, base_offset: int, last_offset: int, max_timestamp: int) -> None:
         """The walk reached a batch whose ``last_offset`` >= ``next``."""
@@ -571,6 +592,24 @@ def _check_trimmed(index, label: str, add) -> None:
         f"{len(index) * size} to the end of the file ({n * size} bytes): a rolled segment's index ends at its last "
         "entry (Kafka trims it when it rolls, recovers or closes the segment), so these are entries zeroed by "
         "damage or a copy of a preallocated file; the entries before them are checked")
+
+
+def _truncation_bound(pdir: PartitionDir, log_path: str, index) -> tuple[int, str] | None:
+    """``(first entry, why)`` of ``index`` (the segment ``log_path``'s) from which its entries may be ones a
+    follower's truncation left (:func:`~kafkaseg.storage.layout.first_entry_past_truncation_bound`), or None."""
+    if index is None:
+        return None
+    return first_entry_past_truncation_bound(pdir, log_path, index.offsets, index.base_offset)
+
+
+def _add_sanity_problem(report: VerifyReport, label: str, index, problem, truncation_bound) -> None:
+    """A sanity problem of ``index``: of an entry a truncation may have left (at or past ``truncation_bound``), a
+    warning; else (or of no entry: the file's length, its tail) an error."""
+    n, rest = divmod(problem.position, index.ENTRY_SIZE) if problem.position is not None else (None, None)
+    if truncation_bound is not None and rest == 0 and truncation_bound[0] <= n < len(index):
+        _add_entry_problem(report, label, n, index.ENTRY_SIZE, f"sanity check: {problem.detail}", truncation_bound)
+    else:
+        report.add(ERROR, label, problem.position, f"sanity check: {problem.detail}")
 
 
 def _load_index(kind, path: str, seg, pdir: PartitionDir, report: VerifyReport, window, label: str):
@@ -699,11 +738,14 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
         if not is_active:
             for index, label in ((offset_index, index_label), (time_index, timeindex_label)):
                 _check_trimmed(index, label, add)
+        # (the active segment's entries from which a follower's truncation may have left them: warnings)
+        offsets_bound, times_bound = (_truncation_bound(pdir, path, index) for index in (offset_index, time_index))
         if offset_index is not None:  # (entries past the log's end: the cursor's one line for all of them)
             for p in offset_index.sanity_problems(None):
-                add(ERROR, index_label, p.position, f"sanity check: {p.detail}")
-        offsets_cursor = _OffsetIndexCursor(offset_index, index_label, report) if offset_index else None
-        times_cursor = _TimeIndexCursor(time_index, timeindex_label, report) if time_index else None
+                _add_sanity_problem(report, index_label, offset_index, p, offsets_bound)
+        offsets_cursor = (_OffsetIndexCursor(offset_index, index_label, report, offsets_bound) if offset_index
+                          else None)
+        times_cursor = _TimeIndexCursor(time_index, timeindex_label, report, times_bound) if time_index else None
         next_index_position = offsets_cursor.next if offsets_cursor else _NEVER
         pending_index_offset = _NEVER
         next_time_offset = times_cursor.next if times_cursor else _NEVER
@@ -948,7 +990,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
     if time_index is not None:
         # (offsets past the last batch: the cursor's one line for all of them)
         for p in time_index.sanity_problems(log_size):
-            add(ERROR, timeindex_label, p.position, f"sanity check: {p.detail}")
+            _add_sanity_problem(report, timeindex_label, time_index, p, times_bound)
     if txnindex_label:
         try:
             txn = TransactionIndex.load(txnindex_path, seg.base_offset, pdir.filesystem, window=txnindex_window)
@@ -959,7 +1001,8 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                     f"{txn.trailing_bytes} bytes of a partial entry (ignored)")
             with SegmentReader(path, pdir.filesystem) as reader:
                 missing = unindexed_abort(reader, txn, max_batch_bytes=None,
-                                          open_at_base=transactions_open_at(pdir, seg.base_offset))
+                                          open_at_base=transactions_open_at(pdir, seg.base_offset),
+                                          partial_append=is_active)  # (an append begun since the walk)
             if missing is not None:
                 recovered = pdir.past_recovery_point(i)
                 add(WARNING if recovered else ERROR, txnindex_label, None,

@@ -1331,11 +1331,51 @@ def rewritten_past_high_watermark(partition_dir: PartitionDir) -> bool:
         return True
     from kafkaseg.storage.segment import SegmentReader
 
-    try:
+    try:  # (an append a broker with log.preallocate is writing may end the walk: its zeros are no damage)
         with SegmentReader(segment.log_path, partition_dir.filesystem) as reader:
-            return any(header.last_offset >= hw - 1 for header in reader.iter_headers(0))
+            return any(header.last_offset >= hw - 1 for header in reader.iter_headers(0, partial_append=True))
     except KafkaSegError:
         return False
+
+
+#: Why an active segment's index entry past where a truncation may have cut it that fits no batch is a warning
+#: (:func:`first_entry_past_truncation_bound`), as verify and describe say it (``bound``: that offset, and why).
+LEFT_BY_TRUNCATION = ("at or past {bound} in the active segment: a follower's truncation there (UnifiedLog.truncateTo) "
+                      "cuts the .log but leaves the index entries past its cut in the preallocated file "
+                      "(AbstractIndex.truncateToEntries only moves the index's position) until the new appends "
+                      "overwrite them, so it may be the truncated generation's (the broker never reads it; its "
+                      "recovery rebuilds the active segment's indexes)")
+
+
+def first_entry_past_truncation_bound(partition_dir: PartitionDir, log_path: str, offsets,
+                                      base_offset: int) -> tuple[int, str] | None:
+    """``(number, bound)``: the first entry, in file order, of the active segment's ``.index`` or ``.timeindex``
+    (their entries' absolute ``offsets``; the segment's ``base_offset``) at or past the lowest offset where a
+    follower's truncation may have cut the segment, and words naming that offset. From it on an entry may be one the
+    truncation left behind (:data:`LEFT_BY_TRUNCATION`: the entries it leaves follow the ones it kept, the new
+    appends overwriting them in order), so one that fits no batch of the log is no damage. A truncation never cuts
+    below the high watermark it had, but the new leader's appends may take the high watermark past the entries left
+    before an index interval of them overwrites one; after those appends the leader epoch cache starts the new
+    leader's epoch at the cut (``UnifiedLog.append`` assigns an epoch at its first batch, above every epoch the
+    truncation kept), so the bound is the lower of the checkpointed high watermark and the first epoch start inside
+    the segment (the log's first epoch, which no truncation needs to have started, aside). None when no entry is
+    there, ``log_path`` is not the partition's active segment, or neither bound is known."""
+    if not partition_dir.is_active_segment(log_path):
+        return None
+    bounds = []
+    if partition_dir.high_watermark is not None:
+        bounds.append((partition_dir.high_watermark, f"the high watermark {partition_dir.high_watermark}"))
+    starts = [e for e in partition_dir.leader_epochs[1:] if e.start_offset >= base_offset]
+    if starts:
+        bounds.append((starts[0].start_offset, f"offset {starts[0].start_offset}, where leader epoch "
+                                               f"{starts[0].epoch} starts"))
+    if not bounds:
+        return None
+    import numpy as np
+
+    bound, words = min(bounds)
+    past = np.flatnonzero(np.asarray(offsets) >= bound)
+    return (int(past[0]), words) if past.size else None
 
 
 def active_segment_files(partition_dir: PartitionDir) -> set[str]:

@@ -251,6 +251,9 @@ class ChunkWalk:
         most = _walk_limit(self.max_batch_bytes)
         while position < limit:
             data = reader.read_at(position, min(self.target_bytes, limit - position))
+            if not data:  # the file ends before the size seen at open: cut under the walk (a follower's truncation)
+                self.tail = reader._record_tail(position, limit, "truncated batch", "file shrank while being read")
+                break
             view = memoryview(data)
             data_end = position + len(data)
             cursor = 0

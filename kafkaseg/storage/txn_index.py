@@ -216,7 +216,7 @@ def _marker_type(reader: SegmentReader, header: BatchHeader) -> int | None:
 def segment_aborted_txns(reader: SegmentReader, open_txns: dict[int, int], *,
                          max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
                          errors: list | None = None, log_end: int | None = None,
-                         unreadable_markers: list | None = None) -> list[AbortedTxn]:
+                         unreadable_markers: list | None = None, partial_append: bool = False) -> list[AbortedTxn]:
     """:func:`derive_aborted_txns` over one segment: a walk of every batch header (no decompression), reading the
     first control record's key of each producer's control batch. A control batch failing its CRC raises, or, when
     ``errors`` is a list, is appended to it (and its header to ``unreadable_markers``, when given) and taken as an
@@ -226,10 +226,12 @@ def segment_aborted_txns(reader: SegmentReader, open_txns: dict[int, int], *,
     markers may have been in the bytes not walked; carrying them on could extend a later abort over committed
     records, while forgetting them can at worst let records of an aborted transaction through, which the caller
     reports). Corrupt framing met once the walk has reached ``log_end`` (a torn append past the log end the caller
-    settled on) just ends the walk."""
+    settled on) just ends the walk. ``partial_append``: the active segment, where an append a broker with
+    ``log.preallocate`` is writing ends the walk as its zeros do (:meth:`~kafkaseg.storage.segment.SegmentReader.
+    iter_headers`)."""
     def batches():
         walked_to = None
-        walk = iter(reader.iter_headers(0, max_batch_bytes=max_batch_bytes))
+        walk = iter(reader.iter_headers(0, max_batch_bytes=max_batch_bytes, partial_append=partial_append))
         while True:
             try:
                 header = next(walk)
@@ -262,15 +264,18 @@ def segment_aborted_txns(reader: SegmentReader, open_txns: dict[int, int], *,
 
 def unindexed_abort(reader: SegmentReader, index: TransactionIndex, *,
                     max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
-                    open_at_base: dict[int, int] | None = None) -> tuple[int, int] | None:
+                    open_at_base: dict[int, int] | None = None, partial_append: bool = False
+                    ) -> tuple[int, int] | None:
     """``(producer id, marker offset)`` of the first aborted transaction :func:`segment_aborted_txns` derives for
     the segment that has no entry in ``index``: the file is stale (a crash wrote the log's page but not the
     index's, or a live copy took the index first; the broker's recovery rebuilds it). None when every one has its
     entry. ``open_at_base``: the transactions open at the segment's base (producer id -> first offset, from the
     producer snapshot Kafka writes there at the roll); aborts of transactions begun in an earlier segment and not
-    listed there are not seen (that needs the partition's walk). Corrupt framing raises."""
+    listed there are not seen (that needs the partition's walk). Corrupt framing raises. ``partial_append``: the
+    active segment (:func:`segment_aborted_txns`)."""
     indexed = {(entry.producer_id, entry.last_offset) for entry in index}
-    for txn in segment_aborted_txns(reader, dict(open_at_base or {}), max_batch_bytes=max_batch_bytes):
+    for txn in segment_aborted_txns(reader, dict(open_at_base or {}), max_batch_bytes=max_batch_bytes,
+                                    partial_append=partial_append):
         if (txn.producer_id, txn.last_offset) not in indexed:
             return txn.producer_id, txn.last_offset
     return None
