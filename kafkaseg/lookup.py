@@ -1539,16 +1539,21 @@ CHOSEN_END = "the chosen copy's log end"
 
 def other_copies(choice) -> tuple[PartitionDir, ...]:
     """The copies of ``choice`` (a :class:`~kafkaseg.storage.layout.ReplicaChoice`) a strict lookup on the one
-    chosen falls back to, in the order given: the other log dirs' copies of the partition, as a strict read falls
-    back to them (``SegmentSlice.other_copies``). (Tiered-storage copies are the log's older segments, not copies of
-    the same offsets: a lookup reads them with the log dir already.)"""
+    chosen falls back to, in the order given: every other candidate, the other log dirs' copies of the partition
+    and its tiered-storage copies, as a strict read falls back to them (``SegmentSlice.other_copies``, which
+    :func:`kafkaseg.planning.plan_scan` sets by :func:`copies_beside`). A tiered-storage copy holds the same offsets
+    as the log dir's rolled segments it was uploaded from (KIP-405 copies whole rolled segments, same base offsets,
+    and a tiered topic is never compacted), which stay in the log dir until local retention deletes them; whether a
+    copy holds what an answer rests on is :func:`from_other_copies`' check, as :func:`kafkaseg.planning.
+    plan_again_by_offset` checks it for a read."""
     return copies_beside(choice.candidates, choice.chosen.path)
 
 
 def copies_beside(candidates, chosen: str) -> tuple[PartitionDir, ...]:
     """:func:`other_copies` of a replica choice given as its ``candidates`` and the chosen copy's path ``chosen`` (as
-    a plan report's ``replicas`` entry lists it)."""
-    return tuple(c for c in candidates if c.path != chosen and c.tiered is None)
+    a plan report's ``replicas`` entry lists it): the one rule for which copies a strict read and a strict lookup
+    fall back to."""
+    return tuple(c for c in candidates if c.path != chosen)
 
 
 def list_offset_rests_on(chosen: PartitionDir, spec: int, answer: OffsetAnswer) -> tuple[int, int | str]:
