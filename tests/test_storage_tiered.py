@@ -1223,3 +1223,33 @@ def test_a_tiered_copy_does_not_answer_for_the_active_segment_it_lacks(tmp_path)
             kafkaseg.read_arrow(paths, **options)
         (note,) = caught.value.__notes__
         assert re.search(f"{re.escape(copy)}: (the partition's log now ends|its log ends) at {bases[-1]}", note), note
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_tiered_copy_with_a_copy_missing_before_the_answer_does_not_answer(tmp_path, layout, capsys):
+    """A tiered-storage copy stands in for a search only where it holds every offset the answer rests on, from the
+    log start to the record answered: with the copy of the corrupt local segment missing from the bucket, its ends
+    still span the answer, but the search there would skip the missing offsets and answer a later record (the next
+    copy's). It is passed over, the note naming the offsets no copy holds, and the search fails as the read of the
+    same files does (which finds no file holding the corrupt batch's offsets there)."""
+    import pyarrow as pa
+
+    from kafkaseg.errors import CrcMismatchError
+
+    data, remote, whole, bases = _tiered_topic(tmp_path, layout)
+    log, header = _corrupt_copied_batch(data, bases)
+    (copy,) = [p.path for p in discover([str(remote)])]
+    for path in Path(copy).glob(f"{bases[5]:020d}-*"):
+        path.unlink()
+    paths = [str(data), str(remote)]
+    offsets = whole["offset"].to_pylist()
+    ts = whole["timestamp"].cast(pa.timestamp("ms")).cast(pa.int64()).to_pylist()[offsets.index(header.base_offset + 3)]
+    for options in ({}, {"startingTimestamp": ts}):
+        with pytest.raises(CrcMismatchError) as caught:
+            kafkaseg.read_arrow(paths, **options)
+        assert copy in caught.value.__notes__[0]
+    assert f"offsets [{bases[5]}, {bases[6]}) are in no tiered-storage copy" in caught.value.__notes__[0]
+    code = main(["offsets", "--data-dir", str(data), "--data-dir", str(remote), "--time", str(ts)])
+    out = capsys.readouterr()
+    assert (code, out.out) == (2, ""), out.out
+    assert f"offsets [{bases[5]}, {bases[6]}) are in no tiered-storage copy" in out.err
