@@ -1539,16 +1539,21 @@ CHOSEN_END = "the chosen copy's log end"
 
 def other_copies(choice) -> tuple[PartitionDir, ...]:
     """The copies of ``choice`` (a :class:`~kafkaseg.storage.layout.ReplicaChoice`) a strict lookup on the one
-    chosen falls back to, in the order given: the other log dirs' copies of the partition, as a strict read falls
-    back to them (``SegmentSlice.other_copies``). (Tiered-storage copies are the log's older segments, not copies of
-    the same offsets: a lookup reads them with the log dir already.)"""
+    chosen falls back to, in the order given: every other candidate, the other log dirs' copies of the partition
+    and its tiered-storage copies, as a strict read falls back to them (``SegmentSlice.other_copies``, which
+    :func:`kafkaseg.planning.plan_scan` sets by :func:`copies_beside`). A tiered-storage copy holds the same offsets
+    as the log dir's rolled segments it was uploaded from (KIP-405 copies whole rolled segments, same base offsets,
+    and a tiered topic is never compacted), which stay in the log dir until local retention deletes them; whether a
+    copy holds what an answer rests on is :func:`from_other_copies`' check, as :func:`kafkaseg.planning.
+    plan_again_by_offset` checks it for a read."""
     return copies_beside(choice.candidates, choice.chosen.path)
 
 
 def copies_beside(candidates, chosen: str) -> tuple[PartitionDir, ...]:
     """:func:`other_copies` of a replica choice given as its ``candidates`` and the chosen copy's path ``chosen`` (as
-    a plan report's ``replicas`` entry lists it)."""
-    return tuple(c for c in candidates if c.path != chosen and c.tiered is None)
+    a plan report's ``replicas`` entry lists it): the one rule for which copies a strict read and a strict lookup
+    fall back to."""
+    return tuple(c for c in candidates if c.path != chosen)
 
 
 def list_offset_rests_on(chosen: PartitionDir, spec: int, answer: OffsetAnswer) -> tuple[int, int | str]:
@@ -1615,12 +1620,14 @@ def from_other_copies(chosen: PartitionDir, others, err: CorruptDataError, attem
     (:func:`standing_in`); ``rests_on(result)`` the offsets ``[first, end)`` its answer rests on
     (:func:`list_offset_rests_on`, :func:`locate_rests_on`), which the copy must hold, as a read's other copy must
     hold the offsets it supplies: a copy whose log starts above ``first``, or ends below ``end`` (a follower
-    behind), is passed over, said among what was tried, never answered from.
+    behind), or whose tiered-storage copies leave some of them out (:func:`~kafkaseg.storage.layout.copy_gaps`: a
+    copy missing from the bucket, which its answer would pass over), is passed over, said among what was tried,
+    never answered from.
 
     Returns ``(result, entry)``, ``entry`` as a read lists it in ``ScanMetrics.other_copies_read`` (say it with
     :func:`~kafkaseg.storage.layout.other_copy_line`). Raises ``err`` when none can, with the read's note naming
     the other copies and why each could not."""
-    from kafkaseg.storage.layout import other_copies_note
+    from kafkaseg.storage.layout import copy_gaps, other_copies_note
 
     if isinstance(err, CorruptCheckpointError) or getattr(err, "lost_tail", None) is not None or not others:
         raise err
@@ -1657,6 +1664,16 @@ def from_other_copies(chosen: PartitionDir, others, err: CorruptDataError, attem
         if own_end < end:
             tried.append(f"{copy.path}: its log ends at {own_end}, behind the chosen copy (the answer rests on "
                          f"offsets up to {end - 1})")
+            continue
+        # between its ends too: offsets in none of its tiered-storage copies (one missing from the bucket) would be
+        # passed over by its answer, which then differs from the chosen copy's (its local segments: no reads)
+        try:
+            gaps = copy_gaps(copy, first, end)
+        except KafkaSegError as exc:
+            tried.append(f"{copy.path}: whether it holds offsets {first}..{end - 1} cannot be told ({exc})")
+            continue
+        if gaps:
+            tried.append(f"{copy.path}: {gaps[0].describe()}; the answer rests on offsets {first}..{end - 1}")
             continue
         return result, (err.path or chosen.path, err.position, first, end, copy.path, err.detail)
     err.add_note(other_copies_note(chosen.topic, chosen.partition, [c.path for c in others], chosen.path, how,

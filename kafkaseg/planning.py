@@ -2313,8 +2313,8 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
         preport.bytes_planned += _newly_covered(covered.setdefault(seg.log_path, []), piece.start_position,
                                                 piece.end_position)
     slices.sort(key=slice_order)
-    others = {(r["topic"], r["partition"]): tuple(c for c in r["candidates"] if c != r["chosen"])
-              for r in report.replicas if len(r["candidates"]) > 1}
+    # the copies a strict read falls back to: those a strict search falls back to (one rule, copies_beside)
+    others = {tp: tuple(c.path for c in copies) for tp, copies in passed_over.items() if copies}
     if others:
         slices = [dataclasses.replace(s, other_copies=others[(s.topic, s.partition)])
                   if (s.topic, s.partition) in others else s for s in slices]
@@ -2594,10 +2594,11 @@ def list_partitions(paths: str | Sequence[str] | None, options: ReadOptions) -> 
 
 def copies_not_chosen(listing: Listing, report: PlanReport) -> dict[tuple[str, int], tuple[PartitionDir, ...]]:
     """Each partition's copies in ``listing`` the replica choice said in ``report`` passed over, in the order
-    given (log dirs' copies: tiered-storage ones extend the log): the copies a strict search that meets damage in the
-    chosen one answers from (:func:`_offset_for_timestamp`): :func:`~kafkaseg.lookup.other_copies` of each choice,
-    which the report lists by path."""
-    listed = {p.path: p for p in listing.partitions if p.tiered is None}
+    given (other log dirs' copies and tiered-storage copies, which hold the offsets of the rolled segments they were
+    uploaded from): the copies a strict search that meets damage in the chosen one answers from
+    (:func:`_offset_for_timestamp`) and a strict read's slices fall back to (``SegmentSlice.other_copies``):
+    :func:`~kafkaseg.lookup.other_copies` of each choice, which the report lists by path."""
+    listed = {p.path: p for p in listing.partitions}
     return {(r["topic"], r["partition"]): copies_beside([listed[c] for c in r["candidates"] if c in listed],
                                                         r["chosen"])
             for r in report.replicas if len(r["candidates"]) > 1}

@@ -360,6 +360,89 @@ def test_remote_copies_of_another_incarnation_of_the_topic_are_refused(tmp_path)
         kafkaseg.read_arrow([str(data), str(remote)])
 
 
+def _corrupt_copied_batch(data, bases):
+    """One CRC flipped in the fourth batch of local segment ``bases[5]``, a rolled segment still in the log dir
+    that remote storage holds a copy of too (the window before local retention deletes it). Returns its log and the
+    corrupt batch's header."""
+    from kafkaseg.wire.batch import iter_headers
+
+    log = data / "orders-0" / f"{bases[5]:020d}.log"
+    raw = bytearray(log.read_bytes())
+    header = list(iter_headers(bytes(raw)))[3]
+    raw[header.position + 70] ^= 0xFF
+    log.write_bytes(bytes(raw))
+    return log, header
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_lookups_fall_back_to_a_tiered_copy_of_a_corrupt_local_segment_as_the_read_does(tmp_path, layout, capsys):
+    """A strict read whose local segment is corrupt reads the corrupt batch's offsets from a tiered-storage copy that
+    holds them (a rolled segment copied to remote storage and not yet deleted locally): every candidate beside the
+    chosen copy is one of the slice's other copies. The lookups fall back by the same rule: a startingTimestamp /
+    endingTimestamp search, `offsets`/`locate --time`, jobs/lookup.py's rows and a stream's start by timestamp
+    answer from that copy. Before, they left tiered copies out of the other copies and raised the CRC error (exit 2)
+    where the read of the same files returned every record."""
+    import dataclasses
+    import importlib.util
+
+    import pyarrow as pa
+
+    from kafkaseg.lookup import other_copies
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.planning import copies_not_chosen, list_partitions
+    from kafkaseg.streaming import MicroBatchPlanner
+
+    data, remote, whole, bases = _tiered_topic(tmp_path, layout)
+    log, header = _corrupt_copied_batch(data, bases)
+    paths = [str(data), str(remote)]
+    (copy,) = [p.path for p in discover([str(remote)])]
+    scan = kafkaseg.open_scan(paths)
+    assert scan.to_table().select(COLUMNS).equals(whole)  # the read: the corrupt batch from the tiered copy
+    assert [entry[4] for entry in scan.metrics.other_copies_read] == [copy]
+
+    offsets = whole["offset"].to_pylist()
+    stamps = whole["timestamp"].cast(pa.timestamp("ms")).cast(pa.int64()).to_pylist()
+    target = header.base_offset + 3
+    ts = stamps[offsets.index(target)]
+    wanted = next(o for o, s in zip(offsets, stamps) if s >= ts)
+    # startingTimestamp / endingTimestamp
+    scan = kafkaseg.open_scan(paths, startingTimestamp=ts)
+    assert scan.to_table().select(COLUMNS).equals(whole.filter(pc.greater_equal(whole["offset"], wanted)))
+    (note,) = [n for n in scan.plan.report.notes if "read from the copy in" in n]
+    assert f"{log} is corrupt at byte {header.position}" in note and f"the copy in {copy} instead" in note
+    ending = kafkaseg.read_arrow(paths, endingTimestamp=ts, columns=["offset"])
+    assert ending["offset"].to_pylist() == [o for o in offsets if o < wanted]
+    # offsets / locate --time
+    code = main(["offsets", "--data-dir", str(data), "--data-dir", str(remote), "--time", str(ts)])
+    out = capsys.readouterr()
+    assert (code, out.out.splitlines()) == (0, [f"orders:0:{wanted}"]), out.err
+    assert f"{log} is corrupt at byte {header.position}" in out.err and f"the copy in {copy} instead" in out.err
+    code = main(["locate", "--data-dir", str(data), "--data-dir", str(remote), "--topic", "orders", "--partition",
+                 "0", "--time", str(ts), "--json"])
+    out = capsys.readouterr()
+    located = json.loads(out.out)
+    assert code == 0 and located["location"]["recordOffset"] == wanted and located["otherCopiesRead"], out.err
+    assert located["location"]["segment"].startswith(copy)
+    # jobs/lookup.py
+    spec = importlib.util.spec_from_file_location("lookup_job", Path(__file__).resolve().parents[1] / "jobs/lookup.py")
+    job = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(job)
+    batch = pa.RecordBatch.from_pylist([{"topic": "orders", "partition": "0", "time": str(ts), "offset": None}],
+                                       schema=pa.schema([(n, pa.string()) for n in job.REQUEST_COLUMNS]))
+    (row,) = pa.Table.from_batches(list(job.lookup_batches([batch], paths))).to_pylist()
+    assert (row["offset"], row["found"], row["reason"]) == (wanted, True, None)
+    # a stream started by timestamp
+    options = dataclasses.replace(ReadOptions.from_options({"startingTimestamp": str(ts)}, stream=True),
+                                  paths=tuple(paths))
+    assert MicroBatchPlanner(options).initial_offsets()["orders"] == {"0": wanted}
+    # one rule: the copies a slice's read falls back to are the ones a lookup falls back to
+    (choice,) = choose_replicas(discover(paths))
+    assert [c.path for c in other_copies(choice)] == [copy]
+    assert {s.other_copies for s in scan.plan.slices} == {(copy,)}
+    listing = list_partitions(paths, ReadOptions())
+    assert [c.path for c in copies_not_chosen(listing, scan.plan.report)[("orders", 0)]] == [copy]
+
+
 def test_an_aiven_topic_whose_name_ends_in_digits_is_not_taken_for_a_local_tiered_storage_partition(tmp_path):
     # events-2-<id> parses as LocalTieredStorage's <topic>-<partition>-<id> too: the folder's content decides
     write_data_dir(tmp_path / "data", [TopicSpec("events-2", records_per_partition=400, segment_bytes=8192)])
@@ -1114,3 +1197,59 @@ def test_a_folder_above_a_store_of_copies_names_it_in_its_error(tmp_path, layout
     (remote / "notes").mkdir()  # a folder holding neither copies nor log dirs is not named
     with pytest.raises(LayoutError, match=rf"; it holds one: {re.escape(str(store))} \(read that instead\)$"):
         kafkaseg.read_arrow(str(remote))
+
+
+def test_a_tiered_copy_does_not_answer_for_the_active_segment_it_lacks(tmp_path):
+    """The active segment is never uploaded: a corrupt batch there is in no tiered copy, so the read and the
+    timestamp search fail alike, the error's note naming the tiered copy tried and why it could not stand in (its
+    log ends below the offsets wanted)."""
+    import pyarrow as pa
+
+    from kafkaseg.errors import CrcMismatchError
+    from kafkaseg.wire.batch import iter_headers
+
+    data, remote, whole, bases = _tiered_topic(tmp_path, "local")
+    log = data / "orders-0" / f"{bases[-1]:020d}.log"
+    raw = bytearray(log.read_bytes())
+    header = list(iter_headers(bytes(raw)))[3]
+    raw[header.position + 70] ^= 0xFF
+    log.write_bytes(bytes(raw))
+    paths = [str(data), str(remote)]
+    (copy,) = [p.path for p in discover([str(remote)])]
+    offsets = whole["offset"].to_pylist()
+    ts = whole["timestamp"].cast(pa.timestamp("ms")).cast(pa.int64()).to_pylist()[offsets.index(header.base_offset + 3)]
+    for options in ({}, {"startingTimestamp": ts}):
+        with pytest.raises(CrcMismatchError) as caught:
+            kafkaseg.read_arrow(paths, **options)
+        (note,) = caught.value.__notes__
+        assert re.search(f"{re.escape(copy)}: (the partition's log now ends|its log ends) at {bases[-1]}", note), note
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_tiered_copy_with_a_copy_missing_before_the_answer_does_not_answer(tmp_path, layout, capsys):
+    """A tiered-storage copy stands in for a search only where it holds every offset the answer rests on, from the
+    log start to the record answered: with the copy of the corrupt local segment missing from the bucket, its ends
+    still span the answer, but the search there would skip the missing offsets and answer a later record (the next
+    copy's). It is passed over, the note naming the offsets no copy holds, and the search fails as the read of the
+    same files does (which finds no file holding the corrupt batch's offsets there)."""
+    import pyarrow as pa
+
+    from kafkaseg.errors import CrcMismatchError
+
+    data, remote, whole, bases = _tiered_topic(tmp_path, layout)
+    log, header = _corrupt_copied_batch(data, bases)
+    (copy,) = [p.path for p in discover([str(remote)])]
+    for path in Path(copy).glob(f"{bases[5]:020d}-*"):
+        path.unlink()
+    paths = [str(data), str(remote)]
+    offsets = whole["offset"].to_pylist()
+    ts = whole["timestamp"].cast(pa.timestamp("ms")).cast(pa.int64()).to_pylist()[offsets.index(header.base_offset + 3)]
+    for options in ({}, {"startingTimestamp": ts}):
+        with pytest.raises(CrcMismatchError) as caught:
+            kafkaseg.read_arrow(paths, **options)
+        assert copy in caught.value.__notes__[0]
+    assert f"offsets [{bases[5]}, {bases[6]}) are in no tiered-storage copy" in caught.value.__notes__[0]
+    code = main(["offsets", "--data-dir", str(data), "--data-dir", str(remote), "--time", str(ts)])
+    out = capsys.readouterr()
+    assert (code, out.out) == (2, ""), out.out
+    assert f"offsets [{bases[5]}, {bases[6]}) are in no tiered-storage copy" in out.err
