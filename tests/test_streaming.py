@@ -752,7 +752,9 @@ def test_follow_yields_records_as_the_dir_grows_and_ends_when_idle(data):
             set_hws(data, values)
 
     rows = []
-    for batch in kafkaseg.follow(str(data), startingOffsets="earliest", maxOffsetsPerTrigger=100, idle_timeout=0.1,
+    # (idle_timeout: one poll of the listing may take longer than 0.1 s on a loaded machine, which ended the read
+    # before the broker moved on)
+    for batch in kafkaseg.follow(str(data), startingOffsets="earliest", maxOffsetsPerTrigger=100, idle_timeout=1.0,
                                  sleep=poll):
         rows.extend(zip(batch.column("topic").to_pylist(), batch.column("partition").to_pylist(),
                         batch.column("offset").to_pylist()))
