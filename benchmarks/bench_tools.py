@@ -41,34 +41,44 @@ T0 = 1_700_000_000_000
 
 
 def write_partition(directory: Path, segment_bytes: int, segments: int, records_per_batch: int,
-                    value_size: int) -> tuple[int, int, int]:
-    """Write ``segments`` segments of ``segment_bytes``; (log end offset, recovery point, last timestamp)."""
+                    value_size: int, compacted: bool = False) -> tuple[int, int, int]:
+    """Write ``segments`` segments of ``segment_bytes``; (log end offset, recovery point, last timestamp).
+    ``compacted``: as the cleaner leaves them, each rolled segment's last batch removed (a gap of its offsets
+    before the next base, that no index entry names)."""
     writer = PartitionWriter(directory, segment_bytes=segment_bytes, write_snapshots=False)
     offset, value = 0, b"v" * value_size
     while True:
         batch = build_batch_v2([Record(offset + j, T0 + offset + j, b"k", value) for j in range(records_per_batch)])
         if writer.active.size + len(batch.data) > segment_bytes and len(writer._closed_segments) + 1 >= segments:
             break
-        writer.append(batch)
+        if compacted and writer.active.size + 2 * len(batch.data) > segment_bytes and writer.active.size:
+            if len(writer._closed_segments) + 1 >= segments:
+                break
+            writer.roll(offset + records_per_batch)  # (this batch is the one the cleaner removed)
+        else:
+            writer.append(batch)
         offset += records_per_batch
     log = writer.close()
     return log.log_end_offset, log.recovery_point, T0 + offset - 1
 
 
-def generate(root: Path, small: int, big: int, big_mib: int) -> dict:
+def generate(root: Path, small: int, big: int, big_mib: int, compacted: int = 0) -> dict:
     root.mkdir(parents=True, exist_ok=True)
     facts, ends, points = {}, {}, {}
     for name, seg_bytes, count, per_batch, value in (("small", 16 << 10, small, 4, 300),
-                                                     ("big", big_mib << 20, big, 16, 1000)):
+                                                     ("big", big_mib << 20, big, 16, 1000),
+                                                     ("compacted", 16 << 10, compacted, 4, 300)):
         if not count:
             continue
-        leo, rp, last_ts = write_partition(root / f"{name}-0", seg_bytes, count, per_batch, value)
+        leo, rp, last_ts = write_partition(root / f"{name}-0", seg_bytes, count, per_batch, value,
+                                           compacted=name == "compacted")
         ends[(name, 0)], points[(name, 0)] = leo, rp
         facts[name] = {"segments": count, "log_end": leo, "last_ts": last_ts}
     write_offset_checkpoint(root / "replication-offset-checkpoint", ends)
     write_offset_checkpoint(root / "recovery-point-offset-checkpoint", points)
     write_offset_checkpoint(root / "log-start-offset-checkpoint", {})
-    write_offset_checkpoint(root / "cleaner-offset-checkpoint", {})
+    write_offset_checkpoint(root / "cleaner-offset-checkpoint",
+                            {("compacted", 0): ends[("compacted", 0)]} if ("compacted", 0) in ends else {})
     return facts
 
 
@@ -78,6 +88,11 @@ def commands(root: Path, facts: dict, with_verify: bool) -> list[tuple[str, list
         d = str(root / f"{topic}-0")
         off = ["offsets", "--data-dir", str(root), "--topic", f"^{topic}$"]
         middle_offset, middle_time = f["log_end"] // 2, T0 + f["log_end"] // 2
+        if topic == "compacted":  # (its gaps: describe, offsets -3 and verify)
+            out += [(f"{topic}: describe", ["describe", d]), (f"{topic}: offsets -3", off + ["--time", "-3"])]
+            if with_verify:
+                out.append((f"{topic}: verify", ["verify", "--no-progress", d]))
+            continue
         out += [(f"{topic}: describe", ["describe", d]),
                 (f"{topic}: offsets -1", off + ["--time", "-1"]),
                 (f"{topic}: offsets -2", off + ["--time", "-2"]),
@@ -115,6 +130,8 @@ for label, argv in cmds:
     out[label] = best
 # the rolled-cut checks alone (what describe and offsets -3 add): rolled_cut_of of every rolled segment
 try:
+    from inspect import signature
+
     from kafkaseg.storage.layout import discover, partition_log_end_offset, rolled_cut_of
 except ImportError:
     rolled_cut_of = None
@@ -122,9 +139,10 @@ for folder in (json.loads(sys.argv[4]) if rolled_cut_of is not None else []):
     best = float("inf")
     for i in range(runs + 1):
         (pdir,) = discover(folder)
-        leo = partition_log_end_offset(pdir)
+        # (a checkout from before rolled_cut_of lost its log_end parameter takes it)
+        more = {"log_end": partition_log_end_offset(pdir)} if "log_end" in signature(rolled_cut_of).parameters else {}
         start = clock()
-        cuts = [rolled_cut_of(pdir, j, log_end=leo) for j in range(len(pdir.segments) - 1)]
+        cuts = [rolled_cut_of(pdir, j, **more) for j in range(len(pdir.segments) - 1)]
         assert not any(cuts)
         if i:
             best = min(best, clock() - start)
@@ -150,6 +168,9 @@ def main(argv=None) -> int:
     parser.add_argument("--small", type=int, default=1000, help="segments of ~16 KiB (0: none)")
     parser.add_argument("--big", type=int, default=100, help="segments of --big-mib MiB (0: none)")
     parser.add_argument("--big-mib", type=int, default=64)
+    parser.add_argument("--compacted", type=int, default=0,
+                        help="segments of ~16 KiB below the cleaner checkpoint, each with a compaction gap after its "
+                             "last batch (0: none)")
     parser.add_argument("--runs", type=int, default=5, help="timed runs of each command per round")
     parser.add_argument("--rounds", type=int, default=3, help="rounds, alternating the checkouts; best over all")
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
@@ -165,7 +186,7 @@ def main(argv=None) -> int:
         args.small, args.big, args.big_mib, args.runs, args.rounds = 50, 2, 2, 1, 1
     print(machine_line(machine()))
     with scratch_dir("kafkaseg-bench-tools-") as tmp:
-        facts = generate(tmp / "logs", args.small, args.big, args.big_mib)
+        facts = generate(tmp / "logs", args.small, args.big, args.big_mib, args.compacted)
         for topic, f in facts.items():
             print(f"{topic}-0: {f['segments']} segments, log end {f['log_end']}")
         cmds = commands(tmp / "logs", facts, not args.no_verify)

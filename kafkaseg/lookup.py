@@ -861,7 +861,7 @@ class PartitionLookup:
         if offset < self.log_start_offset:
             return None
         if offset not in self._cuts:
-            self._cuts[offset] = rolled_cut_holding(self.pdir, offset, log_end=leo,
+            self._cuts[offset] = rolled_cut_holding(self.pdir, offset,
                                                     max_batch_bytes=self.max_batch_bytes)
         return self._cuts[offset]
 
@@ -875,14 +875,14 @@ class PartitionLookup:
         ``offset`` and the recovery point (and, with ``timestamp``, a cut segment's time index). ``unflushed``: when
         no cut is proven, the first one not proven (the recovery point not above it, or none: a warning), looked for
         in every rolled segment below ``offset``."""
-        leo, start = self.log_end_offset(), self.log_start_offset
+        start = self.log_start_offset
         possible = None
         for i in range(len(self.segments) - 1):
             if offset is not None and self.bases[i] >= offset:
                 break
             if self.bases[i + 1] <= start:
                 continue
-            cut = rolled_cut_of(self.pdir, i, log_end=leo, max_batch_bytes=self.max_batch_bytes,
+            cut = rolled_cut_of(self.pdir, i, max_batch_bytes=self.max_batch_bytes,
                                 unflushed=unflushed and possible is None)
             if cut is not None and cut.end_offset > start and (offset is None or cut.first_offset < offset):
                 if timestamp is not None and self._cut_below_time(i, cut, timestamp):

@@ -1636,7 +1636,7 @@ def _resolve(part: _Partition, bounds: _Bounds, report: PlanReport | None, prepo
                 if seg_end <= start < next_base:
                     # unless the segment's own indexes prove the offsets there lost (a rolled segment cut short,
                     # or copied while it was still active), as a read across them finds (scan._check_segment_end)
-                    cut = rolled_cut_of(part.pdir, i, log_end=part.log_end_offset(), offset_index=part.indexes(i)[0],
+                    cut = rolled_cut_of(part.pdir, i, offset_index=part.indexes(i)[0],
                                         end_offset=seg_end, max_batch_bytes=options.max_batch_bytes)
                 if cut is not None and start < cut.end_offset:
                     loss(f"{name}: the starting {cut.summary(start)}")
@@ -1945,7 +1945,7 @@ def _piece_of_segment(part: _Partition, i: int, lo: int, hi: int, ts_lo: int | N
         return None
     if seg.log_size == 0:
         # its first missing offset is its base: below the cleaner checkpoint, a gap compaction may have left
-        # (scan._check_segment_end, layout.rolled_cut_of)
+        # (scan._check_segment_end), unless its own indexes name offsets it no longer holds (layout.rolled_cut_of)
         if next_base is not None:
             lo = _empty_segment_loss(part, i, lo, hi)
         if next_base is not None and part.report is not None and lo < min(hi, next_base) and (
@@ -1986,7 +1986,7 @@ READ_ON_PAST_LOSS = "set failOnDataLoss=false to read on past this data loss"
 
 def _empty_segment_loss(part: _Partition, i: int, lo: int, hi: int) -> int:
     """Offsets ``[lo, hi)`` of rolled segment ``i``, whose ``.log`` is empty: those its own indexes prove lost (entries
-    past byte 0 below the next base, the recovery point above its base, its base not below the cleaner checkpoint:
+    past byte 0 below the next base, the recovery point above its base, below the cleaner checkpoint too:
     :func:`~kafkaseg.storage.layout.rolled_cut_of`, as a read across a segment cut short after its last batch finds,
     scan._check_segment_end) raise
     :class:`~kafkaseg.errors.LostTailError` at byte 0, or with failOnDataLoss=false (or onCorruption=skip) are
@@ -1996,7 +1996,7 @@ def _empty_segment_loss(part: _Partition, i: int, lo: int, hi: int) -> int:
     short after its last batch warns of them. Returns where the offsets not said so start (a compaction gap's,
     noted as missing)."""
     seg, next_base = part.segments[i], part.next_base(i)
-    cut = rolled_cut_of(part.pdir, i, log_end=part.log_end_offset(), end_offset=seg.base_offset,
+    cut = rolled_cut_of(part.pdir, i, end_offset=seg.base_offset,
                         max_batch_bytes=part.options.max_batch_bytes, unflushed=True)
     first, end = max(lo, seg.base_offset), min(hi, next_base)
     if cut is None or not first < min(end, cut.end_offset):

@@ -1353,13 +1353,12 @@ class _SliceDecoder:
         it (:func:`_judge_rolled_cut`, planning's ``_empty_segment_loss``): those its own indexes and the recovery
         point prove lost raise :class:`~kafkaseg.errors.LostTailError` at byte 0, or (failOnDataLoss=false,
         onCorruption=skip) are listed in ``metrics.lost_tails`` with the torn bytes, the rest in
-        ``missing_offsets``, and the slice is finished (True). False when nothing proves them lost: the torn batch
+        ``missing_offsets`` (none below the cleaner checkpoint: compaction's), and the slice is finished (True). False when nothing proves them lost: the torn batch
         stays corruption (a corrupt length field looks the same)."""
         piece = self.piece
         next_base = piece.next_base_offset
         if (next_base is None or piece.rolled or self.last_seen >= piece.base_offset or piece.start_position != 0
-                or end < piece.segment_size or reader.size != piece.segment_size
-                or below_cleaner_checkpoint(piece.base_offset, piece.cleaner_offset)):
+                or end < piece.segment_size or reader.size != piece.segment_size):
             return False
         first, last = max(piece.base_offset, piece.start_offset), min(next_base, piece.end_offset)
         missing = piece.outside_gaps(first, last) if first < last else []
@@ -1371,8 +1370,9 @@ class _SliceDecoder:
                                  torn_bytes=piece.segment_size, unflushed=False)
         if rest == missing:
             return False
-        with self.metrics._lock:
-            self.metrics.missing_offsets.extend((piece.log_path, lo, hi) for lo, hi in rest)
+        if not below_cleaner_checkpoint(piece.base_offset, piece.cleaner_offset):  # (else compaction's)
+            with self.metrics._lock:
+                self.metrics.missing_offsets.extend((piece.log_path, lo, hi) for lo, hi in rest)
         self.finished = True
         return True
 
@@ -1793,7 +1793,8 @@ def _check_segment_end(piece: SegmentSlice, last_offset: int, metrics: ScanMetri
 
     And except where the segment's own ``.index`` or ``.timeindex`` holds entries past its end while the recovery
     point is above it (:func:`~kafkaseg.storage.layout.judge_rolled_end`: a file cut short, or a copy taken while
-    it was still the active segment; the cleaner indexes the batches it writes, no more): those offsets are lost as
+    it was still the active segment; the cleaner indexes the batches it writes, no more, so below the cleaner
+    checkpoint too, where the rest of the gap is compaction's and said nowhere): those offsets are lost as
     the active segment's proven lost tail is, a :class:`~kafkaseg.errors.LostTailError` at the byte where its
     batches end unless ``failOnDataLoss=false`` or ``onCorruption=skip``, which read on, listed in
     ``metrics.lost_tails``. Asked only when offsets are missing there and the read's last batch ends the file as
@@ -1807,7 +1808,8 @@ def _check_segment_end(piece: SegmentSlice, last_offset: int, metrics: ScanMetri
     first_missing = last_offset + 1
     if first_missing >= next_base or first_missing >= piece.end_offset or next_base <= piece.start_offset:
         return
-    if below_cleaner_checkpoint(first_missing, piece.cleaner_offset):
+    compacted = below_cleaner_checkpoint(first_missing, piece.cleaner_offset)
+    if compacted and (piece.rolled or not at_file_end):
         return
     missing = piece.outside_gaps(max(first_missing, piece.start_offset), min(next_base, piece.end_offset))
     if missing and piece.rolled and not piece.remote_whole and fail_on_data_loss:
@@ -1821,6 +1823,8 @@ def _check_segment_end(piece: SegmentSlice, last_offset: int, metrics: ScanMetri
     if missing and at_file_end and not piece.rolled:
         missing = _judge_rolled_cut(piece, first_missing, next_base, missing, metrics,
                                     fail_on_data_loss=fail_on_data_loss, on_corruption=on_corruption)
+    if compacted:
+        return  # (the rest: compaction's)
     with metrics._lock:
         metrics.missing_offsets.extend((piece.log_path, lo, hi) for lo, hi in missing)
 

@@ -563,7 +563,6 @@ def test_rolled_cut_of_answers_as_the_full_walk_does_with_its_shortcut(tmp_path,
                                 {("t", 0): rng.choice([10 ** 6, rng.randint(0, 300)])})
         write_offset_checkpoint(root / "cleaner-offset-checkpoint", {("t", 0): rng.randint(0, 300)})
         (pdir,) = layout.discover(str(root / "t-0"))
-        log_end = rng.choice([None, 10 ** 6, rng.randint(0, 300)])
         for i in range(len(pdir.segments) - 1):
             answers = []
             seg = pdir.segments[i]
@@ -574,7 +573,7 @@ def test_rolled_cut_of_answers_as_the_full_walk_does_with_its_shortcut(tmp_path,
             for judge, offset_index in ((shortcut, None), (shortcut, loaded), (lambda *args, **kwargs: False, None)):
                 monkeypatch.setattr(layout, "_batches_reach", judge)
                 try:
-                    cut = layout.rolled_cut_of(pdir, i, log_end=log_end, offset_index=offset_index)
+                    cut = layout.rolled_cut_of(pdir, i, offset_index=offset_index)
                     answers.append(None if cut is None else (cut.position, cut.first_offset, cut.end_offset,
                                                              cut.message))
                 except Exception as err:  # (the same error either way)
@@ -656,36 +655,6 @@ def test_offsets_earliest_fails_when_the_log_start_was_lost_with_an_emptied_firs
     assert code == 0 and out == "t:0:0\n" and "lost with a rolled segment cut short" in err
 
 
-@pytest.mark.parametrize("case", ["cut short", "empty middle"])
-def test_a_cleaner_checkpoint_above_the_first_missing_offset_makes_the_gap_compactions_for_every_start(tmp_path,
-                                                                                                     capsys, case):
-    """The cleaner checkpoint between the first offset missing after segment 125's last batch and a start inside
-    the gap: the cleaner cleaned that segment (offsets below its checkpoint), so the gap may be compaction's, as a
-    read across it takes it (scan._check_segment_end: the first missing offset below the checkpoint) and describe
-    does. A read starting inside it and locate of that offset judge it the same way, by the first missing offset,
-    not by where they start. (Before, both judged by the start and called it a proven lost tail.)"""
-    if case == "cut short":
-        _rolled_cut_copy(tmp_path, 300)
-        cleaner, start = 228, 230
-    else:
-        _rolled_empty_copy(tmp_path, 125)
-        cleaner, start = 130, 135
-    write_offset_checkpoint(tmp_path / "cleaner-offset-checkpoint", {("t", 0): cleaner})
-    whole = kafkaseg.open_scan(str(tmp_path))
-    whole.to_table()
-    assert not whole.metrics.lost_tails
-    code, part = _describe(capsys, tmp_path)
-    assert not [e for e in part["errors"] if "rolled segment cut short" in e], part
-    inside = kafkaseg.open_scan(str(tmp_path), startingOffsets=f'{{"t":{{"0":{start}}}}}')
-    assert inside.to_table().column("offset").to_pylist()[-1] == 299
-    assert not inside.metrics.lost_tails and not inside.metrics.missing_offsets
-    assert not inside.plan.report.data_loss
-    assert not [n for p in inside.plan.report.partitions for n in p.notes if "does not explain" in n or
-                "are missing" in n]
-    code, location, err = _locate(capsys, tmp_path, start, "--json")
-    assert "was lost" not in location["reason"], location
-
-
 def test_below_cleaner_checkpoint_is_strictly_below():
     """layout.below_cleaner_checkpoint, the one comparison reads, planning, locate, describe and verify make: a gap
     is compaction's only when its first missing offset is below the checkpoint, not at it."""
@@ -696,15 +665,20 @@ def test_below_cleaner_checkpoint_is_strictly_below():
     assert not below_cleaner_checkpoint(0, None)
 
 
+@pytest.mark.parametrize("above", [0, 3, 250])
 @pytest.mark.parametrize("case, first_missing, start", [("cut short", 225, 230), ("empty middle", 125, 135)])
-def test_a_cleaner_checkpoint_at_the_first_missing_offset_leaves_the_gap_lost_for_every_start(tmp_path, capsys,
-                                                                                              case, first_missing,
-                                                                                              start):
-    """The boundary of the test above: the checkpoint AT the first missing offset (225 after segment 125's last
-    batch, or the empty segment's base 125) explains none of the gap: a read across it and one starting inside
-    it raise the proven lost tail, describe calls it an error and locate says the offset was lost."""
+def test_a_cleaner_checkpoint_anywhere_leaves_an_index_proven_gap_lost_for_every_start(tmp_path, capsys, case,
+                                                                                       first_missing, start, above):
+    """The cleaner checkpoint at the first missing offset (225 after segment 125's last batch, or the empty segment's
+    base 125: it explains none of the gap), between it and a start inside the gap, or at the next base: the
+    segment's own indexes name offsets past its last batch, which no cleaning leaves (the cleaner rebuilds a cleaned
+    segment's indexes from the batches it keeps), so a read across the gap and one starting inside it raise the
+    proven lost tail, describe calls it an error and locate says the offset was lost, judged alike wherever the
+    read starts. (Before, with the checkpoint above the first missing offset, all of them took the gap for
+    compaction's and said nothing.)"""
     (_rolled_cut_copy(tmp_path, 300) if case == "cut short" else _rolled_empty_copy(tmp_path, 125))
-    write_offset_checkpoint(tmp_path / "cleaner-offset-checkpoint", {("t", 0): first_missing})
+    write_offset_checkpoint(tmp_path / "cleaner-offset-checkpoint",
+                            {("t", 0): 250 if above == 250 else first_missing + above})
     with pytest.raises(DataLossError):
         kafkaseg.open_scan(str(tmp_path)).to_table()
     with pytest.raises(DataLossError):

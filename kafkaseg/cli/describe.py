@@ -297,7 +297,7 @@ def _describe_rolled_cuts(desc: PartitionDescription, pdir: PartitionDir, offset
 
     for i, seg in enumerate(pdir.segments[:-1]):
         try:
-            cut = rolled_cut_of(pdir, i, log_end=desc.log_end_offset, unflushed=True,
+            cut = rolled_cut_of(pdir, i, unflushed=True,
                                 offset_index=offset_indexes[i] if offset_indexes is not None else None)
         except KafkaSegError as err:
             desc.errors.append(f"{seg.log_path}: {err}")

@@ -61,7 +61,7 @@ from kafkaseg.storage.layout import (CLUSTER_METADATA_TOPIC, KRAFT_SNAPSHOT_NAME
                                      SWAPS_RESOLVED, ListingCheck, PartitionDir, below_cleaner_checkpoint,
                                      check_one_incarnation, discover,
                                      find_log_end, flushed_above_words, flushed_past_end, gaps_in_copies,
-                                     high_watermark_above_words, judge_tail, transactions_open_at,
+                                     high_watermark_above_words, judge_tail, rolled_cut_of, transactions_open_at,
                                      unacknowledged_append, valid_cleaner_offset)
 from kafkaseg.storage.layout import (LEFT_BY_TRUNCATION, _listed_again, active_segment_files,
                                      first_entry_past_truncation_bound, rewritten_past_high_watermark)
@@ -1768,8 +1768,16 @@ def _check_gaps(pdir: PartitionDir, gaps: list[tuple[str, int, int]], log_end: i
             tracker.gap(path, first, last, "in no tiered-storage copy before this one: a copy missing from the "
                                            "bucket, or deleted by remote retention below the log start")
             continue
-        if below_cleaner_checkpoint(first, cleaner):
+        cut = _cut_before(pdir, path, first, last) if below_cleaner_checkpoint(first, cleaner) else None
+        if below_cleaner_checkpoint(first, cleaner) and cut is None:
             report.add(INFO, path, 0, f"{missing} (removed by compaction: below the cleaner checkpoint {cleaner})")
+        elif cut is not None:
+            # the cleaner indexes only the batches it keeps: entries past the last batch are no compaction's (the
+            # reads' rule, layout.rolled_cut_of; the entries themselves are the index files' errors or warnings)
+            report.add(WARNING, path, 0, f"{missing}, below the cleaner checkpoint {cleaner} but not removed by "
+                       f"compaction: {cut.summary()}")
+            tracker.gap(path, first, last, f"{'lost' if cut.proven else 'possibly lost'} with the segment before "
+                                           "it, cut short (its own indexes name offsets past its last batch)")
         else:
             report.add(WARNING, path, 0, f"{missing}, above the cleaner checkpoint "
                        f"({cleaner if cleaner is not None else 'none'}): a segment file missing from this copy, lost "
@@ -1777,6 +1785,17 @@ def _check_gaps(pdir: PartitionDir, gaps: list[tuple[str, int, int]], log_end: i
                        "a cleaning in progress)")
             tracker.gap(path, first, last, "missing before this segment: a lost segment file, or compaction the "
                                            "cleaner checkpoint does not record")
+
+
+def _cut_before(pdir: PartitionDir, path: str, first: int, last: int):
+    """The :class:`~kafkaseg.storage.layout.RolledCut` (proven or not) of the rolled segment just before segment
+    ``path`` when it holds offsets of the gap ``first..last`` before it, else None (:func:`rolled_cut_of`)."""
+    k = next((k for k, seg in enumerate(pdir.segments) if seg.log_path == path), 0)
+    try:
+        cut = rolled_cut_of(pdir, k - 1, unflushed=True) if k else None
+    except KafkaSegError:
+        return None
+    return cut if cut is not None and cut.first_offset <= last and cut.end_offset > first else None
 
 
 def _gone(path: str, pdir: PartitionDir) -> bool:

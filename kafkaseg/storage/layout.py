@@ -208,7 +208,9 @@ def below_cleaner_checkpoint(first_missing: int, cleaner: int | None) -> bool:
     below the cleaner checkpoint ``cleaner`` (:func:`valid_cleaner_offset`'s answer; None: none). The cleaner
     cleans whole segments up to its checkpoint, so such a gap may be compaction's throughout, wherever a read
     starts in it. The one comparison of reads (scan._check_segment_end), planning (a start inside the gap, an
-    empty segment), :func:`rolled_cut_of` (``locate``, ``describe``, ``offsets``) and ``verify``'s gaps."""
+    empty segment) and ``verify``'s gaps. Not for offsets the segment's own indexes name past its last batch
+    (:func:`rolled_cut_of`): the cleaner rebuilds a cleaned segment's indexes from the batches it keeps, so those
+    are loss wherever the checkpoint is, and only the rest of the gap is judged here."""
     return cleaner is not None and first_missing < cleaner
 
 
@@ -2662,15 +2664,17 @@ def rolled_segment_cut(seg: SegmentFiles, end_offset: int, next_base: int, *, of
                             filesystem=filesystem, recovery_point=recovery_point, unflushed=unflushed)
 
 
-def rolled_cut_of(partition_dir: PartitionDir, i: int, *, log_end: int | None, offset_index=None,
+def rolled_cut_of(partition_dir: PartitionDir, i: int, *, offset_index=None,
                   end_offset: int | None = None, max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
                   unflushed: bool = False) -> RolledCut | None:
     """The :class:`RolledCut` (:func:`rolled_segment_cut`) of rolled segment ``i`` of ``partition_dir``: offsets
     after its last batch, below the next segment's base, that its own indexes and the recovery point prove lost;
-    None when there are none, or when the first of them (the first missing offset) is below the cleaner checkpoint
-    (:func:`valid_cleaner_offset` of ``log_end``): the cleaner cleaned the segment up to there, so the gap after
-    its last batch may be compaction's. The one rule of reads across the gap (scan._check_segment_end), a start
-    inside it (planning), ``locate`` and ``describe``: where the read starts does not change what left the gap.
+    None when there are none. Below the cleaner checkpoint too: the cleaner rebuilds a cleaned segment's indexes
+    from the batches it keeps (``LogCleaner.cleanSegments`` writes a new segment, ``cleanInto`` appends only the
+    retained batches to it), so an entry past its last batch is no compaction's (the gap with no such entry is, and
+    stays silent: :func:`below_cleaner_checkpoint`). The one rule of reads across the gap
+    (scan._check_segment_end), a start inside it (planning), ``locate``, ``describe`` and ``verify``: where the
+    read starts does not change what left the gap.
     ``offset_index``: the segment's, if loaded; ``end_offset``: the offset after its last batch, if known. Reads
     nothing unless the recovery point is above the segment's base (or ``unflushed``); then about one index interval
     of its headers, from its offset index's last entry (probed, :func:`_batches_reach`), and loads that index and
@@ -2680,7 +2684,7 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, log_end: int | None, o
     from kafkaseg.storage.segment import load_index_files, log_end_offset
 
     pdir = partition_dir
-    recovery_point, cleaner = pdir.recovery_point, valid_cleaner_offset(pdir.cleaner_offset, log_end)
+    recovery_point = pdir.recovery_point
     if (pdir.tiered is not None or not 0 <= i < len(pdir.segments) - 1
             or (not unflushed and (recovery_point is None or recovery_point <= pdir.segments[i].base_offset))):
         return None
@@ -2696,7 +2700,7 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, log_end: int | None, o
             end = log_end_offset(seg, filesystem=fs, offset_index=offset_index, max_batch_bytes=max_batch_bytes)
         except CorruptDataError:
             return None
-    if end >= next_base or below_cleaner_checkpoint(end, cleaner):
+    if end >= next_base:
         return None
     return rolled_segment_cut(seg, end, next_base, offset_index=offset_index, recovery_point=recovery_point,
                               filesystem=fs, max_batch_bytes=max_batch_bytes, unflushed=unflushed)
@@ -2742,7 +2746,7 @@ def _batches_reach(seg: SegmentFiles, next_base: int, filesystem, max_batch_byte
     return last is not None and last.next_offset >= next_base
 
 
-def rolled_cut_holding(partition_dir: PartitionDir, offset: int, *, log_end: int,
+def rolled_cut_holding(partition_dir: PartitionDir, offset: int, *,
                        max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> RolledCut | None:
     """:func:`rolled_cut_of` the rolled segment whose range holds ``offset`` when the cut holds it, for a tool
     asked about that one offset (``locate``), judged as a read starting there is (planning); else None. Reads
@@ -2753,7 +2757,7 @@ def rolled_cut_holding(partition_dir: PartitionDir, offset: int, *, log_end: int
     if pdir.recovery_point is None or pdir.recovery_point <= offset:
         return None
     i = bisect.bisect_right([s.base_offset for s in pdir.segments], offset) - 1
-    cut = rolled_cut_of(pdir, i, log_end=log_end, max_batch_bytes=max_batch_bytes)
+    cut = rolled_cut_of(pdir, i, max_batch_bytes=max_batch_bytes)
     return cut if cut is not None and cut.holds(offset) else None
 
 
