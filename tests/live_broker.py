@@ -473,7 +473,8 @@ def run_live(root, seconds, seed, *, read_as=None, tools=True):
     """Run the broker for ``seconds`` while reading its log dirs over and over (read_uncommitted and read_committed
     batch reads, a read_committed ``follow``, the CLI); afterwards judge every read against the finished run.
     ``read_as``: where the readers find ``root`` (e.g. a read-only bind mount of it). ``tools``: also run ``verify``
-    and ``describe`` (they still meet a truncation race now and then: see README). Returns (problems, stats)."""
+    and ``describe`` (they still meet a truncation race now and then: see
+    docs/bad-input.md). Returns (problems, stats)."""
     import subprocess
     import threading
 

@@ -22,7 +22,7 @@ def test_reads_of_a_live_broker_with_transactions_truncation_preallocation_and_t
     last stable offset for read_committed). Reads past the high watermark, which a truncation can overtake: no
     error, each record as some generation wrote it, offsets increasing."""
     # verify and describe are left to runs by hand (``tools=True``, the default there): about one bounded run in
-    # five, one of them still reports a segment a truncation rewrote under its walk (README, "In the tools")
+    # five, one of them still reports a segment a truncation rewrote under its walk (docs/bad-input.md, "In the tools")
     problems, stats = run_live(tmp_path / "run", 20, 11, tools=False)
     assert not problems, "\n".join(problems[:30])
     # the run did what it is for (or it proves nothing)
