@@ -16,7 +16,7 @@ those ranges, read_committed), :func:`latest_per_key` (the transform, on the exe
 key)`` the row with the highest offset), then :func:`load`: a full rebuild has the executors write the live rows
 as Parquet and the driver commit them in one delta-rs transaction; an incremental run has the executors stage the
 change set (tombstones included) as Parquet and the driver merge it with ``DeltaTable.merge`` in one commit that
-also records the new offsets. See README "Compaction to Delta".
+also records the new offsets. See docs/jobs.md "Compaction to Delta".
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ def test_a_running_followers_high_watermark_back_in_a_gap_is_still_taken_for_a_c
     """Pinned: with no file saying the log reached past the gap (a running broker's recovery point sits at the
     active segment's base, and it writes producer snapshots at rolls), the state is byte for byte what a base
     offset raised past the high watermark leaves (see offsets_hidden_by_last_batch), so a strict read raises
-    and the error names the other cause; README says what to do."""
+    and the error names the other cause; docs/bad-input.md says what to do."""
     root = _gap_follower(tmp_path, 80, stopped=False)
     with pytest.raises(SkippedOffsetsError, match="leader change moved this replica's high watermark back"):
         kafkaseg.read_arrow(str(root))
@@ -127,8 +127,8 @@ def _last_entries(folder, base: int) -> tuple[int, int]:
 def test_a_lost_active_segment_with_no_high_watermark_warns_of_the_offsets_its_indexes_prove(tmp_path, capsys):
     """With no high watermark, the lost segment's .index and .timeindex are all that says it held records: their
     last entries prove offsets [250, last] were written. That is a warning as index entries past a readable end
-    with no recovery point above it are (README "No high watermark"): the reads return the log to 250 also under
-    failOnDataLoss=true and list the offsets in unreadable_tails; the plan report, describe and verify say them.
+    with no recovery point above it are (docs/bad-input.md "No high watermark"): the reads return the log to 250
+    also under failOnDataLoss=true and list the offsets in unreadable_tails; the plan report, describe and verify say them.
     (Before, only that a segment from 250 was lost, no offsets, and the reads said nothing.)"""
     folder = _lost_active_segment(tmp_path, high_watermark=None)
     last_index, last_time = _last_entries(folder, 250)

@@ -244,7 +244,7 @@ def test_out_of_range_and_malformed_values_get_a_reason_not_a_failed_batch(datad
 
 def test_a_time_answered_with_the_log_end_has_no_reason(datadir, tmp_path):
     """-1 answers the high watermark (the log end here) and -2 on an emptied partition the log end too: correct
-    answers no record holds, so `found` is false (no record at the offset) and `reason` null (the README keeps
+    answers no record holds, so `found` is false (no record at the offset) and `reason` null (docs/jobs.md keeps
     reasons for rows that are not answered). An offset asked for past the log end still gets its reason."""
     from kafkaseg.testing import PartitionWriter
 

@@ -260,7 +260,7 @@ def two_partitions(tmp_path):
 @pytest.mark.parametrize("plant", [_fifo, _folder, _dangling])
 def test_a_segment_that_is_no_file_is_its_partitions_error_and_the_rest_is_still_checked(two_partitions, capsys,
                                                                                         plant):
-    # README: what describe and verify cannot read is an error of that partition, and the rest is still described
+    # docs/cli.md: what describe and verify cannot read is an error of that partition, and the rest is still described
     # or verified; offsets skips that partition as it skips one it cannot answer. A read still refuses it.
     data_dir = two_partitions
     log = _middle(data_dir)

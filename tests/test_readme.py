@@ -172,13 +172,41 @@ def _anchors(text: str) -> set[str]:
     return anchors
 
 
-def _broken_links(text: str) -> list[str]:
-    anchors = _anchors(text)
-    return sorted({link for link in re.findall(r"\]\(#([^)\s]*)\)", text) if link not in anchors})
+ROOT = Path(__file__).resolve().parent.parent
+
+#: README and the docs it sends the details to, each of whose relative links must resolve.
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
-def test_every_internal_link_names_a_heading():
-    assert not _broken_links(README), f"README links to anchors no heading has: {_broken_links(README)}"
+def _broken_links(path: Path) -> list[str]:
+    """The relative links of the Markdown file ``path`` (``#anchor``, ``file``, ``file#anchor``) that name no file,
+    or a heading the named Markdown file does not have (links in fenced code are not links)."""
+    text, fenced, prose = path.read_text(encoding="utf-8"), False, []
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            prose.append(line)
+    broken = set()
+    for target in re.findall(r"\]\(([^)\s]+)\)", "\n".join(prose)):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto:
+            continue
+        file, _, anchor = target.partition("#")
+        linked = (path.parent / file).resolve() if file else path
+        if not linked.exists():
+            broken.add(target)
+        elif anchor and (linked.suffix != ".md" or anchor not in _anchors(linked.read_text(encoding="utf-8"))):
+            broken.add(target)
+    return sorted(broken)
+
+
+def test_the_docs_are_found():
+    assert {"README.md", "bad-input.md", "cli.md", "jobs.md", "storage.md"} <= {path.name for path in DOCS}
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda path: path.name)
+def test_every_relative_link_names_a_file_and_heading(path):
+    assert not _broken_links(path), f"{path.name} links to what is not there: {_broken_links(path)}"
 
 
 #: Where README's intro ("No data dir at hand?") has the sample data dir written, to try the examples on.

@@ -1,7 +1,7 @@
 """The Spark source on ``s3://`` data dirs (moto's S3 server on a loopback port, as tests/test_storage_s3.py runs it):
-what README's "Data dirs on S3" says the Spark source does, checked in Spark rather than by hand. The credentials
-go in the URI so the executors (Python workers started by the session's JVM, whose environment may predate the
-server's) get them with each slice, as README says."""
+what docs/storage.md's "Data dirs on S3" says the Spark source does, checked in Spark rather than by hand. The
+credentials go in the URI so the executors (Python workers started by the session's JVM, whose environment may
+predate the server's) get them with each slice, as docs/storage.md says."""
 
 from __future__ import annotations
 

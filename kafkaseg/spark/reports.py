@@ -142,7 +142,8 @@ class ScanReport:
     def summary(self) -> str:
         """The one line planning logs for this scan: what the plan skipped, and which filters the scan applies
         (``pushed``: Spark does not check them again), which only prune (``pruning only``: Spark applies them too)
-        and which Spark alone applies (``left to Spark``: the rest of ``remaining``). ``df.explain()`` cannot show these (README)."""
+        and which Spark alone applies (``left to Spark``: the rest of ``remaining``). ``df.explain()`` cannot show these
+        (docs/spark.md)."""
         plan = self.plan
         pushdown = self.pushdown
 
