@@ -34,9 +34,11 @@ in apache/spark ``connector/kafka-0-10-sql``, with the files standing in for the
   latest reaches the position again. So is a compacted follower's high watermark moved back into the compaction
   gap before a last batch the stream had read past: the stream's position (:meth:`MicroBatchPlanner._read_to`)
   vouches for that batch as a stopped broker's recovery point does, where a read without one takes it for a
-  corrupt base offset (``SkippedOffsetsError``). A replica switch between fixing a micro-batch's end and planning
-  it leaves the end above the new replica's high watermark: data loss, since records above a replica's high
-  watermark may be a fenced leader's;
+  corrupt base offset (``SkippedOffsetsError``). Over several copies, one whose log ends below the stream's
+  position is passed over for one that reaches it, whatever their high watermarks (``choose_replicas``' ``read_to``):
+  the stream reports a log that went back only when no copy reaches its position. A replica switch between fixing
+  a micro-batch's end and planning it leaves the end above the new replica's high watermark: data loss, since
+  records above a replica's high watermark may be a fenced leader's;
 * a start (``startingOffsets``) above the high watermark that the files reach waits there for the high watermark,
   as a consumer's empty fetch there does (no rewind, no data loss); one past the log end is data loss, raised by
   :meth:`MicroBatchPlanner.initial_offsets` under ``failOnDataLoss`` (naming the option), else the first
@@ -465,7 +467,9 @@ class MicroBatchPlanner:
         """:meth:`_read_to` for any copy of a partition, for the replica choice and the plan (``read_to`` of
         :func:`~kafkaseg.planning.plan_scan`): a tie of high watermarks is broken by the log ends, and a compacted
         follower's that the stream read past a gap is its log end only with that evidence, else the copy loses to
-        one whose log ends below the stream's position (a log that went back: data loss, or offsets read again)."""
+        one whose log ends below the stream's position (a log that went back: data loss, or offsets read again);
+        and a copy whose log ends below the position is passed over for one that reaches it, whatever its high
+        watermark."""
         if start is None or not start.positions:
             return None
         return lambda pdir: self._read_to(pdir, start)

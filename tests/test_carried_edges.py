@@ -986,6 +986,23 @@ def test_a_recreated_topics_log_takes_no_evidence_from_the_deleted_topics_positi
         kafkaseg.read_arrow(str(tmp_path))
 
 
+def _streamed_past_the_gap(b1, given: dict):
+    """A stream over ``given`` (b1, a running gap follower, with other copies) that read b1 to 100 while its high
+    watermark was 100, then b1's high watermark moved back to 80 (a leader change): the planner and its position."""
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.streaming import MicroBatchPlanner, from_offsets, poll_micro_batches
+
+    write_offset_checkpoint(b1 / "replication-offset-checkpoint", {("t", 0): 100})
+    first = MicroBatchPlanner(ReadOptions.from_options(given, stream=True))
+    plans = list(poll_micro_batches(first))
+    assert [p.ranges for p in plans] == [{("t", 0): (0, 100)}]
+    assert plans[0].scan.report.replicas[0]["chosen"] == str(b1 / "t-0")
+    position = first.latest_offsets(first.initial_offsets())
+    assert from_offsets(position) == {("t", 0): 100}
+    write_offset_checkpoint(b1 / "replication-offset-checkpoint", {("t", 0): 80})
+    return first, position
+
+
 def test_a_stream_over_two_replicas_keeps_the_gap_follower_it_read_past_the_gap(tmp_path):
     """Two brokers' copies of t-0: b1 the compacted follower above ([0, 50) and [95, 100), a running broker's), b2
     a follower behind that the cleaner has not reached ([0, 85), its high watermark 80). The stream reads b1 to 100
@@ -997,7 +1014,7 @@ def test_a_stream_over_two_replicas_keeps_the_gap_follower_it_read_past_the_gap(
     offsets going back). It stands instead, as over b1 alone, and reads on from b1 when its high watermark passes
     100 again."""
     from kafkaseg.options import ReadOptions
-    from kafkaseg.streaming import MicroBatchPlanner, from_offsets, poll_micro_batches
+    from kafkaseg.streaming import MicroBatchPlanner, poll_micro_batches
 
     b1, b2 = tmp_path / "b1", tmp_path / "b2"
     b1.mkdir(), b2.mkdir()
@@ -1011,14 +1028,7 @@ def test_a_stream_over_two_replicas_keeps_the_gap_follower_it_read_past_the_gap(
     write_offset_checkpoint(b2 / "recovery-point-offset-checkpoint", {("t", 0): 0})
     for fail in ("true", "false"):
         given = {"paths": [str(b1), str(b2)], "startingOffsets": "earliest", "failOnDataLoss": fail}
-        write_offset_checkpoint(b1 / "replication-offset-checkpoint", {("t", 0): 100})
-        first = MicroBatchPlanner(ReadOptions.from_options(given, stream=True))
-        plans = list(poll_micro_batches(first))
-        assert [p.ranges for p in plans] == [{("t", 0): (0, 100)}]
-        assert plans[0].scan.report.replicas[0]["chosen"] == str(b1 / "t-0")
-        position = first.latest_offsets(first.initial_offsets())
-        assert from_offsets(position) == {("t", 0): 100}
-        write_offset_checkpoint(b1 / "replication-offset-checkpoint", {("t", 0): 80})
+        first, position = _streamed_past_the_gap(b1, given)
         restarted = MicroBatchPlanner(ReadOptions.from_options(given, stream=True))
         for planner in (first, restarted):
             assert planner.latest_offsets(position) == position, fail
@@ -1032,3 +1042,57 @@ def test_a_stream_over_two_replicas_keeps_the_gap_follower_it_read_past_the_gap(
         plans = list(poll_micro_batches(restarted, position))
         assert [plan.ranges for plan in plans] == [{("t", 0): (100, 105)}] and not plans[0].data_loss, fail
         _gap_follower(b1, 100, stopped=False)  # (as it was, for the next round)
+
+
+@pytest.mark.parametrize("behind_hw", [85, 82])
+def test_a_stream_keeps_to_a_replica_that_reaches_its_position_over_one_with_a_higher_high_watermark(
+        tmp_path, behind_hw):
+    """As above, but the copy behind (b2: [0, 85), given first, the most bytes) checkpointed a higher high watermark
+    (85 or 82) than b1's 80, back in its gap: the replica choice took b2, whose log ends below the stream's position
+    100 (the stream read b1 there): "offsets went back from 100 to 85", a DataLossError (with failOnDataLoss=false,
+    the stream went back to 85 and read b2's offsets again). A copy whose files end below the stream's position is
+    behind, whatever its checkpoint says: the stream keeps to b1, which reaches it, stands, and reads on from b1.
+    A batch read (no position) still chooses by the policy alone; so does the choice when no copy reaches the
+    position (the stream says the loss). choose_replicas' other policies (first, largestSize) alike."""
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.storage.layout import choose_replicas, discover
+    from kafkaseg.streaming import MicroBatchPlanner, poll_micro_batches
+
+    b1, b2 = tmp_path / "b1", tmp_path / "b2"
+    b1.mkdir(), b2.mkdir()
+    writer = PartitionWriter(b2 / "t-0")
+    for base in range(0, 85, 5):
+        writer.append(build_batch_v2([Record(base + i, 1_700_000_000_000 + base + i, b"k%d" % (base + i), b"v" * 40)
+                                      for i in range(5)]))
+    writer.close(live=True)
+    write_offset_checkpoint(b2 / "replication-offset-checkpoint", {("t", 0): behind_hw})
+    write_offset_checkpoint(b2 / "recovery-point-offset-checkpoint", {("t", 0): 0})
+    for fail in ("true", "false"):
+        _gap_follower(b1, 100, stopped=False)
+        given = {"paths": [str(b2), str(b1)], "startingOffsets": "earliest", "failOnDataLoss": fail}
+        first, position = _streamed_past_the_gap(b1, given)
+        # a batch read chooses as before: b2, the higher high watermark
+        batch = kafkaseg.open_scan([str(b2), str(b1)])
+        assert batch.plan.report.replicas[0]["chosen"] == str(b2 / "t-0")
+        restarted = MicroBatchPlanner(ReadOptions.from_options(given, stream=True))
+        for planner in (first, restarted):
+            assert planner.latest_offsets(position) == position, fail
+            assert list(poll_micro_batches(planner, position)) == [], fail
+        # (b2 first: discover sorts by path)
+        copies = sorted((p for p in discover([str(b2), str(b1)]) if p.topic == "t"), key=lambda p: "b1" in p.path)
+        for policy in ("highestHighWatermark", "first", "largestSize"):
+            (choice,) = choose_replicas(copies, policy)
+            assert choice.chosen.path == str(b2 / "t-0"), policy
+            (choice,) = choose_replicas(copies, policy, read_to=lambda pdir: 100)
+            assert choice.chosen.path == str(b1 / "t-0") and "stream's position" in choice.reason, policy
+            # no copy reaching the position: the policy's choice (the stream says the loss)
+            (choice,) = choose_replicas(copies, policy, read_to=lambda pdir: 110)
+            assert choice.chosen.path == str(b2 / "t-0"), policy
+        # b1's new leader appends, and its high watermark passes the stream again
+        with open(b1 / "t-0" / f"{0:020d}.log", "ab") as f:
+            f.write(build_batch_v2([Record(o, 1_700_000_000_000 + o, b"k%d" % o, b"v")
+                                    for o in range(100, 105)]).data)
+        write_offset_checkpoint(b1 / "replication-offset-checkpoint", {("t", 0): 105})
+        plans = list(poll_micro_batches(restarted, position))
+        assert [plan.ranges for plan in plans] == [{("t", 0): (100, 105)}] and not plans[0].data_loss, fail
+        assert plans[0].scan.report.replicas[0]["chosen"] == str(b1 / "t-0")

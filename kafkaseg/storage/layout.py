@@ -2182,7 +2182,12 @@ def choose_replicas(partitions: Iterable[PartitionDir], policy: str = "highestHi
 
     ``read_to``: a stream's evidence that it read a copy's log to an offset (:meth:`PartitionDir.reached_end`), per
     copy: a copy's log end is compared with it, as the stream reads that copy (a compacted follower's last batch
-    past a gap above its high watermark is then the broker's, not a corrupt base offset that loses the tie).
+    past a gap above its high watermark is then the broker's, not a corrupt base offset that loses the tie). And a
+    copy whose log ends below it is behind, whatever its checkpointed high watermark says (a follower's lags: the
+    stream read the log there): when the policy's choice is such a copy, the policy chooses again among the copies
+    that are not (None for a copy: its high watermark is at or past the position, or the position says nothing of
+    its log; taken to reach it, without reading its files); with none left, the policy's choice stands (the stream
+    says the loss). Without ``read_to`` (a batch read) the policy alone chooses.
     """
     if policy not in REPLICA_POLICIES:
         from kafkaseg.errors import InvalidOptionError
@@ -2232,26 +2237,41 @@ def _choose_one(topic: str, partition: int, copies: list[PartitionDir], policy: 
                 leo_cache[i] = -1
         return leo_cache[i]
 
-    indices = range(len(copies))
-    if policy == "first":
-        best, why = 0, "first replica given"
-    elif policy == "largestSize":
-        best = max(indices, key=lambda i: (copies[i].size_bytes, -i))
-        why = f"largest size ({copies[best].size_bytes} bytes)"
-    elif policy == "largestLogEndOffset":
-        best = max(indices, key=lambda i: (leo(i), -i))
-        why = f"largest log end offset ({leo(best)})"
-    else:
+    def pick(indices: Sequence[int]) -> tuple[int, str]:
+        if policy == "first":
+            return indices[0], "first replica given"
+        if policy == "largestSize":
+            best = max(indices, key=lambda i: (copies[i].size_bytes, -i))
+            return best, f"largest size ({copies[best].size_bytes} bytes)"
+        if policy == "largestLogEndOffset":
+            best = max(indices, key=lambda i: (leo(i), -i))
+            return best, f"largest log end offset ({leo(best)})"
         hw = lambda i: copies[i].high_watermark if copies[i].high_watermark is not None else -1  # noqa: E731
         top = max(hw(i) for i in indices)
         tied = [i for i in indices if hw(i) == top]
         if len(tied) == 1:
-            best = tied[0]
-            why = f"highest high watermark ({top})"
-        else:
-            best = max(tied, key=lambda i: (leo(i), -i))
-            why = (f"high watermark tie ({top if top >= 0 else 'none'}) broken by largest log end offset "
-                   f"({leo(best)})")
+            return tied[0], f"highest high watermark ({top})"
+        best = max(tied, key=lambda i: (leo(i), -i))
+        return best, (f"high watermark tie ({top if top >= 0 else 'none'}) broken by largest log end offset "
+                      f"({leo(best)})")
+
+    def short(i: int) -> int | None:
+        """The stream's position when copy ``i``'s log ends below it (read with it as evidence), else None."""
+        position = read_to(copies[i]) if read_to is not None else None
+        return position if position is not None and leo(i) < position else None
+
+    best, why = pick(range(len(copies)))
+    position = short(best)
+    if position is not None:
+        # a copy whose log ends below the stream's position is behind, whatever its checkpoint says: kept to one
+        # that reaches it (the stream read there), by the policy; with none, the policy's choice (the stream's loss)
+        reaching = [i for i in range(len(copies)) if short(i) is None]
+        if reaching:
+            passed = ", ".join(f"{copies[i].path} (log end {leo(i) if leo(i) >= 0 else 'unreadable'})"
+                               for i in range(len(copies)) if i not in reaching)
+            best, why = pick(reaching)
+            why = (f"{why} among the copies whose log reaches the stream's position {position}; ending below it: "
+                   f"{passed}")
     others = ", ".join(c.path for j, c in enumerate(copies) if j != best)
     return ReplicaChoice(topic, partition, copies[best], tuple(copies), f"{why}; other replicas: {others}")
 
