@@ -475,7 +475,7 @@ def test_describe_loads_each_offset_index_once_for_its_rolled_cut_checks(tmp_pat
 
 def test_describe_opens_each_rolled_offset_index_once(tmp_path, capsys, monkeypatch):
     """describe's rolled-cut checks pass a rolled segment whose batches reach the next base on the last entry of
-    the offset index describe loaded for its row (layout._batches_reach): each rolled .index file is opened once
+    the offset index describe loaded for its row (layout._last_entry_walk): each rolled .index file is opened once
     (it was loaded for the row, then opened again to probe its last entry)."""
     from collections import Counter
 
@@ -529,7 +529,7 @@ def test_offsets_max_timestamp_loads_no_offset_index_of_rolled_segments_whose_ba
 
 @pytest.mark.parametrize("seed", range(6))
 def test_rolled_cut_of_answers_as_the_full_walk_does_with_its_shortcut(tmp_path, monkeypatch, seed):
-    """layout._batches_reach (a rolled segment passed on its .index's last entry) changes no answer of
+    """layout._last_entry_walk (a rolled segment passed on its .index's last entry) changes no answer of
     rolled_cut_of: partitions with compaction gaps, rolled segments cut at random bytes, flipped bits in an
     .index's last entry or no .index, random recovery points, cleaner checkpoints and log ends, each rolled segment
     judged with the shortcut and without it (the full walk)."""
@@ -541,7 +541,7 @@ def test_rolled_cut_of_answers_as_the_full_walk_does_with_its_shortcut(tmp_path,
     from kafkaseg.storage.offset_index import OffsetIndex
     from kafkaseg.testing import TopicSpec, write_data_dir
 
-    rng, shortcut, judged = random.Random(seed), layout._batches_reach, 0
+    rng, shortcut, judged = random.Random(seed), layout._last_entry_walk, 0
     for trial in range(8):
         root = tmp_path / f"r{trial}"
         write_data_dir(root, [TopicSpec("t", records_per_partition=rng.randint(100, 300),
@@ -570,8 +570,8 @@ def test_rolled_cut_of_answers_as_the_full_walk_does_with_its_shortcut(tmp_path,
                 loaded = OffsetIndex.load(seg.index_path, seg.base_offset) if seg.index_path else None
             except KafkaSegError:
                 loaded = None
-            for judge, offset_index in ((shortcut, None), (shortcut, loaded), (lambda *args, **kwargs: False, None)):
-                monkeypatch.setattr(layout, "_batches_reach", judge)
+            for judge, offset_index in ((shortcut, None), (shortcut, loaded), (lambda *args, **kwargs: None, None)):
+                monkeypatch.setattr(layout, "_last_entry_walk", judge)
                 try:
                     cut = layout.rolled_cut_of(pdir, i, offset_index=offset_index)
                     answers.append(None if cut is None else (cut.position, cut.first_offset, cut.end_offset,

@@ -153,3 +153,178 @@ def test_a_real_cleaned_segment_is_silent_and_its_emptied_copy_is_loss(corpus_di
     (lost,) = lenient.metrics.lost_tails
     assert lost[0] == str(log) and lost.end_offset == 157
     assert folder.exists()
+
+
+def _compacted(root, segments: int = 6, per_batch: int = 4, batches: int = 6, interval: int = 400):
+    """A partition ``t-0`` of ``segments`` segments as the cleaner leaves them (benchmarks/bench_tools.py
+    ``--compacted``): each rolled segment without its last batch, a gap before the next base that no index entry
+    names; the recovery point, high watermark and cleaner checkpoint at the log end. Returns the log end."""
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+
+    writer = PartitionWriter(root / "t-0", index_interval_bytes=interval, write_snapshots=False)
+    offset = 0
+    for k in range(segments):
+        for j in range(batches):
+            if j < batches - 1 or k == segments - 1:
+                writer.append(build_batch_v2([Record(offset + n, 1_700_000_000_000 + offset + n, b"k", b"v" * 300)
+                                              for n in range(per_batch)]))
+            offset += per_batch
+        if k < segments - 1:
+            writer.roll(offset)  # (the batch before: the one the cleaner removed)
+    log = writer.close()
+    for name in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint", "cleaner-offset-checkpoint"):
+        write_offset_checkpoint(root / name, {("t", 0): log.log_end_offset})
+    write_offset_checkpoint(root / "log-start-offset-checkpoint", {})
+    return log.log_end_offset
+
+
+def _count_opens(monkeypatch):
+    """A Counter of files opened (RandomAccessReader) by path, from now on."""
+    from collections import Counter
+
+    import kafkaseg.storage.fs as fs
+
+    opens, init = Counter(), fs.RandomAccessReader.__init__
+
+    def counted(self, path, *args, **kwargs):
+        opens[str(path)] += 1
+        init(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(fs.RandomAccessReader, "__init__", counted)
+    return opens
+
+
+def test_rolled_cut_of_reads_each_file_of_a_compacted_segment_once(tmp_path, monkeypatch):
+    """rolled_cut_of of a rolled segment with a compaction gap after its last batch (its indexes sound): one walk of
+    its .log (from its .index's last entry, probed), one load of its .index and one probe of its .timeindex; the
+    walk's last batch is the segment's end (log_end_offset's and _position_of_end's walks from the same entry),
+    the probed entry the .index's (judge_rolled_end). (Before: the .log opened three times, the .index probed twice
+    and loaded once; benchmarks/bench_tools.py --compacted.)"""
+    from kafkaseg.storage.layout import discover, rolled_cut_of
+
+    _compacted(tmp_path)
+    (pdir,) = discover(str(tmp_path / "t-0"))
+    opens = _count_opens(monkeypatch)
+    for unflushed in (False, True):
+        opens.clear()
+        assert rolled_cut_of(pdir, 2, unflushed=unflushed) is None
+        seg = pdir.segments[2]
+        assert [opens[seg.log_path], opens[seg.index_path], opens[seg.timeindex_path]] == [1, 2, 1], opens
+        assert sum(opens.values()) == 4, opens
+
+
+def test_describe_and_verify_walk_a_compacted_segment_once_for_its_gap(tmp_path, capsys, monkeypatch):
+    """describe's rolled-cut check of a compacted segment walks its .log once after describe's row (two headers),
+    from the offset index describe loaded (its .index probed once more, judge_rolled_end); verify's check of the gap
+    after it walks the .log once after verify's own read and loads the .index once after verify's two loads. Both
+    probe the .timeindex once after loading it for their own checks. (Before: two more walks of the .log in each,
+    and in verify one more probe of the .index.)"""
+    import json
+
+    _compacted(tmp_path)
+    seg = str(tmp_path / "t-0" / f"{24:020d}")
+    opens = _count_opens(monkeypatch)
+    assert main(["describe", "--json", str(tmp_path / "t-0")]) == 0
+    (part,) = json.loads(capsys.readouterr().out)["partitions"]
+    assert not part["errors"], part
+    assert [opens[seg + kind] for kind in (".log", ".index", ".timeindex")] == [2, 2, 2], opens
+    opens.clear()
+    report = verify_paths([str(tmp_path / "t-0")])
+    assert not report.errors and all(p.severity == "info" for p in report.problems), report.problems
+    assert [opens[seg + kind] for kind in (".log", ".index", ".timeindex")] == [2, 3, 2], opens
+
+
+def _damage(rng, path):
+    """One random change to the file at ``path`` (None: left alone): cut at a random byte, a bit flipped anywhere,
+    zeros or garbage appended, removed."""
+    import os
+
+    if not path.exists() or rng.random() < 0.4:
+        return
+    data, what = bytearray(path.read_bytes()), rng.random()
+    if what < 0.35:
+        os.truncate(path, rng.randint(0, len(data)))
+    elif what < 0.7 and data:
+        data[rng.randrange(len(data))] ^= 1 << rng.randint(0, 7)
+        path.write_bytes(bytes(data))
+    elif what < 0.8:
+        path.write_bytes(bytes(data) + bytes(rng.choice([4, 8, 12, 24])))
+    elif what < 0.9:
+        path.write_bytes(bytes(data) + bytes(rng.randrange(256) for _ in range(rng.choice([8, 12, 16]))))
+    else:
+        path.unlink()
+
+
+def test_rolled_cut_of_answers_as_its_full_walks_do_on_damaged_compacted_segments(tmp_path, monkeypatch):
+    """The one walk rolled_cut_of shares (layout._last_entry_walk: its last batch the segment's end, its .index
+    probed and loaded once) changes no answer of it: compacted partitions (a gap after each rolled segment's last
+    batch, the cleaner checkpoint at the log end) whose rolled .log, .index and .timeindex files are cut at random
+    bytes, have a bit flipped anywhere, zeros or garbage appended, or are removed, random recovery points; each
+    rolled segment judged with the offset index loaded by the caller and not, unflushed and not, with the shared
+    walk and with the full walks (log_end_offset, _position_of_end, the .index probed again in judge_rolled_end)."""
+    import os
+    import random
+    import struct
+    from collections import Counter
+
+    import kafkaseg.storage.layout as layout
+    from kafkaseg.errors import KafkaSegError
+    from kafkaseg.storage.offset_index import OffsetIndex
+
+    rng, shared, ends_log, judge = (random.Random(1478), layout._last_entry_walk, layout._EntryWalk.ends_log,
+                                    layout.judge_rolled_end)
+    taken, cuts, judged = Counter(), 0, 0
+
+    def counted(self, offset_index):
+        answer = ends_log(self, offset_index)
+        taken["walk ends the log"] += answer
+        return answer
+
+    def judged_with(*args, **kwargs):  # (cuts found with the .index as probed and loaded once)
+        cut = judge(*args, **kwargs)
+        taken["cut, the .index read once"] += cut is not None and kwargs.get("index_last") is not None
+        return cut
+
+    monkeypatch.setattr(layout._EntryWalk, "ends_log", counted)
+    monkeypatch.setattr(layout, "judge_rolled_end", judged_with)
+    for trial in range(40):
+        root = tmp_path / f"r{trial}"
+        log_end = _compacted(root, segments=rng.randint(3, 6), per_batch=rng.choice([1, 3, 4]),
+                             batches=rng.randint(2, 8), interval=rng.choice([100, 400, 4096]))
+        for log in sorted((root / "t-0").glob("*.log"))[:-1]:
+            if rng.random() < 0.3:  # (cut short: its indexes name offsets past its batches)
+                os.truncate(log, rng.randint(0, log.stat().st_size))
+            for suffix in (".log", ".index", ".timeindex"):
+                if rng.random() < 0.5:
+                    _damage(rng, log.with_suffix(suffix))
+            if rng.random() < 0.5 and log.with_suffix(".timeindex").exists():
+                # (a time entry past the .index's last, below the next base, as a roll appends one)
+                base, next_base = int(log.stem), min(int(p.stem) for p in log.parent.glob("*.log") if p > log)
+                offset = rng.randint(max(base, next_base - 8), next_base - 1)
+                with open(log.with_suffix(".timeindex"), "ab") as timeindex:
+                    timeindex.write(struct.pack(">qi", 1_700_000_000_000 + offset, offset - base))
+        write_offset_checkpoint(root / "recovery-point-offset-checkpoint",
+                                {("t", 0): rng.choice([log_end, rng.randint(0, log_end)])})
+        (pdir,) = layout.discover(str(root / "t-0"))
+        for i in range(len(pdir.segments) - 1):
+            seg = pdir.segments[i]
+            try:  # (as describe loads it for the segment's row, and passes it)
+                loaded = OffsetIndex.load(seg.index_path, seg.base_offset) if seg.index_path else None
+            except KafkaSegError:
+                loaded = None
+            for offset_index in (None, loaded):
+                for unflushed in (False, True):
+                    answers = []
+                    for walk in (shared, lambda *args, **kwargs: None):
+                        monkeypatch.setattr(layout, "_last_entry_walk", walk)
+                        try:
+                            cut = layout.rolled_cut_of(pdir, i, offset_index=offset_index, unflushed=unflushed)
+                            answers.append(None if cut is None else (cut.position, cut.first_offset,
+                                                                     cut.end_offset, cut.proven, cut.message))
+                        except Exception as err:  # (the same error either way)
+                            answers.append((type(err).__name__, str(err)))
+                    assert answers[0] == answers[1], (trial, i, offset_index is None, unflushed, answers)
+                    cuts += answers[0] is not None
+                    judged += 1
+    assert judged > 300 and cuts > 50 and taken["walk ends the log"] > 50 and taken["cut, the .index read once"] > 5, (
+        judged, taken, cuts)

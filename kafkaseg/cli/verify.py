@@ -1760,6 +1760,9 @@ def _check_gaps(pdir: PartitionDir, gaps: list[tuple[str, int, int]], log_end: i
                    f"{pdir.name}: cleaner offset {pdir.cleaner_offset} is above the log end offset {log_end} (a "
                    "broker's cleaner takes it as invalid and starts again from the log start): it explains no "
                    "missing offset")
+    number: dict[str, int] = {}  # (each segment's place in the listing, the first where a path is listed twice)
+    for k, seg in enumerate(pdir.segments):
+        number.setdefault(seg.log_path, k)
     for path, first, last in gaps:
         missing = f"offsets {first}..{last} are missing before this segment"
         if pdir.tiered is not None:
@@ -1768,7 +1771,8 @@ def _check_gaps(pdir: PartitionDir, gaps: list[tuple[str, int, int]], log_end: i
             tracker.gap(path, first, last, "in no tiered-storage copy before this one: a copy missing from the "
                                            "bucket, or deleted by remote retention below the log start")
             continue
-        cut = _cut_before(pdir, path, first, last) if below_cleaner_checkpoint(first, cleaner) else None
+        cut = (_cut_before(pdir, number.get(path, 0), first, last) if below_cleaner_checkpoint(first, cleaner)
+               else None)
         if below_cleaner_checkpoint(first, cleaner) and cut is None:
             report.add(INFO, path, 0, f"{missing} (removed by compaction: below the cleaner checkpoint {cleaner})")
         elif cut is not None:
@@ -1787,10 +1791,9 @@ def _check_gaps(pdir: PartitionDir, gaps: list[tuple[str, int, int]], log_end: i
                                            "cleaner checkpoint does not record")
 
 
-def _cut_before(pdir: PartitionDir, path: str, first: int, last: int):
+def _cut_before(pdir: PartitionDir, k: int, first: int, last: int):
     """The :class:`~kafkaseg.storage.layout.RolledCut` (proven or not) of the rolled segment just before segment
-    ``path`` when it holds offsets of the gap ``first..last`` before it, else None (:func:`rolled_cut_of`)."""
-    k = next((k for k, seg in enumerate(pdir.segments) if seg.log_path == path), 0)
+    ``k`` when it holds offsets of the gap ``first..last`` before it, else None (:func:`rolled_cut_of`)."""
     try:
         cut = rolled_cut_of(pdir, k - 1, unflushed=True) if k else None
     except KafkaSegError:

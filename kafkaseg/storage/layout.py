@@ -2644,7 +2644,8 @@ class RolledCut(_Evidenced):
 def judge_rolled_end(path: str, end_position: int, end_offset: int, next_base: int, *, base_offset: int,
                      index: tuple[str | None, tuple[int, int] | None],
                      timeindex: tuple[str | None, tuple[int, int] | None], filesystem: pafs.FileSystem | None,
-                     recovery_point: int | None, unflushed: bool = False) -> RolledCut | None:
+                     recovery_point: int | None, unflushed: bool = False,
+                     index_last: tuple[int, int] | None = None, offset_index=None) -> RolledCut | None:
     """Whether offsets ``[end_offset, next_base)`` missing after a rolled segment's last batch (which ends at byte
     ``end_position`` of ``path``, its end) are proven lost (a :class:`RolledCut`) rather than a gap the cleaner
     left: the recovery point is above ``end_offset`` (the broker had flushed the log past it: a roll flushes the
@@ -2654,14 +2655,20 @@ def judge_rolled_end(path: str, end_position: int, end_offset: int, next_base: i
     (the cleaner's, or a follower's own appends) hold entries of its batches only. Reads nothing without such a
     recovery point; then probes the last entries of the two files (a few positioned reads) and loads them only
     when one reaches ``end_offset``. ``unflushed``: also when the recovery point is at or below the end (or none),
-    an unproven :class:`RolledCut` (a warning); then the last entries are probed whatever the recovery point."""
+    an unproven :class:`RolledCut` (a warning); then the last entries are probed whatever the recovery point.
+    ``index_last``: the ``.index``'s last entry ``(offset, position)`` as this caller probed it at ``index`` (not
+    probed again), with ``offset_index`` that file as the caller loaded it (not loaded again): one read of each file
+    per check (:func:`rolled_cut_of`)."""
     from kafkaseg.storage.segment import indexed_past_end, load_index_files
 
     if not unflushed and (recovery_point is None or recovery_point <= end_offset):
         return None
-    if not _index_files_reach(base_offset, (index, timeindex), end_offset, filesystem):
+    if not _index_files_reach(base_offset, (index, timeindex), end_offset, filesystem, index_last=index_last):
         return None
-    offset_index, time_index = load_index_files(base_offset, index, timeindex, filesystem)
+    if index_last is not None and offset_index is not None:
+        time_index = load_index_files(base_offset, (None, None), timeindex, filesystem)[1]
+    else:
+        offset_index, time_index = load_index_files(base_offset, index, timeindex, filesystem)
     found = indexed_past_end(offset_index, time_index, end_position, end_offset, below=next_base)
     return None if found is None else RolledCut(path, found, recovery_point, next_base)
 
@@ -2669,19 +2676,24 @@ def judge_rolled_end(path: str, end_position: int, end_offset: int, next_base: i
 def rolled_segment_cut(seg: SegmentFiles, end_offset: int, next_base: int, *, offset_index,
                        recovery_point: int | None, filesystem: pafs.FileSystem | None,
                        max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
-                       unflushed: bool = False) -> RolledCut | None:
+                       unflushed: bool = False, end_position: int | None = None,
+                       index_last: tuple[int, int] | None = None) -> RolledCut | None:
     """:func:`judge_rolled_end` for listed segment ``seg``, whose batches end at offset ``end_offset`` before
     ``next_base`` (planning's answer for a start between the two): the byte where they end is found from
-    ``offset_index``'s last entry below ``end_offset`` (about one index interval of headers), and only when the
-    recovery point is above ``end_offset`` (any, with ``unflushed``: :func:`judge_rolled_end`)."""
+    ``offset_index``'s last entry below ``end_offset`` (about one index interval of headers; ``end_position``: that
+    byte, when the caller's walk found it), and only when the recovery point is above ``end_offset`` (any, with
+    ``unflushed``: :func:`judge_rolled_end`, which takes ``index_last`` and ``offset_index`` as read from the
+    segment's ``.index`` when ``index_last`` is given)."""
     if seg.tiered is not None or (not unflushed and (recovery_point is None or recovery_point <= end_offset)):
         return None
-    position = _position_of_end(seg, offset_index, end_offset, filesystem, max_batch_bytes)
+    position = (_position_of_end(seg, offset_index, end_offset, filesystem, max_batch_bytes) if end_position is None
+                else end_position)
     if position is None:
         return None
     return judge_rolled_end(seg.log_path, position, end_offset, next_base, base_offset=seg.base_offset,
                             index=index_location(seg, "index"), timeindex=index_location(seg, "timeindex"),
-                            filesystem=filesystem, recovery_point=recovery_point, unflushed=unflushed)
+                            filesystem=filesystem, recovery_point=recovery_point, unflushed=unflushed,
+                            index_last=index_last, offset_index=offset_index if index_last is not None else None)
 
 
 def rolled_cut_of(partition_dir: PartitionDir, i: int, *, offset_index=None,
@@ -2697,10 +2709,13 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, offset_index=None,
     read starts does not change what left the gap.
     ``offset_index``: the segment's, if loaded; ``end_offset``: the offset after its last batch, if known. Reads
     nothing unless the recovery point is above the segment's base (or ``unflushed``); then about one index interval
-    of its headers, from its offset index's last entry (probed, :func:`_batches_reach`), and loads that index and
-    walks again only when they stop short of the next base (damage there: None, what walks the segment says it).
-    ``unflushed``: also an unproven cut, the recovery point at or below its end or none (:func:`judge_rolled_end`),
-    looked for whatever the recovery point."""
+    of its headers, from its offset index's last entry (probed, :func:`_last_entry_walk`). When they stop short of
+    the next base it loads that index, and where that walk was clean and the index is sound (the walks of
+    :func:`~kafkaseg.storage.segment.log_end_offset` and :func:`_position_of_end` would start at that entry and
+    find the same last batch) its last batch is the segment's end, and the ``.index`` probed and loaded here is
+    not read again (:func:`judge_rolled_end`); else it walks again (damage there: None, what walks the segment
+    says it). ``unflushed``: also an unproven cut, the recovery point at or below its end or none
+    (:func:`judge_rolled_end`), looked for whatever the recovery point."""
     from kafkaseg.storage.segment import load_index_files, log_end_offset
 
     pdir = partition_dir
@@ -2709,13 +2724,22 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, offset_index=None,
             or (not unflushed and (recovery_point is None or recovery_point <= pdir.segments[i].base_offset))):
         return None
     seg, next_base, fs = pdir.segments[i], pdir.segments[i + 1].base_offset, pdir.filesystem
-    if (end_offset is not None and end_offset >= next_base) or (
-            end_offset is None and _batches_reach(seg, next_base, fs, max_batch_bytes, offset_index)):
-        return None  # no offset missing after its last batch (the common case: nothing loaded)
-    if offset_index is None:
+    walk = None
+    if end_offset is None:
+        walk = _last_entry_walk(seg, fs, max_batch_bytes, offset_index)
+        if walk is not None and walk.last.next_offset >= next_base:
+            return None  # no offset missing after its last batch (the common case: nothing loaded)
+    elif end_offset >= next_base:
+        return None
+    loaded_here = offset_index is None
+    if loaded_here:
         offset_index = load_index_files(seg.base_offset, index_location(seg, "index"), (None, None), fs)[0]
-    end = end_offset
-    if end is None:
+    end, position, index_last = end_offset, None, None
+    if walk is not None and walk.ends_log(offset_index):
+        # (the one walk: log_end_offset's and _position_of_end's from the same entry find the same last batch)
+        end, position = walk.last.next_offset, walk.last.position + walk.last.size
+        index_last = walk.entry if loaded_here else None  # (the .index as probed and loaded here: not again)
+    elif end is None:
         try:
             end = log_end_offset(seg, filesystem=fs, offset_index=offset_index, max_batch_bytes=max_batch_bytes)
         except CorruptDataError:
@@ -2723,47 +2747,72 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, offset_index=None,
     if end >= next_base:
         return None
     return rolled_segment_cut(seg, end, next_base, offset_index=offset_index, recovery_point=recovery_point,
-                              filesystem=fs, max_batch_bytes=max_batch_bytes, unflushed=unflushed)
+                              filesystem=fs, max_batch_bytes=max_batch_bytes, unflushed=unflushed,
+                              end_position=position, index_last=index_last)
 
 
-def _batches_reach(seg: SegmentFiles, next_base: int, filesystem, max_batch_bytes: int | None,
-                   offset_index=None) -> bool:
-    """Whether rolled segment ``seg``'s batches provably reach ``next_base``, so that no offset is missing after its
-    last batch (:func:`rolled_cut_of` has nothing to judge): its offset index's last entry (``offset_index``'s, when
-    the caller loaded it; else probed: a positioned read, no load) names a position inside the listed bytes whose
-    batch holds the entry's offset, and the whole batches from there, each above the one before, end with one whose
-    next offset is at least ``next_base``. False when anything there is missing, damaged, inconsistent or short of
-    it: the full walk decides (a whole batch ending the listed bytes at ``next_base`` or past it is where that walk
-    ends too, or it raises). About one index interval of headers."""
+class _EntryWalk(NamedTuple):
+    """A clean walk of a rolled segment's whole batches from its offset index's last ``entry`` ``(offset,
+    position)`` to the end of its listed bytes (:func:`_last_entry_walk`): ``last`` its last batch's header,
+    ``size`` the ``.log``'s size when it was opened."""
+
+    entry: tuple[int, int]
+    last: Any
+    size: int
+
+    def ends_log(self, offset_index) -> bool:
+        """Whether ``last`` is where :func:`~kafkaseg.storage.segment.log_end_offset` and :func:`_position_of_end`
+        end the segment with ``offset_index`` (the one the walk started from, or the file it was probed from as
+        loaded): a sound index (``sanity_problems``: strictly increasing, positions inside the log) whose last entry
+        is ``entry``, so both walks start there, over the same batches, to the same end; and a batch holding the
+        entry's offset first, each above the one before (as the walk checked), so log_end_offset's walk reaches the
+        entry and raises nothing."""
+        if offset_index is None or not len(offset_index):
+            return False
+        if (int(offset_index.offsets[-1]), int(offset_index.positions[-1])) != self.entry:
+            return False
+        return not offset_index.sanity_problems(self.size)
+
+
+def _last_entry_walk(seg: SegmentFiles, filesystem, max_batch_bytes: int | None,
+                     offset_index=None) -> _EntryWalk | None:
+    """Rolled segment ``seg``'s whole batches walked from its offset index's last entry (``offset_index``'s, when
+    the caller loaded it; else probed: a positioned read, no load) when that entry names a position inside the
+    listed bytes whose batch holds the entry's offset, and the batches from there, each above the one before, end
+    the listed bytes or the readable data (an :class:`_EntryWalk`: its last batch reaching the next base, no offset
+    is missing after it and :func:`rolled_cut_of` has nothing to judge). None when anything there is missing,
+    damaged, inconsistent or raises: the full walk decides (a whole batch ending the listed bytes at the next base or
+    past it is where that walk ends too, or it raises). About one index interval of headers."""
     from kafkaseg.storage.segment import SegmentReader
 
     path, window = index_location(seg, "index")
     if not path or seg.tiered is not None:
-        return False
+        return None
     last = None
     try:
         if offset_index is not None:  # (the entries the full walk would start from: no second read of the file)
             if not len(offset_index):
-                return False
+                return None
             entry_offset, position = int(offset_index.offsets[-1]), int(offset_index.positions[-1])
         else:
             entry = probed_last_entry(path, window, "offset", seg.base_offset, filesystem)
             if entry is None:
-                return False
+                return None
             entry_offset, position = entry
         if not 0 <= position < seg.log_size:
-            return False
+            return None
         with SegmentReader(seg.log_path, filesystem) as reader:
+            size = reader.size
             for header in reader.iter_headers(position, max_batch_bytes=max_batch_bytes):
                 if header.position + header.size > seg.log_size:
                     break
                 if (header.base_offset > entry_offset or header.last_offset < entry_offset) if last is None \
                         else header.base_offset <= last.last_offset:
-                    return False
+                    return None
                 last = header
     except KafkaSegError:
-        return False
-    return last is not None and last.next_offset >= next_base
+        return None
+    return None if last is None else _EntryWalk((entry_offset, position), last, size)
 
 
 def rolled_cut_holding(partition_dir: PartitionDir, offset: int, *,
@@ -2907,16 +2956,19 @@ def _indexes_reach(seg: SegmentFiles, end_offset: int, filesystem) -> bool:
     return _index_files_reach(seg.base_offset, locations, end_offset, filesystem)
 
 
-def _index_files_reach(base_offset: int, locations, end_offset: int, filesystem) -> bool:
+def _index_files_reach(base_offset: int, locations, end_offset: int, filesystem,
+                       index_last: tuple[int, int] | None = None) -> bool:
     """:func:`_indexes_reach` of a segment at ``base_offset`` whose ``.index`` and ``.timeindex`` are at
-    ``locations`` (``(path, window)`` each)."""
+    ``locations`` (``(path, window)`` each); ``index_last``: the ``.index``'s last entry as the caller probed it
+    there (not probed again)."""
     from kafkaseg.errors import CorruptIndexError
 
     for (path, window), kind in zip(locations, ("offset", "time")):
         if not path:
             continue
         try:
-            last = probed_last_entry(path, window, kind, base_offset, filesystem)
+            last = (index_last if kind == "offset" and index_last is not None
+                    else probed_last_entry(path, window, kind, base_offset, filesystem))
         except (LayoutError, CorruptIndexError):
             continue  # (as lost_tail's load counts it: empty)
         if last is not None and last[0 if kind == "offset" else 1] >= end_offset:
