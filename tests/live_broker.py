@@ -23,7 +23,9 @@ What it does, each as a broker does it (see /work/shared/reference/kafka-on-disk
 Every record's key, timestamp and value are a function of what it is (:func:`value_of`), so readers check each one.
 :func:`run_live` runs it beside readers and judges them (:func:`check_rows`). Reads past the high watermark
 (``upperBound=logEndOffset``, ``consume --to-log-end``), which a truncation of the same partition can overtake, are
-judged by :func:`check_past_watermark`: no error, each record as some generation wrote it, offsets increasing.
+judged by :func:`check_past_watermark`: no error, each record as some generation wrote it, offsets increasing,
+no offset skipped but a transaction marker's (of the generations the reader went through: the broker records every
+marker it writes, truncated ones too).
 """
 import json
 import os
@@ -150,6 +152,7 @@ class Partition:
         self.folder.mkdir()
         write_partition_metadata(self.folder / "partition.metadata", "dG9waWMtdHgtaWQtMDAwMQ")
         self.batches = []  # dicts: base, last, gen, pid, txn, fate, control, seg, pos, size, epoch, seq
+        self.controls = []  # (gen, offset) of every marker ever written, truncated ones too (check_past_watermark)
         self.seg_states = {}  # base -> Seg.state() when it became inactive
         self.segments = [0]
         self.active = Seg(self.folder, 0, preallocate)
@@ -219,6 +222,7 @@ class Partition:
         b = build_control_batch(offset, ts_of(offset), COMMIT if fate == "C" else ABORT, producer_id=pid,
                                 producer_epoch=0, partition_leader_epoch=self.epochs[-1][0])
         self._append(b, dict(pid=pid, txn=txn, fate=fate, control=True))
+        self.controls.append((self.gen, offset))
         if fate == "A":  # LogSegment.updateTxnIndex, at the marker's append
             lso = min(self.txn_first.values(), default=offset + 1)
             with open(self.folder / name(self.active.base, ".txnindex"), "ab") as f:
@@ -381,7 +385,7 @@ def main():
         part.hw = part.next
     checkpoints()
     truth = {p: {"batches": part.batches, "hw": part.hw, "open": {str(k): v for k, v in part.txn_first.items()},
-                 "segments": part.segments}
+                 "segments": part.segments, "controls": part.controls}
              for p, (part, _) in parts.items()}
     (root / "truth.json.tmp").write_text(json.dumps({"partitions": truth, "truncations": truncations}))
     os.replace(root / "truth.json.tmp", root / "truth.json")
@@ -405,6 +409,12 @@ class Truth:
                             for b in t["batches"] if not b["control"] for o in range(b["base"], b["last"] + 1)}
             self.leo[p] = t["hw"]
             self.lso[p] = min(list(t["open"].values()) + [t["hw"]])
+        # partition -> offset -> the generations in which a transaction marker stood there (past the high
+        # watermark a reader can meet one that a truncation later replaced)
+        self.controls = {}
+        for p, t in doc["partitions"].items():
+            for gen, o in t["controls"]:
+                self.controls.setdefault(int(p), {}).setdefault(o, set()).add(gen)
         self.marker_at = {}
         for line in (root / "markers.jsonl").read_text().splitlines() if (root / "markers.jsonl").exists() else []:
             m = json.loads(line)
@@ -557,7 +567,7 @@ def run_live(root, seconds, seed, *, read_as=None, tools=True):
         if isinstance(r[1], str):  # (what, traceback, began, ended)
             problems.append(f"{r[0]} raised: {r[1]}")
         elif r[0].endswith("to log end"):
-            problems += check_past_watermark(r[1], what=r[0])
+            problems += check_past_watermark(truth, r[1], what=r[0])
         else:
             problems += check_rows(truth, r[1], committed=r[2], read_end=r[3], what=r[0])
     for what, rc, out, err, began, end in cli_runs:
@@ -579,7 +589,7 @@ def run_live(root, seconds, seed, *, read_as=None, tools=True):
                 rows.append((TOPIC, int(part.split(":")[1]), int(off.split(":")[1]), k.encode(), v.encode(),
                              int(ts.split(":")[1]) * 1000))
             if what.endswith("to log end"):
-                problems += check_past_watermark(rows, what=what)
+                problems += check_past_watermark(truth, rows, what=what)
             else:
                 problems += check_rows(truth, rows, committed=True, read_end=end, what=what)
     for what, rows, committed, end in finals:
@@ -595,17 +605,34 @@ def run_live(root, seconds, seed, *, read_as=None, tools=True):
     return problems, stats
 
 
-def check_past_watermark(rows, *, what):
-    """A read past the high watermark (records a truncation may replace): each record as written at its offset by
-    some generation, offsets strictly increasing per partition."""
+def check_past_watermark(truth, rows, *, what):
+    """A read past the high watermark (records a truncation may replace), read_uncommitted from the log start:
+    each record as written at its offset by some generation, offsets strictly increasing per partition, and no
+    gap: between two offsets returned one after the other (generations g1 and g2; before the first, from offset 0
+    and generation 0) every offset skipped held a transaction marker in some generation from g1 to g2 (the log
+    the reader went through was of those generations: a marker it skipped may have been replaced since by a
+    truncation, and a truncation at or below the last offset returned goes on at the next one, so it explains no
+    gap). Where a read stops (its end bound, or the log end a truncation brought below it) is not judged: past the
+    high watermark no end is promised."""
     problems = []
     last = {}
     for topic, p, o, k, v, ts in rows:
         if topic != TOPIC or k != key_of(o) or ts != ts_of(o) * 1000 or parse_value(v)[:2] != (p, o):
             problems.append(f"{what}: {topic}-{p}@{o}: not the record written there: {k!r} {v[:40]!r} {ts}")
-        if o <= last.get(p, -1):
-            problems.append(f"{what}: partition {p}: offset {o} after {last[p]}")
-        last[p] = o
+            continue
+        gen = parse_value(v)[2]
+        before, before_gen = last.get(p, (-1, 0))
+        if o <= before:
+            problems.append(f"{what}: partition {p}: offset {o} after {before}")
+        else:
+            gens = range(min(before_gen, gen), max(before_gen, gen) + 1)
+            markers = truth.controls.get(p, {})
+            skipped = [x for x in range(before + 1, o) if not markers.get(x, set()).intersection(gens)]
+            if skipped:
+                problems.append(f"{what}: partition {p}: gap: offsets {skipped[:10]}{'...' if len(skipped) > 10 else ''}"
+                                f" ({len(skipped)}) skipped between {before} (generation {before_gen}) and {o} "
+                                f"(generation {gen}), no marker there in those generations")
+        last[p] = (o, gen)
         if len(problems) > 20:
             break
     return problems

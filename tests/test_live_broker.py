@@ -20,9 +20,9 @@ def test_reads_of_a_live_broker_with_transactions_truncation_preallocation_and_t
     (none that a later truncation replaced); read_committed never an aborted record nor one of a transaction whose
     marker was not yet being written; no offset skipped or repeated; no error; final reads reach the log end (the
     last stable offset for read_committed). Reads past the high watermark, which a truncation can overtake: no
-    error, each record as some generation wrote it, offsets increasing. verify and describe exit 0: a truncation
-    past the high watermark under their walk, the index entries it leaves, an append begun while they look are no
-    damage (tests/test_tools_rewritten_tail.py)."""
+    error, each record as some generation wrote it, offsets increasing, none skipped but a marker's (no gap).
+    verify and describe exit 0: a truncation past the high watermark under their walk, the index entries it leaves,
+    an append begun while they look are no damage (tests/test_tools_rewritten_tail.py)."""
     problems, stats = run_live(tmp_path / "run", 20, 11, tools=True)
     assert not problems, "\n".join(problems[:30])
     # the run did what it is for (or it proves nothing)
