@@ -1323,8 +1323,9 @@ class _SliceDecoder:
         is not the file's last: bytes that stay corrupt with whole batches after them, which no truncation and
         rewrite explains (a rewrite leaves whole batches with their CRCs; only the append being written, the last
         batch, can fail one while read). Such a batch is corruption even past the high watermark of a file that
-        changed (a live broker's segment grows all the time)."""
-        from kafkaseg.wire.batch import V2_HEADER_SIZE, read_header
+        changed (a live broker's segment grows all the time). A batch with zeros after it (``file.preallocate``'s
+        zero-filled tail) is the last too."""
+        from kafkaseg.wire.batch import LOG_OVERHEAD, V2_HEADER_SIZE, read_header
         from kafkaseg.wire.crc import crc_is_valid
 
         size, _ = reader.change_stamp()
@@ -1333,8 +1334,10 @@ class _SliceDecoder:
             header = read_header(head, 0, max_batch_size=self.options.max_batch_bytes, available=size - pos)
             if pos + header.size >= size:
                 return False  # the last batch: an append still being written
-            data = reader.read_at(pos, header.size, cached=False)
-            return len(data) == header.size and not crc_is_valid(data, header)
+            data = reader.read_at(pos, header.size + LOG_OVERHEAD, cached=False)
+            if not any(data[header.size:]):
+                return False  # the last batch of a preallocated file (zeros after it): an append being written
+            return len(data) == header.size + LOG_OVERHEAD and not crc_is_valid(data[:header.size], header)
         except (KafkaSegError, OSError, ValueError):
             return False
 

@@ -446,3 +446,30 @@ def test_a_mapped_read_keeps_nothing_of_a_mismatch_s_second_decode_the_file_chan
     offsets = [o for o, _ in rows]
     assert offsets == list(range(len(offsets))), "offsets lost between two generations"
     assert len({v[:3] for o, v in rows if o >= 150}) == 1, "two generations of the offsets past the cut"
+
+
+@pytest.mark.parametrize("read_mode", ["pread", "auto"])
+def test_a_torn_append_before_a_preallocated_tail_is_the_last_batch_not_corruption(live, read_mode):
+    """A segment preallocated (``file.preallocate``) is zero-filled past its last batch, so a batch being written
+    there is not the file's last by size. Past the high watermark, in a file changed since planning, a new
+    generation's batch at the planned position caught half written (its CRC failing on the fresh read too) with
+    zeros after it is the append in progress, so the slice ends there as rewritten, not a CrcMismatchError (seen in
+    a live-broker run: a preallocated 16 KiB segment, "CRC-32C mismatch" at byte 16231)."""
+    root, log = live
+    preallocated = 64 * 1024
+    with open(log, "r+b") as f:
+        f.truncate(preallocated)
+
+    def rewrite():
+        time.sleep(0.05)  # (past the coarse ctime tick of the plan's listing)
+        data = log.read_bytes()
+        cut = next(h for h in iter_headers(data) if h.base_offset == 150).position
+        new = _batch(150, 7, 1, 90).data
+        with open(log, "r+b") as f:  # the new leader's append, half written, the preallocated zeros after it
+            f.seek(cut)
+            f.write(new[:len(new) // 2] + bytes(preallocated - cut - len(new) // 2))
+
+    _, rows, metrics = _read(root, 1 << 30, rewrite, read_mode)
+    _check_rows(rows)
+    assert [o for o, _ in rows] == list(range(150))
+    assert metrics.rewritten_tails and metrics.rewritten_tails[0][0] == str(log)
