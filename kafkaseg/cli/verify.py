@@ -61,7 +61,8 @@ from kafkaseg.storage.layout import (CLUSTER_METADATA_TOPIC, KRAFT_SNAPSHOT_NAME
                                      SWAPS_RESOLVED, ListingCheck, PartitionDir, below_cleaner_checkpoint,
                                      check_one_incarnation, discover,
                                      find_log_end, flushed_above_words, flushed_past_end, gaps_in_copies,
-                                     high_watermark_above_words, judge_tail, rolled_cut_of, transactions_open_at,
+                                     high_watermark_above_words, judge_rolled_end, judge_tail, rolled_cut_of,
+                                     transactions_open_at,
                                      unacknowledged_append, valid_cleaner_offset)
 from kafkaseg.storage.layout import (LEFT_BY_TRUNCATION, _listed_again, active_segment_files,
                                      first_entry_past_truncation_bound, rewritten_past_high_watermark)
@@ -1671,7 +1672,7 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
                            "merged copy, renamed in since the listing")
             elif seg_summary.last_offset >= next_base:
                 report.add(ERROR, seg.log_path, None, f"last offset {seg_summary.last_offset} reaches the next "
-                           f"segment's base offset {next_base}")
+                           f"segment's base offset {next_base}" + _foreign_words(pdir, seg, seg_summary, next_base))
         if (seg.remote_end is not None and seg_summary.last_offset is not None
                 and seg_summary.last_offset < seg.remote_end and seg_summary.first_bad_position is None
                 and not any(p.file == seg.log_path and p.severity == ERROR for p in report.problems[listed_before:])):
@@ -1785,6 +1786,31 @@ def _check_gaps(pdir: PartitionDir, gaps: list[tuple[str, int, int]], log_end: i
                        "a cleaning in progress)")
             tracker.gap(path, first, last, "missing before this segment: a lost segment file, or compaction the "
                                            "cleaner checkpoint does not record")
+
+
+def _foreign_words(pdir: PartitionDir, seg, seg_summary: SegmentSummary, next_base: int) -> str:
+    """What a rolled segment whose batches are all at or past the next segment's base (``seg_summary``'s first
+    offset there) is, for its error (else ""): a file holding another segment's batches, and, when its own indexes
+    name offsets inside its range, those offsets lost with it (layout.ForeignLog, the reads' rule: a strict read
+    raises LostTailError at byte 0); without such entries nothing says what it held (the reads take its range as a
+    gap, missing_offsets)."""
+    first, last = seg_summary.first_offset, seg_summary.last_offset
+    if first is None or last is None or first < next_base:
+        return ""
+    try:
+        cut = judge_rolled_end(seg.log_path, 0, seg.base_offset, next_base, base_offset=seg.base_offset,
+                               index=index_location(seg, "index"), timeindex=index_location(seg, "timeindex"),
+                               filesystem=pdir.filesystem, recovery_point=pdir.recovery_point, unflushed=True,
+                               held=(first, last))
+    except KafkaSegError:
+        cut = None
+    if cut is not None:
+        return f": {cut.summary()}"
+    return (f": the file holds another segment's batches (offsets {first}..{last}, past the next segment's base "
+            f"offset {next_base}), none of its own range {seg.base_offset}..{next_base - 1}, and no index entry of "
+            "its own names an offset of that range, so nothing says what it held: another segment's .log copied "
+            "over this one (a restore or copy gone wrong), a file renamed, or a log cleaner's merged copy beside the "
+            "next segment's original; reads take its range as missing offsets (missing_offsets)")
 
 
 def _cut_before(pdir: PartitionDir, path: str, first: int, last: int):

@@ -2621,10 +2621,57 @@ class RolledCut(_Evidenced):
                 f"a segment's indexes with its batches){COPY_AGAIN}")
 
 
+
+@dataclass(frozen=True)
+class ForeignLog(RolledCut):
+    """A :class:`RolledCut` whose ``.log`` holds no batch of its own range: every batch in it (offsets
+    ``held``, first and last) lies at or past the next segment's base ``next_base`` (another segment's ``.log``
+    copied over it: a restore gone wrong) or below its own ``base_offset`` (an earlier one's), while its own index
+    entries (``evidence``, read at byte 0 and its base offset) name offsets inside its range: the file held them
+    once, and another file stands in its name now. Not a gap: a cleaner's merged copy indexes the batches it
+    writes (none in that range), and a follower's segment holds its own batches. Judged, raised and listed as the
+    :class:`RolledCut` of a segment cut to 0 bytes is (``lost_tails``, or a warning when the recovery point does
+    not prove the offsets flushed), in words that say what the file holds."""
+
+    lost_with = "a rolled segment whose .log holds another segment's batches"
+
+    held: tuple[int, int] = (0, 0)
+    base_offset: int = 0
+
+    @property
+    def what(self) -> str:
+        """``the file holds another segment's batches (offsets A..B, past the next segment's base offset N)``."""
+        first, last = self.held
+        where = (f"past the next segment's base offset {self.next_base}" if first >= self.next_base
+                 else f"below its own base offset {self.base_offset}")
+        return f"the file holds another segment's batches (offsets {first}..{last}, {where})"
+
+    @property
+    def message(self) -> str:
+        evidence = self.evidence
+        counts = ", ".join(f"{n} {kind} entr{'y' if n == 1 else 'ies'}"
+                           for n, kind in ((evidence.offset_entries, ".index"), (evidence.time_entries, ".timeindex"))
+                           if n)
+        head = (f"{self.what}, none of its own range {self.base_offset}..{self.next_base - 1}, while its own "
+                f"indexes name offsets up to {evidence.last_offset} inside that range ({counts}; a broker indexes "
+                "a batch after writing it, and the cleaner indexes only the batches it writes): another segment's "
+                ".log copied over this one (a restore or copy gone wrong), or a file renamed")
+        span = f"offsets {self.first_offset}..{self.end_offset - 1}"
+        if not self.proven:
+            recovery = ("no recovery point is checkpointed" if self.recovery_point is None else
+                        f"the recovery point {self.recovery_point} is not above its base offset")
+            return (f"{head}; {span} were written to this segment once, but {recovery}, so they may never have "
+                    f"reached the disk{COPY_AGAIN}")
+        return (f"{head}; the recovery point {self.recovery_point} says the broker had flushed them: {span} were "
+                f"on disk in this segment's file and are in none now; copy the segment's .log again from the "
+                f"source or another replica{COPY_AGAIN}")
+
+
 def judge_rolled_end(path: str, end_position: int, end_offset: int, next_base: int, *, base_offset: int,
                      index: tuple[str | None, tuple[int, int] | None],
                      timeindex: tuple[str | None, tuple[int, int] | None], filesystem: pafs.FileSystem | None,
-                     recovery_point: int | None, unflushed: bool = False) -> RolledCut | None:
+                     recovery_point: int | None, unflushed: bool = False,
+                     held: tuple[int, int] | None = None) -> RolledCut | None:
     """Whether offsets ``[end_offset, next_base)`` missing after a rolled segment's last batch (which ends at byte
     ``end_position`` of ``path``, its end) are proven lost (a :class:`RolledCut`) rather than a gap the cleaner
     left: the recovery point is above ``end_offset`` (the broker had flushed the log past it: a roll flushes the
@@ -2634,7 +2681,9 @@ def judge_rolled_end(path: str, end_position: int, end_offset: int, next_base: i
     (the cleaner's, or a follower's own appends) hold entries of its batches only. Reads nothing without such a
     recovery point; then probes the last entries of the two files (a few positioned reads) and loads them only
     when one reaches ``end_offset``. ``unflushed``: also when the recovery point is at or below the end (or none),
-    an unproven :class:`RolledCut` (a warning); then the last entries are probed whatever the recovery point."""
+    an unproven :class:`RolledCut` (a warning); then the last entries are probed whatever the recovery point.
+    ``held``: the first and last offsets of the batches the file holds, none of them in its range (``end_position``
+    0, ``end_offset`` its base): a :class:`ForeignLog`."""
     from kafkaseg.storage.segment import indexed_past_end, load_index_files
 
     if not unflushed and (recovery_point is None or recovery_point <= end_offset):
@@ -2643,7 +2692,11 @@ def judge_rolled_end(path: str, end_position: int, end_offset: int, next_base: i
         return None
     offset_index, time_index = load_index_files(base_offset, index, timeindex, filesystem)
     found = indexed_past_end(offset_index, time_index, end_position, end_offset, below=next_base)
-    return None if found is None else RolledCut(path, found, recovery_point, next_base)
+    if found is None:
+        return None
+    if held is not None:
+        return ForeignLog(path, found, recovery_point, next_base, held, base_offset)
+    return RolledCut(path, found, recovery_point, next_base)
 
 
 def rolled_segment_cut(seg: SegmentFiles, end_offset: int, next_base: int, *, offset_index,

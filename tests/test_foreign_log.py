@@ -1,0 +1,132 @@
+"""A rolled segment whose ``.log`` holds another segment's batches (a restore that copied a later segment's ``.log``
+over it: every batch at or past the next segment's base offset) while its own ``.index``/``.timeindex`` name
+offsets inside its range: the segment's offsets are lost with its file, as a rolled segment cut to 0 bytes loses
+them (scan's index rule, layout.judge_rolled_end), not a gap Kafka's cleaner or a follower could have left (the
+cleaner writes a segment's indexes with the batches it keeps). Without index entries there is no proof, and the
+read keeps taking it as a gap (``missing_offsets``); verify says the file is not the segment's either way."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+import kafkaseg
+from kafkaseg.cli.verify import verify_paths
+from kafkaseg.testing.partition import write_offset_checkpoint
+from tests.lost_tail_data import set_high_watermark, set_recovery_point, write_whole
+from tests.test_cleaner_gap import _status3
+
+RECORDS = 300  # tests/lost_tail_data.py's partition: segments 0, 125, 250 (active), offsets 0..299
+
+
+def _copied_over(root, source: int, target: int, *, indexes: bool = True, cleaner: int | None = None):
+    """The partition (recovery point 250, high watermark 300) with segment ``source``'s .log copied over rolled
+    segment ``target``'s (``indexes``: its own index files kept, else emptied, as no index entry proves anything;
+    ``cleaner``: a cleaner checkpoint). Returns that .log."""
+    write_whole(root)
+    set_high_watermark(root, RECORDS)
+    set_recovery_point(root, 250)
+    folder = root / "t-0"
+    log = folder / f"{target:020d}.log"
+    log.write_bytes((folder / f"{source:020d}.log").read_bytes())
+    if not indexes:
+        for suffix in (".index", ".timeindex"):
+            (folder / f"{target:020d}{suffix}").write_bytes(b"")
+    if cleaner is not None:
+        write_offset_checkpoint(root / "cleaner-offset-checkpoint", {("t", 0): cleaner})
+    return log
+
+
+NEXT = {0: 125, 125: 250}
+
+
+@pytest.mark.parametrize("source, target, cleaner", [(125, 0, None), (250, 125, None), (125, 0, 250),
+                                                     (250, 125, 250)])
+def test_a_later_segments_log_copied_over_a_rolled_one_is_lost_not_a_gap(tmp_path, source, target, cleaner):
+    """Segment ``target``'s .log replaced by segment ``source``'s (its batches all at or past ``target``'s next
+    base), its own indexes naming offsets inside its range, the recovery point above its base: a strict read raises
+    LostTailError at the file and byte 0 saying it holds another segment's batches, past the next base;
+    failOnDataLoss=false and onCorruption=skip read on with the segment's range in lost_tails, not in
+    missing_offsets, below the cleaner checkpoint too. (Before: read as a gap, listed in missing_offsets, or
+    silently missing below the cleaner checkpoint.)"""
+    log = _copied_over(tmp_path, source, target, cleaner=cleaner)
+    next_base = NEXT[target]
+    with pytest.raises(kafkaseg.LostTailError) as info:
+        kafkaseg.read_arrow(str(tmp_path))
+    assert (info.value.path, info.value.position) == (str(log), 0)
+    said = str(info.value)
+    assert "another segment's batches" in said and f"past the next segment's base offset {next_base}" in said
+    assert f"offsets {target}..{next_base - 1}" in said and "failOnDataLoss=false" in said
+    kept = [o for o in range(RECORDS) if not target <= o < next_base]
+    for options in ({"failOnDataLoss": "false"}, {"onCorruption": "skip"}):
+        scan = kafkaseg.open_scan(str(tmp_path), **options)
+        assert scan.to_table().column("offset").to_pylist() == kept
+        (lost,) = scan.metrics.lost_tails
+        assert (lost[0], lost[1], lost.first_offset, lost.end_offset) == (str(log), 0, target, next_base)
+        assert "another segment's batches" in lost[2]
+        assert not scan.metrics.missing_offsets and not scan.metrics.decode.corrupt_batches
+
+
+def test_a_foreign_log_without_index_entries_stays_a_gap_and_verify_says_it(tmp_path):
+    """No index entry inside its range (emptied indexes): nothing proves the segment held anything, so the read
+    takes it as today, a gap listed in missing_offsets, no error; verify reports the file as not the segment's."""
+    log = _copied_over(tmp_path, 250, 125, indexes=False)
+    scan = kafkaseg.open_scan(str(tmp_path))
+    assert scan.to_table().column("offset").to_pylist() == [*range(125), *range(250, RECORDS)]
+    assert scan.metrics.missing_offsets == [(str(log), 125, 250)]
+    assert not scan.metrics.lost_tails
+    report = verify_paths([str(tmp_path)])
+    mine = [p for p in report.problems if p.file == str(log) and "another segment's batches" in p.message]
+    assert len(mine) == 1 and mine[0].severity in ("error", "warning"), [str(p) for p in report.problems]
+
+
+@pytest.mark.parametrize("indexes", [True, False])
+def test_verify_names_the_foreign_log(tmp_path, indexes):
+    """verify: an error on the .log saying it holds another segment's batches, past the next base, and (with index
+    entries inside its range) that its offsets were lost with it."""
+    log = _copied_over(tmp_path, 250, 125, indexes=indexes)
+    report = verify_paths([str(tmp_path)])
+    mine = [p for p in report.problems if p.file == str(log) and "another segment's batches" in p.message]
+    assert len(mine) == 1 and mine[0].severity == "error", [str(p) for p in report.problems if p.file == str(log)]
+    assert "offsets 250..299" in mine[0].message and "next segment's base offset 250" in mine[0].message
+    assert ("its own indexes name offsets" in mine[0].message) == indexes
+
+
+def test_the_real_cleaned_segment_with_a_later_log_copied_over_it_is_lost(corpus_dir, tmp_path):
+    """Real broker bytes (docker-connect-status-3, cleaner checkpoint 157): segment 0's .log replaced by segment
+    157's; its own .timeindex names offset 156: a strict read raises LostTailError at 0.log byte 0, a lenient one
+    lists 0..156 in lost_tails and returns segment 157's records once. (Before: 154..156 silently missing.)
+    /tmp/dmg/keep/s1125 was this copy."""
+    whole = kafkaseg.read_arrow(str(_status3(corpus_dir, tmp_path / "whole").parent)).column("offset").to_pylist()
+    folder = _status3(corpus_dir, tmp_path / "copied")
+    log = folder / f"{0:020d}.log"
+    shutil.copy(folder / f"{157:020d}.log", log)
+    with pytest.raises(kafkaseg.LostTailError) as info:
+        kafkaseg.read_arrow(str(tmp_path / "copied"))
+    assert (info.value.path, info.value.position) == (str(log), 0)
+    assert "another segment's batches" in str(info.value) and "offsets 157..234" in str(info.value)
+    lenient = kafkaseg.open_scan(str(tmp_path / "copied"), failOnDataLoss="false")
+    assert lenient.to_table().column("offset").to_pylist() == whole[3:]
+    (lost,) = lenient.metrics.lost_tails
+    assert (lost[0], lost.first_offset, lost.end_offset) == (str(log), 0, 157)
+    assert not lenient.metrics.missing_offsets
+    report = verify_paths([str(tmp_path / "copied")])
+    assert [p for p in report.problems if p.file == str(log) and p.severity == "error"
+            and "another segment's batches" in p.message]
+
+
+def test_another_copy_stands_in_for_the_foreign_log(tmp_path):
+    """Two log dirs holding copies of the partition, the chosen one ("a", sorted first) with segment 0's .log
+    replaced by segment 125's: a strict read reads segment 0's offsets from the other copy, as for a corrupt
+    batch (the LostTailError is a CorruptDataError), every offset once, and says so in other_copies_read."""
+    _copied_over(tmp_path / "b", 0, 0)  # (the whole partition: segment 0 over itself)
+    shutil.copytree(tmp_path / "b", tmp_path / "a")
+    folder = tmp_path / "a" / "t-0"
+    log = folder / f"{0:020d}.log"
+    log.write_bytes((folder / f"{125:020d}.log").read_bytes())
+    scan = kafkaseg.open_scan([str(tmp_path / "a"), str(tmp_path / "b")])
+    assert scan.to_table().column("offset").to_pylist() == list(range(RECORDS))
+    (entry,) = scan.metrics.other_copies_read
+    assert entry[:5] == (str(log), 0, 0, 125, str(tmp_path / "b" / "t-0"))
+    assert not scan.metrics.lost_tails and not scan.metrics.missing_offsets
