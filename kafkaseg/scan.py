@@ -516,15 +516,25 @@ def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics,
                 if piece.walk_from is not None and 0 < first - piece.walk_from <= _WALK_AHEAD_BYTES:
                     first = piece.walk_from
                 ahead = stack.enter_context(ReadAhead(reader, first, end + HEADER_PREFIX_SIZE, block_bytes=fetch))
-            pos = reading.check_start(reader if ahead is None else _AheadReader(reader, ahead), end)
-            if options.read_mode != "pread" and reader.mappable:
-                pos = yield from reading.mapped(reader, pos, end, map_window_bytes, read_chunk_bytes)
-            if pos < end and not reading.finished:
-                if ahead is None:
-                    yield from reading.preads(reader, pos, end, read_chunk_bytes)
-                else:  # (from the start, or past a region the check skipped: a jump forward the blocks follow)
-                    yield from reading.preads(reader, pos, end, read_chunk_bytes, fetch, source=ahead)
-            foreign = reading.past_end and reading.foreign_file(reader, end)
+            try:
+                pos = reading.check_start(reader if ahead is None else _AheadReader(reader, ahead), end)
+                if options.read_mode != "pread" and reader.mappable:
+                    pos = yield from reading.mapped(reader, pos, end, map_window_bytes, read_chunk_bytes)
+                if pos < end and not reading.finished:
+                    if ahead is None:
+                        yield from reading.preads(reader, pos, end, read_chunk_bytes)
+                    else:  # (from the start, or past a region the check skipped: a jump forward the blocks follow)
+                        yield from reading.preads(reader, pos, end, read_chunk_bytes, fetch, source=ahead)
+            except CorruptBatchError as err:  # (its first batch below the base: an earlier segment's file?)
+                if err.position != 0 or not reading.foreign_below(reader):
+                    raise
+                foreign = True
+            if (not foreign and reading.stats.corrupt_batches
+                    and any(path == piece.log_path and at == 0 for path, at, _ in reading.stats.problems)
+                    and reading.foreign_below(reader)):
+                reading.forget_skips()  # (onCorruption=skip: the file's batches are another segment's, not corrupt)
+                foreign = True
+            foreign = foreign or (reading.past_end and reading.foreign_file(reader, end))
             if not foreign:
                 reading.check_next_base(reader, end)
             if piece.corrupt_tail is not None and end == piece.end_position < reader.size:
@@ -1390,6 +1400,14 @@ class _SliceDecoder:
         self.finished = True
         return True
 
+    def forget_skips(self) -> None:
+        """Undo the corrupt batches this slice counted (a lenient decode's skips of a whole file that
+        :meth:`foreign_below` found another segment's: its loss is said instead)."""
+        stats = self.stats
+        stats.corrupt_batches = stats.corrupt_bytes = 0
+        stats.problems = [p for p in stats.problems if p[0] != self.piece.log_path]
+        self.finished = True
+
     def foreign_file(self, reader: RandomAccessReader, end: int) -> bool:
         """Whether the slice's segment holds another segment's batches, and its own indexes prove its offsets lost
         with its file: asked only where the read stopped at its first batch, at byte 0 of a whole rolled segment,
@@ -1416,6 +1434,43 @@ class _SliceDecoder:
                 or not self._kept_from_next_segment(reader, 0, piece.segment_size, next_base)):
             return False
         return self._lost_from_byte_0(unflushed=True, held=held)
+
+    def foreign_below(self, reader: RandomAccessReader) -> bool:
+        """:meth:`foreign_file` for a file holding an earlier segment's batches: asked only where the read of a
+        whole rolled segment, from byte 0, found nothing of its range and its first batch went back below the base
+        (a strict decode's non-monotonic error there, or a lenient one's skip of it): every batch below the base,
+        each one an earlier segment holds as it is (same offsets and CRC: :meth:`_held_by_earlier`, so a batch
+        whose offset field alone was lowered stays corruption), and index entries of its own inside its range
+        (a :class:`~kafkaseg.storage.layout.ForeignLog`): lost as a later segment's copy is (True); else False
+        (the decode's verdict stands)."""
+        piece = self.piece
+        if (piece.next_base_offset is None or piece.rolled or piece.start_position != 0 or self.emitted
+                or self.last_seen >= piece.base_offset or reader.size != piece.segment_size):
+            return False
+        held = self._held_offsets(reader, lambda header: header.last_offset < piece.base_offset)
+        if held is None or not self._held_by_earlier(reader):
+            return False
+        return self._lost_from_byte_0(unflushed=True, held=held)
+
+    def _held_by_earlier(self, reader: RandomAccessReader) -> bool:
+        """Whether each batch of this whole file is one of the partition's earlier segments holds as it is (its
+        base and last offsets and CRC), as its folder lists now. Error path only: the headers of the earlier
+        segments whose names are at or below this file's first offset."""
+        piece = self.piece
+        limits = {"max_batch_bytes": self.options.max_batch_bytes}
+        try:
+            mine = list(SegmentReader(piece.log_path, opened=reader).iter_headers(0, piece.segment_size, **limits))
+            pdir = read_partition_again(piece.partition_path, piece.filesystem, topic=piece.topic,
+                                        partition=piece.partition, remote_path=piece.remote_path)
+            theirs = set()
+            for seg in pdir.segments:
+                if seg.base_offset >= piece.base_offset or (theirs and seg.base_offset > mine[-1].last_offset):
+                    break
+                with SegmentReader(seg.log_path, piece.filesystem) as earlier:
+                    theirs.update((h.base_offset, h.last_offset, h.crc) for h in earlier.iter_headers(0, **limits))
+        except KafkaSegError:
+            return False
+        return bool(mine) and all((h.base_offset, h.last_offset, h.crc) in theirs for h in mine)
 
     def _held_offsets(self, reader: RandomAccessReader, foreign) -> tuple[int, int] | None:
         """``(first, last)`` offsets of the batches of the slice's whole segment file when every one of them is

@@ -130,3 +130,57 @@ def test_another_copy_stands_in_for_the_foreign_log(tmp_path):
     (entry,) = scan.metrics.other_copies_read
     assert entry[:5] == (str(log), 0, 0, 125, str(tmp_path / "b" / "t-0"))
     assert not scan.metrics.lost_tails and not scan.metrics.missing_offsets
+
+
+@pytest.mark.parametrize("proof", [True, False])
+def test_an_earlier_segments_log_copied_over_a_rolled_one_is_lost_as_a_later_ones(tmp_path, proof):
+    """Segment 125's .log replaced by segment 0's (every batch below its own base offset), its own indexes naming
+    offsets inside its range, the recovery point above its base: the same verdict as a later segment's copy, a
+    LostTailError at byte 0 saying the file holds another segment's batches below its base, failOnDataLoss=false
+    and onCorruption=skip reading on with 125..249 in lost_tails, no corrupt batch counted. (Before: a
+    CorruptBatchError "non-monotonic offsets" even with failOnDataLoss=false; a skip counted 25 corrupt batches.)
+    Without ``proof`` (its indexes emptied): as before, corruption."""
+    log = _copied_over(tmp_path, 0, 125, indexes=proof)
+    if not proof:
+        with pytest.raises(kafkaseg.CorruptDataError) as info:
+            kafkaseg.read_arrow(str(tmp_path), failOnDataLoss="false")
+        assert not isinstance(info.value, kafkaseg.LostTailError) and info.value.position == 0
+        return
+    with pytest.raises(kafkaseg.LostTailError) as info:
+        kafkaseg.read_arrow(str(tmp_path))
+    assert (info.value.path, info.value.position) == (str(log), 0)
+    assert "another segment's batches (offsets 0..124, below its own base offset 125)" in str(info.value)
+    kept = [o for o in range(RECORDS) if not 125 <= o < 250]
+    for options in ({"failOnDataLoss": "false"}, {"onCorruption": "skip"}):
+        scan = kafkaseg.open_scan(str(tmp_path), **options)
+        assert scan.to_table().column("offset").to_pylist() == kept
+        (lost,) = scan.metrics.lost_tails
+        assert (lost[0], lost[1], lost.first_offset, lost.end_offset) == (str(log), 0, 125, 250)
+        assert not scan.metrics.missing_offsets and not scan.metrics.decode.corrupt_batches
+
+
+def test_one_batch_whose_offset_field_went_below_the_base_stays_corruption(tmp_path):
+    """A rolled segment's first batch whose base offset field (outside the CRC) was lowered below the segment's
+    base, so that it lies wholly below it, is no copy of an earlier segment (no earlier segment holds that batch,
+    CRC and all): corruption, as before, not a lost tail."""
+    import struct
+
+    log = _copied_over(tmp_path, 125, 125)
+    data = bytearray(log.read_bytes())
+    struct.pack_into(">q", data, 0, 3)  # 125..129 -> 3..7
+    log.write_bytes(bytes(data))
+    with pytest.raises(kafkaseg.CorruptDataError) as info:
+        kafkaseg.read_arrow(str(tmp_path), failOnDataLoss="false")
+    assert not isinstance(info.value, kafkaseg.LostTailError) and info.value.position == 0
+
+
+@pytest.mark.parametrize("indexes", [True, False])
+def test_verify_names_an_earlier_segments_log_copied_over_a_rolled_one(tmp_path, indexes):
+    """verify: beside the batches' own non-monotonic errors, one error at the .log's byte 0 saying every batch is
+    below its base, another segment's batches, and (with index entries inside its range) its offsets lost."""
+    log = _copied_over(tmp_path, 0, 125, indexes=indexes)
+    report = verify_paths([str(tmp_path)])
+    mine = [p for p in report.problems if p.file == str(log) and "another segment's batches" in p.message]
+    assert len(mine) == 1 and mine[0].severity == "error" and mine[0].position == 0, [str(p) for p in mine]
+    assert "offsets 0..124, below its own base offset 125" in mine[0].message
+    assert ("offsets 125..249 lost" in mine[0].message) == indexes

@@ -1662,6 +1662,9 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
                 progress(seg.log_size)
             continue
         vanished_tail = False
+        if i + 1 < len(pdir.segments) and any(p.file == seg.log_path and p.severity == ERROR
+                                              for p in report.problems[listed_before:]):
+            _below_base(pdir, seg, pdir.segments[i + 1].base_offset, report)
         if i + 1 < len(pdir.segments) and seg_summary.last_offset is not None:
             next_base = pdir.segments[i + 1].base_offset
             if seg_summary.last_offset >= next_base and _gone(pdir.segments[i + 1].log_path, pdir):
@@ -1672,7 +1675,8 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
                            "merged copy, renamed in since the listing")
             elif seg_summary.last_offset >= next_base:
                 report.add(ERROR, seg.log_path, None, f"last offset {seg_summary.last_offset} reaches the next "
-                           f"segment's base offset {next_base}" + _foreign_words(pdir, seg, seg_summary, next_base))
+                           f"segment's base offset {next_base}" + _foreign_words(pdir, seg, seg_summary.first_offset,
+                                                                             seg_summary.last_offset, next_base))
         if (seg.remote_end is not None and seg_summary.last_offset is not None
                 and seg_summary.last_offset < seg.remote_end and seg_summary.first_bad_position is None
                 and not any(p.file == seg.log_path and p.severity == ERROR for p in report.problems[listed_before:])):
@@ -1788,14 +1792,32 @@ def _check_gaps(pdir: PartitionDir, gaps: list[tuple[str, int, int]], log_end: i
                                            "cleaner checkpoint does not record")
 
 
-def _foreign_words(pdir: PartitionDir, seg, seg_summary: SegmentSummary, next_base: int) -> str:
-    """What a rolled segment whose batches are all at or past the next segment's base (``seg_summary``'s first
-    offset there) is, for its error (else ""): a file holding another segment's batches, and, when its own indexes
+def _below_base(pdir: PartitionDir, seg, next_base: int, report: VerifyReport) -> None:
+    """A rolled segment with errors whose batches all lie below its own base offset (an earlier segment's ``.log``
+    copied over it, or every offset field lowered): one error naming the file and what it holds, with its own
+    indexes' evidence (:func:`_foreign_words`), beside the batches' own errors. Error path only: a header walk."""
+    first = last = None
+    try:
+        with SegmentReader(seg.log_path, pdir.filesystem) as reader:
+            for header in reader.iter_headers(0, seg.log_size):
+                if header.last_offset >= seg.base_offset:
+                    return
+                first = header.base_offset if first is None else first
+                last = header.last_offset
+    except KafkaSegError:
+        return
+    if first is not None:
+        report.add(ERROR, seg.log_path, 0, f"every batch is below the segment's base offset {seg.base_offset}"
+                   + _foreign_words(pdir, seg, first, last, next_base))
+
+
+def _foreign_words(pdir: PartitionDir, seg, first: int | None, last: int | None, next_base: int) -> str:
+    """What a rolled segment whose batches (offsets ``first``..``last``) are all at or past the next segment's base,
+    or below its own, is, for its error (else ""): a file holding another segment's batches, and, when its own indexes
     name offsets inside its range, those offsets lost with it (layout.ForeignLog, the reads' rule: a strict read
     raises LostTailError at byte 0); without such entries nothing says what it held (the reads take its range as a
     gap, missing_offsets)."""
-    first, last = seg_summary.first_offset, seg_summary.last_offset
-    if first is None or last is None or first < next_base:
+    if first is None or last is None or seg.base_offset <= first < next_base or last >= next_base > first:
         return ""
     try:
         cut = judge_rolled_end(seg.log_path, 0, seg.base_offset, next_base, base_offset=seg.base_offset,
@@ -1806,11 +1828,16 @@ def _foreign_words(pdir: PartitionDir, seg, seg_summary: SegmentSummary, next_ba
         cut = None
     if cut is not None:
         return f": {cut.summary()}"
-    return (f": the file holds another segment's batches (offsets {first}..{last}, past the next segment's base "
-            f"offset {next_base}), none of its own range {seg.base_offset}..{next_base - 1}, and no index entry of "
-            "its own names an offset of that range, so nothing says what it held: another segment's .log copied "
-            "over this one (a restore or copy gone wrong), a file renamed, or a log cleaner's merged copy beside the "
-            "next segment's original; reads take its range as missing offsets (missing_offsets)")
+    if first >= next_base:
+        where = f"past the next segment's base offset {next_base}"
+        also = (", or a log cleaner's merged copy beside the next segment's original; reads take its range as "
+                "missing offsets (missing_offsets)")
+    else:
+        where, also = f"below its own base offset {seg.base_offset}", "; reads take its batches as corrupt"
+    return (f": the file holds another segment's batches (offsets {first}..{last}, {where}), none of its own "
+            f"range {seg.base_offset}..{next_base - 1}, and no index entry of its own names an offset of that range, "
+            "so nothing says what it held: another segment's .log copied over this one (a restore or copy gone "
+            f"wrong) or a file renamed{also}")
 
 
 def _cut_before(pdir: PartitionDir, path: str, first: int, last: int):
