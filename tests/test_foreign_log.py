@@ -184,3 +184,31 @@ def test_verify_names_an_earlier_segments_log_copied_over_a_rolled_one(tmp_path,
     assert len(mine) == 1 and mine[0].severity == "error" and mine[0].position == 0, [str(p) for p in mine]
     assert "offsets 0..124, below its own base offset 125" in mine[0].message
     assert ("offsets 125..249 lost" in mine[0].message) == indexes
+
+
+@pytest.mark.parametrize("source, target", [(125, 0), (0, 125)])
+@pytest.mark.parametrize("indexes", [True, False])
+def test_a_range_ending_inside_the_foreign_segment_is_judged_as_one_across_it(tmp_path, source, target, indexes):
+    """A read whose range ends inside the replaced segment's offsets (before any batch its file holds): planned
+    up to its first batch, it read nothing and said nothing. Now the segment is read and judged as a range across
+    it is: with its indexes, the LostTailError at byte 0 (lenient: lost_tails up to the range's end); without, a
+    later segment's copy is a gap (missing_offsets), an earlier one's corruption."""
+    log = _copied_over(tmp_path, source, target, indexes=indexes)
+    end = target + 50
+    ending = f'{{"t":{{"0":{end}}}}}'
+    kept = list(range(target))
+    if indexes:
+        with pytest.raises(kafkaseg.LostTailError) as info:
+            kafkaseg.read_arrow(str(tmp_path), endingOffsets=ending)
+        assert (info.value.path, info.value.position) == (str(log), 0)
+        scan = kafkaseg.open_scan(str(tmp_path), endingOffsets=ending, failOnDataLoss="false")
+        assert scan.to_table().column("offset").to_pylist() == kept
+        assert [(p.first_offset, p.end_offset) for p in scan.metrics.lost_tails] == [(target, end)]
+    elif source > target:
+        scan = kafkaseg.open_scan(str(tmp_path), endingOffsets=ending)
+        assert scan.to_table().column("offset").to_pylist() == kept
+        assert scan.metrics.missing_offsets == [(str(log), target, end)]
+    else:
+        with pytest.raises(kafkaseg.CorruptDataError) as info:
+            kafkaseg.read_arrow(str(tmp_path), endingOffsets=ending)
+        assert info.value.position == 0
