@@ -212,3 +212,33 @@ def test_a_range_ending_inside_the_foreign_segment_is_judged_as_one_across_it(tm
         with pytest.raises(kafkaseg.CorruptDataError) as info:
             kafkaseg.read_arrow(str(tmp_path), endingOffsets=ending)
         assert info.value.position == 0
+
+
+@pytest.mark.parametrize("source, target", [(125, 0), (250, 125), (0, 125)])
+def test_describe_and_locate_say_what_the_read_raises(tmp_path, capsys, source, target):
+    """describe (an error) and locate of an offset of the segment's range (the read's error, exit 2; lenient, the
+    offset lost at the file's byte 0; not yet for an earlier segment's copy, whose batches a lenient lookup
+    calls damage it went past) say the file holds another segment's batches, as the read does.
+    (Before: describe said nothing, locate answered the next segment's first offset; for an earlier segment's
+    copy a start inside called it "a rolled segment cut short" at the file's end.)"""
+    import json
+
+    from kafkaseg.cli.main import main
+
+    log = _copied_over(tmp_path, source, target)
+    assert main(["describe", "--json", str(tmp_path)]) == 2
+    (part,) = json.loads(capsys.readouterr().out)["partitions"]
+    said = [e for e in part["errors"] if "another segment's batches" in e]
+    assert len(said) == 1 and f"{log} @ byte 0" in said[0], part["errors"]
+    locate = ["locate", "--data-dir", str(tmp_path), "--topic", "t", "--partition", "0", "--offset", str(target + 10)]
+    code = main(locate)
+    out, err = capsys.readouterr()
+    assert code == 2 and str(log) in err, (out, err)
+    code = main([*locate, "--on-corruption", "skip", "--json"])
+    location = json.loads(capsys.readouterr().out)["location"]
+    assert code == 1 and location["found"] is False
+    if source > target:  # (an earlier segment's copy: a lenient lookup calls its batches damage it went past)
+        assert "another segment's batches" in location["reason"] and f"{log} @ byte 0" in location["reason"]
+    with pytest.raises(kafkaseg.DataLossError) as info:
+        kafkaseg.read_arrow(str(tmp_path), startingOffsets=f'{{"t":{{"0":{target + 10}}}}}')
+    assert "another segment's batches" in str(info.value) and f"{log} @ byte 0" in str(info.value)
