@@ -58,7 +58,8 @@ from kafkaseg.storage import fs as _fs
 from kafkaseg.storage import tiered
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.layout import (CLUSTER_METADATA_TOPIC, KRAFT_SNAPSHOT_NAME, LOST_NEWEST_SEGMENT, SWAPS_IGNORED,
-                                     SWAPS_RESOLVED, ListingCheck, PartitionDir, below_cleaner_checkpoint,
+                                     SWAPS_RESOLVED, ForeignLog, ListingCheck, PartitionDir,
+                                     below_cleaner_checkpoint,
                                      check_one_incarnation, discover,
                                      find_log_end, flushed_above_words, flushed_past_end, gaps_in_copies,
                                      high_watermark_above_words, judge_rolled_end, judge_tail, rolled_cut_of,
@@ -1773,6 +1774,13 @@ def _check_gaps(pdir: PartitionDir, gaps: list[tuple[str, int, int]], log_end: i
             tracker.gap(path, first, last, "in no tiered-storage copy before this one: a copy missing from the "
                                            "bucket, or deleted by remote retention below the log start")
             continue
+        own = _own_range_lost(pdir, path, first, last)
+        if own is not None:  # (the segment's own range: its file holds another segment's batches, said as its error)
+            how = "lost" if own.proven else "possibly lost"
+            report.add(INFO, path, 0, f"{missing}: this segment's own range, {how} with its .log, which holds "
+                       "another segment's batches (see its error)")
+            tracker.gap(path, first, last, f"{how} with this segment's .log, which holds another segment's batches")
+            continue
         cut = _cut_before(pdir, path, first, last) if below_cleaner_checkpoint(first, cleaner) else None
         if below_cleaner_checkpoint(first, cleaner) and cut is None:
             report.add(INFO, path, 0, f"{missing} (removed by compaction: below the cleaner checkpoint {cleaner})")
@@ -1838,6 +1846,21 @@ def _foreign_words(pdir: PartitionDir, seg, first: int | None, last: int | None,
             f"range {seg.base_offset}..{next_base - 1}, and no index entry of its own names an offset of that range, "
             "so nothing says what it held: another segment's .log copied over this one (a restore or copy gone "
             f"wrong) or a file renamed{also}")
+
+
+def _own_range_lost(pdir: PartitionDir, path: str, first: int, last: int):
+    """The :class:`~kafkaseg.storage.layout.ForeignLog` (proven or not) of rolled segment ``path`` when its file
+    holds another segment's batches, its own indexes naming offsets of its range, and that range holds offsets of
+    the gap ``first..last`` verify found before it (its batches being past it); else None (rolled_cut_of, the
+    reads' rule)."""
+    k = next((k for k, seg in enumerate(pdir.segments) if seg.log_path == path), None)
+    if k is None or k + 1 >= len(pdir.segments):
+        return None
+    try:
+        cut = rolled_cut_of(pdir, k, unflushed=True)
+    except KafkaSegError:
+        return None
+    return cut if isinstance(cut, ForeignLog) and cut.first_offset <= last and cut.end_offset > first else None
 
 
 def _cut_before(pdir: PartitionDir, path: str, first: int, last: int):
