@@ -1973,11 +1973,29 @@ def _piece_of_segment(part: _Partition, i: int, lo: int, hi: int, ts_lo: int | N
     if next_base is None and hi >= part.log_end_offset():
         end_position = seg.log_size if part.log_end_position is None else part.log_end_position
     if end_position <= start_position:
-        return None
+        if not (start_position == 0 and next_base is not None and lo < min(hi, next_base)
+                and _holds_none_of_its_range(part, i, next_base)):
+            return None
+        # a range ending before its first batch, which is another segment's: read whole, judged as a read across it
+        # is (scan's foreign_file / foreign_below: lost when its own indexes say so, else a gap or corruption)
+        end_position = seg.log_size
     cuts = part.cuts(i, start_position, end_position) if _wants_cuts(part, start_position, end_position) else _Cuts()
     file_entry, walk_from = part.start_points.get((i, start_position), (None, None))
     return _Piece(part, i, start_position, end_position, lo, hi, cuts, None, part.indexes(i)[0] if cuts else None,
                   walk_from=walk_from, file_entry=file_entry)
+
+
+def _holds_none_of_its_range(part: _Partition, i: int, next_base: int) -> bool:
+    """Whether rolled segment ``i``'s first batch lies outside its range (at or past ``next_base``, or below its
+    base): its file may hold another segment's batches. One header read; asked only for a range that ends before
+    that batch (False when it cannot be read)."""
+    seg = part.segments[i]
+    try:
+        with SegmentReader(seg.log_path, part.fs) as reader:
+            header = reader.header_at(0, max_batch_bytes=part.options.max_batch_bytes)
+    except KafkaSegError:
+        return False
+    return header is not None and (header.base_offset >= next_base or header.last_offset < seg.base_offset)
 
 
 #: the way on a strict read's proven lost tail offers (scan and planning raise it)

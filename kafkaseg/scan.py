@@ -501,6 +501,7 @@ def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics,
     counted = True  # whether the slice counts as read (not a remote segment found gone before any record)
     gone = False  # a remote segment found gone before any record was returned
     whole = False
+    foreign = False  # the segment's file holds another segment's batches, its offsets lost (foreign_file)
     try:
         with opened as reader, contextlib.ExitStack() as stack:
             end = min(piece.end_position, reader.size)
@@ -515,15 +516,27 @@ def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics,
                 if piece.walk_from is not None and 0 < first - piece.walk_from <= _WALK_AHEAD_BYTES:
                     first = piece.walk_from
                 ahead = stack.enter_context(ReadAhead(reader, first, end + HEADER_PREFIX_SIZE, block_bytes=fetch))
-            pos = reading.check_start(reader if ahead is None else _AheadReader(reader, ahead), end)
-            if options.read_mode != "pread" and reader.mappable:
-                pos = yield from reading.mapped(reader, pos, end, map_window_bytes, read_chunk_bytes)
-            if pos < end and not reading.finished:
-                if ahead is None:
-                    yield from reading.preads(reader, pos, end, read_chunk_bytes)
-                else:  # (from the start, or past a region the check skipped: a jump forward the blocks follow)
-                    yield from reading.preads(reader, pos, end, read_chunk_bytes, fetch, source=ahead)
-            reading.check_next_base(reader, end)
+            try:
+                pos = reading.check_start(reader if ahead is None else _AheadReader(reader, ahead), end)
+                if options.read_mode != "pread" and reader.mappable:
+                    pos = yield from reading.mapped(reader, pos, end, map_window_bytes, read_chunk_bytes)
+                if pos < end and not reading.finished:
+                    if ahead is None:
+                        yield from reading.preads(reader, pos, end, read_chunk_bytes)
+                    else:  # (from the start, or past a region the check skipped: a jump forward the blocks follow)
+                        yield from reading.preads(reader, pos, end, read_chunk_bytes, fetch, source=ahead)
+            except CorruptBatchError as err:  # (its first batch below the base: an earlier segment's file?)
+                if err.position != 0 or not reading.foreign_below(reader):
+                    raise
+                foreign = True
+            if (not foreign and reading.stats.corrupt_batches
+                    and any(path == piece.log_path and at == 0 for path, at, _ in reading.stats.problems)
+                    and reading.foreign_below(reader)):
+                reading.forget_skips()  # (onCorruption=skip: the file's batches are another segment's, not corrupt)
+                foreign = True
+            foreign = foreign or (reading.past_end and reading.foreign_file(reader, end))
+            if not foreign:
+                reading.check_next_base(reader, end)
             if piece.corrupt_tail is not None and end == piece.end_position < reader.size:
                 # read to where planning cut off the corrupt rest of the active segment, still in the file: skipped
                 position, skipped, why = piece.corrupt_tail
@@ -538,7 +551,8 @@ def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics,
         # ... unless the slice starts the segment: no slice read any of its offsets (its batches all at or past the
         # next base: another segment's file), which are missing from its base on
         walked = walked or (piece.start_position == 0 and piece.start_offset <= piece.base_offset)
-        if (not reading.finished or (reading.past_end and walked)) and not reading.stats.corrupt_batches:
+        if ((not reading.finished or (reading.past_end and walked)) and not reading.stats.corrupt_batches
+                and not foreign):
             _check_segment_end(piece, reading.last_seen, metrics, fail_on_data_loss=options.fail_on_data_loss,
                                on_corruption=options.on_corruption, at_file_end=whole and not reading.past_end)
     except LayoutError as exc:
@@ -1363,6 +1377,16 @@ class _SliceDecoder:
         if (next_base is None or piece.rolled or self.last_seen >= piece.base_offset or piece.start_position != 0
                 or end < piece.segment_size or reader.size != piece.segment_size):
             return False
+        return self._lost_from_byte_0(unflushed=False)
+
+    def _lost_from_byte_0(self, *, unflushed: bool, held: tuple[int, int] | None = None) -> bool:
+        """The slice's whole rolled segment read nothing of its range from byte 0 (:meth:`_torn_first_batch_lost`,
+        :meth:`foreign_file`): its offsets in the slice that its own indexes (and the recovery point) prove lost are
+        raised or listed (:func:`_judge_rolled_cut`, with ``unflushed`` and ``held``), the rest listed in
+        ``missing_offsets`` (none below the cleaner checkpoint: compaction's), and the slice is finished (True);
+        False when nothing proves any lost."""
+        piece = self.piece
+        next_base = piece.next_base_offset
         first, last = max(piece.base_offset, piece.start_offset), min(next_base, piece.end_offset)
         missing = piece.outside_gaps(first, last) if first < last else []
         if not missing:
@@ -1370,7 +1394,7 @@ class _SliceDecoder:
         rest = _judge_rolled_cut(piece, piece.base_offset, next_base, missing, self.metrics,
                                  fail_on_data_loss=self.options.fail_on_data_loss,
                                  on_corruption=self.options.on_corruption, end_position=0,
-                                 torn_bytes=piece.segment_size, unflushed=False)
+                                 torn_bytes=piece.segment_size, unflushed=unflushed, held=held)
         if rest == missing:
             return False
         if not below_cleaner_checkpoint(piece.base_offset, piece.cleaner_offset):  # (else compaction's)
@@ -1378,6 +1402,95 @@ class _SliceDecoder:
                 self.metrics.missing_offsets.extend((piece.log_path, lo, hi) for lo, hi in rest)
         self.finished = True
         return True
+
+    def forget_skips(self) -> None:
+        """Undo the corrupt batches this slice counted (a lenient decode's skips of a whole file that
+        :meth:`foreign_below` found another segment's: its loss is said instead)."""
+        stats = self.stats
+        stats.corrupt_batches = stats.corrupt_bytes = 0
+        stats.problems = [p for p in stats.problems if p[0] != self.piece.log_path]
+        self.finished = True
+
+    def foreign_file(self, reader: RandomAccessReader, end: int) -> bool:
+        """Whether the slice's segment holds another segment's batches, and its own indexes prove its offsets lost
+        with its file: asked only where the read stopped at its first batch, at byte 0 of a whole rolled segment,
+        for being at or past the slice's end (the happy path never gets here). Every batch's header is walked
+        (error path only): all at or past the next segment's base (a later segment's ``.log`` copied over this
+        one, as the next segment's own batches show: :meth:`_next_segment_spans`, :meth:`_kept_from_next_segment`),
+        with index entries of its own naming offsets inside its range (:func:`_judge_rolled_cut`,
+        ``held``: a :class:`~kafkaseg.storage.layout.ForeignLog`), its offsets are lost as an emptied segment's
+        are: :class:`~kafkaseg.errors.LostTailError` at byte 0, or (failOnDataLoss=false, onCorruption=skip)
+        ``metrics.lost_tails``, the rest in ``missing_offsets`` (none below the cleaner checkpoint), and the slice
+        is finished (True). False when the file holds a batch below the next base, or no entry proves anything:
+        the read goes on as before (a gap: a cleaner's merged copy beside the next segment's original, whose
+        indexes name no offset of the range, looks the same)."""
+        piece = self.piece
+        next_base = piece.next_base_offset
+        if (next_base is None or piece.rolled or self.past_end_at != 0 or piece.start_position != 0
+                or self.last_seen >= piece.base_offset or self.stats.corrupt_batches
+                or reader.size != piece.segment_size):
+            return False
+        held = self._held_offsets(reader, lambda header: header.base_offset >= next_base)
+        # ... and the next segment holds them (check_next_base's merged-copy test: a copy of it, not one batch
+        # whose offset field, outside the CRC, was raised past the next base, which check_next_base raises at)
+        if (held is None or not self._next_segment_spans(reader, 0, held[1])
+                or not self._kept_from_next_segment(reader, 0, piece.segment_size, next_base)):
+            return False
+        return self._lost_from_byte_0(unflushed=True, held=held)
+
+    def foreign_below(self, reader: RandomAccessReader) -> bool:
+        """:meth:`foreign_file` for a file holding an earlier segment's batches: asked only where the read of a
+        whole rolled segment, from byte 0, found nothing of its range and its first batch went back below the base
+        (a strict decode's non-monotonic error there, or a lenient one's skip of it): every batch below the base,
+        each one an earlier segment holds as it is (same offsets and CRC: :meth:`_held_by_earlier`, so a batch
+        whose offset field alone was lowered stays corruption), and index entries of its own inside its range
+        (a :class:`~kafkaseg.storage.layout.ForeignLog`): lost as a later segment's copy is (True); else False
+        (the decode's verdict stands)."""
+        piece = self.piece
+        if (piece.next_base_offset is None or piece.rolled or piece.start_position != 0 or self.emitted
+                or self.last_seen >= piece.base_offset or reader.size != piece.segment_size):
+            return False
+        held = self._held_offsets(reader, lambda header: header.last_offset < piece.base_offset)
+        if held is None or not self._held_by_earlier(reader):
+            return False
+        return self._lost_from_byte_0(unflushed=True, held=held)
+
+    def _held_by_earlier(self, reader: RandomAccessReader) -> bool:
+        """Whether each batch of this whole file is one of the partition's earlier segments holds as it is (its
+        base and last offsets and CRC), as its folder lists now. Error path only: the headers of the earlier
+        segments whose names are at or below this file's first offset."""
+        piece = self.piece
+        limits = {"max_batch_bytes": self.options.max_batch_bytes}
+        try:
+            mine = list(SegmentReader(piece.log_path, opened=reader).iter_headers(0, piece.segment_size, **limits))
+            pdir = read_partition_again(piece.partition_path, piece.filesystem, topic=piece.topic,
+                                        partition=piece.partition, remote_path=piece.remote_path)
+            theirs = set()
+            for seg in pdir.segments:
+                if seg.base_offset >= piece.base_offset or (theirs and seg.base_offset > mine[-1].last_offset):
+                    break
+                with SegmentReader(seg.log_path, piece.filesystem) as earlier:
+                    theirs.update((h.base_offset, h.last_offset, h.crc) for h in earlier.iter_headers(0, **limits))
+        except KafkaSegError:
+            return False
+        return bool(mine) and all((h.base_offset, h.last_offset, h.crc) in theirs for h in mine)
+
+    def _held_offsets(self, reader: RandomAccessReader, foreign) -> tuple[int, int] | None:
+        """``(first, last)`` offsets of the batches of the slice's whole segment file when every one of them is
+        ``foreign(header)`` and they fill it; else None (also when they cannot be walked)."""
+        first = last = None
+        reached = 0
+        try:
+            for header in SegmentReader(self.piece.log_path, opened=reader).iter_headers(
+                    0, self.piece.segment_size, max_batch_bytes=self.options.max_batch_bytes):
+                if not foreign(header):
+                    return None
+                first = header.base_offset if first is None else first
+                last = header.last_offset
+                reached = header.position + header.size
+        except KafkaSegError:
+            return None
+        return None if first is None or reached != self.piece.segment_size else (first, last)
 
     def close(self) -> None:
         if self._entries is not None:
@@ -1835,18 +1948,21 @@ def _check_segment_end(piece: SegmentSlice, last_offset: int, metrics: ScanMetri
 def _judge_rolled_cut(piece: SegmentSlice, end_offset: int, next_base: int, missing: list[tuple[int, int]],
                       metrics: ScanMetrics, *, fail_on_data_loss: bool, on_corruption: str,
                       end_position: int | None = None, torn_bytes: int | None = None,
-                      unflushed: bool = True) -> list[tuple[int, int]]:
+                      unflushed: bool = True, held: tuple[int, int] | None = None) -> list[tuple[int, int]]:
     """:func:`_check_segment_end`'s offsets ``missing`` after a rolled segment whose batches end at offset
     ``end_offset`` (at its end, or at ``end_position`` with ``torn_bytes`` of a cut batch after it), less those
     :func:`~kafkaseg.storage.layout.judge_rolled_end` proves lost: raised, or recorded in ``metrics.lost_tails``;
     and less those its index entries say it held but the recovery point does not prove flushed (``unflushed``):
-    recorded in ``metrics.unreadable_tails``, a warning."""
+    recorded in ``metrics.unreadable_tails``, a warning. ``held``: the offsets of the batches the file holds instead
+    of its own (:meth:`_SliceDecoder.foreign_file`): the loss is a
+    :class:`~kafkaseg.storage.layout.ForeignLog`'s, said in its words."""
     log_path = piece.log_path
     timeindex = _time_index_of(log_path)
     at = piece.segment_size if end_position is None else end_position
     tail = judge_rolled_end(log_path, at, end_offset, next_base, base_offset=piece.base_offset,
                             index=(piece.index_path, piece.index_window), timeindex=timeindex,
-                            filesystem=piece.filesystem, recovery_point=piece.recovery_point, unflushed=unflushed)
+                            filesystem=piece.filesystem, recovery_point=piece.recovery_point, unflushed=unflushed,
+                            held=held)
     if tail is None:
         return missing
     if not tail.proven:  # (not known flushed: a warning, as the active segment's unflushed tail)

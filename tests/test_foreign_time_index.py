@@ -337,20 +337,25 @@ def test_a_log_swapped_with_the_active_ones_and_a_foreign_time_index_does_not_en
     _assert_lenient_lookups_answer_as_a_lenient_read(root)
 
 
-def test_a_segment_whose_log_is_the_next_segments_copy_says_its_offsets_missing(originals, tmp_path):
+def test_a_segment_whose_log_is_the_next_segments_copy_says_its_offsets_lost(originals, tmp_path):
     """Found by the damage campaign: segment 3's ``.log`` replaced by a copy of segment 4's (no cleaner checkpoint:
     a delete topic). Every batch in it is at or past the next base, so the read of segment 3 ends at its first batch
-    having read none of its offsets, and said nothing of them (verify warns: missing before the next segment); the
-    read lists them in missing_offsets, as after a segment whose batches end early."""
+    having read none of its offsets, and said nothing of them. Its own indexes name offsets inside its range and
+    the recovery point is above it, so they are lost with its file (tests/test_foreign_log.py): a strict read
+    raises LostTailError at its byte 0, failOnDataLoss=false lists them in lost_tails. (Before this rule, the
+    read listed them in missing_offsets, as after a segment whose batches end early.)"""
     root = tmp_path / "dir"
     shutil.copytree(originals / "v2", root)
     logs = sorted((root / "t-0").glob("*.log"))
     shutil.copy(logs[4], logs[3])
-    scan = kafkaseg.open_scan(str(root))
+    with pytest.raises(kafkaseg.LostTailError) as info:
+        kafkaseg.read_arrow(str(root))
+    assert (info.value.path, info.value.position) == (str(logs[3]), 0)
+    scan = kafkaseg.open_scan(str(root), failOnDataLoss="false")
     got = set(scan.to_table()["offset"].to_pylist())
     lost = set(range(int(logs[3].stem), int(logs[4].stem)))
     assert not got & lost
-    said = {offset for _, lo, hi in scan.metrics.missing_offsets for offset in range(lo, hi)}
+    said = {offset for p in scan.metrics.lost_tails for offset in range(p.first_offset, p.end_offset)}
     assert lost <= said, scan.metrics.as_dict()
 
 

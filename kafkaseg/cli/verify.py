@@ -58,10 +58,12 @@ from kafkaseg.storage import fs as _fs
 from kafkaseg.storage import tiered
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.layout import (CLUSTER_METADATA_TOPIC, KRAFT_SNAPSHOT_NAME, LOST_NEWEST_SEGMENT, SWAPS_IGNORED,
-                                     SWAPS_RESOLVED, ListingCheck, PartitionDir, below_cleaner_checkpoint,
+                                     SWAPS_RESOLVED, ForeignLog, ListingCheck, PartitionDir,
+                                     below_cleaner_checkpoint,
                                      check_one_incarnation, discover,
                                      find_log_end, flushed_above_words, flushed_past_end, gaps_in_copies,
-                                     high_watermark_above_words, judge_tail, rolled_cut_of, transactions_open_at,
+                                     high_watermark_above_words, judge_rolled_end, judge_tail, rolled_cut_of,
+                                     transactions_open_at,
                                      unacknowledged_append, valid_cleaner_offset)
 from kafkaseg.storage.layout import (LEFT_BY_TRUNCATION, _listed_again, active_segment_files,
                                      first_entry_past_truncation_bound, rewritten_past_high_watermark)
@@ -1661,6 +1663,9 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
                 progress(seg.log_size)
             continue
         vanished_tail = False
+        if i + 1 < len(pdir.segments) and any(p.file == seg.log_path and p.severity == ERROR
+                                              for p in report.problems[listed_before:]):
+            _below_base(pdir, seg, pdir.segments[i + 1].base_offset, report)
         if i + 1 < len(pdir.segments) and seg_summary.last_offset is not None:
             next_base = pdir.segments[i + 1].base_offset
             if seg_summary.last_offset >= next_base and _gone(pdir.segments[i + 1].log_path, pdir):
@@ -1671,7 +1676,8 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
                            "merged copy, renamed in since the listing")
             elif seg_summary.last_offset >= next_base:
                 report.add(ERROR, seg.log_path, None, f"last offset {seg_summary.last_offset} reaches the next "
-                           f"segment's base offset {next_base}")
+                           f"segment's base offset {next_base}" + _foreign_words(pdir, seg, seg_summary.first_offset,
+                                                                             seg_summary.last_offset, next_base))
         if (seg.remote_end is not None and seg_summary.last_offset is not None
                 and seg_summary.last_offset < seg.remote_end and seg_summary.first_bad_position is None
                 and not any(p.file == seg.log_path and p.severity == ERROR for p in report.problems[listed_before:])):
@@ -1771,6 +1777,13 @@ def _check_gaps(pdir: PartitionDir, gaps: list[tuple[str, int, int]], log_end: i
             tracker.gap(path, first, last, "in no tiered-storage copy before this one: a copy missing from the "
                                            "bucket, or deleted by remote retention below the log start")
             continue
+        own = _own_range_lost(pdir, number.get(path), first, last)
+        if own is not None:  # (the segment's own range: its file holds another segment's batches, said as its error)
+            how = "lost" if own.proven else "possibly lost"
+            report.add(INFO, path, 0, f"{missing}: this segment's own range, {how} with its .log, which holds "
+                       "another segment's batches (see its error)")
+            tracker.gap(path, first, last, f"{how} with this segment's .log, which holds another segment's batches")
+            continue
         cut = (_cut_before(pdir, number.get(path, 0), first, last) if below_cleaner_checkpoint(first, cleaner)
                else None)
         if below_cleaner_checkpoint(first, cleaner) and cut is None:
@@ -1789,6 +1802,70 @@ def _check_gaps(pdir: PartitionDir, gaps: list[tuple[str, int, int]], log_end: i
                        "a cleaning in progress)")
             tracker.gap(path, first, last, "missing before this segment: a lost segment file, or compaction the "
                                            "cleaner checkpoint does not record")
+
+
+def _below_base(pdir: PartitionDir, seg, next_base: int, report: VerifyReport) -> None:
+    """A rolled segment with errors whose batches all lie below its own base offset (an earlier segment's ``.log``
+    copied over it, or every offset field lowered): one error naming the file and what it holds, with its own
+    indexes' evidence (:func:`_foreign_words`), beside the batches' own errors. Error path only: a header walk."""
+    first = last = None
+    try:
+        with SegmentReader(seg.log_path, pdir.filesystem) as reader:
+            for header in reader.iter_headers(0, seg.log_size):
+                if header.last_offset >= seg.base_offset:
+                    return
+                first = header.base_offset if first is None else first
+                last = header.last_offset
+    except KafkaSegError:
+        return
+    if first is not None:
+        report.add(ERROR, seg.log_path, 0, f"every batch is below the segment's base offset {seg.base_offset}"
+                   + _foreign_words(pdir, seg, first, last, next_base))
+
+
+def _foreign_words(pdir: PartitionDir, seg, first: int | None, last: int | None, next_base: int) -> str:
+    """What a rolled segment whose batches (offsets ``first``..``last``) are all at or past the next segment's base,
+    or below its own, is, for its error (else ""): a file holding another segment's batches, and, when its own indexes
+    name offsets inside its range, those offsets lost with it (layout.ForeignLog, the reads' rule: a strict read
+    raises LostTailError at byte 0); without such entries nothing says what it held (the reads take its range as a
+    gap, missing_offsets)."""
+    if first is None or last is None or seg.base_offset <= first < next_base or last >= next_base > first:
+        return ""
+    try:
+        cut = judge_rolled_end(seg.log_path, 0, seg.base_offset, next_base, base_offset=seg.base_offset,
+                               index=index_location(seg, "index"), timeindex=index_location(seg, "timeindex"),
+                               filesystem=pdir.filesystem, recovery_point=pdir.recovery_point, unflushed=True,
+                               held=(first, last))
+    except KafkaSegError:
+        cut = None
+    if cut is not None:
+        return f": {cut.summary()}"
+    if first >= next_base:
+        where = f"past the next segment's base offset {next_base}"
+        also = (", or a log cleaner's merged copy beside the next segment's original; reads take its range as "
+                "missing offsets (missing_offsets)")
+    else:
+        where, also = f"below its own base offset {seg.base_offset}", "; reads take its batches as corrupt"
+    return (f": the file holds another segment's batches (offsets {first}..{last}, {where}), none of its own "
+            f"range {seg.base_offset}..{next_base - 1}, and no index entry of its own names an offset of that range, "
+            "so nothing says what it held: another segment's .log copied over this one (a restore or copy gone "
+            f"wrong) or a file renamed{also}")
+
+
+def _own_range_lost(pdir: PartitionDir, k: int | None, first: int, last: int):
+    """The :class:`~kafkaseg.storage.layout.ForeignLog` (proven or not) of rolled segment ``k`` when its file
+    holds another segment's batches, its own indexes naming offsets of its range, and that range holds offsets of
+    the gap ``first..last`` verify found before its first batch; else None (rolled_cut_of, the reads' rule). Asked
+    only when the gap runs past its whole range (its first batch at or past the next segment's base): a compacted
+    segment's gap before a batch of its own (the cleaner keeps a segment's base offset, not its first records)
+    reads nothing more."""
+    if k is None or k + 1 >= len(pdir.segments) or last + 1 < pdir.segments[k + 1].base_offset:
+        return None
+    try:
+        cut = rolled_cut_of(pdir, k, unflushed=True)
+    except KafkaSegError:
+        return None
+    return cut if isinstance(cut, ForeignLog) and cut.first_offset <= last and cut.end_offset > first else None
 
 
 def _cut_before(pdir: PartitionDir, k: int, first: int, last: int):

@@ -2641,11 +2641,58 @@ class RolledCut(_Evidenced):
                 f"a segment's indexes with its batches){COPY_AGAIN}")
 
 
+
+@dataclass(frozen=True)
+class ForeignLog(RolledCut):
+    """A :class:`RolledCut` whose ``.log`` holds no batch of its own range: every batch in it (offsets
+    ``held``, first and last) lies at or past the next segment's base ``next_base`` (another segment's ``.log``
+    copied over it: a restore gone wrong) or below its own ``base_offset`` (an earlier one's), while its own index
+    entries (``evidence``, read at byte 0 and its base offset) name offsets inside its range: the file held them
+    once, and another file stands in its name now. Not a gap: a cleaner's merged copy indexes the batches it
+    writes (none in that range), and a follower's segment holds its own batches. Judged, raised and listed as the
+    :class:`RolledCut` of a segment cut to 0 bytes is (``lost_tails``, or a warning when the recovery point does
+    not prove the offsets flushed), in words that say what the file holds."""
+
+    lost_with = "a rolled segment whose .log holds another segment's batches"
+
+    held: tuple[int, int] = (0, 0)
+    base_offset: int = 0
+
+    @property
+    def what(self) -> str:
+        """``the file holds another segment's batches (offsets A..B, past the next segment's base offset N)``."""
+        first, last = self.held
+        where = (f"past the next segment's base offset {self.next_base}" if first >= self.next_base
+                 else f"below its own base offset {self.base_offset}")
+        return f"the file holds another segment's batches (offsets {first}..{last}, {where})"
+
+    @property
+    def message(self) -> str:
+        evidence = self.evidence
+        counts = ", ".join(f"{n} {kind} entr{'y' if n == 1 else 'ies'}"
+                           for n, kind in ((evidence.offset_entries, ".index"), (evidence.time_entries, ".timeindex"))
+                           if n)
+        head = (f"{self.what}, none of its own range {self.base_offset}..{self.next_base - 1}, while its own "
+                f"indexes name offsets up to {evidence.last_offset} inside that range ({counts}; a broker indexes "
+                "a batch after writing it, and the cleaner indexes only the batches it writes): another segment's "
+                ".log copied over this one (a restore or copy gone wrong), or a file renamed")
+        span = f"offsets {self.first_offset}..{self.end_offset - 1}"
+        if not self.proven:
+            recovery = ("no recovery point is checkpointed" if self.recovery_point is None else
+                        f"the recovery point {self.recovery_point} is not above its base offset")
+            return (f"{head}; {span} were written to this segment once, but {recovery}, so they may never have "
+                    f"reached the disk{COPY_AGAIN}")
+        return (f"{head}; the recovery point {self.recovery_point} says the broker had flushed them: {span} were "
+                f"on disk in this segment's file and are in none now; copy the segment's .log again from the "
+                f"source or another replica{COPY_AGAIN}")
+
+
 def judge_rolled_end(path: str, end_position: int, end_offset: int, next_base: int, *, base_offset: int,
                      index: tuple[str | None, tuple[int, int] | None],
                      timeindex: tuple[str | None, tuple[int, int] | None], filesystem: pafs.FileSystem | None,
                      recovery_point: int | None, unflushed: bool = False,
-                     index_last: tuple[int, int] | None = None, offset_index=None) -> RolledCut | None:
+                     index_last: tuple[int, int] | None = None, offset_index=None,
+                     held: tuple[int, int] | None = None) -> RolledCut | None:
     """Whether offsets ``[end_offset, next_base)`` missing after a rolled segment's last batch (which ends at byte
     ``end_position`` of ``path``, its end) are proven lost (a :class:`RolledCut`) rather than a gap the cleaner
     left: the recovery point is above ``end_offset`` (the broker had flushed the log past it: a roll flushes the
@@ -2658,7 +2705,9 @@ def judge_rolled_end(path: str, end_position: int, end_offset: int, next_base: i
     an unproven :class:`RolledCut` (a warning); then the last entries are probed whatever the recovery point.
     ``index_last``: the ``.index``'s last entry ``(offset, position)`` as this caller probed it at ``index`` (not
     probed again), with ``offset_index`` that file as the caller loaded it (not loaded again): one read of each file
-    per check (:func:`rolled_cut_of`)."""
+    per check (:func:`rolled_cut_of`).
+    ``held``: the first and last offsets of the batches the file holds, none of them in its range (``end_position``
+    0, ``end_offset`` its base): a :class:`ForeignLog`."""
     from kafkaseg.storage.segment import indexed_past_end, load_index_files
 
     if not unflushed and (recovery_point is None or recovery_point <= end_offset):
@@ -2670,7 +2719,11 @@ def judge_rolled_end(path: str, end_position: int, end_offset: int, next_base: i
     else:
         offset_index, time_index = load_index_files(base_offset, index, timeindex, filesystem)
     found = indexed_past_end(offset_index, time_index, end_position, end_offset, below=next_base)
-    return None if found is None else RolledCut(path, found, recovery_point, next_base)
+    if found is None:
+        return None
+    if held is not None:
+        return ForeignLog(path, found, recovery_point, next_base, held, base_offset)
+    return RolledCut(path, found, recovery_point, next_base)
 
 
 def rolled_segment_cut(seg: SegmentFiles, end_offset: int, next_base: int, *, offset_index,
@@ -2715,7 +2768,9 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, offset_index=None,
     find the same last batch) its last batch is the segment's end, and the ``.index`` probed and loaded here is
     not read again (:func:`judge_rolled_end`); else it walks again (damage there: None, what walks the segment
     says it). ``unflushed``: also an unproven cut, the recovery point at or below its end or none
-    (:func:`judge_rolled_end`), looked for whatever the recovery point."""
+    (:func:`judge_rolled_end`), looked for whatever the recovery point. A segment whose file holds another
+    segment's batches and none of its own range (:func:`_held_from_elsewhere`, asked only when its batches end past
+    the next base or at its base) is judged at byte 0, a :class:`ForeignLog`, as a read judges it."""
     from kafkaseg.storage.segment import load_index_files, log_end_offset
 
     pdir = partition_dir
@@ -2744,11 +2799,62 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, offset_index=None,
             end = log_end_offset(seg, filesystem=fs, offset_index=offset_index, max_batch_bytes=max_batch_bytes)
         except CorruptDataError:
             return None
+    if end >= next_base or end <= seg.base_offset:  # (its batches all past the range, or none in it: whose?)
+        held = _held_from_elsewhere(pdir, i, max_batch_bytes)
+        if held is not None:
+            if not unflushed and (recovery_point is None or recovery_point <= seg.base_offset):
+                return None
+            return judge_rolled_end(seg.log_path, 0, seg.base_offset, next_base, base_offset=seg.base_offset,
+                                    index=index_location(seg, "index"), timeindex=index_location(seg, "timeindex"),
+                                    filesystem=fs, recovery_point=recovery_point, unflushed=unflushed, held=held)
     if end >= next_base:
         return None
     return rolled_segment_cut(seg, end, next_base, offset_index=offset_index, recovery_point=recovery_point,
                               filesystem=fs, max_batch_bytes=max_batch_bytes, unflushed=unflushed,
                               end_position=position, index_last=index_last)
+
+
+def _held_from_elsewhere(partition_dir: PartitionDir, i: int, max_batch_bytes: int | None) -> tuple[int, int] | None:
+    """``(first, last)`` offsets of the batches of rolled segment ``i`` when none is in its range and another
+    segment holds them as they are, the reads' rule (scan's ``_SliceDecoder.foreign_file`` and ``foreign_below``):
+    every batch at or past the next segment's base, that next (non-empty) segment's first batch at or below the
+    first of them and the segment after it above the last; or every batch below its base, each one an earlier
+    segment holds (base and last offsets and CRC). Else None (a single batch whose offset field alone moved, or
+    batches of its own). Reads the first header; the rest only when that one is outside the range."""
+    from kafkaseg.storage.segment import SegmentReader
+
+    pdir, fs = partition_dir, partition_dir.filesystem
+    seg, later = pdir.segments[i], pdir.segments[i + 1:]
+    limits = {"max_batch_bytes": max_batch_bytes}
+    try:
+        with SegmentReader(seg.log_path, fs) as reader:
+            first = reader.header_at(0, **limits)
+            if first is None or seg.base_offset <= first.last_offset and first.base_offset < later[0].base_offset:
+                return None
+            mine = list(reader.iter_headers(0, seg.log_size, **limits))
+        if not mine or mine[-1].position + mine[-1].size != seg.log_size:
+            return None
+        held = (mine[0].base_offset, mine[-1].last_offset)
+        if all(h.base_offset >= later[0].base_offset for h in mine):
+            k = next((k for k, s in enumerate(later) if s.log_size), None)
+            if k is None:
+                return None
+            with SegmentReader(later[k].log_path, fs) as following:
+                head = following.header_at(0, **limits)
+            spans = (head is not None and later[k].base_offset <= head.base_offset <= held[0]
+                     and (k + 1 == len(later) or held[1] < later[k + 1].base_offset))
+            return held if spans else None
+        if not all(h.last_offset < seg.base_offset for h in mine):
+            return None
+        theirs = set()
+        for earlier in pdir.segments[:i]:
+            if theirs and earlier.base_offset > held[1]:
+                break
+            with SegmentReader(earlier.log_path, fs) as reader:
+                theirs.update((h.base_offset, h.last_offset, h.crc) for h in reader.iter_headers(0, **limits))
+    except KafkaSegError:
+        return None
+    return held if all((h.base_offset, h.last_offset, h.crc) in theirs for h in mine) else None
 
 
 class _EntryWalk(NamedTuple):
