@@ -584,6 +584,8 @@ def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics,
 #: index entry before it (about one index interval, ``index.interval.bytes``: 4 KiB by default); further, the walk
 #: reads on its own.
 _WALK_AHEAD_BYTES = 1 << 20
+# the bytes after a batch read to tell a preallocated file's zero-filled tail from a hole with batches after it
+PREALLOCATED_PROBE_BYTES = 64 << 10
 
 
 class _AheadReader:
@@ -846,17 +848,19 @@ class _SliceDecoder:
             return start
         segment = SegmentReader(piece.log_path, opened=reader)
         limits = self._walk_limits
+        moved = None
         try:
             header = segment.header_at(start, max_batch_bytes=options.max_batch_bytes)
             if header is None:
                 return start
             if header.last_offset == piece.start_entry:
-                if not self._starts_as_planned(header):
-                    self.rewritten(reader, start, (
-                        f"the batch at the slice's start ends at offset {piece.start_entry}, as the offset index "
-                        f"entry there named when planned, but holds offsets {header.base_offset}.."
-                        f"{header.last_offset}, where the planned one started at offset {piece.slice_offsets[0]}"))
-                return start
+                if self._starts_as_planned(header):
+                    return start
+                moved = (f"the batch at the slice's start ends at offset {piece.start_entry}, as the offset index "
+                         f"entry there named when planned, but holds offsets {header.base_offset}.."
+                         f"{header.last_offset}, where the planned one started at offset {piece.slice_offsets[0]}")
+                if self.rewritten(reader, start, moved):
+                    return start
             if self._rewritten_start(reader, segment, header, end):
                 return start
             first = (batch_first_offset(segment, start, options.max_batch_bytes,
@@ -864,6 +868,16 @@ class _SliceDecoder:
                      if header.magic < 2 and header.codec else header.base_offset)
         except KafkaSegError:
             return start  # (the read meets the damage itself)
+        if moved is not None:
+            # no truncation past the high watermark explains it (below it, or the file unchanged since planning):
+            # read as planned, it would return offsets the slices before it returned
+            err = CorruptBatchError(f"{moved}; nothing rewrites a segment in place below the high watermark "
+                                    f"{piece.high_watermark}: the file changed under the read, or its offset field "
+                                    f"is corrupt", path=piece.log_path, position=start)
+            if options.on_corruption != "skip":
+                raise err
+            self._count_skip(start, header.size, err.detail, piece.slice_offsets[0], piece.start_entry + 1)
+            return start + header.size
         walk_from = piece.walk_from if piece.walk_from is not None else self._entry_before(start)
         high = self._highest_before(segment, walk_from, start)
         if high is None and walk_from:  # (an entry pointing inside a batch: from the segment's start)
@@ -1337,9 +1351,9 @@ class _SliceDecoder:
         is not the file's last: bytes that stay corrupt with whole batches after them, which no truncation and
         rewrite explains (a rewrite leaves whole batches with their CRCs; only the append being written, the last
         batch, can fail one while read). Such a batch is corruption even past the high watermark of a file that
-        changed (a live broker's segment grows all the time). A batch with zeros after it (``file.preallocate``'s
-        zero-filled tail) is the last too."""
-        from kafkaseg.wire.batch import LOG_OVERHEAD, V2_HEADER_SIZE, read_header
+        changed (a live broker's segment grows all the time). A batch with zeros after it to the end of the file,
+        or for :data:`PREALLOCATED_PROBE_BYTES` (``file.preallocate``'s zero-filled tail), is the last too."""
+        from kafkaseg.wire.batch import V2_HEADER_SIZE, read_header
         from kafkaseg.wire.crc import crc_is_valid
 
         size, _ = reader.change_stamp()
@@ -1348,10 +1362,12 @@ class _SliceDecoder:
             header = read_header(head, 0, max_batch_size=self.options.max_batch_bytes, available=size - pos)
             if pos + header.size >= size:
                 return False  # the last batch: an append still being written
-            data = reader.read_at(pos, header.size + LOG_OVERHEAD, cached=False)
-            if not any(data[header.size:]):
+            after = reader.read_at(pos + header.size, min(size - pos - header.size, PREALLOCATED_PROBE_BYTES),
+                                   cached=False)
+            if after and not any(after):
                 return False  # the last batch of a preallocated file (zeros after it): an append being written
-            return len(data) == header.size + LOG_OVERHEAD and not crc_is_valid(data[:header.size], header)
+            data = reader.read_at(pos, header.size, cached=False)
+            return len(data) == header.size and not crc_is_valid(data, header)
         except (KafkaSegError, OSError, ValueError):
             return False
 
