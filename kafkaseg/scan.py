@@ -41,6 +41,7 @@ from kafkaseg.offset_outlier import (batch_before, goes_back_after, last_batch_b
 from kafkaseg.planning import READ_ON_PAST_LOSS, ScanPlan, SegmentSlice, plan_again_by_offset, plan_scan
 from kafkaseg.storage.layout import (below_cleaner_checkpoint, judge_rolled_end, judge_tail, other_copies_note, other_copy_line,
                                       read_partition_again)
+from kafkaseg.storage.foreign_log import outside_batches
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import SegmentReader, load_index_files, nonzero_extent
 from kafkaseg.storage.fs import CTIME_TICK_NS, REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
@@ -1431,9 +1432,10 @@ class _SliceDecoder:
         """Whether the slice's segment holds another segment's batches, and its own indexes prove its offsets lost
         with its file: asked only where the read stopped at its first batch, at byte 0 of a whole rolled segment,
         for being at or past the slice's end (the happy path never gets here). Every batch's header is walked
-        (error path only): all at or past the next segment's base (a later segment's ``.log`` copied over this
-        one, as the next segment's own batches show: :meth:`_next_segment_spans`, :meth:`_kept_from_next_segment`),
-        with index entries of its own naming offsets inside its range (:func:`_judge_rolled_cut`,
+        (error path only): all at or past the next segment's base, each a batch a later segment holds as it is
+        (base and last offsets and CRC, :meth:`_held_elsewhere`: a later segment's ``.log`` copied over this one,
+        not one batch whose offset field, outside the CRC, was raised onto a later segment's offsets), with index
+        entries of its own naming offsets inside its range (:func:`_judge_rolled_cut`,
         ``held``: a :class:`~kafkaseg.storage.layout.ForeignLog`), its offsets are lost as an emptied segment's
         are: :class:`~kafkaseg.errors.LostTailError` at byte 0, or (failOnDataLoss=false, onCorruption=skip)
         ``metrics.lost_tails``, the rest in ``missing_offsets`` (none below the cleaner checkpoint), and the slice
@@ -1446,11 +1448,8 @@ class _SliceDecoder:
                 or self.last_seen >= piece.base_offset or self.stats.corrupt_batches
                 or reader.size != piece.segment_size):
             return False
-        held = self._held_offsets(reader, lambda header: header.base_offset >= next_base)
-        # ... and the next segment holds them (check_next_base's merged-copy test: a copy of it, not one batch
-        # whose offset field, outside the CRC, was raised past the next base, which check_next_base raises at)
-        if (held is None or not self._next_segment_spans(reader, 0, held[1])
-                or not self._kept_from_next_segment(reader, 0, piece.segment_size, next_base)):
+        held = self._held_elsewhere(reader, below=False)
+        if held is None:
             return False
         return self._lost_from_byte_0(unflushed=True, held=held)
 
@@ -1458,7 +1457,7 @@ class _SliceDecoder:
         """:meth:`foreign_file` for a file holding an earlier segment's batches: asked only where the read of a
         whole rolled segment, from byte 0, found nothing of its range and its first batch went back below the base
         (a strict decode's non-monotonic error there, or a lenient one's skip of it): every batch below the base,
-        each one an earlier segment holds as it is (same offsets and CRC: :meth:`_held_by_earlier`, so a batch
+        each one an earlier segment holds as it is (same offsets and CRC: :meth:`_held_elsewhere`, so a batch
         whose offset field alone was lowered stays corruption), and index entries of its own inside its range
         (a :class:`~kafkaseg.storage.layout.ForeignLog`): lost as a later segment's copy is (True); else False
         (the decode's verdict stands)."""
@@ -1466,47 +1465,33 @@ class _SliceDecoder:
         if (piece.next_base_offset is None or piece.rolled or piece.start_position != 0 or self.emitted
                 or self.last_seen >= piece.base_offset or reader.size != piece.segment_size):
             return False
-        held = self._held_offsets(reader, lambda header: header.last_offset < piece.base_offset)
-        if held is None or not self._held_by_earlier(reader):
+        held = self._held_elsewhere(reader, below=True)
+        if held is None:
             return False
         return self._lost_from_byte_0(unflushed=True, held=held)
 
-    def _held_by_earlier(self, reader: RandomAccessReader) -> bool:
-        """Whether each batch of this whole file is one of the partition's earlier segments holds as it is (its
-        base and last offsets and CRC), as its folder lists now. Error path only: the headers of the earlier
-        segments whose names are at or below this file's first offset."""
+    def _held_elsewhere(self, reader: RandomAccessReader, *, below: bool) -> tuple[int, int] | None:
+        """``(first, last)`` offsets of the batches of the slice's whole segment file when every one lies ``below``
+        its base (else at or past the next segment's) and is a batch another segment holds as it is (base and last
+        offsets and CRC), as the partition's folder lists now: the storage layer's one rule
+        (:func:`~kafkaseg.storage.foreign_log.outside_batches`, also describe's, locate's and verify's). None
+        otherwise, or when the folder no longer lists this segment before the same next one."""
         piece = self.piece
-        limits = {"max_batch_bytes": self.options.max_batch_bytes}
         try:
-            mine = list(SegmentReader(piece.log_path, opened=reader).iter_headers(0, piece.segment_size, **limits))
             pdir = read_partition_again(piece.partition_path, piece.filesystem, topic=piece.topic,
                                         partition=piece.partition, remote_path=piece.remote_path)
-            theirs = set()
-            for seg in pdir.segments:
-                if seg.base_offset >= piece.base_offset or (theirs and seg.base_offset > mine[-1].last_offset):
-                    break
-                with SegmentReader(seg.log_path, piece.filesystem) as earlier:
-                    theirs.update((h.base_offset, h.last_offset, h.crc) for h in earlier.iter_headers(0, **limits))
-        except KafkaSegError:
-            return False
-        return bool(mine) and all((h.base_offset, h.last_offset, h.crc) in theirs for h in mine)
-
-    def _held_offsets(self, reader: RandomAccessReader, foreign) -> tuple[int, int] | None:
-        """``(first, last)`` offsets of the batches of the slice's whole segment file when every one of them is
-        ``foreign(header)`` and they fill it; else None (also when they cannot be walked)."""
-        first = last = None
-        reached = 0
-        try:
-            for header in SegmentReader(self.piece.log_path, opened=reader).iter_headers(
-                    0, self.piece.segment_size, max_batch_bytes=self.options.max_batch_bytes):
-                if not foreign(header):
-                    return None
-                first = header.base_offset if first is None else first
-                last = header.last_offset
-                reached = header.position + header.size
         except KafkaSegError:
             return None
-        return None if first is None or reached != self.piece.segment_size else (first, last)
+        bases = [s.base_offset for s in pdir.segments]
+        if piece.base_offset not in bases:
+            return None
+        i = bases.index(piece.base_offset)
+        if i + 1 >= len(bases) or bases[i + 1] != piece.next_base_offset:
+            return None
+        outside = outside_batches(pdir, i, self.options.max_batch_bytes, opened=reader)
+        if outside is None or not outside.held or outside.below != below:
+            return None
+        return outside.first, outside.last
 
     def close(self) -> None:
         if self._entries is not None:

@@ -250,3 +250,98 @@ def test_describe_and_locate_say_what_the_read_raises(tmp_path, capsys, source, 
     with pytest.raises(kafkaseg.DataLossError) as info:
         kafkaseg.read_arrow(str(tmp_path), startingOffsets=f'{{"t":{{"0":{target + 10}}}}}')
     assert "another segment's batches" in str(info.value) and f"{log} @ byte 0" in str(info.value)
+
+
+def _cli(argv, capsys):
+    from kafkaseg.cli.main import main
+
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_one_batch_raised_past_the_next_base_is_corruption_everywhere(tmp_path, capsys):
+    """Segment 0 cut to its first batch, whose offset field (outside the CRC) was raised onto offsets 130..134 of
+    segment 125, which holds other records there: no segment holds that batch as it is, so the read's corruption
+    ("a corrupt offset field?") is what describe, locate (strict and lenient) and verify say too, not a segment
+    lost with a .log holding another segment's batches. (Before: those four called it a foreign .log; /tmp/review-25
+    probe1.)"""
+    import json
+    import struct
+
+    log = _copied_over(tmp_path, 0, 0)
+    data = bytearray(log.read_bytes())
+    size = struct.unpack_from(">i", data, 8)[0] + 12
+    first = struct.unpack_from(">q", data, 0)[0]
+    struct.pack_into(">q", data, 0, first + 130)
+    log.write_bytes(bytes(data[:size]))
+    with pytest.raises(kafkaseg.CorruptDataError) as info:
+        kafkaseg.read_arrow(str(tmp_path))
+    assert not isinstance(info.value, kafkaseg.LostTailError) and info.value.position == 0
+    foreign = "another segment's batches"
+    code, out, _ = _cli(["describe", "--json", str(tmp_path)], capsys)
+    (part,) = json.loads(out)["partitions"]
+    assert not [e for e in part["errors"] if foreign in e], part["errors"]
+    locate = ["locate", "--data-dir", str(tmp_path), "--topic", "t", "--partition", "0", "--offset", "10"]
+    code, out, err = _cli(locate, capsys)
+    assert foreign not in out + err, (out, err)
+    code, out, err = _cli([*locate, "--on-corruption", "skip", "--json"], capsys)
+    assert foreign not in out + err, (out, err)
+    report = verify_paths([str(tmp_path)])
+    assert not [p for p in report.problems if foreign in p.message], [str(p) for p in report.problems]
+    assert [p for p in report.problems if p.file == str(log) and p.severity == "error"]
+
+
+def test_every_offset_field_lowered_below_the_base_is_corruption_everywhere(tmp_path, capsys):
+    """Every offset field of segment 125 lowered by 125 (onto segment 0's offsets, whose batches hold other records):
+    no earlier segment holds these batches as they are, so the read's non-monotonic corruption is what verify and
+    describe say too; describe calls the whole file no segment "cut short" at its end. (Before: verify said a foreign
+    .log with 125..249 lost, describe "a rolled segment cut short @ byte 16150"; /tmp/review-25 probe3.)"""
+    import json
+
+    from kafkaseg.storage.segment import SegmentReader
+
+    log = _copied_over(tmp_path, 125, 125)
+    data = bytearray(log.read_bytes())
+    with SegmentReader(str(log), None) as reader:
+        positions = [h.position for h in reader.iter_headers(0)]
+    import struct
+
+    for at in positions:
+        struct.pack_into(">q", data, at, struct.unpack_from(">q", data, at)[0] - 125)
+    log.write_bytes(bytes(data))
+    with pytest.raises(kafkaseg.CorruptDataError) as info:
+        kafkaseg.read_arrow(str(tmp_path), failOnDataLoss="false")
+    assert not isinstance(info.value, kafkaseg.LostTailError) and info.value.position == 0
+    foreign = "another segment's batches"
+    report = verify_paths([str(tmp_path)])
+    assert not [p for p in report.problems if foreign in p.message], [str(p) for p in report.problems]
+    assert [p for p in report.problems if p.file == str(log) and p.severity == "error"]
+    code, out, _ = _cli(["describe", "--json", str(tmp_path)], capsys)
+    (part,) = json.loads(out)["partitions"]
+    assert not [e for e in part["errors"] if foreign in e or "cut short" in e], part["errors"]
+
+
+def test_the_storage_rule_is_offsets_and_crc(tmp_path):
+    """storage.foreign_log.outside_batches, the one rule of scan, layout and verify: a copied .log's batches are
+    held elsewhere (base and last offsets and CRC), the same batches with every offset field moved by one batch
+    are not (same CRC, other offsets), and a segment's own file is no outside batches at all."""
+    import struct
+
+    from kafkaseg.storage.foreign_log import outside_batches
+    from kafkaseg.storage.layout import read_partition_dir
+    from kafkaseg.storage.segment import SegmentReader
+
+    log = _copied_over(tmp_path, 125, 0)
+    pdir = read_partition_dir(str(tmp_path / "t-0"))
+    assert outside_batches(pdir, 1, None) is None
+    found = outside_batches(pdir, 0, None)
+    assert found is not None and (found.first, found.last, found.below, found.held) == (125, 249, False, True)
+    data = bytearray(log.read_bytes())
+    with SegmentReader(str(log), None) as reader:
+        positions = [h.position for h in reader.iter_headers(0)]
+    for at in positions:
+        struct.pack_into(">q", data, at, struct.unpack_from(">q", data, at)[0] + 5)
+    log.write_bytes(bytes(data))
+    found = outside_batches(read_partition_dir(str(tmp_path / "t-0")), 0, None)
+    assert found is not None and (found.first, found.below, found.held) == (130, False, False)

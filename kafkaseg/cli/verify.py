@@ -57,6 +57,7 @@ from kafkaseg.options import ReadOptions
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage import tiered
 from kafkaseg.storage._index_file import index_location
+from kafkaseg.storage.foreign_log import outside_batches
 from kafkaseg.storage.layout import (CLUSTER_METADATA_TOPIC, KRAFT_SNAPSHOT_NAME, LOST_NEWEST_SEGMENT, SWAPS_IGNORED,
                                      SWAPS_RESOLVED, ForeignLog, ListingCheck, PartitionDir,
                                      below_cleaner_checkpoint,
@@ -1665,7 +1666,7 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
         vanished_tail = False
         if i + 1 < len(pdir.segments) and any(p.file == seg.log_path and p.severity == ERROR
                                               for p in report.problems[listed_before:]):
-            _below_base(pdir, seg, pdir.segments[i + 1].base_offset, report)
+            _below_base(pdir, i, report)
         if i + 1 < len(pdir.segments) and seg_summary.last_offset is not None:
             next_base = pdir.segments[i + 1].base_offset
             if seg_summary.last_offset >= next_base and _gone(pdir.segments[i + 1].log_path, pdir):
@@ -1676,8 +1677,7 @@ def verify_partition(pdir: PartitionDir, report: VerifyReport, *, deep: bool = T
                            "merged copy, renamed in since the listing")
             elif seg_summary.last_offset >= next_base:
                 report.add(ERROR, seg.log_path, None, f"last offset {seg_summary.last_offset} reaches the next "
-                           f"segment's base offset {next_base}" + _foreign_words(pdir, seg, seg_summary.first_offset,
-                                                                             seg_summary.last_offset, next_base))
+                           f"segment's base offset {next_base}" + _foreign_words(pdir, i))
         if (seg.remote_end is not None and seg_summary.last_offset is not None
                 and seg_summary.last_offset < seg.remote_end and seg_summary.first_bad_position is None
                 and not any(p.file == seg.log_path and p.severity == ERROR for p in report.problems[listed_before:])):
@@ -1804,32 +1804,36 @@ def _check_gaps(pdir: PartitionDir, gaps: list[tuple[str, int, int]], log_end: i
                                            "cleaner checkpoint does not record")
 
 
-def _below_base(pdir: PartitionDir, seg, next_base: int, report: VerifyReport) -> None:
-    """A rolled segment with errors whose batches all lie below its own base offset (an earlier segment's ``.log``
-    copied over it, or every offset field lowered): one error naming the file and what it holds, with its own
-    indexes' evidence (:func:`_foreign_words`), beside the batches' own errors. Error path only: a header walk."""
-    first = last = None
-    try:
-        with SegmentReader(seg.log_path, pdir.filesystem) as reader:
-            for header in reader.iter_headers(0, seg.log_size):
-                if header.last_offset >= seg.base_offset:
-                    return
-                first = header.base_offset if first is None else first
-                last = header.last_offset
-    except KafkaSegError:
-        return
-    if first is not None:
-        report.add(ERROR, seg.log_path, 0, f"every batch is below the segment's base offset {seg.base_offset}"
-                   + _foreign_words(pdir, seg, first, last, next_base))
+def _below_base(pdir: PartitionDir, i: int, report: VerifyReport) -> None:
+    """Rolled segment ``i`` with errors whose batches all lie below its own base offset (an earlier segment's
+    ``.log`` copied over it, or every offset field lowered): one error naming the file and what it holds, with its
+    own indexes' evidence (:func:`_foreign_words`), beside the batches' own errors. Error path only: a header walk."""
+    outside = outside_batches(pdir, i, _READ_DEFAULTS.max_batch_bytes)
+    if outside is not None and outside.below:
+        report.add(ERROR, pdir.segments[i].log_path, 0, "every batch is below the segment's base offset "
+                   f"{pdir.segments[i].base_offset}" + _foreign_words(pdir, i, outside))
 
 
-def _foreign_words(pdir: PartitionDir, seg, first: int | None, last: int | None, next_base: int) -> str:
-    """What a rolled segment whose batches (offsets ``first``..``last``) are all at or past the next segment's base,
-    or below its own, is, for its error (else ""): a file holding another segment's batches, and, when its own indexes
-    name offsets inside its range, those offsets lost with it (layout.ForeignLog, the reads' rule: a strict read
-    raises LostTailError at byte 0); without such entries nothing says what it held (the reads take its range as a
-    gap, missing_offsets)."""
-    if first is None or last is None or seg.base_offset <= first < next_base or last >= next_base > first:
+def _foreign_words(pdir: PartitionDir, i: int, outside=None) -> str:
+    """What rolled segment ``i`` whose batches are all at or past the next segment's base, or below its own, is, for
+    its error (else ""): by the storage layer's one rule (:func:`~kafkaseg.storage.foreign_log.outside_batches`,
+    ``outside`` when already asked), a file holding another segment's batches (each one another segment holds as
+    it is, offsets and CRC), and, when its own indexes name offsets inside its range, those offsets lost with it
+    (layout.ForeignLog, the reads' rule: a strict read raises LostTailError at byte 0); without such entries nothing
+    says what it held (the reads take its range as a gap, missing_offsets). Batches below its base that no earlier
+    segment holds are its own, their offset fields lowered: the reads' corruption; past the next base, nothing
+    more is said (a raised offset field, or a cleaner's merged copy: the errors beside this one say which)."""
+    seg, next_base = pdir.segments[i], pdir.segments[i + 1].base_offset
+    if outside is None:
+        outside = outside_batches(pdir, i, _READ_DEFAULTS.max_batch_bytes)
+    if outside is None:
+        return ""
+    first, last = outside.first, outside.last
+    if not outside.held and outside.below:
+        return (f": no earlier segment holds these batches (offsets {first}..{last}) as they are (offsets and CRC), "
+                "so they are the segment's own with corrupt offset fields (the CRC does not cover a batch's base "
+                "offset); reads take them as corrupt")
+    if not outside.held:  # (a raised offset field, or a cleaner's merged copy: the errors beside this one say which)
         return ""
     try:
         cut = judge_rolled_end(seg.log_path, 0, seg.base_offset, next_base, base_offset=seg.base_offset,

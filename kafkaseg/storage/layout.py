@@ -2769,8 +2769,11 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, offset_index=None,
     not read again (:func:`judge_rolled_end`); else it walks again (damage there: None, what walks the segment
     says it). ``unflushed``: also an unproven cut, the recovery point at or below its end or none
     (:func:`judge_rolled_end`), looked for whatever the recovery point. A segment whose file holds another
-    segment's batches and none of its own range (:func:`_held_from_elsewhere`, asked only when its batches end past
-    the next base or at its base) is judged at byte 0, a :class:`ForeignLog`, as a read judges it."""
+    segment's batches and none of its own range (:func:`~kafkaseg.storage.foreign_log.outside_batches`, asked only
+    when its batches end past the next base or at its base) is judged at byte 0, a :class:`ForeignLog`, as a read
+    judges it; one whose batches all lie outside its range, held by no other segment as they are (offset fields
+    moved), is no cut: None (what walks the segment says it, corruption)."""
+    from kafkaseg.storage.foreign_log import outside_batches
     from kafkaseg.storage.segment import load_index_files, log_end_offset
 
     pdir = partition_dir
@@ -2800,61 +2803,21 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, offset_index=None,
         except CorruptDataError:
             return None
     if end >= next_base or end <= seg.base_offset:  # (its batches all past the range, or none in it: whose?)
-        held = _held_from_elsewhere(pdir, i, max_batch_bytes)
-        if held is not None:
+        outside = outside_batches(pdir, i, max_batch_bytes)
+        if outside is not None and not outside.held:
+            return None  # (its own batches, their offset fields moved: corruption, what walks the segment says)
+        if outside is not None:
             if not unflushed and (recovery_point is None or recovery_point <= seg.base_offset):
                 return None
             return judge_rolled_end(seg.log_path, 0, seg.base_offset, next_base, base_offset=seg.base_offset,
                                     index=index_location(seg, "index"), timeindex=index_location(seg, "timeindex"),
-                                    filesystem=fs, recovery_point=recovery_point, unflushed=unflushed, held=held)
+                                    filesystem=fs, recovery_point=recovery_point, unflushed=unflushed,
+                                    held=(outside.first, outside.last))
     if end >= next_base:
         return None
     return rolled_segment_cut(seg, end, next_base, offset_index=offset_index, recovery_point=recovery_point,
                               filesystem=fs, max_batch_bytes=max_batch_bytes, unflushed=unflushed,
                               end_position=position, index_last=index_last)
-
-
-def _held_from_elsewhere(partition_dir: PartitionDir, i: int, max_batch_bytes: int | None) -> tuple[int, int] | None:
-    """``(first, last)`` offsets of the batches of rolled segment ``i`` when none is in its range and another
-    segment holds them as they are, the reads' rule (scan's ``_SliceDecoder.foreign_file`` and ``foreign_below``):
-    every batch at or past the next segment's base, that next (non-empty) segment's first batch at or below the
-    first of them and the segment after it above the last; or every batch below its base, each one an earlier
-    segment holds (base and last offsets and CRC). Else None (a single batch whose offset field alone moved, or
-    batches of its own). Reads the first header; the rest only when that one is outside the range."""
-    from kafkaseg.storage.segment import SegmentReader
-
-    pdir, fs = partition_dir, partition_dir.filesystem
-    seg, later = pdir.segments[i], pdir.segments[i + 1:]
-    limits = {"max_batch_bytes": max_batch_bytes}
-    try:
-        with SegmentReader(seg.log_path, fs) as reader:
-            first = reader.header_at(0, **limits)
-            if first is None or seg.base_offset <= first.last_offset and first.base_offset < later[0].base_offset:
-                return None
-            mine = list(reader.iter_headers(0, seg.log_size, **limits))
-        if not mine or mine[-1].position + mine[-1].size != seg.log_size:
-            return None
-        held = (mine[0].base_offset, mine[-1].last_offset)
-        if all(h.base_offset >= later[0].base_offset for h in mine):
-            k = next((k for k, s in enumerate(later) if s.log_size), None)
-            if k is None:
-                return None
-            with SegmentReader(later[k].log_path, fs) as following:
-                head = following.header_at(0, **limits)
-            spans = (head is not None and later[k].base_offset <= head.base_offset <= held[0]
-                     and (k + 1 == len(later) or held[1] < later[k + 1].base_offset))
-            return held if spans else None
-        if not all(h.last_offset < seg.base_offset for h in mine):
-            return None
-        theirs = set()
-        for earlier in pdir.segments[:i]:
-            if theirs and earlier.base_offset > held[1]:
-                break
-            with SegmentReader(earlier.log_path, fs) as reader:
-                theirs.update((h.base_offset, h.last_offset, h.crc) for h in reader.iter_headers(0, **limits))
-    except KafkaSegError:
-        return None
-    return held if all((h.base_offset, h.last_offset, h.crc) in theirs for h in mine) else None
 
 
 class _EntryWalk(NamedTuple):
