@@ -368,3 +368,24 @@ def test_a_damaged_entry_followed_by_entries_that_fit_stays_an_error(tmp_path, e
     assert any(p.file.endswith(".index") and "not at a batch boundary" in p.message for p in report.errors), \
         [str(p) for p in report.problems]
     assert main(["verify", str(tmp_path)]) == 1
+
+
+def test_entries_left_after_the_ones_the_new_generation_wrote_are_no_error(truncated):
+    """The new leader's appends reached an index interval: its entry overwrote the slot at the cut, and the old
+    generation's entries after it are the leftovers (a suffix past the last entry that fits): warnings still."""
+    import struct
+
+    from kafkaseg.storage.offset_index import OffsetIndex
+
+    folder = truncated / "t-0"
+    log = folder / f"{0:020d}.log"
+    cut = next(h for h in iter_headers(log.read_bytes()) if h.base_offset == CUT)
+    index = OffsetIndex.load(str(log.with_suffix(".index")), 0)
+    slot = int((index.offsets >= CUT).argmax())
+    data = bytearray((folder / f"{0:020d}.index").read_bytes())
+    data[slot * 8:slot * 8 + 8] = struct.pack(">ii", cut.last_offset, cut.position)
+    (folder / f"{0:020d}.index").write_bytes(bytes(data))
+    report = verify.verify_paths([str(truncated)])
+    assert not report.errors, [str(p) for p in report.errors]
+    assert any(p.severity == verify.WARNING and p.file.endswith(".index") and "truncateToEntries" in p.message
+               and p.position > slot * 8 for p in report.problems), [str(p) for p in report.problems]
