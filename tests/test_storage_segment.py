@@ -282,3 +282,49 @@ def test_a_compacted_followers_gap_before_its_last_batch_is_no_corruption(tmp_pa
     writer.close()
     (pd,) = discover(str(tmp_path))
     assert log_end_offset(pd.segments[-1], high_watermark=high_watermark) == 100
+
+
+class _ShrinkingReader(SegmentReader):
+    """A reader whose second read finds the file cut to ``keep`` bytes past the first read's end (a follower's
+    truncation between two chunks), with a guard: a walk that reads on and on fails instead of hanging."""
+
+    def __init__(self, path, keep):
+        super().__init__(str(path))
+        self._path, self._keep, self.reads, self.cut_at = path, keep, 0, None
+
+    def read_at(self, position, length):
+        self.reads += 1
+        assert self.reads < 200, f"the walk reads byte {position} on and on (file now {self._path.stat().st_size})"
+        if self.reads == 2:
+            self.cut_at = position + self._keep
+            os.truncate(self._path, self.cut_at)
+        return super().read_at(position, length)
+
+
+@pytest.mark.parametrize("keep", [0, 1, 10, 60, 61, 300])
+@pytest.mark.parametrize("walk", ["chunks", "headers"])
+def test_a_log_cut_between_reads_ends_the_walk_there(tmp_path, keep, walk):
+    """Whatever is left past the next read's position (nothing, part of a batch header, part of a batch), the walk
+    ends at the file's new end as at a torn tail, having handed over only whole batches before it (before, a cut
+    leaving 1..60 bytes, less than a header, made the chunk walk read those bytes over and over, for ever)."""
+    from tests.lost_tail_data import write_whole
+
+    write_whole(tmp_path)
+    path = tmp_path / "t-0" / LOG0
+    whole = [(h.position, h.size) for h in iter_headers(path.read_bytes())]
+    with _ShrinkingReader(path, keep) as reader:
+        if walk == "chunks":
+            it = reader.chunks(0, target_bytes=1000)
+            got = []
+            for position, buf in it:
+                got.extend((position + h.position, h.size) for h in iter_headers(bytes(buf)))
+        else:
+            it = reader.iter_headers(0, block_size=1000)
+            got = [(h.position, h.size) for h in it]
+    assert reader.cut_at is not None
+    assert it.tail is not None
+    if walk == "chunks":  # (buffers: whole batches only, the walk's end where the last one ends)
+        assert got == [(p, s) for p, s in whole if p + s <= reader.cut_at]
+        assert it.tail.position == (got[-1][0] + got[-1][1] if got else 0)
+    else:  # (a header walk skips record data unread: a header whose batch the cut ends can still be handed over)
+        assert got == whole[:len(got)] and all(p < reader.cut_at for p, _ in got)

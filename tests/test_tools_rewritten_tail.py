@@ -341,3 +341,51 @@ def test_a_log_cut_under_the_walk_ends_the_walk(tmp_path, monkeypatch):
     report = verify.verify_paths([str(root)])
     assert done
     assert not report.errors, [str(p) for p in report.errors]
+
+
+@pytest.mark.parametrize("epoch_line", [False, True], ids=["no epoch change", "an epoch from 252, no truncation"])
+def test_a_damaged_entry_followed_by_entries_that_fit_stays_an_error(tmp_path, epoch_line):
+    """A leader election starts an epoch inside the active segment with no truncation: the entries a truncation
+    leaves are a suffix of the index (past the entries the new generation wrote), so a damaged first entry followed
+    by entries that fit the log is damage whatever the epochs say (before, from the first entry at or past the
+    epoch's start every entry was a warning: exit 0; the reviewer's /tmp/review-25/probe2.py)."""
+    import struct
+
+    from kafkaseg.cli.main import main
+    from tests.lost_tail_data import set_high_watermark, set_recovery_point, write_whole
+
+    write_whole(tmp_path)
+    set_high_watermark(tmp_path, 300)
+    set_recovery_point(tmp_path, 250)
+    index = tmp_path / "t-0" / f"{250:020d}.index"
+    data = bytearray(index.read_bytes())
+    assert len(data) >= 16 and struct.unpack(">i", data[:4])[0] + 250 >= 252
+    data[4:8] = struct.pack(">i", struct.unpack(">i", data[4:8])[0] + 100)  # (into the middle of a batch)
+    index.write_bytes(bytes(data))
+    if epoch_line:
+        (tmp_path / "t-0" / "leader-epoch-checkpoint").write_text("0\n2\n0 0\n1 252\n")
+    report = verify.verify_paths([str(tmp_path)])
+    assert any(p.file.endswith(".index") and "not at a batch boundary" in p.message for p in report.errors), \
+        [str(p) for p in report.problems]
+    assert main(["verify", str(tmp_path)]) == 1
+
+
+def test_entries_left_after_the_ones_the_new_generation_wrote_are_no_error(truncated):
+    """The new leader's appends reached an index interval: its entry overwrote the slot at the cut, and the old
+    generation's entries after it are the leftovers (a suffix past the last entry that fits): warnings still."""
+    import struct
+
+    from kafkaseg.storage.offset_index import OffsetIndex
+
+    folder = truncated / "t-0"
+    log = folder / f"{0:020d}.log"
+    cut = next(h for h in iter_headers(log.read_bytes()) if h.base_offset == CUT)
+    index = OffsetIndex.load(str(log.with_suffix(".index")), 0)
+    slot = int((index.offsets >= CUT).argmax())
+    data = bytearray((folder / f"{0:020d}.index").read_bytes())
+    data[slot * 8:slot * 8 + 8] = struct.pack(">ii", cut.last_offset, cut.position)
+    (folder / f"{0:020d}.index").write_bytes(bytes(data))
+    report = verify.verify_paths([str(truncated)])
+    assert not report.errors, [str(p) for p in report.errors]
+    assert any(p.severity == verify.WARNING and p.file.endswith(".index") and "truncateToEntries" in p.message
+               and p.position > slot * 8 for p in report.problems), [str(p) for p in report.problems]

@@ -16,7 +16,8 @@ Per segment (one read of the ``.log``, in bounded chunks):
   batch before the next entry's as a follower's multi-batch append writes it: info, once per file) and its
   sanity check; the ``.timeindex`` against the log (offset in a batch, timestamp that batch's max, increasing) and its
   sanity check (in the active segment, an entry past where a follower's truncation may have cut it, which leaves the
-  entries past its cut in place, is judged with a warning: ``layout.first_entry_past_truncation_bound``); a missing
+  entries past its cut in place, is judged with a warning when no entry after it fits the log:
+  ``layout.first_entry_past_truncation_bound``, ``_Leftovers``); a missing
   ``.index``/``.timeindex`` (warning: a broker rebuilds it); batch maxTimestamp equal to the
   largest record timestamp (CreateTime v2); ``.txnindex`` sanity and an entry for every ABORT marker ending a
   transaction with data in the segment (a warning past the recovery point, whose files recovery rebuilds);
@@ -352,7 +353,7 @@ class _EntryCursor:
     """An index's entries in the order of ``keys`` (one per entry), walked as the log walk passes them: ``n`` is the
     current entry's number in the file, ``next`` its key (``_NEVER`` after the last). Memory is the index's."""
 
-    def __init__(self, index, keys, path: str, report: VerifyReport, truncation_bound: tuple[int, str] | None = None):
+    def __init__(self, index, keys, path: str, report: VerifyReport, truncation_bound: "_Leftovers | None" = None):
         self.index, self.path, self.report = index, path, report
         self.keys = keys
         # (the first entry a truncation may have left, and why: see first_entry_past_truncation_bound)
@@ -381,13 +382,43 @@ class _EntryCursor:
         _add_entry_problem(self.report, self.path, n, self.index.ENTRY_SIZE, what, self.truncation_bound)
 
 
+class _Leftovers:
+    """The active segment's index entries a follower's truncation may have left, judged once the walk is done. The
+    entries a truncation leaves sit in the slots after those the new generation wrote (``truncateToEntries`` moves
+    the write position back to the cut; new appends overwrite from there): a suffix of the file's entries, past the
+    last one that fits the log, at or past ``first`` (:func:`~kafkaseg.storage.layout.
+    first_entry_past_truncation_bound`). A problem of an entry at or past ``first`` waits here (``defer``); the
+    entries the walk found past the log's end are ``unfit`` too; ``settle`` then reports each deferred problem
+    as a warning when no entry after it fits the log, else as the error it is (an entry that fits nothing followed
+    by ones that do is damage, whatever the epochs say)."""
+
+    def __init__(self, bound: tuple[int, str], entries: int):
+        self.first, self.why = bound
+        self.entries = entries
+        self.deferred: list[tuple[str, int, int, str]] = []  # (path, n, entry size, what)
+        self.unfit: set[int] = set()
+
+    def defer(self, path: str, n: int, entry_size: int, what: str) -> None:
+        self.deferred.append((path, n, entry_size, what))
+        self.unfit.add(n)
+
+    def settle(self, report: VerifyReport) -> None:
+        last_fit = max((n for n in range(self.entries - 1, -1, -1) if n not in self.unfit), default=-1)
+        for path, n, entry_size, what in self.deferred:
+            if n > last_fit:
+                report.add(WARNING, path, n * entry_size, f"{what} ({LEFT_BY_TRUNCATION.format(bound=self.why)})")
+            else:
+                report.add(ERROR, path, n * entry_size, what)
+        self.deferred.clear()
+
+
 def _add_entry_problem(report: VerifyReport, path: str, n: int, entry_size: int, what: str,
-                      truncation_bound: tuple[int, str] | None) -> None:
-    """Report ``what`` of entry ``n`` of an index: an error, or a warning when the entry is at or past
-    ``truncation_bound`` (``(first entry, why)``: the active segment's entries a follower's truncation may have
-    left, :func:`~kafkaseg.storage.layout.first_entry_past_truncation_bound`)."""
-    if truncation_bound is not None and n >= truncation_bound[0]:
-        report.add(WARNING, path, n * entry_size, f"{what} ({LEFT_BY_TRUNCATION.format(bound=truncation_bound[1])})")
+                      truncation_bound: "_Leftovers | None") -> None:
+    """Report ``what`` of entry ``n`` of an index: an error, or, when the entry is at or past where the active
+    segment's entries a follower's truncation may have left begin (``truncation_bound``: :class:`_Leftovers`),
+    judged with the others there once the walk is done."""
+    if truncation_bound is not None and n >= truncation_bound.first:
+        truncation_bound.defer(path, n, entry_size, what)
     else:
         report.add(ERROR, path, n * entry_size, what)
 
@@ -404,7 +435,7 @@ class _OffsetIndexCursor(_EntryCursor):
     right (counted, reported once per segment by ``finish``); DumpLogSegments lists the last two as mismatches."""
 
     def __init__(self, index: OffsetIndex, path: str, report: VerifyReport,
-                 truncation_bound: tuple[int, str] | None = None):
+                 truncation_bound: "_Leftovers | None" = None):
         super().__init__(index, index.positions, path, report, truncation_bound)
         self.sorted_offsets = index.offsets[self.order]
         self.inside = 0
@@ -467,6 +498,8 @@ class _OffsetIndexCursor(_EntryCursor):
         while self.next != _NEVER:
             past.append(self.n)
             self._advance()
+        if self.truncation_bound is not None:  # (entries that fit no batch of the log either)
+            self.truncation_bound.unfit.update(past)
         if past:
             past.sort()
             offsets, positions = self.index.offsets[past], self.index.positions[past]
@@ -495,7 +528,7 @@ class _TimeIndexCursor(_EntryCursor):
     batch, timestamp that batch's maxTimestamp; brokers before 3.8 stored an offset inside the batch, accepted)."""
 
     def __init__(self, index: TimeIndex, path: str, report: VerifyReport,
-                 truncation_bound: tuple[int, str] | None = None):
+                 truncation_bound: "_Leftovers | None" = None):
         super().__init__(index, index.offsets, path, report, truncation_bound)
         timestamps = index.timestamps
         self.sorted_timestamps = timestamps[self.order]
@@ -534,6 +567,8 @@ class _TimeIndexCursor(_EntryCursor):
         while self.next != _NEVER:
             past.append(self.n)
             self._advance()
+        if self.truncation_bound is not None:  # (entries that fit no batch of the log either)
+            self.truncation_bound.unfit.update(past)
         if past:
             batch = "the last complete batch" + ("" if last_offset is None else f", which ends at offset {last_offset}")
             self.report.add(WARNING if unflushed else ERROR, self.path, past[0] * TimeIndex.ENTRY_SIZE, _past_end(
@@ -597,19 +632,21 @@ def _check_trimmed(index, label: str, add) -> None:
         "damage or a copy of a preallocated file; the entries before them are checked")
 
 
-def _truncation_bound(pdir: PartitionDir, log_path: str, index) -> tuple[int, str] | None:
-    """``(first entry, why)`` of ``index`` (the segment ``log_path``'s) from which its entries may be ones a
-    follower's truncation left (:func:`~kafkaseg.storage.layout.first_entry_past_truncation_bound`), or None."""
+def _truncation_bound(pdir: PartitionDir, log_path: str, index) -> "_Leftovers | None":
+    """The :class:`_Leftovers` of ``index`` (the segment ``log_path``'s): from its first entry at or past where a
+    follower's truncation may have cut the segment (:func:`~kafkaseg.storage.layout.
+    first_entry_past_truncation_bound`), or None."""
     if index is None:
         return None
-    return first_entry_past_truncation_bound(pdir, log_path, index.offsets, index.base_offset)
+    bound = first_entry_past_truncation_bound(pdir, log_path, index.offsets, index.base_offset)
+    return None if bound is None else _Leftovers(bound, len(index))
 
 
 def _add_sanity_problem(report: VerifyReport, label: str, index, problem, truncation_bound) -> None:
     """A sanity problem of ``index``: of an entry a truncation may have left (at or past ``truncation_bound``), a
     warning; else (or of no entry: the file's length, its tail) an error."""
     n, rest = divmod(problem.position, index.ENTRY_SIZE) if problem.position is not None else (None, None)
-    if truncation_bound is not None and rest == 0 and truncation_bound[0] <= n < len(index):
+    if truncation_bound is not None and rest == 0 and truncation_bound.first <= n < len(index):
         _add_entry_problem(report, label, n, index.ENTRY_SIZE, f"sanity check: {problem.detail}", truncation_bound)
     else:
         report.add(ERROR, label, problem.position, f"sanity check: {problem.detail}")
@@ -994,6 +1031,9 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
         # (offsets past the last batch: the cursor's one line for all of them)
         for p in time_index.sanity_problems(log_size):
             _add_sanity_problem(report, timeindex_label, time_index, p, times_bound)
+    for leftovers in (offsets_bound, times_bound):  # (the entries past the last that fits: see _Leftovers)
+        if leftovers is not None:
+            leftovers.settle(report)
     if txnindex_label:
         try:
             txn = TransactionIndex.load(txnindex_path, seg.base_offset, pdir.filesystem, window=txnindex_window)

@@ -1361,7 +1361,10 @@ def first_entry_past_truncation_bound(partition_dir: PartitionDir, log_path: str
     leader's epoch at the cut (``UnifiedLog.append`` assigns an epoch at its first batch, above every epoch the
     truncation kept), so the bound is the lower of the checkpointed high watermark and the first epoch start inside
     the segment (the log's first epoch, which no truncation needs to have started, aside). None when no entry is
-    there, ``log_path`` is not the partition's active segment, or neither bound is known."""
+    there, ``log_path`` is not the partition's active segment, or neither bound is known. An epoch start is no proof
+    of a truncation (a leader election starts one with none): of the entries from this one on, only those past the
+    last that fits the log (a suffix of the file's, where a truncation's leftovers sit) are to be taken as left by
+    one (verify's ``_Leftovers``; describe passes over only the last entry)."""
     if not partition_dir.is_active_segment(log_path):
         return None
     bounds = []

@@ -309,6 +309,10 @@ class ChunkWalk:
                 raise failure
             if stop:
                 break
+            if cursor == 0:  # nothing whole here: a read shorter than one header (the file now ends within it, cut
+                # under the walk) would be made again at the same position, for ever
+                self.tail = reader._record_tail(position, limit, "truncated batch", "file shrank while being read")
+                break
         if self.tail is None:
             self.end_position = position
 
