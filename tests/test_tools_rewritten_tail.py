@@ -341,3 +341,32 @@ def test_a_log_cut_under_the_walk_ends_the_walk(tmp_path, monkeypatch):
     report = verify.verify_paths([str(root)])
     assert done
     assert not report.errors, [str(p) for p in report.errors]
+
+
+def _ahead_generation(folder, end: int = 135):
+    """:func:`_old_generation` with the batches past the high watermark timestamped far ahead (the old leader's
+    producers' clocks, or its LogAppendTime clock, ahead of the new leader's): the .timeindex entries a truncation
+    leaves then hold timestamps above every record the log holds after it."""
+    writer = PartitionWriter(folder, index_interval_bytes=256)
+    for first in range(0, end, 5):
+        base = 1000 if first < HW else 9_000_000
+        writer.append(build_batch_v2([Record(offset=o, timestamp=base + o, key=b"k%d" % o, value=b"g0-" + b"x" * 40)
+                                      for o in range(first, first + 5)], partition_leader_epoch=0))
+    writer.close(live=True)
+
+
+@pytest.mark.parametrize("full", [False, True], ids=["sampled", "full"])
+def test_describe_max_timestamp_is_not_taken_from_time_entries_a_truncation_left(tmp_path, full):
+    """describe took a segment's max timestamp from its .timeindex's last entry: after a follower's truncation that
+    is the old generation's (timestamps the log no longer holds), so describe said a max timestamp no record has."""
+    root = tmp_path / "data"
+    _ahead_generation(root / "t-0")
+    write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): HW})
+    size = _truncate_in_place(root / "t-0")
+    _stale_entry_inside(root / "t-0", size)
+    log = root / "t-0" / f"{0:020d}.log"
+    real = max(h.max_timestamp for h in iter_headers(log.read_bytes()))
+    [desc] = describe.describe_paths([str(root)], full=full)
+    assert not desc.errors, desc.errors
+    assert desc.max_timestamp == real
+    assert desc.segments[-1].max_timestamp == real
