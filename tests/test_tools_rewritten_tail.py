@@ -14,6 +14,7 @@ from __future__ import annotations
 import shutil
 import time
 
+import numpy as np
 import pytest
 
 from kafkaseg.cli import describe, verify
@@ -370,3 +371,50 @@ def test_describe_max_timestamp_is_not_taken_from_time_entries_a_truncation_left
     assert not desc.errors, desc.errors
     assert desc.max_timestamp == real
     assert desc.segments[-1].max_timestamp == real
+
+
+def _left_out_of_order(tmp_path):
+    """The active segment after a truncation to the high watermark and an index interval and more of the new
+    leader's (larger) batches: its .index and .timeindex hold the new generation's entries, then the old
+    generation's past them, out of order (lower positions), then zeros."""
+    from kafkaseg.storage.offset_index import OffsetIndex
+
+    root = tmp_path / "data"
+    _partition(root / "t-0", 1)  # (the new generation's files, entries up to its log end)
+    _old_generation(tmp_path / "old" / "t-0", end=200)
+    write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): HW})
+    for suffix, size in ((".index", 8), (".timeindex", 12)):
+        new, old = (folder / f"{0:020d}{suffix}" for folder in (root / "t-0", tmp_path / "old" / "t-0"))
+        kept = new.read_bytes().rstrip(b"\0")
+        kept += bytes(-len(kept) % size)
+        new.write_bytes(kept + old.read_bytes()[len(kept):])
+    log = root / "t-0" / f"{0:020d}.log"
+    index = OffsetIndex.load(str(log.with_suffix(".index")), 0)
+    assert index.sanity_problems(log.stat().st_size)  # the premise: the entries left break the index's order
+    return root, log, index
+
+
+def test_a_lenient_read_resumes_at_the_new_generations_entries_before_those_a_truncation_left(tmp_path):
+    """A lenient read resumes after bad framing at the next offset index entry whose batch checks out
+    (entry_check.ResumptionEntries), which took no entry of an index failing its sanity checks: the entries a
+    truncation left past the new generation's (out of order) made a read with onCorruption=skip lose every record
+    after bad framing in the active segment, not the bad batch alone, and verify said so. An active segment's
+    entries are now taken up to the first that breaks the order (as those left by a truncation follow the ones
+    the new appends wrote)."""
+    import kafkaseg
+
+    root, log, index = _left_out_of_order(tmp_path)
+    headers = list(iter_headers(log.read_bytes()))
+    bad = next(h for h in headers if h.base_offset > HW + 10)
+    assert any(int(p) > bad.position for p in index.positions[:int(np.argmax(np.diff(index.positions) < 0)) + 1])
+    data = bytearray(log.read_bytes())
+    data[bad.position + 8:bad.position + 12] = (3).to_bytes(4, "big")  # its length: framing broken
+    log.write_bytes(bytes(data))
+    time.sleep(0.05)  # (the damage before the read's listing, past its coarse ctime tick: no rewrite under the read)
+    offsets = kafkaseg.read_arrow(str(root), subscribe="t", upperBound="logEndOffset",
+                                  onCorruption="skip").column("offset").to_pylist()
+    end = headers[-1].last_offset + 1
+    assert sorted(set(range(end)) - set(offsets)) == list(range(bad.base_offset, bad.last_offset + 1))
+    report = verify.verify_paths([str(root)])
+    assert any("the next .index entry whose batch checks out" in p.message for p in report.errors), \
+        [str(p) for p in report.errors]

@@ -469,7 +469,8 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
     base offset when it holds none. Starts at the last offset-index entry's position, so it reads about one index
     interval, not the segment. Every batch's offsets must follow the one before, and the log must reach the last
     entry's offset (a base offset, which no CRC covers, gone back would otherwise silently end the log early);
-    falls back to a walk from byte 0 when the index is missing, insane or wrong. A
+    falls back to a walk from byte 0 when the index is missing, insane or wrong (an ``active`` segment's is taken up
+    to its first insane entry: :meth:`~kafkaseg.storage._index_file.FixedEntryIndex.sane_prefix`). A
     segment with a ``log_size`` (as listed) ends there unless ``as_listed`` is False: batches a live broker appended
     since are not counted. ``active``: the partition's last segment (see :func:`unwritten_at`). With the
     partition's ``high_watermark``, a last batch whose base offset skips acknowledged offsets raises
@@ -489,7 +490,10 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
                 index = OffsetIndex.load(index_path, segment.base_offset, reader.filesystem, window=index_window)
             except (LayoutError, CorruptIndexError):
                 index = None
-        if index is not None and len(index) and not index.sanity_problems(reader.size):
+        if index is not None and len(index):  # (the active segment's up to what a follower's truncation left)
+            index = (index.sane_prefix(lambda each: each.sanity_problems(reader.size)) if active
+                     else None if index.sanity_problems(reader.size) else index)
+        if index is not None and len(index):
             kept = len(index.positions) if listed is None else int(np.count_nonzero(index.positions < listed))
             if kept:  # (entries for appends since the listing: not)
                 start, entry_offset = int(index.positions[kept - 1]), int(index.offsets[kept - 1])
