@@ -418,3 +418,56 @@ def test_a_lenient_read_resumes_at_the_new_generations_entries_before_those_a_tr
     report = verify.verify_paths([str(root)])
     assert any("the next .index entry whose batch checks out" in p.message for p in report.errors), \
         [str(p) for p in report.errors]
+
+
+def _left_in_order(folder, left: int = 2):
+    """The active segment after a truncation to the high watermark and fewer appended bytes than the index interval
+    since the new generation's last entry: the .index ends with ``left`` entries of the truncated generation that
+    keep the order (higher offsets and positions) and lie inside the new bytes, mid-batch. Returns the entries the
+    new appends wrote (the bytes of the .index up to them)."""
+    import struct
+
+    writer = PartitionWriter(folder, index_interval_bytes=1500)
+    for first in range(0, HW, 5):
+        writer.append(_batch(first, 5, 0, 40))
+    for first in range(HW, 190, 9):
+        writer.append(_batch(first, min(9, 190 - first), 1, 10))
+    writer.close(live=True)
+    log, index = folder / f"{0:020d}.log", folder / f"{0:020d}.index"
+    raw = index.read_bytes()
+    written = raw.rstrip(b"\0")
+    written += bytes(-len(written) % 8)
+    last_position = struct.unpack(">ii", written[-8:])[1]
+    after = [h for h in iter_headers(log.read_bytes()) if h.position > last_position]
+    assert len(after) >= 2 * left - 1  # (the premise: room for them inside the log)
+    stale = b"".join(struct.pack(">ii", after[2 * j].last_offset + 1, after[2 * j].position + 30)
+                     for j in range(left))
+    index.write_bytes(written + stale + raw[len(written) + len(stale):])
+    return written
+
+
+def test_a_lenient_read_ends_the_log_as_without_the_in_order_entries_a_truncation_left(tmp_path):
+    """The log end offset is walked from the active segment's last .index entry, and from byte 0 when that walk
+    fails: entries a truncation left in order, pointing into the new batches, made a lenient read (onCorruption=skip)
+    with bad framing earlier in the segment end the log at that framing, losing the records after it that the same
+    files without those entries give."""
+    import kafkaseg
+
+    reads = []
+    for name, keep_left in (("left", True), ("clean", False)):
+        root = tmp_path / name
+        written = _left_in_order(root / "t-0")
+        write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): HW})
+        index = root / "t-0" / f"{0:020d}.index"
+        if not keep_left:
+            index.write_bytes(written + bytes(index.stat().st_size - len(written)))
+        log = root / "t-0" / f"{0:020d}.log"
+        bad = next(h for h in iter_headers(log.read_bytes()) if h.base_offset <= 120 <= h.last_offset)
+        data = bytearray(log.read_bytes())
+        data[bad.position + 8:bad.position + 12] = (3).to_bytes(4, "big")  # its length: framing broken
+        log.write_bytes(bytes(data))
+        time.sleep(0.05)  # (before the read's listing, past its coarse ctime tick)
+        reads.append(kafkaseg.read_arrow(str(root), subscribe="t", upperBound="logEndOffset",
+                                         onCorruption="skip").column("offset").to_pylist())
+    assert reads[1][-1] == 189  # (the premise: without the entries left, the read reaches the log end)
+    assert reads[0] == reads[1]

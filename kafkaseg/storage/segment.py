@@ -482,7 +482,7 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
         # A segment as listed (SegmentFiles.log_size): a live broker's appends since are not counted, so the end
         # agrees with the bytes a plan of the listing reads (a batch finished after the listing is the next read's)
         listed = getattr(segment, "log_size", None) if as_listed else None
-        start, entry_offset = 0, None
+        start, entry_offset, kept = 0, None, 0
         index = offset_index
         index_path, index_window = index_location(segment, "index")
         if index is None and index_path:
@@ -529,6 +529,15 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
                 raise
             last = None
             from_start = True  # the index may point at garbage: walk from the start (which raises if the log is bad)
+            if active:  # entries a follower's truncation left after the new appends' may point into their batches:
+                for k in range(kept - 2, max(kept - 2 - _EARLIER_ENTRIES, -1), -1):  # walk from an earlier one
+                    try:
+                        found = last_whole(int(index.positions[k]))
+                    except CorruptDataError:
+                        continue
+                    if found is not None and (cut[0] or found.last_offset >= int(index.offsets[k])):
+                        last, start, from_start = found, int(index.positions[k]), False
+                    break
         if last is None and (start > 0 or from_start):  # the index pointed at garbage or past the data
             last = last_whole(0)
         if last is not None and high_watermark is not None and last.base_offset > high_watermark:
@@ -545,6 +554,9 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
     finally:
         if owned:
             reader.close()
+
+
+_EARLIER_ENTRIES = 8  # (log_end_offset: the active segment's entries before its last tried when that one fails)
 
 
 def offsets_hidden_by_last_batch(last: BatchHeader, before_end: int | None, high_watermark: int | None,
