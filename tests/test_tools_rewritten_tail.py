@@ -14,6 +14,7 @@ from __future__ import annotations
 import shutil
 import time
 
+import numpy as np
 import pytest
 
 from kafkaseg.cli import describe, verify
@@ -389,3 +390,132 @@ def test_entries_left_after_the_ones_the_new_generation_wrote_are_no_error(trunc
     assert not report.errors, [str(p) for p in report.errors]
     assert any(p.severity == verify.WARNING and p.file.endswith(".index") and "truncateToEntries" in p.message
                and p.position > slot * 8 for p in report.problems), [str(p) for p in report.problems]
+
+
+def _ahead_generation(folder, end: int = 135):
+    """:func:`_old_generation` with the batches past the high watermark timestamped far ahead (the old leader's
+    producers' clocks, or its LogAppendTime clock, ahead of the new leader's): the .timeindex entries a truncation
+    leaves then hold timestamps above every record the log holds after it."""
+    writer = PartitionWriter(folder, index_interval_bytes=256)
+    for first in range(0, end, 5):
+        base = 1000 if first < HW else 9_000_000
+        writer.append(build_batch_v2([Record(offset=o, timestamp=base + o, key=b"k%d" % o, value=b"g0-" + b"x" * 40)
+                                      for o in range(first, first + 5)], partition_leader_epoch=0))
+    writer.close(live=True)
+
+
+@pytest.mark.parametrize("full", [False, True], ids=["sampled", "full"])
+def test_describe_max_timestamp_is_not_taken_from_time_entries_a_truncation_left(tmp_path, full):
+    """describe took a segment's max timestamp from its .timeindex's last entry: after a follower's truncation that
+    is the old generation's (timestamps the log no longer holds), so describe said a max timestamp no record has."""
+    root = tmp_path / "data"
+    _ahead_generation(root / "t-0")
+    write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): HW})
+    size = _truncate_in_place(root / "t-0")
+    _stale_entry_inside(root / "t-0", size)
+    log = root / "t-0" / f"{0:020d}.log"
+    real = max(h.max_timestamp for h in iter_headers(log.read_bytes()))
+    [desc] = describe.describe_paths([str(root)], full=full)
+    assert not desc.errors, desc.errors
+    assert desc.max_timestamp == real
+    assert desc.segments[-1].max_timestamp == real
+
+
+def _left_out_of_order(tmp_path):
+    """The active segment after a truncation to the high watermark and an index interval and more of the new
+    leader's (larger) batches: its .index and .timeindex hold the new generation's entries, then the old
+    generation's past them, out of order (lower positions), then zeros."""
+    from kafkaseg.storage.offset_index import OffsetIndex
+
+    root = tmp_path / "data"
+    _partition(root / "t-0", 1)  # (the new generation's files, entries up to its log end)
+    _old_generation(tmp_path / "old" / "t-0", end=200)
+    write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): HW})
+    for suffix, size in ((".index", 8), (".timeindex", 12)):
+        new, old = (folder / f"{0:020d}{suffix}" for folder in (root / "t-0", tmp_path / "old" / "t-0"))
+        kept = new.read_bytes().rstrip(b"\0")
+        kept += bytes(-len(kept) % size)
+        new.write_bytes(kept + old.read_bytes()[len(kept):])
+    log = root / "t-0" / f"{0:020d}.log"
+    index = OffsetIndex.load(str(log.with_suffix(".index")), 0)
+    assert index.sanity_problems(log.stat().st_size)  # the premise: the entries left break the index's order
+    return root, log, index
+
+
+def test_a_lenient_read_resumes_at_the_new_generations_entries_before_those_a_truncation_left(tmp_path):
+    """A lenient read resumes after bad framing at the next offset index entry whose batch checks out
+    (entry_check.ResumptionEntries), which took no entry of an index failing its sanity checks: the entries a
+    truncation left past the new generation's (out of order) made a read with onCorruption=skip lose every record
+    after bad framing in the active segment, not the bad batch alone, and verify said so. An active segment's
+    entries are now taken up to the first that breaks the order (as those left by a truncation follow the ones
+    the new appends wrote)."""
+    import kafkaseg
+
+    root, log, index = _left_out_of_order(tmp_path)
+    headers = list(iter_headers(log.read_bytes()))
+    bad = next(h for h in headers if h.base_offset > HW + 10)
+    assert any(int(p) > bad.position for p in index.positions[:int(np.argmax(np.diff(index.positions) < 0)) + 1])
+    data = bytearray(log.read_bytes())
+    data[bad.position + 8:bad.position + 12] = (3).to_bytes(4, "big")  # its length: framing broken
+    log.write_bytes(bytes(data))
+    time.sleep(0.05)  # (the damage before the read's listing, past its coarse ctime tick: no rewrite under the read)
+    offsets = kafkaseg.read_arrow(str(root), subscribe="t", upperBound="logEndOffset",
+                                  onCorruption="skip").column("offset").to_pylist()
+    end = headers[-1].last_offset + 1
+    assert sorted(set(range(end)) - set(offsets)) == list(range(bad.base_offset, bad.last_offset + 1))
+    report = verify.verify_paths([str(root)])
+    assert any("the next .index entry whose batch checks out" in p.message for p in report.errors), \
+        [str(p) for p in report.errors]
+
+
+def _left_in_order(folder, left: int = 2):
+    """The active segment after a truncation to the high watermark and fewer appended bytes than the index interval
+    since the new generation's last entry: the .index ends with ``left`` entries of the truncated generation that
+    keep the order (higher offsets and positions) and lie inside the new bytes, mid-batch. Returns the entries the
+    new appends wrote (the bytes of the .index up to them)."""
+    import struct
+
+    writer = PartitionWriter(folder, index_interval_bytes=1500)
+    for first in range(0, HW, 5):
+        writer.append(_batch(first, 5, 0, 40))
+    for first in range(HW, 190, 9):
+        writer.append(_batch(first, min(9, 190 - first), 1, 10))
+    writer.close(live=True)
+    log, index = folder / f"{0:020d}.log", folder / f"{0:020d}.index"
+    raw = index.read_bytes()
+    written = raw.rstrip(b"\0")
+    written += bytes(-len(written) % 8)
+    last_position = struct.unpack(">ii", written[-8:])[1]
+    after = [h for h in iter_headers(log.read_bytes()) if h.position > last_position]
+    assert len(after) >= 2 * left - 1  # (the premise: room for them inside the log)
+    stale = b"".join(struct.pack(">ii", after[2 * j].last_offset + 1, after[2 * j].position + 30)
+                     for j in range(left))
+    index.write_bytes(written + stale + raw[len(written) + len(stale):])
+    return written
+
+
+def test_a_lenient_read_ends_the_log_as_without_the_in_order_entries_a_truncation_left(tmp_path):
+    """The log end offset is walked from the active segment's last .index entry, and from byte 0 when that walk
+    fails: entries a truncation left in order, pointing into the new batches, made a lenient read (onCorruption=skip)
+    with bad framing earlier in the segment end the log at that framing, losing the records after it that the same
+    files without those entries give."""
+    import kafkaseg
+
+    reads = []
+    for name, keep_left in (("left", True), ("clean", False)):
+        root = tmp_path / name
+        written = _left_in_order(root / "t-0")
+        write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): HW})
+        index = root / "t-0" / f"{0:020d}.index"
+        if not keep_left:
+            index.write_bytes(written + bytes(index.stat().st_size - len(written)))
+        log = root / "t-0" / f"{0:020d}.log"
+        bad = next(h for h in iter_headers(log.read_bytes()) if h.base_offset <= 120 <= h.last_offset)
+        data = bytearray(log.read_bytes())
+        data[bad.position + 8:bad.position + 12] = (3).to_bytes(4, "big")  # its length: framing broken
+        log.write_bytes(bytes(data))
+        time.sleep(0.05)  # (before the read's listing, past its coarse ctime tick)
+        reads.append(kafkaseg.read_arrow(str(root), subscribe="t", upperBound="logEndOffset",
+                                         onCorruption="skip").column("offset").to_pylist())
+    assert reads[1][-1] == 189  # (the premise: without the entries left, the read reaches the log end)
+    assert reads[0] == reads[1]

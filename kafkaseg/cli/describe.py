@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Collection
 
+import numpy as np
+
 from kafkaseg.cli.common import decode_batch, whole_partition_offsets
 from kafkaseg.errors import KafkaSegError
 from kafkaseg.storage import checkpoints as ckpt
@@ -147,6 +149,7 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
             desc.errors.append(f"{timeindex_path}: {err}")
         offset_indexes.append(offset_index)
         max_ts = time_index.max_timestamp if time_index is not None and len(time_index) else None
+        left = _LeftTimeEntries.of(pdir, seg, offset_index, time_index)
         try:
             with SegmentReader(seg.log_path, fs) as reader:
                 if full:
@@ -163,8 +166,12 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
                         _note_header(desc, header)
                         if walk_all and (max_ts is None or header.max_timestamp > max_ts):
                             max_ts = header.max_timestamp
+                        if walk_all and left is not None:
+                            left.see(header)
                         if not walk_all:
                             break
+                if left is not None:
+                    max_ts = left.max_timestamp(max_ts, reader)
                     if i == last and walk_all:
                         desc.log_end_offset = None  # computed below
         except KafkaSegError as err:
@@ -250,6 +257,69 @@ def _tail_walk_start(pdir: PartitionDir, seg, offset_index: OffsetIndex, reader:
                       f"walked from byte {start} instead")
     desc.passed_over_entry = True
     return start
+
+
+class _LeftTimeEntries:
+    """The active segment's ``.timeindex`` entries at or past where a follower's truncation may have cut it
+    (:func:`~kafkaseg.storage.layout.first_entry_past_truncation_bound`), which may be the truncated generation's:
+    its last entry, which describe takes as the segment's max timestamp, stands only when the batch holding its
+    offset has that max timestamp (:func:`~kafkaseg.storage.indexes.time_entry_problem`), judged on the walk of the
+    segment's last batches when it reaches that batch (no extra read), else by one index interval of headers from
+    the offset index's floor among the entries before that bound. An entry that does not stand is left out: the
+    max timestamp is then the entries' before the bound, and the batches' from the last offset index entry before
+    the bound on."""
+
+    def __init__(self, pdir: PartitionDir, seg, offset_index: OffsetIndex | None, time_index: TimeIndex,
+                 time_bound: int):
+        self.seg, self.offset_index, self.time_index, self.time_bound = seg, offset_index, time_index, time_bound
+        self.timestamp, self.offset = time_index.last_entry
+        self.problem: str | None = None
+        self.judged = False
+        kept = len(offset_index) if offset_index is not None else 0
+        if offset_index is not None:
+            from kafkaseg.storage.layout import first_entry_past_truncation_bound
+
+            found = first_entry_past_truncation_bound(pdir, seg.log_path, offset_index.offsets, seg.base_offset)
+            kept = found[0] if found is not None else kept
+        self.kept_offset_entries = kept  # the offset index's entries before the bound
+
+    @classmethod
+    def of(cls, pdir: PartitionDir, seg, offset_index: OffsetIndex | None,
+           time_index: TimeIndex | None) -> "_LeftTimeEntries | None":
+        """None when no entry of ``time_index`` lies at or past the bound (or it is not the active segment's)."""
+        from kafkaseg.storage.layout import first_entry_past_truncation_bound
+
+        if time_index is None or not len(time_index):
+            return None
+        found = first_entry_past_truncation_bound(pdir, seg.log_path, time_index.offsets, seg.base_offset)
+        return None if found is None else cls(pdir, seg, offset_index, time_index, found[0])
+
+    def see(self, header) -> None:
+        """A batch of the walk of the segment's last batches, in order."""
+        if not self.judged and header.last_offset >= self.offset:
+            from kafkaseg.storage.indexes import time_entry_problem
+
+            self.problem, self.judged = time_entry_problem(header, self.timestamp, self.offset), True
+
+    def max_timestamp(self, walked: int | None, reader: SegmentReader) -> int | None:
+        """The segment's max timestamp, given ``walked``: the last entry's and the walked batches' max."""
+        from kafkaseg.storage.indexes import walked_time_entry_problem
+
+        kept_offsets = self.offset_index.offsets[:self.kept_offset_entries] if self.offset_index is not None else []
+        kept_positions = (self.offset_index.positions[:self.kept_offset_entries] if self.offset_index is not None
+                          else [])
+        if not self.judged:
+            at = int(np.searchsorted(kept_offsets, self.offset, side="right")) - 1
+            start = int(kept_positions[at]) if at >= 0 else 0
+            self.problem = walked_time_entry_problem(
+                lambda: reader.iter_headers(start, partial_append=True), (self.timestamp, self.offset))
+        if self.problem is None:
+            return walked
+        largest = int(self.time_index.timestamps[:self.time_bound].max()) if self.time_bound else -1
+        start = int(kept_positions[-1]) if len(kept_positions) else 0
+        for header in reader.iter_headers(start, partial_append=True):
+            largest = max(largest, header.max_timestamp)
+        return largest if largest >= 0 else None
 
 
 def _describe_empty_log_loss(desc: PartitionDescription, pdir: PartitionDir) -> None:

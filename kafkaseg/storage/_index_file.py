@@ -263,6 +263,26 @@ class FixedEntryIndex:
         first, second = self._arrays()
         return zip(first.tolist(), second.tolist())
 
+    def sane_prefix(self, problems_of, *, attempts: int = 8):
+        """This index cut before the first entry a sanity problem flags, again while ``problems_of`` (an index ->
+        its sanity problems) finds one: what a live broker reads of an active segment's index after a follower's
+        truncation (``UnifiedLog.truncateTo`` cuts the ``.log`` but ``AbstractIndex.truncateToEntries`` only moves
+        the index's position, so the truncated generation's entries follow the new appends' in the preallocated
+        file, out of order with them or past the log). ``self`` when sane (no copy); None when the cut keeps no
+        entry, a problem names no entry (the file's length, its tail), or ``attempts`` cuts do not make it sane."""
+        index = self
+        for _ in range(attempts):
+            problems = problems_of(index)
+            if not problems:
+                return index
+            flagged = [p.position // self.ENTRY_SIZE for p in problems if p.position is not None]
+            k = min(flagged) if len(flagged) == len(problems) else 0
+            if not 0 < k < len(index):
+                return None
+            first, second = (getattr(index, name)[:k] for name, _ in self._COLUMNS)
+            index = type(self)(self.base_offset, first, second, path=self.path, file_size=self.file_size)
+        return None
+
     def entry_file_position(self, n: int) -> int:
         """Byte position of entry ``n`` inside the index file."""
         return n * self.ENTRY_SIZE

@@ -473,7 +473,8 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
     base offset when it holds none. Starts at the last offset-index entry's position, so it reads about one index
     interval, not the segment. Every batch's offsets must follow the one before, and the log must reach the last
     entry's offset (a base offset, which no CRC covers, gone back would otherwise silently end the log early);
-    falls back to a walk from byte 0 when the index is missing, insane or wrong. A
+    falls back to a walk from byte 0 when the index is missing, insane or wrong (an ``active`` segment's is taken up
+    to its first insane entry: :meth:`~kafkaseg.storage._index_file.FixedEntryIndex.sane_prefix`). A
     segment with a ``log_size`` (as listed) ends there unless ``as_listed`` is False: batches a live broker appended
     since are not counted. ``active``: the partition's last segment (see :func:`unwritten_at`). With the
     partition's ``high_watermark``, a last batch whose base offset skips acknowledged offsets raises
@@ -485,7 +486,7 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
         # A segment as listed (SegmentFiles.log_size): a live broker's appends since are not counted, so the end
         # agrees with the bytes a plan of the listing reads (a batch finished after the listing is the next read's)
         listed = getattr(segment, "log_size", None) if as_listed else None
-        start, entry_offset = 0, None
+        start, entry_offset, kept = 0, None, 0
         index = offset_index
         index_path, index_window = index_location(segment, "index")
         if index is None and index_path:
@@ -493,7 +494,10 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
                 index = OffsetIndex.load(index_path, segment.base_offset, reader.filesystem, window=index_window)
             except (LayoutError, CorruptIndexError):
                 index = None
-        if index is not None and len(index) and not index.sanity_problems(reader.size):
+        if index is not None and len(index):  # (the active segment's up to what a follower's truncation left)
+            index = (index.sane_prefix(lambda each: each.sanity_problems(reader.size)) if active
+                     else None if index.sanity_problems(reader.size) else index)
+        if index is not None and len(index):
             kept = len(index.positions) if listed is None else int(np.count_nonzero(index.positions < listed))
             if kept:  # (entries for appends since the listing: not)
                 start, entry_offset = int(index.positions[kept - 1]), int(index.offsets[kept - 1])
@@ -529,6 +533,15 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
                 raise
             last = None
             from_start = True  # the index may point at garbage: walk from the start (which raises if the log is bad)
+            if active:  # entries a follower's truncation left after the new appends' may point into their batches:
+                for k in range(kept - 2, max(kept - 2 - _EARLIER_ENTRIES, -1), -1):  # walk from an earlier one
+                    try:
+                        found = last_whole(int(index.positions[k]))
+                    except CorruptDataError:
+                        continue
+                    if found is not None and (cut[0] or found.last_offset >= int(index.offsets[k])):
+                        last, start, from_start = found, int(index.positions[k]), False
+                    break
         if last is None and (start > 0 or from_start):  # the index pointed at garbage or past the data
             last = last_whole(0)
         if last is not None and high_watermark is not None and last.base_offset > high_watermark:
@@ -545,6 +558,9 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
     finally:
         if owned:
             reader.close()
+
+
+_EARLIER_ENTRIES = 8  # (log_end_offset: the active segment's entries before its last tried when that one fails)
 
 
 def offsets_hidden_by_last_batch(last: BatchHeader, before_end: int | None, high_watermark: int | None,
