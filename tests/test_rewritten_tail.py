@@ -57,6 +57,15 @@ def _truncate_and_rewrite(log: Path, target: int, count: int, size: int) -> None
             f.write(_batch(first, count, 1, size).data)
 
 
+def _appending_later(log: Path):
+    """A "rewrite" for :func:`_read`: the broker appends one more batch (200..204) after planning."""
+    def append():
+        time.sleep(0.05)
+        with open(log, "ab") as f:
+            f.write(_batch(200, 5, 0, 40).data)
+    return append
+
+
 def _read(root, split_size: int, rewrite, read_mode: str = "pread", on_corruption: str = "fail"):
     options = ReadOptions.from_options({"upperBound": "logEndOffset", "splitSize": split_size,
                                         "readMode": read_mode, "onCorruption": on_corruption})
@@ -168,11 +177,7 @@ def test_a_crc_mismatch_past_the_high_watermark_of_a_growing_file_stays_an_error
     data[at + 70] ^= 0xFF  # a record byte: the CRC fails, the framing holds
     log.write_bytes(bytes(data))
     time.sleep(0.05)
-
-    def append():
-        time.sleep(0.05)
-        with open(log, "ab") as f:
-            f.write(_batch(200, 5, 0, 40).data)
+    append = _appending_later(log)
 
     if on_corruption == "fail":
         with pytest.raises(CrcMismatchError, match="offset 150"):
@@ -533,11 +538,7 @@ def test_a_crc_mismatch_before_a_hole_with_batches_after_it_stays_an_error(live)
     data[hole.position:hole.position + 100] = bytes(100)  # the next batch's first 100 bytes zeroed
     log.write_bytes(bytes(data))
     time.sleep(0.05)
-
-    def append():
-        time.sleep(0.05)
-        with open(log, "ab") as f:
-            f.write(_batch(200, 5, 0, 40).data)
+    append = _appending_later(log)
 
     with pytest.raises(CrcMismatchError, match="offset 150"):
         _read(root, 1 << 30, append)
