@@ -64,7 +64,7 @@ from kafkaseg.storage.layout import (CLUSTER_METADATA_TOPIC, KRAFT_SNAPSHOT_NAME
                                      below_cleaner_checkpoint,
                                      check_one_incarnation, discover,
                                      find_log_end, flushed_above_words, flushed_past_end, gaps_in_copies,
-                                     high_watermark_above_words, judge_rolled_end, judge_tail, rolled_cut_of,
+                                     high_watermark_above_words, foreign_log_cut, judge_tail, rolled_cut_of,
                                      transactions_open_at,
                                      unacknowledged_append, valid_cleaner_offset)
 from kafkaseg.storage.layout import (LEFT_BY_TRUNCATION, _listed_again, active_segment_files,
@@ -1876,10 +1876,7 @@ def _foreign_words(pdir: PartitionDir, i: int, outside=None) -> str:
     if not outside.held:  # (a raised offset field, or a cleaner's merged copy: the errors beside this one say which)
         return ""
     try:
-        cut = judge_rolled_end(seg.log_path, 0, seg.base_offset, next_base, base_offset=seg.base_offset,
-                               index=index_location(seg, "index"), timeindex=index_location(seg, "timeindex"),
-                               filesystem=pdir.filesystem, recovery_point=pdir.recovery_point, unflushed=True,
-                               held=(first, last))
+        cut = foreign_log_cut(pdir, i, outside, unflushed=True)
     except KafkaSegError:
         cut = None
     if cut is not None:

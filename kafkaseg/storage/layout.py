@@ -2810,17 +2810,27 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, offset_index=None,
         if outside is not None and not outside.held:
             return None  # (its own batches, their offset fields moved: corruption, what walks the segment says)
         if outside is not None:
-            if not unflushed and (recovery_point is None or recovery_point <= seg.base_offset):
-                return None
-            return judge_rolled_end(seg.log_path, 0, seg.base_offset, next_base, base_offset=seg.base_offset,
-                                    index=index_location(seg, "index"), timeindex=index_location(seg, "timeindex"),
-                                    filesystem=fs, recovery_point=recovery_point, unflushed=unflushed,
-                                    held=(outside.first, outside.last))
+            return foreign_log_cut(pdir, i, outside, unflushed=unflushed)
     if end >= next_base:
         return None
     return rolled_segment_cut(seg, end, next_base, offset_index=offset_index, recovery_point=recovery_point,
                               filesystem=fs, max_batch_bytes=max_batch_bytes, unflushed=unflushed,
                               end_position=position, index_last=index_last)
+
+
+def foreign_log_cut(partition_dir: PartitionDir, i: int, outside, *, unflushed: bool) -> RolledCut | None:
+    """:func:`judge_rolled_end` at byte 0 of rolled segment ``i`` of ``partition_dir``, whose file holds another
+    segment's batches (``outside``: :func:`~kafkaseg.storage.foreign_log.outside_batches`' answer, ``held``): a
+    :class:`ForeignLog` when its own indexes name offsets inside its range (and the recovery point is above its
+    base, or ``unflushed``); else None. :func:`rolled_cut_of`'s answer for such a segment, and ``verify``'s words."""
+    pdir = partition_dir
+    seg, recovery_point = pdir.segments[i], pdir.recovery_point
+    if not unflushed and (recovery_point is None or recovery_point <= seg.base_offset):
+        return None
+    return judge_rolled_end(seg.log_path, 0, seg.base_offset, pdir.segments[i + 1].base_offset,
+                            base_offset=seg.base_offset, index=index_location(seg, "index"),
+                            timeindex=index_location(seg, "timeindex"), filesystem=pdir.filesystem,
+                            recovery_point=recovery_point, unflushed=unflushed, held=(outside.first, outside.last))
 
 
 class _EntryWalk(NamedTuple):
