@@ -403,7 +403,9 @@ class _Leftovers:
         self.unfit.add(n)
 
     def settle(self, report: VerifyReport) -> None:
-        last_fit = max((n for n in range(self.entries - 1, -1, -1) if n not in self.unfit), default=-1)
+        if not self.deferred:
+            return  # (the common case: nothing to judge, no pass over the entries)
+        last_fit = next((n for n in range(self.entries - 1, -1, -1) if n not in self.unfit), -1)
         for path, n, entry_size, what in self.deferred:
             if n > last_fit:
                 report.add(WARNING, path, n * entry_size, f"{what} ({LEFT_BY_TRUNCATION.format(bound=self.why)})")
