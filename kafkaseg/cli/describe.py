@@ -172,8 +172,6 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
                             break
                 if left is not None:
                     max_ts = left.max_timestamp(max_ts, reader)
-                    if i == last and walk_all:
-                        desc.log_end_offset = None  # computed below
         except KafkaSegError as err:
             desc.errors.append(f"{seg.log_path}: {err}")
         desc.segments.append(SegmentDescription(seg.log_path, seg.base_offset, seg.log_size,
