@@ -33,8 +33,8 @@ from kafkaseg.storage.segment import SegmentReader
 from kafkaseg.wire.crc import crc_is_valid
 
 __all__ = ["OutlierRegion", "outlier_region", "kept_batches", "batch_before", "batch_offset_field_problem",
-           "last_batch_before", "offset_before", "goes_back_after", "past_next_base_problem", "went_back",
-           "AHEAD_BATCHES"]
+           "last_batch_before", "offset_before", "goes_back_after", "past_next_base_problem", "record_facts",
+           "went_back", "AHEAD_BATCHES"]
 
 #: The decoders' words for a batch whose first offset does not follow the offset before it (both kernels, and
 #: verify and the lookups through :func:`kafkaseg.decode.api.offset_field_problem`).
@@ -298,20 +298,22 @@ def batch_offset_field_problem(header, first: int, last_seen: int, limit: int | 
             and following() is None):  # a rolled segment's last batch across or past the next one's base
         problem = past_next_base_problem(header, first, segments[i + 1].base_offset,
                                          [(seg.base_offset, seg.log_path) for seg in segments[i + 1:]],
-                                         filesystem, max_batch_bytes=max_batch_bytes)
+                                         filesystem, max_batch_bytes=max_batch_bytes, own_log=segments[i].log_path)
     return problem
 
 
 def past_next_base_problem(header, first: int, next_base: int, later_logs, filesystem=None, *,
-                           max_batch_bytes: int | None = None) -> str | None:
-    """The problem of a rolled segment's LAST v2 batch (``header``, its first offset ``first``, no batch after it)
-    reaching the next segment's base, ``next_base`` (``later_logs``: ``(base offset, log path)`` of the segments
-    after it, in order), whose base offset must be corrupt, as a read judges it (``scan._SliceDecoder``'s
-    ``check_next_base``): across that base while the next segment's first batch starts at its name (Kafka rolls
-    between batches, and its cleaner keeps each batch's offsets), or at or past it with no later segment holding a
-    batch with its base and last offsets (as a compacted copy merging the two would; the scan also compares the
-    records). None when it is no such batch, or a later segment holds it or cannot be read (no verdict on damage
-    that may not be there). Shared by ``kafkaseg verify`` and the lookups."""
+                           max_batch_bytes: int | None = None, own_log: str | None = None) -> str | None:
+    """The problem of a rolled segment's LAST v2 batch (``header``, its first offset ``first``, no batch after it;
+    ``own_log`` its segment's log) reaching the next segment's base, ``next_base`` (``later_logs``: ``(base offset,
+    log path)`` of the segments after it, in order), whose base offset must be corrupt, as a read judges it
+    (``scan._SliceDecoder``'s ``check_next_base``): across that base while the next segment's first batch starts at
+    its name (Kafka rolls between batches, and its cleaner keeps each batch's offsets), or at or past it with no
+    later segment holding what a compacted copy merging the two would hold of it: a batch with its base and last
+    offsets whose records include each of its own (:func:`record_facts`, the scan's ``_kept_from_next_segment``; a
+    base offset raised onto a later batch's offsets keeps its own records). None when it is no such batch, or a
+    later segment holds it or cannot be read (no verdict on damage that may not be there). Shared by ``kafkaseg
+    verify`` and the lookups."""
     if header.magic < 2 or header.last_offset < next_base or not later_logs:
         return None
     try:
@@ -324,6 +326,7 @@ def past_next_base_problem(header, first: int, next_base: int, later_logs, files
             return (f"the batch here holds offsets {first}..{header.last_offset}, across offset {next_base}, the base "
                     "offset of the partition's next segment: Kafka rolls segments between batches, and its cleaner "
                     "keeps each batch's offsets, so this base offset, which the CRC does not cover, is corrupt")
+        other_records = False
         for base, path in later_logs:
             if base > header.last_offset:
                 break
@@ -331,10 +334,34 @@ def past_next_base_problem(header, first: int, next_base: int, later_logs, files
                 for h in following.iter_headers(0, max_batch_bytes=max_batch_bytes):
                     if h.base_offset > header.base_offset:
                         break
-                    if (h.magic, h.base_offset, h.last_offset) == (2, header.base_offset, header.last_offset):
+                    if (h.magic, h.base_offset, h.last_offset) != (2, header.base_offset, header.last_offset):
+                        continue
+                    if own_log is None:
                         return None
+                    with SegmentReader(own_log, filesystem) as mine:
+                        ours = record_facts(mine.read_at(header.position, header.size), header)
+                    if set(record_facts(following.read_at(h.position, h.size), h)).issuperset(ours):
+                        return None
+                    other_records = True
     except KafkaSegError:
         return None
+    if other_records:
+        return (f"the batch here holds offsets {first}..{header.last_offset}, at or past offset {next_base}, the "
+                "base offset of the partition's next segment, and the batch a later segment holds at those offsets "
+                "has other records (a compacted copy's would be among them): its base offset, which the CRC does not "
+                "cover, is corrupt")
     return (f"the batch here holds offsets {first}..{header.last_offset}, at or past offset {next_base}, the base "
             "offset of the partition's next segment, which holds no such batch: its base offset, which the CRC does "
             "not cover, is corrupt")
+
+
+def record_facts(data: bytes, header, *, verify_crc: bool = True, max_decompressed_bytes: int | None = None
+                 ) -> list[tuple]:
+    """``(offset, timestamp, key size, value size)`` of each record of the one batch ``header`` (its bytes
+    ``data``): what tells a compacted copy's batch (its records among the original's) from a batch whose base
+    offset was raised onto the original's offsets. Raises when the batch is corrupt."""
+    from kafkaseg.wire.records import batch_records
+
+    limits = {} if max_decompressed_bytes is None else {"max_decompressed_bytes": max_decompressed_bytes}
+    facts = batch_records(data, header._replace(position=0), verify_crc=verify_crc, **limits)
+    return list(zip(*(list(column) for column in facts)))

@@ -37,7 +37,7 @@ from kafkaseg.errors import (CorruptBatchError, CorruptDataError, CrcMismatchErr
 from kafkaseg.options import ReadOptions
 from kafkaseg.entry_check import ResumptionEntries, batch_first_offset
 from kafkaseg.offset_outlier import (batch_before, goes_back_after, last_batch_before, offset_before,
-                                     outlier_region, went_back)
+                                     outlier_region, record_facts, went_back)
 from kafkaseg.planning import READ_ON_PAST_LOSS, ScanPlan, SegmentSlice, plan_again_by_offset, plan_scan
 from kafkaseg.storage.layout import (below_cleaner_checkpoint, judge_rolled_end, judge_tail, other_copies_note, other_copy_line,
                                       read_partition_again)
@@ -733,13 +733,9 @@ def _vanished(piece: SegmentSlice, metrics: ScanMetrics, what: str, offsets: tup
 
 
 def _record_facts(data: bytes, header, options: ReadOptions) -> list[tuple]:
-    """``(offset, timestamp, key size, value size)`` of each record of the one batch ``header`` (its bytes
-    ``data``)."""
-    from kafkaseg.wire.records import batch_records
-
-    facts = batch_records(data, header._replace(position=0), verify_crc=options.verify_crc,
-                          max_decompressed_bytes=options.max_decompressed_batch_bytes)
-    return list(zip(*(list(column) for column in facts)))
+    """:func:`~kafkaseg.offset_outlier.record_facts` under the read's options."""
+    return record_facts(data, header, verify_crc=options.verify_crc,
+                        max_decompressed_bytes=options.max_decompressed_batch_bytes)
 
 
 class _SliceDecoder:

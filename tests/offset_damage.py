@@ -23,6 +23,11 @@ CASES = {
     "first_batch_raised": (1, 0, 64),  # 130..139 -> 194..203
     "next_to_last_raised": (1, 11, 4),  # 240..249 -> 244..253, over the segment's last batch (250..259)
     "last_raised_past_next_base": (1, 12, 256),  # 250..259 -> 506..515
+    # onto the offsets of a batch a later segment holds (same base and last offsets, other records): a compacted copy
+    # merging two segments holds such a batch too, so its records tell them apart (the next segment's first batch,
+    # and one further on)
+    "last_raised_onto_next_segments_first": (1, 12, 250 ^ 260),  # 250..259 -> 260..269
+    "last_raised_onto_a_later_batch": (1, 12, 250 ^ 400),  # 250..259 -> 400..409
 }
 
 

@@ -464,6 +464,36 @@ def test_locate_of_an_offset_in_no_batch_names_loss_too(tmp_path, capsys):
     assert "removed by compaction, a gap between segments, or lost" in text and "kafkaseg verify" in text, text
 
 
+@pytest.mark.parametrize("onto", [260, 400], ids=["next-segments-first-batch", "a-later-batch"])
+def test_locate_calls_a_base_offset_raised_onto_a_later_segments_batch_corruption_as_a_read_does(tmp_path, capsys,
+                                                                                                  onto):
+    """A rolled segment's last batch whose base offset (outside the CRC) was raised onto the base and last offsets of
+    a batch a later segment holds: a strict read raises at it (file, byte) and a lenient one skips it, its records
+    not being that batch's (a compacted copy's would be). `locate` of an offset in it said "offset 252 is not in the
+    log (...); the next record is at 260", exit 1, with or without --on-corruption skip: the lookups took the batch
+    for a merged copy's, comparing its offsets only. Now strictly the read's error (exit 2), leniently unreadable."""
+    import kafkaseg
+    from kafkaseg.errors import CorruptBatchError
+    from tests import offset_damage
+
+    root = offset_damage.write(tmp_path / "kafka")
+    log, bad, _, following = offset_damage.damage(root, 1, 12, 250 ^ onto)
+    assert (bad.base_offset, following) == (250, 260)
+    with pytest.raises(CorruptBatchError) as info:
+        kafkaseg.read_arrow(str(root), columns=["offset"])
+    assert (info.value.path, info.value.position) == (str(log), bad.position)
+    read = set(kafkaseg.read_arrow(str(root), columns=["offset"], onCorruption="skip").column("offset").to_pylist())
+    assert read == set(range(offset_damage.RECORDS)) - set(range(250, 260))
+    locate = ["locate", "--data-dir", str(root), "--topic", "t", "--partition", "0", "--offset", "252"]
+    code, _, err = run(locate, capsys)
+    assert code == 2 and f"{log} @ byte {bad.position}" in err, (code, err)
+    code, lines, err = run(locate + ["--on-corruption", "skip", "--json"], capsys)
+    location = json.loads("\n".join(lines))["location"]
+    assert code == 1 and not location["found"] and location["recordOffset"] == 260, location
+    assert "offsets 250..259 are lost to damage" in location["reason"], location["reason"]
+    assert f"{log} @ byte {bad.position}" in location["reason"], location["reason"]
+
+
 def test_locate_and_offsets_after_zeros_under_an_index_entry(tmp_path, capsys):
     """`locate` of an offset in the sound batch after a zeroed page said "offset N is not in the log ... the next
     record is at <the next segment's base>", with or without --on-corruption skip, though a lenient read returns
