@@ -289,6 +289,7 @@ class PartitionLookup:
         # past their batches): the offsets from there to the next segment's base are in no batch a read returns
         # (lost or unreadable tails, a warning or an error)
         self._rolled_cuts: set[int] = set()
+        self._foreign: dict[int, bool] = {}  # segment -> whether its file holds another segment's batches (locate)
 
     # -- plumbing --------------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -1404,38 +1405,85 @@ class PartitionLookup:
         i = max(0, bisect.bisect_right(self.bases, offset) - 1)
         wanted = offset
         lost = _LostRange(self)
+
+        def damaged(err: CorruptDataError) -> None:
+            if self._holds_another_segments(i, err):
+                raise _AnotherSegments  # (its offsets are lost with the file, as a read says: no damage gone past)
+            lost.damaged(err)
+
         while i < len(self.segments):
-            for header in self._walk_from(i, wanted, lost.damaged):
-                if header.last_offset < wanted:
-                    lost.passed(i, header)
-                    continue
-                try:
-                    offsets, stamps, keys, values = self._records(i, header)
-                except CorruptDataError as err:
-                    self._skip(err)  # a lenient read skips the batch
-                    lost.damaged(err)
-                    continue
-                for n, (record_offset, stamp) in enumerate(zip(offsets, stamps)):
-                    if record_offset >= wanted:
-                        exact = record_offset == offset
-                        reason = None
-                        if gone is not None:
-                            reason, exact = f"{gone}; the next record is at {record_offset}", False
-                        elif below_start:
-                            reason = f"offset {offset} is below the log start offset {self.log_start_offset}"
-                        elif not exact:
-                            reason = lost.reason(offset, header, record_offset) or self._cut_reason(offset) or (
-                                f"offset {offset} is not in the log (removed by compaction, a gap between "
-                                "segments, or lost: a segment cut short or missing, which `kafkaseg verify` "
-                                f"lists as unreadable offsets); the next record is at {record_offset}")
-                        return RecordLocation(topic, partition, offset, exact and not below_start,
-                                              self.segments[i].log_path, header, record_offset, stamp, n, keys[n],
-                                              values[n], reason)
+            try:
+                found = self._locate_in(i, offset, wanted, lost, damaged, gone, below_start)
+            except _AnotherSegments:
+                found = None
+                self.stats.skipped[:] = [e for e in self.stats.skipped if e[0] != self.segments[i].log_path]
+            except CorruptDataError as err:
+                if not self._holds_another_segments(i, err):
+                    raise
+                found = None
+            if found is not None:
+                return found
             i += 1
             if i < len(self.segments):
                 wanted = max(wanted, self.bases[i])
         return RecordLocation(topic, partition, offset, False, reason=gone or lost.reason(offset, None, None) or
                               "no record at or after this offset")
+
+    def _holds_another_segments(self, i: int, err: CorruptDataError) -> bool:
+        """Whether ``err``, met walking segment ``i``, is in a rolled segment's file that holds another segment's
+        batches while its own indexes name offsets of its range (:func:`~kafkaseg.storage.foreign_log.
+        outside_batches`, :func:`~kafkaseg.storage.layout.foreign_log_cut`, proven lost or not: the reads' rule,
+        ``scan._SliceDecoder.foreign_below``): its offsets are lost with the file (:meth:`lost_at` says so), and its
+        batches, an earlier segment's, which go back below its base, are no damage a lenient read goes past.
+        Looked for once per segment, on the damage path only."""
+        from kafkaseg.storage.foreign_log import outside_batches
+        from kafkaseg.storage.layout import foreign_log_cut
+
+        if err.path != self.segments[i].log_path or i + 1 >= len(self.segments):
+            return False
+        if i not in self._foreign:
+            outside = outside_batches(self.pdir, i, self.max_batch_bytes)
+            self._foreign[i] = (outside is not None and outside.held
+                                and foreign_log_cut(self.pdir, i, outside, unflushed=True) is not None)
+        return self._foreign[i]
+
+    def _locate_in(self, i: int, offset: int, wanted: int, lost: "_LostRange", damaged, gone: str | None,
+                   below_start: bool) -> RecordLocation | None:
+        """:meth:`locate`'s walk of segment ``i`` for the first record at or after ``wanted``: its location, or None
+        when the segment holds none."""
+        topic, partition = self.pdir.topic, self.pdir.partition
+        for header in self._walk_from(i, wanted, damaged):
+            if header.last_offset < wanted:
+                lost.passed(i, header)
+                continue
+            try:
+                offsets, stamps, keys, values = self._records(i, header)
+            except CorruptDataError as err:
+                self._skip(err)  # a lenient read skips the batch
+                lost.damaged(err)
+                continue
+            for n, (record_offset, stamp) in enumerate(zip(offsets, stamps)):
+                if record_offset >= wanted:
+                    exact = record_offset == offset
+                    reason = None
+                    if gone is not None:
+                        reason, exact = f"{gone}; the next record is at {record_offset}", False
+                    elif below_start:
+                        reason = f"offset {offset} is below the log start offset {self.log_start_offset}"
+                    elif not exact:
+                        reason = lost.reason(offset, header, record_offset) or self._cut_reason(offset) or (
+                            f"offset {offset} is not in the log (removed by compaction, a gap between "
+                            "segments, or lost: a segment cut short or missing, which `kafkaseg verify` "
+                            f"lists as unreadable offsets); the next record is at {record_offset}")
+                    return RecordLocation(topic, partition, offset, exact and not below_start,
+                                          self.segments[i].log_path, header, record_offset, stamp, n, keys[n],
+                                          values[n], reason)
+        return None
+
+
+class _AnotherSegments(Exception):
+    """A walk of :meth:`PartitionLookup.locate` met a file holding another segment's batches
+    (:meth:`PartitionLookup._holds_another_segments`)."""
 
 
 class _LostRange:

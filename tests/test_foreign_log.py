@@ -225,10 +225,11 @@ def test_a_range_ending_inside_the_foreign_segment_is_judged_as_one_across_it(tm
 @pytest.mark.parametrize("source, target", [(125, 0), (250, 125), (0, 125)])
 def test_describe_and_locate_say_what_the_read_raises(tmp_path, capsys, source, target):
     """describe (an error) and locate of an offset of the segment's range (the read's error, exit 2; lenient, the
-    offset lost at the file's byte 0; not yet for an earlier segment's copy, whose batches a lenient lookup
-    calls damage it went past) say the file holds another segment's batches, as the read does.
+    offset lost with the file, at its byte 0) say the file holds another segment's batches, as the read does.
     (Before: describe said nothing, locate answered the next segment's first offset; for an earlier segment's
-    copy a start inside called it "a rolled segment cut short" at the file's end.)"""
+    copy a start inside called it "a rolled segment cut short" at the file's end, and locate called its batches
+    damage: strictly "non-monotonic offsets" at byte 0, leniently each batch gone past and the offsets
+    "unreadable", where a read says lost_tails.)"""
     import json
 
     from kafkaseg.cli.main import main
@@ -241,15 +242,40 @@ def test_describe_and_locate_say_what_the_read_raises(tmp_path, capsys, source, 
     locate = ["locate", "--data-dir", str(tmp_path), "--topic", "t", "--partition", "0", "--offset", str(target + 10)]
     code = main(locate)
     out, err = capsys.readouterr()
-    assert code == 2 and str(log) in err, (out, err)
+    assert code == 2 and f"{log} @ byte 0" in err and "another segment's batches" in err, (out, err)
     code = main([*locate, "--on-corruption", "skip", "--json"])
-    location = json.loads(capsys.readouterr().out)["location"]
-    assert code == 1 and location["found"] is False
-    if source > target:  # (an earlier segment's copy: a lenient lookup calls its batches damage it went past)
-        assert "another segment's batches" in location["reason"] and f"{log} @ byte 0" in location["reason"]
+    said = capsys.readouterr()
+    location = json.loads(said.out)["location"]
+    assert code == 1 and location["found"] is False and location["recordOffset"] == NEXT[target]
+    assert f"offset {target + 10} was lost with" in location["reason"], location["reason"]
+    assert "another segment's batches" in location["reason"] and f"{log} @ byte 0" in location["reason"]
+    assert "went past damage" not in said.err, said.err
     with pytest.raises(kafkaseg.DataLossError) as info:
         kafkaseg.read_arrow(str(tmp_path), startingOffsets=f'{{"t":{{"0":{target + 10}}}}}')
     assert "another segment's batches" in str(info.value) and f"{log} @ byte 0" in str(info.value)
+
+
+@pytest.mark.parametrize("source, target", [(125, 0), (0, 125)])
+def test_locate_past_a_foreign_log_the_recovery_point_does_not_prove_lost_reads_on_as_the_read(tmp_path, capsys,
+                                                                                              source, target):
+    """The recovery point at or below the replaced segment's base: its offsets possibly lost, not proven, which a
+    strict read warns of (unreadable_tails) and reads on past. locate answers the next segment's first record,
+    strictly too (exit 1), for an earlier segment's copy as for a later one's (before: strictly "non-monotonic
+    offsets" at byte 0, exit 2; leniently each of its batches damage gone past)."""
+    from kafkaseg.cli.main import main
+
+    log = _copied_over(tmp_path, source, target)
+    set_recovery_point(tmp_path, target)
+    scan = kafkaseg.open_scan(str(tmp_path))
+    assert scan.to_table().column("offset").to_pylist() == [o for o in range(RECORDS)
+                                                            if not target <= o < NEXT[target]]
+    assert [(p[0], p.first_offset, p.end_offset) for p in scan.metrics.unreadable_tails] == [
+        (str(log), target, NEXT[target])]
+    locate = ["locate", "--data-dir", str(tmp_path), "--topic", "t", "--partition", "0", "--offset", str(target + 10)]
+    for lenient in ([], ["--on-corruption", "skip"]):
+        code = main([*locate, *lenient])
+        out, err = capsys.readouterr()
+        assert code == 1 and f"offset: {NEXT[target]} " in out and "damage" not in out + err, (lenient, out, err)
 
 
 def _cli(argv, capsys):
