@@ -2255,7 +2255,8 @@ def _min_partitions(pieces: list[_Piece], wanted: int | None, report: PlanReport
 def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicates: Predicates | None = None,
               *, check_subscribed: bool = True, listing: "Listing | None" = None,
               log_ends: LogEndCache | None = None,
-              read_to: Callable[[PartitionDir], int | None] | None = None) -> ScanPlan:
+              read_to: Callable[[PartitionDir], int | None] | None = None,
+              reach: Callable[[PartitionDir], int | None] | None = None) -> ScanPlan:
     """Plan a scan of ``paths`` (log dirs, topic-partition dirs, ``.log`` files, globs; default
     ``options.paths``): discover partitions, keep those the topic options and ``predicates`` select, choose
     replicas, resolve each partition's ``[start, end)``, prune segments, and cut slices.
@@ -2266,12 +2267,13 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
     takes instead of walking each partition's last segment again where they still hold (the plan is the same);
     ``read_to``: where a stream's position says it read a copy of a partition to (None where it says nothing:
     evidence for a last batch past a compaction gap, :meth:`~kafkaseg.storage.layout.PartitionDir.reached_end`, in
-    the replica choice and the plan; none for a batch read)."""
+    the replica choice and the plan; none for a batch read); ``reach``: the stream's position, which the copy
+    chosen must reach (:func:`~kafkaseg.storage.layout.choose_replicas`)."""
     report = PlanReport(options=options.as_dict())
     if listing is None:
         listing = list_partitions(paths, options)
     replicas = _select_partitions(listing, options, predicates, report, check_subscribed=check_subscribed,
-                                  read_to=read_to)
+                                  read_to=read_to, reach=reach)
     passed_over = copies_not_chosen(listing, report)
 
     def plan_one(pdir: PartitionDir) -> tuple[PlanReport, list[_Piece]]:
@@ -2625,22 +2627,25 @@ def copies_not_chosen(listing: Listing, report: PlanReport) -> dict[tuple[str, i
 def select_partitions(paths: str | Sequence[str] | None, options: ReadOptions,
                       report: PlanReport | None = None, *, check_listed: bool = True,
                       check_subscribed: bool = True, listing: Listing | None = None,
-                      read_to: Callable[[PartitionDir], int | None] | None = None) -> list[PartitionDir]:
+                      read_to: Callable[[PartitionDir], int | None] | None = None,
+                      reach: Callable[[PartitionDir], int | None] | None = None) -> list[PartitionDir]:
     """The partition replicas a scan of ``paths`` with ``options`` reads (discovery, topic selection, replica
     choice), as :func:`plan_scan` finds them; without planning any slice (streaming's latest offsets).
     ``check_listed=False`` leaves out the error for a partition ``assign`` (or a JSON option) names that is not on
     disk (a stream whose partition folder went away reports data loss instead); ``check_subscribed=False`` the
-    one for a ``subscribe`` topic with no partition on disk (see :func:`plan_scan`); ``listing`` and ``read_to`` as
-    in :func:`plan_scan`."""
+    one for a ``subscribe`` topic with no partition on disk (see :func:`plan_scan`); ``listing``, ``read_to`` and
+    ``reach`` as in :func:`plan_scan`."""
     if listing is None:
         listing = list_partitions(paths, options)
     return _select_partitions(listing, options, None, report if report is not None else PlanReport(),
-                              check_listed=check_listed, check_subscribed=check_subscribed, read_to=read_to)
+                              check_listed=check_listed, check_subscribed=check_subscribed, read_to=read_to,
+                              reach=reach)
 
 
 def _select_partitions(listing: Listing, options: ReadOptions, predicates: Predicates | None, report: PlanReport,
                        *, check_listed: bool = True, check_subscribed: bool = True,
-                       read_to: Callable[[PartitionDir], int | None] | None = None) -> list[PartitionDir]:
+                       read_to: Callable[[PartitionDir], int | None] | None = None,
+                       reach: Callable[[PartitionDir], int | None] | None = None) -> list[PartitionDir]:
     found = listing.partitions
     report.skipped_folders.extend(listing.skipped)
     for path, _ in listing.skipped:
@@ -2677,7 +2682,7 @@ def _select_partitions(listing: Listing, options: ReadOptions, predicates: Predi
         for pdir in checked_only:
             resolve_offsets(pdir, options)
     else:
-        for choice in choose_replicas(checked_only, options.replicas, read_to=read_to):
+        for choice in choose_replicas(checked_only, options.replicas, read_to=read_to, reach=reach):
             resolve_offsets(choice.chosen, options, other_copies=copies_passed_over(choice),
                             notes=report.notes)
     if options.replicas == "all":
@@ -2689,7 +2694,7 @@ def _select_partitions(listing: Listing, options: ReadOptions, predicates: Predi
     else:
         replicas = []
         # (a stream's position is evidence for the copies it may have read to there: see choose_replicas)
-        for choice in choose_replicas(chosen, options.replicas, read_to=read_to):
+        for choice in choose_replicas(chosen, options.replicas, read_to=read_to, reach=reach):
             replicas.append(choice.chosen)
             report.replicas.append({"topic": choice.topic, "partition": choice.partition,
                                     "chosen": choice.chosen.path,

@@ -374,7 +374,7 @@ class MicroBatchPlanner:
         topics_only = self.options.replace(starting=OffsetLimit("earliest", option="startingOffsets"),
                                            ending=OffsetLimit("latest", option="endingOffsets"))
         return select_partitions(None, topics_only, check_listed=False, listing=listing,
-                                 read_to=self._evidence(start))
+                                 read_to=self._evidence(start), reach=self._reach(start))
 
     def available(self, listing: Listing | None = None, start: Offsets | None = None,
                   skipped: dict | None = None) -> dict[TopicPartition, AvailableRange]:
@@ -448,9 +448,18 @@ class MicroBatchPlanner:
         where it can count (a last batch starting above it): so the ranges and log ends cached stay shared.
         ``start`` is parsed once per trigger (:meth:`_Position.of`): parsing the offsets for each partition made a
         trigger quadratic in the partitions."""
+        position = start.positions.get((pdir.topic, pdir.partition)) if start is not None else None
+        if position is None or pdir.high_watermark is None or position <= pdir.high_watermark:
+            return None
+        return self._reading(pdir, start)
+
+    def _reading(self, pdir: PartitionDir, start: _Position | None) -> int | None:
+        """The stream's position in ``start`` for ``pdir``'s partition when it is a position in this log: not when
+        its topic was recreated or the log diverged below it, nor for a start given in ``startingOffsets``
+        (:meth:`_read_to`'s rule, whatever the copy's high watermark)."""
         tp = (pdir.topic, pdir.partition)
         position = start.positions.get(tp) if start is not None else None
-        if position is None or pdir.high_watermark is None or position <= pdir.high_watermark:
+        if position is None:
             return None
         started_on = start.topic_ids.get(tp)
         if started_on is not None and pdir.topic_id is not None and started_on != pdir.topic_id:
@@ -473,6 +482,14 @@ class MicroBatchPlanner:
         if start is None or not start.positions:
             return None
         return lambda pdir: self._read_to(pdir, start)
+
+    def _reach(self, start: _Position | None) -> Callable[[PartitionDir], int | None] | None:
+        """:meth:`_reading` for any copy of a partition: the position the copy chosen must reach
+        (:func:`~kafkaseg.storage.layout.choose_replicas`' ``reach``), also where its high watermark is at or past
+        it (a crash's unflushed tail under a checkpointed high watermark leaves its files ending below it)."""
+        if start is None or not start.positions:
+            return None
+        return lambda pdir: self._reading(pdir, start)
 
     # -- Spark's calls -------------------------------------------------------------------------------------------------
     def initial_offsets(self) -> Offsets:
@@ -849,12 +866,12 @@ class MicroBatchPlanner:
         to_log_end = {tp for tp in ranges if tp in self._seen and not self._seen[tp].checkpointed}
         # (the log ends the ranges of this listing found serve the plan: no last segment walked again)
         # (the stream's position vouches for a last batch it read past a compaction gap, as in latest_offsets)
-        read_to = self._evidence(position)
+        read_to, reach = self._evidence(position), self._reach(position)
         scans = [self._plan_ranges({tp: r for tp, r in ranges.items() if tp not in to_log_end}, self.options,
-                                   listing, self._log_ends, read_to),
+                                   listing, self._log_ends, read_to, reach),
                  self._plan_ranges({tp: r for tp, r in ranges.items() if tp in to_log_end},
                                    self.options.replace(upper_bound="logEndOffset"), listing, self._log_ends,
-                                   read_to)]
+                                   read_to, reach)]
         scans = [scan for scan in scans if scan is not None]
         result.scan = scans[0] if len(scans) == 1 else _merged(*scans)
         self._unsaid_below_start(result.scan.report)
@@ -970,10 +987,11 @@ class MicroBatchPlanner:
     @staticmethod
     def _plan_ranges(ranges: Mapping[TopicPartition, tuple[int, int]], options: ReadOptions,
                      listing: Listing, log_ends: LogEndCache | None = None,
-                     read_to: Callable[[PartitionDir], int | None] | None = None) -> ScanPlan | None:
+                     read_to: Callable[[PartitionDir], int | None] | None = None,
+                     reach: Callable[[PartitionDir], int | None] | None = None) -> ScanPlan | None:
         """A batch read's plan of ``[start, end)`` per partition in ``listing`` (None for no range), taking the
-        log ends in ``log_ends`` where they hold, with ``read_to`` the stream's evidence (see
-        :func:`~kafkaseg.planning.plan_scan`)."""
+        log ends in ``log_ends`` where they hold, with ``read_to`` the stream's evidence and ``reach`` its position
+        (see :func:`~kafkaseg.planning.plan_scan`)."""
         if not ranges:
             return None
         entries_start = tuple((t, p, lo) for (t, p), (lo, _) in sorted(ranges.items()))
@@ -982,7 +1000,7 @@ class MicroBatchPlanner:
             assign=tuple(sorted(ranges)), subscribe=None, subscribe_pattern=None,
             starting=OffsetLimit("offsets", entries_start, option="startingOffsets"),
             ending=OffsetLimit("offsets", entries_end, option="endingOffsets")), listing=listing, log_ends=log_ends,
-            read_to=read_to)
+            read_to=read_to, reach=reach)
 
 
 def _recreated(started_on: Mapping[TopicPartition, str], now: Mapping[TopicPartition, str | None]

@@ -363,6 +363,26 @@ def test_a_replica_switch_between_fixing_an_end_and_planning_it_is_data_loss(tmp
         p.plan(start, end)
 
 
+def test_a_copy_whose_high_watermark_is_past_the_position_but_whose_files_end_below_it_is_passed_over(tmp_path):
+    """broker1 checkpointed a high watermark of 100 but its files end at 60 (a crash lost its unflushed tail);
+    broker2's high watermark is 90 and its files hold 0..99. A stream at 70 chose broker1 by its high watermark,
+    counting it as reaching the position without reading its files, and failed: "a-0's offsets went back from 70
+    to 60". The copy chosen must reach the position below its high watermark too: broker2, read on from 70."""
+    ahead, behind = tmp_path / "broker1", tmp_path / "broker2"
+    write_data_dir(ahead, [TopicSpec("a", records_per_partition=60, records_per_batch=5)], seed=4)
+    write_data_dir(behind, [TopicSpec("a", records_per_partition=100, records_per_batch=5)], seed=4)
+    set_hws(ahead, {("a", 0): 100})
+    set_hws(behind, {("a", 0): 90})
+    p = MicroBatchPlanner(ReadOptions.from_options({"paths": [str(ahead), str(behind)],
+                                                    "startingOffsets": "earliest"}, stream=True))
+    start = to_offsets({("a", 0): 70})
+    end = p.latest_offsets(start)
+    assert plain(end) == {"a": {"0": 90}}
+    assert read_batch(p, start, end) == [("a", 0, o) for o in range(70, 90)]
+    start = to_offsets({("a", 0): 50})  # (a position broker1's files hold: its high watermark wins, as before)
+    assert plain(p.latest_offsets(start)) == {"a": {"0": 60}}
+
+
 def _unclean_election(data: Path, partition: str, at: int) -> None:
     """A leader elected uncleanly truncated ``partition``'s log at offset ``at`` (a batch boundary) and wrote on
     from there under a new leader epoch: the batches from ``at`` on carry the new epoch in their headers (outside

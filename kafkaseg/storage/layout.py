@@ -2170,8 +2170,8 @@ def read_partition_again(path: str, filesystem, *, topic: str, partition: int,
 
 
 def choose_replicas(partitions: Iterable[PartitionDir], policy: str = "highestHighWatermark", *,
-                    with_remote: bool = True, read_to: Callable[[PartitionDir], int | None] | None = None
-                    ) -> list[ReplicaChoice]:
+                    with_remote: bool = True, read_to: Callable[[PartitionDir], int | None] | None = None,
+                    reach: Callable[[PartitionDir], int | None] | None = None) -> list[ReplicaChoice]:
     """One replica per (topic, partition).
 
     Policies: ``highestHighWatermark`` (the copy whose log dir checkpointed the highest high watermark; ties, and
@@ -2190,7 +2190,12 @@ def choose_replicas(partitions: Iterable[PartitionDir], policy: str = "highestHi
     stream read the log there): when the policy's choice is such a copy, the policy chooses again among the copies
     that are not (None for a copy: its high watermark is at or past the position, or the position says nothing of
     its log; taken to reach it, without reading its files); with none left, the policy's choice stands (the stream
-    says the loss). Without ``read_to`` (a batch read) the policy alone chooses.
+    says the loss). ``reach``: the stream's position for a copy whatever its high watermark (None where it says
+    nothing of its log), which the copy chosen must reach in the same way: a copy whose high watermark is at or
+    past it but whose files end below it (a crash's unflushed tail under a checkpointed high watermark) is behind
+    too. Its log end is read only when its last segment's name (the listing's) is below the position: one index
+    interval of the chosen copy's last segment, which a tie of high watermarks reads for every tied copy anyway.
+    Without ``read_to`` (a batch read) the policy alone chooses.
     """
     if policy not in REPLICA_POLICIES:
         from kafkaseg.errors import InvalidOptionError
@@ -2205,7 +2210,7 @@ def choose_replicas(partitions: Iterable[PartitionDir], policy: str = "highestHi
     for (topic, partition), found in sorted(groups.items()):
         copies = [c for c in found if c.tiered is None] or found
         remote = [c for c in found if c.tiered is not None] if len(copies) < len(found) else []
-        choice = _choose_one(topic, partition, copies, policy, read_to)
+        choice = _choose_one(topic, partition, copies, policy, read_to, reach)
         if remote and with_remote:
             chosen, how = choice.chosen, []
             for candidate in remote:
@@ -2225,7 +2230,8 @@ def choose_replicas(partitions: Iterable[PartitionDir], policy: str = "highestHi
 
 
 def _choose_one(topic: str, partition: int, copies: list[PartitionDir], policy: str,
-                read_to: Callable[[PartitionDir], int | None] | None = None) -> ReplicaChoice:
+                read_to: Callable[[PartitionDir], int | None] | None = None,
+                reach: Callable[[PartitionDir], int | None] | None = None) -> ReplicaChoice:
     """:func:`choose_replicas` for one topic-partition's ``copies``."""
     if len(copies) == 1:
         return ReplicaChoice(topic, partition, copies[0], tuple(copies), "only replica")
@@ -2259,9 +2265,16 @@ def _choose_one(topic: str, partition: int, copies: list[PartitionDir], policy: 
                       f"({leo(best)})")
 
     def short(i: int) -> int | None:
-        """The stream's position when copy ``i``'s log ends below it (read with it as evidence), else None."""
-        position = read_to(copies[i]) if read_to is not None else None
-        return position if position is not None and leo(i) < position else None
+        """The stream's position when copy ``i``'s log ends below it (read with its evidence), else None. Below
+        its high watermark (``reach`` alone), not read when its last segment's name is at or past the position (its
+        log end is at least that)."""
+        evidence = read_to(copies[i]) if read_to is not None else None
+        position = evidence if evidence is not None else reach(copies[i]) if reach is not None else None
+        if position is None:
+            return None
+        if evidence is None and copies[i].segments and copies[i].segments[-1].base_offset >= position:
+            return None
+        return position if leo(i) < position else None
 
     best, why = pick(range(len(copies)))
     position = short(best)
