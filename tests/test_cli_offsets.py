@@ -382,19 +382,33 @@ def test_locate_names_what_is_there_when_the_partition_is_not(datadir, capsys):
     assert code == 0 and json.loads(line[len("tx-0: "):])["filesOpened"] >= 1
 
 
-def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path):
-    """`kafkaseg retention ... | head -1`: the closed pipe ends the command with status 0 and nothing on stderr
-    (rich exited 1 there, silently)."""
+@pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "PYTHONUNBUFFERED"])
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path, unbuffered):
+    """`kafkaseg retention ... | true`: the closed pipe ends the command with status 0 and nothing on stderr
+    (rich exited 1 there, silently). The reader is gone before the command starts (its end of the pipe closed
+    first), so no timing decides whether a write meets it: the test closed its end after starting the command,
+    and a command whose output was all written before that (a parent slow under load) passed whatever it did
+    with a closed pipe. And with stdout buffered, as it is for a user (the test inherited PYTHONUNBUFFERED=1 from
+    this machine, so every print was a write), `offsets`' few KB stayed in the buffer until the interpreter's exit,
+    after main's handling of a closed pipe: "Exception ignored ... BrokenPipeError" on stderr, status 120."""
+    import os
     import subprocess
     import sys
 
     data = write_data_dir(tmp_path / "logs", [TopicSpec("t", partitions=600, records_per_partition=1)], seed=1)
     wide = write_data_dir(tmp_path / "wide", [TopicSpec("w" * 200, partitions=400, records_per_partition=1)], seed=1)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
     for argv in (["describe", str(data.path)], ["retention", str(data.path), "--segments"],
                  ["offsets", "--data-dir", str(data.path)], ["describe", str(wide.path)]):  # wider than 240
-        proc = subprocess.Popen([sys.executable, "-m", "kafkaseg.cli.main", *argv], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
-        proc.stdout.close()  # the reader goes away before the output's end (`| true`; well over a pipe buffer)
+        read_end, write_end = os.pipe()
+        os.close(read_end)  # the reader went away before anything was written (`| true`)
+        try:
+            proc = subprocess.Popen([sys.executable, "-m", "kafkaseg.cli.main", *argv], stdout=write_end,
+                                    stderr=subprocess.PIPE, env=env)
+        finally:
+            os.close(write_end)
         err = proc.stderr.read().decode()
         assert proc.wait() == 0 and err == "", (argv, err)
 

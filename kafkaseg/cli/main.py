@@ -1290,7 +1290,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(refused, file=sys.stderr)
         return EXIT_ERROR
     try:
-        return args.func(args)
+        status = args.func(args)
+        # what is still buffered (a short output: under the stdio buffer when stdout is a pipe) is written here, where
+        # a reader gone early is handled below, not at the interpreter's exit ("Exception ignored", status 120)
+        sys.stdout.flush()
+        return status
     except KafkaSegError as err:
         notes = "".join(f" ({note})" for note in getattr(err, "__notes__", ()))
         print(f"kafkaseg {args.command}: {err}{notes}", file=sys.stderr)
