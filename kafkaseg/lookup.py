@@ -74,7 +74,8 @@ from kafkaseg.errors import (
 from kafkaseg.entry_check import (BAD_BATCH_ENDS_SEGMENT, ENTRY_CRC_MAX_BYTES, ResumptionEntries, batch_first_offset,
                                   entry_batch_problem, resynchronised_batch)
 from kafkaseg.decode.api import batch_start_offset
-from kafkaseg.offset_outlier import batch_offset_field_problem, goes_back_after, offset_before, outlier_region
+from kafkaseg.offset_outlier import (batch_offset_field_problem, goes_back_after, offset_before, outlier_region,
+                                     wrapper_below_inner)
 from kafkaseg.options import datetime_ms
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 from kafkaseg.storage.layout import (ListingCheck, LogEnd, LostTail, PartitionDir, find_log_end, flushed_past_end,
@@ -626,8 +627,12 @@ class PartitionLookup:
         if header.magic < 2 and header.codec:  # a wrapper's offset is its last inner one: the first is inside
             try:
                 first = batch_first_offset(reader, header.position, self.max_batch_bytes, None)
-            except KafkaSegError:
-                first = None  # (a wrapper that fails to decode is damage where its records are read)
+            except KafkaSegError as err:
+                # its offset field is corrupt: damage for each of its offsets, those above the field's too, which a
+                # walk by its header would pass over
+                if wrapper_below_inner(getattr(err, "detail", "")):
+                    return err.detail
+                first = None  # (a wrapper that fails to decode otherwise is damage where its records are read)
             first = header.base_offset if first is None else first
 
         def following() -> int | None:  # (``next_bytes()``: the 17 bytes there, read once by the caller's walk)

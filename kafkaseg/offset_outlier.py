@@ -34,13 +34,24 @@ from kafkaseg.wire.crc import crc_is_valid
 
 __all__ = ["OutlierRegion", "outlier_region", "kept_batches", "batch_before", "batch_offset_field_problem",
            "last_batch_before", "offset_before", "goes_back_after", "past_next_base_problem", "record_facts",
-           "went_back", "AHEAD_BATCHES"]
+           "went_back", "wrapper_below_inner", "AHEAD_BATCHES"]
 
 #: The decoders' words for a batch whose first offset does not follow the offset before it (both kernels, and
 #: verify and the lookups through :func:`kafkaseg.decode.api.offset_field_problem`).
 WENT_BACK = "non-monotonic offsets: batch base offset "
 #: batches after the first backwards step looked at
 AHEAD_BATCHES = 16
+
+
+#: The decoders' words for a v1 compressed wrapper whose offset field (outside its CRC) is below its last inner
+#: relative offset, so that no base offset fits its records (both kernels, and ``wire.records``)
+WRAPPER_BELOW_INNER = "is less than the last inner offset"
+
+
+def wrapper_below_inner(what: str) -> bool:
+    """Whether a decoder's problem (or error detail) is a v1 wrapper whose offset field is below its last inner
+    offset (:data:`WRAPPER_BELOW_INNER`): its offset field is corrupt, whichever offsets are asked of it."""
+    return what.startswith("wrapper offset ") and WRAPPER_BELOW_INNER in what
 
 
 def went_back(what: str) -> bool:

@@ -1234,3 +1234,37 @@ def test_a_time_search_whose_rebuilt_index_still_points_past_the_segments_end_en
             done = subprocess.run([sys.executable, "-m", "kafkaseg", *argv], env=env, capture_output=True, text=True,
                                   timeout=60)
             assert done.returncode in (0, 1, 2) and "Traceback" not in done.stderr, (argv, done.stderr)
+
+
+def test_a_wrapper_whose_offset_went_below_its_last_inner_offset_is_damage_for_each_of_its_offsets(tmp_path):
+    """A v1 compressed wrapper's offset (outside its CRC) lowered below its last inner relative offset (4 -> 3): the
+    decoders refuse it ("wrapper offset 3 is less than the last inner offset 4"), a strict read raising at it and a
+    lenient one leaving offsets 0..4 out. `locate` of offset 4, above the field's 3, walked past the wrapper by its
+    header and said "offset 4 is not in the log (...); the next record is at 5", strictly and leniently; now each of
+    its offsets is the read's error strictly, and unreadable leniently, naming the file and byte."""
+    import kafkaseg
+    from kafkaseg.errors import CorruptDataError
+    from kafkaseg.wire.batch import iter_headers
+
+    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=60, records_per_batch=5, vary_batch_size=False,
+                                        magic=1, codec="gzip")])
+    log = tmp_path / "t-0" / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    first = next(iter(iter_headers(bytes(data))))
+    assert (first.position, first.base_offset) == (0, 4)
+    struct.pack_into(">q", data, 0, 3)
+    log.write_bytes(bytes(data))
+    with pytest.raises(CorruptDataError) as info:
+        kafkaseg.read_arrow(str(tmp_path), columns=["offset"])
+    assert (info.value.path, info.value.position) == (str(log), 0)
+    read = kafkaseg.read_arrow(str(tmp_path), columns=["offset"], onCorruption="skip").column("offset").to_pylist()
+    assert read == list(range(5, 60))
+    (pdir,) = discover(str(tmp_path))
+    for offset in range(5):
+        with PartitionLookup(pdir) as lookup, pytest.raises(CorruptDataError) as info:
+            lookup.locate(offset)
+        assert (info.value.path, info.value.position) == (str(log), 0), offset
+        with PartitionLookup(pdir, lenient=True) as lookup:
+            location = lookup.locate(offset)
+        assert not location.found and location.record_offset == 5, (offset, location.reason)
+        assert "unreadable" in location.reason and f"{log} @ byte 0" in location.reason, location.reason
