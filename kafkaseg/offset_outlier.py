@@ -315,20 +315,21 @@ def batch_offset_field_problem(header, first: int, last_seen: int, limit: int | 
 
 def past_next_base_problem(header, first: int, next_base: int, later_logs, filesystem=None, *,
                            max_batch_bytes: int | None = None, own_log: str | None = None) -> str | None:
-    """The problem of a rolled segment's LAST v2 batch (``header``, its first offset ``first``, no batch after it;
+    """The problem of a rolled segment's LAST batch (``header``, its first offset ``first``, no batch after it;
     ``own_log`` its segment's log) reaching the next segment's base, ``next_base`` (``later_logs``: ``(base offset,
     log path)`` of the segments after it, in order), whose base offset must be corrupt, as a read judges it
     (``scan._SliceDecoder``'s ``check_next_base``): across that base while the next segment's first batch starts at
-    its name (Kafka rolls between batches, and its cleaner keeps each batch's offsets), or at or past it with no
+    its name (Kafka rolls between batches, and its cleaner keeps each batch's offsets, a v2 batch's), or at or past
+    it where the next segment does not span its offsets (:func:`_spanned`, any message format), or (v2) with no
     later segment holding what a compacted copy merging the two would hold of it: a batch with its base and last
     offsets whose records include each of its own (:func:`record_facts`, the scan's ``_kept_from_next_segment``; a
     base offset raised onto a later batch's offsets keeps its own records). None when it is no such batch, or a
     later segment holds it or cannot be read (no verdict on damage that may not be there). Shared by ``kafkaseg
     verify`` and the lookups."""
-    if header.magic < 2 or header.last_offset < next_base or not later_logs:
+    if header.last_offset < next_base or not later_logs:
         return None
     try:
-        if first < next_base:
+        if header.magic >= 2 and first < next_base:
             base, path = later_logs[0]
             with SegmentReader(path, filesystem) as following:
                 head = following.header_at(0, max_batch_bytes=max_batch_bytes)
@@ -337,6 +338,13 @@ def past_next_base_problem(header, first: int, next_base: int, later_logs, files
             return (f"the batch here holds offsets {first}..{header.last_offset}, across offset {next_base}, the base "
                     "offset of the partition's next segment: Kafka rolls segments between batches, and its cleaner "
                     "keeps each batch's offsets, so this base offset, which the CRC does not cover, is corrupt")
+        if not _spanned(first, header.last_offset, next_base, later_logs, filesystem, max_batch_bytes):
+            return (f"the batch here holds offsets {first}..{header.last_offset}, at or past offset {next_base}, the "
+                    "base offset of the partition's next segment, which does not span them (its first offset is "
+                    "above theirs, or the segment after it starts at or below them): its offset field, which the "
+                    "CRC does not cover, is corrupt, or the file is named below its first offset")
+        if header.magic < 2:  # (a cleaner's merged copy re-makes legacy wrappers under other offsets: the span alone)
+            return None
         other_records = False
         for base, path in later_logs:
             if base > header.last_offset:
@@ -364,6 +372,27 @@ def past_next_base_problem(header, first: int, next_base: int, later_logs, files
     return (f"the batch here holds offsets {first}..{header.last_offset}, at or past offset {next_base}, the base "
             "offset of the partition's next segment, which holds no such batch: its base offset, which the CRC does "
             "not cover, is corrupt")
+
+
+def _spanned(first: int, last: int, next_base: int, later_logs, filesystem, max_batch_bytes: int | None) -> bool:
+    """Whether the next segment (``later_logs``' first non-empty one) spans offsets ``first``..``last`` of a batch
+    at or past its base ``next_base``, as a cleaner's merged copy of the two would hold them beside its original:
+    its first offset at or below theirs (at its base or above), and the segment after it, if any, starting above
+    ``last`` (``scan._SliceDecoder._next_segment_spans``, the read's rule). Raises what reading them raises."""
+    from kafkaseg.entry_check import batch_first_offset
+
+    k = 0
+    while k + 1 < len(later_logs):
+        with SegmentReader(later_logs[k][1], filesystem) as following:
+            if following.size:
+                break
+        k += 1
+    with SegmentReader(later_logs[k][1], filesystem) as following:
+        head = batch_first_offset(following, 0, max_batch_bytes, None)
+    if head is None:  # (every later segment is empty: none holds these offsets)
+        return False
+    return (later_logs[k][0] <= head <= max(first, next_base)
+            and (k + 1 == len(later_logs) or last < later_logs[k + 1][0]))
 
 
 def record_facts(data: bytes, header, *, verify_crc: bool = True, max_decompressed_bytes: int | None = None

@@ -508,6 +508,43 @@ def test_locate_calls_a_base_offset_raised_onto_a_later_segments_batch_corruptio
     assert f"{log} @ byte {bad.position}" in location["reason"], location["reason"]
 
 
+@pytest.mark.parametrize("magic", [0, 1])
+def test_locate_calls_a_legacy_entry_raised_past_the_next_segment_corruption_as_a_read_does(tmp_path, capsys, magic):
+    """A rolled segment's last legacy entry whose offset (outside the CRC) was raised past the next segment, into a
+    later one's offsets: the next segment does not span them (the one after it starts below them), so a strict read
+    raises at the entry and a lenient one leaves it out. The lookups let any legacy entry past the next base end the
+    segment (as a cleaner's merged copy would), and `locate` said "not in the log" (exit 1), with or without
+    --on-corruption skip; they take the read's rule (the next segment must span them) for every message format now."""
+    import struct
+
+    import kafkaseg
+    from kafkaseg.errors import CorruptBatchError
+    from kafkaseg.wire.batch import iter_headers
+
+    write_data_dir(tmp_path, [TopicSpec("t", records_per_partition=200, records_per_batch=5, vary_batch_size=False,
+                                        magic=magic, segment_bytes=3000, index_interval_bytes=1024)])
+    logs = sorted((tmp_path / "t-0").glob("*.log"))
+    log, next_base, further = logs[0], int(logs[1].stem), int(logs[2].stem)
+    data = bytearray(log.read_bytes())
+    last = list(iter_headers(bytes(data)))[-1]
+    assert last.last_offset == next_base - 1
+    struct.pack_into(">q", data, last.position, further + 2)  # into the segment after the next one
+    log.write_bytes(bytes(data))
+    with pytest.raises(CorruptBatchError) as info:
+        kafkaseg.read_arrow(str(tmp_path), columns=["offset"])
+    assert (info.value.path, info.value.position) == (str(log), last.position)
+    read = kafkaseg.read_arrow(str(tmp_path), columns=["offset"], onCorruption="skip").column("offset").to_pylist()
+    assert next_base - 1 not in read and next_base in read
+    locate = ["locate", "--data-dir", str(tmp_path), "--topic", "t", "--partition", "0", "--offset",
+              str(next_base - 1)]
+    code, _, err = run(locate, capsys)
+    assert code == 2 and f"{log} @ byte {last.position}" in err, (code, err)
+    code, lines, _ = run(locate + ["--on-corruption", "skip", "--json"], capsys)
+    location = json.loads("\n".join(lines))["location"]
+    assert code == 1 and location["recordOffset"] == next_base, location
+    assert "unreadable" in location["reason"] and f"{log} @ byte {last.position}" in location["reason"], location
+
+
 def test_locate_and_offsets_after_zeros_under_an_index_entry(tmp_path, capsys):
     """`locate` of an offset in the sound batch after a zeroed page said "offset N is not in the log ... the next
     record is at <the next segment's base>", with or without --on-corruption skip, though a lenient read returns
