@@ -528,3 +528,42 @@ def test_a_marker_failing_its_crc_is_reported_only_where_the_walk_decides_its_tr
     [decision] = scan.plan.report.lenient
     assert decision.position == marker["position"] and set(clean) - set(got)
     assert set(clean) - set(got) <= set(range(decision.first_offset, decision.end_offset))
+
+
+def test_a_segment_renamed_deleted_after_planning_still_gives_its_transactions_to_the_walk(tmp_path, monkeypatch):
+    """A live broker's retention (or the cleaner's swap) renames a segment ``.deleted`` after the partition was
+    planned but before read_committed derives its aborted transactions by walking the log from its first segment
+    (segment 0 has no .txnindex: Kafka writes one at the first abort). The walk reads the file the plan was made of
+    under its new name, as the read does (scan: the planned file renamed ``.deleted``), not a LayoutError about
+    the missing .log (found by tests/live_broker.py --retention)."""
+    log = spanning_partition(tmp_path)
+    want = kafkaseg.open_scan(str(tmp_path), **COMMITTED)
+    first = Path(log.segments[0].log_path)
+    real = planning._aborted_for
+
+    def retention_meanwhile(part, piece):
+        if first.exists():
+            for suffix in (".log", ".index", ".timeindex"):
+                path = first.with_suffix(suffix)
+                path.rename(path.with_name(path.name + ".deleted"))
+        return real(part, piece)
+
+    monkeypatch.setattr(planning, "_aborted_for", retention_meanwhile)
+    got = kafkaseg.open_scan(str(tmp_path), **COMMITTED)
+    assert not first.exists()
+    assert [s.aborted for s in got.plan.slices] == [s.aborted for s in want.plan.slices]
+    assert rows(got.to_table()) == rows(want.to_table())  # the read too reads the renamed file
+
+    # the renamed file gone too (file.delete.delay.ms later): what the plan was of is nowhere, a LayoutError
+    for suffix in (".log", ".index", ".timeindex"):
+        path = first.with_suffix(suffix)
+        path.with_name(path.name + ".deleted").rename(path)
+
+    def deleted_meanwhile(part, piece):
+        if first.exists():
+            first.unlink()
+        return real(part, piece)
+
+    monkeypatch.setattr(planning, "_aborted_for", deleted_meanwhile)
+    with pytest.raises(kafkaseg.errors.LayoutError, match=first.name):
+        kafkaseg.open_scan(str(tmp_path), **COMMITTED)
