@@ -2100,22 +2100,27 @@ def _planned_reader(seg: SegmentFiles, filesystem) -> SegmentReader:
     """A reader of the ``.log`` the listing saw for ``seg``, for what runs after the partition was planned (and so
     is not planned again when a file goes: read_committed's aborted transactions, :func:`_aborted_for`): a live
     broker's retention or cleaner may have renamed it ``.deleted`` since (removed ``file.delete.delay.ms`` later),
-    and the plan is of its bytes, which the read reads there too (:mod:`kafkaseg.scan`). The file under the new
-    name is taken only when it is the one listed (same inode), or when that cannot be told; else the
-    :class:`~kafkaseg.errors.LayoutError` for the missing ``.log``."""
+    or renamed a planned ``.swap`` to its ``.log`` name, and the plan is of its bytes, which the read reads there
+    too (:mod:`kafkaseg.scan`). A file under a new name is taken only when it is the one listed (same inode), or
+    when that cannot be told; else the :class:`~kafkaseg.errors.LayoutError` for the missing file."""
     try:
         return SegmentReader(seg.log_path, filesystem)
     except LayoutError as exc:
         if not isinstance(exc.__cause__, FileNotFoundError):
             raise
-        try:
-            renamed = _fs.RandomAccessReader(seg.log_path + ".deleted", filesystem)
-        except LayoutError:
-            raise exc from exc.__cause__
-        if seg.identity is not None and renamed.identity is not None and renamed.identity != seg.identity:
-            renamed.close()
-            raise
-        return SegmentReader(seg.log_path + ".deleted", filesystem, opened=renamed)
+        names = [seg.log_path + ".deleted"]
+        if seg.log_path.endswith(".swap"):
+            names.insert(0, seg.log_path[:-len(".swap")])
+        for name in names:
+            try:
+                renamed = _fs.RandomAccessReader(name, filesystem)
+            except LayoutError:
+                continue
+            if seg.identity is not None and renamed.identity is not None and renamed.identity != seg.identity:
+                renamed.close()
+                continue
+            return SegmentReader(name, filesystem, opened=renamed)
+        raise
 
 
 def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predicates | None,

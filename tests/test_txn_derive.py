@@ -567,3 +567,27 @@ def test_a_segment_renamed_deleted_after_planning_still_gives_its_transactions_t
     monkeypatch.setattr(planning, "_aborted_for", deleted_meanwhile)
     with pytest.raises(kafkaseg.errors.LayoutError, match=first.name):
         kafkaseg.open_scan(str(tmp_path), **COMMITTED)
+
+
+def test_a_swap_file_renamed_into_place_after_planning_still_gives_its_transactions_to_the_walk(tmp_path,
+                                                                                                monkeypatch):
+    """The cleaner's last step (``X.log.swap`` -> ``X.log``) after a listing that planned the ``.swap`` file
+    (its old segment already renamed ``.deleted``) and before read_committed walks it: the walk reads the file
+    under its final name, as the read does (found by tests/live_broker.py --compact)."""
+    log = spanning_partition(tmp_path)
+    want = kafkaseg.open_scan(str(tmp_path), **COMMITTED)
+    first = Path(log.segments[0].log_path)
+    swap = first.with_name(first.name + ".swap")
+    first.rename(swap)
+    real = planning._aborted_for
+
+    def swapped_in_meanwhile(part, piece):
+        if swap.exists():
+            swap.rename(first)
+        return real(part, piece)
+
+    monkeypatch.setattr(planning, "_aborted_for", swapped_in_meanwhile)
+    got = kafkaseg.open_scan(str(tmp_path), **COMMITTED)
+    assert first.exists() and not swap.exists()
+    assert [s.aborted for s in got.plan.slices] == [s.aborted for s in want.plan.slices]
+    assert rows(got.to_table()) == rows(want.to_table())
