@@ -778,3 +778,45 @@ def test_an_active_segments_index_entry_at_an_impossible_position_is_no_crash(tm
     for argv in (["verify", str(tmp_path)], ["describe", str(tmp_path)], ["describe", str(tmp_path), "--full"]):
         assert main(argv) in (0, 1, 2), argv
     capsys.readouterr()
+
+
+def test_a_segment_retention_deletes_between_its_walk_and_its_txnindex_check_is_a_note_not_an_error(tmp_path,
+                                                                                                   monkeypatch):
+    """Retention renames a segment's files ``.deleted`` (``.log`` first, ``.txnindex`` last) after verify walked its
+    ``.log`` and before it loads its ``.txnindex``: the segment was deleted while being verified (a note), not an
+    ERROR "cannot open ... .txnindex" (found by tests/live_broker.py --retention); a ``.txnindex`` that is gone
+    while its ``.log`` is there is still an error."""
+    from pathlib import Path
+
+    import kafkaseg.cli.verify as verify
+    from kafkaseg.storage.layout import discover
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path / "data", [TopicSpec("t", records_per_partition=300, records_per_batch=5,
+                                                 segment_bytes=2048, transactional=True, abort_ratio=0.5)], seed=4)
+    pdir = discover([str(tmp_path / "data")])[0]
+    seg = next(s for s in pdir.segments[:-1] if s.txnindex_path)
+    first = Path(seg.log_path)
+    real = verify.TransactionIndex.load
+
+    def retention_meanwhile(path, *args, **kwargs):
+        if path == seg.txnindex_path and first.exists():
+            for suffix in (".log", ".index", ".timeindex", ".txnindex"):
+                p = first.with_suffix(suffix)
+                p.rename(p.with_name(p.name + ".deleted"))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(verify.TransactionIndex, "load", retention_meanwhile)
+    report = verify.VerifyReport()
+    verify.verify_partition(pdir, report)
+    about_it = [p for p in report.problems if p.file in (seg.log_path, seg.txnindex_path)]
+    assert [p.severity for p in about_it] == ["info"] and "deleted while being verified" in about_it[0].message
+    assert not [p for p in report.problems if p.severity == "error"], report.problems
+
+    for suffix in (".log", ".index", ".timeindex"):  # back, but for the .txnindex: damage
+        p = first.with_suffix(suffix)
+        p.with_name(p.name + ".deleted").rename(p)
+    monkeypatch.undo()
+    report = verify.VerifyReport()
+    verify.verify_partition(pdir, report)
+    assert any(p.severity == "error" and p.file == seg.txnindex_path for p in report.problems)

@@ -1057,6 +1057,8 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                     + ("; the segment is past the recovery point, so a broker's recovery rebuilds the file (kafkaseg"
                        " derives the aborts from the log)" if recovered else ""))
         except KafkaSegError as err:
+            if isinstance(err, LayoutError) and _gone(txnindex_path, pdir) and _gone(path, pdir):
+                raise  # retention or the cleaner renamed the segment after its walk (.log first): verify_partition
             add(ERROR, txnindex_label, getattr(err, "position", None), str(err))
     if after_bad_crc and seg_last is not None:
         # the segment ends with batches that failed their CRC: the offsets they held are unknown, so no gap is
