@@ -780,15 +780,10 @@ def test_an_active_segments_index_entry_at_an_impossible_position_is_no_crash(tm
     capsys.readouterr()
 
 
-def test_a_segment_retention_deletes_between_its_walk_and_its_txnindex_check_is_a_note_not_an_error(tmp_path,
-                                                                                                   monkeypatch):
-    """Retention renames a segment's files ``.deleted`` (``.log`` first, ``.txnindex`` last) after verify walked its
-    ``.log`` and before it loads its ``.txnindex``: the segment was deleted while being verified (a note), not an
-    ERROR "cannot open ... .txnindex" (found by tests/live_broker.py --retention); a ``.txnindex`` that is gone
-    while its ``.log`` is there is still an error."""
+def _rolled_segment_with_a_txnindex(tmp_path):
+    """A transactional partition: (its PartitionDir, a rolled segment with a .txnindex, that segment's .log Path)."""
     from pathlib import Path
 
-    import kafkaseg.cli.verify as verify
     from kafkaseg.storage.layout import discover
     from kafkaseg.testing import TopicSpec, write_data_dir
 
@@ -796,7 +791,18 @@ def test_a_segment_retention_deletes_between_its_walk_and_its_txnindex_check_is_
                                                  segment_bytes=2048, transactional=True, abort_ratio=0.5)], seed=4)
     pdir = discover([str(tmp_path / "data")])[0]
     seg = next(s for s in pdir.segments[:-1] if s.txnindex_path)
-    first = Path(seg.log_path)
+    return pdir, seg, Path(seg.log_path)
+
+
+def test_a_segment_retention_deletes_between_its_walk_and_its_txnindex_check_is_a_note_not_an_error(tmp_path,
+                                                                                                   monkeypatch):
+    """Retention renames a segment's files ``.deleted`` (``.log`` first, ``.txnindex`` last) after verify walked its
+    ``.log`` and before it loads its ``.txnindex``: the segment was deleted while being verified (a note), not an
+    ERROR "cannot open ... .txnindex" (found by tests/live_broker.py --retention); a ``.txnindex`` that is gone
+    while its ``.log`` is there is still an error."""
+    import kafkaseg.cli.verify as verify
+
+    pdir, seg, first = _rolled_segment_with_a_txnindex(tmp_path)
     real = verify.TransactionIndex.load
 
     def retention_meanwhile(path, *args, **kwargs):
@@ -820,3 +826,30 @@ def test_a_segment_retention_deletes_between_its_walk_and_its_txnindex_check_is_
     report = verify.VerifyReport()
     verify.verify_partition(pdir, report)
     assert any(p.severity == "error" and p.file == seg.txnindex_path for p in report.problems)
+
+
+def test_a_segment_the_cleaner_replaces_between_its_walk_and_its_txnindex_check_is_a_note_not_an_error(
+        tmp_path, monkeypatch):
+    """The cleaner's swap after verify walked a segment's ``.log`` and before it loads its ``.txnindex``: the old
+    files renamed ``.deleted``, a cleaned ``.log`` (another file) in place, and no ``.txnindex`` (the cleaned segment
+    kept no aborted transaction's data). The segment was replaced while being verified: a note, not an ERROR
+    "cannot open ... .txnindex" (found by tests/test_live_broker.py)."""
+    import kafkaseg.cli.verify as verify
+
+    pdir, seg, first = _rolled_segment_with_a_txnindex(tmp_path)
+    real = verify.TransactionIndex.load
+
+    def cleaner_meanwhile(path, *args, **kwargs):
+        if path == seg.txnindex_path and os.path.exists(path):
+            for suffix in (".log", ".index", ".timeindex", ".txnindex"):
+                p = first.with_suffix(suffix)
+                p.rename(p.with_name(p.name + ".deleted"))
+            shutil.copy(str(first) + ".deleted", first)  # (a cleaned copy: another inode)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(verify.TransactionIndex, "load", cleaner_meanwhile)
+    report = verify.VerifyReport()
+    verify.verify_partition(pdir, report)
+    about_it = [p for p in report.problems if p.file == seg.txnindex_path]
+    assert [p.severity for p in about_it] == ["info"] and "replaced" in about_it[0].message, report.problems
+    assert not [p for p in report.problems if p.severity == "error"], report.problems
