@@ -853,3 +853,46 @@ def test_a_segment_the_cleaner_replaces_between_its_walk_and_its_txnindex_check_
     about_it = [p for p in report.problems if p.file == seg.txnindex_path]
     assert [p.severity for p in about_it] == ["info"] and "replaced" in about_it[0].message, report.problems
     assert not [p for p in report.problems if p.severity == "error"], report.problems
+
+
+def test_an_abort_marker_the_cleaner_gave_a_delete_horizon_needs_no_txnindex_entry(tmp_path, capsys):
+    """The cleaner drops an aborted transaction's data, then, at the next cleaning, finds no batch of it left:
+    its ABORT marker stays until ``delete.retention.ms`` passes, rewritten with a delete horizon (attribute bit 6,
+    ``containsMarkerForEmptyTxn``), and the cleaned ``.txnindex`` gets no entry for it
+    (``CleanedTransactionMetadata.onControlBatchRead``). The producer snapshot at the segment's base still lists
+    the transaction as open, but no record of it is left for read_committed to return: no error (found by
+    tests/live_broker.py --compact, seed 14). Without the horizon, the missing entry is still said."""
+    from kafkaseg.testing import ControlType, build_control_batch
+
+    def write(with_horizon):
+        root = tmp_path / ("h" if with_horizon else "n")
+        log = PartitionWriter(root / "t-0", index_interval_bytes=1 << 20)
+        log.append(build_batch_v2(records(0, 2), producer_id=7, producer_epoch=0, base_sequence=0,
+                                  is_transactional=True))
+        log.append(build_batch_v2(records(3, 5)))
+        log.roll()  # the snapshot at 6: producer 7's transaction open since 0
+        if with_horizon:
+            marker = build_batch_v2([Record(6, 1000 + 6, struct.pack(">hh", 0, ControlType.ABORT),
+                                            struct.pack(">hi", 0, 0))],
+                                    is_control=True, is_transactional=True, producer_id=7, producer_epoch=0,
+                                    delete_horizon_ms=1_800_000_000_000)
+        else:
+            marker = build_control_batch(6, 1000 + 6, ControlType.ABORT, producer_id=7, producer_epoch=0)
+        log.append(marker, control_type=ControlType.ABORT)
+        log.append(build_batch_v2(records(7, 9)))
+        log.close()
+        folder = root / "t-0"
+        first = sorted(folder.glob("*.log"))[0]
+        first.write_bytes(first.read_bytes()[len(build_batch_v2(records(0, 2), producer_id=7, producer_epoch=0,
+                                                                  base_sequence=0, is_transactional=True).data):])
+        for side in (".index", ".timeindex"):
+            first.with_suffix(side).write_bytes(b"")
+        (folder / "00000000000000000006.txnindex").write_bytes(b"")  # the cleaned one: no entry
+        write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): 10})
+        write_offset_checkpoint(root / "recovery-point-offset-checkpoint", {("t", 0): 10})
+        return root
+
+    code, report = verify_json([write(True)], capsys)
+    assert not [p for p in report["problems"] if "ABORT marker" in p["message"]], report["problems"]
+    code, report = verify_json([write(False)], capsys)
+    assert any("ABORT marker" in p["message"] for p in report["problems"]), report["problems"]
