@@ -1,6 +1,6 @@
 """A file-only live broker for the live-disk tests: several log dirs (JBOD) written while readers read them.
 
-Run as ``python tests/live_broker.py ROOT SECONDS SEED [--retention] [--compact]``; it writes ``ROOT/d0`` and ``ROOT/d1`` (the log dirs),
+Run as ``python tests/live_broker.py ROOT SECONDS SEED [--retention] [--compact] [--move] [--fast-delete]``; it writes ``ROOT/d0`` and ``ROOT/d1`` (the log dirs),
 ``ROOT/markers.jsonl`` (the time each transaction marker write began, before the write) and, at the end,
 ``ROOT/truth.json`` (every batch of the final logs) -- what :func:`check_read` judges reads against.
 
@@ -27,7 +27,13 @@ What it does, each as a broker does it (see /work/shared/reference/kafka-on-disk
 - ``--compact`` (partitions :data:`COMPACTED`, whose keys repeat): the log cleaner (:meth:`Partition.clean`:
   ``.cleaned`` segments written, renamed ``.swap``, the old ones ``.deleted``, the ``.swap`` renamed in place;
   aborted data dropped, markers kept while their transaction has data then given a delete horizon, producers'
-  last batches kept empty; ``cleaner-offset-checkpoint``) while transactions go on.
+  last batches kept empty; ``cleaner-offset-checkpoint``) while transactions go on;
+- ``--move`` (partition :data:`MOVED`): a move to the other log dir (``kafka-reassign-partitions`` with log dirs):
+  a ``<topic>-<partition>.<id>-future`` folder there filled as ``ReplicaAlterLogDirsThread`` does while appends go
+  on (both log dirs' checkpoints list the partition meanwhile), then :func:`replace_with_future`. No truncation of
+  the partition while it moves;
+- ``--fast-delete``: ``.deleted`` files and ``-delete`` folders removed 0.2 to 2 s after the rename, not
+  :data:`DELETE_DELAY`.
 
 Every removal is recorded with the time span in which readers could see it happen (``removed``), and the log end
 offset after every change (``ends``), so that reads are judged honestly: a record removed before a read ended may
@@ -48,6 +54,7 @@ import bisect
 import json
 import os
 import random
+import shutil
 import struct
 import sys
 import time
@@ -175,9 +182,10 @@ class Seg:
 
 
 class Partition:
-    def __init__(self, root, partition, preallocate, rng):
+    def __init__(self, root, partition, preallocate, rng, folder=None):
+        """``folder``: the folder's name when not ``<topic>-<partition>`` (a ``-future`` copy's)."""
         self.partition, self.preallocate, self.rng = partition, preallocate, rng
-        self.folder = root / f"{TOPIC}-{partition}"
+        self.folder = root / (folder or f"{TOPIC}-{partition}")
         self.folder.mkdir()
         write_partition_metadata(self.folder / "partition.metadata", "dG9waWMtdHgtaWQtMDAwMQ")
         self.batches = []  # dicts: base, last, gen, pid, txn, fate, control, seg, pos, size, epoch, seq
@@ -366,6 +374,40 @@ class Partition:
             self.raw.pop(b["base"], None)
         self.ends.append((time.time(), self.next))
         return target
+
+    # a move between log dirs (ReplicaAlterLogDirsThread, LogManager.replaceCurrentWithFutureLog) --------------------
+    def copy_from(self, src, most):
+        """This ``-future`` log fetches up to ``most`` batches from ``src`` as ``appendAsFollower`` appends them: the
+        same bytes at the same offsets, its own segments, indexes, snapshots and ``.txnindex``; its high watermark
+        the source's, capped at its log end (``futureLog.updateHighWatermark``)."""
+        for b in [b for b in src.batches if b["base"] >= self.next][:most]:
+            data = src.raw[b["base"]]
+            if b["epoch"] != self.epochs[-1][0]:
+                self.epochs.append((b["epoch"], b["base"]))
+                self._write_epochs()
+            self.gen = b["gen"]
+            meta = {k: v for k, v in b.items() if k not in ("seg", "pos", "size")}
+            encoded = Fetched(data, b["base"], b["last"], struct.unpack_from(">q", data, 35)[0])
+            self._append(encoded, meta)
+            pid = b["pid"]
+            if b["control"]:
+                self.open.pop(pid, None)
+                self.txn_first.pop(pid, None)
+                if b["fate"] == "A":
+                    with open(self.folder / name(self.active.base, ".txnindex"), "ab") as f:
+                        f.write(TXN.pack(0, pid, b["first"], b["base"], b["lso"]))
+            elif pid != -1:
+                self.seq[pid] = b["seq"] + b["last"] - b["base"] + 1
+                if pid in TXN_PIDS and pid not in self.open:
+                    self.open[pid], self.txn_first[pid] = b["txn"], b["base"]
+        self.hw = min(src.hw, self.next)
+
+    def take_over(self, src):
+        """The state this copy carries on with once it replaced ``src``."""
+        self.hw = src.hw  # (updateHighWatermark = true)
+        self.gen, self.epochs = src.gen, src.epochs
+        self.controls, self.fates, self.txn_no = src.controls, src.fates, src.txn_no
+        self.removed, self.ends, self.markers = src.removed, src.ends, src.markers
 
     # retention (UnifiedLog.deleteOldSegments / deleteSegments) -----------------------------------------------------
     def next_base(self, s):
@@ -591,8 +633,18 @@ class Partition:
     def reap(self):
         now = time.time()
         for t, p in [x for x in self.pending_delete if x[0] <= now]:
-            p.unlink(missing_ok=True)
+            if p.is_dir():
+                shutil.rmtree(p)
+            else:
+                p.unlink(missing_ok=True)
         self.pending_delete = [x for x in self.pending_delete if x[0] > now]
+
+
+class Fetched:
+    """A fetched batch as :meth:`Partition._append` takes it."""
+
+    def __init__(self, data, first_offset, last_offset, max_timestamp):
+        self.data, self.first_offset, self.last_offset, self.max_timestamp = data, first_offset, last_offset, max_timestamp
 
 
 def entries_below(fd, count, size, relative_offset, limit):
@@ -614,7 +666,9 @@ def log_dirs(root):
     return [str(Path(root) / "d0"), str(Path(root) / "d1")]
 
 
-OPTIONS = ("--retention", "--compact", "--fast-delete")
+OPTIONS = ("--retention", "--compact", "--fast-delete", "--move")
+#: the partition ``--move`` moves to the other log dir
+MOVED = 3
 #: how long after retention or the cleaner renamed a file ``.deleted`` it is removed (file.delete.delay.ms); 0.2 to
 #: 2 s with ``--fast-delete`` (a truncation's files always)
 DELETE_DELAY = (4.0, 8.0)
@@ -624,8 +678,8 @@ CLEANER_CHECKPOINTS = {}
 
 def main(root, seconds, seed, options=()):
     """The broker: ``options`` among :data:`OPTIONS` (``--retention``: segment deletion and DeleteRecords on the
-    partitions of :data:`RETAINED`; ``--compact``: the log cleaner on those of :data:`COMPACTED`). A truncation is
-    also made on request (:func:`hooked`): ``ROOT/hook-request.json`` names the partition and the offset the reader
+    partitions of :data:`RETAINED`; ``--compact``: the log cleaner on those of :data:`COMPACTED`; ``--move``,
+    ``--fast-delete``: see the module). A truncation is also made on request (:func:`hooked`): ``ROOT/hook-request.json`` names the partition and the offset the reader
     read to; the broker truncates past the high watermark (above that offset when it can), appends a new
     generation there, then writes ``ROOT/hook-done-<id>``."""
     root = Path(root)
@@ -641,9 +695,13 @@ def main(root, seconds, seed, options=()):
                               directory_id=f"BBBBBBBBBBBBBBBBBBBBB{'AB'[i]}")
     parts = {p: (Partition(dirs[d], p, pre, rng), d) for p, d, pre in LAYOUT}
 
+    future = {}  # partition -> (its -future Partition, the log dir index it goes to)
+
     def checkpoints():
         for i, d in enumerate(dirs):
             mine = {(TOPIC, p): part for p, (part, dd) in parts.items() if dd == i}
+            # (ReplicaManager.checkpointHighWatermarks and the LogManager checkpoints take future logs too)
+            mine.update({(TOPIC, p): part for p, (part, dd) in future.items() if dd == i})
             write_offset_checkpoint(d / "replication-offset-checkpoint", {k: v.hw for k, v in mine.items()})
             write_offset_checkpoint(d / "recovery-point-offset-checkpoint",
                                     {k: min(v.segments[-1], v.hw) for k, v in mine.items()})
@@ -660,9 +718,23 @@ def main(root, seconds, seed, options=()):
     end = time.time() + seconds
     last_cp = 0.0
     truncations = []
+    move_at = time.time() + seconds * rng.uniform(0.2, 0.5) if "--move" in options else None
     while time.time() < end:
+        if move_at is not None and time.time() > move_at and not future:  # kafka-reassign-partitions: to d1
+            move_at = None
+            p, (src, d) = MOVED, parts[MOVED]
+            future[p] = (Partition(dirs[1 - d], p, src.preallocate, rng,
+                                   folder=f"{TOPIC}-{p}.{rng.getrandbits(128):032x}-future"), 1 - d)
         for part, _ in parts.values():
             part.step(root)
+            if part.partition in future:
+                copy, to = future[part.partition]
+                copy.copy_from(part, rng.randint(5, 30))
+                if copy.next == part.next:
+                    parts[part.partition] = (replace_with_future(root, part, copy, dirs[to]), to)
+                    del future[part.partition]
+                    checkpoints()
+                continue  # (no truncation, retention or cleaning while the partition moves)
             if rng.random() < 0.02:
                 target = part.truncate()
                 if target is not None:
@@ -680,6 +752,9 @@ def main(root, seconds, seed, options=()):
             ask = json.loads(request.read_text())
             request.unlink()
             part = parts[ask["p"]][0]
+            if ask["p"] in future:  # (no truncation while it moves)
+                (root / f"hook-done-{ask['id']}").write_text(json.dumps({"target": None}))
+                continue
             part.append_data()  # something past the high watermark
             target = part.truncate(above=ask["after"])
             if target is not None:
@@ -701,6 +776,23 @@ def main(root, seconds, seed, options=()):
              for p, (part, _) in parts.items()}
     (root / "truth.json.tmp").write_text(json.dumps({"partitions": truth, "truncations": truncations}))
     os.replace(root / "truth.json.tmp", root / "truth.json")
+
+
+def replace_with_future(root, src, copy, log_dir):
+    """``LogManager.replaceCurrentWithFutureLog``, in its order: the ``-future`` folder renamed to
+    ``<topic>-<partition>`` (for a moment both log dirs hold the partition, whole in both), then the source folder
+    renamed ``<topic>-<partition>.<id>-delete`` and removed later (``addLogToBeDeleted``; the checkpoints follow).
+    Returns the copy, which carries on as the partition."""
+    final = log_dir / f"{TOPIC}-{src.partition}"
+    copy.folder.rename(final)
+    copy.folder = final
+    copy.take_over(src)
+    src.active.close()
+    gone = src.folder.with_name(f"{TOPIC}-{src.partition}.{src.rng.getrandbits(128):032x}-delete")
+    src.folder.rename(gone)
+    copy.pending_delete.append((time.time() + src.rng.uniform(*DELETE_DELAY), gone))
+    (root / "moved.json").write_text(json.dumps({"p": src.partition, "t": time.time()}))
+    return copy
 
 
 def hooked(root, args):
@@ -993,7 +1085,8 @@ def run_live(root, seconds, seed, *, read_as=None, tools=True, hook=False, optio
              "removed": {p: len(r) for p, r in truth.removed.items()},
              "records": {p: len(d) for p, d in truth.data.items()},
              "aborted": {p: sum(1 for v in d.values() if v[3] == "A") for p, d in truth.data.items()},
-             "segments": {p: len(list(Path(dirs[d]).glob(f"{TOPIC}-{p}/*.log"))) for p, d, _ in LAYOUT}}
+             "segments": {p: sum(len(list(Path(d).glob(f"{TOPIC}-{p}/*.log"))) for d in dirs) for p, _, _ in LAYOUT},
+             "moved": (root / "moved.json").exists()}
     return problems, stats
 
 
