@@ -16,7 +16,7 @@ from tests.live_broker import run_live
 @pytest.mark.slow
 def test_reads_of_a_live_broker_with_transactions_truncation_preallocation_retention_compaction_and_two_log_dirs(
         tmp_path):
-    """For ~20 s, over and over: read_arrow (read_uncommitted, read_committed, to the log end), iter_batches
+    """For ~17 s, over and over: read_arrow (read_uncommitted, read_committed, to the log end), iter_batches
     (read_committed), a read_committed follow, and the CLI (verify, describe, offsets and consume read_committed,
     consume to the log end), while the broker also deletes old segments (retention, DeleteRecords) and compacts
     (the cleaner's .cleaned/.swap/.deleted renames). Every record as written at its offset; below the high
@@ -30,7 +30,7 @@ def test_reads_of_a_live_broker_with_transactions_truncation_preallocation_reten
     reading in the middle of its read (a hook), so that case is exercised every run. verify and describe exit 0:
     a truncation past the high watermark under their walk, the index entries it leaves, an append begun while they
     look are no damage (tests/test_tools_rewritten_tail.py)."""
-    problems, stats = run_live(tmp_path / "run", 20, 11, tools=True, hook=True,
+    problems, stats = run_live(tmp_path / "run", 17, 11, tools=True, hook=True,
                                options=("--retention", "--compact"))
     assert not problems, "\n".join(problems[:30])
     # the run did what it is for (or it proves nothing)
