@@ -928,7 +928,9 @@ def check_rows(truth, rows, *, committed, read_end, began, final=False, what="re
             return problems
     for p, offs in by.items():
         if offs != sorted(set(offs)):
-            problems.append(f"{what}: partition {p}: offsets not strictly increasing")
+            at = next(k for k in range(1, len(offs)) if offs[k] <= offs[k - 1])
+            problems.append(f"{what}: partition {p}: offsets not strictly increasing: {offs[max(0, at - 3):at + 3]} "
+                            f"(at the {at}th of {len(offs)}; {len(offs) - len(set(offs))} repeated)")
             continue
         want = {o for o in truth.data[p] if o <= offs[-1] and truth.visible(p, o, committed)
                 and not truth.may_lack(p, o, read_end)}
