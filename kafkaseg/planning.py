@@ -891,7 +891,7 @@ class _Partition:
 
     def _unindexed_abort(self, i: int, index: TransactionIndex) -> tuple[int, int] | None:
         seg = self.segments[i]
-        with SegmentReader(seg.log_path, self.fs) as reader:
+        with _planned_reader(seg, self.fs) as reader:
             try:
                 return unindexed_abort(reader, index, max_batch_bytes=self.options.max_batch_bytes,
                                        open_at_base=transactions_open_at(self.pdir, seg.base_offset))
@@ -921,7 +921,7 @@ class _Partition:
             errors: list = []
             markers = self._unreadable_markers.setdefault(j, [])
             try:
-                with SegmentReader(seg.log_path, self.fs) as reader:
+                with _planned_reader(seg, self.fs) as reader:
                     last = j == len(self.segments) - 1
                     self._derived[j] = segment_aborted_txns(reader, self._open_txns,
                                                             max_batch_bytes=self.options.max_batch_bytes,
@@ -2094,6 +2094,33 @@ def _aborted_for(part: _Partition, piece: _Piece) -> tuple[tuple[int, int, int],
         if complete or (open_after is not None and all(first >= hi for first in open_after.values())):
             break  # (a walk past j knows every transaction that began below hi and ends after j)
     return tuple(found)
+
+
+def _planned_reader(seg: SegmentFiles, filesystem) -> SegmentReader:
+    """A reader of the ``.log`` the listing saw for ``seg``, for what runs after the partition was planned (and so
+    is not planned again when a file goes: read_committed's aborted transactions, :func:`_aborted_for`): a live
+    broker's retention or cleaner may have renamed it ``.deleted`` since (removed ``file.delete.delay.ms`` later),
+    or renamed a planned ``.swap`` to its ``.log`` name, and the plan is of its bytes, which the read reads there
+    too (:mod:`kafkaseg.scan`). A file under a new name is taken only when it is the one listed (same inode), or
+    when that cannot be told; else the :class:`~kafkaseg.errors.LayoutError` for the missing file."""
+    try:
+        return SegmentReader(seg.log_path, filesystem)
+    except LayoutError as exc:
+        if not isinstance(exc.__cause__, FileNotFoundError):
+            raise
+        names = [seg.log_path + ".deleted"]
+        if seg.log_path.endswith(".swap"):
+            names.insert(0, seg.log_path[:-len(".swap")])
+        for name in names:
+            try:
+                renamed = _fs.RandomAccessReader(name, filesystem)
+            except LayoutError:
+                continue
+            if seg.identity is not None and renamed.identity is not None and renamed.identity != seg.identity:
+                renamed.close()
+                continue
+            return SegmentReader(name, filesystem, opened=renamed)
+        raise
 
 
 def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predicates | None,

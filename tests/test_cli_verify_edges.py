@@ -778,3 +778,121 @@ def test_an_active_segments_index_entry_at_an_impossible_position_is_no_crash(tm
     for argv in (["verify", str(tmp_path)], ["describe", str(tmp_path)], ["describe", str(tmp_path), "--full"]):
         assert main(argv) in (0, 1, 2), argv
     capsys.readouterr()
+
+
+def _rolled_segment_with_a_txnindex(tmp_path):
+    """A transactional partition: (its PartitionDir, a rolled segment with a .txnindex, that segment's .log Path)."""
+    from pathlib import Path
+
+    from kafkaseg.storage.layout import discover
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path / "data", [TopicSpec("t", records_per_partition=300, records_per_batch=5,
+                                                 segment_bytes=2048, transactional=True, abort_ratio=0.5)], seed=4)
+    pdir = discover([str(tmp_path / "data")])[0]
+    seg = next(s for s in pdir.segments[:-1] if s.txnindex_path)
+    return pdir, seg, Path(seg.log_path)
+
+
+def test_a_segment_retention_deletes_between_its_walk_and_its_txnindex_check_is_a_note_not_an_error(tmp_path,
+                                                                                                   monkeypatch):
+    """Retention renames a segment's files ``.deleted`` (``.log`` first, ``.txnindex`` last) after verify walked its
+    ``.log`` and before it loads its ``.txnindex``: the segment was deleted while being verified (a note), not an
+    ERROR "cannot open ... .txnindex" (found by tests/live_broker.py --retention); a ``.txnindex`` that is gone
+    while its ``.log`` is there is still an error."""
+    import kafkaseg.cli.verify as verify
+
+    pdir, seg, first = _rolled_segment_with_a_txnindex(tmp_path)
+    real = verify.TransactionIndex.load
+
+    def retention_meanwhile(path, *args, **kwargs):
+        if path == seg.txnindex_path and first.exists():
+            for suffix in (".log", ".index", ".timeindex", ".txnindex"):
+                p = first.with_suffix(suffix)
+                p.rename(p.with_name(p.name + ".deleted"))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(verify.TransactionIndex, "load", retention_meanwhile)
+    report = verify.VerifyReport()
+    verify.verify_partition(pdir, report)
+    about_it = [p for p in report.problems if p.file in (seg.log_path, seg.txnindex_path)]
+    assert [p.severity for p in about_it] == ["info"] and "deleted while being verified" in about_it[0].message
+    assert not [p for p in report.problems if p.severity == "error"], report.problems
+
+    for suffix in (".log", ".index", ".timeindex"):  # back, but for the .txnindex: damage
+        p = first.with_suffix(suffix)
+        p.with_name(p.name + ".deleted").rename(p)
+    monkeypatch.undo()
+    report = verify.VerifyReport()
+    verify.verify_partition(pdir, report)
+    assert any(p.severity == "error" and p.file == seg.txnindex_path for p in report.problems)
+
+
+def test_a_segment_the_cleaner_replaces_between_its_walk_and_its_txnindex_check_is_a_note_not_an_error(
+        tmp_path, monkeypatch):
+    """The cleaner's swap after verify walked a segment's ``.log`` and before it loads its ``.txnindex``: the old
+    files renamed ``.deleted``, a cleaned ``.log`` (another file) in place, and no ``.txnindex`` (the cleaned segment
+    kept no aborted transaction's data). The segment was replaced while being verified: a note, not an ERROR
+    "cannot open ... .txnindex" (found by tests/test_live_broker.py)."""
+    import kafkaseg.cli.verify as verify
+
+    pdir, seg, first = _rolled_segment_with_a_txnindex(tmp_path)
+    real = verify.TransactionIndex.load
+
+    def cleaner_meanwhile(path, *args, **kwargs):
+        if path == seg.txnindex_path and os.path.exists(path):
+            for suffix in (".log", ".index", ".timeindex", ".txnindex"):
+                p = first.with_suffix(suffix)
+                p.rename(p.with_name(p.name + ".deleted"))
+            shutil.copy(str(first) + ".deleted", first)  # (a cleaned copy: another inode)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(verify.TransactionIndex, "load", cleaner_meanwhile)
+    report = verify.VerifyReport()
+    verify.verify_partition(pdir, report)
+    about_it = [p for p in report.problems if p.file == seg.txnindex_path]
+    assert [p.severity for p in about_it] == ["info"] and "replaced" in about_it[0].message, report.problems
+    assert not [p for p in report.problems if p.severity == "error"], report.problems
+
+
+def test_an_abort_marker_the_cleaner_gave_a_delete_horizon_needs_no_txnindex_entry(tmp_path, capsys):
+    """The cleaner drops an aborted transaction's data, then, at the next cleaning, finds no batch of it left:
+    its ABORT marker stays until ``delete.retention.ms`` passes, rewritten with a delete horizon (attribute bit 6,
+    ``containsMarkerForEmptyTxn``), and the cleaned ``.txnindex`` gets no entry for it
+    (``CleanedTransactionMetadata.onControlBatchRead``). The producer snapshot at the segment's base still lists
+    the transaction as open, but no record of it is left for read_committed to return: no error (found by
+    tests/live_broker.py --compact, seed 14). Without the horizon, the missing entry is still said."""
+    from kafkaseg.testing import ControlType, build_control_batch
+
+    def write(with_horizon):
+        root = tmp_path / ("h" if with_horizon else "n")
+        log = PartitionWriter(root / "t-0", index_interval_bytes=1 << 20)
+        log.append(build_batch_v2(records(0, 2), producer_id=7, producer_epoch=0, base_sequence=0,
+                                  is_transactional=True))
+        log.append(build_batch_v2(records(3, 5)))
+        log.roll()  # the snapshot at 6: producer 7's transaction open since 0
+        if with_horizon:
+            marker = build_batch_v2([Record(6, 1000 + 6, struct.pack(">hh", 0, ControlType.ABORT),
+                                            struct.pack(">hi", 0, 0))],
+                                    is_control=True, is_transactional=True, producer_id=7, producer_epoch=0,
+                                    delete_horizon_ms=1_800_000_000_000)
+        else:
+            marker = build_control_batch(6, 1000 + 6, ControlType.ABORT, producer_id=7, producer_epoch=0)
+        log.append(marker, control_type=ControlType.ABORT)
+        log.append(build_batch_v2(records(7, 9)))
+        log.close()
+        folder = root / "t-0"
+        first = sorted(folder.glob("*.log"))[0]
+        first.write_bytes(first.read_bytes()[len(build_batch_v2(records(0, 2), producer_id=7, producer_epoch=0,
+                                                                  base_sequence=0, is_transactional=True).data):])
+        for side in (".index", ".timeindex"):
+            first.with_suffix(side).write_bytes(b"")
+        (folder / "00000000000000000006.txnindex").write_bytes(b"")  # the cleaned one: no entry
+        write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): 10})
+        write_offset_checkpoint(root / "recovery-point-offset-checkpoint", {("t", 0): 10})
+        return root
+
+    code, report = verify_json([write(True)], capsys)
+    assert not [p for p in report["problems"] if "ABORT marker" in p["message"]], report["problems"]
+    code, report = verify_json([write(False)], capsys)
+    assert any("ABORT marker" in p["message"] for p in report["problems"]), report["problems"]

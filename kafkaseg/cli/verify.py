@@ -1057,7 +1057,14 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
                     + ("; the segment is past the recovery point, so a broker's recovery rebuilds the file (kafkaseg"
                        " derives the aborts from the log)" if recovered else ""))
         except KafkaSegError as err:
-            add(ERROR, txnindex_label, getattr(err, "position", None), str(err))
+            vanished = isinstance(err, LayoutError) and _gone(txnindex_path, pdir)
+            if vanished and _gone(path, pdir):
+                raise  # retention or the cleaner renamed the segment after its walk (.log first): verify_partition
+            if vanished and _replaced(seg):
+                add(INFO, txnindex_label, None, "replaced while being verified (a live broker's log cleaner "
+                    "swapped in a cleaned copy of the segment, with no .txnindex); not checked")
+            else:
+                add(ERROR, txnindex_label, getattr(err, "position", None), str(err))
     if after_bad_crc and seg_last is not None:
         # the segment ends with batches that failed their CRC: the offsets they held are unknown, so no gap is
         # counted across them into the next segment either (their header's lastOffset is the best bound there is)
@@ -1919,6 +1926,17 @@ def _cut_before(pdir: PartitionDir, k: int, first: int, last: int):
     except KafkaSegError:
         return None
     return cut if cut is not None and cut.first_offset <= last and cut.end_offset > first else None
+
+
+def _replaced(seg) -> bool:
+    """Whether a local segment's ``.log`` is another file than the listing saw (the cleaner's swap)."""
+    if seg.identity is None:
+        return False
+    try:
+        now = os.stat(seg.log_path)
+    except OSError:
+        return False
+    return (now.st_dev, now.st_ino) != seg.identity
 
 
 def _gone(path: str, pdir: PartitionDir) -> bool:

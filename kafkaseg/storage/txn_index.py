@@ -276,6 +276,17 @@ def unindexed_abort(reader: SegmentReader, index: TransactionIndex, *,
     indexed = {(entry.producer_id, entry.last_offset) for entry in index}
     for txn in segment_aborted_txns(reader, dict(open_at_base or {}), max_batch_bytes=max_batch_bytes,
                                     partial_append=partial_append):
-        if (txn.producer_id, txn.last_offset) not in indexed:
+        if (txn.producer_id, txn.last_offset) not in indexed and not _emptied_marker(
+                reader, txn.last_offset, max_batch_bytes, partial_append):
             return txn.producer_id, txn.last_offset
     return None
+
+
+def _emptied_marker(reader: SegmentReader, offset: int, max_batch_bytes: int | None, partial_append: bool) -> bool:
+    """Whether the marker at ``offset`` has a delete horizon: the log cleaner sets one on a marker only when it
+    found no batch of its transaction left (``containsMarkerForEmptyTxn``), and writes no ``.txnindex`` entry for it
+    then (``CleanedTransactionMetadata.onControlBatchRead``): there is no aborted record for one to hide."""
+    for header in reader.iter_headers(max_batch_bytes=max_batch_bytes, partial_append=partial_append):
+        if header.base_offset == offset and header.is_control:
+            return header.has_delete_horizon
+    return False
