@@ -46,6 +46,35 @@ def test_a_folder_above_log_dirs_names_them_in_its_error(tmp_path):
         discover(str(tmp_path / "kafka"))  # several: "read that instead" named one of them
 
 
+def test_a_folder_above_log_dirs_named_like_partitions_is_refused_not_read_empty(tmp_path, capsys):
+    """``load("/data")`` where the log dirs are ``/data/kafka-logs-1`` and ``/data/kafka-logs-2`` (Kafka's default
+    log.dirs name, numbered per disk): both names parse as partitions of a topic ``kafka-logs``, so the folder was
+    read as a log dir of two empty partitions: 0 rows, and ``verify`` passed it (found by a walkthrough)."""
+    from kafkaseg import read_arrow
+    from kafkaseg.cli.main import main
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    for disk, topic in ((1, "a"), (2, "b")):  # one broker's two disks
+        write_data_dir(tmp_path / "data" / f"kafka-logs-{disk}", [TopicSpec(topic, records_per_partition=5)], seed=1)
+    refusal = r"log dirs named like partition folders.*kafka-logs-1, .*kafka-logs-2 \(read those instead\)$"
+    with pytest.raises(LayoutError, match=refusal):
+        discover(str(tmp_path / "data"))
+    with pytest.raises(LayoutError, match=refusal):
+        read_arrow(str(tmp_path / "data"))
+    assert main(["verify", "--no-progress", str(tmp_path / "data")]) == 2
+    capsys.readouterr()
+    assert main(["log-dirs", "--json", str(tmp_path / "data")]) == 2  # an offline log dir, as one not there is
+    out, err = capsys.readouterr()
+    assert '"partitions":[]' in out and "log dirs named like partition folders" in err, (out, err)
+    # each log dir given is still read (its own name parses as a partition's too), and so is a glob of them
+    assert len(discover(str(tmp_path / "data" / "kafka-logs-1"))) == 1
+    assert read_arrow(str(tmp_path / "data" / "kafka-logs-*")).num_rows == 10
+    # a log dir copied without meta.properties or checkpoints is still a log dir, also beside an empty folder
+    shutil.copytree(tmp_path / "data" / "kafka-logs-1" / "a-0", tmp_path / "bare" / "a-0")
+    (tmp_path / "bare" / "b-0").mkdir()
+    assert read_arrow(str(tmp_path / "bare")).num_rows == 5
+
+
 @pytest.mark.parametrize("empty", ["", "  "])
 def test_an_empty_path_is_an_error_not_the_working_directory(tmp_path, monkeypatch, capsys, empty):
     """``kafkaseg verify "$DATA_DIR"`` with the variable unset, or ``read_arrow(os.environ.get("DIR", ""))``: the

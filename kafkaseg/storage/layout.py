@@ -1006,6 +1006,28 @@ def _log_dirs_below(listing: Sequence[_fs.FileEntry], filesystem=None, most: int
     return f"; it holds some: {', '.join(found)} (read those instead)"
 
 
+def log_dirs_named_as_partitions(listing: Sequence[_fs.FileEntry], filesystem=None, most: int = 20,
+                                  as_given: Callable[[str], str] = lambda below: below) -> list[str]:
+    """For a folder with no log dir metadata whose subfolders are named ``<topic>-<partition>``: those among the
+    first ``most`` that are log dirs, not partitions (``/data`` holding ``kafka-logs-1`` and ``kafka-logs-2``, Kafka's
+    default log.dirs name numbered per disk, which parses as partitions 1 and 2 of a topic ``kafka-logs``): they hold
+    ``meta.properties``, log dir checkpoints or ``<topic>-<partition>`` folders, and no segment or partition file.
+    Each named by ``as_given``; [] when one of them looks like a partition folder (the folder is then a log dir
+    copied without its metadata, read as one)."""
+    found = []
+    for entry in [e for e in listing if e.is_dir and parse_topic_partition(e.name)][:most]:
+        try:
+            below = _fs.list_dir(entry.path, filesystem)
+        except LayoutError:
+            continue
+        if _looks_like_partition_dir(below):
+            return []
+        if (_read_log_dir_metadata(entry.path, filesystem, below) is not None
+                or any(e.is_dir and parse_topic_partition(e.name) for e in below)):
+            found.append(as_given(entry.path))
+    return found
+
+
 def _read_log_dir_metadata(path: str, filesystem, entries: Sequence[_fs.FileEntry] | None = None,
                            strict: bool = False) -> LogDir | None:
     """A LogDir without partitions: meta.properties and checkpoints. None when the folder has none of them
@@ -1709,6 +1731,16 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                 continue
             log_dir_meta = _read_log_dir_metadata(path, filesystem, listing)
             has_partitions = any(e.is_dir and parse_topic_partition(e.name) for e in listing)
+            nested = [] if log_dir_meta is not None or not has_partitions else log_dirs_named_as_partitions(
+                listing, filesystem, as_given=_as_given(given, path))
+            if nested:  # the folder above log dirs, not one: read as one, its log dirs were empty partitions
+                if globbed:
+                    continue
+                raise LayoutError(
+                    f"{path}: not a Kafka log dir (no meta.properties or checkpoints): it holds log dirs named like "
+                    f"partition folders ({_fs.basename(nested[0])!r} reads as a partition of a topic "
+                    f"{parse_topic_partition(_fs.basename(nested[0]))[0]!r}): {', '.join(nested)} "
+                    f"(read {'that' if len(nested) == 1 else 'those'} instead)")
             if log_dir_meta is None and not has_partitions:
                 tiered_skips: list[tuple[str, str]] = []
                 remote = tiered.tiered_partition_folders(path, filesystem, listing, tiered_skips)
