@@ -75,6 +75,26 @@ def test_a_folder_above_log_dirs_named_like_partitions_is_refused_not_read_empty
     assert read_arrow(str(tmp_path / "bare")).num_rows == 5
 
 
+def test_a_partition_folder_copied_under_another_name_is_refused_saying_how_to_read_it(tmp_path):
+    """``read_arrow("/backups/orders-1.bak")``, a partition folder copied aside: the error said only what the
+    folder is not (a log dir, a partition dir, a tiered-storage copy), nothing of the segments it holds, nor that
+    its name is why (found by a walkthrough)."""
+    from kafkaseg import read_arrow
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path / "data", [TopicSpec("a", partitions=2, records_per_partition=5)], seed=1)
+    shutil.copytree(tmp_path / "data" / "a-1", tmp_path / "backups" / "a-1.bak")
+    with pytest.raises(LayoutError, match=r"a-1\.bak: .*holds a partition's segments, but 'a-1\.bak' is not named "
+                                          r"<topic>-<partition>.*a-1\.bak/\*\.log"):
+        read_arrow(str(tmp_path / "backups" / "a-1.bak"))
+    # as the error says: its .log files are read, as a partition of a topic named after the folder
+    table = read_arrow(str(tmp_path / "backups" / "a-1.bak" / "*.log"))
+    assert table.num_rows == 5 and set(table.column("topic").to_pylist()) == {"a-1.bak"}
+    with pytest.raises(LayoutError) as raised:  # a folder holding nothing of Kafka's: no such hint
+        read_arrow(str(tmp_path / "backups"))
+    assert "segments" not in str(raised.value)
+
+
 @pytest.mark.parametrize("empty", ["", "  "])
 def test_an_empty_path_is_an_error_not_the_working_directory(tmp_path, monkeypatch, capsys, empty):
     """``kafkaseg verify "$DATA_DIR"`` with the variable unset, or ``read_arrow(os.environ.get("DIR", ""))``: the

@@ -1028,6 +1028,17 @@ def log_dirs_named_as_partitions(listing: Sequence[_fs.FileEntry], filesystem=No
     return found
 
 
+def _misnamed_partition(name: str, listing: Sequence[_fs.FileEntry], logs: str) -> str:
+    """For the error about a folder that is no log dir: when it holds a partition's files under a name that is not
+    ``<topic>-<partition>`` (``orders-1.bak``, a partition folder copied aside), "; it holds ..." saying why it is
+    not read and how to read it (``logs``: its .log files as a glob, spelled as the folder was given), or ""."""
+    if parse_topic_partition(name) is not None or not _looks_like_partition_dir(listing):
+        return ""
+    return (f"; it holds a partition's segments, but {name!r} is not named <topic>-<partition> (a partition "
+            f"folder's name gives its topic and partition): copy it under such a name, or give its .log files "
+            f"({logs}) to read them as topic {name!r}, partition -1")
+
+
 def _read_log_dir_metadata(path: str, filesystem, entries: Sequence[_fs.FileEntry] | None = None,
                            strict: bool = False) -> LogDir | None:
     """A LogDir without partitions: meta.properties and checkpoints. None when the folder has none of them
@@ -1747,7 +1758,8 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                 refusal = None if globbed else (
                     f"{path}: neither a Kafka log dir (no meta.properties, checkpoints or <topic>-<partition> "
                     "folders), a topic-partition dir, nor a tiered-storage copy (Aiven's or LocalTieredStorage's "
-                    f"layout){_log_dirs_below(listing, filesystem, as_given=_as_given(given, path))}")
+                    f"layout){_misnamed_partition(name, listing, _as_given(given, path)(_fs.join(path, '*.log')))}"
+                    f"{_log_dirs_below(listing, filesystem, as_given=_as_given(given, path))}")
                 emptied = None if remote is not None or remote_log_metadata is None or _SEGMENT_NAME.match(name) \
                     else tiered.emptied_folders(path, filesystem, listing, globbed=globbed)
                 if emptied is not None:  # a store whose copies are all gone? the metadata says (below)
