@@ -115,6 +115,30 @@ def test_verbose_says_why_the_filters_matched_no_partition(tmp_path, capsys):
         "--topic", "__consumer_offsets", "--exclude-internal-topics", "-v")
 
 
+def test_data_dir_takes_several_dirs_as_an_unquoted_glob_gives_them(tmp_path, capsys):
+    """``--data-dir /data/kafka-logs-*`` unquoted: the shell gives the log dirs as separate words, and
+    ``--data-dir`` took one, so the next was "unrecognized arguments: /data/kafka-logs-2" (found by a walkthrough).
+    It takes one or more now, in the commands and the jobs alike, and is still repeatable."""
+    import importlib
+
+    dirs = []
+    for disk, topic in ((1, "a"), (2, "b")):
+        dirs.append(str(write_data_dir(tmp_path / f"kafka-logs-{disk}", [TopicSpec(topic, records_per_partition=5)],
+                                       seed=1).path))
+    code, lines, _ = run(["offsets", "--data-dir", *dirs, "--time", "-1"], capsys)
+    assert (code, lines) == (0, ["a:0:5", "b:0:5"])
+    code, lines, _ = run(["offsets", "--data-dir", dirs[0], "--data-dir", dirs[1]], capsys)  # repeated, as before
+    assert (code, lines) == (0, ["a:0:5", "b:0:5"])
+    code, lines, _ = run(["locate", "--data-dir", *dirs, "--topic", "b", "--partition", "0", "--offset", "3"], capsys)
+    assert code == 0 and "offset: 3" in "\n".join(lines)
+    code, lines, _ = run(["consume", "--data-dir", *dirs, "--include", ".*", "--from-beginning"], capsys)
+    assert code == 0 and len(lines) == 10
+    for job, more in (("export", ["--output", str(tmp_path / "out")]), ("lookup", ["--input", "x", "--output", "y"]),
+                      ("retention_audit", ["--output", "z"]), ("compact", ["--output", "w"])):
+        args = importlib.import_module(f"jobs.{job}").parse_args(["--data-dir", *dirs, *more])
+        assert args.data_dir == dirs, job
+
+
 def test_timestamps_iso_and_no_offset(datadir, capsys):
     pm = datadir.partition("t", 2)
     target = pm.records[17]

@@ -1099,7 +1099,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "partition could not be answered ('Skip getting offsets for topic-partition ...' on "
                              "stderr, after the others are printed), the paths could not be read, or a usage "
                              "error.")
-    offsets.add_argument("--data-dir", required=True, action="append", help="log dir (repeatable)")
+    offsets.add_argument("--data-dir", required=True, action="extend", nargs="+", metavar="DATA_DIR",
+                         help="log dirs (one or more, and repeatable: an unquoted glob the shell expanded gives "
+                              "several)")
     offsets.add_argument("--topic", type=_topic_regex, help="topic name or regex (default: every topic)")
     offsets.add_argument("--partitions", type=_partition_list, help="comma separated partition ids (default: all)")
     offsets.add_argument("--topic-partitions", type=_topic_partition_rules, metavar="RULES",
@@ -1132,7 +1134,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "0 found; 1 no such partition, or no record has the offset (the next one is printed, "
                             "with a note saying why) or none is at or after the time; 2 damage or an unreadable "
                             "file on the way (said on stderr), or a usage error.")
-    locate.add_argument("--data-dir", required=True, action="append", help="log dir (repeatable)")
+    locate.add_argument("--data-dir", required=True, action="extend", nargs="+", metavar="DATA_DIR",
+                        help="log dirs (one or more, and repeatable: an unquoted glob the shell expanded gives "
+                             "several)")
     locate.add_argument("--topic", required=True, help="the topic (its name, not a regex)")
     locate.add_argument("--partition", required=True, type=int, help="the partition")
     which = locate.add_mutually_exclusive_group(required=True)
@@ -1192,8 +1196,8 @@ def build_parser() -> argparse.ArgumentParser:
                              description="Print records as kafka-console-consumer.sh does, from log dirs (see "
                              "kafkaseg.cli.consume). Without --follow it stops at the high watermark, as a "
                              "consumer does (--to-log-end: at the end of what is on disk).")
-    consume.add_argument("--data-dir", action="append", help="REQUIRED: log dir (repeatable), in place of "
-                         "--bootstrap-server")
+    consume.add_argument("--data-dir", action="extend", nargs="+", metavar="DATA_DIR",
+                         help="REQUIRED: log dirs (one or more, and repeatable), in place of --bootstrap-server")
     consume.add_argument("--group", help="accepted for pasted console-consumer commands (not with --partition, "
                          "as in Kafka); no effect: no committed offsets are read, and nothing is committed")
     consume.add_argument("--topic", help="the topic to consume")
