@@ -95,6 +95,30 @@ def test_a_partition_folder_copied_under_another_name_is_refused_saying_how_to_r
     assert "segments" not in str(raised.value)
 
 
+def test_a_glob_matching_nothing_kafka_reads_is_an_error_not_an_empty_read(tmp_path, capsys):
+    """``verify '/data/orders-0/*.index'`` verified nothing and exited 0 ("0 partitions, 0 segments: 0 errors"), and
+    ``read_arrow("/data/kafka*")`` matching only folders that are no log dir read 0 rows: each match a glob may
+    pass over (side files, other folders) was passed over, and nothing said that none was left, where a glob
+    matching nothing at all is an error (found by a walkthrough)."""
+    from kafkaseg import read_arrow
+    from kafkaseg.cli.main import main
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path / "data", [TopicSpec("a", records_per_partition=5)], seed=1)
+    (tmp_path / "data-old").mkdir()
+    indexes = str(tmp_path / "data" / "a-0" / "*.index")
+    with pytest.raises(LayoutError, match=r"\*\.index: the glob matched no log dir, topic-partition dir or \.log "
+                                          r"file \(it matched .*00000000000000000000\.index\)"):
+        discover(indexes)
+    assert main(["verify", "--no-progress", indexes]) == 2
+    assert "the glob matched no log dir" in capsys.readouterr().err
+    with pytest.raises(LayoutError, match=r"data-o\*: the glob matched no log dir.*data-old"):
+        read_arrow(str(tmp_path / "data-o*"))
+    # a match kept is enough: the others are passed over as before
+    assert read_arrow(str(tmp_path / "data*")).num_rows == 5
+    assert read_arrow(str(tmp_path / "data" / "a-0" / "*")).num_rows == 5
+
+
 @pytest.mark.parametrize("empty", ["", "  "])
 def test_an_empty_path_is_an_error_not_the_working_directory(tmp_path, monkeypatch, capsys, empty):
     """``kafkaseg verify "$DATA_DIR"`` with the variable unset, or ``read_arrow(os.environ.get("DIR", ""))``: the

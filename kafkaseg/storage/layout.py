@@ -1689,6 +1689,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
         hint = "; several paths are given as a list, not one comma-separated string" if "," in str(given) else ""
         if not resolved:
             raise BadPathError(f"{_fs.redact(given)}: no such file or directory (or the glob matched nothing){hint}")
+        not_read = []  # a glob's matches that are nothing to read (side files, other folders): not all of them
         for path in resolved:
             # a URI given as it is (not a glob's match) that cannot be reached (a timeout) is named as typed, query
             # and all, not as its store names the path
@@ -1699,6 +1700,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
             if not entry.is_dir:
                 if not path.endswith(".log"):
                     if globbed:
+                        not_read.append(path)
                         continue  # a glob may also match side files; only .log files count
                     raise BadPathError(f"{path}: not a .log segment file, topic-partition dir or log dir")
                 folder = _found_key(_fs.parent(path), filesystem)
@@ -1746,6 +1748,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                 listing, filesystem, as_given=_as_given(given, path))
             if nested:  # the folder above log dirs, not one: read as one, its log dirs were empty partitions
                 if globbed:
+                    not_read.append(path)
                     continue
                 raise LayoutError(
                     f"{path}: not a Kafka log dir (no meta.properties or checkpoints): it holds log dirs named like "
@@ -1777,6 +1780,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                 if _SEGMENT_NAME.match(name):  # a folder under a segment's name, given or matched by a glob
                     raise UnreadableSegmentError("a folder, not a file", path)
                 if globbed:
+                    not_read.append(path)
                     continue
                 raise LayoutError(refusal)
             log_dir = read_log_dir(path, filesystem, select, partition_errors=partition_errors)
@@ -1793,6 +1797,10 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
             if skipped is not None:
                 skipped.extend((_fs.join(path, name), reason) for name, reason in log_dir.skipped
                                if name != "(log dir)")
+        if not_read and len(not_read) == len(resolved):  # (a glob matching nothing at all is refused above)
+            matched = ", ".join(not_read[:5]) + (f" and {len(not_read) - 5} more" if len(not_read) > 5 else "")
+            raise LayoutError(f"{_fs.redact(given)}: the glob matched no log dir, topic-partition dir or .log file "
+                              f"(it matched {matched}){hint}")
     merge_added()
     copy_states = None
     metadata_read = None
