@@ -983,12 +983,12 @@ def _as_given(given: str, path: str) -> Callable[[str], str]:
     return lambda below: f"{scheme}://{user}{at}{below}{mark}{query}"
 
 
-def _log_dirs_below(listing: Sequence[_fs.FileEntry], filesystem=None, most: int = 20,
-                    as_given: Callable[[str], str] = lambda below: below) -> str:
+def log_dirs_below(listing: Sequence[_fs.FileEntry], filesystem=None, most: int = 20,
+                   as_given: Callable[[str], str] = lambda below: below, verb: str = "read") -> str:
     """For the error about a folder that is no log dir (``/var/lib/kafka`` for ``/var/lib/kafka/data``): the log
     dirs among its first ``most`` subfolders, and the stores of tiered-storage copies (a bucket given for the
     ``rsm.config.key.prefix`` folder below it; told by the names of their topic folders), as "; it holds one:
-    <path>" (each named by ``as_given``), or ""."""
+    <path> (read that instead)" (each named by ``as_given``; ``verb`` for "read"), or ""."""
     found = []
     for entry in [e for e in listing if e.is_dir][:most]:
         try:
@@ -1002,8 +1002,8 @@ def _log_dirs_below(listing: Sequence[_fs.FileEntry], filesystem=None, most: int
     if not found:
         return ""
     if len(found) == 1:
-        return f"; it holds one: {found[0]} (read that instead)"
-    return f"; it holds some: {', '.join(found)} (read those instead)"
+        return f"; it holds one: {found[0]} ({verb} that instead)"
+    return f"; it holds some: {', '.join(found)} ({verb} those instead)"
 
 
 def log_dirs_named_as_partitions(listing: Sequence[_fs.FileEntry], filesystem=None, most: int = 20,
@@ -1762,7 +1762,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                     f"{path}: neither a Kafka log dir (no meta.properties, checkpoints or <topic>-<partition> "
                     "folders), a topic-partition dir, nor a tiered-storage copy (Aiven's or LocalTieredStorage's "
                     f"layout){_misnamed_partition(name, listing, _as_given(given, path)(_fs.join(path, '*.log')))}"
-                    f"{_log_dirs_below(listing, filesystem, as_given=_as_given(given, path))}")
+                    f"{log_dirs_below(listing, filesystem, as_given=_as_given(given, path))}")
                 emptied = None if remote is not None or remote_log_metadata is None or _SEGMENT_NAME.match(name) \
                     else tiered.emptied_folders(path, filesystem, listing, globbed=globbed)
                 if emptied is not None:  # a store whose copies are all gone? the metadata says (below)
