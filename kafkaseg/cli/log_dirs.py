@@ -201,7 +201,7 @@ def _describe_one(path: str, filesystem, wanted: set | None) -> LogDirUsage:
     nested = [] if known else log_dirs_named_as_partitions(listing, filesystem)
     if nested:  # /data holding kafka-logs-1, kafka-logs-2: not two empty partitions of a topic 'kafka-logs'
         raise BadPathError(f"{path}: not a log dir (no meta.properties or checkpoint files; it holds log dirs named "
-                           f"like partition folders: {', '.join(nested)}; give those)")
+                           f"like partition folders: {', '.join(shown for _, shown in nested)}; give those)")
     node = log_dir.meta.node_id if log_dir.meta is not None and log_dir.meta.node_id is not None else -1
     usage = LogDirUsage(path=path, broker=node)
     offline = [f"unreadable {name}: {why}" for name, why in log_dir.unreadable_checkpoints]

@@ -1123,7 +1123,8 @@ def build_parser() -> argparse.ArgumentParser:
     scan_mode.add_argument("--exact", action="store_true", help="the broker's linear scan (the default; kept for "
                          "scripts written when --fast was the default)")
     offsets.add_argument("--stats", action="store_true", help="print index entries and bytes touched (stderr)")
-    offsets.add_argument("--verbose", "-v", action="store_true", help="say why a partition has no offset (or why the filters matched no partition)")
+    offsets.add_argument("--verbose", "-v", action="store_true",
+                         help="say why a partition has no offset (or why the filters matched no partition)")
     offsets.add_argument("--json", action="store_true", help="a JSON list: topic, partition, time, offset, "
                          "timestamp, leaderEpoch and reason (why there is no offset) per partition")
     offsets.set_defaults(func=_cmd_offsets)

@@ -1007,13 +1007,14 @@ def log_dirs_below(listing: Sequence[_fs.FileEntry], filesystem=None, most: int 
 
 
 def log_dirs_named_as_partitions(listing: Sequence[_fs.FileEntry], filesystem=None, most: int = 20,
-                                  as_given: Callable[[str], str] = lambda below: below) -> list[str]:
+                                  as_given: Callable[[str], str] = lambda below: below
+                                  ) -> list[tuple[str, str]]:
     """For a folder with no log dir metadata whose subfolders are named ``<topic>-<partition>``: those among the
     first ``most`` that are log dirs, not partitions (``/data`` holding ``kafka-logs-1`` and ``kafka-logs-2``, Kafka's
     default log.dirs name numbered per disk, which parses as partitions 1 and 2 of a topic ``kafka-logs``): they hold
     ``meta.properties``, log dir checkpoints or ``<topic>-<partition>`` folders, and no segment or partition file.
-    Each named by ``as_given``; [] when one of them looks like a partition folder (the folder is then a log dir
-    copied without its metadata, read as one)."""
+    Each as (its name, its path named by ``as_given``); [] when one of them looks like a partition folder (the
+    folder is then a log dir copied without its metadata, read as one)."""
     found = []
     for entry in [e for e in listing if e.is_dir and parse_topic_partition(e.name)][:most]:
         try:
@@ -1024,7 +1025,7 @@ def log_dirs_named_as_partitions(listing: Sequence[_fs.FileEntry], filesystem=No
             return []
         if (_read_log_dir_metadata(entry.path, filesystem, below) is not None
                 or any(e.is_dir and parse_topic_partition(e.name) for e in below)):
-            found.append(as_given(entry.path))
+            found.append((entry.name, as_given(entry.path)))
     return found
 
 
@@ -1752,8 +1753,8 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                     continue
                 raise LayoutError(
                     f"{path}: not a Kafka log dir (no meta.properties or checkpoints): it holds log dirs named like "
-                    f"partition folders ({_fs.basename(nested[0])!r} reads as a partition of a topic "
-                    f"{parse_topic_partition(_fs.basename(nested[0]))[0]!r}): {', '.join(nested)} "
+                    f"partition folders ({nested[0][0]!r} reads as a partition of a topic "
+                    f"{parse_topic_partition(nested[0][0])[0]!r}): {', '.join(shown for _, shown in nested)} "
                     f"(read {'that' if len(nested) == 1 else 'those'} instead)")
             if log_dir_meta is None and not has_partitions:
                 tiered_skips: list[tuple[str, str]] = []
