@@ -55,8 +55,8 @@ MICROS_PER_DAY = 86_400_000_000
 # arguments
 
 def job_parser(prog: str, doc: str, verb: str | None) -> argparse.ArgumentParser:
-    """An argument parser for a job reading log dirs: ``--sample`` or ``--data-dir`` (repeatable), exclusive; with
-    ``verb`` None (a job without a sample), ``--data-dir`` alone, required."""
+    """An argument parser for a job reading log dirs: ``--sample`` or ``--data-dir`` (one or more, repeatable),
+    exclusive; with ``verb`` None (a job without a sample), ``--data-dir`` alone, required."""
     parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     source = parser.add_mutually_exclusive_group(required=True) if verb is not None else parser
@@ -64,8 +64,9 @@ def job_parser(prog: str, doc: str, verb: str | None) -> argparse.ArgumentParser
         source.add_argument("--sample", action="store_true",
                             help=f"generate kafkaseg's sample log dir (<work-dir>/sample-kafka-logs, replaced each "
                                  f"run) and {verb} it")
-    source.add_argument("--data-dir", action="append", metavar="DIR", required=verb is None,
-                        help="a Kafka log dir, topic-partition dir or glob (repeat for several, e.g. every log.dirs)")
+    source.add_argument("--data-dir", action="extend", nargs="+", metavar="DIR", required=verb is None,
+                        help="Kafka log dirs, topic-partition dirs or globs (one or more, and repeatable, e.g. every "
+                             "log.dirs; an unquoted glob the shell expanded gives several)")
     return parser
 
 

@@ -504,7 +504,9 @@ class MicroBatchPlanner:
         """What resolving the start (:meth:`initial_offsets`) found worth a warning, each line returned once: a
         ``startingTimestamp`` (or ``startingOffsetsByTimestamp``) search that met a corrupt batch in the chosen copy
         and was answered from another copy of the partition (``<partition>: the search for timestamp T: <file> is
-        corrupt at byte N (...): offsets A..B read from the copy in <folder> instead``, a batch read's plan note).
+        corrupt at byte N (...): offsets A..B read from the copy in <folder> instead``, a batch read's plan note), and
+        ``subscribe`` topics with no partition on disk, which the stream waits for (a batch read's error, with its
+        did-you-mean hint).
         A batch read says it among its plan report's notes; a stream has none, so its caller says it where it says
         a stream's warnings (:func:`follow`'s logger, the Spark reader's log)."""
         notes, self._start_notes = self._start_notes, []
@@ -522,6 +524,12 @@ class MicroBatchPlanner:
         # search meets damage in the chosen copy answers from one of them, as a batch read's planning does
         passed_over = copies_not_chosen(listing, chose)
         notes: list[str] = []  # what those searches say of the copy answering (take_start_notes)
+        if self.options.subscribe is not None:  # waited for, as Spark's consumer waits; a misspelt name is said
+            on_disk = {p.topic for p in listing.partitions} | {topic for topic, _, _ in listing.unselected}
+            absent = [f"{t!r}{did_you_mean(t, on_disk)}" for t in self.options.subscribe if t not in on_disk]
+            if absent:
+                notes.append(f"option 'subscribe' names topics with no partition on disk under the given paths: "
+                             f"{', '.join(absent)}; the stream waits for them (a batch read refuses them)")
         now_ms = time.time() * 1000
         cache: dict[tuple, tuple[AvailableRange, bool]] = {}  # for the triggers after (see available)
         self._log_ends = LogEndCache()

@@ -223,3 +223,13 @@ def test_a_path_that_is_no_log_dir_is_a_bad_path(brokers, tmp_path):
             _describe_one(local, filesystem, None)
         (usage,) = describe_log_dirs([str(path)])
         assert not usage.readable and words in usage.why[0], usage.why
+
+
+def test_a_folder_above_a_log_dir_names_it(tmp_path, capsys):
+    """``kafkaseg log-dirs /var/lib/kafka`` for ``/var/lib/kafka/data``: every other command's error names the log
+    dir below ("it holds one: ... (read that instead)"); log-dirs said only what the folder lacks (found by a
+    walkthrough)."""
+    write_data_dir(tmp_path / "kafka" / "data", [TopicSpec("t", records_per_partition=5)], seed=1)
+    code, out, err = run(["log-dirs", "--json", str(tmp_path / "kafka")], capsys)
+    assert code == 2 and '"partitions":[]' in out  # an offline log dir, as before
+    assert f"it holds one: {tmp_path / 'kafka' / 'data'} (give that instead)" in err, err

@@ -89,6 +89,56 @@ def test_internal_topics_are_excluded_on_request_and_cluster_metadata_only_by_na
     assert names("--topic", "__cluster_metadata") == ["__cluster_metadata:0"]
 
 
+def test_verbose_says_why_the_filters_matched_no_partition(tmp_path, capsys):
+    """``offsets --topic order`` printed GetOffsetShell's "Could not match any topic-partitions" and nothing else,
+    also with --verbose ("say why"), where ``describe --topic order`` says "did you mean 'orders'?"; and a regex that
+    matches ``__cluster_metadata`` alone (matched only by its exact name) gave no clue why (found by a
+    walkthrough). The default stays GetOffsetShell's one line."""
+    manifest = write_data_dir(tmp_path, [TopicSpec("__consumer_offsets", records_per_partition=10),
+                                         TopicSpec("__cluster_metadata", records_per_partition=10),
+                                         TopicSpec("orders", partitions=2, records_per_partition=10)], seed=1)
+    no_match = "Error occurred: Could not match any topic-partitions with the specified filters\n"
+
+    def why(*argv):
+        code, lines, err = run(["offsets", "--data-dir", str(manifest.path), *argv], capsys)
+        assert (code, lines) == (1, [])
+        default = run(["offsets", "--data-dir", str(manifest.path), *[a for a in argv if a != "-v"]], capsys)
+        assert default == (1, [], no_match)  # without --verbose: GetOffsetShell's line alone
+        assert err.startswith(no_match)
+        return err[len(no_match):]
+
+    assert "--topic 'order' matches no topic under the paths (did you mean 'orders'?)" in why("--topic", "order", "-v")
+    assert "__cluster_metadata is matched only by its exact name" in why("--topic", "__cluster.*", "-v")
+    assert "none of partitions 7 of topics --topic matches (orders: 0, 1)" in why(
+        "--topic", "orders", "--partitions", "7", "-v")
+    assert "left out by --exclude-internal-topics: __consumer_offsets" in why(
+        "--topic", "__consumer_offsets", "--exclude-internal-topics", "-v")
+
+
+def test_data_dir_takes_several_dirs_as_an_unquoted_glob_gives_them(tmp_path, capsys):
+    """``--data-dir /data/kafka-logs-*`` unquoted: the shell gives the log dirs as separate words, and
+    ``--data-dir`` took one, so the next was "unrecognized arguments: /data/kafka-logs-2" (found by a walkthrough).
+    It takes one or more now, in the commands and the jobs alike, and is still repeatable."""
+    import importlib
+
+    dirs = []
+    for disk, topic in ((1, "a"), (2, "b")):
+        dirs.append(str(write_data_dir(tmp_path / f"kafka-logs-{disk}", [TopicSpec(topic, records_per_partition=5)],
+                                       seed=1).path))
+    code, lines, _ = run(["offsets", "--data-dir", *dirs, "--time", "-1"], capsys)
+    assert (code, lines) == (0, ["a:0:5", "b:0:5"])
+    code, lines, _ = run(["offsets", "--data-dir", dirs[0], "--data-dir", dirs[1]], capsys)  # repeated, as before
+    assert (code, lines) == (0, ["a:0:5", "b:0:5"])
+    code, lines, _ = run(["locate", "--data-dir", *dirs, "--topic", "b", "--partition", "0", "--offset", "3"], capsys)
+    assert code == 0 and "offset: 3" in "\n".join(lines)
+    code, lines, _ = run(["consume", "--data-dir", *dirs, "--include", ".*", "--from-beginning"], capsys)
+    assert code == 0 and len(lines) == 10
+    for job, more in (("export", ["--output", str(tmp_path / "out")]), ("lookup", ["--input", "x", "--output", "y"]),
+                      ("retention_audit", ["--output", "z"]), ("compact", ["--output", "w"])):
+        args = importlib.import_module(f"jobs.{job}").parse_args(["--data-dir", *dirs, *more])
+        assert args.data_dir == dirs, job
+
+
 def test_timestamps_iso_and_no_offset(datadir, capsys):
     pm = datadir.partition("t", 2)
     target = pm.records[17]

@@ -391,7 +391,7 @@ def test_help_describes_the_shared_options_as_the_other_jobs_do(capsys):
     assert "--output PATH" in mine and "--mode {error,overwrite,append}" in mine and "{error,overwrite,append}" in audit
     for default in ("default parquet", "default: error", "default read_uncommitted"):
         assert default in mine
-    assert "a Kafka log dir, topic-partition dir or glob (repeat for several" in mine
+    assert "Kafka log dirs, topic-partition dirs or globs (one or more, and repeatable" in mine
 
 
 def test_on_corruption_skip_answers_past_damage_as_a_lenient_read(tmp_path):

@@ -46,6 +46,79 @@ def test_a_folder_above_log_dirs_names_them_in_its_error(tmp_path):
         discover(str(tmp_path / "kafka"))  # several: "read that instead" named one of them
 
 
+def test_a_folder_above_log_dirs_named_like_partitions_is_refused_not_read_empty(tmp_path, capsys):
+    """``load("/data")`` where the log dirs are ``/data/kafka-logs-1`` and ``/data/kafka-logs-2`` (Kafka's default
+    log.dirs name, numbered per disk): both names parse as partitions of a topic ``kafka-logs``, so the folder was
+    read as a log dir of two empty partitions: 0 rows, and ``verify`` passed it (found by a walkthrough)."""
+    from kafkaseg import read_arrow
+    from kafkaseg.cli.main import main
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    for disk, topic in ((1, "a"), (2, "b")):  # one broker's two disks
+        write_data_dir(tmp_path / "data" / f"kafka-logs-{disk}", [TopicSpec(topic, records_per_partition=5)], seed=1)
+    refusal = r"log dirs named like partition folders.*kafka-logs-1, .*kafka-logs-2 \(read those instead\)$"
+    with pytest.raises(LayoutError, match=refusal):
+        discover(str(tmp_path / "data"))
+    with pytest.raises(LayoutError, match=refusal):
+        read_arrow(str(tmp_path / "data"))
+    assert main(["verify", "--no-progress", str(tmp_path / "data")]) == 2
+    capsys.readouterr()
+    assert main(["log-dirs", "--json", str(tmp_path / "data")]) == 2  # an offline log dir, as one not there is
+    out, err = capsys.readouterr()
+    assert '"partitions":[]' in out and "log dirs named like partition folders" in err, (out, err)
+    # each log dir given is still read (its own name parses as a partition's too), and so is a glob of them
+    assert len(discover(str(tmp_path / "data" / "kafka-logs-1"))) == 1
+    assert read_arrow(str(tmp_path / "data" / "kafka-logs-*")).num_rows == 10
+    # a log dir copied without meta.properties or checkpoints is still a log dir, also beside an empty folder
+    shutil.copytree(tmp_path / "data" / "kafka-logs-1" / "a-0", tmp_path / "bare" / "a-0")
+    (tmp_path / "bare" / "b-0").mkdir()
+    assert read_arrow(str(tmp_path / "bare")).num_rows == 5
+
+
+def test_a_partition_folder_copied_under_another_name_is_refused_saying_how_to_read_it(tmp_path):
+    """``read_arrow("/backups/orders-1.bak")``, a partition folder copied aside: the error said only what the
+    folder is not (a log dir, a partition dir, a tiered-storage copy), nothing of the segments it holds, nor that
+    its name is why (found by a walkthrough)."""
+    from kafkaseg import read_arrow
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path / "data", [TopicSpec("a", partitions=2, records_per_partition=5)], seed=1)
+    shutil.copytree(tmp_path / "data" / "a-1", tmp_path / "backups" / "a-1.bak")
+    with pytest.raises(LayoutError, match=r"a-1\.bak: .*holds a partition's segments, but 'a-1\.bak' is not named "
+                                          r"<topic>-<partition>.*a-1\.bak/\*\.log"):
+        read_arrow(str(tmp_path / "backups" / "a-1.bak"))
+    # as the error says: its .log files are read, as a partition of a topic named after the folder
+    table = read_arrow(str(tmp_path / "backups" / "a-1.bak" / "*.log"))
+    assert table.num_rows == 5 and set(table.column("topic").to_pylist()) == {"a-1.bak"}
+    with pytest.raises(LayoutError) as raised:  # a folder holding nothing of Kafka's: no such hint
+        read_arrow(str(tmp_path / "backups"))
+    assert "segments" not in str(raised.value)
+
+
+def test_a_glob_matching_nothing_kafka_reads_is_an_error_not_an_empty_read(tmp_path, capsys):
+    """``verify '/data/orders-0/*.index'`` verified nothing and exited 0 ("0 partitions, 0 segments: 0 errors"), and
+    ``read_arrow("/data/kafka*")`` matching only folders that are no log dir read 0 rows: each match a glob may
+    pass over (side files, other folders) was passed over, and nothing said that none was left, where a glob
+    matching nothing at all is an error (found by a walkthrough)."""
+    from kafkaseg import read_arrow
+    from kafkaseg.cli.main import main
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(tmp_path / "data", [TopicSpec("a", records_per_partition=5)], seed=1)
+    (tmp_path / "data-old").mkdir()
+    indexes = str(tmp_path / "data" / "a-0" / "*.index")
+    with pytest.raises(LayoutError, match=r"\*\.index: the glob matched no log dir, topic-partition dir or \.log "
+                                          r"file \(it matched .*00000000000000000000\.index\)"):
+        discover(indexes)
+    assert main(["verify", "--no-progress", indexes]) == 2
+    assert "the glob matched no log dir" in capsys.readouterr().err
+    with pytest.raises(LayoutError, match=r"data-o\*: the glob matched no log dir.*data-old"):
+        read_arrow(str(tmp_path / "data-o*"))
+    # a match kept is enough: the others are passed over as before
+    assert read_arrow(str(tmp_path / "data*")).num_rows == 5
+    assert read_arrow(str(tmp_path / "data" / "a-0" / "*")).num_rows == 5
+
+
 @pytest.mark.parametrize("empty", ["", "  "])
 def test_an_empty_path_is_an_error_not_the_working_directory(tmp_path, monkeypatch, capsys, empty):
     """``kafkaseg verify "$DATA_DIR"`` with the variable unset, or ``read_arrow(os.environ.get("DIR", ""))``: the

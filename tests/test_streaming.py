@@ -215,6 +215,26 @@ def test_a_partition_that_appears_is_read_from_its_start(data, tmp_path):
     assert new_rows == [("c", 0, o) for o in range(120)]
 
 
+def test_a_subscribed_topic_not_on_disk_is_waited_for_and_said_once(data, caplog):
+    """``readStream.option("subscribe", "orderz")``: a stream waits for a topic not on disk yet (as Spark's consumer
+    waits for one the cluster lacks), but said nothing, so a misspelt name ran a query that never read a record, and
+    an AvailableNow one ended with nothing (found by a walkthrough): the start now says it, once, with a hint."""
+    p = planner(data, subscribe="a,bb")
+    offsets = p.initial_offsets()
+    assert set(offsets) - {TOPIC_IDS} == {"a"}
+    notes = p.take_start_notes()
+    assert len(notes) == 1 and "'bb' (did you mean 'b'?)" in notes[0] and "waits" in notes[0], notes
+    assert p.take_start_notes() == []
+    p.initial_offsets()  # Spark asks more than once: said once
+    assert p.take_start_notes() == []
+    every = planner(data, subscribe="a,b")
+    every.initial_offsets()
+    assert every.take_start_notes() == []  # every topic there: nothing to say
+    with caplog.at_level("WARNING", logger="kafkaseg.streaming"):
+        assert list(kafkaseg.follow(str(data), subscribe="a,bb", startingOffsets="earliest", idle_timeout=0.2))
+    assert sum("'bb' (did you mean 'b'?)" in r.getMessage() for r in caplog.records) == 1
+
+
 def test_an_added_partition_that_does_not_start_at_zero_is_data_loss(data, tmp_path):
     p = planner(data)
     end, _, _ = drain(p, p.initial_offsets())

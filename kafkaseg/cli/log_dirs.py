@@ -52,6 +52,8 @@ from kafkaseg.errors import BadPathError, KafkaSegError, LayoutError, SegmentNam
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import (
     PartitionDir,
+    log_dirs_below,
+    log_dirs_named_as_partitions,
     parse_topic_partition,
     partition_log_end_offset,
     read_log_dir,
@@ -180,16 +182,26 @@ def _describe_one(path: str, filesystem, wanted: set | None) -> LogDirUsage:
     for error in partly.values():
         if isinstance(error, SegmentNameError):  # LogLoader fails the log, and the broker the log dir's load
             raise error
-    files = [e for e in _fs.list_dir(path, filesystem) if not e.is_dir]
+    listing = _fs.list_dir(path, filesystem)
+    files = [e for e in listing if not e.is_dir]
     known = log_dir.meta is not None or log_dir.high_watermarks or log_dir.recovery_points \
         or log_dir.log_start_offsets or log_dir.unreadable_checkpoints
     kafka_folders = [name for _, name in folders if parse_topic_partition(name) is not None
                      or name.endswith(("-delete", "-future", "-stray"))]
     if not known and not kafka_folders:
-        what = ("a partition's folder? give its log dir" if parse_topic_partition(_fs.basename(path)) else
-                "empty: a disk not mounted?" if not folders and not files else
-                "no meta.properties, checkpoint files or <topic>-<partition> folders")
-        raise BadPathError(f"{path}: not a log dir ({what})")
+        below = ""
+        if parse_topic_partition(_fs.basename(path)):
+            what = "a partition's folder? give its log dir"
+        elif not folders and not files:
+            what = "empty: a disk not mounted?"
+        else:
+            what = "no meta.properties, checkpoint files or <topic>-<partition> folders"
+            below = log_dirs_below(listing, filesystem, verb="give")  # /var/lib/kafka for /var/lib/kafka/data
+        raise BadPathError(f"{path}: not a log dir ({what}){below}")
+    nested = [] if known else log_dirs_named_as_partitions(listing, filesystem)
+    if nested:  # /data holding kafka-logs-1, kafka-logs-2: not two empty partitions of a topic 'kafka-logs'
+        raise BadPathError(f"{path}: not a log dir (no meta.properties or checkpoint files; it holds log dirs named "
+                           f"like partition folders: {', '.join(shown for _, shown in nested)}; give those)")
     node = log_dir.meta.node_id if log_dir.meta is not None and log_dir.meta.node_id is not None else -1
     usage = LogDirUsage(path=path, broker=node)
     offline = [f"unreadable {name}: {why}" for name, why in log_dir.unreadable_checkpoints]

@@ -333,13 +333,14 @@ def _partitions_for(data_dirs: list[str], topic: re.Pattern, wanted: set[int] | 
 _INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
-def _offsets_partitions(args):
+def _offsets_partitions(args, on_disk: dict | None = None):
     """The partition replicas ``kafkaseg offsets`` answers for: GetOffsetShell's filters over the topics on disk
     (``--topic`` and ``--partitions``, or ``--topic-partitions`` rules, any rule matching; ``--exclude-internal-
     topics``). ``__cluster_metadata``, which Admin never lists, is matched only when a rule names it exactly. A
     partition a replica of which cannot be listed as a log (a segment that is no readable file, or named past a
     64-bit long) is that replica, with its ``error``: skipped, as a read of the partition fails. Each comes with
-    the other copies a strict lookup falls back to (:func:`~kafkaseg.lookup.other_copies`)."""
+    the other copies a strict lookup falls back to (:func:`~kafkaseg.lookup.other_copies`). ``on_disk``, when
+    given, gets every partition found, selected or not, by topic (for :func:`_why_no_partition`)."""
     from kafkaseg.lookup import other_copies
     from kafkaseg.storage.layout import choose_replicas, discover
 
@@ -364,15 +365,50 @@ def _offsets_partitions(args):
 
     # which tiered-storage copies are live, when __remote_log_metadata partitions are among the paths (as for reads:
     # the dead ones are left out, and live ones missing from the bucket are known, see _cmd_offsets)
-    found = discover(args.data_dir, select=allowed, key_ring=args.tiered_key_ring,
+    unselected: list[tuple[str, int, str]] = []
+    found = discover(args.data_dir, select=allowed, key_ring=args.tiered_key_ring, unselected=unselected,
                      remote_log_metadata=lambda metadata: read_remote_log_metadata(
                          metadata, lenient=args.on_corruption == "skip", ways_on=ON_CORRUPTION_WAYS_ON),
                      partition_errors=True)
+    if on_disk is not None:
+        for topic, partition in [(p.topic, p.partition) for p in found] + [(t, n) for t, n, _ in unselected]:
+            on_disk.setdefault(topic, set()).add(partition)
     # a .log file given stands for its whole partition, as for describe and reads (the broker answers for it)
     found = [p.whole or p for p in found if allowed(p.topic, p.partition)]
     broken = {(p.topic, p.partition): p for p in reversed(found) if p.error is not None}  # (the first one found)
     return [(c.chosen, other_copies(c)) for c in choose_replicas(
         [p for p in found if (p.topic, p.partition) not in broken])] + [(p, ()) for p in broken.values()]
+
+
+def _why_no_partition(args, on_disk: dict[str, set[int]]) -> str:
+    """``offsets --verbose``: why GetOffsetShell's filters matched no partition of ``on_disk`` (topic: partitions)."""
+    from kafkaseg.errors import did_you_mean
+
+    listed = ", ".join(sorted(on_disk)[:20]) + (", ..." if len(on_disk) > 20 else "")
+    if not on_disk:
+        return "no topic-partition under the paths"
+    if args.topic_partitions is not None:
+        return f"no --topic-partitions rule matches a partition under the paths; the topics there: {listed}"
+    topic = args.topic if args.topic is not None else re.compile(".*")
+    matched = sorted(name for name in on_disk if topic.fullmatch(name))
+    reasons = []
+    if "__cluster_metadata" in matched:
+        matched.remove("__cluster_metadata")
+        if args.topic is not None:
+            reasons.append("__cluster_metadata is matched only by its exact name (--topic __cluster_metadata), as "
+                           "Kafka's Admin never lists it")
+    internal = [name for name in matched if args.exclude_internal_topics and name in _INTERNAL_TOPICS]
+    if internal:
+        reasons.append(f"left out by --exclude-internal-topics: {', '.join(internal)}")
+        matched = [name for name in matched if name not in internal]
+    if matched and args.partitions:
+        has = "; ".join(f"{name}: {', '.join(map(str, sorted(on_disk[name])))}" for name in matched)
+        reasons.append(f"none of partitions {', '.join(map(str, sorted(args.partitions)))} of topics --topic "
+                       f"matches ({has})")
+    if not reasons:
+        reasons.append(f"--topic {topic.pattern!r} matches no topic under the paths"
+                       f"{did_you_mean(topic.pattern, on_disk)}; the topics there: {listed}")
+    return "; ".join(reasons)
 
 
 # -- argument types: a bad value is a one-line usage error (exit 2), never a traceback ---------------------------
@@ -496,9 +532,12 @@ def _cmd_offsets(args) -> int:
     if args.topic_partitions is not None and (args.topic is not None or args.partitions is not None):
         print("Error occurred: --topic-partitions cannot be used with --topic or --partitions", file=sys.stderr)
         return EXIT_FAILED
-    partitions = _offsets_partitions(args)
+    on_disk: dict[str, set[int]] = {}
+    partitions = _offsets_partitions(args, on_disk)
     if not partitions:
         print("Error occurred: Could not match any topic-partitions with the specified filters", file=sys.stderr)
+        if args.verbose:  # why, as describe and consume say it (GetOffsetShell's line alone otherwise)
+            print(f"kafkaseg offsets: {_why_no_partition(args, on_disk)}", file=sys.stderr)
         return EXIT_FAILED
 
     def look_up(pdir):
@@ -1060,7 +1099,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "partition could not be answered ('Skip getting offsets for topic-partition ...' on "
                              "stderr, after the others are printed), the paths could not be read, or a usage "
                              "error.")
-    offsets.add_argument("--data-dir", required=True, action="append", help="log dir (repeatable)")
+    offsets.add_argument("--data-dir", required=True, action="extend", nargs="+", metavar="DATA_DIR",
+                         help="log dirs (one or more, and repeatable: an unquoted glob the shell expanded gives "
+                              "several)")
     offsets.add_argument("--topic", type=_topic_regex, help="topic name or regex (default: every topic)")
     offsets.add_argument("--partitions", type=_partition_list, help="comma separated partition ids (default: all)")
     offsets.add_argument("--topic-partitions", type=_topic_partition_rules, metavar="RULES",
@@ -1082,7 +1123,8 @@ def build_parser() -> argparse.ArgumentParser:
     scan_mode.add_argument("--exact", action="store_true", help="the broker's linear scan (the default; kept for "
                          "scripts written when --fast was the default)")
     offsets.add_argument("--stats", action="store_true", help="print index entries and bytes touched (stderr)")
-    offsets.add_argument("--verbose", "-v", action="store_true", help="say why a partition has no offset")
+    offsets.add_argument("--verbose", "-v", action="store_true",
+                         help="say why a partition has no offset (or why the filters matched no partition)")
     offsets.add_argument("--json", action="store_true", help="a JSON list: topic, partition, time, offset, "
                          "timestamp, leaderEpoch and reason (why there is no offset) per partition")
     offsets.set_defaults(func=_cmd_offsets)
@@ -1093,7 +1135,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "0 found; 1 no such partition, or no record has the offset (the next one is printed, "
                             "with a note saying why) or none is at or after the time; 2 damage or an unreadable "
                             "file on the way (said on stderr), or a usage error.")
-    locate.add_argument("--data-dir", required=True, action="append", help="log dir (repeatable)")
+    locate.add_argument("--data-dir", required=True, action="extend", nargs="+", metavar="DATA_DIR",
+                        help="log dirs (one or more, and repeatable: an unquoted glob the shell expanded gives "
+                             "several)")
     locate.add_argument("--topic", required=True, help="the topic (its name, not a regex)")
     locate.add_argument("--partition", required=True, type=int, help="the partition")
     which = locate.add_mutually_exclusive_group(required=True)
@@ -1153,8 +1197,8 @@ def build_parser() -> argparse.ArgumentParser:
                              description="Print records as kafka-console-consumer.sh does, from log dirs (see "
                              "kafkaseg.cli.consume). Without --follow it stops at the high watermark, as a "
                              "consumer does (--to-log-end: at the end of what is on disk).")
-    consume.add_argument("--data-dir", action="append", help="REQUIRED: log dir (repeatable), in place of "
-                         "--bootstrap-server")
+    consume.add_argument("--data-dir", action="extend", nargs="+", metavar="DATA_DIR",
+                         help="REQUIRED: log dirs (one or more, and repeatable), in place of --bootstrap-server")
     consume.add_argument("--group", help="accepted for pasted console-consumer commands (not with --partition, "
                          "as in Kafka); no effect: no committed offsets are read, and nothing is committed")
     consume.add_argument("--topic", help="the topic to consume")

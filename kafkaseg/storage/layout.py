@@ -983,12 +983,12 @@ def _as_given(given: str, path: str) -> Callable[[str], str]:
     return lambda below: f"{scheme}://{user}{at}{below}{mark}{query}"
 
 
-def _log_dirs_below(listing: Sequence[_fs.FileEntry], filesystem=None, most: int = 20,
-                    as_given: Callable[[str], str] = lambda below: below) -> str:
+def log_dirs_below(listing: Sequence[_fs.FileEntry], filesystem=None, most: int = 20,
+                   as_given: Callable[[str], str] = lambda below: below, verb: str = "read") -> str:
     """For the error about a folder that is no log dir (``/var/lib/kafka`` for ``/var/lib/kafka/data``): the log
     dirs among its first ``most`` subfolders, and the stores of tiered-storage copies (a bucket given for the
     ``rsm.config.key.prefix`` folder below it; told by the names of their topic folders), as "; it holds one:
-    <path>" (each named by ``as_given``), or ""."""
+    <path> (read that instead)" (each named by ``as_given``; ``verb`` for "read"), or ""."""
     found = []
     for entry in [e for e in listing if e.is_dir][:most]:
         try:
@@ -1002,8 +1002,42 @@ def _log_dirs_below(listing: Sequence[_fs.FileEntry], filesystem=None, most: int
     if not found:
         return ""
     if len(found) == 1:
-        return f"; it holds one: {found[0]} (read that instead)"
-    return f"; it holds some: {', '.join(found)} (read those instead)"
+        return f"; it holds one: {found[0]} ({verb} that instead)"
+    return f"; it holds some: {', '.join(found)} ({verb} those instead)"
+
+
+def log_dirs_named_as_partitions(listing: Sequence[_fs.FileEntry], filesystem=None, most: int = 20,
+                                  as_given: Callable[[str], str] = lambda below: below
+                                  ) -> list[tuple[str, str]]:
+    """For a folder with no log dir metadata whose subfolders are named ``<topic>-<partition>``: those among the
+    first ``most`` that are log dirs, not partitions (``/data`` holding ``kafka-logs-1`` and ``kafka-logs-2``, Kafka's
+    default log.dirs name numbered per disk, which parses as partitions 1 and 2 of a topic ``kafka-logs``): they hold
+    ``meta.properties``, log dir checkpoints or ``<topic>-<partition>`` folders, and no segment or partition file.
+    Each as (its name, its path named by ``as_given``); [] when one of them looks like a partition folder (the
+    folder is then a log dir copied without its metadata, read as one)."""
+    found = []
+    for entry in [e for e in listing if e.is_dir and parse_topic_partition(e.name)][:most]:
+        try:
+            below = _fs.list_dir(entry.path, filesystem)
+        except LayoutError:
+            continue
+        if _looks_like_partition_dir(below):
+            return []
+        if (_read_log_dir_metadata(entry.path, filesystem, below) is not None
+                or any(e.is_dir and parse_topic_partition(e.name) for e in below)):
+            found.append((entry.name, as_given(entry.path)))
+    return found
+
+
+def _misnamed_partition(name: str, listing: Sequence[_fs.FileEntry], logs: str) -> str:
+    """For the error about a folder that is no log dir: when it holds a partition's files under a name that is not
+    ``<topic>-<partition>`` (``orders-1.bak``, a partition folder copied aside), "; it holds ..." saying why it is
+    not read and how to read it (``logs``: its .log files as a glob, spelled as the folder was given), or ""."""
+    if parse_topic_partition(name) is not None or not _looks_like_partition_dir(listing):
+        return ""
+    return (f"; it holds a partition's segments, but {name!r} is not named <topic>-<partition> (a partition "
+            f"folder's name gives its topic and partition): copy it under such a name, or give its .log files "
+            f"({logs}) to read them as topic {name!r}, partition -1")
 
 
 def _read_log_dir_metadata(path: str, filesystem, entries: Sequence[_fs.FileEntry] | None = None,
@@ -1656,6 +1690,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
         hint = "; several paths are given as a list, not one comma-separated string" if "," in str(given) else ""
         if not resolved:
             raise BadPathError(f"{_fs.redact(given)}: no such file or directory (or the glob matched nothing){hint}")
+        not_read = []  # a glob's matches that are nothing to read (side files, other folders): not all of them
         for path in resolved:
             # a URI given as it is (not a glob's match) that cannot be reached (a timeout) is named as typed, query
             # and all, not as its store names the path
@@ -1666,6 +1701,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
             if not entry.is_dir:
                 if not path.endswith(".log"):
                     if globbed:
+                        not_read.append(path)
                         continue  # a glob may also match side files; only .log files count
                     raise BadPathError(f"{path}: not a .log segment file, topic-partition dir or log dir")
                 folder = _found_key(_fs.parent(path), filesystem)
@@ -1709,13 +1745,25 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                 continue
             log_dir_meta = _read_log_dir_metadata(path, filesystem, listing)
             has_partitions = any(e.is_dir and parse_topic_partition(e.name) for e in listing)
+            nested = [] if log_dir_meta is not None or not has_partitions else log_dirs_named_as_partitions(
+                listing, filesystem, as_given=_as_given(given, path))
+            if nested:  # the folder above log dirs, not one: read as one, its log dirs were empty partitions
+                if globbed:
+                    not_read.append(path)
+                    continue
+                raise LayoutError(
+                    f"{path}: not a Kafka log dir (no meta.properties or checkpoints): it holds log dirs named like "
+                    f"partition folders ({nested[0][0]!r} reads as a partition of a topic "
+                    f"{parse_topic_partition(nested[0][0])[0]!r}): {', '.join(shown for _, shown in nested)} "
+                    f"(read {'that' if len(nested) == 1 else 'those'} instead)")
             if log_dir_meta is None and not has_partitions:
                 tiered_skips: list[tuple[str, str]] = []
                 remote = tiered.tiered_partition_folders(path, filesystem, listing, tiered_skips)
                 refusal = None if globbed else (
                     f"{path}: neither a Kafka log dir (no meta.properties, checkpoints or <topic>-<partition> "
                     "folders), a topic-partition dir, nor a tiered-storage copy (Aiven's or LocalTieredStorage's "
-                    f"layout){_log_dirs_below(listing, filesystem, as_given=_as_given(given, path))}")
+                    f"layout){_misnamed_partition(name, listing, _as_given(given, path)(_fs.join(path, '*.log')))}"
+                    f"{log_dirs_below(listing, filesystem, as_given=_as_given(given, path))}")
                 emptied = None if remote is not None or remote_log_metadata is None or _SEGMENT_NAME.match(name) \
                     else tiered.emptied_folders(path, filesystem, listing, globbed=globbed)
                 if emptied is not None:  # a store whose copies are all gone? the metadata says (below)
@@ -1733,6 +1781,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                 if _SEGMENT_NAME.match(name):  # a folder under a segment's name, given or matched by a glob
                     raise UnreadableSegmentError("a folder, not a file", path)
                 if globbed:
+                    not_read.append(path)
                     continue
                 raise LayoutError(refusal)
             log_dir = read_log_dir(path, filesystem, select, partition_errors=partition_errors)
@@ -1749,6 +1798,10 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
             if skipped is not None:
                 skipped.extend((_fs.join(path, name), reason) for name, reason in log_dir.skipped
                                if name != "(log dir)")
+        if not_read and len(not_read) == len(resolved):  # (a glob matching nothing at all is refused above)
+            matched = ", ".join(not_read[:5]) + (f" and {len(not_read) - 5} more" if len(not_read) > 5 else "")
+            raise LayoutError(f"{_fs.redact(given)}: the glob matched no log dir, topic-partition dir or .log file "
+                              f"(it matched {matched}){hint}")
     merge_added()
     copy_states = None
     metadata_read = None
