@@ -394,9 +394,14 @@ class ReadOptions:
 
     # ------------------------------------------------------------------------------------------------------------
     @classmethod
-    def from_options(cls, options: Mapping[str, Any] | None = None, *, stream: bool = False) -> "ReadOptions":
+    def from_options(cls, options: Mapping[str, Any] | None = None, *, stream: bool = False,
+                     path_options: bool = True) -> "ReadOptions":
         """Parse and validate ``options`` (keys case-insensitive; values strings or native Python values) for a
         batch read, or for a streaming read with ``stream=True`` (see the module docstring).
+
+        ``path_options=False`` is for callers that take the paths as an argument (the Python API): an option
+        named ``path``/``paths`` is refused saying so, and an unknown option's list of accepted ones leaves them
+        out.
 
         Raises :class:`InvalidOptionError` for an unknown key (suggesting the closest valid one), a malformed
         value, two keys that differ only in case with different values, or a combination Spark rejects.
@@ -413,7 +418,7 @@ class ReadOptions:
             if stream and key.strip().lower() in _STREAM:
                 canonical = _STREAM[key.strip().lower()]
             else:
-                canonical = _canonical_name(key.strip())
+                canonical = _canonical_name(key.strip(), path_options=path_options)
             if canonical is None:
                 ignored.append(_ignored_name(key.strip()))
                 if key.strip().lower() in _STREAM:
@@ -514,9 +519,14 @@ class ReadOptions:
 # --------------------------------------------------------------------------------------------------------------------
 # Names
 
-def _canonical_name(key: str) -> str | None:
-    """The canonical option for ``key``; None when it is an accepted no-op; raises for anything else."""
+def _canonical_name(key: str, *, path_options: bool = True) -> str | None:
+    """The canonical option for ``key``; None when it is an accepted no-op; raises for anything else (with
+    ``path_options=False``, also for ``path``/``paths``: see :meth:`ReadOptions.from_options`)."""
     lowered = key.lower()
+    names = OPTION_NAMES if path_options else tuple(n for n in OPTION_NAMES if n not in ("path", "paths"))
+    if not path_options and lowered in ("path", "paths"):
+        raise InvalidOptionError(f"option {key!r} is for Spark's load(); give the paths to read as the first "
+                                 "argument (a path or a list of paths)")
     if lowered in _CANONICAL:
         return _CANONICAL[lowered]
     if lowered in _IGNORED:
@@ -533,14 +543,14 @@ def _canonical_name(key: str) -> str | None:
             f"'kafka.isolation.level' (read_uncommitted|read_committed); connection settings "
             f"({', '.join('kafka.' + k for k in IGNORED_KAFKA_OPTIONS[:3])}, kafka.ssl.*, kafka.sasl.*, ...) are "
             "accepted and ignored")
-    candidates = list(OPTION_NAMES) + list(IGNORED_OPTIONS)
+    candidates = list(names) + list(IGNORED_OPTIONS)
     close = difflib.get_close_matches(lowered, [c.lower() for c in candidates], n=1, cutoff=0.6)
     hint = "."
     if close:
         suggestion = next(c for c in candidates if c.lower() == close[0])
         hint = f"; did you mean {suggestion!r}?"
     raise InvalidOptionError(
-        f"unknown option {key!r}{hint} Accepted options: {', '.join(OPTION_NAMES)} (case-insensitive); "
+        f"unknown option {key!r}{hint} Accepted options: {', '.join(names)} (case-insensitive); "
         f"accepted and ignored: {', '.join(IGNORED_OPTIONS)}")
 
 

@@ -2094,10 +2094,8 @@ def open_scan(path: str | Sequence[str] | None = None, /, **options: Any) -> Sca
     if not isinstance(path, list) or not all(isinstance(p, (str, os.PathLike)) for p in path):
         raise InvalidOptionError(f"the path to read must be a path (str or os.PathLike) or several of them, got "
                                  f"{path!r}")
-    opts = ReadOptions.from_options(options)
-    if opts.paths:  # an option named path or paths (in any case), beside the paths given
-        raise InvalidOptionError(f"options 'path'/'paths' are for Spark's load(); give the paths to read as the first "
-                                 f"argument (a path or a list of paths), got {list(opts.paths)!r} as an option")
+    # an option named path or paths (in any case), beside the paths given, is refused saying where paths go
+    opts = ReadOptions.from_options(options, path_options=False)
     return Scan(plan_scan(path, opts), opts)
 
 

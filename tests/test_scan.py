@@ -723,6 +723,11 @@ def test_paths_given_as_options_are_refused_not_ignored(tmp_path):
             next(kafkaseg.iter_batches(str(root), **option))
     # path= alone is the argument by keyword (Python's own TypeError, "multiple values", came for path= beside it)
     assert kafkaseg.read_arrow(path=str(root)).num_rows == kafkaseg.read_arrow(str(root)).num_rows == 10
+    # a misspelt option's list of accepted ones leaves out the two the Python API refuses (it listed them)
+    with pytest.raises(InvalidOptionError, match="did you mean 'subscribe'") as refused:
+        kafkaseg.read_arrow(str(root), subscrbe="t")
+    accepted = str(refused.value).split("Accepted options: ")[1].split(" (case-insensitive)")[0].split(", ")
+    assert "subscribe" in accepted and "path" not in accepted and "paths" not in accepted
 
 
 def test_timestamp_unit_ms_reads_kafka_milliseconds_spark_cannot_hold(tmp_path):
