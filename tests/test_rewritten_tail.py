@@ -550,16 +550,21 @@ def _epoch_batch(first: int, count: int, generation: int, size: int, epoch: int)
                           partition_leader_epoch=epoch)
 
 
-@pytest.fixture
-def epochs(tmp_path):
+def epoch_partition(root: Path) -> Path:
     """As ``live``, with what a broker's follower truncation leaves besides: its batches stamped with leader epoch
-    3 in ``leader-epoch-checkpoint``, and one index entry (so no entry is left past a cut)."""
-    writer = PartitionWriter(tmp_path / "t-0", index_interval_bytes=1 << 20)
+    3 in ``leader-epoch-checkpoint``, and one index entry (so no entry is left past a cut). Returns the log."""
+    writer = PartitionWriter(root / "t-0", index_interval_bytes=1 << 20)
     for first in range(0, 200, 5):
         writer.append(_epoch_batch(first, 5, 0, 40, 3))
     writer.close(live=True)
-    write_offset_checkpoint(tmp_path / "replication-offset-checkpoint", {("t", 0): HW})
-    return tmp_path, tmp_path / "t-0" / f"{0:020d}.log"
+    write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): HW})
+    return root / "t-0" / f"{0:020d}.log"
+
+
+@pytest.fixture
+def epochs(tmp_path):
+    """:func:`epoch_partition` in ``tmp_path``: (the log dir, the log)."""
+    return tmp_path, epoch_partition(tmp_path)
 
 
 def _new_leader_rewrites(log: Path, cut: int, end: int, epoch: int = 4) -> None:
@@ -730,3 +735,23 @@ def test_a_rewrite_past_the_high_watermark_between_fixing_and_planning_a_micro_b
     plan, second, _ = _spark_batch(planner, end, after)
     assert [o for o, _ in second] == list(range(150, 220)) and not plan.data_loss
     assert all(v.startswith(b"g1-") for _, v in second)
+
+
+def test_follow_reads_again_what_a_follower_truncation_rewrote_after_its_read(epochs, caplog):
+    """kafkaseg.follow past the high watermark reads t-0 to 200; then the truncation at 150 and the new leader's
+    records (150..219): the next poll reads again from 150 with a warning (it raised DataLossError, 'the stream's
+    records [150, 200) were replaced', though they were never acknowledged)."""
+    import logging
+
+    from kafkaseg.streaming import follow
+
+    root, log = epochs
+    steps = iter([lambda: _new_leader_rewrites(log, 150, 220)])
+    rows = []
+    with caplog.at_level(logging.WARNING, logger="kafkaseg.streaming"):
+        for batch in follow(str(root), startingOffsets="earliest", upperBound="logEndOffset", idle_timeout=0.3,
+                            poll_interval=0.001, sleep=lambda _s: next(steps, lambda: None)()):
+            rows += zip(batch.column("offset").to_pylist(), batch.column("value").to_pylist())
+    assert [o for o, _ in rows] == [*range(200), *range(150, 220)]
+    assert all(v.startswith(b"g1-") for o, v in rows[200:])
+    assert "reads the partition again from offset 150" in caplog.text

@@ -386,3 +386,27 @@ def test_a_restarted_available_now_query_past_a_compaction_gap_stands_then_reads
     write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): 105})
     assert _run(spark, root, checkpoint, out, **options).exception() is None
     assert sorted(r.offset for r in spark.read.parquet(str(out)).collect())[-6:] == [99, 100, 101, 102, 103, 104]
+
+
+def test_a_query_past_the_high_watermark_reads_again_what_a_follower_truncation_rewrote(spark, tmp_path):
+    """An AvailableNow query with upperBound=logEndOffset reads t-0 to its log end (200, high watermark 100). A
+    follower truncation at 150 and the new leader's records (150..219, a new leader epoch) follow. Restarted from its
+    checkpoint, the query reads the partition again from the cut (the end in its offset log says so, @readFrom),
+    not from 200, and does not fail on data loss: the records replaced were past the high watermark recorded with
+    the position (@highWatermarks), never acknowledged."""
+    from kafkaseg.streaming import HIGH_WATERMARKS, READ_FROM
+    from tests.test_rewritten_tail import _new_leader_rewrites, epoch_partition
+
+    root, checkpoint, out = tmp_path / "data", tmp_path / "ck", tmp_path / "out"
+    log = epoch_partition(root)
+    assert _run(spark, root, checkpoint, out, upperBound="logEndOffset").exception() is None
+    _new_leader_rewrites(log, 150, 220)
+    query = _run(spark, root, checkpoint, out, upperBound="logEndOffset")
+    assert query.exception() is None, query.exception()
+    rows = [(r.offset, bytes(r.value)[:3]) for r in spark.read.parquet(str(out)).select("offset", "value").collect()]
+    assert sorted(o for o, v in rows if v == b"g1-") == list(range(150, 220))
+    assert sorted(o for o, v in rows if v == b"g0-") == list(range(200))
+    offsets_files = sorted((checkpoint / "offsets").glob("[0-9]*"), key=lambda p: int(p.name))
+    last = json.loads(offsets_files[-1].read_text().splitlines()[-1])
+    assert last[READ_FROM] == {"t": {"0": 150}} and last["t"] == {"0": 220}
+    assert last[HIGH_WATERMARKS] == {"t": {"0": 100}}
