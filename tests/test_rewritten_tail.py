@@ -755,3 +755,18 @@ def test_follow_reads_again_what_a_follower_truncation_rewrote_after_its_read(ep
     assert [o for o, _ in rows] == [*range(200), *range(150, 220)]
     assert all(v.startswith(b"g1-") for o, v in rows[200:])
     assert "reads the partition again from offset 150" in caplog.text
+
+
+def test_consume_to_log_end_says_a_rewrite_after_its_read_is_read_again_not_lost(epochs):
+    """consume --to-log-end --follow prints t-0 to 200; the truncation at 150 and the new leader's records follow:
+    the next poll reads again from 150, says so (no data loss: it said the records [150, 200) it printed were
+    replaced), and prints each offset once (the new leader's from 200 on)."""
+    root, log = epochs
+    steps = iter([lambda: _new_leader_rewrites(log, 150, 220)])
+    args = build_parser().parse_args(["consume", "--data-dir", str(root), "--topic", "t", "--from-beginning",
+                                      "--to-log-end", "--follow", "--timeout-ms", "300", "--poll-ms", "1",
+                                      "--property", "print.offset=true", "--property", "print.value=false"])
+    out, err = io.BytesIO(), io.StringIO()
+    assert consume.run(args, out, err, sleep=lambda _s: next(steps, lambda: None)()) == 0
+    assert [int(line.split(b":")[1]) for line in out.getvalue().splitlines()] == list(range(220))
+    assert "reads the partition again from offset 150" in err.getvalue() and "replaced" not in err.getvalue()
