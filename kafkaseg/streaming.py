@@ -92,7 +92,7 @@ import pyarrow as pa
 
 from kafkaseg.errors import (DataLossError, InvalidOptionError, KafkaSegError, LayoutError, SkippedOffsetsError,
                              did_you_mean)
-from kafkaseg.lookup import PartitionLookup
+from kafkaseg.lookup import PartitionLookup, epoch_mark_of
 from kafkaseg.options import EARLIEST, IGNORED_OPTIONS, LATEST, OPTION_NAMES, OffsetLimit, ReadOptions
 from kafkaseg.planning import (RACY_MS, AvailableRange, Listing, LogEndCache, PlanReport, ScanPlan, available_range,
                                copies_not_chosen, list_partitions, lost_copy_reached_by_time, offset_for_timestamp,
@@ -104,7 +104,8 @@ from kafkaseg.storage.layout import PartitionDir
 if TYPE_CHECKING:
     from kafkaseg.scan import ScanMetrics
 
-__all__ = ["Offsets", "TOPIC_IDS", "LEADER_EPOCHS", "HIGH_WATERMARKS", "READ_FROM", "MicroBatchPlanner",
+__all__ = ["Offsets", "TOPIC_IDS", "LEADER_EPOCHS", "HIGH_WATERMARKS", "LAST_BATCH_CRCS", "READ_FROM",
+           "MicroBatchPlanner",
            "MicroBatchPlan", "rate_limit", "to_offsets", "from_offsets", "topic_ids_of", "leader_epochs_of",
            "high_watermarks_of", "read_from_of", "divergence", "poll_micro_batches", "follow", "stopped_at"]
 
@@ -129,6 +130,12 @@ LEADER_EPOCHS = "@leaderEpochs"
 #: past the high watermark, while the micro-batch that ends there read) is no data loss: the next micro-batch reads
 #: the partition again from where it diverged (:data:`READ_FROM`).
 HIGH_WATERMARKS = "@highWatermarks"
+#: The key of the CRCs in :data:`Offsets`: ``{"t": {"0": 200}, "@lastBatchCrcs": {"t": {"0": 3735928559}}}``, for a
+#: partition with a :data:`HIGH_WATERMARKS` entry, the CRC of the last batch below its position: a rewrite past the
+#: high watermark that no leader epoch shows (v0/v1 batches, no ``leader-epoch-checkpoint``) changes that batch, and
+#: the next micro-batch reads the partition again from the recorded high watermark (:data:`READ_FROM`), below which
+#: no follower truncation reaches.
+LAST_BATCH_CRCS = "@lastBatchCrcs"
 #: The key of a micro-batch's replay points in its end :data:`Offsets`: ``{"t": {"0": 220}, "@readFrom": {"t":
 #: {"0": 150}}}``: the micro-batch ending there reads the partition from that offset, below its start, where the log
 #: diverged past the high watermark recorded with its start (:data:`HIGH_WATERMARKS`). Fixed by ``latestOffset``
@@ -223,6 +230,11 @@ def high_watermarks_of(offsets: Mapping | None) -> dict[TopicPartition, int]:
     return _offsets_by_partition(offsets, HIGH_WATERMARKS)
 
 
+def last_batch_crcs_of(offsets: Mapping | None) -> dict[TopicPartition, int]:
+    """The CRC of the last batch below each partition's position in ``offsets`` (:data:`LAST_BATCH_CRCS`)."""
+    return _offsets_by_partition(offsets, LAST_BATCH_CRCS)
+
+
 def read_from_of(offsets: Mapping | None) -> dict[TopicPartition, int]:
     """Where the micro-batch ending at ``offsets`` reads each partition listed under :data:`READ_FROM` from."""
     return _offsets_by_partition(offsets, READ_FROM)
@@ -232,13 +244,14 @@ def to_offsets(positions: Mapping[TopicPartition, int],
                topic_ids: Mapping[TopicPartition, str | None] | None = None,
                leader_epochs: Mapping[TopicPartition, EpochMark | None] | None = None,
                high_watermarks: Mapping[TopicPartition, int | None] | None = None,
-               read_from: Mapping[TopicPartition, int] | None = None) -> Offsets:
+               read_from: Mapping[TopicPartition, int] | None = None,
+               last_batch_crcs: Mapping[TopicPartition, int | None] | None = None) -> Offsets:
     """``{("t", 0): 5}`` -> ``{"t": {"0": 5}}``, topics and partitions in order (stable JSON for Spark); with
     ``topic_ids``, the ids the offsets were taken from under :data:`TOPIC_IDS`: ``{"t": "<id>"}`` when every
     partition of the topic has the same id, else ``{"t": {"0": "<id>"}}`` for those that have one (a topic seen
     in the middle of its deletion and re-creation); with ``leader_epochs``, each partition's :data:`EpochMark`
     under :data:`LEADER_EPOCHS` (those that have one); with ``high_watermarks`` and ``read_from``, those under
-    :data:`HIGH_WATERMARKS` and :data:`READ_FROM`."""
+    :data:`HIGH_WATERMARKS` and :data:`READ_FROM` (and ``last_batch_crcs`` under :data:`LAST_BATCH_CRCS`)."""
     out: Offsets = {}
     for (topic, partition), offset in sorted(positions.items()):
         out.setdefault(topic, {})[str(partition)] = int(offset)
@@ -258,7 +271,8 @@ def to_offsets(positions: Mapping[TopicPartition, int],
             epochs.setdefault(topic, {})[str(partition)] = [int(mark[0]), int(mark[1])]
     if epochs:
         out[LEADER_EPOCHS] = epochs
-    for key, given in ((HIGH_WATERMARKS, high_watermarks), (READ_FROM, read_from)):
+    for key, given in ((HIGH_WATERMARKS, high_watermarks), (LAST_BATCH_CRCS, last_batch_crcs),
+                       (READ_FROM, read_from)):
         by_topic: dict[str, dict[str, int]] = {}
         for (topic, partition), offset in sorted((given or {}).items()):
             if offset is not None and (topic, partition) in positions:
@@ -392,7 +406,8 @@ class MicroBatchPlanner:
         self.latest: dict[TopicPartition, int] | None = None  # the last latest offsets seen (progress reports)
         self.latest_topic_ids: dict[TopicPartition, str | None] = {}  # the topic ids they were taken from
         self._pdirs: dict[TopicPartition, PartitionDir] = {}  # the partitions the last available() found
-        self._marks: dict[tuple, EpochMark | None] = {}  # (partition folder, segments, position) -> its mark
+        # (partition folder, segments, position) -> its mark and last batch's CRC (see _tail)
+        self._marks: dict[tuple, tuple[EpochMark | None, int | None]] = {}
         # (partition, a micro-batch's end, its mark) -> where the batch stopped, cut at a divergence below that end
         # (see plan())
         self._stopped_at_divergence: dict[tuple[TopicPartition, int, EpochMark], int] = {}
@@ -681,7 +696,7 @@ class MicroBatchPlanner:
         reports the data loss."""
         begin, epochs = from_offsets(start), leader_epochs_of(start)
         # (only a micro-batch ending at start read from there: a later one starts at start)
-        recorded, read_from = high_watermarks_of(start), {}
+        recorded, read_from, diverged = high_watermarks_of(start), {}, set()
         # the files now: what tells a recreated topic or a diverged log, also under Trigger.AvailableNow, whose
         # targets stay those of its start
         ranges = self.available(listing, start)
@@ -699,6 +714,7 @@ class MicroBatchPlanner:
                 # counted from where the log diverged, which plan() reports, or from where the previous batch,
                 # cut at that divergence, really stopped
                 begin[tp] = min(found[0], stopped) if stopped is not None else found[0]
+                diverged.add(tp)
                 if tp in recorded and found[0] >= recorded[tp]:
                     # diverged past the high watermark recorded with the position (a follower truncation while
                     # the micro-batch that ends there read: its tasks may have stopped at the rewrite, and Spark
@@ -709,6 +725,9 @@ class MicroBatchPlanner:
                 self._waiting.add(tp)
                 if self.available_now is not None and tp in self.available_now:  # the old log's target
                     self.available_now[tp] = min(self.available_now[tp], ranges[tp].latest)
+        if recorded:
+            self._rewritten_unmarked(start, begin, ranges, {tp: hw for tp, hw in recorded.items()
+                                                            if tp not in diverged}, read_from)
         earliest = {tp: available.earliest for tp, available in ranges.items()}
         if self.available_now is not None:
             # a start resolved after the target was fixed may be above it: nothing to read there
@@ -729,6 +748,26 @@ class MicroBatchPlanner:
         if READ_FROM in start and offsets == {key: value for key, value in start.items() if key != READ_FROM}:
             return start  # nothing new since the micro-batch that read again: no micro-batch
         return offsets
+
+    def _rewritten_unmarked(self, start: Offsets, begin: dict[TopicPartition, int],
+                            ranges: Mapping[TopicPartition, AvailableRange], recorded: Mapping[TopicPartition, int],
+                            read_from: dict[TopicPartition, int]) -> None:
+        """A rewrite past the high watermark recorded with a position that no leader epoch shows: the last batch
+        below the position is not the one recorded with it (:data:`LAST_BATCH_CRCS`) while the log still reaches
+        the position. Where it was cut is not known, but not below that high watermark: the next micro-batch reads
+        the partition again from there (``begin``, ``read_from``). Only partitions with a recorded high watermark
+        (a stream past it) and no divergence the leader epochs show are looked at; an unchanged log's answer is
+        cached (:meth:`_tail`)."""
+        crcs = last_batch_crcs_of(start)
+        for tp, hw in recorded.items():
+            position, pdir, available = begin.get(tp), self._pdirs.get(tp), ranges.get(tp)
+            if (tp not in crcs or position is None or pdir is None or available is None
+                    or available.log_end < position or position <= hw):
+                continue
+            now = self._tail(pdir, position)[1]
+            if now is not None and now != crcs[tp]:
+                begin[tp] = read_from[tp] = hw
+                self._waiting.add(tp)
 
     def _say_standing_loss(self, start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int],
                            ranges: Mapping[TopicPartition, AvailableRange]) -> None:
@@ -863,9 +902,10 @@ class MicroBatchPlanner:
                         found is None or (found[0] is not None and found[0] >= again)):
                     # fixed by latestOffset (READ_FROM): a divergence past the high watermark recorded with the
                     # start, so in records never acknowledged when the stream read them
-                    cut = found[0] if found is not None else again
+                    cut = (f"truncated at offset {found[0]}" if found is not None else
+                           "truncated (where, no leader epoch tells: the last batch below the position changed)")
                     result.read_again.append(
-                        f"{name}: the log was truncated at offset {cut} and written again, past the high watermark "
+                        f"{name}: the log was {cut} and written again, past the high watermark "
                         f"{recorded[tp]} recorded with the stream's position {lo} (a follower truncation: records "
                         f"never acknowledged, read past the high watermark): this micro-batch reads the partition "
                         f"again from offset {again}, so the new records up to {lo} are read; offsets [{again}, {lo}) "
@@ -1040,8 +1080,9 @@ class MicroBatchPlanner:
         for tp, topic_id in before_ids.items():
             if tp in positions and ids.get(tp) is None:
                 ids[tp] = topic_id
-        before_hws = high_watermarks_of(previous)
+        before_hws, before_crcs = high_watermarks_of(previous), last_batch_crcs_of(previous)
         hws: dict[TopicPartition, int | None] = {}
+        crcs: dict[TopicPartition, int | None] = {}
         for tp, position in positions.items():
             available = ranges.get(tp)
             hw = available.high_watermark if available is not None else None
@@ -1051,10 +1092,11 @@ class MicroBatchPlanner:
                 continue
             if before.get(tp) == position:
                 if tp in before_hws and tp not in recreated:
-                    hws[tp] = before_hws[tp]
+                    hws[tp], crcs[tp] = before_hws[tp], before_crcs.get(tp)
             elif previous is not None and hw is not None:
                 hws[tp] = hw
-        return to_offsets(positions, ids, marks, hws, read_from)
+                crcs[tp] = self._tail(self._pdirs[tp], position)[1] if tp in self._pdirs and position > 0 else None
+        return to_offsets(positions, ids, marks, hws, read_from, crcs)
 
     def stopped_short(self, end: Offsets, read_to: Mapping[TopicPartition, int]) -> Offsets:
         """``end`` with each partition in ``read_to`` at the offset given there when below its end (a read that
@@ -1062,30 +1104,39 @@ class MicroBatchPlanner:
         positions = from_offsets(end)
         marks: dict[TopicPartition, EpochMark | None] = dict(leader_epochs_of(end))
         hws: dict[TopicPartition, int | None] = dict(high_watermarks_of(end))
+        crcs: dict[TopicPartition, int | None] = dict(last_batch_crcs_of(end))
         for tp, offset in read_to.items():
             if tp in positions and offset < positions[tp]:
                 positions[tp] = offset
-                marks[tp] = self._mark(self._pdirs[tp], offset) if tp in self._pdirs and offset > 0 else None
+                marks[tp], crcs[tp] = (self._tail(self._pdirs[tp], offset) if tp in self._pdirs and offset > 0
+                                       else (None, None))
                 if hws.get(tp) is not None and offset <= hws[tp]:
-                    hws[tp] = None
-        return to_offsets(positions, topic_ids_of(end), marks, hws)
+                    hws[tp] = crcs[tp] = None
+        return to_offsets(positions, topic_ids_of(end), marks, hws, last_batch_crcs=crcs)
 
     def _mark(self, pdir: PartitionDir, position: int) -> EpochMark | None:
         """The :data:`EpochMark` below ``position`` in ``pdir``: None for a legacy batch or one without a leader
         epoch, or when no batch can be read there (recorded nothing, the stream goes on as without marks)."""
+        return self._tail(pdir, position)[0]
+
+    def _tail(self, pdir: PartitionDir, position: int) -> tuple[EpochMark | None, int | None]:
+        """The :data:`EpochMark` below ``position`` in ``pdir`` (:meth:`_mark`) and the CRC of that last batch
+        (:data:`LAST_BATCH_CRCS`; None when no batch can be read there), from one header read, cached while the
+        log is unchanged."""
         # what a truncation and a new leader's appends change: the segments, the epochs, the last one's mtime
         key = (pdir.path, tuple((s.base_offset, s.log_size) for s in pdir.segments), pdir.leader_epochs,
                pdir.segments[-1].mtime_ms if pdir.segments else None, position)
         if key not in self._marks:
             try:
                 with PartitionLookup(pdir, max_batch_bytes=self.options.max_batch_bytes) as lookup:
-                    mark = lookup.epoch_mark(position)
+                    header = lookup.last_batch_before(position)
+                found = (epoch_mark_of(header, position), header.crc if header is not None else None)
             except KafkaSegError as err:
                 log.info("no leader epoch recorded for %s-%d at %d: %s", pdir.topic, pdir.partition, position, err)
-                mark = None
+                found = (None, None)
             if len(self._marks) > 4 * len(self._pdirs) + 64:
                 self._marks.clear()
-            self._marks[key] = mark
+            self._marks[key] = found
         return self._marks[key]
 
     @staticmethod

@@ -770,3 +770,24 @@ def test_consume_to_log_end_says_a_rewrite_after_its_read_is_read_again_not_lost
     assert consume.run(args, out, err, sleep=lambda _s: next(steps, lambda: None)()) == 0
     assert [int(line.split(b":")[1]) for line in out.getvalue().splitlines()] == list(range(220))
     assert "reads the partition again from offset 150" in err.getvalue() and "replaced" not in err.getvalue()
+
+
+def test_a_spark_stream_reads_again_a_rewrite_no_leader_epoch_shows_from_the_recorded_high_watermark(live):
+    """As the Spark stream above, with the new leader's batches under the same leader epoch (what a log without
+    epochs looks like: v0/v1 batches, no leader-epoch-checkpoint): nothing tells where the log was cut, but the
+    last batch below the micro-batch's end is not the one recorded with it (its CRC, @lastBatchCrcs), so the next
+    micro-batch reads the partition again from the high watermark recorded with the end, where no truncation
+    reaches below: the offsets the tasks did not read are read (they were lost, silently)."""
+    from kafkaseg.streaming import MicroBatchPlanner
+
+    root, log = live
+    planner = MicroBatchPlanner(_stream_options(root))
+    start = planner.initial_offsets()
+    end = planner.latest_offsets(start, all_available=True)
+    _, first, metrics = _spark_batch(planner, start, end, lambda: _truncate_and_rewrite(log, 150, 7, 90))
+    assert metrics.rewritten_tails and [o for o, _ in first][-1] < 199
+    after = planner.latest_offsets(end, all_available=True)
+    plan, second, _ = _spark_batch(planner, end, after)
+    assert [o for o, _ in second] == list(range(HW, 220)) and not plan.data_loss
+    assert any(f"again from offset {HW}" in line for line in plan.read_again), plan.read_again
+    assert MicroBatchPlanner(_stream_options(root)).plan(end, after).ranges == {("t", 0): (HW, 220)}

@@ -274,8 +274,8 @@ def _input_partitions(plan: ScanPlan, options: ReadOptions, scan_id: str, pushdo
 
 #: what a stream's executor adds to a rewritten tail's line (see :meth:`KafkaSegStreamReader.read`)
 STREAM_REWRITE_NOTE = ("; Spark commits this micro-batch's end all the same: the next micro-batch reads the partition "
-                       "again from the rewrite only where its driver sees it in the leader epochs "
-                       "(leader-epoch-checkpoint), else the new records from here to the micro-batch's end are not read")
+                       "again only where its driver sees the rewrite (the leader epochs, or the last batch below the "
+                       "end changed: its warning says so), else the new records from here to the end are not read")
 
 
 def _read_partition(partition: InputPartition, options: ReadOptions, stream: bool = False
