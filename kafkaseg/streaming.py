@@ -408,6 +408,8 @@ class MicroBatchPlanner:
         self._pdirs: dict[TopicPartition, PartitionDir] = {}  # the partitions the last available() found
         # (partition folder, segments, position) -> its mark and last batch's CRC (see _tail)
         self._marks: dict[tuple, tuple[EpochMark | None, int | None]] = {}
+        # per partition, what _rewritten_unmarked last checked: (its range, the position, the CRC recorded)
+        self._tails_checked: dict[TopicPartition, tuple[AvailableRange, int, int]] = {}
         # (partition, a micro-batch's end, its mark) -> where the batch stopped, cut at a divergence below that end
         # (see plan())
         self._stopped_at_divergence: dict[tuple[TopicPartition, int, EpochMark], int] = {}
@@ -764,6 +766,10 @@ class MicroBatchPlanner:
             if (tp not in crcs or position is None or pdir is None or available is None
                     or available.log_end < position or position <= hw):
                 continue
+            checked = self._tails_checked.get(tp)
+            if checked is not None and checked[0] is available and checked[1:] == (position, crcs[tp]):
+                continue  # (the same range object, reused: the partition's files are as at the last check)
+            self._tails_checked[tp] = (available, position, crcs[tp])
             now = self._tail(pdir, position)[1]
             if now is not None and now != crcs[tp]:
                 begin[tp] = read_from[tp] = hw
