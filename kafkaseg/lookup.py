@@ -93,7 +93,7 @@ from kafkaseg.wire.records import batch_records
 __all__ = [
     "EARLIEST", "LATEST", "MAX_TIMESTAMP", "EARLIEST_LOCAL", "LATEST_TIERED", "EARLIEST_PENDING_UPLOAD",
     "LookupStats", "OffsetAnswer", "RecordLocation", "PartitionLookup",
-    "parse_time_spec", "list_offset", "locate_offset", "locate_time", "batch_epoch_mark",
+    "parse_time_spec", "list_offset", "locate_offset", "locate_time", "batch_epoch_mark", "epoch_mark_of",
     "other_copies", "copies_beside", "from_other_copies", "list_offset_rests_on", "locate_rests_on", "widest",
 ]
 
@@ -236,6 +236,13 @@ class RecordLocation:
 
 
 # -- one partition ------------------------------------------------------------------------------------------------
+
+
+def epoch_mark_of(header, offset: int) -> tuple[int, int] | None:
+    """:meth:`PartitionLookup.epoch_mark` of ``header``, the last batch below ``offset`` (None: no batch)."""
+    if header is None or header.magic < 2 or header.partition_leader_epoch < 0:
+        return None
+    return header.partition_leader_epoch, min(offset, header.last_offset + 1)
 
 class PartitionLookup:
     """Lookups on one :class:`~kafkaseg.storage.layout.PartitionDir`. Index files are opened lazily and kept open
@@ -1385,10 +1392,7 @@ class PartitionLookup:
         """``(epoch, end)``: the leader epoch stamped on the last batch below ``offset`` and the offset it ends at
         (``offset``, or less below a compacted gap), as Kafka's consumer keeps its position's epoch (KIP-320;
         every replica holds that batch alike). None for a legacy batch, one without an epoch, or none."""
-        header = self.last_batch_before(offset)
-        if header is None or header.magic < 2 or header.partition_leader_epoch < 0:
-            return None
-        return header.partition_leader_epoch, min(offset, header.last_offset + 1)
+        return epoch_mark_of(self.last_batch_before(offset), offset)
 
     def locate(self, offset: int) -> RecordLocation:
         """The segment, batch and record holding ``offset`` (see :class:`RecordLocation`)."""

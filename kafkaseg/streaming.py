@@ -54,7 +54,10 @@ in apache/spark ``connector/kafka-0-10-sql``, with the files standing in for the
   from its beginning, as a partition found later is), a log that diverged below the position (the leader epoch
   recorded with it ends below it in the log's ``leader-epoch-checkpoint`` now, KIP-320: truncated and written
   again, whatever the offsets; with ``failOnDataLoss=false`` the replaced records are read again from where it
-  diverged), a partition on disk left out of a micro-batch's end (its folder
+  diverged; but not at or above the high watermark recorded with a position a micro-batch fixed past it,
+  :data:`HIGH_WATERMARKS`: records never acknowledged, which a follower truncation rewrote while the micro-batch
+  read, read again from there by the next micro-batch, :data:`READ_FROM`, with a warning; so is a log that went
+  back below the position but not below that high watermark), a partition on disk left out of a micro-batch's end (its folder
   went away when the end was fixed), a micro-batch that reads a partition to its log end past which its high
   watermark and recovery point say offsets were acknowledged and flushed that the files do not hold (the loss a
   batch read to latest raises, by planning's rule and in its words: ``PartitionReport.lost_past_end``; said by the
@@ -89,7 +92,7 @@ import pyarrow as pa
 
 from kafkaseg.errors import (DataLossError, InvalidOptionError, KafkaSegError, LayoutError, SkippedOffsetsError,
                              did_you_mean)
-from kafkaseg.lookup import PartitionLookup
+from kafkaseg.lookup import PartitionLookup, epoch_mark_of
 from kafkaseg.options import EARLIEST, IGNORED_OPTIONS, LATEST, OPTION_NAMES, OffsetLimit, ReadOptions
 from kafkaseg.planning import (RACY_MS, AvailableRange, Listing, LogEndCache, PlanReport, ScanPlan, available_range,
                                copies_not_chosen, list_partitions, lost_copy_reached_by_time, offset_for_timestamp,
@@ -101,9 +104,10 @@ from kafkaseg.storage.layout import PartitionDir
 if TYPE_CHECKING:
     from kafkaseg.scan import ScanMetrics
 
-__all__ = ["Offsets", "TOPIC_IDS", "LEADER_EPOCHS", "MicroBatchPlanner", "MicroBatchPlan", "rate_limit",
-           "to_offsets", "from_offsets", "topic_ids_of", "leader_epochs_of", "divergence", "poll_micro_batches",
-           "follow", "stopped_at"]
+__all__ = ["Offsets", "TOPIC_IDS", "LEADER_EPOCHS", "HIGH_WATERMARKS", "LAST_BATCH_CRCS", "READ_FROM",
+           "MicroBatchPlanner",
+           "MicroBatchPlan", "rate_limit", "to_offsets", "from_offsets", "topic_ids_of", "leader_epochs_of",
+           "high_watermarks_of", "read_from_of", "divergence", "poll_micro_batches", "follow", "stopped_at"]
 
 log = logging.getLogger("kafkaseg.streaming")
 
@@ -119,6 +123,25 @@ TOPIC_IDS = "@topicIds"
 #: offset that batch ends at (KIP-320: a consumer's position with the epoch of the last batch it fetched), which
 #: tells a log truncated and written again below the position from one that was not.
 LEADER_EPOCHS = "@leaderEpochs"
+#: The key of the high watermarks in :data:`Offsets`: ``{"t": {"0": 200}, "@highWatermarks": {"t": {"0": 100}}}``,
+#: per partition whose position a micro-batch's end fixed past its checkpointed high watermark
+#: (``upperBound=logEndOffset``; not a start given above it, which no read put there), that high watermark: the
+#: records the stream read from there up to the position were not acknowledged yet, so a log truncated and written again at or above it (a follower truncation
+#: past the high watermark, while the micro-batch that ends there read) is no data loss: the next micro-batch reads
+#: the partition again from where it diverged (:data:`READ_FROM`).
+HIGH_WATERMARKS = "@highWatermarks"
+#: The key of the CRCs in :data:`Offsets`: ``{"t": {"0": 200}, "@lastBatchCrcs": {"t": {"0": 3735928559}}}``, for a
+#: partition with a :data:`HIGH_WATERMARKS` entry, the CRC of the last batch below its position: a rewrite past the
+#: high watermark that no leader epoch shows (v0/v1 batches, no ``leader-epoch-checkpoint``) changes that batch, and
+#: the next micro-batch reads the partition again from the recorded high watermark (:data:`READ_FROM`), below which
+#: no follower truncation reaches.
+LAST_BATCH_CRCS = "@lastBatchCrcs"
+#: The key of a micro-batch's replay points in its end :data:`Offsets`: ``{"t": {"0": 220}, "@readFrom": {"t":
+#: {"0": 150}}}``: the micro-batch ending there reads the partition from that offset, below its start, where the log
+#: diverged past the high watermark recorded with its start (:data:`HIGH_WATERMARKS`). Fixed by ``latestOffset``
+#: and kept in Spark's offset log, so that a replay of the micro-batch plans the same ranges; it applies to that
+#: micro-batch only (one starting at such an end ignores it).
+READ_FROM = "@readFrom"
 #: ``(epoch, next offset)``: the last batch below a position was written under leader ``epoch`` and ends just
 #: below ``next offset`` (the position, or less where no batch holds the offsets before it: a compacted gap).
 EpochMark = tuple[int, int]
@@ -183,14 +206,52 @@ def leader_epochs_of(offsets: Mapping | None) -> dict[TopicPartition, EpochMark]
     return {tp: mark for tp, mark in out.items() if tp in positions}
 
 
+def _offsets_by_partition(offsets: Mapping | None, key: str) -> dict[TopicPartition, int]:
+    """The ``{topic: {partition: offset}}`` under ``key`` in ``offsets``, for the partitions ``offsets`` positions."""
+    given = (offsets or {}).get(key) or {}
+    out: dict[TopicPartition, int] = {}
+    try:
+        for topic, partitions in given.items():
+            positions = offsets.get(topic)
+            for partition, offset in partitions.items():
+                if isinstance(offset, bool) or not isinstance(offset, int):
+                    raise TypeError(offset)
+                if isinstance(positions, Mapping) and str(partition) in positions:
+                    out[(str(topic), int(partition))] = offset
+    except (AttributeError, TypeError, ValueError) as err:
+        raise InvalidOptionError(f"not a kafkaseg source offset ({key} is not {{topic: {{partition: offset}}}}): "
+                                 f"{offsets!r}") from err
+    return out
+
+
+def high_watermarks_of(offsets: Mapping | None) -> dict[TopicPartition, int]:
+    """The high watermark recorded with each partition's position in ``offsets`` (:data:`HIGH_WATERMARKS`): those
+    past theirs when fixed."""
+    return _offsets_by_partition(offsets, HIGH_WATERMARKS)
+
+
+def last_batch_crcs_of(offsets: Mapping | None) -> dict[TopicPartition, int]:
+    """The CRC of the last batch below each partition's position in ``offsets`` (:data:`LAST_BATCH_CRCS`)."""
+    return _offsets_by_partition(offsets, LAST_BATCH_CRCS)
+
+
+def read_from_of(offsets: Mapping | None) -> dict[TopicPartition, int]:
+    """Where the micro-batch ending at ``offsets`` reads each partition listed under :data:`READ_FROM` from."""
+    return _offsets_by_partition(offsets, READ_FROM)
+
+
 def to_offsets(positions: Mapping[TopicPartition, int],
                topic_ids: Mapping[TopicPartition, str | None] | None = None,
-               leader_epochs: Mapping[TopicPartition, EpochMark | None] | None = None) -> Offsets:
+               leader_epochs: Mapping[TopicPartition, EpochMark | None] | None = None,
+               high_watermarks: Mapping[TopicPartition, int | None] | None = None,
+               read_from: Mapping[TopicPartition, int] | None = None,
+               last_batch_crcs: Mapping[TopicPartition, int | None] | None = None) -> Offsets:
     """``{("t", 0): 5}`` -> ``{"t": {"0": 5}}``, topics and partitions in order (stable JSON for Spark); with
     ``topic_ids``, the ids the offsets were taken from under :data:`TOPIC_IDS`: ``{"t": "<id>"}`` when every
     partition of the topic has the same id, else ``{"t": {"0": "<id>"}}`` for those that have one (a topic seen
     in the middle of its deletion and re-creation); with ``leader_epochs``, each partition's :data:`EpochMark`
-    under :data:`LEADER_EPOCHS` (those that have one)."""
+    under :data:`LEADER_EPOCHS` (those that have one); with ``high_watermarks`` and ``read_from``, those under
+    :data:`HIGH_WATERMARKS` and :data:`READ_FROM` (and ``last_batch_crcs`` under :data:`LAST_BATCH_CRCS`)."""
     out: Offsets = {}
     for (topic, partition), offset in sorted(positions.items()):
         out.setdefault(topic, {})[str(partition)] = int(offset)
@@ -210,6 +271,14 @@ def to_offsets(positions: Mapping[TopicPartition, int],
             epochs.setdefault(topic, {})[str(partition)] = [int(mark[0]), int(mark[1])]
     if epochs:
         out[LEADER_EPOCHS] = epochs
+    for key, given in ((HIGH_WATERMARKS, high_watermarks), (LAST_BATCH_CRCS, last_batch_crcs),
+                       (READ_FROM, read_from)):
+        by_topic: dict[str, dict[str, int]] = {}
+        for (topic, partition), offset in sorted((given or {}).items()):
+            if offset is not None and (topic, partition) in positions:
+                by_topic.setdefault(topic, {})[str(partition)] = int(offset)
+        if by_topic:
+            out[key] = by_topic  # type: ignore[assignment]
     return out
 
 
@@ -304,6 +373,10 @@ class MicroBatchPlan:
     #: :func:`poll_micro_batches` starts their next batch there, not at the plan's end, so the new generation's
     #: offsets between there and the plan's end are read, not skipped
     read_to: dict[TopicPartition, int] = field(default_factory=dict)
+    #: partitions this micro-batch reads again from below its start, where the log was truncated and written again
+    #: past the high watermark recorded with the start (:data:`READ_FROM`), in words: no data loss, but offsets an
+    #: earlier micro-batch returned there may come again, as the new generation wrote them (a warning)
+    read_again: list[str] = field(default_factory=list)
 
 
 def stopped_at(piece, last_offset: int | None) -> int:
@@ -333,7 +406,10 @@ class MicroBatchPlanner:
         self.latest: dict[TopicPartition, int] | None = None  # the last latest offsets seen (progress reports)
         self.latest_topic_ids: dict[TopicPartition, str | None] = {}  # the topic ids they were taken from
         self._pdirs: dict[TopicPartition, PartitionDir] = {}  # the partitions the last available() found
-        self._marks: dict[tuple, EpochMark | None] = {}  # (partition folder, segments, position) -> its mark
+        # (partition folder, segments, position) -> its mark and last batch's CRC (see _tail)
+        self._marks: dict[tuple, tuple[EpochMark | None, int | None]] = {}
+        # per partition, what _rewritten_unmarked last checked: (its range, the position, the CRC recorded)
+        self._tails_checked: dict[TopicPartition, tuple[AvailableRange, int, int]] = {}
         # (partition, a micro-batch's end, its mark) -> where the batch stopped, cut at a divergence below that end
         # (see plan())
         self._stopped_at_divergence: dict[tuple[TopicPartition, int, EpochMark], int] = {}
@@ -646,6 +722,8 @@ class MicroBatchPlanner:
         recreated) counts from the new topic's beginning, as a partition found after the start does; :meth:`plan`
         reports the data loss."""
         begin, epochs = from_offsets(start), leader_epochs_of(start)
+        # (only a micro-batch ending at start read from there: a later one starts at start)
+        recorded, read_from, diverged = high_watermarks_of(start), {}, set()
         # the files now: what tells a recreated topic or a diverged log, also under Trigger.AvailableNow, whose
         # targets stay those of its start
         ranges = self.available(listing, start)
@@ -663,11 +741,20 @@ class MicroBatchPlanner:
                 # counted from where the log diverged, which plan() reports, or from where the previous batch,
                 # cut at that divergence, really stopped
                 begin[tp] = min(found[0], stopped) if stopped is not None else found[0]
+                diverged.add(tp)
+                if tp in recorded and found[0] >= recorded[tp]:
+                    # diverged past the high watermark recorded with the position (a follower truncation while
+                    # the micro-batch that ends there read: its tasks may have stopped at the rewrite, and Spark
+                    # committed the end all the same): the next micro-batch reads again from there, no data loss
+                    read_from[tp] = begin[tp]
                 # below it the records are the stream's: a new leader's high watermark still under it is no new
                 # data (the stream waits there), not a log gone back to be read again
                 self._waiting.add(tp)
                 if self.available_now is not None and tp in self.available_now:  # the old log's target
                     self.available_now[tp] = min(self.available_now[tp], ranges[tp].latest)
+        if recorded:
+            self._rewritten_unmarked(start, begin, ranges, {tp: hw for tp, hw in recorded.items()
+                                                            if tp not in diverged}, read_from)
         earliest = {tp: available.earliest for tp, available in ranges.items()}
         if self.available_now is not None:
             # a start resolved after the target was fixed may be above it: nothing to read there
@@ -683,9 +770,35 @@ class MicroBatchPlanner:
             return start
         elif max_offsets is not None:
             end = rate_limit(max_offsets, begin, latest, earliest)
-        offsets = self._with_incarnations(end, ranges, start)
+        offsets = self._with_incarnations(end, ranges, start, read_from)
         self.latest_topic_ids = topic_ids_of(offsets)
+        if READ_FROM in start and offsets == {key: value for key, value in start.items() if key != READ_FROM}:
+            return start  # nothing new since the micro-batch that read again: no micro-batch
         return offsets
+
+    def _rewritten_unmarked(self, start: Offsets, begin: dict[TopicPartition, int],
+                            ranges: Mapping[TopicPartition, AvailableRange], recorded: Mapping[TopicPartition, int],
+                            read_from: dict[TopicPartition, int]) -> None:
+        """A rewrite past the high watermark recorded with a position that no leader epoch shows: the last batch
+        below the position is not the one recorded with it (:data:`LAST_BATCH_CRCS`) while the log still reaches
+        the position. Where it was cut is not known, but not below that high watermark: the next micro-batch reads
+        the partition again from there (``begin``, ``read_from``). Only partitions with a recorded high watermark
+        (a stream past it) and no divergence the leader epochs show are looked at; an unchanged log's answer is
+        cached (:meth:`_tail`)."""
+        crcs = last_batch_crcs_of(start)
+        for tp, hw in recorded.items():
+            position, pdir, available = begin.get(tp), self._pdirs.get(tp), ranges.get(tp)
+            if (tp not in crcs or position is None or pdir is None or available is None
+                    or available.log_end < position or position <= hw):
+                continue
+            checked = self._tails_checked.get(tp)
+            if checked is not None and checked[0] is available and checked[1:] == (position, crcs[tp]):
+                continue  # (the same range object, reused: the partition's files are as at the last check)
+            self._tails_checked[tp] = (available, position, crcs[tp])
+            now = self._tail(pdir, position)[1]
+            if now is not None and now != crcs[tp]:
+                begin[tp] = read_from[tp] = hw
+                self._waiting.add(tp)
 
     def _say_standing_loss(self, start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int],
                            ranges: Mapping[TopicPartition, AvailableRange]) -> None:
@@ -730,6 +843,7 @@ class MicroBatchPlanner:
         begin, until = dict(position.positions), from_offsets(end)
         started_on, ending_on = position.topic_ids, topic_ids_of(end)
         epochs, end_epochs = position.marks, leader_epochs_of(end)
+        read_from, recorded, end_recorded = read_from_of(end), high_watermarks_of(start), high_watermarks_of(end)
         # Spark replays an uncommitted first batch from initialOffset(), which this process resolved again
         replaying_first = self._initial_positions is not None and begin == self._initial_positions
         result = MicroBatchPlan(None)
@@ -814,7 +928,21 @@ class MicroBatchPlanner:
                 # one divergence below both ends: one report, the batch's loss from where it was to read
                 also = (f"; {end_lost.format(stopped if stopped is not None else lo)}" if found is not None
                         and ended is not None and ended[0] == found[0] else "")
-                if found is not None and found[0] is None:
+                again = read_from.get(tp)
+                if again is not None and again < lo and tp in recorded and (
+                        found is None or (found[0] is not None and found[0] >= again)):
+                    # fixed by latestOffset (READ_FROM): a divergence past the high watermark recorded with the
+                    # start, so in records never acknowledged when the stream read them
+                    cut = (f"truncated at offset {found[0]}" if found is not None else
+                           "truncated (where, no leader epoch tells: the last batch below the position changed)")
+                    result.read_again.append(
+                        f"{name}: the log was {cut} and written again, past the high watermark "
+                        f"{recorded[tp]} recorded with the stream's position {lo} (a follower truncation: records "
+                        f"never acknowledged, read past the high watermark): this micro-batch reads the partition "
+                        f"again from offset {again}, so the new records up to {lo} are read; offsets [{again}, {lo}) "
+                        "an earlier micro-batch returned may come again, as the new leader wrote them")
+                    lo = again
+                elif found is not None and found[0] is None:
                     loss(f"{name}: {found[1]}; records the stream read below offset {lo} may have been replaced")
                 elif found is not None and stopped is not None and found[0] >= stopped:
                     # the previous batch stopped below its end, where the log diverged (or a high watermark
@@ -837,7 +965,15 @@ class MicroBatchPlanner:
                     loss(f"added partition {name} starts at offset {lo} instead of 0 in {pdir.path}; offsets "
                          f"[0, {lo}) may have been missed")
             if ended is not None:
-                if end_lost is not None:
+                if end_lost is not None and tp in end_recorded and ended[0] >= end_recorded[tp]:
+                    # past the high watermark the end was fixed over: records never acknowledged (a follower
+                    # truncation), read by the next micro-batch as the new leader wrote them
+                    result.read_again.append(
+                        f"{name}: the log was truncated at offset {ended[0]} and written again after this "
+                        f"micro-batch's end {hi} was fixed, past the high watermark {end_recorded[tp]} it was fixed "
+                        f"over (a follower truncation: records never acknowledged): it stops at "
+                        f"{max(lo, ended[0])} and the next one reads on from there")
+                elif end_lost is not None:
                     loss(f"{name}: {ended[1]}, after this micro-batch's end {hi} was fixed: "
                          f"{end_lost.format(max(lo, ended[0]))}")
                 hi = max(lo, ended[0])
@@ -845,7 +981,17 @@ class MicroBatchPlanner:
                 self._stopped_at_divergence[(tp, until[tp], end_epochs[tp])] = ended[0]
             if hi < lo:
                 log_end = available_range(pdir, self.options, read_to=self._read_to(pdir, position)).log_end
-                if replaying_first and log_end >= lo:
+                if tp in recorded and recorded[tp] <= log_end < lo and not (
+                        now_id is not None and started_on.get(tp, now_id) != now_id):
+                    # truncated past the high watermark recorded with the position (a follower truncation, the new
+                    # leader's records not there yet): records never acknowledged, not data loss
+                    result.read_again.append(
+                        f"{name}: the log was truncated at offset {log_end}, past the high watermark "
+                        f"{recorded[tp]} recorded with the stream's position {lo} (a follower truncation: records "
+                        f"never acknowledged, read past the high watermark): the stream reads on from offset {hi}; "
+                        f"offsets [{hi}, {lo}) an earlier micro-batch returned may come again, as the new leader "
+                        "writes them")
+                elif replaying_first and log_end >= lo:
                     result.notes.append(f"{name}: this micro-batch ends at {hi}, below its start {lo}, while the log "
                                         f"still reaches {log_end}: the start was resolved again after a restart; "
                                         "nothing is read for it in this batch")
@@ -938,15 +1084,19 @@ class MicroBatchPlanner:
                     said_in[at:at + 1] = instead
 
     def _with_incarnations(self, positions: Mapping[TopicPartition, int],
-                           ranges: Mapping[TopicPartition, AvailableRange], previous: Offsets | None = None
-                           ) -> Offsets:
+                           ranges: Mapping[TopicPartition, AvailableRange], previous: Offsets | None = None,
+                           read_from: Mapping[TopicPartition, int] | None = None) -> Offsets:
         """``positions`` as offsets that also record each partition's topic id (from ``ranges``) and the
         :data:`EpochMark` of the last batch below its position (from the batch's header, as Kafka's consumer takes
         it: every replica holds the same batch, while their ``leader-epoch-checkpoint`` s may differ, a replica
         rebuilt from a compacted log lacking the epochs whose batches were all cleaned). An unchanged position keeps
         the mark ``previous`` recorded while the log still validates it (no batch read again for an idle
         partition); a mark the log diverged from is taken again. A topic id the files do not tell (no
-        ``partition.metadata`` at the moment) is kept from ``previous``."""
+        ``partition.metadata`` at the moment) is kept from ``previous``. A micro-batch's end (``previous`` given: the
+        start) that moved past its partition's checkpointed high watermark records it (:data:`HIGH_WATERMARKS`: the
+        one it was fixed over; not an initial offset, which no read put there); an unchanged
+        position keeps what ``previous`` recorded until the high watermark reaches it, so that a high watermark moving
+        below it makes no new offsets (no empty micro-batch); ``read_from``: the micro-batch's :data:`READ_FROM`."""
         ids = {tp: available.topic_id for tp, available in ranges.items()}
         before = from_offsets(previous)
         before_ids, before_marks = topic_ids_of(previous), leader_epochs_of(previous)
@@ -961,35 +1111,63 @@ class MicroBatchPlanner:
         for tp, topic_id in before_ids.items():
             if tp in positions and ids.get(tp) is None:
                 ids[tp] = topic_id
-        return to_offsets(positions, ids, marks)
+        before_hws, before_crcs = high_watermarks_of(previous), last_batch_crcs_of(previous)
+        hws: dict[TopicPartition, int | None] = {}
+        crcs: dict[TopicPartition, int | None] = {}
+        for tp, position in positions.items():
+            available = ranges.get(tp)
+            hw = available.high_watermark if available is not None else None
+            if hw is not None and position <= hw:
+                # (also drops an entry once the high watermark reached the position: its records were acknowledged
+                # then, and a truncation below it is a divergence as any other)
+                continue
+            if before.get(tp) == position:
+                if tp in before_hws and tp not in recreated:
+                    hws[tp], crcs[tp] = before_hws[tp], before_crcs.get(tp)
+            elif previous is not None and hw is not None:
+                hws[tp] = hw
+                crcs[tp] = self._tail(self._pdirs[tp], position)[1] if tp in self._pdirs and position > 0 else None
+        return to_offsets(positions, ids, marks, hws, read_from, crcs)
 
     def stopped_short(self, end: Offsets, read_to: Mapping[TopicPartition, int]) -> Offsets:
         """``end`` with each partition in ``read_to`` at the offset given there when below its end (a read that
         stopped short: :attr:`MicroBatchPlan.read_to`), its :data:`EpochMark` taken again below it."""
         positions = from_offsets(end)
         marks: dict[TopicPartition, EpochMark | None] = dict(leader_epochs_of(end))
+        hws: dict[TopicPartition, int | None] = dict(high_watermarks_of(end))
+        crcs: dict[TopicPartition, int | None] = dict(last_batch_crcs_of(end))
         for tp, offset in read_to.items():
             if tp in positions and offset < positions[tp]:
                 positions[tp] = offset
-                marks[tp] = self._mark(self._pdirs[tp], offset) if tp in self._pdirs and offset > 0 else None
-        return to_offsets(positions, topic_ids_of(end), marks)
+                marks[tp], crcs[tp] = (self._tail(self._pdirs[tp], offset) if tp in self._pdirs and offset > 0
+                                       else (None, None))
+                if hws.get(tp) is not None and offset <= hws[tp]:
+                    hws[tp] = crcs[tp] = None
+        return to_offsets(positions, topic_ids_of(end), marks, hws, last_batch_crcs=crcs)
 
     def _mark(self, pdir: PartitionDir, position: int) -> EpochMark | None:
         """The :data:`EpochMark` below ``position`` in ``pdir``: None for a legacy batch or one without a leader
         epoch, or when no batch can be read there (recorded nothing, the stream goes on as without marks)."""
+        return self._tail(pdir, position)[0]
+
+    def _tail(self, pdir: PartitionDir, position: int) -> tuple[EpochMark | None, int | None]:
+        """The :data:`EpochMark` below ``position`` in ``pdir`` (:meth:`_mark`) and the CRC of that last batch
+        (:data:`LAST_BATCH_CRCS`; None when no batch can be read there), from one header read, cached while the
+        log is unchanged."""
         # what a truncation and a new leader's appends change: the segments, the epochs, the last one's mtime
         key = (pdir.path, tuple((s.base_offset, s.log_size) for s in pdir.segments), pdir.leader_epochs,
                pdir.segments[-1].mtime_ms if pdir.segments else None, position)
         if key not in self._marks:
             try:
                 with PartitionLookup(pdir, max_batch_bytes=self.options.max_batch_bytes) as lookup:
-                    mark = lookup.epoch_mark(position)
+                    header = lookup.last_batch_before(position)
+                found = (epoch_mark_of(header, position), header.crc if header is not None else None)
             except KafkaSegError as err:
                 log.info("no leader epoch recorded for %s-%d at %d: %s", pdir.topic, pdir.partition, position, err)
-                mark = None
+                found = (None, None)
             if len(self._marks) > 4 * len(self._pdirs) + 64:
                 self._marks.clear()
-            self._marks[key] = mark
+            self._marks[key] = found
         return self._marks[key]
 
     @staticmethod
@@ -1125,6 +1303,8 @@ def follow(path: str | Sequence[str], *, poll_interval: float = 0.5, idle_timeou
                                    sleep=sleep, listing=planner.last_listing):
         for note in plan.data_loss:
             log.warning("data loss (failOnDataLoss=false): %s", note)
+        for note in plan.read_again:
+            log.warning("%s", note)
         for decision in plan.scan.report.lenient if plan.scan is not None else ():
             if decision not in logged:
                 logged.add(decision)

@@ -542,3 +542,252 @@ def test_a_crc_mismatch_before_a_hole_with_batches_after_it_stays_an_error(live)
 
     with pytest.raises(CrcMismatchError, match="offset 150"):
         _read(root, 1 << 30, append)
+
+
+def _epoch_batch(first: int, count: int, generation: int, size: int, epoch: int):
+    return build_batch_v2([Record(offset=o, timestamp=1000 + o, key=b"k%d" % o,
+                                  value=b"g%d-" % generation + b"x" * size) for o in range(first, first + count)],
+                          partition_leader_epoch=epoch)
+
+
+def epoch_partition(root: Path) -> Path:
+    """As ``live``, with what a broker's follower truncation leaves besides: its batches stamped with leader epoch
+    3 in ``leader-epoch-checkpoint``, and one index entry (so no entry is left past a cut). Returns the log."""
+    writer = PartitionWriter(root / "t-0", index_interval_bytes=1 << 20)
+    for first in range(0, 200, 5):
+        writer.append(_epoch_batch(first, 5, 0, 40, 3))
+    writer.close(live=True)
+    write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): HW})
+    return root / "t-0" / f"{0:020d}.log"
+
+
+@pytest.fixture
+def epochs(tmp_path):
+    """:func:`epoch_partition` in ``tmp_path``: (the log dir, the log)."""
+    return tmp_path, epoch_partition(tmp_path)
+
+
+def _new_leader_rewrites(log: Path, cut: int, end: int, epoch: int = 4) -> None:
+    """UnifiedLog.truncateTo(cut) on the replica read and the new leader's 7-record batches from there to ``end``,
+    under leader epoch ``epoch``, which ``leader-epoch-checkpoint`` starts at the cut (as ``assign`` writes it before
+    the batches land)."""
+    from kafkaseg.testing.partition import write_leader_epoch_checkpoint
+
+    time.sleep(0.05)  # (past the coarse ctime tick of the plan's listing)
+    data = log.read_bytes()  # (the log may end at the cut already: truncated earlier)
+    position = next((h.position for h in iter_headers(data) if h.base_offset == cut), len(data))
+    write_leader_epoch_checkpoint(log.parent / "leader-epoch-checkpoint", [(3, 0), (epoch, cut)])
+    with open(log, "r+b") as f:
+        f.truncate(position)
+        f.seek(position)
+        for first in range(cut, end, 7):
+            f.write(_epoch_batch(first, min(7, end - first), 1, 90, epoch).data)
+
+
+def _spark_batch(planner, start, end, rewrite=None):
+    """One micro-batch as Spark runs it: ``partitions(start, end)``, then the tasks read (``rewrite`` runs between),
+    and the end is committed whatever the tasks met. Returns the plan and its rows."""
+    plan = planner.plan(start, end)
+    if rewrite is not None:
+        rewrite()
+    rows, metrics = [], ScanMetrics()
+    for piece in plan.scan.slices if plan.scan is not None else ():
+        for batch in read_slice(piece, planner.options, metrics):
+            rows += zip(batch.column("offset").to_pylist(), batch.column("value").to_pylist())
+    return plan, rows, metrics
+
+
+def _stream_options(root, **more):
+    return ReadOptions.from_options({"path": str(root), "startingOffsets": "earliest", "upperBound": "logEndOffset",
+                                     **more}, stream=True)
+
+
+@pytest.mark.parametrize("fail_on_data_loss", ["true", "false"])
+def test_a_spark_stream_reads_the_new_generation_a_rewrite_past_the_high_watermark_left_unread(epochs,
+                                                                                                fail_on_data_loss):
+    """A stream past the high watermark (upperBound=logEndOffset) fixes a micro-batch's end at the log end (200);
+    a follower truncation at 150 and the new leader's records (150..219, a new leader epoch) land after planning,
+    before the tasks read: their slice ends at the rewrite (below 200), and Spark commits 200 all the same. The
+    next micro-batch reads the partition again from the cut, not from 200: the new generation's offsets up to 200
+    are read (they were lost), no offset twice within a micro-batch, and it is no data loss under failOnDataLoss
+    (the records replaced were past the high watermark recorded with the position: never acknowledged)."""
+    from kafkaseg.streaming import MicroBatchPlanner
+
+    root, log = epochs
+    planner = MicroBatchPlanner(_stream_options(root, failOnDataLoss=fail_on_data_loss))
+    start = planner.initial_offsets()
+    end = planner.latest_offsets(start, all_available=True)
+    _, first, metrics = _spark_batch(planner, start, end, lambda: _new_leader_rewrites(log, 150, 220))
+    assert metrics.rewritten_tails and [o for o, _ in first][-1] < 199  # the read stopped short of 200
+    after = planner.latest_offsets(end, all_available=True)
+    plan, second, _ = _spark_batch(planner, end, after)
+    for rows in (first, second):
+        offsets = [o for o, _ in rows]
+        assert offsets == sorted(set(offsets)), "an offset twice within a micro-batch"
+    assert not plan.data_loss
+    assert set(range(220)) <= {o for o, _ in first + second}, "offsets the stream never read"
+    assert all(v.startswith(b"g1-") for o, v in second)
+    assert any("150" in line and "high watermark" in line for line in plan.read_again), plan.read_again
+    # replayed after a restart, the micro-batch is planned alike from the offset log
+    replayed = MicroBatchPlanner(_stream_options(root, failOnDataLoss=fail_on_data_loss)).plan(end, after)
+    assert replayed.ranges == plan.ranges == {("t", 0): (150, 220)}
+    # the read again applies to that micro-batch only: nothing new after it is no micro-batch
+    assert planner.latest_offsets(after, all_available=True) == after
+
+
+def test_a_divergence_below_the_high_watermark_recorded_with_the_position_stays_data_loss(epochs):
+    """The same stream when the log diverges below the high watermark (100) recorded with its position: records
+    acknowledged were replaced (an unclean election), which failOnDataLoss raises as before."""
+    from kafkaseg.errors import DataLossError
+    from kafkaseg.streaming import MicroBatchPlanner
+
+    root, log = epochs
+    planner = MicroBatchPlanner(_stream_options(root))
+    start = planner.initial_offsets()
+    end = planner.latest_offsets(start, all_available=True)
+    _spark_batch(planner, start, end)
+    _new_leader_rewrites(log, 90, 220)
+    with pytest.raises(DataLossError, match="were replaced"):
+        planner.plan(end, planner.latest_offsets(end, all_available=True))
+
+
+def test_offsets_without_a_recorded_high_watermark_keep_the_divergence_rule(epochs):
+    """An offset log written before the high watermark was recorded with a position (no ``@highWatermarks``): a
+    divergence below the position is data loss, as it was (nothing tells it was past the high watermark)."""
+    from kafkaseg.errors import DataLossError
+    from kafkaseg.streaming import MicroBatchPlanner, from_offsets, leader_epochs_of, to_offsets
+
+    root, log = epochs
+    planner = MicroBatchPlanner(_stream_options(root))
+    start = planner.initial_offsets()
+    end = planner.latest_offsets(start, all_available=True)
+    old = to_offsets(from_offsets(end), leader_epochs=leader_epochs_of(end))
+    _spark_batch(planner, start, old, lambda: _new_leader_rewrites(log, 150, 220))
+    with pytest.raises(DataLossError, match="were replaced"):
+        planner.plan(old, planner.latest_offsets(old, all_available=True))
+
+
+def test_a_stream_past_the_high_watermark_reads_on_from_a_truncation_seen_before_the_new_leader_writes(epochs):
+    """The truncation at 150 lands after the micro-batch read to 200 and before the next trigger, the new leader's
+    records later: the log went back past the high watermark recorded with the position, which is no data loss (the
+    records were never acknowledged); the stream reads on from the log end, then the new leader's records."""
+    from kafkaseg.streaming import MicroBatchPlanner
+
+    root, log = epochs
+    planner = MicroBatchPlanner(_stream_options(root))
+    start = planner.initial_offsets()
+    end = planner.latest_offsets(start, all_available=True)
+    _, first, _ = _spark_batch(planner, start, end)
+    assert [o for o, _ in first] == list(range(200))
+    time.sleep(0.05)
+    with open(log, "r+b") as f:
+        f.truncate(next(h for h in iter_headers(log.read_bytes()) if h.base_offset == 150).position)
+    back = planner.latest_offsets(end, all_available=True)
+    plan, rows, _ = _spark_batch(planner, end, back)
+    assert not rows and not plan.data_loss
+    assert any("150" in line and "high watermark 100" in line for line in plan.read_again), plan.read_again
+    _new_leader_rewrites(log, 150, 220)
+    later = planner.latest_offsets(back, all_available=True)
+    plan, rows, _ = _spark_batch(planner, back, later)
+    assert [o for o, _ in rows] == list(range(150, 220)) and not plan.data_loss
+    assert all(v.startswith(b"g1-") for _, v in rows)
+
+
+def test_a_high_watermark_that_reached_the_position_ends_the_excuse(epochs):
+    """Once the high watermark reached the stream's position (checkpointed at 200), the records below it were
+    acknowledged: a later divergence below it is data loss again, not a rewrite past the high watermark."""
+    from kafkaseg.errors import DataLossError
+    from kafkaseg.streaming import HIGH_WATERMARKS, MicroBatchPlanner
+
+    root, log = epochs
+    planner = MicroBatchPlanner(_stream_options(root))
+    start = planner.initial_offsets()
+    end = planner.latest_offsets(start, all_available=True)
+    assert end[HIGH_WATERMARKS] == {"t": {"0": HW}}
+    _spark_batch(planner, start, end)
+    write_offset_checkpoint(log.parent.parent / "replication-offset-checkpoint", {("t", 0): 200})
+    caught_up = planner.latest_offsets(end, all_available=True)
+    assert HIGH_WATERMARKS not in caught_up
+    _spark_batch(planner, end, caught_up)
+    _new_leader_rewrites(log, 150, 220)
+    with pytest.raises(DataLossError, match="were replaced"):
+        planner.plan(caught_up, planner.latest_offsets(caught_up, all_available=True))
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["same-process", "restarted"])
+def test_a_rewrite_past_the_high_watermark_between_fixing_and_planning_a_micro_batch_is_no_data_loss(epochs,
+                                                                                                      restart):
+    """The truncation at 150 and the new leader's records land after latestOffset fixed the end at 200 and before
+    partitions() plans it: the micro-batch reads up to the cut, the next one reads on from there (also when the
+    query restarted in between, the planner's memory gone), and neither is data loss."""
+    from kafkaseg.streaming import MicroBatchPlanner
+
+    root, log = epochs
+    planner = MicroBatchPlanner(_stream_options(root))
+    start = planner.initial_offsets()
+    end = planner.latest_offsets(start, all_available=True)
+    _new_leader_rewrites(log, 150, 220)
+    plan, first, _ = _spark_batch(planner, start, end)
+    assert [o for o, _ in first] == list(range(150)) and not plan.data_loss
+    if restart:
+        planner = MicroBatchPlanner(_stream_options(root))
+    after = planner.latest_offsets(end, all_available=True)
+    plan, second, _ = _spark_batch(planner, end, after)
+    assert [o for o, _ in second] == list(range(150, 220)) and not plan.data_loss
+    assert all(v.startswith(b"g1-") for _, v in second)
+
+
+def test_follow_reads_again_what_a_follower_truncation_rewrote_after_its_read(epochs, caplog):
+    """kafkaseg.follow past the high watermark reads t-0 to 200; then the truncation at 150 and the new leader's
+    records (150..219): the next poll reads again from 150 with a warning (it raised DataLossError, 'the stream's
+    records [150, 200) were replaced', though they were never acknowledged)."""
+    import logging
+
+    from kafkaseg.streaming import follow
+
+    root, log = epochs
+    steps = iter([lambda: _new_leader_rewrites(log, 150, 220)])
+    rows = []
+    with caplog.at_level(logging.WARNING, logger="kafkaseg.streaming"):
+        for batch in follow(str(root), startingOffsets="earliest", upperBound="logEndOffset", idle_timeout=0.3,
+                            poll_interval=0.001, sleep=lambda _s: next(steps, lambda: None)()):
+            rows += zip(batch.column("offset").to_pylist(), batch.column("value").to_pylist())
+    assert [o for o, _ in rows] == [*range(200), *range(150, 220)]
+    assert all(v.startswith(b"g1-") for o, v in rows[200:])
+    assert "reads the partition again from offset 150" in caplog.text
+
+
+def test_consume_to_log_end_says_a_rewrite_after_its_read_is_read_again_not_lost(epochs):
+    """consume --to-log-end --follow prints t-0 to 200; the truncation at 150 and the new leader's records follow:
+    the next poll reads again from 150, says so (no data loss: it said the records [150, 200) it printed were
+    replaced), and prints each offset once (the new leader's from 200 on)."""
+    root, log = epochs
+    steps = iter([lambda: _new_leader_rewrites(log, 150, 220)])
+    args = build_parser().parse_args(["consume", "--data-dir", str(root), "--topic", "t", "--from-beginning",
+                                      "--to-log-end", "--follow", "--timeout-ms", "300", "--poll-ms", "1",
+                                      "--property", "print.offset=true", "--property", "print.value=false"])
+    out, err = io.BytesIO(), io.StringIO()
+    assert consume.run(args, out, err, sleep=lambda _s: next(steps, lambda: None)()) == 0
+    assert [int(line.split(b":")[1]) for line in out.getvalue().splitlines()] == list(range(220))
+    assert "reads the partition again from offset 150" in err.getvalue() and "replaced" not in err.getvalue()
+
+
+def test_a_spark_stream_reads_again_a_rewrite_no_leader_epoch_shows_from_the_recorded_high_watermark(live):
+    """As the Spark stream above, with the new leader's batches under the same leader epoch (what a log without
+    epochs looks like: v0/v1 batches, no leader-epoch-checkpoint): nothing tells where the log was cut, but the
+    last batch below the micro-batch's end is not the one recorded with it (its CRC, @lastBatchCrcs), so the next
+    micro-batch reads the partition again from the high watermark recorded with the end, where no truncation
+    reaches below: the offsets the tasks did not read are read (they were lost, silently)."""
+    from kafkaseg.streaming import MicroBatchPlanner
+
+    root, log = live
+    planner = MicroBatchPlanner(_stream_options(root))
+    start = planner.initial_offsets()
+    end = planner.latest_offsets(start, all_available=True)
+    _, first, metrics = _spark_batch(planner, start, end, lambda: _truncate_and_rewrite(log, 150, 7, 90))
+    assert metrics.rewritten_tails and [o for o, _ in first][-1] < 199
+    after = planner.latest_offsets(end, all_available=True)
+    plan, second, _ = _spark_batch(planner, end, after)
+    assert [o for o, _ in second] == list(range(HW, 220)) and not plan.data_loss
+    assert any(f"again from offset {HW}" in line for line in plan.read_again), plan.read_again
+    assert MicroBatchPlanner(_stream_options(root)).plan(end, after).ranges == {("t", 0): (HW, 220)}

@@ -386,3 +386,55 @@ def test_a_restarted_available_now_query_past_a_compaction_gap_stands_then_reads
     write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): 105})
     assert _run(spark, root, checkpoint, out, **options).exception() is None
     assert sorted(r.offset for r in spark.read.parquet(str(out)).collect())[-6:] == [99, 100, 101, 102, 103, 104]
+
+
+def test_a_query_past_the_high_watermark_reads_again_what_a_follower_truncation_rewrote(spark, tmp_path):
+    """An AvailableNow query with upperBound=logEndOffset reads t-0 to its log end (200, high watermark 100). A
+    follower truncation at 150 and the new leader's records (150..219, a new leader epoch) follow. Restarted from its
+    checkpoint, the query reads the partition again from the cut (the end in its offset log says so, @readFrom),
+    not from 200, and does not fail on data loss: the records replaced were past the high watermark recorded with
+    the position (@highWatermarks), never acknowledged."""
+    from kafkaseg.streaming import HIGH_WATERMARKS, READ_FROM
+    from tests.test_rewritten_tail import _new_leader_rewrites, epoch_partition
+
+    root, checkpoint, out = tmp_path / "data", tmp_path / "ck", tmp_path / "out"
+    log = epoch_partition(root)
+    assert _run(spark, root, checkpoint, out, upperBound="logEndOffset").exception() is None
+    _new_leader_rewrites(log, 150, 220)
+    query = _run(spark, root, checkpoint, out, upperBound="logEndOffset")
+    assert query.exception() is None, query.exception()
+    rows = [(r.offset, bytes(r.value)[:3]) for r in spark.read.parquet(str(out)).select("offset", "value").collect()]
+    assert sorted(o for o, v in rows if v == b"g1-") == list(range(150, 220))
+    assert sorted(o for o, v in rows if v == b"g0-") == list(range(200))
+    offsets_files = sorted((checkpoint / "offsets").glob("[0-9]*"), key=lambda p: int(p.name))
+    last = json.loads(offsets_files[-1].read_text().splitlines()[-1])
+    assert last[READ_FROM] == {"t": {"0": 150}} and last["t"] == {"0": 220}
+    assert last[HIGH_WATERMARKS] == {"t": {"0": 100}}
+
+
+def test_the_stream_reader_warns_of_a_rewritten_tail_and_reads_again_from_the_cut(tmp_path, caplog):
+    """No JVM: the reader as PySpark's runner and an executor call it, upperBound=logEndOffset, the truncation at 150
+    and the new leader's records landing between partitions() and read(): the executor warns that the slice ended
+    at a rewrite (information before, though its records up to the end were then never read), and the next
+    micro-batch reads again from the cut, the driver warning that offsets may come again."""
+    from kafkaseg.spark.source import STREAM_REWRITE_NOTE, KafkaSegStreamReader, read_options
+    from tests.test_rewritten_tail import _new_leader_rewrites, epoch_partition
+
+    log = epoch_partition(tmp_path)
+    reader = KafkaSegStreamReader(read_options({"path": str(tmp_path), "startingOffsets": "earliest",
+                                                "upperBound": "logEndOffset"}, stream=True))
+    start = reader.initialOffset()
+    offsets = []
+    with caplog.at_level("WARNING", logger="kafkaseg.spark"):
+        for rewrite in (lambda: _new_leader_rewrites(log, 150, 220), lambda: None):
+            end = reader.latestOffset(start, None)
+            parts = reader.partitions(start, end)
+            rewrite()
+            offsets.append([o for part in parts for batch in reader.read(part)
+                            for o in batch.column("offset").to_pylist()])
+            reader.commit(end)
+            start = end
+    assert offsets[0][-1] < 199 and offsets[1] == list(range(150, 220))
+    warned = [r.getMessage() for r in caplog.records]
+    assert any(STREAM_REWRITE_NOTE in line for line in warned), warned
+    assert any("reads the partition again from offset 150" in line for line in warned), warned

@@ -1671,3 +1671,20 @@ def test_a_rate_limited_stream_behind_retention_still_fails_under_fail_on_data_l
     _delete_segments_below(data / "a-0", bases[2])
     with pytest.raises(DataLossError, match=rf"offsets \[0, {bases[2]}\) are gone"):
         next(iter(poll_micro_batches(p, position)))
+
+
+def test_recorded_high_watermarks_and_read_from_round_trip_and_malformed_ones_are_refused():
+    """@highWatermarks and @readFrom: written for positioned partitions only, read back, ignored by from_offsets,
+    and refused when not {topic: {partition: offset}}."""
+    from kafkaseg.streaming import HIGH_WATERMARKS, READ_FROM, high_watermarks_of, read_from_of
+
+    offsets = to_offsets({("t", 0): 200, ("t", 1): 50}, high_watermarks={("t", 0): 100, ("u", 0): 7},
+                         read_from={("t", 0): 150})
+    assert offsets == {"t": {"0": 200, "1": 50}, HIGH_WATERMARKS: {"t": {"0": 100}}, READ_FROM: {"t": {"0": 150}}}
+    assert from_offsets(offsets) == {("t", 0): 200, ("t", 1): 50}
+    assert high_watermarks_of(offsets) == {("t", 0): 100} and read_from_of(offsets) == {("t", 0): 150}
+    assert high_watermarks_of({"t": {"0": 5}, HIGH_WATERMARKS: {"t": {"9": 1}}}) == {}  # not positioned: left out
+    for bad in ({"t": {"0": 5}, READ_FROM: {"t": {"0": "3"}}}, {"t": {"0": 5}, READ_FROM: [1]},
+                {"t": {"0": 5}, HIGH_WATERMARKS: {"t": {"0": True}}}):
+        with pytest.raises(InvalidOptionError, match="not a kafkaseg source offset"):
+            read_from_of(bad) if READ_FROM in bad else high_watermarks_of(bad)

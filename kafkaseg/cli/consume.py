@@ -943,6 +943,8 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
             for note in plan.data_loss:
                 print(f"kafkaseg consume: {note}", file=err)
                 lost.append(note)
+            for note in plan.read_again:  # (a rewrite past the high watermark: no loss, said as the stream's warning)
+                print(f"kafkaseg consume: {note}", file=err)
             lost_past_end.update(plan.lost_past_end)
             for decision in (plan.scan.report.lenient if plan.scan is not None else ()):
                 lenient.setdefault(decision, False)

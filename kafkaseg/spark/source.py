@@ -272,7 +272,14 @@ def _input_partitions(plan: ScanPlan, options: ReadOptions, scan_id: str, pushdo
     return [SlicePartition(i, unit, scan_id) for i, unit in enumerate(units)]
 
 
-def _read_partition(partition: InputPartition, options: ReadOptions) -> Iterator[pa.RecordBatch]:
+#: what a stream's executor adds to a rewritten tail's line (see :meth:`KafkaSegStreamReader.read`)
+STREAM_REWRITE_NOTE = ("; Spark commits this micro-batch's end all the same: the next micro-batch reads the partition "
+                       "again only where its driver sees the rewrite (the leader epochs, or the last batch below the "
+                       "end changed: its warning says so), else the new records from here to the end are not read")
+
+
+def _read_partition(partition: InputPartition, options: ReadOptions, stream: bool = False
+                    ) -> Iterator[pa.RecordBatch]:
     if not isinstance(partition, SlicePartition):
         return  # PySpark substitutes one empty InputPartition(None) when the plan has no slices
     metrics = ScanMetrics()
@@ -293,8 +300,9 @@ def _read_partition(partition: InputPartition, options: ReadOptions) -> Iterator
         for line in metrics.lost_tail_lines() if options.on_corruption != "skip" else ():  # (else among the skips)
             _worker_logger().warning("kafkaseg scan %s: data loss (failOnDataLoss=false): %s", partition.scan_id,
                                      line)
-        for line in metrics.rewritten_tail_lines():
-            _worker_logger().info("kafkaseg scan %s: %s", partition.scan_id, line)
+        for line in metrics.rewritten_tail_lines():  # (a warning in a stream: see STREAM_REWRITE_NOTE)
+            _worker_logger().log(logging.WARNING if stream else logging.INFO, "kafkaseg scan %s: %s%s",
+                                 partition.scan_id, line, STREAM_REWRITE_NOTE if stream else "")
         for path, position, size in metrics.truncated_tails:
             _worker_logger().info("kafkaseg scan %s: %s: stopped before a partial batch at byte %d (%d bytes, "
                                   "still being written?)", partition.scan_id, path, position, size)
@@ -383,6 +391,8 @@ class KafkaSegStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         logger = _worker_logger()
         for note in plan.notes:
             logger.info("kafkaseg stream %s: %s", self.stream_id, note)
+        for note in plan.read_again:  # (a rewrite past the high watermark: offsets may come again)
+            logger.warning("kafkaseg stream %s: %s", self.stream_id, note)
         skipped = [note for note in plan.data_loss if plan.scan is None or note not in plan.scan.report.data_loss]
         for note in skipped:
             logger.warning("kafkaseg stream %s: data loss: %s", self.stream_id, note)
@@ -392,7 +402,7 @@ class KafkaSegStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                                                      "remaining": []}, self.lenient_logged)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return _read_partition(partition, self.options)
+        return _read_partition(partition, self.options, stream=True)
 
     def commit(self, end: Offsets) -> None:
         """Nothing to release (the files are only read): the end is where the stream is."""
