@@ -81,8 +81,8 @@ from kafkaseg.storage.layout import (ListingCheck, LogEnd, LostTail, PartitionDi
                                      last_stable_offset, lost_tail, partition_log_end_offset, rolled_cut_holding,
                                      rolled_cut_of, unacknowledged_append)
 from kafkaseg.storage._index_file import index_location
-from kafkaseg.storage.indexes import (foreign_time_index, time_entry_problem, time_pair_foreign,
-                                      walked_time_entry_problem)
+from kafkaseg.storage.indexes import (LeftEntries, foreign_time_index, largest_timestamp_walked, left_entries,
+                                      time_entry_problem, time_pair_foreign, walked_time_entry_problem)
 from kafkaseg.storage.probed_index import LoadedIndexView, OpenFileLimit, ProbedIndex
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader, zeros_hiding_records
 from kafkaseg.wire.batch import BatchHeader
@@ -1007,19 +1007,33 @@ class PartitionLookup:
             unrecovered = not last and self.pdir.past_recovery_point(i) and not isinstance(time_index, LoadedIndexView)
             if last or unrecovered:
                 offset_index = self._index(i, "offset")
-                _, position = offset_index.last() if torn is None else offset_index.last_below_offset(torn[0])
+                start = offset_index.last() if torn is None else offset_index.last_below_offset(torn[0])
                 if ts >= 0:  # the batches from the one holding the entry's offset on may be newer than it
-                    position = min(position, offset_index.floor(offset)[1])
+                    start = min(start, offset_index.floor(offset), key=lambda each: each[1])
                 elif unrecovered:
-                    position = 0
-                try:
-                    for header in self._headers(i, position):
-                        if header.max_timestamp > ts:
-                            ts, offset = header.max_timestamp, header.last_offset
-                except KafkaSegError:
-                    pass
+                    start = (self.bases[i], 0)
+                left, position = self._left_entries(i, (ts, offset), start) if last else (None, start[1])
+
+                def walk(position: int):
+                    try:
+                        yield from self._headers(i, position)
+                    except KafkaSegError:
+                        pass
+
+                ts, offset = largest_timestamp_walked((ts, offset), walk, position, left)
             self._largest[i] = (ts, offset)
         return self._largest[i]
+
+    def _left_entries(self, i: int, entry: tuple[int, int], start: tuple[int, int]
+                      ) -> tuple[LeftEntries | None, int]:
+        """:func:`~kafkaseg.storage.indexes.left_entries` of the active segment ``i`` (None for indexes rebuilt from
+        the log, which hold no entry a truncation left), its start checked by :meth:`_entry_problem`."""
+        time_index, offset_index = self._index(i, "time"), self._index(i, "offset")
+        if isinstance(time_index, LoadedIndexView):
+            return None, start[1]
+        return left_entries(self.pdir, self.segments[i], entry, start, time_before=time_index.last_below_offset,
+                            offset_before=lambda bound: offset_index.last_below_offset(bound)[1],
+                            start_problem=lambda offset, position: self._entry_problem(i, offset, position)[0])
 
     def segment_largest_timestamp(self, i: int) -> int:
         """``LogSegment.largestTimestamp`` of segment ``i``: maxTimestampSoFar, or the file's mtime when that is -1

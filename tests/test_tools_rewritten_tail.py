@@ -26,8 +26,9 @@ from kafkaseg.wire.batch import iter_headers
 HW = 100
 
 
-def _batch(first: int, count: int, generation: int, size: int):
-    return build_batch_v2([Record(offset=o, timestamp=1000 * (generation + 1) + o, key=b"k%d" % o,
+def _batch(first: int, count: int, generation: int, size: int, stamped: int | None = None):
+    stamped = 1000 * (generation + 1) if stamped is None else stamped  # (the first record's timestamp less its offset)
+    return build_batch_v2([Record(offset=o, timestamp=stamped + o, key=b"k%d" % o,
                                   value=b"g%d-" % generation + b"x" * size) for o in range(first, first + count)],
                           partition_leader_epoch=generation)  # (a new leader's generation: a new epoch)
 
@@ -182,14 +183,15 @@ def _old_generation(folder, end: int = 135):
     writer.close(live=True)
 
 
-def _truncate_in_place(folder, batches: int = 3) -> int:
+def _truncate_in_place(folder, batches: int = 3, stamped: int | None = None) -> int:
     """``UnifiedLog.truncateTo(CUT)`` and the new leader's first appends as a broker makes them in the active
     segment: the .log cut at the batch starting at CUT and written on with generation 1's 7-record batches (other
     sizes and timestamps), the .index and .timeindex left as they are (a broker's index interval, 4096 bytes, is
-    more than these appends: they write no entry). Returns the .log's new size."""
+    more than these appends: they write no entry; ``stamped``: their timestamps, as :func:`_batch`'s). Returns the
+    .log's new size."""
     log = folder / f"{0:020d}.log"
     cut = next(h.position for h in iter_headers(log.read_bytes()) if h.base_offset == CUT)
-    new = b"".join(_batch(CUT + 7 * k, 7, 1, 90).data for k in range(batches))
+    new = b"".join(_batch(CUT + 7 * k, 7, 1, 90, stamped).data for k in range(batches))
     time.sleep(0.05)  # (past the coarse mtime tick of a listing)
     with open(log, "r+b") as f:
         f.truncate(cut)
@@ -519,3 +521,78 @@ def test_a_lenient_read_ends_the_log_as_without_the_in_order_entries_a_truncatio
                                          onCorruption="skip").column("offset").to_pylist())
     assert reads[1][-1] == 189  # (the premise: without the entries left, the read reaches the log end)
     assert reads[0] == reads[1]
+
+
+NOW = 1_790_000_000_000  # (a fixed "now" for the retention audit)
+HOUR = 3_600_000
+
+
+def _ahead_past_the_cut(root, high_watermark: int) -> int:
+    """t-0 after a follower's truncation to CUT whose truncated generation (the old leader's LogAppendTime clock,
+    2.5 h ahead) left .timeindex entries stamped above every record the log holds: records 3 h old below the cut
+    and from the new leader, entries 30 min old. The leader epoch cache starts the new leader's epoch at the cut.
+    Returns the largest timestamp the log's batches hold."""
+    from kafkaseg.testing.partition import write_leader_epoch_checkpoint
+
+    folder = root / "t-0"
+    writer = PartitionWriter(folder, index_interval_bytes=256)
+    for first in range(0, 135, 5):
+        stamped = NOW - 3 * HOUR if first < CUT else NOW - HOUR // 2
+        writer.append(_batch(first, 5, 0, 40, stamped))
+    writer.close(live=True)
+    size = _truncate_in_place(folder, stamped=NOW - 3 * HOUR + 500)
+    _stale_entry_inside(folder, size)
+    write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): high_watermark})
+    write_leader_epoch_checkpoint(folder / "leader-epoch-checkpoint", [(0, 0), (1, CUT)])
+    from kafkaseg.storage.time_index import TimeIndex
+
+    real = max(h.max_timestamp for h in iter_headers((folder / f"{0:020d}.log").read_bytes()))
+    assert TimeIndex.load(str(folder / f"{0:020d}.timeindex"), 0).max_timestamp > real  # (the premise)
+    return real
+
+
+@pytest.mark.parametrize("high_watermark", [HW, CUT + 21], ids=["below the cut", "at the log end"])
+def test_the_retention_audit_takes_no_largest_timestamp_from_time_entries_a_truncation_left(tmp_path,
+                                                                                           high_watermark):
+    """The retention audit took the active segment's largest timestamp from its .timeindex's last entry (and the
+    batches after it): after a follower's truncation that can be the truncated generation's, stamped above every
+    record the log holds, which made a segment whose records are all past retention.ms look young (kept), with the
+    wrong age. A broker's own maxTimestampSoFar is read again from its log at the truncation (LogSegment.truncateTo)."""
+    from kafkaseg.lookup import PartitionLookup
+    from kafkaseg.retention import audit, plan_audit, segment_rows
+    from kafkaseg.topic_config import ConfigFile
+
+    root = tmp_path / "data"
+    real = _ahead_past_the_cut(root, high_watermark)
+    (pdir, config), = plan_audit([str(root)], ConfigFile(topics={"t": {"retention.ms": 2 * HOUR}}),
+                                 topics=["t"]).targets
+    result = audit(pdir, config, NOW)
+    assert result.error is None, result.error
+    [row] = segment_rows(result)
+    assert row["largest_timestamp"] == real
+    # (a segment is deletable once the high watermark is past it: the active one too, the broker rolls first)
+    assert (row["deleted_by"] is not None) == (high_watermark == CUT + 21), row
+    with PartitionLookup(pdir) as lookup:
+        assert lookup.largest_timestamp(0)[0] == real
+        assert not lookup.stats.rebuilt_indexes  # (the entries before the cut and the batches after it decide)
+
+
+@pytest.mark.parametrize("high_watermark", [HW, CUT + 21], ids=["below the cut", "at the log end"])
+def test_planning_by_timestamp_takes_no_largest_timestamp_from_entries_a_truncation_left(tmp_path, high_watermark):
+    """Planning's largest timestamp of the active segment (which prunes segments by a timestamp filter) walked its
+    batches from the last .index entry, one the truncation left pointing inside a new batch: a strict plan with a
+    timestamp filter raised 'unknown magic' there; it also took the last .timeindex entry's timestamp, above every
+    record, so a segment with no record at or past the filter's time was not pruned."""
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.planning import Predicates, _Partition, plan_scan
+    from kafkaseg.storage.layout import discover
+
+    root = tmp_path / "data"
+    real = _ahead_past_the_cut(root, high_watermark)
+    [pdir] = discover(str(root))
+    options = ReadOptions.from_options({"subscribe": "t", "upperBound": "logEndOffset"})
+    assert _Partition(pdir, options, None).largest_timestamp(0) == real
+    late = plan_scan(str(root), options, Predicates(timestamp_range=(real + 1, None)))
+    assert not late.slices  # (no record at or past real + 1: the segment is pruned)
+    early = plan_scan(str(root), options, Predicates(timestamp_range=(real, None)))
+    assert early.slices

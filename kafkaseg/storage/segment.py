@@ -1018,7 +1018,10 @@ def load_index_files(base_offset: int, index: tuple[str | None, tuple[int, int] 
 def largest_timestamp(segment, *, filesystem: pafs.FileSystem | None = None, time_index=None) -> int:
     """``LogSegment.largestTimestamp`` as retention uses it: the time index's last timestamp when it is >= 0, else
     the ``.log`` file's mtime (``segment.mtime_ms``). Without ``time_index``, the segment's ``.timeindex`` file is
-    read when present (a missing one counts as empty, as Kafka resizes a newly created time index to 0)."""
+    read when present (a missing one counts as empty, as Kafka resizes a newly created time index to 0). The file
+    alone, as a rolled segment's stands: the retention audit takes ``PartitionLookup.largest_timestamp``
+    (:mod:`kafkaseg.lookup`), which adds an active segment's batches past its last entry and passes over the
+    entries a follower's truncation may have left in it (the truncated generation's, another leader's clock)."""
     from kafkaseg.storage.time_index import TimeIndex
 
     timeindex_path, timeindex_window = index_location(segment, "timeindex")
