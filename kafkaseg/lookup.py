@@ -79,10 +79,11 @@ from kafkaseg.options import datetime_ms
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 from kafkaseg.storage.layout import (ListingCheck, LogEnd, LostTail, PartitionDir, find_log_end, flushed_past_end,
                                      last_stable_offset, lost_tail, partition_log_end_offset, rolled_cut_holding,
-                                     rolled_cut_of, unacknowledged_append)
+                                     rolled_cut_of, truncation_bound, unacknowledged_append)
 from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.indexes import (LeftEntries, foreign_time_index, largest_timestamp_walked, left_entries,
                                       time_entry_problem, time_pair_foreign, walked_time_entry_problem)
+from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.probed_index import LoadedIndexView, OpenFileLimit, ProbedIndex
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader, zeros_hiding_records
 from kafkaseg.wire.batch import BatchHeader
@@ -319,11 +320,10 @@ class PartitionLookup:
                 if key in self._indexes:  # the check itself rebuilt this segment's indexes
                     index.close()
                     return self._indexes[key]
-                if stale is None:
-                    self._indexes[key] = index
-                    return index
-                index.close()
-                self._rebuild_stale(i, stale)
+                self._indexes[key] = index
+                if stale is None or (kind == "offset" and self._cut_left_entries(i)):
+                    return self._indexes[key]
+                self._rebuild_stale(i, stale)  # (closes it)
                 return self._indexes[key]
         self._rebuild(i, reason)
         return self._indexes[key]
@@ -713,8 +713,37 @@ class PartitionLookup:
             start = self._walk_to_damage(i, entry_offset, position)
             if start is not None:
                 return start
+        if self._cut_left_entries(i):
+            return self._floor_position(i, offset)
         self._rebuild(i, f"offset index entry {entry_offset} -> byte {position}: {problem}")
         return self._index(i, "offset").floor(offset)[1]
+
+    def _cut_left_entries(self, i: int) -> bool:
+        """Whether segment ``i``'s ``.index`` file, the active segment's, had entries from an insane one on at or
+        past where a follower's truncation may have cut it (:func:`~kafkaseg.storage.layout.truncation_bound`: the
+        truncated generation's, left after the new appends', out of order or past the log), and is now taken up to
+        it instead (loaded once, as a read takes it: ``FixedEntryIndex.for_reading``;
+        no rebuild, nothing reported). Its entries are still checked where a walk starts
+        (:meth:`_floor_position`)."""
+        seg = self.segments[i]
+        index = self._indexes.get((i, "offset"))
+        path, window = index_location(seg, "index")
+        bound = truncation_bound(self.pdir, seg.log_path, seg.base_offset)
+        if not isinstance(index, ProbedIndex) or not path or bound is None:
+            return False
+        try:
+            loaded = OffsetIndex.load(path, seg.base_offset, self.fs, window=window)
+            with SegmentReader(seg.log_path, self.fs) as reader:
+                kept = loaded.for_reading(reader.size, active=True, left_from=bound[0])
+        except KafkaSegError:
+            return False
+        self.stats.files_opened += 1
+        self.stats.index_bytes += 8 * len(loaded)
+        if kept is None or len(kept) == len(loaded):  # (nothing usable, or sane as a whole: no cut helps)
+            return False
+        index.close()
+        self._indexes[(i, "offset")] = LoadedIndexView(kept, "offset")
+        return True
 
     def _entry_problem(self, i: int, entry_offset: int, position: int) -> tuple[str | None, bool]:
         """Why offset index entry ``(entry_offset, position)`` of segment ``i`` cannot start a walk (None when it

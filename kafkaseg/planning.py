@@ -76,8 +76,8 @@ from kafkaseg.storage.layout import (ListingCheck, PartitionDir, SegmentFiles, a
                                      choose_replicas, copy_gaps, discover, find_log_end, flushed_above_words, flushed_past_end,
                                      high_watermark_above_words, last_stable_offset, other_copy_line,
                                      reaches_past_recovery_point, read_partition_again, relisted, rolled_cut_of,
-                                     snapshot_transactions_at, transactions_open_at, unchanged_since_listed,
-                                     valid_cleaner_offset)
+                                     snapshot_transactions_at, transactions_open_at, truncation_bound,
+                                     unchanged_since_listed, valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import lists_transactional_producers
 from kafkaseg.storage.segment import SegmentReader, indexed_past_end, snapshot_past
@@ -711,7 +711,9 @@ class _Partition:
         if i not in self._indexes:
             seg = self.segments[i]
             try:
-                offset_index, time_index = load_indexes(seg, self.fs, max_batch_bytes=self.options.max_batch_bytes)
+                bound = truncation_bound(self.pdir, seg.log_path, seg.base_offset)  # (the active segment's only)
+                offset_index, time_index = load_indexes(seg, self.fs, max_batch_bytes=self.options.max_batch_bytes,
+                                                        left_from=bound[0] if bound is not None else None)
             except CorruptDataError as err:  # only a rebuild walks the log: the files are missing or insane
                 offset_index, time_index = _unwalkable(seg, "the index files are missing or unusable", err)
             self._set_indexes(i, offset_index, time_index)

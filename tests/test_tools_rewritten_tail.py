@@ -596,3 +596,42 @@ def test_planning_by_timestamp_takes_no_largest_timestamp_from_entries_a_truncat
     assert not late.slices  # (no record at or past real + 1: the segment is pruned)
     early = plan_scan(str(root), options, Predicates(timestamp_range=(real, None)))
     assert early.slices
+
+
+@pytest.mark.parametrize("offset", [130, 180, 199])
+def test_lookups_and_planning_cut_the_out_of_order_entries_a_truncation_left_instead_of_rebuilding(tmp_path, offset):
+    """Lookups (kafkaseg offsets/locate) and planning rebuilt the active segment's indexes from its log, reported
+    as damage (``rebuiltIndexes``, ``indexes_rebuilt``), when the entries a truncation left past the new
+    generation's broke the .index's order, where a read takes the file up to its first entry out of order (the
+    scan's and the log end's rule). The answers stand as they were: the same as with the left entries zeroed."""
+    from kafkaseg.lookup import PartitionLookup
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.planning import plan_scan
+    from kafkaseg.storage.layout import discover
+
+    root, log, index = _left_out_of_order(tmp_path)
+    clean = tmp_path / "clean"
+    shutil.copytree(root, clean)
+    folder = clean / "t-0"
+    for suffix, size, problems in ((".index", 8, index.sanity_problems(log.stat().st_size)), (".timeindex", 12, None)):
+        path = folder / f"{0:020d}{suffix}"
+        data = path.read_bytes()
+        if problems is None:
+            from kafkaseg.storage.time_index import TimeIndex
+
+            problems = TimeIndex.load(str(path), 0).sanity_problems(log.stat().st_size)
+        cut = min(p.position for p in problems)
+        path.write_bytes(data[:cut] + bytes(len(data) - cut))  # (the entries left zeroed: the broker's view)
+    answers = []
+    for where in (root, clean):
+        [pdir] = discover(str(where))
+        with PartitionLookup(pdir) as lookup:
+            located = lookup.locate(offset).as_dict()
+            located.pop("segment")
+            answers.append((located, lookup.largest_timestamp(0)))
+            assert not lookup.stats.rebuilt_indexes, lookup.stats.rebuilt_indexes
+        plan = plan_scan(str(where), ReadOptions.from_options({"subscribe": "t", "upperBound": "logEndOffset",
+                                                               "startingOffsets": f'{{"t":{{"0":{offset}}}}}'}))
+        assert not plan.report.indexes_rebuilt, plan.report.indexes_rebuilt
+        answers.append([(s.start_position, s.end_position) for s in plan.slices])
+    assert answers[:2] == answers[2:]

@@ -344,9 +344,14 @@ def foreign_time_index(entry: tuple[int, int], problem: str) -> str:
 
 def load_indexes(segment, filesystem: pafs.FileSystem | None = None, *, reader: SegmentReader | None = None,
                  interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, max_index_bytes: int = DEFAULT_MAX_INDEX_BYTES,
-                 max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> tuple[OffsetIndex, TimeIndex]:
+                 max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES, left_from: int | None = None
+                 ) -> tuple[OffsetIndex, TimeIndex]:
     """The segment's ``.index`` and ``.timeindex``, or in-memory rebuilds of them when a file is missing,
     unreadable, over ``max_index_bytes``, or fails its sanity checks (``rebuilt``/``rebuild_reason`` say so).
+    ``left_from``: the segment is the active one and a follower's truncation may have cut it there
+    (:func:`~kafkaseg.storage.layout.truncation_bound`): a file whose first insane entry is at or past that offset
+    is taken up to it (:meth:`~kafkaseg.storage._index_file.FixedEntryIndex.for_reading`: the entries such a
+    truncation leaves), as a read takes its ``.index``, not rebuilt.
 
     ``segment`` is any object with ``base_offset``, ``log_path``, ``index_path`` and ``timeindex_path`` (e.g.
     :class:`~kafkaseg.storage.layout.SegmentFiles`). The on-disk index is used as found (after trimming a
@@ -368,10 +373,10 @@ def load_indexes(segment, filesystem: pafs.FileSystem | None = None, *, reader: 
             try:
                 offset_index = OffsetIndex.load(index_path, base, filesystem, max_bytes=max_index_bytes,
                                                 window=index_window)
-                problems = offset_index.sanity_problems(reader.size)
-                if problems:
-                    offset_reason = f"corrupt .index ({problems[0]})"
-                    offset_index = None
+                kept = offset_index.for_reading(reader.size, active=left_from is not None, left_from=left_from)
+                if kept is None:
+                    offset_reason = f"corrupt .index ({offset_index.sanity_problems(reader.size)[0]})"
+                offset_index = kept
             except (LayoutError, CorruptIndexError) as exc:
                 offset_reason = f"unreadable .index ({exc})"
         if not timeindex_path:
@@ -385,10 +390,12 @@ def load_indexes(segment, filesystem: pafs.FileSystem | None = None, *, reader: 
                                          max_batch_bytes=max_batch_bytes) if len(time_index) else None
                 except CorruptDataError:
                     end = None  # the log's own corruption is the reader's to report (or skip); check the rest
-                problems = time_index.sanity_problems(reader.size, log_end_offset=end)
-                if problems:
+                kept = time_index.for_reading(reader.size, active=left_from is not None, left_from=left_from,
+                                              log_end_offset=end)
+                if kept is None:
+                    problems = time_index.sanity_problems(reader.size, log_end_offset=end)
                     time_reason = f"corrupt .timeindex ({problems[0]})"
-                    time_index = None
+                time_index = kept
             except (LayoutError, CorruptIndexError) as exc:
                 time_reason = f"unreadable .timeindex ({exc})"
         if offset_reason or time_reason:

@@ -495,8 +495,7 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
             except (LayoutError, CorruptIndexError):
                 index = None
         if index is not None and len(index):  # (the active segment's up to what a follower's truncation left)
-            index = (index.sane_prefix(lambda each: each.sanity_problems(reader.size)) if active
-                     else None if index.sanity_problems(reader.size) else index)
+            index = index.for_reading(reader.size, active=active)
         if index is not None and len(index):
             kept = len(index.positions) if listed is None else int(np.count_nonzero(index.positions < listed))
             if kept:  # (entries for appends since the listing: not)
