@@ -470,11 +470,12 @@ def test_a_lenient_read_resumes_at_the_new_generations_entries_before_those_a_tr
         [str(p) for p in report.errors]
 
 
-def _left_in_order(folder, left: int = 2):
+def _left_in_order(folder, left: int = 2, shift: int = 30):
     """The active segment after a truncation to the high watermark and fewer appended bytes than the index interval
     since the new generation's last entry: the .index ends with ``left`` entries of the truncated generation that
-    keep the order (higher offsets and positions) and lie inside the new bytes, mid-batch. Returns the entries the
-    new appends wrote (the bytes of the .index up to them)."""
+    keep the order (higher offsets and positions) and lie inside the new bytes, ``shift`` bytes into a batch (mid-batch;
+    0: at a batch, for an offset past it). Returns the entries the new appends wrote (the bytes of the .index up to
+    them)."""
     import struct
 
     writer = PartitionWriter(folder, index_interval_bytes=1500)
@@ -490,7 +491,7 @@ def _left_in_order(folder, left: int = 2):
     last_position = struct.unpack(">ii", written[-8:])[1]
     after = [h for h in iter_headers(log.read_bytes()) if h.position > last_position]
     assert len(after) >= 2 * left - 1  # (the premise: room for them inside the log)
-    stale = b"".join(struct.pack(">ii", after[2 * j].last_offset + 1, after[2 * j].position + 30)
+    stale = b"".join(struct.pack(">ii", after[2 * j].last_offset + 1, after[2 * j].position + shift)
                      for j in range(left))
     index.write_bytes(written + stale + raw[len(written) + len(stale):])
     return written
@@ -501,26 +502,36 @@ def test_a_lenient_read_ends_the_log_as_without_the_in_order_entries_a_truncatio
     fails: entries a truncation left in order, pointing into the new batches, made a lenient read (onCorruption=skip)
     with bad framing earlier in the segment end the log at that framing, losing the records after it that the same
     files without those entries give."""
-    import kafkaseg
-
-    reads = []
-    for name, keep_left in (("left", True), ("clean", False)):
-        root = tmp_path / name
-        written = _left_in_order(root / "t-0")
-        write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): HW})
-        index = root / "t-0" / f"{0:020d}.index"
-        if not keep_left:
-            index.write_bytes(written + bytes(index.stat().st_size - len(written)))
-        log = root / "t-0" / f"{0:020d}.log"
-        bad = next(h for h in iter_headers(log.read_bytes()) if h.base_offset <= 120 <= h.last_offset)
-        data = bytearray(log.read_bytes())
-        data[bad.position + 8:bad.position + 12] = (3).to_bytes(4, "big")  # its length: framing broken
-        log.write_bytes(bytes(data))
-        time.sleep(0.05)  # (before the read's listing, past its coarse ctime tick)
-        reads.append(kafkaseg.read_arrow(str(root), subscribe="t", upperBound="logEndOffset",
-                                         onCorruption="skip").column("offset").to_pylist())
+    reads = [_read_past_broken_framing(_in_order_copy(tmp_path / name, keep_left))
+             for name, keep_left in (("left", True), ("clean", False))]
     assert reads[1][-1] == 189  # (the premise: without the entries left, the read reaches the log end)
     assert reads[0] == reads[1]
+
+
+def _in_order_copy(root, keep_left: bool, left: int = 2, shift: int = 30):
+    """:func:`_left_in_order` under ``root`` (high watermark HW), with the entries left zeroed unless ``keep_left``
+    (the files a broker reads, its index position before them)."""
+    written = _left_in_order(root / "t-0", left, shift)
+    write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): HW})
+    index = root / "t-0" / f"{0:020d}.index"
+    if not keep_left:
+        index.write_bytes(written + bytes(index.stat().st_size - len(written)))
+    return root
+
+
+def _read_past_broken_framing(root) -> list[int]:
+    """The offsets a lenient read (onCorruption=skip) of ``root`` returns after the length field of the batch
+    holding offset 120 is broken."""
+    import kafkaseg
+
+    log = root / "t-0" / f"{0:020d}.log"
+    bad = next(h for h in iter_headers(log.read_bytes()) if h.base_offset <= 120 <= h.last_offset)
+    data = bytearray(log.read_bytes())
+    data[bad.position + 8:bad.position + 12] = (3).to_bytes(4, "big")  # its length: framing broken
+    log.write_bytes(bytes(data))
+    time.sleep(0.05)  # (before the read's listing, past its coarse ctime tick)
+    return kafkaseg.read_arrow(str(root), subscribe="t", upperBound="logEndOffset",
+                               onCorruption="skip").column("offset").to_pylist()
 
 
 NOW = 1_790_000_000_000  # (a fixed "now" for the retention audit)
@@ -635,3 +646,21 @@ def test_lookups_and_planning_cut_the_out_of_order_entries_a_truncation_left_ins
         assert not plan.report.indexes_rebuilt, plan.report.indexes_rebuilt
         answers.append([(s.start_position, s.end_position) for s in plan.slices])
     assert answers[:2] == answers[2:]
+
+
+@pytest.mark.parametrize("left", [1, 2])
+@pytest.mark.parametrize("shift", [0, 7, 30, 61, 100])
+def test_the_log_end_past_in_order_entries_a_truncation_left_is_the_clean_files(tmp_path, left, shift):
+    """The log end offset walks from earlier .index entries when the walk from the last fails; it now passes over
+    an earlier entry whose batch does not check out (entry_batch_problem: one batch read) instead of walking from it
+    to the file's end (up to 8 such walks). The same answers as the files without the entries a truncation left:
+    the strict log end offset, and a lenient read with bad framing before them."""
+    from kafkaseg.storage.layout import discover, partition_log_end_offset
+
+    answers = []
+    for name, keep_left in (("left", True), ("clean", False)):
+        [pdir] = discover(str(_in_order_copy(tmp_path / f"{name}-strict", keep_left, left, shift)))
+        answers.append(partition_log_end_offset(pdir))
+        answers.append(_read_past_broken_framing(_in_order_copy(tmp_path / f"{name}-lenient", keep_left, left, shift)))
+    assert answers[0] == answers[2] == 190
+    assert answers[1] == answers[3]

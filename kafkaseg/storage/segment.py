@@ -533,7 +533,12 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
             last = None
             from_start = True  # the index may point at garbage: walk from the start (which raises if the log is bad)
             if active:  # entries a follower's truncation left after the new appends' may point into their batches:
+                from kafkaseg.entry_check import entry_batch_problem  # (which imports this module)
+
                 for k in range(kept - 2, max(kept - 2 - _EARLIER_ENTRIES, -1), -1):  # walk from an earlier one
+                    if entry_batch_problem(reader, int(index.positions[k]), int(index.offsets[k]),
+                                           int(segment.base_offset) - 1, None, max_batch_bytes, None)[0] is not None:
+                        continue  # (no sound batch there, left too: one batch read, not a walk to the file's end)
                     try:
                         found = last_whole(int(index.positions[k]))
                     except CorruptDataError:
