@@ -664,3 +664,34 @@ def test_the_log_end_past_in_order_entries_a_truncation_left_is_the_clean_files(
         answers.append(_read_past_broken_framing(_in_order_copy(tmp_path / f"{name}-lenient", keep_left, left, shift)))
     assert answers[0] == answers[2] == 190
     assert answers[1] == answers[3]
+
+
+def test_lookups_cut_the_time_entries_a_truncation_left_past_the_log_instead_of_rebuilding(tmp_path):
+    """Fewer new bytes than the truncated generation held: the .timeindex entries it left hold offsets past the new
+    log end, which lookups (kafkaseg offsets/locate, the retention audit) took as a stale .timeindex and answered
+    from a rebuild of the segment's indexes, listed as damage (``rebuiltIndexes``). They now take the file up to
+    those entries, as planning does, with the answers of the same files without them."""
+    from kafkaseg.lookup import PartitionLookup
+    from kafkaseg.storage.layout import discover
+    from kafkaseg.storage.time_index import TimeIndex
+
+    answers = []
+    for name in ("left", "clean"):
+        root = tmp_path / name
+        _old_generation(root / "t-0")
+        write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): HW})
+        end = CUT + 7  # (one new batch)
+        _truncate_in_place(root / "t-0", batches=1)
+        timeindex = root / "t-0" / f"{0:020d}.timeindex"
+        if name == "clean":
+            data = timeindex.read_bytes()
+            kept = 12 * int((TimeIndex.load(str(timeindex), 0).offsets < end).sum())
+            timeindex.write_bytes(data[:kept] + bytes(len(data) - kept))
+        else:
+            assert TimeIndex.load(str(timeindex), 0).offsets[-1] >= end  # (the premise: entries past the log end)
+        [pdir] = discover(str(root))
+        with PartitionLookup(pdir) as lookup:
+            answers.append((lookup.largest_timestamp(0), lookup.offset_for_timestamp(2000 + CUT + 3),
+                            lookup.list_offset(-3), lookup.locate(CUT + 3).found))
+            assert not lookup.stats.rebuilt_indexes, lookup.stats.rebuilt_indexes
+    assert answers[0] == answers[1]
