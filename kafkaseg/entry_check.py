@@ -170,10 +170,8 @@ class ResumptionEntries:
         try:
             index = OffsetIndex.load(index_path, base_offset, filesystem, window=index_window)
             self.reader = SegmentReader(log_path, filesystem)
-            if next_base_offset is None:  # the active segment: entries a follower's truncation left follow its own
-                self.index = index.sane_prefix(lambda each: each.sanity_problems(self.reader.size))
-            elif not index.sanity_problems(self.reader.size):
-                self.index = index
+            # (the active segment's: entries a follower's truncation left follow its own)
+            self.index = index.for_reading(self.reader.size, active=next_base_offset is None)
         except KafkaSegError:
             self.index = None
 

@@ -80,10 +80,12 @@ from kafkaseg.options import datetime_ms
 from kafkaseg.storage.checkpoints import LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 from kafkaseg.storage.layout import (ListingCheck, LogEnd, LostTail, PartitionDir, find_log_end, flushed_past_end,
                                      last_stable_offset, lost_tail, partition_log_end_offset, rolled_cut_holding,
-                                     rolled_cut_of, unacknowledged_append)
+                                     rolled_cut_of, truncation_bound, unacknowledged_append)
 from kafkaseg.storage._index_file import index_location
-from kafkaseg.storage.indexes import (foreign_time_index, time_entry_problem, time_pair_foreign,
-                                      walked_time_entry_problem)
+from kafkaseg.storage.indexes import (LeftEntries, foreign_time_index, largest_timestamp_walked, left_entries,
+                                      time_entry_problem, time_pair_foreign, walked_time_entry_problem)
+from kafkaseg.storage.offset_index import OffsetIndex
+from kafkaseg.storage.time_index import TimeIndex
 from kafkaseg.storage.probed_index import LoadedIndexView, OpenFileLimit, ProbedIndex
 from kafkaseg.storage.segment import DEFAULT_MAX_BATCH_BYTES, SegmentReader, zeros_hiding_records
 from kafkaseg.wire.batch import BatchHeader
@@ -293,6 +295,7 @@ class PartitionLookup:
         self.search_note: str | None = None  # why the last timestamp or max-timestamp search found nothing
         self._time_checked: set[int] = set()  # segments whose time index an empty search checked against the log
         self._time_judged: set[int] = set()  # segments whose time index's last entry was checked against its batch
+        self._cut_time: set[tuple[int, int]] = set()  # (segment, entries kept): _cut_time_entries_at
         # rolled segments whose walk ended at a batch cut short or zeros, or that were emptied (their own time index
         # past their batches): the offsets from there to the next segment's base are in no batch a read returns
         # (lost or unreadable tails, a warning or an error)
@@ -328,11 +331,10 @@ class PartitionLookup:
                 if key in self._indexes:  # the check itself rebuilt this segment's indexes
                     index.close()
                     return self._indexes[key]
-                if stale is None:
-                    self._indexes[key] = index
-                    return index
-                index.close()
-                self._rebuild_stale(i, stale)
+                self._indexes[key] = index
+                if stale is None or self._cut_left_entries(i, kind):
+                    return self._indexes[key]
+                self._rebuild_stale(i, stale)  # (closes it)
                 return self._indexes[key]
         self._rebuild(i, reason)
         return self._indexes[key]
@@ -452,7 +454,7 @@ class PartitionLookup:
             return False
         self._time_judged.add(i)
         index = self._index(i, "time")
-        if isinstance(index, LoadedIndexView) or not len(index):
+        if index.rebuilt or not len(index):
             return False
         entry = index.last()
         problem = walked_time_entry_problem(lambda: self._walk_from(i, entry[1]), entry)
@@ -463,9 +465,48 @@ class PartitionLookup:
 
     def _distrust_time_index(self, i: int, entry: tuple[int, int], problem: str) -> None:
         """Segment ``i``'s ``.timeindex`` is another segment's (its entry ``entry`` cannot be its own: ``problem``):
-        judged, and the segment's indexes rebuilt from its batches (reported)."""
+        judged, and the segment's indexes rebuilt from its batches (reported). Unless ``entry`` is the active
+        segment's at or past where a follower's truncation may have cut it (:meth:`_cut_time_entries_at`)."""
+        if self._cut_time_entries_at(i, entry):
+            return
         self._time_judged.add(i)
         self._rebuild(i, foreign_time_index(entry, problem))
+
+    def _cut_time_entries_at(self, i: int, entry: tuple[int, int]) -> bool:
+        """Whether segment ``i``'s ``.timeindex`` entry ``entry``, which fits no batch, is the active segment's at or
+        past where a follower's truncation may have cut it (:func:`~kafkaseg.storage.layout.truncation_bound`), and
+        the index is now taken up to it: such a truncation leaves the truncated generation's entries as a suffix of
+        the file (after the new appends'), so from one that fits nothing on, none is the log's. The entries kept
+        are judged again where they are used; nothing rebuilt, nothing reported."""
+        seg = self.segments[i]
+        index = self._index(i, "time")
+        bound = truncation_bound(self.pdir, seg.log_path, seg.base_offset)
+        if bound is None or entry[1] < bound[0] or index.rebuilt:
+            return False
+        loaded = index.index if isinstance(index, LoadedIndexView) else None
+        if loaded is None:
+            path, window = index_location(seg, "timeindex")
+            try:
+                loaded = TimeIndex.load(path, seg.base_offset, self.fs, window=window)
+            except KafkaSegError:
+                return False
+            self.stats.files_opened += 1
+            self.stats.index_bytes += loaded.ENTRY_SIZE * len(loaded)
+        import numpy as np
+
+        at = np.flatnonzero((loaded.offsets == entry[1]) & (loaded.timestamps == entry[0])
+                            & (loaded.offsets >= bound[0]))
+        if not at.size:
+            return False
+        k = int(at[0])
+        index.close()
+        self._indexes[(i, "time")] = LoadedIndexView(
+            TimeIndex(seg.base_offset, loaded.timestamps[:k], loaded.offsets[:k], path=loaded.path,
+                      file_size=loaded.file_size), "time", rebuilt=False)
+        self._cut_time.add((i, k))
+        self._largest.pop(i, None)
+        self._time_judged.discard(i)  # (its new last entry)
+        return True
 
     def _out_of_order(self, i: int) -> bool:
         """Whether segment ``i``'s largest timestamp is not above segment ``i - 1``'s and one of their time indexes
@@ -726,8 +767,39 @@ class PartitionLookup:
             start = self._walk_to_damage(i, entry_offset, position)
             if start is not None:
                 return start
+        if self._cut_left_entries(i, "offset"):
+            return self._floor_position(i, offset)
         self._rebuild(i, f"offset index entry {entry_offset} -> byte {position}: {problem}")
         return self._index(i, "offset").floor(offset)[1]
+
+    def _cut_left_entries(self, i: int, kind: str) -> bool:
+        """Whether segment ``i``'s ``.index`` (``kind`` "offset") or ``.timeindex`` ("time") file, the active
+        segment's, had entries from an insane one on at or past where a follower's truncation may have cut it
+        (:func:`~kafkaseg.storage.layout.truncation_bound`: the truncated generation's, left after the new appends',
+        out of order or past the log), and is now taken up to it instead (loaded once, as a read takes it:
+        ``FixedEntryIndex.for_reading``; no rebuild, nothing reported). The entries kept are still checked where
+        they are used (:meth:`_floor_position`, :meth:`largest_timestamp`)."""
+        seg = self.segments[i]
+        index = self._indexes.get((i, kind))
+        path, window = index_location(seg, "index" if kind == "offset" else "timeindex")
+        bound = truncation_bound(self.pdir, seg.log_path, seg.base_offset)
+        if not isinstance(index, ProbedIndex) or not path or bound is None:
+            return False
+        try:
+            loaded = (OffsetIndex if kind == "offset" else TimeIndex).load(path, seg.base_offset, self.fs,
+                                                                          window=window)
+            checks = {} if kind == "offset" else {"log_end_offset": self.log_end_offset()}
+            with SegmentReader(seg.log_path, self.fs) as reader:
+                kept = loaded.for_reading(reader.size, active=True, left_from=bound[0], **checks)
+        except KafkaSegError:
+            return False
+        self.stats.files_opened += 1
+        self.stats.index_bytes += loaded.ENTRY_SIZE * len(loaded)
+        if kept is None or len(kept) == len(loaded):  # (nothing usable, or sane as a whole: no cut helps)
+            return False
+        index.close()
+        self._indexes[(i, kind)] = LoadedIndexView(kept, kind, rebuilt=False)
+        return True
 
     def _entry_problem(self, i: int, entry_offset: int, position: int) -> tuple[str | None, bool]:
         """Why offset index entry ``(entry_offset, position)`` of segment ``i`` cannot start a walk (None when it
@@ -1017,22 +1089,36 @@ class PartitionLookup:
                 ts, offset = time_index.last_below_offset(torn[0])
             last = i == len(self.segments) - 1
             # past the recovery point a crash may have cut the time index short (planning's largest_timestamp)
-            unrecovered = not last and self.pdir.past_recovery_point(i) and not isinstance(time_index, LoadedIndexView)
+            unrecovered = not last and self.pdir.past_recovery_point(i) and not time_index.rebuilt
             if last or unrecovered:
                 offset_index = self._index(i, "offset")
-                _, position = offset_index.last() if torn is None else offset_index.last_below_offset(torn[0])
+                start = offset_index.last() if torn is None else offset_index.last_below_offset(torn[0])
                 if ts >= 0:  # the batches from the one holding the entry's offset on may be newer than it
-                    position = min(position, offset_index.floor(offset)[1])
+                    start = min(start, offset_index.floor(offset), key=lambda each: each[1])
                 elif unrecovered:
-                    position = 0
-                try:
-                    for header in self._headers(i, position):
-                        if header.max_timestamp > ts:
-                            ts, offset = header.max_timestamp, header.last_offset
-                except KafkaSegError:
-                    pass
+                    start = (self.bases[i], 0)
+                left, position = self._left_entries(i, (ts, offset), start) if last else (None, start[1])
+
+                def walk(position: int):
+                    try:
+                        yield from self._headers(i, position)
+                    except KafkaSegError:
+                        pass
+
+                ts, offset = largest_timestamp_walked((ts, offset), walk, position, left)
             self._largest[i] = (ts, offset)
         return self._largest[i]
+
+    def _left_entries(self, i: int, entry: tuple[int, int], start: tuple[int, int]
+                      ) -> tuple[LeftEntries | None, int]:
+        """:func:`~kafkaseg.storage.indexes.left_entries` of the active segment ``i`` (None for indexes rebuilt from
+        the log, which hold no entry a truncation left), its start checked by :meth:`_entry_problem`."""
+        time_index, offset_index = self._index(i, "time"), self._index(i, "offset")
+        if time_index.rebuilt:
+            return None, start[1]
+        return left_entries(self.pdir, self.segments[i], entry, start, time_before=time_index.last_below_offset,
+                            offset_before=lambda bound: offset_index.last_below_offset(bound)[1],
+                            start_problem=lambda offset, position: self._entry_problem(i, offset, position)[0])
 
     def segment_largest_timestamp(self, i: int) -> int:
         """``LogSegment.largestTimestamp`` of segment ``i``: maxTimestampSoFar, or the file's mtime when that is -1
@@ -1160,9 +1246,9 @@ class PartitionLookup:
         past where the segment's batches end (a rolled segment cut short within its last index interval; checking
         every rolled segment up front would walk one index interval of each)."""
         while True:
-            rebuilt = {path for path, _ in self.stats.rebuilt_indexes}
+            rebuilt = {path for path, _ in self.stats.rebuilt_indexes} | self._cut_time
             answer, i = search()
-            if answer is None and {path for path, _ in self.stats.rebuilt_indexes} - rebuilt:
+            if answer is None and ({path for path, _ in self.stats.rebuilt_indexes} | self._cut_time) - rebuilt:
                 # an index the search used proved stale midway and was rebuilt: search again, once per segment (a
                 # rebuilt index can look stale again, its entries past where the walks end the segment: a batch
                 # past the next segment's base, damaged; searching again would rebuild it again, forever)
@@ -1311,7 +1397,7 @@ class PartitionLookup:
         torn = self._tear_in(i)
         if torn is not None and entry[1] >= torn[0]:
             entry = time_index.last_below_offset(torn[0])
-        return entry, entry[0] != -1 and entry[1] >= start_offset and not isinstance(time_index, LoadedIndexView)
+        return entry, entry[0] != -1 and entry[1] >= start_offset and not time_index.rebuilt
 
     def _max_timestamp(self) -> tuple[int, int, int | None] | None:
         return self._answer_from_log(self._search_max_timestamp)

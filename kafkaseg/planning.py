@@ -68,16 +68,16 @@ from kafkaseg.options import EARLIEST, LATEST, ReadOptions
 from kafkaseg.storage.checkpoints import (LOG_START_OFFSET_CHECKPOINT,
                                          REPLICATION_OFFSET_CHECKPOINT, EpochEntry)
 from kafkaseg.storage._index_file import index_location
-from kafkaseg.storage.indexes import (foreign_time_index, load_indexes, rebuild_indexes, time_pair_foreign,
-                                      walked_time_entry_problem)
+from kafkaseg.storage.indexes import (LeftEntries, foreign_time_index, largest_timestamp_walked, left_entries,
+                                      load_indexes, rebuild_indexes, time_pair_foreign, walked_time_entry_problem)
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import (ListingCheck, PartitionDir, SegmentFiles, acknowledged_loss_end,
                                      acknowledged_loss_words, below_cleaner_checkpoint, check_one_incarnation,
                                      choose_replicas, copy_gaps, discover, find_log_end, flushed_above_words, flushed_past_end,
                                      high_watermark_above_words, last_stable_offset, other_copy_line,
                                      reaches_past_recovery_point, read_partition_again, relisted, rolled_cut_of,
-                                     snapshot_transactions_at, transactions_open_at, unchanged_since_listed,
-                                     valid_cleaner_offset)
+                                     snapshot_transactions_at, transactions_open_at, truncation_bound,
+                                     unchanged_since_listed, valid_cleaner_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.producer_snapshot import lists_transactional_producers
 from kafkaseg.storage.segment import SegmentReader, indexed_past_end, snapshot_past
@@ -711,7 +711,9 @@ class _Partition:
         if i not in self._indexes:
             seg = self.segments[i]
             try:
-                offset_index, time_index = load_indexes(seg, self.fs, max_batch_bytes=self.options.max_batch_bytes)
+                bound = truncation_bound(self.pdir, seg.log_path, seg.base_offset)  # (the active segment's only)
+                offset_index, time_index = load_indexes(seg, self.fs, max_batch_bytes=self.options.max_batch_bytes,
+                                                        left_from=bound[0] if bound is not None else None)
             except CorruptDataError as err:  # only a rebuild walks the log: the files are missing or insane
                 offset_index, time_index = _unwalkable(seg, "the index files are missing or unusable", err)
             self._set_indexes(i, offset_index, time_index)
@@ -1047,26 +1049,51 @@ class _Partition:
             # pages never reached the disk while the log's did: LogSegment.recover rebuilds it on restart. Every
             # batch appended before the time index's last entry was written is covered by it (its timestamp is the
             # max so far), so the walk starts at the batch holding that entry's offset, or the offset index's last.
-            start = int(offset_index.positions[-1]) if len(offset_index) else 0
+            start = (int(offset_index.offsets[-1]), int(offset_index.positions[-1])) if len(offset_index) else (
+                offset_index.base_offset, 0)
             if len(time_index):
-                start = min(start, offset_index.floor(time_index.last_entry[1])[1])
+                start = min(start, offset_index.floor(time_index.last_entry[1]), key=lambda each: each[1])
             elif not last:
-                start = 0
+                start = (offset_index.base_offset, 0)
             end = None
             if last:
                 self.log_end_offset()  # settles where a corrupt active segment's readable batches end
                 end = self.log_end_position
-                if end is not None and start >= end:
-                    return largest  # the last entry is at or past the readable end: nothing after it to walk
+            entry = time_index.last_entry if len(time_index) else (-1, offset_index.base_offset)
+            left, start = self._left_entries(i, entry, start) if last else (None, start[1])
+            if end is not None and start >= end and left is None:
+                return largest  # the last entry is at or past the readable end: nothing after it to walk
             try:
                 with SegmentReader(self.segments[i].log_path, self.fs) as reader:
-                    for header in reader.iter_headers(start, end, max_batch_bytes=self.options.max_batch_bytes):
-                        largest = max(largest, header.max_timestamp)
+                    largest = largest_timestamp_walked(
+                        entry, lambda position: reader.iter_headers(position, end,
+                                                                    max_batch_bytes=self.options.max_batch_bytes),
+                        start, left)[0]
             except CorruptDataError:
                 if self.options.on_corruption != "skip":
                     raise
                 return NO_TIMESTAMP_BOUND  # unknown: nothing may be pruned by time
         return NO_TIMESTAMP_BOUND if largest < 0 else largest  # no timestamped batch (an empty segment): unknown
+
+    def _left_entries(self, i: int, entry: tuple[int, int], start: tuple[int, int]
+                      ) -> tuple[LeftEntries | None, int]:
+        """:func:`~kafkaseg.storage.indexes.left_entries` of the active segment ``i`` (None for a time index rebuilt
+        from the log, which holds no entry a truncation left), its start checked by :meth:`entry_problem`."""
+        offset_index, time_index = self.indexes(i)
+        if time_index.rebuilt:
+            return None, start[1]
+
+        def before(index, bound: int) -> int:  # (the number of entries below the bound: a prefix of the file's)
+            past = np.flatnonzero(index.offsets >= bound)
+            return int(past[0]) if past.size else len(index)
+
+        return left_entries(
+            self.pdir, self.segments[i], entry, start,
+            time_before=lambda bound: (time_index.entry(before(time_index, bound) - 1) if before(time_index, bound)
+                                       else (-1, self.segments[i].base_offset)),
+            offset_before=lambda bound: (int(offset_index.positions[before(offset_index, bound) - 1])
+                                         if before(offset_index, bound) else 0),
+            start_problem=lambda offset, position: self.entry_problem(i, offset, position))
 
     def time_index_foreign(self, i: int, entry: tuple[int, int] | None = None) -> bool:
         """Whether segment ``i``'s ``.timeindex`` proves to be another segment's (swapped or copied: its relative

@@ -26,8 +26,9 @@ from kafkaseg.wire.batch import iter_headers
 HW = 100
 
 
-def _batch(first: int, count: int, generation: int, size: int):
-    return build_batch_v2([Record(offset=o, timestamp=1000 * (generation + 1) + o, key=b"k%d" % o,
+def _batch(first: int, count: int, generation: int, size: int, stamped: int | None = None):
+    stamped = 1000 * (generation + 1) if stamped is None else stamped  # (the first record's timestamp less its offset)
+    return build_batch_v2([Record(offset=o, timestamp=stamped + o, key=b"k%d" % o,
                                   value=b"g%d-" % generation + b"x" * size) for o in range(first, first + count)],
                           partition_leader_epoch=generation)  # (a new leader's generation: a new epoch)
 
@@ -182,14 +183,15 @@ def _old_generation(folder, end: int = 135):
     writer.close(live=True)
 
 
-def _truncate_in_place(folder, batches: int = 3) -> int:
+def _truncate_in_place(folder, batches: int = 3, stamped: int | None = None) -> int:
     """``UnifiedLog.truncateTo(CUT)`` and the new leader's first appends as a broker makes them in the active
     segment: the .log cut at the batch starting at CUT and written on with generation 1's 7-record batches (other
     sizes and timestamps), the .index and .timeindex left as they are (a broker's index interval, 4096 bytes, is
-    more than these appends: they write no entry). Returns the .log's new size."""
+    more than these appends: they write no entry; ``stamped``: their timestamps, as :func:`_batch`'s). Returns the
+    .log's new size."""
     log = folder / f"{0:020d}.log"
     cut = next(h.position for h in iter_headers(log.read_bytes()) if h.base_offset == CUT)
-    new = b"".join(_batch(CUT + 7 * k, 7, 1, 90).data for k in range(batches))
+    new = b"".join(_batch(CUT + 7 * k, 7, 1, 90, stamped).data for k in range(batches))
     time.sleep(0.05)  # (past the coarse mtime tick of a listing)
     with open(log, "r+b") as f:
         f.truncate(cut)
@@ -468,11 +470,12 @@ def test_a_lenient_read_resumes_at_the_new_generations_entries_before_those_a_tr
         [str(p) for p in report.errors]
 
 
-def _left_in_order(folder, left: int = 2):
+def _left_in_order(folder, left: int = 2, shift: int = 30):
     """The active segment after a truncation to the high watermark and fewer appended bytes than the index interval
     since the new generation's last entry: the .index ends with ``left`` entries of the truncated generation that
-    keep the order (higher offsets and positions) and lie inside the new bytes, mid-batch. Returns the entries the
-    new appends wrote (the bytes of the .index up to them)."""
+    keep the order (higher offsets and positions) and lie inside the new bytes, ``shift`` bytes into a batch (mid-batch;
+    0: at a batch, for an offset past it). Returns the entries the new appends wrote (the bytes of the .index up to
+    them)."""
     import struct
 
     writer = PartitionWriter(folder, index_interval_bytes=1500)
@@ -488,7 +491,7 @@ def _left_in_order(folder, left: int = 2):
     last_position = struct.unpack(">ii", written[-8:])[1]
     after = [h for h in iter_headers(log.read_bytes()) if h.position > last_position]
     assert len(after) >= 2 * left - 1  # (the premise: room for them inside the log)
-    stale = b"".join(struct.pack(">ii", after[2 * j].last_offset + 1, after[2 * j].position + 30)
+    stale = b"".join(struct.pack(">ii", after[2 * j].last_offset + 1, after[2 * j].position + shift)
                      for j in range(left))
     index.write_bytes(written + stale + raw[len(written) + len(stale):])
     return written
@@ -499,23 +502,196 @@ def test_a_lenient_read_ends_the_log_as_without_the_in_order_entries_a_truncatio
     fails: entries a truncation left in order, pointing into the new batches, made a lenient read (onCorruption=skip)
     with bad framing earlier in the segment end the log at that framing, losing the records after it that the same
     files without those entries give."""
-    import kafkaseg
-
-    reads = []
-    for name, keep_left in (("left", True), ("clean", False)):
-        root = tmp_path / name
-        written = _left_in_order(root / "t-0")
-        write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): HW})
-        index = root / "t-0" / f"{0:020d}.index"
-        if not keep_left:
-            index.write_bytes(written + bytes(index.stat().st_size - len(written)))
-        log = root / "t-0" / f"{0:020d}.log"
-        bad = next(h for h in iter_headers(log.read_bytes()) if h.base_offset <= 120 <= h.last_offset)
-        data = bytearray(log.read_bytes())
-        data[bad.position + 8:bad.position + 12] = (3).to_bytes(4, "big")  # its length: framing broken
-        log.write_bytes(bytes(data))
-        time.sleep(0.05)  # (before the read's listing, past its coarse ctime tick)
-        reads.append(kafkaseg.read_arrow(str(root), subscribe="t", upperBound="logEndOffset",
-                                         onCorruption="skip").column("offset").to_pylist())
+    reads = [_read_past_broken_framing(_in_order_copy(tmp_path / name, keep_left))
+             for name, keep_left in (("left", True), ("clean", False))]
     assert reads[1][-1] == 189  # (the premise: without the entries left, the read reaches the log end)
     assert reads[0] == reads[1]
+
+
+def _in_order_copy(root, keep_left: bool, left: int = 2, shift: int = 30):
+    """:func:`_left_in_order` under ``root`` (high watermark HW), with the entries left zeroed unless ``keep_left``
+    (the files a broker reads, its index position before them)."""
+    written = _left_in_order(root / "t-0", left, shift)
+    write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): HW})
+    index = root / "t-0" / f"{0:020d}.index"
+    if not keep_left:
+        index.write_bytes(written + bytes(index.stat().st_size - len(written)))
+    return root
+
+
+def _read_past_broken_framing(root) -> list[int]:
+    """The offsets a lenient read (onCorruption=skip) of ``root`` returns after the length field of the batch
+    holding offset 120 is broken."""
+    import kafkaseg
+
+    log = root / "t-0" / f"{0:020d}.log"
+    bad = next(h for h in iter_headers(log.read_bytes()) if h.base_offset <= 120 <= h.last_offset)
+    data = bytearray(log.read_bytes())
+    data[bad.position + 8:bad.position + 12] = (3).to_bytes(4, "big")  # its length: framing broken
+    log.write_bytes(bytes(data))
+    time.sleep(0.05)  # (before the read's listing, past its coarse ctime tick)
+    return kafkaseg.read_arrow(str(root), subscribe="t", upperBound="logEndOffset",
+                               onCorruption="skip").column("offset").to_pylist()
+
+
+NOW = 1_790_000_000_000  # (a fixed "now" for the retention audit)
+HOUR = 3_600_000
+
+
+def _ahead_past_the_cut(root, high_watermark: int) -> int:
+    """t-0 after a follower's truncation to CUT whose truncated generation (the old leader's LogAppendTime clock,
+    2.5 h ahead) left .timeindex entries stamped above every record the log holds: records 3 h old below the cut
+    and from the new leader, entries 30 min old. The leader epoch cache starts the new leader's epoch at the cut.
+    Returns the largest timestamp the log's batches hold."""
+    from kafkaseg.testing.partition import write_leader_epoch_checkpoint
+
+    folder = root / "t-0"
+    writer = PartitionWriter(folder, index_interval_bytes=256)
+    for first in range(0, 135, 5):
+        stamped = NOW - 3 * HOUR if first < CUT else NOW - HOUR // 2
+        writer.append(_batch(first, 5, 0, 40, stamped))
+    writer.close(live=True)
+    size = _truncate_in_place(folder, stamped=NOW - 3 * HOUR + 500)
+    _stale_entry_inside(folder, size)
+    write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): high_watermark})
+    write_leader_epoch_checkpoint(folder / "leader-epoch-checkpoint", [(0, 0), (1, CUT)])
+    from kafkaseg.storage.time_index import TimeIndex
+
+    real = max(h.max_timestamp for h in iter_headers((folder / f"{0:020d}.log").read_bytes()))
+    assert TimeIndex.load(str(folder / f"{0:020d}.timeindex"), 0).max_timestamp > real  # (the premise)
+    return real
+
+
+@pytest.mark.parametrize("high_watermark", [HW, CUT + 21], ids=["below the cut", "at the log end"])
+def test_the_retention_audit_takes_no_largest_timestamp_from_time_entries_a_truncation_left(tmp_path,
+                                                                                           high_watermark):
+    """The retention audit took the active segment's largest timestamp from its .timeindex's last entry (and the
+    batches after it): after a follower's truncation that can be the truncated generation's, stamped above every
+    record the log holds, which made a segment whose records are all past retention.ms look young (kept), with the
+    wrong age. A broker's own maxTimestampSoFar is read again from its log at the truncation (LogSegment.truncateTo)."""
+    from kafkaseg.lookup import PartitionLookup
+    from kafkaseg.retention import audit, plan_audit, segment_rows
+    from kafkaseg.topic_config import ConfigFile
+
+    root = tmp_path / "data"
+    real = _ahead_past_the_cut(root, high_watermark)
+    (pdir, config), = plan_audit([str(root)], ConfigFile(topics={"t": {"retention.ms": 2 * HOUR}}),
+                                 topics=["t"]).targets
+    result = audit(pdir, config, NOW)
+    assert result.error is None, result.error
+    [row] = segment_rows(result)
+    assert row["largest_timestamp"] == real
+    # (a segment is deletable once the high watermark is past it: the active one too, the broker rolls first)
+    assert (row["deleted_by"] is not None) == (high_watermark == CUT + 21), row
+    with PartitionLookup(pdir) as lookup:
+        assert lookup.largest_timestamp(0)[0] == real
+        assert not lookup.stats.rebuilt_indexes  # (the entries before the cut and the batches after it decide)
+
+
+@pytest.mark.parametrize("high_watermark", [HW, CUT + 21], ids=["below the cut", "at the log end"])
+def test_planning_by_timestamp_takes_no_largest_timestamp_from_entries_a_truncation_left(tmp_path, high_watermark):
+    """Planning's largest timestamp of the active segment (which prunes segments by a timestamp filter) walked its
+    batches from the last .index entry, one the truncation left pointing inside a new batch: a strict plan with a
+    timestamp filter raised 'unknown magic' there; it also took the last .timeindex entry's timestamp, above every
+    record, so a segment with no record at or past the filter's time was not pruned."""
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.planning import Predicates, _Partition, plan_scan
+    from kafkaseg.storage.layout import discover
+
+    root = tmp_path / "data"
+    real = _ahead_past_the_cut(root, high_watermark)
+    [pdir] = discover(str(root))
+    options = ReadOptions.from_options({"subscribe": "t", "upperBound": "logEndOffset"})
+    assert _Partition(pdir, options, None).largest_timestamp(0) == real
+    late = plan_scan(str(root), options, Predicates(timestamp_range=(real + 1, None)))
+    assert not late.slices  # (no record at or past real + 1: the segment is pruned)
+    early = plan_scan(str(root), options, Predicates(timestamp_range=(real, None)))
+    assert early.slices
+
+
+@pytest.mark.parametrize("offset", [130, 180, 199])
+def test_lookups_and_planning_cut_the_out_of_order_entries_a_truncation_left_instead_of_rebuilding(tmp_path, offset):
+    """Lookups (kafkaseg offsets/locate) and planning rebuilt the active segment's indexes from its log, reported
+    as damage (``rebuiltIndexes``, ``indexes_rebuilt``), when the entries a truncation left past the new
+    generation's broke the .index's order, where a read takes the file up to its first entry out of order (the
+    scan's and the log end's rule). The answers stand as they were: the same as with the left entries zeroed."""
+    from kafkaseg.lookup import PartitionLookup
+    from kafkaseg.options import ReadOptions
+    from kafkaseg.planning import plan_scan
+    from kafkaseg.storage.layout import discover
+
+    root, log, index = _left_out_of_order(tmp_path)
+    clean = tmp_path / "clean"
+    shutil.copytree(root, clean)
+    folder = clean / "t-0"
+    for suffix, size, problems in ((".index", 8, index.sanity_problems(log.stat().st_size)), (".timeindex", 12, None)):
+        path = folder / f"{0:020d}{suffix}"
+        data = path.read_bytes()
+        if problems is None:
+            from kafkaseg.storage.time_index import TimeIndex
+
+            problems = TimeIndex.load(str(path), 0).sanity_problems(log.stat().st_size)
+        cut = min(p.position for p in problems)
+        path.write_bytes(data[:cut] + bytes(len(data) - cut))  # (the entries left zeroed: the broker's view)
+    answers = []
+    for where in (root, clean):
+        [pdir] = discover(str(where))
+        with PartitionLookup(pdir) as lookup:
+            located = lookup.locate(offset).as_dict()
+            located.pop("segment")
+            answers.append((located, lookup.largest_timestamp(0)))
+            assert not lookup.stats.rebuilt_indexes, lookup.stats.rebuilt_indexes
+        plan = plan_scan(str(where), ReadOptions.from_options({"subscribe": "t", "upperBound": "logEndOffset",
+                                                               "startingOffsets": f'{{"t":{{"0":{offset}}}}}'}))
+        assert not plan.report.indexes_rebuilt, plan.report.indexes_rebuilt
+        answers.append([(s.start_position, s.end_position) for s in plan.slices])
+    assert answers[:2] == answers[2:]
+
+
+@pytest.mark.parametrize("left", [1, 2])
+@pytest.mark.parametrize("shift", [0, 7, 30, 61, 100])
+def test_the_log_end_past_in_order_entries_a_truncation_left_is_the_clean_files(tmp_path, left, shift):
+    """The log end offset walks from earlier .index entries when the walk from the last fails; it now passes over
+    an earlier entry whose batch does not check out (entry_batch_problem: one batch read) instead of walking from it
+    to the file's end (up to 8 such walks). The same answers as the files without the entries a truncation left:
+    the strict log end offset, and a lenient read with bad framing before them."""
+    from kafkaseg.storage.layout import discover, partition_log_end_offset
+
+    answers = []
+    for name, keep_left in (("left", True), ("clean", False)):
+        [pdir] = discover(str(_in_order_copy(tmp_path / f"{name}-strict", keep_left, left, shift)))
+        answers.append(partition_log_end_offset(pdir))
+        answers.append(_read_past_broken_framing(_in_order_copy(tmp_path / f"{name}-lenient", keep_left, left, shift)))
+    assert answers[0] == answers[2] == 190
+    assert answers[1] == answers[3]
+
+
+def test_lookups_cut_the_time_entries_a_truncation_left_past_the_log_instead_of_rebuilding(tmp_path):
+    """Fewer new bytes than the truncated generation held: the .timeindex entries it left hold offsets past the new
+    log end, which lookups (kafkaseg offsets/locate, the retention audit) took as a stale .timeindex and answered
+    from a rebuild of the segment's indexes, listed as damage (``rebuiltIndexes``). They now take the file up to
+    those entries, as planning does, with the answers of the same files without them."""
+    from kafkaseg.lookup import PartitionLookup
+    from kafkaseg.storage.layout import discover
+    from kafkaseg.storage.time_index import TimeIndex
+
+    answers = []
+    for name in ("left", "clean"):
+        root = tmp_path / name
+        _old_generation(root / "t-0")
+        write_offset_checkpoint(root / "replication-offset-checkpoint", {("t", 0): HW})
+        end = CUT + 7  # (one new batch)
+        _truncate_in_place(root / "t-0", batches=1)
+        timeindex = root / "t-0" / f"{0:020d}.timeindex"
+        if name == "clean":
+            data = timeindex.read_bytes()
+            kept = 12 * int((TimeIndex.load(str(timeindex), 0).offsets < end).sum())
+            timeindex.write_bytes(data[:kept] + bytes(len(data) - kept))
+        else:
+            assert TimeIndex.load(str(timeindex), 0).offsets[-1] >= end  # (the premise: entries past the log end)
+        [pdir] = discover(str(root))
+        with PartitionLookup(pdir) as lookup:
+            answers.append((lookup.largest_timestamp(0), lookup.offset_for_timestamp(2000 + CUT + 3),
+                            lookup.list_offset(-3), lookup.locate(CUT + 3).found))
+            assert not lookup.stats.rebuilt_indexes, lookup.stats.rebuilt_indexes
+    assert answers[0] == answers[1]

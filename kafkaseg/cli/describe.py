@@ -23,15 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Collection
 
-import numpy as np
-
 from kafkaseg.cli.common import decode_batch, whole_partition_offsets
 from kafkaseg.errors import KafkaSegError
 from kafkaseg.storage import checkpoints as ckpt
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage._index_file import index_location
-from kafkaseg.storage.layout import (ListingCheck, PartitionDir, broker_high_watermark, discover, flushed_above_words,
-                                     flushed_past_end, gaps_in_copies, high_watermark_above_words, last_stable_offset)
+from kafkaseg.storage.layout import (ListingCheck, PartitionDir, broker_high_watermark, discover,
+                                     first_entry_past_truncation_bound, flushed_above_words, flushed_past_end,
+                                     gaps_in_copies, high_watermark_above_words, last_stable_offset)
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import SegmentReader
 from kafkaseg.storage.time_index import TimeIndex
@@ -149,7 +148,10 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
             desc.errors.append(f"{timeindex_path}: {err}")
         offset_indexes.append(offset_index)
         max_ts = time_index.max_timestamp if time_index is not None and len(time_index) else None
-        left = _LeftTimeEntries.of(pdir, seg, offset_index, time_index)
+        # (the active segment's .index entries from which a follower's truncation may have left them, and why)
+        past = (first_entry_past_truncation_bound(pdir, seg.log_path, offset_index.offsets, seg.base_offset)
+                if offset_index is not None and len(offset_index) else None)
+        left = _LeftTimeEntries.of(pdir, seg, offset_index, time_index, past)
         try:
             with SegmentReader(seg.log_path, fs) as reader:
                 if full:
@@ -157,7 +159,7 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
                 else:
                     starts = [0]
                     if offset_index is not None and len(offset_index):
-                        starts.append(_tail_walk_start(pdir, seg, offset_index, reader, desc, index_path))
+                        starts.append(_tail_walk_start(seg, offset_index, past, reader, desc, index_path))
                 for n, start in enumerate(starts):
                     walk_all = full or (i == last and n == len(starts) - 1)
                     if not 0 <= start < reader.size:  # (an entry past the log, or a damaged negative one)
@@ -230,18 +232,17 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
     return desc
 
 
-def _tail_walk_start(pdir: PartitionDir, seg, offset_index: OffsetIndex, reader: SegmentReader,
+def _tail_walk_start(seg, offset_index: OffsetIndex, found: tuple[int, str] | None, reader: SegmentReader,
                      desc: PartitionDescription, index_path: str) -> int:
     """Where the walk of a segment's batches after its first starts: at its last ``.index`` entry, unless that is
     an entry of the active segment that fits no batch past where a follower's truncation may have cut it (the high
-    watermark, or a leader epoch's start), which the truncation may have left
-    (:func:`~kafkaseg.storage.layout.first_entry_past_truncation_bound`): then at the last entry before that bound
-    (the segment's start when none is), noted."""
+    watermark, or a leader epoch's start), which the truncation may have left (``found``, the first such entry and
+    why: :func:`~kafkaseg.storage.layout.first_entry_past_truncation_bound`): then at the last entry before that
+    bound (the segment's start when none is), noted."""
     from kafkaseg.entry_check import entry_batch_problem
-    from kafkaseg.storage.layout import LEFT_BY_TRUNCATION, first_entry_past_truncation_bound
+    from kafkaseg.storage.layout import LEFT_BY_TRUNCATION
 
     offset, position = int(offset_index.offsets[-1]), int(offset_index.positions[-1])
-    found = first_entry_past_truncation_bound(pdir, seg.log_path, offset_index.offsets, seg.base_offset)
     if found is None:
         return position
     bound, why = found
@@ -267,30 +268,26 @@ class _LeftTimeEntries:
     max timestamp is then the entries' before the bound, and the batches' from the last offset index entry before
     the bound on."""
 
-    def __init__(self, pdir: PartitionDir, seg, offset_index: OffsetIndex | None, time_index: TimeIndex,
-                 time_bound: int):
-        self.seg, self.offset_index, self.time_index, self.time_bound = seg, offset_index, time_index, time_bound
+    def __init__(self, seg, offset_index: OffsetIndex | None, time_index: TimeIndex, time_bound: int,
+                 offset_bound: tuple[int, str] | None):
+        self.seg, self.time_index, self.time_bound = seg, time_index, time_bound
         self.timestamp, self.offset = time_index.last_entry
         self.problem: str | None = None
         self.judged = False
-        kept = len(offset_index) if offset_index is not None else 0
-        if offset_index is not None:
-            from kafkaseg.storage.layout import first_entry_past_truncation_bound
-
-            found = first_entry_past_truncation_bound(pdir, seg.log_path, offset_index.offsets, seg.base_offset)
-            kept = found[0] if found is not None else kept
-        self.kept_offset_entries = kept  # the offset index's entries before the bound
+        kept = offset_bound[0] if offset_bound is not None else len(offset_index) if offset_index is not None else 0
+        # the offset index's entries before the bound (none left by a truncation)
+        self.kept = OffsetIndex(seg.base_offset, offset_index.offsets[:kept], offset_index.positions[:kept]) if kept \
+            else None
 
     @classmethod
-    def of(cls, pdir: PartitionDir, seg, offset_index: OffsetIndex | None,
-           time_index: TimeIndex | None) -> "_LeftTimeEntries | None":
-        """None when no entry of ``time_index`` lies at or past the bound (or it is not the active segment's)."""
-        from kafkaseg.storage.layout import first_entry_past_truncation_bound
-
+    def of(cls, pdir: PartitionDir, seg, offset_index: OffsetIndex | None, time_index: TimeIndex | None,
+           offset_bound: tuple[int, str] | None) -> "_LeftTimeEntries | None":
+        """None when no entry of ``time_index`` lies at or past the bound (or it is not the active segment's);
+        ``offset_bound``: ``offset_index``'s first entry at or past it, and why (None: none is)."""
         if time_index is None or not len(time_index):
             return None
         found = first_entry_past_truncation_bound(pdir, seg.log_path, time_index.offsets, seg.base_offset)
-        return None if found is None else cls(pdir, seg, offset_index, time_index, found[0])
+        return None if found is None else cls(seg, offset_index, time_index, found[0], offset_bound)
 
     def see(self, header) -> None:
         """A batch of the walk of the segment's last batches, in order."""
@@ -303,18 +300,14 @@ class _LeftTimeEntries:
         """The segment's max timestamp, given ``walked``: the last entry's and the walked batches' max."""
         from kafkaseg.storage.indexes import walked_time_entry_problem
 
-        kept_offsets = self.offset_index.offsets[:self.kept_offset_entries] if self.offset_index is not None else []
-        kept_positions = (self.offset_index.positions[:self.kept_offset_entries] if self.offset_index is not None
-                          else [])
         if not self.judged:
-            at = int(np.searchsorted(kept_offsets, self.offset, side="right")) - 1
-            start = int(kept_positions[at]) if at >= 0 else 0
+            start = self.kept.floor(self.offset)[1] if self.kept is not None else 0
             self.problem = walked_time_entry_problem(
                 lambda: reader.iter_headers(start, partial_append=True), (self.timestamp, self.offset))
         if self.problem is None:
             return walked
         largest = int(self.time_index.timestamps[:self.time_bound].max()) if self.time_bound else -1
-        start = int(kept_positions[-1]) if len(kept_positions) else 0
+        start = int(self.kept.positions[-1]) if self.kept is not None else 0
         for header in reader.iter_headers(start, partial_append=True):
             largest = max(largest, header.max_timestamp)
         return largest if largest >= 0 else None

@@ -263,16 +263,16 @@ class FixedEntryIndex:
         first, second = self._arrays()
         return zip(first.tolist(), second.tolist())
 
-    def sane_prefix(self, problems_of, *, attempts: int = 8):
-        """This index cut before the first entry a sanity problem flags, again while ``problems_of`` (an index ->
-        its sanity problems) finds one: what a live broker reads of an active segment's index after a follower's
+    def sane_prefix(self, log_size: int | None, *, attempts: int = 8, **checks):
+        """This index cut before the first entry a sanity problem (``sanity_problems(log_size, **checks)``) flags,
+        again while the cut one has one: what a live broker reads of an active segment's index after a follower's
         truncation (``UnifiedLog.truncateTo`` cuts the ``.log`` but ``AbstractIndex.truncateToEntries`` only moves
         the index's position, so the truncated generation's entries follow the new appends' in the preallocated
         file, out of order with them or past the log). ``self`` when sane (no copy); None when the cut keeps no
         entry, a problem names no entry (the file's length, its tail), or ``attempts`` cuts do not make it sane."""
         index = self
         for _ in range(attempts):
-            problems = problems_of(index)
+            problems = index.sanity_problems(log_size, **checks)
             if not problems:
                 return index
             flagged = [p.position // self.ENTRY_SIZE for p in problems if p.position is not None]
@@ -281,6 +281,20 @@ class FixedEntryIndex:
                 return None
             first, second = (getattr(index, name)[:k] for name, _ in self._COLUMNS)
             index = type(self)(self.base_offset, first, second, path=self.path, file_size=self.file_size)
+        return None
+
+    def for_reading(self, log_size: int | None, *, active: bool, left_from: int | None = None, **checks):
+        """The entries a read may go by: the active segment's index (``active``) up to its first insane entry
+        (:meth:`sane_prefix`: what a follower's truncation left after the new appends' entries), any other's whole
+        when sane (:meth:`sanity_problems` with ``log_size`` and ``checks``); None when no entry can be used. With
+        ``left_from`` (the lowest offset where a truncation may have cut the segment,
+        :func:`~kafkaseg.storage.layout.truncation_bound`), a cut only before an entry at or past it: the entries
+        such a truncation leaves, where an insane entry below it is damage."""
+        if not active:
+            return None if self.sanity_problems(log_size, **checks) else self
+        kept = self.sane_prefix(log_size, **checks)
+        if kept is None or kept is self or left_from is None or self.offsets[len(kept)] >= left_from:
+            return kept
         return None
 
     def entry_file_position(self, n: int) -> int:

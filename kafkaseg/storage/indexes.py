@@ -254,6 +254,67 @@ def walked_time_entry_problem(walk: Callable[[], Iterable], entry: tuple[int, in
     return f"offset {offset} is past the segment's batches"
 
 
+class LeftEntries(NamedTuple):
+    """What the active segment's indexes hold below where a follower's truncation may have cut it
+    (:func:`~kafkaseg.storage.layout.truncation_bound`), whose entries no truncation left: ``entry``, the last
+    ``.timeindex`` entry there (``(-1, base)`` when none), and ``start``, the position of the last ``.index`` entry
+    there (0 when none), a batch boundary."""
+
+    entry: tuple[int, int]
+    start: int
+
+
+def left_entries(partition_dir, segment, entry: tuple[int, int], start: tuple[int, int], *,
+                 time_before: Callable[[int], tuple[int, int]], offset_before: Callable[[int], int],
+                 start_problem: Callable[[int, int], str | None]) -> tuple[LeftEntries | None, int]:
+    """``(left, position)`` for :func:`largest_timestamp_walked` of ``segment``, the partition's active one
+    (``partition_dir``'s): ``left`` when its time index entry ``entry`` lies at or past where a follower's truncation
+    may have cut it (:func:`~kafkaseg.storage.layout.truncation_bound`), so that it may be the truncated
+    generation's, else None; ``position``, where the walk starts: at offset index entry ``start`` ``(offset,
+    position)``, unless that one, at or past the bound too, points at no sound batch (``start_problem(offset,
+    position)``, the problem or None: an entry the truncation left inside a batch), then at ``left.start``.
+    ``time_before(bound)``: the last ``.timeindex`` entry below the bound, ``(-1, base)`` when none;
+    ``offset_before(bound)``: the position of the last ``.index`` entry below it, 0 when none."""
+    from kafkaseg.storage.layout import truncation_bound
+
+    found = truncation_bound(partition_dir, segment.log_path, segment.base_offset) if entry[0] >= 0 else None
+    if found is None or entry[1] < found[0]:
+        return None, start[1]
+    left = LeftEntries(time_before(found[0]), offset_before(found[0]))
+    if start[0] >= found[0] and start_problem(*start) is not None:
+        return left, left.start
+    return left, start[1]
+
+
+def largest_timestamp_walked(entry: tuple[int, int], walk: Callable[[int], Iterable], start: int,
+                             left: LeftEntries | None = None) -> tuple[int, int]:
+    """``(timestamp, offset)``: the larger of time index entry ``entry`` (the last one the answer may take; its
+    offset ``(-1, base)`` when none) and the max timestamps of the batches ``walk(start)`` gives (headers from byte
+    ``start`` on, which must pass the batch holding ``entry``'s offset; the walk's own errors are the caller's).
+
+    ``left``: ``entry`` lies at or past where a follower's truncation may have cut the active segment, so it may
+    be an entry of the truncated generation (:data:`~kafkaseg.storage.layout.LEFT_BY_TRUNCATION`), stamped above
+    every record the log holds (another leader's clock). It then stands only when the batch holding its offset has
+    its timestamp (:func:`time_entry_problem`, judged on the walk: no extra read); else the answer is ``left``'s
+    entry and the batches from ``left.start`` on (a second walk, unless ``start`` is that position), as the broker's
+    ``LogSegment.truncateTo`` reads its max timestamp again."""
+    judged = fits = left is None  # (an entry judged on the walk: the batch holding its offset has its timestamp)
+    walked = (-1, entry[1])
+    for header in walk(start):
+        if not judged and header.last_offset >= entry[1]:
+            judged, fits = True, time_entry_problem(header, *entry) is None
+        if header.max_timestamp > walked[0]:
+            walked = (header.max_timestamp, header.last_offset)
+    if not fits:  # (also when the walk ends before its offset)
+        entry = left.entry
+        if start != left.start:
+            walked = (-1, entry[1])
+            for header in walk(left.start):
+                if header.max_timestamp > walked[0]:
+                    walked = (header.max_timestamp, header.last_offset)
+    return walked if walked[0] > entry[0] else entry
+
+
 def time_pair_foreign(i: int, largest: Callable[[int], int | None], judge: Callable[[int], bool]) -> bool:
     """Whether a ``.timeindex`` of segment ``i - 1`` or ``i`` proved another segment's. Only a pair whose largest
     timestamps (``largest(k)``, None when unknown) do not rise is looked at: a ``.timeindex`` swapped with or copied
@@ -283,9 +344,14 @@ def foreign_time_index(entry: tuple[int, int], problem: str) -> str:
 
 def load_indexes(segment, filesystem: pafs.FileSystem | None = None, *, reader: SegmentReader | None = None,
                  interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, max_index_bytes: int = DEFAULT_MAX_INDEX_BYTES,
-                 max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> tuple[OffsetIndex, TimeIndex]:
+                 max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES, left_from: int | None = None
+                 ) -> tuple[OffsetIndex, TimeIndex]:
     """The segment's ``.index`` and ``.timeindex``, or in-memory rebuilds of them when a file is missing,
     unreadable, over ``max_index_bytes``, or fails its sanity checks (``rebuilt``/``rebuild_reason`` say so).
+    ``left_from``: the segment is the active one and a follower's truncation may have cut it there
+    (:func:`~kafkaseg.storage.layout.truncation_bound`): a file whose first insane entry is at or past that offset
+    is taken up to it (:meth:`~kafkaseg.storage._index_file.FixedEntryIndex.for_reading`: the entries such a
+    truncation leaves), as a read takes its ``.index``, not rebuilt.
 
     ``segment`` is any object with ``base_offset``, ``log_path``, ``index_path`` and ``timeindex_path`` (e.g.
     :class:`~kafkaseg.storage.layout.SegmentFiles`). The on-disk index is used as found (after trimming a
@@ -307,10 +373,10 @@ def load_indexes(segment, filesystem: pafs.FileSystem | None = None, *, reader: 
             try:
                 offset_index = OffsetIndex.load(index_path, base, filesystem, max_bytes=max_index_bytes,
                                                 window=index_window)
-                problems = offset_index.sanity_problems(reader.size)
-                if problems:
-                    offset_reason = f"corrupt .index ({problems[0]})"
-                    offset_index = None
+                kept = offset_index.for_reading(reader.size, active=left_from is not None, left_from=left_from)
+                if kept is None:
+                    offset_reason = f"corrupt .index ({offset_index.sanity_problems(reader.size)[0]})"
+                offset_index = kept
             except (LayoutError, CorruptIndexError) as exc:
                 offset_reason = f"unreadable .index ({exc})"
         if not timeindex_path:
@@ -324,10 +390,12 @@ def load_indexes(segment, filesystem: pafs.FileSystem | None = None, *, reader: 
                                          max_batch_bytes=max_batch_bytes) if len(time_index) else None
                 except CorruptDataError:
                     end = None  # the log's own corruption is the reader's to report (or skip); check the rest
-                problems = time_index.sanity_problems(reader.size, log_end_offset=end)
-                if problems:
+                kept = time_index.for_reading(reader.size, active=left_from is not None, left_from=left_from,
+                                              log_end_offset=end)
+                if kept is None:
+                    problems = time_index.sanity_problems(reader.size, log_end_offset=end)
                     time_reason = f"corrupt .timeindex ({problems[0]})"
-                    time_index = None
+                time_index = kept
             except (LayoutError, CorruptIndexError) as exc:
                 time_reason = f"unreadable .timeindex ({exc})"
         if offset_reason or time_reason:

@@ -1399,6 +1399,22 @@ def first_entry_past_truncation_bound(partition_dir: PartitionDir, log_path: str
     of a truncation (a leader election starts one with none): of the entries from this one on, only those past the
     last that fits the log (a suffix of the file's, where a truncation's leftovers sit) are to be taken as left by
     one (verify's ``_Leftovers``; describe passes over only the last entry)."""
+    found = truncation_bound(partition_dir, log_path, base_offset)
+    if found is None:
+        return None
+    import numpy as np
+
+    bound, words = found
+    past = np.flatnonzero(np.asarray(offsets) >= bound)
+    return (int(past[0]), words) if past.size else None
+
+
+def truncation_bound(partition_dir: PartitionDir, log_path: str, base_offset: int) -> tuple[int, str] | None:
+    """``(offset, words)``: the lowest offset where a follower's truncation may have cut the active segment at
+    ``log_path`` (base ``base_offset``), the lower of the checkpointed high watermark and the first leader epoch
+    starting inside it bar the log's first (see :func:`first_entry_past_truncation_bound`), and words naming it;
+    None when ``log_path`` is not the partition's active segment or neither is known. The index entries below it
+    are a prefix of each index file (a truncation left none there), sorted as the broker wrote them."""
     if not partition_dir.is_active_segment(log_path):
         return None
     bounds = []
@@ -1408,13 +1424,7 @@ def first_entry_past_truncation_bound(partition_dir: PartitionDir, log_path: str
     if starts:
         bounds.append((starts[0].start_offset, f"offset {starts[0].start_offset}, where leader epoch "
                                                f"{starts[0].epoch} starts"))
-    if not bounds:
-        return None
-    import numpy as np
-
-    bound, words = min(bounds)
-    past = np.flatnonzero(np.asarray(offsets) >= bound)
-    return (int(past[0]), words) if past.size else None
+    return min(bounds) if bounds else None
 
 
 def active_segment_files(partition_dir: PartitionDir) -> set[str]:

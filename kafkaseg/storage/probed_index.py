@@ -57,6 +57,8 @@ class ProbedIndex:
     key = timestamp). ``stats`` is any object with ``files_opened``, ``index_entries`` and ``index_bytes``
     counters (:class:`kafkaseg.lookup.LookupStats`), incremented as the file is read."""
 
+    rebuilt = False  # (the file's own entries: see LoadedIndexView.rebuilt)
+
     def __init__(self, path: str, kind: str, base_offset: int, filesystem, stats,
                  open_files: OpenFileLimit | None = None, window: tuple[int, int] | None = None):
         self.kind = kind
@@ -214,12 +216,14 @@ def _last_below_offset(index, entry, offset: int) -> tuple[int, int]:
 
 class LoadedIndexView:
     """A loaded (or rebuilt) :class:`OffsetIndex`/:class:`TimeIndex` behind the same interface as
-    :class:`ProbedIndex`."""
+    :class:`ProbedIndex`. ``rebuilt``: built from the log (its entries need no check against it), not the file's
+    entries cut short (the active segment's before those a follower's truncation left)."""
 
-    def __init__(self, index, kind: str):
+    def __init__(self, index, kind: str, *, rebuilt: bool = True):
         self.kind = kind
         self.index = index
         self.base = index.base_offset
+        self.rebuilt = rebuilt
 
     def __len__(self) -> int:
         return len(self.index)

@@ -495,8 +495,7 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
             except (LayoutError, CorruptIndexError):
                 index = None
         if index is not None and len(index):  # (the active segment's up to what a follower's truncation left)
-            index = (index.sane_prefix(lambda each: each.sanity_problems(reader.size)) if active
-                     else None if index.sanity_problems(reader.size) else index)
+            index = index.for_reading(reader.size, active=active)
         if index is not None and len(index):
             kept = len(index.positions) if listed is None else int(np.count_nonzero(index.positions < listed))
             if kept:  # (entries for appends since the listing: not)
@@ -534,7 +533,12 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
             last = None
             from_start = True  # the index may point at garbage: walk from the start (which raises if the log is bad)
             if active:  # entries a follower's truncation left after the new appends' may point into their batches:
+                from kafkaseg.entry_check import entry_batch_problem  # (which imports this module)
+
                 for k in range(kept - 2, max(kept - 2 - _EARLIER_ENTRIES, -1), -1):  # walk from an earlier one
+                    if entry_batch_problem(reader, int(index.positions[k]), int(index.offsets[k]),
+                                           int(segment.base_offset) - 1, None, max_batch_bytes, None)[0] is not None:
+                        continue  # (no sound batch there, left too: one batch read, not a walk to the file's end)
                     try:
                         found = last_whole(int(index.positions[k]))
                     except CorruptDataError:
@@ -1018,7 +1022,10 @@ def load_index_files(base_offset: int, index: tuple[str | None, tuple[int, int] 
 def largest_timestamp(segment, *, filesystem: pafs.FileSystem | None = None, time_index=None) -> int:
     """``LogSegment.largestTimestamp`` as retention uses it: the time index's last timestamp when it is >= 0, else
     the ``.log`` file's mtime (``segment.mtime_ms``). Without ``time_index``, the segment's ``.timeindex`` file is
-    read when present (a missing one counts as empty, as Kafka resizes a newly created time index to 0)."""
+    read when present (a missing one counts as empty, as Kafka resizes a newly created time index to 0). The file
+    alone, as a rolled segment's stands: the retention audit takes ``PartitionLookup.largest_timestamp``
+    (:mod:`kafkaseg.lookup`), which adds an active segment's batches past its last entry and passes over the
+    entries a follower's truncation may have left in it (the truncated generation's, another leader's clock)."""
     from kafkaseg.storage.time_index import TimeIndex
 
     timeindex_path, timeindex_window = index_location(segment, "timeindex")
