@@ -701,17 +701,26 @@ def _last_entry_offset(path: str, kind: str, base_offset: int, filesystem) -> in
     return None if last is None else int(last[0 if kind == "index" else 1])
 
 
+#: An index probed for its last entry (:func:`probed_last_entry`) of at most this many bytes (a page: 512 offset
+#: entries, a segment of about 2 MiB at the default index interval) is read whole in one positioned read rather
+#: than entry by entry (its first and last entries: two reads). Each read is a system call (or, on object storage,
+#: a block already fetched): the size of it costs next to nothing.
+PROBED_WHOLE_BYTES = 4096
+
+
 def probed_last_entry(path: str, window: tuple[int, int] | None, kind: str, base_offset: int,
                       filesystem) -> tuple[int, int] | None:
     """The last entry of the index of ``kind`` ("offset": ``(offset, position)``; "time": ``(timestamp,
     offset)``) at ``path`` (``window``: see :func:`~kafkaseg.storage._index_file.index_location`) of a segment at
     ``base_offset``, probed in place (:class:`~kafkaseg.storage.probed_index.ProbedIndex`: an open and a few
-    positioned reads, no load); None when it has no entry. Raises what the probe raises (``LayoutError``,
+    positioned reads, no load; one read for an index of at most :data:`PROBED_WHOLE_BYTES`); None when it has no
+    entry. Raises what the probe raises (``LayoutError``,
     ``CorruptIndexError``) for a file that cannot be read or cannot be its segment's index: each caller says what
     that means to it."""
     from kafkaseg.storage.probed_index import ProbedIndex
 
-    index = ProbedIndex(path, kind, base_offset, filesystem, _uncounted_stats(), None, window)
+    index = ProbedIndex(path, kind, base_offset, filesystem, _uncounted_stats(), None, window,
+                        whole_up_to=PROBED_WHOLE_BYTES)
     try:
         return index.last() if index.count else None
     finally:
