@@ -214,11 +214,11 @@ def test_rolled_cut_of_reads_each_file_of_a_compacted_segment_once(tmp_path, mon
 
 
 def test_describe_and_verify_walk_a_compacted_segment_once_for_its_gap(tmp_path, capsys, monkeypatch):
-    """describe's rolled-cut check of a compacted segment walks its .log once after describe's row (two headers),
-    from the offset index describe loaded (its .index probed once more, judge_rolled_end); verify's check of the gap
-    after it walks the .log once after verify's own read and loads the .index once after verify's two loads. Both
-    probe the .timeindex once after loading it for their own checks. (Before: two more walks of the .log in each,
-    and in verify one more probe of the .index.)"""
+    """describe's rolled-cut check of a compacted segment walks its .log with the file describe's row opened (two
+    headers), from the offset index describe loaded (its .index probed once more, judge_rolled_end); verify's check
+    of the gap after it walks the .log once after verify's own read and loads the .index once after verify's two
+    loads. Both probe the .timeindex once after loading it for their own checks. (Before: two more walks of the
+    .log in each, and in verify one more probe of the .index; then describe's check opened the .log again.)"""
     import json
 
     _compacted(tmp_path)
@@ -227,7 +227,7 @@ def test_describe_and_verify_walk_a_compacted_segment_once_for_its_gap(tmp_path,
     assert main(["describe", "--json", str(tmp_path / "t-0")]) == 0
     (part,) = json.loads(capsys.readouterr().out)["partitions"]
     assert not part["errors"], part
-    assert [opens[seg + kind] for kind in (".log", ".index", ".timeindex")] == [2, 2, 2], opens
+    assert [opens[seg + kind] for kind in (".log", ".index", ".timeindex")] == [1, 2, 2], opens
     opens.clear()
     report = verify_paths([str(tmp_path / "t-0")])
     assert not report.errors and all(p.severity == "info" for p in report.problems), report.problems
@@ -261,12 +261,14 @@ def test_rolled_cut_of_answers_as_its_full_walks_do_on_damaged_compacted_segment
     batch, the cleaner checkpoint at the log end) whose rolled .log, .index and .timeindex files are cut at random
     bytes, have a bit flipped anywhere, zeros or garbage appended, or are removed, random recovery points; each
     rolled segment judged with the offset index loaded by the caller and not, unflushed and not, with the shared
-    walk and with the full walks (log_end_offset, _position_of_end, the .index probed again in judge_rolled_end)."""
+    walk and with the full walks (log_end_offset, _position_of_end, the .index probed again in judge_rolled_end);
+    the shared walk also over the .log as the caller opened it (``opened``: describe's row's file)."""
     import os
     import random
     import struct
     from collections import Counter
 
+    import kafkaseg.storage.fs as fs
     import kafkaseg.storage.layout as layout
     from kafkaseg.errors import KafkaSegError
     from kafkaseg.storage.offset_index import OffsetIndex
@@ -315,15 +317,22 @@ def test_rolled_cut_of_answers_as_its_full_walks_do_on_damaged_compacted_segment
             for offset_index in (None, loaded):
                 for unflushed in (False, True):
                     answers = []
-                    for walk in (shared, lambda *args, **kwargs: None):
+                    # (the shared walk over the file the caller opened, describe's row's; its own open; none)
+                    for walk, opened in ((shared, True), (shared, False), (lambda *args, **kwargs: None, False)):
                         monkeypatch.setattr(layout, "_last_entry_walk", walk)
+                        file = fs.RandomAccessReader(seg.log_path) if opened and os.path.exists(seg.log_path) else None
                         try:
-                            cut = layout.rolled_cut_of(pdir, i, offset_index=offset_index, unflushed=unflushed)
+                            cut = layout.rolled_cut_of(pdir, i, offset_index=offset_index, unflushed=unflushed,
+                                                       **({"opened": file} if opened else {}))
                             answers.append(None if cut is None else (cut.position, cut.first_offset,
                                                                      cut.end_offset, cut.proven, cut.message))
                         except Exception as err:  # (the same error either way)
                             answers.append((type(err).__name__, str(err)))
-                    assert answers[0] == answers[1], (trial, i, offset_index is None, unflushed, answers)
+                        finally:
+                            if file is not None:
+                                file.close()
+                    assert answers[0] == answers[1] == answers[2], (trial, i, offset_index is None, unflushed,
+                                                                    answers)
                     cuts += answers[0] is not None
                     judged += 1
     assert judged > 300 and cuts > 50 and taken["walk ends the log"] > 50 and taken["cut, the .index read once"] > 5, (

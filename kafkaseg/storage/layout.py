@@ -2763,7 +2763,7 @@ def rolled_segment_cut(seg: SegmentFiles, end_offset: int, next_base: int, *, of
 
 def rolled_cut_of(partition_dir: PartitionDir, i: int, *, offset_index=None,
                   end_offset: int | None = None, max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
-                  unflushed: bool = False) -> RolledCut | None:
+                  unflushed: bool = False, opened: _fs.RandomAccessReader | None = None) -> RolledCut | None:
     """The :class:`RolledCut` (:func:`rolled_segment_cut`) of rolled segment ``i`` of ``partition_dir``: offsets
     after its last batch, below the next segment's base, that its own indexes and the recovery point prove lost;
     None when there are none. Below the cleaner checkpoint too: the cleaner rebuilds a cleaned segment's indexes
@@ -2772,7 +2772,9 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, offset_index=None,
     stays silent: :func:`below_cleaner_checkpoint`). The one rule of reads across the gap
     (scan._check_segment_end), a start inside it (planning), ``locate``, ``describe`` and ``verify``: where the
     read starts does not change what left the gap.
-    ``offset_index``: the segment's, if loaded; ``end_offset``: the offset after its last batch, if known. Reads
+    ``offset_index``: the segment's, if loaded; ``end_offset``: the offset after its last batch, if known;
+    ``opened``: its ``.log`` as the caller has it open (``describe``'s row), which the first walk reads rather than
+    opening the file again (left open). Reads
     nothing unless the recovery point is above the segment's base (or ``unflushed``); then about one index interval
     of its headers, from its offset index's last entry (probed, :func:`_last_entry_walk`). When they stop short of
     the next base it loads that index, and where that walk was clean and the index is sound (the walks of
@@ -2796,7 +2798,7 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, offset_index=None,
     seg, next_base, fs = pdir.segments[i], pdir.segments[i + 1].base_offset, pdir.filesystem
     walk = None
     if end_offset is None:
-        walk = _last_entry_walk(seg, fs, max_batch_bytes, offset_index)
+        walk = _last_entry_walk(seg, fs, max_batch_bytes, offset_index, opened)
         if walk is not None and walk.last.next_offset >= next_base:
             return None  # no offset missing after its last batch (the common case: nothing loaded)
     elif end_offset >= next_base:
@@ -2866,14 +2868,15 @@ class _EntryWalk(NamedTuple):
 
 
 def _last_entry_walk(seg: SegmentFiles, filesystem, max_batch_bytes: int | None,
-                     offset_index=None) -> _EntryWalk | None:
+                     offset_index=None, opened: _fs.RandomAccessReader | None = None) -> _EntryWalk | None:
     """Rolled segment ``seg``'s whole batches walked from its offset index's last entry (``offset_index``'s, when
     the caller loaded it; else probed: a positioned read, no load) when that entry names a position inside the
     listed bytes whose batch holds the entry's offset, and the batches from there, each above the one before, end
     the listed bytes or the readable data (an :class:`_EntryWalk`: its last batch reaching the next base, no offset
     is missing after it and :func:`rolled_cut_of` has nothing to judge). None when anything there is missing,
     damaged, inconsistent or raises: the full walk decides (a whole batch ending the listed bytes at the next base or
-    past it is where that walk ends too, or it raises). About one index interval of headers."""
+    past it is where that walk ends too, or it raises). About one index interval of headers, of the ``.log`` as
+    ``opened`` (the caller's open file of it, left open) or opened here."""
     from kafkaseg.storage.segment import SegmentReader
 
     path, window = index_location(seg, "index")
@@ -2892,7 +2895,7 @@ def _last_entry_walk(seg: SegmentFiles, filesystem, max_batch_bytes: int | None,
             entry_offset, position = entry
         if not 0 <= position < seg.log_size:
             return None
-        with SegmentReader(seg.log_path, filesystem) as reader:
+        with SegmentReader(seg.log_path, filesystem, opened=opened) as reader:
             size = reader.size
             for header in reader.iter_headers(position, max_batch_bytes=max_batch_bytes):
                 if header.position + header.size > seg.log_size:
