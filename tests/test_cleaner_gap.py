@@ -215,10 +215,11 @@ def test_rolled_cut_of_reads_each_file_of_a_compacted_segment_once(tmp_path, mon
 
 def test_describe_and_verify_walk_a_compacted_segment_once_for_its_gap(tmp_path, capsys, monkeypatch):
     """describe's rolled-cut check of a compacted segment walks its .log with the file describe's row opened (two
-    headers), from the offset index describe loaded (its .index probed once more, judge_rolled_end); verify's check
-    of the gap after it walks the .log once after verify's own read and loads the .index once after verify's two
-    loads. Both probe the .timeindex once after loading it for their own checks. (Before: two more walks of the
-    .log in each, and in verify one more probe of the .index; then describe's check opened the .log again.)"""
+    headers), from the offset index describe loaded, and takes the last entries of its .index and .timeindex from
+    the indexes describe's row loaded (layout.last_entry_as_probed): no file opened again. verify's check of the gap
+    after it walks the .log once after verify's own read, loads the .index once after verify's two loads and
+    probes the .timeindex once after loading it. (Before: two more walks of the .log in each, and in verify one
+    more probe of the .index; then describe's check opened the .log again and probed both index files.)"""
     import json
 
     _compacted(tmp_path)
@@ -227,7 +228,7 @@ def test_describe_and_verify_walk_a_compacted_segment_once_for_its_gap(tmp_path,
     assert main(["describe", "--json", str(tmp_path / "t-0")]) == 0
     (part,) = json.loads(capsys.readouterr().out)["partitions"]
     assert not part["errors"], part
-    assert [opens[seg + kind] for kind in (".log", ".index", ".timeindex")] == [1, 2, 2], opens
+    assert [opens[seg + kind] for kind in (".log", ".index", ".timeindex")] == [1, 1, 1], opens
     opens.clear()
     report = verify_paths([str(tmp_path / "t-0")])
     assert not report.errors and all(p.severity == "info" for p in report.problems), report.problems
@@ -262,7 +263,8 @@ def test_rolled_cut_of_answers_as_its_full_walks_do_on_damaged_compacted_segment
     bytes, have a bit flipped anywhere, zeros or garbage appended, or are removed, random recovery points; each
     rolled segment judged with the offset index loaded by the caller and not, unflushed and not, with the shared
     walk and with the full walks (log_end_offset, _position_of_end, the .index probed again in judge_rolled_end);
-    the shared walk also over the .log as the caller opened it (``opened``: describe's row's file)."""
+    the shared walk also over the .log as the caller opened it and with the index files as it loaded them
+    (``opened``, ``time_index``, ``as_loaded``: describe's row's files)."""
     import os
     import random
     import struct
@@ -272,6 +274,7 @@ def test_rolled_cut_of_answers_as_its_full_walks_do_on_damaged_compacted_segment
     import kafkaseg.storage.layout as layout
     from kafkaseg.errors import KafkaSegError
     from kafkaseg.storage.offset_index import OffsetIndex
+    from kafkaseg.storage.time_index import TimeIndex
 
     rng, shared, ends_log, judge = (random.Random(1478), layout._last_entry_walk, layout._EntryWalk.ends_log,
                                     layout.judge_rolled_end)
@@ -310,20 +313,26 @@ def test_rolled_cut_of_answers_as_its_full_walks_do_on_damaged_compacted_segment
         (pdir,) = layout.discover(str(root / "t-0"))
         for i in range(len(pdir.segments) - 1):
             seg = pdir.segments[i]
-            try:  # (as describe loads it for the segment's row, and passes it)
+            try:  # (as describe loads them for the segment's row, and passes them)
                 loaded = OffsetIndex.load(seg.index_path, seg.base_offset) if seg.index_path else None
             except KafkaSegError:
                 loaded = None
+            try:
+                loaded_time = TimeIndex.load(seg.timeindex_path, seg.base_offset) if seg.timeindex_path else None
+            except KafkaSegError:
+                loaded_time = None
             for offset_index in (None, loaded):
                 for unflushed in (False, True):
                     answers = []
-                    # (the shared walk over the file the caller opened, describe's row's; its own open; none)
+                    # (the shared walk over the file the caller opened and with the index files as it loaded them,
+                    # describe's row's; its own open; none)
                     for walk, opened in ((shared, True), (shared, False), (lambda *args, **kwargs: None, False)):
                         monkeypatch.setattr(layout, "_last_entry_walk", walk)
                         file = fs.RandomAccessReader(seg.log_path) if opened and os.path.exists(seg.log_path) else None
                         try:
                             cut = layout.rolled_cut_of(pdir, i, offset_index=offset_index, unflushed=unflushed,
-                                                       **({"opened": file} if opened else {}))
+                                                       **({"opened": file, "time_index": loaded_time,
+                                                           "as_loaded": True} if opened else {}))
                             answers.append(None if cut is None else (cut.position, cut.first_offset,
                                                                      cut.end_offset, cut.proven, cut.message))
                         except Exception as err:  # (the same error either way)

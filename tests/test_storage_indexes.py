@@ -380,6 +380,41 @@ def test_a_probed_last_entry_is_the_probed_index_last_entry(kind, entries, zeros
             assert outcome(lambda: probed_last_entry(str(path), None, kind, 1000, None)) == outcome(entry_by_entry)
 
 
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.sampled_from(["offset", "time"]),
+       entries=st.lists(st.tuples(st.integers(-3, 40), st.integers(-3, 9000)), max_size=12),
+       zeros=st.integers(0, 6), ragged=st.booleans())
+def test_a_loaded_index_stands_in_for_its_probe_only_where_the_probe_reads_the_same(kind, entries, zeros, ragged):
+    """layout.last_entry_as_probed (describe's rolled-cut checks, from the index files its rows loaded): where it
+    answers, the probe of the file (probed_last_entry) reads the same last entry (or none) and raises nothing;
+    where the loaded entries are not every entry of the file (a zero tail, a ragged length) or the probe's checks
+    could fail, it does not answer (the file is probed). Asked of each loaded index and of every file length."""
+    from kafkaseg.errors import KafkaSegError
+    from kafkaseg.storage.layout import last_entry_as_probed, probed_last_entry
+
+    index_class = OffsetIndex if kind == "offset" else TimeIndex
+    fmt = ">ii" if kind == "offset" else ">qi"
+    data = b"".join(struct.pack(fmt, *((a, b) if kind == "offset" else (b, a))) for a, b in entries)
+    data += bytes(struct.calcsize(fmt) * zeros) + (b"\1" if ragged else b"")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"x.{kind}"
+        path.write_bytes(data)
+        try:
+            loaded = index_class.load(str(path), 1000)
+        except KafkaSegError:
+            return
+        stands = last_entry_as_probed(loaded, kind)
+        try:
+            probed = (probed_last_entry(str(path), None, kind, 1000, None),)
+        except KafkaSegError as err:
+            probed = err
+        if stands is not None:
+            assert stands == probed, (stands, probed)
+        if zeros and entries or ragged or isinstance(probed, Exception):
+            assert stands is None
+
+
 # -- rebuild_indexes against LogSegment.recover's loop ------------------------------------------------------------
 
 def _recover_loop(reader, base_offset, interval_bytes, *, max_batch_bytes, on_corruption):

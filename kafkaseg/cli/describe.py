@@ -179,7 +179,7 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
                 if left is not None:
                     max_ts = left.max_timestamp(max_ts, reader)
                 if cuts_in_rows and i < last:
-                    cuts[i] = _rolled_cut(pdir, i, offset_index, opened)
+                    cuts[i] = _rolled_cut(pdir, i, offset_index, opened, time_index)
         except KafkaSegError as err:
             desc.errors.append(f"{seg.log_path}: {err}")
         desc.segments.append(SegmentDescription(seg.log_path, seg.base_offset, seg.log_size,
@@ -380,14 +380,16 @@ def _describe_rolled_cuts(desc: PartitionDescription, pdir: PartitionDir, offset
             (desc.errors if cut.proven else desc.notes).append(cut.summary())
 
 
-def _rolled_cut(pdir: PartitionDir, i: int, offset_index, opened=None) -> tuple:
+def _rolled_cut(pdir: PartitionDir, i: int, offset_index, opened=None, time_index=None) -> tuple:
     """``(cut, None)``: :func:`~kafkaseg.storage.layout.rolled_cut_of` rolled segment ``i`` with ``unflushed``,
-    from ``offset_index`` (or None) and the ``.log`` as ``opened`` (or None: opened there); ``(None, error)`` when
-    that raises."""
+    from ``offset_index`` and ``time_index`` as the row loaded them from its files (either None: not loaded, the
+    file probed there) and the ``.log`` as ``opened`` (or None: opened there); ``(None, error)`` when that
+    raises."""
     from kafkaseg.storage.layout import rolled_cut_of
 
     try:
-        return rolled_cut_of(pdir, i, unflushed=True, offset_index=offset_index, opened=opened), None
+        return rolled_cut_of(pdir, i, unflushed=True, offset_index=offset_index, opened=opened,
+                             time_index=time_index, as_loaded=True), None
     except KafkaSegError as err:
         return None, err
 
