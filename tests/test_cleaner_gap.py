@@ -346,3 +346,38 @@ def test_rolled_cut_of_answers_as_its_full_walks_do_on_damaged_compacted_segment
                     judged += 1
     assert judged > 300 and cuts > 50 and taken["walk ends the log"] > 50 and taken["cut, the .index read once"] > 5, (
         judged, taken, cuts)
+
+
+def test_a_gaps_index_files_are_probed_at_once_on_object_storage(tmp_path, monkeypatch):
+    """A strict read's check of a gap (scan._judge_rolled_cut -> layout.judge_rolled_end) on a filesystem that is
+    not local probes the segment's .index and .timeindex at once (a HEAD and a GET each on S3: one round trip of
+    waiting, not two), and answers as the probes one after the other do locally, cut or not, for every end. (Before:
+    the .timeindex was probed after the .index; benchmarks/bench_s3.py --compacted.)"""
+    import threading
+
+    import pyarrow.fs as pafs
+
+    import kafkaseg.storage.layout as layout
+    from kafkaseg.storage._index_file import index_location
+
+    _compacted(tmp_path)
+    (pdir,) = layout.discover(str(tmp_path / "t-0"))
+    remote = pafs.SubTreeFileSystem("/", pafs.LocalFileSystem())  # (local files, read as any object store's)
+    seg, next_base = pdir.segments[2], pdir.segments[3].base_offset
+    where = dict(base_offset=seg.base_offset, index=index_location(seg, "index"),
+                 timeindex=index_location(seg, "timeindex"), recovery_point=pdir.recovery_point, unflushed=True)
+    probe, together = layout.probed_last_entry, threading.Barrier(2, timeout=10)
+
+    def waiting(*args, **kwargs):  # (each probe waits for the other: one after the other, the first never returns)
+        together.wait()
+        return probe(*args, **kwargs)
+
+    monkeypatch.setattr(layout, "probed_last_entry", waiting)
+    assert layout.judge_rolled_end(seg.log_path, seg.log_size, next_base - 4, next_base, filesystem=remote,
+                                   **where) is None
+    monkeypatch.setattr(layout, "probed_last_entry", probe)
+    for end in range(seg.base_offset, next_base + 1):  # (cut at each offset: the indexes' last entries past some)
+        for position in (0, seg.log_size // 2, seg.log_size):
+            local = layout.judge_rolled_end(seg.log_path, position, end, next_base, filesystem=None, **where)
+            far = layout.judge_rolled_end(seg.log_path, position, end, next_base, filesystem=remote, **where)
+            assert (far is None) == (local is None) and (far is None or far.message == local.message), end

@@ -3091,21 +3091,28 @@ def _index_files_reach(base_offset: int, locations, end_offset: int, filesystem,
                        index_last: tuple[int, int] | None = None, time_probed: tuple | None = None) -> bool:
     """:func:`_indexes_reach` of a segment at ``base_offset`` whose ``.index`` and ``.timeindex`` are at
     ``locations`` (``(path, window)`` each); ``index_last``: the ``.index``'s last entry as the caller probed it
-    there (not probed again); ``time_probed``: the ``.timeindex``'s, as :func:`last_entry_as_probed` gives it."""
+    there (not probed again); ``time_probed``: the ``.timeindex``'s, as :func:`last_entry_as_probed` gives it.
+    Locally the ``.timeindex`` is probed only when the ``.index`` does not reach; on a filesystem that is not local
+    both at once (each probe an open and a read there, a round trip apiece: a HEAD and a GET on S3)."""
     from kafkaseg.errors import CorruptIndexError
 
-    for (path, window), kind in zip(locations, ("offset", "time")):
+    def last_of(location_and_kind):
+        (path, window), kind = location_and_kind
         if not path:
-            continue
+            return None
+        if kind == "offset" and index_last is not None:
+            return index_last
+        if kind == "time" and time_probed is not None:
+            return time_probed[0]
         try:
-            if kind == "offset" and index_last is not None:
-                last = index_last
-            elif kind == "time" and time_probed is not None:
-                last = time_probed[0]
-            else:
-                last = probed_last_entry(path, window, kind, base_offset, filesystem)
+            return probed_last_entry(path, window, kind, base_offset, filesystem)
         except (LayoutError, CorruptIndexError):
-            continue  # (as lost_tail's load counts it: empty)
+            return None  # (as lost_tail's load counts it: empty)
+
+    pairs = list(zip(locations, ("offset", "time")))
+    lasts = (map(last_of, pairs) if _fs.is_local(filesystem) or (index_last is not None or time_probed is not None)
+             else _fs.map_files(last_of, pairs, [filesystem]))
+    for last, (_, kind) in zip(lasts, pairs):
         if last is not None and last[0 if kind == "offset" else 1] >= end_offset:
             return True
     return False
