@@ -1,6 +1,6 @@
 """What reading a data dir from S3 costs: requests, bytes and time, measured against a real S3 API.
 
-Usage: python benchmarks/bench_s3.py [--latency-ms 0,20] [--stream-mbps 0] [--mib 48] [--json FILE]
+Usage: python benchmarks/bench_s3.py [--latency-ms 0,20] [--stream-mbps 0] [--mib 48] [--compacted 0] [--json FILE]
 
 One run starts moto's S3 server on a loopback port (``moto[server]``, kafkaseg's dev extra), uploads two data dirs
 made by :mod:`kafkaseg.testing` (the built-in sample: 14 partitions, 28 segments; and one partition of three
@@ -10,7 +10,10 @@ bytes it sent, and the wall time. ``--latency-ms`` makes the server wait that lo
 row per value; ``--stream-mbps`` also makes each response take as long as sending its body at that many MB/s (S3
 serves one connection at about 50-100 MB/s; concurrent requests each get that rate); the same operations on the
 local copy are timed for comparison. Nothing here is a floor: the
-counts are deterministic for a given kafkaseg, the times are this machine's.
+counts are deterministic for a given kafkaseg, the times are this machine's. ``--compacted N``: also a partition of N
+~16 KiB segments below the cleaner checkpoint with a compaction gap after each rolled segment's last batch
+(``bench_tools.py --compacted``'s), read, described and verified: the checks of each gap (its index files' last
+entries) are requests too.
 """
 
 from __future__ import annotations
@@ -71,6 +74,20 @@ class Recorder:
         return chunks
 
 
+def compacted_operations(compacted: str):
+    """(name, path, function) of the compacted partition (``--compacted``)."""
+    def run(*argv):
+        from kafkaseg.cli.main import main
+        import contextlib
+        import io
+        with contextlib.redirect_stdout(io.StringIO()):
+            return main(list(argv))
+
+    return [("read, compacted partition", compacted, lambda path: kafkaseg.read_arrow(path).num_rows),
+            ("kafkaseg describe, compacted partition", compacted, lambda path: run("describe", path, "--json")),
+            ("kafkaseg verify, compacted partition", compacted, lambda path: run("verify", path, "--json"))]
+
+
 def operations(root: str, big: str, big_records: int):
     """(name, function of a path prefix) pairs: what a user does."""
     def plan(path):
@@ -116,6 +133,8 @@ def main(argv=None) -> int:
     parser.add_argument("--stream-mbps", type=float, default=0.0,
                         help="each response's bandwidth in MB/s (0: as fast as loopback)")
     parser.add_argument("--mib", type=int, default=48, help="size of the big partition (three segments)")
+    parser.add_argument("--compacted", type=int, default=0,
+                        help="segments of a partition with a compaction gap after each (0: none)")
     parser.add_argument("--json", help="also write the results as JSON here")
     args = parser.parse_args(argv)
     try:
@@ -134,6 +153,11 @@ def main(argv=None) -> int:
         write_data_dir(big, [TopicSpec("big", records_per_partition=big_records, records_per_batch=200,
                                        vary_batch_size=False, value_size=200, segment_bytes=(args.mib << 20) // 3,
                                        ts_step_ms=1)])
+        compacted = Path(tmp) / "compacted"
+        if args.compacted:
+            from bench_tools import generate  # (benchmarks/ is on sys.path: this script's folder)
+
+            generate(compacted, 0, 0, 0, args.compacted)
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request otherwise
         server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         server.start()
@@ -146,13 +170,19 @@ def main(argv=None) -> int:
             client.create_dir(BUCKET)
             pafs.copy_files(str(sample), f"{BUCKET}/sample", destination_filesystem=client)
             pafs.copy_files(str(big), f"{BUCKET}/big", destination_filesystem=client)
+            todo = operations(str(sample), str(big), big_records)
+            if args.compacted:
+                pafs.copy_files(str(compacted), f"{BUCKET}/compacted", destination_filesystem=client)
+                todo += compacted_operations(str(compacted / "compacted-0"))
             query = f"?endpoint_override={host}:{port}&scheme=http"
             rows = []
-            for name, local_path, run in operations(str(sample), str(big), big_records):
+            for name, local_path, run in todo:
                 started = time.perf_counter()
                 local_result = run(local_path)
                 local_s = time.perf_counter() - started
-                remote = f"s3://{BUCKET}/{'sample' if local_path == str(sample) else 'big'}{query}"
+                remote = (f"s3://{BUCKET}/{Path(local_path).relative_to(tmp)}{query}"
+                          if local_path.startswith(str(compacted)) else
+                          f"s3://{BUCKET}/{'sample' if local_path == str(sample) else 'big'}{query}")
                 for latency in (float(x) for x in args.latency_ms.split(",")):
                     recorder.latency = latency / 1000
                     recorder.reset()

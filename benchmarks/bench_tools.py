@@ -1,8 +1,8 @@
 """What ``kafkaseg describe``, ``offsets`` (-1, -2, -3, a time), ``locate`` and ``verify`` cost on a partition of many
 segments, in this checkout and (``--baseline TREE``) in another one, with the ratios.
 
-Usage: python benchmarks/bench_tools.py [--small 1000] [--big 100] [--big-mib 64] [--runs 5] [--rounds 3]
-                                       [--clock cpu|wall] [--no-verify] [--quick]
+Usage: python benchmarks/bench_tools.py [--small 1000] [--big 100] [--big-mib 64] [--compacted 0] [--runs 5]
+                                       [--rounds 3] [--clock cpu|wall] [--no-verify] [--quick]
                                        [--baseline /path/to/other/checkout ...] [--json FILE]
 
 Two partitions are written once (:class:`kafkaseg.testing.PartitionWriter`, a 4 KiB index interval, closed as after a
@@ -16,6 +16,8 @@ busy with other work for a while slows both). Times are the process's CPU time b
 files are in the page cache after the warm-up, so it is the work done; a shared machine's wall times vary by 2x).
 ``verify`` (deep: every batch's CRC) is timed on the small partition only. ``<partition>: rolled_cut_of each``
 (in a checkout that has it): ``layout.rolled_cut_of`` of every rolled segment after discovery, the checks alone.
+``compacted: read_arrow`` (with ``--compacted``): a strict read of that partition (``kafkaseg.read_arrow``), whose
+check of each gap probes the segment's index files (``scan._judge_rolled_cut``).
 
 The rolled-cut checks the tools gained (``layout.rolled_cut_of``) cost per rolled segment below the recovery
 point (``describe``) or below the answer (``offsets -3``, ``offsets --time``): ``--baseline`` at the commit before
@@ -147,6 +149,19 @@ for folder in (json.loads(sys.argv[4]) if rolled_cut_of is not None else []):
         if i:
             best = min(best, clock() - start)
     out[os.path.basename(folder).rsplit("-", 1)[0] + ": rolled_cut_of each"] = best
+# a strict read of the partition with a compaction gap after each rolled segment (--compacted): each gap's
+# segment's .index and .timeindex last entries probed (scan._judge_rolled_cut)
+import kafkaseg
+for folder in json.loads(sys.argv[4]):
+    if os.path.basename(folder) != "compacted-0":
+        continue
+    best = float("inf")
+    for i in range(runs + 1):
+        start = clock()
+        kafkaseg.read_arrow(folder)
+        if i:
+            best = min(best, clock() - start)
+    out["compacted: read_arrow"] = best
 print(json.dumps(out))
 """
 

@@ -214,11 +214,12 @@ def test_rolled_cut_of_reads_each_file_of_a_compacted_segment_once(tmp_path, mon
 
 
 def test_describe_and_verify_walk_a_compacted_segment_once_for_its_gap(tmp_path, capsys, monkeypatch):
-    """describe's rolled-cut check of a compacted segment walks its .log once after describe's row (two headers),
-    from the offset index describe loaded (its .index probed once more, judge_rolled_end); verify's check of the gap
-    after it walks the .log once after verify's own read and loads the .index once after verify's two loads. Both
-    probe the .timeindex once after loading it for their own checks. (Before: two more walks of the .log in each,
-    and in verify one more probe of the .index.)"""
+    """describe's rolled-cut check of a compacted segment walks its .log with the file describe's row opened (two
+    headers), from the offset index describe loaded, and takes the last entries of its .index and .timeindex from
+    the indexes describe's row loaded (layout.last_entry_as_probed): no file opened again. verify's check of the gap
+    after it walks the .log once after verify's own read, loads the .index once after verify's two loads and
+    probes the .timeindex once after loading it. (Before: two more walks of the .log in each, and in verify one
+    more probe of the .index; then describe's check opened the .log again and probed both index files.)"""
     import json
 
     _compacted(tmp_path)
@@ -227,7 +228,7 @@ def test_describe_and_verify_walk_a_compacted_segment_once_for_its_gap(tmp_path,
     assert main(["describe", "--json", str(tmp_path / "t-0")]) == 0
     (part,) = json.loads(capsys.readouterr().out)["partitions"]
     assert not part["errors"], part
-    assert [opens[seg + kind] for kind in (".log", ".index", ".timeindex")] == [2, 2, 2], opens
+    assert [opens[seg + kind] for kind in (".log", ".index", ".timeindex")] == [1, 1, 1], opens
     opens.clear()
     report = verify_paths([str(tmp_path / "t-0")])
     assert not report.errors and all(p.severity == "info" for p in report.problems), report.problems
@@ -261,15 +262,19 @@ def test_rolled_cut_of_answers_as_its_full_walks_do_on_damaged_compacted_segment
     batch, the cleaner checkpoint at the log end) whose rolled .log, .index and .timeindex files are cut at random
     bytes, have a bit flipped anywhere, zeros or garbage appended, or are removed, random recovery points; each
     rolled segment judged with the offset index loaded by the caller and not, unflushed and not, with the shared
-    walk and with the full walks (log_end_offset, _position_of_end, the .index probed again in judge_rolled_end)."""
+    walk and with the full walks (log_end_offset, _position_of_end, the .index probed again in judge_rolled_end);
+    the shared walk also over the .log as the caller opened it and with the index files as it loaded them
+    (``opened``, ``time_index``, ``as_loaded``: describe's row's files)."""
     import os
     import random
     import struct
     from collections import Counter
 
+    import kafkaseg.storage.fs as fs
     import kafkaseg.storage.layout as layout
     from kafkaseg.errors import KafkaSegError
     from kafkaseg.storage.offset_index import OffsetIndex
+    from kafkaseg.storage.time_index import TimeIndex
 
     rng, shared, ends_log, judge = (random.Random(1478), layout._last_entry_walk, layout._EntryWalk.ends_log,
                                     layout.judge_rolled_end)
@@ -308,23 +313,71 @@ def test_rolled_cut_of_answers_as_its_full_walks_do_on_damaged_compacted_segment
         (pdir,) = layout.discover(str(root / "t-0"))
         for i in range(len(pdir.segments) - 1):
             seg = pdir.segments[i]
-            try:  # (as describe loads it for the segment's row, and passes it)
+            try:  # (as describe loads them for the segment's row, and passes them)
                 loaded = OffsetIndex.load(seg.index_path, seg.base_offset) if seg.index_path else None
             except KafkaSegError:
                 loaded = None
+            try:
+                loaded_time = TimeIndex.load(seg.timeindex_path, seg.base_offset) if seg.timeindex_path else None
+            except KafkaSegError:
+                loaded_time = None
             for offset_index in (None, loaded):
                 for unflushed in (False, True):
                     answers = []
-                    for walk in (shared, lambda *args, **kwargs: None):
+                    # (the shared walk over the file the caller opened and with the index files as it loaded them,
+                    # describe's row's; its own open; none)
+                    for walk, opened in ((shared, True), (shared, False), (lambda *args, **kwargs: None, False)):
                         monkeypatch.setattr(layout, "_last_entry_walk", walk)
+                        file = fs.RandomAccessReader(seg.log_path) if opened and os.path.exists(seg.log_path) else None
                         try:
-                            cut = layout.rolled_cut_of(pdir, i, offset_index=offset_index, unflushed=unflushed)
+                            cut = layout.rolled_cut_of(pdir, i, offset_index=offset_index, unflushed=unflushed,
+                                                       **({"opened": file, "time_index": loaded_time,
+                                                           "as_loaded": True} if opened else {}))
                             answers.append(None if cut is None else (cut.position, cut.first_offset,
                                                                      cut.end_offset, cut.proven, cut.message))
                         except Exception as err:  # (the same error either way)
                             answers.append((type(err).__name__, str(err)))
-                    assert answers[0] == answers[1], (trial, i, offset_index is None, unflushed, answers)
+                        finally:
+                            if file is not None:
+                                file.close()
+                    assert answers[0] == answers[1] == answers[2], (trial, i, offset_index is None, unflushed,
+                                                                    answers)
                     cuts += answers[0] is not None
                     judged += 1
     assert judged > 300 and cuts > 50 and taken["walk ends the log"] > 50 and taken["cut, the .index read once"] > 5, (
         judged, taken, cuts)
+
+
+def test_a_gaps_index_files_are_probed_at_once_on_object_storage(tmp_path, monkeypatch):
+    """A strict read's check of a gap (scan._judge_rolled_cut -> layout.judge_rolled_end) on a filesystem that is
+    not local probes the segment's .index and .timeindex at once (a HEAD and a GET each on S3: one round trip of
+    waiting, not two), and answers as the probes one after the other do locally, cut or not, for every end. (Before:
+    the .timeindex was probed after the .index; benchmarks/bench_s3.py --compacted.)"""
+    import threading
+
+    import pyarrow.fs as pafs
+
+    import kafkaseg.storage.layout as layout
+    from kafkaseg.storage._index_file import index_location
+
+    _compacted(tmp_path)
+    (pdir,) = layout.discover(str(tmp_path / "t-0"))
+    remote = pafs.SubTreeFileSystem("/", pafs.LocalFileSystem())  # (local files, read as any object store's)
+    seg, next_base = pdir.segments[2], pdir.segments[3].base_offset
+    where = dict(base_offset=seg.base_offset, index=index_location(seg, "index"),
+                 timeindex=index_location(seg, "timeindex"), recovery_point=pdir.recovery_point, unflushed=True)
+    probe, together = layout.probed_last_entry, threading.Barrier(2, timeout=10)
+
+    def waiting(*args, **kwargs):  # (each probe waits for the other: one after the other, the first never returns)
+        together.wait()
+        return probe(*args, **kwargs)
+
+    monkeypatch.setattr(layout, "probed_last_entry", waiting)
+    assert layout.judge_rolled_end(seg.log_path, seg.log_size, next_base - 4, next_base, filesystem=remote,
+                                   **where) is None
+    monkeypatch.setattr(layout, "probed_last_entry", probe)
+    for end in range(seg.base_offset, next_base + 1):  # (cut at each offset: the indexes' last entries past some)
+        for position in (0, seg.log_size // 2, seg.log_size):
+            local = layout.judge_rolled_end(seg.log_path, position, end, next_base, filesystem=None, **where)
+            far = layout.judge_rolled_end(seg.log_path, position, end, next_base, filesystem=remote, **where)
+            assert (far is None) == (local is None) and (far is None or far.message == local.message), end

@@ -306,6 +306,115 @@ def test_a_probed_index_reads_its_first_and_last_entries_once(tmp_path):
     index.close()
 
 
+
+def _counted_reads(monkeypatch):
+    """RandomAccessReader.read_at calls by path (the positioned reads an index probe makes)."""
+    from collections import Counter
+
+    from kafkaseg.storage import fs
+
+    reads, read_at = Counter(), fs.RandomAccessReader.read_at
+
+    def counted(self, *args, **kwargs):
+        reads[self.path] += 1
+        return read_at(self, *args, **kwargs)
+
+    monkeypatch.setattr(fs.RandomAccessReader, "read_at", counted)
+    return reads
+
+
+def test_probing_a_small_index_last_entry_is_one_read(tmp_path, monkeypatch):
+    """layout.probed_last_entry (the rolled-cut checks of a strict read, describe, offsets -3 and verify: a
+    segment's .index and .timeindex each) reads an index of at most a page in one positioned read, not one for its
+    first entry and one for its last; a bigger one as before (first, last, and the zero tail's binary search).
+    (Before: two reads of each small file.)"""
+    from kafkaseg.storage.layout import probed_last_entry
+
+    offsets = tmp_path / "five.index"
+    offsets.write_bytes(b"".join(struct.pack(">ii", rel, 100 * rel) for rel in range(1, 6)))
+    times = tmp_path / "five.timeindex"
+    times.write_bytes(b"".join(struct.pack(">qi", 7000 + rel, rel) for rel in range(1, 6)))
+    big = tmp_path / "big.index"  # (512 entries past a page, then a preallocated zero tail)
+    big.write_bytes(b"".join(struct.pack(">ii", rel, 100 * rel) for rel in range(1, 514)) + bytes(8 * 100))
+    reads = _counted_reads(monkeypatch)
+    assert probed_last_entry(str(offsets), None, "offset", 1000, None) == (1005, 500)
+    assert probed_last_entry(str(times), None, "time", 1000, None) == (7005, 1005)
+    assert probed_last_entry(str(big), None, "offset", 1000, None) == (1513, 51300)
+    assert [reads[str(offsets)], reads[str(times)]] == [1, 1], reads
+    assert reads[str(big)] > 2, reads
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.sampled_from(["offset", "time"]),
+       entries=st.lists(st.tuples(st.integers(-3, 40), st.integers(-3, 9000)), max_size=12),
+       zeros=st.integers(0, 6), size=st.sampled_from([4096, 8192]), ragged=st.booleans())
+def test_a_probed_last_entry_is_the_probed_index_last_entry(kind, entries, zeros, size, ragged):
+    """probed_last_entry's one read of a small index answers as a ProbedIndex reading entry by entry: the same
+    last entry, none, or the same error (damaged first or last entries, all-zero tails, a ragged length), whether
+    the index is under a page (one read) or padded past it with zeros (the entry-by-entry reads)."""
+    from kafkaseg.lookup import LookupStats
+    from kafkaseg.storage.layout import probed_last_entry
+    from kafkaseg.storage.probed_index import ProbedIndex
+
+    fmt = ">ii" if kind == "offset" else ">qi"
+    data = b"".join(struct.pack(fmt, *((a, b) if kind == "offset" else (b, a))) for a, b in entries)
+    data += bytes(struct.calcsize(fmt) * zeros) + (b"\1" if ragged else b"")
+    with tempfile.TemporaryDirectory() as tmp:
+        for padded in (data, data + bytes(size)):
+            path = Path(tmp) / f"x.{kind}"
+            path.write_bytes(padded)
+
+            def outcome(probe):
+                try:
+                    return probe()
+                except Exception as err:  # noqa: BLE001 - the error itself is compared
+                    return type(err), str(err)
+
+            def entry_by_entry():
+                index = ProbedIndex(str(path), kind, 1000, None, LookupStats())
+                try:
+                    return index.last() if index.count else None
+                finally:
+                    index.close()
+
+            assert outcome(lambda: probed_last_entry(str(path), None, kind, 1000, None)) == outcome(entry_by_entry)
+
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.sampled_from(["offset", "time"]),
+       entries=st.lists(st.tuples(st.integers(-3, 40), st.integers(-3, 9000)), max_size=12),
+       zeros=st.integers(0, 6), ragged=st.booleans())
+def test_a_loaded_index_stands_in_for_its_probe_only_where_the_probe_reads_the_same(kind, entries, zeros, ragged):
+    """layout.last_entry_as_probed (describe's rolled-cut checks, from the index files its rows loaded): where it
+    answers, the probe of the file (probed_last_entry) reads the same last entry (or none) and raises nothing;
+    where the loaded entries are not every entry of the file (a zero tail, a ragged length) or the probe's checks
+    could fail, it does not answer (the file is probed). Asked of each loaded index and of every file length."""
+    from kafkaseg.errors import KafkaSegError
+    from kafkaseg.storage.layout import last_entry_as_probed, probed_last_entry
+
+    index_class = OffsetIndex if kind == "offset" else TimeIndex
+    fmt = ">ii" if kind == "offset" else ">qi"
+    data = b"".join(struct.pack(fmt, *((a, b) if kind == "offset" else (b, a))) for a, b in entries)
+    data += bytes(struct.calcsize(fmt) * zeros) + (b"\1" if ragged else b"")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"x.{kind}"
+        path.write_bytes(data)
+        try:
+            loaded = index_class.load(str(path), 1000)
+        except KafkaSegError:
+            return
+        stands = last_entry_as_probed(loaded, kind)
+        try:
+            probed = (probed_last_entry(str(path), None, kind, 1000, None),)
+        except KafkaSegError as err:
+            probed = err
+        if stands is not None:
+            assert stands == probed, (stands, probed)
+        if zeros and entries or ragged or isinstance(probed, Exception):
+            assert stands is None
+
+
 # -- rebuild_indexes against LogSegment.recover's loop ------------------------------------------------------------
 
 def _recover_loop(reader, base_offset, interval_bytes, *, max_batch_bytes, on_corruption):

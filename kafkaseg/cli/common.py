@@ -10,7 +10,7 @@ from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import PartitionDir, parse_topic_partition, partition_log_end_offset, renamed_partition
 
 __all__ = ["PartitionOffsets", "SkippedFolder", "decode_batch", "partitions_named", "skipped_folders",
-           "whole_partition_offsets"]
+           "holds_whole_partition", "whole_partition_offsets"]
 
 
 def decode_batch(buf, header, path: str, buf_position: int, *, verify_crc: bool = False
@@ -70,15 +70,20 @@ def partitions_named(paths: Sequence[str], key_ring=None) -> set[tuple[str, int]
     return {(topic, partition) for topic, partition, _ in named} | {(p.topic, p.partition) for p in found}
 
 
-def whole_partition_offsets(pdir: PartitionDir) -> PartitionOffsets | None:
-    """None when ``pdir`` holds every segment of its partition (a log dir or partition dir was given); else, for
-    ``.log`` files given as paths (discovery keeps their whole partition in ``pdir.whole``), the whole partition's
-    offsets, since its checkpoints (high watermark, recovery point, log start) describe the partition, not the
-    files given."""
+def holds_whole_partition(pdir: PartitionDir) -> bool:
+    """Whether ``pdir`` holds every segment of its partition (a log dir or partition dir was given, not ``.log``
+    files of it: discovery keeps their whole partition in ``pdir.whole``)."""
     whole = pdir.whole
-    if whole is None or [s.log_path for s in whole.segments] == [s.log_path for s in pdir.segments]:
+    return whole is None or [s.log_path for s in whole.segments] == [s.log_path for s in pdir.segments]
+
+
+def whole_partition_offsets(pdir: PartitionDir) -> PartitionOffsets | None:
+    """None when ``pdir`` holds every segment of its partition (:func:`holds_whole_partition`); else, for ``.log``
+    files given as paths, the whole partition's offsets, since its checkpoints (high watermark, recovery point, log
+    start) describe the partition, not the files given."""
+    if holds_whole_partition(pdir):
         return None
-    return PartitionOffsets(pdir, whole)
+    return PartitionOffsets(pdir, pdir.whole)
 
 
 # What a skipped folder is, by the suffix a broker gives it (LocalLog.logDirNameWithSuffix)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Collection
 
-from kafkaseg.cli.common import decode_batch, whole_partition_offsets
+from kafkaseg.cli.common import decode_batch, holds_whole_partition, whole_partition_offsets
 from kafkaseg.errors import KafkaSegError
 from kafkaseg.storage import checkpoints as ckpt
 from kafkaseg.storage import fs as _fs
@@ -131,6 +131,11 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
         # (.log files given from its folder: described on their own, as files outside a partition's folder)
     last = len(pdir.segments) - 1
     offset_indexes = []  # (each segment's, as loaded here: the rolled-cut checks take them instead of loading again)
+    # a rolled segment's rolled-cut check, asked while its row has its .log open (the check walks that file, not a
+    # second open of it): (cut, error) by segment, said after the rows; those of .log files given are of their
+    # whole partition (pdir.whole), asked after the rows
+    cuts: dict[int, tuple] = {}
+    cuts_in_rows = holds_whole_partition(pdir)
     for i, seg in enumerate(pdir.segments):
         desc.size += seg.log_size
         offset_index = time_index = None
@@ -153,7 +158,8 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
                 if offset_index is not None and len(offset_index) else None)
         left = _LeftTimeEntries.of(pdir, seg, offset_index, time_index, past)
         try:
-            with SegmentReader(seg.log_path, fs) as reader:
+            with _fs.RandomAccessReader(seg.log_path, fs) as opened, \
+                    SegmentReader(seg.log_path, opened=opened) as reader:
                 if full:
                     starts = [0]
                 else:
@@ -174,6 +180,8 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
                             break
                 if left is not None:
                     max_ts = left.max_timestamp(max_ts, reader)
+                if cuts_in_rows and i < last:
+                    cuts[i] = _rolled_cut(pdir, i, offset_index, opened, time_index)
         except KafkaSegError as err:
             desc.errors.append(f"{seg.log_path}: {err}")
         desc.segments.append(SegmentDescription(seg.log_path, seg.base_offset, seg.log_size,
@@ -216,7 +224,7 @@ def describe_partition(pdir: PartitionDir, *, full: bool = False) -> PartitionDe
     except KafkaSegError as err:
         desc.errors.append(f"log end offset: {err}")
     _describe_lost_tail(desc, pdir)
-    _describe_rolled_cuts(desc, pdir, offset_indexes if partial is None else None)
+    _describe_rolled_cuts(desc, pdir, offset_indexes if partial is None else None, cuts if partial is None else {})
     hw, leo, start = pdir.high_watermark, desc.log_end_offset, desc.log_start_offset
     if hw is not None and leo is None and not pdir.segments and hw > (pdir.log_start_offset or 0):
         # no segment: an empty log at the log start (a read's rule), below the checkpoints' offsets
@@ -346,25 +354,37 @@ def _describe_lost_tail(desc: PartitionDescription, pdir: PartitionDir, end: int
     return True
 
 
-def _describe_rolled_cuts(desc: PartitionDescription, pdir: PartitionDir, offset_indexes: list | None) -> None:
+def _describe_rolled_cuts(desc: PartitionDescription, pdir: PartitionDir, offset_indexes: list | None,
+                          asked: dict[int, tuple]) -> None:
     """Offsets a rolled segment cut short (or to 0 bytes) lost (:func:`~kafkaseg.storage.layout.rolled_cut_of`,
     the reads' rule: its own indexes point past its last batch, below the next base, and the recovery point is
     above it): an error each, as a strict read across them raises ``LostTailError``; with the recovery point not
     above it (or none), a note that they were possibly lost, as a read warns of them (``unreadable_tails``) and as
     the active segment's unflushed tail is noted. About one index interval of headers per rolled segment
     (benchmarks/bench_tools.py). ``offset_indexes``: each segment's offset index as :func:`describe_partition`
-    loaded it (None where it could not: loaded again), or None."""
+    loaded it (None where it could not: loaded again), or None; ``asked``: the checks its rows asked
+    (:func:`_rolled_cut`), the rest asked here."""
+    for i, seg in enumerate(pdir.segments[:-1]):
+        cut, err = (asked[i] if i in asked
+                    else _rolled_cut(pdir, i, offset_indexes[i] if offset_indexes is not None else None))
+        if err is not None:
+            desc.errors.append(f"{seg.log_path}: {err}")
+        elif cut is not None:
+            (desc.errors if cut.proven else desc.notes).append(cut.summary())
+
+
+def _rolled_cut(pdir: PartitionDir, i: int, offset_index, opened=None, time_index=None) -> tuple:
+    """``(cut, None)``: :func:`~kafkaseg.storage.layout.rolled_cut_of` rolled segment ``i`` with ``unflushed``,
+    from ``offset_index`` and ``time_index`` as the row loaded them from its files (either None: not loaded, the
+    file probed there) and the ``.log`` as ``opened`` (or None: opened there); ``(None, error)`` when that
+    raises."""
     from kafkaseg.storage.layout import rolled_cut_of
 
-    for i, seg in enumerate(pdir.segments[:-1]):
-        try:
-            cut = rolled_cut_of(pdir, i, unflushed=True,
-                                offset_index=offset_indexes[i] if offset_indexes is not None else None)
-        except KafkaSegError as err:
-            desc.errors.append(f"{seg.log_path}: {err}")
-            continue
-        if cut is not None:
-            (desc.errors if cut.proven else desc.notes).append(cut.summary())
+    try:
+        return rolled_cut_of(pdir, i, unflushed=True, offset_index=offset_index, opened=opened,
+                             time_index=time_index, as_loaded=True), None
+    except KafkaSegError as err:
+        return None, err
 
 
 #: The files whose loss leaves a value describe prints of a partition unknown or possibly wrong, and which: its own

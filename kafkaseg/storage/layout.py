@@ -84,6 +84,7 @@ __all__ = [
     "JudgedTail",
     "RolledCut",
     "judge_rolled_end",
+    "last_entry_as_probed",
     "rolled_segment_cut",
     "rolled_cut_of",
     "rolled_cut_holding",
@@ -701,21 +702,54 @@ def _last_entry_offset(path: str, kind: str, base_offset: int, filesystem) -> in
     return None if last is None else int(last[0 if kind == "index" else 1])
 
 
+#: An index probed for its last entry (:func:`probed_last_entry`) of at most this many bytes (a page: 512 offset
+#: entries, a segment of about 2 MiB at the default index interval) is read whole in one positioned read rather
+#: than entry by entry (its first and last entries: two reads). Each read is a system call (or, on object storage,
+#: a block already fetched): the size of it costs next to nothing.
+PROBED_WHOLE_BYTES = 4096
+
+
 def probed_last_entry(path: str, window: tuple[int, int] | None, kind: str, base_offset: int,
                       filesystem) -> tuple[int, int] | None:
     """The last entry of the index of ``kind`` ("offset": ``(offset, position)``; "time": ``(timestamp,
     offset)``) at ``path`` (``window``: see :func:`~kafkaseg.storage._index_file.index_location`) of a segment at
     ``base_offset``, probed in place (:class:`~kafkaseg.storage.probed_index.ProbedIndex`: an open and a few
-    positioned reads, no load); None when it has no entry. Raises what the probe raises (``LayoutError``,
+    positioned reads, no load; one read for an index of at most :data:`PROBED_WHOLE_BYTES`); None when it has no
+    entry. Raises what the probe raises (``LayoutError``,
     ``CorruptIndexError``) for a file that cannot be read or cannot be its segment's index: each caller says what
     that means to it."""
     from kafkaseg.storage.probed_index import ProbedIndex
 
-    index = ProbedIndex(path, kind, base_offset, filesystem, _uncounted_stats(), None, window)
+    index = ProbedIndex(path, kind, base_offset, filesystem, _uncounted_stats(), None, window,
+                        whole_up_to=PROBED_WHOLE_BYTES)
     try:
         return index.last() if index.count else None
     finally:
         index.close()
+
+
+def last_entry_as_probed(index, kind: str) -> tuple | None:
+    """What :func:`probed_last_entry` (``kind`` "offset" or "time") reads from the file ``index`` was loaded from
+    (an :class:`~kafkaseg.storage.offset_index.OffsetIndex` or :class:`~kafkaseg.storage.time_index.TimeIndex` the
+    caller loaded with ``load``, whole file or window), taken from the loaded entries rather than read again:
+    ``(last entry,)``, or ``(None,)`` for none, where they are every entry of the file (no zero tail dropped, no
+    bytes past a whole entry, not rebuilt) and the probe's checks of its first and last entries cannot fail (the
+    offsets at or above the base, the first not above the last; the timestamps not negative, the last not below the
+    first). Else None: probe the file (the probe may raise what this leaves to it)."""
+    if index is None or getattr(index, "rebuilt", True) or index.file_size is None or index.tail_entries:
+        return None
+    count = len(index)
+    if index.file_size != count * index.ENTRY_SIZE:
+        return None
+    if not count:
+        return (None,)
+    first, last = index.entry(0), index.entry(count - 1)
+    at = 0 if kind == "offset" else 1
+    if first[at] < index.base_offset or first[at] > last[at]:
+        return None
+    if kind == "time" and (first[0] < 0 or last[0] < first[0]):
+        return None
+    return (last,)
 
 
 def _uncounted_stats():  # (a probe's read counters, which no caller reports)
@@ -2771,7 +2805,7 @@ def judge_rolled_end(path: str, end_position: int, end_offset: int, next_base: i
                      timeindex: tuple[str | None, tuple[int, int] | None], filesystem: pafs.FileSystem | None,
                      recovery_point: int | None, unflushed: bool = False,
                      index_last: tuple[int, int] | None = None, offset_index=None,
-                     held: tuple[int, int] | None = None) -> RolledCut | None:
+                     held: tuple[int, int] | None = None, time_probed: tuple | None = None) -> RolledCut | None:
     """Whether offsets ``[end_offset, next_base)`` missing after a rolled segment's last batch (which ends at byte
     ``end_position`` of ``path``, its end) are proven lost (a :class:`RolledCut`) rather than a gap the cleaner
     left: the recovery point is above ``end_offset`` (the broker had flushed the log past it: a roll flushes the
@@ -2784,14 +2818,16 @@ def judge_rolled_end(path: str, end_position: int, end_offset: int, next_base: i
     an unproven :class:`RolledCut` (a warning); then the last entries are probed whatever the recovery point.
     ``index_last``: the ``.index``'s last entry ``(offset, position)`` as this caller probed it at ``index`` (not
     probed again), with ``offset_index`` that file as the caller loaded it (not loaded again): one read of each file
-    per check (:func:`rolled_cut_of`).
+    per check (:func:`rolled_cut_of`); ``time_probed``: the ``.timeindex``'s last entry as a probe reads it, from
+    the file as the caller loaded it (:func:`last_entry_as_probed`: not probed).
     ``held``: the first and last offsets of the batches the file holds, none of them in its range (``end_position``
     0, ``end_offset`` its base): a :class:`ForeignLog`."""
     from kafkaseg.storage.segment import indexed_past_end, load_index_files
 
     if not unflushed and (recovery_point is None or recovery_point <= end_offset):
         return None
-    if not _index_files_reach(base_offset, (index, timeindex), end_offset, filesystem, index_last=index_last):
+    if not _index_files_reach(base_offset, (index, timeindex), end_offset, filesystem, index_last=index_last,
+                              time_probed=time_probed):
         return None
     if index_last is not None and offset_index is not None:
         time_index = load_index_files(base_offset, (None, None), timeindex, filesystem)[1]
@@ -2809,13 +2845,14 @@ def rolled_segment_cut(seg: SegmentFiles, end_offset: int, next_base: int, *, of
                        recovery_point: int | None, filesystem: pafs.FileSystem | None,
                        max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
                        unflushed: bool = False, end_position: int | None = None,
-                       index_last: tuple[int, int] | None = None) -> RolledCut | None:
+                       index_last: tuple[int, int] | None = None,
+                       time_probed: tuple | None = None) -> RolledCut | None:
     """:func:`judge_rolled_end` for listed segment ``seg``, whose batches end at offset ``end_offset`` before
     ``next_base`` (planning's answer for a start between the two): the byte where they end is found from
     ``offset_index``'s last entry below ``end_offset`` (about one index interval of headers; ``end_position``: that
     byte, when the caller's walk found it), and only when the recovery point is above ``end_offset`` (any, with
     ``unflushed``: :func:`judge_rolled_end`, which takes ``index_last`` and ``offset_index`` as read from the
-    segment's ``.index`` when ``index_last`` is given)."""
+    segment's ``.index`` when ``index_last`` is given, and ``time_probed``)."""
     if seg.tiered is not None or (not unflushed and (recovery_point is None or recovery_point <= end_offset)):
         return None
     position = (_position_of_end(seg, offset_index, end_offset, filesystem, max_batch_bytes) if end_position is None
@@ -2825,12 +2862,14 @@ def rolled_segment_cut(seg: SegmentFiles, end_offset: int, next_base: int, *, of
     return judge_rolled_end(seg.log_path, position, end_offset, next_base, base_offset=seg.base_offset,
                             index=index_location(seg, "index"), timeindex=index_location(seg, "timeindex"),
                             filesystem=filesystem, recovery_point=recovery_point, unflushed=unflushed,
-                            index_last=index_last, offset_index=offset_index if index_last is not None else None)
+                            index_last=index_last, offset_index=offset_index if index_last is not None else None,
+                            time_probed=time_probed)
 
 
 def rolled_cut_of(partition_dir: PartitionDir, i: int, *, offset_index=None,
                   end_offset: int | None = None, max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
-                  unflushed: bool = False) -> RolledCut | None:
+                  unflushed: bool = False, opened: _fs.RandomAccessReader | None = None,
+                  time_index=None, as_loaded: bool = False) -> RolledCut | None:
     """The :class:`RolledCut` (:func:`rolled_segment_cut`) of rolled segment ``i`` of ``partition_dir``: offsets
     after its last batch, below the next segment's base, that its own indexes and the recovery point prove lost;
     None when there are none. Below the cleaner checkpoint too: the cleaner rebuilds a cleaned segment's indexes
@@ -2839,7 +2878,11 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, offset_index=None,
     stays silent: :func:`below_cleaner_checkpoint`). The one rule of reads across the gap
     (scan._check_segment_end), a start inside it (planning), ``locate``, ``describe`` and ``verify``: where the
     read starts does not change what left the gap.
-    ``offset_index``: the segment's, if loaded; ``end_offset``: the offset after its last batch, if known. Reads
+    ``offset_index``: the segment's, if loaded; ``end_offset``: the offset after its last batch, if known;
+    ``opened``: its ``.log`` as the caller has it open (``describe``'s row), which the first walk reads rather than
+    opening the file again (left open); ``as_loaded``: ``offset_index`` and ``time_index`` (either None) are the
+    segment's index files as ``load`` read them (describe's rows), so the last entry a probe of either file would
+    read is taken from them where they hold every entry (:func:`last_entry_as_probed`), not probed again. Reads
     nothing unless the recovery point is above the segment's base (or ``unflushed``); then about one index interval
     of its headers, from its offset index's last entry (probed, :func:`_last_entry_walk`). When they stop short of
     the next base it loads that index, and where that walk was clean and the index is sound (the walks of
@@ -2863,7 +2906,7 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, offset_index=None,
     seg, next_base, fs = pdir.segments[i], pdir.segments[i + 1].base_offset, pdir.filesystem
     walk = None
     if end_offset is None:
-        walk = _last_entry_walk(seg, fs, max_batch_bytes, offset_index)
+        walk = _last_entry_walk(seg, fs, max_batch_bytes, offset_index, opened)
         if walk is not None and walk.last.next_offset >= next_base:
             return None  # no offset missing after its last batch (the common case: nothing loaded)
     elif end_offset >= next_base:
@@ -2871,11 +2914,16 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, offset_index=None,
     loaded_here = offset_index is None
     if loaded_here:
         offset_index = load_index_files(seg.base_offset, index_location(seg, "index"), (None, None), fs)[0]
-    end, position, index_last = end_offset, None, None
+    end, position, index_last, time_probed = end_offset, None, None, None
+    if as_loaded and not loaded_here:  # (the caller's loads of the files stand in for their probes)
+        index_probed = last_entry_as_probed(offset_index, "offset")
+        index_last = index_probed[0] if index_probed is not None else None
+        time_probed = last_entry_as_probed(time_index, "time")
     if walk is not None and walk.ends_log(offset_index):
         # (the one walk: log_end_offset's and _position_of_end's from the same entry find the same last batch)
         end, position = walk.last.next_offset, walk.last.position + walk.last.size
-        index_last = walk.entry if loaded_here else None  # (the .index as probed and loaded here: not again)
+        if loaded_here:  # (the .index as probed and loaded here: not again)
+            index_last = walk.entry
     elif end is None:
         try:
             end = log_end_offset(seg, filesystem=fs, offset_index=offset_index, max_batch_bytes=max_batch_bytes)
@@ -2891,7 +2939,7 @@ def rolled_cut_of(partition_dir: PartitionDir, i: int, *, offset_index=None,
         return None
     return rolled_segment_cut(seg, end, next_base, offset_index=offset_index, recovery_point=recovery_point,
                               filesystem=fs, max_batch_bytes=max_batch_bytes, unflushed=unflushed,
-                              end_position=position, index_last=index_last)
+                              end_position=position, index_last=index_last, time_probed=time_probed)
 
 
 def foreign_log_cut(partition_dir: PartitionDir, i: int, outside, *, unflushed: bool) -> RolledCut | None:
@@ -2933,14 +2981,15 @@ class _EntryWalk(NamedTuple):
 
 
 def _last_entry_walk(seg: SegmentFiles, filesystem, max_batch_bytes: int | None,
-                     offset_index=None) -> _EntryWalk | None:
+                     offset_index=None, opened: _fs.RandomAccessReader | None = None) -> _EntryWalk | None:
     """Rolled segment ``seg``'s whole batches walked from its offset index's last entry (``offset_index``'s, when
     the caller loaded it; else probed: a positioned read, no load) when that entry names a position inside the
     listed bytes whose batch holds the entry's offset, and the batches from there, each above the one before, end
     the listed bytes or the readable data (an :class:`_EntryWalk`: its last batch reaching the next base, no offset
     is missing after it and :func:`rolled_cut_of` has nothing to judge). None when anything there is missing,
     damaged, inconsistent or raises: the full walk decides (a whole batch ending the listed bytes at the next base or
-    past it is where that walk ends too, or it raises). About one index interval of headers."""
+    past it is where that walk ends too, or it raises). About one index interval of headers, of the ``.log`` as
+    ``opened`` (the caller's open file of it, left open) or opened here."""
     from kafkaseg.storage.segment import SegmentReader
 
     path, window = index_location(seg, "index")
@@ -2959,7 +3008,7 @@ def _last_entry_walk(seg: SegmentFiles, filesystem, max_batch_bytes: int | None,
             entry_offset, position = entry
         if not 0 <= position < seg.log_size:
             return None
-        with SegmentReader(seg.log_path, filesystem) as reader:
+        with SegmentReader(seg.log_path, filesystem, opened=opened) as reader:
             size = reader.size
             for header in reader.iter_headers(position, max_batch_bytes=max_batch_bytes):
                 if header.position + header.size > seg.log_size:
@@ -3115,20 +3164,31 @@ def _indexes_reach(seg: SegmentFiles, end_offset: int, filesystem) -> bool:
 
 
 def _index_files_reach(base_offset: int, locations, end_offset: int, filesystem,
-                       index_last: tuple[int, int] | None = None) -> bool:
+                       index_last: tuple[int, int] | None = None, time_probed: tuple | None = None) -> bool:
     """:func:`_indexes_reach` of a segment at ``base_offset`` whose ``.index`` and ``.timeindex`` are at
     ``locations`` (``(path, window)`` each); ``index_last``: the ``.index``'s last entry as the caller probed it
-    there (not probed again)."""
+    there (not probed again); ``time_probed``: the ``.timeindex``'s, as :func:`last_entry_as_probed` gives it.
+    Locally the ``.timeindex`` is probed only when the ``.index`` does not reach; on a filesystem that is not local
+    both at once (each probe an open and a read there, a round trip apiece: a HEAD and a GET on S3)."""
     from kafkaseg.errors import CorruptIndexError
 
-    for (path, window), kind in zip(locations, ("offset", "time")):
+    def last_of(location_and_kind):
+        (path, window), kind = location_and_kind
         if not path:
-            continue
+            return None
+        if kind == "offset" and index_last is not None:
+            return index_last
+        if kind == "time" and time_probed is not None:
+            return time_probed[0]
         try:
-            last = (index_last if kind == "offset" and index_last is not None
-                    else probed_last_entry(path, window, kind, base_offset, filesystem))
+            return probed_last_entry(path, window, kind, base_offset, filesystem)
         except (LayoutError, CorruptIndexError):
-            continue  # (as lost_tail's load counts it: empty)
+            return None  # (as lost_tail's load counts it: empty)
+
+    pairs = list(zip(locations, ("offset", "time")))
+    lasts = (map(last_of, pairs) if _fs.is_local(filesystem) or (index_last is not None or time_probed is not None)
+             else _fs.map_files(last_of, pairs, [filesystem]))
+    for last, (_, kind) in zip(lasts, pairs):
         if last is not None and last[0 if kind == "offset" else 1] >= end_offset:
             return True
     return False

@@ -55,12 +55,16 @@ class ProbedIndex:
 
     ``kind`` "offset" (entries (offset, position), key = offset) or "time" (entries (timestamp, offset),
     key = timestamp). ``stats`` is any object with ``files_opened``, ``index_entries`` and ``index_bytes``
-    counters (:class:`kafkaseg.lookup.LookupStats`), incremented as the file is read."""
+    counters (:class:`kafkaseg.lookup.LookupStats`), incremented as the file is read. ``whole_up_to``: an index of
+    at most that many bytes is read in one positioned read on open and its entries taken from those bytes (a
+    probe of a rolled segment's last entry, whose file is closed after: one read, not one for the first entry and
+    one for the last); the rules and checks are the same."""
 
     rebuilt = False  # (the file's own entries: see LoadedIndexView.rebuilt)
 
     def __init__(self, path: str, kind: str, base_offset: int, filesystem, stats,
-                 open_files: OpenFileLimit | None = None, window: tuple[int, int] | None = None):
+                 open_files: OpenFileLimit | None = None, window: tuple[int, int] | None = None,
+                 whole_up_to: int = 0):
         self.kind = kind
         self.base = base_offset
         self.stats = stats
@@ -83,6 +87,7 @@ class ProbedIndex:
             raise CorruptIndexError(f"length {size} is not a multiple of {self.entry.size}", path=path,
                                     position=size - size % self.entry.size)
         self.count = size // self.entry.size
+        self._whole = self.reader.read_at(self._start, size) if 0 < size <= whole_up_to else None
         raw: dict[int, tuple[int, int]] = {}  # (each entry these checks look at read once: the last one twice before)
 
         def relative(i: int) -> int:
@@ -143,7 +148,10 @@ class ProbedIndex:
             self.stats.files_opened += 1
         if self.open_files is not None:
             self.open_files.used(self)
-        data = self.reader.read_at(self._start + i * self.entry.size, self.entry.size)
+        at = i * self.entry.size
+        whole = self._whole
+        data = (whole[at:at + self.entry.size] if whole is not None and at + self.entry.size <= len(whole)
+                else self.reader.read_at(self._start + at, self.entry.size))
         self.stats.index_entries += 1
         self.stats.index_bytes += len(data)
         if len(data) < self.entry.size:
