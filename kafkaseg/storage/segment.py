@@ -533,11 +533,9 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
             last = None
             from_start = True  # the index may point at garbage: walk from the start (which raises if the log is bad)
             if active:  # entries a follower's truncation left after the new appends' may point into their batches:
-                from kafkaseg.entry_check import entry_batch_problem  # (which imports this module)
-
                 for k in range(kept - 2, max(kept - 2 - _EARLIER_ENTRIES, -1), -1):  # walk from an earlier one
-                    if entry_batch_problem(reader, int(index.positions[k]), int(index.offsets[k]),
-                                           int(segment.base_offset) - 1, None, max_batch_bytes, None)[0] is not None:
+                    if not _batch_may_fit(reader, int(index.positions[k]), int(index.offsets[k]),
+                                          int(segment.base_offset), max_batch_bytes):
                         continue  # (no sound batch there, left too: one batch read, not a walk to the file's end)
                     try:
                         found = last_whole(int(index.positions[k]))
@@ -565,6 +563,26 @@ def log_end_offset(segment, *, filesystem: pafs.FileSystem | None = None, offset
 
 
 _EARLIER_ENTRIES = 8  # (log_end_offset: the active segment's entries before its last tried when that one fails)
+_FIT_CRC_MAX_BYTES = 64 << 10  # (_batch_may_fit: a larger batch is judged by its header, as planning's entry check)
+
+
+def _batch_may_fit(reader: SegmentReader, position: int, entry_offset: int, base_offset: int,
+                   max_batch_bytes: int | None) -> bool:
+    """Whether a whole batch starts at ``position`` that may be the one the offset index entry ``(entry_offset,
+    position)`` names: its CRC valid (read whole up to 64 KiB; a larger one by its header alone), and for v2 its
+    first offset between the segment's base and the entry's offset. One batch read: ``log_end_offset`` looks before
+    it walks from an earlier entry to the file's end (the entry checks of planning, ``entry_check``, sit in a layer
+    above and decode a legacy wrapper for its first offset; a walk from a legacy entry that does not fit fails)."""
+    try:
+        header = reader.header_at(position, max_batch_bytes=max_batch_bytes)
+        if header is None:
+            return False
+        if header.size <= _FIT_CRC_MAX_BYTES and not crc_is_valid(reader.read_at(position, header.size),
+                                                                  header._replace(position=0)):
+            return False
+    except CorruptDataError:
+        return False
+    return header.magic < 2 or base_offset <= header.base_offset <= entry_offset
 
 
 def offsets_hidden_by_last_batch(last: BatchHeader, before_end: int | None, high_watermark: int | None,
