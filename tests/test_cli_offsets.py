@@ -115,6 +115,17 @@ def test_verbose_says_why_the_filters_matched_no_partition(tmp_path, capsys):
         "--topic", "__consumer_offsets", "--exclude-internal-topics", "-v")
 
 
+def test_verbose_without_topic_says_cluster_metadata_needs_its_exact_name(tmp_path, capsys):
+    """A log dir holding only ``__cluster_metadata`` (a KRaft controller's), ``offsets -v`` without ``--topic``: the
+    reason was "--topic '.*' matches no topic under the paths", naming an option not given, where the filter is
+    the default and ``__cluster_metadata`` is matched only by its exact name."""
+    manifest = write_data_dir(tmp_path, [TopicSpec("__cluster_metadata", records_per_partition=10)], seed=1)
+    code, lines, err = run(["offsets", "--data-dir", str(manifest.path), "-v"], capsys)
+    assert (code, lines) == (1, [])
+    assert "__cluster_metadata is matched only by its exact name (--topic __cluster_metadata)" in err, err
+    assert "--topic '.*'" not in err, err
+
+
 def test_data_dir_takes_several_dirs_as_an_unquoted_glob_gives_them(tmp_path, capsys):
     """``--data-dir /data/kafka-logs-*`` unquoted: the shell gives the log dirs as separate words, and
     ``--data-dir`` took one, so the next was "unrecognized arguments: /data/kafka-logs-2" (found by a walkthrough).
@@ -442,8 +453,6 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path, unbuffered
     this machine, so every print was a write), `offsets`' few KB stayed in the buffer until the interpreter's exit,
     after main's handling of a closed pipe: "Exception ignored ... BrokenPipeError" on stderr, status 120."""
     import os
-    import subprocess
-    import sys
 
     data = write_data_dir(tmp_path / "logs", [TopicSpec("t", partitions=600, records_per_partition=1)], seed=1)
     wide = write_data_dir(tmp_path / "wide", [TopicSpec("w" * 200, partitions=400, records_per_partition=1)], seed=1)
@@ -452,15 +461,36 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path, unbuffered
         env["PYTHONUNBUFFERED"] = "1"
     for argv in (["describe", str(data.path)], ["retention", str(data.path), "--segments"],
                  ["offsets", "--data-dir", str(data.path)], ["describe", str(wide.path)]):  # wider than 240
-        read_end, write_end = os.pipe()
-        os.close(read_end)  # the reader went away before anything was written (`| true`)
-        try:
-            proc = subprocess.Popen([sys.executable, "-m", "kafkaseg.cli.main", *argv], stdout=write_end,
-                                    stderr=subprocess.PIPE, env=env)
-        finally:
-            os.close(write_end)
-        err = proc.stderr.read().decode()
-        assert proc.wait() == 0 and err == "", (argv, err)
+        assert _into_closed_pipe(argv, env) == (0, ""), argv
+
+
+def _into_closed_pipe(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """``kafkaseg <argv> | true``, the reader gone before anything was written: (status, stderr)."""
+    import os
+    import subprocess
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "kafkaseg.cli.main", *argv], stdout=write_end,
+                                stderr=subprocess.PIPE, env=env)
+    finally:
+        os.close(write_end)
+    err = proc.stderr.read().decode()
+    return proc.wait(), err
+
+
+def test_a_closed_pipe_keeps_the_commands_status(tmp_path):
+    """``kafkaseg locate ... --offset <past the end> | true``: exit 1 (no record has the offset) whether or not the
+    reader read the answer; main's flush of the buffered answer into a closed pipe returned 0 ("found")."""
+    import os
+
+    data = write_data_dir(tmp_path / "logs", [TopicSpec("t", records_per_partition=5)], seed=1)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    argv = ["locate", "--data-dir", str(data.path), "--topic", "t", "--partition", "0", "--offset", "999"]
+    assert main(argv) == 1  # (the status a reader sees)
+    assert _into_closed_pipe(argv, env) == (1, "")
 
 
 def test_verbose_says_which_way_the_high_watermark_is_missing(tmp_path, capsys):

@@ -392,11 +392,10 @@ def _why_no_partition(args, on_disk: dict[str, set[int]]) -> str:
     topic = args.topic if args.topic is not None else re.compile(".*")
     matched = sorted(name for name in on_disk if topic.fullmatch(name))
     reasons = []
-    if "__cluster_metadata" in matched:
+    if "__cluster_metadata" in matched:  # (also by the default filter: every topic Admin lists)
         matched.remove("__cluster_metadata")
-        if args.topic is not None:
-            reasons.append("__cluster_metadata is matched only by its exact name (--topic __cluster_metadata), as "
-                           "Kafka's Admin never lists it")
+        reasons.append("__cluster_metadata is matched only by its exact name (--topic __cluster_metadata), as "
+                       "Kafka's Admin never lists it")
     internal = [name for name in matched if args.exclude_internal_topics and name in _INTERNAL_TOPICS]
     if internal:
         reasons.append(f"left out by --exclude-internal-topics: {', '.join(internal)}")
@@ -1335,21 +1334,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     try:
         status = args.func(args)
-        # what is still buffered (a short output: under the stdio buffer when stdout is a pipe) is written here, where
-        # a reader gone early is handled below, not at the interpreter's exit ("Exception ignored", status 120)
-        sys.stdout.flush()
-        return status
     except KafkaSegError as err:
         notes = "".join(f" ({note})" for note in getattr(err, "__notes__", ()))
         print(f"kafkaseg {args.command}: {err}{notes}", file=sys.stderr)
         return EXIT_ERROR
     except BrokenPipeError:  # the reader stopped early (| head): nothing more to say, and nothing at exit either
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass
+        _drop_stdout()
         return EXIT_OK
+    try:
+        # what is still buffered (a short output: under the stdio buffer when stdout is a pipe) is written here, where
+        # a reader gone early is handled, not at the interpreter's exit ("Exception ignored", status 120); the
+        # command's status stands (locate's 1, "no record has the offset", is not 0 for a reader gone)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _drop_stdout()
+    return status
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null: a closed pipe's reader is gone, and nothing is written at exit either."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover
