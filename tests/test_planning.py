@@ -1293,3 +1293,6 @@ def test_a_timestamp_whose_record_was_lost_with_a_rolled_segment_cut_short_is_no
     assert got.column("offset").to_pylist() == want
     with pytest.raises(DataLossError, match="00000000000000000358.log"):
         kafkaseg.read_arrow(cut, **window)
+    for lenient in ({"failOnDataLoss": "false"}, {"onCorruption": "skip"}):  # plan what is there, and say it
+        scan = kafkaseg.open_scan(cut, **window, **lenient)
+        assert any("00000000000000000358.log" in line and "406..503" in line for line in scan.plan.report.data_loss)
