@@ -1318,17 +1318,29 @@ class PartitionLookup:
             return None, searched
         return self._search_segment(i, timestamp, max(start_offset, self.bases[lo]) if lo < n else start_offset, n)
 
+    def _first_batch_stamped(self, i: int) -> bool:
+        """Whether segment ``i``'s first batch carries a timestamp (one header read; False when it cannot be
+        read): a segment whose largest timestamp is -1 then owes it to its ``.timeindex`` having no entry (written
+        before Kafka had time indexes, or emptied), not to its batches."""
+        try:
+            header = next(iter(self._headers(i, 0)), None)
+        except KafkaSegError:
+            return False
+        return header is not None and header.max_timestamp >= 0
+
     def _search_segment(self, i: int, timestamp: int, start_offset: int, last: int):
         """``LogSegment.findOffsetByTimestamp`` on segment ``i``: ``((offset, timestamp, epoch), i)``, or
         ``(None, i)``; a lenient search that skipped corruption in it goes on in the segments after it, up to
         ``last`` (exclusive), as a lenient read would see the records."""
         unstamped = self.largest_timestamp(i)[0] < 0
         if unstamped:
-            # UnifiedLog commits to this segment: with no timestamped batch (empty, or magic 0) its largest
-            # timestamp is the file's mtime, so a time past the segments before it ends here with no offset
-            self.search_note = (f"the search stopped at {self.segments[i].log_path}, which has no timestamped "
-                                "batch: as on a broker, its file's mtime counts as its largest timestamp and "
-                                "later segments are not searched")
+            # UnifiedLog commits to this segment: with no timestamped batch (empty, or magic 0), or a time index
+            # with no entry, its largest timestamp is the file's mtime, so a time past the segments before it ends
+            # here with no offset
+            why = ("whose .timeindex has no entry although its batches carry timestamps (a broker goes by the time "
+                   "index)" if self._first_batch_stamped(i) else "which has no timestamped batch")
+            self.search_note = (f"the search stopped at {self.segments[i].log_path}, {why}: as on a broker, its "
+                                "file's mtime counts as its largest timestamp and later segments are not searched")
         entry, unchecked = self._search_start(i, timestamp, start_offset)
         while True:
             time_offset = entry[1]

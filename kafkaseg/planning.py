@@ -1353,6 +1353,18 @@ def _offset_for_timestamp(part: _Partition, timestamp: int, log_start: int, uppe
                              checkpoints_checked=True,  # _bounds applied the checkpoint policy
                              lenient=options.on_corruption == "skip") as lookup:
             found = lookup.offset_for_timestamp(timestamp)
+            # a rolled segment cut short below the answer whose lost records may have held it (the search went
+            # past them to the next segment's): the answer rests on lost offsets, as `kafkaseg offsets` fails it
+            # (_lost_below); another copy answers (below), or a strict read fails with the loss; a lenient one (or
+            # failOnDataLoss=false with no other copy) keeps the answer and says it in the plan's data_loss
+            cut = lookup.rolled_cut_below(found, timestamp)
+            if cut is not None and cut.proven:
+                if options.on_corruption != "skip" and (options.fail_on_data_loss or part.other_copies):
+                    raise cut.error()
+                if part.report is not None:
+                    line = f"{part.name}: the search for timestamp {timestamp}: {cut.summary()}"
+                    if line not in part.report.data_loss:
+                        part.report.data_loss.append(line)
             if part.report is not None:  # indexes the search did not use (missing, stale, another segment's)
                 for path, reason in lookup.stats.rebuilt_indexes:
                     entry = (path, f"the search for timestamp {timestamp}: {reason}")

@@ -352,6 +352,35 @@ def test_an_empty_segment_ends_a_timestamp_search_as_on_a_broker_and_says_so(tmp
         kafkaseg.read_arrow(str(tmp_path), startingTimestamp=1_700_000_000_035)
 
 
+def test_a_rolled_segment_whose_time_index_is_empty_stops_a_timestamp_search_and_the_reason_says_why(tmp_path):
+    """A rolled segment with timestamped batches but an empty ``.timeindex`` (a segment older than time indexes, or
+    an emptied file; found by fuzzing) has the broker's largest timestamp of an empty one, its file's mtime
+    (``TimeIndex.lastEntry`` of no entry is -1), so the search stops there as on a broker. The reason said the
+    segment "has no timestamped batch", which sends an operator to the wrong file: it has; its time index has no
+    entry."""
+    import kafkaseg
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+
+    writer = PartitionWriter(tmp_path / "e-0")
+    offset, ts = 0, 1_700_000_000_000
+    for _ in range(3):
+        for _ in range(3):
+            writer.append(build_batch_v2([Record(offset + i, ts + i, None, b"v", []) for i in range(10)],
+                                         base_offset=offset))
+            offset, ts = offset + 10, ts + 10
+        writer.roll(offset)
+    writer.close()
+    (tmp_path / "e-0" / "00000000000000000030.timeindex").write_bytes(b"")
+    with _lookup(tmp_path) as lookup:
+        assert lookup.list_offset(1_700_000_000_005).offset == 5  # before the segment: found
+        answer = lookup.list_offset(1_700_000_000_065)
+        assert answer.offset is None
+        assert "00000000000000000030" in answer.reason and ".timeindex has no entry" in answer.reason
+        assert "no timestamped batch" not in answer.reason
+    with pytest.raises(InvalidOptionError, match=r"\.timeindex has no entry"):
+        kafkaseg.read_arrow(str(tmp_path), startingTimestamp=1_700_000_000_065)
+
+
 def test_a_record_from_a_clock_running_ahead_is_found_as_the_broker_finds_it(tmp_path):
     """One record stamped in 2100 in segment 2 of 7 makes every later segment's largest timestamp lower than
     segment 2's. The broker takes the FIRST segment whose largest timestamp reaches T (a linear scan), so

@@ -1283,3 +1283,43 @@ def test_a_partition_moved_to_another_log_dir_after_planning_is_read_from_its_fo
     (d1 / "t-0.0123456789abcdef0123456789abcdef-future").rename(d1 / "t-0")
     (d0 / "t-0").rename(d0 / "t-0.fedcba9876543210fedcba9876543210-delete")
     assert scan.to_table().column("offset").to_pylist() == want
+
+
+def _cut_copy(root, cut_at: int = 4066):
+    """A compacted partition (kafkaseg.testing) copied twice, the first copy's rolled segment 358 cut short at
+    ``cut_at`` (its .index/.timeindex entries and the recovery point prove offsets 406..503 lost with it)."""
+    import shutil
+
+    from kafkaseg.testing import TopicSpec, write_data_dir
+
+    write_data_dir(root / "intact", [TopicSpec("cmp", records_per_partition=500, codec="gzip", key_cardinality=20,
+                                               gap_ratio=0.2, cleanup_policy="compact", segment_bytes=8 * 1024,
+                                               log_start_advance=5, idempotent=True, empty_batches=3)], seed=1)
+    shutil.copytree(root / "intact", root / "cut")
+    log = root / "cut" / "cmp-0" / "00000000000000000358.log"
+    log.write_bytes(log.read_bytes()[:cut_at])
+    return str(root / "intact"), str(root / "cut")
+
+
+@pytest.mark.parametrize("window", [{"startingTimestamp": 1_700_000_004_580},
+                                    {"startingTimestamp": 1_700_000_002_580, "endingTimestamp": 1_700_000_004_580}])
+def test_a_timestamp_whose_record_was_lost_with_a_rolled_segment_cut_short_is_not_resolved_past_the_loss(tmp_path,
+                                                                                                        window):
+    """Found by fuzzing two copies of a partition: the timestamp search of the copy cut short went past its lost
+    offsets (406..503) to the next segment's first record (504), so a strict read started (or ended) there without a
+    word: a start lost the records from the one the time names (461) on, with one copy and with an intact one beside
+    it, and an end read the records after it from the other copy. ``kafkaseg offsets`` fails the lookup there (the
+    answer rests on lost offsets); the read now does too, and with another copy answers from it, as a lookup that
+    meets damage does."""
+    import kafkaseg
+
+    intact, cut = _cut_copy(tmp_path)
+    want = kafkaseg.read_arrow(intact, **window).column("offset").to_pylist()
+    assert want and (461 in want or want[-1] == 457)  # the time names offset 461: the start, or the end
+    got = kafkaseg.read_arrow([cut, intact], **window)
+    assert got.column("offset").to_pylist() == want
+    with pytest.raises(DataLossError, match="00000000000000000358.log"):
+        kafkaseg.read_arrow(cut, **window)
+    for lenient in ({"failOnDataLoss": "false"}, {"onCorruption": "skip"}):  # plan what is there, and say it
+        scan = kafkaseg.open_scan(cut, **window, **lenient)
+        assert any("00000000000000000358.log" in line and "406..503" in line for line in scan.plan.report.data_loss)

@@ -315,6 +315,36 @@ def test_insane_txnindex_is_derived_from_the_log_and_reported(tmp_path):
     assert str(txnindex.with_suffix(".log")) in report
 
 
+@pytest.mark.parametrize("field, value", [("last_stable_offset", 1 << 62), ("first_offset", -5)])
+def test_a_txnindex_entry_no_broker_writes_is_insane_not_believed(tmp_path, capsys, field, value):
+    """Found by fuzzing the ``.txnindex``: an entry's lastStableOffset is the partition's LSO when its ABORT marker
+    was written, at most the marker + 1 (``ProducerStateManager.lastStableOffset``), and its firstOffset an offset
+    (>= 0). Raised past the marker, the LSO ended the search for aborted transactions there
+    (``collectAbortedTxns`` stops at an entry whose LSO reaches the fetch's end), so read_committed returned the
+    aborted records of every later entry; a negative firstOffset took a producer's earlier committed records as
+    aborted. Neither entry passed for insane, and ``verify`` said nothing. Both are now sanity problems: the read
+    derives the segment's aborted transactions from the log, and ``verify`` reports an error at the entry."""
+    from kafkaseg.cli.main import main
+
+    good_dir = tmp_path / "good"
+    spanning_partition(good_dir)
+    bad_dir = tmp_path / "bad"
+    shutil.copytree(good_dir, bad_dir)
+    txnindex = min((bad_dir / "tx-0").glob("*.txnindex"))
+    data = bytearray(txnindex.read_bytes())
+    at = {"first_offset": 10, "last_stable_offset": 26}[field]
+    data[at:at + 8] = struct.pack(">q", value)
+    txnindex.write_bytes(bytes(data))
+    good = kafkaseg.read_arrow(str(good_dir), **COMMITTED)
+    scan = kafkaseg.open_scan(str(bad_dir), **COMMITTED)
+    assert rows(scan.to_table()) == rows(good)
+    assert str(txnindex.with_suffix(".log")) in derived_segments(scan.plan.report)
+    capsys.readouterr()
+    assert main(["verify", str(bad_dir), "--no-progress"]) == 1
+    out = capsys.readouterr().out
+    assert f"ERROR: {txnindex} @ byte 0: entry 0: " in out, out
+
+
 def test_compressed_control_batch_is_a_clear_error(tmp_path):
     log = _Log(tmp_path / "d" / "tx-0")
     log.data(5)

@@ -130,7 +130,11 @@ class TransactionIndex:
 
     def sanity_problems(self) -> list[IndexProblem]:
         """``TransactionIndex.sanityCheck`` (lastOffset >= segment base) plus the version check its reader does,
-        and firstOffset <= lastOffset."""
+        and what every entry a broker writes holds: 0 <= firstOffset <= lastOffset, and lastStableOffset <=
+        lastOffset + 1 (``ProducerStateManager.lastStableOffset``: the first offset of another open transaction,
+        all below the marker, or the offset after the marker). A lastStableOffset raised past that ends
+        :meth:`collect_aborted` at the entry (the aborted transactions of every later entry would go unseen), and a
+        negative firstOffset aborts a producer's earlier, committed records."""
         problems = []
         for n, txn in enumerate(self.entries):
             position = n * TXN_INDEX_ENTRY_SIZE
@@ -145,6 +149,12 @@ class TransactionIndex:
                 problems.append(IndexProblem(
                     f"entry {n}: first offset {txn.first_offset} is after the marker offset {txn.last_offset}",
                     position))
+            elif txn.first_offset < 0:
+                problems.append(IndexProblem(f"entry {n}: negative first offset {txn.first_offset}", position))
+            if txn.last_stable_offset > txn.last_offset + 1:
+                problems.append(IndexProblem(
+                    f"entry {n}: last stable offset {txn.last_stable_offset} is past the offset after the marker "
+                    f"({txn.last_offset + 1}), which no broker writes", position))
         return problems
 
     def check(self) -> None:
