@@ -936,10 +936,8 @@ def _visibility(pdir, lookup, location, args) -> str | None:
     fetchable = lookup.last_fetchable_offset()
     # (a .log file outside a <topic>-<partition> folder has partition -1: a read cannot name it)
     if offset >= fetchable:
-        bound = "last stable offset" if args.isolation == "read_committed" else "high watermark"
-        return (f"not visible to a {args.isolation} consumer: at or past the {bound} {fetchable} (not yet "
-                "acknowledged by the in-sync replicas" + (", or in a transaction still open" if
-                                                           args.isolation == "read_committed" else "") + ")")
+        return f"not visible to a {args.isolation} consumer: " + _why_not_fetchable(lookup, offset, fetchable,
+                                                                                   args.isolation)
     if args.isolation == "read_committed" and location.batch.is_transactional and pdir.partition >= 0:
         import kafkaseg
 
@@ -959,6 +957,24 @@ def _visibility(pdir, lookup, location, args) -> str | None:
             return (f"not visible to a read_committed consumer: producer {location.batch.producer_id}'s "
                     "transaction holding it was aborted")
     return None
+
+
+def _why_not_fetchable(lookup, offset: int, fetchable: int, isolation: str) -> str:
+    """Why ``offset``, at or past the last fetchable offset, is not read: only the reason the checkpoints support.
+    At or past a checkpointed high watermark it is not yet acknowledged; below it (read_committed, past the last
+    stable offset) only a transaction still open hides it; with no high watermark checkpointed (the log end stands
+    in for it) either may, and both are said."""
+    not_acknowledged = "not yet acknowledged by the in-sync replicas"
+    if isolation != "read_committed":
+        return f"at or past the high watermark {fetchable} ({not_acknowledged})"
+    hw = lookup.high_watermark()
+    if lookup.pdir.high_watermark is None:  # (the log end stands in: acknowledgement unknown)
+        return (f"at or past the last stable offset {fetchable} ({not_acknowledged}, or in a transaction still open: "
+                "no high watermark is checkpointed for the partition)")
+    if offset >= hw:
+        return f"at or past the high watermark {hw} ({not_acknowledged})"
+    return (f"at or past the last stable offset {fetchable}, in a transaction still open (acknowledged: below the "
+            f"high watermark {hw})")
 
 
 # -- retention ------------------------------------------------------------------------------------------------------
