@@ -363,8 +363,8 @@ def test_an_offset_out_of_range_resets_to_the_latest_and_an_unknown_topic_says_s
 
 def test_a_topic_or_partition_not_on_disk_is_a_usage_error_naming_the_closest_topics(data, capsysbinary):
     """Files have no broker to wait for (without --follow): a --topic with no partition on disk, or a --partition
-    the topic does not have, is a usage error (exit 2, as the other commands' unknown topics are) that names the
-    closest topic there, and, as the console consumer's usage errors, it prints no total: no consumer ran."""
+    the topic does not have, is a usage error (exit 2, as documented; describe, offsets and locate exit 1: see
+    docs/cli.md) that names the closest topic there, and, as the console consumer's usage errors, it prints no total: no consumer ran."""
     root, _ = data
     for argv, expected in (
             (["--topic", "count", "--from-beginning"],
