@@ -199,6 +199,10 @@ def print_summary(summary: dict, out=None) -> None:
           f"watermark; {summary['pending_deleted_files']} .deleted files pending "
           f"({summary['pending_deleted_bytes']:,} bytes); {summary['compaction_due']} compacted {unit} due for "
           "cleaning", file=out)
+    if summary.get("bounded_by_mtimes"):  # (the overdue count above is low for them: say so, not a bare 0)
+        print(f"{summary['bounded_by_mtimes']} {unit}' ages are bounded by file mtimes newer than their records "
+              "(written or copied after them: a backfill, a copy that did not keep mtimes, the --sample just "
+              "written): pass --now to audit as of an earlier time, or see their rows' notes", file=out)
     if summary["most_overdue"]:
         width = max(len(r["partition"]) for r in summary["most_overdue"])
         print(f"{'most overdue':<{width}}  {'overdue':>14}  {'segments':>8}  {'bytes':>14}", file=out)

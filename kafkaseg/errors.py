@@ -244,15 +244,36 @@ def first_line(exc: BaseException) -> str:
 
 
 def did_you_mean(name: str, names: Iterable[str]) -> str:
-    """`` (did you mean 'a' or 'b'?)``, naming the ``names`` closest to ``name`` (up to three, closest first; one
-    that differs only in case counts as close), or ``""`` when none is: the hint every message about a name that is
-    not there (a misspelt topic, column) ends with."""
-    import difflib
-
+    """`` (did you mean 'a'?)``, naming the one name of ``names`` closest to ``name`` (one that differs only in case
+    first), or ``""`` when none is close: the hint every message about a name that is not there (a misspelt topic,
+    column, option, formatter property) ends with. A prefix ``name`` shares with a name up to a ``.``, ``-`` or
+    ``_`` (``print.`` of ``print.valu`` and every ``print.*`` property) says nothing about which one was meant, so
+    what follows it is compared (difflib's ratio, at least 0.6; the whole names break ties); names equally close
+    are all named (``'a' or 'b'``), as they are equally likely."""
     choices = sorted(set(names))
-    close = difflib.get_close_matches(name, choices, n=3) or [c for c in choices if c.lower() == name.lower()][:3]
+    same = [c for c in choices if c.lower() == name.lower()]
+    if same:
+        close = same[:1]
+    else:
+        scored = [(_closeness(name, c), c) for c in choices]
+        best = max((score for score, _ in scored), default=(0.0, 0.0))
+        close = [c for score, c in scored if score == best] if best[0] >= 0.6 else []
     if not close:
         return ""
-    quoted = [repr(c) for c in close]
+    quoted = [repr(c) for c in close[:3]]
     listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
     return f" (did you mean {listed}?)"
+
+
+def _closeness(name: str, choice: str) -> tuple[float, float]:
+    """How close ``choice`` is to ``name``: difflib's ratio of what follows the prefix they share up to a
+    separator, then of the whole names."""
+    import difflib
+    import os.path
+
+    shared = os.path.commonprefix([name, choice])
+    cut = max((i + 1 for i, ch in enumerate(shared) if ch in "._-"), default=0)
+    if cut == len(name) or cut == len(choice):
+        cut = 0
+    return (difflib.SequenceMatcher(None, name[cut:], choice[cut:]).ratio(),
+            difflib.SequenceMatcher(None, name, choice).ratio())

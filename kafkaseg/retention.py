@@ -288,6 +288,7 @@ class PartitionAudit:
     bytes_over_retention: int = 0
     blocked_by_high_watermark: bool = False
     rolls_active: bool = False
+    bounded_by_mtimes: bool = False
     deleted_files: int = 0
     deleted_bytes: int = 0
     compaction: CompactionState | None = None
@@ -508,7 +509,8 @@ def audit_partition(facts: PartitionFacts, config: TopicConfig, now_ms: int) -> 
                        if s.max_timestamp < 0 and (s.size > 0 or i + 1 < len(segments)))
     stamped = [v.overdue_ms for v in verdicts if v.base_offset in reached and v.overdue_ms is not None]
     owed = max(past_ms, default=0)
-    if stamped and max(stamped) - owed > RETENTION_CHECK_INTERVAL_MS:
+    bounded_by_mtimes = bool(stamped) and max(stamped) - owed > RETENTION_CHECK_INTERVAL_MS
+    if bounded_by_mtimes:
         notes.append(f"past retention.ms by {format_duration(max(stamped))} by record timestamps, but owed only "
                      f"{format_duration(owed)} by when the segments were written (their files' "
                      "mtimes): records written with old timestamps (a backfill, MirrorMaker), or a copy that did "
@@ -548,7 +550,7 @@ def audit_partition(facts: PartitionFacts, config: TopicConfig, now_ms: int) -> 
         overdue_ms=max(past_ms) if past_ms else None, size_overdue_ms=size_overdue,
         bytes_over_retention=max(0, size_before - retention_bytes) if config.delete and retention_bytes >= 0 else 0,
         blocked_by_high_watermark=bool(log.blocked), rolls_active=log.rolls_active,
-        deleted_files=facts.deleted_files, deleted_bytes=facts.deleted_bytes, compaction=compaction,
+        bounded_by_mtimes=bounded_by_mtimes, deleted_files=facts.deleted_files, deleted_bytes=facts.deleted_bytes, compaction=compaction,
         segments=tuple(verdicts), notes=tuple(notes))
 
 
@@ -634,6 +636,7 @@ def summarize(audits: Sequence[PartitionAudit], top: int = 10) -> dict:
         "deletable_bytes": sum(a.deletable_bytes for a in ok),
         "lagging_partitions": sum(1 for a in ok if a.lagging),
         "blocked_by_high_watermark": sum(1 for a in ok if a.blocked_by_high_watermark),
+        "bounded_by_mtimes": sum(1 for a in ok if a.bounded_by_mtimes),
         "pending_deleted_files": sum(a.deleted_files for a in ok),
         "pending_deleted_bytes": sum(a.deleted_bytes for a in ok),
         "compaction_due": len(dirty),

@@ -363,12 +363,12 @@ def test_an_offset_out_of_range_resets_to_the_latest_and_an_unknown_topic_says_s
 
 def test_a_topic_or_partition_not_on_disk_is_a_usage_error_naming_the_closest_topics(data, capsysbinary):
     """Files have no broker to wait for (without --follow): a --topic with no partition on disk, or a --partition
-    the topic does not have, is a usage error (exit 2, as the other commands' unknown topics are) that names every
-    close topic there, and, as the console consumer's usage errors, it prints no total: no consumer ran."""
+    the topic does not have, is a usage error (exit 2, as documented; describe, offsets and locate exit 1: see
+    docs/cli.md) that names the closest topic there, and, as the console consumer's usage errors, it prints no total: no consumer ran."""
     root, _ = data
     for argv, expected in (
             (["--topic", "count", "--from-beginning"],
-             ["no partition of count under", "(did you mean 'counts' or 'counts-bad'?)"]),
+             ["no partition of count under", "(did you mean 'counts'?)"]),
             (["--topic", "orders", "--partition", "7", "--offset", "0"],
              ["no partition 7 of orders under", "(its partitions there: 0, 1)"]),
             (["--topic", "orders", "--partition", "-1", "--from-beginning"],
@@ -1061,3 +1061,29 @@ def test_a_record_counts_once_its_line_is_written_whole(data, taken):
     assert out.getvalue() == b"".join(lines)[:taken]
     assert err.getvalue().splitlines()[-2:] == ["Unable to write to standard out, closing consumer.",
                                                 f"Processed a total of {whole} messages"]
+
+
+@pytest.mark.parametrize("typo, closest", [("print.valu", "print.value"), ("print.ky", "print.key"),
+                                           ("print.timestmp", "print.timestamp"), ("key.seperator", "key.separator"),
+                                           ("print.offsets", "print.offset"), ("prnt.value", "print.value")])
+def test_a_misspelt_formatter_property_gets_the_one_closest_name(data, capsysbinary, typo, closest):
+    """The names share ``print.``: compared whole, every typo was close to three of them; the part after a prefix
+    the typo shares with a name decides, and one name is suggested."""
+    from kafkaseg.cli.consume import FORMATTER_PROPERTIES
+    from kafkaseg.errors import did_you_mean
+
+    assert did_you_mean(typo, FORMATTER_PROPERTIES) == f" (did you mean {closest!r}?)"
+    root, _ = data
+    code, _, err = consume_cli(capsysbinary, "--data-dir", str(root), "--topic", "orders", "--from-beginning",
+                               "--max-messages", "1", "--property", f"{typo}=false")
+    assert code == 0 and f"no effect: {typo} (did you mean {closest!r}?)" in err, err
+
+
+def test_did_you_mean_names_one_name_and_none_when_nothing_is_close():
+    from kafkaseg.errors import did_you_mean
+
+    assert did_you_mean("count", ["counts", "counts-bad", "orders"]) == " (did you mean 'counts'?)"
+    assert did_you_mean("Orders", ["orders", "pay"]) == " (did you mean 'orders'?)"
+    assert did_you_mean("ORDERS-EU", ["orders-eu", "orders-us"]) == " (did you mean 'orders-eu'?)"
+    assert did_you_mean("colour", ["print.key", "print.value"]) == ""
+    assert did_you_mean("print.zzzzz", ["print.key", "print.value"]) == ""  # the prefix alone is not close

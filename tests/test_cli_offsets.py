@@ -819,3 +819,36 @@ def test_only_the_answering_copys_lines_are_said(tmp_path, capsys):
     own, fallback = err.splitlines()
     assert "offsets 250..299 lost" in own and "offsets 200..299" not in err, err
     assert f"offsets 0..86 read from the copy in {tmp_path / 'more' / 'b' / 't-0'} instead" in fallback, err
+
+
+def test_locate_says_only_the_reason_the_high_watermark_supports(tmp_path, capsys):
+    """Past the last stable offset but below the high watermark the record is acknowledged: only its open
+    transaction hides it; at or past the high watermark it is not acknowledged; with no checkpointed high watermark
+    (the log end stands in) either may be, and both are said."""
+    from kafkaseg.testing.partition import write_offset_checkpoint
+
+    manifest = write_data_dir(tmp_path, [TopicSpec("p", records_per_partition=400, records_per_batch=10,
+                                                   transactional=True, abort_ratio=0.4, open_transactions=1)])
+    pm = manifest.partition("p")
+    past_lso = next(r for r in pm.records if r.offset >= pm.last_stable_offset and not r.is_control)
+    assert past_lso.offset < pm.log_end_offset - 1
+
+    def visibility(record, isolation):
+        code, lines, _ = run(["locate", "--data-dir", str(tmp_path), "--topic", "p", "--partition", "0", "--offset",
+                              str(record.offset), "--isolation", isolation, "--json"], capsys)
+        assert code == 0
+        return json.loads("\n".join(lines))["visibility"]
+
+    said = visibility(past_lso, "read_committed")
+    assert "in a transaction still open" in said and "not yet acknowledged" not in said
+    assert f"high watermark {pm.log_end_offset}" in said  # the fact that rules acknowledgement out
+    # a high watermark below the record: not acknowledged, whatever its transaction
+    write_offset_checkpoint(tmp_path / "replication-offset-checkpoint", {("p", 0): past_lso.offset})
+    for isolation in ("read_committed", "read_uncommitted"):
+        said = visibility(past_lso, isolation)
+        assert f"high watermark {past_lso.offset}" in said and "not yet acknowledged" in said, isolation
+        assert "transaction" not in said, isolation
+    # no high watermark checkpointed: the log end stands in, which proves nothing either way
+    write_offset_checkpoint(tmp_path / "replication-offset-checkpoint", {})
+    said = visibility(past_lso, "read_committed")
+    assert "not yet acknowledged" in said and "in a transaction still open" in said

@@ -752,3 +752,29 @@ def test_a_single_batch_rolled_segment_whose_base_moved_is_one_verdict(tmp_path,
         for offset in range(10, 15):
             location = lookup.locate(offset)
             assert not location.found and "unreadable" in location.reason and location.record_offset == 15, offset
+
+
+def test_verify_one_topic_of_a_data_dir(datadir, capsys):
+    """``verify --topic``, as describe's: only that topic's partitions are read and checked (damage in another
+    topic is not reported), repeatable or comma separated; a name on no partition is a typo, said with a hint."""
+    pm = datadir.partition("orders", 0)
+    seg = pm.directory / f"{pm.segments[1].base_offset:020d}.log"
+    data = bytearray(seg.read_bytes())
+    data[200] ^= 0xFF  # a CRC error in orders-0
+    seg.write_bytes(bytes(data))
+    assert main(["verify", str(datadir.path), "--json"]) == 1
+    capsys.readouterr()
+    for argv in (["--topic", "pay", "--topic", "live"], ["--topic", "pay,live"]):
+        assert main(["verify", str(datadir.path), "--json", *argv]) == 0, argv
+        report = json.loads(capsys.readouterr().out)
+        assert {p["topic"] for p in report["partitions"]} == {"pay", "live"}
+        assert not any("orders" in p["file"] for p in report["problems"])
+    assert main(["verify", str(datadir.path), "--json", "--topic", "orders"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert {p["topic"] for p in report["partitions"]} == {"orders"}
+    assert main(["verify", str(datadir.path), "--topic", "Pay"]) == 1
+    err = capsys.readouterr().err
+    assert "kafkaseg verify: no topic 'Pay'" in err and "did you mean 'pay'?" in err
+    assert main(["verify", str(datadir.path), "--json", "--topic", "pay,Orderz"]) == 0  # one found: its rows
+    out = capsys.readouterr()
+    assert {p["topic"] for p in json.loads(out.out)["partitions"]} == {"pay"} and "no topic 'Orderz'" in out.err

@@ -167,3 +167,32 @@ def test_job_end_to_end_writes_delta_tables(spark, datadir, tmp_path, capsys):
     rows = delta_dataset(older).to_table()
     assert rows.num_rows == 2 * earlier.num_rows and "size_overdue_ms" in rows.column_names
     assert rows.column("size_overdue_ms").null_count >= earlier.num_rows  # (the earlier rows have none)
+
+
+def test_summary_says_when_file_mtimes_bound_the_ages(datadir):
+    """Audited now, the 2023 records of files just written are owed only since those writes (their mtimes): the
+    stdout summary says how many partitions that bounds, and how to see past it, rather than a bare '0 partitions
+    overdue'; audited at a time before the writes (``--now``), the mtimes bound nothing and it says nothing."""
+    import io
+    import time
+
+    from kafkaseg.retention import audit, plan_audit, summarize
+    from kafkaseg.topic_config import load_config_file
+
+    manifest, config = datadir
+    plan = plan_audit([str(manifest.path)], load_config_file(config))
+
+    def summary_text(now_ms):
+        summary = summarize([audit(pdir, cfg, now_ms) for pdir, cfg in plan.targets])
+        out = io.StringIO()
+        job.print_summary(summary, out)
+        return summary, out.getvalue()
+
+    old = sum(1 for topic, _ in manifest.partitions if topic == "old")  # "kept" has retention.ms -1
+    summary, text = summary_text(int(time.time() * 1000))
+    assert summary["lagging_partitions"] == 0 and summary["bounded_by_mtimes"] == old
+    assert (f"{old} partitions' ages are bounded by file mtimes newer than their records" in text
+            and "pass --now" in text and "notes" in text), text
+    summary, text = summary_text(START + 17 * DAY)
+    assert summary["bounded_by_mtimes"] == 0 and summary["lagging_partitions"] == old
+    assert "mtimes" not in text, text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -9,8 +10,8 @@ from kafkaseg.errors import KafkaSegError
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.layout import PartitionDir, parse_topic_partition, partition_log_end_offset, renamed_partition
 
-__all__ = ["PartitionOffsets", "SkippedFolder", "decode_batch", "partitions_named", "skipped_folders",
-           "holds_whole_partition", "whole_partition_offsets"]
+__all__ = ["PartitionOffsets", "SkippedFolder", "decode_batch", "holds_whole_partition", "partitions_named",
+           "say_missing_topics", "skipped_folders", "topics_given", "whole_partition_offsets"]
 
 
 def decode_batch(buf, header, path: str, buf_position: int, *, verify_crc: bool = False
@@ -68,6 +69,29 @@ def partitions_named(paths: Sequence[str], key_ring=None) -> set[tuple[str, int]
     except KafkaSegError:
         return set()
     return {(topic, partition) for topic, partition, _ in named} | {(p.topic, p.partition) for p in found}
+
+
+def topics_given(given: Sequence[str] | None) -> list[str]:
+    """The topic names of a repeatable ``--topic`` option that also takes comma separated names (``describe``,
+    ``verify``; as retention's and log-dirs' lists), in order, each once; empty when none is given."""
+    return list(dict.fromkeys(t.strip() for value in (given or ()) for t in value.split(",") if t.strip()))
+
+
+def say_missing_topics(command: str, topics: Sequence[str], found: set[str], paths: Sequence[str],
+                       key_ring=None) -> bool:
+    """Say on stderr, with a did-you-mean hint from the topics on disk, each of ``topics`` (names given to
+    ``--topic``) that is not in ``found`` (the topics read, or a skipped folder holds a copy of): a misspelt name,
+    not an empty topic, as reads say it. True when none of them was found (the command then exits 1, as
+    kafka-topics.sh does for a topic that does not exist)."""
+    missing = [t for t in topics if t not in found]
+    if missing:
+        from kafkaseg.errors import did_you_mean
+
+        on_disk = {t for t, _ in partitions_named(paths, key_ring)}
+        for topic in missing:
+            print(f"kafkaseg {command}: no topic {topic!r} under {', '.join(map(_fs.redact, paths))}"
+                  + did_you_mean(topic, on_disk), file=sys.stderr)
+    return bool(topics) and len(missing) == len(topics)
 
 
 def holds_whole_partition(pdir: PartitionDir) -> bool:

@@ -931,7 +931,8 @@ def run(args, out: BinaryIO | None = None, err=None, sleep: Callable[[float], No
             print(f"kafkaseg consume: consumer properties with no effect on files: {', '.join(ignored)}", file=err)
         unknown = sorted(k for k in properties if k not in FORMATTER_PROPERTIES)
         if unknown:
-            print(f"kafkaseg consume: not properties of the default formatter, so no effect: {', '.join(unknown)} "
+            named = ", ".join(k + did_you_mean(k, FORMATTER_PROPERTIES) for k in unknown)
+            print(f"kafkaseg consume: not properties of the default formatter, so no effect: {named} "
                   f"(known: {', '.join(FORMATTER_PROPERTIES)})", file=err)
         if limit == 0:
             return 0

@@ -153,12 +153,20 @@ def _cmd_dump(args) -> int:
 # -- verify ---------------------------------------------------------------------------------------------------------
 
 def _cmd_verify(args) -> int:
-    from kafkaseg.cli.common import skipped_folders
+    from kafkaseg.cli.common import say_missing_topics, skipped_folders, topics_given
     from kafkaseg.cli.verify import (VerifyReport, discover_to_verify, report_across_partitions,
                                      report_skipped_folders, verify_partitions)
 
     skipped: list[tuple[str, str]] = []
-    partitions = discover_to_verify(args.paths, skipped, args.tiered_key_ring)  # (as verify_paths)
+    topics = topics_given(args.topic)
+    partitions = discover_to_verify(args.paths, skipped, args.tiered_key_ring,  # (as verify_paths)
+                                    topics=topics or None)
+    folders = skipped_folders(skipped)
+    if topics:  # as describe's --topic: the other topics' folders are not read
+        folders = [f for f in folders if f.topic in topics]
+        if say_missing_topics("verify", topics, {p.topic for p in partitions} | {f.topic for f in folders},
+                              args.paths, args.tiered_key_ring):
+            return EXIT_FAILED
     total = sum(p.size_bytes for p in partitions)
     progress = _Progress(not args.no_progress and total > (16 << 20), total, "verify")
     report = VerifyReport()
@@ -167,7 +175,7 @@ def _cmd_verify(args) -> int:
         verify_partitions(partitions, report, deep=not args.shallow, progress=progress)
     finally:
         progress.close()
-    report_skipped_folders(report, skipped_folders(skipped))
+    report_skipped_folders(report, folders)
     shown = [p for p in report.problems if args.verbose or p.severity != "info"]
     if args.json:
         print(json.dumps(report.as_dict(), indent=1))
@@ -225,30 +233,19 @@ def _unreadable_line(name: str, u) -> str:
 # -- describe -------------------------------------------------------------------------------------------------------
 
 def _cmd_describe(args) -> int:
-    from kafkaseg.cli.common import skipped_folders
+    from kafkaseg.cli.common import say_missing_topics, skipped_folders, topics_given
     from kafkaseg.cli.describe import describe_paths
 
     found: list[tuple[str, str]] = []
-    # --topic is repeatable and takes comma separated names, as retention's and log-dirs' --topic-list do
-    topics = list(dict.fromkeys(t.strip() for given in (args.topic or ()) for t in given.split(",") if t.strip()))
+    topics = topics_given(args.topic)
     descriptions = describe_paths(args.paths, full=args.full, skipped=found, topics=topics or None,
                                   key_ring=args.tiered_key_ring)
     skipped = skipped_folders(found)
     if topics:
         skipped = [f for f in skipped if f.topic in topics]
-        missing = [t for t in topics if not any(d.topic == t for d in descriptions)
-                   and not any(f.topic == t for f in skipped)]
-        if missing:  # a misspelt name, not an empty topic: say so, as reads do
-            from kafkaseg.cli.common import partitions_named
-            from kafkaseg.errors import did_you_mean
-            from kafkaseg.storage import fs as _fs
-
-            on_disk = {t for t, _ in partitions_named(args.paths, args.tiered_key_ring)}
-            for topic in missing:
-                print(f"kafkaseg describe: no topic {topic!r} under {', '.join(map(_fs.redact, args.paths))}"
-                      + did_you_mean(topic, on_disk), file=sys.stderr)
-            if len(missing) == len(topics):
-                return EXIT_FAILED
+        if say_missing_topics("describe", topics, {d.topic for d in descriptions} | {f.topic for f in skipped},
+                              args.paths, args.tiered_key_ring):
+            return EXIT_FAILED
     # a partition not read in full (a segment or index that cannot be opened, a corrupt header): everything that
     # could be read is still printed, then the read-error status, as offsets does for a partition it cannot answer
     status = EXIT_ERROR if any(d.errors for d in descriptions) else EXIT_OK
@@ -938,10 +935,8 @@ def _visibility(pdir, lookup, location, args) -> str | None:
     fetchable = lookup.last_fetchable_offset()
     # (a .log file outside a <topic>-<partition> folder has partition -1: a read cannot name it)
     if offset >= fetchable:
-        bound = "last stable offset" if args.isolation == "read_committed" else "high watermark"
-        return (f"not visible to a {args.isolation} consumer: at or past the {bound} {fetchable} (not yet "
-                "acknowledged by the in-sync replicas" + (", or in a transaction still open" if
-                                                           args.isolation == "read_committed" else "") + ")")
+        return f"not visible to a {args.isolation} consumer: " + _why_not_fetchable(lookup, offset, fetchable,
+                                                                                   args.isolation)
     if args.isolation == "read_committed" and location.batch.is_transactional and pdir.partition >= 0:
         import kafkaseg
 
@@ -961,6 +956,24 @@ def _visibility(pdir, lookup, location, args) -> str | None:
             return (f"not visible to a read_committed consumer: producer {location.batch.producer_id}'s "
                     "transaction holding it was aborted")
     return None
+
+
+def _why_not_fetchable(lookup, offset: int, fetchable: int, isolation: str) -> str:
+    """Why ``offset``, at or past the last fetchable offset, is not read: only the reason the checkpoints support.
+    At or past a checkpointed high watermark it is not yet acknowledged; below it (read_committed, past the last
+    stable offset) only a transaction still open hides it; with no high watermark checkpointed (the log end stands
+    in for it) either may, and both are said."""
+    not_acknowledged = "not yet acknowledged by the in-sync replicas"
+    if isolation != "read_committed":
+        return f"at or past the high watermark {fetchable} ({not_acknowledged})"
+    hw = lookup.high_watermark()
+    if lookup.pdir.high_watermark is None:  # (the log end stands in: acknowledgement unknown)
+        return (f"at or past the last stable offset {fetchable} ({not_acknowledged}, or in a transaction still open: "
+                "no high watermark is checkpointed for the partition)")
+    if offset >= hw:
+        return f"at or past the high watermark {hw} ({not_acknowledged})"
+    return (f"at or past the last stable offset {fetchable}, in a transaction still open (acknowledged: below the "
+            f"high watermark {hw})")
 
 
 # -- retention ------------------------------------------------------------------------------------------------------
@@ -1061,9 +1074,12 @@ def build_parser() -> argparse.ArgumentParser:
                             description="Every check kafka-dump-log.sh makes (indexes against the log, offsets, "
                             "timestamps), plus CRCs, checkpoints and leftover files, with the file and byte of each "
                             "problem and the offsets no reader gets (see kafkaseg.cli.verify). Exit status: 0 no "
-                            "error (warnings and info notes allowed); 1 an error was found; 2 the paths could not "
+                            "error (warnings and info notes allowed); 1 an error was found, or no topic --topic "
+                            "names is on disk; 2 the paths could not "
                             "be read as log dirs (said on stderr), or a usage error.")
     verify.add_argument("paths", nargs="+", metavar="DIR", help="log dirs, partition dirs or .log files")
+    verify.add_argument("--topic", action="append", help="only this topic (repeatable, or comma separated; as "
+                        "describe's: the other topics' folders are not read)")
     verify.add_argument("--shallow", action="store_true", help="batch headers and CRCs only (no record walk)")
     verify.add_argument("--verbose", "-v", action="store_true", help="also list info notes")
     verify.add_argument("--json", action="store_true", help="one JSON document: per partition its segments, "

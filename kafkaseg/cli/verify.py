@@ -45,7 +45,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Collection, NamedTuple
 
 import numpy as np
 
@@ -2120,14 +2120,19 @@ def _listed_again_if_rewritten(pdir: PartitionDir, report: VerifyReport) -> Part
     return _listed_again(pdir)
 
 
-def discover_to_verify(paths: list[str], skipped: list[tuple[str, str]], key_ring=None) -> list[PartitionDir]:
+def discover_to_verify(paths: list[str], skipped: list[tuple[str, str]], key_ring=None, *,
+                       topics: Collection[str] | None = None) -> list[PartitionDir]:
     """The partitions under ``paths`` as verify checks them (:func:`kafkaseg.storage.layout.discover`, with
     ``__remote_log_metadata`` deciding which tiered-storage copies are live when it is among the paths);
     ``skipped`` gets the log dirs' folders not read. A partition whose segments cannot be listed as a log (a segment
     that is no readable file, or named past a 64-bit long) is one with its ``error``, which :func:`verify_partition`
-    reports (with a ``.log`` file given from its folder, checked on its own)."""
-    return discover(paths, skipped=skipped, key_ring=key_ring, remote_log_metadata=_remote_log_metadata,
-                    partition_errors=True)
+    reports (with a ``.log`` file given from its folder, checked on its own). ``topics``: only those topics'
+    partitions (the other folders of a log dir are not read; a partition folder or file given is kept only when of
+    one of them), as :func:`kafkaseg.cli.describe.describe_paths` selects them."""
+    wanted = None if topics is None else frozenset(topics)
+    found = discover(paths, skipped=skipped, key_ring=key_ring, remote_log_metadata=_remote_log_metadata,
+                     partition_errors=True, select=None if wanted is None else (lambda name, _: name in wanted))
+    return found if wanted is None else [p for p in found if p.topic in wanted]
 
 
 def report_across_partitions(report: VerifyReport, found: list[PartitionDir]) -> None:
