@@ -248,8 +248,9 @@ def did_you_mean(name: str, names: Iterable[str]) -> str:
     first), or ``""`` when none is close: the hint every message about a name that is not there (a misspelt topic,
     column, option, formatter property) ends with. A prefix ``name`` shares with a name up to a ``.``, ``-`` or
     ``_`` (``print.`` of ``print.valu`` and every ``print.*`` property) says nothing about which one was meant, so
-    what follows it is compared (difflib's ratio, at least 0.6; the whole names break ties); names equally close
-    are all named (``'a' or 'b'``), as they are equally likely."""
+    what follows it is compared (difflib's ratio, at least 0.6; the whole names break ties); when no name is that
+    close, the whole names are (at least 0.8: ``orders-ue`` names ``orders-eu`` and ``orders-us``); names equally
+    close are all named (``'a' or 'b'``), as they are equally likely."""
     choices = sorted(set(names))
     same = [c for c in choices if c.lower() == name.lower()]
     if same:
@@ -258,11 +259,17 @@ def did_you_mean(name: str, names: Iterable[str]) -> str:
         scored = [(_closeness(name, c), c) for c in choices]
         best = max((score for score, _ in scored), default=(0.0, 0.0))
         close = [c for score, c in scored if score == best] if best[0] >= 0.6 else []
+        if not close:  # a typo in a short tail after the shared prefix (orders-ue): the whole names, held closer
+            whole = max((score[1] for score, _ in scored), default=0.0)
+            close = [c for score, c in scored if score[1] == whole] if whole >= _WHOLE_NAME_CUTOFF else []
     if not close:
         return ""
     quoted = [repr(c) for c in close[:3]]
     listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
     return f" (did you mean {listed}?)"
+
+
+_WHOLE_NAME_CUTOFF = 0.8  # (did_you_mean: 'print.xyz' is not close to 'print.key' for its shared 'print.')
 
 
 def _closeness(name: str, choice: str) -> tuple[float, float]:

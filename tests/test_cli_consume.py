@@ -1087,3 +1087,5 @@ def test_did_you_mean_names_one_name_and_none_when_nothing_is_close():
     assert did_you_mean("ORDERS-EU", ["orders-eu", "orders-us"]) == " (did you mean 'orders-eu'?)"
     assert did_you_mean("colour", ["print.key", "print.value"]) == ""
     assert did_you_mean("print.zzzzz", ["print.key", "print.value"]) == ""  # the prefix alone is not close
+    # a transposition in a short tail after the shared prefix: the whole names are close (it named neither)
+    assert did_you_mean("orders-ue", ["orders-eu", "orders-us", "pay"]) == " (did you mean 'orders-eu' or 'orders-us'?)"
