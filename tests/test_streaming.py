@@ -1671,3 +1671,34 @@ def test_a_rate_limited_stream_behind_retention_still_fails_under_fail_on_data_l
     _delete_segments_below(data / "a-0", bases[2])
     with pytest.raises(DataLossError, match=rf"offsets \[0, {bases[2]}\) are gone"):
         next(iter(poll_micro_batches(p, position)))
+
+
+@pytest.mark.parametrize("lenient", [False, True])
+def test_follow_reads_a_partition_moved_to_another_log_dir_meanwhile_once(tmp_path, lenient):
+    """A move between log dirs ends while follow() reads (``LogManager.replaceCurrentWithFutureLog``: the copy
+    renamed ``<topic>-<partition>`` in the other log dir, the source folder ``<topic>-<partition>.<id>-delete``,
+    removed a minute later, the checkpoints following): the micro-batch planned before reads its planned files in
+    the folder renamed for deletion, the next ones find the partition in its new log dir; every offset once, no data
+    loss (found by tests/live_broker.py --move)."""
+    d0, d1 = tmp_path / "d0", tmp_path / "d1"
+    write_data_dir(d0, [TopicSpec("t", records_per_partition=1200, records_per_batch=10, segment_bytes=4096)],
+                   seed=4)
+    d1.mkdir()
+    shutil.copy(d0 / "meta.properties", d1 / "meta.properties")
+    want = kafkaseg.read_arrow([str(d0), str(d1)]).column("offset").to_pylist()
+    gone = d0 / "t-0.fedcba9876543210fedcba9876543210-delete"
+    options = {"failOnDataLoss": "false"} if lenient else {}
+    offsets = []
+    for batch in kafkaseg.follow([str(d0), str(d1)], startingOffsets="earliest", poll_interval=0.01,
+                                 idle_timeout=0.3, maxOffsetsPerTrigger=250, **options):
+        offsets.extend(batch.column("offset").to_pylist())
+        if len(offsets) >= 100 and (d0 / "t-0").exists():  # mid-micro-batch
+            shutil.copytree(d0 / "t-0", d1 / "t-0.0123456789abcdef0123456789abcdef-future")
+            (d1 / "t-0.0123456789abcdef0123456789abcdef-future").rename(d1 / "t-0")
+            for checkpoint in d0.glob("*checkpoint"):
+                shutil.copy(checkpoint, d1 / checkpoint.name)
+            (d0 / "t-0").rename(gone)
+        elif len(offsets) >= 600 and gone.exists():
+            shutil.rmtree(gone)
+    assert not gone.exists()
+    assert offsets == want
