@@ -2332,7 +2332,13 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
                                         passed_over.get((current.topic, current.partition), ()),
                                         read_to(current) if read_to is not None else None)
 
-        return relisted(pdir, plan)
+        try:
+            return relisted(pdir, plan)
+        except LayoutError:
+            moved = moved_meanwhile(pdir, listing.log_dirs, options)  # (its folder renamed -delete meanwhile)
+            if moved is None:
+                raise
+            return relisted(moved, plan)
 
     pieces: list[_Piece] = []
     partition_reports: list[PlanReport] = []
@@ -2558,6 +2564,17 @@ def moved_partition(topic: str, partition: int, partition_path: str, filesystem,
         if covers:
             return pdir
     return None
+
+
+def moved_meanwhile(pdir: PartitionDir, log_dirs: Sequence[str], options: ReadOptions) -> PartitionDir | None:
+    """``pdir``'s partition in another of ``log_dirs`` (the read's) when its folder is gone because the partition
+    moved there since it was listed (:func:`moved_partition`, the listed log as the planned offsets), else None: a
+    listing or plan on the old folder, which fails, is then made on the new one."""
+    if (len(log_dirs) < 2 or pdir.tiered is not None or not pdir.segments or pdir.given_files
+            or _fs.exists(pdir.path, pdir.filesystem)):
+        return None
+    return moved_partition(pdir.topic, pdir.partition, pdir.path, pdir.filesystem, pdir.topic_id, log_dirs, options,
+                           (pdir.log_start_offset, pdir.segments[-1].base_offset))
 
 
 def move_sources(partition_path: str, filesystem, topic: str, partition: int) -> list[str]:

@@ -92,8 +92,8 @@ from kafkaseg.errors import (DataLossError, InvalidOptionError, KafkaSegError, L
 from kafkaseg.lookup import PartitionLookup
 from kafkaseg.options import EARLIEST, IGNORED_OPTIONS, LATEST, OPTION_NAMES, OffsetLimit, ReadOptions
 from kafkaseg.planning import (RACY_MS, AvailableRange, Listing, LogEndCache, PlanReport, ScanPlan, available_range,
-                               copies_not_chosen, list_partitions, lost_copy_reached_by_time, offset_for_timestamp,
-                               plan_scan, resolve_offsets, select_partitions, slice_order)
+                               copies_not_chosen, list_partitions, lost_copy_reached_by_time, moved_meanwhile,
+                               offset_for_timestamp, plan_scan, resolve_offsets, select_partitions, slice_order)
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.checkpoints import EpochEntry, mark_divergence
 from kafkaseg.storage.layout import PartitionDir
@@ -404,7 +404,13 @@ class MicroBatchPlanner:
             except LayoutError:
                 if _fs.exists(pdir.path, pdir.filesystem):
                     raise
-                continue
+                # a partition moved to another log dir meanwhile (its folder renamed -delete) is there, not gone:
+                # left out, the next trigger would take it for a new partition and read it from its start again
+                pdir = moved_meanwhile(pdir, (listing or self.last_listing or Listing((), ())).log_dirs,
+                                       self.options)
+                if pdir is None:
+                    continue
+                found = self._range(pdir, now_ms, ranges, False, self._read_to(pdir, position))
             except SkippedOffsetsError as exc:
                 if skipped is None:
                     raise
