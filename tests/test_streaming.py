@@ -1673,6 +1673,17 @@ def test_a_rate_limited_stream_behind_retention_still_fails_under_fail_on_data_l
         next(iter(poll_micro_batches(p, position)))
 
 
+def _two_log_dirs(tmp_path: Path, records: int) -> tuple[Path, Path, list[int]]:
+    """Log dirs d0 (topic t, one partition of ``records`` records in 4 KiB segments) and d1 (empty, of the same
+    broker), and the offsets a read of both returns: where a move between log dirs takes t-0."""
+    d0, d1 = tmp_path / "d0", tmp_path / "d1"
+    write_data_dir(d0, [TopicSpec("t", records_per_partition=records, records_per_batch=10, segment_bytes=4096)],
+                   seed=4)
+    d1.mkdir()
+    shutil.copy(d0 / "meta.properties", d1 / "meta.properties")
+    return d0, d1, kafkaseg.read_arrow([str(d0), str(d1)]).column("offset").to_pylist()
+
+
 @pytest.mark.parametrize("lenient", [False, True])
 def test_follow_reads_a_partition_moved_to_another_log_dir_meanwhile_once(tmp_path, lenient):
     """A move between log dirs ends while follow() reads (``LogManager.replaceCurrentWithFutureLog``: the copy
@@ -1680,12 +1691,7 @@ def test_follow_reads_a_partition_moved_to_another_log_dir_meanwhile_once(tmp_pa
     removed a minute later, the checkpoints following): the micro-batch planned before reads its planned files in
     the folder renamed for deletion, the next ones find the partition in its new log dir; every offset once, no data
     loss (found by tests/live_broker.py --move)."""
-    d0, d1 = tmp_path / "d0", tmp_path / "d1"
-    write_data_dir(d0, [TopicSpec("t", records_per_partition=1200, records_per_batch=10, segment_bytes=4096)],
-                   seed=4)
-    d1.mkdir()
-    shutil.copy(d0 / "meta.properties", d1 / "meta.properties")
-    want = kafkaseg.read_arrow([str(d0), str(d1)]).column("offset").to_pylist()
+    d0, d1, want = _two_log_dirs(tmp_path, 1200)
     gone = d0 / "t-0.fedcba9876543210fedcba9876543210-delete"
     options = {"failOnDataLoss": "false"} if lenient else {}
     offsets = []
@@ -1713,12 +1719,7 @@ def test_follow_goes_on_with_a_partition_whose_move_to_another_log_dir_ends_whil
     from its start again: tests/live_broker.py --move saw a follow repeat ~1,600 offsets)."""
     from kafkaseg import planning
 
-    d0, d1 = tmp_path / "d0", tmp_path / "d1"
-    write_data_dir(d0, [TopicSpec("t", records_per_partition=1200, records_per_batch=10, segment_bytes=4096)],
-                   seed=4)
-    d1.mkdir()
-    shutil.copy(d0 / "meta.properties", d1 / "meta.properties")
-    want = kafkaseg.read_arrow([str(d0), str(d1)]).column("offset").to_pylist()
+    d0, d1, want = _two_log_dirs(tmp_path, 1200)
     real = planning._available_range
     calls = []
 
@@ -1746,11 +1747,7 @@ def test_a_partition_moved_to_another_log_dir_while_planned_is_planned_in_its_ne
     not a ``LayoutError`` for a file gone (found by tests/live_broker.py --move)."""
     from kafkaseg import planning
 
-    d0, d1 = tmp_path / "d0", tmp_path / "d1"
-    write_data_dir(d0, [TopicSpec("t", records_per_partition=400, records_per_batch=10, segment_bytes=4096)], seed=4)
-    d1.mkdir()
-    shutil.copy(d0 / "meta.properties", d1 / "meta.properties")
-    want = kafkaseg.read_arrow([str(d0), str(d1)]).column("offset").to_pylist()
+    d0, d1, want = _two_log_dirs(tmp_path, 400)
     real = planning._plan_partition
 
     def moved_meanwhile(pdir, *args, **kwargs):
