@@ -2642,8 +2642,8 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
             return [], [(lo, hi, f"the topic was deleted and recreated (its topic id is {pdir.topic_id} now, "
                                  f"{piece.topic_id} when planned)")]
         folder = _fs.file_identity(pdir.path, pdir.filesystem)
-        if (not moved and piece.partition_identity is not None and folder is not None and folder[0] == piece.partition_identity[0]
-                and folder != piece.partition_identity):
+        if (not moved and piece.partition_identity is not None and folder is not None
+                and folder[0] == piece.partition_identity[0] and folder != piece.partition_identity):
             return [], [(lo, hi, "the partition's folder is another one than planned (the topic deleted and "
                                  "recreated, on a broker that writes no topic ids?)")]
         if not pdir.segments:

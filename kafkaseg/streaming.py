@@ -400,17 +400,19 @@ class MicroBatchPlanner:
         position = _Position.of(start)
         for pdir in self._partitions(listing, position):
             try:
-                found = self._range(pdir, now_ms, ranges, same_listing, self._read_to(pdir, position))
-            except LayoutError:
-                if _fs.exists(pdir.path, pdir.filesystem):
-                    raise
-                # a partition moved to another log dir meanwhile (its folder renamed -delete) is there, not gone:
-                # left out, the next trigger would take it for a new partition and read it from its start again
-                pdir = moved_meanwhile(pdir, (listing or self.last_listing or Listing((), ())).log_dirs,
-                                       self.options)
-                if pdir is None:
-                    continue
-                found = self._range(pdir, now_ms, ranges, False, self._read_to(pdir, position))
+                try:
+                    found = self._range(pdir, now_ms, ranges, same_listing, self._read_to(pdir, position))
+                except LayoutError:
+                    if _fs.exists(pdir.path, pdir.filesystem):
+                        raise
+                    # a partition moved to another log dir meanwhile (its folder renamed -delete) is there, not
+                    # gone: left out, the next trigger would take it for a new partition, read from its start again
+                    moved = moved_meanwhile(pdir, (listing or self.last_listing or Listing((), ())).log_dirs,
+                                            self.options)
+                    if moved is None:
+                        continue
+                    pdir = moved
+                    found = self._range(pdir, now_ms, ranges, False, self._read_to(pdir, position))
             except SkippedOffsetsError as exc:
                 if skipped is None:
                     raise
