@@ -869,6 +869,12 @@ class _Partition:
                 self._txn[i] = TransactionIndex(seg.base_offset)
                 return self._txn[i]
             reason = "the copy's .indexes object is missing" if seg.indexes_lost else "missing .txnindex file"
+            if (txnindex_path and txnindex_window is None and self.move_dirs
+                    and not _fs.exists(_fs.parent(txnindex_path), self.fs)):
+                # the partition moved to another log dir since planning: its planned .txnindex is in the folder
+                # renamed -delete (move_sources), as its .log is
+                txnindex_path = next((name for name in moved_names(txnindex_path, self.move_sources())
+                                      if _fs.exists(name, self.fs)), txnindex_path)
             if txnindex_path:
                 try:
                     index = TransactionIndex.load(txnindex_path, seg.base_offset, self.fs, window=txnindex_window)
