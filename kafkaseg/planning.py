@@ -214,6 +214,9 @@ class SegmentSlice:
     # follows the one before it, else the batches from there say what it follows
     start_entry: int | None = None
     walk_from: int | None = None
+    # the log dirs the read found besides the slice's own (Listing.log_dirs): a partition folder renamed
+    # <tp>.<id>-delete since planning is a move's source when one of them holds the partition now (moved_partition)
+    move_dirs: tuple[str, ...] = ()
     # the partition's checkpointed high watermark when this slice of a local segment reads past it
     # (upperBound=logEndOffset), else None. At and past it a follower truncation (UnifiedLog.truncateTo, never below
     # the high watermark) may cut the segment and the new leader's batches take the same offsets in other bytes:
@@ -652,6 +655,9 @@ class _Partition:
         # the partition's copies in other log dirs, which the replica choice passed over: a strict timestamp search
         # that meets damage in this one answers from one of them (_offset_for_timestamp), as a read falls back
         self.other_copies: tuple[PartitionDir, ...] = ()
+        # the read's other log dirs (SegmentSlice.move_dirs): where the planned files are looked for when the
+        # partition moved between log dirs meanwhile (_planned_reader)
+        self.move_dirs: tuple[str, ...] = ()
         # where that answer is said without a report (resolve_offsets' ``notes``)
         self.copy_notes: list[str] | None = None
         self.segments: tuple[SegmentFiles, ...] = pdir.segments
@@ -688,6 +694,18 @@ class _Partition:
     @property
     def name(self) -> str:
         return f"{self.pdir.topic}-{self.pdir.partition}"
+
+    def move_sources(self) -> list[str]:
+        """The folders renamed ``<tp>.<id>-delete`` beside the partition's that hold its planned files when it moved
+        to another of the read's log dirs since planning (:func:`moved_partition`), else none: a deletion."""
+        pdir = self.pdir
+        if not self.move_dirs or pdir.tiered is not None or not pdir.segments:
+            return []
+        planned = (pdir.log_start_offset, self._leo if self._leo is not None else pdir.segments[-1].base_offset)
+        if moved_partition(pdir.topic, pdir.partition, pdir.path, self.fs, pdir.topic_id, self.move_dirs,
+                           self.options, planned) is None:
+            return []
+        return move_sources(pdir.path, self.fs, pdir.topic, pdir.partition)
 
     @functools.cached_property
     def planned_copy_states(self):
@@ -853,6 +871,12 @@ class _Partition:
                 self._txn[i] = TransactionIndex(seg.base_offset)
                 return self._txn[i]
             reason = "the copy's .indexes object is missing" if seg.indexes_lost else "missing .txnindex file"
+            if (txnindex_path and txnindex_window is None and self.move_dirs
+                    and not _fs.exists(_fs.parent(txnindex_path), self.fs)):
+                # the partition moved to another log dir since planning: its planned .txnindex is in the folder
+                # renamed -delete (move_sources), as its .log is
+                txnindex_path = next((name for name in moved_names(txnindex_path, self.move_sources())
+                                      if _fs.exists(name, self.fs)), txnindex_path)
             if txnindex_path:
                 try:
                     index = TransactionIndex.load(txnindex_path, seg.base_offset, self.fs, window=txnindex_window)
@@ -893,7 +917,7 @@ class _Partition:
 
     def _unindexed_abort(self, i: int, index: TransactionIndex) -> tuple[int, int] | None:
         seg = self.segments[i]
-        with _planned_reader(seg, self.fs) as reader:
+        with _planned_reader(seg, self.fs, self.move_sources) as reader:
             try:
                 return unindexed_abort(reader, index, max_batch_bytes=self.options.max_batch_bytes,
                                        open_at_base=transactions_open_at(self.pdir, seg.base_offset))
@@ -923,7 +947,7 @@ class _Partition:
             errors: list = []
             markers = self._unreadable_markers.setdefault(j, [])
             try:
-                with _planned_reader(seg, self.fs) as reader:
+                with _planned_reader(seg, self.fs, self.move_sources) as reader:
                     last = j == len(self.segments) - 1
                     self._derived[j] = segment_aborted_txns(reader, self._open_txns,
                                                             max_batch_bytes=self.options.max_batch_bytes,
@@ -2135,13 +2159,15 @@ def _aborted_for(part: _Partition, piece: _Piece) -> tuple[tuple[int, int, int],
     return tuple(found)
 
 
-def _planned_reader(seg: SegmentFiles, filesystem) -> SegmentReader:
+def _planned_reader(seg: SegmentFiles, filesystem, moved: Callable[[], list[str]] | None = None) -> SegmentReader:
     """A reader of the ``.log`` the listing saw for ``seg``, for what runs after the partition was planned (and so
     is not planned again when a file goes: read_committed's aborted transactions, :func:`_aborted_for`): a live
     broker's retention or cleaner may have renamed it ``.deleted`` since (removed ``file.delete.delay.ms`` later),
     or renamed a planned ``.swap`` to its ``.log`` name, and the plan is of its bytes, which the read reads there
     too (:mod:`kafkaseg.scan`). A file under a new name is taken only when it is the one listed (same inode), or
-    when that cannot be told; else the :class:`~kafkaseg.errors.LayoutError` for the missing file."""
+    when that cannot be told; else the :class:`~kafkaseg.errors.LayoutError` for the missing file. ``moved``: the
+    folders (``<tp>.<id>-delete``) that hold the partition's planned files when it moved to another log dir since
+    (``_Partition.move_sources``), where they are looked for under the same names (or ``.deleted``) too."""
     try:
         return SegmentReader(seg.log_path, filesystem)
     except LayoutError as exc:
@@ -2150,6 +2176,8 @@ def _planned_reader(seg: SegmentFiles, filesystem) -> SegmentReader:
         names = [seg.log_path + ".deleted"]
         if seg.log_path.endswith(".swap"):
             names.insert(0, seg.log_path[:-len(".swap")])
+        if moved is not None and not _fs.exists(_fs.parent(seg.log_path), filesystem):
+            names.extend(moved_names(seg.log_path, moved()))
         for name in names:
             try:
                 renamed = _fs.RandomAccessReader(name, filesystem)
@@ -2349,7 +2377,13 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
                                         passed_over.get((current.topic, current.partition), ()),
                                         read_to(current) if read_to is not None else None)
 
-        return relisted(pdir, plan)
+        try:
+            return relisted(pdir, plan)
+        except LayoutError:
+            moved = moved_meanwhile(pdir, listing.log_dirs, options)  # (its folder renamed -delete meanwhile)
+            if moved is None:
+                raise
+            return relisted(moved, plan)
 
     pieces: list[_Piece] = []
     partition_reports: list[PlanReport] = []
@@ -2376,6 +2410,8 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
                 and piece.end_position == part.log_end_position):
             tails_told.add(id(part))
             corrupt_tail = part.corrupt_tail
+        if len(listing.log_dirs) > 1 and part.pdir.tiered is None:
+            part.move_dirs = listing.log_dirs  # (the planned files of a partition moved meanwhile: move_sources)
         aborted = _aborted_for(part, piece) if options.read_committed else ()
         indexed_tail_check = _reads_to_unbounded_log_end(part, piece)
         tail_evidence = _tail_evidence(part) if indexed_tail_check else (None, None)
@@ -2391,6 +2427,8 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
                                      corrupt_tail, indexed_tail_check, tail_evidence, lost_before))
         if lost_past is not None:
             slices[-1] = dataclasses.replace(slices[-1], lost_segment_past=lost_past)
+        if part.move_dirs:
+            slices[-1] = dataclasses.replace(slices[-1], move_dirs=part.move_dirs)
         preport = reports[(part.pdir.topic, part.pdir.partition, part.pdir.path)]
         preport.slices += 1
         # two offset ranges of one partition whose bytes meet are one slice (_joined), unless a range between them
@@ -2536,6 +2574,76 @@ def _slice_offsets(pieces: list[_Piece]) -> list[tuple[int, int] | None]:
     return out
 
 
+def moved_partition(topic: str, partition: int, partition_path: str, filesystem, topic_id: str | None,
+                    move_dirs: Sequence[str], options: ReadOptions,
+                    offsets: tuple[int, int] | None = None) -> PartitionDir | None:
+    """The partition's folder ``<topic>-<partition>`` in another of ``move_dirs`` (the read's other log dirs) when
+    the partition moved there since planning, else None.
+
+    A move between log dirs of one broker (``AlterReplicaLogDirs``) ends with the destination's
+    ``<tp>.<id>-future`` renamed ``<tp>`` and the source's ``<tp>`` renamed ``<tp>.<id>-delete``
+    (``LogManager.replaceCurrentWithFutureLog``), as a topic's deletion renames it. It is a move when another log
+    dir holds the partition with the topic id planned (``partition.metadata``: a recreated topic has another);
+    when either side has no topic id, when that folder's log covers ``offsets`` (the read's planned range of the
+    partition: a recreated topic's log rarely does). Else (no such folder, another topic id) the partition was
+    deleted."""
+    for log_dir in move_dirs:
+        path = _fs.join(log_dir, f"{topic}-{partition}")
+        if path.rstrip("/") == partition_path.rstrip("/"):
+            continue
+        try:
+            pdir = read_partition_again(path, filesystem, topic=topic, partition=partition)
+        except KafkaSegError:
+            continue  # not there (or unreadable): not where it moved
+        if topic_id is not None and pdir.topic_id is not None:
+            if pdir.topic_id == topic_id:
+                return pdir
+            continue
+        if offsets is None or not pdir.segments:
+            continue
+        try:
+            covers = (pdir.log_start_offset <= offsets[0]
+                      and _Partition(pdir, options, None).log_end_offset() >= offsets[1])
+        except KafkaSegError:
+            continue
+        if covers:
+            return pdir
+    return None
+
+
+def moved_meanwhile(pdir: PartitionDir, log_dirs: Sequence[str], options: ReadOptions) -> PartitionDir | None:
+    """``pdir``'s partition in another of ``log_dirs`` (the read's) when its folder is gone because the partition
+    moved there since it was listed (:func:`moved_partition`, the listed log as the planned offsets), else None: a
+    listing or plan on the old folder, which fails, is then made on the new one."""
+    if (len(log_dirs) < 2 or pdir.tiered is not None or not pdir.segments or pdir.given_files
+            or _fs.exists(pdir.path, pdir.filesystem)):
+        return None
+    return moved_partition(pdir.topic, pdir.partition, pdir.path, pdir.filesystem, pdir.topic_id, log_dirs, options,
+                           (pdir.log_start_offset, pdir.segments[-1].base_offset))
+
+
+def move_sources(partition_path: str, filesystem, topic: str, partition: int) -> list[str]:
+    """The folders beside ``partition_path`` named ``<topic>-<partition>.<id>-delete`` (the topic perhaps cut to
+    fit 255 characters): where a partition that moved to another log dir left its files until the broker deletes
+    them (``file.delete.delay.ms``)."""
+    log_dir = _fs.parent(partition_path.rstrip("/"))
+    try:
+        entries = _fs.list_dir(log_dir, filesystem)
+    except KafkaSegError:
+        return []
+    return [_fs.join(log_dir, e.name) for e in entries
+            if e.is_dir and e.name.endswith("-delete") and _fs.renamed_for_deletion(f"{topic}-{partition}", [e.name])]
+
+
+def moved_names(log_path: str, folders: Sequence[str]) -> list[str]:
+    """Where planned segment ``log_path`` is in the move sources ``folders`` (:func:`move_sources`): under its
+    name, its ``.log`` name when planned as a ``.swap``, or renamed ``.deleted`` (each taken only when it is the file
+    planned, by its identity)."""
+    name = _fs.basename(log_path)
+    names = [name[:-len(".swap")], name] if name.endswith(".swap") else [name]
+    return [_fs.join(folder, n + suffix) for folder in folders for n in names for suffix in ("", ".deleted")]
+
+
 def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
                          ) -> tuple[list[SegmentSlice], list[tuple[int, int, str]]]:
     """Plan ``piece.slice_offsets`` again from its partition's files as they are now, for a reader that found the
@@ -2564,6 +2672,9 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
     And all of them when the partition's folder is another one than planned (by device and inode, on the planning
     host): a recreated topic on a broker that writes no ``partition.metadata``.
 
+    When the partition's folder is gone because it moved to another of the read's log dirs
+    (:attr:`SegmentSlice.move_dirs`, :func:`moved_partition`), they are planned from its folder there.
+
     Raises :class:`~kafkaseg.errors.LayoutError` when the partition's folder cannot be listed (the topic was
     deleted)."""
     if piece.slice_offsets is None:
@@ -2571,13 +2682,13 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
     lo, hi = piece.slice_offsets
     host = piece.file_identity[0] if piece.file_identity is not None else None
 
-    def plan(pdir: PartitionDir) -> tuple[list[SegmentSlice], list[tuple[int, int, str]]]:
+    def plan(pdir: PartitionDir, moved: bool = False) -> tuple[list[SegmentSlice], list[tuple[int, int, str]]]:
         if piece.topic_id is not None and pdir.topic_id is not None and pdir.topic_id != piece.topic_id:
             return [], [(lo, hi, f"the topic was deleted and recreated (its topic id is {pdir.topic_id} now, "
                                  f"{piece.topic_id} when planned)")]
         folder = _fs.file_identity(pdir.path, pdir.filesystem)
-        if (piece.partition_identity is not None and folder is not None and folder[0] == piece.partition_identity[0]
-                and folder != piece.partition_identity):
+        if (not moved and piece.partition_identity is not None and folder is not None
+                and folder[0] == piece.partition_identity[0] and folder != piece.partition_identity):
             return [], [(lo, hi, "the partition's folder is another one than planned (the topic deleted and "
                                  "recreated, on a broker that writes no topic ids?)")]
         if not pdir.segments:
@@ -2622,9 +2733,19 @@ def plan_again_by_offset(piece: SegmentSlice, options: ReadOptions
                                                     p.part.segments[p.segment].identity, part.fs),
                                None, None, None, piece.topic_id, None) for p in pieces], lost
 
-    slices, lost = relisted(read_partition_again(piece.partition_path, piece.filesystem, topic=piece.topic,
-                                                 partition=piece.partition, remote_path=piece.remote_path,
-                                                 key_ring=options.tiered_key_ring, copy_states=piece.copy_states), plan)
+    try:
+        pdir = read_partition_again(piece.partition_path, piece.filesystem, topic=piece.topic,
+                                    partition=piece.partition, remote_path=piece.remote_path,
+                                    key_ring=options.tiered_key_ring, copy_states=piece.copy_states)
+    except LayoutError:
+        moved = (moved_partition(piece.topic, piece.partition, piece.partition_path, piece.filesystem, piece.topic_id,
+                                 piece.move_dirs, options, (piece.start_offset, piece.end_offset))
+                 if piece.move_dirs else None)
+        if moved is None:
+            raise
+        slices, lost = relisted(moved, functools.partial(plan, moved=True))
+    else:
+        slices, lost = relisted(pdir, plan)
     # offsets the slice leaves out (offset_gaps) are no loss to it
     return slices, [(a, b, why) for first, end, why in lost for a, b in piece.outside_gaps(first, end)]
 
@@ -2652,6 +2773,7 @@ class Listing(NamedTuple):
     skipped: tuple[tuple[str, str], ...]
     unselected: tuple[tuple[str, int, str], ...] = ()  # (topic, partition, path) not read: the options leave them out
     started_ns: int | None = None  # the wall clock (time.time_ns) when the listing began
+    log_dirs: tuple[str, ...] = ()  # the log dirs read (where a partition moved meanwhile is looked for)
 
 
 def list_partitions(paths: str | Sequence[str] | None, options: ReadOptions) -> Listing:
@@ -2673,9 +2795,10 @@ def list_partitions(paths: str | Sequence[str] | None, options: ReadOptions) -> 
         hook = functools.partial(read_remote_log_metadata, lenient=options.on_corruption == "skip")
         if options.metadata_ways_on is not None:  # (a tool's own words for the read options')
             hook = functools.partial(hook, ways_on=options.metadata_ways_on)
+    log_dirs: list[str] = []
     found = discover(paths, skipped=skipped, select=options.selects, unselected=unselected,
-                     key_ring=options.tiered_key_ring, remote_log_metadata=hook)
-    return Listing(tuple(found), tuple(skipped), tuple(unselected), started)
+                     key_ring=options.tiered_key_ring, remote_log_metadata=hook, log_dirs=log_dirs)
+    return Listing(tuple(found), tuple(skipped), tuple(unselected), started, tuple(log_dirs))
 
 
 def copies_not_chosen(listing: Listing, report: PlanReport) -> dict[tuple[str, int], tuple[PartitionDir, ...]]:

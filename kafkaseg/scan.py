@@ -38,14 +38,15 @@ from kafkaseg.options import ReadOptions
 from kafkaseg.entry_check import ResumptionEntries, batch_first_offset
 from kafkaseg.offset_outlier import (batch_before, goes_back_after, last_batch_before, offset_before,
                                      outlier_region, record_facts, went_back)
-from kafkaseg.planning import READ_ON_PAST_LOSS, ScanPlan, SegmentSlice, plan_again_by_offset, plan_scan
+from kafkaseg.planning import (READ_ON_PAST_LOSS, ScanPlan, SegmentSlice, moved_names, moved_partition, move_sources,
+                               plan_again_by_offset, plan_scan)
 from kafkaseg.storage.layout import (below_cleaner_checkpoint, judge_rolled_end, judge_tail, other_copies_note, other_copy_line,
                                       read_partition_again)
 from kafkaseg.storage.foreign_log import outside_batches
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import SegmentReader, load_index_files, nonzero_extent
 from kafkaseg.storage.fs import CTIME_TICK_NS, REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
-from kafkaseg.storage.fs import basename as fs_basename, join as fs_join
+from kafkaseg.storage.fs import basename as fs_basename, exists, join as fs_join
 from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE, LOG_OVERHEAD, MAGIC_OFFSET
 
 __all__ = ["ScanMetrics", "Problem", "read_slice", "iter_batches", "read_arrow", "open_scan", "Scan"]
@@ -489,7 +490,7 @@ def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics,
     slices that do that, so it happens once). ``progress`` (when given) gets ``last_seen``, the last offset of the
     last decoded chunk accepted (every record up to it that the slice keeps was returned, none after), or
     ``unreliable`` when the read went on from other files (its segment lost or read again by offset)."""
-    opened, why = _open_planned_segment(piece, metrics)
+    opened, why = _open_planned_segment(piece, metrics, options)
     if opened is None:
         if progress is not None:
             progress["unreliable"] = True
@@ -612,7 +613,8 @@ class _AheadReader:
         return self._ahead.read_into(position, buffer)
 
 
-def _open_planned_segment(piece: SegmentSlice, metrics: ScanMetrics) -> tuple[RandomAccessReader | None, str]:
+def _open_planned_segment(piece: SegmentSlice, metrics: ScanMetrics,
+                          options: ReadOptions) -> tuple[RandomAccessReader | None, str]:
     """The file planned for ``piece``, also when a live broker deleted, replaced or renamed it since planning; else
     None and why not.
 
@@ -621,7 +623,11 @@ def _open_planned_segment(piece: SegmentSlice, metrics: ScanMetrics) -> tuple[Ra
     renames a ``.swap`` file it recovered to its ``.log`` name. So when the name is gone, or names another file than
     planned (told on the planning host by device and inode: :func:`~kafkaseg.storage.fs.same_file`), the planned
     file is looked for under those names. An object of another size than planned (object storage has no inodes) is
-    another object too."""
+    another object too.
+
+    A partition moved to another of the read's log dirs since planning (its folder renamed ``<tp>.<id>-delete``:
+    :func:`~kafkaseg.planning.moved_partition`) left the planned file in that folder until the broker deletes it:
+    it is read there (the same file, by its identity). A folder so renamed by a topic's deletion is not looked in."""
     try:
         reader = RandomAccessReader(piece.log_path, piece.filesystem)
     except LayoutError as exc:
@@ -647,6 +653,11 @@ def _open_planned_segment(piece: SegmentSlice, metrics: ScanMetrics) -> tuple[Ra
     names = [piece.log_path + ".deleted"]
     if piece.log_path.endswith(".swap"):
         names.insert(0, piece.log_path[:-len(".swap")])
+    if piece.move_dirs and not exists(piece.partition_path, piece.filesystem) and moved_partition(
+            piece.topic, piece.partition, piece.partition_path, piece.filesystem, piece.topic_id, piece.move_dirs,
+            options, (piece.start_offset, piece.end_offset)) is not None:
+        names.extend(moved_names(piece.log_path, move_sources(piece.partition_path, piece.filesystem, piece.topic,
+                                                              piece.partition)))
     tried = []
     for name in names:
         try:

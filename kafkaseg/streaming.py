@@ -95,8 +95,8 @@ from kafkaseg.errors import (DataLossError, InvalidOptionError, KafkaSegError, L
 from kafkaseg.lookup import PartitionLookup, epoch_mark_of
 from kafkaseg.options import EARLIEST, IGNORED_OPTIONS, LATEST, OPTION_NAMES, OffsetLimit, ReadOptions
 from kafkaseg.planning import (RACY_MS, AvailableRange, Listing, LogEndCache, PlanReport, ScanPlan, available_range,
-                               copies_not_chosen, list_partitions, lost_copy_reached_by_time, offset_for_timestamp,
-                               plan_scan, resolve_offsets, select_partitions, slice_order)
+                               copies_not_chosen, list_partitions, lost_copy_reached_by_time, moved_meanwhile,
+                               offset_for_timestamp, plan_scan, resolve_offsets, select_partitions, slice_order)
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.checkpoints import EpochEntry, mark_divergence
 from kafkaseg.storage.layout import PartitionDir
@@ -476,11 +476,19 @@ class MicroBatchPlanner:
         position = _Position.of(start)
         for pdir in self._partitions(listing, position):
             try:
-                found = self._range(pdir, now_ms, ranges, same_listing, self._read_to(pdir, position))
-            except LayoutError:
-                if _fs.exists(pdir.path, pdir.filesystem):
-                    raise
-                continue
+                try:
+                    found = self._range(pdir, now_ms, ranges, same_listing, self._read_to(pdir, position))
+                except LayoutError:
+                    if _fs.exists(pdir.path, pdir.filesystem):
+                        raise
+                    # a partition moved to another log dir meanwhile (its folder renamed -delete) is there, not
+                    # gone: left out, the next trigger would take it for a new partition, read from its start again
+                    moved = moved_meanwhile(pdir, (listing or self.last_listing or Listing((), ())).log_dirs,
+                                            self.options)
+                    if moved is None:
+                        continue
+                    pdir = moved
+                    found = self._range(pdir, now_ms, ranges, False, self._read_to(pdir, position))
             except SkippedOffsetsError as exc:
                 if skipped is None:
                     raise

@@ -623,29 +623,34 @@ def test_a_swap_file_renamed_into_place_after_planning_still_gives_its_transacti
     assert rows(got.to_table()) == rows(want.to_table())
 
 
-@pytest.mark.xfail(strict=True, reason="not fixed: the end of a move between log dirs (the source folder renamed "
-                   "<tp>.<id>-delete) is taken for a topic deletion (test_live_truncation's "
-                   "test_segments_retention_deleted_after_planning_are_data_loss_when_read_again): telling them "
-                   "apart (the partition in another log dir of the read) is a design decision")
 def test_a_partition_moved_to_another_log_dir_after_planning_still_gives_its_transactions_to_the_walk(
         tmp_path, monkeypatch):
-    """The end of a move between log dirs (the source folder renamed ``<topic>-<partition>.<id>-delete``) after the
-    partition was planned and before read_committed walks its log: the walk reads the planned files there, as the
-    read does (found by tests/live_broker.py --move)."""
-    log_dir = tmp_path / "d0"
+    """The end of a move between log dirs (the copy renamed ``<topic>-<partition>`` in the other log dir given, the
+    source folder renamed ``<topic>-<partition>.<id>-delete``) after the partition was planned and before
+    read_committed walks its log: the walk reads the planned files there, as the read does (found by
+    tests/live_broker.py --move)."""
+    log_dir, other = tmp_path / "d0", tmp_path / "d1"
     spanning_partition(log_dir)
-    want = kafkaseg.open_scan(str(log_dir / "tx-0"), **COMMITTED)
+    other.mkdir()
+    (other / "recovery-point-offset-checkpoint").write_text("0\n0\n")  # (a log dir holding no partition yet)
+    want = kafkaseg.open_scan(str(log_dir), **COMMITTED)
+    want_rows = rows(want.to_table())
     real = planning._aborted_for
     folder = log_dir / "tx-0"
 
     def moved_meanwhile(part, piece):
         if folder.exists():
-            shutil.copytree(folder, tmp_path / "tx-0")  # (the copy in the other log dir)
+            shutil.copytree(folder, other / "tx-0")
             folder.rename(log_dir / "tx-0.0123456789abcdef0123456789abcdef-delete")
         return real(part, piece)
 
     monkeypatch.setattr(planning, "_aborted_for", moved_meanwhile)
-    got = kafkaseg.open_scan(str(log_dir / "tx-0"), **COMMITTED)
+    got = kafkaseg.open_scan([str(log_dir), str(other)], **COMMITTED)
     assert not folder.exists()
     assert [s.aborted for s in got.plan.slices] == [s.aborted for s in want.plan.slices]
-    assert rows(got.to_table()) == rows(want.to_table())
+    # (the .txnindex files too: none taken for unreadable and derived from the log instead)
+    assert got.plan.report.indexes_rebuilt == want.plan.report.indexes_rebuilt
+    assert rows(got.to_table()) == want_rows
+    # (the planned files, read in the folder renamed for deletion: no topic ids here, the copy covers the offsets)
+    assert got.metrics.vanished_segments
+    assert all(what.startswith("read from ") for *_, what in got.metrics.vanished_segments)

@@ -1668,7 +1668,7 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
              skipped: list[tuple[str, str]] | None = None, *, select: Callable[[str, int], bool] | None = None,
              unselected: list[tuple[str, int, str]] | None = None, key_ring=None,
              remote_log_metadata: Callable[[list[PartitionDir]], Any] | None = None,
-             partition_errors: bool = False) -> list[PartitionDir]:
+             partition_errors: bool = False, log_dirs: list[str] | None = None) -> list[PartitionDir]:
     """Every partition replica under ``paths``: log dirs, topic-partition dirs, single ``.log`` files, or globs
     of those (local or any pyarrow filesystem URI). The same topic-partition under several log dirs (several
     brokers' copies) is returned once per copy: see :func:`choose_replicas`. Sorted by (topic, partition, path).
@@ -1692,7 +1692,8 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
     (no ``whole``, no checkpoints). Without it that raises :class:`UnreadableSegmentError` or
     :class:`SegmentNameError`, as a read must (leaving the partition out would drop its records unsaid).
     A ``.log`` name given that is no file, and ``__remote_log_metadata`` partitions read for their copies, always
-    raise.
+    raise. ``log_dirs``, when given, gets the path of every log dir read (where a partition moved between log dirs
+    since is looked for: ``planning.moved_partition``).
 
     Raises :class:`LayoutError` for a path that does not exist, a glob that matches nothing, or a folder that is
     neither a log dir nor a topic-partition dir (nor, with the metadata, a store that lost live copies).
@@ -1829,6 +1830,8 @@ def discover(paths: str | os.PathLike | Sequence[str | os.PathLike],
                     continue
                 raise LayoutError(refusal)
             log_dir = read_log_dir(path, filesystem, select, partition_errors=partition_errors)
+            if log_dirs is not None:
+                log_dirs.append(path)
             left_out.update((_found_key(entry[2], filesystem), entry) for entry in log_dir.unselected)
             metadata_unread.extend((entry[2], filesystem, log_dir, entry[1]) for entry in log_dir.unselected
                                    if entry[0] == REMOTE_LOG_METADATA_TOPIC)
