@@ -211,7 +211,8 @@ class SegmentSlice:
     # started at), a batch boundary from which a header walk reaches the batch before the slice; None when not known
     # (the read then finds it in the index). What the read checks its first batch with (scan._SliceDecoder.
     # check_start): the entry holds the last offset of the append written there, so a first batch ending at it
-    # follows the one before it, else the batches from there say what it follows
+    # follows the one before it, else the batches from there say what it follows. Both fit the file as planned
+    # (_Partition.slice_start: an entry a follower's truncation left past the cut is neither)
     start_entry: int | None = None
     walk_from: int | None = None
     # the partition's checkpointed high watermark when this slice of a local segment reads past it
@@ -1187,6 +1188,50 @@ class _Partition:
             self.start_points[(i, position)] = (int(offset_index.offsets[k]) if at_entry else None,
                                                 int(positions[k - 1]) if k else 0)
         return position
+
+    def slice_start(self, i: int, entry: int | None, walk_from: int | None, position: int
+                    ) -> tuple[int | None, int | None]:
+        """:attr:`SegmentSlice.start_entry` and :attr:`~SegmentSlice.walk_from` of a slice of segment ``i`` starting
+        at byte ``position`` (> 0) at index entry offset ``entry`` (None: at none), the position before it being
+        ``walk_from``, both fit to the file as planned. The active segment's ``.index`` may hold, past where a
+        follower's truncation may have cut it (:func:`~kafkaseg.storage.layout.truncation_bound`), entries of the
+        truncated generation (``AbstractIndex.truncateToEntries`` only moves the write position): one may sit at a
+        new batch that ends elsewhere, or inside one. The read takes the start entry as the last offset of the
+        batches written from the slice's start (and the file rewritten past the high watermark when none ends
+        there: ``scan._SliceDecoder.check_start``), and walks headers from ``walk_from`` to the start. So an entry
+        at or past the bound is kept only when a batch from ``position`` ends at its offset (a header walk to it,
+        mostly one header), else None (the read judges the start as at no entry); a ``walk_from`` past the bound's
+        entries only when a header walk from it lands at ``position``, else the position of the last entry below the
+        bound (0 when none), a prefix the truncation left alone."""
+        seg = self.segments[i]
+        bound = truncation_bound(self.pdir, seg.log_path, seg.base_offset)
+        if bound is None:
+            return entry, walk_from
+        offset_index, _ = self.indexes(i)
+        kept = int(np.searchsorted(offset_index.offsets, bound[0], side="left"))  # (a sane index: sorted)
+        below = int(offset_index.positions[kept - 1]) if kept else 0
+        limit = self.options.max_batch_bytes
+        if entry is not None and entry >= bound[0]:
+            found = None
+            try:
+                with SegmentReader(seg.log_path, self.fs) as reader:
+                    found = next((h.last_offset for h in reader.iter_headers(position, max_batch_bytes=limit)
+                                  if h.last_offset >= entry), None)
+            except KafkaSegError:
+                pass
+            entry = entry if found == entry else None
+        if walk_from is not None and below < walk_from < position:
+            landed = False
+            try:
+                with SegmentReader(seg.log_path, self.fs) as reader:
+                    for header in reader.iter_headers(walk_from, max_batch_bytes=limit):
+                        landed = header.position == position
+                        if header.position >= position:
+                            break
+            except KafkaSegError:
+                pass
+            walk_from = walk_from if landed else below
+        return entry, walk_from
 
     def end_position(self, i: int, offset: int) -> int:
         """Position just past the last batch of segment ``i`` that can hold an offset below ``offset``."""
@@ -2412,6 +2457,8 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
     part = piece.part
     seg = part.segments[piece.segment]
     index_path, index_window = index_location(seg, "index")
+    start_entry, walk_from = (part.slice_start(piece.segment, piece.file_entry, piece.walk_from, piece.start_position)
+                              if piece.start_position else (None, None))
     return SegmentSlice(
         topic=part.pdir.topic, partition=part.pdir.partition, log_path=seg.log_path, base_offset=seg.base_offset,
         start_position=piece.start_position, end_position=piece.end_position, start_offset=piece.start_offset,
@@ -2426,8 +2473,7 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
         remote_path=part.pdir.remote_below.path if part.pdir.remote_below is not None else None,
         corrupt_tail=corrupt_tail, indexed_tail_check=indexed_tail_check, tail_recovery_point=tail_evidence[0],
         tail_snapshot=tail_evidence[1], copy_states=part.planned_copy_states,
-        offset_gaps=piece.gaps, start_entry=piece.file_entry if piece.start_position else None,
-        walk_from=piece.walk_from if piece.start_position else None,
+        offset_gaps=piece.gaps, start_entry=start_entry, walk_from=walk_from,
         high_watermark=_watermark_read_past(part, piece))
 
 
