@@ -883,3 +883,25 @@ def test_a_slice_cut_after_an_index_entry_a_truncation_left_inside_a_batch_walks
     rows = [o for piece in plan.slices for b in read_slice(piece, options, ScanMetrics())
             for o in b.column("offset").to_pylist()]
     assert rows == list(range(150, 180))
+
+
+@pytest.mark.parametrize("split_size", [1 << 30, 1000], ids=["one-slice", "split"])
+@pytest.mark.parametrize("first,end", [(100, 220), (140, 157), (150, 155), (157, 220), (170, 220), (100, 160),
+                                       (100, 175), (155, 185)])
+def test_slices_bounded_at_index_entries_a_truncation_left_read_their_range(live, split_size, first, end):
+    """Ranges starting and ending around the cut and the entries the truncation left past it (planned after the
+    rewrite; slice starts and ends at or between such entries): each reads exactly its range, also when listed
+    within the ctime tick of the last write, and every slice's start entry and ``walk_from`` fit the file."""
+    root, log = live
+    _rewritten_before_planning(root, log)
+    options = ReadOptions.from_options({"upperBound": "logEndOffset", "splitSize": split_size,
+                                        "startingOffsets": f'{{"t":{{"0":{first}}}}}',
+                                        "endingOffsets": f'{{"t":{{"0":{end}}}}}'})
+    slices = plan_scan(str(root), options).slices
+    assert all(_fits_a_batch(log, piece) for piece in slices), [(s.start_position, s.start_entry, s.walk_from)
+                                                                  for s in slices]
+    ctime = log.stat().st_ctime_ns
+    metrics = ScanMetrics()
+    rows = [o for piece in slices for b in read_slice(dataclasses.replace(piece, listed_at_ns=ctime), options, metrics)
+            for o in b.column("offset").to_pylist()]
+    assert rows == list(range(first, end)) and not metrics.rewritten_tails
