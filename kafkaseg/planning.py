@@ -1185,8 +1185,8 @@ class _Partition:
             positions = offset_index.positions
             k = int(np.searchsorted(positions, position, side="left"))
             at_entry = k < len(positions) and int(positions[k]) == position and not offset_index.rebuilt
-            self.start_points[(i, position)] = (int(offset_index.offsets[k]) if at_entry else None,
-                                                int(positions[k - 1]) if k else 0)
+            self.start_points[(i, position)] = self.slice_start(
+                i, int(offset_index.offsets[k]) if at_entry else None, int(positions[k - 1]) if k else 0, position)
         return position
 
     def slice_start(self, i: int, entry: int | None, walk_from: int | None, position: int
@@ -1201,37 +1201,45 @@ class _Partition:
         there: ``scan._SliceDecoder.check_start``), and walks headers from ``walk_from`` to the start. So an entry
         at or past the bound is kept only when a batch from ``position`` ends at its offset (a header walk to it,
         mostly one header), else None (the read judges the start as at no entry); a ``walk_from`` past the bound's
-        entries only when a header walk from it lands at ``position``, else the position of the last entry below the
-        bound (0 when none), a prefix the truncation left alone."""
+        entries only when it is a batch boundary: an index entry checked already or now (:meth:`entry_problem`, the
+        rule for a slice cut: one batch read with its CRC), else (no entry there) when a header walk from it lands
+        at ``position``; else the position of the last entry below the bound (0 when none), a prefix the truncation
+        left alone."""
         seg = self.segments[i]
         bound = truncation_bound(self.pdir, seg.log_path, seg.base_offset)
-        if bound is None:
+        check_entry = entry is not None and entry >= bound[0] if bound is not None else False
+        if bound is None or (not check_entry and (walk_from is None or walk_from >= position
+                                                  or self._first_offsets.get((i, walk_from)) is not None)):
             return entry, walk_from
         offset_index, _ = self.indexes(i)
         kept = int(np.searchsorted(offset_index.offsets, bound[0], side="left"))  # (a sane index: sorted)
         below = int(offset_index.positions[kept - 1]) if kept else 0
         limit = self.options.max_batch_bytes
-        if entry is not None and entry >= bound[0]:
-            found = None
-            try:
-                with SegmentReader(seg.log_path, self.fs) as reader:
+        with SegmentReader(seg.log_path, self.fs) as reader:
+            if check_entry:
+                found = None
+                try:
                     found = next((h.last_offset for h in reader.iter_headers(position, max_batch_bytes=limit)
                                   if h.last_offset >= entry), None)
-            except KafkaSegError:
-                pass
-            entry = entry if found == entry else None
-        if walk_from is not None and below < walk_from < position:
-            landed = False
-            try:
-                with SegmentReader(seg.log_path, self.fs) as reader:
+                except KafkaSegError:
+                    pass
+                entry = entry if found == entry else None
+            if (walk_from is None or not below < walk_from < position
+                    or self._first_offsets.get((i, walk_from)) is not None):
+                return entry, walk_from
+            k = int(np.searchsorted(offset_index.positions, walk_from, side="left"))
+            if k < len(offset_index) and int(offset_index.positions[k]) == walk_from:
+                sound = self.entry_problem(i, int(offset_index.offsets[k]), walk_from) is None
+            else:
+                sound = False
+                try:
                     for header in reader.iter_headers(walk_from, max_batch_bytes=limit):
-                        landed = header.position == position
+                        sound = header.position == position
                         if header.position >= position:
                             break
-            except KafkaSegError:
-                pass
-            walk_from = walk_from if landed else below
-        return entry, walk_from
+                except KafkaSegError:
+                    pass
+        return entry, walk_from if sound else below
 
     def end_position(self, i: int, offset: int) -> int:
         """Position just past the last batch of segment ``i`` that can hold an offset below ``offset``."""
@@ -1925,9 +1933,10 @@ class _Piece:
                       self.cuts[:k], self.start_entry, self.cuts_from, self.gaps, self.walk_from, self.file_entry)
         # (the entry before this cut: the previous cut candidate, else where this piece starts)
         walk_from = self.cuts[k - 1][0] if k > 0 else self.start_position
+        file_entry, walk_from = self.part.slice_start(
+            self.segment, None if self.cuts_from is None or self.cuts_from.rebuilt else offset, walk_from, position)
         right = _Piece(self.part, self.segment, position, self.end_position, self.start_offset, self.end_offset,
-                       self.cuts[k + 1:], offset, self.cuts_from, self.gaps, walk_from,
-                       None if self.cuts_from is None or self.cuts_from.rebuilt else offset)
+                       self.cuts[k + 1:], offset, self.cuts_from, self.gaps, walk_from, file_entry)
         return left, right
 
     def with_current_cuts(self) -> "_Piece":
@@ -2457,8 +2466,6 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
     part = piece.part
     seg = part.segments[piece.segment]
     index_path, index_window = index_location(seg, "index")
-    start_entry, walk_from = (part.slice_start(piece.segment, piece.file_entry, piece.walk_from, piece.start_position)
-                              if piece.start_position else (None, None))
     return SegmentSlice(
         topic=part.pdir.topic, partition=part.pdir.partition, log_path=seg.log_path, base_offset=seg.base_offset,
         start_position=piece.start_position, end_position=piece.end_position, start_offset=piece.start_offset,
@@ -2473,7 +2480,8 @@ def _segment_slice(piece: _Piece, aborted: tuple[tuple[int, int, int], ...], ide
         remote_path=part.pdir.remote_below.path if part.pdir.remote_below is not None else None,
         corrupt_tail=corrupt_tail, indexed_tail_check=indexed_tail_check, tail_recovery_point=tail_evidence[0],
         tail_snapshot=tail_evidence[1], copy_states=part.planned_copy_states,
-        offset_gaps=piece.gaps, start_entry=start_entry, walk_from=walk_from,
+        offset_gaps=piece.gaps, start_entry=piece.file_entry if piece.start_position else None,
+        walk_from=piece.walk_from if piece.start_position else None,
         high_watermark=_watermark_read_past(part, piece))
 
 
