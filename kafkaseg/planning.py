@@ -211,7 +211,8 @@ class SegmentSlice:
     # started at), a batch boundary from which a header walk reaches the batch before the slice; None when not known
     # (the read then finds it in the index). What the read checks its first batch with (scan._SliceDecoder.
     # check_start): the entry holds the last offset of the append written there, so a first batch ending at it
-    # follows the one before it, else the batches from there say what it follows
+    # follows the one before it, else the batches from there say what it follows. Both fit the file as planned
+    # (_Partition.slice_start: an entry a follower's truncation left past the cut is neither)
     start_entry: int | None = None
     walk_from: int | None = None
     # the log dirs the read found besides the slice's own (Listing.log_dirs): a partition folder renamed
@@ -1208,9 +1209,61 @@ class _Partition:
             positions = offset_index.positions
             k = int(np.searchsorted(positions, position, side="left"))
             at_entry = k < len(positions) and int(positions[k]) == position and not offset_index.rebuilt
-            self.start_points[(i, position)] = (int(offset_index.offsets[k]) if at_entry else None,
-                                                int(positions[k - 1]) if k else 0)
+            self.start_points[(i, position)] = self.slice_start(
+                i, int(offset_index.offsets[k]) if at_entry else None, int(positions[k - 1]) if k else 0, position)
         return position
+
+    def slice_start(self, i: int, entry: int | None, walk_from: int | None, position: int
+                    ) -> tuple[int | None, int | None]:
+        """:attr:`SegmentSlice.start_entry` and :attr:`~SegmentSlice.walk_from` of a slice of segment ``i`` starting
+        at byte ``position`` (> 0) at index entry offset ``entry`` (None: at none), the position before it being
+        ``walk_from``, both fit to the file as planned. The active segment's ``.index`` may hold, past where a
+        follower's truncation may have cut it (:func:`~kafkaseg.storage.layout.truncation_bound`), entries of the
+        truncated generation (``AbstractIndex.truncateToEntries`` only moves the write position): one may sit at a
+        new batch that ends elsewhere, or inside one. The read takes the start entry as the last offset of the
+        batches written from the slice's start (and the file rewritten past the high watermark when none ends
+        there: ``scan._SliceDecoder.check_start``), and walks headers from ``walk_from`` to the start. So an entry
+        at or past the bound is kept only when a batch from ``position`` ends at its offset (a header walk to it,
+        mostly one header), else None (the read judges the start as at no entry); a ``walk_from`` past the bound's
+        entries only when it is a batch boundary: an index entry checked already or now (:meth:`entry_problem`, the
+        rule for a slice cut: one batch read with its CRC), else (no entry there) when a header walk from it lands
+        at ``position``; else the position of the last entry below the bound (0 when none), a prefix the truncation
+        left alone."""
+        seg = self.segments[i]
+        bound = truncation_bound(self.pdir, seg.log_path, seg.base_offset)
+        check_entry = entry is not None and entry >= bound[0] if bound is not None else False
+        if bound is None or (not check_entry and (walk_from is None or walk_from >= position
+                                                  or self._first_offsets.get((i, walk_from)) is not None)):
+            return entry, walk_from
+        offset_index, _ = self.indexes(i)
+        kept = int(np.searchsorted(offset_index.offsets, bound[0], side="left"))  # (a sane index: sorted)
+        below = int(offset_index.positions[kept - 1]) if kept else 0
+        limit = self.options.max_batch_bytes
+        with SegmentReader(seg.log_path, self.fs) as reader:
+            if check_entry:
+                found = None
+                try:
+                    found = next((h.last_offset for h in reader.iter_headers(position, max_batch_bytes=limit)
+                                  if h.last_offset >= entry), None)
+                except KafkaSegError:
+                    pass
+                entry = entry if found == entry else None
+            if (walk_from is None or not below < walk_from < position
+                    or self._first_offsets.get((i, walk_from)) is not None):
+                return entry, walk_from
+            k = int(np.searchsorted(offset_index.positions, walk_from, side="left"))
+            if k < len(offset_index) and int(offset_index.positions[k]) == walk_from:
+                sound = self.entry_problem(i, int(offset_index.offsets[k]), walk_from) is None
+            else:
+                sound = False
+                try:
+                    for header in reader.iter_headers(walk_from, max_batch_bytes=limit):
+                        sound = header.position == position
+                        if header.position >= position:
+                            break
+                except KafkaSegError:
+                    pass
+        return entry, walk_from if sound else below
 
     def end_position(self, i: int, offset: int) -> int:
         """Position just past the last batch of segment ``i`` that can hold an offset below ``offset``."""
@@ -1916,9 +1969,10 @@ class _Piece:
                       self.cuts[:k], self.start_entry, self.cuts_from, self.gaps, self.walk_from, self.file_entry)
         # (the entry before this cut: the previous cut candidate, else where this piece starts)
         walk_from = self.cuts[k - 1][0] if k > 0 else self.start_position
+        file_entry, walk_from = self.part.slice_start(
+            self.segment, None if self.cuts_from is None or self.cuts_from.rebuilt else offset, walk_from, position)
         right = _Piece(self.part, self.segment, position, self.end_position, self.start_offset, self.end_offset,
-                       self.cuts[k + 1:], offset, self.cuts_from, self.gaps, walk_from,
-                       None if self.cuts_from is None or self.cuts_from.rebuilt else offset)
+                       self.cuts[k + 1:], offset, self.cuts_from, self.gaps, walk_from, file_entry)
         return left, right
 
     def with_current_cuts(self) -> "_Piece":

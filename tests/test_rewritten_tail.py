@@ -10,6 +10,7 @@ batch below the high watermark that does not match the plan stays an error.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import time
 from pathlib import Path
@@ -791,3 +792,116 @@ def test_a_spark_stream_reads_again_a_rewrite_no_leader_epoch_shows_from_the_rec
     assert [o for o, _ in second] == list(range(HW, 220)) and not plan.data_loss
     assert any(f"again from offset {HW}" in line for line in plan.read_again), plan.read_again
     assert MicroBatchPlanner(_stream_options(root)).plan(end, after).ranges == {("t", 0): (HW, 220)}
+
+
+def _rewritten_before_planning(root: Path, log: Path) -> None:
+    """The follower truncation at 150 and the new leader's 7-record batches (150..219, leader epoch 1, which
+    ``leader-epoch-checkpoint`` starts at 150) done before planning, with the ``.index`` left as the truncation
+    leaves it (``AbstractIndex.truncateToEntries`` only moves its write position): the old generation's entries
+    past the cut are still in the file, the first of them, (154, the cut's position), at the new batch 150..156."""
+    from kafkaseg.testing.partition import write_leader_epoch_checkpoint
+
+    _truncate_and_rewrite(log, 150, 7, 90)
+    write_leader_epoch_checkpoint(log.parent / "leader-epoch-checkpoint", [(0, 0), (1, 150)])
+
+
+def _fits_a_batch(log: Path, piece) -> bool:
+    """Whether ``piece``'s start entry (if any) names the last offset of the batches from its start position, as
+    the read takes it (``scan._SliceDecoder.check_start``), and its ``walk_from`` is a batch boundary."""
+    headers = list(iter_headers(log.read_bytes()))
+    if piece.walk_from is not None and piece.walk_from not in {h.position for h in headers} | {0}:
+        return False
+    if piece.start_entry is None:
+        return True
+    ends = [h.last_offset for h in headers if h.position >= piece.start_position]
+    return piece.start_entry in ends[:next((n + 1 for n, e in enumerate(ends) if e >= piece.start_entry), 0)]
+
+
+@pytest.mark.parametrize("split_size", [1 << 30, 2000], ids=["one-slice", "split"])
+@pytest.mark.parametrize("starting", ['{"t":{"0":150}}', '{"t":{"0":100}}'], ids=["from-the-cut", "from-hw"])
+def test_an_index_entry_a_truncation_left_is_no_slice_start_entry(live, split_size, starting):
+    """A truncation and the new leader's batches landed before planning; the ``.index`` still holds the old
+    generation's entries past the cut (154 at the cut's position, where the new batch holds 150..156). Planning
+    took that entry as its slice's start entry (and a split, as the start entry of the slice it cut there): a read
+    whose listing fell within the ctime tick of the last write (the file did not change after planning) then judged
+    the batch there against it as a rewrite past the high watermark and read nothing of the slice (70 offsets of a
+    Spark stream lost, silently). A slice start entry must fit a batch of the file as planned."""
+    root, log = live
+    _rewritten_before_planning(root, log)
+    options = ReadOptions.from_options({"upperBound": "logEndOffset", "splitSize": split_size,
+                                        "startingOffsets": starting})
+    slices = plan_scan(str(root), options).slices
+    assert all(_fits_a_batch(log, piece) for piece in slices), [(s.start_position, s.start_entry, s.walk_from)
+                                                                  for s in slices]
+    # a listing within the coarse ctime tick of the last write (a racy one): the read cannot tell the file unchanged
+    ctime = log.stat().st_ctime_ns
+    metrics = ScanMetrics()
+    rows = []
+    for piece in slices:
+        for batch in read_slice(dataclasses.replace(piece, listed_at_ns=ctime), options, metrics):
+            rows += batch.column("offset").to_pylist()
+    first = int(starting.split(":")[-1].strip("}"))
+    assert rows == list(range(first, 220)) and not metrics.rewritten_tails
+
+
+def _one_batch_of(first: int, count: int, nbytes: int) -> bytes:
+    """A new-generation batch of offsets ``first`` .. ``first + count - 1`` exactly ``nbytes`` long."""
+    def batch(big: int, small: int) -> bytes:
+        return build_batch_v2([Record(offset=o, timestamp=1000 + o, key=b"k%d" % o,
+                                      value=b"g1-" + b"x" * (big if o == first else small))
+                               for o in range(first, first + count)]).data
+    return next(b for small in range(3) for b in (batch(big, small) for big in range(nbytes)) if len(b) == nbytes)
+
+
+def test_a_slice_cut_after_an_index_entry_a_truncation_left_inside_a_batch_walks_from_a_batch_boundary(live):
+    """The new generation after a truncation at 150 (byte 9820) lines up with the old one's index entry (174, byte
+    11144) (one batch 150..164 up to there, then an append of two batches 165..174), so planning cuts a slice there;
+    the entry before it, (164, byte 10482), left by the truncation, points inside the batch 150..164. The read
+    walks headers from the slice's ``walk_from`` to its start when its first batch does not end at the start entry
+    (here 169, not 174): from inside a batch that walk meets record bytes (it then walked the segment from byte
+    0). ``walk_from`` must be a batch boundary of the file as planned."""
+    from kafkaseg.testing.partition import write_leader_epoch_checkpoint
+
+    root, log = live
+    headers = list(iter_headers(log.read_bytes()))
+    cut = next(h.position for h in headers if h.base_offset == 150)
+    entry_at = next(h.position for h in headers if h.base_offset == 170)  # (the old entry 174's batch)
+    with open(log, "r+b") as f:
+        f.truncate(cut)
+        f.seek(cut)
+        f.write(_one_batch_of(150, 15, entry_at - cut))
+        for first in range(165, 220, 5):
+            f.write(_batch(first, 5, 1, 40).data)
+    write_leader_epoch_checkpoint(log.parent / "leader-epoch-checkpoint", [(0, 0), (1, 150)])
+    options = ReadOptions.from_options({"upperBound": "logEndOffset", "splitSize": entry_at - cut,
+                                        "startingOffsets": '{"t":{"0":150}}', "endingOffsets": '{"t":{"0":180}}'})
+    plan = plan_scan(str(root), options)
+    assert not plan.report.indexes_rebuilt
+    assert [s.start_position for s in plan.slices] == [cut, entry_at] and plan.slices[1].start_entry == 174
+    assert all(_fits_a_batch(log, piece) for piece in plan.slices), [(s.start_position, s.start_entry, s.walk_from)
+                                                                       for s in plan.slices]
+    rows = [o for piece in plan.slices for b in read_slice(piece, options, ScanMetrics())
+            for o in b.column("offset").to_pylist()]
+    assert rows == list(range(150, 180))
+
+
+@pytest.mark.parametrize("split_size", [1 << 30, 1000], ids=["one-slice", "split"])
+@pytest.mark.parametrize("first,end", [(100, 220), (140, 157), (150, 155), (157, 220), (170, 220), (100, 160),
+                                       (100, 175), (155, 185)])
+def test_slices_bounded_at_index_entries_a_truncation_left_read_their_range(live, split_size, first, end):
+    """Ranges starting and ending around the cut and the entries the truncation left past it (planned after the
+    rewrite; slice starts and ends at or between such entries): each reads exactly its range, also when listed
+    within the ctime tick of the last write, and every slice's start entry and ``walk_from`` fit the file."""
+    root, log = live
+    _rewritten_before_planning(root, log)
+    options = ReadOptions.from_options({"upperBound": "logEndOffset", "splitSize": split_size,
+                                        "startingOffsets": f'{{"t":{{"0":{first}}}}}',
+                                        "endingOffsets": f'{{"t":{{"0":{end}}}}}'})
+    slices = plan_scan(str(root), options).slices
+    assert all(_fits_a_batch(log, piece) for piece in slices), [(s.start_position, s.start_entry, s.walk_from)
+                                                                  for s in slices]
+    ctime = log.stat().st_ctime_ns
+    metrics = ScanMetrics()
+    rows = [o for piece in slices for b in read_slice(dataclasses.replace(piece, listed_at_ns=ctime), options, metrics)
+            for o in b.column("offset").to_pylist()]
+    assert rows == list(range(first, end)) and not metrics.rewritten_tails
