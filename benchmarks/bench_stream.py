@@ -1,7 +1,7 @@
 """What streaming costs: a trigger's planning on the driver, and a rate-limited stream against one batch read.
 
 Usage: python benchmarks/bench_stream.py [--partitions 100,1000] [--records 1000000] [--batches 10] [--repeat 3]
-       [--quick]
+       [--quick] [--no-spark] [--copies 2]
 
 1. Per trigger (Spark-free, ``kafkaseg.streaming.MicroBatchPlanner``): for data dirs of N partitions (3 segments
    each), the time of ``latest_offsets`` (list the dirs, each partition's log start and high watermark) and of
@@ -13,6 +13,12 @@ Usage: python benchmarks/bench_stream.py [--partitions 100,1000] [--records 1000
    ``count()``-like read to the ``noop`` sink, and a stream to ``noop`` with ``Trigger.AvailableNow``, once in one
    micro-batch and once with ``maxOffsetsPerTrigger`` = records / ``--batches``. The ratios say what the micro-batch
    machinery adds over reading the same records once. Nothing here is a floor.
+3. With ``--copies K`` (K >= 2), instead of 1. and 2.: K log dirs holding the same N partitions (copy k with 10
+   records fewer per partition than copy k-1, so checkpointing a lower high watermark), read as one stream standing
+   at its end (a stream that caught up): the CPU time of an idle trigger (``latest_offsets`` over files unchanged
+   for a minute) and of the plan of a micro-batch of each partition's last 2 offsets (inside its last segment) on a
+   listing of its own (as Spark's ``planInputPartitions`` lists): both choose each partition's copy, checking that
+   the copy chosen reaches the stream's position.
 """
 
 from __future__ import annotations
@@ -58,6 +64,32 @@ def trigger_costs(partitions: list[int], repeat: int, tmp: Path) -> list[list[st
         rows.append([f"{n:,}", f"{first_s * 1e3:,.0f}", f"{idle_s * 1e3:,.0f}", f"{limited * 1e3:,.0f}",
                      f"{plan_s * 1e3:,.0f}", f"{len(plan.scan.slices):,}", f"{listing * 1e3:,.1f}",
                      f"{idle_s / listing:,.0f}x", f"{idle_cpu * 1e3:,.0f}"])
+    return rows
+
+
+def copies_trigger_costs(partitions: list[int], copies: int, repeat: int, tmp: Path) -> list[list[str]]:
+    rows = []
+    for n in partitions:
+        roots = [tmp / f"c{n}-{k}" for k in range(copies)]
+        for k, root in enumerate(roots):
+            topics = [TopicSpec(f"t{i}", partitions=min(10, n - 10 * i), records_per_partition=60 - 10 * k,
+                                records_per_batch=5, value_size=40, segment_bytes=2048) for i in range((n + 9) // 10)]
+            write_data_dir(root, topics, node_id=k + 1)
+            long_ago = time.time() - 60
+            for path in root.rglob("*"):
+                os.utime(path, (long_ago, long_ago))
+        planner = MicroBatchPlanner(ReadOptions.from_options({"paths": [str(r) for r in roots],
+                                                              "startingOffsets": "earliest"}, stream=True))
+        end = planner.latest_offsets(planner.initial_offsets())
+        end = planner.latest_offsets(end)
+        before = {topic: ({p: max(0, o - 2) for p, o in parts.items()} if not topic.startswith("@") else parts)
+                  for topic, parts in end.items()}
+        idle_s, _ = best_of(lambda: planner.latest_offsets(end), repeat)
+        idle_cpu = min(_cpu_seconds(lambda: planner.latest_offsets(end)) for _ in range(max(1, repeat)))
+        planner.latest_offsets(before)
+        plan_cpu = min(_cpu_seconds(lambda: planner.plan(before, end)) for _ in range(max(1, repeat)))
+        rows.append([f"{n:,}", str(copies), f"{idle_s * 1e3:,.0f}", f"{idle_cpu * 1e3:,.0f}",
+                     f"{plan_cpu * 1e3:,.0f}"])
     return rows
 
 
@@ -122,10 +154,17 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="small sizes, no Spark (smoke test)")
     parser.add_argument("--no-spark", action="store_true", help="only the per-trigger costs")
+    parser.add_argument("--copies", type=int, default=1,
+                        help="K >= 2: the per-trigger costs of K log dirs holding copies of the partitions (3.)")
     args = parser.parse_args(argv)
     print(machine_line(machine()))
     with tempfile.TemporaryDirectory(prefix="kafkaseg-bench-stream-") as tmp:
         partitions = [20] if args.quick else [int(x) for x in args.partitions.split(",")]
+        if args.copies > 1:
+            rows = copies_trigger_costs(partitions, args.copies, 1 if args.quick else args.repeat, Path(tmp))
+            print(f"\nPer trigger, {args.copies} copies of each partition, a stream at its end (CPU: best of runs):")
+            print(format_table(["partitions", "copies", "idle latest ms", "idle CPU ms", "plan CPU ms"], rows))
+            return 0
         rows = trigger_costs(partitions, 1 if args.quick else args.repeat, Path(tmp))
         print("\nPer trigger, on the driver (best of runs, local files in the page cache):")
         print(format_table(["partitions", "first latest ms", "idle latest ms", "rate-limited ms", "plan ms", "slices",

@@ -71,7 +71,7 @@ from kafkaseg.storage._index_file import index_location
 from kafkaseg.storage.indexes import (LeftEntries, foreign_time_index, largest_timestamp_walked, left_entries,
                                       load_indexes, rebuild_indexes, time_pair_foreign, walked_time_entry_problem)
 from kafkaseg.storage import fs as _fs
-from kafkaseg.storage.layout import (ListingCheck, PartitionDir, SegmentFiles, acknowledged_loss_end,
+from kafkaseg.storage.layout import (ChoiceLogEnds, ListingCheck, PartitionDir, SegmentFiles, acknowledged_loss_end,
                                      acknowledged_loss_words, below_cleaner_checkpoint, check_one_incarnation,
                                      choose_replicas, copy_gaps, discover, find_log_end, flushed_above_words, flushed_past_end,
                                      high_watermark_above_words, last_stable_offset, other_copy_line,
@@ -641,7 +641,8 @@ class _WalkStopped(KafkaSegError):
 
 class _Partition:
     def __init__(self, pdir: PartitionDir, options: ReadOptions, report: PlanReport | None,
-                 log_ends: "LogEndCache | None" = None, read_to: int | None = None):
+                 log_ends: "LogEndCache | None" = None, read_to: int | None = None,
+                 choice_log_ends: ChoiceLogEnds | None = None):
         self.pdir = pdir
         self.options = options
         # where a stream's position says it read this log to: evidence for a last batch past a compaction gap
@@ -649,6 +650,8 @@ class _Partition:
         self.read_to = read_to
         self.report = report
         self.log_ends = log_ends  # log ends found before on the same listing, and where this one's is recorded
+        # the log ends a stream's replica choice read (the walk's first step, taken where they stand: find_log_end)
+        self.choice_log_ends = choice_log_ends
         self.fs = pdir.filesystem
         self.skipped_start: tuple[str, int, int] | None = None  # see _resolve (a start inside a hole)
         # (segment, byte, why, first, end, proven) of offsets an empty rolled segment lost (_empty_segment_loss)
@@ -1016,7 +1019,7 @@ class _Partition:
         found = find_log_end(self.pdir, lenient=self.options.on_corruption == "skip",
                              verify_crc=self.options.verify_crc, max_batch_bytes=self.options.max_batch_bytes,
                              index_start=index_start, unacknowledged_past=self._unacknowledged_past,
-                             read_to=self.read_to)
+                             read_to=self.read_to, known=self.choice_log_ends)
         self.leo_walk_clean = found.clean
         if found.position is not None:
             self.log_end_position = found.position
@@ -2404,7 +2407,8 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
               *, check_subscribed: bool = True, listing: "Listing | None" = None,
               log_ends: LogEndCache | None = None,
               read_to: Callable[[PartitionDir], int | None] | None = None,
-              reach: Callable[[PartitionDir], int | None] | None = None) -> ScanPlan:
+              reach: Callable[[PartitionDir], int | None] | None = None,
+              choice_log_ends: ChoiceLogEnds | None = None) -> ScanPlan:
     """Plan a scan of ``paths`` (log dirs, topic-partition dirs, ``.log`` files, globs; default
     ``options.paths``): discover partitions, keep those the topic options and ``predicates`` select, choose
     replicas, resolve each partition's ``[start, end)``, prune segments, and cut slices.
@@ -2416,12 +2420,13 @@ def plan_scan(paths: str | Sequence[str] | None, options: ReadOptions, predicate
     ``read_to``: where a stream's position says it read a copy of a partition to (None where it says nothing:
     evidence for a last batch past a compaction gap, :meth:`~kafkaseg.storage.layout.PartitionDir.reached_end`, in
     the replica choice and the plan; none for a batch read); ``reach``: the stream's position, which the copy
-    chosen must reach (:func:`~kafkaseg.storage.layout.choose_replicas`)."""
+    chosen must reach (:func:`~kafkaseg.storage.layout.choose_replicas`); ``choice_log_ends``: the log ends the
+    stream's earlier replica choices read (:class:`~kafkaseg.storage.layout.ChoiceLogEnds`)."""
     report = PlanReport(options=options.as_dict())
     if listing is None:
         listing = list_partitions(paths, options)
     replicas = _select_partitions(listing, options, predicates, report, check_subscribed=check_subscribed,
-                                  read_to=read_to, reach=reach)
+                                  read_to=read_to, reach=reach, choice_log_ends=choice_log_ends)
     passed_over = copies_not_chosen(listing, report)
 
     def plan_one(pdir: PartitionDir) -> tuple[PlanReport, list[_Piece]]:
@@ -2871,24 +2876,26 @@ def select_partitions(paths: str | Sequence[str] | None, options: ReadOptions,
                       report: PlanReport | None = None, *, check_listed: bool = True,
                       check_subscribed: bool = True, listing: Listing | None = None,
                       read_to: Callable[[PartitionDir], int | None] | None = None,
-                      reach: Callable[[PartitionDir], int | None] | None = None) -> list[PartitionDir]:
+                      reach: Callable[[PartitionDir], int | None] | None = None,
+                      choice_log_ends: ChoiceLogEnds | None = None) -> list[PartitionDir]:
     """The partition replicas a scan of ``paths`` with ``options`` reads (discovery, topic selection, replica
     choice), as :func:`plan_scan` finds them; without planning any slice (streaming's latest offsets).
     ``check_listed=False`` leaves out the error for a partition ``assign`` (or a JSON option) names that is not on
     disk (a stream whose partition folder went away reports data loss instead); ``check_subscribed=False`` the
-    one for a ``subscribe`` topic with no partition on disk (see :func:`plan_scan`); ``listing``, ``read_to`` and
-    ``reach`` as in :func:`plan_scan`."""
+    one for a ``subscribe`` topic with no partition on disk (see :func:`plan_scan`); ``listing``, ``read_to``,
+    ``reach`` and ``choice_log_ends`` as in :func:`plan_scan`."""
     if listing is None:
         listing = list_partitions(paths, options)
     return _select_partitions(listing, options, None, report if report is not None else PlanReport(),
                               check_listed=check_listed, check_subscribed=check_subscribed, read_to=read_to,
-                              reach=reach)
+                              reach=reach, choice_log_ends=choice_log_ends)
 
 
 def _select_partitions(listing: Listing, options: ReadOptions, predicates: Predicates | None, report: PlanReport,
                        *, check_listed: bool = True, check_subscribed: bool = True,
                        read_to: Callable[[PartitionDir], int | None] | None = None,
-                       reach: Callable[[PartitionDir], int | None] | None = None) -> list[PartitionDir]:
+                       reach: Callable[[PartitionDir], int | None] | None = None,
+                       choice_log_ends: ChoiceLogEnds | None = None) -> list[PartitionDir]:
     found = listing.partitions
     report.skipped_folders.extend(listing.skipped)
     for path, _ in listing.skipped:
@@ -2925,7 +2932,8 @@ def _select_partitions(listing: Listing, options: ReadOptions, predicates: Predi
         for pdir in checked_only:
             resolve_offsets(pdir, options)
     else:
-        for choice in choose_replicas(checked_only, options.replicas, read_to=read_to, reach=reach):
+        for choice in choose_replicas(checked_only, options.replicas, read_to=read_to, reach=reach,
+                                      log_ends=choice_log_ends):
             resolve_offsets(choice.chosen, options, other_copies=copies_passed_over(choice),
                             notes=report.notes)
     if options.replicas == "all":
@@ -2937,7 +2945,8 @@ def _select_partitions(listing: Listing, options: ReadOptions, predicates: Predi
     else:
         replicas = []
         # (a stream's position is evidence for the copies it may have read to there: see choose_replicas)
-        for choice in choose_replicas(chosen, options.replicas, read_to=read_to, reach=reach):
+        for choice in choose_replicas(chosen, options.replicas, read_to=read_to, reach=reach,
+                                      log_ends=choice_log_ends):
             replicas.append(choice.chosen)
             report.replicas.append({"topic": choice.topic, "partition": choice.partition,
                                     "chosen": choice.chosen.path,
@@ -2988,18 +2997,21 @@ class AvailableRange(NamedTuple):
 
 
 def available_range(partition_dir: PartitionDir, options: ReadOptions, *, log_ends: LogEndCache | None = None,
-                    read_to: int | None = None) -> AvailableRange:
+                    read_to: int | None = None, choice_log_ends: ChoiceLogEnds | None = None) -> AvailableRange:
     """The :class:`AvailableRange` of one partition replica under ``options`` (isolation level, ``upperBound``).
     An empty partition gives its log start offset three times. ``log_ends``: where the log end found is recorded,
     for a :func:`plan_scan` of the same listing to take (:class:`LogEndCache`); ``read_to``: where a stream's
-    position says it read the log to (see :func:`plan_scan`)."""
-    return relisted(partition_dir, lambda current: _available_range(current, options, log_ends, read_to))
+    position says it read the log to (see :func:`plan_scan`); ``choice_log_ends``: the log ends a stream's replica
+    choice read, whose walk of the copy chosen (this one) the range takes where it stands
+    (:class:`~kafkaseg.storage.layout.ChoiceLogEnds`)."""
+    return relisted(partition_dir, lambda current: _available_range(current, options, log_ends, read_to,
+                                                                    choice_log_ends))
 
 
 def _available_range(partition_dir: PartitionDir, options: ReadOptions, log_ends: LogEndCache | None = None,
-                     read_to: int | None = None) -> AvailableRange:
+                     read_to: int | None = None, choice_log_ends: ChoiceLogEnds | None = None) -> AvailableRange:
     report = PlanReport()  # for its lenient decisions
-    part = _Partition(partition_dir, options, report, log_ends, read_to)
+    part = _Partition(partition_dir, options, report, log_ends, read_to, choice_log_ends)
     checkpointed = partition_dir.high_watermark is not None or options.upper_bound == "logEndOffset"
     if not part.segments:
         start = partition_dir.log_start_offset or 0

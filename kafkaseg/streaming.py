@@ -99,7 +99,7 @@ from kafkaseg.planning import (RACY_MS, AvailableRange, Listing, LogEndCache, Pl
                                offset_for_timestamp, plan_scan, resolve_offsets, select_partitions, slice_order)
 from kafkaseg.storage import fs as _fs
 from kafkaseg.storage.checkpoints import EpochEntry, mark_divergence
-from kafkaseg.storage.layout import PartitionDir
+from kafkaseg.storage.layout import ChoiceLogEnds, PartitionDir
 
 if TYPE_CHECKING:
     from kafkaseg.scan import ScanMetrics
@@ -421,6 +421,10 @@ class MicroBatchPlanner:
         self._ranges_listing: Listing | None = None  # the listing self._ranges were taken on
         # the log ends the ranges computed on that listing found, for the plan of a micro-batch on it (see plan())
         self._log_ends = LogEndCache()
+        # the log ends the replica choices read (a copy must reach the stream's position), kept while its files
+        # stay as they were: an idle trigger's choice, and a micro-batch's plan on the listing its end was fixed
+        # on, read none again
+        self._choice_log_ends = ChoiceLogEnds(RACY_MS)
         #: The discovery of the paths (:func:`~kafkaseg.planning.list_partitions`) that the last call of this
         #: planner made or was given: a caller that goes on at once (the first trigger after
         #: :meth:`initial_offsets`, the plan of the end :meth:`latest_offsets` just fixed) passes it as ``listing``
@@ -450,7 +454,8 @@ class MicroBatchPlanner:
         topics_only = self.options.replace(starting=OffsetLimit("earliest", option="startingOffsets"),
                                            ending=OffsetLimit("latest", option="endingOffsets"))
         return select_partitions(None, topics_only, check_listed=False, listing=listing,
-                                 read_to=self._evidence(start), reach=self._reach(start))
+                                 read_to=self._evidence(start), reach=self._reach(start),
+                                 choice_log_ends=self._choice_log_ends)
 
     def available(self, listing: Listing | None = None, start: Offsets | None = None,
                   skipped: dict | None = None) -> dict[TopicPartition, AvailableRange]:
@@ -515,7 +520,8 @@ class MicroBatchPlanner:
             # ago that was (found in review)
             ranges[key] = cached
             return cached[0]
-        found = available_range(pdir, self.options, log_ends=self._log_ends, read_to=read_to)
+        found = available_range(pdir, self.options, log_ends=self._log_ends, read_to=read_to,
+                                choice_log_ends=self._choice_log_ends)
         # reusable by a later listing only when the last segment had not changed for a while when it was read
         # (git's "racy clean" rule): an append within the mtime's granularity (milliseconds here, seconds on S3; a
         # preallocated active segment keeps its size) would otherwise go unseen
@@ -1030,10 +1036,10 @@ class MicroBatchPlanner:
         # (the stream's position vouches for a last batch it read past a compaction gap, as in latest_offsets)
         read_to, reach = self._evidence(position), self._reach(position)
         scans = [self._plan_ranges({tp: r for tp, r in ranges.items() if tp not in to_log_end}, self.options,
-                                   listing, self._log_ends, read_to, reach),
+                                   listing, self._log_ends, read_to, reach, self._choice_log_ends),
                  self._plan_ranges({tp: r for tp, r in ranges.items() if tp in to_log_end},
                                    self.options.replace(upper_bound="logEndOffset"), listing, self._log_ends,
-                                   read_to, reach)]
+                                   read_to, reach, self._choice_log_ends)]
         scans = [scan for scan in scans if scan is not None]
         result.scan = scans[0] if len(scans) == 1 else _merged(*scans)
         self._unsaid_below_start(result.scan.report)
@@ -1182,10 +1188,11 @@ class MicroBatchPlanner:
     def _plan_ranges(ranges: Mapping[TopicPartition, tuple[int, int]], options: ReadOptions,
                      listing: Listing, log_ends: LogEndCache | None = None,
                      read_to: Callable[[PartitionDir], int | None] | None = None,
-                     reach: Callable[[PartitionDir], int | None] | None = None) -> ScanPlan | None:
+                     reach: Callable[[PartitionDir], int | None] | None = None,
+                     choice_log_ends: ChoiceLogEnds | None = None) -> ScanPlan | None:
         """A batch read's plan of ``[start, end)`` per partition in ``listing`` (None for no range), taking the
-        log ends in ``log_ends`` where they hold, with ``read_to`` the stream's evidence and ``reach`` its position
-        (see :func:`~kafkaseg.planning.plan_scan`)."""
+        log ends in ``log_ends`` where they hold, with ``read_to`` the stream's evidence, ``reach`` its position and
+        ``choice_log_ends`` the log ends its replica choices read (see :func:`~kafkaseg.planning.plan_scan`)."""
         if not ranges:
             return None
         entries_start = tuple((t, p, lo) for (t, p), (lo, _) in sorted(ranges.items()))
@@ -1194,7 +1201,7 @@ class MicroBatchPlanner:
             assign=tuple(sorted(ranges)), subscribe=None, subscribe_pattern=None,
             starting=OffsetLimit("offsets", entries_start, option="startingOffsets"),
             ending=OffsetLimit("offsets", entries_end, option="endingOffsets")), listing=listing, log_ends=log_ends,
-            read_to=read_to, reach=reach)
+            read_to=read_to, reach=reach, choice_log_ends=choice_log_ends)
 
 
 def _recreated(started_on: Mapping[TopicPartition, str], now: Mapping[TopicPartition, str | None]

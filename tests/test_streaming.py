@@ -1777,3 +1777,105 @@ def test_a_partition_moved_to_another_log_dir_while_planned_is_planned_in_its_ne
     scan = kafkaseg.open_scan([str(d0), str(d1)])
     assert {s.partition_path for s in scan.plan.slices} == {str(d1 / "t-0")}
     assert scan.to_table().column("offset").to_pylist() == want
+
+
+def _walks(monkeypatch) -> dict[str, int]:
+    """Counts, from now on, of the log-end walks the replica choice makes (``partition_log_end_offset``) and of
+    the segment files opened (``SegmentReader``)."""
+    import kafkaseg.storage.layout as layout
+
+    counts = {"walks": 0, "opens": 0}
+    real_walk, real_open = layout.partition_log_end_offset, SegmentReader.__init__
+
+    def walk(*a, **k):
+        counts["walks"] += 1
+        return real_walk(*a, **k)
+
+    def opened(self, *a, **k):
+        counts["opens"] += 1
+        return real_open(self, *a, **k)
+
+    monkeypatch.setattr(layout, "partition_log_end_offset", walk)
+    monkeypatch.setattr(SegmentReader, "__init__", opened)
+    return counts
+
+
+def test_the_copy_reaching_the_position_is_not_read_again_on_idle_triggers_nor_by_the_plan(tmp_path, monkeypatch):
+    """Two log dirs holding topic t's four partitions, broker1's ahead (high watermark 200, broker2's 150), the
+    stream at broker1's end. Checking that the copy chosen reaches the stream's position read its log end at every
+    replica choice: each idle trigger walked the last segment of each partition's chosen copy again (4 walks, 4
+    segments opened, where a trigger over unchanged files read none), and so did the plan of a micro-batch on the
+    listing its end was fixed on (4 walks). The log end read stands while the copy's files are as they were: a
+    trigger reads it again only for a partition whose last segment changed."""
+    one, two = tmp_path / "broker1", tmp_path / "broker2"
+    for root, records in ((one, 200), (two, 150)):
+        write_data_dir(root, [TopicSpec("t", partitions=4, records_per_partition=records, segment_bytes=4000)],
+                       seed=1)
+        _written_ago(root, 60)
+    p = MicroBatchPlanner(ReadOptions.from_options({"paths": [str(one), str(two)], "subscribe": "t"}, stream=True))
+    start = p.initial_offsets()
+    end = p.latest_offsets(start)
+    assert plain(end) == {"t": {str(n): 200 for n in range(4)}}
+    counts = _walks(monkeypatch)
+    for _ in range(3):
+        assert p.latest_offsets(end) == end
+    assert counts == {"walks": 0, "opens": 0}
+    assert p.plan(start, end, listing=p.last_listing).scan is None
+    assert counts == {"walks": 0, "opens": 0}
+    moved = p.latest_offsets(to_offsets({("t", n): 180 for n in range(4)}))
+    assert plain(moved) == plain(end) and p.plan(to_offsets({("t", n): 180 for n in range(4)}), moved,
+                                                 listing=p.last_listing).scan is not None
+    counts.update(walks=0, opens=0)
+    last = sorted((one / "t-2").glob("*.log"))[-1]
+    os.utime(last, (time.time() - 30, time.time() - 30))  # changed since: read again, that partition only
+    assert p.latest_offsets(end) == end and counts["walks"] == 1
+
+
+def test_a_trigger_over_segments_written_a_moment_ago_reads_each_log_end_once(tmp_path, monkeypatch):
+    """The same two log dirs, written a moment ago: a trigger cannot take a range it computed before (their files
+    may have changed within their mtime), so it walks each partition's last segment for its range, and walked it
+    a second time to check that the copy chosen reaches the stream's position (8 walks and 16 segment opens per
+    idle trigger instead of 4 and 12). The check takes the range's walk of the trigger before (a log end at or past
+    the position, of the same file, no smaller now: an append cannot take it below), and the range the walk the
+    check made; the plan of a micro-batch on a listing of its own (Spark's) walked each again (4), now none."""
+    one, two = tmp_path / "broker1", tmp_path / "broker2"
+    for root, records in ((one, 200), (two, 150)):
+        write_data_dir(root, [TopicSpec("t", partitions=4, records_per_partition=records, segment_bytes=4000)],
+                       seed=1)
+    p = MicroBatchPlanner(ReadOptions.from_options({"paths": [str(one), str(two)], "subscribe": "t"}, stream=True))
+    start = p.initial_offsets()
+    end = p.latest_offsets(start)
+    counts = _walks(monkeypatch)
+    for _ in range(2):
+        counts.update(walks=0, opens=0)
+        assert p.latest_offsets(end) == end
+        assert counts == {"walks": 4, "opens": 12}
+    counts.update(walks=0, opens=0)
+    assert p.plan(start, end).scan is None
+    assert counts == {"walks": 0, "opens": 0}
+
+
+def test_a_copy_cut_below_the_position_since_its_log_end_was_read_is_passed_over(tmp_path):
+    """The log end a trigger read stands for a copy's later choices only while its last segment is the same file
+    and no smaller: broker1 (high watermark 100, files 0..99) is chosen for a stream at 70; its segment is then cut
+    in place at offset 60 (a crash's lost tail: same file), and the next trigger reads it again and chooses
+    broker2 (high watermark 90, files 0..99)."""
+    ahead, behind, short = tmp_path / "broker1", tmp_path / "broker2", tmp_path / "short"
+    for root, records in ((ahead, 100), (behind, 100), (short, 60)):
+        write_data_dir(root, [TopicSpec("a", records_per_partition=records, records_per_batch=5)], seed=4)
+    set_hws(ahead, {("a", 0): 100})
+    set_hws(behind, {("a", 0): 90})
+    _written_ago(ahead, 60)
+    _written_ago(behind, 60)
+    p = MicroBatchPlanner(ReadOptions.from_options({"paths": [str(ahead), str(behind)],
+                                                    "startingOffsets": "earliest"}, stream=True))
+    start = to_offsets({("a", 0): 70})
+    assert plain(p.latest_offsets(start)) == {"a": {"0": 100}}
+    log = sorted((ahead / "a-0").glob("*.log"))[-1]
+    cut = sorted((short / "a-0").glob("*.log"))[-1].stat().st_size
+    with open(log, "r+b") as f:  # the same file (inode), cut where broker1's batch at offset 60 begins
+        f.truncate(cut)
+    os.utime(log, (time.time() - 30, time.time() - 30))
+    end = p.latest_offsets(start)
+    assert plain(end) == {"a": {"0": 90}}
+    assert read_batch(p, start, end) == [("a", 0, o) for o in range(70, 90)]

@@ -35,6 +35,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import time
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, NamedTuple, Sequence
@@ -57,6 +58,7 @@ __all__ = [
     "PartitionDir",
     "LogDir",
     "ReplicaChoice",
+    "ChoiceLogEnds",
     "parse_topic_partition",
     "renamed_partition",
     "read_log_dir",
@@ -2269,9 +2271,85 @@ def read_partition_again(path: str, filesystem, *, topic: str, partition: int,
     return with_remote_copies(pdir, remote)[0] or pdir
 
 
+class ChoiceLogEnds:
+    """The log ends :func:`choose_replicas` read (:func:`partition_log_end_offset`, -1 where unreadable), kept by a
+    stream for its later choices: every trigger chooses the replicas of a new listing, and reading the chosen
+    copy's log end again at each (a stream's position in the last segment) turned an idle trigger, which reads no
+    file, into a walk of every partition's last segment. Shared with :func:`find_log_end` (the walk of a stream's
+    range of the copy chosen, right after), which takes one and keeps its own.
+
+    A log end is taken (:meth:`taken`) for the very :class:`PartitionDir` it was read of (one listing: the choice a
+    trigger made stands for its range and the plan of its micro-batch), or for a copy listed again with the same
+    last segment (name, size, mtime, file), high watermark, evidence and ``maxBatchBytes`` when that segment had not
+    changed for ``racy_ms`` when it was read (an append within the mtime's granularity, or to a preallocated
+    segment that keeps its size, would otherwise go unseen). Whether a copy reaches a position (:meth:`reached`)
+    asks less: an append cannot take a log below a position it reached, so a log end read at or past it of the
+    same last segment file (same name, base offset and file: not the cleaner's copy renamed in), no smaller now
+    (not cut since), under the same leader epochs (not truncated and written again by a new leader) and with the
+    same evidence, answers, also of a segment written since (a live stream's next trigger, and its plan on a new
+    listing). One entry per copy's folder: the newest."""
+
+    def __init__(self, racy_ms: float):
+        self.racy_ms = racy_ms
+        self._found: dict[str, _ReadEnd] = {}  # by folder
+
+    @staticmethod
+    def _key(pdir: PartitionDir, read_to: int | None, max_batch_bytes: int | None) -> tuple:
+        last = pdir.segments[-1]
+        return (last.log_path, last.base_offset, last.log_size, last.mtime_ms, last.identity, last.tiered,
+                pdir.high_watermark, pdir.is_active_segment(last.log_path), pdir.reached_end(read_to), read_to,
+                max_batch_bytes, pdir.leader_epochs)
+
+    def taken(self, pdir: PartitionDir, read_to: int | None,
+              max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES) -> int | None:
+        """``pdir``'s log end as read before, where that stands (see the class); else None."""
+        found = self._found.get(pdir.path) if pdir.segments else None
+        if found is None or found.key != self._key(pdir, read_to, max_batch_bytes):
+            return None
+        return found.end if found.pdir is pdir or 0 < pdir.segments[-1].mtime_ms < found.read_ms - self.racy_ms \
+            else None
+
+    def reached(self, pdir: PartitionDir, read_to: int | None, position: int) -> bool:
+        """Whether a log end read before says ``pdir``'s log reaches ``position`` (see the class)."""
+        found = self._found.get(pdir.path) if pdir.segments else None
+        if found is None or found.end < position:
+            return False
+        last = pdir.segments[-1]
+        log_path, base, size, mtime_ms, identity = found.key[:5]
+        same_file = (identity == last.identity if identity is not None
+                     else (size, mtime_ms) == (last.log_size, last.mtime_ms))
+        return (same_file and (log_path, base) == (last.log_path, last.base_offset) and last.log_size >= size
+                and found.key[9] == read_to and found.key[11] == pdir.leader_epochs and last.tiered is None)
+
+    def keep(self, pdir: PartitionDir, read_to: int | None, max_batch_bytes: int | None, end: int,
+             read_ms: float) -> None:
+        """Keep ``end``, ``pdir``'s log end as a walk begun at ``read_ms`` found it."""
+        if pdir.segments:
+            self._found[pdir.path] = _ReadEnd(pdir, self._key(pdir, read_to, max_batch_bytes), read_ms, end)
+
+    def log_end(self, pdir: PartitionDir, read_to: int | None, read: Callable[[], int]) -> int:
+        """``pdir``'s log end as ``read()`` reads it (the default ``maxBatchBytes``), or as read before."""
+        end = self.taken(pdir, read_to)
+        if end is None:
+            read_ms = time.time() * 1000
+            end = read()
+            self.keep(pdir, read_to, DEFAULT_MAX_BATCH_BYTES, end, read_ms)
+        return end
+
+
+class _ReadEnd(NamedTuple):
+    """A log end :class:`ChoiceLogEnds` keeps: of ``pdir`` as listed, with its inputs (``key``), read from
+    ``read_ms`` on."""
+    pdir: PartitionDir
+    key: tuple
+    read_ms: float
+    end: int
+
+
 def choose_replicas(partitions: Iterable[PartitionDir], policy: str = "highestHighWatermark", *,
                     with_remote: bool = True, read_to: Callable[[PartitionDir], int | None] | None = None,
-                    reach: Callable[[PartitionDir], int | None] | None = None) -> list[ReplicaChoice]:
+                    reach: Callable[[PartitionDir], int | None] | None = None,
+                    log_ends: ChoiceLogEnds | None = None) -> list[ReplicaChoice]:
     """One replica per (topic, partition).
 
     Policies: ``highestHighWatermark`` (the copy whose log dir checkpointed the highest high watermark; ties, and
@@ -2295,7 +2373,8 @@ def choose_replicas(partitions: Iterable[PartitionDir], policy: str = "highestHi
     past it but whose files end below it (a crash's unflushed tail under a checkpointed high watermark) is behind
     too. Its log end is read only when its last segment's name (the listing's) is below the position: one index
     interval of the chosen copy's last segment, which a tie of high watermarks reads for every tied copy anyway.
-    Without ``read_to`` (a batch read) the policy alone chooses.
+    Without ``read_to`` (a batch read) the policy alone chooses. ``log_ends``: the log ends earlier choices read,
+    taken where they still stand, and where this one's are kept (:class:`ChoiceLogEnds`; a stream's).
     """
     if policy not in REPLICA_POLICIES:
         from kafkaseg.errors import InvalidOptionError
@@ -2310,7 +2389,7 @@ def choose_replicas(partitions: Iterable[PartitionDir], policy: str = "highestHi
     for (topic, partition), found in sorted(groups.items()):
         copies = [c for c in found if c.tiered is None] or found
         remote = [c for c in found if c.tiered is not None] if len(copies) < len(found) else []
-        choice = _choose_one(topic, partition, copies, policy, read_to, reach)
+        choice = _choose_one(topic, partition, copies, policy, read_to, reach, log_ends)
         if remote and with_remote:
             chosen, how = choice.chosen, []
             for candidate in remote:
@@ -2331,7 +2410,8 @@ def choose_replicas(partitions: Iterable[PartitionDir], policy: str = "highestHi
 
 def _choose_one(topic: str, partition: int, copies: list[PartitionDir], policy: str,
                 read_to: Callable[[PartitionDir], int | None] | None = None,
-                reach: Callable[[PartitionDir], int | None] | None = None) -> ReplicaChoice:
+                reach: Callable[[PartitionDir], int | None] | None = None,
+                log_ends: ChoiceLogEnds | None = None) -> ReplicaChoice:
     """:func:`choose_replicas` for one topic-partition's ``copies``."""
     if len(copies) == 1:
         return ReplicaChoice(topic, partition, copies[0], tuple(copies), "only replica")
@@ -2339,11 +2419,15 @@ def _choose_one(topic: str, partition: int, copies: list[PartitionDir], policy: 
 
     def leo(i: int) -> int:
         if i not in leo_cache:
-            try:
-                leo_cache[i] = partition_log_end_offset(
-                    copies[i], read_to=read_to(copies[i]) if read_to is not None else None)
-            except (CorruptDataError, LayoutError):
-                leo_cache[i] = -1
+            evidence = read_to(copies[i]) if read_to is not None else None
+
+            def read() -> int:
+                try:
+                    return partition_log_end_offset(copies[i], read_to=evidence)
+                except (CorruptDataError, LayoutError):
+                    return -1
+
+            leo_cache[i] = read() if log_ends is None else log_ends.log_end(copies[i], evidence, read)
         return leo_cache[i]
 
     def pick(indices: Sequence[int]) -> tuple[int, str]:
@@ -2374,6 +2458,8 @@ def _choose_one(topic: str, partition: int, copies: list[PartitionDir], policy: 
             return None
         if evidence is None and copies[i].segments and copies[i].segments[-1].base_offset >= position:
             return None
+        if log_ends is not None and i not in leo_cache and log_ends.reached(copies[i], evidence, position):
+            return None  # (read before at or past it, and only appended to since)
         return position if leo(i) < position else None
 
     best, why = pick(range(len(copies)))
@@ -3254,7 +3340,8 @@ class LogEnd:
 def find_log_end(partition_dir: PartitionDir, *, lenient: bool, verify_crc: bool = True,
                  max_batch_bytes: int | None = DEFAULT_MAX_BATCH_BYTES,
                  index_start: Callable[[], int] | None = None,
-                 unacknowledged_past: Callable[[int], bool] | None = None, read_to: int | None = None) -> LogEnd:
+                 unacknowledged_past: Callable[[int], bool] | None = None, read_to: int | None = None,
+                 known: ChoiceLogEnds | None = None) -> LogEnd:
     """The log end a read of ``partition_dir`` takes (planning's rule; lenient lookups take it too). When the active
     segment cannot be walked to its end (corrupt framing, e.g. an append a crash tore, or a batch whose base offset,
     which no CRC covers, goes back), it is the end of the last whole batch before the corruption, as Kafka's
@@ -3269,16 +3356,23 @@ def find_log_end(partition_dir: PartitionDir, *, lenient: bool, verify_crc: bool
     counting the rest as skipped.
     ``index_start()``: the position of the active segment's last offset index entry (0 without one), asked only
     when zeros are found. ``read_to``: where a stream's position says it read the log to, evidence for a last
-    batch past a compaction gap (:meth:`PartitionDir.reached_end`)."""
+    batch past a compaction gap (:meth:`PartitionDir.reached_end`). ``known``: the log ends a stream's replica
+    choice read, taken where they stand (not one it could not read: walked again here for its damage), and where
+    this walk's is kept (:class:`ChoiceLogEnds`)."""
     from kafkaseg.errors import SkippedOffsetsError
     from kafkaseg.storage.segment import readable_end
 
     past = unacknowledged_past or (lambda leo: False)
     name = f"{partition_dir.topic}-{partition_dir.partition}"
     try:
-        leo = partition_log_end_offset(partition_dir, max_batch_bytes=max_batch_bytes, read_to=read_to)
-        if leo is None:
-            return LogEnd(None)
+        leo = known.taken(partition_dir, read_to, max_batch_bytes) if known is not None else None
+        if leo is None or leo < 0:
+            read_ms = time.time() * 1000
+            leo = partition_log_end_offset(partition_dir, max_batch_bytes=max_batch_bytes, read_to=read_to)
+            if leo is None:
+                return LogEnd(None)
+            if known is not None:
+                known.keep(partition_dir, read_to, max_batch_bytes, leo, read_ms)
         # (inside the try: damage the zeros are is judged as damage the walk met, by the walk from the start, which
         # finds earlier damage the walk from the last index entry does not, as planning did before this moved here)
         return _zero_tail(partition_dir, leo, name, lenient=lenient, verify_crc=verify_crc,
