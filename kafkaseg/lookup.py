@@ -959,16 +959,33 @@ class PartitionLookup:
         hold the answer and is passed over. About one index interval of headers per rolled segment below
         ``offset`` and the recovery point (and, with ``timestamp``, a cut segment's time index). ``unflushed``: when
         no cut is proven, the first one not proven (the recovery point not above it, or none: a warning), looked for
-        in every rolled segment below ``offset``."""
+        in every rolled segment below ``offset``. On object storage (without ``unflushed``) the segments are checked
+        at once (:func:`~kafkaseg.storage.fs.map_files`), the answer and any error the same."""
+        from kafkaseg.storage import fs as _fs
+
         start = self.log_start_offset
         possible = None
-        for i in range(len(self.segments) - 1):
-            if offset is not None and self.bases[i] >= offset:
-                break
-            if self.bases[i + 1] <= start:
-                continue
-            cut = rolled_cut_of(self.pdir, i, max_batch_bytes=self.max_batch_bytes,
-                                unflushed=unflushed and possible is None)
+        below = [i for i in range(len(self.segments) - 1)
+                 if (offset is None or self.bases[i] < offset) and self.bases[i + 1] > start]
+        ahead = None
+        if not unflushed and not _fs.is_local(self.pdir.filesystem):
+            # object storage: every check at once (each a .index probe and a .log read, round trips apiece), each
+            # one's error kept to be raised where the loop below reaches it, as one after the other raises it
+            def check(i: int):
+                try:
+                    return rolled_cut_of(self.pdir, i, max_batch_bytes=self.max_batch_bytes), None
+                except Exception as err:  # noqa: BLE001 (raised below, in order)
+                    return None, err
+
+            ahead = _fs.map_files(check, below, [self.pdir.filesystem])
+        for k, i in enumerate(below):
+            if ahead is None:
+                cut = rolled_cut_of(self.pdir, i, max_batch_bytes=self.max_batch_bytes,
+                                    unflushed=unflushed and possible is None)
+            else:
+                cut, err = ahead[k]
+                if err is not None:
+                    raise err
             if cut is not None and cut.end_offset > start and (offset is None or cut.first_offset < offset):
                 if timestamp is not None and self._cut_below_time(i, cut, timestamp):
                     continue

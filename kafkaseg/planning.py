@@ -884,7 +884,8 @@ class _Partition:
             if txnindex_path:
                 try:
                     index = TransactionIndex.load(txnindex_path, seg.base_offset, self.fs, window=txnindex_window)
-                    problems = index.sanity_problems()
+                    problems = index.sanity_problems(  # (a rolled segment's entries bounded by its end)
+                        self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None)
                     stale = None if problems or not self.pdir.past_recovery_point(i) else self._unindexed_abort(i, index)
                     if not problems and stale is None:
                         self._txn[i] = index

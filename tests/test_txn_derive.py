@@ -318,7 +318,7 @@ def test_insane_txnindex_is_derived_from_the_log_and_reported(tmp_path):
 @pytest.mark.parametrize("field, value", [("last_stable_offset", 1 << 62), ("first_offset", -5)])
 def test_a_txnindex_entry_no_broker_writes_is_insane_not_believed(tmp_path, capsys, field, value):
     """Found by fuzzing the ``.txnindex``: an entry's lastStableOffset is the partition's LSO when its ABORT marker
-    was written, at most the marker + 1 (``ProducerStateManager.lastStableOffset``), and its firstOffset an offset
+    was written, in its segment (``ProducerStateManager.lastStableOffset``), and its firstOffset an offset
     (>= 0). Raised past the marker, the LSO ended the search for aborted transactions there
     (``collectAbortedTxns`` stops at an entry whose LSO reaches the fetch's end), so read_committed returned the
     aborted records of every later entry; a negative firstOffset took a producer's earlier committed records as
@@ -654,3 +654,36 @@ def test_a_partition_moved_to_another_log_dir_after_planning_still_gives_its_tra
     # (the planned files, read in the folder renamed for deletion: no topic ids here, the copy covers the offsets)
     assert got.metrics.vanished_segments
     assert all(what.startswith("read from ") for *_, what in got.metrics.vanished_segments)
+
+
+def test_a_followers_txnindex_entry_whose_last_stable_offset_is_a_later_transactions_start_is_sane(tmp_path, capsys):
+    """A follower appends what it fetched in one append (UnifiedLog.append): every producer's batches update the
+    producer state before the completed transactions' entries are written, so an ABORT's lastStableOffset is the
+    first offset of another producer's transaction begun later in the same fetch (ProducerStateManager
+    .lastStableOffset), past the marker + 1. Such an entry is the broker's own: not insane (the fuzz merge's rule
+    made ``verify`` exit 1 on it, and the read derive the segment's aborted transactions), while one past the
+    segment's end is still insane (test_a_txnindex_entry_no_broker_writes_is_insane_not_believed)."""
+    from kafkaseg.cli.main import main
+
+    log = _Log(tmp_path / "good" / "tx-0")
+    log.data(7)                          # 0..2: 7's transaction
+    log.data(-1)                         # 3..5
+    log.marker(7, ControlType.ABORT)     # 6
+    log.data(-1)                         # 7..9
+    log.data(9)                          # 10..12: 9's transaction, in the same fetch as the ABORT on a follower
+    log.marker(9, ControlType.COMMIT)    # 13
+    log.roll()
+    log.data(-1)
+    log.close()
+    shutil.copytree(tmp_path / "good", tmp_path / "follower")
+    txnindex = min((tmp_path / "follower" / "tx-0").glob("*.txnindex"))
+    data = bytearray(txnindex.read_bytes())
+    assert struct.unpack(">qq", data[18:34]) == (6, 7)  # (the leader's: marker, marker + 1)
+    data[26:34] = struct.pack(">q", 10)  # the follower's
+    txnindex.write_bytes(bytes(data))
+    scan = kafkaseg.open_scan(str(tmp_path / "follower"), **COMMITTED)
+    assert rows(scan.to_table()) == rows(kafkaseg.read_arrow(str(tmp_path / "good"), **COMMITTED))
+    # (the active segment, with no .txnindex file in a partition with transactions, is derived either way)
+    assert str(txnindex.with_suffix(".log")) not in derived_segments(scan.plan.report)
+    capsys.readouterr()
+    assert main(["verify", str(tmp_path / "follower"), "--no-progress"]) == 0, capsys.readouterr().out

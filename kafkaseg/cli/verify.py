@@ -1039,7 +1039,7 @@ def _verify_segment(pdir: PartitionDir, i: int, report: VerifyReport, summary: S
     if txnindex_label:
         try:
             txn = TransactionIndex.load(txnindex_path, seg.base_offset, pdir.filesystem, window=txnindex_window)
-            for p in txn.sanity_problems():
+            for p in txn.sanity_problems(next_base):
                 add(ERROR, txnindex_label, p.position, p.detail)
             if txn.trailing_bytes:
                 add(WARNING, txnindex_label, len(txn) * txn.ENTRY_SIZE,

@@ -128,13 +128,17 @@ class TransactionIndex:
                 return found, True
         return found, False
 
-    def sanity_problems(self) -> list[IndexProblem]:
+    def sanity_problems(self, end_offset: int | None = None) -> list[IndexProblem]:
         """``TransactionIndex.sanityCheck`` (lastOffset >= segment base) plus the version check its reader does,
-        and what every entry a broker writes holds: 0 <= firstOffset <= lastOffset, and lastStableOffset <=
-        lastOffset + 1 (``ProducerStateManager.lastStableOffset``: the first offset of another open transaction,
-        all below the marker, or the offset after the marker). A lastStableOffset raised past that ends
-        :meth:`collect_aborted` at the entry (the aborted transactions of every later entry would go unseen), and a
-        negative firstOffset aborts a producer's earlier, committed records."""
+        and what every entry a broker writes holds: 0 <= firstOffset <= lastOffset, and, with ``end_offset`` (a
+        rolled segment's end: the next segment's base), lastStableOffset <= ``end_offset``
+        (``ProducerStateManager.lastStableOffset``: the first offset of another producer's open transaction, or
+        the offset after the marker; a follower appends a whole fetch at once, every producer's batches updating
+        the state before the entries are written, so that transaction may begin after the marker, later in the
+        same append, which lies in one segment). A lastStableOffset raised past that ends :meth:`collect_aborted`
+        at the entry (the aborted transactions of every later entry would go unseen), and a negative firstOffset
+        aborts a producer's earlier, committed records. (The active segment's entries are not bounded: a
+        follower's truncation may leave one whose lastStableOffset is past the log's end until it grows.)"""
         problems = []
         for n, txn in enumerate(self.entries):
             position = n * TXN_INDEX_ENTRY_SIZE
@@ -151,10 +155,10 @@ class TransactionIndex:
                     position))
             elif txn.first_offset < 0:
                 problems.append(IndexProblem(f"entry {n}: negative first offset {txn.first_offset}", position))
-            if txn.last_stable_offset > txn.last_offset + 1:
+            if end_offset is not None and txn.last_stable_offset > end_offset:
                 problems.append(IndexProblem(
-                    f"entry {n}: last stable offset {txn.last_stable_offset} is past the offset after the marker "
-                    f"({txn.last_offset + 1}), which no broker writes", position))
+                    f"entry {n}: last stable offset {txn.last_stable_offset} is past the segment's end (the next "
+                    f"segment's base {end_offset}), which no broker writes", position))
         return problems
 
     def check(self) -> None:
