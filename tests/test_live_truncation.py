@@ -1186,7 +1186,9 @@ def test_a_read_past_the_high_watermark_skips_no_offsets_a_truncation_cut_when_i
     truncation to offset 20 cuts the first (rolled) segment there and renames the second ``.deleted``
     (``UnifiedLog.truncateTo``), the new leader's batches not appended yet. The first slice ends at 20 where the
     file now ends; the second must not then return the old generation's 32..43 from the ``.deleted`` file, which
-    skips 20..31 (found by tests/live_broker.py --hook --retention: ``read_arrow to log end: partition 0: gap``)."""
+    skips 20..31 (found by tests/live_broker.py --hook --retention --compact --fast-delete --move, seed 3:
+    ``read_arrow to log end: partition 2: gap: offsets [1323, .., 1326] skipped between 1322 (generation 2) and 1327
+    (generation 2)``, a truncation to 1323 during the read)."""
     from pathlib import Path
 
     import kafkaseg
