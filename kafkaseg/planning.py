@@ -2222,30 +2222,40 @@ def _planned_reader(seg: SegmentFiles, filesystem, moved: Callable[[], list[str]
     is not planned again when a file goes: read_committed's aborted transactions, :func:`_aborted_for`): a live
     broker's retention or cleaner may have renamed it ``.deleted`` since (removed ``file.delete.delay.ms`` later),
     or renamed a planned ``.swap`` to its ``.log`` name, and the plan is of its bytes, which the read reads there
-    too (:mod:`kafkaseg.scan`). A file under a new name is taken only when it is the one listed (same inode), or
-    when that cannot be told; else the :class:`~kafkaseg.errors.LayoutError` for the missing file. ``moved``: the
+    too (:mod:`kafkaseg.scan`). A file is taken only when it is the one listed (same inode), or when that cannot be
+    told: not the cleaner's merged copy swapped in under the listed name (a walk of it misses the transactions begun
+    in the planned segment); else the :class:`~kafkaseg.errors.LayoutError` for the missing file. ``moved``: the
     folders (``<tp>.<id>-delete``) that hold the partition's planned files when it moved to another log dir since
     (``_Partition.move_sources``), where they are looked for under the same names (or ``.deleted``) too."""
     try:
-        return SegmentReader(seg.log_path, filesystem)
+        listed = _fs.RandomAccessReader(seg.log_path, filesystem)
     except LayoutError as exc:
         if not isinstance(exc.__cause__, FileNotFoundError):
             raise
-        names = [seg.log_path + ".deleted"]
-        if seg.log_path.endswith(".swap"):
-            names.insert(0, seg.log_path[:-len(".swap")])
-        if moved is not None and not _fs.exists(_fs.parent(seg.log_path), filesystem):
-            names.extend(moved_names(seg.log_path, moved()))
-        for name in names:
-            try:
-                renamed = _fs.RandomAccessReader(name, filesystem)
-            except LayoutError:
-                continue
-            if seg.identity is not None and renamed.identity is not None and renamed.identity != seg.identity:
-                renamed.close()
-                continue
-            return SegmentReader(name, filesystem, opened=renamed)
-        raise
+        missing = exc
+    else:
+        if seg.identity is None or listed.identity is None or listed.identity == seg.identity:
+            return SegmentReader(seg.log_path, filesystem, opened=listed)
+        # another file under the name: the cleaner's merged copy swapped in (the planned one renamed .deleted),
+        # whose batches are not the planned segment's (a walk of it would miss transactions begun in the segment)
+        listed.close()
+        missing = LayoutError(f"{seg.log_path} names another file than the one listed (swapped in by the log "
+                              "cleaner since?), and the listed one is not under its .deleted name")
+    names = [seg.log_path + ".deleted"]
+    if seg.log_path.endswith(".swap"):
+        names.insert(0, seg.log_path[:-len(".swap")])
+    if moved is not None and not _fs.exists(_fs.parent(seg.log_path), filesystem):
+        names.extend(moved_names(seg.log_path, moved()))
+    for name in names:
+        try:
+            renamed = _fs.RandomAccessReader(name, filesystem)
+        except LayoutError:
+            continue
+        if seg.identity is not None and renamed.identity is not None and renamed.identity != seg.identity:
+            renamed.close()
+            continue
+        return SegmentReader(name, filesystem, opened=renamed)
+    raise missing
 
 
 def _plan_partition(pdir: PartitionDir, options: ReadOptions, predicates: Predicates | None,

@@ -1043,15 +1043,22 @@ def run_live(root, seconds, seed, *, read_as=None, tools=True, hook=False, optio
     clier.join()
     truth = Truth(root)
     problems = []
-    for r in reads:
+    for k, r in enumerate(reads):
         if isinstance(r[1], str):  # (what, traceback, began, ended)
-            problems.append(f"{r[0]} raised: {r[1]}")
+            found = [f"{r[0]} raised: {r[1]}"]
         elif r[0].endswith("to log end"):
-            problems += check_past_watermark(truth, r[1], what=r[0], began=r[4], ended=r[3])
+            found = check_past_watermark(truth, r[1], what=r[0], began=r[4], ended=r[3])
         else:
-            problems += check_rows(truth, r[1], committed=r[2], read_end=r[3], began=r[4], what=r[0])
-    for what, rc, out, err, began, end in cli_runs:
+            found = check_rows(truth, r[1], committed=r[2], read_end=r[3], began=r[4], what=r[0])
+        if found and not isinstance(r[1], str):  # the read's rows kept beside the run, for a diagnosis
+            (root / f"failed-read-{k}.json").write_text(json.dumps(
+                {"what": r[0], "began": r[4], "ended": r[3], "problems": found,
+                 "rows": [(p, o, v.decode(errors="replace")) for _, p, o, _, v, _ in r[1]]}))
+        problems += found
+    for k, (what, rc, out, err, began, end) in enumerate(cli_runs):
         if rc != 0 or "Traceback" in err:
+            # (kept whole beside the run: the problem below quotes the end of it only)
+            (root / f"failed-cli-{k}.txt").write_text(f"{what} rc={rc} began={began} ended={end}\n{out}\n{err}")
             said = [line for line in out.splitlines() if line.startswith("ERROR")]  # verify's errors
             problems.append(f"kafkaseg {what}: exit {rc}: {' '.join(said)[:1500] or out[-800:]} {err[-1500:]}")
         elif what == "offsets committed":

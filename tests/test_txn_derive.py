@@ -687,3 +687,39 @@ def test_a_followers_txnindex_entry_whose_last_stable_offset_is_a_later_transact
     assert str(txnindex.with_suffix(".log")) not in derived_segments(scan.plan.report)
     capsys.readouterr()
     assert main(["verify", str(tmp_path / "follower"), "--no-progress"]) == 0, capsys.readouterr().out
+
+
+def test_a_segment_the_cleaner_swapped_in_under_its_name_after_planning_leaves_the_walk_on_the_planned_file(
+        tmp_path, monkeypatch):
+    """The cleaner merged segments 0 and 1 into one file and swapped it in under segment 0's name (the old one
+    renamed ``.deleted``), dropping producer 7's aborted data, after the partition was listed and before
+    read_committed walks its log (segment 0 has no .txnindex). The walk must read the file the plan is of (found
+    under ``.deleted`` by its identity, as the read reads it): walking the merged file under the old name saw no
+    transaction of producer 7 begin in segment 0, so the abort derived began in segment 1 and the read of the planned
+    segment 0 returned 7's aborted records (found by tests/live_broker.py --compact: ``aborted record under
+    read_committed``)."""
+    log = spanning_partition(tmp_path)
+    want = kafkaseg.open_scan(str(tmp_path), **COMMITTED)
+    want_rows = rows(want.to_table())
+    first, second = (Path(s.log_path) for s in log.segments[:2])
+    merged = b"".join(
+        bytes(data[h.position:h.position + h.size]) for data in (first.read_bytes(), second.read_bytes())
+        for h in iter_headers(data) if h.producer_id != 7)  # (the aborted transaction's data dropped)
+    real = planning._aborted_for
+
+    def cleaner_meanwhile(part, piece):
+        if not second.exists():
+            return real(part, piece)
+        for log_file in (first, second):
+            for suffix in (".log", ".index", ".timeindex", ".txnindex"):
+                path = log_file.with_suffix(suffix)
+                if path.exists():
+                    path.rename(path.with_name(path.name + ".deleted"))
+        first.write_bytes(merged)  # (the .swap renamed in place: another file under the name)
+        return real(part, piece)
+
+    monkeypatch.setattr(planning, "_aborted_for", cleaner_meanwhile)
+    got = kafkaseg.open_scan(str(tmp_path), **COMMITTED)
+    assert first.exists() and not second.exists()
+    assert [s.aborted for s in got.plan.slices] == [s.aborted for s in want.plan.slices]
+    assert rows(got.to_table()) == want_rows
