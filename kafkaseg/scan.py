@@ -46,7 +46,7 @@ from kafkaseg.storage.foreign_log import outside_batches
 from kafkaseg.storage.offset_index import OffsetIndex
 from kafkaseg.storage.segment import SegmentReader, load_index_files, nonzero_extent
 from kafkaseg.storage.fs import CTIME_TICK_NS, REMOTE_READ_BYTES, RandomAccessReader, ReadAhead, is_local, redact, same_file
-from kafkaseg.storage.fs import basename as fs_basename, exists, join as fs_join
+from kafkaseg.storage.fs import basename as fs_basename, exists, join as fs_join, list_dir
 from kafkaseg.wire.batch import CODEC_NAMES, HEADER_PREFIX_SIZE, LOG_OVERHEAD, MAGIC_OFFSET
 
 __all__ = ["ScanMetrics", "Problem", "read_slice", "iter_batches", "read_arrow", "open_scan", "Scan"]
@@ -285,7 +285,8 @@ def read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics |
     truncated tail.
 
     A segment a live broker deleted or replaced since planning is read from its ``.deleted`` name while that holds
-    it; after that, the slice's offsets (:attr:`~kafkaseg.planning.SegmentSlice.slice_offsets`) are read from the
+    it (not one a follower's truncation deleted past the high watermark, :func:`_truncated_below`: reported as a
+    truncated tail, nothing read); after that, the slice's offsets (:attr:`~kafkaseg.planning.SegmentSlice.slice_offsets`) are read from the
     partition's current files (:func:`~kafkaseg.planning.plan_again_by_offset`), as a reader by offset would: what
     the log cleaner kept of them is in its compacted copy. Offsets that are gone (retention, a truncation, a
     recreated topic, a file deleted outright: see that function) are a :class:`~kafkaseg.errors.DataLossError`, or
@@ -491,6 +492,9 @@ def _read_slice(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics,
     last decoded chunk accepted (every record up to it that the slice keeps was returned, none after), or
     ``unreliable`` when the read went on from other files (its segment lost or read again by offset)."""
     opened, why = _open_planned_segment(piece, metrics, options)
+    if opened is None and why is TRUNCATED_BELOW:
+        _truncated_tail(piece, metrics)
+        return
     if opened is None:
         if progress is not None:
             progress["unreliable"] = True
@@ -667,11 +671,49 @@ def _open_planned_segment(piece: SegmentSlice, metrics: ScanMetrics,
                 tried.append(f"{os.path.basename(name)}: {exc.__cause__}")
             continue
         if same_file(piece.file_identity, reader) is not False:
+            if name.endswith(".deleted") and _truncated_below(piece):
+                reader.close()
+                return None, TRUNCATED_BELOW
             _vanished(piece, metrics, f"read from {os.path.basename(name)}")
             return reader, ""
         reader.close()
     return None, (f"{why} since planning, and it is not under {' or '.join(os.path.basename(n) for n in names)}"
                   + (f" ({'; '.join(tried)})" if tried else ""))
+
+
+#: why :func:`_open_planned_segment` returns no file for a slice whose segment a follower's truncation deleted
+TRUNCATED_BELOW = "truncated below"
+
+
+def _truncated_below(piece: SegmentSlice) -> bool:
+    """Whether the slice's segment, found only under its ``.deleted`` name, was deleted by a follower's truncation
+    below its base offset (``UnifiedLog.truncateTo`` renames every segment from the truncation offset on
+    ``.deleted`` and cuts the one holding it, which becomes the active segment): its base offset is at or past the
+    plan's high watermark (a truncation is never below it), and the partition's folder now holds segments, all of
+    them below its base offset. Retention deletes the oldest segments (a newer one, the active segment at least,
+    stays), the cleaner merges segments below the active one: neither leaves the log ending before a segment it
+    deleted. Then the segment's records were never acknowledged and are not the log's any more: not read from the
+    ``.deleted`` file (the records after the cut, of the new generation, would be skipped)."""
+    hw = piece.high_watermark
+    if hw is None or piece.base_offset < hw or not piece.partition_path:
+        return False
+    try:
+        entries = list_dir(piece.partition_path, piece.filesystem)
+    except LayoutError:
+        return False
+    bases = []
+    for entry in entries:
+        for suffix in (".log", ".log.swap", ".log.cleaned"):
+            stem = entry.name[:-len(suffix)]
+            if entry.name.endswith(suffix) and stem.isdigit():
+                bases.append(int(stem))
+    return bool(bases) and max(bases) < piece.base_offset
+
+
+def _truncated_tail(piece: SegmentSlice, metrics: ScanMetrics) -> None:
+    """Report the slice whose segment a truncation deleted (:func:`_truncated_below`): nothing read, its bytes a
+    truncated tail, as those of a segment cut while read."""
+    _report_tail(piece, metrics, piece.start_position, piece.end_position)
 
 
 def _lost_or_read_again(piece: SegmentSlice, options: ReadOptions, metrics: ScanMetrics, why: str,

@@ -1179,8 +1179,6 @@ def test_describe_of_a_partition_changed_after_its_listing_describes_it_as_it_is
     assert desc.errors
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: a segment a follower truncation deleted is read from its "
-                   ".deleted name, past the offsets the truncation cut from the segment before it")
 def test_a_read_past_the_high_watermark_skips_no_offsets_a_truncation_cut_when_it_deletes_later_segments(tmp_path):
     """A read to the log end planned two segments past the high watermark (8); before it reads them, a follower
     truncation to offset 20 cuts the first (rolled) segment there and renames the second ``.deleted``
@@ -1213,3 +1211,34 @@ def test_a_read_past_the_high_watermark_skips_no_offsets_a_truncation_cut_when_i
     os.truncate(first_log, cut)
     offsets = scan.to_table().column("offset").to_pylist()
     assert offsets == list(range(len(offsets)))  # (a prefix: what follows the cut was never acknowledged)
+    metrics = scan.metrics
+    assert not metrics.vanished_segments  # (not read from its .deleted name)
+    assert (str(second_log), 0, second_log.with_name(second_log.name + ".deleted").stat().st_size) in \
+        metrics.truncated_tails
+
+
+def test_a_segment_deleted_past_the_high_watermark_with_a_newer_segment_kept_is_read_from_its_deleted_name(tmp_path):
+    """The other side of the test above: past the high watermark, a segment renamed ``.deleted`` while a newer
+    segment is still there (the log cleaner merged it into the one before, or retention deleted it) was not deleted
+    by a truncation (which deletes every segment from its offset on): it is read under its ``.deleted`` name."""
+    from pathlib import Path
+
+    import kafkaseg
+    from kafkaseg.testing import PartitionWriter, Record, build_batch_v2
+    from kafkaseg.testing.partition import write_offset_checkpoint
+
+    writer = PartitionWriter(tmp_path / "t-0", index_interval_bytes=256)
+    for first in range(0, 48, 4):
+        if first in (16, 32):
+            writer.roll()
+        writer.append(build_batch_v2([Record(o, 1_700_000_000_000 + o, b"k", b"v" * 30)
+                                      for o in range(first, first + 4)]))
+    logs = [Path(s.log_path) for s in writer.close().segments]
+    assert len(logs) == 3
+    write_offset_checkpoint(tmp_path / "replication-offset-checkpoint", {("t", 0): 8})
+    scan = kafkaseg.open_scan(str(tmp_path), upperBound="logEndOffset", failOnDataLoss="false")
+    for suffix in (".log", ".index", ".timeindex"):
+        path = logs[1].with_suffix(suffix)
+        path.rename(path.with_name(path.name + ".deleted"))
+    assert scan.to_table().column("offset").to_pylist() == list(range(48))
+    assert [v[0] for v in scan.metrics.vanished_segments] == [str(logs[1])]
