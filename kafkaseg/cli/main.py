@@ -1032,6 +1032,13 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+def _add_data_dir(parser: argparse.ArgumentParser, *, required: bool = True,
+                  help: str = "log dirs (one or more, and repeatable: an unquoted glob the shell expanded gives "
+                              "several)") -> None:
+    """``--data-dir``: one or more log dirs, repeatable (``offsets``, ``locate``, ``consume``; as the jobs')."""
+    parser.add_argument("--data-dir", required=required, action="extend", nargs="+", metavar="DATA_DIR", help=help)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kafkaseg", description="Read Kafka log dirs directly: dump segments, "
                                      "verify, describe, look up offsets.")
@@ -1114,9 +1121,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "partition could not be answered ('Skip getting offsets for topic-partition ...' on "
                              "stderr, after the others are printed), the paths could not be read, or a usage "
                              "error.")
-    offsets.add_argument("--data-dir", required=True, action="extend", nargs="+", metavar="DATA_DIR",
-                         help="log dirs (one or more, and repeatable: an unquoted glob the shell expanded gives "
-                              "several)")
+    _add_data_dir(offsets)
     offsets.add_argument("--topic", type=_topic_regex, help="topic name or regex (default: every topic)")
     offsets.add_argument("--partitions", type=_partition_list, help="comma separated partition ids (default: all)")
     offsets.add_argument("--topic-partitions", type=_topic_partition_rules, metavar="RULES",
@@ -1150,9 +1155,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "0 found; 1 no such partition, or no record has the offset (the next one is printed, "
                             "with a note saying why) or none is at or after the time; 2 damage or an unreadable "
                             "file on the way (said on stderr), or a usage error.")
-    locate.add_argument("--data-dir", required=True, action="extend", nargs="+", metavar="DATA_DIR",
-                        help="log dirs (one or more, and repeatable: an unquoted glob the shell expanded gives "
-                             "several)")
+    _add_data_dir(locate)
     locate.add_argument("--topic", required=True, help="the topic (its name, not a regex)")
     locate.add_argument("--partition", required=True, type=int, help="the partition")
     which = locate.add_mutually_exclusive_group(required=True)
@@ -1212,8 +1215,8 @@ def build_parser() -> argparse.ArgumentParser:
                              description="Print records as kafka-console-consumer.sh does, from log dirs (see "
                              "kafkaseg.cli.consume). Without --follow it stops at the high watermark, as a "
                              "consumer does (--to-log-end: at the end of what is on disk).")
-    consume.add_argument("--data-dir", action="extend", nargs="+", metavar="DATA_DIR",
-                         help="REQUIRED: log dirs (one or more, and repeatable), in place of --bootstrap-server")
+    _add_data_dir(consume, required=False,  # (checked after parsing, to say it stands for --bootstrap-server)
+                  help="REQUIRED: log dirs (one or more, and repeatable), in place of --bootstrap-server")
     consume.add_argument("--group", help="accepted for pasted console-consumer commands (not with --partition, "
                          "as in Kafka); no effect: no committed offsets are read, and nothing is committed")
     consume.add_argument("--topic", help="the topic to consume")
