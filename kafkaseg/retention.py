@@ -550,7 +550,8 @@ def audit_partition(facts: PartitionFacts, config: TopicConfig, now_ms: int) -> 
         overdue_ms=max(past_ms) if past_ms else None, size_overdue_ms=size_overdue,
         bytes_over_retention=max(0, size_before - retention_bytes) if config.delete and retention_bytes >= 0 else 0,
         blocked_by_high_watermark=bool(log.blocked), rolls_active=log.rolls_active,
-        bounded_by_mtimes=bounded_by_mtimes, deleted_files=facts.deleted_files, deleted_bytes=facts.deleted_bytes, compaction=compaction,
+        bounded_by_mtimes=bounded_by_mtimes, deleted_files=facts.deleted_files, deleted_bytes=facts.deleted_bytes,
+        compaction=compaction,
         segments=tuple(verdicts), notes=tuple(notes))
 
 
