@@ -662,6 +662,7 @@ class _Partition:
         # the read's other log dirs (SegmentSlice.move_dirs): where the planned files are looked for when the
         # partition moved between log dirs meanwhile (_planned_reader)
         self.move_dirs: tuple[str, ...] = ()
+        self._moved_from: list[str] = []  # (move_sources, once found)
         # where that answer is said without a report (resolve_offsets' ``notes``)
         self.copy_notes: list[str] | None = None
         self.segments: tuple[SegmentFiles, ...] = pdir.segments
@@ -701,7 +702,11 @@ class _Partition:
 
     def move_sources(self) -> list[str]:
         """The folders renamed ``<tp>.<id>-delete`` beside the partition's that hold its planned files when it moved
-        to another of the read's log dirs since planning (:func:`moved_partition`), else none: a deletion."""
+        to another of the read's log dirs since planning (:func:`moved_partition`), else none: a deletion. A move
+        found is kept for the partition's other segments (each asks when its file is gone: one look at the other
+        log dirs, not one per segment); none found is asked again."""
+        if self._moved_from:
+            return self._moved_from
         pdir = self.pdir
         if not self.move_dirs or pdir.tiered is not None or not pdir.segments:
             return []
@@ -709,7 +714,8 @@ class _Partition:
         if moved_partition(pdir.topic, pdir.partition, pdir.path, self.fs, pdir.topic_id, self.move_dirs,
                            self.options, planned) is None:
             return []
-        return move_sources(pdir.path, self.fs, pdir.topic, pdir.partition)
+        self._moved_from = move_sources(pdir.path, self.fs, pdir.topic, pdir.partition)
+        return self._moved_from
 
     @functools.cached_property
     def planned_copy_states(self):
