@@ -1122,13 +1122,17 @@ class _Partition:
             past = np.flatnonzero(index.offsets >= bound)
             return int(past[0]) if past.size else len(index)
 
-        return left_entries(
-            self.pdir, self.segments[i], entry, start,
-            time_before=lambda bound: (time_index.entry(before(time_index, bound) - 1) if before(time_index, bound)
-                                       else (-1, self.segments[i].base_offset)),
-            offset_before=lambda bound: (int(offset_index.positions[before(offset_index, bound) - 1])
-                                         if before(offset_index, bound) else 0),
-            start_problem=lambda offset, position: self.entry_problem(i, offset, position))
+        def time_before(bound: int) -> tuple[int, int]:
+            k = before(time_index, bound)
+            return time_index.entry(k - 1) if k else (-1, self.segments[i].base_offset)
+
+        def offset_before(bound: int) -> int:
+            k = before(offset_index, bound)
+            return int(offset_index.positions[k - 1]) if k else 0
+
+        return left_entries(self.pdir, self.segments[i], entry, start, time_before=time_before,
+                            offset_before=offset_before,
+                            start_problem=lambda offset, position: self.entry_problem(i, offset, position))
 
     def time_index_foreign(self, i: int, entry: tuple[int, int] | None = None) -> bool:
         """Whether segment ``i``'s ``.timeindex`` proves to be another segment's (swapped or copied: its relative
