@@ -2251,11 +2251,8 @@ def _planned_reader(seg: SegmentFiles, filesystem, moved: Callable[[], list[str]
         listed.close()
         missing = LayoutError(f"{seg.log_path} names another file than the one listed (swapped in by the log "
                               "cleaner since?), and the listed one is not under its .deleted name")
-    names = [seg.log_path + ".deleted"]
-    if seg.log_path.endswith(".swap"):
-        names.insert(0, seg.log_path[:-len(".swap")])
-    if moved is not None and not _fs.exists(_fs.parent(seg.log_path), filesystem):
-        names.extend(moved_names(seg.log_path, moved()))
+    names = planned_file_names(seg.log_path, lambda: moved() if moved is not None and not _fs.exists(
+        _fs.parent(seg.log_path), filesystem) else [])
     for name in names:
         try:
             renamed = _fs.RandomAccessReader(name, filesystem)
@@ -2713,6 +2710,18 @@ def move_sources(partition_path: str, filesystem, topic: str, partition: int) ->
         return []
     return [_fs.join(log_dir, e.name) for e in entries
             if e.is_dir and e.name.endswith("-delete") and _fs.renamed_for_deletion(f"{topic}-{partition}", [e.name])]
+
+
+def planned_file_names(log_path: str, moved_from: Callable[[], Sequence[str]]) -> list[str]:
+    """The names planned segment ``log_path`` may have since planning, in the order to look: its ``.log`` name when
+    planned as a ``.swap`` (recovery renames it), renamed ``.deleted`` (retention, the cleaner, a truncation), then
+    in the folders ``moved_from()`` gives (:func:`move_sources`: the partition moved to another log dir; none
+    when it did not), by :func:`moved_names`. The readers (:func:`_planned_reader`, the scan's) take each only
+    when it is the file planned."""
+    names = [log_path + ".deleted"]
+    if log_path.endswith(".swap"):
+        names.insert(0, log_path[:-len(".swap")])
+    return names + moved_names(log_path, moved_from())
 
 
 def moved_names(log_path: str, folders: Sequence[str]) -> list[str]:

@@ -38,8 +38,8 @@ from kafkaseg.options import ReadOptions
 from kafkaseg.entry_check import ResumptionEntries, batch_first_offset
 from kafkaseg.offset_outlier import (batch_before, goes_back_after, last_batch_before, offset_before,
                                      outlier_region, record_facts, went_back)
-from kafkaseg.planning import (READ_ON_PAST_LOSS, ScanPlan, SegmentSlice, moved_names, moved_partition, move_sources,
-                               plan_again_by_offset, plan_scan)
+from kafkaseg.planning import (READ_ON_PAST_LOSS, ScanPlan, SegmentSlice, move_sources, moved_partition,
+                               plan_again_by_offset, plan_scan, planned_file_names)
 from kafkaseg.storage.layout import (below_cleaner_checkpoint, judge_rolled_end, judge_tail, other_copies_note, other_copy_line,
                                       read_partition_again)
 from kafkaseg.storage.foreign_log import outside_batches
@@ -654,14 +654,14 @@ def _open_planned_segment(piece: SegmentSlice, metrics: ScanMetrics,
                f"grew to {reader.size} bytes from {piece.segment_size} when listed, and a rolled segment never "
                "grows (truncated and written again since, or another file under its name)" if grown else
                "names another file (a compacted segment swapped in by the log cleaner?)")
-    names = [piece.log_path + ".deleted"]
-    if piece.log_path.endswith(".swap"):
-        names.insert(0, piece.log_path[:-len(".swap")])
-    if piece.move_dirs and not exists(piece.partition_path, piece.filesystem) and moved_partition(
-            piece.topic, piece.partition, piece.partition_path, piece.filesystem, piece.topic_id, piece.move_dirs,
-            options, (piece.start_offset, piece.end_offset)) is not None:
-        names.extend(moved_names(piece.log_path, move_sources(piece.partition_path, piece.filesystem, piece.topic,
-                                                              piece.partition)))
+    def moved_from() -> list[str]:  # (the partition moved to another of the read's log dirs: not a deletion)
+        if piece.move_dirs and not exists(piece.partition_path, piece.filesystem) and moved_partition(
+                piece.topic, piece.partition, piece.partition_path, piece.filesystem, piece.topic_id,
+                piece.move_dirs, options, (piece.start_offset, piece.end_offset)) is not None:
+            return move_sources(piece.partition_path, piece.filesystem, piece.topic, piece.partition)
+        return []
+
+    names = planned_file_names(piece.log_path, moved_from)
     tried = []
     for name in names:
         try:
