@@ -288,19 +288,25 @@ def unindexed_abort(reader: SegmentReader, index: TransactionIndex, *,
     listed there are not seen (that needs the partition's walk). Corrupt framing raises. ``partial_append``: the
     active segment (:func:`segment_aborted_txns`)."""
     indexed = {(entry.producer_id, entry.last_offset) for entry in index}
+    emptied: dict[int, bool] | None = None  # (walked once, when an abort without its entry is met)
     for txn in segment_aborted_txns(reader, dict(open_at_base or {}), max_batch_bytes=max_batch_bytes,
                                     partial_append=partial_append):
-        if (txn.producer_id, txn.last_offset) not in indexed and not _emptied_marker(
-                reader, txn.last_offset, max_batch_bytes, partial_append):
+        if (txn.producer_id, txn.last_offset) in indexed:
+            continue
+        if emptied is None:
+            emptied = _emptied_markers(reader, max_batch_bytes, partial_append)
+        if not emptied.get(txn.last_offset, False):
             return txn.producer_id, txn.last_offset
     return None
 
 
-def _emptied_marker(reader: SegmentReader, offset: int, max_batch_bytes: int | None, partial_append: bool) -> bool:
-    """Whether the marker at ``offset`` has a delete horizon: the log cleaner sets one on a marker only when it
-    found no batch of its transaction left (``containsMarkerForEmptyTxn``), and writes no ``.txnindex`` entry for it
-    then (``CleanedTransactionMetadata.onControlBatchRead``): there is no aborted record for one to hide."""
+def _emptied_markers(reader: SegmentReader, max_batch_bytes: int | None, partial_append: bool) -> dict[int, bool]:
+    """Each marker's offset -> whether it has a delete horizon (the first control batch at an offset): the log
+    cleaner sets one on a marker only when it found no batch of its transaction left (``containsMarkerForEmptyTxn``),
+    and writes no ``.txnindex`` entry for it then (``CleanedTransactionMetadata.onControlBatchRead``): there is no
+    aborted record for one to hide."""
+    horizons: dict[int, bool] = {}
     for header in reader.iter_headers(max_batch_bytes=max_batch_bytes, partial_append=partial_append):
-        if header.base_offset == offset and header.is_control:
-            return header.has_delete_horizon
-    return False
+        if header.is_control:
+            horizons.setdefault(header.base_offset, header.has_delete_horizon)
+    return horizons
